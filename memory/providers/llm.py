@@ -1,0 +1,173 @@
+"""Chat LLMs behind a small protocol: ask for JSON matching a pydantic schema, get a validated model back.
+
+The LLM is optional (correction stage 2, extraction, summaries); callers treat ``LLMError`` as "no answer" and
+fall back to their offline path.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any, Protocol, TypeVar
+
+import openai
+import pydantic
+
+from memory.providers.openai_client import make_openai_client
+
+__all__ = ["LLMClient", "LLMError", "OpenAILLM"]
+
+T = TypeVar("T", bound=pydantic.BaseModel)
+
+_FENCE = re.compile(r"^\s*```[A-Za-z]*\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
+_SNIPPET = 80
+
+
+class LLMError(Exception):
+    """The LLM gave no usable answer: transport error, refusal, truncation, bad JSON or schema mismatch."""
+
+
+class LLMClient(Protocol):
+    async def complete_json(self, *, system: str, user: str, schema: type[T], temperature: float = 0.1) -> T:
+        """Answer ``user`` under ``system`` with JSON valid as ``schema``; raise ``LLMError`` if not."""
+        ...
+
+
+class OpenAILLM:
+    """Any OpenAI-compatible chat endpoint, using JSON-schema structured output.
+
+    ``strict`` asks the server to enforce the schema (OpenAI's strict mode); it is sent only for schemas that
+    strict mode can express, and the answer is validated with pydantic either way.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None,
+        api_key: str | None,
+        model: str,
+        timeout: float = 60,
+        max_retries: int = 2,
+        *,
+        strict: bool = True,
+    ) -> None:
+        self.model = model
+        self.strict = strict
+        try:
+            self._client = make_openai_client(base_url, api_key, timeout=timeout, max_retries=max_retries)
+        except ValueError as exc:
+            raise LLMError(str(exc)) from exc
+
+    async def complete_json(self, *, system: str, user: str, schema: type[T], temperature: float = 0.1) -> T:
+        try:
+            completion = await self._client.chat.completions.create(
+                model=self.model,
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                temperature=temperature,
+                response_format=response_format_for(schema, strict=self.strict),
+            )
+        except openai.APIStatusError as exc:
+            detail = _short(_error_message(exc))
+            raise LLMError(f"LLM request failed: HTTP {exc.status_code}: {detail}") from exc
+        except openai.APITimeoutError as exc:
+            raise LLMError("LLM request timed out") from exc
+        except openai.OpenAIError as exc:
+            raise LLMError(f"LLM request failed: {type(exc).__name__}: {_short(str(exc))}") from exc
+
+        if not completion.choices:
+            raise LLMError("LLM answer has no choices")
+        choice = completion.choices[0]
+        message = choice.message
+        if message.refusal:
+            raise LLMError(f"LLM refused: {_short(message.refusal)}")
+        if choice.finish_reason == "length":
+            raise LLMError("LLM answer was cut off (finish_reason=length)")
+        if choice.finish_reason == "content_filter":
+            raise LLMError("LLM answer was withheld by a content filter")
+        return parse_json_answer(message.content, schema)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
+        await self._client.close()
+
+
+def parse_json_answer(content: str | None, schema: type[T]) -> T:
+    """Validate an LLM's JSON text as ``schema``, tolerating a Markdown code fence around it."""
+    if not content or not content.strip():
+        raise LLMError("LLM answer is empty")
+    # Models served without schema enforcement often wrap JSON in ```json fences despite instructions.
+    fenced = _FENCE.match(content)
+    text = fenced.group(1) if fenced else content
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LLMError(f"LLM answer is not valid JSON ({exc.msg}): {_short(content)!r}") from exc
+    try:
+        return schema.model_validate(data)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "<root>"
+        raise LLMError(
+            f"LLM answer does not match {schema.__name__}: {where}: {first['msg']} "
+            f"({exc.error_count()} error(s))"
+        ) from exc
+
+
+def response_format_for(schema: type[pydantic.BaseModel], *, strict: bool = True) -> dict[str, Any]:
+    """The ``response_format`` for ``schema``; strict only when strict mode can express the schema."""
+    json_schema = schema.model_json_schema()
+    strict_schema = _strict_variant(json_schema) if strict else None
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": re.sub(r"[^A-Za-z0-9_-]", "_", schema.__name__)[:64],
+            "schema": strict_schema if strict_schema is not None else json_schema,
+            "strict": strict_schema is not None,
+        },
+    }
+
+
+def _strict_variant(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """A copy of ``schema`` in the form OpenAI's strict mode demands, or None if it cannot be expressed.
+
+    Strict mode wants every object closed (``additionalProperties: false``) with all its properties required.
+    Requiring fields that have defaults is harmless: the model then always states them, and pydantic accepts
+    that. Free-form objects (``dict[str, X]``) have no strict form.
+    """
+    result = copy.deepcopy(schema)
+
+    def visit(node: Any) -> bool:
+        if not isinstance(node, dict):
+            return True
+        if node.get("type") == "object" or "properties" in node:
+            closed = node.get("additionalProperties") in (None, False)
+            if not closed or not isinstance(node.get("properties"), dict):
+                return False
+            node["additionalProperties"] = False
+            node["required"] = list(node["properties"])
+        # Strict mode rejects a null default; pydantic emits one for each Optional field defaulting to None.
+        if "default" in node and node["default"] is None:
+            del node["default"]
+        children: list[Any] = [node.get("items")]
+        for key in ("properties", "$defs", "definitions"):
+            children.extend(node.get(key, {}).values())
+        for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+            children.extend(node.get(key, []))
+        return all(visit(child) for child in children)
+
+    return result if visit(result) else None
+
+
+def _error_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        # The client hands over the body's "error" object when there is one.
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return inner["message"]
+    return exc.message
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _SNIPPET else text[: _SNIPPET - 1] + "…"

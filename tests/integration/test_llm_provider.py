@@ -1,0 +1,187 @@
+"""OpenAILLM against the local fake OpenAI server, through the real ``openai`` client."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+from pydantic import BaseModel
+
+from memory.providers.llm import LLMError, OpenAILLM
+from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
+from tests.fakes.openai_server import ChatReply, FakeHTTPError, FakeOpenAI
+
+
+class Substitution(BaseModel):
+    span: str
+    replacement: str
+
+
+class Correction(BaseModel):
+    text: str
+    substitutions: list[Substitution] = []
+    note: str | None = None
+
+
+class Tally(BaseModel):
+    counts: dict[str, int]
+
+
+GOOD = json.dumps(
+    {"text": "Eldrinax attacks", "substitutions": [{"span": "elder nacks", "replacement": "Eldrinax"}]}
+)
+
+
+@pytest_asyncio.fixture
+async def llm(fake_openai: FakeOpenAI) -> AsyncIterator[OpenAILLM]:
+    client = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-gpt", timeout=5)
+    yield client
+    await client.aclose()
+
+
+async def test_returns_validated_model_and_sends_structured_request(
+    llm: OpenAILLM, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.queue_chat(GOOD)
+    result = await llm.complete_json(system="Fix names.", user="elder nacks attacks", schema=Correction)
+
+    assert result == Correction(
+        text="Eldrinax attacks", substitutions=[Substitution(span="elder nacks", replacement="Eldrinax")]
+    )
+    (request,) = fake_openai.chat_requests
+    assert request["model"] == "fake-gpt"
+    assert request["temperature"] == 0.1
+    assert request["messages"] == [
+        {"role": "system", "content": "Fix names."},
+        {"role": "user", "content": "elder nacks attacks"},
+    ]
+    fmt = request["response_format"]
+    assert fmt["type"] == "json_schema"
+    assert fmt["json_schema"]["name"] == "Correction"
+    assert fmt["json_schema"]["strict"] is True
+    schema = fmt["json_schema"]["schema"]
+    # Strict mode needs closed objects with every property required, nested definitions included.
+    assert schema["additionalProperties"] is False
+    assert schema["required"] == ["text", "substitutions", "note"]
+    assert schema["$defs"]["Substitution"]["additionalProperties"] is False
+    assert "default" not in schema["properties"]["note"]
+
+
+async def test_temperature_is_passed_through(llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_chat(GOOD)
+    await llm.complete_json(system="s", user="u", schema=Correction, temperature=0.7)
+    assert fake_openai.chat_requests[0]["temperature"] == 0.7
+
+
+async def test_free_form_dict_schema_is_sent_non_strict(llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_chat('{"counts": {"goblins": 3}}')
+    assert await llm.complete_json(system="s", user="u", schema=Tally) == Tally(counts={"goblins": 3})
+    json_schema = fake_openai.chat_requests[0]["response_format"]["json_schema"]
+    assert json_schema["strict"] is False
+    assert json_schema["schema"] == Tally.model_json_schema()
+
+
+async def test_callable_script_sees_the_request(llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_chat(lambda req: json.dumps({"text": req["messages"][1]["content"].upper()}))
+    result = await llm.complete_json(system="s", user="the tower of whispers", schema=Correction)
+    assert result.text == "THE TOWER OF WHISPERS"
+
+
+async def test_json_in_a_markdown_fence_is_accepted(llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_chat(f"```json\n{GOOD}\n```")
+    result = await llm.complete_json(system="s", user="u", schema=Correction)
+    assert result.text == "Eldrinax attacks"
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ('{"text": "Eldrinax", ', "not valid JSON"),
+        ("Sure! Here is the corrected text: Eldrinax attacks", "not valid JSON"),
+        ("", "empty"),
+        ('{"substitutions": []}', "does not match Correction: text: Field required"),
+        ('{"text": "x", "substitutions": [{"span": "a"}]}', "substitutions.0.replacement"),
+        ('["not", "an", "object"]', "does not match Correction"),
+        (ChatReply(refusal="I can't help with that."), "refused: I can't help with that."),
+        (ChatReply(content='{"text": "Eldr', finish_reason="length"), "cut off"),
+        (ChatReply(content=None, finish_reason="content_filter"), "content filter"),
+    ],
+)
+async def test_unusable_answers_raise_llm_error(
+    llm: OpenAILLM, fake_openai: FakeOpenAI, answer: str | ChatReply, expected: str
+) -> None:
+    fake_openai.queue_chat(answer)
+    with pytest.raises(LLMError, match=expected):
+        await llm.complete_json(system="s", user="u", schema=Correction)
+
+
+async def test_error_message_is_short(llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_chat("garbage " * 1000)
+    with pytest.raises(LLMError) as info:
+        await llm.complete_json(system="s", user="u", schema=Correction)
+    assert len(str(info.value)) < 200
+
+
+async def test_client_error_is_not_retried(llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_chat(FakeHTTPError(400, "response_format is not supported"), GOOD)
+    with pytest.raises(LLMError, match="HTTP 400: response_format is not supported"):
+        await llm.complete_json(system="s", user="u", schema=Correction)
+    assert len(fake_openai.chat_requests) == 1
+
+
+async def test_server_error_is_retried_then_succeeds(llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_chat(FakeHTTPError(503, "overloaded"), FakeHTTPError(429, "slow down"), GOOD)
+    result = await llm.complete_json(system="s", user="u", schema=Correction)
+    assert result.text == "Eldrinax attacks"
+    assert len(fake_openai.chat_requests) == 3
+
+
+async def test_server_error_after_all_retries_raises(llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_chat(*[FakeHTTPError(500, "boom")] * 3)
+    with pytest.raises(LLMError, match="HTTP 500: boom"):
+        await llm.complete_json(system="s", user="u", schema=Correction)
+    assert len(fake_openai.chat_requests) == 3  # one try + max_retries=2
+
+
+async def test_timeout_raises_llm_error(fake_openai: FakeOpenAI) -> None:
+    slow = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-gpt", timeout=0.2, max_retries=0)
+    fake_openai.queue_chat(ChatReply(content=GOOD, delay=2.0))
+    with pytest.raises(LLMError, match="timed out"):
+        await slow.complete_json(system="s", user="u", schema=Correction)
+    await slow.aclose()
+
+
+async def test_wrong_api_key_raises_llm_error(fake_openai: FakeOpenAI) -> None:
+    bad = OpenAILLM(fake_openai.base_url, "sk-wrong", "fake-gpt")
+    with pytest.raises(LLMError, match="HTTP 401"):
+        await bad.complete_json(system="s", user="u", schema=Correction)
+    await bad.aclose()
+
+
+async def test_unreachable_server_raises_llm_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    # Nothing listens on the port any more, so the connection is refused.
+    llm = OpenAILLM(f"http://127.0.0.1:{port}/v1", "k", "fake-gpt", timeout=2, max_retries=0)
+    with pytest.raises(LLMError, match="APIConnectionError"):
+        await llm.complete_json(system="s", user="u", schema=Correction)
+    await llm.aclose()
+
+
+def test_missing_key_for_openai_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(LLMError, match="OPENAI_API_KEY"):
+        OpenAILLM(None, None, "gpt-4o-mini")
+
+
+async def test_local_server_needs_no_key(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    fake_openai.api_key = "not-needed"
+    keyless = OpenAILLM(fake_openai.base_url, None, "llama3")
+    fake_openai.queue_chat(GOOD)
+    assert (await keyless.complete_json(system="s", user="u", schema=Correction)).text == "Eldrinax attacks"
+    await keyless.aclose()
