@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar
 import openai
 import pydantic
 
-from memory.providers.openai_client import make_openai_client
+from memory.providers.openai_client import api_error_detail, make_openai_client
 
 __all__ = ["LLMClient", "LLMError", "OpenAILLM"]
 
@@ -67,7 +67,7 @@ class OpenAILLM:
                 response_format=response_format_for(schema, strict=self.strict),
             )
         except openai.APIStatusError as exc:
-            detail = _short(_error_message(exc))
+            detail = _short(api_error_detail(exc))
             raise LLMError(f"LLM request failed: HTTP {exc.status_code}: {detail}") from exc
         except openai.APITimeoutError as exc:
             raise LLMError("LLM request timed out") from exc
@@ -156,16 +156,6 @@ def _strict_variant(schema: dict[str, Any]) -> dict[str, Any] | None:
         return all(visit(child) for child in children)
 
     return result if visit(result) else None
-
-
-def _error_message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        # The client hands over the body's "error" object when there is one.
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return inner["message"]
-    return exc.message
 
 
 def _short(text: str) -> str:

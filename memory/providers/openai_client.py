@@ -23,3 +23,14 @@ def make_openai_client(
             raise ValueError("no OpenAI API key: pass api_key or set OPENAI_API_KEY")
         key = _PLACEHOLDER_KEY
     return openai.AsyncOpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries)
+
+
+def api_error_detail(exc: openai.APIStatusError) -> str:
+    """The server's own error message, without the client's "Error code: ..." wrapping."""
+    body = exc.body
+    if isinstance(body, dict):
+        # The client hands over the body's "error" object when there is one.
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return inner["message"]
+    return exc.message
