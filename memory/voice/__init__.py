@@ -1,0 +1,1 @@
+"""Discord-free voice processing: per-speaker utterance segmentation and audio file decoding."""
