@@ -1,0 +1,118 @@
+"""What every CLI command shares: settings, the memory store, the campaign option, output, exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from typing import Any
+
+import click
+from pydantic import BaseModel, ValidationError
+
+from bot.settings import ConfigFileError, Settings, load_settings
+from memory.db import DatabaseError, open_database
+from memory.errors import MemoryError_
+from memory.store import CampaignMemory, Memory
+
+log = logging.getLogger("lorekeeper")
+
+
+class CliError(click.ClickException):
+    """An error for the user: one line on stderr, exit code 1."""
+
+    exit_code = 1
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def run_cli(group: click.Group) -> None:
+    """Run the group; turn our errors into one line and exit 1 (click's usage errors exit 2)."""
+    try:
+        group.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except (MemoryError_, DatabaseError, ConfigFileError, ValidationError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def settings_from(ctx: click.Context) -> Settings:
+    root = ctx.find_root()
+    obj = root.obj or {}
+    if "settings" not in obj:
+        obj["settings"] = load_settings(obj.get("config_file"))
+        level = logging.WARNING - 10 * obj.get("verbose", 0)
+        logging.basicConfig(level=max(level, logging.DEBUG), format="%(levelname)s %(name)s: %(message)s")
+        root.obj = obj
+    return obj["settings"]
+
+
+@asynccontextmanager
+async def open_memory(settings: Settings, *, run_migrations: bool = True) -> AsyncIterator[Memory]:
+    url = settings.database_url.get_secret_value() if settings.database_url else None
+    async with open_database(url, settings.data_dir, settings.embedding, run_migrations=run_migrations) as pool:
+        yield Memory(pool, accept_threshold=settings.accept_threshold)
+
+
+async def campaign_memory(memory: Memory, settings: Settings, name: str | None) -> tuple[CampaignMemory, str]:
+    """The named campaign, or the active one when no name is given."""
+    campaigns = memory.campaigns(settings.guild_id)
+    if name:
+        campaign = await campaigns.get(name)
+    else:
+        campaign = await campaigns.active()
+        if campaign is None:
+            raise CliError("no active campaign: pass --campaign NAME or run `lorekeeper campaign use NAME`")
+    return memory.campaign(campaign.id), campaign.name
+
+
+def async_command(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        asyncio.run(fn(*args, **kwargs))
+
+    return wrapper
+
+
+campaign_option = click.option(
+    "--campaign", "-c", "campaign", metavar="NAME", help="Campaign to work on (default: the active one)."
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+
+
+def to_jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    return value
+
+
+def emit_json(value: Any) -> None:
+    click.echo(json.dumps(to_jsonable(value), ensure_ascii=False, default=str))
+
+
+def table(rows: list[list[Any]], headers: list[str]) -> None:
+    """A plain aligned text table (no colours: output is often piped)."""
+    cells = [[str(h) for h in headers], *[[("" if c is None else str(c)) for c in r] for r in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    for n, row in enumerate(cells):
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        if n == 0:
+            click.echo("  ".join("-" * w for w in widths))

@@ -1,0 +1,104 @@
+"""Settings: environment variables (``LOREKEEPER_*`` plus the usual ``DATABASE_URL``, ``DISCORD_TOKEN``,
+``OPENAI_API_KEY``, ``OPENAI_BASE_URL``) over an optional YAML config file, validated by pydantic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from memory.db import EmbeddingSpec, default_data_dir
+
+EMBEDDING_DIMS = {
+    "all-MiniLM-L6-v2": 384,
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "nomic-embed-text": 768,
+}
+
+
+class ConfigFileError(ValueError):
+    pass
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="LOREKEEPER_", extra="forbid", populate_by_name=True)
+
+    data_dir: Path = Field(
+        default_factory=default_data_dir, description="where the embedded PostgreSQL and the spool live"
+    )
+    database_url: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("DATABASE_URL", "LOREKEEPER_DATABASE_URL", "database_url")
+    )
+    discord_token: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("DISCORD_TOKEN", "LOREKEEPER_DISCORD_TOKEN", "discord_token")
+    )
+    openai_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "LOREKEEPER_OPENAI_API_KEY", "openai_api_key")
+    )
+    openai_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "LOREKEEPER_OPENAI_BASE_URL", "openai_base_url")
+    )
+
+    guild_id: int = Field(default=0, description="guild whose campaigns the CLI works on (0: local campaigns)")
+    dev_guild_id: int | None = Field(default=None, description="sync slash commands to this guild at start")
+    owner_ids: list[int] = Field(default_factory=list)
+
+    llm_model: str | None = Field(default=None, description="chat model for correction, extraction, recaps")
+    embedding_provider: Literal["minilm", "openai"] = "minilm"
+    embedding_model: str = "all-MiniLM-L6-v2"
+    embedding_dim: int | None = None
+    accept_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
+    log_level: str = "INFO"
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, v: Path) -> Path:
+        return v.expanduser().resolve()
+
+    @property
+    def embedding(self) -> EmbeddingSpec:
+        dim = self.embedding_dim or EMBEDDING_DIMS.get(self.embedding_model)
+        if dim is None:
+            raise ConfigFileError(
+                f"unknown dimension for embedding model {self.embedding_model!r}: set LOREKEEPER_EMBEDDING_DIM"
+            )
+        return EmbeddingSpec(self.embedding_model, dim)
+
+    @property
+    def llm_enabled(self) -> bool:
+        return bool(self.llm_model and (self.openai_api_key or self.openai_base_url))
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Explicit values (the config file is passed in as init values) lose to the environment.
+        return env_settings, init_settings
+
+
+def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Settings:
+    """Settings from the environment over ``config_file`` (YAML mapping of the field names)."""
+    values: dict[str, Any] = {}
+    if config_file:
+        path = Path(config_file)
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigFileError(f"cannot read config file {path}: {exc.strerror}") from None
+        except yaml.YAMLError as exc:
+            raise ConfigFileError(f"{path}: not valid YAML: {exc}") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigFileError(f"{path}: expected a mapping of settings at the top level")
+        values.update(loaded or {})
+    settings = Settings(**values)
+    # Command-line flags beat both the environment and the file.
+    return settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})

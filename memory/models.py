@@ -1,0 +1,289 @@
+"""Typed models at the edges of the memory core (pydantic, Graphiti style).
+
+Rows come out of PostgreSQL as these models; callers hand the ``*In`` models in.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+#: A fact below this confidence waits for the DM in the review queue.
+DEFAULT_ACCEPT_THRESHOLD = 0.7
+
+
+class EntityType(StrEnum):
+    npc = "npc"
+    place = "place"
+    item = "item"
+    faction = "faction"
+    quest = "quest"
+    event = "event"
+    concept = "concept"
+    player = "player"
+
+
+class ReviewStatus(StrEnum):
+    accepted = "accepted"
+    pending = "pending"
+    rejected = "rejected"
+
+
+class Visibility(StrEnum):
+    public = "public"
+    secret = "secret"  # DM-only
+
+
+class Source(StrEnum):
+    stated = "stated"
+    inferred = "inferred"
+    dm = "dm"
+    campaign_file = "campaign_file"
+
+
+def clean_name(value: str) -> str:
+    """Names are stored trimmed with inner whitespace collapsed; empty names are refused."""
+    name = " ".join(value.split())
+    if not name:
+        raise ValueError("name must not be empty")
+    if len(name) > 200:
+        raise ValueError(f"name is longer than 200 characters: {name[:40]}…")
+    return name
+
+
+class Provenance(BaseModel):
+    """Where a fact came from: ``{session_id, timestamp, confidence, source, dm_confirmed}``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    source: Source = Source.dm
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    session_id: int | None = None
+    timestamp: float | None = None  # seconds into the session
+    entry_ids: list[int] = Field(default_factory=list)
+    dm_confirmed: bool = False
+
+
+class Campaign(BaseModel):
+    id: int
+    guild_id: int
+    name: str
+    description: str = ""
+    system: str = ""
+    active: bool = False
+    settings: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+
+
+class Session(BaseModel):
+    id: int
+    campaign_id: int
+    title: str
+    started_at: datetime
+    ended_at: datetime | None = None
+    summary: str | None = None
+
+
+class Correction(BaseModel):
+    """One substitution made in an utterance: the misheard span and the canonical name it became."""
+
+    span: str
+    replacement: str
+    start: int  # character offsets of the span in the raw text
+    end: int
+    entity_id: int | None = None
+    score: float
+    stage: int = 1
+
+
+class EntryIn(BaseModel):
+    """One utterance for L1."""
+
+    speaker: str
+    text: str
+    raw_text: str | None = None  # defaults to ``text`` when nothing was corrected
+    speaker_id: str | None = None
+    start_s: float = 0.0  # seconds from the session start
+    end_s: float | None = None
+    seq: int | None = None  # position in the session; assigned when omitted
+    ref: str | None = None  # source reference: transcript line id, audio offset …
+    corrections: list[Correction] = Field(default_factory=list)
+
+
+class Entry(BaseModel):
+    id: int
+    campaign_id: int
+    session_id: int
+    seq: int
+    speaker: str
+    speaker_id: str | None
+    raw_text: str
+    text: str
+    start_s: float
+    end_s: float | None
+    duration_s: float | None
+    ref: str | None
+    corrections: list[Correction]
+    created_at: datetime
+
+
+class EntryHit(Entry):
+    score: float
+
+
+class ChunkIn(BaseModel):
+    """An embedded window of consecutive utterances for L2."""
+
+    key: str  # stable identity of the window, e.g. ``s3:12-20``; upserts replace by key
+    session_id: int
+    text: str
+    embedding: list[float]
+    entry_ids: list[int] = Field(default_factory=list)
+    speakers: list[str] = Field(default_factory=list)
+    entity_ids: list[int] = Field(default_factory=list)
+    topics: list[str] = Field(default_factory=list)
+    start_s: float | None = None
+    end_s: float | None = None
+
+
+class Chunk(BaseModel):
+    id: int
+    campaign_id: int
+    session_id: int
+    key: str
+    text: str
+    entry_ids: list[int]
+    speakers: list[str]
+    entity_ids: list[int]
+    topics: list[str]
+    start_s: float | None
+    end_s: float | None
+
+
+class ChunkHit(Chunk):
+    score: float  # cosine similarity, 1.0 = identical
+
+
+class EntityIn(BaseModel):
+    name: str
+    type: EntityType
+    description: str = ""
+    aliases: list[str] = Field(default_factory=list)
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    visibility: Visibility = Visibility.public
+    status: ReviewStatus = ReviewStatus.accepted
+    provenance: Provenance = Field(default_factory=Provenance)
+
+    _clean_name = field_validator("name")(classmethod(lambda cls, v: clean_name(v)))
+
+    @field_validator("aliases")
+    @classmethod
+    def _clean_aliases(cls, v: list[str]) -> list[str]:
+        seen: dict[str, str] = {}
+        for alias in v:
+            a = clean_name(alias)
+            seen.setdefault(a.casefold(), a)
+        return list(seen.values())
+
+
+class Entity(BaseModel):
+    id: int
+    campaign_id: int
+    name: str
+    type: EntityType
+    description: str
+    aliases: list[str]
+    attributes: dict[str, Any]
+    visibility: Visibility
+    status: ReviewStatus
+    provenance: Provenance
+    created_at: datetime
+    updated_at: datetime
+
+
+class RelationshipIn(BaseModel):
+    """A typed edge between two entities, or an attribute fact about one (``target`` empty, ``value`` set)."""
+
+    source_id: int
+    type: str
+    target_id: int | None = None
+    value: str | None = None
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    visibility: Visibility = Visibility.public
+    provenance: Provenance = Field(default_factory=Provenance)
+    status: ReviewStatus | None = None  # None: decided by provenance confidence against the threshold
+
+    @field_validator("type")
+    @classmethod
+    def _clean_type(cls, v: str) -> str:
+        t = "_".join(v.strip().casefold().split())
+        if not t:
+            raise ValueError("relationship type must not be empty")
+        return t
+
+
+class Relationship(BaseModel):
+    id: int
+    campaign_id: int
+    source_id: int
+    source_name: str
+    type: str
+    target_id: int | None
+    target_name: str | None
+    value: str | None
+    attributes: dict[str, Any]
+    visibility: Visibility
+    status: ReviewStatus
+    provenance: Provenance
+    valid_from: datetime
+    valid_to: datetime | None
+    superseded_by: int | None
+    created_at: datetime
+
+    def describe(self) -> str:
+        other = self.target_name if self.target_id is not None else self.value
+        return f"{self.source_name} —{self.type}→ {other}"
+
+
+class Neighbourhood(BaseModel):
+    """An entity with the accepted, currently valid relationships around it and the entities they reach."""
+
+    entity: Entity
+    relationships: list[Relationship]
+    connected: list[Entity]
+
+
+class PathStep(BaseModel):
+    entity_id: int
+    name: str
+    depth: int
+    via: int  # the relationship that reached it
+
+
+class ReviewKind(StrEnum):
+    entity = "entity"
+    fact = "fact"
+
+
+class ReviewItem(BaseModel):
+    """A pending entity or fact; ``ref`` (``e12`` / ``f34``) names it in buttons and on the CLI."""
+
+    kind: ReviewKind
+    id: int
+    created_at: datetime
+    entity: Entity | None = None
+    fact: Relationship | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind.value[0]}{self.id}"
+
+    def describe(self) -> str:
+        if self.entity is not None:
+            e = self.entity
+            return f"new {e.type.value} {e.name!r}" + (f": {e.description}" if e.description else "")
+        assert self.fact is not None
+        return self.fact.describe()

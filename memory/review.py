@@ -1,0 +1,157 @@
+"""The DM's review queue: entities and facts the bot was unsure of, oldest first, accepted/edited/rejected.
+
+Only the DM decides here; nothing said at the table can move an item out of the queue.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
+from memory.graph import KnowledgeGraph
+from memory.models import EntityType, ReviewItem, ReviewKind, ReviewStatus, Visibility
+
+_REF = re.compile(r"^\s*([ef])(\d+)\s*$", re.IGNORECASE)
+
+
+def parse_ref(ref: str) -> tuple[ReviewKind, int]:
+    """``e12`` → (entity, 12); ``f34`` → (fact, 34)."""
+    m = _REF.match(ref)
+    if not m:
+        raise InvalidInputError(f"{ref!r} is not a review item id (they look like e12 or f34)")
+    return (ReviewKind.entity if m.group(1).lower() == "e" else ReviewKind.fact), int(m.group(2))
+
+
+class ReviewQueue:
+    def __init__(self, graph: KnowledgeGraph) -> None:
+        self.graph = graph
+
+    async def pending(self, *, limit: int = 25, offset: int = 0) -> list[ReviewItem]:
+        """Pending entities and facts, oldest first."""
+        g = self.graph
+        rows = await g.db.fetch(
+            """
+            SELECT kind, id, created_at FROM (
+                SELECT 'entity' AS kind, id, created_at FROM entities WHERE campaign_id = $1 AND status = 'pending'
+                UNION ALL
+                SELECT 'fact', id, created_at FROM relationships WHERE campaign_id = $1 AND status = 'pending'
+            ) q ORDER BY created_at, kind, id LIMIT $2 OFFSET $3
+            """,
+            g.campaign_id,
+            limit,
+            offset,
+        )
+        return [await self._item(ReviewKind(r["kind"]), r["id"]) for r in rows]
+
+    async def count(self) -> int:
+        return await self.graph.db.fetchval(
+            """
+            SELECT (SELECT count(*) FROM entities WHERE campaign_id = $1 AND status = 'pending')
+                 + (SELECT count(*) FROM relationships WHERE campaign_id = $1 AND status = 'pending')
+            """,
+            self.graph.campaign_id,
+        )
+
+    async def get(self, ref: str) -> ReviewItem:
+        return await self._item(*parse_ref(ref))
+
+    async def _item(self, kind: ReviewKind, item_id: int) -> ReviewItem:
+        if kind == ReviewKind.entity:
+            entity = await self.graph.get_entity_by_id(item_id)
+            return ReviewItem(kind=kind, id=item_id, created_at=entity.created_at, entity=entity)
+        fact = await self.graph.get_relationship(item_id)
+        return ReviewItem(kind=kind, id=item_id, created_at=fact.created_at, fact=fact)
+
+    async def _status(self, item: ReviewItem) -> ReviewStatus:
+        return item.entity.status if item.entity else item.fact.status  # type: ignore[union-attr]
+
+    async def _pending_item(self, ref: str) -> ReviewItem:
+        try:
+            item = await self.get(ref)
+        except NotFoundError:
+            raise NotFoundError(f"no review item {ref} in this campaign") from None
+        status = await self._status(item)
+        if status != ReviewStatus.pending:
+            raise AlreadyDecidedError(f"{item.ref} was already {status.value}: {item.describe()}")
+        return item
+
+    async def accept(self, ref: str) -> ReviewItem:
+        """Accept an item as canon. A fact's pending endpoints are accepted with it (the DM vouched for them);
+        an accepted fact closes the accepted facts it contradicts."""
+        g = self.graph
+        item = await self._pending_item(ref)
+        if item.entity is not None:
+            await g.set_entity_status(item.id, ReviewStatus.accepted, dm_confirmed=True)
+        else:
+            fact = item.fact
+            assert fact is not None
+            for entity_id in (fact.source_id, fact.target_id):
+                if entity_id is not None:
+                    e = await g.get_entity_by_id(entity_id)
+                    if e.status == ReviewStatus.rejected:
+                        raise InvalidInputError(f"{e.name!r} was rejected; edit the fact or reject it")
+                    if e.status == ReviewStatus.pending:
+                        await g.set_entity_status(entity_id, ReviewStatus.accepted, dm_confirmed=True)
+            await g.set_relationship(item.id, ReviewStatus.accepted, dm_confirmed=True)
+            await g.close_contradicted(item.id)
+        return await self._item(item.kind, item.id)
+
+    async def reject(self, ref: str) -> ReviewItem:
+        """Reject an item; it stays on record (so it is not proposed again) but is never shown as canon.
+        Rejecting an entity rejects the pending facts that depend on it."""
+        g = self.graph
+        item = await self._pending_item(ref)
+        if item.entity is not None:
+            await g.set_entity_status(item.id, ReviewStatus.rejected, dm_confirmed=True)
+            await g.db.execute(
+                """
+                UPDATE relationships SET status = 'rejected' WHERE campaign_id = $1 AND status = 'pending'
+                  AND (source_id = $2 OR target_id = $2)
+                """,
+                g.campaign_id,
+                item.id,
+            )
+        else:
+            await g.set_relationship(item.id, ReviewStatus.rejected, dm_confirmed=True)
+        return await self._item(item.kind, item.id)
+
+    async def edit(self, ref: str, **changes: Any) -> ReviewItem:
+        """Correct an item and accept it. Entities: name, type, description, aliases, visibility.
+        Facts: type, target (an entity name), value, visibility."""
+        g = self.graph
+        item = await self._pending_item(ref)
+        if item.entity is not None:
+            allowed = {"name", "type", "description", "aliases", "visibility"}
+            _check_fields(changes, allowed)
+            await g.update_entity(
+                item.entity.name,
+                new_name=changes.get("name") or None,
+                type=EntityType(changes["type"]) if changes.get("type") else None,
+                description=changes.get("description"),
+                aliases=changes.get("aliases"),
+                visibility=Visibility(changes["visibility"]) if changes.get("visibility") else None,
+            )
+        else:
+            _check_fields(changes, {"type", "target", "value", "visibility"})
+            update: dict[str, Any] = {}
+            if changes.get("type"):
+                update["type"] = "_".join(str(changes["type"]).strip().casefold().split())
+            if changes.get("target"):
+                update["target_id"] = (await g.get_entity(changes["target"])).id
+                update["value"] = None
+            elif changes.get("value"):
+                update["value"] = str(changes["value"]).strip()
+                update["target_id"] = None
+            if changes.get("visibility"):
+                update["visibility"] = Visibility(changes["visibility"])
+            await g.set_relationship(item.id, ReviewStatus.pending, dm_confirmed=False, **update)
+        return await self.accept(item.ref)
+
+
+def _check_fields(changes: dict[str, Any], allowed: set[str]) -> None:
+    unknown = set(changes) - allowed
+    if unknown:
+        raise InvalidInputError(
+            f"cannot edit {', '.join(sorted(unknown))} here; editable: {', '.join(sorted(allowed))}"
+        )

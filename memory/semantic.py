@@ -1,0 +1,127 @@
+"""L2, the semantic index: embedded windows of the session log, searched by cosine similarity (pgvector)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import asyncpg
+import numpy as np
+
+from memory.db import Executor
+from memory.models import Chunk, ChunkHit, ChunkIn
+
+_CHUNK_COLUMNS = "id, campaign_id, session_id, key, text, entry_ids, speakers, entity_ids, topics, start_s, end_s"
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _chunk(row: asyncpg.Record, cls: type[Chunk] = Chunk) -> Chunk:
+    return cls(**{k: row[k] for k in cls.model_fields})
+
+
+class SemanticIndex:
+    def __init__(self, db: Executor, campaign_id: int) -> None:
+        self.db = db
+        self.campaign_id = campaign_id
+
+    async def upsert(self, chunks: Sequence[ChunkIn]) -> None:
+        """Insert or replace chunks by key; a chunk whose text and metadata are unchanged is left alone."""
+        if not chunks:
+            return
+        await self.db.executemany(
+            """
+            INSERT INTO chunks AS c (campaign_id, session_id, key, text, content_hash, embedding, entry_ids,
+                                     speakers, entity_ids, topics, start_s, end_s)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+            ON CONFLICT (campaign_id, key) DO UPDATE SET
+                session_id = EXCLUDED.session_id, text = EXCLUDED.text, content_hash = EXCLUDED.content_hash,
+                embedding = EXCLUDED.embedding, entry_ids = EXCLUDED.entry_ids, speakers = EXCLUDED.speakers,
+                entity_ids = EXCLUDED.entity_ids, topics = EXCLUDED.topics, start_s = EXCLUDED.start_s,
+                end_s = EXCLUDED.end_s
+            WHERE (c.content_hash, c.entry_ids, c.speakers, c.entity_ids, c.topics)
+                IS DISTINCT FROM (EXCLUDED.content_hash, EXCLUDED.entry_ids, EXCLUDED.speakers,
+                                  EXCLUDED.entity_ids, EXCLUDED.topics)
+            """,
+            [
+                (
+                    self.campaign_id,
+                    c.session_id,
+                    c.key,
+                    c.text,
+                    content_hash(c.text),
+                    np.asarray(c.embedding, dtype=np.float32),
+                    c.entry_ids,
+                    c.speakers,
+                    c.entity_ids,
+                    c.topics,
+                    c.start_s,
+                    c.end_s,
+                )
+                for c in chunks
+            ],
+        )
+
+    async def hashes(self, keys: Sequence[str]) -> dict[str, str]:
+        """Content hashes of stored chunks by key, so callers can skip re-embedding unchanged text."""
+        rows = await self.db.fetch(
+            "SELECT key, content_hash FROM chunks WHERE campaign_id = $1 AND key = ANY($2::text[])",
+            self.campaign_id,
+            list(keys),
+        )
+        return {r["key"]: r["content_hash"] for r in rows}
+
+    async def session_chunks(self, session_id: int) -> list[Chunk]:
+        rows = await self.db.fetch(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE campaign_id = $1 AND session_id = $2 ORDER BY start_s, id",
+            self.campaign_id,
+            session_id,
+        )
+        return [_chunk(r) for r in rows]
+
+    async def delete_session(self, session_id: int) -> int:
+        status = await self.db.execute(
+            "DELETE FROM chunks WHERE campaign_id = $1 AND session_id = $2", self.campaign_id, session_id
+        )
+        return int(status.split()[-1])
+
+    async def nearest(
+        self,
+        embedding: Sequence[float],
+        *,
+        k: int = 10,
+        session_id: int | None = None,
+        speaker: str | None = None,
+        entity_id: int | None = None,
+        start_s: float | None = None,
+        end_s: float | None = None,
+    ) -> list[ChunkHit]:
+        """The ``k`` chunks closest by cosine, filters applied in SQL.
+
+        The HNSW scan is iterative (``hnsw.iterative_scan`` set on every connection), so a selective filter
+        still fills ``k`` results; the outer ORDER BY restores exact order after the relaxed scan."""
+        rows = await self.db.fetch(
+            f"""
+            SELECT * FROM (
+                SELECT {_CHUNK_COLUMNS}, embedding <=> $2 AS distance FROM chunks
+                WHERE campaign_id = $1
+                  AND ($3::bigint IS NULL OR session_id = $3)
+                  AND ($4::text IS NULL OR $4 = ANY(speakers))
+                  AND ($5::bigint IS NULL OR entity_ids @> ARRAY[$5::bigint])
+                  AND ($6::float8 IS NULL OR end_s >= $6)
+                  AND ($7::float8 IS NULL OR start_s <= $7)
+                ORDER BY distance LIMIT $8
+            ) hits ORDER BY distance
+            """,
+            self.campaign_id,
+            np.asarray(embedding, dtype=np.float32),
+            session_id,
+            speaker,
+            entity_id,
+            start_s,
+            end_s,
+            k,
+        )
+        return [ChunkHit(**{k_: r[k_] for k_ in Chunk.model_fields}, score=1.0 - float(r["distance"])) for r in rows]

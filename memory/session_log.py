@@ -1,0 +1,202 @@
+"""L1, the session log: sessions and every utterance in them, raw and corrected, with full-text search."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import asyncpg
+
+from memory.db import Executor
+from memory.errors import AlreadyExistsError, NotFoundError
+from memory.models import Entry, EntryHit, EntryIn, Session
+
+_ENTRY_COLUMNS = """id, campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s,
+                    duration_s, ref, corrections, created_at"""
+
+
+def _entry(row: asyncpg.Record) -> Entry:
+    return Entry(**{k: row[k] for k in Entry.model_fields})
+
+
+class SessionLog:
+    def __init__(self, db: Executor, campaign_id: int) -> None:
+        self.db = db
+        self.campaign_id = campaign_id
+
+    # sessions ---------------------------------------------------------------------------------------------
+
+    async def start_session(self, title: str) -> Session:
+        try:
+            row = await self.db.fetchrow(
+                "INSERT INTO sessions (campaign_id, title) VALUES ($1, $2) RETURNING *",
+                self.campaign_id,
+                title.strip() or "Untitled session",
+            )
+        except asyncpg.UniqueViolationError:
+            raise AlreadyExistsError(f"this campaign already has a session titled {title!r}") from None
+        return Session(**dict(row))
+
+    async def session(self, session_id: int) -> Session:
+        row = await self.db.fetchrow(
+            "SELECT * FROM sessions WHERE campaign_id = $1 AND id = $2", self.campaign_id, session_id
+        )
+        if row is None:
+            raise NotFoundError(f"no session {session_id} in this campaign")
+        return Session(**dict(row))
+
+    async def session_by_title(self, title: str) -> Session | None:
+        row = await self.db.fetchrow(
+            "SELECT * FROM sessions WHERE campaign_id = $1 AND lower(title) = lower($2)",
+            self.campaign_id,
+            title.strip(),
+        )
+        return Session(**dict(row)) if row else None
+
+    async def sessions(self) -> list[Session]:
+        rows = await self.db.fetch(
+            "SELECT * FROM sessions WHERE campaign_id = $1 ORDER BY started_at, id", self.campaign_id
+        )
+        return [Session(**dict(r)) for r in rows]
+
+    async def end_session(self, session_id: int, *, summary: str | None = None) -> Session:
+        row = await self.db.fetchrow(
+            """
+            UPDATE sessions SET ended_at = coalesce(ended_at, now()), summary = coalesce($3, summary)
+            WHERE campaign_id = $1 AND id = $2 RETURNING *
+            """,
+            self.campaign_id,
+            session_id,
+            summary,
+        )
+        if row is None:
+            raise NotFoundError(f"no session {session_id} in this campaign")
+        return Session(**dict(row))
+
+    # entries ----------------------------------------------------------------------------------------------
+
+    async def write(self, session_id: int, entry: EntryIn) -> Entry:
+        (written,) = await self.write_many(session_id, [entry])
+        return written
+
+    async def write_many(self, session_id: int, entries: Sequence[EntryIn]) -> list[Entry]:
+        """Append utterances in one statement. Entries without ``seq`` follow the session's last one.
+
+        Writing an entry whose ``(session, seq)`` exists returns the stored row unchanged, so replaying a
+        transcript or a spool never duplicates a line."""
+        if not entries:
+            return []
+        rows = await self.db.fetch(
+            f"""
+            WITH base AS (
+                SELECT coalesce(max(seq), 0) AS last FROM session_entries
+                WHERE campaign_id = $1 AND session_id = $2
+            ), incoming AS (
+                SELECT * FROM unnest($3::int[], $4::text[], $5::text[], $6::text[], $7::text[],
+                                     $8::float8[], $9::float8[], $10::text[], $11::text[])
+                    WITH ORDINALITY AS t(seq, speaker, speaker_id, raw_text, text, start_s, end_s, ref,
+                                         corrections, n)
+            )
+            INSERT INTO session_entries AS e
+                (campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s, ref,
+                 corrections)
+            SELECT $1, $2, coalesce(i.seq, base.last + i.n), i.speaker, i.speaker_id, i.raw_text, i.text,
+                   i.start_s, i.end_s, i.ref, i.corrections::jsonb
+            FROM incoming i, base
+            ORDER BY i.n
+            ON CONFLICT (campaign_id, session_id, seq) DO UPDATE SET seq = e.seq
+            RETURNING {_ENTRY_COLUMNS}
+            """,
+            self.campaign_id,
+            session_id,
+            [e.seq for e in entries],
+            [e.speaker for e in entries],
+            [e.speaker_id for e in entries],
+            [e.raw_text if e.raw_text is not None else e.text for e in entries],
+            [e.text for e in entries],
+            [e.start_s for e in entries],
+            [e.end_s for e in entries],
+            [e.ref for e in entries],
+            [json.dumps([c.model_dump() for c in e.corrections]) for e in entries],
+        )
+        return sorted((_entry(r) for r in rows), key=lambda e: e.seq)
+
+    async def entries(self, ids: Sequence[int]) -> list[Entry]:
+        rows = await self.db.fetch(
+            f"SELECT {_ENTRY_COLUMNS} FROM session_entries WHERE campaign_id = $1 AND id = ANY($2::bigint[])"
+            " ORDER BY session_id, seq",
+            self.campaign_id,
+            list(ids),
+        )
+        return [_entry(r) for r in rows]
+
+    async def session_entries(self, session_id: int, *, after_seq: int = 0, limit: int | None = None) -> list[Entry]:
+        rows = await self.db.fetch(
+            f"""
+            SELECT {_ENTRY_COLUMNS} FROM session_entries
+            WHERE campaign_id = $1 AND session_id = $2 AND seq > $3
+            ORDER BY seq LIMIT $4
+            """,
+            self.campaign_id,
+            session_id,
+            after_seq,
+            limit,
+        )
+        return [_entry(r) for r in rows]
+
+    async def recent(
+        self, session_id: int, window_s: float, *, until_s: float | None = None, limit: int = 500
+    ) -> list[Entry]:
+        """The utterances of the last ``window_s`` seconds of a session (up to ``until_s``), oldest first."""
+        rows = await self.db.fetch(
+            f"""
+            WITH stop AS (
+                SELECT coalesce($3::float8, max(start_s)) AS t FROM session_entries
+                WHERE campaign_id = $1 AND session_id = $2
+            )
+            SELECT * FROM (
+                SELECT {_ENTRY_COLUMNS} FROM session_entries, stop
+                WHERE campaign_id = $1 AND session_id = $2 AND start_s BETWEEN stop.t - $4 AND stop.t
+                ORDER BY start_s DESC, seq DESC LIMIT $5
+            ) last ORDER BY start_s, seq
+            """,
+            self.campaign_id,
+            session_id,
+            until_s,
+            window_s,
+            limit,
+        )
+        return [_entry(r) for r in rows]
+
+    async def search(
+        self,
+        query: str,
+        *,
+        session_id: int | None = None,
+        speaker: str | None = None,
+        start_s: float | None = None,
+        end_s: float | None = None,
+        limit: int = 10,
+    ) -> list[EntryHit]:
+        """Full-text search over the corrected text (web-search syntax: "quoted phrase", -not, or)."""
+        rows = await self.db.fetch(
+            f"""
+            SELECT {_ENTRY_COLUMNS}, ts_rank_cd(tsv, q) AS score
+            FROM session_entries, websearch_to_tsquery('english', $2) AS q
+            WHERE campaign_id = $1 AND tsv @@ q
+              AND ($3::bigint IS NULL OR session_id = $3)
+              AND ($4::text IS NULL OR lower(speaker) = lower($4))
+              AND ($5::float8 IS NULL OR start_s >= $5)
+              AND ($6::float8 IS NULL OR start_s <= $6)
+            ORDER BY score DESC, session_id, seq
+            LIMIT $7
+            """,
+            self.campaign_id,
+            query,
+            session_id,
+            speaker,
+            start_s,
+            end_s,
+            limit,
+        )
+        return [EntryHit(**{k: r[k] for k in EntryHit.model_fields}) for r in rows]

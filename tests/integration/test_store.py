@@ -1,0 +1,341 @@
+"""The memory API on the real embedded PostgreSQL: L1, L2, L3, review queue, campaigns."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from memory.errors import AlreadyDecidedError, AlreadyExistsError, InvalidInputError, NotFoundError
+from memory.models import (
+    ChunkIn,
+    Correction,
+    EntityIn,
+    EntityType,
+    EntryIn,
+    Provenance,
+    RelationshipIn,
+    ReviewStatus,
+    Source,
+    Visibility,
+)
+from memory.store import CampaignMemory, Memory
+
+
+def vec(*hot: int, dim: int = 384) -> list[float]:
+    v = np.zeros(dim, dtype=np.float32)
+    for i in hot:
+        v[i] = 1.0
+    return (v / np.linalg.norm(v)).tolist()
+
+
+# L1 ------------------------------------------------------------------------------------------------------
+
+
+async def test_l1_write_single_and_batch_keeps_raw_text_and_order(campaign: CampaignMemory) -> None:
+    s = await campaign.log.start_session("Session 1")
+    fix = Correction(span="elder nacks", replacement="Eldrinax", start=8, end=19, score=0.91)
+    one = await campaign.log.write(
+        s.id,
+        EntryIn(
+            speaker="DM",
+            text="We meet Eldrinax.",
+            raw_text="We meet elder nacks.",
+            start_s=1.0,
+            end_s=2.5,
+            ref="t:1",
+            corrections=[fix],
+        ),
+    )
+    batch = await campaign.log.write_many(
+        s.id, [EntryIn(speaker="Vex", text=f"line {i}", start_s=3.0 + i) for i in range(3)]
+    )
+    assert one.seq == 1 and [e.seq for e in batch] == [2, 3, 4]
+    assert one.raw_text == "We meet elder nacks." and one.text == "We meet Eldrinax."
+    assert one.duration_s == pytest.approx(1.5) and one.ref == "t:1"
+    assert one.corrections == [fix]
+    assert batch[0].raw_text == "line 0"  # nothing corrected: raw = text
+
+
+async def test_l1_rewriting_same_seq_does_not_duplicate(campaign: CampaignMemory) -> None:
+    s = await campaign.log.start_session("S")
+    first = await campaign.log.write_many(s.id, [EntryIn(speaker="A", text="hello", seq=1)])
+    again = await campaign.log.write_many(s.id, [EntryIn(speaker="A", text="changed", seq=1)])
+    assert again[0].id == first[0].id and again[0].text == "hello"
+    assert len(await campaign.log.session_entries(s.id)) == 1
+
+
+async def test_l1_recent_window(campaign: CampaignMemory) -> None:
+    s = await campaign.log.start_session("S")
+    await campaign.log.write_many(s.id, [EntryIn(speaker="A", text=f"t{i}", start_s=i * 10.0) for i in range(10)])
+    recent = await campaign.log.recent(s.id, window_s=25)
+    assert [e.text for e in recent] == ["t7", "t8", "t9"]
+    assert [e.text for e in await campaign.log.recent(s.id, window_s=10, until_s=30)] == ["t2", "t3"]
+
+
+async def test_l1_full_text_search_with_filters(campaign: CampaignMemory) -> None:
+    s1 = await campaign.log.start_session("One")
+    s2 = await campaign.log.start_session("Two")
+    await campaign.log.write_many(
+        s1.id,
+        [
+            EntryIn(speaker="DM", text="The dragons of Ironhold are waking.", start_s=5),
+            EntryIn(speaker="Grog", text="I punch the dragon.", start_s=50),
+        ],
+    )
+    await campaign.log.write(s2.id, EntryIn(speaker="DM", text="A dragon circles the tower.", start_s=7))
+    assert len(await campaign.log.search("dragon")) == 3  # stemming: dragons ~ dragon
+    assert [h.speaker for h in await campaign.log.search("dragon", speaker="grog")] == ["Grog"]
+    assert {h.session_id for h in await campaign.log.search("dragon", session_id=s2.id)} == {s2.id}
+    hits = await campaign.log.search("dragon", session_id=s1.id, start_s=0, end_s=10)
+    assert [h.text for h in hits] == ["The dragons of Ironhold are waking."]
+    assert await campaign.log.search("unicorn") == []
+    assert await campaign.log.search('"; DROP TABLE session_entries; --') == []
+
+
+# L2 ------------------------------------------------------------------------------------------------------
+
+
+async def test_l2_upsert_and_nearest_with_filters(campaign: CampaignMemory) -> None:
+    s1 = await campaign.log.start_session("One")
+    s2 = await campaign.log.start_session("Two")
+    await campaign.semantic.upsert(
+        [
+            ChunkIn(
+                key="a",
+                session_id=s1.id,
+                text="dragon",
+                embedding=vec(0),
+                speakers=["DM"],
+                entity_ids=[7],
+                start_s=0,
+                end_s=10,
+            ),
+            ChunkIn(key="b", session_id=s1.id, text="tavern", embedding=vec(1), speakers=["Vex"], start_s=10, end_s=20),
+            ChunkIn(
+                key="c", session_id=s2.id, text="dragon again", embedding=vec(0, 2), speakers=["DM"], start_s=0, end_s=5
+            ),
+        ]
+    )
+    hits = await campaign.semantic.nearest(vec(0), k=3)
+    assert [h.key for h in hits] == ["a", "c", "b"]
+    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert [h.key for h in await campaign.semantic.nearest(vec(0), session_id=s2.id)] == ["c"]
+    assert [h.key for h in await campaign.semantic.nearest(vec(0), speaker="Vex")] == ["b"]
+    assert [h.key for h in await campaign.semantic.nearest(vec(0), entity_id=7)] == ["a"]
+    assert [h.key for h in await campaign.semantic.nearest(vec(0), start_s=12)] == ["b"]
+    # upsert by key replaces in place
+    await campaign.semantic.upsert([ChunkIn(key="b", session_id=s1.id, text="tavern brawl", embedding=vec(0))])
+    chunks = await campaign.semantic.session_chunks(s1.id)
+    assert len(chunks) == 2 and {c.text for c in chunks} == {"dragon", "tavern brawl"}
+
+
+async def test_l2_rejects_wrong_dimension(campaign: CampaignMemory) -> None:
+    s = await campaign.log.start_session("S")
+    with pytest.raises(Exception, match="dimensions"):
+        await campaign.semantic.upsert([ChunkIn(key="x", session_id=s.id, text="t", embedding=[1.0, 0.0])])
+
+
+# L3 ------------------------------------------------------------------------------------------------------
+
+
+async def test_entities_crud_case_insensitive_and_aliases(campaign: CampaignMemory) -> None:
+    g = campaign.graph
+    e = await g.add_entity(
+        EntityIn(
+            name="Eldrinax", type=EntityType.npc, aliases=["The Ember Wyrm", "Elly"], attributes={"race": "dragon"}
+        )
+    )
+    assert (await g.get_entity("eldrinax")).id == e.id
+    assert (await g.get_entity("the ember WYRM")).id == e.id
+    with pytest.raises(AlreadyExistsError):
+        await g.add_entity(EntityIn(name="ELDRINAX", type=EntityType.npc))
+    with pytest.raises(AlreadyExistsError, match="alias"):
+        await g.add_entity(EntityIn(name="Elly", type=EntityType.npc))
+    with pytest.raises(AlreadyExistsError):
+        await g.add_entity(EntityIn(name="Mira", type=EntityType.npc, aliases=["eldrinax"]))
+    updated = await g.update_entity("elly", description="An old red dragon", attributes={"age": 900})
+    assert updated.attributes == {"race": "dragon", "age": 900} and updated.description == "An old red dragon"
+    with pytest.raises(NotFoundError, match="did you mean 'Eldrinax'"):
+        await g.get_entity("Eldrinaks")
+    await g.add_entity(EntityIn(name="Ironhold", type=EntityType.place))
+    assert [x.name for x in await g.list_entities(EntityType.place)] == ["Ironhold"]
+    assert len(await g.list_entities()) == 2
+    await g.remove_entity("Eldrinax")
+    assert await g.find_entity("Elly") is None
+
+
+async def test_relationships_neighbourhood_snapshot_and_secrets(campaign: CampaignMemory) -> None:
+    g = campaign.graph
+    mira = await g.add_entity(EntityIn(name="Mira", type=EntityType.npc))
+    iron = await g.add_entity(EntityIn(name="Ironhold", type=EntityType.place))
+    hand = await g.add_entity(EntityIn(name="Pale Hand", type=EntityType.faction, visibility=Visibility.secret))
+    await g.add_relationship(RelationshipIn(source_id=mira.id, type="lives in", target_id=iron.id))
+    await g.add_relationship(RelationshipIn(source_id=mira.id, type="member_of", target_id=hand.id))
+    await g.add_relationship(RelationshipIn(source_id=mira.id, type="occupation", value="blacksmith"))
+    public = await g.snapshot("mira")
+    assert {r.describe() for r in public.relationships} == {"Mira —lives_in→ Ironhold", "Mira —occupation→ blacksmith"}
+    assert [e.name for e in public.connected] == ["Ironhold"]
+    dm_view = await g.snapshot("Mira", include_secret=True)
+    assert {e.name for e in dm_view.connected} == {"Ironhold", "Pale Hand"}
+    with pytest.raises(NotFoundError):
+        await g.neighbourhood("Pale Hand")  # a secret entity does not exist for players
+
+
+async def test_identical_fact_not_duplicated(campaign: CampaignMemory) -> None:
+    g = campaign.graph
+    a = await g.add_entity(EntityIn(name="A", type=EntityType.npc))
+    b = await g.add_entity(EntityIn(name="B", type=EntityType.npc))
+    r1 = await g.add_relationship(RelationshipIn(source_id=a.id, type="ally_of", target_id=b.id))
+    r2 = await g.add_relationship(RelationshipIn(source_id=a.id, type="ally of", target_id=b.id))
+    assert r1.id == r2.id
+
+
+async def test_multi_hop_traversal_with_depth_limit(campaign: CampaignMemory) -> None:
+    g = campaign.graph
+    ids = [(await g.add_entity(EntityIn(name=f"N{i}", type=EntityType.npc))).id for i in range(6)]
+    for a, b in itertools.pairwise(ids):  # a chain N0 - N1 - ... - N5, plus a cycle edge
+        await g.add_relationship(RelationshipIn(source_id=a, type="knows", target_id=b))
+    await g.add_relationship(RelationshipIn(source_id=ids[2], type="knows", target_id=ids[0]))
+    steps = await g.traverse(ids[0], max_depth=3)
+    assert {(s.name, s.depth) for s in steps} == {("N1", 1), ("N2", 1), ("N3", 2), ("N4", 3)}
+    assert all(s.via for s in steps)
+    with pytest.raises(InvalidInputError):
+        await g.traverse(ids[0], max_depth=0)
+
+
+async def test_contradiction_closes_old_fact_instead_of_deleting(campaign: CampaignMemory) -> None:
+    g = campaign.graph
+    mira = await g.add_entity(EntityIn(name="Mira", type=EntityType.npc))
+    old = await g.add_relationship(RelationshipIn(source_id=mira.id, type="occupation", value="blacksmith"))
+    new = await g.add_relationship(RelationshipIn(source_id=mira.id, type="occupation", value="mayor"))
+    old_now = await g.get_relationship(old.id)
+    assert old_now.valid_to is not None and old_now.superseded_by == new.id
+    current = await g.relationships_of(mira.id)
+    assert [r.value for r in current] == ["mayor"]
+    history = await g.relationships_of(mira.id, include_history=True)
+    assert [r.value for r in history] == ["mayor", "blacksmith"]
+
+
+# review queue --------------------------------------------------------------------------------------------
+
+
+async def test_review_queue_accept_reject_edit_oldest_first(campaign: CampaignMemory) -> None:
+    g, q = campaign.graph, campaign.review
+    mira = await g.add_entity(EntityIn(name="Mira", type=EntityType.npc))
+    await g.add_relationship(RelationshipIn(source_id=mira.id, type="occupation", value="blacksmith"))
+    guess = Provenance(source=Source.inferred, confidence=0.4, session_id=None)
+    pending_e = await g.add_entity(
+        EntityIn(name="Korvash", type=EntityType.npc, status=ReviewStatus.pending, provenance=guess)
+    )
+    fact = await g.add_relationship(
+        RelationshipIn(source_id=mira.id, type="occupation", value="mayor", provenance=guess)
+    )
+    assert fact.status == ReviewStatus.pending
+    # a pending contradiction does not close the accepted fact
+    assert [r.value for r in await g.relationships_of(mira.id)] == ["blacksmith"]
+    items = await q.pending()
+    assert [i.ref for i in items] == [f"e{pending_e.id}", f"f{fact.id}"]
+    assert await q.count() == 2
+
+    accepted = await q.accept(f"f{fact.id}")
+    assert accepted.fact and accepted.fact.status == ReviewStatus.accepted and accepted.fact.provenance.dm_confirmed
+    assert [r.value for r in await g.relationships_of(mira.id)] == ["mayor"]
+    with pytest.raises(AlreadyDecidedError, match="already accepted"):
+        await q.accept(f"f{fact.id}")
+
+    edited = await q.edit(f"e{pending_e.id}", name="Korvax", description="A dwarven smith")
+    assert edited.entity and edited.entity.name == "Korvax" and edited.entity.status == ReviewStatus.accepted
+    assert await q.pending() == []
+
+    other = await g.add_entity(EntityIn(name="Zed", type=EntityType.npc, status=ReviewStatus.pending, provenance=guess))
+    dep = await g.add_relationship(
+        RelationshipIn(source_id=other.id, type="ally_of", target_id=mira.id, provenance=guess)
+    )
+    await q.reject(f"e{other.id}")
+    assert (await g.get_relationship(dep.id)).status == ReviewStatus.rejected
+    assert await g.find_entity("Zed") is None
+    # the rejected name is free again for the DM
+    await g.add_entity(EntityIn(name="Zed", type=EntityType.npc))
+    with pytest.raises(InvalidInputError):
+        await q.accept("x1")
+    with pytest.raises(NotFoundError):
+        await q.accept("f999999")
+
+
+async def test_accepting_fact_accepts_its_pending_endpoints(campaign: CampaignMemory) -> None:
+    g, q = campaign.graph, campaign.review
+    guess = Provenance(source=Source.inferred, confidence=0.3)
+    a = await g.add_entity(EntityIn(name="A", type=EntityType.npc, status=ReviewStatus.pending, provenance=guess))
+    b = await g.add_entity(EntityIn(name="B", type=EntityType.place))
+    f = await g.add_relationship(RelationshipIn(source_id=a.id, type="lives_in", target_id=b.id, provenance=guess))
+    await q.accept(f"f{f.id}")
+    assert (await g.get_entity("A")).status == ReviewStatus.accepted
+
+
+# campaigns and isolation ---------------------------------------------------------------------------------
+
+
+async def test_campaign_lifecycle(memory: Memory) -> None:
+    guild = memory.campaigns(guild_id=42)
+    first = await guild.create("Sunken Crown")
+    second = await guild.create("Side Quest")
+    assert first.active and not second.active  # the first campaign becomes the active one
+    with pytest.raises(AlreadyExistsError):
+        await guild.create("sunken crown")
+    await guild.activate("side quest")
+    assert (await guild.active()).name == "Side Quest"  # type: ignore[union-attr]
+    assert [c.name for c in await guild.list()] == ["Side Quest", "Sunken Crown"]
+    cm = memory.campaign(second.id)
+    s = await cm.log.start_session("S")
+    await cm.log.write(s.id, EntryIn(speaker="A", text="hello"))
+    await cm.graph.add_entity(EntityIn(name="X", type=EntityType.item))
+    await guild.delete("Side Quest")
+    assert await memory.pool.fetchval("SELECT count(*) FROM session_entries") == 0
+    assert await memory.pool.fetchval("SELECT count(*) FROM entities") == 0
+    assert [c.name for c in await guild.list()] == ["Sunken Crown"]
+    # another guild sees none of it
+    assert await memory.campaigns(guild_id=7).list() == []
+    with pytest.raises(NotFoundError):
+        await memory.campaigns(guild_id=7).get("Sunken Crown")
+
+
+async def test_campaigns_are_isolated(memory: Memory) -> None:
+    ca = await memory.campaigns(1).create("A")
+    cb = await memory.campaigns(2).create("B")
+    a, b = memory.campaign(ca.id), memory.campaign(cb.id)
+    sa = await a.log.start_session("S")
+    await a.log.write(sa.id, EntryIn(speaker="DM", text="the secret dragon hoard"))
+    await a.semantic.upsert([ChunkIn(key="k", session_id=sa.id, text="hoard", embedding=vec(3))])
+    x = await a.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc))
+    guess = Provenance(source=Source.inferred, confidence=0.2)
+    await a.graph.add_entity(
+        EntityIn(name="Pending", type=EntityType.npc, status=ReviewStatus.pending, provenance=guess)
+    )
+
+    assert await b.log.search("dragon") == []
+    assert await b.semantic.nearest(vec(3)) == []
+    assert await b.graph.find_entity("Eldrinax") is None
+    assert await b.graph.list_entities(status=None) == []
+    assert await b.review.pending() == []
+    with pytest.raises(NotFoundError):
+        await b.log.session(sa.id)
+    with pytest.raises(NotFoundError):
+        await b.graph.get_entity_by_id(x.id)
+    # B cannot write into A's session or link to A's entity: the schema refuses cross-campaign references
+    with pytest.raises(Exception, match="foreign key"):
+        await b.log.write(sa.id, EntryIn(speaker="X", text="intrusion"))
+    y = await b.graph.add_entity(EntityIn(name="Y", type=EntityType.npc))
+    with pytest.raises(NotFoundError):
+        await b.graph.add_relationship(RelationshipIn(source_id=y.id, type="knows", target_id=x.id))
+    with pytest.raises(NotFoundError):
+        await b.review.accept(f"e{x.id}")
+
+
+async def test_transaction_rolls_back_everything(campaign: CampaignMemory) -> None:
+    with pytest.raises(RuntimeError):
+        async with campaign.transaction() as tx:
+            await tx.graph.add_entity(EntityIn(name="Ghost", type=EntityType.npc))
+            raise RuntimeError("boom")
+    assert await campaign.graph.find_entity("Ghost") is None
