@@ -1,0 +1,79 @@
+"""Audio file decoding: every supported format comes out as the same 16 kHz mono float32 signal."""
+
+from __future__ import annotations
+
+import wave
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from memory.voice.audio_files import AudioFileError, iter_audio_blocks, load_audio
+
+RATE = 44_100  # deliberately not 16 kHz, so resampling is exercised
+TONE_HZ = 440
+
+
+def tone(seconds: float = 2.0) -> np.ndarray:
+    t = np.arange(int(seconds * RATE)) / RATE
+    return (0.5 * np.sin(2 * np.pi * TONE_HZ * t)).astype(np.float32)
+
+
+def write_wav(path: Path, signal: np.ndarray) -> None:
+    stereo = np.repeat((signal * 32767).astype("<i2"), 2)
+    with wave.open(str(path), "wb") as wav:
+        wav.setnchannels(2)
+        wav.setsampwidth(2)
+        wav.setframerate(RATE)
+        wav.writeframes(stereo.tobytes())
+
+
+def write_encoded(path: Path, signal: np.ndarray, codec: str) -> None:
+    """Encode with PyAV (the same FFmpeg the decoder uses), as a recorder would produce the file."""
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream(codec, rate=RATE if codec != "libopus" else 48_000)
+        stream.layout = "mono"
+        resampler = av.AudioResampler(format=stream.format.name, layout="mono", rate=stream.rate)
+        frame = av.AudioFrame.from_ndarray(signal.reshape(1, -1), format="flt", layout="mono")
+        frame.sample_rate = RATE
+        for chunk in [*resampler.resample(frame), *resampler.resample(None)]:
+            out.mux(stream.encode(chunk))
+        out.mux(stream.encode(None))
+
+
+@pytest.mark.parametrize(("suffix", "codec"), [(".wav", None), (".flac", "flac"), (".ogg", "libopus"), (".mp3", "mp3")])
+def test_formats_decode_to_16k_mono(tmp_path: Path, suffix: str, codec: str | None) -> None:
+    path = tmp_path / f"session{suffix}"
+    if codec is None:
+        write_wav(path, tone())
+    else:
+        write_encoded(path, tone(), codec)
+    audio = load_audio(path)
+    assert audio.dtype == np.float32 and audio.ndim == 1
+    assert len(audio) == pytest.approx(2 * 16_000, abs=0.1 * 16_000)  # lossy codecs pad a little
+    middle = audio[4000:-4000]
+    assert np.sqrt(np.mean(middle**2)) == pytest.approx(0.5 / np.sqrt(2), rel=0.1)
+    spectrum = np.abs(np.fft.rfft(middle))
+    assert np.fft.rfftfreq(len(middle), 1 / 16_000)[spectrum.argmax()] == pytest.approx(TONE_HZ, abs=2)
+
+
+def test_blocks_concatenate_to_the_whole_file(tmp_path: Path) -> None:
+    path = tmp_path / "long.flac"
+    write_encoded(path, tone(5.0), "flac")
+    blocks = list(iter_audio_blocks(path, block_seconds=2.0))
+    assert [len(b) for b in blocks] == [32_000, 32_000, 16_000]
+    np.testing.assert_array_equal(np.concatenate(blocks), load_audio(path))
+
+
+def test_bad_files_name_the_file(tmp_path: Path) -> None:
+    not_audio = tmp_path / "notes.wav"
+    not_audio.write_text("the dragon sleeps")
+    with pytest.raises(AudioFileError, match=r"notes\.wav: cannot decode audio"):
+        load_audio(not_audio)
+    with pytest.raises(AudioFileError, match=r"notes\.wav: cannot decode audio"):
+        list(iter_audio_blocks(not_audio))
+    with pytest.raises(AudioFileError, match=r"missing\.mp3: no such file"):
+        load_audio(tmp_path / "missing.mp3")
+    with pytest.raises(AudioFileError, match=r"unsupported audio file type '\.txt'"):
+        load_audio(tmp_path / "session.txt")
