@@ -108,8 +108,7 @@ def parse_json_answer(content: str | None, schema: type[T]) -> T:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "<root>"
         raise LLMError(
-            f"LLM answer does not match {schema.__name__}: {where}: {first['msg']} "
-            f"({exc.error_count()} error(s))"
+            f"LLM answer does not match {schema.__name__}: {where}: {first['msg']} ({exc.error_count()} error(s))"
         ) from exc
 
 

@@ -30,9 +30,7 @@ class Tally(BaseModel):
     counts: dict[str, int]
 
 
-GOOD = json.dumps(
-    {"text": "Eldrinax attacks", "substitutions": [{"span": "elder nacks", "replacement": "Eldrinax"}]}
-)
+GOOD = json.dumps({"text": "Eldrinax attacks", "substitutions": [{"span": "elder nacks", "replacement": "Eldrinax"}]})
 
 
 @pytest_asyncio.fixture
@@ -42,9 +40,7 @@ async def llm(fake_openai: FakeOpenAI) -> AsyncIterator[OpenAILLM]:
     await client.aclose()
 
 
-async def test_returns_validated_model_and_sends_structured_request(
-    llm: OpenAILLM, fake_openai: FakeOpenAI
-) -> None:
+async def test_returns_validated_model_and_sends_structured_request(llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
     fake_openai.queue_chat(GOOD)
     result = await llm.complete_json(system="Fix names.", user="elder nacks attacks", schema=Correction)
 
