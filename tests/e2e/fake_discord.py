@@ -25,8 +25,14 @@ ADMINISTRATOR, ALL_PERMISSIONS = 1 << 3, (1 << 53) - 1
 # what @everyone may do in a fresh guild: add reactions, view channel, send, embed links, attach files,
 # read history, connect, speak, use application commands
 DEFAULT_EVERYONE = sum(1 << bit for bit in (6, 10, 11, 14, 15, 16, 20, 21, 31))
-CALLBACK_NAMES = {4: "message", 5: "deferred message", 6: "deferred update", 7: "update message",
-                  8: "autocomplete result", 9: "modal"}
+CALLBACK_NAMES = {
+    4: "message",
+    5: "deferred message",
+    6: "deferred update",
+    7: "update message",
+    8: "autocomplete result",
+    9: "modal",
+}
 
 
 class _Snowflakes:
@@ -50,8 +56,7 @@ class FakeRole:
     position: int = 0
 
     def to_payload(self) -> JSON:
-        return {"id": str(self.id), "name": self.name, "permissions": str(self.permissions),
-                "position": self.position}
+        return {"id": str(self.id), "name": self.name, "permissions": str(self.permissions), "position": self.position}
 
 
 @dataclass
@@ -61,8 +66,14 @@ class FakeChannel:
     type: int = 0  # 0 text, 2 voice
 
     def to_payload(self, guild_id: int) -> JSON:
-        data = {"id": str(self.id), "name": self.name, "type": self.type, "position": 0,
-                "guild_id": str(guild_id), "permission_overwrites": []}
+        data = {
+            "id": str(self.id),
+            "name": self.name,
+            "type": self.type,
+            "position": 0,
+            "guild_id": str(guild_id),
+            "permission_overwrites": [],
+        }
         return data | ({"bitrate": 64000, "user_limit": 0} if self.type == 2 else {})
 
 
@@ -83,12 +94,22 @@ class FakeMember:
         return ALL_PERMISSIONS if value & ADMINISTRATOR or self.id == self.guild.owner_id else value
 
     def user_payload(self) -> JSON:
-        return {"id": str(self.id), "username": self.name, "global_name": self.name, "discriminator": "0",
-                "avatar": None, "bot": self.bot}
+        return {
+            "id": str(self.id),
+            "username": self.name,
+            "global_name": self.name,
+            "discriminator": "0",
+            "avatar": None,
+            "bot": self.bot,
+        }
 
     def to_payload(self, *, with_permissions: bool = False) -> JSON:
-        data = {"user": self.user_payload(), "roles": [str(r.id) for r in self.roles], "flags": 0,
-                "joined_at": "2024-01-01T00:00:00+00:00"}
+        data = {
+            "user": self.user_payload(),
+            "roles": [str(r.id) for r in self.roles],
+            "flags": 0,
+            "joined_at": "2024-01-01T00:00:00+00:00",
+        }
         return data | ({"permissions": str(self.permissions)} if with_permissions else {})
 
 
@@ -121,8 +142,9 @@ class FakeGuild:
         self.channels.append(channel)
         return channel
 
-    def add_member(self, name: str, *, roles: Iterable[FakeRole] = (), bot: bool = False,
-                   member_id: int | None = None) -> FakeMember:
+    def add_member(
+        self, name: str, *, roles: Iterable[FakeRole] = (), bot: bool = False, member_id: int | None = None
+    ) -> FakeMember:
         member = FakeMember(member_id or self.new_id(), name, self, list(roles), bot)
         self.members.append(member)
         return member
@@ -131,11 +153,19 @@ class FakeGuild:
         return next(m for m in self.members if m.id == member_id)
 
     def to_payload(self) -> JSON:
-        return {"id": str(self.id), "name": self.name, "owner_id": str(self.owner_id), "unavailable": False,
-                "large": False, "member_count": len(self.members), "preferred_locale": "en-US", "features": [],
-                "roles": [r.to_payload() for r in self.roles],
-                "channels": [c.to_payload(self.id) for c in self.channels],
-                "members": [m.to_payload() for m in self.members]}
+        return {
+            "id": str(self.id),
+            "name": self.name,
+            "owner_id": str(self.owner_id),
+            "unavailable": False,
+            "large": False,
+            "member_count": len(self.members),
+            "preferred_locale": "en-US",
+            "features": [],
+            "roles": [r.to_payload() for r in self.roles],
+            "channels": [c.to_payload(self.id) for c in self.channels],
+            "members": [m.to_payload() for m in self.members],
+        }
 
 
 @dataclass
@@ -224,9 +254,11 @@ class InteractionRecord:
             async with asyncio.timeout(self.timeout), self._changed:
                 await self._changed.wait_for(lambda: predicate(self))
         except TimeoutError:
-            raise TimeoutError(f"interaction {self.id} (type {self.type}) not answered as expected within "
-                               f"{self.timeout}s: callback={self.callback_type} followups={len(self.followups)} "
-                               f"edits={len(self.edits)}\n{self.diagnostics()}") from None
+            raise TimeoutError(
+                f"interaction {self.id} (type {self.type}) not answered as expected within "
+                f"{self.timeout}s: callback={self.callback_type} followups={len(self.followups)} "
+                f"edits={len(self.edits)}\n{self.diagnostics()}"
+            ) from None
 
     async def _notify(self) -> None:
         async with self._changed:
@@ -251,8 +283,14 @@ class FakeDiscord:
         self.new_id = _Snowflakes()
         self.token = token
         self.app_id = self.new_id()  # the bot user shares the application's id, as on Discord
-        self.bot_user = {"id": str(self.app_id), "username": bot_name, "global_name": None, "discriminator": "0",
-                         "avatar": None, "bot": True}
+        self.bot_user = {
+            "id": str(self.app_id),
+            "username": bot_name,
+            "global_name": None,
+            "discriminator": "0",
+            "avatar": None,
+            "bot": True,
+        }
         self.owner_id = self.new_id()  # the application owner (discord.py's is_owner)
         self.guilds: dict[int, FakeGuild] = {}
         self.global_commands: list[JSON] = []
@@ -293,8 +331,10 @@ class FakeDiscord:
         webhook_message = "/webhooks/{app}/{token}/messages/{message}"
         channel_message = "/channels/{channel}/messages/{message}"
         for method, path, handler in [
-            ("GET", "/gateway", self._get_gateway), ("GET", "/gateway/bot", self._get_gateway),
-            ("GET", "/users/@me", self._users_me), ("GET", "/oauth2/applications/@me", self._application),
+            ("GET", "/gateway", self._get_gateway),
+            ("GET", "/gateway/bot", self._get_gateway),
+            ("GET", "/users/@me", self._users_me),
+            ("GET", "/oauth2/applications/@me", self._application),
             ("GET", "/applications/@me", self._application),
             ("GET", "/applications/{app}/commands", self._get_commands),
             ("PUT", "/applications/{app}/commands", self._put_commands),
@@ -302,10 +342,12 @@ class FakeDiscord:
             ("PUT", "/applications/{app}/guilds/{guild}/commands", self._put_commands),
             ("POST", "/interactions/{id}/{token}/callback", self._callback),
             ("POST", "/webhooks/{app}/{token}", self._followup),
-            ("GET", webhook_message, self._webhook_message), ("PATCH", webhook_message, self._webhook_message),
+            ("GET", webhook_message, self._webhook_message),
+            ("PATCH", webhook_message, self._webhook_message),
             ("DELETE", webhook_message, self._webhook_message),
             ("POST", "/channels/{channel}/messages", self._channel_post),
-            ("GET", channel_message, self._channel_message), ("PATCH", channel_message, self._channel_message),
+            ("GET", channel_message, self._channel_message),
+            ("PATCH", channel_message, self._channel_message),
             ("DELETE", channel_message, self._channel_message),
         ]:
             app.router.add_route(method, "/api/v10" + path, handler)
@@ -367,11 +409,20 @@ class FakeDiscord:
             if data.get("token") != self.token:
                 await session.ws.close(code=4004, message=b"Authentication failed.")
                 return
-            await self._send_event(session, "READY", {
-                "v": 10, "user": self.bot_user, "session_id": f"fake-{self.new_id()}",
-                "resume_gateway_url": self.gateway_url, "shard": [0, 1], "private_channels": [],
-                "guilds": [{"id": str(g), "unavailable": True} for g in self.guilds],
-                "application": {"id": str(self.app_id), "flags": 0}})
+            await self._send_event(
+                session,
+                "READY",
+                {
+                    "v": 10,
+                    "user": self.bot_user,
+                    "session_id": f"fake-{self.new_id()}",
+                    "resume_gateway_url": self.gateway_url,
+                    "shard": [0, 1],
+                    "private_channels": [],
+                    "guilds": [{"id": str(g), "unavailable": True} for g in self.guilds],
+                    "application": {"id": str(self.app_id), "flags": 0},
+                },
+            )
             for guild in self.guilds.values():
                 await self._send_event(session, "GUILD_CREATE", guild.to_payload())
             session.ready = True
@@ -380,9 +431,17 @@ class FakeDiscord:
             self._log("bot→gw", "RESUME (refused: invalid session)")
             await session.ws.send_json({"op": 9, "d": False, "s": None, "t": None})
         elif op == 8 and (guild := self.guilds.get(int(data["guild_id"]))) is not None:
-            await self._send_event(session, "GUILD_MEMBERS_CHUNK", {
-                "guild_id": str(guild.id), "members": [m.to_payload() for m in guild.members],
-                "chunk_index": 0, "chunk_count": 1, "nonce": data.get("nonce")})
+            await self._send_event(
+                session,
+                "GUILD_MEMBERS_CHUNK",
+                {
+                    "guild_id": str(guild.id),
+                    "members": [m.to_payload() for m in guild.members],
+                    "chunk_index": 0,
+                    "chunk_count": 1,
+                    "nonce": data.get("nonce"),
+                },
+            )
         else:
             self._log("bot→gw", f"op {op} (ignored)")
 
@@ -401,9 +460,16 @@ class FakeDiscord:
             await self._send_event(session, event, data)
 
     # ------------------------------------------------------------------ test API: users interacting
-    async def invoke(self, command: str, options: Mapping[str, Any] | None = None, *,
-                     guild_id: int | FakeGuild | None = None, user_id: int | FakeMember | None = None,
-                     channel_id: int | None = None, settle: bool = True) -> InteractionRecord:
+    async def invoke(
+        self,
+        command: str,
+        options: Mapping[str, Any] | None = None,
+        *,
+        guild_id: int | FakeGuild | None = None,
+        user_id: int | FakeMember | None = None,
+        channel_id: int | None = None,
+        settle: bool = True,
+    ) -> InteractionRecord:
         """Run slash command ``command`` ("group sub" for subcommands) as ``user_id``; wait for the answer.
 
         Option types come from the schema the bot synced (guild first, then global), so the command must
@@ -417,9 +483,15 @@ class FakeDiscord:
         await record.wait_for(InteractionRecord.settled if settle else _answered)
         return record
 
-    async def autocomplete(self, command: str, options: Mapping[str, Any], focused: str, *,
-                           guild_id: int | FakeGuild | None = None,
-                           user_id: int | FakeMember | None = None) -> list[JSON]:
+    async def autocomplete(
+        self,
+        command: str,
+        options: Mapping[str, Any],
+        focused: str,
+        *,
+        guild_id: int | FakeGuild | None = None,
+        user_id: int | FakeMember | None = None,
+    ) -> list[JSON]:
         """The choices the bot offers for option ``focused``, whose value in ``options`` is what was typed."""
         guild, member = self._who(guild_id, user_id)
         data = self._command_data(command, dict(options), guild, focused=focused)
@@ -430,8 +502,15 @@ class FakeDiscord:
             raise AssertionError(f"autocomplete answered with callback type {record.callback_type}")
         return record.choices
 
-    async def click(self, message: JSON | int, custom_id: str, *, user_id: int | FakeMember | None = None,
-                    values: list[str] | None = None, settle: bool = True) -> InteractionRecord:
+    async def click(
+        self,
+        message: JSON | int,
+        custom_id: str,
+        *,
+        user_id: int | FakeMember | None = None,
+        values: list[str] | None = None,
+        settle: bool = True,
+    ) -> InteractionRecord:
         """Press button ``custom_id`` (or pick ``values`` in that select) on a message the bot sent."""
         stored = self.messages[message if isinstance(message, int) else int(message["id"])]
         component = _find_component(stored.get("components", []), custom_id)
@@ -441,19 +520,31 @@ class FakeDiscord:
         if values is not None:
             data["values"] = values
         guild, member = self._who(int(stored["guild_id"]), user_id)
-        record = await self._interact(3, data, guild, member, int(stored["channel_id"]), message=stored,
-                                      summary=f"click {custom_id!r} on message {stored['id']}")
+        record = await self._interact(
+            3,
+            data,
+            guild,
+            member,
+            int(stored["channel_id"]),
+            message=stored,
+            summary=f"click {custom_id!r} on message {stored['id']}",
+        )
         await record.wait_for(InteractionRecord.settled if settle else _answered)
         return record
 
-    async def submit_modal(self, custom_id: str, values: Mapping[str, str | list[str]], *,
-                           user_id: int | FakeMember | None = None, settle: bool = True) -> InteractionRecord:
+    async def submit_modal(
+        self,
+        custom_id: str,
+        values: Mapping[str, str | list[str]],
+        *,
+        user_id: int | FakeMember | None = None,
+        settle: bool = True,
+    ) -> InteractionRecord:
         """Submit the modal ``custom_id`` the bot opened last, fields by custom_id (selects take lists).
 
         The submitter defaults to whoever opened the modal; a message it was opened from is carried along.
         """
-        opener = next((r for r in reversed(self.interactions) if r.modal and r.modal["custom_id"] == custom_id),
-                      None)
+        opener = next((r for r in reversed(self.interactions) if r.modal and r.modal["custom_id"] == custom_id), None)
         if opener is None or opener.modal is None:
             raise LookupError(f"the bot never opened a modal {custom_id!r}")
         remaining = dict(values)
@@ -463,14 +554,23 @@ class FakeDiscord:
         payload = opener.payload
         guild, member = self._who(int(payload["guild_id"]), user_id or int(payload["member"]["user"]["id"]))
         message = self.messages.get(int(opener.source_message["id"])) if opener.source_message else None
-        record = await self._interact(5, {"custom_id": custom_id, "components": components}, guild, member,
-                                      int(payload["channel_id"]), message=message,
-                                      summary=f"submit modal {custom_id!r} {dict(values)}")
+        record = await self._interact(
+            5,
+            {"custom_id": custom_id, "components": components},
+            guild,
+            member,
+            int(payload["channel_id"]),
+            message=message,
+            summary=f"submit modal {custom_id!r} {dict(values)}",
+        )
         await record.wait_for(InteractionRecord.settled if settle else _answered)
         return record
 
-    def _who(self, guild_id: int | FakeGuild | None, user_id: int | FakeMember | None,
-             ) -> tuple[FakeGuild, FakeMember]:
+    def _who(
+        self,
+        guild_id: int | FakeGuild | None,
+        user_id: int | FakeMember | None,
+    ) -> tuple[FakeGuild, FakeMember]:
         if not self.guilds:
             raise RuntimeError("add a guild first")
         guild = self.guilds[_id_of(guild_id)] if guild_id is not None else next(iter(self.guilds.values()))
@@ -501,7 +601,8 @@ class FakeDiscord:
         container["options"] = [
             {"name": name, "type": declared[name]["type"], "value": self._option_value(value, guild, resolved)}
             | ({"focused": True} if name == focused else {})
-            for name, value in options.items()]
+            for name, value in options.items()
+        ]
         if resolved:
             data["resolved"] = resolved
         return data
@@ -524,25 +625,45 @@ class FakeDiscord:
             return value
         return str(value.id)
 
-    async def _interact(self, kind: int, data: JSON, guild: FakeGuild, member: FakeMember,
-                        channel_id: int | None, *, summary: str, message: JSON | None = None,
-                        ) -> InteractionRecord:
+    async def _interact(
+        self,
+        kind: int,
+        data: JSON,
+        guild: FakeGuild,
+        member: FakeMember,
+        channel_id: int | None,
+        *,
+        summary: str,
+        message: JSON | None = None,
+    ) -> InteractionRecord:
         channel = next((c for c in guild.channels if c.id == channel_id), guild.text_channel)
         interaction_id = self.new_id()
         payload: JSON = {
-            "id": str(interaction_id), "application_id": str(self.app_id), "type": kind, "data": data,
-            "token": f"token-{interaction_id}", "version": 1, "guild_id": str(guild.id),
-            "guild": {"id": str(guild.id), "locale": "en-US", "features": []}, "channel_id": str(channel.id),
+            "id": str(interaction_id),
+            "application_id": str(self.app_id),
+            "type": kind,
+            "data": data,
+            "token": f"token-{interaction_id}",
+            "version": 1,
+            "guild_id": str(guild.id),
+            "guild": {"id": str(guild.id), "locale": "en-US", "features": []},
+            "channel_id": str(channel.id),
             "channel": channel.to_payload(guild.id) | {"permissions": str(member.permissions)},
             # what server-side permission checks read: interaction.permissions and app_permissions
             "member": member.to_payload(with_permissions=True),
             "app_permissions": str(guild.member(self.app_id).permissions),
-            "locale": "en-US", "guild_locale": "en-US", "entitlements": [], "context": 0,
-            "attachment_size_limit": 10 * 1024 * 1024, "authorizing_integration_owners": {"0": str(guild.id)}}
+            "locale": "en-US",
+            "guild_locale": "en-US",
+            "entitlements": [],
+            "context": 0,
+            "attachment_size_limit": 10 * 1024 * 1024,
+            "authorizing_integration_owners": {"0": str(guild.id)},
+        }
         if message is not None:
             payload["message"] = message
-        record = InteractionRecord(interaction_id, payload["token"], kind, payload, message, self.answer_timeout,
-                                   diagnostics=self._diagnostics)
+        record = InteractionRecord(
+            interaction_id, payload["token"], kind, payload, message, self.answer_timeout, diagnostics=self._diagnostics
+        )
         self.interactions.append(record)
         self._by_token[record.token] = record
         self._log("user→bot", f"INTERACTION_CREATE type={kind} {summary} by {member.name!r} in {guild.name!r}")
@@ -573,14 +694,29 @@ class FakeDiscord:
 
     async def _application(self, request: web.Request) -> web.Response:
         owner = {"id": str(self.owner_id), "username": "owner", "discriminator": "0", "avatar": None}
-        return _json({"id": str(self.app_id), "name": self.bot_user["username"], "description": "", "icon": None,
-                      "bot_public": False, "bot_require_code_grant": False, "owner": owner, "team": None,
-                      "verify_key": "0" * 64, "flags": 0, "interactions_endpoint_url": None})
+        return _json(
+            {
+                "id": str(self.app_id),
+                "name": self.bot_user["username"],
+                "description": "",
+                "icon": None,
+                "bot_public": False,
+                "bot_require_code_grant": False,
+                "owner": owner,
+                "team": None,
+                "verify_key": "0" * 64,
+                "flags": 0,
+                "interactions_endpoint_url": None,
+            }
+        )
 
     def _commands(self, request: web.Request) -> tuple[int | None, list[JSON]]:
         guild = request.match_info.get("guild")
-        return (None, self.global_commands) if guild is None else (int(guild), self.guild_commands.setdefault(
-            int(guild), []))
+        return (
+            (None, self.global_commands)
+            if guild is None
+            else (int(guild), self.guild_commands.setdefault(int(guild), []))
+        )
 
     async def _get_commands(self, request: web.Request) -> web.Response:
         return _json(self._commands(request)[1])
@@ -589,10 +725,19 @@ class FakeDiscord:
         guild_id, current = self._commands(request)
         sent: list[JSON] = await request.json()
         ids = {c["name"]: c["id"] for c in current}  # an overwrite keeps the ids of commands that stay
-        current[:] = [{"type": 1, "options": [], "default_member_permissions": None, **command,
-                       "id": ids.get(command["name"]) or str(self.new_id()), "application_id": str(self.app_id),
-                       "version": str(self.new_id())} | ({"guild_id": str(guild_id)} if guild_id else {})
-                      for command in sent]
+        current[:] = [
+            {
+                "type": 1,
+                "options": [],
+                "default_member_permissions": None,
+                **command,
+                "id": ids.get(command["name"]) or str(self.new_id()),
+                "application_id": str(self.app_id),
+                "version": str(self.new_id()),
+            }
+            | ({"guild_id": str(guild_id)} if guild_id else {})
+            for command in sent
+        ]
         self.sync_calls.append((guild_id, sent))
         where = f"guild {self.guilds[guild_id].name!r}" if guild_id in self.guilds else "global"
         self._log("bot→rest", f"PUT commands ({where}): {[c['name'] for c in sent]}")
@@ -618,10 +763,17 @@ class FakeDiscord:
         self._log("bot→user", f"callback: {_describe(kind, data, files)}")
         original = record.original or {}
         resource = {"type": kind} | ({"message": original} if kind in (4, 5, 7) and original else {})
-        result = {"interaction": {"id": str(record.id), "type": record.type, "activity_instance_id": None,
-                                  "response_message_id": original.get("id"), "response_message_loading": kind == 5,
-                                  "response_message_ephemeral": bool(original.get("flags", 0) & EPHEMERAL)},
-                  "resource": resource}
+        result = {
+            "interaction": {
+                "id": str(record.id),
+                "type": record.type,
+                "activity_instance_id": None,
+                "response_message_id": original.get("id"),
+                "response_message_loading": kind == 5,
+                "response_message_ephemeral": bool(original.get("flags", 0) & EPHEMERAL),
+            },
+            "resource": resource,
+        }
         await record._notify()
         return _json(result)
 
@@ -639,8 +791,9 @@ class FakeDiscord:
         if record.callback_type == 5 and original is not None and original["flags"] & LOADING:
             # as on Discord, the first follow-up after a "thinking" deferral replaces the loading message,
             # and the deferral decided whether it is ephemeral
-            message = record.original = self._edit_message(original, body | {"flags": original["flags"] & ~LOADING},
-                                                           files)
+            message = record.original = self._edit_message(
+                original, body | {"flags": original["flags"] & ~LOADING}, files
+            )
         else:
             message = self._store_message(body, files, record.payload, webhook=True)
         record.followups.append(message)
@@ -718,20 +871,40 @@ class FakeDiscord:
             attachment_id = self.new_id()
             self._uploads[attachment_id] = Upload(sent.filename, sent.data, sent.content_type or "")
             url = f"{self.base_url}/cdn/attachments/{attachment_id}/{sent.filename}"
-            out.append({"id": str(attachment_id), "filename": sent.filename, "size": len(sent.data), "url": url,
-                        "proxy_url": url, "content_type": sent.content_type})
+            out.append(
+                {
+                    "id": str(attachment_id),
+                    "filename": sent.filename,
+                    "size": len(sent.data),
+                    "url": url,
+                    "proxy_url": url,
+                    "content_type": sent.content_type,
+                }
+            )
         return out
 
     def _store_message(self, body: JSON, files: list[SentFile], where: JSON, *, webhook: bool) -> JSON:
         """A message by the bot in ``where``'s channel; an interaction's answer comes from its webhook."""
         interaction_type = where.get("type")
         message: JSON = {
-            "id": str(self.new_id()), "channel_id": where["channel_id"], "guild_id": where["guild_id"],
-            "author": self.bot_user, "content": body.get("content") or "", "timestamp": _now(),
-            "edited_timestamp": None, "tts": False, "mentions": [], "mention_roles": [], "pinned": False,
-            "attachments": self._attachments(files), "embeds": body.get("embeds") or [],
-            "components": body.get("components") or [], "flags": body.get("flags", 0),
-            "type": 20 if interaction_type == 2 else 0, "application_id": str(self.app_id)}
+            "id": str(self.new_id()),
+            "channel_id": where["channel_id"],
+            "guild_id": where["guild_id"],
+            "author": self.bot_user,
+            "content": body.get("content") or "",
+            "timestamp": _now(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mentions": [],
+            "mention_roles": [],
+            "pinned": False,
+            "attachments": self._attachments(files),
+            "embeds": body.get("embeds") or [],
+            "components": body.get("components") or [],
+            "flags": body.get("flags", 0),
+            "type": 20 if interaction_type == 2 else 0,
+            "application_id": str(self.app_id),
+        }
         if webhook:
             message["webhook_id"] = str(self.app_id)
         self.messages[int(message["id"])] = message
@@ -781,8 +954,9 @@ def _find_component(components: list[JSON], custom_id: str) -> JSON | None:
     for component in components:
         if component.get("custom_id") == custom_id:
             return component
-        children = component.get("components", []) + [component[k] for k in ("component", "accessory")
-                                                       if k in component]
+        children = component.get("components", []) + [
+            component[k] for k in ("component", "accessory") if k in component
+        ]
         if (found := _find_component(children, custom_id)) is not None:
             return found
     return None
@@ -816,8 +990,9 @@ def _describe(kind: int, data: JSON, files: list[SentFile]) -> str:
         parts.append(f"choices {[c['name'] for c in data['choices']]}")
     if kind == 9:
         parts.append(f"{data.get('title')!r} ({data.get('custom_id')})")
-    elif custom_ids := [c["custom_id"] for row in data.get("components") or [] for c in row.get("components", [])
-                        if "custom_id" in c]:
+    elif custom_ids := [
+        c["custom_id"] for row in data.get("components") or [] for c in row.get("components", []) if "custom_id" in c
+    ]:
         parts.append(f"buttons {custom_ids}")
     parts += [f"file {f.filename} ({len(f.data)} B)" for f in files]
     return ", ".join(parts)

@@ -48,9 +48,7 @@ class NoteModal(discord.ui.Modal, title="Edit note"):
 class AcceptButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=r"t:accept:(?P<id>\d+)"):
     def __init__(self, item_id: int) -> None:
         super().__init__(
-            discord.ui.Button(
-                label="Accept", style=discord.ButtonStyle.success, custom_id=f"t:accept:{item_id}"
-            )
+            discord.ui.Button(label="Accept", style=discord.ButtonStyle.success, custom_id=f"t:accept:{item_id}")
         )
         self.item_id = item_id
 
@@ -156,9 +154,7 @@ class SmokeBot(commands.Bot):
             self.tree.copy_global_to(guild=guild)
             await self.tree.sync(guild=guild)
 
-    async def on_app_command_error(
-        self, interaction: discord.Interaction, error: app_commands.AppCommandError
-    ) -> None:
+    async def on_app_command_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
         self.errors.append(error)
         message = str(error) if isinstance(error, app_commands.CheckFailure) else "Something went wrong."
         if interaction.response.is_done():
@@ -201,12 +197,11 @@ async def test_ready_sees_configured_guild_roles_members(bot: SmokeBot, guild: F
 
 
 async def test_sync_is_recorded_with_ids(bot: SmokeBot, fake_discord: FakeDiscord) -> None:
-    (scope, sent), = fake_discord.sync_calls
+    ((scope, sent),) = fake_discord.sync_calls
     assert scope is None and [c["name"] for c in sent] == ["lore"]
     lore = fake_discord.global_commands[0]
     assert lore["id"] and lore["application_id"] == str(fake_discord.app_id)
-    assert {o["name"] for o in lore["options"]} == {
-        "find", "secret", "export", "card", "post", "load", "whois", "boom"}
+    assert {o["name"] for o in lore["options"]} == {"find", "secret", "export", "card", "post", "load", "whois", "boom"}
     fetched = await bot.tree.fetch_commands()
     assert [c.id for c in fetched] == [int(lore["id"])]
 
@@ -323,9 +318,7 @@ async def test_embed_button_survives_restart(
         await fake_discord.click(message, "t:accept:42", user_id=dm)
 
 
-async def test_modal_opened_by_button_and_submitted(
-    bot: SmokeBot, fake_discord: FakeDiscord, dm: FakeMember
-) -> None:
+async def test_modal_opened_by_button_and_submitted(bot: SmokeBot, fake_discord: FakeDiscord, dm: FakeMember) -> None:
     record = await fake_discord.invoke("lore card", {"item_id": 7}, user_id=dm)
     assert record.original is not None
     opened = await fake_discord.click(record.original, "t:edit:7", user_id=dm)
