@@ -301,6 +301,7 @@ class FakeDiscord:
         self.interactions: list[InteractionRecord] = []
         self.transcript: list[tuple[str, str]] = []  # (direction, summary)
         self.unhandled: list[str] = []
+        self.rejected: list[str] = []  # bodies refused for breaking Discord's limits (answered 400, as Discord)
         self.client_errors: list[str] = []  # errors the client logged (the conftest fixture collects them)
         self.answer_timeout = 5.0  # seconds a test waits for the bot to answer an interaction
         self.port = 0
@@ -679,6 +680,11 @@ class FakeDiscord:
             return _json({"message": "401: Unauthorized", "code": 0}, status=401)
         return await handler(request)
 
+    def _reject(self, request: web.Request, problem: str) -> web.Response:
+        self.rejected.append(problem)
+        self._log("bot→rest", f"{request.method} {request.path}: 400, {problem}")
+        return _json({"message": "Invalid Form Body", "code": 50035, "errors": {"_errors": [problem]}}, status=400)
+
     async def _unknown(self, request: web.Request) -> web.Response:
         self.unhandled.append(f"{request.method} {request.path}")
         self._log("bot→rest", f"{request.method} {request.path}: 404, not served by the fake")
@@ -751,6 +757,8 @@ class FakeDiscord:
             return _json({"message": "Interaction has already been acknowledged.", "code": 40060}, status=400)
         body, files = await _read_body(request)
         kind, data = body["type"], body.get("data") or {}
+        if problem := _limit_problem(data):
+            return self._reject(request, problem)
         record.callback_type, record.callback_data = kind, data
         record.files += files
         if kind in (4, 5):
@@ -786,6 +794,8 @@ class FakeDiscord:
         if record is None:
             return _json({"message": "Unknown Webhook", "code": 10015}, status=404)
         body, files = await _read_body(request)
+        if problem := _limit_problem(body):
+            return self._reject(request, problem)
         record.files += files
         original = record.original
         if record.callback_type == 5 and original is not None and original["flags"] & LOADING:
@@ -821,6 +831,8 @@ class FakeDiscord:
             await record._notify()
             return web.Response(status=204)
         body, files = await _read_body(request)
+        if problem := _limit_problem(body):
+            return self._reject(request, problem)
         record.files += files
         edited = self._edit_message(message, body, files)
         if record.original and record.original["id"] == edited["id"]:
@@ -837,6 +849,8 @@ class FakeDiscord:
         if guild is None:
             return _json({"message": "Unknown Channel", "code": 10003}, status=404)
         body, files = await _read_body(request)
+        if problem := _limit_problem(body):
+            return self._reject(request, problem)
         where = {"channel_id": channel_id, "guild_id": str(guild.id)}
         message = self._store_message(body, files, where, webhook=False)
         self.channel_messages.append(message)
@@ -854,6 +868,8 @@ class FakeDiscord:
             self._log("bot→chan", f"delete message {message['id']}")
             return web.Response(status=204)
         body, files = await _read_body(request)
+        if problem := _limit_problem(body):
+            return self._reject(request, problem)
         self._log("bot→chan", f"edit message {message['id']}: {_describe(4, body, files)}")
         return _json(self._edit_message(message, body, files))
 
@@ -948,6 +964,33 @@ async def _read_body(request: web.Request) -> tuple[JSON, list[SentFile]]:
         else:
             files.append(SentFile(part.filename or "", raw, part.headers.get("Content-Type")))
     return body, files
+
+
+def _limit_problem(body: JSON) -> str | None:
+    """The first of Discord's message, embed and choice limits that ``body`` breaks, if any."""
+    embeds = body.get("embeds") or []
+    checks = [
+        (len(body.get("content") or ""), 2000, "content"),
+        (len(embeds), 10, "embeds"),
+        (len(body.get("components") or []), 5, "component rows"),
+        (len(body.get("choices") or []), 25, "autocomplete choices"),
+        (max((len(c["name"]) for c in body.get("choices") or []), default=0), 100, "choice name"),
+    ]
+    total = 0
+    for embed in embeds:
+        fields = embed.get("fields", [])
+        texts = [embed.get("title", ""), embed.get("description", ""), embed.get("footer", {}).get("text", "")]
+        texts += [embed.get("author", {}).get("name", "")] + [f["name"] + f["value"] for f in fields]
+        total += sum(len(t) for t in texts)
+        checks += [
+            (len(embed.get("title", "")), 256, "embed title"),
+            (len(embed.get("description", "")), 4096, "embed description"),
+            (len(fields), 25, "embed fields"),
+            (max((len(f["name"]) for f in fields), default=0), 256, "embed field name"),
+            (max((len(f["value"]) for f in fields), default=0), 1024, "embed field value"),
+        ]
+    checks.append((total, 6000, "embed characters in total"))
+    return next((f"{what}: {size} > {limit}" for size, limit, what in checks if size > limit), None)
 
 
 def _find_component(components: list[JSON], custom_id: str) -> JSON | None:

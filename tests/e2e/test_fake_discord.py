@@ -130,6 +130,10 @@ class Lore(app_commands.Group):
         sent = await interaction.original_response()
         await interaction.followup.send(f"edited {sent.id}", ephemeral=True)
 
+    @app_commands.command(description="Too long for one message")
+    async def ramble(self, interaction: discord.Interaction) -> None:
+        await interaction.response.send_message("la" * 1001)
+
     @app_commands.command(description="Always fails")
     async def boom(self, interaction: discord.Interaction) -> None:
         raise RuntimeError("kaboom")
@@ -201,7 +205,17 @@ async def test_sync_is_recorded_with_ids(bot: SmokeBot, fake_discord: FakeDiscor
     assert scope is None and [c["name"] for c in sent] == ["lore"]
     lore = fake_discord.global_commands[0]
     assert lore["id"] and lore["application_id"] == str(fake_discord.app_id)
-    assert {o["name"] for o in lore["options"]} == {"find", "secret", "export", "card", "post", "load", "whois", "boom"}
+    assert {o["name"] for o in lore["options"]} == {
+        "find",
+        "secret",
+        "export",
+        "card",
+        "post",
+        "load",
+        "whois",
+        "ramble",
+        "boom",
+    }
     fetched = await bot.tree.fetch_commands()
     assert [c.id for c in fetched] == [int(lore["id"])]
 
@@ -260,6 +274,13 @@ async def test_error_goes_through_tree_on_error(bot: SmokeBot, fake_discord: Fak
     assert record.ephemeral and record.texts() == ["Something went wrong."]
     assert isinstance(bot.errors[-1], app_commands.CommandInvokeError)
     assert isinstance(bot.errors[-1].__cause__, RuntimeError)
+
+
+async def test_discord_limits_are_enforced(bot: SmokeBot, fake_discord: FakeDiscord) -> None:
+    record = await fake_discord.invoke("lore ramble")
+    assert fake_discord.rejected == ["content: 2002 > 2000"]
+    assert isinstance(bot.errors[-1].__cause__, discord.HTTPException)
+    assert record.texts() == ["Something went wrong."]
 
 
 async def test_unanswered_interaction_fails_with_transcript_and_client_error(
