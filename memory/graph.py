@@ -7,7 +7,7 @@ Facts are never deleted by play: a contradicting fact, once accepted, closes the
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import asyncpg
 
@@ -241,12 +241,13 @@ class KnowledgeGraph:
             await self._set_aliases(current.id, cleaned_aliases)
         return await self.get_entity_by_id(current.id)
 
-    async def upsert_entity(self, entity: EntityIn) -> tuple[Entity, bool]:
-        """Create the entity or bring the one of that name up to date; says whether anything changed."""
+    async def upsert_entity(self, entity: EntityIn) -> tuple[Entity, Literal["created", "updated", "unchanged"]]:
+        """Create the entity or bring the one of that name (or alias) up to date, saying which happened."""
         current = await self.find_entity(entity.name)
         if current is None:
-            return await self.add_entity(entity), True
+            return await self.add_entity(entity), "created"
         wanted = (
+            entity.name,
             entity.type,
             entity.description,
             sorted(a.casefold() for a in entity.aliases),
@@ -254,14 +255,15 @@ class KnowledgeGraph:
             entity.visibility,
         )
         have = (
+            current.name,
             current.type,
             current.description,
             sorted(a.casefold() for a in current.aliases),
             current.attributes,
             current.visibility,
         )
-        if wanted == have and current.name == entity.name:
-            return current, False
+        if wanted == have:
+            return current, "unchanged"
         updated = await self.update_entity(
             current.name,
             new_name=entity.name,
@@ -272,7 +274,7 @@ class KnowledgeGraph:
             visibility=entity.visibility,
             replace_attributes=True,
         )
-        return updated, True
+        return updated, "updated"
 
     async def remove_entity(self, name: str) -> Entity:
         """Delete an entity and every relationship touching it (the DM's decision, not play's)."""
@@ -335,6 +337,9 @@ class KnowledgeGraph:
     # relationships and facts ------------------------------------------------------------------------------
 
     async def add_relationship(self, rel: RelationshipIn) -> Relationship:
+        return (await self.ensure_relationship(rel))[0]
+
+    async def ensure_relationship(self, rel: RelationshipIn) -> tuple[Relationship, bool]:
         """Record a relationship or attribute fact.
 
         Status comes from the provenance: DM and campaign-file facts are accepted; others are accepted only at
@@ -355,7 +360,7 @@ class KnowledgeGraph:
             rel.value,
         )
         if existing is not None and (existing["status"] == "accepted" or status == ReviewStatus.pending):
-            return relationship_from_row(existing)
+            return relationship_from_row(existing), False
         try:
             rel_id = await self.db.fetchval(
                 """
@@ -379,7 +384,7 @@ class KnowledgeGraph:
             raise InvalidInputError("a relationship needs either a target entity or a value, not both") from None
         if status == ReviewStatus.accepted:
             await self.close_contradicted(rel_id)
-        return await self.get_relationship(rel_id)
+        return await self.get_relationship(rel_id), True
 
     def _status_for(self, provenance: Provenance) -> ReviewStatus:
         if provenance.source in (Source.dm, Source.campaign_file) or provenance.dm_confirmed:
@@ -515,18 +520,18 @@ class KnowledgeGraph:
             raise InvalidInputError("traversal depth must be between 1 and 6")
         rows = await self.db.fetch(
             f"""
-            WITH RECURSIVE edges AS NOT MATERIALIZED (
-                SELECT r.id, r.source_id AS a, r.target_id AS b FROM relationships r
-                JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id
-                WHERE r.campaign_id = $1 AND r.valid_to IS NULL AND {_visible("r", include_secret)}
-                  AND {_visible("s", include_secret)} AND {_visible("t", include_secret)}
-            ), both_ways AS NOT MATERIALIZED (
-                SELECT id, a, b FROM edges UNION ALL SELECT id, b, a FROM edges
-            ), walk(entity_id, depth, via) AS (
+            WITH RECURSIVE walk(entity_id, depth, via) AS (
                 SELECT $2::bigint, 0, NULL::bigint
                 UNION
-                SELECT e.b, w.depth + 1, e.id FROM walk w JOIN both_ways e ON e.a = w.entity_id
-                WHERE w.depth < $3
+                SELECT other.id, w.depth + 1, r.id
+                FROM walk w
+                JOIN relationships r ON r.campaign_id = $1 AND (r.source_id = w.entity_id OR r.target_id = w.entity_id)
+                CROSS JOIN LATERAL (
+                    SELECT CASE WHEN r.source_id = w.entity_id THEN r.target_id ELSE r.source_id END AS id
+                ) other
+                JOIN entities o ON o.id = other.id
+                WHERE w.depth < $3 AND r.target_id IS NOT NULL AND r.valid_to IS NULL
+                  AND {_visible("r", include_secret)} AND {_visible("o", include_secret)}
             )
             SELECT DISTINCT ON (w.entity_id) w.entity_id, en.name, w.depth, w.via
             FROM walk w JOIN entities en ON en.id = w.entity_id AND en.campaign_id = $1

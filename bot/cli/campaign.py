@@ -1,0 +1,180 @@
+"""`lorekeeper campaign …`: create, list, use, load a campaign file, export, delete."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from bot.cli import cli
+from bot.cli.common import (
+    CliError,
+    async_command,
+    campaign_memory,
+    campaign_option,
+    emit_json,
+    json_option,
+    open_memory,
+    settings_from,
+    table,
+)
+from campaigns.files import CampaignFileError, dump_campaign_file, read_campaign_file
+from campaigns.load import apply_campaign_file, export_campaign_file
+from campaigns.schema import CampaignHeader
+from memory.errors import NotFoundError
+
+
+@cli.group()
+def campaign() -> None:
+    """Campaigns: create, list, use, load, export, delete."""
+
+
+@campaign.command("create")
+@click.argument("name")
+@click.option("--description", default="", help="One line about the campaign.")
+@click.option("--system", default="", help="Rules system, e.g. 'D&D 5e'.")
+@click.option("--use", "activate", is_flag=True, default=None, help="Make it the active campaign.")
+@json_option
+@click.pass_context
+@async_command
+async def create(ctx: click.Context, name: str, description: str, system: str, activate: bool, as_json: bool) -> None:
+    """Create a campaign (the first one becomes the active one)."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        created = await memory.campaigns(settings.guild_id).create(
+            name, description=description, system=system, activate=activate
+        )
+    if as_json:
+        emit_json(created)
+    else:
+        click.echo(f"created campaign {created.name!r}" + (" (active)" if created.active else ""))
+
+
+@campaign.command("list")
+@json_option
+@click.pass_context
+@async_command
+async def list_(ctx: click.Context, as_json: bool) -> None:
+    """List the campaigns."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        campaigns = await memory.campaigns(settings.guild_id).list()
+    if as_json:
+        emit_json(campaigns)
+    elif not campaigns:
+        click.echo("no campaigns yet: `lorekeeper campaign create NAME`")
+    else:
+        table(
+            [["*" if c.active else "", c.name, c.system, c.description] for c in campaigns],
+            ["", "name", "system", "description"],
+        )
+
+
+@campaign.command("use")
+@click.argument("name")
+@click.pass_context
+@async_command
+async def use(ctx: click.Context, name: str) -> None:
+    """Make NAME the active campaign."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        active = await memory.campaigns(settings.guild_id).activate(name)
+    click.echo(f"active campaign: {active.name}")
+
+
+@campaign.command("load")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@campaign_option
+@json_option
+@click.pass_context
+@async_command
+async def load(ctx: click.Context, file: Path, campaign: str | None, as_json: bool) -> None:
+    """Load a campaign YAML file: all or nothing, and loading it again changes nothing.
+
+    The target is --campaign, else the file's own `campaign: name` (created if new), else the active one."""
+    settings = settings_from(ctx)
+    try:
+        parsed = read_campaign_file(file)
+    except CampaignFileError as exc:
+        raise CliError(str(exc)) from None
+    header = parsed.campaign or CampaignHeader()
+    async with open_memory(settings) as memory:
+        campaigns = memory.campaigns(settings.guild_id)
+        name = campaign or header.name
+        if name:
+            try:
+                target = await campaigns.get(name)
+            except NotFoundError:
+                if campaign:
+                    raise
+                target = await campaigns.create(name, description=header.description, system=header.system)
+        else:
+            target = await campaigns.active()
+            if target is None:
+                raise CliError("no active campaign and the file names none: pass --campaign NAME")
+        mem = memory.campaign(target.id)
+        with click.progressbar(
+            length=len(parsed.entities) + len(parsed.relationships),
+            label=f"loading {file.name}",
+            file=click.get_text_stream("stderr"),
+        ) as bar:
+            last = [0]
+
+            def progress(done: int, total: int) -> None:
+                bar.update(done - last[0])
+                last[0] = done
+
+            report = await apply_campaign_file(mem, parsed, progress=progress)
+        if header.description or header.system:
+            await campaigns.update(
+                target.name, description=header.description or target.description, system=header.system or target.system
+            )
+    if as_json:
+        emit_json({"campaign": target.name, **report.model_dump()})
+    else:
+        click.echo(f"{target.name}: {report.summary()}")
+
+
+@campaign.command("export")
+@campaign_option
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="File (default: stdout).")
+@click.pass_context
+@async_command
+async def export(ctx: click.Context, campaign: str | None, output: Path | None) -> None:
+    """Write the campaign's entities and relationships as a campaign YAML file."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, name = await campaign_memory(memory, settings, campaign)
+        info = await memory.campaigns(settings.guild_id).get(name)
+        exported = await export_campaign_file(
+            mem, CampaignHeader(name=info.name, description=info.description, system=info.system)
+        )
+    text = dump_campaign_file(exported)
+    if output:
+        output.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {len(exported.entities)} entities to {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+@campaign.command("delete")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+@async_command
+async def delete(ctx: click.Context, name: str, yes: bool) -> None:
+    """Delete a campaign and everything in it."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        campaigns = memory.campaigns(settings.guild_id)
+        target = await campaigns.get(name)
+        counts = await campaigns.counts(target.id)
+        if not yes:
+            click.confirm(
+                f"delete {target.name!r} with {counts['sessions']} sessions, {counts['entries']} log entries and "
+                f"{counts['entities']} entities? This cannot be undone",
+                abort=True,
+                err=True,
+            )
+        await campaigns.delete(target.name)
+    click.echo(f"deleted campaign {target.name!r}")

@@ -1,0 +1,165 @@
+"""`lorekeeper entity …`: the campaign's world, one entity at a time."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from bot.cli import cli
+from bot.cli.common import (
+    async_command,
+    campaign_memory,
+    campaign_option,
+    emit_json,
+    json_option,
+    open_memory,
+    settings_from,
+    table,
+)
+from memory.models import EntityIn, EntityType, Provenance, Source, Visibility
+
+TYPE_CHOICE = click.Choice([t.value for t in EntityType], case_sensitive=False)
+
+
+def parse_attributes(pairs: tuple[str, ...]) -> dict[str, object]:
+    """`k=v` pairs; a value that is valid JSON (a number, true, a list) is kept typed."""
+    attributes: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--attr")
+        try:
+            attributes[key.strip()] = json.loads(value)
+        except ValueError:
+            attributes[key.strip()] = value
+    return attributes
+
+
+@cli.group()
+def entity() -> None:
+    """Entities: NPCs, places, items, factions, quests, events, concepts, players."""
+
+
+@entity.command("add")
+@click.argument("name")
+@click.argument("type", type=TYPE_CHOICE)
+@click.option("--description", "-d", default="", help="A line or two about it.")
+@click.option("--alias", "aliases", multiple=True, help="Another name (repeatable).")
+@click.option("--attr", "attrs", multiple=True, metavar="KEY=VALUE", help="An attribute (repeatable).")
+@click.option("--secret", is_flag=True, help="DM-only: never shown to players.")
+@campaign_option
+@json_option
+@click.pass_context
+@async_command
+async def add(
+    ctx: click.Context,
+    name: str,
+    type: str,
+    description: str,
+    aliases: tuple[str, ...],
+    attrs: tuple[str, ...],
+    secret: bool,
+    campaign: str | None,
+    as_json: bool,
+) -> None:
+    """Add an entity NAME of TYPE."""
+    settings = settings_from(ctx)
+    entity_in = EntityIn(
+        name=name,
+        type=EntityType(type.lower()),
+        description=description,
+        aliases=list(aliases),
+        attributes=parse_attributes(attrs),
+        visibility=Visibility.secret if secret else Visibility.public,
+        provenance=Provenance(source=Source.dm, dm_confirmed=True),
+    )
+    async with open_memory(settings) as memory:
+        mem, _ = await campaign_memory(memory, settings, campaign)
+        created = await mem.graph.add_entity(entity_in)
+    if as_json:
+        emit_json(created)
+    else:
+        click.echo(f"added {created.type.value} {created.name!r} (id {created.id})")
+
+
+@entity.command("list")
+@click.option("--type", "type_", type=TYPE_CHOICE, help="Only this type.")
+@campaign_option
+@json_option
+@click.pass_context
+@async_command
+async def list_(ctx: click.Context, type_: str | None, campaign: str | None, as_json: bool) -> None:
+    """List the accepted entities."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, name = await campaign_memory(memory, settings, campaign)
+        entities = await mem.graph.list_entities(EntityType(type_.lower()) if type_ else None)
+    if as_json:
+        emit_json(entities)
+    elif not entities:
+        click.echo(f"no entities in {name} yet")
+    else:
+        table(
+            [
+                [
+                    e.name,
+                    e.type.value,
+                    ", ".join(e.aliases),
+                    "secret" if e.visibility == "secret" else "",
+                    e.description[:60],
+                ]
+                for e in entities
+            ],
+            ["name", "type", "aliases", "", "description"],
+        )
+
+
+@entity.command("show")
+@click.argument("name")
+@campaign_option
+@json_option
+@click.pass_context
+@async_command
+async def show(ctx: click.Context, name: str, campaign: str | None, as_json: bool) -> None:
+    """An entity with its attributes, relationships and where it was last mentioned."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, _ = await campaign_memory(memory, settings, campaign)
+        snap = await mem.graph.snapshot(name, include_secret=True)
+        last = await mem.graph.last_mention(snap.entity)
+    if as_json:
+        emit_json({**snap.model_dump(mode="json"), "last_mention": last})
+        return
+    e = snap.entity
+    click.echo(f"{e.name} ({e.type.value}{', secret' if e.visibility == 'secret' else ''})")
+    if e.aliases:
+        click.echo(f"  aliases: {', '.join(e.aliases)}")
+    if e.description:
+        click.echo(f"  {e.description}")
+    for key, value in e.attributes.items():
+        click.echo(f"  {key}: {value}")
+    for r in snap.relationships:
+        click.echo(f"  - {r.describe()}")
+    if last:
+        click.echo(
+            f"  last mentioned in {last['title']} by {last['speaker']} at {last['start_s']:.0f}s: {last['text'][:100]}"
+        )
+
+
+@entity.command("remove")
+@click.argument("name")
+@campaign_option
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+@async_command
+async def remove(ctx: click.Context, name: str, campaign: str | None, yes: bool) -> None:
+    """Remove an entity and its relationships."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, _ = await campaign_memory(memory, settings, campaign)
+        target = await mem.graph.get_entity(name)
+        if not yes:
+            click.confirm(f"remove {target.type.value} {target.name!r} and its relationships?", abort=True, err=True)
+        await mem.graph.remove_entity(target.name)
+    click.echo(f"removed {target.name!r}")

@@ -1,0 +1,75 @@
+"""`lorekeeper review …`: the facts and entities waiting for the DM."""
+
+from __future__ import annotations
+
+import click
+
+from bot.cli import cli
+from bot.cli.common import (
+    async_command,
+    campaign_memory,
+    campaign_option,
+    emit_json,
+    json_option,
+    open_memory,
+    settings_from,
+    table,
+)
+
+
+@cli.group()
+def review() -> None:
+    """The review queue: what the bot was unsure of, oldest first."""
+
+
+@review.command("list")
+@click.option("--limit", default=25, show_default=True)
+@campaign_option
+@json_option
+@click.pass_context
+@async_command
+async def list_(ctx: click.Context, limit: int, campaign: str | None, as_json: bool) -> None:
+    """Pending entities and facts, oldest first."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, name = await campaign_memory(memory, settings, campaign)
+        items = await mem.review.pending(limit=limit)
+        total = await mem.review.count()
+    if as_json:
+        emit_json([{"ref": i.ref, **i.model_dump(mode="json")} for i in items])
+        return
+    if not items:
+        click.echo(f"nothing to review in {name}")
+        return
+    rows = []
+    for i in items:
+        prov = i.entity.provenance if i.entity else i.fact.provenance  # type: ignore[union-attr]
+        rows.append([i.ref, i.kind.value, i.describe()[:80], f"{prov.confidence:.2f}"])
+    table(rows, ["id", "kind", "item", "confidence"])
+    if total > len(items):
+        click.echo(f"… and {total - len(items)} more")
+
+
+def _decide(verb: str) -> click.Command:
+    @click.argument("ids", nargs=-1, required=True)
+    @campaign_option
+    @json_option
+    @click.pass_context
+    @async_command
+    async def decide(ctx: click.Context, ids: tuple[str, ...], campaign: str | None, as_json: bool) -> None:
+        settings = settings_from(ctx)
+        async with open_memory(settings) as memory:
+            mem, _ = await campaign_memory(memory, settings, campaign)
+            done = [await getattr(mem.review, verb)(ref) for ref in ids]
+        if as_json:
+            emit_json([{"ref": i.ref, **i.model_dump(mode="json")} for i in done])
+        else:
+            for i in done:
+                click.echo(f"{verb}ed {i.ref}: {i.describe()}")
+
+    decide.__doc__ = f"{verb.capitalize()} review items by id (e12, f34 …)."
+    return review.command(verb)(decide)
+
+
+_decide("accept")
+_decide("reject")

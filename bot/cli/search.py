@@ -1,0 +1,57 @@
+"""`lorekeeper search`: full-text search over the session log (L1)."""
+
+from __future__ import annotations
+
+import click
+
+from bot.cli import cli
+from bot.cli.common import (
+    async_command,
+    campaign_memory,
+    campaign_option,
+    emit_json,
+    json_option,
+    open_memory,
+    settings_from,
+    table,
+)
+
+
+@cli.command()
+@click.argument("text")
+@click.option("--speaker", help="Only what this speaker said.")
+@click.option("--session", "session_title", help="Only this session (by title).")
+@click.option("--limit", default=10, show_default=True)
+@campaign_option
+@json_option
+@click.pass_context
+@async_command
+async def search(
+    ctx: click.Context,
+    text: str,
+    speaker: str | None,
+    session_title: str | None,
+    limit: int,
+    campaign: str | None,
+    as_json: bool,
+) -> None:
+    """Search what was said (web-search syntax: "a phrase", -word, or)."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, _ = await campaign_memory(memory, settings, campaign)
+        session_id = None
+        if session_title:
+            session = await mem.log.session_by_title(session_title)
+            if session is None:
+                raise click.BadParameter(f"no session titled {session_title!r}", param_hint="--session")
+            session_id = session.id
+        hits = await mem.log.search(text, session_id=session_id, speaker=speaker, limit=limit)
+    if as_json:
+        emit_json(hits)
+    elif not hits:
+        click.echo("no matches")
+    else:
+        table(
+            [[h.session_id, f"{h.start_s:.0f}s", h.speaker, h.text[:90], h.ref or ""] for h in hits],
+            ["session", "time", "speaker", "text", "ref"],
+        )

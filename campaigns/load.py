@@ -1,0 +1,104 @@
+"""Campaign files into and out of a campaign's memory.
+
+Loading is one transaction and idempotent: entities are matched by name or alias (case-insensitively) and
+updated in place, relationships already present are left alone, so loading a file twice changes nothing.
+Entities the file no longer mentions are kept: they may have come from play, and only the DM deletes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, RelationshipSpec
+from memory.models import Provenance, RelationshipIn, ReviewStatus, Source
+from memory.store import CampaignMemory
+
+Progress = Callable[[int, int], None]
+
+
+class LoadReport(BaseModel):
+    entities_created: int = 0
+    entities_updated: int = 0
+    entities_unchanged: int = 0
+    relationships_created: int = 0
+    relationships_unchanged: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.entities_created or self.entities_updated or self.relationships_created)
+
+    def summary(self) -> str:
+        return (
+            f"entities: {self.entities_created} new, {self.entities_updated} updated, "
+            f"{self.entities_unchanged} unchanged; relationships: {self.relationships_created} new, "
+            f"{self.relationships_unchanged} unchanged"
+        )
+
+
+async def apply_campaign_file(
+    mem: CampaignMemory, file: CampaignFile, *, progress: Progress | None = None
+) -> LoadReport:
+    """Bring the campaign's graph in line with ``file``, all or nothing."""
+    report = LoadReport()
+    total = len(file.entities) + len(file.relationships)
+    done = 0
+    provenance = Provenance(source=Source.campaign_file, confidence=1.0, dm_confirmed=True)
+    async with mem.transaction() as tx:
+        ids: dict[str, int] = {}
+        for spec in file.entities:
+            entity, outcome = await tx.graph.upsert_entity(spec.to_entity_in())
+            setattr(report, f"entities_{outcome}", getattr(report, f"entities_{outcome}") + 1)
+            ids[spec.name] = entity.id
+            done += 1
+            if progress:
+                progress(done, total)
+        for rel in file.relationships:
+            source, target = file.find_entity(rel.source), file.find_entity(rel.target)
+            assert source is not None and target is not None  # the schema checked every reference
+            _, created = await tx.graph.ensure_relationship(
+                RelationshipIn(
+                    source_id=ids[source.name],
+                    type=rel.type,
+                    target_id=ids[target.name],
+                    attributes=dict(rel.attributes),
+                    provenance=provenance,
+                    status=ReviewStatus.accepted,
+                )
+            )
+            if created:
+                report.relationships_created += 1
+            else:
+                report.relationships_unchanged += 1
+            done += 1
+            if progress:
+                progress(done, total)
+    return report
+
+
+async def export_campaign_file(mem: CampaignMemory, header: CampaignHeader | None = None) -> CampaignFile:
+    """The campaign's accepted entities and current relationships as a campaign file."""
+    entities = await mem.graph.list_entities()
+    by_id = {e.id: e for e in entities}
+    specs = [
+        EntitySpec(
+            name=e.name,
+            type=e.type,
+            aliases=e.aliases,
+            description=e.description,
+            attributes=e.attributes,
+            secret=e.visibility == "secret",
+        )
+        for e in entities
+    ]
+    rels: list[RelationshipSpec] = []
+    for e in entities:
+        for r in await mem.graph.relationships_of(e.id, include_secret=True):
+            if r.source_id == e.id and r.target_id in by_id:
+                rels.append(
+                    RelationshipSpec(
+                        source=e.name, type=r.type, target=by_id[r.target_id].name, attributes=r.attributes
+                    )
+                )
+    return CampaignFile(campaign=header, entities=specs, relationships=rels)

@@ -1,0 +1,89 @@
+"""Campaign files into the database: transactional, idempotent, updates in place; export round-trips."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from campaigns.files import CampaignFileError, parse_campaign_file, read_campaign_file
+from campaigns.load import apply_campaign_file, export_campaign_file
+from memory.models import Visibility
+from memory.store import CampaignMemory
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
+
+SMALL = """
+entities:
+  - {name: Eldrinax, type: npc, aliases: [The Ember Wyrm], attributes: {age: 900}}
+  - {name: Ironhold, type: place}
+  - {name: Pale Hand, type: faction, secret: true}
+relationships:
+  - {source: Eldrinax, type: lives in, target: Ironhold}
+  - {source: the ember wyrm, type: leads, target: Pale Hand}
+"""
+
+
+async def state(mem: CampaignMemory) -> tuple[object, ...]:
+    rows = await mem.db.fetch(
+        "SELECT name, type, description, attributes, visibility FROM entities WHERE campaign_id = $1 ORDER BY name",
+        mem.campaign_id,
+    )
+    rels = await mem.db.fetch(
+        "SELECT source_id, type, target_id FROM relationships WHERE campaign_id = $1 ORDER BY 1, 2, 3",
+        mem.campaign_id,
+    )
+    aliases = await mem.db.fetch("SELECT alias FROM entity_aliases WHERE campaign_id = $1 ORDER BY 1", mem.campaign_id)
+    return tuple(map(tuple, rows)), tuple(map(tuple, rels)), tuple(map(tuple, aliases))
+
+
+async def test_load_is_idempotent_and_updates_in_place(campaign: CampaignMemory) -> None:
+    first = await apply_campaign_file(campaign, parse_campaign_file(SMALL, "small.yaml"))
+    assert (first.entities_created, first.relationships_created) == (3, 2)
+    before = await state(campaign)
+    again = await apply_campaign_file(campaign, parse_campaign_file(SMALL, "small.yaml"))
+    assert not again.changed and again.entities_unchanged == 3 and again.relationships_unchanged == 2
+    assert await state(campaign) == before
+
+    changed = SMALL.replace("age: 900", "age: 901").replace(
+        "Ironhold, type: place}", "Ironhold, type: place, description: A dwarf hold}"
+    )
+    report = await apply_campaign_file(campaign, parse_campaign_file(changed, "small.yaml"))
+    assert report.entities_updated == 2 and report.entities_created == 0
+    wyrm = await campaign.graph.get_entity("the ember wyrm")
+    assert wyrm.attributes == {"age": 901}
+    assert (await campaign.graph.get_entity("ironhold")).description == "A dwarf hold"
+    assert (await campaign.graph.get_entity("pale hand")).visibility == Visibility.secret
+    assert len(await campaign.graph.list_entities()) == 3
+
+
+async def test_load_conflicting_with_database_changes_nothing(campaign: CampaignMemory) -> None:
+    await apply_campaign_file(campaign, parse_campaign_file(SMALL, "small.yaml"))
+    before = await state(campaign)
+    # valid on its own, but an alias collides with an entity already in the database
+    clash = """
+entities:
+  - {name: Brand New, type: item}
+  - {name: Korvash, type: npc, aliases: [Ironhold]}
+"""
+    with pytest.raises(Exception, match="Ironhold"):
+        await apply_campaign_file(campaign, parse_campaign_file(clash, "clash.yaml"))
+    assert await state(campaign) == before
+    assert await campaign.graph.find_entity("Brand New") is None
+
+
+async def test_bad_file_is_rejected_before_the_database(campaign: CampaignMemory) -> None:
+    with pytest.raises(CampaignFileError, match=r"bad\.yaml:3"):
+        parse_campaign_file("entities:\n  - {name: A, type: npc}\n  - {name: B, type: dragon}\n", "bad.yaml")
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+async def test_examples_load_and_export_round_trip(campaign: CampaignMemory, example: Path) -> None:
+    parsed = read_campaign_file(example)
+    report = await apply_campaign_file(campaign, parsed)
+    assert report.entities_created == len(parsed.entities)
+    exported = await export_campaign_file(campaign)
+    assert {e.name for e in exported.entities} == {e.name for e in parsed.entities}
+    assert len(exported.relationships) == len(parsed.relationships)
+    again = await apply_campaign_file(campaign, exported)
+    assert not again.changed

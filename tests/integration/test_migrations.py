@@ -1,0 +1,70 @@
+"""Migrations: applied in order, recorded, idempotent; the embedding dimension fixed at creation."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+
+from memory.db import EmbeddingMismatchError, EmbeddingSpec, create_pool, migrate, migration_files, migration_status
+
+
+async def test_migrations_apply_once_and_are_idempotent(empty_dsn: str) -> None:
+    pool = await create_pool(empty_dsn)
+    try:
+        first = await migrate(pool, EmbeddingSpec("all-MiniLM-L6-v2", 384))
+        assert first == [name for _, name, _ in migration_files()]
+        assert await migrate(pool, EmbeddingSpec("all-MiniLM-L6-v2", 384)) == []
+        status = await migration_status(pool)
+        assert status["pending"] == [] and status["embedding_dim"] == 384
+        dim = await pool.fetchval(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'"
+        )
+        assert dim == 384
+    finally:
+        await pool.close()
+
+
+async def test_dimension_chosen_at_creation(empty_dsn: str) -> None:
+    pool = await create_pool(empty_dsn)
+    try:
+        await migrate(pool, EmbeddingSpec("text-embedding-3-small", 1536))
+        dim = await pool.fetchval(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'"
+        )
+        assert dim == 1536
+    finally:
+        await pool.close()
+
+
+async def test_embedding_mismatch_stops_with_what_to_do(empty_dsn: str) -> None:
+    pool = await create_pool(empty_dsn)
+    try:
+        await migrate(pool, EmbeddingSpec("all-MiniLM-L6-v2", 384))
+        with pytest.raises(EmbeddingMismatchError) as err:
+            await migrate(pool, EmbeddingSpec("nomic-embed-text", 768))
+        message = str(err.value)
+        assert "all-MiniLM-L6-v2 (384 dimensions)" in message and "nomic-embed-text (768" in message
+        assert "LOREKEEPER_EMBEDDING_MODEL=all-MiniLM-L6-v2" in message and "lorekeeper db reembed" in message
+        # the same name with another dimension is a mismatch too
+        with pytest.raises(EmbeddingMismatchError):
+            await migrate(pool, EmbeddingSpec("all-MiniLM-L6-v2", 768))
+    finally:
+        await pool.close()
+
+
+async def test_failed_migration_leaves_nothing_half_done(empty_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memory.db as db
+
+    good = migration_files()
+    broken = (9999, "9999_broken.sql", "CREATE TABLE half_done (id int); SELECT * FROM no_such_table;")
+    monkeypatch.setattr(db, "migration_files", lambda: [*good, broken])
+    pool = await create_pool(empty_dsn)
+    try:
+        with pytest.raises(asyncpg.UndefinedTableError):
+            await migrate(pool, EmbeddingSpec("all-MiniLM-L6-v2", 384))
+        assert await pool.fetchval("SELECT to_regclass('half_done')") is None
+        assert await pool.fetchval("SELECT count(*) FROM schema_migrations WHERE version = 9999") == 0
+        # the good ones before it stay applied
+        assert await pool.fetchval("SELECT count(*) FROM schema_migrations") == len(good)
+    finally:
+        await pool.close()
