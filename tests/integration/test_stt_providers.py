@@ -96,7 +96,7 @@ async def test_openai_sends_wav_and_names_and_parses_words() -> None:
     assert req["language"] == "en"
     assert req["auth"] == "Bearer sk-test"
     # Duplicates (case-insensitive) and blanks dropped, priority order kept.
-    assert req["prompt"] == "Glossary: Eldrinax, Ironhold, Vex'ahlia."
+    assert req["prompt"] == "Names: Eldrinax - Ironhold - Vex'ahlia."
     assert req["wav"] == (1, 16_000, 8000)
 
     assert result.text == "Eldrinax sleeps."
@@ -225,10 +225,10 @@ async def test_deepgram_keyterms_stop_at_the_budget_in_priority_order() -> None:
 
 def test_name_prompt_keeps_the_most_important_names_within_budget() -> None:
     names = [f"Name{i:03d}" for i in range(500)]
-    # Counting characters: " Glossary:" + "." = 11, " Name000" = 8, each ", NameNNN" = 9.
-    for budget, kept in ((100, 10), (99, 9)):
+    # Counting characters: " Names:" + "." = 8, " Name000" = 8, each " - NameNNN" = 10.
+    for budget, kept in ((106, 10), (105, 9)):
         prompt = build_name_prompt(names, count_tokens=len, budget=budget)
-        assert prompt == "Glossary: " + ", ".join(names[:kept]) + "."
+        assert prompt == "Names: " + " - ".join(names[:kept]) + "."
         assert len(" " + prompt) <= budget
     assert build_name_prompt([]) == ""
 
