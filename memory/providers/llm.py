@@ -144,9 +144,9 @@ def _strict_variant(schema: dict[str, Any]) -> dict[str, Any] | None:
                 return False
             node["additionalProperties"] = False
             node["required"] = list(node["properties"])
-        # Strict mode rejects a null default; pydantic emits one for each Optional field defaulting to None.
-        if "default" in node and node["default"] is None:
-            del node["default"]
+        # With every field required a default means nothing to the server, and strict mode rejects some
+        # (a null default, which pydantic emits for every Optional field).
+        node.pop("default", None)
         children: list[Any] = [node.get("items")]
         for key in ("properties", "$defs", "definitions"):
             children.extend(node.get(key, {}).values())

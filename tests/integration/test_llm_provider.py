@@ -64,6 +64,7 @@ async def test_returns_validated_model_and_sends_structured_request(llm: OpenAIL
     assert schema["required"] == ["text", "substitutions", "note"]
     assert schema["$defs"]["Substitution"]["additionalProperties"] is False
     assert "default" not in schema["properties"]["note"]
+    assert "default" not in schema["properties"]["substitutions"]
 
 
 async def test_temperature_is_passed_through(llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
