@@ -25,7 +25,9 @@ class ConfigFileError(ValueError):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="LOREKEEPER_", extra="forbid", populate_by_name=True)
+    model_config = SettingsConfigDict(
+        env_prefix="LOREKEEPER_", extra="forbid", populate_by_name=True, env_ignore_empty=True
+    )
 
     data_dir: Path = Field(
         default_factory=default_data_dir, description="where the embedded PostgreSQL and the spool live"

@@ -207,6 +207,22 @@ async def migrate(pool: asyncpg.Pool, embedding: EmbeddingSpec) -> list[str]:
     return applied
 
 
+async def switch_embedding(pool: asyncpg.Pool, embedding: EmbeddingSpec) -> int:
+    """Move L2 to another embedding model: the old vectors cannot be compared with the new ones, so they are
+    dropped (the log they came from stays) and the column takes the new dimension. Returns the chunks dropped;
+    the caller re-embeds the sessions."""
+    async with pool.acquire() as conn, conn.transaction():
+        dropped = await conn.fetchval("SELECT count(*) FROM chunks")
+        await conn.execute("DROP INDEX IF EXISTS chunks_embedding")
+        await conn.execute("DELETE FROM chunks")
+        await conn.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({int(embedding.dim)})")
+        await conn.execute("CREATE INDEX chunks_embedding ON chunks USING hnsw (embedding vector_cosine_ops)")
+        if await conn.fetchval("SELECT to_regclass('embedding_cache') IS NOT NULL"):
+            await conn.execute("DELETE FROM embedding_cache")
+        await conn.execute("UPDATE embedding_config SET model = $1, dim = $2", embedding.model, embedding.dim)
+    return dropped
+
+
 async def migration_status(pool: asyncpg.Pool) -> dict[str, object]:
     async with pool.acquire() as conn:
         exists = await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL")

@@ -1,0 +1,91 @@
+"""The `lorekeeper` command line, run as a real process against a fresh test database."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "campaigns" / "examples" / "sunken_crown.yaml"
+
+
+@pytest.fixture
+def lk(fresh_dsn: str, tmp_path: Path):
+    env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path)}
+    env.pop("LOREKEEPER_CONFIG", None)
+
+    def run(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", "from bot.cli import main; main()", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            input=input,
+            timeout=120,
+            cwd=tmp_path,
+        )
+
+    return run
+
+
+def test_campaign_entity_review_search_flow(lk) -> None:
+    assert lk("campaign", "create", "Sunken Crown").returncode == 0
+    loaded = lk("campaign", "load", str(EXAMPLE), "--campaign", "Sunken Crown", "--json")
+    assert loaded.returncode == 0, loaded.stderr
+    report = json.loads(loaded.stdout)
+    assert report["entities_created"] > 10 and report["relationships_created"] > 10
+    again = json.loads(lk("campaign", "load", str(EXAMPLE), "--campaign", "Sunken Crown", "--json").stdout)
+    assert again["entities_created"] == 0 and again["relationships_created"] == 0
+
+    added = lk(
+        "entity", "add", "Korvash", "npc", "--alias", "Korv", "--attr", "age=212", "--attr", "role=smith", "--json"
+    )
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout)["attributes"] == {"age": 212, "role": "smith"}
+    shown = json.loads(lk("entity", "show", "korv", "--json").stdout)
+    assert shown["entity"]["name"] == "Korvash"
+    listed = json.loads(lk("entity", "list", "--type", "npc", "--json").stdout)
+    assert "Korvash" in {e["name"] for e in listed} and all(e["type"] == "npc" for e in listed)
+    dup = lk("entity", "add", "korvash", "npc")
+    assert dup.returncode == 1 and dup.stderr.strip() == "error: an entity named 'Korvash' already exists"
+    assert lk("entity", "remove", "Korvash", "--yes").returncode == 0
+    missing = lk("entity", "show", "Korvash")
+    assert missing.returncode == 1 and "no entity named 'Korvash'" in missing.stderr
+
+    assert json.loads(lk("review", "list", "--json").stdout) == []
+    bad = lk("review", "accept", "zz9")
+    assert bad.returncode == 1 and "not a review item id" in bad.stderr
+    assert lk("search", "dragon", "--json").stdout.strip() == "[]"
+
+
+def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
+    usage = lk("entity", "add", "OnlyName")
+    assert usage.returncode == 2 and "Missing argument" in usage.stderr
+    bad_type = lk("entity", "add", "X", "dragon")
+    assert bad_type.returncode == 2 and "'dragon' is not one of" in bad_type.stderr
+    none_active = lk("entity", "list")
+    assert none_active.returncode == 1 and "no active campaign" in none_active.stderr
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("entities:\n  - {name: A, type: npc}\n  - {name: B, type: npc\n")
+    assert lk("campaign", "create", "C").returncode == 0
+    res = lk("campaign", "load", str(broken), "--campaign", "C")
+    assert res.returncode == 1 and "broken.yaml:" in res.stderr and "Traceback" not in res.stderr
+    assert json.loads(lk("entity", "list", "--json").stdout) == []  # nothing loaded
+
+
+def test_db_status_and_migrate(lk) -> None:
+    status = json.loads(lk("db", "status", "--json").stdout)
+    assert status["pending"] == [] and status["embedding_model"] == "all-MiniLM-L6-v2"
+    assert json.loads(lk("db", "migrate", "--json").stdout) == {"applied": []}
+
+
+def test_config_file_and_env(lk, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("accept_threshold: 7\n")
+    res = lk("--config", str(bad), "campaign", "list")
+    assert res.returncode == 1 and "accept_threshold" in res.stderr and "Traceback" not in res.stderr
