@@ -1,0 +1,264 @@
+"""Transcript correction benchmark: accuracy on a TTRPG case and on real ASR errors, and speed.
+
+    python -m bench.correction            # everything
+    python -m bench.correction --only crd3 --show-errors 20
+
+Reads ../shared/data (override with LOREKEEPER_DATA); prints "skipped: data not found" for a missing set.
+The CRD3 mishearings are split by entity into two halves: tune on "tune", read "holdout" as generalisation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rapidfuzz import process
+from rapidfuzz.distance import JaroWinkler
+
+from memory.correction import EntityName, MatchSettings, PhoneticIndex, PhoneticMatcher
+from memory.correction.text import normalize, tokenize
+from memory.models import Correction
+
+DATA = Path(os.environ.get("LOREKEEPER_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+CRD3 = DATA / "crd3"
+ASR = DATA / "asr"
+SRD = DATA / "srd5e" / "srd_entity_names.json"
+
+Corrector = Callable[[str, "list[float] | None"], list[Correction]]
+
+
+def table(title: str, header: list[str], rows: Iterable[list[object]]) -> None:
+    rows = [[f"{c:.3f}" if isinstance(c, float) else str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    print(f"\n{title}")
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+
+
+# --- shared: the entity lists ------------------------------------------------------------------------------
+
+def _spoken(name: str) -> str:
+    """Wiki titles carry disambiguators ("Tal'Dorei (continent)") that nobody says aloud."""
+    return re.sub(r"\s*\([^)]*\)", "", name).strip()
+
+
+def _alias_worthy(surface: str, count: int, entity: dict) -> bool:
+    # The wiki's surface forms include pronouns and descriptions ("his sister", "a white dragon"): keep short
+    # capitalised forms seen more than once or sharing a word with the entity's name or invented words.
+    words = set(normalize(surface).split())
+    if not any(c.isupper() for c in surface) or "\n" in surface or len(words) > 4:
+        return False
+    own = set(normalize(entity["canonical"]).split()) | {normalize(t) for t in entity["oov_tokens"]}
+    return count > 1 or bool(words & own)
+
+
+def crd3_entities() -> list[EntityName]:
+    wiki = json.loads((CRD3 / "crd3_wiki_entities.json").read_text())
+    entities = []
+    for i, e in enumerate(wiki):
+        name = _spoken(e["canonical"])
+        aliases = [_spoken(s) for s, n in e["surfaces"].items() if s != e["canonical"] and _alias_worthy(s, n, e)]
+        entities.append(EntityName(id=i, name=name, aliases=[a for a in aliases if a and a != name]))
+    return entities
+
+
+def srd_entities(first_id: int) -> list[EntityName]:
+    srd = json.loads(SRD.read_text()) if SRD.exists() else []
+    return [EntityName(id=first_id + i, name=_spoken(e["name"])) for i, e in enumerate(srd)]
+
+
+# --- accuracy, TTRPG case -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Case:
+    text: str
+    start: int  # the injected mishearing, in ``text``
+    end: int
+    canonical: str
+    half: str
+
+
+def crd3_turns() -> list[str]:
+    turns = []
+    for path in sorted((CRD3 / "episodes").glob("*.json")):
+        for turn in json.loads(path.read_text())["TURNS"]:
+            turns.append(" ".join(" ".join(turn["UTTERANCES"]).split()))
+    return [t for t in turns if t]
+
+
+def _half(canonical: str) -> str:
+    return "tune" if zlib.crc32(canonical.encode()) % 2 == 0 else "holdout"
+
+
+def crd3_cases(turns: list[str], per_entry: int, rng: random.Random) -> tuple[list[Case], set[int]]:
+    """Real turns with one name replaced by its mishearing; also the turn numbers used."""
+    cases: list[Case] = []
+    used: set[int] = set()
+    for line in (CRD3 / "mishearings.dev.jsonl").read_text().splitlines():
+        m = json.loads(line)
+        pattern = re.compile(r"(?<![\w'’])" + re.escape(m["surface"]) + r"(?![\w])")
+        hits = [i for i, t in enumerate(turns) if pattern.search(t)]
+        for i in rng.sample(hits, min(per_entry, len(hits))):
+            hit = pattern.search(turns[i])
+            assert hit is not None
+            text = turns[i][: hit.start()] + m["misheard"] + turns[i][hit.end() :]
+            canonical = _spoken(m["canonical"])
+            cases.append(Case(text, hit.start(), hit.start() + len(m["misheard"]), canonical, _half(canonical)))
+            used.add(i)
+    return cases, used
+
+
+@dataclass
+class Score:
+    cases: int = 0
+    restored: int = 0
+    made: int = 0
+    right: int = 0
+
+    @property
+    def recall(self) -> float:
+        return self.restored / self.cases if self.cases else 0.0
+
+    @property
+    def precision(self) -> float:
+        return self.right / self.made if self.made else 1.0
+
+
+def simulated_confidences(text: str, doubtful: tuple[int, int] | None, rng: random.Random) -> list[float]:
+    """Stand-in STT confidences: misheard words 0.2–0.6; other words 0.7–1.0, except 5 % noise at 0.3–0.6."""
+    out = []
+    for t in tokenize(text):
+        if doubtful is not None and doubtful[0] <= t.start < doubtful[1]:
+            out.append(rng.uniform(0.2, 0.6))
+        else:
+            out.append(rng.uniform(0.3, 0.6) if rng.random() < 0.05 else rng.uniform(0.7, 1.0))
+    return out
+
+
+def score_cases(
+    correct: Corrector, cases: list[Case], rng: random.Random | None, errors: list[str] | None = None
+) -> dict[str, Score]:
+    """Recall and precision; with ``rng``, words carry simulated STT confidences."""
+    scores = {"tune": Score(), "holdout": Score(), "all": Score()}
+    for case in cases:
+        conf = simulated_confidences(case.text, (case.start, case.end), rng) if rng else None
+        corrections = correct(case.text, conf)
+        right = [
+            c for c in corrections
+            if (c.start, c.end) == (case.start, case.end) and normalize(c.replacement) == normalize(case.canonical)
+        ]
+        for s in (scores[case.half], scores["all"]):
+            s.cases += 1
+            s.restored += bool(right)
+            s.made += len(corrections)
+            s.right += len(right)
+        if errors is not None and (not right or len(corrections) > len(right)):
+            made = ", ".join(f"{c.span!r}->{c.replacement!r} {c.score:.2f}" for c in corrections)
+            errors.append(f"{case.half:7} want {case.text[case.start:case.end]!r}->{case.canonical!r}; made {made}")
+    return scores
+
+
+def false_corrections(
+    correct: Corrector, turns: list[str], rng: random.Random | None, errors: list[str] | None = None
+) -> tuple[int, int]:
+    """Words changed and words seen on turns with nothing injected."""
+    changed = words = 0
+    for turn in turns:
+        words += len(tokenize(turn))
+        conf = simulated_confidences(turn, None, rng) if rng else None
+        for c in correct(turn, conf):
+            changed += len(tokenize(c.span))
+            if errors is not None:
+                errors.append(f"clean   {c.span!r}->{c.replacement!r} {c.score:.2f} in {turn[:90]!r}")
+    return changed, words
+
+
+class NaiveMatcher:
+    """The baseline: every 1–3-word n-gram against every name by Jaro-Winkler ≥ 0.80, best first."""
+
+    def __init__(self, entities: list[EntityName], threshold: float = 0.80) -> None:
+        self.names = [normalize(e.name) for e in entities]
+        self.canonical = [e.name for e in entities]
+        self.threshold = threshold
+
+    def correct(self, text: str, _confidences: list[float] | None = None) -> list[Correction]:
+        tokens = tokenize(text)
+        found: list[tuple[float, int, int, int]] = []
+        for i in range(len(tokens)):
+            for j in range(i, min(i + 3, len(tokens))):
+                gram = " ".join(t.norm for t in tokens[i : j + 1])
+                hit = process.extractOne(gram, self.names, scorer=JaroWinkler.similarity,
+                                         score_cutoff=self.threshold)
+                if hit is not None and hit[0] != gram:
+                    found.append((hit[1], i, j, hit[2]))
+        taken: list[tuple[float, int, int, int]] = []
+        for f in sorted(found, reverse=True):
+            if all(f[2] < t[1] or f[1] > t[2] for t in taken):
+                taken.append(f)
+        return [
+            Correction(span=text[tokens[i].start : tokens[j].base_end], replacement=self.canonical[k],
+                       start=tokens[i].start, end=tokens[j].base_end, score=s)
+            for s, i, j, k in taken
+        ]
+
+
+def bench_crd3(args: argparse.Namespace) -> None:
+    if not (CRD3 / "mishearings.dev.jsonl").exists():
+        print("\nAccuracy, TTRPG case: skipped: data not found")
+        return
+    rng = random.Random(args.seed)
+    turns = crd3_turns()
+    cases, used = crd3_cases(turns, args.per_entry, rng)
+    clean = rng.sample([t for i, t in enumerate(turns) if i not in used], args.clean_turns)
+    entities = crd3_entities()
+    entities += srd_entities(len(entities))
+    matcher = PhoneticMatcher(PhoneticIndex.build(entities), MatchSettings())
+    ours: Corrector = lambda t, conf: matcher.correct(t, conf).corrections  # noqa: E731
+    runs: list[tuple[str, Corrector, random.Random | None, list[Case], list[str]]] = [
+        ("phonetic", ours, None, cases, clean),
+        ("phonetic + simulated conf.", ours, random.Random(args.seed), cases, clean),
+    ]
+    if not args.no_baseline:
+        # The naive matcher takes ~1 s per turn at this size: a sample.
+        runs.append(("naive JW n-gram", NaiveMatcher(entities).correct, None, rng.sample(cases, 100), clean[:150]))
+    rows = []
+    for name, correct, conf_rng, sample, clean_sample in runs:
+        errors: list[str] | None = [] if args.show_errors and name.startswith(args.errors_of) else None
+        scores = score_cases(correct, sample, conf_rng, errors)
+        changed, words = false_corrections(correct, clean_sample, conf_rng, errors)
+        for half, s in scores.items():
+            rows.append([name, half, s.cases, s.recall, s.precision, ""])
+        rows.append([name, "clean turns", len(clean_sample), "", "", f"{1000 * changed / words:.2f} ({words} w)"])
+        if errors:
+            print("\n".join(errors[: args.show_errors]))
+    table(
+        f"Accuracy, TTRPG case (CRD3 turns, mishearings.dev, {len(entities)} entities incl. SRD distractors)",
+        ["matcher", "set", "n", "recall", "precision", "false corr./1k words"], rows,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=["crd3", "asr", "speed"])
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--per-entry", type=int, default=3, help="turns per mishearing")
+    parser.add_argument("--clean-turns", type=int, default=3000)
+    parser.add_argument("--show-errors", type=int, default=0, help="print this many misses/false corrections")
+    parser.add_argument("--errors-of", default="phonetic", help="matcher whose errors --show-errors prints")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the (slow) naive baseline")
+    args = parser.parse_args()
+    if args.only in (None, "crd3"):
+        bench_crd3(args)
+
+
+if __name__ == "__main__":
+    main()

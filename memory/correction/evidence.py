@@ -1,0 +1,107 @@
+"""When a phonetic match is trusted enough to rewrite what was said.
+
+A false correction is worse than a missed one: it puts a name in the players' mouths. Similarity alone never
+rewrites ordinary English. The decision looks at the part of the span that differs from the name (words the
+span shares with the name, like "the" in "the broken" → "The Broker", prove nothing), at how common its words
+are, at the STT confidence and at how much phonetic material the match rests on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import lru_cache
+
+from wordfreq import zipf_frequency
+
+
+class MatchKind(StrEnum):
+    phonetic = "phonetic"  # the span and the name share a Double Metaphone code
+    near = "near"  # the codes are one edit apart
+    fuzzy = "fuzzy"  # spelling only: no phonetic link
+
+
+@dataclass(frozen=True, slots=True)
+class MatchSettings:
+    phonetic_threshold: float = 0.70
+    fuzzy_threshold: float = 0.85
+    #: Zipf frequency (log10 per billion words) from which a word is ordinary English. 3.0 is about one in a
+    #: million words: "vector", "grotto" and "camel" are above it, invented names below.
+    common_zipf: float = 3.0
+    #: From here a single word ("and", "from", "one") is never replaced, however doubtful.
+    function_zipf: float = 5.5
+    #: Below this a word is unknown to English (a typo or a name); between the two it is rare English
+    #: ("goliaths", "whimper") that must not be bent into a name on a weak match.
+    known_zipf: float = 2.0
+    rare_word_threshold: float = 0.90
+    unknown_word_threshold: float = 0.88
+    #: A span of several words with an uncommon one ("vassal high mm") needs this score and this many sounds.
+    rare_phrase_threshold: float = 0.80
+    rare_phrase_code: int = 4
+    #: A span of ordinary words only ("west rune") needs this score and a code of this many sounds: shorter
+    #: codes collide with ordinary speech all the time ("able to" / Aboleth, "the door" / Theodore).
+    strong_threshold: float = 0.88
+    strong_code_length: int = 5
+    #: Words below this STT confidence are doubtful: protection is lifted and stage 2 looks at them. Even
+    #: so a doubtful word needs a good match: the recogniser doubts plenty of words it got right.
+    low_confidence: float = 0.5
+    doubtful_word_threshold: float = 0.85
+    doubtful_phrase_threshold: float = 0.80
+    #: Two different entities scoring within this margin make a span ambiguous: it is left alone.
+    ambiguity_margin: float = 0.02
+    #: Longest span, in words, tried against a name (mishearings split a name into several words).
+    max_window_words: int = 7
+
+
+@lru_cache(maxsize=262144)
+def word_zipf(word: str) -> float:
+    return zipf_frequency(word, "en")
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """The differing part of a span against one name, and what the recogniser said about it."""
+
+    words: tuple[str, ...]  # the span's words not shared with the name, as heard (for word frequencies)
+    name_part: str  # the name's unshared part, without spaces
+    code_length: int  # sounds in the span's phonetic code
+    kind: MatchKind
+    doubtful: bool  # the span was heard with low STT confidence on average
+
+
+def required_score(ev: Evidence, settings: MatchSettings) -> float | None:
+    """The score this match needs, or None when the span is ordinary speech that must stay as it is."""
+    base = settings.phonetic_threshold if ev.kind is MatchKind.phonetic else settings.fuzzy_threshold
+    if not ev.words:
+        return None  # only words of the name itself were heard: a partial mention, not a mishearing
+    zipfs = [word_zipf(w) for w in ev.words]
+    if len(ev.words) == 1:
+        if zipfs[0] >= settings.function_zipf or _derived(ev.words[0], ev.name_part):
+            return None  # "and" / Wand even when doubted; "tinkered" next to the name "Tinker"
+        if ev.doubtful:
+            return max(base, settings.doubtful_word_threshold)
+        if zipfs[0] >= settings.common_zipf:
+            return None  # "vector" is only doubted when the recogniser doubts it
+        if zipfs[0] >= settings.known_zipf:
+            return max(base, settings.rare_word_threshold) if ev.kind is MatchKind.phonetic else None
+        # An unknown word is often another name or a spelling variant ("J'Mon" is not "Emon").
+        return max(base, settings.unknown_word_threshold)
+    if ev.doubtful:
+        return max(base, settings.doubtful_phrase_threshold)
+    # Several words: only a shared phonetic code is evidence enough. Words one sound apart from a name are
+    # everywhere in ordinary speech ("a couple" / Acolyte).
+    if ev.kind is not MatchKind.phonetic:
+        return None
+    if min(zipfs) < settings.common_zipf:
+        return max(base, settings.rare_phrase_threshold) if ev.code_length >= settings.rare_phrase_code else None
+    if ev.code_length < settings.strong_code_length:
+        return None  # "able to" / Aboleth: four sounds in two ordinary words is a coincidence, not a name
+    return max(base, settings.strong_threshold)
+
+
+def _derived(word: str, name: str) -> bool:
+    """An inflection or compound of the name ("tinkered" / Tinker, "relock" / Lock) is a word of its own."""
+    short, long = sorted((word, name), key=len)
+    if len(short) < 3:
+        return False
+    return long.startswith(short) or long.endswith(short) or (len(short) >= 5 and long.startswith(short[:-1]))

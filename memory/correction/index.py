@@ -1,0 +1,103 @@
+"""The prepared per-campaign index of entity names: built once when the entities change, read per utterance.
+
+Every name and alias becomes a :class:`NameForm` keyed three ways: by its space-free normal form (exact
+mentions are left alone), by its Double Metaphone codes (homophones) and by the one-deletion neighbourhood
+of those codes (near-homophones). Lookups are dictionary hits, so the cost per utterance hardly grows with
+the entity count.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field
+
+from memory.correction.phonetics import MIN_FUZZY_CODE, codes, deletions
+from memory.correction.text import normalize
+
+
+class EntityName(BaseModel):
+    """What the matcher needs of an entity: its id (None outside the database), name and aliases."""
+
+    id: int | None = None
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, eq=False)  # identity hashing: forms are unique objects of one index
+class NameForm:
+    """One spelling an entity may be mentioned by; ``canonical`` is what a correction writes."""
+
+    canonical: str
+    entity_id: int | None
+    entity_key: int  # position of the entity in the build list: ids may be None
+    norm: str  # "vox machina"
+    spaceless: str  # "voxmachina"
+    words: tuple[str, ...]
+    codes: tuple[str, ...]
+
+
+class PhoneticIndex:
+    """Entity names prepared for matching. Build with :meth:`build`; immutable afterwards."""
+
+    def __init__(self, forms: list[NameForm]) -> None:
+        self.forms = forms
+        # Exact mentions are compared without spaces: "quad roads" is the name "Quadroads" spaced differently.
+        self.exact_spaceless: set[str] = set()
+        self.by_code: dict[str, list[NameForm]] = defaultdict(list)
+        self.by_deletion: dict[str, list[NameForm]] = defaultdict(list)
+        self.by_length: dict[int, list[NameForm]] = defaultdict(list)
+        for form in forms:
+            self.exact_spaceless.add(form.spaceless)
+            self.by_length[len(form.spaceless)].append(form)
+            for code in form.codes:
+                self.by_code[code].append(form)
+                if len(code) >= MIN_FUZZY_CODE:
+                    for variant in deletions(code):
+                        self.by_deletion[variant].append(form)
+        self.max_name_words = max((len(f.words) for f in forms), default=0)
+        self.max_spaceless = max((len(f.spaceless) for f in forms), default=0)
+        self.min_spaceless = min((len(f.spaceless) for f in forms), default=0)
+
+    @classmethod
+    def build(cls, entities: list[EntityName]) -> PhoneticIndex:
+        canonical: list[NameForm] = []
+        aliases: list[NameForm] = []
+        seen: set[tuple[str, int]] = set()
+        for key, entity in enumerate(entities):
+            for i, surface in enumerate([entity.name, *entity.aliases]):
+                norm = normalize(surface)
+                if not norm or (norm, key) in seen:
+                    continue
+                seen.add((norm, key))
+                spaceless = norm.replace(" ", "")
+                form = NameForm(
+                    canonical=" ".join(entity.name.split()),
+                    entity_id=entity.id,
+                    entity_key=key,
+                    norm=norm,
+                    spaceless=spaceless,
+                    words=tuple(norm.split()),
+                    codes=codes(spaceless),
+                )
+                (aliases if i else canonical).append(form)
+        return cls(canonical + aliases)
+
+    def __len__(self) -> int:
+        return len(self.forms)
+
+    def phonetic_candidates(self, window_codes: tuple[str, ...]) -> tuple[set[NameForm], set[NameForm]]:
+        """Forms sharing a code with the window, and forms one code edit away (codes of 4+ letters only)."""
+        same: set[NameForm] = set()
+        near: set[NameForm] = set()
+        for code in window_codes:
+            same.update(self.by_code.get(code, ()))
+            if len(code) < MIN_FUZZY_CODE:
+                continue
+            near.update(self.by_deletion.get(code, ()))  # the window lacks one sound of the name
+            for variant in deletions(code):
+                near.update(self.by_code.get(variant, ()))  # the window has one extra sound
+                near.update(self.by_deletion.get(variant, ()))  # one sound differs
+        near = {f for f in near if len(f.codes[0]) >= MIN_FUZZY_CODE}
+        return same, near - same

@@ -1,0 +1,250 @@
+"""Stage 1: replace misheard entity names by phonetic matching against a prepared index (in-process, < 1 ms)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from rapidfuzz import process
+from rapidfuzz.distance import JaroWinkler
+
+from memory.correction.evidence import Evidence, MatchKind, MatchSettings, required_score, word_zipf
+from memory.correction.index import NameForm, PhoneticIndex
+from memory.correction.phonetics import codes
+from memory.correction.text import Token, tokenize
+from memory.models import Correction
+
+# Windows may only join words separated by spaces or hyphens: a comma or full stop ends a name.
+_JOINERS = frozenset(" \t-‐‑")
+# A name heard as a few more or fewer letters is plausible; 3:2 in length is not.
+_MAX_LENGTH_RATIO = 1.5
+
+
+@dataclass(slots=True)
+class Stage1Result:
+    corrections: list[Correction] = field(default_factory=list)
+    #: Character spans (raw text) worth a second look by stage 2: doubtful words and protected near-misses.
+    suspects: list[tuple[int, int]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Candidate:
+    first: int  # token indices, inclusive
+    last: int
+    form: NameForm
+    score: float
+    plural: bool  # the last word's plural "s" stays outside the name
+
+
+@dataclass(slots=True)
+class _Scored:
+    score: float
+    form: NameForm
+    plural: bool
+    kind: MatchKind
+    words: list[str]  # the window's words as compared (plural "s" removed when ``plural``)
+    heard: list[str]  # the same words as heard, for word frequencies
+
+
+def _evidence(c: _Scored, doubtful: bool) -> tuple[Evidence, float]:
+    """Evidence on the part of the span that differs from the name, and that part's similarity."""
+    words, name = c.words, c.form.words
+    lead = 0
+    while lead < min(len(words), len(name)) - 1 and words[lead] == name[lead]:
+        lead += 1
+    trail = 0
+    while trail < min(len(words), len(name)) - lead - 1 and words[-1 - trail] == name[-1 - trail]:
+        trail += 1
+    heard = tuple(c.heard[lead : len(words) - trail])
+    name_part = "".join(name[lead : len(name) - trail])
+    span_part = "".join(words[lead : len(words) - trail])
+    score = c.score if lead == trail == 0 else _jw(span_part, name_part)
+    code = codes(span_part)
+    return Evidence(heard, name_part, len(code[0]) if code else 0, c.kind, doubtful), score
+
+
+def _similar_length(a: str, b: str) -> bool:
+    # Jaro-Winkler rewards a shared prefix so much that "high" would match "High Elf": lengths must agree.
+    return 1 / _MAX_LENGTH_RATIO <= len(a) / len(b) <= _MAX_LENGTH_RATIO
+
+
+def _jw(a: str, b: str) -> float:
+    return JaroWinkler.similarity(a, b)
+
+
+def _score(spaced: str, spaceless: str, form: NameForm) -> float:
+    return max(_jw(spaceless, form.spaceless), _jw(spaced, form.norm))
+
+
+class PhoneticMatcher:
+    def __init__(self, index: PhoneticIndex, settings: MatchSettings | None = None) -> None:
+        self.index = index
+        self.settings = settings or MatchSettings()
+        self._fuzzy_choices = [f.spaceless for f in index.forms]
+
+    def correct(self, text: str, confidences: Sequence[float | None] | None = None) -> Stage1Result:
+        """Corrections for ``text``; ``confidences`` are per token of :func:`tokenize` (None: unknown)."""
+        tokens = tokenize(text)
+        if not tokens or not self.index.forms:
+            return Stage1Result()
+        conf: Sequence[float | None] = confidences if confidences is not None else [None] * len(tokens)
+        # Exact mentions stay as they are; numbers ("d20s") are dice and stats, never names.
+        exact = self._exact_mentions(tokens)
+        locked = [x or any(ch.isdigit() for ch in t.norm) for x, t in zip(exact, tokens, strict=True)]
+        joinable = [all(c in _JOINERS for c in text[a.end : b.start]) for a, b in pairwise(tokens)]
+        candidates: list[_Candidate] = []
+        near_misses: list[tuple[int, int]] = []
+        for first in range(len(tokens)):
+            if locked[first]:
+                continue
+            for last in range(first, min(len(tokens), first + self.settings.max_window_words)):
+                if last > first and (locked[last] or not joinable[last - 1]):
+                    break
+                window = tokens[first : last + 1]
+                best, rejected = self._match_window(window, conf[first : last + 1])
+                if best is not None:
+                    candidates.append(_Candidate(first, last, best[0], best[1], best[2]))
+                elif rejected:
+                    near_misses.append((window[0].start, window[-1].base_end))
+                if sum(len(t.norm) for t in window) > self.index.max_spaceless * _MAX_LENGTH_RATIO:
+                    break
+        chosen = _resolve_overlaps(candidates)
+        result = Stage1Result(corrections=[self._correction(text, tokens, c) for c in chosen])
+        result.suspects = self._suspects(tokens, conf, chosen, near_misses, locked)
+        return result
+
+    def _exact_mentions(self, tokens: list[Token]) -> list[bool]:
+        """Tokens inside an exact entity mention (longest first); the matcher leaves them alone."""
+        locked = [False] * len(tokens)
+        width = self.index.max_name_words
+        i = 0
+        while i < len(tokens):
+            for n in range(min(width, len(tokens) - i), 0, -1):
+                key = "".join(t.norm for t in tokens[i : i + n])
+                if self._is_name(key) or (key.endswith("s") and self._is_name(key[:-1])):
+                    locked[i : i + n] = [True] * n
+                    i += n
+                    break
+            else:
+                i += 1
+        return locked
+
+    def _is_name(self, spaceless: str) -> bool:
+        return spaceless in self.index.exact_spaceless
+
+    def _match_window(
+        self, window: list[Token], conf: Sequence[float | None]
+    ) -> tuple[tuple[NameForm, float, bool] | None, bool]:
+        """The accepted (form, score, plural) for a window, and whether a good match was refused as unsafe."""
+        words = [t.norm for t in window]
+        heard = [t.word for t in window]
+        spaced = " ".join(words)
+        spaceless = spaced.replace(" ", "")
+        if len(spaceless) < 3 or len(spaceless) > self.index.max_spaceless * _MAX_LENGTH_RATIO:
+            return None, False
+        variants = [(words, False)]
+        if spaceless.endswith("s") and not spaceless.endswith("ss") and len(spaceless) > 4:
+            variants.append(([*words[:-1], words[-1][:-1]], True))
+        scored: list[_Scored] = []
+        for v_words, plural in variants:
+            v_spaced = " ".join(v_words)
+            v_spaceless = v_spaced.replace(" ", "")
+            same, near = self.index.phonetic_candidates(codes(v_spaceless))
+            for kind, forms in ((MatchKind.phonetic, same), (MatchKind.near, near)):
+                for form in forms:
+                    if _similar_length(form.spaceless, v_spaceless):
+                        # A plural reading must beat the plain one clearly: "orcas" is Orcus, not Orca+s.
+                        score = _score(v_spaced, v_spaceless, form) - (0.03 if plural else 0.0)
+                        scored.append(_Scored(score, form, plural, kind, v_words, heard))
+        known = [c for c in conf if c is not None]
+        # One doubtful word does not make its neighbours doubtful: the span as a whole must be.
+        doubtful = bool(known) and sum(known) / len(known) < self.settings.low_confidence
+        uncommon = any(word_zipf(w) < self.settings.common_zipf for w in heard)
+        if not scored and len(window) <= 2 and (doubtful or uncommon):
+            scored = self._fuzzy(words, heard)
+        return self._decide(scored, doubtful)
+
+    def _fuzzy(self, words: list[str], heard: list[str]) -> list[_Scored]:
+        """Spelling-only candidates, searched only for spans that are not ordinary English or are doubtful."""
+        query = "".join(words)
+        hits = process.extract(
+            query, self._fuzzy_choices, scorer=JaroWinkler.similarity,
+            score_cutoff=self.settings.fuzzy_threshold, limit=5,
+        )
+        return [
+            _Scored(score, self.index.forms[i], False, MatchKind.fuzzy, words, heard)
+            for choice, score, i in hits
+            if _similar_length(choice, query)
+        ]
+
+    def _decide(
+        self, scored: list[_Scored], doubtful: bool
+    ) -> tuple[tuple[NameForm, float, bool] | None, bool]:
+        if not scored:
+            return None, False
+        scored.sort(key=lambda s: s.score, reverse=True)
+        best = scored[0]
+        if best.score < self.settings.phonetic_threshold:
+            return None, False
+        rival = next((s for s in scored[1:] if s.form.canonical != best.form.canonical), None)
+        if rival is not None and best.score - rival.score < self.settings.ambiguity_margin:
+            return None, True
+        evidence, score = _evidence(best, doubtful)
+        needed = required_score(evidence, self.settings)
+        if needed is None or score < needed:
+            return None, True
+        return (best.form, best.score, best.plural), False
+
+    def _correction(self, text: str, tokens: list[Token], c: _Candidate) -> Correction:
+        start = tokens[c.first].start
+        end = tokens[c.last].base_end - (1 if c.plural else 0)
+        return Correction(
+            span=text[start:end], replacement=c.form.canonical, start=start, end=end,
+            entity_id=c.form.entity_id, score=round(c.score, 4), stage=1,
+        )
+
+    def _suspects(
+        self,
+        tokens: list[Token],
+        conf: Sequence[float | None],
+        chosen: list[_Candidate],
+        near_misses: list[tuple[int, int]],
+        locked: list[bool],
+    ) -> list[tuple[int, int]]:
+        covered = [False] * len(tokens)
+        for c in chosen:
+            covered[c.first : c.last + 1] = [True] * (c.last - c.first + 1)
+        spans = [
+            (t.start, t.base_end)
+            for t, c, done, exact in zip(tokens, conf, covered, locked, strict=True)
+            if c is not None and c < self.settings.low_confidence and not done and not exact
+        ]
+        if all(c is None for c in conf):
+            taken = [(tokens[c.first].start, tokens[c.last].end) for c in chosen]
+            spans += [s for s in near_misses if not any(a < s[1] and s[0] < b for a, b in taken)]
+        return _merge(spans)
+
+
+def _resolve_overlaps(candidates: list[_Candidate]) -> list[_Candidate]:
+    """Longest accepted window first ("Tower of Whispers" before "Tower"), then the best score.
+
+    Each window passed the evidence test on its own, so the longer one explains more of what was heard:
+    "na stock grace pine" is Nostoc Greyspine, not "na stock" plus the Greyspine Quarry.
+    """
+    ranked = sorted(candidates, key=lambda c: (c.last - c.first, c.score), reverse=True)
+    taken: list[_Candidate] = []
+    for c in ranked:
+        if all(c.last < t.first or c.first > t.last for t in taken):
+            taken.append(c)
+    return sorted(taken, key=lambda c: c.first)
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
