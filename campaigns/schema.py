@@ -1,0 +1,280 @@
+"""The campaign file format: what a DM writes in YAML, as pydantic models.
+
+```yaml
+campaign: {name: The Sunken Crown, system: D&D 5e, description: …}   # optional
+entities:
+  - {name: Eldrinax, type: npc, aliases: [The Ash Wyrm], secret: true, attributes: {age: 900}}
+relationships:
+  - {source: Eldrinax, type: guards, target: The Sunken Crown}
+```
+
+Every model forbids unknown keys: a typo such as ``alias:`` must be an error, not a silently empty field.
+The models check one item at a time; :func:`find_conflicts` checks the items against each other (duplicate
+names, relationships to unknown entities). ``campaigns.files`` runs both and adds file lines to the errors.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from difflib import get_close_matches
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    StrictStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, clean_name
+
+Scalar = str | int | float | bool | None
+
+
+def _nfc(value: str) -> str:
+    # The same name typed on two keyboards can arrive composed (é) or decomposed (e + ◌́); without NFC they
+    # would be two different entities that look identical.
+    return unicodedata.normalize("NFC", value)
+
+
+def normalise_name(value: str) -> str:
+    """NFC, refuse invisible/control characters, then the store's own trimming rules (:func:`clean_name`)."""
+    value = _nfc(value)
+    for position, char in enumerate(value):
+        # Category C is control, format (zero-width joiners, bidi overrides), surrogate, private use and
+        # unassigned: invisible in Discord, so two names differing by one would look the same to the DM.
+        # Tabs and line breaks are only spacing; clean_name collapses them like any other whitespace.
+        if unicodedata.category(char).startswith("C") and char not in "\t\n\r":
+            raise PydanticCustomError(
+                "name_control_character",
+                "{name} contains the control character U+{code} at position {position}",
+                {"name": repr(value), "code": f"{ord(char):04X}", "position": position + 1},
+            )
+    try:
+        return clean_name(value)
+    except ValueError as exc:
+        raise PydanticCustomError("name_invalid", str(exc)) from None
+
+
+def name_key(name: str) -> str:
+    """How names are compared: case-insensitively, after the same normalisation as :func:`normalise_name`."""
+    return " ".join(_nfc(name).split()).casefold()
+
+
+def _check_attribute_value(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_check_scalar(item, in_list=True) for item in value]
+    return _check_scalar(value, in_list=False)
+
+
+def _check_scalar(value: Any, *, in_list: bool) -> Any:
+    if isinstance(value, str):
+        return _nfc(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        # PostgreSQL's jsonb has no NaN or infinity; refusing here beats a database error later.
+        raise PydanticCustomError("attribute_not_finite", "must be a finite number, not {value}", {"value": value})
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    kind = {dict: "a mapping", list: "a list"}.get(type(value), type(value).__name__)
+    allowed = "text, a number, true/false or empty" + ("" if in_list else ", or a list of those")
+    raise PydanticCustomError("attribute_value", "must be {allowed}, not {kind}", {"allowed": allowed, "kind": kind})
+
+
+def _none_as_empty(factory: type) -> BeforeValidator:
+    # ``aliases:`` with nothing after it is YAML null; a DM means "none", not a type error.
+    return BeforeValidator(lambda v: factory() if v is None else v)
+
+
+#: A name of an entity (or a reference to one): NFC, no control characters, trimmed, at most 200 characters.
+Name = Annotated[StrictStr, AfterValidator(normalise_name)]
+# Stripped because a YAML folded block (``description: >``) ends with a newline nobody meant to write.
+Text = Annotated[StrictStr, AfterValidator(lambda v: _nfc(v).strip()), _none_as_empty(str)]
+AttributeValue = Annotated[Scalar | list[Scalar], BeforeValidator(_check_attribute_value)]
+Attributes = Annotated[dict[str, AttributeValue], _none_as_empty(dict)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CampaignHeader(_Strict):
+    """The optional ``campaign:`` block."""
+
+    name: Name | None = None
+    description: Text = ""
+    system: Text = ""  # rules system, e.g. "D&D 5e"
+
+
+class EntitySpec(_Strict):
+    name: Name
+    type: EntityType
+    aliases: Annotated[list[Name], _none_as_empty(list)] = Field(default_factory=list)
+    description: Text = ""
+    attributes: Attributes = Field(default_factory=dict)
+    secret: StrictBool = False  # DM-only: never shown to players
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _type_any_case(cls, v: Any) -> Any:
+        return v.strip().casefold() if isinstance(v, str) else v
+
+    @field_validator("aliases")
+    @classmethod
+    def _dedupe_aliases(cls, aliases: list[str], info: ValidationInfo) -> list[str]:
+        # Repeating an alias, or listing the entity's own name, is harmless; keep the first spelling once.
+        seen = {name_key(info.data["name"])} if "name" in info.data else set()
+        unique = []
+        for alias in aliases:
+            if name_key(alias) not in seen:
+                seen.add(name_key(alias))
+                unique.append(alias)
+        return unique
+
+    @property
+    def visibility(self) -> Visibility:
+        return Visibility.secret if self.secret else Visibility.public
+
+    def to_entity_in(self) -> EntityIn:
+        """The store's input model; facts from a campaign file are the DM's own, so fully confident."""
+        return EntityIn(
+            name=self.name,
+            type=self.type,
+            description=self.description,
+            aliases=list(self.aliases),
+            attributes=dict(self.attributes),
+            visibility=self.visibility,
+            provenance=Provenance(source=Source.campaign_file, confidence=1.0, dm_confirmed=True),
+        )
+
+
+def normalise_relationship_type(value: str) -> str:
+    """``"Works At"`` → ``works_at``, the rule of ``memory.models.RelationshipIn``, so file and store agree."""
+    kind = "_".join(_nfc(value).strip().casefold().split())
+    if not kind:
+        raise PydanticCustomError("relationship_type_empty", "relationship type must not be empty")
+    if any(unicodedata.category(char).startswith("C") for char in kind):
+        raise PydanticCustomError("relationship_type_control", "relationship type contains a control character")
+    return kind
+
+
+class RelationshipSpec(_Strict):
+    source: Name
+    type: Annotated[StrictStr, AfterValidator(normalise_relationship_type)]
+    target: Name
+    attributes: Attributes = Field(default_factory=dict)
+
+    def describe(self) -> str:
+        return f"{self.source} -[{self.type}]-> {self.target}"
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """One problem between items: ``loc`` is the field inside item ``index`` of ``section`` that is wrong."""
+
+    section: Literal["entities", "relationships"]
+    index: int
+    loc: tuple[str | int, ...]
+    message: str
+    other_index: int | None = None  # the earlier item it collides with, in the same section
+
+
+def find_conflicts(
+    entities: Sequence[tuple[int, EntitySpec]],
+    relationships: Sequence[tuple[int, RelationshipSpec]],
+    unchecked_names: frozenset[str] = frozenset(),
+) -> list[Conflict]:
+    """Duplicate names/aliases, relationships naming no entity, and repeated relationships.
+
+    Items come with their position in the file so conflicts can point back at them. ``unchecked_names``
+    (as :func:`name_key`) are entities that exist in the file but failed their own validation: relationships
+    to them are not reported as unknown, because the real error is already reported on the entity.
+    """
+    conflicts: list[Conflict] = []
+    owner: dict[str, tuple[int, EntitySpec, str]] = {}  # name_key → (index, entity, "name"/"alias")
+    for index, entity in entities:
+        spellings: list[tuple[tuple[str | int, ...], str, str]] = [(("name",), entity.name, "name")]
+        spellings += [(("aliases", i), alias, "alias") for i, alias in enumerate(entity.aliases)]
+        for loc, spelling, role in spellings:
+            key = name_key(spelling)
+            if key in owner:
+                other_index, other, other_role = owner[key]
+                already = "the name" if other_role == "name" else "an alias"
+                message = f"{role} {spelling!r} is already {already} of entity #{other_index + 1} {other.name!r}"
+                conflicts.append(Conflict("entities", index, loc, message, other_index))
+            else:
+                owner[key] = (index, entity, role)
+
+    seen_edges: dict[tuple[str, str, str], int] = {}
+    for index, rel in relationships:
+        resolved: list[str] = []
+        for field in ("source", "target"):
+            spelling: str = getattr(rel, field)
+            key = name_key(spelling)
+            if key in owner:
+                resolved.append(name_key(owner[key][1].name))
+                continue
+            if key in unchecked_names:
+                continue
+            hint = get_close_matches(key, list(owner), n=1, cutoff=0.75)
+            suggestion = f"; did you mean {owner[hint[0]][1].name!r}?" if hint else ""
+            conflicts.append(
+                Conflict(
+                    "relationships",
+                    index,
+                    (field,),
+                    f"{field} {spelling!r} is not the name or alias of any entity in this file{suggestion}",
+                )
+            )
+        if len(resolved) == 2:
+            edge = (resolved[0], rel.type, resolved[1])
+            if edge in seen_edges:
+                conflicts.append(
+                    Conflict(
+                        "relationships",
+                        index,
+                        (),
+                        f"repeats relationship #{seen_edges[edge] + 1}",
+                        seen_edges[edge],
+                    )
+                )
+            else:
+                seen_edges[edge] = index
+    return conflicts
+
+
+class CampaignFile(_Strict):
+    """A whole campaign file. Constructing one directly runs the same cross-item checks as loading a file."""
+
+    campaign: CampaignHeader | None = None
+    entities: Annotated[list[EntitySpec], _none_as_empty(list)] = Field(default_factory=list)
+    relationships: Annotated[list[RelationshipSpec], _none_as_empty(list)] = Field(default_factory=list)
+
+    _index: dict[str, EntitySpec] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CampaignFile:
+        conflicts = find_conflicts(list(enumerate(self.entities)), list(enumerate(self.relationships)))
+        if conflicts:
+            first = conflicts[0]
+            noun = "entity" if first.section == "entities" else "relationship"
+            more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
+            raise ValueError(f"{noun} #{first.index + 1}: {first.message}{more}")
+        for entity in self.entities:
+            for spelling in (entity.name, *entity.aliases):
+                self._index[name_key(spelling)] = entity
+        return self
+
+    def find_entity(self, name: str) -> EntitySpec | None:
+        """The entity called ``name`` or having it as an alias, case-insensitively."""
+        return self._index.get(name_key(name))

@@ -1,0 +1,624 @@
+"""Campaign files: the examples load, exports read back, and every bad file is refused with file, line and item."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import unicodedata
+from collections import Counter
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+from pydantic import ValidationError
+
+from campaigns.build_examples import build, guess_type, looks_like_alias
+from campaigns.files import (
+    MAX_DEPTH,
+    CampaignFileError,
+    dump_campaign_file,
+    parse_campaign_file,
+    read_campaign_file,
+)
+from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec
+from memory.models import EntityType, Source, Visibility
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
+
+
+def refused(text: str | bytes, filename: str = "castle.yaml", **kwargs: int) -> CampaignFileError:
+    with pytest.raises(CampaignFileError) as caught:
+        parse_campaign_file(text, filename, **kwargs)
+    return caught.value
+
+
+def yaml_text(text: str) -> str:
+    return dedent(text).lstrip("\n")
+
+
+# ------------------------------------------------------------------------------------------------ the examples
+
+
+def test_sunken_crown_has_every_type_secrets_and_resolvable_relationships() -> None:
+    campaign = read_campaign_file(EXAMPLES / "sunken_crown.yaml")
+
+    assert campaign.campaign is not None and campaign.campaign.name == "The Sunken Crown"
+    types = Counter(e.type for e in campaign.entities)
+    assert set(types) == set(EntityType)
+    assert 18 <= len(campaign.entities) <= 30 and len(campaign.relationships) >= 18
+    assert {e.name for e in campaign.entities if e.secret} == {"Vaskerrin Holt", "The Pact of Ash and Water"}
+    for rel in campaign.relationships:
+        assert campaign.find_entity(rel.source) is not None, rel
+        assert campaign.find_entity(rel.target) is not None, rel
+    # Aliases resolve to their entity whatever the case.
+    mira = campaign.find_entity("MIRA")
+    assert mira is not None and mira.name == "Mira Tolvanek"
+
+
+def test_critical_role_example_loads_with_its_licence() -> None:
+    path = EXAMPLES / "critical_role.yaml"
+    campaign = read_campaign_file(path)
+
+    header = path.read_text(encoding="utf-8").splitlines()[:8]
+    assert any("CC BY-SA 4.0" in line for line in header)
+    assert any("github.com/RevanthRameshkumar/CRD3" in line for line in header)
+    notice = (EXAMPLES / "NOTICE").read_text(encoding="utf-8")
+    assert "CC BY-SA 4.0" in notice and "github.com/RevanthRameshkumar/CRD3" in notice
+    # 1,272 records, three of which differ from another only in letter case.
+    assert len(campaign.entities) == 1269
+    keyleth = campaign.find_entity("keyleth")
+    assert keyleth is not None and keyleth.type == EntityType.player
+    assert keyleth.attributes["crd3_mentions"] == 450
+    assert campaign.find_entity("Boots of Haste").type == EntityType.item  # type: ignore[union-attr]
+    # Every alias leads back to the entity that owns it (no alias is shared or shadows a name).
+    for entity in campaign.entities:
+        for alias in entity.aliases:
+            assert campaign.find_entity(alias) is entity
+
+
+def test_sample_session_mishears_names_and_states_facts() -> None:
+    lines = (EXAMPLES / "sunken_crown_session1.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines]
+
+    assert 50 <= len(rows) <= 70
+    assert [r["ref"] for r in rows] == [f"s1:L{n}" for n in range(1, len(rows) + 1)]
+    for row in rows:
+        assert set(row) == {"speaker", "text", "start", "end", "ref"}
+        assert row["end"] > row["start"]
+    assert all(a["end"] <= b["start"] for a, b in itertools.pairwise(rows))
+    speakers = Counter(r["speaker"] for r in rows)
+    assert "DM" in speakers and 3 <= len(speakers) - 1 <= 4
+    text = " ".join(r["text"] for r in rows).casefold()
+    for misheard in ("elder nacks", "iron hold", "salt mere", "kell loth", "tide collar"):
+        assert misheard in text
+    assert "mira toll van eck is the blacksmith of ironhold" in text
+    assert "the order of the pale hand seeks the sunken crown" in text
+    # Every campaign name the session leans on is in the campaign file.
+    campaign = read_campaign_file(EXAMPLES / "sunken_crown.yaml")
+    for name in ("Eldrinax", "Ironhold", "Quelloth", "Khar Duzrim", "Tidecaller Horn", "Vaskerrin Holt"):
+        assert campaign.find_entity(name) is not None
+
+
+# ------------------------------------------------------------------------------------------------ round trip
+
+
+def test_example_round_trips_through_dump() -> None:
+    campaign = read_campaign_file(EXAMPLES / "sunken_crown.yaml")
+    assert parse_campaign_file(dump_campaign_file(campaign), "export.yaml") == campaign
+
+
+def test_round_trip_keeps_values_that_yaml_would_otherwise_retype() -> None:
+    campaign = CampaignFile.model_validate(
+        {
+            "campaign": {"name": "Tricky: a campaign", "system": "yes"},
+            "entities": [
+                {
+                    "name": "No",  # YAML 1.1 reads a bare No as false
+                    "type": "npc",
+                    "aliases": ["null", "1e3", "Ærwyn's #1 fan"],
+                    "description": "Line one\nline two: with a colon\n  and an indent",
+                    "attributes": {"born": "1203-04-05", "hp": 12, "ac": 13.5, "alive": True, "tags": ["a", 1, None]},
+                    "secret": True,
+                },
+                {"name": "'Quoted' & \"double\"", "type": "place"},
+            ],
+            "relationships": [{"source": "null", "type": "lives in", "target": "'quoted' & \"double\""}],
+        }
+    )
+    text = dump_campaign_file(campaign, header_comment="Exported by a test\nsecond line")
+
+    assert text.startswith("# Exported by a test\n# second line\n")
+    assert parse_campaign_file(text, "export.yaml") == campaign
+
+
+# ------------------------------------------------------------------------------------------------ bad files
+
+GOOD_HEAD = """\
+campaign:
+  name: Castle
+entities:
+  - name: Ironhold
+    type: place
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        pytest.param(
+            "  - name: Eldrinax\n    type: dragon\n",
+            "castle.yaml:7: entity #2 'Eldrinax': type 'dragon' is not one of npc, place, item, faction, quest, "
+            "event, concept, player",
+            id="unknown-type",
+        ),
+        pytest.param(
+            "  - name: Eldrinax\n    type: npc\n    alias: [Old Bronze]\n",
+            "castle.yaml:8: entity #2 'Eldrinax': unknown field 'alias'; did you mean 'aliases'?",
+            id="typo-field",
+        ),
+        pytest.param(
+            "  - name: Eldrinax\n",
+            "castle.yaml:6: entity #2 'Eldrinax': missing field 'type'",
+            id="missing-field",
+        ),
+        pytest.param(
+            "  - name: Eldrinax\n    type: npc\n    secret: 'yes'\n",
+            "castle.yaml:8: entity #2 'Eldrinax': secret must be true or false, not 'yes'",
+            id="secret-not-bool",
+        ),
+        pytest.param(
+            "  - name: 1984\n    type: npc\n",
+            "castle.yaml:6: entity #2 '1984': name must be text, not the number 1984 (put it in quotes",
+            id="name-number",
+        ),
+        pytest.param(
+            "  - name: Eldrinax\n    type: npc\n    aliases: Old Bronze\n",
+            "castle.yaml:8: entity #2 'Eldrinax': aliases must be a list, not 'Old Bronze'",
+            id="aliases-not-list",
+        ),
+        pytest.param(
+            "  - name: Eldrinax\n    type: npc\n    attributes:\n      age: 900\n      stats: {str: 27}\n",
+            "castle.yaml:10: entity #2 'Eldrinax': attributes.stats must be text, a number, true/false or empty, "
+            "or a list of those, not a mapping",
+            id="attribute-nested",
+        ),
+        pytest.param(
+            "  - name: Eldrinax\n    type: npc\n    attributes: {speed: .nan}\n",
+            "castle.yaml:8: entity #2 'Eldrinax': attributes.speed must be a finite number, not nan",
+            id="attribute-nan",
+        ),
+        pytest.param(
+            "  - name: Eldrinax\n    type: npc\n    type: place\n",
+            "castle.yaml:8: entity #2 'Eldrinax': key 'type' appears twice (first at line 7)",
+            id="duplicate-key",
+        ),
+        pytest.param(
+            "  - name: Eldrinax\n    type: npc\n    description: !!python/object/apply:os.system [ls]\n",
+            "castle.yaml:8: entity #2 'Eldrinax': unsupported YAML tag "
+            "'tag:yaml.org,2002:python/object/apply:os.system'",
+            id="python-tag",
+        ),
+        pytest.param(
+            "  - <<: 5\n    name: Eldrinax\n    type: npc\n",
+            "castle.yaml:6: entity #2 'Eldrinax': '<<' must merge a mapping or a list of mappings",
+            id="bad-merge",
+        ),
+        pytest.param(
+            "  - name: Eldrinax\n    type: npc\n    aliases: " + "x" * 500 + "\n",
+            "castle.yaml:8: entity #2 'Eldrinax': aliases must be a list, not '" + "x" * 59 + "…'",
+            id="long-value-cut",
+        ),
+        pytest.param(
+            "  - Eldrinax\n",
+            "castle.yaml:6: entity #2: expected a mapping with name and type, found 'Eldrinax'",
+            id="item-not-mapping",
+        ),
+        pytest.param(
+            "  - name: IRONHOLD\n    type: place\n",
+            "castle.yaml:6: entity #2 'IRONHOLD': name 'IRONHOLD' is already the name of entity #1 'Ironhold' (line 4)",
+            id="duplicate-name-any-case",
+        ),
+        pytest.param(
+            "  - name: Iron Keep\n    type: place\n    aliases: [Fort Grim, ironhold]\n",
+            "castle.yaml:8: entity #2 'Iron Keep': alias 'ironhold' is already the name of entity #1 'Ironhold' "
+            "(line 4)",
+            id="alias-is-other-name",
+        ),
+        pytest.param(
+            "  - name: Eldrinax\n    type: npc\n    description: 'x'\n    attributes: {1203: born}\n",
+            "castle.yaml:9: entity #2 'Eldrinax': attributes has the key 1203; names of attributes must be text",
+            id="attribute-key-number",
+        ),
+        pytest.param(
+            "  - name: Eldrinax\n    type: npc\n    attributes: {hoard: " + "9" * 5000 + "}\n",
+            "castle.yaml:8: entity #2 'Eldrinax': the number '99999999999999999999'… is too long",
+            id="huge-number",
+        ),
+    ],
+)
+def test_bad_entity_names_file_line_and_item(body: str, expected: str) -> None:
+    error = refused(GOOD_HEAD + body)
+    assert str(error).startswith(expected), str(error)
+    assert error.filename == "castle.yaml"
+
+
+def test_alias_colliding_with_another_alias() -> None:
+    text = yaml_text(
+        """
+        entities:
+          - name: Eldrinax
+            type: npc
+            aliases: [The Drowned Wyrm]
+          - name: Vhaltor
+            type: npc
+            aliases:
+              - Old Bronze
+              - the  drowned WYRM
+        """
+    )
+    error = refused(text)
+    assert str(error) == (
+        "castle.yaml:9: entity #2 'Vhaltor': alias 'the drowned WYRM' is already an alias of entity #1 "
+        "'Eldrinax' (line 2)"
+    )
+
+
+def test_relationship_to_unknown_entity_names_the_relationship_and_suggests() -> None:
+    text = yaml_text(
+        """
+        entities:
+          - {name: Mira Tolvanek, type: npc, aliases: [Mira]}
+          - {name: Ironhold, type: place}
+        relationships:
+          - {source: mira, type: blacksmith of, target: IRONHOLD}
+          - source: Mira
+            type: lives in
+            target: Ironholt
+        """
+    )
+    error = refused(text)
+    assert str(error) == (
+        "castle.yaml:8: relationship #2 (Mira -[lives in]-> Ironholt): target 'Ironholt' is not the name or "
+        "alias of any entity in this file; did you mean 'Ironhold'?"
+    )
+
+
+def test_relationships_resolve_by_alias_in_any_case() -> None:
+    text = yaml_text(
+        """
+        entities:
+          - {name: Mira Tolvanek, type: npc, aliases: [The Smith]}
+          - {name: Ironhold, type: place}
+        relationships:
+          - {source: THE SMITH, type: Blacksmith  Of, target: ironhold}
+        """
+    )
+    campaign = parse_campaign_file(text, "castle.yaml")
+    rel = campaign.relationships[0]
+    assert rel.type == "blacksmith_of"  # the store's rule for relationship types
+    assert campaign.find_entity(rel.source).name == "Mira Tolvanek"  # type: ignore[union-attr]
+
+
+def test_repeated_relationship_is_refused() -> None:
+    text = yaml_text(
+        """
+        entities:
+          - {name: Mira, type: npc, aliases: [The Smith]}
+          - {name: Ironhold, type: place}
+        relationships:
+          - {source: Mira, type: lives in, target: Ironhold}
+          - {source: the smith, type: Lives In, target: ironhold}
+        """
+    )
+    assert str(refused(text)) == (
+        "castle.yaml:6: relationship #2 (the smith -[Lives In]-> ironhold): repeats relationship #1 (line 5)"
+    )
+
+
+def test_relationship_to_an_invalid_entity_reports_only_the_entity() -> None:
+    # The entity exists but is broken; saying the relationship points nowhere would send the DM the wrong way.
+    text = yaml_text(
+        """
+        entities:
+          - {name: Eldrinax, type: dragon, aliases: [Old Bronze]}
+        relationships:
+          - {source: Old Bronze, type: guards, target: Eldrinax}
+        """
+    )
+    error = refused(text)
+    assert len(error.problems) == 1
+    assert error.problems[0].line == 2 and error.problems[0].item == "entity #1 'Eldrinax'"
+
+
+def test_all_problems_are_reported_in_line_order() -> None:
+    text = yaml_text(
+        """
+        entities:
+          - {name: A, type: dragon}
+          - {name: B, type: npc, secret: maybe}
+        relationships:
+          - {source: A, type: knows, target: Nobody}
+        campaign: {name: X, sytem: 5e}
+        """
+    )
+    error = refused(text)
+    assert [(p.line, p.item) for p in error.problems] == [
+        (2, "entity #1 'A'"),
+        (3, "entity #2 'B'"),
+        (5, "relationship #1 (A -[knows]-> Nobody)"),
+        (6, "campaign"),
+    ]
+    assert "unknown field 'sytem'; did you mean 'system'?" in error.problems[3].message
+    assert str(error).count("\n") == 3
+
+
+def test_yaml_syntax_error_gives_line_and_column() -> None:
+    text = yaml_text(
+        """
+        entities:
+          - name: Eldrinax
+            type: npc
+            aliases: [Old Bronze, The Drowned Wyrm
+          - name: Ironhold
+        """
+    )
+    error = refused(text)
+    assert str(error).startswith("castle.yaml:5: file: YAML syntax error: did not find expected ',' or ']'")
+    assert "(column 9)" in str(error) and "started at line 4" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("- Eldrinax\n- Ironhold\n", "castle.yaml:1: top level: expected a mapping with 'entities:'"),
+        ("just some text\n", "castle.yaml:1: top level: expected a mapping with 'entities:'"),
+        ("entites:\n  - {name: A, type: npc}\n", "castle.yaml:1: top level: unknown section 'entites'; did you mean"),
+        (
+            "entities:\n  name: A\n  type: npc\n",
+            "castle.yaml:2: entities: expected a list of entities, found a mapping",
+        ),
+        ("campaign: The Sunken Crown\n", "castle.yaml:1: campaign: expected a mapping, found 'The Sunken Crown'"),
+        (
+            "entities: []\n---\nentities: []\n",
+            "castle.yaml:2: file: YAML syntax error: expected a single document in the stream, but found another",
+        ),
+        ("", "castle.yaml: file: is empty"),
+        ("# only a comment\n", "castle.yaml: file: is empty"),
+    ],
+    ids=["list", "scalar", "unknown-section", "entities-mapping", "header-text", "two-documents", "empty", "comment"],
+)
+def test_wrong_top_level_shape(text: str, expected: str) -> None:
+    assert str(refused(text)).startswith(expected)
+
+
+def test_null_sections_and_fields_mean_empty() -> None:
+    text = "campaign:\nentities:\n  - name: A\n    type: npc\n    aliases:\n    description:\nrelationships:\n"
+    campaign = parse_campaign_file(text, "x.yaml")
+    assert campaign.campaign is None
+    assert campaign.entities[0].aliases == [] and campaign.entities[0].description == ""
+
+
+# ------------------------------------------------------------------------------------------------ hostile files
+
+
+def test_oversized_input_is_refused_before_parsing() -> None:
+    # 50 MB of text that is not even YAML: only a size check that runs first can give this message.
+    huge = b"\x00{[" * (50 * 1024 * 1024 // 3)
+    error = refused(huge)
+    assert str(error) == f"castle.yaml: file: is {len(huge):,} bytes; the limit is 5,242,880 bytes"
+    assert str(refused(huge.decode("latin-1"))).startswith("castle.yaml: file: is ")
+
+
+def test_limit_counts_utf8_bytes_not_characters() -> None:
+    text = "entities: []\n# " + "é" * 600 + "\n"  # 616 characters, 1,216 bytes
+    assert parse_campaign_file(text, "x.yaml", max_bytes=1216).entities == []
+    assert "is 1,216 bytes; the limit is 1,000 bytes" in str(refused(text, max_bytes=1000))
+
+
+def test_oversized_file_on_disk_is_refused_without_reading_it(tmp_path: Path) -> None:
+    path = tmp_path / "huge.yaml"
+    with path.open("wb") as handle:
+        handle.truncate(50 * 1024 * 1024)  # sparse: costs no disk and no memory
+    with pytest.raises(CampaignFileError, match=r"huge\.yaml: file: is 52,428,800 bytes; the limit is 5,242,880"):
+        read_campaign_file(path)
+
+
+def billion_laughs(levels: int = 9) -> str:
+    lines = ['lol: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for level in range(1, levels + 1):
+        refs = ", ".join([f"*l{level - 1}"] * 10)
+        lines.append(f"l{level}: &l{level} [{refs}]")
+    return "\n".join(lines) + "\n"
+
+
+def test_billion_laughs_is_refused_without_expanding() -> None:
+    # 10^9 values once expanded; the check counts the shared nodes instead of building them.
+    error = refused(billion_laughs())
+    assert "expands to more than 1,000,000 YAML values once aliases (*name) are expanded" in str(error)
+    # The innermost level past the limit (10^6 strings plus the lists holding them) is line 6, "l5".
+    assert error.line == 6
+
+
+def test_bomb_hidden_in_an_entity_is_refused() -> None:
+    text = yaml_text(
+        """
+        entities:
+          - name: Eldrinax
+            type: npc
+            attributes: &a {a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8}
+            aliases: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
+            description: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]
+        """
+    )
+    error = refused(text, max_nodes=500)
+    assert "expands to more than 500 YAML values" in str(error)
+    assert error.line == 6  # description: 10 × 10 × 8 pairs, the first node over the cap
+
+
+def test_self_referencing_alias_is_refused() -> None:
+    error = refused("entities: &loop\n  - name: A\n    type: npc\n    aliases: *loop\n")
+    assert str(error) == "castle.yaml:4: file: an alias refers to a list or mapping that contains it"
+
+
+def test_deep_nesting_is_refused_before_composing() -> None:
+    # libyaml's composer recurses in C: this 200 KB file used to kill the whole process with a segfault.
+    error = refused("entities: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    assert str(error) == f"castle.yaml:1: file: nests lists/mappings more than {MAX_DEPTH} levels deep"
+
+
+def test_aliases_cannot_build_deep_trees_out_of_shallow_text() -> None:
+    lines = ["a0: &a0 [x]"] + [f"a{i}: &a{i} [[[[[*a{i - 1}]]]]]" for i in range(1, 12)]
+    error = refused("\n".join(lines) + "\n")
+    assert f"aliases nest lists/mappings more than {MAX_DEPTH} levels deep" in str(error)
+
+
+def test_merge_keys_work_and_errors_point_at_the_merging_entity() -> None:
+    text = yaml_text(
+        """
+        entities:
+          - &npc {name: Vaskerrin Holt, type: npc, attributes: {faction: Pale Hand}}
+          - <<: *npc
+            name: Ilse Varro
+          - <<: *npc
+            name: Corvin Hale
+            type: plyer
+        """
+    )
+    error = refused(text)
+    assert str(error).startswith("castle.yaml:7: entity #3 'Corvin Hale': type 'plyer' is not one of")
+    assert "did you mean 'player'?" in str(error)
+    campaign = parse_campaign_file(text.replace("plyer", "player"), "castle.yaml")
+    ilse = campaign.find_entity("Ilse Varro")
+    assert ilse is not None and ilse.type == EntityType.npc and ilse.attributes == {"faction": "Pale Hand"}
+
+
+# ------------------------------------------------------------------------------------------------ encodings
+
+
+def test_non_utf8_bytes_are_refused_with_their_line() -> None:
+    data = "entities:\n  - name: Eldrinax\n    description: café\n".encode("latin-1")
+    assert str(refused(data)) == ("castle.yaml:3: file: is not valid UTF-8 (byte 0xe9 at column 21); save it as UTF-8")
+
+
+def test_utf16_is_named() -> None:
+    data = "entities: []\n".encode("utf-16")
+    assert "is UTF-16" in str(refused(data))
+
+
+def test_utf8_bom_is_accepted() -> None:
+    data = "\ufeffentities:\n  - {name: Eldrinax, type: npc}\n".encode()
+    assert parse_campaign_file(data, "bom.yaml").entities[0].name == "Eldrinax"
+
+
+def test_lone_surrogate_in_text_is_refused() -> None:
+    assert str(refused("entities:\n  - {name: Eld\ud800, type: npc}\n")).startswith(
+        "castle.yaml:2: file: contains an unencodable character U+D800"
+    )
+
+
+def test_raw_control_character_in_file_is_refused_with_its_line() -> None:
+    assert str(refused("entities:\n  - name: Eld\x07rinax\n    type: npc\n")) == (
+        "castle.yaml:2: file: contains the control character U+0007, which YAML does not allow"
+    )
+
+
+@pytest.mark.parametrize(
+    ("escaped", "code"),
+    [("\\u200b", "200B"), ("\\x07", "0007"), ("\\u202e", "202E"), ("\\u00ad", "00AD")],
+    ids=["zero-width-space", "bell", "right-to-left-override", "soft-hyphen"],
+)
+def test_invisible_characters_in_names_are_refused(escaped: str, code: str) -> None:
+    text = f'entities:\n  - name: Ironhold\n    type: place\n    aliases: ["Iron{escaped}hold"]\n'
+    error = refused(text)
+    assert error.line == 4
+    assert f"contains the control character U+{code} at position 5" in str(error)
+
+
+def test_names_are_nfc_normalised_so_two_spellings_of_one_name_collide() -> None:
+    composed = unicodedata.normalize("NFC", "Café Ærwyn")
+    decomposed = unicodedata.normalize("NFD", composed)
+    assert composed != decomposed
+    text = f"entities:\n  - {{name: {composed}, type: place}}\n  - {{name: {decomposed}, type: place}}\n"
+    error = refused(text)
+    assert error.line == 3 and "is already the name of entity #1" in str(error)
+
+    campaign = parse_campaign_file(f"entities:\n  - {{name: {decomposed}  , type: place}}\n", "x.yaml")
+    assert campaign.entities[0].name == composed
+
+
+# ------------------------------------------------------------------------------------------------ the models
+
+
+def test_entity_spec_becomes_the_stores_input() -> None:
+    spec = EntitySpec(name="  Vaskerrin   Holt ", type="NPC", aliases=["the Magister", "Vaskerrin holt"], secret=True)
+    entity = spec.to_entity_in()
+    assert entity.name == "Vaskerrin Holt" and entity.type == EntityType.npc
+    assert entity.aliases == ["the Magister"]  # its own name is not an alias
+    assert entity.visibility == Visibility.secret
+    assert entity.provenance.source == Source.campaign_file and entity.provenance.dm_confirmed
+
+
+def test_campaign_file_built_in_code_runs_the_same_cross_checks() -> None:
+    with pytest.raises(ValidationError, match=r"relationship #1: target 'Nowhere' is not the name or alias"):
+        CampaignFile(
+            entities=[EntitySpec(name="Mira", type=EntityType.npc)],
+            relationships=[RelationshipSpec(source="Mira", type="lives in", target="Nowhere")],
+        )
+
+
+# ------------------------------------------------------------------------------------------------ the CRD3 build
+
+
+def test_build_merges_case_duplicates_and_drops_noisy_or_shared_aliases() -> None:
+    records = [
+        {"canonical": "Grog Strongjaw", "surfaces": {"Grog Strongjaw": 9, "Strongjaw": 2, "him": 1, "Grog's": 1},
+         "n_episodes": 5, "mentions": 13, "oov_tokens": []},
+        {"canonical": "Grog", "surfaces": {"Grog": 4}, "n_episodes": 2, "mentions": 4, "oov_tokens": []},
+        {"canonical": "K'Varn", "surfaces": {"K'Varn": 3, "Beholder King": 1}, "n_episodes": 2, "mentions": 4,
+         "oov_tokens": []},
+        {"canonical": "K'varn", "surfaces": {"K'varn": 2}, "n_episodes": 3, "mentions": 2, "oov_tokens": []},
+        {"canonical": "Sylas Briarwood", "surfaces": {"Briarwood": 2, "Lord": 5, "husband": 1}, "n_episodes": 1,
+         "mentions": 8, "oov_tokens": []},
+        {"canonical": "Delilah Briarwood", "surfaces": {"Briarwood": 1, "Chapter 1\n Episodes": 1},
+         "n_episodes": 1, "mentions": 2, "oov_tokens": []},
+    ]  # fmt: skip
+    campaign = build(records)
+
+    names = [e.name for e in campaign.entities]
+    assert names == ["Grog Strongjaw", "Sylas Briarwood", "K'Varn", "Grog", "Delilah Briarwood"]
+    kvarn = campaign.find_entity("k'varn")
+    assert kvarn is not None and kvarn.attributes == {"crd3_mentions": 6, "crd3_episodes": 3}
+    assert campaign.find_entity("Grog Strongjaw").aliases == ["Strongjaw"]  # type: ignore[union-attr]
+    # "Briarwood" belongs to two entities, so to neither; "Lord" and "husband" are not names.
+    assert campaign.find_entity("Sylas Briarwood").aliases == []  # type: ignore[union-attr]
+    assert campaign.find_entity("Beholder King") is kvarn
+    assert parse_campaign_file(dump_campaign_file(campaign), "cr.yaml") == campaign
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("Boots of Haste", EntityType.item),
+        ("Vorugal (episode)", EntityType.event),
+        ("Vorugal (character)", EntityType.npc),
+        ("Lady Kima of Vord", EntityType.npc),
+        ("Dr. Dranzel's Spectacular Traveling Troupe", EntityType.concept),
+        ("Whitestone Castle", EntityType.place),
+        ("Chroma Conclave", EntityType.faction),
+        ("Vex'ahlia", EntityType.player),
+        ("Umber hulk", EntityType.concept),
+        ("Temple of the False Serpent/Transcript", EntityType.concept),
+        ("Pelor", EntityType.concept),
+    ],
+)
+def test_type_guesses_are_conservative(name: str, kind: EntityType) -> None:
+    assert guess_type(name) == kind
+
+
+@pytest.mark.parametrize(
+    ("surface", "keep"),
+    [("Minxie", True), ("Lady Ripley", True), ("Keep", False), ("my fellows", False), ("Lord Briarwood's", False),
+     ("City: Emon", False), ("A nearby friend", False), ("Kern the Hammer", True)],
+)  # fmt: skip
+def test_alias_filter(surface: str, keep: bool) -> None:
+    assert looks_like_alias(surface) is keep
