@@ -2,6 +2,17 @@
 
 from memory.correction.evidence import MatchSettings
 from memory.correction.index import EntityName, PhoneticIndex
+from memory.correction.llm import LLMCorrector
 from memory.correction.matcher import PhoneticMatcher, Stage1Result
+from memory.correction.pipeline import CorrectionResult, Pipeline
 
-__all__ = ["EntityName", "MatchSettings", "PhoneticIndex", "PhoneticMatcher", "Stage1Result"]
+__all__ = [
+    "CorrectionResult",
+    "EntityName",
+    "LLMCorrector",
+    "MatchSettings",
+    "PhoneticIndex",
+    "PhoneticMatcher",
+    "Pipeline",
+    "Stage1Result",
+]

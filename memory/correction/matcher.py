@@ -48,7 +48,11 @@ class _Scored:
 
 
 def _evidence(c: _Scored, doubtful: bool) -> tuple[Evidence, float]:
-    """Evidence on the part of the span that differs from the name, and that part's similarity."""
+    """Evidence on the part of the span that differs from the name, and that part's similarity.
+
+    Words shared with the name ("the" in "the broken" / The Broker) prove nothing about the rest, so word
+    frequencies and similarity are judged on the rest; the shared words still add phonetic material.
+    """
     words, name = c.words, c.form.words
     lead = 0
     while lead < min(len(words), len(name)) - 1 and words[lead] == name[lead]:
@@ -58,9 +62,8 @@ def _evidence(c: _Scored, doubtful: bool) -> tuple[Evidence, float]:
         trail += 1
     heard = tuple(c.heard[lead : len(words) - trail])
     name_part = "".join(name[lead : len(name) - trail])
-    span_part = "".join(words[lead : len(words) - trail])
-    score = c.score if lead == trail == 0 else _jw(span_part, name_part)
-    code = codes(span_part)
+    score = c.score if lead == trail == 0 else _jw("".join(words[lead : len(words) - trail]), name_part)
+    code = codes("".join(words))
     return Evidence(heard, name_part, len(code[0]) if code else 0, c.kind, doubtful), score
 
 

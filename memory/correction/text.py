@@ -60,3 +60,29 @@ def tokenize(text: str) -> list[Token]:
         if norm:
             tokens.append(Token(start, end, base_end, norm, word.casefold().replace("’", "'")))
     return tokens
+
+
+def align_confidences(text: str, tokens: list[Token], words: list[tuple[str, float]]) -> list[float | None]:
+    """Per-token confidence from the recogniser's words (each word found in order in ``text``).
+
+    A token takes the lowest confidence of the words overlapping it; a word that cannot be found (the
+    recogniser's text and ``text`` disagree) gives no confidence rather than a wrong one.
+    """
+    result: list[float | None] = [None] * len(tokens)
+    pos = 0
+    i = 0
+    for word, confidence in words:
+        word = word.strip()
+        found = text.find(word, pos) if word else -1
+        if found < 0:
+            continue
+        start, end = found, found + len(word)
+        pos = end
+        while i < len(tokens) and tokens[i].end <= start:
+            i += 1
+        j = i
+        while j < len(tokens) and tokens[j].start < end:
+            current = result[j]
+            result[j] = confidence if current is None else min(current, confidence)
+            j += 1
+    return result

@@ -1,0 +1,27 @@
+"""Applying corrections to a text and mapping offsets between the raw and the corrected text."""
+
+from __future__ import annotations
+
+from memory.models import Correction
+
+
+def apply_corrections(raw: str, corrections: list[Correction]) -> str:
+    """``raw`` with every (non-overlapping) correction's span replaced; everything around it untouched."""
+    out: list[str] = []
+    pos = 0
+    for c in sorted(corrections, key=lambda c: c.start):
+        out.append(raw[pos : c.start])
+        out.append(c.replacement)
+        pos = c.end
+    out.append(raw[pos:])
+    return "".join(out)
+
+
+def to_raw_offset(offset: int, corrections: list[Correction]) -> int:
+    """The raw-text offset of ``offset`` in the corrected text; it must lie outside every replacement."""
+    shift = 0
+    for c in sorted(corrections, key=lambda c: c.start):
+        if c.start + shift + len(c.replacement) > offset:
+            break
+        shift += len(c.replacement) - (c.end - c.start)
+    return offset - shift

@@ -1,0 +1,128 @@
+"""Stage 2: an LLM proposes name fixes for doubtful spans; a verify step keeps only what it may change.
+
+The model sees the utterance, the doubtful spans and the candidate entity names, and answers with the
+corrected text plus an itemised list of substitutions. Its text is never used as such: the verify step diffs
+it word by word against the input and rebuilds the output from the input, applying only changes that are
+declared, target a known entity, touch nothing but a doubtful span and leave exact names alone. Anything
+else — a reworded sentence, a "fixed" ordinary word, an invented name, a failed call — changes nothing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+
+from pydantic import BaseModel, Field
+from rapidfuzz import process
+from rapidfuzz.distance import JaroWinkler
+
+from memory.correction.index import NameForm, PhoneticIndex
+from memory.correction.text import Token, normalize, tokenize
+from memory.models import Correction
+from memory.providers.llm import LLMClient, LLMError
+
+log = logging.getLogger(__name__)
+
+SYSTEM_PROMPT = """\
+You correct speech-recognition errors in one utterance from a tabletop role-playing game session.
+The recogniser often mishears invented fantasy names as ordinary English words ("from skin" for "Frumpkin").
+Fix ONLY misheard entity names inside the doubtful spans, and only into a name from the entity list.
+Do not fix grammar, spelling, punctuation or anything else; if unsure, change nothing.
+Answer with JSON: {"text": the utterance with your fixes, "substitutions": [{"heard": the exact words you
+replaced, "entity": the entity name from the list}]}. No substitutions means "text" equals the input."""
+
+
+class Substitution(BaseModel):
+    heard: str = Field(description="the exact words of the utterance that were replaced")
+    entity: str = Field(description="the entity name, spelled as in the list")
+
+
+class LLMCorrection(BaseModel):
+    text: str
+    substitutions: list[Substitution]
+
+
+class LLMCorrector:
+    """Asks ``llm`` about doubtful spans and returns only verified corrections (stage 2)."""
+
+    def __init__(self, llm: LLMClient, index: PhoneticIndex, *, max_names: int = 60) -> None:
+        self.llm = llm
+        self.index = index
+        self.max_names = max_names
+        self._by_spaceless = {f.spaceless: f for f in reversed(index.forms)}  # canonical spellings win
+        self._choices = [f.spaceless for f in index.forms]
+
+    async def correct(self, text: str, suspects: list[tuple[int, int]]) -> list[Correction]:
+        """Verified corrections for ``text`` (offsets in ``text``); ``suspects`` are the doubtful spans."""
+        if not suspects or not self.index.forms:
+            return []
+        spans = [text[a:b] for a, b in suspects]
+        user = json.dumps(
+            {"utterance": text, "doubtful_spans": spans, "entities": self._names_for(spans)}, ensure_ascii=False
+        )
+        try:
+            answer = await self.llm.complete_json(
+                system=SYSTEM_PROMPT, user=user, schema=LLMCorrection, temperature=0.1
+            )
+        except LLMError as exc:
+            log.warning("stage 2 correction skipped: %s", exc)
+            return []
+        return self.verify(text, suspects, answer)
+
+    def _names_for(self, spans: list[str]) -> list[str]:
+        """The canonical names closest in spelling to the doubtful spans (a campaign may have thousands)."""
+        if len(self.index.forms) <= self.max_names:
+            return sorted({f.canonical for f in self.index.forms})
+        names: dict[str, None] = {}
+        per_span = max(1, self.max_names // len(spans))
+        for span in spans:
+            query = normalize(span).replace(" ", "")
+            for _, _, i in process.extract(query, self._choices, scorer=JaroWinkler.similarity, limit=per_span):
+                names.setdefault(self.index.forms[i].canonical)
+        return list(names)
+
+    def verify(self, text: str, suspects: list[tuple[int, int]], answer: LLMCorrection) -> list[Correction]:
+        """Corrections for the changes in ``answer.text`` that may stand; every other change is dropped."""
+        before = tokenize(text)
+        after = tokenize(answer.text)
+        declared = {(_key(s.heard), _key(s.entity)) for s in answer.substitutions}
+        matcher = difflib.SequenceMatcher(a=[t.norm for t in before], b=[t.norm for t in after], autojunk=False)
+        corrections: list[Correction] = []
+        for op, i1, i2, j1, j2 in matcher.get_opcodes():
+            if op != "replace":
+                continue  # insertions and deletions are never name fixes
+            change = self._accepted(before[i1:i2], after[j1:j2], declared, suspects, text)
+            if change is not None:
+                corrections.append(change)
+        return corrections
+
+    def _accepted(
+        self,
+        old: list[Token],
+        new: list[Token],
+        declared: set[tuple[str, str]],
+        suspects: list[tuple[int, int]],
+        text: str,
+    ) -> Correction | None:
+        heard = "".join(t.norm for t in old)
+        form = self._entity(new)
+        if form is None or (heard, form.spaceless) not in declared:
+            return None  # undeclared, or not a known entity
+        start, end = old[0].start, old[-1].base_end
+        if not any(a <= start and end <= b for a, b in suspects):
+            return None  # outside the spans the model was asked about
+        if heard in self.index.exact_spaceless:
+            return None  # an exact name stays as it is
+        return Correction(
+            span=text[start:end], replacement=form.canonical, start=start, end=end,
+            entity_id=form.entity_id, score=round(JaroWinkler.similarity(heard, form.spaceless), 4), stage=2,
+        )
+
+    def _entity(self, new: list[Token]) -> NameForm | None:
+        return self._by_spaceless.get("".join(t.norm for t in new))
+
+
+def _key(words: str) -> str:
+    # Compared like the tokens of the diff: possessive endings and spacing do not matter.
+    return "".join(t.norm for t in tokenize(words))

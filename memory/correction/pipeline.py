@@ -1,0 +1,67 @@
+"""The correction pipeline: stage 1 inline, stage 2 (LLM) when one is configured; the raw text is kept."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from memory.correction.edits import apply_corrections, to_raw_offset
+from memory.correction.evidence import MatchSettings
+from memory.correction.index import EntityName, PhoneticIndex
+from memory.correction.llm import LLMCorrector
+from memory.correction.matcher import PhoneticMatcher, Stage1Result
+from memory.correction.text import align_confidences, tokenize
+from memory.models import Correction
+from memory.providers.llm import LLMClient
+
+
+class CorrectionResult(BaseModel):
+    text: str  # corrected
+    raw_text: str  # as recognised
+    corrections: list[Correction] = Field(default_factory=list)  # offsets into raw_text
+
+
+class Pipeline:
+    """Corrects utterances against one campaign's entities. Call :meth:`set_entities` when they change."""
+
+    def __init__(
+        self, entities: list[EntityName], *, settings: MatchSettings | None = None, llm: LLMClient | None = None
+    ) -> None:
+        self.settings = settings or MatchSettings()
+        self.llm = llm
+        self.set_entities(entities)
+
+    def set_entities(self, entities: list[EntityName]) -> None:
+        index = PhoneticIndex.build(entities)
+        self.matcher = PhoneticMatcher(index, self.settings)
+        self.stage2 = LLMCorrector(self.llm, index) if self.llm is not None else None
+
+    def correct_fast(self, text: str, words: list[tuple[str, float]] | None = None) -> CorrectionResult:
+        """Stage 1 only: in-process and quick enough for the live path."""
+        return self._result(text, self._stage1(text, words).corrections)
+
+    async def correct(self, text: str, words: list[tuple[str, float]] | None = None) -> CorrectionResult:
+        """Stage 1, then stage 2 on the doubtful spans stage 1 left (when an LLM is configured)."""
+        first = self._stage1(text, words)
+        corrections = list(first.corrections)
+        if self.stage2 is not None and first.suspects:
+            stage1_text = apply_corrections(text, corrections)
+            shifted = [_shift(span, corrections) for span in first.suspects]
+            for c in await self.stage2.correct(stage1_text, shifted):
+                start = to_raw_offset(c.start, first.corrections)
+                corrections.append(c.model_copy(update={"start": start, "end": start + len(c.span)}))
+        return self._result(text, corrections)
+
+    def _stage1(self, text: str, words: list[tuple[str, float]] | None) -> Stage1Result:
+        confidences = align_confidences(text, tokenize(text), words) if words else None
+        return self.matcher.correct(text, confidences)
+
+    @staticmethod
+    def _result(text: str, corrections: list[Correction]) -> CorrectionResult:
+        ordered = sorted(corrections, key=lambda c: c.start)
+        return CorrectionResult(text=apply_corrections(text, ordered), raw_text=text, corrections=ordered)
+
+
+def _shift(span: tuple[int, int], corrections: list[Correction]) -> tuple[int, int]:
+    """A raw-text span (outside every correction) in the coordinates of the stage-1 text."""
+    delta = sum(len(c.replacement) - (c.end - c.start) for c in corrections if c.end <= span[0])
+    return span[0] + delta, span[1] + delta
