@@ -1,0 +1,32 @@
+"""Extraction into L3: the salience gate, extractors (rules offline, an LLM when configured) and the seam
+``extract_into_graph`` that the ingestion jobs call."""
+
+from memory.extraction.llm import LLMExtractor
+from memory.extraction.pipeline import extract_into_graph, known_entities, make_extractor
+from memory.extraction.rules import RuleExtractor
+from memory.extraction.salience import is_trivial
+from memory.extraction.schema import (
+    ExtractionAnswer,
+    ExtractionResult,
+    ExtractionStats,
+    Extractor,
+    KnownEntity,
+    ProposedEntity,
+    ProposedFact,
+)
+
+__all__ = [
+    "ExtractionAnswer",
+    "ExtractionResult",
+    "ExtractionStats",
+    "Extractor",
+    "KnownEntity",
+    "LLMExtractor",
+    "ProposedEntity",
+    "ProposedFact",
+    "RuleExtractor",
+    "extract_into_graph",
+    "is_trivial",
+    "known_entities",
+    "make_extractor",
+]

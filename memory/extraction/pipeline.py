@@ -1,0 +1,195 @@
+"""The seam the ingestion jobs call: salience gate → extractor → validation → dedup → L3 with provenance.
+
+Idempotent: entities dedup by name, alias and spelling (see ``names``), identical current facts are not stored
+twice (``KnowledgeGraph.ensure_relationship``), and a fact or entity the DM rejected is not proposed again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memory.errors import AlreadyExistsError, InvalidInputError
+from memory.extraction.llm import LLMExtractor
+from memory.extraction.names import NameResolver, normalize_name
+from memory.extraction.rules import Gazetteer, RuleExtractor
+from memory.extraction.salience import is_trivial
+from memory.extraction.schema import ExtractionResult, ExtractionStats, Extractor, KnownEntity
+from memory.extraction.validate import validate_result
+from memory.graph import KnowledgeGraph
+from memory.models import EntityIn, EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
+from memory.providers.llm import LLMClient
+from memory.store import CampaignMemory
+
+
+def make_extractor(llm: LLMClient | None) -> Extractor:
+    """The LLM extractor when an LLM is configured, else the offline rule extractor."""
+    return LLMExtractor(llm) if llm is not None else RuleExtractor()
+
+
+async def known_entities(graph: KnowledgeGraph, *, status: ReviewStatus | None = None) -> list[KnownEntity]:
+    """The campaign's entities for extractors: accepted and pending ones (``status`` narrows it)."""
+    entities = await graph.list_entities(status=status)
+    return [
+        KnownEntity(id=e.id, name=e.name, type=e.type, aliases=e.aliases, status=e.status)
+        for e in entities
+        if status is not None or e.status != ReviewStatus.rejected
+    ]
+
+
+async def extract_into_graph(
+    mem: CampaignMemory, *, session_id: int, entries: Sequence[Entry], extractor: Extractor
+) -> ExtractionStats:
+    """Extract entities and facts from ``entries`` (one session's L1 entries) into the campaign's graph."""
+    foreign = [e.id for e in entries if e.campaign_id != mem.campaign_id or e.session_id != session_id]
+    if foreign:
+        raise InvalidInputError(f"entries {foreign[:5]} are not from session {session_id} of this campaign")
+    stats = ExtractionStats(entries_seen=len(entries))
+    known = await known_entities(mem.graph)
+    gazetteer = Gazetteer(known)
+    # A turn naming a known entity is kept even if it looks like table talk ("Brom, lol").
+    kept = [e for e in entries if not is_trivial(e.text) or gazetteer.mentions(e.text)]
+    stats.entries_skipped_trivial = len(entries) - len(kept)
+    if not kept:
+        return stats
+
+    # The extractor (maybe a slow LLM call) runs outside the transaction; only the writes hold one.
+    raw = await extractor.extract(kept, known)
+    result = validate_result(raw, known, {e.id for e in kept})
+    stats.items_invalid = result.invalid
+    stats.llm_errors = len(result.errors)
+    rejected = await known_entities(mem.graph, status=ReviewStatus.rejected)
+    async with mem.transaction() as tx:
+        writer = _Writer(tx.graph, session_id, kept, known, rejected, stats, review_only=_review_only(extractor))
+        await writer.write(result)
+    return stats
+
+
+def _review_only(extractor: Extractor) -> bool:
+    # Rule output must wait for the DM whatever threshold the campaign set, not just below the default one.
+    return bool(getattr(extractor, "review_only", False))
+
+
+class _Writer:
+    def __init__(
+        self,
+        graph: KnowledgeGraph,
+        session_id: int,
+        entries: Sequence[Entry],
+        known: Sequence[KnownEntity],
+        rejected: Sequence[KnownEntity],
+        stats: ExtractionStats,
+        *,
+        review_only: bool,
+    ) -> None:
+        self.graph = graph
+        self.session_id = session_id
+        self.start_s = {e.id: e.start_s for e in entries}
+        self.resolver = NameResolver(known)
+        self.rejected = NameResolver(rejected)
+        self.stats = stats
+        self.review_only = review_only
+        # Proposed names (normal form) → the entity they became; None for a name the DM rejected before.
+        self.bound: dict[str, KnownEntity | None] = {}
+
+    def provenance(self, basis: str, confidence: float, entry_ids: list[int]) -> Provenance:
+        return Provenance(
+            source=Source.inferred if basis == "inferred" else Source.stated,
+            confidence=confidence,
+            session_id=self.session_id,
+            timestamp=min(self.start_s[i] for i in entry_ids),
+            entry_ids=entry_ids,
+            dm_confirmed=False,  # only the DM's review confirms; nothing said at the table can
+        )
+
+    async def write(self, result: ExtractionResult) -> None:
+        for proposed in result.entities:
+            self.stats.entities_proposed += 1
+            norm = normalize_name(proposed.name)
+            existing, _ = self.resolver.resolve(proposed.name)
+            if existing is not None:
+                self.stats.entities_merged += 1
+                self.bound[norm] = existing
+                continue
+            if self.rejected.resolve(proposed.name)[0] is not None:
+                self.bound[norm] = None
+                continue
+            entity = EntityIn(
+                name=proposed.name,
+                type=EntityType(proposed.type),
+                description=proposed.description,
+                status=ReviewStatus.pending,  # a new name is the DM's to accept, however sure the extractor is
+                provenance=self.provenance("stated", proposed.confidence, proposed.entry_ids),
+            )
+            created = await self._add_entity(entity)
+            self.stats.entities_created += 1
+            self.bound[norm] = created
+            self.resolver.add(created)
+
+        for fact in result.facts:
+            self.stats.facts_proposed += 1
+            source = self._entity(fact.source)
+            target = self._entity(fact.target) if fact.target is not None else None
+            if source is None or (fact.target is not None and target is None):
+                self.stats.facts_unchanged += 1  # about an entity the DM rejected
+                continue
+            if target is not None and target.id == source.id:
+                self.stats.items_invalid += 1  # two spellings of one entity, merged
+                continue
+            touches_pending = ReviewStatus.pending in (source.status, target.status if target else None)
+            rel = RelationshipIn(
+                source_id=source.id,
+                type=fact.type,
+                target_id=target.id if target else None,
+                value=fact.value,
+                provenance=self.provenance(fact.basis, fact.confidence, fact.entry_ids),
+                # A fact cannot be surer than the existence of what it is about.
+                status=ReviewStatus.pending if self.review_only or touches_pending else None,
+            )
+            if await self._was_rejected(rel):
+                self.stats.facts_unchanged += 1
+                continue
+            stored, created = await self.graph.ensure_relationship(rel)
+            if not created:
+                self.stats.facts_unchanged += 1
+            elif stored.status == ReviewStatus.accepted:
+                self.stats.facts_accepted += 1
+            else:
+                self.stats.facts_pending += 1
+
+    def _entity(self, name: str) -> KnownEntity | None:
+        norm = normalize_name(name)
+        if norm in self.bound:
+            return self.bound[norm]
+        return self.resolver.resolve(name)[0]
+
+    async def _add_entity(self, entity: EntityIn) -> KnownEntity:
+        try:
+            async with self.graph.db.transaction():  # a savepoint: a lost race must not abort the batch
+                created = await self.graph.add_entity(entity)
+        except AlreadyExistsError:
+            # Another worker created it meanwhile (or it exists under a form we do not resolve).
+            found = await self.graph.find_entity(entity.name)
+            if found is None:
+                raise
+            self.stats.entities_created -= 1
+            self.stats.entities_merged += 1
+            created = found
+        return KnownEntity(
+            id=created.id, name=created.name, type=created.type, aliases=created.aliases, status=created.status
+        )
+
+    async def _was_rejected(self, rel: RelationshipIn) -> bool:
+        return bool(
+            await self.graph.db.fetchval(
+                """
+                SELECT EXISTS (SELECT 1 FROM relationships
+                               WHERE campaign_id = $1 AND source_id = $2 AND type = $3 AND status = 'rejected'
+                                 AND target_id IS NOT DISTINCT FROM $4 AND value IS NOT DISTINCT FROM $5)
+                """,
+                self.graph.campaign_id,
+                rel.source_id,
+                rel.type,
+                rel.target_id,
+                rel.value,
+            )
+        )

@@ -1,0 +1,267 @@
+"""The offline extractor: a gazetteer of the campaign's names, co-occurrence, and a few sentence patterns.
+
+Everything it proposes stays below the acceptance threshold (and the pipeline files it as pending whatever the
+threshold): patterns misread speech often enough that only the DM should turn them into canon.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+from memory.extraction.lexicon import FAMILY_ROLES, NOUN_TYPE, OCCUPATIONS, RULER_ROLES
+from memory.extraction.salience import COMMON_WORDS
+from memory.extraction.schema import ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
+from memory.models import EntityType, Entry
+
+#: Nothing the rules propose may reach this: their output is always for the DM to review.
+MAX_RULE_CONFIDENCE = 0.6
+PATTERN_CONFIDENCE = 0.55
+NEW_NAME_BY_DM_CONFIDENCE = 0.5
+NEW_NAME_CONFIDENCE = 0.4
+COOCCURRENCE_CONFIDENCE = 0.3
+
+DM_SPEAKERS = frozenset({"dm", "gm", "dungeon master", "game master", "narrator"})
+
+_PLACEHOLDER = "\ue000{}\ue001"  # private-use characters: cannot occur in speech, so cannot be forged
+_KNOWN = r"\ue000\d+\ue001"
+_UPPER = "A-ZÀ-ÖØ-Þ"
+_CAPWORD = rf"[{_UPPER}][^\W\d_]*(?:['’-][^\W\d_]+)*"
+#: A name slot: a known mention, or up to three capitalised words ("Korvash", "Mother Yara", "Vox Machina").
+_NAME = rf"(?:{_KNOWN}|{_CAPWORD}(?:\s+{_CAPWORD}){{0,2}})"
+_POSS = r"(?:['’]s|['’])?"
+_ROLE = r"(?P<role>[a-z]+(?:\s[a-z]+)?)"
+_ART = r"(?i:the|a|an|his|her|their)"
+
+
+def _slot(name: str) -> str:
+    return rf"(?P<{name}>{_NAME}){_POSS}"
+
+
+_ROLE_OF = re.compile(
+    rf"{_slot('x')}(?:,\s+|\s+(?i:is|was|'s|’s|,? who is)\s+){_ART}\s+{_ROLE}\s+(?i:of|in|at|from)\s+{_slot('y')}"
+)
+_IS_ROLE = re.compile(rf"{_slot('x')}\s+(?i:is|was)\s+{_ART}\s+{_ROLE}\b")
+_RELATIONS: list[tuple[re.Pattern[str], str]] = [
+    (
+        re.compile(rf"{_slot('x')}\s+(?i:lives|lived|resides|resided|dwells|dwelt)\s+(?i:in|at)\s+{_slot('y')}"),
+        "lives_in",
+    ),
+    (
+        re.compile(
+            rf"{_slot('x')}\s+(?:(?i:is|was|are|were)\s+(?:(?i:a)\s+)?(?i:members?)\s+of|(?i:belongs|belonged)\s+to"
+            rf"|(?i:joined))\s+(?:the\s+)?{_slot('y')}"
+        ),
+        "member_of",
+    ),
+    (re.compile(rf"{_slot('x')}\s+(?i:works|worked)\s+(?i:in|at)\s+{_slot('y')}"), "works_in"),
+    (re.compile(rf"{_slot('x')}\s+(?i:works|worked)\s+(?i:for)\s+{_slot('y')}"), "works_for"),
+    (
+        re.compile(rf"{_slot('x')}\s+(?i:rules|ruled|leads|led|commands|commanded)\s+(?:the\s+)?{_slot('y')}"),
+        "leader_of",
+    ),
+    (re.compile(rf"{_slot('x')}\s+(?i:is|was)\s+(?i:located|found|based)\s+(?i:in|at)\s+{_slot('y')}"), "located_in"),
+]
+#: "a dwarf named Korvash", "an old tavern called The Gilded Goose", "her name is Yara".
+_INTRO = re.compile(
+    rf"(?:\b(?i:a|an|the|this|some)\s+(?:(?P<adj>[a-z-]+)\s+)?(?P<noun>[a-z-]+),?\s+)?"
+    rf"(?i:named|called|by the name of|goes by|whose name is)\s+(?P<n>{_NAME})"
+)
+
+
+@dataclass
+class _Mention:
+    known: KnownEntity | None
+    name: str
+
+
+class RuleExtractor:
+    """Gazetteer + patterns. ``review_only`` tells the pipeline to file everything as pending."""
+
+    review_only = True
+
+    def __init__(self, *, cooccurrence_window: int = 1) -> None:
+        # Entries, counted inclusively: 1 pairs names said in the same turn, 2 also in the next turn.
+        self.cooccurrence_window = cooccurrence_window
+
+    async def extract(self, entries: Sequence[Entry], known: Sequence[KnownEntity]) -> ExtractionResult:
+        gazetteer = Gazetteer(known)
+        out = _Collector()
+        mentioned: list[set[int]] = []
+        for entry in entries:
+            text, found = gazetteer.tag(entry.text)
+            mentioned.append({e.id for e in found})
+            by_dm = " ".join(entry.speaker.casefold().split()) in DM_SPEAKERS
+            self._intros(entry, text, found, by_dm, out)
+            self._patterns(entry, text, found, out)
+        self._cooccurrences(entries, mentioned, {e.id: e for e in known}, out)
+        return out.result()
+
+    def _intros(self, entry: Entry, text: str, found: list[KnownEntity], by_dm: bool, out: _Collector) -> None:
+        for m in _INTRO.finditer(text):
+            mention = _resolve(m.group("n"), found)
+            if mention is None or mention.known is not None:
+                continue
+            noun = (m.group("noun") or "").casefold()
+            kind = NOUN_TYPE.get(noun) or NOUN_TYPE.get((m.group("adj") or "").casefold())
+            kind = kind or (EntityType.npc if "nam" in m.group(0).casefold() else EntityType.concept)
+            what = " ".join(w for w in (m.group("adj"), m.group("noun")) if w)
+            conf = NEW_NAME_BY_DM_CONFIDENCE if by_dm else NEW_NAME_CONFIDENCE
+            out.entity(mention.name, kind, f"a {what}" if what else "", conf, entry.id)
+
+    def _patterns(self, entry: Entry, text: str, found: list[KnownEntity], out: _Collector) -> None:
+        for m in _ROLE_OF.finditer(text):
+            x, y = _resolve(m.group("x"), found), _resolve(m.group("y"), found)
+            role = m.group("role").casefold()
+            if x is None or y is None or role.split()[-1] not in OCCUPATIONS | FAMILY_ROLES.keys():
+                continue
+            self._new_if_unknown(x, EntityType.npc, entry, out)
+            if (family := FAMILY_ROLES.get(role.split()[-1])) is not None:
+                self._new_if_unknown(y, EntityType.npc, entry, out)
+                out.fact(x.name, family, y.name, None, entry.id)
+                continue
+            out.fact(x.name, "occupation", None, role, entry.id)
+            y_type = y.known.type if y.known else EntityType.place
+            self._new_if_unknown(y, y_type, entry, out)
+            if role in RULER_ROLES or role.split()[-1] in RULER_ROLES:
+                out.fact(x.name, "leader_of", y.name, None, entry.id)
+            elif y_type == EntityType.place:
+                out.fact(x.name, "works_in", y.name, None, entry.id)
+            elif y_type == EntityType.faction:
+                out.fact(x.name, "member_of", y.name, None, entry.id)
+            else:
+                out.fact(x.name, "associated_with", y.name, None, entry.id)
+        for m in _IS_ROLE.finditer(text):
+            x, role = _resolve(m.group("x"), found), m.group("role").casefold()
+            # Only a known entity: "Korvash is a blacksmith" alone is too thin to invent a person from.
+            if x is not None and x.known is not None and role in OCCUPATIONS:
+                out.fact(x.name, "occupation", None, role, entry.id)
+        for pattern, rel_type in _RELATIONS:
+            for m in pattern.finditer(text):
+                x, y = _resolve(m.group("x"), found), _resolve(m.group("y"), found)
+                if x is None or y is None or (x.known is None and y.known is None):
+                    continue  # two unknown capitalised words are more likely a misparse than a fact
+                self._new_if_unknown(x, EntityType.npc, entry, out)
+                y_default = EntityType.faction if rel_type in ("member_of", "works_for") else EntityType.place
+                self._new_if_unknown(y, y_default, entry, out)
+                out.fact(x.name, rel_type, y.name, None, entry.id)
+
+    @staticmethod
+    def _new_if_unknown(mention: _Mention, kind: EntityType, entry: Entry, out: _Collector) -> None:
+        if mention.known is None:
+            out.entity(mention.name, kind, "", NEW_NAME_CONFIDENCE, entry.id)
+
+    def _cooccurrences(
+        self, entries: Sequence[Entry], mentioned: list[set[int]], known: dict[int, KnownEntity], out: _Collector
+    ) -> None:
+        linked = out.linked_pairs()
+        for start in range(len(entries)):
+            window = range(start, min(start + self.cooccurrence_window, len(entries)))
+            ids = set().union(*(mentioned[i] for i in window))
+            for a, b in combinations(sorted(ids, key=lambda i: known[i].name.casefold()), 2):
+                pair = frozenset((known[a].name.casefold(), known[b].name.casefold()))
+                if pair in linked:
+                    continue  # a pattern already said how they relate
+                evidence = [entries[i].id for i in window if mentioned[i] & {a, b}]
+                for entry_id in evidence:
+                    out.fact(known[a].name, "mentioned_with", known[b].name, None, entry_id, COOCCURRENCE_CONFIDENCE)
+
+
+class Gazetteer:
+    """Whole-word, case-insensitive search for every known name and alias, possessives included."""
+
+    def __init__(self, known: Sequence[KnownEntity]) -> None:
+        self._by_surface: dict[str, KnownEntity] = {}
+        for entity in known:
+            for surface in [entity.name, *entity.aliases]:
+                self._by_surface.setdefault(" ".join(surface.casefold().split()), entity)
+        surfaces = sorted(self._by_surface, key=len, reverse=True)  # longest first: "Vox Machina" over "Vox"
+        alternation = "|".join(r"\s+".join(map(re.escape, s.split())) for s in surfaces)
+        self._pattern = (
+            re.compile(rf"(?<![\w'’])(?:{alternation})(?:['’]s|['’])?(?![\w'’])", re.IGNORECASE) if surfaces else None
+        )
+
+    def tag(self, text: str) -> tuple[str, list[KnownEntity]]:
+        """The text with each mention replaced by a placeholder naming its index in the returned list."""
+        if self._pattern is None:
+            return text, []
+        found: list[KnownEntity] = []
+
+        def replace(m: re.Match[str]) -> str:
+            surface = re.sub(r"(?:['’]s|['’])$", "", m.group(0))
+            entity = self._by_surface.get(" ".join(surface.casefold().split()))
+            if entity is None:  # the possessive was part of the name itself
+                entity = self._by_surface[" ".join(m.group(0).casefold().split())]
+            found.append(entity)
+            return _PLACEHOLDER.format(len(found) - 1)
+
+        return self._pattern.sub(replace, text), found
+
+    def mentions(self, text: str) -> bool:
+        return self._pattern is not None and self._pattern.search(text) is not None
+
+
+def _resolve(slot: str, found: list[KnownEntity]) -> _Mention | None:
+    """A name slot as a known entity, or as a new capitalised name (None when it is an ordinary word)."""
+    if slot.startswith("\ue000"):
+        return _Mention(found[int(slot[1:-1])], found[int(slot[1:-1])].name)
+    name = re.sub(r"(?:['’]s|['’])$", "", slot).strip()
+    if not name or name.split()[0].casefold() in COMMON_WORDS or "\ue000" in name:
+        return None
+    return _Mention(None, name)
+
+
+class _Collector:
+    """Proposals keyed by what they say, so repeats within a batch merge their evidence."""
+
+    def __init__(self) -> None:
+        self._entities: dict[str, ProposedEntity] = {}
+        self._facts: dict[tuple[str, str, str | None, str | None], ProposedFact] = {}
+
+    def entity(self, name: str, kind: EntityType, description: str, confidence: float, entry_id: int) -> None:
+        current = self._entities.get(name.casefold())
+        if current is None:
+            self._entities[name.casefold()] = ProposedEntity(
+                name=name,
+                type=kind.value,
+                description=description,
+                confidence=min(confidence, MAX_RULE_CONFIDENCE),
+                entry_ids=[entry_id],
+            )
+            return
+        current.confidence = min(max(current.confidence, confidence), MAX_RULE_CONFIDENCE)
+        current.description = current.description or description
+        if entry_id not in current.entry_ids:
+            current.entry_ids.append(entry_id)
+
+    def fact(
+        self,
+        source: str,
+        rel_type: str,
+        target: str | None,
+        value: str | None,
+        entry_id: int,
+        confidence: float = PATTERN_CONFIDENCE,
+    ) -> None:
+        key = (source.casefold(), rel_type, target.casefold() if target else None, value)
+        current = self._facts.get(key)
+        if current is None:
+            self._facts[key] = ProposedFact(
+                source=source,
+                type=rel_type,
+                target=target,
+                value=value,
+                confidence=min(confidence, MAX_RULE_CONFIDENCE),
+                basis="inferred" if rel_type == "mentioned_with" else "stated",
+                entry_ids=[entry_id],
+            )
+        elif entry_id not in current.entry_ids:
+            current.entry_ids.append(entry_id)
+
+    def linked_pairs(self) -> set[frozenset[str]]:
+        return {frozenset((s, t)) for s, _, t, _ in self._facts if t is not None}
+
+    def result(self) -> ExtractionResult:
+        return ExtractionResult(entities=list(self._entities.values()), facts=list(self._facts.values()))

@@ -1,0 +1,84 @@
+"""What extractors exchange with the pipeline: the entities they know, what they propose, and the tally.
+
+``ExtractionResult`` doubles as the LLM's structured-output schema, so its scalar fields are deliberately loose
+(plain strings and floats): one bad item must be dropped and counted by validation, not make pydantic reject the
+whole answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from pydantic import BaseModel, Field
+
+from memory.models import EntityType, Entry, ReviewStatus
+
+
+class KnownEntity(BaseModel):
+    """An entity of the campaign as extractors see it: what it is called and what kind of thing it is."""
+
+    id: int
+    name: str
+    type: EntityType
+    aliases: list[str] = Field(default_factory=list)
+    status: ReviewStatus = ReviewStatus.accepted
+
+
+class ProposedEntity(BaseModel):
+    name: str = Field(description="the name exactly as said in the text")
+    type: str = Field(description="one of: " + ", ".join(t.value for t in EntityType))
+    description: str = Field(description="one short sentence from what the text says, or empty")
+    confidence: float = Field(description="0.0-1.0: how sure the text makes it that this is a named entity")
+    entry_ids: list[int] = Field(description="ids of the lines that introduce it")
+
+
+class ProposedFact(BaseModel):
+    """``source —type→ target`` between two entities, or an attribute ``source.type = value``."""
+
+    source: str = Field(description="name of the entity the fact is about")
+    type: str = Field(description="snake_case relation such as located_in, member_of, leader_of, occupation")
+    target: str | None = Field(description="name of the other entity, or null for an attribute fact")
+    value: str | None = Field(description="the attribute value when target is null, else null")
+    confidence: float = Field(description="0.0-1.0, calibrated: 0.9 plainly stated, 0.5 implied, 0.3 a guess")
+    basis: str = Field(description="stated (said outright in the text) or inferred (implied by it)")
+    entry_ids: list[int] = Field(description="ids of the lines the fact comes from")
+
+
+class ExtractionAnswer(BaseModel):
+    """The LLM's structured output (kept free of bookkeeping fields: strict mode makes every field required)."""
+
+    entities: list[ProposedEntity] = Field(description="new named entities not among the known ones")
+    facts: list[ProposedFact] = Field(description="facts stated in (or clearly implied by) the lines")
+
+
+class ExtractionResult(ExtractionAnswer):
+    """Validated proposals, plus what the extractor had to throw away on the way."""
+
+    invalid: int = 0  # malformed items dropped
+    errors: list[str] = Field(default_factory=list)  # whole answers lost (LLM errors), one message each
+
+
+class Extractor(Protocol):
+    async def extract(self, entries: Sequence[Entry], known: Sequence[KnownEntity]) -> ExtractionResult:
+        """Propose entities and facts found in ``entries``; ``known`` are the campaign's entities."""
+        ...
+
+
+class ExtractionStats(BaseModel):
+    """What one extraction run saw and did; fact counts are of facts newly stored by this run."""
+
+    entries_seen: int = 0
+    entries_skipped_trivial: int = 0
+    entities_proposed: int = 0
+    entities_merged: int = 0  # proposals that turned out to be an existing entity under another spelling
+    entities_created: int = 0
+    facts_proposed: int = 0
+    facts_accepted: int = 0
+    facts_pending: int = 0
+    facts_unchanged: int = 0  # already in the graph (or rejected by the DM before): nothing written
+    items_invalid: int = 0
+    llm_errors: int = 0
+
+    def add(self, other: ExtractionStats) -> ExtractionStats:
+        return ExtractionStats(**{k: getattr(self, k) + getattr(other, k) for k in ExtractionStats.model_fields})
