@@ -1,0 +1,63 @@
+"""`lorekeeper recall`: what was said about something — vector (L2) and full-text (L1) hits, with sources."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+import memory.recall as recall_core
+from bot.cli import cli
+from bot.cli.common import (
+    async_command,
+    campaign_memory,
+    campaign_option,
+    emit_json,
+    json_option,
+    open_memory,
+    settings_from,
+    to_jsonable,
+)
+from memory.jobs import make_job_context
+
+
+@cli.command()
+@click.argument("query", required=False)
+@click.option("--limit", "-k", default=5, show_default=True)
+@click.option("--mode", type=click.Choice(["both", "vector", "fulltext"]), default="both", show_default=True)
+@campaign_option
+@json_option
+@click.pass_context
+@async_command
+async def recall(
+    ctx: click.Context, query: str | None, limit: int, mode: recall_core.Mode, campaign: str | None, as_json: bool
+) -> None:
+    """Recall QUERY; without QUERY, read one query per stdin line and print one JSON array per line."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, _ = await campaign_memory(memory, settings, campaign)
+        embedder = make_job_context(memory, settings).embedder  # loaded once for every query
+        if query is None:
+            for line in sys.stdin:
+                if line.strip():
+                    hits = await recall_core.recall(mem, embedder, line.strip(), limit=limit, mode=mode)
+                    sys.stdout.write(json.dumps(to_jsonable(hits), ensure_ascii=False) + "\n")
+                    sys.stdout.flush()
+            return
+        hits = await recall_core.recall(mem, embedder, query, limit=limit, mode=mode)
+    if as_json:
+        emit_json(hits)
+    else:
+        print_hits(hits)
+
+
+def print_hits(hits: list[recall_core.RecallHit]) -> None:
+    if not hits:
+        click.echo("nothing found")
+    for n, h in enumerate(hits, 1):
+        when = f"{h.start_s:.0f}s" if h.start_s is not None else "?"
+        refs = ", ".join(h.refs[:3]) + (" …" if len(h.refs) > 3 else "")
+        click.echo(f"{n}. [{h.session} @ {when}] score {h.score:.4f} ({'+'.join(h.matched)})  refs: {refs}")
+        for line in h.text.splitlines()[:6]:
+            click.echo(f"     {line[:110]}")

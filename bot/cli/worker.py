@@ -1,0 +1,40 @@
+"""`lorekeeper worker`: run the background jobs (chunk+embed, extract, correct, summarise) in this process."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from datetime import timedelta
+
+import click
+
+from bot.cli import cli
+from bot.cli.common import async_command, open_memory, settings_from
+from memory import jobs
+
+
+@cli.command()
+@click.option("--drain", is_flag=True, help="Exit once the queue is empty instead of waiting for more.")
+@click.option(
+    "--heartbeat-timeout",
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A job whose worker has been silent this long (it crashed) is picked up again.",
+)
+@click.pass_context
+@async_command
+async def worker(ctx: click.Context, drain: bool, heartbeat_timeout: float) -> None:
+    """Process background jobs until interrupted; run several for more throughput."""
+    settings = settings_from(ctx)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        # Finish the jobs in hand and leave: the embedded server is then stopped cleanly too.
+        loop.add_signal_handler(sig, stop.set)
+    async with open_memory(settings) as memory:
+        click.echo("worker started", err=True)
+        ctx_ = await jobs.run_workers(
+            memory.pool, settings, stop, drain=drain, heartbeat_timeout=timedelta(seconds=heartbeat_timeout)
+        )
+    click.echo(f"worker stopped: {ctx_.chunks_written} chunks written", err=True)

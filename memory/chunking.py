@@ -1,0 +1,118 @@
+"""Chunking L1 into L2 windows: consecutive utterances by count and time, overlapping, broken at scene breaks.
+
+Windows are a pure function of the entries so far: a window's start never depends on later utterances, so its
+key (``s{session}:{first seq}``) is stable while a session grows — the last, still-open window is simply
+re-embedded under the same key when it fills up.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from memory.correction.text import normalize, tokenize
+from memory.models import Entity, Entry
+
+# What a DM says when the story moves on: a fight starts, a new scene opens, time skips.
+_SCENE_CUE = re.compile(
+    r"\b(roll (for )?initiative|we open on|new scene|next scene|scene (change|shift)|cut to|meanwhile,?"
+    r"|(later|the next morning|the next day) (that|you)|let'?s take a (short |quick )?break|welcome back)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSettings:
+    max_entries: int = 8
+    max_seconds: float = 120.0  # a window never spans more than this from its first utterance's start
+    overlap: int = 2  # utterances shared with the previous window, so a thought split at a border is whole once
+    scene_gap_s: float = 45.0  # silence longer than this is a scene break
+
+
+@dataclass(slots=True)
+class Window:
+    entries: list[Entry]
+    entity_ids: list[int] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        first = self.entries[0]
+        return f"s{first.session_id}:{first.seq}"
+
+    @property
+    def text(self) -> str:
+        return "\n".join(f"{e.speaker}: {e.text}" for e in self.entries)
+
+    @property
+    def speakers(self) -> list[str]:
+        return list(dict.fromkeys(e.speaker for e in self.entries))
+
+
+def is_scene_break(previous: Entry | None, current: Entry, settings: ChunkSettings) -> bool:
+    if previous is None:
+        return False
+    if _SCENE_CUE.search(current.text):
+        return True
+    last_end = previous.end_s if previous.end_s is not None else previous.start_s
+    return current.start_s - last_end > settings.scene_gap_s
+
+
+def scenes(entries: Sequence[Entry], settings: ChunkSettings) -> list[list[Entry]]:
+    """Entries (in seq order) cut before every scene break."""
+    out: list[list[Entry]] = []
+    previous: Entry | None = None
+    for entry in entries:
+        if not out or is_scene_break(previous, entry, settings):
+            out.append([])
+        out[-1].append(entry)
+        previous = entry
+    return out
+
+
+def windows(entries: Sequence[Entry], settings: ChunkSettings | None = None) -> list[Window]:
+    settings = settings or ChunkSettings()
+    out: list[Window] = []
+    for scene in scenes(entries, settings):
+        i, n = 0, len(scene)
+        while i < n:
+            j = i + 1
+            while (
+                j < n and j - i < settings.max_entries and scene[j].start_s - scene[i].start_s <= settings.max_seconds
+            ):
+                j += 1
+            out.append(Window(list(scene[i:j])))
+            if j >= n:
+                break
+            i = max(i + 1, j - settings.overlap)
+    return out
+
+
+class Gazetteer:
+    """Finds which campaign entities an utterance mentions, by name or alias (normalised word n-grams)."""
+
+    def __init__(self, entities: Iterable[Entity]) -> None:
+        self._ids: dict[str, int] = {}
+        for e in entities:
+            for surface in (e.name, *e.aliases):
+                norm = normalize(surface)
+                if norm:
+                    self._ids.setdefault(norm, e.id)
+        self._max_words = max((k.count(" ") + 1 for k in self._ids), default=0)
+
+    def mentions(self, text: str) -> list[int]:
+        words = [t.norm for t in tokenize(text)]
+        found: dict[int, None] = {}
+        for i in range(len(words)):
+            for size in range(min(self._max_words, len(words) - i), 0, -1):
+                entity_id = self._ids.get(" ".join(words[i : i + size]))
+                if entity_id is not None:
+                    found[entity_id] = None
+                    break
+        return list(found)
+
+    def entry_mentions(self, entry: Entry) -> list[int]:
+        # Corrections carry the entity id even when the canonical name is an alias of another spelling.
+        ids = dict.fromkeys(c.entity_id for c in entry.corrections if c.entity_id is not None)
+        ids.update(dict.fromkeys(self.mentions(entry.text)))
+        return list(ids)

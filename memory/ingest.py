@@ -1,0 +1,62 @@
+"""Importing a transcript file into a campaign: read, record (correct + L1 + jobs), end the sessions."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from memory.recorder import SessionRecorder
+from memory.store import CampaignMemory
+from memory.transcripts import Line, Skipped, read_transcript
+
+
+class IngestReport(BaseModel):
+    sessions: list[str] = Field(default_factory=list)
+    lines: int = 0  # utterances read
+    written: int = 0  # new to L1 (0 when the same file is imported again)
+    corrections: int = 0
+    skipped: list[str] = Field(default_factory=list)
+    l1_seconds: float = 0.0  # wall time of the L1 path (correction + write + enqueue)
+
+
+async def ingest_file(
+    mem: CampaignMemory,
+    path: str | Path,
+    *,
+    session_title: str | None = None,
+    batch_size: int = 500,
+    stage2: bool = False,
+    on_skip: Callable[[str], None] | None = None,
+) -> IngestReport:
+    """Import ``path``; lines naming a ``session`` go to that session, the others to ``session_title``
+    (default: the file's name). Sessions are created in the order they first appear and ended at the end."""
+    path = Path(path)
+    report = IngestReport()
+    default_title = session_title or path.stem
+    recorders: dict[str, SessionRecorder] = {}
+    started = time.perf_counter()
+    for item in read_transcript(path):
+        if isinstance(item, Skipped):
+            message = item.message(path)
+            report.skipped.append(message)
+            if on_skip is not None:
+                on_skip(message)
+            continue
+        assert isinstance(item, Line)
+        title = item.session or default_title
+        recorder = recorders.get(title)
+        if recorder is None:
+            recorder = await SessionRecorder.start(mem, title, batch_size=batch_size, max_delay_s=1e9, stage2=stage2)
+            recorders[title] = recorder
+            report.sessions.append(title)
+        await recorder.add(item.utterance)
+        report.lines += 1
+    for recorder in recorders.values():
+        await recorder.end()
+        report.written += recorder.written
+        report.corrections += recorder.corrections
+    report.l1_seconds = time.perf_counter() - started
+    return report

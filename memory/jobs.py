@@ -1,0 +1,452 @@
+"""Background jobs on the durable PostgreSQL queue (pgqueuer): chunk+embed, extract, correction stage 2, summary.
+
+Every job is idempotent, so the queue's at-least-once delivery is enough: a job re-picked after a crash (its
+heartbeat went stale) redoes only what did not commit. Chunk keys are deterministic (upserts), embeddings come
+from a cache keyed by (model, content hash), extraction is idempotent and remembers how far it got per session,
+and the summary's event entity and links are upserts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import asyncpg
+import numpy as np
+from pgqueuer.adapters.drivers.asyncpg import AsyncpgPoolDriver
+from pgqueuer.adapters.persistence.queries import Queries
+from pgqueuer.core.executors import DatabaseRetryEntrypointExecutor, EntrypointExecutorParameters
+from pgqueuer.core.qm import QueueManager
+from pgqueuer.domain import models as pgq_models
+from pgqueuer.domain.types import QueueExecutionMode
+from pydantic import BaseModel
+
+from memory.chunking import ChunkSettings, Gazetteer, windows
+from memory.db import Executor
+from memory.models import ChunkIn, EntityIn, EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
+from memory.semantic import content_hash
+from memory.store import CampaignMemory, Memory
+
+if TYPE_CHECKING:
+    from memory.providers.embeddings import Embedder
+    from memory.providers.llm import LLMClient
+
+log = logging.getLogger(__name__)
+
+CHUNK = "lk_chunk"
+EXTRACT = "lk_extract"
+CORRECT2 = "lk_correct2"
+SUMMARY = "lk_summary"
+ENTRYPOINTS = (CHUNK, EXTRACT, CORRECT2, SUMMARY)
+_QUEUE_CHANNEL = "ch_pgqueuer"
+
+
+# enqueueing (inside the caller's transaction) ------------------------------------------------------------------
+
+
+def _payload(campaign_id: int, session_id: int, **extra: Any) -> bytes:
+    return json.dumps({"campaign_id": campaign_id, "session_id": session_id, **extra}).encode()
+
+
+async def enqueue_session_work(
+    conn: Executor, campaign_id: int, session_id: int, upto_seq: int, *, stage2: bool = False
+) -> None:
+    """Enqueue the jobs owed on a session's entries up to ``upto_seq``, on ``conn`` (the L1 transaction).
+
+    A job processes everything new in its session when it runs, so one per batch is plenty; the dedupe key
+    makes replaying a batch whose jobs still wait a no-op."""
+    kinds = [CHUNK, EXTRACT] + ([CORRECT2] if stage2 else [])
+    await _queries(conn).enqueue(
+        kinds,
+        [_payload(campaign_id, session_id, upto_seq=upto_seq)] * len(kinds),
+        # Stage 2 first (it rewrites text), then chunks (recall), then extraction.
+        [{CORRECT2: 30, CHUNK: 20, EXTRACT: 10}[k] for k in kinds],
+        dedupe_key=[f"{k}:{session_id}:{upto_seq}" for k in kinds],
+        on_conflict="skip",
+    )
+
+
+async def enqueue_summary(conn: Executor, campaign_id: int, session_id: int) -> None:
+    await _queries(conn).enqueue(
+        [SUMMARY], [_payload(campaign_id, session_id)], [0], dedupe_key=[f"{SUMMARY}:{session_id}"], on_conflict="skip"
+    )
+
+
+def _queries(conn: Executor) -> Queries:
+    if isinstance(conn, asyncpg.Pool):
+        return Queries.from_asyncpg_pool(conn)
+    return Queries.from_asyncpg_connection(conn)
+
+
+# the embedding cache --------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class EmbedStats:
+    requested: int = 0
+    cache_hits: int = 0
+    computed: int = 0
+
+
+async def embed_cached(
+    db: Executor, embedder: Embedder, model: str, texts: Sequence[str], stats: EmbedStats | None = None
+) -> list[list[float]]:
+    """Embeddings of ``texts``, computing only those not cached under (model, content hash)."""
+    hashes = [content_hash(t) for t in texts]
+    rows = await db.fetch(
+        "SELECT content_hash, embedding FROM embedding_cache WHERE model = $1 AND content_hash = ANY($2::text[])",
+        model,
+        list(set(hashes)),
+    )
+    found: dict[str, Any] = {r["content_hash"]: r["embedding"] for r in rows}
+    missing = list(dict.fromkeys(h for h in hashes if h not in found))
+    if missing:
+        text_of = dict(zip(hashes, texts, strict=True))
+        vectors = await embedder.embed([text_of[h] for h in missing])
+        await db.executemany(
+            "INSERT INTO embedding_cache (model, content_hash, embedding) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+            [(model, h, np.asarray(v, dtype=np.float32)) for h, v in zip(missing, vectors, strict=True)],
+        )
+        found.update(zip(missing, vectors, strict=True))
+    if stats is not None:
+        stats.requested += len(texts)
+        stats.cache_hits += len(texts) - len(missing)
+        stats.computed += len(missing)
+    return [list(np.asarray(found[h], dtype=np.float32)) for h in hashes]
+
+
+# the jobs ------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class JobContext:
+    """What the jobs share in one worker: the memory, the embedder (model loaded once), the optional LLM."""
+
+    memory: Memory
+    embedder: Embedder
+    embedding_model: str
+    llm: LLMClient | None = None
+    chunk_settings: ChunkSettings = field(default_factory=ChunkSettings)
+    embed_stats: EmbedStats = field(default_factory=EmbedStats)
+    chunks_written: int = 0
+
+
+async def _progress(db: Executor, mem: CampaignMemory, session_id: int, step: str) -> int:
+    value = await db.fetchval(
+        "SELECT last_seq FROM ingest_progress WHERE campaign_id = $1 AND session_id = $2 AND step = $3",
+        mem.campaign_id,
+        session_id,
+        step,
+    )
+    return int(value or 0)
+
+
+async def _set_progress(db: Executor, mem: CampaignMemory, session_id: int, step: str, seq: int) -> None:
+    await db.execute(
+        """
+        INSERT INTO ingest_progress (campaign_id, session_id, step, last_seq) VALUES ($1, $2, $3, $4)
+        ON CONFLICT (campaign_id, session_id, step)
+        DO UPDATE SET last_seq = greatest(ingest_progress.last_seq, $4), updated_at = now()
+        """,
+        mem.campaign_id,
+        session_id,
+        step,
+        seq,
+    )
+
+
+async def _gazetteer(mem: CampaignMemory) -> Gazetteer:
+    entities = await mem.graph.list_entities(status=None)
+    return Gazetteer(e for e in entities if e.status != ReviewStatus.rejected)
+
+
+async def chunk_session(ctx: JobContext, campaign_id: int, session_id: int, *, slice_size: int = 64) -> int:
+    """Window the session, embed the windows whose text changed, upsert them; returns chunks written.
+
+    The whole session is re-windowed each time (cheap: no inference) but only new or grown windows are
+    embedded; writes go in slices so a crash keeps what was done."""
+    mem = ctx.memory.campaign(campaign_id)
+    entries = await mem.log.session_entries(session_id)
+    gazetteer = await _gazetteer(mem)
+    wins = windows(entries, ctx.chunk_settings)
+    stored = await mem.semantic.hashes([w.key for w in wins])
+    todo = [w for w in wins if stored.get(w.key) != content_hash(w.text)]
+    mentions = {e.id: gazetteer.entry_mentions(e) for e in entries}
+    written = 0
+    for start in range(0, len(todo), slice_size):
+        part = todo[start : start + slice_size]
+        vectors = await embed_cached(mem.db, ctx.embedder, ctx.embedding_model, [w.text for w in part], ctx.embed_stats)
+        chunks = [
+            ChunkIn(
+                key=w.key,
+                session_id=session_id,
+                text=w.text,
+                embedding=v,
+                entry_ids=[e.id for e in w.entries],
+                speakers=w.speakers,
+                entity_ids=list(dict.fromkeys(i for e in w.entries for i in mentions[e.id])),
+                start_s=w.entries[0].start_s,
+                end_s=max((e.end_s if e.end_s is not None else e.start_s) for e in w.entries),
+            )
+            for w, v in zip(part, vectors, strict=True)
+        ]
+        await mem.semantic.upsert(chunks)
+        written += len(chunks)
+    ctx.chunks_written += written
+    return written
+
+
+async def extract_session(ctx: JobContext, campaign_id: int, session_id: int, *, slice_size: int = 200) -> None:
+    """Feed the session's entries not yet extracted to the extractor; progress commits with each slice."""
+    from memory.extraction import extract_into_graph, make_extractor
+
+    extractor = make_extractor(ctx.llm)
+    mem = ctx.memory.campaign(campaign_id)
+    while True:
+        async with mem.transaction() as tx:
+            done = await _progress(tx.db, tx, session_id, EXTRACT)
+            entries = await tx.log.session_entries(session_id, after_seq=done, limit=slice_size)
+            if not entries:
+                return
+            await extract_into_graph(tx, session_id=session_id, entries=entries, extractor=extractor)
+            await _set_progress(tx.db, tx, session_id, EXTRACT, entries[-1].seq)
+
+
+async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int) -> None:
+    """Correction stage 2 (LLM on low-confidence spans) — only enqueued when an LLM is configured.
+
+    The stage-2 corrector belongs to ``memory.correction``; until it provides one, stage 1 stands."""
+    correction = __import__("memory.correction", fromlist=["*"])
+    stage2 = getattr(correction, "correct_session_stage2", None)
+    if stage2 is None or ctx.llm is None:
+        log.info("correction stage 2 is not available; session %s keeps its stage-1 text", session_id)
+        return
+    await stage2(ctx.memory.campaign(campaign_id), session_id=session_id, llm=ctx.llm)
+
+
+# the summary ---------------------------------------------------------------------------------------------------
+
+
+class Recap(BaseModel):
+    recap: str
+
+
+_TRIVIAL = {"ok", "okay", "lol", "yes", "no", "yeah", "nice", "hm", "hmm", "lets go", "let's go"}
+
+
+def _salience(entry: Entry, mentioned: int) -> float:
+    words = len(entry.text.split())
+    if words < 5 or entry.text.strip().lower().strip("!.?") in _TRIVIAL:
+        return 0.0
+    # Entity mentions carry the story; very long turns are often rules talk; the DM narrates the world.
+    score = 2.0 * mentioned + min(words, 30) / 15
+    if entry.speaker.strip().upper() in {"DM", "GM", "MATT", "DUNGEON MASTER"}:
+        score += 0.5
+    return score
+
+
+def extractive_summary(
+    entries: Sequence[Entry], gazetteer: Gazetteer, names: dict[int, str], *, k: int = 5
+) -> tuple[str, list[int]]:
+    """Key sentences (by entity mentions and length, in story order) and the entities involved, most
+    mentioned first."""
+    counts: Counter[int] = Counter()
+    scored: list[tuple[float, int]] = []
+    for i, e in enumerate(entries):
+        ids = gazetteer.entry_mentions(e)
+        counts.update(ids)
+        scored.append((_salience(e, len(ids)), i))
+    best = sorted(i for s, i in sorted(scored, reverse=True)[:k] if s > 0)
+    involved = [i for i, _ in counts.most_common() if i in names]
+    lines = [f"{entries[i].speaker}: {entries[i].text}" for i in best]
+    if involved:
+        lines.append("Involved: " + ", ".join(names[i] for i in involved[:12]))
+    return "\n".join(lines), involved
+
+
+async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) -> str:
+    mem = ctx.memory.campaign(campaign_id)
+    session = await mem.log.session(session_id)
+    entries = await mem.log.session_entries(session_id)
+    entities = [e for e in await mem.graph.list_entities(status=None) if e.status == ReviewStatus.accepted]
+    names = {e.id: e.name for e in entities if e.type != EntityType.event}
+    summary, involved = extractive_summary(entries, Gazetteer(entities), names)
+    if ctx.llm is not None and entries:
+        summary = await _abstractive(ctx.llm, entries, summary)
+    async with mem.transaction() as tx:
+        await tx.log.end_session(session_id, summary=summary)
+        event, _ = await tx.graph.upsert_entity(
+            EntityIn(
+                name=f"Session: {session.title}",
+                type=EntityType.event,
+                description=summary[:2000],
+                attributes={"session_id": session_id},
+                provenance=Provenance(source=Source.inferred, confidence=1.0, session_id=session_id),
+            )
+        )
+        for entity_id in involved:
+            await tx.graph.ensure_relationship(
+                RelationshipIn(
+                    source_id=entity_id,
+                    type="took_part_in",
+                    target_id=event.id,
+                    # Being mentioned in the session is a matter of record, not a guess to review.
+                    status=ReviewStatus.accepted,
+                    provenance=Provenance(source=Source.inferred, confidence=1.0, session_id=session_id),
+                )
+            )
+    return summary
+
+
+async def _abstractive(llm: LLMClient, entries: Sequence[Entry], fallback: str) -> str:
+    from memory.providers.llm import LLMError
+
+    transcript = "\n".join(f"{e.speaker}: {e.text}" for e in entries)[-24000:]
+    try:
+        answer = await llm.complete_json(
+            system="You write a short recap (at most 8 sentences) of a tabletop RPG session for its players. "
+            "Only state what the transcript says.",
+            user=transcript,
+            schema=Recap,
+        )
+    except LLMError as exc:
+        log.warning("LLM recap failed (%s); keeping the extractive summary", exc)
+        return fallback
+    return answer.recap.strip() or fallback
+
+
+# workers -------------------------------------------------------------------------------------------------------
+
+
+def _job_args(job: pgq_models.Job) -> tuple[int, int]:
+    data = json.loads(job.payload or b"{}")
+    return int(data["campaign_id"]), int(data["session_id"])
+
+
+def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
+    qm = QueueManager(Queries(AsyncpgPoolDriver(pool)))
+
+    def register(name: str, fn: Any) -> None:
+        async def run(job: pgq_models.Job) -> None:
+            campaign_id, session_id = _job_args(job)
+            await fn(ctx, campaign_id, session_id)
+
+        # One job per kind at a time across all workers: jobs of a kind on the same session would only redo
+        # each other's work, and extraction must not race itself creating the same new entity.
+        # Failures retry with backoff, then stay visible as 'failed' instead of vanishing.
+        qm.register_executor(
+            name,
+            DatabaseRetryEntrypointExecutor(
+                EntrypointExecutorParameters(concurrency_limit=1, func=run, on_failure="hold"), max_attempts=3
+            ),
+        )
+
+    register(CHUNK, chunk_session)
+    register(EXTRACT, extract_session)
+    register(CORRECT2, correct_stage2)
+    register(SUMMARY, summarize_session)
+    return qm
+
+
+def make_job_context(memory: Memory, settings: Any) -> JobContext:
+    from memory.providers.embeddings import make_embedder
+
+    api_key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    embedder = make_embedder(
+        settings.embedding_provider,
+        settings.embedding_model,
+        settings.openai_base_url,
+        api_key,
+        settings.embedding_dim,
+    )
+    llm = None
+    if settings.llm_enabled:
+        from memory.providers.llm import OpenAILLM
+
+        llm = OpenAILLM(settings.openai_base_url, api_key, settings.llm_model)
+    return JobContext(memory=memory, embedder=embedder, embedding_model=settings.embedding.model, llm=llm)
+
+
+async def run_workers(
+    pool: asyncpg.Pool,
+    settings: Any,
+    stop_event: asyncio.Event | None = None,
+    *,
+    drain: bool = False,
+    heartbeat_timeout: timedelta = timedelta(seconds=30),
+    ctx: JobContext | None = None,
+) -> JobContext:
+    """Process jobs in this process until ``stop_event`` is set (or, with ``drain``, until the queue is empty).
+
+    A job picked by a worker that died is picked again once its heartbeat is ``heartbeat_timeout`` old."""
+    ctx = ctx or make_job_context(Memory(pool, accept_threshold=settings.accept_threshold), settings)
+    qm = build_queue_manager(pool, ctx)
+
+    async def stop_when_told() -> None:
+        assert stop_event is not None
+        await stop_event.wait()
+        qm.shutdown.set()
+
+    stopper = asyncio.create_task(stop_when_told()) if stop_event is not None else None
+    try:
+        await qm.run(
+            mode=QueueExecutionMode.drain if drain else QueueExecutionMode.continuous,
+            batch_size=4,
+            heartbeat_timeout=heartbeat_timeout,
+            dequeue_timeout=timedelta(seconds=5),
+        )
+    finally:
+        if stopper is not None:
+            stopper.cancel()
+    return ctx
+
+
+async def pending_jobs(db: Executor, campaign_id: int | None = None) -> int:
+    """Jobs of ours still queued or running (of one campaign when given)."""
+    return int(
+        await db.fetchval(
+            """
+            SELECT count(*) FROM pgqueuer
+            WHERE entrypoint = ANY($1::text[]) AND status IN ('queued', 'picked')
+              AND ($2::bigint IS NULL OR convert_from(payload, 'UTF8')::jsonb ->> 'campaign_id' = $2::text)
+            """,
+            list(ENTRYPOINTS),
+            campaign_id,
+        )
+    )
+
+
+async def failed_jobs(db: Executor) -> int:
+    return int(
+        await db.fetchval(
+            "SELECT count(*) FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status = 'failed'", list(ENTRYPOINTS)
+        )
+    )
+
+
+async def wait_until_idle(
+    pool: asyncpg.Pool, *, campaign_id: int | None = None, deadline_s: float | None = None
+) -> None:
+    """Return once no job of ours is queued or running, woken by the queue's own NOTIFYs (a slow re-check
+    covers a missed one); raises ``TimeoutError`` after ``deadline_s`` seconds."""
+    changed = asyncio.Event()
+
+    def wake(*_: object) -> None:
+        changed.set()
+
+    async with asyncio.timeout(deadline_s), pool.acquire() as conn:
+        await conn.add_listener(_QUEUE_CHANNEL, wake)
+        try:
+            while await pending_jobs(conn, campaign_id):
+                changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), 2.0)
+        finally:
+            await conn.remove_listener(_QUEUE_CHANNEL, wake)

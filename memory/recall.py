@@ -1,0 +1,146 @@
+"""Recall: what was said about X — L2 vector hits and L1 full-text hits merged by reciprocal-rank fusion.
+
+Vectors find paraphrases ("the dragon under the lake"), full text finds rare exact words (names, items); RRF
+needs no score calibration between the two. Each hit is a chunk (a window of utterances) and cites the
+``ref`` of every L1 entry it covers. Discord-free: the bot's /recall and ``lorekeeper recall`` both call this.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Literal
+
+from pydantic import BaseModel
+
+from memory.models import Chunk, Entry
+from memory.providers.embeddings import Embedder
+from memory.store import CampaignMemory
+
+RRF_K = 60  # the usual constant: dampens the gap between the first ranks
+Mode = Literal["both", "vector", "fulltext"]
+
+
+class RecallHit(BaseModel):
+    session_id: int
+    session: str
+    speakers: list[str]
+    start_s: float | None
+    end_s: float | None
+    text: str
+    score: float
+    refs: list[str]  # source references of the L1 entries the hit covers
+    entry_ids: list[int]
+    matched: list[str]  # how it was found: "vector", "fulltext"
+
+
+async def fulltext_entries(mem: CampaignMemory, query: str, limit: int) -> list[Entry]:
+    """Entries matching any of the query's words, best first. A question in plain words is an OR of its
+    terms here (``websearch`` syntax would require all of them and find nothing for a long question)."""
+    rows = await mem.db.fetch(
+        """
+        WITH q AS (
+            SELECT nullif(replace(plainto_tsquery('english', $2)::text, '&', '|'), '')::tsquery AS q
+        )
+        SELECT e.id FROM session_entries e, q
+        WHERE e.campaign_id = $1 AND q.q IS NOT NULL AND e.tsv @@ q.q
+        ORDER BY ts_rank_cd(e.tsv, q.q) DESC, e.session_id, e.seq
+        LIMIT $3
+        """,
+        mem.campaign_id,
+        query,
+        limit,
+    )
+    by_id = {e.id: e for e in await mem.log.entries([r["id"] for r in rows])}
+    return [by_id[r["id"]] for r in rows if r["id"] in by_id]
+
+
+async def _covering_chunks(mem: CampaignMemory, entry_ids: list[int]) -> dict[int, Chunk]:
+    """For each entry, the earliest chunk that covers it."""
+    if not entry_ids:
+        return {}
+    rows = await mem.db.fetch(
+        """
+        SELECT DISTINCT ON (eid) eid, c.id, c.campaign_id, c.session_id, c.key, c.text, c.entry_ids, c.speakers,
+               c.entity_ids, c.topics, c.start_s, c.end_s
+        FROM unnest($2::bigint[]) AS eid
+        JOIN chunks c ON c.campaign_id = $1 AND c.entry_ids @> ARRAY[eid]
+        ORDER BY eid, c.start_s, c.id
+        """,
+        mem.campaign_id,
+        entry_ids,
+    )
+    return {r["eid"]: Chunk(**{k: r[k] for k in Chunk.model_fields}) for r in rows}
+
+
+async def recall(
+    mem: CampaignMemory,
+    embedder: Embedder | None,
+    query: str,
+    *,
+    limit: int = 5,
+    mode: Mode = "both",
+    embedding: list[float] | None = None,
+) -> list[RecallHit]:
+    """The ``limit`` best hits for ``query``; ``embedding`` may be given when the caller embedded in bulk."""
+    depth = max(limit * 4, 20)
+    scores: dict[str, float] = defaultdict(float)
+    matched: dict[str, list[str]] = defaultdict(list)
+    units: dict[str, Chunk | Entry] = {}
+
+    if mode in ("both", "vector"):
+        if embedding is None:
+            assert embedder is not None, "vector recall needs an embedder"
+            (embedding,) = await embedder.embed([query])
+        for rank, hit in enumerate(await mem.semantic.nearest(embedding, k=depth)):
+            key = f"c{hit.id}"
+            units[key] = hit
+            scores[key] += 1 / (RRF_K + rank + 1)
+            matched[key].append("vector")
+
+    if mode in ("both", "fulltext"):
+        entries = await fulltext_entries(mem, query, depth)
+        covering = await _covering_chunks(mem, [e.id for e in entries])
+        seen: set[str] = set()
+        for rank, entry in enumerate(entries):
+            # An entry counts for the chunk that holds it; one not chunked yet (jobs pending) stands alone.
+            chunk = covering.get(entry.id)
+            key = f"c{chunk.id}" if chunk else f"e{entry.id}"
+            if key in seen:
+                continue  # a chunk's best entry gives its rank; more entries of it would double count
+            seen.add(key)
+            units.setdefault(key, chunk or entry)
+            scores[key] += 1 / (RRF_K + rank + 1)
+            matched[key].append("fulltext")
+
+    best = sorted(scores, key=lambda k: scores[k], reverse=True)[:limit]
+    entry_ids = sorted({i for k in best for i in _entry_ids(units[k])})
+    refs = {e.id: e.ref for e in await mem.log.entries(entry_ids)}
+    titles = {s.id: s.title for s in await mem.log.sessions()}
+    out: list[RecallHit] = []
+    for key in best:
+        unit = units[key]
+        ids = _entry_ids(unit)
+        if isinstance(unit, Entry):
+            speakers, text = [unit.speaker], f"{unit.speaker}: {unit.text}"
+            start, end = unit.start_s, unit.end_s
+        else:
+            speakers, text, start, end = unit.speakers, unit.text, unit.start_s, unit.end_s
+        out.append(
+            RecallHit(
+                session_id=unit.session_id,
+                session=titles.get(unit.session_id, ""),
+                speakers=speakers,
+                start_s=start,
+                end_s=end,
+                text=text,
+                score=round(scores[key], 6),
+                refs=[r for i in ids if (r := refs.get(i))],
+                entry_ids=ids,
+                matched=matched[key],
+            )
+        )
+    return out
+
+
+def _entry_ids(unit: Chunk | Entry) -> list[int]:
+    return [unit.id] if isinstance(unit, Entry) else list(unit.entry_ids)

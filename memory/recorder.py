@@ -1,0 +1,207 @@
+"""The session recorder: utterances in, corrected L1 rows out, background jobs enqueued with them.
+
+Each batch is one transaction: the L1 rows and the jobs that will chunk, embed and extract them commit together,
+so a crash can lose neither a line nor the work owed on it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from memory import jobs
+from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher
+from memory.correction.text import tokenize
+from memory.models import Correction, EntryIn, Session
+from memory.store import CampaignMemory
+
+
+class Word(BaseModel):
+    word: str
+    confidence: float | None = None
+
+
+class Utterance(BaseModel):
+    speaker: str
+    text: str
+    speaker_id: str | None = None
+    start_s: float = 0.0
+    end_s: float | None = None
+    words: list[Word] | None = None  # STT words with confidences, in order
+    ref: str | None = None
+    seq: int | None = None  # position in the session; files give it so a re-ingest lands on the same rows
+
+
+@dataclass(slots=True)
+class _Prepared:
+    version: tuple[object, ...]
+    matcher: PhoneticMatcher
+
+
+class CorrectionIndexCache:
+    """One prepared phonetic index per campaign, rebuilt only when the campaign's entities change.
+
+    The version is a cheap aggregate (count and last change of entities and aliases): one small query per
+    batch instead of rebuilding the index, which costs milliseconds per hundred names."""
+
+    def __init__(self) -> None:
+        self._prepared: dict[int, _Prepared] = {}
+
+    async def matcher(self, mem: CampaignMemory) -> PhoneticMatcher:
+        row = await mem.db.fetchrow(
+            """
+            SELECT count(*) FILTER (WHERE status = 'accepted') AS n, max(updated_at) AS changed,
+                   (SELECT count(*) FROM entity_aliases WHERE campaign_id = $1) AS aliases
+            FROM entities WHERE campaign_id = $1
+            """,
+            mem.campaign_id,
+        )
+        version = (row["n"], row["changed"], row["aliases"])
+        prepared = self._prepared.get(mem.campaign_id)
+        if prepared is None or prepared.version != version:
+            # Only accepted entities: correcting speech towards an unreviewed guess would spread the guess.
+            entities = await mem.graph.list_entities(status=None)
+            names = [
+                EntityName(id=e.id, name=e.name, aliases=e.aliases) for e in entities if e.status.value == "accepted"
+            ]
+            prepared = _Prepared(version, PhoneticMatcher(PhoneticIndex.build(names)))
+            self._prepared[mem.campaign_id] = prepared
+        return prepared.matcher
+
+
+#: Shared by every recorder in the process: a bot records many sessions of few campaigns.
+default_index_cache = CorrectionIndexCache()
+
+
+def apply_corrections(text: str, corrections: Sequence[Correction]) -> str:
+    out = text
+    for c in sorted(corrections, key=lambda c: c.start, reverse=True):
+        out = out[: c.start] + c.replacement + out[c.end :]
+    return out
+
+
+def token_confidences(text: str, words: Sequence[Word] | None) -> list[float | None] | None:
+    """STT word confidences laid onto the matcher's tokens: each token takes the confidence of the STT word
+    whose text contains it (the two tokenisations differ on punctuation and apostrophes)."""
+    if not words:
+        return None
+    spans: list[tuple[int, int, float | None]] = []
+    pos = 0
+    for w in words:
+        needle = w.word.strip()
+        if not needle:
+            continue
+        at = text.find(needle, pos)
+        if at < 0:
+            continue
+        spans.append((at, at + len(needle), w.confidence))
+        pos = at + len(needle)
+    out: list[float | None] = []
+    for tok in tokenize(text):
+        out.append(next((conf for a, b, conf in spans if a <= tok.start < b), None))
+    return out
+
+
+class SessionRecorder:
+    """Records one session. ``add`` buffers; a full buffer, ``flush`` and ``end`` write it.
+
+    ``batch_size`` trades latency against throughput: a live voice session flushes small batches (or on a
+    timer, via ``max_delay_s``), a transcript import large ones."""
+
+    def __init__(
+        self,
+        mem: CampaignMemory,
+        session: Session,
+        *,
+        batch_size: int = 200,
+        max_delay_s: float = 2.0,
+        index_cache: CorrectionIndexCache | None = None,
+        stage2: bool = False,
+    ) -> None:
+        self.mem = mem
+        self.session = session
+        self.batch_size = batch_size
+        self.max_delay_s = max_delay_s
+        self.index_cache = index_cache or default_index_cache
+        self.stage2 = stage2  # an LLM is configured: enqueue correction stage 2 too
+        self._buffer: list[Utterance] = []
+        self._oldest: float | None = None
+        self.written = 0  # entries new to L1 (a replayed line is not counted)
+        self.corrections = 0
+
+    @classmethod
+    async def start(cls, mem: CampaignMemory, title: str, **kwargs: object) -> SessionRecorder:
+        """Open the session titled ``title`` (created if new, reused if it exists: imports resume)."""
+        session = await mem.log.session_by_title(title) or await mem.log.start_session(title)
+        return cls(mem, session, **kwargs)  # type: ignore[arg-type]
+
+    async def add(self, utterance: Utterance) -> None:
+        if not self._buffer:
+            self._oldest = time.monotonic()
+        self._buffer.append(utterance)
+        if len(self._buffer) >= self.batch_size or (
+            self._oldest is not None and time.monotonic() - self._oldest >= self.max_delay_s
+        ):
+            await self.flush()
+
+    async def add_many(self, utterances: Sequence[Utterance]) -> None:
+        for u in utterances:
+            await self.add(u)
+
+    async def flush(self) -> int:
+        """Correct and write the buffered utterances with their jobs in one transaction; returns new entries."""
+        if not self._buffer:
+            return 0
+        batch, self._buffer, self._oldest = self._buffer, [], None
+        matcher = await self.index_cache.matcher(self.mem)
+        rows: list[EntryIn] = []
+        for u in batch:
+            result = matcher.correct(u.text, token_confidences(u.text, u.words))
+            self.corrections += len(result.corrections)
+            rows.append(
+                EntryIn(
+                    speaker=u.speaker,
+                    speaker_id=u.speaker_id,
+                    raw_text=u.text,
+                    text=apply_corrections(u.text, result.corrections),
+                    start_s=u.start_s,
+                    end_s=u.end_s,
+                    seq=u.seq,
+                    ref=u.ref,
+                    corrections=result.corrections,
+                )
+            )
+        async with self.mem.transaction() as tx:
+            new = await self._new_count(tx, rows)
+            written = await tx.log.write_many(self.session.id, rows)
+            if new:
+                # Dedupe keys name the batch's last seq: replaying a batch whose jobs are still queued adds none.
+                await jobs.enqueue_session_work(
+                    tx.db, self.mem.campaign_id, self.session.id, written[-1].seq, stage2=self.stage2
+                )
+        self.written += new
+        return new
+
+    async def _new_count(self, tx: CampaignMemory, rows: Sequence[EntryIn]) -> int:
+        seqs = [r.seq for r in rows if r.seq is not None]
+        if len(seqs) < len(rows):
+            return len(rows)  # unsequenced rows are always appended
+        existing = await tx.db.fetchval(
+            "SELECT count(*) FROM session_entries WHERE campaign_id = $1 AND session_id = $2 AND seq = ANY($3)",
+            self.mem.campaign_id,
+            self.session.id,
+            seqs,
+        )
+        return len(rows) - int(existing)
+
+    async def end(self) -> Session:
+        """Flush, close the session and enqueue its summary (which runs after the session's other jobs)."""
+        await self.flush()
+        async with self.mem.transaction() as tx:
+            session = await tx.log.end_session(self.session.id)
+            await jobs.enqueue_summary(tx.db, self.mem.campaign_id, self.session.id)
+        self.session = session
+        return session

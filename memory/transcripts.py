@@ -1,0 +1,162 @@
+"""Transcript files → utterances: JSON lines, "Speaker: text" lines, and CRD3 episode JSON.
+
+A bad line never stops an import: it is reported (file and line, what is wrong) and skipped. Every utterance gets
+a ``seq`` from its line (or turn) number, so importing the same file again lands on the same L1 rows.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from memory.recorder import Utterance, Word
+
+MAX_LINE_BYTES = 64 * 1024  # a minute of speech is ~1 KB; anything this long is not an utterance
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    line: int
+    reason: str
+
+    def message(self, path: Path) -> str:
+        return f"{path.name}:{self.line}: skipped: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    session: str | None  # the line's own session title (JSON lines), else None: the caller's session
+    utterance: Utterance
+
+
+class TranscriptError(ValueError):
+    """The file as a whole cannot be read (unknown format, not the JSON it claims to be)."""
+
+
+def read_transcript(path: str | Path) -> Iterator[Line | Skipped]:
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return _jsonl(path)
+    if suffix == ".txt":
+        return _txt(path)
+    if suffix == ".json":
+        return _crd3(path)
+    raise TranscriptError(f"{path.name}: unknown transcript format {suffix!r} (use .jsonl, .txt or CRD3 .json)")
+
+
+def _raw_lines(path: Path) -> Iterator[tuple[int, str | Skipped]]:
+    """Lines decoded one by one (binary mode, so one bad line cannot spoil the decoding of the rest)."""
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if len(raw) > MAX_LINE_BYTES:
+                yield number, Skipped(number, f"line is {len(raw):,} bytes, longer than {MAX_LINE_BYTES:,}")
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield number, Skipped(number, f"not valid UTF-8 (byte {exc.start + 1})")
+                continue
+            text = text.rstrip("\r\n")
+            if _binary(text):
+                yield number, Skipped(number, "binary data, not text")
+                continue
+            yield number, text
+
+
+def _binary(text: str) -> bool:
+    control = sum(1 for c in text if unicodedata.category(c) == "Cc" and c not in "\t")
+    return "\x00" in text or control > max(2, len(text) // 50)
+
+
+def _jsonl(path: Path) -> Iterator[Line | Skipped]:
+    for number, text in _raw_lines(path):
+        if isinstance(text, Skipped):
+            yield text
+            continue
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield Skipped(number, f"not valid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        if not isinstance(obj, dict):
+            yield Skipped(number, "expected a JSON object with speaker and text")
+            continue
+        problem = _check_fields(obj)
+        if problem:
+            yield Skipped(number, problem)
+            continue
+        try:
+            words = [
+                Word(word=str(w.get("word", "")), confidence=w.get("confidence", w.get("probability")))
+                for w in obj.get("words") or []
+                if isinstance(w, dict)
+            ]
+            utterance = Utterance(
+                speaker=obj["speaker"].strip(),
+                text=obj["text"].strip(),
+                speaker_id=str(obj["speaker_id"]) if obj.get("speaker_id") is not None else None,
+                start_s=float(obj.get("start") or 0.0),
+                end_s=float(obj["end"]) if obj.get("end") is not None else None,
+                words=words or None,
+                ref=str(obj.get("ref") or f"{path.name}:{number}"),
+                seq=number,
+            )
+        except (ValidationError, TypeError, ValueError) as exc:
+            yield Skipped(number, f"invalid field: {str(exc).splitlines()[0]}")
+            continue
+        session = obj.get("session")
+        yield Line(str(session) if session is not None else None, utterance)
+
+
+def _check_fields(obj: dict[str, object]) -> str | None:
+    for key in ("speaker", "text"):
+        value = obj.get(key)
+        if not isinstance(value, str) or not value.strip():
+            return f"missing or empty {key!r}"
+    return None
+
+
+def _txt(path: Path) -> Iterator[Line | Skipped]:
+    for number, text in _raw_lines(path):
+        if isinstance(text, Skipped):
+            yield text
+            continue
+        if not text.strip():
+            continue
+        speaker, sep, said = text.partition(":")
+        if not sep or not speaker.strip() or not said.strip() or len(speaker) > 100:
+            yield Skipped(number, 'expected "Speaker: text"')
+            continue
+        yield Line(None, Utterance(speaker=speaker.strip(), text=said.strip(), ref=f"{path.name}:{number}", seq=number))
+
+
+def _crd3(path: Path) -> Iterator[Line | Skipped]:
+    try:
+        data = json.loads(path.read_bytes())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TranscriptError(f"{path.name}: not valid JSON: {exc}") from None
+    turns = data.get("TURNS") if isinstance(data, dict) else None
+    if not isinstance(turns, list):
+        raise TranscriptError(f'{path.name}: expected the CRD3 episode format {{"TURNS": [...]}}')
+    for index, turn in enumerate(turns, start=1):
+        try:
+            names = [str(n).strip().title() for n in turn["NAMES"]]
+            text = " ".join(str(u).strip() for u in turn["UTTERANCES"]).strip()
+        except (KeyError, TypeError):
+            yield Skipped(index, "turn without NAMES and UTTERANCES")
+            continue
+        if not text or not names:
+            yield Skipped(index, "empty turn")
+            continue
+        yield Line(
+            None,
+            Utterance(speaker=" & ".join(names), text=text, ref=f"turn {turn.get('NUMBER', index - 1)}", seq=index),
+        )
