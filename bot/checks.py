@@ -1,0 +1,137 @@
+"""Who may do what, which campaign a command works on, and how errors reach the user.
+
+Permission checks run here, on the server, from what Discord sends with the interaction: ``default_permissions``
+on a command is only a hint for the client UI and a server admin can override it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import discord
+from discord import app_commands
+from pydantic import ValidationError
+
+from campaigns.files import CampaignFileError
+from memory.errors import MemoryError_
+from memory.models import Campaign
+from memory.store import CampaignMemory
+
+if TYPE_CHECKING:
+    from bot.app import LorekeeperBot
+
+log = logging.getLogger("lorekeeper.bot")
+
+#: Keys of the per-campaign settings JSON that ``/lorekeeper setup`` writes.
+DM_ROLE_KEY = "dm_role_id"
+REVIEW_CHANNEL_KEY = "review_channel_id"
+NO_CAMPAIGN = "This server has no active campaign: run /campaign create first."
+NOT_DM = "Only the DM can do that."
+
+
+class UserError(app_commands.AppCommandError):
+    """A problem the user can fix; its message is shown as it is."""
+
+
+class NotDMError(app_commands.CheckFailure):
+    def __init__(self, message: str = NOT_DM) -> None:
+        super().__init__(message)
+
+
+def bot_of(interaction: discord.Interaction) -> LorekeeperBot:
+    return interaction.client  # type: ignore[return-value]
+
+
+def guild_id_of(interaction: discord.Interaction) -> int:
+    # Commands are guild_only, but a DM-channel interaction must never fall through to guild 0's campaigns.
+    if interaction.guild_id is None:
+        raise UserError("Lorekeeper commands work inside a server.")
+    return interaction.guild_id
+
+
+async def active_campaign(interaction: discord.Interaction) -> tuple[Campaign, CampaignMemory]:
+    """The guild's active campaign and its memory; always scoped to the interaction's own guild."""
+    memory = bot_of(interaction).memory
+    campaign = await memory.campaigns(guild_id_of(interaction)).active()
+    if campaign is None:
+        raise UserError(NO_CAMPAIGN)
+    return campaign, memory.campaign(campaign.id)
+
+
+def member_is_dm(interaction: discord.Interaction, campaign: Campaign | None) -> bool:
+    """The DM is whoever holds the campaign's DM role; members with Manage Server always count, so a
+    server admin cannot lock themselves out by picking the wrong role."""
+    if interaction.permissions.manage_guild:
+        return True
+    role_id = campaign.settings.get(DM_ROLE_KEY) if campaign else None
+    user = interaction.user
+    return bool(role_id) and isinstance(user, discord.Member) and any(r.id == int(role_id) for r in user.roles)
+
+
+async def dm_campaign(interaction: discord.Interaction) -> tuple[Campaign, CampaignMemory]:
+    """The active campaign, refusing anyone who is not its DM."""
+    campaign, mem = await active_campaign(interaction)
+    if not member_is_dm(interaction, campaign):
+        raise NotDMError()
+    return campaign, mem
+
+
+async def require_dm(interaction: discord.Interaction) -> None:
+    """The DM check for commands that may run without an active campaign (create, the first load)."""
+    campaign = await bot_of(interaction).memory.campaigns(guild_id_of(interaction)).active()
+    if not member_is_dm(interaction, campaign):
+        raise NotDMError()
+
+
+# ------------------------------------------------------------------------------------------------ errors
+
+
+def _unwrap(error: BaseException) -> BaseException:
+    while isinstance(error, app_commands.CommandInvokeError | app_commands.TransformerError) and error.__cause__:
+        error = error.__cause__
+    return error
+
+
+def user_message(error: BaseException) -> str | None:
+    """What to tell the user about ``error``, or None when it is a bug they cannot fix."""
+    error = _unwrap(error)
+    if isinstance(error, MemoryError_ | UserError | CampaignFileError | app_commands.CheckFailure):
+        return str(error) or NOT_DM
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return f"{where}: {first['msg']}" if where else first["msg"]
+    if isinstance(error, app_commands.CommandOnCooldown | app_commands.TransformerError):
+        return str(error)
+    return None
+
+
+async def reply_error(interaction: discord.Interaction, error: BaseException, *, where: str) -> None:
+    """Answer with one short ephemeral line; log what the user cannot fix with who, where and what."""
+    message = user_message(error)
+    if message is None:
+        original = _unwrap(error)
+        log.error(
+            "unexpected error in %s (guild %s, user %s)",
+            where,
+            interaction.guild_id,
+            interaction.user.id if interaction.user else None,
+            exc_info=(type(original), original, original.__traceback__),
+        )
+        message = "Something went wrong; it has been logged."
+    message = message if len(message) <= 1900 else message[:1899] + "…"
+    try:
+        if interaction.response.is_done():
+            await interaction.followup.send(message, ephemeral=True)
+        else:
+            await interaction.response.send_message(message, ephemeral=True)
+    except discord.HTTPException:
+        log.exception("could not tell the user about an error in %s", where)
+
+
+def describe_interaction(interaction: discord.Interaction) -> str:
+    if interaction.command is not None:
+        return f"/{interaction.command.qualified_name}"
+    data: Any = interaction.data or {}
+    return f"component {data.get('custom_id', '?')}"

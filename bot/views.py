@@ -1,0 +1,118 @@
+"""Rendering helpers shared by the cogs: Discord-limit-safe text, autocomplete choices, and the two
+short-lived views (a paginator and a confirm/cancel prompt)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
+
+import discord
+from discord import app_commands
+from rapidfuzz import fuzz, process
+
+from bot.checks import describe_interaction, reply_error
+
+# Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits)
+MAX_CHOICES, MAX_CHOICE_NAME = 25, 100
+MAX_FIELD_VALUE, MAX_DESCRIPTION, MAX_EMBED_TOTAL = 1024, 4096, 6000
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def name_choices(names: Iterable[str], current: str) -> list[app_commands.Choice[str]]:
+    """Up to 25 names for an autocomplete: prefix matches first, then substring, then fuzzy (typos)."""
+    unique = sorted({n: None for n in names}, key=str.casefold)
+    typed = " ".join(current.casefold().split())
+    if not typed:
+        ranked = unique
+    else:
+        prefix = [n for n in unique if n.casefold().startswith(typed)]
+        inside = [n for n in unique if typed in n.casefold() and n not in prefix]
+        matches = process.extract(typed, unique, scorer=fuzz.WRatio, processor=str.casefold, limit=25, score_cutoff=60)
+        fuzzy = [m[0] for m in matches]
+        ranked = list(dict.fromkeys(prefix + inside + fuzzy))
+    # a choice's value must also fit in 100 characters; names are capped at 200, so longer ones are dropped
+    return [app_commands.Choice(name=n, value=n) for n in ranked if len(n) <= MAX_CHOICE_NAME][:MAX_CHOICES]
+
+
+class OwnedView(discord.ui.View):
+    """A view only the member who ran the command may use; errors go to the same reply as commands'."""
+
+    def __init__(self, owner_id: int, *, timeout: float = 300) -> None:
+        super().__init__(timeout=timeout)
+        self.owner_id = owner_id
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        if interaction.user.id != self.owner_id:
+            await interaction.response.send_message("These buttons belong to someone else's command.", ephemeral=True)
+            return False
+        return True
+
+    async def on_error(self, interaction: discord.Interaction, error: Exception, item: discord.ui.Item[Any]) -> None:
+        await reply_error(interaction, error, where=describe_interaction(interaction))
+
+
+class Paginator(OwnedView):
+    """Pages of an embed with Prev/Next buttons; shown without buttons when there is one page."""
+
+    def __init__(self, owner_id: int, pages: Sequence[discord.Embed]) -> None:
+        super().__init__(owner_id)
+        self.pages = list(pages)
+        self.index = 0
+        for n, page in enumerate(self.pages):
+            page.set_footer(text=f"page {n + 1} of {len(self.pages)}")
+        self._sync_buttons()
+
+    @property
+    def needed(self) -> bool:
+        return len(self.pages) > 1
+
+    def _sync_buttons(self) -> None:
+        self.prev.disabled = self.index == 0
+        self.next.disabled = self.index == len(self.pages) - 1
+
+    async def _show(self, interaction: discord.Interaction, index: int) -> None:
+        self.index = index
+        self._sync_buttons()
+        await interaction.response.edit_message(embed=self.pages[index], view=self)
+
+    @discord.ui.button(label="Prev", style=discord.ButtonStyle.secondary)
+    async def prev(self, interaction: discord.Interaction, button: discord.ui.Button[Paginator]) -> None:
+        await self._show(interaction, max(0, self.index - 1))
+
+    @discord.ui.button(label="Next", style=discord.ButtonStyle.secondary)
+    async def next(self, interaction: discord.Interaction, button: discord.ui.Button[Paginator]) -> None:
+        await self._show(interaction, min(len(self.pages) - 1, self.index + 1))
+
+
+def paged_embeds(
+    title: str, lines: Sequence[str], *, per_page: int = 15, colour: int = 0x5865F2
+) -> list[discord.Embed]:
+    pages = [lines[i : i + per_page] for i in range(0, len(lines), per_page)] or [[]]
+    return [
+        discord.Embed(
+            title=clip(title, 256), description=clip("\n".join(p) or "nothing yet", MAX_DESCRIPTION), colour=colour
+        )
+        for p in pages
+    ]
+
+
+class Confirm(OwnedView):
+    """Confirm/Cancel for destructive commands; ``action`` runs on Confirm and returns the final message."""
+
+    def __init__(self, owner_id: int, action: Callable[[], Awaitable[str]]) -> None:
+        super().__init__(owner_id, timeout=120)
+        self.action = action
+
+    @discord.ui.button(label="Confirm", style=discord.ButtonStyle.danger)
+    async def confirm(self, interaction: discord.Interaction, button: discord.ui.Button[Confirm]) -> None:
+        self.stop()
+        done = await self.action()
+        await interaction.response.edit_message(content=clip(done, 2000), embed=None, view=None)
+
+    @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary)
+    async def cancel(self, interaction: discord.Interaction, button: discord.ui.Button[Confirm]) -> None:
+        self.stop()
+        await interaction.response.edit_message(content="Cancelled; nothing was changed.", embed=None, view=None)

@@ -1,0 +1,72 @@
+"""``/lorekeeper``: server setup (who the DM is, the review channel) and the owner's command sync."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.app import LorekeeperBot
+from bot.checks import DM_ROLE_KEY, REVIEW_CHANNEL_KEY, UserError, active_campaign, bot_of
+
+
+@app_commands.guild_only()
+@app_commands.default_permissions(manage_guild=True)
+class Admin(commands.GroupCog, group_name="lorekeeper", group_description="Lorekeeper setup"):
+    def __init__(self, bot: LorekeeperBot) -> None:
+        self.bot = bot
+
+    @app_commands.command(description="Who the DM is and where review items go (Manage Server)")
+    @app_commands.describe(
+        dm_role="Members with this role are the DM (default: members with Manage Server)",
+        review_channel="New review items are posted here",
+        clear="Forget the DM role and review channel",
+    )
+    async def setup(
+        self,
+        interaction: discord.Interaction,
+        dm_role: discord.Role | None = None,
+        review_channel: discord.TextChannel | None = None,
+        clear: bool = False,
+    ) -> None:
+        # Manage Server, not the DM role: naming the DM is the server admin's decision
+        if not interaction.permissions.manage_guild:
+            raise UserError("Only members with Manage Server can set Lorekeeper up.")
+        campaign, _ = await active_campaign(interaction)
+        settings = dict(campaign.settings)
+        if clear:
+            settings.pop(DM_ROLE_KEY, None)
+            settings.pop(REVIEW_CHANNEL_KEY, None)
+        if dm_role is not None:
+            settings[DM_ROLE_KEY] = dm_role.id
+        if review_channel is not None:
+            settings[REVIEW_CHANNEL_KEY] = review_channel.id
+        if settings != campaign.settings:
+            campaign = (
+                await bot_of(interaction).memory.campaigns(campaign.guild_id).update(campaign.name, settings=settings)
+            )
+        role_id, channel_id = campaign.settings.get(DM_ROLE_KEY), campaign.settings.get(REVIEW_CHANNEL_KEY)
+        dm = f"<@&{role_id}> (and Manage Server)" if role_id else "members with Manage Server"
+        where = f"<#{channel_id}>" if channel_id else "only through /review"
+        await interaction.response.send_message(
+            f"**{campaign.name}** — DM: {dm}; review items: {where}.", ephemeral=True
+        )
+
+    @app_commands.command(description="Sync slash commands (bot owner only)")
+    async def sync(self, interaction: discord.Interaction, scope: Literal["guild", "global"] = "guild") -> None:
+        if not await self.bot.is_owner(interaction.user):
+            raise UserError("Only the bot's owner can sync commands.")
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        if scope == "global":
+            synced = await self.bot.tree.sync()
+        else:
+            guild = discord.Object(interaction.guild_id or 0)
+            self.bot.tree.copy_global_to(guild=guild)
+            synced = await self.bot.tree.sync(guild=guild)
+        await interaction.followup.send(f"Synced {len(synced)} commands ({scope}).", ephemeral=True)
+
+
+async def setup(bot: LorekeeperBot) -> None:
+    await bot.add_cog(Admin(bot))

@@ -1,0 +1,153 @@
+"""``/campaign``: a guild's campaigns — create, list, switch, info, delete, load a YAML file, export one."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.app import LorekeeperBot
+from bot.checks import UserError, active_campaign, bot_of, dm_campaign, guild_id_of, member_is_dm, require_dm
+from bot.views import Confirm, clip, name_choices
+from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaign_file
+from campaigns.load import apply_campaign_file, export_campaign_file
+from campaigns.schema import CampaignHeader
+from memory.campaigns import Campaigns
+from memory.models import Campaign
+
+#: Campaign files bigger than this are refused before they are downloaded.
+MAX_UPLOAD_BYTES = 2 * 1024 * 1024
+
+
+def campaigns_of(interaction: discord.Interaction) -> Campaigns:
+    # the only way a cog reaches campaigns: by the interaction's own guild, so guilds never see each other's
+    return bot_of(interaction).memory.campaigns(guild_id_of(interaction))
+
+
+async def campaign_names(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+    return name_choices([c.name for c in await campaigns_of(interaction).list()], current)
+
+
+def _line(campaign: Campaign) -> str:
+    extra = " · ".join(x for x in (campaign.system, campaign.description) if x)
+    return f"{'▶ ' if campaign.active else ''}**{campaign.name}**" + (f" — {clip(extra, 120)}" if extra else "")
+
+
+@app_commands.guild_only()
+class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="This server's campaigns"):
+    def __init__(self, bot: LorekeeperBot) -> None:
+        self.bot = bot
+
+    @app_commands.command(description="Create a campaign; the first one becomes active (DM only)")
+    async def create(
+        self,
+        interaction: discord.Interaction,
+        name: app_commands.Range[str, 1, 200],
+        description: app_commands.Range[str, 0, 1000] = "",
+        system: app_commands.Range[str, 0, 100] = "",
+    ) -> None:
+        await require_dm(interaction)
+        created = await campaigns_of(interaction).create(name, description=description, system=system)
+        state = "It is now the active campaign." if created.active else "Use /campaign switch to make it active."
+        await interaction.response.send_message(f"Created campaign **{created.name}**. {state}", ephemeral=True)
+
+    @app_commands.command(name="list", description="This server's campaigns")
+    async def list_(self, interaction: discord.Interaction) -> None:
+        campaigns = await campaigns_of(interaction).list()
+        if not campaigns:
+            raise UserError("No campaigns yet: run /campaign create first.")
+        embed = discord.Embed(title="Campaigns", description=clip("\n".join(map(_line, campaigns)), 4096))
+        await interaction.response.send_message(embed=embed, ephemeral=True)
+
+    @app_commands.command(description="Make another campaign the active one (DM only)")
+    @app_commands.autocomplete(name=campaign_names)
+    async def switch(self, interaction: discord.Interaction, name: str) -> None:
+        await require_dm(interaction)
+        active = await campaigns_of(interaction).activate(name)
+        await interaction.response.send_message(f"Active campaign: **{active.name}**.", ephemeral=True)
+
+    @app_commands.command(description="The active campaign: what it holds")
+    async def info(self, interaction: discord.Interaction) -> None:
+        campaign, mem = await active_campaign(interaction)
+        counts = await campaigns_of(interaction).counts(campaign.id)
+        embed = discord.Embed(title=clip(campaign.name, 256), description=clip(campaign.description, 4096) or None)
+        if campaign.system:
+            embed.add_field(name="System", value=clip(campaign.system, 1024))
+        dm = member_is_dm(interaction, campaign)
+        visible = await mem.graph.count_entities(include_secret=dm)
+        embed.add_field(name="Entities", value=str(visible))
+        embed.add_field(name="Facts", value=str(counts["facts"]))
+        embed.add_field(name="Sessions", value=str(counts["sessions"]))
+        embed.add_field(name="Utterances", value=str(counts["entries"]))
+        if dm:
+            embed.add_field(name="Awaiting review", value=str(counts["pending"]))
+        await interaction.response.send_message(embed=embed, ephemeral=True)
+
+    @app_commands.command(description="Delete a campaign and everything in it (DM only)")
+    @app_commands.autocomplete(name=campaign_names)
+    async def delete(self, interaction: discord.Interaction, name: str) -> None:
+        await require_dm(interaction)
+        campaigns = campaigns_of(interaction)
+        target = await campaigns.get(name)
+        counts = await campaigns.counts(target.id)
+
+        async def delete() -> str:
+            await campaigns.delete(target.name)
+            return f"Deleted campaign **{target.name}**."
+
+        await interaction.response.send_message(
+            f"Delete **{target.name}** with {counts['sessions']} sessions, {counts['entries']} utterances and "
+            f"{counts['entities']} entities? This cannot be undone.",
+            view=Confirm(interaction.user.id, delete),
+            ephemeral=True,
+        )
+
+    @app_commands.command(description="Load a campaign YAML file into the active campaign (DM only)")
+    @app_commands.describe(file="A campaign .yaml file (see campaigns/examples)")
+    async def load(self, interaction: discord.Interaction, file: discord.Attachment) -> None:
+        campaigns = campaigns_of(interaction)
+        active = await campaigns.active()
+        if not member_is_dm(interaction, active):
+            await require_dm(interaction)
+        # the size Discord reports is checked before anything is downloaded
+        if file.size > MAX_UPLOAD_BYTES:
+            raise UserError(f"{file.filename} is {file.size:,} bytes; the limit is {MAX_UPLOAD_BYTES:,} bytes.")
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        data = await file.read()
+        try:
+            parsed = await asyncio.to_thread(parse_campaign_file, data, file.filename, MAX_UPLOAD_BYTES)
+        except CampaignFileError as exc:
+            raise UserError(f"Nothing was loaded:\n{exc}") from None
+        header = parsed.campaign or CampaignHeader()
+        if active is None:
+            # a server's very first load may bring its campaign along
+            if not header.name:
+                raise UserError(NO_CAMPAIGN_FOR_LOAD)
+            active = await campaigns.create(
+                header.name, description=header.description, system=header.system, activate=True
+            )
+        report = await apply_campaign_file(bot_of(interaction).memory.campaign(active.id), parsed)
+        await interaction.followup.send(f"**{active.name}** ← {file.filename}: {report.summary()}", ephemeral=True)
+
+    @app_commands.command(description="Download the active campaign as a YAML file (DM only)")
+    async def export(self, interaction: discord.Interaction) -> None:
+        campaign, mem = await dm_campaign(interaction)
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        header = CampaignHeader(name=campaign.name, description=campaign.description, system=campaign.system)
+        text = dump_campaign_file(await export_campaign_file(mem, header))
+        filename = "".join(c if c.isalnum() or c in "-_" else "_" for c in campaign.name) + ".yaml"
+        await interaction.followup.send(
+            f"**{campaign.name}** as a campaign file.",
+            file=discord.File(io.BytesIO(text.encode()), filename=filename),
+            ephemeral=True,
+        )
+
+
+NO_CAMPAIGN_FOR_LOAD = "This server has no active campaign and the file names none: run /campaign create first."
+
+
+async def setup(bot: LorekeeperBot) -> None:
+    await bot.add_cog(CampaignsCog(bot))

@@ -1,0 +1,267 @@
+"""``/entity``: the DM's world registry — add, list, show, edit, remove, link, unlink."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+from rapidfuzz import process
+
+from bot.app import LorekeeperBot
+from bot.checks import UserError, active_campaign, dm_campaign, member_is_dm
+from bot.views import MAX_FIELD_VALUE, Confirm, Paginator, clip, name_choices, paged_embeds
+from memory.errors import NotFoundError
+from memory.models import (
+    Entity,
+    EntityIn,
+    EntityType,
+    Neighbourhood,
+    Provenance,
+    RelationshipIn,
+    ReviewStatus,
+    Source,
+    Visibility,
+)
+from memory.store import CampaignMemory
+
+TYPE_COLOURS = {
+    EntityType.npc: 0xE67E22,
+    EntityType.place: 0x2ECC71,
+    EntityType.item: 0xF1C40F,
+    EntityType.faction: 0x9B59B6,
+    EntityType.quest: 0x3498DB,
+    EntityType.event: 0xE74C3C,
+    EntityType.concept: 0x95A5A6,
+    EntityType.player: 0x1ABC9C,
+}
+
+
+def parse_aliases(text: str | None) -> list[str]:
+    return [a.strip() for a in (text or "").split(",") if a.strip()]
+
+
+def parse_attributes(text: str | None) -> dict[str, str]:
+    """``key=value;key=value`` → dict; a part without ``=`` is refused by name rather than guessed at."""
+    attributes: dict[str, str] = {}
+    for part in (text or "").split(";"):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"attribute {part.strip()!r} needs the form key=value (several: key=value;key=value)")
+        attributes[key.strip()] = value.strip()
+    return attributes
+
+
+def entity_embed(entity: Entity, *, relationships: list[str], last_mention: dict[str, Any] | None) -> discord.Embed:
+    title = entity.name + (" 🔒" if entity.visibility == Visibility.secret else "")
+    embed = discord.Embed(
+        title=clip(title, 256),
+        description=clip(entity.description or "*no description*", 2000),
+        colour=TYPE_COLOURS.get(entity.type, 0x5865F2),
+    )
+    embed.add_field(name="Type", value=entity.type.value)
+    if entity.status != ReviewStatus.accepted:
+        embed.add_field(name="Status", value=entity.status.value)
+    if entity.aliases:
+        embed.add_field(name="Aliases", value=clip(", ".join(entity.aliases), MAX_FIELD_VALUE), inline=False)
+    if entity.attributes:
+        lines = [f"**{k}**: {v}" for k, v in entity.attributes.items()]
+        embed.add_field(name="Attributes", value=clip("\n".join(lines), MAX_FIELD_VALUE), inline=False)
+    if relationships:
+        embed.add_field(name="Relationships", value=clip("\n".join(relationships), MAX_FIELD_VALUE), inline=False)
+    if last_mention:
+        minutes, seconds = divmod(int(last_mention["start_s"] or 0), 60)
+        where = f"{last_mention['title']} at {minutes}:{seconds:02d}"
+        said = f"{where}, {last_mention['speaker']}: “{last_mention['text']}”"
+        embed.add_field(name="Last mentioned", value=clip(said, MAX_FIELD_VALUE), inline=False)
+    return embed
+
+
+async def entity_names(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+    """Names and aliases of the active campaign; secret and pending ones only for the DM."""
+    try:
+        campaign, mem = await active_campaign(interaction)
+    except UserError:
+        return []
+    if member_is_dm(interaction, campaign):
+        names = await mem.graph.all_names()
+    else:
+        entities = await mem.graph.list_entities(include_secret=False)
+        names = [n for e in entities for n in (e.name, *e.aliases)]
+    return name_choices(names, current)
+
+
+@app_commands.guild_only()
+class Entities(commands.GroupCog, group_name="entity", group_description="The campaign's people, places and things"):
+    def __init__(self, bot: LorekeeperBot) -> None:
+        self.bot = bot
+
+    @app_commands.command(description="Add an entity (DM only)")
+    @app_commands.describe(
+        name="Its name",
+        type="What it is",
+        description="One or two sentences",
+        aliases="Other names, comma-separated",
+        attributes="key=value;key=value",
+        secret="Only the DM sees it",
+    )
+    async def add(
+        self,
+        interaction: discord.Interaction,
+        name: app_commands.Range[str, 1, 200],
+        type: EntityType,
+        description: app_commands.Range[str, 0, 2000] = "",
+        aliases: str | None = None,
+        attributes: str | None = None,
+        secret: bool = False,
+    ) -> None:
+        _, mem = await dm_campaign(interaction)
+        entity = await mem.graph.add_entity(
+            EntityIn(
+                name=name,
+                type=type,
+                description=description,
+                aliases=parse_aliases(aliases),
+                attributes=parse_attributes(attributes),
+                visibility=Visibility.secret if secret else Visibility.public,
+                provenance=Provenance(source=Source.dm, dm_confirmed=True),
+            )
+        )
+        embed = entity_embed(entity, relationships=[], last_mention=None)
+        await interaction.response.send_message(
+            f"Added {entity.type.value} **{entity.name}**.", embed=embed, ephemeral=True
+        )
+
+    @app_commands.command(name="list", description="List the campaign's entities")
+    @app_commands.describe(type="Only this kind")
+    async def list_(self, interaction: discord.Interaction, type: EntityType | None = None) -> None:
+        campaign, mem = await active_campaign(interaction)
+        dm = member_is_dm(interaction, campaign)
+        entities = await mem.graph.list_entities(type, include_secret=dm)
+        lines = [
+            f"**{e.name}** · {e.type.value}"
+            + (" 🔒" if e.visibility == Visibility.secret else "")
+            + (f" — {clip(e.description, 80)}" if e.description else "")
+            for e in entities
+        ]
+        title = f"{campaign.name}: {len(entities)} {type.value if type else 'entities'}"
+        view = Paginator(interaction.user.id, paged_embeds(title, lines))
+        if view.needed:
+            await interaction.response.send_message(embed=view.pages[0], view=view, ephemeral=True)
+        else:
+            await interaction.response.send_message(embed=view.pages[0], ephemeral=True)
+
+    @app_commands.command(description="Show an entity: attributes, aliases, relationships, last mention")
+    @app_commands.autocomplete(name=entity_names)
+    async def show(self, interaction: discord.Interaction, name: str) -> None:
+        campaign, mem = await active_campaign(interaction)
+        dm = member_is_dm(interaction, campaign)
+        snap = await _snapshot(mem, name, dm=dm)
+        lines = [r.describe() + (" 🔒" if r.visibility == Visibility.secret else "") for r in snap.relationships]
+        last = await mem.graph.last_mention(snap.entity)
+        embed = entity_embed(snap.entity, relationships=lines, last_mention=last)
+        await interaction.response.send_message(embed=embed, ephemeral=True)
+
+    @app_commands.command(description="Change an entity (DM only)")
+    @app_commands.autocomplete(name=entity_names)
+    @app_commands.describe(aliases="Replaces all aliases, comma-separated ('-' clears them)")
+    async def edit(
+        self,
+        interaction: discord.Interaction,
+        name: str,
+        new_name: app_commands.Range[str, 1, 200] | None = None,
+        type: EntityType | None = None,
+        description: app_commands.Range[str, 0, 2000] | None = None,
+        aliases: str | None = None,
+        attributes: str | None = None,
+        secret: bool | None = None,
+    ) -> None:
+        _, mem = await dm_campaign(interaction)
+        if all(v is None for v in (new_name, type, description, aliases, attributes, secret)):
+            raise UserError(
+                "Nothing to change: give at least one of new_name, type, description, aliases, attributes, secret."
+            )
+        visibility = None if secret is None else (Visibility.secret if secret else Visibility.public)
+        entity = await mem.graph.update_entity(
+            name,
+            new_name=new_name,
+            type=type,
+            description=description,
+            aliases=None if aliases is None else ([] if aliases.strip() == "-" else parse_aliases(aliases)),
+            attributes=parse_attributes(attributes) if attributes else None,
+            visibility=visibility,
+        )
+        embed = entity_embed(entity, relationships=[], last_mention=None)
+        await interaction.response.send_message(f"Updated **{entity.name}**.", embed=embed, ephemeral=True)
+
+    @app_commands.command(description="Remove an entity and its relationships (DM only)")
+    @app_commands.autocomplete(name=entity_names)
+    async def remove(self, interaction: discord.Interaction, name: str) -> None:
+        _, mem = await dm_campaign(interaction)
+        entity = await mem.graph.get_entity(name)
+        facts = await mem.graph.relationships_of(entity.id, include_secret=True)
+
+        async def delete() -> str:
+            removed = await mem.graph.remove_entity(entity.name)
+            return f"Removed **{removed.name}** and {len(facts)} relationships."
+
+        await interaction.response.send_message(
+            f"Remove **{entity.name}** ({entity.type.value}) and its {len(facts)} relationships? "
+            "This cannot be undone.",
+            view=Confirm(interaction.user.id, delete),
+            ephemeral=True,
+        )
+
+    @app_commands.command(description="Connect two entities, e.g. Eldrinax ally_of Ironhold (DM only)")
+    @app_commands.autocomplete(source=entity_names, target=entity_names)
+    @app_commands.describe(relation="e.g. ally_of, lives_in, owns")
+    async def link(
+        self, interaction: discord.Interaction, source: str, relation: app_commands.Range[str, 1, 100], target: str
+    ) -> None:
+        _, mem = await dm_campaign(interaction)
+        rel, created = await _link(mem, source, relation, target)
+        verb = "Linked" if created else "Already linked:"
+        await interaction.response.send_message(f"{verb} {rel.describe()}", ephemeral=True)
+
+    @app_commands.command(description="Remove a relationship between two entities (DM only)")
+    @app_commands.autocomplete(source=entity_names, target=entity_names)
+    async def unlink(
+        self, interaction: discord.Interaction, source: str, relation: app_commands.Range[str, 1, 100], target: str
+    ) -> None:
+        _, mem = await dm_campaign(interaction)
+        removed = await mem.graph.unlink(source, relation, target)
+        await interaction.response.send_message(f"Unlinked {removed[0].describe()}", ephemeral=True)
+
+
+async def _snapshot(mem: CampaignMemory, name: str, *, dm: bool) -> Neighbourhood:
+    """The entity with its relationships; secret and unreviewed ones are "not found" for a non-DM, and the
+    did-you-mean hint is rebuilt from visible names only (the graph's own hint draws on every name)."""
+    if dm:
+        return await mem.graph.snapshot(name, include_secret=True)
+    try:
+        return await mem.graph.snapshot(name)
+    except NotFoundError:
+        visible = [n for e in await mem.graph.list_entities(include_secret=False) for n in (e.name, *e.aliases)]
+        close = [m[0] for m in process.extract(name, visible, limit=3, score_cutoff=70)]
+        hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+        raise NotFoundError(f"no entity named {name!r} in this campaign{hint}") from None
+
+
+async def _link(mem: CampaignMemory, source: str, relation: str, target: str) -> tuple[Any, bool]:
+    s, t = await mem.graph.get_entity(source), await mem.graph.get_entity(target)
+    return await mem.graph.ensure_relationship(
+        RelationshipIn(
+            source_id=s.id,
+            type=relation,
+            target_id=t.id,
+            provenance=Provenance(source=Source.dm, dm_confirmed=True),
+            status=ReviewStatus.accepted,
+        )
+    )
+
+
+async def setup(bot: LorekeeperBot) -> None:
+    await bot.add_cog(Entities(bot))

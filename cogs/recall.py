@@ -1,0 +1,96 @@
+"""``/recall`` (what was said about something, with where it was said) and ``/recap`` (a session's summary).
+
+Retrieval here is L1 full-text search (``SessionLog.search``) plus the accepted facts of an entity the query
+names; the ranked GraphRAG retrieval belongs to ``memory/recall.py`` and replaces this once it lands.
+"""
+
+from __future__ import annotations
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.app import LorekeeperBot
+from bot.checks import UserError, active_campaign, member_is_dm
+from bot.views import MAX_FIELD_VALUE, clip, name_choices
+from memory.models import EntryHit, Session, Visibility
+
+HITS = 5
+
+
+def timestamp(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def cite(hit: EntryHit, sessions: dict[int, Session]) -> str:
+    """One quoted utterance with its session, time and speaker, so the DM can find it in the recording."""
+    title = sessions[hit.session_id].title if hit.session_id in sessions else f"session {hit.session_id}"
+    return f"“{clip(hit.text, 300)}” — **{hit.speaker}**, {title} at {timestamp(hit.start_s)}"
+
+
+async def session_titles(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+    try:
+        _, mem = await active_campaign(interaction)
+    except UserError:
+        return []
+    return name_choices([s.title for s in await mem.log.sessions()], current)
+
+
+@app_commands.guild_only()
+class Recall(commands.Cog):
+    def __init__(self, bot: LorekeeperBot) -> None:
+        self.bot = bot
+
+    @app_commands.command(description="What was said about something, with session, speaker and time")
+    @app_commands.describe(query='Words to look for; "quoted phrase", -exclude, or')
+    async def recall(self, interaction: discord.Interaction, query: app_commands.Range[str, 1, 200]) -> None:
+        campaign, mem = await active_campaign(interaction)
+        dm = member_is_dm(interaction, campaign)
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        hits = await mem.log.search(query, limit=HITS)
+        sessions = {s.id: s for s in await mem.log.sessions()}
+        embed = discord.Embed(title=clip(f"Recall: {query}", 256), colour=0x3498DB)
+        entity = await mem.graph.find_entity(query)
+        # a secret or unreviewed entity is as good as unknown to players: neither it nor its facts are shown
+        if entity is not None and (dm or entity.visibility == Visibility.public) and entity.status == "accepted":
+            facts = await mem.graph.relationships_of(entity.id, include_secret=dm)
+            lines = [f.describe() + (" 🔒" if f.visibility == Visibility.secret else "") for f in facts]
+            about = entity.description or "*no description*"
+            embed.add_field(
+                name=clip(entity.name, 256), value=clip("\n".join([about, *lines]), MAX_FIELD_VALUE), inline=False
+            )
+        if hits:
+            embed.description = clip("\n\n".join(cite(h, sessions) for h in hits), 4000)
+        elif not embed.fields:
+            embed.description = "Nothing in this campaign's sessions matches that."
+        await interaction.followup.send(embed=embed, ephemeral=True)
+
+    @app_commands.command(description="The summary of a session (default: the latest)")
+    @app_commands.autocomplete(session=session_titles)
+    async def recap(self, interaction: discord.Interaction, session: str | None = None) -> None:
+        _, mem = await active_campaign(interaction)
+        sessions = await mem.log.sessions()
+        if not sessions:
+            raise UserError("No sessions recorded in this campaign yet.")
+        if session:
+            chosen = await mem.log.session_by_title(session)
+            if chosen is None:
+                names = ", ".join(repr(s.title) for s in sessions[-5:])
+                raise UserError(f"No session titled {session!r}; recent ones: {names}.")
+        else:
+            chosen = sessions[-1]
+        if chosen.summary:
+            text = chosen.summary
+        elif chosen.ended_at is None:
+            text = "*This session is still running; its recap is written when it ends.*"
+        else:
+            text = "*No summary for this session yet.*"
+        embed = discord.Embed(title=clip(f"Recap: {chosen.title}", 256), description=clip(text, 4096), colour=0x9B59B6)
+        embed.set_footer(text=f"started {chosen.started_at:%Y-%m-%d %H:%M} UTC")
+        await interaction.response.send_message(embed=embed, ephemeral=True)
+
+
+async def setup(bot: LorekeeperBot) -> None:
+    await bot.add_cog(Recall(bot))

@@ -1,0 +1,297 @@
+"""``/review``: what the bot was unsure of, oldest first, one embed each with Accept / Edit / Reject.
+
+The buttons are ``DynamicItem``s whose custom id carries the campaign id and the item ref (``e12`` / ``f34``), so
+a button on a message sent before a restart still works: nothing about it lives in the process. Items can also be
+posted to a review channel (``/lorekeeper setup review_channel``) as they arrive.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import datetime
+from typing import Any
+
+import discord
+from discord import app_commands
+from discord.ext import commands, tasks
+
+from bot.app import LorekeeperBot
+from bot.checks import (
+    REVIEW_CHANNEL_KEY,
+    NotDMError,
+    UserError,
+    bot_of,
+    describe_interaction,
+    dm_campaign,
+    guild_id_of,
+    member_is_dm,
+    reply_error,
+)
+from bot.views import clip
+from memory.errors import AlreadyDecidedError
+from memory.models import EntityType, ReviewItem, ReviewStatus
+from memory.review import ReviewQueue
+from memory.store import CampaignMemory
+
+log = logging.getLogger("lorekeeper.review")
+
+#: Items shown per /review; the rest wait for the next one (five messages keep the channel readable).
+PAGE = 5
+POSTED_UNTIL_KEY = "review_posted_until"
+COLOURS = {ReviewStatus.pending: 0xF1C40F, ReviewStatus.accepted: 0x2ECC71, ReviewStatus.rejected: 0xE74C3C}
+
+
+def item_status(item: ReviewItem) -> ReviewStatus:
+    return item.entity.status if item.entity else item.fact.status  # type: ignore[union-attr]
+
+
+def item_embed(item: ReviewItem, *, decided_by: str | None = None) -> discord.Embed:
+    status = item_status(item)
+    kind = "New entity" if item.entity else "New fact"
+    embed = discord.Embed(
+        title=clip(f"{kind} · {item.ref}", 256), description=clip(item.describe(), 4096), colour=COLOURS[status]
+    )
+    provenance = item.entity.provenance if item.entity else item.fact.provenance  # type: ignore[union-attr]
+    embed.add_field(name="Confidence", value=f"{provenance.confidence:.2f}")
+    embed.add_field(name="Source", value=provenance.source.value)
+    if provenance.session_id is not None:
+        where = f"session {provenance.session_id}"
+        if provenance.timestamp is not None:
+            minutes, seconds = divmod(int(provenance.timestamp), 60)
+            where += f" at {minutes}:{seconds:02d}"
+        embed.add_field(name="Said in", value=where)
+    if status != ReviewStatus.pending:
+        embed.set_footer(text=f"{status.value}" + (f" by {decided_by}" if decided_by else ""))
+    return embed
+
+
+def item_view(campaign_id: int, ref: str) -> discord.ui.View:
+    view = discord.ui.View(timeout=None)
+    view.add_item(AcceptButton(campaign_id, ref))
+    view.add_item(EditButton(campaign_id, ref))
+    view.add_item(RejectButton(campaign_id, ref))
+    return view
+
+
+async def _queue_for(interaction: discord.Interaction, campaign_id: int) -> ReviewQueue:
+    """The review queue of the button's campaign, if that campaign is this guild's and the clicker its DM."""
+    memory = bot_of(interaction).memory
+    campaign = await memory.campaigns(guild_id_of(interaction)).get_by_id(campaign_id)
+    if not member_is_dm(interaction, campaign):
+        raise NotDMError("Only the DM can review.")
+    return memory.campaign(campaign.id).review
+
+
+class _ReviewButton:
+    """What the three review buttons share; each is also a ``DynamicItem`` with its own template (discord.py
+    wants the template on the concrete class)."""
+
+    action = ""
+    button_label = ""
+    button_style = discord.ButtonStyle.secondary
+
+    def __init__(self, campaign_id: int, ref: str) -> None:
+        super().__init__(
+            discord.ui.Button(
+                label=self.button_label,
+                style=self.button_style,
+                custom_id=f"lk:review:{self.action}:{campaign_id}:{ref}",
+            )
+        )
+        self.campaign_id = campaign_id
+        self.ref = ref
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
+    ) -> _ReviewButton:
+        return cls(int(match["campaign"]), match["ref"])
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        # a DynamicItem's errors would only be logged by discord.py; the user gets the same answer as commands
+        try:
+            await self.run(interaction, await _queue_for(interaction, self.campaign_id))
+        except Exception as exc:
+            await reply_error(interaction, exc, where=describe_interaction(interaction))
+
+    async def run(self, interaction: discord.Interaction, queue: ReviewQueue) -> None:
+        raise NotImplementedError
+
+
+class AcceptButton(
+    _ReviewButton,
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=r"lk:review:accept:(?P<campaign>\d+):(?P<ref>[ef]\d+)",
+):
+    action, button_label, button_style = "accept", "Accept", discord.ButtonStyle.success
+
+    async def run(self, interaction: discord.Interaction, queue: ReviewQueue) -> None:
+        item = await queue.accept(self.ref)
+        await interaction.response.edit_message(embed=item_embed(item, decided_by=interaction.user.name), view=None)
+
+
+class RejectButton(
+    _ReviewButton,
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=r"lk:review:reject:(?P<campaign>\d+):(?P<ref>[ef]\d+)",
+):
+    action, button_label, button_style = "reject", "Reject", discord.ButtonStyle.danger
+
+    async def run(self, interaction: discord.Interaction, queue: ReviewQueue) -> None:
+        item = await queue.reject(self.ref)
+        await interaction.response.edit_message(embed=item_embed(item, decided_by=interaction.user.name), view=None)
+
+
+class EditButton(
+    _ReviewButton,
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=r"lk:review:edit:(?P<campaign>\d+):(?P<ref>[ef]\d+)",
+):
+    action, button_label, button_style = "edit", "Edit", discord.ButtonStyle.primary
+
+    async def run(self, interaction: discord.Interaction, queue: ReviewQueue) -> None:
+        item = await queue.get(self.ref)
+        status = item_status(item)
+        if status != ReviewStatus.pending:
+            # said now rather than after the DM has typed into a modal that could only fail
+            raise AlreadyDecidedError(f"{item.ref} was already {status.value}: {item.describe()}")
+        await interaction.response.send_modal(EditModal(queue, item))
+
+
+class EditModal(discord.ui.Modal):
+    """Correct an item and accept it; fields are pre-filled with what the bot understood."""
+
+    def __init__(self, queue: ReviewQueue, item: ReviewItem) -> None:
+        super().__init__(title=clip(f"Edit {item.ref}", 45), custom_id=f"lk:review:modal:{item.ref}", timeout=900)
+        self.queue = queue
+        self.item = item
+        self.fields: dict[str, discord.ui.TextInput[EditModal]] = {}
+        if item.entity is not None:
+            e = item.entity
+            self._field("name", "Name", e.name, max_length=200)
+            self._field("type", f"Type ({', '.join(t.value for t in EntityType)})", e.type.value, max_length=20)
+            self._field(
+                "description",
+                "Description",
+                e.description,
+                style=discord.TextStyle.paragraph,
+                required=False,
+                max_length=2000,
+            )
+            self._field("aliases", "Aliases (comma-separated)", ", ".join(e.aliases), required=False, max_length=1000)
+        else:
+            f = item.fact
+            assert f is not None
+            self._field("type", "Relation", f.type, max_length=100)
+            self._field("target", "Target entity (or leave empty)", f.target_name or "", required=False, max_length=200)
+            self._field("value", "Value (when there is no target)", f.value or "", required=False, max_length=1000)
+
+    def _field(self, key: str, label: str, default: str, **options: Any) -> None:
+        field: discord.ui.TextInput[EditModal] = discord.ui.TextInput(
+            label=clip(label, 45),
+            default=clip(default, options.get("max_length", 4000)) or None,
+            custom_id=key,
+            **options,
+        )
+        self.fields[key] = field
+        self.add_item(field)
+
+    async def on_submit(self, interaction: discord.Interaction) -> None:
+        values = {k: f.value.strip() for k, f in self.fields.items()}
+        if self.item.entity is not None:
+            changes: dict[str, Any] = {
+                "name": values["name"],
+                "type": values["type"].casefold(),
+                "description": values["description"],
+                "aliases": [a.strip() for a in values["aliases"].split(",") if a.strip()],
+            }
+            if changes["type"] not in {t.value for t in EntityType}:
+                kinds = ", ".join(t.value for t in EntityType)
+                raise UserError(f"{values['type']!r} is not an entity type; use one of {kinds}.")
+        else:
+            changes = {"type": values["type"]}
+            if values["target"]:
+                changes["target"] = values["target"]
+            elif values["value"]:
+                changes["value"] = values["value"]
+        item = await self.queue.edit(self.item.ref, **changes)
+        embed = item_embed(item, decided_by=f"{interaction.user.name} (edited)")
+        if interaction.message is not None:
+            await interaction.response.edit_message(embed=embed, view=None)
+        else:
+            await interaction.response.send_message(embed=embed, ephemeral=True)
+
+    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
+        await reply_error(interaction, error, where=f"modal {self.custom_id}")
+
+
+DYNAMIC_ITEMS = (AcceptButton, EditButton, RejectButton)
+
+
+@app_commands.guild_only()
+class Review(commands.Cog):
+    def __init__(self, bot: LorekeeperBot, *, poll_seconds: float = 60) -> None:
+        self.bot = bot
+        self.poll_seconds = poll_seconds
+
+    async def cog_load(self) -> None:
+        self.poll.change_interval(seconds=self.poll_seconds)
+        self.poll.start()
+
+    async def cog_unload(self) -> None:
+        self.poll.cancel()
+
+    @app_commands.command(name="review", description="Review what the bot was unsure of (DM only)")
+    async def review(self, interaction: discord.Interaction) -> None:
+        campaign, mem = await dm_campaign(interaction)
+        total = await mem.review.count()
+        if total == 0:
+            await interaction.response.send_message("Nothing to review.", ephemeral=True)
+            return
+        items = await mem.review.pending(limit=PAGE)
+        more = f" (showing the oldest {len(items)})" if total > len(items) else ""
+        await interaction.response.send_message(
+            f"**{campaign.name}**: {total} waiting for review{more}.", ephemeral=True
+        )
+        for item in items:
+            await interaction.followup.send(
+                embed=item_embed(item), view=item_view(campaign.id, item.ref), ephemeral=True
+            )
+
+    @tasks.loop(seconds=60)
+    async def poll(self) -> None:
+        for guild in self.bot.guilds:
+            try:
+                await self.post_new_pending(guild)
+            except Exception:
+                log.exception("posting review items in guild %s failed", guild.id)
+
+    @poll.before_loop
+    async def _before_poll(self) -> None:
+        await self.bot.wait_until_ready()
+
+    async def post_new_pending(self, guild: discord.Guild) -> int:
+        """Post the active campaign's items that arrived since the last post to its review channel, if any."""
+        campaigns = self.bot.memory.campaigns(guild.id)
+        campaign = await campaigns.active()
+        if campaign is None or not campaign.settings.get(REVIEW_CHANNEL_KEY):
+            return 0
+        channel = guild.get_channel(int(campaign.settings[REVIEW_CHANNEL_KEY]))
+        if not isinstance(channel, discord.abc.Messageable):
+            return 0
+        mem: CampaignMemory = self.bot.memory.campaign(campaign.id)
+        since = campaign.settings.get(POSTED_UNTIL_KEY)
+        cutoff = datetime.fromisoformat(since) if since else None
+        fresh = [i for i in await mem.review.pending(limit=100) if cutoff is None or i.created_at > cutoff]
+        for item in fresh:
+            await channel.send(embed=item_embed(item), view=item_view(campaign.id, item.ref))
+        if fresh:
+            # remembered in the campaign's settings so a restart does not post the same items again
+            settings = {**campaign.settings, POSTED_UNTIL_KEY: max(i.created_at for i in fresh).isoformat()}
+            await campaigns.update(campaign.name, settings=settings)
+        return len(fresh)
+
+
+async def setup(bot: LorekeeperBot) -> None:
+    await bot.add_cog(Review(bot))

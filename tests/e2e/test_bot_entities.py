@@ -1,0 +1,241 @@
+"""/entity end to end: the real bot (create_bot) ↔ fake Discord ↔ the real embedded PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import discord
+import pytest
+
+from bot.app import LorekeeperBot, create_bot
+from bot.settings import Settings
+from memory.models import EntityType, Visibility
+from memory.store import Memory
+from tests.e2e.conftest import BotRunner
+from tests.e2e.fake_discord import FakeDiscord, FakeGuild, FakeMember
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration]
+
+
+def make_bot(fake: FakeDiscord, memory: Memory, tmp_path: Path, **settings: object) -> LorekeeperBot:
+    values = {"data_dir": tmp_path, "owner_ids": [fake.owner_id]} | settings
+    return create_bot(Settings(**values), memory, guild_ready_timeout=0.05)
+
+
+@pytest.fixture
+def guild(fake_discord: FakeDiscord) -> FakeGuild:
+    return fake_discord.add_guild("Ashes of Ironhold")
+
+
+@pytest.fixture
+def dm(guild: FakeGuild) -> FakeMember:
+    return guild.add_member("dm", roles=[guild.add_role("Game Master", discord.Permissions(manage_guild=True))])
+
+
+@pytest.fixture
+def player(guild: FakeGuild) -> FakeMember:
+    return guild.add_member("player")
+
+
+@pytest.fixture
+async def bot(
+    fake_discord: FakeDiscord, bot_runner: BotRunner, memory: Memory, guild: FakeGuild, tmp_path: Path
+) -> LorekeeperBot:
+    started = await bot_runner.start(make_bot(fake_discord, memory, tmp_path))
+    assert isinstance(started, LorekeeperBot)
+    await started.tree.sync()  # globally, so every guild of a test sees the commands
+    return started
+
+
+@pytest.fixture
+async def world(bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember):
+    """A campaign in the guild with a few entities, made through the commands themselves."""
+    await fake_discord.invoke("campaign create", {"name": "Ashes"}, user_id=dm)
+    for options in (
+        {"name": "Eldrinax", "type": "npc", "description": "An ancient red dragon", "aliases": "The Red, Eldri"},
+        {"name": "Ironhold", "type": "place", "description": "A dwarven fortress", "attributes": "ruler=Thane Borin"},
+        {"name": "Queen Mab", "type": "npc", "description": "Eldrinax in disguise", "secret": True},
+    ):
+        record = await fake_discord.invoke("entity add", options, user_id=dm)
+        assert record.texts()[0].startswith("Added"), record.texts()
+    campaign = await memory.campaigns(guild.id).get("Ashes")
+    return memory.campaign(campaign.id)
+
+
+async def test_add_stores_entity_with_aliases_attributes_secret(world, fake_discord: FakeDiscord) -> None:
+    eldrinax = await world.graph.get_entity("Eldri")
+    assert eldrinax.name == "Eldrinax" and eldrinax.type == EntityType.npc
+    assert sorted(eldrinax.aliases) == ["Eldri", "The Red"]
+    assert (await world.graph.get_entity("Ironhold")).attributes == {"ruler": "Thane Borin"}
+    assert (await world.graph.get_entity("Queen Mab")).visibility == Visibility.secret
+    assert fake_discord.rejected == []
+
+
+async def test_add_bad_input_is_refused_and_changes_nothing(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:
+    duplicate = await fake_discord.invoke("entity add", {"name": "eldrinax", "type": "npc"}, user_id=dm)
+    assert duplicate.ephemeral and "already" in duplicate.texts()[0]
+    bad_attr = await fake_discord.invoke(
+        "entity add", {"name": "Borin", "type": "npc", "attributes": "rank"}, user_id=dm
+    )
+    assert bad_attr.texts() == ["attribute 'rank' needs the form key=value (several: key=value;key=value)"]
+    assert await world.graph.find_entity("Borin") is None
+
+
+async def test_non_dm_is_refused_on_the_server(world, fake_discord: FakeDiscord, player: FakeMember) -> None:
+    for command, options in [
+        ("entity add", {"name": "Borin", "type": "npc"}),
+        ("entity remove", {"name": "Ironhold"}),
+        ("entity link", {"source": "Eldrinax", "relation": "rules", "target": "Ironhold"}),
+        ("review", {}),
+        ("campaign export", {}),
+    ]:
+        record = await fake_discord.invoke(command, options, user_id=player)
+        assert record.ephemeral and record.texts() == ["Only the DM can do that."], (command, record.texts())
+    assert await world.graph.find_entity("Borin") is None
+    assert await world.graph.find_entity("Ironhold") is not None
+
+
+async def test_show_hides_secrets_from_players(world, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember):
+    await fake_discord.invoke(
+        "entity link", {"source": "Eldrinax", "relation": "rules", "target": "Ironhold"}, user_id=dm
+    )
+    await fake_discord.invoke(
+        "entity link", {"source": "Queen Mab", "relation": "disguise_of", "target": "Eldrinax"}, user_id=dm
+    )
+    as_dm = await fake_discord.invoke("entity show", {"name": "the red"}, user_id=dm)
+    text = "\n".join(as_dm.texts())
+    assert "Eldrinax" in text and "Eldrinax —rules→ Ironhold" in text and "Queen Mab —disguise_of→ Eldrinax" in text
+    assert "Aliases: Eldri, The Red" in text or "Aliases: The Red, Eldri" in text
+
+    as_player = await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)
+    text = "\n".join(as_player.texts())
+    assert "Eldrinax —rules→ Ironhold" in text and "Queen Mab" not in text
+    secret = await fake_discord.invoke("entity show", {"name": "Queen Mab"}, user_id=player)
+    assert secret.ephemeral and secret.texts() == ["no entity named 'Queen Mab' in this campaign"]
+    near = await fake_discord.invoke("entity show", {"name": "Queen Ma"}, user_id=player)
+    assert near.texts() == ["no entity named 'Queen Ma' in this campaign"]  # no hint naming the secret
+
+
+async def test_show_unknown_name_suggests(world, fake_discord: FakeDiscord) -> None:
+    record = await fake_discord.invoke("entity show", {"name": "Eldrinex"})
+    assert record.texts() == ["no entity named 'Eldrinex' in this campaign (did you mean 'Eldri', 'Eldrinax'?)"]
+
+
+async def test_autocomplete_prefix_then_fuzzy_and_no_secrets_for_players(
+    world, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    choices = await fake_discord.autocomplete("entity show", {"name": "eld"}, focused="name", user_id=dm)
+    assert [c["name"] for c in choices][:2] == ["Eldri", "Eldrinax"]
+    typo = await fake_discord.autocomplete("entity show", {"name": "irnhold"}, focused="name", user_id=dm)
+    assert typo[0]["name"] == "Ironhold"
+    everything = await fake_discord.autocomplete("entity show", {"name": ""}, focused="name", user_id=player)
+    assert "Queen Mab" not in [c["name"] for c in everything]
+    mab = await fake_discord.autocomplete("entity show", {"name": "que"}, focused="name", user_id=dm)
+    assert mab[0]["name"] == "Queen Mab"
+
+
+async def test_autocomplete_caps_at_25(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:
+    async with world.transaction() as tx:
+        from memory.models import EntityIn
+
+        for n in range(40):
+            await tx.graph.add_entity(EntityIn(name=f"Goblin {n:02d}", type=EntityType.npc))
+    choices = await fake_discord.autocomplete("entity remove", {"name": "gob"}, focused="name", user_id=dm)
+    assert len(choices) == 25 and choices[0]["name"] == "Goblin 00"
+
+
+async def test_list_paginates_with_buttons(world, fake_discord: FakeDiscord, dm: FakeMember, player) -> None:
+    from memory.models import EntityIn
+
+    for n in range(20):
+        await world.graph.add_entity(EntityIn(name=f"Kobold {n:02d}", type=EntityType.npc))
+    record = await fake_discord.invoke("entity list", {"type": "npc"}, user_id=dm)
+    assert record.ephemeral and record.original is not None
+    first = record.original["embeds"][0]
+    assert first["title"] == "Ashes: 22 npc" and first["footer"]["text"] == "page 1 of 2"
+    (row,) = record.original["components"]
+    prev, nxt = row["components"]
+    assert prev["disabled"] and not nxt["disabled"]
+    next_id = nxt["custom_id"]
+    page2 = await fake_discord.click(record.original, next_id, user_id=dm)
+    assert page2.callback_type == 7
+    shown = fake_discord.messages[int(record.original["id"])]["embeds"][0]
+    assert shown["footer"]["text"] == "page 2 of 2" and "**Queen Mab** · npc 🔒" in shown["description"]
+    as_player = await fake_discord.invoke("entity list", {}, user_id=player)
+    assert "Queen Mab" not in "\n".join(as_player.texts())
+
+
+async def test_edit_rename_and_aliases(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:
+    record = await fake_discord.invoke(
+        "entity edit", {"name": "Ironhold", "new_name": "Ironhold Keep", "aliases": "The Keep"}, user_id=dm
+    )
+    assert record.texts()[0] == "Updated **Ironhold Keep**."
+    keep = await world.graph.get_entity("the keep")
+    assert keep.name == "Ironhold Keep" and keep.attributes == {"ruler": "Thane Borin"}
+    nothing = await fake_discord.invoke("entity edit", {"name": "Ironhold Keep"}, user_id=dm)
+    assert nothing.texts()[0].startswith("Nothing to change")
+    clash = await fake_discord.invoke("entity edit", {"name": "Ironhold Keep", "new_name": "Eldri"}, user_id=dm)
+    assert "already" in clash.texts()[0]
+
+
+async def test_remove_confirm_and_cancel(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:
+    asked = await fake_discord.invoke("entity remove", {"name": "Ironhold"}, user_id=dm)
+    assert asked.original is not None and "Remove **Ironhold**" in asked.texts()[0]
+    (row,) = asked.original["components"]
+    confirm_id, cancel_id = (b["custom_id"] for b in row["components"])
+    cancelled = await fake_discord.click(asked.original, cancel_id, user_id=dm)
+    assert fake_discord.messages[int(asked.original["id"])]["content"] == "Cancelled; nothing was changed."
+    assert cancelled.callback_type == 7 and await world.graph.find_entity("Ironhold") is not None
+
+    again = await fake_discord.invoke("entity remove", {"name": "Ironhold"}, user_id=dm)
+    assert again.original is not None
+    confirm_id = again.original["components"][0]["components"][0]["custom_id"]
+    await fake_discord.click(again.original, confirm_id, user_id=dm)
+    assert fake_discord.messages[int(again.original["id"])]["content"].startswith("Removed **Ironhold**")
+    assert await world.graph.find_entity("Ironhold") is None
+
+
+async def test_link_unlink(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:
+    linked = await fake_discord.invoke(
+        "entity link", {"source": "Eldri", "relation": "Ally Of", "target": "Ironhold"}, user_id=dm
+    )
+    assert linked.texts() == ["Linked Eldrinax —ally_of→ Ironhold"]
+    again = await fake_discord.invoke(
+        "entity link", {"source": "Eldrinax", "relation": "ally_of", "target": "Ironhold"}, user_id=dm
+    )
+    assert again.texts() == ["Already linked: Eldrinax —ally_of→ Ironhold"]
+    unknown = await fake_discord.invoke(
+        "entity link", {"source": "Eldrinax", "relation": "ally_of", "target": "Nowhere"}, user_id=dm
+    )
+    assert unknown.texts()[0].startswith("no entity named 'Nowhere'")
+    unlinked = await fake_discord.invoke(
+        "entity unlink", {"source": "Eldrinax", "relation": "ally_of", "target": "Ironhold"}, user_id=dm
+    )
+    assert unlinked.texts() == ["Unlinked Eldrinax —ally_of→ Ironhold"]
+    missing = await fake_discord.invoke(
+        "entity unlink", {"source": "Eldrinax", "relation": "ally_of", "target": "Ironhold"}, user_id=dm
+    )
+    assert missing.texts() == ["Eldrinax has no 'ally_of' relationship to Ironhold"]
+
+
+async def test_guild_b_cannot_see_guild_a(
+    world, bot_runner: BotRunner, fake_discord: FakeDiscord, memory: Memory, tmp_path: Path
+) -> None:
+    other = fake_discord.add_guild("Other table")
+    # the new guild reaches the running client on its next identify: restart it, as a join would be seen
+    await bot_runner.stop_all()
+    restarted = await bot_runner.start(make_bot(fake_discord, memory, tmp_path))
+    assert restarted.get_guild(other.id) is not None
+    none_yet = await fake_discord.invoke("entity show", {"name": "Eldrinax"}, guild_id=other)
+    assert none_yet.texts() == ["This server has no active campaign: run /campaign create first."]
+    await fake_discord.invoke("campaign create", {"name": "Ashes"}, guild_id=other)  # same name, other guild
+    shown = await fake_discord.invoke("entity show", {"name": "Eldrinax"}, guild_id=other)
+    assert shown.texts() == ["no entity named 'Eldrinax' in this campaign"]
+    assert await fake_discord.autocomplete("entity show", {"name": "e"}, focused="name", guild_id=other) == []
+    listed = await fake_discord.invoke("campaign list", guild_id=other)
+    assert listed.texts()[1:] == ["▶ **Ashes**"]
+
+
+async def test_no_campaign_yet(bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember) -> None:
+    record = await fake_discord.invoke("entity add", {"name": "Borin", "type": "npc"}, user_id=dm)
+    assert record.ephemeral and record.texts() == ["This server has no active campaign: run /campaign create first."]
