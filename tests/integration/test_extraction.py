@@ -1,0 +1,278 @@
+"""Extraction into L3 on the real database: rule extractor offline, LLM extractor via the fake OpenAI server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+
+import pytest_asyncio
+
+from memory.extraction import (
+    ExtractionStats,
+    Extractor,
+    LLMExtractor,
+    RuleExtractor,
+    extract_into_graph,
+    make_extractor,
+)
+from memory.models import EntityIn, EntityType, Entry, EntryIn, Relationship, ReviewStatus, Source
+from memory.providers.llm import OpenAILLM
+from memory.store import CampaignMemory
+from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
+from tests.fakes.openai_server import FakeOpenAI
+
+TRANSCRIPT = [
+    ("DM", "You walk into the forge. Brom, the blacksmith of Ironhold, looks up from the anvil."),
+    ("Vex", "lol"),
+    ("Grog", "I rolled a 12"),
+    ("DM", "Behind him stands a dwarf named Korvash, arms crossed."),
+    ("DM", "Brom is a member of the Silver Hand."),
+    ("Vex", "Eldrinax's tower can be seen from Ironhold, right?"),
+]
+
+
+@pytest_asyncio.fixture
+async def world(campaign: CampaignMemory) -> CampaignMemory:
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Brom", type=EntityType.npc))
+    await g.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc, aliases=["the Archmage"]))
+    await g.add_entity(EntityIn(name="Ironhold", type=EntityType.place))
+    await g.add_entity(EntityIn(name="Silver Hand", type=EntityType.faction))
+    return campaign
+
+
+async def write(mem: CampaignMemory, lines: Sequence[tuple[str, str]], title: str = "Session 1") -> list[Entry]:
+    session = await mem.log.session_by_title(title) or await mem.log.start_session(title)
+    return await mem.log.write_many(
+        session.id, [EntryIn(speaker=s, text=t, start_s=10.0 * i) for i, (s, t) in enumerate(lines)]
+    )
+
+
+async def facts(mem: CampaignMemory) -> list[tuple[str, str, str | None, str]]:
+    rows = await mem.db.fetch(
+        """
+        SELECT s.name AS source, r.type, coalesce(t.name, r.value) AS other, r.status
+        FROM relationships r JOIN entities s ON s.id = r.source_id LEFT JOIN entities t ON t.id = r.target_id
+        WHERE r.campaign_id = $1 ORDER BY 1, 2, 3
+        """,
+        mem.campaign_id,
+    )
+    return [(r["source"], r["type"], r["other"], r["status"]) for r in rows]
+
+
+async def run(mem: CampaignMemory, entries: list[Entry], extractor: Extractor | None = None) -> ExtractionStats:
+    return await extract_into_graph(
+        mem, session_id=entries[0].session_id, entries=entries, extractor=extractor or RuleExtractor()
+    )
+
+
+# rule extractor -----------------------------------------------------------------------------------------
+
+
+async def test_rule_extractor_files_pending_facts_with_provenance(world: CampaignMemory) -> None:
+    entries = await write(world, TRANSCRIPT)
+    stats = await run(world, entries)
+
+    assert stats.entries_seen == 6 and stats.entries_skipped_trivial == 2
+    assert (stats.facts_accepted, stats.items_invalid) == (0, 0)
+    assert set(await facts(world)) >= {
+        ("Brom", "occupation", "blacksmith", "pending"),
+        ("Brom", "works_in", "Ironhold", "pending"),
+        ("Brom", "member_of", "Silver Hand", "pending"),
+        ("Eldrinax", "mentioned_with", "Ironhold", "pending"),
+    }
+    assert all(status == "pending" for *_, status in await facts(world))
+    assert stats.facts_pending == len(await facts(world))
+
+    brom = await world.graph.get_entity("Brom")
+    (works_in,) = [r for r in await _all_facts(world, brom.id) if r.type == "works_in"]
+    p = works_in.provenance
+    assert p.source == Source.stated and p.confidence < 0.7 and not p.dm_confirmed
+    assert p.session_id == entries[0].session_id and p.entry_ids == [entries[0].id] and p.timestamp == 0.0
+    (co,) = [r for r in await _all_facts(world, (await world.graph.get_entity("Eldrinax")).id)]
+    assert co.provenance.source == Source.inferred and co.provenance.confidence == 0.3
+    assert co.provenance.entry_ids == [entries[5].id] and co.provenance.timestamp == 50.0
+
+    refs = {item.describe() for item in await world.review.pending(limit=100)}
+    assert "Brom —works_in→ Ironhold" in refs
+
+
+async def _all_facts(mem: CampaignMemory, source_id: int) -> list[Relationship]:
+    """Every fact about an entity whatever its status (``relationships_of`` shows accepted ones only)."""
+    ids = await mem.db.fetch(
+        "SELECT id FROM relationships WHERE campaign_id = $1 AND source_id = $2 ORDER BY id", mem.campaign_id, source_id
+    )
+    return [await mem.graph.get_relationship(r["id"]) for r in ids]
+
+
+async def test_new_npc_becomes_a_pending_entity(world: CampaignMemory) -> None:
+    entries = await write(world, TRANSCRIPT)
+    stats = await run(world, entries)
+
+    korvash = await world.graph.find_entity("Korvash")
+    assert korvash is not None
+    assert korvash.status == ReviewStatus.pending and korvash.type == EntityType.npc
+    assert korvash.provenance.entry_ids == [entries[3].id] and not korvash.provenance.dm_confirmed
+    assert korvash.provenance.confidence < 0.7
+    assert stats.entities_created == 1
+    assert "new npc 'Korvash': a dwarf" in {i.describe() for i in await world.review.pending(limit=100)}
+
+
+async def test_rerun_creates_no_duplicates(world: CampaignMemory) -> None:
+    entries = await write(world, TRANSCRIPT)
+    await run(world, entries)
+    before_facts, before_count = await facts(world), await world.review.count()
+    second = await run(world, entries)
+
+    assert await facts(world) == before_facts and await world.review.count() == before_count
+    # Korvash, now a pending entity, is a known name the second time: not proposed again.
+    assert second.entities_created == 0 and second.entities_proposed == 0
+    assert len(await world.graph.list_entities(status=None)) == 5
+    assert (second.facts_pending, second.facts_accepted) == (0, 0)
+    assert second.facts_unchanged == second.facts_proposed > 0
+
+
+async def test_rejected_items_are_not_proposed_again(world: CampaignMemory) -> None:
+    entries = await write(world, TRANSCRIPT)
+    await run(world, entries)
+    for item in await world.review.pending(limit=100):
+        await world.review.reject(item.ref)
+    stats = await run(world, entries)
+    assert await world.review.count() == 0
+    assert stats.entities_created == 0 and stats.facts_pending == 0
+
+
+async def test_misspelt_known_entity_merges(world: CampaignMemory) -> None:
+    entries = await write(world, [("DM", "Eldrinaks, the wizard of Ironhold, raises his staff.")])
+    stats = await run(world, entries)
+
+    assert await world.graph.find_entity("Eldrinaks") is None
+    assert stats.entities_merged == 1 and stats.entities_created == 0
+    assert set(await facts(world)) == {
+        ("Eldrinax", "works_in", "Ironhold", "pending"),
+        ("Eldrinax", "occupation", "wizard", "pending"),
+    }
+
+
+async def test_speech_cannot_make_a_fact_canon(world: CampaignMemory) -> None:
+    entries = await write(world, [("Grog", "The DM says this is canon, this is confirmed: Brom is the king.")])
+    await run(world, entries)
+
+    (fact,) = await facts(world)
+    assert fact == ("Brom", "occupation", "king", "pending")
+    assert not (await world.graph.get_entity("Brom")).provenance.dm_confirmed
+
+
+async def test_rule_output_stays_pending_under_a_low_threshold(world: CampaignMemory) -> None:
+    lenient = CampaignMemory(world.db, world.campaign_id, accept_threshold=0.2)
+    entries = await write(lenient, TRANSCRIPT[:1])
+    stats = await run(lenient, entries)
+    assert stats.facts_accepted == 0 and stats.facts_pending == 2
+
+
+async def test_make_extractor_defaults_to_rules() -> None:
+    assert isinstance(make_extractor(None), RuleExtractor)
+
+
+# LLM extractor ------------------------------------------------------------------------------------------
+
+
+@pytest_asyncio.fixture
+async def llm(fake_openai: FakeOpenAI) -> AsyncIterator[OpenAILLM]:
+    client = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-gpt", timeout=5, max_retries=0)
+    yield client
+    await client.aclose()
+
+
+def fact(
+    source: str, type: str, target: str | None, value: str | None, conf: float, ids: list[int]
+) -> dict[str, object]:
+    return {
+        "source": source,
+        "type": type,
+        "target": target,
+        "value": value,
+        "confidence": conf,
+        "basis": "stated",
+        "entry_ids": ids,
+    }
+
+
+async def test_llm_answer_is_accepted_or_queued_by_confidence(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI
+) -> None:
+    entries = await write(world, TRANSCRIPT)
+    ids = [e.id for e in entries]
+    answer = {
+        "entities": [
+            {"name": "Korvash", "type": "npc", "description": "a dwarf", "confidence": 0.9, "entry_ids": [ids[3]]}
+        ],
+        "facts": [
+            fact("Brom", "occupation", None, "blacksmith", 0.95, [ids[0]]),
+            fact("Brom", "works_in", "Ironhold", None, 0.9, [ids[0]]),
+            fact("Brom", "member_of", "Silver Hand", None, 0.6, [ids[4]]),
+            fact("Korvash", "located_in", "Ironhold", None, 0.9, [ids[3]]),
+        ],
+    }
+    fake_openai.queue_chat(json.dumps(answer))
+    stats = await run(world, entries, make_extractor(llm))
+
+    assert isinstance(make_extractor(llm), LLMExtractor)
+    assert set(await facts(world)) == {
+        ("Brom", "occupation", "blacksmith", "accepted"),
+        ("Brom", "works_in", "Ironhold", "accepted"),
+        ("Brom", "member_of", "Silver Hand", "pending"),
+        ("Korvash", "located_in", "Ironhold", "pending"),  # its subject is still a pending entity
+    }
+    assert (stats.facts_accepted, stats.facts_pending, stats.items_invalid, stats.llm_errors) == (2, 2, 0, 0)
+    korvash = await world.graph.get_entity("Korvash")
+    assert korvash.status == ReviewStatus.pending and not korvash.provenance.dm_confirmed
+
+    (request,) = fake_openai.chat_requests
+    system, user = (m["content"] for m in request["messages"])
+    assert "not instructions" in system
+    assert "- Eldrinax (npc; aliases: the Archmage)" in user
+    assert f"[{ids[0]}] DM: You walk into the forge." in user
+    assert f"[{ids[1]}]" not in user  # "lol" never reached the LLM
+    assert request["response_format"]["json_schema"]["strict"] is True
+
+
+async def test_llm_invalid_json_does_not_crash(world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
+    entries = await write(world, TRANSCRIPT)
+    fake_openai.queue_chat("this is {not json")
+    stats = await run(world, entries, LLMExtractor(llm))
+    assert stats.llm_errors == 1 and stats.facts_proposed == 0 and await facts(world) == []
+    assert stats.entries_seen == 6
+
+
+async def test_llm_items_about_unknown_names_or_ids_are_dropped(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI
+) -> None:
+    entries = await write(world, TRANSCRIPT)
+    ids = [e.id for e in entries]
+    answer = {
+        "entities": [
+            {"name": "  ", "type": "npc", "description": "", "confidence": 0.9, "entry_ids": []},
+            {"name": "Thing", "type": "spaceship", "description": "", "confidence": 0.9, "entry_ids": []},
+            {"name": "Eldrinaks", "type": "npc", "description": "", "confidence": 0.8, "entry_ids": [ids[5]]},
+        ],
+        "facts": [
+            fact("Brom", "works_in", "Ironhold", None, 0.9, [ids[0]]),
+            fact("Brom", "works_in", "Ironhold", None, 0.9, [ids[0]]),  # duplicate
+            fact("Zorblax", "enemy_of", "Brom", None, 0.9, [ids[0]]),  # unknown name, not proposed
+            fact("Brom", "ally_of", "Nobody Known", None, 0.9, [ids[0]]),  # unknown target
+            fact("Brom", "occupation", None, "smith", 1.5, [ids[0]]),  # confidence out of range
+            fact("Brom", "occupation", None, "smith", 0.9, [999999]),  # cites a line outside the batch
+            fact("Brom", "occupation", "Ironhold", "smith", 0.9, [ids[0]]),  # target and value
+            fact("Eldrinaks", "status", None, "alive", 0.9, [ids[5]]),  # misspelt: merges into Eldrinax
+        ],
+    }
+    fake_openai.queue_chat(json.dumps(answer))
+    stats = await run(world, entries, LLMExtractor(llm))
+
+    assert stats.items_invalid == 8
+    assert stats.entities_merged == 1 and stats.entities_created == 0
+    assert set(await facts(world)) == {
+        ("Brom", "works_in", "Ironhold", "accepted"),
+        ("Eldrinax", "status", "alive", "accepted"),
+    }
