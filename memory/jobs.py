@@ -119,7 +119,14 @@ async def embed_cached(
         stats.requested += len(texts)
         stats.cache_hits += len(texts) - len(missing)
         stats.computed += len(missing)
-    return [list(np.asarray(found[h], dtype=np.float32)) for h in hashes]
+    return [_as_list(found[h]) for h in hashes]
+
+
+def _as_list(vector: Any) -> list[float]:
+    # pgvector's codec yields ``Vector`` objects (newer) or numpy arrays (older); embedders yield lists.
+    if hasattr(vector, "to_list"):
+        return vector.to_list()
+    return np.asarray(vector, dtype=np.float32).tolist()
 
 
 # the jobs ------------------------------------------------------------------------------------------------------

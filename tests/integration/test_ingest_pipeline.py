@@ -1,0 +1,214 @@
+"""The ingestion pipeline on the real embedded PostgreSQL with the real MiniLM model: recorder, jobs, recall."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from campaigns.files import read_campaign_file
+from campaigns.load import apply_campaign_file
+from memory import jobs
+from memory.chunking import windows
+from memory.ingest import ingest_file
+from memory.providers.embeddings import MiniLMEmbedder
+from memory.recall import recall
+from memory.recorder import SessionRecorder, Utterance
+from memory.store import CampaignMemory, Memory
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
+SAMPLE = EXAMPLES / "sunken_crown_session1.jsonl"
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+@pytest.fixture
+async def crown(campaign: CampaignMemory) -> CampaignMemory:
+    await apply_campaign_file(campaign, read_campaign_file(EXAMPLES / "sunken_crown.yaml"))
+    return campaign
+
+
+def job_context(memory: Memory, embedder: MiniLMEmbedder) -> jobs.JobContext:
+    return jobs.JobContext(memory=memory, embedder=embedder, embedding_model=MiniLMEmbedder.model_name)
+
+
+async def run_jobs(memory: Memory, embedder: MiniLMEmbedder) -> jobs.JobContext:
+    ctx = await jobs.run_workers(memory.pool, None, drain=True, ctx=job_context(memory, embedder))
+    assert await jobs.pending_jobs(memory.pool) == 0
+    assert await jobs.failed_jobs(memory.pool) == 0
+    return ctx
+
+
+async def queued(pool: asyncpg.Pool) -> list[str]:
+    return [r[0] for r in await pool.fetch("SELECT entrypoint FROM pgqueuer ORDER BY entrypoint")]
+
+
+async def test_recorder_writes_raw_and_corrected_with_its_jobs(crown: CampaignMemory, pool: asyncpg.Pool) -> None:
+    rec = await SessionRecorder.start(crown, "Session 1", batch_size=10)
+    await rec.add(Utterance(speaker="DM", text="The fishermen blame elder nacks.", start_s=1.0, end_s=3.0, ref="a1"))
+    await rec.flush()
+    (entry,) = await crown.log.session_entries(rec.session.id)
+    assert entry.raw_text == "The fishermen blame elder nacks."
+    assert entry.text == "The fishermen blame Eldrinax."
+    assert [(c.span, c.replacement) for c in entry.corrections] == [("elder nacks", "Eldrinax")]
+    assert await queued(pool) == [jobs.CHUNK, jobs.EXTRACT]
+
+
+async def test_a_failed_write_enqueues_nothing(crown: CampaignMemory, pool: asyncpg.Pool) -> None:
+    rec = await SessionRecorder.start(crown, "Session 1", batch_size=10)
+    # Two utterances claiming the same position: the insert fails as a whole.
+    await rec.add(Utterance(speaker="DM", text="one", seq=1))
+    await rec.add(Utterance(speaker="DM", text="two", seq=1))
+    with pytest.raises(asyncpg.PostgresError):
+        await rec.flush()
+    assert await crown.log.session_entries(rec.session.id) == []
+    assert await queued(pool) == []
+
+
+async def table_digest(pool: asyncpg.Pool, campaign_id: int) -> dict[str, str]:
+    """A digest of every row the pipeline writes, ids and content, to prove a re-run changed nothing."""
+    queries = {
+        "entries": "SELECT id, seq, raw_text, text, corrections::text FROM session_entries WHERE campaign_id = $1",
+        "chunks": "SELECT id, key, content_hash, entry_ids, entity_ids FROM chunks WHERE campaign_id = $1",
+        "entities": "SELECT id, name, status, description FROM entities WHERE campaign_id = $1",
+        "facts": "SELECT id, source_id, type, target_id, value, status FROM relationships WHERE campaign_id = $1",
+        "sessions": "SELECT id, title, summary FROM sessions WHERE campaign_id = $1",
+    }
+    out = {}
+    for name, sql in queries.items():
+        rows = await pool.fetch(sql + " ORDER BY 1", campaign_id)
+        out[name] = f"{len(rows)}:" + hashlib.sha256(repr([tuple(r) for r in rows]).encode()).hexdigest()[:16]
+    out["cache"] = str(await pool.fetchval("SELECT count(*) FROM embedding_cache"))
+    return out
+
+
+async def test_sample_session_end_to_end_and_idempotent(
+    crown: CampaignMemory, memory: Memory, pool: asyncpg.Pool, embedder: MiniLMEmbedder
+) -> None:
+    report = await ingest_file(crown, SAMPLE, session_title="Session 1")
+    assert report.lines == report.written == 60 and report.skipped == []
+    assert report.corrections >= 5
+    await run_jobs(memory, embedder)
+
+    session = await crown.log.session_by_title("Session 1")
+    assert session is not None and session.ended_at is not None
+    entries = await crown.log.session_entries(session.id)
+    chunks = await crown.semantic.session_chunks(session.id)
+    assert {c.key for c in chunks} == {w.key for w in windows(entries)}
+    assert {i for c in chunks for i in c.entry_ids} == {e.id for e in entries}  # every line is searchable
+    eldrinax = await crown.graph.get_entity("Eldrinax")
+    assert any(eldrinax.id in c.entity_ids for c in chunks)
+    # Real MiniLM vectors: unit length, and a paraphrase finds the right window.
+    norms = await pool.fetch("SELECT vector_norm(embedding) AS n FROM chunks WHERE campaign_id = $1", crown.campaign_id)
+    assert all(abs(r["n"] - 1.0) < 1e-3 for r in norms)
+    (query,) = await embedder.embed(["the blacksmith who made the holy symbol"])
+    (top, *_) = await crown.semantic.nearest(query, k=3)
+    assert "blacksmith" in top.text
+
+    # The summary: stored with the session and as an event linked to those who took part.
+    assert session.summary and "Eldrinax" in session.summary
+    event = await crown.graph.get_entity("Session: Session 1")
+    assert event.type == "event" and event.description == session.summary[:2000]
+    links = await crown.graph.relationships_of(event.id)
+    linked = {r.source_id for r in links if r.type == "took_part_in"}
+    assert eldrinax.id in linked and len(linked) >= 5
+
+    # Extraction ran on every entry: the review queue has the offline extractor's proposals.
+    assert await crown.review.count() > 0
+
+    before = await table_digest(pool, crown.campaign_id)
+    again = await ingest_file(crown, SAMPLE, session_title="Session 1")
+    assert again.lines == 60 and again.written == 0
+    await run_jobs(memory, embedder)
+    assert await table_digest(pool, crown.campaign_id) == before
+
+
+async def test_jsonl_sessions_split_in_order(crown: CampaignMemory, tmp_path: Path) -> None:
+    path = tmp_path / "two.jsonl"
+    lines = [{"speaker": "DM", "text": f"line {i}", "session": "Night 2" if i > 2 else "Night 1"} for i in range(5)]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    report = await ingest_file(crown, path)
+    assert report.sessions == ["Night 1", "Night 2"]
+    assert [s.title for s in await crown.log.sessions()] == ["Night 1", "Night 2"]
+
+
+async def test_poisoned_lines_are_skipped_and_named(crown: CampaignMemory, tmp_path: Path) -> None:
+    good = json.dumps({"speaker": "Ana", "text": "Thess looks for tracks.", "ref": "ok1"}).encode()
+    path = tmp_path / "poisoned.jsonl"
+    path.write_bytes(
+        b"\n".join(
+            [
+                good,
+                b"\x00\x01\x02\xff\xfe binary \x03\x04\x05\x06\x07",
+                json.dumps({"speaker": "Ben", "text": "x" * 1_100_000}).encode(),
+                b'{"speaker": "Cleo", "text": "caf\xe9 au lait"}',
+                b'{"speaker": "Dev" "text": nope}',
+                json.dumps({"speaker": "Dev", "text": "Dunmore hides.", "ref": "ok2"}).encode(),
+            ]
+        )
+        + b"\n"
+    )
+    report = await ingest_file(crown, path, session_title="Poison")
+    assert report.written == 2
+    assert [m.split(": skipped: ")[0] for m in report.skipped] == [
+        "poisoned.jsonl:2",
+        "poisoned.jsonl:3",
+        "poisoned.jsonl:4",
+        "poisoned.jsonl:5",
+    ]
+    assert "UTF-8" in report.skipped[2] and "bytes" in report.skipped[1] and "JSON" in report.skipped[3]
+    session = await crown.log.session_by_title("Poison")
+    assert session is not None
+    assert [e.ref for e in await crown.log.session_entries(session.id)] == ["ok1", "ok2"]
+
+
+async def test_txt_and_crd3_formats(crown: CampaignMemory, tmp_path: Path) -> None:
+    txt = tmp_path / "night.txt"
+    txt.write_text("DM: You reach iron hold.\nno colon here\nAna: Thess draws her bow.\n")
+    report = await ingest_file(crown, txt)
+    assert report.written == 2 and report.skipped == ['night.txt:2: skipped: expected "Speaker: text"']
+    crd3 = tmp_path / "C9E001.json"
+    turns = [{"NAMES": ["MATT"], "UTTERANCES": ["Welcome back.", "Roll initiative."], "NUMBER": 0}]
+    turns.append({"NAMES": ["LAURA", "SAM"], "UTTERANCES": ["Yes!"], "NUMBER": 1})
+    crd3.write_text(json.dumps({"METADATA": {}, "TURNS": turns}))
+    report = await ingest_file(crown, crd3)
+    session = await crown.log.session_by_title("C9E001")
+    assert session is not None
+    entries = await crown.log.session_entries(session.id)
+    assert [(e.speaker, e.text, e.ref) for e in entries] == [
+        ("Matt", "Welcome back. Roll initiative.", "turn 0"),
+        ("Laura & Sam", "Yes!", "turn 1"),
+    ]
+
+
+async def test_recall_merges_vector_and_fulltext_and_cites_refs(
+    crown: CampaignMemory, memory: Memory, embedder: MiniLMEmbedder
+) -> None:
+    await ingest_file(crown, SAMPLE, session_title="Session 1")
+    await run_jobs(memory, embedder)
+    hits = await recall(crown, embedder, "Who is the blacksmith of Ironhold?", limit=3)
+    assert hits and "blacksmith" in hits[0].text
+    assert "s1:L22" in hits[0].refs and set(hits[0].matched) == {"vector", "fulltext"}
+    assert hits[0].session == "Session 1"
+    only_text = await recall(crown, None, "Quelloth", limit=3, mode="fulltext")
+    assert only_text and all("Quelloth" in h.text for h in only_text)
+
+
+async def test_embedding_cache_hit_on_re_embed(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
+    texts = ["The lake is dropping.", "Roll for initiative.", "The lake is dropping."]
+    first = jobs.EmbedStats()
+    a = await jobs.embed_cached(pool, embedder, "all-MiniLM-L6-v2", texts, first)
+    assert (first.computed, first.cache_hits) == (2, 1)  # the repeated text is embedded once
+    second = jobs.EmbedStats()
+    b = await jobs.embed_cached(pool, embedder, "all-MiniLM-L6-v2", texts, second)
+    assert (second.computed, second.cache_hits) == (0, 3)
+    assert a == b
+    other_model = jobs.EmbedStats()
+    await jobs.embed_cached(pool, embedder, "another-model", texts[:1], other_model)
+    assert other_model.computed == 1  # the cache is keyed by model too
