@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 import asyncpg
+import psutil
 from pgvector.asyncpg import register_vector
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ class EmbeddedPostgres:
 
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
         self._forget_dead_handles()
+        self._clear_stale_postmaster()
         version = pgserver.pgdata_version(self.pgdata)
         if version is not None and version != pgserver.TARGET_POSTGRES_VERSION:
             raise DatabaseError(
@@ -63,7 +65,10 @@ class EmbeddedPostgres:
                 f"{pgserver.TARGET_POSTGRES_VERSION}: run `lorekeeper db upgrade` (keeps your data) "
                 "or point LOREKEEPER_DATA_DIR somewhere new"
             )
-        self._server = pgserver.get_server(self.pgdata, cleanup_mode="stop")
+        # get_server() hands back a cached handle without checking that its server still runs (it may have
+        # been killed); start() on the handle restarts a dead server and is a no-op for a live one.
+        self._server = pgserver.get_server(self.pgdata, cleanup_mode="stop", start=False)
+        self._server.start()
         _stop_on_sigterm()
         return self._server.get_uri()
 
@@ -85,15 +90,30 @@ class EmbeddedPostgres:
             log.info("removing %d stale handle(s) of the embedded PostgreSQL", len(pids) - len(alive))
             handles.write_text(json.dumps(alive))
 
+    def _clear_stale_postmaster(self) -> None:
+        """A killed postmaster leaves postmaster.pid (and socket lock files) naming its pid. PostgreSQL itself
+        ignores a dead pid, but not a zombie one, and a zombie is what stays where nothing reaps orphans
+        (a container whose PID 1 is not an init): then neither pgserver nor PostgreSQL would start again."""
+        pidfile = self.pgdata / "postmaster.pid"
+        try:
+            pid = int(pidfile.read_text().split()[0])
+        except (FileNotFoundError, ValueError, IndexError):
+            return
+        if _pid_alive(pid):
+            return
+        log.warning("removing the stale postmaster.pid of dead PostgreSQL process %d", pid)
+        pidfile.unlink(missing_ok=True)
+        for lock in self.pgdata.glob(".s.PGSQL.*.lock"):
+            lock.unlink(missing_ok=True)
+
 
 def _pid_alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
+    except psutil.AccessDenied:
         return True
-    return True
 
 
 def _stop_on_sigterm() -> None:

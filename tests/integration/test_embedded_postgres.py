@@ -1,0 +1,119 @@
+"""The embedded PostgreSQL: stopped on SIGTERM, recovers from stale pid files left by kill -9."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from memory.db import EmbeddedPostgres, default_data_dir
+
+HOLDER = """
+import sys, time
+from memory.db import EmbeddedPostgres
+server = EmbeddedPostgres(__import__("pathlib").Path(sys.argv[1]))
+print(server.start(), flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    d = Path(tempfile.mkdtemp(prefix="lk-embedded-", dir="/tmp"))
+    yield d
+    postmaster = d / "pg" / "postmaster.pid"
+    if postmaster.exists():  # never leave a server behind, whatever the test did
+        pid = int(postmaster.read_text().split()[0])
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    subprocess.run(["rm", "-rf", str(d)], check=False)
+
+
+def postmaster_pid(data_dir: Path) -> int | None:
+    f = data_dir / "pg" / "postmaster.pid"
+    return int(f.read_text().split()[0]) if f.exists() else None
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead for our purposes
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split()[2] == "Z")
+
+
+def wait_gone(pid: int, timeout: float = 15) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def start_holder(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(data_dir)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    dsn = proc.stdout.readline().strip()
+    assert dsn.startswith("postgresql://"), dsn
+    return proc, dsn
+
+
+def test_sigterm_stops_the_server(data_dir: Path) -> None:
+    proc, _ = start_holder(data_dir)
+    pid = postmaster_pid(data_dir)
+    assert pid and alive(pid)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+    assert wait_gone(pid), "the embedded PostgreSQL outlived the app that was sent SIGTERM"
+
+
+async def test_recovers_after_the_app_was_killed(data_dir: Path) -> None:
+    proc, _ = start_holder(data_dir)
+    pid = postmaster_pid(data_dir)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert pid and alive(pid)  # orphaned, and its handle file still names the dead app
+
+    server = EmbeddedPostgres(data_dir)
+    dsn = server.start()
+    conn = await asyncpg.connect(dsn)
+    assert await conn.fetchval("SELECT 1") == 1
+    await conn.close()
+    server.stop()
+    assert wait_gone(pid), "the stale handle of the killed app kept the server running after stop()"
+
+
+async def test_recovers_after_postgres_itself_was_killed(data_dir: Path) -> None:
+    server = EmbeddedPostgres(data_dir)
+    server.start()
+    pid = postmaster_pid(data_dir)
+    assert pid
+    os.kill(pid, signal.SIGKILL)
+    assert wait_gone(pid)
+    assert postmaster_pid(data_dir) == pid  # a stale postmaster.pid is left behind
+
+    again = EmbeddedPostgres(data_dir)
+    dsn = again.start()
+    conn = await asyncpg.connect(dsn)
+    assert await conn.fetchval("SELECT 1") == 1
+    await conn.close()
+    again.stop()
+
+
+def test_default_data_dir_is_never_under_root_home() -> None:
+    d = default_data_dir()
+    assert not str(d).startswith("/root")
+    if os.geteuid() == 0:
+        assert d == Path("/var/lib/lorekeeper")
