@@ -87,13 +87,15 @@ class PhoneticIndex:
     def __len__(self) -> int:
         return len(self.forms)
 
-    def phonetic_candidates(self, window_codes: tuple[str, ...]) -> tuple[set[NameForm], set[NameForm]]:
-        """Forms sharing a code with the window, and forms one code edit away (codes of 4+ letters only)."""
+    def phonetic_candidates(
+        self, window_codes: tuple[str, ...], *, near_too: bool
+    ) -> tuple[set[NameForm], set[NameForm]]:
+        """Forms sharing a code with the window and, if asked, forms one code edit away (4+ sounds only)."""
         same: set[NameForm] = set()
         near: set[NameForm] = set()
         for code in window_codes:
             same.update(self.by_code.get(code, ()))
-            if len(code) < MIN_FUZZY_CODE:
+            if not near_too or len(code) < MIN_FUZZY_CODE:
                 continue
             near.update(self.by_deletion.get(code, ()))  # the window lacks one sound of the name
             for variant in deletions(code):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
+from itertools import accumulate, pairwise
 
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
@@ -35,6 +35,13 @@ class _Candidate:
     form: NameForm
     score: float
     plural: bool  # the last word's plural "s" stays outside the name
+
+
+@dataclass(slots=True)
+class _Span:
+    tokens: list[Token]
+    doubtful: bool  # heard with low STT confidence on average
+    uncommon: bool  # has a word that is not ordinary English
 
 
 @dataclass(slots=True)
@@ -96,22 +103,38 @@ class PhoneticMatcher:
         exact = self._exact_mentions(tokens)
         locked = [x or any(ch.isdigit() for ch in t.norm) for x, t in zip(exact, tokens, strict=True)]
         joinable = [all(c in _JOINERS for c in text[a.end : b.start]) for a, b in pairwise(tokens)]
+        uncommon = [word_zipf(t.word) < self.settings.common_zipf for t in tokens]
+        longest = self.index.max_spaceless * _MAX_LENGTH_RATIO
         candidates: list[_Candidate] = []
         near_misses: list[tuple[int, int]] = []
         for first in range(len(tokens)):
             if locked[first]:
                 continue
+            length = 0
+            conf_sum = 0.0
+            conf_n = 0
+            rare = False
             for last in range(first, min(len(tokens), first + self.settings.max_window_words)):
                 if last > first and (locked[last] or not joinable[last - 1]):
                     break
+                length += len(tokens[last].norm)
+                if length > longest:
+                    break
+                if (c := conf[last]) is not None:
+                    conf_sum += c
+                    conf_n += 1
+                rare = rare or uncommon[last]
+                # One doubtful word does not make its neighbours doubtful: the span as a whole must be.
+                doubtful = conf_n > 0 and conf_sum / conf_n < self.settings.low_confidence
                 window = tokens[first : last + 1]
-                best, rejected = self._match_window(window, conf[first : last + 1])
+                if length < 3 or not (doubtful or rare or self._homophone_exists(window)):
+                    continue  # ordinary words nobody doubted and no name sounding alike: skip the rest
+                span = _Span(window, doubtful=doubtful, uncommon=rare)
+                best, rejected = self._match_window(span)
                 if best is not None:
                     candidates.append(_Candidate(first, last, best[0], best[1], best[2]))
                 elif rejected:
-                    near_misses.append((window[0].start, window[-1].base_end))
-                if sum(len(t.norm) for t in window) > self.index.max_spaceless * _MAX_LENGTH_RATIO:
-                    break
+                    near_misses.append((tokens[first].start, tokens[last].base_end))
         chosen = _resolve_overlaps(candidates)
         result = Stage1Result(corrections=[self._correction(text, tokens, c) for c in chosen])
         result.suspects = self._suspects(tokens, conf, chosen, near_misses, locked)
@@ -120,12 +143,13 @@ class PhoneticMatcher:
     def _exact_mentions(self, tokens: list[Token]) -> list[bool]:
         """Tokens inside an exact entity mention (longest first); the matcher leaves them alone."""
         locked = [False] * len(tokens)
-        width = self.index.max_name_words
+        names = self.index.exact_spaceless
         i = 0
         while i < len(tokens):
-            for n in range(min(width, len(tokens) - i), 0, -1):
-                key = "".join(t.norm for t in tokens[i : i + n])
-                if self._is_name(key) or (key.endswith("s") and self._is_name(key[:-1])):
+            keys = list(accumulate(t.norm for t in tokens[i : i + self.index.max_name_words]))
+            for n in range(len(keys), 0, -1):
+                key = keys[n - 1]
+                if key in names or (key.endswith("s") and key[:-1] in names):
                     locked[i : i + n] = [True] * n
                     i += n
                     break
@@ -133,19 +157,28 @@ class PhoneticMatcher:
                 i += 1
         return locked
 
-    def _is_name(self, spaceless: str) -> bool:
-        return spaceless in self.index.exact_spaceless
+    def _homophone_exists(self, window: list[Token]) -> bool:
+        """Cheap pre-check for ordinary undoubted words: only a shared code of enough sounds can match them."""
+        if len(window) == 1:
+            return False  # a single ordinary word is never replaced
+        spaceless = "".join(t.norm for t in window)
+        variants = (spaceless, spaceless[:-1]) if spaceless.endswith("s") else (spaceless,)
+        by_code = self.index.by_code
+        return any(
+            len(code) >= self.settings.strong_code_length and code in by_code
+            for v in variants
+            for code in codes(v)
+        )
 
-    def _match_window(
-        self, window: list[Token], conf: Sequence[float | None]
-    ) -> tuple[tuple[NameForm, float, bool] | None, bool]:
+    def _match_window(self, span: _Span) -> tuple[tuple[NameForm, float, bool] | None, bool]:
         """The accepted (form, score, plural) for a window, and whether a good match was refused as unsafe."""
-        words = [t.norm for t in window]
-        heard = [t.word for t in window]
-        spaced = " ".join(words)
-        spaceless = spaced.replace(" ", "")
-        if len(spaceless) < 3 or len(spaceless) > self.index.max_spaceless * _MAX_LENGTH_RATIO:
-            return None, False
+        words = [t.norm for t in span.tokens]
+        heard = [t.word for t in span.tokens]
+        spaceless = "".join(words)
+        doubtful, uncommon = span.doubtful, span.uncommon
+        single = len(words) == 1
+        # Codes one edit apart are evidence only for a doubtful span or a single unknown word (see evidence).
+        near_too = doubtful or (single and uncommon)
         variants = [(words, False)]
         if spaceless.endswith("s") and not spaceless.endswith("ss") and len(spaceless) > 4:
             variants.append(([*words[:-1], words[-1][:-1]], True))
@@ -153,18 +186,17 @@ class PhoneticMatcher:
         for v_words, plural in variants:
             v_spaced = " ".join(v_words)
             v_spaceless = v_spaced.replace(" ", "")
-            same, near = self.index.phonetic_candidates(codes(v_spaceless))
+            window_codes = codes(v_spaceless)
+            if not (near_too or uncommon) and len(window_codes[0]) < self.settings.strong_code_length:
+                continue  # ordinary words with too few sounds: refused whatever they match
+            same, near = self.index.phonetic_candidates(window_codes, near_too=near_too)
             for kind, forms in ((MatchKind.phonetic, same), (MatchKind.near, near)):
                 for form in forms:
                     if _similar_length(form.spaceless, v_spaceless):
                         # A plural reading must beat the plain one clearly: "orcas" is Orcus, not Orca+s.
                         score = _score(v_spaced, v_spaceless, form) - (0.03 if plural else 0.0)
                         scored.append(_Scored(score, form, plural, kind, v_words, heard))
-        known = [c for c in conf if c is not None]
-        # One doubtful word does not make its neighbours doubtful: the span as a whole must be.
-        doubtful = bool(known) and sum(known) / len(known) < self.settings.low_confidence
-        uncommon = any(word_zipf(w) < self.settings.common_zipf for w in heard)
-        if not scored and len(window) <= 2 and (doubtful or uncommon):
+        if not scored and len(words) <= 2 and (doubtful or uncommon):
             scored = self._fuzzy(words, heard)
         return self._decide(scored, doubtful)
 

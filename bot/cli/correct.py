@@ -1,0 +1,148 @@
+"""``lorekeeper correct``: fix misheard entity names in utterances read from stdin, one JSON line out each.
+
+Input lines are plain text or JSON ``{"text": ..., "words": [{"word": ..., "confidence": ...}],
+"entities": [names]}``; ``entities`` on a line replaces the global list for that line (per-utterance
+biasing). Output lines are ``{"text", "raw_text", "corrections"}``, or ``{"line", "error"}`` for a line that
+cannot be read; the command goes on with the next line.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, TextIO
+
+import click
+import yaml
+
+from bot.cli import cli
+from memory.correction import EntityName, Pipeline
+
+#: Distinct per-line entity lists whose prepared pipelines are kept (biasing lists repeat across lines).
+_CACHE_SIZE = 256
+
+
+class LineError(ValueError):
+    """A line that is not a readable utterance."""
+
+
+@cli.command("correct")
+@click.option("--entities", "entities_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Campaign YAML (an entities: list of {name, aliases}) or a plain list, one name per line.")
+@click.option("--campaign", "campaign_name", help="Take the entities of this campaign from the database.")
+@click.pass_context
+def correct(ctx: click.Context, entities_file: Path | None, campaign_name: str | None) -> None:
+    """Correct misheard entity names in utterances from stdin (one per line), writing JSON lines."""
+    if entities_file is not None and campaign_name is not None:
+        raise click.UsageError("give --entities or --campaign, not both")
+    names: list[EntityName] | None = None
+    if entities_file is not None:
+        names = read_entities_file(entities_file)
+    elif campaign_name is not None:
+        names = load_campaign_names(ctx, campaign_name)
+    run(sys.stdin, sys.stdout, names)
+
+
+def load_campaign_names(ctx: click.Context, name: str) -> list[EntityName]:
+    # TODO(db): load the campaign's entities (id, name, aliases) through the memory store.
+    raise click.UsageError("--campaign needs the database: not wired yet")
+
+
+def read_entities_file(path: Path) -> list[EntityName]:
+    """Entities from a campaign YAML (``entities:`` list) or a plain list of names, one per line."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        data = None  # a plain list may contain characters YAML chokes on ("Vex'ahlia: the ranger")
+    if isinstance(data, dict) and "entities" in data:
+        return _yaml_entities(path, data["entities"])
+    names = [line.strip() for line in text.splitlines()]
+    return [EntityName(name=n) for n in names if n and not n.startswith("#")]
+
+
+def _yaml_entities(path: Path, items: Any) -> list[EntityName]:
+    if not isinstance(items, list):
+        raise click.BadParameter(f"{path}: entities must be a list", param_hint="--entities")
+    entities = []
+    for i, item in enumerate(items, 1):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"].strip():
+            raise click.BadParameter(f"{path}: entity {i} has no name", param_hint="--entities")
+        aliases = item.get("aliases") or []
+        if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+            raise click.BadParameter(f"{path}: entity {item['name']!r}: aliases must be a list of names",
+                                     param_hint="--entities")
+        entities.append(EntityName(name=item["name"], aliases=aliases))
+    return entities
+
+
+def run(stdin: TextIO, stdout: TextIO, entities: list[EntityName] | None) -> None:
+    """The command's loop, apart from click so the speed of the loop itself can be measured."""
+    default = Pipeline(entities) if entities is not None else None
+    cache: OrderedDict[tuple[str, ...], Pipeline] = OrderedDict()
+    for number, line in enumerate(stdin, 1):
+        if not line.strip():
+            continue
+        try:
+            text, words, names = parse_line(line)
+            pipeline = default if names is None else _cached(cache, names)
+            if pipeline is None:
+                raise LineError('no entities: give --entities or --campaign, or an "entities" list on the line')
+            out: dict[str, Any] = pipeline.correct_fast(text, words).model_dump(mode="json")
+        except LineError as exc:
+            out = {"line": number, "error": str(exc)}
+        stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+    stdout.flush()
+
+
+def parse_line(line: str) -> tuple[str, list[tuple[str, float]] | None, tuple[str, ...] | None]:
+    """(text, recogniser words with confidences, the line's own entity names)."""
+    stripped = line.strip()
+    if not stripped.startswith("{"):
+        return stripped, None, None
+    try:
+        data = json.loads(stripped)
+    except json.JSONDecodeError as exc:
+        raise LineError(f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
+    if not isinstance(data, dict):
+        raise LineError("a JSON line must be an object")
+    words = _words(data.get("words"))
+    text = data.get("text")
+    if text is None and words is not None:
+        text = " ".join(w for w, _ in words)
+    if not isinstance(text, str):
+        raise LineError('"text" must be a string (or give "words")')
+    names = data.get("entities")
+    if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
+        raise LineError('"entities" must be a list of names')
+    return text, words, tuple(names) if names is not None else None
+
+
+def _words(value: Any) -> list[tuple[str, float]] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise LineError('"words" must be a list of {"word", "confidence"}')
+    words = []
+    for w in value:
+        if not isinstance(w, dict) or not isinstance(w.get("word"), str):
+            raise LineError('each of "words" needs a "word" string')
+        confidence = w.get("confidence", 1.0)
+        if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1:
+            raise LineError(f'confidence of {w["word"]!r} must be a number from 0 to 1')
+        words.append((w["word"], float(confidence)))
+    return words
+
+
+def _cached(cache: OrderedDict[tuple[str, ...], Pipeline], names: tuple[str, ...]) -> Pipeline:
+    pipeline = cache.get(names)
+    if pipeline is None:
+        pipeline = Pipeline([EntityName(name=n) for n in names if n.strip()])
+        cache[names] = pipeline
+        if len(cache) > _CACHE_SIZE:
+            cache.popitem(last=False)
+    else:
+        cache.move_to_end(names)
+    return pipeline
