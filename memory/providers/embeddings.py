@@ -43,7 +43,8 @@ class MiniLMEmbedder:
     model_name = "all-MiniLM-L6-v2"
     dim = 384
 
-    def __init__(self, *, batch_size: int = 32, max_tokens: int = 256, threads: int | None = None) -> None:
+    def __init__(self, *, batch_size: int = 16, max_tokens: int = 256, threads: int | None = None) -> None:
+        # 16 measured best on 2 cores (bench/embeddings.py): bigger batches' attention tensors outgrow the caches.
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.batch_size = batch_size
