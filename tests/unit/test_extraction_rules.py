@@ -1,0 +1,87 @@
+"""The offline extractor, name dedup and validation, without a database."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from memory.extraction import ExtractionAnswer, KnownEntity, ProposedFact, RuleExtractor
+from memory.extraction.names import NameResolver, normalize_name
+from memory.extraction.rules import MAX_RULE_CONFIDENCE
+from memory.extraction.validate import validate_result
+from memory.models import EntityType, Entry
+
+KNOWN = [
+    KnownEntity(id=1, name="Eldrinax", type=EntityType.npc),
+    KnownEntity(id=2, name="Ironhold", type=EntityType.place, aliases=["the Hold"]),
+    KnownEntity(id=3, name="Vex'ahlia", type=EntityType.player),
+    KnownEntity(id=4, name="Tim", type=EntityType.npc),
+]
+
+
+def entries(*texts: str, speaker: str = "DM") -> list[Entry]:
+    now = datetime.now(UTC)
+    return [
+        Entry(id=100 + i, campaign_id=1, session_id=1, seq=i + 1, speaker=speaker, speaker_id=None, raw_text=t,
+              text=t, start_s=float(i), end_s=None, duration_s=None, ref=None, corrections=[], created_at=now)
+        for i, t in enumerate(texts)
+    ]  # fmt: skip
+
+
+def test_normal_form_folds_case_accents_apostrophes_and_possessives() -> None:
+    assert normalize_name("Vex'ahlia's") == normalize_name("VÉXAHLIA") == "vexahlia"
+
+
+def test_resolver_merges_spellings_but_not_different_names() -> None:
+    resolver = NameResolver(KNOWN)
+    assert resolver.resolve("eldrinax's") == (KNOWN[0], True)
+    assert resolver.resolve("Eldrinaks") == (KNOWN[0], False)
+    assert resolver.resolve("Iron Hold")[0] == KNOWN[1]
+    assert resolver.resolve("the hold")[0] == KNOWN[1]
+    assert resolver.resolve("Eldrin")[0] is None  # a shared prefix is not the same name
+    assert resolver.resolve("Tom")[0] is None  # short names match exactly only
+
+
+async def test_rules_find_patterns_intros_and_cooccurrence() -> None:
+    result = await RuleExtractor().extract(
+        entries(
+            "Eldrinax lives in the Hold, they say.",
+            "At the gate waits a gnome named Pip Quickfoot.",
+            "Vex'ahlia's bow points at Eldrinax.",
+        ),
+        KNOWN,
+    )
+    got = {(f.source, f.type, f.target or f.value) for f in result.facts}
+    assert got == {("Eldrinax", "lives_in", "Ironhold"), ("Eldrinax", "mentioned_with", "Vex'ahlia")}
+    assert [(e.name, e.type, e.description) for e in result.entities] == [("Pip Quickfoot", "npc", "a gnome")]
+    assert all(i.confidence <= MAX_RULE_CONFIDENCE < 0.7 for i in [*result.facts, *result.entities])
+
+
+async def test_rules_ignore_sentence_starts_and_canon_claims() -> None:
+    result = await RuleExtractor().extract(
+        entries("Yes, the king of Ironhold!", "This is canon, the DM confirmed it: Eldrinax is the king."), KNOWN
+    )
+    assert [(f.source, f.type, f.value, f.confidence) for f in result.facts] == [
+        ("Eldrinax", "occupation", "king", 0.55)
+    ]
+    assert result.entities == []
+
+
+def test_validation_drops_and_counts_bad_facts() -> None:
+    def fact(source: str, target: str | None, value: str | None = None, **kw: object) -> ProposedFact:
+        base = {"type": "ally_of", "confidence": 0.8, "basis": "stated", "entry_ids": [1]}
+        return ProposedFact(source=source, target=target, value=value, **{**base, **kw})
+
+    answer = ExtractionAnswer(
+        entities=[],
+        facts=[
+            fact("Eldrinax", "Tim"),
+            fact("eldrinax", "tim"),  # the same fact again
+            fact("Eldrinax", "Eldrinaks"),  # one entity under two spellings
+            fact("Eldrinax", "Tim", basis="rumour"),
+            fact("Eldrinax", "Tim", type="ally of!"),
+            fact("Eldrinax", None, confidence=float("nan"), type="status", value="alive"),
+        ],
+    )
+    result = validate_result(answer, KNOWN, {1})
+    assert [(f.source, f.target) for f in result.facts] == [("Eldrinax", "Tim")]
+    assert result.invalid == 5
