@@ -1,0 +1,97 @@
+"""kill -9 a `lorekeeper worker` in the middle of a session's jobs; a restarted worker finishes every job
+and no row is duplicated."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from campaigns.files import read_campaign_file
+from campaigns.load import apply_campaign_file
+from memory import jobs
+from memory.chunking import windows
+from memory.ingest import ingest_file
+from memory.store import CampaignMemory
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
+
+
+def start_worker(dsn: str, tmp_path: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "DATABASE_URL": dsn, "LOREKEEPER_DATA_DIR": str(tmp_path / "unused")}
+    return subprocess.Popen(
+        [sys.executable, "-c", "from bot.cli import main; main()", "worker", "--heartbeat-timeout", "3"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "worker.log", "ab"),  # noqa: SIM115 - the child owns it
+    )
+
+
+async def wait_for(pool: asyncpg.Pool, sql: str, *args: object, timeout: float = 120) -> None:
+    """Until ``sql`` is true: the progress of another process can only be observed in the database."""
+    deadline = time.monotonic() + timeout
+    while not await pool.fetchval(sql, *args):
+        if time.monotonic() > deadline:
+            raise TimeoutError(sql)
+        await asyncio.sleep(0.05)
+
+
+async def test_kill_9_mid_way_then_restart_finishes_without_duplicates(
+    campaign: CampaignMemory, pool: asyncpg.Pool, fresh_dsn: str, tmp_path: Path
+) -> None:
+    await apply_campaign_file(campaign, read_campaign_file(EXAMPLES / "sunken_crown.yaml"))
+    # Twelve variants of the sample session: enough windows that the worker is still busy when killed.
+    lines = (EXAMPLES / "sunken_crown_session1.jsonl").read_text().splitlines()
+    big = tmp_path / "long.jsonl"
+    with big.open("w") as fh:
+        for part in range(12):
+            for n, line in enumerate(lines):
+                obj = json.loads(line)
+                obj.update(text=f"{obj['text']} (part {part})", start=obj["start"] + part * 400, ref=f"p{part}:{n}")
+                fh.write(json.dumps(obj) + "\n")
+    report = await ingest_file(campaign, big, session_title="Long night", batch_size=100)
+    session_id = (await campaign.log.session_by_title("Long night")).id  # type: ignore[union-attr]
+
+    worker = start_worker(fresh_dsn, tmp_path)
+    try:
+        # Mid-way: some chunks stored, jobs still picked.
+        await wait_for(pool, "SELECT count(*) >= 10 FROM chunks WHERE session_id = $1", session_id)
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait()
+        assert await jobs.pending_jobs(pool) > 0, "the worker finished before it could be killed"
+        assert await pool.fetchval("SELECT count(*) FROM pgqueuer WHERE status = 'picked'") > 0
+
+        worker = start_worker(fresh_dsn, tmp_path)
+        await jobs.wait_until_idle(pool, deadline_s=240)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+
+    assert await jobs.failed_jobs(pool) == 0
+    entries = await campaign.log.session_entries(session_id)
+    assert len(entries) == report.lines == 720
+    chunk_keys = [r[0] for r in await pool.fetch("SELECT key FROM chunks WHERE session_id = $1", session_id)]
+    assert sorted(chunk_keys) == sorted(w.key for w in windows(entries))  # every window, once
+    progress = await pool.fetchval(
+        "SELECT last_seq FROM ingest_progress WHERE session_id = $1 AND step = $2", session_id, jobs.EXTRACT
+    )
+    assert progress == entries[-1].seq
+    dup_entities = await pool.fetchval(
+        "SELECT count(*) FROM (SELECT lower(name) FROM entities GROUP BY 1 HAVING count(*) > 1) d"
+    )
+    dup_facts = await pool.fetchval(
+        """SELECT count(*) FROM (SELECT source_id, type, target_id, value FROM relationships
+           WHERE valid_to IS NULL GROUP BY 1, 2, 3, 4 HAVING count(*) > 1) d"""
+    )
+    assert (dup_entities, dup_facts) == (0, 0)
+    session = await campaign.log.session(session_id)
+    assert session.summary
+    assert await campaign.graph.find_entity("Session: Long night") is not None
