@@ -23,6 +23,8 @@ NEW_NAME_BY_DM_CONFIDENCE = 0.5
 NEW_NAME_CONFIDENCE = 0.4
 COOCCURRENCE_CONFIDENCE = 0.3
 
+_TITLES = OCCUPATIONS | {"sir", "dame", "madam", "madame", "mister", "miss", "mr", "mrs", "ms", "master"}
+
 DM_SPEAKERS = frozenset({"dm", "gm", "dungeon master", "game master", "narrator"})
 
 _PLACEHOLDER = "\ue000{}\ue001"  # private-use characters: cannot occur in speech, so cannot be forged
@@ -210,6 +212,8 @@ def _resolve(slot: str, found: list[KnownEntity]) -> _Mention | None:
     name = re.sub(r"(?:['’]s|['’])$", "", slot).strip()
     if not name or name.split()[0].casefold() in COMMON_WORDS or "\ue000" in name:
         return None
+    if " " not in name and name.casefold() in _TITLES:
+        return None  # "named Lord and Lady Briarwood": a bare title is not a name
     return _Mention(None, name)
 
 
