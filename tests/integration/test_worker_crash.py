@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import asyncpg
-import pytest
 
 from campaigns.files import read_campaign_file
 from campaigns.load import apply_campaign_file
@@ -31,13 +30,13 @@ def start_worker(dsn: str, tmp_path: Path) -> subprocess.Popen[bytes]:
         [sys.executable, "-c", "from bot.cli import main; main()", "worker", "--heartbeat-timeout", "3"],
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=open(tmp_path / "worker.log", "ab"),  # noqa: SIM115 - the child owns it
+        stderr=open(tmp_path / "worker.log", "ab"),
     )
 
 
-async def wait_for(pool: asyncpg.Pool, sql: str, *args: object, timeout: float = 120) -> None:
+async def wait_for(pool: asyncpg.Pool, sql: str, *args: object, within_s: float = 120) -> None:
     """Until ``sql`` is true: the progress of another process can only be observed in the database."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + within_s
     while not await pool.fetchval(sql, *args):
         if time.monotonic() > deadline:
             raise TimeoutError(sql)
