@@ -50,10 +50,9 @@ async def load_wiki_entities(mem: CampaignMemory, limit: int = 300) -> None:
         if name.lower() in seen or not name:
             continue
         seen.add(name.lower())
-        try:
+        # A name clashing with another entity's alias is just skipped.
+        with contextlib.suppress(MemoryError_):
             await mem.graph.add_entity(EntityIn(name=name, type=EntityType.concept))
-        except Exception:
-            pass
 
 
 async def bench_episode(path: Path, embedder: MiniLMEmbedder, recall_queries: int) -> tuple[list[object], dict]:
