@@ -19,6 +19,8 @@ from memory.models import Correction
 _JOINERS = frozenset(" \t-‐‑")
 # A name heard as a few more or fewer letters is plausible; 3:2 in length is not.
 _MAX_LENGTH_RATIO = 1.5
+# Score added per extra word when overlapping windows compete.
+_LENGTH_BONUS = 0.01
 
 
 @dataclass(slots=True)
@@ -180,7 +182,7 @@ class PhoneticMatcher:
         # Codes one edit apart are evidence only for a doubtful span or a single unknown word (see evidence).
         near_too = doubtful or (single and uncommon)
         variants = [(words, False)]
-        if spaceless.endswith("s") and not spaceless.endswith("ss") and len(spaceless) > 4:
+        if len(words[-1]) > 3 and spaceless.endswith("s") and not spaceless.endswith("ss"):
             variants.append(([*words[:-1], words[-1][:-1]], True))
         scored: list[_Scored] = []
         for v_words, plural in variants:
@@ -262,12 +264,12 @@ class PhoneticMatcher:
 
 
 def _resolve_overlaps(candidates: list[_Candidate]) -> list[_Candidate]:
-    """Longest accepted window first ("Tower of Whispers" before "Tower"), then the best score.
+    """Best window first, where a longer window earns a little: "Tower of Whispers" before "Tower".
 
-    Each window passed the evidence test on its own, so the longer one explains more of what was heard:
-    "na stock grace pine" is Nostoc Greyspine, not "na stock" plus the Greyspine Quarry.
+    Only a little: Jaro-Winkler barely punishes a stray word after a good prefix, so "west rune we" scores
+    almost as well as "west rune" and must not swallow the "we".
     """
-    ranked = sorted(candidates, key=lambda c: (c.last - c.first, c.score), reverse=True)
+    ranked = sorted(candidates, key=lambda c: c.score + _LENGTH_BONUS * (c.last - c.first), reverse=True)
     taken: list[_Candidate] = []
     for c in ranked:
         if all(c.last < t.first or c.first > t.last for t in taken):

@@ -1,0 +1,83 @@
+"""``lorekeeper correct`` driven through click's runner (the command object itself)."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from bot.cli.correct import correct, run
+
+
+def _lines(output: str) -> list[dict]:
+    return [json.loads(line) for line in output.splitlines()]
+
+
+def test_plain_list_and_json_lines(tmp_path: Path) -> None:
+    names = tmp_path / "names.txt"
+    names.write_text("# the party\nVasselheim\nFrumpkin\n\n")
+    stdin = "\n".join([
+        "we rode to vassal high mm today",
+        json.dumps({"text": "from skin, come here", "words": [
+            {"word": "from", "confidence": 0.3}, {"word": "skin,", "confidence": 0.4},
+            {"word": "come", "confidence": 0.9}, {"word": "here", "confidence": 0.9}]}),
+        "{not json",
+        json.dumps({"text": "the elder nacks is here", "entities": ["Eldrinax"]}),
+        json.dumps({"text": "hi", "words": [{"word": "hi", "confidence": 7}]}),
+    ]) + "\n"
+    result = CliRunner().invoke(correct, ["--entities", str(names)], input=stdin)
+    assert result.exit_code == 0, result.output
+    first, second, bad, biased, bad_conf = _lines(result.output)
+    assert first["text"] == "we rode to Vasselheim today"
+    assert first["raw_text"] == "we rode to vassal high mm today"
+    assert first["corrections"][0] | {"score": None} == {
+        "span": "vassal high mm", "replacement": "Vasselheim", "start": 11, "end": 25,
+        "entity_id": None, "score": None, "stage": 1}
+    assert second["text"] == "Frumpkin, come here"
+    assert bad["line"] == 3 and "invalid JSON" in bad["error"]
+    assert biased["text"] == "the Eldrinax is here"  # the line's own list, not the file's
+    assert bad_conf["line"] == 5 and "confidence" in bad_conf["error"]
+
+
+def test_campaign_yaml(tmp_path: Path) -> None:
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text("campaign: {name: X}\nentities:\n  - name: Grog Strongjaw\n    aliases: [Grog]\n"
+                        "  - name: Westruun\n")
+    result = CliRunner().invoke(correct, ["--entities", str(campaign)], input="off to west rune we go\n")
+    assert _lines(result.output)[0]["text"] == "off to Westruun we go"
+
+
+def test_bad_campaign_yaml_is_a_usage_error(tmp_path: Path) -> None:
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text("entities:\n  - aliases: [x]\n")
+    result = CliRunner().invoke(correct, ["--entities", str(campaign)], input="")
+    assert result.exit_code == 2
+    assert "entity 1 has no name" in result.output
+
+
+def test_campaign_option_is_not_wired_yet() -> None:
+    result = CliRunner().invoke(correct, ["--campaign", "Exandria"], input="hello\n")
+    assert result.exit_code == 2
+    assert "--campaign needs the database" in result.output
+
+
+def test_a_line_without_any_entities_is_an_error_line() -> None:
+    result = CliRunner().invoke(correct, [], input="hello there\n")
+    assert "no entities" in _lines(result.output)[0]["error"]
+
+
+def test_thousands_of_lines_per_second(tmp_path: Path) -> None:
+    from memory.correction import EntityName
+
+    entities = [EntityName(name=f"Name{i}x{chr(97 + i % 26)}oria") for i in range(300)]
+    entities.append(EntityName(name="Vox Machina"))
+    line = "we went to the vox machine a house with the dwarves of the mountain who said hello there friend\n"
+    out = io.StringIO()
+    start = time.perf_counter()
+    run(io.StringIO(line * 2000), out, entities)
+    rate = 2000 / (time.perf_counter() - start)
+    assert out.getvalue().count('"text": "we went to the Vox Machina house') == 2000
+    assert rate > 1000, f"{rate:.0f} lines/s"

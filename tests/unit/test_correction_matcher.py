@@ -1,0 +1,114 @@
+"""Stage 1: the phonetic matcher against a small campaign."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.correction import EntityName, MatchSettings, PhoneticIndex, PhoneticMatcher, Pipeline
+from memory.correction.text import align_confidences, tokenize
+
+ENTITIES = [
+    EntityName(id=1, name="Vasselheim"),
+    EntityName(id=2, name="Vox Machina"),
+    EntityName(id=3, name="Frumpkin"),
+    EntityName(id=4, name="Vex'ahlia", aliases=["Vex"]),
+    EntityName(id=5, name="Tower of Whispers"),
+    EntityName(id=6, name="Eldrinax"),
+    EntityName(id=7, name="Westruun"),
+    EntityName(id=8, name="Vecna"),
+]
+
+
+@pytest.fixture(scope="module")
+def pipeline() -> Pipeline:
+    return Pipeline(ENTITIES)
+
+
+def test_multi_word_mishearing_becomes_the_name(pipeline: Pipeline) -> None:
+    result = pipeline.correct_fast("We ride for vassal high mm at dawn.")
+    assert result.text == "We ride for Vasselheim at dawn."
+    assert result.raw_text == "We ride for vassal high mm at dawn."
+    [c] = result.corrections
+    assert (c.span, c.replacement, c.entity_id, c.stage) == ("vassal high mm", "Vasselheim", 1, 1)
+    assert result.raw_text[c.start : c.end] == "vassal high mm"
+    assert 0.7 <= c.score <= 1.0
+
+
+def test_possessive_casing_and_punctuation_around_the_span_are_kept(pipeline: Pipeline) -> None:
+    assert pipeline.correct_fast("Go to elder nacks's lair!").text == "Go to Eldrinax's lair!"
+    assert pipeline.correct_fast('"VOX MACHINE A," he said.').text == '"Vox Machina," he said.'
+
+
+def test_exact_names_and_aliases_are_left_alone(pipeline: Pipeline) -> None:
+    text = "Vex and Vex'ahlia climbed the Tower of Whispers with Vox Machina."
+    result = pipeline.correct_fast(text)
+    assert result.text == text
+    assert result.corrections == []
+
+
+def test_ordinary_speech_is_not_touched(pipeline: Pipeline) -> None:
+    for text in [
+        "I think the vector points west, and we run.",
+        "Are you able to come and see the door?",
+        "We went home after the game, more than tired.",
+    ]:
+        assert pipeline.correct_fast(text).corrections == [], text
+
+
+def test_a_common_word_is_replaced_only_when_the_recogniser_doubts_it() -> None:
+    # A lower bar for doubted words than the default shows the lift on its own.
+    pipeline = Pipeline([EntityName(id=1, name="Tary")], settings=MatchSettings(doubtful_word_threshold=0.75))
+    text = "ask terry about it"
+    sure = [(w, 0.95) for w in text.split()]
+    doubted = [("ask", 0.95), ("terry", 0.3), ("about", 0.9), ("it", 0.9)]
+    assert pipeline.correct_fast(text).corrections == []
+    assert pipeline.correct_fast(text, sure).corrections == []
+    assert pipeline.correct_fast(text, doubted).text == "ask Tary about it"
+
+
+def test_a_very_common_word_is_never_replaced_even_when_doubted() -> None:
+    pipeline = Pipeline([EntityName(name="Wand")], settings=MatchSettings(doubtful_word_threshold=0.7))
+    assert pipeline.correct_fast("you and me", [("you", 0.9), ("and", 0.1), ("me", 0.9)]).corrections == []
+
+
+def test_aliases_map_to_the_canonical_name() -> None:
+    pipeline = Pipeline([EntityName(id=9, name="The Everlight", aliases=["Sarenrae"])])
+    [c] = pipeline.correct_fast("we pray to saren ray tonight").corrections
+    assert (c.span, c.replacement, c.entity_id) == ("saren ray", "The Everlight", 9)
+
+
+def test_a_differently_spaced_name_counts_as_exact() -> None:
+    pipeline = Pipeline([EntityName(name="Grog Strongjaw", aliases=["Strongjaw"])])
+    assert pipeline.correct_fast("strong jaw hits it").corrections == []
+
+
+def test_the_longest_window_wins() -> None:
+    pipeline = Pipeline([EntityName(id=1, name="Nostoc Greyspine"), EntityName(id=2, name="Greyspine")])
+    result = pipeline.correct_fast("we met lord nostoc grayspine today")
+    assert [c.replacement for c in result.corrections] == ["Nostoc Greyspine"]
+
+
+def test_ambiguous_spans_are_left_for_stage_2() -> None:
+    matcher = PhoneticMatcher(PhoneticIndex.build([EntityName(name="Kethra"), EntityName(name="Kethro")]))
+    result = matcher.correct("we found kethrah there")
+    assert result.corrections == []
+    assert result.suspects == [(9, 16)]
+
+
+def test_low_confidence_words_are_suspects_for_stage_2(pipeline: Pipeline) -> None:
+    text = "the orb glows blue"
+    result = pipeline.matcher.correct(text, [0.9, 0.2, 0.95, 0.9])
+    assert [text[a:b] for a, b in result.suspects] == ["orb"]
+
+
+def test_confidences_align_to_tokens_by_position() -> None:
+    text = "Vex's bow, drawn"
+    tokens = tokenize(text)
+    assert align_confidences(text, tokens, [("Vex's", 0.4), ("bow,", 0.9), ("drawn", 0.8)]) == [0.4, 0.9, 0.8]
+    assert align_confidences(text, tokens, [("nothing", 0.1), ("drawn", 0.7)]) == [None, None, 0.7]
+
+
+def test_index_needs_no_database_and_handles_no_entities() -> None:
+    assert Pipeline([]).correct_fast("anything at all").corrections == []
+    index = PhoneticIndex.build([EntityName(name="Westruun", aliases=["West Ruun", "westruun"])])
+    assert len(index) == 2  # the repeated spelling is one form
