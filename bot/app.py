@@ -15,6 +15,7 @@ from discord.ext import commands
 
 from bot.checks import describe_interaction, reply_error
 from bot.settings import Settings
+from memory.providers.embeddings import Embedder
 from memory.store import Memory
 
 log = logging.getLogger("lorekeeper.bot")
@@ -39,7 +40,15 @@ def intents() -> discord.Intents:
 
 
 class LorekeeperBot(commands.Bot):
-    def __init__(self, settings: Settings, memory: Memory, *, sync_on_start: bool = True, **options: Any) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        memory: Memory,
+        *,
+        embedder: Embedder | None = None,
+        sync_on_start: bool = True,
+        **options: Any,
+    ) -> None:
         owner_ids = set(settings.owner_ids) or None
         super().__init__(
             # no prefix commands: everything is a slash command, so mentions are the harmless default
@@ -52,6 +61,8 @@ class LorekeeperBot(commands.Bot):
         )
         self.settings = settings
         self.memory = memory
+        # /recall adds vector search when an embedder is given (shared with the in-process workers)
+        self.embedder = embedder
         self.sync_on_start = sync_on_start
         self.tree.on_error = self.on_app_command_error  # type: ignore[method-assign]
 
@@ -73,5 +84,6 @@ class LorekeeperBot(commands.Bot):
 
 def create_bot(settings: Settings, memory: Memory, **options: Any) -> LorekeeperBot:
     """The bot for ``settings`` over ``memory``; ``options`` go to ``discord.Client`` (tests pass
-    ``guild_ready_timeout``), plus ``sync_on_start=False`` for tools that sync by themselves."""
+    ``guild_ready_timeout``), plus ``embedder`` for vector recall and ``sync_on_start=False`` for tools that
+    sync by themselves."""
     return LorekeeperBot(settings, memory, **options)

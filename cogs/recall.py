@@ -1,7 +1,7 @@
 """``/recall`` (what was said about something, with where it was said) and ``/recap`` (a session's summary).
 
-Retrieval here is L1 full-text search (``SessionLog.search``) plus the accepted facts of an entity the query
-names; the ranked GraphRAG retrieval belongs to ``memory/recall.py`` and replaces this once it lands.
+Retrieval is ``memory.recall`` (L2 vectors + L1 full text, fused) — full text only when the bot was built
+without an embedder — plus the accepted facts of an entity the query names, secret ones only for the DM.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from discord.ext import commands
 from bot.app import LorekeeperBot
 from bot.checks import UserError, active_campaign, member_is_dm
 from bot.views import MAX_FIELD_VALUE, clip, name_choices
-from memory.models import EntryHit, Session, Visibility
+from memory import recall as recall_core
+from memory.models import Visibility
+from memory.recall import RecallHit
 
 HITS = 5
 
@@ -24,10 +26,11 @@ def timestamp(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def cite(hit: EntryHit, sessions: dict[int, Session]) -> str:
-    """One quoted utterance with its session, time and speaker, so the DM can find it in the recording."""
-    title = sessions[hit.session_id].title if hit.session_id in sessions else f"session {hit.session_id}"
-    return f"“{clip(hit.text, 300)}” — **{hit.speaker}**, {title} at {timestamp(hit.start_s)}"
+def cite(hit: RecallHit) -> str:
+    """The passage with its session, time and speakers, so the DM can find it in the recording."""
+    when = f" at {timestamp(hit.start_s)}" if hit.start_s is not None else ""
+    who = ", ".join(hit.speakers)
+    return f"“{clip(hit.text, 400)}”\n— **{who}**, {hit.session or f'session {hit.session_id}'}{when}"
 
 
 async def session_titles(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
@@ -49,8 +52,8 @@ class Recall(commands.Cog):
         campaign, mem = await active_campaign(interaction)
         dm = member_is_dm(interaction, campaign)
         await interaction.response.defer(ephemeral=True, thinking=True)
-        hits = await mem.log.search(query, limit=HITS)
-        sessions = {s.id: s for s in await mem.log.sessions()}
+        embedder = self.bot.embedder
+        hits = await recall_core.recall(mem, embedder, query, limit=HITS, mode="both" if embedder else "fulltext")
         embed = discord.Embed(title=clip(f"Recall: {query}", 256), colour=0x3498DB)
         entity = await mem.graph.find_entity(query)
         # a secret or unreviewed entity is as good as unknown to players: neither it nor its facts are shown
@@ -62,7 +65,7 @@ class Recall(commands.Cog):
                 name=clip(entity.name, 256), value=clip("\n".join([about, *lines]), MAX_FIELD_VALUE), inline=False
             )
         if hits:
-            embed.description = clip("\n\n".join(cite(h, sessions) for h in hits), 4000)
+            embed.description = clip("\n\n".join(cite(h) for h in hits), 4000)
         elif not embed.fields:
             embed.description = "Nothing in this campaign's sessions matches that."
         await interaction.followup.send(embed=embed, ephemeral=True)

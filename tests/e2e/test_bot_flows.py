@@ -1,0 +1,410 @@
+# ruff: noqa: F811  (pytest fixtures shared from test_bot_entities are parameters here)
+"""Campaigns, review, recall/recap, setup and sync end to end: real bot ↔ fake Discord ↔ embedded PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bot.app import LorekeeperBot
+from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
+from memory.store import CampaignMemory, Memory
+from tests.e2e.conftest import BotRunner
+from tests.e2e.fake_discord import FakeChannel, FakeDiscord, FakeGuild, FakeMember, Upload
+from tests.e2e.test_bot_entities import bot, dm, guild, make_bot, player  # noqa: F401  (shared fixtures)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration]
+
+EXAMPLE = Path(__file__).parents[2] / "campaigns" / "examples" / "sunken_crown.yaml"
+BROKEN = b"campaign:\n  name: Broken\nentities:\n  - name: Mira\n    type: npc\n  - name: Orrin\n    type: wizard\n"
+
+
+async def active(memory: Memory, guild: FakeGuild) -> CampaignMemory:
+    campaign = await memory.campaigns(guild.id).active()
+    assert campaign is not None
+    return memory.campaign(campaign.id)
+
+
+@pytest.fixture
+async def ashes(bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember):
+    await fake_discord.invoke("campaign create", {"name": "Ashes", "system": "D&D 5e"}, user_id=dm)
+    return await active(memory, guild)
+
+
+@pytest.fixture
+async def pending(ashes: CampaignMemory) -> list[str]:
+    """Two unsure extractions waiting for the DM: a new NPC and a fact about it (refs, oldest first)."""
+    low = Provenance(source=Source.stated, confidence=0.4, session_id=None)
+    mira = await ashes.graph.add_entity(
+        EntityIn(name="Mira", type=EntityType.npc, description="a smith", status=ReviewStatus.pending, provenance=low)
+    )
+    forge = await ashes.graph.add_entity(EntityIn(name="Ironhold", type=EntityType.place))
+    fact = await ashes.graph.add_relationship(
+        RelationshipIn(source_id=mira.id, type="works_in", target_id=forge.id, provenance=low)
+    )
+    assert fact.status == ReviewStatus.pending
+    return [f"e{mira.id}", f"f{fact.id}"]
+
+
+# ---------------------------------------------------------------------------------------------- campaigns
+
+
+async def test_dev_guild_sync_at_start(
+    fake_discord: FakeDiscord, bot_runner: BotRunner, memory: Memory, guild: FakeGuild, tmp_path: Path
+) -> None:
+    await bot_runner.start(make_bot(fake_discord, memory, tmp_path, dev_guild_id=guild.id))
+    ((scope, sent),) = fake_discord.sync_calls
+    assert scope == guild.id
+    assert sorted(c["name"] for c in sent) == ["campaign", "entity", "lorekeeper", "recall", "recap", "review"]
+    entity = next(c for c in sent if c["name"] == "entity")
+    assert sorted(o["name"] for o in entity["options"]) == ["add", "edit", "link", "list", "remove", "show", "unlink"]
+    add = next(o for o in entity["options"] if o["name"] == "add")
+    type_option = next(o for o in add["options"] if o["name"] == "type")
+    assert [c["value"] for c in type_option["choices"]] == [t.value for t in EntityType]
+    assert all(c.get("contexts") in (None, [0]) or c.get("dm_permission") is False for c in sent)
+
+
+async def test_campaign_create_list_switch_info_delete(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember, player
+) -> None:
+    dup = await fake_discord.invoke("campaign create", {"name": "ashes"}, user_id=dm)
+    assert dup.texts() == ["a campaign named 'ashes' already exists"]
+    second = await fake_discord.invoke("campaign create", {"name": "Frostmaw"}, user_id=dm)
+    assert second.texts() == ["Created campaign **Frostmaw**. Use /campaign switch to make it active."]
+    refused = await fake_discord.invoke("campaign create", {"name": "Mine"}, user_id=player)
+    assert refused.texts() == ["Only the DM can do that."]
+
+    listed = await fake_discord.invoke("campaign list", user_id=player)
+    assert listed.texts() == ["Campaigns", "▶ **Ashes** — D&D 5e\n**Frostmaw**"]
+    assert [c["name"] for c in await fake_discord.autocomplete("campaign switch", {"name": "fr"}, "name")] == [
+        "Frostmaw"
+    ]
+    switched = await fake_discord.invoke("campaign switch", {"name": "Frostmaw"}, user_id=dm)
+    assert switched.texts() == ["Active campaign: **Frostmaw**."]
+    unknown = await fake_discord.invoke("campaign switch", {"name": "Nope"}, user_id=dm)
+    assert unknown.texts() == ["no campaign named 'Nope'"]
+
+    info = await fake_discord.invoke("campaign info", user_id=dm)
+    assert info.texts()[0] == "Frostmaw" and "Entities: 0" in info.texts() and "Awaiting review: 0" in info.texts()
+    assert not any(
+        t.startswith("Awaiting") for t in (await fake_discord.invoke("campaign info", user_id=player)).texts()
+    )
+
+    asked = await fake_discord.invoke("campaign delete", {"name": "Ashes"}, user_id=dm)
+    assert asked.original is not None and asked.texts()[0].startswith("Delete **Ashes**")
+    confirm = asked.original["components"][0]["components"][0]["custom_id"]
+    await fake_discord.click(asked.original, confirm, user_id=dm)
+    assert fake_discord.messages[int(asked.original["id"])]["content"] == "Deleted campaign **Ashes**."
+    assert [c.name for c in await memory.campaigns(guild.id).list()] == ["Frostmaw"]
+
+
+async def test_campaign_load_example_then_export(
+    bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember
+) -> None:
+    # no campaign yet: the file's own campaign block creates it
+    loaded = await fake_discord.invoke(
+        "campaign load", {"file": Upload("sunken_crown.yaml", EXAMPLE.read_bytes())}, user_id=dm
+    )
+    assert loaded.ephemeral and loaded.texts()[0].startswith("**The Sunken Crown** ← sunken_crown.yaml: entities: ")
+    mem = await active(memory, guild)
+    assert (await mem.graph.get_entity("Old Bronze")).name == "Eldrinax"
+    again = await fake_discord.invoke(
+        "campaign load", {"file": Upload("sunken_crown.yaml", EXAMPLE.read_bytes())}, user_id=dm
+    )
+    assert "0 new, 0 updated" in again.texts()[0]
+
+    exported = await fake_discord.invoke("campaign export", user_id=dm)
+    (sent,) = exported.files
+    assert sent.filename == "The_Sunken_Crown.yaml"
+    data = yaml.safe_load(sent.text())
+    assert data["campaign"]["name"] == "The Sunken Crown"
+    assert {e["name"] for e in data["entities"]} >= {"Eldrinax", "Vaskerrin Holt"}
+
+
+async def test_campaign_load_broken_file_changes_nothing(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    await ashes.graph.add_entity(EntityIn(name="Mira", type=EntityType.npc, description="before"))
+    record = await fake_discord.invoke("campaign load", {"file": Upload("broken.yaml", BROKEN)}, user_id=dm)
+    (text,) = record.texts()
+    assert record.ephemeral and text.startswith("Nothing was loaded:\nbroken.yaml:7: ")
+    assert "wizard" in text
+    assert [e.name for e in await ashes.graph.list_entities()] == ["Mira"]
+    assert (await ashes.graph.get_entity("Mira")).description == "before"
+
+    syntax = await fake_discord.invoke("campaign load", {"file": Upload("bad.yaml", b"entities: [\n")}, user_id=dm)
+    assert syntax.texts()[0].startswith("Nothing was loaded:\nbad.yaml:")
+
+
+async def test_campaign_load_too_big_is_refused_before_download(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    big = Upload("huge.yaml", b"#" * (2 * 1024 * 1024 + 1))
+    record = await fake_discord.invoke("campaign load", {"file": big}, user_id=dm)
+    assert record.callback_type == 4 and record.texts() == [
+        "huge.yaml is 2,097,153 bytes; the limit is 2,097,152 bytes."
+    ]
+    assert not any("/cdn/" in line for _, line in fake_discord.transcript)
+    refused = await fake_discord.invoke("campaign load", {"file": Upload("x.yaml", b"entities: []\n")}, user_id=player)
+    assert refused.texts() == ["Only the DM can do that."]
+
+
+# ---------------------------------------------------------------------------------------------- review
+
+
+async def test_review_accept_edit_reject(
+    pending: list[str], ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    entity_ref, fact_ref = pending
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 2)
+    assert record.texts()[0] == "**Ashes**: 2 waiting for review."
+    cards = record.followups
+    assert [c["embeds"][0]["title"] for c in cards] == [f"New entity · {entity_ref}", f"New fact · {fact_ref}"]
+    ids = [b["custom_id"] for b in cards[0]["components"][0]["components"]]
+    campaign_id = ashes.campaign_id
+    assert ids == [f"lk:review:{a}:{campaign_id}:{entity_ref}" for a in ("accept", "edit", "reject")]
+
+    # a player pressing the DM's button is refused and nothing changes
+    refused = await fake_discord.click(cards[0], ids[0], user_id=player)
+    assert refused.texts() == ["Only the DM can review."]
+
+    # Edit opens a modal pre-filled with what the bot understood; submitting corrects and accepts
+    opened = await fake_discord.click(cards[0], ids[1], user_id=dm)
+    assert opened.modal is not None and opened.modal["title"] == f"Edit {entity_ref}"
+    submitted = await fake_discord.submit_modal(
+        f"lk:review:modal:{entity_ref}",
+        {"name": "Mira Tolvanek", "type": "npc", "description": "The blacksmith of Ironhold", "aliases": "Mira"},
+    )
+    assert submitted.callback_type == 7
+    edited_card = fake_discord.messages[int(cards[0]["id"])]
+    assert edited_card["components"] == [] and edited_card["embeds"][0]["footer"]["text"] == "accepted by dm (edited)"
+    mira = await ashes.graph.get_entity("Mira")
+    assert (mira.name, mira.status, mira.aliases) == ("Mira Tolvanek", ReviewStatus.accepted, ["Mira"])
+
+    reject_id = cards[1]["components"][0]["components"][2]["custom_id"]
+    rejected = await fake_discord.click(cards[1], reject_id, user_id=dm)
+    assert rejected.callback_type == 7
+    assert (await ashes.graph.get_relationship(int(fact_ref[1:]))).status == ReviewStatus.rejected
+    assert fake_discord.messages[int(cards[1]["id"])]["embeds"][0]["footer"]["text"] == "rejected by dm"
+
+    empty = await fake_discord.invoke("review", user_id=dm)
+    assert empty.texts() == ["Nothing to review."]
+
+
+async def test_review_modal_bad_type_changes_nothing(
+    pending: list[str], ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 2)
+    card = record.followups[0]
+    await fake_discord.click(card, card["components"][0]["components"][1]["custom_id"], user_id=dm)
+    submitted = await fake_discord.submit_modal(
+        f"lk:review:modal:{pending[0]}", {"name": "Mira", "type": "dragon", "description": "", "aliases": ""}
+    )
+    assert submitted.ephemeral and submitted.texts()[0].startswith("'dragon' is not an entity type")
+    assert (await ashes.graph.get_entity_by_id(int(pending[0][1:]))).status == ReviewStatus.pending
+
+
+async def test_review_button_works_after_restart_and_says_already_decided(
+    pending: list[str],
+    bot: LorekeeperBot,
+    bot_runner: BotRunner,
+    ashes: CampaignMemory,
+    fake_discord: FakeDiscord,
+    memory: Memory,
+    dm: FakeMember,
+    tmp_path: Path,
+) -> None:
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 2)
+    card = record.followups[1]
+    accept_id = card["components"][0]["components"][0]["custom_id"]
+
+    await bot_runner.stop(bot)
+    restarted = await bot_runner.start(make_bot(fake_discord, memory, tmp_path))  # new client, same database
+    assert restarted is not bot
+
+    clicked = await fake_discord.click(card, accept_id, user_id=dm)
+    assert clicked.callback_type == 7
+    fact = await ashes.graph.get_relationship(int(pending[1][1:]))
+    assert fact.status == ReviewStatus.accepted
+    # accepting the fact vouched for its pending endpoint too
+    assert (await ashes.graph.get_entity_by_id(int(pending[0][1:]))).status == ReviewStatus.accepted
+
+    # the same button on the other copy of the card (the first /review's message was not updated)
+    stale = await fake_discord.invoke("review", user_id=dm)
+    assert stale.texts() == ["Nothing to review."]
+    old_entity_card = record.followups[0]
+    again = await fake_discord.click(
+        old_entity_card, old_entity_card["components"][0]["components"][2]["custom_id"], user_id=dm
+    )
+    assert again.ephemeral and again.texts() == [f"{pending[0]} was already accepted: new npc 'Mira': a smith"]
+
+
+async def test_review_button_from_another_guild_is_refused(
+    pending: list[str],
+    bot: LorekeeperBot,
+    bot_runner: BotRunner,
+    ashes: CampaignMemory,
+    fake_discord: FakeDiscord,
+    memory: Memory,
+    dm: FakeMember,
+    tmp_path: Path,
+) -> None:
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 2)
+    # a forged copy of the card in another guild: its custom id names guild A's campaign
+    other = fake_discord.add_guild("Other table")
+    await bot_runner.stop(bot)
+    await bot_runner.start(make_bot(fake_discord, memory, tmp_path))
+    forged = dict(record.followups[0], guild_id=str(other.id), channel_id=str(other.text_channel.id), id="1")
+    fake_discord.messages[1] = forged
+    clicked = await fake_discord.click(forged, forged["components"][0]["components"][0]["custom_id"])
+    assert clicked.texts() == [f"no campaign with id {ashes.campaign_id}"]
+    assert (await ashes.graph.get_entity_by_id(int(pending[0][1:]))).status == ReviewStatus.pending
+
+
+@pytest.fixture
+def review_channel(guild: FakeGuild) -> FakeChannel:
+    return guild.add_channel("dm-review")
+
+
+async def test_review_channel_gets_new_items_once(
+    review_channel: FakeChannel,  # first, so the channel exists when the bot connects
+    pending: list[str],
+    bot: LorekeeperBot,
+    fake_discord: FakeDiscord,
+    guild: FakeGuild,
+    dm: FakeMember,
+) -> None:
+    setup = await fake_discord.invoke("lorekeeper setup", {"review_channel": review_channel}, user_id=dm)
+    assert setup.texts() == [f"**Ashes** — DM: members with Manage Server; review items: <#{review_channel.id}>."]
+    cog = bot.get_cog("Review")
+    discord_guild = bot.get_guild(guild.id)
+    assert cog is not None and discord_guild is not None
+    assert await cog.post_new_pending(discord_guild) == 2
+    assert await cog.post_new_pending(discord_guild) == 0  # the cursor in the campaign settings moved on
+    posted = fake_discord.channel_messages
+    assert [m["channel_id"] for m in posted] == [str(review_channel.id)] * 2
+    clicked = await fake_discord.click(posted[0], posted[0]["components"][0]["components"][0]["custom_id"], user_id=dm)
+    assert clicked.callback_type == 7
+
+
+# ---------------------------------------------------------------------------------------------- setup
+
+
+@pytest.fixture
+def keeper(guild: FakeGuild) -> FakeMember:
+    """A member whose role has no permissions at all: only /lorekeeper setup can make them the DM."""
+    return guild.add_member("keeper", roles=[guild.add_role("Keeper")])
+
+
+async def test_setup_dm_role_makes_its_members_dm(
+    keeper: FakeMember,  # first, so the role is in the guild the bot sees at connect
+    ashes: CampaignMemory,
+    fake_discord: FakeDiscord,
+    dm: FakeMember,
+    player: FakeMember,
+) -> None:
+    gm_role = keeper.roles[0]
+    before = await fake_discord.invoke("entity add", {"name": "Borin", "type": "npc"}, user_id=keeper)
+    assert before.texts() == ["Only the DM can do that."]
+    not_admin = await fake_discord.invoke("lorekeeper setup", {"dm_role": gm_role}, user_id=keeper)
+    assert not_admin.texts() == ["Only members with Manage Server can set Lorekeeper up."]
+    done = await fake_discord.invoke("lorekeeper setup", {"dm_role": gm_role}, user_id=dm)
+    assert done.texts() == [
+        f"**Ashes** — DM: <@&{gm_role.id}> (and Manage Server); review items: only through /review."
+    ]
+    after = await fake_discord.invoke("entity add", {"name": "Borin", "type": "npc"}, user_id=keeper)
+    assert after.texts()[0] == "Added npc **Borin**."
+    still_not = await fake_discord.invoke("entity add", {"name": "Orrin", "type": "npc"}, user_id=player)
+    assert still_not.texts() == ["Only the DM can do that."]
+
+
+async def test_owner_sync_command(bot: LorekeeperBot, ashes, fake_discord: FakeDiscord, guild: FakeGuild, dm) -> None:
+    refused = await fake_discord.invoke("lorekeeper sync", user_id=dm)
+    assert refused.texts() == ["Only the bot's owner can sync commands."]
+    owner = guild.add_member("owner", member_id=fake_discord.owner_id)
+    del owner
+    # the owner is not in the guild cache of the running client; add them, as a join would
+    bot.get_guild(guild.id)
+    synced = await fake_discord.invoke("lorekeeper sync", {"scope": "guild"}, user_id=fake_discord.owner_id)
+    assert synced.texts() == ["Synced 6 commands (guild)."]
+    assert fake_discord.sync_calls[-1][0] == guild.id
+
+
+# ---------------------------------------------------------------------------------------------- recall / recap
+
+
+@pytest.fixture
+async def session_log(ashes: CampaignMemory) -> CampaignMemory:
+    eld = await ashes.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc, description="A bronze dragon"))
+    lake = await ashes.graph.add_entity(EntityIn(name="Lake Vhaldris", type=EntityType.place))
+    holt = await ashes.graph.add_entity(EntityIn(name="Vaskerrin Holt", type=EntityType.npc))
+    await ashes.graph.add_relationship(RelationshipIn(source_id=eld.id, type="sleeps_under", target_id=lake.id))
+    await ashes.graph.add_relationship(
+        RelationshipIn(source_id=holt.id, type="hunts", target_id=eld.id, visibility=Visibility.secret)
+    )
+    one = await ashes.log.start_session("The Drowned Road")
+    await ashes.log.write_many(
+        one.id,
+        [
+            EntryIn(speaker="DM", text="The lake is still. Something vast sleeps beneath it.", start_s=12.0, ref="l1"),
+            EntryIn(speaker="Ana", text="I think Eldrinax is the dragon under the lake.", start_s=75.5, ref="l2"),
+            EntryIn(speaker="Ben", text="Let's buy rope in Ironhold first.", start_s=130.0, ref="l3"),
+        ],
+    )
+    await ashes.log.end_session(one.id, summary="The party reached Lake Vhaldris and guessed Eldrinax sleeps there.")
+    await ashes.log.start_session("Into the Deep")
+    return ashes
+
+
+async def test_recall_cites_session_speaker_time_and_hides_secrets(
+    session_log: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    as_player = await fake_discord.invoke("recall", {"query": "Eldrinax"}, user_id=player)
+    text = "\n".join(as_player.texts())
+    assert as_player.ephemeral
+    assert "“Ana: I think Eldrinax is the dragon under the lake.”\n— **Ana**, The Drowned Road at 1:15" in text
+    assert "Eldrinax —sleeps_under→ Lake Vhaldris" in text and "hunts" not in text
+    as_dm = await fake_discord.invoke("recall", {"query": "Eldrinax"}, user_id=dm)
+    assert "Vaskerrin Holt —hunts→ Eldrinax 🔒" in "\n".join(as_dm.texts())
+    nothing = await fake_discord.invoke("recall", {"query": "zeppelin"}, user_id=player)
+    assert nothing.texts() == ["Recall: zeppelin", "Nothing in this campaign's sessions matches that."]
+
+
+async def test_recap_latest_named_and_unknown(session_log: CampaignMemory, fake_discord: FakeDiscord, player) -> None:
+    latest = await fake_discord.invoke("recap", user_id=player)
+    assert latest.texts()[:2] == [
+        "Recap: Into the Deep",
+        "*This session is still running; its recap is written when it ends.*",
+    ]
+    named = await fake_discord.invoke("recap", {"session": "the drowned road"}, user_id=player)
+    assert named.texts()[1] == "The party reached Lake Vhaldris and guessed Eldrinax sleeps there."
+    choices = await fake_discord.autocomplete("recap", {"session": "drown"}, "session", user_id=player)
+    assert [c["name"] for c in choices] == ["The Drowned Road"]
+    unknown = await fake_discord.invoke("recap", {"session": "Nope"}, user_id=player)
+    assert unknown.texts() == ["No session titled 'Nope'; recent ones: 'The Drowned Road', 'Into the Deep'."]
+
+
+# ---------------------------------------------------------------------------------------------- transcript
+
+
+async def test_transcript_of_review_accept(
+    pending: list[str], fake_discord: FakeDiscord, dm: FakeMember, capsys: pytest.CaptureFixture[str]
+) -> None:
+    start = len(fake_discord.transcript)
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 2)
+    card = record.followups[0]
+    await fake_discord.click(card, card["components"][0]["components"][0]["custom_id"], user_id=dm)
+    text = fake_discord.format_transcript(start)
+    with capsys.disabled():
+        print("\n" + text)
+    assert "INTERACTION_CREATE type=2 /review  by 'dm'" in text
+    assert f"embed 'New entity · {pending[0]}'" in text and "lk:review:accept:" in text
+    assert "update message, embed 'New entity" in text
+    assert fake_discord.unhandled == [] and fake_discord.rejected == []
