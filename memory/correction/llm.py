@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
 
-from memory.correction.index import NameForm, PhoneticIndex
+from memory.correction.index import PhoneticIndex
 from memory.correction.text import Token, normalize, tokenize
 from memory.models import Correction
 from memory.providers.llm import LLMClient, LLMError
@@ -92,23 +92,29 @@ class LLMCorrector:
         for op, i1, i2, j1, j2 in matcher.get_opcodes():
             if op != "replace":
                 continue  # insertions and deletions are never name fixes
-            change = self._accepted(before[i1:i2], after[j1:j2], declared, suspects, text)
-            if change is not None:
-                corrections.append(change)
+            # A block may mix a declared fix with rewording ("from skin flew" → "Frumpkin soared"): only the
+            # declared words, replaced in the model's text by the declared entity, are taken from it.
+            new = _runs(after[j1:j2])
+            for heard_tokens in _runs(before[i1:i2]).values():
+                heard = "".join(t.norm for t in heard_tokens)
+                for form_key in {e for h, e in declared if h == heard}:
+                    change = self._accepted(heard_tokens, form_key, form_key in new, suspects, text)
+                    if change is not None:
+                        corrections.append(change)
         return corrections
 
     def _accepted(
         self,
         old: list[Token],
-        new: list[Token],
-        declared: set[tuple[str, str]],
+        entity_key: str,
+        in_answer: bool,
         suspects: list[tuple[int, int]],
         text: str,
     ) -> Correction | None:
+        form = self._by_spaceless.get(entity_key)
+        if form is None or not in_answer:
+            return None  # not a known entity, or declared without being made
         heard = "".join(t.norm for t in old)
-        form = self._entity(new)
-        if form is None or (heard, form.spaceless) not in declared:
-            return None  # undeclared, or not a known entity
         start, end = old[0].start, old[-1].base_end
         if not any(a <= start and end <= b for a, b in suspects):
             return None  # outside the spans the model was asked about
@@ -119,8 +125,14 @@ class LLMCorrector:
             entity_id=form.entity_id, score=round(JaroWinkler.similarity(heard, form.spaceless), 4), stage=2,
         )
 
-    def _entity(self, new: list[Token]) -> NameForm | None:
-        return self._by_spaceless.get("".join(t.norm for t in new))
+
+def _runs(tokens: list[Token]) -> dict[str, list[Token]]:
+    """Every contiguous run of tokens, keyed by its space-free normal form (the first run wins)."""
+    runs: dict[str, list[Token]] = {}
+    for i in range(len(tokens)):
+        for j in range(i + 1, len(tokens) + 1):
+            runs.setdefault("".join(t.norm for t in tokens[i:j]), tokens[i:j])
+    return runs
 
 
 def _key(words: str) -> str:

@@ -139,7 +139,7 @@ class PhoneticMatcher:
                     near_misses.append((tokens[first].start, tokens[last].base_end))
         chosen = _resolve_overlaps(candidates)
         result = Stage1Result(corrections=[self._correction(text, tokens, c) for c in chosen])
-        result.suspects = self._suspects(tokens, conf, chosen, near_misses, locked)
+        result.suspects = self._suspects(text, tokens, conf, chosen, near_misses, locked)
         return result
 
     def _exact_mentions(self, tokens: list[Token]) -> list[bool]:
@@ -243,6 +243,7 @@ class PhoneticMatcher:
 
     def _suspects(
         self,
+        text: str,
         tokens: list[Token],
         conf: Sequence[float | None],
         chosen: list[_Candidate],
@@ -260,7 +261,7 @@ class PhoneticMatcher:
         if all(c is None for c in conf):
             taken = [(tokens[c.first].start, tokens[c.last].end) for c in chosen]
             spans += [s for s in near_misses if not any(a < s[1] and s[0] < b for a, b in taken)]
-        return _merge(spans)
+        return _merge(text, spans)
 
 
 def _resolve_overlaps(candidates: list[_Candidate]) -> list[_Candidate]:
@@ -277,10 +278,11 @@ def _resolve_overlaps(candidates: list[_Candidate]) -> list[_Candidate]:
     return sorted(taken, key=lambda c: c.first)
 
 
-def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def _merge(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping spans, and spans only whitespace apart ("from" "skin"), become one."""
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
+        if merged and (start <= merged[-1][1] or text[merged[-1][1] : start].isspace()):
             merged[-1] = (merged[-1][0], max(merged[-1][1], end))
         else:
             merged.append((start, end))

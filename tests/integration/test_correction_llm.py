@@ -1,0 +1,114 @@
+"""Stage 2 through the real ``openai`` client against the fake OpenAI server: only verified fixes stand."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from memory.correction import EntityName, MatchSettings, Pipeline
+from memory.providers.llm import OpenAILLM
+from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
+from tests.fakes.openai_server import FakeHTTPError, FakeOpenAI
+
+ENTITIES = [EntityName(id=1, name="Frumpkin"), EntityName(id=2, name="Vasselheim"),
+            EntityName(id=3, name="Kord", aliases=["The Stormlord"])]
+# "from skin" is doubted by the recogniser but stage 1 needs more than 0.99 on a doubted phrase here, so the
+# span reaches stage 2.
+STRICT = MatchSettings(doubtful_phrase_threshold=0.99)
+TEXT = "so from skin flew over the card table"
+WORDS = [("so", 0.95), ("from", 0.3), ("skin", 0.35), ("flew", 0.9), ("over", 0.95), ("the", 0.97),
+         ("card", 0.4), ("table", 0.9)]
+
+
+@pytest_asyncio.fixture
+async def pipeline(fake_openai: FakeOpenAI) -> AsyncIterator[Pipeline]:
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    yield Pipeline(ENTITIES, settings=STRICT, llm=llm)
+    await llm.aclose()
+
+
+def _answer(text: str, *subs: tuple[str, str]) -> str:
+    return json.dumps({"text": text, "substitutions": [{"heard": h, "entity": e} for h, e in subs]})
+
+
+async def test_a_declared_fix_of_a_doubtful_span_is_applied(pipeline: Pipeline, fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_chat(_answer("so Frumpkin flew over the card table", ("from skin", "Frumpkin")))
+    result = await pipeline.correct(TEXT, WORDS)
+    assert result.text == "so Frumpkin flew over the card table"
+    assert result.raw_text == TEXT
+    [c] = result.corrections
+    assert (c.span, c.replacement, c.entity_id, c.stage, c.start, c.end) == ("from skin", "Frumpkin", 1, 2, 3, 12)
+    [request] = fake_openai.chat_requests
+    assert request["temperature"] == 0.1
+    assert request["response_format"]["type"] == "json_schema"
+    sent = json.loads(request["messages"][1]["content"])
+    assert sent["doubtful_spans"] == ["from skin", "card"]
+    assert "Frumpkin" in sent["entities"]
+
+
+async def test_a_hostile_answer_is_reverted_except_the_declared_fix(
+    pipeline: Pipeline, fake_openai: FakeOpenAI
+) -> None:
+    hostile = _answer(
+        "So Frumpkin soared above the Kord table, obviously!",
+        ("from skin", "Frumpkin"), ("flew over", "soared above"), ("card", "Kord"),
+    )
+    fake_openai.queue_chat(hostile)
+    result = await pipeline.correct(TEXT, WORDS)
+    # "card" → Kord was declared and targets an entity inside a doubtful span, so it stands too; the
+    # rewording, the added word and the capital S are all reverted.
+    assert result.text == "so Frumpkin flew over the Kord table"
+    assert [(c.span, c.replacement) for c in result.corrections] == [("from skin", "Frumpkin"), ("card", "Kord")]
+
+
+async def test_undeclared_changes_and_non_entities_are_dropped(pipeline: Pipeline, fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_chat(
+        _answer("so Frumpkin flew over the Cardinal table", ("card", "Cardinal")),  # no entity; Frumpkin undeclared
+    )
+    result = await pipeline.correct(TEXT, WORDS)
+    assert result.text == TEXT
+    assert result.corrections == []
+
+
+async def test_a_fix_outside_the_doubtful_spans_is_dropped(pipeline: Pipeline, fake_openai: FakeOpenAI) -> None:
+    fake_openai.queue_chat(_answer("so from skin flew over Vasselheim card table", ("the", "Vasselheim")))
+    result = await pipeline.correct(TEXT, WORDS)
+    assert result.text == TEXT
+
+
+@pytest.mark.parametrize("reply", ["not json at all", '{"text": 3}', FakeHTTPError(500, retry=False)])
+async def test_a_failing_answer_leaves_the_text_unchanged(
+    pipeline: Pipeline, fake_openai: FakeOpenAI, reply: object
+) -> None:
+    fake_openai.queue_chat(reply)  # type: ignore[arg-type]
+    result = await pipeline.correct(TEXT, WORDS)
+    assert result.text == TEXT
+    assert result.corrections == []
+    assert len(fake_openai.chat_requests) == 1
+
+
+async def test_stage_1_fixes_stay_and_offsets_refer_to_the_raw_text(
+    fake_openai: FakeOpenAI,
+) -> None:
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    pipeline = Pipeline(ENTITIES, settings=MatchSettings(doubtful_phrase_threshold=0.99), llm=llm)
+    text = "in vassal high mm the card game"
+    words = [("in", 0.9), ("vassal", 0.9), ("high", 0.9), ("mm", 0.9), ("the", 0.9), ("card", 0.2), ("game", 0.9)]
+    fake_openai.queue_chat(_answer("in Vasselheim the Kord game", ("card", "Kord")))
+    result = await pipeline.correct(text, words)
+    await llm.aclose()
+    assert result.text == "in Vasselheim the Kord game"
+    stage1, stage2 = result.corrections
+    assert (stage1.stage, stage2.stage) == (1, 2)
+    assert text[stage2.start : stage2.end] == "card"
+    sent = json.loads(fake_openai.chat_requests[0]["messages"][1]["content"])
+    assert sent["utterance"] == "in Vasselheim the card game"
+
+
+async def test_no_llm_call_without_doubtful_spans(pipeline: Pipeline, fake_openai: FakeOpenAI) -> None:
+    result = await pipeline.correct("so the cat flew over", [(w, 0.95) for w in "so the cat flew over".split()])
+    assert result.corrections == []
+    assert fake_openai.chat_requests == []
