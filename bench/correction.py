@@ -14,6 +14,8 @@ import json
 import os
 import random
 import re
+import statistics
+import time
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -22,7 +24,7 @@ from pathlib import Path
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
 
-from memory.correction import EntityName, MatchSettings, PhoneticIndex, PhoneticMatcher
+from memory.correction import EntityName, MatchSettings, PhoneticIndex, PhoneticMatcher, Pipeline
 from memory.correction.text import normalize, tokenize
 from memory.models import Correction
 
@@ -228,8 +230,8 @@ def bench_crd3(args: argparse.Namespace) -> None:
         ("phonetic + simulated conf.", ours, random.Random(args.seed), cases, clean),
     ]
     if not args.no_baseline:
-        # The naive matcher takes ~1 s per turn at this size: a sample.
-        runs.append(("naive JW n-gram", NaiveMatcher(entities).correct, None, rng.sample(cases, 100), clean[:150]))
+        # The naive matcher takes ~0.5 s per turn at this size: a sample.
+        runs.append(("naive JW n-gram", NaiveMatcher(entities).correct, None, rng.sample(cases, 60), clean[:60]))
     rows = []
     for name, correct, conf_rng, sample, clean_sample in runs:
         errors: list[str] | None = [] if args.show_errors and name.startswith(args.errors_of) else None
@@ -246,6 +248,125 @@ def bench_crd3(args: argparse.Namespace) -> None:
     )
 
 
+# --- accuracy, real ASR errors ------------------------------------------------------------------------------
+
+def _align(ref: list[str], hyp: list[str]) -> list[int | None]:
+    """For each reference word, the index of the identical hypothesis word it aligns to (Levenshtein)."""
+    n, m = len(ref), len(hyp)
+    cost = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n + 1):
+        cost[i][0] = i
+    for j in range(m + 1):
+        cost[0][j] = j
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            cost[i][j] = min(cost[i - 1][j] + 1, cost[i][j - 1] + 1,
+                             cost[i - 1][j - 1] + (ref[i - 1] != hyp[j - 1]))
+    out: list[int | None] = [None] * n
+    i, j = n, m
+    while i > 0 and j > 0:
+        if cost[i][j] == cost[i - 1][j - 1] + (ref[i - 1] != hyp[j - 1]):
+            out[i - 1] = j - 1 if ref[i - 1] == hyp[j - 1] else None
+            i, j = i - 1, j - 1
+        elif cost[i][j] == cost[i - 1][j] + 1:
+            i -= 1
+        else:
+            j -= 1
+    return out
+
+
+def _words(text: str) -> list[str]:
+    return [t.word for t in tokenize(text.casefold())]
+
+
+def bench_asr(args: argparse.Namespace) -> None:
+    ref_path, hyp_path = ASR / "ref" / "test-clean.biasing_100.tsv", ASR / "hyp" / "test-clean.b1.rnnt_baseline.tsv"
+    if not (ref_path.exists() and hyp_path.exists()):
+        print("\nAccuracy, real ASR errors: skipped: data not found")
+        return
+    hyps = dict(line.split("\t", 1) for line in hyp_path.read_text().splitlines())
+    rare = errors_before = errors_after = damaged = changed = 0
+    for line in ref_path.read_text().splitlines():
+        utt, ref_text, rare_json, biasing_json = line.split("\t")
+        raw = hyps.get(utt, "").strip()
+        pipeline = Pipeline([EntityName(name=w) for w in json.loads(biasing_json)])
+        corrected = pipeline.correct_fast(raw).text
+        changed += corrected != raw
+        ref = _words(ref_text)
+        before, after = _align(ref, _words(raw)), _align(ref, _words(corrected))
+        rare_words = set(json.loads(rare_json))
+        for word, b, a in zip(ref, before, after, strict=True):
+            if word in rare_words:
+                rare += 1
+                errors_before += b is None
+                errors_after += a is None
+            elif b is not None and a is None:
+                damaged += 1
+    table(
+        "Accuracy, real ASR errors (LibriSpeech test-clean, RNN-T without biasing, 100-word biasing lists)",
+        ["", "rare words", "rare-word error rate", "other words damaged", "utterances changed"],
+        [["before correction", rare, f"{100 * errors_before / rare:.1f} %", "", ""],
+         ["after stage 1", rare, f"{100 * errors_after / rare:.1f} %", damaged, changed]],
+    )
+
+
+# --- speed ---------------------------------------------------------------------------------------------------
+
+def _synthetic_names(count: int, rng: random.Random) -> list[str]:
+    """Name-like strings from syllables, for entity counts beyond the real lists."""
+    syllables = ["ka", "vel", "dor", "ith", "mar", "zen", "lo", "rah", "quin", "tor", "bel", "sha", "gru", "nex",
+                 "ol", "fey", "wyn", "dra", "kes", "um", "ar", "thi", "mo", "sk", "ra"]
+    names: set[str] = set()
+    while len(names) < count:
+        words = [
+            "".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))).capitalize()
+            for _ in range(rng.choice((1, 1, 1, 2, 2, 3)))
+        ]
+        names.add(" ".join(words))
+    return sorted(names)
+
+
+def _percentile(values: list[float], q: int) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def bench_speed(args: argparse.Namespace) -> None:
+    rng = random.Random(args.seed)
+    if (CRD3 / "episodes").exists():
+        words = " ".join(crd3_turns()).split()
+        real_names = [e.name for e in crd3_entities()] + [e.name for e in srd_entities(0)]
+    else:
+        words = "the party walks into the old tavern and asks the keeper about the missing paladin".split() * 50
+        real_names = []
+    utterances = [" ".join(words[i : i + 20]) for i in rng.sample(range(len(words) - 20), args.utterances)]
+    rows = []
+    for count in (100, 1_000, 10_000):
+        names = real_names[:count] + _synthetic_names(max(0, count - len(real_names)), rng)
+        entities = [EntityName(id=i, name=n) for i, n in enumerate(names)]
+        start = time.perf_counter()
+        pipeline = Pipeline(entities)
+        build_ms = 1000 * (time.perf_counter() - start)
+        for u in utterances[:50]:
+            pipeline.correct_fast(u)  # warm the code caches the way a running session does
+        timings = []
+        for u in utterances:
+            t0 = time.perf_counter()
+            pipeline.correct_fast(u)
+            timings.append(1000 * (time.perf_counter() - t0))
+        rows.append(["phonetic index", count, f"{build_ms:.0f}", _percentile(timings, 50), _percentile(timings, 99)])
+        if not args.no_baseline:
+            naive = NaiveMatcher(entities)
+            sample = utterances[: max(5, args.utterances // (20 if count < 10_000 else 100))]
+            naive_t = []
+            for u in sample:
+                t0 = time.perf_counter()
+                naive.correct(u)
+                naive_t.append(1000 * (time.perf_counter() - t0))
+            rows.append(["naive n-gram × all names", count, "0", _percentile(naive_t, 50), _percentile(naive_t, 99)])
+    table(f"Speed, 20-word utterances ({args.utterances} real CRD3 word windows, stage 1 only, ms)",
+          ["matcher", "entities", "index build ms", "p50 ms", "p99 ms"], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=["crd3", "asr", "speed"])
@@ -254,10 +375,15 @@ def main() -> None:
     parser.add_argument("--clean-turns", type=int, default=3000)
     parser.add_argument("--show-errors", type=int, default=0, help="print this many misses/false corrections")
     parser.add_argument("--errors-of", default="phonetic", help="matcher whose errors --show-errors prints")
+    parser.add_argument("--utterances", type=int, default=2000, help="utterances timed per entity count")
     parser.add_argument("--no-baseline", action="store_true", help="skip the (slow) naive baseline")
     args = parser.parse_args()
     if args.only in (None, "crd3"):
         bench_crd3(args)
+    if args.only in (None, "asr"):
+        bench_asr(args)
+    if args.only in (None, "speed"):
+        bench_speed(args)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, pairwise
+from itertools import pairwise
 
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
@@ -146,9 +146,16 @@ class PhoneticMatcher:
         """Tokens inside an exact entity mention (longest first); the matcher leaves them alone."""
         locked = [False] * len(tokens)
         names = self.index.exact_spaceless
+        longest = self.index.max_spaceless + 1  # +1: a plural "s"
         i = 0
         while i < len(tokens):
-            keys = list(accumulate(t.norm for t in tokens[i : i + self.index.max_name_words]))
+            keys: list[str] = []
+            key = ""
+            for t in tokens[i : i + self.index.max_name_words]:
+                key += t.norm
+                if len(key) > longest:
+                    break
+                keys.append(key)
             for n in range(len(keys), 0, -1):
                 key = keys[n - 1]
                 if key in names or (key.endswith("s") and key[:-1] in names):
