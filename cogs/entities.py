@@ -86,11 +86,7 @@ async def entity_names(interaction: discord.Interaction, current: str) -> list[a
         campaign, mem = await active_campaign(interaction)
     except UserError:
         return []
-    if member_is_dm(interaction, campaign):
-        names = await mem.graph.all_names()
-    else:
-        entities = await mem.graph.list_entities(include_secret=False)
-        names = [n for e in entities for n in (e.name, *e.aliases)]
+    names = await mem.graph.all_names(include_secret=member_is_dm(interaction, campaign))
     return name_choices(names, current)
 
 

@@ -239,6 +239,7 @@ async def switch_embedding(pool: asyncpg.Pool, embedding: EmbeddingSpec) -> int:
         await conn.execute("CREATE INDEX chunks_embedding ON chunks USING hnsw (embedding vector_cosine_ops)")
         if await conn.fetchval("SELECT to_regclass('embedding_cache') IS NOT NULL"):
             await conn.execute("DELETE FROM embedding_cache")
+            await conn.execute(f"ALTER TABLE embedding_cache ALTER COLUMN embedding TYPE vector({int(embedding.dim)})")
         await conn.execute("UPDATE embedding_config SET model = $1, dim = $2", embedding.model, embedding.dim)
     return dropped
 

