@@ -6,6 +6,7 @@ with the names as prompt; base 1 → 9. The assertions leave room for other CPUs
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shutil
 import subprocess
@@ -103,3 +104,38 @@ async def test_discord_frames_to_utterances_to_text(tmp_path: Path) -> None:
         assert word in text.casefold(), texts
     # Short utterances give Whisper less context than the whole recording: measured 8 of 9 names with tiny.en.
     assert len(names_heard(" ".join(texts))) >= 6, texts
+
+
+async def test_whisper_runs_off_the_event_loop(recording: Path) -> None:
+    """A heartbeat keeps ticking while two transcriptions (serialised on one model) run."""
+    stt = WhisperSTT("tiny.en")
+    pcm = load_audio(recording)
+    ticks = 0
+    loop = asyncio.get_running_loop()
+
+    async def heartbeat() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    beat = asyncio.create_task(heartbeat())
+    started = loop.time()
+    first, second = await asyncio.gather(stt.transcribe(pcm), stt.transcribe(pcm, prompt_names=NAMES))
+    took = loop.time() - started
+    beat.cancel()
+    stt.close()
+    assert "dragon" in first.text.casefold() and "Eldrinax" in second.text
+    # A blocked loop would tick a handful of times at most; a free one ~every 10 ms (generous for a busy CI).
+    assert ticks >= took / 0.01 * 0.5, (ticks, took)
+
+
+def test_prompt_keeps_the_first_names_within_whisper_token_budget() -> None:
+    stt = WhisperSTT("tiny.en")
+    names = [f"Zyx'thavoriel{i}" for i in range(300)]
+    prompt = stt.prompt_for(names)
+    tokens = stt.load().hf_tokenizer.encode(" " + prompt, add_special_tokens=False).ids
+    assert 200 <= len(tokens) <= 220
+    kept = prompt.removeprefix("Names: ").removesuffix(".").split(" - ")
+    assert kept == names[: len(kept)], "the most important names come first and are never displaced"
+    stt.close()
