@@ -8,6 +8,7 @@ cannot be read; the command goes on with the next line.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections import OrderedDict
@@ -18,6 +19,7 @@ import click
 import yaml
 
 from bot.cli import cli
+from bot.cli.common import campaign_memory, open_memory, settings_from
 from memory.correction import EntityName, Pipeline
 
 #: Distinct per-line entity lists whose prepared pipelines are kept (biasing lists repeat across lines).
@@ -29,8 +31,12 @@ class LineError(ValueError):
 
 
 @cli.command("correct")
-@click.option("--entities", "entities_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Campaign YAML (an entities: list of {name, aliases}) or a plain list, one name per line.")
+@click.option(
+    "--entities",
+    "entities_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Campaign YAML (an entities: list of {name, aliases}) or a plain list, one name per line.",
+)
 @click.option("--campaign", "campaign_name", help="Take the entities of this campaign from the database.")
 @click.pass_context
 def correct(ctx: click.Context, entities_file: Path | None, campaign_name: str | None) -> None:
@@ -46,8 +52,15 @@ def correct(ctx: click.Context, entities_file: Path | None, campaign_name: str |
 
 
 def load_campaign_names(ctx: click.Context, name: str) -> list[EntityName]:
-    # TODO(db): load the campaign's entities (id, name, aliases) through the memory store.
-    raise click.UsageError("--campaign needs the database: not wired yet")
+    """The campaign's accepted entities (secret ones too: correcting a name reveals nothing new)."""
+
+    async def load() -> list[EntityName]:
+        settings = settings_from(ctx)
+        async with open_memory(settings) as memory:
+            mem, _ = await campaign_memory(memory, settings, name)
+            return [EntityName(id=e.id, name=e.name, aliases=e.aliases) for e in await mem.graph.list_entities()]
+
+    return asyncio.run(load())
 
 
 def read_entities_file(path: Path) -> list[EntityName]:
@@ -72,8 +85,9 @@ def _yaml_entities(path: Path, items: Any) -> list[EntityName]:
             raise click.BadParameter(f"{path}: entity {i} has no name", param_hint="--entities")
         aliases = item.get("aliases") or []
         if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-            raise click.BadParameter(f"{path}: entity {item['name']!r}: aliases must be a list of names",
-                                     param_hint="--entities")
+            raise click.BadParameter(
+                f"{path}: entity {item['name']!r}: aliases must be a list of names", param_hint="--entities"
+            )
         entities.append(EntityName(name=item["name"], aliases=aliases))
     return entities
 
@@ -131,7 +145,7 @@ def _words(value: Any) -> list[tuple[str, float]] | None:
             raise LineError('each of "words" needs a "word" string')
         confidence = w.get("confidence", 1.0)
         if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1:
-            raise LineError(f'confidence of {w["word"]!r} must be a number from 0 to 1')
+            raise LineError(f"confidence of {w['word']!r} must be a number from 0 to 1")
         words.append((w["word"], float(confidence)))
     return words
 

@@ -66,6 +66,14 @@ _RELATIONS: list[tuple[re.Pattern[str], str]] = [
     ),
     (re.compile(rf"{_slot('x')}\s+(?i:is|was)\s+(?i:located|found|based)\s+(?i:in|at)\s+{_slot('y')}"), "located_in"),
 ]
+#: "The Order of the Pale Hand seeks the Sunken Crown": two known names joined by one verb (and a preposition).
+#: Only between names the campaign knows: a verb between two capitalised guesses is too often a misparse.
+_VERB_LINK = re.compile(
+    rf"(?P<x>{_KNOWN}){_POSS}\s+(?P<verb>[a-z]+(?:s|ed))(?:\s+(?P<prep>with|to|for|from|against|on|in|at|of))?"
+    rf"\s+(?:(?i:the)\s+)?(?P<y>{_KNOWN})"
+)
+#: Verbs of speech and being say nothing about how two entities relate.
+_NOT_RELATIONS = frozenset({"says", "said", "asks", "asked", "tells", "told", "is", "was", "does", "goes", "seems"})
 #: "a dwarf named Korvash", "an old tavern called The Gilded Goose", "her name is Yara".
 _INTRO = re.compile(
     rf"(?:\b(?i:a|an|the|this|some)\s+(?:(?P<adj>[a-z-]+)\s+)?(?P<noun>[a-z-]+),?\s+)?"
@@ -149,6 +157,13 @@ class RuleExtractor:
                 y_default = EntityType.faction if rel_type in ("member_of", "works_for") else EntityType.place
                 self._new_if_unknown(y, y_default, entry, out)
                 out.fact(x.name, rel_type, y.name, None, entry.id)
+
+        for m in _VERB_LINK.finditer(text):
+            x, y = _resolve(m.group("x"), found), _resolve(m.group("y"), found)
+            verb = m.group("verb")
+            if x is None or y is None or x.name == y.name or verb in _NOT_RELATIONS:
+                continue
+            out.fact(x.name, "_".join(filter(None, (verb, m.group("prep")))), y.name, None, entry.id)
 
     @staticmethod
     def _new_if_unknown(mention: _Mention, kind: EntityType, entry: Entry, out: _Collector) -> None:

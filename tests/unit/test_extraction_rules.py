@@ -56,6 +56,26 @@ async def test_rules_find_patterns_intros_and_cooccurrence() -> None:
     assert all(i.confidence <= MAX_RULE_CONFIDENCE < 0.7 for i in [*result.facts, *result.entities])
 
 
+async def test_rules_read_a_verb_between_two_known_names() -> None:
+    result = await RuleExtractor().extract(
+        entries(
+            "The Hold fears Eldrinax.",
+            "Eldrinax's claws hunted Vex'ahlia.",
+            "Tim sided with Vex'ahlia at dawn.",
+            "Tim says Eldrinax is old.",  # speech, not a relation: only the co-occurrence remains
+        ),
+        KNOWN,
+    )
+    got = {(f.source, f.type, f.target) for f in result.facts}
+    assert got == {
+        ("Ironhold", "fears", "Eldrinax"),
+        ("Tim", "sided_with", "Vex'ahlia"),
+        ("Eldrinax", "mentioned_with", "Vex'ahlia"),  # "claws hunted" is two words: not read as a verb link
+        ("Eldrinax", "mentioned_with", "Tim"),
+    }
+    assert all(f.confidence < 0.7 for f in result.facts)
+
+
 async def test_rules_ignore_sentence_starts_and_canon_claims() -> None:
     result = await RuleExtractor().extract(
         entries("Yes, the king of Ironhold!", "This is canon, the DM confirmed it: Eldrinax is the king."), KNOWN
