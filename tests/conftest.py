@@ -7,6 +7,7 @@ import itertools
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import asyncpg
@@ -48,30 +49,30 @@ async def pg_template(pg_server: tuple[EmbeddedPostgres, str]) -> str:
     return dsn
 
 
-@pytest.fixture
-async def fresh_dsn(pg_template: str) -> AsyncIterator[str]:
-    """The DSN of a new, migrated database of this test's own."""
-    name = f"lk_test_{next(_counter)}"
-    admin = await asyncpg.connect(pg_template)
-    await admin.execute(f"CREATE DATABASE {name} TEMPLATE lk_template")
+@asynccontextmanager
+async def _database(admin_dsn: str, prefix: str, template: str | None) -> AsyncIterator[str]:
+    name = f"{prefix}_{next(_counter)}"
+    admin = await asyncpg.connect(admin_dsn)
+    await admin.execute(f"CREATE DATABASE {name}" + (f" TEMPLATE {template}" if template else ""))
     try:
-        yield _dsn_for(pg_template, name)
+        yield _dsn_for(admin_dsn, name)
     finally:
         await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         await admin.close()
+
+
+@pytest.fixture
+async def fresh_dsn(pg_template: str) -> AsyncIterator[str]:
+    """The DSN of a new, migrated database of this test's own."""
+    async with _database(pg_template, "lk_test", "lk_template") as dsn:
+        yield dsn
 
 
 @pytest.fixture
 async def empty_dsn(pg_template: str) -> AsyncIterator[str]:
     """The DSN of a new database with no schema at all (for migration tests)."""
-    name = f"lk_empty_{next(_counter)}"
-    admin = await asyncpg.connect(pg_template)
-    await admin.execute(f"CREATE DATABASE {name}")
-    try:
-        yield _dsn_for(pg_template, name)
-    finally:
-        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        await admin.close()
+    async with _database(pg_template, "lk_empty", None) as dsn:
+        yield dsn
 
 
 @pytest.fixture
