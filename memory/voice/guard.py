@@ -1,0 +1,374 @@
+"""The memory guard: nothing the players said is lost while PostgreSQL is away.
+
+It sits between the live voice pipeline and :class:`SessionRecorder`. It numbers every utterance itself
+(``seq``, continuing from the session's last one), so a line written, lost in a crash and written again lands
+on the same L1 row: L1 writes are idempotent by (campaign, session, seq).
+
+When a write fails with a database error, the batch and everything after it go to an append-only spool file,
+``<data dir>/spool/<campaign>-<session>.jsonl``, one JSON line per utterance, fsynced after each append; the
+session is *degraded* and keeps running. A background task retries with exponential backoff; once the database
+answers, it replays the spool in order and removes it. A spool left by a crash is replayed when the next session
+of that campaign starts (:func:`replay_leftover_spools`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+import asyncpg
+from pydantic import ValidationError
+
+from memory.models import Session
+from memory.recorder import SessionRecorder, Utterance
+from memory.store import CampaignMemory
+from memory.voice.backoff import Backoff
+
+log = logging.getLogger(__name__)
+
+#: What "the database is unavailable" looks like to asyncpg: refused or vanished sockets (OSError), a
+#: connection closed under us (InterfaceError), a server shutting down or starting (PostgresError classes 08,
+#: 57), a timeout. Other PostgresErrors would be bugs, but the utterance is spooled all the same — a bug must
+#: not cost the players' words; the retry loop keeps the status degraded and logs the error.
+DATABASE_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    TimeoutError,
+    asyncpg.InterfaceError,
+    asyncpg.PostgresError,
+)
+
+#: Replay in batches this big: one transaction each, so a spool of a long outage is not one huge transaction.
+REPLAY_BATCH = 200
+
+#: The database may be away for as long as the session lasts: retry forever, at most every 30 s.
+DB_RETRY = Backoff(initial=1.0, maximum=30.0, tries=None)
+
+_SPOOL_NAME = re.compile(r"^(?P<campaign>\d+)-(?P<session>\d+)\.jsonl$")
+
+
+class GuardState(StrEnum):
+    healthy = "healthy"
+    degraded = "degraded"
+
+
+@dataclass(frozen=True, slots=True)
+class GuardStatus:
+    state: GuardState
+    stored: int  # utterances of this session confirmed in L1 by this guard (replays counted once)
+    spooled: int  # utterances waiting in the spool file
+    last_error: str | None = None
+
+
+class SpoolPending(RuntimeError):
+    """The session could not be closed because the database is still away; its words wait in the spool."""
+
+
+def spool_dir(data_dir: Path) -> Path:
+    return data_dir / "spool"
+
+
+def spool_path(data_dir: Path, campaign_id: int, session_id: int) -> Path:
+    return spool_dir(data_dir) / f"{campaign_id}-{session_id}.jsonl"
+
+
+class Spool:
+    """An append-only JSON-lines file of utterances; every append is on disk (fsync) before it returns."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def append(self, utterances: list[Utterance]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = "".join(u.model_dump_json() + "\n" for u in utterances).encode()
+        # O_APPEND + fsync per call: a crash right after returns keeps the line; a crash during the write
+        # leaves at most one torn last line, which read() skips.
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def read(self, offset: int = 0, limit: int = REPLAY_BATCH) -> tuple[list[Utterance], int]:
+        """Up to ``limit`` utterances from byte ``offset``, and the offset after them."""
+        out: list[Utterance] = []
+        try:
+            with self.path.open("rb") as f:
+                f.seek(offset)
+                while len(out) < limit:
+                    line = f.readline()
+                    if not line.endswith(b"\n"):
+                        break  # end of file, or a torn last line still being (or never) finished
+                    offset += len(line)
+                    try:
+                        out.append(Utterance.model_validate_json(line))
+                    except ValidationError:
+                        log.error("skipping an unreadable line in spool %s at byte %d", self.path, offset - len(line))
+        except FileNotFoundError:
+            pass
+        return out, offset
+
+    def __iter__(self) -> Iterator[Utterance]:
+        offset = 0
+        while True:
+            batch, offset = self.read(offset)
+            if not batch:
+                return
+            yield from batch
+
+    def count(self) -> int:
+        try:
+            with self.path.open("rb") as f:
+                return sum(1 for line in f if line.endswith(b"\n"))
+        except FileNotFoundError:
+            return 0
+
+    def remove(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+class MemoryGuard:
+    """Wraps a :class:`SessionRecorder`: :meth:`add` never raises for a database outage and never loses a line.
+
+    One task feeds :meth:`add`; a timer may call :meth:`flush`. Live sessions want small batches:
+    ``batch_size`` and ``max_delay_s`` bound how many utterances wait in process memory.
+    """
+
+    def __init__(
+        self,
+        recorder: SessionRecorder,
+        data_dir: Path,
+        *,
+        last_seq: int = 0,
+        batch_size: int = 8,
+        max_delay_s: float = 2.0,
+        backoff: Backoff = DB_RETRY,
+    ) -> None:
+        self.recorder = recorder
+        # The guard decides when to write; the recorder must never flush on its own inside add().
+        recorder.batch_size = 1 << 62
+        recorder.max_delay_s = float("inf")
+        self.spool = Spool(spool_path(data_dir, recorder.mem.campaign_id, recorder.session.id))
+        self.batch_size = batch_size
+        self.max_delay_s = max_delay_s
+        self.backoff = backoff
+        self._seq = last_seq
+        self._pending: list[Utterance] = []
+        self._pending_since: float | None = None
+        self._spooled = self.spool.count()
+        self._stored = 0
+        self._last_error: str | None = None
+        self._write_lock = asyncio.Lock()
+        self._healthy = asyncio.Event()
+        self._retry_task: asyncio.Task[None] | None = None
+        self._end_requested = False
+        self._ended: Session | None = None
+        if self._spooled:
+            self._degrade("a spool was left over")
+        else:
+            self._healthy.set()
+
+    @classmethod
+    async def start(cls, mem: CampaignMemory, title: str, data_dir: Path, **kwargs: object) -> MemoryGuard:
+        """Open (or resume) the session titled ``title``; first replay any spool a crash left behind.
+
+        Needs the database: a session cannot be created without it."""
+        await replay_leftover_spools(mem, data_dir)
+        recorder = await SessionRecorder.start(mem, title, batch_size=1 << 62, max_delay_s=float("inf"))
+        last = await mem.db.fetchval(
+            "SELECT coalesce(max(seq), 0) FROM session_entries WHERE campaign_id = $1 AND session_id = $2",
+            mem.campaign_id,
+            recorder.session.id,
+        )
+        guard = cls(recorder, data_dir, last_seq=int(last), **kwargs)  # type: ignore[arg-type]
+        if guard._spooled:  # the leftover replay failed for this session: continue after its lines
+            guard._seq = max(guard._seq, max((u.seq or 0) for u in guard.spool))
+        return guard
+
+    # ------------------------------------------------------------------------------------------------ status
+
+    @property
+    def session(self) -> Session:
+        return self.recorder.session
+
+    @property
+    def state(self) -> GuardState:
+        return GuardState.healthy if self._healthy.is_set() else GuardState.degraded
+
+    def status(self) -> GuardStatus:
+        return GuardStatus(self.state, self._stored, self._spooled, self._last_error)
+
+    async def wait_healthy(self) -> None:
+        """Returns once the spool has been replayed and writes go to the database again."""
+        await self._healthy.wait()
+
+    # ------------------------------------------------------------------------------------------------ writing
+
+    async def add(self, utterance: Utterance) -> Utterance:
+        """Number ``utterance`` and store it (now, in a batch, or in the spool); returns it with its seq."""
+        self._seq += 1
+        utterance = utterance.model_copy(update={"seq": self._seq})
+        if not self._healthy.is_set():
+            self._to_spool([utterance])
+            return utterance
+        if not self._pending:
+            self._pending_since = asyncio.get_running_loop().time()
+        self._pending.append(utterance)
+        if len(self._pending) >= self.batch_size or self._overdue():
+            await self.flush()
+        return utterance
+
+    def _overdue(self) -> bool:
+        since = self._pending_since
+        return since is not None and asyncio.get_running_loop().time() - since >= self.max_delay_s
+
+    async def flush(self) -> None:
+        """Write what waits in memory; on a database error it goes to the spool instead."""
+        async with self._write_lock:
+            batch, self._pending, self._pending_since = self._pending, [], None
+            if not batch:
+                return
+            if not self._healthy.is_set():
+                self._to_spool(batch)
+                return
+            try:
+                await self._write(batch)
+            except DATABASE_ERRORS as exc:
+                self._degrade(exc)
+                self._to_spool(batch)
+
+    async def _write(self, batch: list[Utterance]) -> None:
+        await self.recorder.add_many(batch)
+        await self.recorder.flush()
+        self._stored += len(batch)
+
+    def _to_spool(self, batch: list[Utterance]) -> None:
+        self.spool.append(batch)
+        self._spooled += len(batch)
+
+    # ------------------------------------------------------------------------------------------------ recovery
+
+    def _degrade(self, reason: BaseException | str) -> None:
+        self._last_error = reason if isinstance(reason, str) else f"{type(reason).__name__}: {reason}"
+        if self._healthy.is_set():
+            log.warning(
+                "session %s degraded (%s): utterances go to %s until the database is back",
+                self.session.id,
+                self._last_error,
+                self.spool.path,
+            )
+        self._healthy.clear()
+        if self._retry_task is None or self._retry_task.done():
+            self._retry_task = asyncio.get_running_loop().create_task(
+                self._recover(), name=f"spool-replay-{self.session.id}"
+            )
+
+    async def _recover(self) -> None:
+        """Retry the spool replay with backoff until it succeeds; then end the session if that was asked."""
+        delays = self.backoff.delays()
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                await self._replay()
+                break
+            except DATABASE_ERRORS as exc:
+                self._last_error = f"{type(exc).__name__}: {exc}"
+                wait = next(delays, self.backoff.maximum)
+                log.info("database still unavailable (try %d: %s); next try in %.1f s", tries, exc, wait)
+                await asyncio.sleep(wait)
+        log.warning("session %s healthy again: the spool was replayed into the database", self.session.id)
+        if self._end_requested and self._ended is None:
+            try:
+                await self._end_now()
+            except DATABASE_ERRORS:
+                log.exception("could not end session %s after replaying its spool", self.session.id)
+
+    async def _replay(self) -> None:
+        offset = 0
+        async with self._write_lock:
+            while True:
+                batch, offset = self.spool.read(offset)
+                if not batch:
+                    # No await between this read and the removal: nothing can be appended in between.
+                    self.spool.remove()
+                    self._spooled = 0
+                    self._last_error = None
+                    self._healthy.set()
+                    return
+                before = self.recorder.written
+                await self.recorder.add_many(batch)
+                await self.recorder.flush()
+                # A batch written just before the outage may be in the spool too: count only new rows.
+                self._stored += self.recorder.written - before
+
+    # ------------------------------------------------------------------------------------------------ ending
+
+    async def end(self, *, wait_s: float = 0.0) -> Session:
+        """Flush and close the session (its summary job is enqueued).
+
+        If the database is still away after ``wait_s`` seconds, raises :class:`SpoolPending`; the background
+        retry then stores the spool and closes the session by itself when the database is back."""
+        await self.flush()
+        self._end_requested = True
+        if not self._healthy.is_set():
+            if wait_s > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._healthy.wait(), wait_s)
+            if not self._healthy.is_set():
+                raise SpoolPending(
+                    f"the database is unavailable: {self._spooled} utterances are safe in {self.spool.path} "
+                    "and will be stored (and the session closed) as soon as it is back"
+                )
+        return await self._end_now()
+
+    async def _end_now(self) -> Session:
+        async with self._write_lock:
+            self._ended = await self.recorder.end()
+        return self._ended
+
+    async def close(self) -> None:
+        """Stop retrying (process shutdown): the spool stays on disk for the next start."""
+        if self._retry_task is not None:
+            self._retry_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._retry_task
+
+
+async def replay_leftover_spools(mem: CampaignMemory, data_dir: Path) -> int:
+    """Store the spools of this campaign that a crash (or a stop during an outage) left behind.
+
+    Each is replayed in order into its own session (idempotent by seq) and removed. Returns the utterances
+    that were new to L1. Database errors propagate: the spools stay for the next try."""
+    folder = spool_dir(data_dir)
+    if not folder.is_dir():
+        return 0
+    new = 0
+    for path in sorted(folder.iterdir()):
+        match = _SPOOL_NAME.match(path.name)
+        if match is None or int(match["campaign"]) != mem.campaign_id:
+            continue
+        session = await mem.log.session(int(match["session"]))
+        recorder = SessionRecorder(mem, session, batch_size=1 << 62, max_delay_s=float("inf"))
+        spool = Spool(path)
+        offset = 0
+        while True:
+            batch, offset = spool.read(offset)
+            if not batch:
+                break
+            await recorder.add_many(batch)
+            await recorder.flush()
+        log.warning(
+            "replayed a leftover spool of session %s (%s): %d new utterances", session.id, path, recorder.written
+        )
+        new += recorder.written
+        spool.remove()
+    return new

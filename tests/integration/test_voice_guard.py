@@ -1,0 +1,154 @@
+"""The memory guard against a real PostgreSQL that goes away: spool while it is down, replay exactly once.
+
+These tests run their own embedded server under /tmp (the shared test server must never be stopped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from memory.db import EmbeddedPostgres, create_pool, migrate
+from memory.recorder import Utterance, Word
+from memory.store import CampaignMemory, Memory
+from memory.voice.backoff import Backoff
+from memory.voice.guard import GuardState, MemoryGuard, Spool, SpoolPending, spool_path
+from tests.conftest import TEST_EMBEDDING
+
+#: Fast retries so recovery is noticed quickly; recovery itself is awaited as an event, never slept for.
+FAST = Backoff(initial=0.05, factor=2.0, maximum=0.4, tries=None)
+RECOVERY_TIMEOUT = 60.0
+
+
+@pytest.fixture
+def own_server() -> Iterator[tuple[EmbeddedPostgres, str, Path]]:
+    root = Path(tempfile.mkdtemp(prefix="lorekeeper-guard-", dir="/tmp"))
+    server = EmbeddedPostgres(root)
+    dsn = server.start()
+    try:
+        yield server, dsn, root
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+async def own_campaign(own_server: tuple[EmbeddedPostgres, str, Path]) -> AsyncIterator[CampaignMemory]:
+    _, dsn, _ = own_server
+    pool = await create_pool(dsn, max_size=3)
+    await migrate(pool, TEST_EMBEDDING)
+    memory = Memory(pool)
+    created = await memory.campaigns().create("Sunken Crown")
+    try:
+        yield memory.campaign(created.id)
+    finally:
+        await pool.close()
+
+
+def said(i: int) -> Utterance:
+    return Utterance(
+        speaker="Ana",
+        speaker_id="111",
+        text=f"line {i} about Eldrinax",
+        start_s=float(i),
+        end_s=i + 0.8,
+        words=[Word(word="line", confidence=0.9), Word(word=str(i), confidence=0.8)],
+        ref=f"voice:111:{i * 1000}",
+    )
+
+
+async def stored(mem: CampaignMemory, session_id: int) -> list[tuple[int, str]]:
+    rows = await mem.db.fetch(
+        "SELECT seq, raw_text FROM session_entries WHERE campaign_id = $1 AND session_id = $2 ORDER BY seq, id",
+        mem.campaign_id,
+        session_id,
+    )
+    return [(r["seq"], r["raw_text"]) for r in rows]
+
+
+async def test_database_stops_mid_session_and_every_utterance_is_stored_once_in_order(
+    own_server: tuple[EmbeddedPostgres, str, Path], own_campaign: CampaignMemory
+) -> None:
+    server, _, data_dir = own_server
+    guard = await MemoryGuard.start(own_campaign, "Night one", data_dir, batch_size=1, backoff=FAST)
+    for i in range(1, 4):
+        await guard.add(said(i))
+    assert guard.status().state == GuardState.healthy
+    assert guard.status().stored == 3
+
+    server.stop()
+    sizes = []
+    for i in range(4, 9):
+        await guard.add(said(i))
+        sizes.append(guard.spool.path.stat().st_size)
+        assert guard.state == GuardState.degraded
+    status = guard.status()
+    assert status.spooled == 5 and status.stored == 3 and status.last_error
+    assert sizes == sorted(sizes) and len(set(sizes)) == 5  # the spool grows with every utterance
+    assert [u.seq for u in Spool(guard.spool.path)] == [4, 5, 6, 7, 8]
+
+    server.start()
+    await asyncio.wait_for(guard.wait_healthy(), RECOVERY_TIMEOUT)
+    await guard.add(said(9))  # after recovery, straight to the database again
+
+    expected = [(i, f"line {i} about Eldrinax") for i in range(1, 10)]
+    assert await stored(own_campaign, guard.session.id) == expected
+    assert not guard.spool.path.exists()
+    status = guard.status()
+    assert (status.state, status.stored, status.spooled, status.last_error) == (GuardState.healthy, 9, 0, None)
+    session = await guard.end()
+    assert session.ended_at is not None
+    await guard.close()
+
+
+async def test_stop_during_outage_keeps_the_spool_and_closes_the_session_when_back(
+    own_server: tuple[EmbeddedPostgres, str, Path], own_campaign: CampaignMemory
+) -> None:
+    server, _, data_dir = own_server
+    guard = await MemoryGuard.start(own_campaign, "Night two", data_dir, batch_size=1, backoff=FAST)
+    await guard.add(said(1))
+    server.stop()
+    await guard.add(said(2))
+    with pytest.raises(SpoolPending):
+        await guard.end()
+    server.start()
+    await asyncio.wait_for(guard.wait_healthy(), RECOVERY_TIMEOUT)
+    assert guard._retry_task is not None
+    await asyncio.wait_for(guard._retry_task, RECOVERY_TIMEOUT)  # it closes the session after the replay
+    assert [s for s, _ in await stored(own_campaign, guard.session.id)] == [1, 2]
+    session = await own_campaign.log.session(guard.session.id)
+    assert session.ended_at is not None
+
+
+async def test_leftover_spool_from_a_crash_is_replayed_first_exactly_once(
+    own_server: tuple[EmbeddedPostgres, str, Path], own_campaign: CampaignMemory
+) -> None:
+    _, _, data_dir = own_server
+    # A previous run stored lines 1-2, crashed while the database was away, and left 2-5 in its spool (line 2
+    # was written just before the outage was noticed: it is in both places).
+    first = await MemoryGuard.start(own_campaign, "Night three", data_dir, batch_size=1, backoff=FAST)
+    await first.add(said(1))
+    await first.add(said(2))
+    session_id = first.session.id
+    Spool(spool_path(data_dir, own_campaign.campaign_id, session_id)).append(
+        [said(i).model_copy(update={"seq": i}) for i in range(2, 6)]
+    )
+    # A torn last line (the crash hit mid-write) is ignored, not fatal.
+    with spool_path(data_dir, own_campaign.campaign_id, session_id).open("ab") as f:
+        f.write(b'{"speaker": "Ana", "te')
+
+    guard = await MemoryGuard.start(own_campaign, "Night three", data_dir, batch_size=1, backoff=FAST)
+    assert guard.session.id == session_id
+    assert guard.state == GuardState.healthy
+    assert not spool_path(data_dir, own_campaign.campaign_id, session_id).exists()
+    added = await guard.add(said(6))
+    assert added.seq == 6
+    assert await stored(own_campaign, session_id) == [(i, f"line {i} about Eldrinax") for i in range(1, 7)]
+    # jobs were enqueued for the replayed lines too (same transaction as the L1 write)
+    jobs = await own_campaign.db.fetchval("SELECT count(*) FROM pgqueuer")
+    assert jobs >= 1
