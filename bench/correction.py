@@ -87,6 +87,7 @@ class Case:
     end: int
     canonical: str
     half: str
+    surface: str = ""  # the name as the turn had it ("Sylas" for the entity "Sylas Briarwood")
 
 
 def crd3_turns() -> list[str]:
@@ -114,7 +115,8 @@ def crd3_cases(turns: list[str], per_entry: int, rng: random.Random) -> tuple[li
             assert hit is not None
             text = turns[i][: hit.start()] + m["misheard"] + turns[i][hit.end() :]
             canonical = _spoken(m["canonical"])
-            cases.append(Case(text, hit.start(), hit.start() + len(m["misheard"]), canonical, _half(canonical)))
+            end = hit.start() + len(m["misheard"])
+            cases.append(Case(text, hit.start(), end, canonical, _half(canonical), m["surface"]))
             used.add(i)
     return cases, used
 
@@ -133,6 +135,21 @@ class Score:
     @property
     def precision(self) -> float:
         return self.right / self.made if self.made else 1.0
+
+
+def _restores(case: Case, c: Correction) -> bool:
+    """Whether ``c`` puts the injected name back: the corrected text over the span's extent reads as the turn
+    did with either the surface form it had or the entity's canonical name (aliases map to canonical).
+
+    A span one word wider than the mishearing is right when the result is the original ("dwell daily un Empire"
+    -> "Dwendalian Empire" where the turn said "Dwendalian Empire"); an exact-span match writing the canonical
+    name is right even if it doubles a word ("Dwendalian Empire Empire"), since that is what the spec asks for.
+    """
+    if not (c.start <= case.start and case.end <= c.end):
+        return False
+    head, tail = case.text[c.start : case.start], case.text[case.end : c.end]
+    wanted = {normalize(head + name + tail) for name in (case.surface, case.canonical) if name}
+    return normalize(c.replacement) in wanted
 
 
 def simulated_confidences(text: str, doubtful: tuple[int, int] | None, rng: random.Random) -> list[float]:
@@ -154,10 +171,7 @@ def score_cases(
     for case in cases:
         conf = simulated_confidences(case.text, (case.start, case.end), rng) if rng else None
         corrections = correct(case.text, conf)
-        right = [
-            c for c in corrections
-            if (c.start, c.end) == (case.start, case.end) and normalize(c.replacement) == normalize(case.canonical)
-        ]
+        right = [c for c in corrections if _restores(case, c)]
         for s in (scores[case.half], scores["all"]):
             s.cases += 1
             s.restored += bool(right)
