@@ -1,0 +1,398 @@
+"""Live capture: per-speaker PCM frames → utterances → STT with the campaign's names → the guarded recorder.
+
+Discord-free: anything that yields ``(user_id, pcm_frame, timestamp)`` is an :class:`AudioSource` (the Discord
+adapter in ``bot/voice.py``, a test's list of frames). The stages are decoupled by bounded queues, so a slow STT
+pushes back on capture instead of growing memory, and nothing here grows with the length of the session:
+
+    source ─► UtteranceSegmenter ─► asyncio.Queue(maxsize) ─► STT (off the event loop) ─► Utterance ─► guard
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from memory.providers.stt import SpeechToText, STTError, Transcript
+from memory.recorder import Utterance, Word
+from memory.store import CampaignMemory
+from memory.voice import segmenter as seg
+from memory.voice.segmenter import UtteranceSegmenter
+
+log = logging.getLogger(__name__)
+
+#: (Discord user id, 20 ms of 48 kHz stereo s16le PCM, start of the frame in seconds on a monotonic clock)
+Frame = tuple[int, bytes, float]
+
+
+@runtime_checkable
+class AudioSource(Protocol):
+    """Per-speaker PCM frames as they arrive; the iteration ends when capture stops."""
+
+    def __aiter__(self) -> AsyncIterator[Frame]: ...
+
+
+class UtteranceSink(Protocol):
+    """Where finished utterances go: the memory guard (which numbers and stores them)."""
+
+    async def add(self, utterance: Utterance) -> Utterance: ...
+
+
+class NameSource(Protocol):
+    """The campaign's entity names for the STT prompt, most important first."""
+
+    async def names(self) -> Sequence[str]: ...
+
+
+# ---------------------------------------------------------------------------------------------------- sources
+
+
+class FrameQueueSource:
+    """An :class:`AudioSource` fed from another thread (discord-ext-voice-recv calls its sink on its own thread).
+
+    ``push`` is thread-safe and never blocks the caller: the voice thread must keep draining the socket. The
+    buffer is bounded (``max_frames``, 10 s of one speaker by default); when the event loop cannot keep up the
+    oldest frames are dropped, counted and logged rather than growing memory without limit.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, *, max_frames: int = 500) -> None:
+        self._loop = loop
+        self._frames: deque[Frame] = deque()
+        self._max = max_frames
+        self._lock = threading.Lock()
+        self._ready = asyncio.Event()
+        self._closed = False
+        self.dropped = 0
+
+    def push(self, user_id: int, pcm: bytes, timestamp: float) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            if len(self._frames) >= self._max:
+                self._frames.popleft()
+                self.dropped += 1
+                if self.dropped % 500 == 1:
+                    log.warning("voice capture is behind: %d frames dropped so far", self.dropped)
+            self._frames.append((user_id, pcm, timestamp))
+        self._wake()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._ready.set()
+        else:
+            self._loop.call_soon_threadsafe(self._ready.set)
+
+    async def __aiter__(self) -> AsyncIterator[Frame]:
+        while True:
+            with self._lock:
+                batch = list(self._frames)
+                self._frames.clear()
+                closed = self._closed
+                self._ready.clear()
+            for frame in batch:
+                yield frame
+            if closed:
+                return
+            if not batch:
+                await self._ready.wait()
+
+
+class FrameDecryptor:
+    """The end-to-end (DAVE) decrypt step for one packet, Discord-free: ``decrypt(user_id, payload)``.
+
+    A packet that fails to decrypt (a key rotation in flight, a sender not yet in the MLS group) is dropped and
+    counted — one lost 20 ms frame is inaudible to STT, an exception in the voice thread would end capture.
+    The log line comes once per ``log_every`` failures so a broken session does not flood the log.
+    """
+
+    def __init__(self, decrypt: Callable[[int, bytes], bytes], *, log_every: int = 250) -> None:
+        self._decrypt = decrypt
+        self.log_every = log_every
+        self.failed = 0
+        self.passed = 0
+
+    def __call__(self, user_id: int, payload: bytes) -> bytes | None:
+        try:
+            plain = self._decrypt(user_id, payload)
+        except Exception as exc:  # davey raises plain exceptions; every kind means "undecryptable packet"
+            self.failed += 1
+            if self.failed % self.log_every == 1 or self.log_every == 1:
+                log.warning(
+                    "dropped an audio packet from user %s that failed to decrypt (%s: %s); %d dropped so far",
+                    user_id,
+                    type(exc).__name__,
+                    exc,
+                    self.failed,
+                )
+            return None
+        self.passed += 1
+        return plain
+
+
+# ---------------------------------------------------------------------------------------------------- names
+
+
+class CampaignNames:
+    """The campaign's accepted entity names and aliases for the STT prompt, refreshed when entities change.
+
+    A cheap version query (count and last change) runs at most every ``refresh_s``; the list is rebuilt only
+    when it changed. When the database is away the last names are kept: transcription must go on.
+    Most important first (Whisper's prompt has room for ~220 tokens): entities with the most facts, then names.
+    """
+
+    def __init__(self, mem: CampaignMemory, *, refresh_s: float = 10.0, clock: Callable[[], float] = time.monotonic):
+        self.mem = mem
+        self.refresh_s = refresh_s
+        self._clock = clock
+        self._checked: float | None = None
+        self._version: tuple[object, ...] | None = None
+        self._names: list[str] = []
+
+    async def names(self) -> Sequence[str]:
+        now = self._clock()
+        if self._checked is not None and now - self._checked < self.refresh_s:
+            return self._names
+        self._checked = now
+        try:
+            row = await self.mem.db.fetchrow(
+                """
+                SELECT count(*) FILTER (WHERE status = 'accepted') AS n, max(updated_at) AS changed,
+                       (SELECT count(*) FROM entity_aliases WHERE campaign_id = $1) AS aliases
+                FROM entities WHERE campaign_id = $1
+                """,
+                self.mem.campaign_id,
+            )
+            version = (row["n"], row["changed"], row["aliases"])
+            if version != self._version:
+                rows = await self.mem.db.fetch(
+                    """
+                    SELECT e.name, coalesce(array_agg(a.alias) FILTER (WHERE a.alias IS NOT NULL), '{}') AS aliases,
+                           (SELECT count(*) FROM relationships r
+                            WHERE r.campaign_id = $1 AND (r.source_id = e.id OR r.target_id = e.id)) AS degree
+                    FROM entities e LEFT JOIN entity_aliases a ON a.entity_id = e.id AND a.campaign_id = $1
+                    WHERE e.campaign_id = $1 AND e.status = 'accepted'
+                    GROUP BY e.id ORDER BY degree DESC, lower(e.name)
+                    """,
+                    self.mem.campaign_id,
+                )
+                self._names = [r["name"] for r in rows] + [a for r in rows for a in sorted(r["aliases"])]
+                self._version = version
+                log.info("STT prompt: %d campaign names", len(self._names))
+        except Exception as exc:  # the guard handles the outage; names just stay as they were
+            log.debug("could not refresh campaign names (%s); keeping %d", exc, len(self._names))
+        return self._names
+
+
+class StaticNames:
+    def __init__(self, names: Sequence[str] = ()) -> None:
+        self._names = list(names)
+
+    async def names(self) -> Sequence[str]:
+        return self._names
+
+
+# ---------------------------------------------------------------------------------------------------- pipeline
+
+
+@dataclass(slots=True)
+class PipelineStats:
+    frames: int = 0
+    utterances: int = 0  # transcribed and handed to the recorder
+    empty: int = 0  # segments in which STT heard no words
+    stt_errors: int = 0
+    stt_seconds: float = 0.0
+    audio_seconds: float = 0.0
+    max_queue_depth: int = 0
+    speakers: Counter[str] = field(default_factory=Counter)  # utterances per speaker (bounded by the table)
+
+
+class VoicePipeline:
+    """Runs one session's capture: :meth:`run` until the source ends or :meth:`stop` is called.
+
+    ``session_start`` is the source's clock at the start of the session; utterance times are relative to it.
+    One STT worker keeps utterances in the order they ended (the order they get their seq).
+    """
+
+    def __init__(
+        self,
+        source: AudioSource,
+        sink: UtteranceSink,
+        stt: SpeechToText,
+        *,
+        names: NameSource,
+        speaker_name: Callable[[int], str],
+        session_start: float,
+        segmenter: UtteranceSegmenter | None = None,
+        queue_size: int = 16,
+        idle_flush_s: float | None = 0.25,
+        clock: Callable[[], float] = time.monotonic,
+        stt_retries: int = 2,
+        lag_warning_every_s: float = 10.0,
+    ) -> None:
+        self.source = source
+        self.sink = sink
+        self.stt = stt
+        self.names = names
+        self.speaker_name = speaker_name
+        self.session_start = session_start
+        self.segmenter = segmenter or UtteranceSegmenter()
+        # Bounded: at most queue_size × max_utterance of audio waits (16 × 30 s × 64 kB/s ≈ 31 MB worst case).
+        self.queue: asyncio.Queue[seg.Utterance | None] = asyncio.Queue(maxsize=queue_size)
+        self.idle_flush_s = idle_flush_s
+        self.clock = clock
+        self.stt_retries = stt_retries
+        self.lag_warning_every_s = lag_warning_every_s
+        self.stats = PipelineStats()
+        self._last_lag_warning = float("-inf")
+        self._stopping = asyncio.Event()
+
+    async def run(self) -> None:
+        worker = asyncio.create_task(self._transcribe_loop(), name="voice-stt")
+        ticker = asyncio.create_task(self._idle_loop(), name="voice-idle") if self.idle_flush_s else None
+        try:
+            await self._capture_loop()
+        finally:
+            if ticker is not None:
+                ticker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await ticker
+            # Whatever is still open is a finished sentence at session end.
+            for utterance in self.segmenter.flush():
+                await self._enqueue(utterance)
+            await self.queue.put(None)
+            await worker
+
+    async def stop(self) -> None:
+        """Stop reading the source; :meth:`run` then transcribes what is queued and returns."""
+        self._stopping.set()
+
+    async def _capture_loop(self) -> None:
+        frames = aiter(self.source)
+        stop = asyncio.create_task(self._stopping.wait())
+        try:
+            while True:
+                nxt = asyncio.ensure_future(anext(frames))
+                done, _ = await asyncio.wait({nxt, stop}, return_when=asyncio.FIRST_COMPLETED)
+                if nxt not in done:
+                    nxt.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                        await nxt
+                    return
+                try:
+                    user_id, pcm, timestamp = nxt.result()
+                except StopAsyncIteration:
+                    return
+                self.stats.frames += 1
+                for utterance in self.segmenter.feed(user_id, pcm, timestamp):
+                    await self._enqueue(utterance)
+        finally:
+            stop.cancel()
+            closer = getattr(frames, "aclose", None)
+            if closer is not None:
+                with contextlib.suppress(Exception):
+                    await closer()
+
+    async def _idle_loop(self) -> None:
+        # Discord sends nothing while someone is silent: without this tick a sentence would wait for the
+        # speaker's next word to be closed.
+        assert self.idle_flush_s is not None
+        while True:
+            await asyncio.sleep(self.idle_flush_s)
+            for utterance in self.segmenter.flush_idle(self.clock()):
+                await self._enqueue(utterance)
+
+    async def _enqueue(self, utterance: seg.Utterance) -> None:
+        depth = self.queue.qsize()
+        self.stats.max_queue_depth = max(self.stats.max_queue_depth, min(depth + 1, self.queue.maxsize))
+        if self.queue.full():
+            now = self.clock()
+            if now - self._last_lag_warning >= self.lag_warning_every_s:
+                self._last_lag_warning = now
+                log.warning(
+                    "speech-to-text is falling behind: queue full (%d utterances waiting); capture waits for STT",
+                    depth,
+                )
+        await self.queue.put(utterance)  # blocks when full: back-pressure instead of unbounded memory
+
+    async def _transcribe_loop(self) -> None:
+        while (segment := await self.queue.get()) is not None:
+            try:
+                await self._transcribe_one(segment)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # A bug for one utterance must not end the session's capture.
+                log.exception("could not process an utterance of user %s", segment.user_id)
+
+    async def _transcribe_one(self, segment: seg.Utterance) -> None:
+        names = await self.names.names()
+        transcript = await self._stt(segment, names)
+        if transcript is None:
+            return
+        text = transcript.text.strip()
+        if not text:
+            self.stats.empty += 1
+            return
+        start_s = max(0.0, segment.start - self.session_start)
+        end_s = max(start_s, segment.end - self.session_start)
+        speaker = self.speaker_name(segment.user_id)
+        utterance = Utterance(
+            speaker=speaker,
+            speaker_id=str(segment.user_id),
+            text=text,
+            start_s=round(start_s, 3),
+            end_s=round(end_s, 3),
+            words=[Word(word=w.word, confidence=w.confidence) for w in transcript.words],
+            ref=f"voice:{segment.user_id}:{round(start_s * 1000)}",
+        )
+        stored = await self.sink.add(utterance)
+        self.stats.utterances += 1
+        self.stats.speakers[speaker] += 1
+        log.debug("utterance %s by %s: %r", stored.seq, speaker, text)
+
+    async def _stt(self, segment: seg.Utterance, names: Sequence[str]) -> Transcript | None:
+        for attempt in range(self.stt_retries + 1):
+            started = time.perf_counter()
+            try:
+                transcript = await self.stt.transcribe(segment.pcm16k, prompt_names=names)
+            except (STTError, OSError, TimeoutError) as exc:
+                self.stats.stt_errors += 1
+                if attempt == self.stt_retries:
+                    log.error(
+                        "speech-to-text failed %d times for %.1f s of user %s: %s; the utterance is lost",
+                        attempt + 1,
+                        segment.duration,
+                        segment.user_id,
+                        exc,
+                    )
+                    return None
+                log.warning("speech-to-text failed (%s); retrying", exc)
+                await asyncio.sleep(0.5 * 2**attempt)
+                continue
+            self.stats.stt_seconds += time.perf_counter() - started
+            self.stats.audio_seconds += segment.duration
+            return transcript
+        return None
+
+
+async def frames_from(items: Iterable[Frame]) -> AsyncIterator[Frame]:
+    """An :class:`AudioSource` over frames already at hand (replays, tests)."""
+    for frame in items:
+        yield frame
