@@ -49,6 +49,21 @@ class MatchSettings:
     doubtful_phrase_threshold: float = 0.80
     #: Two different entities scoring within this margin make a span ambiguous: it is left alone.
     ambiguity_margin: float = 0.02
+    #: Phrase path: a span of several ordinary words whose sounds, joined, spell a name ("tally sin" /
+    #: Taliesin, "tar ryan during ton" / Taryon Darrington). Judged on the joined span by a phrase score
+    #: (mean of Jaro-Winkler, Indel similarity and code similarity), with a threshold that falls as the name
+    #: grows: a long name matched by chance is rare, a short one ("the road" / Therad) is everywhere.
+    #: Tuned on the "tune" half of the CRD3 dev mishearings against 3,000 clean turns.
+    phrase_min_name: int = 6
+    phrase_short_threshold: float = 0.88  # names of 6–7 letters
+    phrase_medium_threshold: float = 0.84  # 8–10 letters
+    phrase_long_threshold: float = 0.82  # 11 or more
+    #: The span needs a word at most this common: all-function-word spans ("to them" / Totem) are speech.
+    phrase_max_zipf: float = 4.5
+    #: A span that starts or ends with a function word this common ("bastion of", "the doorway", "I worship")
+    #: has usually caught a real word plus its neighbour: it needs this much more.
+    phrase_edge_zipf: float = 6.0
+    phrase_edge_penalty: float = 0.08
     #: Longest span, in words, tried against a name (mishearings split a name into several words).
     max_window_words: int = 7
 
@@ -97,6 +112,26 @@ def required_score(ev: Evidence, settings: MatchSettings) -> float | None:
     if ev.code_length < settings.strong_code_length:
         return None  # "able to" / Aboleth: four sounds in two ordinary words is a coincidence, not a name
     return max(base, settings.strong_threshold)
+
+
+def phrase_required(heard: tuple[str, ...], name_part: str, settings: MatchSettings) -> float | None:
+    """The phrase score a multi-word span of ordinary words needs to become the name, or None."""
+    if len(heard) < 2 or len(name_part) < settings.phrase_min_name:
+        return None  # one differing word: the single-word rules decide ("lady coma" / Lady Kima)
+    if min(word_zipf(w) for w in heard) > settings.phrase_max_zipf:
+        return None
+    # "fun character" / Characters, "mornings at" / Morningstar: a word of its own that the name extends.
+    if any(len(w) >= 6 and name_part.startswith(w.replace("'", "")[:-1]) for w in heard):
+        return None
+    if len(name_part) < 8:
+        needed = settings.phrase_short_threshold
+    elif len(name_part) < 11:
+        needed = settings.phrase_medium_threshold
+    else:
+        needed = settings.phrase_long_threshold
+    if max(word_zipf(heard[0]), word_zipf(heard[-1])) >= settings.phrase_edge_zipf:
+        needed += settings.phrase_edge_penalty
+    return needed
 
 
 def _derived(word: str, name: str) -> bool:

@@ -7,9 +7,16 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 from rapidfuzz import process
-from rapidfuzz.distance import JaroWinkler
+from rapidfuzz.distance import Indel, JaroWinkler, Levenshtein
 
-from memory.correction.evidence import Evidence, MatchKind, MatchSettings, required_score, word_zipf
+from memory.correction.evidence import (
+    Evidence,
+    MatchKind,
+    MatchSettings,
+    phrase_required,
+    required_score,
+    word_zipf,
+)
 from memory.correction.index import NameForm, PhoneticIndex
 from memory.correction.phonetics import codes
 from memory.correction.text import Token, tokenize
@@ -76,6 +83,28 @@ def _evidence(c: _Scored, doubtful: bool) -> tuple[Evidence, float]:
     return Evidence(heard, name_part, len(code[0]) if code else 0, c.kind, doubtful), score
 
 
+def _phrase_score(c: _Scored) -> tuple[float, tuple[str, ...], str]:
+    """Phrase score of the part of the span that differs from the name, with that part's heard words.
+
+    Jaro-Winkler alone over-rewards a shared prefix ("mornings at" / Morningstar); Indel similarity counts
+    every letter and code similarity counts sounds, so the mean needs the whole span to sound like the name.
+    """
+    words, name = c.words, c.form.words
+    lead = 0
+    while lead < min(len(words), len(name)) - 1 and words[lead] == name[lead]:
+        lead += 1
+    trail = 0
+    while trail < min(len(words), len(name)) - lead - 1 and words[-1 - trail] == name[-1 - trail]:
+        trail += 1
+    heard = tuple(c.heard[lead : len(words) - trail])
+    span = "".join(words[lead : len(words) - trail])
+    name_part = "".join(name[lead : len(name) - trail])
+    span_codes, name_codes = codes(span), codes(name_part)
+    code_sim = max((Levenshtein.normalized_similarity(a, b) for a in span_codes for b in name_codes), default=0.0)
+    score = (_jw(span, name_part) + Indel.normalized_similarity(span, name_part) + code_sim) / 3
+    return score, heard, name_part
+
+
 def _similar_length(a: str, b: str) -> bool:
     # Jaro-Winkler rewards a shared prefix so much that "high" would match "High Elf": lengths must agree.
     return 1 / _MAX_LENGTH_RATIO <= len(a) / len(b) <= _MAX_LENGTH_RATIO
@@ -105,7 +134,8 @@ class PhoneticMatcher:
         exact = self._exact_mentions(tokens)
         locked = [x or any(ch.isdigit() for ch in t.norm) for x, t in zip(exact, tokens, strict=True)]
         joinable = [all(c in _JOINERS for c in text[a.end : b.start]) for a, b in pairwise(tokens)]
-        uncommon = [word_zipf(t.word) < self.settings.common_zipf for t in tokens]
+        zipfs = [word_zipf(t.word) for t in tokens]
+        uncommon = [z < self.settings.common_zipf for z in zipfs]
         longest = self.index.max_spaceless * _MAX_LENGTH_RATIO
         candidates: list[_Candidate] = []
         near_misses: list[tuple[int, int]] = []
@@ -116,6 +146,7 @@ class PhoneticMatcher:
             conf_sum = 0.0
             conf_n = 0
             rare = False
+            least_common = 99.0
             for last in range(first, min(len(tokens), first + self.settings.max_window_words)):
                 if last > first and (locked[last] or not joinable[last - 1]):
                     break
@@ -126,10 +157,12 @@ class PhoneticMatcher:
                     conf_sum += c
                     conf_n += 1
                 rare = rare or uncommon[last]
+                least_common = min(least_common, zipfs[last])
+                phrase = last > first and least_common <= self.settings.phrase_max_zipf
                 # One doubtful word does not make its neighbours doubtful: the span as a whole must be.
                 doubtful = conf_n > 0 and conf_sum / conf_n < self.settings.low_confidence
                 window = tokens[first : last + 1]
-                if length < 3 or not (doubtful or rare or self._homophone_exists(window)):
+                if length < 3 or not (doubtful or rare or phrase or self._homophone_exists(window)):
                     continue  # ordinary words nobody doubted and no name sounding alike: skip the rest
                 span = _Span(window, doubtful=doubtful, uncommon=rare)
                 best, rejected = self._match_window(span)
@@ -174,9 +207,7 @@ class PhoneticMatcher:
         variants = (spaceless, spaceless[:-1]) if spaceless.endswith("s") else (spaceless,)
         by_code = self.index.by_code
         return any(
-            len(code) >= self.settings.strong_code_length and code in by_code
-            for v in variants
-            for code in codes(v)
+            len(code) >= self.settings.strong_code_length and code in by_code for v in variants for code in codes(v)
         )
 
     def _match_window(self, span: _Span) -> tuple[tuple[NameForm, float, bool] | None, bool]:
@@ -186,8 +217,10 @@ class PhoneticMatcher:
         spaceless = "".join(words)
         doubtful, uncommon = span.doubtful, span.uncommon
         single = len(words) == 1
-        # Codes one edit apart are evidence only for a doubtful span or a single unknown word (see evidence).
-        near_too = doubtful or (single and uncommon)
+        # Codes one edit apart are evidence only for a doubtful span, a single unknown word, or a phrase that
+        # has a word uncommon enough to be judged on the phrase score (see evidence).
+        phrase = not single and min(word_zipf(w) for w in heard) <= self.settings.phrase_max_zipf
+        near_too = doubtful or (single and uncommon) or phrase
         variants = [(words, False)]
         if len(words[-1]) > 3 and spaceless.endswith("s") and not spaceless.endswith("ss"):
             variants.append(([*words[:-1], words[-1][:-1]], True))
@@ -213,8 +246,11 @@ class PhoneticMatcher:
         """Spelling-only candidates, searched only for spans that are not ordinary English or are doubtful."""
         query = "".join(words)
         hits = process.extract(
-            query, self._fuzzy_choices, scorer=JaroWinkler.similarity,
-            score_cutoff=self.settings.fuzzy_threshold, limit=5,
+            query,
+            self._fuzzy_choices,
+            scorer=JaroWinkler.similarity,
+            score_cutoff=self.settings.fuzzy_threshold,
+            limit=5,
         )
         return [
             _Scored(score, self.index.forms[i], False, MatchKind.fuzzy, words, heard)
@@ -222,9 +258,7 @@ class PhoneticMatcher:
             if _similar_length(choice, query)
         ]
 
-    def _decide(
-        self, scored: list[_Scored], doubtful: bool
-    ) -> tuple[tuple[NameForm, float, bool] | None, bool]:
+    def _decide(self, scored: list[_Scored], doubtful: bool) -> tuple[tuple[NameForm, float, bool] | None, bool]:
         if not scored:
             return None, False
         scored.sort(key=lambda s: s.score, reverse=True)
@@ -236,16 +270,40 @@ class PhoneticMatcher:
             return None, True
         evidence, score = _evidence(best, doubtful)
         needed = required_score(evidence, self.settings)
-        if needed is None or score < needed:
-            return None, True
-        return (best.form, best.score, best.plural), False
+        if needed is not None and score >= needed:
+            return (best.form, best.score, best.plural), False
+        if not doubtful and (phrase := self._phrase(scored)) is not None:
+            return phrase, False
+        return None, True
+
+    def _phrase(self, scored: list[_Scored]) -> tuple[NameForm, float, bool] | None:
+        """The phrase path (see ``MatchSettings.phrase_*``): best by phrase score, unambiguous, above threshold."""
+        ranked: list[tuple[float, _Scored]] = []
+        for s in scored[:8]:  # by Jaro-Winkler already: the rest cannot reach a phrase threshold
+            score, heard, name_part = _phrase_score(s)
+            needed = phrase_required(heard, name_part, self.settings)
+            if needed is not None and score >= needed:
+                ranked.append((score, s))
+        if not ranked:
+            return None
+        ranked.sort(key=lambda r: r[0], reverse=True)
+        score, best = ranked[0]
+        rival = next((r for r in ranked[1:] if r[1].form.canonical != best.form.canonical), None)
+        if rival is not None and score - rival[0] < self.settings.ambiguity_margin:
+            return None
+        return best.form, score, best.plural
 
     def _correction(self, text: str, tokens: list[Token], c: _Candidate) -> Correction:
         start = tokens[c.first].start
         end = tokens[c.last].base_end - (1 if c.plural else 0)
         return Correction(
-            span=text[start:end], replacement=c.form.canonical, start=start, end=end,
-            entity_id=c.form.entity_id, score=round(c.score, 4), stage=1,
+            span=text[start:end],
+            replacement=c.form.canonical,
+            start=start,
+            end=end,
+            entity_id=c.form.entity_id,
+            score=round(c.score, 4),
+            stage=1,
         )
 
     def _suspects(

@@ -112,3 +112,38 @@ def test_index_needs_no_database_and_handles_no_entities() -> None:
     assert Pipeline([]).correct_fast("anything at all").corrections == []
     index = PhoneticIndex.build([EntityName(name="Westruun", aliases=["West Ruun", "westruun"])])
     assert len(index) == 2  # the repeated spelling is one form
+
+
+# The phrase path: several ordinary words whose joined sounds spell a name.
+PHRASE_ENTITIES = [
+    EntityName(id=1, name="Taliesin"),
+    EntityName(id=2, name="Taryon Darrington"),
+    EntityName(id=3, name="Therad"),
+    EntityName(id=4, name="Morningstar"),
+    EntityName(id=5, name="Totem"),
+]
+
+
+def test_a_phrase_that_sounds_like_a_name_becomes_the_name() -> None:
+    pipeline = Pipeline(PHRASE_ENTITIES)
+    assert pipeline.correct_fast("Ask tally sin about it.").text == "Ask Taliesin about it."
+    result = pipeline.correct_fast("Then tar ryan during ton walks in.")
+    assert result.text == "Then Taryon Darrington walks in."
+    assert [c.entity_id for c in result.corrections] == [2]
+
+
+def test_ordinary_phrases_of_the_same_shape_are_left_alone() -> None:
+    pipeline = Pipeline(PHRASE_ENTITIES)
+    for text in [
+        "We take the road north.",  # a short name: "the road" / Therad is ordinary speech
+        "Give it to them now.",  # function words only / Totem
+        "Two mornings at the inn.",  # a real word the name extends / Morningstar
+    ]:
+        assert pipeline.correct_fast(text).corrections == [], text
+
+
+def test_the_phrase_path_can_be_switched_off() -> None:
+    pipeline = Pipeline(
+        PHRASE_ENTITIES, settings=MatchSettings(phrase_long_threshold=1.01, phrase_medium_threshold=1.01)
+    )
+    assert pipeline.correct_fast("Ask tally sin about it.").corrections == []
