@@ -30,7 +30,17 @@ from pydantic import BaseModel
 
 from memory.chunking import ChunkSettings, Gazetteer, windows
 from memory.db import Executor
-from memory.models import ChunkIn, EntityIn, EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
+from memory.models import (
+    ChunkIn,
+    Correction,
+    EntityIn,
+    EntityType,
+    Entry,
+    Provenance,
+    RelationshipIn,
+    ReviewStatus,
+    Source,
+)
 from memory.semantic import content_hash
 from memory.store import CampaignMemory, Memory
 
@@ -56,7 +66,7 @@ def _payload(campaign_id: int, session_id: int, **extra: Any) -> bytes:
 
 
 async def enqueue_session_work(
-    conn: Executor, campaign_id: int, session_id: int, upto_seq: int, *, stage2: bool = False
+    conn: Executor, campaign_id: int, session_id: int, upto_seq: int, *, stage2: bool = False, after: str = ""
 ) -> None:
     """Enqueue the jobs owed on a session's entries up to ``upto_seq``, on ``conn`` (the L1 transaction).
 
@@ -68,7 +78,9 @@ async def enqueue_session_work(
         [_payload(campaign_id, session_id, upto_seq=upto_seq)] * len(kinds),
         # Stage 2 first (it rewrites text), then chunks (recall), then extraction.
         [{CORRECT2: 30, CHUNK: 20, EXTRACT: 10}[k] for k in kinds],
-        dedupe_key=[f"{k}:{session_id}:{upto_seq}" for k in kinds],
+        # ``after`` names a later round over the same lines (e.g. after stage 2): a job of the first round that
+        # is running right now must not swallow it.
+        dedupe_key=[f"{k}:{session_id}:{upto_seq}{after}" for k in kinds],
         on_conflict="skip",
     )
 
@@ -220,22 +232,64 @@ async def extract_session(ctx: JobContext, campaign_id: int, session_id: int, *,
         async with mem.transaction() as tx:
             done = await _progress(tx.db, tx, session_id, EXTRACT)
             entries = await tx.log.session_entries(session_id, after_seq=done, limit=slice_size)
+            # Lines waiting for correction stage 2 are extracted after it, from their corrected text: the stage-2
+            # job enqueues this one again when it is through.
+            corrected_to = await _progress(tx.db, tx, session_id, CORRECT2)
+            waiting = next((i for i, e in enumerate(entries) if e.suspects and e.seq > corrected_to), None)
+            entries = entries[:waiting]
             if not entries:
                 return
             await extract_into_graph(tx, session_id=session_id, entries=entries, extractor=extractor)
             await _set_progress(tx.db, tx, session_id, EXTRACT, entries[-1].seq)
 
 
-async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int) -> None:
-    """Correction stage 2 (LLM on low-confidence spans) — only enqueued when an LLM is configured.
-
-    The stage-2 corrector belongs to ``memory.correction``; until it provides one, stage 1 stands."""
-    correction = __import__("memory.correction", fromlist=["*"])
-    stage2 = getattr(correction, "correct_session_stage2", None)
-    if stage2 is None or ctx.llm is None:
-        log.info("correction stage 2 is not available; session %s keeps its stage-1 text", session_id)
+async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, slice_size: int = 50) -> None:
+    """Correction stage 2: the LLM looks at the spans stage 1 found doubtful; its verified substitutions
+    revise the entry's text (the raw text stays). Chunking and extraction run again afterwards."""
+    if ctx.llm is None:
         return
-    await stage2(ctx.memory.campaign(campaign_id), session_id=session_id, llm=ctx.llm)
+    from memory.correction import LLMCorrector
+    from memory.correction.edits import apply_corrections, to_raw_offset
+    from memory.recorder import default_index_cache
+
+    mem = ctx.memory.campaign(campaign_id)
+    corrector = LLMCorrector(ctx.llm, (await default_index_cache.matcher(mem)).index)
+    worked = False
+    while entries := await mem.log.session_entries(
+        session_id, after_seq=await _progress(mem.db, mem, session_id, CORRECT2), limit=slice_size
+    ):
+        for e in entries:
+            if not e.suspects:
+                continue
+            stage1_text = apply_corrections(e.raw_text, e.corrections)
+            shifted = [_in_corrected_text(span, e.corrections) for span in e.suspects]
+            found = await corrector.correct(stage1_text, shifted)
+            if not found:
+                continue
+            more = [c.model_copy(update={"start": (at := to_raw_offset(c.start, e.corrections)),
+                                         "end": at + len(c.span), "stage": 2}) for c in found]  # fmt: skip
+            merged = sorted([*e.corrections, *more], key=lambda c: c.start)
+            await mem.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
+        await _set_progress(mem.db, mem, session_id, CORRECT2, entries[-1].seq)
+        worked = True
+    if worked:  # extraction waited for these lines; windows with revised text need new vectors
+        await enqueue_session_work(mem.db, campaign_id, session_id, await _last_seq(mem, session_id), after=":2")
+
+
+def _in_corrected_text(span: list[int] | tuple[int, int], corrections: Sequence[Correction]) -> tuple[int, int]:
+    """A raw-text span lying outside every correction, in the coordinates of the corrected text."""
+    delta = sum(len(c.replacement) - (c.end - c.start) for c in corrections if c.end <= span[0])
+    return span[0] + delta, span[1] + delta
+
+
+async def _last_seq(mem: CampaignMemory, session_id: int) -> int:
+    return int(
+        await mem.db.fetchval(
+            "SELECT coalesce(max(seq), 0) FROM session_entries WHERE campaign_id = $1 AND session_id = $2",
+            mem.campaign_id,
+            session_id,
+        )
+    )
 
 
 # the summary ---------------------------------------------------------------------------------------------------

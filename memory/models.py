@@ -111,6 +111,7 @@ class EntryIn(BaseModel):
     seq: int | None = None  # position in the session; assigned when omitted
     ref: str | None = None  # source reference: transcript line id, audio offset …
     corrections: list[Correction] = Field(default_factory=list)
+    suspects: list[tuple[int, int]] = Field(default_factory=list)  # raw-text spans for correction stage 2
 
 
 class Entry(BaseModel):
@@ -127,6 +128,7 @@ class Entry(BaseModel):
     duration_s: float | None
     ref: str | None
     corrections: list[Correction]
+    suspects: list[tuple[int, int]] = Field(default_factory=list)
     created_at: datetime
 
 

@@ -14,8 +14,9 @@ from pydantic import BaseModel
 
 from memory import jobs
 from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher
-from memory.correction.text import tokenize
-from memory.models import Correction, EntryIn, Session
+from memory.correction.edits import apply_corrections
+from memory.correction.text import align_confidences, tokenize
+from memory.models import EntryIn, Session
 from memory.store import CampaignMemory
 
 
@@ -76,35 +77,6 @@ class CorrectionIndexCache:
 default_index_cache = CorrectionIndexCache()
 
 
-def apply_corrections(text: str, corrections: Sequence[Correction]) -> str:
-    out = text
-    for c in sorted(corrections, key=lambda c: c.start, reverse=True):
-        out = out[: c.start] + c.replacement + out[c.end :]
-    return out
-
-
-def token_confidences(text: str, words: Sequence[Word] | None) -> list[float | None] | None:
-    """STT word confidences laid onto the matcher's tokens: each token takes the confidence of the STT word
-    whose text contains it (the two tokenisations differ on punctuation and apostrophes)."""
-    if not words:
-        return None
-    spans: list[tuple[int, int, float | None]] = []
-    pos = 0
-    for w in words:
-        needle = w.word.strip()
-        if not needle:
-            continue
-        at = text.find(needle, pos)
-        if at < 0:
-            continue
-        spans.append((at, at + len(needle), w.confidence))
-        pos = at + len(needle)
-    out: list[float | None] = []
-    for tok in tokenize(text):
-        out.append(next((conf for a, b, conf in spans if a <= tok.start < b), None))
-    return out
-
-
 class SessionRecorder:
     """Records one session. ``add`` buffers; a full buffer, ``flush`` and ``end`` write it.
 
@@ -159,7 +131,11 @@ class SessionRecorder:
         matcher = await self.index_cache.matcher(self.mem)
         rows: list[EntryIn] = []
         for u in batch:
-            result = matcher.correct(u.text, token_confidences(u.text, u.words))
+            confidences = None
+            if u.words:
+                words = [(w.word, w.confidence) for w in u.words if w.confidence is not None]
+                confidences = align_confidences(u.text, tokenize(u.text), words) if words else None
+            result = matcher.correct(u.text, confidences)
             self.corrections += len(result.corrections)
             rows.append(
                 EntryIn(
@@ -172,6 +148,7 @@ class SessionRecorder:
                     seq=u.seq,
                     ref=u.ref,
                     corrections=result.corrections,
+                    suspects=result.suspects if self.stage2 else [],
                 )
             )
         async with self.mem.transaction() as tx:

@@ -9,10 +9,10 @@ import asyncpg
 
 from memory.db import Executor
 from memory.errors import AlreadyExistsError, NotFoundError
-from memory.models import Entry, EntryHit, EntryIn, Session
+from memory.models import Correction, Entry, EntryHit, EntryIn, Session
 
 _ENTRY_COLUMNS = """id, campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s,
-                    duration_s, ref, corrections, created_at"""
+                    duration_s, ref, corrections, suspects, created_at"""
 
 
 def _entry(row: asyncpg.Record) -> Entry:
@@ -93,15 +93,15 @@ class SessionLog:
                 WHERE campaign_id = $1 AND session_id = $2
             ), incoming AS (
                 SELECT * FROM unnest($3::int[], $4::text[], $5::text[], $6::text[], $7::text[],
-                                     $8::float8[], $9::float8[], $10::text[], $11::text[])
+                                     $8::float8[], $9::float8[], $10::text[], $11::text[], $12::text[])
                     WITH ORDINALITY AS t(seq, speaker, speaker_id, raw_text, text, start_s, end_s, ref,
-                                         corrections, n)
+                                         corrections, suspects, n)
             )
             INSERT INTO session_entries AS e
                 (campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s, ref,
-                 corrections)
+                 corrections, suspects)
             SELECT $1, $2, coalesce(i.seq, base.last + i.n), i.speaker, i.speaker_id, i.raw_text, i.text,
-                   i.start_s, i.end_s, i.ref, i.corrections::jsonb
+                   i.start_s, i.end_s, i.ref, i.corrections::jsonb, i.suspects::jsonb
             FROM incoming i, base
             ORDER BY i.n
             ON CONFLICT (campaign_id, session_id, seq) DO UPDATE SET seq = e.seq
@@ -118,8 +118,19 @@ class SessionLog:
             [e.end_s for e in entries],
             [e.ref for e in entries],
             [json.dumps([c.model_dump() for c in e.corrections]) for e in entries],
+            [json.dumps(e.suspects) for e in entries],
         )
         return sorted((_entry(r) for r in rows), key=lambda e: e.seq)
+
+    async def revise(self, entry_id: int, text: str, corrections: Sequence[Correction]) -> None:
+        """Replace an entry's corrected text (a later correction stage); the raw text never changes."""
+        await self.db.execute(
+            "UPDATE session_entries SET text = $3, corrections = $4 WHERE campaign_id = $1 AND id = $2",
+            self.campaign_id,
+            entry_id,
+            text,
+            [c.model_dump() for c in corrections],
+        )
 
     async def entries(self, ids: Sequence[int]) -> list[Entry]:
         rows = await self.db.fetch(

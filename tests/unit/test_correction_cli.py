@@ -58,12 +58,6 @@ def test_bad_campaign_yaml_is_a_usage_error(tmp_path: Path) -> None:
     assert "entity 1 has no name" in result.output
 
 
-def test_campaign_option_is_not_wired_yet() -> None:
-    result = CliRunner().invoke(correct, ["--campaign", "Exandria"], input="hello\n")
-    assert result.exit_code == 2
-    assert "--campaign needs the database" in result.output
-
-
 def test_a_line_without_any_entities_is_an_error_line() -> None:
     result = CliRunner().invoke(correct, [], input="hello there\n")
     assert "no entities" in _lines(result.output)[0]["error"]

@@ -1,0 +1,77 @@
+"""Correction stage 2 as a background job: the doubtful spans stage 1 recorded go to the LLM (real `openai`
+client, fake server); verified fixes revise L1's text, the raw text stays, and changed windows are re-embedded."""
+
+from __future__ import annotations
+
+import json
+
+from memory import jobs
+from memory.models import EntityIn, EntityType
+from memory.providers.embeddings import MiniLMEmbedder
+from memory.providers.llm import OpenAILLM
+from memory.recorder import SessionRecorder, Utterance, Word
+from memory.store import CampaignMemory, Memory
+from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
+from tests.fakes.openai_server import FakeOpenAI
+
+TEXT = "We met Bob at the cistern."
+
+
+def utterance(seq: int) -> Utterance:
+    confidences = {"We": 0.95, "met": 0.9, "Bob": 0.2, "at": 0.97, "the": 0.98, "cistern.": 0.9}
+    return Utterance(
+        speaker="DM", text=TEXT, seq=seq, words=[Word(word=w, confidence=c) for w, c in confidences.items()]
+    )
+
+
+async def test_stage2_job_revises_text_from_the_recorded_suspects(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI
+) -> None:
+    quelloth = await campaign.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
+    rec = await SessionRecorder.start(campaign, "S1", stage2=True)
+    await rec.add_many([utterance(1), utterance(2)])
+    await rec.flush()
+    first, second = await campaign.log.session_entries(rec.session.id)
+    assert first.text == TEXT and first.suspects == [(7, 10)]  # "Bob": low confidence, nothing near it
+
+    corrections_asked: list[dict] = []
+
+    def answer(request: dict) -> str:
+        if request["response_format"]["json_schema"]["name"] != "LLMCorrection":
+            return json.dumps({"entities": [], "facts": []})  # the extraction job asks too: nothing found
+        corrections_asked.append(request)
+        if len(corrections_asked) == 1:
+            return json.dumps(
+                {"text": "We met Quelloth at the cistern.", "substitutions": [{"heard": "Bob", "entity": "Quelloth"}]}
+            )
+        # the second line: rewrites other words and declares a non-entity; all of it must be dropped
+        return json.dumps(
+            {"text": "You met Bobby in a tavern.", "substitutions": [{"heard": "Bob", "entity": "Bobby"}]}
+        )
+
+    fake_openai.chat_handler = answer
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2", llm=llm)
+    try:
+        await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    finally:
+        await llm.aclose()
+    assert await jobs.failed_jobs(memory.pool) == 0
+
+    first, second = await campaign.log.session_entries(rec.session.id)
+    assert first.raw_text == TEXT and first.text == "We met Quelloth at the cistern."
+    [c] = first.corrections
+    assert (c.span, c.replacement, c.entity_id, c.stage, c.start, c.end) == ("Bob", "Quelloth", quelloth.id, 2, 7, 10)
+    assert second.text == TEXT and second.corrections == []  # nothing verified: unchanged
+    # the revised line is searchable and its window was re-embedded with the new text
+    assert [h.id for h in await campaign.log.search("Quelloth")] == [first.id]
+    chunks = await campaign.semantic.session_chunks(rec.session.id)
+    assert chunks and "Quelloth" in chunks[0].text
+    assert len(corrections_asked) == 2  # each doubtful line asked once; a re-run asks nothing more
+    await jobs.enqueue_session_work(memory.pool, campaign.campaign_id, rec.session.id, 2, stage2=True)
+    llm2 = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    try:
+        await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx.__class__(**{**ctx.__dict__, "llm": llm2}))
+    finally:
+        await llm2.aclose()
+    assert len(corrections_asked) == 2
