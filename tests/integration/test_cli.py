@@ -89,3 +89,54 @@ def test_config_file_and_env(lk, tmp_path: Path) -> None:
     bad.write_text("accept_threshold: 7\n")
     res = lk("--config", str(bad), "campaign", "list")
     assert res.returncode == 1 and "accept_threshold" in res.stderr and "Traceback" not in res.stderr
+
+
+SAMPLE = ROOT / "campaigns" / "examples" / "sunken_crown_session1.jsonl"
+
+
+def test_ingest_wait_recall_and_batch_recall(lk, tmp_path: Path) -> None:
+    assert lk("campaign", "load", str(EXAMPLE)).returncode == 0
+    first = lk("ingest", str(SAMPLE), "--session", "Session 1", "--wait")
+    assert first.returncode == 0, first.stderr
+    assert "60 new" in first.stdout
+    for what in ("entries", "chunks", "entities", "pending"):
+        assert what in first.stdout
+    again = lk("ingest", str(SAMPLE), "--session", "Session 1", "--wait")
+    assert again.returncode == 0 and "0 new" in again.stdout
+
+    hits = json.loads(lk("recall", "who is the blacksmith of Ironhold", "--json", "--limit", "3").stdout)
+    assert 1 <= len(hits) <= 3
+    assert any("blacksmith" in h["text"] for h in hits)
+    assert all(h["refs"] and h["refs"][0].startswith("s1:L") for h in hits)
+    batch = lk("recall", "--limit", "2", input="the harbour master\n\nthe Sunken Crown\n")
+    assert batch.returncode == 0, batch.stderr
+    lines = [json.loads(line) for line in batch.stdout.splitlines()]
+    assert len(lines) == 2 and all(1 <= len(hits) <= 2 for hits in lines)  # the blank line is skipped
+
+    poisoned = tmp_path / "poisoned.jsonl"
+    poisoned.write_bytes(
+        b'{"speaker": "DM", "text": "The gates of Ironhold open."}\n'
+        + b"\xff\xfe\x00binary junk\n"
+        + b'{"speaker": "DM", "text": "'
+        + b"x" * 1_100_000
+        + b'"}\n'
+        + b'{"speaker": "Ana", "text": "We go in."}\n'
+    )
+    res = lk("ingest", str(poisoned), "--session", "Session 2")
+    assert res.returncode == 0, res.stderr
+    assert "poisoned.jsonl:2" in res.stderr and "poisoned.jsonl:3" in res.stderr
+    assert "2 new" in res.stdout
+
+
+def test_demo_runs_offline(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    env["LOREKEEPER_DATA_DIR"] = str(tmp_path / "demo")
+    res = subprocess.run(
+        [sys.executable, "-c", "from bot.cli import main; main()", "demo"],
+        env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    for heading in ("Names corrected", "Stored", "Waiting for the DM's review", "Recap of Session 1", "recall:"):
+        assert heading in out
+    assert "'elder nacks' → Eldrinax" in out
