@@ -26,6 +26,7 @@ EXTENSIONS = (
     "cogs.review",
     "cogs.recall",
     "cogs.admin",
+    "cogs.sessions",
 )
 
 

@@ -1,0 +1,130 @@
+"""``/session start|stop|status``: record a voice session into the active campaign's memory.
+
+Thin: the DM check and the campaign come from ``bot.checks`` (server-side, scoped to this guild), the voice
+glue from ``bot.voice``, everything after the PCM frames from ``memory.voice``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+import discord
+from discord import app_commands
+from discord.ext import commands
+
+from bot.app import LorekeeperBot
+from bot.checks import UserError, active_campaign, dm_campaign, guild_id_of
+from bot.voice import VoiceSession
+from memory.providers.stt import SpeechToText, WhisperSTT
+from memory.voice.guard import GuardState, SpoolPending
+
+log = logging.getLogger("lorekeeper.bot")
+
+NOT_IN_VOICE = "Join a voice channel first, then run /session start: I record the channel you are in."
+NO_SESSION = "No session is being recorded in this server."
+
+
+def duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
+
+
+@app_commands.guild_only()
+class Sessions(commands.GroupCog, group_name="session", group_description="Record a voice session"):
+    def __init__(self, bot: LorekeeperBot) -> None:
+        self.bot = bot
+        self.live: dict[int, VoiceSession] = {}  # guild id → its one recorded session
+        self._stt: SpeechToText | None = None
+
+    @property
+    def stt(self) -> SpeechToText:
+        # Loaded on first use: a bot that never records never pays for the Whisper model.
+        stt = getattr(self.bot, "stt", None) or self._stt
+        if stt is None:
+            stt = self._stt = WhisperSTT("auto")
+        return stt
+
+    async def cog_unload(self) -> None:
+        for session in list(self.live.values()):
+            try:
+                await session.stop()
+            except SpoolPending as exc:
+                log.warning("session %s: %s", session.guard.session.id, exc)
+        self.live.clear()
+
+    @app_commands.command(description="Join your voice channel and record the session (DM only)")
+    @app_commands.describe(title="Session title (default: today's date); an existing title resumes that session")
+    async def start(
+        self, interaction: discord.Interaction, title: app_commands.Range[str, 1, 100] | None = None
+    ) -> None:
+        campaign, mem = await dm_campaign(interaction)
+        guild_id = guild_id_of(interaction)
+        if guild_id in self.live:
+            raise UserError(f"Already recording **{self.live[guild_id].guard.session.title}**: /session stop first.")
+        voice_state = getattr(interaction.user, "voice", None)
+        channel = voice_state.channel if voice_state else None
+        if channel is None:
+            raise UserError(NOT_IN_VOICE)
+        if channel.guild.id != guild_id:  # a campaign records only in its own guild
+            raise UserError("I only record in this server's voice channels.")
+        announce = interaction.channel
+        assert isinstance(announce, discord.abc.Messageable)
+        await interaction.response.defer(thinking=True)
+        title = title or f"Session {dt.datetime.now(dt.UTC):%Y-%m-%d}"
+        session = await VoiceSession.start(
+            self.bot, channel, announce, mem, title, self.bot.settings.data_dir, self.stt
+        )
+        self.live[guild_id] = session
+        # Visible to everyone in the channel, not ephemeral: players must know they are being recorded.
+        await interaction.followup.send(
+            f"🔴 **Recording** {channel.mention} for **{campaign.name}** — session **{session.guard.session.title}**. "
+            "Everything said in this channel is transcribed into the campaign's memory. "
+            "The DM ends it with /session stop."
+        )
+
+    @app_commands.command(description="Stop recording and file the session (DM only)")
+    async def stop(self, interaction: discord.Interaction) -> None:
+        await dm_campaign(interaction)
+        session = self.live.pop(guild_id_of(interaction), None)
+        if session is None:
+            raise UserError(NO_SESSION)
+        await interaction.response.defer(thinking=True)
+        status = session.status()
+        try:
+            ended = await session.stop()
+        except SpoolPending as exc:
+            await interaction.followup.send(f"⏹️ Stopped recording. {exc}.")
+            return
+        await interaction.followup.send(
+            f"⏹️ Stopped recording **{ended.title}** after {duration(status.duration_s)}: "
+            f"{session.guard.status().stored} utterances stored. The recap is written in the background (/recap)."
+        )
+
+    @app_commands.command(description="How the recording is going")
+    async def status(self, interaction: discord.Interaction) -> None:
+        session = self.live.get(guild_id_of(interaction))
+        if session is None:
+            raise UserError(NO_SESSION)
+        _, mem = await active_campaign(interaction)
+        s = session.status()
+        try:
+            pending = str(await mem.review.count())
+        except Exception:  # the database may be the very thing that is down
+            pending = "?"
+        state = "🟢 healthy" if s.guard.state == GuardState.healthy else "🟠 degraded (database unreachable)"
+        speakers = ", ".join(f"{name} ({n})" for name, n in sorted(s.speakers.items())) or "nobody yet"
+        embed = discord.Embed(title=f"Recording: {s.title}", colour=0xE74C3C)
+        embed.add_field(name="Duration", value=duration(s.duration_s))
+        embed.add_field(name="Utterances stored", value=str(s.guard.stored))
+        embed.add_field(name="Spooled", value=str(s.guard.spooled))
+        embed.add_field(name="Pending facts", value=pending)
+        embed.add_field(name="Memory", value=state)
+        embed.add_field(name="Voice", value="connected" if s.connected else "reconnecting…")
+        embed.add_field(name="Speakers", value=speakers[:1024], inline=False)
+        await interaction.response.send_message(embed=embed, ephemeral=True)
+
+
+async def setup(bot: LorekeeperBot) -> None:
+    await bot.add_cog(Sessions(bot))

@@ -1,0 +1,45 @@
+# ruff: noqa: F811  (pytest fixtures shared from test_bot_entities are parameters here)
+"""/session through the real bot and the fake Discord: the checks before any voice work.
+
+The fake Discord server speaks no voice protocol (no voice gateway, no UDP, no DAVE) and sends no voice state
+updates, so nobody is ever in a voice channel here: starting a recording is covered by the manual checklist
+(docs/voice-checklist.md); the pipeline behind it by tests/unit/test_voice_capture.py and
+tests/integration/test_voice_guard.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.app import LorekeeperBot
+from cogs.sessions import NO_SESSION, NOT_IN_VOICE
+from tests.e2e.fake_discord import FakeDiscord, FakeMember
+from tests.e2e.test_bot_entities import bot, dm, guild, player  # noqa: F401  (shared fixtures)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration]
+
+
+@pytest.fixture
+async def campaign(bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember) -> None:
+    created = await fake_discord.invoke("campaign create", {"name": "Sunken Crown"}, user_id=dm)
+    assert created.texts()[0].startswith("Created"), created.texts()
+
+
+async def test_start_is_refused_for_a_player(campaign, fake_discord: FakeDiscord, player: FakeMember) -> None:
+    refused = await fake_discord.invoke("session start", {"title": "Night one"}, user_id=player)
+    assert refused.ephemeral and refused.texts() == ["Only the DM can do that."]
+
+
+async def test_start_asks_the_dm_to_join_voice_first(
+    campaign, bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    asked = await fake_discord.invoke("session start", {"title": "Night one"}, user_id=dm)
+    assert asked.ephemeral and asked.texts() == [NOT_IN_VOICE]
+    assert bot.voice_clients == []
+
+
+async def test_status_and_stop_without_a_session(campaign, fake_discord: FakeDiscord, dm: FakeMember, player) -> None:
+    status = await fake_discord.invoke("session status", user_id=player)
+    assert status.ephemeral and status.texts() == [NO_SESSION]
+    stop = await fake_discord.invoke("session stop", user_id=dm)
+    assert stop.ephemeral and stop.texts() == [NO_SESSION]
