@@ -1,4 +1,4 @@
-"""`lorekeeper ingest`: import a transcript (.jsonl, .txt, CRD3 .json) into a campaign's memory."""
+"""`lorekeeper ingest`: import a transcript (.jsonl, .txt, CRD3 .json) or recorded audio into a campaign's memory."""
 
 from __future__ import annotations
 
@@ -9,38 +9,57 @@ import click
 from bot.cli import cli
 from bot.cli.common import CliError, async_command, campaign_memory, campaign_option, open_memory, settings_from, table
 from memory import jobs
-from memory.ingest import ingest_file
+from memory.ingest import IngestReport, ingest_file
 from memory.store import CampaignMemory
 from memory.transcripts import TranscriptError
+from memory.voice.audio_files import AudioFileError
+from memory.voice.offline import DEFAULT_SPEAKER, AudioTrack, ingest_audio, is_audio
 
 
 @cli.command()
-@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @campaign_option
 @click.option("--session", "session_title", metavar="TITLE", help="Session title (default: the file name).")
+@click.option(
+    "--speaker", "speakers", multiple=True, metavar="NAME", help="Audio only: who speaks in each file, in order."
+)
+@click.option("--model", default="auto", show_default=True, help="Audio only: Whisper model (tiny.en, base, auto).")
 @click.option("--wait", is_flag=True, help="Run the background jobs here until done, then print what was stored.")
 @click.pass_context
 @async_command
-async def ingest(ctx: click.Context, path: Path, campaign: str | None, session_title: str | None, wait: bool) -> None:
-    """Import a transcript; bad lines are skipped and named, importing the same file again changes nothing.
+async def ingest(
+    ctx: click.Context,
+    paths: tuple[Path, ...],
+    campaign: str | None,
+    session_title: str | None,
+    speakers: tuple[str, ...],
+    model: str,
+    wait: bool,
+) -> None:
+    """Import a transcript, or audio through speech-to-text; importing the same file again changes nothing.
 
     \b
     .jsonl  {"speaker", "text", "start", "end", "words": [{"word", "confidence"}], "ref", "session"}
     .txt    Speaker: text
-    .json   CRD3 episode {"TURNS": [{"NAMES": [...], "UTTERANCES": [...], "NUMBER": n}]}"""
+    .json   CRD3 episode {"TURNS": [{"NAMES": [...], "UTTERANCES": [...], "NUMBER": n}]}
+    .wav .ogg .mp3 .flac …  one speaker per file: `ingest a.wav --speaker Ana b.wav --speaker Ben`
+                            (several files become one session, merged by time)"""
     settings = settings_from(ctx)
+    audio = [p for p in paths if is_audio(p)]
+    if audio and len(audio) != len(paths):
+        raise CliError("give either audio files or one transcript, not both")
+    if not audio and (len(paths) > 1 or speakers):
+        raise CliError("a transcript is imported one file at a time; --speaker is for audio files")
+    if speakers and len(speakers) not in (1, len(audio)):
+        raise CliError(f"{len(audio)} audio files but {len(speakers)} --speaker names: give one per file")
     async with open_memory(settings) as memory:
         mem, name = await campaign_memory(memory, settings, campaign)
-        try:
-            report = await ingest_file(
-                mem,
-                path,
-                session_title=session_title,
-                stage2=settings.llm_enabled,
-                on_skip=lambda message: click.echo(f"warning: {message}", err=True),
-            )
-        except TranscriptError as exc:
-            raise CliError(str(exc)) from None
+        if audio:
+            path = audio[0]
+            report = await ingest_audio_files(mem, audio, speakers, model, session_title, settings.llm_enabled)
+        else:
+            path = paths[0]
+            report = await ingest_transcript(mem, path, session_title, settings.llm_enabled)
         click.echo(
             f"{path.name} → {name}: {report.lines} utterances read, {report.written} new, "
             f"{report.corrections} names corrected, {len(report.skipped)} lines skipped "
@@ -52,6 +71,47 @@ async def ingest(ctx: click.Context, path: Path, campaign: str | None, session_t
         else:
             pending = await jobs.pending_jobs(memory.pool, mem.campaign_id)
             click.echo(f"{pending} background jobs queued: run `lorekeeper worker` (or ingest with --wait)")
+
+
+async def ingest_transcript(mem: CampaignMemory, path: Path, session_title: str | None, stage2: bool) -> IngestReport:
+    try:
+        return await ingest_file(
+            mem,
+            path,
+            session_title=session_title,
+            stage2=stage2,
+            on_skip=lambda message: click.echo(f"warning: {message}", err=True),
+        )
+    except TranscriptError as exc:
+        raise CliError(str(exc)) from None
+
+
+async def ingest_audio_files(
+    mem: CampaignMemory,
+    paths: list[Path],
+    speakers: tuple[str, ...],
+    model: str,
+    session_title: str | None,
+    stage2: bool,
+) -> IngestReport:
+    from memory.providers.stt import STTError, WhisperSTT  # heavy: only for audio
+
+    names = list(speakers) * len(paths) if len(speakers) == 1 else list(speakers)
+    tracks = [AudioTrack(p, names[i] if names else DEFAULT_SPEAKER) for i, p in enumerate(paths)]
+    stt = WhisperSTT(model)
+    try:
+        return await ingest_audio(
+            mem,
+            tracks,
+            stt,
+            session_title=session_title,
+            stage2=stage2,
+            on_utterance=lambda u: click.echo(f"  {u.start_s:8.1f}s {u.speaker}: {u.text}"),
+        )
+    except (AudioFileError, STTError) as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        stt.close()
 
 
 async def print_counts(mem: CampaignMemory, pool: object) -> None:

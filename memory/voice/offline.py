@@ -1,0 +1,133 @@
+"""``lorekeeper ingest session.wav``: a recorded session through the same path as live voice.
+
+Audio file → the live segmenter (same silence gap, VAD and maximum length) → STT with the campaign's names →
+correction stage 1 + L1 + jobs (the session recorder). One file is one speaker; a session recorded per speaker
+(Craig, multitrack) is several files, each with its speaker, merged into one session by start time.
+
+Memory stays flat for long files: audio is decoded in blocks and only the text of finished utterances is kept.
+The seq of each utterance follows from its start time, so importing the same files again changes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from memory.ingest import IngestReport
+from memory.providers.stt import SpeechToText
+from memory.recorder import SessionRecorder, Utterance, Word
+from memory.store import CampaignMemory
+from memory.voice.audio_files import SUPPORTED_SUFFIXES, iter_audio_blocks
+from memory.voice.capture import CampaignNames
+from memory.voice.segmenter import FRAME_SAMPLES, INPUT_RATE, OUTPUT_RATE, UtteranceSegmenter
+from memory.voice.segmenter import Utterance as Segment
+
+AUDIO_SUFFIXES = SUPPORTED_SUFFIXES
+DEFAULT_SPEAKER = "Unknown speaker"
+_UP = INPUT_RATE // OUTPUT_RATE
+
+
+def is_audio(path: str | Path) -> bool:
+    return Path(path).suffix.lower() in AUDIO_SUFFIXES
+
+
+@dataclass(frozen=True, slots=True)
+class AudioTrack:
+    path: Path
+    speaker: str = DEFAULT_SPEAKER
+
+
+def discord_frames(blocks: Iterator[np.ndarray]) -> Iterator[tuple[bytes, float]]:
+    """16 kHz mono float blocks as the 20 ms 48 kHz stereo s16le frames the live segmenter takes, with times.
+
+    Sample-and-hold upsampling is enough: the segmenter's decimation filter removes the images it creates, and
+    the segmenter's VAD and timing are then exactly those of a live session.
+    """
+    per_frame = FRAME_SAMPLES // _UP  # 320 samples at 16 kHz = 20 ms
+    carry = np.zeros(0, dtype=np.float32)
+    index = 0
+    for block in blocks:
+        samples = np.concatenate((carry, block))
+        usable = len(samples) - len(samples) % per_frame
+        carry = samples[usable:]
+        pcm = (np.clip(samples[:usable], -1.0, 1.0) * 32767.0).astype("<i2")
+        stereo = np.repeat(pcm, _UP * 2)  # ×3 in time, ×2 channels (adjacent samples = L, R)
+        for frame in stereo.reshape(-1, FRAME_SAMPLES * 2):
+            yield frame.tobytes(), index * 0.02
+            index += 1
+    if len(carry):
+        pcm = np.zeros(per_frame, dtype="<i2")
+        pcm[: len(carry)] = (np.clip(carry, -1.0, 1.0) * 32767.0).astype("<i2")
+        yield np.repeat(pcm, _UP * 2).tobytes(), index * 0.02
+
+
+async def transcribe_track(
+    track: AudioTrack,
+    stt: SpeechToText,
+    names: Sequence[str],
+    *,
+    segmenter: UtteranceSegmenter | None = None,
+    on_utterance: Callable[[Utterance], None] | None = None,
+) -> list[Utterance]:
+    """The utterances of one speaker's recording, with times from the start of the file."""
+    segmenter = segmenter or UtteranceSegmenter()
+    out: list[Utterance] = []
+
+    async def emit(segments: list[Segment]) -> None:
+        for segment in segments:
+            transcript = await stt.transcribe(segment.pcm16k, prompt_names=names)
+            text = transcript.text.strip()
+            if not text:
+                continue
+            utterance = Utterance(
+                speaker=track.speaker,
+                text=text,
+                start_s=round(segment.start, 3),
+                end_s=round(segment.end, 3),
+                words=[Word(word=w.word, confidence=w.confidence) for w in transcript.words],
+                ref=f"audio:{track.path.name}:{round(segment.start * 1000)}",
+            )
+            out.append(utterance)
+            if on_utterance is not None:
+                on_utterance(utterance)
+
+    for frame, t in discord_frames(iter_audio_blocks(track.path)):
+        await emit(segmenter.feed(0, frame, t))
+    await emit(segmenter.flush())
+    return out
+
+
+async def ingest_audio(
+    mem: CampaignMemory,
+    tracks: Sequence[AudioTrack],
+    stt: SpeechToText,
+    *,
+    session_title: str | None = None,
+    stage2: bool = False,
+    on_utterance: Callable[[Utterance], None] | None = None,
+) -> IngestReport:
+    """Transcribe ``tracks`` (one speaker each) into one session (default title: the first file's name)."""
+    if not tracks:
+        raise ValueError("no audio files given")
+    started = time.perf_counter()
+    names = await CampaignNames(mem).names()
+    utterances: list[Utterance] = []
+    for track in tracks:
+        utterances += await transcribe_track(track, stt, names, on_utterance=on_utterance)
+    # Speakers' tracks interleave by time; the seq follows that order, so a re-import lands on the same rows.
+    utterances.sort(key=lambda u: (u.start_s, u.speaker))
+    title = session_title or tracks[0].path.stem
+    recorder = await SessionRecorder.start(mem, title, batch_size=500, max_delay_s=1e9, stage2=stage2)
+    await recorder.add_many([u.model_copy(update={"seq": i}) for i, u in enumerate(utterances, 1)])
+    await recorder.end()
+    return IngestReport(
+        sessions=[recorder.session.title],
+        lines=len(utterances),
+        written=recorder.written,
+        corrections=recorder.corrections,
+        l1_seconds=time.perf_counter() - started,
+    )

