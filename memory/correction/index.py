@@ -8,6 +8,7 @@ the entity count.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -15,6 +16,8 @@ from pydantic import BaseModel, Field
 
 from memory.correction.phonetics import MIN_FUZZY_CODE, codes, deletions
 from memory.correction.text import normalize
+
+_WORD = re.compile(r"[^\W_]+")
 
 
 class EntityName(BaseModel):
@@ -36,6 +39,7 @@ class NameForm:
     spaceless: str  # "voxmachina"
     words: tuple[str, ...]
     codes: tuple[str, ...]
+    primary: bool = True  # the entity's own name, not an alias
 
 
 class PhoneticIndex:
@@ -67,7 +71,8 @@ class PhoneticIndex:
         seen: set[tuple[str, int]] = set()
         for key, entity in enumerate(entities):
             for i, surface in enumerate([entity.name, *entity.aliases]):
-                norm = normalize(surface)
+                # Quotes and other punctuation inside a name (Bo "The Breaker") are never heard.
+                norm = " ".join(_WORD.findall(normalize(surface)))
                 if not norm or (norm, key) in seen:
                     continue
                 seen.add((norm, key))
@@ -80,6 +85,7 @@ class PhoneticIndex:
                     spaceless=spaceless,
                     words=tuple(norm.split()),
                     codes=codes(spaceless),
+                    primary=i == 0,
                 )
                 (aliases if i else canonical).append(form)
         return cls(canonical + aliases)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -26,7 +26,7 @@ from memory.models import Correction
 _JOINERS = frozenset(" \t-‐‑")
 # A name heard as a few more or fewer letters is plausible; 3:2 in length is not.
 _MAX_LENGTH_RATIO = 1.5
-# Score added per extra word when overlapping windows compete.
+# Rank added per extra word when overlapping windows compete.
 _LENGTH_BONUS = 0.01
 
 
@@ -44,6 +44,7 @@ class _Candidate:
     form: NameForm
     score: float
     plural: bool  # the last word's plural "s" stays outside the name
+    rank: float = 0.0  # ordering among overlapping windows (see ``_resolve_overlaps``)
 
 
 @dataclass(slots=True)
@@ -51,6 +52,11 @@ class _Span:
     tokens: list[Token]
     doubtful: bool  # heard with low STT confidence on average
     uncommon: bool  # has a word that is not ordinary English
+    #: Runs of exact-mention tokens inside the window (spaces removed): the name must contain each one.
+    #: "the chrome a Conclave" may become "Chroma Conclave" though "Conclave" alone is an alias, and
+    #: "greg strong jaw" Grog Strongjaw though "strong jaw" spells the alias "Strongjaw"; a window
+    #: never swallows the exact mention of another name.
+    exact_runs: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -99,10 +105,48 @@ def _phrase_score(c: _Scored) -> tuple[float, tuple[str, ...], str]:
     heard = tuple(c.heard[lead : len(words) - trail])
     span = "".join(words[lead : len(words) - trail])
     name_part = "".join(name[lead : len(name) - trail])
+    inner = set(name[lead : len(name) - trail])
+    if any(w in inner or w.removesuffix("s") in inner for w in words[lead : len(words) - trail]):
+        # "four elemental planes" / Fire Elemental Plane: the name's own words, reordered or partly heard,
+        # are a partial mention, not a mishearing of the whole.
+        return 0.0, heard, name_part
     span_codes, name_codes = codes(span), codes(name_part)
     code_sim = max((Levenshtein.normalized_similarity(a, b) for a in span_codes for b in name_codes), default=0.0)
     score = (_jw(span, name_part) + Indel.normalized_similarity(span, name_part) + code_sim) / 3
     return score, heard, name_part
+
+
+def _exact_runs(window: list[Token], exact: list[bool]) -> tuple[str, ...]:
+    runs: list[str] = []
+    previous = False
+    for token, is_exact in zip(window, exact, strict=True):
+        if is_exact and previous:
+            runs[-1] += token.norm
+        elif is_exact:
+            runs.append(token.norm)
+        previous = is_exact
+    return tuple(runs)
+
+
+def _extends(name: str, runs: tuple[str, ...]) -> bool:
+    """Whether a name contains every exact run and more: "chroma" besides "conclave", not "Percy" for "Percy is"."""
+    rest = name
+    for run in runs:
+        if run not in rest:
+            return False
+        rest = rest.replace(run, "", 1)
+    return len(rest) >= 3
+
+
+def _sound_alike(window: str, name: str) -> float:
+    """How well a whole window (spaces removed) sounds like a name: what competing windows are ranked by.
+
+    Jaro-Winkler barely punishes a stray word after a good prefix ("west rune we" / Westruun); Indel and code
+    similarity do, so a longer window wins only when its extra words are part of the name.
+    """
+    window_codes, name_codes = codes(window), codes(name)
+    code_sim = max((Levenshtein.normalized_similarity(a, b) for a in window_codes for b in name_codes), default=0.0)
+    return (_jw(window, name) + Indel.normalized_similarity(window, name) + code_sim) / 3
 
 
 def _similar_length(a: str, b: str) -> bool:
@@ -132,7 +176,8 @@ class PhoneticMatcher:
         conf: Sequence[float | None] = confidences if confidences is not None else [None] * len(tokens)
         # Exact mentions stay as they are; numbers ("d20s") are dice and stats, never names.
         exact = self._exact_mentions(tokens)
-        locked = [x or any(ch.isdigit() for ch in t.norm) for x, t in zip(exact, tokens, strict=True)]
+        number = [any(ch.isdigit() for ch in t.norm) for t in tokens]
+        locked = [x or n for x, n in zip(exact, number, strict=True)]
         joinable = [all(c in _JOINERS for c in text[a.end : b.start]) for a, b in pairwise(tokens)]
         zipfs = [word_zipf(t.word) for t in tokens]
         uncommon = [z < self.settings.common_zipf for z in zipfs]
@@ -140,7 +185,7 @@ class PhoneticMatcher:
         candidates: list[_Candidate] = []
         near_misses: list[tuple[int, int]] = []
         for first in range(len(tokens)):
-            if locked[first]:
+            if number[first]:
                 continue
             length = 0
             conf_sum = 0.0
@@ -148,7 +193,7 @@ class PhoneticMatcher:
             rare = False
             least_common = 99.0
             for last in range(first, min(len(tokens), first + self.settings.max_window_words)):
-                if last > first and (locked[last] or not joinable[last - 1]):
+                if last > first and (number[last] or not joinable[last - 1]):
                     break
                 length += len(tokens[last].norm)
                 if length > longest:
@@ -162,12 +207,17 @@ class PhoneticMatcher:
                 # One doubtful word does not make its neighbours doubtful: the span as a whole must be.
                 doubtful = conf_n > 0 and conf_sum / conf_n < self.settings.low_confidence
                 window = tokens[first : last + 1]
+                if exact[last] and (last == first or exact[last - 1]) and all(exact[first : last + 1]):
+                    continue  # exact mentions only: nothing misheard here
                 if length < 3 or not (doubtful or rare or phrase or self._homophone_exists(window)):
                     continue  # ordinary words nobody doubted and no name sounding alike: skip the rest
-                span = _Span(window, doubtful=doubtful, uncommon=rare)
+                span = _Span(window, doubtful, rare, _exact_runs(window, exact[first : last + 1]))
                 best, rejected = self._match_window(span)
                 if best is not None:
-                    candidates.append(_Candidate(first, last, best[0], best[1], best[2]))
+                    window_text = "".join(t.norm for t in window)
+                    heard_name = window_text[:-1] if best[2] else window_text
+                    rank = _sound_alike(heard_name, best[0].spaceless)
+                    candidates.append(_Candidate(first, last, best[0], best[1], best[2], rank))
                 elif rejected:
                     near_misses.append((tokens[first].start, tokens[last].base_end))
         chosen = _resolve_overlaps(candidates)
@@ -191,7 +241,12 @@ class PhoneticMatcher:
                 keys.append(key)
             for n in range(len(keys), 0, -1):
                 key = keys[n - 1]
-                if key in names or (key.endswith("s") and key[:-1] in names):
+                # Plurals of a name are the name: "Gnolls", and "half-elves" / Half-Elf.
+                if (
+                    key in names
+                    or (key.endswith("s") and key[:-1] in names)
+                    or (key.endswith("ves") and key[:-3] + "f" in names)
+                ):
                     locked[i : i + n] = [True] * n
                     i += n
                     break
@@ -234,12 +289,18 @@ class PhoneticMatcher:
             same, near = self.index.phonetic_candidates(window_codes, near_too=near_too)
             for kind, forms in ((MatchKind.phonetic, same), (MatchKind.near, near)):
                 for form in forms:
+                    if span.exact_runs and not _extends(form.spaceless, span.exact_runs):
+                        continue
                     if _similar_length(form.spaceless, v_spaceless):
                         # A plural reading must beat the plain one clearly: "orcas" is Orcus, not Orca+s.
                         score = _score(v_spaced, v_spaceless, form) - (0.03 if plural else 0.0)
                         scored.append(_Scored(score, form, plural, kind, v_words, heard))
         if not scored and len(words) <= 2 and (doubtful or uncommon):
-            scored = self._fuzzy(words, heard)
+            scored = [
+                f
+                for f in self._fuzzy(words, heard)
+                if not span.exact_runs or _extends(f.form.spaceless, span.exact_runs)
+            ]
         return self._decide(scored, doubtful)
 
     def _fuzzy(self, words: list[str], heard: list[str]) -> list[_Scored]:
@@ -261,17 +322,19 @@ class PhoneticMatcher:
     def _decide(self, scored: list[_Scored], doubtful: bool) -> tuple[tuple[NameForm, float, bool] | None, bool]:
         if not scored:
             return None, False
-        scored.sort(key=lambda s: s.score, reverse=True)
+        # Canonical spellings first at equal score: "Taliesin" is the entity Taliesin before it is an alias of
+        # Taliesin Jaffe (see ``_rival``).
+        scored.sort(key=lambda s: (s.score, s.form.primary), reverse=True)
         best = scored[0]
         if best.score < self.settings.phonetic_threshold:
             return None, False
-        rival = next((s for s in scored[1:] if s.form.canonical != best.form.canonical), None)
-        if rival is not None and best.score - rival.score < self.settings.ambiguity_margin:
-            return None, True
-        evidence, score = _evidence(best, doubtful)
-        needed = required_score(evidence, self.settings)
-        if needed is not None and score >= needed:
-            return (best.form, best.score, best.plural), False
+        rival = _rival(best, scored[1:], lambda s: s.score)
+        if rival is None or best.score - rival.score >= self.settings.ambiguity_margin:
+            evidence, score = _evidence(best, doubtful)
+            needed = required_score(evidence, self.settings)
+            if needed is not None and score >= needed:
+                return (best.form, best.score, best.plural), False
+        # Refused on Jaro-Winkler alone: a phrase may still spell the name (the phrase score ranks differently).
         if not doubtful and (phrase := self._phrase(scored)) is not None:
             return phrase, False
         return None, True
@@ -280,18 +343,18 @@ class PhoneticMatcher:
         """The phrase path (see ``MatchSettings.phrase_*``): best by phrase score, unambiguous, above threshold."""
         ranked: list[tuple[float, _Scored]] = []
         for s in scored[:8]:  # by Jaro-Winkler already: the rest cannot reach a phrase threshold
-            score, heard, name_part = _phrase_score(s)
-            needed = phrase_required(heard, name_part, self.settings)
-            if needed is not None and score >= needed:
-                ranked.append((score, s))
-        if not ranked:
-            return None
-        ranked.sort(key=lambda r: r[0], reverse=True)
+            ranked.append((_phrase_score(s)[0], s))
+        ranked.sort(key=lambda r: (r[0], r[1].form.primary), reverse=True)
         score, best = ranked[0]
-        rival = next((r for r in ranked[1:] if r[1].form.canonical != best.form.canonical), None)
-        if rival is not None and score - rival[0] < self.settings.ambiguity_margin:
+        _, heard, name_part = _phrase_score(best)
+        needed = phrase_required(heard, name_part, self.settings)
+        if needed is None or score < needed:
             return None
-        return best.form, score, best.plural
+        rival = _rival(best, [r[1] for r in ranked[1:]], lambda s: _phrase_score(s)[0])
+        if rival is not None and score - _phrase_score(rival)[0] < self.settings.ambiguity_margin:
+            return None
+        # Reported (and ranked against overlapping windows) by Jaro-Winkler, like every other candidate.
+        return best.form, best.score, best.plural
 
     def _correction(self, text: str, tokens: list[Token], c: _Candidate) -> Correction:
         start = tokens[c.first].start
@@ -329,13 +392,28 @@ class PhoneticMatcher:
         return _merge(text, spans)
 
 
-def _resolve_overlaps(candidates: list[_Candidate]) -> list[_Candidate]:
-    """Best window first, where a longer window earns a little: "Tower of Whispers" before "Tower".
+def _rival(best: _Scored, others: list[_Scored], key: Callable[[_Scored], float]) -> _Scored | None:
+    """The best-scoring candidate of another entity, ignoring the same spelling when ``best`` is canonical.
 
-    Only a little: Jaro-Winkler barely punishes a stray word after a good prefix, so "west rune we" scores
-    almost as well as "west rune" and must not swallow the "we".
+    Two entities may share a spelling (the character "Taliesin", the player "Taliesin Jaffe" with that alias):
+    the entity whose own name it is wins; two aliases spelt alike stay ambiguous.
     """
-    ranked = sorted(candidates, key=lambda c: c.score + _LENGTH_BONUS * (c.last - c.first), reverse=True)
+    rivals = [
+        s
+        for s in others
+        if s.form.entity_key != best.form.entity_key
+        and s.form.canonical != best.form.canonical
+        and not (best.form.primary and s.form.norm == best.form.norm and not s.form.primary)
+    ]
+    return max(rivals, key=key, default=None)
+
+
+def _resolve_overlaps(candidates: list[_Candidate]) -> list[_Candidate]:
+    """Best-sounding window first, where a longer window earns a little: "Tower of Whispers" before "Tower",
+    "na stock grace pine" / Nostoc Greyspine before "grace pine" / Greyspine. The rank punishes stray words
+    ("west rune we"), so the bonus can reward words that belong to the name.
+    """
+    ranked = sorted(candidates, key=lambda c: c.rank + _LENGTH_BONUS * (c.last - c.first), reverse=True)
     taken: list[_Candidate] = []
     for c in ranked:
         if all(c.last < t.first or c.first > t.last for t in taken):

@@ -147,3 +147,26 @@ def test_the_phrase_path_can_be_switched_off() -> None:
         PHRASE_ENTITIES, settings=MatchSettings(phrase_long_threshold=1.01, phrase_medium_threshold=1.01)
     )
     assert pipeline.correct_fast("Ask tally sin about it.").corrections == []
+
+
+def test_a_mishearing_around_an_exact_alias_is_restored_but_exact_mentions_are_not_extended() -> None:
+    pipeline = Pipeline(
+        [EntityName(id=1, name="Chroma Conclave", aliases=["Conclave"]), EntityName(id=2, name="Percy")]
+    )
+    assert pipeline.correct_fast("They fear the chrome a Conclave.").text == "They fear the Chroma Conclave."
+    for text in ["The Conclave is coming.", "Percy is here and Percy saw it."]:
+        assert pipeline.correct_fast(text).corrections == [], text
+
+
+def test_a_spelling_shared_with_another_entitys_alias_goes_to_the_entity_named_so() -> None:
+    pipeline = Pipeline(
+        [EntityName(id=1, name="Taliesin Jaffe", aliases=["Taliesin"]), EntityName(id=2, name="Taliesin")]
+    )
+    [c] = pipeline.correct_fast("Ask tally sin about it.").corrections
+    assert (c.replacement, c.entity_id) == ("Taliesin", 2)
+
+
+def test_punctuation_inside_a_name_is_not_needed_to_match_it() -> None:
+    pipeline = Pipeline([EntityName(id=1, name='Bo "The Breaker"'), EntityName(id=2, name="Half-Elf")])
+    for text in ["Bo the Breaker swings.", "Two half-elves walk in."]:
+        assert pipeline.correct_fast(text).corrections == [], text
