@@ -71,9 +71,9 @@ async def test_sync_registers_commands_without_a_gateway_session(fake_discord: F
     env = env_for(fresh_dsn, DISCORD_TOKEN=fake_discord.token)
     code, out, err = await finish(await lorekeeper(fake_discord, env, "sync", "--guild", str(guild.id)))
     assert code == 0, err
-    assert out == f"synced 6 commands guild {guild.id}: campaign, entity, lorekeeper, recall, recap, review\n"
+    assert out == f"synced 7 commands guild {guild.id}: campaign, entity, lorekeeper, recall, recap, review, session\n"
     ((scope, sent),) = fake_discord.sync_calls
-    assert scope == guild.id and len(sent) == 6
+    assert scope == guild.id and len(sent) == 7
     assert not any("IDENTIFY" in line for _, line in fake_discord.transcript)
 
 

@@ -57,7 +57,15 @@ async def test_dev_guild_sync_at_start(
     await bot_runner.start(make_bot(fake_discord, memory, tmp_path, dev_guild_id=guild.id))
     ((scope, sent),) = fake_discord.sync_calls
     assert scope == guild.id
-    assert sorted(c["name"] for c in sent) == ["campaign", "entity", "lorekeeper", "recall", "recap", "review"]
+    assert sorted(c["name"] for c in sent) == [
+        "campaign",
+        "entity",
+        "lorekeeper",
+        "recall",
+        "recap",
+        "review",
+        "session",
+    ]
     entity = next(c for c in sent if c["name"] == "entity")
     assert sorted(o["name"] for o in entity["options"]) == ["add", "edit", "link", "list", "remove", "show", "unlink"]
     add = next(o for o in entity["options"] if o["name"] == "add")
@@ -332,7 +340,7 @@ async def test_owner_sync_command(bot: LorekeeperBot, ashes, fake_discord: FakeD
     # the owner is not in the guild cache of the running client; add them, as a join would
     bot.get_guild(guild.id)
     synced = await fake_discord.invoke("lorekeeper sync", {"scope": "guild"}, user_id=fake_discord.owner_id)
-    assert synced.texts() == ["Synced 6 commands (guild)."]
+    assert synced.texts() == ["Synced 7 commands (guild)."]
     assert fake_discord.sync_calls[-1][0] == guild.id
 
 
