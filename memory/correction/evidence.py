@@ -45,7 +45,7 @@ class MatchSettings:
     #: Words below this STT confidence are doubtful: protection is lifted and stage 2 looks at them. Even
     #: so a doubtful word needs a good match: the recogniser doubts plenty of words it got right.
     low_confidence: float = 0.5
-    doubtful_word_threshold: float = 0.85
+    doubtful_word_threshold: float = 0.92  # 0.85 -> 0.92: on the tune half, only false corrections lay between
     doubtful_phrase_threshold: float = 0.80
     #: Two different entities scoring within this margin make a span ambiguous: it is left alone.
     ambiguity_margin: float = 0.02
@@ -102,6 +102,10 @@ def required_score(ev: Evidence, settings: MatchSettings) -> float | None:
         # An unknown word is often another name or a spelling variant ("J'Mon" is not "Emon").
         return max(base, settings.unknown_word_threshold)
     if ev.doubtful:
+        # Doubt does not make function words a name ("and a" / Wand, "not at" / Nott), nor does it make a few
+        # letters heard across two words strong evidence: the recogniser doubts short words all the time.
+        if min(zipfs) >= settings.function_zipf or len(ev.name_part) < settings.phrase_min_name:
+            return None
         return max(base, settings.doubtful_phrase_threshold)
     # Several words: only a shared phonetic code is evidence enough. Words one sound apart from a name are
     # everywhere in ordinary speech ("a couple" / Acolyte).

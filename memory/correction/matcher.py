@@ -335,7 +335,7 @@ class PhoneticMatcher:
             if needed is not None and score >= needed:
                 return (best.form, best.score, best.plural), False
         # Refused on Jaro-Winkler alone: a phrase may still spell the name (the phrase score ranks differently).
-        if not doubtful and (phrase := self._phrase(scored)) is not None:
+        if (phrase := self._phrase(scored)) is not None:
             return phrase, False
         return None, True
 
