@@ -8,11 +8,13 @@ are, at the STT confidence and at how much phonetic material the match rests on.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 
-from wordfreq import zipf_frequency
+from wordfreq import get_frequency_dict, zipf_frequency
 
 
 class MatchKind(StrEnum):
@@ -68,9 +70,22 @@ class MatchSettings:
     max_window_words: int = 7
 
 
+_PLAIN = re.compile(r"[a-z]+(?:'[a-z]+)*")
+
+
+@lru_cache(maxsize=1)
+def _frequencies() -> dict[str, float]:
+    return get_frequency_dict("en")
+
+
 @lru_cache(maxsize=262144)
 def word_zipf(word: str) -> float:
-    return zipf_frequency(word, "en")
+    """wordfreq's Zipf frequency. ``zipf_frequency`` re-tokenises every word (~15 µs, a p99 cost on a new
+    utterance); a plain lowercase word is read from the frequency table directly, with the same value."""
+    if not _PLAIN.fullmatch(word):
+        return zipf_frequency(word, "en")  # digits, accents, a closing apostrophe: wordfreq's own rules
+    frequency = _frequencies().get(word, 0.0)
+    return round(math.log10(frequency) + 9, 2) if frequency > 0 else 0.0
 
 
 @dataclass(frozen=True, slots=True)

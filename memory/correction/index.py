@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from memory.correction.phonetics import MIN_FUZZY_CODE, codes, deletions
 from memory.correction.text import normalize
 
+_MEMO_SIZE = 65536
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -63,6 +64,16 @@ class PhoneticIndex:
         self.max_name_words = max((len(f.words) for f in forms), default=0)
         self.max_spaceless = max((len(f.spaceless) for f in forms), default=0)
         self.min_spaceless = min((len(f.spaceless) for f in forms), default=0)
+        self._near_memo: dict[str, frozenset[NameForm]] = {}
+        # One lookup per deleted sound instead of two.
+        self._by_code_or_deletion: dict[str, list[NameForm]] = defaultdict(list)
+        for table in (self.by_code, self.by_deletion):
+            for key, listed in table.items():
+                self._by_code_or_deletion[key].extend(listed)
+        # Spelling-only search looks only at names of a plausible length: forms sorted by length.
+        self.by_spaceless_length = sorted(forms, key=lambda f: len(f.spaceless))
+        self.spaceless_lengths = [len(f.spaceless) for f in self.by_spaceless_length]
+        self.spaceless_by_length = [f.spaceless for f in self.by_spaceless_length]
 
     @classmethod
     def build(cls, entities: list[EntityName]) -> PhoneticIndex:
@@ -101,11 +112,21 @@ class PhoneticIndex:
         near: set[NameForm] = set()
         for code in window_codes:
             same.update(self.by_code.get(code, ()))
-            if not near_too or len(code) < MIN_FUZZY_CODE:
-                continue
-            near.update(self.by_deletion.get(code, ()))  # the window lacks one sound of the name
-            for variant in deletions(code):
-                near.update(self.by_code.get(variant, ()))  # the window has one extra sound
-                near.update(self.by_deletion.get(variant, ()))  # one sound differs
-        near = {f for f in near if len(f.codes[0]) >= MIN_FUZZY_CODE}
+            if near_too and len(code) >= MIN_FUZZY_CODE:
+                near.update(self._near(code))
         return same, near - same
+
+    def _near(self, code: str) -> frozenset[NameForm]:
+        """Forms one code edit away, memoised: a long code has dozens of neighbours to look up, and a session
+        says the same things again. The index never changes, so the memo never goes stale."""
+        found = self._near_memo.get(code)
+        if found is None:
+            # The window lacks one sound of the name; has one extra sound, or one sound differs.
+            forms: set[NameForm] = set(self.by_deletion.get(code, ()))
+            for variant in deletions(code):
+                forms.update(self._by_code_or_deletion.get(variant, ()))
+            found = frozenset(f for f in forms if len(f.codes[0]) >= MIN_FUZZY_CODE)
+            if len(self._near_memo) >= _MEMO_SIZE:
+                self._near_memo.clear()
+            self._near_memo[code] = found
+        return found

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -26,6 +28,7 @@ from memory.models import Correction
 _JOINERS = frozenset(" \t-‐‑")
 # A name heard as a few more or fewer letters is plausible; 3:2 in length is not.
 _MAX_LENGTH_RATIO = 1.5
+_FUZZY_MEMO_SIZE = 16384
 # Rank added per extra word when overlapping windows compete.
 _LENGTH_BONUS = 0.01
 
@@ -166,7 +169,8 @@ class PhoneticMatcher:
     def __init__(self, index: PhoneticIndex, settings: MatchSettings | None = None) -> None:
         self.index = index
         self.settings = settings or MatchSettings()
-        self._fuzzy_choices = [f.spaceless for f in index.forms]
+        self._fuzzy_memo: dict[str, list[tuple[NameForm, float]]] = {}
+        word_zipf("the")  # loads the word frequency table now, not during the first utterance
 
     def correct(self, text: str, confidences: Sequence[float | None] | None = None) -> Stage1Result:
         """Corrections for ``text``; ``confidences`` are per token of :func:`tokenize` (None: unknown)."""
@@ -295,7 +299,10 @@ class PhoneticMatcher:
                         # A plural reading must beat the plain one clearly: "orcas" is Orcus, not Orca+s.
                         score = _score(v_spaced, v_spaceless, form) - (0.03 if plural else 0.0)
                         scored.append(_Scored(score, form, plural, kind, v_words, heard))
-        if not scored and len(words) <= 2 and (doubtful or uncommon):
+        # Spelling-only matches are accepted only for a doubtful span or a single word unknown to English (see
+        # evidence): only those pay for the search.
+        unknown = single and word_zipf(heard[0]) < self.settings.known_zipf
+        if not scored and len(words) <= 2 and (doubtful or unknown):
             scored = [
                 f
                 for f in self._fuzzy(words, heard)
@@ -304,20 +311,30 @@ class PhoneticMatcher:
         return self._decide(scored, doubtful)
 
     def _fuzzy(self, words: list[str], heard: list[str]) -> list[_Scored]:
-        """Spelling-only candidates, searched only for spans that are not ordinary English or are doubtful."""
+        """Spelling-only candidates, searched only for spans that are not ordinary English or are doubtful.
+
+        The one search here that visits every name: limited to names of a plausible length and memoised per
+        query (a session repeats its odd words), so a new unknown word costs ~0.5 ms at 10,000 names.
+        """
         query = "".join(words)
-        hits = process.extract(
-            query,
-            self._fuzzy_choices,
-            scorer=JaroWinkler.similarity,
-            score_cutoff=self.settings.fuzzy_threshold,
-            limit=5,
-        )
-        return [
-            _Scored(score, self.index.forms[i], False, MatchKind.fuzzy, words, heard)
-            for choice, score, i in hits
-            if _similar_length(choice, query)
-        ]
+        hits = self._fuzzy_memo.get(query)
+        if hits is None:
+            lengths = self.index.spaceless_lengths
+            lo = bisect_left(lengths, math.ceil(len(query) / _MAX_LENGTH_RATIO))
+            hi = bisect_right(lengths, math.floor(len(query) * _MAX_LENGTH_RATIO))
+            forms = self.index.by_spaceless_length[lo:hi]
+            found = process.extract(
+                query,
+                self.index.spaceless_by_length[lo:hi],
+                scorer=JaroWinkler.similarity,
+                score_cutoff=self.settings.fuzzy_threshold,
+                limit=5,
+            )
+            hits = [(forms[i], score) for _, score, i in found if _similar_length(forms[i].spaceless, query)]
+            if len(self._fuzzy_memo) >= _FUZZY_MEMO_SIZE:
+                self._fuzzy_memo.clear()
+            self._fuzzy_memo[query] = hits
+        return [_Scored(score, form, False, MatchKind.fuzzy, words, heard) for form, score in hits]
 
     def _decide(self, scored: list[_Scored], doubtful: bool) -> tuple[tuple[NameForm, float, bool] | None, bool]:
         if not scored:
