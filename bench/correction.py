@@ -48,6 +48,7 @@ def table(title: str, header: list[str], rows: Iterable[list[object]]) -> None:
 
 # --- shared: the entity lists ------------------------------------------------------------------------------
 
+
 def _spoken(name: str) -> str:
     """Wiki titles carry disambiguators ("Tal'Dorei (continent)") that nobody says aloud."""
     return re.sub(r"\s*\([^)]*\)", "", name).strip()
@@ -69,7 +70,10 @@ def crd3_entities() -> list[EntityName]:
     for i, e in enumerate(wiki):
         name = _spoken(e["canonical"])
         aliases = [_spoken(s) for s, n in e["surfaces"].items() if s != e["canonical"] and _alias_worthy(s, n, e)]
-        entities.append(EntityName(id=i, name=name, aliases=[a for a in aliases if a and a != name]))
+        # Mention counts stand in for what L1 would count in production (see --prior).
+        entities.append(
+            EntityName(id=i, name=name, aliases=[a for a in aliases if a and a != name], mentions=e["mentions"])
+        )
     return entities
 
 
@@ -79,6 +83,7 @@ def srd_entities(first_id: int) -> list[EntityName]:
 
 
 # --- accuracy, TTRPG case -----------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Case:
@@ -179,7 +184,7 @@ def score_cases(
             s.right += len(right)
         if errors is not None and (not right or len(corrections) > len(right)):
             made = ", ".join(f"{c.span!r}->{c.replacement!r} {c.score:.2f}" for c in corrections)
-            errors.append(f"{case.half:7} want {case.text[case.start:case.end]!r}->{case.canonical!r}; made {made}")
+            errors.append(f"{case.half:7} want {case.text[case.start : case.end]!r}->{case.canonical!r}; made {made}")
     return scores
 
 
@@ -212,8 +217,7 @@ class NaiveMatcher:
         for i in range(len(tokens)):
             for j in range(i, min(i + 3, len(tokens))):
                 gram = " ".join(t.norm for t in tokens[i : j + 1])
-                hit = process.extractOne(gram, self.names, scorer=JaroWinkler.similarity,
-                                         score_cutoff=self.threshold)
+                hit = process.extractOne(gram, self.names, scorer=JaroWinkler.similarity, score_cutoff=self.threshold)
                 if hit is not None and hit[0] != gram:
                     found.append((hit[1], i, j, hit[2]))
         taken: list[tuple[float, int, int, int]] = []
@@ -221,8 +225,13 @@ class NaiveMatcher:
             if all(f[2] < t[1] or f[1] > t[2] for t in taken):
                 taken.append(f)
         return [
-            Correction(span=text[tokens[i].start : tokens[j].base_end], replacement=self.canonical[k],
-                       start=tokens[i].start, end=tokens[j].base_end, score=s)
+            Correction(
+                span=text[tokens[i].start : tokens[j].base_end],
+                replacement=self.canonical[k],
+                start=tokens[i].start,
+                end=tokens[j].base_end,
+                score=s,
+            )
             for s, i, j, k in taken
         ]
 
@@ -243,6 +252,11 @@ def bench_crd3(args: argparse.Namespace) -> None:
         ("phonetic", ours, None, cases, clean),
         ("phonetic + simulated conf.", ours, random.Random(args.seed), cases, clean),
     ]
+    if args.prior:
+        # Off by default (it did not help on the tune half); shown apart so its effect is visible on both.
+        prior = PhoneticMatcher(matcher.index, MatchSettings(phrase_prior_bonus=args.prior))
+        with_prior: Corrector = lambda t, conf: prior.correct(t, conf).corrections  # noqa: E731
+        runs.insert(1, (f"phonetic + mention prior {args.prior}", with_prior, None, cases, clean))
     if not args.no_baseline:
         # The naive matcher takes ~0.5 s per turn at this size: a sample.
         runs.append(("naive JW n-gram", NaiveMatcher(entities).correct, None, rng.sample(cases, 60), clean[:60]))
@@ -258,11 +272,13 @@ def bench_crd3(args: argparse.Namespace) -> None:
             print("\n".join(errors[: args.show_errors]))
     table(
         f"Accuracy, TTRPG case (CRD3 turns, mishearings.dev, {len(entities)} entities incl. SRD distractors)",
-        ["matcher", "set", "n", "recall", "precision", "false corr./1k words"], rows,
+        ["matcher", "set", "n", "recall", "precision", "false corr./1k words"],
+        rows,
     )
 
 
 # --- accuracy, real ASR errors ------------------------------------------------------------------------------
+
 
 def _align(ref: list[str], hyp: list[str]) -> list[int | None]:
     """For each reference word, the index of the identical hypothesis word it aligns to (Levenshtein)."""
@@ -274,8 +290,7 @@ def _align(ref: list[str], hyp: list[str]) -> list[int | None]:
         cost[0][j] = j
     for i in range(1, n + 1):
         for j in range(1, m + 1):
-            cost[i][j] = min(cost[i - 1][j] + 1, cost[i][j - 1] + 1,
-                             cost[i - 1][j - 1] + (ref[i - 1] != hyp[j - 1]))
+            cost[i][j] = min(cost[i - 1][j] + 1, cost[i][j - 1] + 1, cost[i - 1][j - 1] + (ref[i - 1] != hyp[j - 1]))
     out: list[int | None] = [None] * n
     i, j = n, m
     while i > 0 and j > 0:
@@ -319,17 +334,45 @@ def bench_asr(args: argparse.Namespace) -> None:
     table(
         "Accuracy, real ASR errors (LibriSpeech test-clean, RNN-T without biasing, 100-word biasing lists)",
         ["", "rare words", "rare-word error rate", "other words damaged", "utterances changed"],
-        [["before correction", rare, f"{100 * errors_before / rare:.1f} %", "", ""],
-         ["after stage 1", rare, f"{100 * errors_after / rare:.1f} %", damaged, changed]],
+        [
+            ["before correction", rare, f"{100 * errors_before / rare:.1f} %", "", ""],
+            ["after stage 1", rare, f"{100 * errors_after / rare:.1f} %", damaged, changed],
+        ],
     )
 
 
 # --- speed ---------------------------------------------------------------------------------------------------
 
+
 def _synthetic_names(count: int, rng: random.Random) -> list[str]:
     """Name-like strings from syllables, for entity counts beyond the real lists."""
-    syllables = ["ka", "vel", "dor", "ith", "mar", "zen", "lo", "rah", "quin", "tor", "bel", "sha", "gru", "nex",
-                 "ol", "fey", "wyn", "dra", "kes", "um", "ar", "thi", "mo", "sk", "ra"]
+    syllables = [
+        "ka",
+        "vel",
+        "dor",
+        "ith",
+        "mar",
+        "zen",
+        "lo",
+        "rah",
+        "quin",
+        "tor",
+        "bel",
+        "sha",
+        "gru",
+        "nex",
+        "ol",
+        "fey",
+        "wyn",
+        "dra",
+        "kes",
+        "um",
+        "ar",
+        "thi",
+        "mo",
+        "sk",
+        "ra",
+    ]
     names: set[str] = set()
     while len(names) < count:
         words = [
@@ -377,8 +420,11 @@ def bench_speed(args: argparse.Namespace) -> None:
                 naive.correct(u)
                 naive_t.append(1000 * (time.perf_counter() - t0))
             rows.append(["naive n-gram × all names", count, "0", _percentile(naive_t, 50), _percentile(naive_t, 99)])
-    table(f"Speed, 20-word utterances ({args.utterances} real CRD3 word windows, stage 1 only, ms)",
-          ["matcher", "entities", "index build ms", "p50 ms", "p99 ms"], rows)
+    table(
+        f"Speed, 20-word utterances ({args.utterances} real CRD3 word windows, stage 1 only, ms)",
+        ["matcher", "entities", "index build ms", "p50 ms", "p99 ms"],
+        rows,
+    )
 
 
 def main() -> None:
@@ -390,6 +436,12 @@ def main() -> None:
     parser.add_argument("--show-errors", type=int, default=0, help="print this many misses/false corrections")
     parser.add_argument("--errors-of", default="phonetic", help="matcher whose errors --show-errors prints")
     parser.add_argument("--utterances", type=int, default=2000, help="utterances timed per entity count")
+    parser.add_argument(
+        "--prior",
+        type=float,
+        default=0.0,
+        help="also run with this phrase_prior_bonus (CRD3 wiki mention counts as the prior)",
+    )
     parser.add_argument("--no-baseline", action="store_true", help="skip the (slow) naive baseline")
     args = parser.parse_args()
     if args.only in (None, "crd3"):

@@ -64,6 +64,10 @@ class MatchSettings:
     phrase_max_zipf: float = 4.5
     #: A span that starts or ends with a function word this common ("bastion of", "the doorway", "I worship")
     #: has usually caught a real word plus its neighbour: it needs this much more.
+    #: Threshold relief for an often-mentioned entity, full from ``prior_full_mentions`` mentions on (log
+    #: scale). 0 disables the prior; entities without counts get none.
+    phrase_prior_bonus: float = 0.0
+    prior_full_mentions: int = 100
     phrase_edge_zipf: float = 6.0
     phrase_edge_penalty: float = 0.08
     #: Longest span, in words, tried against a name (mishearings split a name into several words).
@@ -133,7 +137,7 @@ def required_score(ev: Evidence, settings: MatchSettings) -> float | None:
     return max(base, settings.strong_threshold)
 
 
-def phrase_required(heard: tuple[str, ...], name_part: str, settings: MatchSettings) -> float | None:
+def phrase_required(heard: tuple[str, ...], name_part: str, settings: MatchSettings, mentions: int = 0) -> float | None:
     """The phrase score a multi-word span of ordinary words needs to become the name, or None."""
     if len(heard) < 2 or len(name_part) < settings.phrase_min_name:
         return None  # one differing word: the single-word rules decide ("lady coma" / Lady Kima)
@@ -148,6 +152,9 @@ def phrase_required(heard: tuple[str, ...], name_part: str, settings: MatchSetti
         needed = settings.phrase_medium_threshold
     else:
         needed = settings.phrase_long_threshold
+    if mentions > 0 and settings.phrase_prior_bonus:
+        share = min(1.0, math.log1p(mentions) / math.log1p(settings.prior_full_mentions))
+        needed -= settings.phrase_prior_bonus * share
     if max(word_zipf(heard[0]), word_zipf(heard[-1])) >= settings.phrase_edge_zipf:
         needed += settings.phrase_edge_penalty
     return needed

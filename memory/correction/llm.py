@@ -121,8 +121,13 @@ class LLMCorrector:
         if heard in self.index.exact_spaceless:
             return None  # an exact name stays as it is
         return Correction(
-            span=text[start:end], replacement=form.canonical, start=start, end=end,
-            entity_id=form.entity_id, score=round(JaroWinkler.similarity(heard, form.spaceless), 4), stage=2,
+            span=text[start:end],
+            replacement=form.canonical,
+            start=start,
+            end=end,
+            entity_id=form.entity_id,
+            score=round(JaroWinkler.similarity(heard, form.spaceless), 4),
+            stage=2,
         )
 
 

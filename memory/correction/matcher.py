@@ -364,7 +364,7 @@ class PhoneticMatcher:
         ranked.sort(key=lambda r: (r[0], r[1].form.primary), reverse=True)
         score, best = ranked[0]
         _, heard, name_part = _phrase_score(best)
-        needed = phrase_required(heard, name_part, self.settings)
+        needed = phrase_required(heard, name_part, self.settings, best.form.mentions)
         if needed is None or score < needed:
             return None
         rival = _rival(best, [r[1] for r in ranked[1:]], lambda s: _phrase_score(s)[0])

@@ -170,3 +170,19 @@ def test_punctuation_inside_a_name_is_not_needed_to_match_it() -> None:
     pipeline = Pipeline([EntityName(id=1, name='Bo "The Breaker"'), EntityName(id=2, name="Half-Elf")])
     for text in ["Bo the Breaker swings.", "Two half-elves walk in."]:
         assert pipeline.correct_fast(text).corrections == [], text
+
+
+def test_an_often_mentioned_entity_needs_a_little_less_when_the_prior_is_on() -> None:
+    text = "The sir rule ian towers shine."
+    settings = MatchSettings(phrase_prior_bonus=0.03)
+    assert Pipeline([EntityName(id=1, name="Cerulean", mentions=100)]).correct_fast(text).corrections == []
+    assert Pipeline([EntityName(id=1, name="Cerulean")], settings=settings).correct_fast(text).corrections == []
+    mentioned = Pipeline([EntityName(id=1, name="Cerulean", mentions=100)], settings=settings)
+    assert mentioned.correct_fast(text).text == "The Cerulean towers shine."
+
+
+def test_doubted_function_words_do_not_become_a_short_name() -> None:
+    pipeline = Pipeline([EntityName(id=1, name="Wand"), EntityName(id=2, name="Nott")])
+    for text in ["You and a friend.", "It is not at all."]:
+        words = [(t.word, 0.3) for t in tokenize(text)]
+        assert pipeline.correct_fast(text, words).corrections == [], text
