@@ -29,6 +29,8 @@ _JOINERS = frozenset(" \t-‐‑")
 # A name heard as a few more or fewer letters is plausible; 3:2 in length is not.
 _MAX_LENGTH_RATIO = 1.5
 _FUZZY_MEMO_SIZE = 16384
+# A phrase shorter than this cannot sound like a name of ``phrase_min_name`` letters at 2:3 in length.
+_MIN_PHRASE_LETTERS = 4
 # Rank added per extra word when overlapping windows compete.
 _LENGTH_BONUS = 0.01
 
@@ -60,6 +62,8 @@ class _Span:
     #: "greg strong jaw" Grog Strongjaw though "strong jaw" spells the alias "Strongjaw"; a window
     #: never swallows the exact mention of another name.
     exact_runs: tuple[str, ...] = ()
+    #: Several words, one of them uncommon enough for the phrase path (see ``MatchSettings.phrase_*``).
+    phrase: bool = False
 
 
 @dataclass(slots=True)
@@ -207,7 +211,11 @@ class PhoneticMatcher:
                     conf_n += 1
                 rare = rare or uncommon[last]
                 least_common = min(least_common, zipfs[last])
-                phrase = last > first and least_common <= self.settings.phrase_max_zipf
+                phrase = (
+                    0 < last - first < self.settings.phrase_max_words
+                    and least_common <= self.settings.phrase_max_zipf
+                    and length >= _MIN_PHRASE_LETTERS
+                )
                 # One doubtful word does not make its neighbours doubtful: the span as a whole must be.
                 doubtful = conf_n > 0 and conf_sum / conf_n < self.settings.low_confidence
                 window = tokens[first : last + 1]
@@ -215,7 +223,7 @@ class PhoneticMatcher:
                     continue  # exact mentions only: nothing misheard here
                 if length < 3 or not (doubtful or rare or phrase or self._homophone_exists(window)):
                     continue  # ordinary words nobody doubted and no name sounding alike: skip the rest
-                span = _Span(window, doubtful, rare, _exact_runs(window, exact[first : last + 1]))
+                span = _Span(window, doubtful, rare, _exact_runs(window, exact[first : last + 1]), phrase)
                 best, rejected = self._match_window(span)
                 if best is not None:
                     window_text = "".join(t.norm for t in window)
@@ -263,6 +271,8 @@ class PhoneticMatcher:
         if len(window) == 1:
             return False  # a single ordinary word is never replaced
         spaceless = "".join(t.norm for t in window)
+        if len(spaceless) < self.settings.strong_code_length:
+            return False  # fewer letters than the sounds needed
         variants = (spaceless, spaceless[:-1]) if spaceless.endswith("s") else (spaceless,)
         by_code = self.index.by_code
         return any(
@@ -278,8 +288,7 @@ class PhoneticMatcher:
         single = len(words) == 1
         # Codes one edit apart are evidence only for a doubtful span, a single unknown word, or a phrase that
         # has a word uncommon enough to be judged on the phrase score (see evidence).
-        phrase = not single and min(word_zipf(w) for w in heard) <= self.settings.phrase_max_zipf
-        near_too = doubtful or (single and uncommon) or phrase
+        near_too = doubtful or (single and uncommon) or span.phrase
         variants = [(words, False)]
         if len(words[-1]) > 3 and spaceless.endswith("s") and not spaceless.endswith("ss"):
             variants.append(([*words[:-1], words[-1][:-1]], True))
