@@ -112,7 +112,8 @@ def _phrase_score(c: _Scored) -> tuple[float, tuple[str, ...], str]:
     heard = tuple(c.heard[lead : len(words) - trail])
     span = "".join(words[lead : len(words) - trail])
     name_part = "".join(name[lead : len(name) - trail])
-    inner = set(name[lead : len(name) - trail])
+    # Short words ("of", "the") are shared by chance: "nights of rick whittle" / The Knights of Requital.
+    inner = {w for w in name[lead : len(name) - trail] if len(w) > 3}
     if any(w in inner or w.removesuffix("s") in inner for w in words[lead : len(words) - trail]):
         # "four elemental planes" / Fire Elemental Plane: the name's own words, reordered or partly heard,
         # are a partial mention, not a mishearing of the whole.
