@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ from memory.models import Correction
 _JOINERS = frozenset(" \t-‐‑")
 # A name heard as a few more or fewer letters is plausible; 3:2 in length is not.
 _MAX_LENGTH_RATIO = 1.5
+#: Names shorter than this are not respelled from other word breaks (see ``_spaced_otherwise``).
+_MIN_RESPACED_LETTERS = 6
 _FUZZY_MEMO_SIZE = 16384
 # A phrase shorter than this cannot sound like a name of ``phrase_min_name`` letters at 2:3 in length.
 _MIN_PHRASE_LETTERS = 4
@@ -157,6 +160,16 @@ def _sound_alike(window: str, name: str) -> float:
     return (_jw(window, name) + Indel.normalized_similarity(window, name) + code_sim) / 3
 
 
+def _spaced_otherwise(heard: str, form: NameForm, plural: bool) -> bool:
+    """Whether the heard words spell the name with other word breaks ("iron hold" / Ironhold), case and
+    hyphens aside ("half-orc" is Half-Orc already). Short names are not respelled: two function words join into
+    one too easily ("or in" / Orin)."""
+    words = " ".join(re.sub(r"[^\w\s]", "", heard).casefold().split())
+    if plural:
+        words = words[:-1]
+    return words != form.norm and len(form.spaceless) >= _MIN_RESPACED_LETTERS
+
+
 def _similar_length(a: str, b: str) -> bool:
     # Jaro-Winkler rewards a shared prefix so much that "high" would match "High Elf": lengths must agree.
     return 1 / _MAX_LENGTH_RATIO <= len(a) / len(b) <= _MAX_LENGTH_RATIO
@@ -175,6 +188,7 @@ class PhoneticMatcher:
         self.index = index
         self.settings = settings or MatchSettings()
         self._fuzzy_memo: dict[str, list[tuple[NameForm, float]]] = {}
+        self._by_spaceless = {f.spaceless: f for f in reversed(index.forms)}  # an entity's own name wins
         word_zipf("the")  # loads the word frequency table now, not during the first utterance
 
     def correct(self, text: str, confidences: Sequence[float | None] | None = None) -> Stage1Result:
@@ -184,14 +198,14 @@ class PhoneticMatcher:
             return Stage1Result()
         conf: Sequence[float | None] = confidences if confidences is not None else [None] * len(tokens)
         # Exact mentions stay as they are; numbers ("d20s") are dice and stats, never names.
-        exact = self._exact_mentions(tokens)
+        joinable = [all(c in _JOINERS for c in text[a.end : b.start]) for a, b in pairwise(tokens)]
+        exact, respaced = self._exact_mentions(text, tokens, joinable)
         number = [any(ch.isdigit() for ch in t.norm) for t in tokens]
         locked = [x or n for x, n in zip(exact, number, strict=True)]
-        joinable = [all(c in _JOINERS for c in text[a.end : b.start]) for a, b in pairwise(tokens)]
         zipfs = [word_zipf(t.word) for t in tokens]
         uncommon = [z < self.settings.common_zipf for z in zipfs]
         longest = self.index.max_spaceless * _MAX_LENGTH_RATIO
-        candidates: list[_Candidate] = []
+        candidates: list[_Candidate] = list(respaced)
         near_misses: list[tuple[int, int]] = []
         for first in range(len(tokens)):
             if number[first]:
@@ -238,16 +252,23 @@ class PhoneticMatcher:
         result.suspects = self._suspects(text, tokens, conf, chosen, near_misses, locked)
         return result
 
-    def _exact_mentions(self, tokens: list[Token]) -> list[bool]:
-        """Tokens inside an exact entity mention (longest first); the matcher leaves them alone."""
+    def _exact_mentions(
+        self, text: str, tokens: list[Token], joinable: list[bool]
+    ) -> tuple[list[bool], list[_Candidate]]:
+        """Tokens inside an exact entity mention (longest first), which the matcher leaves alone — and, among
+        them, the mentions spaced unlike the name ("iron hold" / Ironhold), corrected to its spelling: the very
+        letters of a name are the strongest evidence there is."""
         locked = [False] * len(tokens)
+        respaced: list[_Candidate] = []
         names = self.index.exact_spaceless
         longest = self.index.max_spaceless + 1  # +1: a plural "s"
         i = 0
         while i < len(tokens):
             keys: list[str] = []
             key = ""
-            for t in tokens[i : i + self.index.max_name_words]:
+            for j, t in enumerate(tokens[i : i + self.index.max_name_words]):
+                if j and not joinable[i + j - 1]:
+                    break  # a name does not run across punctuation ("on. I" is not Oni)
                 key += t.norm
                 if len(key) > longest:
                     break
@@ -261,11 +282,16 @@ class PhoneticMatcher:
                     or (key.endswith("ves") and key[:-3] + "f" in names)
                 ):
                     locked[i : i + n] = [True] * n
+                    plural = key not in names and key[:-1] in names
+                    form = self._by_spaceless.get(key[:-1] if plural else key)
+                    heard = text[tokens[i].start : tokens[i + n - 1].base_end]
+                    if form is not None and _spaced_otherwise(heard, form, plural):
+                        respaced.append(_Candidate(i, i + n - 1, form, 1.0, plural, 1.0))
                     i += n
                     break
             else:
                 i += 1
-        return locked
+        return locked, respaced
 
     def _homophone_exists(self, window: list[Token]) -> bool:
         """Cheap pre-check for ordinary undoubted words: only a shared code of enough sounds can match them."""

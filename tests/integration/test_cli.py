@@ -140,3 +140,14 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
     for heading in ("Names corrected", "Stored", "Waiting for the DM's review", "Recap of Session 1", "recall:"):
         assert heading in out
     assert "'elder nacks' → Eldrinax" in out
+
+
+def test_correct_with_campaign_entities(lk) -> None:
+    assert lk("campaign", "load", str(EXAMPLE)).returncode == 0
+    out = lk("correct", "--campaign", "The Sunken Crown", input="We ride to iron hold at dawn.\n")
+    assert out.returncode == 0, out.stderr
+    line = json.loads(out.stdout)
+    assert line["text"] == "We ride to Ironhold at dawn." and line["raw_text"] == "We ride to iron hold at dawn."
+    assert [c["replacement"] for c in line["corrections"]] == ["Ironhold"]
+    missing = lk("correct", "--campaign", "Nope", input="x\n")
+    assert missing.returncode == 1 and "no campaign named 'Nope'" in missing.stderr

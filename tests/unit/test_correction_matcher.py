@@ -77,9 +77,19 @@ def test_aliases_map_to_the_canonical_name() -> None:
     assert (c.span, c.replacement, c.entity_id) == ("saren ray", "The Everlight", 9)
 
 
-def test_a_differently_spaced_name_counts_as_exact() -> None:
-    pipeline = Pipeline([EntityName(name="Grog Strongjaw", aliases=["Strongjaw"])])
-    assert pipeline.correct_fast("strong jaw hits it").corrections == []
+def test_a_name_heard_with_other_spacing_is_respelled() -> None:
+    # The issue's own example: speech recognition splits "Ironhold" into "iron hold", two common words.
+    pipeline = Pipeline(
+        [EntityName(id=1, name="Ironhold"), EntityName(id=2, name="Grog Strongjaw", aliases=["Strongjaw"])]
+    )
+    result = pipeline.correct_fast("The gates of iron hold open; strong jaw's axe is ready.")
+    assert result.text == "The gates of Ironhold open; Grog Strongjaw's axe is ready."
+    assert [(c.span, c.entity_id, c.score) for c in result.corrections] == [
+        ("iron hold", 1, 1.0),
+        ("strong jaw", 2, 1.0),
+    ]
+    # spelled and spaced as the name (in any case): left alone
+    assert pipeline.correct_fast("ironhold and grog strongjaw").corrections == []
 
 
 def test_the_longest_window_wins() -> None:
