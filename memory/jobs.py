@@ -32,7 +32,6 @@ from memory.chunking import ChunkSettings, Gazetteer, windows
 from memory.db import Executor
 from memory.models import (
     ChunkIn,
-    Correction,
     EntityIn,
     EntityType,
     Entry,
@@ -249,7 +248,7 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
     if ctx.llm is None:
         return
     from memory.correction import LLMCorrector
-    from memory.correction.edits import apply_corrections, to_raw_offset
+    from memory.correction.edits import apply_corrections, to_corrected_span, to_raw_offset
     from memory.recorder import default_index_cache
 
     mem = ctx.memory.campaign(campaign_id)
@@ -262,7 +261,7 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
             if not e.suspects:
                 continue
             stage1_text = apply_corrections(e.raw_text, e.corrections)
-            shifted = [_in_corrected_text(span, e.corrections) for span in e.suspects]
+            shifted = [to_corrected_span(span, e.corrections) for span in e.suspects]
             found = await corrector.correct(stage1_text, shifted)
             if not found:
                 continue
@@ -274,12 +273,6 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
         worked = True
     if worked:  # extraction waited for these lines; windows with revised text need new vectors
         await enqueue_session_work(mem.db, campaign_id, session_id, await _last_seq(mem, session_id), after=":2")
-
-
-def _in_corrected_text(span: list[int] | tuple[int, int], corrections: Sequence[Correction]) -> tuple[int, int]:
-    """A raw-text span lying outside every correction, in the coordinates of the corrected text."""
-    delta = sum(len(c.replacement) - (c.end - c.start) for c in corrections if c.end <= span[0])
-    return span[0] + delta, span[1] + delta
 
 
 async def _last_seq(mem: CampaignMemory, session_id: int) -> int:

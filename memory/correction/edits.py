@@ -25,3 +25,9 @@ def to_raw_offset(offset: int, corrections: list[Correction]) -> int:
             break
         shift += len(c.replacement) - (c.end - c.start)
     return offset - shift
+
+
+def to_corrected_span(span: tuple[int, int], corrections: list[Correction]) -> tuple[int, int]:
+    """A raw-text span lying outside every correction, in the coordinates of the corrected text."""
+    delta = sum(len(c.replacement) - (c.end - c.start) for c in corrections if c.end <= span[0])
+    return span[0] + delta, span[1] + delta

@@ -79,6 +79,17 @@ class _Scored:
     heard: list[str]  # the same words as heard, for word frequencies
 
 
+def _shared_ends(words: Sequence[str], name: Sequence[str]) -> tuple[int, int]:
+    """How many leading and trailing words the span shares with the name (at least one word left over)."""
+    lead = 0
+    while lead < min(len(words), len(name)) - 1 and words[lead] == name[lead]:
+        lead += 1
+    trail = 0
+    while trail < min(len(words), len(name)) - lead - 1 and words[-1 - trail] == name[-1 - trail]:
+        trail += 1
+    return lead, trail
+
+
 def _evidence(c: _Scored, doubtful: bool) -> tuple[Evidence, float]:
     """Evidence on the part of the span that differs from the name, and that part's similarity.
 
@@ -86,12 +97,7 @@ def _evidence(c: _Scored, doubtful: bool) -> tuple[Evidence, float]:
     frequencies and similarity are judged on the rest; the shared words still add phonetic material.
     """
     words, name = c.words, c.form.words
-    lead = 0
-    while lead < min(len(words), len(name)) - 1 and words[lead] == name[lead]:
-        lead += 1
-    trail = 0
-    while trail < min(len(words), len(name)) - lead - 1 and words[-1 - trail] == name[-1 - trail]:
-        trail += 1
+    lead, trail = _shared_ends(words, name)
     heard = tuple(c.heard[lead : len(words) - trail])
     name_part = "".join(name[lead : len(name) - trail])
     score = c.score if lead == trail == 0 else _jw("".join(words[lead : len(words) - trail]), name_part)
@@ -106,12 +112,7 @@ def _phrase_score(c: _Scored) -> tuple[float, tuple[str, ...], str]:
     every letter and code similarity counts sounds, so the mean needs the whole span to sound like the name.
     """
     words, name = c.words, c.form.words
-    lead = 0
-    while lead < min(len(words), len(name)) - 1 and words[lead] == name[lead]:
-        lead += 1
-    trail = 0
-    while trail < min(len(words), len(name)) - lead - 1 and words[-1 - trail] == name[-1 - trail]:
-        trail += 1
+    lead, trail = _shared_ends(words, name)
     heard = tuple(c.heard[lead : len(words) - trail])
     span = "".join(words[lead : len(words) - trail])
     name_part = "".join(name[lead : len(name) - trail])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from memory.correction.edits import apply_corrections, to_raw_offset
+from memory.correction.edits import apply_corrections, to_corrected_span, to_raw_offset
 from memory.correction.evidence import MatchSettings
 from memory.correction.index import EntityName, PhoneticIndex
 from memory.correction.llm import LLMCorrector
@@ -45,7 +45,7 @@ class Pipeline:
         corrections = list(first.corrections)
         if self.stage2 is not None and first.suspects:
             stage1_text = apply_corrections(text, corrections)
-            shifted = [_shift(span, corrections) for span in first.suspects]
+            shifted = [to_corrected_span(span, corrections) for span in first.suspects]
             for c in await self.stage2.correct(stage1_text, shifted):
                 start = to_raw_offset(c.start, first.corrections)
                 corrections.append(c.model_copy(update={"start": start, "end": start + len(c.span)}))
@@ -59,9 +59,3 @@ class Pipeline:
     def _result(text: str, corrections: list[Correction]) -> CorrectionResult:
         ordered = sorted(corrections, key=lambda c: c.start)
         return CorrectionResult(text=apply_corrections(text, ordered), raw_text=text, corrections=ordered)
-
-
-def _shift(span: tuple[int, int], corrections: list[Correction]) -> tuple[int, int]:
-    """A raw-text span (outside every correction) in the coordinates of the stage-1 text."""
-    delta = sum(len(c.replacement) - (c.end - c.start) for c in corrections if c.end <= span[0])
-    return span[0] + delta, span[1] + delta
