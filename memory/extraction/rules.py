@@ -92,9 +92,10 @@ class RuleExtractor:
 
     review_only = True
 
-    def __init__(self, *, cooccurrence_window: int = 1) -> None:
+    def __init__(self, *, cooccurrence_window: int = 1, min_cooccurrences: int = 3) -> None:
         # Entries, counted inclusively: 1 pairs names said in the same turn, 2 also in the next turn.
         self.cooccurrence_window = cooccurrence_window
+        self.min_cooccurrences = min_cooccurrences  # turns in one batch before a pair is proposed
 
     async def extract(self, entries: Sequence[Entry], known: Sequence[KnownEntity]) -> ExtractionResult:
         gazetteer = Gazetteer(known)
@@ -174,6 +175,7 @@ class RuleExtractor:
         self, entries: Sequence[Entry], mentioned: list[set[int]], known: dict[int, KnownEntity], out: _Collector
     ) -> None:
         linked = out.linked_pairs()
+        evidence: dict[tuple[int, int], list[int]] = {}
         for start in range(len(entries)):
             window = range(start, min(start + self.cooccurrence_window, len(entries)))
             ids = set().union(*(mentioned[i] for i in window))
@@ -181,9 +183,15 @@ class RuleExtractor:
                 pair = frozenset((known[a].name.casefold(), known[b].name.casefold()))
                 if pair in linked:
                     continue  # a pattern already said how they relate
-                evidence = [entries[i].id for i in window if mentioned[i] & {a, b}]
-                for entry_id in evidence:
-                    out.fact(known[a].name, "mentioned_with", known[b].name, None, entry_id, COOCCURRENCE_CONFIDENCE)
+                seen = evidence.setdefault((a, b), [])
+                seen += [entries[i].id for i in window if mentioned[i] & {a, b} and entries[i].id not in seen]
+        for (a, b), entry_ids in evidence.items():
+            # Two names in one turn is chance more often than a relation: the DM reviews only pairs said
+            # together again and again, or a session's queue fills with noise.
+            if len(entry_ids) < self.min_cooccurrences:
+                continue
+            for entry_id in entry_ids:
+                out.fact(known[a].name, "mentioned_with", known[b].name, None, entry_id, COOCCURRENCE_CONFIDENCE)
 
 
 class Gazetteer:

@@ -71,7 +71,7 @@ async def run(mem: CampaignMemory, entries: list[Entry], extractor: Extractor | 
 
 async def test_rule_extractor_files_pending_facts_with_provenance(world: CampaignMemory) -> None:
     entries = await write(world, TRANSCRIPT)
-    stats = await run(world, entries)
+    stats = await run(world, entries, RuleExtractor(min_cooccurrences=1))
 
     assert stats.entries_seen == 6 and stats.entries_skipped_trivial == 2
     assert (stats.facts_accepted, stats.items_invalid) == (0, 0)

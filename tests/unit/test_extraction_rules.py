@@ -42,7 +42,7 @@ def test_resolver_merges_spellings_but_not_different_names() -> None:
 
 
 async def test_rules_find_patterns_intros_and_cooccurrence() -> None:
-    result = await RuleExtractor().extract(
+    result = await RuleExtractor(min_cooccurrences=1).extract(
         entries(
             "Eldrinax lives in the Hold, they say.",
             "At the gate waits a gnome named Pip Quickfoot.",
@@ -57,7 +57,7 @@ async def test_rules_find_patterns_intros_and_cooccurrence() -> None:
 
 
 async def test_rules_read_a_verb_between_two_known_names() -> None:
-    result = await RuleExtractor().extract(
+    result = await RuleExtractor(min_cooccurrences=1).extract(
         entries(
             "The Hold fears Eldrinax.",
             "Eldrinax's claws hunted Vex'ahlia.",
@@ -74,6 +74,15 @@ async def test_rules_read_a_verb_between_two_known_names() -> None:
         ("Eldrinax", "mentioned_with", "Tim"),
     }
     assert all(f.confidence < 0.7 for f in result.facts)
+
+
+async def test_a_pair_is_proposed_only_when_said_together_again_and_again() -> None:
+    twice = entries("Eldrinax circles Ironhold.", "Tim naps.", "Ironhold fears Eldrinax's shadow? Eldrinax, yes.")
+    assert [f for f in (await RuleExtractor().extract(twice, KNOWN)).facts if f.type == "mentioned_with"] == []
+    thrice = entries("Eldrinax and Ironhold.", "Ironhold, Eldrinax.", "Eldrinax over Ironhold.")
+    [fact] = (await RuleExtractor().extract(thrice, KNOWN)).facts
+    assert (fact.source, fact.type, fact.target) == ("Eldrinax", "mentioned_with", "Ironhold")
+    assert fact.entry_ids == [100, 101, 102]  # every turn is evidence
 
 
 async def test_rules_ignore_sentence_starts_and_canon_claims() -> None:
