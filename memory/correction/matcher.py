@@ -171,6 +171,11 @@ def _spaced_otherwise(heard: str, form: NameForm, plural: bool) -> bool:
     return words != form.norm and len(form.spaceless) >= _MIN_RESPACED_LETTERS
 
 
+def _joined(text: str, pair: list[Token]) -> bool:
+    """Whether two neighbouring tokens are separated by nothing but spaces or hyphens."""
+    return all(ch in _JOINERS for ch in text[pair[0].end : pair[1].start])
+
+
 def _similar_length(a: str, b: str) -> bool:
     # Jaro-Winkler rewards a shared prefix so much that "high" would match "High Elf": lengths must agree.
     return 1 / _MAX_LENGTH_RATIO <= len(a) / len(b) <= _MAX_LENGTH_RATIO
@@ -199,7 +204,7 @@ class PhoneticMatcher:
             return Stage1Result()
         conf: Sequence[float | None] = confidences if confidences is not None else [None] * len(tokens)
         # Exact mentions stay as they are; numbers ("d20s") are dice and stats, never names.
-        joinable = [all(c in _JOINERS for c in text[a.end : b.start]) for a, b in pairwise(tokens)]
+        joinable = [_joined(text, [a, b]) for a, b in pairwise(tokens)]
         exact, respaced = self._exact_mentions(text, tokens, joinable)
         number = [any(ch.isdigit() for ch in t.norm) for t in tokens]
         locked = [x or n for x, n in zip(exact, number, strict=True)]
@@ -411,7 +416,14 @@ class PhoneticMatcher:
         return best.form, best.score, best.plural
 
     def _correction(self, text: str, tokens: list[Token], c: _Candidate) -> Correction:
-        start = tokens[c.first].start
+        first = c.first
+        # An alias becomes the canonical name; words of it already said just before stay said once:
+        # "captain bran ock" -> "Captain Brannoch Ysgarde", not "captain Captain Brannoch Ysgarde".
+        lead = c.form.canonical.casefold().split()
+        while first > 0 and lead and tokens[first - 1].norm == lead[0] and _joined(text, tokens[first - 1 : first + 1]):
+            first -= 1
+            lead = lead[1:]
+        start = tokens[first].start
         end = tokens[c.last].base_end - (1 if c.plural else 0)
         return Correction(
             span=text[start:end],

@@ -196,3 +196,15 @@ def test_doubted_function_words_do_not_become_a_short_name() -> None:
     for text in ["You and a friend.", "It is not at all."]:
         words = [(t.word, 0.3) for t in tokenize(text)]
         assert pipeline.correct_fast(text, words).corrections == [], text
+
+
+def test_words_of_the_canonical_name_said_just_before_are_not_doubled() -> None:
+    pipeline = Pipeline([EntityName(id=7, name="Captain Brannoch Ysgarde", aliases=["Brannoch"])])
+    result = pipeline.correct_fast("The harbour master, captain bran ock, is waiting.")
+    assert result.text == "The harbour master, Captain Brannoch Ysgarde, is waiting."
+    assert [(c.span, c.start) for c in result.corrections] == [("captain bran ock", 20)]
+    # a word that merely matches across punctuation is not taken in
+    assert (
+        pipeline.correct_fast("Ask the captain. Bran ock knows.").text
+        == "Ask the captain. Captain Brannoch Ysgarde knows."
+    )
