@@ -95,20 +95,22 @@ class KnowledgeGraph:
     async def find_entity(self, name: str, *, include_rejected: bool = False) -> Entity | None:
         """The entity called ``name`` or having it as an alias, case-insensitively (the name wins)."""
         # Two index lookups joined by UNION ALL: an OR across the tables would scan every entity.
-        status = "" if include_rejected else "AND status <> 'rejected'"
+        # ``status <> 'rejected'`` spelled out in the name probe so the partial unique index serves it.
         row = await self.db.fetchrow(
             f"""
             WITH hit AS (
-                SELECT id, 0 AS rank FROM entities WHERE campaign_id = $1 AND lower(name) = lower($2) {status}
+                SELECT id, 0 AS rank FROM entities
+                WHERE campaign_id = $1 AND lower(name) = lower($2) AND ($3 OR status <> 'rejected')
                 UNION ALL
                 SELECT entity_id, 1 FROM entity_aliases WHERE campaign_id = $1 AND lower(alias) = lower($2)
             )
             {_ENTITY_SELECT} JOIN hit ON hit.id = e.id
-            WHERE e.campaign_id = $1 {status.replace("status", "e.status")}
+            WHERE e.campaign_id = $1 AND ($3 OR e.status <> 'rejected')
             ORDER BY hit.rank LIMIT 1
             """,
             self.campaign_id,
             " ".join(name.split()),
+            include_rejected,
         )
         return entity_from_row(row) if row else None
 
