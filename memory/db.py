@@ -26,6 +26,17 @@ log = logging.getLogger(__name__)
 Executor = asyncpg.Pool | asyncpg.Connection
 
 
+@asynccontextmanager
+async def transaction(db: Executor) -> AsyncIterator[asyncpg.Connection]:
+    """A connection inside a transaction: a new one from a pool, a savepoint on a connection."""
+    if isinstance(db, asyncpg.Pool):
+        async with db.acquire() as conn, conn.transaction():
+            yield conn
+    else:
+        async with db.transaction():
+            yield db
+
+
 class DatabaseError(RuntimeError):
     """A problem with the database that the user must act on; the message says what to do."""
 

@@ -7,12 +7,29 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from memory.db import Executor
+from memory.db import Executor, transaction
 from memory.errors import AlreadyExistsError, NotFoundError
 from memory.models import Correction, Entry, EntryHit, EntryIn, Session
 
 _ENTRY_COLUMNS = """id, campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s,
                     duration_s, ref, corrections, suspects, created_at"""
+
+
+#: Advisory-lock key space of session appends (far from the migration lock's key).
+_APPEND_LOCK = 1 << 48
+
+
+def _in_seq_order(entries: Sequence[EntryIn], written: Sequence[Entry]) -> list[EntryIn]:
+    """The inputs lined up with the rows written (sorted by seq); unsequenced ones keep their order."""
+    if all(e.seq is not None for e in entries):
+        return sorted(entries, key=lambda e: e.seq or 0)
+    return list(entries)
+
+
+def _differs(wanted: EntryIn, stored: Entry) -> bool:
+    return (wanted.raw_text if wanted.raw_text is not None else wanted.text) != stored.raw_text or (
+        wanted.speaker != stored.speaker
+    )
 
 
 def _entry(row: asyncpg.Record) -> Entry:
@@ -82,11 +99,31 @@ class SessionLog:
     async def write_many(self, session_id: int, entries: Sequence[EntryIn]) -> list[Entry]:
         """Append utterances in one statement. Entries without ``seq`` follow the session's last one.
 
-        Writing an entry whose ``(session, seq)`` exists returns the stored row unchanged, so replaying a
-        transcript or a spool never duplicates a line."""
+        Writing an entry whose ``(session, seq)`` holds the same words returns the stored row unchanged, so
+        replaying a transcript or a spool never duplicates a line; other words at a taken ``seq`` (another file
+        imported into the same session) raise :class:`AlreadyExistsError` instead of being dropped."""
         if not entries:
             return []
-        rows = await self.db.fetch(
+        async with transaction(self.db) as conn:
+            if any(e.seq is None for e in entries):
+                # Appends compute "after the last line" from their snapshot: one appender per session at a time,
+                # or two would both take the same seq and one would lose its line.
+                await conn.execute("SELECT pg_advisory_xact_lock($1::bigint)", _APPEND_LOCK + session_id)
+            rows = await self._insert(conn, session_id, entries)
+        written = sorted((_entry(r) for r in rows), key=lambda e: e.seq)
+        clashes = [(e, w) for e, w in zip(_in_seq_order(entries, written), written, strict=True) if _differs(e, w)]
+        if clashes:
+            e, w = clashes[0]
+            raise AlreadyExistsError(
+                f"line {w.seq} of this session already says {w.raw_text[:60]!r} ({w.speaker}), not "
+                f"{e.raw_text or e.text!r:.60}: import a different transcript into a session of its own"
+            )
+        return written
+
+    async def _insert(
+        self, conn: asyncpg.Connection, session_id: int, entries: Sequence[EntryIn]
+    ) -> list[asyncpg.Record]:
+        return await conn.fetch(
             f"""
             WITH base AS (
                 SELECT coalesce(max(seq), 0) AS last FROM session_entries
@@ -120,7 +157,6 @@ class SessionLog:
             [json.dumps([c.model_dump() for c in e.corrections]) for e in entries],
             [json.dumps(e.suspects) for e in entries],
         )
-        return sorted((_entry(r) for r in rows), key=lambda e: e.seq)
 
     async def revise(self, entry_id: int, text: str, corrections: Sequence[Correction]) -> None:
         """Replace an entry's corrected text (a later correction stage); the raw text never changes."""

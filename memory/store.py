@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 import asyncpg
 
 from memory.campaigns import Campaigns
-from memory.db import Executor
+from memory.db import Executor, transaction
 from memory.graph import KnowledgeGraph
 from memory.review import ReviewQueue
 from memory.semantic import SemanticIndex
@@ -32,12 +32,12 @@ class CampaignMemory:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[CampaignMemory]:
         """The same memory on one connection inside a transaction: all or nothing."""
-        if isinstance(self.db, asyncpg.Pool):
-            async with self.db.acquire() as conn, conn.transaction():
-                yield CampaignMemory(conn, self.campaign_id, accept_threshold=self.accept_threshold)
-        else:
-            async with self.db.transaction():
-                yield self
+        async with transaction(self.db) as conn:
+            yield (
+                self
+                if conn is self.db
+                else CampaignMemory(conn, self.campaign_id, accept_threshold=self.accept_threshold)
+            )
 
 
 class Memory:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 
 import numpy as np
@@ -58,12 +59,27 @@ async def test_l1_write_single_and_batch_keeps_raw_text_and_order(campaign: Camp
     assert batch[0].raw_text == "line 0"  # nothing corrected: raw = text
 
 
-async def test_l1_rewriting_same_seq_does_not_duplicate(campaign: CampaignMemory) -> None:
+async def test_l1_replaying_a_line_does_not_duplicate_and_other_words_are_refused(campaign: CampaignMemory) -> None:
     s = await campaign.log.start_session("S")
     first = await campaign.log.write_many(s.id, [EntryIn(speaker="A", text="hello", seq=1)])
-    again = await campaign.log.write_many(s.id, [EntryIn(speaker="A", text="changed", seq=1)])
-    assert again[0].id == first[0].id and again[0].text == "hello"
-    assert len(await campaign.log.session_entries(s.id)) == 1
+    again = await campaign.log.write_many(s.id, [EntryIn(speaker="A", text="hello", seq=1)])
+    assert again[0].id == first[0].id
+    # another transcript imported into the same session must not be silently dropped
+    with pytest.raises(AlreadyExistsError, match="line 1 of this session already says 'hello'"):
+        await campaign.log.write_many(s.id, [EntryIn(speaker="A", text="changed", seq=1)])
+    assert [e.text for e in await campaign.log.session_entries(s.id)] == ["hello"]
+
+
+async def test_l1_concurrent_appends_keep_every_line(campaign: CampaignMemory) -> None:
+    s = await campaign.log.start_session("S")
+
+    async def append(who: str) -> None:
+        for i in range(10):
+            await campaign.log.write_many(s.id, [EntryIn(speaker=who, text=f"{who} {i}")])
+
+    await asyncio.gather(append("A"), append("B"), append("C"))
+    entries = await campaign.log.session_entries(s.id)
+    assert len(entries) == 30 and [e.seq for e in entries] == list(range(1, 31))
 
 
 async def test_l1_recent_window(campaign: CampaignMemory) -> None:
