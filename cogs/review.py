@@ -156,16 +156,28 @@ class EditButton(
         if status != ReviewStatus.pending:
             # said now rather than after the DM has typed into a modal that could only fail
             raise AlreadyDecidedError(f"{item.ref} was already {status.value}: {item.describe()}")
-        await interaction.response.send_modal(EditModal(queue, item))
+        modal = EditModal(
+            queue, item, campaign_id=self.campaign_id, user_id=interaction.user.id, guild_id=guild_id_of(interaction)
+        )
+        await interaction.response.send_modal(modal)
 
 
 class EditModal(discord.ui.Modal):
-    """Correct an item and accept it; fields are pre-filled with what the bot understood."""
+    """Correct an item and accept it; fields are pre-filled with what the bot understood.
 
-    def __init__(self, queue: ReviewQueue, item: ReviewItem) -> None:
-        super().__init__(title=clip(f"Edit {item.ref}", 45), custom_id=f"lk:review:modal:{item.ref}", timeout=900)
+    discord.py routes a modal submit by custom id alone, so anyone who knows the id could submit it: the modal
+    remembers who opened it where, refuses everyone else, and checks the DM permission again on submit.
+    """
+
+    def __init__(self, queue: ReviewQueue, item: ReviewItem, *, campaign_id: int, user_id: int, guild_id: int) -> None:
+        # the opener's id in the custom id keeps two DMs editing the same item from replacing each other's modal
+        custom_id = f"lk:review:modal:{user_id}:{campaign_id}:{item.ref}"
+        super().__init__(title=clip(f"Edit {item.ref}", 45), custom_id=custom_id, timeout=900)
         self.queue = queue
         self.item = item
+        self.campaign_id = campaign_id
+        self.user_id = user_id
+        self.guild_id = guild_id
         self.fields: dict[str, discord.ui.TextInput[EditModal]] = {}
         if item.entity is not None:
             e = item.entity
@@ -197,7 +209,23 @@ class EditModal(discord.ui.Modal):
         self.fields[key] = field
         self.add_item(field)
 
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        if interaction.user.id == self.user_id and interaction.guild_id == self.guild_id:
+            return True
+        log.warning(
+            "refused modal %s submitted by user %s in guild %s (opened by %s in %s)",
+            self.custom_id,
+            interaction.user.id,
+            interaction.guild_id,
+            self.user_id,
+            self.guild_id,
+        )
+        await interaction.response.send_message("This edit form is not yours.", ephemeral=True)
+        return False
+
     async def on_submit(self, interaction: discord.Interaction) -> None:
+        # the opener may have lost the DM role since the modal opened; the campaign must be this guild's
+        queue = await _queue_for(interaction, self.campaign_id)
         values = {k: f.value.strip() for k, f in self.fields.items()}
         if self.item.entity is not None:
             changes: dict[str, Any] = {
@@ -215,7 +243,7 @@ class EditModal(discord.ui.Modal):
                 changes["target"] = values["target"]
             elif values["value"]:
                 changes["value"] = values["value"]
-        item = await self.queue.edit(self.item.ref, **changes)
+        item = await queue.edit(self.item.ref, **changes)
         embed = item_embed(item, decided_by=f"{interaction.user.name} (edited)")
         if interaction.message is not None:
             await interaction.response.edit_message(embed=embed, view=None)

@@ -539,11 +539,13 @@ class FakeDiscord:
         values: Mapping[str, str | list[str]],
         *,
         user_id: int | FakeMember | None = None,
+        guild_id: int | FakeGuild | None = None,
         settle: bool = True,
     ) -> InteractionRecord:
         """Submit the modal ``custom_id`` the bot opened last, fields by custom_id (selects take lists).
 
-        The submitter defaults to whoever opened the modal; a message it was opened from is carried along.
+        The submitter defaults to whoever opened the modal, in the guild it was opened in (``guild_id`` forges a
+        submit from another guild); a message it was opened from is carried along.
         """
         opener = next((r for r in reversed(self.interactions) if r.modal and r.modal["custom_id"] == custom_id), None)
         if opener is None or opener.modal is None:
@@ -553,7 +555,10 @@ class FakeDiscord:
         if remaining:
             raise LookupError(f"modal {custom_id!r} has no fields {sorted(remaining)}")
         payload = opener.payload
-        guild, member = self._who(int(payload["guild_id"]), user_id or int(payload["member"]["user"]["id"]))
+        guild, member = self._who(
+            _id_of(guild_id) if guild_id is not None else int(payload["guild_id"]),
+            user_id or int(payload["member"]["user"]["id"]),
+        )
         message = self.messages.get(int(opener.source_message["id"])) if opener.source_message else None
         record = await self._interact(
             5,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import discord
 import pytest
 import yaml
 
@@ -182,8 +183,9 @@ async def test_review_accept_edit_reject(
     # Edit opens a modal pre-filled with what the bot understood; submitting corrects and accepts
     opened = await fake_discord.click(cards[0], ids[1], user_id=dm)
     assert opened.modal is not None and opened.modal["title"] == f"Edit {entity_ref}"
+    assert opened.modal["custom_id"] == f"lk:review:modal:{dm.id}:{campaign_id}:{entity_ref}"
     submitted = await fake_discord.submit_modal(
-        f"lk:review:modal:{entity_ref}",
+        opened.modal["custom_id"],
         {"name": "Mira Tolvanek", "type": "npc", "description": "The blacksmith of Ironhold", "aliases": "Mira"},
     )
     assert submitted.callback_type == 7
@@ -208,12 +210,72 @@ async def test_review_modal_bad_type_changes_nothing(
     record = await fake_discord.invoke("review", user_id=dm)
     await record.wait_for(lambda r: len(r.followups) == 2)
     card = record.followups[0]
-    await fake_discord.click(card, card["components"][0]["components"][1]["custom_id"], user_id=dm)
+    opened = await fake_discord.click(card, card["components"][0]["components"][1]["custom_id"], user_id=dm)
     submitted = await fake_discord.submit_modal(
-        f"lk:review:modal:{pending[0]}", {"name": "Mira", "type": "dragon", "description": "", "aliases": ""}
+        opened.modal["custom_id"], {"name": "Mira", "type": "dragon", "description": "", "aliases": ""}
     )
     assert submitted.ephemeral and submitted.texts()[0].startswith("'dragon' is not an entity type")
     assert (await ashes.graph.get_entity_by_id(int(pending[0][1:]))).status == ReviewStatus.pending
+
+
+async def open_edit_modal(fake_discord: FakeDiscord, dm: FakeMember) -> str:
+    """Open the Edit modal of the first card of a /review as the DM; its custom id."""
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) >= 1)
+    card = record.followups[0]
+    opened = await fake_discord.click(card, card["components"][0]["components"][1]["custom_id"], user_id=dm)
+    assert opened.modal is not None
+    return opened.modal["custom_id"]
+
+
+async def test_review_modal_submitted_by_a_player_is_refused(
+    pending: list[str], ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    modal_id = await open_edit_modal(fake_discord, dm)
+    values = {"name": "ByPlayer", "type": "npc", "description": "", "aliases": ""}
+    refused = await fake_discord.submit_modal(modal_id, values, user_id=player)
+    assert refused.ephemeral and refused.texts() == ["This edit form is not yours."]
+    mira = await ashes.graph.get_entity_by_id(int(pending[0][1:]))
+    assert (mira.name, mira.status) == ("Mira", ReviewStatus.pending)
+    # the refusal did not use the modal up: the DM who opened it can still submit it
+    done = await fake_discord.submit_modal(modal_id, values | {"name": "Mira Tolvanek"}, user_id=dm)
+    assert done.callback_type == 7
+    assert (await ashes.graph.get_entity_by_id(int(pending[0][1:]))).name == "Mira Tolvanek"
+
+
+async def test_review_modal_submitted_from_another_guild_is_refused(
+    pending: list[str], ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    modal_id = await open_edit_modal(fake_discord, dm)
+    other = fake_discord.add_guild("Elsewhere")
+    stranger = other.add_member("stranger", roles=[other.add_role("Admin", discord.Permissions(manage_guild=True))])
+    values = {"name": "Pwned", "type": "npc", "description": "", "aliases": ""}
+    forged = await fake_discord.submit_modal(modal_id, values, user_id=stranger, guild_id=other)
+    assert forged.ephemeral and forged.texts() == ["This edit form is not yours."]
+    assert (await ashes.graph.get_entity_by_id(int(pending[0][1:]))).name == "Mira"
+
+
+async def test_review_modal_rechecks_dm_on_submit(
+    pending: list[str], ashes: CampaignMemory, fake_discord: FakeDiscord, guild: FakeGuild, dm: FakeMember
+) -> None:
+    modal_id = await open_edit_modal(fake_discord, dm)
+    dm.roles.clear()  # demoted while the modal was open
+    values = {"name": "Demoted", "type": "npc", "description": "", "aliases": ""}
+    refused = await fake_discord.submit_modal(modal_id, values, user_id=dm)
+    assert refused.ephemeral and refused.texts() == ["Only the DM can review."]
+    assert (await ashes.graph.get_entity_by_id(int(pending[0][1:]))).name == "Mira"
+
+
+async def test_two_dms_editing_the_same_item_get_distinct_modals(
+    pending: list[str], ashes: CampaignMemory, fake_discord: FakeDiscord, guild: FakeGuild, dm: FakeMember
+) -> None:
+    other_dm = guild.add_member("co-dm", roles=list(dm.roles))
+    first = await open_edit_modal(fake_discord, dm)
+    second = await open_edit_modal(fake_discord, other_dm)
+    assert first != second
+    done = await fake_discord.submit_modal(first, {"name": "Mira Tolvanek", "type": "npc"}, user_id=dm)
+    assert done.callback_type == 7
+    assert (await ashes.graph.get_entity_by_id(int(pending[0][1:]))).name == "Mira Tolvanek"
 
 
 async def test_review_button_works_after_restart_and_says_already_decided(
