@@ -30,7 +30,7 @@ class Campaigns:
                 """
                 INSERT INTO campaigns (guild_id, name, description, system, active)
                 VALUES ($1, $2, $3, $4,
-                        coalesce($5, NOT EXISTS (SELECT 1 FROM campaigns WHERE guild_id = $1 AND active)))
+                        coalesce($5, true) AND NOT EXISTS (SELECT 1 FROM campaigns WHERE guild_id = $1 AND active))
                 RETURNING *
                 """,
                 self.guild_id,

@@ -286,6 +286,11 @@ async def open_database(
         except (OSError, asyncpg.PostgresError) as exc:
             where = "the embedded PostgreSQL" if embedded else "DATABASE_URL"
             raise DatabaseError(f"cannot connect to {where}: {exc}") from exc
+        except (ValueError, OverflowError, asyncpg.ClientConfigurationError):
+            # the message may quote the URL, password included: say only what is wrong with it
+            raise DatabaseError(
+                "DATABASE_URL is not a valid PostgreSQL URL (postgresql://user:password@host:port/database)"
+            ) from None
         try:
             if run_migrations:
                 await migrate(pool, embedding)

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import asyncpg
 
-from memory.db import Executor
+from memory.db import Executor, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.models import (
     Entity,
@@ -187,7 +187,17 @@ class KnowledgeGraph:
             include_secret,
         )
 
+    def bound_to(self, conn: Executor) -> KnowledgeGraph:
+        """The same graph on ``conn`` (a connection inside a transaction)."""
+        return (
+            self if conn is self.db else KnowledgeGraph(conn, self.campaign_id, accept_threshold=self.accept_threshold)
+        )
+
     async def add_entity(self, entity: EntityIn) -> Entity:
+        async with transaction(self.db) as conn:  # the entity and its aliases, or nothing
+            return await self.bound_to(conn)._add_entity(entity)
+
+    async def _add_entity(self, entity: EntityIn) -> Entity:
         await self._check_names_free([entity.name, *entity.aliases])
         try:
             entity_id = await self.db.fetchval(
@@ -223,6 +233,30 @@ class KnowledgeGraph:
         replace_attributes: bool = False,
     ) -> Entity:
         """Change an entity in place; ``attributes`` merge into the existing ones unless ``replace_attributes``."""
+        async with transaction(self.db) as conn:  # name, fields and aliases change together or not at all
+            return await self.bound_to(conn)._update_entity(
+                name,
+                new_name=new_name,
+                type=type,
+                description=description,
+                aliases=aliases,
+                attributes=attributes,
+                visibility=visibility,
+                replace_attributes=replace_attributes,
+            )
+
+    async def _update_entity(
+        self,
+        name: str,
+        *,
+        new_name: str | None,
+        type: EntityType | None,
+        description: str | None,
+        aliases: Sequence[str] | None,
+        attributes: dict[str, Any] | None,
+        visibility: Visibility | None,
+        replace_attributes: bool,
+    ) -> Entity:
         current = await self.get_entity(name)
         if new_name is not None:
             new_name = clean_name(new_name)
@@ -294,6 +328,11 @@ class KnowledgeGraph:
         return entity
 
     async def set_entity_status(self, entity_id: int, status: ReviewStatus, *, dm_confirmed: bool) -> None:
+        if status == ReviewStatus.rejected:
+            # a rejected proposal keeps its row, not its names: they are free for the DM to use again
+            await self.db.execute(
+                "DELETE FROM entity_aliases WHERE campaign_id = $1 AND entity_id = $2", self.campaign_id, entity_id
+            )
         await self.db.execute(
             """
             UPDATE entities SET status = $3, updated_at = now(),
@@ -372,6 +411,17 @@ class KnowledgeGraph:
         )
         if existing is not None and (existing["status"] == "accepted" or status == ReviewStatus.pending):
             return relationship_from_row(existing), False
+        if existing is not None:
+            # The same fact waits for review and now arrives accepted (the DM, a campaign file): accept the
+            # waiting one rather than keep two current copies.
+            await self.db.execute(
+                "UPDATE relationships SET status = 'accepted', provenance = $3 WHERE campaign_id = $1 AND id = $2",
+                self.campaign_id,
+                existing["id"],
+                rel.provenance.model_dump(mode="json"),
+            )
+            await self.close_contradicted(existing["id"])
+            return await self.get_relationship(existing["id"]), True
         try:
             rel_id = await self.db.fetchval(
                 """
@@ -403,24 +453,35 @@ class KnowledgeGraph:
         return ReviewStatus.accepted if provenance.confidence >= self.accept_threshold else ReviewStatus.pending
 
     async def close_contradicted(self, rel_id: int) -> list[int]:
-        """Close the validity of the accepted, current facts that the accepted fact ``rel_id`` replaces."""
+        """Settle validity between the accepted fact ``rel_id`` and the accepted, current facts it contradicts,
+        by when each became true: older ones are closed; if a newer one exists, ``rel_id`` itself is history
+        (accepting an old "alive" must not undo a later "dead"). Returns the ids closed."""
         rel = await self.get_relationship(rel_id)
         if rel.value is None and rel.type not in SINGLE_VALUED:
             return []
+        contradicting = """
+            campaign_id = $1 AND id <> $2 AND source_id = $3 AND type = $4 AND status = 'accepted'
+            AND valid_to IS NULL AND (target_id IS DISTINCT FROM $5 OR value IS DISTINCT FROM $6)
+        """
+        args = (self.campaign_id, rel.id, rel.source_id, rel.type, rel.target_id, rel.value, rel.valid_from)
+        newer = await self.db.fetchrow(
+            f"SELECT id, valid_from FROM relationships WHERE {contradicting} AND valid_from > $7"
+            " ORDER BY valid_from LIMIT 1",
+            *args,
+        )
+        if newer is not None:
+            await self.db.execute(
+                "UPDATE relationships SET valid_to = $3, superseded_by = $4 WHERE campaign_id = $1 AND id = $2",
+                self.campaign_id,
+                rel.id,
+                newer["valid_from"],
+                newer["id"],
+            )
+            return [rel.id]
         rows = await self.db.fetch(
-            """
-            UPDATE relationships SET valid_to = now(), superseded_by = $2
-            WHERE campaign_id = $1 AND id <> $2 AND source_id = $3 AND type = $4
-              AND status = 'accepted' AND valid_to IS NULL
-              AND (target_id IS DISTINCT FROM $5 OR value IS DISTINCT FROM $6)
-            RETURNING id
-            """,
-            self.campaign_id,
-            rel.id,
-            rel.source_id,
-            rel.type,
-            rel.target_id,
-            rel.value,
+            f"UPDATE relationships SET valid_to = now(), superseded_by = $2 WHERE {contradicting}"
+            " AND valid_from <= $7 RETURNING id",
+            *args,
         )
         return [r["id"] for r in rows]
 

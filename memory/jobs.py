@@ -217,6 +217,14 @@ async def chunk_session(ctx: JobContext, campaign_id: int, session_id: int, *, s
         ]
         await mem.semantic.upsert(chunks)
         written += len(chunks)
+    # Windows move when a line arrives late (a fixed line re-imported): chunks of windows that no longer exist
+    # would show their lines twice in recall.
+    await mem.db.execute(
+        "DELETE FROM chunks WHERE campaign_id = $1 AND session_id = $2 AND NOT key = ANY($3::text[])",
+        campaign_id,
+        session_id,
+        [w.key for w in wins],
+    )
     ctx.chunks_written += written
     return written
 
@@ -338,7 +346,7 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
         await tx.log.end_session(session_id, summary=summary)
         event, _ = await tx.graph.upsert_entity(
             EntityIn(
-                name=f"Session: {session.title}",
+                name=f"Session: {session.title}"[:200],  # an entity name's limit; titles may be file names
                 type=EntityType.event,
                 description=summary[:2000],
                 attributes={"session_id": session_id},

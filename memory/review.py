@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from memory.db import transaction
 from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
 from memory.graph import KnowledgeGraph
 from memory.models import EntityType, ReviewItem, ReviewKind, ReviewStatus, Visibility
@@ -77,6 +78,10 @@ class ReviewQueue:
         return item
 
     async def accept(self, ref: str) -> ReviewItem:
+        async with transaction(self.graph.db) as conn:  # all of the decision or none of it
+            return await ReviewQueue(self.graph.bound_to(conn))._accept(ref)
+
+    async def _accept(self, ref: str) -> ReviewItem:
         """Accept an item as canon. A fact's pending endpoints are accepted with it (the DM vouched for them);
         an accepted fact closes the accepted facts it contradicts."""
         g = self.graph
@@ -98,6 +103,10 @@ class ReviewQueue:
         return await self._item(item.kind, item.id)
 
     async def reject(self, ref: str) -> ReviewItem:
+        async with transaction(self.graph.db) as conn:  # all of the decision or none of it
+            return await ReviewQueue(self.graph.bound_to(conn))._reject(ref)
+
+    async def _reject(self, ref: str) -> ReviewItem:
         """Reject an item; it stays on record (so it is not proposed again) but is never shown as canon.
         Rejecting an entity rejects the pending facts that depend on it."""
         g = self.graph
@@ -117,6 +126,10 @@ class ReviewQueue:
         return await self._item(item.kind, item.id)
 
     async def edit(self, ref: str, **changes: Any) -> ReviewItem:
+        async with transaction(self.graph.db) as conn:  # all of the decision or none of it
+            return await ReviewQueue(self.graph.bound_to(conn))._edit(ref, **changes)
+
+    async def _edit(self, ref: str, **changes: Any) -> ReviewItem:
         """Correct an item and accept it. Entities: name, type, description, aliases, visibility.
         Facts: type, target (an entity name), value, visibility."""
         g = self.graph
@@ -146,7 +159,7 @@ class ReviewQueue:
             if changes.get("visibility"):
                 update["visibility"] = Visibility(changes["visibility"])
             await g.set_relationship(item.id, ReviewStatus.pending, dm_confirmed=False, **update)
-        return await self.accept(item.ref)
+        return await self._accept(item.ref)
 
 
 def _check_fields(changes: dict[str, Any], allowed: set[str]) -> None:

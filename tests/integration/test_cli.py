@@ -151,3 +151,13 @@ def test_correct_with_campaign_entities(lk) -> None:
     assert [c["replacement"] for c in line["corrections"]] == ["Ironhold"]
     missing = lk("correct", "--campaign", "Nope", input="x\n")
     assert missing.returncode == 1 and "no campaign named 'Nope'" in missing.stderr
+
+
+def test_a_malformed_database_url_is_one_line_without_the_password(tmp_path: Path) -> None:
+    env = {**os.environ, "DATABASE_URL": "postgresql://user:s3cret@localhost:abc/db"}
+    res = subprocess.run(
+        [sys.executable, "-c", "from bot.cli import main; main()", "campaign", "list"],
+        env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert res.returncode == 1 and "Traceback" not in res.stderr and "s3cret" not in res.stderr
+    assert "DATABASE_URL is not a valid PostgreSQL URL" in res.stderr

@@ -355,3 +355,67 @@ async def test_transaction_rolls_back_everything(campaign: CampaignMemory) -> No
             await tx.graph.add_entity(EntityIn(name="Ghost", type=EntityType.npc))
             raise RuntimeError("boom")
     assert await campaign.graph.find_entity("Ghost") is None
+
+
+# found in review --------------------------------------------------------------------------------------------
+
+
+async def test_an_accepted_copy_of_a_pending_fact_accepts_it_instead_of_duplicating(campaign: CampaignMemory) -> None:
+    g = campaign.graph
+    a = await g.add_entity(EntityIn(name="Alice", type=EntityType.npc))
+    b = await g.add_entity(EntityIn(name="Bob", type=EntityType.npc))
+    guess = Provenance(source=Source.inferred, confidence=0.3)
+    pending = await g.add_relationship(RelationshipIn(source_id=a.id, type="ally_of", target_id=b.id, provenance=guess))
+    stated, created = await g.ensure_relationship(RelationshipIn(source_id=a.id, type="ally_of", target_id=b.id))
+    assert stated.id == pending.id and created and stated.status == ReviewStatus.accepted
+    assert [r.id for r in await g.relationships_of(a.id)] == [pending.id]
+    assert await campaign.review.pending() == []
+
+
+async def test_accepting_an_older_fact_does_not_undo_a_newer_one(campaign: CampaignMemory) -> None:
+    g = campaign.graph
+    npc = await g.add_entity(EntityIn(name="Old Tom", type=EntityType.npc))
+    guess = Provenance(source=Source.inferred, confidence=0.3)
+    alive = await g.add_relationship(RelationshipIn(source_id=npc.id, type="status", value="alive", provenance=guess))
+    dead = await g.add_relationship(RelationshipIn(source_id=npc.id, type="status", value="dead"))
+    await campaign.review.accept(f"f{alive.id}")
+    assert [r.value for r in await g.relationships_of(npc.id)] == ["dead"]
+    history = await g.get_relationship(alive.id)
+    assert history.status == ReviewStatus.accepted and history.superseded_by == dead.id and history.valid_to
+
+
+async def test_entity_writes_are_all_or_nothing_and_rejected_names_are_free(campaign: CampaignMemory) -> None:
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Xan", type=EntityType.npc, aliases=["Xanny"]))
+    await g.add_entity(EntityIn(name="Grim", type=EntityType.npc, aliases=["Old Grim"]))
+    with pytest.raises(AlreadyExistsError):
+        await g.update_entity("Xan", new_name="Xander", aliases=["Old Grim"])
+    xan = await g.get_entity("Xan")
+    assert (xan.name, xan.aliases) == ("Xan", ["Xanny"])  # neither renamed nor stripped of its alias
+    guess = Provenance(source=Source.inferred, confidence=0.3)
+    proposal = EntityIn(
+        name="Korv", type=EntityType.npc, aliases=["The Smith"], status=ReviewStatus.pending, provenance=guess
+    )
+    p = await g.add_entity(proposal)
+    await campaign.review.reject(f"e{p.id}")
+    await g.add_entity(EntityIn(name="Brann", type=EntityType.npc, aliases=["The Smith"]))  # the alias is free
+
+
+async def test_a_refused_review_decision_changes_nothing(campaign: CampaignMemory) -> None:
+    g = campaign.graph
+    guess = Provenance(source=Source.inferred, confidence=0.3)
+    a = await g.add_entity(EntityIn(name="Pend", type=EntityType.npc, status=ReviewStatus.pending, provenance=guess))
+    b = await g.add_entity(EntityIn(name="Gone", type=EntityType.npc, status=ReviewStatus.pending, provenance=guess))
+    f = await g.add_relationship(RelationshipIn(source_id=a.id, type="knows", target_id=b.id, provenance=guess))
+    await g.set_entity_status(b.id, ReviewStatus.rejected, dm_confirmed=True)
+    with pytest.raises(InvalidInputError, match="'Gone' was rejected"):
+        await campaign.review.accept(f"f{f.id}")
+    assert (await g.get_entity_by_id(a.id)).status == ReviewStatus.pending  # not half-accepted
+
+
+async def test_creating_an_active_campaign_switches_to_it(memory: Memory) -> None:
+    guild = memory.campaigns(guild_id=5)
+    await guild.create("First")
+    second = await guild.create("Second", activate=True)
+    assert second.active and (await guild.active()).name == "Second"  # type: ignore[union-attr]
+    assert [c.name for c in await guild.list() if c.active] == ["Second"]
