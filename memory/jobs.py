@@ -253,13 +253,19 @@ async def extract_session(ctx: JobContext, campaign_id: int, session_id: int, *,
 async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, slice_size: int = 50) -> None:
     """Correction stage 2: the LLM looks at the spans stage 1 found doubtful; its verified substitutions
     revise the entry's text (the raw text stays). Chunking and extraction run again afterwards."""
+    mem = ctx.memory.campaign(campaign_id)
     if ctx.llm is None:
+        # Queued while an LLM was configured, run by a worker without one: the lines keep their stage-1
+        # text, and extraction (which waits for stage 2) must not wait for ever.
+        last = await _last_seq(mem, session_id)
+        if last > await _progress(mem.db, mem, session_id, CORRECT2):
+            await _set_progress(mem.db, mem, session_id, CORRECT2, last)
+            await enqueue_session_work(mem.db, campaign_id, session_id, last, after=":2")
         return
     from memory.correction import LLMCorrector
     from memory.correction.edits import apply_corrections, to_corrected_span, to_raw_offset
     from memory.recorder import default_index_cache
 
-    mem = ctx.memory.campaign(campaign_id)
     corrector = LLMCorrector(ctx.llm, (await default_index_cache.matcher(mem)).index)
     worked = False
     while entries := await mem.log.session_entries(

@@ -75,3 +75,22 @@ async def test_stage2_job_revises_text_from_the_recorded_suspects(
     finally:
         await llm2.aclose()
     assert len(corrections_asked) == 2
+
+
+async def test_lines_waiting_for_stage2_are_extracted_by_a_worker_without_an_llm(
+    memory: Memory, campaign: CampaignMemory
+) -> None:
+    await campaign.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
+    await campaign.graph.add_entity(EntityIn(name="Saltmere", type=EntityType.place))
+    rec = await SessionRecorder.start(campaign, "S1", stage2=True)
+    line = "Quelloth lives in Saltmere, said Bob."
+    words = [Word(word=w, confidence=0.2 if w == "Bob." else 0.95) for w in line.split()]
+    await rec.add(Utterance(speaker="DM", text=line, seq=1, words=words))
+    await rec.flush()
+    [entry] = await campaign.log.session_entries(rec.session.id)
+    assert entry.suspects  # waits for stage 2
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2", llm=None)
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await jobs.failed_jobs(memory.pool) == 0
+    # the line was extracted (from its stage-1 text): the rule extractor's fact waits for the DM
+    assert "Quelloth —lives_in→ Saltmere" in [i.describe() for i in await campaign.review.pending()]
