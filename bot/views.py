@@ -15,6 +15,7 @@ from bot.checks import describe_interaction, reply_error
 # Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits)
 MAX_CHOICES, MAX_CHOICE_NAME = 25, 100
 MAX_FIELD_VALUE, MAX_DESCRIPTION, MAX_EMBED_TOTAL = 1024, 4096, 6000
+MAX_TITLE, MAX_FIELDS = 256, 25
 
 
 def clip(text: str, limit: int) -> str:
@@ -87,16 +88,60 @@ class Paginator(OwnedView):
         await self._show(interaction, min(len(self.pages) - 1, self.index + 1))
 
 
-def paged_embeds(
-    title: str, lines: Sequence[str], *, per_page: int = 15, colour: int = 0x5865F2
-) -> list[discord.Embed]:
-    pages = [lines[i : i + per_page] for i in range(0, len(lines), per_page)] or [[]]
+def paged_embeds(title: str, lines: Sequence[str], *, colour: int = 0x5865F2) -> list[discord.Embed]:
+    """Whole lines per page, each page filled up to the description limit; only a line longer than a whole
+    page on its own is clipped, so no entry is cut off at a page break or skipped."""
+    pages: list[list[str]] = [[]]
+    size = 0
+    for line in lines:
+        line = clip(line, MAX_DESCRIPTION)
+        if pages[-1] and size + 1 + len(line) > MAX_DESCRIPTION:
+            pages.append([])
+        size = len(line) if not pages[-1] else size + 1 + len(line)
+        pages[-1].append(line)
     return [
-        discord.Embed(
-            title=clip(title, 256), description=clip("\n".join(p) or "nothing yet", MAX_DESCRIPTION), colour=colour
-        )
+        discord.Embed(title=clip(title, MAX_TITLE), description="\n".join(p) or "nothing yet", colour=colour)
         for p in pages
     ]
+
+
+def fit_lines(lines: Sequence[str], limit: int) -> str:
+    """As many whole lines as fit in ``limit`` characters, then how many were left out."""
+    whole = "\n".join(lines)
+    if len(whole) <= limit:
+        return whole
+    size = -1  # the length of the first k lines joined
+    best = ""
+    for k, line in enumerate(lines[:-1], start=1):
+        size += 1 + len(line)
+        candidate = f"\n… and {len(lines) - k} more"
+        if size + len(candidate) > limit:
+            break
+        best = "\n".join(lines[:k]) + candidate
+    if best:
+        return best
+    # not even one whole line fits beside the count: the first line clipped, then the count if it fits
+    tail = f"\n… and {len(lines) - 1} more" if len(lines) > 1 else ""
+    if limit - len(tail) < 10:
+        return clip(whole, limit)
+    return clip(lines[0], limit - len(tail)) + tail
+
+
+def add_field_within(
+    embed: discord.Embed, name: str, value: str | Sequence[str], *, inline: bool = True, min_room: int = 40
+) -> bool:
+    """Add a field only as long as the embed's total stays within Discord's 6,000 characters and 25 fields;
+    ``value`` as lines is cut at a line. False when there was no room left for it."""
+    if len(embed.fields) >= MAX_FIELDS:
+        return False
+    room = min(MAX_FIELD_VALUE, MAX_EMBED_TOTAL - len(embed) - len(name))
+    text = value if isinstance(value, str) else "\n".join(value)
+    if room < min(len(text), min_room) or room <= 0:
+        return False
+    embed.add_field(
+        name=name, value=clip(value, room) if isinstance(value, str) else fit_lines(value, room), inline=inline
+    )
+    return True
 
 
 class Confirm(OwnedView):

@@ -11,7 +11,7 @@ from rapidfuzz import process
 
 from bot.app import LorekeeperBot
 from bot.checks import UserError, active_campaign, dm_campaign, member_is_dm
-from bot.views import MAX_FIELD_VALUE, Confirm, Paginator, clip, name_choices, paged_embeds
+from bot.views import MAX_TITLE, Confirm, Paginator, add_field_within, clip, name_choices, paged_embeds
 from memory.errors import NotFoundError
 from memory.models import (
     Entity,
@@ -56,27 +56,30 @@ def parse_attributes(text: str | None) -> dict[str, str]:
 
 
 def entity_embed(entity: Entity, *, relationships: list[str], last_mention: dict[str, Any] | None) -> discord.Embed:
+    """The entity card; every part is trimmed against a running total, so the embed always stays within
+    Discord's 6,000 characters (the parts come in order of importance: the last ones are cut first)."""
     title = entity.name + (" 🔒" if entity.visibility == Visibility.secret else "")
     embed = discord.Embed(
-        title=clip(title, 256),
+        title=clip(title, MAX_TITLE),
+        # leaves at least ~1,600 characters of the total for the fields
         description=clip(entity.description or "*no description*", 2000),
         colour=TYPE_COLOURS.get(entity.type, 0x5865F2),
     )
-    embed.add_field(name="Type", value=entity.type.value)
+    add_field_within(embed, "Type", entity.type.value)
     if entity.status != ReviewStatus.accepted:
-        embed.add_field(name="Status", value=entity.status.value)
+        add_field_within(embed, "Status", entity.status.value)
     if entity.aliases:
-        embed.add_field(name="Aliases", value=clip(", ".join(entity.aliases), MAX_FIELD_VALUE), inline=False)
+        add_field_within(embed, "Aliases", ", ".join(entity.aliases), inline=False)
     if entity.attributes:
         lines = [f"**{k}**: {v}" for k, v in entity.attributes.items()]
-        embed.add_field(name="Attributes", value=clip("\n".join(lines), MAX_FIELD_VALUE), inline=False)
+        add_field_within(embed, "Attributes", lines, inline=False)
     if relationships:
-        embed.add_field(name="Relationships", value=clip("\n".join(relationships), MAX_FIELD_VALUE), inline=False)
+        add_field_within(embed, "Relationships", relationships, inline=False)
     if last_mention:
         minutes, seconds = divmod(int(last_mention["start_s"] or 0), 60)
         where = f"{last_mention['title']} at {minutes}:{seconds:02d}"
         said = f"{where}, {last_mention['speaker']}: “{last_mention['text']}”"
-        embed.add_field(name="Last mentioned", value=clip(said, MAX_FIELD_VALUE), inline=False)
+        add_field_within(embed, "Last mentioned", said, inline=False)
     return embed
 
 

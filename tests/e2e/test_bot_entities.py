@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import discord
@@ -9,7 +10,7 @@ import pytest
 
 from bot.app import LorekeeperBot, create_bot
 from bot.settings import Settings
-from memory.models import EntityType, Visibility
+from memory.models import EntityIn, EntityType, Visibility
 from memory.store import Memory
 from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeDiscord, FakeGuild, FakeMember
@@ -147,12 +148,12 @@ async def test_autocomplete_caps_at_25(world, fake_discord: FakeDiscord, dm: Fak
 async def test_list_paginates_with_buttons(world, fake_discord: FakeDiscord, dm: FakeMember, player) -> None:
     from memory.models import EntityIn
 
-    for n in range(20):
-        await world.graph.add_entity(EntityIn(name=f"Kobold {n:02d}", type=EntityType.npc))
+    for n in range(60):  # ~100 characters a line: more than one page of 4,096
+        await world.graph.add_entity(EntityIn(name=f"Kobold {n:02d}", type=EntityType.npc, description="yip " * 30))
     record = await fake_discord.invoke("entity list", {"type": "npc"}, user_id=dm)
     assert record.ephemeral and record.original is not None
     first = record.original["embeds"][0]
-    assert first["title"] == "Ashes: 22 npc" and first["footer"]["text"] == "page 1 of 2"
+    assert first["title"] == "Ashes: 62 npc" and first["footer"]["text"] == "page 1 of 2"
     (row,) = record.original["components"]
     prev, nxt = row["components"]
     assert prev["disabled"] and not nxt["disabled"]
@@ -239,3 +240,67 @@ async def test_guild_b_cannot_see_guild_a(
 async def test_no_campaign_yet(bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember) -> None:
     record = await fake_discord.invoke("entity add", {"name": "Borin", "type": "npc"}, user_id=dm)
     assert record.ephemeral and record.texts() == ["This server has no active campaign: run /campaign create first."]
+
+
+async def test_show_huge_entity_stays_within_embed_total(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:
+    from memory.models import Provenance, RelationshipIn, ReviewStatus, Source
+    from memory.recorder import SessionRecorder, Utterance
+
+    name = "Zorbo " + "x" * 190
+    big = await world.graph.add_entity(
+        EntityIn(
+            name=name,
+            type=EntityType.npc,
+            description="d" * 2000,
+            aliases=[f"Zorbalias{i} " + "a" * 140 for i in range(8)],
+            attributes={f"k{i}": "v" * 120 for i in range(10)},
+        )
+    )
+    for i in range(12):
+        other = await world.graph.add_entity(EntityIn(name=f"Other {i} " + "o" * 100, type=EntityType.place))
+        await world.graph.ensure_relationship(
+            RelationshipIn(
+                source_id=big.id,
+                type="knows",
+                target_id=other.id,
+                provenance=Provenance(source=Source.dm, dm_confirmed=True),
+                status=ReviewStatus.accepted,
+            )
+        )
+    recorder = await SessionRecorder.start(world, "Night")
+    await recorder.add_many([Utterance(speaker="p", text=name + " said " + "w " * 700, seq=1)])
+    await recorder.end()
+
+    shown = await fake_discord.invoke("entity show", {"name": name}, user_id=dm)
+    assert fake_discord.rejected == []
+    (embed,) = shown.original["embeds"]
+    total = len(embed["title"]) + len(embed["description"])
+    total += sum(len(f["name"]) + len(f["value"]) for f in embed["fields"])
+    assert total <= 6000 and len(embed["fields"]) <= 25
+    assert all(len(f["value"]) <= 1024 for f in embed["fields"])
+    fields = {f["name"]: f["value"] for f in embed["fields"]}
+    # relationships are cut at a whole line and say how many were left out
+    relations = fields["Relationships"].split("\n")
+    assert relations[-1].startswith("… and ") and all(r.endswith("o" * 100) for r in relations[:-1])
+
+
+async def test_list_pages_fill_to_the_limit_and_lose_no_entry(world, fake_discord: FakeDiscord, dm: FakeMember):
+    names = [f"A{i:02d} " + "n" * 190 for i in range(40)]
+    for name in names:
+        await world.graph.add_entity(EntityIn(name=name, type=EntityType.npc, description="d" * 200))
+    record = await fake_discord.invoke("entity list", {"type": "npc"}, user_id=dm)
+    assert fake_discord.rejected == []
+    message = record.original
+    descriptions = [message["embeds"][0]["description"]]
+    while not message["components"][0]["components"][1]["disabled"]:
+        await fake_discord.click(message, message["components"][0]["components"][1]["custom_id"], user_id=dm)
+        message = fake_discord.messages[int(message["id"])]
+        descriptions.append(message["embeds"][0]["description"])
+    assert all(len(d) <= 4096 for d in descriptions)
+    # each page is full: the next page's first line would not have fit
+    for page, following in itertools.pairwise(descriptions):
+        assert len(page) + 1 + len(following.split("\n")[0]) > 4096
+    lines = [line for d in descriptions for line in d.split("\n")]
+    shown = [line.split("**")[1] for line in lines if line.startswith("**A")]
+    assert shown == names  # every entry once, in order, none cut at a page break
+    assert all(line.endswith("…") for line in lines if line.startswith("**A"))  # description clipped to 80
