@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -138,8 +139,10 @@ class Spool:
 class MemoryGuard:
     """Wraps a :class:`SessionRecorder`: :meth:`add` never raises for a database outage and never loses a line.
 
-    One task feeds :meth:`add`; a timer may call :meth:`flush`. Live sessions want small batches:
-    ``batch_size`` and ``max_delay_s`` bound how many utterances wait in process memory.
+    One task feeds :meth:`add`. Live sessions want small batches: ``batch_size`` and ``max_delay_s`` bound how
+    many utterances wait in process memory. A flush task owned by the guard (started with it, stopped by
+    :meth:`close`) writes what has waited ``max_delay_s`` even when nobody speaks again, so the last words of a
+    quiet table reach the database (or the spool) in time. Build the guard inside a running event loop.
     """
 
     def __init__(
@@ -175,6 +178,11 @@ class MemoryGuard:
             self._degrade("a spool was left over")
         else:
             self._healthy.set()
+        self._flush_task: asyncio.Task[None] | None = None
+        if math.isfinite(max_delay_s):
+            self._flush_task = asyncio.get_running_loop().create_task(
+                self._flush_when_due(), name=f"guard-flush-{recorder.session.id}"
+            )
 
     @classmethod
     async def start(cls, mem: CampaignMemory, title: str, data_dir: Path, **kwargs: object) -> MemoryGuard:
@@ -244,6 +252,21 @@ class MemoryGuard:
             except DATABASE_ERRORS as exc:
                 self._degrade(exc)
                 self._to_spool(batch)
+
+    async def _flush_when_due(self) -> None:
+        """Flush what has waited ``max_delay_s`` without a later :meth:`add` to do it; ends with the session."""
+        loop = asyncio.get_running_loop()
+        while not self._end_requested:
+            since = self._pending_since
+            due = since + self.max_delay_s if since is not None else loop.time() + self.max_delay_s
+            await asyncio.sleep(max(0.0, due - loop.time()))
+            if not self._pending or not self._overdue():
+                continue
+            try:
+                # shielded: close() cancelling the timer mid-write must not drop the batch it had taken
+                await asyncio.shield(self.flush())
+            except Exception:  # a bug, not an outage (flush spools those): log it, keep the timer alive
+                log.exception("timed flush of session %s failed", self.session.id)
 
     async def _write(self, batch: list[Utterance]) -> None:
         await self.recorder.add_many(batch)
@@ -336,7 +359,18 @@ class MemoryGuard:
         return self._ended
 
     async def close(self) -> None:
-        """Stop retrying (process shutdown): the spool stays on disk for the next start."""
+        """Stop the flush timer and the retries (process shutdown): the spool stays on disk for the next start.
+
+        Utterances still waiting in memory are flushed first (to the database, or to the spool)."""
+        if self._flush_task is not None:
+            self._flush_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flush_task
+        if self._ended is None and self._pending:
+            try:
+                await self.flush()
+            except Exception:
+                log.exception("flushing session %s on close failed", self.session.id)
         if self._retry_task is not None:
             self._retry_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

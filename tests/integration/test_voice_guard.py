@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -152,3 +152,60 @@ async def test_leftover_spool_from_a_crash_is_replayed_first_exactly_once(
     # jobs were enqueued for the replayed lines too (same transaction as the L1 write)
     jobs = await own_campaign.db.fetchval("SELECT count(*) FROM pgqueuer")
     assert jobs >= 1
+
+
+async def until(predicate: Callable[[], Awaitable[bool]], within_s: float) -> None:
+    """Poll ``predicate`` until it is true; TimeoutError after ``within_s`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within_s
+    while not await predicate():
+        if loop.time() > deadline:
+            raise TimeoutError(f"not true after {within_s} s")
+        await asyncio.sleep(0.05)
+
+
+async def test_the_last_utterance_is_flushed_on_time_without_another_add(
+    campaign: CampaignMemory, tmp_path: Path
+) -> None:
+    guard = await MemoryGuard.start(campaign, "Quiet table", tmp_path, batch_size=8, max_delay_s=0.5)
+    try:
+        started = asyncio.get_running_loop().time()
+        await guard.add(said(1))
+        assert await stored(campaign, guard.session.id) == []  # batched: waits for more or for max_delay_s
+
+        async def in_l1() -> bool:
+            return await stored(campaign, guard.session.id) == [(1, "line 1 about Eldrinax")]
+
+        await until(in_l1, within_s=2.0)
+        assert asyncio.get_running_loop().time() - started >= 0.5  # not before its time
+        assert guard.status().stored == 1
+    finally:
+        await guard.close()
+    assert guard._flush_task is not None and guard._flush_task.done()
+
+
+async def test_timed_flush_during_an_outage_goes_to_the_spool(
+    own_server: tuple[EmbeddedPostgres, str, Path], own_campaign: CampaignMemory
+) -> None:
+    server, _, data_dir = own_server
+    guard = await MemoryGuard.start(own_campaign, "Dark night", data_dir, batch_size=8, max_delay_s=0.3, backoff=FAST)
+    try:
+        await guard.add(said(1))
+        server.stop()
+
+        async def spooled() -> bool:
+            return guard.status().spooled == 1
+
+        await until(spooled, within_s=10.0)
+        assert [u.seq for u in Spool(guard.spool.path)] == [1] and guard.state == GuardState.degraded
+    finally:
+        await guard.close()
+        server.start()
+
+
+async def test_close_writes_what_still_waits_and_leaves_no_task(campaign: CampaignMemory, tmp_path: Path) -> None:
+    guard = await MemoryGuard.start(campaign, "Short night", tmp_path, batch_size=8, max_delay_s=60.0)
+    await guard.add(said(1))
+    await guard.close()
+    assert await stored(campaign, guard.session.id) == [(1, "line 1 about Eldrinax")]
+    assert guard._flush_task is not None and guard._flush_task.done()
