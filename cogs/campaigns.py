@@ -79,7 +79,8 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         dm = member_is_dm(interaction, campaign)
         visible = await mem.graph.count_entities(include_secret=dm)
         embed.add_field(name="Entities", value=str(visible))
-        embed.add_field(name="Facts", value=str(counts["facts"]))
+        if dm:  # the count includes secret facts, and there is no public-only count: players do not see it
+            embed.add_field(name="Facts", value=str(counts["facts"]))
         embed.add_field(name="Sessions", value=str(counts["sessions"]))
         embed.add_field(name="Utterances", value=str(counts["entries"]))
         if dm:

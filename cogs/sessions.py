@@ -14,7 +14,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.app import LorekeeperBot
-from bot.checks import UserError, active_campaign, dm_campaign, guild_id_of
+from bot.checks import UserError, active_campaign, dm_campaign, guild_id_of, member_is_dm
 from bot.voice import VoiceSession
 from memory.providers.stt import SpeechToText, WhisperSTT
 from memory.voice.guard import GuardState, SpoolPending
@@ -107,19 +107,22 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
         session = self.live.get(guild_id_of(interaction))
         if session is None:
             raise UserError(NO_SESSION)
-        _, mem = await active_campaign(interaction)
+        campaign, mem = await active_campaign(interaction)
         s = session.status()
-        try:
-            pending = str(await mem.review.count())
-        except Exception:  # the database may be the very thing that is down
-            pending = "?"
+        pending: str | None = None
+        if member_is_dm(interaction, campaign):  # what waits for review (secrets included) is the DM's business
+            try:
+                pending = str(await mem.review.count())
+            except Exception:  # the database may be the very thing that is down
+                pending = "?"
         state = "🟢 healthy" if s.guard.state == GuardState.healthy else "🟠 degraded (database unreachable)"
         speakers = ", ".join(f"{name} ({n})" for name, n in sorted(s.speakers.items())) or "nobody yet"
         embed = discord.Embed(title=f"Recording: {s.title}", colour=0xE74C3C)
         embed.add_field(name="Duration", value=duration(s.duration_s))
         embed.add_field(name="Utterances stored", value=str(s.guard.stored))
         embed.add_field(name="Spooled", value=str(s.guard.spooled))
-        embed.add_field(name="Pending facts", value=pending)
+        if pending is not None:
+            embed.add_field(name="Pending facts", value=pending)
         embed.add_field(name="Memory", value=state)
         embed.add_field(name="Voice", value="connected" if s.connected else "reconnecting…")
         embed.add_field(name="Speakers", value=speakers[:1024], inline=False)

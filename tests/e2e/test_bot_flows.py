@@ -109,6 +109,22 @@ async def test_campaign_create_list_switch_info_delete(
     assert [c.name for c in await memory.campaigns(guild.id).list()] == ["Frostmaw"]
 
 
+async def test_campaign_info_counts_for_players_leave_secrets_out(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    public = await ashes.graph.add_entity(EntityIn(name="Ironhold", type=EntityType.place))
+    secret = await ashes.graph.add_entity(EntityIn(name="Queen Mab", type=EntityType.npc, visibility=Visibility.secret))
+    dm_says = Provenance(source=Source.dm, dm_confirmed=True)
+    await ashes.graph.add_relationship(
+        RelationshipIn(source_id=secret.id, type="rules", target_id=public.id, provenance=dm_says)
+    )
+    as_dm = (await fake_discord.invoke("campaign info", user_id=dm)).texts()
+    assert "Entities: 2" in as_dm and "Facts: 1" in as_dm and "Awaiting review: 0" in as_dm
+    as_player = (await fake_discord.invoke("campaign info", user_id=player)).texts()
+    assert "Entities: 1" in as_player  # Queen Mab is secret
+    assert not any(t.startswith(("Facts", "Awaiting")) for t in as_player), as_player
+
+
 async def test_campaign_load_example_then_export(
     bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember
 ) -> None:

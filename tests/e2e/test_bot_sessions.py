@@ -9,10 +9,15 @@ tests/integration/test_voice_guard.py.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from bot.app import LorekeeperBot
+from bot.voice import SessionStatus
 from cogs.sessions import NO_SESSION, NOT_IN_VOICE
+from memory.models import EntityIn, EntityType, Provenance, ReviewStatus, Source
+from memory.voice.guard import GuardState, GuardStatus
 from tests.e2e.fake_discord import FakeDiscord, FakeMember
 from tests.e2e.test_bot_entities import bot, dm, guild, player  # noqa: F401  (shared fixtures)
 
@@ -43,3 +48,35 @@ async def test_status_and_stop_without_a_session(campaign, fake_discord: FakeDis
     assert status.ephemeral and status.texts() == [NO_SESSION]
     stop = await fake_discord.invoke("session stop", user_id=dm)
     assert stop.ephemeral and stop.texts() == [NO_SESSION]
+
+
+class RecordingStub:
+    """Stands in for a VoiceSession (the fake Discord has no voice): what /session status reads."""
+
+    def __init__(self, title: str) -> None:
+        self.guard = SimpleNamespace(session=SimpleNamespace(title=title))
+        self.title = title
+
+    def status(self) -> SessionStatus:
+        guard = GuardStatus(GuardState.healthy, stored=3, spooled=0)
+        return SessionStatus(self.title, 65.0, {"Ana": 3}, guard, decrypt_failures=0, connected=True)
+
+
+async def test_status_shows_pending_facts_only_to_the_dm(
+    campaign, bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    guild_id = next(iter(fake_discord.guilds))
+    mem = bot.memory.campaign((await bot.memory.campaigns(guild_id).active()).id)
+    unsure = Provenance(source=Source.inferred, confidence=0.4)
+    await mem.graph.add_entity(
+        EntityIn(name="Secret heir", type=EntityType.npc, status=ReviewStatus.pending, provenance=unsure)
+    )
+    bot.get_cog("Sessions").live[guild_id] = RecordingStub("Night one")
+    try:
+        as_dm = await fake_discord.invoke("session status", user_id=dm)
+        assert "Pending facts: 1" in as_dm.texts() and "Utterances stored: 3" in as_dm.texts()
+        as_player = await fake_discord.invoke("session status", user_id=player)
+        assert "Utterances stored: 3" in as_player.texts()
+        assert not any(t.startswith("Pending") for t in as_player.texts()), as_player.texts()
+    finally:
+        bot.get_cog("Sessions").live.clear()
