@@ -275,7 +275,9 @@ class VoiceSession:
     async def stop(self) -> Session:
         """Leave voice, transcribe what is still queued, store it, close the session (summary job)."""
         await self._shutdown()
-        return await self.guard.end(wait_s=5.0)
+        ended = await self.guard.end(wait_s=5.0)
+        await self.guard.close()  # ended: the flush timer stops now (on SpoolPending the retry must go on)
+        return ended
 
     async def _shutdown(self) -> None:
         self._stopping = True

@@ -6,6 +6,8 @@ glue from ``bot.voice``, everything after the PCM frames from ``memory.voice``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
 import logging
 
@@ -17,7 +19,7 @@ from bot.app import LorekeeperBot
 from bot.checks import UserError, active_campaign, dm_campaign, guild_id_of, member_is_dm
 from bot.voice import VoiceSession
 from memory.providers.stt import SpeechToText, WhisperSTT
-from memory.voice.guard import GuardState, SpoolPending
+from memory.voice.guard import GuardState, SpoolPending, recover_leftover_spools
 
 log = logging.getLogger("lorekeeper.bot")
 
@@ -37,6 +39,7 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
         self.bot = bot
         self.live: dict[int, VoiceSession] = {}  # guild id → its one recorded session
         self._stt: SpeechToText | None = None
+        self._recovery: asyncio.Task[None] | None = None
 
     @property
     def stt(self) -> SpeechToText:
@@ -46,12 +49,38 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
             stt = self._stt = WhisperSTT("auto")
         return stt
 
+    async def cog_load(self) -> None:
+        # in the background: the bot answers commands while a long outage's spools are being stored
+        self._recovery = asyncio.create_task(self._recover_spools(), name="recover-leftover-spools")
+
+    async def _recover_spools(self) -> None:
+        """Store what a crash or a stop during a database outage left in the spool folder, and end the
+        sessions that were asked to end then."""
+        try:
+            replayed, ended = await recover_leftover_spools(self.bot.memory, self.bot.settings.data_dir)
+        except Exception:
+            log.exception("recovering leftover spools failed; they stay on disk for the next start")
+            return
+        if replayed or ended:
+            log.warning("leftover spools: %d utterances stored, %d sessions ended", replayed, ended)
+
     async def cog_unload(self) -> None:
-        for session in list(self.live.values()):
+        if self._recovery is not None and not self._recovery.done():
+            self._recovery.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._recovery
+        # every session is stopped and its guard closed, even when another one fails
+        for guild_id, session in list(self.live.items()):
             try:
                 await session.stop()
             except SpoolPending as exc:
                 log.warning("session %s: %s", session.guard.session.id, exc)
+            except Exception:
+                log.exception("stopping the session of guild %s failed", guild_id)
+            try:
+                await session.guard.close()  # no flush timer or retry task is left pending
+            except Exception:
+                log.exception("closing the memory guard of guild %s failed", guild_id)
         self.live.clear()
 
     @app_commands.command(description="Join your voice channel and record the session (DM only)")
@@ -61,6 +90,9 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
     ) -> None:
         campaign, mem = await dm_campaign(interaction)
         guild_id = guild_id_of(interaction)
+        if self._recovery is not None and not self._recovery.done():
+            # a resumed session's spool could be replayed by both at once
+            raise UserError("Still storing what was said during an earlier database outage; try again shortly.")
         if guild_id in self.live:
             raise UserError(f"Already recording **{self.live[guild_id].guard.session.title}**: /session stop first.")
         voice_state = getattr(interaction.user, "voice", None)

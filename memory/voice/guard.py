@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from memory.models import Session
 from memory.recorder import SessionRecorder, Utterance
-from memory.store import CampaignMemory
+from memory.store import CampaignMemory, Memory
 from memory.voice.backoff import Backoff
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,8 @@ REPLAY_BATCH = 200
 DB_RETRY = Backoff(initial=1.0, maximum=30.0, tries=None)
 
 _SPOOL_NAME = re.compile(r"^(?P<campaign>\d+)-(?P<session>\d+)\.jsonl$")
+#: Beside a spool: the session was asked to end while the database was away (so a restart ends it too).
+_END_NAME = re.compile(r"^(?P<campaign>\d+)-(?P<session>\d+)\.end$")
 
 
 class GuardState(StrEnum):
@@ -77,6 +79,10 @@ def spool_dir(data_dir: Path) -> Path:
 
 def spool_path(data_dir: Path, campaign_id: int, session_id: int) -> Path:
     return spool_dir(data_dir) / f"{campaign_id}-{session_id}.jsonl"
+
+
+def end_marker_path(data_dir: Path, campaign_id: int, session_id: int) -> Path:
+    return spool_dir(data_dir) / f"{campaign_id}-{session_id}.end"
 
 
 class Spool:
@@ -160,6 +166,7 @@ class MemoryGuard:
         recorder.batch_size = 1 << 62
         recorder.max_delay_s = float("inf")
         self.spool = Spool(spool_path(data_dir, recorder.mem.campaign_id, recorder.session.id))
+        self.end_marker = end_marker_path(data_dir, recorder.mem.campaign_id, recorder.session.id)
         self.batch_size = batch_size
         self.max_delay_s = max_delay_s
         self.backoff = backoff
@@ -347,6 +354,9 @@ class MemoryGuard:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._healthy.wait(), wait_s)
             if not self._healthy.is_set():
+                # remembered on disk: if the process stops before the database is back, the next start ends it
+                self.end_marker.parent.mkdir(parents=True, exist_ok=True)
+                self.end_marker.touch()
                 raise SpoolPending(
                     f"the database is unavailable: {self._spooled} utterances are safe in {self.spool.path} "
                     "and will be stored (and the session closed) as soon as it is back"
@@ -356,6 +366,8 @@ class MemoryGuard:
     async def _end_now(self) -> Session:
         async with self._write_lock:
             self._ended = await self.recorder.end()
+        with contextlib.suppress(FileNotFoundError):
+            self.end_marker.unlink()
         return self._ended
 
     async def close(self) -> None:
@@ -406,3 +418,64 @@ async def replay_leftover_spools(mem: CampaignMemory, data_dir: Path) -> int:
         new += recorder.written
         spool.remove()
     return new
+
+
+async def end_marked_sessions(mem: CampaignMemory, data_dir: Path) -> int:
+    """End this campaign's sessions that were asked to end while the database was away (their spools must have
+    been replayed first: a session whose spool is still there is left alone). Returns how many were ended."""
+    folder = spool_dir(data_dir)
+    if not folder.is_dir():
+        return 0
+    ended = 0
+    for path in sorted(folder.iterdir()):
+        match = _END_NAME.match(path.name)
+        if match is None or int(match["campaign"]) != mem.campaign_id:
+            continue
+        session_id = int(match["session"])
+        if spool_path(data_dir, mem.campaign_id, session_id).exists():
+            continue
+        session = await mem.log.session(session_id)
+        if session.ended_at is None:
+            await SessionRecorder(mem, session, batch_size=1 << 62, max_delay_s=float("inf")).end()
+            log.warning("ended session %s (%s), whose end was asked while the database was away", session_id, path)
+            ended += 1
+        path.unlink(missing_ok=True)
+    return ended
+
+
+async def recover_leftover_spools(memory: Memory, data_dir: Path, *, backoff: Backoff = DB_RETRY) -> tuple[int, int]:
+    """At process start: replay the leftover spools of every campaign, then end the sessions that were asked to
+    end. Database errors are retried with ``backoff`` (replays are idempotent); any other error is logged for
+    its campaign, whose files stay for the next start. Returns (utterances new to L1, sessions ended)."""
+    delays = backoff.delays()
+    tries = 0
+    while True:
+        tries += 1
+        try:
+            return await _recover_once(memory, data_dir)
+        except DATABASE_ERRORS as exc:
+            wait = next(delays, None)
+            if wait is None:
+                raise
+            log.info("leftover spools: database unavailable (try %d: %s); next try in %.1f s", tries, exc, wait)
+            await asyncio.sleep(wait)
+
+
+async def _recover_once(memory: Memory, data_dir: Path) -> tuple[int, int]:
+    folder = spool_dir(data_dir)
+    if not folder.is_dir():
+        return 0, 0
+    campaign_ids = sorted(
+        {int(m["campaign"]) for p in folder.iterdir() if (m := _SPOOL_NAME.match(p.name) or _END_NAME.match(p.name))}
+    )
+    replayed = ended = 0
+    for campaign_id in campaign_ids:
+        mem = memory.campaign(campaign_id)
+        try:
+            replayed += await replay_leftover_spools(mem, data_dir)
+            ended += await end_marked_sessions(mem, data_dir)
+        except DATABASE_ERRORS:
+            raise
+        except Exception:
+            log.exception("leftover spools of campaign %s could not be recovered; they stay in %s", campaign_id, folder)
+    return replayed, ended

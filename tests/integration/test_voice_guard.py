@@ -116,6 +116,7 @@ async def test_stop_during_outage_keeps_the_spool_and_closes_the_session_when_ba
     await guard.add(said(2))
     with pytest.raises(SpoolPending):
         await guard.end()
+    assert guard.end_marker.exists()  # a restart before the database is back still ends the session
     server.start()
     await asyncio.wait_for(guard.wait_healthy(), RECOVERY_TIMEOUT)
     assert guard._retry_task is not None
@@ -123,6 +124,8 @@ async def test_stop_during_outage_keeps_the_spool_and_closes_the_session_when_ba
     assert [s for s, _ in await stored(own_campaign, guard.session.id)] == [1, 2]
     session = await own_campaign.log.session(guard.session.id)
     assert session.ended_at is not None
+    assert not guard.end_marker.exists()
+    await guard.close()
 
 
 async def test_leftover_spool_from_a_crash_is_replayed_first_exactly_once(
