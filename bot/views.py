@@ -3,6 +3,8 @@ short-lived views (a paginator and a confirm/cancel prompt)."""
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
@@ -10,7 +12,9 @@ import discord
 from discord import app_commands
 from rapidfuzz import fuzz, process
 
-from bot.checks import describe_interaction, reply_error
+from bot.checks import UserError, describe_interaction, reply_error
+
+log = logging.getLogger("lorekeeper.bot")
 
 # Discord's limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits)
 MAX_CHOICES, MAX_CHOICE_NAME = 25, 100
@@ -38,12 +42,44 @@ def name_choices(names: Iterable[str], current: str) -> list[app_commands.Choice
     return [app_commands.Choice(name=n, value=n) for n in ranked if len(n) <= MAX_CHOICE_NAME][:MAX_CHOICES]
 
 
-class OwnedView(discord.ui.View):
-    """A view only the member who ran the command may use; errors go to the same reply as commands'."""
+AutocompleteCallback = Callable[[discord.Interaction, str], Awaitable[list[app_commands.Choice[str]]]]
 
-    def __init__(self, owner_id: int, *, timeout: float = 300) -> None:
-        super().__init__(timeout=timeout)
-        self.owner_id = owner_id
+
+def safe_autocomplete(callback: AutocompleteCallback) -> AutocompleteCallback:
+    """An autocomplete that answers ``[]`` when it fails (logged) instead of leaving Discord without an answer
+    (the user would see "Loading options failed")."""
+
+    @functools.wraps(callback)
+    async def wrapper(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        try:
+            return await callback(interaction, current)
+        except UserError:  # no campaign yet, not in a server: nothing to offer, nothing to log
+            return []
+        except Exception:
+            log.exception("autocomplete %s failed (guild %s)", callback.__name__, interaction.guild_id)
+            return []
+
+    return wrapper
+
+
+class OwnedView(discord.ui.View):
+    """A view only the member who ran ``interaction`` may use; errors go to the same reply as commands'.
+
+    When it times out, its buttons are removed from the message it was sent with (the reply to ``interaction``),
+    so nobody can press a button that would no longer be answered."""
+
+    timeout_s: float = 300
+
+    def __init__(self, interaction: discord.Interaction) -> None:
+        super().__init__(timeout=self.timeout_s)
+        self.owner_id = interaction.user.id
+        self.origin = interaction
+
+    async def on_timeout(self) -> None:
+        try:
+            await self.origin.edit_original_response(view=None)
+        except discord.HTTPException as exc:  # the reply was deleted, or its token expired
+            log.info("could not remove the timed-out buttons of %s: %s", describe_interaction(self.origin), exc)
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
         if interaction.user.id != self.owner_id:
@@ -58,8 +94,8 @@ class OwnedView(discord.ui.View):
 class Paginator(OwnedView):
     """Pages of an embed with Prev/Next buttons; shown without buttons when there is one page."""
 
-    def __init__(self, owner_id: int, pages: Sequence[discord.Embed]) -> None:
-        super().__init__(owner_id)
+    def __init__(self, interaction: discord.Interaction, pages: Sequence[discord.Embed]) -> None:
+        super().__init__(interaction)
         self.pages = list(pages)
         self.index = 0
         for n, page in enumerate(self.pages):
@@ -147,8 +183,10 @@ def add_field_within(
 class Confirm(OwnedView):
     """Confirm/Cancel for destructive commands; ``action`` runs on Confirm and returns the final message."""
 
-    def __init__(self, owner_id: int, action: Callable[[], Awaitable[str]]) -> None:
-        super().__init__(owner_id, timeout=120)
+    timeout_s = 120
+
+    def __init__(self, interaction: discord.Interaction, action: Callable[[], Awaitable[str]]) -> None:
+        super().__init__(interaction)
         self.action = action
 
     @discord.ui.button(label="Confirm", style=discord.ButtonStyle.danger)

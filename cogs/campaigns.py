@@ -11,7 +11,7 @@ from discord.ext import commands
 
 from bot.app import LorekeeperBot
 from bot.checks import UserError, active_campaign, bot_of, dm_campaign, guild_id_of, member_is_dm, require_dm
-from bot.views import Confirm, clip, name_choices
+from bot.views import Confirm, clip, name_choices, safe_autocomplete
 from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaign_file
 from campaigns.load import apply_campaign_file, export_campaign_file
 from campaigns.schema import CampaignHeader
@@ -27,6 +27,7 @@ def campaigns_of(interaction: discord.Interaction) -> Campaigns:
     return bot_of(interaction).memory.campaigns(guild_id_of(interaction))
 
 
+@safe_autocomplete
 async def campaign_names(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
     return name_choices([c.name for c in await campaigns_of(interaction).list()], current)
 
@@ -102,7 +103,7 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         await interaction.response.send_message(
             f"Delete **{target.name}** with {counts['sessions']} sessions, {counts['entries']} utterances and "
             f"{counts['entities']} entities? This cannot be undone.",
-            view=Confirm(interaction.user.id, delete),
+            view=Confirm(interaction, delete),
             ephemeral=True,
         )
 

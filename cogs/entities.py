@@ -11,7 +11,16 @@ from rapidfuzz import process
 
 from bot.app import LorekeeperBot
 from bot.checks import UserError, active_campaign, dm_campaign, member_is_dm
-from bot.views import MAX_TITLE, Confirm, Paginator, add_field_within, clip, name_choices, paged_embeds
+from bot.views import (
+    MAX_TITLE,
+    Confirm,
+    Paginator,
+    add_field_within,
+    clip,
+    name_choices,
+    paged_embeds,
+    safe_autocomplete,
+)
 from memory.errors import NotFoundError
 from memory.models import (
     Entity,
@@ -83,12 +92,10 @@ def entity_embed(entity: Entity, *, relationships: list[str], last_mention: dict
     return embed
 
 
+@safe_autocomplete
 async def entity_names(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
     """Names and aliases of the active campaign; secret and pending ones only for the DM."""
-    try:
-        campaign, mem = await active_campaign(interaction)
-    except UserError:
-        return []
+    campaign, mem = await active_campaign(interaction)
     names = await mem.graph.all_names(include_secret=member_is_dm(interaction, campaign))
     return name_choices(names, current)
 
@@ -147,7 +154,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             for e in entities
         ]
         title = f"{campaign.name}: {len(entities)} {type.value if type else 'entities'}"
-        view = Paginator(interaction.user.id, paged_embeds(title, lines))
+        view = Paginator(interaction, paged_embeds(title, lines))
         if view.needed:
             await interaction.response.send_message(embed=view.pages[0], view=view, ephemeral=True)
         else:
@@ -210,7 +217,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         await interaction.response.send_message(
             f"Remove **{entity.name}** ({entity.type.value}) and its {len(facts)} relationships? "
             "This cannot be undone.",
-            view=Confirm(interaction.user.id, delete),
+            view=Confirm(interaction, delete),
             ephemeral=True,
         )
 

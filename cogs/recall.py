@@ -12,7 +12,7 @@ from discord.ext import commands
 
 from bot.app import LorekeeperBot
 from bot.checks import UserError, active_campaign, member_is_dm
-from bot.views import MAX_FIELD_VALUE, clip, name_choices
+from bot.views import MAX_FIELD_VALUE, clip, name_choices, safe_autocomplete
 from memory import recall as recall_core
 from memory.models import Visibility
 from memory.recall import RecallHit
@@ -33,11 +33,9 @@ def cite(hit: RecallHit) -> str:
     return f"“{clip(hit.text, 400)}”\n— **{who}**, {hit.session or f'session {hit.session_id}'}{when}"
 
 
+@safe_autocomplete
 async def session_titles(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-    try:
-        _, mem = await active_campaign(interaction)
-    except UserError:
-        return []
+    _, mem = await active_campaign(interaction)
     return name_choices([s.title for s in await mem.log.sessions()], current)
 
 

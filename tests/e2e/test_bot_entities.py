@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+from collections.abc import Callable
 from pathlib import Path
 
 import discord
@@ -304,3 +306,43 @@ async def test_list_pages_fill_to_the_limit_and_lose_no_entry(world, fake_discor
     shown = [line.split("**")[1] for line in lines if line.startswith("**A")]
     assert shown == names  # every entry once, in order, none cut at a page break
     assert all(line.endswith("…") for line in lines if line.startswith("**A"))  # description clipped to 80
+
+
+async def until_true(predicate: Callable[[], bool], within_s: float) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within_s
+    while not predicate():
+        assert loop.time() < deadline, f"not true after {within_s} s"
+        await asyncio.sleep(0.05)
+
+
+async def test_timed_out_buttons_are_removed(world, fake_discord: FakeDiscord, dm: FakeMember, monkeypatch) -> None:
+    import bot.views as views
+
+    monkeypatch.setattr(views.Confirm, "timeout_s", 1.0)
+    monkeypatch.setattr(views.Paginator, "timeout_s", 1.0)
+    for n in range(60):
+        await world.graph.add_entity(EntityIn(name=f"Kobold {n:02d}", type=EntityType.npc, description="yip " * 30))
+    asked = await fake_discord.invoke("entity remove", {"name": "Ironhold"}, user_id=dm)
+    assert asked.original["components"]  # (the fake edits this very dict when the message is edited)
+    listed = await fake_discord.invoke("entity list", {}, user_id=dm)
+    assert listed.original["components"]
+    for record in (asked, listed):
+        message_id = int(record.original["id"])
+        await until_true(lambda m=message_id: fake_discord.messages[m]["components"] == [], within_s=5.0)
+    assert "Remove **Ironhold**" in fake_discord.messages[int(asked.original["id"])]["content"]  # text kept
+    assert await world.graph.find_entity("Ironhold") is not None
+    assert fake_discord.rejected == [] and fake_discord.client_errors == []
+
+
+async def test_failing_autocomplete_answers_empty(world, fake_discord: FakeDiscord, dm: FakeMember, monkeypatch):
+    from memory.graph import KnowledgeGraph
+    from memory.session_log import SessionLog
+
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("database hiccup")
+
+    monkeypatch.setattr(KnowledgeGraph, "all_names", broken)
+    monkeypatch.setattr(SessionLog, "sessions", broken)
+    assert await fake_discord.autocomplete("entity show", {"name": "eld"}, focused="name", user_id=dm) == []
+    assert await fake_discord.autocomplete("recap", {"session": "n"}, focused="session", user_id=dm) == []
