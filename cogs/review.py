@@ -38,6 +38,8 @@ log = logging.getLogger("lorekeeper.review")
 
 #: Items shown per /review; the rest wait for the next one (five messages keep the channel readable).
 PAGE = 5
+#: Items posted to the review channel per poll (Discord rate-limits bursts; the rest follow next time).
+POST_BATCH = 10
 POSTED_UNTIL_KEY = "review_posted_until"
 COLOURS = {ReviewStatus.pending: 0xF1C40F, ReviewStatus.accepted: 0x2ECC71, ReviewStatus.rejected: 0xE74C3C}
 
@@ -311,7 +313,8 @@ class Review(commands.Cog):
         mem: CampaignMemory = self.bot.memory.campaign(campaign.id)
         since = campaign.settings.get(POSTED_UNTIL_KEY)
         cutoff = datetime.fromisoformat(since) if since else None
-        fresh = [i for i in await mem.review.pending(limit=100) if cutoff is None or i.created_at > cutoff]
+        # newer than the last post, in the database: a backlog of older undecided items must not hide them
+        fresh = await mem.review.pending(limit=POST_BATCH, since=cutoff)
         for item in fresh:
             await channel.send(embed=item_embed(item), view=item_view(campaign.id, item.ref))
         if fresh:

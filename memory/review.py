@@ -6,6 +6,7 @@ Only the DM decides here; nothing said at the table can move an item out of the 
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 from memory.db import transaction
@@ -28,8 +29,8 @@ class ReviewQueue:
     def __init__(self, graph: KnowledgeGraph) -> None:
         self.graph = graph
 
-    async def pending(self, *, limit: int = 25, offset: int = 0) -> list[ReviewItem]:
-        """Pending entities and facts, oldest first."""
+    async def pending(self, *, limit: int = 25, offset: int = 0, since: datetime | None = None) -> list[ReviewItem]:
+        """Pending entities and facts, oldest first (only those that arrived after ``since`` when given)."""
         g = self.graph
         rows = await g.db.fetch(
             """
@@ -37,11 +38,13 @@ class ReviewQueue:
                 SELECT 'entity' AS kind, id, created_at FROM entities WHERE campaign_id = $1 AND status = 'pending'
                 UNION ALL
                 SELECT 'fact', id, created_at FROM relationships WHERE campaign_id = $1 AND status = 'pending'
-            ) q ORDER BY created_at, kind, id LIMIT $2 OFFSET $3
+            ) q WHERE $4::timestamptz IS NULL OR created_at > $4
+            ORDER BY created_at, kind, id LIMIT $2 OFFSET $3
             """,
             g.campaign_id,
             limit,
             offset,
+            since,
         )
         return [await self._item(ReviewKind(r["kind"]), r["id"]) for r in rows]
 

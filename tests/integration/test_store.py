@@ -419,3 +419,15 @@ async def test_creating_an_active_campaign_switches_to_it(memory: Memory) -> Non
     second = await guild.create("Second", activate=True)
     assert second.active and (await guild.active()).name == "Second"  # type: ignore[union-attr]
     assert [c.name for c in await guild.list() if c.active] == ["Second"]
+
+
+async def test_pending_since_a_time_is_not_hidden_by_an_older_backlog(campaign: CampaignMemory) -> None:
+    g = campaign.graph
+    guess = Provenance(source=Source.inferred, confidence=0.3)
+    for i in range(30):
+        await g.add_entity(
+            EntityIn(name=f"Old {i}", type=EntityType.npc, status=ReviewStatus.pending, provenance=guess)
+        )
+    cutoff = (await campaign.review.pending(limit=100))[-1].created_at
+    late = await g.add_entity(EntityIn(name="Late", type=EntityType.npc, status=ReviewStatus.pending, provenance=guess))
+    assert [i.id for i in await campaign.review.pending(limit=5, since=cutoff)] == [late.id]
