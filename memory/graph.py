@@ -423,22 +423,25 @@ class KnowledgeGraph:
             await self.close_contradicted(existing["id"])
             return await self.get_relationship(existing["id"]), True
         try:
-            rel_id = await self.db.fetchval(
-                """
+            async with transaction(self.db) as conn:  # a savepoint: a lost race must not abort the caller's work
+                rel_id = await conn.fetchval(
+                    """
                 INSERT INTO relationships (campaign_id, source_id, type, target_id, value, attributes, visibility,
                                            status, provenance)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id
                 """,
-                self.campaign_id,
-                rel.source_id,
-                rel.type,
-                rel.target_id,
-                rel.value,
-                rel.attributes,
-                rel.visibility,
-                status,
-                rel.provenance.model_dump(mode="json"),
-            )
+                    self.campaign_id,
+                    rel.source_id,
+                    rel.type,
+                    rel.target_id,
+                    rel.value,
+                    rel.attributes,
+                    rel.visibility,
+                    status,
+                    rel.provenance.model_dump(mode="json"),
+                )
+        except asyncpg.UniqueViolationError:
+            return await self.ensure_relationship(rel)  # someone stored the same fact a moment ago: use theirs
         except asyncpg.ForeignKeyViolationError:
             raise NotFoundError("the relationship names an entity that is not in this campaign") from None
         except asyncpg.CheckViolationError:

@@ -431,3 +431,13 @@ async def test_pending_since_a_time_is_not_hidden_by_an_older_backlog(campaign: 
     cutoff = (await campaign.review.pending(limit=100))[-1].created_at
     late = await g.add_entity(EntityIn(name="Late", type=EntityType.npc, status=ReviewStatus.pending, provenance=guess))
     assert [i.id for i in await campaign.review.pending(limit=5, since=cutoff)] == [late.id]
+
+
+async def test_concurrent_writers_of_the_same_fact_store_one_copy(pool, campaign: CampaignMemory) -> None:
+    g = campaign.graph
+    a = await g.add_entity(EntityIn(name="Alice", type=EntityType.npc))
+    b = await g.add_entity(EntityIn(name="Bob", type=EntityType.npc))
+    fact = RelationshipIn(source_id=a.id, type="ally_of", target_id=b.id)
+    results = await asyncio.gather(*(g.ensure_relationship(fact) for _ in range(8)))
+    assert len({r.id for r, _ in results}) == 1 and sum(created for _, created in results) == 1
+    assert await pool.fetchval("SELECT count(*) FROM relationships") == 1
