@@ -180,6 +180,20 @@ async def _set_progress(db: Executor, mem: CampaignMemory, session_id: int, step
     )
 
 
+async def rewind_progress(db: Executor, campaign_id: int, session_id: int, step: str, seq: int) -> None:
+    """Make ``step`` process the session again from line ``seq`` on (if it had got past it)."""
+    await db.execute(
+        """
+        UPDATE ingest_progress SET last_seq = $4 - 1, updated_at = now()
+        WHERE campaign_id = $1 AND session_id = $2 AND step = $3 AND last_seq >= $4
+        """,
+        campaign_id,
+        session_id,
+        step,
+        seq,
+    )
+
+
 async def _gazetteer(mem: CampaignMemory) -> Gazetteer:
     entities = await mem.graph.list_entities(status=None)
     return Gazetteer(e for e in entities if e.status != ReviewStatus.rejected)

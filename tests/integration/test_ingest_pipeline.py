@@ -212,3 +212,19 @@ async def test_embedding_cache_hit_on_re_embed(pool: asyncpg.Pool, embedder: Min
     other_model = jobs.EmbedStats()
     await jobs.embed_cached(pool, embedder, "another-model", texts[:1], other_model)
     assert other_model.computed == 1  # the cache is keyed by model too
+
+
+async def test_a_line_arriving_late_is_still_extracted(
+    memory: Memory, crown: CampaignMemory, embedder: MiniLMEmbedder
+) -> None:
+    rec = await SessionRecorder.start(crown, "Late lines")
+    await rec.add_many(
+        [Utterance(speaker="DM", text="We begin.", seq=1), Utterance(speaker="DM", text="The end.", seq=3)]
+    )
+    await rec.flush()
+    await run_jobs(memory, embedder)
+    # line 2 was skipped as unreadable and is imported again, fixed
+    await rec.add(Utterance(speaker="DM", text="Eldrinax lives in Ironhold.", seq=2))
+    await rec.flush()
+    await run_jobs(memory, embedder)
+    assert "Eldrinax —lives_in→ Ironhold" in [i.describe() for i in await crown.review.pending(limit=100)]
