@@ -233,12 +233,7 @@ async def chunk_session(ctx: JobContext, campaign_id: int, session_id: int, *, s
         written += len(chunks)
     # Windows move when a line arrives late (a fixed line re-imported): chunks of windows that no longer exist
     # would show their lines twice in recall.
-    await mem.db.execute(
-        "DELETE FROM chunks WHERE campaign_id = $1 AND session_id = $2 AND NOT key = ANY($3::text[])",
-        campaign_id,
-        session_id,
-        [w.key for w in wins],
-    )
+    await mem.semantic.keep_only(session_id, [w.key for w in wins])
     ctx.chunks_written += written
     return written
 

@@ -81,9 +81,13 @@ class SemanticIndex:
         )
         return [_chunk(r) for r in rows]
 
-    async def delete_session(self, session_id: int) -> int:
+    async def keep_only(self, session_id: int, keys: Sequence[str]) -> int:
+        """Delete the session's chunks whose key is not in ``keys``; returns how many went."""
         status = await self.db.execute(
-            "DELETE FROM chunks WHERE campaign_id = $1 AND session_id = $2", self.campaign_id, session_id
+            "DELETE FROM chunks WHERE campaign_id = $1 AND session_id = $2 AND NOT key = ANY($3::text[])",
+            self.campaign_id,
+            session_id,
+            list(keys),
         )
         return int(status.split()[-1])
 
