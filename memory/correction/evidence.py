@@ -74,6 +74,13 @@ class MatchSettings:
     phrase_edge_penalty: float = 0.08
     #: Longest span, in words, tried against a name (mishearings split a name into several words).
     max_window_words: int = 7
+    #: Sound path: a span pronounced (CMUdict / eSpeak NG phones) exactly like a name of at least
+    #: ``sound_min_phones`` phones, or one phone off a name of at least ``sound_one_edit_phones``, is the
+    #: name. Shorter names sound like ordinary words too often ("not" / Nott, "gonna" / Gonah).
+    sound_min_phones: int = 5
+    sound_one_edit_phones: int = 8
+    #: The span needs a word at most this common: "and then the" is never a name.
+    sound_max_zipf: float = 5.0
 
 
 _PLAIN = re.compile(r"[a-z]+(?:'[a-z]+)*")
@@ -112,7 +119,7 @@ def required_score(ev: Evidence, settings: MatchSettings) -> float | None:
         return None  # only words of the name itself were heard: a partial mention, not a mishearing
     zipfs = [word_zipf(w) for w in ev.words]
     if len(ev.words) == 1:
-        if zipfs[0] >= settings.function_zipf or _derived(ev.words[0], ev.name_part):
+        if zipfs[0] >= settings.function_zipf or derived(ev.words[0], ev.name_part):
             return None  # "and" / Wand even when doubted; "tinkered" next to the name "Tinker"
         if ev.doubtful:
             return max(base, settings.doubtful_word_threshold)
@@ -162,7 +169,7 @@ def phrase_required(heard: tuple[str, ...], name_part: str, settings: MatchSetti
     return needed
 
 
-def _derived(word: str, name: str) -> bool:
+def derived(word: str, name: str) -> bool:
     """An inflection or compound of the name ("tinkered" / Tinker, "relock" / Lock) is a word of its own."""
     short, long = sorted((word, name), key=len)
     if len(short) < 3:

@@ -1,9 +1,9 @@
 """The prepared per-campaign index of entity names: built once when the entities change, read per utterance.
 
-Every name and alias becomes a :class:`NameForm` keyed three ways: by its space-free normal form (exact
-mentions are left alone), by its Double Metaphone codes (homophones) and by the one-deletion neighbourhood
-of those codes (near-homophones). Lookups are dictionary hits, so the cost per utterance hardly grows with
-the entity count.
+Every name and alias becomes a :class:`NameForm` keyed four ways: by its space-free normal form (exact
+mentions are left alone), by its Double Metaphone codes (homophones), by the one-deletion neighbourhood of
+those codes (near-homophones) and by the halves of its pronunciation (names a phone or so from what was
+said). Lookups are dictionary hits, so the cost per utterance hardly grows with the entity count.
 """
 
 from __future__ import annotations
@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field
 
 from memory.correction.phonetics import MIN_FUZZY_CODE, codes, deletions
+from memory.correction.pronounce import phrase_phones
 from memory.correction.text import normalize
 
 _MEMO_SIZE = 65536
+#: Names shorter than this many phones are not indexed by sound: too many words sound like them.
+MIN_SOUND_PHONES = 4
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -45,6 +48,7 @@ class NameForm:
     codes: tuple[str, ...]
     primary: bool = True  # the entity's own name, not an alias
     mentions: int = 0  # the entity's mention count (see ``EntityName.mentions``)
+    phones: str = ""  # the pronunciation (see ``pronounce``); "" when it cannot be pronounced
 
 
 class PhoneticIndex:
@@ -54,11 +58,19 @@ class PhoneticIndex:
         self.forms = forms
         # Exact mentions are compared without spaces: "quad roads" is the name "Quadroads" spaced differently.
         self.exact_spaceless: set[str] = set()
+        self.spaceless_prefixes: set[str] = set()  # where a heard run of words may still become a name
         self.by_code: dict[str, list[NameForm]] = defaultdict(list)
         self.by_deletion: dict[str, list[NameForm]] = defaultdict(list)
         self.by_length: dict[int, list[NameForm]] = defaultdict(list)
+        # Pronunciations by length and by each half: a pronunciation one phone edit away from a name keeps one
+        # half of the name intact at its start or its end (the edit falls in the other half).
+        self.by_halves: dict[tuple[int, str, bool], list[NameForm]] = defaultdict(list)
         for form in forms:
+            if (size := len(form.phones)) >= MIN_SOUND_PHONES:
+                self.by_halves[size, form.phones[: size // 2], True].append(form)
+                self.by_halves[size, form.phones[size // 2 :], False].append(form)
             self.exact_spaceless.add(form.spaceless)
+            self.spaceless_prefixes.update(form.spaceless[:n] for n in range(1, len(form.spaceless)))
             self.by_length[len(form.spaceless)].append(form)
             for code in form.codes:
                 self.by_code[code].append(form)
@@ -67,6 +79,7 @@ class PhoneticIndex:
                         self.by_deletion[variant].append(form)
         self.max_name_words = max((len(f.words) for f in forms), default=0)
         self.max_spaceless = max((len(f.spaceless) for f in forms), default=0)
+        self.max_phones = max((len(f.phones) for f in forms), default=0)
         self.min_spaceless = min((len(f.spaceless) for f in forms), default=0)
         self._near_memo: dict[str, frozenset[NameForm]] = {}
         # One lookup per deleted sound instead of two.
@@ -102,6 +115,7 @@ class PhoneticIndex:
                     codes=codes(spaceless),
                     primary=i == 0,
                     mentions=entity.mentions,
+                    phones=phrase_phones(norm.split()),
                 )
                 (aliases if i else canonical).append(form)
         return cls(canonical + aliases)
@@ -120,6 +134,20 @@ class PhoneticIndex:
             if near_too and len(code) >= MIN_FUZZY_CODE:
                 near.update(self._near(code))
         return same, near - same
+
+    def sound_candidates(self, phones: str) -> set[NameForm]:
+        """Forms that may be pronounced within one phone edit of ``phones`` (a superset: verify)."""
+        halves = self.by_halves
+        lists = [
+            listed
+            for size in (len(phones) - 1, len(phones), len(phones) + 1)
+            for listed in (
+                halves.get((size, phones[: size // 2], True)),
+                halves.get((size, phones[size // 2 - size :], False)),
+            )
+            if listed
+        ]
+        return {form for listed in lists for form in listed} if lists else set()
 
     def _near(self, code: str) -> frozenset[NameForm]:
         """Forms one code edit away, memoised: a long code has dozens of neighbours to look up, and a session

@@ -16,13 +16,15 @@ from memory.correction.evidence import (
     Evidence,
     MatchKind,
     MatchSettings,
+    derived,
     phrase_required,
     required_score,
     word_zipf,
 )
 from memory.correction.index import NameForm, PhoneticIndex
 from memory.correction.phonetics import codes
-from memory.correction.text import Token, tokenize
+from memory.correction.pronounce import phrase_phones, warm, word_phones
+from memory.correction.text import Token, normalize, tokenize
 from memory.models import Correction
 
 # Windows may only join words separated by spaces or hyphens: a comma or full stop ends a name.
@@ -34,6 +36,8 @@ _MIN_RESPACED_LETTERS = 6
 _FUZZY_MEMO_SIZE = 16384
 # A phrase shorter than this cannot sound like a name of ``phrase_min_name`` letters at 2:3 in length.
 _MIN_PHRASE_LETTERS = 4
+# A name matched by sound ranks below one matched by letters at the same score (letters are the stronger proof).
+_SOUND_RANK_GAP = 0.01
 # Rank added per extra word when overlapping windows compete.
 _LENGTH_BONUS = 0.01
 
@@ -196,6 +200,7 @@ class PhoneticMatcher:
         self._fuzzy_memo: dict[str, list[tuple[NameForm, float]]] = {}
         self._by_spaceless = {f.spaceless: f for f in reversed(index.forms)}  # an entity's own name wins
         word_zipf("the")  # loads the word frequency table now, not during the first utterance
+        warm()  # and the pronunciations
 
     def correct(self, text: str, confidences: Sequence[float | None] | None = None) -> Stage1Result:
         """Corrections for ``text``; ``confidences`` are per token of :func:`tokenize` (None: unknown)."""
@@ -211,6 +216,12 @@ class PhoneticMatcher:
         zipfs = [word_zipf(t.word) for t in tokens]
         uncommon = [z < self.settings.common_zipf for z in zipfs]
         longest = self.index.max_spaceless * _MAX_LENGTH_RATIO
+        # Pronunciations: words before a window's last are heard whole ("hunter's" of "Hunter's Mark"), the
+        # last without a possessive ending, which stays outside the name ("elder nacks's" -> "Eldrinax's").
+        said = [word_phones(t.norm) for t in tokens]
+        whole = [word_phones(t.word) if t.base_end != t.end else p for t, p in zip(tokens, said, strict=True)]
+        max_zipf, max_words = self.settings.sound_max_zipf, self.settings.phrase_max_words
+        fewest, most = self.settings.sound_min_phones, self.index.max_phones + 1
         candidates: list[_Candidate] = list(respaced)
         near_misses: list[tuple[int, int]] = []
         for first in range(len(tokens)):
@@ -221,6 +232,8 @@ class PhoneticMatcher:
             conf_n = 0
             rare = False
             least_common = 99.0
+            said_before = ""
+            sayable = True
             for last in range(first, min(len(tokens), first + self.settings.max_window_words)):
                 if last > first and (number[last] or not joinable[last - 1]):
                     break
@@ -239,18 +252,34 @@ class PhoneticMatcher:
                 )
                 # One doubtful word does not make its neighbours doubtful: the span as a whole must be.
                 doubtful = conf_n > 0 and conf_sum / conf_n < self.settings.low_confidence
-                window = tokens[first : last + 1]
+                sayable = sayable and bool(said[last])
+                phones = said_before + said[last]
+                said_before += whole[last]
                 if exact[last] and (last == first or exact[last - 1]) and all(exact[first : last + 1]):
                     continue  # exact mentions only: nothing misheard here
-                if length < 3 or not (doubtful or rare or phrase or self._homophone_exists(window)):
+                # Spelling is evidence for doubted or uncommon words; sound for words pronounced like a name.
+                by_letters = length >= 3 and (doubtful or rare or phrase)
+                heard_as = (
+                    self.index.sound_candidates(phones)
+                    if sayable
+                    and least_common <= max_zipf
+                    and last - first < max_words
+                    and fewest <= len(phones) <= most
+                    else ()
+                )
+                if not (by_letters or heard_as):
                     continue  # ordinary words nobody doubted and no name sounding alike: skip the rest
+                window = tokens[first : last + 1]
                 span = _Span(window, doubtful, rare, _exact_runs(window, exact[first : last + 1]), phrase)
-                best, rejected = self._match_window(span)
+                best, rejected = self._match_window(span) if by_letters else (None, False)
                 if best is not None:
                     window_text = "".join(t.norm for t in window)
                     heard_name = window_text[:-1] if best[2] else window_text
                     rank = _sound_alike(heard_name, best[0].spaceless)
                     candidates.append(_Candidate(first, last, best[0], best[1], best[2], rank))
+                elif heard_as and (said_as := self._sound(span, phones, heard_as)) is not None:
+                    form, score = said_as
+                    candidates.append(_Candidate(first, last, form, score, False, score - _SOUND_RANK_GAP))
                 elif rejected:
                     near_misses.append((tokens[first].start, tokens[last].base_end))
         chosen = _resolve_overlaps(candidates)
@@ -267,26 +296,29 @@ class PhoneticMatcher:
         locked = [False] * len(tokens)
         respaced: list[_Candidate] = []
         names = self.index.exact_spaceless
+        prefixes = self.index.spaceless_prefixes
         longest = self.index.max_spaceless + 1  # +1: a plural "s"
         i = 0
         while i < len(tokens):
-            keys: list[str] = []
-            key = ""
+            # Per length, the spellings to look up: bases only ("keyleth" of "Keyleth's"), and full words before
+            # the last one ("hunters" "mark" of "Hunter's Mark", a name with a possessive inside).
+            keys: list[tuple[str, ...]] = []
+            base = full = ""
             for j, t in enumerate(tokens[i : i + self.index.max_name_words]):
                 if j and not joinable[i + j - 1]:
                     break  # a name does not run across punctuation ("on. I" is not Oni)
-                key += t.norm
-                if len(key) > longest:
+                if len(base) + len(t.norm) > longest:
                     break
-                keys.append(key)
+                keys.append((base + t.norm,) if full is base else (base + t.norm, full + t.norm))
+                if t.base_end == t.end and full is base:
+                    base = full = base + t.norm
+                else:
+                    base, full = base + t.norm, full + (normalize(t.word) if t.base_end != t.end else t.norm)
+                if base not in prefixes and full not in prefixes:
+                    break  # no name goes on like this
             for n in range(len(keys), 0, -1):
-                key = keys[n - 1]
-                # Plurals of a name are the name: "Gnolls", and "half-elves" / Half-Elf.
-                if (
-                    key in names
-                    or (key.endswith("s") and key[:-1] in names)
-                    or (key.endswith("ves") and key[:-3] + "f" in names)
-                ):
+                key = next((k for k in keys[n - 1] if self._names_it(k)), None)
+                if key is not None:
                     locked[i : i + n] = [True] * n
                     plural = key not in names and key[:-1] in names
                     form = self._by_spaceless.get(key[:-1] if plural else key)
@@ -299,18 +331,58 @@ class PhoneticMatcher:
                 i += 1
         return locked, respaced
 
-    def _homophone_exists(self, window: list[Token]) -> bool:
-        """Cheap pre-check for ordinary undoubted words: only a shared code of enough sounds can match them."""
-        if len(window) == 1:
-            return False  # a single ordinary word is never replaced
-        spaceless = "".join(t.norm for t in window)
-        if len(spaceless) < self.settings.strong_code_length:
-            return False  # fewer letters than the sounds needed
-        variants = (spaceless, spaceless[:-1]) if spaceless.endswith("s") else (spaceless,)
-        by_code = self.index.by_code
-        return any(
-            len(code) >= self.settings.strong_code_length and code in by_code for v in variants for code in codes(v)
+    def _names_it(self, key: str) -> bool:
+        """Whether a space-free key is a name, or its plural: "Gnolls", and "half-elves" / Half-Elf."""
+        names = self.index.exact_spaceless
+        return (
+            key in names
+            or (key.endswith("s") and key[:-1] in names)
+            or (key.endswith("ves") and key[:-3] + "f" in names)
         )
+
+    def _sound(self, span: _Span, phones: str, heard_as: set[NameForm]) -> tuple[NameForm, float] | None:
+        """The name the window is pronounced as (see ``MatchSettings.sound_*``), with its phone similarity."""
+        settings = self.settings
+        words = [t.norm for t in span.tokens]
+        if len(words) == 1 and word_zipf(span.tokens[0].word) >= settings.function_zipf:
+            return None  # "and" / Wand
+        found: list[tuple[int, NameForm]] = []
+        for form in heard_as:
+            size = len(form.phones)
+            if size < settings.sound_min_phones:
+                continue
+            if len(form.words) > 1 and all(w in words for w in form.words):
+                continue  # "Pass Without a Trace": the name itself, said with a word more
+            # Words shared with the name ("the" of "the pounding" / The Founding) prove nothing: the rest must
+            # be long enough for the edit allowed.
+            lead, trail = _shared_ends(words, form.words)
+            if lead or trail:
+                size = len(phrase_phones(form.words[lead : len(form.words) - trail]))
+            allowed = 1 if size >= settings.sound_one_edit_phones else 0
+            if len(words) == 1 and word_zipf(span.tokens[0].word) >= settings.common_zipf:
+                allowed = 0  # "reception" / Deception: an English word a sound away is that word
+            edits = Levenshtein.distance(phones, form.phones, score_cutoff=allowed)
+            if edits > allowed:
+                continue
+            if span.exact_runs and not _extends(form.spaceless, span.exact_runs):
+                continue  # "a dragonborn" is the name Dragonborn said after "a"
+            own = set(form.words)
+            if edits and any(len(w) > 3 and w not in own and derived(w, form.spaceless) for w in words):
+                continue  # "entangled" / Entangle: a word of its own ("omelet" / Omelette is the same word)
+            if edits and any(w not in own and word_zipf(w) >= settings.phrase_edge_zipf for w in (words[0], words[-1])):
+                continue  # "minutes or" / Minotaur: a real word plus a neighbour
+            found.append((edits, form))
+        if not found:
+            return None
+        found.sort(key=lambda f: (f[0], not f[1].primary))
+        edits, form = found[0]
+        for other_edits, other in found[1:]:
+            if other_edits > edits:
+                break
+            same_spelling = form.primary and other.norm == form.norm and not other.primary  # see ``_rival``
+            if other.entity_key != form.entity_key and other.canonical != form.canonical and not same_spelling:
+                return None  # two entities sound alike: ambiguous
+        return form, 1 - edits / len(form.phones)
 
     def _match_window(self, span: _Span) -> tuple[tuple[NameForm, float, bool] | None, bool]:
         """The accepted (form, score, plural) for a window, and whether a good match was refused as unsafe."""

@@ -183,7 +183,7 @@ def test_punctuation_inside_a_name_is_not_needed_to_match_it() -> None:
 
 
 def test_an_often_mentioned_entity_needs_a_little_less_when_the_prior_is_on() -> None:
-    text = "The sir rule ian towers shine."
+    text = "The sir rue lean towers shine."  # "sir rule ian" sounds exactly like it: no prior needed
     settings = MatchSettings(phrase_prior_bonus=0.03)
     assert Pipeline([EntityName(id=1, name="Cerulean", mentions=100)]).correct_fast(text).corrections == []
     assert Pipeline([EntityName(id=1, name="Cerulean")], settings=settings).correct_fast(text).corrections == []
@@ -208,3 +208,53 @@ def test_words_of_the_canonical_name_said_just_before_are_not_doubled() -> None:
         pipeline.correct_fast("Ask the captain. Bran ock knows.").text
         == "Ask the captain. Captain Brannoch Ysgarde knows."
     )
+
+
+# --- the sound path: pronunciations compared phone by phone ----------------------------------------------
+
+
+SOUNDS = [
+    EntityName(id=1, name="Cerulean Palace"),
+    EntityName(id=2, name="Nicodranas"),
+    EntityName(id=3, name="Deception"),
+    EntityName(id=4, name="The Founding"),
+    EntityName(id=5, name="Pass Without Trace"),
+    EntityName(id=6, name="Hunter's Mark"),
+    EntityName(id=7, name="Hunter Shark"),
+    EntityName(id=8, name="Korren"),
+    EntityName(id=9, name="Koren"),
+    EntityName(id=10, name="Dragonborn"),
+]
+
+
+@pytest.fixture(scope="module")
+def by_sound() -> Pipeline:
+    return Pipeline(SOUNDS)
+
+
+@pytest.mark.parametrize(
+    ("heard", "meant"),
+    [
+        ("We met at the sir rule ian palace.", "We met at the Cerulean Palace."),  # pronounced exactly alike
+        ("We sail to nick a dramas's docks.", "We sail to Nicodranas's docks."),  # one phone off a long name
+    ],
+)
+def test_words_pronounced_like_a_name_become_the_name(by_sound: Pipeline, heard: str, meant: str) -> None:
+    result = by_sound.correct_fast(heard)
+    assert result.text == meant
+    assert [c.stage for c in result.corrections] == [1]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A warm reception awaits.",  # an English word one sound from a name is that word
+        "The pounding pain in your leg.",  # "the" shared with The Founding proves nothing about the rest
+        "I cast Pass Without a Trace.",  # the name itself with a word more
+        "All right, you Hunter's Mark the creature.",  # an exact name with a possessive inside
+        "Ask core un about it.",  # Korren and Koren sound the same: ambiguous
+        "I am a dragonborn.",  # a name said after "a"
+    ],
+)
+def test_sound_alone_does_not_rewrite_ordinary_speech(by_sound: Pipeline, text: str) -> None:
+    assert by_sound.correct_fast(text).corrections == []

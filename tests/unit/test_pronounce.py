@@ -1,0 +1,36 @@
+"""Pronunciations: CMUdict for English words, eSpeak NG's rules for invented names, as phone strings."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.correction import pronounce
+from memory.correction.pronounce import arpabet_code, phrase_phones, word_phones
+
+
+def test_english_words_come_from_cmudict() -> None:
+    assert word_phones("please") == arpabet_code("P L IY1 Z".split())
+    assert phrase_phones(["key", "love"]) == arpabet_code("K IY1 L AH1 V".split())
+
+
+def test_invented_names_are_pronounced_by_espeak() -> None:
+    # eSpeak NG reads "Keyleth" as k 'i: l @ T: one phone from "key love".
+    assert word_phones("keyleth") == arpabet_code("K IY L AH TH".split())
+    assert word_phones("vasselheim") != ""
+
+
+def test_odd_input_has_no_pronunciation_or_a_harmless_one() -> None:
+    assert word_phones("") == ""
+    assert phrase_phones([]) == ""
+    assert isinstance(word_phones("ꙮ"), str)  # never raises
+
+
+def test_without_espeak_only_cmudict_words_are_pronounced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pronounce, "_espeak", lambda: None)
+    word_phones.cache_clear()
+    try:
+        assert word_phones("zzyzxqwv") == ""
+        assert phrase_phones(["please", "zzyzxqwv"]) == ""
+        assert word_phones("please") != ""
+    finally:
+        word_phones.cache_clear()
