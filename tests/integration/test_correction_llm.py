@@ -13,14 +13,25 @@ from memory.providers.llm import OpenAILLM
 from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import FakeHTTPError, FakeOpenAI
 
-ENTITIES = [EntityName(id=1, name="Frumpkin"), EntityName(id=2, name="Vasselheim"),
-            EntityName(id=3, name="Kord", aliases=["The Stormlord"])]
+ENTITIES = [
+    EntityName(id=1, name="Frumpkin"),
+    EntityName(id=2, name="Vasselheim"),
+    EntityName(id=3, name="Kord", aliases=["The Stormlord"]),
+]
 # "from skin" is doubted by the recogniser but stage 1 needs more than 0.99 on a doubted phrase here, so the
 # span reaches stage 2.
 STRICT = MatchSettings(doubtful_phrase_threshold=0.99)
 TEXT = "so from skin flew over the card table"
-WORDS = [("so", 0.95), ("from", 0.3), ("skin", 0.35), ("flew", 0.9), ("over", 0.95), ("the", 0.97),
-         ("card", 0.4), ("table", 0.9)]
+WORDS = [
+    ("so", 0.95),
+    ("from", 0.3),
+    ("skin", 0.35),
+    ("flew", 0.9),
+    ("over", 0.95),
+    ("the", 0.97),
+    ("card", 0.4),
+    ("table", 0.9),
+]
 
 
 @pytest_asyncio.fixture
@@ -54,7 +65,9 @@ async def test_a_hostile_answer_is_reverted_except_the_declared_fix(
 ) -> None:
     hostile = _answer(
         "So Frumpkin soared above the Kord table, obviously!",
-        ("from skin", "Frumpkin"), ("flew over", "soared above"), ("card", "Kord"),
+        ("from skin", "Frumpkin"),
+        ("flew over", "soared above"),
+        ("card", "Kord"),
     )
     fake_openai.queue_chat(hostile)
     result = await pipeline.correct(TEXT, WORDS)

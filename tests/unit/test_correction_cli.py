@@ -19,23 +19,42 @@ def _lines(output: str) -> list[dict]:
 def test_plain_list_and_json_lines(tmp_path: Path) -> None:
     names = tmp_path / "names.txt"
     names.write_text("# the party\nVasselheim\nFrumpkin\n\n")
-    stdin = "\n".join([
-        "we rode to vassal high mm today",
-        json.dumps({"text": "from skin, come here", "words": [
-            {"word": "from", "confidence": 0.3}, {"word": "skin,", "confidence": 0.4},
-            {"word": "come", "confidence": 0.9}, {"word": "here", "confidence": 0.9}]}),
-        "{not json",
-        json.dumps({"text": "the elder nacks is here", "entities": ["Eldrinax"]}),
-        json.dumps({"text": "hi", "words": [{"word": "hi", "confidence": 7}]}),
-    ]) + "\n"
+    stdin = (
+        "\n".join(
+            [
+                "we rode to vassal high mm today",
+                json.dumps(
+                    {
+                        "text": "from skin, come here",
+                        "words": [
+                            {"word": "from", "confidence": 0.3},
+                            {"word": "skin,", "confidence": 0.4},
+                            {"word": "come", "confidence": 0.9},
+                            {"word": "here", "confidence": 0.9},
+                        ],
+                    }
+                ),
+                "{not json",
+                json.dumps({"text": "the elder nacks is here", "entities": ["Eldrinax"]}),
+                json.dumps({"text": "hi", "words": [{"word": "hi", "confidence": 7}]}),
+            ]
+        )
+        + "\n"
+    )
     result = CliRunner().invoke(correct, ["--entities", str(names)], input=stdin)
     assert result.exit_code == 0, result.output
     first, second, bad, biased, bad_conf = _lines(result.output)
     assert first["text"] == "we rode to Vasselheim today"
     assert first["raw_text"] == "we rode to vassal high mm today"
     assert first["corrections"][0] | {"score": None} == {
-        "span": "vassal high mm", "replacement": "Vasselheim", "start": 11, "end": 25,
-        "entity_id": None, "score": None, "stage": 1}
+        "span": "vassal high mm",
+        "replacement": "Vasselheim",
+        "start": 11,
+        "end": 25,
+        "entity_id": None,
+        "score": None,
+        "stage": 1,
+    }
     assert second["text"] == "Frumpkin, come here"
     assert bad["line"] == 3 and "invalid JSON" in bad["error"]
     assert biased["text"] == "the Eldrinax is here"  # the line's own list, not the file's
@@ -44,8 +63,9 @@ def test_plain_list_and_json_lines(tmp_path: Path) -> None:
 
 def test_campaign_yaml(tmp_path: Path) -> None:
     campaign = tmp_path / "c.yaml"
-    campaign.write_text("campaign: {name: X}\nentities:\n  - name: Grog Strongjaw\n    aliases: [Grog]\n"
-                        "  - name: Westruun\n")
+    campaign.write_text(
+        "campaign: {name: X}\nentities:\n  - name: Grog Strongjaw\n    aliases: [Grog]\n  - name: Westruun\n"
+    )
     result = CliRunner().invoke(correct, ["--entities", str(campaign)], input="off to west rune we go\n")
     assert _lines(result.output)[0]["text"] == "off to Westruun we go"
 
