@@ -79,6 +79,11 @@ class MatchSettings:
     #: name. Shorter names sound like ordinary words too often ("not" / Nott, "gonna" / Gonah).
     sound_min_phones: int = 5
     sound_one_edit_phones: int = 8
+    #: ... or of ``sound_doubtful_one_edit_phones`` when the recogniser doubted the span, or of
+    #: ``sound_unknown_one_edit_phones`` for one word English does not know ("craswell" / Cresswell).
+    #: (6 and 6: on the CRD3 tune half and the ASR set these added no false correction; 8 is the default.)
+    sound_doubtful_one_edit_phones: int = 6
+    sound_unknown_one_edit_phones: int = 6
     #: The span needs a word at most this common: "and then the" is never a name.
     sound_max_zipf: float = 5.0
 

@@ -346,6 +346,14 @@ class PhoneticMatcher:
         words = [t.norm for t in span.tokens]
         if len(words) == 1 and word_zipf(span.tokens[0].word) >= settings.function_zipf:
             return None  # "and" / Wand
+        single_common = len(words) == 1 and word_zipf(span.tokens[0].word) >= settings.common_zipf
+        # A doubted span, or a single word English does not know ("craswell" / Cresswell), may be a sound off a
+        # shorter name.
+        one_edit = settings.sound_one_edit_phones
+        if span.doubtful:
+            one_edit = settings.sound_doubtful_one_edit_phones
+        elif len(words) == 1 and word_zipf(span.tokens[0].word) < settings.known_zipf:
+            one_edit = settings.sound_unknown_one_edit_phones
         found: list[tuple[int, NameForm]] = []
         for form in heard_as:
             size = len(form.phones)
@@ -358,8 +366,8 @@ class PhoneticMatcher:
             lead, trail = _shared_ends(words, form.words)
             if lead or trail:
                 size = len(phrase_phones(form.words[lead : len(form.words) - trail]))
-            allowed = 1 if size >= settings.sound_one_edit_phones else 0
-            if len(words) == 1 and word_zipf(span.tokens[0].word) >= settings.common_zipf:
+            allowed = 1 if size >= one_edit else 0
+            if single_common:
                 allowed = 0  # "reception" / Deception: an English word a sound away is that word
             edits = Levenshtein.distance(phones, form.phones, score_cutoff=allowed)
             if edits > allowed:

@@ -258,3 +258,12 @@ def test_words_pronounced_like_a_name_become_the_name(by_sound: Pipeline, heard:
 )
 def test_sound_alone_does_not_rewrite_ordinary_speech(by_sound: Pipeline, text: str) -> None:
     assert by_sound.correct_fast(text).corrections == []
+
+
+def test_a_doubted_or_unknown_word_may_be_a_sound_off_a_shorter_name() -> None:
+    pipeline = Pipeline([EntityName(id=1, name="Cresswell")])  # K R EH S W EH L: 7 phones, one edit is too many
+    assert pipeline.correct_fast("Mister craswell came.").text == "Mister Cresswell came."  # no English word
+    text = "Mister cross well came."
+    assert pipeline.correct_fast(text).corrections == []  # two ordinary words
+    doubted = [(t.word, 0.3 if t.word in ("cross", "well") else 0.95) for t in tokenize(text)]
+    assert pipeline.correct_fast(text, doubted).text == "Mister Cresswell came."  # the recogniser doubted them
