@@ -135,19 +135,24 @@ class PhoneticIndex:
                 near.update(self._near(code))
         return same, near - same
 
-    def sound_candidates(self, phones: str) -> set[NameForm]:
+    def sound_candidates(self, phones: str) -> set[NameForm] | tuple[()]:
         """Forms that may be pronounced within one phone edit of ``phones`` (a superset: verify)."""
-        halves = self.by_halves
-        lists = [
+        get = self.by_halves.get
+        n = len(phones)
+        # Names of n - 1, n and n + 1 phones; for each, the first half at the start or the second at the end.
+        hits = [
             listed
-            for size in (len(phones) - 1, len(phones), len(phones) + 1)
             for listed in (
-                halves.get((size, phones[: size // 2], True)),
-                halves.get((size, phones[size // 2 - size :], False)),
+                get((n - 1, phones[: (n - 1) // 2], True)),
+                get((n - 1, phones[(n - 1) // 2 - n + 1 :], False)),
+                get((n, phones[: n // 2], True)),
+                get((n, phones[n // 2 :], False)),
+                get((n + 1, phones[: (n + 1) // 2], True)),
+                get((n + 1, phones[(n + 1) // 2 - n - 1 :], False)),
             )
             if listed
         ]
-        return {form for listed in lists for form in listed} if lists else set()
+        return {form for listed in hits for form in listed} if hits else ()
 
     def _near(self, code: str) -> frozenset[NameForm]:
         """Forms one code edit away, memoised: a long code has dozens of neighbours to look up, and a session

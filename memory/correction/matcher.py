@@ -220,8 +220,15 @@ class PhoneticMatcher:
         # last without a possessive ending, which stays outside the name ("elder nacks's" -> "Eldrinax's").
         said = [word_phones(t.norm) for t in tokens]
         whole = [word_phones(t.word) if t.base_end != t.end else p for t, p in zip(tokens, said, strict=True)]
-        max_zipf, max_words = self.settings.sound_max_zipf, self.settings.phrase_max_words
-        fewest, most = self.settings.sound_min_phones, self.index.max_phones + 1
+        settings = self.settings
+        max_zipf, max_words = settings.sound_max_zipf, settings.phrase_max_words
+        fewest, most = settings.sound_min_phones, self.index.max_phones + 1
+        phrase_zipf, low_confidence, widest = (
+            settings.phrase_max_zipf,
+            settings.low_confidence,
+            settings.max_window_words,
+        )
+        letters = [len(t.norm) for t in tokens]
         candidates: list[_Candidate] = list(respaced)
         near_misses: list[tuple[int, int]] = []
         for first in range(len(tokens)):
@@ -234,24 +241,21 @@ class PhoneticMatcher:
             least_common = 99.0
             said_before = ""
             sayable = True
-            for last in range(first, min(len(tokens), first + self.settings.max_window_words)):
+            for last in range(first, min(len(tokens), first + widest)):
                 if last > first and (number[last] or not joinable[last - 1]):
                     break
-                length += len(tokens[last].norm)
+                length += letters[last]
                 if length > longest:
                     break
                 if (c := conf[last]) is not None:
                     conf_sum += c
                     conf_n += 1
                 rare = rare or uncommon[last]
-                least_common = min(least_common, zipfs[last])
-                phrase = (
-                    0 < last - first < self.settings.phrase_max_words
-                    and least_common <= self.settings.phrase_max_zipf
-                    and length >= _MIN_PHRASE_LETTERS
-                )
+                if zipfs[last] < least_common:
+                    least_common = zipfs[last]
+                phrase = 0 < last - first < max_words and least_common <= phrase_zipf and length >= _MIN_PHRASE_LETTERS
                 # One doubtful word does not make its neighbours doubtful: the span as a whole must be.
-                doubtful = conf_n > 0 and conf_sum / conf_n < self.settings.low_confidence
+                doubtful = conf_n > 0 and conf_sum / conf_n < low_confidence
                 sayable = sayable and bool(said[last])
                 phones = said_before + said[last]
                 said_before += whole[last]
