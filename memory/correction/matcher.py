@@ -313,8 +313,8 @@ class PhoneticMatcher:
                     break  # a name does not run across punctuation ("on. I" is not Oni)
                 if len(base) + len(t.norm) > longest:
                     break
-                keys.append((base + t.norm,) if full is base else (base + t.norm, full + t.norm))
-                if t.base_end == t.end and full is base:
+                keys.append((base + t.norm,) if full == base else (base + t.norm, full + t.norm))
+                if t.base_end == t.end and full == base:
                     base = full = base + t.norm
                 else:
                     base, full = base + t.norm, full + (normalize(t.word) if t.base_end != t.end else t.norm)
