@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field
 
 from memory.correction.phonetics import MIN_FUZZY_CODE, codes, deletions
-from memory.correction.pronounce import phrase_phones
-from memory.correction.text import normalize
+from memory.correction.pronounce import name_phones
+from memory.correction.text import normalize, spaced_form
 
 _MEMO_SIZE = 65536
 #: Names shorter than this many phones are not indexed by sound: too many words sound like them.
@@ -43,6 +43,7 @@ class NameForm:
     entity_id: int | None
     entity_key: int  # position of the entity in the build list: ids may be None
     norm: str  # "vox machina"
+    spaced: str  # the norm with the name's hyphens as word breaks: "half orc" of Half-Orc (norm "halforc")
     spaceless: str  # "voxmachina"
     words: tuple[str, ...]
     codes: tuple[str, ...]
@@ -77,7 +78,6 @@ class PhoneticIndex:
                 if len(code) >= MIN_FUZZY_CODE:
                     for variant in deletions(code):
                         self.by_deletion[variant].append(form)
-        self.max_name_words = max((len(f.words) for f in forms), default=0)
         self.max_spaceless = max((len(f.spaceless) for f in forms), default=0)
         self.max_phones = max((len(f.phones) for f in forms), default=0)
         self.min_spaceless = min((len(f.spaceless) for f in forms), default=0)
@@ -101,6 +101,7 @@ class PhoneticIndex:
             for i, surface in enumerate([entity.name, *entity.aliases]):
                 # Quotes and other punctuation inside a name (Bo "The Breaker") are never heard.
                 norm = " ".join(_WORD.findall(normalize(surface)))
+                spaced = spaced_form(surface)
                 if not norm or (norm, key) in seen:
                     continue
                 seen.add((norm, key))
@@ -110,12 +111,13 @@ class PhoneticIndex:
                     entity_id=entity.id,
                     entity_key=key,
                     norm=norm,
+                    spaced=spaced,
                     spaceless=spaceless,
                     words=tuple(norm.split()),
                     codes=codes(spaceless),
                     primary=i == 0,
                     mentions=entity.mentions,
-                    phones=phrase_phones(norm.split()),
+                    phones=name_phones(tuple(norm.split())),
                 )
                 (aliases if i else canonical).append(form)
         return cls(canonical + aliases)

@@ -24,7 +24,7 @@ from memory.correction.evidence import (
 from memory.correction.index import NameForm, PhoneticIndex
 from memory.correction.phonetics import codes
 from memory.correction.pronounce import phrase_phones, warm, word_phones
-from memory.correction.text import Token, normalize, tokenize
+from memory.correction.text import Token, normalize, spaced_form, tokenize
 from memory.models import Correction
 
 # Windows may only join words separated by spaces or hyphens: a comma or full stop ends a name.
@@ -167,12 +167,15 @@ def _sound_alike(window: str, name: str) -> float:
 
 def _spaced_otherwise(heard: str, form: NameForm, plural: bool) -> bool:
     """Whether the heard words spell the name with other word breaks ("iron hold" / Ironhold), case and
-    hyphens aside ("half-orc" is Half-Orc already). Short names are not respelled: two function words join into
-    one too easily ("or in" / Orin)."""
-    words = " ".join(re.sub(r"[^\w\s]", "", heard).casefold().split())
+    hyphens aside ("half orc" and "half-orc" are Half-Orc already). Short names are not respelled: two function
+    words join into one too easily ("or in" / Orin). Nor is a name the transcript already writes as one, a
+    capital on each word ("the Quad Roads" / The Quadroads): that is its spelling of the name, not a mishearing."""
+    if all(w[0].isupper() and not w.isupper() for w in re.findall(r"[^\W_]{4,}", heard)):
+        return False
+    words = spaced_form(heard)
     if plural:
         words = words[:-1]
-    return words != form.norm and len(form.spaceless) >= _MIN_RESPACED_LETTERS
+    return words != form.spaced and len(form.spaceless) >= _MIN_RESPACED_LETTERS
 
 
 def _joined(text: str, pair: list[Token]) -> bool:
@@ -308,7 +311,7 @@ class PhoneticMatcher:
             # the last one ("hunters" "mark" of "Hunter's Mark", a name with a possessive inside).
             keys: list[tuple[str, ...]] = []
             base = full = ""
-            for j, t in enumerate(tokens[i : i + self.index.max_name_words]):
+            for j, t in enumerate(tokens[i : i + self.settings.max_window_words]):
                 if j and not joinable[i + j - 1]:
                     break  # a name does not run across punctuation ("on. I" is not Oni)
                 if len(base) + len(t.norm) > longest:

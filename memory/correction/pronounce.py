@@ -32,10 +32,15 @@ _ESPEAK = {
     "a": "AE", "aa": "AE", "a#": "AH", "A": "AA", "A:": "AA", "A@": "AA R", "0": "AA", "O": "AO", "O:": "AO",
     "O2": "AO", "O@": "AO R", "o@": "OW R", "@": "AH", "@2": "AH", "@5": "AH", "@L": "AH L", "3": "ER",
     "3:": "ER", "E": "EH", "e": "EH", "e@": "EH R", "eI": "EY", "I": "IH", "I2": "IH", "I#": "IH", "i:": "IY",
-    "i": "IY", "y": "IY", "i@": "IY AH", "i@3": "IH R", "aI": "AY", "aI@": "AY ER", "aI3": "AY ER", "aU": "AW",
+    "i": "IY", "y": "IY", "i@": "IY AH", "i@3": "IH R", "aI": "AY", "aI@": "AY AH", "aI3": "AY ER", "aU": "AW",
     "aU@": "AW ER", "OI": "OY", "oU": "OW", "o": "OW", "U": "UH", "u:": "UW", "u": "UW", "U@": "UH R", "V": "AH",
 }  # fmt: skip
 _ESPEAK_CODE = {k: "".join(_CHAR[p] for p in v.split()) for k, v in _ESPEAK.items()}
+# An r-coloured vowel before an r is heard with one R, not two ("Tary": t 'e@ r i is T EH R IY), as eSpeak's
+# own IPA writes it; "A@" and "U@" keep theirs inside a word ("Ashari": AA R R IY) and lose it before a
+# linking "r-" between words.
+_MERGED = {"e@": "EH", "o@": "OW", "O@": "AO", "i@3": "IH"}
+_MERGED_LINKING = {**_MERGED, "A@": "AA", "U@": "UH"}
 
 
 def arpabet_code(phones: list[str]) -> str:
@@ -100,12 +105,16 @@ def _cmudict() -> dict[str, str]:
 
 
 def _from_espeak(mnemonics: str) -> str:
+    """ARPAbet of eSpeak's mnemonics, written the way eSpeak's IPA reads them (one R, "t S" as CH)."""
+    tokens = mnemonics.replace("'", " ").replace(",", " ").split()
     out = []
-    for token in mnemonics.replace("'", " ").replace(",", " ").split():
-        code = _ESPEAK_CODE.get(token) or _ESPEAK_CODE.get(token.rstrip("0123456789#-"))
+    for token, after in zip(tokens, [*tokens[1:], ""], strict=True):
+        base = token if token in _ESPEAK_CODE else token.rstrip("0123456789#-")
+        merged = (_MERGED if after == "r" else _MERGED_LINKING if after == "r-" else {}).get(base)
+        code = _CHAR[merged] if merged else _ESPEAK_CODE.get(base)
         if code:  # stress marks, pauses and glottal stops are not phones a re-spelling keeps
             out.append(code)
-    return "".join(out)
+    return "".join(out).replace(_CHAR["T"] + _CHAR["SH"], _CHAR["CH"])
 
 
 @lru_cache(maxsize=262144)
@@ -129,6 +138,16 @@ def phrase_phones(words: tuple[str, ...] | list[str]) -> str:
             return ""
         out.append(phones)
     return "".join(out)
+
+
+@lru_cache(maxsize=65536)
+def name_phones(words: tuple[str, ...]) -> str:
+    """The phone string of a name: eSpeak NG reads it whole (linking r, its English words too), or, without
+    eSpeak NG, word by word."""
+    espeak = _espeak()
+    if espeak is None:
+        return phrase_phones(words)
+    return _from_espeak(espeak.phonemes(" ".join(words)))
 
 
 def warm() -> None:

@@ -28,6 +28,15 @@ def normalize(text: str) -> str:
     return " ".join(folded.casefold().translate(_DROP).split())
 
 
+_NAME_WORD = re.compile(r"[^\W_]+")
+_HYPHENS = re.compile(r"[-‐‑]")
+
+
+def spaced_form(text: str) -> str:
+    """The normal form with hyphens as word breaks and other punctuation dropped: "half orc" of "Half-Orc"."""
+    return " ".join(_NAME_WORD.findall(normalize(_HYPHENS.sub(" ", text))))
+
+
 @dataclass(frozen=True, slots=True)
 class Token:
     """One word: ``text[start:end]`` in the raw utterance; ``base_end`` excludes a possessive ending."""

@@ -92,6 +92,18 @@ def test_a_name_heard_with_other_spacing_is_respelled() -> None:
     assert pipeline.correct_fast("ironhold and grog strongjaw").corrections == []
 
 
+def test_a_name_the_transcript_already_writes_as_a_name_is_left_alone() -> None:
+    pipeline = Pipeline([EntityName(name="Half-Orc"), EntityName(name="The Quadroads"), EntityName(name="Ironhold")])
+    # a hyphen is a word break: "half orc" and "half-orc" are the name Half-Orc, "halforcs" is respelled
+    result = pipeline.correct_fast("a half-orc, a half orc and two halforcs")
+    assert [(c.span, c.replacement) for c in result.corrections] == [("halforc", "Half-Orc")]
+    assert result.text.endswith("two Half-Orcs")
+    # a capital on each word: the transcript's own spelling of a name ("Iron Hold"), not a mishearing
+    assert pipeline.correct_fast("in the Quad Roads by Iron Hold").corrections == []
+    assert pipeline.correct_fast("in the quad roads").text == "in The Quadroads"
+    assert pipeline.correct_fast("IN THE QUAD ROADS").text == "IN The Quadroads"  # all capitals say nothing
+
+
 def test_the_longest_window_wins() -> None:
     pipeline = Pipeline([EntityName(id=1, name="Nostoc Greyspine"), EntityName(id=2, name="Greyspine")])
     result = pipeline.correct_fast("we met lord nostoc grayspine today")
