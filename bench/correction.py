@@ -70,10 +70,7 @@ def crd3_entities() -> list[EntityName]:
     for i, e in enumerate(wiki):
         name = _spoken(e["canonical"])
         aliases = [_spoken(s) for s, n in e["surfaces"].items() if s != e["canonical"] and _alias_worthy(s, n, e)]
-        # Mention counts stand in for what L1 would count in production (see --prior).
-        entities.append(
-            EntityName(id=i, name=name, aliases=[a for a in aliases if a and a != name], mentions=e["mentions"])
-        )
+        entities.append(EntityName(id=i, name=name, aliases=[a for a in aliases if a and a != name]))
     return entities
 
 
@@ -271,11 +268,6 @@ def bench_crd3(args: argparse.Namespace) -> None:
         ("phonetic", ours, None, cases, clean),
         ("phonetic + simulated conf.", ours, random.Random(args.seed), cases, clean),
     ]
-    if args.prior:
-        # Off by default (it did not help on the tune half); shown apart so its effect is visible on both.
-        prior = PhoneticMatcher(matcher.index, MatchSettings(phrase_prior_bonus=args.prior))
-        with_prior: Corrector = lambda t, conf: prior.correct(t, conf).corrections  # noqa: E731
-        runs.insert(1, (f"phonetic + mention prior {args.prior}", with_prior, None, cases, clean))
     if not args.no_baseline:
         # The naive matcher takes ~0.5 s per turn at this size: a sample.
         runs.append(("naive JW n-gram", NaiveMatcher(entities).correct, None, rng.sample(cases, 60), clean[:60]))
@@ -456,12 +448,6 @@ def main() -> None:
     parser.add_argument("--show-errors", type=int, default=0, help="print this many misses/false corrections")
     parser.add_argument("--errors-of", default="phonetic", help="matcher whose errors --show-errors prints")
     parser.add_argument("--utterances", type=int, default=2000, help="utterances timed per entity count")
-    parser.add_argument(
-        "--prior",
-        type=float,
-        default=0.0,
-        help="also run with this phrase_prior_bonus (CRD3 wiki mention counts as the prior)",
-    )
     parser.add_argument("--no-baseline", action="store_true", help="skip the (slow) naive baseline")
     args = parser.parse_args()
     if args.only in (None, "crd3"):

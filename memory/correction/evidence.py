@@ -66,24 +66,27 @@ class MatchSettings:
     phrase_max_words: int = 5  # 7 -> 5: no loss on the tune half, a third fewer lookups
     #: A span that starts or ends with a function word this common ("bastion of", "the doorway", "I worship")
     #: has usually caught a real word plus its neighbour: it needs this much more.
-    #: Threshold relief for an often-mentioned entity, full from ``prior_full_mentions`` mentions on (log
-    #: scale). 0 disables the prior; entities without counts get none.
-    phrase_prior_bonus: float = 0.0
-    prior_full_mentions: int = 100
     phrase_edge_zipf: float = 6.0
     phrase_edge_penalty: float = 0.08
     #: Longest span, in words, tried against a name (mishearings split a name into several words).
     max_window_words: int = 7
     #: Sound path: a span pronounced (CMUdict / eSpeak NG phones) exactly like a name of at least
     #: ``sound_min_phones`` phones, or one phone off a name of at least ``sound_one_edit_phones``, is the
-    #: name. Shorter names sound like ordinary words too often ("not" / Nott, "gonna" / Gonah).
-    sound_min_phones: int = 5
-    sound_one_edit_phones: int = 8
-    #: ... or of ``sound_doubtful_one_edit_phones`` when the recogniser doubted the span, or of
-    #: ``sound_unknown_one_edit_phones`` for one word English does not know ("craswell" / Cresswell).
-    #: (6 and 6: on the CRD3 tune half and the ASR set these added no false correction; 8 is the default.)
-    sound_doubtful_one_edit_phones: int = 6
-    sound_unknown_one_edit_phones: int = 6
+    #: name. Shorter names sound like ordinary words too often ("not" / Nott).
+    sound_min_phones: int = 4
+    sound_one_edit_phones: int = 5
+    #: ... of ``sound_doubtful_one_edit_phones`` when the recogniser doubted the span, of
+    #: ``sound_unknown_one_edit_phones`` for one word English does not know ("craswell" / Cresswell), and of
+    #: ``sound_word_one_edit_phones`` for one word it knows but rarely uses ("clink" / Blink). A common word
+    #: must sound exactly like the name. Tuned on the CRD3 tune half and the ASR set.
+    sound_doubtful_one_edit_phones: int = 5
+    sound_unknown_one_edit_phones: int = 5
+    sound_word_one_edit_phones: int = 8
+    #: A common word said exactly like a name is the name only from this many phones ("writes" / Rites is not).
+    sound_common_word_phones: int = 5
+    #: Several words may be two phones off a name of this many phones whose spelling sounds alike (a shared
+    #: Double Metaphone code): "elder nacks" / Eldrinax.
+    sound_two_edit_phones: int = 9
     #: The span needs a word at most this common: "and then the" is never a name.
     sound_max_zipf: float = 5.0
 
@@ -151,7 +154,7 @@ def required_score(ev: Evidence, settings: MatchSettings) -> float | None:
     return max(base, settings.strong_threshold)
 
 
-def phrase_required(heard: tuple[str, ...], name_part: str, settings: MatchSettings, mentions: int = 0) -> float | None:
+def phrase_required(heard: tuple[str, ...], name_part: str, settings: MatchSettings) -> float | None:
     """The phrase score a multi-word span of ordinary words needs to become the name, or None."""
     if len(heard) < 2 or len(name_part) < settings.phrase_min_name:
         return None  # one differing word: the single-word rules decide ("lady coma" / Lady Kima)
@@ -166,12 +169,25 @@ def phrase_required(heard: tuple[str, ...], name_part: str, settings: MatchSetti
         needed = settings.phrase_medium_threshold
     else:
         needed = settings.phrase_long_threshold
-    if mentions > 0 and settings.phrase_prior_bonus:
-        share = min(1.0, math.log1p(mentions) / math.log1p(settings.prior_full_mentions))
-        needed -= settings.phrase_prior_bonus * share
     if max(word_zipf(heard[0]), word_zipf(heard[-1])) >= settings.phrase_edge_zipf:
         needed += settings.phrase_edge_penalty
     return needed
+
+
+_SUFFIXES = ("ingly", "ings", "ing", "edly", "ed", "ly", "ers", "er", "es", "s", "d", "y")
+
+
+@lru_cache(maxsize=65536)
+def inflected(word: str) -> bool:
+    """Whether a word English does not list is an English word inflected ("stealthing", "potioned",
+    "shivved"): a word of the language, not a garbled name."""
+    for suffix in _SUFFIXES:
+        stem = word[: -len(suffix)]
+        if word.endswith(suffix) and len(stem) >= 3:
+            doubled = stem[:-1] if stem[-1] == stem[-2] else stem
+            if any(word_zipf(s) >= 2.5 for s in (stem, stem + "e", doubled)):
+                return True
+    return False
 
 
 def derived(word: str, name: str) -> bool:
@@ -179,4 +195,18 @@ def derived(word: str, name: str) -> bool:
     short, long = sorted((word, name), key=len)
     if len(short) < 3:
         return False
-    return long.startswith(short) or long.endswith(short) or (len(short) >= 5 and long.startswith(short[:-1]))
+    return (
+        long.startswith(short)
+        or long.endswith(short)
+        or (len(short) >= 5 and long.startswith(short[:-1]))
+        or inflection(short, long)
+    )
+
+
+_ENDINGS = ("", "e", "ion", "ation", "ate", "al", "ish", *_SUFFIXES)
+
+
+def inflection(a: str, b: str) -> bool:
+    """Whether two words are one stem with two English endings: "pierces" / Piercing, "gnollish" / Gnolls."""
+    shared = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return shared >= 5 and a[shared:] in _ENDINGS and b[shared:] in _ENDINGS

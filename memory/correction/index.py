@@ -30,9 +30,6 @@ class EntityName(BaseModel):
     id: int | None = None
     name: str
     aliases: list[str] = Field(default_factory=list)
-    #: How often the campaign has mentioned the entity (L1 mention counts), if known: a name the players say
-    #: every session is a likelier reading of a garbled phrase than one never said. 0: unknown.
-    mentions: int = 0
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # identity hashing: forms are unique objects of one index
@@ -48,7 +45,6 @@ class NameForm:
     words: tuple[str, ...]
     codes: tuple[str, ...]
     primary: bool = True  # the entity's own name, not an alias
-    mentions: int = 0  # the entity's mention count (see ``EntityName.mentions``)
     phones: str = ""  # the pronunciation (see ``pronounce``); "" when it cannot be pronounced
 
 
@@ -116,7 +112,6 @@ class PhoneticIndex:
                     words=tuple(norm.split()),
                     codes=codes(spaceless),
                     primary=i == 0,
-                    mentions=entity.mentions,
                     phones=name_phones(tuple(norm.split())),
                 )
                 (aliases if i else canonical).append(form)

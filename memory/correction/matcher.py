@@ -17,6 +17,8 @@ from memory.correction.evidence import (
     MatchKind,
     MatchSettings,
     derived,
+    inflected,
+    inflection,
     phrase_required,
     required_score,
     word_zipf,
@@ -29,6 +31,8 @@ from memory.models import Correction
 
 # Windows may only join words separated by spaces or hyphens: a comma or full stop ends a name.
 _JOINERS = frozenset(" \t-‐‑")
+#: What may come before the first word of a sentence, which is capitalised whatever it is.
+_SENTENCE_OPENERS = frozenset(".!?:;\"“”'‘’()[]{}-–—…*")
 # A name heard as a few more or fewer letters is plausible; 3:2 in length is not.
 _MAX_LENGTH_RATIO = 1.5
 #: Names shorter than this are not respelled from other word breaks (see ``_spaced_otherwise``).
@@ -38,6 +42,7 @@ _FUZZY_MEMO_SIZE = 16384
 _MIN_PHRASE_LETTERS = 4
 # A name matched by sound ranks below one matched by letters at the same score (letters are the stronger proof).
 _SOUND_RANK_GAP = 0.01
+_NEVER = 1 << 30  # no name is this long: exact matches only
 # Rank added per extra word when overlapping windows compete.
 _LENGTH_BONUS = 0.01
 
@@ -178,6 +183,22 @@ def _spaced_otherwise(heard: str, form: NameForm, plural: bool) -> bool:
     return words != form.spaced and len(form.spaceless) >= _MIN_RESPACED_LETTERS
 
 
+def _named(text: str, tokens: list[Token]) -> list[bool]:
+    """Which words the transcript capitalises inside a sentence ("the Howells", not "Howells" first): it writes
+    them as names already. All-capital words say nothing."""
+    out = []
+    for t in tokens:
+        w = text[t.start : t.end]
+        if not (w[0].isupper() and not w.isupper()):
+            out.append(False)
+            continue
+        j = t.start - 1
+        while j >= 0 and text[j].isspace():
+            j -= 1
+        out.append(j >= 0 and text[j] not in _SENTENCE_OPENERS)
+    return out
+
+
 def _joined(text: str, pair: list[Token]) -> bool:
     """Whether two neighbouring tokens are separated by nothing but spaces or hyphens."""
     return all(ch in _JOINERS for ch in text[pair[0].end : pair[1].start])
@@ -217,6 +238,12 @@ class PhoneticMatcher:
         number = [any(ch.isdigit() for ch in t.norm) for t in tokens]
         locked = [x or n for x, n in zip(exact, number, strict=True)]
         zipfs = [word_zipf(t.word) for t in tokens]
+        # A capitalised word the index does not know as a name: the transcript's own name for something.
+        named = [n and not x for n, x in zip(_named(text, tokens), exact, strict=True)]
+        unknown = [
+            max(z, word_zipf(t.norm)) < self.settings.known_zipf and not n and not inflected(t.norm)
+            for t, z, n in zip(tokens, zipfs, named, strict=True)
+        ]
         uncommon = [z < self.settings.common_zipf for z in zipfs]
         longest = self.index.max_spaceless * _MAX_LENGTH_RATIO
         # Pronunciations: words before a window's last are heard whole ("hunter's" of "Hunter's Mark"), the
@@ -226,6 +253,7 @@ class PhoneticMatcher:
         settings = self.settings
         max_zipf, max_words = settings.sound_max_zipf, settings.phrase_max_words
         fewest, most = settings.sound_min_phones, self.index.max_phones + 1
+        two_edit_from = settings.sound_two_edit_phones - 2
         phrase_zipf, low_confidence, widest = (
             settings.phrase_max_zipf,
             settings.low_confidence,
@@ -244,6 +272,7 @@ class PhoneticMatcher:
             least_common = 99.0
             said_before = ""
             sayable = True
+            written_as_name = False
             for last in range(first, min(len(tokens), first + widest)):
                 if last > first and (number[last] or not joinable[last - 1]):
                     break
@@ -253,6 +282,7 @@ class PhoneticMatcher:
                 if (c := conf[last]) is not None:
                     conf_sum += c
                     conf_n += 1
+                written_as_name = written_as_name or named[last]
                 rare = rare or uncommon[last]
                 if zipfs[last] < least_common:
                     least_common = zipfs[last]
@@ -264,16 +294,26 @@ class PhoneticMatcher:
                 said_before += whole[last]
                 if exact[last] and (last == first or exact[last - 1]) and all(exact[first : last + 1]):
                     continue  # exact mentions only: nothing misheard here
-                # Spelling is evidence for doubted or uncommon words; sound for words pronounced like a name.
-                by_letters = length >= 3 and (doubtful or rare or phrase)
+                # Spelling is evidence for doubted spans and single words English does not know; sound for words
+                # pronounced like a name. A word the transcript writes as a name is its name, unless doubted.
+                by_letters = length >= 3 and (doubtful or (first == last and unknown[first]))
                 heard_as = (
                     self.index.sound_candidates(phones)
                     if sayable
+                    and (doubtful or not written_as_name)
                     and least_common <= max_zipf
                     and last - first < max_words
                     and fewest <= len(phones) <= most
                     else ()
                 )
+                if last > first and len(phones) >= two_edit_from and (doubtful or not written_as_name):
+                    # Two phones off a long name ("elder nacks" / Eldrinax): its spelling sounds alike too (a
+                    # shared Double Metaphone code) or the window is not worth a look.
+                    spelled_alike = self.index.phonetic_candidates(
+                        codes("".join(t.norm for t in tokens[first : last + 1])), near_too=False
+                    )[0]
+                    if spelled_alike:
+                        heard_as = {*heard_as, *spelled_alike}
                 if not (by_letters or heard_as):
                     continue  # ordinary words nobody doubted and no name sounding alike: skip the rest
                 window = tokens[first : last + 1]
@@ -351,38 +391,41 @@ class PhoneticMatcher:
         """The name the window is pronounced as (see ``MatchSettings.sound_*``), with its phone similarity."""
         settings = self.settings
         words = [t.norm for t in span.tokens]
+        # A common word is that word unless doubted or said exactly like a longer name ("writes" / Rites).
+        common = len(words) == 1 and not span.doubtful and word_zipf(words[0]) >= settings.common_zipf
         if len(words) == 1 and word_zipf(span.tokens[0].word) >= settings.function_zipf:
             return None  # "and" / Wand
-        single_common = len(words) == 1 and word_zipf(span.tokens[0].word) >= settings.common_zipf
-        # A doubted span, or a single word English does not know ("craswell" / Cresswell), may be a sound off a
-        # shorter name.
-        one_edit = settings.sound_one_edit_phones
-        if span.doubtful:
-            one_edit = settings.sound_doubtful_one_edit_phones
-        elif len(words) == 1 and word_zipf(span.tokens[0].word) < settings.known_zipf:
-            one_edit = settings.sound_unknown_one_edit_phones
         found: list[tuple[int, NameForm]] = []
         for form in heard_as:
             size = len(form.phones)
-            if size < settings.sound_min_phones:
+            if size < settings.sound_min_phones or (common and size < settings.sound_common_word_phones):
                 continue
-            if len(form.words) > 1 and all(w in words for w in form.words):
-                continue  # "Pass Without a Trace": the name itself, said with a word more
+            if len(form.words) > 1 and (all(w in words for w in form.words) or all(w in form.words for w in words)):
+                continue  # "Pass Without a Trace" said with a word more, or "arcane" of Arcane Eye: no mishearing
             # Words shared with the name ("the" of "the pounding" / The Founding) prove nothing: the rest must
-            # be long enough for the edit allowed.
+            # be long enough for the edit allowed, and is judged as what it is (one word, or several).
             lead, trail = _shared_ends(words, form.words)
+            rest = words[lead : len(words) - trail]
             if lead or trail:
                 size = len(phrase_phones(form.words[lead : len(form.words) - trail]))
-            allowed = 1 if size >= one_edit else 0
-            if single_common:
-                allowed = 0  # "reception" / Deception: an English word a sound away is that word
+            allowed = 1 if size >= self._one_edit_from(rest, span.doubtful) else 0
+            if allowed and len(rest) > 1 and size >= settings.sound_two_edit_phones:
+                allowed = 2
             edits = Levenshtein.distance(phones, form.phones, score_cutoff=allowed)
             if edits > allowed:
                 continue
-            if span.exact_runs and not _extends(form.spaceless, span.exact_runs):
+            if edits and span.exact_runs and not _extends(form.spaceless, span.exact_runs):
                 continue  # "a dragonborn" is the name Dragonborn said after "a"
             own = set(form.words)
-            if edits and any(len(w) > 3 and w not in own and derived(w, form.spaceless) for w in words):
+            if edits and any(
+                len(w) > 3
+                and w not in own
+                and (
+                    (len(w) >= len(form.spaceless) - 2 and derived(w, form.spaceless))
+                    or any(inflection(w, n) for n in form.words)
+                )
+                for w in words
+            ):
                 continue  # "entangled" / Entangle: a word of its own ("omelet" / Omelette is the same word)
             if edits and any(w not in own and word_zipf(w) >= settings.phrase_edge_zipf for w in (words[0], words[-1])):
                 continue  # "minutes or" / Minotaur: a real word plus a neighbour
@@ -398,6 +441,22 @@ class PhoneticMatcher:
             if other.entity_key != form.entity_key and other.canonical != form.canonical and not same_spelling:
                 return None  # two entities sound alike: ambiguous
         return form, 1 - edits / len(form.phones)
+
+    def _one_edit_from(self, heard: list[str], doubtful: bool) -> int:
+        """How long a name must be (phones) for ``heard`` to be one phone off it: a doubted span or a single word
+        English does not know ("craswell" / Cresswell) may be one off a shorter name than a phrase may; an
+        ordinary word a sound away from a name is that word ("reception" / Deception)."""
+        settings = self.settings
+        if doubtful:
+            return settings.sound_doubtful_one_edit_phones
+        if len(heard) != 1:
+            return settings.sound_one_edit_phones
+        zipf = word_zipf(heard[0])
+        if zipf >= settings.common_zipf:
+            return _NEVER  # and even sounding exactly like the name it needs doubt (see ``_sound``)
+        if zipf >= settings.known_zipf or inflected(heard[0]):
+            return settings.sound_word_one_edit_phones
+        return settings.sound_unknown_one_edit_phones
 
     def _match_window(self, span: _Span) -> tuple[tuple[NameForm, float, bool] | None, bool]:
         """The accepted (form, score, plural) for a window, and whether a good match was refused as unsafe."""
@@ -493,7 +552,7 @@ class PhoneticMatcher:
         ranked.sort(key=lambda r: (r[0], r[1].form.primary), reverse=True)
         score, best = ranked[0]
         _, heard, name_part = _phrase_score(best)
-        needed = phrase_required(heard, name_part, self.settings, best.form.mentions)
+        needed = phrase_required(heard, name_part, self.settings)
         if needed is None or score < needed:
             return None
         rival = _rival(best, [r[1] for r in ranked[1:]], lambda s: _phrase_score(s)[0])

@@ -164,11 +164,10 @@ def test_ordinary_phrases_of_the_same_shape_are_left_alone() -> None:
         assert pipeline.correct_fast(text).corrections == [], text
 
 
-def test_the_phrase_path_can_be_switched_off() -> None:
-    pipeline = Pipeline(
-        PHRASE_ENTITIES, settings=MatchSettings(phrase_long_threshold=1.01, phrase_medium_threshold=1.01)
-    )
+def test_the_sound_path_can_be_switched_off() -> None:
+    pipeline = Pipeline(PHRASE_ENTITIES, settings=MatchSettings(sound_min_phones=99, sound_two_edit_phones=99))
     assert pipeline.correct_fast("Ask tally sin about it.").corrections == []
+    assert Pipeline(PHRASE_ENTITIES).correct_fast("Ask tally sin about it.").text == "Ask Taliesin about it."
 
 
 def test_a_mishearing_around_an_exact_alias_is_restored_but_exact_mentions_are_not_extended() -> None:
@@ -192,15 +191,6 @@ def test_punctuation_inside_a_name_is_not_needed_to_match_it() -> None:
     pipeline = Pipeline([EntityName(id=1, name='Bo "The Breaker"'), EntityName(id=2, name="Half-Elf")])
     for text in ["Bo the Breaker swings.", "Two half-elves walk in."]:
         assert pipeline.correct_fast(text).corrections == [], text
-
-
-def test_an_often_mentioned_entity_needs_a_little_less_when_the_prior_is_on() -> None:
-    text = "The sir rue lean towers shine."  # "sir rule ian" sounds exactly like it: no prior needed
-    settings = MatchSettings(phrase_prior_bonus=0.03)
-    assert Pipeline([EntityName(id=1, name="Cerulean", mentions=100)]).correct_fast(text).corrections == []
-    assert Pipeline([EntityName(id=1, name="Cerulean")], settings=settings).correct_fast(text).corrections == []
-    mentioned = Pipeline([EntityName(id=1, name="Cerulean", mentions=100)], settings=settings)
-    assert mentioned.correct_fast(text).text == "The Cerulean towers shine."
 
 
 def test_doubted_function_words_do_not_become_a_short_name() -> None:
