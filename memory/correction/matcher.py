@@ -25,7 +25,7 @@ from memory.correction.evidence import (
 )
 from memory.correction.index import NameForm, PhoneticIndex
 from memory.correction.phonetics import codes
-from memory.correction.pronounce import phrase_phones, warm, word_phones
+from memory.correction.pronounce import arpabet_code, phrase_phones, warm, word_phones
 from memory.correction.text import Token, normalize, spaced_form, tokenize
 from memory.models import Correction
 
@@ -42,7 +42,10 @@ _FUZZY_MEMO_SIZE = 16384
 _MIN_PHRASE_LETTERS = 4
 # A name matched by sound ranks below one matched by letters at the same score (letters are the stronger proof).
 _SOUND_RANK_GAP = 0.01
-_NEVER = 1 << 30  # no name is this long: exact matches only
+_NEVER = 1 << 30
+_NO_VOWELS = str.maketrans(
+    "", "", "".join(arpabet_code([p]) for p in "AA AE AH AO AW AY EH ER EY IH IY OW OY UH UW".split())
+)  # no name is this long: exact matches only
 # Rank added per extra word when overlapping windows compete.
 _LENGTH_BONUS = 0.01
 
@@ -412,8 +415,9 @@ class PhoneticMatcher:
             if allowed and len(rest) > 1 and size >= settings.sound_two_edit_phones:
                 allowed = 2
             edits = Levenshtein.distance(phones, form.phones, score_cutoff=allowed)
-            if edits > allowed:
+            if edits > allowed and not (allowed and len(rest) > 1 and self._same_consonants(span, phones, form)):
                 continue
+            edits = min(edits, allowed)
             if edits and span.exact_runs and not _extends(form.spaceless, span.exact_runs):
                 continue  # "a dragonborn" is the name Dragonborn said after "a"
             own = set(form.words)
@@ -441,6 +445,20 @@ class PhoneticMatcher:
             if other.entity_key != form.entity_key and other.canonical != form.canonical and not same_spelling:
                 return None  # two entities sound alike: ambiguous
         return form, 1 - edits / len(form.phones)
+
+    def _same_consonants(self, span: _Span, phones: str, form: NameForm) -> bool:
+        """Several words spelled like the name (a shared Double Metaphone code) and sounding like it but for
+        its vowels, which eSpeak NG guesses for invented names ("toll van eck" / Tolvanek, T L V N K)."""
+        if len(form.phones) < self.settings.sound_two_edit_phones - 1:
+            return False
+        if not set(codes("".join(t.norm for t in span.tokens))) & set(form.codes):
+            return False
+        consonants, name_consonants = phones.translate(_NO_VOWELS), form.phones.translate(_NO_VOWELS)
+        vowels = len(phones) - len(consonants)
+        return (
+            abs(vowels - (len(form.phones) - len(name_consonants))) <= 1
+            and Levenshtein.distance(consonants, name_consonants, score_cutoff=1) <= 1
+        )
 
     def _one_edit_from(self, heard: list[str], doubtful: bool) -> int:
         """How long a name must be (phones) for ``heard`` to be one phone off it: a doubted span or a single word
