@@ -51,11 +51,11 @@ class MatchSettings:
     doubtful_phrase_threshold: float = 0.80
     #: Two different entities scoring within this margin make a span ambiguous: it is left alone.
     ambiguity_margin: float = 0.02
-    #: Phrase path: a span of several ordinary words whose sounds, joined, spell a name ("tally sin" /
-    #: Taliesin, "tar ryan during ton" / Taryon Darrington). Judged on the joined span by a phrase score
-    #: (mean of Jaro-Winkler, Indel similarity and code similarity), with a threshold that falls as the name
-    #: grows: a long name matched by chance is rare, a short one ("the road" / Therad) is everywhere.
-    #: Tuned on the "tune" half of the CRD3 dev mishearings against 3,000 clean turns.
+    #: Phrase path, for doubted spans only (otherwise the sound path judges phrases): several words whose
+    #: sounds, joined, spell a name ("tally sin" / Taliesin, "tar ryan during ton" / Taryon Darrington). Judged
+    #: on the joined span by a phrase score (mean of Jaro-Winkler, Indel similarity and code similarity), with a
+    #: threshold that falls as the name grows: a long name matched by chance is rare, a short one ("the road" /
+    #: Therad) is everywhere. Tuned on the "tune" half of the CRD3 dev mishearings against 3,000 clean turns.
     phrase_min_name: int = 6
     phrase_short_threshold: float = 0.88  # names of 6–7 letters
     phrase_medium_threshold: float = 0.84  # 8–10 letters
@@ -84,8 +84,9 @@ class MatchSettings:
     sound_word_one_edit_phones: int = 8
     #: A common word said exactly like a name is the name only from this many phones ("writes" / Rites is not).
     sound_common_word_phones: int = 5
-    #: Several words may be two phones off a name of this many phones whose spelling sounds alike (a shared
-    #: Double Metaphone code): "elder nacks" / Eldrinax.
+    #: Several words may be two phones off a name of this many phones ("elder nacks" / Eldrinax). The halves index
+    #: finds names one phone off, so windows this long also look up names spelled alike (a shared Double
+    #: Metaphone code); those may differ in vowels only at one phone shorter (see ``_same_consonants``).
     sound_two_edit_phones: int = 9
     #: The span needs a word at most this common: "and then the" is never a name.
     sound_max_zipf: float = 5.0
@@ -174,6 +175,8 @@ def phrase_required(heard: tuple[str, ...], name_part: str, settings: MatchSetti
     return needed
 
 
+#: A stem this common makes an unlisted word an inflection of it ("scrawl" of "scrawling").
+_STEM_ZIPF = 2.5
 _SUFFIXES = ("ingly", "ings", "ing", "edly", "ed", "ly", "ers", "er", "es", "s", "d", "y")
 
 
@@ -185,7 +188,7 @@ def inflected(word: str) -> bool:
         stem = word[: -len(suffix)]
         if word.endswith(suffix) and len(stem) >= 3:
             doubled = stem[:-1] if stem[-1] == stem[-2] else stem
-            if any(word_zipf(s) >= 2.5 for s in (stem, stem + "e", doubled)):
+            if any(word_zipf(s) >= _STEM_ZIPF for s in (stem, stem + "e", doubled)):
                 return True
     return False
 

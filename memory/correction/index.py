@@ -8,7 +8,6 @@ said). Lookups are dictionary hits, so the cost per utterance hardly grows with 
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -16,12 +15,11 @@ from pydantic import BaseModel, Field
 
 from memory.correction.phonetics import MIN_FUZZY_CODE, codes, deletions
 from memory.correction.pronounce import name_phones
-from memory.correction.text import normalize, spaced_form
+from memory.correction.text import name_norm, spaced_form
 
 _MEMO_SIZE = 65536
 #: Names shorter than this many phones are not indexed by sound: too many words sound like them.
 MIN_SOUND_PHONES = 4
-_WORD = re.compile(r"[^\W_]+")
 
 
 class EntityName(BaseModel):
@@ -96,7 +94,7 @@ class PhoneticIndex:
         for key, entity in enumerate(entities):
             for i, surface in enumerate([entity.name, *entity.aliases]):
                 # Quotes and other punctuation inside a name (Bo "The Breaker") are never heard.
-                norm = " ".join(_WORD.findall(normalize(surface)))
+                norm = name_norm(surface)
                 spaced = spaced_form(surface)
                 if not norm or (norm, key) in seen:
                     continue

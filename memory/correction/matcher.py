@@ -42,10 +42,11 @@ _FUZZY_MEMO_SIZE = 16384
 _MIN_PHRASE_LETTERS = 4
 # A name matched by sound ranks below one matched by letters at the same score (letters are the stronger proof).
 _SOUND_RANK_GAP = 0.01
-_NEVER = 1 << 30
+_NEVER = 1 << 30  # no name is this long: exact matches only
+# Deletes the vowels from a phone string, leaving the consonants a re-spelling keeps (see ``_same_consonants``).
 _NO_VOWELS = str.maketrans(
     "", "", "".join(arpabet_code([p]) for p in "AA AE AH AO AW AY EH ER EY IH IY OW OY UH UW".split())
-)  # no name is this long: exact matches only
+)
 # Rank added per extra word when overlapping windows compete.
 _LENGTH_BONUS = 0.01
 

@@ -32,9 +32,14 @@ _NAME_WORD = re.compile(r"[^\W_]+")
 _HYPHENS = re.compile(r"[-‐‑]")
 
 
+def name_norm(text: str) -> str:
+    """The normal form of a name, punctuation inside it dropped: "bo the breaker" of 'Bo "The Breaker"'."""
+    return " ".join(_NAME_WORD.findall(normalize(text)))
+
+
 def spaced_form(text: str) -> str:
     """The normal form with hyphens as word breaks and other punctuation dropped: "half orc" of "Half-Orc"."""
-    return " ".join(_NAME_WORD.findall(normalize(_HYPHENS.sub(" ", text))))
+    return name_norm(_HYPHENS.sub(" ", text))
 
 
 @dataclass(frozen=True, slots=True)

@@ -269,3 +269,23 @@ def test_a_doubted_or_unknown_word_may_be_a_sound_off_a_shorter_name() -> None:
     assert pipeline.correct_fast(text).corrections == []  # two ordinary words
     doubted = [(t.word, 0.3 if t.word in ("cross", "well") else 0.95) for t in tokenize(text)]
     assert pipeline.correct_fast(text, doubted).text == "Mister Cresswell came."  # the recogniser doubted them
+
+
+def test_words_of_their_own_are_not_heard_as_a_name() -> None:
+    pipeline = Pipeline([EntityName(name=n) for n in ["Arcane Eye", "Piercing", "Balgus", "Stabling"]])
+    for text in [
+        "the arcane thing",  # part of a name is not a mishearing of it
+        "it pierces the armor",  # one stem, two endings
+        "we're stealthing ahead",  # an English word inflected, though no word list has it
+        "we met Balgoos today",  # capitalised inside a sentence: the transcript's own name for someone
+    ]:
+        assert pipeline.correct_fast(text).corrections == [], text
+    assert pipeline.correct_fast("we met balgoos today").text == "we met Balgus today"
+
+
+def test_a_long_name_may_be_heard_two_phones_or_its_vowels_off() -> None:
+    pipeline = Pipeline([EntityName(name="Eldrinax"), EntityName(name="Mira Tolvanek")])
+    assert pipeline.correct_fast("the old dragon, elder nacks, sleeps").text == "the old dragon, Eldrinax, sleeps"
+    # eSpeak NG guesses T AA L V EY N AH K; the consonants T L V N K are what was said
+    assert pipeline.correct_fast("ask mira toll van eck").text == "ask Mira Tolvanek"
+    assert pipeline.correct_fast("ask mira to lend a neck").corrections == []
