@@ -151,18 +151,22 @@ def respells_a_name(c: Correction, names: set[str]) -> bool:
 
 
 def _restores(case: Case, c: Correction) -> bool:
-    """Whether ``c`` puts the injected name back: the corrected text over the span's extent reads as the turn
+    """Whether ``c`` puts the injected name back: over the extent of both, the corrected text reads as the turn
     did with either the surface form it had or the entity's canonical name (aliases map to canonical).
 
     A span one word wider than the mishearing is right when the result is the original ("dwell daily un Empire"
-    -> "Dwendalian Empire" where the turn said "Dwendalian Empire"); an exact-span match writing the canonical
-    name is right even if it doubles a word ("Dwendalian Empire Empire"), since that is what the spec asks for.
+    -> "Dwendalian Empire" where the turn said "Dwendalian Empire"); so is one a word narrower that leaves a word
+    already right as it was ("lord na stock grace pine" -> "lord Nostoc Greyspine" where the turn said "Lord
+    Nostoc Greyspine"); an exact-span match writing the canonical name is right even if it doubles a word
+    ("Dwendalian Empire Empire"), since that is what the spec asks for.
     """
-    if not (c.start <= case.start and case.end <= c.end):
+    if not (c.start < case.end and case.start < c.end):
         return False
-    head, tail = case.text[c.start : case.start], case.text[case.end : c.end]
+    lo, hi = min(c.start, case.start), max(c.end, case.end)
+    corrected = case.text[lo : c.start] + c.replacement + case.text[c.end : hi]
+    head, tail = case.text[lo : case.start], case.text[case.end : hi]
     wanted = {normalize(head + name + tail) for name in (case.surface, case.canonical) if name}
-    return normalize(c.replacement) in wanted
+    return normalize(corrected) in wanted
 
 
 def simulated_confidences(text: str, doubtful: tuple[int, int] | None, rng: random.Random) -> list[float]:

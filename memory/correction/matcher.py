@@ -163,6 +163,15 @@ def _extends(name: str, runs: tuple[str, ...]) -> bool:
     return len(rest) >= 3
 
 
+def _spells_part(words: list[str], form: NameForm) -> bool:
+    """Whether a word not of the name spells its start or end ("dragon" of Dragonborn): the other words then
+    carry the whole difference, and two phones off is too much for them ("dragon form" is not Dragonborn)."""
+    return any(
+        len(w) >= 4 and w not in form.words and (form.spaceless.startswith(w) or form.spaceless.endswith(w))
+        for w in words
+    )
+
+
 def _sound_alike(window: str, name: str) -> float:
     """How well a whole window (spaces removed) sounds like a name: what competing windows are ranked by.
 
@@ -413,7 +422,7 @@ class PhoneticMatcher:
             if lead or trail:
                 size = len(phrase_phones(form.words[lead : len(form.words) - trail]))
             allowed = 1 if size >= self._one_edit_from(rest, span.doubtful) else 0
-            if allowed and len(rest) > 1 and size >= settings.sound_two_edit_phones:
+            if allowed and len(rest) > 1 and size >= settings.sound_two_edit_phones and not _spells_part(rest, form):
                 allowed = 2
             edits = Levenshtein.distance(phones, form.phones, score_cutoff=allowed)
             if edits > allowed and not (allowed and len(rest) > 1 and self._same_consonants(span, phones, form)):
@@ -456,10 +465,7 @@ class PhoneticMatcher:
             return False
         consonants, name_consonants = phones.translate(_NO_VOWELS), form.phones.translate(_NO_VOWELS)
         vowels = len(phones) - len(consonants)
-        return (
-            abs(vowels - (len(form.phones) - len(name_consonants))) <= 1
-            and Levenshtein.distance(consonants, name_consonants, score_cutoff=1) <= 1
-        )
+        return abs(vowels - (len(form.phones) - len(name_consonants))) <= 1 and consonants == name_consonants
 
     def _one_edit_from(self, heard: list[str], doubtful: bool) -> int:
         """How long a name must be (phones) for ``heard`` to be one phone off it: a doubted span or a single word
@@ -581,7 +587,15 @@ class PhoneticMatcher:
         return best.form, best.score, best.plural
 
     def _correction(self, text: str, tokens: list[Token], c: _Candidate) -> Correction:
-        first = c.first
+        first, last = c.first, c.last
+        # An alias's words that the canonical name lacks stay as said: "Lord na stock grace pine" heard as the
+        # alias "Lord Nostoc Greyspine" becomes "Lord Nostoc Greyspine", not "Nostoc Greyspine".
+        own = set(normalize(c.form.canonical).split())
+        words = c.form.words
+        while first < last and words and tokens[first].norm == words[0] and words[0] not in own:
+            first, words = first + 1, words[1:]
+        while last > first and words and tokens[last].norm == words[-1] and words[-1] not in own and not c.plural:
+            last, words = last - 1, words[:-1]
         # An alias becomes the canonical name; words of it already said just before stay said once:
         # "captain bran ock" -> "Captain Brannoch Ysgarde", not "captain Captain Brannoch Ysgarde".
         lead = c.form.canonical.casefold().split()
@@ -589,7 +603,7 @@ class PhoneticMatcher:
             first -= 1
             lead = lead[1:]
         start = tokens[first].start
-        end = tokens[c.last].base_end - (1 if c.plural else 0)
+        end = tokens[last].base_end - (1 if c.plural else 0)
         return Correction(
             span=text[start:end],
             replacement=c.form.canonical,
@@ -644,6 +658,17 @@ def _resolve_overlaps(candidates: list[_Candidate]) -> list[_Candidate]:
     "na stock grace pine" / Nostoc Greyspine before "grace pine" / Greyspine. The rank punishes stray words
     ("west rune we"), so the bonus can reward words that belong to the name.
     """
+    for c in candidates:
+        # A window holding a shorter one of the same name ranks as well as it: "greg strong jaw" / Grog Strongjaw
+        # holds "strong jaw", the alias Strongjaw respaced, and is the whole of that mention.
+        c.rank = max(
+            [c.rank]
+            + [
+                o.rank
+                for o in candidates
+                if o.form.entity_key == c.form.entity_key and c.first <= o.first <= o.last <= c.last
+            ]
+        )
     ranked = sorted(candidates, key=lambda c: c.rank + _LENGTH_BONUS * (c.last - c.first), reverse=True)
     taken: list[_Candidate] = []
     for c in ranked:

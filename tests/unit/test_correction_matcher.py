@@ -256,6 +256,7 @@ def test_words_pronounced_like_a_name_become_the_name(by_sound: Pipeline, heard:
         "All right, you Hunter's Mark the creature.",  # an exact name with a possessive inside
         "Ask core un about it.",  # Korren and Koren sound the same: ambiguous
         "I am a dragonborn.",  # a name said after "a"
+        "She takes dragon form.",  # "dragon" spells part of Dragonborn: "form" alone is two phones off "born"
     ],
 )
 def test_sound_alone_does_not_rewrite_ordinary_speech(by_sound: Pipeline, text: str) -> None:
@@ -289,3 +290,23 @@ def test_a_long_name_may_be_heard_two_phones_or_its_vowels_off() -> None:
     # eSpeak NG guesses T AA L V EY N AH K; the consonants T L V N K are what was said
     assert pipeline.correct_fast("ask mira toll van eck").text == "ask Mira Tolvanek"
     assert pipeline.correct_fast("ask mira to lend a neck").corrections == []
+
+
+def test_vowels_may_differ_but_not_consonants() -> None:
+    # C AE M P EY N T UW: "came upon" has the vowels' count and all but one consonant, which is not enough
+    pipeline = Pipeline([EntityName(name="Campaign 2")])
+    assert pipeline.correct_fast("we came upon a cave").corrections == []
+
+
+def test_a_mishearing_holding_an_exact_alias_is_corrected_whole() -> None:
+    pipeline = Pipeline([EntityName(id=1, name="Grog Strongjaw", aliases=["Strongjaw"])])
+    result = pipeline.correct_fast("then greg strong jaw swings")
+    assert result.text == "then Grog Strongjaw swings"  # not "greg Grog Strongjaw"
+    assert [c.span for c in result.corrections] == ["greg strong jaw"]
+
+
+def test_words_of_an_alias_the_canonical_name_lacks_stay_as_said() -> None:
+    pipeline = Pipeline([EntityName(id=1, name="Nostoc Greyspine", aliases=["Lord Nostoc Greyspine"])])
+    result = pipeline.correct_fast("Lord na stock grace pine bows.")
+    assert result.text == "Lord Nostoc Greyspine bows."
+    assert [c.span for c in result.corrections] == ["na stock grace pine"]
