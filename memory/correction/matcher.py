@@ -315,7 +315,6 @@ class PhoneticMatcher:
                     if sayable
                     and (doubtful or not written_as_name)
                     and least_common <= max_zipf
-                    and last - first < max_words
                     and fewest <= len(phones) <= most
                     else ()
                 )
@@ -590,12 +589,20 @@ class PhoneticMatcher:
         first, last = c.first, c.last
         # An alias's words that the canonical name lacks stay as said: "Lord na stock grace pine" heard as the
         # alias "Lord Nostoc Greyspine" becomes "Lord Nostoc Greyspine", not "Nostoc Greyspine".
+        # Only when every such word was heard right ("high higher raw fun toe farah" / High Harrower Ophera is
+        # Ophera, not "high Ophera").
         own = set(normalize(c.form.canonical).split())
-        words = c.form.words
-        while first < last and words and tokens[first].norm == words[0] and words[0] not in own:
-            first, words = first + 1, words[1:]
-        while last > first and words and tokens[last].norm == words[-1] and words[-1] not in own and not c.plural:
-            last, words = last - 1, words[:-1]
+        words, lead, trail = c.form.words, 0, 0
+        while first + lead < last and lead < len(words) and words[lead] not in own:
+            lead += 1
+        while last - trail > first + lead and trail < len(words) - lead and words[-1 - trail] not in own:
+            trail += 1
+        if (lead or trail) and not c.plural:
+            said = [t.norm for t in tokens[first : first + lead]] + [
+                t.norm for t in tokens[last - trail + 1 : last + 1]
+            ]
+            if said == [*words[:lead], *words[len(words) - trail :]]:
+                first, last = first + lead, last - trail
         # An alias becomes the canonical name; words of it already said just before stay said once:
         # "captain bran ock" -> "Captain Brannoch Ysgarde", not "captain Captain Brannoch Ysgarde".
         lead = c.form.canonical.casefold().split()
@@ -659,14 +666,14 @@ def _resolve_overlaps(candidates: list[_Candidate]) -> list[_Candidate]:
     ("west rune we"), so the bonus can reward words that belong to the name.
     """
     for c in candidates:
-        # A window holding a shorter one of the same name ranks as well as it: "greg strong jaw" / Grog Strongjaw
-        # holds "strong jaw", the alias Strongjaw respaced, and is the whole of that mention.
+        # A window holding a shorter one whose name is part of its own ranks as well as it: "greg strong jaw" /
+        # Grog Strongjaw holds "strong jaw", the alias Strongjaw respaced, and is the whole of that mention.
         c.rank = max(
             [c.rank]
             + [
                 o.rank
                 for o in candidates
-                if o.form.entity_key == c.form.entity_key and c.first <= o.first <= o.last <= c.last
+                if c.first <= o.first <= o.last <= c.last and o.form.spaceless in c.form.spaceless
             ]
         )
     ranked = sorted(candidates, key=lambda c: c.rank + _LENGTH_BONUS * (c.last - c.first), reverse=True)

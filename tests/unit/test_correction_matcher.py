@@ -303,6 +303,20 @@ def test_a_mishearing_holding_an_exact_alias_is_corrected_whole() -> None:
     result = pipeline.correct_fast("then greg strong jaw swings")
     assert result.text == "then Grog Strongjaw swings"  # not "greg Grog Strongjaw"
     assert [c.span for c in result.corrections] == ["greg strong jaw"]
+    # so does one holding another entity's name that its own name contains
+    pipeline = Pipeline([EntityName(id=1, name="Kashaw Vesh", aliases=["Kashaw"]), EntityName(id=2, name="Kashaw")])
+    assert pipeline.correct_fast("then cash aw vet said").text == "then Kashaw Vesh said"
+    assert pipeline.correct_fast("then cash aw said").text == "then Kashaw said"
+
+
+def test_a_name_may_be_heard_as_six_words() -> None:
+    pipeline = Pipeline(
+        [
+            EntityName(id=1, name="Whitestone Riflemen", aliases=["Riflemen of Whitestone"]),
+            EntityName(name="Whitestone"),
+        ]
+    )
+    assert pipeline.correct_fast("the rife limb en of white stone march").text == "the Whitestone Riflemen march"
 
 
 def test_words_of_an_alias_the_canonical_name_lacks_stay_as_said() -> None:
