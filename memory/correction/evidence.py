@@ -90,6 +90,9 @@ class MatchSettings:
     sound_two_edit_phones: int = 9
     #: The span needs a word at most this common: "and then the" is never a name.
     sound_max_zipf: float = 5.0
+    #: A span one phone off a name that starts or ends with a word this common ("tent or" / Centaur) has
+    #: caught a real word plus its neighbour.
+    sound_edge_zipf: float = 6.5  # 6.0 -> 6.5: "from skin", "of field", "had ash"; 7.0 brings "is", "in", "on"
 
 
 _PLAIN = re.compile(r"[a-z]+(?:'[a-z]+)*")

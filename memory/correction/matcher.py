@@ -440,8 +440,8 @@ class PhoneticMatcher:
                 for w in words
             ):
                 continue  # "entangled" / Entangle: a word of its own ("omelet" / Omelette is the same word)
-            if edits and any(w not in own and word_zipf(w) >= settings.phrase_edge_zipf for w in (words[0], words[-1])):
-                continue  # "minutes or" / Minotaur: a real word plus a neighbour
+            if edits and any(w not in own and word_zipf(w) >= settings.sound_edge_zipf for w in (words[0], words[-1])):
+                continue  # "tent or" / Centaur: a real word plus a neighbour
             found.append((edits, form))
         if not found:
             return None
@@ -667,13 +667,16 @@ def _resolve_overlaps(candidates: list[_Candidate]) -> list[_Candidate]:
     """
     for c in candidates:
         # A window holding a shorter one whose name is part of its own ranks as well as it: "greg strong jaw" /
-        # Grog Strongjaw holds "strong jaw", the alias Strongjaw respaced, and is the whole of that mention.
+        # Grog Strongjaw holds "strong jaw", the alias Strongjaw respaced, and is the whole of that mention. (A
+        # window holding one of the same name has caught a neighbour: "estaphania who" / Estafania.)
         c.rank = max(
             [c.rank]
             + [
                 o.rank
                 for o in candidates
-                if c.first <= o.first <= o.last <= c.last and o.form.spaceless in c.form.spaceless
+                if c.first <= o.first <= o.last <= c.last
+                and o.form.spaceless != c.form.spaceless
+                and o.form.spaceless in c.form.spaceless
             ]
         )
     ranked = sorted(candidates, key=lambda c: c.rank + _LENGTH_BONUS * (c.last - c.first), reverse=True)
