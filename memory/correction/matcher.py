@@ -258,7 +258,8 @@ class PhoneticMatcher:
             for t, z, n in zip(tokens, zipfs, named, strict=True)
         ]
         uncommon = [z < self.settings.common_zipf for z in zipfs]
-        longest = self.index.max_spaceless * _MAX_LENGTH_RATIO
+        # English spelling takes up to about two letters a phone ("cave arne" / K'Varn: 8 letters, 6 phones).
+        longest = max(self.index.max_spaceless * _MAX_LENGTH_RATIO, 2 * (self.index.max_phones + 1))
         # Pronunciations: words before a window's last are heard whole ("hunter's" of "Hunter's Mark"), the
         # last without a possessive ending, which stays outside the name ("elder nacks's" -> "Eldrinax's").
         said = [word_phones(t.norm) for t in tokens]
@@ -418,12 +419,18 @@ class PhoneticMatcher:
             # be long enough for the edit allowed, and is judged as what it is (one word, or several).
             lead, trail = _shared_ends(words, form.words)
             rest = words[lead : len(words) - trail]
+            name_rest = ""
             if lead or trail:
-                size = len(phrase_phones(form.words[lead : len(form.words) - trail]))
+                name_rest = phrase_phones(form.words[lead : len(form.words) - trail])
+                size = len(name_rest)
             allowed = 1 if size >= self._one_edit_from(rest, span.doubtful) else 0
             if allowed and len(rest) > 1 and size >= settings.sound_two_edit_phones and not _spells_part(rest, form):
                 allowed = 2
             edits = Levenshtein.distance(phones, form.phones, score_cutoff=allowed)
+            if edits and name_rest:
+                # The shared words are the same words, however eSpeak NG says them inside the name ("why un
+                # gorge" / Wuyun Gorge): the rest alone must sound like the rest of the name.
+                edits = min(edits, Levenshtein.distance(phrase_phones(rest), name_rest, score_cutoff=allowed + 1))
             if edits > allowed and not (allowed and len(rest) > 1 and self._same_consonants(span, phones, form)):
                 continue
             edits = min(edits, allowed)
@@ -445,13 +452,13 @@ class PhoneticMatcher:
             found.append((edits, form))
         if not found:
             return None
-        found.sort(key=lambda f: (f[0], not f[1].primary))
+        found.sort(key=lambda f: (f[0], not f[1].primary, f[1].entity_key))
         edits, form = found[0]
         for other_edits, other in found[1:]:
             if other_edits > edits:
                 break
             same_spelling = form.primary and other.norm == form.norm and not other.primary  # see ``_rival``
-            if other.entity_key != form.entity_key and other.canonical != form.canonical and not same_spelling:
+            if other.entity_key != form.entity_key and not _same_name(other, form) and not same_spelling:
                 return None  # two entities sound alike: ambiguous
         return form, 1 - edits / len(form.phones)
 
@@ -644,6 +651,11 @@ class PhoneticMatcher:
         return _merge(text, spans)
 
 
+def _same_name(a: NameForm, b: NameForm) -> bool:
+    """Two entities written alike ("K'Varn" and "K'varn"): the correction's text is the same either way."""
+    return a.canonical.casefold() == b.canonical.casefold()
+
+
 def _rival(best: _Scored, others: list[_Scored], key: Callable[[_Scored], float]) -> _Scored | None:
     """The best-scoring candidate of another entity, ignoring the same spelling when ``best`` is canonical.
 
@@ -654,7 +666,7 @@ def _rival(best: _Scored, others: list[_Scored], key: Callable[[_Scored], float]
         s
         for s in others
         if s.form.entity_key != best.form.entity_key
-        and s.form.canonical != best.form.canonical
+        and not _same_name(s.form, best.form)
         and not (best.form.primary and s.form.norm == best.form.norm and not s.form.primary)
     ]
     return max(rivals, key=key, default=None)

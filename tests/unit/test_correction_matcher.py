@@ -328,3 +328,16 @@ def test_words_of_an_alias_the_canonical_name_lacks_stay_as_said() -> None:
     result = pipeline.correct_fast("Lord na stock grace pine bows.")
     assert result.text == "Lord Nostoc Greyspine bows."
     assert [c.span for c in result.corrections] == ["na stock grace pine"]
+
+
+def test_words_shared_with_the_name_are_not_held_against_it() -> None:
+    # eSpeak NG says "gorge" inside "Wuyun Gorge" a little unlike "gorge" alone; the rest is what must match
+    pipeline = Pipeline([EntityName(id=1, name="Wuyun Gorge")])
+    assert pipeline.correct_fast("we ride to why un gorge today").text == "we ride to Wuyun Gorge today"
+
+
+def test_two_entities_written_alike_are_not_ambiguous() -> None:
+    pipeline = Pipeline([EntityName(id=1, name="K'Varn"), EntityName(id=2, name="K'varn")])  # a list made twice
+    result = pipeline.correct_fast("we fought cave arne there")
+    assert result.text == "we fought K'Varn there"
+    assert [c.entity_id for c in result.corrections] == [1]
