@@ -84,9 +84,10 @@ class MatchSettings:
     sound_word_one_edit_phones: int = 8
     #: A common word said exactly like a name is the name only from this many phones ("writes" / Rites is not).
     sound_common_word_phones: int = 5
-    #: Several words may be two phones off a name of this many phones ("elder nacks" / Eldrinax). The halves index
-    #: finds names one phone off, so windows this long also look up names spelled alike (a shared Double
-    #: Metaphone code); those may differ in vowels only at one phone shorter (see ``_same_consonants``).
+    #: Several words, one of them not common, may be two phones off a name of this many phones ("elder nacks" /
+    #: Eldrinax; not "mistress off" / Mistrusts). The halves index finds names one phone off, so windows this
+    #: long also look up names spelled alike (a shared Double Metaphone code); those may differ in vowels only
+    #: at one phone shorter (see ``_same_consonants``).
     sound_two_edit_phones: int = 9
     #: The span needs a word at most this common: "and then the" is never a name.
     sound_max_zipf: float = 5.0

@@ -9,12 +9,12 @@ said). Lookups are dictionary hits, so the cost per utterance hardly grows with 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, Field
 
 from memory.correction.phonetics import MIN_FUZZY_CODE, codes, deletions
-from memory.correction.pronounce import name_phones
+from memory.correction.pronounce import dictionary_phones, name_phones
 from memory.correction.text import name_norm, spaced_form
 
 _MEMO_SIZE = 65536
@@ -60,10 +60,20 @@ class PhoneticIndex:
         # Pronunciations by length and by each half: a pronunciation one phone edit away from a name keeps one
         # half of the name intact at its start or its end (the edit falls in the other half).
         self.by_halves: dict[tuple[int, str, bool], list[NameForm]] = defaultdict(list)
+        sayings: list[NameForm] = []
         for form in forms:
             if (size := len(form.phones)) >= MIN_SOUND_PHONES:
                 self.by_halves[size, form.phones[: size // 2], True].append(form)
                 self.by_halves[size, form.phones[size // 2 :], False].append(form)
+                sayings.append(form)
+            # A name made of dictionary words is also said the dictionary's way ("lorne": eSpeak NG reads
+            # L OW R N, CMUdict L AO R N), as the words a recogniser writes are.
+            said = dictionary_phones(form.words)
+            if len(said) >= MIN_SOUND_PHONES and said != form.phones:
+                other = replace(form, phones=said)
+                self.by_halves[len(said), said[: len(said) // 2], True].append(other)
+                self.by_halves[len(said), said[len(said) // 2 :], False].append(other)
+                sayings.append(other)
             self.exact_spaceless.add(form.spaceless)
             self.spaceless_prefixes.update(form.spaceless[:n] for n in range(1, len(form.spaceless)))
             self.by_length[len(form.spaceless)].append(form)
@@ -73,7 +83,7 @@ class PhoneticIndex:
                     for variant in deletions(code):
                         self.by_deletion[variant].append(form)
         self.max_spaceless = max((len(f.spaceless) for f in forms), default=0)
-        self.max_phones = max((len(f.phones) for f in forms), default=0)
+        self.max_phones = max((len(f.phones) for f in sayings), default=0)
         self.min_spaceless = min((len(f.spaceless) for f in forms), default=0)
         self._near_memo: dict[str, frozenset[NameForm]] = {}
         # One lookup per deleted sound instead of two.

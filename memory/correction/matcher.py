@@ -33,6 +33,7 @@ from memory.models import Correction
 _JOINERS = frozenset(" \t-‐‑")
 #: What may come before the first word of a sentence, which is capitalised whatever it is.
 _SENTENCE_OPENERS = frozenset(".!?:;\"“”'‘’()[]{}-–—…*")
+_APOSTROPHES = "'’‘"
 # A name heard as a few more or fewer letters is plausible; 3:2 in length is not.
 _MAX_LENGTH_RATIO = 1.5
 #: Names shorter than this are not respelled from other word breaks (see ``_spaced_otherwise``).
@@ -194,6 +195,18 @@ def _spaced_otherwise(heard: str, form: NameForm, plural: bool) -> bool:
     if plural:
         words = words[:-1]
     return words != form.spaced and len(form.spaceless) >= _MIN_RESPACED_LETTERS
+
+
+def _apostrophe_dropped(heard: str, form: NameForm, plural: bool, common_zipf: float) -> bool:
+    """Whether the heard words are the entity's own name without its apostrophe ("vexahlia" / Vex'ahlia), which
+    the recogniser cannot hear; not when they are ordinary English ("was" is not the name "was'")."""
+    return (
+        not plural
+        and all(word_zipf(w) < common_zipf for w in normalize(heard).split())
+        and not any(a in heard for a in _APOSTROPHES)
+        and any(a in form.canonical for a in _APOSTROPHES)
+        and normalize(form.canonical).replace(" ", "") == form.spaceless
+    )
 
 
 def _named(text: str, tokens: list[Token]) -> list[bool]:
@@ -383,7 +396,10 @@ class PhoneticMatcher:
                     plural = key not in names and key[:-1] in names
                     form = self._by_spaceless.get(key[:-1] if plural else key)
                     heard = text[tokens[i].start : tokens[i + n - 1].base_end]
-                    if form is not None and _spaced_otherwise(heard, form, plural):
+                    if form is not None and (
+                        _spaced_otherwise(heard, form, plural)
+                        or _apostrophe_dropped(heard, form, plural, self.settings.common_zipf)
+                    ):
                         respaced.append(_Candidate(i, i + n - 1, form, 1.0, plural, 1.0))
                     i += n
                     break
@@ -424,8 +440,14 @@ class PhoneticMatcher:
                 name_rest = phrase_phones(form.words[lead : len(form.words) - trail])
                 size = len(name_rest)
             allowed = 1 if size >= self._one_edit_from(rest, span.doubtful) else 0
-            if allowed and len(rest) > 1 and size >= settings.sound_two_edit_phones and not _spells_part(rest, form):
-                allowed = 2
+            if (
+                allowed
+                and len(rest) > 1
+                and size >= settings.sound_two_edit_phones
+                and not _spells_part(rest, form)
+                and min(word_zipf(w) for w in rest) < settings.common_zipf
+            ):
+                allowed = 2  # "elder nacks" / Eldrinax; ordinary words two phones off are speech ("mistress off")
             edits = Levenshtein.distance(phones, form.phones, score_cutoff=allowed)
             if edits and name_rest:
                 # The shared words are the same words, however eSpeak NG says them inside the name ("why un

@@ -140,6 +140,12 @@ def phrase_phones(words: tuple[str, ...] | list[str]) -> str:
     return "".join(out)
 
 
+def dictionary_phones(words: tuple[str, ...]) -> str:
+    """CMUdict's pronunciation of a name made of dictionary words ("lorne", "astor"), "" otherwise."""
+    table = _cmudict()
+    return "".join(table[w] for w in words) if all(w in table for w in words) else ""
+
+
 @lru_cache(maxsize=65536)
 def name_phones(words: tuple[str, ...]) -> str:
     """The phone string of a name: eSpeak NG reads it whole (linking r, its English words too), or, without

@@ -341,3 +341,20 @@ def test_two_entities_written_alike_are_not_ambiguous() -> None:
     result = pipeline.correct_fast("we fought cave arne there")
     assert result.text == "we fought K'Varn there"
     assert [c.entity_id for c in result.corrections] == [1]
+
+
+def test_a_name_heard_without_its_apostrophe_is_respelled() -> None:
+    pipeline = Pipeline([EntityName(id=1, name="Vex'ahlia"), EntityName(id=2, name="was'")])
+    assert pipeline.correct_fast("then vexahlia shot").text == "then Vex'ahlia shot"
+    assert pipeline.correct_fast("that was close").corrections == []  # an English word is not a name's spelling
+
+
+def test_a_name_made_of_dictionary_words_is_also_said_the_dictionarys_way() -> None:
+    # eSpeak NG reads "lorne" L OW R N; CMUdict, like the recogniser's "lorn", L AO R N
+    pipeline = Pipeline([EntityName(id=1, name="lorne")])
+    assert pipeline.correct_fast("oh i know that's lorn brandon").text == "oh i know that's lorne brandon"
+
+
+def test_ordinary_words_two_phones_off_a_long_name_are_speech() -> None:
+    pipeline = Pipeline([EntityName(id=1, name="mistrusts")])  # M IH S T R AH S T S
+    assert pipeline.correct_fast("the mistress off to town").corrections == []
