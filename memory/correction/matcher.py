@@ -81,6 +81,8 @@ class _Span:
     exact_runs: tuple[str, ...] = ()
     #: Several words, one of them uncommon enough for the phrase path (see ``MatchSettings.phrase_*``).
     phrase: bool = False
+    #: One of the exact mentions is capitalised inside a sentence: the transcript wrote that name ("to Beau").
+    names_written: bool = False
 
 
 @dataclass(slots=True)
@@ -265,7 +267,9 @@ class PhoneticMatcher:
         locked = [x or n for x, n in zip(exact, number, strict=True)]
         zipfs = [word_zipf(t.word) for t in tokens]
         # A capitalised word the index does not know as a name: the transcript's own name for something.
-        named = [n and not x for n, x in zip(_named(text, tokens), exact, strict=True)]
+        capitalised = _named(text, tokens)
+        named = [n and not x for n, x in zip(capitalised, exact, strict=True)]
+        named_exact = [n and x for n, x in zip(capitalised, exact, strict=True)]
         unknown = [
             max(z, word_zipf(t.norm)) < self.settings.known_zipf and not n and not inflected(t.norm)
             for t, z, n in zip(tokens, zipfs, named, strict=True)
@@ -343,7 +347,14 @@ class PhoneticMatcher:
                 if not (by_letters or heard_as):
                     continue  # ordinary words nobody doubted and no name sounding alike: skip the rest
                 window = tokens[first : last + 1]
-                span = _Span(window, doubtful, rare, _exact_runs(window, exact[first : last + 1]), phrase)
+                span = _Span(
+                    window,
+                    doubtful,
+                    rare,
+                    _exact_runs(window, exact[first : last + 1]),
+                    phrase,
+                    any(named_exact[first : last + 1]),
+                )
                 best, rejected = self._match_window(span) if by_letters else (None, False)
                 if best is not None:
                     window_text = "".join(t.norm for t in window)
@@ -456,8 +467,8 @@ class PhoneticMatcher:
             if edits > allowed and not (allowed and len(rest) > 1 and self._same_consonants(span, phones, form)):
                 continue
             edits = min(edits, allowed)
-            if edits and span.exact_runs and not _extends(form.spaceless, span.exact_runs):
-                continue  # "a dragonborn" is the name Dragonborn said after "a"
+            if (edits or span.names_written) and span.exact_runs and not _extends(form.spaceless, span.exact_runs):
+                continue  # "a dragonborn" is the name Dragonborn said after "a"; "to Beau" is not Tubo
             own = set(form.words)
             if edits and any(
                 len(w) > 3

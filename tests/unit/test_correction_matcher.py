@@ -358,3 +358,8 @@ def test_a_name_made_of_dictionary_words_is_also_said_the_dictionarys_way() -> N
 def test_ordinary_words_two_phones_off_a_long_name_are_speech() -> None:
     pipeline = Pipeline([EntityName(id=1, name="mistrusts")])  # M IH S T R AH S T S
     assert pipeline.correct_fast("the mistress off to town").corrections == []
+
+
+def test_a_name_the_transcript_writes_is_not_swallowed_by_a_name_it_sounds_like_with_a_neighbour() -> None:
+    pipeline = Pipeline([EntityName(id=1, name="Beau"), EntityName(id=2, name="Tubo")])
+    assert pipeline.correct_fast("I want to talk to Beau now").corrections == []  # T UW B OW, but Beau is written
