@@ -25,6 +25,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
 
 from memory.correction import EntityName, MatchSettings, PhoneticIndex, PhoneticMatcher, Pipeline
+from memory.correction.evidence import word_zipf
 from memory.correction.text import normalize, tokenize
 from memory.models import Correction
 
@@ -56,12 +57,13 @@ def _spoken(name: str) -> str:
 
 def _alias_worthy(surface: str, count: int, entity: dict) -> bool:
     # The wiki's surface forms include pronouns and descriptions ("his sister", "a white dragon"): keep short
-    # capitalised forms seen more than once or sharing a word with the entity's name or invented words.
+    # capitalised forms seen more than once, sharing a word with the entity's name or its invented words, or
+    # made of words English does not know (a nickname: "Minxie" for Keyleth).
     words = set(normalize(surface).split())
     if not any(c.isupper() for c in surface) or "\n" in surface or len(words) > 4:
         return False
     own = set(normalize(entity["canonical"]).split()) | {normalize(t) for t in entity["oov_tokens"]}
-    return count > 1 or bool(words & own)
+    return count > 1 or bool(words & own) or all(word_zipf(w) < 2.0 for w in words)
 
 
 def crd3_entities() -> list[EntityName]:
