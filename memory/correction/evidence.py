@@ -49,6 +49,12 @@ class MatchSettings:
     low_confidence: float = 0.5
     doubtful_word_threshold: float = 0.92  # 0.85 -> 0.92: on the tune half, only false corrections lay between
     doubtful_phrase_threshold: float = 0.80
+    #: A match by spelling must not sound unlike the name: phone edits per phone (of the longer) at most this
+    #: for a doubted span ("damn" / Damon, "skin" / Skein are refused) and this for a word English does not know
+    #: (0.4 costs the ASR set names spelled unlike their sound). Tuned on the tune half with simulated
+    #: confidences, and the ASR set.
+    letters_doubtful_phone_distance: float = 0.2
+    letters_unknown_phone_distance: float = 0.5
     #: Two different entities scoring within this margin make a span ambiguous: it is left alone.
     ambiguity_margin: float = 0.02
     #: Phrase path, for doubted spans only (otherwise the sound path judges phrases): several words whose

@@ -560,7 +560,21 @@ class PhoneticMatcher:
                 for f in self._fuzzy(words, heard)
                 if not span.exact_runs or _extends(f.form.spaceless, span.exact_runs)
             ]
-        return self._decide(scored, doubtful)
+        decided, rejected = self._decide(scored, doubtful)
+        if decided is not None and not self._sounds_alike(decided, words, doubtful):
+            return None, True
+        return decided, rejected
+
+    def _sounds_alike(self, decided: tuple[NameForm, float, bool], words: list[str], doubtful: bool) -> bool:
+        """Whether a spelling match does not sound unlike its name (see ``MatchSettings.letters_*_phone_distance``);
+        a match that cannot be pronounced is judged by spelling alone."""
+        form, _, plural = decided
+        heard = phrase_phones([*words[:-1], words[-1][:-1]] if plural else words)
+        if not (heard and form.phones):
+            return True
+        settings = self.settings
+        most = settings.letters_doubtful_phone_distance if doubtful else settings.letters_unknown_phone_distance
+        return Levenshtein.normalized_distance(heard, form.phones) <= most
 
     def _fuzzy(self, words: list[str], heard: list[str]) -> list[_Scored]:
         """Spelling-only candidates, searched only for spans that are not ordinary English or are doubtful.
