@@ -83,6 +83,9 @@ class _Span:
     phrase: bool = False
     #: One of the exact mentions is capitalised inside a sentence: the transcript wrote that name ("to Beau").
     names_written: bool = False
+    #: Words the transcript capitalises inside a sentence, not known as names: its own names for something
+    #: ("Howells"), which a name may only share ("young ashley Burch" / Ashly Burch).
+    written: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -303,7 +306,7 @@ class PhoneticMatcher:
             least_common = 99.0
             said_before = ""
             sayable = True
-            written_as_name = False
+            written: list[str] = []
             for last in range(first, min(len(tokens), first + widest)):
                 if last > first and (number[last] or not joinable[last - 1]):
                     break
@@ -313,7 +316,8 @@ class PhoneticMatcher:
                 if (c := conf[last]) is not None:
                     conf_sum += c
                     conf_n += 1
-                written_as_name = written_as_name or named[last]
+                if named[last]:
+                    written.append(tokens[last].norm)
                 rare = rare or uncommon[last]
                 if zipfs[last] < least_common:
                     least_common = zipfs[last]
@@ -330,13 +334,10 @@ class PhoneticMatcher:
                 by_letters = length >= 3 and (doubtful or (first == last and unknown[first]))
                 heard_as = (
                     self.index.sound_candidates(phones)
-                    if sayable
-                    and (doubtful or not written_as_name)
-                    and least_common <= max_zipf
-                    and fewest <= len(phones) <= most
+                    if sayable and least_common <= max_zipf and fewest <= len(phones) <= most
                     else ()
                 )
-                if last > first and len(phones) >= two_edit_from and (doubtful or not written_as_name):
+                if last > first and len(phones) >= two_edit_from:
                     # Two phones off a long name ("elder nacks" / Eldrinax): its spelling sounds alike too (a
                     # shared Double Metaphone code) or the window is not worth a look.
                     spelled_alike = self.index.phonetic_candidates(
@@ -354,6 +355,7 @@ class PhoneticMatcher:
                     _exact_runs(window, exact[first : last + 1]),
                     phrase,
                     any(named_exact[first : last + 1]),
+                    () if doubtful else tuple(written),
                 )
                 best, rejected = self._match_window(span) if by_letters else (None, False)
                 if best is not None:
@@ -437,6 +439,8 @@ class PhoneticMatcher:
             return None  # "and" / Wand
         found: list[tuple[int, NameForm]] = []
         for form in heard_as:
+            if span.written and not all(w in form.words for w in span.written):
+                continue
             size = len(form.phones)
             if size < settings.sound_min_phones or (common and size < settings.sound_common_word_phones):
                 continue

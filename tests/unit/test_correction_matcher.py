@@ -367,3 +367,9 @@ def test_ordinary_words_two_phones_off_a_long_name_are_speech() -> None:
 def test_a_name_the_transcript_writes_is_not_swallowed_by_a_name_it_sounds_like_with_a_neighbour() -> None:
     pipeline = Pipeline([EntityName(id=1, name="Beau"), EntityName(id=2, name="Tubo")])
     assert pipeline.correct_fast("I want to talk to Beau now").corrections == []  # T UW B OW, but Beau is written
+
+
+def test_a_name_may_share_a_word_the_transcript_capitalises() -> None:
+    pipeline = Pipeline([EntityName(id=1, name="Ashly Burch")])
+    assert pipeline.correct_fast("the young ashley Burch laughs").text == "the young Ashly Burch laughs"
+    assert pipeline.correct_fast("the young Ashley Burch laughs").corrections == []  # written whole as a name
