@@ -245,7 +245,13 @@ def _jw(a: str, b: str) -> float:
 
 
 def _score(spaced: str, spaceless: str, form: NameForm) -> float:
-    return max(_jw(spaceless, form.spaceless), _jw(spaced, form.norm))
+    """Jaro-Winkler over the space-stripped string, the full string, and the words paired in order (a name
+    heard as its own number of words: "tall dorey" / Tal Dorei)."""
+    words = spaced.split()
+    paired = 0.0
+    if len(words) == len(form.words) > 1:
+        paired = sum(_jw(a, b) for a, b in zip(words, form.words, strict=True)) / len(words)
+    return max(_jw(spaceless, form.spaceless), _jw(spaced, form.norm), paired)
 
 
 class PhoneticMatcher:

@@ -373,3 +373,15 @@ def test_a_name_may_share_a_word_the_transcript_capitalises() -> None:
     pipeline = Pipeline([EntityName(id=1, name="Ashly Burch")])
     assert pipeline.correct_fast("the young ashley Burch laughs").text == "the young Ashly Burch laughs"
     assert pipeline.correct_fast("the young Ashley Burch laughs").corrections == []  # written whole as a name
+
+
+def test_spelling_is_ranked_by_the_whole_the_space_stripped_and_the_paired_words() -> None:
+    from rapidfuzz.distance import JaroWinkler
+
+    from memory.correction.matcher import _score
+
+    form = PhoneticIndex.build([EntityName(name="Tal Dorei")]).forms[0]
+    whole, stripped = JaroWinkler.similarity("tall dorey", "tal dorei"), JaroWinkler.similarity("talldorey", "taldorei")
+    paired = (JaroWinkler.similarity("tall", "tal") + JaroWinkler.similarity("dorey", "dorei")) / 2
+    assert paired > max(whole, stripped)
+    assert _score("tall dorey", "talldorey", form) == paired
