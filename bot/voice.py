@@ -35,7 +35,7 @@ from memory.providers.stt import SpeechToText
 from memory.store import CampaignMemory
 from memory.voice.backoff import Backoff, GaveUp, retry
 from memory.voice.capture import CampaignNames, FrameDecryptor, FrameQueueSource, VoicePipeline
-from memory.voice.guard import GuardStatus, MemoryGuard
+from memory.voice.guard import GuardStatus, MemoryGuard, unheard_dir
 
 try:
     import davey
@@ -179,6 +179,7 @@ class VoiceSession:
         mem: CampaignMemory,
         guard: MemoryGuard,
         stt: SpeechToText,
+        unheard: Path | None = None,
     ) -> None:
         self.bot = bot
         self.channel = channel
@@ -195,6 +196,7 @@ class VoiceSession:
             names=CampaignNames(mem),
             speaker_name=self.speaker_name,
             session_start=self.started,
+            unheard_dir=unheard,
         )
         self.voice: LorekeeperVoiceClient | None = None
         self._gate: FrameDecryptor | None = None
@@ -214,7 +216,7 @@ class VoiceSession:
         stt: SpeechToText,
     ) -> VoiceSession:
         guard = await MemoryGuard.start(mem, title, data_dir)
-        session = cls(bot, channel, announce, mem, guard, stt)
+        session = cls(bot, channel, announce, mem, guard, stt, unheard_dir(data_dir, mem.campaign_id, guard.session.id))
         try:
             await session._connect()
         except BaseException:

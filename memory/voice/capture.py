@@ -14,10 +14,14 @@ import contextlib
 import logging
 import threading
 import time
+import wave
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+import numpy as np
 
 from memory.providers.stt import SpeechToText, STTError, Transcript
 from memory.recorder import Utterance, Word
@@ -217,6 +221,7 @@ class PipelineStats:
     utterances: int = 0  # transcribed and handed to the recorder
     empty: int = 0  # segments in which STT heard no words
     stt_errors: int = 0
+    unheard: int = 0  # utterances STT failed on, kept as audio files
     stt_seconds: float = 0.0
     audio_seconds: float = 0.0
     max_queue_depth: int = 0
@@ -245,6 +250,7 @@ class VoicePipeline:
         clock: Callable[[], float] = time.monotonic,
         stt_retries: int = 2,
         lag_warning_every_s: float = 10.0,
+        unheard_dir: Path | None = None,
     ) -> None:
         self.source = source
         self.sink = sink
@@ -258,6 +264,8 @@ class VoicePipeline:
         self.idle_flush_s = idle_flush_s
         self.clock = clock
         self.stt_retries = stt_retries
+        #: Where an utterance STT keeps failing on is written as a WAV file, to import later.
+        self.unheard_dir = unheard_dir
         self.lag_warning_every_s = lag_warning_every_s
         self.stats = PipelineStats()
         self._last_lag_warning = float("-inf")
@@ -375,12 +383,16 @@ class VoicePipeline:
             except (STTError, OSError, TimeoutError) as exc:
                 self.stats.stt_errors += 1
                 if attempt == self.stt_retries:
+                    kept = await asyncio.to_thread(self._keep_unheard, segment)
                     log.error(
-                        "speech-to-text failed %d times for %.1f s of user %s: %s; the utterance is lost",
+                        "speech-to-text failed %d times for %.1f s of user %s: %s; %s",
                         attempt + 1,
                         segment.duration,
                         segment.user_id,
                         exc,
+                        f"the audio is in {kept}: import it with `lorekeeper ingest {kept} --speaker NAME`"
+                        if kept
+                        else "the utterance is lost",
                     )
                     return None
                 log.warning("speech-to-text failed (%s); retrying", exc)
@@ -390,6 +402,26 @@ class VoicePipeline:
             self.stats.audio_seconds += segment.duration
             return transcript
         return None
+
+    def _keep_unheard(self, segment: seg.Utterance) -> Path | None:
+        """Write an utterance STT failed on as 16 kHz mono 16-bit WAV; None when there is nowhere to keep it."""
+        if self.unheard_dir is None:
+            return None
+        start_ms = round(max(0.0, segment.start - self.session_start) * 1000)
+        path = self.unheard_dir / f"{segment.user_id}-{start_ms:09d}.wav"
+        try:
+            self.unheard_dir.mkdir(parents=True, exist_ok=True)
+            pcm = (np.clip(segment.pcm16k, -1.0, 1.0) * 32767).astype("<i2")
+            with wave.open(str(path), "wb") as out:
+                out.setnchannels(1)
+                out.setsampwidth(2)
+                out.setframerate(seg.OUTPUT_RATE)
+                out.writeframes(pcm.tobytes())
+        except OSError as exc:
+            log.error("could not keep the unheard audio in %s: %s", path, exc)
+            return None
+        self.stats.unheard += 1
+        return path
 
 
 async def frames_from(items: Iterable[Frame]) -> AsyncIterator[Frame]:

@@ -11,13 +11,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from memory.providers.stt import SpeechToText, Transcript
+from memory.providers.stt import SpeechToText, STTError, Transcript
 from memory.providers.stt import Word as STTWord
 from memory.recorder import Utterance
+from memory.voice.audio_files import load_audio
 from memory.voice.capture import (
     AudioSource,
     Frame,
@@ -235,3 +237,39 @@ def test_bounded_source_drops_oldest_frames_when_the_loop_falls_behind() -> None
         assert source.dropped == 2
     finally:
         loop.close()
+
+
+class BrokenSTT(HearsVoices):
+    """Fails every time: a crashed model server, a full disk."""
+
+    async def transcribe(self, pcm: np.ndarray, *, prompt_names: Sequence[str] = ()) -> Transcript:
+        self.calls.append((len(pcm) / OUTPUT_RATE, tuple(prompt_names)))
+        raise STTError("model server is down")
+
+
+async def test_an_utterance_stt_keeps_failing_on_is_kept_as_audio(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    stt, sink = BrokenSTT(), ListSink()
+    frames = [(22, frame, T0 + 2.0 + i * FRAME_S) for i, frame in enumerate(pcm_frames(voice(1.0, VOICES[22])))]
+    unheard = tmp_path / "unheard" / "1-7"
+    pipeline = VoicePipeline(
+        frames_from(frames),
+        sink,
+        stt,
+        names=StaticNames(),
+        speaker_name=NAMES.__getitem__,
+        session_start=T0,
+        idle_flush_s=None,
+        stt_retries=1,
+        unheard_dir=unheard,
+    )
+    with caplog.at_level(logging.ERROR, logger="memory.voice.capture"):
+        await asyncio.wait_for(pipeline.run(), 30)
+    assert sink.got == [] and len(stt.calls) == 2  # tried twice, stored nothing
+    kept = sorted(unheard.iterdir())
+    assert [p.name for p in kept] == ["22-000002000.wav"]  # the speaker and where in the session it was said
+    assert pipeline.stats.unheard == 1 and f"lorekeeper ingest {kept[0]}" in caplog.text
+    audio = load_audio(kept[0])  # what `lorekeeper ingest` reads
+    assert abs(len(audio) / OUTPUT_RATE - 1.0) < 0.25
+    assert abs(float(np.abs(audio).max()) - 0.2 * 1.8) < 0.2  # the voice, not silence
