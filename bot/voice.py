@@ -221,6 +221,7 @@ class VoiceSession:
             await session._connect()
         except BaseException:
             await session._shutdown()
+            await guard.abandon()  # not left open, nor an empty session in the campaign
             raise
         session._watchdog = asyncio.create_task(session._watch(), name=f"voice-watchdog-{channel.guild.id}")
         return session

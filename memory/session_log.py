@@ -90,6 +90,18 @@ class SessionLog:
             raise NotFoundError(f"no session {session_id} in this campaign")
         return Session(**dict(row))
 
+    async def discard_if_empty(self, session_id: int) -> bool:
+        """Delete a session nothing was said in (its voice channel could not be joined); whether it was."""
+        status = await self.db.execute(
+            """
+            DELETE FROM sessions s WHERE s.campaign_id = $1 AND s.id = $2
+            AND NOT EXISTS (SELECT 1 FROM session_entries e WHERE e.campaign_id = s.campaign_id AND e.session_id = s.id)
+            """,
+            self.campaign_id,
+            session_id,
+        )
+        return status == "DELETE 1"
+
     # entries ----------------------------------------------------------------------------------------------
 
     async def write(self, session_id: int, entry: EntryIn) -> Entry:

@@ -375,6 +375,14 @@ class MemoryGuard:
             self.end_marker.unlink()
         return self._ended
 
+    async def abandon(self) -> None:
+        """The recording never began (voice could not be joined): stop, and delete the session if nothing was
+        said in it, so it does not stay open in the campaign; one with words (a resumed session) stays as is."""
+        await self.close()
+        if self._spooled == 0:
+            with contextlib.suppress(*DATABASE_ERRORS):
+                await self.recorder.mem.log.discard_if_empty(self.session.id)
+
     async def close(self) -> None:
         """Stop the flush timer and the retries (process shutdown): the spool stays on disk for the next start.
 

@@ -212,3 +212,18 @@ async def test_close_writes_what_still_waits_and_leaves_no_task(campaign: Campai
     await guard.close()
     assert await stored(campaign, guard.session.id) == [(1, "line 1 about Eldrinax")]
     assert guard._flush_task is not None and guard._flush_task.done()
+
+
+async def test_abandoning_a_session_nobody_spoke_in_deletes_it(campaign: CampaignMemory, tmp_path: Path) -> None:
+    guard = await MemoryGuard.start(campaign, "Voice would not join", tmp_path)
+    await guard.abandon()
+    assert await campaign.log.session_by_title("Voice would not join") is None
+    assert guard._flush_task is not None and guard._flush_task.done()
+    # a resumed session that already holds words is kept
+    first = await MemoryGuard.start(campaign, "Night two", tmp_path)
+    await first.add(said(1))
+    await first.close()
+    again = await MemoryGuard.start(campaign, "Night two", tmp_path)
+    await again.abandon()
+    kept = await campaign.log.session_by_title("Night two")
+    assert kept is not None and await stored(campaign, kept.id) == [(1, "line 1 about Eldrinax")]
