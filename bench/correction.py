@@ -2,6 +2,7 @@
 
     python -m bench.correction            # everything
     python -m bench.correction --only crd3 --show-errors 20
+    python -m bench.correction --only crd3 --mishearings other.jsonl   # another set of mishearings
 
 Reads ../shared/data (override with LOREKEEPER_DATA); prints "skipped: data not found" for a missing set.
 The CRD3 mishearings are split by entity into two halves: tune on "tune", read "holdout" as generalisation.
@@ -33,6 +34,7 @@ DATA = Path(os.environ.get("LOREKEEPER_DATA", Path(__file__).resolve().parents[2
 CRD3 = DATA / "crd3"
 ASR = DATA / "asr"
 SRD = DATA / "srd5e" / "srd_entity_names.json"
+MISHEARINGS = CRD3 / "mishearings.dev.jsonl"
 
 Corrector = Callable[[str, "list[float] | None"], list[Correction]]
 
@@ -106,11 +108,13 @@ def _half(canonical: str) -> str:
     return "tune" if zlib.crc32(canonical.encode()) % 2 == 0 else "holdout"
 
 
-def crd3_cases(turns: list[str], per_entry: int, rng: random.Random) -> tuple[list[Case], set[int]]:
+def crd3_cases(
+    turns: list[str], per_entry: int, rng: random.Random, mishearings: Path = MISHEARINGS
+) -> tuple[list[Case], set[int]]:
     """Real turns with one name replaced by its mishearing; also the turn numbers used."""
     cases: list[Case] = []
     used: set[int] = set()
-    for line in (CRD3 / "mishearings.dev.jsonl").read_text().splitlines():
+    for line in mishearings.read_text().splitlines():
         m = json.loads(line)
         pattern = re.compile(r"(?<![\w'’])" + re.escape(m["surface"]) + r"(?![\w])")
         hits = [i for i, t in enumerate(turns) if pattern.search(t)]
@@ -258,12 +262,12 @@ class NaiveMatcher:
 
 
 def bench_crd3(args: argparse.Namespace) -> None:
-    if not (CRD3 / "mishearings.dev.jsonl").exists():
-        print("\nAccuracy, TTRPG case: skipped: data not found")
+    if not args.mishearings.exists():
+        print(f"\nAccuracy, TTRPG case: skipped: {args.mishearings} not found")
         return
     rng = random.Random(args.seed)
     turns = crd3_turns()
-    cases, used = crd3_cases(turns, args.per_entry, rng)
+    cases, used = crd3_cases(turns, args.per_entry, rng, args.mishearings)
     clean = rng.sample([t for i, t in enumerate(turns) if i not in used], args.clean_turns)
     entities = crd3_entities()
     entities += srd_entities(len(entities))
@@ -289,7 +293,7 @@ def bench_crd3(args: argparse.Namespace) -> None:
         if errors:
             print("\n".join(errors[: args.show_errors]))
     table(
-        f"Accuracy, TTRPG case (CRD3 turns, mishearings.dev, {len(entities)} entities incl. SRD distractors)",
+        f"Accuracy, TTRPG case (CRD3 turns, {args.mishearings.name}, {len(entities)} entities incl. SRD distractors)",
         ["matcher", "set", "n", "recall", "precision", "(respelling ok)", "false corr./1k words (respelling ok)"],
         rows,
     )
@@ -450,6 +454,9 @@ def main() -> None:
     parser.add_argument("--only", choices=["crd3", "asr", "speed"])
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--per-entry", type=int, default=3, help="turns per mishearing")
+    parser.add_argument(
+        "--mishearings", type=Path, default=MISHEARINGS, help="mishearings JSONL (surface, canonical, misheard)"
+    )
     parser.add_argument("--clean-turns", type=int, default=3000)
     parser.add_argument("--show-errors", type=int, default=0, help="print this many misses/false corrections")
     parser.add_argument("--errors-of", default="phonetic", help="matcher whose errors --show-errors prints")
