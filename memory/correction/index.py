@@ -60,20 +60,18 @@ class PhoneticIndex:
         # Pronunciations by length and by each half: a pronunciation one phone edit away from a name keeps one
         # half of the name intact at its start or its end (the edit falls in the other half).
         self.by_halves: dict[tuple[int, str, bool], list[NameForm]] = defaultdict(list)
-        sayings: list[NameForm] = []
+        # A name made of dictionary words is also said the dictionary's way ("lorne": eSpeak NG reads L OW R N,
+        # CMUdict L AO R N), as the words a recogniser writes are.
+        sayings = [f for f in forms if len(f.phones) >= MIN_SOUND_PHONES] + [
+            replace(f, phones=said)
+            for f in forms
+            if len(said := dictionary_phones(f.words)) >= MIN_SOUND_PHONES and said != f.phones
+        ]
+        for saying in sayings:
+            size = len(saying.phones)
+            self.by_halves[size, saying.phones[: size // 2], True].append(saying)
+            self.by_halves[size, saying.phones[size // 2 :], False].append(saying)
         for form in forms:
-            if (size := len(form.phones)) >= MIN_SOUND_PHONES:
-                self.by_halves[size, form.phones[: size // 2], True].append(form)
-                self.by_halves[size, form.phones[size // 2 :], False].append(form)
-                sayings.append(form)
-            # A name made of dictionary words is also said the dictionary's way ("lorne": eSpeak NG reads
-            # L OW R N, CMUdict L AO R N), as the words a recogniser writes are.
-            said = dictionary_phones(form.words)
-            if len(said) >= MIN_SOUND_PHONES and said != form.phones:
-                other = replace(form, phones=said)
-                self.by_halves[len(said), said[: len(said) // 2], True].append(other)
-                self.by_halves[len(said), said[len(said) // 2 :], False].append(other)
-                sayings.append(other)
             self.exact_spaceless.add(form.spaceless)
             self.spaceless_prefixes.update(form.spaceless[:n] for n in range(1, len(form.spaceless)))
             self.by_length[len(form.spaceless)].append(form)

@@ -446,7 +446,7 @@ class PhoneticMatcher:
         found: list[tuple[int, NameForm]] = []
         for form in heard_as:
             if span.written and not all(w in form.words for w in span.written):
-                continue
+                continue  # a word the transcript writes as a name stays unless it is a word of this one
             size = len(form.phones)
             if size < settings.sound_min_phones or (common and size < settings.sound_common_word_phones):
                 continue
@@ -571,11 +571,11 @@ class PhoneticMatcher:
                 if not span.exact_runs or _extends(f.form.spaceless, span.exact_runs)
             ]
         decided, rejected = self._decide(scored, doubtful)
-        if decided is not None and not self._sounds_alike(decided, words, doubtful):
+        if decided is not None and not self._said_alike(decided, words, doubtful):
             return None, True
         return decided, rejected
 
-    def _sounds_alike(self, decided: tuple[NameForm, float, bool], words: list[str], doubtful: bool) -> bool:
+    def _said_alike(self, decided: tuple[NameForm, float, bool], words: list[str], doubtful: bool) -> bool:
         """Whether a spelling match does not sound unlike its name (see ``MatchSettings.letters_*_phone_distance``);
         a match that cannot be pronounced is judged by spelling alone."""
         form, _, plural = decided
@@ -653,20 +653,20 @@ class PhoneticMatcher:
         first, last = c.first, c.last
         # An alias's words that the canonical name lacks stay as said: "Lord na stock grace pine" heard as the
         # alias "Lord Nostoc Greyspine" becomes "Lord Nostoc Greyspine", not "Nostoc Greyspine".
-        # Only when every such word was heard right ("high higher raw fun toe farah" / High Harrower Ophera is
+        # Only when every such word was heard right ("high higher raw fun toe farah" / High Hierophant Ophera is
         # Ophera, not "high Ophera").
         own = set(normalize(c.form.canonical).split())
-        words, lead, trail = c.form.words, 0, 0
-        while first + lead < last and lead < len(words) and words[lead] not in own:
-            lead += 1
-        while last - trail > first + lead and trail < len(words) - lead and words[-1 - trail] not in own:
-            trail += 1
-        if (lead or trail) and not c.plural:
-            said = [t.norm for t in tokens[first : first + lead]] + [
-                t.norm for t in tokens[last - trail + 1 : last + 1]
+        words, before, after = c.form.words, 0, 0
+        while first + before < last and before < len(words) and words[before] not in own:
+            before += 1
+        while last - after > first + before and after < len(words) - before and words[-1 - after] not in own:
+            after += 1
+        if (before or after) and not c.plural:
+            said = [t.norm for t in tokens[first : first + before]] + [
+                t.norm for t in tokens[last - after + 1 : last + 1]
             ]
-            if said == [*words[:lead], *words[len(words) - trail :]]:
-                first, last = first + lead, last - trail
+            if said == [*words[:before], *words[len(words) - after :]]:
+                first, last = first + before, last - after
         # An alias becomes the canonical name; words of it already said just before stay said once:
         # "captain bran ock" -> "Captain Brannoch Ysgarde", not "captain Captain Brannoch Ysgarde".
         lead = c.form.canonical.casefold().split()
