@@ -99,7 +99,7 @@ class MatchSettings:
     sound_max_zipf: float = 5.0
     #: A span one phone off a name that starts or ends with a word this common ("tent or" / Centaur) has
     #: caught a real word plus its neighbour.
-    sound_edge_zipf: float = 6.5  # 6.0 -> 6.5: "from skin", "of field", "had ash"; 7.0 brings "is", "in", "on"
+    sound_edge_zipf: float = 6.5  # 6.0 -> 6.5: "ye not who", "had ash"; 7.0 lets in "tent or", "drink it"
 
 
 _PLAIN = re.compile(r"[a-z]+(?:'[a-z]+)*")
