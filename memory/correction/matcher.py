@@ -44,10 +44,11 @@ _MIN_PHRASE_LETTERS = 4
 # A name matched by sound ranks below one matched by letters at the same score (letters are the stronger proof).
 _SOUND_RANK_GAP = 0.01
 _NEVER = 1 << 30  # no name is this long: exact matches only
-# Deletes the vowels from a phone string, leaving the consonants a re-spelling keeps (see ``_same_consonants``).
-_NO_VOWELS = str.maketrans(
-    "", "", "".join(arpabet_code([p]) for p in "AA AE AH AO AW AY EH ER EY IH IY OW OY UH UW".split())
-)
+_VOWELS = frozenset(arpabet_code("AA AE AH AO AW AY EH ER EY IH IY OW OY UH UW".split()))
+# Delete the vowels from a phone string, leaving the consonants a re-spelling keeps (see ``_same_consonants``);
+# from a name's, its HH too: eSpeak NG sounds the h of invented spellings like "Vhaldris" (V IY HH AE L ...).
+_CONSONANTS = str.maketrans("", "", "".join(_VOWELS))
+_NAME_CONSONANTS = str.maketrans("", "", "".join(_VOWELS) + arpabet_code(["HH"]))
 # Rank added per extra word when overlapping windows compete.
 _LENGTH_BONUS = 0.01
 
@@ -512,9 +513,12 @@ class PhoneticMatcher:
             return False
         if not set(codes("".join(t.norm for t in span.tokens))) & set(form.codes):
             return False
-        consonants, name_consonants = phones.translate(_NO_VOWELS), form.phones.translate(_NO_VOWELS)
-        vowels = len(phones) - len(consonants)
-        return abs(vowels - (len(form.phones) - len(name_consonants))) <= 1 and consonants == name_consonants
+        vowels, name_vowels = sum(p in _VOWELS for p in phones), sum(p in _VOWELS for p in form.phones)
+        heard = phones.translate(_CONSONANTS)
+        return abs(vowels - name_vowels) <= 1 and heard in (
+            form.phones.translate(_CONSONANTS),
+            form.phones.translate(_NAME_CONSONANTS),
+        )
 
     def _one_edit_from(self, heard: list[str], doubtful: bool) -> int:
         """How long a name must be (phones) for ``heard`` to be one phone off it: a doubted span or a single word
@@ -673,6 +677,20 @@ class PhoneticMatcher:
         while first > 0 and lead and tokens[first - 1].norm == lead[0] and _joined(text, tokens[first - 1 : first + 1]):
             first -= 1
             lead = lead[1:]
+        # ... and the rest of it said just after: "Zix ara" -> "Zyx'ara" (heard as the alias Zyx), not "Zyx'ara ara".
+        canonical = normalize(c.form.canonical).replace(" ", "")
+        if canonical != c.form.spaceless and canonical.startswith(c.form.spaceless) and not c.plural:
+            rest, after = canonical[len(c.form.spaceless) :], last
+            while (
+                rest
+                and after + 1 < len(tokens)
+                and _joined(text, tokens[after : after + 2])
+                and tokens[after + 1].norm
+                and rest.startswith(tokens[after + 1].norm)
+            ):
+                rest, after = rest[len(tokens[after + 1].norm) :], after + 1
+            if not rest:
+                last = after
         start = tokens[first].start
         end = tokens[last].base_end - (1 if c.plural else 0)
         return Correction(

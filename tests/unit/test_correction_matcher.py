@@ -210,6 +210,9 @@ def test_words_of_the_canonical_name_said_just_before_are_not_doubled() -> None:
         pipeline.correct_fast("Ask the captain. Bran ock knows.").text
         == "Ask the captain. Captain Brannoch Ysgarde knows."
     )
+    # nor the rest of it said just after the alias it was heard as
+    pipeline = Pipeline([EntityName(id=8, name="Zyx'ara", aliases=["Zyx"])])
+    assert pipeline.correct_fast("Zix ara listens to the water.").text == "Zyx'ara listens to the water."
 
 
 # --- the sound path: pronunciations compared phone by phone ----------------------------------------------
@@ -298,6 +301,9 @@ def test_a_long_name_may_be_heard_two_phones_or_its_vowels_off() -> None:
     # eSpeak NG guesses T AA L V EY N AH K; the consonants T L V N K are what was said
     assert pipeline.correct_fast("ask mira toll van eck").text == "ask Mira Tolvanek"
     assert pipeline.correct_fast("ask mira to lend a neck").corrections == []
+    # nor the h eSpeak NG sounds in an invented spelling: V IY HH AE L D R IH S for "Vhaldris"
+    lake = Pipeline([EntityName(name="Lake Vhaldris")])
+    assert lake.correct_fast("the waters of lake val dress rose").text == "the waters of Lake Vhaldris rose"
 
 
 def test_vowels_may_differ_but_not_consonants() -> None:
