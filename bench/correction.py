@@ -3,6 +3,7 @@
     python -m bench.correction            # everything
     python -m bench.correction --only crd3 --show-errors 20
     python -m bench.correction --only crd3 --mishearings other.jsonl   # another set of mishearings
+    python -m bench.correction --only speed   # stage 1 per utterance, and `lorekeeper correct` in lines/s
 
 Reads ../shared/data (override with LOREKEEPER_DATA); prints "skipped: data not found" for a missing set.
 The CRD3 mishearings are split by entity into two halves: tune on "tune", read "holdout" as generalisation.
@@ -16,6 +17,9 @@ import os
 import random
 import re
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 import zlib
 from collections.abc import Callable, Iterable
@@ -449,6 +453,34 @@ def bench_speed(args: argparse.Namespace) -> None:
     )
 
 
+def bench_cli(args: argparse.Namespace) -> None:
+    """`lorekeeper correct` as others will run it: a process reading utterances from stdin, JSON lines out."""
+    rng = random.Random(args.seed)
+    turns = crd3_turns() if (CRD3 / "episodes").exists() else ["the party asks the keeper about the paladin"] * 100
+    lines = [rng.choice(turns) for _ in range(10_000)]
+    names = [e.name for e in crd3_entities()] if (CRD3 / "episodes").exists() else _synthetic_names(1_000, rng)
+    command = [sys.executable, "-c", "from bot.cli import main; main()", "correct", "--entities"]
+    with tempfile.TemporaryDirectory() as folder:
+        entities = Path(folder) / "entities.txt"
+        entities.write_text("\n".join(names))
+
+        def run(stdin: list[str]) -> float:
+            start = time.perf_counter()
+            done = subprocess.run([*command, str(entities)], input="\n".join(stdin), capture_output=True, text=True)
+            if done.returncode != 0 or len(done.stdout.splitlines()) != len(stdin):
+                raise RuntimeError(f"lorekeeper correct failed: {done.stderr[-500:]}")
+            return time.perf_counter() - start
+
+        startup = run(lines[:1])
+        total = run(lines)
+    words = statistics.mean(len(line.split()) for line in lines)
+    table(
+        f"CLI, `lorekeeper correct --entities` ({len(names)} names; real CRD3 turns, {words:.1f} words on average)",
+        ["lines", "process start + index (s)", "total (s)", "lines/s after start"],
+        [[len(lines), f"{startup:.2f}", f"{total:.2f}", f"{len(lines) / (total - startup):.0f}"]],
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=["crd3", "asr", "speed"])
@@ -469,6 +501,7 @@ def main() -> None:
         bench_asr(args)
     if args.only in (None, "speed"):
         bench_speed(args)
+        bench_cli(args)
 
 
 if __name__ == "__main__":
