@@ -13,9 +13,6 @@ from importlib import resources
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-import openai
-
-from memory.providers.openai_client import api_error_detail, make_openai_client
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -143,6 +140,8 @@ class OpenAIEmbedder:
         self.model_name = model
         self.dim = dim
         self.batch_size = batch_size
+        from memory.providers.openai_client import make_openai_client  # openai takes ~0.8 s to import
+
         self._client = make_openai_client(base_url, api_key, timeout=timeout, max_retries=max_retries)
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -152,6 +151,10 @@ class OpenAIEmbedder:
         return vectors
 
     async def _embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+        import openai
+
+        from memory.providers.openai_client import api_error_detail
+
         # The API rejects empty strings; a lone space embeds as "nothing" just the same.
         inputs = [text if text else " " for text in texts]
         try:

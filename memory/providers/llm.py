@@ -11,10 +11,7 @@ import json
 import re
 from typing import Any, Protocol, TypeVar
 
-import openai
 import pydantic
-
-from memory.providers.openai_client import api_error_detail, make_openai_client
 
 __all__ = ["LLMClient", "LLMError", "OpenAILLM"]
 
@@ -51,6 +48,8 @@ class OpenAILLM:
         *,
         strict: bool = True,
     ) -> None:
+        from memory.providers.openai_client import make_openai_client  # openai takes ~0.9 s to import
+
         self.model = model
         self.strict = strict
         try:
@@ -59,6 +58,10 @@ class OpenAILLM:
             raise LLMError(str(exc)) from exc
 
     async def complete_json(self, *, system: str, user: str, schema: type[T], temperature: float = 0.1) -> T:
+        import openai
+
+        from memory.providers.openai_client import api_error_detail
+
         try:
             completion = await self._client.chat.completions.create(
                 model=self.model,
