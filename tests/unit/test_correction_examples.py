@@ -13,7 +13,7 @@ from memory.correction import EntityName, Pipeline
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
 
 # (line ref, heard, written): the session's scripted mishearings. Left as they are: "kell loth" (L50, L51; two
-# phones and a doubled l off Quelloth), "Tide collar" without its horn (L46), and "Oscar" for Oskarr (L7, L8,
+# phones off Quelloth: no W, an L doubled), "Tide collar" without its horn (L46), and "Oscar" for Oskarr (L7, L8,
 # L26: AO S K ER against eSpeak NG's AA S K AA R). Those are for stage 2.
 SCRIPTED = [
     ("s1:L1", "new salt mere", "New Saltmere"),
