@@ -456,9 +456,11 @@ def bench_speed(args: argparse.Namespace) -> None:
 def bench_cli(args: argparse.Namespace) -> None:
     """`lorekeeper correct` as others will run it: a process reading utterances from stdin, JSON lines out."""
     rng = random.Random(args.seed)
-    turns = crd3_turns() if (CRD3 / "episodes").exists() else ["the party asks the keeper about the paladin"] * 100
+    if (CRD3 / "episodes").exists():
+        turns, names = crd3_turns(), [e.name for e in crd3_entities()]
+    else:
+        turns, names = ["the party asks the keeper about the paladin"], _synthetic_names(1_000, rng)
     lines = [rng.choice(turns) for _ in range(10_000)]
-    names = [e.name for e in crd3_entities()] if (CRD3 / "episodes").exists() else _synthetic_names(1_000, rng)
     command = [sys.executable, "-c", "from bot.cli import main; main()", "correct", "--entities"]
     with tempfile.TemporaryDirectory() as folder:
         entities = Path(folder) / "entities.txt"
