@@ -95,6 +95,9 @@ class MatchSettings:
     #: long also look up names spelled alike (a shared Double Metaphone code); those may differ in vowels only
     #: at one phone shorter (see ``_same_consonants``).
     sound_two_edit_phones: int = 9
+    #: ... and words all common two phones off a name of this many ("trust en world" / Trostenwald). 9 costs
+    #: precision on the holdout half.
+    sound_two_edit_common_phones: int = 10
     #: The span needs a word at most this common: "and then the" is never a name.
     sound_max_zipf: float = 5.0
     #: A span one phone off a name that starts or ends with a word this common ("tent or" / Centaur) has

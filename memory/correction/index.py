@@ -1,17 +1,19 @@
 """The prepared per-campaign index of entity names: built once when the entities change, read per utterance.
 
-Every name and alias becomes a :class:`NameForm` keyed four ways: by its space-free normal form (exact
+Every name and alias becomes a :class:`NameForm` keyed five ways: by its space-free normal form (exact
 mentions are left alone), by its Double Metaphone codes (homophones), by the one-deletion neighbourhood of
-those codes (near-homophones) and by the halves of its pronunciation (names a phone or so from what was
-said). Lookups are dictionary hits, so the cost per utterance hardly grows with the entity count.
+those codes (near-homophones), and by the halves and the thirds of its pronunciation (names a phone or two
+from what was said). Lookups are dictionary hits, so the cost per utterance hardly grows with the entity count.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from pydantic import BaseModel, Field
+from rapidfuzz.distance import Levenshtein
 
 from memory.correction.phonetics import MIN_FUZZY_CODE, codes, deletions
 from memory.correction.pronounce import dictionary_phones, name_phones
@@ -20,6 +22,29 @@ from memory.correction.text import name_norm, spaced_form
 _MEMO_SIZE = 65536
 #: Names shorter than this many phones are not indexed by sound: too many words sound like them.
 MIN_SOUND_PHONES = 4
+#: ... nor, for words two phones off them, names shorter than this.
+MIN_TWO_EDIT_PHONES = 8
+
+
+def _thirds(phones: str) -> tuple[str, str, str]:
+    a, b = len(phones) // 3, 2 * len(phones) // 3
+    return phones[:a], phones[a:b], phones[b:]
+
+
+@lru_cache(maxsize=1024)
+def _third_keys(n: int, shortest: int) -> tuple[int, int, tuple[tuple[int, int, int], ...]]:
+    """Where, in ``n`` heard phones, to look for the thirds of names of ``shortest`` phones or more that are two
+    edits away: names of n - 2 to n + 2 phones, their first third at the start, the last at the end, the middle
+    one up to a phone from where it is in the name (two phones from it, both edits fell in the first third and
+    the last is intact). Returns the name lengths and (part, start, end) slices."""
+    low, high = max(shortest, MIN_TWO_EDIT_PHONES, n - 2), n + 2
+    keys: set[tuple[int, int, int]] = set()
+    for size in range(low, high + 1):
+        a, b = size // 3, 2 * size // 3
+        keys.add((0, 0, a))
+        keys.add((2, n - (size - b), n))
+        keys.update((1, i, i + b - a) for i in range(a - 1, a + 2))
+    return low, high, tuple(sorted(keys))
 
 
 class EntityName(BaseModel):
@@ -67,10 +92,15 @@ class PhoneticIndex:
             for f in forms
             if len(said := dictionary_phones(f.words)) >= MIN_SOUND_PHONES and said != f.phones
         ]
+        # ... and by each third: a pronunciation two edits away keeps one third of the name intact.
+        self.by_thirds: dict[tuple[int, str], list[NameForm]] = defaultdict(list)
         for saying in sayings:
             size = len(saying.phones)
             self.by_halves[size, saying.phones[: size // 2], True].append(saying)
             self.by_halves[size, saying.phones[size // 2 :], False].append(saying)
+            if size >= MIN_TWO_EDIT_PHONES:
+                for part, third in enumerate(_thirds(saying.phones)):
+                    self.by_thirds[part, third].append(saying)
         for form in forms:
             self.exact_spaceless.add(form.spaceless)
             self.spaceless_prefixes.update(form.spaceless[:n] for n in range(1, len(form.spaceless)))
@@ -84,6 +114,7 @@ class PhoneticIndex:
         self.max_phones = max((len(f.phones) for f in sayings), default=0)
         self.min_spaceless = min((len(f.spaceless) for f in forms), default=0)
         self._near_memo: dict[str, frozenset[NameForm]] = {}
+        self._two_edit_memo: dict[tuple[str, int], frozenset[NameForm]] = {}
         # One lookup per deleted sound instead of two.
         self._by_code_or_deletion: dict[str, list[NameForm]] = defaultdict(list)
         for table in (self.by_code, self.by_deletion):
@@ -156,6 +187,28 @@ class PhoneticIndex:
             if listed
         ]
         return {form for listed in hits for form in listed} if hits else ()
+
+    def two_edit_candidates(self, phones: str, shortest: int) -> frozenset[NameForm]:
+        """Forms of at least ``shortest`` phones pronounced within two phone edits of ``phones``, memoised."""
+        memo_key = (phones, shortest)
+        found = self._two_edit_memo.get(memo_key)
+        if found is not None:
+            return found
+        get = self.by_thirds.get
+        low, high, keys = _third_keys(len(phones), shortest)
+        seen: set[NameForm] = set()
+        for part, start, end in keys:
+            if listed := get((part, phones[start:end])):
+                seen.update(listed)
+        found = frozenset(
+            f
+            for f in seen
+            if low <= len(f.phones) <= high and Levenshtein.distance(phones, f.phones, score_cutoff=2) <= 2
+        )
+        if len(self._two_edit_memo) >= _MEMO_SIZE:
+            self._two_edit_memo.clear()
+        self._two_edit_memo[memo_key] = found
+        return found
 
     def _near(self, code: str) -> frozenset[NameForm]:
         """Forms one code edit away, memoised: a long code has dozens of neighbours to look up, and a session

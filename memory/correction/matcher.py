@@ -294,7 +294,8 @@ class PhoneticMatcher:
         settings = self.settings
         max_zipf, max_words = settings.sound_max_zipf, settings.phrase_max_words
         fewest, most = settings.sound_min_phones, self.index.max_phones + 1
-        two_edit_from = settings.sound_two_edit_phones - 2
+        two_edit, two_edit_common = settings.sound_two_edit_phones, settings.sound_two_edit_common_phones
+        two_edit_from, common_zipf = two_edit - 2, settings.common_zipf
         phrase_zipf, low_confidence, widest = (
             settings.phrase_max_zipf,
             settings.low_confidence,
@@ -339,14 +340,18 @@ class PhoneticMatcher:
                 # Spelling is evidence for doubted spans and single words English does not know; sound for words
                 # pronounced like a name. A word the transcript writes as a name is its name, unless doubted.
                 by_letters = length >= 3 and (doubtful or (first == last and unknown[first]))
-                heard_as = (
-                    self.index.sound_candidates(phones)
-                    if sayable and least_common <= max_zipf and fewest <= len(phones) <= most
-                    else ()
-                )
+                soundable = sayable and least_common <= max_zipf and fewest <= len(phones) <= most
+                heard_as = self.index.sound_candidates(phones) if soundable else ()
                 if last > first and len(phones) >= two_edit_from:
-                    # Two phones off a long name ("elder nacks" / Eldrinax): its spelling sounds alike too (a
-                    # shared Double Metaphone code) or the window is not worth a look.
+                    # Two phones off a long name ("elder nacks" / Eldrinax; with common words only, a longer one:
+                    # "trust en world" / Trostenwald), found by the thirds of its pronunciation. Not with a very
+                    # common word at an edge, which ``_sound`` refuses unless it is the name's own ("the" of The
+                    # Stormlord): the costliest lookup is not paid for that. Off in its vowels only: the spelling
+                    # sounds alike too (a shared Double Metaphone code).
+                    shortest = two_edit if least_common < common_zipf else two_edit_common
+                    edge = max(zipfs[first], zipfs[last]) >= settings.sound_edge_zipf
+                    if soundable and len(phones) >= shortest - 2 and not edge:
+                        heard_as = {*heard_as, *self.index.two_edit_candidates(phones, shortest)}
                     spelled_alike = self.index.phonetic_candidates(
                         codes("".join(t.norm for t in tokens[first : last + 1])), near_too=False
                     )[0]
@@ -467,9 +472,14 @@ class PhoneticMatcher:
                 and len(rest) > 1
                 and size >= settings.sound_two_edit_phones
                 and not _spells_part(rest, form)
-                and min(word_zipf(w) for w in rest) < settings.common_zipf
+                and (
+                    min(word_zipf(w) for w in rest) < settings.common_zipf
+                    or size >= settings.sound_two_edit_common_phones
+                )
             ):
-                allowed = 2  # "elder nacks" / Eldrinax; ordinary words two phones off are speech ("mistress off")
+                # "elder nacks" / Eldrinax, "trust en world" / Trostenwald; ordinary words two phones off a shorter
+                # name are speech ("mistress off" / Mistrusts)
+                allowed = 2
             edits = Levenshtein.distance(phones, form.phones, score_cutoff=allowed)
             if edits and name_rest:
                 # The shared words are the same words, however eSpeak NG says them inside the name ("why un

@@ -370,9 +370,12 @@ def test_a_name_made_of_dictionary_words_is_also_said_the_dictionarys_way() -> N
     assert pipeline.correct_fast("oh i know that's lorn brandon").text == "oh i know that's lorne brandon"
 
 
-def test_ordinary_words_two_phones_off_a_long_name_are_speech() -> None:
-    pipeline = Pipeline([EntityName(id=1, name="mistrusts")])  # M IH S T R AH S T S
+def test_ordinary_words_two_phones_off_a_name_are_speech_unless_the_name_is_long() -> None:
+    pipeline = Pipeline([EntityName(id=1, name="mistrusts")])  # M IH S T R AH S T S: nine phones
     assert pipeline.correct_fast("the mistress off to town").corrections == []
+    # eleven: T R AA S T EH N W AH L D, heard T R AH S T EH N W ER L D
+    pipeline = Pipeline([EntityName(id=1, name="Trostenwald")])
+    assert pipeline.correct_fast("I came to trust en world to rest").text == "I came to Trostenwald to rest"
 
 
 def test_a_name_the_transcript_writes_is_not_swallowed_by_a_name_it_sounds_like_with_a_neighbour() -> None:
@@ -396,3 +399,30 @@ def test_spelling_is_ranked_by_the_whole_the_space_stripped_and_the_paired_words
     paired = (JaroWinkler.similarity("tall", "tal") + JaroWinkler.similarity("dorey", "dorei")) / 2
     assert paired > max(whole, stripped)
     assert _score("tall dorey", "talldorey", form) == paired
+
+
+def test_the_index_finds_every_name_two_phone_edits_away() -> None:
+    import random
+
+    from rapidfuzz.distance import Levenshtein
+
+    from memory.correction.pronounce import PHONES, arpabet_code
+
+    index = PhoneticIndex.build([EntityName(name=n) for n in ("Trostenwald", "Thar Amphala", "Vasselheim")])
+    alphabet = arpabet_code(PHONES)
+    rng = random.Random(3)
+    for form in index.forms:
+        for _ in range(300):
+            heard = list(form.phones)
+            for _ in range(2):  # a substitution, insertion or deletion anywhere
+                i = rng.randrange(len(heard) + 1)
+                match rng.randrange(3):
+                    case 0 if i < len(heard):
+                        heard[i] = rng.choice(alphabet)
+                    case 1:
+                        heard.insert(i, rng.choice(alphabet))
+                    case _ if i < len(heard):
+                        del heard[i]
+            said = "".join(heard)
+            found = index.two_edit_candidates(said, shortest=8)
+            assert (form in found) == (Levenshtein.distance(said, form.phones) <= 2), said
