@@ -34,6 +34,7 @@ _JOINERS = frozenset(" \t-‐‑")
 #: What may come before the first word of a sentence, which is capitalised whatever it is.
 _SENTENCE_OPENERS = frozenset(".!?:;\"“”'‘’()[]{}-–—…*")
 _APOSTROPHES = "'’‘"
+_ARTICLES = frozenset({"a", "an", "the"})
 # A name heard as a few more or fewer letters is plausible; 3:2 in length is not.
 _MAX_LENGTH_RATIO = 1.5
 #: Names shorter than this are not respelled from other word breaks (see ``_spaced_otherwise``).
@@ -447,6 +448,13 @@ class PhoneticMatcher:
         words = [t.norm for t in span.tokens]
         # A common word is that word unless doubted or said exactly like a longer name ("writes" / Rites).
         common = len(words) == 1 and not span.doubtful and word_zipf(words[0]) >= settings.common_zipf
+        # An article and a common word are a noun phrase ("a sum" / Assum), unless the article is the name's.
+        noun = (
+            len(words) == 2
+            and words[0] in _ARTICLES
+            and not span.doubtful
+            and word_zipf(words[1]) >= settings.common_zipf
+        )
         if len(words) == 1 and word_zipf(span.tokens[0].word) >= settings.function_zipf:
             return None  # "and" / Wand
         found: list[tuple[int, NameForm]] = []
@@ -454,7 +462,8 @@ class PhoneticMatcher:
             if span.written and not all(w in form.words for w in span.written):
                 continue  # a word the transcript writes as a name stays unless it is a word of this one
             size = len(form.phones)
-            if size < settings.sound_min_phones or (common and size < settings.sound_common_word_phones):
+            common_word = common or (noun and words[0] not in form.words)
+            if size < settings.sound_min_phones or (common_word and size < settings.sound_common_word_phones):
                 continue
             if len(form.words) > 1 and (all(w in words for w in form.words) or all(w in form.words for w in words)):
                 continue  # "Pass Without a Trace" said with a word more, or "arcane" of Arcane Eye: no mishearing
