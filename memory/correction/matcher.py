@@ -195,8 +195,10 @@ def _spaced_otherwise(heard: str, form: NameForm, plural: bool) -> bool:
     """Whether the heard words spell the name with other word breaks ("iron hold" / Ironhold), case and
     hyphens aside ("half orc" and "half-orc" are Half-Orc already). Short names are not respelled: two function
     words join into one too easily ("or in" / Orin). Nor is a name the transcript already writes as one, a
-    capital on each word ("the Quad Roads" / The Quadroads): that is its spelling of the name, not a mishearing."""
-    if all(w[0].isupper() and not w.isupper() for w in re.findall(r"[^\W_]{4,}", heard)):
+    capital on each word spaced unlike the name ("the Quad Roads" / The Quadroads, "the Quad Roads district" /
+    the Quadroads District): that is its spelling of the name, not a mishearing."""
+    respaced = [w for w in re.findall(r"[^\W_]{4,}", heard) if w.casefold() not in form.words]
+    if all(w[0].isupper() and not w.isupper() for w in respaced):
         return False
     words = spaced_form(heard)
     if plural:

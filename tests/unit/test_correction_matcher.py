@@ -102,6 +102,9 @@ def test_a_name_the_transcript_already_writes_as_a_name_is_left_alone() -> None:
     assert pipeline.correct_fast("in the Quad Roads by Iron Hold").corrections == []
     assert pipeline.correct_fast("in the quad roads").text == "in The Quadroads"
     assert pipeline.correct_fast("IN THE QUAD ROADS").text == "IN The Quadroads"  # all capitals say nothing
+    # a word spelled as in the name need not be capitalised ("district" of "the Quadroads District")
+    district = Pipeline([EntityName(name="The Quadroads", aliases=["the Quadroads District"])])
+    assert district.correct_fast("we went to the Quad Roads district").corrections == []
 
 
 def test_the_longest_window_wins() -> None:
