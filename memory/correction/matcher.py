@@ -298,7 +298,7 @@ class PhoneticMatcher:
         max_zipf, max_words = settings.sound_max_zipf, settings.phrase_max_words
         fewest, most = settings.sound_min_phones, self.index.max_phones + 1
         two_edit, two_edit_common = settings.sound_two_edit_phones, settings.sound_two_edit_common_phones
-        two_edit_from, common_zipf = two_edit - 2, settings.common_zipf
+        two_edit_from, common_zipf, edge_zipf = two_edit - 2, settings.common_zipf, settings.sound_edge_zipf
         phrase_zipf, low_confidence, widest = (
             settings.phrase_max_zipf,
             settings.low_confidence,
@@ -345,15 +345,14 @@ class PhoneticMatcher:
                 by_letters = length >= 3 and (doubtful or (first == last and unknown[first]))
                 soundable = sayable and least_common <= max_zipf and fewest <= len(phones) <= most
                 heard_as = self.index.sound_candidates(phones) if soundable else ()
-                if last > first and len(phones) >= two_edit_from:
+                if last > first and len(phones) >= two_edit_from and max(zipfs[first], zipfs[last]) < edge_zipf:
                     # Two phones off a long name ("elder nacks" / Eldrinax; with common words only, a longer one:
-                    # "trust en world" / Trostenwald), found by the thirds of its pronunciation. Not with a very
-                    # common word at an edge, which ``_sound`` refuses unless it is the name's own ("the" of The
-                    # Stormlord): the costliest lookup is not paid for that. Off in its vowels only: the spelling
-                    # sounds alike too (a shared Double Metaphone code).
+                    # "trust en world" / Trostenwald), found by the thirds of its pronunciation; off in its vowels
+                    # only, the spelling sounds alike too (a shared Double Metaphone code). Not with a very common
+                    # word at an edge, which ``_sound`` refuses unless it is the name's own ("the" of The
+                    # Stormlord): the costliest lookups are not paid for that.
                     shortest = two_edit if least_common < common_zipf else two_edit_common
-                    edge = max(zipfs[first], zipfs[last]) >= settings.sound_edge_zipf
-                    if soundable and len(phones) >= shortest - 2 and not edge:
+                    if soundable and len(phones) >= shortest - 2:
                         heard_as = {*heard_as, *self.index.two_edit_candidates(phones, shortest)}
                     spelled_alike = self.index.phonetic_candidates(
                         codes("".join(t.norm for t in tokens[first : last + 1])), near_too=False
