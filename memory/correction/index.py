@@ -196,13 +196,10 @@ class PhoneticIndex:
             return found
         get = self.by_thirds.get
         low, high, keys = _third_keys(len(phones), shortest)
-        seen: set[NameForm] = set()
-        for part, start, end in keys:
-            if listed := get((part, phones[start:end])):
-                seen.update(listed)
+        hits = [listed for part, start, end in keys if (listed := get((part, phones[start:end])))]
         found = frozenset(
             f
-            for f in seen
+            for f in set().union(*hits)
             if low <= len(f.phones) <= high and Levenshtein.distance(phones, f.phones, score_cutoff=2) <= 2
         )
         if len(self._two_edit_memo) >= _MEMO_SIZE:
