@@ -88,6 +88,8 @@ class _Span:
     #: Words the transcript capitalises inside a sentence, not known as names: its own names for something
     #: ("Howells"), which a name may only share ("young ashley Burch" / Ashly Burch).
     written: tuple[str, ...] = ()
+    #: The window ends with an article that has no noun after it ("back in vest a."): it belongs to the window.
+    dangling: bool = False
 
 
 @dataclass(slots=True)
@@ -234,6 +236,16 @@ def _named(text: str, tokens: list[Token]) -> list[bool]:
     return out
 
 
+def _dangles(text: str, tokens: list[Token], i: int, zipfs: list[float], edge_zipf: float) -> bool:
+    """Whether token ``i`` ends a sentence or comes before a function word: "a." and "the or", not "a-- a"."""
+    if i + 1 == len(tokens):
+        return not text[tokens[i].end :].strip(" .!?\"')")
+    between = text[tokens[i].end : tokens[i + 1].start]
+    if between.isspace():
+        return zipfs[i + 1] >= edge_zipf
+    return between.strip()[:1] in (".", "!", "?")
+
+
 def _joined(text: str, pair: list[Token]) -> bool:
     """Whether two neighbouring tokens are separated by nothing but spaces or hyphens."""
     return all(ch in _JOINERS for ch in text[pair[0].end : pair[1].start])
@@ -370,6 +382,7 @@ class PhoneticMatcher:
                     phrase,
                     any(named_exact[first : last + 1]),
                     () if doubtful else tuple(written),
+                    tokens[last].norm in _ARTICLES and _dangles(text, tokens, last, zipfs, edge_zipf),
                 )
                 best, rejected = self._match_window(span) if by_letters else (None, False)
                 if best is not None:
@@ -511,8 +524,9 @@ class PhoneticMatcher:
                 for w in words
             ):
                 continue  # "entangled" / Entangle: a word of its own ("omelet" / Omelette is the same word)
-            if edits and any(w not in own and word_zipf(w) >= settings.sound_edge_zipf for w in (words[0], words[-1])):
-                continue  # "tent or" / Centaur: a real word plus a neighbour
+            edges = (words[0],) if span.dangling else (words[0], words[-1])
+            if edits and any(w not in own and word_zipf(w) >= settings.sound_edge_zipf for w in edges):
+                continue  # "tent or" / Centaur: a real word plus a neighbour (not an article left without a noun)
             found.append((edits, form))
         if not found:
             return None

@@ -388,6 +388,16 @@ def test_an_article_and_a_common_word_are_judged_as_that_word() -> None:
     assert pipeline.correct_fast("ask tomb a about it").text == "ask Tooma about it"  # no article before a noun
 
 
+def test_an_article_with_no_noun_after_it_may_end_a_name() -> None:
+    # V EH S T AH, one phone off V EH S R AH: "a" is too common to end a window ("tent or" / Centaur) unless it
+    # has no noun to belong to
+    pipeline = Pipeline([EntityName(id=1, name="Vesrah"), EntityName(id=2, name="Kara")])
+    assert pipeline.correct_fast("back in vest a.").text == "back in Vesrah."
+    assert pipeline.correct_fast("then vest a and the rest").text == "then Vesrah and the rest"
+    assert pipeline.correct_fast("I wear a vest a lot").corrections == []
+    assert pipeline.correct_fast("you carve a-- a sliver").corrections == []  # said again: a restart
+
+
 def test_a_name_the_transcript_writes_is_not_swallowed_by_a_name_it_sounds_like_with_a_neighbour() -> None:
     pipeline = Pipeline([EntityName(id=1, name="Beau"), EntityName(id=2, name="Tubo")])
     assert pipeline.correct_fast("I want to talk to Beau now").corrections == []  # T UW B OW, but Beau is written
