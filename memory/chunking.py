@@ -8,11 +8,10 @@ re-embedded under the same key when it fills up.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memory.correction.text import normalize, tokenize
-from memory.models import Entity, Entry
+from memory.models import Entry
 
 # What a DM says when the story moves on: a fight starts, a new scene opens, time skips.
 _SCENE_CUE = re.compile(
@@ -86,33 +85,3 @@ def windows(entries: Sequence[Entry], settings: ChunkSettings | None = None) -> 
                 break
             i = max(i + 1, j - settings.overlap)
     return out
-
-
-class Gazetteer:
-    """Finds which campaign entities an utterance mentions, by name or alias (normalised word n-grams)."""
-
-    def __init__(self, entities: Iterable[Entity]) -> None:
-        self._ids: dict[str, int] = {}
-        for e in entities:
-            for surface in (e.name, *e.aliases):
-                norm = normalize(surface)
-                if norm:
-                    self._ids.setdefault(norm, e.id)
-        self._max_words = max((k.count(" ") + 1 for k in self._ids), default=0)
-
-    def mentions(self, text: str) -> list[int]:
-        words = [t.norm for t in tokenize(text)]
-        found: dict[int, None] = {}
-        for i in range(len(words)):
-            for size in range(min(self._max_words, len(words) - i), 0, -1):
-                entity_id = self._ids.get(" ".join(words[i : i + size]))
-                if entity_id is not None:
-                    found[entity_id] = None
-                    break
-        return list(found)
-
-    def entry_mentions(self, entry: Entry) -> list[int]:
-        # Corrections carry the entity id even when the canonical name is an alias of another spelling.
-        ids = dict.fromkeys(c.entity_id for c in entry.corrections if c.entity_id is not None)
-        ids.update(dict.fromkeys(self.mentions(entry.text)))
-        return list(ids)

@@ -28,10 +28,12 @@ from pgqueuer.domain import models as pgq_models
 from pgqueuer.domain.types import QueueExecutionMode
 from pydantic import BaseModel
 
-from memory.chunking import ChunkSettings, Gazetteer, windows
+from memory.chunking import ChunkSettings, windows
 from memory.db import Executor
+from memory.gazetteer import Gazetteer
 from memory.models import (
     ChunkIn,
+    Entity,
     EntityIn,
     EntityType,
     Entry,
@@ -194,7 +196,7 @@ async def rewind_progress(db: Executor, campaign_id: int, session_id: int, step:
     )
 
 
-async def _gazetteer(mem: CampaignMemory) -> Gazetteer:
+async def _gazetteer(mem: CampaignMemory) -> Gazetteer[Entity]:
     entities = await mem.graph.list_entities(status=None)
     return Gazetteer(e for e in entities if e.status != ReviewStatus.rejected)
 
@@ -210,7 +212,7 @@ async def chunk_session(ctx: JobContext, campaign_id: int, session_id: int, *, s
     wins = windows(entries, ctx.chunk_settings)
     stored = await mem.semantic.hashes([w.key for w in wins])
     todo = [w for w in wins if stored.get(w.key) != content_hash(w.text)]
-    mentions = {e.id: gazetteer.entry_mentions(e) for e in entries}
+    mentions = {e.id: gazetteer.mentioned_ids(e) for e in entries}
     written = 0
     for start in range(0, len(todo), slice_size):
         part = todo[start : start + slice_size]
@@ -337,7 +339,7 @@ def extractive_summary(
     counts: Counter[int] = Counter()
     scored: list[tuple[float, int]] = []
     for i, e in enumerate(entries):
-        ids = gazetteer.entry_mentions(e)
+        ids = gazetteer.mentioned_ids(e)
         counts.update(ids)
         scored.append((_salience(e, len(ids)), i))
     best = sorted(i for s, i in sorted(scored, reverse=True)[:k] if s > 0)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from memory.extraction.rules import Gazetteer
 from memory.extraction.schema import ExtractionAnswer, ExtractionResult, KnownEntity
 from memory.extraction.validate import validate_result
+from memory.gazetteer import Gazetteer
 from memory.models import EntityType, Entry
 from memory.providers.llm import LLMClient, LLMError
 
@@ -106,7 +106,7 @@ def _batches(entries: Sequence[Entry]) -> list[list[Entry]]:
 def _listed(batch: Sequence[Entry], known: Sequence[KnownEntity], gazetteer: Gazetteer) -> list[KnownEntity]:
     mentioned: dict[int, KnownEntity] = {}
     for entry in batch:
-        for entity in gazetteer.tag(entry.text)[1]:
+        for entity in gazetteer.mentions(entry.text):
             mentioned.setdefault(entity.id, entity)
     rest = [e for e in known if e.id not in mentioned]
     return [*mentioned.values(), *rest][:MAX_KNOWN_LISTED]

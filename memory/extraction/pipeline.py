@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from memory.errors import AlreadyExistsError, InvalidInputError
 from memory.extraction.llm import LLMExtractor
 from memory.extraction.names import NameResolver, normalize_name
-from memory.extraction.rules import Gazetteer, RuleExtractor
+from memory.extraction.rules import RuleExtractor
 from memory.extraction.salience import is_trivial
 from memory.extraction.schema import ExtractionResult, ExtractionStats, Extractor, KnownEntity
 from memory.extraction.validate import validate_result
+from memory.gazetteer import Gazetteer
 from memory.graph import KnowledgeGraph
 from memory.models import EntityIn, EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
 from memory.providers.llm import LLMClient

@@ -14,6 +14,7 @@ from itertools import combinations
 from memory.extraction.lexicon import FAMILY_ROLES, NOUN_TYPE, OCCUPATIONS, RULER_ROLES
 from memory.extraction.salience import COMMON_WORDS
 from memory.extraction.schema import ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
+from memory.gazetteer import Gazetteer
 from memory.models import EntityType, Entry
 
 #: Nothing the rules propose may reach this: their output is always for the DM to review.
@@ -102,7 +103,7 @@ class RuleExtractor:
         out = _Collector()
         mentioned: list[set[int]] = []
         for entry in entries:
-            text, found = gazetteer.tag(entry.text)
+            text, found = _tag(gazetteer, entry.text)
             mentioned.append({e.id for e in found})
             by_dm = " ".join(entry.speaker.casefold().split()) in DM_SPEAKERS
             self._intros(entry, text, found, by_dm, out)
@@ -194,38 +195,17 @@ class RuleExtractor:
                 out.fact(known[a].name, "mentioned_with", known[b].name, None, entry_id, COOCCURRENCE_CONFIDENCE)
 
 
-class Gazetteer:
-    """Whole-word, case-insensitive search for every known name and alias, possessives included."""
-
-    def __init__(self, known: Sequence[KnownEntity]) -> None:
-        self._by_surface: dict[str, KnownEntity] = {}
-        for entity in known:
-            for surface in [entity.name, *entity.aliases]:
-                self._by_surface.setdefault(" ".join(surface.casefold().split()), entity)
-        surfaces = sorted(self._by_surface, key=len, reverse=True)  # longest first: "Vox Machina" over "Vox"
-        alternation = "|".join(r"\s+".join(map(re.escape, s.split())) for s in surfaces)
-        self._pattern = (
-            re.compile(rf"(?<![\w'’])(?:{alternation})(?:['’]s|['’])?(?![\w'’])", re.IGNORECASE) if surfaces else None
-        )
-
-    def tag(self, text: str) -> tuple[str, list[KnownEntity]]:
-        """The text with each mention replaced by a placeholder naming its index in the returned list."""
-        if self._pattern is None:
-            return text, []
-        found: list[KnownEntity] = []
-
-        def replace(m: re.Match[str]) -> str:
-            surface = re.sub(r"(?:['’]s|['’])$", "", m.group(0))
-            entity = self._by_surface.get(" ".join(surface.casefold().split()))
-            if entity is None:  # the possessive was part of the name itself
-                entity = self._by_surface[" ".join(m.group(0).casefold().split())]
-            found.append(entity)
-            return _PLACEHOLDER.format(len(found) - 1)
-
-        return self._pattern.sub(replace, text), found
-
-    def mentions(self, text: str) -> bool:
-        return self._pattern is not None and self._pattern.search(text) is not None
+def _tag(gazetteer: Gazetteer[KnownEntity], text: str) -> tuple[str, list[KnownEntity]]:
+    """The text with each mention replaced by a placeholder naming its index in the returned list."""
+    parts: list[str] = []
+    found: list[KnownEntity] = []
+    done = 0
+    for start, end, entity in gazetteer.find(text):
+        parts += [text[done:start], _PLACEHOLDER.format(len(found))]
+        found.append(entity)
+        done = end
+    parts.append(text[done:])
+    return "".join(parts), found
 
 
 def _resolve(slot: str, found: list[KnownEntity]) -> _Mention | None:

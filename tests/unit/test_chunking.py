@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memory.chunking import ChunkSettings, Gazetteer, windows
-from memory.models import Entity, EntityType, Entry, Provenance, ReviewStatus, Visibility
+from memory.chunking import ChunkSettings, windows
+from memory.models import Entry
 
 
 def entry(seq: int, text: str = "we walk on", start: float | None = None, speaker: str = "DM") -> Entry:
@@ -49,17 +49,3 @@ def test_keys_are_stable_as_the_session_grows() -> None:
     for w in early[:-1]:  # every closed window is unchanged; only the open tail grows
         assert later_by_key[w.key] == seqs([w])[0]
     assert early[-1].key in later_by_key
-
-
-def test_gazetteer_finds_names_and_aliases() -> None:
-    def ent(i: int, name: str, aliases: list[str]) -> Entity:
-        now = datetime.now(UTC)
-        return Entity(
-            id=i, campaign_id=1, name=name, type=EntityType.npc, description="", aliases=aliases, attributes={},
-            visibility=Visibility.public, status=ReviewStatus.accepted, provenance=Provenance(), created_at=now,
-            updated_at=now,
-        )  # fmt: skip
-
-    g = Gazetteer([ent(1, "Mira Tolvanek", ["Mira"]), ent(2, "Zyx'ara", []), ent(3, "Ironhold", [])])
-    assert g.mentions("Mira says Zyxara should go to Ironhold's gate") == [1, 2, 3]
-    assert g.mentions("nothing here") == []

@@ -1,0 +1,53 @@
+"""The gazetteer: which known entities a text mentions, as written (misheard names are the corrector's)."""
+
+from __future__ import annotations
+
+from memory.extraction.schema import KnownEntity
+from memory.gazetteer import Gazetteer
+from memory.models import EntityType
+
+
+def known(i: int, name: str, *aliases: str) -> KnownEntity:
+    return KnownEntity(id=i, name=name, type=EntityType.npc, aliases=list(aliases))
+
+
+GAZETTEER = Gazetteer(
+    [
+        known(1, "Mira Tolvanek", "Mira"),
+        known(2, "Zyx'ara"),
+        known(3, "Ironhold"),
+        known(4, "Half-Orc"),
+        known(5, "Hunter's Mark"),
+        known(6, "Vox Machina", "Vox"),
+        known(7, "Élodie"),
+        known(8, "The Sunken Crown"),
+        known(9, "Raise the Sunken Crown"),
+    ]
+)
+
+
+def ids(text: str) -> list[int]:
+    return [e.id for e in GAZETTEER.mentions(text)]
+
+
+def test_names_and_aliases_are_found_whole_longest_first_each_once() -> None:
+    assert ids("Mira says Zyxara should go to Ironhold's gate, Mira said") == [1, 2, 3]
+    assert ids("Vox Machina rides; vox is back") == [6]
+    text = "the vox machina's wagon"
+    assert [text[s:e] for s, e, _ in GAZETTEER.find(text)] == ["vox machina's"]  # the possessive goes with it
+    assert ids("nothing here, not Miranda nor Ironholds") == []
+    # a name inside a longer one is mentioned too, though a tagger wants mentions that do not overlap
+    text = "we must raise the Sunken Crown"
+    assert ids(text) == [9, 8]
+    assert [text[s:e] for s, e, _ in GAZETTEER.find(text)] == ["raise the Sunken Crown"]
+
+
+def test_case_accents_apostrophes_and_hyphens_aside() -> None:
+    assert ids("a half-orc, a half orc, a HALFORC") == [4]
+    assert ids("she casts hunter's mark") == [5]
+    assert ids("elodie and ZYX'ARA") == [7, 2]
+
+
+def test_a_name_does_not_run_across_punctuation() -> None:
+    text = "Vox. Machina"
+    assert [text[s:e] for s, e, _ in GAZETTEER.find(text)] == ["Vox"]  # the alias alone, not the two-word name
