@@ -111,6 +111,7 @@ class PhoneticIndex:
                     for variant in deletions(code):
                         self.by_deletion[variant].append(form)
         self.max_spaceless = max((len(f.spaceless) for f in forms), default=0)
+        self.name_words = frozenset(w for f in forms for w in f.words)
         self.max_phones = max((len(f.phones) for f in sayings), default=0)
         self.min_spaceless = min((len(f.spaceless) for f in forms), default=0)
         self._near_memo: dict[str, frozenset[NameForm]] = {}

@@ -35,6 +35,8 @@ _JOINERS = frozenset(" \t-‐‑")
 _SENTENCE_OPENERS = frozenset(".!?:;\"“”'‘’()[]{}-–—…*")
 _APOSTROPHES = "'’‘"
 _ARTICLES = frozenset({"a", "an", "the"})
+_SENTENCE_ENDS = ".!?…"
+_CLOSERS = _SENTENCE_ENDS + " \"'”’»)"
 # A name heard as a few more or fewer letters is plausible; 3:2 in length is not.
 _MAX_LENGTH_RATIO = 1.5
 #: Names shorter than this are not respelled from other word breaks (see ``_spaced_otherwise``).
@@ -199,7 +201,8 @@ def _spaced_otherwise(heard: str, form: NameForm, plural: bool) -> bool:
     words join into one too easily ("or in" / Orin). Nor is a name the transcript already writes as one, a
     capital on each word spaced unlike the name ("the Quad Roads" / The Quadroads, "the Quad Roads district" /
     the Quadroads District): that is its spelling of the name, not a mishearing."""
-    respaced = [w for w in re.findall(r"[^\W_]{4,}", heard) if w.casefold() not in form.words]
+    long_words = re.findall(r"[^\W_]{4,}", heard)
+    respaced = [w for w in long_words if w.casefold() not in form.words] or long_words
     if all(w[0].isupper() and not w.isupper() for w in respaced):
         return False
     words = spaced_form(heard)
@@ -239,11 +242,11 @@ def _named(text: str, tokens: list[Token]) -> list[bool]:
 def _dangles(text: str, tokens: list[Token], i: int, zipfs: list[float], edge_zipf: float) -> bool:
     """Whether token ``i`` ends a sentence or comes before a function word: "a." and "the or", not "a-- a"."""
     if i + 1 == len(tokens):
-        return not text[tokens[i].end :].strip(" .!?\"')")
+        return not text[tokens[i].end :].strip(_CLOSERS)
     between = text[tokens[i].end : tokens[i + 1].start]
     if between.isspace():
         return zipfs[i + 1] >= edge_zipf
-    return between.strip()[:1] in (".", "!", "?")
+    return between.strip()[:1] in _SENTENCE_ENDS
 
 
 def _joined(text: str, pair: list[Token]) -> bool:
@@ -317,6 +320,9 @@ class PhoneticMatcher:
             settings.max_window_words,
         )
         letters = [len(t.norm) for t in tokens]
+        # Very common words no name has, and articles with no noun after them (see ``_Span.dangling``).
+        edgy = [z >= edge_zipf and t.norm not in self.index.name_words for t, z in zip(tokens, zipfs, strict=True)]
+        ends = [t.norm in _ARTICLES and _dangles(text, tokens, i, zipfs, edge_zipf) for i, t in enumerate(tokens)]
         candidates: list[_Candidate] = list(respaced)
         near_misses: list[tuple[int, int]] = []
         for first in range(len(tokens)):
@@ -355,22 +361,29 @@ class PhoneticMatcher:
                 # Spelling is evidence for doubted spans and single words English does not know; sound for words
                 # pronounced like a name. A word the transcript writes as a name is its name, unless doubted.
                 by_letters = length >= 3 and (doubtful or (first == last and unknown[first]))
-                soundable = sayable and least_common <= max_zipf and fewest <= len(phones) <= most
-                heard_as = self.index.sound_candidates(phones) if soundable else ()
-                if last > first and len(phones) >= two_edit_from and max(zipfs[first], zipfs[last]) < edge_zipf:
+                soundable = sayable and least_common <= max_zipf and fewest <= len(phones)
+                heard_as = self.index.sound_candidates(phones) if soundable and len(phones) <= most else ()
+                if last > first and len(phones) >= two_edit_from:
                     # Two phones off a long name ("elder nacks" / Eldrinax; with common words only, a longer one:
                     # "trust en world" / Trostenwald), found by the thirds of its pronunciation; off in its vowels
-                    # only, the spelling sounds alike too (a shared Double Metaphone code). Not with a very common
-                    # word at an edge, which ``_sound`` refuses unless it is the name's own ("the" of The
-                    # Stormlord): the costliest lookups are not paid for that.
+                    # only, the spelling sounds alike too (a shared Double Metaphone code). Neither with a very
+                    # common word at an edge, which ``_sound`` refuses, unless it is a dangling article or, for
+                    # the spelling, a word of a name ("the elder nacks" / The Eldrinax): the costliest lookups
+                    # are not paid for that.
                     shortest = two_edit if least_common < common_zipf else two_edit_common
-                    if soundable and len(phones) >= shortest - 2:
+                    last_edge = not ends[last]
+                    if (
+                        soundable
+                        and shortest - 2 <= len(phones) <= most + 1
+                        and not (zipfs[first] >= edge_zipf or (last_edge and zipfs[last] >= edge_zipf))
+                    ):
                         heard_as = {*heard_as, *self.index.two_edit_candidates(phones, shortest)}
-                    spelled_alike = self.index.phonetic_candidates(
-                        codes("".join(t.norm for t in tokens[first : last + 1])), near_too=False
-                    )[0]
-                    if spelled_alike:
-                        heard_as = {*heard_as, *spelled_alike}
+                    if not (edgy[first] or (last_edge and edgy[last])):
+                        spelled_alike = self.index.phonetic_candidates(
+                            codes("".join(t.norm for t in tokens[first : last + 1])), near_too=False
+                        )[0]
+                        if spelled_alike:
+                            heard_as = {*heard_as, *spelled_alike}
                 if not (by_letters or heard_as):
                     continue  # ordinary words nobody doubted and no name sounding alike: skip the rest
                 window = tokens[first : last + 1]
@@ -382,7 +395,7 @@ class PhoneticMatcher:
                     phrase,
                     any(named_exact[first : last + 1]),
                     () if doubtful else tuple(written),
-                    tokens[last].norm in _ARTICLES and _dangles(text, tokens, last, zipfs, edge_zipf),
+                    ends[last],
                 )
                 best, rejected = self._match_window(span) if by_letters else (None, False)
                 if best is not None:

@@ -102,6 +102,9 @@ def test_a_name_the_transcript_already_writes_as_a_name_is_left_alone() -> None:
     assert pipeline.correct_fast("in the Quad Roads by Iron Hold").corrections == []
     assert pipeline.correct_fast("in the quad roads").text == "in The Quadroads"
     assert pipeline.correct_fast("IN THE QUAD ROADS").text == "IN The Quadroads"  # all capitals say nothing
+    # lowercase words of the name's own do not make it written as a name
+    town = Pipeline([EntityName(name="Orin Ashtown")])
+    assert town.correct_fast("we met or in ashtown today").text == "we met Orin Ashtown today"
     # a word spelled as in the name need not be capitalised ("district" of "the Quadroads District")
     district = Pipeline([EntityName(name="The Quadroads", aliases=["the Quadroads District"])])
     assert district.correct_fast("we went to the Quad Roads district").corrections == []
@@ -396,6 +399,12 @@ def test_an_article_with_no_noun_after_it_may_end_a_name() -> None:
     assert pipeline.correct_fast("then vest a and the rest").text == "then Vesrah and the rest"
     assert pipeline.correct_fast("I wear a vest a lot").corrections == []
     assert pipeline.correct_fast("you carve a-- a sliver").corrections == []  # said again: a restart
+    assert pipeline.correct_fast("“I grew up in vest a.”").text == "“I grew up in Vesrah.”"
+
+
+def test_a_very_common_word_of_the_name_may_edge_a_window_two_phones_off() -> None:
+    pipeline = Pipeline([EntityName(id=1, name="The Eldrinax")])
+    assert pipeline.correct_fast("we fought the elder nacks there").text == "we fought The Eldrinax there"
 
 
 def test_a_name_the_transcript_writes_is_not_swallowed_by_a_name_it_sounds_like_with_a_neighbour() -> None:
