@@ -28,18 +28,31 @@ class Named(Protocol):
 E = TypeVar("E", bound=Named)
 
 
-def _joined(between: str) -> bool:
-    return between.isspace() or between == "-"
+_HYPHENS = frozenset("-‐‑")
+
+
+def _separators(surface: str) -> frozenset[str]:
+    """The punctuation a name has between its words, spaces aside."""
+    tokens = tokenize(surface)
+    return frozenset(filter(None, ("".join(surface[a.end : b.start].split()) for a, b in pairwise(tokens))))
+
+
+def _joined(between: str, own: frozenset[str]) -> bool:
+    marks = "".join(between.split())
+    return not marks or marks in _HYPHENS or marks in own
 
 
 class Gazetteer(Generic[E]):
     def __init__(self, entities: Iterable[E]) -> None:
-        self._by_words: dict[str, E] = {}
-        for entity in entities:
-            for surface in (entity.name, *entity.aliases):
-                for key in {normalize(surface), spaced_form(surface)}:
-                    if key:
-                        self._by_words.setdefault(key, entity)  # the first entity to claim a name keeps it
+        # Each name's words -> (entity, the punctuation the name has between words: "." of "St. Cuthbert").
+        self._by_words: dict[str, tuple[E, frozenset[str]]] = {}
+        surfaces = [(entity, surface) for entity in entities for surface in (entity.name, *entity.aliases)]
+        # Names as written first, then spaced at their hyphens: "Half Orc" keeps its own entity beside "Half-Orc".
+        for form in (normalize, spaced_form):
+            for entity, surface in surfaces:
+                key = form(surface)
+                if key:
+                    self._by_words.setdefault(key, (entity, _separators(surface)))  # the first to claim it keeps it
         self._max_words = max((key.count(" ") + 1 for key in self._by_words), default=0)
 
     def find(self, text: str, *, nested: bool = False) -> list[tuple[int, int, E]]:
@@ -61,15 +74,21 @@ class Gazetteer(Generic[E]):
         return found
 
     def _lookup(self, text: str, window: list[Token]) -> E | None:
-        if any(not _joined(text[a.end : b.start]) for a, b in pairwise(window)):
-            return None  # a name does not run across punctuation
-        # Words before the last keep a possessive of the name's own ("Hunter's Mark"); the last may add one.
+        # As written: "half-orc" is Half-Orc even beside an entity "Half Orc".
+        found = self._by_words.get(normalize(text[window[0].start : window[-1].end]))
+        if found is not None:
+            return found[0]
+        # Word by word. Words before the last keep a possessive of the name's own ("Hunter's Mark"); the last may
+        # add one.
         inner = [normalize(text[t.start : t.end]) for t in window[:-1]]
         last = window[-1]
         for final in (last.norm, normalize(text[last.start : last.end])):
-            entity = self._by_words.get(" ".join([*inner, final]))
-            if entity is not None:
-                return entity
+            found = self._by_words.get(" ".join([*inner, final]))
+            if found is not None:
+                entity, own = found
+                # A name does not run across punctuation, unless it is the name's own ("Dr. Who", not "Vox. Machina").
+                if all(_joined(text[a.end : b.start], own) for a, b in pairwise(window)):
+                    return entity
         return None
 
     def mentions(self, text: str) -> list[E]:

@@ -22,6 +22,9 @@ GAZETTEER = Gazetteer(
         known(7, "Élodie"),
         known(8, "The Sunken Crown"),
         known(9, "Raise the Sunken Crown"),
+        known(10, "St. Cuthbert"),
+        known(11, 'Bo "The Breaker"'),
+        known(12, "Half Orc"),
     ]
 )
 
@@ -43,7 +46,8 @@ def test_names_and_aliases_are_found_whole_longest_first_each_once() -> None:
 
 
 def test_case_accents_apostrophes_and_hyphens_aside() -> None:
-    assert ids("a half-orc, a half orc, a HALFORC") == [4]
+    assert ids("a half-orc, a half‐orc, a HALFORC") == [4]  # an ASCII hyphen, then U+2010
+    assert ids("a Half Orc") == [12]  # an entity's own spelling before another's spaced at its hyphen
     assert ids("she casts hunter's mark") == [5]
     assert ids("elodie and ZYX'ARA") == [7, 2]
 
@@ -51,3 +55,5 @@ def test_case_accents_apostrophes_and_hyphens_aside() -> None:
 def test_a_name_does_not_run_across_punctuation() -> None:
     text = "Vox. Machina"
     assert [text[s:e] for s, e, _ in GAZETTEER.find(text)] == ["Vox"]  # the alias alone, not the two-word name
+    # unless the punctuation is the name's own
+    assert ids('St. Cuthbert, Bo "The Breaker" said, and St Cuthbert again') == [10, 11]
