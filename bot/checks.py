@@ -77,6 +77,18 @@ async def dm_campaign(interaction: discord.Interaction) -> tuple[Campaign, Campa
     return campaign, mem
 
 
+async def dm_campaign_by_id(
+    interaction: discord.Interaction, campaign_id: int, *, refusal: str = NOT_DM
+) -> CampaignMemory:
+    """The memory of a campaign a button or form was made for, if it is this guild's and the user its DM (who
+    may have lost the role since the form opened)."""
+    memory = bot_of(interaction).memory
+    campaign = await memory.campaigns(guild_id_of(interaction)).get_by_id(campaign_id)
+    if not member_is_dm(interaction, campaign):
+        raise NotDMError(refusal)
+    return memory.campaign(campaign.id)
+
+
 async def require_dm(interaction: discord.Interaction) -> None:
     """The DM check for commands that may run without an active campaign (create, the first load)."""
     campaign = await bot_of(interaction).memory.campaigns(guild_id_of(interaction)).active()

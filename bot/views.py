@@ -1,5 +1,5 @@
-"""Rendering helpers shared by the cogs: Discord-limit-safe text, autocomplete choices, and the two
-short-lived views (a paginator and a confirm/cancel prompt)."""
+"""Rendering helpers shared by the cogs: Discord-limit-safe text, autocomplete choices, the two short-lived
+views (a paginator and a confirm/cancel prompt) and the base of the forms (modals) only their opener may submit."""
 
 from __future__ import annotations
 
@@ -89,6 +89,37 @@ class OwnedView(discord.ui.View):
 
     async def on_error(self, interaction: discord.Interaction, error: Exception, item: discord.ui.Item[Any]) -> None:
         await reply_error(interaction, error, where=describe_interaction(interaction))
+
+
+class OwnedModal(discord.ui.Modal):
+    """A form only the member who opened it, in the guild it was opened in, may submit.
+
+    discord.py routes a modal submit by custom id alone, so anyone who knows the id could submit it: the modal
+    remembers who opened it where and refuses everyone else (``on_submit`` still checks permissions again: the
+    opener may have lost them since). Errors go to the same reply as commands'.
+    """
+
+    def __init__(self, *, title: str, custom_id: str, user_id: int, guild_id: int | None, timeout: float = 900) -> None:
+        super().__init__(title=clip(title, 45), custom_id=custom_id, timeout=timeout)
+        self.user_id = user_id
+        self.guild_id = guild_id
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        if interaction.user.id == self.user_id and interaction.guild_id == self.guild_id:
+            return True
+        log.warning(
+            "refused modal %s submitted by user %s in guild %s (opened by %s in %s)",
+            self.custom_id,
+            interaction.user.id,
+            interaction.guild_id,
+            self.user_id,
+            self.guild_id,
+        )
+        await interaction.response.send_message("This edit form is not yours.", ephemeral=True)
+        return False
+
+    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
+        await reply_error(interaction, error, where=f"modal {self.custom_id}")
 
 
 class Paginator(OwnedView):

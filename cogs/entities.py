@@ -1,4 +1,4 @@
-"""``/entity``: the DM's world registry — add, list, show, edit, remove, link, unlink."""
+"""``/entity``: the DM's world registry — add, list, show, edit, describe, remove, link, unlink."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from discord.ext import commands
 from rapidfuzz import process
 
 from bot.app import LorekeeperBot
-from bot.checks import UserError, active_campaign, dm_campaign, member_is_dm
+from bot.checks import UserError, active_campaign, dm_campaign, dm_campaign_by_id, member_is_dm
 from bot.views import (
     MAX_TITLE,
     Confirm,
+    OwnedModal,
     Paginator,
     add_field_within,
     clip,
@@ -34,6 +35,9 @@ from memory.models import (
     Visibility,
 )
 from memory.store import CampaignMemory
+
+#: An entity's description, in the command option and in the /entity describe box (the card shows it whole).
+MAX_DESCRIPTION_CHARS = 2000
 
 TYPE_COLOURS = {
     EntityType.npc: 0xE67E22,
@@ -119,7 +123,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         interaction: discord.Interaction,
         name: app_commands.Range[str, 1, 200],
         type: EntityType,
-        description: app_commands.Range[str, 0, 2000] = "",
+        description: app_commands.Range[str, 0, MAX_DESCRIPTION_CHARS] = "",
         aliases: str | None = None,
         attributes: str | None = None,
         secret: bool = False,
@@ -180,7 +184,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         name: str,
         new_name: app_commands.Range[str, 1, 200] | None = None,
         type: EntityType | None = None,
-        description: app_commands.Range[str, 0, 2000] | None = None,
+        description: app_commands.Range[str, 0, MAX_DESCRIPTION_CHARS] | None = None,
         aliases: str | None = None,
         attributes: str | None = None,
         secret: bool | None = None,
@@ -202,6 +206,15 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         )
         embed = entity_embed(entity, relationships=[], last_mention=None)
         await interaction.response.send_message(f"Updated **{entity.name}**.", embed=embed, ephemeral=True)
+
+    @app_commands.command(description="Write an entity's description in a text box, several lines if need be (DM only)")
+    @app_commands.autocomplete(name=entity_names)
+    async def describe(self, interaction: discord.Interaction, name: str) -> None:
+        campaign, mem = await dm_campaign(interaction)
+        entity = await mem.graph.get_entity(name)
+        await interaction.response.send_modal(
+            DescribeModal(entity, campaign_id=campaign.id, user_id=interaction.user.id, guild_id=interaction.guild_id)
+        )
 
     @app_commands.command(description="Remove an entity and its relationships (DM only)")
     @app_commands.autocomplete(name=entity_names)
@@ -240,6 +253,33 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         _, mem = await dm_campaign(interaction)
         removed = await mem.graph.unlink(source, relation, target)
         await interaction.response.send_message(f"Unlinked {removed[0].describe()}", ephemeral=True)
+
+
+class DescribeModal(OwnedModal):
+    """The description in a paragraph box, pre-filled: a slash option holds one line, a DM's notes several."""
+
+    def __init__(self, entity: Entity, *, campaign_id: int, user_id: int, guild_id: int | None) -> None:
+        custom_id = f"lk:entity:describe:{user_id}:{campaign_id}:{entity.id}"
+        super().__init__(title=f"Describe {entity.name}", custom_id=custom_id, user_id=user_id, guild_id=guild_id)
+        self.campaign_id = campaign_id
+        self.entity_id = entity.id
+        self.text: discord.ui.TextInput[DescribeModal] = discord.ui.TextInput(
+            label="Description",
+            style=discord.TextStyle.paragraph,
+            default=entity.description or None,
+            required=False,
+            max_length=MAX_DESCRIPTION_CHARS,
+            custom_id="description",
+        )
+        self.add_item(self.text)
+
+    async def on_submit(self, interaction: discord.Interaction) -> None:
+        mem = await dm_campaign_by_id(interaction, self.campaign_id)
+        # by id: the entity may have been renamed while the form was open
+        current = await mem.graph.get_entity_by_id(self.entity_id)
+        entity = await mem.graph.update_entity(current.name, description=self.text.value.strip())
+        embed = entity_embed(entity, relationships=[], last_mention=None)
+        await interaction.response.send_message(f"Updated **{entity.name}**.", embed=embed, ephemeral=True)
 
 
 async def _snapshot(mem: CampaignMemory, name: str, *, dm: bool) -> Neighbourhood:

@@ -19,16 +19,14 @@ from discord.ext import commands, tasks
 from bot.app import LorekeeperBot
 from bot.checks import (
     REVIEW_CHANNEL_KEY,
-    NotDMError,
     UserError,
-    bot_of,
     describe_interaction,
     dm_campaign,
+    dm_campaign_by_id,
     guild_id_of,
-    member_is_dm,
     reply_error,
 )
-from bot.views import clip
+from bot.views import OwnedModal, clip
 from memory.errors import AlreadyDecidedError
 from memory.models import EntityType, ReviewItem, ReviewStatus
 from memory.review import ReviewQueue
@@ -78,11 +76,7 @@ def item_view(campaign_id: int, ref: str) -> discord.ui.View:
 
 async def _queue_for(interaction: discord.Interaction, campaign_id: int) -> ReviewQueue:
     """The review queue of the button's campaign, if that campaign is this guild's and the clicker its DM."""
-    memory = bot_of(interaction).memory
-    campaign = await memory.campaigns(guild_id_of(interaction)).get_by_id(campaign_id)
-    if not member_is_dm(interaction, campaign):
-        raise NotDMError("Only the DM can review.")
-    return memory.campaign(campaign.id).review
+    return (await dm_campaign_by_id(interaction, campaign_id, refusal="Only the DM can review.")).review
 
 
 class _ReviewButton:
@@ -164,22 +158,16 @@ class EditButton(
         await interaction.response.send_modal(modal)
 
 
-class EditModal(discord.ui.Modal):
-    """Correct an item and accept it; fields are pre-filled with what the bot understood.
-
-    discord.py routes a modal submit by custom id alone, so anyone who knows the id could submit it: the modal
-    remembers who opened it where, refuses everyone else, and checks the DM permission again on submit.
-    """
+class EditModal(OwnedModal):
+    """Correct an item and accept it; fields are pre-filled with what the bot understood."""
 
     def __init__(self, queue: ReviewQueue, item: ReviewItem, *, campaign_id: int, user_id: int, guild_id: int) -> None:
         # the opener's id in the custom id keeps two DMs editing the same item from replacing each other's modal
         custom_id = f"lk:review:modal:{user_id}:{campaign_id}:{item.ref}"
-        super().__init__(title=clip(f"Edit {item.ref}", 45), custom_id=custom_id, timeout=900)
+        super().__init__(title=f"Edit {item.ref}", custom_id=custom_id, user_id=user_id, guild_id=guild_id)
         self.queue = queue
         self.item = item
         self.campaign_id = campaign_id
-        self.user_id = user_id
-        self.guild_id = guild_id
         self.fields: dict[str, discord.ui.TextInput[EditModal]] = {}
         if item.entity is not None:
             e = item.entity
@@ -211,20 +199,6 @@ class EditModal(discord.ui.Modal):
         self.fields[key] = field
         self.add_item(field)
 
-    async def interaction_check(self, interaction: discord.Interaction) -> bool:
-        if interaction.user.id == self.user_id and interaction.guild_id == self.guild_id:
-            return True
-        log.warning(
-            "refused modal %s submitted by user %s in guild %s (opened by %s in %s)",
-            self.custom_id,
-            interaction.user.id,
-            interaction.guild_id,
-            self.user_id,
-            self.guild_id,
-        )
-        await interaction.response.send_message("This edit form is not yours.", ephemeral=True)
-        return False
-
     async def on_submit(self, interaction: discord.Interaction) -> None:
         # the opener may have lost the DM role since the modal opened; the campaign must be this guild's
         queue = await _queue_for(interaction, self.campaign_id)
@@ -251,9 +225,6 @@ class EditModal(discord.ui.Modal):
             await interaction.response.edit_message(embed=embed, view=None)
         else:
             await interaction.response.send_message(embed=embed, ephemeral=True)
-
-    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
-        await reply_error(interaction, error, where=f"modal {self.custom_id}")
 
 
 DYNAMIC_ITEMS = (AcceptButton, EditButton, RejectButton)

@@ -346,3 +346,39 @@ async def test_failing_autocomplete_answers_empty(world, fake_discord: FakeDisco
     monkeypatch.setattr(SessionLog, "sessions", broken)
     assert await fake_discord.autocomplete("entity show", {"name": "eld"}, focused="name", user_id=dm) == []
     assert await fake_discord.autocomplete("recap", {"session": "n"}, focused="session", user_id=dm) == []
+
+
+def _modal_field(modal: dict, custom_id: str) -> dict:
+    """A field of a modal, whatever layout discord.py gave it (action rows or labels)."""
+    stack = list(modal["components"])
+    while stack:
+        component = stack.pop()
+        if component.get("custom_id") == custom_id:
+            return component
+        stack += component.get("components", []) + ([component["component"]] if "component" in component else [])
+    raise LookupError(custom_id)
+
+
+async def test_describe_writes_several_lines_in_a_box_only_the_dm_may_submit(
+    world, fake_discord: FakeDiscord, guild: FakeGuild, dm: FakeMember, player: FakeMember
+) -> None:
+    refused = await fake_discord.invoke("entity describe", {"name": "Eldrinax"}, user_id=player)
+    assert refused.texts() == ["Only the DM can do that."]
+
+    opened = await fake_discord.invoke("entity describe", {"name": "the red"}, user_id=dm)
+    assert opened.modal is not None and opened.modal["title"] == "Describe Eldrinax"
+    field = _modal_field(opened.modal, "description")
+    assert field["style"] == 2 and field["value"] == "An ancient red dragon"  # a paragraph box, pre-filled
+
+    notes = "An ancient red dragon.\nSleeps under Ironhold; wakes when the bells ring."
+    forged = await fake_discord.submit_modal(opened.modal["custom_id"], {"description": "pwned"}, user_id=player)
+    assert forged.texts() == ["This edit form is not yours."]
+    await fake_discord.invoke(
+        "entity edit", {"name": "Eldrinax", "new_name": "Eldrinax the Red"}, user_id=dm
+    )  # renamed while the box is open: the form still finds it
+    saved = await fake_discord.submit_modal(opened.modal["custom_id"], {"description": notes + "\n"})
+    assert saved.ephemeral and saved.texts()[:2] == ["Updated **Eldrinax the Red**.", "Eldrinax the Red"]
+    assert (await world.graph.get_entity("Eldri")).description == notes
+
+    unknown = await fake_discord.invoke("entity describe", {"name": "Eldrinex"}, user_id=dm)
+    assert unknown.modal is None and unknown.texts()[0].startswith("no entity named 'Eldrinex'")

@@ -68,7 +68,16 @@ async def test_dev_guild_sync_at_start(
         "session",
     ]
     entity = next(c for c in sent if c["name"] == "entity")
-    assert sorted(o["name"] for o in entity["options"]) == ["add", "edit", "link", "list", "remove", "show", "unlink"]
+    assert sorted(o["name"] for o in entity["options"]) == [
+        "add",
+        "describe",
+        "edit",
+        "link",
+        "list",
+        "remove",
+        "show",
+        "unlink",
+    ]
     add = next(o for o in entity["options"] if o["name"] == "add")
     type_option = next(o for o in add["options"] if o["name"] == "type")
     assert [c["value"] for c in type_option["choices"]] == [t.value for t in EntityType]
