@@ -28,68 +28,88 @@ class Named(Protocol):
 E = TypeVar("E", bound=Named)
 
 
-_HYPHENS = frozenset("-‐‑")
+_ONE_HYPHEN = str.maketrans("‐‑", "--")
+
+
+def _marks(between: str) -> str:
+    """The punctuation between two words, spaces aside, any hyphen as "-"."""
+    return "".join(between.split()).translate(_ONE_HYPHEN)
 
 
 def _separators(surface: str) -> frozenset[str]:
     """The punctuation a name has between its words, spaces aside."""
     tokens = tokenize(surface)
-    return frozenset(filter(None, ("".join(surface[a.end : b.start].split()) for a, b in pairwise(tokens))))
-
-
-def _joined(between: str, own: frozenset[str]) -> bool:
-    marks = "".join(between.split())
-    return not marks or marks in _HYPHENS or marks in own
+    return frozenset(filter(None, (_marks(surface[a.end : b.start]) for a, b in pairwise(tokens))))
 
 
 class Gazetteer(Generic[E]):
     def __init__(self, entities: Iterable[E]) -> None:
-        # Each name's words -> (entity, the punctuation the name has between words: "." of "St. Cuthbert").
-        self._by_words: dict[str, tuple[E, frozenset[str]]] = {}
+        # A name's words -> the entities so called, each with the punctuation it has between its words ("." of
+        # "St. Cuthbert"); names as written first, then spaced at their hyphens.
+        self._by_words: dict[str, list[tuple[E, frozenset[str], str]]] = {}
         surfaces = [(entity, surface) for entity in entities for surface in (entity.name, *entity.aliases)]
-        # Names as written first, then spaced at their hyphens: "Half Orc" keeps its own entity beside "Half-Orc".
         for form in (normalize, spaced_form):
             for entity, surface in surfaces:
                 key = form(surface)
-                if key:
-                    self._by_words.setdefault(key, (entity, _separators(surface)))  # the first to claim it keeps it
-        self._max_words = max((key.count(" ") + 1 for key in self._by_words), default=0)
+                listed = self._by_words.setdefault(key, []) if key else []
+                if key and all(e is not entity for e, _, _ in listed):
+                    listed.append((entity, _separators(surface), " ".join(surface.casefold().split())))
+        # Where a run of words may still become a name: the scan stops extending a window at the first miss.
+        self._prefixes = {
+            " ".join(words[:n]) for key in self._by_words if (words := key.split()) for n in range(1, len(words) + 1)
+        }
 
     def find(self, text: str, *, nested: bool = False) -> list[tuple[int, int, E]]:
-        """Each mention as (start, end, entity), ``text[start:end]`` with its possessive ending, in text order;
-        ``nested``: also the names inside a longer one ("The Sunken Crown" in the quest "Raise the Sunken
-        Crown"), else mentions never overlap."""
+        """Each mention as (start, end, entity), ``text[start:end]`` with its possessive ending, in text order,
+        the longest first; ``nested``: also the names inside a longer one ("The Sunken Crown" in the quest "Raise
+        the Sunken Crown"), else mentions never overlap."""
         tokens = tokenize(text)
+        # Words before a name's last keep a possessive of the name's own ("Hunter's Mark"); the last may add one.
+        whole = [normalize(text[t.start : t.end]) for t in tokens]
         found: list[tuple[int, int, E]] = []
         i = 0
         while i < len(tokens):
-            for size in range(min(self._max_words, len(tokens) - i), 0, -1):
-                entity = self._lookup(text, tokens[i : i + size])
-                if entity is not None:
-                    found.append((tokens[i].start, tokens[i + size - 1].end, entity))
-                    i += 1 if nested else size
+            best: tuple[int, E] | None = None
+            said = ""
+            for j in range(i, len(tokens)):
+                for last in dict.fromkeys((tokens[j].norm, whole[j])):
+                    # the possessive read as part of the name only where the name has it: "the hell's" is not
+                    # The Hells
+                    as_written = last != tokens[j].norm
+                    entity = self._entity(f"{said} {last}" if said else last, text, tokens[i : j + 1], as_written)
+                    if entity is not None:
+                        best = (j, entity)
+                        break
+                said = f"{said} {whole[j]}" if said else whole[j]
+                if said not in self._prefixes:
                     break
-            else:
+            if best is None:
                 i += 1
+                continue
+            found.append((tokens[i].start, tokens[best[0]].end, best[1]))
+            i = i + 1 if nested else best[0] + 1
         return found
 
-    def _lookup(self, text: str, window: list[Token]) -> E | None:
-        # As written: "half-orc" is Half-Orc even beside an entity "Half Orc".
-        found = self._by_words.get(normalize(text[window[0].start : window[-1].end]))
-        if found is not None:
-            return found[0]
-        # Word by word. Words before the last keep a possessive of the name's own ("Hunter's Mark"); the last may
-        # add one.
-        inner = [normalize(text[t.start : t.end]) for t in window[:-1]]
-        last = window[-1]
-        for final in (last.norm, normalize(text[last.start : last.end])):
-            found = self._by_words.get(" ".join([*inner, final]))
-            if found is not None:
-                entity, own = found
-                # A name does not run across punctuation, unless it is the name's own ("Dr. Who", not "Vox. Machina").
-                if all(_joined(text[a.end : b.start], own) for a, b in pairwise(window)):
-                    return entity
-        return None
+    def _entity(self, key: str, text: str, window: list[Token], as_written: bool = False) -> E | None:
+        """The entity a window names, if its words are a name's and the punctuation between them is allowed: none,
+        a hyphen, or the name's own ("Dr. Who", not "Vox. Machina"); ``as_written``: only a name written just as
+        heard, case and spaces aside. Of several, the one written as heard first
+        ("Aramente" beside "Aramenté"), then one with the very punctuation heard ("half-orc" / Half-Orc beside
+        "Half Orc")."""
+        listed = self._by_words.get(key)
+        if not listed:
+            return None
+        marks = {_marks(text[a.end : b.start]) for a, b in pairwise(window)} - {""}
+        if marks - {"-"}:
+            listed = [entry for entry in listed if marks - {"-"} <= entry[1]]
+        if not listed:
+            return None
+        heard = " ".join(text[window[0].start : window[-1].end].casefold().split())
+        if as_written:
+            listed = [entry for entry in listed if entry[2] == heard]
+            if not listed:
+                return None
+        return min(listed, key=lambda entry: (entry[2] != heard, not marks <= entry[1]))[0]
 
     def mentions(self, text: str) -> list[E]:
         """The entities ``text`` mentions, each once, in order of first mention, names inside names too."""

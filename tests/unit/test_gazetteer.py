@@ -25,6 +25,10 @@ GAZETTEER = Gazetteer(
         known(10, "St. Cuthbert"),
         known(11, 'Bo "The Breaker"'),
         known(12, "Half Orc"),
+        known(13, "Aramente"),
+        known(14, "Aramenté"),
+        known(15, "The Hells"),
+        known(16, "Gilmore's"),
     ]
 )
 
@@ -49,7 +53,11 @@ def test_case_accents_apostrophes_and_hyphens_aside() -> None:
     assert ids("a half-orc, a half‐orc, a HALFORC") == [4]  # an ASCII hyphen, then U+2010
     assert ids("a Half Orc") == [12]  # an entity's own spelling before another's spaced at its hyphen
     assert ids("she casts hunter's mark") == [5]
+    # a possessive is part of a name only where the name has it
+    assert ids("what the hell's going on") == [] and ids("what the hells") == [15]
+    assert ids("we went to gilmore's") == [16]
     assert ids("elodie and ZYX'ARA") == [7, 2]
+    assert ids("aramenté") == [14] and ids("Aramente") == [13]  # two entities spelled alike: the one written
 
 
 def test_a_name_does_not_run_across_punctuation() -> None:
