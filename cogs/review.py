@@ -7,11 +7,14 @@ posted to a review channel (``/lorekeeper setup review_channel``) as they arrive
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+from collections.abc import Coroutine
 from datetime import datetime
 from typing import Any
 
+import asyncpg
 import discord
 from discord import app_commands
 from discord.ext import commands, tasks
@@ -28,16 +31,20 @@ from bot.checks import (
 )
 from bot.views import OwnedModal, clip
 from memory.errors import AlreadyDecidedError
-from memory.models import EntityType, ReviewItem, ReviewStatus
-from memory.review import ReviewQueue
+from memory.models import EntityType, ReviewItem, ReviewKind, ReviewStatus
+from memory.review import ReviewCursor, ReviewQueue, watch_new_items
 from memory.store import CampaignMemory
 
 log = logging.getLogger("lorekeeper.review")
 
 #: Items shown per /review; the rest wait for the next one (five messages keep the channel readable).
 PAGE = 5
-#: Items posted to the review channel per poll (Discord rate-limits bursts; the rest follow next time).
+#: Items posted to the review channel at a time (Discord rate-limits bursts; the rest follow a little later).
 POST_BATCH = 10
+#: New items are posted this long after the database announces them, so a burst of commits makes one post.
+SETTLE_SECONDS = 1.0
+#: After losing the listening connection, listen again this much later (the poll posts meanwhile).
+LISTEN_RETRY_SECONDS = 30.0
 POSTED_UNTIL_KEY = "review_posted_until"
 COLOURS = {ReviewStatus.pending: 0xF1C40F, ReviewStatus.accepted: 0x2ECC71, ReviewStatus.rejected: 0xE74C3C}
 
@@ -232,16 +239,63 @@ DYNAMIC_ITEMS = (AcceptButton, EditButton, RejectButton)
 
 @app_commands.guild_only()
 class Review(commands.Cog):
-    def __init__(self, bot: LorekeeperBot, *, poll_seconds: float = 60) -> None:
+    """``/review``, and new items posted to the review channel as the database announces them (a poll catches
+    what a lost listening connection missed)."""
+
+    def __init__(self, bot: LorekeeperBot, *, poll_seconds: float = 300) -> None:
         self.bot = bot
         self.poll_seconds = poll_seconds
+        self._posting: dict[int, asyncio.Lock] = {}  # per guild: the listener and the poll never post twice
+        self._due: set[int] = set()  # campaigns with new items, posted after a short settle
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def cog_load(self) -> None:
         self.poll.change_interval(seconds=self.poll_seconds)
         self.poll.start()
+        self._start(self._listen())
 
     async def cog_unload(self) -> None:
         self.poll.cancel()
+        for task in self._tasks:
+            task.cancel()
+
+    def _start(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _listen(self) -> None:
+        await self.bot.wait_until_ready()
+        pool = self.bot.memory.pool
+        while not pool.is_closing():
+            try:
+                await watch_new_items(pool, self._new_items)
+                if pool.is_closing():
+                    return
+                log.warning("review notifications: the listening connection was lost; listening again")
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                log.warning("review notifications: %s; the poll posts new items meanwhile", exc)
+            await asyncio.sleep(LISTEN_RETRY_SECONDS)
+
+    def _new_items(self, campaign_id: int) -> None:
+        if campaign_id not in self._due:
+            self._due.add(campaign_id)
+            self._start(self._post_for(campaign_id))
+
+    async def _post_for(self, campaign_id: int) -> None:
+        await asyncio.sleep(SETTLE_SECONDS)  # one post for a burst of commits
+        self._due.discard(campaign_id)
+        guild_id = await self.bot.memory.guild_of(campaign_id)
+        guild = self.bot.get_guild(guild_id) if guild_id else None
+        if guild is None:
+            return
+        try:
+            posted = await self.post_new_pending(guild)
+        except Exception:
+            log.exception("posting review items in guild %s failed", guild.id)
+            return
+        if posted == POST_BATCH:
+            self._new_items(campaign_id)  # more may wait: the next batch after the settle
 
     @app_commands.command(name="review", description="Review what the bot was unsure of (DM only)")
     async def review(self, interaction: discord.Interaction) -> None:
@@ -260,7 +314,7 @@ class Review(commands.Cog):
                 embed=item_embed(item), view=item_view(campaign.id, item.ref), ephemeral=True
             )
 
-    @tasks.loop(seconds=60)
+    @tasks.loop(seconds=300)
     async def poll(self) -> None:
         for guild in self.bot.guilds:
             try:
@@ -274,6 +328,10 @@ class Review(commands.Cog):
 
     async def post_new_pending(self, guild: discord.Guild) -> int:
         """Post the active campaign's items that arrived since the last post to its review channel, if any."""
+        async with self._posting.setdefault(guild.id, asyncio.Lock()):
+            return await self._post_new_pending(guild)
+
+    async def _post_new_pending(self, guild: discord.Guild) -> int:
         campaigns = self.bot.memory.campaigns(guild.id)
         campaign = await campaigns.active()
         if campaign is None or not campaign.settings.get(REVIEW_CHANNEL_KEY):
@@ -282,17 +340,29 @@ class Review(commands.Cog):
         if not isinstance(channel, discord.abc.Messageable):
             return 0
         mem: CampaignMemory = self.bot.memory.campaign(campaign.id)
-        since = campaign.settings.get(POSTED_UNTIL_KEY)
-        cutoff = datetime.fromisoformat(since) if since else None
-        # newer than the last post, in the database: a backlog of older undecided items must not hide them
-        fresh = await mem.review.pending(limit=POST_BATCH, since=cutoff)
+        # after the last one posted, in the queue's order: a backlog of older undecided items must not hide them
+        fresh = await mem.review.pending(limit=POST_BATCH, after=_posted_until(campaign.settings))
         for item in fresh:
             await channel.send(embed=item_embed(item), view=item_view(campaign.id, item.ref))
         if fresh:
             # remembered in the campaign's settings so a restart does not post the same items again
-            settings = {**campaign.settings, POSTED_UNTIL_KEY: max(i.created_at for i in fresh).isoformat()}
+            at, kind, item_id = fresh[-1].cursor
+            settings = {**campaign.settings, POSTED_UNTIL_KEY: f"{at.isoformat()} {kind} {item_id}"}
             await campaigns.update(campaign.name, settings=settings)
         return len(fresh)
+
+
+def _posted_until(settings: dict[str, Any]) -> ReviewCursor | None:
+    """The cursor saved in a campaign's settings: "<time> <kind> <id>"; a time alone (before items filed together
+    were told apart) means everything filed at that time was posted."""
+    saved = settings.get(POSTED_UNTIL_KEY)
+    if not saved:
+        return None
+    at, _, rest = saved.partition(" ")
+    kind, _, item_id = rest.partition(" ")
+    if not item_id.isdigit():
+        return datetime.fromisoformat(at), ReviewKind.fact.value, 2**62
+    return datetime.fromisoformat(at), kind, int(item_id)
 
 
 async def setup(bot: LorekeeperBot) -> None:

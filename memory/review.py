@@ -5,9 +5,14 @@ Only the DM decides here; nothing said at the table can move an item out of the 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
+
+import asyncpg
 
 from memory.db import transaction
 from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
@@ -25,26 +30,61 @@ def parse_ref(ref: str) -> tuple[ReviewKind, int]:
     return (ReviewKind.entity if m.group(1).lower() == "e" else ReviewKind.fact), int(m.group(2))
 
 
+#: Where the database says a campaign filed new items for review (migrations/0005), its id as payload.
+NEW_ITEMS_CHANNEL = "lorekeeper_review"
+
+
+async def watch_new_items(pool: asyncpg.Pool, on_new: Callable[[int], None]) -> None:
+    """Call ``on_new(campaign_id)`` whenever a campaign files new review items, until cancelled, until the
+    listening connection is lost (the caller may listen again) or until the pool closes. Holds one pooled
+    connection, and gives it back within a second of the pool starting to close (which waits for it)."""
+    lost = asyncio.Event()
+
+    def notified(_conn: object, _pid: int, _channel: str, payload: str) -> None:
+        if payload.isdigit():
+            on_new(int(payload))
+
+    async with pool.acquire() as conn:
+        conn.add_termination_listener(lambda _conn: lost.set())
+        await conn.add_listener(NEW_ITEMS_CHANNEL, notified)
+        try:
+            while not (lost.is_set() or pool.is_closing()):
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(1.0):
+                        await lost.wait()
+        finally:
+            with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+                await conn.remove_listener(NEW_ITEMS_CHANNEL, notified)
+
+
+#: Where a reader of the queue stopped: (created_at, kind, id) of the last item it saw, in the queue's order.
+ReviewCursor = tuple[datetime, str, int]
+
+
 class ReviewQueue:
     def __init__(self, graph: KnowledgeGraph) -> None:
         self.graph = graph
 
-    async def pending(self, *, limit: int = 25, offset: int = 0, since: datetime | None = None) -> list[ReviewItem]:
-        """Pending entities and facts, oldest first (only those that arrived after ``since`` when given)."""
+    async def pending(self, *, limit: int = 25, offset: int = 0, after: ReviewCursor | None = None) -> list[ReviewItem]:
+        """Pending entities and facts, oldest first; only those after ``after`` (an item's ``cursor``) when given.
+        Items filed by one transaction share their time: the cursor also orders them by kind and id."""
         g = self.graph
+        at, kind, item_id = after if after is not None else (None, None, None)
         rows = await g.db.fetch(
             """
             SELECT kind, id, created_at FROM (
                 SELECT 'entity' AS kind, id, created_at FROM entities WHERE campaign_id = $1 AND status = 'pending'
                 UNION ALL
                 SELECT 'fact', id, created_at FROM relationships WHERE campaign_id = $1 AND status = 'pending'
-            ) q WHERE $4::timestamptz IS NULL OR created_at > $4
+            ) q WHERE $4::timestamptz IS NULL OR (created_at, kind, id) > ($4, $5::text, $6::bigint)
             ORDER BY created_at, kind, id LIMIT $2 OFFSET $3
             """,
             g.campaign_id,
             limit,
             offset,
-            since,
+            at,
+            kind,
+            item_id,
         )
         return [await self._item(ReviewKind(r["kind"]), r["id"]) for r in rows]
 

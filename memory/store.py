@@ -52,3 +52,7 @@ class Memory:
 
     def campaign(self, campaign_id: int) -> CampaignMemory:
         return CampaignMemory(self.pool, campaign_id, accept_threshold=self.accept_threshold)
+
+    async def guild_of(self, campaign_id: int) -> int | None:
+        """The guild a campaign belongs to (0: made on the command line), or None if there is no such campaign."""
+        return await self.pool.fetchval("SELECT guild_id FROM campaigns WHERE id = $1", campaign_id)

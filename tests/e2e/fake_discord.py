@@ -298,6 +298,7 @@ class FakeDiscord:
         self.sync_calls: list[tuple[int | None, list[JSON]]] = []  # (guild id or None, commands as sent)
         self.messages: dict[int, JSON] = {}  # every message the bot created, by id, in its current state
         self.channel_messages: list[JSON] = []  # messages posted with POST /channels/{id}/messages
+        self._channel_posted = asyncio.Condition()
         self.interactions: list[InteractionRecord] = []
         self.transcript: list[tuple[str, str]] = []  # (direction, summary)
         self.unhandled: list[str] = []
@@ -860,7 +861,16 @@ class FakeDiscord:
         message = self._store_message(body, files, where, webhook=False)
         self.channel_messages.append(message)
         self._log("bot→chan", f"message in #{channel_id}: {_describe(4, body, files)}")
+        async with self._channel_posted:
+            self._channel_posted.notify_all()
         return _json(message)
+
+    async def wait_for_channel_messages(self, count: int) -> list[JSON]:
+        """Wait until the bot has posted ``count`` channel messages (not interaction replies); the caller bounds
+        the wait (``asyncio.timeout``)."""
+        async with self._channel_posted:
+            await self._channel_posted.wait_for(lambda: len(self.channel_messages) >= count)
+        return self.channel_messages
 
     async def _channel_message(self, request: web.Request) -> web.Response:
         message = self.messages.get(int(request.match_info["message"]))

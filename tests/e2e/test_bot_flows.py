@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import discord
@@ -386,6 +387,31 @@ async def test_review_channel_gets_new_items_once(
     assert [m["channel_id"] for m in posted] == [str(review_channel.id)] * 2
     clicked = await fake_discord.click(posted[0], posted[0]["components"][0]["components"][0]["custom_id"], user_id=dm)
     assert clicked.callback_type == 7
+
+
+async def test_review_channel_gets_items_as_the_database_announces_them(
+    review_channel: FakeChannel,
+    ashes: CampaignMemory,
+    bot: LorekeeperBot,
+    fake_discord: FakeDiscord,
+    dm: FakeMember,
+) -> None:
+    await fake_discord.invoke("lorekeeper setup", {"review_channel": review_channel}, user_id=dm)
+    cog = bot.get_cog("Review")
+    assert cog is not None and cog.poll_seconds >= 300  # the poll is not what posts them
+    low = Provenance(source=Source.stated, confidence=0.4, session_id=None)
+    names = [f"Stranger {n}" for n in range(12)]  # more than one batch, filed by one transaction
+    async with ashes.transaction() as tx:
+        for name in names:
+            await tx.graph.add_entity(
+                EntityIn(name=name, type=EntityType.npc, status=ReviewStatus.pending, provenance=low)
+            )
+    async with asyncio.timeout(10):
+        posted = await fake_discord.wait_for_channel_messages(len(names))
+    titles = [m["embeds"][0]["title"] for m in posted]
+    assert sorted(t.split(" · ")[0] for t in titles) == ["New entity"] * len(names)
+    await asyncio.sleep(0.5)
+    assert len(fake_discord.channel_messages) == len(names)  # each once
 
 
 # ---------------------------------------------------------------------------------------------- setup

@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
+from memory.db import create_pool
 from memory.errors import AlreadyDecidedError, AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.models import (
     ChunkIn,
@@ -21,6 +22,7 @@ from memory.models import (
     Source,
     Visibility,
 )
+from memory.review import watch_new_items
 from memory.store import CampaignMemory, Memory
 
 
@@ -237,6 +239,44 @@ async def test_contradiction_closes_old_fact_instead_of_deleting(campaign: Campa
 # review queue --------------------------------------------------------------------------------------------
 
 
+async def test_watching_for_review_items_does_not_hold_up_closing_the_pool(fresh_dsn: str) -> None:
+    pool = await create_pool(fresh_dsn, max_size=2)
+    watcher = asyncio.create_task(watch_new_items(pool, lambda _campaign_id: None))
+    await asyncio.sleep(0.2)
+    async with asyncio.timeout(5):
+        await pool.close()  # waits for the listening connection to come back
+        await watcher  # and the watch ends by itself
+
+
+async def test_new_review_items_are_announced_once_per_transaction(memory: Memory, campaign: CampaignMemory) -> None:
+    heard: list[int] = []
+    arrived = asyncio.Event()
+
+    def on_new(campaign_id: int) -> None:
+        heard.append(campaign_id)
+        arrived.set()
+
+    watcher = asyncio.create_task(watch_new_items(memory.pool, on_new))
+    try:
+        await asyncio.sleep(0.2)  # listening
+        low = Provenance(source=Source.stated, confidence=0.4)
+        await campaign.graph.add_entity(EntityIn(name="Sure", type=EntityType.npc))  # accepted: nothing to say
+        async with campaign.transaction() as tx:
+            for name in ("Mira", "Brom"):
+                await tx.graph.add_entity(
+                    EntityIn(name=name, type=EntityType.npc, status=ReviewStatus.pending, provenance=low)
+                )
+        async with asyncio.timeout(5):
+            await arrived.wait()
+        await asyncio.sleep(0.3)
+        assert heard == [campaign.campaign_id]  # one announcement for the transaction's two items
+        assert await memory.guild_of(campaign.campaign_id) == 0
+        assert await memory.guild_of(campaign.campaign_id + 1000) is None
+    finally:
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+
+
 async def test_review_queue_accept_reject_edit_oldest_first(campaign: CampaignMemory) -> None:
     g, q = campaign.graph, campaign.review
     mira = await g.add_entity(EntityIn(name="Mira", type=EntityType.npc))
@@ -428,9 +468,22 @@ async def test_pending_since_a_time_is_not_hidden_by_an_older_backlog(campaign: 
         await g.add_entity(
             EntityIn(name=f"Old {i}", type=EntityType.npc, status=ReviewStatus.pending, provenance=guess)
         )
-    cutoff = (await campaign.review.pending(limit=100))[-1].created_at
+    cutoff = (await campaign.review.pending(limit=100))[-1].cursor
     late = await g.add_entity(EntityIn(name="Late", type=EntityType.npc, status=ReviewStatus.pending, provenance=guess))
-    assert [i.id for i in await campaign.review.pending(limit=5, since=cutoff)] == [late.id]
+    assert [i.id for i in await campaign.review.pending(limit=5, after=cutoff)] == [late.id]
+
+
+async def test_pending_after_a_cursor_tells_apart_items_filed_together(campaign: CampaignMemory) -> None:
+    guess = Provenance(source=Source.inferred, confidence=0.3)
+    async with campaign.transaction() as tx:  # one transaction: one created_at for all
+        for i in range(7):
+            await tx.graph.add_entity(
+                EntityIn(name=f"Twin {i}", type=EntityType.npc, status=ReviewStatus.pending, provenance=guess)
+            )
+    first = await campaign.review.pending(limit=5)
+    assert len({i.created_at for i in first}) == 1
+    rest = await campaign.review.pending(limit=5, after=first[-1].cursor)
+    assert [i.entity.name for i in first + rest if i.entity] == [f"Twin {i}" for i in range(7)]
 
 
 async def test_concurrent_writers_of_the_same_fact_store_one_copy(pool, campaign: CampaignMemory) -> None:
