@@ -285,14 +285,14 @@ class Review(commands.Cog):
     async def _post_for(self, campaign_id: int) -> None:
         await asyncio.sleep(SETTLE_SECONDS)  # one post for a burst of commits
         self._due.discard(campaign_id)
-        guild_id = await self.bot.memory.guild_of(campaign_id)
-        guild = self.bot.get_guild(guild_id) if guild_id else None
-        if guild is None:
-            return
         try:
+            guild_id = await self.bot.memory.guild_of(campaign_id)
+            guild = self.bot.get_guild(guild_id) if guild_id else None
+            if guild is None:
+                return
             posted = await self.post_new_pending(guild)
         except Exception:
-            log.exception("posting review items in guild %s failed", guild.id)
+            log.exception("posting the review items of campaign %s failed", campaign_id)
             return
         if posted == POST_BATCH:
             self._new_items(campaign_id)  # more may wait: the next batch after the settle
