@@ -44,8 +44,11 @@ async def watch_new_items(pool: asyncpg.Pool, on_new: Callable[[int], None]) -> 
         if payload.isdigit():
             on_new(int(payload))
 
+    def terminated(_conn: object) -> None:
+        lost.set()
+
     async with pool.acquire() as conn:
-        conn.add_termination_listener(lambda _conn: lost.set())
+        conn.add_termination_listener(terminated)
         await conn.add_listener(NEW_ITEMS_CHANNEL, notified)
         try:
             while not (lost.is_set() or pool.is_closing()):
@@ -53,6 +56,8 @@ async def watch_new_items(pool: asyncpg.Pool, on_new: Callable[[int], None]) -> 
                     async with asyncio.timeout(1.0):
                         await lost.wait()
         finally:
+            # the connection goes back to the pool as it came
+            conn.remove_termination_listener(terminated)
             with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
                 await conn.remove_listener(NEW_ITEMS_CHANNEL, notified)
 
