@@ -9,6 +9,7 @@ this finds only what the transcript spells.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Generic, Protocol, TypeVar
 
@@ -31,6 +32,14 @@ E = TypeVar("E", bound=Named)
 _ONE_HYPHEN = str.maketrans("‐‑", "--")
 
 
+@dataclass(frozen=True, slots=True)
+class _Entry(Generic[E]):
+    entity: E
+    separators: frozenset[str]  # the punctuation the name has between its words ("." of "St. Cuthbert")
+    written: str  # the name casefolded, spaces collapsed
+    possessive: bool  # the name ends in a possessive ("Gilmore's")
+
+
 def _marks(between: str) -> str:
     """The punctuation between two words, spaces aside, any hyphen as "-"."""
     return "".join(between.split()).translate(_ONE_HYPHEN)
@@ -46,14 +55,22 @@ class Gazetteer(Generic[E]):
     def __init__(self, entities: Iterable[E]) -> None:
         # A name's words -> the entities so called, each with the punctuation it has between its words ("." of
         # "St. Cuthbert"); names as written first, then spaced at their hyphens.
-        self._by_words: dict[str, list[tuple[E, frozenset[str], str]]] = {}
+        self._by_words: dict[str, list[_Entry[E]]] = {}
         surfaces = [(entity, surface) for entity in entities for surface in (entity.name, *entity.aliases)]
         for form in (normalize, spaced_form):
             for entity, surface in surfaces:
                 key = form(surface)
                 listed = self._by_words.setdefault(key, []) if key else []
-                if key and all(e is not entity for e, _, _ in listed):
-                    listed.append((entity, _separators(surface), " ".join(surface.casefold().split())))
+                if key and all(entry.entity is not entity for entry in listed):
+                    tokens = tokenize(surface)
+                    listed.append(
+                        _Entry(
+                            entity,
+                            _separators(surface),
+                            " ".join(surface.casefold().split()),
+                            bool(tokens) and tokens[-1].base_end != tokens[-1].end,
+                        )
+                    )
         # Where a run of words may still become a name: the scan stops extending a window at the first miss.
         self._prefixes = {
             " ".join(words[:n]) for key in self._by_words if (words := key.split()) for n in range(1, len(words) + 1)
@@ -72,11 +89,11 @@ class Gazetteer(Generic[E]):
             best: tuple[int, E] | None = None
             said = ""
             for j in range(i, len(tokens)):
-                for last in dict.fromkeys((tokens[j].norm, whole[j])):
-                    # the possessive read as part of the name only where the name has it: "the hell's" is not
-                    # The Hells
-                    as_written = last != tokens[j].norm
-                    entity = self._entity(f"{said} {last}" if said else last, text, tokens[i : j + 1], as_written)
+                for last in dict.fromkeys((whole[j], tokens[j].norm)):
+                    # the possessive read as part of the name only where the name ends in one ("Gilmore's"; "the
+                    # hell's" is not The Hells), and then first
+                    possessive = last != tokens[j].norm
+                    entity = self._entity(f"{said} {last}" if said else last, text, tokens[i : j + 1], possessive)
                     if entity is not None:
                         best = (j, entity)
                         break
@@ -90,26 +107,21 @@ class Gazetteer(Generic[E]):
             i = i + 1 if nested else best[0] + 1
         return found
 
-    def _entity(self, key: str, text: str, window: list[Token], as_written: bool = False) -> E | None:
+    def _entity(self, key: str, text: str, window: list[Token], possessive: bool = False) -> E | None:
         """The entity a window names, if its words are a name's and the punctuation between them is allowed: none,
-        a hyphen, or the name's own ("Dr. Who", not "Vox. Machina"); ``as_written``: only a name written just as
-        heard, case and spaces aside. Of several, the one written as heard first
+        a hyphen, or the name's own ("Dr. Who", not "Vox. Machina"); ``possessive`` (the last word read with its
+        possessive ending): only a name that ends in one. Of several, the one written as heard first
         ("Aramente" beside "Aramenté"), then one with the very punctuation heard ("half-orc" / Half-Orc beside
         "Half Orc")."""
-        listed = self._by_words.get(key)
-        if not listed:
-            return None
+        listed = self._by_words.get(key, [])
         marks = {_marks(text[a.end : b.start]) for a, b in pairwise(window)} - {""}
-        if marks - {"-"}:
-            listed = [entry for entry in listed if marks - {"-"} <= entry[1]]
+        listed = [
+            entry for entry in listed if marks - {"-"} <= entry.separators and (entry.possessive or not possessive)
+        ]
         if not listed:
             return None
         heard = " ".join(text[window[0].start : window[-1].end].casefold().split())
-        if as_written:
-            listed = [entry for entry in listed if entry[2] == heard]
-            if not listed:
-                return None
-        return min(listed, key=lambda entry: (entry[2] != heard, not marks <= entry[1]))[0]
+        return min(listed, key=lambda entry: (entry.written != heard, not marks <= entry.separators)).entity
 
     def mentions(self, text: str) -> list[E]:
         """The entities ``text`` mentions, each once, in order of first mention, names inside names too."""

@@ -29,6 +29,8 @@ GAZETTEER = Gazetteer(
         known(14, "Aramenté"),
         known(15, "The Hells"),
         known(16, "Gilmore's"),
+        known(17, "Hunter"),
+        known(18, "Hunter's"),
     ]
 )
 
@@ -56,6 +58,8 @@ def test_case_accents_apostrophes_and_hyphens_aside() -> None:
     # a possessive is part of a name only where the name has it
     assert ids("what the hell's going on") == [] and ids("what the hells") == [15]
     assert ids("we went to gilmore's") == [16]
+    assert ids("we went to Gilmore’s") == [16]  # a curly apostrophe
+    assert ids("the hunter's bow") == [18] and ids("the hunter's") == [18] and ids("the hunter") == [17]
     assert ids("elodie and ZYX'ARA") == [7, 2]
     assert ids("aramenté") == [14] and ids("Aramente") == [13]  # two entities spelled alike: the one written
 
