@@ -212,6 +212,11 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
     async def describe(self, interaction: discord.Interaction, name: str) -> None:
         campaign, mem = await dm_campaign(interaction)
         entity = await mem.graph.get_entity(name)
+        if len(entity.description) > MAX_DESCRIPTION_CHARS:  # from a campaign file: the box would cut it
+            raise UserError(
+                f"{entity.name}'s description is {len(entity.description):,} characters, more than the box holds "
+                f"({MAX_DESCRIPTION_CHARS:,}): change it in the campaign file and load that again."
+            )
         await interaction.response.send_modal(
             DescribeModal(entity, campaign_id=campaign.id, user_id=interaction.user.id, guild_id=interaction.guild_id)
         )

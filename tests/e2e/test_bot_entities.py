@@ -382,3 +382,9 @@ async def test_describe_writes_several_lines_in_a_box_only_the_dm_may_submit(
 
     unknown = await fake_discord.invoke("entity describe", {"name": "Eldrinex"}, user_id=dm)
     assert unknown.modal is None and unknown.texts()[0].startswith("no entity named 'Eldrinex'")
+    await world.graph.update_entity("Ironhold", description="A dwarven fortress. " * 120)  # as a campaign file may
+    too_long = await fake_discord.invoke("entity describe", {"name": "Ironhold"}, user_id=dm)
+    assert too_long.modal is None and too_long.texts() == [
+        "Ironhold's description is 2,400 characters, more than the box holds (2,000): "
+        "change it in the campaign file and load that again."
+    ]
