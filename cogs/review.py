@@ -11,7 +11,6 @@ import asyncio
 import logging
 import re
 from collections.abc import Coroutine
-from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -31,8 +30,8 @@ from bot.checks import (
 )
 from bot.views import OwnedModal, clip
 from memory.errors import AlreadyDecidedError
-from memory.models import EntityType, ReviewItem, ReviewKind, ReviewStatus
-from memory.review import ReviewCursor, ReviewQueue, watch_new_items
+from memory.models import EntityType, ReviewItem, ReviewStatus
+from memory.review import ReviewQueue, watch_new_items
 from memory.store import CampaignMemory
 
 log = logging.getLogger("lorekeeper.review")
@@ -45,7 +44,6 @@ POST_BATCH = 10
 SETTLE_SECONDS = 1.0
 #: After losing the listening connection, listen again this much later (the poll posts meanwhile).
 LISTEN_RETRY_SECONDS = 30.0
-POSTED_UNTIL_KEY = "review_posted_until"
 COLOURS = {ReviewStatus.pending: 0xF1C40F, ReviewStatus.accepted: 0x2ECC71, ReviewStatus.rejected: 0xE74C3C}
 
 
@@ -248,6 +246,7 @@ class Review(commands.Cog):
         self._posting: dict[int, asyncio.Lock] = {}  # per guild: the listener and the poll never post twice
         self._due: set[int] = set()  # campaigns with new items, posted after a short settle
         self._tasks: set[asyncio.Task[None]] = set()
+        self._unloaded = False
 
     async def cog_load(self) -> None:
         self.poll.change_interval(seconds=self.poll_seconds)
@@ -255,11 +254,16 @@ class Review(commands.Cog):
         self._start(self._listen())
 
     async def cog_unload(self) -> None:
+        self._unloaded = True
         self.poll.cancel()
-        for task in self._tasks:
+        for task in list(self._tasks):
             task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def _start(self, work: Coroutine[Any, Any, None]) -> None:
+        if self._unloaded:
+            work.close()  # a notification that arrived as the cog was unloading
+            return
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -269,12 +273,15 @@ class Review(commands.Cog):
         pool = self.bot.memory.pool
         while not pool.is_closing():
             try:
-                await watch_new_items(pool, self._new_items)
+                # once listening, what was filed while nobody listened (at start, after a lost connection)
+                await watch_new_items(pool, self._new_items, lambda: self._start(self.poll()))
                 if pool.is_closing():
                     return
                 log.warning("review notifications: the listening connection was lost; listening again")
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
                 log.warning("review notifications: %s; the poll posts new items meanwhile", exc)
+            except Exception:
+                log.exception("review notifications failed; the poll posts new items meanwhile")
             await asyncio.sleep(LISTEN_RETRY_SECONDS)
 
     def _new_items(self, campaign_id: int) -> None:
@@ -340,29 +347,12 @@ class Review(commands.Cog):
         if not isinstance(channel, discord.abc.Messageable):
             return 0
         mem: CampaignMemory = self.bot.memory.campaign(campaign.id)
-        # after the last one posted, in the queue's order: a backlog of older undecided items must not hide them
-        fresh = await mem.review.pending(limit=POST_BATCH, after=_posted_until(campaign.settings))
+        # each item once, remembered in the database (a restart does not post it again, a failed send does)
+        fresh = await mem.review.pending(limit=POST_BATCH, unposted=True)
         for item in fresh:
             await channel.send(embed=item_embed(item), view=item_view(campaign.id, item.ref))
-        if fresh:
-            # remembered in the campaign's settings so a restart does not post the same items again
-            at, kind, item_id = fresh[-1].cursor
-            settings = {**campaign.settings, POSTED_UNTIL_KEY: f"{at.isoformat()} {kind} {item_id}"}
-            await campaigns.update(campaign.name, settings=settings)
+            await mem.review.mark_posted(item)
         return len(fresh)
-
-
-def _posted_until(settings: dict[str, Any]) -> ReviewCursor | None:
-    """The cursor saved in a campaign's settings: "<time> <kind> <id>"; a time alone (before items filed together
-    were told apart) means everything filed at that time was posted."""
-    saved = settings.get(POSTED_UNTIL_KEY)
-    if not saved:
-        return None
-    at, _, rest = saved.partition(" ")
-    kind, _, item_id = rest.partition(" ")
-    if not item_id.isdigit():
-        return datetime.fromisoformat(at), ReviewKind.fact.value, 2**62
-    return datetime.fromisoformat(at), kind, int(item_id)
 
 
 async def setup(bot: LorekeeperBot) -> None:

@@ -283,11 +283,6 @@ class ReviewItem(BaseModel):
     def ref(self) -> str:
         return f"{self.kind.value[0]}{self.id}"
 
-    @property
-    def cursor(self) -> tuple[datetime, str, int]:
-        """Its place in the queue's order (see ``ReviewQueue.pending``)."""
-        return self.created_at, self.kind.value, self.id
-
     def describe(self) -> str:
         if self.entity is not None:
             e = self.entity

@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import re
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -34,10 +33,13 @@ def parse_ref(ref: str) -> tuple[ReviewKind, int]:
 NEW_ITEMS_CHANNEL = "lorekeeper_review"
 
 
-async def watch_new_items(pool: asyncpg.Pool, on_new: Callable[[int], None]) -> None:
+async def watch_new_items(
+    pool: asyncpg.Pool, on_new: Callable[[int], None], on_listening: Callable[[], None] | None = None
+) -> None:
     """Call ``on_new(campaign_id)`` whenever a campaign files new review items, until cancelled, until the
-    listening connection is lost (the caller may listen again) or until the pool closes. Holds one pooled
-    connection, and gives it back within a second of the pool starting to close (which waits for it)."""
+    listening connection is lost (the caller may listen again) or until the pool closes; ``on_listening`` once
+    listening (to catch up on what came before). Holds one pooled connection, and gives it back within a second
+    of the pool starting to close (which waits for it)."""
     lost = asyncio.Event()
 
     def notified(_conn: object, _pid: int, _channel: str, payload: str) -> None:
@@ -50,6 +52,8 @@ async def watch_new_items(pool: asyncpg.Pool, on_new: Callable[[int], None]) -> 
     async with pool.acquire() as conn:
         conn.add_termination_listener(terminated)
         await conn.add_listener(NEW_ITEMS_CHANNEL, notified)
+        if on_listening is not None:
+            on_listening()
         try:
             while not (lost.is_set() or pool.is_closing()):
                 with contextlib.suppress(TimeoutError):
@@ -62,36 +66,41 @@ async def watch_new_items(pool: asyncpg.Pool, on_new: Callable[[int], None]) -> 
                 await conn.remove_listener(NEW_ITEMS_CHANNEL, notified)
 
 
-#: Where a reader of the queue stopped: (created_at, kind, id) of the last item it saw, in the queue's order.
-ReviewCursor = tuple[datetime, str, int]
-
-
 class ReviewQueue:
     def __init__(self, graph: KnowledgeGraph) -> None:
         self.graph = graph
 
-    async def pending(self, *, limit: int = 25, offset: int = 0, after: ReviewCursor | None = None) -> list[ReviewItem]:
-        """Pending entities and facts, oldest first; only those after ``after`` (an item's ``cursor``) when given.
-        Items filed by one transaction share their time: the cursor also orders them by kind and id."""
+    async def pending(self, *, limit: int = 25, offset: int = 0, unposted: bool = False) -> list[ReviewItem]:
+        """Pending entities and facts, oldest first; ``unposted``: only those not yet posted to the review channel
+        (see ``mark_posted``), however old: a long transaction may file items older than ones already posted."""
         g = self.graph
-        at, kind, item_id = after if after is not None else (None, None, None)
         rows = await g.db.fetch(
             """
             SELECT kind, id, created_at FROM (
                 SELECT 'entity' AS kind, id, created_at FROM entities WHERE campaign_id = $1 AND status = 'pending'
                 UNION ALL
                 SELECT 'fact', id, created_at FROM relationships WHERE campaign_id = $1 AND status = 'pending'
-            ) q WHERE $4::timestamptz IS NULL OR (created_at, kind, id) > ($4, $5::text, $6::bigint)
+            ) q
+            WHERE NOT $4 OR NOT EXISTS (
+                SELECT 1 FROM review_posted p WHERE p.campaign_id = $1 AND p.kind = q.kind AND p.item_id = q.id
+            )
             ORDER BY created_at, kind, id LIMIT $2 OFFSET $3
             """,
             g.campaign_id,
             limit,
             offset,
-            at,
-            kind,
-            item_id,
+            unposted,
         )
         return [await self._item(ReviewKind(r["kind"]), r["id"]) for r in rows]
+
+    async def mark_posted(self, item: ReviewItem) -> None:
+        """Remember that ``item`` is on the review channel, so it is not posted again."""
+        await self.graph.db.execute(
+            "INSERT INTO review_posted (campaign_id, kind, item_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+            self.graph.campaign_id,
+            item.kind.value,
+            item.id,
+        )
 
     async def count(self) -> int:
         return await self.graph.db.fetchval(

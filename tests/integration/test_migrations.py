@@ -68,3 +68,44 @@ async def test_failed_migration_leaves_nothing_half_done(empty_dsn: str, monkeyp
         assert await pool.fetchval("SELECT count(*) FROM schema_migrations") == len(good)
     finally:
         await pool.close()
+
+
+async def test_review_channel_migration_keeps_what_the_old_cursor_had_posted(empty_dsn: str) -> None:
+    pool = await create_pool(empty_dsn)
+    try:
+        spec = EmbeddingSpec("all-MiniLM-L6-v2", 384)
+        await migrate(pool, spec)
+        # back to before 0005, with a campaign whose settings hold the old time cursor
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                """
+                DROP TABLE review_posted;
+                DROP TRIGGER entities_review_notify ON entities;
+                DROP TRIGGER entities_review_renotify ON entities;
+                DROP TRIGGER relationships_review_notify ON relationships;
+                DROP TRIGGER relationships_review_renotify ON relationships;
+                DROP FUNCTION lorekeeper_review_notify();
+                DELETE FROM schema_migrations WHERE version = 5;
+                """
+            )
+            campaign = await conn.fetchval(
+                "INSERT INTO campaigns (name, settings)"
+                " VALUES ('Old', jsonb_build_object('review_posted_until', $1::text)) RETURNING id",
+                "2026-01-02T00:00:00+00:00",
+            )
+            for name, day in (("Posted", 1), ("Cursor", 2), ("Unposted", 3)):
+                await conn.execute(
+                    "INSERT INTO entities (campaign_id, name, type, status, created_at)"
+                    " VALUES ($1, $2, 'npc', 'pending', make_timestamptz(2026, 1, $3, 0, 0, 0, 'UTC'))",
+                    campaign,
+                    name,
+                    day,
+                )
+        assert [name for _, name, _ in migration_files() if name.startswith("0005")] == await migrate(pool, spec)
+        posted = await pool.fetch(
+            "SELECT e.name FROM review_posted p JOIN entities e ON e.id = p.item_id ORDER BY e.name"
+        )
+        assert [r["name"] for r in posted] == ["Cursor", "Posted"]
+        assert await pool.fetchval("SELECT settings FROM campaigns WHERE id = $1", campaign) in ("{}", {})
+    finally:
+        await pool.close()
