@@ -53,7 +53,9 @@ async def extract_into_graph(
     if not kept:
         return stats
 
-    # The extractor (maybe a slow LLM call) runs outside the transaction; only the writes hold one.
+    # The extractor (maybe a slow LLM call) runs before the writes' transaction, unless the caller holds one: the
+    # extraction job does, so that its progress and the writes commit together (items it files are then dated
+    # from before the call; the review channel does not rely on those dates).
     raw = await extractor.extract(kept, known)
     result = validate_result(raw, known, {e.id for e in kept})
     stats.items_invalid = result.invalid
