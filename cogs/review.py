@@ -334,7 +334,7 @@ class Review(commands.Cog):
         await self.bot.wait_until_ready()
 
     async def post_new_pending(self, guild: discord.Guild) -> int:
-        """Post the active campaign's items that arrived since the last post to its review channel, if any."""
+        """Post the active campaign's items not yet posted to its review channel, if it has one (a batch)."""
         async with self._posting.setdefault(guild.id, asyncio.Lock()):
             return await self._post_new_pending(guild)
 
