@@ -129,8 +129,10 @@ def _pid_alive(pid: int) -> bool:
 
 def _stop_on_sigterm() -> None:
     """A SIGTERM would end the process without atexit handlers, orphaning the embedded server.
-    Turning it into SystemExit runs them (the asyncio runner installs its own SIGINT handling)."""
-    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+    Turning it into SystemExit runs them (the asyncio runner installs its own SIGINT handling).
+    An ignored SIGTERM is taken over too: that is the launcher's setting (some CI runners and supervisors
+    start children so), and a service that cannot be stopped with SIGTERM only ever ends with SIGKILL."""
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, signal.SIG_IGN, None):
         signal.signal(signal.SIGTERM, _exit_on_signal)
 
 

@@ -18,7 +18,8 @@ import pytest
 from memory.db import EmbeddedPostgres, default_data_dir
 
 HOLDER = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGTERM, getattr(signal, sys.argv[2]))  # as the launcher left it
 from memory.db import EmbeddedPostgres
 server = EmbeddedPostgres(__import__("pathlib").Path(sys.argv[1]))
 print(server.start(), flush=True)
@@ -62,16 +63,19 @@ def wait_gone(pid: int, timeout: float = 15) -> bool:
     return False
 
 
-def start_holder(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(data_dir)], stdout=subprocess.PIPE, text=True)
+def start_holder(data_dir: Path, sigterm: str = "SIG_DFL") -> tuple[subprocess.Popen[str], str]:
+    """The app, launched with SIGTERM as ``sigterm`` whatever this test run inherited."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(data_dir), sigterm], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     dsn = proc.stdout.readline().strip()
     assert dsn.startswith("postgresql://"), dsn
     return proc, dsn
 
 
-def test_sigterm_stops_the_server(data_dir: Path) -> None:
-    proc, _ = start_holder(data_dir)
+@pytest.mark.parametrize("launched_with", ["SIG_DFL", "SIG_IGN"])
+def test_sigterm_stops_the_server(data_dir: Path, launched_with: str) -> None:
+    # A launcher may start the app with SIGTERM ignored (CI runners do); the app must still stop on it.
+    proc, _ = start_holder(data_dir, launched_with)
     pid = postmaster_pid(data_dir)
     assert pid and alive(pid)
     proc.send_signal(signal.SIGTERM)
