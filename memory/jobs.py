@@ -182,6 +182,26 @@ async def _set_progress(db: Executor, mem: CampaignMemory, session_id: int, step
     )
 
 
+async def _claim_progress(db: Executor, mem: CampaignMemory, session_id: int, step: str, seq: int) -> bool:
+    """In a transaction: lock ``step``'s progress row and tell whether it still stands at ``seq``."""
+    await db.execute(
+        """
+        INSERT INTO ingest_progress (campaign_id, session_id, step, last_seq) VALUES ($1, $2, $3, 0)
+        ON CONFLICT (campaign_id, session_id, step) DO NOTHING
+        """,
+        mem.campaign_id,
+        session_id,
+        step,
+    )
+    value = await db.fetchval(
+        "SELECT last_seq FROM ingest_progress WHERE campaign_id = $1 AND session_id = $2 AND step = $3 FOR UPDATE",
+        mem.campaign_id,
+        session_id,
+        step,
+    )
+    return int(value) == seq
+
+
 async def rewind_progress(db: Executor, campaign_id: int, session_id: int, step: str, seq: int) -> None:
     """Make ``step`` process the session again from line ``seq`` on (if it had got past it)."""
     await db.execute(
@@ -241,23 +261,32 @@ async def chunk_session(ctx: JobContext, campaign_id: int, session_id: int, *, s
 
 
 async def extract_session(ctx: JobContext, campaign_id: int, session_id: int, *, slice_size: int = 200) -> None:
-    """Feed the session's entries not yet extracted to the extractor; progress commits with each slice."""
-    from memory.extraction import extract_into_graph, make_extractor
+    """Feed the session's entries not yet extracted to the extractor; progress commits with each slice's writes.
+
+    The extractor (maybe a slow LLM call) runs outside any transaction; the writes and the progress then commit
+    together in a short one, unless the progress moved meanwhile (a line was fixed and extraction rewound, or
+    another run got there first): then the slice is read and extracted again.
+    """
+    from memory.extraction import file_proposal, make_extractor, propose
 
     extractor = make_extractor(ctx.llm)
     mem = ctx.memory.campaign(campaign_id)
     while True:
+        done = await _progress(mem.db, mem, session_id, EXTRACT)
+        entries = await mem.log.session_entries(session_id, after_seq=done, limit=slice_size)
+        # Lines waiting for correction stage 2 are extracted after it, from their corrected text: the stage-2
+        # job enqueues this one again when it is through.
+        corrected_to = await _progress(mem.db, mem, session_id, CORRECT2)
+        waiting = next((i for i, e in enumerate(entries) if e.suspects and e.seq > corrected_to), None)
+        entries = entries[:waiting]
+        if not entries:
+            return
+        proposal = await propose(mem, session_id=session_id, entries=entries, extractor=extractor)
         async with mem.transaction() as tx:
-            done = await _progress(tx.db, tx, session_id, EXTRACT)
-            entries = await tx.log.session_entries(session_id, after_seq=done, limit=slice_size)
-            # Lines waiting for correction stage 2 are extracted after it, from their corrected text: the stage-2
-            # job enqueues this one again when it is through.
-            corrected_to = await _progress(tx.db, tx, session_id, CORRECT2)
-            waiting = next((i for i, e in enumerate(entries) if e.suspects and e.seq > corrected_to), None)
-            entries = entries[:waiting]
-            if not entries:
-                return
-            await extract_into_graph(tx, session_id=session_id, entries=entries, extractor=extractor)
+            if not await _claim_progress(tx.db, tx, session_id, EXTRACT, done):
+                continue
+            if proposal is not None:
+                await file_proposal(tx, proposal)
             await _set_progress(tx.db, tx, session_id, EXTRACT, entries[-1].seq)
 
 

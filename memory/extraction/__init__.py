@@ -2,7 +2,14 @@
 ``extract_into_graph`` that the ingestion jobs call."""
 
 from memory.extraction.llm import LLMExtractor
-from memory.extraction.pipeline import extract_into_graph, known_entities, make_extractor
+from memory.extraction.pipeline import (
+    Proposal,
+    extract_into_graph,
+    file_proposal,
+    known_entities,
+    make_extractor,
+    propose,
+)
 from memory.extraction.rules import RuleExtractor
 from memory.extraction.salience import is_trivial
 from memory.extraction.schema import (
@@ -22,11 +29,14 @@ __all__ = [
     "Extractor",
     "KnownEntity",
     "LLMExtractor",
+    "Proposal",
     "ProposedEntity",
     "ProposedFact",
     "RuleExtractor",
     "extract_into_graph",
+    "file_proposal",
     "is_trivial",
     "known_entities",
     "make_extractor",
+    "propose",
 ]

@@ -7,6 +7,7 @@ twice (``KnowledgeGraph.ensure_relationship``), and a fact or entity the DM reje
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from memory.errors import AlreadyExistsError, InvalidInputError
 from memory.extraction.llm import LLMExtractor
@@ -37,10 +38,22 @@ async def known_entities(graph: KnowledgeGraph, *, status: ReviewStatus | None =
     ]
 
 
-async def extract_into_graph(
+@dataclass
+class Proposal:
+    """What the extractor proposed for some of one session's entries, validated, not yet written."""
+
+    session_id: int
+    kept: list[Entry]
+    result: ExtractionResult
+    stats: ExtractionStats
+    review_only: bool
+
+
+async def propose(
     mem: CampaignMemory, *, session_id: int, entries: Sequence[Entry], extractor: Extractor
-) -> ExtractionStats:
-    """Extract entities and facts from ``entries`` (one session's L1 entries) into the campaign's graph."""
+) -> Proposal | None:
+    """Run the extractor (maybe a slow LLM call) on ``entries`` (one session's L1 entries); None when every entry
+    is table talk. Nothing is written: call it outside a transaction, then :func:`file_proposal` in a short one."""
     foreign = [e.id for e in entries if e.campaign_id != mem.campaign_id or e.session_id != session_id]
     if foreign:
         raise InvalidInputError(f"entries {foreign[:5]} are not from session {session_id} of this campaign")
@@ -51,20 +64,36 @@ async def extract_into_graph(
     kept = [e for e in entries if not is_trivial(e.text) or gazetteer.mentions(e.text)]
     stats.entries_skipped_trivial = len(entries) - len(kept)
     if not kept:
-        return stats
-
-    # The extractor (maybe a slow LLM call) runs before the writes' transaction, unless the caller holds one: the
-    # extraction job does, so that its progress and the writes commit together (items it files are then dated
-    # from before the call; the review channel does not rely on those dates).
+        return None
     raw = await extractor.extract(kept, known)
     result = validate_result(raw, known, {e.id for e in kept})
     stats.items_invalid = result.invalid
     stats.llm_errors = len(result.errors)
-    rejected = await known_entities(mem.graph, status=ReviewStatus.rejected)
+    return Proposal(session_id, kept, result, stats, _review_only(extractor))
+
+
+async def file_proposal(mem: CampaignMemory, proposal: Proposal) -> ExtractionStats:
+    """Write a proposal into the graph, in the caller's transaction if it holds one. Names resolve against the
+    entities as they are now: the DM may have added, merged or rejected some while the extractor ran."""
+    stats = proposal.stats.model_copy()
     async with mem.transaction() as tx:
-        writer = _Writer(tx.graph, session_id, kept, known, rejected, stats, review_only=_review_only(extractor))
-        await writer.write(result)
+        known = await known_entities(tx.graph)
+        rejected = await known_entities(tx.graph, status=ReviewStatus.rejected)
+        writer = _Writer(
+            tx.graph, proposal.session_id, proposal.kept, known, rejected, stats, review_only=proposal.review_only
+        )
+        await writer.write(proposal.result)
     return stats
+
+
+async def extract_into_graph(
+    mem: CampaignMemory, *, session_id: int, entries: Sequence[Entry], extractor: Extractor
+) -> ExtractionStats:
+    """Extract entities and facts from ``entries`` (one session's L1 entries) into the campaign's graph."""
+    proposal = await propose(mem, session_id=session_id, entries=entries, extractor=extractor)
+    if proposal is None:
+        return ExtractionStats(entries_seen=len(entries), entries_skipped_trivial=len(entries))
+    return await file_proposal(mem, proposal)
 
 
 def _review_only(extractor: Extractor) -> bool:

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
+import pytest
 import pytest_asyncio
 
+from memory import extraction, jobs
 from memory.extraction import (
+    ExtractionResult,
     ExtractionStats,
     Extractor,
+    KnownEntity,
     LLMExtractor,
     RuleExtractor,
     extract_into_graph,
     make_extractor,
 )
 from memory.models import EntityIn, EntityType, Entry, EntryIn, Relationship, ReviewStatus, Source
+from memory.providers.embeddings import MiniLMEmbedder
 from memory.providers.llm import OpenAILLM
-from memory.store import CampaignMemory
+from memory.store import CampaignMemory, Memory
 from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -276,3 +281,87 @@ async def test_llm_items_about_unknown_names_or_ids_are_dropped(
         ("Brom", "works_in", "Ironhold", "accepted"),
         ("Eldrinax", "status", "alive", "accepted"),
     }
+
+
+# the extraction job -------------------------------------------------------------------------------------
+
+
+class SlowRules(RuleExtractor):
+    """The rule extractor with something happening while it runs, as during a slow LLM call."""
+
+    def __init__(self, meanwhile: Callable[[], Awaitable[None]]) -> None:
+        super().__init__(min_cooccurrences=1)
+        self.meanwhile = meanwhile
+        self.calls = 0
+
+    async def extract(self, entries: Sequence[Entry], known: Sequence[KnownEntity]) -> ExtractionResult:
+        self.calls += 1
+        if self.calls == 1:
+            await self.meanwhile()
+        return await super().extract(entries, known)
+
+
+async def run_job(
+    memory: Memory, mem: CampaignMemory, session_id: int, extractor: Extractor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(extraction, "make_extractor", lambda llm: extractor)
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, mem.campaign_id, session_id)
+
+
+async def extracted_to(mem: CampaignMemory, session_id: int) -> int:
+    return await mem.db.fetchval(
+        "SELECT last_seq FROM ingest_progress WHERE campaign_id = $1 AND session_id = $2 AND step = $3",
+        mem.campaign_id,
+        session_id,
+        jobs.EXTRACT,
+    )
+
+
+async def test_the_job_holds_no_transaction_while_the_extractor_runs(
+    world: CampaignMemory, memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entries = await write(world, TRANSCRIPT)
+    open_transactions: list[int] = []
+
+    async def meanwhile() -> None:
+        open_transactions.append(
+            await world.db.fetchval(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND state LIKE 'idle in transaction%'"
+            )
+        )
+        # The DM rejects an entity while the extractor runs: the job files nothing about it.
+        silver = await world.graph.get_entity("Silver Hand")
+        await world.graph.set_entity_status(silver.id, ReviewStatus.rejected, dm_confirmed=True)
+
+    await run_job(memory, world, entries[0].session_id, SlowRules(meanwhile), monkeypatch)
+
+    assert open_transactions == [0]
+    filed = await facts(world)
+    assert ("Brom", "works_in", "Ironhold", "pending") in filed
+    assert not [f for f in filed if "Silver Hand" in f]
+    assert await extracted_to(world, entries[0].session_id) == entries[-1].seq
+
+
+async def test_the_job_drops_its_slice_when_the_progress_moved_meanwhile(
+    world: CampaignMemory, memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entries = await write(world, TRANSCRIPT)
+    session_id = entries[0].session_id
+
+    async def meanwhile() -> None:  # another run extracted these lines first
+        await world.db.execute(
+            "INSERT INTO ingest_progress (campaign_id, session_id, step, last_seq) VALUES ($1, $2, $3, $4)",
+            world.campaign_id,
+            session_id,
+            jobs.EXTRACT,
+            entries[-1].seq,
+        )
+
+    extractor = SlowRules(meanwhile)
+    await run_job(memory, world, session_id, extractor, monkeypatch)
+
+    assert extractor.calls == 1  # read again from the new progress: nothing left to extract
+    assert await facts(world) == []  # that other run's writes stand for these lines, not this one's
+    assert await extracted_to(world, session_id) == entries[-1].seq
