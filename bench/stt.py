@@ -8,9 +8,11 @@ i.e. invented words such as "Vex'ahlia" or "Kraghammer"). Each sentence is trans
 without a prompt and with a names prompt (the sentence's own names hidden among ``--distractors`` other
 campaign names, as a real campaign's entity list would hold them). Name accuracy = fraction of the sentences'
 names found in the transcript spelled exactly (case-insensitive; a possessive "'s" is allowed).
-"+ phonetic correction" runs the stage-1 matcher of ``memory.correction`` over the transcript with the same
-names as the campaign's entities. RTF = transcription time / audio duration (< 1 keeps up with live speech):
-per utterance (each sentence alone, as the bot transcribes) and on all sentences joined into one recording.
+"+ correction" runs the stage-1 matcher of ``memory.correction`` over the transcript with the same names as the
+campaign's entities; "+ with conf." gives it Whisper's word probabilities too, as the bot does; "wrong" counts
+replacements (without / with them) by a name the sentence does not hold. RTF = transcription time / audio
+duration (< 1 keeps up with live speech): per utterance (each sentence alone, as the bot transcribes) and on all
+sentences joined into one recording.
 """
 
 from __future__ import annotations
@@ -100,19 +102,27 @@ def campaign_names(s: Sentence, rng: random.Random) -> list[str]:
     return names
 
 
-def load_corrector() -> tuple[Callable[[str, list[str]], str] | None, str]:
-    """Stage-1 phonetic correction from ``memory.correction``, if it is there to use."""
+Corrector = Callable[[str, list[str], "list[tuple[str, float]] | None"], tuple[str, list[str]]]
+
+
+def load_corrector() -> tuple[Corrector | None, str]:
+    """Stage-1 phonetic correction from ``memory.correction``, if it is there to use: the corrected text and the
+    names it put in."""
     try:
         from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher
+        from memory.correction.text import align_confidences, tokenize
     except ImportError as exc:
         return None, f"no phonetic correction column: memory.correction not importable ({exc})"
 
-    def correct(text: str, names: list[str]) -> str:
+    def correct(text: str, names: list[str], words: list[tuple[str, float]] | None) -> tuple[str, list[str]]:
         matcher = PhoneticMatcher(PhoneticIndex.build([EntityName(name=n) for n in names]))
+        # Whisper's word probabilities, aligned to the matcher's tokens as the recorder does it.
+        confidences = align_confidences(text, tokenize(text), words) if words else None
+        corrections = matcher.correct(text, confidences).corrections
         # Apply from the end so earlier character offsets stay valid.
-        for c in sorted(matcher.correct(text).corrections, key=lambda c: c.start, reverse=True):
+        for c in sorted(corrections, key=lambda c: c.start, reverse=True):
             text = text[: c.start] + c.replacement + text[c.end :]
-        return text
+        return text, [c.replacement for c in corrections]
 
     return correct, ""
 
@@ -143,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
 
     print(f"{len(sentences)} espeak-ng sentences, {total_names} names from {len(pool)} CRD3 names, {audio_s:.1f} s")
     header = f"{'model':<8} {'prompt':<22} {'name acc':>9}"
-    header += f" {'+ phonetic corr.':>17}" if correct else ""
+    header += f" {'+ correction':>12} {'+ with conf.':>12} {'wrong':>7}" if correct else ""
     header += f" {'RTF/utt':>8} {'s/utt':>6}"
     print(header)
     print("-" * len(header))
@@ -153,20 +163,27 @@ def run(args: argparse.Namespace) -> int:
         stt.load()
         stt.transcribe_sync(sentences[0].pcm)  # warm-up: first call allocates buffers
         for label, use_prompt in (("none", False), (f"names + {args.distractors} others", True)):
-            hits = fixed = 0
+            hits = 0
+            fixed = [0, 0]  # names right after correction without / with word confidences
+            wrong = [0, 0]  # replacements by a name the sentence does not hold
             elapsed = 0.0
             for s, names in zip(sentences, prompts, strict=True):
                 started = time.perf_counter()
-                text = stt.transcribe_sync(s.pcm, prompt_names=names if use_prompt else ()).text
+                result = stt.transcribe_sync(s.pcm, prompt_names=names if use_prompt else ())
                 elapsed += time.perf_counter() - started
+                text = result.text
                 hits += sum(name_found(n, text) for n in s.names)
                 if correct:
-                    corrected = correct(text, names)
-                    fixed += sum(name_found(n, corrected) for n in s.names)
+                    words = [(w.word, w.confidence) for w in result.words if w.confidence is not None]
+                    for i, conf in enumerate((None, words)):
+                        corrected, replacements = correct(text, names, conf)
+                        fixed[i] += sum(name_found(n, corrected) for n in s.names)
+                        wrong[i] += sum(r not in s.names for r in replacements)
                 if args.verbose:
                     print(f"    {s.names} | {text}", file=sys.stderr)
             row = f"{model:<8} {label:<22} {hits / total_names:>9.0%}"
-            row += f" {fixed / total_names:>17.0%}" if correct else ""
+            if correct:
+                row += f" {fixed[0] / total_names:>12.0%} {fixed[1] / total_names:>12.0%} {wrong[0]:>3} / {wrong[1]:<3}"
             row += f" {elapsed / audio_s:>8.3f} {elapsed / len(sentences):>6.2f}"
             print(row)
         joined = np.concatenate([s.pcm for s in sentences if s.pcm is not None])
