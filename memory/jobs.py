@@ -203,11 +203,16 @@ async def _claim_progress(db: Executor, mem: CampaignMemory, session_id: int, st
 
 
 async def rewind_progress(db: Executor, campaign_id: int, session_id: int, step: str, seq: int) -> None:
-    """Make ``step`` process the session again from line ``seq`` on (if it had got past it)."""
+    """Make ``step`` process the session again from line ``seq`` on (if it had got past it).
+
+    The row is locked either way, so a job claiming its progress (:func:`_claim_progress`) either waits for this
+    transaction and then sees its line, or commits first and is rewound here."""
     await db.execute(
         """
-        UPDATE ingest_progress SET last_seq = $4 - 1, updated_at = now()
-        WHERE campaign_id = $1 AND session_id = $2 AND step = $3 AND last_seq >= $4
+        INSERT INTO ingest_progress (campaign_id, session_id, step, last_seq) VALUES ($1, $2, $3, 0)
+        ON CONFLICT (campaign_id, session_id, step) DO UPDATE
+        SET last_seq = least(ingest_progress.last_seq, $4 - 1),
+            updated_at = CASE WHEN ingest_progress.last_seq >= $4 THEN now() ELSE ingest_progress.updated_at END
         """,
         campaign_id,
         session_id,
@@ -264,8 +269,9 @@ async def extract_session(ctx: JobContext, campaign_id: int, session_id: int, *,
     """Feed the session's entries not yet extracted to the extractor; progress commits with each slice's writes.
 
     The extractor (maybe a slow LLM call) runs outside any transaction; the writes and the progress then commit
-    together in a short one, unless the progress moved meanwhile (a line was fixed and extraction rewound, or
-    another run got there first): then the slice is read and extracted again.
+    together in a short one, unless the slice changed meanwhile (progress moved: another run got there first, or
+    a late line rewound it; or a line arrived or was revised inside the slice): then it is read and extracted
+    again.
     """
     from memory.extraction import file_proposal, make_extractor, propose
 
@@ -273,10 +279,11 @@ async def extract_session(ctx: JobContext, campaign_id: int, session_id: int, *,
     mem = ctx.memory.campaign(campaign_id)
     while True:
         done = await _progress(mem.db, mem, session_id, EXTRACT)
-        entries = await mem.log.session_entries(session_id, after_seq=done, limit=slice_size)
         # Lines waiting for correction stage 2 are extracted after it, from their corrected text: the stage-2
-        # job enqueues this one again when it is through.
+        # job enqueues this one again when it is through. (Its progress is read first: a line it revises after
+        # this read still waits.)
         corrected_to = await _progress(mem.db, mem, session_id, CORRECT2)
+        entries = await mem.log.session_entries(session_id, after_seq=done, limit=slice_size)
         waiting = next((i for i, e in enumerate(entries) if e.suspects and e.seq > corrected_to), None)
         entries = entries[:waiting]
         if not entries:
@@ -285,6 +292,9 @@ async def extract_session(ctx: JobContext, campaign_id: int, session_id: int, *,
         async with mem.transaction() as tx:
             if not await _claim_progress(tx.db, tx, session_id, EXTRACT, done):
                 continue
+            now = await tx.log.session_entries(session_id, after_seq=done, limit=len(entries))
+            if [(e.id, e.text) for e in now] != [(e.id, e.text) for e in entries]:
+                continue  # a line arrived inside the slice, or one was revised, while the extractor ran
             if proposal is not None:
                 await file_proposal(tx, proposal)
             await _set_progress(tx.db, tx, session_id, EXTRACT, entries[-1].seq)

@@ -1,5 +1,6 @@
-"""Extraction into L3: the salience gate, extractors (rules offline, an LLM when configured) and the seam
-``extract_into_graph`` that the ingestion jobs call."""
+"""Extraction into L3: the salience gate, extractors (rules offline, an LLM when configured), ``propose`` (the
+extractor's validated proposal, nothing written) and ``file_proposal`` (its writes), which the extraction job calls
+apart so that no transaction waits on an LLM, and ``extract_into_graph``, both in one."""
 
 from memory.extraction.llm import LLMExtractor
 from memory.extraction.pipeline import (

@@ -22,6 +22,7 @@ from memory.extraction import (
 from memory.models import EntityIn, EntityType, Entry, EntryIn, Relationship, ReviewStatus, Source
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.providers.llm import OpenAILLM
+from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory, Memory
 from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import FakeOpenAI
@@ -365,3 +366,25 @@ async def test_the_job_drops_its_slice_when_the_progress_moved_meanwhile(
     assert extractor.calls == 1  # read again from the new progress: nothing left to extract
     assert await facts(world) == []  # that other run's writes stand for these lines, not this one's
     assert await extracted_to(world, session_id) == entries[-1].seq
+
+
+async def test_a_line_arriving_inside_the_slice_meanwhile_is_extracted(
+    world: CampaignMemory, memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rec = await SessionRecorder.start(world, "Session 1")
+    lines = [(1, TRANSCRIPT[0]), (2, TRANSCRIPT[3]), (4, TRANSCRIPT[5])]  # line 3 comes late
+    await rec.add_many([Utterance(speaker=s, text=t, seq=seq, start_s=float(seq)) for seq, (s, t) in lines])
+    await rec.flush()
+    session_id = rec.session.id
+
+    async def meanwhile() -> None:  # the missing line is imported, as the recorder does it
+        late = await SessionRecorder.start(world, "Session 1")
+        await late.add(Utterance(speaker="DM", text=TRANSCRIPT[4][1], seq=3, start_s=3.0))
+        assert await late.flush() == 1
+
+    extractor = SlowRules(meanwhile)
+    await run_job(memory, world, session_id, extractor, monkeypatch)
+
+    assert extractor.calls == 2  # the slice changed under the first call: read and extracted again
+    assert ("Brom", "member_of", "Silver Hand", "pending") in await facts(world)  # line 3's fact
+    assert await extracted_to(world, session_id) == 4
