@@ -249,6 +249,10 @@ def _dangles(text: str, tokens: list[Token], i: int, zipfs: list[float], edge_zi
     return between.strip()[:1] in _SENTENCE_ENDS
 
 
+def _english(word: str, settings: MatchSettings) -> bool:
+    return word_zipf(word) >= settings.known_zipf or inflected(word)
+
+
 def _joined(text: str, pair: list[Token]) -> bool:
     """Whether two neighbouring tokens are separated by nothing but spaces or hyphens."""
     return all(ch in _JOINERS for ch in text[pair[0].end : pair[1].start])
@@ -531,7 +535,11 @@ class PhoneticMatcher:
                 len(w) > 3
                 and w not in own
                 and (
-                    (len(w) >= len(form.spaceless) - 2 and derived(w, form.spaceless))
+                    (
+                        len(w) >= len(form.spaceless) - 2
+                        and derived(w, form.spaceless)
+                        and (len(w) > len(form.spaceless) or _english(w, settings))
+                    )
                     or any(inflection(w, n) for n in form.words)
                 )
                 for w in words
