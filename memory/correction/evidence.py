@@ -98,6 +98,10 @@ class MatchSettings:
     #: ... and words all common two phones off a name of this many ("trust en world" / Trostenwald). 9 costs
     #: precision on the holdout half.
     sound_two_edit_common_phones: int = 10
+    #: A doubted span holding an uncommon word of the name, heard right, may be two phones off in the rest of
+    #: the name from this many phones of it ("malemauk tealeaf" / Mollymauk Tealeaf); measured on real Whisper
+    #: transcripts (``bench.stt``), as the CRD3 set has no doubt of its own.
+    sound_shared_two_edit_phones: int = 5
     #: The span needs a word at most this common: "and then the" is never a name.
     sound_max_zipf: float = 5.0
     #: A span one phone off a name that starts or ends with a word this common ("tent or" / Centaur) has

@@ -520,6 +520,14 @@ class PhoneticMatcher:
                 # "elder nacks" / Eldrinax, "trust en world" / Trostenwald; ordinary words two phones off a shorter
                 # name are speech ("mistress off" / Mistrusts)
                 allowed = 2
+            elif (
+                (lead or trail)
+                and allowed
+                and span.doubtful
+                and size >= settings.sound_shared_two_edit_phones
+                and all(word_zipf(w) < settings.common_zipf for w in (*words[:lead], *words[len(words) - trail :]))
+            ):
+                allowed = 2  # the name's own uncommon word, heard right, vouches for the rest of a doubted span
             edits = Levenshtein.distance(phones, form.phones, score_cutoff=allowed)
             if edits and name_rest:
                 # The shared words are the same words, however eSpeak NG says them inside the name ("why un

@@ -466,3 +466,17 @@ def test_the_index_finds_every_name_two_phone_edits_away() -> None:
             said = "".join(heard)
             found = index.two_edit_candidates(said, shortest=8)
             assert (form in found) == (Levenshtein.distance(said, form.phones) <= 2), said
+
+
+def test_a_doubted_name_heard_with_its_own_uncommon_word_may_be_two_phones_off_in_the_rest() -> None:
+    pipeline = Pipeline([EntityName(name=n) for n in ["Mollymauk Tealeaf", "Ogden Trickfoot", "Dark Moor"]])
+
+    def doubted(text: str, low: set[str]) -> str:
+        return pipeline.correct_fast(text, [(w, 0.3 if w in low else 0.9) for w in text.split()]).text
+
+    # "Tealeaf" heard right vouches for "Malemauk" (Mollymauk, two phones off), as Whisper heard them
+    assert doubted("we reach Malemauk Tealeaf today", {"Malemauk", "Tealeaf"}) == "we reach Mollymauk Tealeaf today"
+    assert doubted("back to Adden Trickfoot now", {"Adden", "Trickfoot"}) == "back to Ogden Trickfoot now"
+    # not without the recogniser's doubt, and not on the strength of a common word ("dark")
+    assert pipeline.correct_fast("we reach Malemauk Tealeaf today").corrections == []
+    assert doubted("the dark mire", {"dark", "mire"}) == "the dark mire"
