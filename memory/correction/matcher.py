@@ -298,9 +298,11 @@ class PhoneticMatcher:
         number = [any(ch.isdigit() for ch in t.norm) for t in tokens]
         locked = [x or n for x, n in zip(exact, number, strict=True)]
         zipfs = [word_zipf(t.word) for t in tokens]
-        # A capitalised word the index does not know as a name: the transcript's own name for something.
+        # A capitalised word the index does not know as a name: the transcript's own name for something, unless a
+        # recogniser was unsure of the word, which makes its capital a guess too ("Thunderdark" / Underdark).
         capitalised = _named(text, tokens)
-        named = [n and not x for n, x in zip(capitalised, exact, strict=True)]
+        sure = [c is None or c >= self.settings.written_name_confidence for c in conf]
+        named = [n and s and not x for n, s, x in zip(capitalised, sure, exact, strict=True)]
         named_exact = [n and x for n, x in zip(capitalised, exact, strict=True)]
         unknown = [
             max(z, word_zipf(t.norm)) < self.settings.known_zipf and not n and not inflected(t.norm)
@@ -543,11 +545,7 @@ class PhoneticMatcher:
                 len(w) > 3
                 and w not in own
                 and (
-                    (
-                        len(w) >= len(form.spaceless) - 2
-                        and derived(w, form.spaceless)
-                        and (len(w) > len(form.spaceless) or _english(w, settings))
-                    )
+                    (len(w) >= len(form.spaceless) - 2 and derived(w, form.spaceless) and _english(w, settings))
                     or any(inflection(w, n) for n in form.words)
                 )
                 for w in words

@@ -303,9 +303,9 @@ def test_words_of_their_own_are_not_heard_as_a_name() -> None:
     assert pipeline.correct_fast("we met balgoos today").text == "we met Balgus today"
 
 
-def test_a_name_heard_without_a_sound_is_not_a_word_of_its_own() -> None:
-    # Part of a name is a word of its own only when English has it ("tinkered" / Tinker): a recogniser's
-    # "Kysunder" is Skysunder with its first sound lost.
+def test_a_name_heard_with_a_sound_lost_or_added_is_not_a_word_of_its_own() -> None:
+    # A word containing a name, or contained in it, is a word of its own only when English has it ("tinkered" /
+    # Tinker): a recogniser's "Kysunder" is Skysunder with its first sound lost ("Thunderdark": see below).
     pipeline = Pipeline([EntityName(name=n) for n in ["Skysunder", "Tinker", "Entangle"]])
     heard = [("I", 0.9), ("think", 0.9), ("Kysunder", 0.3), ("is", 0.9), ("secretly", 0.9), ("working", 0.9)]
     assert pipeline.correct_fast("I think Kysunder is secretly working", heard).text.startswith("I think Skysunder")
@@ -480,3 +480,17 @@ def test_a_doubted_name_heard_with_its_own_uncommon_word_may_be_two_phones_off_i
     # not without the recogniser's doubt, and not on the strength of a common word ("dark")
     assert pipeline.correct_fast("we reach Malemauk Tealeaf today").corrections == []
     assert doubted("the dark mire", {"dark", "mire"}) == "the dark mire"
+
+
+def test_a_capital_the_recogniser_was_unsure_of_does_not_make_a_name() -> None:
+    pipeline = Pipeline([EntityName(name="Underdark")])
+
+    def heard(sure: float | None) -> str:
+        text = "We finally reach Thunderdark after three days"
+        words = None if sure is None else [(w, sure if w == "Thunderdark" else 0.95) for w in text.split()]
+        return pipeline.correct_fast(text, words).text
+
+    # Whisper capitalises its guesses at invented names; at 0.51 "Thunderdark" is one of them
+    assert heard(0.55) == "We finally reach Underdark after three days"
+    # a capital it is sure of, or a person's, is the transcript's own name for something
+    assert heard(0.9) == heard(None) == "We finally reach Thunderdark after three days"
