@@ -49,7 +49,7 @@ class MatchSettings:
     low_confidence: float = 0.5
     #: A word the transcript capitalises is taken as its own name for something only if the recogniser was at
     #: least this sure of it: Whisper capitalises its guesses at invented names ("Thunderdark" / Underdark at
-    #: 0.51). Measured on real Whisper transcripts (``bench.stt``): 24 -> 28 % of names with base alone.
+    #: 0.51). Measured on real Whisper transcripts (``bench.stt``), as the CRD3 set has no doubt of its own.
     written_name_confidence: float = 0.7
     doubtful_word_threshold: float = 0.92  # 0.85 -> 0.92: on the tune half, only false corrections lay between
     doubtful_phrase_threshold: float = 0.80
