@@ -48,8 +48,9 @@ class MatchSettings:
     #: so a doubtful word needs a good match: the recogniser doubts plenty of words it got right.
     low_confidence: float = 0.5
     #: A word the transcript capitalises is taken as its own name for something only if the recogniser was at
-    #: least this sure of it: Whisper capitalises its guesses at invented names ("Thunderdark" / Underdark at
-    #: 0.51). Measured on real Whisper transcripts (``bench.stt``), as the CRD3 set has no doubt of its own.
+    #: least this sure of it or a word list has the spelling ("Marian"): Whisper capitalises its guesses at
+    #: invented names ("Thunderdark" / Underdark at 0.51). Measured on real Whisper transcripts (``bench.stt``),
+    #: as the CRD3 set has no doubt of its own.
     written_name_confidence: float = 0.7
     doubtful_word_threshold: float = 0.92  # 0.85 -> 0.92: on the tune half, only false corrections lay between
     doubtful_phrase_threshold: float = 0.80
@@ -102,8 +103,8 @@ class MatchSettings:
     #: ... and words all common two phones off a name of this many ("trust en world" / Trostenwald). 9 costs
     #: precision on the holdout half.
     sound_two_edit_common_phones: int = 10
-    #: A doubted span holding an uncommon word of the name, heard right, may be two phones off in the rest of
-    #: the name from this many phones of it ("malemauk tealeaf" / Mollymauk Tealeaf); measured on real Whisper
+    #: A doubted span of uncommon words holding a word of the name may be two phones off in the rest of the
+    #: name from this many phones of it ("malemauk tealeaf" / Mollymauk Tealeaf); measured on real Whisper
     #: transcripts (``bench.stt``), as the CRD3 set has no doubt of its own.
     sound_shared_two_edit_phones: int = 5
     #: The span needs a word at most this common: "and then the" is never a name.
@@ -215,8 +216,8 @@ def inflected(word: str) -> bool:
 
 
 def derived(word: str, name: str) -> bool:
-    """An inflection or compound of the name ("tinkered" / Tinker, "unlock" / Lock) is a word of its own, if
-    English has it (the matcher checks): "Thunderdark" is Underdark misheard."""
+    """An inflection or compound of the name ("tinkered" / Tinker, "unlock" / Lock) is a word of its own. The
+    sound path asks English to have it too: "Thunderdark" is Underdark misheard."""
     short, long = sorted((word, name), key=len)
     if len(short) < 3:
         return False

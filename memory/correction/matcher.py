@@ -299,9 +299,13 @@ class PhoneticMatcher:
         locked = [x or n for x, n in zip(exact, number, strict=True)]
         zipfs = [word_zipf(t.word) for t in tokens]
         # A capitalised word the index does not know as a name: the transcript's own name for something, unless a
-        # recogniser was unsure of the word, which makes its capital a guess too ("Thunderdark" / Underdark).
+        # recogniser was unsure of a spelling no word list has: its capital is a guess ("Thunderdark" / Underdark;
+        # "Marian" stays Marian).
         capitalised = _named(text, tokens)
-        sure = [c is None or c >= self.settings.written_name_confidence for c in conf]
+        sure = [
+            c is None or c >= self.settings.written_name_confidence or word_zipf(t.word) > 0
+            for c, t in zip(conf, tokens, strict=True)
+        ]
         named = [n and s and not x for n, s, x in zip(capitalised, sure, exact, strict=True)]
         named_exact = [n and x for n, x in zip(capitalised, exact, strict=True)]
         unknown = [
@@ -527,9 +531,11 @@ class PhoneticMatcher:
                 and allowed
                 and span.doubtful
                 and size >= settings.sound_shared_two_edit_phones
-                and all(word_zipf(w) < settings.common_zipf for w in (*words[:lead], *words[len(words) - trail :]))
+                and all(word_zipf(w) < settings.common_zipf for w in words)
             ):
-                allowed = 2  # the name's own uncommon word, heard right, vouches for the rest of a doubted span
+                # The name's own uncommon word vouches for the rest of a doubted span, itself no ordinary word
+                # ("Malemauk Tealeaf"; not "Master Bramble" / Sister Bramble).
+                allowed = 2
             edits = Levenshtein.distance(phones, form.phones, score_cutoff=allowed)
             if edits and name_rest:
                 # The shared words are the same words, however eSpeak NG says them inside the name ("why un

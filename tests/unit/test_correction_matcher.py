@@ -306,11 +306,11 @@ def test_words_of_their_own_are_not_heard_as_a_name() -> None:
 def test_a_name_heard_with_a_sound_lost_or_added_is_not_a_word_of_its_own() -> None:
     # A word containing a name, or contained in it, is a word of its own only when English has it ("tinkered" /
     # Tinker): a recogniser's "Kysunder" is Skysunder with its first sound lost ("Thunderdark": see below).
-    pipeline = Pipeline([EntityName(name=n) for n in ["Skysunder", "Tinker", "Entangle"]])
+    pipeline = Pipeline([EntityName(name=n) for n in ["Skysunder", "Sunder", "Tinker", "Entangle"]])
     heard = [("I", 0.9), ("think", 0.9), ("Kysunder", 0.3), ("is", 0.9), ("secretly", 0.9), ("working", 0.9)]
     assert pipeline.correct_fast("I think Kysunder is secretly working", heard).text.startswith("I think Skysunder")
     assert pipeline.correct_fast("I think kysunder is here").text == "I think Skysunder is here"
-    for text in ["he tinkered with it", "she entangled him"]:
+    for text in ["he tinkered with it", "she entangled him", "she will asunder it later today"]:
         assert pipeline.correct_fast(text, [(w, 0.3) for w in text.split()]).corrections == [], text
 
 
@@ -469,7 +469,8 @@ def test_the_index_finds_every_name_two_phone_edits_away() -> None:
 
 
 def test_a_doubted_name_heard_with_its_own_uncommon_word_may_be_two_phones_off_in_the_rest() -> None:
-    pipeline = Pipeline([EntityName(name=n) for n in ["Mollymauk Tealeaf", "Ogden Trickfoot", "Dark Moor"]])
+    names = ["Mollymauk Tealeaf", "Ogden Trickfoot", "Dark Ravenhold", "Sister Bramble"]
+    pipeline = Pipeline([EntityName(name=n) for n in names])
 
     def doubted(text: str, low: set[str]) -> str:
         return pipeline.correct_fast(text, [(w, 0.3 if w in low else 0.9) for w in text.split()]).text
@@ -477,20 +478,25 @@ def test_a_doubted_name_heard_with_its_own_uncommon_word_may_be_two_phones_off_i
     # "Tealeaf" heard right vouches for "Malemauk" (Mollymauk, two phones off), as Whisper heard them
     assert doubted("we reach Malemauk Tealeaf today", {"Malemauk", "Tealeaf"}) == "we reach Mollymauk Tealeaf today"
     assert doubted("back to Adden Trickfoot now", {"Adden", "Trickfoot"}) == "back to Ogden Trickfoot now"
-    # not without the recogniser's doubt, and not on the strength of a common word ("dark")
-    assert pipeline.correct_fast("we reach Malemauk Tealeaf today").corrections == []
-    assert doubted("the dark mire", {"dark", "mire"}) == "the dark mire"
+    # not without the recogniser's doubt
+    assert pipeline.correct_fast("we reach malemauk tealeaf today").corrections == []
+    # nor on the strength of a common word ("dark"), nor for an ordinary word in the rest ("master")
+    assert doubted("the dark ravenhall", {"the", "dark", "ravenhall"}) == "the dark ravenhall"
+    assert doubted("then Master Bramble opened it", {"Master", "Bramble"}) == "then Master Bramble opened it"
 
 
 def test_a_capital_the_recogniser_was_unsure_of_does_not_make_a_name() -> None:
-    pipeline = Pipeline([EntityName(name="Underdark")])
+    pipeline = Pipeline([EntityName(name="Underdark"), EntityName(name="Marion")])
 
-    def heard(sure: float | None) -> str:
-        text = "We finally reach Thunderdark after three days"
-        words = None if sure is None else [(w, sure if w == "Thunderdark" else 0.95) for w in text.split()]
+    def heard(text: str, word: str, sure: float | None) -> str:
+        words = None if sure is None else [(w, sure if w == word else 0.95) for w in text.split()]
         return pipeline.correct_fast(text, words).text
 
     # Whisper capitalises its guesses at invented names; at 0.51 "Thunderdark" is one of them
-    assert heard(0.55) == "We finally reach Underdark after three days"
-    # a capital it is sure of, or a person's, is the transcript's own name for something
-    assert heard(0.9) == heard(None) == "We finally reach Thunderdark after three days"
+    text = "We finally reach Thunderdark after three days"
+    assert heard(text, "Thunderdark", 0.55) == "We finally reach Underdark after three days"
+    # a capital it is sure of is the transcript's own name for something
+    assert heard(text, "Thunderdark", 0.9) == heard(text, "Thunderdark", None) == text
+    # and so is a name the word lists have, however unsure the recogniser was
+    text = "yesterday I called Marian about the rent"
+    assert heard(text, "Marian", 0.6) == text
