@@ -303,8 +303,7 @@ class PhoneticMatcher:
         # "Marian" stays Marian).
         capitalised = _named(text, tokens)
         sure = [
-            c is None or c >= self.settings.written_name_confidence or word_zipf(t.word) > 0
-            for c, t in zip(conf, tokens, strict=True)
+            c is None or c >= self.settings.written_name_confidence or z > 0 for c, z in zip(conf, zipfs, strict=True)
         ]
         named = [n and s and not x for n, s, x in zip(capitalised, sure, exact, strict=True)]
         named_exact = [n and x for n, x in zip(capitalised, exact, strict=True)]
