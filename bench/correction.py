@@ -179,6 +179,17 @@ def _restores(case: Case, c: Correction) -> bool:
     return normalize(corrected) in wanted
 
 
+def _names_part(case: Case, c: Correction) -> bool:
+    """Whether ``c``, inside the mishearing, writes words of the name that was said there: "lady coma of told"
+    corrected to "Lady Kima of told" where the turn said "Lady Kima of Vord". A right replacement (precision),
+    though not the name restored (recall)."""
+    if not (case.start <= c.start and c.end <= case.end):
+        return False
+    said = [normalize(name).split() for name in (case.surface, case.canonical) if name]
+    put = normalize(c.replacement).split()
+    return any(put == words[i : i + len(put)] for words in said for i in range(len(words)))
+
+
 def simulated_confidences(text: str, doubtful: tuple[int, int] | None, rng: random.Random) -> list[float]:
     """Stand-in STT confidences: misheard words 0.2–0.6; other words 0.7–1.0, except 5 % noise at 0.3–0.6."""
     out = []
@@ -203,13 +214,14 @@ def score_cases(
         conf = simulated_confidences(case.text, (case.start, case.end), rng) if rng else None
         corrections = correct(case.text, conf)
         right = [c for c in corrections if _restores(case, c)]
+        partly = [c for c in corrections if c not in right and _names_part(case, c)]
         for s in (scores[case.half], scores["all"]):
             s.cases += 1
             s.restored += bool(right)
             s.made += len(corrections)
-            s.right += len(right)
-            s.respelled += sum(respells_a_name(c, names) for c in corrections if c not in right)
-        if errors is not None and (not right or len(corrections) > len(right)):
+            s.right += len(right) + len(partly)
+            s.respelled += sum(respells_a_name(c, names) for c in corrections if c not in right + partly)
+        if errors is not None and (not right or len(corrections) > len(right) + len(partly)):
             made = ", ".join(f"{c.span!r}->{c.replacement!r} {c.score:.2f}" for c in corrections)
             errors.append(f"{case.half:7} want {case.text[case.start : case.end]!r}->{case.canonical!r}; made {made}")
     return scores
