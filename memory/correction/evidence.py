@@ -107,6 +107,9 @@ class MatchSettings:
     #: name from this many phones of it ("malemauk tealeaf" / Mollymauk Tealeaf); measured on real Whisper
     #: transcripts (``bench.stt``), as the CRD3 set has no doubt of its own.
     sound_shared_two_edit_phones: int = 5
+    #: A span sharing a word with a name (not a function word) may be one phone off in one other word at most
+    #: this common ("lady coma" / Lady Kima; not "giant dark" / Giant Shark).
+    sound_shared_one_edit_zipf: float = 4.5
     #: The span needs a word at most this common: "and then the" is never a name.
     sound_max_zipf: float = 5.0
     #: A span one phone off a name that starts or ends with a word this common ("tent or" / Centaur) has

@@ -513,6 +513,19 @@ class PhoneticMatcher:
                 size = len(name_rest)
             allowed = 1 if size >= self._one_edit_from(rest, span.doubtful) else 0
             if (
+                not allowed
+                and len(rest) == 1
+                and size >= settings.sound_min_phones
+                and word_zipf(rest[0]) < settings.sound_shared_one_edit_zipf
+                and any(
+                    len(w) > 3 and word_zipf(w) < settings.function_zipf
+                    for w in (*words[:lead], *words[len(words) - trail :])
+                )
+            ):
+                # A word of the name heard right vouches for one not very common word a phone off the rest of it
+                # ("lady coma" / Lady Kima; not "giant dark" / Giant Shark, nor "the" for anything).
+                allowed = 1
+            if (
                 allowed
                 and len(rest) > 1
                 and size >= settings.sound_two_edit_phones
