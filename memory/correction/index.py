@@ -69,6 +69,7 @@ class NameForm:
     codes: tuple[str, ...]
     primary: bool = True  # the entity's own name, not an alias
     phones: str = ""  # the pronunciation (see ``pronounce``); "" when it cannot be pronounced
+    surface: str = ""  # the spelling as registered: the name or this alias ("Kord" of The Stormlord)
 
 
 class PhoneticIndex:
@@ -151,6 +152,7 @@ class PhoneticIndex:
                     codes=codes(spaceless),
                     primary=i == 0,
                     phones=name_phones(tuple(norm.split())),
+                    surface=" ".join(surface.split()),
                 )
                 (aliases if i else canonical).append(form)
         return cls(canonical + aliases)

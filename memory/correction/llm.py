@@ -15,14 +15,18 @@ import logging
 
 from pydantic import BaseModel, Field
 from rapidfuzz import process
-from rapidfuzz.distance import JaroWinkler
+from rapidfuzz.distance import JaroWinkler, Levenshtein
 
-from memory.correction.index import PhoneticIndex
+from memory.correction.index import MIN_SOUND_PHONES, MIN_TWO_EDIT_PHONES, NameForm, PhoneticIndex
+from memory.correction.pronounce import phrase_phones
 from memory.correction.text import Token, normalize, tokenize
 from memory.models import Correction
 from memory.providers.llm import LLMClient, LLMError
 
 log = logging.getLogger(__name__)
+
+#: Longest run of a doubtful span's words compared by sound with the names.
+_MAX_RUN = 5
 
 SYSTEM_PROMPT = """\
 You correct speech-recognition errors in one utterance from a tabletop role-playing game session.
@@ -59,7 +63,7 @@ class LLMCorrector:
             return []
         spans = [text[a:b] for a, b in suspects]
         user = json.dumps(
-            {"utterance": text, "doubtful_spans": spans, "entities": self._names_for(spans)}, ensure_ascii=False
+            {"utterance": text, "doubtful_spans": spans, "entities": self.names_for(spans)}, ensure_ascii=False
         )
         try:
             answer = await self.llm.complete_json(
@@ -70,17 +74,40 @@ class LLMCorrector:
             return []
         return self.verify(text, suspects, answer)
 
-    def _names_for(self, spans: list[str]) -> list[str]:
-        """The canonical names closest in spelling to the doubtful spans (a campaign may have thousands)."""
-        if len(self.index.forms) <= self.max_names:
-            return sorted({f.canonical for f in self.index.forms})
+    def names_for(self, spans: list[str]) -> list[str]:
+        """The names the model may choose from: every spelling in a small campaign; in a large one (thousands),
+        per doubtful span the spellings said like part of it, then those closest in spelling. An alias comes
+        with its entity's name, so "card" may be Kord, and Kord is The Stormlord."""
+        forms = self.index.forms
+        if len(forms) > self.max_names:
+            per_span = max(1, self.max_names // len(spans))
+            chosen: dict[NameForm, None] = {}
+            for span in spans:
+                query = normalize(span).replace(" ", "")
+                spelled = process.extract(query, self._choices, scorer=JaroWinkler.similarity, limit=per_span)
+                alike = [*self._said_alike(span), *(forms[i] for _, _, i in spelled)]
+                chosen.update(dict.fromkeys(list(dict.fromkeys(alike))[:per_span]))
+            forms = list(chosen)
         names: dict[str, None] = {}
-        per_span = max(1, self.max_names // len(spans))
-        for span in spans:
-            query = normalize(span).replace(" ", "")
-            for _, _, i in process.extract(query, self._choices, scorer=JaroWinkler.similarity, limit=per_span):
-                names.setdefault(self.index.forms[i].canonical)
-        return list(names)
+        for f in forms:
+            names.update(dict.fromkeys((f.surface or f.canonical, f.canonical)))
+        return list(names) if len(self.index.forms) > self.max_names else sorted(names)
+
+    def _said_alike(self, span: str) -> list[NameForm]:
+        """Forms pronounced within a phone of some run of the span's words (two for a long name), nearest first."""
+        words = [t.norm for t in tokenize(span)]
+        found: dict[NameForm, int] = {}
+        for i in range(len(words)):
+            for j in range(i + 1, min(len(words), i + _MAX_RUN) + 1):
+                phones = phrase_phones(words[i:j])
+                if len(phones) < MIN_SOUND_PHONES - 1:
+                    continue
+                near = [*self.index.sound_candidates(phones), *self.index.two_edit_candidates(phones, 0)]
+                for form in near:
+                    edits = Levenshtein.distance(phones, form.phones, score_cutoff=2)
+                    if edits <= (2 if len(form.phones) >= MIN_TWO_EDIT_PHONES else 1):
+                        found[form] = min(edits, found.get(form, edits))
+        return sorted(found, key=found.__getitem__)
 
     def verify(self, text: str, suspects: list[tuple[int, int]], answer: LLMCorrection) -> list[Correction]:
         """Corrections for the changes in ``answer.text`` that may stand; every other change is dropped."""

@@ -23,7 +23,7 @@ from memory.correction.evidence import (
     required_score,
     word_zipf,
 )
-from memory.correction.index import NameForm, PhoneticIndex
+from memory.correction.index import MIN_TWO_EDIT_PHONES, NameForm, PhoneticIndex
 from memory.correction.phonetics import codes
 from memory.correction.pronounce import arpabet_code, phrase_phones, warm, word_phones
 from memory.correction.text import Token, normalize, spaced_form, tokenize
@@ -333,6 +333,7 @@ class PhoneticMatcher:
         edgy = [z >= edge_zipf and t.norm not in self.index.name_words for t, z in zip(tokens, zipfs, strict=True)]
         ends = [t.norm in _ARTICLES and _dangles(text, tokens, i, zipfs, edge_zipf) for i, t in enumerate(tokens)]
         candidates: list[_Candidate] = list(respaced)
+        no_confidences = all(c is None for c in conf)  # then stage 2 looks at spans sounding near a name
         near_misses: list[tuple[int, int]] = []
         for first in range(len(tokens)):
             if number[first]:
@@ -415,7 +416,7 @@ class PhoneticMatcher:
                 elif heard_as and (said_as := self._sound(span, phones, heard_as)) is not None:
                     form, score = said_as
                     candidates.append(_Candidate(first, last, form, score, False, score - _SOUND_RANK_GAP))
-                elif rejected:
+                elif rejected or (no_confidences and heard_as and self._sounds_near(span, phones, heard_as)):
                     near_misses.append((tokens[first].start, tokens[last].base_end))
         chosen = _resolve_overlaps(candidates)
         result = Stage1Result(corrections=[self._correction(text, tokens, c) for c in chosen])
@@ -584,6 +585,24 @@ class PhoneticMatcher:
             if other.entity_key != form.entity_key and not _same_name(other, form) and not same_spelling:
                 return None  # two entities sound alike: ambiguous
         return form, 1 - edits / len(form.phones)
+
+    def _sounds_near(self, span: _Span, phones: str, heard_as: set[NameForm]) -> bool:
+        """Whether a window the sound rules refused is still pronounced within a phone of a name (two of a long
+        one): "sasha" / Yasha, "worships card" / Kord. Without recogniser doubt these are the entity-like spans
+        stage 2 is asked about; function words ("and" / Wand) and parts of a name said as such are not."""
+        words = [t.norm for t in span.tokens]
+        if len(words) == 1 and word_zipf(span.tokens[0].word) >= self.settings.function_zipf:
+            return False
+        for form in heard_as:
+            size = len(form.phones)
+            if size < self.settings.sound_min_phones:
+                continue
+            if len(form.words) > 1 and (all(w in words for w in form.words) or all(w in form.words for w in words)):
+                continue
+            most = 2 if size >= MIN_TWO_EDIT_PHONES else 1
+            if Levenshtein.distance(phones, form.phones, score_cutoff=most) <= most:
+                return True
+        return False
 
     def _same_consonants(self, span: _Span, phones: str, form: NameForm) -> bool:
         """Several words spelled like the name (a shared Double Metaphone code) and sounding like it but for

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from itertools import product
 
 import pytest
 import pytest_asyncio
@@ -125,3 +126,28 @@ async def test_no_llm_call_without_doubtful_spans(pipeline: Pipeline, fake_opena
     result = await pipeline.correct("so the cat flew over", [(w, 0.95) for w in "so the cat flew over".split()])
     assert result.corrections == []
     assert fake_openai.chat_requests == []
+
+
+async def test_without_confidences_a_large_campaign_shows_the_model_names_said_alike(
+    fake_openai: FakeOpenAI,
+) -> None:
+    # More entities than the prompt lists: the model sees, per doubtful span, the names pronounced like it
+    # (an alias with its entity's name), not only those spelled like it.
+    fillers = [
+        EntityName(id=100 + i, name=f"Qu{a}{b}{c}thorn")
+        for i, (a, b, c) in enumerate(product("aeiou", "lmnrst", "aeiou"))
+    ]
+    entities = [EntityName(id=1, name="The Stormlord", aliases=["Tary"]), *fillers[:80]]
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    pipeline = Pipeline(entities, llm=llm)
+    text = "and while terry was living in the house"
+    fake_openai.queue_chat(_answer("and while Tary was living in the house", ("terry", "Tary")))
+    result = await pipeline.correct(text)
+    await llm.aclose()
+    sent = json.loads(fake_openai.chat_requests[0]["messages"][1]["content"])
+    assert sent["doubtful_spans"] == ["terry"]
+    assert {"Tary", "The Stormlord"} <= set(sent["entities"])
+    assert len(sent["entities"]) < len(entities)
+    # the alias maps to its entity's name
+    assert result.text == "and while The Stormlord was living in the house"
+    assert [(c.span, c.entity_id, c.stage) for c in result.corrections] == [("terry", 1, 2)]

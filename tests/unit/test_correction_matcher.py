@@ -123,6 +123,19 @@ def test_ambiguous_spans_are_left_for_stage_2() -> None:
     assert result.suspects == [(9, 15)]
 
 
+def test_without_confidences_words_sounding_near_a_name_are_suspects_for_stage_2() -> None:
+    matcher = PhoneticMatcher(PhoneticIndex.build([EntityName(name=n) for n in ("Yasha", "Wand", "Tary")]))
+    text = "closest to me and sasha, and then terry"
+    result = matcher.correct(text)
+    # a phone off a name, too short or too common to be changed here: stage 2 judges them in context
+    assert result.corrections == []
+    assert [text[a:b] for a, b in result.suspects] == ["sasha", "terry"]
+    # "and" sounds a phone off Wand too, but a function word is never a name
+    assert matcher.correct("and so on").suspects == []
+    # with the recogniser's confidences, doubt alone decides what stage 2 sees
+    assert matcher.correct(text, [0.9] * len(tokenize(text))).suspects == []
+
+
 def test_low_confidence_words_are_suspects_for_stage_2(pipeline: Pipeline) -> None:
     text = "the orb glows blue"
     result = pipeline.matcher.correct(text, [0.9, 0.2, 0.95, 0.9])
