@@ -181,14 +181,16 @@ def _restores(case: Case, c: Correction) -> bool:
 
 
 def _names_part(case: Case, c: Correction) -> bool:
-    """Whether ``c``, inside the mishearing, writes words of the name that was said there: "lady coma of told"
-    corrected to "Lady Kima of told" where the turn said "Lady Kima of Vord". A right replacement (precision),
-    though not the name restored (recall)."""
+    """Whether ``c``, at one end of the mishearing, writes the words the name said there had at that end: "lady
+    coma of told" corrected to "Lady Kima of told" where the turn said "Lady Kima of Vord". A right replacement
+    (precision), though not the name restored (recall)."""
     if not (case.start <= c.start and c.end <= case.end):
         return False
-    said = [normalize(name).split() for name in (case.surface, case.canonical) if name]
     put = normalize(c.replacement).split()
-    return any(put == words[i : i + len(put)] for words in said for i in range(len(words)))
+    said = normalize(case.surface or case.canonical).split()
+    return len(put) <= len(said) and (
+        (c.start == case.start and said[: len(put)] == put) or (c.end == case.end and said[-len(put) :] == put)
+    )
 
 
 def simulated_confidences(text: str, doubtful: tuple[int, int] | None, rng: random.Random) -> list[float]:

@@ -108,7 +108,8 @@ class MatchSettings:
     #: transcripts (``bench.stt``), as the CRD3 set has no doubt of its own.
     sound_shared_two_edit_phones: int = 5
     #: A span sharing a word with a name (not a function word) may be one phone off in one other word at most
-    #: this common ("lady coma" / Lady Kima; not "giant dark" / Giant Shark).
+    #: this common, where the name has an invented word ("lady coma" / Lady Kima; not "giant dark" / Giant
+    #: Shark, nor "a giant layer" / Giant Slayer).
     sound_shared_one_edit_zipf: float = 4.5
     #: The span needs a word at most this common: "and then the" is never a name.
     sound_max_zipf: float = 5.0

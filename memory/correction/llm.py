@@ -107,7 +107,13 @@ class LLMCorrector:
                     edits = Levenshtein.distance(phones, form.phones, score_cutoff=2)
                     if edits <= (2 if len(form.phones) >= MIN_TWO_EDIT_PHONES else 1):
                         found[form] = min(edits, found.get(form, edits))
-        return sorted(found, key=found.__getitem__)
+        # The index holds a second copy of a name also said the dictionary's way: one entry each, nearest first.
+        nearest: dict[tuple[int, str], tuple[int, NameForm]] = {}
+        for form, edits in found.items():
+            key = (form.entity_key, form.norm)
+            if key not in nearest or edits < nearest[key][0]:
+                nearest[key] = (edits, form)
+        return [f for _, f in sorted(nearest.values(), key=lambda e: (e[0], e[1].surface))]
 
     def verify(self, text: str, suspects: list[tuple[int, int]], answer: LLMCorrection) -> list[Correction]:
         """Corrections for the changes in ``answer.text`` that may stand; every other change is dropped."""

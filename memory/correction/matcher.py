@@ -416,7 +416,9 @@ class PhoneticMatcher:
                 elif heard_as and (said_as := self._sound(span, phones, heard_as)) is not None:
                     form, score = said_as
                     candidates.append(_Candidate(first, last, form, score, False, score - _SOUND_RANK_GAP))
-                elif rejected or (no_confidences and heard_as and self._sounds_near(span, phones, heard_as)):
+                elif rejected or (
+                    no_confidences and heard_as and not span.exact_runs and self._sounds_near(span, phones, heard_as)
+                ):
                     near_misses.append((tokens[first].start, tokens[last].base_end))
         chosen = _resolve_overlaps(candidates)
         result = Stage1Result(corrections=[self._correction(text, tokens, c) for c in chosen])
@@ -518,13 +520,15 @@ class PhoneticMatcher:
                 and len(rest) == 1
                 and size >= settings.sound_min_phones
                 and word_zipf(rest[0]) < settings.sound_shared_one_edit_zipf
+                and all(word_zipf(w) < settings.common_zipf for w in form.words[lead : len(form.words) - trail])
                 and any(
                     len(w) > 3 and word_zipf(w) < settings.function_zipf
                     for w in (*words[:lead], *words[len(words) - trail :])
                 )
             ):
-                # A word of the name heard right vouches for one not very common word a phone off the rest of it
-                # ("lady coma" / Lady Kima; not "giant dark" / Giant Shark, nor "the" for anything).
+                # A word of the name heard right vouches for one not very common word a phone off the rest of it,
+                # when that rest is invented ("lady coma" / Lady Kima; not "giant layer" / Giant Slayer, nor "giant
+                # dark" / Giant Shark, nor "the" for anything).
                 allowed = 1
             if (
                 allowed

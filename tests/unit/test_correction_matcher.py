@@ -124,14 +124,15 @@ def test_ambiguous_spans_are_left_for_stage_2() -> None:
 
 
 def test_without_confidences_words_sounding_near_a_name_are_suspects_for_stage_2() -> None:
-    matcher = PhoneticMatcher(PhoneticIndex.build([EntityName(name=n) for n in ("Yasha", "Wand", "Tary")]))
+    matcher = PhoneticMatcher(PhoneticIndex.build([EntityName(name=n) for n in ("Yasha", "Wand", "Tary", "Eldrinax")]))
     text = "closest to me and sasha, and then terry"
     result = matcher.correct(text)
     # a phone off a name, too short or too common to be changed here: stage 2 judges them in context
     assert result.corrections == []
     assert [text[a:b] for a, b in result.suspects] == ["sasha", "terry"]
-    # "and" sounds a phone off Wand too, but a function word is never a name
+    # "and" sounds a phone off Wand too, but a function word is never a name; a name said right stays said
     assert matcher.correct("and so on").suspects == []
+    assert matcher.correct("then Eldrinax a bit later").suspects == []
     # with the recogniser's confidences, doubt alone decides what stage 2 sees
     assert matcher.correct(text, [0.9] * len(tokenize(text))).suspects == []
 
@@ -516,7 +517,7 @@ def test_a_capital_the_recogniser_was_unsure_of_does_not_make_a_name() -> None:
 
 
 def test_a_word_of_the_name_heard_right_vouches_for_an_uncommon_word_one_phone_off_the_rest() -> None:
-    pipeline = Pipeline([EntityName(name=n) for n in ("Lady Kima", "Giant Shark", "The Kima")])
+    pipeline = Pipeline([EntityName(name=n) for n in ("Lady Kima", "Giant Shark", "The Kima", "Giant Slayer")])
     # "coma" is one phone off "Kima", and "lady" was heard right
     assert pipeline.correct_fast("I ask if lady coma has been giving orders").text == (
         "I ask if Lady Kima has been giving orders"
@@ -526,3 +527,5 @@ def test_a_word_of_the_name_heard_right_vouches_for_an_uncommon_word_one_phone_o
     # a very common word in the rest is speech ("dark" is one phone off "shark"), and so is a word beside "the"
     assert pipeline.correct_fast("he is a giant dark shape").corrections == []
     assert pipeline.correct_fast("she woke from the coma today").corrections == []
+    # nor does it vouch for a word a phone off a rest that is English itself: "layer" is one off "slayer"
+    assert pipeline.correct_fast("there was a giant layer of ice").corrections == []
