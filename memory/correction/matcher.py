@@ -592,8 +592,8 @@ class PhoneticMatcher:
 
     def _sounds_near(self, span: _Span, phones: str, heard_as: set[NameForm]) -> bool:
         """Whether a window the sound rules refused is still pronounced within a phone of a name (two of a long
-        one): "sasha" / Yasha, "worships card" / Kord. Without recogniser doubt these are the entity-like spans
-        stage 2 is asked about; function words ("and" / Wand) and parts of a name said as such are not."""
+        one): "sasha" / Yasha, "terry" / Tary. Without recogniser doubt these are the entity-like spans stage 2 is
+        asked about; function words ("and" / Wand), exact names and parts of a name said as such are not."""
         words = [t.norm for t in span.tokens]
         if len(words) == 1 and word_zipf(span.tokens[0].word) >= self.settings.function_zipf:
             return False
