@@ -4,6 +4,7 @@
     python -m bench.correction --only crd3 --show-errors 20
     python -m bench.correction --only crd3 --mishearings other.jsonl   # another set of mishearings
     python -m bench.correction --only speed   # stage 1 per utterance, and `lorekeeper correct` in lines/s
+    python -m bench.correction --only crd3 --llm   # also stage 2, with the LLM configured as for the bot
 
 Reads ../shared/data (override with LOREKEEPER_DATA); prints "skipped: data not found" for a missing set.
 The CRD3 mishearings are split by entity into two halves: tune on "tune", read "holdout" as generalisation.
@@ -12,6 +13,7 @@ The CRD3 mishearings are split by entity into two halves: tune on "tune", read "
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import random
@@ -29,11 +31,13 @@ from pathlib import Path
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
 
+from bot.settings import load_settings
 from memory.correction import EntityName, MatchSettings, PhoneticIndex, PhoneticMatcher, Pipeline
 from memory.correction.evidence import word_zipf
 from memory.correction.llm import LLMCorrector
 from memory.correction.text import normalize, tokenize
 from memory.models import Correction
+from memory.providers.llm import OpenAILLM
 
 DATA = Path(os.environ.get("LOREKEEPER_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 CRD3 = DATA / "crd3"
@@ -275,6 +279,28 @@ def stage2_reach(
     return reached / len(cases), sent / len(clean), doubted / words
 
 
+def llm_corrector(
+    entities: list[EntityName], base_url: str | None, api_key: str | None, model: str
+) -> tuple[Corrector, Callable[[], None]]:
+    """Both stages, stage 2 on an OpenAI-compatible endpoint, as a blocking corrector (one call at a time), and
+    the function that closes it."""
+    loop = asyncio.new_event_loop()
+    llm = OpenAILLM(base_url, api_key, model)
+    pipeline = Pipeline(entities, llm=llm)
+
+    def correct(text: str, confidences: list[float] | None) -> list[Correction]:
+        words = None
+        if confidences is not None:
+            words = [(text[t.start : t.end], c) for t, c in zip(tokenize(text), confidences, strict=True)]
+        return loop.run_until_complete(pipeline.correct(text, words)).corrections
+
+    def close() -> None:
+        loop.run_until_complete(llm.aclose())
+        loop.close()
+
+    return correct, close
+
+
 class NaiveMatcher:
     """The baseline: every 1–3-word n-gram against every name by Jaro-Winkler ≥ 0.80, best first."""
 
@@ -325,20 +351,34 @@ def bench_crd3(args: argparse.Namespace) -> None:
         ("phonetic", ours, None, cases, clean),
         ("phonetic + simulated conf.", ours, random.Random(args.seed), cases, clean),
     ]
+    close_llm: Callable[[], None] | None = None
+    if args.llm:
+        settings = load_settings()
+        if not settings.llm_enabled:
+            raise SystemExit("--llm: set LOREKEEPER_LLM_MODEL and OPENAI_API_KEY or OPENAI_BASE_URL, as for the bot")
+        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        both, close_llm = llm_corrector(entities, settings.openai_base_url, key, settings.llm_model or "")
+        sample = clean[: args.llm_clean_turns]
+        runs.append(("phonetic + LLM stage 2", both, None, cases, sample))
+        runs.append(("phonetic + LLM + simulated conf.", both, random.Random(args.seed), cases, sample))
     if not args.no_baseline:
         # The naive matcher takes ~0.5 s per turn at this size: a sample.
         runs.append(("naive JW n-gram", NaiveMatcher(entities).correct, None, rng.sample(cases, 60), clean[:60]))
     rows = []
-    for name, correct, conf_rng, sample, clean_sample in runs:
-        errors: list[str] | None = [] if args.show_errors and name.startswith(args.errors_of) else None
-        scores = score_cases(correct, sample, conf_rng, names, errors)
-        changed, respelled, words = false_corrections(correct, clean_sample, conf_rng, names, errors)
-        for half, s in scores.items():
-            rows.append([name, half, s.cases, s.recall, s.precision, s.precision_respelled_ok, ""])
-        rate = f"{1000 * changed / words:.2f} ({1000 * (changed - respelled) / words:.2f}) / {words} w"
-        rows.append([name, "clean turns", len(clean_sample), "", "", "", rate])
-        if errors:
-            print("\n".join(errors[: args.show_errors]))
+    try:
+        for name, correct, conf_rng, sample, clean_sample in runs:
+            errors: list[str] | None = [] if args.show_errors and name.startswith(args.errors_of) else None
+            scores = score_cases(correct, sample, conf_rng, names, errors)
+            changed, respelled, words = false_corrections(correct, clean_sample, conf_rng, names, errors)
+            for half, s in scores.items():
+                rows.append([name, half, s.cases, s.recall, s.precision, s.precision_respelled_ok, ""])
+            rate = f"{1000 * changed / words:.2f} ({1000 * (changed - respelled) / words:.2f}) / {words} w"
+            rows.append([name, "clean turns", len(clean_sample), "", "", "", rate])
+            if errors:
+                print("\n".join(errors[: args.show_errors]))
+    finally:
+        if close_llm is not None:
+            close_llm()
     table(
         f"Accuracy, TTRPG case (CRD3 turns, {args.mishearings.name}, {len(entities)} entities incl. SRD distractors)",
         ["matcher", "set", "n", "recall", "precision", "(respelling ok)", "false corr./1k words (respelling ok)"],
@@ -548,6 +588,13 @@ def main() -> None:
     parser.add_argument("--errors-of", default="phonetic", help="matcher whose errors --show-errors prints")
     parser.add_argument("--utterances", type=int, default=2000, help="utterances timed per entity count")
     parser.add_argument("--no-baseline", action="store_true", help="skip the (slow) naive baseline")
+    parser.add_argument(
+        "--llm",
+        action="store_true",
+        help="also run stage 2 on the LLM configured as for the bot (LOREKEEPER_LLM_MODEL, OPENAI_API_KEY, "
+        "OPENAI_BASE_URL): a call per turn with a doubtful span",
+    )
+    parser.add_argument("--llm-clean-turns", type=int, default=500, help="clean turns corrected with the LLM")
     args = parser.parse_args()
     if args.only in (None, "crd3"):
         bench_crd3(args)

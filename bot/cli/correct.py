@@ -21,6 +21,7 @@ import yaml
 from bot.cli import cli
 from bot.cli.common import campaign_memory, open_memory, settings_from
 from memory.correction import EntityName, Pipeline
+from memory.providers.llm import OpenAILLM
 
 #: Distinct per-line entity lists whose prepared pipelines are kept (biasing lists repeat across lines).
 _CACHE_SIZE = 256
@@ -38,17 +39,30 @@ class LineError(ValueError):
     help="Campaign YAML (an entities: list of {name, aliases}) or a plain list, one name per line.",
 )
 @click.option("--campaign", "campaign_name", help="Take the entities of this campaign from the database.")
+@click.option(
+    "--llm",
+    "use_llm",
+    is_flag=True,
+    help="Also ask the configured LLM (stage 2) about the doubtful spans stage 1 leaves: a call per such line.",
+)
 @click.pass_context
-def correct(ctx: click.Context, entities_file: Path | None, campaign_name: str | None) -> None:
+def correct(ctx: click.Context, entities_file: Path | None, campaign_name: str | None, use_llm: bool) -> None:
     """Correct misheard entity names in utterances from stdin (one per line), writing JSON lines."""
     if entities_file is not None and campaign_name is not None:
         raise click.UsageError("give --entities or --campaign, not both")
+    llm = None
+    if use_llm:
+        settings = settings_from(ctx)
+        if not settings.llm_enabled:
+            raise click.UsageError("--llm needs LOREKEEPER_LLM_MODEL and OPENAI_API_KEY or OPENAI_BASE_URL")
+        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        llm = OpenAILLM(settings.openai_base_url, key, settings.llm_model or "")
     names: list[EntityName] | None = None
     if entities_file is not None:
         names = read_entities_file(entities_file)
     elif campaign_name is not None:
         names = load_campaign_names(ctx, campaign_name)
-    run(sys.stdin, sys.stdout, names)
+    run(sys.stdin, sys.stdout, names, llm)
 
 
 def load_campaign_names(ctx: click.Context, name: str) -> list[EntityName]:
@@ -92,23 +106,34 @@ def _yaml_entities(path: Path, items: Any) -> list[EntityName]:
     return entities
 
 
-def run(stdin: TextIO, stdout: TextIO, entities: list[EntityName] | None) -> None:
-    """The command's loop, apart from click so the speed of the loop itself can be measured."""
-    default = Pipeline(entities) if entities is not None else None
+def run(stdin: TextIO, stdout: TextIO, entities: list[EntityName] | None, llm: OpenAILLM | None = None) -> None:
+    """The command's loop, apart from click so the speed of the loop itself can be measured. With ``llm``,
+    stage 2 runs too, one line at a time; the loop closes the client when the input ends."""
+    default = Pipeline(entities, llm=llm) if entities is not None else None
     cache: OrderedDict[tuple[str, ...], Pipeline] = OrderedDict()
-    for number, line in enumerate(stdin, 1):
-        if not line.strip():
-            continue
-        try:
-            text, words, names = parse_line(line)
-            pipeline = default if names is None else _cached(cache, names)
-            if pipeline is None:
-                raise LineError('no entities: give --entities or --campaign, or an "entities" list on the line')
-            out: dict[str, Any] = pipeline.correct_fast(text, words).model_dump(mode="json")
-        except LineError as exc:
-            out = {"line": number, "error": str(exc)}
-        stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
-    stdout.flush()
+    loop = asyncio.new_event_loop() if llm is not None else None
+    try:
+        for number, line in enumerate(stdin, 1):
+            if not line.strip():
+                continue
+            try:
+                text, words, names = parse_line(line)
+                pipeline = default if names is None else _cached(cache, names, llm)
+                if pipeline is None:
+                    raise LineError('no entities: give --entities or --campaign, or an "entities" list on the line')
+                if loop is None:
+                    result = pipeline.correct_fast(text, words)
+                else:
+                    result = loop.run_until_complete(pipeline.correct(text, words))
+                out: dict[str, Any] = result.model_dump(mode="json")
+            except LineError as exc:
+                out = {"line": number, "error": str(exc)}
+            stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+        stdout.flush()
+    finally:
+        if loop is not None and llm is not None:
+            loop.run_until_complete(llm.aclose())
+            loop.close()
 
 
 def parse_line(line: str) -> tuple[str, list[tuple[str, float]] | None, tuple[str, ...] | None]:
@@ -150,10 +175,10 @@ def _words(value: Any) -> list[tuple[str, float]] | None:
     return words
 
 
-def _cached(cache: OrderedDict[tuple[str, ...], Pipeline], names: tuple[str, ...]) -> Pipeline:
+def _cached(cache: OrderedDict[tuple[str, ...], Pipeline], names: tuple[str, ...], llm: OpenAILLM | None) -> Pipeline:
     pipeline = cache.get(names)
     if pipeline is None:
-        pipeline = Pipeline([EntityName(name=n) for n in names if n.strip()])
+        pipeline = Pipeline([EntityName(name=n) for n in names if n.strip()], llm=llm)
         cache[names] = pipeline
         if len(cache) > _CACHE_SIZE:
             cache.popitem(last=False)

@@ -8,8 +8,11 @@ alias keeps ruff's F811 quiet when a test takes the fixture as a parameter::
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator
 
+import pytest
 import pytest_asyncio
 
 from tests.fakes.openai_server import FakeOpenAI
@@ -20,3 +23,21 @@ async def fake_openai() -> AsyncIterator[FakeOpenAI]:
     """A fresh fake OpenAI server per test (8-d embeddings; set ``embedding_dim`` to change)."""
     async with FakeOpenAI.running() as fake:
         yield fake
+
+
+@pytest.fixture(name="fake_openai_thread")
+def fake_openai_thread() -> Iterator[FakeOpenAI]:
+    """A fake OpenAI server on an event loop of its own thread, for code that blocks the test's thread while
+    it calls the server (``lorekeeper correct --llm``, ``bench.correction --llm``)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    fake = FakeOpenAI()
+    asyncio.run_coroutine_threadsafe(fake.start(), loop).result(10)
+    try:
+        yield fake
+    finally:
+        asyncio.run_coroutine_threadsafe(fake.stop(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()

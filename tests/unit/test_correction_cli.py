@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from bot.cli.correct import correct, run
@@ -76,6 +77,14 @@ def test_bad_campaign_yaml_is_a_usage_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(correct, ["--entities", str(campaign)], input="")
     assert result.exit_code == 2
     assert "entity 1 has no name" in result.output
+
+
+def test_llm_without_a_configured_model_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("LOREKEEPER_LLM_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "LOREKEEPER_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    result = CliRunner().invoke(correct, ["--llm"], input="hello there\n")
+    assert result.exit_code == 2
+    assert "--llm needs LOREKEEPER_LLM_MODEL" in result.output
 
 
 def test_a_line_without_any_entities_is_an_error_line() -> None:

@@ -1,0 +1,64 @@
+"""Both stages from blocking callers, through the real ``openai`` client against the fake server:
+``lorekeeper correct --llm`` and ``python -m bench.correction --llm``."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+from bench.correction import Case, llm_corrector, score_cases
+from bot.cli.correct import run
+from memory.correction import EntityName
+from memory.providers.llm import OpenAILLM
+from tests.fakes.fixtures import fake_openai_thread as fake_openai_thread_fixture  # noqa: F401
+from tests.fakes.openai_server import FakeOpenAI
+
+ENTITIES = [EntityName(id=1, name="Yasha"), EntityName(id=2, name="Tary")]
+TEXT = "closest to me and sasha, and then the door"
+
+
+def _model(request: dict[str, Any]) -> str:
+    """A model that knows "sasha" is Yasha, and changes nothing else."""
+    sent = json.loads(request["messages"][1]["content"])
+    text, subs = sent["utterance"], []
+    if "sasha" in sent["doubtful_spans"]:
+        text, subs = text.replace("sasha", "Yasha"), [{"heard": "sasha", "entity": "Yasha"}]
+    return json.dumps({"text": text, "substitutions": subs})
+
+
+def _asked(fake: FakeOpenAI) -> list[list[str]]:
+    chats = [r for r in fake.requests if r.path.endswith("/chat/completions")]
+    return [json.loads(r.body["messages"][1]["content"])["doubtful_spans"] for r in chats]
+
+
+def test_the_bench_scores_what_stage_2_restores(fake_openai_thread: FakeOpenAI) -> None:
+    fake_openai_thread.chat_handler = _model
+    correct, close = llm_corrector(ENTITIES, fake_openai_thread.base_url, fake_openai_thread.api_key, "fake-model")
+    try:
+        case = Case(TEXT, TEXT.index("sasha"), TEXT.index("sasha") + 5, "Yasha", "holdout", "Yasha")
+        both = score_cases(correct, [case], None, set())["all"]
+        with_doubt = correct(TEXT, [0.9, 0.9, 0.9, 0.9, 0.2, 0.9, 0.9, 0.9, 0.9])
+    finally:
+        close()
+    # stage 1 leaves "sasha" (too short a name for a word English knows); stage 2 is asked and fixes it
+    assert (both.recall, both.precision) == (1.0, 1.0)
+    assert [(c.span, c.replacement, c.stage) for c in with_doubt] == [("sasha", "Yasha", 2)]
+    assert _asked(fake_openai_thread) == [["sasha"], ["sasha"]]
+
+
+def test_the_cli_runs_stage_2_with_llm(fake_openai_thread: FakeOpenAI) -> None:
+    fake_openai_thread.chat_handler = _model
+    llm = OpenAILLM(fake_openai_thread.base_url, fake_openai_thread.api_key, "fake-model", max_retries=0)
+    stdin = io.StringIO(f"{TEXT}\nthe door is shut\n")
+    stdout = io.StringIO()
+    run(stdin, stdout, ENTITIES, llm)
+    first, second = (json.loads(line) for line in stdout.getvalue().splitlines())
+    assert first["text"] == "closest to me and Yasha, and then the door"
+    assert [(c["span"], c["replacement"], c["stage"]) for c in first["corrections"]] == [("sasha", "Yasha", 2)]
+    assert second == {"text": "the door is shut", "raw_text": "the door is shut", "corrections": []}
+    assert _asked(fake_openai_thread) == [["sasha"]]  # no call for a line with nothing doubtful
+    # without --llm, stage 1 alone: the same line is left as heard
+    stdout = io.StringIO()
+    run(io.StringIO(TEXT + "\n"), stdout, ENTITIES)
+    assert json.loads(stdout.getvalue())["text"] == TEXT
