@@ -59,6 +59,7 @@ class OpenAILLM:
 
     async def complete_json(self, *, system: str, user: str, schema: type[T], temperature: float = 0.1) -> T:
         import openai
+        from openai.types.chat import ChatCompletion
 
         from memory.providers.openai_client import api_error_detail
 
@@ -76,6 +77,10 @@ class OpenAILLM:
             raise LLMError("LLM request timed out") from exc
         except openai.OpenAIError as exc:
             raise LLMError(f"LLM request failed: {type(exc).__name__}: {_short(str(exc))}") from exc
+        except ValueError as exc:  # a 200 whose body is not JSON (a proxy's error page)
+            raise LLMError(f"LLM answer is not JSON: {_short(str(exc))}") from exc
+        if not isinstance(completion, ChatCompletion):
+            raise LLMError(f"LLM answer is not a chat completion: {_short(repr(completion))}")
 
         if not completion.choices:
             raise LLMError("LLM answer has no choices")
@@ -96,7 +101,9 @@ class OpenAILLM:
 
 def parse_json_answer(content: str | None, schema: type[T]) -> T:
     """Validate an LLM's JSON text as ``schema``, tolerating a Markdown code fence around it."""
-    if not content or not content.strip():
+    if not isinstance(content, str):
+        raise LLMError(f"LLM answer has no text: {_short(repr(content))}")
+    if not content.strip():
         raise LLMError("LLM answer is empty")
     # Models served without schema enforcement often wrap JSON in ```json fences despite instructions.
     fenced = _FENCE.match(content)

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from aiohttp import web
 
-__all__ = ["ChatReply", "ChatScript", "FakeHTTPError", "FakeOpenAI", "RecordedRequest"]
+__all__ = ["ChatReply", "ChatScript", "FakeHTTPError", "FakeOpenAI", "FakeRawReply", "RecordedRequest"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,15 @@ class FakeHTTPError:
     retry: bool | None = None
 
 
-ChatResult = str | ChatReply | FakeHTTPError
+@dataclass(frozen=True)
+class FakeRawReply:
+    """A 200 answer whose body is not a chat completion at all: a proxy's error page, broken JSON."""
+
+    body: str
+    content_type: str = "text/html"
+
+
+ChatResult = str | ChatReply | FakeHTTPError | FakeRawReply
 ChatScript = ChatResult | Callable[[dict[str, Any]], ChatResult | Awaitable[ChatResult]]
 
 
@@ -188,6 +196,8 @@ class FakeOpenAI:
             result = await result
         if isinstance(result, FakeHTTPError):
             return _error(result.status, result.message, retry=result.retry)
+        if isinstance(result, FakeRawReply):
+            return web.Response(text=result.body, content_type=result.content_type)
         reply = ChatReply(content=result) if isinstance(result, str) else result
         if reply.delay:
             await asyncio.sleep(reply.delay)

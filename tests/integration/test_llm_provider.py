@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from memory.providers.llm import LLMError, OpenAILLM
 from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
-from tests.fakes.openai_server import ChatReply, FakeHTTPError, FakeOpenAI
+from tests.fakes.openai_server import ChatReply, FakeHTTPError, FakeOpenAI, FakeRawReply
 
 
 class Substitution(BaseModel):
@@ -105,10 +105,15 @@ async def test_json_in_a_markdown_fence_is_accepted(llm: OpenAILLM, fake_openai:
         (ChatReply(refusal="I can't help with that."), "refused: I can't help with that."),
         (ChatReply(content='{"text": "Eldr', finish_reason="length"), "cut off"),
         (ChatReply(content=None, finish_reason="content_filter"), "content filter"),
+        # a 200 that is no chat completion: a proxy's page, broken JSON, another shape, a number for the text
+        (FakeRawReply("<html>gateway timeout</html>"), "not a chat completion"),
+        (FakeRawReply('{"choices": [', "application/json"), "not JSON"),
+        (FakeRawReply("[]", "application/json"), "not a chat completion"),
+        (FakeRawReply('{"choices": [{"message": {"content": 5}}]}', "application/json"), "has no text"),
     ],
 )
 async def test_unusable_answers_raise_llm_error(
-    llm: OpenAILLM, fake_openai: FakeOpenAI, answer: str | ChatReply, expected: str
+    llm: OpenAILLM, fake_openai: FakeOpenAI, answer: str | ChatReply | FakeRawReply, expected: str
 ) -> None:
     fake_openai.queue_chat(answer)
     with pytest.raises(LLMError, match=expected):
