@@ -27,6 +27,7 @@ import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
@@ -37,7 +38,7 @@ from memory.correction.evidence import word_zipf
 from memory.correction.llm import LLMCorrector
 from memory.correction.text import normalize, tokenize
 from memory.models import Correction
-from memory.providers.llm import OpenAILLM
+from memory.providers.llm import LLMError, OpenAILLM
 
 DATA = Path(os.environ.get("LOREKEEPER_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 CRD3 = DATA / "crd3"
@@ -279,26 +280,45 @@ def stage2_reach(
     return reached / len(cases), sent / len(clean), doubted / words
 
 
+class CountedLLM:
+    """The LLM client, counting calls and failures: a run whose calls all fail must not pass for stage 2. The
+    first call failing stops the bench (a wrong key, model or address)."""
+
+    def __init__(self, llm: OpenAILLM) -> None:
+        self.llm = llm
+        self.calls = self.failed = 0
+
+    async def complete_json(self, **kwargs: Any) -> Any:
+        self.calls += 1
+        try:
+            return await self.llm.complete_json(**kwargs)
+        except LLMError as exc:
+            self.failed += 1
+            if self.calls == 1:
+                raise SystemExit(f"--llm: the first stage-2 call failed: {exc}") from exc
+            raise
+
+
 def llm_corrector(
     entities: list[EntityName], base_url: str | None, api_key: str | None, model: str
-) -> tuple[Corrector, Callable[[], None]]:
-    """Both stages, stage 2 on an OpenAI-compatible endpoint, as a blocking corrector (one call at a time), and
-    the function that closes it."""
-    loop = asyncio.new_event_loop()
-    llm = OpenAILLM(base_url, api_key, model)
+) -> tuple[Corrector, Callable[[], None], CountedLLM]:
+    """Both stages, stage 2 on an OpenAI-compatible endpoint, as a blocking corrector (one call at a time); the
+    function that closes it; and the call counts."""
+    runner = asyncio.Runner()
+    llm = CountedLLM(OpenAILLM(base_url, api_key, model))
     pipeline = Pipeline(entities, llm=llm)
 
     def correct(text: str, confidences: list[float] | None) -> list[Correction]:
         words = None
         if confidences is not None:
             words = [(text[t.start : t.end], c) for t, c in zip(tokenize(text), confidences, strict=True)]
-        return loop.run_until_complete(pipeline.correct(text, words)).corrections
+        return runner.run(pipeline.correct(text, words)).corrections
 
     def close() -> None:
-        loop.run_until_complete(llm.aclose())
-        loop.close()
+        with runner:
+            runner.run(llm.llm.aclose())
 
-    return correct, close
+    return correct, close, llm
 
 
 class NaiveMatcher:
@@ -338,6 +358,9 @@ def bench_crd3(args: argparse.Namespace) -> None:
     if not args.mishearings.exists():
         print(f"\nAccuracy, TTRPG case: skipped: {args.mishearings} not found")
         return
+    settings = load_settings(os.environ.get("LOREKEEPER_CONFIG")) if args.llm else None
+    if settings is not None and not settings.llm_enabled:
+        raise SystemExit("--llm: set LOREKEEPER_LLM_MODEL and OPENAI_API_KEY or OPENAI_BASE_URL, as for the bot")
     rng = random.Random(args.seed)
     turns = crd3_turns()
     cases, used = crd3_cases(turns, args.per_entry, rng, args.mishearings)
@@ -352,15 +375,12 @@ def bench_crd3(args: argparse.Namespace) -> None:
         ("phonetic + simulated conf.", ours, random.Random(args.seed), cases, clean),
     ]
     close_llm: Callable[[], None] | None = None
-    if args.llm:
-        settings = load_settings()
-        if not settings.llm_enabled:
-            raise SystemExit("--llm: set LOREKEEPER_LLM_MODEL and OPENAI_API_KEY or OPENAI_BASE_URL, as for the bot")
+    counted: CountedLLM | None = None
+    if settings is not None:
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-        both, close_llm = llm_corrector(entities, settings.openai_base_url, key, settings.llm_model or "")
-        sample = clean[: args.llm_clean_turns]
-        runs.append(("phonetic + LLM stage 2", both, None, cases, sample))
-        runs.append(("phonetic + LLM + simulated conf.", both, random.Random(args.seed), cases, sample))
+        both, close_llm, counted = llm_corrector(entities, settings.openai_base_url, key, settings.llm_model or "")
+        runs.append(("phonetic + LLM stage 2", both, None, cases, clean))
+        runs.append(("phonetic + LLM + simulated conf.", both, random.Random(args.seed), cases, clean))
     if not args.no_baseline:
         # The naive matcher takes ~0.5 s per turn at this size: a sample.
         runs.append(("naive JW n-gram", NaiveMatcher(entities).correct, None, rng.sample(cases, 60), clean[:60]))
@@ -384,6 +404,8 @@ def bench_crd3(args: argparse.Namespace) -> None:
         ["matcher", "set", "n", "recall", "precision", "(respelling ok)", "false corr./1k words (respelling ok)"],
         rows,
     )
+    if counted is not None:
+        print(f"stage 2: {counted.calls} LLM calls, {counted.failed} failed (a failed call leaves the text as heard)")
     reach = [
         [name, *stage2_reach(matcher, cases, clean, conf_rng and random.Random(args.seed))]
         for name, _, conf_rng, _, _ in runs[:2]
@@ -592,9 +614,8 @@ def main() -> None:
         "--llm",
         action="store_true",
         help="also run stage 2 on the LLM configured as for the bot (LOREKEEPER_LLM_MODEL, OPENAI_API_KEY, "
-        "OPENAI_BASE_URL): a call per turn with a doubtful span",
+        "OPENAI_BASE_URL): a call per turn with a doubtful span, about 1,600 on the defaults",
     )
-    parser.add_argument("--llm-clean-turns", type=int, default=500, help="clean turns corrected with the LLM")
     args = parser.parse_args()
     if args.only in (None, "crd3"):
         bench_crd3(args)

@@ -50,18 +50,18 @@ def correct(ctx: click.Context, entities_file: Path | None, campaign_name: str |
     """Correct misheard entity names in utterances from stdin (one per line), writing JSON lines."""
     if entities_file is not None and campaign_name is not None:
         raise click.UsageError("give --entities or --campaign, not both")
-    llm = None
-    if use_llm:
-        settings = settings_from(ctx)
-        if not settings.llm_enabled:
-            raise click.UsageError("--llm needs LOREKEEPER_LLM_MODEL and OPENAI_API_KEY or OPENAI_BASE_URL")
-        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-        llm = OpenAILLM(settings.openai_base_url, key, settings.llm_model or "")
+    settings = settings_from(ctx) if use_llm else None
+    if settings is not None and not settings.llm_enabled:
+        raise click.UsageError("--llm needs LOREKEEPER_LLM_MODEL and OPENAI_API_KEY or OPENAI_BASE_URL")
     names: list[EntityName] | None = None
     if entities_file is not None:
         names = read_entities_file(entities_file)
     elif campaign_name is not None:
         names = load_campaign_names(ctx, campaign_name)
+    llm = None
+    if settings is not None:
+        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        llm = OpenAILLM(settings.openai_base_url, key, settings.llm_model or "")
     run(sys.stdin, sys.stdout, names, llm)
 
 
@@ -108,11 +108,11 @@ def _yaml_entities(path: Path, items: Any) -> list[EntityName]:
 
 def run(stdin: TextIO, stdout: TextIO, entities: list[EntityName] | None, llm: OpenAILLM | None = None) -> None:
     """The command's loop, apart from click so the speed of the loop itself can be measured. With ``llm``,
-    stage 2 runs too, one line at a time; the loop closes the client when the input ends."""
-    default = Pipeline(entities, llm=llm) if entities is not None else None
-    cache: OrderedDict[tuple[str, ...], Pipeline] = OrderedDict()
-    loop = asyncio.new_event_loop() if llm is not None else None
+    stage 2 runs too, one line at a time, and the client is closed when the input ends (or the run is stopped)."""
+    runner = asyncio.Runner() if llm is not None else None
     try:
+        default = Pipeline(entities, llm=llm) if entities is not None else None
+        cache: OrderedDict[tuple[str, ...], Pipeline] = OrderedDict()
         for number, line in enumerate(stdin, 1):
             if not line.strip():
                 continue
@@ -121,19 +121,19 @@ def run(stdin: TextIO, stdout: TextIO, entities: list[EntityName] | None, llm: O
                 pipeline = default if names is None else _cached(cache, names, llm)
                 if pipeline is None:
                     raise LineError('no entities: give --entities or --campaign, or an "entities" list on the line')
-                if loop is None:
+                if runner is None:
                     result = pipeline.correct_fast(text, words)
                 else:
-                    result = loop.run_until_complete(pipeline.correct(text, words))
+                    result = runner.run(pipeline.correct(text, words))
                 out: dict[str, Any] = result.model_dump(mode="json")
             except LineError as exc:
                 out = {"line": number, "error": str(exc)}
             stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
         stdout.flush()
     finally:
-        if loop is not None and llm is not None:
-            loop.run_until_complete(llm.aclose())
-            loop.close()
+        if runner is not None and llm is not None:
+            with runner:
+                runner.run(llm.aclose())
 
 
 def parse_line(line: str) -> tuple[str, list[tuple[str, float]] | None, tuple[str, ...] | None]:

@@ -33,11 +33,13 @@ def fake_openai_thread() -> Iterator[FakeOpenAI]:
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     fake = FakeOpenAI()
-    asyncio.run_coroutine_threadsafe(fake.start(), loop).result(10)
     try:
+        asyncio.run_coroutine_threadsafe(fake.start(), loop).result(10)
         yield fake
     finally:
-        asyncio.run_coroutine_threadsafe(fake.stop(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
+        try:
+            asyncio.run_coroutine_threadsafe(fake.stop(), loop).result(10)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(10)
+            loop.close()
