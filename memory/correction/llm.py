@@ -54,7 +54,10 @@ class LLMCorrector:
         self.llm = llm
         self.index = index
         self.max_names = max_names
-        self._by_spaceless = {f.spaceless: f for f in reversed(index.forms)}  # canonical spellings win
+        # Declared entities are keyed like the model's words: "Slayer's Take" reads "slayertake" there, though
+        # the index spells it "slayerstake". Canonical spellings win.
+        self._by_key = {_key(f.surface or f.canonical): f for f in reversed(index.forms)}
+        self._by_key.update({f.spaceless: f for f in reversed(index.forms)})
         self._choices = [f.spaceless for f in index.forms]
 
     async def correct(self, text: str, suspects: list[tuple[int, int]]) -> list[Correction]:
@@ -144,7 +147,7 @@ class LLMCorrector:
         suspects: list[tuple[int, int]],
         text: str,
     ) -> Correction | None:
-        form = self._by_spaceless.get(entity_key)
+        form = self._by_key.get(entity_key)
         if form is None or not in_answer:
             return None  # not a known entity, or declared without being made
         heard = "".join(t.norm for t in old)

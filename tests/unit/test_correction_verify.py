@@ -1,0 +1,27 @@
+"""Stage 2's verify step on its own: which of a model's declared fixes may stand."""
+
+from __future__ import annotations
+
+from memory.correction import EntityName, PhoneticIndex
+from memory.correction.llm import LLMCorrection, LLMCorrector, Substitution
+
+
+def _verify(names: list[EntityName], text: str, doubtful: str, answer: str, *subs: tuple[str, str]) -> str:
+    stage2 = LLMCorrector(None, PhoneticIndex.build(names))  # type: ignore[arg-type]  # verify asks nothing
+    start = text.index(doubtful)
+    declared = LLMCorrection(text=answer, substitutions=[Substitution(heard=h, entity=e) for h, e in subs])
+    fixes = stage2.verify(text, [(start, start + len(doubtful))], declared)
+    for c in sorted(fixes, key=lambda c: c.start, reverse=True):
+        text = text[: c.start] + c.replacement + text[c.end :]
+    return text
+
+
+def test_a_name_with_a_possessive_inside_can_be_declared() -> None:
+    names = [EntityName(id=1, name="Slayer's Take"), EntityName(id=2, name="Vex'ahlia", aliases=["Vex's Broom"])]
+    text = "we went to slay her stake today"
+    answer = "we went to Slayer's Take today"
+    assert _verify(names, text, "slay her stake", answer, ("slay her stake", "Slayer's Take")) == answer
+    # an alias with one maps to its entity's name
+    text = "she rode the vexes brume home"
+    answer = "she rode the Vex's Broom home"
+    assert _verify(names, text, "vexes brume", answer, ("vexes brume", "Vex's Broom")) == "she rode the Vex'ahlia home"
