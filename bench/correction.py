@@ -67,6 +67,14 @@ def _spoken(name: str) -> str:
     return re.sub(r"\s*\([^)]*\)", "", name).strip()
 
 
+def _uninverted(name: str) -> str:
+    """The SRD's equipment list is a catalogue: "Crossbow, heavy" is said "heavy crossbow"."""
+    head, comma, tail = name.partition(", ")
+    if not comma or not re.fullmatch(r"[^\W\d_][\w' -]*", tail) or any(ch.isdigit() for ch in tail):
+        return name  # "Armor, +1" is a name with a number, not a catalogue entry
+    return f"{tail} {head.lower() if tail[:1].islower() else head}"
+
+
 def _alias_worthy(surface: str, count: int, entity: dict) -> bool:
     # The wiki's surface forms include pronouns and descriptions ("his sister", "a white dragon"): keep short
     # capitalised forms seen more than once, sharing a word with the entity's name or its invented words, or
@@ -90,7 +98,7 @@ def crd3_entities() -> list[EntityName]:
 
 def srd_entities(first_id: int) -> list[EntityName]:
     srd = json.loads(SRD.read_text()) if SRD.exists() else []
-    return [EntityName(id=first_id + i, name=_spoken(e["name"])) for i, e in enumerate(srd)]
+    return [EntityName(id=first_id + i, name=_uninverted(_spoken(e["name"]))) for i, e in enumerate(srd)]
 
 
 # --- accuracy, TTRPG case -----------------------------------------------------------------------------------
