@@ -47,6 +47,14 @@ def _third_keys(n: int, shortest: int) -> tuple[int, int, tuple[tuple[int, int, 
     return low, high, tuple(sorted(keys))
 
 
+def near_edits(phones: str, form: NameForm) -> int | None:
+    """Phone edits from ``phones`` to the name when they sound near it: within a phone, or two of a long name
+    (what stage 1 refuses but hands to stage 2, and what stage 2 shows the model); None when further."""
+    most = 2 if len(form.phones) >= MIN_TWO_EDIT_PHONES else 1
+    edits = Levenshtein.distance(phones, form.phones, score_cutoff=most)
+    return edits if edits <= most else None
+
+
 class EntityName(BaseModel):
     """What the matcher needs of an entity: its id (None outside the database), name and aliases."""
 

@@ -15,9 +15,9 @@ import logging
 
 from pydantic import BaseModel, Field
 from rapidfuzz import process
-from rapidfuzz.distance import JaroWinkler, Levenshtein
+from rapidfuzz.distance import JaroWinkler
 
-from memory.correction.index import MIN_SOUND_PHONES, MIN_TWO_EDIT_PHONES, NameForm, PhoneticIndex
+from memory.correction.index import MIN_SOUND_PHONES, NameForm, PhoneticIndex, near_edits
 from memory.correction.pronounce import phrase_phones
 from memory.correction.text import Token, normalize, tokenize
 from memory.models import Correction
@@ -99,23 +99,18 @@ class LLMCorrector:
     def _said_alike(self, span: str) -> list[NameForm]:
         """Forms pronounced within a phone of some run of the span's words (two for a long name), nearest first."""
         words = [t.norm for t in tokenize(span)]
-        found: dict[NameForm, int] = {}
+        # The index holds a second copy of a name also said the dictionary's way: one entry each, nearest first.
+        nearest: dict[tuple[int, str], tuple[int, NameForm]] = {}
         for i in range(len(words)):
             for j in range(i + 1, min(len(words), i + _MAX_RUN) + 1):
                 phones = phrase_phones(words[i:j])
                 if len(phones) < MIN_SOUND_PHONES - 1:
                     continue
-                near = [*self.index.sound_candidates(phones), *self.index.two_edit_candidates(phones, 0)]
-                for form in near:
-                    edits = Levenshtein.distance(phones, form.phones, score_cutoff=2)
-                    if edits <= (2 if len(form.phones) >= MIN_TWO_EDIT_PHONES else 1):
-                        found[form] = min(edits, found.get(form, edits))
-        # The index holds a second copy of a name also said the dictionary's way: one entry each, nearest first.
-        nearest: dict[tuple[int, str], tuple[int, NameForm]] = {}
-        for form, edits in found.items():
-            key = (form.entity_key, form.norm)
-            if key not in nearest or edits < nearest[key][0]:
-                nearest[key] = (edits, form)
+                for form in (*self.index.sound_candidates(phones), *self.index.two_edit_candidates(phones, 0)):
+                    edits = near_edits(phones, form)
+                    key = (form.entity_key, form.norm)
+                    if edits is not None and (key not in nearest or edits < nearest[key][0]):
+                        nearest[key] = (edits, form)
         return [f for _, f in sorted(nearest.values(), key=lambda e: (e[0], e[1].surface))]
 
     def verify(self, text: str, suspects: list[tuple[int, int]], answer: LLMCorrection) -> list[Correction]:

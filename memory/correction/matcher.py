@@ -23,7 +23,7 @@ from memory.correction.evidence import (
     required_score,
     word_zipf,
 )
-from memory.correction.index import MIN_TWO_EDIT_PHONES, NameForm, PhoneticIndex
+from memory.correction.index import NameForm, PhoneticIndex, near_edits
 from memory.correction.phonetics import codes
 from memory.correction.pronounce import arpabet_code, phrase_phones, warm, word_phones
 from memory.correction.text import Token, normalize, spaced_form, tokenize
@@ -603,8 +603,7 @@ class PhoneticMatcher:
                 continue
             if len(form.words) > 1 and (all(w in words for w in form.words) or all(w in form.words for w in words)):
                 continue
-            most = 2 if size >= MIN_TWO_EDIT_PHONES else 1
-            if Levenshtein.distance(phones, form.phones, score_cutoff=most) <= most:
+            if near_edits(phones, form) is not None:
                 return True
         return False
 
