@@ -25,7 +25,7 @@ from memory.correction.evidence import (
 )
 from memory.correction.index import NameForm, PhoneticIndex, near_edits
 from memory.correction.phonetics import codes
-from memory.correction.pronounce import arpabet_code, phrase_phones, warm, word_phones
+from memory.correction.pronounce import arpabet_code, name_phones, phrase_phones, warm, word_phones
 from memory.correction.text import Token, normalize, spaced_form, tokenize
 from memory.models import Correction
 
@@ -737,6 +737,34 @@ class PhoneticMatcher:
             return phrase, False
         return None, True
 
+    def _after_the_name(self, text: str, tokens: list[Token], first: int, form: NameForm) -> tuple[int, str]:
+        """Where the mention of an alias that ends its entity's name ("the Tidewarden" of Quelloth the
+        Tidewarden) starts, and what it writes. After the rest of the name misheard ("kell loth the tide warden"),
+        uncommon words sounding like it, the mention is the whole name; after the name said right but apart
+        ("Quelloth, the tide warden"), the alias as registered, not the name a second time."""
+        name = normalize(form.canonical).split()
+        rest = len(name) - len(form.words)
+        if rest <= 0 or tuple(name[rest:]) != form.words:
+            return first, form.canonical
+        lead = name[:rest]
+        if first >= rest and [t.norm for t in tokens[first - rest : first]] == lead:
+            alias = form.surface
+            if text[tokens[first].start].isupper() and alias[:1].islower():
+                alias = alias[0].upper() + alias[1:]  # "It was Quelloth. The tide warden" -> "The Tidewarden"
+            return first, alias
+        said = name_phones(tuple(lead))
+        most = len(said) // 3
+        for start in range(first - 1, max(first - rest - 2, -1), -1):  # a word of the name may be heard as two
+            if (
+                not _joined(text, tokens[start : start + 2])
+                or word_zipf(tokens[start].word) >= self.settings.common_zipf
+            ):
+                break
+            heard = phrase_phones([t.norm for t in tokens[start:first]])
+            if heard and Levenshtein.distance(heard, said, score_cutoff=most) <= most:
+                return start, form.canonical
+        return first, form.canonical
+
     def _phrase(self, scored: list[_Scored]) -> tuple[NameForm, float, bool] | None:
         """The phrase path (see ``MatchSettings.phrase_*``): best by phrase score, unambiguous, above threshold."""
         ranked: list[tuple[float, _Scored]] = []
@@ -775,9 +803,12 @@ class PhoneticMatcher:
         # An alias becomes the canonical name; words of it already said just before stay said once:
         # "captain bran ock" -> "Captain Brannoch Ysgarde", not "captain Captain Brannoch Ysgarde".
         lead = c.form.canonical.casefold().split()
+        replacement = c.form.canonical
         while first > 0 and lead and tokens[first - 1].norm == lead[0] and _joined(text, tokens[first - 1 : first + 1]):
             first -= 1
             lead = lead[1:]
+        if first == c.first and not c.form.primary:
+            first, replacement = self._after_the_name(text, tokens, first, c.form)
         # ... and the rest of it said just after: "Zix ara" -> "Zyx'ara" (heard as the alias Zyx), not "Zyx'ara ara".
         canonical = normalize(c.form.canonical).replace(" ", "")
         if canonical != c.form.spaceless and canonical.startswith(c.form.spaceless) and not c.plural:
@@ -796,7 +827,7 @@ class PhoneticMatcher:
         end = tokens[last].base_end - (1 if c.plural else 0)
         return Correction(
             span=text[start:end],
-            replacement=c.form.canonical,
+            replacement=replacement,
             start=start,
             end=end,
             entity_id=c.form.entity_id,

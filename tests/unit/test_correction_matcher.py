@@ -235,6 +235,20 @@ def test_words_of_the_canonical_name_said_just_before_are_not_doubled() -> None:
     assert pipeline.correct_fast("Zix ara listens to the water.").text == "Zyx'ara listens to the water."
 
 
+def test_an_alias_ending_the_name_after_the_rest_of_it() -> None:
+    pipeline = Pipeline([EntityName(id=9, name="Quelloth the Tidewarden", aliases=["Quelloth", "the Tidewarden"])])
+    # the rest of the name misheard just before (uncommon words sounding like it): the whole name, once
+    [c] = pipeline.correct_fast("She calls herself kell loth the tide warden.").corrections
+    assert (c.span, c.replacement, c.entity_id) == ("kell loth the tide warden", "Quelloth the Tidewarden", 9)
+    # said right but apart: the alias is written, not the name a second time
+    assert pipeline.correct_fast("Quelloth, the tide warden, rises.").text == "Quelloth, the Tidewarden, rises."
+    [c] = pipeline.correct_fast("It was Quelloth. The tide warden rises.").corrections
+    assert (c.span, c.replacement, c.entity_id) == ("The tide warden", "The Tidewarden", 9)
+    # otherwise the alias becomes the name; ordinary words before it are not taken in
+    assert pipeline.correct_fast("I saw the tide warden.").text == "I saw Quelloth the Tidewarden."
+    assert pipeline.correct_fast("It's a kettle, the tide warden.").text == "It's a kettle, Quelloth the Tidewarden."
+
+
 # --- the sound path: pronunciations compared phone by phone ----------------------------------------------
 
 
