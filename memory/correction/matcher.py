@@ -737,31 +737,44 @@ class PhoneticMatcher:
             return phrase, False
         return None, True
 
-    def _after_the_name(self, text: str, tokens: list[Token], first: int, form: NameForm) -> tuple[int, str]:
-        """Where the mention of an alias that ends its entity's name ("the Tidewarden" of Quelloth the
-        Tidewarden) starts, and what it writes. After the rest of the name misheard ("kell loth the tide warden"),
-        uncommon words sounding like it, the mention is the whole name; after the name said right but apart
-        ("Quelloth, the tide warden"), the alias as registered, not the name a second time."""
+    def _alias_mention(self, text: str, tokens: list[Token], first: int, form: NameForm) -> tuple[int, str]:
+        """Where the mention of an alias starts, and what it writes: the canonical name, said once. Words of the
+        name said just before the alias are part of the mention ("captain bran ock", heard as the alias Brannoch
+        of Captain Brannoch Ysgarde), and so are uncommon words sounding like them ("kell loth the tide warden",
+        the alias the Tidewarden of Quelloth the Tidewarden). After a word of the name said apart ("Quelloth, the
+        tide warden"; "Eldrinax, the drowned worm"; an uncommon word of it) the alias is written as registered,
+        not the name again."""
         name = normalize(form.canonical).split()
-        rest = len(name) - len(form.words)
-        if rest <= 0 or tuple(name[rest:]) != form.words:
-            return first, form.canonical
-        lead = name[:rest]
-        if first >= rest and [t.norm for t in tokens[first - rest : first]] == lead:
+        size = len(form.words)
+        at = next((i for i in range(len(name) - size + 1) if tuple(name[i : i + size]) == form.words), 0)
+        lead = name[:at]
+        said = 0
+        while (
+            said < len(lead)
+            and first - said > 0
+            and tokens[first - said - 1].norm == lead[-1 - said]
+            and _joined(text, tokens[first - said - 1 : first - said + 1])
+        ):
+            said += 1
+        if said:
+            return first - said, form.canonical
+        others = {w for w in name if w not in form.words and word_zipf(w) < self.settings.common_zipf}
+        if first > 0 and tokens[first - 1].norm in others:
             alias = form.surface
             if text[tokens[first].start].isupper() and alias[:1].islower():
                 alias = alias[0].upper() + alias[1:]  # "It was Quelloth. The tide warden" -> "The Tidewarden"
             return first, alias
-        said = name_phones(tuple(lead))
-        most = len(said) // 3
-        for start in range(first - 1, max(first - rest - 2, -1), -1):  # a word of the name may be heard as two
+        sound = name_phones(tuple(lead)) if lead else ""
+        most = len(sound) // 3
+        for start in range(first - 1, max(first - len(lead) - 2, -1), -1):  # a word may be heard as two
             if (
-                not _joined(text, tokens[start : start + 2])
+                not sound
+                or not _joined(text, tokens[start : start + 2])
                 or word_zipf(tokens[start].word) >= self.settings.common_zipf
             ):
                 break
             heard = phrase_phones([t.norm for t in tokens[start:first]])
-            if heard and Levenshtein.distance(heard, said, score_cutoff=most) <= most:
+            if heard and Levenshtein.distance(heard, sound, score_cutoff=most) <= most:
                 return start, form.canonical
         return first, form.canonical
 
@@ -794,21 +807,19 @@ class PhoneticMatcher:
             before += 1
         while last - after > first + before and after < len(words) - before and words[-1 - after] not in own:
             after += 1
-        if (before or after) and not c.plural:
+        kept = words[before : len(words) - after]
+        # ... unless the words left are no part of the name ("the drowned worm" heard as the alias The Drowned
+        # Wyrm of Eldrinax is Eldrinax, not "the drowned Eldrinax").
+        if (before or after) and not c.plural and kept and all(w in own for w in kept):
             said = [t.norm for t in tokens[first : first + before]] + [
                 t.norm for t in tokens[last - after + 1 : last + 1]
             ]
             if said == [*words[:before], *words[len(words) - after :]]:
                 first, last = first + before, last - after
-        # An alias becomes the canonical name; words of it already said just before stay said once:
-        # "captain bran ock" -> "Captain Brannoch Ysgarde", not "captain Captain Brannoch Ysgarde".
-        lead = c.form.canonical.casefold().split()
+        # An alias becomes the canonical name, said once (see ``_alias_mention``).
         replacement = c.form.canonical
-        while first > 0 and lead and tokens[first - 1].norm == lead[0] and _joined(text, tokens[first - 1 : first + 1]):
-            first -= 1
-            lead = lead[1:]
         if first == c.first and not c.form.primary:
-            first, replacement = self._after_the_name(text, tokens, first, c.form)
+            first, replacement = self._alias_mention(text, tokens, first, c.form)
         # ... and the rest of it said just after: "Zix ara" -> "Zyx'ara" (heard as the alias Zyx), not "Zyx'ara ara".
         canonical = normalize(c.form.canonical).replace(" ", "")
         if canonical != c.form.spaceless and canonical.startswith(c.form.spaceless) and not c.plural:

@@ -249,6 +249,16 @@ def test_an_alias_ending_the_name_after_the_rest_of_it() -> None:
     assert pipeline.correct_fast("It's a kettle, the tide warden.").text == "It's a kettle, Quelloth the Tidewarden."
 
 
+def test_an_alias_that_is_no_part_of_the_name() -> None:
+    pipeline = Pipeline([EntityName(id=6, name="Eldrinax", aliases=["The Drowned Wyrm"])])
+    # the whole mention is the entity, not "the drowned Eldrinax"
+    assert pipeline.correct_fast("Then the drowned worm wakes.").text == "Then Eldrinax wakes."
+    # after the name, said apart or joined, the alias stays an epithet and the name is not repeated
+    assert pipeline.correct_fast("Eldrinax, the drowned worm, wakes.").text == "Eldrinax, The Drowned Wyrm, wakes."
+    [c] = pipeline.correct_fast("Eldrinax the drowned worm wakes.").corrections
+    assert (c.span, c.replacement, c.entity_id) == ("the drowned worm", "The Drowned Wyrm", 6)
+
+
 # --- the sound path: pronunciations compared phone by phone ----------------------------------------------
 
 
