@@ -10,7 +10,7 @@ from typing import Any
 
 import asyncpg
 
-from memory.db import Executor
+from memory.db import Executor, transaction
 from memory.errors import AlreadyExistsError, NotFoundError
 from memory.models import Campaign, clean_name
 
@@ -71,12 +71,15 @@ class Campaigns:
 
     async def activate(self, name: str) -> Campaign:
         target = await self.get(name)
-        # One statement, so the unique "one active per guild" index never sees two.
-        await self.db.execute(
-            "UPDATE campaigns SET active = (id = $2) WHERE guild_id = $1 AND (active OR id = $2)",
-            self.guild_id,
-            target.id,
-        )
+        # The old one off, then the new one on: the unique "one active per guild" index is checked row by row,
+        # so one statement doing both fails whenever it reaches the new row first. Two switches at once queue
+        # on the guild's rows.
+        async with transaction(self.db) as conn:
+            await conn.execute("SELECT 1 FROM campaigns WHERE guild_id = $1 FOR UPDATE", self.guild_id)
+            await conn.execute("UPDATE campaigns SET active = false WHERE guild_id = $1 AND active", self.guild_id)
+            await conn.execute(
+                "UPDATE campaigns SET active = true WHERE guild_id = $1 AND id = $2", self.guild_id, target.id
+            )
         return target.model_copy(update={"active": True})
 
     async def update(self, name: str, **fields: Any) -> Campaign:

@@ -459,6 +459,11 @@ async def test_creating_an_active_campaign_switches_to_it(memory: Memory) -> Non
     second = await guild.create("Second", activate=True)
     assert second.active and (await guild.active()).name == "Second"  # type: ignore[union-attr]
     assert [c.name for c in await guild.list() if c.active] == ["Second"]
+    # and back: the older row comes first in the table, where one UPDATE doing both broke the unique index
+    await guild.activate("First")
+    await guild.activate("Second")
+    await guild.activate("first")
+    assert [c.name for c in await guild.list() if c.active] == ["First"]
 
 
 async def test_unposted_items_are_each_posted_once_however_old(memory: Memory, campaign: CampaignMemory) -> None:
