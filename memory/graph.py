@@ -50,6 +50,11 @@ SINGLE_VALUED = frozenset(
     }
 )
 
+#: Advisory transaction locks (namespace + id, as ``session_log``'s appends): one writer of a source entity's
+#: facts at a time, and one of a campaign's names, since both check before they write.
+_FACTS_LOCK = 2 << 48
+_NAMES_LOCK = 3 << 48
+
 _ENTITY_SELECT = """
     SELECT e.id, e.campaign_id, e.name, e.type, e.description, e.attributes, e.visibility, e.status,
            e.provenance, e.created_at, e.updated_at,
@@ -362,6 +367,8 @@ class KnowledgeGraph:
         """A name or alias may name one entity only: no entity's name may be another's alias."""
         if not names:
             return
+        # Until the transaction ends: two writers checking at once would both find a name free.
+        await self.db.execute("SELECT pg_advisory_xact_lock($1::bigint)", _NAMES_LOCK + self.campaign_id)
         lowered = [n.casefold() for n in names]
         if len(set(lowered)) != len(lowered):
             raise InvalidInputError("an alias repeats the entity's name or another alias")
@@ -395,6 +402,18 @@ class KnowledgeGraph:
         Status comes from the provenance: DM and campaign-file facts are accepted; others are accepted only at
         or above the threshold and wait for review below it. An identical current fact is returned instead of
         being stored twice. An accepted fact closes the current accepted facts it contradicts."""
+        async with transaction(self.db) as conn:
+            graph = self.bound_to(conn)
+            await graph.lock_facts_of(rel.source_id)
+            return await graph._ensure_relationship(rel)
+
+    async def lock_facts_of(self, source_id: int) -> None:
+        """Hold, until the transaction ends, the right to write ``source_id``'s facts: two contradicting values
+        accepted at once ("dead" by extraction, "alive" by the DM) would each miss the other, uncommitted, and
+        both stay current."""
+        await self.db.execute("SELECT pg_advisory_xact_lock($1::bigint)", _FACTS_LOCK + source_id)
+
+    async def _ensure_relationship(self, rel: RelationshipIn) -> tuple[Relationship, bool]:
         status = rel.status or self._status_for(rel.provenance)
         existing = await self.db.fetchrow(
             f"""{_REL_SELECT}
@@ -441,7 +460,7 @@ class KnowledgeGraph:
                     rel.provenance.model_dump(mode="json"),
                 )
         except asyncpg.UniqueViolationError:
-            return await self.ensure_relationship(rel)  # someone stored the same fact a moment ago: use theirs
+            return await self._ensure_relationship(rel)  # someone stored the same fact a moment ago: use theirs
         except asyncpg.ForeignKeyViolationError:
             raise NotFoundError("the relationship names an entity that is not in this campaign") from None
         except asyncpg.CheckViolationError:

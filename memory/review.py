@@ -18,6 +18,8 @@ from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
 from memory.graph import KnowledgeGraph
 from memory.models import EntityType, ReviewItem, ReviewKind, ReviewStatus, Visibility
 
+#: The advisory lock that orders a campaign's review decisions (namespace + campaign id; see ``graph``).
+_DECISION_LOCK = 4 << 48
 _REF = re.compile(r"^\s*([ef])(\d+)\s*$", re.IGNORECASE)
 
 
@@ -125,6 +127,9 @@ class ReviewQueue:
         return item.entity.status if item.entity else item.fact.status  # type: ignore[union-attr]
 
     async def _pending_item(self, ref: str) -> ReviewItem:
+        # One decision of a campaign's at a time, each seeing the last one committed: a double click, or the DM
+        # in Discord and at the command line, must not accept and reject the same item.
+        await self.graph.db.execute("SELECT pg_advisory_xact_lock($1::bigint)", _DECISION_LOCK + self.graph.campaign_id)
         try:
             item = await self.get(ref)
         except NotFoundError:
@@ -148,6 +153,7 @@ class ReviewQueue:
         else:
             fact = item.fact
             assert fact is not None
+            await g.lock_facts_of(fact.source_id)
             for entity_id in (fact.source_id, fact.target_id):
                 if entity_id is not None:
                     e = await g.get_entity_by_id(entity_id)

@@ -1,0 +1,86 @@
+"""Writers that check before they write, at the same time: each waits for the other's commit, then sees it.
+
+Each test holds the first writer's transaction open, starts the second on another connection, waits until it
+is blocked on a lock, then commits the first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any
+
+import asyncpg
+import pytest
+
+from memory.errors import AlreadyDecidedError, AlreadyExistsError
+from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source
+from memory.store import CampaignMemory
+
+
+async def _second_waits(pool: asyncpg.Pool, second: Awaitable[Any]) -> asyncio.Task[Any]:
+    task = asyncio.ensure_future(second)
+    for _ in range(200):
+        if await pool.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"):
+            return task
+        assert not task.done(), f"the second writer did not wait: {task.result()!r}"
+        await asyncio.sleep(0.025)
+    raise AssertionError("the second writer never waited for the first")
+
+
+async def test_two_decisions_on_one_review_item_the_second_is_refused(
+    pool: asyncpg.Pool, campaign: CampaignMemory
+) -> None:
+    g = campaign.graph
+    brom = await g.add_entity(EntityIn(name="Brom", type=EntityType.npc))
+    alive = await g.add_relationship(RelationshipIn(source_id=brom.id, type="status", value="alive"))
+    guess = Provenance(source=Source.stated, confidence=0.5)
+    dead = await g.add_relationship(RelationshipIn(source_id=brom.id, type="status", value="dead", provenance=guess))
+    assert dead.status == ReviewStatus.pending
+    async with pool.acquire() as conn:
+        first = conn.transaction()
+        await first.start()
+        await CampaignMemory(conn, campaign.campaign_id).review.accept(f"f{dead.id}")  # a click on Accept
+        second = await _second_waits(pool, campaign.review.reject(f"f{dead.id}"))  # and one on Reject
+        await first.commit()
+    with pytest.raises(AlreadyDecidedError):
+        await second
+    assert (await g.get_relationship(dead.id)).status == ReviewStatus.accepted
+    assert (await g.get_relationship(alive.id)).valid_to is not None
+    assert [r.value for r in await g.relationships_of(brom.id) if r.type == "status"] == ["dead"]
+
+
+async def test_contradicting_values_accepted_at_once_leave_one_current(
+    pool: asyncpg.Pool, campaign: CampaignMemory
+) -> None:
+    brom = await campaign.graph.add_entity(EntityIn(name="Brom", type=EntityType.npc))
+    sure = Provenance(source=Source.stated, confidence=0.9)
+    async with pool.acquire() as conn:
+        first = conn.transaction()
+        await first.start()
+        extraction = CampaignMemory(conn, campaign.campaign_id).graph
+        await extraction.add_relationship(
+            RelationshipIn(source_id=brom.id, type="status", value="dead", provenance=sure)
+        )
+        dm = await _second_waits(
+            pool, campaign.graph.add_relationship(RelationshipIn(source_id=brom.id, type="status", value="alive"))
+        )
+        await first.commit()
+    await dm
+    current = [r.value for r in await campaign.graph.relationships_of(brom.id) if r.type == "status"]
+    assert len(current) == 1, current
+
+
+async def test_a_name_taken_meanwhile_is_refused(pool: asyncpg.Pool, campaign: CampaignMemory) -> None:
+    async with pool.acquire() as conn:
+        first = conn.transaction()
+        await first.start()
+        dm = CampaignMemory(conn, campaign.campaign_id).graph
+        await dm.add_entity(EntityIn(name="Brom", type=EntityType.npc, aliases=["Bram"]))
+        extraction = await _second_waits(
+            pool, campaign.graph.add_entity(EntityIn(name="Bram", type=EntityType.npc, status=ReviewStatus.pending))
+        )
+        await first.commit()
+    with pytest.raises(AlreadyExistsError):
+        await extraction
+    assert (await campaign.graph.find_entity("Bram")).name == "Brom"  # type: ignore[union-attr]
