@@ -314,6 +314,8 @@ class MemoryGuard:
             tries += 1
             try:
                 await self._replay()
+                if self._end_requested and self._ended is None:
+                    await self._end_now()  # an empty spool replays without the database: this may fail too
                 break
             except DATABASE_ERRORS as exc:
                 self._last_error = f"{type(exc).__name__}: {exc}"
@@ -321,11 +323,6 @@ class MemoryGuard:
                 log.info("database still unavailable (try %d: %s); next try in %.1f s", tries, exc, wait)
                 await asyncio.sleep(wait)
         log.warning("session %s healthy again: the spool was replayed into the database", self.session.id)
-        if self._end_requested and self._ended is None:
-            try:
-                await self._end_now()
-            except DATABASE_ERRORS:
-                log.exception("could not end session %s after replaying its spool", self.session.id)
 
     async def _replay(self) -> None:
         offset = 0
@@ -359,14 +356,21 @@ class MemoryGuard:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._healthy.wait(), wait_s)
             if not self._healthy.is_set():
-                # remembered on disk: if the process stops before the database is back, the next start ends it
-                self.end_marker.parent.mkdir(parents=True, exist_ok=True)
-                self.end_marker.touch()
-                raise SpoolPending(
-                    f"the database is unavailable: {self._spooled} utterances are safe in {self.spool.path} "
-                    "and will be stored (and the session closed) as soon as it is back"
-                )
-        return await self._end_now()
+                raise self._end_pending()
+        try:
+            return await self._end_now()
+        except DATABASE_ERRORS as exc:  # gone since the last write: the retry ends the session when it is back
+            self._degrade(exc)
+            raise self._end_pending() from exc
+
+    def _end_pending(self) -> SpoolPending:
+        # remembered on disk: if the process stops before the database is back, the next start ends it
+        self.end_marker.parent.mkdir(parents=True, exist_ok=True)
+        self.end_marker.touch()
+        return SpoolPending(
+            f"the database is unavailable: {self._spooled} utterances are safe in {self.spool.path} "
+            "and will be stored (and the session closed) as soon as it is back"
+        )
 
     async def _end_now(self) -> Session:
         async with self._write_lock:
