@@ -30,7 +30,7 @@ import discord
 from discord.ext import voice_recv
 from nacl.exceptions import CryptoError
 
-from memory.models import Session
+from memory.models import Campaign, Session
 from memory.providers.stt import SpeechToText
 from memory.store import CampaignMemory
 from memory.voice.backoff import Backoff, GaveUp, retry
@@ -176,6 +176,7 @@ class VoiceSession:
         bot: discord.Client,
         channel: discord.VoiceChannel | discord.StageChannel,
         announce: discord.abc.Messageable,
+        campaign: Campaign,
         mem: CampaignMemory,
         guard: MemoryGuard,
         stt: SpeechToText,
@@ -185,6 +186,8 @@ class VoiceSession:
         self.channel = channel
         self.announce = announce
         self.mem = mem
+        #: The campaign recorded into, as it was read at the start (its DM role): the database may be what fails.
+        self.campaign = campaign
         self.guard = guard
         self.started = time.monotonic()
         self.names: dict[int, str] = {}
@@ -210,13 +213,15 @@ class VoiceSession:
         bot: discord.Client,
         channel: discord.VoiceChannel | discord.StageChannel,
         announce: discord.abc.Messageable,
+        campaign: Campaign,
         mem: CampaignMemory,
         title: str,
         data_dir: Path,
         stt: SpeechToText,
     ) -> VoiceSession:
         guard = await MemoryGuard.start(mem, title, data_dir)
-        session = cls(bot, channel, announce, mem, guard, stt, unheard_dir(data_dir, mem.campaign_id, guard.session.id))
+        unheard = unheard_dir(data_dir, mem.campaign_id, guard.session.id)
+        session = cls(bot, channel, announce, campaign, mem, guard, stt, unheard)
         try:
             await session._connect()
         except BaseException:

@@ -10,7 +10,16 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.app import LorekeeperBot
-from bot.checks import UserError, active_campaign, bot_of, dm_campaign, guild_id_of, member_is_dm, require_dm
+from bot.checks import (
+    NotDMError,
+    UserError,
+    active_campaign,
+    bot_of,
+    dm_campaign,
+    guild_id_of,
+    member_is_dm,
+    require_dm,
+)
 from bot.views import Confirm, clip, name_choices, safe_autocomplete
 from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaign_file
 from campaigns.load import apply_campaign_file, export_campaign_file
@@ -66,8 +75,11 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
     @app_commands.command(description="Make another campaign the active one (DM only)")
     @app_commands.autocomplete(name=campaign_names)
     async def switch(self, interaction: discord.Interaction, name: str) -> None:
-        await require_dm(interaction)
-        active = await campaigns_of(interaction).activate(name)
+        campaigns = campaigns_of(interaction)
+        target = await campaigns.get(name)
+        if not member_is_dm(interaction, target):  # the DM of the campaign switched to, not of the active one
+            raise NotDMError()
+        active = await campaigns.activate(target.name)
         await interaction.response.send_message(f"Active campaign: **{active.name}**.", ephemeral=True)
 
     @app_commands.command(description="The active campaign: what it holds")
@@ -91,12 +103,15 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
     @app_commands.command(description="Delete a campaign and everything in it (DM only)")
     @app_commands.autocomplete(name=campaign_names)
     async def delete(self, interaction: discord.Interaction, name: str) -> None:
-        await require_dm(interaction)
         campaigns = campaigns_of(interaction)
         target = await campaigns.get(name)
+        if not member_is_dm(interaction, target):  # the DM of the campaign deleted, not of the active one
+            raise NotDMError()
+        self._not_recording(interaction, target)
         counts = await campaigns.counts(target.id)
 
         async def delete() -> str:
+            self._not_recording(interaction, target)  # a session may have started while the DM decided
             await campaigns.delete(target.name)
             return f"Deleted campaign **{target.name}**."
 
@@ -106,6 +121,12 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
             view=Confirm(interaction, delete),
             ephemeral=True,
         )
+
+    def _not_recording(self, interaction: discord.Interaction, campaign: Campaign) -> None:
+        sessions = self.bot.get_cog("Sessions")
+        recording = sessions.recording_into(guild_id_of(interaction)) if sessions is not None else None  # type: ignore[attr-defined]
+        if recording is not None and recording.id == campaign.id:
+            raise UserError(f"**{campaign.name}** is being recorded: /session stop first.")
 
     @app_commands.command(description="Load a campaign YAML file into the active campaign (DM only)")
     @app_commands.describe(file="A campaign .yaml file (see campaigns/examples)")

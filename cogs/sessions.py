@@ -16,8 +16,9 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.app import LorekeeperBot
-from bot.checks import UserError, active_campaign, dm_campaign, guild_id_of, member_is_dm
+from bot.checks import NotDMError, UserError, dm_campaign, guild_id_of, member_is_dm
 from bot.voice import VoiceSession
+from memory.models import Campaign
 from memory.providers.stt import SpeechToText, WhisperSTT
 from memory.voice.guard import GuardState, SpoolPending, recover_leftover_spools
 
@@ -25,6 +26,7 @@ log = logging.getLogger("lorekeeper.bot")
 
 NOT_IN_VOICE = "Join a voice channel first, then run /session start: I record the channel you are in."
 NO_SESSION = "No session is being recorded in this server."
+BUSY = "The session is being started or stopped right now; try again in a moment."
 
 
 def duration(seconds: float) -> str:
@@ -38,6 +40,7 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
     def __init__(self, bot: LorekeeperBot) -> None:
         self.bot = bot
         self.live: dict[int, VoiceSession] = {}  # guild id → its one recorded session
+        self._busy: set[int] = set()  # guilds whose session is being started or stopped right now
         self._stt: SpeechToText | None = None
         self._recovery: asyncio.Task[None] | None = None
 
@@ -95,6 +98,8 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
             raise UserError("Still storing what was said during an earlier database outage; try again shortly.")
         if guild_id in self.live:
             raise UserError(f"Already recording **{self.live[guild_id].guard.session.title}**: /session stop first.")
+        if guild_id in self._busy:
+            raise UserError(BUSY)
         voice_state = getattr(interaction.user, "voice", None)
         channel = voice_state.channel if voice_state else None
         if channel is None:
@@ -103,12 +108,18 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
             raise UserError("I only record in this server's voice channels.")
         announce = interaction.channel
         assert isinstance(announce, discord.abc.Messageable)
-        await interaction.response.defer(thinking=True)
-        title = title or f"Session {dt.datetime.now(dt.UTC):%Y-%m-%d}"
-        session = await VoiceSession.start(
-            self.bot, channel, announce, mem, title, self.bot.settings.data_dir, self.stt
-        )
-        self.live[guild_id] = session
+        # Reserved until voice is joined: a second start meanwhile would resume the same session, fail to join,
+        # and delete the session the first one records into.
+        self._busy.add(guild_id)
+        try:
+            await interaction.response.defer(thinking=True)
+            title = title or f"Session {dt.datetime.now(dt.UTC):%Y-%m-%d}"
+            session = await VoiceSession.start(
+                self.bot, channel, announce, campaign, mem, title, self.bot.settings.data_dir, self.stt
+            )
+            self.live[guild_id] = session
+        finally:
+            self._busy.discard(guild_id)
         # Visible to everyone in the channel, not ephemeral: players must know they are being recorded.
         await interaction.followup.send(
             f"🔴 **Recording** {channel.mention} for **{campaign.name}** — session **{session.guard.session.title}**. "
@@ -118,33 +129,51 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
 
     @app_commands.command(description="Stop recording and file the session (DM only)")
     async def stop(self, interaction: discord.Interaction) -> None:
-        await dm_campaign(interaction)
-        session = self.live.pop(guild_id_of(interaction), None)
+        guild_id = guild_id_of(interaction)
+        session = self.live.get(guild_id)
         if session is None:
             raise UserError(NO_SESSION)
-        await interaction.response.defer(thinking=True)
-        status = session.status()
+        # The DM of the campaign being recorded, as it was read at the start: the database may be what is down.
+        if not member_is_dm(interaction, session.campaign):
+            raise NotDMError()
+        if guild_id in self._busy:
+            raise UserError(BUSY)
+        self._busy.add(guild_id)
         try:
-            ended = await session.stop()
-        except SpoolPending as exc:
-            await interaction.followup.send(f"⏹️ Stopped recording. {exc}.")
-            return
+            await interaction.response.defer(thinking=True)
+            status = session.status()
+            # On any other error (a bug) the session stays listed, so /session stop can be tried again.
+            try:
+                ended = await session.stop()
+            except SpoolPending as exc:
+                self.live.pop(guild_id, None)
+                await interaction.followup.send(f"⏹️ Stopped recording. {exc}.")
+                return
+            self.live.pop(guild_id, None)
+        finally:
+            self._busy.discard(guild_id)
         await interaction.followup.send(
             f"⏹️ Stopped recording **{ended.title}** after {duration(status.duration_s)}: "
             f"{session.guard.status().stored} utterances stored. The recap is written in the background (/recap)."
         )
 
+    def recording_into(self, guild_id: int) -> Campaign | None:
+        """The campaign this guild's session is recording into, if one is."""
+        session = self.live.get(guild_id)
+        return session.campaign if session is not None else None
+
     @app_commands.command(description="How the recording is going")
     async def status(self, interaction: discord.Interaction) -> None:
-        session = self.live.get(guild_id_of(interaction))
+        guild_id = guild_id_of(interaction)
+        session = self.live.get(guild_id)
         if session is None:
             raise UserError(NO_SESSION)
-        campaign, mem = await active_campaign(interaction)
         s = session.status()
         pending: str | None = None
-        if member_is_dm(interaction, campaign):  # what waits for review (secrets included) is the DM's business
+        # what waits for review (secrets included) is the DM's business
+        if member_is_dm(interaction, session.campaign):
             try:
-                pending = str(await mem.review.count())
+                pending = str(await session.mem.review.count())
             except Exception:  # the database may be the very thing that is down
                 pending = "?"
         state = "🟢 healthy" if s.guard.state == GuardState.healthy else "🟠 degraded (database unreachable)"

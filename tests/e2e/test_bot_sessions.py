@@ -16,7 +16,8 @@ import pytest
 from bot.app import LorekeeperBot
 from bot.voice import SessionStatus
 from cogs.sessions import NO_SESSION, NOT_IN_VOICE
-from memory.models import EntityIn, EntityType, Provenance, ReviewStatus, Source
+from memory.models import Campaign, EntityIn, EntityType, Provenance, ReviewStatus, Source
+from memory.store import CampaignMemory
 from memory.voice.guard import GuardState, GuardStatus
 from tests.e2e.fake_discord import FakeDiscord, FakeMember
 from tests.e2e.test_bot_entities import bot, dm, guild, player  # noqa: F401  (shared fixtures)
@@ -53,9 +54,11 @@ async def test_status_and_stop_without_a_session(campaign, fake_discord: FakeDis
 class RecordingStub:
     """Stands in for a VoiceSession (the fake Discord has no voice): what /session status reads."""
 
-    def __init__(self, title: str) -> None:
+    def __init__(self, title: str, campaign: Campaign, mem: CampaignMemory) -> None:
         self.guard = SimpleNamespace(session=SimpleNamespace(title=title))
         self.title = title
+        self.campaign = campaign
+        self.mem = mem
 
     def status(self) -> SessionStatus:
         guard = GuardStatus(GuardState.healthy, stored=3, spooled=0)
@@ -66,12 +69,14 @@ async def test_status_shows_pending_facts_only_to_the_dm(
     campaign, bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
 ) -> None:
     guild_id = next(iter(fake_discord.guilds))
-    mem = bot.memory.campaign((await bot.memory.campaigns(guild_id).active()).id)
+    active = await bot.memory.campaigns(guild_id).active()
+    assert active is not None
+    mem = bot.memory.campaign(active.id)
     unsure = Provenance(source=Source.inferred, confidence=0.4)
     await mem.graph.add_entity(
         EntityIn(name="Secret heir", type=EntityType.npc, status=ReviewStatus.pending, provenance=unsure)
     )
-    bot.get_cog("Sessions").live[guild_id] = RecordingStub("Night one")
+    bot.get_cog("Sessions").live[guild_id] = RecordingStub("Night one", active, mem)
     try:
         as_dm = await fake_discord.invoke("session status", user_id=dm)
         assert "Pending facts: 1" in as_dm.texts() and "Utterances stored: 3" in as_dm.texts()

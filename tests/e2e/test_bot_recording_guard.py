@@ -1,0 +1,218 @@
+# ruff: noqa: F811  (the shared fixtures are imported, then asked for by name)
+"""/session and /campaign around a live recording: who may act on which campaign, and a database that goes away.
+
+The fake Discord has no voice, so a stand-in holds a real MemoryGuard as VoiceSession does; its stop() is
+VoiceSession.stop after leaving voice. The outage is real: the test database refuses connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import asyncpg
+import discord
+import pytest
+
+from bot.app import LorekeeperBot
+from bot.voice import SessionStatus, VoiceSession
+from memory.models import Campaign, EntityIn, EntityType, Session
+from memory.recorder import Utterance
+from memory.store import CampaignMemory, Memory
+from memory.voice.guard import MemoryGuard
+from tests.e2e.fake_discord import FakeChannel, FakeDiscord, FakeGuild, FakeMember
+from tests.e2e.test_bot_entities import bot, dm, guild, player  # noqa: F401  (shared fixtures)
+
+
+class Recording:
+    """What the cog holds for a live session, minus voice."""
+
+    def __init__(self, campaign: Campaign, mem: CampaignMemory, guard: MemoryGuard) -> None:
+        self.campaign, self.mem, self.guard = campaign, mem, guard
+        self.before_end: Callable[[], Awaitable[None]] | None = None  # what happens while the tail is transcribed
+
+    def status(self) -> SessionStatus:
+        return SessionStatus(self.guard.session.title, 60.0, {}, self.guard.status(), 0, True)
+
+    async def stop(self) -> Session:
+        if self.before_end is not None:
+            await self.before_end()
+        ended = await self.guard.end(wait_s=0.5)
+        await self.guard.close()
+        return ended
+
+
+@pytest.fixture
+async def recording(
+    bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember, tmp_path: Path
+) -> AsyncIterator[Recording]:
+    await fake_discord.invoke("campaign create", {"name": "Ashes"}, user_id=dm)
+    campaign = await memory.campaigns(guild.id).active()
+    assert campaign is not None
+    mem = memory.campaign(campaign.id)
+    live = Recording(campaign, mem, await MemoryGuard.start(mem, "Night one", tmp_path / "spool"))
+    bot.get_cog("Sessions").live[guild.id] = live  # type: ignore[union-attr]
+    yield live
+    bot.get_cog("Sessions").live.clear()  # type: ignore[union-attr]
+    await live.guard.close()
+
+
+@asynccontextmanager
+async def outage(pg_template: str, fresh_dsn: str) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+    """A function that takes the test database away (until the block ends)."""
+    database = fresh_dsn.partition("?")[0].rsplit("/", 1)[1]
+    admin = await asyncpg.connect(pg_template)
+
+    async def go_away() -> None:
+        await admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS false')
+        await admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+            database,
+        )
+        await asyncio.sleep(0.3)  # asyncpg notices its connections are gone
+
+    try:
+        yield go_away
+    finally:
+        await admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS true')
+        await admin.close()
+
+
+async def test_stop_and_status_work_while_the_database_is_down(
+    recording: Recording, pg_template: str, fresh_dsn: str, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    async with outage(pg_template, fresh_dsn) as go_away:
+        await go_away()
+        await recording.guard.add(Utterance(speaker="Ana", text="We ride to Ironhold."))
+        await recording.guard.flush()  # to the spool
+        status = await fake_discord.invoke("session status", user_id=dm)
+        assert "Memory: 🟠 degraded (database unreachable)" in status.texts(), status.texts()
+        stop = await fake_discord.invoke("session stop", user_id=dm)
+        assert stop.texts()[0].startswith("⏹️ Stopped recording. the database is unavailable: 1 utterances are safe")
+    assert (await fake_discord.invoke("session status", user_id=dm)).texts() == [
+        "No session is being recorded in this server."
+    ]
+
+
+async def test_a_database_lost_while_stopping_still_ends_the_session(
+    recording: Recording, pg_template: str, fresh_dsn: str, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    async with outage(pg_template, fresh_dsn) as go_away:
+        recording.before_end = go_away  # healthy until the very end: nothing waits, the session's end fails
+        stop = await fake_discord.invoke("session stop", user_id=dm)
+        assert "the database is unavailable" in stop.texts()[0], stop.texts()
+    for _ in range(100):  # the guard's retry ends the session once the database is back
+        ended = await recording.mem.log.session_by_title("Night one")
+        if ended is not None and ended.ended_at is not None:
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError("the session was never ended")
+
+
+async def test_the_campaign_being_recorded_cannot_be_deleted(
+    recording: Recording, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember
+) -> None:
+    asked = await fake_discord.invoke("campaign delete", {"name": "Ashes"}, user_id=dm)
+    assert asked.texts() == ["**Ashes** is being recorded: /session stop first."]
+    assert [c.name for c in await memory.campaigns(guild.id).list()] == ["Ashes"]
+
+
+@pytest.fixture
+def keepers(guild: FakeGuild) -> tuple[FakeMember, FakeMember]:
+    """The DMs of campaigns A and B, made before the bot starts (it reads the guild's roles when it joins)."""
+    return (
+        guild.add_member("keeper-a", roles=[guild.add_role("DM of A")]),
+        guild.add_member("keeper-b", roles=[guild.add_role("DM of B")]),
+    )
+
+
+async def test_switch_and_delete_need_the_dm_of_the_campaign_they_act_on(
+    keepers: tuple[FakeMember, FakeMember],
+    bot: LorekeeperBot,
+    fake_discord: FakeDiscord,
+    memory: Memory,
+    guild: FakeGuild,
+) -> None:
+    keeper_a, keeper_b = keepers
+    campaigns = memory.campaigns(guild.id)
+    for name, keeper in (("A", keeper_a), ("B", keeper_b)):
+        await campaigns.create(name)
+        await campaigns.update(name, settings={"dm_role_id": keeper.roles[0].id})
+    b = await campaigns.get("B")
+    await memory.campaign(b.id).graph.add_entity(EntityIn(name="Strahd", type=EntityType.npc))
+    assert (await campaigns.active()).name == "A"  # type: ignore[union-attr]
+    # the DM of A, A active: B is not theirs to delete nor to switch to
+    for command in ("campaign delete", "campaign switch"):
+        refused = await fake_discord.invoke(command, {"name": "B"}, user_id=keeper_a)
+        assert refused.texts() == ["Only the DM can do that."], (command, refused.texts())
+    assert (await campaigns.active()).name == "A"  # type: ignore[union-attr]
+    # B's DM may switch to B, and A's DM back to A
+    assert (await fake_discord.invoke("campaign switch", {"name": "B"}, user_id=keeper_b)).texts() == [
+        "Active campaign: **B**."
+    ]
+    assert (await fake_discord.invoke("campaign switch", {"name": "A"}, user_id=keeper_a)).texts() == [
+        "Active campaign: **A**."
+    ]
+    assert [c.name for c in await campaigns.list()] == ["A", "B"]
+
+
+@pytest.fixture
+def table(guild: FakeGuild) -> FakeChannel:
+    """A voice channel, made before the bot starts."""
+    return guild.add_channel("Table", type=2)
+
+
+async def test_a_second_start_while_the_first_joins_voice_is_refused(
+    table: FakeChannel,
+    bot: LorekeeperBot,
+    fake_discord: FakeDiscord,
+    memory: Memory,
+    guild: FakeGuild,
+    dm: FakeMember,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    await fake_discord.invoke("campaign create", {"name": "Ashes"}, user_id=dm)
+
+    async def slow_join(self: VoiceSession) -> None:
+        await asyncio.sleep(0.5)  # discord.py registers the voice client first: a second join would fail
+
+    monkeypatch.setattr(VoiceSession, "_connect", slow_join)
+    bot.stt = object()  # type: ignore[attr-defined]  # never used: no audio arrives
+    joined = bot.get_guild(guild.id)
+    assert joined is not None
+    joined._voice_states[dm.id] = discord.VoiceState(
+        data={  # type: ignore[typeddict-item]
+            "channel_id": str(table.id),
+            "session_id": "s",
+            "deaf": False,
+            "mute": False,
+            "self_deaf": False,
+            "self_mute": False,
+            "suppress": False,
+            "self_video": False,
+            "request_to_speak_timestamp": None,
+            "user_id": str(dm.id),
+        },
+        channel=joined.get_channel(table.id),  # type: ignore[arg-type]
+    )
+
+    async def second() -> list[str]:
+        await asyncio.sleep(0.2)  # the first is still joining
+        return (await fake_discord.invoke("session start", {"title": "Night one"}, user_id=dm)).texts()
+
+    first, refused = await asyncio.gather(
+        fake_discord.invoke("session start", {"title": "Night one"}, user_id=dm), second()
+    )
+    assert guild.id in bot.get_cog("Sessions").live  # type: ignore[union-attr]
+    try:
+        assert first.texts()[0].startswith("🔴 **Recording**"), first.texts()
+        assert refused == ["The session is being started or stopped right now; try again in a moment."]
+        campaign = await memory.campaigns(guild.id).active()
+        assert await memory.campaign(campaign.id).log.session_by_title("Night one") is not None  # type: ignore[union-attr]
+    finally:
+        stopped = await fake_discord.invoke("session stop", user_id=dm)
+        assert stopped.texts()[0].startswith("⏹️ Stopped recording **Night one**"), stopped.texts()
+        assert guild.id not in bot.get_cog("Sessions").live  # type: ignore[union-attr]
