@@ -14,7 +14,7 @@ from discord import app_commands
 from pydantic import ValidationError
 
 from campaigns.files import CampaignFileError
-from memory.errors import MemoryError_
+from memory.errors import MemoryError_, validation_problems
 from memory.models import Campaign
 from memory.store import CampaignMemory
 
@@ -111,9 +111,7 @@ def user_message(error: BaseException) -> str | None:
     if isinstance(error, MemoryError_ | UserError | CampaignFileError | app_commands.CheckFailure):
         return str(error) or NOT_DM
     if isinstance(error, ValidationError):
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        return f"{where}: {first['msg']}" if where else first["msg"]
+        return validation_problems(error)
     if isinstance(error, app_commands.CommandOnCooldown | app_commands.TransformerError):
         return str(error)
     return None

@@ -445,7 +445,8 @@ def _friendly(error: Any, model: type[BaseModel]) -> str:
             message += f" (write [{value}] for a list of one)"
         return f"{field} {message}" if field else f"expected {_WANTED[kind]}, found {_describe_input(value)}"
     # Our own validators (names, attribute values) phrase their message to follow the field's name.
-    return f"{field} {error['msg']}" if field else error["msg"]
+    message = error["msg"].removeprefix("Value error, ")  # a ValueError raised by the store's own checks
+    return f"{field} {message}" if field else message
 
 
 class _Reader:

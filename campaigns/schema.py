@@ -37,7 +37,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, clean_name
+from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, clean_name, storable
 
 Scalar = str | int | float | bool | None
 
@@ -49,18 +49,8 @@ def _nfc(value: str) -> str:
 
 
 def normalise_name(value: str) -> str:
-    """NFC, refuse invisible/control characters, then the store's own trimming rules (:func:`clean_name`)."""
-    value = _nfc(value)
-    for position, char in enumerate(value):
-        # Category C is control, format (zero-width joiners, bidi overrides), surrogate, private use and
-        # unassigned: invisible in Discord, so two names differing by one would look the same to the DM.
-        # Tabs and line breaks are only spacing; clean_name collapses them like any other whitespace.
-        if unicodedata.category(char).startswith("C") and char not in "\t\n\r":
-            raise PydanticCustomError(
-                "name_control_character",
-                "{name} contains the control character U+{code} at position {position}",
-                {"name": repr(value), "code": f"{ord(char):04X}", "position": position + 1},
-            )
+    """The store's own rules (:func:`clean_name`: NFC, no invisible or control characters, trimmed), as a
+    validation error."""
     try:
         return clean_name(value)
     except ValueError as exc:
@@ -80,7 +70,7 @@ def _check_attribute_value(value: Any) -> Any:
 
 def _check_scalar(value: Any, *, in_list: bool) -> Any:
     if isinstance(value, str):
-        return _nfc(value)
+        return storable(_nfc(value))
     if isinstance(value, float) and not math.isfinite(value):
         # PostgreSQL's jsonb has no NaN or infinity; refusing here beats a database error later.
         raise PydanticCustomError("attribute_not_finite", "must be a finite number, not {value}", {"value": value})
@@ -99,9 +89,9 @@ def _none_as_empty(factory: type) -> BeforeValidator:
 #: A name of an entity (or a reference to one): NFC, no control characters, trimmed, at most 200 characters.
 Name = Annotated[StrictStr, AfterValidator(normalise_name)]
 # Stripped because a YAML folded block (``description: >``) ends with a newline nobody meant to write.
-Text = Annotated[StrictStr, AfterValidator(lambda v: _nfc(v).strip()), _none_as_empty(str)]
+Text = Annotated[StrictStr, AfterValidator(lambda v: storable(_nfc(v)).strip()), _none_as_empty(str)]
 AttributeValue = Annotated[Scalar | list[Scalar], BeforeValidator(_check_attribute_value)]
-Attributes = Annotated[dict[str, AttributeValue], _none_as_empty(dict)]
+Attributes = Annotated[dict[str, AttributeValue], AfterValidator(storable), _none_as_empty(dict)]
 
 
 class _Strict(BaseModel):

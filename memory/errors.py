@@ -1,5 +1,9 @@
 """Errors the memory core raises for the user to see; their messages are written for a DM."""
 
+from __future__ import annotations
+
+from pydantic import ValidationError
+
 
 class MemoryError_(Exception):
     """Base of the memory core's user-facing errors."""
@@ -19,3 +23,14 @@ class InvalidInputError(MemoryError_, ValueError):
 
 class AlreadyDecidedError(MemoryError_):
     """A review item that was accepted or rejected already."""
+
+
+def validation_problems(exc: ValidationError) -> str:
+    """What a pydantic error says is wrong, field by field, without the values given: those may be secrets (a
+    token under a mistyped key of a config file)."""
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error.get("loc", ()))
+        message = error["msg"].removeprefix("Value error, ")  # a ValueError raised by the store's own checks
+        problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems)

@@ -5,6 +5,8 @@ Rows come out of PostgreSQL as these models; callers hand the ``*In`` models in.
 
 from __future__ import annotations
 
+import math
+import unicodedata
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -45,13 +47,42 @@ class Source(StrEnum):
 
 
 def clean_name(value: str) -> str:
-    """Names are stored trimmed with inner whitespace collapsed; empty names are refused."""
+    """Names are stored NFC, trimmed, with inner whitespace collapsed; empty names, and names with invisible or
+    control characters, are refused."""
+    # The same name typed on two keyboards can arrive composed (é) or decomposed (e + ◌́): two entities that
+    # look the same, unless both are NFC.
+    value = unicodedata.normalize("NFC", value)
+    for position, char in enumerate(value):
+        # Category C is control, format (zero-width joiners, bidi overrides), surrogate, private use and
+        # unassigned: invisible in Discord, so two names differing by one would look the same to the DM.
+        # Tabs and line breaks are only spacing, collapsed below like any other whitespace.
+        if unicodedata.category(char).startswith("C") and char not in "\t\n\r":
+            raise ValueError(f"{value!r} contains the control character U+{ord(char):04X} at position {position + 1}")
     name = " ".join(value.split())
     if not name:
         raise ValueError("name must not be empty")
     if len(name) > 200:
         raise ValueError(f"name is longer than 200 characters: {name[:40]}…")
     return name
+
+
+def storable(value: Any) -> Any:
+    """``value`` (text, or JSON-like data) as the database can keep it: PostgreSQL's text and jsonb hold no NUL
+    character, and jsonb no NaN or infinity. Refused here, where the error can say what is wrong, not later."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("contains a NUL character (U+0000), which cannot be stored")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"must be a finite number, not {value}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            storable(key)
+            storable(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            storable(item)
+    return value
 
 
 class Provenance(BaseModel):
@@ -180,6 +211,7 @@ class EntityIn(BaseModel):
     provenance: Provenance = Field(default_factory=Provenance)
 
     _clean_name = field_validator("name")(classmethod(lambda cls, v: clean_name(v)))
+    _storable = field_validator("description", "attributes")(classmethod(lambda cls, v: storable(v)))
 
     @field_validator("aliases")
     @classmethod
@@ -218,10 +250,12 @@ class RelationshipIn(BaseModel):
     provenance: Provenance = Field(default_factory=Provenance)
     status: ReviewStatus | None = None  # None: decided by provenance confidence against the threshold
 
+    _storable = field_validator("value", "attributes")(classmethod(lambda cls, v: storable(v)))
+
     @field_validator("type")
     @classmethod
     def _clean_type(cls, v: str) -> str:
-        t = "_".join(v.strip().casefold().split())
+        t = "_".join(storable(v).strip().casefold().split())
         if not t:
             raise ValueError("relationship type must not be empty")
         return t

@@ -10,13 +10,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from memory import jobs
 from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher
 from memory.correction.edits import apply_corrections
 from memory.correction.text import align_confidences, tokenize
-from memory.models import EntryIn, Session
+from memory.models import EntryIn, Session, storable
 from memory.store import CampaignMemory
 
 
@@ -24,8 +24,13 @@ class Word(BaseModel):
     word: str
     confidence: float | None = None
 
+    _storable = field_validator("word", "confidence")(classmethod(lambda cls, v: storable(v)))
+
 
 class Utterance(BaseModel):
+    """One thing said; refused here if the database could not keep it (a NUL, a time that is no number), so a
+    bad line of a transcript is skipped instead of failing the whole import when it is written."""
+
     speaker: str
     text: str
     speaker_id: str | None = None
@@ -34,6 +39,10 @@ class Utterance(BaseModel):
     words: list[Word] | None = None  # STT words with confidences, in order
     ref: str | None = None
     seq: int | None = None  # position in the session; files give it so a re-ingest lands on the same rows
+
+    _storable = field_validator("speaker", "text", "speaker_id", "start_s", "end_s", "ref")(
+        classmethod(lambda cls, v: storable(v))
+    )
 
 
 @dataclass(slots=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from memory.errors import validation_problems
 from memory.recorder import Utterance, Word
 
 MAX_LINE_BYTES = 64 * 1024  # a minute of speech is ~1 KB; anything this long is not an utterance
@@ -109,11 +110,14 @@ def _jsonl(path: Path) -> Iterator[Line | Skipped]:
                 ref=str(obj.get("ref") or f"{path.name}:{number}"),
                 seq=number,
             )
+            session = str(obj["session"]) if obj.get("session") is not None else None
+            if session is not None and "\x00" in session:
+                raise ValueError("session: contains a NUL character (U+0000), which cannot be stored")
         except (ValidationError, TypeError, ValueError) as exc:
-            yield Skipped(number, f"invalid field: {str(exc).splitlines()[0]}")
+            problem = validation_problems(exc) if isinstance(exc, ValidationError) else str(exc).splitlines()[0]
+            yield Skipped(number, f"invalid field: {problem}")
             continue
-        session = obj.get("session")
-        yield Line(str(session) if session is not None else None, utterance)
+        yield Line(session, utterance)
 
 
 def _check_fields(obj: dict[str, object]) -> str | None:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from bot.settings import ConfigFileError, Settings, load_settings
 from memory.db import DatabaseError, open_database
-from memory.errors import MemoryError_
+from memory.errors import MemoryError_, validation_problems
 from memory.store import CampaignMemory, Memory
 
 log = logging.getLogger("lorekeeper")
@@ -43,8 +43,11 @@ def run_cli(group: click.Group) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except (MemoryError_, DatabaseError, ConfigFileError, ValidationError) as exc:
+    except (MemoryError_, DatabaseError, ConfigFileError) as exc:
         click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except ValidationError as exc:
+        click.echo(f"error: {validation_problems(exc)}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)

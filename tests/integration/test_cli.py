@@ -89,6 +89,17 @@ def test_config_file_and_env(lk, tmp_path: Path) -> None:
     bad.write_text("accept_threshold: 7\n")
     res = lk("--config", str(bad), "campaign", "list")
     assert res.returncode == 1 and "accept_threshold" in res.stderr and "Traceback" not in res.stderr
+    # a mistyped key says which key, never the value under it: it may be the bot's token
+    bad.write_text("discord_tokn: MTIzNDU2.secret-token-value\n")
+    res = lk("--config", str(bad), "campaign", "list")
+    assert res.returncode == 1 and res.stderr == "error: discord_tokn: Extra inputs are not permitted\n"
+    # names the store cannot tell apart or show are refused, one line each
+    assert lk("campaign", "create", "C").returncode == 0
+    assert lk("entity", "add", "Cafe\u0301", "npc").returncode == 0  # decomposed: stored composed
+    twin = lk("entity", "add", "Café", "npc")
+    assert twin.returncode == 1 and twin.stderr == "error: an entity named 'Café' already exists\n"
+    hidden = lk("entity", "add", "Zed\u200dx", "npc")
+    assert hidden.returncode == 1 and "contains the control character U+200D" in hidden.stderr
 
 
 SAMPLE = ROOT / "campaigns" / "examples" / "sunken_crown_session1.jsonl"

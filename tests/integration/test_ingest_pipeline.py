@@ -149,6 +149,11 @@ async def test_poisoned_lines_are_skipped_and_named(crown: CampaignMemory, tmp_p
                 json.dumps({"speaker": "Ben", "text": "x" * 1_100_000}).encode(),
                 b'{"speaker": "Cleo", "text": "caf\xe9 au lait"}',
                 b'{"speaker": "Dev" "text": nope}',
+                # valid JSON the database cannot keep: a NUL escaped in a value, a start that is no number
+                json.dumps({"speaker": "Ben", "text": "nul \x00 inside"}).encode(),
+                json.dumps({"speaker": "Ben\x00", "text": "nul in the speaker"}).encode(),
+                json.dumps({"speaker": "Ben", "text": "nul in the session", "session": "a\x00b"}).encode(),
+                b'{"speaker": "Ben", "text": "no time", "start": NaN}',
                 json.dumps({"speaker": "Dev", "text": "Dunmore hides.", "ref": "ok2"}).encode(),
             ]
         )
@@ -156,13 +161,11 @@ async def test_poisoned_lines_are_skipped_and_named(crown: CampaignMemory, tmp_p
     )
     report = await ingest_file(crown, path, session_title="Poison")
     assert report.written == 2
-    assert [m.split(": skipped: ")[0] for m in report.skipped] == [
-        "poisoned.jsonl:2",
-        "poisoned.jsonl:3",
-        "poisoned.jsonl:4",
-        "poisoned.jsonl:5",
-    ]
+    assert [m.split(": skipped: ")[0] for m in report.skipped] == [f"poisoned.jsonl:{n}" for n in range(2, 10)]
     assert "UTF-8" in report.skipped[2] and "bytes" in report.skipped[1] and "JSON" in report.skipped[3]
+    assert report.skipped[4].endswith("invalid field: text: contains a NUL character (U+0000), which cannot be stored")
+    assert "speaker: contains a NUL" in report.skipped[5] and "session: contains a NUL" in report.skipped[6]
+    assert report.skipped[7].endswith("start_s: must be a finite number, not nan")
     session = await crown.log.session_by_title("Poison")
     assert session is not None
     assert [e.ref for e in await crown.log.session_entries(session.id)] == ["ok1", "ok2"]

@@ -234,6 +234,23 @@ entities:
             "castle.yaml:8: entity #2 'Eldrinax': the number '99999999999999999999'… is too long",
             id="huge-number",
         ),
+        # valid YAML the database cannot keep: NUL in text, in an attribute's value or in its name
+        pytest.param(
+            '  - name: Eldrinax\n    type: npc\n    description: "a\\0b"\n',
+            "castle.yaml:8: entity #2 'Eldrinax': description contains a NUL character (U+0000), which cannot be "
+            "stored",
+            id="nul-in-description",
+        ),
+        pytest.param(
+            '  - name: Eldrinax\n    type: npc\n    attributes: {note: "a\\0b"}\n',
+            "castle.yaml:8: entity #2 'Eldrinax': attributes.note contains a NUL character",
+            id="nul-in-attribute",
+        ),
+        pytest.param(
+            '  - name: Eldrinax\n    type: npc\n    attributes: {"n\\0te": b}\n',
+            "castle.yaml:8: entity #2 'Eldrinax': attributes contains a NUL character",
+            id="nul-in-attribute-name",
+        ),
     ],
 )
 def test_bad_entity_names_file_line_and_item(body: str, expected: str) -> None:
