@@ -232,7 +232,22 @@ async def chunk_session(ctx: JobContext, campaign_id: int, session_id: int, *, s
     The whole session is re-windowed each time (cheap: no inference) but only new or grown windows are
     embedded; writes go in slices so a crash keeps what was done."""
     mem = ctx.memory.campaign(campaign_id)
+    written = 0
     entries = await mem.log.session_entries(session_id)
+    while True:
+        written += await _chunk_entries(ctx, mem, session_id, entries, slice_size)
+        # A line that arrived meanwhile (a fixed transcript re-imported) enqueued a job with this one's dedupe
+        # key, which is skipped while this one runs: its windows are this run's to write.
+        now = await mem.log.session_entries(session_id)
+        if [(e.id, e.text) for e in now] == [(e.id, e.text) for e in entries]:
+            ctx.chunks_written += written
+            return written
+        entries = now
+
+
+async def _chunk_entries(
+    ctx: JobContext, mem: CampaignMemory, session_id: int, entries: list[Entry], slice_size: int
+) -> int:
     gazetteer = await _gazetteer(mem)
     wins = windows(entries, ctx.chunk_settings)
     stored = await mem.semantic.hashes([w.key for w in wins])
@@ -261,7 +276,6 @@ async def chunk_session(ctx: JobContext, campaign_id: int, session_id: int, *, s
     # Windows move when a line arrives late (a fixed line re-imported): chunks of windows that no longer exist
     # would show their lines twice in recall.
     await mem.semantic.keep_only(session_id, [w.key for w in wins])
-    ctx.chunks_written += written
     return written
 
 
@@ -310,14 +324,13 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
         last = await _last_seq(mem, session_id)
         if last > await _progress(mem.db, mem, session_id, CORRECT2):
             await _set_progress(mem.db, mem, session_id, CORRECT2, last)
-            await enqueue_session_work(mem.db, campaign_id, session_id, last, after=":2")
+        await enqueue_session_work(mem.db, campaign_id, session_id, last, after=":2")  # see below
         return
     from memory.correction import LLMCorrector
     from memory.correction.edits import apply_corrections, to_corrected_span, to_raw_offset
     from memory.recorder import default_index_cache
 
     corrector = LLMCorrector(ctx.llm, (await default_index_cache.matcher(mem)).index)
-    worked = False
     while entries := await mem.log.session_entries(
         session_id, after_seq=await _progress(mem.db, mem, session_id, CORRECT2), limit=slice_size
     ):
@@ -326,7 +339,7 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
                 continue
             stage1_text = apply_corrections(e.raw_text, e.corrections)
             shifted = [to_corrected_span(span, e.corrections) for span in e.suspects]
-            found = await corrector.correct(stage1_text, shifted)
+            found = await corrector.correct(stage1_text, shifted, retry_later=True)
             if not found:
                 continue
             more = [c.model_copy(update={"start": (at := to_raw_offset(c.start, e.corrections)),
@@ -334,9 +347,10 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
             merged = sorted([*e.corrections, *more], key=lambda c: c.start)
             await mem.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
         await _set_progress(mem.db, mem, session_id, CORRECT2, entries[-1].seq)
-        worked = True
-    if worked:  # extraction waited for these lines; windows with revised text need new vectors
-        await enqueue_session_work(mem.db, campaign_id, session_id, await _last_seq(mem, session_id), after=":2")
+    # Extraction waited for these lines; windows with revised text need new vectors. Enqueued even when this
+    # run had nothing left to do: a run that stopped between its progress and this step (a crash, a lost
+    # connection) is retried, and the retry finds the lines done. A duplicate of waiting work is skipped.
+    await enqueue_session_work(mem.db, campaign_id, session_id, await _last_seq(mem, session_id), after=":2")
 
 
 async def _last_seq(mem: CampaignMemory, session_id: int) -> int:
@@ -459,10 +473,15 @@ def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
         # One job per kind at a time across all workers: jobs of a kind on the same session would only redo
         # each other's work, and extraction must not race itself creating the same new entity.
         # Failures retry with backoff, then stay visible as 'failed' instead of vanishing.
+        # Six tries over about a minute ride out a restarting database or LLM; a job held after that runs
+        # again at the next worker start (``requeue_failed``).
         qm.register_executor(
             name,
             DatabaseRetryEntrypointExecutor(
-                EntrypointExecutorParameters(concurrency_limit=1, func=run, on_failure="hold"), max_attempts=3
+                EntrypointExecutorParameters(concurrency_limit=1, func=run, on_failure="hold"),
+                max_attempts=6,
+                initial_delay=timedelta(seconds=2),
+                max_delay=timedelta(seconds=30),
             ),
         )
 
@@ -505,6 +524,8 @@ async def run_workers(
 
     A job picked by a worker that died is picked again once its heartbeat is ``heartbeat_timeout`` old."""
     ctx = ctx or make_job_context(Memory(pool, accept_threshold=settings.accept_threshold), settings)
+    if requeued := await requeue_failed(pool):
+        log.warning("%d background jobs that had failed run again", requeued)
     qm = build_queue_manager(pool, ctx)
 
     async def stop_when_told() -> None:
@@ -539,6 +560,33 @@ async def pending_jobs(db: Executor, campaign_id: int | None = None) -> int:
             campaign_id,
         )
     )
+
+
+async def requeue_failed(pool: asyncpg.Pool) -> int:
+    """Put held jobs (their tries ran out while the database or the LLM was away) back in the queue; returns how
+    many. Every job resumes from its session's progress, so running one again does no harm. Of failed jobs
+    with the same dedupe key, or one already waiting, one runs."""
+    async with pool.acquire() as conn, conn.transaction():
+        ids = [
+            row["id"]
+            for row in await conn.fetch(
+                """
+                SELECT DISTINCT ON (coalesce(f.dedupe_key, f.id::text)) f.id FROM pgqueuer f
+                WHERE f.entrypoint = ANY($1::text[]) AND f.status = 'failed' AND NOT EXISTS (
+                    SELECT 1 FROM pgqueuer w WHERE w.dedupe_key = f.dedupe_key AND w.status IN ('queued', 'picked'))
+                ORDER BY coalesce(f.dedupe_key, f.id::text), f.id DESC
+                """,
+                list(ENTRYPOINTS),
+            )
+        ]
+        await conn.execute(
+            "DELETE FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status = 'failed' AND NOT id = ANY($2)",
+            list(ENTRYPOINTS),
+            ids,
+        )
+        if ids:
+            await Queries.from_asyncpg_connection(conn).requeue_jobs(ids)
+    return len(ids)
 
 
 async def failed_jobs(db: Executor) -> int:

@@ -21,7 +21,7 @@ from memory.correction.index import MIN_SOUND_PHONES, NameForm, PhoneticIndex, n
 from memory.correction.pronounce import phrase_phones
 from memory.correction.text import Token, normalize, tokenize
 from memory.models import Correction
-from memory.providers.llm import LLMClient, LLMError
+from memory.providers.llm import LLMClient, LLMError, LLMUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +60,12 @@ class LLMCorrector:
         self._by_key.update({f.spaceless: f for f in reversed(index.forms)})
         self._choices = [f.spaceless for f in index.forms]
 
-    async def correct(self, text: str, suspects: list[tuple[int, int]]) -> list[Correction]:
-        """Verified corrections for ``text`` (offsets in ``text``); ``suspects`` are the doubtful spans."""
+    async def correct(
+        self, text: str, suspects: list[tuple[int, int]], *, retry_later: bool = False
+    ) -> list[Correction]:
+        """Verified corrections for ``text`` (offsets in ``text``); ``suspects`` are the doubtful spans. With no
+        answer the text stays as it is, unless ``retry_later`` (a background job): then ``LLMUnavailable``
+        propagates, so the line is not marked as done without stage 2."""
         if not suspects or not self.index.forms:
             return []
         spans = [text[a:b] for a, b in suspects]
@@ -73,6 +77,8 @@ class LLMCorrector:
                 system=SYSTEM_PROMPT, user=user, schema=LLMCorrection, temperature=0.1
             )
         except LLMError as exc:
+            if retry_later and isinstance(exc, LLMUnavailable):
+                raise
             log.warning("stage 2 correction skipped: %s", exc)
             return []
         return self.verify(text, suspects, answer)

@@ -13,7 +13,7 @@ from memory.extraction.schema import ExtractionAnswer, ExtractionResult, KnownEn
 from memory.extraction.validate import validate_result
 from memory.gazetteer import Gazetteer
 from memory.models import EntityType, Entry
-from memory.providers.llm import LLMClient, LLMError
+from memory.providers.llm import LLMClient, LLMError, LLMUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,8 @@ class LLMExtractor:
                 answer = await self.llm.complete_json(
                     system=SYSTEM_PROMPT, user=user, schema=ExtractionAnswer, temperature=self.temperature
                 )
+            except LLMUnavailable:
+                raise  # the job is retried later; going on would mark these lines extracted without their facts
             except LLMError as exc:
                 log.warning("extraction skipped %d entries: %s", len(batch), exc)
                 merged.errors.append(str(exc))

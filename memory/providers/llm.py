@@ -13,7 +13,7 @@ from typing import Any, Protocol, TypeVar
 
 import pydantic
 
-__all__ = ["LLMClient", "LLMError", "OpenAILLM"]
+__all__ = ["LLMClient", "LLMError", "LLMUnavailable", "OpenAILLM"]
 
 T = TypeVar("T", bound=pydantic.BaseModel)
 
@@ -23,6 +23,16 @@ _SNIPPET = 80
 
 class LLMError(Exception):
     """The LLM gave no usable answer: transport error, refusal, truncation, bad JSON or schema mismatch."""
+
+
+class LLMUnavailable(LLMError):
+    """No answer came at all: the endpoint could not be reached, timed out, or refused the call for a reason
+    other than the request itself (auth, rate limit, overload). The same call may work later: a background job
+    retries rather than go on without it."""
+
+
+#: HTTP statuses that say the request itself is wrong (too long, malformed): asking again will not help.
+_BAD_REQUEST = frozenset({400, 413, 422})
 
 
 class LLMClient(Protocol):
@@ -71,10 +81,12 @@ class OpenAILLM:
                 response_format=response_format_for(schema, strict=self.strict),
             )
         except openai.APIStatusError as exc:
-            detail = _short(api_error_detail(exc))
-            raise LLMError(f"LLM request failed: HTTP {exc.status_code}: {detail}") from exc
+            failed = LLMError if exc.status_code in _BAD_REQUEST else LLMUnavailable
+            raise failed(f"LLM request failed: HTTP {exc.status_code}: {_short(api_error_detail(exc))}") from exc
         except openai.APITimeoutError as exc:
-            raise LLMError("LLM request timed out") from exc
+            raise LLMUnavailable("LLM request timed out") from exc
+        except openai.APIConnectionError as exc:
+            raise LLMUnavailable(f"LLM unreachable: {_short(str(exc))}") from exc
         except openai.OpenAIError as exc:
             raise LLMError(f"LLM request failed: {type(exc).__name__}: {_short(str(exc))}") from exc
         except ValueError as exc:  # a 200 whose body is not JSON (a proxy's error page)

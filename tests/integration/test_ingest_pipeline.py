@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from pathlib import Path
@@ -231,3 +232,35 @@ async def test_a_line_arriving_late_is_still_extracted(
     await rec.flush()
     await run_jobs(memory, embedder)
     assert "Eldrinax —lives_in→ Ironhold" in [i.describe() for i in await crown.review.pending(limit=100)]
+
+
+class _HeldEmbedder(MiniLMEmbedder):
+    """Embeds only when released: a chunk job caught in the middle of its work."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started, self.release = asyncio.Event(), asyncio.Event()
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        self.started.set()
+        await self.release.wait()
+        return await super().embed(texts)
+
+
+async def test_a_line_arriving_while_the_chunk_job_runs_is_chunked(memory: Memory, crown: CampaignMemory) -> None:
+    """The new line's chunk job has the running one's dedupe key and is skipped: the running job must see it."""
+    lines = {1: "The party reaches Ironhold at dusk.", 2: "A guard named Brom stops them.", 4: "Night falls."}
+    rec = await SessionRecorder.start(crown, "S1")
+    await rec.add_many([Utterance(speaker="DM", text=text, seq=seq) for seq, text in lines.items()])
+    await rec.flush()
+    embedder = _HeldEmbedder()
+    ctx = jobs.JobContext(memory=memory, embedder=embedder, embedding_model="all-MiniLM-L6-v2")
+    running = asyncio.create_task(jobs.chunk_session(ctx, crown.campaign_id, rec.session.id))
+    await embedder.started.wait()  # it has read the session
+    late = await SessionRecorder.start(crown, "S1")  # the fixed transcript, with line 3
+    await late.add(Utterance(speaker="DM", text="Brom says the mine is haunted.", seq=3))
+    assert await late.flush() == 1
+    embedder.release.set()
+    await running
+    chunked = {i for c in await crown.semantic.session_chunks(rec.session.id) for i in c.entry_ids}
+    assert {e.id for e in await crown.log.session_entries(rec.session.id)} == chunked

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from memory import jobs
 from memory.models import EntityIn, EntityType
 from memory.providers.embeddings import MiniLMEmbedder
-from memory.providers.llm import OpenAILLM
+from memory.providers.llm import LLMUnavailable, OpenAILLM
 from memory.recorder import SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory, Memory
 from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeHTTPError, FakeOpenAI
 
 TEXT = "We met Bob at the cistern."
 
@@ -94,3 +96,75 @@ async def test_lines_waiting_for_stage2_are_extracted_by_a_worker_without_an_llm
     assert await jobs.failed_jobs(memory.pool) == 0
     # the line was extracted (from its stage-1 text): the rule extractor's fact waits for the DM
     assert "Quelloth —lives_in→ Saltmere" in [i.describe() for i in await campaign.review.pending()]
+
+
+async def test_an_llm_outage_leaves_the_lines_for_a_later_run(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI
+) -> None:
+    """No answer at all (HTTP 503, the endpoint down): stage 2 and extraction fail their job, which is retried,
+    instead of marking the lines done without them."""
+    brom = await campaign.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
+    rec = await SessionRecorder.start(campaign, "S1", stage2=True)
+    await rec.add(utterance(1))
+    await rec.flush()
+    session_id = rec.session.id
+    fake_openai.chat_handler = lambda request: FakeHTTPError(503, "overloaded")
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2", llm=llm)
+    try:
+        with pytest.raises(LLMUnavailable):
+            await jobs.correct_stage2(ctx, campaign.campaign_id, session_id)
+        assert await jobs._progress(memory.pool, campaign, session_id, jobs.CORRECT2) == 0
+
+        # back: stage 2 corrects the line; extraction then fails on the next outage and keeps its place
+        def back(request: dict) -> str:
+            assert request["response_format"]["json_schema"]["name"] == "LLMCorrection"
+            return json.dumps(
+                {"text": "We met Quelloth at the cistern.", "substitutions": [{"heard": "Bob", "entity": "Quelloth"}]}
+            )
+
+        fake_openai.chat_handler = back
+        await jobs.correct_stage2(ctx, campaign.campaign_id, session_id)
+        fake_openai.chat_handler = lambda request: FakeHTTPError(503, "overloaded")
+        with pytest.raises(LLMUnavailable):
+            await jobs.extract_session(ctx, campaign.campaign_id, session_id)
+        assert await jobs._progress(memory.pool, campaign, session_id, jobs.EXTRACT) == 0
+
+        # back again: the line's fact is filed
+        fact = {"source": "Quelloth", "type": "location", "target": None, "value": "the cistern",
+                "confidence": 0.9, "basis": "stated", "entry_ids": []}  # fmt: skip
+        fake_openai.chat_handler = lambda request: json.dumps({"entities": [], "facts": [fact]})
+        await jobs.extract_session(ctx, campaign.campaign_id, session_id)
+    finally:
+        await llm.aclose()
+    assert await jobs._progress(memory.pool, campaign, session_id, jobs.EXTRACT) == 1
+    assert [(r.type, r.value) for r in await campaign.graph.relationships_of(brom.id)] == [("location", "the cistern")]
+
+
+async def test_a_stage2_run_retried_after_its_progress_still_hands_the_lines_on(
+    memory: Memory, campaign: CampaignMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Progress committed, then the connection lost before the follow-up jobs were queued: the retry finds the
+    lines done and must still queue their extraction."""
+    await campaign.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
+    rec = await SessionRecorder.start(campaign, "S1", stage2=True)
+    await rec.add(utterance(1))
+    await rec.flush()
+    session_id = rec.session.id
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2", llm=None)
+    await memory.pool.execute("DELETE FROM pgqueuer")  # the batch's own jobs ran: extraction stopped at line 1
+    real = jobs.enqueue_session_work
+
+    async def lost(*args: object, **kwargs: object) -> None:
+        raise ConnectionResetError("connection lost")
+
+    monkeypatch.setattr(jobs, "enqueue_session_work", lost)
+    with pytest.raises(ConnectionResetError):
+        await jobs.correct_stage2(ctx, campaign.campaign_id, session_id)
+    monkeypatch.setattr(jobs, "enqueue_session_work", real)
+    await jobs.correct_stage2(ctx, campaign.campaign_id, session_id)  # the queue's retry
+    queued = await memory.pool.fetch("SELECT entrypoint FROM pgqueuer WHERE status = 'queued'")
+    assert sorted(r["entrypoint"] for r in queued) == sorted([jobs.CHUNK, jobs.EXTRACT])
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await jobs._progress(memory.pool, campaign, session_id, jobs.EXTRACT) == 1
+    assert await jobs.failed_jobs(memory.pool) == 0

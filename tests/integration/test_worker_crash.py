@@ -94,3 +94,19 @@ async def test_kill_9_mid_way_then_restart_finishes_without_duplicates(
     session = await campaign.log.session(session_id)
     assert session.summary
     assert await campaign.graph.find_entity("Session: Long night") is not None
+
+
+async def test_failed_jobs_run_again_at_the_next_worker_start(pool: asyncpg.Pool, campaign: CampaignMemory) -> None:
+    session = await campaign.log.start_session("S")
+    await jobs.enqueue_session_work(pool, campaign.campaign_id, session.id, 5)  # a chunk and an extract job
+    await pool.execute("UPDATE pgqueuer SET status = 'failed'")  # both ran out of tries
+    await jobs.enqueue_session_work(pool, campaign.campaign_id, session.id, 5)  # the same work again
+    # the extract job of that second round failed too; the chunk job waits
+    await pool.execute(
+        "UPDATE pgqueuer SET status = 'failed' WHERE status = 'queued' AND entrypoint = $1", jobs.EXTRACT
+    )
+    assert await jobs.failed_jobs(pool) == 3
+    assert await jobs.requeue_failed(pool) == 1  # one of the two extract jobs; the chunk job already waits
+    rows = await pool.fetch("SELECT entrypoint, status FROM pgqueuer ORDER BY entrypoint")
+    assert [(r["entrypoint"], r["status"]) for r in rows] == [(jobs.CHUNK, "queued"), (jobs.EXTRACT, "queued")]
+    assert await jobs.failed_jobs(pool) == 0 and await jobs.requeue_failed(pool) == 0
