@@ -177,7 +177,9 @@ class EditModal(OwnedModal):
         if item.entity is not None:
             e = item.entity
             self._field("name", "Name", e.name, max_length=200)
-            self._field("type", f"Type ({', '.join(t.value for t in EntityType)})", e.type.value, max_length=20)
+            # a label holds 45 characters, too few for the eight types: they go in the placeholder
+            types = ", ".join(t.value for t in EntityType)
+            self._field("type", "Type", e.type.value, max_length=20, placeholder=types)
             self._field(
                 "description",
                 "Description",

@@ -374,7 +374,7 @@ class KnowledgeGraph:
             raise InvalidInputError("an alias repeats the entity's name or another alias")
         row = await self.db.fetchrow(
             """
-            SELECT e.name, n.used FROM entities e
+            SELECT e.id, e.name, e.status, n.used FROM entities e
             JOIN LATERAL (
                 SELECT e.name AS used UNION ALL
                 SELECT alias FROM entity_aliases a WHERE a.entity_id = e.id
@@ -387,9 +387,15 @@ class KnowledgeGraph:
             except_id,
         )
         if row is not None:
+            # A name the bot heard waits for the DM's review: it is in no list yet, so say where it is.
+            waiting = (
+                f" (waiting for review as e{row['id']}: accept, edit or reject it first)"
+                if row["status"] == "pending"
+                else ""
+            )
             if row["used"].casefold() == row["name"].casefold():
-                raise AlreadyExistsError(f"an entity named {row['name']!r} already exists")
-            raise AlreadyExistsError(f"{row['used']!r} is already an alias of {row['name']!r}")
+                raise AlreadyExistsError(f"an entity named {row['name']!r} already exists{waiting}")
+            raise AlreadyExistsError(f"{row['used']!r} is already an alias of {row['name']!r}{waiting}")
 
     # relationships and facts ------------------------------------------------------------------------------
 
@@ -433,11 +439,14 @@ class KnowledgeGraph:
         if existing is not None:
             # The same fact waits for review and now arrives accepted (the DM, a campaign file): accept the
             # waiting one rather than keep two current copies.
+            # The new source vouches for it; where it was said (session, lines, time) stays, for recall to cite.
+            said = relationship_from_row(existing).provenance
+            kept = {key: getattr(said, key) for key in ("session_id", "timestamp", "entry_ids") if getattr(said, key)}
             await self.db.execute(
                 "UPDATE relationships SET status = 'accepted', provenance = $3 WHERE campaign_id = $1 AND id = $2",
                 self.campaign_id,
                 existing["id"],
-                rel.provenance.model_dump(mode="json"),
+                {**rel.provenance.model_dump(mode="json"), **kept},
             )
             await self.close_contradicted(existing["id"])
             return await self.get_relationship(existing["id"]), True
@@ -538,19 +547,23 @@ class KnowledgeGraph:
         if set(changes) - allowed:
             raise InvalidInputError(f"cannot change {', '.join(sorted(set(changes) - allowed))} of a fact")
         sets = [f"{key} = ${i}" for i, key in enumerate(changes, start=5)]
-        await self.db.execute(
-            f"""
-            UPDATE relationships SET status = $3,
-                provenance = provenance || jsonb_build_object('dm_confirmed', $4::boolean)
-                {"".join(", " + s for s in sets)}
-            WHERE campaign_id = $1 AND id = $2
-            """,
-            self.campaign_id,
-            rel_id,
-            status,
-            dm_confirmed,
-            *changes.values(),
-        )
+        try:
+            async with transaction(self.db) as conn:  # a savepoint: the refusal must not abort the caller's work
+                await conn.execute(
+                    f"""
+                    UPDATE relationships SET status = $3,
+                        provenance = provenance || jsonb_build_object('dm_confirmed', $4::boolean)
+                        {"".join(", " + s for s in sets)}
+                    WHERE campaign_id = $1 AND id = $2
+                    """,
+                    self.campaign_id,
+                    rel_id,
+                    status,
+                    dm_confirmed,
+                    *changes.values(),
+                )
+        except asyncpg.UniqueViolationError:
+            raise AlreadyExistsError("that fact is already recorded; reject this one instead") from None
 
     async def relationships_of(
         self, entity_id: int, *, include_secret: bool = False, include_history: bool = False

@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memory.errors import InvalidInputError
+
 #: A fact below this confidence waits for the DM in the review queue.
 DEFAULT_ACCEPT_THRESHOLD = 0.7
 
@@ -57,12 +59,14 @@ def clean_name(value: str) -> str:
         # unassigned: invisible in Discord, so two names differing by one would look the same to the DM.
         # Tabs and line breaks are only spacing, collapsed below like any other whitespace.
         if unicodedata.category(char).startswith("C") and char not in "\t\n\r":
-            raise ValueError(f"{value!r} contains the control character U+{ord(char):04X} at position {position + 1}")
+            raise InvalidInputError(
+                f"{value!r} contains the control character U+{ord(char):04X} at position {position + 1}"
+            )
     name = " ".join(value.split())
     if not name:
-        raise ValueError("name must not be empty")
+        raise InvalidInputError("name must not be empty")
     if len(name) > 200:
-        raise ValueError(f"name is longer than 200 characters: {name[:40]}…")
+        raise InvalidInputError(f"name is longer than 200 characters: {name[:40]}…")
     return name
 
 

@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 
 from memory.extraction.names import NameResolver, normalize_name
 from memory.extraction.schema import ExtractionAnswer, ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
-from memory.models import EntityType, clean_name
+from memory.models import EntityType, clean_name, storable
 
 _REL_TYPE = re.compile(r"^[a-z][a-z0-9_]{0,49}$")
 MAX_VALUE_CHARS = 200
@@ -80,12 +80,12 @@ def _entity(item: ProposedEntity, entry_ids: Collection[int]) -> ProposedEntity 
     try:
         name = clean_name(item.name)
         kind = EntityType(item.type.strip().casefold())
+        description = storable(" ".join(item.description.split())[:500])
     except ValueError:
         return None
     evidence = _evidence(item.entry_ids, entry_ids)
     if not _confidence(item.confidence) or evidence is None:
         return None
-    description = " ".join(item.description.split())[:500]
     return ProposedEntity(
         name=name, type=kind.value, description=description, confidence=item.confidence, entry_ids=evidence
     )
@@ -99,6 +99,7 @@ def _fact(item: ProposedFact, entry_ids: Collection[int]) -> ProposedFact | None
     try:
         source = clean_name(item.source)
         target = clean_name(target) if target else None
+        storable([rel_type, value])
     except ValueError:
         return None
     evidence = _evidence(item.entry_ids, entry_ids)

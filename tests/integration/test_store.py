@@ -404,12 +404,26 @@ async def test_an_accepted_copy_of_a_pending_fact_accepts_it_instead_of_duplicat
     g = campaign.graph
     a = await g.add_entity(EntityIn(name="Alice", type=EntityType.npc))
     b = await g.add_entity(EntityIn(name="Bob", type=EntityType.npc))
-    guess = Provenance(source=Source.inferred, confidence=0.3)
+    guess = Provenance(source=Source.inferred, confidence=0.3, session_id=7, timestamp=12.5, entry_ids=[41, 42])
     pending = await g.add_relationship(RelationshipIn(source_id=a.id, type="ally_of", target_id=b.id, provenance=guess))
     stated, created = await g.ensure_relationship(RelationshipIn(source_id=a.id, type="ally_of", target_id=b.id))
     assert stated.id == pending.id and created and stated.status == ReviewStatus.accepted
     assert [r.id for r in await g.relationships_of(a.id)] == [pending.id]
     assert await campaign.review.pending() == []
+    # the DM vouches for it now; where it was said is kept, for recall to cite
+    p = stated.provenance
+    assert (p.source, p.confidence, p.session_id, p.timestamp, p.entry_ids) == (Source.dm, 1.0, 7, 12.5, [41, 42])
+
+
+async def test_editing_a_review_item_into_a_recorded_fact_is_refused_plainly(campaign: CampaignMemory) -> None:
+    g = campaign.graph
+    brom = await g.add_entity(EntityIn(name="Brom", type=EntityType.npc))
+    await g.add_relationship(RelationshipIn(source_id=brom.id, type="title", value="Sir"))
+    unsure = Provenance(source=Source.stated, confidence=0.4)
+    typo = await g.add_relationship(RelationshipIn(source_id=brom.id, type="titel", value="Sir", provenance=unsure))
+    with pytest.raises(AlreadyExistsError, match="already recorded; reject this one instead"):
+        await campaign.review.edit(f"f{typo.id}", type="title")
+    assert (await g.get_relationship(typo.id)).status == ReviewStatus.pending  # nothing changed
 
 
 async def test_accepting_an_older_fact_does_not_undo_a_newer_one(campaign: CampaignMemory) -> None:
@@ -514,3 +528,15 @@ async def test_l2_keep_only_drops_windows_that_no_longer_exist(campaign: Campaig
     assert await campaign.semantic.keep_only(s1.id, ["a"]) == 1
     assert [c.key for c in await campaign.semantic.session_chunks(s1.id)] == ["a"]
     assert [c.key for c in await campaign.semantic.session_chunks(s2.id)] == ["c"]  # other sessions untouched
+
+
+async def test_names_refused_say_why_for_a_dm(memory: Memory, campaign: CampaignMemory) -> None:
+    heard = Provenance(source=Source.inferred, confidence=0.4)
+    mira = await campaign.graph.add_entity(
+        EntityIn(name="Mira", type=EntityType.npc, status=ReviewStatus.pending, provenance=heard)
+    )
+    with pytest.raises(AlreadyExistsError, match=rf"waiting for review as e{mira.id}: accept, edit or reject it"):
+        await campaign.graph.add_entity(EntityIn(name="mira", type=EntityType.npc))
+    # blank (here: ideographic spaces) is a user's mistake with a message, not a crash
+    with pytest.raises(InvalidInputError, match="name must not be empty"):
+        await memory.campaigns(guild_id=9).create("\u3000\u3000")
