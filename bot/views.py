@@ -223,8 +223,15 @@ class Confirm(OwnedView):
     @discord.ui.button(label="Confirm", style=discord.ButtonStyle.danger)
     async def confirm(self, interaction: discord.Interaction, button: discord.ui.Button[Confirm]) -> None:
         self.stop()
-        done = await self.action()
-        await interaction.response.edit_message(content=clip(done, 2000), embed=None, view=None)
+        # Answered at once: the action (a big campaign's cascade) may outlast Discord's 3 s. The buttons go
+        # either way: if it fails, none may stay with nothing listening behind it.
+        await interaction.response.defer()
+        try:
+            done = await self.action()
+        except Exception:
+            await interaction.edit_original_response(content="Not done: see the message below.", embed=None, view=None)
+            raise
+        await interaction.edit_original_response(content=clip(done, 2000), embed=None, view=None)
 
     @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary)
     async def cancel(self, interaction: discord.Interaction, button: discord.ui.Button[Confirm]) -> None:

@@ -13,7 +13,7 @@ import pytest
 from bot.app import LorekeeperBot, create_bot
 from bot.settings import Settings
 from memory.models import EntityIn, EntityType, Visibility
-from memory.store import Memory
+from memory.store import CampaignMemory, Memory
 from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeDiscord, FakeGuild, FakeMember
 
@@ -196,6 +196,20 @@ async def test_remove_confirm_and_cancel(world, fake_discord: FakeDiscord, dm: F
     await fake_discord.click(again.original, confirm_id, user_id=dm)
     assert fake_discord.messages[int(again.original["id"])]["content"].startswith("Removed **Ironhold**")
     assert await world.graph.find_entity("Ironhold") is None
+
+
+async def test_a_confirmed_action_that_fails_leaves_no_dead_buttons(
+    world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    asked = await fake_discord.invoke("entity remove", {"name": "Eldrinax"}, user_id=dm)
+    assert asked.original is not None
+    confirm_id = asked.original["components"][0]["components"][0]["custom_id"]
+    await world.graph.remove_entity("Eldrinax")  # a co-DM was quicker
+    failed = await fake_discord.click(asked.original, confirm_id, user_id=dm)
+    await failed.wait_for(lambda r: bool(r.followups))
+    prompt = fake_discord.messages[int(asked.original["id"])]
+    assert prompt["content"] == "Not done: see the message below." and not prompt.get("components")
+    assert failed.followups[0]["content"].startswith("no entity")
 
 
 async def test_link_unlink(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:
