@@ -47,8 +47,9 @@ async def apply_campaign_file(
     provenance = Provenance(source=Source.campaign_file, confidence=1.0, dm_confirmed=True)
     async with mem.transaction() as tx:
         ids: dict[str, int] = {}
+        listed = {spec.name.casefold() for spec in file.entities}
         for spec in file.entities:
-            entity, outcome = await tx.graph.upsert_entity(spec.to_entity_in())
+            entity, outcome = await tx.graph.upsert_entity(spec.to_entity_in(), listed=listed)
             setattr(report, f"entities_{outcome}", getattr(report, f"entities_{outcome}") + 1)
             ids[spec.name] = entity.id
             done += 1

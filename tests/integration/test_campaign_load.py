@@ -8,6 +8,7 @@ import pytest
 
 from campaigns.files import CampaignFileError, parse_campaign_file, read_campaign_file
 from campaigns.load import apply_campaign_file, export_campaign_file
+from memory.errors import AlreadyExistsError
 from memory.models import Visibility
 from memory.store import CampaignMemory
 
@@ -70,6 +71,22 @@ entities:
         await apply_campaign_file(campaign, parse_campaign_file(clash, "clash.yaml"))
     assert await state(campaign) == before
     assert await campaign.graph.find_entity("Brand New") is None
+
+
+async def test_a_name_that_is_another_listed_entitys_alias_renames_nothing(campaign: CampaignMemory) -> None:
+    await apply_campaign_file(
+        campaign, parse_campaign_file("entities:\n  - {name: Eldrinax, type: npc, aliases: [Ember Wyrm]}\n", "a.yaml")
+    )
+    before = await state(campaign)
+    # "Ember Wyrm" is Eldrinax's alias, and Eldrinax is listed too: two entities, not a rename of Eldrinax
+    both = "entities:\n  - {name: Ember Wyrm, type: npc}\n  - {name: Eldrinax, type: npc}\n"
+    with pytest.raises(AlreadyExistsError, match="'Ember Wyrm' is already an alias of 'Eldrinax'"):
+        await apply_campaign_file(campaign, parse_campaign_file(both, "b.yaml"))
+    assert await state(campaign) == before
+    # alone, the alias still finds its entity: a file may rename it
+    renamed = "entities:\n  - {name: Ember Wyrm, type: npc, aliases: [Eldrinax]}\n"
+    report = await apply_campaign_file(campaign, parse_campaign_file(renamed, "c.yaml"))
+    assert report.entities_updated == 1 and (await campaign.graph.get_entity("Eldrinax")).name == "Ember Wyrm"
 
 
 async def test_bad_file_is_rejected_before_the_database(campaign: CampaignMemory) -> None:
