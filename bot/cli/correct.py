@@ -9,6 +9,7 @@ cannot be read; the command goes on with the next line.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import sys
 from collections import OrderedDict
@@ -36,7 +37,8 @@ class LineError(ValueError):
     "--entities",
     "entities_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Campaign YAML (an entities: list of {name, aliases}) or a plain list, one name per line.",
+    help="Campaign YAML (.yaml: an entities: list of {name, aliases}, or a list of names) or a plain list, one "
+    "name per line.",
 )
 @click.option("--campaign", "campaign_name", help="Take the entities of this campaign from the database.")
 @click.option(
@@ -62,7 +64,13 @@ def correct(ctx: click.Context, entities_file: Path | None, campaign_name: str |
     if settings is not None:
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
         llm = OpenAILLM(settings.openai_base_url, key, settings.llm_model or "")
-    run(sys.stdin, sys.stdout, names, llm)
+    # JSON lines are UTF-8 whatever the locale; a line that is not comes out as an error line, not a crash.
+    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
+    stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8")
+    try:
+        run(stdin, stdout, names, llm)
+    finally:
+        stdout.detach()  # the stream stays open for click
 
 
 def load_campaign_names(ctx: click.Context, name: str) -> list[EntityName]:
@@ -78,16 +86,33 @@ def load_campaign_names(ctx: click.Context, name: str) -> list[EntityName]:
 
 
 def read_entities_file(path: Path) -> list[EntityName]:
-    """Entities from a campaign YAML (``entities:`` list) or a plain list of names, one per line."""
-    text = path.read_text(encoding="utf-8")
+    """Entities from a campaign YAML (``.yaml``/``.yml``: an ``entities:`` list, or a list of names) or a plain
+    list of names, one per line. A file that yields no name is an error, not an empty list."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        data = None  # a plain list may contain characters YAML chokes on ("Vex'ahlia: the ranger")
-    if isinstance(data, dict) and "entities" in data:
-        return _yaml_entities(path, data["entities"])
-    names = [line.strip() for line in text.splitlines()]
-    return [EntityName(name=n) for n in names if n and not n.startswith("#")]
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.BadParameter(f"{path}: not UTF-8 text (byte {exc.start})", param_hint="--entities") from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            data = yaml.safe_load(text)
+        except (yaml.YAMLError, RecursionError) as exc:
+            problem = str(exc).splitlines()[0] if isinstance(exc, yaml.YAMLError) else "nested too deeply"
+            raise click.BadParameter(f"{path}: not valid YAML: {problem}", param_hint="--entities") from None
+        if isinstance(data, dict) and "entities" in data:
+            entities = _yaml_entities(path, data["entities"])
+        elif isinstance(data, list) and all(isinstance(n, str) for n in data):
+            entities = [EntityName(name=n.strip()) for n in data if n.strip()]
+        else:
+            raise click.BadParameter(
+                f"{path}: expected a campaign file (entities: a list of {{name, aliases}}) or a list of names",
+                param_hint="--entities",
+            )
+    else:
+        names = [line.strip() for line in text.splitlines()]
+        entities = [EntityName(name=n) for n in names if n and not n.startswith("#")]
+    if not entities:
+        raise click.BadParameter(f"{path}: no entity names in it", param_hint="--entities")
+    return entities
 
 
 def _yaml_entities(path: Path, items: Any) -> list[EntityName]:
@@ -138,6 +163,10 @@ def run(stdin: TextIO, stdout: TextIO, entities: list[EntityName] | None, llm: O
 
 def parse_line(line: str) -> tuple[str, list[tuple[str, float]] | None, tuple[str, ...] | None]:
     """(text, recogniser words with confidences, the line's own entity names)."""
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError as exc:  # bytes read with surrogateescape
+        raise LineError(f"not UTF-8 text (character {exc.start + 1})") from None
     stripped = line.strip()
     if not stripped.startswith("{"):
         return stripped, None, None

@@ -79,6 +79,33 @@ def test_bad_campaign_yaml_is_a_usage_error(tmp_path: Path) -> None:
     assert "entity 1 has no name" in result.output
 
 
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("c.yaml", "entities:\n  - {name: Eldrinax\n", "not valid YAML"),  # never read as a list of names
+        ("c.yaml", "entitys:\n  - name: Eldrinax\n", "expected a campaign file"),
+        ("c.yaml", "", "expected a campaign file"),
+        ("c.yaml", "[" * 5000, "not valid YAML"),
+        ("names.txt", "# only a comment\n\n", "no entity names in it"),
+        ("names.txt", b"Eldr\xffinax\n", "not UTF-8 text"),
+    ],
+)
+def test_an_entities_file_that_yields_no_names_is_a_usage_error(
+    tmp_path: Path, name: str, content: str | bytes, expected: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    result = CliRunner().invoke(correct, ["--entities", str(path)], input="the elder nacks\n")
+    assert result.exit_code == 2 and expected in result.output, result.output
+
+
+def test_a_yaml_list_of_names(tmp_path: Path) -> None:
+    path = tmp_path / "names.yml"
+    path.write_text("- Eldrinax\n- Westruun\n")
+    result = CliRunner().invoke(correct, ["--entities", str(path)], input="off to west rune we go\n")
+    assert _lines(result.output)[0]["text"] == "off to Westruun we go"
+
+
 def test_llm_without_a_configured_model_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("LOREKEEPER_LLM_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "LOREKEEPER_CONFIG"):
         monkeypatch.delenv(name, raising=False)
@@ -104,3 +131,13 @@ def test_thousands_of_lines_per_second(tmp_path: Path) -> None:
     rate = 2000 / (time.perf_counter() - start)
     assert out.getvalue().count('"text": "we went to the Vox Machina house') == 2000
     assert rate > 1000, f"{rate:.0f} lines/s"
+
+
+def test_a_line_that_is_not_utf8_is_an_error_line(tmp_path: Path) -> None:
+    names = tmp_path / "names.txt"
+    names.write_text("Eldrinax\n")
+    stdin = "the elder nacks\n".encode() + b"caf\xe9 au lait\n" + "the elder nacks\n".encode()
+    result = CliRunner().invoke(correct, ["--entities", str(names)], input=stdin)
+    first, bad, last = _lines(result.output)
+    assert first["text"] == last["text"] == "the Eldrinax"
+    assert bad == {"line": 2, "error": "not UTF-8 text (character 4)"}
