@@ -147,20 +147,25 @@ def _crd3(path: Path) -> Iterator[Line | Skipped]:
         data = json.loads(path.read_bytes())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TranscriptError(f"{path.name}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise TranscriptError(f"{path.name}: not valid JSON: nested too deeply") from None
     turns = data.get("TURNS") if isinstance(data, dict) else None
     if not isinstance(turns, list):
         raise TranscriptError(f'{path.name}: expected the CRD3 episode format {{"TURNS": [...]}}')
     for index, turn in enumerate(turns, start=1):
-        try:
-            names = [str(n).strip().title() for n in turn["NAMES"]]
-            text = " ".join(str(u).strip() for u in turn["UTTERANCES"]).strip()
-        except (KeyError, TypeError):
-            yield Skipped(index, "turn without NAMES and UTTERANCES")
+        names, said = (turn.get("NAMES"), turn.get("UTTERANCES")) if isinstance(turn, dict) else (None, None)
+        # lists of text, not text: a string would be taken letter by letter ("L & A & U & R & A")
+        if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in (names, said)):
+            yield Skipped(index, "expected NAMES and UTTERANCES, each a list of text")
             continue
-        if not text or not names:
+        speaker = " & ".join(n.strip().title() for n in names if n.strip())
+        text = " ".join(u.strip() for u in said).strip()
+        if not text or not speaker:
             yield Skipped(index, "empty turn")
             continue
-        yield Line(
-            None,
-            Utterance(speaker=" & ".join(names), text=text, ref=f"turn {turn.get('NUMBER', index - 1)}", seq=index),
-        )
+        try:
+            utterance = Utterance(speaker=speaker, text=text, ref=f"turn {turn.get('NUMBER', index - 1)}", seq=index)
+        except ValidationError as exc:
+            yield Skipped(index, f"invalid field: {validation_problems(exc)}")
+            continue
+        yield Line(None, utterance)

@@ -180,8 +180,16 @@ async def test_txt_and_crd3_formats(crown: CampaignMemory, tmp_path: Path) -> No
     crd3 = tmp_path / "C9E001.json"
     turns = [{"NAMES": ["MATT"], "UTTERANCES": ["Welcome back.", "Roll initiative."], "NUMBER": 0}]
     turns.append({"NAMES": ["LAURA", "SAM"], "UTTERANCES": ["Yes!"], "NUMBER": 1})
+    turns.append({"NAMES": "LAURA", "UTTERANCES": "Letter by letter?", "NUMBER": 2})  # text, not lists
+    turns.append({"NAMES": [None], "UTTERANCES": ["Who said this?"], "NUMBER": 3})
+    turns.append({"NAMES": ["SAM"], "UTTERANCES": ["nul \x00 inside"], "NUMBER": 4})
     crd3.write_text(json.dumps({"METADATA": {}, "TURNS": turns}))
     report = await ingest_file(crown, crd3)
+    assert [m.split(": skipped: ")[1] for m in report.skipped] == [
+        "expected NAMES and UTTERANCES, each a list of text",
+        "expected NAMES and UTTERANCES, each a list of text",
+        "invalid field: text: contains a NUL character (U+0000), which cannot be stored",
+    ]
     session = await crown.log.session_by_title("C9E001")
     assert session is not None
     entries = await crown.log.session_entries(session.id)
