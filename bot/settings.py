@@ -45,14 +45,19 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "LOREKEEPER_OPENAI_BASE_URL", "openai_base_url")
     )
 
-    guild_id: int = Field(default=0, description="guild whose campaigns the CLI works on (0: local campaigns)")
-    dev_guild_id: int | None = Field(default=None, description="sync slash commands to this guild at start")
+    # Discord ids (snowflakes) are 64-bit; the database keeps them as bigint.
+    guild_id: int = Field(
+        default=0, ge=0, lt=2**63, description="guild whose campaigns the CLI works on (0: local campaigns)"
+    )
+    dev_guild_id: int | None = Field(
+        default=None, ge=0, lt=2**63, description="sync slash commands to this guild at start"
+    )
     owner_ids: list[int] = Field(default_factory=list)
 
     llm_model: str | None = Field(default=None, description="chat model for correction, extraction, recaps")
     embedding_provider: Literal["minilm", "openai"] = "minilm"
     embedding_model: str = "all-MiniLM-L6-v2"
-    embedding_dim: int | None = None
+    embedding_dim: int | None = Field(default=None, gt=0)
     accept_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
     log_level: str = "INFO"
 

@@ -28,7 +28,10 @@ def parse_ref(ref: str) -> tuple[ReviewKind, int]:
     m = _REF.match(ref)
     if not m:
         raise InvalidInputError(f"{ref!r} is not a review item id (they look like e12 or f34)")
-    return (ReviewKind.entity if m.group(1).lower() == "e" else ReviewKind.fact), int(m.group(2))
+    kind, number = (ReviewKind.entity if m.group(1).lower() == "e" else ReviewKind.fact), int(m.group(2))
+    if number >= 2**63:  # no row has such an id; the database would refuse the number itself
+        raise NotFoundError(f"no review item {ref.strip()} in this campaign")
+    return kind, number
 
 
 #: Where the database says a campaign filed new items for review (migrations/0005), its id as payload.

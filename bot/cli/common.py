@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 from pydantic import BaseModel, ValidationError
+from pydantic_settings import SettingsError
 
 from bot.settings import ConfigFileError, Settings, load_settings
 from memory.db import DatabaseError, open_database
@@ -48,6 +49,9 @@ def run_cli(group: click.Group) -> None:
         sys.exit(1)
     except ValidationError as exc:
         click.echo(f"error: {validation_problems(exc)}", err=True)
+        sys.exit(1)
+    except SettingsError as exc:  # a setting from the environment that is not even of its type's shape
+        click.echo(f"error: {exc} (a list is written as JSON: '[1, 2]')", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -23,7 +23,7 @@ def review() -> None:
 
 
 @review.command("list")
-@click.option("--limit", default=25, show_default=True)
+@click.option("--limit", default=25, type=click.IntRange(min=1), show_default=True)
 @campaign_option
 @json_option
 @click.pass_context

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import signal
 
+import aiohttp
 import click
 import discord
 
@@ -37,6 +38,8 @@ async def login(bot: LorekeeperBot, token: str) -> None:
         await bot.login(token)
     except discord.LoginFailure:
         raise TokenError("Discord rejected DISCORD_TOKEN (401): check or regenerate the bot token") from None
+    except (aiohttp.ClientError, OSError) as exc:  # no network, DNS, a proxy in the way
+        raise CliError(f"cannot reach Discord ({type(exc).__name__}: {exc}); check the network") from None
 
 
 async def sync_commands(bot: LorekeeperBot, guild_id: int | None) -> list[str]:

@@ -76,6 +76,30 @@ def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
     res = lk("campaign", "load", str(broken), "--campaign", "C")
     assert res.returncode == 1 and "broken.yaml:" in res.stderr and "Traceback" not in res.stderr
     assert json.loads(lk("entity", "list", "--json").stdout) == []  # nothing loaded
+    # values out of range are one line each, not a traceback
+    assert "not in the range x>=1" in lk("search", "x", "--limit", "-1").stderr
+    assert (
+        lk("review", "accept", "f99999999999999999999").stderr
+        == "error: no review item f99999999999999999999 in this campaign\n"
+    )
+
+
+def test_settings_out_of_range_are_one_line(tmp_path: Path) -> None:
+    env = {**os.environ, "LOREKEEPER_DATA_DIR": str(tmp_path)}
+    env.pop("LOREKEEPER_CONFIG", None)
+    for key, value, expected in [
+        ("LOREKEEPER_GUILD_ID", "99999999999999999999", "error: guild_id: Input should be less than"),
+        ("LOREKEEPER_EMBEDDING_DIM", "-3", "error: embedding_dim: Input should be greater than 0"),
+        ("LOREKEEPER_OWNER_IDS", "1,2", 'error: error parsing value for field "owner_ids"'),
+    ]:
+        res = subprocess.run(
+            [sys.executable, "-c", "from bot.cli import main; main()", "campaign", "list"],
+            env={**env, key: value},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert res.returncode == 1 and res.stderr.startswith(expected) and "Traceback" not in res.stderr, res.stderr
 
 
 def test_db_status_and_migrate(lk) -> None:

@@ -136,7 +136,7 @@ def test_thousands_of_lines_per_second(tmp_path: Path) -> None:
 def test_a_line_that_is_not_utf8_is_an_error_line(tmp_path: Path) -> None:
     names = tmp_path / "names.txt"
     names.write_text("Eldrinax\n")
-    stdin = "the elder nacks\n".encode() + b"caf\xe9 au lait\n" + "the elder nacks\n".encode()
+    stdin = b"the elder nacks\n" + b"caf\xe9 au lait\n" + b"the elder nacks\n"
     result = CliRunner().invoke(correct, ["--entities", str(names)], input=stdin)
     first, bad, last = _lines(result.output)
     assert first["text"] == last["text"] == "the Eldrinax"
