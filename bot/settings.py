@@ -59,7 +59,6 @@ class Settings(BaseSettings):
     embedding_model: str = "all-MiniLM-L6-v2"
     embedding_dim: int | None = Field(default=None, gt=0)
     accept_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
-    log_level: str = "INFO"
 
     @field_validator("data_dir")
     @classmethod

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shlex
+import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -76,4 +78,6 @@ async def demo(ctx: click.Context) -> None:
         for question in QUESTIONS:
             click.secho(f"\n== recall: {question}", bold=True)
             print_hits(await recall_core.recall(mem, embedder, question, limit=2))
-    click.echo(f"\nTry: LOREKEEPER_DATA_DIR={data_dir} lorekeeper recall 'the dragon' -c {target.name!r}")
+    # the command as it can be typed after scripts/demo: lorekeeper lives in the virtualenv, not on PATH
+    command = shlex.quote(sys.argv[0]) if Path(sys.argv[0]).name == "lorekeeper" else "lorekeeper"
+    click.echo(f"\nTry: LOREKEEPER_DATA_DIR={data_dir} {command} recall 'the dragon' -c {shlex.quote(target.name)}")
