@@ -55,6 +55,7 @@ class Admin(commands.GroupCog, group_name="lorekeeper", group_description="Lorek
         )
 
     @app_commands.command(description="Sync slash commands (bot owner only)")
+    @app_commands.describe(scope="guild: this server, at once; global: every server, within the hour")
     async def sync(self, interaction: discord.Interaction, scope: Literal["guild", "global"] = "guild") -> None:
         if not await self.bot.is_owner(interaction.user):
             raise UserError("Only the bot's owner can sync commands.")

@@ -52,6 +52,9 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         self.bot = bot
 
     @app_commands.command(description="Create a campaign; the first one becomes active (DM only)")
+    @app_commands.describe(
+        name="Its name, unique in this server", description="A line or two about it", system="e.g. D&D 5e"
+    )
     async def create(
         self,
         interaction: discord.Interaction,
@@ -73,6 +76,7 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         await interaction.response.send_message(embed=embed, ephemeral=True)
 
     @app_commands.command(description="Make another campaign the active one (DM only)")
+    @app_commands.describe(name="The campaign to make active")
     @app_commands.autocomplete(name=campaign_names)
     async def switch(self, interaction: discord.Interaction, name: str) -> None:
         campaigns = campaigns_of(interaction)
@@ -101,6 +105,7 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         await interaction.response.send_message(embed=embed, ephemeral=True)
 
     @app_commands.command(description="Delete a campaign and everything in it (DM only)")
+    @app_commands.describe(name="The campaign to delete (you are asked to confirm)")
     @app_commands.autocomplete(name=campaign_names)
     async def delete(self, interaction: discord.Interaction, name: str) -> None:
         campaigns = campaigns_of(interaction)

@@ -165,6 +165,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             await interaction.response.send_message(embed=view.pages[0], ephemeral=True)
 
     @app_commands.command(description="Show an entity: attributes, aliases, relationships, last mention")
+    @app_commands.describe(name="The entity's name or an alias")
     @app_commands.autocomplete(name=entity_names)
     async def show(self, interaction: discord.Interaction, name: str) -> None:
         campaign, mem = await active_campaign(interaction)
@@ -177,7 +178,15 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
 
     @app_commands.command(description="Change an entity (DM only)")
     @app_commands.autocomplete(name=entity_names)
-    @app_commands.describe(aliases="Replaces all aliases, comma-separated ('-' clears them)")
+    @app_commands.describe(
+        name="The entity to change (its name or an alias)",
+        new_name="Its new name",
+        type="Its new kind",
+        description="A new description (replaces the old one; /entity describe for several lines)",
+        aliases="Replaces all aliases, comma-separated ('-' clears them)",
+        attributes="key=value;key=value, merged into its attributes",
+        secret="True: DM-only, never shown to players",
+    )
     async def edit(
         self,
         interaction: discord.Interaction,
@@ -208,6 +217,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         await interaction.response.send_message(f"Updated **{entity.name}**.", embed=embed, ephemeral=True)
 
     @app_commands.command(description="Write an entity's description in a text box, several lines if need be (DM only)")
+    @app_commands.describe(name="The entity's name or an alias")
     @app_commands.autocomplete(name=entity_names)
     async def describe(self, interaction: discord.Interaction, name: str) -> None:
         campaign, mem = await dm_campaign(interaction)
@@ -222,6 +232,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         )
 
     @app_commands.command(description="Remove an entity and its relationships (DM only)")
+    @app_commands.describe(name="The entity's name or an alias")
     @app_commands.autocomplete(name=entity_names)
     async def remove(self, interaction: discord.Interaction, name: str) -> None:
         _, mem = await dm_campaign(interaction)
@@ -241,7 +252,11 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
 
     @app_commands.command(description="Connect two entities, e.g. Eldrinax ally_of Ironhold (DM only)")
     @app_commands.autocomplete(source=entity_names, target=entity_names)
-    @app_commands.describe(relation="e.g. ally_of, lives_in, owns")
+    @app_commands.describe(
+        source="The entity the relationship starts from",
+        relation="e.g. ally_of, lives_in, owns",
+        target="The other one",
+    )
     async def link(
         self, interaction: discord.Interaction, source: str, relation: app_commands.Range[str, 1, 100], target: str
     ) -> None:
@@ -251,6 +266,9 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         await interaction.response.send_message(f"{verb} {rel.describe()}", ephemeral=True)
 
     @app_commands.command(description="Remove a relationship between two entities (DM only)")
+    @app_commands.describe(
+        source="The entity it starts from", relation="Its type, e.g. ally_of", target="The other one"
+    )
     @app_commands.autocomplete(source=entity_names, target=entity_names)
     async def unlink(
         self, interaction: discord.Interaction, source: str, relation: app_commands.Range[str, 1, 100], target: str

@@ -45,7 +45,7 @@ class Recall(commands.Cog):
         self.bot = bot
 
     @app_commands.command(description="What was said about something, with session, speaker and time")
-    @app_commands.describe(query='Words to look for; "quoted phrase", -exclude, or')
+    @app_commands.describe(query='Words to look for; also "a quoted phrase", -excluded, this OR that')
     async def recall(self, interaction: discord.Interaction, query: app_commands.Range[str, 1, 200]) -> None:
         campaign, mem = await active_campaign(interaction)
         dm = member_is_dm(interaction, campaign)
@@ -69,6 +69,7 @@ class Recall(commands.Cog):
         await interaction.followup.send(embed=embed, ephemeral=True)
 
     @app_commands.command(description="The summary of a session (default: the latest)")
+    @app_commands.describe(session="The session's title (default: the latest)")
     @app_commands.autocomplete(session=session_titles)
     async def recap(self, interaction: discord.Interaction, session: str | None = None) -> None:
         _, mem = await active_campaign(interaction)

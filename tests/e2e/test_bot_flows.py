@@ -9,6 +9,7 @@ from pathlib import Path
 import discord
 import pytest
 import yaml
+from discord import app_commands
 
 from bot.app import LorekeeperBot
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
@@ -529,3 +530,14 @@ async def test_transcript_of_review_accept(
     assert f"embed 'New entity · {pending[0]}'" in text and "lk:review:accept:" in text
     assert "update message, embed 'New entity" in text
     assert fake_discord.unhandled == [] and fake_discord.rejected == []
+
+
+async def test_every_option_says_what_it_is_for(bot: LorekeeperBot) -> None:
+    undescribed = [
+        f"/{command.qualified_name} {option.name}"
+        for command in bot.tree.walk_commands()
+        if isinstance(command, app_commands.Command)
+        for option in command.parameters
+        if option.description in ("…", "") or len(option.description) > 100
+    ]
+    assert undescribed == []
