@@ -4,7 +4,9 @@ FROM python:3.11-slim
 RUN apt-get update && apt-get install -y --no-install-recommends libopus0 \
     && rm -rf /var/lib/apt/lists/*
 
-RUN useradd --create-home lorekeeper
+# The data dir exists in the image, owned by the bot's user: a new named volume mounted there takes its owner
+# (a path the image lacks is created root-owned, and the bot could not write its spool).
+RUN useradd --create-home lorekeeper && install -d -o lorekeeper -g lorekeeper /home/lorekeeper/data
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY bot bot
