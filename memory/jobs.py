@@ -236,10 +236,12 @@ async def chunk_session(ctx: JobContext, campaign_id: int, session_id: int, *, s
     entries = await mem.log.session_entries(session_id)
     while True:
         written += await _chunk_entries(ctx, mem, session_id, entries, slice_size)
-        # A line that arrived meanwhile (a fixed transcript re-imported) enqueued a job with this one's dedupe
-        # key, which is skipped while this one runs: its windows are this run's to write.
+        # A line that arrived late meanwhile (a fixed transcript re-imported) enqueued a job with this one's
+        # dedupe key, which is skipped while this one runs: its windows are this run's to write. Lines after the
+        # last one read have jobs of their own (a live session's next lines do not keep this one going).
+        last = entries[-1].seq if entries else 0
         now = await mem.log.session_entries(session_id)
-        if [(e.id, e.text) for e in now] == [(e.id, e.text) for e in entries]:
+        if [(e.id, e.text) for e in now if e.seq <= last] == [(e.id, e.text) for e in entries]:
             ctx.chunks_written += written
             return written
         entries = now
