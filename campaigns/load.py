@@ -46,6 +46,7 @@ async def apply_campaign_file(
     done = 0
     provenance = Provenance(source=Source.campaign_file, confidence=1.0, dm_confirmed=True)
     async with mem.transaction() as tx:
+        await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
         ids: dict[str, int] = {}
         listed = {spec.name.casefold() for spec in file.entities}
         for spec in file.entities:

@@ -26,6 +26,7 @@ from memory.models import (
     Source,
     Visibility,
     clean_name,
+    name_query,
 )
 
 #: Relationship types an entity has at most one of at a time: a new accepted one closes the old one.
@@ -50,10 +51,10 @@ SINGLE_VALUED = frozenset(
     }
 )
 
-#: Advisory transaction locks (namespace + id, as ``session_log``'s appends): one writer of a source entity's
-#: facts at a time, and one of a campaign's names, since both check before they write.
-_FACTS_LOCK = 2 << 48
-_NAMES_LOCK = 3 << 48
+#: The advisory transaction lock (namespace + campaign id, as ``session_log``'s appends) that writers of a
+#: campaign's graph hold when they check before they write. One lock, so no two writers can take locks in
+#: opposite orders and deadlock.
+_GRAPH_LOCK = 2 << 48
 
 _ENTITY_SELECT = """
     SELECT e.id, e.campaign_id, e.name, e.type, e.description, e.attributes, e.visibility, e.status,
@@ -114,7 +115,7 @@ class KnowledgeGraph:
             ORDER BY hit.rank LIMIT 1
             """,
             self.campaign_id,
-            " ".join(name.split()),
+            name_query(name),
             include_rejected,
         )
         return entity_from_row(row) if row else None
@@ -378,8 +379,7 @@ class KnowledgeGraph:
         """A name or alias may name one entity only: no entity's name may be another's alias."""
         if not names:
             return
-        # Until the transaction ends: two writers checking at once would both find a name free.
-        await self.db.execute("SELECT pg_advisory_xact_lock($1::bigint)", _NAMES_LOCK + self.campaign_id)
+        await self.lock()  # two writers checking at once would both find a name free
         lowered = [n.casefold() for n in names]
         if len(set(lowered)) != len(lowered):
             raise InvalidInputError("an alias repeats the entity's name or another alias")
@@ -421,14 +421,16 @@ class KnowledgeGraph:
         being stored twice. An accepted fact closes the current accepted facts it contradicts."""
         async with transaction(self.db) as conn:
             graph = self.bound_to(conn)
-            await graph.lock_facts_of(rel.source_id)
+            # two contradicting values accepted at once ("dead" by extraction, "alive" by the DM) would each miss
+            # the other, uncommitted, and both stay current
+            await graph.lock()
             return await graph._ensure_relationship(rel)
 
-    async def lock_facts_of(self, source_id: int) -> None:
-        """Hold, until the transaction ends, the right to write ``source_id``'s facts: two contradicting values
-        accepted at once ("dead" by extraction, "alive" by the DM) would each miss the other, uncommitted, and
-        both stay current."""
-        await self.db.execute("SELECT pg_advisory_xact_lock($1::bigint)", _FACTS_LOCK + source_id)
+    async def lock(self) -> None:
+        """Hold, until the transaction ends, the right to write this campaign's graph after checking it (names
+        free, facts contradicted, a review item still pending). Take it first in a transaction that writes
+        several things: a row written before it could be one another holder waits for."""
+        await self.db.execute("SELECT pg_advisory_xact_lock($1::bigint)", _GRAPH_LOCK + self.campaign_id)
 
     async def _ensure_relationship(self, rel: RelationshipIn) -> tuple[Relationship, bool]:
         status = rel.status or self._status_for(rel.provenance)

@@ -18,8 +18,6 @@ from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
 from memory.graph import KnowledgeGraph
 from memory.models import EntityType, ReviewItem, ReviewKind, ReviewStatus, Visibility
 
-#: The advisory lock that orders a campaign's review decisions (namespace + campaign id; see ``graph``).
-_DECISION_LOCK = 4 << 48
 _REF = re.compile(r"^\s*([ef])(\d+)\s*$", re.IGNORECASE)
 
 
@@ -131,8 +129,8 @@ class ReviewQueue:
 
     async def _pending_item(self, ref: str) -> ReviewItem:
         # One decision of a campaign's at a time, each seeing the last one committed: a double click, or the DM
-        # in Discord and at the command line, must not accept and reject the same item.
-        await self.graph.db.execute("SELECT pg_advisory_xact_lock($1::bigint)", _DECISION_LOCK + self.graph.campaign_id)
+        # in Discord and at the command line, must not accept and reject the same item. Taken before any write.
+        await self.graph.lock()
         try:
             item = await self.get(ref)
         except NotFoundError:
@@ -156,7 +154,6 @@ class ReviewQueue:
         else:
             fact = item.fact
             assert fact is not None
-            await g.lock_facts_of(fact.source_id)
             for entity_id in (fact.source_id, fact.target_id):
                 if entity_id is not None:
                     e = await g.get_entity_by_id(entity_id)

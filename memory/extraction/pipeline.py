@@ -77,6 +77,7 @@ async def file_proposal(mem: CampaignMemory, proposal: Proposal) -> ExtractionSt
     entities as they are now: the DM may have added, merged or rejected some while the extractor ran."""
     stats = proposal.stats.model_copy()
     async with mem.transaction() as tx:
+        await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
         known = await known_entities(tx.graph)
         rejected = await known_entities(tx.graph, status=ReviewStatus.rejected)
         writer = _Writer(

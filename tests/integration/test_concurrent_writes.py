@@ -84,3 +84,29 @@ async def test_a_name_taken_meanwhile_is_refused(pool: asyncpg.Pool, campaign: C
     with pytest.raises(AlreadyExistsError):
         await extraction
     assert (await campaign.graph.find_entity("Bram")).name == "Brom"  # type: ignore[union-attr]
+
+
+async def test_writers_of_several_entities_in_opposite_orders_take_turns(
+    pool: asyncpg.Pool, campaign: CampaignMemory
+) -> None:
+    """Extraction, a recap and a campaign load each write facts of several entities in one transaction, each in
+    its own order: one lock per campaign, so the second waits for the first instead of a deadlock."""
+    g = campaign.graph
+    brom = await g.add_entity(EntityIn(name="Brom", type=EntityType.npc))
+    ilsa = await g.add_entity(EntityIn(name="Ilsa", type=EntityType.npc))
+    async with pool.acquire() as conn:
+        first = conn.transaction()
+        await first.start()
+        one = CampaignMemory(conn, campaign.campaign_id).graph
+        await one.add_relationship(RelationshipIn(source_id=brom.id, type="lives_in", value="Ironhold"))
+
+        async def other_order() -> None:
+            async with campaign.transaction() as tx:
+                await tx.graph.add_relationship(RelationshipIn(source_id=ilsa.id, type="lives_in", value="Saltmere"))
+                await tx.graph.add_relationship(RelationshipIn(source_id=brom.id, type="ally_of", target_id=ilsa.id))
+
+        second = await _second_waits(pool, other_order())
+        await one.add_relationship(RelationshipIn(source_id=ilsa.id, type="ally_of", target_id=brom.id))
+        await first.commit()
+    await asyncio.wait_for(second, 10)
+    assert len(await g.relationships_of(brom.id)) == 3
