@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -241,7 +242,7 @@ async def chunk_session(ctx: JobContext, campaign_id: int, session_id: int, *, s
         # last one read have jobs of their own (a live session's next lines do not keep this one going).
         last = entries[-1].seq if entries else 0
         now = await mem.log.session_entries(session_id)
-        if [(e.id, e.text) for e in now if e.seq <= last] == [(e.id, e.text) for e in entries]:
+        if [e.id for e in now if e.seq <= last] == [e.id for e in entries]:  # revised text has its own job
             ctx.chunks_written += written
             return written
         entries = now
@@ -414,11 +415,14 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     summary, involved = extractive_summary(entries, Gazetteer(entities), names)
     if ctx.llm is not None and entries:
         summary = await _abstractive(ctx.llm, entries, summary)
+    # An entity's name has no invisible characters; a title may ("🧙‍♂️ Wizard night" holds a zero-width joiner).
+    title = "".join(ch for ch in session.title if not unicodedata.category(ch).startswith("C"))
     async with mem.transaction() as tx:
+        await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
         await tx.log.end_session(session_id, summary=summary)
         event, _ = await tx.graph.upsert_entity(
             EntityIn(
-                name=f"Session: {session.title}"[:200],  # an entity name's limit; titles may be file names
+                name=f"Session: {title}"[:200],  # an entity name's limit; titles may be file names
                 type=EntityType.event,
                 description=summary[:2000],
                 attributes={"session_id": session_id},

@@ -272,3 +272,15 @@ async def test_a_line_arriving_while_the_chunk_job_runs_is_chunked(memory: Memor
     await running
     chunked = {i for c in await crown.semantic.session_chunks(rec.session.id) for i in c.entry_ids}
     assert {e.id for e in await crown.log.session_entries(rec.session.id)} == chunked
+
+
+async def test_a_session_titled_with_invisible_characters_gets_its_recap(memory: Memory, crown: CampaignMemory) -> None:
+    """An emoji with a zero-width joiner is a fine title; the session's event entity leaves the joiner out."""
+    rec = await SessionRecorder.start(crown, "\U0001f9d9\u200d\u2642\ufe0f Wizard night")
+    await rec.add(Utterance(speaker="DM", text="The party reaches Ironhold.", seq=1))
+    await rec.flush()
+    await jobs.summarize_session(
+        jobs.JobContext(memory=memory, embedder=None, embedding_model="x"), crown.campaign_id, rec.session.id
+    )  # type: ignore[arg-type]
+    event = await crown.graph.get_entity("Session: \U0001f9d9\u2642\ufe0f Wizard night")
+    assert event.attributes["session_id"] == rec.session.id
