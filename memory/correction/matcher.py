@@ -421,7 +421,12 @@ class PhoneticMatcher:
                 ):
                     near_misses.append((tokens[first].start, tokens[last].base_end))
         chosen = _resolve_overlaps(candidates)
-        result = Stage1Result(corrections=[self._correction(text, tokens, c) for c in chosen])
+        result = Stage1Result(
+            corrections=[
+                self._correction(text, tokens, c, previous)
+                for previous, c in zip([None, *chosen], chosen, strict=False)  # each with the one before it
+            ]
+        )
         result.suspects = self._suspects(text, tokens, conf, chosen, near_misses, locked)
         return result
 
@@ -737,17 +742,19 @@ class PhoneticMatcher:
             return phrase, False
         return None, True
 
-    def _alias_mention(self, text: str, tokens: list[Token], first: int, form: NameForm) -> tuple[int, str]:
+    def _alias_mention(
+        self, text: str, tokens: list[Token], first: int, form: NameForm, *, named_before: bool = False
+    ) -> tuple[int, str]:
         """Where the mention of an alias starts, and what it writes: the canonical name, said once. Words of the
         name said just before the alias are part of the mention ("captain bran ock", heard as the alias Brannoch
         of Captain Brannoch Ysgarde), and so are uncommon words sounding like them ("kell loth the tide warden",
         the alias the Tidewarden of Quelloth the Tidewarden). After a word of the name said apart ("Quelloth, the
-        tide warden"; "Eldrinax, the drowned worm"; an uncommon word of it) the alias is written as registered,
-        not the name again."""
+        tide warden"; "Eldrinax, the drowned worm"; an uncommon word of it, or the name corrected just before:
+        ``named_before``) the alias is written as registered, not the name again."""
         name = normalize(form.canonical).split()
         size = len(form.words)
-        at = next((i for i in range(len(name) - size + 1) if tuple(name[i : i + size]) == form.words), 0)
-        lead = name[:at]
+        at = next((i for i in range(len(name) - size + 1) if tuple(name[i : i + size]) == form.words), None)
+        lead = name[:at] if at is not None else []
         said = 0
         while (
             said < len(lead)
@@ -756,10 +763,22 @@ class PhoneticMatcher:
             and _joined(text, tokens[first - said - 1 : first - said + 1])
         ):
             said += 1
+        if at is None and set(form.words) & set(name):
+            # A variant of the name, not a run of its words ("the crown of salt mere" / Crown of Saltmere, The
+            # Sunken Crown): the name's first words said just before it ("the") are its own.
+            said = max(
+                (
+                    k
+                    for k in range(1, min(first, len(name) - 1) + 1)
+                    if [t.norm for t in tokens[first - k : first]] == name[:k]
+                    and all(_joined(text, tokens[i : i + 2]) for i in range(first - k, first))
+                ),
+                default=0,
+            )
         if said:
             return first - said, form.canonical
-        others = {w for w in name if w not in form.words and word_zipf(w) < self.settings.common_zipf}
-        if first > 0 and tokens[first - 1].norm in others:
+        uncommon = {w for w in name if word_zipf(w) < self.settings.common_zipf}
+        if named_before or (first > 0 and tokens[first - 1].norm in uncommon):
             alias = form.surface
             if text[tokens[first].start].isupper() and alias[:1].islower():
                 alias = alias[0].upper() + alias[1:]  # "It was Quelloth. The tide warden" -> "The Tidewarden"
@@ -795,7 +814,8 @@ class PhoneticMatcher:
         # Reported (and ranked against overlapping windows) by Jaro-Winkler, like every other candidate.
         return best.form, best.score, best.plural
 
-    def _correction(self, text: str, tokens: list[Token], c: _Candidate) -> Correction:
+    def _correction(self, text: str, tokens: list[Token], c: _Candidate, previous: _Candidate | None) -> Correction:
+        """``previous``: the correction chosen just before this one, if any."""
         first, last = c.first, c.last
         # An alias's words that the canonical name lacks stay as said: "Lord na stock grace pine" heard as the
         # alias "Lord Nostoc Greyspine" becomes "Lord Nostoc Greyspine", not "Nostoc Greyspine".
@@ -819,7 +839,10 @@ class PhoneticMatcher:
         # An alias becomes the canonical name, said once (see ``_alias_mention``).
         replacement = c.form.canonical
         if first == c.first and not c.form.primary:
-            first, replacement = self._alias_mention(text, tokens, first, c.form)
+            named = (
+                previous is not None and previous.last == first - 1 and previous.form.entity_key == c.form.entity_key
+            )
+            first, replacement = self._alias_mention(text, tokens, first, c.form, named_before=named)
         # ... and the rest of it said just after: "Zix ara" -> "Zyx'ara" (heard as the alias Zyx), not "Zyx'ara ara".
         canonical = normalize(c.form.canonical).replace(" ", "")
         if canonical != c.form.spaceless and canonical.startswith(c.form.spaceless) and not c.plural:

@@ -257,6 +257,14 @@ def test_an_alias_that_is_no_part_of_the_name() -> None:
     assert pipeline.correct_fast("Eldrinax, the drowned worm, wakes.").text == "Eldrinax, The Drowned Wyrm, wakes."
     [c] = pipeline.correct_fast("Eldrinax the drowned worm wakes.").corrections
     assert (c.span, c.replacement, c.entity_id) == ("the drowned worm", "The Drowned Wyrm", 6)
+    # ... and after the name misheard and corrected just before it
+    assert pipeline.correct_fast("ell drin ax, the drowned worm, wakes.").text == "Eldrinax, The Drowned Wyrm, wakes."
+
+
+def test_an_alias_that_varies_the_name_takes_in_its_first_words() -> None:
+    pipeline = Pipeline([EntityName(id=3, name="The Sunken Crown", aliases=["Crown of Saltmere"])])
+    [c] = pipeline.correct_fast("We are looking for the crown of salt mere.").corrections
+    assert (c.span, c.replacement) == ("the crown of salt mere", "The Sunken Crown")  # not "the The Sunken Crown"
 
 
 # --- the sound path: pronunciations compared phone by phone ----------------------------------------------
