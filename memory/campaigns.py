@@ -12,7 +12,7 @@ import asyncpg
 
 from memory.db import Executor, transaction
 from memory.errors import AlreadyExistsError, NotFoundError
-from memory.models import Campaign, clean_name
+from memory.models import Campaign, clean_name, name_query
 
 
 class Campaigns:
@@ -51,7 +51,7 @@ class Campaigns:
 
     async def get(self, name: str) -> Campaign:
         row = await self.db.fetchrow(
-            "SELECT * FROM campaigns WHERE guild_id = $1 AND lower(name) = lower($2)", self.guild_id, name.strip()
+            "SELECT * FROM campaigns WHERE guild_id = $1 AND lower(name) = lower($2)", self.guild_id, name_query(name)
         )
         if row is None:
             raise NotFoundError(f"no campaign named {name!r}")

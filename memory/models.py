@@ -70,6 +70,11 @@ def clean_name(value: str) -> str:
     return name
 
 
+def name_query(value: str) -> str:
+    """A name as typed to look one up: stored names are NFC with whitespace collapsed (see :func:`clean_name`)."""
+    return " ".join(unicodedata.normalize("NFC", value).split())
+
+
 def storable(value: Any) -> Any:
     """``value`` (text, or JSON-like data) as the database can keep it: PostgreSQL's text and jsonb hold no NUL
     character, and jsonb no NaN or infinity. Refused here, where the error can say what is wrong, not later."""

@@ -66,7 +66,7 @@ def correct(ctx: click.Context, entities_file: Path | None, campaign_name: str |
         llm = OpenAILLM(settings.openai_base_url, key, settings.llm_model or "")
     # JSON lines are UTF-8 whatever the locale; a line that is not comes out as an error line, not a crash.
     stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
-    stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8")
+    stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", line_buffering=sys.stdout.isatty())
     try:
         run(stdin, stdout, names, llm)
     finally:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -120,6 +123,7 @@ def test_config_file_and_env(lk, tmp_path: Path) -> None:
     # names the store cannot tell apart or show are refused, one line each
     assert lk("campaign", "create", "C").returncode == 0
     assert lk("entity", "add", "Cafe\u0301", "npc").returncode == 0  # decomposed: stored composed
+    assert lk("entity", "show", "Cafe\u0301").returncode == 0  # and found as typed
     twin = lk("entity", "add", "Café", "npc")
     assert twin.returncode == 1 and twin.stderr == "error: an entity named 'Café' already exists\n"
     hidden = lk("entity", "add", "Zed\u200dx", "npc")
@@ -196,3 +200,25 @@ def test_a_malformed_database_url_is_one_line_without_the_password(tmp_path: Pat
     )  # fmt: skip
     assert res.returncode == 1 and "Traceback" not in res.stderr and "s3cret" not in res.stderr
     assert "DATABASE_URL is not a valid PostgreSQL URL" in res.stderr
+
+
+def test_correct_at_a_terminal_answers_each_line_as_it_comes(tmp_path: Path) -> None:
+    names = tmp_path / "names.txt"
+    names.write_text("Eldrinax\n")
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: lorekeeper correct on a terminal
+        os.execv(
+            sys.executable,
+            [sys.executable, "-c", "from bot.cli import main; main()", "correct", "--entities", str(names)],
+        )
+    try:
+        os.write(fd, b"we met elder nacks\n")
+        out, deadline = b"", time.monotonic() + 60
+        while b"Eldrinax" not in out and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.5)[0]:
+                out += os.read(fd, 4096)
+        assert b'"text": "we met Eldrinax"' in out  # before the input ends
+    finally:
+        os.write(fd, b"\x04")
+        os.waitpid(pid, 0)
+        os.close(fd)
