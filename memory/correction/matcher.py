@@ -756,14 +756,15 @@ class PhoneticMatcher:
         at = next((i for i in range(len(name) - size + 1) if tuple(name[i : i + size]) == form.words), None)
         lead = name[:at] if at is not None else []
         said = 0
-        while (
-            said < len(lead)
-            and first - said > 0
-            and tokens[first - said - 1].norm == lead[-1 - said]
-            and _joined(text, tokens[first - said - 1 : first - said + 1])
-        ):
-            said += 1
-        if at is None and set(form.words) & set(name):
+        if at is not None:  # a run of the name's words: those before it in the name, said just before it
+            while (
+                said < len(lead)
+                and first - said > 0
+                and tokens[first - said - 1].norm == lead[-1 - said]
+                and _joined(text, tokens[first - said - 1 : first - said + 1])
+            ):
+                said += 1
+        elif set(form.words) & set(name):
             # A variant of the name, not a run of its words ("the crown of salt mere" / Crown of Saltmere, The
             # Sunken Crown): the name's first words said just before it ("the") are its own.
             said = max(
