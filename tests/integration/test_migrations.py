@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import asyncpg
 import pytest
 
@@ -107,5 +109,76 @@ async def test_review_channel_migration_keeps_what_the_old_cursor_had_posted(emp
         )
         assert [r["name"] for r in posted] == ["Cursor", "Posted"]
         assert await pool.fetchval("SELECT settings FROM campaigns WHERE id = $1", campaign) in ("{}", {})
+    finally:
+        await pool.close()
+
+
+async def test_one_current_copy_migration_folds_the_copies_older_code_stored(
+    empty_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memory.db as db
+
+    spec = EmbeddingSpec("all-MiniLM-L6-v2", 384)
+    every = migration_files()
+    monkeypatch.setattr(db, "migration_files", lambda: [m for m in every if m[0] < 4])
+    pool = await create_pool(empty_dsn)
+    try:
+        await migrate(pool, spec)
+        monkeypatch.setattr(db, "migration_files", lambda: every)
+
+        async def fact(campaign: int, value: str | None, target: int | None = None, **row: object) -> int:
+            columns = {"status": "accepted", "visibility": "public", "provenance": {}, **row}
+            return await pool.fetchval(
+                f"""
+                INSERT INTO relationships (campaign_id, source_id, type, target_id, value, {", ".join(columns)})
+                VALUES ($1, (SELECT min(id) FROM entities WHERE campaign_id = $1), 'status', $2, $3,
+                        {", ".join(f"${i}" for i in range(4, 4 + len(columns)))})
+                RETURNING id
+                """,
+                campaign,
+                target,
+                value,
+                *columns.values(),
+            )
+
+        old, other = [
+            await pool.fetchval("INSERT INTO campaigns (name) VALUES ($1) RETURNING id", name) for name in "AB"
+        ]
+        for c in (old, other):
+            await pool.execute("INSERT INTO entities (campaign_id, name, type) VALUES ($1, 'Eldrinax', 'npc')", c)
+        heard = {"source": "stated", "confidence": 0.9, "session_id": 1, "entry_ids": [4]}
+        # "dead": heard (accepted), heard unsure (pending), then the DM's word, secret
+        dead_heard = await fact(old, "dead", provenance=heard)
+        dead_unsure = await fact(old, "dead", status="pending", provenance={**heard, "confidence": 0.4})
+        dead_dm = await fact(old, "dead", visibility="secret", provenance={"source": "dm"})
+        # "asleep": only pending copies, the more confident one is kept
+        asleep_low = await fact(old, "asleep", status="pending", provenance={**heard, "confidence": 0.3})
+        asleep_high = await fact(old, "asleep", status="pending", provenance={**heard, "confidence": 0.6})
+        # a long value, two equal copies: the older is kept; an older fact it had superseded follows it
+        long = "bound " * 2000
+        long_first, long_second = await fact(old, long), await fact(old, long)
+        history = await fact(old, "alive", valid_to=datetime.now(UTC), superseded_by=long_second)
+        # not copies: a rejected and a closed one, and the same fact in another campaign
+        rejected = await fact(old, "dead", status="rejected")
+        closed = await fact(old, "dead", valid_to=datetime.now(UTC))
+        elsewhere = await fact(other, "dead")
+
+        assert await migrate(pool, spec) == [name for v, name, _ in every if v >= 4]
+
+        rows = {r["id"]: r for r in await pool.fetch("SELECT * FROM relationships")}
+        assert set(rows) == {dead_dm, asleep_high, long_first, history, rejected, closed, elsewhere}
+        kept = rows[dead_dm]
+        assert kept["status"] == "accepted" and kept["visibility"] == "secret"
+        assert kept["provenance"]["source"] == "dm"
+        merged = kept["provenance"]["merged"]
+        assert [(m["id"], m["status"]) for m in merged] == [(dead_heard, "accepted"), (dead_unsure, "pending")]
+        assert merged[0]["session_id"] == 1 and merged[0]["entry_ids"] == [4]
+        assert rows[asleep_high]["status"] == "pending"
+        assert [m["id"] for m in rows[asleep_high]["provenance"]["merged"]] == [asleep_low]
+        assert rows[history]["superseded_by"] == long_first
+        assert rows[elsewhere]["provenance"] == {}
+        # the index holds now: writing the fact again finds the kept copy
+        with pytest.raises(asyncpg.UniqueViolationError):
+            await fact(old, "dead")
     finally:
         await pool.close()
