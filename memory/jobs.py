@@ -88,8 +88,20 @@ async def enqueue_session_work(
 
 
 async def enqueue_summary(conn: Executor, campaign_id: int, session_id: int) -> None:
+    """Enqueue the session's summary. The dedupe key counts the session's lines: ending it again with the same
+    lines adds no job, but a session resumed (or a late line imported) and ended again while its first summary
+    job runs, which read the lines before, gets another."""
+    lines = await conn.fetchval(
+        "SELECT count(*) FROM session_entries WHERE campaign_id = $1 AND session_id = $2",
+        campaign_id,
+        session_id,
+    )
     await _queries(conn).enqueue(
-        [SUMMARY], [_payload(campaign_id, session_id)], [0], dedupe_key=[f"{SUMMARY}:{session_id}"], on_conflict="skip"
+        [SUMMARY],
+        [_payload(campaign_id, session_id)],
+        [0],
+        dedupe_key=[f"{SUMMARY}:{session_id}:{lines}"],
+        on_conflict="skip",
     )
 
 

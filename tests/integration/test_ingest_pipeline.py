@@ -284,3 +284,20 @@ async def test_a_session_titled_with_invisible_characters_gets_its_recap(memory:
     )  # type: ignore[arg-type]
     event = await crown.graph.get_entity("Session: \U0001f9d9\u2642\ufe0f Wizard night")
     assert event.attributes["session_id"] == rec.session.id
+
+
+async def test_a_session_ended_again_after_resuming_is_summarised_over_all_its_lines(
+    memory: Memory, crown: CampaignMemory, pool: asyncpg.Pool, embedder: MiniLMEmbedder
+) -> None:
+    rec = await SessionRecorder.start(crown, "Two evenings")
+    await rec.add(Utterance(speaker="DM", text="The party rides into Ironhold at dusk.", seq=1))
+    await rec.end()
+    # a worker has picked the first summary job and is writing it when the DM resumes the session
+    await pool.execute("UPDATE pgqueuer SET status = 'picked' WHERE entrypoint = $1", jobs.SUMMARY)
+    resumed = await SessionRecorder.start(crown, "Two evenings")
+    await resumed.add(Utterance(speaker="DM", text="Eldrinax wakes beneath the lake and roars.", seq=2))
+    await resumed.end()
+    await pool.execute("DELETE FROM pgqueuer WHERE status = 'picked'")  # the first summary is done
+    await run_jobs(memory, embedder)
+    summary = (await crown.log.session(rec.session.id)).summary
+    assert summary is not None and "Eldrinax wakes" in summary and "Ironhold at dusk" in summary
