@@ -480,26 +480,65 @@ def _job_args(job: pgq_models.Job) -> tuple[int, int]:
     return int(data["campaign_id"]), int(data["session_id"])
 
 
+class BadJobError(Exception):
+    """A job failed for a reason other than an outage (its data, a bug): running it again fails the same way,
+    so it is not run again at a worker start. The original error is its cause, in the job's logged traceback."""
+
+
+#: What is away, not wrong: the LLM, the database or the network. A job that failed on one of these is worth
+#: running again later.
+_OUTAGES: tuple[type[BaseException], ...] = (
+    OSError,  # connections refused or reset, timeouts
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,  # the connection closed under the query
+    asyncpg.exceptions.OperatorInterventionError,  # the server shutting down or starting up
+    asyncpg.exceptions.InsufficientResourcesError,  # too many connections, disk full
+    asyncpg.exceptions.TransactionRollbackError,  # a deadlock or serialization failure lost
+)
+
+
+def _is_outage(exc: BaseException) -> bool:
+    from memory.providers.llm import LLMUnavailable
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:  # wrapped errors count by what they wrap
+        if isinstance(current, (*_OUTAGES, LLMUnavailable)):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+#: Six tries over about a minute ride out a restarting database or LLM.
+_MAX_ATTEMPTS = 6
+_RETRY_DELAYS = (timedelta(seconds=2), timedelta(seconds=30))  # the first and the longest
+
+
 def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
     qm = QueueManager(Queries(AsyncpgPoolDriver(pool)))
 
     def register(name: str, fn: Any) -> None:
         async def run(job: pgq_models.Job) -> None:
-            campaign_id, session_id = _job_args(job)
-            await fn(ctx, campaign_id, session_id)
+            try:
+                campaign_id, session_id = _job_args(job)
+                await fn(ctx, campaign_id, session_id)
+            except Exception as exc:
+                if _is_outage(exc):
+                    raise
+                raise BadJobError(f"{type(exc).__name__}: {exc}") from exc
 
         # One job per kind at a time across all workers: jobs of a kind on the same session would only redo
         # each other's work, and extraction must not race itself creating the same new entity.
-        # Failures retry with backoff, then stay visible as 'failed' instead of vanishing.
-        # Six tries over about a minute ride out a restarting database or LLM; a job held after that runs
-        # again at the next worker start (``requeue_failed``).
+        # Failures retry with backoff, then stay visible as 'failed' instead of vanishing; one held after an
+        # outage runs again at the next worker start (``requeue_failed``).
         qm.register_executor(
             name,
             DatabaseRetryEntrypointExecutor(
                 EntrypointExecutorParameters(concurrency_limit=1, func=run, on_failure="hold"),
-                max_attempts=6,
-                initial_delay=timedelta(seconds=2),
-                max_delay=timedelta(seconds=30),
+                max_attempts=_MAX_ATTEMPTS,
+                initial_delay=_RETRY_DELAYS[0],
+                max_delay=_RETRY_DELAYS[1],
             ),
         )
 
@@ -581,25 +620,38 @@ async def pending_jobs(db: Executor, campaign_id: int | None = None) -> int:
 
 
 async def requeue_failed(pool: asyncpg.Pool) -> int:
-    """Put held jobs (their tries ran out while the database or the LLM was away) back in the queue; returns how
-    many. Every job resumes from its session's progress, so running one again does no harm. Of failed jobs
-    with the same dedupe key, or one already waiting, one runs."""
+    """Put jobs held after an outage (their tries ran out while the database or the LLM was away) back in the
+    queue; returns how many. Every job resumes from its session's progress, so running one again does no harm.
+    Of such jobs with the same dedupe key, or one already waiting, one runs. A job whose last failure was a
+    :class:`BadJobError` stays held: it would only fail again, at every start."""
+    held_after_outage = """
+        SELECT f.id, f.dedupe_key FROM pgqueuer f
+        WHERE f.entrypoint = ANY($1::text[]) AND f.status = 'failed' AND (
+            -- pgqueuer logs the error as JSON text, which our pool's jsonb codec encodes once more: a string
+            SELECT CASE jsonb_typeof(l.traceback) WHEN 'string' THEN (l.traceback #>> '{}')::jsonb
+                                                  ELSE l.traceback END ->> 'exception_type'
+            FROM pgqueuer_log l WHERE l.job_id = f.id AND l.status = 'failed'
+            ORDER BY l.created DESC, l.id DESC LIMIT 1
+        ) IS DISTINCT FROM $2
+    """
     async with pool.acquire() as conn, conn.transaction():
         ids = [
             row["id"]
             for row in await conn.fetch(
-                """
-                SELECT DISTINCT ON (coalesce(f.dedupe_key, f.id::text)) f.id FROM pgqueuer f
-                WHERE f.entrypoint = ANY($1::text[]) AND f.status = 'failed' AND NOT EXISTS (
+                f"""
+                SELECT DISTINCT ON (coalesce(f.dedupe_key, f.id::text)) f.id FROM ({held_after_outage}) f
+                WHERE NOT EXISTS (
                     SELECT 1 FROM pgqueuer w WHERE w.dedupe_key = f.dedupe_key AND w.status IN ('queued', 'picked'))
                 ORDER BY coalesce(f.dedupe_key, f.id::text), f.id DESC
                 """,
                 list(ENTRYPOINTS),
+                BadJobError.__name__,
             )
         ]
         await conn.execute(
-            "DELETE FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status = 'failed' AND NOT id = ANY($2)",
+            f"DELETE FROM pgqueuer WHERE id IN (SELECT id FROM ({held_after_outage}) f) AND NOT id = ANY($3)",
             list(ENTRYPOINTS),
+            BadJobError.__name__,
             ids,
         )
         if ids:

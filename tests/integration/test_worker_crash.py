@@ -10,16 +10,22 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from campaigns.files import read_campaign_file
 from campaigns.load import apply_campaign_file
 from memory import jobs
 from memory.chunking import windows
 from memory.ingest import ingest_file
-from memory.store import CampaignMemory
+from memory.models import EntityIn, EntityType, EntryIn
+from memory.providers.llm import OpenAILLM
+from memory.store import CampaignMemory, Memory
+from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
+from tests.fakes.openai_server import FakeHTTPError, FakeOpenAI
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
 
@@ -110,3 +116,35 @@ async def test_failed_jobs_run_again_at_the_next_worker_start(pool: asyncpg.Pool
     rows = await pool.fetch("SELECT entrypoint, status FROM pgqueuer ORDER BY entrypoint")
     assert [(r["entrypoint"], r["status"]) for r in rows] == [(jobs.CHUNK, "queued"), (jobs.EXTRACT, "queued")]
     assert await jobs.failed_jobs(pool) == 0 and await jobs.requeue_failed(pool) == 0
+
+
+async def test_a_job_failed_on_its_data_is_not_run_again_at_every_start(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jobs, "_MAX_ATTEMPTS", 1)
+    monkeypatch.setattr(jobs, "_RETRY_DELAYS", (timedelta(milliseconds=10), timedelta(milliseconds=10)))
+    session = await campaign.log.start_session("S")
+    gone = await campaign.log.start_session("Deleted")
+    await jobs.enqueue_summary(memory.pool, campaign.campaign_id, gone.id)
+    await memory.pool.execute("DELETE FROM sessions WHERE id = $1", gone.id)  # its summary job fails on it
+    await memory.pool.execute(  # and a stage-2 job fails on an LLM outage
+        "INSERT INTO pgqueuer (priority, status, entrypoint, payload) VALUES (0, 'queued', $1, $2)",
+        jobs.CORRECT2,
+        json.dumps({"campaign_id": campaign.campaign_id, "session_id": session.id}).encode(),
+    )
+    await campaign.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
+    await campaign.log.write(session.id, EntryIn(speaker="DM", text="We met Bob.", suspects=[(7, 10)]))
+    fake_openai.chat_handler = lambda request: FakeHTTPError(503, "overloaded")
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x", llm=llm)  # type: ignore[arg-type]
+    try:
+        await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    finally:
+        await llm.aclose()
+    held = {r["entrypoint"]: r["status"] for r in await memory.pool.fetch("SELECT entrypoint, status FROM pgqueuer")}
+    assert held == {jobs.SUMMARY: "failed", jobs.CORRECT2: "failed"}
+
+    assert await jobs.requeue_failed(memory.pool) == 1  # the outage's job; the other would only fail again
+    rows = await memory.pool.fetch("SELECT entrypoint, status FROM pgqueuer ORDER BY entrypoint")
+    assert [(r["entrypoint"], r["status"]) for r in rows] == [(jobs.CORRECT2, "queued"), (jobs.SUMMARY, "failed")]
+    assert await jobs.failed_jobs(memory.pool) == 1  # still there for whoever looks
