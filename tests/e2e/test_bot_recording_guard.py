@@ -18,6 +18,7 @@ import pytest
 
 from bot.app import LorekeeperBot
 from bot.voice import SessionStatus, VoiceSession
+from cogs.sessions import NOT_IN_VOICE
 from memory.models import Campaign, EntityIn, EntityType, Session
 from memory.recorder import Utterance
 from memory.store import CampaignMemory, Memory
@@ -216,3 +217,23 @@ async def test_a_second_start_while_the_first_joins_voice_is_refused(
         stopped = await fake_discord.invoke("session stop", user_id=dm)
         assert stopped.texts()[0].startswith("⏹️ Stopped recording **Night one**"), stopped.texts()
         assert guild.id not in bot.get_cog("Sessions").live  # type: ignore[union-attr]
+
+
+async def test_a_stop_that_fails_on_a_bug_still_frees_the_guild_and_says_so(
+    recording: Recording, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    async def bug() -> None:
+        raise RuntimeError("a bug while the tail is transcribed")
+
+    recording.before_end = bug
+    await recording.guard.add(Utterance(speaker="Ana", text="We ride to Ironhold."))
+    stop = await fake_discord.invoke("session stop", user_id=dm)
+    [said] = stop.texts()
+    assert said.startswith("⏹️ Stopped recording, but filing the session failed (RuntimeError"), said
+    assert "/session start with the title **Night one** resumes the session" in said
+    # the guild may record again: not "Already recording", but the usual check of where the DM is
+    start = await fake_discord.invoke("session start", {"title": "Night one"}, user_id=dm)
+    assert start.texts() == [NOT_IN_VOICE]
+    # what the session still held is stored
+    [line] = await recording.mem.log.session_entries(recording.guard.session.id)
+    assert line.text == "We ride to Ironhold."
