@@ -94,6 +94,13 @@ def storable(value: Any) -> Any:
     return value
 
 
+def seconds(value: float | None) -> float | None:
+    """A time into the session (``start_s``, ``end_s``): nothing is said before the session starts."""
+    if value is not None and value < 0:
+        raise ValueError(f"must not be negative (seconds from the session start), not {value}")
+    return value
+
+
 class Provenance(BaseModel):
     """Where a fact came from: ``{session_id, timestamp, confidence, source, dm_confirmed}``."""
 
@@ -152,6 +159,8 @@ class EntryIn(BaseModel):
     ref: str | None = None  # source reference: transcript line id, audio offset …
     corrections: list[Correction] = Field(default_factory=list)
     suspects: list[tuple[int, int]] = Field(default_factory=list)  # raw-text spans for correction stage 2
+
+    _seconds = field_validator("start_s", "end_s")(classmethod(lambda cls, v: seconds(v)))
 
 
 class Entry(BaseModel):

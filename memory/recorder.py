@@ -16,7 +16,7 @@ from memory import jobs
 from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher
 from memory.correction.edits import apply_corrections
 from memory.correction.text import align_confidences, tokenize
-from memory.models import EntryIn, Session, storable
+from memory.models import EntryIn, Session, seconds, storable
 from memory.store import CampaignMemory
 
 
@@ -28,8 +28,9 @@ class Word(BaseModel):
 
 
 class Utterance(BaseModel):
-    """One thing said; refused here if the database could not keep it (a NUL, a time that is no number), so a
-    bad line of a transcript is skipped instead of failing the whole import when it is written."""
+    """One thing said; refused here if the database could not keep it (a NUL, a time that is no number) or its
+    time is before the session's start, so a bad line of a transcript is skipped instead of failing the whole
+    import when it is written (or sorting before the session's first line)."""
 
     speaker: str
     text: str
@@ -43,6 +44,7 @@ class Utterance(BaseModel):
     _storable = field_validator("speaker", "text", "speaker_id", "start_s", "end_s", "ref")(
         classmethod(lambda cls, v: storable(v))
     )
+    _seconds = field_validator("start_s", "end_s")(classmethod(lambda cls, v: seconds(v)))
 
 
 @dataclass(slots=True)

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from pydantic import ValidationError
 
 from campaigns.files import read_campaign_file
 from campaigns.load import apply_campaign_file
 from memory import jobs
 from memory.chunking import windows
 from memory.ingest import ingest_file
+from memory.models import EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recall import recall
 from memory.recorder import SessionRecorder, Utterance
@@ -170,6 +172,28 @@ async def test_poisoned_lines_are_skipped_and_named(crown: CampaignMemory, tmp_p
     session = await crown.log.session_by_title("Poison")
     assert session is not None
     assert [e.ref for e in await crown.log.session_entries(session.id)] == ["ok1", "ok2"]
+
+
+async def test_times_before_the_session_start_are_refused(crown: CampaignMemory, tmp_path: Path) -> None:
+    path = tmp_path / "early.jsonl"
+    lines = [
+        {"speaker": "Ana", "text": "Too early.", "start": -2.5},
+        {"speaker": "Ana", "text": "Ended before it began.", "start": 1.0, "end": -1},
+        {"speaker": "Ben", "text": "On time.", "start": 0.0, "end": 1.5, "ref": "ok"},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    report = await ingest_file(crown, path, session_title="Early")
+    assert report.skipped == [
+        "early.jsonl:1: skipped: invalid field: start_s: must not be negative (seconds from the session start), "
+        "not -2.5",
+        "early.jsonl:2: skipped: invalid field: end_s: must not be negative (seconds from the session start), not -1.0",
+    ]
+    session = await crown.log.session_by_title("Early")
+    assert session is not None
+    assert [e.ref for e in await crown.log.session_entries(session.id)] == ["ok"]
+    # the session log's own edge refuses it too
+    with pytest.raises(ValidationError, match=r"start_s\n.*must not be negative"):
+        await crown.log.write(session.id, EntryIn(speaker="Ana", text="Too early.", start_s=-0.1))
 
 
 async def test_txt_and_crd3_formats(crown: CampaignMemory, tmp_path: Path) -> None:
