@@ -287,6 +287,13 @@ class VoiceSession:
         await self.guard.close()  # ended: the flush timer stops now (on SpoolPending the retry must go on)
         return ended
 
+    async def abandon(self) -> None:
+        """After a stop that failed: whatever still runs stops, voice is left, what the guard holds is stored or
+        spooled. The session stays open, to be resumed and stopped again."""
+        with contextlib.suppress(Exception):
+            await self._shutdown()
+        await self.guard.close()
+
     async def _shutdown(self) -> None:
         self._stopping = True
         if self._watchdog is not None:

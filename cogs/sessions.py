@@ -145,36 +145,31 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
             try:
                 ended = await session.stop()
             except SpoolPending as exc:
+                self.live.pop(guild_id, None)
                 await interaction.followup.send(f"⏹️ Stopped recording. {exc}.")
                 return
             except Exception as exc:
                 # A bug must not leave the guild unable to record until the bot restarts: the session is
-                # forgotten all the same (below), what it still holds is stored or spooled, voice is left.
+                # forgotten all the same, what it still holds is stored or spooled, voice is left.
                 log.exception("stopping the session of guild %s failed", guild_id)
-                await self._abandon(interaction, session)
+                self.live.pop(guild_id, None)
+                try:
+                    await session.abandon()
+                except Exception:
+                    log.exception("closing the session of guild %s failed", guild_id)
                 await interaction.followup.send(
                     f"⏹️ Stopped recording, but filing the session failed ({type(exc).__name__}; it has been "
                     f"logged). What was said is kept: /session start with the title **{session.guard.session.title}**"
                     " resumes the session, and /session stop then files it."
                 )
                 return
-        finally:
             self.live.pop(guild_id, None)
+        finally:
             self._busy.discard(guild_id)
         await interaction.followup.send(
             f"⏹️ Stopped recording **{ended.title}** after {duration(status.duration_s)}: "
             f"{session.guard.status().stored} utterances stored. The recap is written in the background (/recap)."
         )
-
-    async def _abandon(self, interaction: discord.Interaction, session: VoiceSession) -> None:
-        try:
-            await session.guard.close()  # flushes what waits in memory; stops the flush timer
-        except Exception:
-            log.exception("closing the memory guard of guild %s failed", interaction.guild_id)
-        voice = interaction.guild.voice_client if interaction.guild else None
-        if voice is not None:
-            with contextlib.suppress(Exception):
-                await voice.disconnect(force=True)
 
     def recording_into(self, guild_id: int) -> Campaign | None:
         """The campaign this guild's session is recording into, if one is."""

@@ -44,6 +44,9 @@ class Recording:
         await self.guard.close()
         return ended
 
+    async def abandon(self) -> None:
+        await self.guard.close()
+
 
 @pytest.fixture
 async def recording(
