@@ -672,7 +672,7 @@ class KnowledgeGraph:
             """
             SELECT se.session_id, s.title, se.speaker, se.start_s, se.text, se.ref
             FROM session_entries se JOIN sessions s ON s.id = se.session_id
-            WHERE se.campaign_id = $1 AND se.tsv @@ websearch_to_tsquery('english', $2)
+            WHERE se.campaign_id = $1 AND se.tsv @@ websearch_to_tsquery('english', searchable($2))
             ORDER BY s.started_at DESC, se.session_id DESC, se.seq DESC LIMIT 1
             """,
             self.campaign_id,

@@ -39,7 +39,7 @@ async def fulltext_entries(mem: CampaignMemory, query: str, limit: int) -> list[
     rows = await mem.db.fetch(
         """
         WITH q AS (
-            SELECT nullif(replace(plainto_tsquery('english', $2)::text, '&', '|'), '')::tsquery AS q
+            SELECT nullif(replace(plainto_tsquery('english', searchable($2))::text, '&', '|'), '')::tsquery AS q
         )
         SELECT e.id FROM session_entries e, q
         WHERE e.campaign_id = $1 AND q.q IS NOT NULL AND e.tsv @@ q.q

@@ -241,7 +241,7 @@ class SessionLog:
         rows = await self.db.fetch(
             f"""
             SELECT {_ENTRY_COLUMNS}, ts_rank_cd(tsv, q) AS score
-            FROM session_entries, websearch_to_tsquery('english', $2) AS q
+            FROM session_entries, websearch_to_tsquery('english', searchable($2)) AS q
             WHERE campaign_id = $1 AND tsv @@ q
               AND ($3::bigint IS NULL OR session_id = $3)
               AND ($4::text IS NULL OR lower(speaker) = lower($4))

@@ -112,6 +112,15 @@ async def test_l1_full_text_search_with_filters(campaign: CampaignMemory) -> Non
     assert await campaign.log.search('"; DROP TABLE session_entries; --') == []
 
 
+async def test_l1_search_reads_through_invisible_characters(campaign: CampaignMemory) -> None:
+    s = await campaign.log.start_session("Pasted")
+    text = "Str\u200bahd waits in Bar\u00adovia, \u200fbeyond the mists\ufeff."
+    await campaign.log.write(s.id, EntryIn(speaker="DM", text=text))
+    for query in ("Strahd", "Barovia", "beyond", "Str\u200bahd", '"waits in Barovia"'):
+        assert [h.text for h in await campaign.log.search(query)] == [text], query  # kept as written
+    assert [h.text for h in await campaign.log.search("ahd")] == []  # no longer a word of its own
+
+
 # L2 ------------------------------------------------------------------------------------------------------
 
 
