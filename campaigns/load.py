@@ -7,12 +7,14 @@ Entities the file no longer mentions are kept: they may have come from play, and
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel
 
 from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, RelationshipSpec
-from memory.models import Provenance, RelationshipIn, ReviewStatus, Source
+from memory.models import Provenance, RelationshipIn, ReviewStatus, Source, attribute_value
 from memory.store import CampaignMemory
 
 Progress = Callable[[int, int], None]
@@ -89,7 +91,7 @@ async def export_campaign_file(mem: CampaignMemory, header: CampaignHeader | Non
             type=e.type,
             aliases=e.aliases,
             description=e.description,
-            attributes=e.attributes,
+            attributes=_file_attributes(e.attributes),
             secret=e.visibility == "secret",
         )
         for e in entities
@@ -100,7 +102,22 @@ async def export_campaign_file(mem: CampaignMemory, header: CampaignHeader | Non
             if r.source_id == e.id and r.target_id in by_id:
                 rels.append(
                     RelationshipSpec(
-                        source=e.name, type=r.type, target=by_id[r.target_id].name, attributes=r.attributes
+                        source=e.name,
+                        type=r.type,
+                        target=by_id[r.target_id].name,
+                        attributes=_file_attributes(r.attributes),
                     )
                 )
     return CampaignFile(campaign=header, entities=specs, relationships=rels)
+
+
+def _file_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
+    """Attributes as a file can hold them. A value stored before every edge kept to :func:`attribute_value`
+    (a mapping, say) is written as its JSON text: an export must not fail on what the database holds."""
+    result: dict[str, Any] = {}
+    for key, value in attributes.items():
+        try:
+            result[key] = attribute_value(value)
+        except ValueError:
+            result[key] = json.dumps(value, ensure_ascii=False)
+    return result

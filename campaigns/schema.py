@@ -15,7 +15,6 @@ names, relationships to unknown entities). ``campaigns.files`` runs both and add
 
 from __future__ import annotations
 
-import math
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +36,16 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, clean_name, storable
+from memory.models import (
+    EntityIn,
+    EntityType,
+    Provenance,
+    Source,
+    Visibility,
+    attribute_value,
+    clean_name,
+    storable,
+)
 
 Scalar = str | int | float | bool | None
 
@@ -62,25 +70,6 @@ def name_key(name: str) -> str:
     return " ".join(_nfc(name).split()).casefold()
 
 
-def _check_attribute_value(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_check_scalar(item, in_list=True) for item in value]
-    return _check_scalar(value, in_list=False)
-
-
-def _check_scalar(value: Any, *, in_list: bool) -> Any:
-    if isinstance(value, str):
-        return storable(_nfc(value))
-    if isinstance(value, float) and not math.isfinite(value):
-        # PostgreSQL's jsonb has no NaN or infinity; refusing here beats a database error later.
-        raise PydanticCustomError("attribute_not_finite", "must be a finite number, not {value}", {"value": value})
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    kind = {dict: "a mapping", list: "a list"}.get(type(value), type(value).__name__)
-    allowed = "text, a number, true/false or empty" + ("" if in_list else ", or a list of those")
-    raise PydanticCustomError("attribute_value", "must be {allowed}, not {kind}", {"allowed": allowed, "kind": kind})
-
-
 def _none_as_empty(factory: type) -> BeforeValidator:
     # ``aliases:`` with nothing after it is YAML null; a DM means "none", not a type error.
     return BeforeValidator(lambda v: factory() if v is None else v)
@@ -90,7 +79,7 @@ def _none_as_empty(factory: type) -> BeforeValidator:
 Name = Annotated[StrictStr, AfterValidator(normalise_name)]
 # Stripped because a YAML folded block (``description: >``) ends with a newline nobody meant to write.
 Text = Annotated[StrictStr, AfterValidator(lambda v: storable(_nfc(v)).strip()), _none_as_empty(str)]
-AttributeValue = Annotated[Scalar | list[Scalar], BeforeValidator(_check_attribute_value)]
+AttributeValue = Annotated[Scalar | list[Scalar], BeforeValidator(attribute_value)]
 Attributes = Annotated[dict[str, AttributeValue], AfterValidator(storable), _none_as_empty(dict)]
 
 

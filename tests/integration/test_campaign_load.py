@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from campaigns.files import CampaignFileError, parse_campaign_file, read_campaign_file
+from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaign_file, read_campaign_file
 from campaigns.load import apply_campaign_file, export_campaign_file
-from memory.errors import AlreadyExistsError
-from memory.models import Visibility
-from memory.store import CampaignMemory
+from memory.errors import AlreadyExistsError, InvalidInputError
+from memory.models import EntityIn, EntityType, Visibility
+from memory.store import CampaignMemory, Memory
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
 
@@ -104,3 +105,23 @@ async def test_examples_load_and_export_round_trip(campaign: CampaignMemory, exa
     assert len(exported.relationships) == len(parsed.relationships)
     again = await apply_campaign_file(campaign, exported)
     assert not again.changed
+
+
+async def test_export_writes_a_nested_attribute_stored_before_the_rule_as_json_text(memory: Memory) -> None:
+    old = memory.campaign((await memory.campaigns().create("Old")).id)
+    await apply_campaign_file(old, parse_campaign_file(SMALL, "small.yaml"))
+    with pytest.raises(ValidationError, match="attribute 'stats' must be text, a number"):
+        EntityIn(name="Golem", type=EntityType.npc, attributes={"stats": {"str": 18}})
+    with pytest.raises(InvalidInputError, match="attribute 'stats' must be text, a number"):
+        await old.graph.update_entity("Ironhold", attributes={"stats": {"str": 18}})
+    # what an earlier version let in
+    await old.db.execute(
+        "UPDATE entities SET attributes = $2 WHERE campaign_id = $1 AND name = 'Ironhold'",
+        old.campaign_id,
+        {"stats": {"str": 18}, "gates": 2},
+    )
+
+    text = dump_campaign_file(await export_campaign_file(old))
+    copy = memory.campaign((await memory.campaigns().create("Copy")).id)
+    await apply_campaign_file(copy, parse_campaign_file(text, "export.yaml"))
+    assert (await copy.graph.get_entity("Ironhold")).attributes == {"stats": '{"str": 18}', "gates": 2}
