@@ -6,6 +6,7 @@ entities:
   - {name: Eldrinax, type: npc, aliases: [The Ash Wyrm], secret: true, attributes: {age: 900}}
 relationships:
   - {source: Eldrinax, type: guards, target: The Sunken Crown}
+  - {source: Eldrinax, type: hoards, value: drowned gold, secret: true}   # an attribute fact
 ```
 
 Every model forbids unknown keys: a typo such as ``alias:`` must be an error, not a silently empty field.
@@ -148,13 +149,30 @@ def normalise_relationship_type(value: str) -> str:
 
 
 class RelationshipSpec(_Strict):
+    """An edge to another entity (``target``), or an attribute fact such as Mira —occupation→ blacksmith
+    (``value``): the store keeps both as facts with their own visibility and history."""
+
     source: Name
     type: Annotated[StrictStr, AfterValidator(normalise_relationship_type)]
-    target: Name
+    target: Name | None = None
+    value: Annotated[StrictStr, AfterValidator(lambda v: storable(_nfc(v)).strip())] | None = None
     attributes: Attributes = Field(default_factory=dict)
+    secret: StrictBool = False  # DM-only, even between public entities
+
+    @model_validator(mode="after")
+    def _target_or_value(self) -> RelationshipSpec:
+        if self.target is not None and self.value is not None:
+            raise ValueError("has both a target and a value; a relationship has one of them")
+        if self.target is None and not self.value:
+            raise ValueError("needs a target (an entity) or a value (an attribute fact, e.g. value: blacksmith)")
+        return self
+
+    @property
+    def visibility(self) -> Visibility:
+        return Visibility.secret if self.secret else Visibility.public
 
     def describe(self) -> str:
-        return f"{self.source} -[{self.type}]-> {self.target}"
+        return f"{self.source} -[{self.type}]-> {self.target if self.target is not None else self.value}"
 
 
 @dataclass(frozen=True)
@@ -194,10 +212,11 @@ def find_conflicts(
             else:
                 owner[key] = (index, entity, role)
 
-    seen_edges: dict[tuple[str, str, str], int] = {}
+    seen_edges: dict[tuple[str, str, str | None, str | None], int] = {}
     for index, rel in relationships:
+        fields = ("source", "target") if rel.target is not None else ("source",)
         resolved: list[str] = []
-        for field in ("source", "target"):
+        for field in fields:
             spelling: str = getattr(rel, field)
             key = name_key(spelling)
             if key in owner:
@@ -215,8 +234,8 @@ def find_conflicts(
                     f"{field} {spelling!r} is not the name or alias of any entity in this file{suggestion}",
                 )
             )
-        if len(resolved) == 2:
-            edge = (resolved[0], rel.type, resolved[1])
+        if len(resolved) == len(fields):
+            edge = (resolved[0], rel.type, resolved[1] if rel.target is not None else None, rel.value)
             if edge in seen_edges:
                 conflicts.append(
                     Conflict(
