@@ -537,7 +537,7 @@ class _Reader:
         for index, item_node in enumerate(node.value):
             label = self._label(section, index, item_node)
             if not isinstance(item_node, yaml.MappingNode):
-                wanted = "name and type" if section == "entities" else "source, type and target"
+                wanted = "name and type" if section == "entities" else "source, type and target (or value)"
                 self.problem(_line(item_node), label, f"expected a mapping with {wanted}, found {_kind(item_node)}")
                 continue
             spec = self._validate(item_node, model, label)
@@ -582,7 +582,8 @@ class _Reader:
             return f"entity #{index + 1}" + (f" {name!r}" if name else "")
         if section == "relationships":
             if isinstance(node, yaml.MappingNode):
-                source, kind, target = (_peek(node, f) or "?" for f in ("source", "type", "target"))
+                source, kind = (_peek(node, f) or "?" for f in ("source", "type"))
+                target = _peek(node, "target") or _peek(node, "value") or "?"
                 return f"relationship #{index + 1} ({source} -[{kind}]-> {target})"
             return f"relationship #{index + 1}"
         return section

@@ -7,12 +7,14 @@ Entities the file no longer mentions are kept: they may have come from play, and
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel
 
 from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, RelationshipSpec
-from memory.models import Provenance, RelationshipIn, ReviewStatus, Source
+from memory.models import Provenance, RelationshipIn, ReviewStatus, Source, attribute_value
 from memory.store import CampaignMemory
 
 Progress = Callable[[int, int], None]
@@ -57,14 +59,17 @@ async def apply_campaign_file(
             if progress:
                 progress(done, total)
         for rel in file.relationships:
-            source, target = file.find_entity(rel.source), file.find_entity(rel.target)
-            assert source is not None and target is not None  # the schema checked every reference
+            source = file.find_entity(rel.source)
+            target = file.find_entity(rel.target) if rel.target is not None else None
+            assert source is not None and (target is not None or rel.target is None)  # the schema checked them
             _, created = await tx.graph.ensure_relationship(
                 RelationshipIn(
                     source_id=ids[source.name],
                     type=rel.type,
-                    target_id=ids[target.name],
+                    target_id=ids[target.name] if target is not None else None,
+                    value=rel.value,
                     attributes=dict(rel.attributes),
+                    visibility=rel.visibility,
                     provenance=provenance,
                     status=ReviewStatus.accepted,
                 )
@@ -80,7 +85,8 @@ async def apply_campaign_file(
 
 
 async def export_campaign_file(mem: CampaignMemory, header: CampaignHeader | None = None) -> CampaignFile:
-    """The campaign's accepted entities and current relationships as a campaign file."""
+    """The campaign's accepted entities and their current accepted facts (edges and attribute facts, each with
+    its visibility) as a campaign file. Pending and rejected items stay out: a file holds what is canon."""
     entities = await mem.graph.list_entities()
     by_id = {e.id: e for e in entities}
     specs = [
@@ -89,7 +95,7 @@ async def export_campaign_file(mem: CampaignMemory, header: CampaignHeader | Non
             type=e.type,
             aliases=e.aliases,
             description=e.description,
-            attributes=e.attributes,
+            attributes=_file_attributes(e.attributes),
             secret=e.visibility == "secret",
         )
         for e in entities
@@ -97,10 +103,27 @@ async def export_campaign_file(mem: CampaignMemory, header: CampaignHeader | Non
     rels: list[RelationshipSpec] = []
     for e in entities:
         for r in await mem.graph.relationships_of(e.id, include_secret=True):
-            if r.source_id == e.id and r.target_id in by_id:
+            if r.source_id == e.id and (r.target_id is None or r.target_id in by_id):
                 rels.append(
                     RelationshipSpec(
-                        source=e.name, type=r.type, target=by_id[r.target_id].name, attributes=r.attributes
+                        source=e.name,
+                        type=r.type,
+                        target=by_id[r.target_id].name if r.target_id is not None else None,
+                        value=r.value,
+                        attributes=_file_attributes(r.attributes),
+                        secret=r.visibility == "secret",
                     )
                 )
     return CampaignFile(campaign=header, entities=specs, relationships=rels)
+
+
+def _file_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
+    """Attributes as a file can hold them. A value stored before every edge kept to :func:`attribute_value`
+    (a mapping, say) is written as its JSON text: an export must not fail on what the database holds."""
+    result: dict[str, Any] = {}
+    for key, value in attributes.items():
+        try:
+            result[key] = attribute_value(value)
+        except ValueError:
+            result[key] = json.dumps(value, ensure_ascii=False)
+    return result

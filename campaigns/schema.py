@@ -6,6 +6,7 @@ entities:
   - {name: Eldrinax, type: npc, aliases: [The Ash Wyrm], secret: true, attributes: {age: 900}}
 relationships:
   - {source: Eldrinax, type: guards, target: The Sunken Crown}
+  - {source: Eldrinax, type: hoards, value: drowned gold, secret: true}   # an attribute fact
 ```
 
 Every model forbids unknown keys: a typo such as ``alias:`` must be an error, not a silently empty field.
@@ -15,7 +16,6 @@ names, relationships to unknown entities). ``campaigns.files`` runs both and add
 
 from __future__ import annotations
 
-import math
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +37,16 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, clean_name, storable
+from memory.models import (
+    EntityIn,
+    EntityType,
+    Provenance,
+    Source,
+    Visibility,
+    attribute_value,
+    clean_name,
+    storable,
+)
 
 Scalar = str | int | float | bool | None
 
@@ -62,25 +71,6 @@ def name_key(name: str) -> str:
     return " ".join(_nfc(name).split()).casefold()
 
 
-def _check_attribute_value(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_check_scalar(item, in_list=True) for item in value]
-    return _check_scalar(value, in_list=False)
-
-
-def _check_scalar(value: Any, *, in_list: bool) -> Any:
-    if isinstance(value, str):
-        return storable(_nfc(value))
-    if isinstance(value, float) and not math.isfinite(value):
-        # PostgreSQL's jsonb has no NaN or infinity; refusing here beats a database error later.
-        raise PydanticCustomError("attribute_not_finite", "must be a finite number, not {value}", {"value": value})
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    kind = {dict: "a mapping", list: "a list"}.get(type(value), type(value).__name__)
-    allowed = "text, a number, true/false or empty" + ("" if in_list else ", or a list of those")
-    raise PydanticCustomError("attribute_value", "must be {allowed}, not {kind}", {"allowed": allowed, "kind": kind})
-
-
 def _none_as_empty(factory: type) -> BeforeValidator:
     # ``aliases:`` with nothing after it is YAML null; a DM means "none", not a type error.
     return BeforeValidator(lambda v: factory() if v is None else v)
@@ -90,7 +80,7 @@ def _none_as_empty(factory: type) -> BeforeValidator:
 Name = Annotated[StrictStr, AfterValidator(normalise_name)]
 # Stripped because a YAML folded block (``description: >``) ends with a newline nobody meant to write.
 Text = Annotated[StrictStr, AfterValidator(lambda v: storable(_nfc(v)).strip()), _none_as_empty(str)]
-AttributeValue = Annotated[Scalar | list[Scalar], BeforeValidator(_check_attribute_value)]
+AttributeValue = Annotated[Scalar | list[Scalar], BeforeValidator(attribute_value)]
 Attributes = Annotated[dict[str, AttributeValue], AfterValidator(storable), _none_as_empty(dict)]
 
 
@@ -159,13 +149,30 @@ def normalise_relationship_type(value: str) -> str:
 
 
 class RelationshipSpec(_Strict):
+    """An edge to another entity (``target``), or an attribute fact such as Mira —occupation→ blacksmith
+    (``value``): the store keeps both as facts with their own visibility and history."""
+
     source: Name
     type: Annotated[StrictStr, AfterValidator(normalise_relationship_type)]
-    target: Name
+    target: Name | None = None
+    value: Annotated[StrictStr, AfterValidator(lambda v: storable(_nfc(v)).strip())] | None = None
     attributes: Attributes = Field(default_factory=dict)
+    secret: StrictBool = False  # DM-only, even between public entities
+
+    @model_validator(mode="after")
+    def _target_or_value(self) -> RelationshipSpec:
+        if self.target is not None and self.value is not None:
+            raise ValueError("has both a target and a value; a relationship has one of them")
+        if self.target is None and not self.value:
+            raise ValueError("needs a target (an entity) or a value (an attribute fact, e.g. value: blacksmith)")
+        return self
+
+    @property
+    def visibility(self) -> Visibility:
+        return Visibility.secret if self.secret else Visibility.public
 
     def describe(self) -> str:
-        return f"{self.source} -[{self.type}]-> {self.target}"
+        return f"{self.source} -[{self.type}]-> {self.target if self.target is not None else self.value}"
 
 
 @dataclass(frozen=True)
@@ -205,10 +212,11 @@ def find_conflicts(
             else:
                 owner[key] = (index, entity, role)
 
-    seen_edges: dict[tuple[str, str, str], int] = {}
+    seen_edges: dict[tuple[str, str, str | None, str | None], int] = {}
     for index, rel in relationships:
+        fields = ("source", "target") if rel.target is not None else ("source",)
         resolved: list[str] = []
-        for field in ("source", "target"):
+        for field in fields:
             spelling: str = getattr(rel, field)
             key = name_key(spelling)
             if key in owner:
@@ -226,8 +234,8 @@ def find_conflicts(
                     f"{field} {spelling!r} is not the name or alias of any entity in this file{suggestion}",
                 )
             )
-        if len(resolved) == 2:
-            edge = (resolved[0], rel.type, resolved[1])
+        if len(resolved) == len(fields):
+            edge = (resolved[0], rel.type, resolved[1] if rel.target is not None else None, rel.value)
             if edge in seen_edges:
                 conflicts.append(
                     Conflict(

@@ -25,6 +25,7 @@ from memory.models import (
     ReviewStatus,
     Source,
     Visibility,
+    check_attributes,
     clean_name,
     name_query,
 )
@@ -269,6 +270,7 @@ class KnowledgeGraph:
         cleaned_aliases = EntityIn(name="x", type=EntityType.npc, aliases=list(aliases)).aliases if aliases else []
         to_check = [n for n in [new_name, *cleaned_aliases] if n]
         await self._check_names_free(to_check, except_id=current.id)
+        attributes = check_attributes(attributes) if attributes else attributes
         merged = attributes if replace_attributes else {**current.attributes, **(attributes or {})}
         try:
             await self.db.execute(

@@ -94,6 +94,35 @@ def storable(value: Any) -> Any:
     return value
 
 
+def attribute_value(value: Any) -> Any:
+    """The one rule for an attribute's value at every edge (campaign file, slash command, CLI, the store): text,
+    a number, true/false, empty, or a list of those — what a campaign file can hold, so every entity exports."""
+    if isinstance(value, list):
+        return [_scalar(item, in_list=True) for item in value]
+    return _scalar(value, in_list=False)
+
+
+def _scalar(value: Any, *, in_list: bool) -> Any:
+    if isinstance(value, str):
+        return storable(unicodedata.normalize("NFC", value))
+    if value is None or isinstance(value, bool | int | float):
+        return storable(value)
+    kind = {dict: "a mapping", list: "a list"}.get(type(value), type(value).__name__)
+    allowed = "text, a number, true/false or empty" + ("" if in_list else ", or a list of those")
+    raise ValueError(f"must be {allowed}, not {kind}")
+
+
+def check_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
+    """``attributes`` by :func:`attribute_value`; a refusal names the attribute."""
+    checked: dict[str, Any] = {}
+    for key, value in attributes.items():
+        try:
+            checked[storable(key)] = attribute_value(value)
+        except ValueError as exc:
+            raise InvalidInputError(f"attribute {key!r} {exc}") from None
+    return checked
+
+
 def seconds(value: float | None) -> float | None:
     """A time into the session (``start_s``, ``end_s``): nothing is said before the session starts."""
     if value is not None and value < 0:
@@ -229,7 +258,8 @@ class EntityIn(BaseModel):
     provenance: Provenance = Field(default_factory=Provenance)
 
     _clean_name = field_validator("name")(classmethod(lambda cls, v: clean_name(v)))
-    _storable = field_validator("description", "attributes")(classmethod(lambda cls, v: storable(v)))
+    _storable = field_validator("description")(classmethod(lambda cls, v: storable(v)))
+    _attributes = field_validator("attributes")(classmethod(lambda cls, v: check_attributes(v)))
 
     @field_validator("aliases")
     @classmethod
@@ -268,7 +298,8 @@ class RelationshipIn(BaseModel):
     provenance: Provenance = Field(default_factory=Provenance)
     status: ReviewStatus | None = None  # None: decided by provenance confidence against the threshold
 
-    _storable = field_validator("value", "attributes")(classmethod(lambda cls, v: storable(v)))
+    _storable = field_validator("value")(classmethod(lambda cls, v: storable(v)))
+    _attributes = field_validator("attributes")(classmethod(lambda cls, v: check_attributes(v)))
 
     @field_validator("type")
     @classmethod

@@ -17,7 +17,8 @@ from bot.cli.common import (
     settings_from,
     table,
 )
-from memory.models import EntityIn, EntityType, Provenance, Source, Visibility
+from memory.errors import InvalidInputError
+from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, check_attributes
 
 TYPE_CHOICE = click.Choice([t.value for t in EntityType], case_sensitive=False)
 
@@ -33,7 +34,10 @@ def parse_attributes(pairs: tuple[str, ...]) -> dict[str, object]:
             attributes[key.strip()] = json.loads(value)
         except ValueError:
             attributes[key.strip()] = value
-    return attributes
+    try:
+        return check_attributes(attributes)
+    except InvalidInputError as exc:
+        raise click.BadParameter(str(exc), param_hint="--attr") from None
 
 
 @cli.group()

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from campaigns.files import CampaignFileError, parse_campaign_file, read_campaign_file
+from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaign_file, read_campaign_file
 from campaigns.load import apply_campaign_file, export_campaign_file
-from memory.errors import AlreadyExistsError
-from memory.models import Visibility
-from memory.store import CampaignMemory
+from memory.errors import AlreadyExistsError, InvalidInputError
+from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, Source, Visibility
+from memory.store import CampaignMemory, Memory
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
 
@@ -104,3 +105,64 @@ async def test_examples_load_and_export_round_trip(campaign: CampaignMemory, exa
     assert len(exported.relationships) == len(parsed.relationships)
     again = await apply_campaign_file(campaign, exported)
     assert not again.changed
+
+
+async def current_facts(mem: CampaignMemory) -> set[tuple[object, ...]]:
+    rows = await mem.db.fetch(
+        """
+        SELECT s.name, r.type, t.name, r.value, r.visibility FROM relationships r
+        JOIN entities s ON s.id = r.source_id LEFT JOIN entities t ON t.id = r.target_id
+        WHERE r.campaign_id = $1 AND r.status = 'accepted' AND r.valid_to IS NULL
+        """,
+        mem.campaign_id,
+    )
+    return {tuple(r) for r in rows}
+
+
+async def test_export_round_trips_accepted_attribute_facts_and_visibility(memory: Memory) -> None:
+    """Facts accepted in play (a value, no target entity) and secret facts survive export and load."""
+    played = memory.campaign((await memory.campaigns().create("Played")).id)
+    await apply_campaign_file(played, parse_campaign_file(SMALL, "small.yaml"))
+    wyrm = await played.graph.get_entity("Eldrinax")
+    heard = Provenance(source=Source.stated, confidence=0.4)
+    occupation = await played.graph.add_relationship(
+        RelationshipIn(source_id=wyrm.id, type="occupation", value="blacksmith", provenance=heard)
+    )
+    await played.review.accept(f"f{occupation.id}")
+    hold = await played.graph.get_entity("Ironhold")
+    for secret in (dict(type="hoards", value="gold"), dict(type="covets", target_id=hold.id)):
+        await played.graph.add_relationship(RelationshipIn(source_id=wyrm.id, visibility=Visibility.secret, **secret))
+    unsure = await played.graph.add_relationship(
+        RelationshipIn(source_id=wyrm.id, type="fears", value="water", provenance=heard)
+    )
+    assert unsure.status == "pending"
+
+    text = dump_campaign_file(await export_campaign_file(played))
+    copy = memory.campaign((await memory.campaigns().create("Copy")).id)
+    await apply_campaign_file(copy, parse_campaign_file(text, "export.yaml"))
+
+    facts = await current_facts(copy)
+    assert facts == await current_facts(played)
+    assert ("Eldrinax", "occupation", None, "blacksmith", "public") in facts
+    assert {("Eldrinax", "hoards", None, "gold", "secret"), ("Eldrinax", "covets", "Ironhold", None, "secret")} <= facts
+    assert not any(f[1] == "fears" for f in facts)  # pending: not canon, so not in the file
+
+
+async def test_export_writes_a_nested_attribute_stored_before_the_rule_as_json_text(memory: Memory) -> None:
+    old = memory.campaign((await memory.campaigns().create("Old")).id)
+    await apply_campaign_file(old, parse_campaign_file(SMALL, "small.yaml"))
+    with pytest.raises(ValidationError, match="attribute 'stats' must be text, a number"):
+        EntityIn(name="Golem", type=EntityType.npc, attributes={"stats": {"str": 18}})
+    with pytest.raises(InvalidInputError, match="attribute 'stats' must be text, a number"):
+        await old.graph.update_entity("Ironhold", attributes={"stats": {"str": 18}})
+    # what an earlier version let in
+    await old.db.execute(
+        "UPDATE entities SET attributes = $2 WHERE campaign_id = $1 AND name = 'Ironhold'",
+        old.campaign_id,
+        {"stats": {"str": 18}, "gates": 2},
+    )
+
+    text = dump_campaign_file(await export_campaign_file(old))
+    copy = memory.campaign((await memory.campaigns().create("Copy")).id)
+    await apply_campaign_file(copy, parse_campaign_file(text, "export.yaml"))
+    assert (await copy.graph.get_entity("Ironhold")).attributes == {"stats": '{"str": 18}', "gates": 2}

@@ -87,6 +87,20 @@ def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
     )
 
 
+def test_entity_attributes_keep_to_what_a_campaign_file_holds(lk) -> None:
+    assert lk("campaign", "create", "C").returncode == 0
+    nested = lk("entity", "add", "Golem", "npc", "--attr", 'stats={"str":18}')
+    assert nested.returncode == 2 and "Traceback" not in nested.stderr
+    assert (
+        "Invalid value for --attr: attribute 'stats' must be text, a number, true/false or empty, "
+        "or a list of those, not a mapping" in nested.stderr
+    )
+    assert lk("entity", "show", "Golem").returncode == 1  # nothing added
+    assert lk("entity", "add", "Golem", "npc", "--attr", 'stats=[18, "str"]').returncode == 0
+    exported = lk("campaign", "export")
+    assert exported.returncode == 0 and "Golem" in exported.stdout, exported.stderr
+
+
 def test_settings_out_of_range_are_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "LOREKEEPER_DATA_DIR": str(tmp_path)}
     env.pop("LOREKEEPER_CONFIG", None)

@@ -332,6 +332,28 @@ def test_repeated_relationship_is_refused() -> None:
     )
 
 
+def test_attribute_facts_have_a_value_instead_of_a_target() -> None:
+    text = yaml_text(
+        """
+        entities:
+          - {name: Mira, type: npc}
+        relationships:
+          - {source: mira, type: occupation, value: blacksmith, secret: true}
+        """
+    )
+    fact = parse_campaign_file(text, "castle.yaml").relationships[0]
+    assert (fact.target, fact.value, fact.visibility) == (None, "blacksmith", Visibility.secret)
+    wrong = text + "  - {source: Mira, type: home, target: Mira, value: forge}\n  - {source: Mira, type: home}\n"
+    assert [str(p) for p in refused(wrong).problems] == [
+        "castle.yaml:5: relationship #2 (Mira -[home]-> Mira): has both a target and a value; "
+        "a relationship has one of them",
+        "castle.yaml:6: relationship #3 (Mira -[home]-> ?): needs a target (an entity) or a value "
+        "(an attribute fact, e.g. value: blacksmith)",
+    ]
+    repeated = text + "  - {source: Mira, type: occupation, value: blacksmith}\n"
+    assert str(refused(repeated)).endswith("repeats relationship #1 (line 4)")
+
+
 def test_relationship_to_an_invalid_entity_reports_only_the_entity() -> None:
     # The entity exists but is broken; saying the relationship points nowhere would send the DM the wrong way.
     text = yaml_text(
