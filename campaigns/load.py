@@ -25,17 +25,20 @@ class LoadReport(BaseModel):
     entities_updated: int = 0
     entities_unchanged: int = 0
     relationships_created: int = 0
+    relationships_updated: int = 0
     relationships_unchanged: int = 0
 
     @property
     def changed(self) -> bool:
-        return bool(self.entities_created or self.entities_updated or self.relationships_created)
+        return bool(
+            self.entities_created or self.entities_updated or self.relationships_created or self.relationships_updated
+        )
 
     def summary(self) -> str:
         return (
             f"entities: {self.entities_created} new, {self.entities_updated} updated, "
             f"{self.entities_unchanged} unchanged; relationships: {self.relationships_created} new, "
-            f"{self.relationships_unchanged} unchanged"
+            f"{self.relationships_updated} updated, {self.relationships_unchanged} unchanged"
         )
 
 
@@ -62,7 +65,7 @@ async def apply_campaign_file(
             source = file.find_entity(rel.source)
             target = file.find_entity(rel.target) if rel.target is not None else None
             assert source is not None and (target is not None or rel.target is None)  # the schema checked them
-            _, created = await tx.graph.ensure_relationship(
+            fact, created = await tx.graph.ensure_relationship(
                 RelationshipIn(
                     source_id=ids[source.name],
                     type=rel.type,
@@ -76,6 +79,12 @@ async def apply_campaign_file(
             )
             if created:
                 report.relationships_created += 1
+            elif fact.visibility != rel.visibility:
+                # The file is the DM's word on what players may see, as it is for entities.
+                await tx.graph.set_relationship(
+                    fact.id, ReviewStatus.accepted, dm_confirmed=True, visibility=rel.visibility
+                )
+                report.relationships_updated += 1
             else:
                 report.relationships_unchanged += 1
             done += 1

@@ -148,6 +148,27 @@ async def test_export_round_trips_accepted_attribute_facts_and_visibility(memory
     assert not any(f[1] == "fears" for f in facts)  # pending: not canon, so not in the file
 
 
+async def test_reloading_a_file_sets_the_visibility_of_facts_it_holds(memory: Memory) -> None:
+    mem = memory.campaign((await memory.campaigns().create("Veiled")).id)
+    await apply_campaign_file(mem, parse_campaign_file(SMALL, "small.yaml"))
+    hidden = SMALL.replace("target: Ironhold}", "target: Ironhold, secret: true}")
+    report = await apply_campaign_file(mem, parse_campaign_file(hidden, "small.yaml"))
+    assert (report.relationships_updated, report.relationships_unchanged) == (1, 1) and report.changed
+    assert "relationships: 0 new, 1 updated, 1 unchanged" in report.summary()
+    lives = {
+        (r.type, r.visibility) for r in await mem.graph.relationships_of((await mem.graph.get_entity("Eldrinax")).id)
+    }
+    assert ("lives_in", "public") not in lives  # players no longer see it
+    assert {("lives_in", "secret")} <= await facts_seen_by_dm(mem)
+    await apply_campaign_file(mem, parse_campaign_file(SMALL, "small.yaml"))  # and the DM may reveal it again
+    assert {("lives_in", "public")} <= await facts_seen_by_dm(mem)
+
+
+async def facts_seen_by_dm(mem: CampaignMemory) -> set[tuple[str, str]]:
+    wyrm = await mem.graph.get_entity("Eldrinax")
+    return {(r.type, r.visibility) for r in await mem.graph.relationships_of(wyrm.id, include_secret=True)}
+
+
 async def test_export_writes_a_nested_attribute_stored_before_the_rule_as_json_text(memory: Memory) -> None:
     old = memory.campaign((await memory.campaigns().create("Old")).id)
     await apply_campaign_file(old, parse_campaign_file(SMALL, "small.yaml"))
