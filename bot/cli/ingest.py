@@ -127,6 +127,6 @@ async def print_counts(mem: CampaignMemory, pool: object) -> None:
     )
     names = list(row.keys())
     table([[row[k] for k in names]], [k.replace("_", " ") for k in names])
-    failed = await jobs.failed_jobs(mem.db)
+    failed = await jobs.failed_jobs(mem.db, mem.campaign_id)
     if failed:
         click.echo(f"warning: {failed} background jobs failed (see the worker log)", err=True)

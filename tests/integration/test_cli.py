@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,6 +166,33 @@ def test_ingest_wait_recall_and_batch_recall(lk, tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert "poisoned.jsonl:2" in res.stderr and "poisoned.jsonl:3" in res.stderr
     assert "2 new" in res.stdout
+
+
+async def test_a_deleted_campaign_leaves_no_job_and_ingest_warns_of_its_own_failures_only(lk, fresh_dsn: str) -> None:
+    assert lk("campaign", "create", "Old").returncode == 0
+    assert "background jobs queued" in lk("ingest", str(SAMPLE), "--campaign", "Old").stdout
+    assert lk("campaign", "delete", "Old", "--yes").returncode == 0
+    assert lk("campaign", "create", "Other").returncode == 0
+    conn = await asyncpg.connect(fresh_dsn)
+    try:
+        other = await conn.fetchval("SELECT id FROM campaigns WHERE name = 'Other'")
+        # Another campaign's job held after failing on its data: the worker leaves it be.
+        await conn.execute(
+            """
+            WITH j AS (INSERT INTO pgqueuer (priority, status, entrypoint, payload)
+                       VALUES (0, 'failed', 'lk_extract', $1) RETURNING id)
+            INSERT INTO pgqueuer_log (job_id, status, priority, entrypoint, traceback)
+            SELECT id, 'failed', 0, 'lk_extract', '{"exception_type": "BadJobError"}' FROM j
+            """,
+            json.dumps({"campaign_id": other, "session_id": 1}).encode(),
+        )
+        assert lk("campaign", "create", "New").returncode == 0
+        res = lk("ingest", str(SAMPLE), "--campaign", "New", "--wait")
+        assert res.returncode == 0 and res.stderr == "", res.stderr  # no traceback, no warning of Other's job
+        left = await conn.fetch("SELECT convert_from(payload, 'UTF8')::jsonb ->> 'campaign_id' AS c FROM pgqueuer")
+        assert [int(r["c"]) for r in left] == [other]
+    finally:
+        await conn.close()
 
 
 def test_demo_runs_offline(tmp_path: Path) -> None:
