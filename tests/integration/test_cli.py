@@ -14,6 +14,10 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from memory.db import create_pool
+from memory.models import EntityIn, EntityType, Provenance, ReviewStatus, Source
+from memory.store import Memory
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "campaigns" / "examples" / "sunken_crown.yaml"
 
@@ -86,6 +90,31 @@ def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
         lk("review", "accept", "f99999999999999999999").stderr
         == "error: no review item f99999999999999999999 in this campaign\n"
     )
+
+
+async def test_review_accept_reports_what_it_did_before_a_bad_id(lk, fresh_dsn: str) -> None:
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        guess = Provenance(source=Source.inferred, confidence=0.3)
+        a, b = [
+            await mem.graph.add_entity(EntityIn(name=n, type=EntityType.npc, status="pending", provenance=guess))
+            for n in ("Korvash", "Mirelle")
+        ]
+        res = lk("review", "accept", f"e{a.id}", "e999999", f"e{b.id}")
+        assert res.returncode == 1
+        assert res.stdout == f"accepted e{a.id}: new npc 'Korvash'\n"  # the DM sees it was done
+        assert res.stderr == "error: no review item e999999 in this campaign\n"
+        statuses = {e.name: e.status for e in await mem.graph.list_entities(status=None)}
+        assert statuses == {"Korvash": ReviewStatus.accepted, "Mirelle": ReviewStatus.pending}
+
+        res = lk("review", "reject", f"e{b.id}", f"e{a.id}", "--json")
+        assert res.returncode == 1 and res.stderr.startswith(f"error: e{a.id} was already accepted")
+        assert [i["ref"] for i in json.loads(res.stdout)] == [f"e{b.id}"]
+    finally:
+        await pool.close()
 
 
 def test_settings_out_of_range_are_one_line(tmp_path: Path) -> None:
