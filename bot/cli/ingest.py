@@ -40,7 +40,7 @@ async def ingest(
 
     \b
     .jsonl  {"speaker", "text", "start", "end", "words": [{"word", "confidence"}], "ref", "session"}
-    .txt    Speaker: text
+    .txt    Speaker: text   or   [hh:mm:ss] Speaker: text   (the start time into the session)
     .json   CRD3 episode {"TURNS": [{"NAMES": [...], "UTTERANCES": [...], "NUMBER": n}]}
     .wav .ogg .mp3 .flac …  one speaker per file: `ingest a.wav --speaker Ana b.wav --speaker Ben`
                             (several files become one session, merged by time)"""
