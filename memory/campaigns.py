@@ -100,9 +100,13 @@ class Campaigns:
         return Campaign(**dict(row))
 
     async def delete(self, name: str) -> Campaign:
-        """Delete the campaign and everything in it (sessions, log, chunks, entities, facts)."""
+        """Delete the campaign and everything in it (sessions, log, chunks, entities, facts, background jobs)."""
+        from memory.jobs import delete_campaign_jobs  # memory.jobs imports the store, which imports this module
+
         target = await self.get(name)
-        await self.db.execute("DELETE FROM campaigns WHERE guild_id = $1 AND id = $2", self.guild_id, target.id)
+        async with transaction(self.db) as conn:
+            await delete_campaign_jobs(conn, target.id)
+            await conn.execute("DELETE FROM campaigns WHERE guild_id = $1 AND id = $2", self.guild_id, target.id)
         return target
 
     async def counts(self, campaign_id: int) -> dict[str, int]:

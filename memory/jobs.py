@@ -480,6 +480,14 @@ def _job_args(job: pgq_models.Job) -> tuple[int, int]:
     return int(data["campaign_id"]), int(data["session_id"])
 
 
+async def _session_exists(db: Executor, campaign_id: int, session_id: int) -> bool:
+    return bool(
+        await db.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM sessions WHERE campaign_id = $1 AND id = $2)", campaign_id, session_id
+        )
+    )
+
+
 class BadJobError(Exception):
     """A job failed for a reason other than an outage (its data, a bug): running it again fails the same way,
     so it is not run again at a worker start. The original error is its cause, in the job's logged traceback."""
@@ -522,11 +530,21 @@ def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
         async def run(job: pgq_models.Job) -> None:
             try:
                 campaign_id, session_id = _job_args(job)
-                await fn(ctx, campaign_id, session_id)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise BadJobError(f"unreadable payload {job.payload!r}") from exc
+            try:
+                if await _session_exists(pool, campaign_id, session_id):
+                    await fn(ctx, campaign_id, session_id)
+                    return
             except Exception as exc:
                 if _is_outage(exc):
                     raise
-                raise BadJobError(f"{type(exc).__name__}: {exc}") from exc
+                if await _session_exists(pool, campaign_id, session_id):
+                    raise BadJobError(f"{type(exc).__name__}: {exc}") from exc
+            # Its campaign (or the session, one nothing was said in) was deleted before or while it ran.
+            log.info(
+                "%s job %s skipped: session %d of campaign %d no longer exists", name, job.id, session_id, campaign_id
+            )
 
         # One job per kind at a time across all workers: jobs of a kind on the same session would only redo
         # each other's work, and extraction must not race itself creating the same new entity.
@@ -604,14 +622,17 @@ async def run_workers(
     return ctx
 
 
+#: A job's campaign is in its payload (``$2``; NULL: every campaign's).
+_OF_CAMPAIGN = "AND ($2::bigint IS NULL OR convert_from(payload, 'UTF8')::jsonb ->> 'campaign_id' = $2::text)"
+
+
 async def pending_jobs(db: Executor, campaign_id: int | None = None) -> int:
     """Jobs of ours still queued or running (of one campaign when given)."""
     return int(
         await db.fetchval(
-            """
+            f"""
             SELECT count(*) FROM pgqueuer
-            WHERE entrypoint = ANY($1::text[]) AND status IN ('queued', 'picked')
-              AND ($2::bigint IS NULL OR convert_from(payload, 'UTF8')::jsonb ->> 'campaign_id' = $2::text)
+            WHERE entrypoint = ANY($1::text[]) AND status IN ('queued', 'picked') {_OF_CAMPAIGN}
             """,
             list(ENTRYPOINTS),
             campaign_id,
@@ -659,11 +680,27 @@ async def requeue_failed(pool: asyncpg.Pool) -> int:
     return len(ids)
 
 
-async def failed_jobs(db: Executor) -> int:
+async def failed_jobs(db: Executor, campaign_id: int | None = None) -> int:
+    """Jobs of ours held after their last try (of one campaign when given)."""
     return int(
         await db.fetchval(
-            "SELECT count(*) FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status = 'failed'", list(ENTRYPOINTS)
+            f"SELECT count(*) FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status = 'failed' {_OF_CAMPAIGN}",
+            list(ENTRYPOINTS),
+            campaign_id,
         )
+    )
+
+
+async def delete_campaign_jobs(conn: Executor, campaign_id: int) -> None:
+    """Forget a deleted campaign's waiting and held jobs (in its delete's transaction). A job running now is
+    left to its worker, which finds the campaign gone and skips it."""
+    await conn.execute(
+        """
+        DELETE FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status IN ('queued', 'failed')
+          AND convert_from(payload, 'UTF8')::jsonb ->> 'campaign_id' = $2::bigint::text
+        """,
+        list(ENTRYPOINTS),
+        campaign_id,
     )
 
 

@@ -1,4 +1,5 @@
-"""Transcript files → utterances: JSON lines, "Speaker: text" lines, and CRD3 episode JSON.
+"""Transcript files → utterances: JSON lines, "Speaker: text" lines (after an optional start time), and CRD3
+episode JSON.
 
 A bad line never stops an import: it is reported (file and line, what is wrong) and skipped. Every utterance gets
 a ``seq`` from its line (or turn) number, so importing the same file again lands on the same L1 rows.
@@ -7,6 +8,7 @@ a ``seq`` from its line (or turn) number, so importing the same file again lands
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -59,7 +61,8 @@ def _raw_lines(path: Path) -> Iterator[tuple[int, str | Skipped]]:
                 yield number, Skipped(number, f"line is {len(raw):,} bytes, longer than {MAX_LINE_BYTES:,}")
                 continue
             try:
-                text = raw.decode("utf-8")
+                # Editors on Windows start a UTF-8 file with a byte-order mark: not part of the first speaker's name.
+                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
             except UnicodeDecodeError as exc:
                 yield number, Skipped(number, f"not valid UTF-8 (byte {exc.start + 1})")
                 continue
@@ -135,11 +138,23 @@ def _txt(path: Path) -> Iterator[Line | Skipped]:
             continue
         if not text.strip():
             continue
+        start_s = 0.0
+        if stamp := _TIMESTAMP.match(text):
+            hours, minutes, seconds = stamp.group("h", "m", "s")
+            start_s = int(hours or 0) * 3600 + int(minutes) * 60 + float(seconds)
+            text = text[stamp.end() :]
         speaker, sep, said = text.partition(":")
         if not sep or not speaker.strip() or not said.strip() or len(speaker) > 100:
-            yield Skipped(number, 'expected "Speaker: text"')
+            yield Skipped(number, 'expected "Speaker: text" or "[hh:mm:ss] Speaker: text"')
             continue
-        yield Line(None, Utterance(speaker=speaker.strip(), text=said.strip(), ref=f"{path.name}:{number}", seq=number))
+        utterance = Utterance(
+            speaker=speaker.strip(), text=said.strip(), start_s=start_s, ref=f"{path.name}:{number}", seq=number
+        )
+        yield Line(None, utterance)
+
+
+#: A start time before the speaker, as recorders and subtitle tools write it: [01:02:03], [02:03.5], 1:02:03.
+_TIMESTAMP = re.compile(r"\s*(\[)?(?:(?P<h>\d+):)?(?P<m>[0-5]?\d):(?P<s>[0-5]\d(?:\.\d+)?)(?(1)\]\s*|\s+)")
 
 
 def _crd3(path: Path) -> Iterator[Line | Skipped]:

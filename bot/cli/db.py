@@ -6,8 +6,11 @@ import click
 
 from bot.cli import cli
 from bot.cli.common import CliError, async_command, emit_json, json_option, open_memory, settings_from
+from bot.settings import Settings
 from memory import jobs
 from memory.db import migrate, migration_status, switch_embedding
+from memory.providers.embeddings import EmbeddingError
+from memory.store import Memory
 
 
 @cli.group()
@@ -61,6 +64,8 @@ async def db_reembed(ctx: click.Context, yes: bool) -> None:
         if (status["embedding_model"], status["embedding_dim"]) == (settings.embedding.model, settings.embedding.dim):
             click.echo(f"already on {settings.embedding.model}; nothing to do")
             return
+        # The old vectors are dropped for good: first make sure the new model runs.
+        job_context = await probe_embedder(memory, settings)
         if not yes:
             click.confirm(
                 f"replace {status['embedding_model']} vectors with {settings.embedding.model} "
@@ -77,8 +82,21 @@ async def db_reembed(ctx: click.Context, yes: bool) -> None:
         for row in sessions:
             await jobs.enqueue_session_work(memory.pool, row["campaign_id"], row["session_id"], row["last"])
         click.echo(f"dropped {dropped} chunks; re-embedding {len(sessions)} sessions with {settings.embedding.model}")
-        await jobs.run_workers(memory.pool, settings, drain=True)
+        await jobs.run_workers(memory.pool, settings, drain=True, ctx=job_context)
     click.echo("done")
+
+
+async def probe_embedder(memory: Memory, settings: Settings) -> jobs.JobContext:
+    """The workers' context, once its embedder has embedded a text (the embedder checks the vector's size)."""
+    try:
+        context = jobs.make_job_context(memory, settings)
+        await context.embedder.embed(["The party rests at the inn."])
+    except (ValueError, EmbeddingError) as exc:
+        raise CliError(
+            f"cannot embed with {settings.embedding.model}: {exc}. Nothing was changed: check "
+            "LOREKEEPER_EMBEDDING_PROVIDER, _MODEL and _DIM (and the endpoint), then run it again"
+        ) from None
+    return context
 
 
 @db.command("upgrade")

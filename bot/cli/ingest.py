@@ -40,7 +40,7 @@ async def ingest(
 
     \b
     .jsonl  {"speaker", "text", "start", "end", "words": [{"word", "confidence"}], "ref", "session"}
-    .txt    Speaker: text
+    .txt    Speaker: text   or   [hh:mm:ss] Speaker: text   (the start time into the session)
     .json   CRD3 episode {"TURNS": [{"NAMES": [...], "UTTERANCES": [...], "NUMBER": n}]}
     .wav .ogg .mp3 .flac …  one speaker per file: `ingest a.wav --speaker Ana b.wav --speaker Ben`
                             (several files become one session, merged by time)"""
@@ -127,6 +127,6 @@ async def print_counts(mem: CampaignMemory, pool: object) -> None:
     )
     names = list(row.keys())
     table([[row[k] for k in names]], [k.replace("_", " ") for k in names])
-    failed = await jobs.failed_jobs(mem.db)
+    failed = await jobs.failed_jobs(mem.db, mem.campaign_id)
     if failed:
         click.echo(f"warning: {failed} background jobs failed (see the worker log)", err=True)

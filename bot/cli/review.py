@@ -15,6 +15,7 @@ from bot.cli.common import (
     settings_from,
     table,
 )
+from memory.models import ReviewItem
 
 
 @cli.group()
@@ -60,12 +61,17 @@ def _decide(verb: str) -> click.Command:
         settings = settings_from(ctx)
         async with open_memory(settings) as memory:
             mem, _ = await campaign_memory(memory, settings, campaign)
-            done = [await getattr(mem.review, verb)(ref) for ref in ids]
-        if as_json:
-            emit_json([{"ref": i.ref, **i.model_dump(mode="json")} for i in done])
-        else:
-            for i in done:
-                click.echo(f"{verb}ed {i.ref}: {i.describe()}")
+            done: list[ReviewItem] = []
+            try:
+                for ref in ids:
+                    done.append(item := await getattr(mem.review, verb)(ref))
+                    if not as_json:
+                        click.echo(f"{verb}ed {item.ref}: {item.describe()}")
+            finally:
+                # Each id is decided on its own, as each /review button is: those before a bad id stay decided,
+                # and the DM must see that before the error.
+                if as_json:
+                    emit_json([{"ref": i.ref, **i.model_dump(mode="json")} for i in done])
 
     decide.__doc__ = f"{verb.capitalize()} review items by id (e12, f34 …)."
     return review.command(verb)(decide)

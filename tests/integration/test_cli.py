@@ -11,7 +11,12 @@ import sys
 import time
 from pathlib import Path
 
+import asyncpg
 import pytest
+
+from memory.db import create_pool
+from memory.models import EntityIn, EntityType, Provenance, ReviewStatus, Source
+from memory.store import Memory
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "campaigns" / "examples" / "sunken_crown.yaml"
@@ -101,6 +106,31 @@ def test_entity_attributes_keep_to_what_a_campaign_file_holds(lk) -> None:
     assert exported.returncode == 0 and "Golem" in exported.stdout, exported.stderr
 
 
+async def test_review_accept_reports_what_it_did_before_a_bad_id(lk, fresh_dsn: str) -> None:
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        guess = Provenance(source=Source.inferred, confidence=0.3)
+        a, b = [
+            await mem.graph.add_entity(EntityIn(name=n, type=EntityType.npc, status="pending", provenance=guess))
+            for n in ("Korvash", "Mirelle")
+        ]
+        res = lk("review", "accept", f"e{a.id}", "e999999", f"e{b.id}")
+        assert res.returncode == 1
+        assert res.stdout == f"accepted e{a.id}: new npc 'Korvash'\n"  # the DM sees it was done
+        assert res.stderr == "error: no review item e999999 in this campaign\n"
+        statuses = {e.name: e.status for e in await mem.graph.list_entities(status=None)}
+        assert statuses == {"Korvash": ReviewStatus.accepted, "Mirelle": ReviewStatus.pending}
+
+        res = lk("review", "reject", f"e{b.id}", f"e{a.id}", "--json")
+        assert res.returncode == 1 and res.stderr.startswith(f"error: e{a.id} was already accepted")
+        assert [i["ref"] for i in json.loads(res.stdout)] == [f"e{b.id}"]
+    finally:
+        await pool.close()
+
+
 def test_settings_out_of_range_are_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "LOREKEEPER_DATA_DIR": str(tmp_path)}
     env.pop("LOREKEEPER_CONFIG", None)
@@ -179,6 +209,33 @@ def test_ingest_wait_recall_and_batch_recall(lk, tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert "poisoned.jsonl:2" in res.stderr and "poisoned.jsonl:3" in res.stderr
     assert "2 new" in res.stdout
+
+
+async def test_a_deleted_campaign_leaves_no_job_and_ingest_warns_of_its_own_failures_only(lk, fresh_dsn: str) -> None:
+    assert lk("campaign", "create", "Old").returncode == 0
+    assert "background jobs queued" in lk("ingest", str(SAMPLE), "--campaign", "Old").stdout
+    assert lk("campaign", "delete", "Old", "--yes").returncode == 0
+    assert lk("campaign", "create", "Other").returncode == 0
+    conn = await asyncpg.connect(fresh_dsn)
+    try:
+        other = await conn.fetchval("SELECT id FROM campaigns WHERE name = 'Other'")
+        # Another campaign's job held after failing on its data: the worker leaves it be.
+        await conn.execute(
+            """
+            WITH j AS (INSERT INTO pgqueuer (priority, status, entrypoint, payload)
+                       VALUES (0, 'failed', 'lk_extract', $1) RETURNING id)
+            INSERT INTO pgqueuer_log (job_id, status, priority, entrypoint, traceback)
+            SELECT id, 'failed', 0, 'lk_extract', '{"exception_type": "BadJobError"}' FROM j
+            """,
+            json.dumps({"campaign_id": other, "session_id": 1}).encode(),
+        )
+        assert lk("campaign", "create", "New").returncode == 0
+        res = lk("ingest", str(SAMPLE), "--campaign", "New", "--wait")
+        assert res.returncode == 0 and res.stderr == "", res.stderr  # no traceback, no warning of Other's job
+        left = await conn.fetch("SELECT convert_from(payload, 'UTF8')::jsonb ->> 'campaign_id' AS c FROM pgqueuer")
+        assert [int(r["c"]) for r in left] == [other]
+    finally:
+        await conn.close()
 
 
 def test_demo_runs_offline(tmp_path: Path) -> None:

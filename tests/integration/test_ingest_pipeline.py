@@ -200,7 +200,8 @@ async def test_txt_and_crd3_formats(crown: CampaignMemory, tmp_path: Path) -> No
     txt = tmp_path / "night.txt"
     txt.write_text("DM: You reach iron hold.\nno colon here\nAna: Thess draws her bow.\n")
     report = await ingest_file(crown, txt)
-    assert report.written == 2 and report.skipped == ['night.txt:2: skipped: expected "Speaker: text"']
+    assert report.written == 2
+    assert report.skipped == ['night.txt:2: skipped: expected "Speaker: text" or "[hh:mm:ss] Speaker: text"']
     crd3 = tmp_path / "C9E001.json"
     turns = [{"NAMES": ["MATT"], "UTTERANCES": ["Welcome back.", "Roll initiative."], "NUMBER": 0}]
     turns.append({"NAMES": ["LAURA", "SAM"], "UTTERANCES": ["Yes!"], "NUMBER": 1})
@@ -221,6 +222,34 @@ async def test_txt_and_crd3_formats(crown: CampaignMemory, tmp_path: Path) -> No
         ("Matt", "Welcome back. Roll initiative.", "turn 0"),
         ("Laura & Sam", "Yes!", "turn 1"),
     ]
+
+
+async def test_txt_with_a_byte_order_mark_and_start_times(crown: CampaignMemory, tmp_path: Path) -> None:
+    txt = tmp_path / "stamped.txt"
+    lines = [
+        "[00:00:05] DM: The gates of Ironhold open.",
+        "[01:02:03.5]Ana: We go in.",
+        "Ben: Quietly.",
+        "12:04 Ana: Now.",
+    ]
+    txt.write_bytes(b"\xef\xbb\xbf" + "\n".join(lines).encode())  # as Windows editors save UTF-8
+    report = await ingest_file(crown, txt)
+    assert report.written == 4 and report.skipped == []
+    session = await crown.log.session_by_title("stamped")
+    assert session is not None
+    entries = await crown.log.session_entries(session.id)
+    assert [(e.speaker, e.text, e.start_s) for e in entries] == [
+        ("DM", "The gates of Ironhold open.", 5.0),
+        ("Ana", "We go in.", 3723.5),
+        ("Ben", "Quietly.", 0.0),
+        ("Ana", "Now.", 724.0),
+    ]
+    assert [h.text for h in await crown.log.search("gates", speaker="DM")] == ["The gates of Ironhold open."]
+
+    jsonl = tmp_path / "bom.jsonl"
+    jsonl.write_bytes(b"\xef\xbb\xbf" + json.dumps({"speaker": "DM", "text": "Roll."}).encode() + b"\n")
+    report = await ingest_file(crown, jsonl)
+    assert report.written == 1 and report.skipped == []
 
 
 async def test_recall_merges_vector_and_fulltext_and_cites_refs(

@@ -77,3 +77,39 @@ async def test_reembed_switches_model_and_rebuilds_chunks(
 
     code, out, err = await lorekeeper(env, "entity", "list", "--campaign", "C")
     assert code == 0, err
+
+
+async def test_reembed_with_a_model_that_cannot_run_changes_nothing(
+    fresh_dsn: str, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    pool = await create_pool(fresh_dsn)
+    memory = Memory(pool)
+    mem = memory.campaign((await memory.campaigns().create("C")).id)
+    session = await mem.log.start_session("S1")
+    (entry,) = await mem.log.write_many(session.id, [EntryIn(speaker="DM", text="The dragon speaks.")])
+    old = ChunkIn(key="old", session_id=session.id, text="old", embedding=[1.0] + [0.0] * 383, entry_ids=[entry.id])
+    await mem.semantic.upsert([old])
+
+    env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path)}
+    offline_nomic = {**env, "LOREKEEPER_EMBEDDING_MODEL": "nomic-embed-text"}  # the provider stays minilm
+    wrong_dim = {  # the endpoint's model gives 8 dimensions
+        **env,
+        "LOREKEEPER_EMBEDDING_PROVIDER": "openai",
+        "LOREKEEPER_EMBEDDING_MODEL": "fake-embed",
+        "LOREKEEPER_EMBEDDING_DIM": "16",
+        "OPENAI_BASE_URL": fake_openai.base_url,
+        "OPENAI_API_KEY": "sk-fake-key",
+    }
+    for bad, problem in [
+        (offline_nomic, "the minilm provider only runs all-MiniLM-L6-v2, not 'nomic-embed-text'"),
+        (wrong_dim, "fake-embed returned 8-d vectors, configured for 16"),
+    ]:
+        code, out, err = await lorekeeper(bad, "db", "reembed", "--yes")
+        assert code == 1 and problem in err and "Nothing was changed" in err and "Traceback" not in err, err
+        assert "dropped" not in out
+        assert tuple(await pool.fetchrow("SELECT model, dim FROM embedding_config")) == ("all-MiniLM-L6-v2", 384)
+        assert [r["key"] for r in await pool.fetch("SELECT key FROM chunks")] == ["old"]
+    await pool.close()
+
+    code, _, err = await lorekeeper(env, "entity", "list", "--campaign", "C")  # the default settings still start
+    assert code == 0, err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -124,13 +125,11 @@ async def test_a_job_failed_on_its_data_is_not_run_again_at_every_start(
     monkeypatch.setattr(jobs, "_MAX_ATTEMPTS", 1)
     monkeypatch.setattr(jobs, "_RETRY_DELAYS", (timedelta(milliseconds=10), timedelta(milliseconds=10)))
     session = await campaign.log.start_session("S")
-    gone = await campaign.log.start_session("Deleted")
-    await jobs.enqueue_summary(memory.pool, campaign.campaign_id, gone.id)
-    await memory.pool.execute("DELETE FROM sessions WHERE id = $1", gone.id)  # its summary job fails on it
-    await memory.pool.execute(  # and a stage-2 job fails on an LLM outage
-        "INSERT INTO pgqueuer (priority, status, entrypoint, payload) VALUES (0, 'queued', $1, $2)",
-        jobs.CORRECT2,
-        json.dumps({"campaign_id": campaign.campaign_id, "session_id": session.id}).encode(),
+    insert = "INSERT INTO pgqueuer (priority, status, entrypoint, payload) VALUES (0, 'queued', $1, $2)"
+    # a summary job fails on its payload (no session), a stage-2 job on an LLM outage
+    await memory.pool.execute(insert, jobs.SUMMARY, json.dumps({"campaign_id": campaign.campaign_id}).encode())
+    await memory.pool.execute(
+        insert, jobs.CORRECT2, json.dumps({"campaign_id": campaign.campaign_id, "session_id": session.id}).encode()
     )
     await campaign.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
     await campaign.log.write(session.id, EntryIn(speaker="DM", text="We met Bob.", suspects=[(7, 10)]))
@@ -148,3 +147,44 @@ async def test_a_job_failed_on_its_data_is_not_run_again_at_every_start(
     rows = await memory.pool.fetch("SELECT entrypoint, status FROM pgqueuer ORDER BY entrypoint")
     assert [(r["entrypoint"], r["status"]) for r in rows] == [(jobs.CORRECT2, "queued"), (jobs.SUMMARY, "failed")]
     assert await jobs.failed_jobs(memory.pool) == 1  # still there for whoever looks
+
+
+async def test_a_job_whose_session_or_campaign_is_gone_does_nothing(
+    memory: Memory, campaign: CampaignMemory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(jobs, "_MAX_ATTEMPTS", 1)
+    empty = await campaign.log.start_session("Nothing said")
+    await jobs.enqueue_summary(memory.pool, campaign.campaign_id, empty.id)
+    assert await campaign.log.discard_if_empty(empty.id)  # before its summary job runs
+    other = await memory.campaigns().create("Deleted while its job runs")
+    session = await memory.campaign(other.id).log.start_session("S")
+    await jobs.enqueue_summary(memory.pool, other.id, session.id)
+    real_summary = jobs.summarize_session
+
+    async def delete_first(ctx: jobs.JobContext, campaign_id: int, session_id: int) -> str:
+        if campaign_id == other.id:
+            await memory.pool.execute("DELETE FROM campaigns WHERE id = $1", campaign_id)
+        return await real_summary(ctx, campaign_id, session_id)  # fails: no such session
+
+    monkeypatch.setattr(jobs, "summarize_session", delete_first)
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    with caplog.at_level(logging.INFO, logger=jobs.__name__):
+        await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await memory.pool.fetch("SELECT * FROM pgqueuer") == []  # none held as failed
+    skipped = [r for r in caplog.records if "no longer exists" in r.getMessage()]
+    assert [r.levelno for r in skipped] == [logging.INFO, logging.INFO]
+
+
+async def test_deleting_a_campaign_deletes_its_waiting_and_held_jobs(memory: Memory, campaign: CampaignMemory) -> None:
+    doomed = await memory.campaigns().create("Doomed")
+    for c in (campaign.campaign_id, doomed.id):
+        session = await memory.campaign(c).log.start_session("S")
+        await jobs.enqueue_session_work(memory.pool, c, session.id, 5)
+        await jobs.enqueue_summary(memory.pool, c, session.id)
+    await memory.pool.execute("UPDATE pgqueuer SET status = 'failed' WHERE entrypoint = $1", jobs.SUMMARY)
+    assert (await jobs.failed_jobs(memory.pool, doomed.id), await jobs.pending_jobs(memory.pool, doomed.id)) == (1, 2)
+
+    await memory.campaigns().delete("Doomed")
+    assert (await jobs.failed_jobs(memory.pool, doomed.id), await jobs.pending_jobs(memory.pool, doomed.id)) == (0, 0)
+    kept = (await jobs.failed_jobs(memory.pool, campaign.campaign_id), await jobs.pending_jobs(memory.pool))
+    assert kept == (1, 2)  # the other campaign's, untouched
