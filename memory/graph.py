@@ -387,13 +387,17 @@ class KnowledgeGraph:
         lowered = [n.casefold() for n in names]
         if len(set(lowered)) != len(lowered):
             raise InvalidInputError("an alias repeats the entity's name or another alias")
+        # Two index probes (``entities_name``, ``entity_aliases_lookup``), as in ``find_entity``: a join from every
+        # entity to its names scanned the whole campaign per entity written, so loading a file took quadratic time.
         row = await self.db.fetchrow(
             """
-            SELECT e.id, e.name, e.status, n.used FROM entities e
-            JOIN LATERAL (
-                SELECT e.name AS used UNION ALL
-                SELECT alias FROM entity_aliases a WHERE a.entity_id = e.id
-            ) n ON lower(n.used) = ANY($2::text[])
+            WITH used AS (
+                SELECT id AS entity_id, name AS used FROM entities
+                WHERE campaign_id = $1 AND lower(name) = ANY($2::text[]) AND status <> 'rejected'
+                UNION ALL
+                SELECT entity_id, alias FROM entity_aliases WHERE campaign_id = $1 AND lower(alias) = ANY($2::text[])
+            )
+            SELECT e.id, e.name, e.status, u.used FROM used u JOIN entities e ON e.id = u.entity_id
             WHERE e.campaign_id = $1 AND e.status <> 'rejected' AND e.id IS DISTINCT FROM $3
             LIMIT 1
             """,
