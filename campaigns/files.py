@@ -541,6 +541,8 @@ class _Reader:
                 self.problem(_line(item_node), label, f"expected a mapping with {wanted}, found {_kind(item_node)}")
                 continue
             spec = self._validate(item_node, model, label)
+            if isinstance(spec, EntitySpec):
+                object.__setattr__(spec, "where", f"{self.filename}:{_locate(item_node, ('name',))}")
             if spec is not None:
                 valid.append((index, spec))
             elif section == "entities":

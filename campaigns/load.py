@@ -1,7 +1,9 @@
 """Campaign files into and out of a campaign's memory.
 
-Loading is one transaction and idempotent: entities are matched by name or alias (case-insensitively) and
-updated in place, relationships already present are left alone, so loading a file twice changes nothing.
+Loading is one transaction and idempotent: entities are matched by name (case-insensitively) and updated in
+place, relationships already present keep all but the visibility the file gives, so loading a file twice changes
+nothing. An entry renames
+the entity of its type whose name it keeps among its aliases; one named like another entity's alias is refused.
 Entities the file no longer mentions are kept: they may have come from play, and only the DM deletes.
 """
 
@@ -14,10 +16,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, RelationshipSpec
+from memory.errors import AlreadyExistsError, MemoryError_
 from memory.models import Provenance, RelationshipIn, ReviewStatus, Source, attribute_value
 from memory.store import CampaignMemory
 
 Progress = Callable[[int, int], None]
+
+RENAME_HINT = "; to rename an entity, keep its current name among the aliases of an entry of its type"
 
 
 class LoadReport(BaseModel):
@@ -53,9 +58,12 @@ async def apply_campaign_file(
     async with mem.transaction() as tx:
         await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
         ids: dict[str, int] = {}
-        listed = {spec.name.casefold() for spec in file.entities}
-        for spec in file.entities:
-            entity, outcome = await tx.graph.upsert_entity(spec.to_entity_in(), listed=listed)
+        for number, spec in enumerate(file.entities, start=1):
+            try:
+                entity, outcome = await tx.graph.upsert_entity(spec.to_entity_in())
+            except MemoryError_ as exc:  # a clash with the database: the file could not know, so say where it is
+                hint = RENAME_HINT if isinstance(exc, AlreadyExistsError) else ""
+                raise type(exc)(f"{spec.located(number)}: {exc}{hint}") from None
             setattr(report, f"entities_{outcome}", getattr(report, f"entities_{outcome}") + 1)
             ids[spec.name] = entity.id
             done += 1

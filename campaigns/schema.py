@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import get_close_matches
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -103,6 +103,9 @@ class EntitySpec(_Strict):
     description: Text = ""
     attributes: Attributes = Field(default_factory=dict)
     secret: StrictBool = False  # DM-only: never shown to players
+    #: Where the entry is written (``file.yaml:12``), for the problems only loading finds. Set by the reader with
+    #: ``object.__setattr__``: not a field nor a private attribute, so it is neither dumped nor compared.
+    where: ClassVar[str] = ""
 
     @field_validator("type", mode="before")
     @classmethod
@@ -120,6 +123,11 @@ class EntitySpec(_Strict):
                 seen.add(name_key(alias))
                 unique.append(alias)
         return unique
+
+    def located(self, number: int) -> str:
+        """The entry as a file problem names it: ``file.yaml:12: entity #3 'Eldrinax'`` (``number`` from 1)."""
+        item = f"entity #{number} {self.name!r}"
+        return f"{self.where}: {item}" if self.where else item
 
     @property
     def visibility(self) -> Visibility:

@@ -6,7 +6,7 @@ Facts are never deleted by play: a contradicting fact, once accepted, closes the
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 import asyncpg
@@ -294,20 +294,24 @@ class KnowledgeGraph:
             await self._set_aliases(current.id, cleaned_aliases)
         return await self.get_entity_by_id(current.id)
 
-    async def upsert_entity(
-        self, entity: EntityIn, *, listed: Collection[str] = ()
-    ) -> tuple[Entity, Literal["created", "updated", "unchanged"]]:
-        """Create the entity or bring the one of that name (or alias) up to date, saying which happened.
+    async def upsert_entity(self, entity: EntityIn) -> tuple[Entity, Literal["created", "updated", "unchanged"]]:
+        """Create the entity or bring the one it describes up to date, saying which happened.
 
-        ``listed``: the casefolded names of the other entities of the same load. One of those found by an alias
-        is that other entity, not this one to rename ("Ember Wyrm" before "Eldrinax", whose alias it is)."""
-        current = await self.find_entity(entity.name)
-        if (
-            current is not None
-            and current.name.casefold() != entity.name.casefold()
-            and current.name.casefold() in listed
-        ):
-            current = None
+        That is the entity of its name, else one of its type that it renames, keeping the old name among its
+        aliases ("Eldrinax the Bronze", aliases [Eldrinax]). Never one whose alias is its name: "Old Bronze", an
+        alias of Eldrinax, would rename, retype and strip Eldrinax."""
+        row = await self.db.fetchrow(
+            f"""
+            WITH wanted AS (SELECT lower(n) AS name, rank FROM unnest($2::text[]) WITH ORDINALITY AS w(n, rank))
+            {_ENTITY_SELECT} JOIN wanted ON lower(e.name) = wanted.name
+            WHERE e.campaign_id = $1 AND e.status <> 'rejected' AND (wanted.rank = 1 OR e.type = $3)
+            ORDER BY wanted.rank LIMIT 1
+            """,
+            self.campaign_id,
+            [entity.name, *entity.aliases],
+            entity.type,
+        )
+        current = entity_from_row(row) if row else None
         if current is None:
             return await self.add_entity(entity), "created"
         wanted = (
@@ -385,13 +389,17 @@ class KnowledgeGraph:
         lowered = [n.casefold() for n in names]
         if len(set(lowered)) != len(lowered):
             raise InvalidInputError("an alias repeats the entity's name or another alias")
+        # Two index probes (``entities_name``, ``entity_aliases_lookup``), as in ``find_entity``: a join from every
+        # entity to its names scanned the whole campaign per entity written, so loading a file took quadratic time.
         row = await self.db.fetchrow(
             """
-            SELECT e.id, e.name, e.status, n.used FROM entities e
-            JOIN LATERAL (
-                SELECT e.name AS used UNION ALL
-                SELECT alias FROM entity_aliases a WHERE a.entity_id = e.id
-            ) n ON lower(n.used) = ANY($2::text[])
+            WITH used AS (
+                SELECT id AS entity_id, name AS used FROM entities
+                WHERE campaign_id = $1 AND lower(name) = ANY($2::text[]) AND status <> 'rejected'
+                UNION ALL
+                SELECT entity_id, alias FROM entity_aliases WHERE campaign_id = $1 AND lower(alias) = ANY($2::text[])
+            )
+            SELECT e.id, e.name, e.status, u.used FROM used u JOIN entities e ON e.id = u.entity_id
             WHERE e.campaign_id = $1 AND e.status <> 'rejected' AND e.id IS DISTINCT FROM $3
             LIMIT 1
             """,

@@ -90,6 +90,47 @@ async def test_a_name_that_is_another_listed_entitys_alias_renames_nothing(campa
     assert report.entities_updated == 1 and (await campaign.graph.get_entity("Eldrinax")).name == "Ember Wyrm"
 
 
+WYRM = """
+entities:
+  - {name: Eldrinax, type: npc, secret: true, aliases: [Old Bronze, The Drowned Wyrm], attributes: {age: 1140}}
+  - {name: The Bell, type: item}
+relationships:
+  - {source: Eldrinax, type: guards, target: The Bell}
+"""
+
+
+async def test_a_name_that_is_only_another_entitys_alias_is_refused_where_it_is_written(
+    campaign: CampaignMemory,
+) -> None:
+    await apply_campaign_file(campaign, parse_campaign_file(WYRM, "wyrm.yaml"))
+    before = await state(campaign)
+    # "Old Bronze" is Eldrinax's alias: taking it for Eldrinax made it a public item with no aliases or age
+    bell = "entities:\n  - {name: Bell Rope, type: item}\n  - {name: Old Bronze, type: item}\n"
+    with pytest.raises(
+        AlreadyExistsError,
+        match=r"^ob\.yaml:3: entity #2 'Old Bronze': 'Old Bronze' is already an alias of 'Eldrinax'; to rename",
+    ):
+        await apply_campaign_file(campaign, parse_campaign_file(bell, "ob.yaml"))
+    assert await state(campaign) == before
+    # naming the old name as an alias of another type is no rename either
+    place = "entities:\n  - {name: Eldrinax's Lair, type: place, aliases: [Eldrinax]}\n"
+    with pytest.raises(AlreadyExistsError, match=r"^lair\.yaml:2: entity #1 .*an entity named 'Eldrinax' already"):
+        await apply_campaign_file(campaign, parse_campaign_file(place, "lair.yaml"))
+    assert await state(campaign) == before
+
+
+async def test_a_file_renames_an_entity_that_keeps_its_old_name_as_an_alias(campaign: CampaignMemory) -> None:
+    await apply_campaign_file(campaign, parse_campaign_file(WYRM, "wyrm.yaml"))
+    wyrm = await campaign.graph.get_entity("Eldrinax")
+    renamed = WYRM.replace("name: Eldrinax,", "name: Eldrinax the Bronze,").replace("[Old Bronze,", "[Eldrinax,")
+    report = await apply_campaign_file(campaign, parse_campaign_file(renamed, "renamed.yaml"))
+    assert (report.entities_updated, report.entities_created, report.relationships_unchanged) == (1, 0, 1)
+    now = await campaign.graph.get_entity("Eldrinax")
+    assert (now.id, now.name, now.aliases) == (wyrm.id, "Eldrinax the Bronze", ["Eldrinax", "The Drowned Wyrm"])
+    assert (now.visibility, now.attributes) == (Visibility.secret, {"age": 1140})
+    assert not (await apply_campaign_file(campaign, parse_campaign_file(renamed, "renamed.yaml"))).changed
+
+
 async def test_bad_file_is_rejected_before_the_database(campaign: CampaignMemory) -> None:
     with pytest.raises(CampaignFileError, match=r"bad\.yaml:3"):
         parse_campaign_file("entities:\n  - {name: A, type: npc}\n  - {name: B, type: dragon}\n", "bad.yaml")

@@ -41,7 +41,7 @@ def lk(fresh_dsn: str, tmp_path: Path):
     return run
 
 
-def test_campaign_entity_review_search_flow(lk) -> None:
+def test_campaign_entity_review_search_flow(lk, tmp_path: Path) -> None:
     assert lk("campaign", "create", "Sunken Crown").returncode == 0
     loaded = lk("campaign", "load", str(EXAMPLE), "--campaign", "Sunken Crown", "--json")
     assert loaded.returncode == 0, loaded.stderr
@@ -49,6 +49,14 @@ def test_campaign_entity_review_search_flow(lk) -> None:
     assert report["entities_created"] > 10 and report["relationships_created"] > 10
     again = json.loads(lk("campaign", "load", str(EXAMPLE), "--campaign", "Sunken Crown", "--json").stdout)
     assert again["entities_created"] == 0 and again["relationships_created"] == 0
+    # an entry named like another entity's alias: refused where it is written, nothing changed
+    (tmp_path / "ob.yaml").write_text("entities:\n  - {name: Old Bronze, type: item}\n")
+    taken = lk("campaign", "load", str(tmp_path / "ob.yaml"))
+    assert taken.returncode == 1 and taken.stderr.endswith(
+        f"\nerror: {tmp_path / 'ob.yaml'}:2: entity #1 'Old Bronze': 'Old Bronze' is already an alias of 'Eldrinax'; "
+        "to rename an entity, keep its current name among the aliases of an entry of its type\n"
+    )
+    assert json.loads(lk("entity", "show", "Old Bronze", "--json").stdout)["entity"]["name"] == "Eldrinax"
 
     added = lk(
         "entity", "add", "Korvash", "npc", "--alias", "Korv", "--attr", "age=212", "--attr", "role=smith", "--json"

@@ -549,3 +549,26 @@ async def test_names_refused_say_why_for_a_dm(memory: Memory, campaign: Campaign
     # blank (here: ideographic spaces) is a user's mistake with a message, not a crash
     with pytest.raises(InvalidInputError, match="name must not be empty"):
         await memory.campaigns(guild_id=9).create("\u3000\u3000")
+
+
+async def test_a_name_check_reads_the_names_asked_for_not_the_whole_campaign(campaign: CampaignMemory) -> None:
+    # Every entity written checks that its names are free; scanning the campaign for that made a load of 6,000
+    # entities take 80 s instead of 17.
+    await campaign.db.execute(
+        """
+        WITH e AS (
+            INSERT INTO entities (campaign_id, type, name)
+            SELECT $1, 'npc', 'Entity ' || i FROM generate_series(1, 3000) i RETURNING id, name
+        )
+        INSERT INTO entity_aliases (campaign_id, entity_id, alias) SELECT $1, id, 'Alias of ' || name FROM e
+        """,
+        campaign.campaign_id,
+    )
+    await campaign.db.execute("ANALYZE entities, entity_aliases")
+    read = "SELECT coalesce(sum(seq_tup_read + coalesce(idx_tup_fetch, 0)), 0) FROM pg_stat_xact_user_tables"
+    async with campaign.transaction() as tx:
+        before = await tx.db.fetchval(read)
+        await tx.graph.add_entity(EntityIn(name="Newcomer", type=EntityType.npc, aliases=["The New One"]))
+        with pytest.raises(AlreadyExistsError, match="'Alias of Entity 2999' is already an alias of 'Entity 2999'"):
+            await tx.graph.add_entity(EntityIn(name="Alias of Entity 2999", type=EntityType.npc))
+        assert await tx.db.fetchval(read) - before < 50
