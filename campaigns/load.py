@@ -2,8 +2,8 @@
 
 Loading is one transaction and idempotent: entities are matched by name (case-insensitively) and updated in
 place, relationships already present keep all but the visibility the file gives, so loading a file twice changes
-nothing. An entry renames
-the entity of its type whose name it keeps among its aliases; one named like another entity's alias is refused.
+nothing. An entry renames the entity of its type whose name it keeps among its aliases; one named like another
+entity's alias is refused.
 Entities the file no longer mentions are kept: they may have come from play, and only the DM deletes.
 """
 
