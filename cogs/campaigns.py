@@ -25,6 +25,7 @@ from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaig
 from campaigns.load import apply_campaign_file, export_campaign_file
 from campaigns.schema import CampaignHeader
 from memory.campaigns import Campaigns
+from memory.errors import MemoryError_
 from memory.models import Campaign
 
 #: Campaign files bigger than this are refused before they are downloaded.
@@ -157,7 +158,10 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
             active = await campaigns.create(
                 header.name, description=header.description, system=header.system, activate=True
             )
-        report = await apply_campaign_file(bot_of(interaction).memory.campaign(active.id), parsed)
+        try:
+            report = await apply_campaign_file(bot_of(interaction).memory.campaign(active.id), parsed)
+        except MemoryError_ as exc:  # a clash with what the campaign holds: the whole load is rolled back
+            raise UserError(f"Nothing was loaded:\n{exc}") from None
         await interaction.followup.send(f"**{active.name}** ← {file.filename}: {report.summary()}", ephemeral=True)
 
     @app_commands.command(description="Download the active campaign as a YAML file (DM only)")

@@ -173,6 +173,14 @@ async def test_campaign_load_broken_file_changes_nothing(
     syntax = await fake_discord.invoke("campaign load", {"file": Upload("bad.yaml", b"entities: [\n")}, user_id=dm)
     assert syntax.texts()[0].startswith("Nothing was loaded:\nbad.yaml:")
 
+    # a name the campaign already gives another entity: only the database can tell, the whole load is undone
+    await ashes.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc, aliases=["Old Bronze"]))
+    clash = b"entities:\n  - {name: Vell, type: npc}\n  - {name: Old Bronze, type: item}\n"
+    record = await fake_discord.invoke("campaign load", {"file": Upload("clash.yaml", clash)}, user_id=dm)
+    assert record.texts()[0].startswith("Nothing was loaded:\nclash.yaml:3: "), record.texts()
+    assert "'Old Bronze' is already an alias of 'Eldrinax'" in record.texts()[0]
+    assert sorted(e.name for e in await ashes.graph.list_entities()) == ["Eldrinax", "Mira"]
+
 
 async def test_campaign_load_too_big_is_refused_before_download(
     ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
