@@ -136,7 +136,8 @@ async def show(ctx: click.Context, name: str, campaign: str | None, as_json: boo
         emit_json({**snap.model_dump(mode="json"), "last_mention": last})
         return
     e = snap.entity
-    click.echo(f"{e.name} ({e.type.value}{', secret' if e.visibility == 'secret' else ''})")
+    marks = [e.type.value] + ["secret"] * (e.visibility == "secret") + ["waiting for review"] * (e.status == "pending")
+    click.echo(f"{e.name} ({', '.join(marks)})")
     if e.aliases:
         click.echo(f"  aliases: {', '.join(e.aliases)}")
     if e.description:

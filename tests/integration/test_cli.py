@@ -301,3 +301,23 @@ def test_correct_at_a_terminal_answers_each_line_as_it_comes(tmp_path: Path) -> 
         os.write(fd, b"\x04")
         os.waitpid(pid, 0)
         os.close(fd)
+
+
+async def test_entity_show_says_what_waits_for_review(lk, fresh_dsn: str, tmp_path: Path) -> None:
+    assert lk("campaign", "create", "C").returncode == 0
+    assert lk("entity", "add", "Korvash", "npc").returncode == 0
+    (tmp_path / "night.txt").write_text("DM: Korvash waits at the gate.\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night").returncode == 0
+    shown = lk("entity", "show", "Korvash")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == "Korvash (npc)\n  last mentioned in Night by DM at 0s: Korvash waits at the gate.\n"
+
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        guess = Provenance(source=Source.inferred, confidence=0.3)
+        await mem.graph.add_entity(EntityIn(name="Mirelle", type=EntityType.npc, status="pending", provenance=guess))
+    finally:
+        await pool.close()
+    assert lk("entity", "show", "Mirelle").stdout == "Mirelle (npc, waiting for review)\n"
