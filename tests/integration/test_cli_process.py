@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "campaigns" / "examples"
@@ -59,3 +60,12 @@ async def test_sigterm_during_ingest_wait_stops_after_the_job_in_hand(
     assert "Traceback" not in err and "Task was destroyed" not in err
     assert await pool.fetchval("SELECT count(*) FROM session_entries") == 720  # the log was written before
     assert await pool.fetchval("SELECT count(*) FROM pgqueuer WHERE status = 'picked'") == 0  # none left half-done
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+def test_worker_heartbeat_timeout_out_of_range_is_a_usage_error(fresh_dsn: str, tmp_path: Path, value: str) -> None:
+    env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path)}
+    worker = [sys.executable, "-c", "from bot.cli import main; main()", "worker", "--heartbeat-timeout", value]
+    res = subprocess.run(worker, env=env, cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert res.returncode == 2, res.stderr
+    assert "Invalid value for '--heartbeat-timeout'" in res.stderr and "Traceback" not in res.stderr
