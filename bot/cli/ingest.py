@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import signal
 from pathlib import Path
 
 import click
@@ -14,6 +16,14 @@ from memory.store import CampaignMemory
 from memory.transcripts import TranscriptError
 from memory.voice.audio_files import AudioFileError
 from memory.voice.offline import DEFAULT_SPEAKER, AudioTrack, ingest_audio, is_audio
+
+
+class Interrupted(CliError):
+    """Stopped by a signal: exit 128 + its number, as a shell reports a process a signal ended."""
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.exit_code = 128 + signum
 
 
 @cli.command()
@@ -66,7 +76,24 @@ async def ingest(
             f"(session{'s' if len(report.sessions) != 1 else ''}: {', '.join(report.sessions) or '-'})"
         )
         if wait:
-            await jobs.run_workers(memory.pool, settings, drain=True)
+            stopped_by: list[int] = []
+            stop = asyncio.Event()
+
+            def interrupt(signum: int) -> None:
+                stopped_by.append(signum)
+                stop.set()
+
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                # as `worker` does: finish the job in hand, then close the pool and the embedded server in order
+                asyncio.get_running_loop().add_signal_handler(signum, interrupt, signum)
+            await jobs.run_workers(memory.pool, settings, stop, drain=True)
+            if stopped_by:
+                pending = await jobs.pending_jobs(memory.pool, mem.campaign_id)
+                raise Interrupted(
+                    f"stopped by {signal.Signals(stopped_by[0]).name}: {pending} background jobs still queued: "
+                    "run `lorekeeper worker` to finish them",
+                    stopped_by[0],
+                )
             await print_counts(mem, memory.pool)
         else:
             pending = await jobs.pending_jobs(memory.pool, mem.campaign_id)

@@ -17,14 +17,15 @@ from memory import jobs
 @click.option("--drain", is_flag=True, help="Exit once the queue is empty instead of waiting for more.")
 @click.option(
     "--heartbeat-timeout",
-    default=30.0,
+    default=30,
+    type=click.IntRange(1, 86_400),
     show_default=True,
     metavar="SECONDS",
     help="A job whose worker has been silent this long (it crashed) is picked up again.",
 )
 @click.pass_context
 @async_command
-async def worker(ctx: click.Context, drain: bool, heartbeat_timeout: float) -> None:
+async def worker(ctx: click.Context, drain: bool, heartbeat_timeout: int) -> None:
     """Process background jobs until interrupted; run several for more throughput."""
     settings = settings_from(ctx)
     stop = asyncio.Event()

@@ -17,6 +17,7 @@ import pytest
 
 from memory.db import EmbeddedPostgres, default_data_dir
 
+ROOT = Path(__file__).resolve().parents[2]
 HOLDER = """
 import signal, sys, time
 signal.signal(signal.SIGTERM, getattr(signal, sys.argv[2]))  # as the launcher left it
@@ -121,3 +122,46 @@ def test_default_data_dir_is_never_under_root_home() -> None:
     assert not str(d).startswith("/root")
     if os.geteuid() == 0:
         assert d == Path("/var/lib/lorekeeper")
+
+
+def lorekeeper(data_dir: Path, *args: str) -> subprocess.Popen[str]:
+    """The CLI on the embedded server in ``data_dir``, from this checkout (cwd is first on its sys.path)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "LOREKEEPER_CONFIG")}
+    env["LOREKEEPER_DATA_DIR"] = str(data_dir)
+    return subprocess.Popen(
+        [sys.executable, "-c", "from bot.cli import main; main()", *args],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_processes_starting_together_on_a_fresh_data_dir_all_succeed(data_dir: Path) -> None:
+    # docker-compose or systemd start `run` and `worker` together on first boot: one initdb, one CREATE EXTENSION.
+    procs = [lorekeeper(data_dir, "campaign", "create", name) for name in ("A", "B", "C")]
+    procs.append(lorekeeper(data_dir, "campaign", "list"))
+    for proc in procs:
+        _, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err
+    listed = lorekeeper(data_dir, "campaign", "list")
+    out, err = listed.communicate(timeout=60)
+    assert listed.returncode == 0, err
+    assert {line.split()[-1] for line in out.splitlines()[2:]} == {"A", "B", "C"}
+    assert postmaster_pid(data_dir) is None  # the last one out stopped the server
+
+
+async def test_a_data_dir_with_a_space_starts(data_dir: Path) -> None:
+    # pgserver hands the socket dir to pg_ctl unquoted; macOS's default data dir has a space in it.
+    server = EmbeddedPostgres(data_dir / "Application Support")
+    dsn = server.start()
+    try:
+        conn = await asyncpg.connect(dsn)
+        assert await conn.fetchval("SELECT 1") == 1
+        await conn.close()
+    finally:
+        server.stop()
+    socket_dir = Path(dsn.partition("?host=")[2])
+    assert " " not in str(socket_dir)
+    os.rmdir(socket_dir)  # empty once the server has stopped

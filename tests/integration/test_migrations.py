@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 import asyncpg
@@ -182,3 +183,12 @@ async def test_one_current_copy_migration_folds_the_copies_older_code_stored(
             await fact(old, "dead")
     finally:
         await pool.close()
+
+
+async def test_pools_opened_together_on_a_new_database_all_open(empty_dsn: str) -> None:
+    # The bot and a worker starting together both create the vector extension; one must wait for the other.
+    pools = await asyncio.gather(*(create_pool(empty_dsn, max_size=1) for _ in range(6)))
+    try:
+        assert [await p.fetchval("SELECT $1::vector::text", [1.0, 2.0]) for p in pools] == ["[1,2]"] * 6
+    finally:
+        await asyncio.gather(*(p.close() for p in pools))
