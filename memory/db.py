@@ -159,6 +159,9 @@ def _socket_dir_without_spaces(pgdata: Path, runtime_path: Path) -> Path:
             "set LOREKEEPER_DATA_DIR (or TMPDIR) to a path without spaces"
         )
     socket_dir.mkdir(mode=0o700, exist_ok=True)
+    owner = getattr(os, "getuid", lambda: socket_dir.stat().st_uid)()
+    if socket_dir.stat().st_uid != owner or socket_dir.is_symlink():  # another user's: not ours to trust
+        raise DatabaseError(f"{socket_dir} belongs to another user: set LOREKEEPER_DATA_DIR to a path without spaces")
     return socket_dir
 
 
