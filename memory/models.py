@@ -57,8 +57,9 @@ def clean_name(value: str) -> str:
     for position, char in enumerate(value):
         # Category C is control, format (zero-width joiners, bidi overrides), surrogate, private use and
         # unassigned: invisible in Discord, so two names differing by one would look the same to the DM.
-        # Tabs and line breaks are only spacing, collapsed below like any other whitespace.
-        if unicodedata.category(char).startswith("C") and char not in "\t\n\r":
+        # Tabs and line breaks are only spacing, collapsed below like any other whitespace. A joiner inside an
+        # emoji ("🧙‍♂️") is part of the picture, not hidden between letters.
+        if unicodedata.category(char).startswith("C") and char not in "\t\n\r" and not _emoji_joiner(value, position):
             raise InvalidInputError(
                 f"{value!r} contains the control character U+{ord(char):04X} at position {position + 1}"
             )
@@ -68,6 +69,14 @@ def clean_name(value: str) -> str:
     if len(name) > 200:
         raise InvalidInputError(f"name is longer than 200 characters: {name[:40]}…")
     return name
+
+
+def _emoji_joiner(value: str, position: int) -> bool:
+    """A zero-width joiner between two symbols (🧙 ZWJ ♂), the first maybe with its modifier or variation selector."""
+    if value[position] != "\u200d" or not 0 < position < len(value) - 1:
+        return False
+    before, after = unicodedata.category(value[position - 1]), unicodedata.category(value[position + 1])
+    return before in ("So", "Sk", "Mn") and after == "So"
 
 
 def name_query(value: str) -> str:

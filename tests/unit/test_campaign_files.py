@@ -573,6 +573,16 @@ def test_invisible_characters_in_names_are_refused(escaped: str, code: str) -> N
     assert f"contains the control character U+{code} at position 5" in str(error)
 
 
+def test_an_emoji_joined_with_a_zero_width_joiner_may_be_named() -> None:
+    wizard = "\U0001f9d9\u200d\u2642\ufe0f Merlin"  # 🧙‍♂️: the joiner is part of the picture
+    assert [
+        e.name for e in parse_campaign_file(f"entities:\n  - {{name: '{wizard}', type: npc}}\n", "w.yaml").entities
+    ] == [wizard]
+    for hidden in ("Mer\u200dlin", "\u200d\u2642 Merlin", "\U0001f9d9\u200dMerlin"):  # between letters or at an edge
+        error = refused(f"entities:\n  - {{name: '{hidden}', type: npc}}\n")
+        assert "contains the control character U+200D" in str(error), hidden
+
+
 def test_names_are_nfc_normalised_so_two_spellings_of_one_name_collide() -> None:
     composed = unicodedata.normalize("NFC", "Café Ærwyn")
     decomposed = unicodedata.normalize("NFD", composed)
