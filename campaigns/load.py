@@ -2,8 +2,8 @@
 
 Loading is one transaction and idempotent: entities are matched by name (case-insensitively) and updated in
 place, relationships already present keep all but the visibility the file gives, so loading a file twice changes
-nothing. An entry renames the entity of its type whose name it keeps among its aliases; one named like another
-entity's alias is refused.
+nothing. An entry renames the entity named in its ``renamed_from:``; one named like another entity's alias is
+refused.
 Entities the file no longer mentions are kept: they may have come from play, and only the DM deletes.
 """
 
@@ -22,7 +22,7 @@ from memory.store import CampaignMemory
 
 Progress = Callable[[int, int], None]
 
-RENAME_HINT = "; to rename an entity, keep its current name among the aliases of an entry of its type"
+RENAME_HINT = "; to rename an entity, give this entry `renamed_from:` its current name"
 
 
 class LoadReport(BaseModel):
@@ -60,7 +60,7 @@ async def apply_campaign_file(
         ids: dict[str, int] = {}
         for number, spec in enumerate(file.entities, start=1):
             try:
-                entity, outcome = await tx.graph.upsert_entity(spec.to_entity_in())
+                entity, outcome = await tx.graph.upsert_entity(spec.to_entity_in(), renamed_from=spec.renamed_from)
             except MemoryError_ as exc:  # a clash with the database: the file could not know, so say where it is
                 hint = RENAME_HINT if isinstance(exc, AlreadyExistsError) else ""
                 raise type(exc)(f"{spec.located(number)}: {exc}{hint}") from None

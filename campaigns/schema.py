@@ -103,6 +103,8 @@ class EntitySpec(_Strict):
     description: Text = ""
     attributes: Attributes = Field(default_factory=dict)
     secret: StrictBool = False  # DM-only: never shown to players
+    #: The name of the entity this entry renames (its id, facts and mentions stay); ignored once it is renamed.
+    renamed_from: Name | None = None
     #: Where the entry is written (``file.yaml:12``), for the problems only loading finds. Set by the reader with
     #: ``object.__setattr__``: not a field nor a private attribute, so it is neither dumped nor compared.
     where: ClassVar[str] = ""

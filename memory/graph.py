@@ -294,23 +294,26 @@ class KnowledgeGraph:
             await self._set_aliases(current.id, cleaned_aliases)
         return await self.get_entity_by_id(current.id)
 
-    async def upsert_entity(self, entity: EntityIn) -> tuple[Entity, Literal["created", "updated", "unchanged"]]:
-        """Create the entity or bring the one it describes up to date, saying which happened.
-
-        That is the entity of its name, else one of its type that it renames, keeping the old name among its
-        aliases ("Eldrinax the Bronze", aliases [Eldrinax]). Never one whose alias is its name: "Old Bronze", an
-        alias of Eldrinax, would rename, retype and strip Eldrinax."""
+    async def upsert_entity(
+        self, entity: EntityIn, *, renamed_from: str | None = None
+    ) -> tuple[Entity, Literal["created", "updated", "unchanged"]]:
+        """Create the entity or bring the one of its name up to date, saying which happened; ``renamed_from``
+        names an entity to rename into it (once renamed, the entity of its name is found first, so loading the
+        same file again changes nothing). Never one whose alias is its name: "Old Bronze", an alias of Eldrinax,
+        would rename, retype and strip Eldrinax. Nor one of its aliases: a new "Mira the Younger" with the alias
+        "Mira" is not the Mira already known."""
         row = await self.db.fetchrow(
             f"""
             WITH wanted AS (SELECT lower(n) AS name, rank FROM unnest($2::text[]) WITH ORDINALITY AS w(n, rank))
             {_ENTITY_SELECT} JOIN wanted ON lower(e.name) = wanted.name
-            WHERE e.campaign_id = $1 AND e.status <> 'rejected' AND (wanted.rank = 1 OR e.type = $3)
+            WHERE e.campaign_id = $1 AND e.status <> 'rejected'
             ORDER BY wanted.rank LIMIT 1
             """,
             self.campaign_id,
-            [entity.name, *entity.aliases],
-            entity.type,
+            [name_query(entity.name), *([name_query(renamed_from)] if renamed_from else [])],
         )
+        if row is None and renamed_from:
+            raise NotFoundError(f"renamed_from: no entity is named {renamed_from!r}")
         current = entity_from_row(row) if row else None
         if current is None:
             return await self.add_entity(entity), "created"

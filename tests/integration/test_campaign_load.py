@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaign_file, read_campaign_file
 from campaigns.load import apply_campaign_file, export_campaign_file
-from memory.errors import AlreadyExistsError, InvalidInputError
+from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, Source, Visibility
 from memory.store import CampaignMemory, Memory
 
@@ -84,8 +84,12 @@ async def test_a_name_that_is_another_listed_entitys_alias_renames_nothing(campa
     with pytest.raises(AlreadyExistsError, match="'Ember Wyrm' is already an alias of 'Eldrinax'"):
         await apply_campaign_file(campaign, parse_campaign_file(both, "b.yaml"))
     assert await state(campaign) == before
-    # alone, the alias still finds its entity: a file may rename it
-    renamed = "entities:\n  - {name: Ember Wyrm, type: npc, aliases: [Eldrinax]}\n"
+    # alone, with its old name among its aliases, it is still no rename: that is what `renamed_from:` says
+    swapped = "entities:\n  - {name: Ember Wyrm, type: npc, aliases: [Eldrinax]}\n"
+    with pytest.raises(AlreadyExistsError, match="to rename an entity, give this entry `renamed_from:`"):
+        await apply_campaign_file(campaign, parse_campaign_file(swapped, "c.yaml"))
+    assert await state(campaign) == before
+    renamed = "entities:\n  - {name: Ember Wyrm, type: npc, aliases: [Eldrinax], renamed_from: Eldrinax}\n"
     report = await apply_campaign_file(campaign, parse_campaign_file(renamed, "c.yaml"))
     assert report.entities_updated == 1 and (await campaign.graph.get_entity("Eldrinax")).name == "Ember Wyrm"
 
@@ -112,17 +116,29 @@ async def test_a_name_that_is_only_another_entitys_alias_is_refused_where_it_is_
     ):
         await apply_campaign_file(campaign, parse_campaign_file(bell, "ob.yaml"))
     assert await state(campaign) == before
-    # naming the old name as an alias of another type is no rename either
-    place = "entities:\n  - {name: Eldrinax's Lair, type: place, aliases: [Eldrinax]}\n"
-    with pytest.raises(AlreadyExistsError, match=r"^lair\.yaml:2: entity #1 .*an entity named 'Eldrinax' already"):
-        await apply_campaign_file(campaign, parse_campaign_file(place, "lair.yaml"))
+    # nor is listing an entity's name among the aliases of a new one: Mira the Younger is not the Mira known
+    for entry in (
+        "{name: Eldrinax's Lair, type: place, aliases: [Eldrinax]}",
+        "{name: Eldrinax II, type: npc, aliases: [Eldrinax]}",
+    ):
+        with pytest.raises(AlreadyExistsError, match=r"^lair\.yaml:2: entity #1 .*an entity named 'Eldrinax' already"):
+            await apply_campaign_file(campaign, parse_campaign_file(f"entities:\n  - {entry}\n", "lair.yaml"))
+        assert await state(campaign) == before
+    # a rename of an entity that is not there says so
+    ghost = "entities:\n  - {name: Vell, type: npc, renamed_from: Vel}\n"
+    with pytest.raises(
+        NotFoundError, match=r"^ghost\.yaml:2: entity #1 'Vell': renamed_from: no entity is named 'Vel'"
+    ):
+        await apply_campaign_file(campaign, parse_campaign_file(ghost, "ghost.yaml"))
     assert await state(campaign) == before
 
 
-async def test_a_file_renames_an_entity_that_keeps_its_old_name_as_an_alias(campaign: CampaignMemory) -> None:
+async def test_a_file_renames_the_entity_its_entry_is_renamed_from(campaign: CampaignMemory) -> None:
     await apply_campaign_file(campaign, parse_campaign_file(WYRM, "wyrm.yaml"))
     wyrm = await campaign.graph.get_entity("Eldrinax")
-    renamed = WYRM.replace("name: Eldrinax,", "name: Eldrinax the Bronze,").replace("[Old Bronze,", "[Eldrinax,")
+    renamed = WYRM.replace("name: Eldrinax,", "name: Eldrinax the Bronze, renamed_from: eldrinax,").replace(
+        "[Old Bronze,", "[Eldrinax,"
+    )
     report = await apply_campaign_file(campaign, parse_campaign_file(renamed, "renamed.yaml"))
     assert (report.entities_updated, report.entities_created, report.relationships_unchanged) == (1, 0, 1)
     now = await campaign.graph.get_entity("Eldrinax")

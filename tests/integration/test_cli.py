@@ -54,7 +54,7 @@ def test_campaign_entity_review_search_flow(lk, tmp_path: Path) -> None:
     taken = lk("campaign", "load", str(tmp_path / "ob.yaml"))
     assert taken.returncode == 1 and taken.stderr.endswith(
         f"\nerror: {tmp_path / 'ob.yaml'}:2: entity #1 'Old Bronze': 'Old Bronze' is already an alias of 'Eldrinax'; "
-        "to rename an entity, keep its current name among the aliases of an entry of its type\n"
+        "to rename an entity, give this entry `renamed_from:` its current name\n"
     )
     assert json.loads(lk("entity", "show", "Old Bronze", "--json").stdout)["entity"]["name"] == "Eldrinax"
 
