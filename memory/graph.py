@@ -468,11 +468,16 @@ class KnowledgeGraph:
             # The new source vouches for it; where it was said (session, lines, time) stays, for recall to cite.
             said = relationship_from_row(existing).provenance
             kept = {key: getattr(said, key) for key in ("session_id", "timestamp", "entry_ids") if getattr(said, key)}
+            # And it says who may see it: a waiting fact heard at the table is public until then.
             await self.db.execute(
-                "UPDATE relationships SET status = 'accepted', provenance = $3 WHERE campaign_id = $1 AND id = $2",
+                """
+                UPDATE relationships SET status = 'accepted', provenance = $3, visibility = $4
+                WHERE campaign_id = $1 AND id = $2
+                """,
                 self.campaign_id,
                 existing["id"],
                 {**rel.provenance.model_dump(mode="json"), **kept},
+                rel.visibility,
             )
             await self.close_contradicted(existing["id"])
             return await self.get_relationship(existing["id"]), True

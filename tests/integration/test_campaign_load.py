@@ -221,6 +221,24 @@ async def test_reloading_a_file_sets_the_visibility_of_facts_it_holds(memory: Me
     assert {("lives_in", "public")} <= await facts_seen_by_dm(mem)
 
 
+async def test_a_fact_waiting_for_review_takes_the_files_secret_when_the_file_accepts_it(memory: Memory) -> None:
+    mem = memory.campaign((await memory.campaigns().create("Heard")).id)
+    await apply_campaign_file(mem, parse_campaign_file(SMALL, "small.yaml"))
+    wyrm = await mem.graph.get_entity("Eldrinax")
+    heard = Provenance(source=Source.stated, confidence=0.4)
+    waiting = await mem.graph.add_relationship(
+        RelationshipIn(source_id=wyrm.id, type="occupation", value="spy", provenance=heard)
+    )
+    assert (waiting.status, waiting.visibility) == ("pending", "public")
+    spy = SMALL + "  - {source: Eldrinax, type: occupation, value: spy, secret: true}\n"
+    report = await apply_campaign_file(mem, parse_campaign_file(spy, "small.yaml"))
+    assert report.relationships_created == 1
+    fact = await mem.graph.get_relationship(waiting.id)
+    assert (fact.status, fact.visibility) == ("accepted", "secret")
+    assert ("occupation", "secret") in await facts_seen_by_dm(mem)
+    assert not any(r.type == "occupation" for r in await mem.graph.relationships_of(wyrm.id))  # players
+
+
 async def facts_seen_by_dm(mem: CampaignMemory) -> set[tuple[str, str]]:
     wyrm = await mem.graph.get_entity("Eldrinax")
     return {(r.type, r.visibility) for r in await mem.graph.relationships_of(wyrm.id, include_secret=True)}
