@@ -37,6 +37,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from memory.graph import SINGLE_VALUED
 from memory.models import (
     EntityIn,
     EntityType,
@@ -223,6 +224,9 @@ def find_conflicts(
                 owner[key] = (index, entity, role)
 
     seen_edges: dict[tuple[str, str, str | None, str | None], int] = {}
+    # An attribute fact, or an edge of a type one has once ("lives_in"), closes the other current one of its
+    # source and type: two in one file would close each other at every load, and only one would survive.
+    single: dict[tuple[str, str], int] = {}
     for index, rel in relationships:
         fields = ("source", "target") if rel.target is not None else ("source",)
         resolved: list[str] = []
@@ -258,6 +262,22 @@ def find_conflicts(
                 )
             else:
                 seen_edges[edge] = index
+                if rel.value is not None or rel.type in SINGLE_VALUED:
+                    if (resolved[0], rel.type) in single:
+                        other = single[(resolved[0], rel.type)]
+                        conflicts.append(
+                            Conflict(
+                                "relationships",
+                                index,
+                                (),
+                                f"{rel.source} has one {rel.type!r} at a time, and relationship #{other + 1} gives "
+                                "another: keep one (several values of an attribute go in the entity's attributes, "
+                                "as a list)",
+                                other,
+                            )
+                        )
+                    else:
+                        single[(resolved[0], rel.type)] = index
     return conflicts
 
 

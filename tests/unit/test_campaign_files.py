@@ -352,6 +352,27 @@ def test_attribute_facts_have_a_value_instead_of_a_target() -> None:
     ]
     repeated = text + "  - {source: Mira, type: occupation, value: blacksmith}\n"
     assert str(refused(repeated)).endswith("repeats relationship #1 (line 4)")
+    # one value of a type at a time, and one place to live: a second would close the first at every load
+    two = text + "  - {source: Mira, type: occupation, value: spy}\n"
+    assert str(refused(two)).endswith(
+        "castle.yaml:5: relationship #2 (Mira -[occupation]-> spy): Mira has one 'occupation' at a time, and "
+        "relationship #1 gives another: keep one (several values of an attribute go in the entity's attributes, "
+        "as a list) (line 4)"
+    )
+    homes = yaml_text(
+        """
+        entities:
+          - {name: Mira, type: npc}
+          - {name: Forge, type: place}
+          - {name: Mill, type: place}
+        relationships:
+          - {source: Mira, type: lives in, target: Forge}
+          - {source: Mira, type: lives in, target: Mill}
+          - {source: Mira, type: knows, target: Forge}
+          - {source: Mira, type: knows, target: Mill}
+        """
+    )
+    assert [p.line for p in refused(homes).problems] == [7]
 
 
 def test_relationship_to_an_invalid_entity_reports_only_the_entity() -> None:
