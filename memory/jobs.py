@@ -31,6 +31,7 @@ from pydantic import BaseModel
 
 from memory.chunking import ChunkSettings, windows
 from memory.db import Executor
+from memory.errors import Unavailable
 from memory.gazetteer import Gazetteer
 from memory.models import (
     ChunkIn,
@@ -506,12 +507,10 @@ _OUTAGES: tuple[type[BaseException], ...] = (
 
 
 def _is_outage(exc: BaseException) -> bool:
-    from memory.providers.llm import LLMUnavailable
-
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:  # wrapped errors count by what they wrap
-        if isinstance(current, (*_OUTAGES, LLMUnavailable)):
+        if isinstance(current, (*_OUTAGES, Unavailable)):
             return True
         seen.add(id(current))
         current = current.__cause__ or current.__context__

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from memory.errors import BAD_REQUEST, Unavailable
+
 if TYPE_CHECKING:
     import onnxruntime
     import tokenizers
@@ -23,6 +25,10 @@ __all__ = ["Embedder", "EmbeddingError", "MiniLMEmbedder", "OpenAIEmbedder", "ma
 
 class EmbeddingError(Exception):
     """Embedding failed: the model could not be loaded or the endpoint gave no usable answer."""
+
+
+class EmbeddingUnavailable(EmbeddingError, Unavailable):
+    """The embeddings endpoint gave no answer at all (see :class:`memory.errors.Unavailable`)."""
 
 
 class Embedder(Protocol):
@@ -168,10 +174,12 @@ class OpenAIEmbedder:
                     model=self.model_name, input=inputs, encoding_format="float"
                 )
         except openai.APIStatusError as exc:
-            detail = api_error_detail(exc)
-            raise EmbeddingError(f"embedding request failed: HTTP {exc.status_code}: {detail}") from exc
+            failed = EmbeddingError if exc.status_code in BAD_REQUEST else EmbeddingUnavailable
+            raise failed(f"embedding request failed: HTTP {exc.status_code}: {api_error_detail(exc)}") from exc
         except openai.APITimeoutError as exc:
-            raise EmbeddingError("embedding request timed out") from exc
+            raise EmbeddingUnavailable("embedding request timed out") from exc
+        except openai.APIConnectionError as exc:
+            raise EmbeddingUnavailable(f"embeddings endpoint unreachable: {exc}") from exc
         except openai.OpenAIError as exc:
             raise EmbeddingError(f"embedding request failed: {type(exc).__name__}: {exc}") from exc
 

@@ -13,6 +13,8 @@ from typing import Any, Protocol, TypeVar
 
 import pydantic
 
+from memory.errors import BAD_REQUEST, Unavailable
+
 __all__ = ["LLMClient", "LLMError", "LLMUnavailable", "OpenAILLM"]
 
 T = TypeVar("T", bound=pydantic.BaseModel)
@@ -25,14 +27,8 @@ class LLMError(Exception):
     """The LLM gave no usable answer: transport error, refusal, truncation, bad JSON or schema mismatch."""
 
 
-class LLMUnavailable(LLMError):
-    """No answer came at all: the endpoint could not be reached, timed out, or refused the call for a reason
-    other than the request itself (auth, rate limit, overload). The same call may work later: a background job
-    retries rather than go on without it."""
-
-
-#: HTTP statuses that say the request itself is wrong (too long, malformed): asking again will not help.
-_BAD_REQUEST = frozenset({400, 413, 422})
+class LLMUnavailable(LLMError, Unavailable):
+    """No answer came at all (see :class:`memory.errors.Unavailable`)."""
 
 
 class LLMClient(Protocol):
@@ -81,7 +77,7 @@ class OpenAILLM:
                 response_format=response_format_for(schema, strict=self.strict),
             )
         except openai.APIStatusError as exc:
-            failed = LLMError if exc.status_code in _BAD_REQUEST else LLMUnavailable
+            failed = LLMError if exc.status_code in BAD_REQUEST else LLMUnavailable
             raise failed(f"LLM request failed: HTTP {exc.status_code}: {_short(api_error_detail(exc))}") from exc
         except openai.APITimeoutError as exc:
             raise LLMUnavailable("LLM request timed out") from exc

@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import pytest_asyncio
 
-from memory.providers.embeddings import EmbeddingError, OpenAIEmbedder, make_embedder
+from memory import jobs
+from memory.providers.embeddings import EmbeddingError, EmbeddingUnavailable, OpenAIEmbedder, make_embedder
 from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import FakeHTTPError, FakeOpenAI
 
@@ -81,6 +82,26 @@ async def test_server_errors_are_retried(fake_openai: FakeOpenAI, embedder_for: 
     fake_openai.queue_embedding_error(FakeHTTPError(503), FakeHTTPError(502))
     assert await embedder_for(fake_openai).embed(["a"]) == [FakeOpenAI.vector_for("a", 8)]
     assert len(fake_openai.embedding_requests) == 3
+
+
+async def test_an_endpoint_that_gives_no_answer_is_an_outage_a_job_waits_out(fake_openai: FakeOpenAI) -> None:
+    """A job failing on this is run again once the endpoint is back, not held as bad data."""
+    down = OpenAIEmbedder(fake_openai.base_url, fake_openai.api_key, "nomic-embed-text", 8, max_retries=0)
+    refused = OpenAIEmbedder("http://127.0.0.1:9/v1", "k", "nomic-embed-text", 8, max_retries=0)
+    try:
+        fake_openai.queue_embedding_error(FakeHTTPError(503, "overloaded"))
+        with pytest.raises(EmbeddingUnavailable, match="HTTP 503: overloaded") as overloaded:
+            await down.embed(["a"])
+        with pytest.raises(EmbeddingUnavailable, match="unreachable") as unreachable:
+            await refused.embed(["a"])
+        fake_openai.queue_embedding_error(FakeHTTPError(400, "input too long"))
+        with pytest.raises(EmbeddingError, match="HTTP 400") as wrong:
+            await down.embed(["a"])
+    finally:
+        await down.aclose()
+        await refused.aclose()
+    assert jobs._is_outage(overloaded.value) and jobs._is_outage(unreachable.value)
+    assert not jobs._is_outage(wrong.value)  # the same request would fail again
 
 
 async def test_wrong_key_becomes_embedding_error(fake_openai: FakeOpenAI, embedder_for: Factory) -> None:
