@@ -223,10 +223,25 @@ def find_conflicts(
             else:
                 owner[key] = (index, entity, role)
 
+    renamed: dict[str, int] = {}
+    for index, entity in entities:
+        if entity.renamed_from is None:
+            continue
+        key = name_key(entity.renamed_from)
+        if key in owner and owner[key][0] != index:
+            other_index, other, _ = owner[key]
+            message = f"renamed_from {entity.renamed_from!r} is entity #{other_index + 1} {other.name!r} of this file"
+            conflicts.append(Conflict("entities", index, ("renamed_from",), message, other_index))
+        elif key in renamed:
+            message = f"renamed_from {entity.renamed_from!r} is renamed by entity #{renamed[key] + 1} already"
+            conflicts.append(Conflict("entities", index, ("renamed_from",), message, renamed[key]))
+        else:
+            renamed[key] = index
+
     seen_edges: dict[tuple[str, str, str | None, str | None], int] = {}
     # An attribute fact, or an edge of a type one has once ("lives_in"), closes the other current one of its
     # source and type: two in one file would close each other at every load, and only one would survive.
-    single: dict[tuple[str, str], int] = {}
+    single: dict[tuple[str, str, bool], int] = {}
     for index, rel in relationships:
         fields = ("source", "target") if rel.target is not None else ("source",)
         resolved: list[str] = []
@@ -263,21 +278,21 @@ def find_conflicts(
             else:
                 seen_edges[edge] = index
                 if rel.value is not None or rel.type in SINGLE_VALUED:
-                    if (resolved[0], rel.type) in single:
-                        other = single[(resolved[0], rel.type)]
+                    key2 = (resolved[0], rel.type, rel.value is None)  # values and edges are settled apart
+                    if key2 in single:
                         conflicts.append(
                             Conflict(
                                 "relationships",
                                 index,
                                 (),
-                                f"{rel.source} has one {rel.type!r} at a time, and relationship #{other + 1} gives "
-                                "another: keep one (several values of an attribute go in the entity's attributes, "
-                                "as a list)",
-                                other,
+                                f"{rel.source} has one {rel.type!r} at a time, and relationship #{single[key2] + 1} "
+                                "gives another: keep one (several values of an attribute go in the entity's "
+                                "attributes, as a list)",
+                                single[key2],
                             )
                         )
                     else:
-                        single[(resolved[0], rel.type)] = index
+                        single[key2] = index
     return conflicts
 
 

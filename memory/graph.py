@@ -299,24 +299,24 @@ class KnowledgeGraph:
     ) -> tuple[Entity, Literal["created", "updated", "unchanged"]]:
         """Create the entity or bring the one of its name up to date, saying which happened; ``renamed_from``
         names an entity to rename into it (once renamed, the entity of its name is found first, so loading the
-        same file again changes nothing). Never one whose alias is its name: "Old Bronze", an alias of Eldrinax,
-        would rename, retype and strip Eldrinax. Nor one of its aliases: a new "Mira the Younger" with the alias
-        "Mira" is not the Mira already known."""
-        row = await self.db.fetchrow(
-            f"""
-            WITH wanted AS (SELECT lower(n) AS name, rank FROM unnest($2::text[]) WITH ORDINALITY AS w(n, rank))
-            {_ENTITY_SELECT} JOIN wanted ON lower(e.name) = wanted.name
-            WHERE e.campaign_id = $1 AND e.status <> 'rejected'
-            ORDER BY wanted.rank LIMIT 1
-            """,
-            self.campaign_id,
-            [name_query(entity.name), *([name_query(renamed_from)] if renamed_from else [])],
-        )
-        if row is None and renamed_from:
-            raise NotFoundError(f"renamed_from: no entity is named {renamed_from!r}")
-        current = entity_from_row(row) if row else None
+        same file again changes nothing; two entities are never merged). Never one whose alias is its name: "Old
+        Bronze", an alias of Eldrinax, would rename, retype and strip Eldrinax. Nor one of its aliases: a new "Mira
+        the Younger" with the alias "Mira" is not the Mira already known."""
+        named = await self._named(entity.name)
+        old = await self._named(renamed_from) if renamed_from else None
+        if named is not None and old is not None and named.id != old.id:
+            raise AlreadyExistsError(
+                f"renamed_from: {old.name!r} cannot become {named.name!r}, which is another entity already"
+            )
+        current = named or old  # neither: a file made elsewhere, its entity is new here
         if current is None:
             return await self.add_entity(entity), "created"
+        # The DM's word (a campaign file) on an entity still waiting for review accepts it, as it would a fact.
+        said_by_dm = entity.provenance.source in (Source.dm, Source.campaign_file) or entity.provenance.dm_confirmed
+        accepted = False
+        if current.status == ReviewStatus.pending and said_by_dm:
+            await self.set_entity_status(current.id, ReviewStatus.accepted, dm_confirmed=True)
+            current, accepted = await self.get_entity_by_id(current.id), True
         wanted = (
             entity.name,
             entity.type,
@@ -334,7 +334,7 @@ class KnowledgeGraph:
             current.visibility,
         )
         if wanted == have:
-            return current, "unchanged"
+            return current, "updated" if accepted else "unchanged"
         updated = await self.update_entity(
             current.name,
             new_name=entity.name,
@@ -346,6 +346,17 @@ class KnowledgeGraph:
             replace_attributes=True,
         )
         return updated, "updated"
+
+    async def _named(self, name: str) -> Entity | None:
+        """The entity of this name (not alias), case-insensitively."""
+        row = await self.db.fetchrow(
+            f"""{_ENTITY_SELECT}
+            WHERE e.campaign_id = $1 AND lower(e.name) = lower($2) AND e.status <> 'rejected'
+            """,
+            self.campaign_id,
+            name_query(name),
+        )
+        return entity_from_row(row) if row else None
 
     async def remove_entity(self, name: str) -> Entity:
         """Delete an entity and every relationship touching it (the DM's decision, not play's)."""
@@ -468,10 +479,12 @@ class KnowledgeGraph:
             # The new source vouches for it; where it was said (session, lines, time) stays, for recall to cite.
             said = relationship_from_row(existing).provenance
             kept = {key: getattr(said, key) for key in ("session_id", "timestamp", "entry_ids") if getattr(said, key)}
-            # And it says who may see it: a waiting fact heard at the table is public until then.
+            # And it says who may see it: a waiting fact heard at the table is public until then. It is true from
+            # now: the DM's word settles it, where a fact accepted since (a move) would otherwise close it at once.
             await self.db.execute(
                 """
-                UPDATE relationships SET status = 'accepted', provenance = $3, visibility = $4
+                UPDATE relationships SET status = 'accepted', provenance = $3, visibility = $4,
+                    valid_from = greatest(valid_from, now())
                 WHERE campaign_id = $1 AND id = $2
                 """,
                 self.campaign_id,
@@ -521,9 +534,12 @@ class KnowledgeGraph:
         rel = await self.get_relationship(rel_id)
         if rel.value is None and rel.type not in SINGLE_VALUED:
             return []
+        # An attribute fact contradicts the other values of its type, a single-valued edge the other edges: "knows:
+        # Elvish" does not close "knows Bob".
         contradicting = """
             campaign_id = $1 AND id <> $2 AND source_id = $3 AND type = $4 AND status = 'accepted'
             AND valid_to IS NULL AND (target_id IS DISTINCT FROM $5 OR value IS DISTINCT FROM $6)
+            AND (target_id IS NULL) = ($5::bigint IS NULL)
         """
         args = (self.campaign_id, rel.id, rel.source_id, rel.type, rel.target_id, rel.value, rel.valid_from)
         newer = await self.db.fetchrow(

@@ -72,11 +72,13 @@ def clean_name(value: str) -> str:
 
 
 def _emoji_joiner(value: str, position: int) -> bool:
-    """A zero-width joiner between two symbols (🧙 ZWJ ♂), the first maybe with its modifier or variation selector."""
+    """A zero-width joiner between two symbols (🧙 ZWJ ♂), the first maybe with its variation selector."""
     if value[position] != "\u200d" or not 0 < position < len(value) - 1:
         return False
-    before, after = unicodedata.category(value[position - 1]), unicodedata.category(value[position + 1])
-    return before in ("So", "Sk", "Mn") and after == "So"
+    before = position - 1
+    if value[before] == "\ufe0f" and before > 0:  # the emoji's variation selector: look at the emoji itself
+        before -= 1
+    return unicodedata.category(value[before]) in ("So", "Sk") and unicodedata.category(value[position + 1]) == "So"
 
 
 def name_query(value: str) -> str:

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaign_file, read_campaign_file
 from campaigns.load import apply_campaign_file, export_campaign_file
-from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
+from memory.errors import AlreadyExistsError, InvalidInputError
 from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, Source, Visibility
 from memory.store import CampaignMemory, Memory
 
@@ -124,13 +124,6 @@ async def test_a_name_that_is_only_another_entitys_alias_is_refused_where_it_is_
         with pytest.raises(AlreadyExistsError, match=r"^lair\.yaml:2: entity #1 .*an entity named 'Eldrinax' already"):
             await apply_campaign_file(campaign, parse_campaign_file(f"entities:\n  - {entry}\n", "lair.yaml"))
         assert await state(campaign) == before
-    # a rename of an entity that is not there says so
-    ghost = "entities:\n  - {name: Vell, type: npc, renamed_from: Vel}\n"
-    with pytest.raises(
-        NotFoundError, match=r"^ghost\.yaml:2: entity #1 'Vell': renamed_from: no entity is named 'Vel'"
-    ):
-        await apply_campaign_file(campaign, parse_campaign_file(ghost, "ghost.yaml"))
-    assert await state(campaign) == before
 
 
 async def test_a_file_renames_the_entity_its_entry_is_renamed_from(campaign: CampaignMemory) -> None:
@@ -145,6 +138,56 @@ async def test_a_file_renames_the_entity_its_entry_is_renamed_from(campaign: Cam
     assert (now.id, now.name, now.aliases) == (wyrm.id, "Eldrinax the Bronze", ["Eldrinax", "The Drowned Wyrm"])
     assert (now.visibility, now.attributes) == (Visibility.secret, {"age": 1140})
     assert not (await apply_campaign_file(campaign, parse_campaign_file(renamed, "renamed.yaml"))).changed
+
+
+async def test_renamed_from_never_merges_two_entities_and_travels_to_a_new_campaign(memory: Memory) -> None:
+    mem = memory.campaign((await memory.campaigns().create("Two wyrms")).id)
+    both = "entities:\n  - {name: Eldrinax, type: npc}\n  - {name: Ember Wyrm, type: npc, description: the other}\n"
+    await apply_campaign_file(mem, parse_campaign_file(both, "both.yaml"))
+    before = await state(mem)
+    onto = "entities:\n  - {name: Ember Wyrm, type: npc, renamed_from: Eldrinax}\n"
+    with pytest.raises(AlreadyExistsError, match="'Eldrinax' cannot become 'Ember Wyrm', which is another entity"):
+        await apply_campaign_file(mem, parse_campaign_file(onto, "onto.yaml"))
+    assert await state(mem) == before
+    # the same file in a campaign that never had the old name: the entity is simply new there
+    fresh = memory.campaign((await memory.campaigns().create("Fresh")).id)
+    report = await apply_campaign_file(fresh, parse_campaign_file(onto, "onto.yaml"))
+    assert report.entities_created == 1 and (await fresh.graph.get_entity("Ember Wyrm")).name == "Ember Wyrm"
+
+
+async def test_a_file_accepts_what_waits_for_review_under_its_name(memory: Memory) -> None:
+    mem = memory.campaign((await memory.campaigns().create("Heard first")).id)
+    heard = Provenance(source=Source.stated, confidence=0.4)
+    await mem.graph.add_entity(EntityIn(name="Strahd", type=EntityType.npc, status="pending", provenance=heard))
+    assert (await mem.graph.get_entity("Strahd")).status == "pending"
+    file = "entities:\n  - {name: Strahd von Zarovich, type: npc, renamed_from: Strahd}\n"
+    report = await apply_campaign_file(mem, parse_campaign_file(file, "s.yaml"))
+    assert report.entities_updated == 1
+    strahd = await mem.graph.get_entity("Strahd von Zarovich")
+    assert strahd.status == "accepted"  # canon now: players see it, export keeps it
+    assert [e.name for e in (await export_campaign_file(mem)).entities] == ["Strahd von Zarovich"]
+    assert not (await apply_campaign_file(mem, parse_campaign_file(file, "s.yaml"))).changed
+
+
+async def test_a_file_settles_a_fact_heard_before_a_later_one(memory: Memory) -> None:
+    mem = memory.campaign((await memory.campaigns().create("Moves")).id)
+    places = "entities:\n  - {name: Mira, type: npc}\n  - {name: Forge, type: place}\n  - {name: Mill, type: place}\n"
+    await apply_campaign_file(mem, parse_campaign_file(places, "p.yaml"))
+    mira, forge, mill = [(await mem.graph.get_entity(n)).id for n in ("Mira", "Forge", "Mill")]
+    heard = Provenance(source=Source.stated, confidence=0.4)
+    await mem.graph.add_relationship(RelationshipIn(source_id=mira, type="lives_in", target_id=forge, provenance=heard))
+    await mem.graph.add_relationship(RelationshipIn(source_id=mira, type="lives_in", target_id=mill))  # the DM, later
+    file = places + "relationships:\n  - {source: Mira, type: lives in, target: Forge}\n"
+    for _ in range(2):  # the file's word holds, and holding it again changes nothing
+        await apply_campaign_file(mem, parse_campaign_file(file, "p.yaml"))
+        current = [(r.type, r.target_name) for r in await mem.graph.relationships_of(mira)]
+        assert current == [("lives_in", "Forge")]
+    # an attribute fact of a type settles values only: it does not close an edge of that type
+    both = file + "  - {source: Mira, type: knows, target: Mill}\n  - {source: Mira, type: knows, value: Elvish}\n"
+    await apply_campaign_file(mem, parse_campaign_file(both, "p.yaml"))
+    assert not (await apply_campaign_file(mem, parse_campaign_file(both, "p.yaml"))).changed
+    knows = {(r.target_name, r.value) for r in await mem.graph.relationships_of(mira) if r.type == "knows"}
+    assert knows == {("Mill", None), (None, "Elvish")}
 
 
 async def test_bad_file_is_rejected_before_the_database(campaign: CampaignMemory) -> None:

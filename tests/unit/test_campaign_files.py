@@ -594,12 +594,34 @@ def test_invisible_characters_in_names_are_refused(escaped: str, code: str) -> N
     assert f"contains the control character U+{code} at position 5" in str(error)
 
 
+def test_renamed_from_names_no_other_entry_and_is_renamed_once() -> None:
+    kept = (
+        "entities:\n  - {name: Eldrinax, type: npc}\n"
+        "  - {name: Eldrinax the Bronze, type: npc, renamed_from: eldrinax}\n"
+    )
+    assert [str(p) for p in refused(kept).problems] == [
+        "castle.yaml:3: entity #2 'Eldrinax the Bronze': renamed_from 'eldrinax' is entity #1 'Eldrinax' of this "
+        "file (line 2)"
+    ]
+    twice = "entities:\n  - {name: A, type: npc, renamed_from: Old}\n  - {name: B, type: npc, renamed_from: old}\n"
+    assert [str(p) for p in refused(twice).problems] == [
+        "castle.yaml:3: entity #2 'B': renamed_from 'old' is renamed by entity #1 already (line 2)"
+    ]
+    own = parse_campaign_file("entities:\n  - {name: Vell, type: npc, renamed_from: vell}\n", "c.yaml")
+    assert own.entities[0].renamed_from == "vell"  # its own name: harmless
+
+
 def test_an_emoji_joined_with_a_zero_width_joiner_may_be_named() -> None:
     wizard = "\U0001f9d9\u200d\u2642\ufe0f Merlin"  # 🧙‍♂️: the joiner is part of the picture
     assert [
         e.name for e in parse_campaign_file(f"entities:\n  - {{name: '{wizard}', type: npc}}\n", "w.yaml").entities
     ] == [wizard]
-    for hidden in ("Mer\u200dlin", "\u200d\u2642 Merlin", "\U0001f9d9\u200dMerlin"):  # between letters or at an edge
+    for hidden in (
+        "Mer\u200dlin",
+        "\u200d\u2642 Merlin",
+        "\U0001f9d9\u200dMerlin",
+        "Mira\ufe0f\u200d\U0001f9d9",
+    ):  # between letters or at an edge
         error = refused(f"entities:\n  - {{name: '{hidden}', type: npc}}\n")
         assert "contains the control character U+200D" in str(error), hidden
 
