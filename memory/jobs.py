@@ -14,7 +14,7 @@ import json
 import logging
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -43,6 +43,7 @@ from memory.models import (
     RelationshipIn,
     ReviewStatus,
     Source,
+    Visibility,
 )
 from memory.semantic import content_hash
 from memory.store import CampaignMemory, Memory
@@ -401,10 +402,11 @@ def _salience(entry: Entry, mentioned: int) -> float:
 
 
 def extractive_summary(
-    entries: Sequence[Entry], gazetteer: Gazetteer, names: dict[int, str], *, k: int = 5
+    entries: Sequence[Entry], gazetteer: Gazetteer, names: dict[int, str], *, k: int = 5, secret: Set[int] = frozenset()
 ) -> tuple[str, list[int]]:
     """Key sentences (by entity mentions and length, in story order) and the entities involved, most
-    mentioned first."""
+    mentioned first. The recap is the players' too: it names no ``secret`` entity, which may have been
+    mentioned by an alias ("the old beggar") that is all they know of it."""
     counts: Counter[int] = Counter()
     scored: list[tuple[float, int]] = []
     for i, e in enumerate(entries):
@@ -414,8 +416,8 @@ def extractive_summary(
     best = sorted(i for s, i in sorted(scored, reverse=True)[:k] if s > 0)
     involved = [i for i, _ in counts.most_common() if i in names]
     lines = [f"{entries[i].speaker}: {entries[i].text}" for i in best]
-    if involved:
-        lines.append("Involved: " + ", ".join(names[i] for i in involved[:12]))
+    if shown := [names[i] for i in involved if i not in secret]:
+        lines.append("Involved: " + ", ".join(shown[:12]))
     return "\n".join(lines), involved
 
 
@@ -425,7 +427,8 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     entries = await mem.log.session_entries(session_id)
     entities = [e for e in await mem.graph.list_entities(status=None) if e.status == ReviewStatus.accepted]
     names = {e.id: e.name for e in entities if e.type != EntityType.event}
-    summary, involved = extractive_summary(entries, Gazetteer(entities), names)
+    secret = {e.id for e in entities if e.visibility == Visibility.secret}
+    summary, involved = extractive_summary(entries, Gazetteer(entities), names, secret=secret)
     if ctx.llm is not None and entries:
         summary = await _abstractive(ctx.llm, entries, summary)
     # An entity's name has no invisible characters; a title may ("🧙‍♂️ Wizard night" holds a zero-width joiner).

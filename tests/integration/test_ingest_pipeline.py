@@ -354,3 +354,22 @@ async def test_a_session_ended_again_after_resuming_is_summarised_over_all_its_l
     await run_jobs(memory, embedder)
     summary = (await crown.log.session(rec.session.id)).summary
     assert summary is not None and "Eldrinax wakes" in summary and "Ironhold at dusk" in summary
+
+
+async def test_the_recap_names_no_secret_entity_mentioned_by_its_alias(memory: Memory, crown: CampaignMemory) -> None:
+    """Players read the recap: "The Pale Magister" is all they know of the secret Vaskerrin Holt."""
+    rec = await SessionRecorder.start(crown, "Masks")
+    for seq, text in enumerate(["The Pale Magister greets you in Ironhold.", "Thorin asks the Pale Magister why."], 1):
+        await rec.add(Utterance(speaker="DM", text=text, seq=seq))
+    await rec.flush()
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    summary = await jobs.summarize_session(ctx, crown.campaign_id, rec.session.id)
+    assert "Pale Magister" in summary and "Involved: " in summary and "Ironhold" in summary.split("Involved: ")[1]
+    assert "Vaskerrin" not in summary
+    assert "Vaskerrin" not in (await crown.graph.get_entity("Session: Masks")).description
+    # the DM still sees who took part
+    holt = await crown.graph.get_entity("Vaskerrin Holt")
+    took_part = await crown.graph.relationships_of(holt.id, include_secret=True)
+    assert [(r.type, r.target_name) for r in took_part if r.type == "took_part_in"] == [
+        ("took_part_in", "Session: Masks")
+    ]
