@@ -16,7 +16,7 @@ from memory import jobs
 from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher
 from memory.correction.edits import apply_corrections
 from memory.correction.text import align_confidences, tokenize
-from memory.models import EntryIn, Session, seconds, storable
+from memory.models import Entity, EntryIn, Session, Visibility, seconds, storable
 from memory.store import CampaignMemory
 
 
@@ -75,13 +75,20 @@ class CorrectionIndexCache:
         prepared = self._prepared.get(mem.campaign_id)
         if prepared is None or prepared.version != version:
             # Only accepted entities: correcting speech towards an unreviewed guess would spread the guess.
-            entities = await mem.graph.list_entities(status=None)
-            names = [
-                EntityName(id=e.id, name=e.name, aliases=e.aliases) for e in entities if e.status.value == "accepted"
-            ]
+            entities = [e for e in await mem.graph.list_entities(status=None) if e.status.value == "accepted"]
+            names = [n for e in entities for n in _names_said(e)]
             prepared = _Prepared(version, PhoneticMatcher(PhoneticIndex.build(names)))
             self._prepared[mem.campaign_id] = prepared
         return prepared.matcher
+
+
+def _names_said(entity: Entity) -> list[EntityName]:
+    """What speech is corrected towards. An alias is written as its entity's name, unless the entity is secret:
+    players read the transcript, and "the pale magistor" must become The Pale Magister, not the secret name
+    behind it (which is corrected only where it was said)."""
+    if entity.visibility != Visibility.secret:
+        return [EntityName(id=entity.id, name=entity.name, aliases=entity.aliases)]
+    return [EntityName(id=entity.id, name=name) for name in [entity.name, *entity.aliases]]
 
 
 #: Shared by every recorder in the process: a bot records many sessions of few campaigns.

@@ -373,3 +373,14 @@ async def test_the_recap_names_no_secret_entity_mentioned_by_its_alias(memory: M
     assert [(r.type, r.target_name) for r in took_part if r.type == "took_part_in"] == [
         ("took_part_in", "Session: Masks")
     ]
+
+
+async def test_a_misheard_alias_of_a_secret_entity_is_written_as_the_alias(crown: CampaignMemory) -> None:
+    """Players read the transcript: correcting "the pail magister" to the secret name behind it would tell them."""
+    rec = await SessionRecorder.start(crown, "Masks")
+    await rec.add(Utterance(speaker="DM", text="The pail magister smiles at you.", seq=1))
+    await rec.add(Utterance(speaker="DM", text="Vaskerin Holt, he says, is his name.", seq=2))  # said: corrected
+    await rec.flush()
+    first, second = await crown.log.session_entries(rec.session.id)
+    assert first.text == "The Pale Magister smiles at you.", first.text
+    assert second.text == "Vaskerrin Holt, he says, is his name.", second.text
