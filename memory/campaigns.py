@@ -23,14 +23,18 @@ class Campaigns:
     async def create(
         self, name: str, *, description: str = "", system: str = "", activate: bool | None = None
     ) -> Campaign:
-        """A new campaign; the guild's first campaign becomes its active one unless ``activate`` says no."""
+        """A new campaign; the guild's first campaign becomes its active one unless ``activate`` says no.
+
+        It starts with the settings of the guild's active campaign (the DM role, the review channel), so whoever
+        is the DM there, and created it, is its DM too."""
         name = clean_name(name)
         try:
             row = await self.db.fetchrow(
                 """
-                INSERT INTO campaigns (guild_id, name, description, system, active)
+                INSERT INTO campaigns (guild_id, name, description, system, active, settings)
                 VALUES ($1, $2, $3, $4,
-                        coalesce($5, true) AND NOT EXISTS (SELECT 1 FROM campaigns WHERE guild_id = $1 AND active))
+                        coalesce($5, true) AND NOT EXISTS (SELECT 1 FROM campaigns WHERE guild_id = $1 AND active),
+                        coalesce((SELECT settings FROM campaigns WHERE guild_id = $1 AND active), '{}'))
                 RETURNING *
                 """,
                 self.guild_id,

@@ -454,6 +454,30 @@ async def test_setup_dm_role_makes_its_members_dm(
     assert still_not.texts() == ["Only the DM can do that."]
 
 
+async def test_a_campaign_created_by_the_dm_role_keeps_the_role_and_review_channel(
+    keeper: FakeMember,  # first, so the role and channel are in the guild the bot sees at connect
+    review_channel: FakeChannel,
+    ashes: CampaignMemory,
+    fake_discord: FakeDiscord,
+    memory: Memory,
+    guild: FakeGuild,
+    dm: FakeMember,
+    player: FakeMember,
+) -> None:
+    setup = {"dm_role": keeper.roles[0], "review_channel": review_channel}
+    await fake_discord.invoke("lorekeeper setup", setup, user_id=dm)
+    created = await fake_discord.invoke("campaign create", {"name": "Frostmaw"}, user_id=keeper)
+    assert created.texts()[0].startswith("Created campaign **Frostmaw**")
+    refused = await fake_discord.invoke("campaign switch", {"name": "Frostmaw"}, user_id=player)
+    assert refused.texts() == ["Only the DM can do that."]
+    switched = await fake_discord.invoke("campaign switch", {"name": "Frostmaw"}, user_id=keeper)
+    assert switched.texts() == ["Active campaign: **Frostmaw**."]
+    frostmaw = await memory.campaigns(guild.id).get("Frostmaw")
+    assert frostmaw.settings == {"dm_role_id": keeper.roles[0].id, "review_channel_id": review_channel.id}
+    asked = await fake_discord.invoke("campaign delete", {"name": "Frostmaw"}, user_id=keeper)
+    assert asked.texts()[0].startswith("Delete **Frostmaw**"), asked.texts()
+
+
 async def test_owner_sync_command(bot: LorekeeperBot, ashes, fake_discord: FakeDiscord, guild: FakeGuild, dm) -> None:
     refused = await fake_discord.invoke("lorekeeper sync", user_id=dm)
     assert refused.texts() == ["Only the bot's owner can sync commands."]
