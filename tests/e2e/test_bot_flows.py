@@ -16,7 +16,7 @@ from memory.models import EntityIn, EntityType, EntryIn, Provenance, Relationshi
 from memory.store import CampaignMemory, Memory
 from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeChannel, FakeDiscord, FakeGuild, FakeMember, Upload
-from tests.e2e.test_bot_entities import bot, dm, guild, make_bot, player  # noqa: F401  (shared fixtures)
+from tests.e2e.test_bot_entities import _modal_field, bot, dm, guild, make_bot, player  # noqa: F401  (shared fixtures)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
@@ -251,6 +251,48 @@ async def test_review_modal_bad_type_changes_nothing(
     )
     assert submitted.ephemeral and submitted.texts()[0].startswith("'dragon' is not an entity type")
     assert (await ashes.graph.get_entity_by_id(int(pending[0][1:]))).status == ReviewStatus.pending
+
+
+async def test_review_edit_keeps_text_too_long_for_its_box(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    low = Provenance(source=Source.stated, confidence=0.4)
+    description = "A smith. " * 300  # 2,700 characters: a campaign file or the LLM may write that much
+    aliases = [f"Alias number {i} of the smith" for i in range(40)]
+    mira = await ashes.graph.add_entity(
+        EntityIn(
+            name="Mira",
+            type=EntityType.npc,
+            description=description,
+            aliases=aliases,
+            status=ReviewStatus.pending,
+            provenance=low,
+        )
+    )
+    fact = await ashes.graph.add_relationship(
+        RelationshipIn(source_id=mira.id, type="knows", value="lore " * 240, provenance=low)
+    )
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 2)
+    for card, keys in zip(
+        record.followups, [("name", "type", "description", "aliases"), ("type", "target", "value")], strict=True
+    ):
+        opened = await fake_discord.click(card, card["components"][0]["components"][1]["custom_id"], user_id=dm)
+        assert opened.modal is not None
+        # the DM changes nothing and submits what the form showed
+        values = {k: _modal_field(opened.modal, k).get("value") or "" for k in keys}
+        done = await fake_discord.submit_modal(opened.modal["custom_id"], values, user_id=dm)
+        assert done.callback_type == 7, done.texts()
+    kept = _modal_field(opened.modal, "value")
+    assert "value" not in kept and kept["placeholder"].startswith("1,200 characters, too long for this box: kept")
+    after = await ashes.graph.get_entity_by_id(mira.id)
+    assert (after.status, after.description, sorted(after.aliases)) == (
+        ReviewStatus.accepted,
+        mira.description,
+        sorted(aliases),
+    )
+    fact_after = await ashes.graph.get_relationship(fact.id)
+    assert (fact_after.status, fact_after.value) == (ReviewStatus.accepted, fact.value)
 
 
 async def open_edit_modal(fake_discord: FakeDiscord, dm: FakeMember) -> str:
