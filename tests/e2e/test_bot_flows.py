@@ -343,6 +343,22 @@ async def test_review_modal_rechecks_dm_on_submit(
     assert (await ashes.graph.get_entity_by_id(int(pending[0][1:]))).name == "Mira"
 
 
+async def test_forms_wait_hours_for_their_submit(
+    pending: list[str], bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    edit_id = await open_edit_modal(fake_discord, dm)
+    described = await fake_discord.invoke("entity describe", {"name": "Ironhold"}, user_id=dm)
+    assert described.modal is not None
+    # discord.py drops a form at its timeout and its submit then gets no answer: a DM typing long notes
+    # would lose them
+    open_forms = bot._connection._view_store._modals
+    for custom_id in (edit_id, described.modal["custom_id"]):
+        async with asyncio.timeout(5):  # stored by discord.py once Discord has answered the callback
+            while custom_id not in open_forms:  # noqa: ASYNC110  (a dict of discord.py, no event to wait on)
+                await asyncio.sleep(0.01)
+        assert open_forms[custom_id].timeout >= 4 * 3600, custom_id
+
+
 async def test_two_dms_editing_the_same_item_get_distinct_modals(
     pending: list[str], ashes: CampaignMemory, fake_discord: FakeDiscord, guild: FakeGuild, dm: FakeMember
 ) -> None:
