@@ -11,8 +11,11 @@ from typing import Any
 import asyncpg
 
 from memory.db import Executor, transaction
-from memory.errors import AlreadyExistsError, NotFoundError
+from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.models import Campaign, clean_name, name_query
+
+#: The campaigns table's limit; also what a Discord autocomplete choice holds, so every name can be offered.
+MAX_NAME = 100
 
 
 class Campaigns:
@@ -28,6 +31,10 @@ class Campaigns:
         It starts with the settings of the guild's active campaign (the DM role, the review channel), so whoever
         is the DM there, and created it, is its DM too."""
         name = clean_name(name)
+        if len(name) > MAX_NAME:
+            raise InvalidInputError(
+                f"a campaign name is at most {MAX_NAME} characters; {name[:40]}… has {len(name)}: choose a shorter one"
+            )
         try:
             row = await self.db.fetchrow(
                 """

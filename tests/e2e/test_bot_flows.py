@@ -182,6 +182,20 @@ async def test_campaign_load_broken_file_changes_nothing(
     assert sorted(e.name for e in await ashes.graph.list_entities()) == ["Eldrinax", "Mira"]
 
 
+async def test_campaign_names_over_100_characters_are_refused_clearly(
+    bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember
+) -> None:
+    refusal = f"a campaign name is at most 100 characters; {'L' * 40}… has 150: choose a shorter one"
+    created = await fake_discord.invoke("campaign create", {"name": "L" * 150}, user_id=dm)
+    assert created.texts() == [refusal]
+    data = f"campaign: {{name: {'L' * 150}}}\nentities:\n  - {{name: Mira, type: npc}}\n".encode()
+    loaded = await fake_discord.invoke("campaign load", {"file": Upload("long.yaml", data)}, user_id=dm)
+    assert loaded.texts() == [f"Nothing was loaded:\n{refusal}"]
+    assert await memory.campaigns(guild.id).list() == []
+    fits = await fake_discord.invoke("campaign create", {"name": "L" * 100}, user_id=dm)
+    assert fits.texts()[0].startswith("Created campaign")
+
+
 async def test_campaign_load_too_big_is_refused_before_download(
     ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
 ) -> None:
