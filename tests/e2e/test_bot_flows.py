@@ -602,6 +602,15 @@ async def test_recall_cites_session_speaker_time_and_hides_secrets(
     assert nothing.texts() == ["Recall: zeppelin", "Nothing in this campaign's sessions matches that."]
 
 
+async def test_recall_help_says_it_finds_any_of_the_words(
+    session_log: CampaignMemory, fake_discord: FakeDiscord, player: FakeMember
+) -> None:
+    (recall,) = [c for c in fake_discord.sync_calls[-1][1] if c["name"] == "recall"]
+    assert recall["options"][0]["description"].startswith("Words or a question: passages with any of its words")
+    either = await fake_discord.invoke("recall", {"query": '"zeppelin Eldrinax" -dragon'}, user_id=player)
+    assert "Ana: I think Eldrinax is the dragon under the lake." in "\n".join(either.texts())
+
+
 async def test_recap_latest_named_and_unknown(session_log: CampaignMemory, fake_discord: FakeDiscord, player) -> None:
     latest = await fake_discord.invoke("recap", user_id=player)
     assert latest.texts()[:2] == [
