@@ -118,7 +118,9 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
 
         async def delete() -> str:
             self._not_recording(interaction, target)  # a session may have started while the DM decided
-            await campaigns.delete(target.name)
+            active = await campaigns.delete(target.name)
+            if target.active and active is not None:
+                return f"Deleted campaign **{target.name}**. **{active.name}** is now the active campaign."
             return f"Deleted campaign **{target.name}**."
 
         await interaction.response.send_message(

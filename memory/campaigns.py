@@ -110,15 +110,28 @@ class Campaigns:
         )
         return Campaign(**dict(row))
 
-    async def delete(self, name: str) -> Campaign:
-        """Delete the campaign and everything in it (sessions, log, chunks, entities, facts, background jobs)."""
+    async def delete(self, name: str) -> Campaign | None:
+        """Delete the campaign and everything in it (sessions, log, chunks, entities, facts, background jobs).
+
+        When it was the active one, the newest campaign left becomes active, so the guild's commands keep
+        working. Returns the active campaign now (None: the guild has none left)."""
         from memory.jobs import delete_campaign_jobs  # memory.jobs imports the store, which imports this module
 
         target = await self.get(name)
         async with transaction(self.db) as conn:
+            # a switch or another delete at once waits, so the guild never ends with two or no active campaign
+            await conn.execute("SELECT 1 FROM campaigns WHERE guild_id = $1 FOR UPDATE", self.guild_id)
             await delete_campaign_jobs(conn, target.id)
             await conn.execute("DELETE FROM campaigns WHERE guild_id = $1 AND id = $2", self.guild_id, target.id)
-        return target
+            await conn.execute(
+                """
+                UPDATE campaigns SET active = true
+                WHERE id = (SELECT id FROM campaigns WHERE guild_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1)
+                  AND NOT EXISTS (SELECT 1 FROM campaigns WHERE guild_id = $1 AND active)
+                """,
+                self.guild_id,
+            )
+        return await self.active()
 
     async def counts(self, campaign_id: int) -> dict[str, int]:
         await self.get_by_id(campaign_id)  # scoped to this guild

@@ -120,6 +120,20 @@ async def test_campaign_create_list_switch_info_delete(
     assert [c.name for c in await memory.campaigns(guild.id).list()] == ["Frostmaw"]
 
 
+async def test_deleting_the_active_campaign_makes_the_newest_left_active(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    for name in ("Frostmaw", "Emberfall"):
+        await fake_discord.invoke("campaign create", {"name": name}, user_id=dm)
+    asked = await fake_discord.invoke("campaign delete", {"name": "Ashes"}, user_id=dm)
+    await fake_discord.click(asked.original, asked.original["components"][0]["components"][0]["custom_id"], user_id=dm)
+    assert fake_discord.messages[int(asked.original["id"])]["content"] == (
+        "Deleted campaign **Ashes**. **Emberfall** is now the active campaign."
+    )
+    info = await fake_discord.invoke("campaign info", user_id=dm)
+    assert info.texts()[0] == "Emberfall"
+
+
 async def test_campaign_info_counts_for_players_leave_secrets_out(
     ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
 ) -> None:
