@@ -91,6 +91,11 @@ class OwnedView(discord.ui.View):
         await reply_error(interaction, error, where=describe_interaction(interaction))
 
 
+#: How long an open form waits for its submit. A submit is a fresh interaction, so nothing on Discord's side
+#: expires: a DM may type notes for a whole session night. The cost is the memory of forms closed unsubmitted.
+FORM_TIMEOUT_S = 8 * 3600
+
+
 class OwnedModal(discord.ui.Modal):
     """A form only the member who opened it, in the guild it was opened in, may submit.
 
@@ -99,7 +104,9 @@ class OwnedModal(discord.ui.Modal):
     opener may have lost them since). Errors go to the same reply as commands'.
     """
 
-    def __init__(self, *, title: str, custom_id: str, user_id: int, guild_id: int | None, timeout: float = 900) -> None:
+    def __init__(
+        self, *, title: str, custom_id: str, user_id: int, guild_id: int | None, timeout: float = FORM_TIMEOUT_S
+    ) -> None:
         super().__init__(title=clip(title, 45), custom_id=custom_id, timeout=timeout)
         self.user_id = user_id
         self.guild_id = guild_id

@@ -24,7 +24,7 @@ from bot.views import Confirm, clip, name_choices, safe_autocomplete
 from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaign_file
 from campaigns.load import apply_campaign_file, export_campaign_file
 from campaigns.schema import CampaignHeader
-from memory.campaigns import Campaigns
+from memory.campaigns import MAX_NAME, Campaigns
 from memory.errors import MemoryError_
 from memory.models import Campaign
 
@@ -59,7 +59,7 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
     async def create(
         self,
         interaction: discord.Interaction,
-        name: app_commands.Range[str, 1, 200],
+        name: app_commands.Range[str, 1, MAX_NAME],
         description: app_commands.Range[str, 0, 1000] = "",
         system: app_commands.Range[str, 0, 100] = "",
     ) -> None:
@@ -118,7 +118,9 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
 
         async def delete() -> str:
             self._not_recording(interaction, target)  # a session may have started while the DM decided
-            await campaigns.delete(target.name)
+            active = await campaigns.delete(target.name)
+            if target.active and active is not None:
+                return f"Deleted campaign **{target.name}**. **{active.name}** is now the active campaign."
             return f"Deleted campaign **{target.name}**."
 
         await interaction.response.send_message(
@@ -151,14 +153,13 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         except CampaignFileError as exc:
             raise UserError(f"Nothing was loaded:\n{exc}") from None
         header = parsed.campaign or CampaignHeader()
-        if active is None:
-            # a server's very first load may bring its campaign along
-            if not header.name:
-                raise UserError(NO_CAMPAIGN_FOR_LOAD)
-            active = await campaigns.create(
-                header.name, description=header.description, system=header.system, activate=True
-            )
+        if active is None and not header.name:
+            raise UserError(NO_CAMPAIGN_FOR_LOAD)
         try:
+            if active is None:  # a server's very first load may bring its campaign along
+                active = await campaigns.create(
+                    header.name, description=header.description, system=header.system, activate=True
+                )
             report = await apply_campaign_file(bot_of(interaction).memory.campaign(active.id), parsed)
         except MemoryError_ as exc:  # a clash with what the campaign holds: the whole load is rolled back
             raise UserError(f"Nothing was loaded:\n{exc}") from None

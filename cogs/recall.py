@@ -45,7 +45,8 @@ class Recall(commands.Cog):
         self.bot = bot
 
     @app_commands.command(description="What was said about something, with session, speaker and time")
-    @app_commands.describe(query='Words to look for; also "a quoted phrase", -excluded, this OR that')
+    # what memory.recall does: any of the words (quotes and minus signs are read as plain words), and meaning
+    @app_commands.describe(query="Words or a question: passages with any of its words or close in meaning, best first")
     async def recall(self, interaction: discord.Interaction, query: app_commands.Range[str, 1, 200]) -> None:
         campaign, mem = await active_campaign(interaction)
         dm = member_is_dm(interaction, campaign)

@@ -174,6 +174,7 @@ class EditModal(OwnedModal):
         self.item = item
         self.campaign_id = campaign_id
         self.fields: dict[str, discord.ui.TextInput[EditModal]] = {}
+        self.kept: set[str] = set()  # fields whose text did not fit their box: unchanged unless typed over
         if item.entity is not None:
             e = item.entity
             self._field("name", "Name", e.name, max_length=200)
@@ -188,7 +189,7 @@ class EditModal(OwnedModal):
                 required=False,
                 max_length=2000,
             )
-            self._field("aliases", "Aliases (comma-separated)", ", ".join(e.aliases), required=False, max_length=1000)
+            self._field("aliases", "Aliases (comma-separated)", ", ".join(e.aliases), required=False, max_length=4000)
         else:
             f = item.fact
             assert f is not None
@@ -197,11 +198,17 @@ class EditModal(OwnedModal):
             self._field("value", "Value (when there is no target)", f.value or "", required=False, max_length=1000)
 
     def _field(self, key: str, label: str, default: str, **options: Any) -> None:
+        if len(default) > options["max_length"]:
+            # Pre-filled cut short, a submit would save the cut: the box starts empty and is left out unless
+            # the DM types a replacement.
+            self.kept.add(key)
+            options |= {
+                "required": False,
+                "placeholder": f"{len(default):,} characters, too long for this box: kept unless you type new text",
+            }
+            default = ""
         field: discord.ui.TextInput[EditModal] = discord.ui.TextInput(
-            label=clip(label, 45),
-            default=clip(default, options.get("max_length", 4000)) or None,
-            custom_id=key,
-            **options,
+            label=clip(label, 45), default=default or None, custom_id=key, **options
         )
         self.fields[key] = field
         self.add_item(field)
@@ -209,22 +216,21 @@ class EditModal(OwnedModal):
     async def on_submit(self, interaction: discord.Interaction) -> None:
         # the opener may have lost the DM role since the modal opened; the campaign must be this guild's
         queue = await _queue_for(interaction, self.campaign_id)
-        values = {k: f.value.strip() for k, f in self.fields.items()}
+        values = {k: f.value.strip() for k, f in self.fields.items() if f.value.strip() or k not in self.kept}
         if self.item.entity is not None:
-            changes: dict[str, Any] = {
-                "name": values["name"],
-                "type": values["type"].casefold(),
-                "description": values["description"],
-                "aliases": [a.strip() for a in values["aliases"].split(",") if a.strip()],
-            }
+            changes: dict[str, Any] = {"name": values["name"], "type": values["type"].casefold()}
+            if "description" in values:
+                changes["description"] = values["description"]
+            if "aliases" in values:
+                changes["aliases"] = [a.strip() for a in values["aliases"].split(",") if a.strip()]
             if changes["type"] not in {t.value for t in EntityType}:
                 kinds = ", ".join(t.value for t in EntityType)
                 raise UserError(f"{values['type']!r} is not an entity type; use one of {kinds}.")
         else:
-            changes = {"type": values["type"]}
+            changes = {"type": values.get("type", "")}
             if values["target"]:
                 changes["target"] = values["target"]
-            elif values["value"]:
+            elif values.get("value"):
                 changes["value"] = values["value"]
         item = await queue.edit(self.item.ref, **changes)
         embed = item_embed(item, decided_by=f"{interaction.user.name} (edited)")

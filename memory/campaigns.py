@@ -11,8 +11,11 @@ from typing import Any
 import asyncpg
 
 from memory.db import Executor, transaction
-from memory.errors import AlreadyExistsError, NotFoundError
+from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.models import Campaign, clean_name, name_query
+
+#: The campaigns table's limit; also what a Discord autocomplete choice holds, so every name can be offered.
+MAX_NAME = 100
 
 
 class Campaigns:
@@ -23,14 +26,22 @@ class Campaigns:
     async def create(
         self, name: str, *, description: str = "", system: str = "", activate: bool | None = None
     ) -> Campaign:
-        """A new campaign; the guild's first campaign becomes its active one unless ``activate`` says no."""
+        """A new campaign; the guild's first campaign becomes its active one unless ``activate`` says no.
+
+        It starts with the settings of the guild's active campaign (the DM role, the review channel), so whoever
+        is the DM there, and created it, is its DM too."""
         name = clean_name(name)
+        if len(name) > MAX_NAME:
+            raise InvalidInputError(
+                f"a campaign name is at most {MAX_NAME} characters; {name[:40]}… has {len(name)}: choose a shorter one"
+            )
         try:
             row = await self.db.fetchrow(
                 """
-                INSERT INTO campaigns (guild_id, name, description, system, active)
+                INSERT INTO campaigns (guild_id, name, description, system, active, settings)
                 VALUES ($1, $2, $3, $4,
-                        coalesce($5, true) AND NOT EXISTS (SELECT 1 FROM campaigns WHERE guild_id = $1 AND active))
+                        coalesce($5, true) AND NOT EXISTS (SELECT 1 FROM campaigns WHERE guild_id = $1 AND active),
+                        coalesce((SELECT settings FROM campaigns WHERE guild_id = $1 AND active), '{}'))
                 RETURNING *
                 """,
                 self.guild_id,
@@ -99,15 +110,28 @@ class Campaigns:
         )
         return Campaign(**dict(row))
 
-    async def delete(self, name: str) -> Campaign:
-        """Delete the campaign and everything in it (sessions, log, chunks, entities, facts, background jobs)."""
+    async def delete(self, name: str) -> Campaign | None:
+        """Delete the campaign and everything in it (sessions, log, chunks, entities, facts, background jobs).
+
+        When it was the active one, the newest campaign left becomes active, so the guild's commands keep
+        working. Returns the active campaign now (None: the guild has none left)."""
         from memory.jobs import delete_campaign_jobs  # memory.jobs imports the store, which imports this module
 
         target = await self.get(name)
         async with transaction(self.db) as conn:
+            # a switch or another delete at once waits, so the guild never ends with two or no active campaign
+            await conn.execute("SELECT 1 FROM campaigns WHERE guild_id = $1 FOR UPDATE", self.guild_id)
             await delete_campaign_jobs(conn, target.id)
             await conn.execute("DELETE FROM campaigns WHERE guild_id = $1 AND id = $2", self.guild_id, target.id)
-        return target
+            await conn.execute(
+                """
+                UPDATE campaigns SET active = true
+                WHERE id = (SELECT id FROM campaigns WHERE guild_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1)
+                  AND NOT EXISTS (SELECT 1 FROM campaigns WHERE guild_id = $1 AND active)
+                """,
+                self.guild_id,
+            )
+        return await self.active()
 
     async def counts(self, campaign_id: int) -> dict[str, int]:
         await self.get_by_id(campaign_id)  # scoped to this guild

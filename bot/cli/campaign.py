@@ -176,5 +176,7 @@ async def delete(ctx: click.Context, name: str, yes: bool) -> None:
                 abort=True,
                 err=True,
             )
-        await campaigns.delete(target.name)
+        active = await campaigns.delete(target.name)
     click.echo(f"deleted campaign {target.name!r}")
+    if target.active and active is not None:
+        click.echo(f"active campaign: {active.name}")

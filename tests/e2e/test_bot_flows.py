@@ -16,7 +16,7 @@ from memory.models import EntityIn, EntityType, EntryIn, Provenance, Relationshi
 from memory.store import CampaignMemory, Memory
 from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeChannel, FakeDiscord, FakeGuild, FakeMember, Upload
-from tests.e2e.test_bot_entities import bot, dm, guild, make_bot, player  # noqa: F401  (shared fixtures)
+from tests.e2e.test_bot_entities import _modal_field, bot, dm, guild, make_bot, player  # noqa: F401  (shared fixtures)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
@@ -120,6 +120,20 @@ async def test_campaign_create_list_switch_info_delete(
     assert [c.name for c in await memory.campaigns(guild.id).list()] == ["Frostmaw"]
 
 
+async def test_deleting_the_active_campaign_makes_the_newest_left_active(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    for name in ("Frostmaw", "Emberfall"):
+        await fake_discord.invoke("campaign create", {"name": name}, user_id=dm)
+    asked = await fake_discord.invoke("campaign delete", {"name": "Ashes"}, user_id=dm)
+    await fake_discord.click(asked.original, asked.original["components"][0]["components"][0]["custom_id"], user_id=dm)
+    assert fake_discord.messages[int(asked.original["id"])]["content"] == (
+        "Deleted campaign **Ashes**. **Emberfall** is now the active campaign."
+    )
+    info = await fake_discord.invoke("campaign info", user_id=dm)
+    assert info.texts()[0] == "Emberfall"
+
+
 async def test_campaign_info_counts_for_players_leave_secrets_out(
     ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
 ) -> None:
@@ -180,6 +194,20 @@ async def test_campaign_load_broken_file_changes_nothing(
     assert record.texts()[0].startswith("Nothing was loaded:\nclash.yaml:3: "), record.texts()
     assert "'Old Bronze' is already an alias of 'Eldrinax'" in record.texts()[0]
     assert sorted(e.name for e in await ashes.graph.list_entities()) == ["Eldrinax", "Mira"]
+
+
+async def test_campaign_names_over_100_characters_are_refused_clearly(
+    bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember
+) -> None:
+    refusal = f"a campaign name is at most 100 characters; {'L' * 40}… has 150: choose a shorter one"
+    created = await fake_discord.invoke("campaign create", {"name": "L" * 150}, user_id=dm)
+    assert created.texts() == [refusal]
+    data = f"campaign: {{name: {'L' * 150}}}\nentities:\n  - {{name: Mira, type: npc}}\n".encode()
+    loaded = await fake_discord.invoke("campaign load", {"file": Upload("long.yaml", data)}, user_id=dm)
+    assert loaded.texts() == [f"Nothing was loaded:\n{refusal}"]
+    assert await memory.campaigns(guild.id).list() == []
+    fits = await fake_discord.invoke("campaign create", {"name": "L" * 100}, user_id=dm)
+    assert fits.texts()[0].startswith("Created campaign")
 
 
 async def test_campaign_load_too_big_is_refused_before_download(
@@ -253,6 +281,48 @@ async def test_review_modal_bad_type_changes_nothing(
     assert (await ashes.graph.get_entity_by_id(int(pending[0][1:]))).status == ReviewStatus.pending
 
 
+async def test_review_edit_keeps_text_too_long_for_its_box(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    low = Provenance(source=Source.stated, confidence=0.4)
+    description = "A smith. " * 300  # 2,700 characters: a campaign file or the LLM may write that much
+    aliases = [f"Alias number {i} of the smith" for i in range(40)]
+    mira = await ashes.graph.add_entity(
+        EntityIn(
+            name="Mira",
+            type=EntityType.npc,
+            description=description,
+            aliases=aliases,
+            status=ReviewStatus.pending,
+            provenance=low,
+        )
+    )
+    fact = await ashes.graph.add_relationship(
+        RelationshipIn(source_id=mira.id, type="knows", value="lore " * 240, provenance=low)
+    )
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 2)
+    for card, keys in zip(
+        record.followups, [("name", "type", "description", "aliases"), ("type", "target", "value")], strict=True
+    ):
+        opened = await fake_discord.click(card, card["components"][0]["components"][1]["custom_id"], user_id=dm)
+        assert opened.modal is not None
+        # the DM changes nothing and submits what the form showed
+        values = {k: _modal_field(opened.modal, k).get("value") or "" for k in keys}
+        done = await fake_discord.submit_modal(opened.modal["custom_id"], values, user_id=dm)
+        assert done.callback_type == 7, done.texts()
+    kept = _modal_field(opened.modal, "value")
+    assert "value" not in kept and kept["placeholder"].startswith("1,200 characters, too long for this box: kept")
+    after = await ashes.graph.get_entity_by_id(mira.id)
+    assert (after.status, after.description, sorted(after.aliases)) == (
+        ReviewStatus.accepted,
+        mira.description,
+        sorted(aliases),
+    )
+    fact_after = await ashes.graph.get_relationship(fact.id)
+    assert (fact_after.status, fact_after.value) == (ReviewStatus.accepted, fact.value)
+
+
 async def open_edit_modal(fake_discord: FakeDiscord, dm: FakeMember) -> str:
     """Open the Edit modal of the first card of a /review as the DM; its custom id."""
     record = await fake_discord.invoke("review", user_id=dm)
@@ -299,6 +369,22 @@ async def test_review_modal_rechecks_dm_on_submit(
     refused = await fake_discord.submit_modal(modal_id, values, user_id=dm)
     assert refused.ephemeral and refused.texts() == ["Only the DM can review."]
     assert (await ashes.graph.get_entity_by_id(int(pending[0][1:]))).name == "Mira"
+
+
+async def test_forms_wait_hours_for_their_submit(
+    pending: list[str], bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    edit_id = await open_edit_modal(fake_discord, dm)
+    described = await fake_discord.invoke("entity describe", {"name": "Ironhold"}, user_id=dm)
+    assert described.modal is not None
+    # discord.py drops a form at its timeout and its submit then gets no answer: a DM typing long notes
+    # would lose them
+    open_forms = bot._connection._view_store._modals
+    for custom_id in (edit_id, described.modal["custom_id"]):
+        async with asyncio.timeout(5):  # stored by discord.py once Discord has answered the callback
+            while custom_id not in open_forms:  # noqa: ASYNC110  (a dict of discord.py, no event to wait on)
+                await asyncio.sleep(0.01)
+        assert open_forms[custom_id].timeout >= 4 * 3600, custom_id
 
 
 async def test_two_dms_editing_the_same_item_get_distinct_modals(
@@ -454,6 +540,30 @@ async def test_setup_dm_role_makes_its_members_dm(
     assert still_not.texts() == ["Only the DM can do that."]
 
 
+async def test_a_campaign_created_by_the_dm_role_keeps_the_role_and_review_channel(
+    keeper: FakeMember,  # first, so the role and channel are in the guild the bot sees at connect
+    review_channel: FakeChannel,
+    ashes: CampaignMemory,
+    fake_discord: FakeDiscord,
+    memory: Memory,
+    guild: FakeGuild,
+    dm: FakeMember,
+    player: FakeMember,
+) -> None:
+    setup = {"dm_role": keeper.roles[0], "review_channel": review_channel}
+    await fake_discord.invoke("lorekeeper setup", setup, user_id=dm)
+    created = await fake_discord.invoke("campaign create", {"name": "Frostmaw"}, user_id=keeper)
+    assert created.texts()[0].startswith("Created campaign **Frostmaw**")
+    refused = await fake_discord.invoke("campaign switch", {"name": "Frostmaw"}, user_id=player)
+    assert refused.texts() == ["Only the DM can do that."]
+    switched = await fake_discord.invoke("campaign switch", {"name": "Frostmaw"}, user_id=keeper)
+    assert switched.texts() == ["Active campaign: **Frostmaw**."]
+    frostmaw = await memory.campaigns(guild.id).get("Frostmaw")
+    assert frostmaw.settings == {"dm_role_id": keeper.roles[0].id, "review_channel_id": review_channel.id}
+    asked = await fake_discord.invoke("campaign delete", {"name": "Frostmaw"}, user_id=keeper)
+    assert asked.texts()[0].startswith("Delete **Frostmaw**"), asked.texts()
+
+
 async def test_owner_sync_command(bot: LorekeeperBot, ashes, fake_discord: FakeDiscord, guild: FakeGuild, dm) -> None:
     refused = await fake_discord.invoke("lorekeeper sync", user_id=dm)
     assert refused.texts() == ["Only the bot's owner can sync commands."]
@@ -504,6 +614,15 @@ async def test_recall_cites_session_speaker_time_and_hides_secrets(
     assert "Vaskerrin Holt —hunts→ Eldrinax 🔒" in "\n".join(as_dm.texts())
     nothing = await fake_discord.invoke("recall", {"query": "zeppelin"}, user_id=player)
     assert nothing.texts() == ["Recall: zeppelin", "Nothing in this campaign's sessions matches that."]
+
+
+async def test_recall_help_says_it_finds_any_of_the_words(
+    session_log: CampaignMemory, fake_discord: FakeDiscord, player: FakeMember
+) -> None:
+    (recall,) = [c for c in fake_discord.sync_calls[-1][1] if c["name"] == "recall"]
+    assert recall["options"][0]["description"].startswith("Words or a question: passages with any of its words")
+    either = await fake_discord.invoke("recall", {"query": '"zeppelin Eldrinax" -dragon'}, user_id=player)
+    assert "Ana: I think Eldrinax is the dragon under the lake." in "\n".join(either.texts())
 
 
 async def test_recap_latest_named_and_unknown(session_log: CampaignMemory, fake_discord: FakeDiscord, player) -> None:

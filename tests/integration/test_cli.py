@@ -100,6 +100,22 @@ def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
     )
 
 
+def test_campaign_name_over_100_characters_is_one_line(lk) -> None:
+    long = lk("campaign", "create", "L" * 101)
+    assert long.returncode == 1
+    assert (
+        long.stderr == f"error: a campaign name is at most 100 characters; {'L' * 40}… has 101: choose a shorter one\n"
+    )
+
+
+def test_deleting_the_active_campaign_makes_the_newest_left_active(lk) -> None:
+    for name in ("A", "B", "C"):
+        assert lk("campaign", "create", name).returncode == 0
+    assert lk("campaign", "delete", "C", "--yes").stdout == "deleted campaign 'C'\n"  # not the active one
+    assert lk("campaign", "delete", "A", "--yes").stdout == "deleted campaign 'A'\nactive campaign: B\n"
+    assert json.loads(lk("campaign", "list", "--json").stdout)[0]["active"] is True
+
+
 def test_entity_attributes_keep_to_what_a_campaign_file_holds(lk) -> None:
     assert lk("campaign", "create", "C").returncode == 0
     nested = lk("entity", "add", "Golem", "npc", "--attr", 'stats={"str":18}')
