@@ -36,20 +36,27 @@ class Campaigns:
                 f"a campaign name is at most {MAX_NAME} characters; {name[:40]}… has {len(name)}: choose a shorter one"
             )
         try:
-            row = await self.db.fetchrow(
-                """
-                INSERT INTO campaigns (guild_id, name, description, system, active, settings)
-                VALUES ($1, $2, $3, $4,
-                        coalesce($5, true) AND NOT EXISTS (SELECT 1 FROM campaigns WHERE guild_id = $1 AND active),
-                        coalesce((SELECT settings FROM campaigns WHERE guild_id = $1 AND active), '{}'))
-                RETURNING *
-                """,
-                self.guild_id,
-                name,
-                description,
-                system,
-                activate,
-            )
+            async with transaction(self.db) as conn:
+                # Two creates at once (the guild's first campaigns) would both see no active campaign and both
+                # take the active place; one waits for the other instead.
+                await conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended('lorekeeper campaigns of guild ' || $1, 0))",
+                    str(self.guild_id),
+                )
+                row = await conn.fetchrow(
+                    """
+                    INSERT INTO campaigns (guild_id, name, description, system, active, settings)
+                    VALUES ($1, $2, $3, $4,
+                            coalesce($5, true) AND NOT EXISTS (SELECT 1 FROM campaigns WHERE guild_id = $1 AND active),
+                            coalesce((SELECT settings FROM campaigns WHERE guild_id = $1 AND active), '{}'))
+                    RETURNING *
+                    """,
+                    self.guild_id,
+                    name,
+                    description,
+                    system,
+                    activate,
+                )
         except asyncpg.UniqueViolationError:
             raise AlreadyExistsError(f"a campaign named {name!r} already exists") from None
         if activate:

@@ -3,51 +3,28 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import asyncpg
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "campaigns" / "examples"
+from tests.integration.processes import EXAMPLES, long_session, lorekeeper
 
 
-def lorekeeper(dsn: str, tmp_path: Path, *args: str) -> subprocess.Popen[str]:
-    """The CLI of this checkout (cwd is first on its sys.path) on the test's database."""
-    env = {**os.environ, "DATABASE_URL": dsn, "LOREKEEPER_DATA_DIR": str(tmp_path)}
-    env.pop("LOREKEEPER_CONFIG", None)
-    return subprocess.Popen(
-        [sys.executable, "-c", "from bot.cli import main; main()", *args],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def cli(dsn: str, tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    return lorekeeper(*args, env={"DATABASE_URL": dsn, "LOREKEEPER_DATA_DIR": str(tmp_path)})
 
 
 async def test_sigterm_during_ingest_wait_stops_after_the_job_in_hand(
     fresh_dsn: str, pool: asyncpg.Pool, tmp_path: Path
 ) -> None:
-    load = lorekeeper(fresh_dsn, tmp_path, "campaign", "load", str(EXAMPLES / "sunken_crown.yaml"))
+    load = cli(fresh_dsn, tmp_path, "campaign", "load", str(EXAMPLES / "sunken_crown.yaml"))
     assert load.wait(timeout=120) == 0
-    # Twelve variants of the sample session: the jobs take long enough to be interrupted.
-    lines = (EXAMPLES / "sunken_crown_session1.jsonl").read_text().splitlines()
-    big = tmp_path / "long.jsonl"
-    with big.open("w") as fh:
-        for part in range(12):
-            for n, line in enumerate(lines):
-                obj = json.loads(line)
-                obj.update(text=f"{obj['text']} (part {part})", start=obj["start"] + part * 400, ref=f"p{part}:{n}")
-                fh.write(json.dumps(obj) + "\n")
-
-    proc = lorekeeper(fresh_dsn, tmp_path, "ingest", str(big), "--wait")
+    big = long_session(tmp_path)  # jobs that take long enough to be interrupted
+    proc = cli(fresh_dsn, tmp_path, "ingest", str(big), "--wait")
     deadline = time.monotonic() + 120
     while not await pool.fetchval("SELECT count(*) > 0 FROM chunks"):  # the jobs are running
         assert proc.poll() is None and time.monotonic() < deadline
@@ -64,8 +41,7 @@ async def test_sigterm_during_ingest_wait_stops_after_the_job_in_hand(
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
 def test_worker_heartbeat_timeout_out_of_range_is_a_usage_error(fresh_dsn: str, tmp_path: Path, value: str) -> None:
-    env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path)}
-    worker = [sys.executable, "-c", "from bot.cli import main; main()", "worker", "--heartbeat-timeout", value]
-    res = subprocess.run(worker, env=env, cwd=ROOT, capture_output=True, text=True, timeout=30)
-    assert res.returncode == 2, res.stderr
-    assert "Invalid value for '--heartbeat-timeout'" in res.stderr and "Traceback" not in res.stderr
+    worker = cli(fresh_dsn, tmp_path, "worker", "--heartbeat-timeout", value)
+    _, stderr = worker.communicate(timeout=30)
+    assert worker.returncode == 2, stderr
+    assert "Invalid value for '--heartbeat-timeout'" in stderr and "Traceback" not in stderr

@@ -15,7 +15,7 @@ import pytest
 
 from memory.errors import AlreadyDecidedError, AlreadyExistsError
 from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source
-from memory.store import CampaignMemory
+from memory.store import CampaignMemory, Memory
 
 
 async def _second_waits(pool: asyncpg.Pool, second: Awaitable[Any]) -> asyncio.Task[Any]:
@@ -110,3 +110,14 @@ async def test_writers_of_several_entities_in_opposite_orders_take_turns(
         await first.commit()
     await asyncio.wait_for(second, 10)
     assert len(await g.relationships_of(brom.id)) == 3
+
+
+async def test_a_guilds_first_campaigns_created_at_once_are_all_created_one_active(pool: asyncpg.Pool) -> None:
+    # each create saw no active campaign and took the active place; all but one failed as "already exists"
+    for guild in range(987654321987654321, 987654321987654321 + 20):  # the race is narrow: give it many chances
+        campaigns = Memory(pool).campaigns(guild_id=guild)
+        created = await asyncio.gather(*(campaigns.create(f"Campaign {i}") for i in range(4)), return_exceptions=True)
+        assert sorted(str(c.name) if not isinstance(c, Exception) else repr(c) for c in created) == [
+            f"Campaign {i}" for i in range(4)
+        ]
+        assert sum(c.active for c in await campaigns.list()) == 1

@@ -16,6 +16,7 @@ import asyncpg
 import pytest
 
 from memory.db import DatabaseError, EmbeddedPostgres, default_data_dir
+from tests.integration.processes import lorekeeper
 
 ROOT = Path(__file__).resolve().parents[2]
 HOLDER = """
@@ -124,28 +125,19 @@ def test_default_data_dir_is_never_under_root_home() -> None:
         assert d == Path("/var/lib/lorekeeper")
 
 
-def lorekeeper(data_dir: Path, *args: str) -> subprocess.Popen[str]:
-    """The CLI on the embedded server in ``data_dir``, from this checkout (cwd is first on its sys.path)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "LOREKEEPER_CONFIG")}
-    env["LOREKEEPER_DATA_DIR"] = str(data_dir)
-    return subprocess.Popen(
-        [sys.executable, "-c", "from bot.cli import main; main()", *args],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def cli(data_dir: Path, *args: str) -> subprocess.Popen[str]:
+    """The CLI on the embedded server in ``data_dir``."""
+    return lorekeeper(*args, env={"DATABASE_URL": None, "LOREKEEPER_DATA_DIR": str(data_dir)})
 
 
 def test_processes_starting_together_on_a_fresh_data_dir_all_succeed(data_dir: Path) -> None:
     # docker-compose or systemd start `run` and `worker` together on first boot: one initdb, one CREATE EXTENSION.
-    procs = [lorekeeper(data_dir, "campaign", "create", name) for name in ("A", "B", "C")]
-    procs.append(lorekeeper(data_dir, "campaign", "list"))
+    procs = [cli(data_dir, "campaign", "create", name) for name in ("A", "B", "C")]
+    procs.append(cli(data_dir, "campaign", "list"))
     for proc in procs:
         _, err = proc.communicate(timeout=180)
         assert proc.returncode == 0, err
-    listed = lorekeeper(data_dir, "campaign", "list")
+    listed = cli(data_dir, "campaign", "list")
     out, err = listed.communicate(timeout=60)
     assert listed.returncode == 0, err
     assert {line.split()[-1] for line in out.splitlines()[2:]} == {"A", "B", "C"}

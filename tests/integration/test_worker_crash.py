@@ -27,6 +27,7 @@ from memory.providers.llm import OpenAILLM
 from memory.store import CampaignMemory, Memory
 from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import FakeHTTPError, FakeOpenAI
+from tests.integration.processes import long_session
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
 
@@ -54,15 +55,7 @@ async def test_kill_9_mid_way_then_restart_finishes_without_duplicates(
     campaign: CampaignMemory, pool: asyncpg.Pool, fresh_dsn: str, tmp_path: Path
 ) -> None:
     await apply_campaign_file(campaign, read_campaign_file(EXAMPLES / "sunken_crown.yaml"))
-    # Twelve variants of the sample session: enough windows that the worker is still busy when killed.
-    lines = (EXAMPLES / "sunken_crown_session1.jsonl").read_text().splitlines()
-    big = tmp_path / "long.jsonl"
-    with big.open("w") as fh:
-        for part in range(12):
-            for n, line in enumerate(lines):
-                obj = json.loads(line)
-                obj.update(text=f"{obj['text']} (part {part})", start=obj["start"] + part * 400, ref=f"p{part}:{n}")
-                fh.write(json.dumps(obj) + "\n")
+    big = long_session(tmp_path)  # enough windows that the worker is still busy when killed
     report = await ingest_file(campaign, big, session_title="Long night", batch_size=100)
     session_id = (await campaign.log.session_by_title("Long night")).id  # type: ignore[union-attr]
 
