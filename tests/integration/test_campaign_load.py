@@ -26,6 +26,13 @@ relationships:
 """
 
 
+async def loaded(memory: Memory, campaign: str, text: str, filename: str) -> CampaignMemory:
+    """A new campaign with the campaign file ``text`` loaded."""
+    mem = memory.campaign((await memory.campaigns().create(campaign)).id)
+    await apply_campaign_file(mem, parse_campaign_file(text, filename))
+    return mem
+
+
 async def state(mem: CampaignMemory) -> tuple[object, ...]:
     rows = await mem.db.fetch(
         "SELECT name, type, description, attributes, visibility FROM entities WHERE campaign_id = $1 ORDER BY name",
@@ -221,8 +228,7 @@ async def current_facts(mem: CampaignMemory) -> set[tuple[object, ...]]:
 
 async def test_export_round_trips_accepted_attribute_facts_and_visibility(memory: Memory) -> None:
     """Facts accepted in play (a value, no target entity) and secret facts survive export and load."""
-    played = memory.campaign((await memory.campaigns().create("Played")).id)
-    await apply_campaign_file(played, parse_campaign_file(SMALL, "small.yaml"))
+    played = await loaded(memory, "Played", SMALL, "small.yaml")
     wyrm = await played.graph.get_entity("Eldrinax")
     heard = Provenance(source=Source.stated, confidence=0.4)
     occupation = await played.graph.add_relationship(
@@ -238,8 +244,7 @@ async def test_export_round_trips_accepted_attribute_facts_and_visibility(memory
     assert unsure.status == "pending"
 
     text = dump_campaign_file(await export_campaign_file(played))
-    copy = memory.campaign((await memory.campaigns().create("Copy")).id)
-    await apply_campaign_file(copy, parse_campaign_file(text, "export.yaml"))
+    copy = await loaded(memory, "Copy", text, "export.yaml")
 
     facts = await current_facts(copy)
     assert facts == await current_facts(played)
@@ -249,8 +254,7 @@ async def test_export_round_trips_accepted_attribute_facts_and_visibility(memory
 
 
 async def test_reloading_a_file_sets_the_visibility_of_facts_it_holds(memory: Memory) -> None:
-    mem = memory.campaign((await memory.campaigns().create("Veiled")).id)
-    await apply_campaign_file(mem, parse_campaign_file(SMALL, "small.yaml"))
+    mem = await loaded(memory, "Veiled", SMALL, "small.yaml")
     hidden = SMALL.replace("target: Ironhold}", "target: Ironhold, secret: true}")
     report = await apply_campaign_file(mem, parse_campaign_file(hidden, "small.yaml"))
     assert (report.relationships_updated, report.relationships_unchanged) == (1, 1) and report.changed
@@ -265,8 +269,7 @@ async def test_reloading_a_file_sets_the_visibility_of_facts_it_holds(memory: Me
 
 
 async def test_a_fact_waiting_for_review_takes_the_files_secret_when_the_file_accepts_it(memory: Memory) -> None:
-    mem = memory.campaign((await memory.campaigns().create("Heard")).id)
-    await apply_campaign_file(mem, parse_campaign_file(SMALL, "small.yaml"))
+    mem = await loaded(memory, "Heard", SMALL, "small.yaml")
     wyrm = await mem.graph.get_entity("Eldrinax")
     heard = Provenance(source=Source.stated, confidence=0.4)
     waiting = await mem.graph.add_relationship(
@@ -288,8 +291,7 @@ async def facts_seen_by_dm(mem: CampaignMemory) -> set[tuple[str, str]]:
 
 
 async def test_export_writes_a_nested_attribute_stored_before_the_rule_as_json_text(memory: Memory) -> None:
-    old = memory.campaign((await memory.campaigns().create("Old")).id)
-    await apply_campaign_file(old, parse_campaign_file(SMALL, "small.yaml"))
+    old = await loaded(memory, "Old", SMALL, "small.yaml")
     with pytest.raises(ValidationError, match="attribute 'stats' must be text, a number"):
         EntityIn(name="Golem", type=EntityType.npc, attributes={"stats": {"str": 18}})
     with pytest.raises(InvalidInputError, match="attribute 'stats' must be text, a number"):
@@ -302,6 +304,5 @@ async def test_export_writes_a_nested_attribute_stored_before_the_rule_as_json_t
     )
 
     text = dump_campaign_file(await export_campaign_file(old))
-    copy = memory.campaign((await memory.campaigns().create("Copy")).id)
-    await apply_campaign_file(copy, parse_campaign_file(text, "export.yaml"))
+    copy = await loaded(memory, "Copy", text, "export.yaml")
     assert (await copy.graph.get_entity("Ironhold")).attributes == {"stats": '{"str": 18}', "gates": 2}
