@@ -25,6 +25,7 @@ from pgqueuer.adapters.drivers.asyncpg import AsyncpgPoolDriver
 from pgqueuer.adapters.persistence.queries import Queries
 from pgqueuer.core.executors import DatabaseRetryEntrypointExecutor, EntrypointExecutorParameters
 from pgqueuer.core.qm import QueueManager
+from pgqueuer.domain import errors as pgq_errors
 from pgqueuer.domain import models as pgq_models
 from pgqueuer.domain.types import QueueExecutionMode
 from pydantic import BaseModel
@@ -525,6 +526,19 @@ _MAX_ATTEMPTS = 6
 _RETRY_DELAYS = (timedelta(seconds=2), timedelta(seconds=30))  # the first and the longest
 
 
+class _RetryOutages(DatabaseRetryEntrypointExecutor):
+    """pgqueuer's retries with backoff, for outages only: a :class:`BadJobError` would fail the same way every
+    time, so it is held at once instead of delaying a drain by a minute of tries."""
+
+    async def execute(self, job: pgq_models.Job, context: pgq_models.Context) -> None:
+        try:
+            await super().execute(job, context)
+        except pgq_errors.RetryRequested as retry:
+            if isinstance(retry.__cause__, BadJobError):  # the base class turns every error into a retry
+                raise retry.__cause__ from retry.__cause__.__cause__
+            raise
+
+
 def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
     qm = QueueManager(Queries(AsyncpgPoolDriver(pool)))
 
@@ -550,11 +564,11 @@ def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
 
         # One job per kind at a time across all workers: jobs of a kind on the same session would only redo
         # each other's work, and extraction must not race itself creating the same new entity.
-        # Failures retry with backoff, then stay visible as 'failed' instead of vanishing; one held after an
+        # Outages retry with backoff, then stay visible as 'failed' instead of vanishing; one held after an
         # outage runs again at the next worker start (``requeue_failed``).
         qm.register_executor(
             name,
-            DatabaseRetryEntrypointExecutor(
+            _RetryOutages(
                 EntrypointExecutorParameters(concurrency_limit=1, func=run, on_failure="hold"),
                 max_attempts=_MAX_ATTEMPTS,
                 initial_delay=_RETRY_DELAYS[0],

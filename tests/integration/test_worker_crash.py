@@ -142,6 +142,33 @@ async def test_a_job_failed_on_its_data_is_not_run_again_at_every_start(
     assert await jobs.failed_jobs(memory.pool) == 1  # still there for whoever looks
 
 
+async def test_a_job_failed_on_its_data_is_held_at_once_while_an_outage_is_tried_again(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jobs, "_MAX_ATTEMPTS", 2)  # each retry waits for the queue's next poll: seconds
+    monkeypatch.setattr(jobs, "_RETRY_DELAYS", (timedelta(milliseconds=1), timedelta(milliseconds=1)))
+    session = await campaign.log.start_session("S")
+    insert = "INSERT INTO pgqueuer (priority, status, entrypoint, payload) VALUES (0, 'queued', $1, $2)"
+    await memory.pool.execute(insert, jobs.SUMMARY, json.dumps({"campaign_id": campaign.campaign_id}).encode())
+    await memory.pool.execute(
+        insert, jobs.CORRECT2, json.dumps({"campaign_id": campaign.campaign_id, "session_id": session.id}).encode()
+    )
+    await campaign.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
+    await campaign.log.write(session.id, EntryIn(speaker="DM", text="We met Bob.", suspects=[(7, 10)]))
+    fake_openai.chat_handler = lambda request: FakeHTTPError(503, "overloaded")
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x", llm=llm)  # type: ignore[arg-type]
+    try:
+        await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    finally:
+        await llm.aclose()
+    rows = await memory.pool.fetch("SELECT entrypoint, status, attempts FROM pgqueuer ORDER BY entrypoint")
+    assert [tuple(r) for r in rows] == [(jobs.CORRECT2, "failed", 2), (jobs.SUMMARY, "failed", 0)]
+    tries = await memory.pool.fetchval("SELECT count(*) FROM pgqueuer_log WHERE entrypoint = $1", jobs.SUMMARY)
+    assert tries == 2  # queued, failed: never retried
+    assert await jobs.requeue_failed(memory.pool) == 1  # held as failed on its data: the outage's job only
+
+
 async def test_a_job_whose_session_or_campaign_is_gone_does_nothing(
     memory: Memory, campaign: CampaignMemory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
