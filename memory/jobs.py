@@ -16,7 +16,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
@@ -656,44 +656,97 @@ async def pending_jobs(db: Executor, campaign_id: int | None = None) -> int:
     )
 
 
-async def requeue_failed(pool: asyncpg.Pool) -> int:
-    """Put jobs held after an outage (their tries ran out while the database or the LLM was away) back in the
-    queue; returns how many. Every job resumes from its session's progress, so running one again does no harm.
-    Of such jobs with the same dedupe key, or one already waiting, one runs. A job whose last failure was a
-    :class:`BadJobError` stays held: it would only fail again, at every start."""
-    held_after_outage = """
+#: The last failure pgqueuer logged for the held job ``f``. It logs the error as JSON text, which our pool's jsonb
+#: codec encodes once more: a string.
+_LAST_FAILURE = """
+    SELECT CASE jsonb_typeof(l.traceback) WHEN 'string' THEN (l.traceback #>> '{}')::jsonb ELSE l.traceback END
+    FROM pgqueuer_log l WHERE l.job_id = f.id AND l.status = 'failed'
+    ORDER BY l.created DESC, l.id DESC LIMIT 1
+"""
+
+
+async def requeue_failed(pool: asyncpg.Pool, campaign_id: int | None = None, *, bad_data: bool = False) -> int:
+    """Put held jobs (of one campaign when given) back in the queue; returns how many. Every job resumes from its
+    session's progress, so running one again does no harm. Of such jobs with the same dedupe key, or one already
+    waiting, one runs. Only jobs held after an outage (their tries ran out while the database or the LLM was
+    away) unless ``bad_data``: one whose last failure was a :class:`BadJobError` would only fail again, at every
+    worker start, until the code or the data is fixed (the operator's ``lorekeeper jobs retry``)."""
+    held = f"""
         SELECT f.id, f.dedupe_key FROM pgqueuer f
-        WHERE f.entrypoint = ANY($1::text[]) AND f.status = 'failed' AND (
-            -- pgqueuer logs the error as JSON text, which our pool's jsonb codec encodes once more: a string
-            SELECT CASE jsonb_typeof(l.traceback) WHEN 'string' THEN (l.traceback #>> '{}')::jsonb
-                                                  ELSE l.traceback END ->> 'exception_type'
-            FROM pgqueuer_log l WHERE l.job_id = f.id AND l.status = 'failed'
-            ORDER BY l.created DESC, l.id DESC LIMIT 1
-        ) IS DISTINCT FROM $2
+        WHERE f.entrypoint = ANY($1::text[]) AND f.status = 'failed' {_OF_CAMPAIGN}
+          AND ($3::text IS NULL OR ({_LAST_FAILURE}) ->> 'exception_type' IS DISTINCT FROM $3)
     """
+    args = (list(ENTRYPOINTS), campaign_id, None if bad_data else BadJobError.__name__)
     async with pool.acquire() as conn, conn.transaction():
         ids = [
             row["id"]
             for row in await conn.fetch(
                 f"""
-                SELECT DISTINCT ON (coalesce(f.dedupe_key, f.id::text)) f.id FROM ({held_after_outage}) f
+                SELECT DISTINCT ON (coalesce(f.dedupe_key, f.id::text)) f.id FROM ({held}) f
                 WHERE NOT EXISTS (
                     SELECT 1 FROM pgqueuer w WHERE w.dedupe_key = f.dedupe_key AND w.status IN ('queued', 'picked'))
                 ORDER BY coalesce(f.dedupe_key, f.id::text), f.id DESC
                 """,
-                list(ENTRYPOINTS),
-                BadJobError.__name__,
+                *args,
             )
         ]
         await conn.execute(
-            f"DELETE FROM pgqueuer WHERE id IN (SELECT id FROM ({held_after_outage}) f) AND NOT id = ANY($3)",
-            list(ENTRYPOINTS),
-            BadJobError.__name__,
-            ids,
+            f"DELETE FROM pgqueuer WHERE id IN (SELECT id FROM ({held}) f) AND NOT id = ANY($4)", *args, ids
         )
         if ids:
             await Queries.from_asyncpg_connection(conn).requeue_jobs(ids)
     return len(ids)
+
+
+class HeldJob(BaseModel):
+    """A job held after its last try, as ``lorekeeper jobs list`` shows it."""
+
+    id: int
+    kind: str
+    campaign_id: int | None
+    campaign: str | None
+    session_id: int | None
+    session: str | None
+    failed_at: datetime
+    error: str
+    on_its_data: bool  # held at once, and not run again at a worker start
+
+
+async def held_jobs(db: Executor, campaign_id: int | None = None) -> list[HeldJob]:
+    """Jobs of ours held after their last try (of one campaign when given), oldest first, with their last error."""
+    rows = await db.fetch(
+        f"""
+        SELECT f.id, f.entrypoint, f.updated, c.id AS campaign_id, c.name AS campaign,
+               s.id AS session_id, s.title AS session, ({_LAST_FAILURE}) AS failure
+        FROM pgqueuer f
+        CROSS JOIN LATERAL (SELECT convert_from(f.payload, 'UTF8')::jsonb AS p) j
+        LEFT JOIN campaigns c ON c.id::text = j.p ->> 'campaign_id'
+        LEFT JOIN sessions s ON s.campaign_id = c.id AND s.id::text = j.p ->> 'session_id'
+        WHERE f.entrypoint = ANY($1::text[]) AND f.status = 'failed' {_OF_CAMPAIGN}
+        ORDER BY f.id
+        """,
+        list(ENTRYPOINTS),
+        campaign_id,
+    )
+    held = []
+    for r in rows:
+        failure = r["failure"] or {}
+        kind, message = failure.get("exception_type", "unknown error"), failure.get("exception_message", "")
+        held.append(
+            HeldJob(
+                id=r["id"],
+                kind=r["entrypoint"].removeprefix("lk_"),
+                campaign_id=r["campaign_id"],
+                campaign=r["campaign"],
+                session_id=r["session_id"],
+                session=r["session"],
+                failed_at=r["updated"],
+                # A BadJobError's message already names the error it wraps.
+                error=message if kind == BadJobError.__name__ else f"{kind}: {message}",
+                on_its_data=kind == BadJobError.__name__,
+            )
+        )
+    return held
 
 
 async def failed_jobs(db: Executor, campaign_id: int | None = None) -> int:

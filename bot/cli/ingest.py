@@ -156,4 +156,4 @@ async def print_counts(mem: CampaignMemory, pool: object) -> None:
     table([[row[k] for k in names]], [k.replace("_", " ") for k in names])
     failed = await jobs.failed_jobs(mem.db, mem.campaign_id)
     if failed:
-        click.echo(f"warning: {failed} background jobs failed (see the worker log)", err=True)
+        click.echo(f"warning: {failed} background jobs failed: `lorekeeper jobs list` says why", err=True)

@@ -262,6 +262,54 @@ async def test_a_deleted_campaign_leaves_no_job_and_ingest_warns_of_its_own_fail
         await conn.close()
 
 
+async def test_jobs_list_and_retry_the_held_jobs_of_one_campaign(lk, fresh_dsn: str) -> None:
+    assert lk("campaign", "create", "Main").returncode == 0 and lk("campaign", "create", "Other").returncode == 0
+    empty = lk("jobs", "list")
+    assert empty.stdout == "no held jobs (Main)\n", empty.stderr
+    conn = await asyncpg.connect(fresh_dsn)
+    try:
+        ids = {r["name"]: r["id"] for r in await conn.fetch("SELECT id, name FROM campaigns")}
+        night = await conn.fetchval(
+            "INSERT INTO sessions (campaign_id, title) VALUES ($1, 'Night one') RETURNING id", ids["Main"]
+        )
+
+        async def hold(campaign: str, entrypoint: str, error: str, message: str) -> None:
+            await conn.execute(
+                """
+                WITH j AS (INSERT INTO pgqueuer (priority, status, entrypoint, payload, dedupe_key)
+                           VALUES (0, 'failed', $1, $2, $1 || ':' || $3::bigint) RETURNING id)
+                INSERT INTO pgqueuer_log (job_id, status, priority, entrypoint, traceback)
+                SELECT id, 'failed', 0, $1, $4::jsonb FROM j
+                """,
+                entrypoint,
+                json.dumps({"campaign_id": ids[campaign], "session_id": night}).encode(),
+                night,
+                json.dumps({"exception_type": error, "exception_message": message}),
+            )
+
+        await hold("Main", "lk_extract", "BadJobError", "KeyError: 'who'")
+        await hold("Main", "lk_chunk", "LLMUnavailable", "LLM request failed: HTTP 503")
+        await hold("Other", "lk_summary", "BadJobError", "ValueError: no recap")
+
+        held = json.loads(lk("jobs", "list", "--json").stdout)
+        assert [(j["kind"], j["campaign"], j["session"], j["error"], j["on_its_data"]) for j in held] == [
+            ("extract", "Main", "Night one", "KeyError: 'who'", True),
+            ("chunk", "Main", "Night one", "LLMUnavailable: LLM request failed: HTTP 503", False),
+        ]
+        text = lk("jobs", "list").stdout
+        assert "Night one" in text and "its data" in text and "KeyError: 'who'" in text
+
+        both = lk("jobs", "retry", "--all", "--campaign", "Main")
+        assert (both.returncode, both.stderr) == (1, "error: give --campaign NAME or --all, not both\n")
+        retried = lk("jobs", "retry")
+        assert retried.returncode == 0 and retried.stdout.startswith("2 held jobs queued again (Main)")
+        left = await conn.fetch("SELECT entrypoint, status FROM pgqueuer ORDER BY entrypoint")
+        assert [tuple(r) for r in left] == [("lk_chunk", "queued"), ("lk_extract", "queued"), ("lk_summary", "failed")]
+        assert [j["campaign"] for j in json.loads(lk("jobs", "list", "--all", "--json").stdout)] == ["Other"]
+    finally:
+        await conn.close()
+
+
 def test_demo_runs_offline(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")}
     env["LOREKEEPER_DATA_DIR"] = str(tmp_path / "demo")

@@ -140,6 +140,14 @@ async def test_a_job_failed_on_its_data_is_not_run_again_at_every_start(
     rows = await memory.pool.fetch("SELECT entrypoint, status FROM pgqueuer ORDER BY entrypoint")
     assert [(r["entrypoint"], r["status"]) for r in rows] == [(jobs.CORRECT2, "queued"), (jobs.SUMMARY, "failed")]
     assert await jobs.failed_jobs(memory.pool) == 1  # still there for whoever looks
+    [held] = await jobs.held_jobs(memory.pool, campaign.campaign_id)
+    assert (held.kind, held.campaign, held.session, held.on_its_data) == ("summary", "Test Campaign", None, True)
+    assert held.error.startswith("unreadable payload")
+    # after a fix, the operator runs it again (`lorekeeper jobs retry`)
+    other = await memory.campaigns().create("Other")
+    assert await jobs.requeue_failed(memory.pool, other.id, bad_data=True) == 0
+    assert await jobs.requeue_failed(memory.pool, campaign.campaign_id, bad_data=True) == 1
+    assert await jobs.failed_jobs(memory.pool) == 0 and await jobs.held_jobs(memory.pool) == []
 
 
 async def test_a_job_failed_on_its_data_is_held_at_once_while_an_outage_is_tried_again(
