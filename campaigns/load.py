@@ -10,6 +10,7 @@ Entities the file no longer mentions are kept: they may have come from play, and
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,8 @@ from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, Relations
 from memory.errors import AlreadyExistsError, MemoryError_
 from memory.models import Provenance, RelationshipIn, ReviewStatus, Source, attribute_value
 from memory.store import CampaignMemory
+
+log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 
@@ -101,9 +104,13 @@ async def apply_campaign_file(
     return report
 
 
-async def export_campaign_file(mem: CampaignMemory, header: CampaignHeader | None = None) -> CampaignFile:
+async def export_campaign_file(
+    mem: CampaignMemory, header: CampaignHeader | None = None, on_skip: Callable[[str], None] = log.warning
+) -> CampaignFile:
     """The campaign's accepted entities and their current accepted facts (edges and attribute facts, each with
-    its visibility) as a campaign file. Pending and rejected items stay out: a file holds what is canon."""
+    its visibility) as a campaign file. Pending and rejected items stay out: a file holds what is canon.
+    An attribute fact with no value, which a file cannot hold (nor the DM write), is left out and told to
+    ``on_skip``: the rest of the campaign must still export."""
     entities = await mem.graph.list_entities()
     by_id = {e.id: e for e in entities}
     specs = [
@@ -120,7 +127,11 @@ async def export_campaign_file(mem: CampaignMemory, header: CampaignHeader | Non
     rels: list[RelationshipSpec] = []
     for e in entities:
         for r in await mem.graph.relationships_of(e.id, include_secret=True):
-            if r.source_id == e.id and (r.target_id is None or r.target_id in by_id):
+            if r.source_id != e.id or (r.target_id is not None and r.target_id not in by_id):
+                continue
+            if r.target_id is None and not (r.value or "").strip():
+                on_skip(f"left out {e.name} —{r.type}→ (no value): an attribute fact needs a value in a campaign file")
+            else:
                 rels.append(
                     RelationshipSpec(
                         source=e.name,

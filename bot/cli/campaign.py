@@ -147,7 +147,9 @@ async def export(ctx: click.Context, campaign: str | None, output: Path | None) 
         mem, name = await campaign_memory(memory, settings, campaign)
         info = await memory.campaigns(settings.guild_id).get(name)
         exported = await export_campaign_file(
-            mem, CampaignHeader(name=info.name, description=info.description, system=info.system)
+            mem,
+            CampaignHeader(name=info.name, description=info.description, system=info.system),
+            on_skip=lambda message: click.echo(f"warning: {message}", err=True),
         )
     text = dump_campaign_file(exported)
     if output:

@@ -253,6 +253,23 @@ async def test_export_round_trips_accepted_attribute_facts_and_visibility(memory
     assert not any(f[1] == "fears" for f in facts)  # pending: not canon, so not in the file
 
 
+async def test_export_leaves_out_an_attribute_fact_with_no_value_and_says_so(memory: Memory) -> None:
+    """A file cannot hold an attribute fact without a value; the rest of the campaign still exports."""
+    mem = await loaded(memory, "Blank", SMALL, "small.yaml")
+    wyrm = await mem.graph.get_entity("Eldrinax")
+    for value in ("", "  "):
+        await mem.graph.add_relationship(RelationshipIn(source_id=wyrm.id, type=f"motto{len(value)}", value=value))
+    skipped: list[str] = []
+
+    text = dump_campaign_file(await export_campaign_file(mem, on_skip=skipped.append))
+    copy = await loaded(memory, "Blank copy", text, "export.yaml")
+    assert await current_facts(copy) == {f for f in await current_facts(mem) if not f[1].startswith("motto")}
+    assert skipped == [
+        "left out Eldrinax —motto0→ (no value): an attribute fact needs a value in a campaign file",
+        "left out Eldrinax —motto2→ (no value): an attribute fact needs a value in a campaign file",
+    ]
+
+
 async def test_reloading_a_file_sets_the_visibility_of_facts_it_holds(memory: Memory) -> None:
     mem = await loaded(memory, "Veiled", SMALL, "small.yaml")
     hidden = SMALL.replace("target: Ironhold}", "target: Ironhold, secret: true}")
