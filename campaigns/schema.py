@@ -37,6 +37,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from memory.campaigns import MAX_NAME
 from memory.graph import SINGLE_VALUED
 from memory.models import (
     EntityIn,
@@ -89,10 +90,20 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _campaign_name(name: str) -> str:
+    if len(name) > MAX_NAME:  # shorter than an entity's: see MAX_NAME
+        raise PydanticCustomError(
+            "campaign_name_too_long",
+            "has {length} characters; a campaign name is at most {limit}: choose a shorter one",
+            {"length": len(name), "limit": MAX_NAME},
+        )
+    return name
+
+
 class CampaignHeader(_Strict):
     """The optional ``campaign:`` block."""
 
-    name: Name | None = None
+    name: Annotated[Name, AfterValidator(_campaign_name)] | None = None
     description: Text = ""
     system: Text = ""  # rules system, e.g. "D&D 5e"
 

@@ -21,6 +21,7 @@ from campaigns.files import (
     read_campaign_file,
 )
 from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec
+from memory.campaigns import MAX_NAME
 from memory.models import EntityType, Source, Visibility
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
@@ -449,6 +450,21 @@ def test_yaml_syntax_error_gives_line_and_column() -> None:
 )
 def test_wrong_top_level_shape(text: str, expected: str) -> None:
     assert str(refused(text)).startswith(expected)
+
+
+def test_a_campaign_name_too_long_to_create_is_refused_with_its_line() -> None:
+    text = yaml_text(f"""
+        entities:
+          - {{name: A, type: npc}}
+        campaign:
+          name: {"N" * (MAX_NAME + 50)}
+    """)
+    assert str(refused(text)) == (
+        f"castle.yaml:4: campaign: name has {MAX_NAME + 50} characters; a campaign name is at most {MAX_NAME}: "
+        "choose a shorter one"
+    )
+    named = parse_campaign_file(text.replace("N" * (MAX_NAME + 50), "N" * MAX_NAME), "castle.yaml")
+    assert named.campaign is not None and named.campaign.name == "N" * MAX_NAME
 
 
 def test_null_sections_and_fields_mean_empty() -> None:
