@@ -700,7 +700,9 @@ class KnowledgeGraph:
         return sorted(steps, key=lambda s: (s.depth, s.name.casefold()))
 
     async def last_mention(self, entity: Entity) -> dict[str, Any] | None:
-        """Where an entity's name (or an alias) was last said: session, speaker, time, text."""
+        """Where an entity's name (or an alias) was last said: session, speaker, time, text. Sessions go by when
+        they were played (an import's is when it was imported unless the DM said otherwise), lines by their place
+        in the session: a line's time into it may be missing (0), its place never is."""
         terms = " OR ".join(f'"{n}"' for n in [entity.name, *entity.aliases] if '"' not in n)
         row = await self.db.fetchrow(
             """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -30,9 +31,11 @@ async def ingest_file(
     batch_size: int = 500,
     stage2: bool = False,
     on_skip: Callable[[str], None] | None = None,
+    started_at: datetime | None = None,
 ) -> IngestReport:
     """Import ``path``; lines naming a ``session`` go to that session, the others to ``session_title``
-    (default: the file's name). Sessions are created in the order they first appear and ended at the end."""
+    (default: the file's name). Sessions are created in the order they first appear and ended at the end;
+    ``started_at`` is when they were played (default: now, for a new session)."""
     path = Path(path)
     report = IngestReport()
     default_title = session_title or path.stem
@@ -49,7 +52,9 @@ async def ingest_file(
         title = item.session or default_title
         recorder = recorders.get(title)
         if recorder is None:
-            recorder = await SessionRecorder.start(mem, title, batch_size=batch_size, max_delay_s=1e9, stage2=stage2)
+            recorder = await SessionRecorder.start(
+                mem, title, started_at=started_at, batch_size=batch_size, max_delay_s=1e9, stage2=stage2
+            )
             recorders[title] = recorder
             report.sessions.append(title)
         await recorder.add(item.utterance)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from pydantic import BaseModel, field_validator
 
@@ -123,9 +124,16 @@ class SessionRecorder:
         self.corrections = 0
 
     @classmethod
-    async def start(cls, mem: CampaignMemory, title: str, **kwargs: object) -> SessionRecorder:
-        """Open the session titled ``title`` (created if new, reused if it exists: imports resume)."""
-        session = await mem.log.session_by_title(title) or await mem.log.start_session(title)
+    async def start(
+        cls, mem: CampaignMemory, title: str, *, started_at: datetime | None = None, **kwargs: object
+    ) -> SessionRecorder:
+        """Open the session titled ``title`` (created if new, reused if it exists: imports resume); ``started_at``
+        is when it was played, if not now (an import of an old one; given again, it corrects an earlier import)."""
+        session = await mem.log.session_by_title(title)
+        if session is None:
+            session = await mem.log.start_session(title, started_at=started_at)
+        elif started_at is not None and session.started_at != started_at:
+            session = await mem.log.set_started(session.id, started_at)
         return cls(mem, session, **kwargs)  # type: ignore[arg-type]
 
     async def add(self, utterance: Utterance) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import datetime
 
 import asyncpg
 
@@ -43,15 +44,32 @@ class SessionLog:
 
     # sessions ---------------------------------------------------------------------------------------------
 
-    async def start_session(self, title: str) -> Session:
+    async def start_session(self, title: str, *, started_at: datetime | None = None) -> Session:
+        """A new session, started now unless ``started_at`` says when it was played (an import of an old one)."""
         try:
             row = await self.db.fetchrow(
-                "INSERT INTO sessions (campaign_id, title) VALUES ($1, $2) RETURNING *",
+                """
+                INSERT INTO sessions (campaign_id, title, started_at) VALUES ($1, $2, coalesce($3, now()))
+                RETURNING *
+                """,
                 self.campaign_id,
                 title.strip() or "Untitled session",
+                started_at,
             )
         except asyncpg.UniqueViolationError:
             raise AlreadyExistsError(f"this campaign already has a session titled {title!r}") from None
+        return Session(**dict(row))
+
+    async def set_started(self, session_id: int, started_at: datetime) -> Session:
+        """Say when a session was played: an import made before anyone said so started when it was imported."""
+        row = await self.db.fetchrow(
+            "UPDATE sessions SET started_at = $3 WHERE campaign_id = $1 AND id = $2 RETURNING *",
+            self.campaign_id,
+            session_id,
+            started_at,
+        )
+        if row is None:
+            raise NotFoundError(f"no session {session_id} in this campaign")
         return Session(**dict(row))
 
     async def session(self, session_id: int) -> Session:

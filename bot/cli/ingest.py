@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from datetime import datetime
 from pathlib import Path
 
 import click
@@ -34,6 +35,13 @@ class Interrupted(CliError):
     "--speaker", "speakers", multiple=True, metavar="NAME", help="Audio only: who speaks in each file, in order."
 )
 @click.option("--model", default="auto", show_default=True, help="Audio only: Whisper model (tiny.en, base, auto).")
+@click.option(
+    "--started",
+    type=click.DateTime(["%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"]),
+    metavar="DATE",
+    help="When the session was played, local time (2024-03-02 or '2024-03-02 19:30'); default: now. "
+    "Given again for a session imported before, it corrects its date.",
+)
 @click.option("--wait", is_flag=True, help="Run the background jobs here until done, then print what was stored.")
 @click.pass_context
 @async_command
@@ -44,6 +52,7 @@ async def ingest(
     session_title: str | None,
     speakers: tuple[str, ...],
     model: str,
+    started: datetime | None,
     wait: bool,
 ) -> None:
     """Import a transcript, or audio through speech-to-text; importing the same file again changes nothing.
@@ -62,14 +71,17 @@ async def ingest(
         raise CliError("a transcript is imported one file at a time; --speaker is for audio files")
     if speakers and len(speakers) not in (1, len(audio)):
         raise CliError(f"{len(audio)} audio files but {len(speakers)} --speaker names: give one per file")
+    started_at = started.astimezone() if started else None  # a naive time is the machine's local time
     async with open_memory(settings) as memory:
         mem, name = await campaign_memory(memory, settings, campaign)
         if audio:
             path = audio[0]
-            report = await ingest_audio_files(mem, audio, speakers, model, session_title, settings.llm_enabled)
+            report = await ingest_audio_files(
+                mem, audio, speakers, model, session_title, settings.llm_enabled, started_at
+            )
         else:
             path = paths[0]
-            report = await ingest_transcript(mem, path, session_title, settings.llm_enabled)
+            report = await ingest_transcript(mem, path, session_title, settings.llm_enabled, started_at)
         click.echo(
             f"{path.name} → {name}: {report.lines} utterances read, {report.written} new, "
             f"{report.corrections} names corrected, {len(report.skipped)} lines skipped "
@@ -100,13 +112,16 @@ async def ingest(
             click.echo(f"{pending} background jobs queued: run `lorekeeper worker` (or ingest with --wait)")
 
 
-async def ingest_transcript(mem: CampaignMemory, path: Path, session_title: str | None, stage2: bool) -> IngestReport:
+async def ingest_transcript(
+    mem: CampaignMemory, path: Path, session_title: str | None, stage2: bool, started_at: datetime | None
+) -> IngestReport:
     try:
         return await ingest_file(
             mem,
             path,
             session_title=session_title,
             stage2=stage2,
+            started_at=started_at,
             on_skip=lambda message: click.echo(f"warning: {message}", err=True),
         )
     except TranscriptError as exc:
@@ -120,6 +135,7 @@ async def ingest_audio_files(
     model: str,
     session_title: str | None,
     stage2: bool,
+    started_at: datetime | None,
 ) -> IngestReport:
     from memory.providers.stt import STTError, WhisperSTT  # heavy: only for audio
 
@@ -133,6 +149,7 @@ async def ingest_audio_files(
             stt,
             session_title=session_title,
             stage2=stage2,
+            started_at=started_at,
             on_utterance=lambda u: click.echo(f"  {u.start_s:8.1f}s {u.speaker}: {u.text}"),
         )
     except (AudioFileError, STTError) as exc:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -109,8 +110,10 @@ async def ingest_audio(
     session_title: str | None = None,
     stage2: bool = False,
     on_utterance: Callable[[Utterance], None] | None = None,
+    started_at: datetime | None = None,
 ) -> IngestReport:
-    """Transcribe ``tracks`` (one speaker each) into one session (default title: the first file's name)."""
+    """Transcribe ``tracks`` (one speaker each) into one session (default title: the first file's name), played
+    at ``started_at`` (default: now, for a new session)."""
     if not tracks:
         raise ValueError("no audio files given")
     started = time.perf_counter()
@@ -121,7 +124,9 @@ async def ingest_audio(
     # Speakers' tracks interleave by time; the seq follows that order, so a re-import lands on the same rows.
     utterances.sort(key=lambda u: (u.start_s, u.speaker))
     title = session_title or tracks[0].path.stem
-    recorder = await SessionRecorder.start(mem, title, batch_size=500, max_delay_s=1e9, stage2=stage2)
+    recorder = await SessionRecorder.start(
+        mem, title, started_at=started_at, batch_size=500, max_delay_s=1e9, stage2=stage2
+    )
     await recorder.add_many([u.model_copy(update={"seq": i}) for i, u in enumerate(utterances, 1)])
     await recorder.end()
     return IngestReport(

@@ -310,6 +310,24 @@ async def test_jobs_list_and_retry_the_held_jobs_of_one_campaign(lk, fresh_dsn: 
         await conn.close()
 
 
+async def test_ingest_started_says_when_the_session_was_played(lk, fresh_dsn: str, tmp_path: Path) -> None:
+    assert lk("campaign", "create", "Dated").returncode == 0
+    old = tmp_path / "old.txt"
+    old.write_text("DM: Eldrinax sleeps.\n")
+    bad = lk("ingest", str(old), "--started", "last tuesday")
+    assert bad.returncode == 2 and "'last tuesday' does not match the formats" in bad.stderr
+    assert lk("ingest", str(old)).returncode == 0  # imported before anyone said when it was played
+    assert lk("ingest", str(old), "--started", "2024-03-02 19:30").returncode == 0  # corrects it
+    conn = await asyncpg.connect(fresh_dsn)
+    try:
+        started = await conn.fetch("SELECT title, started_at FROM sessions")
+    finally:
+        await conn.close()
+    assert [(r["title"], r["started_at"].astimezone().strftime("%Y-%m-%d %H:%M")) for r in started] == [
+        ("old", "2024-03-02 19:30")
+    ]
+
+
 def test_demo_runs_offline(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")}
     env["LOREKEEPER_DATA_DIR"] = str(tmp_path / "demo")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
@@ -250,6 +251,27 @@ async def test_txt_with_a_byte_order_mark_and_start_times(crown: CampaignMemory,
     jsonl.write_bytes(b"\xef\xbb\xbf" + json.dumps({"speaker": "DM", "text": "Roll."}).encode() + b"\n")
     report = await ingest_file(crown, jsonl)
     assert report.written == 1 and report.skipped == []
+
+
+async def test_last_mention_goes_by_when_sessions_were_played_not_imported(
+    crown: CampaignMemory, tmp_path: Path
+) -> None:
+    newer, older = tmp_path / "newer.txt", tmp_path / "older.txt"
+    newer.write_text("DM: Eldrinax stirs beneath Ironhold.\nAna: We run.\n")
+    older.write_text("DM: Eldrinax sleeps.\nBen: Good.\n")
+    wyrm = await crown.graph.get_entity("Eldrinax")
+    await ingest_file(crown, newer, started_at=datetime(2024, 3, 9, 19, tzinfo=UTC))
+    await ingest_file(crown, older)  # imported last, and without saying when it was played: it counts as now
+    assert (await crown.graph.last_mention(wyrm))["title"] == "older"  # type: ignore[index]
+
+    await ingest_file(crown, older, started_at=datetime(2024, 3, 2, 19, tzinfo=UTC))  # corrects its date
+    last = await crown.graph.last_mention(wyrm)
+    assert last is not None and (last["title"], last["text"]) == ("newer", "Eldrinax stirs beneath Ironhold.")
+    sessions = await crown.log.sessions()
+    assert [(s.title, s.started_at) for s in sessions] == [
+        ("older", datetime(2024, 3, 2, 19, tzinfo=UTC)),
+        ("newer", datetime(2024, 3, 9, 19, tzinfo=UTC)),
+    ]
 
 
 async def test_recall_merges_vector_and_fulltext_and_cites_refs(
