@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import discord
@@ -68,14 +69,21 @@ def parse_attributes(text: str | None) -> dict[str, str]:
     return attributes
 
 
-def entity_embed(entity: Entity, *, relationships: list[str], last_mention: dict[str, Any] | None) -> discord.Embed:
+def entity_embed(
+    entity: Entity,
+    *,
+    relationships: list[str],
+    last_mention: dict[str, Any] | None,
+    mask: Callable[[str], str] = str,
+) -> discord.Embed:
     """The entity card; every part is trimmed against a running total, so the embed always stays within
-    Discord's 6,000 characters (the parts come in order of importance: the last ones are cut first)."""
+    Discord's 6,000 characters (the parts come in order of importance: the last ones are cut first). ``mask``
+    hides what its reader may not see in the text the DM or the table wrote (secret names, for players)."""
     title = entity.name + (" 🔒" if entity.visibility == Visibility.secret else "")
     embed = discord.Embed(
         title=clip(title, MAX_TITLE),
         # leaves at least ~1,600 characters of the total for the fields
-        description=clip(entity.description or "*no description*", 2000),
+        description=clip(mask(entity.description or "") or "*no description*", 2000),
         colour=TYPE_COLOURS.get(entity.type, 0x5865F2),
     )
     add_field_within(embed, "Type", entity.type.value)
@@ -84,14 +92,14 @@ def entity_embed(entity: Entity, *, relationships: list[str], last_mention: dict
     if entity.aliases:
         add_field_within(embed, "Aliases", ", ".join(entity.aliases), inline=False)
     if entity.attributes:
-        lines = [f"**{k}**: {v}" for k, v in entity.attributes.items()]
+        lines = [f"**{k}**: {mask(str(v))}" for k, v in entity.attributes.items()]
         add_field_within(embed, "Attributes", lines, inline=False)
     if relationships:
-        add_field_within(embed, "Relationships", relationships, inline=False)
+        add_field_within(embed, "Relationships", [mask(r) for r in relationships], inline=False)
     if last_mention:
         minutes, seconds = divmod(int(last_mention["start_s"] or 0), 60)
         where = f"{last_mention['title']} at {minutes}:{seconds:02d}"
-        said = f"{where}, {last_mention['speaker']}: “{last_mention['text']}”"
+        said = f"{where}, {last_mention['speaker']}: “{mask(last_mention['text'])}”"
         add_field_within(embed, "Last mentioned", said, inline=False)
     return embed
 
@@ -151,10 +159,11 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         campaign, mem = await active_campaign(interaction)
         dm = member_is_dm(interaction, campaign)
         entities = await mem.graph.list_entities(type, include_secret=dm)
+        mask = str if dm else await mem.graph.player_mask()
         lines = [
             f"**{e.name}** · {e.type.value}"
             + (" 🔒" if e.visibility == Visibility.secret else "")
-            + (f" — {clip(e.description, 80)}" if e.description else "")
+            + (f" — {clip(mask(e.description), 80)}" if e.description else "")
             for e in entities
         ]
         title = f"{campaign.name}: {len(entities)} {type.value if type else 'entities'}"
@@ -173,7 +182,8 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         snap = await _snapshot(mem, name, dm=dm)
         lines = [r.describe() + (" 🔒" if r.visibility == Visibility.secret else "") for r in snap.relationships]
         last = await mem.graph.last_mention(snap.entity)
-        embed = entity_embed(snap.entity, relationships=lines, last_mention=last)
+        mask = str if dm else await mem.graph.player_mask()
+        embed = entity_embed(snap.entity, relationships=lines, last_mention=last, mask=mask)
         await interaction.response.send_message(embed=embed, ephemeral=True)
 
     @app_commands.command(description="Change an entity (DM only)")

@@ -6,6 +6,8 @@ without an embedder — plus the accepted facts of an entity the query names, se
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import discord
 from discord import app_commands
 from discord.ext import commands
@@ -14,6 +16,7 @@ from bot.app import LorekeeperBot
 from bot.checks import UserError, active_campaign, member_is_dm
 from bot.views import MAX_FIELD_VALUE, clip, name_choices, safe_autocomplete
 from memory import recall as recall_core
+from memory.jobs import recap_for_players
 from memory.models import Visibility
 from memory.recall import RecallHit
 
@@ -26,11 +29,12 @@ def timestamp(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def cite(hit: RecallHit) -> str:
-    """The passage with its session, time and speakers, so the DM can find it in the recording."""
+def cite(hit: RecallHit, mask: Callable[[str], str] = str) -> str:
+    """The passage with its session, time and speakers, so the DM can find it in the recording; ``mask`` hides
+    what the reader may not see in it (secret names, for players)."""
     when = f" at {timestamp(hit.start_s)}" if hit.start_s is not None else ""
     who = ", ".join(hit.speakers)
-    return f"“{clip(hit.text, 400)}”\n— **{who}**, {hit.session or f'session {hit.session_id}'}{when}"
+    return f"“{clip(mask(hit.text), 400)}”\n— **{who}**, {hit.session or f'session {hit.session_id}'}{when}"
 
 
 @safe_autocomplete
@@ -54,17 +58,19 @@ class Recall(commands.Cog):
         embedder = self.bot.embedder
         hits = await recall_core.recall(mem, embedder, query, limit=HITS, mode="both" if embedder else "fulltext")
         embed = discord.Embed(title=clip(f"Recall: {query}", 256), colour=0x3498DB)
+        # players heard what was said, but a name the DM keeps secret stays hidden in what they read back
+        mask = str if dm else await mem.graph.player_mask()
         entity = await mem.graph.find_entity(query)
         # a secret or unreviewed entity is as good as unknown to players: neither it nor its facts are shown
         if entity is not None and (dm or entity.visibility == Visibility.public) and entity.status == "accepted":
             facts = await mem.graph.relationships_of(entity.id, include_secret=dm)
-            lines = [f.describe() + (" 🔒" if f.visibility == Visibility.secret else "") for f in facts]
-            about = entity.description or "*no description*"
+            lines = [mask(f.describe()) + (" 🔒" if f.visibility == Visibility.secret else "") for f in facts]
+            about = mask(entity.description or "") or "*no description*"
             embed.add_field(
                 name=clip(entity.name, 256), value=clip("\n".join([about, *lines]), MAX_FIELD_VALUE), inline=False
             )
         if hits:
-            embed.description = clip("\n\n".join(cite(h) for h in hits), 4000)
+            embed.description = clip("\n\n".join(cite(h, mask) for h in hits), 4000)
         elif not embed.fields:
             embed.description = "Nothing in this campaign's sessions matches that."
         await interaction.followup.send(embed=embed, ephemeral=True)
@@ -73,7 +79,7 @@ class Recall(commands.Cog):
     @app_commands.describe(session="The session's title (default: the latest)")
     @app_commands.autocomplete(session=session_titles)
     async def recap(self, interaction: discord.Interaction, session: str | None = None) -> None:
-        _, mem = await active_campaign(interaction)
+        campaign, mem = await active_campaign(interaction)
         sessions = await mem.log.sessions()
         if not sessions:
             raise UserError("No sessions recorded in this campaign yet.")
@@ -84,8 +90,10 @@ class Recall(commands.Cog):
                 raise UserError(f"No session titled {session!r}; recent ones: {names}.")
         else:
             chosen = sessions[-1]
-        if chosen.summary:
+        if chosen.summary and member_is_dm(interaction, campaign):
             text = chosen.summary
+        elif chosen.summary:
+            text = recap_for_players(chosen.summary, await mem.graph.player_mask())
         elif chosen.ended_at is None:
             text = "*This session is still running; its recap is written when it ends.*"
         else:

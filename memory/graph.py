@@ -6,6 +6,7 @@ Facts are never deleted by play: a contradicting fact, once accepted, closes the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
@@ -91,6 +92,24 @@ def _visible(alias: str, include_secret: bool) -> str:
     return cond
 
 
+class SecretMask:
+    """Hides secret entities' names in text players read: a recap, a recalled passage or a description may
+    quote someone saying one. Their aliases stay: an alias ("the Pale Magister") is what players know such an
+    entity by. Case is ignored: a name said in lower case is still the name."""
+
+    MASK = "[secret]"
+
+    def __init__(self, names: Iterable[str]) -> None:
+        # longest first, so "Vaskerrin Holt" is hidden whole before a shorter secret name inside it
+        spellings = sorted({n for n in names if n.strip()}, key=len, reverse=True)
+        words = (r"\s+".join(map(re.escape, n.split())) for n in spellings)
+        alternatives = "|".join(rf"(?<!\w){w}(?!\w)" for w in words)
+        self._pattern = re.compile(alternatives, re.IGNORECASE) if spellings else None
+
+    def __call__(self, text: str) -> str:
+        return self._pattern.sub(self.MASK, text) if self._pattern is not None and text else text
+
+
 class KnowledgeGraph:
     def __init__(self, db: Executor, campaign_id: int, *, accept_threshold: float = 0.7) -> None:
         self.db = db
@@ -158,6 +177,14 @@ class KnowledgeGraph:
             self.campaign_id,
         )
         return [r[0] for r in rows]
+
+    async def player_mask(self) -> SecretMask:
+        """What hides this campaign's secret names from players (see :class:`SecretMask`)."""
+        rows = await self.db.fetch(
+            "SELECT name FROM entities WHERE campaign_id = $1 AND visibility = 'secret' AND status <> 'rejected'",
+            self.campaign_id,
+        )
+        return SecretMask(r["name"] for r in rows)
 
     async def list_entities(
         self,

@@ -34,6 +34,7 @@ from memory.chunking import ChunkSettings, windows
 from memory.db import Executor
 from memory.errors import Unavailable
 from memory.gazetteer import Gazetteer
+from memory.graph import SecretMask
 from memory.models import (
     ChunkIn,
     Entity,
@@ -402,6 +403,9 @@ def _salience(entry: Entry, mentioned: int) -> float:
     return score
 
 
+_INVOLVED = "Involved: "
+
+
 def extractive_summary(
     entries: Sequence[Entry], gazetteer: Gazetteer, names: dict[int, str], *, k: int = 5, secret: Set[int] = frozenset()
 ) -> tuple[str, list[int]]:
@@ -418,8 +422,21 @@ def extractive_summary(
     involved = [i for i, _ in counts.most_common() if i in names]
     lines = [f"{entries[i].speaker}: {entries[i].text}" for i in best]
     if shown := [names[i] for i in involved if i not in secret]:
-        lines.append("Involved: " + ", ".join(shown[:12]))
+        lines.append(_INVOLVED + ", ".join(shown[:12]))
     return "\n".join(lines), involved
+
+
+def recap_for_players(summary: str, mask: SecretMask) -> str:
+    """A session's summary as players may read it: secret names hidden, and gone from its "Involved:" list,
+    which may name an entity made secret after the summary was written."""
+    lines = []
+    for line in mask(summary).splitlines():
+        if line.startswith(_INVOLVED):
+            shown = [n for n in line.removeprefix(_INVOLVED).split(", ") if n != mask.MASK]
+            line = _INVOLVED + ", ".join(shown) if shown else ""
+        if line:
+            lines.append(line)
+    return "\n".join(lines)
 
 
 async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) -> str:

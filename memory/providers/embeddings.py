@@ -159,7 +159,7 @@ class OpenAIEmbedder:
     async def _embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
         import openai
 
-        from memory.providers.openai_client import api_error_detail
+        from memory.providers.openai_client import api_error_detail, without_key
 
         # The API rejects empty strings; a lone space embeds as "nothing" just the same.
         inputs = [text if text else " " for text in texts]
@@ -175,13 +175,17 @@ class OpenAIEmbedder:
                 )
         except openai.APIStatusError as exc:
             failed = EmbeddingError if exc.status_code in BAD_REQUEST else EmbeddingUnavailable
-            raise failed(f"embedding request failed: HTTP {exc.status_code}: {api_error_detail(exc)}") from exc
+            detail = without_key(self._client, api_error_detail(exc))
+            raise failed(f"embedding request failed: HTTP {exc.status_code}: {detail}") from exc
         except openai.APITimeoutError as exc:
             raise EmbeddingUnavailable("embedding request timed out") from exc
         except openai.APIConnectionError as exc:
-            raise EmbeddingUnavailable(f"embeddings endpoint unreachable: {exc}") from exc
+            raise EmbeddingUnavailable(
+                f"embeddings endpoint unreachable: {without_key(self._client, str(exc))}"
+            ) from exc
         except openai.OpenAIError as exc:
-            raise EmbeddingError(f"embedding request failed: {type(exc).__name__}: {exc}") from exc
+            detail = without_key(self._client, str(exc))
+            raise EmbeddingError(f"embedding request failed: {type(exc).__name__}: {detail}") from exc
 
         data = sorted(response.data, key=lambda item: item.index)
         if [item.index for item in data] != list(range(len(inputs))):

@@ -78,15 +78,15 @@ class OpenAILLM:
             )
         except openai.APIStatusError as exc:
             failed = LLMError if exc.status_code in BAD_REQUEST else LLMUnavailable
-            raise failed(f"LLM request failed: HTTP {exc.status_code}: {_short(api_error_detail(exc))}") from exc
+            raise failed(f"LLM request failed: HTTP {exc.status_code}: {self._said(api_error_detail(exc))}") from exc
         except openai.APITimeoutError as exc:
             raise LLMUnavailable("LLM request timed out") from exc
         except openai.APIConnectionError as exc:
-            raise LLMUnavailable(f"LLM unreachable: {_short(str(exc))}") from exc
+            raise LLMUnavailable(f"LLM unreachable: {self._said(str(exc))}") from exc
         except openai.OpenAIError as exc:
-            raise LLMError(f"LLM request failed: {type(exc).__name__}: {_short(str(exc))}") from exc
+            raise LLMError(f"LLM request failed: {type(exc).__name__}: {self._said(str(exc))}") from exc
         except ValueError as exc:  # a 200 whose body is not JSON (a proxy's error page)
-            raise LLMError(f"LLM answer is not JSON: {_short(str(exc))}") from exc
+            raise LLMError(f"LLM answer is not JSON: {self._said(str(exc))}") from exc
         if not isinstance(completion, ChatCompletion):
             raise LLMError(f"LLM answer is not a chat completion: {_short(repr(completion))}")
 
@@ -101,6 +101,11 @@ class OpenAILLM:
         if choice.finish_reason == "content_filter":
             raise LLMError("LLM answer was withheld by a content filter")
         return parse_json_answer(message.content, schema)
+
+    def _said(self, text: str) -> str:
+        from memory.providers.openai_client import without_key
+
+        return _short(without_key(self._client, text))
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""

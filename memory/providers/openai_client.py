@@ -34,3 +34,10 @@ def api_error_detail(exc: openai.APIStatusError) -> str:
         if isinstance(inner, dict) and isinstance(inner.get("message"), str):
             return inner["message"]
     return exc.message
+
+
+def without_key(client: openai.AsyncOpenAI, text: str) -> str:
+    """``text`` (a server's or the client's error message, bound for logs and the job table) with the API key
+    starred out: some proxies echo the key they were sent ("Invalid key sk-...")."""
+    key = client.api_key
+    return text.replace(key, "***") if key and key != _PLACEHOLDER_KEY else text

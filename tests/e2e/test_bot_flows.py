@@ -12,6 +12,7 @@ import yaml
 from discord import app_commands
 
 from bot.app import LorekeeperBot
+from memory import jobs
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
 from memory.store import CampaignMemory, Memory
 from tests.e2e.conftest import BotRunner
@@ -637,6 +638,53 @@ async def test_recap_latest_named_and_unknown(session_log: CampaignMemory, fake_
     assert [c["name"] for c in choices] == ["The Drowned Road"]
     unknown = await fake_discord.invoke("recap", {"session": "Nope"}, user_id=player)
     assert unknown.texts() == ["No session titled 'Nope'; recent ones: 'The Drowned Road', 'Into the Deep'."]
+
+
+async def test_players_never_read_a_secret_name(
+    ashes: CampaignMemory, memory: Memory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    """The table may say a name the DM keeps secret; the recap, recall and entity cards players read hide it."""
+    await ashes.graph.add_entity(
+        EntityIn(name="Eldrinax", type=EntityType.npc, visibility=Visibility.secret, aliases=["the old beggar"])
+    )
+    await ashes.graph.add_entity(EntityIn(name="Ironhold", type=EntityType.place, description="Eldrinax's old home"))
+    await ashes.graph.add_entity(EntityIn(name="Borin", type=EntityType.npc))
+    session = await ashes.log.start_session("The Gates")
+    said = [
+        ("DM", "You reach the gates of Ironhold as the sun goes down over the mountains."),
+        ("DM", "Unseen by anyone, Eldrinax watches the party from the shadows of Ironhold tonight."),
+        ("Ana", "I ask Borin about the old beggar we saw by the gates of Ironhold."),
+    ]
+    await ashes.log.write_many(
+        session.id, [EntryIn(speaker=s, text=t, start_s=10.0 * i, ref=f"l{i}") for i, (s, t) in enumerate(said)]
+    )
+    await ashes.log.end_session(session.id)
+    await jobs.summarize_session(
+        jobs.JobContext(memory=memory, embedder=None, embedding_model="-"), ashes.campaign_id, session.id
+    )  # type: ignore[arg-type]  # the offline recap needs neither
+
+    async def read(user: FakeMember, command: str, options: dict[str, str] | None = None) -> str:
+        return "\n".join((await fake_discord.invoke(command, options or {}, user_id=user)).texts())
+
+    recap = await read(player, "recap")
+    assert "[secret] watches the party" in recap and "Eldrinax" not in recap
+    assert "the old beggar" in recap  # the alias is what players know it by
+    assert "Involved: Ironhold, Borin" in recap or "Involved: Borin, Ironhold" in recap
+    for command, options in [
+        ("recall", {"query": "who watches the party"}),
+        ("entity show", {"name": "Session: The Gates"}),  # the recap is the session's description
+        ("entity show", {"name": "Ironhold"}),  # the description and the last mention
+        ("entity list", {}),
+    ]:
+        shown = await read(player, command, options)
+        assert "[secret]" in shown and "Eldrinax" not in shown, (command, shown)
+    assert "Eldrinax watches the party" in await read(dm, "recap")
+    assert "Eldrinax's old home" in await read(dm, "entity show", {"name": "Ironhold"})
+
+    # a name made secret after the recap was written goes from it too
+    await fake_discord.invoke("entity edit", {"name": "Borin", "secret": True}, user_id=dm)
+    recap = await read(player, "recap")
+    assert "Borin" not in recap and "Involved: Ironhold" in recap
 
 
 # ---------------------------------------------------------------------------------------------- transcript

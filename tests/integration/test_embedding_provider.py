@@ -78,6 +78,13 @@ async def test_http_error_becomes_embedding_error(fake_openai: FakeOpenAI, embed
     assert len(fake_openai.embedding_requests) == 1
 
 
+async def test_an_api_key_echoed_by_the_server_is_starred_out(fake_openai: FakeOpenAI, embedder_for: Factory) -> None:
+    fake_openai.queue_embedding_error(FakeHTTPError(401, f"bad key {fake_openai.api_key}"))
+    with pytest.raises(EmbeddingError) as info:
+        await embedder_for(fake_openai).embed(["a"])
+    assert str(info.value) == "embedding request failed: HTTP 401: bad key ***"
+
+
 async def test_server_errors_are_retried(fake_openai: FakeOpenAI, embedder_for: Factory) -> None:
     fake_openai.queue_embedding_error(FakeHTTPError(503), FakeHTTPError(502))
     assert await embedder_for(fake_openai).embed(["a"]) == [FakeOpenAI.vector_for("a", 8)]

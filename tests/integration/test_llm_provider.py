@@ -135,6 +135,14 @@ async def test_client_error_is_not_retried(llm: OpenAILLM, fake_openai: FakeOpen
     assert not isinstance(info.value, LLMUnavailable)  # the request is wrong: trying again later will not help
 
 
+async def test_an_api_key_echoed_by_the_server_is_starred_out(llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
+    """The message goes to logs and the job table: a proxy that repeats the key must not put it there."""
+    fake_openai.queue_chat(FakeHTTPError(401, f"Invalid proxy token. Received API Key = {fake_openai.api_key}"))
+    with pytest.raises(LLMError) as info:
+        await llm.complete_json(system="s", user="u", schema=Correction)
+    assert str(info.value) == "LLM request failed: HTTP 401: Invalid proxy token. Received API Key = ***"
+
+
 async def test_server_error_is_retried_then_succeeds(llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
     fake_openai.queue_chat(FakeHTTPError(503, "overloaded"), FakeHTTPError(429, "slow down"), GOOD)
     result = await llm.complete_json(system="s", user="u", schema=Correction)

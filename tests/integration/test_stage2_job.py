@@ -16,11 +16,11 @@ from memory.store import CampaignMemory, Memory
 from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import FakeHTTPError, FakeOpenAI
 
-TEXT = "We met Bob at the cistern."
+TEXT = "We met Kwellow at the cistern."  # Quelloth misheard: a sound from it, not near enough for stage 1
 
 
 def utterance(seq: int) -> Utterance:
-    confidences = {"We": 0.95, "met": 0.9, "Bob": 0.2, "at": 0.97, "the": 0.98, "cistern.": 0.9}
+    confidences = {"We": 0.95, "met": 0.9, "Kwellow": 0.2, "at": 0.97, "the": 0.98, "cistern.": 0.9}
     return Utterance(
         speaker="DM", text=TEXT, seq=seq, words=[Word(word=w, confidence=c) for w, c in confidences.items()]
     )
@@ -34,7 +34,7 @@ async def test_stage2_job_revises_text_from_the_recorded_suspects(
     await rec.add_many([utterance(1), utterance(2)])
     await rec.flush()
     first, second = await campaign.log.session_entries(rec.session.id)
-    assert first.text == TEXT and first.suspects == [(7, 10)]  # "Bob": low confidence, nothing near it
+    assert first.text == TEXT and first.suspects == [(7, 14)]  # "Kwellow": low confidence, stage 1 unsure
 
     corrections_asked: list[dict] = []
 
@@ -44,11 +44,14 @@ async def test_stage2_job_revises_text_from_the_recorded_suspects(
         corrections_asked.append(request)
         if len(corrections_asked) == 1:
             return json.dumps(
-                {"text": "We met Quelloth at the cistern.", "substitutions": [{"heard": "Bob", "entity": "Quelloth"}]}
+                {
+                    "text": "We met Quelloth at the cistern.",
+                    "substitutions": [{"heard": "Kwellow", "entity": "Quelloth"}],
+                }
             )
         # the second line: rewrites other words and declares a non-entity; all of it must be dropped
         return json.dumps(
-            {"text": "You met Bobby in a tavern.", "substitutions": [{"heard": "Bob", "entity": "Bobby"}]}
+            {"text": "You met Kwellows in a tavern.", "substitutions": [{"heard": "Kwellow", "entity": "Kwellows"}]}
         )
 
     fake_openai.chat_handler = answer
@@ -63,7 +66,14 @@ async def test_stage2_job_revises_text_from_the_recorded_suspects(
     first, second = await campaign.log.session_entries(rec.session.id)
     assert first.raw_text == TEXT and first.text == "We met Quelloth at the cistern."
     [c] = first.corrections
-    assert (c.span, c.replacement, c.entity_id, c.stage, c.start, c.end) == ("Bob", "Quelloth", quelloth.id, 2, 7, 10)
+    assert (c.span, c.replacement, c.entity_id, c.stage, c.start, c.end) == (
+        "Kwellow",
+        "Quelloth",
+        quelloth.id,
+        2,
+        7,
+        14,
+    )
     assert second.text == TEXT and second.corrections == []  # nothing verified: unchanged
     # the revised line is searchable and its window was re-embedded with the new text
     assert [h.id for h in await campaign.log.search("Quelloth")] == [first.id]
@@ -120,7 +130,10 @@ async def test_an_llm_outage_leaves_the_lines_for_a_later_run(
         def back(request: dict) -> str:
             assert request["response_format"]["json_schema"]["name"] == "LLMCorrection"
             return json.dumps(
-                {"text": "We met Quelloth at the cistern.", "substitutions": [{"heard": "Bob", "entity": "Quelloth"}]}
+                {
+                    "text": "We met Quelloth at the cistern.",
+                    "substitutions": [{"heard": "Kwellow", "entity": "Quelloth"}],
+                }
             )
 
         fake_openai.chat_handler = back

@@ -364,6 +364,11 @@ async def test_campaign_lifecycle(memory: Memory) -> None:
     assert await memory.campaigns(guild_id=7).list() == []
     with pytest.raises(NotFoundError):
         await memory.campaigns(guild_id=7).get("Sunken Crown")
+    with pytest.raises(NotFoundError, match=f"no campaign with id {first.id}"):
+        await memory.campaigns(guild_id=7).get_by_id(first.id)
+    # a forged button's id past bigint is missing like any other, not a database error
+    with pytest.raises(NotFoundError, match="no campaign with id 9{30}"):
+        await guild.get_by_id(int("9" * 30))
 
 
 async def test_campaigns_are_isolated(memory: Memory) -> None:

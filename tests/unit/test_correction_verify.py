@@ -25,3 +25,13 @@ def test_a_name_with_a_possessive_inside_can_be_declared() -> None:
     text = "she rode the vexes brume home"
     answer = "she rode the Vex's Broom home"
     assert _verify(names, text, "vexes brume", answer, ("vexes brume", "Vex's Broom")) == "she rode the Vex'ahlia home"
+
+
+def test_a_name_guessed_from_context_is_not_a_name_misheard() -> None:
+    """Stage 2 fixes names the recogniser misheard; "the old man" does not sound like Vaskerrin Holt, whoever
+    the model thinks he is (a secret name written there would tell players who he is)."""
+    names = [EntityName(id=1, name="Vaskerrin Holt", aliases=["The Pale Magister"]), EntityName(id=2, name="Yasha")]
+    text = "I think the old man is following us, sasha"
+    answer = "I think Vaskerrin Holt is following us, Yasha"
+    fixed = _verify(names, text, text, answer, ("the old man", "Vaskerrin Holt"), ("sasha", "Yasha"))
+    assert fixed == "I think the old man is following us, Yasha"
