@@ -76,8 +76,13 @@ class Campaigns:
         return Campaign(**dict(row))
 
     async def get_by_id(self, campaign_id: int) -> Campaign:
-        row = await self.db.fetchrow(
-            "SELECT * FROM campaigns WHERE guild_id = $1 AND id = $2", self.guild_id, campaign_id
+        # an id from a button's custom id, which anyone can forge: one past bigint is as missing as any other
+        row = (
+            await self.db.fetchrow(
+                "SELECT * FROM campaigns WHERE guild_id = $1 AND id = $2", self.guild_id, campaign_id
+            )
+            if campaign_id < 2**63
+            else None
         )
         if row is None:
             raise NotFoundError(f"no campaign with id {campaign_id}")
