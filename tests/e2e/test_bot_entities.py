@@ -349,6 +349,33 @@ async def test_timed_out_buttons_are_removed(world, fake_discord: FakeDiscord, d
     assert fake_discord.rejected == [] and fake_discord.client_errors == []
 
 
+async def test_buttons_of_a_view_gone_with_a_restart_say_they_expired(
+    world: CampaignMemory,
+    bot: LorekeeperBot,
+    bot_runner: BotRunner,
+    fake_discord: FakeDiscord,
+    memory: Memory,
+    dm: FakeMember,
+    tmp_path: Path,
+) -> None:
+    for n in range(60):
+        await world.graph.add_entity(EntityIn(name=f"Kobold {n:02d}", type=EntityType.npc, description="yip " * 30))
+    listed = await fake_discord.invoke("entity list", {}, user_id=dm)
+    next_id = listed.original["components"][0]["components"][1]["custom_id"]
+    live = await fake_discord.click(listed.original, next_id, user_id=dm)
+    assert live.callback_type == 7  # the live view answers, and only it: a second answer would be an error
+    asked = await fake_discord.invoke("entity remove", {"name": "Ironhold"}, user_id=dm)
+    confirm_id = asked.original["components"][0]["components"][0]["custom_id"]
+
+    await bot_runner.stop(bot)
+    await bot_runner.start(make_bot(fake_discord, memory, tmp_path))
+    for record, custom_id in ((asked, confirm_id), (listed, next_id)):
+        pressed = await fake_discord.click(record.original, custom_id, user_id=dm)
+        assert pressed.ephemeral and pressed.texts() == ["These buttons have expired; run the command again."]
+    assert await world.graph.find_entity("Ironhold") is not None
+    assert fake_discord.client_errors == []
+
+
 async def test_failing_autocomplete_answers_empty(world, fake_discord: FakeDiscord, dm: FakeMember, monkeypatch):
     from memory.graph import KnowledgeGraph
     from memory.session_log import SessionLog
