@@ -176,9 +176,14 @@ class Paginator(OwnedView):
             page.set_footer(text=f"page {n + 1} of {len(self.pages)}")
         self._sync_buttons()
 
-    @property
-    def needed(self) -> bool:
-        return len(self.pages) > 1
+    @classmethod
+    async def reply(cls, interaction: discord.Interaction, pages: Sequence[discord.Embed]) -> None:
+        """Answer ``interaction`` (ephemeral) with the first page; with the buttons when there are more."""
+        view = cls(interaction, pages)
+        if len(view.pages) > 1:
+            await interaction.response.send_message(embed=view.pages[0], view=view, ephemeral=True)
+        else:
+            await interaction.response.send_message(embed=view.pages[0], ephemeral=True)
 
     def _sync_buttons(self) -> None:
         self.prev.disabled = self.index == 0

@@ -20,7 +20,7 @@ from bot.checks import (
     member_is_dm,
     require_dm,
 )
-from bot.views import Confirm, clip, name_choices, safe_autocomplete
+from bot.views import Confirm, Paginator, clip, name_choices, paged_embeds, safe_autocomplete
 from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaign_file
 from campaigns.load import apply_campaign_file, export_campaign_file
 from campaigns.schema import CampaignHeader
@@ -73,8 +73,7 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         campaigns = await campaigns_of(interaction).list()
         if not campaigns:
             raise UserError("No campaigns yet: run /campaign create first.")
-        embed = discord.Embed(title="Campaigns", description=clip("\n".join(map(_line, campaigns)), 4096))
-        await interaction.response.send_message(embed=embed, ephemeral=True)
+        await Paginator.reply(interaction, paged_embeds("Campaigns", [_line(c) for c in campaigns]))
 
     @app_commands.command(description="Make another campaign the active one (DM only)")
     @app_commands.describe(name="The campaign to make active")

@@ -158,11 +158,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             for e in entities
         ]
         title = f"{campaign.name}: {len(entities)} {type.value if type else 'entities'}"
-        view = Paginator(interaction, paged_embeds(title, lines))
-        if view.needed:
-            await interaction.response.send_message(embed=view.pages[0], view=view, ephemeral=True)
-        else:
-            await interaction.response.send_message(embed=view.pages[0], ephemeral=True)
+        await Paginator.reply(interaction, paged_embeds(title, lines))
 
     @app_commands.command(description="Show an entity: attributes, aliases, relationships, last mention")
     @app_commands.describe(name="The entity's name or an alias")

@@ -120,6 +120,25 @@ async def test_campaign_create_list_switch_info_delete(
     assert [c.name for c in await memory.campaigns(guild.id).list()] == ["Frostmaw"]
 
 
+async def test_campaign_list_pages_through_every_campaign(
+    bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember
+) -> None:
+    campaigns = memory.campaigns(guild.id)
+    names = [f"{n:02d} " + "The Long Road Beneath the Drowned Kingdom " * 2 for n in range(40)]
+    for name in names:
+        await campaigns.create(name.strip(), system="D&D 5e", description="A campaign of many sessions. " * 10)
+    listed = await fake_discord.invoke("campaign list", user_id=dm)
+    assert listed.ephemeral and listed.original is not None
+    message_id = int(listed.original["id"])
+    shown = [listed.original["embeds"][0]["description"]]
+    while not (next_button := fake_discord.messages[message_id]["components"][0]["components"][1]).get("disabled"):
+        await fake_discord.click(message_id, next_button["custom_id"], user_id=dm)
+        shown.append(fake_discord.messages[message_id]["embeds"][0]["description"])
+    assert len(shown) > 1 and all(len(page) <= 4096 for page in shown)
+    text = "\n".join(shown)
+    assert all(f"**{name.strip()}**" in text for name in names)
+
+
 async def test_deleting_the_active_campaign_makes_the_newest_left_active(
     ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
 ) -> None:
