@@ -235,6 +235,35 @@ async def test_link_unlink(world, fake_discord: FakeDiscord, dm: FakeMember) -> 
     assert missing.texts() == ["Eldrinax has no 'ally_of' relationship to Ironhold"]
 
 
+async def test_link_secret_only_the_dm_sees_and_relinking_keeps_it(
+    world, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    hunts = {"source": "Eldrinax", "relation": "hunts", "target": "Ironhold"}
+    linked = await fake_discord.invoke("entity link", hunts | {"secret": True}, user_id=dm)
+    assert linked.texts() == ["Linked Eldrinax —hunts→ Ironhold 🔒"]
+    (fact,) = await world.graph.relationships_of((await world.graph.get_entity("Eldrinax")).id, include_secret=True)
+    assert fact.visibility == Visibility.secret
+
+    as_dm = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=dm)).texts())
+    assert "Eldrinax —hunts→ Ironhold 🔒" in as_dm
+    as_player = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts())
+    assert "hunts" not in as_player
+    assert "hunts" not in "\n".join(
+        (await fake_discord.invoke("entity show", {"name": "Ironhold"}, user_id=player)).texts()
+    )
+
+    # linking again without the option leaves the secret alone; giving it changes the visibility
+    again = await fake_discord.invoke("entity link", hunts, user_id=dm)
+    assert again.texts() == ["Already linked: Eldrinax —hunts→ Ironhold 🔒"]
+    public = await fake_discord.invoke("entity link", hunts | {"secret": False}, user_id=dm)
+    assert public.texts() == ["Now public: Eldrinax —hunts→ Ironhold"]
+    as_player = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts())
+    assert "Eldrinax —hunts→ Ironhold" in as_player
+    secret = await fake_discord.invoke("entity link", hunts | {"secret": True}, user_id=dm)
+    assert secret.texts() == ["Now secret: Eldrinax —hunts→ Ironhold 🔒"]
+    assert len(await world.graph.relationships_of(fact.source_id, include_secret=True)) == 1
+
+
 async def test_guild_b_cannot_see_guild_a(
     world, bot_runner: BotRunner, fake_discord: FakeDiscord, memory: Memory, tmp_path: Path
 ) -> None:
