@@ -491,7 +491,9 @@ async def test_review_channel_gets_new_items_once(
     dm: FakeMember,
 ) -> None:
     setup = await fake_discord.invoke("lorekeeper setup", {"review_channel": review_channel}, user_id=dm)
-    assert setup.texts() == [f"**Ashes** — DM: members with Manage Server; review items: <#{review_channel.id}>."]
+    assert setup.texts() == [
+        f"Set for every campaign of this server — DM: members with Manage Server; review items: <#{review_channel.id}>."
+    ]
     cog = bot.get_cog("Review")
     discord_guild = bot.get_guild(guild.id)
     assert cog is not None and discord_guild is not None
@@ -551,12 +553,41 @@ async def test_setup_dm_role_makes_its_members_dm(
     assert not_admin.texts() == ["Only members with Manage Server can set Lorekeeper up."]
     done = await fake_discord.invoke("lorekeeper setup", {"dm_role": gm_role}, user_id=dm)
     assert done.texts() == [
-        f"**Ashes** — DM: <@&{gm_role.id}> (and Manage Server); review items: only through /review."
+        f"Set for every campaign of this server — DM: <@&{gm_role.id}> (and Manage Server); "
+        "review items: only through /review."
     ]
     after = await fake_discord.invoke("entity add", {"name": "Borin", "type": "npc"}, user_id=keeper)
     assert after.texts()[0] == "Added npc **Borin**."
     still_not = await fake_discord.invoke("entity add", {"name": "Orrin", "type": "npc"}, user_id=player)
     assert still_not.texts() == ["Only the DM can do that."]
+
+
+async def test_setup_is_the_servers_and_survives_switching_campaigns(
+    keeper: FakeMember,  # first, so the role and channel are in the guild the bot sees at connect
+    review_channel: FakeChannel,
+    ashes: CampaignMemory,
+    fake_discord: FakeDiscord,
+    memory: Memory,
+    guild: FakeGuild,
+    dm: FakeMember,
+) -> None:
+    await fake_discord.invoke("campaign create", {"name": "Frostmaw"}, user_id=dm)  # before the setup
+    await fake_discord.invoke(
+        "lorekeeper setup", {"dm_role": keeper.roles[0], "review_channel": review_channel}, user_id=dm
+    )
+    await fake_discord.invoke("campaign switch", {"name": "Frostmaw"}, user_id=dm)
+    added = await fake_discord.invoke("entity add", {"name": "Borin", "type": "npc"}, user_id=keeper)
+    assert added.texts()[0] == "Added npc **Borin**."
+    shown = await fake_discord.invoke("lorekeeper setup", user_id=dm)
+    assert shown.texts() == [
+        f"This server — DM: <@&{keeper.roles[0].id}> (and Manage Server); review items: <#{review_channel.id}>."
+    ]
+
+    cleared = await fake_discord.invoke("lorekeeper setup", {"clear": True}, user_id=dm)
+    assert cleared.texts() == [
+        "Set for every campaign of this server — DM: members with Manage Server; review items: only through /review."
+    ]
+    assert [c.settings for c in await memory.campaigns(guild.id).list()] == [{}, {}]
 
 
 async def test_a_campaign_created_by_the_dm_role_keeps_the_role_and_review_channel(
