@@ -215,6 +215,22 @@ async def test_campaign_load_broken_file_changes_nothing(
     assert sorted(e.name for e in await ashes.graph.list_entities()) == ["Eldrinax", "Mira"]
 
 
+async def test_a_failed_first_load_leaves_no_campaign_behind(
+    bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember
+) -> None:
+    # only the database finds this clash: it lowers "İstanbul" to "istanbul", which Python's casefold does not
+    clash = "campaign: {name: Fresh}\nentities:\n  - {name: Vell, type: npc, aliases: [İstanbul]}\n"
+    clash += "  - {name: istanbul, type: place}\n"
+    record = await fake_discord.invoke("campaign load", {"file": Upload("clash.yaml", clash.encode())}, user_id=dm)
+    (text,) = record.texts()
+    assert text.startswith("Nothing was loaded:\nclash.yaml:4: ") and "give this entry `renamed_from:`" in text
+    assert await memory.campaigns(guild.id).list() == []
+    good = b"campaign: {name: Fresh}\nentities:\n  - {name: Vell, type: npc}\n"
+    loaded = await fake_discord.invoke("campaign load", {"file": Upload("good.yaml", good)}, user_id=dm)
+    assert loaded.texts()[0].startswith("**Fresh** ← good.yaml: entities: 1 new")
+    assert [(c.name, c.active) for c in await memory.campaigns(guild.id).list()] == [("Fresh", True)]
+
+
 async def test_campaign_names_over_100_characters_are_refused_clearly(
     bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember
 ) -> None:
