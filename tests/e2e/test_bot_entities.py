@@ -264,6 +264,29 @@ async def test_link_secret_only_the_dm_sees_and_relinking_keeps_it(
     assert len(await world.graph.relationships_of(fact.source_id, include_secret=True)) == 1
 
 
+async def test_text_with_a_nul_character_is_refused_clearly(
+    world, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    refusal = "The text contains a NUL character (U+0000), which cannot be stored or searched: remove it and try again."
+    for command, options, user in [
+        ("entity edit", {"name": "Ironhold", "description": "A dwarven\x00fortress"}, dm),
+        ("entity show", {"name": "Iron\x00hold"}, player),
+        ("entity link", {"source": "Eldrinax", "relation": "rules", "target": "Iron\x00hold"}, dm),
+        ("recall", {"query": "Eldrinax\x00"}, player),
+    ]:
+        record = await fake_discord.invoke(command, options, user_id=user)
+        assert record.ephemeral and record.texts() == [refusal], command
+    opened = await fake_discord.invoke("entity describe", {"name": "Ironhold"}, user_id=dm)
+    described = await fake_discord.submit_modal(opened.modal["custom_id"], {"description": "Deep\x00halls"})
+    assert described.texts() == [refusal]
+    # (/entity add names the field: its model refuses the character before the database sees it)
+    added = await fake_discord.invoke(
+        "entity add", {"name": "Borin", "type": "npc", "description": "a\x00"}, user_id=dm
+    )
+    assert added.texts() == ["description: contains a NUL character (U+0000), which cannot be stored"]
+    assert (await world.graph.get_entity("Ironhold")).description == "A dwarven fortress"
+
+
 async def test_guild_b_cannot_see_guild_a(
     world, bot_runner: BotRunner, fake_discord: FakeDiscord, memory: Memory, tmp_path: Path
 ) -> None:
