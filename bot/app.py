@@ -1,7 +1,8 @@
 """The Discord application: a ``commands.Bot`` subclass and the factory that builds it from settings.
 
 RoboDanny style: ``setup_hook`` loads the extensions list (one cog per file), registers the review buttons as
-``DynamicItem``s so buttons on messages from before a restart still work, and syncs to the dev guild.
+``DynamicItem``s so buttons on messages from before a restart still work (those of the short-lived views say they
+have expired), and syncs to the dev guild.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from discord.ext import commands
 
 from bot.checks import describe_interaction, reply_error
 from bot.settings import Settings
+from bot.views import ExpiredButton
 from memory.providers.embeddings import Embedder
 from memory.store import Memory
 
@@ -72,7 +74,7 @@ class LorekeeperBot(commands.Bot):
             await self.load_extension(extension)
         from cogs.review import DYNAMIC_ITEMS
 
-        self.add_dynamic_items(*DYNAMIC_ITEMS)
+        self.add_dynamic_items(*DYNAMIC_ITEMS, ExpiredButton)
         if self.sync_on_start and self.settings.dev_guild_id:
             guild = discord.Object(self.settings.dev_guild_id)
             self.tree.copy_global_to(guild=guild)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+import asyncpg
 import discord
 from discord import app_commands
 from pydantic import ValidationError
@@ -28,6 +29,7 @@ DM_ROLE_KEY = "dm_role_id"
 REVIEW_CHANNEL_KEY = "review_channel_id"
 NO_CAMPAIGN = "This server has no active campaign: run /campaign create first."
 NOT_DM = "Only the DM can do that."
+NUL_TEXT = "The text contains a NUL character (U+0000), which cannot be stored or searched: remove it and try again."
 
 
 class UserError(app_commands.AppCommandError):
@@ -112,6 +114,10 @@ def user_message(error: BaseException) -> str | None:
         return str(error) or NOT_DM
     if isinstance(error, ValidationError):
         return validation_problems(error)
+    if isinstance(error, asyncpg.CharacterNotInRepertoireError):
+        # PostgreSQL's text holds no NUL. The models refuse it where they can name the field; this is the rest
+        # (a description edited, a name or query looked up), refused by the database with nothing changed.
+        return NUL_TEXT
     if isinstance(error, app_commands.CommandOnCooldown | app_commands.TransformerError):
         return str(error)
     return None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
@@ -62,11 +64,17 @@ def safe_autocomplete(callback: AutocompleteCallback) -> AutocompleteCallback:
     return wrapper
 
 
+#: Short-lived views by their id (only while something else holds them); their buttons' custom ids carry it.
+_views: weakref.WeakValueDictionary[str, OwnedView] = weakref.WeakValueDictionary()
+EXPIRED = "These buttons have expired; run the command again."
+
+
 class OwnedView(discord.ui.View):
     """A view only the member who ran ``interaction`` may use; errors go to the same reply as commands'.
 
     When it times out, its buttons are removed from the message it was sent with (the reply to ``interaction``),
-    so nobody can press a button that would no longer be answered."""
+    so nobody can press a button that would no longer be answered. A press nothing answers all the same (the
+    bot restarted, the removal failed) gets :data:`EXPIRED` from :class:`ExpiredButton`."""
 
     timeout_s: float = 300
 
@@ -74,6 +82,10 @@ class OwnedView(discord.ui.View):
         super().__init__(timeout=self.timeout_s)
         self.owner_id = interaction.user.id
         self.origin = interaction
+        for n, item in enumerate(self.children):
+            if isinstance(item, discord.ui.Button):
+                item.custom_id = f"lk:view:{self.id}:{n}"
+        _views[self.id] = self
 
     async def on_timeout(self) -> None:
         try:
@@ -89,6 +101,30 @@ class OwnedView(discord.ui.View):
 
     async def on_error(self, interaction: discord.Interaction, error: Exception, item: discord.ui.Item[Any]) -> None:
         await reply_error(interaction, error, where=describe_interaction(interaction))
+
+
+class ExpiredButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=r"lk:view:(?P<view>[0-9a-f]+):\d+"):
+    """Any button of an :class:`OwnedView` whose view no longer listens: without an answer the user would see
+    "This interaction failed". Registered in ``setup_hook``."""
+
+    def __init__(self, item: discord.ui.Button[Any], view_id: str) -> None:
+        super().__init__(item)
+        self.view_id = view_id
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
+    ) -> ExpiredButton:
+        return cls(item, match["view"])  # type: ignore[arg-type]  (the template only matches buttons' ids)
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        # discord.py offers every press to the dynamic items and to a live view alike (to the dynamic items
+        # first, before the view can stop): a view this client still listens with answers the press itself.
+        view = _views.get(self.view_id)
+        return view is None or view.origin.client is not interaction.client or not view.is_dispatching()
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        await interaction.response.send_message(EXPIRED, ephemeral=True)
 
 
 #: How long an open form waits for its submit. A submit is a fresh interaction, so nothing on Discord's side
@@ -140,9 +176,14 @@ class Paginator(OwnedView):
             page.set_footer(text=f"page {n + 1} of {len(self.pages)}")
         self._sync_buttons()
 
-    @property
-    def needed(self) -> bool:
-        return len(self.pages) > 1
+    @classmethod
+    async def reply(cls, interaction: discord.Interaction, pages: Sequence[discord.Embed]) -> None:
+        """Answer ``interaction`` (ephemeral) with the first page; with the buttons when there are more."""
+        view = cls(interaction, pages)
+        if len(view.pages) > 1:
+            await interaction.response.send_message(embed=view.pages[0], view=view, ephemeral=True)
+        else:
+            await interaction.response.send_message(embed=view.pages[0], ephemeral=True)
 
     def _sync_buttons(self) -> None:
         self.prev.disabled = self.index == 0

@@ -34,6 +34,7 @@ class Admin(commands.GroupCog, group_name="lorekeeper", group_description="Lorek
         # Manage Server, not the DM role: naming the DM is the server admin's decision
         if not interaction.permissions.manage_guild:
             raise UserError("Only members with Manage Server can set Lorekeeper up.")
+        # stored with each campaign (new ones copy the active one's), but the server's: set on all of them
         campaign, _ = await active_campaign(interaction)
         settings = dict(campaign.settings)
         if clear:
@@ -43,16 +44,14 @@ class Admin(commands.GroupCog, group_name="lorekeeper", group_description="Lorek
             settings[DM_ROLE_KEY] = dm_role.id
         if review_channel is not None:
             settings[REVIEW_CHANNEL_KEY] = review_channel.id
-        if settings != campaign.settings:
-            campaign = (
-                await bot_of(interaction).memory.campaigns(campaign.guild_id).update(campaign.name, settings=settings)
-            )
-        role_id, channel_id = campaign.settings.get(DM_ROLE_KEY), campaign.settings.get(REVIEW_CHANNEL_KEY)
+        changing = clear or dm_role is not None or review_channel is not None
+        if changing:
+            await bot_of(interaction).memory.campaigns(campaign.guild_id).set_settings(settings)
+        role_id, channel_id = settings.get(DM_ROLE_KEY), settings.get(REVIEW_CHANNEL_KEY)
         dm = f"<@&{role_id}> (and Manage Server)" if role_id else "members with Manage Server"
         where = f"<#{channel_id}>" if channel_id else "only through /review"
-        await interaction.response.send_message(
-            f"**{campaign.name}** — DM: {dm}; review items: {where}.", ephemeral=True
-        )
+        scope = "Set for every campaign of this server" if changing else "This server"
+        await interaction.response.send_message(f"{scope} — DM: {dm}; review items: {where}.", ephemeral=True)
 
     @app_commands.command(description="Sync slash commands (bot owner only)")
     @app_commands.describe(scope="guild: this server, at once; global: every server, within the hour")

@@ -20,13 +20,15 @@ from bot.checks import (
     member_is_dm,
     require_dm,
 )
-from bot.views import Confirm, clip, name_choices, safe_autocomplete
+from bot.views import Confirm, Paginator, clip, name_choices, paged_embeds, safe_autocomplete
 from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaign_file
 from campaigns.load import apply_campaign_file, export_campaign_file
 from campaigns.schema import CampaignHeader
 from memory.campaigns import MAX_NAME, Campaigns
+from memory.db import transaction
 from memory.errors import MemoryError_
 from memory.models import Campaign
+from memory.store import CampaignMemory
 
 #: Campaign files bigger than this are refused before they are downloaded.
 MAX_UPLOAD_BYTES = 2 * 1024 * 1024
@@ -73,8 +75,7 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         campaigns = await campaigns_of(interaction).list()
         if not campaigns:
             raise UserError("No campaigns yet: run /campaign create first.")
-        embed = discord.Embed(title="Campaigns", description=clip("\n".join(map(_line, campaigns)), 4096))
-        await interaction.response.send_message(embed=embed, ephemeral=True)
+        await Paginator.reply(interaction, paged_embeds("Campaigns", [_line(c) for c in campaigns]))
 
     @app_commands.command(description="Make another campaign the active one (DM only)")
     @app_commands.describe(name="The campaign to make active")
@@ -155,12 +156,16 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         header = parsed.campaign or CampaignHeader()
         if active is None and not header.name:
             raise UserError(NO_CAMPAIGN_FOR_LOAD)
+        memory = bot_of(interaction).memory
         try:
-            if active is None:  # a server's very first load may bring its campaign along
-                active = await campaigns.create(
-                    header.name, description=header.description, system=header.system, activate=True
-                )
-            report = await apply_campaign_file(bot_of(interaction).memory.campaign(active.id), parsed)
+            # one transaction: a campaign created for the load is gone again when the load fails
+            async with transaction(memory.pool) as conn:
+                if active is None:  # a server's very first load may bring its campaign along
+                    active = await Campaigns(conn, guild_id_of(interaction)).create(
+                        header.name, description=header.description, system=header.system, activate=True
+                    )
+                mem = CampaignMemory(conn, active.id, accept_threshold=memory.accept_threshold)
+                report = await apply_campaign_file(mem, parsed)
         except MemoryError_ as exc:  # a clash with what the campaign holds: the whole load is rolled back
             raise UserError(f"Nothing was loaded:\n{exc}") from None
         await interaction.followup.send(f"**{active.name}** ← {file.filename}: {report.summary()}", ephemeral=True)

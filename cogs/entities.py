@@ -30,6 +30,7 @@ from memory.models import (
     EntityType,
     Neighbourhood,
     Provenance,
+    Relationship,
     RelationshipIn,
     ReviewStatus,
     Source,
@@ -167,11 +168,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             for e in entities
         ]
         title = f"{campaign.name}: {len(entities)} {type.value if type else 'entities'}"
-        view = Paginator(interaction, paged_embeds(title, lines))
-        if view.needed:
-            await interaction.response.send_message(embed=view.pages[0], view=view, ephemeral=True)
-        else:
-            await interaction.response.send_message(embed=view.pages[0], ephemeral=True)
+        await Paginator.reply(interaction, paged_embeds(title, lines))
 
     @app_commands.command(description="Show an entity: attributes, aliases, relationships, last mention")
     @app_commands.describe(name="The entity's name or an alias")
@@ -266,14 +263,20 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         source="The entity the relationship starts from",
         relation="e.g. ally_of, lives_in, owns",
         target="The other one",
+        secret="True: DM-only. A new link is public unless set; an existing one changes only if set",
     )
     async def link(
-        self, interaction: discord.Interaction, source: str, relation: app_commands.Range[str, 1, 100], target: str
+        self,
+        interaction: discord.Interaction,
+        source: str,
+        relation: app_commands.Range[str, 1, 100],
+        target: str,
+        secret: bool | None = None,
     ) -> None:
         _, mem = await dm_campaign(interaction)
-        rel, created = await _link(mem, source, relation, target)
-        verb = "Linked" if created else "Already linked:"
-        await interaction.response.send_message(f"{verb} {rel.describe()}", ephemeral=True)
+        rel, outcome = await _link(mem, source, relation, target, secret=secret)
+        lock = " 🔒" if rel.visibility == Visibility.secret else ""
+        await interaction.response.send_message(f"{outcome} {rel.describe()}{lock}", ephemeral=True)
 
     @app_commands.command(description="Remove a relationship between two entities (DM only)")
     @app_commands.describe(
@@ -329,17 +332,29 @@ async def _snapshot(mem: CampaignMemory, name: str, *, dm: bool) -> Neighbourhoo
         raise NotFoundError(f"no entity named {name!r} in this campaign{hint}") from None
 
 
-async def _link(mem: CampaignMemory, source: str, relation: str, target: str) -> tuple[Any, bool]:
+async def _link(
+    mem: CampaignMemory, source: str, relation: str, target: str, *, secret: bool | None
+) -> tuple[Relationship, str]:
+    """The link and what became of it. ``secret`` None leaves an existing link's visibility alone: a DM who
+    links again without thinking of it must not make a secret link public."""
     s, t = await mem.graph.get_entity(source), await mem.graph.get_entity(target)
-    return await mem.graph.ensure_relationship(
+    visibility = Visibility.secret if secret else Visibility.public
+    rel, created = await mem.graph.ensure_relationship(
         RelationshipIn(
             source_id=s.id,
             type=relation,
             target_id=t.id,
+            visibility=visibility,
             provenance=Provenance(source=Source.dm, dm_confirmed=True),
             status=ReviewStatus.accepted,
         )
     )
+    if created:
+        return rel, "Linked"
+    if secret is None or rel.visibility == visibility:
+        return rel, "Already linked:"
+    await mem.graph.set_relationship(rel.id, ReviewStatus.accepted, dm_confirmed=True, visibility=visibility)
+    return await mem.graph.get_relationship(rel.id), f"Now {visibility.value}:"
 
 
 async def setup(bot: LorekeeperBot) -> None:

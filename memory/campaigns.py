@@ -39,10 +39,7 @@ class Campaigns:
             async with transaction(self.db) as conn:
                 # Two creates at once (the guild's first campaigns) would both see no active campaign and both
                 # take the active place; one waits for the other instead.
-                await conn.execute(
-                    "SELECT pg_advisory_xact_lock(hashtextextended('lorekeeper campaigns of guild ' || $1, 0))",
-                    str(self.guild_id),
-                )
+                await self._lock_guild(conn)
                 row = await conn.fetchrow(
                     """
                     INSERT INTO campaigns (guild_id, name, description, system, active, settings)
@@ -62,6 +59,21 @@ class Campaigns:
         if activate:
             return await self.activate(name)
         return Campaign(**dict(row))
+
+    async def _lock_guild(self, conn: asyncpg.Connection) -> None:
+        """Until the transaction ends: creates and settings changes of this guild take turns."""
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('lorekeeper campaigns of guild ' || $1, 0))",
+            str(self.guild_id),
+        )
+
+    async def set_settings(self, settings: dict[str, Any]) -> int:
+        """``settings`` (who the DM is, the review channel) on every campaign of the guild: they are the server's,
+        so switching campaigns keeps them. Returns how many campaigns there are."""
+        async with transaction(self.db) as conn:
+            await self._lock_guild(conn)  # a campaign created meanwhile copies the new settings, not the old
+            done = await conn.execute("UPDATE campaigns SET settings = $2 WHERE guild_id = $1", self.guild_id, settings)
+        return int(done.split()[-1])
 
     async def list(self) -> list[Campaign]:
         rows = await self.db.fetch("SELECT * FROM campaigns WHERE guild_id = $1 ORDER BY lower(name)", self.guild_id)

@@ -235,6 +235,58 @@ async def test_link_unlink(world, fake_discord: FakeDiscord, dm: FakeMember) -> 
     assert missing.texts() == ["Eldrinax has no 'ally_of' relationship to Ironhold"]
 
 
+async def test_link_secret_only_the_dm_sees_and_relinking_keeps_it(
+    world, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    hunts = {"source": "Eldrinax", "relation": "hunts", "target": "Ironhold"}
+    linked = await fake_discord.invoke("entity link", hunts | {"secret": True}, user_id=dm)
+    assert linked.texts() == ["Linked Eldrinax —hunts→ Ironhold 🔒"]
+    (fact,) = await world.graph.relationships_of((await world.graph.get_entity("Eldrinax")).id, include_secret=True)
+    assert fact.visibility == Visibility.secret
+
+    as_dm = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=dm)).texts())
+    assert "Eldrinax —hunts→ Ironhold 🔒" in as_dm
+    as_player = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts())
+    assert "hunts" not in as_player
+    assert "hunts" not in "\n".join(
+        (await fake_discord.invoke("entity show", {"name": "Ironhold"}, user_id=player)).texts()
+    )
+
+    # linking again without the option leaves the secret alone; giving it changes the visibility
+    again = await fake_discord.invoke("entity link", hunts, user_id=dm)
+    assert again.texts() == ["Already linked: Eldrinax —hunts→ Ironhold 🔒"]
+    public = await fake_discord.invoke("entity link", hunts | {"secret": False}, user_id=dm)
+    assert public.texts() == ["Now public: Eldrinax —hunts→ Ironhold"]
+    as_player = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts())
+    assert "Eldrinax —hunts→ Ironhold" in as_player
+    secret = await fake_discord.invoke("entity link", hunts | {"secret": True}, user_id=dm)
+    assert secret.texts() == ["Now secret: Eldrinax —hunts→ Ironhold 🔒"]
+    assert len(await world.graph.relationships_of(fact.source_id, include_secret=True)) == 1
+
+
+async def test_text_with_a_nul_character_is_refused_clearly(
+    world, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    refusal = "The text contains a NUL character (U+0000), which cannot be stored or searched: remove it and try again."
+    for command, options, user in [
+        ("entity edit", {"name": "Ironhold", "description": "A dwarven\x00fortress"}, dm),
+        ("entity show", {"name": "Iron\x00hold"}, player),
+        ("entity link", {"source": "Eldrinax", "relation": "rules", "target": "Iron\x00hold"}, dm),
+        ("recall", {"query": "Eldrinax\x00"}, player),
+    ]:
+        record = await fake_discord.invoke(command, options, user_id=user)
+        assert record.ephemeral and record.texts() == [refusal], command
+    opened = await fake_discord.invoke("entity describe", {"name": "Ironhold"}, user_id=dm)
+    described = await fake_discord.submit_modal(opened.modal["custom_id"], {"description": "Deep\x00halls"})
+    assert described.texts() == [refusal]
+    # (/entity add names the field: its model refuses the character before the database sees it)
+    added = await fake_discord.invoke(
+        "entity add", {"name": "Borin", "type": "npc", "description": "a\x00"}, user_id=dm
+    )
+    assert added.texts() == ["description: contains a NUL character (U+0000), which cannot be stored"]
+    assert (await world.graph.get_entity("Ironhold")).description == "A dwarven fortress"
+
+
 async def test_guild_b_cannot_see_guild_a(
     world, bot_runner: BotRunner, fake_discord: FakeDiscord, memory: Memory, tmp_path: Path
 ) -> None:
@@ -347,6 +399,33 @@ async def test_timed_out_buttons_are_removed(world, fake_discord: FakeDiscord, d
     assert "Remove **Ironhold**" in fake_discord.messages[int(asked.original["id"])]["content"]  # text kept
     assert await world.graph.find_entity("Ironhold") is not None
     assert fake_discord.rejected == [] and fake_discord.client_errors == []
+
+
+async def test_buttons_of_a_view_gone_with_a_restart_say_they_expired(
+    world: CampaignMemory,
+    bot: LorekeeperBot,
+    bot_runner: BotRunner,
+    fake_discord: FakeDiscord,
+    memory: Memory,
+    dm: FakeMember,
+    tmp_path: Path,
+) -> None:
+    for n in range(60):
+        await world.graph.add_entity(EntityIn(name=f"Kobold {n:02d}", type=EntityType.npc, description="yip " * 30))
+    listed = await fake_discord.invoke("entity list", {}, user_id=dm)
+    next_id = listed.original["components"][0]["components"][1]["custom_id"]
+    live = await fake_discord.click(listed.original, next_id, user_id=dm)
+    assert live.callback_type == 7  # the live view answers, and only it: a second answer would be an error
+    asked = await fake_discord.invoke("entity remove", {"name": "Ironhold"}, user_id=dm)
+    confirm_id = asked.original["components"][0]["components"][0]["custom_id"]
+
+    await bot_runner.stop(bot)
+    await bot_runner.start(make_bot(fake_discord, memory, tmp_path))
+    for record, custom_id in ((asked, confirm_id), (listed, next_id)):
+        pressed = await fake_discord.click(record.original, custom_id, user_id=dm)
+        assert pressed.ephemeral and pressed.texts() == ["These buttons have expired; run the command again."]
+    assert await world.graph.find_entity("Ironhold") is not None
+    assert fake_discord.client_errors == []
 
 
 async def test_failing_autocomplete_answers_empty(world, fake_discord: FakeDiscord, dm: FakeMember, monkeypatch):

@@ -121,6 +121,25 @@ async def test_campaign_create_list_switch_info_delete(
     assert [c.name for c in await memory.campaigns(guild.id).list()] == ["Frostmaw"]
 
 
+async def test_campaign_list_pages_through_every_campaign(
+    bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember
+) -> None:
+    campaigns = memory.campaigns(guild.id)
+    names = [f"{n:02d} " + "The Long Road Beneath the Drowned Kingdom " * 2 for n in range(40)]
+    for name in names:
+        await campaigns.create(name.strip(), system="D&D 5e", description="A campaign of many sessions. " * 10)
+    listed = await fake_discord.invoke("campaign list", user_id=dm)
+    assert listed.ephemeral and listed.original is not None
+    message_id = int(listed.original["id"])
+    shown = [listed.original["embeds"][0]["description"]]
+    while not (next_button := fake_discord.messages[message_id]["components"][0]["components"][1]).get("disabled"):
+        await fake_discord.click(message_id, next_button["custom_id"], user_id=dm)
+        shown.append(fake_discord.messages[message_id]["embeds"][0]["description"])
+    assert len(shown) > 1 and all(len(page) <= 4096 for page in shown)
+    text = "\n".join(shown)
+    assert all(f"**{name.strip()}**" in text for name in names)
+
+
 async def test_deleting_the_active_campaign_makes_the_newest_left_active(
     ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
 ) -> None:
@@ -195,6 +214,22 @@ async def test_campaign_load_broken_file_changes_nothing(
     assert record.texts()[0].startswith("Nothing was loaded:\nclash.yaml:3: "), record.texts()
     assert "'Old Bronze' is already an alias of 'Eldrinax'" in record.texts()[0]
     assert sorted(e.name for e in await ashes.graph.list_entities()) == ["Eldrinax", "Mira"]
+
+
+async def test_a_failed_first_load_leaves_no_campaign_behind(
+    bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember
+) -> None:
+    # only the database finds this clash: it lowers "İstanbul" to "istanbul", which Python's casefold does not
+    clash = "campaign: {name: Fresh}\nentities:\n  - {name: Vell, type: npc, aliases: [İstanbul]}\n"
+    clash += "  - {name: istanbul, type: place}\n"
+    record = await fake_discord.invoke("campaign load", {"file": Upload("clash.yaml", clash.encode())}, user_id=dm)
+    (text,) = record.texts()
+    assert text.startswith("Nothing was loaded:\nclash.yaml:4: ") and "give this entry `renamed_from:`" in text
+    assert await memory.campaigns(guild.id).list() == []
+    good = b"campaign: {name: Fresh}\nentities:\n  - {name: Vell, type: npc}\n"
+    loaded = await fake_discord.invoke("campaign load", {"file": Upload("good.yaml", good)}, user_id=dm)
+    assert loaded.texts()[0].startswith("**Fresh** ← good.yaml: entities: 1 new")
+    assert [(c.name, c.active) for c in await memory.campaigns(guild.id).list()] == [("Fresh", True)]
 
 
 async def test_campaign_names_over_100_characters_are_refused_clearly(
@@ -473,7 +508,9 @@ async def test_review_channel_gets_new_items_once(
     dm: FakeMember,
 ) -> None:
     setup = await fake_discord.invoke("lorekeeper setup", {"review_channel": review_channel}, user_id=dm)
-    assert setup.texts() == [f"**Ashes** — DM: members with Manage Server; review items: <#{review_channel.id}>."]
+    assert setup.texts() == [
+        f"Set for every campaign of this server — DM: members with Manage Server; review items: <#{review_channel.id}>."
+    ]
     cog = bot.get_cog("Review")
     discord_guild = bot.get_guild(guild.id)
     assert cog is not None and discord_guild is not None
@@ -533,12 +570,41 @@ async def test_setup_dm_role_makes_its_members_dm(
     assert not_admin.texts() == ["Only members with Manage Server can set Lorekeeper up."]
     done = await fake_discord.invoke("lorekeeper setup", {"dm_role": gm_role}, user_id=dm)
     assert done.texts() == [
-        f"**Ashes** — DM: <@&{gm_role.id}> (and Manage Server); review items: only through /review."
+        f"Set for every campaign of this server — DM: <@&{gm_role.id}> (and Manage Server); "
+        "review items: only through /review."
     ]
     after = await fake_discord.invoke("entity add", {"name": "Borin", "type": "npc"}, user_id=keeper)
     assert after.texts()[0] == "Added npc **Borin**."
     still_not = await fake_discord.invoke("entity add", {"name": "Orrin", "type": "npc"}, user_id=player)
     assert still_not.texts() == ["Only the DM can do that."]
+
+
+async def test_setup_is_the_servers_and_survives_switching_campaigns(
+    keeper: FakeMember,  # first, so the role and channel are in the guild the bot sees at connect
+    review_channel: FakeChannel,
+    ashes: CampaignMemory,
+    fake_discord: FakeDiscord,
+    memory: Memory,
+    guild: FakeGuild,
+    dm: FakeMember,
+) -> None:
+    await fake_discord.invoke("campaign create", {"name": "Frostmaw"}, user_id=dm)  # before the setup
+    await fake_discord.invoke(
+        "lorekeeper setup", {"dm_role": keeper.roles[0], "review_channel": review_channel}, user_id=dm
+    )
+    await fake_discord.invoke("campaign switch", {"name": "Frostmaw"}, user_id=dm)
+    added = await fake_discord.invoke("entity add", {"name": "Borin", "type": "npc"}, user_id=keeper)
+    assert added.texts()[0] == "Added npc **Borin**."
+    shown = await fake_discord.invoke("lorekeeper setup", user_id=dm)
+    assert shown.texts() == [
+        f"This server — DM: <@&{keeper.roles[0].id}> (and Manage Server); review items: <#{review_channel.id}>."
+    ]
+
+    cleared = await fake_discord.invoke("lorekeeper setup", {"clear": True}, user_id=dm)
+    assert cleared.texts() == [
+        "Set for every campaign of this server — DM: members with Manage Server; review items: only through /review."
+    ]
+    assert [c.settings for c in await memory.campaigns(guild.id).list()] == [{}, {}]
 
 
 async def test_a_campaign_created_by_the_dm_role_keeps_the_role_and_review_channel(
