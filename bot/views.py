@@ -14,7 +14,7 @@ import discord
 from discord import app_commands
 from rapidfuzz import fuzz, process
 
-from bot.checks import UserError, describe_interaction, reply_error
+from bot.checks import UserError, describe_interaction, dm_campaign_by_id, reply_error
 
 log = logging.getLogger("lorekeeper.bot")
 
@@ -260,16 +260,19 @@ def add_field_within(
 
 
 class Confirm(OwnedView):
-    """Confirm/Cancel for destructive commands; ``action`` runs on Confirm and returns the final message."""
+    """Confirm/Cancel for destructive commands of the DM of campaign ``dm_of``; ``action`` runs on Confirm and
+    returns the final message."""
 
     timeout_s = 120
 
-    def __init__(self, interaction: discord.Interaction, action: Callable[[], Awaitable[str]]) -> None:
+    def __init__(self, interaction: discord.Interaction, action: Callable[[], Awaitable[str]], *, dm_of: int) -> None:
         super().__init__(interaction)
         self.action = action
+        self.dm_of = dm_of
 
     @discord.ui.button(label="Confirm", style=discord.ButtonStyle.danger)
     async def confirm(self, interaction: discord.Interaction, button: discord.ui.Button[Confirm]) -> None:
+        await dm_campaign_by_id(interaction, self.dm_of)  # still the DM: the role may have gone since the ask
         self.stop()
         # Answered at once: the action (a big campaign's cascade) may outlast Discord's 3 s. The buttons go
         # either way: if it fails, none may stay with nothing listening behind it.

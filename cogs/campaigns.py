@@ -127,7 +127,7 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         await interaction.response.send_message(
             f"Delete **{target.name}** with {counts['sessions']} sessions, {counts['entries']} utterances and "
             f"{counts['entities']} entities? This cannot be undone.",
-            view=Confirm(interaction, delete),
+            view=Confirm(interaction, delete, dm_of=target.id),
             ephemeral=True,
         )
 

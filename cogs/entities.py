@@ -242,7 +242,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
     @app_commands.describe(name="The entity's name or an alias")
     @app_commands.autocomplete(name=entity_names)
     async def remove(self, interaction: discord.Interaction, name: str) -> None:
-        _, mem = await dm_campaign(interaction)
+        campaign, mem = await dm_campaign(interaction)
         entity = await mem.graph.get_entity(name)
         facts = await mem.graph.relationships_of(entity.id, include_secret=True)
 
@@ -253,7 +253,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         await interaction.response.send_message(
             f"Remove **{entity.name}** ({entity.type.value}) and its {len(facts)} relationships? "
             "This cannot be undone.",
-            view=Confirm(interaction, delete),
+            view=Confirm(interaction, delete, dm_of=campaign.id),
             ephemeral=True,
         )
 

@@ -556,6 +556,20 @@ def keeper(guild: FakeGuild) -> FakeMember:
     return guild.add_member("keeper", roles=[guild.add_role("Keeper")])
 
 
+async def test_confirm_asks_again_whether_the_clicker_is_still_the_dm(
+    keeper: FakeMember, ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    await fake_discord.invoke("lorekeeper setup", {"dm_role": keeper.roles[0]}, user_id=dm)
+    await ashes.graph.add_entity(EntityIn(name="Ironhold", type=EntityType.place))
+    asked = await fake_discord.invoke("entity remove", {"name": "Ironhold"}, user_id=keeper)
+    assert asked.original is not None and asked.texts()[0].startswith("Remove **Ironhold**")
+    keeper.roles.clear()  # the server's admin takes the DM role away while the question is open
+    confirm_id = asked.original["components"][0]["components"][0]["custom_id"]
+    refused = await fake_discord.click(asked.original, confirm_id, user_id=keeper)
+    assert refused.texts() == ["Only the DM can do that."]
+    assert await ashes.graph.find_entity("Ironhold") is not None
+
+
 async def test_setup_dm_role_makes_its_members_dm(
     keeper: FakeMember,  # first, so the role is in the guild the bot sees at connect
     ashes: CampaignMemory,
