@@ -21,7 +21,7 @@ class Admin(commands.GroupCog, group_name="lorekeeper", group_description="Lorek
     @app_commands.command(description="Who the DM is and where review items go (Manage Server)")
     @app_commands.describe(
         dm_role="Members with this role are the DM (default: members with Manage Server)",
-        review_channel="New review items are posted here",
+        review_channel="New review items are posted here: a channel @everyone cannot view",
         clear="Forget the DM role and review channel",
     )
     async def setup(
@@ -34,6 +34,14 @@ class Admin(commands.GroupCog, group_name="lorekeeper", group_description="Lorek
         # Manage Server, not the DM role: naming the DM is the server admin's decision
         if not interaction.permissions.manage_guild:
             raise UserError("Only members with Manage Server can set Lorekeeper up.")
+        if (
+            review_channel is not None
+            and review_channel.permissions_for(review_channel.guild.default_role).view_channel
+        ):
+            raise UserError(
+                f"{review_channel.mention} is open to everyone, and review items show what the DM keeps secret: "
+                "choose a channel @everyone cannot view (a private channel the DM role can)."
+            )
         # stored with each campaign (new ones copy the active one's), but the server's: set on all of them
         campaign, _ = await active_campaign(interaction)
         settings = dict(campaign.settings)

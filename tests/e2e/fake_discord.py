@@ -21,7 +21,7 @@ from aiohttp import WSMsgType, web
 JSON = dict[str, Any]
 DISCORD_EPOCH_MS = 1420070400000
 EPHEMERAL, LOADING = 1 << 6, 1 << 7
-ADMINISTRATOR, ALL_PERMISSIONS = 1 << 3, (1 << 53) - 1
+ADMINISTRATOR, VIEW_CHANNEL, ALL_PERMISSIONS = 1 << 3, 1 << 10, (1 << 53) - 1
 # what @everyone may do in a fresh guild: add reactions, view channel, send, embed links, attach files,
 # read history, connect, speak, use application commands
 DEFAULT_EVERYONE = sum(1 << bit for bit in (6, 10, 11, 14, 15, 16, 20, 21, 31))
@@ -64,15 +64,18 @@ class FakeChannel:
     id: int
     name: str
     type: int = 0  # 0 text, 2 voice
+    private: bool = False  # @everyone may not view it
 
     def to_payload(self, guild_id: int) -> JSON:
+        # @everyone's role id is the guild's; an overwrite of type 0 is a role's
+        hidden = {"id": str(guild_id), "type": 0, "allow": "0", "deny": str(VIEW_CHANNEL)}
         data = {
             "id": str(self.id),
             "name": self.name,
             "type": self.type,
             "position": 0,
             "guild_id": str(guild_id),
-            "permission_overwrites": [],
+            "permission_overwrites": [hidden] if self.private else [],
         }
         return data | ({"bitrate": 64000, "user_limit": 0} if self.type == 2 else {})
 
@@ -137,8 +140,8 @@ class FakeGuild:
         self.roles.append(role)
         return role
 
-    def add_channel(self, name: str, type: int = 0) -> FakeChannel:
-        channel = FakeChannel(self.new_id(), name, type)
+    def add_channel(self, name: str, type: int = 0, *, private: bool = False) -> FakeChannel:
+        channel = FakeChannel(self.new_id(), name, type, private)
         self.channels.append(channel)
         return channel
 

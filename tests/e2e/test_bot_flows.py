@@ -496,7 +496,22 @@ async def test_review_button_from_another_guild_is_refused(
 
 @pytest.fixture
 def review_channel(guild: FakeGuild) -> FakeChannel:
-    return guild.add_channel("dm-review")
+    return guild.add_channel("dm-review", private=True)
+
+
+async def test_review_channel_is_one_everyone_cannot_view(
+    review_channel: FakeChannel, ashes: CampaignMemory, memory: Memory, fake_discord: FakeDiscord, guild: FakeGuild, dm
+) -> None:
+    """Review items show secret entities and facts: posted in #general, every player would read them."""
+    general = guild.text_channel
+    refused = await fake_discord.invoke("lorekeeper setup", {"review_channel": general}, user_id=dm)
+    assert refused.texts() == [
+        f"<#{general.id}> is open to everyone, and review items show what the DM keeps secret: choose a channel "
+        "@everyone cannot view (a private channel the DM role can)."
+    ]
+    assert [c.settings for c in await memory.campaigns(guild.id).list()] == [{}]
+    await fake_discord.invoke("lorekeeper setup", {"review_channel": review_channel}, user_id=dm)
+    assert [c.settings for c in await memory.campaigns(guild.id).list()] == [{"review_channel_id": review_channel.id}]
 
 
 async def test_review_channel_gets_new_items_once(
