@@ -352,7 +352,10 @@ class Review(commands.Cog):
         if campaign is None or not campaign.settings.get(REVIEW_CHANNEL_KEY):
             return 0
         channel = guild.get_channel(int(campaign.settings[REVIEW_CHANNEL_KEY]))
-        if not isinstance(channel, discord.abc.Messageable):
+        if not isinstance(channel, discord.TextChannel):
+            return 0
+        if channel.permissions_for(guild.default_role).view_channel:  # set before setup refused it, or opened since
+            log.warning("not posting review items to #%s of guild %s: @everyone can view it", channel.name, guild.id)
             return 0
         mem: CampaignMemory = self.bot.memory.campaign(campaign.id)
         # each item once, remembered in the database (a restart does not post it again, a failed send does)

@@ -500,7 +500,13 @@ def review_channel(guild: FakeGuild) -> FakeChannel:
 
 
 async def test_review_channel_is_one_everyone_cannot_view(
-    review_channel: FakeChannel, ashes: CampaignMemory, memory: Memory, fake_discord: FakeDiscord, guild: FakeGuild, dm
+    review_channel: FakeChannel,
+    pending: list[str],
+    bot: LorekeeperBot,
+    memory: Memory,
+    fake_discord: FakeDiscord,
+    guild: FakeGuild,
+    dm: FakeMember,
 ) -> None:
     """Review items show secret entities and facts: posted in #general, every player would read them."""
     general = guild.text_channel
@@ -510,8 +516,14 @@ async def test_review_channel_is_one_everyone_cannot_view(
         "@everyone cannot view (a private channel the DM role can)."
     ]
     assert [c.settings for c in await memory.campaigns(guild.id).list()] == [{}]
+    # one set before setup refused such channels (or opened since) gets nothing posted
+    await memory.campaigns(guild.id).set_settings({"review_channel_id": general.id})
+    cog, discord_guild = bot.get_cog("Review"), bot.get_guild(guild.id)
+    assert cog is not None and discord_guild is not None
+    assert await cog.post_new_pending(discord_guild) == 0 and fake_discord.channel_messages == []
     await fake_discord.invoke("lorekeeper setup", {"review_channel": review_channel}, user_id=dm)
     assert [c.settings for c in await memory.campaigns(guild.id).list()] == [{"review_channel_id": review_channel.id}]
+    assert await cog.post_new_pending(discord_guild) == 2
 
 
 async def test_review_channel_gets_new_items_once(
