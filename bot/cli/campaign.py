@@ -21,7 +21,10 @@ from bot.cli.common import (
 from campaigns.files import CampaignFileError, dump_campaign_file, read_campaign_file
 from campaigns.load import apply_campaign_file, export_campaign_file
 from campaigns.schema import CampaignHeader
+from memory.campaigns import Campaigns
+from memory.db import transaction
 from memory.errors import NotFoundError
+from memory.store import CampaignMemory
 
 
 @cli.group()
@@ -98,8 +101,9 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, as_json: bo
     except CampaignFileError as exc:
         raise CliError(str(exc)) from None
     header = parsed.campaign or CampaignHeader()
-    async with open_memory(settings) as memory:
-        campaigns = memory.campaigns(settings.guild_id)
+    async with open_memory(settings) as memory, transaction(memory.pool) as conn:
+        # one transaction: a campaign created for the load is gone again when the load fails
+        campaigns = Campaigns(conn, settings.guild_id)
         name = campaign or header.name
         if name:
             try:
@@ -112,7 +116,7 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, as_json: bo
             target = await campaigns.active()
             if target is None:
                 raise CliError("no active campaign and the file names none: pass --campaign NAME")
-        mem = memory.campaign(target.id)
+        mem = CampaignMemory(conn, target.id, accept_threshold=memory.accept_threshold)
         with click.progressbar(
             length=len(parsed.entities) + len(parsed.relationships),
             label=f"loading {file.name}",

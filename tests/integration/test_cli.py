@@ -92,6 +92,15 @@ def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
     res = lk("campaign", "load", str(broken), "--campaign", "C")
     assert res.returncode == 1 and "broken.yaml:" in res.stderr and "Traceback" not in res.stderr
     assert json.loads(lk("entity", "list", "--json").stdout) == []  # nothing loaded
+    # a clash only the database finds ("İstanbul" is "istanbul" to it): the campaign the file named is not made
+    clash = tmp_path / "clash.yaml"
+    clash.write_text(
+        "campaign: {name: Fresh}\nentities:\n  - {name: Vell, type: npc, aliases: [İstanbul]}\n"
+        "  - {name: istanbul, type: place}\n"
+    )
+    res = lk("campaign", "load", str(clash))
+    assert res.returncode == 1 and "clash.yaml:4:" in res.stderr and "Traceback" not in res.stderr
+    assert [c["name"] for c in json.loads(lk("campaign", "list", "--json").stdout)] == ["C"]
     # values out of range are one line each, not a traceback
     assert "not in the range x>=1" in lk("search", "x", "--limit", "-1").stderr
     assert (
