@@ -92,6 +92,14 @@ def _visible(alias: str, include_secret: bool) -> str:
     return cond
 
 
+#: A word of a secret name rarer than this in English (Zipf: "holt" 3.7, "pale" 4.1) names the entity alone.
+_NAMING_ZIPF = 4.0
+
+
+def _words(name: str) -> list[str]:
+    return re.findall(r"\w+", name.casefold())
+
+
 class SecretMask:
     """Hides secret entities' names in text players read: a recap, a recalled passage or a description may
     quote someone saying one. Their aliases stay: an alias ("the Pale Magister") is what players know such an
@@ -179,12 +187,27 @@ class KnowledgeGraph:
         return [r[0] for r in rows]
 
     async def player_mask(self) -> SecretMask:
-        """What hides this campaign's secret names from players (see :class:`SecretMask`)."""
+        """What hides this campaign's secret names from players (see :class:`SecretMask`): each name, and each of
+        its words that names it alone ("Vaskerrin" of Vaskerrin Holt) — one English hardly uses, and no public
+        name or any alias holds (those players may read)."""
+        from memory.correction.evidence import word_zipf  # wordfreq's table loads on first use
+
         rows = await self.db.fetch(
-            "SELECT name FROM entities WHERE campaign_id = $1 AND visibility = 'secret' AND status <> 'rejected'",
+            """
+            SELECT e.name, e.visibility = 'secret' AS secret FROM entities e
+            WHERE e.campaign_id = $1 AND e.status <> 'rejected'
+            UNION ALL
+            SELECT a.alias, false FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
+            WHERE a.campaign_id = $1 AND e.status <> 'rejected'
+            """,
             self.campaign_id,
         )
-        return SecretMask(r["name"] for r in rows)
+        secret = [r["name"] for r in rows if r["secret"]]
+        shown = {w for r in rows if not r["secret"] for w in _words(r["name"])}
+        own = {
+            w for name in secret for w in _words(name) if len(w) >= 3 and w not in shown and word_zipf(w) < _NAMING_ZIPF
+        }
+        return SecretMask([*secret, *own])
 
     async def list_entities(
         self,

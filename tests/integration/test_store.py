@@ -577,3 +577,18 @@ async def test_a_name_check_reads_the_names_asked_for_not_the_whole_campaign(cam
         with pytest.raises(AlreadyExistsError, match="'Alias of Entity 2999' is already an alias of 'Entity 2999'"):
             await tx.graph.add_entity(EntityIn(name="Alias of Entity 2999", type=EntityType.npc))
         assert await tx.db.fetchval(read) - before < 50
+
+
+async def test_players_mask_hides_a_secret_name_and_the_words_that_name_it_alone(campaign: CampaignMemory) -> None:
+    await campaign.graph.add_entity(
+        EntityIn(
+            name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret, aliases=["the Pale Magister"]
+        )
+    )
+    await campaign.graph.add_entity(EntityIn(name="Holt Farm", type=EntityType.place))  # players may read "Holt"
+    await campaign.graph.add_entity(EntityIn(name="Queen Mab", type=EntityType.npc, visibility=Visibility.secret))
+    mask = await campaign.graph.player_mask()
+    said = "Later Vaskerrin's men left Holt Farm. The Pale Magister smiled at the queen. Vaskerrin Holt! Mab?"
+    assert (
+        mask(said) == "Later [secret]'s men left Holt Farm. The Pale Magister smiled at the queen. [secret]! [secret]?"
+    )
