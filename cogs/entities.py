@@ -38,6 +38,8 @@ from memory.models import (
 )
 from memory.store import CampaignMemory
 
+#: Sessions an entity took part in that its card names (the newest); the rest are counted.
+SESSIONS_SHOWN = 3
 #: An entity's description, in the command option and in the /entity describe box (the card shows it whole).
 MAX_DESCRIPTION_CHARS = 2000
 
@@ -177,7 +179,18 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         campaign, mem = await active_campaign(interaction)
         dm = member_is_dm(interaction, campaign)
         snap = await _snapshot(mem, name, dm=dm)
-        lines = [r.describe() + (" 🔒" if r.visibility == Visibility.secret else "") for r in snap.relationships]
+        # the sessions it took part in are one line (a two-year campaign has hundreds), after the other facts
+        sessions = [r for r in snap.relationships if r.type == "took_part_in" and r.source_id == snap.entity.id]
+        lines = [
+            r.describe() + (" 🔒" if r.visibility == Visibility.secret else "")
+            for r in snap.relationships
+            if r not in sessions
+        ]
+        if sessions:
+            latest = sorted(sessions, key=lambda r: r.created_at, reverse=True)[:SESSIONS_SHOWN]
+            titles = ", ".join(clip(r.target_name or "", 60) for r in latest)
+            more = f" and {len(sessions) - len(latest)} earlier" if len(sessions) > len(latest) else ""
+            lines.append(f"took part in {len(sessions)} session{'s' * (len(sessions) != 1)}: {titles}{more}")
         last = await mem.graph.last_mention(snap.entity)
         mask = str if dm else await mem.graph.player_mask()
         embed = entity_embed(snap.entity, relationships=lines, last_mention=last, mask=mask)

@@ -212,6 +212,25 @@ async def test_a_confirmed_action_that_fails_leaves_no_dead_buttons(
     assert failed.followups[0]["content"].startswith("no entity")
 
 
+async def test_the_sessions_an_entity_took_part_in_are_one_line_on_its_card(
+    world: CampaignMemory, fake_discord: FakeDiscord, player: FakeMember
+) -> None:
+    from memory.models import RelationshipIn
+
+    eldrinax = await world.graph.get_entity("Eldrinax")
+    for n in range(1, 6):
+        event = await world.graph.add_entity(EntityIn(name=f"Session: Night {n}", type=EntityType.event))
+        await world.graph.add_relationship(
+            RelationshipIn(source_id=eldrinax.id, type="took_part_in", target_id=event.id)
+        )
+    card = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts())
+    assert "took part in 5 sessions: Session: Night 5, Session: Night 4, Session: Night 3 and 2 earlier" in card
+    assert "—took_part_in→" not in card
+    # the session's own card still lists who took part
+    night = "\n".join((await fake_discord.invoke("entity show", {"name": "Session: Night 1"}, user_id=player)).texts())
+    assert "Eldrinax —took_part_in→ Session: Night 1" in night
+
+
 async def test_link_unlink(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:
     linked = await fake_discord.invoke(
         "entity link", {"source": "Eldri", "relation": "Ally Of", "target": "Ironhold"}, user_id=dm
