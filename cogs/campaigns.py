@@ -175,10 +175,14 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         campaign, mem = await dm_campaign(interaction)
         await interaction.response.defer(ephemeral=True, thinking=True)
         header = CampaignHeader(name=campaign.name, description=campaign.description, system=campaign.system)
-        text = dump_campaign_file(await export_campaign_file(mem, header))
+        skipped: list[str] = []
+        text = dump_campaign_file(await export_campaign_file(mem, header, on_skip=skipped.append))
         filename = "".join(c if c.isalnum() or c in "-_" else "_" for c in campaign.name) + ".yaml"
+        left_out = "".join(f"\n- {clip(s, 300)}" for s in skipped[:10])
+        if len(skipped) > 10:
+            left_out += f"\n- and {len(skipped) - 10} more"
         await interaction.followup.send(
-            f"**{campaign.name}** as a campaign file.",
+            clip(f"**{campaign.name}** as a campaign file.{left_out}", 2000),
             file=discord.File(io.BytesIO(text.encode()), filename=filename),
             ephemeral=True,
         )

@@ -191,6 +191,15 @@ async def test_campaign_load_example_then_export(
     data = yaml.safe_load(sent.text())
     assert data["campaign"]["name"] == "The Sunken Crown"
     assert {e["name"] for e in data["entities"]} >= {"Eldrinax", "Vaskerrin Holt"}
+    assert exported.texts() == ["**The Sunken Crown** as a campaign file."]
+    # what a file cannot hold is named in the reply, not only in the bot's log
+    eldrinax = await mem.graph.get_entity("Eldrinax")
+    await mem.graph.add_relationship(RelationshipIn(source_id=eldrinax.id, type="motto", value=""))
+    exported = await fake_discord.invoke("campaign export", user_id=dm)
+    assert exported.texts() == [
+        "**The Sunken Crown** as a campaign file.\n- left out Eldrinax —motto→ (no value): an attribute "
+        "fact needs a value in a campaign file"
+    ]
 
 
 async def test_campaign_load_broken_file_changes_nothing(
