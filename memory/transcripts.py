@@ -17,9 +17,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from memory.errors import validation_problems
+from memory.models import MAX_TEXT_BYTES, session_title
 from memory.recorder import Utterance, Word
 
-MAX_LINE_BYTES = 64 * 1024  # a minute of speech is ~1 KB; anything this long is not an utterance
+MAX_LINE_BYTES = MAX_TEXT_BYTES  # a line holds one utterance
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,9 +114,7 @@ def _jsonl(path: Path) -> Iterator[Line | Skipped]:
                 ref=str(obj.get("ref") or f"{path.name}:{number}"),
                 seq=number,
             )
-            session = str(obj["session"]) if obj.get("session") is not None else None
-            if session is not None and "\x00" in session:
-                raise ValueError("session: contains a NUL character (U+0000), which cannot be stored")
+            session = session_title(str(obj["session"])) if obj.get("session") is not None else None
         except (ValidationError, TypeError, ValueError) as exc:
             problem = validation_problems(exc) if isinstance(exc, ValidationError) else str(exc).splitlines()[0]
             yield Skipped(number, f"invalid field: {problem}")

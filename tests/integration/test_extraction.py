@@ -284,6 +284,26 @@ async def test_llm_items_about_unknown_names_or_ids_are_dropped(
     }
 
 
+async def test_llm_items_holding_a_lone_surrogate_are_dropped_not_the_answer(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI
+) -> None:
+    entries = await write(world, TRANSCRIPT)
+    ids = [e.id for e in entries]
+    answer = {
+        "entities": [
+            {"name": "Korvash", "type": "npc", "description": "half \ud800 a pair", "confidence": 0.9, "entry_ids": []}
+        ],
+        "facts": [
+            fact("Brom", "mood", None, "grim \udc00", 0.9, [ids[0]]),
+            fact("Brom", "works_in", "Ironhold", None, 0.9, [ids[0]]),
+        ],
+    }
+    fake_openai.queue_chat(json.dumps(answer))  # valid JSON: json.dumps writes them as \ud800 escapes
+    stats = await run(world, entries, LLMExtractor(llm))
+    assert (stats.items_invalid, stats.llm_errors) == (2, 0)
+    assert await facts(world) == [("Brom", "works_in", "Ironhold", "accepted")]
+
+
 # the extraction job -------------------------------------------------------------------------------------
 
 
