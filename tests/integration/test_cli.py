@@ -152,6 +152,17 @@ def test_text_that_is_not_utf8_on_the_command_line_is_a_clear_error(lk, tmp_path
     assert titled.stderr == f"error: session title contains U+DCFF at position 2, {not_text} and cannot be stored\n"
 
 
+def test_a_transcript_not_in_utf8_is_refused_with_a_non_zero_exit(lk, tmp_path: Path) -> None:
+    assert lk("campaign", "create", "C").returncode == 0
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("".join(f"DM: Café {i}\n" for i in range(9)).encode("latin-1"))
+    res = lk("ingest", str(path))
+    assert (res.returncode, res.stdout) == (1, "")
+    assert res.stderr == (
+        "error: latin1.txt is not UTF-8 text (it looks like Latin-1: 9 of 9 lines are not UTF-8): save it as UTF-8\n"
+    )
+
+
 async def test_review_accept_reports_what_it_did_before_a_bad_id(lk, fresh_dsn: str) -> None:
     assert lk("campaign", "create", "C").returncode == 0
     pool = await create_pool(fresh_dsn)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import hashlib
 import json
 import random
@@ -24,6 +25,7 @@ from memory.providers.embeddings import MiniLMEmbedder
 from memory.recall import recall
 from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory, Memory
+from memory.transcripts import TranscriptError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
 SAMPLE = EXAMPLES / "sunken_crown_session1.jsonl"
@@ -273,6 +275,61 @@ async def test_lone_surrogates_are_refused_with_their_line_not_the_batch(crown: 
     with pytest.raises(InvalidInputError, match=r"^session title is longer than 300 characters"):
         await ingest_file(crown, path, session_title="x" * 301)
     assert [s.title for s in await crown.log.sessions()] == ["Halves"]
+
+
+TRANSCRIPT_DE = "".join(f"DM: Mätt grüßt Ironhold, Runde {i}.\nAna: Thess zieht den Bogen.\n" for i in range(5))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        TRANSCRIPT_DE.encode("utf-16"),
+        codecs.BOM_UTF16_BE + TRANSCRIPT_DE.encode("utf-16-be"),
+        TRANSCRIPT_DE.replace("\n", "\r\n").encode("utf-32"),
+    ],
+    ids=["utf-16", "utf-16-be", "utf-32-crlf"],
+)
+async def test_a_utf16_or_utf32_transcript_with_a_byte_order_mark_is_read(
+    crown: CampaignMemory, tmp_path: Path, data: bytes
+) -> None:
+    path = tmp_path / "wide.txt"
+    path.write_bytes(data)
+    report = await ingest_file(crown, path)
+    assert report.written == 10 and report.skipped == []
+    session = await crown.log.session_by_title("wide")
+    assert session is not None
+    entries = await crown.log.session_entries(session.id)
+    assert [f"{e.speaker}: {e.text}\n" for e in entries] == TRANSCRIPT_DE.splitlines(keepends=True)
+
+
+@pytest.mark.parametrize(
+    ("data", "looks"),
+    [
+        (TRANSCRIPT_DE.encode("latin-1"), "Latin-1: 5 of 10 lines"),
+        (TRANSCRIPT_DE.encode("cp1252"), "Latin-1: 5 of 10 lines"),
+        (TRANSCRIPT_DE.encode("utf-16-le"), "UTF-16: 10 of 10 lines"),  # no byte-order mark
+    ],
+)
+async def test_a_transcript_in_another_encoding_is_refused_whole(
+    crown: CampaignMemory, tmp_path: Path, data: bytes, looks: str
+) -> None:
+    path = tmp_path / "other.txt"
+    path.write_bytes(data)
+    with pytest.raises(TranscriptError) as info:
+        await ingest_file(crown, path)
+    assert str(info.value) == f"other.txt is not UTF-8 text (it looks like {looks} are not UTF-8): save it as UTF-8"
+    assert await crown.log.sessions() == []  # refused before anything was stored
+
+
+async def test_a_few_broken_lines_of_a_utf8_transcript_are_skipped_one_by_one(
+    crown: CampaignMemory, tmp_path: Path
+) -> None:
+    path = tmp_path / "mostly.txt"
+    broken = [f"Ana: Caf{chr(0xE9)} {i}\n".encode("latin-1") for i in range(6)]
+    path.write_bytes(TRANSCRIPT_DE.encode() * 2 + b"".join(broken))
+    report = await ingest_file(crown, path)
+    assert report.written == 20
+    assert [m.split(": skipped: ")[1] for m in report.skipped] == ["not valid UTF-8 (byte 9)"] * 6
 
 
 async def test_txt_with_a_byte_order_mark_and_start_times(crown: CampaignMemory, tmp_path: Path) -> None:
