@@ -18,6 +18,8 @@ from memory.errors import InvalidInputError
 
 #: A fact below this confidence waits for the DM in the review queue.
 DEFAULT_ACCEPT_THRESHOLD = 0.7
+#: Aliases of one entity: the names a table uses for it fit; every alias is matched in every utterance.
+MAX_ALIASES = 50
 
 
 class EntityType(StrEnum):
@@ -68,7 +70,7 @@ def clean_name(value: str) -> str:
     if not name:
         raise InvalidInputError("name must not be empty")
     if len(name) > 200:
-        raise InvalidInputError(f"name is longer than 200 characters: {name[:40]}…")
+        raise InvalidInputError(f"{name[:40] + '…'!r} is longer than 200 characters")
     return name
 
 
@@ -80,6 +82,13 @@ def _emoji_joiner(value: str, position: int) -> bool:
     if value[before] == "\ufe0f" and before > 0:  # the emoji's variation selector: look at the emoji itself
         before -= 1
     return unicodedata.category(value[before]) in ("So", "Sk") and unicodedata.category(value[position + 1]) == "So"
+
+
+def check_alias_count(aliases: list[str]) -> list[str]:
+    """``aliases``, unless there are more than :data:`MAX_ALIASES` of them."""
+    if len(aliases) > MAX_ALIASES:
+        raise ValueError(f"{len(aliases):,}, more than the {MAX_ALIASES} allowed: keep the names the table uses")
+    return aliases
 
 
 def name_query(value: str) -> str:
@@ -311,7 +320,7 @@ class EntityIn(BaseModel):
         for alias in v:
             a = clean_name(alias)
             seen.setdefault(a.casefold(), a)
-        return list(seen.values())
+        return check_alias_count(list(seen.values()))
 
 
 class Entity(BaseModel):
