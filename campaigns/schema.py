@@ -46,6 +46,7 @@ from memory.models import (
     Source,
     Visibility,
     attribute_value,
+    check_alias_count,
     clean_name,
     storable,
 )
@@ -136,7 +137,7 @@ class EntitySpec(_Strict):
             if name_key(alias) not in seen:
                 seen.add(name_key(alias))
                 unique.append(alias)
-        return unique
+        return check_alias_count(unique)
 
     def located(self, number: int) -> str:
         """The entry as a file problem names it: ``file.yaml:12: entity #3 'Eldrinax'`` (``number`` from 1)."""

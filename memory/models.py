@@ -6,6 +6,7 @@ Rows come out of PostgreSQL as these models; callers hand the ``*In`` models in.
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from datetime import datetime
 from enum import StrEnum
@@ -17,6 +18,8 @@ from memory.errors import InvalidInputError
 
 #: A fact below this confidence waits for the DM in the review queue.
 DEFAULT_ACCEPT_THRESHOLD = 0.7
+#: Aliases of one entity: the names a table uses for it fit; every alias is matched in every utterance.
+MAX_ALIASES = 50
 
 
 class EntityType(StrEnum):
@@ -67,7 +70,7 @@ def clean_name(value: str) -> str:
     if not name:
         raise InvalidInputError("name must not be empty")
     if len(name) > 200:
-        raise InvalidInputError(f"name is longer than 200 characters: {name[:40]}…")
+        raise InvalidInputError(f"{name[:40] + '…'!r} is longer than 200 characters")
     return name
 
 
@@ -81,17 +84,34 @@ def _emoji_joiner(value: str, position: int) -> bool:
     return unicodedata.category(value[before]) in ("So", "Sk") and unicodedata.category(value[position + 1]) == "So"
 
 
+def check_alias_count(aliases: list[str]) -> list[str]:
+    """``aliases``, unless there are more than :data:`MAX_ALIASES` of them."""
+    if len(aliases) > MAX_ALIASES:
+        raise ValueError(f"{len(aliases):,}, more than the {MAX_ALIASES} allowed: keep the names the table uses")
+    return aliases
+
+
 def name_query(value: str) -> str:
     """A name as typed to look one up: stored names are NFC with whitespace collapsed (see :func:`clean_name`)."""
     return " ".join(unicodedata.normalize("NFC", value).split())
 
 
+#: Half of a UTF-16 surrogate pair (category Cs): valid in a Python string ("\ud800" in JSON), not in UTF-8 text.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def storable(value: Any) -> Any:
     """``value`` (text, or JSON-like data) as the database can keep it: PostgreSQL's text and jsonb hold no NUL
-    character, and jsonb no NaN or infinity. Refused here, where the error can say what is wrong, not later."""
+    character and no lone surrogate, and jsonb no NaN or infinity. Refused here, where the error can say what is
+    wrong, not later (where one such value fails a whole batch)."""
     if isinstance(value, str):
         if "\x00" in value:
             raise ValueError("contains a NUL character (U+0000), which cannot be stored")
+        if surrogate := _SURROGATE.search(value):
+            raise ValueError(
+                f"contains U+{ord(surrogate.group()):04X} at position {surrogate.start() + 1}, which is not a "
+                "character (half of a UTF-16 surrogate pair, or a byte that is not UTF-8) and cannot be stored"
+            )
     elif isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"must be a finite number, not {value}")
@@ -103,6 +123,27 @@ def storable(value: Any) -> Any:
         for item in value:
             storable(item)
     return value
+
+
+#: Longer than any utterance (a minute of speech is ~1 KB), and short enough that the text's full-text index entry
+#: stays far below PostgreSQL's 1 MB tsvector limit (measured: at most ~4 bytes of tsvector per byte of text).
+MAX_TEXT_BYTES = 64 * 1024
+#: Speakers are indexed (a btree entry holds at most 2,704 bytes).
+MAX_SPEAKER_CHARS = 200
+#: Session titles are indexed (a btree entry holds at most 2,704 bytes); any file name fits, as a default title.
+MAX_TITLE_CHARS = 300
+
+
+def session_title(value: str) -> str:
+    """A session title as stored and looked up: trimmed, storable, not overlong."""
+    title = value.strip()
+    try:
+        storable(title)
+    except ValueError as exc:
+        raise InvalidInputError(f"session title {exc}") from None
+    if len(title) > MAX_TITLE_CHARS:
+        raise InvalidInputError(f"session title is longer than {MAX_TITLE_CHARS} characters: {title[:40]}…")
+    return title
 
 
 def attribute_value(value: Any) -> Any:
@@ -279,7 +320,7 @@ class EntityIn(BaseModel):
         for alias in v:
             a = clean_name(alias)
             seen.setdefault(a.casefold(), a)
-        return list(seen.values())
+        return check_alias_count(list(seen.values()))
 
 
 class Entity(BaseModel):

@@ -17,7 +17,16 @@ from memory import jobs
 from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher
 from memory.correction.edits import apply_corrections
 from memory.correction.text import align_confidences, tokenize
-from memory.models import Entity, EntryIn, Session, Visibility, seconds, storable
+from memory.models import (
+    MAX_SPEAKER_CHARS,
+    MAX_TEXT_BYTES,
+    Entity,
+    EntryIn,
+    Session,
+    Visibility,
+    seconds,
+    storable,
+)
 from memory.store import CampaignMemory
 
 
@@ -29,9 +38,9 @@ class Word(BaseModel):
 
 
 class Utterance(BaseModel):
-    """One thing said; refused here if the database could not keep it (a NUL, a time that is no number) or its
-    time is before the session's start, so a bad line of a transcript is skipped instead of failing the whole
-    import when it is written (or sorting before the session's first line)."""
+    """One thing said; refused here if the database could not keep it (a NUL, a time that is no number, a text or
+    speaker too long to index) or its time is before the session's start, so a bad line of a transcript is skipped
+    instead of failing the whole import when it is written (or sorting before the session's first line)."""
 
     speaker: str
     text: str
@@ -46,6 +55,20 @@ class Utterance(BaseModel):
         classmethod(lambda cls, v: storable(v))
     )
     _seconds = field_validator("start_s", "end_s")(classmethod(lambda cls, v: seconds(v)))
+
+    @field_validator("speaker")
+    @classmethod
+    def _speaker_fits(cls, v: str) -> str:
+        if len(v) > MAX_SPEAKER_CHARS:
+            raise ValueError(f"is {len(v):,} characters long, longer than {MAX_SPEAKER_CHARS}")
+        return v
+
+    @field_validator("text")
+    @classmethod
+    def _text_fits(cls, v: str) -> str:
+        if (size := len(v.encode())) > MAX_TEXT_BYTES:
+            raise ValueError(f"is {size:,} bytes long, longer than {MAX_TEXT_BYTES:,}")
+        return v
 
 
 @dataclass(slots=True)

@@ -10,7 +10,7 @@ import asyncpg
 
 from memory.db import Executor, transaction
 from memory.errors import AlreadyExistsError, NotFoundError
-from memory.models import Correction, Entry, EntryHit, EntryIn, Session
+from memory.models import Correction, Entry, EntryHit, EntryIn, Session, session_title
 
 _ENTRY_COLUMNS = """id, campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s,
                     duration_s, ref, corrections, suspects, created_at"""
@@ -53,7 +53,7 @@ class SessionLog:
                 RETURNING *
                 """,
                 self.campaign_id,
-                title.strip() or "Untitled session",
+                session_title(title) or "Untitled session",
                 started_at,
             )
         except asyncpg.UniqueViolationError:
@@ -84,7 +84,7 @@ class SessionLog:
         row = await self.db.fetchrow(
             "SELECT * FROM sessions WHERE campaign_id = $1 AND lower(title) = lower($2)",
             self.campaign_id,
-            title.strip(),
+            session_title(title),
         )
         return Session(**dict(row)) if row else None
 

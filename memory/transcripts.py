@@ -1,12 +1,16 @@
 """Transcript files → utterances: JSON lines, "Speaker: text" lines (after an optional start time), and CRD3
 episode JSON.
 
-A bad line never stops an import: it is reported (file and line, what is wrong) and skipped. Every utterance gets
-a ``seq`` from its line (or turn) number, so importing the same file again lands on the same L1 rows.
+A bad line never stops an import: it is reported (file and line, what is wrong) and skipped. A file in another
+encoding than UTF-8 (or UTF-16/32 with a byte-order mark) is refused whole, before anything is stored: skipping
+most of its lines would leave a session with holes. Every utterance gets a ``seq`` from its line (or turn)
+number, so importing the same file again lands on the same L1 rows.
 """
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
 import re
 import unicodedata
@@ -17,9 +21,20 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from memory.errors import validation_problems
+from memory.models import MAX_TEXT_BYTES, session_title
 from memory.recorder import Utterance, Word
 
-MAX_LINE_BYTES = 64 * 1024  # a minute of speech is ~1 KB; anything this long is not an utterance
+MAX_LINE_BYTES = MAX_TEXT_BYTES  # a line holds one utterance
+#: Read besides UTF-8, by their byte-order mark (UTF-32's first: it starts like UTF-16's).
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+#: This many lines that are not UTF-8 (and 1 in 100) are a file saved in another encoding, unless more of its
+#: lines hold UTF-8 beyond ASCII: a few broken lines of a UTF-8 file are skipped one by one instead.
+_NOT_UTF8_LINES = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,18 +60,61 @@ def read_transcript(path: str | Path) -> Iterator[Line | Skipped]:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        return _jsonl(path)
+        return _jsonl(path, _encoding(path))
     if suffix == ".txt":
-        return _txt(path)
+        return _txt(path, _encoding(path))
     if suffix == ".json":
         return _crd3(path)
     raise TranscriptError(f"{path.name}: unknown transcript format {suffix!r} (use .jsonl, .txt or CRD3 .json)")
 
 
-def _raw_lines(path: Path) -> Iterator[tuple[int, str | Skipped]]:
+def _encoding(path: Path) -> str:
+    """The file's encoding: UTF-16 or UTF-32 by its byte-order mark, else UTF-8; ``TranscriptError`` if the file
+    is not in it."""
+    with path.open("rb") as fh:
+        start = fh.read(4)
+        encoding = next((enc for bom, enc in _BOMS if start.startswith(bom)), "utf-8")
+        fh.seek(0)
+        if encoding != "utf-8":
+            decoder = codecs.getincrementaldecoder(encoding)()
+            try:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    decoder.decode(block)
+                decoder.decode(b"", final=True)
+            except UnicodeDecodeError as exc:
+                raise TranscriptError(
+                    f"{path.name} is not valid {encoding.upper()} text ({exc.reason}): save it as UTF-8"
+                ) from None
+            return encoding
+        lines = not_utf8 = nul = utf8 = 0
+        for raw in fh:
+            if not raw.strip(b"\x00 \t\r\n"):
+                continue
+            lines += 1
+            if b"\x00" in raw:  # UTF-16 without a byte-order mark: every other byte of English text is NUL
+                not_utf8 += 1
+                nul += 1
+            elif not raw.isascii():
+                try:
+                    raw.decode("utf-8")
+                    utf8 += 1
+                except UnicodeDecodeError:
+                    not_utf8 += 1
+    if not_utf8 >= _NOT_UTF8_LINES and not_utf8 > utf8 and not_utf8 * 100 >= lines:
+        looks = "UTF-16" if nul * 2 > not_utf8 else "Latin-1"
+        raise TranscriptError(
+            f"{path.name} is not UTF-8 text (it looks like {looks}: {not_utf8:,} of {lines:,} lines are not UTF-8): "
+            "save it as UTF-8"
+        )
+    return encoding
+
+
+def _raw_lines(path: Path, encoding: str) -> Iterator[tuple[int, str | Skipped]]:
     """Lines decoded one by one (binary mode, so one bad line cannot spoil the decoding of the rest)."""
     with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
+        # UTF-16/32 (checked whole by _encoding) is read as text and handed on as UTF-8, as a UTF-8 file would be.
+        lines = fh if encoding == "utf-8" else (t.encode() for t in io.TextIOWrapper(fh, encoding, newline="\n"))
+        for number, raw in enumerate(lines, start=1):
             if len(raw) > MAX_LINE_BYTES:
                 yield number, Skipped(number, f"line is {len(raw):,} bytes, longer than {MAX_LINE_BYTES:,}")
                 continue
@@ -78,8 +136,8 @@ def _binary(text: str) -> bool:
     return "\x00" in text or control > max(2, len(text) // 50)
 
 
-def _jsonl(path: Path) -> Iterator[Line | Skipped]:
-    for number, text in _raw_lines(path):
+def _jsonl(path: Path, encoding: str) -> Iterator[Line | Skipped]:
+    for number, text in _raw_lines(path, encoding):
         if isinstance(text, Skipped):
             yield text
             continue
@@ -113,9 +171,7 @@ def _jsonl(path: Path) -> Iterator[Line | Skipped]:
                 ref=str(obj.get("ref") or f"{path.name}:{number}"),
                 seq=number,
             )
-            session = str(obj["session"]) if obj.get("session") is not None else None
-            if session is not None and "\x00" in session:
-                raise ValueError("session: contains a NUL character (U+0000), which cannot be stored")
+            session = session_title(str(obj["session"])) if obj.get("session") is not None else None
         except (ValidationError, TypeError, ValueError) as exc:
             problem = validation_problems(exc) if isinstance(exc, ValidationError) else str(exc).splitlines()[0]
             yield Skipped(number, f"invalid field: {problem}")
@@ -131,8 +187,8 @@ def _check_fields(obj: dict[str, object]) -> str | None:
     return None
 
 
-def _txt(path: Path) -> Iterator[Line | Skipped]:
-    for number, text in _raw_lines(path):
+def _txt(path: Path, encoding: str) -> Iterator[Line | Skipped]:
+    for number, text in _raw_lines(path, encoding):
         if isinstance(text, Skipped):
             yield text
             continue

@@ -70,6 +70,8 @@ class LLMExtractor:
                 log.warning("extraction skipped %d entries: %s", len(batch), exc)
                 merged.errors.append(str(exc))
                 continue
+            if answer.dropped:
+                log.warning("extraction dropped %d malformed items: %s", len(answer.dropped), "; ".join(answer.dropped))
             valid = validate_result(answer, known, {e.id for e in batch})
             merged.entities.extend(valid.entities)
             merged.facts.extend(valid.facts)

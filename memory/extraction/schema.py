@@ -1,17 +1,18 @@
 """What extractors exchange with the pipeline: the entities they know, what they propose, and the tally.
 
 ``ExtractionResult`` doubles as the LLM's structured-output schema, so its scalar fields are deliberately loose
-(plain strings and floats): one bad item must be dropped and counted by validation, not make pydantic reject the
-whole answer.
+(plain strings and floats), and its items are validated one by one: one bad item must be dropped and counted by
+validation, not make pydantic reject the whole answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol, Self
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ModelWrapValidatorHandler, PrivateAttr, ValidationError, model_validator
 
+from memory.errors import validation_problems
 from memory.models import EntityType, Entry, ReviewStatus
 
 
@@ -50,6 +51,32 @@ class ExtractionAnswer(BaseModel):
 
     entities: list[ProposedEntity] = Field(description="new named entities not among the known ones")
     facts: list[ProposedFact] = Field(description="facts stated in (or clearly implied by) the lines")
+
+    _dropped: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def dropped(self) -> list[str]:
+        """What was wrong with each item dropped while this answer was read (``entities.3: name: …``)."""
+        return self._dropped
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _item_by_item(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        dropped: list[str] = []
+        if isinstance(data, dict):
+            data = dict(data)
+            for key, model in (("entities", ProposedEntity), ("facts", ProposedFact)):
+                if isinstance(items := data.get(key), list):
+                    kept = []
+                    for index, item in enumerate(items):
+                        try:
+                            kept.append(model.model_validate(item))
+                        except ValidationError as exc:
+                            dropped.append(f"{key}.{index}: {validation_problems(exc)}")
+                    data[key] = kept
+        answer = handler(data)
+        answer._dropped = dropped
+        return answer
 
 
 class ExtractionResult(ExtractionAnswer):

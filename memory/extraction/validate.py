@@ -23,7 +23,7 @@ def validate_result(
     answer: ExtractionAnswer, known: Sequence[KnownEntity], entry_ids: Collection[int]
 ) -> ExtractionResult:
     """The well-formed, distinct proposals of ``answer``; ``invalid`` adds what was dropped here."""
-    invalid = answer.invalid if isinstance(answer, ExtractionResult) else 0
+    invalid = (answer.invalid if isinstance(answer, ExtractionResult) else 0) + len(answer.dropped)
     errors = list(answer.errors) if isinstance(answer, ExtractionResult) else []
     resolver = NameResolver(known)
 

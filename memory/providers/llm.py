@@ -85,8 +85,10 @@ class OpenAILLM:
             raise LLMUnavailable(f"LLM unreachable: {self._said(str(exc))}") from exc
         except openai.OpenAIError as exc:
             raise LLMError(f"LLM request failed: {type(exc).__name__}: {self._said(str(exc))}") from exc
-        except ValueError as exc:  # a 200 whose body is not JSON (a proxy's error page)
-            raise LLMError(f"LLM answer is not JSON: {self._said(str(exc))}") from exc
+        except ValueError as exc:  # a 200 whose body is not JSON (a proxy's error page): no answer at all
+            raise LLMUnavailable(f"LLM answer is not JSON: {self._said(str(exc))}") from exc
+        if isinstance(completion, str):  # a 200 served as text: a proxy's error page, no answer at all either
+            raise LLMUnavailable(f"LLM answer is not JSON: {self._said(completion)}")
         if not isinstance(completion, ChatCompletion):
             raise LLMError(f"LLM answer is not a chat completion: {_short(repr(completion))}")
 

@@ -139,6 +139,30 @@ def test_entity_attributes_keep_to_what_a_campaign_file_holds(lk) -> None:
     assert exported.returncode == 0 and "Golem" in exported.stdout, exported.stderr
 
 
+def test_text_that_is_not_utf8_on_the_command_line_is_a_clear_error(lk, tmp_path: Path) -> None:
+    assert lk("campaign", "create", "C").returncode == 0
+    not_text = "which is not a character (half of a UTF-16 surrogate pair, or a byte that is not UTF-8)"
+    # a byte that is not UTF-8 reaches Python as a lone surrogate (U+DCFF for 0xFF)
+    attr = lk("entity", "add", "Golem", "npc", "--attr", "k=v\udcff")
+    assert attr.returncode == 2 and "Traceback" not in attr.stderr
+    assert f"Invalid value for --attr: attribute 'k' contains U+DCFF at position 2, {not_text}" in attr.stderr
+    (tmp_path / "night.txt").write_text("DM: Roll.\n")
+    titled = lk("ingest", str(tmp_path / "night.txt"), "--session", "a\udcffb")
+    assert titled.returncode == 1
+    assert titled.stderr == f"error: session title contains U+DCFF at position 2, {not_text} and cannot be stored\n"
+
+
+def test_a_transcript_not_in_utf8_is_refused_with_a_non_zero_exit(lk, tmp_path: Path) -> None:
+    assert lk("campaign", "create", "C").returncode == 0
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("".join(f"DM: Café {i}\n" for i in range(9)).encode("latin-1"))
+    res = lk("ingest", str(path))
+    assert (res.returncode, res.stdout) == (1, "")
+    assert res.stderr == (
+        "error: latin1.txt is not UTF-8 text (it looks like Latin-1: 9 of 9 lines are not UTF-8): save it as UTF-8\n"
+    )
+
+
 async def test_review_accept_reports_what_it_did_before_a_bad_id(lk, fresh_dsn: str) -> None:
     assert lk("campaign", "create", "C").returncode == 0
     pool = await create_pool(fresh_dsn)

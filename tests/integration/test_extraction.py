@@ -21,11 +21,11 @@ from memory.extraction import (
 )
 from memory.models import EntityIn, EntityType, Entry, EntryIn, Relationship, ReviewStatus, Source
 from memory.providers.embeddings import MiniLMEmbedder
-from memory.providers.llm import OpenAILLM
+from memory.providers.llm import LLMUnavailable, OpenAILLM
 from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory, Memory
 from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, FakeRawReply
 
 TRANSCRIPT = [
     ("DM", "You walk into the forge. Brom, the blacksmith of Ironhold, looks up from the anvil."),
@@ -282,6 +282,58 @@ async def test_llm_items_about_unknown_names_or_ids_are_dropped(
         ("Brom", "works_in", "Ironhold", "accepted"),
         ("Eldrinax", "status", "alive", "accepted"),
     }
+
+
+async def test_llm_items_holding_a_lone_surrogate_are_dropped_not_the_answer(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI
+) -> None:
+    entries = await write(world, TRANSCRIPT)
+    ids = [e.id for e in entries]
+    answer = {
+        "entities": [
+            {"name": "Korvash", "type": "npc", "description": "half \ud800 a pair", "confidence": 0.9, "entry_ids": []}
+        ],
+        "facts": [
+            fact("Brom", "mood", None, "grim \udc00", 0.9, [ids[0]]),
+            fact("Brom", "works_in", "Ironhold", None, 0.9, [ids[0]]),
+        ],
+    }
+    fake_openai.queue_chat(json.dumps(answer))  # valid JSON: json.dumps writes them as \ud800 escapes
+    stats = await run(world, entries, LLMExtractor(llm))
+    assert (stats.items_invalid, stats.llm_errors) == (2, 0)
+    assert await facts(world) == [("Brom", "works_in", "Ironhold", "accepted")]
+
+
+async def test_a_wrong_typed_llm_item_is_dropped_and_the_rest_of_the_answer_kept(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    entries = await write(world, TRANSCRIPT)
+    ids = [e.id for e in entries]
+    answer = {
+        "entities": [
+            {"name": 42, "type": ["npc"], "description": None, "confidence": "very", "entry_ids": "1"},
+            {"name": "Korvash", "type": "npc", "description": "a dwarf", "confidence": 0.9, "entry_ids": [ids[3]]},
+        ],
+        "facts": [
+            {"source": {"a": 1}, "type": 7, "target": None, "value": {"k": [1]}, "confidence": 0.9},
+            fact("Brom", "works_in", "Ironhold", None, 0.9, [ids[0]]),
+        ],
+    }
+    fake_openai.queue_chat(json.dumps(answer))
+    stats = await run(world, entries, LLMExtractor(llm))
+    assert (stats.items_invalid, stats.llm_errors, stats.entities_created) == (2, 0, 1)
+    assert await facts(world) == [("Brom", "works_in", "Ironhold", "accepted")]
+    assert "extraction dropped 2 malformed items: entities.0: name: Input should be a valid string" in caplog.text
+
+
+async def test_a_proxy_error_page_fails_the_extraction_job_to_be_retried(
+    world: CampaignMemory, memory: Memory, llm: OpenAILLM, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entries = await write(world, TRANSCRIPT)
+    fake_openai.queue_chat(FakeRawReply("<html>bad gateway</html>"))
+    with pytest.raises(LLMUnavailable, match="not JSON"):
+        await run_job(memory, world, entries[0].session_id, LLMExtractor(llm), monkeypatch)
+    assert await extracted_to(world, entries[0].session_id) is None  # its lines wait for the next try
 
 
 # the extraction job -------------------------------------------------------------------------------------

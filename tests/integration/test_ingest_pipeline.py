@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import hashlib
 import json
+import random
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,12 +18,14 @@ from campaigns.files import read_campaign_file
 from campaigns.load import apply_campaign_file
 from memory import jobs
 from memory.chunking import windows
+from memory.errors import InvalidInputError
 from memory.ingest import ingest_file
 from memory.models import EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recall import recall
 from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory, Memory
+from memory.transcripts import TranscriptError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
 SAMPLE = EXAMPLES / "sunken_crown_session1.jsonl"
@@ -168,7 +172,7 @@ async def test_poisoned_lines_are_skipped_and_named(crown: CampaignMemory, tmp_p
     assert [m.split(": skipped: ")[0] for m in report.skipped] == [f"poisoned.jsonl:{n}" for n in range(2, 10)]
     assert "UTF-8" in report.skipped[2] and "bytes" in report.skipped[1] and "JSON" in report.skipped[3]
     assert report.skipped[4].endswith("invalid field: text: contains a NUL character (U+0000), which cannot be stored")
-    assert "speaker: contains a NUL" in report.skipped[5] and "session: contains a NUL" in report.skipped[6]
+    assert "speaker: contains a NUL" in report.skipped[5] and "session title contains a NUL" in report.skipped[6]
     assert report.skipped[7].endswith("start_s: must be a finite number, not nan")
     session = await crown.log.session_by_title("Poison")
     assert session is not None
@@ -223,6 +227,109 @@ async def test_txt_and_crd3_formats(crown: CampaignMemory, tmp_path: Path) -> No
         ("Matt", "Welcome back. Roll initiative.", "turn 0"),
         ("Laura & Sam", "Yes!", "turn 1"),
     ]
+
+
+async def test_a_crd3_turn_the_database_cannot_index_is_skipped_and_the_rest_imported(
+    crown: CampaignMemory, tmp_path: Path
+) -> None:
+    crd3 = tmp_path / "C9E002.json"
+    turns = [{"NAMES": ["MATT"], "UTTERANCES": [f"Line {i}."], "NUMBER": i} for i in range(5)]
+    # 1 MB of distinct words: its full-text index entry is over PostgreSQL's 1 MB tsvector limit
+    rnd = random.Random(0)
+    turns[1]["UTTERANCES"] = [" ".join("".join(rnd.choices("abcdefghij", k=6)) for _ in range(150_000))]
+    turns[3]["NAMES"] = ["SAM" * 1000]  # longer than an index entry can hold
+    crd3.write_text(json.dumps({"TURNS": turns}))
+    report = await ingest_file(crown, crd3)
+    assert report.skipped == [
+        "C9E002.json:2: skipped: invalid field: text: is 1,049,999 bytes long, longer than 65,536",
+        "C9E002.json:4: skipped: invalid field: speaker: is 3,000 characters long, longer than 200",
+    ]
+    session = await crown.log.session_by_title("C9E002")
+    assert session is not None and session.ended_at is not None
+    assert [e.ref for e in await crown.log.session_entries(session.id)] == ["turn 0", "turn 2", "turn 4"]
+
+
+async def test_lone_surrogates_are_refused_with_their_line_not_the_batch(crown: CampaignMemory, tmp_path: Path) -> None:
+    path = tmp_path / "halves.jsonl"
+    lines = [
+        {"speaker": "Ana", "text": "Fine.", "ref": "ok1"},
+        {"speaker": "Ana", "text": "a lone \ud800 half"},  # valid JSON: json.dumps writes it as \ud800
+        {"speaker": "Ana", "text": "in a title", "session": "s\udc00x"},
+        {"speaker": "Ana", "text": "Also fine.", "ref": "ok2"},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    report = await ingest_file(crown, path, session_title="Halves")
+    half = (
+        "which is not a character (half of a UTF-16 surrogate pair, or a byte that is not UTF-8) and cannot be stored"
+    )
+    assert report.skipped == [
+        f"halves.jsonl:2: skipped: invalid field: text: contains U+D800 at position 8, {half}",
+        f"halves.jsonl:3: skipped: invalid field: session title contains U+DC00 at position 2, {half}",
+    ]
+    session = await crown.log.session_by_title("Halves")
+    assert session is not None
+    assert [e.ref for e in await crown.log.session_entries(session.id)] == ["ok1", "ok2"]
+    # a title given by the DM (--session, /session start) is refused before anything is stored
+    with pytest.raises(InvalidInputError, match=r"^session title contains U\+DCFF at position 2"):
+        await ingest_file(crown, path, session_title="a\udcffb")
+    with pytest.raises(InvalidInputError, match=r"^session title is longer than 300 characters"):
+        await ingest_file(crown, path, session_title="x" * 301)
+    assert [s.title for s in await crown.log.sessions()] == ["Halves"]
+
+
+TRANSCRIPT_DE = "".join(f"DM: Mätt grüßt Ironhold, Runde {i}.\nAna: Thess zieht den Bogen.\n" for i in range(5))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        TRANSCRIPT_DE.encode("utf-16"),
+        codecs.BOM_UTF16_BE + TRANSCRIPT_DE.encode("utf-16-be"),
+        TRANSCRIPT_DE.replace("\n", "\r\n").encode("utf-32"),
+    ],
+    ids=["utf-16", "utf-16-be", "utf-32-crlf"],
+)
+async def test_a_utf16_or_utf32_transcript_with_a_byte_order_mark_is_read(
+    crown: CampaignMemory, tmp_path: Path, data: bytes
+) -> None:
+    path = tmp_path / "wide.txt"
+    path.write_bytes(data)
+    report = await ingest_file(crown, path)
+    assert report.written == 10 and report.skipped == []
+    session = await crown.log.session_by_title("wide")
+    assert session is not None
+    entries = await crown.log.session_entries(session.id)
+    assert [f"{e.speaker}: {e.text}\n" for e in entries] == TRANSCRIPT_DE.splitlines(keepends=True)
+
+
+@pytest.mark.parametrize(
+    ("data", "looks"),
+    [
+        (TRANSCRIPT_DE.encode("latin-1"), "Latin-1: 5 of 10 lines"),
+        (TRANSCRIPT_DE.encode("cp1252"), "Latin-1: 5 of 10 lines"),
+        (TRANSCRIPT_DE.encode("utf-16-le"), "UTF-16: 10 of 10 lines"),  # no byte-order mark
+    ],
+)
+async def test_a_transcript_in_another_encoding_is_refused_whole(
+    crown: CampaignMemory, tmp_path: Path, data: bytes, looks: str
+) -> None:
+    path = tmp_path / "other.txt"
+    path.write_bytes(data)
+    with pytest.raises(TranscriptError) as info:
+        await ingest_file(crown, path)
+    assert str(info.value) == f"other.txt is not UTF-8 text (it looks like {looks} are not UTF-8): save it as UTF-8"
+    assert await crown.log.sessions() == []  # refused before anything was stored
+
+
+async def test_a_few_broken_lines_of_a_utf8_transcript_are_skipped_one_by_one(
+    crown: CampaignMemory, tmp_path: Path
+) -> None:
+    path = tmp_path / "mostly.txt"
+    broken = [f"Ana: Caf{chr(0xE9)} {i}\n".encode("latin-1") for i in range(6)]
+    path.write_bytes(TRANSCRIPT_DE.encode() * 2 + b"".join(broken))
+    report = await ingest_file(crown, path)
+    assert report.written == 20
+    assert [m.split(": skipped: ")[1] for m in report.skipped] == ["not valid UTF-8 (byte 9)"] * 6
 
 
 async def test_txt_with_a_byte_order_mark_and_start_times(crown: CampaignMemory, tmp_path: Path) -> None:

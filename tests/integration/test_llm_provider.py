@@ -105,9 +105,7 @@ async def test_json_in_a_markdown_fence_is_accepted(llm: OpenAILLM, fake_openai:
         (ChatReply(refusal="I can't help with that."), "refused: I can't help with that."),
         (ChatReply(content='{"text": "Eldr', finish_reason="length"), "cut off"),
         (ChatReply(content=None, finish_reason="content_filter"), "content filter"),
-        # a 200 that is no chat completion: a proxy's page, broken JSON, another shape, a number for the text
-        (FakeRawReply("<html>gateway timeout</html>"), "not a chat completion"),
-        (FakeRawReply('{"choices": [', "application/json"), "not JSON"),
+        # a 200 that is no chat completion: another shape, a number for the text
         (FakeRawReply("[]", "application/json"), "not a chat completion"),
         (FakeRawReply('{"choices": [{"message": {"content": 5}}]}', "application/json"), "has no text"),
     ],
@@ -117,6 +115,20 @@ async def test_unusable_answers_raise_llm_error(
 ) -> None:
     fake_openai.queue_chat(answer)
     with pytest.raises(LLMError, match=expected):
+        await llm.complete_json(system="s", user="u", schema=Correction)
+
+
+@pytest.mark.parametrize(
+    "page",
+    [FakeRawReply("<html>bad gateway</html>"), FakeRawReply('{"choices": [', "application/json")],
+    ids=["html", "broken-json"],
+)
+async def test_a_200_that_is_not_json_is_no_answer_at_all(
+    llm: OpenAILLM, fake_openai: FakeOpenAI, page: FakeRawReply
+) -> None:
+    # a proxy's error page: a background job tries again later instead of passing its lines without their facts
+    fake_openai.queue_chat(page)
+    with pytest.raises(LLMUnavailable, match="LLM answer is not JSON"):
         await llm.complete_json(system="s", user="u", schema=Correction)
 
 

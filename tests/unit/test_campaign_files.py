@@ -22,7 +22,7 @@ from campaigns.files import (
 )
 from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec
 from memory.campaigns import MAX_NAME
-from memory.models import EntityType, Source, Visibility
+from memory.models import MAX_ALIASES, EntityIn, EntityType, Source, Visibility
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
 
@@ -258,6 +258,23 @@ def test_bad_entity_names_file_line_and_item(body: str, expected: str) -> None:
     error = refused(GOOD_HEAD + body)
     assert str(error).startswith(expected), str(error)
     assert error.filename == "castle.yaml"
+
+
+def test_an_overlong_name_and_too_many_aliases_are_refused_in_plain_words() -> None:
+    error = refused(GOOD_HEAD + f"  - name: {'x' * 201}\n    type: npc\n    aliases: [{'y' * 201}]\n")
+    first, second = (str(p) for p in error.problems)
+    assert first.endswith(f": name {'x' * 40 + '…'!r} is longer than 200 characters")
+    assert second.endswith(f": aliases #1 {'y' * 40 + '…'!r} is longer than 200 characters")
+
+    aliases = ", ".join(f"Alias {i}" for i in range(MAX_ALIASES + 1))
+    error = refused(GOOD_HEAD + f"  - name: Many\n    type: npc\n    aliases: [{aliases}]\n")
+    assert str(error) == (
+        "castle.yaml:8: entity #2 'Many': aliases 51, more than the 50 allowed: keep the names the table uses"
+    )
+    # the same limit where the CLI, a slash command or the store makes an entity
+    with pytest.raises(ValidationError, match="51, more than the 50 allowed"):
+        EntityIn(name="Many", type=EntityType.npc, aliases=[f"Alias {i}" for i in range(MAX_ALIASES + 1)])
+    assert len(EntityIn(name="Many", type=EntityType.npc, aliases=aliases.split(", ")[:MAX_ALIASES]).aliases) == 50
 
 
 def test_alias_colliding_with_another_alias() -> None:
