@@ -615,7 +615,7 @@ def make_job_context(memory: Memory, settings: Any) -> JobContext:
     if settings.llm_enabled:
         from memory.providers.llm import OpenAILLM
 
-        llm = OpenAILLM(settings.openai_base_url, api_key, settings.llm_model)
+        llm = OpenAILLM(settings.openai_base_url, api_key, settings.llm_model, timeout=settings.llm_timeout)
     return JobContext(memory=memory, embedder=embedder, embedding_model=settings.embedding.model, llm=llm)
 
 
