@@ -49,6 +49,7 @@ from memory.models import (
 )
 from memory.semantic import content_hash
 from memory.store import CampaignMemory, Memory
+from memory.voice.backoff import Backoff
 
 if TYPE_CHECKING:
     from memory.providers.embeddings import Embedder
@@ -619,6 +620,11 @@ def make_job_context(memory: Memory, settings: Any) -> JobContext:
     return JobContext(memory=memory, embedder=embedder, embedding_model=settings.embedding.model, llm=llm)
 
 
+#: A worker waits for a database that went away (a restart, a failover) as long as it takes, trying again at
+#: most every 30 s.
+_RECONNECT = Backoff(initial=1.0, maximum=30.0, tries=None)
+
+
 async def run_workers(
     pool: asyncpg.Pool,
     settings: Any,
@@ -630,18 +636,42 @@ async def run_workers(
 ) -> JobContext:
     """Process jobs in this process until ``stop_event`` is set (or, with ``drain``, until the queue is empty).
 
-    A job picked by a worker that died is picked again once its heartbeat is ``heartbeat_timeout`` old."""
+    A job picked by a worker that died is picked again once its heartbeat is ``heartbeat_timeout`` old. When the
+    database goes away, a worker that runs until stopped waits for it and carries on (the pool reconnects); a
+    drain raises the error, for its caller to say "run it again" (no job is lost either way)."""
     ctx = ctx or make_job_context(Memory(pool, accept_threshold=settings.accept_threshold), settings)
-    if requeued := await requeue_failed(pool):
-        log.warning("%d background jobs that had failed run again", requeued)
-    qm = build_queue_manager(pool, ctx)
+    stop = stop_event or asyncio.Event()
+    failures = 0
+    while not stop.is_set():
+        try:
+            if requeued := await requeue_failed(pool):
+                log.warning("%d background jobs that had failed run again", requeued)
+            if failures:
+                log.warning("the database is back: background jobs go on")
+                failures = 0
+            await _run_queue(build_queue_manager(pool, ctx), stop, drain, heartbeat_timeout)
+            break
+        except Exception as exc:
+            if drain or not _is_outage(exc):
+                raise
+            if stop.is_set():
+                break
+            if not failures:
+                log.warning(
+                    "the database stopped or cannot be reached (%s): background jobs wait for it", short_reason(exc)
+                )
+            failures += 1
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), _RECONNECT.delay(failures))
+    return ctx
 
+
+async def _run_queue(qm: QueueManager, stop: asyncio.Event, drain: bool, heartbeat_timeout: timedelta) -> None:
     async def stop_when_told() -> None:
-        assert stop_event is not None
-        await stop_event.wait()
+        await stop.wait()
         qm.shutdown.set()
 
-    stopper = asyncio.create_task(stop_when_told()) if stop_event is not None else None
+    stopper = asyncio.create_task(stop_when_told())
     try:
         await qm.run(
             mode=QueueExecutionMode.drain if drain else QueueExecutionMode.continuous,
@@ -650,9 +680,18 @@ async def run_workers(
             dequeue_timeout=timedelta(seconds=5),
         )
     finally:
-        if stopper is not None:
-            stopper.cancel()
-    return ctx
+        stopper.cancel()
+
+
+def short_reason(exc: BaseException) -> str:
+    """What started an outage, in one line: the first error of the chain (later ones are often cleanup failing
+    on the dead connection), the first line of its message."""
+    seen = {id(exc)}
+    while (earlier := exc.__cause__ or exc.__context__) is not None and id(earlier) not in seen:
+        seen.add(id(earlier))
+        exc = earlier
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 #: A job's campaign is in its payload (``$2``; NULL: every campaign's).
