@@ -528,7 +528,7 @@ _OUTAGES: tuple[type[BaseException], ...] = (
 )
 
 
-def _is_outage(exc: BaseException) -> bool:
+def is_outage(exc: BaseException) -> bool:
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:  # wrapped errors count by what they wrap
@@ -571,7 +571,7 @@ def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
                     await fn(ctx, campaign_id, session_id)
                     return
             except Exception as exc:
-                if _is_outage(exc):
+                if is_outage(exc):
                     raise
                 if await _session_exists(pool, campaign_id, session_id):
                     raise BadJobError(f"{type(exc).__name__}: {exc}") from exc
@@ -652,7 +652,7 @@ async def run_workers(
             await _run_queue(build_queue_manager(pool, ctx), stop, drain, heartbeat_timeout)
             break
         except Exception as exc:
-            if drain or not _is_outage(exc):
+            if drain or not is_outage(exc):
                 raise
             if stop.is_set():
                 break
@@ -684,12 +684,12 @@ async def _run_queue(qm: QueueManager, stop: asyncio.Event, drain: bool, heartbe
 
 
 def short_reason(exc: BaseException) -> str:
-    """What started an outage, in one line: the first error of the chain (later ones are often cleanup failing
-    on the dead connection), the first line of its message."""
-    seen = {id(exc)}
-    while (earlier := exc.__cause__ or exc.__context__) is not None and id(earlier) not in seen:
-        seen.add(id(earlier))
-        exc = earlier
+    """What started an outage, in one line: the first outage error of the chain (later ones are often cleanup
+    failing on the dead connection), the first line of its message."""
+    chain = [exc]
+    while (earlier := chain[-1].__cause__ or chain[-1].__context__) is not None and earlier not in chain:
+        chain.append(earlier)
+    exc = next((e for e in reversed(chain) if isinstance(e, (*_OUTAGES, Unavailable))), chain[-1])
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
