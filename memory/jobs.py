@@ -511,6 +511,42 @@ async def _session_exists(db: Executor, campaign_id: int, session_id: int) -> bo
     )
 
 
+#: A session's summary waits for the session's chunk, extract and stage-2 jobs (the names stage 2 restores and
+#: the links extraction files belong in the recap), looking again every few seconds, but for half an hour at
+#: most: then it summarises what is there.
+_SUMMARY_RECHECK = timedelta(seconds=3)
+_SUMMARY_MAX_WAIT = timedelta(minutes=30)
+
+
+async def _summary_put_off(pool: asyncpg.Pool, job: pgq_models.Job, campaign_id: int, session_id: int) -> bool:
+    """Whether the summary ``job`` is put off: its session still has work queued or running, so a summary job
+    a few seconds later takes its place (no worker slot is held while it waits)."""
+    since = json.loads(job.payload or b"{}").get("waiting_since") or job.created.isoformat()
+    waiting = await pool.fetchval(
+        """
+        SELECT now() - $4::text::timestamptz < $5::interval AND EXISTS (
+            SELECT 1 FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status IN ('queued', 'picked')
+              AND convert_from(payload, 'UTF8')::jsonb ->> 'campaign_id' = $2::bigint::text
+              AND convert_from(payload, 'UTF8')::jsonb ->> 'session_id' = $3::bigint::text)
+        """,
+        [CHUNK, EXTRACT, CORRECT2],
+        campaign_id,
+        session_id,
+        since,
+        _SUMMARY_MAX_WAIT,
+    )
+    if waiting:
+        await _queries(pool).enqueue(
+            [SUMMARY],
+            [_payload(campaign_id, session_id, waiting_since=since)],
+            [0],
+            execute_after=[_SUMMARY_RECHECK],
+            dedupe_key=[f"{SUMMARY}:{session_id}:after:{job.id}"],  # this job run again adds no second one
+            on_conflict="skip",
+        )
+    return bool(waiting)
+
+
 class BadJobError(Exception):
     """A job failed for a reason other than an outage (its data, a bug): running it again fails the same way,
     so it is not run again at a worker start. The original error is its cause, in the job's logged traceback."""
@@ -568,6 +604,8 @@ def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
                 raise BadJobError(f"unreadable payload {job.payload!r}") from exc
             try:
                 if await _session_exists(pool, campaign_id, session_id):
+                    if name == SUMMARY and await _summary_put_off(pool, job, campaign_id, session_id):
+                        return
                     await fn(ctx, campaign_id, session_id)
                     return
             except Exception as exc:
