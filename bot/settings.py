@@ -55,6 +55,7 @@ class Settings(BaseSettings):
     owner_ids: list[int] = Field(default_factory=list)
 
     llm_model: str | None = Field(default=None, description="chat model for correction, extraction, recaps")
+    llm_timeout: float = Field(default=60.0, gt=0, description="seconds one LLM request may take (tried 3 times)")
     embedding_provider: Literal["minilm", "openai"] = "minilm"
     embedding_model: str = "all-MiniLM-L6-v2"
     embedding_dim: int | None = Field(default=None, gt=0)

@@ -96,10 +96,29 @@ class EmbeddedPostgres:
         return self._server.get_uri()
 
     def stop(self) -> None:
-        if self._server is not None:
+        """Stop the server if this process is the last one using it. Never raises: it runs on the way out, often
+        after the error that matters, which it must not hide."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        try:
             with self._exclusive():
-                self._server.cleanup()
-            self._server = None
+                if not self._postmaster_alive():
+                    # Killed under us: only our handle is left to remove (stopping it would fail, loudly).
+                    server.cleanup_mode = None
+                try:
+                    server.cleanup()
+                finally:
+                    server.cleanup_mode = "stop"
+        except Exception as exc:
+            log.warning("could not stop the embedded PostgreSQL in %s (%s: %s)", self.pgdata, type(exc).__name__, exc)
+
+    def _postmaster_alive(self) -> bool:
+        try:
+            pid = abs(int((self.pgdata / "postmaster.pid").read_text().split()[0]))
+        except (FileNotFoundError, ValueError, IndexError):
+            return False
+        return _pid_alive(pid)
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:

@@ -49,6 +49,7 @@ from memory.models import (
 )
 from memory.semantic import content_hash
 from memory.store import CampaignMemory, Memory
+from memory.voice.backoff import Backoff
 
 if TYPE_CHECKING:
     from memory.providers.embeddings import Embedder
@@ -510,6 +511,42 @@ async def _session_exists(db: Executor, campaign_id: int, session_id: int) -> bo
     )
 
 
+#: A session's summary waits for the session's chunk, extract and stage-2 jobs (the names stage 2 restores and
+#: the links extraction files belong in the recap), looking again every few seconds, but for half an hour at
+#: most: then it summarises what is there.
+_SUMMARY_RECHECK = timedelta(seconds=3)
+_SUMMARY_MAX_WAIT = timedelta(minutes=30)
+
+
+async def _summary_put_off(pool: asyncpg.Pool, job: pgq_models.Job, campaign_id: int, session_id: int) -> bool:
+    """Whether the summary ``job`` is put off: its session still has work queued or running, so a summary job
+    a few seconds later takes its place (no worker slot is held while it waits)."""
+    since = json.loads(job.payload or b"{}").get("waiting_since") or job.created.isoformat()
+    waiting = await pool.fetchval(
+        """
+        SELECT now() - $4::text::timestamptz < $5::interval AND EXISTS (
+            SELECT 1 FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status IN ('queued', 'picked')
+              AND convert_from(payload, 'UTF8')::jsonb ->> 'campaign_id' = $2::bigint::text
+              AND convert_from(payload, 'UTF8')::jsonb ->> 'session_id' = $3::bigint::text)
+        """,
+        [CHUNK, EXTRACT, CORRECT2],
+        campaign_id,
+        session_id,
+        since,
+        _SUMMARY_MAX_WAIT,
+    )
+    if waiting:
+        await _queries(pool).enqueue(
+            [SUMMARY],
+            [_payload(campaign_id, session_id, waiting_since=since)],
+            [0],
+            execute_after=[_SUMMARY_RECHECK],
+            dedupe_key=[f"{SUMMARY}:{session_id}:after:{job.id}"],  # this job run again adds no second one
+            on_conflict="skip",
+        )
+    return bool(waiting)
+
+
 class BadJobError(Exception):
     """A job failed for a reason other than an outage (its data, a bug): running it again fails the same way,
     so it is not run again at a worker start. The original error is its cause, in the job's logged traceback."""
@@ -527,7 +564,7 @@ _OUTAGES: tuple[type[BaseException], ...] = (
 )
 
 
-def _is_outage(exc: BaseException) -> bool:
+def is_outage(exc: BaseException) -> bool:
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:  # wrapped errors count by what they wrap
@@ -567,10 +604,12 @@ def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
                 raise BadJobError(f"unreadable payload {job.payload!r}") from exc
             try:
                 if await _session_exists(pool, campaign_id, session_id):
+                    if name == SUMMARY and await _summary_put_off(pool, job, campaign_id, session_id):
+                        return
                     await fn(ctx, campaign_id, session_id)
                     return
             except Exception as exc:
-                if _is_outage(exc):
+                if is_outage(exc):
                     raise
                 if await _session_exists(pool, campaign_id, session_id):
                     raise BadJobError(f"{type(exc).__name__}: {exc}") from exc
@@ -615,8 +654,13 @@ def make_job_context(memory: Memory, settings: Any) -> JobContext:
     if settings.llm_enabled:
         from memory.providers.llm import OpenAILLM
 
-        llm = OpenAILLM(settings.openai_base_url, api_key, settings.llm_model)
+        llm = OpenAILLM(settings.openai_base_url, api_key, settings.llm_model, timeout=settings.llm_timeout)
     return JobContext(memory=memory, embedder=embedder, embedding_model=settings.embedding.model, llm=llm)
+
+
+#: A worker waits for a database that went away (a restart, a failover) as long as it takes, trying again at
+#: most every 30 s.
+_RECONNECT = Backoff(initial=1.0, maximum=30.0, tries=None)
 
 
 async def run_workers(
@@ -630,18 +674,42 @@ async def run_workers(
 ) -> JobContext:
     """Process jobs in this process until ``stop_event`` is set (or, with ``drain``, until the queue is empty).
 
-    A job picked by a worker that died is picked again once its heartbeat is ``heartbeat_timeout`` old."""
+    A job picked by a worker that died is picked again once its heartbeat is ``heartbeat_timeout`` old. When the
+    database goes away, a worker that runs until stopped waits for it and carries on (the pool reconnects); a
+    drain raises the error, for its caller to say "run it again" (no job is lost either way)."""
     ctx = ctx or make_job_context(Memory(pool, accept_threshold=settings.accept_threshold), settings)
-    if requeued := await requeue_failed(pool):
-        log.warning("%d background jobs that had failed run again", requeued)
-    qm = build_queue_manager(pool, ctx)
+    stop = stop_event or asyncio.Event()
+    failures = 0
+    while not stop.is_set():
+        try:
+            if requeued := await requeue_failed(pool):
+                log.warning("%d background jobs that had failed run again", requeued)
+            if failures:
+                log.warning("the database is back: background jobs go on")
+                failures = 0
+            await _run_queue(build_queue_manager(pool, ctx), stop, drain, heartbeat_timeout)
+            break
+        except Exception as exc:
+            if drain or not is_outage(exc):
+                raise
+            if stop.is_set():
+                break
+            if not failures:
+                log.warning(
+                    "the database stopped or cannot be reached (%s): background jobs wait for it", short_reason(exc)
+                )
+            failures += 1
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), _RECONNECT.delay(failures))
+    return ctx
 
+
+async def _run_queue(qm: QueueManager, stop: asyncio.Event, drain: bool, heartbeat_timeout: timedelta) -> None:
     async def stop_when_told() -> None:
-        assert stop_event is not None
-        await stop_event.wait()
+        await stop.wait()
         qm.shutdown.set()
 
-    stopper = asyncio.create_task(stop_when_told()) if stop_event is not None else None
+    stopper = asyncio.create_task(stop_when_told())
     try:
         await qm.run(
             mode=QueueExecutionMode.drain if drain else QueueExecutionMode.continuous,
@@ -650,9 +718,18 @@ async def run_workers(
             dequeue_timeout=timedelta(seconds=5),
         )
     finally:
-        if stopper is not None:
-            stopper.cancel()
-    return ctx
+        stopper.cancel()
+
+
+def short_reason(exc: BaseException) -> str:
+    """What started an outage, in one line: the first outage error of the chain (later ones are often cleanup
+    failing on the dead connection), the first line of its message."""
+    chain = [exc]
+    while (earlier := chain[-1].__cause__ or chain[-1].__context__) is not None and earlier not in chain:
+        chain.append(earlier)
+    exc = next((e for e in reversed(chain) if isinstance(e, (*_OUTAGES, Unavailable))), chain[-1])
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 #: A job's campaign is in its payload (``$2``; NULL: every campaign's).

@@ -227,7 +227,7 @@ class SessionRecorder:
         return len(rows) - int(existing)
 
     async def end(self) -> Session:
-        """Flush, close the session and enqueue its summary (which runs after the session's other jobs)."""
+        """Flush, close the session and enqueue its summary (which waits for the session's other jobs)."""
         await self.flush()
         async with self.mem.transaction() as tx:
             session = await tx.log.end_session(self.session.id)

@@ -53,12 +53,18 @@ async def pg_template(pg_server: tuple[EmbeddedPostgres, str]) -> str:
 async def _database(admin_dsn: str, prefix: str, template: str | None) -> AsyncIterator[str]:
     name = f"{prefix}_{next(_counter)}"
     admin = await asyncpg.connect(admin_dsn)
-    await admin.execute(f"CREATE DATABASE {name}" + (f" TEMPLATE {template}" if template else ""))
+    try:
+        await admin.execute(f"CREATE DATABASE {name}" + (f" TEMPLATE {template}" if template else ""))
+    finally:
+        await admin.close()
     try:
         yield _dsn_for(admin_dsn, name)
     finally:
-        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        await admin.close()
+        admin = await asyncpg.connect(admin_dsn)  # a new one: a test may have restarted the server
+        try:
+            await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        finally:
+            await admin.close()
 
 
 @pytest.fixture

@@ -55,6 +55,40 @@ def run_cli(group: click.Group) -> None:
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as exc:
+        from memory.jobs import is_outage, short_reason  # slow to import: only on this path
+
+        if not is_outage(exc):
+            raise
+        click.echo(
+            f"error: the database stopped or cannot be reached ({short_reason(exc)}): run the command again", err=True
+        )
+        sys.exit(1)
+
+
+class BriefOutages(logging.Filter):
+    """Without -v, a lost database is one line per log record, said once a minute: pgqueuer and asyncpg log a
+    traceback for every connection they lose, and say the same again and again while it is away."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._said: dict[tuple[str, int, str], float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            from memory.jobs import is_outage, short_reason  # slow to import: only for a record with an error
+
+            if is_outage(error):
+                record.msg, record.args = f"{record.getMessage()} ({short_reason(error)})", None
+                record.exc_info = record.exc_text = None
+        said = (record.name, record.levelno, record.getMessage())
+        if record.created - self._said.get(said, float("-inf")) < 60:
+            return False
+        self._said[said] = record.created
+        if len(self._said) > 1000:  # a bot runs for months: forget what was said long ago
+            self._said = {k: t for k, t in self._said.items() if record.created - t < 60}
+        return True
 
 
 def settings_from(ctx: click.Context) -> Settings:
@@ -64,6 +98,9 @@ def settings_from(ctx: click.Context) -> Settings:
         obj["settings"] = load_settings(obj.get("config_file"))
         level = logging.WARNING - 10 * obj.get("verbose", 0)
         logging.basicConfig(level=max(level, logging.DEBUG), format="%(levelname)s %(name)s: %(message)s")
+        if not obj.get("verbose"):
+            for handler in logging.getLogger().handlers:
+                handler.addFilter(BriefOutages())
         root.obj = obj
     return obj["settings"]
 

@@ -63,7 +63,7 @@ def correct(ctx: click.Context, entities_file: Path | None, campaign_name: str |
     llm = None
     if settings is not None:
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-        llm = OpenAILLM(settings.openai_base_url, key, settings.llm_model or "")
+        llm = OpenAILLM(settings.openai_base_url, key, settings.llm_model or "", timeout=settings.llm_timeout)
     # JSON lines are UTF-8 whatever the locale; a line that is not comes out as an error line, not a crash.
     stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
     stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", line_buffering=sys.stdout.isatty())

@@ -195,6 +195,7 @@ def test_settings_out_of_range_are_one_line(tmp_path: Path) -> None:
         ("LOREKEEPER_GUILD_ID", "99999999999999999999", "error: guild_id: Input should be less than"),
         ("LOREKEEPER_EMBEDDING_DIM", "-3", "error: embedding_dim: Input should be greater than 0"),
         ("LOREKEEPER_OWNER_IDS", "1,2", 'error: error parsing value for field "owner_ids"'),
+        ("LOREKEEPER_LLM_TIMEOUT", "0", "error: llm_timeout: Input should be greater than 0"),
     ]:
         res = subprocess.run(
             [sys.executable, "-c", "from bot.cli import main; main()", "campaign", "list"],

@@ -16,7 +16,7 @@ import asyncpg
 import pytest
 
 from memory.db import DatabaseError, EmbeddedPostgres, default_data_dir
-from tests.integration.processes import lorekeeper
+from tests.integration.processes import long_session, lorekeeper
 
 ROOT = Path(__file__).resolve().parents[2]
 HOLDER = """
@@ -142,6 +142,24 @@ def test_processes_starting_together_on_a_fresh_data_dir_all_succeed(data_dir: P
     assert listed.returncode == 0, err
     assert {line.split()[-1] for line in out.splitlines()[2:]} == {"A", "B", "C"}
     assert postmaster_pid(data_dir) is None  # the last one out stopped the server
+
+
+def test_a_database_killed_under_a_command_is_one_line(data_dir: Path) -> None:
+    for args in (["campaign", "create", "Long"], ["ingest", str(long_session(data_dir))]):
+        done = cli(data_dir, *args)
+        assert done.wait(timeout=180) == 0, done.communicate()[1]
+    worker = cli(data_dir, "worker", "--drain")  # 720 lines to chunk and embed: busy for a while
+    assert worker.stderr is not None and worker.stderr.readline() == "worker started\n"
+    time.sleep(1)
+    pid = postmaster_pid(data_dir)
+    assert pid
+    os.kill(pid, signal.SIGKILL)
+    _, err = worker.communicate(timeout=120)
+    assert worker.returncode == 1, err
+    lines = err.splitlines()
+    assert lines[-1].startswith("error: the database stopped or cannot be reached ("), err
+    assert lines[-1].endswith("): run the command again"), err
+    assert "Traceback" not in err and len(lines) <= 10, err  # was ~150 lines, ending in psutil.NoSuchProcess
 
 
 async def test_a_data_dir_with_a_space_starts(data_dir: Path) -> None:

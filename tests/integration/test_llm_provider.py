@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
 from pydantic import BaseModel
 
+from bot.settings import load_settings
+from memory.jobs import make_job_context
 from memory.providers.llm import LLMError, LLMUnavailable, OpenAILLM
 from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import ChatReply, FakeHTTPError, FakeOpenAI, FakeRawReply
@@ -175,6 +178,31 @@ async def test_timeout_raises_llm_error(fake_openai: FakeOpenAI) -> None:
     with pytest.raises(LLMError, match="timed out"):
         await slow.complete_json(system="s", user="u", schema=Correction)
     await slow.aclose()
+
+
+async def test_the_jobs_llm_times_out_after_the_configured_seconds(
+    fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in {
+        "OPENAI_BASE_URL": fake_openai.base_url,
+        "OPENAI_API_KEY": fake_openai.api_key,
+        "LOREKEEPER_LLM_MODEL": "fake-gpt",
+        "LOREKEEPER_LLM_TIMEOUT": "0.3",
+    }.items():
+        monkeypatch.setenv(key, value)
+    settings = load_settings()
+    assert settings.llm_timeout == 0.3
+    llm = make_job_context(None, settings).llm  # type: ignore[arg-type]
+    assert isinstance(llm, OpenAILLM)
+    fake_openai.chat_handler = ChatReply(content=GOOD, delay=5.0)  # every try: slower than the setting
+    started = time.monotonic()
+    try:
+        with pytest.raises(LLMUnavailable, match="timed out"):
+            await llm.complete_json(system="s", user="u", schema=Correction)
+    finally:
+        await llm.aclose()
+    assert time.monotonic() - started < 4.5  # three tries of 0.3 s and the client's pauses, not one of 60 s
+    assert len(fake_openai.chat_requests) == 3  # one try + 2 retries, as before
 
 
 async def test_wrong_api_key_raises_llm_error(fake_openai: FakeOpenAI) -> None:

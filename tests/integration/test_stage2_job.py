@@ -14,7 +14,7 @@ from memory.providers.llm import LLMUnavailable, OpenAILLM
 from memory.recorder import SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory, Memory
 from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
-from tests.fakes.openai_server import FakeHTTPError, FakeOpenAI
+from tests.fakes.openai_server import ChatReply, FakeHTTPError, FakeOpenAI
 
 TEXT = "We met Kwellow at the cistern."  # Quelloth misheard: a sound from it, not near enough for stage 1
 
@@ -181,3 +181,41 @@ async def test_a_stage2_run_retried_after_its_progress_still_hands_the_lines_on(
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
     assert await jobs._progress(memory.pool, campaign, session_id, jobs.EXTRACT) == 1
     assert await jobs.failed_jobs(memory.pool) == 0
+
+
+async def test_the_recap_waits_for_the_sessions_other_jobs(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI
+) -> None:
+    quelloth = await campaign.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
+    rec = await SessionRecorder.start(campaign, "S1", stage2=True)
+    await rec.add(utterance(1))
+    await rec.end()  # its summary is queued with its chunk, extract and stage-2 jobs
+
+    def answer(request: dict) -> ChatReply | FakeHTTPError | str:
+        kind = request["response_format"]["json_schema"]["name"]
+        if kind == "LLMCorrection":  # a slow answer: the summary must not run meanwhile
+            fixed = {
+                "text": "We met Quelloth at the cistern.",
+                "substitutions": [{"heard": "Kwellow", "entity": "Quelloth"}],
+            }
+            return ChatReply(content=json.dumps(fixed), delay=1.5)
+        if kind == "Recap":
+            return FakeHTTPError(400, "no recap today")  # the extractive one, with its "Involved:" line
+        return json.dumps({"entities": [], "facts": []})
+
+    fake_openai.chat_handler = answer
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2", llm=llm)
+    try:
+        await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    finally:
+        await llm.aclose()
+    assert await jobs.failed_jobs(memory.pool) == 0
+    session = await campaign.log.session(rec.session.id)
+    assert session.summary is not None and "Involved: Quelloth" in session.summary.splitlines()
+    event = await campaign.graph.find_entity("Session: S1")
+    assert event is not None
+    links = await memory.pool.fetch(
+        "SELECT source_id FROM relationships WHERE type = 'took_part_in' AND target_id = $1", event.id
+    )
+    assert [r["source_id"] for r in links] == [quelloth.id]

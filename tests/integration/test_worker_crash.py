@@ -21,8 +21,10 @@ from campaigns.files import read_campaign_file
 from campaigns.load import apply_campaign_file
 from memory import jobs
 from memory.chunking import windows
+from memory.db import EmbeddedPostgres
 from memory.ingest import ingest_file
 from memory.models import EntityIn, EntityType, EntryIn
+from memory.providers.embeddings import MiniLMEmbedder
 from memory.providers.llm import OpenAILLM
 from memory.store import CampaignMemory, Memory
 from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
@@ -94,6 +96,47 @@ async def test_kill_9_mid_way_then_restart_finishes_without_duplicates(
     session = await campaign.log.session(session_id)
     assert session.summary
     assert await campaign.graph.find_entity("Session: Long night") is not None
+
+
+async def test_a_worker_rides_out_a_database_restart(
+    pg_server: tuple[EmbeddedPostgres, str],
+    memory: Memory,
+    campaign: CampaignMemory,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server, dsn = pg_server
+    await apply_campaign_file(campaign, read_campaign_file(EXAMPLES / "sunken_crown.yaml"))
+    before = await ingest_file(campaign, long_session(tmp_path), session_title="Before", batch_size=100)
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    stop = asyncio.Event()
+    with caplog.at_level(logging.WARNING, logger=jobs.__name__):
+        worker = asyncio.create_task(
+            jobs.run_workers(memory.pool, None, stop, heartbeat_timeout=timedelta(seconds=2), ctx=ctx)
+        )
+        try:
+            await wait_for(memory.pool, "SELECT count(*) > 0 FROM chunks")  # busy with the first session
+            await asyncio.to_thread(server.stop)  # terminates every connection; then none is accepted
+            await asyncio.sleep(3)
+            assert await asyncio.to_thread(server.start) == dsn
+            after = await ingest_file(campaign, EXAMPLES / "sunken_crown_session1.jsonl", session_title="After")
+            await jobs.wait_until_idle(memory.pool, deadline_s=240)
+            assert not worker.done(), "the worker ended with the database restart"
+        finally:
+            stop.set()
+            await asyncio.wait_for(worker, 60)
+
+    assert await jobs.failed_jobs(memory.pool) == 0
+    for title, report in (("Before", before), ("After", after)):
+        session = await campaign.log.session_by_title(title)
+        assert session is not None and session.summary, title
+        entries = await campaign.log.session_entries(session.id)
+        assert len(entries) == report.lines
+        chunk_keys = [r[0] for r in await memory.pool.fetch("SELECT key FROM chunks WHERE session_id = $1", session.id)]
+        assert sorted(chunk_keys) == sorted(w.key for w in windows(entries))
+    said = [r.getMessage() for r in caplog.records]
+    assert len([m for m in said if m.startswith("the database stopped or cannot be reached")]) == 1, said
+    assert "the database is back: background jobs go on" in said
 
 
 async def test_failed_jobs_run_again_at_the_next_worker_start(pool: asyncpg.Pool, campaign: CampaignMemory) -> None:
