@@ -56,6 +56,9 @@ def run_cli(group: click.Group) -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:
+        if isinstance(exc, OSError) and exc.filename is not None:  # the user's own file, not the database
+            click.echo(f"error: {exc.filename}: {exc.strerror or exc}", err=True)
+            sys.exit(1)
         from memory.jobs import is_outage, short_reason  # slow to import: only on this path
 
         if not is_outage(exc):

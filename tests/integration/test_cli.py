@@ -92,6 +92,12 @@ def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
     res = lk("campaign", "load", str(broken), "--campaign", "C")
     assert res.returncode == 1 and "broken.yaml:" in res.stderr and "Traceback" not in res.stderr
     assert json.loads(lk("entity", "list", "--json").stdout) == []  # nothing loaded
+    # a file of the user's that cannot be written is said as such, not as the database gone
+    nowhere = lk("campaign", "export", "-o", str(tmp_path / "missing" / "c.yaml"))
+    assert (
+        nowhere.returncode == 1
+        and nowhere.stderr == f"error: {tmp_path / 'missing' / 'c.yaml'}: No such file or directory\n"
+    )
     # a clash only the database finds ("İstanbul" is "istanbul" to it): the campaign the file named is not made
     clash = tmp_path / "clash.yaml"
     clash.write_text(
