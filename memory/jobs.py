@@ -28,7 +28,7 @@ from pgqueuer.core.qm import QueueManager
 from pgqueuer.domain import errors as pgq_errors
 from pgqueuer.domain import models as pgq_models
 from pgqueuer.domain.types import QueueExecutionMode
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from memory.chunking import ChunkSettings, windows
 from memory.db import Executor
@@ -46,6 +46,7 @@ from memory.models import (
     ReviewStatus,
     Source,
     Visibility,
+    storable,
 )
 from memory.semantic import content_hash
 from memory.store import CampaignMemory, Memory
@@ -388,6 +389,9 @@ async def _last_seq(mem: CampaignMemory, session_id: int) -> int:
 
 class Recap(BaseModel):
     recap: str
+
+    # a NUL or lone surrogate in the model's text would fail the summary job: such an answer is not used
+    _storable = field_validator("recap")(classmethod(lambda cls, v: storable(v)))
 
 
 _TRIVIAL = {"ok", "okay", "lol", "yes", "no", "yeah", "nice", "hm", "hmm", "lets go", "let's go"}

@@ -219,3 +219,22 @@ async def test_the_recap_waits_for_the_sessions_other_jobs(
         "SELECT source_id FROM relationships WHERE type = 'took_part_in' AND target_id = $1", event.id
     )
     assert [r["source_id"] for r in links] == [quelloth.id]
+
+
+async def test_a_recap_the_database_cannot_keep_falls_back_to_the_extractive_one(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI
+) -> None:
+    """A lone surrogate in the model's recap would fail the summary job at every try."""
+    await campaign.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
+    rec = await SessionRecorder.start(campaign, "S1")
+    await rec.add(Utterance(speaker="DM", text="Quelloth waits for you at the old cistern tonight.", seq=1))
+    await rec.flush()
+    fake_openai.chat_handler = lambda request: '{"recap": "Quelloth \\ud800 waits."}'
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2", llm=llm)
+    try:
+        summary = await jobs.summarize_session(ctx, campaign.campaign_id, rec.session.id)
+    finally:
+        await llm.aclose()
+    assert summary == "DM: Quelloth waits for you at the old cistern tonight.\nInvolved: Quelloth"
+    assert (await campaign.log.session(rec.session.id)).summary == summary
