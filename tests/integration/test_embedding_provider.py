@@ -107,8 +107,8 @@ async def test_an_endpoint_that_gives_no_answer_is_an_outage_a_job_waits_out(fak
     finally:
         await down.aclose()
         await refused.aclose()
-    assert jobs._is_outage(overloaded.value) and jobs._is_outage(unreachable.value)
-    assert not jobs._is_outage(wrong.value)  # the same request would fail again
+    assert jobs.is_outage(overloaded.value) and jobs.is_outage(unreachable.value)
+    assert not jobs.is_outage(wrong.value)  # the same request would fail again
 
 
 async def test_wrong_key_becomes_embedding_error(fake_openai: FakeOpenAI, embedder_for: Factory) -> None:
