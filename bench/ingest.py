@@ -1,11 +1,15 @@
 """Ingestion benchmark: real Critical Role episodes through the whole pipeline, offline.
 
     python bench/ingest.py [--episodes 1,4] [--recall-queries 200]
+    python bench/ingest.py --chunk-jobs 2000,20000,100000
 
 For each episode on a throw-away embedded PostgreSQL under /tmp: the L1 path (stage-1 correction against the
 campaign's wiki entities + write + enqueue), then the jobs (chunk + MiniLM embed, offline extraction, summary)
 in-process; prints utterances/s, chunks/s, wall time and database size. Then recall@5/@10 of the CRD3
 summary-aligned turns for full text only, vector only and both.
+
+``--chunk-jobs`` instead times one chunk job after a 500-line batch (as a file import flushes) in sessions of
+the given lengths, made of real turns, with a stand-in for the model: what a job costs besides embedding.
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ from memory import jobs
 from memory.db import EmbeddedPostgres, EmbeddingSpec, create_pool, migrate
 from memory.errors import MemoryError_
 from memory.ingest import ingest_file
-from memory.models import EntityIn, EntityType
+from memory.models import EntityIn, EntityType, EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recall import recall
+from memory.recorder import Utterance
 from memory.store import CampaignMemory, Memory
+from memory.transcripts import Line, read_transcript
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "crd3"
 
@@ -121,11 +127,69 @@ async def recall_quality(mem: CampaignMemory, episode: str, embedder: MiniLMEmbe
     return out
 
 
+class _NoInference:
+    """Stands in for the model: one vector for every text."""
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0] + [0.0] * 383 for _ in texts]
+
+
+async def _append(mem: CampaignMemory, session_id: int, turns: list[Utterance], start: int, count: int) -> None:
+    """Lines ``start`` to ``start + count`` of a long session made of ``turns`` over and over, 4 s apart."""
+    lines = [turns[(start + i) % len(turns)] for i in range(count)]
+    await mem.log.write_many(
+        session_id, [EntryIn(speaker=u.speaker, text=u.text, start_s=4.0 * (start + i)) for i, u in enumerate(lines)]
+    )
+
+
+async def bench_chunk_jobs(sizes: list[int], batch: int = 500) -> None:
+    turns = [
+        item.utterance
+        for path in sorted((DATA / "episodes").glob("*.json"))[:40]
+        for item in read_transcript(path)
+        if isinstance(item, Line)
+    ]
+    root = Path(tempfile.mkdtemp(prefix="lk-bench-chunks-", dir="/tmp"))
+    server = EmbeddedPostgres(root)
+    try:
+        pool = await create_pool(server.start())
+        await migrate(pool, EmbeddingSpec("all-MiniLM-L6-v2", 384))
+        memory = Memory(pool)
+        ctx = jobs.JobContext(memory=memory, embedder=_NoInference(), embedding_model="none")  # type: ignore[arg-type]
+        rows = []
+        for size in sizes:
+            mem = memory.campaign((await memory.campaigns().create(f"{size} lines")).id)
+            await load_wiki_entities(mem)
+            session = await mem.log.start_session("Long")
+
+            for start in range(0, size, 5000):
+                await _append(mem, session.id, turns, start, min(5000, size - start))
+            started = time.perf_counter()
+            await jobs.chunk_session(ctx, mem.campaign_id, session.id)
+            first_s = time.perf_counter() - started
+            times = []
+            for n in range(3):
+                await _append(mem, session.id, turns, size + n * batch, batch)
+                started = time.perf_counter()
+                await jobs.chunk_session(ctx, mem.campaign_id, session.id)
+                times.append(time.perf_counter() - started)
+            rows.append([f"{size:,}", f"{first_s:.1f}", " / ".join(f"{t:.2f}" for t in times)])
+        await pool.close()
+        table(rows, ["session lines", "first job s (all lines)", f"next three jobs s ({batch} new lines each)"])
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--episodes", default="1,4", help="how many episodes per run, e.g. 1,4")
     parser.add_argument("--recall-queries", type=int, default=100)
+    parser.add_argument("--chunk-jobs", help="time chunk jobs in sessions of these lengths instead, e.g. 2000,20000")
     args = parser.parse_args()
+    if args.chunk_jobs:
+        await bench_chunk_jobs([int(x) for x in args.chunk_jobs.split(",")])
+        return
     episodes = sorted((DATA / "episodes").glob("*.json"))
     if not episodes:
         print("skipped: data not found")

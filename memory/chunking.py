@@ -29,6 +29,11 @@ class ChunkSettings:
     scene_gap_s: float = 45.0  # silence longer than this is a scene break
 
 
+def window_key(session_id: int, first_seq: int) -> str:
+    """The key of the window that starts at line ``first_seq`` of the session."""
+    return f"s{session_id}:{first_seq}"
+
+
 @dataclass(slots=True)
 class Window:
     entries: list[Entry]
@@ -37,7 +42,7 @@ class Window:
     @property
     def key(self) -> str:
         first = self.entries[0]
-        return f"s{first.session_id}:{first.seq}"
+        return window_key(first.session_id, first.seq)
 
     @property
     def text(self) -> str:

@@ -30,7 +30,7 @@ from pgqueuer.domain import models as pgq_models
 from pgqueuer.domain.types import QueueExecutionMode
 from pydantic import BaseModel, field_validator
 
-from memory.chunking import ChunkSettings, windows
+from memory.chunking import ChunkSettings, window_key, windows
 from memory.db import Executor
 from memory.errors import Unavailable
 from memory.gazetteer import Gazetteer
@@ -246,34 +246,77 @@ async def _gazetteer(mem: CampaignMemory) -> Gazetteer[Entity]:
 
 
 async def chunk_session(ctx: JobContext, campaign_id: int, session_id: int, *, slice_size: int = 64) -> int:
-    """Window the session, embed the windows whose text changed, upsert them; returns chunks written.
+    """Window the session from where the last run stopped, embed the windows whose text changed, upsert them;
+    returns chunks written.
 
-    The whole session is re-windowed each time (cheap: no inference) but only new or grown windows are
-    embedded; writes go in slices so a crash keeps what was done."""
+    Only windows that can have changed are windowed again: those from the first one holding the last line
+    chunked. A window before it never looked at a later line, so a long session costs each job only its new
+    lines. A late line or a line stage 2 revised rewinds the progress to itself. Writes go in slices so a crash
+    keeps what was done."""
     mem = ctx.memory.campaign(campaign_id)
     written = 0
-    entries = await mem.log.session_entries(session_id)
     while True:
+        done = await _progress(mem.db, mem, session_id, CHUNK)
+        after = await _rewindow_after(mem, session_id, done, ctx.chunk_settings)
+        entries = await mem.log.session_entries(session_id, after_seq=after)
         written += await _chunk_entries(ctx, mem, session_id, entries, slice_size)
-        # A line that arrived late meanwhile (a fixed transcript re-imported) enqueued a job with this one's
-        # dedupe key, which is skipped while this one runs: its windows are this run's to write. Lines after the
-        # last one read have jobs of their own (a live session's next lines do not keep this one going).
-        last = entries[-1].seq if entries else 0
-        now = await mem.log.session_entries(session_id)
-        if [e.id for e in now if e.seq <= last] == [e.id for e in entries]:  # revised text has its own job
-            ctx.chunks_written += written
-            return written
-        entries = now
+        async with mem.transaction() as tx:
+            if not await _claim_progress(tx.db, tx, session_id, CHUNK, done):
+                continue  # a late or revised line rewound it meanwhile
+            # A line that arrived late inside what was read (a fixed transcript re-imported) enqueued a job with
+            # this one's dedupe key, which is skipped while this one runs: its windows are this run's to write.
+            # Lines after the last one read have jobs of their own.
+            now = await tx.log.session_entries(session_id, after_seq=after, limit=len(entries))
+            if [(e.id, e.text) for e in now] != [(e.id, e.text) for e in entries]:
+                continue
+            if entries:
+                await _set_progress(tx.db, tx, session_id, CHUNK, entries[-1].seq)
+        ctx.chunks_written += written
+        return written
+
+
+async def _rewindow_after(mem: CampaignMemory, session_id: int, done: int, settings: ChunkSettings) -> int:
+    """The seq after which the session's windows must be computed again, when lines up to ``done`` are chunked.
+
+    That is where the first stored window holding line ``done`` (or the last one before it) starts: windows
+    are a pure function of the lines before their end, and no earlier window reached past that line. Such a
+    window holds at most ``max_entries`` lines, so its start is among the last ones. With none stored (all
+    dropped for a new embedding model), the whole session."""
+    if done <= 0:
+        return 0
+    last = await mem.db.fetch(
+        "SELECT id, seq FROM session_entries WHERE campaign_id = $1 AND session_id = $2 AND seq <= $3"
+        " ORDER BY seq DESC LIMIT $4",
+        mem.campaign_id,
+        session_id,
+        done,
+        settings.max_entries,
+    )
+    if not last:
+        return 0
+    starts = await mem.db.fetch(
+        "SELECT key FROM chunks WHERE campaign_id = $1 AND key = ANY($2::text[]) AND $3 = ANY(entry_ids)",
+        mem.campaign_id,
+        [window_key(session_id, r["seq"]) for r in last],
+        last[0]["id"],
+    )
+    seq_of = {window_key(session_id, r["seq"]): r["seq"] for r in last}
+    return min((seq_of[r["key"]] for r in starts), default=1) - 1
 
 
 async def _chunk_entries(
     ctx: JobContext, mem: CampaignMemory, session_id: int, entries: list[Entry], slice_size: int
 ) -> int:
-    gazetteer = await _gazetteer(mem)
+    """Chunk ``entries``, the session's lines from a window's start on; stored windows starting among them that
+    no longer exist are dropped."""
     wins = windows(entries, ctx.chunk_settings)
     stored = await mem.semantic.hashes([w.key for w in wins])
     todo = [w for w in wins if stored.get(w.key) != content_hash(w.text)]
-    mentions = {e.id: gazetteer.mentioned_ids(e) for e in entries}
+    lines = {e.id: e for w in todo for e in w.entries}  # mentions are looked for in the lines written only
+    mentions: dict[int, list[int]] = {}
+    if lines:
+        gazetteer = await _gazetteer(mem)
+        mentions = {i: gazetteer.mentioned_ids(e) for i, e in lines.items()}
     written = 0
     for start in range(0, len(todo), slice_size):
         part = todo[start : start + slice_size]
@@ -296,7 +339,8 @@ async def _chunk_entries(
         written += len(chunks)
     # Windows move when a line arrives late (a fixed line re-imported): chunks of windows that no longer exist
     # would show their lines twice in recall.
-    await mem.semantic.keep_only(session_id, [w.key for w in wins])
+    keys = {w.key for w in wins}
+    await mem.semantic.drop(session_id, [k for e in entries if (k := window_key(session_id, e.seq)) not in keys])
     return written
 
 
@@ -366,7 +410,9 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
             more = [c.model_copy(update={"start": (at := to_raw_offset(c.start, e.corrections)),
                                          "end": at + len(c.span), "stage": 2}) for c in found]  # fmt: skip
             merged = sorted([*e.corrections, *more], key=lambda c: c.start)
-            await mem.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
+            async with mem.transaction() as tx:  # new text, new vectors: its windows are chunked again
+                await tx.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
+                await rewind_progress(tx.db, campaign_id, session_id, CHUNK, e.seq)
         await _set_progress(mem.db, mem, session_id, CORRECT2, entries[-1].seq)
     # Extraction waited for these lines; windows with revised text need new vectors. Enqueued even when this
     # run had nothing left to do: a run that stopped between its progress and this step (a crash, a lost

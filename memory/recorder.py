@@ -205,8 +205,9 @@ class SessionRecorder:
             written = await tx.log.write_many(self.session.id, rows)
             if new:
                 # A line arriving after later ones were extracted (a fixed line re-imported) must not be skipped:
-                # extraction resumes from it (re-reading the rest is harmless: extraction is idempotent).
-                await jobs.rewind_progress(tx.db, self.mem.campaign_id, self.session.id, jobs.EXTRACT, written[0].seq)
+                # extraction and chunking resume from it (re-reading the rest is harmless: both are idempotent).
+                for step in (jobs.EXTRACT, jobs.CHUNK):
+                    await jobs.rewind_progress(tx.db, self.mem.campaign_id, self.session.id, step, written[0].seq)
                 # Dedupe keys name the batch's last seq: replaying a batch whose jobs are still queued adds none.
                 await jobs.enqueue_session_work(
                     tx.db, self.mem.campaign_id, self.session.id, written[-1].seq, stage2=self.stage2

@@ -81,10 +81,12 @@ class SemanticIndex:
         )
         return [_chunk(r) for r in rows]
 
-    async def keep_only(self, session_id: int, keys: Sequence[str]) -> int:
-        """Delete the session's chunks whose key is not in ``keys``; returns how many went."""
+    async def drop(self, session_id: int, keys: Sequence[str]) -> int:
+        """Delete the session's chunks of these keys (windows that no longer exist); returns how many went."""
+        if not keys:
+            return 0
         status = await self.db.execute(
-            "DELETE FROM chunks WHERE campaign_id = $1 AND session_id = $2 AND NOT key = ANY($3::text[])",
+            "DELETE FROM chunks WHERE campaign_id = $1 AND session_id = $2 AND key = ANY($3::text[])",
             self.campaign_id,
             session_id,
             list(keys),

@@ -456,6 +456,55 @@ async def test_a_line_arriving_while_the_chunk_job_runs_is_chunked(memory: Memor
     assert {e.id for e in await crown.log.session_entries(rec.session.id)} == chunked
 
 
+async def test_chunk_jobs_over_several_batches_make_the_chunks_of_one_pass(
+    memory: Memory, crown: CampaignMemory, embedder: MiniLMEmbedder
+) -> None:
+    """Each job windows only what its lines can change, yet a session fed in batches (a line of it late, after
+    everything around it was chunked) ends with exactly the chunks of the same lines chunked at once."""
+    said = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+    lines = [
+        Utterance(speaker=u["speaker"], text=u["text"], start_s=u["start"], end_s=u["end"], seq=seq)
+        for seq, u in enumerate(said, 1)
+    ]
+    ctx = job_context(memory, embedder)
+
+    async def chunked(title: str, batches: list[list[Utterance]]) -> list[tuple[object, ...]]:
+        rec = await SessionRecorder.start(crown, title)
+        for batch in batches:
+            await rec.add_many(batch)
+            await rec.flush()
+            await jobs.chunk_session(ctx, crown.campaign_id, rec.session.id)
+        seqs = {e.id: e.seq for e in await crown.log.session_entries(rec.session.id)}
+        return [
+            (c.key.split(":")[1], c.text, [seqs[i] for i in c.entry_ids], c.speakers, c.entity_ids, c.start_s, c.end_s)
+            for c in await crown.semantic.session_chunks(rec.session.id)
+        ]
+
+    late = lines[4]
+    on_time = [u for u in lines if u is not late]
+    batched = await chunked("Batched", [on_time[i : i + 7] for i in range(0, len(on_time), 7)] + [[late]])
+    assert batched == await chunked("At once", [lines])
+    assert len(batched) > 8 and any(c[4] for c in batched)
+
+
+async def test_a_chunk_job_reads_only_the_lines_its_windows_need(
+    memory: Memory, crown: CampaignMemory, embedder: MiniLMEmbedder, pool: asyncpg.Pool
+) -> None:
+    """A long session's next batch costs its chunk job a few windows, not the whole session read again: a line
+    changed behind the jobs' back (stage 2 and late lines tell them) stays as it was chunked."""
+    rec = await SessionRecorder.start(crown, "Long")
+    await rec.add_many([Utterance(speaker="DM", text=f"Wave {n} breaks on the pier.", seq=n) for n in range(1, 41)])
+    await rec.flush()
+    ctx = job_context(memory, embedder)
+    await jobs.chunk_session(ctx, crown.campaign_id, rec.session.id)
+    await pool.execute("UPDATE session_entries SET text = 'Changed.' WHERE session_id = $1 AND seq = 1", rec.session.id)
+    await rec.add(Utterance(speaker="DM", text="The tide turns.", seq=41))
+    await rec.flush()
+    assert await jobs.chunk_session(ctx, crown.campaign_id, rec.session.id) == 1  # the last window grew
+    chunks = await crown.semantic.session_chunks(rec.session.id)
+    assert chunks[0].text.startswith("DM: Wave 1 breaks") and chunks[-1].text.endswith("DM: The tide turns.")
+
+
 async def test_a_session_titled_with_invisible_characters_gets_its_recap(memory: Memory, crown: CampaignMemory) -> None:
     """An emoji with a zero-width joiner is a fine title; the session's event entity leaves the joiner out."""
     rec = await SessionRecorder.start(crown, "\U0001f9d9\u200d\u2642\ufe0f Wizard night")

@@ -3,6 +3,7 @@ client, fake server); verified fixes revise L1's text, the raw text stays, and c
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -87,6 +88,30 @@ async def test_stage2_job_revises_text_from_the_recorded_suspects(
     finally:
         await llm2.aclose()
     assert len(corrections_asked) == 2
+
+
+async def test_a_line_revised_after_later_lines_were_chunked_is_embedded_again(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI
+) -> None:
+    """Chunk jobs window only what new lines can change: a revision far back must tell them to look again."""
+    await campaign.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
+    rec = await SessionRecorder.start(campaign, "S1", stage2=True)
+    later = [Utterance(speaker="Ana", text=f"I count the coins, {n} of them.", seq=n) for n in range(2, 30)]
+    await rec.add_many([utterance(1), *later])
+    await rec.flush()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.chunk_session(ctx, campaign.campaign_id, rec.session.id)  # before stage 2 got to the lines
+    fake_openai.chat_handler = lambda request: json.dumps(
+        {"text": "We met Quelloth at the cistern.", "substitutions": [{"heard": "Kwellow", "entity": "Quelloth"}]}
+    )
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    try:
+        await jobs.correct_stage2(dataclasses.replace(ctx, llm=llm), campaign.campaign_id, rec.session.id)
+    finally:
+        await llm.aclose()
+    await jobs.chunk_session(ctx, campaign.campaign_id, rec.session.id)
+    first = (await campaign.semantic.session_chunks(rec.session.id))[0]
+    assert first.text.startswith("DM: We met Quelloth at the cistern.\n"), first.text
 
 
 async def test_lines_waiting_for_stage2_are_extracted_by_a_worker_without_an_llm(

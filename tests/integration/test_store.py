@@ -530,7 +530,7 @@ async def test_concurrent_writers_of_the_same_fact_store_one_copy(pool, campaign
     assert await pool.fetchval("SELECT count(*) FROM relationships") == 1
 
 
-async def test_l2_keep_only_drops_windows_that_no_longer_exist(campaign: CampaignMemory) -> None:
+async def test_l2_drop_deletes_windows_that_no_longer_exist(campaign: CampaignMemory) -> None:
     s1 = await campaign.log.start_session("One")
     s2 = await campaign.log.start_session("Two")
     await campaign.semantic.upsert(
@@ -539,7 +539,7 @@ async def test_l2_keep_only_drops_windows_that_no_longer_exist(campaign: Campaig
             for i, (k, s) in enumerate([("a", s1), ("b", s1), ("c", s2)])
         ]
     )
-    assert await campaign.semantic.keep_only(s1.id, ["a"]) == 1
+    assert await campaign.semantic.drop(s1.id, ["b", "c", "gone"]) == 1
     assert [c.key for c in await campaign.semantic.session_chunks(s1.id)] == ["a"]
     assert [c.key for c in await campaign.semantic.session_chunks(s2.id)] == ["c"]  # other sessions untouched
 
