@@ -155,14 +155,12 @@ async def test_failed_jobs_run_again_at_the_next_worker_start(pool: asyncpg.Pool
     assert await jobs.failed_jobs(pool) == 0 and await jobs.requeue_failed(pool) == 0
 
 
-async def test_a_job_failed_on_its_data_is_not_run_again_at_every_start(
-    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+async def _run_a_bad_job_and_one_during_an_outage(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI
 ) -> None:
-    monkeypatch.setattr(jobs, "_MAX_ATTEMPTS", 1)
-    monkeypatch.setattr(jobs, "_RETRY_DELAYS", (timedelta(milliseconds=10), timedelta(milliseconds=10)))
+    """A summary job that fails on its payload (no session) and a stage-2 job on an LLM outage, run to the end."""
     session = await campaign.log.start_session("S")
     insert = "INSERT INTO pgqueuer (priority, status, entrypoint, payload) VALUES (0, 'queued', $1, $2)"
-    # a summary job fails on its payload (no session), a stage-2 job on an LLM outage
     await memory.pool.execute(insert, jobs.SUMMARY, json.dumps({"campaign_id": campaign.campaign_id}).encode())
     await memory.pool.execute(
         insert, jobs.CORRECT2, json.dumps({"campaign_id": campaign.campaign_id, "session_id": session.id}).encode()
@@ -176,6 +174,14 @@ async def test_a_job_failed_on_its_data_is_not_run_again_at_every_start(
         await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
     finally:
         await llm.aclose()
+
+
+async def test_a_job_failed_on_its_data_is_not_run_again_at_every_start(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jobs, "_MAX_ATTEMPTS", 1)
+    monkeypatch.setattr(jobs, "_RETRY_DELAYS", (timedelta(milliseconds=10), timedelta(milliseconds=10)))
+    await _run_a_bad_job_and_one_during_an_outage(memory, campaign, fake_openai)
     held = {r["entrypoint"]: r["status"] for r in await memory.pool.fetch("SELECT entrypoint, status FROM pgqueuer")}
     assert held == {jobs.SUMMARY: "failed", jobs.CORRECT2: "failed"}
 
@@ -198,21 +204,7 @@ async def test_a_job_failed_on_its_data_is_held_at_once_while_an_outage_is_tried
 ) -> None:
     monkeypatch.setattr(jobs, "_MAX_ATTEMPTS", 2)  # each retry waits for the queue's next poll: seconds
     monkeypatch.setattr(jobs, "_RETRY_DELAYS", (timedelta(milliseconds=1), timedelta(milliseconds=1)))
-    session = await campaign.log.start_session("S")
-    insert = "INSERT INTO pgqueuer (priority, status, entrypoint, payload) VALUES (0, 'queued', $1, $2)"
-    await memory.pool.execute(insert, jobs.SUMMARY, json.dumps({"campaign_id": campaign.campaign_id}).encode())
-    await memory.pool.execute(
-        insert, jobs.CORRECT2, json.dumps({"campaign_id": campaign.campaign_id, "session_id": session.id}).encode()
-    )
-    await campaign.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
-    await campaign.log.write(session.id, EntryIn(speaker="DM", text="We met Bob.", suspects=[(7, 10)]))
-    fake_openai.chat_handler = lambda request: FakeHTTPError(503, "overloaded")
-    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
-    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x", llm=llm)  # type: ignore[arg-type]
-    try:
-        await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
-    finally:
-        await llm.aclose()
+    await _run_a_bad_job_and_one_during_an_outage(memory, campaign, fake_openai)
     rows = await memory.pool.fetch("SELECT entrypoint, status, attempts FROM pgqueuer ORDER BY entrypoint")
     assert [tuple(r) for r in rows] == [(jobs.CORRECT2, "failed", 2), (jobs.SUMMARY, "failed", 0)]
     tries = await memory.pool.fetchval("SELECT count(*) FROM pgqueuer_log WHERE entrypoint = $1", jobs.SUMMARY)
