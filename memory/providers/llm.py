@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import re
 from typing import Any, Protocol, TypeVar
 
@@ -18,6 +19,8 @@ from memory.errors import BAD_REQUEST, Unavailable
 __all__ = ["LLMClient", "LLMError", "LLMUnavailable", "OpenAILLM"]
 
 T = TypeVar("T", bound=pydantic.BaseModel)
+
+log = logging.getLogger(__name__)
 
 _FENCE = re.compile(r"^\s*```[A-Za-z]*\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
 _SNIPPET = 80
@@ -41,7 +44,9 @@ class OpenAILLM:
     """Any OpenAI-compatible chat endpoint, using JSON-schema structured output.
 
     ``strict`` asks the server to enforce the schema (OpenAI's strict mode); it is sent only for schemas that
-    strict mode can express, and the answer is validated with pydantic either way.
+    strict mode can express, and the answer is validated with pydantic either way. A server that refuses
+    JSON-schema output (llama-cpp-python's takes only ``json_object``) is asked for a JSON object instead, with
+    the schema beside it and in the instructions, from its first refusal on.
     """
 
     def __init__(
@@ -58,6 +63,7 @@ class OpenAILLM:
 
         self.model = model
         self.strict = strict
+        self.json_object = False  # set when the server refuses JSON-schema output
         try:
             self._client = make_openai_client(base_url, api_key, timeout=timeout, max_retries=max_retries)
         except ValueError as exc:
@@ -69,14 +75,22 @@ class OpenAILLM:
 
         from memory.providers.openai_client import api_error_detail
 
+        response_format = response_format_for(schema, strict=self.strict)
+        if self.json_object:
+            response_format = {"type": "json_object", "schema": schema.model_json_schema()}
+            system = f"{system}\n\nAnswer with one JSON object valid under this JSON schema: {_schema_text(schema)}"
         try:
             completion = await self._client.chat.completions.create(
                 model=self.model,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                 temperature=temperature,
-                response_format=response_format_for(schema, strict=self.strict),
+                response_format=response_format,
             )
         except openai.APIStatusError as exc:
+            if not self.json_object and "response_format" in api_error_detail(exc):
+                log.warning("the LLM server refuses JSON-schema output; asking it for JSON objects instead")
+                self.json_object = True
+                return await self.complete_json(system=system, user=user, schema=schema, temperature=temperature)
             failed = LLMError if exc.status_code in BAD_REQUEST else LLMUnavailable
             raise failed(f"LLM request failed: HTTP {exc.status_code}: {self._said(api_error_detail(exc))}") from exc
         except openai.APITimeoutError as exc:
@@ -180,6 +194,10 @@ def _strict_variant(schema: dict[str, Any]) -> dict[str, Any] | None:
         return all(visit(child) for child in children)
 
     return result if visit(result) else None
+
+
+def _schema_text(schema: type[pydantic.BaseModel]) -> str:
+    return json.dumps(schema.model_json_schema(), separators=(",", ":"))
 
 
 def _short(text: str) -> str:

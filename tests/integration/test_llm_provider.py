@@ -143,11 +143,38 @@ async def test_error_message_is_short(llm: OpenAILLM, fake_openai: FakeOpenAI) -
 
 
 async def test_client_error_is_not_retried(llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
-    fake_openai.queue_chat(FakeHTTPError(400, "response_format is not supported"), GOOD)
-    with pytest.raises(LLMError, match="HTTP 400: response_format is not supported") as info:
+    fake_openai.queue_chat(FakeHTTPError(400, "temperature is not supported"), GOOD)
+    with pytest.raises(LLMError, match="HTTP 400: temperature is not supported") as info:
         await llm.complete_json(system="s", user="u", schema=Correction)
     assert len(fake_openai.chat_requests) == 1
     assert not isinstance(info.value, LLMUnavailable)  # the request is wrong: trying again later will not help
+
+
+def _llama_cpp_python(request: dict) -> str | FakeHTTPError:
+    """llama-cpp-python's server (0.3.36): JSON-schema output is refused, a JSON object with a schema is fine."""
+    if request["response_format"]["type"] != "json_object":
+        return FakeHTTPError(
+            500, "1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), ...}"
+        )
+    assert request["response_format"]["schema"] == Correction.model_json_schema()
+    return GOOD
+
+
+async def test_a_server_refusing_json_schema_output_is_asked_for_a_json_object(
+    llm: OpenAILLM, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.queue_chat(*[_llama_cpp_python] * 5)
+    first = await llm.complete_json(system="Fix names.", user="elder nacks attacks", schema=Correction)
+    second = await llm.complete_json(system="Fix names.", user="elder nacks attacks", schema=Correction)
+
+    assert first == second and first.text == "Eldrinax attacks"
+    formats = [r["response_format"]["type"] for r in fake_openai.chat_requests]
+    # The client retries a 500 twice; from the first refusal on, only JSON objects are asked for.
+    assert formats == ["json_schema", "json_schema", "json_schema", "json_object", "json_object"]
+    system = fake_openai.chat_requests[-1]["messages"][0]["content"]
+    assert (
+        system.startswith("Fix names.") and json.dumps(Correction.model_json_schema(), separators=(",", ":")) in system
+    )
 
 
 async def test_an_api_key_echoed_by_the_server_is_starred_out(llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
