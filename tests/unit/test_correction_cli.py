@@ -141,3 +141,13 @@ def test_a_line_that_is_not_utf8_is_an_error_line(tmp_path: Path) -> None:
     first, bad, last = _lines(result.output)
     assert first["text"] == last["text"] == "the Eldrinax"
     assert bad == {"line": 2, "error": "not UTF-8 text (character 4)"}
+
+
+def test_a_word_espeak_has_no_phones_for_does_not_stop_the_stream(tmp_path: Path) -> None:
+    # eSpeak NG reads an Arabic-Indic digit as nothing at all; in a line or as a name, it used to end the run
+    names = tmp_path / "names.txt"
+    names.write_text("Eldrinax\n٣٣\n")
+    stdin = "the ٣ elder nacks\n" + json.dumps({"text": "the elder nacks", "entities": ["Eldrinax", "٤"]}) + "\n"
+    result = CliRunner().invoke(correct, ["--entities", str(names)], input=stdin)
+    assert result.exit_code == 0, result.output
+    assert [line["text"] for line in _lines(result.output)] == ["the ٣ Eldrinax", "the Eldrinax"]
