@@ -64,9 +64,11 @@ def correct(ctx: click.Context, entities_file: Path | None, campaign_name: str |
     if settings is not None:
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
         llm = OpenAILLM(settings.openai_base_url, key, settings.llm_model or "", timeout=settings.llm_timeout)
-    # JSON lines are UTF-8 whatever the locale; a line that is not comes out as an error line, not a crash.
-    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
-    stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", line_buffering=sys.stdout.isatty())
+    # JSON lines are UTF-8 whatever the locale; a line that is not comes out as an error line, not a crash. Lines
+    # end at "\n" only (a stray "\r" inside one must not split it), and each answer is flushed at once: a harness
+    # may write a line and wait for its answer with stdin still open.
+    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="surrogateescape", newline="\n")
+    stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", line_buffering=True)
     try:
         run(stdin, stdout, names, llm)
     finally:
@@ -139,8 +141,6 @@ def run(stdin: TextIO, stdout: TextIO, entities: list[EntityName] | None, llm: O
         default = Pipeline(entities, llm=llm) if entities is not None else None
         cache: OrderedDict[tuple[str, ...], Pipeline] = OrderedDict()
         for number, line in enumerate(stdin, 1):
-            if not line.strip():
-                continue
             try:
                 text, words, names = parse_line(line)
                 pipeline = default if names is None else _cached(cache, names, llm)

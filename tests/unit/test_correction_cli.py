@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import select
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -11,6 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli.correct import correct, run
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _lines(output: str) -> list[dict]:
@@ -151,3 +157,40 @@ def test_a_word_espeak_has_no_phones_for_does_not_stop_the_stream(tmp_path: Path
     result = CliRunner().invoke(correct, ["--entities", str(names)], input=stdin)
     assert result.exit_code == 0, result.output
     assert [line["text"] for line in _lines(result.output)] == ["the ٣ Eldrinax", "the Eldrinax"]
+
+
+def test_one_answer_per_input_line_in_order(tmp_path: Path) -> None:
+    # a harness zips its input with the output: blank lines are answered too, a byte-order mark is no part of
+    # the first line, CRLF ends a line and a stray CR inside one does not split it
+    names = tmp_path / "names.txt"
+    names.write_text("Eldrinax\nIronhold\n")
+    stdin = b'\xef\xbb\xbf{"text": "the elder nacks"}\r\n\r\n   \n\tto iron hold\r\nthe elder\rnacks\n'
+    result = CliRunner().invoke(correct, ["--entities", str(names)], input=stdin)
+    assert result.exit_code == 0, result.output
+    assert [line["raw_text"] for line in _lines(result.output)] == [
+        "the elder nacks",
+        "",
+        "",
+        "to iron hold",
+        "the elder\rnacks",
+    ]
+    assert [line["text"] for line in _lines(result.output)][:4] == ["the Eldrinax", "", "", "to Ironhold"]
+
+
+def test_each_answer_is_written_while_stdin_stays_open(tmp_path: Path) -> None:
+    # a harness on a pipe writes a line and waits for its answer before it writes the next
+    names = tmp_path / "names.txt"
+    names.write_text("Eldrinax\n")
+    command = [sys.executable, "-c", "from bot.cli import main; main()", "correct", "--entities", str(names)]
+    env = {k: v for k, v in os.environ.items() if k != "LOREKEEPER_CONFIG"}
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=env) as process:
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            for heard in (b"we met elder nacks\n", b"then elder nacks left\n"):
+                process.stdin.write(heard)
+                process.stdin.flush()
+                assert select.select([process.stdout], [], [], 60)[0], "no answer while stdin is open"
+                assert b"Eldrinax" in process.stdout.readline()
+        finally:
+            process.stdin.close()
+    assert process.returncode == 0
