@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 import sys
 from collections import OrderedDict
 from pathlib import Path
@@ -26,6 +27,8 @@ from memory.providers.llm import OpenAILLM
 
 #: Distinct per-line entity lists whose prepared pipelines are kept (biasing lists repeat across lines).
 _CACHE_SIZE = 256
+#: A line is JSON when it opens as an object does: "{sighs} ..." is speech, as is "[laughs] ...".
+_JSON_OBJECT = re.compile(r'\{\s*["}]')
 
 
 class LineError(ValueError):
@@ -161,21 +164,28 @@ def run(stdin: TextIO, stdout: TextIO, entities: list[EntityName] | None, llm: O
                 runner.run(llm.aclose())
 
 
-def parse_line(line: str) -> tuple[str, list[tuple[str, float]] | None, tuple[str, ...] | None]:
-    """(text, recogniser words with confidences, the line's own entity names)."""
+def parse_line(line: str) -> tuple[str, list[tuple[str, float | None]] | None, tuple[str, ...] | None]:
+    """(text, recogniser words with confidences (None: unknown), the line's own entity names)."""
     try:
         line.encode("utf-8")
     except UnicodeEncodeError as exc:  # bytes read with surrogateescape
         raise LineError(f"not UTF-8 text (character {exc.start + 1})") from None
     stripped = line.strip()
-    if not stripped.startswith("{"):
+    if not _JSON_OBJECT.match(stripped):
         return stripped, None, None
     try:
         data = json.loads(stripped)
     except json.JSONDecodeError as exc:
         raise LineError(f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
+    except RecursionError:
+        raise LineError("invalid JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise LineError("a JSON line must be an object")
+    if "\\u" in stripped:  # an escape may be half a surrogate pair, which no UTF-8 output can hold
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise LineError(f"a \\u escape is half a surrogate pair (\\u{ord(exc.object[exc.start]):04x})") from None
     words = _words(data.get("words"))
     text = data.get("text")
     if text is None and words is not None:
@@ -188,19 +198,21 @@ def parse_line(line: str) -> tuple[str, list[tuple[str, float]] | None, tuple[st
     return text, words, tuple(names) if names is not None else None
 
 
-def _words(value: Any) -> list[tuple[str, float]] | None:
+def _words(value: Any) -> list[tuple[str, float | None]] | None:
     if value is None:
         return None
     if not isinstance(value, list):
         raise LineError('"words" must be a list of {"word", "confidence"}')
-    words = []
+    words: list[tuple[str, float | None]] = []
     for w in value:
         if not isinstance(w, dict) or not isinstance(w.get("word"), str):
             raise LineError('each of "words" needs a "word" string')
-        confidence = w.get("confidence", 1.0)
-        if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1:
-            raise LineError(f"confidence of {w['word']!r} must be a number from 0 to 1")
-        words.append((w["word"], float(confidence)))
+        confidence = w.get("confidence")  # null or left out: the recogniser did not say
+        if confidence is not None and (
+            isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1
+        ):
+            raise LineError(f"confidence of {w['word']!r} must be a number from 0 to 1, or null")
+        words.append((w["word"], None if confidence is None else float(confidence)))
     return words
 
 

@@ -41,7 +41,7 @@ def test_plain_list_and_json_lines(tmp_path: Path) -> None:
                         ],
                     }
                 ),
-                "{not json",
+                '{"text": not json',
                 json.dumps({"text": "the elder nacks is here", "entities": ["Eldrinax"]}),
                 json.dumps({"text": "hi", "words": [{"word": "hi", "confidence": 7}]}),
             ]
@@ -194,3 +194,30 @@ def test_each_answer_is_written_while_stdin_stays_open(tmp_path: Path) -> None:
         finally:
             process.stdin.close()
     assert process.returncode == 0
+
+
+def test_lines_a_harness_may_send_that_are_not_the_usual_json(tmp_path: Path) -> None:
+    names = tmp_path / "names.txt"
+    names.write_text("Ironhold\nVex'ahlia\n")
+    split_word = [{"word": "the"}, {"word": "vex", "confidence": 0.4}, {"word": "ahlia", "confidence": None}]
+    stdin = "\n".join(
+        [
+            "{sighs} to iron hold",  # speech that opens with a brace
+            '  {"text": "to iron hold"}',
+            '"to iron hold"',  # not an object: a line of text like any other
+            '{"a": ' * 100_000,
+            '{"text": "\\ud800 to iron hold"}',
+            json.dumps({"text": "the vexahlia", "words": split_word}),  # null or no confidence: unknown
+            "to iron hold",
+        ]
+    )
+    result = CliRunner().invoke(correct, ["--entities", str(names)], input=stdin + "\n")
+    assert result.exit_code == 0, result.output
+    braces, spaced, quoted, deep, surrogate, unknown, last = _lines(result.output)
+    assert braces["text"] == "{sighs} to Ironhold"
+    assert spaced["text"] == "to Ironhold"
+    assert quoted["text"] == '"to Ironhold"'
+    assert deep == {"line": 4, "error": "invalid JSON: nested too deeply"}
+    assert surrogate == {"line": 5, "error": "a \\u escape is half a surrogate pair (\\ud800)"}
+    assert unknown["text"] == "the Vex'ahlia"
+    assert last["text"] == "to Ironhold"
