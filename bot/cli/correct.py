@@ -91,13 +91,13 @@ def load_campaign_names(ctx: click.Context, name: str) -> list[EntityName]:
 
 
 def read_entities_file(path: Path) -> list[EntityName]:
-    """Entities from a campaign YAML (``.yaml``/``.yml``: an ``entities:`` list, or a list of names) or a plain
-    list of names, one per line. A file that yields no name is an error, not an empty list."""
+    """Entities from a campaign YAML (``.yaml``/``.yml``, or ``.json``: an ``entities:`` list, or a list of
+    names) or a plain list of names, one per line. A file that yields no name is an error, not an empty list."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # Windows editors start a file with a byte-order mark
     except UnicodeDecodeError as exc:
         raise click.BadParameter(f"{path}: not UTF-8 text (byte {exc.start})", param_hint="--entities") from None
-    if path.suffix.lower() in (".yaml", ".yml"):
+    if path.suffix.lower() in (".yaml", ".yml", ".json"):  # JSON is YAML
         try:
             data = yaml.safe_load(text)
         except (yaml.YAMLError, RecursionError) as exc:

@@ -221,3 +221,19 @@ def test_lines_a_harness_may_send_that_are_not_the_usual_json(tmp_path: Path) ->
     assert surrogate == {"line": 5, "error": "a \\u escape is half a surrogate pair (\\ud800)"}
     assert unknown["text"] == "the Vex'ahlia"
     assert last["text"] == "to Ironhold"
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("names.txt", "\ufeffEldrinax\n# a comment\n\nEldrinax\n  Ironhold  \n"),  # a byte-order mark, a duplicate
+        ("names.json", '["Eldrinax", "Ironhold"]'),
+        ("campaign.json", '{"entities": [{"name": "Eldrinax"}, {"name": "Ironhold"}]}'),
+    ],
+)
+def test_entities_files_as_people_write_them(tmp_path: Path, name: str, content: str) -> None:
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    result = CliRunner().invoke(correct, ["--entities", str(path)], input="the elder nacks of iron hold\n")
+    assert result.exit_code == 0, result.output
+    assert _lines(result.output)[0]["text"] == "the Eldrinax of Ironhold"
