@@ -25,8 +25,10 @@ from bot.cli.common import campaign_memory, open_memory, settings_from
 from memory.correction import EntityName, Pipeline
 from memory.providers.llm import OpenAILLM
 
-#: Distinct per-line entity lists whose prepared pipelines are kept (biasing lists repeat across lines).
+#: Distinct per-line entity lists whose prepared pipelines are kept (biasing lists repeat across lines), and
+#: the names they may hold between them: a prepared name takes about 1.6 KB.
 _CACHE_SIZE = 256
+_CACHE_NAMES = 100_000
 #: A line is JSON when it opens as an object does: "{sighs} ..." is speech, as is "[laughs] ...".
 _JSON_OBJECT = re.compile(r'\{\s*["}]')
 
@@ -217,12 +219,13 @@ def _words(value: Any) -> list[tuple[str, float | None]] | None:
 
 
 def _cached(cache: OrderedDict[tuple[str, ...], Pipeline], names: tuple[str, ...], llm: OpenAILLM | None) -> Pipeline:
-    pipeline = cache.get(names)
+    key = tuple(dict.fromkeys(n.strip() for n in names if n.strip()))  # one list however spaced or repeated
+    pipeline = cache.get(key)
     if pipeline is None:
-        pipeline = Pipeline([EntityName(name=n) for n in names if n.strip()], llm=llm)
-        cache[names] = pipeline
-        if len(cache) > _CACHE_SIZE:
+        pipeline = Pipeline([EntityName(name=n) for n in key], llm=llm)
+        cache[key] = pipeline
+        while len(cache) > 1 and (len(cache) > _CACHE_SIZE or sum(map(len, cache)) > _CACHE_NAMES):
             cache.popitem(last=False)
     else:
-        cache.move_to_end(names)
+        cache.move_to_end(key)
     return pipeline

@@ -237,3 +237,28 @@ def test_entities_files_as_people_write_them(tmp_path: Path, name: str, content:
     result = CliRunner().invoke(correct, ["--entities", str(path)], input="the elder nacks of iron hold\n")
     assert result.exit_code == 0, result.output
     assert _lines(result.output)[0]["text"] == "the Eldrinax of Ironhold"
+
+
+def test_per_line_lists_are_prepared_once_and_kept_within_a_bound_of_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bot.cli.correct as command
+    from memory.correction import Pipeline
+
+    built: list[list[str]] = []
+
+    class Counted(Pipeline):
+        def set_entities(self, entities: list) -> None:
+            built.append([e.name for e in entities])
+            super().set_entities(entities)
+
+    monkeypatch.setattr(command, "Pipeline", Counted)
+    monkeypatch.setattr(command, "_CACHE_NAMES", 5)
+    first, other = ["Eldrinax", "Ironhold", "Westruun"], ["Yasha", "Frumpkin", "Vex'ahlia"]
+    lists = [first, [" Eldrinax", "Ironhold", "Eldrinax", "Westruun "], first, other, first]
+    stdin = "".join(json.dumps({"text": "the elder nacks", "entities": names}) + "\n" for names in lists)
+    out = io.StringIO()
+    run(io.StringIO(stdin), out, None)
+    assert [line["text"] for line in _lines(out.getvalue())] == ["the Eldrinax"] * 3 + ["the elder nacks"] + [
+        "the Eldrinax"
+    ]
+    # the respaced list with a repeat is the first one; the other list's names leave no room for it (6 > 5)
+    assert built == [first, other, first]
