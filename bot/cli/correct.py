@@ -3,7 +3,7 @@
 Input lines are plain text or JSON ``{"text": ..., "words": [{"word": ..., "confidence": ...}],
 "entities": [names]}``; ``entities`` on a line replaces the global list for that line (per-utterance
 biasing). Output lines are ``{"text", "raw_text", "corrections"}``, or ``{"line", "error"}`` for a line that
-cannot be read; the command goes on with the next line.
+cannot be read; the command goes on with the next line. The command's help says it all for its users.
 """
 
 from __future__ import annotations
@@ -42,10 +42,12 @@ class LineError(ValueError):
     "--entities",
     "entities_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Campaign YAML (.yaml: an entities: list of {name, aliases}, or a list of names) or a plain list, one "
-    "name per line.",
+    help="A campaign file (.yaml/.yml/.json: entities: [{name, aliases}], or a list of names) or a plain list: "
+    "one name per line, blank lines and lines starting with # skipped. UTF-8, a byte-order mark allowed.",
 )
-@click.option("--campaign", "campaign_name", help="Take the entities of this campaign from the database.")
+@click.option(
+    "--campaign", "campaign_name", metavar="NAME", help="Take the entities of this campaign from the database."
+)
 @click.option(
     "--llm",
     "use_llm",
@@ -54,7 +56,38 @@ class LineError(ValueError):
 )
 @click.pass_context
 def correct(ctx: click.Context, entities_file: Path | None, campaign_name: str | None, use_llm: bool) -> None:
-    """Correct misheard entity names in utterances from stdin (one per line), writing JSON lines."""
+    """Correct misheard entity names in utterances from stdin, one JSON line out
+    for each line in.
+
+    \b
+    Each input line (UTF-8; LF or CRLF) is one utterance:
+      plain text     the whole line, spaces around it dropped
+      a JSON object  {"text": "...", "entities": ["Name", ...],
+                      "words": [{"word": "...", "confidence": 0.4}, ...]}
+    A line is JSON when it starts with {" (or is {}); anything else is text,
+    "[laughs] ..." and "{sighs} ..." too.
+
+    \b
+    "words" (optional) are looked for in order in "text" (one that is not there
+    counts for nothing); a confidence is a number from 0 to 1, or null or left
+    out when unknown; with no "text", the words joined by spaces are the text.
+    "entities" replaces the --entities or --campaign list for that line only
+    ([]: nothing to correct); each distinct list is prepared once and kept, so
+    lines that share a few lists stay fast.
+
+    \b
+    Each output line, written as soon as its input line is corrected:
+      {"text": corrected, "raw_text": as read, "corrections": [{"span",
+       "replacement", "start", "end", "entity_id", "score", "stage"}]}
+    (start and end: character offsets into raw_text). An empty line gives an
+    empty text. A line that cannot be read (not UTF-8, broken JSON, a field of
+    the wrong type, a confidence out of range, no entities for it) gives
+    {"line": N, "error": "what is wrong"}, and the next lines go on as usual.
+
+    Exit status: 0 when the input ends; 2 for a bad option or entities file
+    (nothing is read); 1 when --campaign names no campaign or the database
+    cannot be reached.
+    """
     if entities_file is not None and campaign_name is not None:
         raise click.UsageError("give --entities or --campaign, not both")
     settings = settings_from(ctx) if use_llm else None

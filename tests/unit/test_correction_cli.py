@@ -262,3 +262,9 @@ def test_per_line_lists_are_prepared_once_and_kept_within_a_bound_of_names(monke
     ]
     # the respaced list with a repeat is the first one; the other list's names leave no room for it (6 > 5)
     assert built == [first, other, first]
+
+
+def test_help_says_the_formats_and_what_a_bad_line_gives() -> None:
+    result = CliRunner().invoke(correct, ["--help"])
+    for said in ('"entities" replaces', "null or left", '{"line": N, "error"', "character offsets", "Exit status"):
+        assert said in result.output
