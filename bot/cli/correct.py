@@ -3,7 +3,7 @@
 Input lines are plain text or JSON ``{"text": ..., "words": [{"word": ..., "confidence": ...}],
 "entities": [names]}``; ``entities`` on a line replaces the global list for that line (per-utterance
 biasing). Output lines are ``{"text", "raw_text", "corrections"}``, or ``{"line", "error"}`` for a line that
-cannot be read; the command goes on with the next line.
+cannot be read; the command goes on with the next line. The command's help says it all for its users.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 import sys
 from collections import OrderedDict
 from pathlib import Path
@@ -24,8 +25,12 @@ from bot.cli.common import campaign_memory, open_memory, settings_from
 from memory.correction import EntityName, Pipeline
 from memory.providers.llm import OpenAILLM
 
-#: Distinct per-line entity lists whose prepared pipelines are kept (biasing lists repeat across lines).
+#: Distinct per-line entity lists whose prepared pipelines are kept (biasing lists repeat across lines), and
+#: the names they may hold between them: a prepared name takes about 1.6 KB.
 _CACHE_SIZE = 256
+_CACHE_NAMES = 100_000
+#: A line is JSON when it opens as an object does: "{sighs} ..." is speech, as is "[laughs] ...".
+_JSON_OBJECT = re.compile(r'\{\s*["}]')
 
 
 class LineError(ValueError):
@@ -37,10 +42,12 @@ class LineError(ValueError):
     "--entities",
     "entities_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Campaign YAML (.yaml: an entities: list of {name, aliases}, or a list of names) or a plain list, one "
-    "name per line.",
+    help="A campaign file (.yaml/.yml/.json: entities: [{name, aliases}], or a list of names) or a plain list: "
+    "one name per line, blank lines and lines starting with # skipped. UTF-8, a byte-order mark allowed.",
 )
-@click.option("--campaign", "campaign_name", help="Take the entities of this campaign from the database.")
+@click.option(
+    "--campaign", "campaign_name", metavar="NAME", help="Take the entities of this campaign from the database."
+)
 @click.option(
     "--llm",
     "use_llm",
@@ -49,7 +56,38 @@ class LineError(ValueError):
 )
 @click.pass_context
 def correct(ctx: click.Context, entities_file: Path | None, campaign_name: str | None, use_llm: bool) -> None:
-    """Correct misheard entity names in utterances from stdin (one per line), writing JSON lines."""
+    """Correct misheard entity names in utterances from stdin, one JSON line out
+    for each line in.
+
+    \b
+    Each input line (UTF-8; LF or CRLF) is one utterance:
+      plain text     the whole line, spaces around it dropped
+      a JSON object  {"text": "...", "entities": ["Name", ...],
+                      "words": [{"word": "...", "confidence": 0.4}, ...]}
+    A line is JSON when it starts with {" (or is {}); anything else is text,
+    "[laughs] ..." and "{sighs} ..." too.
+
+    \b
+    "words" (optional) are looked for in order in "text" (one that is not there
+    counts for nothing); a confidence is a number from 0 to 1, or null or left
+    out when unknown; with no "text", the words joined by spaces are the text.
+    "entities" replaces the --entities or --campaign list for that line only
+    ([]: nothing to correct); each distinct list is prepared once and kept, so
+    lines that share a few lists stay fast.
+
+    \b
+    Each output line, written as soon as its input line is corrected:
+      {"text": corrected, "raw_text": as read, "corrections": [{"span",
+       "replacement", "start", "end", "entity_id", "score", "stage"}]}
+    (start and end: character offsets into raw_text). An empty line gives an
+    empty text. A line that cannot be read (not UTF-8, broken JSON, a field of
+    the wrong type, a confidence out of range, no entities for it) gives
+    {"line": N, "error": "what is wrong"}, and the next lines go on as usual.
+
+    Exit status: 0 when the input ends; 2 for a bad option or entities file
+    (nothing is read); 1 when --campaign names no campaign or the database
+    cannot be reached.
+    """
     if entities_file is not None and campaign_name is not None:
         raise click.UsageError("give --entities or --campaign, not both")
     settings = settings_from(ctx) if use_llm else None
@@ -64,9 +102,11 @@ def correct(ctx: click.Context, entities_file: Path | None, campaign_name: str |
     if settings is not None:
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
         llm = OpenAILLM(settings.openai_base_url, key, settings.llm_model or "", timeout=settings.llm_timeout)
-    # JSON lines are UTF-8 whatever the locale; a line that is not comes out as an error line, not a crash.
-    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
-    stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", line_buffering=sys.stdout.isatty())
+    # JSON lines are UTF-8 whatever the locale; a line that is not comes out as an error line, not a crash. Lines
+    # end at "\n" only (a stray "\r" inside one must not split it), and each answer is flushed at once: a harness
+    # may write a line and wait for its answer with stdin still open.
+    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="surrogateescape", newline="\n")
+    stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", line_buffering=True)
     try:
         run(stdin, stdout, names, llm)
     finally:
@@ -86,13 +126,13 @@ def load_campaign_names(ctx: click.Context, name: str) -> list[EntityName]:
 
 
 def read_entities_file(path: Path) -> list[EntityName]:
-    """Entities from a campaign YAML (``.yaml``/``.yml``: an ``entities:`` list, or a list of names) or a plain
-    list of names, one per line. A file that yields no name is an error, not an empty list."""
+    """Entities from a campaign YAML (``.yaml``/``.yml``, or ``.json``: an ``entities:`` list, or a list of
+    names) or a plain list of names, one per line. A file that yields no name is an error, not an empty list."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # Windows editors start a file with a byte-order mark
     except UnicodeDecodeError as exc:
         raise click.BadParameter(f"{path}: not UTF-8 text (byte {exc.start})", param_hint="--entities") from None
-    if path.suffix.lower() in (".yaml", ".yml"):
+    if path.suffix.lower() in (".yaml", ".yml", ".json"):  # JSON is YAML
         try:
             data = yaml.safe_load(text)
         except (yaml.YAMLError, RecursionError) as exc:
@@ -139,8 +179,6 @@ def run(stdin: TextIO, stdout: TextIO, entities: list[EntityName] | None, llm: O
         default = Pipeline(entities, llm=llm) if entities is not None else None
         cache: OrderedDict[tuple[str, ...], Pipeline] = OrderedDict()
         for number, line in enumerate(stdin, 1):
-            if not line.strip():
-                continue
             try:
                 text, words, names = parse_line(line)
                 pipeline = default if names is None else _cached(cache, names, llm)
@@ -161,21 +199,28 @@ def run(stdin: TextIO, stdout: TextIO, entities: list[EntityName] | None, llm: O
                 runner.run(llm.aclose())
 
 
-def parse_line(line: str) -> tuple[str, list[tuple[str, float]] | None, tuple[str, ...] | None]:
-    """(text, recogniser words with confidences, the line's own entity names)."""
+def parse_line(line: str) -> tuple[str, list[tuple[str, float | None]] | None, tuple[str, ...] | None]:
+    """(text, recogniser words with confidences (None: unknown), the line's own entity names)."""
     try:
         line.encode("utf-8")
     except UnicodeEncodeError as exc:  # bytes read with surrogateescape
         raise LineError(f"not UTF-8 text (character {exc.start + 1})") from None
     stripped = line.strip()
-    if not stripped.startswith("{"):
+    if not _JSON_OBJECT.match(stripped):
         return stripped, None, None
     try:
         data = json.loads(stripped)
     except json.JSONDecodeError as exc:
         raise LineError(f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
+    except RecursionError:
+        raise LineError("invalid JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise LineError("a JSON line must be an object")
+    if "\\u" in stripped:  # an escape may be half a surrogate pair, which no UTF-8 output can hold
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise LineError(f"a \\u escape is half a surrogate pair (\\u{ord(exc.object[exc.start]):04x})") from None
     words = _words(data.get("words"))
     text = data.get("text")
     if text is None and words is not None:
@@ -188,29 +233,32 @@ def parse_line(line: str) -> tuple[str, list[tuple[str, float]] | None, tuple[st
     return text, words, tuple(names) if names is not None else None
 
 
-def _words(value: Any) -> list[tuple[str, float]] | None:
+def _words(value: Any) -> list[tuple[str, float | None]] | None:
     if value is None:
         return None
     if not isinstance(value, list):
         raise LineError('"words" must be a list of {"word", "confidence"}')
-    words = []
+    words: list[tuple[str, float | None]] = []
     for w in value:
         if not isinstance(w, dict) or not isinstance(w.get("word"), str):
             raise LineError('each of "words" needs a "word" string')
-        confidence = w.get("confidence", 1.0)
-        if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1:
-            raise LineError(f"confidence of {w['word']!r} must be a number from 0 to 1")
-        words.append((w["word"], float(confidence)))
+        confidence = w.get("confidence")  # null or left out: the recogniser did not say
+        if confidence is not None and (
+            isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1
+        ):
+            raise LineError(f"confidence of {w['word']!r} must be a number from 0 to 1, or null")
+        words.append((w["word"], None if confidence is None else float(confidence)))
     return words
 
 
 def _cached(cache: OrderedDict[tuple[str, ...], Pipeline], names: tuple[str, ...], llm: OpenAILLM | None) -> Pipeline:
-    pipeline = cache.get(names)
+    key = tuple(dict.fromkeys(n.strip() for n in names if n.strip()))  # one list however spaced or repeated
+    pipeline = cache.get(key)
     if pipeline is None:
-        pipeline = Pipeline([EntityName(name=n) for n in names if n.strip()], llm=llm)
-        cache[names] = pipeline
-        if len(cache) > _CACHE_SIZE:
+        pipeline = Pipeline([EntityName(name=n) for n in key], llm=llm)
+        cache[key] = pipeline
+        while len(cache) > 1 and (len(cache) > _CACHE_SIZE or sum(map(len, cache)) > _CACHE_NAMES):
             cache.popitem(last=False)
     else:
-        cache.move_to_end(names)
+        cache.move_to_end(key)
     return pipeline

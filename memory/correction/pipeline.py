@@ -35,11 +35,11 @@ class Pipeline:
         self.matcher = PhoneticMatcher(index, self.settings)
         self.stage2 = LLMCorrector(self.llm, index) if self.llm is not None else None
 
-    def correct_fast(self, text: str, words: list[tuple[str, float]] | None = None) -> CorrectionResult:
+    def correct_fast(self, text: str, words: list[tuple[str, float | None]] | None = None) -> CorrectionResult:
         """Stage 1 only: in-process and quick enough for the live path."""
         return self._result(text, self._stage1(text, words).corrections)
 
-    async def correct(self, text: str, words: list[tuple[str, float]] | None = None) -> CorrectionResult:
+    async def correct(self, text: str, words: list[tuple[str, float | None]] | None = None) -> CorrectionResult:
         """Stage 1, then stage 2 on the doubtful spans stage 1 left (when an LLM is configured)."""
         first = self._stage1(text, words)
         corrections = list(first.corrections)
@@ -51,7 +51,7 @@ class Pipeline:
                 corrections.append(c.model_copy(update={"start": start, "end": start + len(c.span)}))
         return self._result(text, corrections)
 
-    def _stage1(self, text: str, words: list[tuple[str, float]] | None) -> Stage1Result:
+    def _stage1(self, text: str, words: list[tuple[str, float | None]] | None) -> Stage1Result:
         confidences = align_confidences(text, tokenize(text), words) if words else None
         return self.matcher.correct(text, confidences)
 

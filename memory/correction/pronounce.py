@@ -16,6 +16,7 @@ import ctypes
 import logging
 import threading
 from functools import lru_cache
+from itertools import pairwise
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ def _from_espeak(mnemonics: str) -> str:
     """ARPAbet of eSpeak's mnemonics, written the way eSpeak's IPA reads them (one R, "t S" as CH)."""
     tokens = mnemonics.replace("'", " ").replace(",", " ").split()
     out = []
-    for token, after in zip(tokens, [*tokens[1:], ""], strict=True):
+    for token, after in pairwise([*tokens, ""]):  # none at all for some text ("٣"): no phones
         base = token if token in _ESPEAK_CODE else token.rstrip("0123456789#-")
         merged = (_MERGED if after == "r" else _MERGED_LINKING if after == "r-" else {}).get(base)
         code = _CHAR[merged] if merged else _ESPEAK_CODE.get(base)

@@ -76,11 +76,12 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
-def align_confidences(text: str, tokens: list[Token], words: list[tuple[str, float]]) -> list[float | None]:
+def align_confidences(text: str, tokens: list[Token], words: list[tuple[str, float | None]]) -> list[float | None]:
     """Per-token confidence from the recogniser's words (each word found in order in ``text``).
 
     A token takes the lowest confidence of the words overlapping it; a word that cannot be found (the
-    recogniser's text and ``text`` disagree) gives no confidence rather than a wrong one.
+    recogniser's text and ``text`` disagree) gives no confidence rather than a wrong one, as does a word whose
+    confidence is None (unknown), which still holds its place.
     """
     result: list[float | None] = [None] * len(tokens)
     pos = 0
@@ -92,6 +93,8 @@ def align_confidences(text: str, tokens: list[Token], words: list[tuple[str, flo
             continue
         start, end = found, found + len(word)
         pos = end
+        if confidence is None:
+            continue
         while i < len(tokens) and tokens[i].end <= start:
             i += 1
         j = i

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import select
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -11,6 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli.correct import correct, run
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _lines(output: str) -> list[dict]:
@@ -35,7 +41,7 @@ def test_plain_list_and_json_lines(tmp_path: Path) -> None:
                         ],
                     }
                 ),
-                "{not json",
+                '{"text": not json',
                 json.dumps({"text": "the elder nacks is here", "entities": ["Eldrinax"]}),
                 json.dumps({"text": "hi", "words": [{"word": "hi", "confidence": 7}]}),
             ]
@@ -141,3 +147,124 @@ def test_a_line_that_is_not_utf8_is_an_error_line(tmp_path: Path) -> None:
     first, bad, last = _lines(result.output)
     assert first["text"] == last["text"] == "the Eldrinax"
     assert bad == {"line": 2, "error": "not UTF-8 text (character 4)"}
+
+
+def test_a_word_espeak_has_no_phones_for_does_not_stop_the_stream(tmp_path: Path) -> None:
+    # eSpeak NG reads an Arabic-Indic digit as nothing at all; in a line or as a name, it used to end the run
+    names = tmp_path / "names.txt"
+    names.write_text("Eldrinax\n٣٣\n")
+    stdin = "the ٣ elder nacks\n" + json.dumps({"text": "the elder nacks", "entities": ["Eldrinax", "٤"]}) + "\n"
+    result = CliRunner().invoke(correct, ["--entities", str(names)], input=stdin)
+    assert result.exit_code == 0, result.output
+    assert [line["text"] for line in _lines(result.output)] == ["the ٣ Eldrinax", "the Eldrinax"]
+
+
+def test_one_answer_per_input_line_in_order(tmp_path: Path) -> None:
+    # a harness zips its input with the output: blank lines are answered too, a byte-order mark is no part of
+    # the first line, CRLF ends a line and a stray CR inside one does not split it
+    names = tmp_path / "names.txt"
+    names.write_text("Eldrinax\nIronhold\n")
+    stdin = b'\xef\xbb\xbf{"text": "the elder nacks"}\r\n\r\n   \n\tto iron hold\r\nthe elder\rnacks\n'
+    result = CliRunner().invoke(correct, ["--entities", str(names)], input=stdin)
+    assert result.exit_code == 0, result.output
+    assert [line["raw_text"] for line in _lines(result.output)] == [
+        "the elder nacks",
+        "",
+        "",
+        "to iron hold",
+        "the elder\rnacks",
+    ]
+    assert [line["text"] for line in _lines(result.output)][:4] == ["the Eldrinax", "", "", "to Ironhold"]
+
+
+def test_each_answer_is_written_while_stdin_stays_open(tmp_path: Path) -> None:
+    # a harness on a pipe writes a line and waits for its answer before it writes the next
+    names = tmp_path / "names.txt"
+    names.write_text("Eldrinax\n")
+    command = [sys.executable, "-c", "from bot.cli import main; main()", "correct", "--entities", str(names)]
+    env = {k: v for k, v in os.environ.items() if k != "LOREKEEPER_CONFIG"}
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=env) as process:
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            for heard in (b"we met elder nacks\n", b"then elder nacks left\n"):
+                process.stdin.write(heard)
+                process.stdin.flush()
+                assert select.select([process.stdout], [], [], 60)[0], "no answer while stdin is open"
+                assert b"Eldrinax" in process.stdout.readline()
+        finally:
+            process.stdin.close()
+    assert process.returncode == 0
+
+
+def test_lines_a_harness_may_send_that_are_not_the_usual_json(tmp_path: Path) -> None:
+    names = tmp_path / "names.txt"
+    names.write_text("Ironhold\nVex'ahlia\n")
+    split_word = [{"word": "the"}, {"word": "vex", "confidence": 0.4}, {"word": "ahlia", "confidence": None}]
+    stdin = "\n".join(
+        [
+            "{sighs} to iron hold",  # speech that opens with a brace
+            '  {"text": "to iron hold"}',
+            '"to iron hold"',  # not an object: a line of text like any other
+            '{"a": ' * 100_000,
+            '{"text": "\\ud800 to iron hold"}',
+            json.dumps({"text": "the vexahlia", "words": split_word}),  # null or no confidence: unknown
+            "to iron hold",
+        ]
+    )
+    result = CliRunner().invoke(correct, ["--entities", str(names)], input=stdin + "\n")
+    assert result.exit_code == 0, result.output
+    braces, spaced, quoted, deep, surrogate, unknown, last = _lines(result.output)
+    assert braces["text"] == "{sighs} to Ironhold"
+    assert spaced["text"] == "to Ironhold"
+    assert quoted["text"] == '"to Ironhold"'
+    assert deep == {"line": 4, "error": "invalid JSON: nested too deeply"}
+    assert surrogate == {"line": 5, "error": "a \\u escape is half a surrogate pair (\\ud800)"}
+    assert unknown["text"] == "the Vex'ahlia"
+    assert last["text"] == "to Ironhold"
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("names.txt", "\ufeffEldrinax\n# a comment\n\nEldrinax\n  Ironhold  \n"),  # a byte-order mark, a duplicate
+        ("names.json", '["Eldrinax", "Ironhold"]'),
+        ("campaign.json", '{"entities": [{"name": "Eldrinax"}, {"name": "Ironhold"}]}'),
+    ],
+)
+def test_entities_files_as_people_write_them(tmp_path: Path, name: str, content: str) -> None:
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    result = CliRunner().invoke(correct, ["--entities", str(path)], input="the elder nacks of iron hold\n")
+    assert result.exit_code == 0, result.output
+    assert _lines(result.output)[0]["text"] == "the Eldrinax of Ironhold"
+
+
+def test_per_line_lists_are_prepared_once_and_kept_within_a_bound_of_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bot.cli.correct as command
+    from memory.correction import Pipeline
+
+    built: list[list[str]] = []
+
+    class Counted(Pipeline):
+        def set_entities(self, entities: list) -> None:
+            built.append([e.name for e in entities])
+            super().set_entities(entities)
+
+    monkeypatch.setattr(command, "Pipeline", Counted)
+    monkeypatch.setattr(command, "_CACHE_NAMES", 5)
+    first, other = ["Eldrinax", "Ironhold", "Westruun"], ["Yasha", "Frumpkin", "Vex'ahlia"]
+    lists = [first, [" Eldrinax", "Ironhold", "Eldrinax", "Westruun "], first, other, first]
+    stdin = "".join(json.dumps({"text": "the elder nacks", "entities": names}) + "\n" for names in lists)
+    out = io.StringIO()
+    run(io.StringIO(stdin), out, None)
+    assert [line["text"] for line in _lines(out.getvalue())] == ["the Eldrinax"] * 3 + ["the elder nacks"] + [
+        "the Eldrinax"
+    ]
+    # the respaced list with a repeat is the first one; the other list's names leave no room for it (6 > 5)
+    assert built == [first, other, first]
+
+
+def test_help_says_the_formats_and_what_a_bad_line_gives() -> None:
+    result = CliRunner().invoke(correct, ["--help"])
+    for said in ('"entities" replaces', "null or left", '{"line": N, "error"', "character offsets", "Exit status"):
+        assert said in result.output
