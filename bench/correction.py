@@ -6,7 +6,8 @@
     python -m bench.correction --only speed   # stage 1 per utterance, and `lorekeeper correct` in lines/s
     python -m bench.correction --only crd3 --llm   # also stage 2, with the LLM configured as for the bot
 
-Reads ../shared/data (override with LOREKEEPER_DATA); prints "skipped: data not found" for a missing set.
+Reads ../shared/data (override with LOREKEEPER_DATA); prints "skipped: data not found" for a missing set. Real
+ASR errors: every asr/ref/<set>.biasing_<n>.tsv with a recogniser's output asr/hyp/<set>.*.tsv.
 The CRD3 mishearings are split by entity into two halves: tune on "tune", read "holdout" as generalisation.
 """
 
@@ -456,36 +457,50 @@ def _words(text: str) -> list[str]:
     return [t.word for t in tokenize(text.casefold())]
 
 
+def asr_sets() -> list[tuple[str, str, Path, Path]]:
+    """(set, biasing list size, reference file, hypothesis file) for each reference file with a recogniser's
+    output for its set: test-clean with 100-word lists here; test-other or longer lists where they are given
+    (``ref/<set>.biasing_<n>.tsv``, ``hyp/<set>.<anything>.tsv``, as fbai-speech names them)."""
+    found = []
+    for ref in sorted((ASR / "ref").glob("*.biasing_*.tsv")):
+        part, _, size = ref.name.removesuffix(".tsv").partition(".biasing_")
+        hyps = sorted((ASR / "hyp").glob(f"{part}.*.tsv"))
+        if hyps:
+            found.append((part, size, ref, hyps[0]))
+    return sorted(found, key=lambda f: (f[0], int(f[1]) if f[1].isdigit() else 0))
+
+
 def bench_asr(args: argparse.Namespace) -> None:
-    ref_path, hyp_path = ASR / "ref" / "test-clean.biasing_100.tsv", ASR / "hyp" / "test-clean.b1.rnnt_baseline.tsv"
-    if not (ref_path.exists() and hyp_path.exists()):
+    sets = asr_sets()
+    if not sets:
         print("\nAccuracy, real ASR errors: skipped: data not found")
         return
-    hyps = dict(line.split("\t", 1) for line in hyp_path.read_text().splitlines())
-    rare = errors_before = errors_after = damaged = changed = 0
-    for line in ref_path.read_text().splitlines():
-        utt, ref_text, rare_json, biasing_json = line.split("\t")
-        raw = hyps.get(utt, "").strip()
-        pipeline = Pipeline([EntityName(name=w) for w in json.loads(biasing_json)])
-        corrected = pipeline.correct_fast(raw).text
-        changed += corrected != raw
-        ref = _words(ref_text)
-        before, after = _align(ref, _words(raw)), _align(ref, _words(corrected))
-        rare_words = set(json.loads(rare_json))
-        for word, b, a in zip(ref, before, after, strict=True):
-            if word in rare_words:
-                rare += 1
-                errors_before += b is None
-                errors_after += a is None
-            elif b is not None and a is None:
-                damaged += 1
+    rows: list[list[object]] = []
+    for part, size, ref_path, hyp_path in sets:
+        hyps = dict(line.split("\t", 1) for line in hyp_path.read_text().splitlines())
+        rare = errors_before = errors_after = damaged = changed = 0
+        for line in ref_path.read_text().splitlines():
+            utt, ref_text, rare_json, biasing_json = line.split("\t")
+            raw = hyps.get(utt, "").strip()
+            pipeline = Pipeline([EntityName(name=w) for w in json.loads(biasing_json)])
+            corrected = pipeline.correct_fast(raw).text
+            changed += corrected != raw
+            ref = _words(ref_text)
+            before, after = _align(ref, _words(raw)), _align(ref, _words(corrected))
+            rare_words = set(json.loads(rare_json))
+            for word, b, a in zip(ref, before, after, strict=True):
+                if word in rare_words:
+                    rare += 1
+                    errors_before += b is None
+                    errors_after += a is None
+                elif b is not None and a is None:
+                    damaged += 1
+        rows.append([part, size, "before correction", rare, f"{100 * errors_before / rare:.1f} %", "", ""])
+        rows.append([part, size, "after stage 1", rare, f"{100 * errors_after / rare:.1f} %", damaged, changed])
     table(
-        "Accuracy, real ASR errors (LibriSpeech test-clean, RNN-T without biasing, 100-word biasing lists)",
-        ["", "rare words", "rare-word error rate", "other words damaged", "utterances changed"],
-        [
-            ["before correction", rare, f"{100 * errors_before / rare:.1f} %", "", ""],
-            ["after stage 1", rare, f"{100 * errors_after / rare:.1f} %", damaged, changed],
-        ],
+        "Accuracy, real ASR errors (LibriSpeech, RNN-T without biasing, each utterance's biasing list as entities)",
+        ["set", "list", "", "rare words", "rare-word error rate", "other words damaged", "utterances changed"],
+        rows,
     )
 
 
