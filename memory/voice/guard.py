@@ -36,12 +36,15 @@ log = logging.getLogger(__name__)
 
 #: What "the database is unavailable" looks like to asyncpg: refused or vanished sockets (OSError), a
 #: connection closed under us (InterfaceError), a server shutting down or starting (PostgresError classes 08,
-#: 57), a timeout. Other PostgresErrors would be bugs, but the utterance is spooled all the same — a bug must
-#: not cost the players' words; the retry loop keeps the status degraded and logs the error.
+#: 57), a timeout. InternalClientError too: a query on a pooled connection whose server's goodbye asyncpg has
+#: read but whose closed socket it has not yet seen (a write due as the loop wakes after the server went away).
+#: Other PostgresErrors would be bugs, but the utterance is spooled all the same — a bug must not cost the
+#: players' words; the retry loop keeps the status degraded and logs the error.
 DATABASE_ERRORS: tuple[type[BaseException], ...] = (
     OSError,
     TimeoutError,
     asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
     asyncpg.PostgresError,
 )
 

@@ -75,7 +75,6 @@ async def outage(pg_template: str, fresh_dsn: str) -> AsyncIterator[Callable[[],
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
             database,
         )
-        await asyncio.sleep(0.3)  # asyncpg notices its connections are gone
 
     try:
         yield go_away
@@ -179,9 +178,11 @@ async def test_a_second_start_while_the_first_joins_voice_is_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     await fake_discord.invoke("campaign create", {"name": "Ashes"}, user_id=dm)
+    joining, second_answered = asyncio.Event(), asyncio.Event()
 
     async def slow_join(self: VoiceSession) -> None:
-        await asyncio.sleep(0.5)  # discord.py registers the voice client first: a second join would fail
+        joining.set()
+        await second_answered.wait()  # the first start stays in its join until the second is answered
 
     monkeypatch.setattr(VoiceSession, "_connect", slow_join)
     bot.stt = object()  # type: ignore[attr-defined]  # never used: no audio arrives
@@ -204,8 +205,11 @@ async def test_a_second_start_while_the_first_joins_voice_is_refused(
     )
 
     async def second() -> list[str]:
-        await asyncio.sleep(0.2)  # the first is still joining
-        return (await fake_discord.invoke("session start", {"title": "Night one"}, user_id=dm)).texts()
+        await asyncio.wait_for(joining.wait(), 60)
+        try:
+            return (await fake_discord.invoke("session start", {"title": "Night one"}, user_id=dm)).texts()
+        finally:
+            second_answered.set()
 
     first, refused = await asyncio.gather(
         fake_discord.invoke("session start", {"title": "Night one"}, user_id=dm), second()

@@ -206,6 +206,32 @@ async def test_timed_flush_during_an_outage_goes_to_the_spool(
         server.start()
 
 
+async def test_a_flush_due_when_the_database_stops_is_spooled_not_dropped(
+    own_server: tuple[EmbeddedPostgres, str, Path], own_campaign: CampaignMemory
+) -> None:
+    """The timer is due the moment the loop runs again after the stop: asyncpg has read the server's goodbye on
+    its idle connections but not yet the closed socket, and the write fails with InternalClientError."""
+    server, _, data_dir = own_server
+    guard = await MemoryGuard.start(
+        own_campaign, "Sudden night", data_dir, batch_size=8, max_delay_s=0.001, backoff=FAST
+    )
+    try:
+        await guard.add(said(1))
+        server.stop()  # blocks the loop far longer than max_delay_s
+
+        async def spooled() -> bool:
+            return guard.status().spooled == 1
+
+        await until(spooled, within_s=10.0)
+        assert [u.seq for u in Spool(guard.spool.path)] == [1] and guard.state == GuardState.degraded
+    finally:
+        await guard.close()
+        server.start()
+    again = await MemoryGuard.start(own_campaign, "Sudden night", data_dir)  # replays the spool
+    await again.close()
+    assert await stored(own_campaign, guard.session.id) == [(1, "line 1 about Eldrinax")]
+
+
 async def test_close_writes_what_still_waits_and_leaves_no_task(campaign: CampaignMemory, tmp_path: Path) -> None:
     guard = await MemoryGuard.start(campaign, "Short night", tmp_path, batch_size=8, max_delay_s=60.0)
     await guard.add(said(1))
