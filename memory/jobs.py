@@ -608,6 +608,7 @@ _OUTAGES: tuple[type[BaseException], ...] = (
     OSError,  # connections refused or reset, timeouts
     asyncpg.PostgresConnectionError,
     asyncpg.InterfaceError,  # the connection closed under the query
+    asyncpg.InternalClientError,  # a pooled connection whose server said goodbye, its closed socket not yet seen
     asyncpg.exceptions.OperatorInterventionError,  # the server shutting down or starting up
     asyncpg.exceptions.InsufficientResourcesError,  # too many connections, disk full
     asyncpg.exceptions.TransactionRollbackError,  # a deadlock or serialization failure lost

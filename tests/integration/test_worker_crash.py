@@ -212,6 +212,15 @@ async def test_a_job_failed_on_its_data_is_held_at_once_while_an_outage_is_tried
     assert await jobs.requeue_failed(memory.pool) == 1  # held as failed on its data: the outage's job only
 
 
+def test_a_query_on_a_connection_whose_server_just_left_is_an_outage() -> None:
+    """What asyncpg raises for a query on a pooled connection whose server's goodbye it has read but whose
+    closed socket it has not yet seen (the voice guard met it at a database stop): the job is tried again
+    later, not held as failed on its data."""
+    seen = asyncpg.InternalClientError("cannot switch to state 11; another operation (2) is in progress")
+    assert jobs.is_outage(seen)
+    assert not jobs.is_outage(RuntimeError("chunking failed"))
+
+
 async def test_a_job_whose_session_or_campaign_is_gone_does_nothing(
     memory: Memory, campaign: CampaignMemory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
