@@ -261,12 +261,28 @@ def false_corrections(
     return changed, respelled, words
 
 
+def why_out_of_reach(index: PhoneticIndex, case: Case) -> str:
+    """Why neither stage reaches a mishearing: it is another entity's name as written (left alone, as the spec
+    asks), it is made of very common words only, or it is further from the name than stage 2 looks."""
+    heard = normalize(case.text[case.start : case.end])
+    if heard in index.exact_spaceless or heard.replace(" ", "") in index.exact_spaceless:
+        return "another entity's name as written"
+    if min(word_zipf(w) for w in heard.split()) >= 5.0:
+        return "very common words only (Zipf ≥ 5)"
+    return "less common words stage 1 does not hand on"
+
+
 def stage2_reach(
-    matcher: PhoneticMatcher, cases: list[Case], clean: list[str], rng: random.Random | None
+    matcher: PhoneticMatcher,
+    cases: list[Case],
+    clean: list[str],
+    rng: random.Random | None,
+    out_of_reach: list[Case] | None = None,
 ) -> tuple[float, float, float]:
     """What stage 2 could add at best, with no LLM to run: the share of cases stage 1 restores or hands to stage 2
     (the mishearing inside a doubtful span, its entity among the names the model is shown); and the share of
-    clean turns, and of their words, that would go to the model for nothing."""
+    clean turns, and of their words, that would go to the model for nothing. The cases neither stage reaches
+    go to ``out_of_reach``."""
     stage2 = LLMCorrector(None, matcher.index)  # type: ignore[arg-type]  # asks nothing: names only
     reached = 0
     for case in cases:
@@ -277,9 +293,13 @@ def stage2_reach(
             reached += 1
             continue
         spans = [case.text[a:b] for a, b in result.suspects]
-        if any(a <= case.start and case.end <= b for a, b in result.suspects):
-            wanted = {normalize(case.canonical), normalize(case.surface)}
-            reached += bool(wanted & {normalize(n) for n in stage2.names_for(spans)})
+        wanted = {normalize(case.canonical), normalize(case.surface)}
+        if any(a <= case.start and case.end <= b for a, b in result.suspects) and wanted & {
+            normalize(n) for n in stage2.names_for(spans)
+        }:
+            reached += 1
+        elif out_of_reach is not None:
+            out_of_reach.append(case)
     sent = words = doubted = 0
     for turn in clean:
         result = matcher.correct(turn, simulated_confidences(turn, None, rng) if rng else None)
@@ -415,14 +435,26 @@ def bench_crd3(args: argparse.Namespace) -> None:
     )
     if counted is not None:
         print(f"stage 2: {counted.calls} LLM calls, {counted.failed} failed (a failed call leaves the text as heard)")
+    unreached: list[Case] = []
     reach = [
-        [name, *stage2_reach(matcher, cases, clean, conf_rng and random.Random(args.seed))]
-        for name, _, conf_rng, _, _ in runs[:2]
+        [name, *stage2_reach(matcher, cases, clean, conf_rng and random.Random(args.seed), out)]
+        for (name, _, conf_rng, _, _), out in zip(runs[:2], [unreached, None], strict=True)
     ]
     table(
         "Stage 2's reach, no LLM run: names restored if the model got every doubtful span it is shown right",
         ["stage 1", "recall at best", "clean turns sent to stage 2", "their words doubted"],
         [[n, f"{r:.3f}", f"{t:.1%}", f"{w:.1%}"] for n, r, t, w in reach],
+    )
+    causes: dict[str, list[str]] = {}
+    for case in unreached:
+        causes.setdefault(why_out_of_reach(matcher.index, case), []).append(case.text[case.start : case.end])
+    table(
+        "Out of both stages' reach (phonetic, no confidences): why",
+        ["cause", "cases", "share", "heard, e.g."],
+        [
+            [cause, len(heard), f"{len(heard) / len(cases):.3f}", ", ".join(sorted(set(heard))[:6])]
+            for cause, heard in sorted(causes.items(), key=lambda c: -len(c[1]))
+        ],
     )
 
 
