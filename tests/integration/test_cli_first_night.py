@@ -1,0 +1,55 @@
+"""A DM's first night with the command line, from README: load a world, import a session, ask what was said."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SESSION = """\
+[00:00:05] DM: Welcome back. You stand in the mud of Brackenmoor, rain on the stilts.
+[00:00:12] Kestrel: I go find the reeve, Thessaly Vantrim.
+[00:00:20] DM: The grey widow is on her porch. She says the Lantern Court has been asking about the old chapel.
+[00:00:31] Kestrel: What's at Old Wend?
+[00:00:40] DM: She says nobody goes to Old Wend since the flood. She gives you the Moonwell Key.
+[00:00:55] Kestrel: I pocket the key. Who sells lanterns here?
+[00:01:03] DM: Harrow Venn is the blacksmith of Brackenmoor. He owes Thessaly twelve silver.
+[00:01:10] Pip: I want to buy a lantern from Harrow Venn.
+"""
+
+
+@pytest.fixture
+def lk(fresh_dsn: str, tmp_path: Path):
+    # PYTHONPATH: the code of this checkout, not whichever one the interpreter has installed
+    env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env.pop("LOREKEEPER_CONFIG", None)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", "from bot.cli import main; main()", *args],
+            env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        )  # fmt: skip
+
+    return run
+
+
+@pytest.fixture
+def session_file(lk, tmp_path: Path) -> Path:
+    assert lk("campaign", "create", "Brackenmoor").returncode == 0
+    path = tmp_path / "night1.txt"
+    path.write_text(SESSION)
+    return path
+
+
+def test_recall_shows_every_line_of_a_passage(lk, session_file: Path) -> None:
+    assert lk("ingest", str(session_file), "--wait").returncode == 0
+    res = lk("recall", "who sells lanterns")
+    assert res.returncode == 0, res.stderr
+    # the eight lines are one passage; its last two answer the question
+    assert "DM: Harrow Venn is the blacksmith of Brackenmoor." in res.stdout
+    assert "Pip: I want to buy a lantern from Harrow Venn." in res.stdout
