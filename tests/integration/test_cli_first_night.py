@@ -29,10 +29,10 @@ def lk(fresh_dsn: str, tmp_path: Path):
     env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
     env.pop("LOREKEEPER_CONFIG", None)
 
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
+    def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-c", "from bot.cli import main; main()", *args],
-            env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+            env=env, capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
         )  # fmt: skip
 
     return run
@@ -53,3 +53,11 @@ def test_recall_shows_every_line_of_a_passage(lk, session_file: Path) -> None:
     # the eight lines are one passage; its last two answer the question
     assert "DM: Harrow Venn is the blacksmith of Brackenmoor." in res.stdout
     assert "Pip: I want to buy a lantern from Harrow Venn." in res.stdout
+
+
+def test_ingest_without_wait_names_a_worker_that_finishes(lk, session_file: Path) -> None:
+    res = lk("ingest", str(session_file))
+    assert res.returncode == 0, res.stderr
+    # plain `lorekeeper worker` waits for more work forever: the hint must be the one that returns
+    assert "background jobs queued: run `lorekeeper worker --drain`" in res.stdout
+    assert lk("worker", "--drain", timeout=60).returncode == 0
