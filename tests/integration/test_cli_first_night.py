@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -61,3 +62,24 @@ def test_ingest_without_wait_names_a_worker_that_finishes(lk, session_file: Path
     # plain `lorekeeper worker` waits for more work forever: the hint must be the one that returns
     assert "background jobs queued: run `lorekeeper worker --drain`" in res.stdout
     assert lk("worker", "--drain", timeout=60).returncode == 0
+
+
+def test_recap_prints_a_sessions_summary(lk, session_file: Path) -> None:
+    none_yet = lk("recap")
+    assert none_yet.returncode == 1
+    assert none_yet.stderr == "error: no sessions in Brackenmoor yet: `lorekeeper ingest FILE` imports one\n"
+    assert lk("ingest", str(session_file), "--session", "Night 1").returncode == 0
+    queued = lk("recap")
+    assert queued.returncode == 0, queued.stderr
+    assert "no summary yet" in queued.stdout and "`lorekeeper worker --drain`" in queued.stdout
+    assert lk("worker", "--drain", timeout=60).returncode == 0
+
+    latest = lk("recap")
+    assert latest.returncode == 0, latest.stderr
+    assert latest.stdout.startswith("Recap: Night 1 (started ")
+    assert "Harrow Venn is the blacksmith of Brackenmoor" in latest.stdout
+    assert lk("recap", "night 1").stdout == latest.stdout  # titles as /recap takes them: any case
+    as_json = json.loads(lk("recap", "--json").stdout)
+    assert as_json["title"] == "Night 1" and "Harrow Venn" in as_json["summary"]
+    missing = lk("recap", "Night 9")
+    assert missing.returncode == 1 and missing.stderr == "error: no session titled 'Night 9'; recent ones: 'Night 1'\n"
