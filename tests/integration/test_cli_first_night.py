@@ -83,3 +83,24 @@ def test_recap_prints_a_sessions_summary(lk, session_file: Path) -> None:
     assert as_json["title"] == "Night 1" and "Harrow Venn" in as_json["summary"]
     missing = lk("recap", "Night 9")
     assert missing.returncode == 1 and missing.stderr == "error: no session titled 'Night 9'; recent ones: 'Night 1'\n"
+
+
+def test_entity_show_says_which_facts_players_cannot_see(lk, tmp_path: Path) -> None:
+    world = tmp_path / "world.yaml"
+    world.write_text(
+        "campaign: {name: Fen}\n"
+        "entities:\n"
+        "  - {name: Thessaly Vantrim, type: npc, attributes: {alive: true, titles: [Reeve, Keeper of Keys]}}\n"
+        "  - {name: Old Wend, type: place}\n"
+        "relationships:\n"
+        "  - {source: Thessaly Vantrim, type: hides_in, target: Old Wend, secret: true}\n"
+        "  - {source: Thessaly Vantrim, type: lives_near, target: Old Wend}\n"
+    )
+    assert lk("campaign", "load", str(world)).returncode == 0
+    shown = lk("entity", "show", "Thessaly Vantrim")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert "  - Thessaly Vantrim —hides_in→ Old Wend (secret)" in lines
+    assert "  - Thessaly Vantrim —lives_near→ Old Wend" in lines
+    # values as a campaign file or --attr writes them, not as Python prints them (True, ['Reeve', …])
+    assert "  alive: true" in lines and '  titles: ["Reeve", "Keeper of Keys"]' in lines
