@@ -104,3 +104,12 @@ def test_entity_show_says_which_facts_players_cannot_see(lk, tmp_path: Path) -> 
     assert "  - Thessaly Vantrim —lives_near→ Old Wend" in lines
     # values as a campaign file or --attr writes them, not as Python prints them (True, ['Reeve', …])
     assert "  alive: true" in lines and '  titles: ["Reeve", "Keeper of Keys"]' in lines
+
+
+def test_search_names_the_session_by_the_title_it_takes(lk, session_file: Path) -> None:
+    assert lk("ingest", str(session_file), "--session", "Night 1").returncode == 0
+    res = lk("search", "lantern")
+    assert res.returncode == 0, res.stderr
+    rows = res.stdout.splitlines()[2:]
+    assert len(rows) == 3 and all(row.startswith("Night 1  ") for row in rows)  # what --session takes, not an id
+    assert lk("search", "lantern", "--session", "Night 1").stdout == res.stdout
