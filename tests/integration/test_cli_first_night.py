@@ -113,3 +113,16 @@ def test_search_names_the_session_by_the_title_it_takes(lk, session_file: Path) 
     rows = res.stdout.splitlines()[2:]
     assert len(rows) == 3 and all(row.startswith("Night 1  ") for row in rows)  # what --session takes, not an id
     assert lk("search", "lantern", "--session", "Night 1").stdout == res.stdout
+
+
+def test_a_mistyped_config_key_names_the_file_and_the_setting_meant(lk, tmp_path: Path) -> None:
+    config = tmp_path / "lorekeeper.yaml"
+    config.write_text("accept_treshold: 0.5\n")
+    res = lk("--config", str(config), "campaign", "list")
+    assert res.returncode == 1
+    assert res.stderr == (
+        f"error: {config}: unknown setting 'accept_treshold' (did you mean 'accept_threshold'?): "
+        "the keys are the environment variables in lower case, without LOREKEEPER_\n"
+    )
+    config.write_text("database_url: postgresql://nowhere\nopenai_api_key: sk-x\n")  # no prefix of their own
+    assert "unknown setting" not in lk("--config", str(config), "campaign", "list").stderr
