@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Any, Literal
 
@@ -105,6 +106,14 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
             raise ConfigFileError(f"{path}: not valid YAML: {exc}") from None
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigFileError(f"{path}: expected a mapping of settings at the top level")
+        for key in loaded or {}:
+            if key not in Settings.model_fields:  # a typo must not leave its setting at the default unnoticed
+                close = get_close_matches(str(key), list(Settings.model_fields), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ConfigFileError(
+                    f"{path}: unknown setting {key!r}{hint}: the keys are the environment variables in lower case, "
+                    "without LOREKEEPER_"
+                )
         values.update(loaded or {})
     settings = Settings(**values)
     # Command-line flags beat both the environment and the file.

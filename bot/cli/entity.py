@@ -143,9 +143,10 @@ async def show(ctx: click.Context, name: str, campaign: str | None, as_json: boo
     if e.description:
         click.echo(f"  {e.description}")
     for key, value in e.attributes.items():
-        click.echo(f"  {key}: {value}")
+        # as a campaign file or --attr writes it (true, ["a", "b"]), not as Python prints it
+        click.echo(f"  {key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
     for r in snap.relationships:
-        click.echo(f"  - {r.describe()}")
+        click.echo(f"  - {r.describe()}" + (" (secret)" if r.visibility == Visibility.secret else ""))
     if last:
         click.echo(
             f"  last mentioned in {last['title']} by {last['speaker']} at {last['start_s']:.0f}s: {last['text'][:100]}"

@@ -103,13 +103,13 @@ async def ingest(
                 pending = await jobs.pending_jobs(memory.pool, mem.campaign_id)
                 raise Interrupted(
                     f"stopped by {signal.Signals(stopped_by[0]).name}: {pending} background jobs still queued: "
-                    "run `lorekeeper worker` to finish them",
+                    "run `lorekeeper worker --drain` to finish them",
                     stopped_by[0],
                 )
             await print_counts(mem, memory.pool)
         else:
             pending = await jobs.pending_jobs(memory.pool, mem.campaign_id)
-            click.echo(f"{pending} background jobs queued: run `lorekeeper worker` (or ingest with --wait)")
+            click.echo(f"{pending} background jobs queued: run `lorekeeper worker --drain` (or ingest with --wait)")
 
 
 async def ingest_transcript(

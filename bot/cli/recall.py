@@ -1,4 +1,5 @@
-"""`lorekeeper recall`: what was said about something — vector (L2) and full-text (L1) hits, with sources."""
+"""`lorekeeper recall`: what was said about something — vector (L2) and full-text (L1) hits, with sources;
+`lorekeeper recap`: a session's summary."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import click
 import memory.recall as recall_core
 from bot.cli import cli
 from bot.cli.common import (
+    CliError,
     async_command,
     campaign_memory,
     campaign_option,
@@ -52,6 +54,37 @@ async def recall(
         print_hits(hits)
 
 
+@cli.command()
+@click.argument("session", required=False)
+@campaign_option
+@json_option
+@click.pass_context
+@async_command
+async def recap(ctx: click.Context, session: str | None, campaign: str | None, as_json: bool) -> None:
+    """The summary of SESSION (its title; default: the latest), as /recap shows it to the DM."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, name = await campaign_memory(memory, settings, campaign)
+        sessions = await mem.log.sessions()
+        if not sessions:
+            raise CliError(f"no sessions in {name} yet: `lorekeeper ingest FILE` imports one")
+        chosen = await mem.log.session_by_title(session) if session else sessions[-1]
+        if chosen is None:
+            raise CliError(
+                f"no session titled {session!r}; recent ones: {', '.join(repr(s.title) for s in sessions[-5:])}"
+            )
+    if as_json:
+        emit_json(chosen)
+        return
+    click.echo(f"Recap: {chosen.title} (started {chosen.started_at.astimezone():%Y-%m-%d %H:%M})")
+    if chosen.summary:
+        click.echo(chosen.summary)
+    elif chosen.ended_at is None:
+        click.echo("still running: its recap is written when it ends")
+    else:
+        click.echo("no summary yet: `lorekeeper worker --drain` writes it if the bot is not running")
+
+
 def print_hits(hits: list[recall_core.RecallHit]) -> None:
     if not hits:
         click.echo("nothing found")
@@ -59,5 +92,5 @@ def print_hits(hits: list[recall_core.RecallHit]) -> None:
         when = f"{h.start_s:.0f}s" if h.start_s is not None else "?"
         refs = ", ".join(h.refs[:3]) + (" …" if len(h.refs) > 3 else "")
         click.echo(f"{n}. [{h.session} @ {when}] score {h.score:.4f} ({'+'.join(h.matched)})  refs: {refs}")
-        for line in h.text.splitlines()[:6]:
+        for line in h.text.splitlines():  # a passage is at most 8 lines (chunking): the answer may be the last
             click.echo(f"     {line[:110]}")

@@ -46,12 +46,13 @@ async def search(
                 raise click.BadParameter(f"no session titled {session_title!r}", param_hint="--session")
             session_id = session.id
         hits = await mem.log.search(text, session_id=session_id, speaker=speaker, limit=limit)
+        titles = {s.id: s.title for s in await mem.log.sessions()}
     if as_json:
         emit_json(hits)
     elif not hits:
         click.echo("no matches")
     else:
         table(
-            [[h.session_id, f"{h.start_s:.0f}s", h.speaker, h.text[:90], h.ref or ""] for h in hits],
+            [[titles[h.session_id], f"{h.start_s:.0f}s", h.speaker, h.text[:90], h.ref or ""] for h in hits],
             ["session", "time", "speaker", "text", "ref"],
         )

@@ -33,7 +33,7 @@ async def test_sigterm_during_ingest_wait_stops_after_the_job_in_hand(
     _, err = proc.communicate(timeout=60)
 
     assert proc.returncode == 128 + signal.SIGTERM, err
-    assert "error: stopped by SIGTERM: " in err and "run `lorekeeper worker` to finish them" in err
+    assert "error: stopped by SIGTERM: " in err and "run `lorekeeper worker --drain` to finish them" in err
     assert "Traceback" not in err and "Task was destroyed" not in err
     assert await pool.fetchval("SELECT count(*) FROM session_entries") == 720  # the log was written before
     assert await pool.fetchval("SELECT count(*) FROM pgqueuer WHERE status = 'picked'") == 0  # none left half-done

@@ -1,0 +1,128 @@
+"""A DM's first night with the command line, from README: load a world, import a session, ask what was said."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SESSION = """\
+[00:00:05] DM: Welcome back. You stand in the mud of Brackenmoor, rain on the stilts.
+[00:00:12] Kestrel: I go find the reeve, Thessaly Vantrim.
+[00:00:20] DM: The grey widow is on her porch. She says the Lantern Court has been asking about the old chapel.
+[00:00:31] Kestrel: What's at Old Wend?
+[00:00:40] DM: She says nobody goes to Old Wend since the flood. She gives you the Moonwell Key.
+[00:00:55] Kestrel: I pocket the key. Who sells lanterns here?
+[00:01:03] DM: Harrow Venn is the blacksmith of Brackenmoor. He owes Thessaly twelve silver.
+[00:01:10] Pip: I want to buy a lantern from Harrow Venn.
+"""
+
+
+@pytest.fixture
+def lk(fresh_dsn: str, tmp_path: Path):
+    # PYTHONPATH: the code of this checkout, not whichever one the interpreter has installed
+    env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env.pop("LOREKEEPER_CONFIG", None)
+
+    def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", "from bot.cli import main; main()", *args],
+            env=env, capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
+        )  # fmt: skip
+
+    return run
+
+
+@pytest.fixture
+def session_file(lk, tmp_path: Path) -> Path:
+    assert lk("campaign", "create", "Brackenmoor").returncode == 0
+    path = tmp_path / "night1.txt"
+    path.write_text(SESSION)
+    return path
+
+
+def test_recall_shows_every_line_of_a_passage(lk, session_file: Path) -> None:
+    assert lk("ingest", str(session_file), "--wait").returncode == 0
+    res = lk("recall", "who sells lanterns")
+    assert res.returncode == 0, res.stderr
+    # the eight lines are one passage; its last two answer the question
+    assert "DM: Harrow Venn is the blacksmith of Brackenmoor." in res.stdout
+    assert "Pip: I want to buy a lantern from Harrow Venn." in res.stdout
+
+
+def test_ingest_without_wait_names_a_worker_that_finishes(lk, session_file: Path) -> None:
+    res = lk("ingest", str(session_file))
+    assert res.returncode == 0, res.stderr
+    # plain `lorekeeper worker` waits for more work forever: the hint must be the one that returns
+    assert "background jobs queued: run `lorekeeper worker --drain`" in res.stdout
+    assert lk("worker", "--drain", timeout=60).returncode == 0
+
+
+def test_recap_prints_a_sessions_summary(lk, session_file: Path) -> None:
+    none_yet = lk("recap")
+    assert none_yet.returncode == 1
+    assert none_yet.stderr == "error: no sessions in Brackenmoor yet: `lorekeeper ingest FILE` imports one\n"
+    assert lk("ingest", str(session_file), "--session", "Night 1").returncode == 0
+    queued = lk("recap")
+    assert queued.returncode == 0, queued.stderr
+    assert "no summary yet" in queued.stdout and "`lorekeeper worker --drain`" in queued.stdout
+    assert lk("worker", "--drain", timeout=60).returncode == 0
+
+    latest = lk("recap")
+    assert latest.returncode == 0, latest.stderr
+    assert latest.stdout.startswith("Recap: Night 1 (started ")
+    assert "Harrow Venn is the blacksmith of Brackenmoor" in latest.stdout
+    assert lk("recap", "night 1").stdout == latest.stdout  # titles as /recap takes them: any case
+    as_json = json.loads(lk("recap", "--json").stdout)
+    assert as_json["title"] == "Night 1" and "Harrow Venn" in as_json["summary"]
+    missing = lk("recap", "Night 9")
+    assert missing.returncode == 1 and missing.stderr == "error: no session titled 'Night 9'; recent ones: 'Night 1'\n"
+
+
+def test_entity_show_says_which_facts_players_cannot_see(lk, tmp_path: Path) -> None:
+    world = tmp_path / "world.yaml"
+    world.write_text(
+        "campaign: {name: Fen}\n"
+        "entities:\n"
+        "  - {name: Thessaly Vantrim, type: npc, attributes: {alive: true, titles: [Reeve, Keeper of Keys]}}\n"
+        "  - {name: Old Wend, type: place}\n"
+        "relationships:\n"
+        "  - {source: Thessaly Vantrim, type: hides_in, target: Old Wend, secret: true}\n"
+        "  - {source: Thessaly Vantrim, type: lives_near, target: Old Wend}\n"
+    )
+    assert lk("campaign", "load", str(world)).returncode == 0
+    shown = lk("entity", "show", "Thessaly Vantrim")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert "  - Thessaly Vantrim —hides_in→ Old Wend (secret)" in lines
+    assert "  - Thessaly Vantrim —lives_near→ Old Wend" in lines
+    # values as a campaign file or --attr writes them, not as Python prints them (True, ['Reeve', …])
+    assert "  alive: true" in lines and '  titles: ["Reeve", "Keeper of Keys"]' in lines
+
+
+def test_search_names_the_session_by_the_title_it_takes(lk, session_file: Path) -> None:
+    assert lk("ingest", str(session_file), "--session", "Night 1").returncode == 0
+    res = lk("search", "lantern")
+    assert res.returncode == 0, res.stderr
+    rows = res.stdout.splitlines()[2:]
+    assert len(rows) == 3 and all(row.startswith("Night 1  ") for row in rows)  # what --session takes, not an id
+    assert lk("search", "lantern", "--session", "Night 1").stdout == res.stdout
+
+
+def test_a_mistyped_config_key_names_the_file_and_the_setting_meant(lk, tmp_path: Path) -> None:
+    config = tmp_path / "lorekeeper.yaml"
+    config.write_text("accept_treshold: 0.5\n")
+    res = lk("--config", str(config), "campaign", "list")
+    assert res.returncode == 1
+    assert res.stderr == (
+        f"error: {config}: unknown setting 'accept_treshold' (did you mean 'accept_threshold'?): "
+        "the keys are the environment variables in lower case, without LOREKEEPER_\n"
+    )
+    config.write_text("database_url: postgresql://nowhere\nopenai_api_key: sk-x\n")  # no prefix of their own
+    assert "unknown setting" not in lk("--config", str(config), "campaign", "list").stderr
