@@ -68,7 +68,9 @@ async def apply_campaign_file(
         ids: dict[str, int] = {}
         for number, spec in enumerate(file.entities, start=1):
             try:
-                entity, outcome = await tx.graph.upsert_entity(spec.to_entity_in(), renamed_from=spec.renamed_from)
+                entity, outcome = await tx.graph.upsert_entity(
+                    spec.to_entity_in(), renamed_from=spec.renamed_from, keep=spec.left_out()
+                )
             except MemoryError_ as exc:  # a clash with the database: the file could not know, so say where it is
                 hint = RENAME_HINT if isinstance(exc, AlreadyExistsError) else ""
                 raise type(exc)(f"{spec.located(number)}: {exc}{hint}") from None

@@ -148,6 +148,18 @@ class EntitySpec(_Strict):
     def visibility(self) -> Visibility:
         return Visibility.secret if self.secret else Visibility.public
 
+    def left_out(self) -> list[str]:
+        """The store's fields this entry does not state: an entity already known keeps its own (a short entry
+        naming a secret NPC only to link it must not make it public, nor drop its aliases)."""
+        stated = self.model_fields_set
+        fields = {
+            "aliases": "aliases",
+            "description": "description",
+            "attributes": "attributes",
+            "secret": "visibility",
+        }
+        return [field for key, field in fields.items() if key not in stated]
+
     def to_entity_in(self) -> EntityIn:
         """The store's input model; facts from a campaign file are the DM's own, so fully confident."""
         return EntityIn(

@@ -7,7 +7,7 @@ Facts are never deleted by play: a contradicting fact, once accepted, closes the
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any, Literal
 
 import asyncpg
@@ -345,13 +345,14 @@ class KnowledgeGraph:
         return await self.get_entity_by_id(current.id)
 
     async def upsert_entity(
-        self, entity: EntityIn, *, renamed_from: str | None = None
+        self, entity: EntityIn, *, renamed_from: str | None = None, keep: Collection[str] = ()
     ) -> tuple[Entity, Literal["created", "updated", "unchanged"]]:
         """Create the entity or bring the one of its name up to date, saying which happened; ``renamed_from``
         names an entity to rename into it (once renamed, the entity of its name is found first, so loading the
         same file again changes nothing; two entities are never merged). Never one whose alias is its name: "Old
         Bronze", an alias of Eldrinax, would rename, retype and strip Eldrinax. Nor one of its aliases: a new "Mira
-        the Younger" with the alias "Mira" is not the Mira already known."""
+        the Younger" with the alias "Mira" is not the Mira already known. ``keep`` names the fields of ``entity``
+        its caller did not state: an entity already known keeps its own values of them."""
         named = await self._named(entity.name)
         old = await self._named(renamed_from) if renamed_from else None
         if named is not None and old is not None and named.id != old.id:
@@ -367,6 +368,11 @@ class KnowledgeGraph:
         if current.status == ReviewStatus.pending and said_by_dm:
             await self.set_entity_status(current.id, ReviewStatus.accepted, dm_confirmed=True)
             current, accepted = await self.get_entity_by_id(current.id), True
+        if keep:
+            kept = {field: getattr(current, field) for field in keep}
+            if "aliases" in kept:  # renamed to one of its aliases: that is its name now
+                kept["aliases"] = [a for a in kept["aliases"] if a.casefold() != entity.name.casefold()]
+            entity = entity.model_copy(update=kept)
         wanted = (
             entity.name,
             entity.type,

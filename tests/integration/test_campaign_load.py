@@ -66,6 +66,45 @@ async def test_load_is_idempotent_and_updates_in_place(campaign: CampaignMemory)
     assert len(await campaign.graph.list_entities()) == 3
 
 
+async def test_a_short_file_naming_a_known_entity_only_to_link_it_changes_nothing_it_leaves_out(
+    campaign: CampaignMemory,
+) -> None:
+    """A DM adds one NPC beside the campaign's file, repeating the secret Pale Hand only because a relationship
+    names entities of its own file: the Pale Hand must stay secret (players would learn of it) and keep what
+    the first file said of it. What an entry does say still counts, an empty list or ``secret: false`` too."""
+    await apply_campaign_file(
+        campaign,
+        parse_campaign_file(
+            SMALL.replace(
+                "{name: Pale Hand, type: faction, secret: true}",
+                "{name: Pale Hand, type: faction, secret: true, aliases: [The Hand], description: A cult, "
+                "attributes: {sigil: a white hand}}",
+            ),
+            "small.yaml",
+        ),
+    )
+    before = await campaign.graph.get_entity("Pale Hand")
+    short = """
+entities:
+  - {name: Pale Hand, type: faction}
+  - {name: Brother Ashe, type: npc}
+relationships:
+  - {source: Brother Ashe, type: member of, target: Pale Hand}
+"""
+    report = await apply_campaign_file(campaign, parse_campaign_file(short, "session3.yaml"))
+    assert (report.entities_created, report.entities_unchanged, report.relationships_created) == (1, 1, 1)
+    assert await campaign.graph.get_entity("Pale Hand") == before
+    assert before.visibility == Visibility.secret and before.aliases == ["The Hand"]
+
+    said = short.replace("{name: Pale Hand, type: faction}", "{name: Pale Hand, type: faction, aliases: []}")
+    await apply_campaign_file(campaign, parse_campaign_file(said, "session3.yaml"))
+    hand = await campaign.graph.get_entity("Pale Hand")
+    assert (hand.aliases, hand.visibility, hand.description) == ([], Visibility.secret, "A cult")
+    public = said.replace("aliases: []}", "aliases: [], secret: false}")
+    await apply_campaign_file(campaign, parse_campaign_file(public, "session3.yaml"))
+    assert (await campaign.graph.get_entity("Pale Hand")).visibility == Visibility.public
+
+
 async def test_load_conflicting_with_database_changes_nothing(campaign: CampaignMemory) -> None:
     await apply_campaign_file(campaign, parse_campaign_file(SMALL, "small.yaml"))
     before = await state(campaign)
