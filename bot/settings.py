@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from difflib import get_close_matches
 from pathlib import Path
 from typing import Any, Literal
@@ -12,6 +14,11 @@ from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from memory.db import EmbeddingSpec, default_data_dir
+
+log = logging.getLogger(__name__)
+
+#: LOREKEEPER_ variables that are not settings: the config file's path and the benches' data folder.
+_NOT_SETTINGS = frozenset({"LOREKEEPER_CONFIG", "LOREKEEPER_DATA"})
 
 EMBEDDING_DIMS = {
     "all-MiniLM-L6-v2": 384,
@@ -116,5 +123,17 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
                 )
         values.update(loaded or {})
     settings = Settings(**values)
+    _warn_of_unknown_variables()
     # Command-line flags beat both the environment and the file.
     return settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+
+
+def _warn_of_unknown_variables() -> None:
+    """A mistyped variable (LOREKEEPER_ACCEPT_TRESHOLD) would leave its setting at the default unnoticed."""
+    names = [f"LOREKEEPER_{field.upper()}" for field in Settings.model_fields]
+    for variable in sorted(os.environ):
+        if variable.startswith("LOREKEEPER_") and variable not in names and variable not in _NOT_SETTINGS:
+            close = get_close_matches(variable, names, n=1)
+            log.warning(
+                "%s is not a setting%s: it is ignored", variable, f" (did you mean {close[0]}?)" if close else ""
+            )

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import asyncpg
-import pytest
 
 from memory.db import create_pool
 from memory.models import EntityIn, EntityType, Provenance, ReviewStatus, Source
@@ -20,25 +19,6 @@ from memory.store import Memory
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "campaigns" / "examples" / "sunken_crown.yaml"
-
-
-@pytest.fixture
-def lk(fresh_dsn: str, tmp_path: Path):
-    env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path)}
-    env.pop("LOREKEEPER_CONFIG", None)
-
-    def run(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-c", "from bot.cli import main; main()", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            input=input,
-            timeout=120,
-            cwd=tmp_path,
-        )
-
-    return run
 
 
 def test_campaign_entity_review_search_flow(lk, tmp_path: Path) -> None:

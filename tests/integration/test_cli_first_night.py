@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
 
 SESSION = """\
 [00:00:05] DM: Welcome back. You stand in the mud of Brackenmoor, rain on the stilts.
@@ -22,21 +17,6 @@ SESSION = """\
 [00:01:03] DM: Harrow Venn is the blacksmith of Brackenmoor. He owes Thessaly twelve silver.
 [00:01:10] Pip: I want to buy a lantern from Harrow Venn.
 """
-
-
-@pytest.fixture
-def lk(fresh_dsn: str, tmp_path: Path):
-    # PYTHONPATH: the code of this checkout, not whichever one the interpreter has installed
-    env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
-    env.pop("LOREKEEPER_CONFIG", None)
-
-    def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-c", "from bot.cli import main; main()", *args],
-            env=env, capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
-        )  # fmt: skip
-
-    return run
 
 
 @pytest.fixture
@@ -126,3 +106,10 @@ def test_a_mistyped_config_key_names_the_file_and_the_setting_meant(lk, tmp_path
     )
     config.write_text("database_url: postgresql://nowhere\nopenai_api_key: sk-x\n")  # no prefix of their own
     assert "unknown setting" not in lk("--config", str(config), "campaign", "list").stderr
+
+
+def test_a_mistyped_variable_is_named_with_the_setting_meant(lk) -> None:
+    res = lk("campaign", "list", env={"LOREKEEPER_ACCEPT_TRESHOLD": "0.5"})
+    assert res.returncode == 0
+    assert "LOREKEEPER_ACCEPT_TRESHOLD is not a setting (did you mean LOREKEEPER_ACCEPT_THRESHOLD?)" in res.stderr
+    assert "not a setting" not in lk("campaign", "list").stderr  # LOREKEEPER_DATA_DIR and the rest are settings
