@@ -26,7 +26,7 @@ from memory.jobs import make_job_context
 
 @cli.command()
 @click.argument("query", required=False)
-@click.option("--limit", "-k", default=5, type=click.IntRange(min=1), show_default=True)
+@click.option("--limit", "-k", default=5, type=click.IntRange(min=1), show_default=True, help="Passages to show.")
 @click.option("--mode", type=click.Choice(["both", "vector", "fulltext"]), default="both", show_default=True)
 @campaign_option
 @json_option

@@ -24,7 +24,7 @@ def review() -> None:
 
 
 @review.command("list")
-@click.option("--limit", default=25, type=click.IntRange(min=1), show_default=True)
+@click.option("--limit", default=25, type=click.IntRange(min=1), show_default=True, help="Items to list.")
 @campaign_option
 @json_option
 @click.pass_context

@@ -21,7 +21,7 @@ from bot.cli.common import (
 @click.argument("text")
 @click.option("--speaker", help="Only what this speaker said.")
 @click.option("--session", "session_title", help="Only this session (by title).")
-@click.option("--limit", default=10, type=click.IntRange(min=1), show_default=True)
+@click.option("--limit", default=10, type=click.IntRange(min=1), show_default=True, help="Matching lines to show.")
 @campaign_option
 @json_option
 @click.pass_context
