@@ -33,7 +33,8 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
 #: This many lines that are not UTF-8 (and 1 in 100) are a file saved in another encoding, unless more of its
-#: lines hold UTF-8 beyond ASCII: a few broken lines of a UTF-8 file are skipped one by one instead.
+#: lines hold UTF-8 beyond ASCII: a few broken lines of a UTF-8 file are skipped one by one instead (unless they
+#: are all it has).
 _NOT_UTF8_LINES = 5
 
 
@@ -100,7 +101,10 @@ def _encoding(path: Path) -> str:
                     utf8 += 1
                 except UnicodeDecodeError:
                     not_utf8 += 1
-    if not_utf8 >= _NOT_UTF8_LINES and not_utf8 > utf8 and not_utf8 * 100 >= lines:
+    # A file none of whose lines is UTF-8 is refused however short: skipping each would read nothing at all.
+    if not_utf8 and (
+        not_utf8 == lines or (not_utf8 >= _NOT_UTF8_LINES and not_utf8 > utf8 and not_utf8 * 100 >= lines)
+    ):
         looks = "UTF-16" if nul * 2 > not_utf8 else "Latin-1"
         raise TranscriptError(
             f"{path.name} is not UTF-8 text (it looks like {looks}: {not_utf8:,} of {lines:,} lines are not UTF-8): "

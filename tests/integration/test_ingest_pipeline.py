@@ -308,6 +308,7 @@ async def test_a_utf16_or_utf32_transcript_with_a_byte_order_mark_is_read(
         (TRANSCRIPT_DE.encode("latin-1"), "Latin-1: 5 of 10 lines"),
         (TRANSCRIPT_DE.encode("cp1252"), "Latin-1: 5 of 10 lines"),
         (TRANSCRIPT_DE.encode("utf-16-le"), "UTF-16: 10 of 10 lines"),  # no byte-order mark
+        ("DM: Willkommen in der Drachenhöhle.\n".encode("latin-1"), "Latin-1: 1 of 1 lines"),  # nothing to read
     ],
 )
 async def test_a_transcript_in_another_encoding_is_refused_whole(
