@@ -6,6 +6,7 @@ import os
 import shlex
 import sys
 import tempfile
+import textwrap
 from importlib import resources
 from pathlib import Path
 
@@ -72,7 +73,7 @@ async def demo(ctx: click.Context) -> None:
 
         click.secho("\n== Recap of Session 1", bold=True)
         for line in (session.summary or "(no summary)").splitlines():
-            click.echo(f"  {line[:140]}")
+            click.echo(textwrap.fill(line, 118, initial_indent="  ", subsequent_indent="    "))
 
         embedder = jobs.make_job_context(memory, settings).embedder
         for question in QUESTIONS:
