@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -63,6 +64,24 @@ def wait_gone(pid: int, timeout: float = 15) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def until_chunked(data_dir: Path, within_s: float = 60) -> None:
+    """Until the server's first chunk is stored: a worker draining the queue is busy with its jobs."""
+
+    async def poll() -> None:
+        socket_dir = (data_dir / "pg" / "postmaster.pid").read_text().splitlines()[4]
+        conn = await asyncpg.connect(f"postgresql://postgres:@/postgres?host={socket_dir}")
+        deadline = time.monotonic() + within_s
+        try:
+            while not await conn.fetchval("SELECT count(*) > 0 FROM chunks"):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"no chunk stored after {within_s} s")
+                await asyncio.sleep(0.05)
+        finally:
+            await conn.close()
+
+    asyncio.run(poll())
 
 
 def start_holder(data_dir: Path, sigterm: str = "SIG_DFL") -> tuple[subprocess.Popen[str], str]:
@@ -150,7 +169,7 @@ def test_a_database_killed_under_a_command_is_one_line(data_dir: Path) -> None:
         assert done.wait(timeout=180) == 0, done.communicate()[1]
     worker = cli(data_dir, "worker", "--drain")  # 720 lines to chunk and embed: busy for a while
     assert worker.stderr is not None and worker.stderr.readline() == "worker started\n"
-    time.sleep(1)
+    until_chunked(data_dir)  # under the jobs, not before them
     pid = postmaster_pid(data_dir)
     assert pid
     os.kill(pid, signal.SIGKILL)
