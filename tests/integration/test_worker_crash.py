@@ -32,6 +32,7 @@ from tests.fakes.openai_server import FakeHTTPError, FakeOpenAI
 from tests.integration.processes import long_session
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
+OUTAGE_SAID = "the database stopped or cannot be reached"
 
 
 def start_worker(dsn: str, tmp_path: Path) -> subprocess.Popen[bytes]:
@@ -117,7 +118,10 @@ async def test_a_worker_rides_out_a_database_restart(
         try:
             await wait_for(memory.pool, "SELECT count(*) > 0 FROM chunks")  # busy with the first session
             await asyncio.to_thread(server.stop)  # terminates every connection; then none is accepted
-            await asyncio.sleep(3)
+            deadline = time.monotonic() + 60  # down until the worker has met the outage, however slow it is
+            while not any(r.getMessage().startswith(OUTAGE_SAID) for r in caplog.records):
+                assert time.monotonic() < deadline, "the worker never noticed the database stop"
+                await asyncio.sleep(0.05)
             assert await asyncio.to_thread(server.start) == dsn
             after = await ingest_file(campaign, EXAMPLES / "sunken_crown_session1.jsonl", session_title="After")
             await jobs.wait_until_idle(memory.pool, deadline_s=240)
@@ -135,7 +139,7 @@ async def test_a_worker_rides_out_a_database_restart(
         chunk_keys = [r[0] for r in await memory.pool.fetch("SELECT key FROM chunks WHERE session_id = $1", session.id)]
         assert sorted(chunk_keys) == sorted(w.key for w in windows(entries))
     said = [r.getMessage() for r in caplog.records]
-    assert len([m for m in said if m.startswith("the database stopped or cannot be reached")]) == 1, said
+    assert len([m for m in said if m.startswith(OUTAGE_SAID)]) == 1, said
     assert "the database is back: background jobs go on" in said
 
 

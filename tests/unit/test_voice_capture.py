@@ -197,9 +197,9 @@ async def test_slow_stt_pushes_back_with_a_warning_and_loses_nothing(caplog: pyt
         t += 0.5
     source.close()
     with caplog.at_level(logging.WARNING, logger="memory.voice.capture"):
-        for _ in range(500):  # bounded: wait until capture finds the queue full (a full queue alone is not that)
-            if "falling behind" in caplog.text:
-                break
+        deadline = loop.time() + 30
+        while "falling behind" not in caplog.text:  # capture found the queue full (a full queue alone is not that)
+            assert loop.time() < deadline, "capture never found the queue full"
             await asyncio.sleep(0.01)
         assert pipeline.queue.full()
         stt.release.set()
@@ -219,9 +219,9 @@ async def test_stop_ends_a_live_source_and_keeps_the_open_sentence() -> None:
     run = asyncio.create_task(pipeline.run())
     for i, frame in enumerate(pcm_frames(voice(1.0, VOICES[33]))):
         source.push(33, frame, T0 + i * FRAME_S)
-    for _ in range(200):  # bounded wait until every pushed frame was consumed
-        if pipeline.stats.frames == 50:
-            break
+    deadline = loop.time() + 30
+    while pipeline.stats.frames < 50:  # every pushed frame consumed: what stop must not lose is in hand
+        assert loop.time() < deadline, f"{pipeline.stats.frames} of 50 frames consumed"
         await asyncio.sleep(0.01)
     await pipeline.stop()
     await asyncio.wait_for(run, 10)
