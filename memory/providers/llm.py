@@ -77,8 +77,10 @@ class OpenAILLM:
 
         response_format = response_format_for(schema, strict=self.strict)
         if self.json_object:
-            response_format = {"type": "json_object", "schema": schema.model_json_schema()}
-            system = f"{system}\n\nAnswer with one JSON object valid under this JSON schema: {_schema_text(schema)}"
+            json_schema = schema.model_json_schema()
+            response_format = {"type": "json_object", "schema": json_schema}
+            said = json.dumps(json_schema, separators=(",", ":"))
+            system = f"{system}\n\nAnswer with one JSON object valid under this JSON schema: {said}"
         try:
             completion = await self._client.chat.completions.create(
                 model=self.model,
@@ -194,10 +196,6 @@ def _strict_variant(schema: dict[str, Any]) -> dict[str, Any] | None:
         return all(visit(child) for child in children)
 
     return result if visit(result) else None
-
-
-def _schema_text(schema: type[pydantic.BaseModel]) -> str:
-    return json.dumps(schema.model_json_schema(), separators=(",", ":"))
 
 
 def _short(text: str) -> str:
