@@ -89,8 +89,9 @@ class PhoneticIndex:
         self.exact_spaceless: set[str] = set()
         self.spaceless_prefixes: set[str] = set()  # where a heard run of words may still become a name
         self.by_code: dict[str, list[NameForm]] = defaultdict(list)
-        self.by_deletion: dict[str, list[NameForm]] = defaultdict(list)
-        self.by_length: dict[int, list[NameForm]] = defaultdict(list)
+        # Codes and the codes one deletion from them (4+ sounds) in one table: two codes within one edit share a
+        # member of {code} ∪ deletions, so a near-homophone is one lookup per deleted sound.
+        self._by_code_or_deletion: dict[str, list[NameForm]] = defaultdict(list)
         # Pronunciations by length and by each half: a pronunciation one phone edit away from a name keeps one
         # half of the name intact at its start or its end (the edit falls in the other half).
         self.by_halves: dict[tuple[int, str, bool], list[NameForm]] = defaultdict(list)
@@ -113,23 +114,18 @@ class PhoneticIndex:
         for form in forms:
             self.exact_spaceless.add(form.spaceless)
             self.spaceless_prefixes.update(form.spaceless[:n] for n in range(1, len(form.spaceless)))
-            self.by_length[len(form.spaceless)].append(form)
             for code in form.codes:
                 self.by_code[code].append(form)
+                self._by_code_or_deletion[code].append(form)
                 if len(code) >= MIN_FUZZY_CODE:
                     for variant in deletions(code):
-                        self.by_deletion[variant].append(form)
+                        self._by_code_or_deletion[variant].append(form)
         self.max_spaceless = max((len(f.spaceless) for f in forms), default=0)
         self.name_words = frozenset(w for f in forms for w in f.words)
         self.max_phones = max((len(f.phones) for f in sayings), default=0)
         self.min_spaceless = min((len(f.spaceless) for f in forms), default=0)
         self._near_memo: dict[str, frozenset[NameForm]] = {}
         self._two_edit_memo: dict[tuple[str, int], frozenset[NameForm]] = {}
-        # One lookup per deleted sound instead of two.
-        self._by_code_or_deletion: dict[str, list[NameForm]] = defaultdict(list)
-        for table in (self.by_code, self.by_deletion):
-            for key, listed in table.items():
-                self._by_code_or_deletion[key].extend(listed)
         # Spelling-only search looks only at names of a plausible length: forms sorted by length.
         self.by_spaceless_length = sorted(forms, key=lambda f: len(f.spaceless))
         self.spaceless_lengths = [len(f.spaceless) for f in self.by_spaceless_length]
@@ -223,8 +219,9 @@ class PhoneticIndex:
         says the same things again. The index never changes, so the memo never goes stale."""
         found = self._near_memo.get(code)
         if found is None:
-            # The window lacks one sound of the name; has one extra sound, or one sound differs.
-            forms: set[NameForm] = set(self.by_deletion.get(code, ()))
+            # The window lacks one sound of the name (the window's own code's forms come too; the caller takes
+            # them out as the same sound); has one extra sound, or one sound differs.
+            forms: set[NameForm] = set(self._by_code_or_deletion.get(code, ()))
             for variant in deletions(code):
                 forms.update(self._by_code_or_deletion.get(variant, ()))
             found = frozenset(f for f in forms if len(f.codes[0]) >= MIN_FUZZY_CODE)

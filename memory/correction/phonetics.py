@@ -19,6 +19,7 @@ def codes(spaceless: str) -> tuple[str, ...]:
     return (primary,) if secondary in ("", primary) else (primary, secondary)
 
 
-def deletions(code: str) -> set[str]:
+@lru_cache(maxsize=131072)
+def deletions(code: str) -> frozenset[str]:
     """All codes one deletion away. Two codes within one edit share a member of ``{code} ∪ deletions``."""
-    return {code[:i] + code[i + 1 :] for i in range(len(code))}
+    return frozenset(code[:i] + code[i + 1 :] for i in range(len(code)))
