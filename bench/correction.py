@@ -622,6 +622,21 @@ def bench_speed(args: argparse.Namespace) -> None:
     )
 
 
+def _asr_lines(limit: int) -> list[str]:
+    """JSON lines of the first ASR set as a recogniser's harness would send them: the output, and the
+    utterance's own biasing list as its entities (nearly every list new: most of its words were not seen)."""
+    sets = asr_sets()
+    if not sets:
+        return []
+    _, _, ref_path, hyp_path = sets[0]
+    hyps = dict(line.split("\t", 1) for line in hyp_path.read_text().splitlines())
+    lines = []
+    for line in ref_path.read_text().splitlines()[:limit]:
+        utt, _, _, biasing_json = line.split("\t")
+        lines.append(json.dumps({"text": hyps.get(utt, "").strip(), "entities": json.loads(biasing_json)}))
+    return lines
+
+
 def bench_cli(args: argparse.Namespace) -> None:
     """`lorekeeper correct` as others will run it: a process reading utterances from stdin, JSON lines out."""
     rng = random.Random(args.seed)
@@ -630,25 +645,31 @@ def bench_cli(args: argparse.Namespace) -> None:
     else:
         turns, names = ["the party asks the keeper about the paladin"], _synthetic_names(1_000, rng)
     lines = [rng.choice(turns) for _ in range(10_000)]
-    command = [sys.executable, "-c", "from bot.cli import main; main()", "correct", "--entities"]
+    command = [sys.executable, "-c", "from bot.cli import main; main()", "correct"]
+    rows: list[list[object]] = []
     with tempfile.TemporaryDirectory() as folder:
         entities = Path(folder) / "entities.txt"
         entities.write_text("\n".join(names))
 
-        def run(stdin: list[str]) -> float:
+        def run(stdin: list[str], *options: str) -> float:
             start = time.perf_counter()
-            done = subprocess.run([*command, str(entities)], input="\n".join(stdin), capture_output=True, text=True)
+            done = subprocess.run([*command, *options], input="\n".join(stdin), capture_output=True, text=True)
             if done.returncode != 0 or len(done.stdout.splitlines()) != len(stdin):
                 raise RuntimeError(f"lorekeeper correct failed: {done.stderr[-500:]}")
             return time.perf_counter() - start
 
-        startup = run(lines[:1])
-        total = run(lines)
-    words = statistics.mean(len(line.split()) for line in lines)
+        def row(what: str, stdin: list[str], *options: str) -> None:
+            startup, total = run(stdin[:1], *options), run(stdin, *options)
+            rows.append([what, len(stdin), f"{startup:.2f}", f"{total:.2f}", f"{len(stdin) / (total - startup):.0f}"])
+
+        words = statistics.mean(len(line.split()) for line in lines)
+        row(f"--entities ({len(names)} names), CRD3 turns of {words:.1f} words", lines, "--entities", str(entities))
+        if asr := _asr_lines(2_000):
+            row("each line its own 100-word list (LibriSpeech)", asr)
     table(
-        f"CLI, `lorekeeper correct --entities` ({len(names)} names; real CRD3 turns, {words:.1f} words on average)",
-        ["lines", "process start + index (s)", "total (s)", "lines/s after start"],
-        [[len(lines), f"{startup:.2f}", f"{total:.2f}", f"{len(lines) / (total - startup):.0f}"]],
+        "CLI, `lorekeeper correct`",
+        ["input", "lines", "process start + index (s)", "total (s)", "lines/s after start"],
+        rows,
     )
 
 
