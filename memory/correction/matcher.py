@@ -919,25 +919,34 @@ def _resolve_overlaps(candidates: list[_Candidate]) -> list[_Candidate]:
     "na stock grace pine" / Nostoc Greyspine before "grace pine" / Greyspine. The rank punishes stray words
     ("west rune we"), so the bonus can reward words that belong to the name.
     """
-    for c in candidates:
-        # A window holding a shorter one whose name is part of its own ranks as well as it: "greg strong jaw" /
-        # Grog Strongjaw holds "strong jaw", the alias Strongjaw respaced, and is the whole of that mention. (A
-        # window holding one of the same name has caught a neighbour: "estaphania who" / Estafania.)
-        c.rank = max(
+    # A window holding a shorter one whose name is part of its own ranks as well as it: "greg strong jaw" /
+    # Grog Strongjaw holds "strong jaw", the alias Strongjaw respaced, and is the whole of that mention. (A
+    # window holding one of the same name has caught a neighbour: "estaphania who" / Estafania.) Holding is
+    # transitive, so each window takes the best rank it holds directly; windows are short, so looking only at
+    # those starting inside it keeps a long utterance linear.
+    by_first = sorted(candidates, key=lambda c: c.first)
+    firsts = [c.first for c in by_first]
+    ranks = [
+        max(
             [c.rank]
             + [
                 o.rank
-                for o in candidates
-                if c.first <= o.first <= o.last <= c.last
-                and o.form.spaceless != c.form.spaceless
-                and o.form.spaceless in c.form.spaceless
+                for o in by_first[bisect_left(firsts, c.first) : bisect_right(firsts, c.last)]
+                if o.last <= c.last and o.form.spaceless != c.form.spaceless and o.form.spaceless in c.form.spaceless
             ]
         )
+        for c in candidates
+    ]
+    for c, rank in zip(candidates, ranks, strict=True):
+        c.rank = rank
     ranked = sorted(candidates, key=lambda c: c.rank + _LENGTH_BONUS * (c.last - c.first), reverse=True)
     taken: list[_Candidate] = []
+    held: set[int] = set()  # tokens of the windows taken
     for c in ranked:
-        if all(c.last < t.first or c.first > t.last for t in taken):
+        tokens = range(c.first, c.last + 1)
+        if held.isdisjoint(tokens):
             taken.append(c)
+            held.update(tokens)
     return sorted(taken, key=lambda c: c.first)
 
 
