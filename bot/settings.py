@@ -14,6 +14,7 @@ from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from memory.db import EmbeddingSpec, default_data_dir
+from memory.models import DEFAULT_ACCEPT_THRESHOLD
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ class Settings(BaseSettings):
     embedding_provider: Literal["minilm", "openai"] = "minilm"
     embedding_model: str = "all-MiniLM-L6-v2"
     embedding_dim: int | None = Field(default=None, gt=0)
-    accept_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
+    accept_threshold: float = Field(default=DEFAULT_ACCEPT_THRESHOLD, ge=0.0, le=1.0)
 
     @field_validator("data_dir")
     @classmethod

@@ -15,6 +15,7 @@ import asyncpg
 from memory.db import Executor, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.models import (
+    DEFAULT_ACCEPT_THRESHOLD,
     Entity,
     EntityIn,
     EntityType,
@@ -119,7 +120,7 @@ class SecretMask:
 
 
 class KnowledgeGraph:
-    def __init__(self, db: Executor, campaign_id: int, *, accept_threshold: float = 0.7) -> None:
+    def __init__(self, db: Executor, campaign_id: int, *, accept_threshold: float = DEFAULT_ACCEPT_THRESHOLD) -> None:
         self.db = db
         self.campaign_id = campaign_id
         self.accept_threshold = accept_threshold

@@ -14,13 +14,14 @@ import asyncpg
 from memory.campaigns import Campaigns
 from memory.db import Executor, transaction
 from memory.graph import KnowledgeGraph
+from memory.models import DEFAULT_ACCEPT_THRESHOLD
 from memory.review import ReviewQueue
 from memory.semantic import SemanticIndex
 from memory.session_log import SessionLog
 
 
 class CampaignMemory:
-    def __init__(self, db: Executor, campaign_id: int, *, accept_threshold: float = 0.7) -> None:
+    def __init__(self, db: Executor, campaign_id: int, *, accept_threshold: float = DEFAULT_ACCEPT_THRESHOLD) -> None:
         self.db = db
         self.campaign_id = campaign_id
         self.accept_threshold = accept_threshold
@@ -43,7 +44,7 @@ class CampaignMemory:
 class Memory:
     """Entry point: the pool, the guild's campaigns, and a :class:`CampaignMemory` per campaign."""
 
-    def __init__(self, pool: asyncpg.Pool, *, accept_threshold: float = 0.7) -> None:
+    def __init__(self, pool: asyncpg.Pool, *, accept_threshold: float = DEFAULT_ACCEPT_THRESHOLD) -> None:
         self.pool = pool
         self.accept_threshold = accept_threshold
 

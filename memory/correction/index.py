@@ -123,7 +123,6 @@ class PhoneticIndex:
         self.max_spaceless = max((len(f.spaceless) for f in forms), default=0)
         self.name_words = frozenset(w for f in forms for w in f.words)
         self.max_phones = max((len(f.phones) for f in sayings), default=0)
-        self.min_spaceless = min((len(f.spaceless) for f in forms), default=0)
         self._near_memo: dict[str, frozenset[NameForm]] = {}
         self._two_edit_memo: dict[tuple[str, int], frozenset[NameForm]] = {}
         # Spelling-only search looks only at names of a plausible length: forms sorted by length.

@@ -52,10 +52,6 @@ class Token:
     norm: str  # normal form of the base (possessive removed)
     word: str  # the casefolded word as heard, apostrophes kept ("they'd"): what word frequencies know
 
-    @property
-    def suffix_len(self) -> int:
-        return self.end - self.base_end
-
 
 def tokenize(text: str) -> list[Token]:
     tokens: list[Token] = []
