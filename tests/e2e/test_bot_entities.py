@@ -12,7 +12,7 @@ import pytest
 
 from bot.app import LorekeeperBot, create_bot
 from bot.settings import Settings
-from memory.models import EntityIn, EntityType, Visibility
+from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, Source, Visibility
 from memory.store import CampaignMemory, Memory
 from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeDiscord, FakeGuild, FakeMember
@@ -252,6 +252,31 @@ async def test_link_unlink(world, fake_discord: FakeDiscord, dm: FakeMember) -> 
         "entity unlink", {"source": "Eldrinax", "relation": "ally_of", "target": "Ironhold"}, user_id=dm
     )
     assert missing.texts() == ["Eldrinax has no 'ally_of' relationship to Ironhold"]
+
+
+async def test_unlink_removes_an_attribute_fact_accepted_by_mistake(
+    world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """A value heard at the table and accepted wrongly ("status: dead", sure enough to pass the threshold) was canon
+    for good: unlink wanted a target entity, and a campaign file can only replace a value."""
+    eldrinax = await world.graph.get_entity("Eldrinax")
+    heard = Provenance(source=Source.stated, confidence=0.9)
+    dead = await world.graph.add_relationship(
+        RelationshipIn(source_id=eldrinax.id, type="status", value="dead", provenance=heard)
+    )
+    assert dead.status == "accepted"
+    unlinked = await fake_discord.invoke(
+        "entity unlink", {"source": "Eldri", "relation": "Status", "target": "Dead"}, user_id=dm
+    )
+    assert unlinked.texts() == ["Unlinked Eldrinax —status→ dead"]
+    assert [r.describe() for r in await world.graph.relationships_of(eldrinax.id, include_secret=True)] == []
+    typo = await fake_discord.invoke(
+        "entity unlink", {"source": "Eldrinax", "relation": "ally_of", "target": "Ironhld"}, user_id=dm
+    )
+    assert typo.texts() == [
+        "no entity named 'Ironhld' in this campaign (did you mean 'Ironhold'?), and Eldrinax has no 'ally_of' fact "
+        "of that value"
+    ]
 
 
 async def test_link_secret_only_the_dm_sees_and_relinking_keeps_it(
