@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import discord
@@ -470,6 +471,19 @@ async def test_buttons_of_a_view_gone_with_a_restart_say_they_expired(
         assert pressed.ephemeral and pressed.texts() == ["These buttons have expired; run the command again."]
     assert await world.graph.find_entity("Ironhold") is not None
     assert fake_discord.client_errors == []
+
+
+async def test_recap_offers_the_latest_sessions_first(
+    world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """Thirty sessions in: by name, the 25 offered were Session 1, 10–19, 2, 20–29, 3…, never the last ones."""
+    first = datetime(2024, 1, 6, 19, tzinfo=UTC)
+    for n in range(1, 31):
+        await world.log.start_session(f"Session {n}", started_at=first + timedelta(weeks=n))
+    offered = await fake_discord.autocomplete("recap", {"session": ""}, focused="session", user_id=dm)
+    assert [c["name"] for c in offered] == [f"Session {n}" for n in range(30, 5, -1)]
+    typed = await fake_discord.autocomplete("recap", {"session": "session 2"}, focused="session", user_id=dm)
+    assert [c["name"] for c in typed][:11] == [f"Session {n}" for n in (*range(29, 19, -1), 2)]
 
 
 async def test_failing_autocomplete_answers_empty(world, fake_discord: FakeDiscord, dm: FakeMember, monkeypatch):
