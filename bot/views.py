@@ -28,9 +28,10 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def name_choices(names: Iterable[str], current: str) -> list[app_commands.Choice[str]]:
-    """Up to 25 names for an autocomplete: prefix matches first, then substring, then fuzzy (typos)."""
-    unique = sorted({n: None for n in names}, key=str.casefold)
+def name_choices(names: Iterable[str], current: str, *, ordered: bool = False) -> list[app_commands.Choice[str]]:
+    """Up to 25 names for an autocomplete: prefix matches first, then substring, then fuzzy (typos); each group
+    by name, or in the order given if ``ordered`` (sessions newest first: a long campaign has hundreds)."""
+    unique = list({n: None for n in names}) if ordered else sorted({n: None for n in names}, key=str.casefold)
     typed = " ".join(current.casefold().split())
     if not typed:
         ranked = unique

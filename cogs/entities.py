@@ -293,7 +293,9 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
 
     @app_commands.command(description="Remove a relationship between two entities (DM only)")
     @app_commands.describe(
-        source="The entity it starts from", relation="Its type, e.g. ally_of", target="The other one"
+        source="The entity it starts from",
+        relation="Its type, e.g. ally_of",
+        target="The other one, or an attribute fact's value",
     )
     @app_commands.autocomplete(source=entity_names, target=entity_names)
     async def unlink(

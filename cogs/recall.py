@@ -40,7 +40,7 @@ def cite(hit: RecallHit, mask: Callable[[str], str] = str) -> str:
 @safe_autocomplete
 async def session_titles(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
     _, mem = await active_campaign(interaction)
-    return name_choices([s.title for s in await mem.log.sessions()], current)
+    return name_choices([s.title for s in reversed(await mem.log.sessions())], current, ordered=True)
 
 
 @app_commands.guild_only()

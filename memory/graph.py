@@ -639,16 +639,25 @@ class KnowledgeGraph:
         return rel
 
     async def unlink(self, source: str, type: str, target: str) -> list[Relationship]:
-        """Remove the current relationships ``source —type→ target`` (names or aliases)."""
-        s, t = await self.get_entity(source), await self.get_entity(target)
-        rel_type = RelationshipIn(source_id=s.id, type=type, target_id=t.id).type
+        """Remove the relationships ``source —type→ target`` (names or aliases) and the attribute facts whose value
+        ``target`` is, as ``describe`` writes both: a value accepted by mistake has no other way out."""
+        s, t = await self.get_entity(source), await self.find_entity(target)
+        rel_type = RelationshipIn(source_id=s.id, type=type).type
         rows = await self.db.fetch(
-            "SELECT id FROM relationships WHERE campaign_id = $1 AND source_id = $2 AND type = $3 AND target_id = $4",
+            """
+            SELECT id FROM relationships WHERE campaign_id = $1 AND source_id = $2 AND type = $3
+              AND (target_id = $4 OR (target_id IS NULL AND lower(value) = lower($5)))
+            """,
             self.campaign_id,
             s.id,
             rel_type,
-            t.id,
+            t.id if t is not None else None,
+            target.strip(),
         )
+        if not rows and t is None:
+            raise NotFoundError(
+                f"{await self._not_found_message(target)}, and {s.name} has no {rel_type!r} fact of that value"
+            )
         if not rows:
             raise NotFoundError(f"{s.name} has no {rel_type!r} relationship to {t.name}")
         return [await self.remove_relationship(r["id"]) for r in rows]

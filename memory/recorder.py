@@ -145,6 +145,7 @@ class SessionRecorder:
         self._oldest: float | None = None
         self.written = 0  # entries new to L1 (a replayed line is not counted)
         self.corrections = 0
+        self._started_at: datetime | None = None  # a correction of an existing session's date, made at ``end``
 
     @classmethod
     async def start(
@@ -155,9 +156,11 @@ class SessionRecorder:
         session = await mem.log.session_by_title(title)
         if session is None:
             session = await mem.log.start_session(title, started_at=started_at)
-        elif started_at is not None and session.started_at != started_at:
-            session = await mem.log.set_started(session.id, started_at)
-        return cls(mem, session, **kwargs)  # type: ignore[arg-type]
+        recorder = cls(mem, session, **kwargs)  # type: ignore[arg-type]
+        if started_at is not None and session.started_at != started_at:
+            # once its lines are in: an import refused for them (another file of the same name) changes nothing
+            recorder._started_at = started_at
+        return recorder
 
     async def add(self, utterance: Utterance) -> None:
         if not self._buffer:
@@ -230,6 +233,8 @@ class SessionRecorder:
     async def end(self) -> Session:
         """Flush, close the session and enqueue its summary (which waits for the session's other jobs)."""
         await self.flush()
+        if self._started_at is not None:
+            self.session = await self.mem.log.set_started(self.session.id, self._started_at)
         async with self.mem.transaction() as tx:
             session = await tx.log.end_session(self.session.id)
             await jobs.enqueue_summary(tx.db, self.mem.campaign_id, self.session.id)

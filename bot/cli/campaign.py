@@ -145,7 +145,8 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, as_json: bo
 @click.pass_context
 @async_command
 async def export(ctx: click.Context, campaign: str | None, output: Path | None) -> None:
-    """Write the campaign's entities and relationships as a campaign YAML file."""
+    """Write the campaign's entities and relationships as a campaign YAML file (not the session log: to back up
+    everything, see README, Backups)."""
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, name = await campaign_memory(memory, settings, campaign)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import discord
@@ -12,7 +13,7 @@ import pytest
 
 from bot.app import LorekeeperBot, create_bot
 from bot.settings import Settings
-from memory.models import EntityIn, EntityType, Visibility
+from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, Source, Visibility
 from memory.store import CampaignMemory, Memory
 from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeDiscord, FakeGuild, FakeMember
@@ -254,6 +255,31 @@ async def test_link_unlink(world, fake_discord: FakeDiscord, dm: FakeMember) -> 
     assert missing.texts() == ["Eldrinax has no 'ally_of' relationship to Ironhold"]
 
 
+async def test_unlink_removes_an_attribute_fact_accepted_by_mistake(
+    world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """A value heard at the table and accepted wrongly ("status: dead", sure enough to pass the threshold) was canon
+    for good: unlink wanted a target entity, and a campaign file can only replace a value."""
+    eldrinax = await world.graph.get_entity("Eldrinax")
+    heard = Provenance(source=Source.stated, confidence=0.9)
+    dead = await world.graph.add_relationship(
+        RelationshipIn(source_id=eldrinax.id, type="status", value="dead", provenance=heard)
+    )
+    assert dead.status == "accepted"
+    unlinked = await fake_discord.invoke(
+        "entity unlink", {"source": "Eldri", "relation": "Status", "target": "Dead"}, user_id=dm
+    )
+    assert unlinked.texts() == ["Unlinked Eldrinax —status→ dead"]
+    assert [r.describe() for r in await world.graph.relationships_of(eldrinax.id, include_secret=True)] == []
+    typo = await fake_discord.invoke(
+        "entity unlink", {"source": "Eldrinax", "relation": "ally_of", "target": "Ironhld"}, user_id=dm
+    )
+    assert typo.texts() == [
+        "no entity named 'Ironhld' in this campaign (did you mean 'Ironhold'?), and Eldrinax has no 'ally_of' fact "
+        "of that value"
+    ]
+
+
 async def test_link_secret_only_the_dm_sees_and_relinking_keeps_it(
     world, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
 ) -> None:
@@ -445,6 +471,19 @@ async def test_buttons_of_a_view_gone_with_a_restart_say_they_expired(
         assert pressed.ephemeral and pressed.texts() == ["These buttons have expired; run the command again."]
     assert await world.graph.find_entity("Ironhold") is not None
     assert fake_discord.client_errors == []
+
+
+async def test_recap_offers_the_latest_sessions_first(
+    world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """Thirty sessions in: by name, the 25 offered were Session 1, 10–19, 2, 20–29, 3…, never the last ones."""
+    first = datetime(2024, 1, 6, 19, tzinfo=UTC)
+    for n in range(1, 31):
+        await world.log.start_session(f"Session {n}", started_at=first + timedelta(weeks=n))
+    offered = await fake_discord.autocomplete("recap", {"session": ""}, focused="session", user_id=dm)
+    assert [c["name"] for c in offered] == [f"Session {n}" for n in range(30, 5, -1)]
+    typed = await fake_discord.autocomplete("recap", {"session": "session 2"}, focused="session", user_id=dm)
+    assert [c["name"] for c in typed][:11] == [f"Session {n}" for n in (*range(29, 19, -1), 2)]
 
 
 async def test_failing_autocomplete_answers_empty(world, fake_discord: FakeDiscord, dm: FakeMember, monkeypatch):

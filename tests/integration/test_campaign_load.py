@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaign_file, read_campaign_file
 from campaigns.load import apply_campaign_file, export_campaign_file
 from memory.errors import AlreadyExistsError, InvalidInputError
-from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, Source, Visibility
+from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
 from memory.store import CampaignMemory, Memory
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
@@ -306,6 +306,29 @@ async def test_export_leaves_out_an_attribute_fact_with_no_value_and_says_so(mem
     assert skipped == [
         "left out Eldrinax —motto0→ (no value): an attribute fact needs a value in a campaign file",
         "left out Eldrinax —motto2→ (no value): an attribute fact needs a value in a campaign file",
+    ]
+
+
+async def test_export_says_how_many_items_waiting_for_review_it_leaves_out(memory: Memory) -> None:
+    """A DM keeping the export as a backup must learn that the review queue is not in it."""
+    mem = await loaded(memory, "Queue", SMALL, "small.yaml")
+    skipped: list[str] = []
+    await export_campaign_file(mem, on_skip=skipped.append)
+    assert skipped == []
+    heard = Provenance(source=Source.stated, confidence=0.4)
+    korvash = await mem.graph.add_entity(
+        EntityIn(name="Korvash", type=EntityType.npc, status=ReviewStatus.pending, provenance=heard)
+    )
+    hold = await mem.graph.get_entity("Ironhold")
+    await mem.graph.add_relationship(
+        RelationshipIn(source_id=korvash.id, type="lives_in", target_id=hold.id, provenance=heard)
+    )
+
+    exported = await export_campaign_file(mem, on_skip=skipped.append)
+    assert "Korvash" not in {e.name for e in exported.entities}
+    assert skipped == [
+        "left out 1 entity and 1 fact waiting for review: a campaign file holds only canon, so accept them first "
+        "to keep them"
     ]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import asyncpg
 
 from memory.db import create_pool
-from memory.models import EntityIn, EntityType, Provenance, ReviewStatus, Source
+from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source
 from memory.store import Memory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -172,6 +172,27 @@ async def test_review_accept_reports_what_it_did_before_a_bad_id(lk, fresh_dsn: 
         assert [i["ref"] for i in json.loads(res.stdout)] == [f"e{b.id}"]
     finally:
         await pool.close()
+
+
+async def test_entity_show_says_the_sessions_it_took_part_in_in_one_line(lk, fresh_dsn: str) -> None:
+    """As /entity show does: a player of a two-year campaign took part in a hundred sessions, one line each."""
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        grog = await mem.graph.add_entity(EntityIn(name="Grog", type=EntityType.player))
+        for n in range(1, 6):
+            night = await mem.graph.add_entity(EntityIn(name=f"Session: Night {n}", type=EntityType.event))
+            await mem.graph.add_relationship(RelationshipIn(source_id=grog.id, type="took_part_in", target_id=night.id))
+    finally:
+        await pool.close()
+    shown = lk("entity", "show", "Grog")
+    assert shown.stdout == (
+        "Grog (player)\n  took part in 5 sessions: Session: Night 5, Session: Night 4, Session: Night 3 and 2 earlier\n"
+    )
+    night = lk("entity", "show", "Session: Night 1").stdout  # the session's own card still lists who took part
+    assert "  - Grog —took_part_in→ Session: Night 1\n" in night
 
 
 def test_settings_out_of_range_are_one_line(tmp_path: Path) -> None:

@@ -225,3 +225,29 @@ async def test_a_data_dir_with_a_space_starts(data_dir: Path) -> None:
     socket_dir = Path(dsn.partition("?host=")[2])
     assert " " not in str(socket_dir)
     os.rmdir(socket_dir)  # empty once the server has stopped
+
+
+def test_a_data_dir_the_server_cannot_start_in_is_one_error_saying_what_to_do(
+    data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A data dir restored from a backup: pgserver's page (a traceback and the whole server log, 360 lines at the
+    command line) gave way to one line, naming the fix where it knows it."""
+    server = EmbeddedPostgres(data_dir)
+    server.start()
+    server.stop()
+    pgdata = data_dir / "pg"
+    if os.geteuid() == 0:  # the server runs as pgserver: a copy made with `cp -r` belongs to root
+        for path in [pgdata, *pgdata.rglob("*")]:
+            os.chown(path, 0, 0)
+        with caplog.at_level(logging.INFO), pytest.raises(DatabaseError) as lost_owners:
+            EmbeddedPostgres(data_dir).start()
+        assert str(lost_owners.value) == (
+            f"the embedded PostgreSQL in {pgdata} did not start: its files do not belong to the 'pgserver' user it "
+            f"runs as (a copy that lost its owners?): run `chown -R pgserver: {pgdata}` and start again"
+        )
+        subprocess.run(["chown", "-R", "pgserver:", str(pgdata)], check=True)
+    (pgdata / "global" / "pg_control").unlink()
+    with caplog.at_level(logging.INFO), pytest.raises(DatabaseError) as broken:
+        EmbeddedPostgres(data_dir).start()
+    assert str(broken.value) == f"the embedded PostgreSQL in {pgdata} did not start: its log ({pgdata}/log) says why"
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

@@ -18,7 +18,7 @@ from campaigns.files import read_campaign_file
 from campaigns.load import apply_campaign_file
 from memory import jobs
 from memory.chunking import windows
-from memory.errors import InvalidInputError
+from memory.errors import AlreadyExistsError, InvalidInputError
 from memory.ingest import ingest_file
 from memory.models import EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
@@ -380,6 +380,23 @@ async def test_last_mention_goes_by_when_sessions_were_played_not_imported(
         ("older", datetime(2024, 3, 2, 19, tzinfo=UTC)),
         ("newer", datetime(2024, 3, 9, 19, tzinfo=UTC)),
     ]
+
+
+async def test_an_import_refused_for_its_lines_leaves_the_sessions_date_alone(
+    crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """Each week's `transcript.txt`: the second names the first's session, whose lines it does not hold. It is
+    refused, and must not move the first week to the second's date (its recap and "last mentioned" go by it)."""
+    week1, week2 = tmp_path / "1" / "transcript.txt", tmp_path / "2" / "transcript.txt"
+    week1.parent.mkdir()
+    week2.parent.mkdir()
+    week1.write_text("DM: Borin finds a key.\n")
+    week2.write_text("DM: The key opens the gate.\n")
+    played = datetime(2024, 2, 8, 19, tzinfo=UTC)
+    await ingest_file(crown, week1, started_at=played)
+    with pytest.raises(AlreadyExistsError, match="line 1 of this session already says"):
+        await ingest_file(crown, week2, started_at=datetime(2024, 2, 15, 19, tzinfo=UTC))
+    assert [(s.title, s.started_at) for s in await crown.log.sessions()] == [("transcript", played)]
 
 
 async def test_recall_merges_vector_and_fulltext_and_cites_refs(
