@@ -9,11 +9,14 @@ cannot be read; the command goes on with the next line. The command's help says 
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import json
 import re
 import sys
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -23,6 +26,7 @@ import yaml
 from bot.cli import cli
 from bot.cli.common import campaign_memory, open_memory, settings_from
 from memory.correction import EntityName, Pipeline
+from memory.correction.matcher import load_tables
 from memory.providers.llm import OpenAILLM
 
 #: Distinct per-line entity lists whose prepared pipelines are kept (biasing lists repeat across lines), and
@@ -108,7 +112,8 @@ def correct(ctx: click.Context, entities_file: Path | None, campaign_name: str |
     stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="surrogateescape", newline="\n")
     stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", line_buffering=True)
     try:
-        run(stdin, stdout, names, llm)
+        with _tables_out_of_the_collectors_way():
+            run(stdin, stdout, names, llm)
     finally:
         stdout.detach()  # the stream stays open for click
 
@@ -169,6 +174,23 @@ def _yaml_entities(path: Path, items: Any) -> list[EntityName]:
             )
         entities.append(EntityName(name=item["name"], aliases=aliases))
     return entities
+
+
+@contextmanager
+def _tables_out_of_the_collectors_way() -> Iterator[None]:
+    """The process reads until its input ends, and each line allocates thousands of short-lived objects. Each
+    full collection walked every table loaded (CMUdict, word frequencies): 40 % of the run time with per-line
+    entity lists, 20 % with one list. Load the tables, freeze them (frozen objects are never walked again),
+    and collect the youngest generation every 50,000 new objects instead of every 700."""
+    load_tables()
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
 
 
 def run(stdin: TextIO, stdout: TextIO, entities: list[EntityName] | None, llm: OpenAILLM | None = None) -> None:

@@ -277,14 +277,19 @@ def _score(spaced: str, spaceless: str, form: NameForm) -> float:
     return max(_jw(spaceless, form.spaceless), _jw(spaced, form.norm), paired)
 
 
+def load_tables() -> None:
+    """Load the word frequency table and the pronunciations now, not during the first utterance."""
+    word_zipf("the")
+    warm()
+
+
 class PhoneticMatcher:
     def __init__(self, index: PhoneticIndex, settings: MatchSettings | None = None) -> None:
         self.index = index
         self.settings = settings or MatchSettings()
         self._fuzzy_memo: dict[str, list[tuple[NameForm, float]]] = {}
         self._by_spaceless = {f.spaceless: f for f in reversed(index.forms)}  # an entity's own name wins
-        word_zipf("the")  # loads the word frequency table now, not during the first utterance
-        warm()  # and the pronunciations
+        load_tables()
 
     def correct(self, text: str, confidences: Sequence[float | None] | None = None) -> Stage1Result:
         """Corrections for ``text``; ``confidences`` are per token of :func:`tokenize` (None: unknown)."""
