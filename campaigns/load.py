@@ -129,22 +129,10 @@ async def export_campaign_file(
     wait for review is told to ``on_skip``, as a DM keeping the file as a backup would lose them unawares.
     An attribute fact with no value, which a file cannot hold (nor the DM write), is left out and told to
     ``on_skip``: the rest of the campaign must still export."""
-    waiting = await mem.db.fetchrow(
-        """
-        SELECT (SELECT count(*) FROM entities WHERE campaign_id = $1 AND status = 'pending') AS entities,
-               (SELECT count(*) FROM relationships WHERE campaign_id = $1 AND status = 'pending') AS facts
-        """,
-        mem.campaign_id,
-    )
-    if waiting["entities"] or waiting["facts"]:
-        counts = [
-            f"{n} {word if n == 1 else plural}"
-            for n, word, plural in ((waiting["entities"], "entity", "entities"), (waiting["facts"], "fact", "facts"))
-            if n
-        ]
+    if waiting := await mem.review.count():
         on_skip(
-            f"left out {' and '.join(counts)} waiting for review: a campaign file holds only canon, so accept "
-            "them first to keep them"
+            f"left out {waiting} item{'s' * (waiting != 1)} waiting for review: a campaign file holds only canon, "
+            "so accept them first to keep them"
         )
     entities = await mem.graph.list_entities()
     by_id = {e.id: e for e in entities}

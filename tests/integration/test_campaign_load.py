@@ -327,8 +327,7 @@ async def test_export_says_how_many_items_waiting_for_review_it_leaves_out(memor
     exported = await export_campaign_file(mem, on_skip=skipped.append)
     assert "Korvash" not in {e.name for e in exported.entities}
     assert skipped == [
-        "left out 1 entity and 1 fact waiting for review: a campaign file holds only canon, so accept them first "
-        "to keep them"
+        "left out 2 items waiting for review: a campaign file holds only canon, so accept them first to keep them"
     ]
 
 
