@@ -91,7 +91,7 @@ async def test_campaign_create_list_switch_info_delete(
     ashes: CampaignMemory, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember, player
 ) -> None:
     dup = await fake_discord.invoke("campaign create", {"name": "ashes"}, user_id=dm)
-    assert dup.texts() == ["a campaign named 'ashes' already exists"]
+    assert dup.texts() == ["a campaign named 'ashes' already exists: /campaign switch makes it the active one"]
     second = await fake_discord.invoke("campaign create", {"name": "Frostmaw"}, user_id=dm)
     assert second.texts() == ["Created campaign **Frostmaw**. Use /campaign switch to make it active."]
     refused = await fake_discord.invoke("campaign create", {"name": "Mine"}, user_id=player)
@@ -105,7 +105,9 @@ async def test_campaign_create_list_switch_info_delete(
     switched = await fake_discord.invoke("campaign switch", {"name": "Frostmaw"}, user_id=dm)
     assert switched.texts() == ["Active campaign: **Frostmaw**."]
     unknown = await fake_discord.invoke("campaign switch", {"name": "Nope"}, user_id=dm)
-    assert unknown.texts() == ["no campaign named 'Nope'"]
+    assert unknown.texts() == ["no campaign named 'Nope': /campaign list shows them"]
+    close = await fake_discord.invoke("campaign switch", {"name": "frostmav"}, user_id=dm)
+    assert close.texts() == ["no campaign named 'frostmav' (did you mean 'Frostmaw'?): /campaign list shows them"]
 
     info = await fake_discord.invoke("campaign info", user_id=dm)
     assert info.texts()[0] == "Frostmaw" and "Entities: 0" in info.texts() and "Awaiting review: 0" in info.texts()
