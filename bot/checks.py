@@ -15,7 +15,14 @@ from discord import app_commands
 from pydantic import ValidationError
 
 from campaigns.files import CampaignFileError
-from memory.errors import MemoryError_, validation_problems
+from memory.errors import (
+    AlreadyExistsError,
+    MemoryError_,
+    NextSteps,
+    NotFoundError,
+    validation_problems,
+    with_next_step,
+)
 from memory.models import Campaign
 from memory.store import CampaignMemory
 
@@ -30,6 +37,15 @@ REVIEW_CHANNEL_KEY = "review_channel_id"
 NO_CAMPAIGN = "This server has no active campaign: run /campaign create first."
 NOT_DM = "Only the DM can do that."
 NUL_TEXT = "The text contains a NUL character (U+0000), which cannot be stored or searched: remove it and try again."
+
+
+#: What the DM can do next after these errors (the command line's: ``bot.cli.common``).
+NEXT_STEPS: NextSteps = {
+    (AlreadyExistsError, "entity"): "see it with /entity show or change it with /entity edit",
+    (AlreadyExistsError, "campaign"): "/campaign switch makes it the active one",
+    (NotFoundError, "campaign"): "/campaign list shows them",
+    (NotFoundError, "review item"): "/review shows those waiting",
+}
 
 
 class UserError(app_commands.AppCommandError):
@@ -110,7 +126,9 @@ def _unwrap(error: BaseException) -> BaseException:
 def user_message(error: BaseException) -> str | None:
     """What to tell the user about ``error``, or None when it is a bug they cannot fix."""
     error = _unwrap(error)
-    if isinstance(error, MemoryError_ | UserError | CampaignFileError | app_commands.CheckFailure):
+    if isinstance(error, MemoryError_):
+        return with_next_step(error, NEXT_STEPS)
+    if isinstance(error, UserError | CampaignFileError | app_commands.CheckFailure):
         return str(error) or NOT_DM
     if isinstance(error, ValidationError):
         return validation_problems(error)

@@ -6,6 +6,7 @@ one campaign id; this module is the only one that works across campaigns, and on
 
 from __future__ import annotations
 
+from difflib import get_close_matches
 from typing import Any
 
 import asyncpg
@@ -55,7 +56,9 @@ class Campaigns:
                     activate,
                 )
         except asyncpg.UniqueViolationError:
-            raise AlreadyExistsError(f"a campaign named {name!r} already exists") from None
+            raise AlreadyExistsError(
+                f"a campaign named {name!r} already exists", subject="campaign", name=name
+            ) from None
         if activate:
             return await self.activate(name)
         return Campaign(**dict(row))
@@ -84,7 +87,10 @@ class Campaigns:
             "SELECT * FROM campaigns WHERE guild_id = $1 AND lower(name) = lower($2)", self.guild_id, name_query(name)
         )
         if row is None:
-            raise NotFoundError(f"no campaign named {name!r}")
+            names = {c.name.casefold(): c.name for c in await self.list()}
+            close = get_close_matches(name.casefold(), list(names), n=1)
+            hint = f" (did you mean {names[close[0]]!r}?)" if close else ""
+            raise NotFoundError(f"no campaign named {name!r}{hint}", subject="campaign")
         return Campaign(**dict(row))
 
     async def get_by_id(self, campaign_id: int) -> Campaign:

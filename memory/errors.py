@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 from pydantic import ValidationError
 
 
 class MemoryError_(Exception):
-    """Base of the memory core's user-facing errors."""
+    """Base of the memory core's user-facing errors. ``subject`` says what kind of thing the error is about
+    (``"entity"``, ``"campaign"``, ``"review item"``) and ``name`` which one, for the front end to add its next
+    step: the command line and Discord have different commands for it."""
+
+    def __init__(self, message: str, *, subject: str | None = None, name: str | None = None) -> None:
+        super().__init__(message)
+        self.subject, self.name = subject, name
 
 
 class NotFoundError(MemoryError_, LookupError):
@@ -29,6 +37,18 @@ class Unavailable(Exception):
     """Mixed into a provider's error when no answer came at all: the endpoint could not be reached, timed out, or
     refused the call for a reason other than the request itself (auth, rate limit, overload). The same call may
     work later: a background job retries rather than go on without it, or give up on its data."""
+
+
+#: A front end's next steps: (error class, subject) → what the DM can do, ``{name}`` standing for the error's name.
+NextSteps = Mapping[tuple[type[MemoryError_], str], str]
+
+
+def with_next_step(exc: MemoryError_, steps: NextSteps, quote: Callable[[str], str] = str) -> str:
+    """``exc``'s message and, when ``steps`` has one for its kind and subject, what to do next."""
+    for (kind, subject), step in steps.items():
+        if isinstance(exc, kind) and exc.subject == subject:
+            return f"{exc}: {step.format(name=quote(exc.name or ''))}"
+    return str(exc)
 
 
 #: HTTP statuses that say the request itself is wrong (too long, malformed): asking again will not help.

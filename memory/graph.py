@@ -274,7 +274,9 @@ class KnowledgeGraph:
                 entity.provenance.model_dump(mode="json"),
             )
         except asyncpg.UniqueViolationError:
-            raise AlreadyExistsError(f"an entity named {entity.name!r} already exists") from None
+            raise AlreadyExistsError(
+                f"an entity named {entity.name!r} already exists", subject="entity", name=entity.name
+            ) from None
         await self._set_aliases(entity_id, entity.aliases)
         return await self.get_entity_by_id(entity_id)
 
@@ -340,7 +342,9 @@ class KnowledgeGraph:
                 visibility,
             )
         except asyncpg.UniqueViolationError:
-            raise AlreadyExistsError(f"an entity named {new_name!r} already exists") from None
+            raise AlreadyExistsError(
+                f"an entity named {new_name!r} already exists", subject="entity", name=new_name
+            ) from None
         if aliases is not None:
             await self._set_aliases(current.id, cleaned_aliases)
         return await self.get_entity_by_id(current.id)
@@ -485,9 +489,11 @@ class KnowledgeGraph:
                 if row["status"] == "pending"
                 else ""
             )
+            # one still waiting for review is in no list: the message above says what to do instead
+            about = {} if waiting else {"subject": "entity", "name": row["name"]}
             if row["used"].casefold() == row["name"].casefold():
-                raise AlreadyExistsError(f"an entity named {row['name']!r} already exists{waiting}")
-            raise AlreadyExistsError(f"{row['used']!r} is already an alias of {row['name']!r}{waiting}")
+                raise AlreadyExistsError(f"an entity named {row['name']!r} already exists{waiting}", **about)
+            raise AlreadyExistsError(f"{row['used']!r} is already an alias of {row['name']!r}{waiting}", **about)
 
     # relationships and facts ------------------------------------------------------------------------------
 

@@ -491,9 +491,15 @@ def recap_for_players(summary: str, mask: SecretMask) -> str:
 
 
 async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) -> str:
+    """Write the session's recap, unless the one it has covers every line: a session ended again, however often
+    and whichever of its summary jobs runs first, gets one recap, and another only once lines were added. (The
+    summary's progress is the number of lines the recap covers: a late line may come before the last.)"""
     mem = ctx.memory.campaign(campaign_id)
     session = await mem.log.session(session_id)
     entries = await mem.log.session_entries(session_id)
+    done = await _progress(mem.db, mem, session_id, SUMMARY)
+    if session.summary is not None and done == len(entries):
+        return session.summary
     entities = [e for e in await mem.graph.list_entities(status=None) if e.status == ReviewStatus.accepted]
     names = {e.id: e.name for e in entities if e.type != EntityType.event}
     secret = {e.id for e in entities if e.visibility == Visibility.secret}
@@ -504,6 +510,9 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     title = "".join(ch for ch in session.title if not unicodedata.category(ch).startswith("C"))
     async with mem.transaction() as tx:
         await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
+        if not await _claim_progress(tx.db, tx, session_id, SUMMARY, done):  # another job wrote it meanwhile
+            return (await tx.log.session(session_id)).summary or summary
+        await _set_progress(tx.db, tx, session_id, SUMMARY, len(entries))
         await tx.log.end_session(session_id, summary=summary)
         event, _ = await tx.graph.upsert_entity(
             EntityIn(
@@ -569,15 +578,25 @@ _SUMMARY_MAX_WAIT = timedelta(minutes=30)
 
 
 async def _summary_put_off(pool: asyncpg.Pool, job: pgq_models.Job, campaign_id: int, session_id: int) -> bool:
-    """Whether the summary ``job`` is put off: its session still has work queued or running, so a summary job
-    a few seconds later takes its place (no worker slot is held while it waits)."""
+    """Whether the summary ``job`` is put off: another summary job of its session is queued (it reads every line
+    when it runs), or its session still has work queued or running, so a summary job a few seconds later takes
+    its place (no worker slot is held while it waits)."""
     since = json.loads(job.payload or b"{}").get("waiting_since") or job.created.isoformat()
+    of_session = """
+        convert_from(payload, 'UTF8')::jsonb ->> 'campaign_id' = $2::bigint::text
+        AND convert_from(payload, 'UTF8')::jsonb ->> 'session_id' = $3::bigint::text"""
+    if await pool.fetchval(
+        f"SELECT EXISTS (SELECT 1 FROM pgqueuer WHERE entrypoint = $1 AND status = 'queued' AND {of_session})",
+        SUMMARY,
+        campaign_id,
+        session_id,
+    ):
+        return True
     waiting = await pool.fetchval(
-        """
+        f"""
         SELECT now() - $4::text::timestamptz < $5::interval AND EXISTS (
             SELECT 1 FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status IN ('queued', 'picked')
-              AND convert_from(payload, 'UTF8')::jsonb ->> 'campaign_id' = $2::bigint::text
-              AND convert_from(payload, 'UTF8')::jsonb ->> 'session_id' = $3::bigint::text)
+              AND {of_session})
         """,
         [CHUNK, EXTRACT, CORRECT2],
         campaign_id,

@@ -28,7 +28,7 @@ def parse_ref(ref: str) -> tuple[ReviewKind, int]:
         raise InvalidInputError(f"{ref!r} is not a review item id (they look like e12 or f34)")
     kind, number = (ReviewKind.entity if m.group(1).lower() == "e" else ReviewKind.fact), int(m.group(2))
     if number >= 2**63:  # no row has such an id; the database would refuse the number itself
-        raise NotFoundError(f"no review item {ref.strip()} in this campaign")
+        raise NotFoundError(f"no review item {ref.strip()} in this campaign", subject="review item")
     return kind, number
 
 
@@ -134,7 +134,7 @@ class ReviewQueue:
         try:
             item = await self.get(ref)
         except NotFoundError:
-            raise NotFoundError(f"no review item {ref} in this campaign") from None
+            raise NotFoundError(f"no review item {ref} in this campaign", subject="review item") from None
         status = await self._status(item)
         if status != ReviewStatus.pending:
             raise AlreadyDecidedError(f"{item.ref} was already {status.value}: {item.describe()}")

@@ -6,6 +6,7 @@ import asyncio
 import functools
 import json
 import logging
+import shlex
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -17,7 +18,14 @@ from pydantic_settings import SettingsError
 
 from bot.settings import ConfigFileError, Settings, load_settings
 from memory.db import DatabaseError, open_database
-from memory.errors import MemoryError_, validation_problems
+from memory.errors import (
+    AlreadyExistsError,
+    MemoryError_,
+    NextSteps,
+    NotFoundError,
+    validation_problems,
+    with_next_step,
+)
 from memory.store import CampaignMemory, Memory
 
 log = logging.getLogger("lorekeeper")
@@ -32,6 +40,15 @@ class CliError(click.ClickException):
         click.echo(f"error: {self.format_message()}", err=True)
 
 
+#: What the DM can run next after these errors (``/…`` in Discord: ``bot.checks``).
+NEXT_STEPS: NextSteps = {
+    (AlreadyExistsError, "entity"): "see it with `lorekeeper entity show {name}`",
+    (AlreadyExistsError, "campaign"): "`lorekeeper campaign use {name}` makes it the active one",
+    (NotFoundError, "campaign"): "`lorekeeper campaign list` shows them",
+    (NotFoundError, "review item"): "`lorekeeper review list` shows those waiting",
+}
+
+
 def run_cli(group: click.Group) -> None:
     """Run the group; turn our errors into one line and exit 1 (click's usage errors exit 2)."""
     try:
@@ -44,7 +61,10 @@ def run_cli(group: click.Group) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except (MemoryError_, DatabaseError, ConfigFileError) as exc:
+    except MemoryError_ as exc:
+        click.echo(f"error: {with_next_step(exc, NEXT_STEPS, shlex.quote)}", err=True)
+        sys.exit(1)
+    except (DatabaseError, ConfigFileError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
     except ValidationError as exc:

@@ -43,7 +43,10 @@ async def search(
         if session_title:
             session = await mem.log.session_by_title(session_title)
             if session is None:
-                raise click.BadParameter(f"no session titled {session_title!r}", param_hint="--session")
+                recent = ", ".join(repr(s.title) for s in (await mem.log.sessions())[-5:]) or "none yet"
+                raise click.BadParameter(
+                    f"no session titled {session_title!r}; recent ones: {recent}", param_hint="--session"
+                )
             session_id = session.id
         hits = await mem.log.search(text, session_id=session_id, speaker=speaker, limit=limit)
         titles = {s.id: s.title for s in await mem.log.sessions()}

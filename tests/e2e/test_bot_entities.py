@@ -77,7 +77,9 @@ async def test_add_stores_entity_with_aliases_attributes_secret(world, fake_disc
 
 async def test_add_bad_input_is_refused_and_changes_nothing(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:
     duplicate = await fake_discord.invoke("entity add", {"name": "eldrinax", "type": "npc"}, user_id=dm)
-    assert duplicate.ephemeral and "already" in duplicate.texts()[0]
+    assert duplicate.ephemeral and duplicate.texts() == [
+        "an entity named 'Eldrinax' already exists: see it with /entity show or change it with /entity edit"
+    ]
     bad_attr = await fake_discord.invoke(
         "entity add", {"name": "Borin", "type": "npc", "attributes": "rank"}, user_id=dm
     )
@@ -179,7 +181,9 @@ async def test_edit_rename_and_aliases(world, fake_discord: FakeDiscord, dm: Fak
     nothing = await fake_discord.invoke("entity edit", {"name": "Ironhold Keep"}, user_id=dm)
     assert nothing.texts()[0].startswith("Nothing to change")
     clash = await fake_discord.invoke("entity edit", {"name": "Ironhold Keep", "new_name": "Eldri"}, user_id=dm)
-    assert "already" in clash.texts()[0]
+    assert clash.texts() == [
+        "'Eldri' is already an alias of 'Eldrinax': see it with /entity show or change it with /entity edit"
+    ]
 
 
 async def test_remove_confirm_and_cancel(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:

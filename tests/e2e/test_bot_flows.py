@@ -17,7 +17,15 @@ from memory.models import EntityIn, EntityType, EntryIn, Provenance, Relationshi
 from memory.store import CampaignMemory, Memory
 from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeChannel, FakeDiscord, FakeGuild, FakeMember, Upload
-from tests.e2e.test_bot_entities import _modal_field, bot, dm, guild, make_bot, player  # noqa: F401  (shared fixtures)
+from tests.e2e.test_bot_entities import (  # noqa: F401  (shared fixtures)
+    _modal_field,
+    bot,
+    dm,
+    guild,
+    make_bot,
+    player,
+    until_true,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
@@ -91,7 +99,7 @@ async def test_campaign_create_list_switch_info_delete(
     ashes: CampaignMemory, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember, player
 ) -> None:
     dup = await fake_discord.invoke("campaign create", {"name": "ashes"}, user_id=dm)
-    assert dup.texts() == ["a campaign named 'ashes' already exists"]
+    assert dup.texts() == ["a campaign named 'ashes' already exists: /campaign switch makes it the active one"]
     second = await fake_discord.invoke("campaign create", {"name": "Frostmaw"}, user_id=dm)
     assert second.texts() == ["Created campaign **Frostmaw**. Use /campaign switch to make it active."]
     refused = await fake_discord.invoke("campaign create", {"name": "Mine"}, user_id=player)
@@ -105,7 +113,9 @@ async def test_campaign_create_list_switch_info_delete(
     switched = await fake_discord.invoke("campaign switch", {"name": "Frostmaw"}, user_id=dm)
     assert switched.texts() == ["Active campaign: **Frostmaw**."]
     unknown = await fake_discord.invoke("campaign switch", {"name": "Nope"}, user_id=dm)
-    assert unknown.texts() == ["no campaign named 'Nope'"]
+    assert unknown.texts() == ["no campaign named 'Nope': /campaign list shows them"]
+    close = await fake_discord.invoke("campaign switch", {"name": "frostmav"}, user_id=dm)
+    assert close.texts() == ["no campaign named 'frostmav' (did you mean 'Frostmaw'?): /campaign list shows them"]
 
     info = await fake_discord.invoke("campaign info", user_id=dm)
     assert info.texts()[0] == "Frostmaw" and "Entities: 0" in info.texts() and "Awaiting review: 0" in info.texts()
@@ -582,8 +592,12 @@ async def test_review_channel_gets_items_as_the_database_announces_them(
         posted = await fake_discord.wait_for_channel_messages(len(names))
     titles = [m["embeds"][0]["title"] for m in posted]
     assert sorted(t.split(" · ")[0] for t in titles) == ["New entity"] * len(names)
-    await asyncio.sleep(0.5)
-    assert len(fake_discord.channel_messages) == len(names)  # each once
+    # each once: a second post would come from a post the cog still has scheduled or running (its listener
+    # runs until the bot stops)
+    await until_true(
+        lambda: not cog._due and all(t.done() for t in cog._tasks if t.get_coro().__name__ != "_listen"), 10
+    )
+    assert len(fake_discord.channel_messages) == len(names)
 
 
 # ---------------------------------------------------------------------------------------------- setup

@@ -48,7 +48,14 @@ def test_campaign_entity_review_search_flow(lk, tmp_path: Path) -> None:
     listed = json.loads(lk("entity", "list", "--type", "npc", "--json").stdout)
     assert "Korvash" in {e["name"] for e in listed} and all(e["type"] == "npc" for e in listed)
     dup = lk("entity", "add", "korvash", "npc")
-    assert dup.returncode == 1 and dup.stderr.strip() == "error: an entity named 'Korvash' already exists"
+    assert dup.returncode == 1
+    assert (
+        dup.stderr == "error: an entity named 'Korvash' already exists: see it with `lorekeeper entity show Korvash`\n"
+    )
+    taken = lk("entity", "add", "Korv Smith", "npc", "--alias", "korv")
+    assert (
+        taken.stderr == "error: 'Korv' is already an alias of 'Korvash': see it with `lorekeeper entity show Korvash`\n"
+    )
     assert lk("entity", "remove", "Korvash", "--yes").returncode == 0
     missing = lk("entity", "show", "Korvash")
     assert missing.returncode == 1 and "no entity named 'Korvash'" in missing.stderr
@@ -91,7 +98,8 @@ def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
     assert "not in the range x>=1" in lk("search", "x", "--limit", "-1").stderr
     assert (
         lk("review", "accept", "f99999999999999999999").stderr
-        == "error: no review item f99999999999999999999 in this campaign\n"
+        == "error: no review item f99999999999999999999 in this campaign: "
+        "`lorekeeper review list` shows those waiting\n"
     )
 
 
@@ -163,7 +171,7 @@ async def test_review_accept_reports_what_it_did_before_a_bad_id(lk, fresh_dsn: 
         res = lk("review", "accept", f"e{a.id}", "e999999", f"e{b.id}")
         assert res.returncode == 1
         assert res.stdout == f"accepted e{a.id}: new npc 'Korvash'\n"  # the DM sees it was done
-        assert res.stderr == "error: no review item e999999 in this campaign\n"
+        assert res.stderr.startswith("error: no review item e999999 in this campaign: `lorekeeper review list`")
         statuses = {e.name: e.status for e in await mem.graph.list_entities(status=None)}
         assert statuses == {"Korvash": ReviewStatus.accepted, "Mirelle": ReviewStatus.pending}
 
@@ -235,7 +243,8 @@ def test_config_file_and_env(lk, tmp_path: Path) -> None:
     assert lk("entity", "add", "Cafe\u0301", "npc").returncode == 0  # decomposed: stored composed
     assert lk("entity", "show", "Cafe\u0301").returncode == 0  # and found as typed
     twin = lk("entity", "add", "Café", "npc")
-    assert twin.returncode == 1 and twin.stderr == "error: an entity named 'Café' already exists\n"
+    assert twin.returncode == 1  # the name quoted as a shell takes it
+    assert twin.stderr == "error: an entity named 'Café' already exists: see it with `lorekeeper entity show 'Café'`\n"
     hidden = lk("entity", "add", "Zed\u200dx", "npc")
     assert hidden.returncode == 1 and "contains the control character U+200D" in hidden.stderr
 
@@ -393,6 +402,25 @@ def test_correct_with_campaign_entities(lk) -> None:
     assert [c["replacement"] for c in line["corrections"]] == ["Ironhold"]
     missing = lk("correct", "--campaign", "Nope", input="x\n")
     assert missing.returncode == 1 and "no campaign named 'Nope'" in missing.stderr
+
+
+def test_an_unknown_campaign_says_where_the_names_are_and_which_one_is_close(lk) -> None:
+    assert lk("campaign", "create", "The Sunken Crown").returncode == 0
+    nope = lk("entity", "list", "--campaign", "Nope")
+    assert (
+        nope.returncode == 1
+        and nope.stderr == "error: no campaign named 'Nope': `lorekeeper campaign list` shows them\n"
+    )
+    close = lk("campaign", "use", "the sunken crwn")
+    assert close.stderr == (
+        "error: no campaign named 'the sunken crwn' (did you mean 'The Sunken Crown'?): "
+        "`lorekeeper campaign list` shows them\n"
+    )
+    again = lk("campaign", "create", "The Sunken Crown")
+    assert again.stderr == (
+        "error: a campaign named 'The Sunken Crown' already exists: "
+        "`lorekeeper campaign use 'The Sunken Crown'` makes it the active one\n"
+    )
 
 
 def test_a_malformed_database_url_is_one_line_without_the_password(tmp_path: Path) -> None:

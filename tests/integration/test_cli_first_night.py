@@ -93,6 +93,8 @@ def test_search_names_the_session_by_the_title_it_takes(lk, session_file: Path) 
     rows = res.stdout.splitlines()[2:]
     assert len(rows) == 3 and all(row.startswith("Night 1  ") for row in rows)  # what --session takes, not an id
     assert lk("search", "lantern", "--session", "Night 1").stdout == res.stdout
+    missing = lk("search", "lantern", "--session", "Night 9")
+    assert missing.returncode == 2 and "no session titled 'Night 9'; recent ones: 'Night 1'" in missing.stderr
 
 
 def test_a_mistyped_config_key_names_the_file_and_the_setting_meant(lk, tmp_path: Path) -> None:

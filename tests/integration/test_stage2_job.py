@@ -3,6 +3,7 @@ client, fake server); verified fixes revise L1's text, the raw text stays, and c
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 
@@ -244,6 +245,68 @@ async def test_the_recap_waits_for_the_sessions_other_jobs(
         "SELECT source_id FROM relationships WHERE type = 'took_part_in' AND target_id = $1", event.id
     )
     assert [r["source_id"] for r in links] == [quelloth.id]
+
+
+class _HeldEmbedder(MiniLMEmbedder):
+    """Embeds only when released: a chunk job caught in the middle of its work."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        await self.release.wait()
+        return await super().embed(texts)
+
+
+async def test_a_session_ended_again_while_its_recap_waits_gets_one_recap(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI
+) -> None:
+    """Ended again with the same lines while its summary job is put off (a chunk job still embedding), and once
+    more after the recap is written: one summary job waits, and the model writes one recap, which stays."""
+    rec = await SessionRecorder.start(campaign, "S1")
+    await rec.add(Utterance(speaker="DM", text="Quelloth waits for you at the old cistern tonight.", seq=1))
+    await rec.end()
+    recaps: list[dict] = []
+
+    def answer(request: dict) -> str:
+        if request["response_format"]["json_schema"]["name"] != "Recap":
+            return json.dumps({"entities": [], "facts": []})
+        recaps.append(request)
+        return json.dumps({"recap": f"Recap number {len(recaps)}."})
+
+    fake_openai.chat_handler = answer
+    embedder = _HeldEmbedder()
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    ctx = jobs.JobContext(memory=memory, embedder=embedder, embedding_model="all-MiniLM-L6-v2", llm=llm)
+
+    async def put_off() -> bool:  # one summary job is left, waiting
+        statuses = await memory.pool.fetch("SELECT status, payload FROM pgqueuer WHERE entrypoint = $1", jobs.SUMMARY)
+        return [(r["status"], b"waiting_since" in r["payload"]) for r in statuses] == [("queued", True)]
+
+    async def until_put_off(what: str) -> None:
+        deadline = asyncio.get_running_loop().time() + 30
+        while not await put_off():
+            assert asyncio.get_running_loop().time() < deadline, what
+            await asyncio.sleep(0.05)
+
+    try:
+        worker = asyncio.create_task(jobs.run_workers(memory.pool, None, drain=True, ctx=ctx))
+        try:
+            await until_put_off("the summary job was never put off")
+            await (await SessionRecorder.start(campaign, "S1")).end()  # the DM resumes it and stops at once
+            await until_put_off("the two summary jobs of the session go on waiting side by side")
+        finally:
+            embedder.release.set()  # a failed wait must not leave the drain held for ever
+            await asyncio.wait([worker])
+        worker.result()
+        await (await SessionRecorder.start(campaign, "S1")).end()
+        await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    finally:
+        await llm.aclose()
+    assert await jobs.failed_jobs(memory.pool) == 0
+    assert len(recaps) == 1
+    assert (await campaign.log.session(rec.session.id)).summary == "Recap number 1."
 
 
 async def test_a_recap_the_database_cannot_keep_falls_back_to_the_extractive_one(
