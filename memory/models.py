@@ -393,6 +393,19 @@ class Neighbourhood(BaseModel):
     connected: list[Entity]
 
 
+class MergeResult(BaseModel):
+    """What merging one entity into another did, for the DM's reply."""
+
+    entity: Entity  # the one merged into, as it is now
+    merged: Entity  # the one merged, as it was
+    facts_moved: int  # now on ``entity``
+    duplicates_dropped: int  # already recorded on ``entity``: one copy kept
+    self_loops_dropped: int  # between the two: nothing left to say once they are one
+    facts_made_secret: int  # of a secret entity merged into a public one: players saw none of them
+    aliases_added: list[str]
+    names_withheld: list[str]  # of a secret entity merged into a public one: aliases are public
+
+
 class PathStep(BaseModel):
     entity_id: int
     name: str
