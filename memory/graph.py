@@ -455,7 +455,9 @@ class KnowledgeGraph:
     async def _merge_entities(self, source: str, into: str) -> MergeResult:
         s, t = await self.get_entity(source), await self.get_entity(into)
         if s.id == t.id:
-            raise InvalidInputError(f"{source!r} and {into!r} are the same entity, {t.name!r}: nothing to merge")
+            if source.strip().casefold() == into.strip().casefold():
+                raise InvalidInputError(f"cannot merge {t.name!r} into itself: name two entities")
+            raise InvalidInputError(f"{source!r} and {into!r} both name {t.name!r}: nothing to merge")
         hide = s.visibility == Visibility.secret and t.visibility == Visibility.public
         moved = dropped = loops = made_secret = 0
         rows = await self.db.fetch(

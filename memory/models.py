@@ -405,6 +405,24 @@ class MergeResult(BaseModel):
     aliases_added: list[str]
     names_withheld: list[str]  # of a secret entity merged into a public one: aliases are public
 
+    def describe(self) -> str:
+        def n(count: int, what: str) -> str:
+            return f"{count} {what}{'s' * (count != 1)}"
+
+        done = [n(self.facts_moved, "fact") + " moved"]
+        if self.duplicates_dropped:
+            done.append(n(self.duplicates_dropped, "duplicate fact") + " dropped")
+        if self.self_loops_dropped:
+            done.append(n(self.self_loops_dropped, "fact") + " between the two dropped")
+        if self.aliases_added:
+            done.append("new aliases: " + ", ".join(self.aliases_added))
+        if self.names_withheld:
+            done.append(
+                f"{self.merged.name} was secret: its names ({', '.join(self.names_withheld)}), description and "
+                f"attributes were left out (aliases are public), {n(self.facts_made_secret, 'fact')} made secret"
+            )
+        return f"Merged {self.merged.name} into {self.entity.name}: {'; '.join(done)}."
+
 
 class PathStep(BaseModel):
     entity_id: int

@@ -146,7 +146,7 @@ async def test_merge_refuses_one_entity_and_stays_in_its_campaign(memory: Memory
         await mem.graph.add_entity(EntityIn(name="Gorrim Ashfoot", type=EntityType.npc, aliases=["Ashfoot"]))
         await mem.graph.add_entity(EntityIn(name="Gorrim", type=EntityType.npc, description=mem.campaign_id * "x"))
     other = await b.graph.add_entity(EntityIn(name="Only In B", type=EntityType.npc))
-    with pytest.raises(InvalidInputError, match="the same entity, 'Gorrim Ashfoot'"):
+    with pytest.raises(InvalidInputError, match="'Ashfoot' and 'gorrim ashfoot' both name 'Gorrim Ashfoot'"):
         await a.graph.merge_entities("Ashfoot", "gorrim ashfoot")
     with pytest.raises(NotFoundError, match="no entity named 'Only In B'"):
         await a.graph.merge_entities(other.name, "Gorrim")
