@@ -1,4 +1,4 @@
-"""``/entity``: the DM's world registry — add, list, show, edit, describe, remove, link, unlink."""
+"""``/entity``: the DM's world registry — add, list, show, edit, describe, remove, merge, link, unlink."""
 
 from __future__ import annotations
 
@@ -267,6 +267,25 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             f"Remove **{entity.name}** ({entity.type.value}) and its {len(facts)} relationships? "
             "This cannot be undone.",
             view=Confirm(interaction, delete, dm_of=campaign.id),
+            ephemeral=True,
+        )
+
+    @app_commands.command(description="Merge an entity recorded twice into the other one (DM only)")
+    @app_commands.describe(source="The one that goes: its facts, names and mentions move", into="The one kept")
+    @app_commands.autocomplete(source=entity_names, into=entity_names)
+    async def merge(self, interaction: discord.Interaction, source: str, into: str) -> None:
+        campaign, mem = await dm_campaign(interaction)
+        s, t = await mem.graph.get_entity(source), await mem.graph.get_entity(into)
+        if s.id == t.id:
+            raise UserError(f"{source!r} and {into!r} both name **{t.name}**: nothing to merge.")
+
+        async def merge() -> str:
+            return (await mem.graph.merge_entities(s.name, t.name)).describe()
+
+        await interaction.response.send_message(
+            f"Merge **{s.name}** ({s.type.value}) into **{t.name}** ({t.type.value})? Its facts, names and mentions "
+            f"move to {t.name} and {s.name} is deleted. This cannot be undone.",
+            view=Confirm(interaction, merge, dm_of=campaign.id),
             ephemeral=True,
         )
 
