@@ -224,6 +224,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
                 "Nothing to change: give at least one of new_name, type, description, aliases, attributes, secret."
             )
         visibility = None if secret is None else (Visibility.secret if secret else Visibility.public)
+        before = await mem.graph.get_entity(name)
         entity = await mem.graph.update_entity(
             name,
             new_name=new_name,
@@ -233,8 +234,10 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             attributes=parse_attributes(attributes) if attributes else None,
             visibility=visibility,
         )
+        kept = before.name != entity.name and before.name in entity.aliases
+        said = f" Its old name **{before.name}** stays as an alias (`aliases: -` clears it)." if kept else ""
         embed = entity_embed(entity, relationships=[], last_mention=None)
-        await interaction.response.send_message(f"Updated **{entity.name}**.", embed=embed, ephemeral=True)
+        await interaction.response.send_message(f"Updated **{entity.name}**.{said}", embed=embed, ephemeral=True)
 
     @app_commands.command(description="Write an entity's description in a text box, several lines if need be (DM only)")
     @app_commands.describe(name="The entity's name or an alias")

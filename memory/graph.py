@@ -100,6 +100,12 @@ def _copy_rank(fact: asyncpg.Record) -> tuple[Any, ...]:
     )
 
 
+def _keeping_old_name(entity: Entity, new_name: str) -> list[str]:
+    """The aliases of a public ``entity`` renamed ``new_name``: its old name joins them, as the session log, the
+    players and the speech to correct still say it (a secret one's would tell players who it is)."""
+    return [*(a for a in entity.aliases if a.casefold() != new_name.casefold()), entity.name]
+
+
 def _visible(alias: str, include_secret: bool) -> str:
     """SQL condition for what a player may see: accepted, currently valid, public unless the DM asks."""
     cond = f"{alias}.status = 'accepted'"
@@ -305,7 +311,8 @@ class KnowledgeGraph:
         visibility: Visibility | None = None,
         replace_attributes: bool = False,
     ) -> Entity:
-        """Change an entity in place; ``attributes`` merge into the existing ones unless ``replace_attributes``."""
+        """Change an entity in place; ``attributes`` merge into the existing ones unless ``replace_attributes``. A
+        public entity renamed keeps its old name as an alias, unless ``aliases`` says what they are."""
         async with transaction(self.db) as conn:  # name, fields and aliases change together or not at all
             return await self.bound_to(conn)._update_entity(
                 name,
@@ -333,6 +340,9 @@ class KnowledgeGraph:
         current = await self.get_entity(name)
         if new_name is not None:
             new_name = clean_name(new_name)
+            renamed = new_name.casefold() != current.name.casefold()
+            if renamed and aliases is None and (visibility or current.visibility) == Visibility.public:
+                aliases = _keeping_old_name(current, new_name)
         cleaned_aliases = EntityIn(name="x", type=EntityType.npc, aliases=list(aliases)).aliases if aliases else []
         to_check = [n for n in [new_name, *cleaned_aliases] if n]
         await self._check_names_free(to_check, except_id=current.id)
@@ -386,6 +396,9 @@ class KnowledgeGraph:
             current, accepted = await self.get_entity_by_id(current.id), True
         if keep:
             kept = {field: getattr(current, field) for field in keep}
+            renamed = current.name.casefold() != entity.name.casefold()
+            if "aliases" in kept and renamed and kept.get("visibility", entity.visibility) == Visibility.public:
+                kept["aliases"] = _keeping_old_name(current, entity.name)
             if "aliases" in kept:  # renamed to one of its aliases: that is its name now
                 kept["aliases"] = [a for a in kept["aliases"] if a.casefold() != entity.name.casefold()]
             entity = entity.model_copy(update=kept)

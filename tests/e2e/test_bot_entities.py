@@ -180,6 +180,11 @@ async def test_edit_rename_and_aliases(world, fake_discord: FakeDiscord, dm: Fak
     assert nothing.texts()[0].startswith("Nothing to change")
     clash = await fake_discord.invoke("entity edit", {"name": "Ironhold Keep", "new_name": "Eldri"}, user_id=dm)
     assert "already" in clash.texts()[0]
+    renamed = await fake_discord.invoke("entity edit", {"name": "Ironhold Keep", "new_name": "Irongate"}, user_id=dm)
+    assert renamed.texts()[0] == (
+        "Updated **Irongate**. Its old name **Ironhold Keep** stays as an alias (`aliases: -` clears it)."
+    )
+    assert (await world.graph.get_entity("Ironhold Keep")).aliases == ["Ironhold Keep", "The Keep"]
 
 
 async def test_remove_confirm_and_cancel(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:
