@@ -1,4 +1,4 @@
-"""``/entity``: the DM's world registry — add, list, show, edit, describe, remove, link, unlink."""
+"""``/entity``: the DM's world registry — add, list, show, edit, describe, remove, merge, link, unlink."""
 
 from __future__ import annotations
 
@@ -224,6 +224,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
                 "Nothing to change: give at least one of new_name, type, description, aliases, attributes, secret."
             )
         visibility = None if secret is None else (Visibility.secret if secret else Visibility.public)
+        before = await mem.graph.get_entity(name)
         entity = await mem.graph.update_entity(
             name,
             new_name=new_name,
@@ -233,8 +234,10 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             attributes=parse_attributes(attributes) if attributes else None,
             visibility=visibility,
         )
+        kept = before.name != entity.name and before.name in entity.aliases
+        said = f" Its old name **{before.name}** stays as an alias (`aliases: -` clears it)." if kept else ""
         embed = entity_embed(entity, relationships=[], last_mention=None)
-        await interaction.response.send_message(f"Updated **{entity.name}**.", embed=embed, ephemeral=True)
+        await interaction.response.send_message(f"Updated **{entity.name}**.{said}", embed=embed, ephemeral=True)
 
     @app_commands.command(description="Write an entity's description in a text box, several lines if need be (DM only)")
     @app_commands.describe(name="The entity's name or an alias")
@@ -267,6 +270,25 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             f"Remove **{entity.name}** ({entity.type.value}) and its {len(facts)} relationships? "
             "This cannot be undone.",
             view=Confirm(interaction, delete, dm_of=campaign.id),
+            ephemeral=True,
+        )
+
+    @app_commands.command(description="Merge an entity recorded twice into the other one (DM only)")
+    @app_commands.describe(source="The one that goes: its facts, names and mentions move", into="The one kept")
+    @app_commands.autocomplete(source=entity_names, into=entity_names)
+    async def merge(self, interaction: discord.Interaction, source: str, into: str) -> None:
+        campaign, mem = await dm_campaign(interaction)
+        s, t = await mem.graph.get_entity(source), await mem.graph.get_entity(into)
+        if s.id == t.id:
+            raise UserError(f"{source!r} and {into!r} both name **{t.name}**: nothing to merge.")
+
+        async def merge() -> str:
+            return (await mem.graph.merge_entities(s.name, t.name)).describe()
+
+        await interaction.response.send_message(
+            f"Merge **{s.name}** ({s.type.value}) into **{t.name}** ({t.type.value})? Its facts, names and mentions "
+            f"move to {t.name} and {s.name} is deleted. This cannot be undone.",
+            view=Confirm(interaction, merge, dm_of=campaign.id),
             ephemeral=True,
         )
 

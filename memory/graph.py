@@ -19,6 +19,7 @@ from memory.models import (
     Entity,
     EntityIn,
     EntityType,
+    MergeResult,
     Neighbourhood,
     PathStep,
     Provenance,
@@ -83,6 +84,26 @@ def entity_from_row(row: asyncpg.Record) -> Entity:
 
 def relationship_from_row(row: asyncpg.Record) -> Relationship:
     return Relationship(**{k: row[k] for k in Relationship.model_fields})
+
+
+def _copy_rank(fact: asyncpg.Record) -> tuple[Any, ...]:
+    """Two current copies of one fact, best first, as migration 0004 keeps them: accepted, then the DM's word,
+    then the most confident, then the oldest."""
+    p = fact["provenance"]
+    dm_word = p.get("source", "dm") in ("dm", "campaign_file") or bool(p.get("dm_confirmed"))
+    return (
+        fact["status"] != ReviewStatus.accepted,
+        not dm_word,
+        -float(p.get("confidence", 1)),
+        fact["valid_from"],
+        fact["id"],
+    )
+
+
+def _keeping_old_name(entity: Entity, new_name: str) -> list[str]:
+    """The aliases of a public ``entity`` renamed ``new_name``: its old name joins them, as the session log, the
+    players and the speech to correct still say it (a secret one's would tell players who it is)."""
+    return [*(a for a in entity.aliases if a.casefold() != new_name.casefold()), entity.name]
 
 
 def _visible(alias: str, include_secret: bool) -> str:
@@ -292,7 +313,8 @@ class KnowledgeGraph:
         visibility: Visibility | None = None,
         replace_attributes: bool = False,
     ) -> Entity:
-        """Change an entity in place; ``attributes`` merge into the existing ones unless ``replace_attributes``."""
+        """Change an entity in place; ``attributes`` merge into the existing ones unless ``replace_attributes``. A
+        public entity renamed keeps its old name as an alias, unless ``aliases`` says what they are."""
         async with transaction(self.db) as conn:  # name, fields and aliases change together or not at all
             return await self.bound_to(conn)._update_entity(
                 name,
@@ -320,6 +342,9 @@ class KnowledgeGraph:
         current = await self.get_entity(name)
         if new_name is not None:
             new_name = clean_name(new_name)
+            renamed = new_name.casefold() != current.name.casefold()
+            if renamed and aliases is None and (visibility or current.visibility) == Visibility.public:
+                aliases = _keeping_old_name(current, new_name)
         cleaned_aliases = EntityIn(name="x", type=EntityType.npc, aliases=list(aliases)).aliases if aliases else []
         to_check = [n for n in [new_name, *cleaned_aliases] if n]
         await self._check_names_free(to_check, except_id=current.id)
@@ -375,6 +400,9 @@ class KnowledgeGraph:
             current, accepted = await self.get_entity_by_id(current.id), True
         if keep:
             kept = {field: getattr(current, field) for field in keep}
+            renamed = current.name.casefold() != entity.name.casefold()
+            if "aliases" in kept and renamed and kept.get("visibility", entity.visibility) == Visibility.public:
+                kept["aliases"] = _keeping_old_name(current, entity.name)
             if "aliases" in kept:  # renamed to one of its aliases: that is its name now
                 kept["aliases"] = [a for a in kept["aliases"] if a.casefold() != entity.name.casefold()]
             entity = entity.model_copy(update=kept)
@@ -424,6 +452,169 @@ class KnowledgeGraph:
         entity = await self.get_entity(name)
         await self.db.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, entity.id)
         return entity
+
+    async def merge_entities(self, source: str, into: str) -> MergeResult:
+        """Make ``source`` (a name or alias) part of ``into``: the DM's answer to one NPC recorded twice ("Gorrim"
+        and "Gorrim Ashfoot"). Every fact of ``source`` moves to ``into`` with its status (a pending one stays in
+        the review queue), visibility, provenance and validity; a fact ``into`` has already keeps one copy, the
+        better one as migration 0004 chose (the other's provenance under "merged"), and a fact between the two is
+        dropped. ``source``'s name and aliases become aliases of ``into``, its description and attributes fill
+        what ``into`` lacks, its mentions (chunks, corrections) become ``into``'s, and ``source`` is deleted.
+
+        A secret ``source`` merged into a public ``into`` gives it none of its names, description or attributes
+        (players would read them) and its facts become secret. ``into`` is accepted if either was: the DM
+        vouched for the accepted one, and merging is the DM's word that the pending one is the same."""
+        async with transaction(self.db) as conn:
+            graph = self.bound_to(conn)
+            await graph.lock()
+            return await graph._merge_entities(source, into)
+
+    async def _merge_entities(self, source: str, into: str) -> MergeResult:
+        s, t = await self.get_entity(source), await self.get_entity(into)
+        if s.id == t.id:
+            if source.strip().casefold() == into.strip().casefold():
+                raise InvalidInputError(f"cannot merge {t.name!r} into itself: name two entities")
+            raise InvalidInputError(f"{source!r} and {into!r} both name {t.name!r}: nothing to merge")
+        hide = s.visibility == Visibility.secret and t.visibility == Visibility.public
+        moved = dropped = loops = made_secret = 0
+        rows = await self.db.fetch(
+            """
+            SELECT id, source_id, target_id, type, value, status, visibility, provenance, valid_from, valid_to
+            FROM relationships WHERE campaign_id = $1 AND (source_id = $2 OR target_id = $2) ORDER BY id
+            """,
+            self.campaign_id,
+            s.id,
+        )
+        for row in rows:
+            src = t.id if row["source_id"] == s.id else row["source_id"]
+            dst = t.id if row["target_id"] == s.id else row["target_id"]
+            if src == dst:
+                await self.db.execute(
+                    "DELETE FROM relationships WHERE campaign_id = $1 AND id = $2", self.campaign_id, row["id"]
+                )
+                loops += 1
+                continue
+            secret = hide and row["visibility"] == Visibility.public
+            made_secret += secret
+            keep = row
+            copy = None
+            if row["valid_to"] is None and row["status"] != ReviewStatus.rejected:
+                copy = await self.db.fetchrow(
+                    """
+                    SELECT id, status, visibility, provenance, valid_from FROM relationships
+                    WHERE campaign_id = $1 AND source_id = $2 AND type = $3 AND target_id IS NOT DISTINCT FROM $4
+                      AND value IS NOT DISTINCT FROM $5 AND valid_to IS NULL AND status <> 'rejected'
+                    """,
+                    self.campaign_id,
+                    src,
+                    row["type"],
+                    dst,
+                    row["value"],
+                )
+            if copy is not None:
+                keep, drop = sorted((row, copy), key=_copy_rank)
+                await self.db.execute(
+                    "DELETE FROM relationships WHERE campaign_id = $1 AND id = $2", self.campaign_id, drop["id"]
+                )
+                await self.db.execute(
+                    "UPDATE relationships SET superseded_by = $3 WHERE campaign_id = $1 AND superseded_by = $2",
+                    self.campaign_id,
+                    drop["id"],
+                    keep["id"],
+                )
+                folded = {**drop["provenance"], "id": drop["id"], "status": drop["status"]}
+                merged = [*keep["provenance"].get("merged", []), folded]
+                await self.db.execute(
+                    """
+                    UPDATE relationships SET provenance = provenance || jsonb_build_object('merged', $3::jsonb),
+                        visibility = CASE WHEN $4 THEN 'secret' ELSE visibility END
+                    WHERE campaign_id = $1 AND id = $2
+                    """,
+                    self.campaign_id,
+                    keep["id"],
+                    merged,
+                    secret or drop["visibility"] == Visibility.secret,
+                )
+                dropped += 1
+            else:
+                moved += 1
+            if keep is row:
+                await self.db.execute(
+                    """
+                    UPDATE relationships SET source_id = $3, target_id = $4,
+                        visibility = CASE WHEN $5 THEN 'secret' ELSE visibility END
+                    WHERE campaign_id = $1 AND id = $2
+                    """,
+                    self.campaign_id,
+                    row["id"],
+                    src,
+                    dst,
+                    secret,
+                )
+                if row["status"] == ReviewStatus.accepted and row["valid_to"] is None:
+                    await self.close_contradicted(row["id"])  # "lives_in" of each: one stays current
+        if t.status == ReviewStatus.pending and s.status == ReviewStatus.accepted:
+            await self.set_entity_status(t.id, ReviewStatus.accepted, dm_confirmed=True)
+        await self.db.execute(
+            """
+            UPDATE entities SET description = CASE WHEN description = '' THEN $3 ELSE description END,
+                attributes = $4::jsonb || attributes, updated_at = now()
+            WHERE campaign_id = $1 AND id = $2
+            """,
+            self.campaign_id,
+            t.id,
+            "" if hide else s.description,
+            {} if hide else s.attributes,
+        )
+        # Where it was said: chunks found by entity, the corrections that named it.
+        await self.db.execute(
+            """
+            UPDATE chunks SET entity_ids = ARRAY(
+                SELECT i FROM unnest(array_replace(entity_ids, $2, $3)) WITH ORDINALITY u(i, n)
+                GROUP BY i ORDER BY min(n)
+            )
+            WHERE campaign_id = $1 AND entity_ids @> ARRAY[$2::bigint]
+            """,
+            self.campaign_id,
+            s.id,
+            t.id,
+        )
+        await self.db.execute(
+            """
+            UPDATE session_entries SET corrections = (
+                SELECT jsonb_agg(CASE WHEN c ->> 'entity_id' = $2::text
+                                      THEN jsonb_set(c, '{entity_id}', to_jsonb($3::bigint)) ELSE c END ORDER BY n)
+                FROM jsonb_array_elements(corrections) WITH ORDINALITY x(c, n)
+            )
+            WHERE campaign_id = $1 AND corrections @> jsonb_build_array(jsonb_build_object('entity_id', $2::bigint))
+            """,
+            self.campaign_id,
+            s.id,
+            t.id,
+        )
+        await self.db.execute(
+            "DELETE FROM review_posted WHERE campaign_id = $1 AND kind = 'entity' AND item_id = $2",
+            self.campaign_id,
+            s.id,
+        )
+        await self.db.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, s.id)
+        known = {n.casefold() for n in [t.name, *t.aliases]}
+        names = list(dict.fromkeys(n for n in [s.name, *s.aliases] if n.casefold() not in known))
+        if not hide and names:
+            await self.db.executemany(
+                "INSERT INTO entity_aliases (campaign_id, entity_id, alias) VALUES ($1, $2, $3)",
+                [(self.campaign_id, t.id, n) for n in names],
+            )
+        return MergeResult(
+            entity=await self.get_entity_by_id(t.id),
+            merged=s,
+            facts_moved=moved,
+            duplicates_dropped=dropped,
+            self_loops_dropped=loops,
+            facts_made_secret=made_secret,
+            aliases_added=[] if hide else names,
+            names_withheld=names if hide else [],
+        )
 
     async def set_entity_status(self, entity_id: int, status: ReviewStatus, *, dm_confirmed: bool) -> None:
         if status == ReviewStatus.rejected:

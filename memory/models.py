@@ -393,6 +393,37 @@ class Neighbourhood(BaseModel):
     connected: list[Entity]
 
 
+class MergeResult(BaseModel):
+    """What merging one entity into another did, for the DM's reply."""
+
+    entity: Entity  # the one merged into, as it is now
+    merged: Entity  # the one merged, as it was
+    facts_moved: int  # now on ``entity``
+    duplicates_dropped: int  # already recorded on ``entity``: one copy kept
+    self_loops_dropped: int  # between the two: nothing left to say once they are one
+    facts_made_secret: int  # of a secret entity merged into a public one: players saw none of them
+    aliases_added: list[str]
+    names_withheld: list[str]  # of a secret entity merged into a public one: aliases are public
+
+    def describe(self) -> str:
+        def n(count: int, what: str) -> str:
+            return f"{count} {what}{'s' * (count != 1)}"
+
+        done = [n(self.facts_moved, "fact") + " moved"]
+        if self.duplicates_dropped:
+            done.append(n(self.duplicates_dropped, "duplicate fact") + " dropped")
+        if self.self_loops_dropped:
+            done.append(n(self.self_loops_dropped, "fact") + " between the two dropped")
+        if self.aliases_added:
+            done.append("new aliases: " + ", ".join(self.aliases_added))
+        if self.names_withheld:
+            done.append(
+                f"{self.merged.name} was secret: its names ({', '.join(self.names_withheld)}), description and "
+                f"attributes were left out (aliases are public), {n(self.facts_made_secret, 'fact')} made secret"
+            )
+        return f"Merged {self.merged.name} into {self.entity.name}: {'; '.join(done)}."
+
+
 class PathStep(BaseModel):
     entity_id: int
     name: str

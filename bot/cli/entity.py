@@ -177,3 +177,27 @@ async def remove(ctx: click.Context, name: str, campaign: str | None, yes: bool)
             click.confirm(f"remove {target.type.value} {target.name!r} and its relationships?", abort=True, err=True)
         await mem.graph.remove_entity(target.name)
     click.echo(f"removed {target.name!r}")
+
+
+@entity.command("merge")
+@click.argument("source")
+@click.argument("into")
+@campaign_option
+@json_option
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+@async_command
+async def merge(ctx: click.Context, source: str, into: str, campaign: str | None, as_json: bool, yes: bool) -> None:
+    """Merge SOURCE into INTO (one NPC recorded twice): its facts, names and mentions move to INTO, then SOURCE is
+    deleted."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, _ = await campaign_memory(memory, settings, campaign)
+        s, t = await mem.graph.get_entity(source), await mem.graph.get_entity(into)
+        if not yes and s.id != t.id:
+            click.confirm(f"merge {s.type.value} {s.name!r} into {t.type.value} {t.name!r}?", abort=True, err=True)
+        result = await mem.graph.merge_entities(source, into)
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(result.describe())

@@ -184,6 +184,11 @@ async def test_edit_rename_and_aliases(world, fake_discord: FakeDiscord, dm: Fak
     assert clash.texts() == [
         "'Eldri' is already an alias of 'Eldrinax': see it with /entity show or change it with /entity edit"
     ]
+    renamed = await fake_discord.invoke("entity edit", {"name": "Ironhold Keep", "new_name": "Irongate"}, user_id=dm)
+    assert renamed.texts()[0] == (
+        "Updated **Irongate**. Its old name **Ironhold Keep** stays as an alias (`aliases: -` clears it)."
+    )
+    assert (await world.graph.get_entity("Ironhold Keep")).aliases == ["Ironhold Keep", "The Keep"]
 
 
 async def test_remove_confirm_and_cancel(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:
@@ -201,6 +206,40 @@ async def test_remove_confirm_and_cancel(world, fake_discord: FakeDiscord, dm: F
     await fake_discord.click(again.original, confirm_id, user_id=dm)
     assert fake_discord.messages[int(again.original["id"])]["content"].startswith("Removed **Ironhold**")
     assert await world.graph.find_entity("Ironhold") is None
+
+
+async def test_merge_asks_then_folds_one_entity_into_the_other_for_the_dm_only(
+    world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    guess = Provenance(source=Source.inferred, confidence=0.4)
+    gorrim = await world.graph.add_entity(
+        EntityIn(name="Gorrim", type=EntityType.npc, status="pending", provenance=guess)
+    )
+    ironhold = await world.graph.get_entity("Ironhold")
+    fact = await world.graph.add_relationship(
+        RelationshipIn(source_id=gorrim.id, type="lives_in", target_id=ironhold.id, provenance=guess)
+    )
+    await fake_discord.invoke("entity add", {"name": "Gorrim Ashfoot", "type": "npc"}, user_id=dm)
+    choices = await fake_discord.autocomplete("entity merge", {"into": "gorrim a"}, focused="into", user_id=dm)
+    assert choices[0]["name"] == "Gorrim Ashfoot"
+    refused = await fake_discord.invoke("entity merge", {"source": "Gorrim", "into": "Gorrim Ashfoot"}, user_id=player)
+    assert refused.ephemeral and refused.texts() == ["Only the DM can do that."]
+    same = await fake_discord.invoke("entity merge", {"source": "The Red", "into": "Eldrinax"}, user_id=dm)
+    assert same.texts() == ["'The Red' and 'Eldrinax' both name **Eldrinax**: nothing to merge."]
+
+    asked = await fake_discord.invoke("entity merge", {"source": "Gorrim", "into": "Gorrim Ashfoot"}, user_id=dm)
+    assert asked.ephemeral and asked.original is not None
+    assert asked.texts()[0].startswith("Merge **Gorrim** (npc) into **Gorrim Ashfoot** (npc)?")
+    confirm_id = asked.original["components"][0]["components"][0]["custom_id"]
+    await fake_discord.click(asked.original, confirm_id, user_id=player)  # not theirs to press
+    assert (await world.graph.get_entity("Gorrim")).name == "Gorrim"
+    await fake_discord.click(asked.original, confirm_id, user_id=dm)
+    assert fake_discord.messages[int(asked.original["id"])]["content"] == (
+        "Merged Gorrim into Gorrim Ashfoot: 1 fact moved; new aliases: Gorrim."
+    )
+    assert (await world.graph.get_entity("Gorrim")).name == "Gorrim Ashfoot"
+    moved = await world.graph.get_relationship(fact.id)
+    assert moved.describe() == "Gorrim Ashfoot —lives_in→ Ironhold" and moved.status == "pending"
 
 
 async def test_a_confirmed_action_that_fails_leaves_no_dead_buttons(

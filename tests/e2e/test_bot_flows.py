@@ -85,6 +85,7 @@ async def test_dev_guild_sync_at_start(
         "edit",
         "link",
         "list",
+        "merge",
         "remove",
         "show",
         "unlink",

@@ -211,8 +211,12 @@ async def test_a_file_accepts_what_waits_for_review_under_its_name(memory: Memor
     assert report.entities_updated == 1
     strahd = await mem.graph.get_entity("Strahd von Zarovich")
     assert strahd.status == "accepted"  # canon now: players see it, export keeps it
+    assert strahd.aliases == ["Strahd"]  # what the log and the players say
     assert [e.name for e in (await export_campaign_file(mem)).entities] == ["Strahd von Zarovich"]
     assert not (await apply_campaign_file(mem, parse_campaign_file(file, "s.yaml"))).changed
+    cleared = "entities:\n  - {name: Strahd the Ancient, type: npc, renamed_from: Strahd von Zarovich, aliases: []}\n"
+    await apply_campaign_file(mem, parse_campaign_file(cleared, "s.yaml"))
+    assert (await mem.graph.get_entity("Strahd the Ancient")).aliases == []
 
 
 async def test_a_file_settles_a_fact_heard_before_a_later_one(memory: Memory) -> None:

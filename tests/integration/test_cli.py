@@ -473,3 +473,31 @@ async def test_entity_show_says_what_waits_for_review(lk, fresh_dsn: str, tmp_pa
     finally:
         await pool.close()
     assert lk("entity", "show", "Mirelle").stdout == "Mirelle (npc, waiting for review)\n"
+
+
+async def test_entity_merge_asks_then_says_what_moved(lk, fresh_dsn: str) -> None:
+    """The offline extractor's two entities for one NPC ("Gorrim", "Gorrim Ashfoot") become one."""
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        await mem.graph.add_entity(EntityIn(name="Gorrim Ashfoot", type=EntityType.npc))
+        gorrim = await mem.graph.add_entity(EntityIn(name="Gorrim", type=EntityType.npc, aliases=["Old Gor"]))
+        keep = await mem.graph.add_entity(EntityIn(name="Caddo Keep", type=EntityType.place))
+        await mem.graph.add_relationship(RelationshipIn(source_id=gorrim.id, type="lives_in", target_id=keep.id))
+    finally:
+        await pool.close()
+    declined = lk("entity", "merge", "Gorrim", "Gorrim Ashfoot", input="n\n")
+    assert declined.returncode == 1 and "merge npc 'Gorrim' into npc 'Gorrim Ashfoot'?" in declined.stderr
+    assert json.loads(lk("entity", "show", "Gorrim", "--json").stdout)["entity"]["name"] == "Gorrim"
+
+    merged = lk("entity", "merge", "old gor", "Gorrim Ashfoot", input="y\n")
+    assert merged.returncode == 0, merged.stderr
+    assert merged.stdout == "Merged Gorrim into Gorrim Ashfoot: 1 fact moved; new aliases: Gorrim, Old Gor.\n"
+    assert lk("entity", "show", "Gorrim").stdout == (
+        "Gorrim Ashfoot (npc)\n  aliases: Gorrim, Old Gor\n  - Gorrim Ashfoot —lives_in→ Caddo Keep\n"
+    )
+    same = lk("entity", "merge", "Gorrim", "Gorrim Ashfoot", "--yes")
+    assert same.returncode == 1
+    assert same.stderr == "error: 'Gorrim' and 'Gorrim Ashfoot' both name 'Gorrim Ashfoot': nothing to merge\n"

@@ -193,6 +193,29 @@ async def test_entities_crud_case_insensitive_and_aliases(campaign: CampaignMemo
     assert await g.find_entity("Elly") is None
 
 
+async def test_a_renamed_public_entity_keeps_its_old_name_as_an_alias_so_its_mentions_stay(
+    campaign: CampaignMemory,
+) -> None:
+    g = campaign.graph
+    session = await campaign.log.start_session("S1")
+    await campaign.log.write(session.id, EntryIn(speaker="DM", text="You reach Caddo Keep at dusk."))
+    await g.add_entity(EntityIn(name="Caddo Keep", type=EntityType.place, aliases=["The Keep"]))
+    hold = await g.update_entity("caddo keep", new_name="Caddo Hold")
+    assert hold.aliases == ["Caddo Keep", "The Keep"] and (await g.get_entity("Caddo Keep")).id == hold.id
+    last = await g.last_mention(hold)
+    assert last is not None and last["text"] == "You reach Caddo Keep at dusk."
+    assert (await g.update_entity("Caddo Hold", new_name="CADDO HOLD")).aliases == ["Caddo Keep", "The Keep"]
+    assert (await g.update_entity("Caddo Hold", aliases=[])).aliases == []  # the DM's word clears it
+    fort = await g.update_entity("Caddo Hold", new_name="Caddo Fort", aliases=["The Fort"])
+    assert fort.aliases == ["The Fort"]  # the aliases the DM gives are all of them
+    # aliases are public: a secret entity's old name would tell players who it is
+    await g.add_entity(EntityIn(name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret))
+    assert (await g.update_entity("Vaskerrin Holt", new_name="Vaskerrin the Pale")).aliases == []
+    shown = await g.add_entity(EntityIn(name="Mira", type=EntityType.npc))
+    hidden = await g.update_entity(shown.name, new_name="Mirelle", visibility=Visibility.secret)
+    assert hidden.aliases == []
+
+
 async def test_relationships_neighbourhood_snapshot_and_secrets(campaign: CampaignMemory) -> None:
     g = campaign.graph
     mira = await g.add_entity(EntityIn(name="Mira", type=EntityType.npc))
