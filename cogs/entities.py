@@ -179,18 +179,10 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         campaign, mem = await active_campaign(interaction)
         dm = member_is_dm(interaction, campaign)
         snap = await _snapshot(mem, name, dm=dm)
-        # the sessions it took part in are one line (a two-year campaign has hundreds), after the other facts
-        sessions = [r for r in snap.relationships if r.type == "took_part_in" and r.source_id == snap.entity.id]
-        lines = [
-            r.describe() + (" 🔒" if r.visibility == Visibility.secret else "")
-            for r in snap.relationships
-            if r not in sessions
-        ]
+        others, sessions = snap.facts_and_sessions(SESSIONS_SHOWN, lambda title: clip(title, 60))
+        lines = [r.describe() + (" 🔒" if r.visibility == Visibility.secret else "") for r in others]
         if sessions:
-            latest = sorted(sessions, key=lambda r: r.created_at, reverse=True)[:SESSIONS_SHOWN]
-            titles = ", ".join(clip(r.target_name or "", 60) for r in latest)
-            more = f" and {len(sessions) - len(latest)} earlier" if len(sessions) > len(latest) else ""
-            lines.append(f"took part in {len(sessions)} session{'s' * (len(sessions) != 1)}: {titles}{more}")
+            lines.append(sessions)
         last = await mem.graph.last_mention(snap.entity)
         mask = str if dm else await mem.graph.player_mask()
         embed = entity_embed(snap.entity, relationships=lines, last_mention=last, mask=mask)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Callable
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -391,6 +392,18 @@ class Neighbourhood(BaseModel):
     entity: Entity
     relationships: list[Relationship]
     connected: list[Entity]
+
+    def facts_and_sessions(self, shown: int = 3, clip: Callable[[str], str] = str) -> tuple[list[Relationship], str]:
+        """The relationships other than the sessions the entity took part in, and those sessions as one line
+        ("" if none): the newest ``shown`` by title, the rest counted. A two-year campaign has a hundred."""
+        sessions = [r for r in self.relationships if r.type == "took_part_in" and r.source_id == self.entity.id]
+        others = [r for r in self.relationships if r not in sessions]
+        if not sessions:
+            return others, ""
+        latest = sorted(sessions, key=lambda r: r.created_at, reverse=True)[:shown]
+        titles = ", ".join(clip(r.target_name or "") for r in latest)
+        more = f" and {len(sessions) - len(latest)} earlier" if len(sessions) > len(latest) else ""
+        return others, f"took part in {len(sessions)} session{'s' * (len(sessions) != 1)}: {titles}{more}"
 
 
 class MergeResult(BaseModel):

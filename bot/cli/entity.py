@@ -145,16 +145,11 @@ async def show(ctx: click.Context, name: str, campaign: str | None, as_json: boo
     for key, value in e.attributes.items():
         # as a campaign file or --attr writes it (true, ["a", "b"]), not as Python prints it
         click.echo(f"  {key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
-    # the sessions it took part in are one line, as on /entity show: a two-year campaign has a hundred
-    sessions = [r for r in snap.relationships if r.type == "took_part_in" and r.source_id == e.id]
-    for r in snap.relationships:
-        if r not in sessions:
-            click.echo(f"  - {r.describe()}" + (" (secret)" if r.visibility == Visibility.secret else ""))
+    others, sessions = snap.facts_and_sessions()  # as on /entity show
+    for r in others:
+        click.echo(f"  - {r.describe()}" + (" (secret)" if r.visibility == Visibility.secret else ""))
     if sessions:
-        latest = sorted(sessions, key=lambda r: r.created_at, reverse=True)
-        more = f" and {len(latest) - 3} earlier" if len(latest) > 3 else ""
-        titles = ", ".join(r.target_name or "" for r in latest[:3])
-        click.echo(f"  took part in {len(sessions)} session{'s' * (len(sessions) != 1)}: {titles}{more}")
+        click.echo(f"  {sessions}")
     if last:
         click.echo(
             f"  last mentioned in {last['title']} by {last['speaker']} at {last['start_s']:.0f}s: {last['text'][:100]}"
