@@ -83,8 +83,10 @@ def member_is_dm(interaction: discord.Interaction, campaign: Campaign | None) ->
     if interaction.permissions.manage_guild:
         return True
     role_id = campaign.settings.get(DM_ROLE_KEY) if campaign else None
+    if not role_id or int(role_id) == interaction.guild_id:  # @everyone (its id is the guild's): nobody by it
+        return False
     user = interaction.user
-    return bool(role_id) and isinstance(user, discord.Member) and any(r.id == int(role_id) for r in user.roles)
+    return isinstance(user, discord.Member) and any(r.id == int(role_id) for r in user.roles)
 
 
 async def dm_campaign(interaction: discord.Interaction) -> tuple[Campaign, CampaignMemory]:

@@ -34,6 +34,11 @@ class Admin(commands.GroupCog, group_name="lorekeeper", group_description="Lorek
         # Manage Server, not the DM role: naming the DM is the server admin's decision
         if not interaction.permissions.manage_guild:
             raise UserError("Only members with Manage Server can set Lorekeeper up.")
+        if dm_role is not None and dm_role.is_default():
+            raise UserError(
+                "@everyone is every member's role: as the DM role it would show every player the secrets and let "
+                "them run the DM's commands. Choose the role only the DM holds."
+            )
         if (
             review_channel is not None
             and review_channel.permissions_for(review_channel.guild.default_role).view_channel

@@ -647,6 +647,25 @@ async def test_setup_dm_role_makes_its_members_dm(
     assert still_not.texts() == ["Only the DM can do that."]
 
 
+async def test_everyone_is_never_the_dm_role(
+    ashes: CampaignMemory, memory: Memory, fake_discord: FakeDiscord, guild: FakeGuild, dm: FakeMember, player
+) -> None:
+    """@everyone is every member's role: as the DM role, every player would read the secrets and run /review."""
+    refused = await fake_discord.invoke("lorekeeper setup", {"dm_role": guild.everyone}, user_id=dm)
+    assert refused.texts() == [
+        "@everyone is every member's role: as the DM role it would show every player the secrets and let them run "
+        "the DM's commands. Choose the role only the DM holds."
+    ]
+    assert [c.settings for c in await memory.campaigns(guild.id).list()] == [{}]
+    # one set before setup refused it makes nobody the DM
+    await memory.campaigns(guild.id).set_settings({"dm_role_id": guild.id})
+    for command, options in [("entity add", {"name": "Borin", "type": "npc"}), ("review", {})]:
+        as_player = await fake_discord.invoke(command, options, user_id=player)
+        assert as_player.texts() == ["Only the DM can do that."], command
+    added = await fake_discord.invoke("entity add", {"name": "Borin", "type": "npc"}, user_id=dm)
+    assert added.texts()[0] == "Added npc **Borin**."
+
+
 async def test_setup_is_the_servers_and_survives_switching_campaigns(
     keeper: FakeMember,  # first, so the role and channel are in the guild the bot sees at connect
     review_channel: FakeChannel,
