@@ -89,6 +89,19 @@ def member_is_dm(interaction: discord.Interaction, campaign: Campaign | None) ->
     return isinstance(user, discord.Member) and any(r.id == int(role_id) for r in user.roles)
 
 
+def open_to_players(channel: discord.abc.GuildChannel, dm_role_id: int | None) -> discord.Role | None:
+    """A role that can view ``channel`` and does not make its members the DM (see :func:`member_is_dm`): review
+    items posted there would show its members the secrets. @everyone first; bots' own roles do not count.
+    (A channel opened to one member by name is not seen here.)"""
+    for role in channel.guild.roles:
+        dm = role.id == dm_role_id and not role.is_default()
+        if dm or role.permissions.manage_guild or role.permissions.administrator or role.is_bot_managed():
+            continue
+        if channel.permissions_for(role).view_channel:
+            return role
+    return None
+
+
 async def dm_campaign(interaction: discord.Interaction) -> tuple[Campaign, CampaignMemory]:
     """The active campaign, refusing anyone who is not its DM."""
     campaign, mem = await active_campaign(interaction)
