@@ -48,15 +48,18 @@ class Admin(commands.GroupCog, group_name="lorekeeper", group_description="Lorek
         if dm_role is not None:
             settings[DM_ROLE_KEY] = dm_role.id
         if review_channel is not None:
-            viewer = open_to_players(review_channel, settings.get(DM_ROLE_KEY))
+            settings[REVIEW_CHANNEL_KEY] = review_channel.id
+        changing = clear or dm_role is not None or review_channel is not None
+        # the channel set before too: a new DM role may leave the old one's members reading it
+        channel = interaction.guild.get_channel(int(settings.get(REVIEW_CHANNEL_KEY, 0))) if interaction.guild else None
+        if changing and channel is not None:
+            viewer = open_to_players(channel, settings.get(DM_ROLE_KEY))
             if viewer is not None:
                 who = "everyone" if viewer.is_default() else f"{viewer.mention}, who are not the DM"
                 raise UserError(
-                    f"{review_channel.mention} is open to {who}, and review items show what the DM keeps secret: "
+                    f"{channel.mention} is open to {who}, and review items show what the DM keeps secret: "
                     "choose a channel only the DM can view (a private channel the DM role can)."
                 )
-            settings[REVIEW_CHANNEL_KEY] = review_channel.id
-        changing = clear or dm_role is not None or review_channel is not None
         if changing:
             await bot_of(interaction).memory.campaigns(campaign.guild_id).set_settings(settings)
         role_id, channel_id = settings.get(DM_ROLE_KEY), settings.get(REVIEW_CHANNEL_KEY)

@@ -583,6 +583,13 @@ async def test_review_channel_is_one_only_the_dm_can_view(
         "lorekeeper setup", {"dm_role": keeper.roles[0], "review_channel": gm_only}, user_id=dm
     )
     assert done.texts()[0].startswith("Set for every campaign"), done.texts()
+    # another DM role would leave the keepers, no longer the DM, reading the channel set before
+    moved = await fake_discord.invoke("lorekeeper setup", {"dm_role": table}, user_id=dm)
+    assert moved.texts() == [
+        f"<#{gm_only.id}> is open to <@&{keeper.roles[0].id}>, who are not the DM, and review items show what the "
+        "DM keeps secret: choose a channel only the DM can view (a private channel the DM role can)."
+    ]
+    assert (await memory.campaigns(guild.id).active()).settings["dm_role_id"] == keeper.roles[0].id  # type: ignore[union-attr]
     # one set before setup refused it (or opened to the players since) gets nothing posted
     await memory.campaigns(guild.id).set_settings(
         {"dm_role_id": keeper.roles[0].id, "review_channel_id": for_the_table.id}
