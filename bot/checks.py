@@ -83,8 +83,23 @@ def member_is_dm(interaction: discord.Interaction, campaign: Campaign | None) ->
     if interaction.permissions.manage_guild:
         return True
     role_id = campaign.settings.get(DM_ROLE_KEY) if campaign else None
+    if not role_id or int(role_id) == interaction.guild_id:  # @everyone (its id is the guild's): nobody by it
+        return False
     user = interaction.user
-    return bool(role_id) and isinstance(user, discord.Member) and any(r.id == int(role_id) for r in user.roles)
+    return isinstance(user, discord.Member) and any(r.id == int(role_id) for r in user.roles)
+
+
+def open_to_players(channel: discord.abc.GuildChannel, dm_role_id: int | None) -> discord.Role | None:
+    """A role that can view ``channel`` and does not make its members the DM (see :func:`member_is_dm`): review
+    items posted there would show its members the secrets. @everyone first; bots' own roles do not count.
+    (A channel opened to one member by name is not seen here.)"""
+    for role in channel.guild.roles:
+        dm = role.id == dm_role_id and not role.is_default()
+        if dm or role.permissions.manage_guild or role.permissions.administrator or role.is_bot_managed():
+            continue
+        if channel.permissions_for(role).view_channel:
+            return role
+    return None
 
 
 async def dm_campaign(interaction: discord.Interaction) -> tuple[Campaign, CampaignMemory]:

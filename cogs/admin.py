@@ -9,7 +9,7 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.app import LorekeeperBot
-from bot.checks import DM_ROLE_KEY, REVIEW_CHANNEL_KEY, UserError, active_campaign, bot_of
+from bot.checks import DM_ROLE_KEY, REVIEW_CHANNEL_KEY, UserError, active_campaign, bot_of, open_to_players
 
 
 @app_commands.guild_only()
@@ -21,7 +21,7 @@ class Admin(commands.GroupCog, group_name="lorekeeper", group_description="Lorek
     @app_commands.command(description="Who the DM is and where review items go (Manage Server)")
     @app_commands.describe(
         dm_role="Members with this role are the DM (default: members with Manage Server)",
-        review_channel="New review items are posted here: a channel @everyone cannot view",
+        review_channel="New review items are posted here: a channel only the DM can view",
         clear="Forget the DM role and review channel",
     )
     async def setup(
@@ -34,13 +34,10 @@ class Admin(commands.GroupCog, group_name="lorekeeper", group_description="Lorek
         # Manage Server, not the DM role: naming the DM is the server admin's decision
         if not interaction.permissions.manage_guild:
             raise UserError("Only members with Manage Server can set Lorekeeper up.")
-        if (
-            review_channel is not None
-            and review_channel.permissions_for(review_channel.guild.default_role).view_channel
-        ):
+        if dm_role is not None and dm_role.is_default():
             raise UserError(
-                f"{review_channel.mention} is open to everyone, and review items show what the DM keeps secret: "
-                "choose a channel @everyone cannot view (a private channel the DM role can)."
+                "@everyone is every member's role: as the DM role it would show every player the secrets and let "
+                "them run the DM's commands. Choose the role only the DM holds."
             )
         # stored with each campaign (new ones copy the active one's), but the server's: set on all of them
         campaign, _ = await active_campaign(interaction)
@@ -53,6 +50,16 @@ class Admin(commands.GroupCog, group_name="lorekeeper", group_description="Lorek
         if review_channel is not None:
             settings[REVIEW_CHANNEL_KEY] = review_channel.id
         changing = clear or dm_role is not None or review_channel is not None
+        # the channel set before too: a new DM role may leave the old one's members reading it
+        channel = interaction.guild.get_channel(int(settings.get(REVIEW_CHANNEL_KEY, 0))) if interaction.guild else None
+        if changing and channel is not None:
+            viewer = open_to_players(channel, settings.get(DM_ROLE_KEY))
+            if viewer is not None:
+                who = "everyone" if viewer.is_default() else f"{viewer.mention}, who are not the DM"
+                raise UserError(
+                    f"{channel.mention} is open to {who}, and review items show what the DM keeps secret: "
+                    "choose a channel only the DM can view (a private channel the DM role can)."
+                )
         if changing:
             await bot_of(interaction).memory.campaigns(campaign.guild_id).set_settings(settings)
         role_id, channel_id = settings.get(DM_ROLE_KEY), settings.get(REVIEW_CHANNEL_KEY)

@@ -20,12 +20,14 @@ from discord.ext import commands, tasks
 
 from bot.app import LorekeeperBot
 from bot.checks import (
+    DM_ROLE_KEY,
     REVIEW_CHANNEL_KEY,
     UserError,
     describe_interaction,
     dm_campaign,
     dm_campaign_by_id,
     guild_id_of,
+    open_to_players,
     reply_error,
 )
 from bot.views import OwnedModal, clip
@@ -354,8 +356,9 @@ class Review(commands.Cog):
         channel = guild.get_channel(int(campaign.settings[REVIEW_CHANNEL_KEY]))
         if not isinstance(channel, discord.TextChannel):
             return 0
-        if channel.permissions_for(guild.default_role).view_channel:  # set before setup refused it, or opened since
-            log.warning("not posting review items to #%s of guild %s: @everyone can view it", channel.name, guild.id)
+        # set before setup refused it, or opened since
+        if (viewer := open_to_players(channel, campaign.settings.get(DM_ROLE_KEY))) is not None:
+            log.warning("not posting review items to #%s of guild %s: %s can view it", channel.name, guild.id, viewer)
             return 0
         mem: CampaignMemory = self.bot.memory.campaign(campaign.id)
         # each item once, remembered in the database (a restart does not post it again, a failed send does)

@@ -146,9 +146,14 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
                 ended = await session.stop()
             except SpoolPending as exc:
                 self.live.pop(guild_id, None)
-                await interaction.followup.send(f"⏹️ Stopped recording. {exc}.")
+                log.warning("session %s of guild %s: %s", session.guard.session.id, guild_id, exc)
+                # said to the whole table: where the bot's files are is the operator's business (logged above)
+                await interaction.followup.send(
+                    f"⏹️ Stopped recording. The database is unavailable: {exc.spooled} utterances are safe on the "
+                    "bot's disk and will be stored (and the session closed) as soon as it is back."
+                )
                 return
-            except Exception as exc:
+            except Exception:
                 # A bug must not leave the guild unable to record until the bot restarts: the session is
                 # forgotten all the same, what it still holds is stored or spooled, voice is left.
                 log.exception("stopping the session of guild %s failed", guild_id)
@@ -158,8 +163,8 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
                 except Exception:
                     log.exception("closing the session of guild %s failed", guild_id)
                 await interaction.followup.send(
-                    f"⏹️ Stopped recording, but filing the session failed ({type(exc).__name__}; it has been "
-                    f"logged). What was said is kept: /session start with the title **{session.guard.session.title}**"
+                    "⏹️ Stopped recording, but filing the session failed (it has been logged). "
+                    f"What was said is kept: /session start with the title **{session.guard.session.title}**"
                     " resumes the session, and /session stop then files it."
                 )
                 return

@@ -75,6 +75,13 @@ class GuardStatus:
 class SpoolPending(RuntimeError):
     """The session could not be closed because the database is still away; its words wait in the spool."""
 
+    def __init__(self, spooled: int, path: Path) -> None:
+        super().__init__(
+            f"the database is unavailable: {spooled} utterances are safe in {path} "
+            "and will be stored (and the session closed) as soon as it is back"
+        )
+        self.spooled = spooled  # what players may be told: the path is the operator's
+
 
 def spool_dir(data_dir: Path) -> Path:
     return data_dir / "spool"
@@ -370,10 +377,7 @@ class MemoryGuard:
         # remembered on disk: if the process stops before the database is back, the next start ends it
         self.end_marker.parent.mkdir(parents=True, exist_ok=True)
         self.end_marker.touch()
-        return SpoolPending(
-            f"the database is unavailable: {self._spooled} utterances are safe in {self.spool.path} "
-            "and will be stored (and the session closed) as soon as it is back"
-        )
+        return SpoolPending(self._spooled, self.spool.path)
 
     async def _end_now(self) -> Session:
         async with self._write_lock:

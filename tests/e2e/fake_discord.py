@@ -65,17 +65,19 @@ class FakeChannel:
     name: str
     type: int = 0  # 0 text, 2 voice
     private: bool = False  # @everyone may not view it
+    viewers: list[FakeRole] = field(default_factory=list)  # roles allowed to view it all the same
 
     def to_payload(self, guild_id: int) -> JSON:
         # @everyone's role id is the guild's; an overwrite of type 0 is a role's
         hidden = {"id": str(guild_id), "type": 0, "allow": "0", "deny": str(VIEW_CHANNEL)}
+        shown = [{"id": str(r.id), "type": 0, "allow": str(VIEW_CHANNEL), "deny": "0"} for r in self.viewers]
         data = {
             "id": str(self.id),
             "name": self.name,
             "type": self.type,
             "position": 0,
             "guild_id": str(guild_id),
-            "permission_overwrites": [hidden] if self.private else [],
+            "permission_overwrites": ([hidden] if self.private else []) + shown,
         }
         return data | ({"bitrate": 64000, "user_limit": 0} if self.type == 2 else {})
 
@@ -140,8 +142,10 @@ class FakeGuild:
         self.roles.append(role)
         return role
 
-    def add_channel(self, name: str, type: int = 0, *, private: bool = False) -> FakeChannel:
-        channel = FakeChannel(self.new_id(), name, type, private)
+    def add_channel(
+        self, name: str, type: int = 0, *, private: bool = False, viewers: Iterable[FakeRole] = ()
+    ) -> FakeChannel:
+        channel = FakeChannel(self.new_id(), name, type, private, list(viewers))
         self.channels.append(channel)
         return channel
 

@@ -16,7 +16,7 @@ from memory import jobs
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
 from memory.store import CampaignMemory, Memory
 from tests.e2e.conftest import BotRunner
-from tests.e2e.fake_discord import FakeChannel, FakeDiscord, FakeGuild, FakeMember, Upload
+from tests.e2e.fake_discord import FakeChannel, FakeDiscord, FakeGuild, FakeMember, FakeRole, Upload
 from tests.e2e.test_bot_entities import (  # noqa: F401  (shared fixtures)
     _modal_field,
     bot,
@@ -536,7 +536,7 @@ async def test_review_channel_is_one_everyone_cannot_view(
     refused = await fake_discord.invoke("lorekeeper setup", {"review_channel": general}, user_id=dm)
     assert refused.texts() == [
         f"<#{general.id}> is open to everyone, and review items show what the DM keeps secret: choose a channel "
-        "@everyone cannot view (a private channel the DM role can)."
+        "only the DM can view (a private channel the DM role can)."
     ]
     assert [c.settings for c in await memory.campaigns(guild.id).list()] == [{}]
     # one set before setup refused such channels (or opened since) gets nothing posted
@@ -547,6 +547,56 @@ async def test_review_channel_is_one_everyone_cannot_view(
     await fake_discord.invoke("lorekeeper setup", {"review_channel": review_channel}, user_id=dm)
     assert [c.settings for c in await memory.campaigns(guild.id).list()] == [{"review_channel_id": review_channel.id}]
     assert await cog.post_new_pending(discord_guild) == 2
+
+
+@pytest.fixture
+def table_channels(guild: FakeGuild, keeper: FakeMember) -> tuple[FakeRole, FakeChannel, FakeChannel]:
+    """The players' role, a channel it may view, and one only the keeper's role may."""
+    table = guild.add_role("Adventurers")
+    for_the_table = guild.add_channel("table-talk", private=True, viewers=[table])
+    return table, for_the_table, guild.add_channel("gm-notes", private=True, viewers=[keeper.roles[0]])
+
+
+async def test_review_channel_is_one_only_the_dm_can_view(
+    table_channels: tuple[FakeRole, FakeChannel, FakeChannel],  # first: in the guild the bot sees at connect
+    keeper: FakeMember,
+    guild: FakeGuild,
+    pending: list[str],
+    bot: LorekeeperBot,
+    memory: Memory,
+    fake_discord: FakeDiscord,
+    dm: FakeMember,
+) -> None:
+    """A server where @everyone sees nothing and a members' role sees the channels: the players' role must not
+    read the review items either. The DM role may see them, and so may whoever has Manage Server (a DM)."""
+    table, for_the_table, gm_only = table_channels
+    refused = await fake_discord.invoke("lorekeeper setup", {"review_channel": for_the_table}, user_id=dm)
+    assert refused.texts() == [
+        f"<#{for_the_table.id}> is open to <@&{table.id}>, who are not the DM, and review items show what the DM "
+        "keeps secret: choose a channel only the DM can view (a private channel the DM role can)."
+    ]
+    # the DM role's view counts only once it is the DM role
+    refused = await fake_discord.invoke("lorekeeper setup", {"review_channel": gm_only}, user_id=dm)
+    assert f"is open to <@&{keeper.roles[0].id}>, who are not the DM" in refused.texts()[0]
+    assert [c.settings for c in await memory.campaigns(guild.id).list()] == [{}]
+    done = await fake_discord.invoke(
+        "lorekeeper setup", {"dm_role": keeper.roles[0], "review_channel": gm_only}, user_id=dm
+    )
+    assert done.texts()[0].startswith("Set for every campaign"), done.texts()
+    # another DM role would leave the keepers, no longer the DM, reading the channel set before
+    moved = await fake_discord.invoke("lorekeeper setup", {"dm_role": table}, user_id=dm)
+    assert moved.texts() == [
+        f"<#{gm_only.id}> is open to <@&{keeper.roles[0].id}>, who are not the DM, and review items show what the "
+        "DM keeps secret: choose a channel only the DM can view (a private channel the DM role can)."
+    ]
+    assert (await memory.campaigns(guild.id).active()).settings["dm_role_id"] == keeper.roles[0].id  # type: ignore[union-attr]
+    # one set before setup refused it (or opened to the players since) gets nothing posted
+    await memory.campaigns(guild.id).set_settings(
+        {"dm_role_id": keeper.roles[0].id, "review_channel_id": for_the_table.id}
+    )
+    cog, discord_guild = bot.get_cog("Review"), bot.get_guild(guild.id)
+    assert cog is not None and discord_guild is not None
+    assert await cog.post_new_pending(discord_guild) == 0 and fake_discord.channel_messages == []
 
 
 async def test_review_channel_gets_new_items_once(
@@ -645,6 +695,25 @@ async def test_setup_dm_role_makes_its_members_dm(
     assert after.texts()[0] == "Added npc **Borin**."
     still_not = await fake_discord.invoke("entity add", {"name": "Orrin", "type": "npc"}, user_id=player)
     assert still_not.texts() == ["Only the DM can do that."]
+
+
+async def test_everyone_is_never_the_dm_role(
+    ashes: CampaignMemory, memory: Memory, fake_discord: FakeDiscord, guild: FakeGuild, dm: FakeMember, player
+) -> None:
+    """@everyone is every member's role: as the DM role, every player would read the secrets and run /review."""
+    refused = await fake_discord.invoke("lorekeeper setup", {"dm_role": guild.everyone}, user_id=dm)
+    assert refused.texts() == [
+        "@everyone is every member's role: as the DM role it would show every player the secrets and let them run "
+        "the DM's commands. Choose the role only the DM holds."
+    ]
+    assert [c.settings for c in await memory.campaigns(guild.id).list()] == [{}]
+    # one set before setup refused it makes nobody the DM
+    await memory.campaigns(guild.id).set_settings({"dm_role_id": guild.id})
+    for command, options in [("entity add", {"name": "Borin", "type": "npc"}), ("review", {})]:
+        as_player = await fake_discord.invoke(command, options, user_id=player)
+        assert as_player.texts() == ["Only the DM can do that."], command
+    added = await fake_discord.invoke("entity add", {"name": "Borin", "type": "npc"}, user_id=dm)
+    assert added.texts()[0] == "Added npc **Borin**."
 
 
 async def test_setup_is_the_servers_and_survives_switching_campaigns(

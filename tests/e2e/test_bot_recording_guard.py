@@ -93,7 +93,11 @@ async def test_stop_and_status_work_while_the_database_is_down(
         status = await fake_discord.invoke("session status", user_id=dm)
         assert "Memory: 🟠 degraded (database unreachable)" in status.texts(), status.texts()
         stop = await fake_discord.invoke("session stop", user_id=dm)
-        assert stop.texts()[0].startswith("⏹️ Stopped recording. the database is unavailable: 1 utterances are safe")
+        # said in the channel, to the players too: no path of the bot's machine
+        assert stop.texts() == [
+            "⏹️ Stopped recording. The database is unavailable: 1 utterances are safe on the bot's disk and will be "
+            "stored (and the session closed) as soon as it is back."
+        ]
     assert (await fake_discord.invoke("session status", user_id=dm)).texts() == [
         "No session is being recorded in this server."
     ]
@@ -105,7 +109,7 @@ async def test_a_database_lost_while_stopping_still_ends_the_session(
     async with outage(pg_template, fresh_dsn) as go_away:
         recording.before_end = go_away  # healthy until the very end: nothing waits, the session's end fails
         stop = await fake_discord.invoke("session stop", user_id=dm)
-        assert "the database is unavailable" in stop.texts()[0], stop.texts()
+        assert "The database is unavailable" in stop.texts()[0], stop.texts()
     # The guard's retry ends the session once the database is back, after its backoff (1, 2, 4, 8 s…: the
     # longer the outage lasted on a loaded machine, the longer its last wait).
     deadline = asyncio.get_running_loop().time() + 60
@@ -235,7 +239,8 @@ async def test_a_stop_that_fails_on_a_bug_still_frees_the_guild_and_says_so(
     await recording.guard.add(Utterance(speaker="Ana", text="We ride to Ironhold."))
     stop = await fake_discord.invoke("session stop", user_id=dm)
     [said] = stop.texts()
-    assert said.startswith("⏹️ Stopped recording, but filing the session failed (RuntimeError"), said
+    assert said.startswith("⏹️ Stopped recording, but filing the session failed (it has been logged)."), said
+    assert "RuntimeError" not in said  # the players read it too: what failed inside is in the log
     assert "/session start with the title **Night one** resumes the session" in said
     # the guild may record again: not "Already recording", but the usual check of where the DM is
     start = await fake_discord.invoke("session start", {"title": "Night one"}, user_id=dm)

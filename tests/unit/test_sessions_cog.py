@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -33,9 +34,13 @@ class StubSession:
 
 async def test_unload_stops_every_session_even_if_one_raises(caplog: pytest.LogCaptureFixture) -> None:
     cog = Sessions(SimpleNamespace())  # type: ignore[arg-type]
-    sessions = [StubSession(1, RuntimeError("voice broke")), StubSession(2, SpoolPending("db away")), StubSession(3)]
+    sessions = [
+        StubSession(1, RuntimeError("voice broke")),
+        StubSession(2, SpoolPending(1, Path("spool/1-2.jsonl"))),
+        StubSession(3),
+    ]
     cog.live = {guild: s for guild, s in enumerate(sessions, start=10)}
     await cog.cog_unload()
     assert all(s.stopped and s.guard.closed for s in sessions)
     assert cog.live == {}
-    assert "stopping the session of guild 10 failed" in caplog.text and "db away" in caplog.text
+    assert "stopping the session of guild 10 failed" in caplog.text and "safe in spool/1-2.jsonl" in caplog.text
