@@ -305,7 +305,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         lock = " 🔒" if rel.visibility == Visibility.secret else ""
         await interaction.response.send_message(f"{outcome} {rel.describe()}{lock}", ephemeral=True)
 
-    @app_commands.command(description="Remove a relationship between two entities (DM only)")
+    @app_commands.command(description="Remove a fact recorded by mistake; what it replaced is current again (DM only)")
     @app_commands.describe(
         source="The entity it starts from",
         relation="Its type, e.g. ally_of",
@@ -316,8 +316,8 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         self, interaction: discord.Interaction, source: str, relation: app_commands.Range[str, 1, 100], target: str
     ) -> None:
         _, mem = await dm_campaign(interaction)
-        removed = await mem.graph.unlink(source, relation, target)
-        await interaction.response.send_message(f"Unlinked {removed[0].describe()}", ephemeral=True)
+        unlinked = await mem.graph.unlink(source, relation, target)
+        await interaction.response.send_message(unlinked.describe(), ephemeral=True)
 
 
 class DescribeModal(OwnedModal):

@@ -27,6 +27,7 @@ from memory.models import (
     RelationshipIn,
     ReviewStatus,
     Source,
+    UnlinkResult,
     Visibility,
     check_attributes,
     clean_name,
@@ -830,14 +831,19 @@ class KnowledgeGraph:
             raise NotFoundError(f"no relationship with id {rel_id} in this campaign")
         return relationship_from_row(row)
 
-    async def remove_relationship(self, rel_id: int) -> Relationship:
-        rel = await self.get_relationship(rel_id)
-        await self.db.execute("DELETE FROM relationships WHERE campaign_id = $1 AND id = $2", self.campaign_id, rel_id)
-        return rel
-
-    async def unlink(self, source: str, type: str, target: str) -> list[Relationship]:
+    async def unlink(self, source: str, type: str, target: str) -> UnlinkResult:
         """Remove the relationships ``source —type→ target`` (names or aliases) and the attribute facts whose value
-        ``target`` is, as ``describe`` writes both: a value accepted by mistake has no other way out."""
+        ``target`` is, as ``describe`` writes both: a value accepted by mistake has no other way out.
+
+        Unlinking says the fact was wrong (an undo), not that it ended: a fact it had closed ("alive", closed by a
+        mistaken "dead") is current again, unless another current fact contradicts it. A change in the world is
+        recorded by adding the new fact (a link, a campaign file), which closes the old one."""
+        async with transaction(self.db) as conn:
+            graph = self.bound_to(conn)
+            await graph.lock()  # no fact may be accepted between the check and the reopening
+            return await graph._unlink(source, type, target)
+
+    async def _unlink(self, source: str, type: str, target: str) -> UnlinkResult:
         s, t = await self.get_entity(source), await self.find_entity(target)
         rel_type = RelationshipIn(source_id=s.id, type=type).type
         rows = await self.db.fetch(
@@ -857,7 +863,51 @@ class KnowledgeGraph:
             )
         if not rows:
             raise NotFoundError(f"{s.name} has no {rel_type!r} relationship to {t.name}")
-        return [await self.remove_relationship(r["id"]) for r in rows]
+        removed: list[Relationship] = []
+        reopened: list[int] = []
+        for row in rows:
+            removed.append(await self.get_relationship(row["id"]))
+            reopened += await self._remove_fact(row["id"])
+        return UnlinkResult(removed=removed, reopened=[await self.get_relationship(i) for i in reopened])
+
+    async def _remove_fact(self, rel_id: int) -> list[int]:
+        """Delete a fact as a mistake; returns the ids of the facts it had closed that are current again. One that
+        stays closed (a later fact contradicts it too) is now superseded by what superseded the removed one."""
+        closed = await self.db.fetch(
+            """
+            UPDATE relationships o SET superseded_by = r.superseded_by FROM relationships r
+            WHERE o.campaign_id = $1 AND o.superseded_by = $2 AND r.campaign_id = $1 AND r.id = $2
+            RETURNING o.id, o.valid_from
+            """,
+            self.campaign_id,
+            rel_id,
+        )
+        await self.db.execute("DELETE FROM relationships WHERE campaign_id = $1 AND id = $2", self.campaign_id, rel_id)
+        reopened: list[int] = []
+        # newest first: once one is current again, it contradicts the older ones
+        for row in sorted(closed, key=lambda r: (r["valid_from"], r["id"]), reverse=True):
+            # Another accepted current fact of its type and kind either contradicts it or is the same fact, and any
+            # current copy of it (pending too) is one copy too many (migration 0004).
+            opened = await self.db.fetchval(
+                """
+                UPDATE relationships o SET valid_to = NULL, superseded_by = NULL
+                WHERE o.campaign_id = $1 AND o.id = $2 AND o.status = 'accepted' AND o.valid_to IS NOT NULL
+                  AND NOT EXISTS (
+                    SELECT 1 FROM relationships c
+                    WHERE c.campaign_id = $1 AND c.source_id = o.source_id AND c.type = o.type
+                      AND c.valid_to IS NULL AND c.id <> o.id
+                      AND ((c.status = 'accepted' AND (c.target_id IS NULL) = (o.target_id IS NULL))
+                           OR (c.status <> 'rejected' AND c.target_id IS NOT DISTINCT FROM o.target_id
+                               AND c.value IS NOT DISTINCT FROM o.value))
+                  )
+                RETURNING o.id
+                """,
+                self.campaign_id,
+                row["id"],
+            )
+            if opened is not None:
+                reopened.append(opened)
+        return reopened
 
     async def set_relationship(self, rel_id: int, status: ReviewStatus, *, dm_confirmed: bool, **changes: Any) -> None:
         allowed = {"type", "target_id", "value", "visibility"}

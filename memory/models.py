@@ -437,6 +437,19 @@ class MergeResult(BaseModel):
         return f"Merged {self.merged.name} into {self.entity.name}: {'; '.join(done)}."
 
 
+class UnlinkResult(BaseModel):
+    """What unlinking removed, and the facts those had closed that are current again (unlink is an undo)."""
+
+    removed: list[Relationship]
+    reopened: list[Relationship]
+
+    def describe(self) -> str:
+        said = "Unlinked " + "; ".join(r.describe() for r in self.removed)
+        if self.reopened:
+            said += "; current again: " + "; ".join(r.describe() for r in self.reopened)
+        return said
+
+
 class PathStep(BaseModel):
     entity_id: int
     name: str
