@@ -19,6 +19,7 @@ from memory.models import (
     Entity,
     EntityIn,
     EntityType,
+    LinkResult,
     MergeResult,
     Neighbourhood,
     PathStep,
@@ -105,6 +106,11 @@ def _keeping_old_name(entity: Entity, new_name: str) -> list[str]:
     """The aliases of a public ``entity`` renamed ``new_name``: its old name joins them, as the session log, the
     players and the speech to correct still say it (a secret one's would tell players who it is)."""
     return [*(a for a in entity.aliases if a.casefold() != new_name.casefold()), entity.name]
+
+
+def kept_old_name(before: Entity, after: Entity) -> bool:
+    """Whether an edit renamed ``before`` and kept its old name as an alias: the DM is told, and how to clear it."""
+    return before.name != after.name and before.name in after.aliases
 
 
 def _visible(alias: str, include_secret: bool) -> str:
@@ -830,6 +836,30 @@ class KnowledgeGraph:
         if row is None:
             raise NotFoundError(f"no relationship with id {rel_id} in this campaign")
         return relationship_from_row(row)
+
+    async def link(self, source: str, relation: str, target: str, *, secret: bool | None = None) -> LinkResult:
+        """Connect two entities (names or aliases) on the DM's word. ``secret`` None leaves an existing link's
+        visibility alone: a DM who links again without thinking of it must not make a secret link public."""
+        s, t = await self.get_entity(source), await self.get_entity(target)
+        visibility = Visibility.secret if secret else Visibility.public
+        rel, created = await self.ensure_relationship(
+            RelationshipIn(
+                source_id=s.id,
+                type=relation,
+                target_id=t.id,
+                visibility=visibility,
+                provenance=Provenance(source=Source.dm, dm_confirmed=True),
+                status=ReviewStatus.accepted,
+            )
+        )
+        if created:
+            return LinkResult(relationship=rel, outcome="linked")
+        if secret is None or rel.visibility == visibility:
+            return LinkResult(relationship=rel, outcome="already linked")
+        await self.set_relationship(rel.id, ReviewStatus.accepted, dm_confirmed=True, visibility=visibility)
+        return LinkResult(
+            relationship=await self.get_relationship(rel.id), outcome="made secret" if secret else "made public"
+        )
 
     async def unlink(self, source: str, type: str, target: str) -> UnlinkResult:
         """Remove the relationships ``source —type→ target`` (names or aliases) and the attribute facts whose value
