@@ -16,6 +16,7 @@ from memory.db import Executor, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.models import (
     DEFAULT_ACCEPT_THRESHOLD,
+    MAX_ALIASES,
     Entity,
     EntityIn,
     EntityType,
@@ -470,7 +471,8 @@ class KnowledgeGraph:
 
         A secret ``source`` merged into a public ``into`` gives it none of its names, description or attributes
         (players would read them) and its facts become secret. ``into`` is accepted if either was: the DM
-        vouched for the accepted one, and merging is the DM's word that the pending one is the same."""
+        vouched for the accepted one, and merging is the DM's word that the pending one is the same. A merge that
+        would give ``into`` more aliases than the cap is refused before anything changes."""
         async with transaction(self.db) as conn:
             graph = self.bound_to(conn)
             await graph.lock()
@@ -483,6 +485,15 @@ class KnowledgeGraph:
                 raise InvalidInputError(f"cannot merge {t.name!r} into itself: name two entities")
             raise InvalidInputError(f"{source!r} and {into!r} both name {t.name!r}: nothing to merge")
         hide = s.visibility == Visibility.secret and t.visibility == Visibility.public
+        known = {n.casefold() for n in [t.name, *t.aliases]}
+        names = list(dict.fromkeys(n for n in [s.name, *s.aliases] if n.casefold() not in known))
+        if not hide and len(t.aliases) + len(names) > MAX_ALIASES:
+            # refused before anything changes: over the cap, the merged entity could not even be renamed
+            raise InvalidInputError(
+                f"merged, {t.name} would have {len(t.aliases) + len(names)} aliases ({len(t.aliases)} of its own, "
+                f"{len(names)} from {s.name}), more than the {MAX_ALIASES} allowed: edit the aliases of either down "
+                "to the names the table uses, then merge again"
+            )
         moved = dropped = loops = made_secret = 0
         rows = await self.db.fetch(
             """
@@ -605,8 +616,6 @@ class KnowledgeGraph:
             s.id,
         )
         await self.db.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, s.id)
-        known = {n.casefold() for n in [t.name, *t.aliases]}
-        names = list(dict.fromkeys(n for n in [s.name, *s.aliases] if n.casefold() not in known))
         if not hide and names:
             await self.db.executemany(
                 "INSERT INTO entity_aliases (campaign_id, entity_id, alias) VALUES ($1, $2, $3)",
