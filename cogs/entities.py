@@ -24,14 +24,13 @@ from bot.views import (
     safe_autocomplete,
 )
 from memory.errors import NotFoundError
+from memory.graph import kept_old_name
 from memory.models import (
     Entity,
     EntityIn,
     EntityType,
     Neighbourhood,
     Provenance,
-    Relationship,
-    RelationshipIn,
     ReviewStatus,
     Source,
     Visibility,
@@ -226,7 +225,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             attributes=parse_attributes(attributes) if attributes else None,
             visibility=visibility,
         )
-        kept = before.name != entity.name and before.name in entity.aliases
+        kept = kept_old_name(before, entity)
         said = f" Its old name **{before.name}** stays as an alias (`aliases: -` clears it)." if kept else ""
         embed = entity_embed(entity, relationships=[], last_mention=None)
         await interaction.response.send_message(f"Updated **{entity.name}**.{said}", embed=embed, ephemeral=True)
@@ -301,11 +300,11 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         secret: bool | None = None,
     ) -> None:
         _, mem = await dm_campaign(interaction)
-        rel, outcome = await _link(mem, source, relation, target, secret=secret)
-        lock = " 🔒" if rel.visibility == Visibility.secret else ""
-        await interaction.response.send_message(f"{outcome} {rel.describe()}{lock}", ephemeral=True)
+        linked = await mem.graph.link(source, relation, target, secret=secret)
+        lock = " 🔒" if linked.relationship.visibility == Visibility.secret else ""
+        await interaction.response.send_message(f"{linked.describe()}{lock}", ephemeral=True)
 
-    @app_commands.command(description="Remove a relationship between two entities (DM only)")
+    @app_commands.command(description="Remove a fact recorded by mistake; what it replaced is current again (DM only)")
     @app_commands.describe(
         source="The entity it starts from",
         relation="Its type, e.g. ally_of",
@@ -316,8 +315,8 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         self, interaction: discord.Interaction, source: str, relation: app_commands.Range[str, 1, 100], target: str
     ) -> None:
         _, mem = await dm_campaign(interaction)
-        removed = await mem.graph.unlink(source, relation, target)
-        await interaction.response.send_message(f"Unlinked {removed[0].describe()}", ephemeral=True)
+        unlinked = await mem.graph.unlink(source, relation, target)
+        await interaction.response.send_message(unlinked.describe(), ephemeral=True)
 
 
 class DescribeModal(OwnedModal):
@@ -359,31 +358,6 @@ async def _snapshot(mem: CampaignMemory, name: str, *, dm: bool) -> Neighbourhoo
         close = [m[0] for m in process.extract(name, visible, limit=3, score_cutoff=70)]
         hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
         raise NotFoundError(f"no entity named {name!r} in this campaign{hint}") from None
-
-
-async def _link(
-    mem: CampaignMemory, source: str, relation: str, target: str, *, secret: bool | None
-) -> tuple[Relationship, str]:
-    """The link and what became of it. ``secret`` None leaves an existing link's visibility alone: a DM who
-    links again without thinking of it must not make a secret link public."""
-    s, t = await mem.graph.get_entity(source), await mem.graph.get_entity(target)
-    visibility = Visibility.secret if secret else Visibility.public
-    rel, created = await mem.graph.ensure_relationship(
-        RelationshipIn(
-            source_id=s.id,
-            type=relation,
-            target_id=t.id,
-            visibility=visibility,
-            provenance=Provenance(source=Source.dm, dm_confirmed=True),
-            status=ReviewStatus.accepted,
-        )
-    )
-    if created:
-        return rel, "Linked"
-    if secret is None or rel.visibility == visibility:
-        return rel, "Already linked:"
-    await mem.graph.set_relationship(rel.id, ReviewStatus.accepted, dm_confirmed=True, visibility=visibility)
-    return await mem.graph.get_relationship(rel.id), f"Now {visibility.value}:"
 
 
 async def setup(bot: LorekeeperBot) -> None:

@@ -16,9 +16,11 @@ from memory.db import Executor, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.models import (
     DEFAULT_ACCEPT_THRESHOLD,
+    MAX_ALIASES,
     Entity,
     EntityIn,
     EntityType,
+    LinkResult,
     MergeResult,
     Neighbourhood,
     PathStep,
@@ -27,6 +29,7 @@ from memory.models import (
     RelationshipIn,
     ReviewStatus,
     Source,
+    UnlinkResult,
     Visibility,
     check_attributes,
     clean_name,
@@ -104,6 +107,11 @@ def _keeping_old_name(entity: Entity, new_name: str) -> list[str]:
     """The aliases of a public ``entity`` renamed ``new_name``: its old name joins them, as the session log, the
     players and the speech to correct still say it (a secret one's would tell players who it is)."""
     return [*(a for a in entity.aliases if a.casefold() != new_name.casefold()), entity.name]
+
+
+def kept_old_name(before: Entity, after: Entity) -> bool:
+    """Whether an edit renamed ``before`` and kept its old name as an alias: the DM is told, and how to clear it."""
+    return before.name != after.name and before.name in after.aliases
 
 
 def _visible(alias: str, include_secret: bool) -> str:
@@ -463,7 +471,8 @@ class KnowledgeGraph:
 
         A secret ``source`` merged into a public ``into`` gives it none of its names, description or attributes
         (players would read them) and its facts become secret. ``into`` is accepted if either was: the DM
-        vouched for the accepted one, and merging is the DM's word that the pending one is the same."""
+        vouched for the accepted one, and merging is the DM's word that the pending one is the same. A merge that
+        would give ``into`` more aliases than the cap is refused before anything changes."""
         async with transaction(self.db) as conn:
             graph = self.bound_to(conn)
             await graph.lock()
@@ -476,6 +485,15 @@ class KnowledgeGraph:
                 raise InvalidInputError(f"cannot merge {t.name!r} into itself: name two entities")
             raise InvalidInputError(f"{source!r} and {into!r} both name {t.name!r}: nothing to merge")
         hide = s.visibility == Visibility.secret and t.visibility == Visibility.public
+        known = {n.casefold() for n in [t.name, *t.aliases]}
+        names = list(dict.fromkeys(n for n in [s.name, *s.aliases] if n.casefold() not in known))
+        if not hide and len(t.aliases) + len(names) > MAX_ALIASES:
+            # refused before anything changes: over the cap, the merged entity could not even be renamed
+            raise InvalidInputError(
+                f"merged, {t.name} would have {len(t.aliases) + len(names)} aliases ({len(t.aliases)} of its own, "
+                f"{len(names)} from {s.name}), more than the {MAX_ALIASES} allowed: edit the aliases of either down "
+                "to the names the table uses, then merge again"
+            )
         moved = dropped = loops = made_secret = 0
         rows = await self.db.fetch(
             """
@@ -598,8 +616,6 @@ class KnowledgeGraph:
             s.id,
         )
         await self.db.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, s.id)
-        known = {n.casefold() for n in [t.name, *t.aliases]}
-        names = list(dict.fromkeys(n for n in [s.name, *s.aliases] if n.casefold() not in known))
         if not hide and names:
             await self.db.executemany(
                 "INSERT INTO entity_aliases (campaign_id, entity_id, alias) VALUES ($1, $2, $3)",
@@ -830,14 +846,43 @@ class KnowledgeGraph:
             raise NotFoundError(f"no relationship with id {rel_id} in this campaign")
         return relationship_from_row(row)
 
-    async def remove_relationship(self, rel_id: int) -> Relationship:
-        rel = await self.get_relationship(rel_id)
-        await self.db.execute("DELETE FROM relationships WHERE campaign_id = $1 AND id = $2", self.campaign_id, rel_id)
-        return rel
+    async def link(self, source: str, relation: str, target: str, *, secret: bool | None = None) -> LinkResult:
+        """Connect two entities (names or aliases) on the DM's word. ``secret`` None leaves an existing link's
+        visibility alone: a DM who links again without thinking of it must not make a secret link public."""
+        s, t = await self.get_entity(source), await self.get_entity(target)
+        visibility = Visibility.secret if secret else Visibility.public
+        rel, created = await self.ensure_relationship(
+            RelationshipIn(
+                source_id=s.id,
+                type=relation,
+                target_id=t.id,
+                visibility=visibility,
+                provenance=Provenance(source=Source.dm, dm_confirmed=True),
+                status=ReviewStatus.accepted,
+            )
+        )
+        if created:
+            return LinkResult(relationship=rel, outcome="linked")
+        if secret is None or rel.visibility == visibility:
+            return LinkResult(relationship=rel, outcome="already linked")
+        await self.set_relationship(rel.id, ReviewStatus.accepted, dm_confirmed=True, visibility=visibility)
+        return LinkResult(
+            relationship=await self.get_relationship(rel.id), outcome="made secret" if secret else "made public"
+        )
 
-    async def unlink(self, source: str, type: str, target: str) -> list[Relationship]:
+    async def unlink(self, source: str, type: str, target: str) -> UnlinkResult:
         """Remove the relationships ``source —type→ target`` (names or aliases) and the attribute facts whose value
-        ``target`` is, as ``describe`` writes both: a value accepted by mistake has no other way out."""
+        ``target`` is, as ``describe`` writes both: a value accepted by mistake has no other way out.
+
+        Unlinking says the fact was wrong (an undo), not that it ended: a fact it had closed ("alive", closed by a
+        mistaken "dead") is current again, unless another current fact contradicts it. A change in the world is
+        recorded by adding the new fact (a link, a campaign file), which closes the old one."""
+        async with transaction(self.db) as conn:
+            graph = self.bound_to(conn)
+            await graph.lock()  # no fact may be accepted between the check and the reopening
+            return await graph._unlink(source, type, target)
+
+    async def _unlink(self, source: str, type: str, target: str) -> UnlinkResult:
         s, t = await self.get_entity(source), await self.find_entity(target)
         rel_type = RelationshipIn(source_id=s.id, type=type).type
         rows = await self.db.fetch(
@@ -857,7 +902,51 @@ class KnowledgeGraph:
             )
         if not rows:
             raise NotFoundError(f"{s.name} has no {rel_type!r} relationship to {t.name}")
-        return [await self.remove_relationship(r["id"]) for r in rows]
+        removed: list[Relationship] = []
+        reopened: list[int] = []
+        for row in rows:
+            removed.append(await self.get_relationship(row["id"]))
+            reopened += await self._remove_fact(row["id"])
+        return UnlinkResult(removed=removed, reopened=[await self.get_relationship(i) for i in reopened])
+
+    async def _remove_fact(self, rel_id: int) -> list[int]:
+        """Delete a fact as a mistake; returns the ids of the facts it had closed that are current again. One that
+        stays closed (a later fact contradicts it too) is now superseded by what superseded the removed one."""
+        closed = await self.db.fetch(
+            """
+            UPDATE relationships o SET superseded_by = r.superseded_by FROM relationships r
+            WHERE o.campaign_id = $1 AND o.superseded_by = $2 AND r.campaign_id = $1 AND r.id = $2
+            RETURNING o.id, o.valid_from
+            """,
+            self.campaign_id,
+            rel_id,
+        )
+        await self.db.execute("DELETE FROM relationships WHERE campaign_id = $1 AND id = $2", self.campaign_id, rel_id)
+        reopened: list[int] = []
+        # newest first: once one is current again, it contradicts the older ones
+        for row in sorted(closed, key=lambda r: (r["valid_from"], r["id"]), reverse=True):
+            # Another accepted current fact of its type and kind either contradicts it or is the same fact, and any
+            # current copy of it (pending too) is one copy too many (migration 0004).
+            opened = await self.db.fetchval(
+                """
+                UPDATE relationships o SET valid_to = NULL, superseded_by = NULL
+                WHERE o.campaign_id = $1 AND o.id = $2 AND o.status = 'accepted' AND o.valid_to IS NOT NULL
+                  AND NOT EXISTS (
+                    SELECT 1 FROM relationships c
+                    WHERE c.campaign_id = $1 AND c.source_id = o.source_id AND c.type = o.type
+                      AND c.valid_to IS NULL AND c.id <> o.id
+                      AND ((c.status = 'accepted' AND (c.target_id IS NULL) = (o.target_id IS NULL))
+                           OR (c.status <> 'rejected' AND c.target_id IS NOT DISTINCT FROM o.target_id
+                               AND c.value IS NOT DISTINCT FROM o.value))
+                  )
+                RETURNING o.id
+                """,
+                self.campaign_id,
+                row["id"],
+            )
+            if opened is not None:
+                reopened.append(opened)
+        return reopened
 
     async def set_relationship(self, rel_id: int, status: ReviewStatus, *, dm_confirmed: bool, **changes: Any) -> None:
         allowed = {"type", "target_id", "value", "visibility"}

@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Callable
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -435,6 +435,35 @@ class MergeResult(BaseModel):
                 f"attributes were left out (aliases are public), {n(self.facts_made_secret, 'fact')} made secret"
             )
         return f"Merged {self.merged.name} into {self.entity.name}: {'; '.join(done)}."
+
+
+class LinkResult(BaseModel):
+    """What linking two entities did, for the DM's reply."""
+
+    relationship: Relationship
+    outcome: Literal["linked", "already linked", "made public", "made secret"]
+
+    def describe(self) -> str:
+        said = {
+            "linked": "Linked",
+            "already linked": "Already linked:",
+            "made public": "Now public:",
+            "made secret": "Now secret:",
+        }
+        return f"{said[self.outcome]} {self.relationship.describe()}"
+
+
+class UnlinkResult(BaseModel):
+    """What unlinking removed, and the facts those had closed that are current again (unlink is an undo)."""
+
+    removed: list[Relationship]
+    reopened: list[Relationship]
+
+    def describe(self) -> str:
+        said = "Unlinked " + "; ".join(r.describe() for r in self.removed)
+        if self.reopened:
+            said += "; current again: " + "; ".join(r.describe() for r in self.reopened)
+        return said
 
 
 class PathStep(BaseModel):

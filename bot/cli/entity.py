@@ -8,6 +8,7 @@ import click
 
 from bot.cli import cli
 from bot.cli.common import (
+    CliError,
     async_command,
     campaign_memory,
     campaign_option,
@@ -18,6 +19,7 @@ from bot.cli.common import (
     table,
 )
 from memory.errors import InvalidInputError
+from memory.graph import kept_old_name
 from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, check_attributes
 
 TYPE_CHOICE = click.Choice([t.value for t in EntityType], case_sensitive=False)
@@ -156,6 +158,57 @@ async def show(ctx: click.Context, name: str, campaign: str | None, as_json: boo
         )
 
 
+@entity.command("edit")
+@click.argument("name")
+@click.option("--new-name", help="Its new name (a public entity keeps the old one as an alias).")
+@click.option("--type", "type_", type=TYPE_CHOICE, help="Its new type.")
+@click.option("--description", "-d", help="A new description (replaces the old one).")
+@click.option("--alias", "aliases", multiple=True, help="Replaces all aliases (repeatable; '--alias -' clears them).")
+@click.option("--attr", "attrs", multiple=True, metavar="KEY=VALUE", help="Merged into its attributes (repeatable).")
+@click.option("--secret/--public", default=None, help="DM-only, or shown to players.")
+@campaign_option
+@json_option
+@click.pass_context
+@async_command
+async def edit(
+    ctx: click.Context,
+    name: str,
+    new_name: str | None,
+    type_: str | None,
+    description: str | None,
+    aliases: tuple[str, ...],
+    attrs: tuple[str, ...],
+    secret: bool | None,
+    campaign: str | None,
+    as_json: bool,
+) -> None:
+    """Change the entity NAME (its name or an alias), as /entity edit does."""
+    if new_name is None and type_ is None and description is None and not aliases and not attrs and secret is None:
+        raise CliError(
+            "nothing to change: give at least one of --new-name, --type, --description, --alias, --attr, "
+            "--secret/--public"
+        )
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, _ = await campaign_memory(memory, settings, campaign)
+        before = await mem.graph.get_entity(name)
+        updated = await mem.graph.update_entity(
+            name,
+            new_name=new_name,
+            type=EntityType(type_.lower()) if type_ else None,
+            description=description,
+            aliases=None if not aliases else [] if aliases == ("-",) else list(aliases),
+            attributes=parse_attributes(attrs) if attrs else None,
+            visibility=None if secret is None else Visibility.secret if secret else Visibility.public,
+        )
+    if as_json:
+        emit_json(updated)
+        return
+    click.echo(f"updated {updated.type.value} {updated.name!r}")
+    if kept_old_name(before, updated):
+        click.echo(f"its old name {before.name!r} stays as an alias (`--alias -` clears it)")
+
+
 @entity.command("remove")
 @click.argument("name")
 @campaign_option
@@ -168,10 +221,13 @@ async def remove(ctx: click.Context, name: str, campaign: str | None, yes: bool)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
         target = await mem.graph.get_entity(name)
+        facts = await mem.graph.relationships_of(target.id, include_secret=True)  # as /entity remove counts them
         if not yes:
-            click.confirm(f"remove {target.type.value} {target.name!r} and its relationships?", abort=True, err=True)
+            click.confirm(
+                f"remove {target.type.value} {target.name!r} and its {len(facts)} relationships?", abort=True, err=True
+            )
         await mem.graph.remove_entity(target.name)
-    click.echo(f"removed {target.name!r}")
+    click.echo(f"removed {target.name!r} and {len(facts)} relationships")
 
 
 @entity.command("merge")
@@ -196,3 +252,58 @@ async def merge(ctx: click.Context, source: str, into: str, campaign: str | None
         emit_json(result)
     else:
         click.echo(result.describe())
+
+
+@entity.command("link")
+@click.argument("source")
+@click.argument("relation")
+@click.argument("target")
+@click.option(
+    "--secret/--public", default=None, help="DM-only, or shown to players; a link made again keeps its own unless set."
+)
+@campaign_option
+@json_option
+@click.pass_context
+@async_command
+async def link(
+    ctx: click.Context,
+    source: str,
+    relation: str,
+    target: str,
+    secret: bool | None,
+    campaign: str | None,
+    as_json: bool,
+) -> None:
+    """Connect SOURCE to TARGET by RELATION (e.g. Eldrinax ally_of Ironhold), as /entity link does."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, _ = await campaign_memory(memory, settings, campaign)
+        linked = await mem.graph.link(source, relation, target, secret=secret)
+    if as_json:
+        emit_json(linked)
+    else:
+        click.echo(linked.describe() + (" (secret)" if linked.relationship.visibility == Visibility.secret else ""))
+
+
+@entity.command("unlink")
+@click.argument("source")
+@click.argument("relation")
+@click.argument("target")
+@campaign_option
+@json_option
+@click.pass_context
+@async_command
+async def unlink(
+    ctx: click.Context, source: str, relation: str, target: str, campaign: str | None, as_json: bool
+) -> None:
+    """Remove a fact recorded by mistake: SOURCE's RELATION to TARGET, or its attribute fact of value TARGET (status
+    dead). It is an undo: the fact it had replaced (status alive) is current again, unless a later one contradicts
+    it."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, _ = await campaign_memory(memory, settings, campaign)
+        unlinked = await mem.graph.unlink(source, relation, target)
+    if as_json:
+        emit_json(unlinked)
+    else:
+        click.echo(unlinked.describe())

@@ -302,8 +302,10 @@ async def test_unlink_removes_an_attribute_fact_accepted_by_mistake(
     world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
 ) -> None:
     """A value heard at the table and accepted wrongly ("status: dead", sure enough to pass the threshold) was canon
-    for good: unlink wanted a target entity, and a campaign file can only replace a value."""
+    for good: unlink wanted a target entity, and a campaign file can only replace a value. Unlinking it undoes it:
+    the value it had closed is current again."""
     eldrinax = await world.graph.get_entity("Eldrinax")
+    await world.graph.add_relationship(RelationshipIn(source_id=eldrinax.id, type="status", value="alive"))
     heard = Provenance(source=Source.stated, confidence=0.9)
     dead = await world.graph.add_relationship(
         RelationshipIn(source_id=eldrinax.id, type="status", value="dead", provenance=heard)
@@ -312,8 +314,9 @@ async def test_unlink_removes_an_attribute_fact_accepted_by_mistake(
     unlinked = await fake_discord.invoke(
         "entity unlink", {"source": "Eldri", "relation": "Status", "target": "Dead"}, user_id=dm
     )
-    assert unlinked.texts() == ["Unlinked Eldrinax —status→ dead"]
-    assert [r.describe() for r in await world.graph.relationships_of(eldrinax.id, include_secret=True)] == []
+    assert unlinked.texts() == ["Unlinked Eldrinax —status→ dead; current again: Eldrinax —status→ alive"]
+    current = await world.graph.relationships_of(eldrinax.id, include_secret=True)
+    assert [r.describe() for r in current] == ["Eldrinax —status→ alive"]
     typo = await fake_discord.invoke(
         "entity unlink", {"source": "Eldrinax", "relation": "ally_of", "target": "Ironhld"}, user_id=dm
     )

@@ -501,3 +501,74 @@ async def test_entity_merge_asks_then_says_what_moved(lk, fresh_dsn: str) -> Non
     same = lk("entity", "merge", "Gorrim", "Gorrim Ashfoot", "--yes")
     assert same.returncode == 1
     assert same.stderr == "error: 'Gorrim' and 'Gorrim Ashfoot' both name 'Gorrim Ashfoot': nothing to merge\n"
+
+
+def test_entity_edit_changes_what_it_is_given_and_says_the_old_name_stays(lk) -> None:
+    """/entity edit from the command line: a CLI-only DM could fix an entity only through a campaign file."""
+    assert lk("campaign", "create", "C").returncode == 0
+    assert lk("entity", "add", "Korvash", "npc", "--alias", "Korv", "--attr", "role=smith").returncode == 0
+    renamed = lk("entity", "edit", "korv", "--new-name", "Korvash the Smith", "--attr", "age=212")
+    assert renamed.returncode == 0, renamed.stderr
+    assert renamed.stdout == (
+        "updated npc 'Korvash the Smith'\nits old name 'Korvash' stays as an alias (`--alias -` clears it)\n"
+    )
+    shown = json.loads(lk("entity", "show", "Korvash", "--json").stdout)["entity"]
+    assert (shown["name"], shown["aliases"]) == ("Korvash the Smith", ["Korv", "Korvash"])
+    assert shown["attributes"] == {"role": "smith", "age": 212}
+    hidden = lk("entity", "edit", "Korvash the Smith", "--alias", "-", "--secret", "-d", "A liar", "--json")
+    assert hidden.returncode == 0, hidden.stderr
+    edited = json.loads(hidden.stdout)
+    assert (edited["aliases"], edited["visibility"], edited["description"]) == ([], "secret", "A liar")
+    nothing = lk("entity", "edit", "Korvash the Smith")
+    assert nothing.returncode == 1 and nothing.stderr == (
+        "error: nothing to change: give at least one of --new-name, --type, --description, --alias, --attr, "
+        "--secret/--public\n"
+    )
+    missing = lk("entity", "edit", "Korvosh", "--type", "place")
+    assert missing.returncode == 1 and missing.stderr.startswith("error: no entity named 'Korvosh' in this campaign")
+
+
+def test_entity_link_sets_visibility_only_when_asked(lk) -> None:
+    assert lk("campaign", "create", "C").returncode == 0
+    for name, kind in (("Eldrinax", "npc"), ("Ironhold", "place")):
+        assert lk("entity", "add", name, kind).returncode == 0
+    linked = lk("entity", "link", "eldrinax", "Ally Of", "Ironhold")
+    assert linked.returncode == 0, linked.stderr
+    assert linked.stdout == "Linked Eldrinax —ally_of→ Ironhold\n"
+    assert lk("entity", "link", "Eldrinax", "ally_of", "Ironhold", "--secret").stdout == (
+        "Now secret: Eldrinax —ally_of→ Ironhold (secret)\n"
+    )
+    again = json.loads(lk("entity", "link", "Eldrinax", "ally_of", "Ironhold", "--json").stdout)
+    assert (again["outcome"], again["relationship"]["visibility"]) == ("already linked", "secret")
+    unknown = lk("entity", "link", "Eldrinax", "ally_of", "Nowhere")
+    assert unknown.returncode == 1 and unknown.stderr.startswith("error: no entity named 'Nowhere'")
+    declined = lk("entity", "remove", "Ironhold", input="n\n")
+    assert declined.returncode == 1 and "remove place 'Ironhold' and its 1 relationships?" in declined.stderr
+    assert lk("entity", "remove", "Ironhold", "--yes").stdout == "removed 'Ironhold' and 1 relationships\n"
+
+
+async def test_entity_unlink_undoes_a_fact_accepted_by_mistake(lk, fresh_dsn: str) -> None:
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        tom = await mem.graph.add_entity(EntityIn(name="Old Tom", type=EntityType.npc))
+        await mem.graph.add_relationship(RelationshipIn(source_id=tom.id, type="status", value="alive"))
+        heard = Provenance(source=Source.stated, confidence=0.9)
+        await mem.graph.add_relationship(
+            RelationshipIn(source_id=tom.id, type="status", value="dead", provenance=heard)
+        )
+    finally:
+        await pool.close()
+    undone = lk("entity", "unlink", "Old Tom", "status", "Dead")
+    assert undone.returncode == 0, undone.stderr
+    assert undone.stdout == "Unlinked Old Tom —status→ dead; current again: Old Tom —status→ alive\n"
+    assert lk("entity", "show", "Old Tom").stdout == "Old Tom (npc)\n  - Old Tom —status→ alive\n"
+    gone = json.loads(lk("entity", "unlink", "Old Tom", "status", "alive", "--json").stdout)
+    assert [r["value"] for r in gone["removed"]] == ["alive"] and gone["reopened"] == []
+    again = lk("entity", "unlink", "Old Tom", "status", "alive")
+    assert again.returncode == 1
+    assert again.stderr == (
+        "error: no entity named 'alive' in this campaign, and Old Tom has no 'status' fact of that value\n"
+    )

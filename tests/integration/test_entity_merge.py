@@ -157,3 +157,35 @@ async def test_merge_refuses_one_entity_and_stays_in_its_campaign(memory: Memory
     untouched = await b.graph.get_entity("Gorrim")
     assert untouched.name == "Gorrim" and untouched.description == b.campaign_id * "x"
     assert (await b.graph.get_entity("Gorrim Ashfoot")).aliases == ["Ashfoot"]
+
+
+async def test_a_merge_that_would_pass_the_alias_cap_is_refused_before_anything_changes(
+    campaign: CampaignMemory,
+) -> None:
+    """The cap held for every write but a merge: the entity left with 51 aliases could not even be renamed."""
+    g = campaign.graph
+    full = await g.add_entity(
+        EntityIn(name="Gorrim Ashfoot", type=EntityType.npc, aliases=[f"Smith {i}" for i in range(45)])
+    )
+    short = await g.add_entity(
+        EntityIn(name="Gorrim", type=EntityType.npc, aliases=["Old Gor", "Gor", "Ashfoot", "The Smith", "Goz"])
+    )
+    keep = await g.add_entity(EntityIn(name="Caddo Keep", type=EntityType.place))
+    lives = await g.add_relationship(RelationshipIn(source_id=short.id, type="lives_in", target_id=keep.id))
+    with pytest.raises(InvalidInputError) as refused:
+        await g.merge_entities("Gorrim", "Gorrim Ashfoot")
+    assert str(refused.value) == (
+        "merged, Gorrim Ashfoot would have 51 aliases (45 of its own, 6 from Gorrim), more than the 50 allowed: "
+        "edit the aliases of either down to the names the table uses, then merge again"
+    )
+    assert (await g.get_entity("Gorrim")).aliases == short.aliases
+    assert len((await g.get_entity_by_id(full.id)).aliases) == 45
+    assert (await g.get_relationship(lives.id)).source_id == short.id
+
+    await g.update_entity("Gorrim", aliases=["Old Gor", "Gor", "Ashfoot", "The Smith"])
+    merged = (await g.merge_entities("Gorrim", "Gorrim Ashfoot")).entity
+    assert len(merged.aliases) == 50
+    # a secret one's names are withheld from a public entity (aliases are public): nothing to count
+    await g.add_entity(EntityIn(name="The Veiled Smith", type=EntityType.npc, aliases=["Veil"], visibility="secret"))
+    hidden = await g.merge_entities("The Veiled Smith", "Gorrim Ashfoot")
+    assert hidden.names_withheld == ["The Veiled Smith", "Veil"] and len(hidden.entity.aliases) == 50

@@ -480,6 +480,49 @@ async def test_accepting_an_older_fact_does_not_undo_a_newer_one(campaign: Campa
     assert history.status == ReviewStatus.accepted and history.superseded_by == dead.id and history.valid_to
 
 
+async def test_unlinking_a_mistaken_fact_reopens_what_it_closed_unless_something_current_contradicts_it(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    """Unlink is an undo ("dead" was accepted by mistake: "alive" comes back), not the end of a fact."""
+    g = campaign.graph
+    tom = await g.add_entity(EntityIn(name="Old Tom", type=EntityType.npc))
+    keep = await g.add_entity(EntityIn(name="Caddo Keep", type=EntityType.place))
+    mill = await g.add_entity(EntityIn(name="The Mill", type=EntityType.place))
+    alive = await g.add_relationship(RelationshipIn(source_id=tom.id, type="status", value="alive"))
+    await g.add_relationship(RelationshipIn(source_id=tom.id, type="status", value="dead"))
+    home = await g.add_relationship(RelationshipIn(source_id=tom.id, type="lives_in", target_id=keep.id))
+    await g.add_relationship(RelationshipIn(source_id=tom.id, type="lives_in", target_id=mill.id))
+    other = memory.campaign((await memory.campaigns().create("Other")).id)
+    with pytest.raises(NotFoundError):  # scoped: another campaign's unlink finds nothing of this one
+        await other.graph.unlink("Old Tom", "status", "dead")
+
+    undone = await g.unlink("old tom", "Status", "Dead")
+    assert undone.describe() == "Unlinked Old Tom —status→ dead; current again: Old Tom —status→ alive"
+    assert [r.id for r in undone.reopened] == [alive.id]
+    assert [r.id for r in (await g.unlink("Old Tom", "lives_in", "The Mill")).reopened] == [home.id]
+    reopened = await g.get_relationship(alive.id)
+    assert reopened.valid_to is None and reopened.superseded_by is None
+    assert sorted(r.describe() for r in await g.relationships_of(tom.id)) == [
+        "Old Tom —lives_in→ Caddo Keep",
+        "Old Tom —status→ alive",
+    ]
+
+    # alive → dead → undead: removing the middle one leaves "alive" history, now superseded by "undead"
+    await g.add_relationship(RelationshipIn(source_id=tom.id, type="status", value="dead"))
+    undead = await g.add_relationship(RelationshipIn(source_id=tom.id, type="status", value="undead"))
+    assert (await g.unlink("Old Tom", "status", "dead")).reopened == []
+    history = await g.get_relationship(alive.id)
+    assert history.valid_to is not None and history.superseded_by == undead.id
+    assert [r.value for r in await g.relationships_of(tom.id) if r.type == "status"] == ["undead"]
+
+    # "alive" heard again waits for review: the closed copy is not made current beside it (migration 0004)
+    heard = Provenance(source=Source.stated, confidence=0.3)
+    again = await g.add_relationship(RelationshipIn(source_id=tom.id, type="status", value="alive", provenance=heard))
+    assert again.status == ReviewStatus.pending
+    assert (await g.unlink("Old Tom", "status", "undead")).reopened == []
+    assert (await g.get_relationship(alive.id)).valid_to is not None
+
+
 async def test_entity_writes_are_all_or_nothing_and_rejected_names_are_free(campaign: CampaignMemory) -> None:
     g = campaign.graph
     await g.add_entity(EntityIn(name="Xan", type=EntityType.npc, aliases=["Xanny"]))
