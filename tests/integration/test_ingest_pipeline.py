@@ -532,7 +532,7 @@ async def test_a_session_titled_with_invisible_characters_gets_its_recap(memory:
         jobs.JobContext(memory=memory, embedder=None, embedding_model="x"), crown.campaign_id, rec.session.id
     )  # type: ignore[arg-type]
     event = await crown.graph.get_entity("Session: \U0001f9d9\u2642\ufe0f Wizard night")
-    assert event.attributes["session_id"] == rec.session.id
+    assert event.provenance.session_id == rec.session.id
 
 
 async def test_a_session_ended_again_after_resuming_is_summarised_over_all_its_lines(
