@@ -19,6 +19,7 @@ from memory.models import (
     Entity,
     EntityIn,
     EntityType,
+    Mention,
     MergeResult,
     Neighbourhood,
     PathStep,
@@ -912,7 +913,12 @@ class KnowledgeGraph:
             WHERE r.campaign_id = $1 AND r.valid_to IS NULL AND {_visible("r", include_secret)}
               AND r.source_id = ANY($2::bigint[]) AND (r.target_id IS NULL OR r.target_id = ANY($2::bigint[]))
               AND (r.source_id = $3 OR r.target_id = $3 OR $4 > 1)
-            ORDER BY r.source_id <> $3, r.type, r.id
+            ORDER BY r.source_id <> $3, r.type, (
+                -- took_part_in: in the order the sessions were played, which an import may set long after
+                SELECT started_at FROM sessions
+                WHERE campaign_id = $1
+                  AND id = coalesce(r.provenance ->> 'session_id', t.provenance ->> 'session_id')::bigint
+            ) NULLS FIRST, r.id
             """,
             self.campaign_id,
             ids,
@@ -969,7 +975,7 @@ class KnowledgeGraph:
         steps = [PathStep(entity_id=r["entity_id"], name=r["name"], depth=r["depth"], via=r["via"]) for r in rows]
         return sorted(steps, key=lambda s: (s.depth, s.name.casefold()))
 
-    async def last_mention(self, entity: Entity) -> dict[str, Any] | None:
+    async def last_mention(self, entity: Entity) -> Mention | None:
         """Where an entity's name (or an alias) was last said: session, speaker, time, text. Sessions go by when
         they were played (an import's is when it was imported unless the DM said otherwise), lines by their place
         in the session: a line's time into it may be missing (0), its place never is."""
@@ -984,4 +990,4 @@ class KnowledgeGraph:
             self.campaign_id,
             terms,
         )
-        return dict(row) if row else None
+        return Mention(**row) if row else None

@@ -462,7 +462,7 @@ async def test_entity_show_says_what_waits_for_review(lk, fresh_dsn: str, tmp_pa
     assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night").returncode == 0
     shown = lk("entity", "show", "Korvash")
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout == "Korvash (npc)\n  last mentioned in Night by DM at 0s: Korvash waits at the gate.\n"
+    assert shown.stdout == "Korvash (npc)\n  last mentioned in Night (night.txt:1) by DM: Korvash waits at the gate.\n"
 
     pool = await create_pool(fresh_dsn)
     try:

@@ -370,16 +370,38 @@ async def test_last_mention_goes_by_when_sessions_were_played_not_imported(
     wyrm = await crown.graph.get_entity("Eldrinax")
     await ingest_file(crown, newer, started_at=datetime(2024, 3, 9, 19, tzinfo=UTC))
     await ingest_file(crown, older)  # imported last, and without saying when it was played: it counts as now
-    assert (await crown.graph.last_mention(wyrm))["title"] == "older"  # type: ignore[index]
+    assert (await crown.graph.last_mention(wyrm)).title == "older"  # type: ignore[union-attr]
 
     await ingest_file(crown, older, started_at=datetime(2024, 3, 2, 19, tzinfo=UTC))  # corrects its date
     last = await crown.graph.last_mention(wyrm)
-    assert last is not None and (last["title"], last["text"]) == ("newer", "Eldrinax stirs beneath Ironhold.")
+    assert last is not None and (last.title, last.text) == ("newer", "Eldrinax stirs beneath Ironhold.")
     sessions = await crown.log.sessions()
     assert [(s.title, s.started_at) for s in sessions] == [
         ("older", datetime(2024, 3, 2, 19, tzinfo=UTC)),
         ("newer", datetime(2024, 3, 9, 19, tzinfo=UTC)),
     ]
+
+
+async def test_a_card_lists_sessions_as_played_and_places_an_untimed_line_by_its_ref(
+    memory: Memory, crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """An episode imported late, dated back with ``started_at``, is not the last one the entity took part in;
+    and a line of a transcript with no times is found by its source, not "at 0:00" as every other line is."""
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    for title, day in (("Newer", 9), ("Older", 2)):  # the older one imported (and summarised) last
+        path = tmp_path / f"{title.lower()}.txt"
+        path.write_text(f"Ana: We rest.\nDM: Eldrinax stirs beneath Ironhold on night {day}.\n")
+        await ingest_file(crown, path, session_title=title, started_at=datetime(2024, 3, day, 19, tzinfo=UTC))
+        session = await crown.log.session_by_title(title)
+        assert session is not None
+        await jobs.summarize_session(ctx, crown.campaign_id, session.id)
+
+    _, sessions = (await crown.graph.snapshot("Eldrinax")).facts_and_sessions()
+    assert sessions == "took part in 2 sessions: Session: Newer, Session: Older"
+    last = await crown.graph.last_mention(await crown.graph.get_entity("Eldrinax"))
+    assert last is not None and last.where() == "Newer (newer.txt:2)"
+    assert last.model_copy(update={"start_s": 3723.5}).where() == "Newer at 1:02:03"
+    assert last.model_copy(update={"start_s": 75, "ref": None}).where() == "Newer at 1:15"
 
 
 async def test_an_import_refused_for_its_lines_leaves_the_sessions_date_alone(
