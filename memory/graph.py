@@ -978,7 +978,8 @@ class KnowledgeGraph:
     async def last_mention(self, entity: Entity) -> Mention | None:
         """Where an entity's name (or an alias) was last said: session, speaker, time, text. Sessions go by when
         they were played (an import's is when it was imported unless the DM said otherwise), lines by their place
-        in the session: a line's time into it may be missing (0), its place never is."""
+        in the session: a line's time into it may be missing (0), its place never is. A name the log no longer
+        holds (a secret entity renamed keeps no alias) is found by the chunks that mention the entity."""
         terms = " OR ".join(f'"{n}"' for n in [entity.name, *entity.aliases] if '"' not in n)
         row = await self.db.fetchrow(
             """
@@ -990,4 +991,34 @@ class KnowledgeGraph:
             self.campaign_id,
             terms,
         )
-        return Mention(**row) if row else None
+        return Mention(**row) if row else await self._last_mentioning_passage(entity.id)
+
+    async def _last_mentioning_passage(self, entity_id: int) -> Mention | None:
+        """The lines of the last chunk mentioning the entity that no chunk without it holds: windows overlap, so
+        that is the line that named it, or the few around it."""
+        rows = await self.db.fetch(
+            """
+            WITH last AS (
+                SELECT c.session_id, c.entry_ids FROM chunks c JOIN sessions s ON s.id = c.session_id
+                WHERE c.campaign_id = $1 AND c.entity_ids @> ARRAY[$2::bigint]
+                ORDER BY s.started_at DESC, c.session_id DESC,
+                         (SELECT max(seq) FROM session_entries WHERE campaign_id = $1 AND id = ANY(c.entry_ids)) DESC
+                LIMIT 1
+            )
+            SELECT se.session_id, s.title, se.speaker, se.start_s, se.text, se.ref
+            FROM last JOIN session_entries se ON se.campaign_id = $1 AND se.id = ANY(last.entry_ids)
+            JOIN sessions s ON s.id = se.session_id
+            WHERE NOT EXISTS (
+                SELECT 1 FROM chunks o
+                WHERE o.campaign_id = $1 AND o.session_id = last.session_id AND se.id = ANY(o.entry_ids)
+                  AND NOT o.entity_ids @> ARRAY[$2::bigint]
+            )
+            ORDER BY se.seq
+            """,
+            self.campaign_id,
+            entity_id,
+        )
+        if not rows:
+            return None
+        speakers = ", ".join(dict.fromkeys(r["speaker"] for r in rows))
+        return Mention(**{**rows[0], "speaker": speakers, "text": " / ".join(r["text"] for r in rows)})

@@ -20,7 +20,7 @@ from memory import jobs
 from memory.chunking import windows
 from memory.errors import AlreadyExistsError, InvalidInputError
 from memory.ingest import ingest_file
-from memory.models import EntryIn
+from memory.models import EntityIn, EntityType, EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recall import recall
 from memory.recorder import SessionRecorder, Utterance
@@ -402,6 +402,26 @@ async def test_a_card_lists_sessions_as_played_and_places_an_untimed_line_by_its
     assert last is not None and last.where() == "Newer (newer.txt:2)"
     assert last.model_copy(update={"start_s": 3723.5}).where() == "Newer at 1:02:03"
     assert last.model_copy(update={"start_s": 75, "ref": None}).where() == "Newer at 1:15"
+
+
+async def test_a_secret_entity_renamed_is_still_found_where_it_was_last_mentioned(
+    memory: Memory, crown: CampaignMemory, embedder: MiniLMEmbedder
+) -> None:
+    """A secret entity keeps no alias of its old name (players read aliases), so the log no longer holds any of
+    its names: the chunks that mention it still say where it was last named."""
+    sela = await crown.graph.add_entity(EntityIn(name="Sela Morn", type=EntityType.npc, visibility="secret"))
+    rec = await SessionRecorder.start(crown, "Tower night")
+    said = ["The rain stops.", "Sela Morn watches from the tower."] + [f"We wait {n}." for n in range(12)]
+    await rec.add_many([Utterance(speaker="DM", text=t, seq=n) for n, t in enumerate(said, start=1)])
+    await rec.flush()
+    await jobs.chunk_session(job_context(memory, embedder), crown.campaign_id, rec.session.id)
+
+    widow = await crown.graph.update_entity(sela.name, new_name="The Grey Widow")
+    assert widow.aliases == []
+    last = await crown.graph.last_mention(widow)
+    assert last is not None and last.title == "Tower night" and "Sela Morn watches" in last.text
+    assert "We wait 11." not in last.text  # a later window, which does not mention it
+    assert await crown.graph.last_mention(await crown.graph.get_entity("Eldrinax")) is None  # never said
 
 
 async def test_an_import_refused_for_its_lines_leaves_the_sessions_date_alone(
