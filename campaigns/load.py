@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, RelationshipSpec
 from memory.errors import AlreadyExistsError, MemoryError_
-from memory.models import Provenance, RelationshipIn, ReviewStatus, Source, attribute_value
+from memory.models import Entity, EntityType, Provenance, RelationshipIn, ReviewStatus, Source, attribute_value
 from memory.store import CampaignMemory
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,7 @@ async def export_campaign_file(
             type=e.type,
             aliases=e.aliases,
             description=e.description,
-            attributes=_file_attributes(e.attributes),
+            attributes=_file_attributes(_portable(e)),
             secret=e.visibility == "secret",
         )
         for e in entities
@@ -166,6 +166,14 @@ async def export_campaign_file(
                     )
                 )
     return CampaignFile(campaign=header, entities=specs, relationships=rels)
+
+
+def _portable(entity: Entity) -> dict[str, Any]:
+    """An entity's attributes without what holds only in this database: a session's event entity, before its
+    session was left to its provenance, kept the session's id, which in another database is another session."""
+    if entity.type == EntityType.event:
+        return {k: v for k, v in entity.attributes.items() if k != "session_id"}
+    return entity.attributes
 
 
 def _file_attributes(attributes: dict[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import discord
 from discord import app_commands
@@ -29,6 +28,7 @@ from memory.models import (
     Entity,
     EntityIn,
     EntityType,
+    Mention,
     Neighbourhood,
     Provenance,
     ReviewStatus,
@@ -75,7 +75,7 @@ def entity_embed(
     entity: Entity,
     *,
     relationships: list[str],
-    last_mention: dict[str, Any] | None,
+    last_mention: Mention | None,
     mask: Callable[[str], str] = str,
 ) -> discord.Embed:
     """The entity card; every part is trimmed against a running total, so the embed always stays within
@@ -99,9 +99,7 @@ def entity_embed(
     if relationships:
         add_field_within(embed, "Relationships", [mask(r) for r in relationships], inline=False)
     if last_mention:
-        minutes, seconds = divmod(int(last_mention["start_s"] or 0), 60)
-        where = f"{last_mention['title']} at {minutes}:{seconds:02d}"
-        said = f"{where}, {last_mention['speaker']}: “{mask(last_mention['text'])}”"
+        said = f"{last_mention.where()}, {last_mention.speaker}: “{mask(last_mention.text)}”"
         add_field_within(embed, "Last mentioned", said, inline=False)
     return embed
 

@@ -223,8 +223,9 @@ class EditModal(OwnedModal):
             changes: dict[str, Any] = {"name": values["name"], "type": values["type"].casefold()}
             if "description" in values:
                 changes["description"] = values["description"]
-            if "aliases" in values:
-                changes["aliases"] = [a.strip() for a in values["aliases"].split(",") if a.strip()]
+            aliases = [a.strip() for a in values.get("aliases", "").split(",") if a.strip()]
+            if "aliases" in values and aliases != self.item.entity.aliases:  # as shown: a rename keeps the old name
+                changes["aliases"] = aliases
             if changes["type"] not in {t.value for t in EntityType}:
                 kinds = ", ".join(t.value for t in EntityType)
                 raise UserError(f"{values['type']!r} is not an entity type; use one of {kinds}.")
@@ -236,10 +237,15 @@ class EditModal(OwnedModal):
                 changes["value"] = values["value"]
         item = await queue.edit(self.item.ref, **changes)
         embed = item_embed(item, decided_by=f"{interaction.user.name} (edited)")
+        old = self.item.entity.name if self.item.entity is not None else None
+        kept = item.entity is not None and old != item.entity.name and old in item.entity.aliases
+        said = (
+            f"Its old name **{old}** stays as an alias (`/entity edit` with `aliases: -` clears it)." if kept else None
+        )
         if interaction.message is not None:
-            await interaction.response.edit_message(embed=embed, view=None)
+            await interaction.response.edit_message(content=said, embed=embed, view=None)
         else:
-            await interaction.response.send_message(embed=embed, ephemeral=True)
+            await interaction.response.send_message(said, embed=embed, ephemeral=True)
 
 
 DYNAMIC_ITEMS = (AcceptButton, EditButton, RejectButton)

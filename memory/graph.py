@@ -21,6 +21,7 @@ from memory.models import (
     EntityIn,
     EntityType,
     LinkResult,
+    Mention,
     MergeResult,
     Neighbourhood,
     PathStep,
@@ -1001,7 +1002,12 @@ class KnowledgeGraph:
             WHERE r.campaign_id = $1 AND r.valid_to IS NULL AND {_visible("r", include_secret)}
               AND r.source_id = ANY($2::bigint[]) AND (r.target_id IS NULL OR r.target_id = ANY($2::bigint[]))
               AND (r.source_id = $3 OR r.target_id = $3 OR $4 > 1)
-            ORDER BY r.source_id <> $3, r.type, r.id
+            ORDER BY r.source_id <> $3, r.type, (
+                -- took_part_in: in the order the sessions were played, which an import may set long after
+                SELECT started_at FROM sessions
+                WHERE campaign_id = $1
+                  AND id = coalesce(r.provenance ->> 'session_id', t.provenance ->> 'session_id')::bigint
+            ) NULLS FIRST, r.id
             """,
             self.campaign_id,
             ids,
@@ -1058,10 +1064,11 @@ class KnowledgeGraph:
         steps = [PathStep(entity_id=r["entity_id"], name=r["name"], depth=r["depth"], via=r["via"]) for r in rows]
         return sorted(steps, key=lambda s: (s.depth, s.name.casefold()))
 
-    async def last_mention(self, entity: Entity) -> dict[str, Any] | None:
+    async def last_mention(self, entity: Entity) -> Mention | None:
         """Where an entity's name (or an alias) was last said: session, speaker, time, text. Sessions go by when
         they were played (an import's is when it was imported unless the DM said otherwise), lines by their place
-        in the session: a line's time into it may be missing (0), its place never is."""
+        in the session: a line's time into it may be missing (0), its place never is. A name the log no longer
+        holds (a secret entity renamed keeps no alias) is found by the chunks that mention the entity."""
         terms = " OR ".join(f'"{n}"' for n in [entity.name, *entity.aliases] if '"' not in n)
         row = await self.db.fetchrow(
             """
@@ -1073,4 +1080,34 @@ class KnowledgeGraph:
             self.campaign_id,
             terms,
         )
-        return dict(row) if row else None
+        return Mention(**row) if row else await self._last_mentioning_passage(entity.id)
+
+    async def _last_mentioning_passage(self, entity_id: int) -> Mention | None:
+        """The lines of the last chunk mentioning the entity that no chunk without it holds: windows overlap, so
+        that is the line that named it, or the few around it."""
+        rows = await self.db.fetch(
+            """
+            WITH last AS (
+                SELECT c.session_id, c.entry_ids FROM chunks c JOIN sessions s ON s.id = c.session_id
+                WHERE c.campaign_id = $1 AND c.entity_ids @> ARRAY[$2::bigint]
+                ORDER BY s.started_at DESC, c.session_id DESC,
+                         (SELECT max(seq) FROM session_entries WHERE campaign_id = $1 AND id = ANY(c.entry_ids)) DESC
+                LIMIT 1
+            )
+            SELECT se.session_id, s.title, se.speaker, se.start_s, se.text, se.ref
+            FROM last JOIN session_entries se ON se.campaign_id = $1 AND se.id = ANY(last.entry_ids)
+            JOIN sessions s ON s.id = se.session_id
+            WHERE NOT EXISTS (
+                SELECT 1 FROM chunks o
+                WHERE o.campaign_id = $1 AND o.session_id = last.session_id AND se.id = ANY(o.entry_ids)
+                  AND NOT o.entity_ids @> ARRAY[$2::bigint]
+            )
+            ORDER BY se.seq
+            """,
+            self.campaign_id,
+            entity_id,
+        )
+        if not rows:
+            return None
+        speakers = ", ".join(dict.fromkeys(r["speaker"] for r in rows))
+        return Mention(**{**rows[0], "speaker": speakers, "text": " / ".join(r["text"] for r in rows)})

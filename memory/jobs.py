@@ -519,7 +519,6 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
                 name=f"Session: {title}"[:200],  # an entity name's limit; titles may be file names
                 type=EntityType.event,
                 description=summary[:2000],
-                attributes={"session_id": session_id},
                 provenance=Provenance(source=Source.inferred, confidence=1.0, session_id=session_id),
             )
         )

@@ -386,6 +386,26 @@ class Relationship(BaseModel):
         return f"{self.source_name} —{self.type}→ {other}"
 
 
+class Mention(BaseModel):
+    """A line of the log that names an entity: where its name was last said."""
+
+    session_id: int
+    title: str
+    speaker: str
+    start_s: float
+    text: str
+    ref: str | None
+
+    def where(self) -> str:
+        """The session and the line's time in it, or its source ("turn 1098") when the transcript had no times
+        (a CRD3 episode, an untimed file): every such line is "at 0:00", which says nothing."""
+        if self.start_s or not self.ref:
+            minutes, secs = divmod(int(self.start_s), 60)
+            hours, minutes = divmod(minutes, 60)
+            return f"{self.title} at {f'{hours}:{minutes:02d}' if hours else minutes}:{secs:02d}"
+        return f"{self.title} ({self.ref})"
+
+
 class Neighbourhood(BaseModel):
     """An entity with the accepted, currently valid relationships around it and the entities they reach."""
 
@@ -395,12 +415,13 @@ class Neighbourhood(BaseModel):
 
     def facts_and_sessions(self, shown: int = 3, clip: Callable[[str], str] = str) -> tuple[list[Relationship], str]:
         """The relationships other than the sessions the entity took part in, and those sessions as one line
-        ("" if none): the newest ``shown`` by title, the rest counted. A two-year campaign has a hundred."""
+        ("" if none): the last ``shown`` played by title, the rest counted. A two-year campaign has a hundred.
+        ``KnowledgeGraph.neighbourhood`` gives them in the order they were played."""
         sessions = [r for r in self.relationships if r.type == "took_part_in" and r.source_id == self.entity.id]
         others = [r for r in self.relationships if r not in sessions]
         if not sessions:
             return others, ""
-        latest = sorted(sessions, key=lambda r: r.created_at, reverse=True)[:shown]
+        latest = sessions[::-1][:shown]
         titles = ", ".join(clip(r.target_name or "") for r in latest)
         more = f" and {len(sessions) - len(latest)} earlier" if len(sessions) > len(latest) else ""
         return others, f"took part in {len(sessions)} session{'s' * (len(sessions) != 1)}: {titles}{more}"

@@ -146,7 +146,8 @@ class SessionLog:
             e, w = clashes[0]
             raise AlreadyExistsError(
                 f"line {w.seq} of this session already says {w.raw_text[:60]!r} ({w.speaker}), not "
-                f"{e.raw_text or e.text!r:.60}: import a different transcript into a session of its own"
+                f"{e.raw_text or e.text!r:.60}: a different transcript needs a session of its own",
+                subject="transcript",
             )
         return written
 

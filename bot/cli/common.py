@@ -44,6 +44,7 @@ class CliError(click.ClickException):
 NEXT_STEPS: NextSteps = {
     (AlreadyExistsError, "entity"): "see it with `lorekeeper entity show {name}`",
     (AlreadyExistsError, "campaign"): "`lorekeeper campaign use {name}` makes it the active one",
+    (AlreadyExistsError, "transcript"): "give it one with `--session TITLE`",
     (NotFoundError, "campaign"): "`lorekeeper campaign list` shows them",
     (NotFoundError, "review item"): "`lorekeeper review list` shows those waiting",
 }

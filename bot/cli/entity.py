@@ -135,7 +135,7 @@ async def show(ctx: click.Context, name: str, campaign: str | None, as_json: boo
         snap = await mem.graph.snapshot(name, include_secret=True)
         last = await mem.graph.last_mention(snap.entity)
     if as_json:
-        emit_json({**snap.model_dump(mode="json"), "last_mention": last})
+        emit_json({**snap.model_dump(mode="json"), "last_mention": last.model_dump(mode="json") if last else None})
         return
     e = snap.entity
     marks = [e.type.value] + ["secret"] * (e.visibility == "secret") + ["waiting for review"] * (e.status == "pending")
@@ -153,9 +153,7 @@ async def show(ctx: click.Context, name: str, campaign: str | None, as_json: boo
     if sessions:
         click.echo(f"  {sessions}")
     if last:
-        click.echo(
-            f"  last mentioned in {last['title']} by {last['speaker']} at {last['start_s']:.0f}s: {last['text'][:100]}"
-        )
+        click.echo(f"  last mentioned in {last.where()} by {last.speaker}: {last.text[:100]}")
 
 
 @entity.command("edit")

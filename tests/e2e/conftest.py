@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 
+import asyncpg
 import discord
 import pytest
 import yarl
@@ -94,3 +95,11 @@ async def bot_runner(fake_discord: FakeDiscord) -> AsyncIterator[BotRunner]:
         yield runner
     finally:
         await runner.stop_all()
+
+
+@pytest.fixture
+async def pool(pool: asyncpg.Pool, bot_runner: BotRunner) -> AsyncIterator[asyncpg.Pool]:
+    """The root fixture's pool; the bots stop before it closes, as ``lorekeeper run`` stops them: a review post
+    waiting out its settle would find it closed (whichever fixture started them first)."""
+    yield pool
+    await bot_runner.stop_all()

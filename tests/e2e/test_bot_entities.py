@@ -275,6 +275,17 @@ async def test_the_sessions_an_entity_took_part_in_are_one_line_on_its_card(
     assert "Eldrinax —took_part_in→ Session: Night 1" in night
 
 
+async def test_the_card_places_a_line_of_an_untimed_transcript_by_its_turn(
+    world: CampaignMemory, fake_discord: FakeDiscord, player: FakeMember
+) -> None:
+    from memory.models import EntryIn
+
+    session = await world.log.start_session("C1E010")
+    await world.log.write(session.id, EntryIn(speaker="Grog", text="Eldrinax is awake.", ref="turn 1098"))
+    card = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts())
+    assert "C1E010 (turn 1098), Grog: “Eldrinax is awake.”" in card
+
+
 async def test_link_unlink(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:
     linked = await fake_discord.invoke(
         "entity link", {"source": "Eldri", "relation": "Ally Of", "target": "Ironhold"}, user_id=dm

@@ -326,6 +326,19 @@ async def test_review_accept_edit_reject(
     assert empty.texts() == ["Nothing to review."]
 
 
+async def test_review_edit_renaming_an_entity_keeps_its_old_name_and_says_so(
+    pending: list[str], ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """As /entity edit: the log says the name the bot heard, so it stays an alias unless the DM changes the
+    aliases the form showed."""
+    modal_id = await open_edit_modal(fake_discord, dm)
+    values = {"name": "Mira Tolvanek", "type": "npc", "description": "a smith", "aliases": ""}
+    done = await fake_discord.submit_modal(modal_id, values, user_id=dm)
+    assert done.callback_type == 7
+    assert done.texts()[0] == "Its old name **Mira** stays as an alias (`/entity edit` with `aliases: -` clears it)."
+    assert (await ashes.graph.get_entity("Mira")).aliases == ["Mira"]
+
+
 async def test_review_modal_bad_type_changes_nothing(
     pending: list[str], ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
 ) -> None:

@@ -9,8 +9,10 @@ from pydantic import ValidationError
 
 from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaign_file, read_campaign_file
 from campaigns.load import apply_campaign_file, export_campaign_file
+from memory import jobs
 from memory.errors import AlreadyExistsError, InvalidInputError
 from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
+from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory, Memory
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
@@ -294,6 +296,29 @@ async def test_export_round_trips_accepted_attribute_facts_and_visibility(memory
     assert ("Eldrinax", "occupation", None, "blacksmith", "public") in facts
     assert {("Eldrinax", "hoards", None, "gold", "secret"), ("Eldrinax", "covets", "Ironhold", None, "secret")} <= facts
     assert not any(f[1] == "fears" for f in facts)  # pending: not canon, so not in the file
+
+
+async def test_export_writes_no_session_id_of_this_database(memory: Memory) -> None:
+    """A session's event entity travels by its name: an id of this database would name another session, or
+    none, in the one it is loaded into. Nor does an event stored when the recap kept the id carry it along."""
+    played = await loaded(memory, "Lived", SMALL, "small.yaml")
+    rec = await SessionRecorder.start(played, "Night one")
+    await rec.add(Utterance(speaker="DM", text="Eldrinax flies over Ironhold.", seq=1))
+    await rec.flush()
+    await jobs.summarize_session(
+        jobs.JobContext(memory=memory, embedder=None, embedding_model="x"),  # type: ignore[arg-type]
+        played.campaign_id,
+        rec.session.id,
+    )
+    assert (await played.graph.get_entity("Session: Night one")).attributes == {}  # its provenance says which
+    await played.graph.update_entity("Session: Night one", attributes={"session_id": rec.session.id, "mood": "grim"})
+
+    text = dump_campaign_file(await export_campaign_file(played))
+    assert "session_id" not in text
+    copy = await loaded(memory, "Moved", text, "export.yaml")
+    event = await copy.graph.get_entity("Session: Night one")
+    assert event.attributes == {"mood": "grim"}
+    assert await current_facts(copy) == await current_facts(played)
 
 
 async def test_export_leaves_out_an_attribute_fact_with_no_value_and_says_so(memory: Memory) -> None:

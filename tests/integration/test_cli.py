@@ -157,6 +157,23 @@ def test_a_transcript_not_in_utf8_is_refused_with_a_non_zero_exit(lk, tmp_path: 
     )
 
 
+def test_a_transcript_refused_for_a_session_of_another_says_how_to_give_it_its_own(lk, tmp_path: Path) -> None:
+    """Two weeks each saved as transcript.txt: the second goes into the first's session by its file name."""
+    assert lk("campaign", "create", "C").returncode == 0
+    week1, week2 = tmp_path / "week1", tmp_path / "week2"
+    for folder, said in ((week1, "The gate is shut."), (week2, "The key opens the gate.")):
+        folder.mkdir()
+        (folder / "transcript.txt").write_text(f"DM: {said}\n")
+    assert lk("ingest", str(week1 / "transcript.txt")).returncode == 0
+    res = lk("ingest", str(week2 / "transcript.txt"))
+    assert res.returncode == 1
+    assert res.stderr == (
+        "error: line 1 of this session already says 'The gate is shut.' (DM), not 'The key opens the gate.': "
+        "a different transcript needs a session of its own: give it one with `--session TITLE`\n"
+    )
+    assert lk("ingest", str(week2 / "transcript.txt"), "--session", "Week 2").returncode == 0
+
+
 async def test_review_accept_reports_what_it_did_before_a_bad_id(lk, fresh_dsn: str) -> None:
     assert lk("campaign", "create", "C").returncode == 0
     pool = await create_pool(fresh_dsn)
@@ -462,7 +479,7 @@ async def test_entity_show_says_what_waits_for_review(lk, fresh_dsn: str, tmp_pa
     assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night").returncode == 0
     shown = lk("entity", "show", "Korvash")
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout == "Korvash (npc)\n  last mentioned in Night by DM at 0s: Korvash waits at the gate.\n"
+    assert shown.stdout == "Korvash (npc)\n  last mentioned in Night (night.txt:1) by DM: Korvash waits at the gate.\n"
 
     pool = await create_pool(fresh_dsn)
     try:

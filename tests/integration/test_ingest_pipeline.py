@@ -20,7 +20,7 @@ from memory import jobs
 from memory.chunking import windows
 from memory.errors import AlreadyExistsError, InvalidInputError
 from memory.ingest import ingest_file
-from memory.models import EntryIn
+from memory.models import EntityIn, EntityType, EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recall import recall
 from memory.recorder import SessionRecorder, Utterance
@@ -370,16 +370,58 @@ async def test_last_mention_goes_by_when_sessions_were_played_not_imported(
     wyrm = await crown.graph.get_entity("Eldrinax")
     await ingest_file(crown, newer, started_at=datetime(2024, 3, 9, 19, tzinfo=UTC))
     await ingest_file(crown, older)  # imported last, and without saying when it was played: it counts as now
-    assert (await crown.graph.last_mention(wyrm))["title"] == "older"  # type: ignore[index]
+    assert (await crown.graph.last_mention(wyrm)).title == "older"  # type: ignore[union-attr]
 
     await ingest_file(crown, older, started_at=datetime(2024, 3, 2, 19, tzinfo=UTC))  # corrects its date
     last = await crown.graph.last_mention(wyrm)
-    assert last is not None and (last["title"], last["text"]) == ("newer", "Eldrinax stirs beneath Ironhold.")
+    assert last is not None and (last.title, last.text) == ("newer", "Eldrinax stirs beneath Ironhold.")
     sessions = await crown.log.sessions()
     assert [(s.title, s.started_at) for s in sessions] == [
         ("older", datetime(2024, 3, 2, 19, tzinfo=UTC)),
         ("newer", datetime(2024, 3, 9, 19, tzinfo=UTC)),
     ]
+
+
+async def test_a_card_lists_sessions_as_played_and_places_an_untimed_line_by_its_ref(
+    memory: Memory, crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """An episode imported late, dated back with ``started_at``, is not the last one the entity took part in;
+    and a line of a transcript with no times is found by its source, not "at 0:00" as every other line is."""
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    for title, day in (("Newer", 9), ("Older", 2)):  # the older one imported (and summarised) last
+        path = tmp_path / f"{title.lower()}.txt"
+        path.write_text(f"Ana: We rest.\nDM: Eldrinax stirs beneath Ironhold on night {day}.\n")
+        await ingest_file(crown, path, session_title=title, started_at=datetime(2024, 3, day, 19, tzinfo=UTC))
+        session = await crown.log.session_by_title(title)
+        assert session is not None
+        await jobs.summarize_session(ctx, crown.campaign_id, session.id)
+
+    _, sessions = (await crown.graph.snapshot("Eldrinax")).facts_and_sessions()
+    assert sessions == "took part in 2 sessions: Session: Newer, Session: Older"
+    last = await crown.graph.last_mention(await crown.graph.get_entity("Eldrinax"))
+    assert last is not None and last.where() == "Newer (newer.txt:2)"
+    assert last.model_copy(update={"start_s": 3723.5}).where() == "Newer at 1:02:03"
+    assert last.model_copy(update={"start_s": 75, "ref": None}).where() == "Newer at 1:15"
+
+
+async def test_a_secret_entity_renamed_is_still_found_where_it_was_last_mentioned(
+    memory: Memory, crown: CampaignMemory, embedder: MiniLMEmbedder
+) -> None:
+    """A secret entity keeps no alias of its old name (players read aliases), so the log no longer holds any of
+    its names: the chunks that mention it still say where it was last named."""
+    sela = await crown.graph.add_entity(EntityIn(name="Sela Morn", type=EntityType.npc, visibility="secret"))
+    rec = await SessionRecorder.start(crown, "Tower night")
+    said = ["The rain stops.", "Sela Morn watches from the tower."] + [f"We wait {n}." for n in range(12)]
+    await rec.add_many([Utterance(speaker="DM", text=t, seq=n) for n, t in enumerate(said, start=1)])
+    await rec.flush()
+    await jobs.chunk_session(job_context(memory, embedder), crown.campaign_id, rec.session.id)
+
+    widow = await crown.graph.update_entity(sela.name, new_name="The Grey Widow")
+    assert widow.aliases == []
+    last = await crown.graph.last_mention(widow)
+    assert last is not None and last.title == "Tower night" and "Sela Morn watches" in last.text
+    assert "We wait 11." not in last.text  # a later window, which does not mention it
+    assert await crown.graph.last_mention(await crown.graph.get_entity("Eldrinax")) is None  # never said
 
 
 async def test_an_import_refused_for_its_lines_leaves_the_sessions_date_alone(
@@ -532,7 +574,7 @@ async def test_a_session_titled_with_invisible_characters_gets_its_recap(memory:
         jobs.JobContext(memory=memory, embedder=None, embedding_model="x"), crown.campaign_id, rec.session.id
     )  # type: ignore[arg-type]
     event = await crown.graph.get_entity("Session: \U0001f9d9\u2642\ufe0f Wizard night")
-    assert event.attributes["session_id"] == rec.session.id
+    assert event.provenance.session_id == rec.session.id
 
 
 async def test_a_session_ended_again_after_resuming_is_summarised_over_all_its_lines(

@@ -203,7 +203,7 @@ async def test_a_renamed_public_entity_keeps_its_old_name_as_an_alias_so_its_men
     hold = await g.update_entity("caddo keep", new_name="Caddo Hold")
     assert hold.aliases == ["Caddo Keep", "The Keep"] and (await g.get_entity("Caddo Keep")).id == hold.id
     last = await g.last_mention(hold)
-    assert last is not None and last["text"] == "You reach Caddo Keep at dusk."
+    assert last is not None and last.text == "You reach Caddo Keep at dusk."
     assert (await g.update_entity("Caddo Hold", new_name="CADDO HOLD")).aliases == ["Caddo Keep", "The Keep"]
     assert (await g.update_entity("Caddo Hold", aliases=[])).aliases == []  # the DM's word clears it
     fort = await g.update_entity("Caddo Hold", new_name="Caddo Fort", aliases=["The Fort"])
