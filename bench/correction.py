@@ -33,6 +33,7 @@ from typing import Any
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
 
+from bot.cli.correct import DEFAULT_JOBS
 from bot.settings import load_settings
 from memory.correction import EntityName, MatchSettings, PhoneticIndex, PhoneticMatcher, Pipeline
 from memory.correction.evidence import word_zipf
@@ -659,8 +660,10 @@ def bench_cli(args: argparse.Namespace) -> None:
             return time.perf_counter() - start
 
         def row(what: str, stdin: list[str], *options: str) -> None:
-            startup, total = run(stdin[:1], *options), run(stdin, *options)
-            rows.append([what, len(stdin), f"{startup:.2f}", f"{total:.2f}", f"{len(stdin) / (total - startup):.0f}"])
+            for jobs in ("1", str(DEFAULT_JOBS)):  # in this process; one worker per core (the default)
+                startup, total = run(stdin[:1], *options, "--jobs", jobs), run(stdin, *options, "--jobs", jobs)
+                rate = len(stdin) / (total - startup)
+                rows.append([what, jobs, len(stdin), f"{startup:.2f}", f"{total:.2f}", f"{rate:.0f}"])
 
         words = statistics.mean(len(line.split()) for line in lines)
         row(f"--entities ({len(names)} names), CRD3 turns of {words:.1f} words", lines, "--entities", str(entities))
@@ -668,7 +671,7 @@ def bench_cli(args: argparse.Namespace) -> None:
             row("each line its own 100-word list (LibriSpeech)", asr)
     table(
         "CLI, `lorekeeper correct`",
-        ["input", "lines", "process start + index (s)", "total (s)", "lines/s after start"],
+        ["input", "--jobs", "lines", "process start + index (s)", "total (s)", "lines/s after start"],
         rows,
     )
 

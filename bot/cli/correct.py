@@ -9,16 +9,24 @@ cannot be read; the command goes on with the next line. The command's help says 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import gc
 import io
 import json
+import multiprocessing
+import os
+import queue
 import re
+import signal
 import sys
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 import click
 import yaml
@@ -33,6 +41,9 @@ from memory.providers.llm import OpenAILLM
 #: the names they may hold between them: a prepared name takes about 1.6 KB.
 _CACHE_SIZE = 256
 _CACHE_NAMES = 100_000
+#: Lines a worker process is handed at once, at most (see ``_run_in_processes``).
+_BATCH = 32
+DEFAULT_JOBS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 #: A line is JSON when it opens as an object does: "{sighs} ..." is speech, as is "[laughs] ...".
 _JSON_OBJECT = re.compile(r'\{\s*["}]')
 
@@ -58,8 +69,17 @@ class LineError(ValueError):
     is_flag=True,
     help="Also ask the configured LLM (stage 2) about the doubtful spans stage 1 leaves: a call per such line.",
 )
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=DEFAULT_JOBS,
+    show_default="one per CPU core",
+    help="Processes correcting lines at once; answers still come in input order. --llm works one line at a time.",
+)
 @click.pass_context
-def correct(ctx: click.Context, entities_file: Path | None, campaign_name: str | None, use_llm: bool) -> None:
+def correct(
+    ctx: click.Context, entities_file: Path | None, campaign_name: str | None, use_llm: bool, jobs: int
+) -> None:
     """Correct misheard entity names in utterances from stdin, one JSON line out
     for each line in.
 
@@ -89,11 +109,13 @@ def correct(ctx: click.Context, entities_file: Path | None, campaign_name: str |
     {"line": N, "error": "what is wrong"}, and the next lines go on as usual.
 
     Exit status: 0 when the input ends; 2 for a bad option or entities file
-    (nothing is read); 1 when --campaign names no campaign or the database
-    cannot be reached.
+    (nothing is read); 1 when --campaign names no campaign, the database
+    cannot be reached, or a worker process died (killed, out of memory).
     """
     if entities_file is not None and campaign_name is not None:
         raise click.UsageError("give --entities or --campaign, not both")
+    if jobs > 1 and "fork" not in multiprocessing.get_all_start_methods():
+        raise click.UsageError("--jobs above 1 needs a system that can fork processes (Linux, macOS)")
     settings = settings_from(ctx) if use_llm else None
     if settings is not None and not settings.llm_enabled:
         raise click.UsageError("--llm needs LOREKEEPER_LLM_MODEL and OPENAI_API_KEY or OPENAI_BASE_URL")
@@ -109,13 +131,28 @@ def correct(ctx: click.Context, entities_file: Path | None, campaign_name: str |
     # JSON lines are UTF-8 whatever the locale; a line that is not comes out as an error line, not a crash. Lines
     # end at "\n" only (a stray "\r" inside one must not split it), and each answer is flushed at once: a harness
     # may write a line and wait for its answer with stdin still open.
-    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="surrogateescape", newline="\n")
+    stdin = io.TextIOWrapper(_stdin_bytes(), encoding="utf-8-sig", errors="surrogateescape", newline="\n")
     stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", line_buffering=True)
     try:
         with _tables_out_of_the_collectors_way():
-            run(stdin, stdout, names, llm)
+            run(stdin, stdout, names, llm, jobs)
+    except BrokenProcessPool:
+        raise click.ClickException(
+            "a worker process died (killed, or out of memory?): the lines after the last answer were not "
+            "corrected; --jobs 1 corrects in this process"
+        ) from None
     finally:
         stdout.detach()  # the stream stays open for click
+
+
+def _stdin_bytes() -> BinaryIO:
+    """Standard input through a file object of its own where it has a descriptor: with --jobs a thread reads
+    it, and one left waiting on sys.stdin (a worker died, Ctrl-C) holds the lock the interpreter takes to close
+    sys.stdin at exit, which then aborts."""
+    try:
+        return open(os.dup(sys.stdin.fileno()), "rb")
+    except (AttributeError, OSError, ValueError):  # no descriptor: click's test runner, an embedding program
+        return sys.stdin.buffer
 
 
 def load_campaign_names(ctx: click.Context, name: str) -> list[EntityName]:
@@ -193,32 +230,157 @@ def _tables_out_of_the_collectors_way() -> Iterator[None]:
         gc.unfreeze()
 
 
-def run(stdin: TextIO, stdout: TextIO, entities: list[EntityName] | None, llm: OpenAILLM | None = None) -> None:
+def run(
+    stdin: TextIO, stdout: TextIO, entities: list[EntityName] | None, llm: OpenAILLM | None = None, jobs: int = 1
+) -> None:
     """The command's loop, apart from click so the speed of the loop itself can be measured. With ``llm``,
-    stage 2 runs too, one line at a time, and the client is closed when the input ends (or the run is stopped)."""
-    runner = asyncio.Runner() if llm is not None else None
+    stage 2 runs too, one line at a time, and the client is closed when the input ends (or the run is stopped).
+    Without, ``jobs`` > 1 worker processes correct the lines (see :func:`_run_in_processes`)."""
+    answers = _Answers(entities, llm)
     try:
-        default = Pipeline(entities, llm=llm) if entities is not None else None
-        cache: OrderedDict[tuple[str, ...], Pipeline] = OrderedDict()
-        for number, line in enumerate(stdin, 1):
-            try:
-                text, words, names = parse_line(line)
-                pipeline = default if names is None else _cached(cache, names, llm)
-                if pipeline is None:
-                    raise LineError('no entities: give --entities or --campaign, or an "entities" list on the line')
-                if runner is None:
-                    result = pipeline.correct_fast(text, words)
-                else:
-                    result = runner.run(pipeline.correct(text, words))
-                out: dict[str, Any] = result.model_dump(mode="json")
-            except LineError as exc:
-                out = {"line": number, "error": str(exc)}
-            stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+        if llm is None and jobs > 1:
+            _run_in_processes(answers, stdin, stdout, jobs)
+        else:
+            for number, line in enumerate(stdin, 1):
+                stdout.write(answers.answer(number, line))
         stdout.flush()
     finally:
-        if runner is not None and llm is not None:
-            with runner:
-                runner.run(llm.aclose())
+        answers.close()
+
+
+class _Answers:
+    """One process's pipelines: the --entities or --campaign list's, and the lines' own lists, each prepared
+    once and kept within bounds (biasing lists repeat across lines)."""
+
+    def __init__(self, entities: list[EntityName] | None, llm: OpenAILLM | None) -> None:
+        self.llm = llm
+        self.runner = asyncio.Runner() if llm is not None else None
+        self.default = Pipeline(entities, llm=llm) if entities is not None else None
+        self.cache: OrderedDict[tuple[str, ...], Pipeline] = OrderedDict()
+        self.cached_names = 0
+
+    def answer(self, number: int, line: str) -> str:
+        """The output line (with its newline) for input line ``number``."""
+        try:
+            text, words, names = parse_line(line)
+            pipeline = self.default if names is None else self._pipeline(names)
+            if pipeline is None:
+                raise LineError('no entities: give --entities or --campaign, or an "entities" list on the line')
+            if self.runner is None:
+                result = pipeline.correct_fast(text, words)
+            else:
+                result = self.runner.run(pipeline.correct(text, words))
+            out: dict[str, Any] = result.model_dump(mode="json")
+        except LineError as exc:
+            out = {"line": number, "error": str(exc)}
+        return json.dumps(out, ensure_ascii=False) + "\n"
+
+    def _pipeline(self, names: tuple[str, ...]) -> Pipeline:
+        key = tuple(dict.fromkeys(n.strip() for n in names if n.strip()))  # one list however spaced or repeated
+        pipeline = self.cache.get(key)
+        if pipeline is not None:
+            self.cache.move_to_end(key)
+            return pipeline
+        pipeline = self.cache[key] = Pipeline([EntityName(name=n) for n in key], llm=self.llm)
+        self.cached_names += len(key)
+        while len(self.cache) > 1 and (len(self.cache) > _CACHE_SIZE or self.cached_names > _CACHE_NAMES):
+            self.cached_names -= len(self.cache.popitem(last=False)[0])
+        return pipeline
+
+    def close(self) -> None:
+        if self.runner is not None and self.llm is not None:
+            with self.runner:
+                self.runner.run(self.llm.aclose())
+
+
+#: The parent's pipelines, which worker processes inherit when they are forked (see ``_run_in_processes``).
+_inherited: _Answers | None = None
+
+
+def _run_in_processes(answers: _Answers, stdin: TextIO, stdout: TextIO, jobs: int) -> None:
+    """Correct lines in ``jobs`` forked processes, answering in input order. Forked, the workers share the
+    parent's loaded tables and prepared --entities index instead of building their own. Lines go out in
+    batches of what has been read: a file's lines many at a time (handing each over alone cost more than
+    correcting it), a harness's single line, written before its answer is awaited, alone and at once. A worker
+    that dies (killed, out of memory) stops the run with an error instead of leaving it waiting."""
+    global _inherited
+    _inherited = answers
+    context = multiprocessing.get_context("fork")
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_started, initargs=(os.getpid(),))
+    # Bounded, as the loop of one process is: a long input is read as fast as it is answered, not into memory.
+    answered: queue.Queue[Future[str] | None] = queue.Queue(maxsize=4 * jobs)
+    try:
+        # Fork the workers now, from this thread and before any other exists: a thread reading stdin holds its
+        # lock, which a forked child waits on forever as it closes stdin; and the workers go when the thread
+        # that forked them does.
+        pool.submit(int).result()
+        batches = _Batches(stdin, most=8 * jobs * _BATCH)
+        failed: list[BaseException] = []
+
+        def hand_over() -> None:
+            try:
+                for batch in batches:
+                    answered.put(pool.submit(_answer_batch, batch))
+            except BaseException as exc:  # a broken pool: raised below, after the answers before it
+                failed.append(exc)
+            finally:
+                answered.put(None)
+
+        threading.Thread(target=hand_over, daemon=True).start()
+        while (future := answered.get()) is not None:
+            stdout.write(future.result())
+        for error in [*failed, batches.error]:
+            if error is not None:
+                raise error
+    finally:
+        pool.shutdown(cancel_futures=True)
+        _inherited = None
+
+
+def _worker_started(parent: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent stops the workers
+    if sys.platform == "linux":  # and a parent killed outright takes them with it (PR_SET_PDEATHSIG)
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+    if os.getppid() != parent:  # it died before that was set
+        os._exit(1)
+
+
+def _answer_batch(batch: list[tuple[int, str]]) -> str:
+    assert _inherited is not None, "workers are forked from run()"
+    return "".join(_inherited.answer(number, line) for number, line in batch)
+
+
+class _Batches:
+    """Numbered lines of ``stdin``, read by a thread as they come (up to ``most`` ahead), handed out as batches
+    of what has arrived (up to ``_BATCH`` lines)."""
+
+    def __init__(self, stdin: TextIO, most: int) -> None:
+        self.error: BaseException | None = None
+        self._arrived: queue.Queue[tuple[int, str] | None] = queue.Queue(maxsize=most)
+        threading.Thread(target=self._read, args=(stdin,), daemon=True).start()
+
+    def _read(self, stdin: TextIO) -> None:
+        try:
+            for item in enumerate(stdin, 1):
+                self._arrived.put(item)
+        except BaseException as exc:  # raised again in the main thread, once the lines read are answered
+            self.error = exc
+        finally:
+            self._arrived.put(None)
+
+    def __iter__(self) -> Iterator[list[tuple[int, str]]]:
+        while (item := self._arrived.get()) is not None:
+            batch = [item]
+            while len(batch) < _BATCH:
+                try:
+                    item = self._arrived.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    yield batch
+                    return
+                batch.append(item)
+            yield batch
 
 
 def parse_line(line: str) -> tuple[str, list[tuple[str, float | None]] | None, tuple[str, ...] | None]:
@@ -271,16 +433,3 @@ def _words(value: Any) -> list[tuple[str, float | None]] | None:
             raise LineError(f"confidence of {w['word']!r} must be a number from 0 to 1, or null")
         words.append((w["word"], None if confidence is None else float(confidence)))
     return words
-
-
-def _cached(cache: OrderedDict[tuple[str, ...], Pipeline], names: tuple[str, ...], llm: OpenAILLM | None) -> Pipeline:
-    key = tuple(dict.fromkeys(n.strip() for n in names if n.strip()))  # one list however spaced or repeated
-    pipeline = cache.get(key)
-    if pipeline is None:
-        pipeline = Pipeline([EntityName(name=n) for n in key], llm=llm)
-        cache[key] = pipeline
-        while len(cache) > 1 and (len(cache) > _CACHE_SIZE or sum(map(len, cache)) > _CACHE_NAMES):
-            cache.popitem(last=False)
-    else:
-        cache.move_to_end(key)
-    return pipeline

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from click.testing import CliRunner
 
@@ -177,13 +178,20 @@ def test_one_answer_per_input_line_in_order(tmp_path: Path) -> None:
     assert [line["text"] for line in _lines(result.output)][:4] == ["the Eldrinax", "", "", "to Ironhold"]
 
 
-def test_each_answer_is_written_while_stdin_stays_open(tmp_path: Path) -> None:
+def _correct_process(names: Path, *options: str) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-c", "from bot.cli import main; main()", "correct", "--entities", str(names)]
+    env = {k: v for k, v in os.environ.items() if k != "LOREKEEPER_CONFIG"}
+    return subprocess.Popen(
+        [*command, *options], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=env
+    )
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_each_answer_is_written_while_stdin_stays_open(tmp_path: Path, jobs: str) -> None:
     # a harness on a pipe writes a line and waits for its answer before it writes the next
     names = tmp_path / "names.txt"
     names.write_text("Eldrinax\n")
-    command = [sys.executable, "-c", "from bot.cli import main; main()", "correct", "--entities", str(names)]
-    env = {k: v for k, v in os.environ.items() if k != "LOREKEEPER_CONFIG"}
-    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=env) as process:
+    with _correct_process(names, "--jobs", jobs) as process:
         assert process.stdin is not None and process.stdout is not None
         try:
             for heard in (b"we met elder nacks\n", b"then elder nacks left\n"):
@@ -194,6 +202,70 @@ def test_each_answer_is_written_while_stdin_stays_open(tmp_path: Path) -> None:
         finally:
             process.stdin.close()
     assert process.returncode == 0
+
+
+def test_worker_processes_answer_as_one_process_does(tmp_path: Path) -> None:
+    names = tmp_path / "names.txt"
+    names.write_text("Eldrinax\nIronhold\n")
+    lists = [["Vasselheim"], ["Eldrinax", "Vasselheim"], []]
+    lines = [
+        b"to iron hold and the elder nacks\n",
+        *(
+            json.dumps({"text": "vassal high mm and the elder nacks", "entities": lists[i % 3]}).encode() + b"\n"
+            for i in range(3)
+        ),
+        b'{"text": not json\n',
+        b"caf\xe9 au lait\n",
+        b"\n",
+    ]
+    stdin = b"".join(lines[i % len(lines)] for i in range(700))
+    outputs = [subprocess.run(
+        [sys.executable, "-c", "from bot.cli import main; main()", "correct", "--entities", str(names), "--jobs", jobs],
+        input=stdin, capture_output=True, cwd=ROOT, timeout=300, check=True,
+    ).stdout for jobs in ("1", "2")]  # fmt: skip
+    assert outputs[1] == outputs[0]
+    answers = _lines(outputs[0].decode())
+    assert len(answers) == 700 and answers[698] == {"line": 699, "error": "not UTF-8 text (character 4)"}
+    assert [a["text"] for a in answers[:4]] == [
+        "to Ironhold and the Eldrinax",
+        "Vasselheim and the elder nacks",
+        "Vasselheim and the Eldrinax",
+        "vassal high mm and the elder nacks",
+    ]
+
+
+def test_a_worker_that_dies_ends_the_run_with_an_error_not_a_wait(tmp_path: Path) -> None:
+    names = tmp_path / "names.txt"
+    names.write_text("Eldrinax\n")
+    with _correct_process(names, "--jobs", "2") as process:
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        process.stdin.write(b"we met elder nacks\n")
+        process.stdin.flush()
+        assert b"Eldrinax" in process.stdout.readline()
+        psutil.Process(process.pid).children()[0].kill()
+        try:
+            process.stdin.write(b"then elder nacks left\n" * 100)
+            process.stdin.flush()
+        except BrokenPipeError:
+            pass  # it had already stopped
+        assert process.wait(timeout=60) == 1
+        assert b"a worker process died" in process.stderr.read()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
+def test_workers_go_with_a_parent_killed_outright(tmp_path: Path) -> None:
+    names = tmp_path / "names.txt"
+    names.write_text("Eldrinax\n")
+    with _correct_process(names, "--jobs", "2") as process:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(b"we met elder nacks\n")
+        process.stdin.flush()
+        assert b"Eldrinax" in process.stdout.readline()
+        workers = psutil.Process(process.pid).children()
+        assert len(workers) == 2
+        process.kill()
+        _, alive = psutil.wait_procs(workers, timeout=30)
+        assert not alive
 
 
 def test_lines_a_harness_may_send_that_are_not_the_usual_json(tmp_path: Path) -> None:
