@@ -890,6 +890,7 @@ class KnowledgeGraph:
             """
             SELECT id FROM relationships WHERE campaign_id = $1 AND source_id = $2 AND type = $3
               AND (target_id = $4 OR (target_id IS NULL AND lower(value) = lower($5)))
+            ORDER BY id DESC
             """,
             self.campaign_id,
             s.id,
@@ -905,14 +906,16 @@ class KnowledgeGraph:
             raise NotFoundError(f"{s.name} has no {rel_type!r} relationship to {t.name}")
         removed: list[Relationship] = []
         reopened: list[int] = []
+        doomed = {row["id"] for row in rows}  # newest first: "dead" closed by "Dead", both removed, reopen "alive"
         for row in rows:
             removed.append(await self.get_relationship(row["id"]))
-            reopened += await self._remove_fact(row["id"])
+            reopened += await self._remove_fact(row["id"], doomed)
         return UnlinkResult(removed=removed, reopened=[await self.get_relationship(i) for i in reopened])
 
-    async def _remove_fact(self, rel_id: int) -> list[int]:
-        """Delete a fact as a mistake; returns the ids of the facts it had closed that are current again. One that
-        stays closed (a later fact contradicts it too) is now superseded by what superseded the removed one."""
+    async def _remove_fact(self, rel_id: int, doomed: set[int]) -> list[int]:
+        """Delete a fact as a mistake; returns the ids of the facts it had closed that are current again (none of
+        ``doomed``, removed too). One that stays closed (a later fact contradicts it too) is now superseded by
+        what superseded the removed one."""
         closed = await self.db.fetch(
             """
             UPDATE relationships o SET superseded_by = r.superseded_by FROM relationships r
@@ -926,6 +929,8 @@ class KnowledgeGraph:
         reopened: list[int] = []
         # newest first: once one is current again, it contradicts the older ones
         for row in sorted(closed, key=lambda r: (r["valid_from"], r["id"]), reverse=True):
+            if row["id"] in doomed:
+                continue
             # Another accepted current fact of its type and kind either contradicts it or is the same fact, and any
             # current copy of it (pending too) is one copy too many (migration 0004).
             opened = await self.db.fetchval(

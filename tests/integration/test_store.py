@@ -523,6 +523,22 @@ async def test_unlinking_a_mistaken_fact_reopens_what_it_closed_unless_something
     assert (await g.get_relationship(alive.id)).valid_to is not None
 
 
+async def test_unlinking_a_value_written_twice_in_other_cases_removes_both_and_reopens_what_they_closed(
+    campaign: CampaignMemory,
+) -> None:
+    # "dead" closed "alive", "Dead" closed "dead": unlink matches both, and the one removed first must not be
+    # reopened by the other's removal (it used to fail the whole unlink: no relationship with that id)
+    g = campaign.graph
+    tom = await g.add_entity(EntityIn(name="Old Tom", type=EntityType.npc))
+    alive = await g.add_relationship(RelationshipIn(source_id=tom.id, type="status", value="alive"))
+    await g.add_relationship(RelationshipIn(source_id=tom.id, type="status", value="dead"))
+    await g.add_relationship(RelationshipIn(source_id=tom.id, type="status", value="Dead"))
+    undone = await g.unlink("Old Tom", "status", "dead")
+    assert sorted(r.value or "" for r in undone.removed) == ["Dead", "dead"]
+    assert [r.id for r in undone.reopened] == [alive.id]
+    assert [r.value for r in await g.relationships_of(tom.id)] == ["alive"]
+
+
 async def test_entity_writes_are_all_or_nothing_and_rejected_names_are_free(campaign: CampaignMemory) -> None:
     g = campaign.graph
     await g.add_entity(EntityIn(name="Xan", type=EntityType.npc, aliases=["Xanny"]))
