@@ -51,7 +51,9 @@ class Admin(commands.GroupCog, group_name="lorekeeper", group_description="Lorek
             settings[REVIEW_CHANNEL_KEY] = review_channel.id
         changing = clear or dm_role is not None or review_channel is not None
         # the channel set before too: a new DM role may leave the old one's members reading it
-        channel = interaction.guild.get_channel(int(settings.get(REVIEW_CHANNEL_KEY, 0))) if interaction.guild else None
+        channel = review_channel or (
+            interaction.guild.get_channel(int(settings.get(REVIEW_CHANNEL_KEY, 0))) if interaction.guild else None
+        )
         if changing and channel is not None:
             viewer = open_to_players(channel, settings.get(DM_ROLE_KEY))
             if viewer is not None:

@@ -32,6 +32,7 @@ from bot.checks import (
 )
 from bot.views import OwnedModal, clip
 from memory.errors import AlreadyDecidedError
+from memory.graph import kept_old_name
 from memory.models import EntityType, ReviewItem, ReviewStatus
 from memory.review import ReviewQueue, watch_new_items
 from memory.store import CampaignMemory
@@ -237,10 +238,12 @@ class EditModal(OwnedModal):
                 changes["value"] = values["value"]
         item = await queue.edit(self.item.ref, **changes)
         embed = item_embed(item, decided_by=f"{interaction.user.name} (edited)")
-        old = self.item.entity.name if self.item.entity is not None else None
-        kept = item.entity is not None and old != item.entity.name and old in item.entity.aliases
+        before, after = self.item.entity, item.entity
+        kept = before is not None and after is not None and kept_old_name(before, after)
         said = (
-            f"Its old name **{old}** stays as an alias (`/entity edit` with `aliases: -` clears it)." if kept else None
+            f"Its old name **{before.name}** stays as an alias (`/entity edit` with `aliases: -` clears it)."
+            if kept and before is not None
+            else None
         )
         if interaction.message is not None:
             await interaction.response.edit_message(content=said, embed=embed, view=None)

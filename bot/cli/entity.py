@@ -186,6 +186,8 @@ async def edit(
             "nothing to change: give at least one of --new-name, --type, --description, --alias, --attr, "
             "--secret/--public"
         )
+    if "-" in aliases and len(aliases) > 1:
+        raise CliError("--alias - clears the aliases: give it alone, or give only the aliases to keep")
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)

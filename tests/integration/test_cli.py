@@ -543,6 +543,8 @@ def test_entity_edit_changes_what_it_is_given_and_says_the_old_name_stays(lk) ->
     )
     missing = lk("entity", "edit", "Korvosh", "--type", "place")
     assert missing.returncode == 1 and missing.stderr.startswith("error: no entity named 'Korvosh' in this campaign")
+    mixed = lk("entity", "edit", "Korvash the Smith", "--alias", "-", "--alias", "Korv")  # "-" is no alias
+    assert mixed.returncode == 1 and "--alias - clears the aliases: give it alone" in mixed.stderr
 
 
 def test_entity_link_sets_visibility_only_when_asked(lk) -> None:
