@@ -23,18 +23,11 @@ from memory.recall import RecallHit
 HITS = 5
 
 
-def timestamp(seconds: float) -> str:
-    minutes, secs = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
 def cite(hit: RecallHit, mask: Callable[[str], str] = str) -> str:
     """The passage with its session, time and speakers, so the DM can find it in the recording; ``mask`` hides
     what the reader may not see in it (secret names, for players)."""
-    when = f" at {timestamp(hit.start_s)}" if hit.start_s is not None else ""
     who = ", ".join(hit.speakers)
-    return f"“{clip(mask(hit.text), 400)}”\n— **{who}**, {hit.session or f'session {hit.session_id}'}{when}"
+    return f"“{clip(mask(hit.text), 400)}”\n— **{who}**, {hit.where()}"
 
 
 @safe_autocomplete

@@ -397,13 +397,17 @@ class Mention(BaseModel):
     ref: str | None
 
     def where(self) -> str:
-        """The session and the line's time in it, or its source ("turn 1098") when the transcript had no times
-        (a CRD3 episode, an untimed file): every such line is "at 0:00", which says nothing."""
-        if self.start_s or not self.ref:
-            minutes, secs = divmod(int(self.start_s), 60)
-            hours, minutes = divmod(minutes, 60)
-            return f"{self.title} at {f'{hours}:{minutes:02d}' if hours else minutes}:{secs:02d}"
-        return f"{self.title} ({self.ref})"
+        return where_said(self.title, self.start_s, self.ref)
+
+
+def where_said(title: str, start_s: float | None, ref: str | None) -> str:
+    """The session and the line's time in it, or its source ("turn 1098") when the transcript had no times
+    (a CRD3 episode, an untimed file): every such line is "at 0:00", which says nothing."""
+    if start_s or (start_s is not None and not ref):
+        minutes, secs = divmod(int(start_s), 60)
+        hours, minutes = divmod(minutes, 60)
+        return f"{title} at {f'{hours}:{minutes:02d}' if hours else minutes}:{secs:02d}"
+    return f"{title} ({ref})" if ref else title
 
 
 class Neighbourhood(BaseModel):

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from memory.models import Chunk, Entry
+from memory.models import Chunk, Entry, where_said
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
 
@@ -31,6 +31,12 @@ class RecallHit(BaseModel):
     refs: list[str]  # source references of the L1 entries the hit covers
     entry_ids: list[int]
     matched: list[str]  # how it was found: "vector", "fulltext"
+
+    def where(self) -> str:
+        """Its session and time, or its first line's source when the transcript had no times."""
+        return where_said(
+            self.session or f"session {self.session_id}", self.start_s, self.refs[0] if self.refs else None
+        )
 
 
 async def fulltext_entries(mem: CampaignMemory, query: str, limit: int) -> list[Entry]:

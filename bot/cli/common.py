@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import json
 import logging
 import shlex
@@ -184,3 +185,17 @@ def table(rows: list[list[Any]], headers: list[str]) -> None:
         click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
         if n == 0:
             click.echo("  ".join("-" * w for w in widths))
+
+
+def freeze_start_up(*, tables: bool) -> None:
+    """Take what start-up loaded (modules, cogs, the job context) out of the collector's way for good: it lives
+    as long as the process, yet every full collection walked it, about 94,000 objects in the bot (55 ms of a
+    paused event loop each time). ``tables``: load stage-1 correction's tables first, not during the first
+    utterance. The gen-0 threshold stays (``correct`` raises it): here a higher one would let cyclic garbage, such
+    as tracebacks holding audio frames, pile up in a process that runs for weeks."""
+    if tables:
+        from memory.correction.matcher import load_tables
+
+        load_tables()
+    gc.collect()  # start-up's garbage is freed, not frozen
+    gc.freeze()

@@ -89,8 +89,7 @@ def print_hits(hits: list[recall_core.RecallHit]) -> None:
     if not hits:
         click.echo("nothing found")
     for n, h in enumerate(hits, 1):
-        when = f"{h.start_s:.0f}s" if h.start_s is not None else "?"
         refs = ", ".join(h.refs[:3]) + (" …" if len(h.refs) > 3 else "")
-        click.echo(f"{n}. [{h.session} @ {when}] score {h.score:.4f} ({'+'.join(h.matched)})  refs: {refs}")
+        click.echo(f"{n}. [{h.where()}] score {h.score:.4f} ({'+'.join(h.matched)})  refs: {refs}")
         for line in h.text.splitlines():  # a passage is at most 8 lines (chunking): the answer may be the last
             click.echo(f"     {line[:110]}")

@@ -13,7 +13,7 @@ import discord
 
 from bot.app import LorekeeperBot, create_bot
 from bot.cli import cli
-from bot.cli.common import CliError, async_command, open_memory, settings_from
+from bot.cli.common import CliError, async_command, freeze_start_up, open_memory, settings_from
 from bot.settings import Settings
 from memory.jobs import make_job_context, run_workers
 
@@ -67,6 +67,7 @@ async def serve(settings: Settings) -> None:
             # one job context for the workers and /recall, so the embedding model is loaded once
             jobs = make_job_context(memory, settings)
             bot.embedder = jobs.embedder
+            freeze_start_up(tables=True)  # cogs are loaded (login ran setup_hook): the bot records voice
             tasks = {
                 asyncio.create_task(bot.connect(), name="gateway"),
                 asyncio.create_task(run_workers(memory.pool, settings, stop, ctx=jobs), name="workers"),

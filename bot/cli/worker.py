@@ -9,7 +9,7 @@ from datetime import timedelta
 import click
 
 from bot.cli import cli
-from bot.cli.common import async_command, open_memory, settings_from
+from bot.cli.common import async_command, freeze_start_up, open_memory, settings_from
 from memory import jobs
 
 
@@ -34,6 +34,7 @@ async def worker(ctx: click.Context, drain: bool, heartbeat_timeout: int) -> Non
         # Finish the jobs in hand and leave: the embedded server is then stopped cleanly too.
         loop.add_signal_handler(sig, stop.set)
     async with open_memory(settings) as memory:
+        freeze_start_up(tables=settings.llm_enabled)  # stage 2 needs the campaign's correction index
         click.echo("worker started", err=True)
         ctx_ = await jobs.run_workers(
             memory.pool, settings, stop, drain=drain, heartbeat_timeout=timedelta(seconds=heartbeat_timeout)

@@ -14,8 +14,10 @@ import asyncpg
 import pytest
 from pydantic import ValidationError
 
+from bot.cli.recall import print_hits
 from campaigns.files import read_campaign_file
 from campaigns.load import apply_campaign_file
+from cogs.recall import cite
 from memory import jobs
 from memory.chunking import windows
 from memory.errors import AlreadyExistsError, InvalidInputError
@@ -452,6 +454,28 @@ async def test_recall_merges_vector_and_fulltext_and_cites_refs(
     assert hits[0].session == "Session 1"
     only_text = await recall(crown, None, "Quelloth", limit=3, mode="fulltext")
     assert only_text and all("Quelloth" in h.text for h in only_text)
+
+
+async def test_recall_cites_a_line_of_an_untimed_transcript_by_its_turn(
+    crown: CampaignMemory, memory: Memory, embedder: MiniLMEmbedder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CRD3 episode has no times: "at 0:00" on every hit says nothing, its turn number finds the line."""
+    crd3 = tmp_path / "C1E010.json"
+    turns = [
+        {"NAMES": ["MATT"], "UTTERANCES": [f"The road goes on, mile {n}."], "NUMBER": n} for n in range(1090, 1098)
+    ]
+    turns.append({"NAMES": ["LAURA"], "UTTERANCES": ["Quelloth hides in the reeds."], "NUMBER": 1098})
+    crd3.write_text(json.dumps({"METADATA": {}, "TURNS": turns}))
+    await ingest_file(crown, crd3)
+    await run_jobs(memory, embedder)
+    (hit,) = await recall(crown, None, "Quelloth", limit=1, mode="fulltext")
+    assert hit.refs[-1] == "turn 1098" and hit.start_s == 0
+    assert cite(hit).endswith(f"— **{', '.join(hit.speakers)}**, C1E010 ({hit.refs[0]})")
+    print_hits([hit])
+    assert capsys.readouterr().out.startswith(f"1. [C1E010 ({hit.refs[0]})] score")
+    assert hit.where() == f"C1E010 ({hit.refs[0]})"
+    timed = hit.model_copy(update={"start_s": 3723.5})
+    assert "C1E010 at 1:02:03" in cite(timed) and timed.where() == "C1E010 at 1:02:03"
 
 
 async def test_embedding_cache_hit_on_re_embed(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:
