@@ -10,6 +10,7 @@ from memory.correction.pronounce import _cmudict
 
 
 def test_start_up_is_frozen_and_the_correction_tables_loaded() -> None:
+    _cmudict.cache_clear()  # another test may have loaded it already
     try:
         freeze_start_up(tables=True)
         assert _cmudict.cache_info().currsize == 1  # loaded by start-up, not by the first utterance
