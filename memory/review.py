@@ -253,6 +253,25 @@ class ReviewQueue:
         return await self._accept(item.ref)
 
 
+def describe_same_as(result: MergeResult) -> str:
+    """The DM's answer to "Same as…": what became of the proposed entity's names and facts."""
+    known, proposed = result.entity, result.merged
+
+    def n(count: int, what: str) -> str:
+        return f"{count} {what}{'s' * (count != 1)}"
+
+    done = []
+    if result.aliases_added:
+        kept = ", ".join(repr(a) for a in result.aliases_added)
+        done.append(f"{kept} kept as {'an alias' if len(result.aliases_added) == 1 else 'aliases'}")
+    if result.names_withheld:
+        done.append(f"{proposed.name!r} was secret, so no alias of the public {known.name}; its facts are secret")
+    done.append(n(result.facts_moved, "fact") + " moved")
+    if dropped := result.duplicates_dropped + result.self_loops_dropped:
+        done.append(n(dropped, "fact") + f" {known.name} already had dropped")
+    return f"Same as {known.name}: {', '.join(done)}."
+
+
 def _check_fields(changes: dict[str, Any], allowed: set[str]) -> None:
     unknown = set(changes) - allowed
     if unknown:

@@ -4,8 +4,11 @@ and a refused decision changes nothing."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from memory.db import create_pool
 from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
 from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source
 from memory.store import CampaignMemory, Memory
@@ -84,3 +87,42 @@ async def test_same_as_refuses_what_it_cannot_merge_and_changes_nothing(campaign
         await q.same_as(f"e{old_id}", crowded.name)
     assert [i.model_dump() for i in await q.pending()] == before
     assert (await g.get_entity_by_id(keep_id)).status == ReviewStatus.accepted
+
+
+async def test_review_same_on_the_command_line(lk, fresh_dsn: str) -> None:
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        holt_id, old_id, _ = await _table(mem)
+        grog = await mem.graph.add_entity(
+            EntityIn(name="Grog", type=EntityType.npc, status=ReviewStatus.pending, provenance=HEARD)
+        )
+
+        res = lk("review", "same", f"e{old_id}", "Vaskerin")
+        assert res.returncode == 1 and res.stdout == ""
+        assert (
+            res.stderr
+            == "error: no entity named 'Vaskerin' in this campaign (did you mean 'Vaskerrin', 'Vaskerrin Holt'?)\n"
+        )
+
+        res = lk("review", "same", f"e{old_id}", "Vaskerrin")
+        assert res.returncode == 0, res.stderr
+        assert res.stdout == "Same as Vaskerrin Holt: 'the old man' kept as an alias, 2 facts moved.\n"
+        assert (await mem.graph.get_entity("the old man")).id == holt_id
+
+        res = lk("review", "same", f"e{grog.id}", "Vaskerrin Holt", "--json")
+        assert res.returncode == 0, res.stderr
+        done = json.loads(res.stdout)
+        assert (done["ref"], done["entity"]["name"], done["aliases_added"]) == (
+            f"e{grog.id}",
+            "Vaskerrin Holt",
+            ["Grog"],
+        )
+
+        res = lk("review", "same", f"e{old_id}", "Vaskerrin Holt")
+        assert res.returncode == 1
+        assert res.stderr.startswith(f"error: no review item e{old_id} in this campaign: `lorekeeper review list`")
+    finally:
+        await pool.close()
