@@ -296,7 +296,7 @@ async def test_review_accept_edit_reject(
     assert [c["embeds"][0]["title"] for c in cards] == [f"New entity · {entity_ref}", f"New fact · {fact_ref}"]
     ids = [b["custom_id"] for b in cards[0]["components"][0]["components"]]
     campaign_id = ashes.campaign_id
-    assert ids == [f"lk:review:{a}:{campaign_id}:{entity_ref}" for a in ("accept", "edit", "reject")]
+    assert ids == [f"lk:review:{a}:{campaign_id}:{entity_ref}" for a in ("accept", "edit", "reject", "same")]
 
     # a player pressing the DM's button is refused and nothing changes
     refused = await fake_discord.click(cards[0], ids[0], user_id=player)
