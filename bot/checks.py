@@ -7,6 +7,7 @@ on a command is only a hint for the client UI and a server admin can override it
 from __future__ import annotations
 
 import logging
+import math
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
@@ -143,6 +144,9 @@ def user_message(error: BaseException) -> str | None:
     error = _unwrap(error)
     if isinstance(error, MemoryError_):
         return with_next_step(error, NEXT_STEPS)
+    if isinstance(error, app_commands.CommandOnCooldown):  # a CheckFailure, whose own text says "cooldown" only
+        per, wait = error.cooldown.per, math.ceil(error.retry_after)
+        return f"Slow down: {error.cooldown.rate} of these every {per:g} seconds at most. Try again in {wait} s."
     if isinstance(error, UserError | CampaignFileError | app_commands.CheckFailure):
         return str(error) or NOT_DM
     if isinstance(error, ValidationError):
@@ -151,7 +155,7 @@ def user_message(error: BaseException) -> str | None:
         # PostgreSQL's text holds no NUL. The models refuse it where they can name the field; this is the rest
         # (a description edited, a name or query looked up), refused by the database with nothing changed.
         return NUL_TEXT
-    if isinstance(error, app_commands.CommandOnCooldown | app_commands.TransformerError):
+    if isinstance(error, app_commands.TransformerError):
         return str(error)
     return None
 

@@ -21,6 +21,9 @@ from memory.models import Visibility
 from memory.recall import RecallHit
 
 HITS = 5
+#: /recall embeds its query and searches vectors and text: a few rephrasings in a row are play, more is a loop
+#: that would hold the shared cores (and the bot's answers to everyone else) for one user.
+RECALL_RATE, RECALL_PER_SECONDS = 4, 30.0
 
 
 def cite(hit: RecallHit, mask: Callable[[str], str] = str) -> str:
@@ -44,6 +47,7 @@ class Recall(commands.Cog):
     @app_commands.command(description="What was said about something, with session, speaker and time")
     # what memory.recall does: any of the words (quotes and minus signs are read as plain words), and meaning
     @app_commands.describe(query="Words or a question: passages with any of its words or close in meaning, best first")
+    @app_commands.checks.cooldown(RECALL_RATE, RECALL_PER_SECONDS)  # per user, in every server
     async def recall(self, interaction: discord.Interaction, query: app_commands.Range[str, 1, 200]) -> None:
         campaign, mem = await active_campaign(interaction)
         dm = member_is_dm(interaction, campaign)

@@ -1,4 +1,5 @@
-"""``/review``: what the bot was unsure of, oldest first, one embed each with Accept / Edit / Reject.
+"""``/review``: what the bot was unsure of, oldest first, one embed each with Accept / Edit / Reject (and, for a
+proposed entity, Same as…: it is one already known under another name).
 
 The buttons are ``DynamicItem``s whose custom id carries the campaign id and the item ref (``e12`` / ``f34``), so
 a button on a message sent before a restart still works: nothing about it lives in the process. Items can also be
@@ -33,8 +34,8 @@ from bot.checks import (
 from bot.views import OwnedModal, clip
 from memory.errors import AlreadyDecidedError
 from memory.graph import kept_old_name
-from memory.models import EntityType, ReviewItem, ReviewStatus
-from memory.review import ReviewQueue, watch_new_items
+from memory.models import EntityType, MergeResult, ReviewItem, ReviewStatus
+from memory.review import ReviewQueue, describe_same_as, watch_new_items
 from memory.store import CampaignMemory
 
 log = logging.getLogger("lorekeeper.review")
@@ -79,6 +80,8 @@ def item_view(campaign_id: int, ref: str) -> discord.ui.View:
     view.add_item(AcceptButton(campaign_id, ref))
     view.add_item(EditButton(campaign_id, ref))
     view.add_item(RejectButton(campaign_id, ref))
+    if ref.startswith("e"):
+        view.add_item(SameAsButton(campaign_id, ref))
     return view
 
 
@@ -88,7 +91,7 @@ async def _queue_for(interaction: discord.Interaction, campaign_id: int) -> Revi
 
 
 class _ReviewButton:
-    """What the three review buttons share; each is also a ``DynamicItem`` with its own template (discord.py
+    """What the review buttons share; each is also a ``DynamicItem`` with its own template (discord.py
     wants the template on the concrete class)."""
 
     action = ""
@@ -147,6 +150,15 @@ class RejectButton(
         await interaction.response.edit_message(embed=item_embed(item, decided_by=interaction.user.name), view=None)
 
 
+async def _still_pending(queue: ReviewQueue, ref: str) -> ReviewItem:
+    """The item, if it still waits: said before the DM types into a modal whose submit could only fail."""
+    item = await queue.get(ref)
+    status = item_status(item)
+    if status != ReviewStatus.pending:
+        raise AlreadyDecidedError(f"{item.ref} was already {status.value}: {item.describe()}")
+    return item
+
+
 class EditButton(
     _ReviewButton,
     discord.ui.DynamicItem[discord.ui.Button[Any]],
@@ -155,11 +167,7 @@ class EditButton(
     action, button_label, button_style = "edit", "Edit", discord.ButtonStyle.primary
 
     async def run(self, interaction: discord.Interaction, queue: ReviewQueue) -> None:
-        item = await queue.get(self.ref)
-        status = item_status(item)
-        if status != ReviewStatus.pending:
-            # said now rather than after the DM has typed into a modal that could only fail
-            raise AlreadyDecidedError(f"{item.ref} was already {status.value}: {item.describe()}")
+        item = await _still_pending(queue, self.ref)
         modal = EditModal(
             queue, item, campaign_id=self.campaign_id, user_id=interaction.user.id, guild_id=guild_id_of(interaction)
         )
@@ -251,7 +259,59 @@ class EditModal(OwnedModal):
             await interaction.response.send_message(said, embed=embed, ephemeral=True)
 
 
-DYNAMIC_ITEMS = (AcceptButton, EditButton, RejectButton)
+class SameAsButton(
+    _ReviewButton,
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=r"lk:review:same:(?P<campaign>\d+):(?P<ref>e\d+)",
+):
+    action, button_label, button_style = "same", "Same as…", discord.ButtonStyle.secondary
+
+    async def run(self, interaction: discord.Interaction, queue: ReviewQueue) -> None:
+        item = await _still_pending(queue, self.ref)
+        modal = SameAsModal(
+            item, campaign_id=self.campaign_id, user_id=interaction.user.id, guild_id=guild_id_of(interaction)
+        )
+        await interaction.response.send_modal(modal)
+
+
+class SameAsModal(OwnedModal):
+    """Name the known entity a proposed one is ("the old man" is Vaskerrin Holt): merged into it, the item
+    leaves the queue."""
+
+    def __init__(self, item: ReviewItem, *, campaign_id: int, user_id: int, guild_id: int) -> None:
+        custom_id = f"lk:review:same-modal:{user_id}:{campaign_id}:{item.ref}"
+        super().__init__(title=f"{item.ref} is the same as…", custom_id=custom_id, user_id=user_id, guild_id=guild_id)
+        self.item = item
+        self.campaign_id = campaign_id
+        self.existing: discord.ui.TextInput[SameAsModal] = discord.ui.TextInput(
+            label="The known entity's name or alias",
+            custom_id="existing",
+            max_length=200,
+            placeholder=clip(f"the entity {item.entity.name if item.entity else item.ref} is another name for", 100),
+        )
+        self.add_item(self.existing)
+
+    async def on_submit(self, interaction: discord.Interaction) -> None:
+        # the opener may have lost the DM role since the modal opened; the campaign must be this guild's
+        queue = await _queue_for(interaction, self.campaign_id)
+        result = await queue.same_as(self.item.ref, self.existing.value.strip())
+        said = describe_same_as(result)
+        embed = same_as_embed(self.item, result, decided_by=interaction.user.name)
+        if interaction.message is not None:
+            await interaction.response.edit_message(content=clip(said, 2000), embed=embed, view=None)
+        else:
+            await interaction.response.send_message(clip(said, 2000), embed=embed, ephemeral=True)
+
+
+def same_as_embed(item: ReviewItem, result: MergeResult, *, decided_by: str) -> discord.Embed:
+    """The card of an item merged into a known entity: it no longer exists to be shown as it is now."""
+    embed = item_embed(item)
+    embed.colour = COLOURS[ReviewStatus.accepted]
+    embed.set_footer(text=clip(f"same as {result.entity.name} by {decided_by}", 2048))
+    return embed
+
+
+DYNAMIC_ITEMS = (AcceptButton, EditButton, RejectButton, SameAsButton)
 
 
 @app_commands.guild_only()

@@ -1,4 +1,5 @@
-"""The DM's review queue: entities and facts the bot was unsure of, oldest first, accepted/edited/rejected.
+"""The DM's review queue: entities and facts the bot was unsure of, oldest first, accepted/edited/rejected, or
+(a proposed entity) merged into the known one it is.
 
 Only the DM decides here; nothing said at the table can move an item out of the queue.
 """
@@ -16,7 +17,7 @@ import asyncpg
 from memory.db import transaction
 from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
 from memory.graph import KnowledgeGraph
-from memory.models import EntityType, ReviewItem, ReviewKind, ReviewStatus, Visibility
+from memory.models import EntityType, MergeResult, ReviewItem, ReviewKind, ReviewStatus, Visibility
 
 _REF = re.compile(r"^\s*([ef])(\d+)\s*$", re.IGNORECASE)
 
@@ -188,6 +189,33 @@ class ReviewQueue:
             await g.set_relationship(item.id, ReviewStatus.rejected, dm_confirmed=True)
         return await self._item(item.kind, item.id)
 
+    async def same_as(self, ref: str, existing: str) -> MergeResult:
+        async with transaction(self.graph.db) as conn:  # all of the decision or none of it
+            return await ReviewQueue(self.graph.bound_to(conn))._same_as(ref, existing)
+
+    async def _same_as(self, ref: str, existing: str) -> MergeResult:
+        """The DM's word that a proposed entity is one already known under another name ("the old man" is
+        Vaskerrin Holt): it is merged into ``existing`` (a name or alias), its name kept as an alias and its facts
+        moved (those pending stay in review), and it leaves the queue."""
+        kind, _ = parse_ref(ref)
+        if kind != ReviewKind.entity:
+            raise InvalidInputError(
+                f"{ref.strip()} is a fact: only a proposed entity can be the same as a known one; accept, edit or "
+                "reject the fact"
+            )
+        g = self.graph
+        item = await self._pending_item(ref)
+        assert item.entity is not None
+        known = await g.get_entity(existing)
+        if known.id == item.id:
+            raise InvalidInputError(f"{existing!r} is {item.ref} itself: name the known entity it is the same as")
+        if known.status == ReviewStatus.pending:
+            raise InvalidInputError(
+                f"{known.name!r} is waiting for review too (e{known.id}): accept it first, then say {item.ref} "
+                "is the same as it"
+            )
+        return await g.merge_entities(item.entity.name, known.name)
+
     async def edit(self, ref: str, **changes: Any) -> ReviewItem:
         async with transaction(self.graph.db) as conn:  # all of the decision or none of it
             return await ReviewQueue(self.graph.bound_to(conn))._edit(ref, **changes)
@@ -223,6 +251,25 @@ class ReviewQueue:
                 update["visibility"] = Visibility(changes["visibility"])
             await g.set_relationship(item.id, ReviewStatus.pending, dm_confirmed=False, **update)
         return await self._accept(item.ref)
+
+
+def describe_same_as(result: MergeResult) -> str:
+    """The DM's answer to "Same as…": what became of the proposed entity's names and facts."""
+    known, proposed = result.entity, result.merged
+
+    def n(count: int, what: str) -> str:
+        return f"{count} {what}{'s' * (count != 1)}"
+
+    done = []
+    if result.aliases_added:
+        kept = ", ".join(repr(a) for a in result.aliases_added)
+        done.append(f"{kept} kept as {'an alias' if len(result.aliases_added) == 1 else 'aliases'}")
+    if result.names_withheld:
+        done.append(f"{proposed.name!r} was secret, so no alias of the public {known.name}; its facts are secret")
+    done.append(n(result.facts_moved, "fact") + " moved")
+    if dropped := result.duplicates_dropped + result.self_loops_dropped:
+        done.append(n(dropped, "fact") + f" {known.name} already had dropped")
+    return f"Same as {known.name}: {', '.join(done)}."
 
 
 def _check_fields(changes: dict[str, Any], allowed: set[str]) -> None:

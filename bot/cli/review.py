@@ -16,6 +16,7 @@ from bot.cli.common import (
     table,
 )
 from memory.models import ReviewItem
+from memory.review import describe_same_as
 
 
 @cli.group()
@@ -79,3 +80,23 @@ def _decide(verb: str) -> click.Command:
 
 _decide("accept")
 _decide("reject")
+
+
+@review.command("same")
+@click.argument("ref")
+@click.argument("entity")
+@campaign_option
+@json_option
+@click.pass_context
+@async_command
+async def same(ctx: click.Context, ref: str, entity: str, campaign: str | None, as_json: bool) -> None:
+    """Say a proposed entity (REF, e.g. e12) is ENTITY, known under another name: it is merged into ENTITY, its
+    name kept as an alias and its facts moved (those pending stay in review)."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, _ = await campaign_memory(memory, settings, campaign)
+        result = await mem.review.same_as(ref, entity)
+    if as_json:
+        emit_json({"ref": f"e{result.merged.id}", **result.model_dump(mode="json")})
+    else:
+        click.echo(describe_same_as(result))

@@ -296,7 +296,7 @@ async def test_review_accept_edit_reject(
     assert [c["embeds"][0]["title"] for c in cards] == [f"New entity · {entity_ref}", f"New fact · {fact_ref}"]
     ids = [b["custom_id"] for b in cards[0]["components"][0]["components"]]
     campaign_id = ashes.campaign_id
-    assert ids == [f"lk:review:{a}:{campaign_id}:{entity_ref}" for a in ("accept", "edit", "reject")]
+    assert ids == [f"lk:review:{a}:{campaign_id}:{entity_ref}" for a in ("accept", "edit", "reject", "same")]
 
     # a player pressing the DM's button is refused and nothing changes
     refused = await fake_discord.click(cards[0], ids[0], user_id=player)
@@ -840,6 +840,23 @@ async def test_recall_help_says_it_finds_any_of_the_words(
     assert recall["options"][0]["description"].startswith("Words or a question: passages with any of its words")
     either = await fake_discord.invoke("recall", {"query": '"zeppelin Eldrinax" -dragon'}, user_id=player)
     assert "Ana: I think Eldrinax is the dragon under the lake." in "\n".join(either.texts())
+
+
+async def test_recall_is_refused_to_one_user_asking_too_fast(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    """Each /recall embeds and searches: one user in a loop would hold the bot for everyone."""
+    for n in range(4):
+        asked = await fake_discord.invoke("recall", {"query": f"zeppelin {n}"}, user_id=player)
+        assert asked.texts()[1] == "Nothing in this campaign's sessions matches that."
+    refused = await fake_discord.invoke("recall", {"query": "zeppelin"}, user_id=player)
+    assert refused.ephemeral and len(refused.texts()) == 1
+    said = refused.texts()[0]
+    assert said.startswith("Slow down: 4 of these every 30 seconds at most. Try again in "), said
+    assert 0 < int(said.removeprefix("Slow down: 4 of these every 30 seconds at most. Try again in ")[:-2]) <= 30
+    # the others at the table are not held up by one player
+    other = await fake_discord.invoke("recall", {"query": "zeppelin"}, user_id=dm)
+    assert other.texts()[0] == "Recall: zeppelin"
 
 
 async def test_recap_latest_named_and_unknown(session_log: CampaignMemory, fake_discord: FakeDiscord, player) -> None:

@@ -1,0 +1,128 @@
+"""The review queue's "Same as…" decision on the real embedded PostgreSQL: a proposed entity that is one already
+known ("the old man" is Vaskerrin Holt) is merged into it and leaves the queue; nothing of another campaign moves,
+and a refused decision changes nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memory.db import create_pool
+from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
+from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source
+from memory.store import CampaignMemory, Memory
+
+HEARD = Provenance(source=Source.inferred, confidence=0.4)
+
+
+async def _table(mem: CampaignMemory) -> tuple[int, int, int]:
+    """A proposed "the old man" with a fact of his own and one about him, beside the known Vaskerrin Holt."""
+    g = mem.graph
+    holt = await g.add_entity(EntityIn(name="Vaskerrin Holt", type=EntityType.npc, aliases=["Vaskerrin"]))
+    keep = await g.add_entity(EntityIn(name="Caddo Keep", type=EntityType.place))
+    old = await g.add_entity(
+        EntityIn(name="the old man", type=EntityType.npc, status=ReviewStatus.pending, provenance=HEARD)
+    )
+    await g.add_relationship(RelationshipIn(source_id=old.id, type="lives_in", target_id=keep.id, provenance=HEARD))
+    await g.add_relationship(RelationshipIn(source_id=keep.id, type="shelters", target_id=old.id, provenance=HEARD))
+    return holt.id, old.id, keep.id
+
+
+async def test_same_as_merges_the_proposed_entity_into_the_known_one(memory: Memory) -> None:
+    mem = memory.campaign((await memory.campaigns(1).create("A")).id)
+    other = memory.campaign((await memory.campaigns(1).create("B")).id)
+    holt_id, old_id, _ = await _table(mem)
+    other_ids = await _table(other)  # the same names in another campaign
+    assert await mem.review.count() == 3
+
+    result = await mem.review.same_as(f" E{old_id} ", "vaskerrin")  # an alias, in any case
+
+    assert (result.entity.id, result.merged.id, result.facts_moved) == (holt_id, old_id, 2)
+    assert result.aliases_added == ["the old man"] and set(result.entity.aliases) == {"Vaskerrin", "the old man"}
+    assert result.entity.status == ReviewStatus.accepted
+    assert (await mem.graph.get_entity("The Old Man")).id == holt_id
+    with pytest.raises(NotFoundError):
+        await mem.review.get(f"e{old_id}")
+    # the entity left the queue; its facts, now Vaskerrin Holt's, still wait for the DM
+    facts = [f.describe() for f in await mem.review.pending()]
+    assert sorted(facts) == ["Caddo Keep —shelters→ Vaskerrin Holt", "Vaskerrin Holt —lives_in→ Caddo Keep"]
+    assert await mem.review.count() == 2
+
+    # nothing of the other campaign moved
+    assert await other.review.count() == 3
+    assert (await other.graph.get_entity_by_id(other_ids[1])).status == ReviewStatus.pending
+    assert (await other.graph.get_entity("Vaskerrin Holt")).aliases == ["Vaskerrin"]
+    with pytest.raises(NotFoundError):
+        await other.review.same_as(f"e{old_id}", "Vaskerrin Holt")  # A's item, through B: unknown there
+
+
+async def test_same_as_refuses_what_it_cannot_merge_and_changes_nothing(campaign: CampaignMemory) -> None:
+    g, q = campaign.graph, campaign.review
+    holt_id, old_id, keep_id = await _table(campaign)
+    fact = (await q.pending())[1].ref
+    grog = await g.add_entity(EntityIn(name="Grog", type=EntityType.npc, status=ReviewStatus.pending, provenance=HEARD))
+    before = [i.model_dump() for i in await q.pending()]
+
+    refusals: list[tuple[str, str, type[Exception], str]] = [
+        (fact, "Vaskerrin Holt", InvalidInputError, f"{fact} is a fact: only a proposed entity"),
+        (f"e{old_id}", "Vaskerin", NotFoundError, "no entity named 'Vaskerin' in this campaign (did you mean"),
+        (f"e{old_id}", "The Old Man", InvalidInputError, f"'The Old Man' is e{old_id} itself"),
+        (f"e{old_id}", "grog", InvalidInputError, f"'Grog' is waiting for review too (e{grog.id}): accept it first"),
+        (f"e{holt_id}", "Caddo Keep", AlreadyDecidedError, f"e{holt_id} was already accepted"),
+        ("e999999", "Vaskerrin Holt", NotFoundError, "no review item e999999 in this campaign"),
+        ("x1", "Vaskerrin Holt", InvalidInputError, "'x1' is not a review item id"),
+    ]
+    for ref, name, error, message in refusals:
+        with pytest.raises(error) as raised:
+            await q.same_as(ref, name)
+        assert str(raised.value).startswith(message), (ref, name, str(raised.value))
+    assert [i.model_dump() for i in await q.pending()] == before
+
+    # over the alias cap: refused by the merge itself, before anything changes
+    crowded = await g.add_entity(
+        EntityIn(name="Crowded", type=EntityType.npc, aliases=[f"Name {i}" for i in range(50)])
+    )
+    with pytest.raises(InvalidInputError, match="more than the 50 allowed"):
+        await q.same_as(f"e{old_id}", crowded.name)
+    assert [i.model_dump() for i in await q.pending()] == before
+    assert (await g.get_entity_by_id(keep_id)).status == ReviewStatus.accepted
+
+
+async def test_review_same_on_the_command_line(lk, fresh_dsn: str) -> None:
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        holt_id, old_id, _ = await _table(mem)
+        grog = await mem.graph.add_entity(
+            EntityIn(name="Grog", type=EntityType.npc, status=ReviewStatus.pending, provenance=HEARD)
+        )
+
+        res = lk("review", "same", f"e{old_id}", "Vaskerin")
+        assert res.returncode == 1 and res.stdout == ""
+        assert (
+            res.stderr
+            == "error: no entity named 'Vaskerin' in this campaign (did you mean 'Vaskerrin', 'Vaskerrin Holt'?)\n"
+        )
+
+        res = lk("review", "same", f"e{old_id}", "Vaskerrin")
+        assert res.returncode == 0, res.stderr
+        assert res.stdout == "Same as Vaskerrin Holt: 'the old man' kept as an alias, 2 facts moved.\n"
+        assert (await mem.graph.get_entity("the old man")).id == holt_id
+
+        res = lk("review", "same", f"e{grog.id}", "Vaskerrin Holt", "--json")
+        assert res.returncode == 0, res.stderr
+        done = json.loads(res.stdout)
+        assert (done["ref"], done["entity"]["name"], done["aliases_added"]) == (
+            f"e{grog.id}",
+            "Vaskerrin Holt",
+            ["Grog"],
+        )
+
+        res = lk("review", "same", f"e{old_id}", "Vaskerrin Holt")
+        assert res.returncode == 1
+        assert res.stderr.startswith(f"error: no review item e{old_id} in this campaign: `lorekeeper review list`")
+    finally:
+        await pool.close()
