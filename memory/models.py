@@ -339,6 +339,23 @@ class Entity(BaseModel):
     updated_at: datetime
 
 
+#: relationships.type holds at most this many characters (migrations/0001_init.sql).
+MAX_RELATIONSHIP_TYPE_CHARS = 100
+
+
+def relationship_type(value: str) -> str:
+    """``"Works At"`` → ``works_at``, however it is given (a command, a campaign file). Refused as a campaign file
+    refuses it, or the campaign could not be exported; the messages follow the field's name ("type …")."""
+    kind = "_".join(unicodedata.normalize("NFC", storable(value)).casefold().split())
+    if not kind:
+        raise ValueError("must not be empty")
+    if any(unicodedata.category(char).startswith("C") for char in kind):
+        raise ValueError("contains a control character")
+    if len(kind) > MAX_RELATIONSHIP_TYPE_CHARS:
+        raise ValueError(f"has {len(kind):,} characters; a relationship type has at most {MAX_RELATIONSHIP_TYPE_CHARS}")
+    return kind
+
+
 class RelationshipIn(BaseModel):
     """A typed edge between two entities, or an attribute fact about one (``target`` empty, ``value`` set)."""
 
@@ -354,13 +371,7 @@ class RelationshipIn(BaseModel):
     _storable = field_validator("value")(classmethod(lambda cls, v: storable(v)))
     _attributes = field_validator("attributes")(classmethod(lambda cls, v: check_attributes(v)))
 
-    @field_validator("type")
-    @classmethod
-    def _clean_type(cls, v: str) -> str:
-        t = "_".join(storable(v).strip().casefold().split())
-        if not t:
-            raise ValueError("relationship type must not be empty")
-        return t
+    _type = field_validator("type")(classmethod(lambda cls, v: relationship_type(v)))
 
 
 class Relationship(BaseModel):

@@ -131,9 +131,13 @@ def settings_from(ctx: click.Context) -> Settings:
 
 
 @asynccontextmanager
-async def open_memory(settings: Settings, *, run_migrations: bool = True) -> AsyncIterator[Memory]:
+async def open_memory(
+    settings: Settings, *, run_migrations: bool = True, keep_running: bool = False
+) -> AsyncIterator[Memory]:
     url = settings.database_url.get_secret_value() if settings.database_url else None
-    async with open_database(url, settings.data_dir, settings.embedding, run_migrations=run_migrations) as pool:
+    async with open_database(
+        url, settings.data_dir, settings.embedding, run_migrations=run_migrations, keep_running=keep_running
+    ) as pool:
         yield Memory(pool, accept_threshold=settings.accept_threshold)
 
 

@@ -55,7 +55,7 @@ async def sync_commands(bot: LorekeeperBot, guild_id: int | None) -> list[str]:
 
 async def serve(settings: Settings) -> None:
     token = token_of(settings)  # before the database starts: a missing token should fail at once
-    async with open_memory(settings) as memory:
+    async with open_memory(settings, keep_running=True) as memory:
         bot = create_bot(settings, memory)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

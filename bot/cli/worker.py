@@ -33,7 +33,7 @@ async def worker(ctx: click.Context, drain: bool, heartbeat_timeout: int) -> Non
     for sig in (signal.SIGINT, signal.SIGTERM):
         # Finish the jobs in hand and leave: the embedded server is then stopped cleanly too.
         loop.add_signal_handler(sig, stop.set)
-    async with open_memory(settings) as memory:
+    async with open_memory(settings, keep_running=not drain) as memory:
         freeze_start_up(tables=settings.llm_enabled)  # stage 2 needs the campaign's correction index
         click.echo("worker started", err=True)
         ctx_ = await jobs.run_workers(

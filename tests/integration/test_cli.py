@@ -566,6 +566,25 @@ def test_entity_link_sets_visibility_only_when_asked(lk) -> None:
     assert lk("entity", "remove", "Ironhold", "--yes").stdout == "removed 'Ironhold' and 1 relationships\n"
 
 
+def test_entity_link_refuses_a_type_a_campaign_file_could_not_hold(lk) -> None:
+    """A type with a control character used to be stored, and `campaign export` then failed whole on it; one
+    over 100 characters failed in the database as 'needs either a target entity or a value, not both'."""
+    assert lk("campaign", "create", "C").returncode == 0
+    for name in ("Eldrinax", "Ironhold"):
+        assert lk("entity", "add", name, "npc").returncode == 0
+    hidden = lk("entity", "link", "Eldrinax", "ally\x01of", "Ironhold")
+    assert (hidden.returncode, hidden.stderr) == (1, "error: type: contains a control character\n")
+    long = lk("entity", "link", "Eldrinax", "r" * 101, "Ironhold")
+    assert (long.returncode, long.stderr) == (
+        1,
+        "error: type: has 101 characters; a relationship type has at most 100\n",
+    )
+    assert lk("entity", "link", "Eldrinax", "r" * 100, "Ironhold").returncode == 0
+    exported = lk("campaign", "export")
+    assert exported.returncode == 0, exported.stderr
+    assert f"type: {'r' * 100}" in exported.stdout
+
+
 async def test_entity_unlink_undoes_a_fact_accepted_by_mistake(lk, fresh_dsn: str) -> None:
     assert lk("campaign", "create", "C").returncode == 0
     pool = await create_pool(fresh_dsn)

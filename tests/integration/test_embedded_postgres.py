@@ -19,7 +19,8 @@ import asyncpg
 import psutil
 import pytest
 
-from memory.db import DatabaseError, EmbeddedPostgres, default_data_dir
+from memory import db
+from memory.db import DatabaseError, EmbeddedPostgres, EmbeddingSpec, default_data_dir, open_database
 from tests.integration.processes import long_session, lorekeeper
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,6 +139,32 @@ async def test_recovers_after_postgres_itself_was_killed(data_dir: Path) -> None
     assert await conn.fetchval("SELECT 1") == 1
     await conn.close()
     again.stop()
+
+
+async def test_a_long_running_process_starts_its_killed_server_again(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The bot and `worker` run until stopped: a server killed under them (the OOM killer) used to stay dead, the
+    workers and the voice spool waiting for it until someone restarted the bot."""
+    monkeypatch.setattr(db, "KEEP_RUNNING_EVERY_S", 0.2)
+    spec = EmbeddingSpec("test-model", 8)
+    async with open_database(None, data_dir, spec, run_migrations=False, keep_running=True) as pool:
+        assert await pool.fetchval("SELECT 1") == 1
+        pid = postmaster_pid(data_dir)
+        assert pid
+        os.kill(pid, signal.SIGKILL)
+        assert wait_gone(pid)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                assert await pool.fetchval("SELECT 1") == 1
+                break
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError):
+                assert time.monotonic() < deadline, "the killed server was never started again"
+                await asyncio.sleep(0.2)
+        assert postmaster_pid(data_dir) not in (None, pid)
+    assert postmaster_pid(data_dir) is None  # and stopped at the end as usual
+    assert "starting it again" in caplog.text
 
 
 def test_default_data_dir_is_never_under_root_home() -> None:

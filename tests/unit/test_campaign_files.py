@@ -277,6 +277,23 @@ def test_an_overlong_name_and_too_many_aliases_are_refused_in_plain_words() -> N
     assert len(EntityIn(name="Many", type=EntityType.npc, aliases=aliases.split(", ")[:MAX_ALIASES]).aliases) == 50
 
 
+def test_an_empty_name_and_a_bad_relationship_type_are_said_once_with_their_line() -> None:
+    error = refused(GOOD_HEAD + "  - {name: ' ', type: npc, aliases: ['']}\n")
+    assert [p.message for p in error.problems] == ["name must not be empty", "aliases #1 must not be empty"]
+
+    text = "entities:\n  - {name: A, type: npc}\nrelationships:\n"
+    text += "  - {source: A, type: ' ', value: x}\n"
+    text += f"  - {{source: A, type: {'r' * 101}, value: x}}\n"  # the database's column holds 100
+    text += '  - {source: A, type: "a\\x01b", value: x}\n'
+    error = refused(text)
+    assert [str(p).split(": ", 2)[2] for p in error.problems] == [
+        "type must not be empty",
+        "type has 101 characters; a relationship type has at most 100",
+        "type contains a control character",
+    ]
+    assert [p.line for p in error.problems] == [4, 5, 6]
+
+
 def test_alias_colliding_with_another_alias() -> None:
     text = yaml_text(
         """
