@@ -17,7 +17,16 @@ import asyncpg
 from memory.db import transaction
 from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
 from memory.graph import KnowledgeGraph
-from memory.models import EntityType, MergeResult, ReviewItem, ReviewKind, ReviewStatus, Visibility
+from memory.models import (
+    EntityType,
+    MergeResult,
+    ReviewItem,
+    ReviewKind,
+    ReviewStatus,
+    Visibility,
+    relationship_type,
+    storable,
+)
 
 _REF = re.compile(r"^\s*([ef])(\d+)\s*$", re.IGNORECASE)
 
@@ -239,13 +248,14 @@ class ReviewQueue:
         else:
             _check_fields(changes, {"type", "target", "value", "visibility"})
             update: dict[str, Any] = {}
+            # the rules a fact is added by: a control character typed here would make the export fail
             if changes.get("type"):
-                update["type"] = "_".join(str(changes["type"]).strip().casefold().split())
+                update["type"] = _checked("type", relationship_type, str(changes["type"]))
             if changes.get("target"):
                 update["target_id"] = (await g.get_entity(changes["target"])).id
                 update["value"] = None
             elif changes.get("value"):
-                update["value"] = str(changes["value"]).strip()
+                update["value"] = _checked("value", storable, str(changes["value"]).strip())
                 update["target_id"] = None
             if changes.get("visibility"):
                 update["visibility"] = Visibility(changes["visibility"])
@@ -270,6 +280,13 @@ def describe_same_as(result: MergeResult) -> str:
     if dropped := result.duplicates_dropped + result.self_loops_dropped:
         done.append(n(dropped, "fact") + f" {known.name} already had dropped")
     return f"Same as {known.name}: {', '.join(done)}."
+
+
+def _checked(field: str, rule: Callable[[str], str], value: str) -> str:
+    try:
+        return rule(value)
+    except ValueError as exc:
+        raise InvalidInputError(f"{field} {exc}") from None
 
 
 def _check_fields(changes: dict[str, Any], allowed: set[str]) -> None:

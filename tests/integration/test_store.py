@@ -468,6 +468,23 @@ async def test_editing_a_review_item_into_a_recorded_fact_is_refused_plainly(cam
     assert (await g.get_relationship(typo.id)).status == ReviewStatus.pending  # nothing changed
 
 
+async def test_editing_a_review_item_follows_the_rules_a_fact_is_added_by(campaign: CampaignMemory) -> None:
+    """A control character in an edited type was stored, and then the campaign could not be exported."""
+    g = campaign.graph
+    brom = await g.add_entity(EntityIn(name="Brom", type=EntityType.npc))
+    unsure = Provenance(source=Source.stated, confidence=0.4)
+    fact = await g.add_relationship(RelationshipIn(source_id=brom.id, type="title", value="Sir", provenance=unsure))
+    with pytest.raises(InvalidInputError, match="type contains a control character"):
+        await campaign.review.edit(f"f{fact.id}", type="sworn\u202eto")
+    with pytest.raises(InvalidInputError, match="type has 101 characters"):
+        await campaign.review.edit(f"f{fact.id}", type="x" * 101)
+    with pytest.raises(InvalidInputError, match="value contains a NUL character"):
+        await campaign.review.edit(f"f{fact.id}", value="Sir\x00")
+    assert (await g.get_relationship(fact.id)).status == ReviewStatus.pending  # nothing changed
+    edited = await campaign.review.edit(f"f{fact.id}", type="Sworn To")
+    assert edited.fact is not None and edited.fact.type == "sworn_to"
+
+
 async def test_accepting_an_older_fact_does_not_undo_a_newer_one(campaign: CampaignMemory) -> None:
     g = campaign.graph
     npc = await g.add_entity(EntityIn(name="Old Tom", type=EntityType.npc))
