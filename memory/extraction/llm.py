@@ -1,7 +1,8 @@
 """Extraction with an LLM: structured output against ``ExtractionAnswer``, validated item by item.
 
 The LLM only proposes. Its confidence decides acceptance against the threshold, but nothing it says can mark a
-fact as confirmed by the DM, and an unusable answer (bad JSON, transport error) costs the batch, not the job.
+fact as confirmed by the DM. An unusable answer (bad JSON, wrong schema) leaves its batch's lines ``unread``, for
+the pipeline to give to the rule extractor; no answer at all (an outage) fails the job, to be retried.
 """
 
 from __future__ import annotations
@@ -67,8 +68,10 @@ class LLMExtractor:
             except LLMUnavailable:
                 raise  # the job is retried later; going on would mark these lines extracted without their facts
             except LLMError as exc:
-                log.warning("extraction skipped %d entries: %s", len(batch), exc)
+                # Asked again, it would likely answer the same: the rules read these lines instead (the pipeline warns).
+                log.info("LLM answer unusable for %d lines: %s", len(batch), exc)
                 merged.errors.append(str(exc))
+                merged.unread.extend(e.id for e in batch)
                 continue
             if answer.dropped:
                 log.warning("extraction dropped %d malformed items: %s", len(answer.dropped), "; ".join(answer.dropped))
@@ -79,7 +82,11 @@ class LLMExtractor:
         # Batches may repeat each other's items; a final pass keeps one of each (not counted as invalid).
         deduped = validate_result(ExtractionAnswer(entities=merged.entities, facts=merged.facts), known, _ids(entries))
         return ExtractionResult(
-            entities=deduped.entities, facts=deduped.facts, invalid=merged.invalid, errors=merged.errors
+            entities=deduped.entities,
+            facts=deduped.facts,
+            invalid=merged.invalid,
+            errors=merged.errors,
+            unread=merged.unread,
         )
 
 

@@ -2,10 +2,14 @@
 
 Idempotent: entities dedup by name, alias and spelling (see ``names``), identical current facts are not stored
 twice (``KnowledgeGraph.ensure_relationship``), and a fact or entity the DM rejected is not proposed again.
+
+Lines an LLM answered nonsense about are read by the rule extractor instead, and what it finds there waits for
+the DM's review: a badly chosen model must not leave a campaign's lines without facts, unnoticed.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,6 +25,8 @@ from memory.graph import KnowledgeGraph
 from memory.models import EntityIn, EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
 from memory.providers.llm import LLMClient
 from memory.store import CampaignMemory
+
+log = logging.getLogger(__name__)
 
 
 def make_extractor(llm: LLMClient | None) -> Extractor:
@@ -47,6 +53,8 @@ class Proposal:
     result: ExtractionResult
     stats: ExtractionStats
     review_only: bool
+    #: The rule extractor's findings in lines the LLM's answer about was unusable: filed pending, always.
+    fallback: ExtractionResult | None = None
 
 
 async def propose(
@@ -67,9 +75,14 @@ async def propose(
         return None
     raw = await extractor.extract(kept, known)
     result = validate_result(raw, known, {e.id for e in kept})
-    stats.items_invalid = result.invalid
     stats.llm_errors = len(result.errors)
-    return Proposal(session_id, kept, result, stats, _review_only(extractor))
+    fallback = None
+    if unread := set(result.unread):
+        lines = [e for e in kept if e.id in unread]
+        fallback = validate_result(await RuleExtractor().extract(lines, known), known, unread)
+        stats.entries_fallback = len(lines)
+    stats.items_invalid = result.invalid + (fallback.invalid if fallback else 0)
+    return Proposal(session_id, kept, result, stats, _review_only(extractor), fallback)
 
 
 async def file_proposal(mem: CampaignMemory, proposal: Proposal) -> ExtractionStats:
@@ -80,10 +93,11 @@ async def file_proposal(mem: CampaignMemory, proposal: Proposal) -> ExtractionSt
         await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
         known = await known_entities(tx.graph)
         rejected = await known_entities(tx.graph, status=ReviewStatus.rejected)
-        writer = _Writer(
-            tx.graph, proposal.session_id, proposal.kept, known, rejected, stats, review_only=proposal.review_only
-        )
-        await writer.write(proposal.result)
+        writer = _Writer(tx.graph, proposal.session_id, proposal.kept, known, rejected, stats)
+        await writer.write(proposal.result, review_only=proposal.review_only)
+        if proposal.fallback is not None:  # after the LLM's: a fact both propose keeps the status the LLM's gets
+            await writer.write(proposal.fallback, review_only=True)
+            await _warn_fallback(tx, proposal, stats)
     return stats
 
 
@@ -95,6 +109,26 @@ async def extract_into_graph(
     if proposal is None:
         return ExtractionStats(entries_seen=len(entries), entries_skipped_trivial=len(entries))
     return await file_proposal(mem, proposal)
+
+
+async def _warn_fallback(mem: CampaignMemory, proposal: Proposal, stats: ExtractionStats) -> None:
+    # The DM's notice (the worker's log, `ingest --wait`): a model answering nonsense must not go unnoticed.
+    row = await mem.db.fetchrow(
+        "SELECT c.name, s.title FROM sessions s JOIN campaigns c ON c.id = s.campaign_id "
+        "WHERE s.campaign_id = $1 AND s.id = $2",
+        mem.campaign_id,
+        proposal.session_id,
+    )
+    log.warning(
+        "campaign %r, session %r: unusable LLM answers (%d; the first: %s), so the offline rules read those %d "
+        "lines instead; what they found waits in review (`lorekeeper review list`). If this keeps happening, the "
+        "model (LOREKEEPER_LLM_MODEL) is not fit for extraction",
+        row["name"] if row else mem.campaign_id,
+        row["title"] if row else proposal.session_id,
+        stats.llm_errors,
+        proposal.result.errors[0],
+        stats.entries_fallback,
+    )
 
 
 def _review_only(extractor: Extractor) -> bool:
@@ -111,8 +145,6 @@ class _Writer:
         known: Sequence[KnownEntity],
         rejected: Sequence[KnownEntity],
         stats: ExtractionStats,
-        *,
-        review_only: bool,
     ) -> None:
         self.graph = graph
         self.session_id = session_id
@@ -120,7 +152,6 @@ class _Writer:
         self.resolver = NameResolver(known)
         self.rejected = NameResolver(rejected)
         self.stats = stats
-        self.review_only = review_only
         # Proposed names (normal form) → the entity they became; None for a name the DM rejected before.
         self.bound: dict[str, KnownEntity | None] = {}
 
@@ -134,7 +165,7 @@ class _Writer:
             dm_confirmed=False,  # only the DM's review confirms; nothing said at the table can
         )
 
-    async def write(self, result: ExtractionResult) -> None:
+    async def write(self, result: ExtractionResult, *, review_only: bool) -> None:
         for proposed in result.entities:
             self.stats.entities_proposed += 1
             norm = normalize_name(proposed.name)
@@ -176,7 +207,7 @@ class _Writer:
                 value=fact.value,
                 provenance=self.provenance(fact.basis, fact.confidence, fact.entry_ids),
                 # A fact cannot be surer than the existence of what it is about.
-                status=ReviewStatus.pending if self.review_only or touches_pending else None,
+                status=ReviewStatus.pending if review_only or touches_pending else None,
             )
             if await self._was_rejected(rel):
                 self.stats.facts_unchanged += 1

@@ -84,6 +84,7 @@ class ExtractionResult(ExtractionAnswer):
 
     invalid: int = 0  # malformed items dropped
     errors: list[str] = Field(default_factory=list)  # whole answers lost (LLM errors), one message each
+    unread: list[int] = Field(default_factory=list)  # ids of the lines those lost answers were about
 
 
 class Extractor(Protocol):
@@ -106,6 +107,7 @@ class ExtractionStats(BaseModel):
     facts_unchanged: int = 0  # already in the graph (or rejected by the DM before): nothing written
     items_invalid: int = 0
     llm_errors: int = 0
+    entries_fallback: int = 0  # lines the rules read instead, the LLM's answer about them being unusable
 
     def add(self, other: ExtractionStats) -> ExtractionStats:
         return ExtractionStats(**{k: getattr(self, k) + getattr(other, k) for k in ExtractionStats.model_fields})

@@ -25,6 +25,7 @@ def validate_result(
     """The well-formed, distinct proposals of ``answer``; ``invalid`` adds what was dropped here."""
     invalid = (answer.invalid if isinstance(answer, ExtractionResult) else 0) + len(answer.dropped)
     errors = list(answer.errors) if isinstance(answer, ExtractionResult) else []
+    unread = list(answer.unread) if isinstance(answer, ExtractionResult) else []
     resolver = NameResolver(known)
 
     entities: list[ProposedEntity] = []
@@ -53,7 +54,7 @@ def validate_result(
             continue
         seen.add(key)
         facts.append(cleaned)
-    return ExtractionResult(entities=entities, facts=facts, invalid=invalid, errors=errors)
+    return ExtractionResult(entities=entities, facts=facts, invalid=invalid, errors=errors, unread=unread)
 
 
 def _canonical(name: str, resolver: NameResolver, proposed: set[str]) -> str | None:

@@ -19,6 +19,8 @@ from memory.extraction import (
     extract_into_graph,
     make_extractor,
 )
+from memory.extraction import llm as llm_extraction
+from memory.extraction.llm import _line
 from memory.models import EntityIn, EntityType, Entry, EntryIn, Relationship, ReviewStatus, Source
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.providers.llm import LLMUnavailable, OpenAILLM
@@ -243,12 +245,70 @@ async def test_llm_answer_is_accepted_or_queued_by_confidence(
     assert request["response_format"]["json_schema"]["strict"] is True
 
 
-async def test_llm_invalid_json_does_not_crash(world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
+async def test_llm_invalid_json_leaves_the_lines_to_the_rules(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI
+) -> None:
     entries = await write(world, TRANSCRIPT)
     fake_openai.queue_chat("this is {not json")
     stats = await run(world, entries, LLMExtractor(llm))
-    assert stats.llm_errors == 1 and stats.facts_proposed == 0 and await facts(world) == []
-    assert stats.entries_seen == 6
+    assert (stats.llm_errors, stats.entries_fallback, stats.entries_seen) == (1, 4, 6)
+    assert ("Brom", "member_of", "Silver Hand", "pending") in await facts(world)
+    assert stats.facts_pending == len(await facts(world)) and stats.facts_accepted == 0
+
+
+def two_batches(entries: list[Entry], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines 0 and 3 (the first two the LLM reads) in one request, lines 4 and 5 in another."""
+    monkeypatch.setattr(llm_extraction, "MAX_BATCH_CHARS", len(_line(entries[0])) + len(_line(entries[3])))
+
+
+async def test_a_batch_answered_with_nonsense_is_read_by_the_rules_for_review(
+    world: CampaignMemory,
+    llm: OpenAILLM,
+    fake_openai: FakeOpenAI,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Under this threshold the rules' 0.55 would be accepted: only their being a fallback keeps them in review.
+    lenient = CampaignMemory(world.db, world.campaign_id, accept_threshold=0.2)
+    entries = await write(lenient, TRANSCRIPT)
+    ids = [e.id for e in entries]
+    two_batches(entries, monkeypatch)
+    first = {
+        "entities": [],
+        "facts": [
+            fact("Brom", "occupation", None, "blacksmith", 0.95, [ids[0]]),
+            fact("Brom", "works_in", "Ironhold", None, 0.1, [ids[0]]),
+        ],
+    }
+
+    async def extract() -> ExtractionStats:
+        fake_openai.queue_chat(json.dumps(first), "Sure! Brom is in the Silver Hand.")
+        return await run(lenient, entries, LLMExtractor(llm))
+
+    stats = await extract()
+    assert len(fake_openai.chat_requests) == 2
+    assert (stats.llm_errors, stats.entries_fallback) == (1, 2)
+    assert set(await facts(lenient)) == {
+        ("Brom", "occupation", "blacksmith", "accepted"),  # the LLM's, by confidence
+        ("Brom", "works_in", "Ironhold", "pending"),
+        ("Brom", "member_of", "Silver Hand", "pending"),  # the rules', from the second batch's lines
+    }
+    assert (stats.facts_accepted, stats.facts_pending) == (1, 2)
+    brom = await lenient.graph.get_entity("Brom")
+    (member_of,) = [r for r in await _all_facts(lenient, brom.id) if r.type == "member_of"]
+    assert member_of.provenance.entry_ids == [ids[4]] and not member_of.provenance.dm_confirmed
+    assert "Brom —member_of→ Silver Hand" in {i.describe() for i in await lenient.review.pending(limit=100)}
+    assert (
+        "campaign 'Test Campaign', session 'Session 1': unusable LLM answers (1; the first: LLM answer is not "
+        "valid JSON" in caplog.text
+    )
+    assert "the offline rules read those 2 lines instead" in caplog.text
+
+    before, pending = await facts(lenient), await lenient.review.count()
+    again = await extract()
+    assert await facts(lenient) == before and await lenient.review.count() == pending
+    assert (again.facts_accepted, again.facts_pending, again.entities_created) == (0, 0, 0)
+    assert again.facts_unchanged == again.facts_proposed == 3
 
 
 async def test_llm_items_about_unknown_names_or_ids_are_dropped(
@@ -334,6 +394,23 @@ async def test_a_proxy_error_page_fails_the_extraction_job_to_be_retried(
     with pytest.raises(LLMUnavailable, match="not JSON"):
         await run_job(memory, world, entries[0].session_id, LLMExtractor(llm), monkeypatch)
     assert await extracted_to(world, entries[0].session_id) is None  # its lines wait for the next try
+    assert await facts(world) == []  # no answer at all is an outage, not the rules' turn
+
+
+async def test_an_outage_after_a_nonsense_answer_still_fails_the_job(
+    world: CampaignMemory, memory: Memory, llm: OpenAILLM, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entries = await write(world, TRANSCRIPT)
+    two_batches(entries, monkeypatch)
+    fake_openai.queue_chat("{not json", FakeRawReply("<html>bad gateway</html>"))
+    with pytest.raises(LLMUnavailable):
+        await run_job(memory, world, entries[0].session_id, LLMExtractor(llm), monkeypatch)
+    assert await extracted_to(world, entries[0].session_id) is None and await facts(world) == []
+
+    fake_openai.queue_chat("{not json", json.dumps({"entities": [], "facts": []}))  # the retry
+    await run_job(memory, world, entries[0].session_id, LLMExtractor(llm), monkeypatch)
+    assert await extracted_to(world, entries[0].session_id) == entries[-1].seq
+    assert ("Brom", "occupation", "blacksmith", "pending") in await facts(world)  # the rules', first batch
 
 
 # the extraction job -------------------------------------------------------------------------------------
