@@ -144,7 +144,8 @@ def phrase_phones(words: tuple[str, ...] | list[str]) -> str:
 def dictionary_phones(words: tuple[str, ...]) -> str:
     """CMUdict's pronunciation of a name made of dictionary words ("lorne", "astor"), "" otherwise."""
     table = _cmudict()
-    return "".join(table[w] for w in words) if all(w in table for w in words) else ""
+    said = [table.get(w, "") for w in words]  # CMUdict has no word without phones
+    return "".join(said) if all(said) else ""
 
 
 @lru_cache(maxsize=65536)
