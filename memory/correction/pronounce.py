@@ -148,7 +148,7 @@ def dictionary_phones(words: tuple[str, ...]) -> str:
     return "".join(said) if all(said) else ""
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=262144)
 def name_phones(words: tuple[str, ...]) -> str:
     """The phone string of a name: eSpeak NG reads it whole (linking r, its English words too), or, without
     eSpeak NG, word by word."""
