@@ -281,7 +281,7 @@ class _Answers:
         if pipeline is not None:
             self.cache.move_to_end(key)
             return pipeline
-        pipeline = self.cache[key] = Pipeline([EntityName(name=n) for n in key], llm=self.llm)
+        pipeline = self.cache[key] = Pipeline([EntityName(name=n) for n in key], llm=self.llm, lazy=True)
         self.cached_names += len(key)
         while len(self.cache) > 1 and (len(self.cache) > _CACHE_SIZE or self.cached_names > _CACHE_NAMES):
             self.cached_names -= len(self.cache.popitem(last=False)[0])

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
+from itertools import accumulate
 
 from pydantic import BaseModel, Field
 from rapidfuzz.distance import Levenshtein
@@ -24,11 +25,6 @@ _MEMO_SIZE = 65536
 MIN_SOUND_PHONES = 4
 #: ... nor, for words two phones off them, names shorter than this.
 MIN_TWO_EDIT_PHONES = 8
-
-
-def _thirds(phones: str) -> tuple[str, str, str]:
-    a, b = len(phones) // 3, 2 * len(phones) // 3
-    return phones[:a], phones[a:b], phones[b:]
 
 
 @lru_cache(maxsize=1024)
@@ -83,82 +79,110 @@ class NameForm:
 class PhoneticIndex:
     """Entity names prepared for matching. Build with :meth:`build`; immutable afterwards."""
 
-    def __init__(self, forms: list[NameForm]) -> None:
+    def __init__(self, forms: list[NameForm], *, lazy: bool = False) -> None:
         self.forms = forms
         # Exact mentions are compared without spaces: "quad roads" is the name "Quadroads" spaced differently.
         self.exact_spaceless: set[str] = set()
         self.spaceless_prefixes: set[str] = set()  # where a heard run of words may still become a name
         self.by_code: dict[str, list[NameForm]] = defaultdict(list)
-        # Codes and the codes one deletion from them (4+ sounds) in one table: two codes within one edit share a
-        # member of {code} ∪ deletions, so a near-homophone is one lookup per deleted sound.
-        self._by_code_or_deletion: dict[str, list[NameForm]] = defaultdict(list)
         # Pronunciations by length and by each half: a pronunciation one phone edit away from a name keeps one
         # half of the name intact at its start or its end (the edit falls in the other half).
         self.by_halves: dict[tuple[int, str, bool], list[NameForm]] = defaultdict(list)
-        # A name made of dictionary words is also said the dictionary's way ("lorne": eSpeak NG reads L OW R N,
-        # CMUdict L AO R N), as the words a recogniser writes are.
-        sayings = [f for f in forms if len(f.phones) >= MIN_SOUND_PHONES] + [
-            replace(f, phones=said)
-            for f in forms
-            if len(said := dictionary_phones(f.words)) >= MIN_SOUND_PHONES and said != f.phones
-        ]
         # ... and by each third: a pronunciation two edits away keeps one third of the name intact.
         self.by_thirds: dict[tuple[int, str], list[NameForm]] = defaultdict(list)
+        # A name made of dictionary words is also said the dictionary's way ("lorne": eSpeak NG reads L OW R N,
+        # CMUdict L AO R N), as the words a recogniser writes are.
+        sayings = [f for f in forms if len(f.phones) >= MIN_SOUND_PHONES]
+        for f in forms:
+            said = dictionary_phones(f.words)
+            if len(said) >= MIN_SOUND_PHONES and said != f.phones:
+                sayings.append(replace(f, phones=said))
         for saying in sayings:
-            size = len(saying.phones)
-            self.by_halves[size, saying.phones[: size // 2], True].append(saying)
-            self.by_halves[size, saying.phones[size // 2 :], False].append(saying)
+            phones = saying.phones
+            size = len(phones)
+            self.by_halves[size, phones[: size // 2], True].append(saying)
+            self.by_halves[size, phones[size // 2 :], False].append(saying)
             if size >= MIN_TWO_EDIT_PHONES:
-                for part, third in enumerate(_thirds(saying.phones)):
-                    self.by_thirds[part, third].append(saying)
+                a, b = size // 3, 2 * size // 3
+                self.by_thirds[0, phones[:a]].append(saying)
+                self.by_thirds[1, phones[a:b]].append(saying)
+                self.by_thirds[2, phones[b:]].append(saying)
         for form in forms:
             self.exact_spaceless.add(form.spaceless)
-            self.spaceless_prefixes.update(form.spaceless[:n] for n in range(1, len(form.spaceless)))
+            self.spaceless_prefixes.update(accumulate(form.spaceless[:-1]))  # "v", "vo" ... "voxmachin"
             for code in form.codes:
                 self.by_code[code].append(form)
-                self._by_code_or_deletion[code].append(form)
-                if len(code) >= MIN_FUZZY_CODE:
-                    for variant in deletions(code):
-                        self._by_code_or_deletion[variant].append(form)
-        self.max_spaceless = max((len(f.spaceless) for f in forms), default=0)
+        self.max_spaceless = max(map(len, self.exact_spaceless), default=0)
         self.name_words = frozenset(w for f in forms for w in f.words)
         self.max_phones = max((len(f.phones) for f in sayings), default=0)
         self._near_memo: dict[str, frozenset[NameForm]] = {}
         self._two_edit_memo: dict[tuple[str, int], frozenset[NameForm]] = {}
-        # Spelling-only search looks only at names of a plausible length: forms sorted by length.
-        self.by_spaceless_length = sorted(forms, key=lambda f: len(f.spaceless))
-        self.spaceless_lengths = [len(f.spaceless) for f in self.by_spaceless_length]
-        self.spaceless_by_length = [f.spaceless for f in self.by_spaceless_length]
+        if not lazy:
+            self.prepare()
+
+    def prepare(self) -> None:
+        """Build the tables only some utterances need now, not during the first of them (``lazy`` leaves them
+        until then: a line's own entity list is corrected against once)."""
+        for table in ("_by_code_or_deletion", "by_spaceless_length", "spaceless_lengths", "spaceless_by_length"):
+            getattr(self, table)
+
+    @cached_property
+    def _by_code_or_deletion(self) -> dict[str, list[NameForm]]:
+        """Codes and the codes one deletion from them (4+ sounds) in one table: two codes within one edit share a
+        member of {code} ∪ deletions, so a near-homophone is one lookup per deleted sound."""
+        table: dict[str, list[NameForm]] = defaultdict(list)
+        for form in self.forms:
+            for code in form.codes:
+                table[code].append(form)
+                if len(code) >= MIN_FUZZY_CODE:
+                    for variant in deletions(code):
+                        table[variant].append(form)
+        return table
+
+    # Spelling-only search looks only at names of a plausible length: forms sorted by length.
+    @cached_property
+    def by_spaceless_length(self) -> list[NameForm]:
+        return sorted(self.forms, key=lambda f: len(f.spaceless))
+
+    @cached_property
+    def spaceless_lengths(self) -> list[int]:
+        return [len(f.spaceless) for f in self.by_spaceless_length]
+
+    @cached_property
+    def spaceless_by_length(self) -> list[str]:
+        return [f.spaceless for f in self.by_spaceless_length]
 
     @classmethod
-    def build(cls, entities: list[EntityName]) -> PhoneticIndex:
+    def build(cls, entities: list[EntityName], *, lazy: bool = False) -> PhoneticIndex:
+        """``lazy``: for entities corrected against once or a few times (see ``prepare``)."""
         canonical: list[NameForm] = []
         aliases: list[NameForm] = []
         seen: set[tuple[str, int]] = set()
         for key, entity in enumerate(entities):
+            name = " ".join(entity.name.split())
             for i, surface in enumerate([entity.name, *entity.aliases]):
                 # Quotes and other punctuation inside a name (Bo "The Breaker") are never heard.
                 norm = name_norm(surface)
-                spaced = spaced_form(surface)
                 if not norm or (norm, key) in seen:
                     continue
                 seen.add((norm, key))
-                spaceless = norm.replace(" ", "")
+                words = tuple(norm.split())
+                spaceless = "".join(words)
                 form = NameForm(
-                    canonical=" ".join(entity.name.split()),
+                    canonical=name,
                     entity_id=entity.id,
                     entity_key=key,
                     norm=norm,
-                    spaced=spaced,
+                    spaced=norm if surface.isalpha() else spaced_form(surface),  # letters only: no hyphens
                     spaceless=spaceless,
-                    words=tuple(norm.split()),
+                    words=words,
                     codes=codes(spaceless),
                     primary=i == 0,
-                    phones=name_phones(tuple(norm.split())),
-                    surface=" ".join(surface.split()),
+                    phones=name_phones(words),
+                    surface=" ".join(surface.split()) if i else name,
                 )
                 (aliases if i else canonical).append(form)
-        return cls(canonical + aliases)
+        return cls(canonical + aliases, lazy=lazy)
 
     def __len__(self) -> int:
         return len(self.forms)

@@ -24,14 +24,20 @@ class Pipeline:
     """Corrects utterances against one campaign's entities. Call :meth:`set_entities` when they change."""
 
     def __init__(
-        self, entities: list[EntityName], *, settings: MatchSettings | None = None, llm: LLMClient | None = None
+        self,
+        entities: list[EntityName],
+        *,
+        settings: MatchSettings | None = None,
+        llm: LLMClient | None = None,
+        lazy: bool = False,
     ) -> None:
+        """``lazy``: for entities corrected against once or a few times (see ``PhoneticIndex.prepare``)."""
         self.settings = settings or MatchSettings()
         self.llm = llm
-        self.set_entities(entities)
+        self.set_entities(entities, lazy=lazy)
 
-    def set_entities(self, entities: list[EntityName]) -> None:
-        index = PhoneticIndex.build(entities)
+    def set_entities(self, entities: list[EntityName], *, lazy: bool = False) -> None:
+        index = PhoneticIndex.build(entities, lazy=lazy)
         self.matcher = PhoneticMatcher(index, self.settings)
         self.stage2 = LLMCorrector(self.llm, index) if self.llm is not None else None
 

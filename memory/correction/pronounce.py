@@ -144,10 +144,11 @@ def phrase_phones(words: tuple[str, ...] | list[str]) -> str:
 def dictionary_phones(words: tuple[str, ...]) -> str:
     """CMUdict's pronunciation of a name made of dictionary words ("lorne", "astor"), "" otherwise."""
     table = _cmudict()
-    return "".join(table[w] for w in words) if all(w in table for w in words) else ""
+    said = [table.get(w, "") for w in words]  # CMUdict has no word without phones
+    return "".join(said) if all(said) else ""
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=262144)
 def name_phones(words: tuple[str, ...]) -> str:
     """The phone string of a name: eSpeak NG reads it whole (linking r, its English words too), or, without
     eSpeak NG, word by word."""

@@ -318,9 +318,9 @@ def test_per_line_lists_are_prepared_once_and_kept_within_a_bound_of_names(monke
     built: list[list[str]] = []
 
     class Counted(Pipeline):
-        def set_entities(self, entities: list) -> None:
+        def set_entities(self, entities: list, *, lazy: bool = False) -> None:
             built.append([e.name for e in entities])
-            super().set_entities(entities)
+            super().set_entities(entities, lazy=lazy)
 
     monkeypatch.setattr(command, "Pipeline", Counted)
     monkeypatch.setattr(command, "_CACHE_NAMES", 5)

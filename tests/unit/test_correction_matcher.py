@@ -561,3 +561,26 @@ def test_a_word_of_the_name_heard_right_vouches_for_an_uncommon_word_one_phone_o
     assert pipeline.correct_fast("she woke from the coma today").corrections == []
     # nor does it vouch for a word a phone off a rest that is English itself: "layer" is one off "slayer"
     assert pipeline.correct_fast("there was a giant layer of ice").corrections == []
+
+
+def test_a_lazy_index_builds_its_rarely_needed_tables_on_first_use_and_corrects_as_an_eager_one() -> None:
+    eager, lazy = Pipeline(ENTITIES), Pipeline(ENTITIES, lazy=True)
+    tables = ("_by_code_or_deletion", "by_spaceless_length", "spaceless_lengths", "spaceless_by_length")
+    assert all(t in vars(eager.matcher.index) for t in tables)
+    assert not any(t in vars(lazy.matcher.index) for t in tables)
+    said = [
+        "We ride for vassal high mm at dawn.",
+        "Go to elder nacks's lair!",
+        "vex ahlia and frumkin wait at westrun",  # near codes and spelling only
+        "the tower of whispers; vox machina, vexahlia",
+    ]
+    assert [lazy.correct_fast(s) for s in said] == [eager.correct_fast(s) for s in said]
+    assert all(t in vars(lazy.matcher.index) for t in tables)  # built as the utterances needed them
+    assert [c.replacement for s in said for c in lazy.correct_fast(s).corrections] == [
+        "Vasselheim",
+        "Eldrinax",
+        "Vex'ahlia",
+        "Frumpkin",
+        "Westruun",
+        "Vex'ahlia",
+    ]
