@@ -34,6 +34,7 @@ import yaml
 from bot.cli import cli
 from bot.cli.common import campaign_memory, open_memory, settings_from
 from memory.correction import EntityName, Pipeline
+from memory.correction.evidence import MatchSettings
 from memory.correction.matcher import load_tables
 from memory.providers.llm import OpenAILLM
 
@@ -76,9 +77,30 @@ class LineError(ValueError):
     show_default="one per CPU core",
     help="Processes correcting lines at once; answers still come in input order. --llm works one line at a time.",
 )
+@click.option(
+    "--phonetic-threshold",
+    type=click.FloatRange(0, 1),
+    default=MatchSettings().phonetic_threshold,
+    show_default=True,
+    help="Least score a name that sounds like the heard words needs. Raise it to correct less; ordinary English "
+    "words need more whatever it is.",
+)
+@click.option(
+    "--fuzzy-threshold",
+    type=click.FloatRange(0, 1),
+    default=MatchSettings().fuzzy_threshold,
+    show_default=True,
+    help="Least score a name spelled like the heard words needs when none sounds like them.",
+)
 @click.pass_context
 def correct(
-    ctx: click.Context, entities_file: Path | None, campaign_name: str | None, use_llm: bool, jobs: int
+    ctx: click.Context,
+    entities_file: Path | None,
+    campaign_name: str | None,
+    use_llm: bool,
+    jobs: int,
+    phonetic_threshold: float,
+    fuzzy_threshold: float,
 ) -> None:
     """Correct misheard entity names in utterances from stdin, one JSON line out
     for each line in.
@@ -135,7 +157,8 @@ def correct(
     stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", line_buffering=True)
     try:
         with _tables_out_of_the_collectors_way():
-            run(stdin, stdout, names, llm, jobs)
+            thresholds = MatchSettings(phonetic_threshold=phonetic_threshold, fuzzy_threshold=fuzzy_threshold)
+            run(stdin, stdout, names, llm, jobs, settings=thresholds)
     except BrokenProcessPool:
         raise click.ClickException(
             "a worker process died (killed, or out of memory?): the lines after the last answer were not "
@@ -231,12 +254,18 @@ def _tables_out_of_the_collectors_way() -> Iterator[None]:
 
 
 def run(
-    stdin: TextIO, stdout: TextIO, entities: list[EntityName] | None, llm: OpenAILLM | None = None, jobs: int = 1
+    stdin: TextIO,
+    stdout: TextIO,
+    entities: list[EntityName] | None,
+    llm: OpenAILLM | None = None,
+    jobs: int = 1,
+    *,
+    settings: MatchSettings | None = None,
 ) -> None:
     """The command's loop, apart from click so the speed of the loop itself can be measured. With ``llm``,
     stage 2 runs too, one line at a time, and the client is closed when the input ends (or the run is stopped).
     Without, ``jobs`` > 1 worker processes correct the lines (see :func:`_run_in_processes`)."""
-    answers = _Answers(entities, llm)
+    answers = _Answers(entities, llm, settings or MatchSettings())
     try:
         if llm is None and jobs > 1:
             _run_in_processes(answers, stdin, stdout, jobs)
@@ -252,10 +281,11 @@ class _Answers:
     """One process's pipelines: the --entities or --campaign list's, and the lines' own lists, each prepared
     once and kept within bounds (biasing lists repeat across lines)."""
 
-    def __init__(self, entities: list[EntityName] | None, llm: OpenAILLM | None) -> None:
+    def __init__(self, entities: list[EntityName] | None, llm: OpenAILLM | None, settings: MatchSettings) -> None:
         self.llm = llm
+        self.settings = settings
         self.runner = asyncio.Runner() if llm is not None else None
-        self.default = Pipeline(entities, llm=llm) if entities is not None else None
+        self.default = Pipeline(entities, settings=settings, llm=llm) if entities is not None else None
         self.cache: OrderedDict[tuple[str, ...], Pipeline] = OrderedDict()
         self.cached_names = 0
 
@@ -281,7 +311,9 @@ class _Answers:
         if pipeline is not None:
             self.cache.move_to_end(key)
             return pipeline
-        pipeline = self.cache[key] = Pipeline([EntityName(name=n) for n in key], llm=self.llm, lazy=True)
+        pipeline = self.cache[key] = Pipeline(
+            [EntityName(name=n) for n in key], settings=self.settings, llm=self.llm, lazy=True
+        )
         self.cached_names += len(key)
         while len(self.cache) > 1 and (len(self.cache) > _CACHE_SIZE or self.cached_names > _CACHE_NAMES):
             self.cached_names -= len(self.cache.popitem(last=False)[0])

@@ -25,6 +25,8 @@ class MatchKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class MatchSettings:
+    #: The least score of a match by sound (a shared Double Metaphone code, or phones: 1 - edits / phones) and,
+    #: with none, by spelling; the rules below ask more of ordinary words. `lorekeeper correct` takes both.
     phonetic_threshold: float = 0.70
     fuzzy_threshold: float = 0.85
     #: Zipf frequency (log10 per billion words) from which a word is ordinary English. 3.0 is about one in a

@@ -598,7 +598,8 @@ class PhoneticMatcher:
             same_spelling = form.primary and other.norm == form.norm and not other.primary  # see ``_rival``
             if other.entity_key != form.entity_key and not _same_name(other, form) and not same_spelling:
                 return None  # two entities sound alike: ambiguous
-        return form, 1 - edits / len(form.phones)
+        score = 1 - edits / len(form.phones)
+        return (form, score) if score >= settings.phonetic_threshold else None
 
     def _sounds_near(self, span: _Span, phones: str, heard_as: set[NameForm]) -> bool:
         """Whether a window the sound rules refused is still pronounced within a phone of a name (two of a long

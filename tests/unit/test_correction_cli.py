@@ -69,6 +69,26 @@ def test_plain_list_and_json_lines(tmp_path: Path) -> None:
     assert bad_conf["line"] == 5 and "confidence" in bad_conf["error"]
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_thresholds_are_options(tmp_path: Path, jobs: str) -> None:
+    """The least score a match by sound needs is the caller's to raise, on the sound path ("elder nacks" / Eldrinax
+    scores 0.78: two phones off nine) as on the spelling one; per-line lists follow it too."""
+    names = tmp_path / "names.txt"
+    names.write_text("Eldrinax\nIronhold\n")
+    stdin = "we met elder nacks at iron hold\n" + json.dumps(
+        {"text": "we met elder nacks at iron hold", "entities": ["Eldrinax", "Ironhold"]}
+    )
+    default = CliRunner().invoke(correct, ["--entities", str(names), "--jobs", jobs], input=stdin)
+    assert [line["text"] for line in _lines(default.output)] == ["we met Eldrinax at Ironhold"] * 2
+    strict = CliRunner().invoke(
+        correct, ["--entities", str(names), "--jobs", jobs, "--phonetic-threshold", "0.8"], input=stdin
+    )
+    assert strict.exit_code == 0, strict.output
+    assert [line["text"] for line in _lines(strict.output)] == ["we met elder nacks at Ironhold"] * 2
+    refused = CliRunner().invoke(correct, ["--entities", str(names), "--fuzzy-threshold", "1.5"], input=stdin)
+    assert refused.exit_code == 2 and "1.5 is not in the range 0<=x<=1" in refused.output
+
+
 def test_campaign_yaml(tmp_path: Path) -> None:
     campaign = tmp_path / "c.yaml"
     campaign.write_text(
