@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from memory.errors import validation_problems
 from memory.models import MAX_TEXT_BYTES, session_title
-from memory.recorder import Utterance, Word
+from memory.recorder import Utterance
 
 MAX_LINE_BYTES = MAX_TEXT_BYTES  # a line holds one utterance
 #: Read besides UTF-8, by their byte-order mark (UTF-32's first: it starts like UTF-16's).
@@ -160,22 +160,25 @@ def _jsonl(path: Path, encoding: str) -> Iterator[Line | Skipped]:
             yield Skipped(number, problem)
             continue
         try:
-            words = [
-                Word(word=str(w.get("word", "")), confidence=w.get("confidence", w.get("probability")))
-                for w in obj.get("words") or []
-                if isinstance(w, dict)
-            ]
+            words = obj.get("words")
+            if isinstance(words, list):  # as given, for Word to refuse a word that is no text, not to make one up
+                words = [
+                    {"word": w.get("word"), "confidence": w.get("confidence", w.get("probability"))}
+                    if isinstance(w, dict)
+                    else w
+                    for w in words
+                ]
             utterance = Utterance(
                 speaker=obj["speaker"].strip(),
                 text=obj["text"].strip(),
-                speaker_id=str(obj["speaker_id"]) if obj.get("speaker_id") is not None else None,
+                speaker_id=_label(obj, "speaker_id"),
                 start_s=float(obj.get("start") or 0.0),
                 end_s=float(obj["end"]) if obj.get("end") is not None else None,
                 words=words or None,
-                ref=str(obj.get("ref") or f"{path.name}:{number}"),
+                ref=_label(obj, "ref") or f"{path.name}:{number}",
                 seq=number,
             )
-            session = session_title(str(obj["session"])) if obj.get("session") is not None else None
+            session = session_title(title) if (title := _label(obj, "session")) is not None else None
         except (ValidationError, TypeError, ValueError) as exc:
             problem = validation_problems(exc) if isinstance(exc, ValidationError) else str(exc).splitlines()[0]
             yield Skipped(number, f"invalid field: {problem}")
@@ -189,6 +192,28 @@ def _check_fields(obj: dict[str, object]) -> str | None:
         if not isinstance(value, str) or not value.strip():
             return f"missing or empty {key!r}"
     return None
+
+
+def _label(obj: dict[str, object], key: str) -> str | None:
+    """``ref``, ``speaker_id`` or ``session``: text, or a number (an id); anything else is a mistake, not a name."""
+    value = obj.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise ValueError(f"{key}: must be text or a number, not {_json_kind(value)}")
+
+
+def _json_kind(value: object) -> str:
+    kinds = {
+        bool: "true/false",
+        dict: "an object",
+        list: "a list",
+        str: "text",
+        float: "a fraction",
+        type(None): "null",
+    }
+    return kinds.get(type(value), type(value).__name__)
 
 
 def _txt(path: Path, encoding: str) -> Iterator[Line | Skipped]:
@@ -238,8 +263,12 @@ def _crd3(path: Path) -> Iterator[Line | Skipped]:
         if not text or not speaker:
             yield Skipped(index, "empty turn")
             continue
+        number = turn.get("NUMBER", index - 1)
+        if isinstance(number, bool) or not isinstance(number, int):
+            yield Skipped(index, f"invalid field: NUMBER: must be a whole number, not {_json_kind(number)}")
+            continue
         try:
-            utterance = Utterance(speaker=speaker, text=text, ref=f"turn {turn.get('NUMBER', index - 1)}", seq=index)
+            utterance = Utterance(speaker=speaker, text=text, ref=f"turn {number}", seq=index)
         except ValidationError as exc:
             yield Skipped(index, f"invalid field: {validation_problems(exc)}")
             continue

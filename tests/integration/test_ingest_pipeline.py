@@ -25,9 +25,9 @@ from memory.ingest import ingest_file
 from memory.models import EntityIn, EntityType, EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recall import recall
-from memory.recorder import SessionRecorder, Utterance
+from memory.recorder import SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory, Memory
-from memory.transcripts import TranscriptError
+from memory.transcripts import Line, TranscriptError, read_transcript
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
 SAMPLE = EXAMPLES / "sunken_crown_session1.jsonl"
@@ -181,6 +181,47 @@ async def test_poisoned_lines_are_skipped_and_named(crown: CampaignMemory, tmp_p
     assert [e.ref for e in await crown.log.session_entries(session.id)] == ["ok1", "ok2"]
 
 
+async def test_a_jsonl_field_of_the_wrong_kind_is_refused_not_turned_into_text(
+    crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """``"word": null`` became the word "None", ``"ref": {"a": 1}`` the ref "{'a': 1}"; a confidence of 5 (an STT
+    gives probabilities) was kept."""
+    said = {"speaker": "Ana", "text": "Thess looks."}
+    lines = [
+        {**said, "ref": "ok", "speaker_id": 1234, "words": [{"word": "Thess", "probability": 0.9}, {"word": "looks"}]},
+        {**said, "words": [{"word": None, "confidence": 0.5}]},
+        {**said, "words": [{"word": "Thess", "confidence": 5}]},
+        {**said, "words": ["Thess"]},
+        {**said, "words": "Thess looks."},
+        {**said, "ref": {"a": 1}},
+        {**said, "speaker_id": ["x"]},
+        {**said, "session": True},
+        {**said, "ref": 7},
+    ]
+    path = tmp_path / "kinds.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    first = next(iter(read_transcript(path)))
+    assert isinstance(first, Line) and first.utterance.words == [
+        Word(word="Thess", confidence=0.9),
+        Word(word="looks", confidence=None),
+    ]
+    report = await ingest_file(crown, path, session_title="Kinds")
+    assert [m.split(": skipped: invalid field: ")[1] for m in report.skipped] == [
+        "words.0.word: Input should be a valid string",
+        "words.0.confidence: Input should be less than or equal to 1",
+        "words.0: Input should be a valid dictionary or instance of Word",
+        "words: Input should be a valid list",
+        "ref: must be text or a number, not an object",
+        "speaker_id: must be text or a number, not a list",
+        "session: must be text or a number, not true/false",
+    ]
+    assert [m.split(": skipped:")[0] for m in report.skipped] == [f"kinds.jsonl:{n}" for n in range(2, 9)]
+    session = await crown.log.session_by_title("Kinds")
+    assert session is not None
+    entries = await crown.log.session_entries(session.id)
+    assert [(e.ref, e.speaker_id) for e in entries] == [("ok", "1234"), ("7", None)]
+
+
 async def test_times_before_the_session_start_are_refused(crown: CampaignMemory, tmp_path: Path) -> None:
     path = tmp_path / "early.jsonl"
     lines = [
@@ -215,12 +256,14 @@ async def test_txt_and_crd3_formats(crown: CampaignMemory, tmp_path: Path) -> No
     turns.append({"NAMES": "LAURA", "UTTERANCES": "Letter by letter?", "NUMBER": 2})  # text, not lists
     turns.append({"NAMES": [None], "UTTERANCES": ["Who said this?"], "NUMBER": 3})
     turns.append({"NAMES": ["SAM"], "UTTERANCES": ["nul \x00 inside"], "NUMBER": 4})
+    turns.append({"NAMES": ["SAM"], "UTTERANCES": ["Which turn?"], "NUMBER": {"x": 1}})
     crd3.write_text(json.dumps({"METADATA": {}, "TURNS": turns}))
     report = await ingest_file(crown, crd3)
     assert [m.split(": skipped: ")[1] for m in report.skipped] == [
         "expected NAMES and UTTERANCES, each a list of text",
         "expected NAMES and UTTERANCES, each a list of text",
         "invalid field: text: contains a NUL character (U+0000), which cannot be stored",
+        "invalid field: NUMBER: must be a whole number, not an object",
     ]
     session = await crown.log.session_by_title("C9E001")
     assert session is not None
