@@ -25,6 +25,9 @@ from memory.models import MAX_TEXT_BYTES, session_title
 from memory.recorder import Utterance
 
 MAX_LINE_BYTES = MAX_TEXT_BYTES  # a line holds one utterance
+#: A CRD3 episode is one JSON document, read whole (about 5 times its size in memory); the real ones are at most
+#: about 1 MB.
+MAX_CRD3_BYTES = 20 * 1024 * 1024
 #: Read besides UTF-8, by their byte-order mark (UTF-32's first: it starts like UTF-16's).
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32"),
@@ -243,6 +246,11 @@ _TIMESTAMP = re.compile(r"\s*(\[)?(?:(?P<h>\d+):)?(?P<m>[0-5]?\d):(?P<s>[0-5]\d(
 
 
 def _crd3(path: Path) -> Iterator[Line | Skipped]:
+    if (size := path.stat().st_size) > MAX_CRD3_BYTES:
+        raise TranscriptError(
+            f"{path.name} is {size:,} bytes; a CRD3 episode is read whole, so at most {MAX_CRD3_BYTES:,} (real ones "
+            "are about 1 MB): split its TURNS into several files, or write it as .jsonl, which is read line by line"
+        )
     try:
         data = json.loads(path.read_bytes())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -6,6 +6,7 @@ import asyncio
 import codecs
 import hashlib
 import json
+import os
 import random
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +28,7 @@ from memory.providers.embeddings import MiniLMEmbedder
 from memory.recall import recall
 from memory.recorder import SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory, Memory
-from memory.transcripts import Line, TranscriptError, read_transcript
+from memory.transcripts import MAX_CRD3_BYTES, Line, TranscriptError, read_transcript
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
 SAMPLE = EXAMPLES / "sunken_crown_session1.jsonl"
@@ -292,6 +293,22 @@ async def test_a_crd3_turn_the_database_cannot_index_is_skipped_and_the_rest_imp
     session = await crown.log.session_by_title("C9E002")
     assert session is not None and session.ended_at is not None
     assert [e.ref for e in await crown.log.session_entries(session.id)] == ["turn 0", "turn 2", "turn 4"]
+
+
+async def test_a_crd3_file_too_big_to_read_whole_is_refused_before_it_is_read(
+    crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """A CRD3 episode is one JSON document, read whole: 212 MB took about 1 GB of memory."""
+    crd3 = tmp_path / "C9E003.json"
+    crd3.write_text(json.dumps({"TURNS": []}))
+    os.truncate(crd3, MAX_CRD3_BYTES + 1)  # sparse: nothing written, nothing to read
+    with pytest.raises(TranscriptError) as info:
+        await ingest_file(crown, crd3)
+    assert str(info.value) == (
+        "C9E003.json is 20,971,521 bytes; a CRD3 episode is read whole, so at most 20,971,520 (real ones are about "
+        "1 MB): split its TURNS into several files, or write it as .jsonl, which is read line by line"
+    )
+    assert await crown.log.sessions() == []
 
 
 async def test_lone_surrogates_are_refused_with_their_line_not_the_batch(crown: CampaignMemory, tmp_path: Path) -> None:
