@@ -90,25 +90,36 @@ def _encoding(path: Path) -> str:
                     f"{path.name} is not valid {encoding.upper()} text ({exc.reason}): save it as UTF-8"
                 ) from None
             return encoding
-        lines = not_utf8 = nul = utf8 = 0
+        lines = not_utf8 = wide = binary = utf8 = 0
         for raw in fh:
             if not raw.strip(b"\x00 \t\r\n"):
                 continue
             lines += 1
-            if b"\x00" in raw:  # UTF-16 without a byte-order mark: every other byte of English text is NUL
+            if b"\x00" in raw:
                 not_utf8 += 1
-                nul += 1
+                # UTF-16 without a byte-order mark: every other byte of text in a Latin script is NUL, where
+                # random bytes have one NUL in 256
+                if raw.count(b"\x00") * 5 >= len(raw) * 2:
+                    wide += 1
+                else:
+                    binary += 1
             elif not raw.isascii():
                 try:
                     raw.decode("utf-8")
                     utf8 += 1
                 except UnicodeDecodeError:
                     not_utf8 += 1
+                    binary += _binary(raw.decode("cp1252", "replace"))
     # A file none of whose lines is UTF-8 is refused however short: skipping each would read nothing at all.
     if not_utf8 and (
         not_utf8 == lines or (not_utf8 >= _NOT_UTF8_LINES and not_utf8 > utf8 and not_utf8 * 100 >= lines)
     ):
-        looks = "UTF-16" if nul * 2 > not_utf8 else "Latin-1"
+        if binary * 2 > not_utf8:
+            raise TranscriptError(
+                f"{path.name} is not a text file ({binary:,} of {lines:,} lines are binary data): give a transcript "
+                "saved as UTF-8 text"
+            )
+        looks = "UTF-16" if wide * 2 > not_utf8 else "Latin-1"
         raise TranscriptError(
             f"{path.name} is not UTF-8 text (it looks like {looks}: {not_utf8:,} of {lines:,} lines are not UTF-8): "
             "save it as UTF-8"

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import random
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -382,6 +383,26 @@ async def test_a_transcript_in_another_encoding_is_refused_whole(
         await ingest_file(crown, path)
     assert str(info.value) == f"other.txt is not UTF-8 text (it looks like {looks} are not UTF-8): save it as UTF-8"
     assert await crown.log.sessions() == []  # refused before anything was stored
+
+
+RANDOM = random.Random(0).randbytes(50_000)  # lines of about 256 bytes: a NUL in about half of them
+LONG_LINES = b"\n".join(RANDOM.replace(b"\n", b"")[i : i + 1000] for i in range(0, 49_000, 1000))  # in most
+
+
+@pytest.mark.parametrize("data", [RANDOM, LONG_LINES], ids=["short-lines", "long-lines"])
+async def test_a_binary_file_named_txt_is_said_to_be_no_text(
+    crown: CampaignMemory, tmp_path: Path, data: bytes
+) -> None:
+    """Random bytes were said to look like Latin-1, or like UTF-16 when most lines held a NUL."""
+    path = tmp_path / "binary.txt"
+    path.write_bytes(data)
+    with pytest.raises(TranscriptError) as info:
+        await ingest_file(crown, path)
+    assert re.fullmatch(
+        r"binary\.txt is not a text file \(\d+ of \d+ lines are binary data\): give a transcript saved as UTF-8 text",
+        str(info.value),
+    ), info.value
+    assert await crown.log.sessions() == []
 
 
 async def test_a_few_broken_lines_of_a_utf8_transcript_are_skipped_one_by_one(
