@@ -11,14 +11,25 @@ from __future__ import annotations
 
 import json
 import logging
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
 
 from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, RelationshipSpec
-from memory.errors import AlreadyExistsError, MemoryError_
-from memory.models import Entity, EntityType, Provenance, RelationshipIn, ReviewStatus, Source, attribute_value
+from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_
+from memory.models import (
+    Entity,
+    EntityType,
+    Provenance,
+    RelationshipIn,
+    ReviewStatus,
+    Source,
+    attribute_value,
+    clean_name,
+    relationship_type,
+)
 from memory.store import CampaignMemory
 
 log = logging.getLogger(__name__)
@@ -128,19 +139,20 @@ async def export_campaign_file(
     its visibility) as a campaign file. Pending and rejected items stay out: a file holds what is canon; how many
     wait for review is told to ``on_skip``, as a DM keeping the file as a backup would lose them unawares.
     An attribute fact with no value, which a file cannot hold (nor the DM write), is left out and told to
-    ``on_skip``: the rest of the campaign must still export."""
+    ``on_skip``: the rest of the campaign must still export. So is a name or type an earlier version stored with
+    a control character, written without it."""
     if waiting := await mem.review.count():
         on_skip(
             f"left out {waiting} item{'s' * (waiting != 1)} waiting for review: a campaign file holds only canon, "
             "so accept them first to keep them"
         )
     entities = await mem.graph.list_entities()
-    by_id = {e.id: e for e in entities}
+    names = {e.id: _file_name(e, on_skip) for e in entities}
     specs = [
         EntitySpec(
-            name=e.name,
+            name=names[e.id][0],
             type=e.type,
-            aliases=e.aliases,
+            aliases=names[e.id][1],
             description=e.description,
             attributes=_file_attributes(_portable(e)),
             secret=e.visibility == "secret",
@@ -150,22 +162,62 @@ async def export_campaign_file(
     rels: list[RelationshipSpec] = []
     for e in entities:
         for r in await mem.graph.relationships_of(e.id, include_secret=True):
-            if r.source_id != e.id or (r.target_id is not None and r.target_id not in by_id):
+            if r.source_id != e.id or (r.target_id is not None and r.target_id not in names):
                 continue
             if r.target_id is None and not (r.value or "").strip():
                 on_skip(f"left out {e.name} —{r.type}→ (no value): an attribute fact needs a value in a campaign file")
-            else:
+                continue
+            source, target = names[e.id][0], names[r.target_id][0] if r.target_id is not None else None
+            if (kind := _file_type(r.type, f"{source} —{r.type!r}→ {target or r.value}", on_skip)) is not None:
                 rels.append(
                     RelationshipSpec(
-                        source=e.name,
-                        type=r.type,
-                        target=by_id[r.target_id].name if r.target_id is not None else None,
+                        source=source,
+                        type=kind,
+                        target=target,
                         value=r.value,
                         attributes=_file_attributes(r.attributes),
                         secret=r.visibility == "secret",
                     )
                 )
     return CampaignFile(campaign=header, entities=specs, relationships=rels)
+
+
+_UNFIT = "it held a control character, which a campaign file cannot"
+
+
+def _without_control(text: str) -> str:
+    """``text`` without control or invisible characters (Unicode category C), which an earlier version stored in
+    names and relationship types before every edge refused them: an export must not fail on what the database
+    holds."""
+    return "".join(char for char in text if not unicodedata.category(char).startswith("C"))
+
+
+def _file_name(entity: Entity, on_skip: Callable[[str], None]) -> tuple[str, list[str]]:
+    """The entity's name and aliases as a file can hold them (see :func:`_without_control`), a change said."""
+    try:
+        return clean_name(entity.name), [clean_name(alias) for alias in entity.aliases]
+    except InvalidInputError:
+        name = clean_name(_without_control(entity.name))
+        aliases = [clean_name(_without_control(alias)) for alias in entity.aliases]
+        said = f" (aliases {', '.join(map(repr, aliases))})" if aliases else ""
+        on_skip(f"wrote the entity {entity.name!r} as {name!r}{said}: {_UNFIT}")
+        return name, aliases
+
+
+def _file_type(kind: str, fact: str, on_skip: Callable[[str], None]) -> str | None:
+    """A fact's type as a file can hold it (see :func:`_without_control`), a change said; None (the fact left
+    out, and said) when nothing but control characters is left of it."""
+    try:
+        return relationship_type(kind)
+    except ValueError:
+        pass
+    try:
+        cleaned = relationship_type(_without_control(kind))
+    except ValueError:
+        on_skip(f"left out the fact {fact}: {_UNFIT}")
+        return None
+    on_skip(f"wrote the fact {fact} with the type {cleaned!r}: {_UNFIT}")
+    return cleaned
 
 
 def _portable(entity: Entity) -> dict[str, Any]:

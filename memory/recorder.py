@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from memory import jobs
 from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher
@@ -32,7 +32,7 @@ from memory.store import CampaignMemory
 
 class Word(BaseModel):
     word: str
-    confidence: float | None = None
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)  # a probability, as every STT gives it
 
     _storable = field_validator("word", "confidence")(classmethod(lambda cls, v: storable(v)))
 

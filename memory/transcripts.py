@@ -22,9 +22,12 @@ from pydantic import ValidationError
 
 from memory.errors import validation_problems
 from memory.models import MAX_TEXT_BYTES, session_title
-from memory.recorder import Utterance, Word
+from memory.recorder import Utterance
 
 MAX_LINE_BYTES = MAX_TEXT_BYTES  # a line holds one utterance
+#: A CRD3 episode is one JSON document, read whole (about 5 times its size in memory); the real ones are at most
+#: about 1 MB.
+MAX_CRD3_BYTES = 20 * 1024 * 1024
 #: Read besides UTF-8, by their byte-order mark (UTF-32's first: it starts like UTF-16's).
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32"),
@@ -87,25 +90,36 @@ def _encoding(path: Path) -> str:
                     f"{path.name} is not valid {encoding.upper()} text ({exc.reason}): save it as UTF-8"
                 ) from None
             return encoding
-        lines = not_utf8 = nul = utf8 = 0
+        lines = not_utf8 = wide = binary = utf8 = 0
         for raw in fh:
             if not raw.strip(b"\x00 \t\r\n"):
                 continue
             lines += 1
-            if b"\x00" in raw:  # UTF-16 without a byte-order mark: every other byte of English text is NUL
+            if b"\x00" in raw:
                 not_utf8 += 1
-                nul += 1
+                # UTF-16 without a byte-order mark: every other byte of text in a Latin script is NUL, where
+                # random bytes have one NUL in 256
+                if raw.count(b"\x00") * 5 >= len(raw) * 2:
+                    wide += 1
+                else:
+                    binary += 1
             elif not raw.isascii():
                 try:
                     raw.decode("utf-8")
                     utf8 += 1
                 except UnicodeDecodeError:
                     not_utf8 += 1
+                    binary += _binary(raw.decode("cp1252", "replace"))
     # A file none of whose lines is UTF-8 is refused however short: skipping each would read nothing at all.
     if not_utf8 and (
         not_utf8 == lines or (not_utf8 >= _NOT_UTF8_LINES and not_utf8 > utf8 and not_utf8 * 100 >= lines)
     ):
-        looks = "UTF-16" if nul * 2 > not_utf8 else "Latin-1"
+        if binary * 2 > not_utf8:
+            raise TranscriptError(
+                f"{path.name} is not a text file ({binary:,} of {lines:,} lines are binary data): give a transcript "
+                "saved as UTF-8 text"
+            )
+        looks = "UTF-16" if wide * 2 > not_utf8 else "Latin-1"
         raise TranscriptError(
             f"{path.name} is not UTF-8 text (it looks like {looks}: {not_utf8:,} of {lines:,} lines are not UTF-8): "
             "save it as UTF-8"
@@ -160,22 +174,25 @@ def _jsonl(path: Path, encoding: str) -> Iterator[Line | Skipped]:
             yield Skipped(number, problem)
             continue
         try:
-            words = [
-                Word(word=str(w.get("word", "")), confidence=w.get("confidence", w.get("probability")))
-                for w in obj.get("words") or []
-                if isinstance(w, dict)
-            ]
+            words = obj.get("words")
+            if isinstance(words, list):  # as given, for Word to refuse a word that is no text, not to make one up
+                words = [
+                    {"word": w.get("word"), "confidence": w.get("confidence", w.get("probability"))}
+                    if isinstance(w, dict)
+                    else w
+                    for w in words
+                ]
             utterance = Utterance(
                 speaker=obj["speaker"].strip(),
                 text=obj["text"].strip(),
-                speaker_id=str(obj["speaker_id"]) if obj.get("speaker_id") is not None else None,
+                speaker_id=_label(obj, "speaker_id"),
                 start_s=float(obj.get("start") or 0.0),
                 end_s=float(obj["end"]) if obj.get("end") is not None else None,
                 words=words or None,
-                ref=str(obj.get("ref") or f"{path.name}:{number}"),
+                ref=_label(obj, "ref") or f"{path.name}:{number}",
                 seq=number,
             )
-            session = session_title(str(obj["session"])) if obj.get("session") is not None else None
+            session = session_title(title) if (title := _label(obj, "session")) is not None else None
         except (ValidationError, TypeError, ValueError) as exc:
             problem = validation_problems(exc) if isinstance(exc, ValidationError) else str(exc).splitlines()[0]
             yield Skipped(number, f"invalid field: {problem}")
@@ -189,6 +206,28 @@ def _check_fields(obj: dict[str, object]) -> str | None:
         if not isinstance(value, str) or not value.strip():
             return f"missing or empty {key!r}"
     return None
+
+
+def _label(obj: dict[str, object], key: str) -> str | None:
+    """``ref``, ``speaker_id`` or ``session``: text, or a number (an id); anything else is a mistake, not a name."""
+    value = obj.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise ValueError(f"{key}: must be text or a number, not {_json_kind(value)}")
+
+
+def _json_kind(value: object) -> str:
+    kinds = {
+        bool: "true/false",
+        dict: "an object",
+        list: "a list",
+        str: "text",
+        float: "a fraction",
+        type(None): "null",
+    }
+    return kinds.get(type(value), type(value).__name__)
 
 
 def _txt(path: Path, encoding: str) -> Iterator[Line | Skipped]:
@@ -218,6 +257,11 @@ _TIMESTAMP = re.compile(r"\s*(\[)?(?:(?P<h>\d+):)?(?P<m>[0-5]?\d):(?P<s>[0-5]\d(
 
 
 def _crd3(path: Path) -> Iterator[Line | Skipped]:
+    if (size := path.stat().st_size) > MAX_CRD3_BYTES:
+        raise TranscriptError(
+            f"{path.name} is {size:,} bytes; a CRD3 episode is read whole, so at most {MAX_CRD3_BYTES:,} (real ones "
+            "are about 1 MB): split its TURNS into several files, or write it as .jsonl, which is read line by line"
+        )
     try:
         data = json.loads(path.read_bytes())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -238,8 +282,12 @@ def _crd3(path: Path) -> Iterator[Line | Skipped]:
         if not text or not speaker:
             yield Skipped(index, "empty turn")
             continue
+        number = turn.get("NUMBER", index - 1)
+        if isinstance(number, bool) or not isinstance(number, int):
+            yield Skipped(index, f"invalid field: NUMBER: must be a whole number, not {_json_kind(number)}")
+            continue
         try:
-            utterance = Utterance(speaker=speaker, text=text, ref=f"turn {turn.get('NUMBER', index - 1)}", seq=index)
+            utterance = Utterance(speaker=speaker, text=text, ref=f"turn {number}", seq=index)
         except ValidationError as exc:
             yield Skipped(index, f"invalid field: {validation_problems(exc)}")
             continue

@@ -182,8 +182,9 @@ def emit_json(value: Any) -> None:
 
 
 def table(rows: list[list[Any]], headers: list[str]) -> None:
-    """A plain aligned text table (no colours: output is often piped)."""
-    cells = [[str(h) for h in headers], *[[("" if c is None else str(c)) for c in r] for r in rows]]
+    """A plain aligned text table (no colours: output is often piped), one line a row: a cell's line breaks and
+    tabs (a session's description has several lines) are single spaces."""
+    cells = [[str(h) for h in headers], *[[("" if c is None else " ".join(str(c).split())) for c in r] for r in rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     for n, row in enumerate(cells):
         click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())

@@ -415,6 +415,42 @@ async def test_export_writes_a_nested_attribute_stored_before_the_rule_as_json_t
     assert (await copy.graph.get_entity("Ironhold")).attributes == {"stats": '{"str": 18}', "gates": 2}
 
 
+async def test_export_writes_text_stored_before_the_rules_without_its_control_characters(memory: Memory) -> None:
+    """An earlier version stored a relationship type (``entity link``) or a name holding a control character, which
+    a campaign file refuses: the DM's backup must still export, the cleaned value said."""
+    old = await loaded(memory, "Old types", SMALL, "small.yaml")
+    # what an earlier version let in
+    await old.db.execute(
+        "UPDATE relationships SET type = 'lives\x01in' WHERE campaign_id = $1 AND type = 'lives_in'", old.campaign_id
+    )
+    await old.db.execute(
+        "UPDATE relationships SET type = '\x04' WHERE campaign_id = $1 AND type = 'leads'", old.campaign_id
+    )
+    hold_id = (await old.graph.get_entity("Ironhold")).id
+    await old.db.execute(
+        "UPDATE entities SET name = 'Iron\x02hold' WHERE campaign_id = $1 AND id = $2", old.campaign_id, hold_id
+    )
+    await old.db.execute(
+        "INSERT INTO entity_aliases (campaign_id, entity_id, alias) VALUES ($1, $2, 'The\x03Hold')",
+        old.campaign_id,
+        hold_id,
+    )
+    warned: list[str] = []
+
+    text = dump_campaign_file(await export_campaign_file(old, on_skip=warned.append))
+    copy = await loaded(memory, "Copy of old types", text, "export.yaml")
+    hold = await copy.graph.get_entity("Ironhold")
+    assert hold.aliases == ["TheHold"]
+    assert [r.type for r in await copy.graph.relationships_of(hold.id)] == ["livesin"]
+    assert warned == [
+        "wrote the entity 'Iron\\x02hold' as 'Ironhold' (aliases 'TheHold'): it held a control character, "
+        "which a campaign file cannot",
+        "left out the fact Eldrinax —'\\x04'→ Pale Hand: it held a control character, which a campaign file cannot",
+        "wrote the fact Eldrinax —'lives\\x01in'→ Ironhold with the type 'livesin': it held a control character, "
+        "which a campaign file cannot",
+    ]
+
+
 def many_entities(n: int, prefix: str) -> str:
     lines = ["entities:"]
     lines += [f"  - {{name: {prefix} {i}, type: npc, aliases: [{prefix} alias {i}]}}" for i in range(n)]

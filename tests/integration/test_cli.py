@@ -547,6 +547,20 @@ def test_entity_edit_changes_what_it_is_given_and_says_the_old_name_stays(lk) ->
     assert mixed.returncode == 1 and "--alias - clears the aliases: give it alone" in mixed.stderr
 
 
+def test_entity_list_is_one_row_per_entity_whatever_its_description_holds(lk) -> None:
+    """A session's event entity has a description of several lines ("Session: …"), which broke the table."""
+    assert lk("campaign", "create", "C").returncode == 0
+    told = "Session: the heist\n- Korvash lied\r\n- the\tgate fell"
+    assert lk("entity", "add", "Heist", "event", "-d", told).returncode == 0
+    assert lk("entity", "add", "Korvash", "npc", "-d", "A smith").returncode == 0
+    listed = lk("entity", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[2:] == [
+        "Heist    event             Session: the heist - Korvash lied - the gate fell",
+        "Korvash  npc               A smith",
+    ]
+
+
 def test_entity_link_sets_visibility_only_when_asked(lk) -> None:
     assert lk("campaign", "create", "C").returncode == 0
     for name, kind in (("Eldrinax", "npc"), ("Ironhold", "place")):

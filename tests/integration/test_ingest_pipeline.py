@@ -6,7 +6,9 @@ import asyncio
 import codecs
 import hashlib
 import json
+import os
 import random
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,9 +27,9 @@ from memory.ingest import ingest_file
 from memory.models import EntityIn, EntityType, EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recall import recall
-from memory.recorder import SessionRecorder, Utterance
+from memory.recorder import SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory, Memory
-from memory.transcripts import TranscriptError
+from memory.transcripts import MAX_CRD3_BYTES, Line, TranscriptError, read_transcript
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
 SAMPLE = EXAMPLES / "sunken_crown_session1.jsonl"
@@ -181,6 +183,47 @@ async def test_poisoned_lines_are_skipped_and_named(crown: CampaignMemory, tmp_p
     assert [e.ref for e in await crown.log.session_entries(session.id)] == ["ok1", "ok2"]
 
 
+async def test_a_jsonl_field_of_the_wrong_kind_is_refused_not_turned_into_text(
+    crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """``"word": null`` became the word "None", ``"ref": {"a": 1}`` the ref "{'a': 1}"; a confidence of 5 (an STT
+    gives probabilities) was kept."""
+    said = {"speaker": "Ana", "text": "Thess looks."}
+    lines = [
+        {**said, "ref": "ok", "speaker_id": 1234, "words": [{"word": "Thess", "probability": 0.9}, {"word": "looks"}]},
+        {**said, "words": [{"word": None, "confidence": 0.5}]},
+        {**said, "words": [{"word": "Thess", "confidence": 5}]},
+        {**said, "words": ["Thess"]},
+        {**said, "words": "Thess looks."},
+        {**said, "ref": {"a": 1}},
+        {**said, "speaker_id": ["x"]},
+        {**said, "session": True},
+        {**said, "ref": 7},
+    ]
+    path = tmp_path / "kinds.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    first = next(iter(read_transcript(path)))
+    assert isinstance(first, Line) and first.utterance.words == [
+        Word(word="Thess", confidence=0.9),
+        Word(word="looks", confidence=None),
+    ]
+    report = await ingest_file(crown, path, session_title="Kinds")
+    assert [m.split(": skipped: invalid field: ")[1] for m in report.skipped] == [
+        "words.0.word: Input should be a valid string",
+        "words.0.confidence: Input should be less than or equal to 1",
+        "words.0: Input should be a valid dictionary or instance of Word",
+        "words: Input should be a valid list",
+        "ref: must be text or a number, not an object",
+        "speaker_id: must be text or a number, not a list",
+        "session: must be text or a number, not true/false",
+    ]
+    assert [m.split(": skipped:")[0] for m in report.skipped] == [f"kinds.jsonl:{n}" for n in range(2, 9)]
+    session = await crown.log.session_by_title("Kinds")
+    assert session is not None
+    entries = await crown.log.session_entries(session.id)
+    assert [(e.ref, e.speaker_id) for e in entries] == [("ok", "1234"), ("7", None)]
+
+
 async def test_times_before_the_session_start_are_refused(crown: CampaignMemory, tmp_path: Path) -> None:
     path = tmp_path / "early.jsonl"
     lines = [
@@ -215,12 +258,14 @@ async def test_txt_and_crd3_formats(crown: CampaignMemory, tmp_path: Path) -> No
     turns.append({"NAMES": "LAURA", "UTTERANCES": "Letter by letter?", "NUMBER": 2})  # text, not lists
     turns.append({"NAMES": [None], "UTTERANCES": ["Who said this?"], "NUMBER": 3})
     turns.append({"NAMES": ["SAM"], "UTTERANCES": ["nul \x00 inside"], "NUMBER": 4})
+    turns.append({"NAMES": ["SAM"], "UTTERANCES": ["Which turn?"], "NUMBER": {"x": 1}})
     crd3.write_text(json.dumps({"METADATA": {}, "TURNS": turns}))
     report = await ingest_file(crown, crd3)
     assert [m.split(": skipped: ")[1] for m in report.skipped] == [
         "expected NAMES and UTTERANCES, each a list of text",
         "expected NAMES and UTTERANCES, each a list of text",
         "invalid field: text: contains a NUL character (U+0000), which cannot be stored",
+        "invalid field: NUMBER: must be a whole number, not an object",
     ]
     session = await crown.log.session_by_title("C9E001")
     assert session is not None
@@ -249,6 +294,22 @@ async def test_a_crd3_turn_the_database_cannot_index_is_skipped_and_the_rest_imp
     session = await crown.log.session_by_title("C9E002")
     assert session is not None and session.ended_at is not None
     assert [e.ref for e in await crown.log.session_entries(session.id)] == ["turn 0", "turn 2", "turn 4"]
+
+
+async def test_a_crd3_file_too_big_to_read_whole_is_refused_before_it_is_read(
+    crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """A CRD3 episode is one JSON document, read whole: 212 MB took about 1 GB of memory."""
+    crd3 = tmp_path / "C9E003.json"
+    crd3.write_text(json.dumps({"TURNS": []}))
+    os.truncate(crd3, MAX_CRD3_BYTES + 1)  # sparse: nothing written, nothing to read
+    with pytest.raises(TranscriptError) as info:
+        await ingest_file(crown, crd3)
+    assert str(info.value) == (
+        "C9E003.json is 20,971,521 bytes; a CRD3 episode is read whole, so at most 20,971,520 (real ones are about "
+        "1 MB): split its TURNS into several files, or write it as .jsonl, which is read line by line"
+    )
+    assert await crown.log.sessions() == []
 
 
 async def test_lone_surrogates_are_refused_with_their_line_not_the_batch(crown: CampaignMemory, tmp_path: Path) -> None:
@@ -322,6 +383,26 @@ async def test_a_transcript_in_another_encoding_is_refused_whole(
         await ingest_file(crown, path)
     assert str(info.value) == f"other.txt is not UTF-8 text (it looks like {looks} are not UTF-8): save it as UTF-8"
     assert await crown.log.sessions() == []  # refused before anything was stored
+
+
+RANDOM = random.Random(0).randbytes(50_000)  # lines of about 256 bytes: a NUL in about half of them
+LONG_LINES = b"\n".join(RANDOM.replace(b"\n", b"")[i : i + 1000] for i in range(0, 49_000, 1000))  # in most
+
+
+@pytest.mark.parametrize("data", [RANDOM, LONG_LINES], ids=["short-lines", "long-lines"])
+async def test_a_binary_file_named_txt_is_said_to_be_no_text(
+    crown: CampaignMemory, tmp_path: Path, data: bytes
+) -> None:
+    """Random bytes were said to look like Latin-1, or like UTF-16 when most lines held a NUL."""
+    path = tmp_path / "binary.txt"
+    path.write_bytes(data)
+    with pytest.raises(TranscriptError) as info:
+        await ingest_file(crown, path)
+    assert re.fullmatch(
+        r"binary\.txt is not a text file \(\d+ of \d+ lines are binary data\): give a transcript saved as UTF-8 text",
+        str(info.value),
+    ), info.value
+    assert await crown.log.sessions() == []
 
 
 async def test_a_few_broken_lines_of_a_utf8_transcript_are_skipped_one_by_one(
