@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, RelationshipSpec
+from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, RelationshipSpec, find_conflicts
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_
 from memory.models import (
     Entity,
@@ -146,20 +146,26 @@ async def export_campaign_file(
             f"left out {waiting} item{'s' * (waiting != 1)} waiting for review: a campaign file holds only canon, "
             "so accept them first to keep them"
         )
-    entities = await mem.graph.list_entities()
-    names = {e.id: _file_name(e, on_skip) for e in entities}
+    # Entities and facts cleaned of a control character go last: a clash they now make with another item is then
+    # reported on them (see ``find_conflicts``), and it is they that give way.
+    listed = await mem.graph.list_entities()
+    cleaned = {e.id: _file_name(e, on_skip) for e in listed}
+    entities = sorted(listed, key=lambda e: cleaned[e.id][2])
     specs = [
         EntitySpec(
-            name=names[e.id][0],
+            name=cleaned[e.id][0],
             type=e.type,
-            aliases=names[e.id][1],
+            aliases=cleaned[e.id][1],
             description=e.description,
             attributes=_file_attributes(_portable(e)),
             secret=e.visibility == "secret",
         )
         for e in entities
     ]
+    specs = _give_way(entities, specs, {e.id for e in entities if cleaned[e.id][2]}, on_skip)
+    names = {e.id: spec.name for e, spec in zip(entities, specs, strict=True)}
     rels: list[RelationshipSpec] = []
+    changed: list[tuple[str, RelationshipSpec]] = []
     for e in entities:
         for r in await mem.graph.relationships_of(e.id, include_secret=True):
             if r.source_id != e.id or (r.target_id is not None and r.target_id not in names):
@@ -167,18 +173,28 @@ async def export_campaign_file(
             if r.target_id is None and not (r.value or "").strip():
                 on_skip(f"left out {e.name} —{r.type}→ (no value): an attribute fact needs a value in a campaign file")
                 continue
-            source, target = names[e.id][0], names[r.target_id][0] if r.target_id is not None else None
-            if (kind := _file_type(r.type, f"{source} —{r.type!r}→ {target or r.value}", on_skip)) is not None:
-                rels.append(
-                    RelationshipSpec(
-                        source=source,
-                        type=kind,
-                        target=target,
-                        value=r.value,
-                        attributes=_file_attributes(r.attributes),
-                        secret=r.visibility == "secret",
-                    )
+            source, target = names[e.id], names[r.target_id] if r.target_id is not None else None
+            fact = f"{source} —{r.type!r}→ {target or r.value}"
+            if (filed := _file_type(r.type, fact, on_skip)) is not None:
+                kind, was_cleaned = filed
+                spec = RelationshipSpec(
+                    source=source,
+                    type=kind,
+                    target=target,
+                    value=r.value,
+                    attributes=_file_attributes(r.attributes),
+                    secret=r.visibility == "secret",
                 )
+                if was_cleaned:
+                    changed.append((fact, spec))
+                else:
+                    rels.append(spec)
+    clean = len(rels)
+    rels += [spec for _, spec in changed]
+    clashing = {c.index for c in find_conflicts(list(enumerate(specs)), list(enumerate(rels))) if c.index >= clean}
+    for index in sorted(clashing):
+        on_skip(f"left out the fact {changed[index - clean][0]}: without its control character it repeats another")
+    rels = [r for i, r in enumerate(rels) if i not in clashing]
     return CampaignFile(campaign=header, entities=specs, relationships=rels)
 
 
@@ -188,27 +204,60 @@ _UNFIT = "it held a control character, which a campaign file cannot"
 def _without_control(text: str) -> str:
     """``text`` without control or invisible characters (Unicode category C), which an earlier version stored in
     names and relationship types before every edge refused them: an export must not fail on what the database
-    holds."""
-    return "".join(char for char in text if not unicodedata.category(char).startswith("C"))
+    holds. Tabs and line breaks are spaces, as they are in names."""
+    return "".join(
+        " " if char.isspace() else char
+        for char in text
+        if char.isspace() or not unicodedata.category(char).startswith("C")
+    )
 
 
-def _file_name(entity: Entity, on_skip: Callable[[str], None]) -> tuple[str, list[str]]:
-    """The entity's name and aliases as a file can hold them (see :func:`_without_control`), a change said."""
+def _file_name(entity: Entity, on_skip: Callable[[str], None]) -> tuple[str, list[str], bool]:
+    """The entity's name and aliases as a file can hold them (see :func:`_without_control`), and whether they had
+    to change (said); an alias with nothing left is left out."""
     try:
-        return clean_name(entity.name), [clean_name(alias) for alias in entity.aliases]
+        return clean_name(entity.name), [clean_name(alias) for alias in entity.aliases], False
     except InvalidInputError:
-        name = clean_name(_without_control(entity.name))
-        aliases = [clean_name(_without_control(alias)) for alias in entity.aliases]
+        name = clean_name(_without_control(entity.name) or f"entity {entity.id}")
+        aliases = [clean_name(kept) for alias in entity.aliases if (kept := _without_control(alias).strip())]
         said = f" (aliases {', '.join(map(repr, aliases))})" if aliases else ""
         on_skip(f"wrote the entity {entity.name!r} as {name!r}{said}: {_UNFIT}")
-        return name, aliases
+        return name, aliases, True
 
 
-def _file_type(kind: str, fact: str, on_skip: Callable[[str], None]) -> str | None:
-    """A fact's type as a file can hold it (see :func:`_without_control`), a change said; None (the fact left
-    out, and said) when nothing but control characters is left of it."""
+def _give_way(
+    entities: list[Entity], specs: list[EntitySpec], cleaned: set[int], on_skip: Callable[[str], None]
+) -> list[EntitySpec]:
+    """Names cleaned of a control character that now clash with another entity's (or its own name): a clashing
+    alias is left out, a clashing name is written with the entity's id ("Bob #12"), each said."""
+    renamed: dict[int, str] = {}
+    dropped: dict[int, set[int]] = {}
+    for conflict in find_conflicts(list(enumerate(specs)), []):
+        entity, spec = entities[conflict.index], specs[conflict.index]
+        if entity.id not in cleaned:
+            continue  # not of the cleaning's making: the file's own check says what is wrong
+        if conflict.loc == ("name",):
+            renamed[conflict.index] = f"{spec.name} #{entity.id}"
+            on_skip(f"wrote the entity {entity.name!r} as {renamed[conflict.index]!r}: {conflict.message}")
+        elif conflict.loc[0] == "aliases":
+            dropped.setdefault(conflict.index, set()).add(int(conflict.loc[1]))
+            on_skip(f"left out the alias {spec.aliases[int(conflict.loc[1])]!r} of {entity.name!r}: {conflict.message}")
+    return [
+        spec.model_copy(
+            update={
+                "name": renamed.get(i, spec.name),
+                "aliases": [a for k, a in enumerate(spec.aliases) if k not in dropped.get(i, ())],
+            }
+        )
+        for i, spec in enumerate(specs)
+    ]
+
+
+def _file_type(kind: str, fact: str, on_skip: Callable[[str], None]) -> tuple[str, bool] | None:
+    """A fact's type as a file can hold it (see :func:`_without_control`) and whether it had to change (said);
+    None (the fact left out, and said) when nothing but control characters is left of it."""
     try:
-        return relationship_type(kind)
+        return relationship_type(kind), False
     except ValueError:
         pass
     try:
@@ -217,7 +266,7 @@ def _file_type(kind: str, fact: str, on_skip: Callable[[str], None]) -> str | No
         on_skip(f"left out the fact {fact}: {_UNFIT}")
         return None
     on_skip(f"wrote the fact {fact} with the type {cleaned!r}: {_UNFIT}")
-    return cleaned
+    return cleaned, True
 
 
 def _portable(entity: Entity) -> dict[str, Any]:

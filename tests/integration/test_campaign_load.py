@@ -451,6 +451,59 @@ async def test_export_writes_text_stored_before_the_rules_without_its_control_ch
     ]
 
 
+async def test_export_cleaning_gives_way_where_the_cleaned_text_clashes(memory: Memory) -> None:
+    """Cleaned of its control character, an old name or type can be another's: the cleaned one gives way (an alias
+    or a repeated fact left out, a name written with its id), said, and the rest of the backup exports."""
+    text = """
+entities:
+  - {name: Bob, type: npc}
+  - {name: Ironhold, type: place}
+  - {name: Caddo Keep, type: place}
+  - {name: Bobby, type: npc, aliases: [Bob the Younger]}
+relationships:
+  - {source: Bob, type: knows, target: Bobby}
+  - {source: Bob, type: lives_in, target: Ironhold}
+  - {source: Bobby, type: lives_in, target: Caddo Keep}
+"""
+    old = await loaded(memory, "Clashes", text, "clash.yaml")
+    bobby = await old.graph.get_entity("Bobby")
+    for sql in (  # what an earlier version let in
+        "UPDATE entities SET name = 'Bob\x07' WHERE campaign_id = $1 AND id = $2",
+        "UPDATE entity_aliases SET alias = 'Bob\x07 the\tYounger' WHERE campaign_id = $1 AND entity_id = $2",
+        "INSERT INTO entity_aliases (campaign_id, entity_id, alias) VALUES ($1, $2, '\x07')",
+        "INSERT INTO entity_aliases (campaign_id, entity_id, alias) VALUES ($1, $2, 'B\x07ob')",
+        "INSERT INTO entity_aliases (campaign_id, entity_id, alias) VALUES ($1, $2, 'Bob\x07by')",
+        "INSERT INTO entity_aliases (campaign_id, entity_id, alias) VALUES ($1, $2, 'Iron\x07hold')",
+    ):
+        await old.db.execute(sql, old.campaign_id, bobby.id)
+    bob = await old.graph.get_entity("Bob")
+    await old.db.execute(  # a second "knows" of the same pair, and a second home
+        "INSERT INTO relationships (campaign_id, source_id, type, target_id, status, provenance) "
+        "SELECT campaign_id, source_id, type || '\x01', target_id, status, provenance "
+        "FROM relationships WHERE campaign_id = $1 AND source_id = $2",
+        old.campaign_id,
+        bob.id,
+    )
+    warned: list[str] = []
+
+    exported = await export_campaign_file(old, on_skip=warned.append)
+    copy = await loaded(memory, "Copy of clashes", dump_campaign_file(exported), "export.yaml")
+    renamed = await copy.graph.get_entity(f"Bob #{bobby.id}")
+    assert sorted(renamed.aliases) == ["Bob the Younger", "Bobby"]  # the tab a space; "" and its own name "Bob" out
+    kept = await copy.graph.relationships_of((await copy.graph.get_entity("Bob")).id)
+    assert sorted(r.type for r in kept) == ["knows", "lives_in"]
+    assert warned[0].startswith("wrote the entity 'Bob\\x07' as 'Bob' (aliases ")
+    assert warned[1].startswith(f"wrote the entity 'Bob\\x07' as 'Bob #{bobby.id}': name 'Bob' is already the name")
+    assert (
+        warned[2]
+        == "left out the alias 'Ironhold' of 'Bob\\x07': alias 'Ironhold' is already the name of entity #3 'Ironhold'"
+    )
+    assert [w for w in warned if "repeats another" in w] == [
+        f"left out the fact Bob —'knows\\x01'→ Bob #{bobby.id}: without its control character it repeats another",
+        "left out the fact Bob —'lives_in\\x01'→ Ironhold: without its control character it repeats another",
+    ]
+
+
 def many_entities(n: int, prefix: str) -> str:
     lines = ["entities:"]
     lines += [f"  - {{name: {prefix} {i}, type: npc, aliases: [{prefix} alias {i}]}}" for i in range(n)]
