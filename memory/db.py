@@ -120,11 +120,11 @@ class EmbeddedPostgres:
         failing = False
         while True:
             await asyncio.sleep(KEEP_RUNNING_EVERY_S)
-            if self._postmaster_alive():
-                continue
-            if not failing:
-                log.warning("the embedded PostgreSQL in %s stopped: starting it again", self.pgdata)
-            try:
+            try:  # an error must not end the watch, or the next time the server dies nobody would notice
+                if self._postmaster_alive():
+                    continue
+                if not failing:
+                    log.warning("the embedded PostgreSQL in %s stopped: starting it again", self.pgdata)
                 await asyncio.to_thread(self.start)
             except Exception as exc:
                 if not failing:
@@ -478,9 +478,11 @@ async def open_database(
         finally:
             await pool.close()
     finally:
-        if keeper is not None:
-            keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keeper
-        if embedded is not None:
-            embedded.stop()
+        try:
+            if keeper is not None:
+                keeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await keeper
+        finally:
+            if embedded is not None:
+                embedded.stop()

@@ -277,8 +277,10 @@ def describe_same_as(result: MergeResult) -> str:
     if result.names_withheld:
         done.append(f"{proposed.name!r} was secret, so no alias of the public {known.name}; its facts are secret")
     done.append(n(result.facts_moved, "fact") + " moved")
-    if dropped := result.duplicates_dropped + result.self_loops_dropped:
-        done.append(n(dropped, "fact") + f" {known.name} already had dropped")
+    if result.duplicates_dropped:
+        done.append(n(result.duplicates_dropped, "fact") + f" {known.name} already had dropped")
+    if result.self_loops_dropped:  # "the old man —father_of→ Vaskerrin Holt" would be about itself
+        done.append(n(result.self_loops_dropped, "fact") + f" between {proposed.name} and {known.name} dropped")
     return f"Same as {known.name}: {', '.join(done)}."
 
 

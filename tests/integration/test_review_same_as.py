@@ -11,6 +11,7 @@ import pytest
 from memory.db import create_pool
 from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
 from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source
+from memory.review import describe_same_as
 from memory.store import CampaignMemory, Memory
 
 HEARD = Provenance(source=Source.inferred, confidence=0.4)
@@ -55,6 +56,21 @@ async def test_same_as_merges_the_proposed_entity_into_the_known_one(memory: Mem
     assert (await other.graph.get_entity("Vaskerrin Holt")).aliases == ["Vaskerrin"]
     with pytest.raises(NotFoundError):
         await other.review.same_as(f"e{old_id}", "Vaskerrin Holt")  # A's item, through B: unknown there
+
+
+async def test_same_as_says_which_facts_it_dropped(campaign: CampaignMemory) -> None:
+    """A fact between the two would be about one entity and itself; one the known entity has is a copy."""
+    g = campaign.graph
+    holt_id, old_id, keep_id = await _table(campaign)
+    await g.add_relationship(RelationshipIn(source_id=old_id, type="father_of", target_id=holt_id, provenance=HEARD))
+    await g.add_relationship(RelationshipIn(source_id=holt_id, type="lives_in", target_id=keep_id))
+
+    said = describe_same_as(await campaign.review.same_as(f"e{old_id}", "Vaskerrin Holt"))
+
+    assert said == (
+        "Same as Vaskerrin Holt: 'the old man' kept as an alias, 1 fact moved, 1 fact Vaskerrin Holt already had "
+        "dropped, 1 fact between the old man and Vaskerrin Holt dropped."
+    )
 
 
 async def test_same_as_refuses_what_it_cannot_merge_and_changes_nothing(campaign: CampaignMemory) -> None:
