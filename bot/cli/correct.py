@@ -49,6 +49,17 @@ DEFAULT_JOBS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") 
 _JSON_OBJECT = re.compile(r'\{\s*["}]')
 
 
+#: Invisible characters a name copied from a web page or a document may carry (zero-width spaces and joiners,
+#: direction marks, a byte-order mark, a soft hyphen): a correction would write them into the transcript.
+_INVISIBLE = dict.fromkeys(
+    [0x00AD, *range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2060, 0x2065), *range(0x2066, 0x206A), 0xFEFF]
+)
+
+
+def _visible(name: str) -> str:
+    return name if name.isascii() else name.translate(_INVISIBLE)
+
+
 class LineError(ValueError):
     """A line that is not a readable utterance."""
 
@@ -206,14 +217,14 @@ def read_entities_file(path: Path) -> list[EntityName]:
         if isinstance(data, dict) and "entities" in data:
             entities = _yaml_entities(path, data["entities"])
         elif isinstance(data, list) and all(isinstance(n, str) for n in data):
-            entities = [EntityName(name=n.strip()) for n in data if n.strip()]
+            entities = [EntityName(name=name) for n in data if (name := _visible(n).strip())]
         else:
             raise click.BadParameter(
                 f"{path}: expected a campaign file (entities: a list of {{name, aliases}}) or a list of names",
                 param_hint="--entities",
             )
     else:
-        names = [line.strip() for line in text.splitlines()]
+        names = [_visible(line).strip() for line in text.splitlines()]
         entities = [EntityName(name=n) for n in names if n and not n.startswith("#")]
     if not entities:
         raise click.BadParameter(f"{path}: no entity names in it", param_hint="--entities")
@@ -232,7 +243,7 @@ def _yaml_entities(path: Path, items: Any) -> list[EntityName]:
             raise click.BadParameter(
                 f"{path}: entity {item['name']!r}: aliases must be a list of names", param_hint="--entities"
             )
-        entities.append(EntityName(name=item["name"], aliases=aliases))
+        entities.append(EntityName(name=_visible(item["name"]), aliases=[a for a in map(_visible, aliases) if a]))
     return entities
 
 
@@ -306,7 +317,8 @@ class _Answers:
         return json.dumps(out, ensure_ascii=False) + "\n"
 
     def _pipeline(self, names: tuple[str, ...]) -> Pipeline:
-        key = tuple(dict.fromkeys(n.strip() for n in names if n.strip()))  # one list however spaced or repeated
+        # one list however spaced or repeated
+        key = tuple(dict.fromkeys(name for n in names if (name := _visible(n).strip())))
         pipeline = self.cache.get(key)
         if pipeline is not None:
             self.cache.move_to_end(key)

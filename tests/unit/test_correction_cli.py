@@ -69,6 +69,18 @@ def test_plain_list_and_json_lines(tmp_path: Path) -> None:
     assert bad_conf["line"] == 5 and "confidence" in bad_conf["error"]
 
 
+def test_invisible_characters_in_names_are_not_written_into_the_transcript(tmp_path: Path) -> None:
+    """A name pasted from a web page may hold a zero-width space or a direction mark: invisible in the list, and
+    in the corrected transcript, where it would split the word for search."""
+    names = tmp_path / "names.txt"
+    names.write_text("\ufeffEld\u200brinax\u200e\nIron\u00adhold\n")
+    stdin = "we met elder nacks at iron hold\n" + json.dumps(
+        {"text": "we met elder nacks", "entities": ["Eld\u200crinax", "\u2060"]}
+    )
+    result = CliRunner().invoke(correct, ["--entities", str(names), "--jobs", "1"], input=stdin)
+    assert [line["text"] for line in _lines(result.output)] == ["we met Eldrinax at Ironhold", "we met Eldrinax"]
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_thresholds_are_options(tmp_path: Path, jobs: str) -> None:
     """The least score a match by sound needs is the caller's to raise, on the sound path ("elder nacks" / Eldrinax
