@@ -125,7 +125,15 @@ class EmbeddedPostgres:
                     continue
                 if not failing:
                     log.warning("the embedded PostgreSQL in %s stopped: starting it again", self.pgdata)
-                await asyncio.to_thread(self.start)
+                restart = asyncio.ensure_future(asyncio.to_thread(self.start))
+                try:
+                    await asyncio.shield(restart)
+                except asyncio.CancelledError:
+                    # The thread runs on when the watch is cancelled: wait for it, or it starts the server after
+                    # ``stop`` and leaves it running when the process exits.
+                    with contextlib.suppress(Exception):
+                        await restart
+                    raise
             except Exception as exc:
                 if not failing:
                     log.warning("the embedded PostgreSQL did not start (%s); trying again", exc)

@@ -167,6 +167,36 @@ async def test_a_long_running_process_starts_its_killed_server_again(
     assert "starting it again" in caplog.text
 
 
+async def test_a_restart_under_way_at_exit_is_waited_for_and_stopped(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watch's restart runs in a thread that cancelling the watch does not stop: the process used to stop
+    the server and exit while the thread was still starting it, leaving a server behind."""
+    monkeypatch.setattr(db, "KEEP_RUNNING_EVERY_S", 0.05)
+    began, finished = threading.Event(), threading.Event()
+    real_start = EmbeddedPostgres.start
+
+    def slow_start(self: EmbeddedPostgres) -> str:
+        if threading.current_thread() is threading.main_thread():
+            return real_start(self)
+        began.set()
+        time.sleep(1.0)  # the process is asked to stop meanwhile
+        try:
+            return real_start(self)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(EmbeddedPostgres, "start", slow_start)
+    async with open_database(None, data_dir, EmbeddingSpec("test-model", 8), run_migrations=False, keep_running=True):
+        pid = postmaster_pid(data_dir)
+        assert pid
+        os.kill(pid, signal.SIGKILL)
+        assert wait_gone(pid)
+        assert await asyncio.to_thread(began.wait, 30)
+    assert finished.wait(60)
+    assert postmaster_pid(data_dir) is None
+
+
 def test_default_data_dir_is_never_under_root_home() -> None:
     d = default_data_dir()
     assert not str(d).startswith("/root")
