@@ -90,8 +90,9 @@ class MatchSettings:
     sound_one_edit_phones: int = 5
     #: ... of ``sound_doubtful_one_edit_phones`` when the recogniser doubted the span, of
     #: ``sound_unknown_one_edit_phones`` for one word English does not know ("craswell" / Cresswell), and of
-    #: ``sound_word_one_edit_phones`` for one word it knows but rarely uses ("clink" / Blink). A common word
-    #: must sound exactly like the name. Tuned on the CRD3 tune half and the ASR set.
+    #: ``sound_word_one_edit_phones`` for one word it knows but rarely uses ("clink" / Blink) or a common one
+    #: doubted ("dragon" / Dagon is not); undoubted, a common word must sound exactly like the name. Tuned on the
+    #: CRD3 tune half and the ASR set.
     sound_doubtful_one_edit_phones: int = 5
     sound_unknown_one_edit_phones: int = 5
     sound_word_one_edit_phones: int = 8

@@ -637,11 +637,15 @@ class PhoneticMatcher:
         English does not know ("craswell" / Cresswell) may be one off a shorter name than a phrase may; an
         ordinary word a sound away from a name is that word ("reception" / Deception)."""
         settings = self.settings
-        if doubtful:
-            return settings.sound_doubtful_one_edit_phones
         if len(heard) != 1:
-            return settings.sound_one_edit_phones
+            return settings.sound_doubtful_one_edit_phones if doubtful else settings.sound_one_edit_phones
         zipf = word_zipf(heard[0])
+        if doubtful:
+            # Doubt lets an ordinary word be a name it sounds exactly like ("terry" / Tary); a phone off, only a
+            # long one: the recogniser doubts "dragon", "battle", "damage" now and then (Dagon, Barrel, Damon).
+            if zipf >= settings.common_zipf:
+                return settings.sound_word_one_edit_phones
+            return settings.sound_doubtful_one_edit_phones
         if zipf >= settings.common_zipf:
             return _NEVER  # and even sounding exactly like the name it needs doubt (see ``_sound``)
         if zipf >= settings.known_zipf or inflected(heard[0]):
@@ -699,6 +703,11 @@ class PhoneticMatcher:
         if not (heard and form.phones):
             return True
         settings = self.settings
+        if doubtful and len(words) == 1 and word_zipf(words[0]) >= settings.common_zipf:
+            # as by sound: a doubted ordinary word spelled like a short name must sound just like it ("dragon" /
+            # Dagon is a dragon)
+            allowed = 1 if len(form.phones) >= self._one_edit_from(words, doubtful) else 0
+            return Levenshtein.distance(heard, form.phones, score_cutoff=allowed + 1) <= allowed
         most = settings.letters_doubtful_phone_distance if doubtful else settings.letters_unknown_phone_distance
         return Levenshtein.normalized_distance(heard, form.phones) <= most
 
