@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from memory.errors import validation_problems
+from memory.errors import describe_value, validation_problems
 from memory.models import MAX_TEXT_BYTES, session_title
 from memory.recorder import Utterance
 
@@ -215,19 +215,7 @@ def _label(obj: dict[str, object], key: str) -> str | None:
         return value
     if isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
-    raise ValueError(f"{key}: must be text or a number, not {_json_kind(value)}")
-
-
-def _json_kind(value: object) -> str:
-    kinds = {
-        bool: "true/false",
-        dict: "an object",
-        list: "a list",
-        str: "text",
-        float: "a fraction",
-        type(None): "null",
-    }
-    return kinds.get(type(value), type(value).__name__)
+    raise ValueError(f"{key}: must be text or a number, not {describe_value(value)}")
 
 
 def _txt(path: Path, encoding: str) -> Iterator[Line | Skipped]:
@@ -284,7 +272,7 @@ def _crd3(path: Path) -> Iterator[Line | Skipped]:
             continue
         number = turn.get("NUMBER", index - 1)
         if isinstance(number, bool) or not isinstance(number, int):
-            yield Skipped(index, f"invalid field: NUMBER: must be a whole number, not {_json_kind(number)}")
+            yield Skipped(index, f"invalid field: NUMBER: must be a whole number, not {describe_value(number)}")
             continue
         try:
             utterance = Utterance(speaker=speaker, text=text, ref=f"turn {number}", seq=index)

@@ -213,9 +213,9 @@ async def test_a_jsonl_field_of_the_wrong_kind_is_refused_not_turned_into_text(
         "words.0.confidence: Input should be less than or equal to 1",
         "words.0: Input should be a valid dictionary or instance of Word",
         "words: Input should be a valid list",
-        "ref: must be text or a number, not an object",
+        "ref: must be text or a number, not a mapping",
         "speaker_id: must be text or a number, not a list",
-        "session: must be text or a number, not true/false",
+        "session: must be text or a number, not true (true/false)",
     ]
     assert [m.split(": skipped:")[0] for m in report.skipped] == [f"kinds.jsonl:{n}" for n in range(2, 9)]
     session = await crown.log.session_by_title("Kinds")
@@ -265,7 +265,7 @@ async def test_txt_and_crd3_formats(crown: CampaignMemory, tmp_path: Path) -> No
         "expected NAMES and UTTERANCES, each a list of text",
         "expected NAMES and UTTERANCES, each a list of text",
         "invalid field: text: contains a NUL character (U+0000), which cannot be stored",
-        "invalid field: NUMBER: must be a whole number, not an object",
+        "invalid field: NUMBER: must be a whole number, not a mapping",
     ]
     session = await crown.log.session_by_title("C9E001")
     assert session is not None
