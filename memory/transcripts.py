@@ -177,18 +177,21 @@ def _jsonl(path: Path, encoding: str) -> Iterator[Line | Skipped]:
             words = obj.get("words")
             if isinstance(words, list):  # as given, for Word to refuse a word that is no text, not to make one up
                 words = [
-                    {"word": w.get("word"), "confidence": w.get("confidence", w.get("probability"))}
+                    {
+                        "word": w.get("word"),
+                        "confidence": _number(w.get("confidence", w.get("probability")), f"words.{i}.confidence"),
+                    }
                     if isinstance(w, dict)
                     else w
-                    for w in words
+                    for i, w in enumerate(words)
                 ]
             utterance = Utterance(
                 speaker=obj["speaker"].strip(),
                 text=obj["text"].strip(),
                 speaker_id=_label(obj, "speaker_id"),
-                start_s=float(obj.get("start") or 0.0),
-                end_s=float(obj["end"]) if obj.get("end") is not None else None,
-                words=words or None,
+                start_s=_number(obj.get("start"), "start") or 0.0,
+                end_s=_number(obj.get("end"), "end"),
+                words=None if words == [] else words,  # {} or false is no list of words: Utterance refuses it
                 ref=_label(obj, "ref") or f"{path.name}:{number}",
                 seq=number,
             )
@@ -216,6 +219,14 @@ def _label(obj: dict[str, object], key: str) -> str | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
     raise ValueError(f"{key}: must be text or a number, not {describe_value(value)}")
+
+
+def _number(value: object, field: str) -> float | None:
+    """A time or a confidence: a JSON number or null. ``true`` is no 1.0 and ``[]`` no 0: a value of the wrong kind
+    is a mistake to report, not a number to make up."""
+    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+        return value
+    raise ValueError(f"{field}: must be a number, not {describe_value(value)}")
 
 
 def _txt(path: Path, encoding: str) -> Iterator[Line | Skipped]:

@@ -224,6 +224,41 @@ async def test_a_jsonl_field_of_the_wrong_kind_is_refused_not_turned_into_text(
     assert [(e.ref, e.speaker_id) for e in entries] == [("ok", "1234"), ("7", None)]
 
 
+async def test_a_jsonl_number_of_the_wrong_kind_is_refused_not_made_up(crown: CampaignMemory, tmp_path: Path) -> None:
+    """``"confidence": true`` was read as 1.0 (a bool is an int in Python), ``"words": {}`` as no words and
+    ``"start": []`` as 0."""
+    said = {"speaker": "Ana", "text": "Thess looks."}
+    lines = [
+        {**said, "ref": "ok", "start": 2, "end": 3.5, "words": [], "ignored": True},
+        {**said, "words": [{"word": "Thess", "confidence": True}]},
+        {**said, "words": [{"word": "Thess", "confidence": 0.9}, {"word": "looks", "probability": False}]},
+        {**said, "words": [{"word": "Thess", "confidence": "0.9"}]},
+        {**said, "words": {}},
+        {**said, "words": False},
+        {**said, "start": True},
+        {**said, "start": []},
+        {**said, "end": "1:02"},
+    ]
+    path = tmp_path / "numbers.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    report = await ingest_file(crown, path, session_title="Numbers")
+    assert [m.split(": skipped: invalid field: ")[1] for m in report.skipped] == [
+        "words.0.confidence: must be a number, not true (true/false)",
+        "words.1.confidence: must be a number, not false (true/false)",
+        "words.0.confidence: must be a number, not '0.9'",
+        "words: Input should be a valid list",
+        "words: Input should be a valid list",
+        "start: must be a number, not true (true/false)",
+        "start: must be a number, not a list",
+        "end: must be a number, not '1:02'",
+    ]
+    assert [m.split(": skipped:")[0] for m in report.skipped] == [f"numbers.jsonl:{n}" for n in range(2, 10)]
+    session = await crown.log.session_by_title("Numbers")
+    assert session is not None
+    entries = await crown.log.session_entries(session.id)
+    assert [(e.ref, e.start_s, e.end_s) for e in entries] == [("ok", 2.0, 3.5)]
+
+
 async def test_times_before_the_session_start_are_refused(crown: CampaignMemory, tmp_path: Path) -> None:
     path = tmp_path / "early.jsonl"
     lines = [
