@@ -90,19 +90,14 @@ def _encoding(path: Path) -> str:
                     f"{path.name} is not valid {encoding.upper()} text ({exc.reason}): save it as UTF-8"
                 ) from None
             return encoding
-        lines = not_utf8 = wide = binary = utf8 = 0
+        lines = not_utf8 = binary = utf8 = 0
         for raw in fh:
             if not raw.strip(b"\x00 \t\r\n"):
                 continue
             lines += 1
-            if b"\x00" in raw:
+            if b"\x00" in raw:  # binary data, or UTF-16 without a byte-order mark (told apart below)
                 not_utf8 += 1
-                # UTF-16 without a byte-order mark: every other byte of text in a Latin script is NUL, where
-                # random bytes have one NUL in 256
-                if raw.count(b"\x00") * 5 >= len(raw) * 2:
-                    wide += 1
-                else:
-                    binary += 1
+                binary += 1
             elif not raw.isascii():
                 try:
                     raw.decode("utf-8")
@@ -114,17 +109,36 @@ def _encoding(path: Path) -> str:
     if not_utf8 and (
         not_utf8 == lines or (not_utf8 >= _NOT_UTF8_LINES and not_utf8 > utf8 and not_utf8 * 100 >= lines)
     ):
-        if binary * 2 > not_utf8:
+        if _utf16_without_bom(path):
+            looks = "UTF-16"
+        elif binary * 2 > not_utf8:
             raise TranscriptError(
                 f"{path.name} is not a text file ({binary:,} of {lines:,} lines are binary data): give a transcript "
                 "saved as UTF-8 text"
             )
-        looks = "UTF-16" if wide * 2 > not_utf8 else "Latin-1"
+        else:
+            looks = "Latin-1"
         raise TranscriptError(
             f"{path.name} is not UTF-8 text (it looks like {looks}: {not_utf8:,} of {lines:,} lines are not UTF-8): "
             "save it as UTF-8"
         )
     return encoding
+
+
+def _utf16_without_bom(path: Path) -> bool:
+    """Whether the file's start reads as UTF-16 text (little- or big-endian) in any script: lines without control
+    characters. Random bytes do not: one 16-bit unit in 32 is half a surrogate pair, one in 65,536 a newline; nor
+    does 8-bit text, which has no NUL byte to make a newline."""
+    with path.open("rb") as fh:
+        sample = fh.read(1 << 16)
+    for encoding in ("utf-16-le", "utf-16-be"):
+        try:
+            text = codecs.getincrementaldecoder(encoding)().decode(sample)  # not final: the sample may end mid-pair
+        except UnicodeDecodeError:
+            continue
+        if "\n" in text and not any(_binary(line) for line in text.split("\n")):
+            return True
+    return False
 
 
 def _raw_lines(path: Path, encoding: str) -> Iterator[tuple[int, str | Skipped]]:

@@ -376,6 +376,9 @@ async def test_lone_surrogates_are_refused_with_their_line_not_the_batch(crown: 
 
 
 TRANSCRIPT_DE = "".join(f"DM: Mätt grüßt Ironhold, Runde {i}.\nAna: Thess zieht den Bogen.\n" for i in range(5))
+TRANSCRIPT_RU = "".join(
+    f"Мастер: Вы входите в Железную Крепость, раунд {i}.\nАня: Тэсс натягивает лук.\n" for i in range(5)
+)
 
 
 @pytest.mark.parametrize(
@@ -406,6 +409,10 @@ async def test_a_utf16_or_utf32_transcript_with_a_byte_order_mark_is_read(
         (TRANSCRIPT_DE.encode("latin-1"), "Latin-1: 5 of 10 lines"),
         (TRANSCRIPT_DE.encode("cp1252"), "Latin-1: 5 of 10 lines"),
         (TRANSCRIPT_DE.encode("utf-16-le"), "UTF-16: 10 of 10 lines"),  # no byte-order mark
+        (TRANSCRIPT_DE.encode("utf-16-be"), "UTF-16: 10 of 10 lines"),
+        # no NUL in every other byte, as Latin text has: Cyrillic is 0x04xx
+        (TRANSCRIPT_RU.encode("utf-16-le"), "UTF-16: 10 of 10 lines"),
+        (TRANSCRIPT_RU.encode("utf-16-be"), "UTF-16: 10 of 10 lines"),
         ("DM: Willkommen in der Drachenhöhle.\n".encode("latin-1"), "Latin-1: 1 of 1 lines"),  # nothing to read
     ],
 )
