@@ -35,6 +35,9 @@ from memory.errors import describe_value
 from memory.models import EntityType
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
+#: A load holds the campaign's graph lock, so live play waits for it: 20,000 entities take about a minute, and are
+#: ten times what a long campaign needs. 5 MB holds 100,000 small ones (two minutes).
+MAX_ENTITIES = 20_000
 #: Nodes after expanding aliases. A 5 MB campaign file written by hand has far fewer; a YAML bomb far more.
 DEFAULT_MAX_NODES = 1_000_000
 #: campaign → entities → entity → attributes → list is depth 5; anything near this limit is not a campaign.
@@ -444,6 +447,16 @@ class _Reader:
 
     def read(self) -> CampaignFile:
         sections = self._sections()
+        listed = sections.get("entities")
+        if isinstance(listed, yaml.SequenceNode) and len(listed.value) > MAX_ENTITIES:
+            # before checking each of them, which alone takes seconds
+            self.problem(
+                _line(listed),
+                "entities",
+                f"lists {len(listed.value):,}; the limit is {MAX_ENTITIES:,} entities in one file, as play waits "
+                "while one loads: split it into several files and load them one after another",
+            )
+            raise CampaignFileError(self.problems)
         header = self._header(sections.get("campaign"))
         entities, unchecked = self._items(sections.get("entities"), "entities", EntitySpec)
         relationships, _ = self._items(sections.get("relationships"), "relationships", RelationshipSpec)
