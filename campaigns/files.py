@@ -31,9 +31,13 @@ from campaigns.schema import (
     find_conflicts,
     name_key,
 )
+from memory.errors import describe_value
 from memory.models import EntityType
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
+#: A load holds the campaign's graph lock, so live play waits for it: 20,000 entities take about a minute, and are
+#: ten times what a long campaign needs. 5 MB holds 100,000 small ones (two minutes).
+MAX_ENTITIES = 20_000
 #: Nodes after expanding aliases. A 5 MB campaign file written by hand has far fewer; a YAML bomb far more.
 DEFAULT_MAX_NODES = 1_000_000
 #: campaign → entities → entity → attributes → list is depth 5; anything near this limit is not a campaign.
@@ -271,17 +275,12 @@ def _line(node: yaml.Node) -> int:
     return node.start_mark.line + 1
 
 
-def _short(text: str, limit: int = 60) -> str:
-    """User text quoted for a message, cut so a pasted chapter does not become the error."""
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
-
-
 def _kind(node: yaml.Node) -> str:
     if isinstance(node, yaml.MappingNode):
         return "a mapping"
     if isinstance(node, yaml.SequenceNode):
         return "a list"
-    return _short(node.value)
+    return describe_value(node.value)
 
 
 def _to_python(node: yaml.Node) -> Any:
@@ -388,20 +387,6 @@ def _peek(node: yaml.Node, key: str) -> str | None:
     return None
 
 
-def _describe_input(value: Any) -> str:
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if value is None:
-        return "nothing (empty)"
-    if isinstance(value, bool):
-        return f"{str(value).lower()} (true/false)"
-    if isinstance(value, int | float):
-        return f"the number {value}"
-    return _short(value) if isinstance(value, str) else repr(value)
-
-
 def _field_name(loc: tuple[str | int, ...]) -> str:
     # ("aliases", 1) reads as "aliases #2": DMs count from one.
     return "".join(f" #{part + 1}" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
@@ -438,12 +423,12 @@ def _friendly(error: Any, model: type[BaseModel]) -> str:
         # loc is (..., <the key itself>, "[key]")
         return f"{_field_name(loc[:-2])} has the key {value!r}; names of attributes must be text"
     if kind in _WANTED:
-        message = f"must be {_WANTED[kind]}, not {_describe_input(value)}"
+        message = f"must be {_WANTED[kind]}, not {describe_value(value)}"
         if kind == "string_type" and isinstance(value, bool | int | float):
             message += " (put it in quotes to make it text)"
         if kind == "list_type" and isinstance(value, str) and len(value) <= 40:
             message += f" (write [{value}] for a list of one)"
-        return f"{field} {message}" if field else f"expected {_WANTED[kind]}, found {_describe_input(value)}"
+        return f"{field} {message}" if field else f"expected {_WANTED[kind]}, found {describe_value(value)}"
     # Our own validators (names, attribute values) phrase their message to follow the field's name.
     message = error["msg"].removeprefix("Value error, ")  # a ValueError raised by the store's own checks
     return f"{field} {message}" if field else message
@@ -462,6 +447,16 @@ class _Reader:
 
     def read(self) -> CampaignFile:
         sections = self._sections()
+        listed = sections.get("entities")
+        if isinstance(listed, yaml.SequenceNode) and len(listed.value) > MAX_ENTITIES:
+            # before checking each of them, which alone takes seconds
+            self.problem(
+                _line(listed),
+                "entities",
+                f"lists {len(listed.value):,}; the limit is {MAX_ENTITIES:,} entities in one file, as play waits "
+                "while one loads: split it into several files and load them one after another",
+            )
+            raise CampaignFileError(self.problems)
         header = self._header(sections.get("campaign"))
         entities, unchecked = self._items(sections.get("entities"), "entities", EntitySpec)
         relationships, _ = self._items(sections.get("relationships"), "relationships", RelationshipSpec)

@@ -64,3 +64,21 @@ def validation_problems(exc: ValidationError) -> str:
         message = error["msg"].removeprefix("Value error, ")  # a ValueError raised by the store's own checks
         problems.append(f"{where}: {message}" if where else message)
     return "; ".join(problems)
+
+
+def describe_value(value: object) -> str:
+    """A value read from a file (JSON or YAML), as an error about its kind shows it: ``not a list``, ``not the
+    number 3``; text is quoted and cut, so a pasted chapter does not become the error."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing (empty)"
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (true/false)"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return repr(value if len(value) <= 60 else value[:59] + "…")
+    return repr(value)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from memory.errors import validation_problems
+from memory.errors import describe_value, validation_problems
 from memory.models import MAX_TEXT_BYTES, session_title
 from memory.recorder import Utterance
 
@@ -90,19 +90,14 @@ def _encoding(path: Path) -> str:
                     f"{path.name} is not valid {encoding.upper()} text ({exc.reason}): save it as UTF-8"
                 ) from None
             return encoding
-        lines = not_utf8 = wide = binary = utf8 = 0
+        lines = not_utf8 = binary = utf8 = 0
         for raw in fh:
             if not raw.strip(b"\x00 \t\r\n"):
                 continue
             lines += 1
-            if b"\x00" in raw:
+            if b"\x00" in raw:  # binary data, or UTF-16 without a byte-order mark (told apart below)
                 not_utf8 += 1
-                # UTF-16 without a byte-order mark: every other byte of text in a Latin script is NUL, where
-                # random bytes have one NUL in 256
-                if raw.count(b"\x00") * 5 >= len(raw) * 2:
-                    wide += 1
-                else:
-                    binary += 1
+                binary += 1
             elif not raw.isascii():
                 try:
                     raw.decode("utf-8")
@@ -114,17 +109,36 @@ def _encoding(path: Path) -> str:
     if not_utf8 and (
         not_utf8 == lines or (not_utf8 >= _NOT_UTF8_LINES and not_utf8 > utf8 and not_utf8 * 100 >= lines)
     ):
-        if binary * 2 > not_utf8:
+        if _utf16_without_bom(path):
+            looks = "UTF-16"
+        elif binary * 2 > not_utf8:
             raise TranscriptError(
                 f"{path.name} is not a text file ({binary:,} of {lines:,} lines are binary data): give a transcript "
                 "saved as UTF-8 text"
             )
-        looks = "UTF-16" if wide * 2 > not_utf8 else "Latin-1"
+        else:
+            looks = "Latin-1"
         raise TranscriptError(
             f"{path.name} is not UTF-8 text (it looks like {looks}: {not_utf8:,} of {lines:,} lines are not UTF-8): "
             "save it as UTF-8"
         )
     return encoding
+
+
+def _utf16_without_bom(path: Path) -> bool:
+    """Whether the file's start reads as UTF-16 text (little- or big-endian) in any script: lines without control
+    characters. Random bytes do not: one 16-bit unit in 32 is half a surrogate pair, one in 65,536 a newline; nor
+    does 8-bit text, which has no NUL byte to make a newline."""
+    with path.open("rb") as fh:
+        sample = fh.read(1 << 16)
+    for encoding in ("utf-16-le", "utf-16-be"):
+        try:
+            text = codecs.getincrementaldecoder(encoding)().decode(sample)  # not final: the sample may end mid-pair
+        except UnicodeDecodeError:
+            continue
+        if "\n" in text and not any(_binary(line) for line in text.split("\n")):
+            return True
+    return False
 
 
 def _raw_lines(path: Path, encoding: str) -> Iterator[tuple[int, str | Skipped]]:
@@ -177,18 +191,21 @@ def _jsonl(path: Path, encoding: str) -> Iterator[Line | Skipped]:
             words = obj.get("words")
             if isinstance(words, list):  # as given, for Word to refuse a word that is no text, not to make one up
                 words = [
-                    {"word": w.get("word"), "confidence": w.get("confidence", w.get("probability"))}
+                    {
+                        "word": w.get("word"),
+                        "confidence": _number(w.get("confidence", w.get("probability")), f"words.{i}.confidence"),
+                    }
                     if isinstance(w, dict)
                     else w
-                    for w in words
+                    for i, w in enumerate(words)
                 ]
             utterance = Utterance(
                 speaker=obj["speaker"].strip(),
                 text=obj["text"].strip(),
                 speaker_id=_label(obj, "speaker_id"),
-                start_s=float(obj.get("start") or 0.0),
-                end_s=float(obj["end"]) if obj.get("end") is not None else None,
-                words=words or None,
+                start_s=_number(obj.get("start"), "start") or 0.0,
+                end_s=_number(obj.get("end"), "end"),
+                words=None if words == [] else words,  # {} or false is no list of words: Utterance refuses it
                 ref=_label(obj, "ref") or f"{path.name}:{number}",
                 seq=number,
             )
@@ -215,19 +232,15 @@ def _label(obj: dict[str, object], key: str) -> str | None:
         return value
     if isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
-    raise ValueError(f"{key}: must be text or a number, not {_json_kind(value)}")
+    raise ValueError(f"{key}: must be text or a number, not {describe_value(value)}")
 
 
-def _json_kind(value: object) -> str:
-    kinds = {
-        bool: "true/false",
-        dict: "an object",
-        list: "a list",
-        str: "text",
-        float: "a fraction",
-        type(None): "null",
-    }
-    return kinds.get(type(value), type(value).__name__)
+def _number(value: object, field: str) -> float | None:
+    """A time or a confidence: a JSON number or null. ``true`` is no 1.0 and ``[]`` no 0: a value of the wrong kind
+    is a mistake to report, not a number to make up."""
+    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+        return value
+    raise ValueError(f"{field}: must be a number, not {describe_value(value)}")
 
 
 def _txt(path: Path, encoding: str) -> Iterator[Line | Skipped]:
@@ -284,7 +297,7 @@ def _crd3(path: Path) -> Iterator[Line | Skipped]:
             continue
         number = turn.get("NUMBER", index - 1)
         if isinstance(number, bool) or not isinstance(number, int):
-            yield Skipped(index, f"invalid field: NUMBER: must be a whole number, not {_json_kind(number)}")
+            yield Skipped(index, f"invalid field: NUMBER: must be a whole number, not {describe_value(number)}")
             continue
         try:
             utterance = Utterance(speaker=speaker, text=text, ref=f"turn {number}", seq=index)

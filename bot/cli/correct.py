@@ -238,7 +238,8 @@ def _yaml_entities(path: Path, items: Any) -> list[EntityName]:
     for i, item in enumerate(items, 1):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"].strip():
             raise click.BadParameter(f"{path}: entity {i} has no name", param_hint="--entities")
-        aliases = item.get("aliases") or []
+        aliases = item.get("aliases")
+        aliases = [] if aliases is None else aliases  # {} or false is a mistake, not "no aliases"
         if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
             raise click.BadParameter(
                 f"{path}: entity {item['name']!r}: aliases must be a list of names", param_hint="--entities"

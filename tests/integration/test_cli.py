@@ -94,6 +94,17 @@ def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
     res = lk("campaign", "load", str(clash))
     assert res.returncode == 1 and "clash.yaml:4:" in res.stderr and "Traceback" not in res.stderr
     assert [c["name"] for c in json.loads(lk("campaign", "list", "--json").stdout)] == ["C"]
+    # more entities than one load may hold the campaign for: refused whole, before anything is written
+    huge = tmp_path / "huge.yaml"
+    huge.write_text(
+        "campaign: {name: Huge}\nentities:\n" + "".join(f"  - {{name: E{i}, type: npc}}\n" for i in range(20_001))
+    )
+    res = lk("campaign", "load", str(huge))
+    assert res.returncode == 1 and res.stderr == (
+        f"error: {huge}:3: entities: lists 20,001; the limit is 20,000 entities in one file, as play waits while one "
+        "loads: split it into several files and load them one after another\n"
+    )
+    assert [c["name"] for c in json.loads(lk("campaign", "list", "--json").stdout)] == ["C"]
     # values out of range are one line each, not a traceback
     assert "not in the range x>=1" in lk("search", "x", "--limit", "-1").stderr
     assert (

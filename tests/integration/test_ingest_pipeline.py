@@ -213,15 +213,50 @@ async def test_a_jsonl_field_of_the_wrong_kind_is_refused_not_turned_into_text(
         "words.0.confidence: Input should be less than or equal to 1",
         "words.0: Input should be a valid dictionary or instance of Word",
         "words: Input should be a valid list",
-        "ref: must be text or a number, not an object",
+        "ref: must be text or a number, not a mapping",
         "speaker_id: must be text or a number, not a list",
-        "session: must be text or a number, not true/false",
+        "session: must be text or a number, not true (true/false)",
     ]
     assert [m.split(": skipped:")[0] for m in report.skipped] == [f"kinds.jsonl:{n}" for n in range(2, 9)]
     session = await crown.log.session_by_title("Kinds")
     assert session is not None
     entries = await crown.log.session_entries(session.id)
     assert [(e.ref, e.speaker_id) for e in entries] == [("ok", "1234"), ("7", None)]
+
+
+async def test_a_jsonl_number_of_the_wrong_kind_is_refused_not_made_up(crown: CampaignMemory, tmp_path: Path) -> None:
+    """``"confidence": true`` was read as 1.0 (a bool is an int in Python), ``"words": {}`` as no words and
+    ``"start": []`` as 0."""
+    said = {"speaker": "Ana", "text": "Thess looks."}
+    lines = [
+        {**said, "ref": "ok", "start": 2, "end": 3.5, "words": [], "ignored": True},
+        {**said, "words": [{"word": "Thess", "confidence": True}]},
+        {**said, "words": [{"word": "Thess", "confidence": 0.9}, {"word": "looks", "probability": False}]},
+        {**said, "words": [{"word": "Thess", "confidence": "0.9"}]},
+        {**said, "words": {}},
+        {**said, "words": False},
+        {**said, "start": True},
+        {**said, "start": []},
+        {**said, "end": "1:02"},
+    ]
+    path = tmp_path / "numbers.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    report = await ingest_file(crown, path, session_title="Numbers")
+    assert [m.split(": skipped: invalid field: ")[1] for m in report.skipped] == [
+        "words.0.confidence: must be a number, not true (true/false)",
+        "words.1.confidence: must be a number, not false (true/false)",
+        "words.0.confidence: must be a number, not '0.9'",
+        "words: Input should be a valid list",
+        "words: Input should be a valid list",
+        "start: must be a number, not true (true/false)",
+        "start: must be a number, not a list",
+        "end: must be a number, not '1:02'",
+    ]
+    assert [m.split(": skipped:")[0] for m in report.skipped] == [f"numbers.jsonl:{n}" for n in range(2, 10)]
+    session = await crown.log.session_by_title("Numbers")
+    assert session is not None
+    entries = await crown.log.session_entries(session.id)
+    assert [(e.ref, e.start_s, e.end_s) for e in entries] == [("ok", 2.0, 3.5)]
 
 
 async def test_times_before_the_session_start_are_refused(crown: CampaignMemory, tmp_path: Path) -> None:
@@ -265,7 +300,7 @@ async def test_txt_and_crd3_formats(crown: CampaignMemory, tmp_path: Path) -> No
         "expected NAMES and UTTERANCES, each a list of text",
         "expected NAMES and UTTERANCES, each a list of text",
         "invalid field: text: contains a NUL character (U+0000), which cannot be stored",
-        "invalid field: NUMBER: must be a whole number, not an object",
+        "invalid field: NUMBER: must be a whole number, not a mapping",
     ]
     session = await crown.log.session_by_title("C9E001")
     assert session is not None
@@ -341,6 +376,9 @@ async def test_lone_surrogates_are_refused_with_their_line_not_the_batch(crown: 
 
 
 TRANSCRIPT_DE = "".join(f"DM: Mätt grüßt Ironhold, Runde {i}.\nAna: Thess zieht den Bogen.\n" for i in range(5))
+TRANSCRIPT_RU = "".join(
+    f"Мастер: Вы входите в Железную Крепость, раунд {i}.\nАня: Тэсс натягивает лук.\n" for i in range(5)
+)
 
 
 @pytest.mark.parametrize(
@@ -371,6 +409,10 @@ async def test_a_utf16_or_utf32_transcript_with_a_byte_order_mark_is_read(
         (TRANSCRIPT_DE.encode("latin-1"), "Latin-1: 5 of 10 lines"),
         (TRANSCRIPT_DE.encode("cp1252"), "Latin-1: 5 of 10 lines"),
         (TRANSCRIPT_DE.encode("utf-16-le"), "UTF-16: 10 of 10 lines"),  # no byte-order mark
+        (TRANSCRIPT_DE.encode("utf-16-be"), "UTF-16: 10 of 10 lines"),
+        # no NUL in every other byte, as Latin text has: Cyrillic is 0x04xx
+        (TRANSCRIPT_RU.encode("utf-16-le"), "UTF-16: 10 of 10 lines"),
+        (TRANSCRIPT_RU.encode("utf-16-be"), "UTF-16: 10 of 10 lines"),
         ("DM: Willkommen in der Drachenhöhle.\n".encode("latin-1"), "Latin-1: 1 of 1 lines"),  # nothing to read
     ],
 )

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from campaigns.build_examples import build, guess_type, looks_like_alias
 from campaigns.files import (
     MAX_DEPTH,
+    MAX_ENTITIES,
     CampaignFileError,
     dump_campaign_file,
     parse_campaign_file,
@@ -531,6 +532,21 @@ def test_oversized_file_on_disk_is_refused_without_reading_it(tmp_path: Path) ->
         handle.truncate(50 * 1024 * 1024)  # sparse: costs no disk and no memory
     with pytest.raises(CampaignFileError, match=r"huge\.yaml: file: is 52,428,800 bytes; the limit is 5,242,880"):
         read_campaign_file(path)
+
+
+def test_a_file_of_more_entities_than_a_campaign_needs_is_refused_before_checking_them() -> None:
+    """100,000 entities fit in 5 MB and took two minutes to load, while play waited for the campaign."""
+
+    def listing(count: int) -> str:
+        return "campaign: {name: Huge}\nentities:\n" + "".join(f"  - {{name: E{i}, type: npc}}\n" for i in range(count))
+
+    assert MAX_ENTITIES == 20_000
+    assert len(parse_campaign_file(listing(MAX_ENTITIES), "x.yaml").entities) == MAX_ENTITIES
+    error = refused(listing(MAX_ENTITIES + 1) + "  - {name: E0, type: nonsense}\n")  # refused for its size alone
+    assert str(error) == (
+        "castle.yaml:3: entities: lists 20,002; the limit is 20,000 entities in one file, as play waits while one "
+        "loads: split it into several files and load them one after another"
+    )
 
 
 def billion_laughs(levels: int = 9) -> str:

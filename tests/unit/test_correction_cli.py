@@ -138,6 +138,44 @@ def test_an_entities_file_that_yields_no_names_is_a_usage_error(
     assert result.exit_code == 2 and expected in result.output, result.output
 
 
+@pytest.mark.parametrize("aliases", ["{}", "false", "''"])
+def test_aliases_of_the_wrong_kind_are_a_usage_error_not_no_aliases(tmp_path: Path, aliases: str) -> None:
+    """``aliases: {}`` was read as no aliases."""
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(f"entities:\n  - name: Grog Strongjaw\n    aliases: {aliases}\n  - name: Westruun\n")
+    result = CliRunner().invoke(correct, ["--entities", str(campaign)], input="off to west rune we go\n")
+    assert result.exit_code == 2
+    assert "entity 'Grog Strongjaw': aliases must be a list of names" in result.output
+
+
+def test_json_line_fields_of_the_wrong_kind_are_error_lines(tmp_path: Path) -> None:
+    """A confidence of ``true`` is no 1.0 (a bool is an int in Python), and ``"words": {}`` no "no words"."""
+    names = tmp_path / "names.txt"
+    names.write_text("Westruun\n")
+    lines = [
+        {"words": [{"word": "west", "confidence": True}]},
+        {"text": "west rune", "words": {}},
+        {"text": "west rune", "words": False},
+        {"text": "west rune", "words": [{"word": "west", "confidence": "0.9"}]},
+        {"text": "west rune", "entities": {}},
+        {"text": True},
+        {"text": "off to west rune", "words": None, "entities": None},
+    ]
+    stdin = "".join(json.dumps(line) + "\n" for line in lines)
+    result = CliRunner().invoke(correct, ["--entities", str(names), "--jobs", "1"], input=stdin)
+    assert result.exit_code == 0, result.output
+    *errors, fine = _lines(result.output)
+    assert errors == [
+        {"line": 1, "error": "confidence of 'west' must be a number from 0 to 1, or null"},
+        {"line": 2, "error": '"words" must be a list of {"word", "confidence"}'},
+        {"line": 3, "error": '"words" must be a list of {"word", "confidence"}'},
+        {"line": 4, "error": "confidence of 'west' must be a number from 0 to 1, or null"},
+        {"line": 5, "error": '"entities" must be a list of names'},
+        {"line": 6, "error": '"text" must be a string (or give "words")'},
+    ]
+    assert fine["text"] == "off to Westruun"
+
+
 def test_a_yaml_list_of_names(tmp_path: Path) -> None:
     path = tmp_path / "names.yml"
     path.write_text("- Eldrinax\n- Westruun\n")
