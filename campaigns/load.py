@@ -28,7 +28,9 @@ from memory.models import (
     Source,
     attribute_value,
     clean_name,
+    look_alikes,
     relationship_type,
+    without_look_alikes,
 )
 from memory.store import CampaignMemory
 
@@ -198,7 +200,8 @@ async def export_campaign_file(
     return CampaignFile(campaign=header, entities=specs, relationships=rels)
 
 
-_UNFIT = "it held a control character, which a campaign file cannot"
+_CANNOT = "which a campaign file cannot"
+_UNFIT = f"it held a control character, {_CANNOT}"
 
 
 def _without_control(text: str) -> str:
@@ -213,15 +216,25 @@ def _without_control(text: str) -> str:
 
 
 def _file_name(entity: Entity, on_skip: Callable[[str], None]) -> tuple[str, list[str], bool]:
-    """The entity's name and aliases as a file can hold them (see :func:`_without_control`), and whether they had
+    """The entity's name and aliases as a file can hold them (see :func:`_without_control`; a look-alike letter
+    of another script, which an earlier version let in too, as the letter it looks like), and whether they had
     to change (said); an alias with nothing left is left out."""
     try:
         return clean_name(entity.name), [clean_name(alias) for alias in entity.aliases], False
     except InvalidInputError:
-        name = clean_name(_without_control(entity.name) or f"entity {entity.id}")
-        aliases = [clean_name(kept) for alias in entity.aliases if (kept := _without_control(alias).strip())]
+        name = clean_name(without_look_alikes(_without_control(entity.name)) or f"entity {entity.id}")
+        aliases = [
+            clean_name(without_look_alikes(kept))
+            for alias in entity.aliases
+            if (kept := _without_control(alias).strip())
+        ]
         said = f" (aliases {', '.join(map(repr, aliases))})" if aliases else ""
-        on_skip(f"wrote the entity {entity.name!r} as {name!r}{said}: {_UNFIT}")
+        old = [entity.name, *entity.aliases]
+        held = ["a control character"] * any(_without_control(n) != n for n in old)
+        if looks := {char for name in map(_without_control, old) for char in look_alikes(name)}:
+            said_looks = ", ".join(f"{char!r} U+{ord(char):04X} {unicodedata.name(char)}" for char in sorted(looks))
+            held.append(f"a letter of another script that looks like one of its own ({said_looks})")
+        on_skip(f"wrote the entity {entity.name!r} as {name!r}{said}: it held {' and '.join(held)}, {_CANNOT}")
         return name, aliases, True
 
 

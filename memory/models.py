@@ -5,6 +5,7 @@ Rows come out of PostgreSQL as these models; callers hand the ``*In`` models in.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -13,6 +14,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
+from confusable_homoglyphs import categories, confusables
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory.errors import InvalidInputError
@@ -53,8 +55,8 @@ class Source(StrEnum):
 
 
 def clean_name(value: str) -> str:
-    """Names are stored NFC, trimmed, with inner whitespace collapsed; empty names, and names with invisible or
-    control characters, are refused."""
+    """Names are stored NFC, trimmed, with inner whitespace collapsed; empty names, names with invisible or
+    control characters, and names mixing scripts with a look-alike letter ("Vаx" with a Cyrillic а), are refused."""
     # The same name typed on two keyboards can arrive composed (é) or decomposed (e + ◌́): two entities that
     # look the same, unless both are NFC.
     value = unicodedata.normalize("NFC", value)
@@ -72,7 +74,48 @@ def clean_name(value: str) -> str:
         raise InvalidInputError("name must not be empty")
     if len(name) > 200:
         raise InvalidInputError(f"{name[:40] + '…'!r} is longer than 200 characters")
+    if found := look_alikes(name):
+        said = ", ".join(
+            f"{char!r} (U+{ord(char):04X} {unicodedata.name(char, '?')}) looks like {script.title()} {plain!r}"
+            for char, (plain, script) in found.items()
+        )
+        raise InvalidInputError(f"{name!r} mixes scripts: {said}; type it as {without_look_alikes(name)!r}")
     return name
+
+
+#: A character's script ("LATIN", "CYRILLIC", "COMMON" for punctuation): the library's lookup is a binary search
+#: in Python, cached as a long file brings the same few hundred characters thousands of times.
+_script = functools.lru_cache(maxsize=4096)(categories.alias)
+
+#: Scripts that a name may mix although some of their characters look alike (ロ and 口): Japanese is written so.
+_CJK = frozenset({"HAN", "HIRAGANA", "KATAKANA", "HANGUL", "BOPOMOFO"})
+
+
+def look_alikes(name: str) -> dict[str, tuple[str, str]]:
+    """The letters of ``name`` that look like a letter of the script most of its letters are in ("Vаx" with a
+    Cyrillic а): pasted, they make a second entity the DM cannot tell from the first. Each maps to that letter
+    and its script. A name in one script, or mixing letters that look like no other, has none."""
+    if name.isascii():  # Latin and punctuation only: most names, and a 20,000-entity file, skip the tables
+        return {}
+    scripts = [script for char in name if (script := _script(char)) not in ("COMMON", "INHERITED")]
+    if len(set(scripts)) < 2:
+        return {}
+    # The script meant is the one most letters are in; a tie goes to the first letter's.
+    meant = max(scripts, key=lambda script: (scripts.count(script), -scripts.index(script)))
+    found: dict[str, tuple[str, str]] = {}
+    for item in confusables.is_confusable(name, greedy=True, preferred_aliases=[meant]) or []:
+        char, script = item["character"], item["alias"]
+        if script in ("COMMON", "INHERITED") or (script in _CJK and meant in _CJK):
+            continue
+        plain = [g["c"] for g in item["homoglyphs"] if len(g["c"]) == 1 and _script(g["c"]) == meant]
+        if plain:  # the plain ASCII letter where there is one ("a", not "ɑ")
+            found[char] = (min(plain, key=lambda glyph: not glyph.isascii()), meant)
+    return found
+
+
+def without_look_alikes(name: str) -> str:
+    """``name`` with each look-alike letter of another script replaced by the one it looks like ("Vаx" → "Vax")."""
+    return name.translate({ord(char): plain for char, (plain, _) in look_alikes(name).items()})
 
 
 def _emoji_joiner(value: str, position: int) -> bool:

@@ -504,6 +504,38 @@ relationships:
     ]
 
 
+async def test_export_writes_a_look_alike_letter_stored_before_the_rule_as_the_letter_it_looks_like(
+    memory: Memory,
+) -> None:
+    """An earlier version stored "Vаx" (a Cyrillic а) beside "Vax", which a campaign file now refuses: the backup
+    still exports and loads, the look-alike written as the letter it looks like and the clash that makes given
+    way, each said with the character."""
+    text = "entities:\n  - {name: Vax, type: npc}\n  - {name: Vex, type: npc, aliases: [Vexy]}\n"
+    old = await loaded(memory, "Look-alikes", text, "old.yaml")
+    vex = await old.graph.get_entity("Vex")
+    # what an earlier version let in: "V\u0430x" and "V\u0435xy" are Vax and Vexy with Cyrillic letters
+    await old.db.execute(
+        "UPDATE entities SET name = 'V\u0430x' WHERE campaign_id = $1 AND id = $2", old.campaign_id, vex.id
+    )
+    await old.db.execute(
+        "UPDATE entity_aliases SET alias = 'V\u0435xy' WHERE campaign_id = $1 AND entity_id = $2",
+        old.campaign_id,
+        vex.id,
+    )
+    warned: list[str] = []
+
+    exported = await export_campaign_file(old, on_skip=warned.append)
+    copy = await loaded(memory, "Copy of look-alikes", dump_campaign_file(exported), "export.yaml")
+    assert sorted(e.name for e in await copy.graph.list_entities()) == ["Vax", f"Vax #{vex.id}"]
+    assert (await copy.graph.get_entity(f"Vax #{vex.id}")).aliases == ["Vexy"]
+    assert warned == [
+        "wrote the entity 'V\u0430x' as 'Vax' (aliases 'Vexy'): it held a letter of another script that looks like "
+        "one of its own ('\u0430' U+0430 CYRILLIC SMALL LETTER A, '\u0435' U+0435 CYRILLIC SMALL LETTER IE), which a "
+        "campaign file cannot",
+        f"wrote the entity 'V\u0430x' as 'Vax #{vex.id}': name 'Vax' is already the name of entity #1 'Vax'",
+    ]
+
+
 def many_entities(n: int, prefix: str) -> str:
     lines = ["entities:"]
     lines += [f"  - {{name: {prefix} {i}, type: npc, aliases: [{prefix} alias {i}]}}" for i in range(n)]

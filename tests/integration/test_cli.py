@@ -144,6 +144,31 @@ def test_entity_attributes_keep_to_what_a_campaign_file_holds(lk) -> None:
     assert exported.returncode == 0 and "Golem" in exported.stdout, exported.stderr
 
 
+def test_a_name_pasted_with_a_look_alike_letter_is_refused_saying_which_and_changes_nothing(lk, tmp_path: Path) -> None:
+    """A pasted "Vаx" with a Cyrillic а (U+0430) would be a second Vax the DM cannot tell from the first."""
+    assert lk("campaign", "create", "C").returncode == 0
+    assert lk("entity", "add", "Vax", "npc").returncode == 0
+    said = "'V\u0430x' mixes scripts: '\u0430' (U+0430 CYRILLIC SMALL LETTER A) looks like Latin 'a'; type it as 'Vax'"
+    world = tmp_path / "world.yaml"
+    world.write_text(
+        "entities:\n  - {name: Ironhold, type: place}\n  - {name: V\u0430x, type: npc}\n",
+        encoding="utf-8",
+    )
+    loaded = lk("campaign", "load", str(world))
+    assert loaded.returncode == 1
+    assert loaded.stderr == f"error: {world}:3: entity #2 'V\u0430x': name {said}\n"
+    assert [e["name"] for e in json.loads(lk("entity", "list", "--json").stdout)] == ["Vax"]  # all or nothing
+    # the same rule where the CLI (and /entity, which shares its code) adds a name or an alias
+    added = lk("entity", "add", "V\u0430x", "npc")
+    assert (added.returncode, added.stderr) == (1, f"error: name: {said}\n")
+    alias = lk("entity", "add", "Vex", "npc", "--alias", "V\u0430x")
+    assert (alias.returncode, alias.stderr) == (1, f"error: aliases: {said}\n")
+    assert [e["name"] for e in json.loads(lk("entity", "list", "--json").stdout)] == ["Vax"]
+    # a name wholly in another script, or Latin with accents and apostrophes, is a name of its own
+    for name in ("\u0412\u0430\u0445", "Zo\u00eb", "Yug'Voril"):
+        assert lk("entity", "add", name, "npc").returncode == 0, name
+
+
 def test_text_that_is_not_utf8_on_the_command_line_is_a_clear_error(lk, tmp_path: Path) -> None:
     assert lk("campaign", "create", "C").returncode == 0
     not_text = "which is not a character (half of a UTF-16 surrogate pair, or a byte that is not UTF-8)"
