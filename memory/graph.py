@@ -106,8 +106,18 @@ def _copy_rank(fact: asyncpg.Record) -> tuple[Any, ...]:
 
 def _keeping_old_name(entity: Entity, new_name: str) -> list[str]:
     """The aliases of a public ``entity`` renamed ``new_name``: its old name joins them, as the session log, the
-    players and the speech to correct still say it (a secret one's would tell players who it is)."""
-    return [*(a for a in entity.aliases if a.casefold() != new_name.casefold()), entity.name]
+    players and the speech to correct still say it (a secret one's would tell players who it is). A name the
+    rules refuse now (a look-alike letter an earlier version let in) is not kept: renaming is how it is mended."""
+    kept = [*(a for a in entity.aliases if a.casefold() != new_name.casefold()), entity.name]
+    return [name for name in kept if _storable(name)]
+
+
+def _storable(name: str) -> bool:
+    try:
+        clean_name(name)
+    except InvalidInputError:
+        return False
+    return True
 
 
 def kept_old_name(before: Entity, after: Entity) -> bool:

@@ -696,3 +696,23 @@ async def test_players_mask_hides_a_secret_name_and_the_words_that_name_it_alone
     assert (
         mask(said) == "Later [secret]'s men left Holt Farm. The Pale Magister smiled at the queen. [secret]! [secret]?"
     )
+
+
+async def test_renaming_an_old_look_alike_name_mends_it_instead_of_keeping_it_as_an_alias(
+    campaign: CampaignMemory,
+) -> None:
+    """A name an earlier version stored with a look-alike letter ("V\u0430x", a Cyrillic а) is refused now: a
+    rename, the way to mend it, used to be refused too, as the old name joined the aliases and was checked."""
+    g = campaign.graph
+    vex = await g.add_entity(EntityIn(name="Vex", type=EntityType.npc, aliases=["Vexy", "Lady Vex"]))
+    await campaign.db.execute(
+        "UPDATE entities SET name = 'V\u0430x' WHERE campaign_id = $1 AND id = $2", campaign.campaign_id, vex.id
+    )
+    await campaign.db.execute(
+        "UPDATE entity_aliases SET alias = 'V\u0435xy' WHERE campaign_id = $1 AND alias = 'Vexy'",
+        campaign.campaign_id,
+    )
+    mended = await g.update_entity("V\u0430x", new_name="Vax")
+    assert (mended.name, mended.aliases) == ("Vax", ["Lady Vex"])
+    renamed = await g.update_entity("Vax", new_name="Vax the Bold")  # the good old name is kept, as ever
+    assert renamed.aliases == ["Lady Vex", "Vax"]
