@@ -105,6 +105,7 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, as_json: bo
         # one transaction: a campaign created for the load is gone again when the load fails
         campaigns = Campaigns(conn, settings.guild_id)
         name = campaign or header.name
+        created = False
         if name:
             try:
                 target = await campaigns.get(name)
@@ -112,6 +113,7 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, as_json: bo
                 if campaign:
                     raise
                 target = await campaigns.create(name, description=header.description, system=header.system)
+                created = True
         else:
             target = await campaigns.active()
             if target is None:
@@ -137,6 +139,8 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, as_json: bo
         emit_json({"campaign": target.name, **report.model_dump()})
     else:
         click.echo(f"{target.name}: {report.summary()}")
+        if created and not target.active:  # the commands that follow would work on another campaign
+            click.echo(f"created the campaign {target.name!r}, not the active one: `lorekeeper campaign use` to switch")
 
 
 @campaign.command("export")

@@ -660,3 +660,20 @@ async def test_entity_unlink_undoes_a_fact_accepted_by_mistake(lk, fresh_dsn: st
     assert again.stderr == (
         "error: no entity named 'alive' in this campaign, and Old Tom has no 'status' fact of that value\n"
     )
+
+
+def test_a_file_naming_a_new_campaign_says_it_is_not_the_active_one(lk, tmp_path: Path) -> None:
+    """The file's `campaign:` is created for it, but the active campaign stays: the next `entity list` used to
+    show the other campaign, and nothing had said so."""
+    assert lk("campaign", "create", "Sunken Crown").returncode == 0
+    (tmp_path / "ash.yaml").write_text("campaign: {name: Ashfall Reach}\nentities:\n  - {name: Korv, type: npc}\n")
+    loaded = lk("campaign", "load", str(tmp_path / "ash.yaml"))
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.splitlines()[-1] == (
+        "created the campaign 'Ashfall Reach', not the active one: `lorekeeper campaign use` to switch"
+    )
+    again = lk("campaign", "load", str(tmp_path / "ash.yaml"))  # known now: nothing more to say
+    assert again.returncode == 0 and "not the active one" not in again.stdout
+    (tmp_path / "first.yaml").write_text("campaign: {name: First}\nentities:\n  - {name: Ana, type: npc}\n")
+    first = lk("campaign", "load", str(tmp_path / "first.yaml"), env={"LOREKEEPER_GUILD_ID": "77"})
+    assert first.returncode == 0 and "not the active one" not in first.stdout  # a guild's first is its active one
