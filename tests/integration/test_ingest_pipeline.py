@@ -24,7 +24,7 @@ from memory import jobs
 from memory.chunking import windows
 from memory.errors import AlreadyExistsError, InvalidInputError
 from memory.ingest import ingest_file
-from memory.models import EntityIn, EntityType, EntryIn
+from memory.models import EntityIn, EntityType, Entry, EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recall import recall
 from memory.recorder import SessionRecorder, Utterance, Word
@@ -200,15 +200,13 @@ async def test_a_jsonl_field_of_the_wrong_kind_is_refused_not_turned_into_text(
         {**said, "session": True},
         {**said, "ref": 7},
     ]
-    path = tmp_path / "kinds.jsonl"
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    first = next(iter(read_transcript(path)))
+    why, entries = await ingest_jsonl(crown, tmp_path / "kinds.jsonl", lines, kept=[1, 9])
+    first = next(iter(read_transcript(tmp_path / "kinds.jsonl")))
     assert isinstance(first, Line) and first.utterance.words == [
         Word(word="Thess", confidence=0.9),
         Word(word="looks", confidence=None),
     ]
-    report = await ingest_file(crown, path, session_title="Kinds")
-    assert [m.split(": skipped: invalid field: ")[1] for m in report.skipped] == [
+    assert why == [
         "words.0.word: Input should be a valid string",
         "words.0.confidence: Input should be less than or equal to 1",
         "words.0: Input should be a valid dictionary or instance of Word",
@@ -217,11 +215,22 @@ async def test_a_jsonl_field_of_the_wrong_kind_is_refused_not_turned_into_text(
         "speaker_id: must be text or a number, not a list",
         "session: must be text or a number, not true (true/false)",
     ]
-    assert [m.split(": skipped:")[0] for m in report.skipped] == [f"kinds.jsonl:{n}" for n in range(2, 9)]
-    session = await crown.log.session_by_title("Kinds")
-    assert session is not None
-    entries = await crown.log.session_entries(session.id)
     assert [(e.ref, e.speaker_id) for e in entries] == [("ok", "1234"), ("7", None)]
+
+
+async def ingest_jsonl(
+    crown: CampaignMemory, path: Path, lines: list[dict[str, object]], kept: list[int]
+) -> tuple[list[str], list[Entry]]:
+    """``lines`` ingested as the .jsonl file ``path``: why each line but those ``kept`` (numbered from 1) was
+    skipped, in order, and the entries stored."""
+    await asyncio.to_thread(path.write_text, "".join(json.dumps(line) + "\n" for line in lines))
+    report = await ingest_file(crown, path, session_title=path.stem)
+    skipped = [n for n in range(1, len(lines) + 1) if n not in kept]
+    assert [m.split(": skipped:")[0] for m in report.skipped] == [f"{path.name}:{n}" for n in skipped]
+    session = await crown.log.session_by_title(path.stem)
+    assert session is not None
+    why = [m.split(": skipped: invalid field: ")[1] for m in report.skipped]
+    return why, await crown.log.session_entries(session.id)
 
 
 async def test_a_jsonl_number_of_the_wrong_kind_is_refused_not_made_up(crown: CampaignMemory, tmp_path: Path) -> None:
@@ -239,10 +248,8 @@ async def test_a_jsonl_number_of_the_wrong_kind_is_refused_not_made_up(crown: Ca
         {**said, "start": []},
         {**said, "end": "1:02"},
     ]
-    path = tmp_path / "numbers.jsonl"
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    report = await ingest_file(crown, path, session_title="Numbers")
-    assert [m.split(": skipped: invalid field: ")[1] for m in report.skipped] == [
+    why, entries = await ingest_jsonl(crown, tmp_path / "numbers.jsonl", lines, kept=[1])
+    assert why == [
         "words.0.confidence: must be a number, not true (true/false)",
         "words.1.confidence: must be a number, not false (true/false)",
         "words.0.confidence: must be a number, not '0.9'",
@@ -252,10 +259,6 @@ async def test_a_jsonl_number_of_the_wrong_kind_is_refused_not_made_up(crown: Ca
         "start: must be a number, not a list",
         "end: must be a number, not '1:02'",
     ]
-    assert [m.split(": skipped:")[0] for m in report.skipped] == [f"numbers.jsonl:{n}" for n in range(2, 10)]
-    session = await crown.log.session_by_title("Numbers")
-    assert session is not None
-    entries = await crown.log.session_entries(session.id)
     assert [(e.ref, e.start_s, e.end_s) for e in entries] == [("ok", 2.0, 3.5)]
 
 
