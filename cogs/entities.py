@@ -281,12 +281,15 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             ephemeral=True,
         )
 
-    @app_commands.command(description="Connect two entities, e.g. Eldrinax ally_of Ironhold (DM only)")
+    @app_commands.command(
+        description="Connect two entities (Eldrinax ally_of Ironhold) or record a state (status: dead) (DM only)"
+    )
     @app_commands.autocomplete(source=entity_names, target=entity_names)
     @app_commands.describe(
         source="The entity the relationship starts from",
-        relation="e.g. ally_of, lives_in, owns",
-        target="The other one",
+        relation="e.g. ally_of, lives_in, owns; or status, mood for a value",
+        target="The other entity (or give value instead)",
+        value="Instead of a target: the new state, e.g. dead for status; it closes the current one",
         secret="True: DM-only. A new link is public unless set; an existing one changes only if set",
     )
     async def link(
@@ -294,13 +297,13 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         interaction: discord.Interaction,
         source: str,
         relation: app_commands.Range[str, 1, 100],
-        target: str,
+        target: str | None = None,
+        value: str | None = None,
         secret: bool | None = None,
     ) -> None:
         _, mem = await dm_campaign(interaction)
-        linked = await mem.graph.link(source, relation, target, secret=secret)
-        lock = " 🔒" if linked.relationship.visibility == Visibility.secret else ""
-        await interaction.response.send_message(f"{linked.describe()}{lock}", ephemeral=True)
+        linked = await mem.graph.link(source, relation, target, value=value, secret=secret)
+        await interaction.response.send_message(linked.describe(" 🔒"), ephemeral=True)
 
     @app_commands.command(description="Remove a fact recorded by mistake; what it replaced is current again (DM only)")
     @app_commands.describe(

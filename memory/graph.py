@@ -7,6 +7,7 @@ Facts are never deleted by play: a contradicting fact, once accepted, closes the
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any, Literal
 
@@ -857,23 +858,51 @@ class KnowledgeGraph:
             raise NotFoundError(f"no relationship with id {rel_id} in this campaign")
         return relationship_from_row(row)
 
-    async def link(self, source: str, relation: str, target: str, *, secret: bool | None = None) -> LinkResult:
-        """Connect two entities (names or aliases) on the DM's word. ``secret`` None leaves an existing link's
-        visibility alone: a DM who links again without thinking of it must not make a secret link public."""
-        s, t = await self.get_entity(source), await self.get_entity(target)
+    async def link(
+        self,
+        source: str,
+        relation: str,
+        target: str | None = None,
+        *,
+        value: str | None = None,
+        secret: bool | None = None,
+    ) -> LinkResult:
+        """Connect two entities (names or aliases) on the DM's word, or give ``source`` an attribute fact (``value``:
+        status dead) as a campaign file does. Either closes the current fact it contradicts: a change in the world.
+        ``secret`` None leaves an existing link's visibility alone: a DM who links again without thinking of it must
+        not make a secret link public."""
+        # the value is asked for by name: a mistyped target must not silently become one
+        if target is not None and value is not None:
+            raise InvalidInputError("give a target (another entity) or a value (a state, e.g. status dead), not both")
+        if target is None and value is None:
+            raise InvalidInputError("give a target (another entity) or a value (a state, e.g. status dead)")
+        s = await self.get_entity(source)
+        t = await self.find_entity(target) if target is not None else None
+        if target is not None and t is None:
+            raise NotFoundError(f"{await self._not_found_message(target)}; a state (status dead) is given as a value")
+        if value is not None:
+            value = unicodedata.normalize("NFC", value).strip()  # as a campaign file's value
+            if not value:
+                raise InvalidInputError("value: must not be empty")
         visibility = Visibility.secret if secret else Visibility.public
         rel, created = await self.ensure_relationship(
             RelationshipIn(
                 source_id=s.id,
                 type=relation,
-                target_id=t.id,
+                target_id=t.id if t is not None else None,
+                value=value,
                 visibility=visibility,
                 provenance=Provenance(source=Source.dm, dm_confirmed=True),
                 status=ReviewStatus.accepted,
             )
         )
         if created:
-            return LinkResult(relationship=rel, outcome="linked")
+            closed = await self.db.fetch(
+                f"{_REL_SELECT} WHERE r.campaign_id = $1 AND r.superseded_by = $2 ORDER BY r.valid_from, r.id",
+                self.campaign_id,
+                rel.id,
+            )
+            return LinkResult(relationship=rel, outcome="linked", closed=[relationship_from_row(r) for r in closed])
         if secret is None or rel.visibility == visibility:
             return LinkResult(relationship=rel, outcome="already linked")
         await self.set_relationship(rel.id, ReviewStatus.accepted, dm_confirmed=True, visibility=visibility)

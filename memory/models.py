@@ -517,19 +517,26 @@ class MergeResult(BaseModel):
 
 
 class LinkResult(BaseModel):
-    """What linking two entities did, for the DM's reply."""
+    """What linking two entities, or recording an attribute fact, did, for the DM's reply."""
 
     relationship: Relationship
     outcome: Literal["linked", "already linked", "made public", "made secret"]
+    closed: list[Relationship] = Field(default_factory=list)  # the facts it contradicted, now history
 
-    def describe(self) -> str:
+    def describe(self, secret_mark: str = "") -> str:
+        """``secret_mark`` follows each secret fact (" 🔒"), so it cannot be read as the closed one's."""
+
+        def fact(r: Relationship) -> str:
+            return r.describe() + (secret_mark if r.visibility == Visibility.secret else "")
+
         said = {
             "linked": "Linked",
             "already linked": "Already linked:",
             "made public": "Now public:",
             "made secret": "Now secret:",
         }
-        return f"{said[self.outcome]} {self.relationship.describe()}"
+        closed = "; closed: " + "; ".join(fact(r) for r in self.closed) if self.closed else ""
+        return f"{said[self.outcome]} {fact(self.relationship)}{closed}"
 
 
 class UnlinkResult(BaseModel):

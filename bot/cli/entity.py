@@ -257,7 +257,8 @@ async def merge(ctx: click.Context, source: str, into: str, campaign: str | None
 @entity.command("link")
 @click.argument("source")
 @click.argument("relation")
-@click.argument("target")
+@click.argument("target", required=False)
+@click.option("--value", help="An attribute fact instead of a TARGET: SOURCE's new state (status --value dead).")
 @click.option(
     "--secret/--public", default=None, help="DM-only, or shown to players; a link made again keeps its own unless set."
 )
@@ -269,20 +270,27 @@ async def link(
     ctx: click.Context,
     source: str,
     relation: str,
-    target: str,
+    target: str | None,
+    value: str | None,
     secret: bool | None,
     campaign: str | None,
     as_json: bool,
 ) -> None:
-    """Connect SOURCE to TARGET by RELATION (e.g. Eldrinax ally_of Ironhold), as /entity link does."""
+    """Connect SOURCE to TARGET by RELATION (e.g. Eldrinax ally_of Ironhold), as /entity link does; or, with --value
+    instead of TARGET, record a change in SOURCE's state (Eldrinax status --value dead). Either closes the current
+    fact it contradicts (status alive), which stays as history."""
+    if target is not None and value is not None:
+        raise click.UsageError("give TARGET (another entity) or --value (a state, e.g. status --value dead), not both")
+    if target is None and value is None:
+        raise click.UsageError("give TARGET (another entity) or --value (a state, e.g. status --value dead)")
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
-        linked = await mem.graph.link(source, relation, target, secret=secret)
+        linked = await mem.graph.link(source, relation, target, value=value, secret=secret)
     if as_json:
         emit_json(linked)
     else:
-        click.echo(linked.describe() + (" (secret)" if linked.relationship.visibility == Visibility.secret else ""))
+        click.echo(linked.describe(" (secret)"))
 
 
 @entity.command("unlink")

@@ -309,6 +309,38 @@ async def test_link_unlink(world, fake_discord: FakeDiscord, dm: FakeMember) -> 
     assert missing.texts() == ["Eldrinax has no 'ally_of' relationship to Ironhold"]
 
 
+async def test_link_a_value_records_a_change_in_the_world(
+    world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    """README said a change in the world is recorded by linking the new fact, but /entity link wanted a target
+    entity: only a campaign file could say "status: dead". The value is its own option, so a mistyped target
+    still fails rather than become a value."""
+    status = {"source": "Eldri", "relation": "Status"}
+    alive = await fake_discord.invoke("entity link", status | {"value": "alive"}, user_id=dm)
+    assert alive.ephemeral and alive.texts() == ["Linked Eldrinax —status→ alive"]
+    dead = await fake_discord.invoke("entity link", status | {"value": "dead", "secret": True}, user_id=dm)
+    assert dead.texts() == ["Linked Eldrinax —status→ dead 🔒; closed: Eldrinax —status→ alive"]
+    eldrinax = await world.graph.get_entity("Eldrinax")
+    current = await world.graph.relationships_of(eldrinax.id, include_secret=True)
+    assert [(r.describe(), r.provenance.source) for r in current] == [("Eldrinax —status→ dead", Source.dm)]
+
+    for options, refusal in [
+        (status | {"target": "Ironhold", "value": "dead"}, "not both"),
+        (status, "give a target (another entity) or a value (a state, e.g. status dead)"),
+        (status | {"value": "  "}, "value: must not be empty"),
+        (
+            status | {"target": "dead"},
+            "no entity named 'dead' in this campaign; a state (status dead) is given as a value",
+        ),
+    ]:
+        record = await fake_discord.invoke("entity link", options, user_id=dm)
+        assert record.ephemeral and record.texts()[0].endswith(refusal), (options, record.texts())
+    refused = await fake_discord.invoke("entity link", status | {"value": "undead"}, user_id=player)
+    assert refused.ephemeral and refused.texts() == ["Only the DM can do that."]
+    after = await world.graph.relationships_of(eldrinax.id, include_secret=True, include_history=True)
+    assert sorted(r.value or "" for r in after) == ["alive", "dead"]
+
+
 async def test_unlink_removes_an_attribute_fact_accepted_by_mistake(
     world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
 ) -> None:

@@ -635,6 +635,35 @@ def test_entity_link_refuses_a_type_a_campaign_file_could_not_hold(lk) -> None:
     assert f"type: {'r' * 100}" in exported.stdout
 
 
+def test_entity_link_value_records_a_change_and_says_what_it_closed(lk) -> None:
+    """README promised `link` records a change in the world, but it only took a target entity: "no entity named
+    'angry'". The value is asked for by name (--value), so a mistyped name still fails rather than become one."""
+    assert lk("campaign", "create", "C").returncode == 0
+    assert lk("entity", "add", "Xethrilaun", "npc").returncode == 0
+    assert lk("entity", "link", "Xethrilaun", "mood", "--value", "calm").stdout == "Linked Xethrilaun —mood→ calm\n"
+    angry = lk("entity", "link", "xethrilaun", "Mood", "--value", "angry", "--secret")
+    assert angry.returncode == 0, angry.stderr
+    assert angry.stdout == "Linked Xethrilaun —mood→ angry (secret); closed: Xethrilaun —mood→ calm\n"
+    assert lk("entity", "show", "Xethrilaun").stdout == "Xethrilaun (npc)\n  - Xethrilaun —mood→ angry (secret)\n"
+    typo = lk("entity", "link", "Xethrilaun", "mood", "angry")
+    assert (typo.returncode, typo.stderr) == (
+        1,
+        "error: no entity named 'angry' in this campaign; a state (status dead) is given as a value\n",
+    )
+    both = lk("entity", "link", "Xethrilaun", "mood", "Xethrilaun", "--value", "angry")
+    assert both.returncode == 2 and both.stderr.endswith(
+        "Error: give TARGET (another entity) or --value (a state, e.g. status --value dead), not both\n"
+    )
+    neither = lk("entity", "link", "Xethrilaun", "mood")
+    assert neither.returncode == 2 and neither.stderr.endswith(
+        "Error: give TARGET (another entity) or --value (a state, e.g. status --value dead)\n"
+    )
+    empty = lk("entity", "link", "Xethrilaun", "mood", "--value", " ")
+    assert (empty.returncode, empty.stderr) == (1, "error: value: must not be empty\n")
+    undone = lk("entity", "unlink", "Xethrilaun", "mood", "angry")
+    assert undone.stdout == "Unlinked Xethrilaun —mood→ angry; current again: Xethrilaun —mood→ calm\n"
+
+
 async def test_entity_unlink_undoes_a_fact_accepted_by_mistake(lk, fresh_dsn: str) -> None:
     assert lk("campaign", "create", "C").returncode == 0
     pool = await create_pool(fresh_dsn)

@@ -497,6 +497,47 @@ async def test_accepting_an_older_fact_does_not_undo_a_newer_one(campaign: Campa
     assert history.status == ReviewStatus.accepted and history.superseded_by == dead.id and history.valid_to
 
 
+async def test_linking_a_value_records_a_change_in_the_world_and_says_what_it_closed(campaign: CampaignMemory) -> None:
+    """The DM could record a new state ("status: dead") only with a campaign file: link wanted a target entity."""
+    g = campaign.graph
+    xeth = await g.add_entity(EntityIn(name="Xethrilaun", type=EntityType.npc))
+    await g.add_entity(EntityIn(name="Caddo Keep", type=EntityType.place))
+    await g.add_entity(EntityIn(name="The Mill", type=EntityType.place))
+    alive = await g.link("xethrilaun", "Status", value=" alive ")
+    assert (alive.describe(), alive.closed) == ("Linked Xethrilaun —status→ alive", [])
+    fact = alive.relationship
+    assert (fact.status, fact.provenance.source, fact.provenance.dm_confirmed) == (
+        ReviewStatus.accepted,
+        Source.dm,
+        True,
+    )
+    await g.link("Xethrilaun", "mood", value="calm")
+
+    dead = await g.link("Xethrilaun", "status", value="dead", secret=True)
+    assert dead.describe() == "Linked Xethrilaun —status→ dead; closed: Xethrilaun —status→ alive"
+    assert dead.relationship.visibility == Visibility.secret
+    history = await g.get_relationship(fact.id)
+    assert history.valid_to is not None and history.superseded_by == dead.relationship.id
+    current = await g.relationships_of(xeth.id, include_secret=True)
+    assert sorted(r.describe() for r in current) == ["Xethrilaun —mood→ calm", "Xethrilaun —status→ dead"]
+    assert (await g.link("Xethrilaun", "status", value="dead")).describe() == "Already linked: Xethrilaun —status→ dead"
+    # a single-valued edge says what it closed too; a value does not close an edge of its type (nor an edge a value)
+    await g.link("Xethrilaun", "home", "Caddo Keep")
+    moved = await g.link("Xethrilaun", "home", "The Mill")
+    assert moved.describe() == "Linked Xethrilaun —home→ The Mill; closed: Xethrilaun —home→ Caddo Keep"
+    assert (await g.link("Xethrilaun", "home", value="the road")).closed == []
+    # the value as a campaign file takes it (NFC), and unlink undoes it
+    assert (await g.link("Xethrilaun", "title", value="Zoe\u0308's bane")).relationship.value == "Zoë's bane"
+    assert [r.id for r in (await g.unlink("Xethrilaun", "status", "dead")).reopened] == [fact.id]
+
+    with pytest.raises(InvalidInputError, match="not both"):
+        await g.link("Xethrilaun", "home", "Caddo Keep", value="the road")
+    with pytest.raises(InvalidInputError, match=r"^give a target \(another entity\) or a value"):
+        await g.link("Xethrilaun", "status")
+    with pytest.raises(InvalidInputError, match="value: must not be empty"):
+        await g.link("Xethrilaun", "status", value="  ")
+
+
 async def test_unlinking_a_mistaken_fact_reopens_what_it_closed_unless_something_current_contradicts_it(
     campaign: CampaignMemory, memory: Memory
 ) -> None:
