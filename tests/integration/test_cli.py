@@ -210,6 +210,49 @@ def test_a_transcript_refused_for_a_session_of_another_says_how_to_give_it_its_o
     assert lk("ingest", str(week2 / "transcript.txt"), "--session", "Week 2").returncode == 0
 
 
+async def test_a_transcript_stored_as_another_session_is_refused_naming_it(lk, fresh_dsn: str, tmp_path: Path) -> None:
+    """Imported with --session, then again without it: the copy would be a second session of the same lines (its
+    own recap and event, and "last mentioned" pointing at it)."""
+    assert lk("campaign", "create", "C").returncode == 0
+    said = [f"DM: The bell tolls {n} times." for n in range(1, 15)] + ["Ana: We run."]
+    night = tmp_path / "night1.txt"
+    night.write_text("".join(f"{line}\n" for line in said))
+    assert lk("ingest", str(night), "--session", "Night 1").returncode == 0
+    conn = await asyncpg.connect(fresh_dsn)
+    try:
+
+        async def stored() -> list[tuple[str, str, int]]:
+            rows = await conn.fetch(
+                "SELECT c.name, s.title, count(e.id) AS n FROM sessions s JOIN campaigns c ON c.id = s.campaign_id"
+                " LEFT JOIN session_entries e ON e.session_id = s.id GROUP BY c.name, s.id ORDER BY s.id"
+            )
+            return [tuple(r) for r in rows]
+
+        refused = (
+            "is already imported as session 'Night 1' (15 lines): `--session 'Night 1'` imports it into that "
+            "session again (with `--started DATE` to correct its date); `--again` imports it as a new session anyway\n"
+        )
+        jobs = await conn.fetchval("SELECT count(*) FROM pgqueuer")
+        res = lk("ingest", str(night))
+        assert (res.returncode, res.stdout, res.stderr) == (1, "", f"error: night1.txt {refused}")
+        fixed = tmp_path / "night1-fixed.txt"  # one line edited: still the same night
+        fixed.write_text("".join(f"{line}\n" for line in said).replace("Ana: We run.", "Ana: We flee."))
+        res = lk("ingest", str(fixed), "--session", "Night 2")
+        assert (res.returncode, res.stderr) == (1, f"error: night1-fixed.txt {refused}")
+        assert await stored() == [("C", "Night 1", 15)]  # nothing written, no session made
+        assert await conn.fetchval("SELECT count(*) FROM pgqueuer") == jobs
+
+        same = lk("ingest", str(night), "--session", "night 1")  # its own session: a re-run changes nothing
+        assert same.returncode == 0 and ", 0 new," in same.stdout
+        assert lk("ingest", str(night), "--again").returncode == 0
+        assert lk("campaign", "create", "D").returncode == 0
+        other = lk("ingest", str(night), "--campaign", "D")  # another campaign's copy is its own
+        assert other.returncode == 0, other.stderr
+        assert await stored() == [("C", "Night 1", 15), ("C", "night1", 15), ("D", "night1", 15)]
+    finally:
+        await conn.close()
+
+
 async def test_review_accept_reports_what_it_did_before_a_bad_id(lk, fresh_dsn: str) -> None:
     assert lk("campaign", "create", "C").returncode == 0
     pool = await create_pool(fresh_dsn)

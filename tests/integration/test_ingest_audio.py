@@ -115,3 +115,9 @@ async def test_ingest_wav_stores_corrected_and_raw_text(lk, fresh_dsn: str, tmp_
     assert again.returncode == 0, again.stderr
     assert ", 0 new," in again.stdout
     assert len(await entries(fresh_dsn)) == len(rows)
+    # under another title it would be a second session of the same lines: refused, naming the first
+    copy = lk("ingest", str(wav), "--campaign", CAMPAIGN, "--speaker", "Ana", "--model", "tiny.en", "--session", "N2")
+    assert copy.returncode == 1 and copy.stderr.startswith(
+        f"error: night-one.wav is already imported as session 'night-one' ({len(rows)} lines): "
+    )
+    assert len(await entries(fresh_dsn)) == len(rows)
