@@ -44,7 +44,8 @@ def speak(text: str, path: Path) -> Path:
 
 @pytest.fixture
 def lk(fresh_dsn: str, tmp_path: Path):
-    env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path)}
+    # PYTHONPATH: this checkout's code, not whichever one is installed
+    env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
     env.pop("LOREKEEPER_CONFIG", None)
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
