@@ -85,11 +85,10 @@ async def refuse_stored_copy(mem: CampaignMemory, what: str, firsts: Mapping[str
     """Raise if the first lines of a session to import are stored as another session already (the same file
     imported without its ``--session`` title, or under another): a copy would double its lines, facts and recap."""
     for title, utterances in firsts.items():
-        found = await mem.log.stored_as(title, [(u.seq or 0, u.speaker, u.text) for u in utterances])
-        if found is not None:
-            session, lines = found
+        stored = await mem.log.stored_as(title, [(u.seq or 0, u.speaker, u.text) for u in utterances])
+        if stored is not None:
             raise AlreadyExistsError(
-                f"{what} is already imported as session {session.title!r} ({lines:,} lines)",
+                f"{what} is already imported as session {stored.title!r} ({stored.lines:,} lines)",
                 subject="imported transcript",
-                name=session.title,
+                name=stored.title,
             )

@@ -37,6 +37,10 @@ def _entry(row: asyncpg.Record) -> Entry:
     return Entry(**{k: row[k] for k in Entry.model_fields})
 
 
+class ListedSession(Session):
+    lines: int  # utterances stored
+
+
 class SessionLog:
     def __init__(self, db: Executor, campaign_id: int) -> None:
         self.db = db
@@ -94,9 +98,9 @@ class SessionLog:
         )
         return [Session(**dict(r)) for r in rows]
 
-    async def stored_as(self, title: str, lines: Sequence[tuple[int, str, str]]) -> tuple[Session, int] | None:
+    async def stored_as(self, title: str, lines: Sequence[tuple[int, str, str]]) -> ListedSession | None:
         """The session other than ``title``'s that already holds more than half of ``lines`` (seq, speaker,
-        words as given), with its line count: the same transcript imported again under another title. None when
+        words as given): the same transcript imported again under another title. None when
         ``title``'s own session holds them too (an import resumed)."""
         if not lines:
             return None
@@ -123,9 +127,20 @@ class SessionLog:
         if not rows or any(r["own"] for r in rows):
             return None
         row = dict(rows[0])
-        count = row.pop("lines")
         del row["own"]
-        return Session(**row), count
+        return ListedSession(**row)
+
+    async def listed(self) -> list[ListedSession]:
+        """Every session as played (oldest first), with how many lines each holds."""
+        rows = await self.db.fetch(
+            """
+            SELECT s.*, (SELECT count(*) FROM session_entries e
+                         WHERE e.campaign_id = s.campaign_id AND e.session_id = s.id) AS lines
+            FROM sessions s WHERE s.campaign_id = $1 ORDER BY s.started_at, s.id
+            """,
+            self.campaign_id,
+        )
+        return [ListedSession(**dict(r)) for r in rows]
 
     async def end_session(self, session_id: int, *, summary: str | None = None) -> Session:
         row = await self.db.fetchrow(

@@ -9,6 +9,7 @@ import select
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
@@ -251,6 +252,42 @@ async def test_a_transcript_stored_as_another_session_is_refused_naming_it(lk, f
         assert await stored() == [("C", "Night 1", 15), ("C", "night1", 15), ("D", "night1", 15)]
     finally:
         await conn.close()
+
+
+async def test_session_list_says_when_each_was_played_its_lines_and_whether_it_is_recapped(
+    lk, fresh_dsn: str, tmp_path: Path
+) -> None:
+    assert lk("campaign", "create", "C").returncode == 0
+    assert lk("session", "list").stdout == "no sessions in C yet: `lorekeeper ingest FILE` imports one\n"
+    (tmp_path / "night1.txt").write_text("DM: The bell tolls.\nAna: We run.\n")
+    (tmp_path / "night2.txt").write_text("DM: The gate opens.\n")
+    assert lk("ingest", str(tmp_path / "night2.txt"), "--started", "2024-03-09 19:30").returncode == 0
+    assert lk("ingest", str(tmp_path / "night1.txt"), "--session", "Night 1", "--started", "2024-03-02").returncode == 0
+    conn = await asyncpg.connect(fresh_dsn)
+    try:
+        await conn.execute("UPDATE sessions SET summary = 'The bell tolled.' WHERE title = 'Night 1'")
+        await conn.execute(  # being recorded: not ended
+            "INSERT INTO sessions (campaign_id, title, started_at) SELECT id, 'Tonight', '2024-03-16 18:00Z'"
+            " FROM campaigns"
+        )
+    finally:
+        await conn.close()
+    tonight = datetime(2024, 3, 16, 18, tzinfo=UTC).astimezone()
+    assert lk("session", "list").stdout == (
+        "title    started           lines  status  recap\n"
+        "-------  ----------------  -----  ------  -------\n"
+        "Night 1  2024-03-02 00:00  2      ended   yes\n"
+        "night2   2024-03-09 19:30  1      ended   not yet\n"
+        f"Tonight  {tonight:%Y-%m-%d %H:%M}  0      live\n"
+    )
+    listed = json.loads(lk("session", "list", "--json").stdout)
+    assert [(s["title"], s["lines"], s["ended_at"] is None, s["summary"]) for s in listed] == [
+        ("Night 1", 2, False, "The bell tolled."),
+        ("night2", 1, False, None),
+        ("Tonight", 0, True, None),
+    ]
+    assert lk("campaign", "create", "D").returncode == 0
+    assert lk("session", "list", "--campaign", "D", "--json").stdout == "[]\n"
 
 
 async def test_review_accept_reports_what_it_did_before_a_bad_id(lk, fresh_dsn: str) -> None:
