@@ -1,4 +1,4 @@
-"""``/session start|stop|status``: record a voice session into the active campaign's memory.
+"""``/session start|stop|status|list``: record a voice session into the active campaign's memory.
 
 Thin: the DM check and the campaign come from ``bot.checks`` (server-side, scoped to this guild), the voice
 glue from ``bot.voice``, everything after the PCM frames from ``memory.voice``.
@@ -16,10 +16,12 @@ from discord import app_commands
 from discord.ext import commands
 
 from bot.app import LorekeeperBot
-from bot.checks import NotDMError, UserError, dm_campaign, guild_id_of, member_is_dm
+from bot.checks import NotDMError, UserError, active_campaign, dm_campaign, guild_id_of, member_is_dm
+from bot.views import Paginator, paged_embeds
 from bot.voice import VoiceSession
 from memory.models import Campaign
 from memory.providers.stt import SpeechToText, WhisperSTT
+from memory.session_log import ListedSession
 from memory.voice.guard import GuardState, SpoolPending, recover_leftover_spools
 
 log = logging.getLogger("lorekeeper.bot")
@@ -33,6 +35,12 @@ def duration(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
+
+
+def _line(session: ListedSession) -> str:
+    state = "live" if session.ended_at is None else "recap written" if session.summary else "no recap yet"
+    lines = f"{session.lines:,} line{'s' if session.lines != 1 else ''}"
+    return f"**{session.title}** — {session.started_at:%Y-%m-%d %H:%M} UTC · {lines} · {state}"
 
 
 @app_commands.guild_only()
@@ -207,6 +215,14 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
         embed.add_field(name="Voice", value="connected" if s.connected else "reconnecting…")
         embed.add_field(name="Speakers", value=speakers[:1024], inline=False)
         await interaction.response.send_message(embed=embed, ephemeral=True)
+
+    @app_commands.command(name="list", description="The campaign's sessions as played, oldest first")
+    async def list_(self, interaction: discord.Interaction) -> None:
+        campaign, mem = await active_campaign(interaction)
+        sessions = await mem.log.listed()
+        if not sessions:
+            raise UserError("No sessions recorded in this campaign yet.")
+        await Paginator.reply(interaction, paged_embeds(f"Sessions: {campaign.name}", [_line(s) for s in sessions]))
 
 
 async def setup(bot: LorekeeperBot) -> None:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from memory.recorder import SessionRecorder
+from memory.errors import AlreadyExistsError
+from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory
 from memory.transcripts import Line, Skipped, read_transcript
+
+#: Lines of each session of an import compared with what is stored: enough to know a transcript again.
+COMPARED_LINES = 100
 
 
 class IngestReport(BaseModel):
@@ -32,13 +36,23 @@ async def ingest_file(
     stage2: bool = False,
     on_skip: Callable[[str], None] | None = None,
     started_at: datetime | None = None,
+    again: bool = False,
 ) -> IngestReport:
     """Import ``path``; lines naming a ``session`` go to that session, the others to ``session_title``
     (default: the file's name). Sessions are created in the order they first appear and ended at the end;
-    ``started_at`` is when they were played (default: now, for a new session)."""
+    ``started_at`` is when they were played (default: now, for a new session). A transcript already stored as
+    another session is refused before anything is written, unless ``again``."""
     path = Path(path)
     report = IngestReport()
     default_title = session_title or path.stem
+    if not again:
+        firsts: dict[str, list[Utterance]] = {}
+        for item in read_transcript(path):  # a first pass: a session may start on the file's last line
+            if isinstance(item, Line):
+                lines = firsts.setdefault(item.session or default_title, [])
+                if len(lines) < COMPARED_LINES:
+                    lines.append(item.utterance)
+        await refuse_stored_copy(mem, path.name, firsts)
     recorders: dict[str, SessionRecorder] = {}
     started = time.perf_counter()
     for item in read_transcript(path):
@@ -65,3 +79,16 @@ async def ingest_file(
         report.corrections += recorder.corrections
     report.l1_seconds = time.perf_counter() - started
     return report
+
+
+async def refuse_stored_copy(mem: CampaignMemory, what: str, firsts: Mapping[str, Sequence[Utterance]]) -> None:
+    """Raise if the first lines of a session to import are stored as another session already (the same file
+    imported without its ``--session`` title, or under another): a copy would double its lines, facts and recap."""
+    for title, utterances in firsts.items():
+        stored = await mem.log.stored_as(title, [(u.seq or 0, u.speaker, u.text) for u in utterances])
+        if stored is not None:
+            raise AlreadyExistsError(
+                f"{what} is already imported as session {stored.title!r} ({stored.lines:,} lines)",
+                subject="imported transcript",
+                name=stored.title,
+            )

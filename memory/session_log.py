@@ -37,6 +37,10 @@ def _entry(row: asyncpg.Record) -> Entry:
     return Entry(**{k: row[k] for k in Entry.model_fields})
 
 
+class ListedSession(Session):
+    lines: int  # utterances stored
+
+
 class SessionLog:
     def __init__(self, db: Executor, campaign_id: int) -> None:
         self.db = db
@@ -93,6 +97,50 @@ class SessionLog:
             "SELECT * FROM sessions WHERE campaign_id = $1 ORDER BY started_at, id", self.campaign_id
         )
         return [Session(**dict(r)) for r in rows]
+
+    async def stored_as(self, title: str, lines: Sequence[tuple[int, str, str]]) -> ListedSession | None:
+        """The session other than ``title``'s that already holds more than half of ``lines`` (seq, speaker,
+        words as given): the same transcript imported again under another title. None when
+        ``title``'s own session holds them too (an import resumed)."""
+        if not lines:
+            return None
+        rows = await self.db.fetch(
+            """
+            SELECT s.*, lower(s.title) = lower($6) AS own,
+                   (SELECT count(*) FROM session_entries a
+                    WHERE a.campaign_id = s.campaign_id AND a.session_id = s.id) AS lines
+            FROM sessions s
+            JOIN session_entries e ON e.campaign_id = s.campaign_id AND e.session_id = s.id
+            JOIN unnest($2::int[], $3::text[], $4::text[]) AS i(seq, speaker, raw_text)
+              ON e.seq = i.seq AND e.speaker = i.speaker AND e.raw_text = i.raw_text
+            WHERE s.campaign_id = $1
+            GROUP BY s.id HAVING count(*) * 2 > $5
+            ORDER BY count(*) DESC, s.started_at, s.id
+            """,
+            self.campaign_id,
+            [seq for seq, _, _ in lines],
+            [speaker for _, speaker, _ in lines],
+            [text for _, _, text in lines],
+            len(lines),
+            session_title(title),
+        )
+        if not rows or any(r["own"] for r in rows):
+            return None
+        row = dict(rows[0])
+        del row["own"]
+        return ListedSession(**row)
+
+    async def listed(self) -> list[ListedSession]:
+        """Every session as played (oldest first), with how many lines each holds."""
+        rows = await self.db.fetch(
+            """
+            SELECT s.*, (SELECT count(*) FROM session_entries e
+                         WHERE e.campaign_id = s.campaign_id AND e.session_id = s.id) AS lines
+            FROM sessions s WHERE s.campaign_id = $1 ORDER BY s.started_at, s.id
+            """,
+            self.campaign_id,
+        )
+        return [ListedSession(**dict(r)) for r in rows]
 
     async def end_session(self, session_id: int, *, summary: str | None = None) -> Session:
         row = await self.db.fetchrow(

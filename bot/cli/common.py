@@ -46,6 +46,8 @@ NEXT_STEPS: NextSteps = {
     (AlreadyExistsError, "entity"): "see it with `lorekeeper entity show {name}`",
     (AlreadyExistsError, "campaign"): "`lorekeeper campaign use {name}` makes it the active one",
     (AlreadyExistsError, "transcript"): "give it one with `--session TITLE`",
+    (AlreadyExistsError, "imported transcript"): "`--session {name}` imports it into that session again (with "
+    "`--started DATE` to correct its date); `--again` imports it as a new session anyway",
     (NotFoundError, "campaign"): "`lorekeeper campaign list` shows them",
     (NotFoundError, "review item"): "`lorekeeper review list` shows those waiting",
 }

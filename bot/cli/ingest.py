@@ -42,6 +42,9 @@ class Interrupted(CliError):
     help="When the session was played, local time (2024-03-02 or '2024-03-02 19:30'); default: now. "
     "Given again for a session imported before, it corrects its date.",
 )
+@click.option(
+    "--again", is_flag=True, help="Import a transcript already stored as another session as a new session anyway."
+)
 @click.option("--wait", is_flag=True, help="Run the background jobs here until done, then print what was stored.")
 @click.pass_context
 @async_command
@@ -53,9 +56,11 @@ async def ingest(
     speakers: tuple[str, ...],
     model: str,
     started: datetime | None,
+    again: bool,
     wait: bool,
 ) -> None:
-    """Import a transcript, or audio through speech-to-text; importing the same file again changes nothing.
+    """Import a transcript, or audio through speech-to-text; importing the same file again into its session
+    changes nothing, and one stored as another session already is refused (unless --again).
 
     \b
     .jsonl  {"speaker", "text", "start", "end", "words": [{"word", "confidence"}], "ref", "session"}
@@ -77,11 +82,11 @@ async def ingest(
         if audio:
             path = audio[0]
             report = await ingest_audio_files(
-                mem, audio, speakers, model, session_title, settings.llm_enabled, started_at
+                mem, audio, speakers, model, session_title, settings.llm_enabled, started_at, again
             )
         else:
             path = paths[0]
-            report = await ingest_transcript(mem, path, session_title, settings.llm_enabled, started_at)
+            report = await ingest_transcript(mem, path, session_title, settings.llm_enabled, started_at, again)
         click.echo(
             f"{path.name} → {name}: {report.lines} utterances read, {report.written} new, "
             f"{report.corrections} names corrected, {len(report.skipped)} lines skipped "
@@ -113,7 +118,12 @@ async def ingest(
 
 
 async def ingest_transcript(
-    mem: CampaignMemory, path: Path, session_title: str | None, stage2: bool, started_at: datetime | None
+    mem: CampaignMemory,
+    path: Path,
+    session_title: str | None,
+    stage2: bool,
+    started_at: datetime | None,
+    again: bool,
 ) -> IngestReport:
     try:
         return await ingest_file(
@@ -122,6 +132,7 @@ async def ingest_transcript(
             session_title=session_title,
             stage2=stage2,
             started_at=started_at,
+            again=again,
             on_skip=lambda message: click.echo(f"warning: {message}", err=True),
         )
     except TranscriptError as exc:
@@ -136,6 +147,7 @@ async def ingest_audio_files(
     session_title: str | None,
     stage2: bool,
     started_at: datetime | None,
+    again: bool,
 ) -> IngestReport:
     from memory.providers.stt import STTError, WhisperSTT  # heavy: only for audio
 
@@ -150,6 +162,7 @@ async def ingest_audio_files(
             session_title=session_title,
             stage2=stage2,
             started_at=started_at,
+            again=again,
             on_utterance=lambda u: click.echo(f"  {u.start_s:8.1f}s {u.speaker}: {u.text}"),
         )
     except (AudioFileError, STTError) as exc:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memory.ingest import IngestReport
+from memory.ingest import COMPARED_LINES, IngestReport, refuse_stored_copy
 from memory.providers.stt import SpeechToText
 from memory.recorder import SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory
@@ -111,9 +111,11 @@ async def ingest_audio(
     stage2: bool = False,
     on_utterance: Callable[[Utterance], None] | None = None,
     started_at: datetime | None = None,
+    again: bool = False,
 ) -> IngestReport:
     """Transcribe ``tracks`` (one speaker each) into one session (default title: the first file's name), played
-    at ``started_at`` (default: now, for a new session)."""
+    at ``started_at`` (default: now, for a new session); refused before anything is written if the recording is
+    stored as another session already, unless ``again``."""
     if not tracks:
         raise ValueError("no audio files given")
     started = time.perf_counter()
@@ -123,11 +125,14 @@ async def ingest_audio(
         utterances += await transcribe_track(track, stt, names, on_utterance=on_utterance)
     # Speakers' tracks interleave by time; the seq follows that order, so a re-import lands on the same rows.
     utterances.sort(key=lambda u: (u.start_s, u.speaker))
+    utterances = [u.model_copy(update={"seq": i}) for i, u in enumerate(utterances, 1)]
     title = session_title or tracks[0].path.stem
+    if not again:
+        await refuse_stored_copy(mem, tracks[0].path.name, {title: utterances[:COMPARED_LINES]})
     recorder = await SessionRecorder.start(
         mem, title, started_at=started_at, batch_size=500, max_delay_s=1e9, stage2=stage2
     )
-    await recorder.add_many([u.model_copy(update={"seq": i}) for i, u in enumerate(utterances, 1)])
+    await recorder.add_many(utterances)
     await recorder.end()
     return IngestReport(
         sessions=[recorder.session.title],

@@ -9,6 +9,7 @@ tests/integration/test_voice_guard.py.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import pytest
@@ -17,6 +18,7 @@ from bot.app import LorekeeperBot
 from bot.voice import SessionStatus
 from cogs.sessions import NO_SESSION, NOT_IN_VOICE
 from memory.models import Campaign, EntityIn, EntityType, Provenance, ReviewStatus, Source
+from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory
 from memory.voice.guard import GuardState, GuardStatus
 from tests.e2e.fake_discord import FakeDiscord, FakeMember
@@ -85,3 +87,28 @@ async def test_status_shows_pending_facts_only_to_the_dm(
         assert not any(t.startswith("Pending") for t in as_player.texts()), as_player.texts()
     finally:
         bot.get_cog("Sessions").live.clear()
+
+
+async def test_list_shows_the_campaigns_sessions_as_played_to_everyone(
+    campaign, bot: LorekeeperBot, fake_discord: FakeDiscord, player: FakeMember
+) -> None:
+    empty = await fake_discord.invoke("session list", user_id=player)
+    assert empty.ephemeral and empty.texts() == ["No sessions recorded in this campaign yet."]
+    guild_id = next(iter(fake_discord.guilds))
+    active = await bot.memory.campaigns(guild_id).active()
+    assert active is not None
+    mem = bot.memory.campaign(active.id)
+    for title, day, said in (("Night 2", 9, 1), ("Night 1", 2, 2)):
+        rec = await SessionRecorder.start(mem, title, started_at=datetime(2024, 3, day, 19, tzinfo=UTC))
+        await rec.add_many([Utterance(speaker="DM", text=f"Line {n}.", seq=n) for n in range(1, said + 1)])
+        await rec.end()
+    await mem.log.end_session((await mem.log.session_by_title("Night 1")).id, summary="The bell tolled.")  # type: ignore[union-attr]
+    await mem.log.start_session("Tonight", started_at=datetime(2024, 3, 16, 18, tzinfo=UTC))
+
+    listed = await fake_discord.invoke("session list", user_id=player)
+    assert listed.ephemeral and listed.texts() == [
+        "Sessions: Sunken Crown",
+        "**Night 1** — 2024-03-02 19:00 UTC · 2 lines · recap written\n"
+        "**Night 2** — 2024-03-09 19:00 UTC · 1 line · no recap yet\n"
+        "**Tonight** — 2024-03-16 18:00 UTC · 0 lines · live",
+    ]

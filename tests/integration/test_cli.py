@@ -9,6 +9,7 @@ import select
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
@@ -208,6 +209,85 @@ def test_a_transcript_refused_for_a_session_of_another_says_how_to_give_it_its_o
         "a different transcript needs a session of its own: give it one with `--session TITLE`\n"
     )
     assert lk("ingest", str(week2 / "transcript.txt"), "--session", "Week 2").returncode == 0
+
+
+async def test_a_transcript_stored_as_another_session_is_refused_naming_it(lk, fresh_dsn: str, tmp_path: Path) -> None:
+    """Imported with --session, then again without it: the copy would be a second session of the same lines (its
+    own recap and event, and "last mentioned" pointing at it)."""
+    assert lk("campaign", "create", "C").returncode == 0
+    said = [f"DM: The bell tolls {n} times." for n in range(1, 15)] + ["Ana: We run."]
+    night = tmp_path / "night1.txt"
+    night.write_text("".join(f"{line}\n" for line in said))
+    assert lk("ingest", str(night), "--session", "Night 1").returncode == 0
+    conn = await asyncpg.connect(fresh_dsn)
+    try:
+
+        async def stored() -> list[tuple[str, str, int]]:
+            rows = await conn.fetch(
+                "SELECT c.name, s.title, count(e.id) AS n FROM sessions s JOIN campaigns c ON c.id = s.campaign_id"
+                " LEFT JOIN session_entries e ON e.session_id = s.id GROUP BY c.name, s.id ORDER BY s.id"
+            )
+            return [tuple(r) for r in rows]
+
+        refused = (
+            "is already imported as session 'Night 1' (15 lines): `--session 'Night 1'` imports it into that "
+            "session again (with `--started DATE` to correct its date); `--again` imports it as a new session anyway\n"
+        )
+        jobs = await conn.fetchval("SELECT count(*) FROM pgqueuer")
+        res = lk("ingest", str(night))
+        assert (res.returncode, res.stdout, res.stderr) == (1, "", f"error: night1.txt {refused}")
+        fixed = tmp_path / "night1-fixed.txt"  # one line edited: still the same night
+        fixed.write_text("".join(f"{line}\n" for line in said).replace("Ana: We run.", "Ana: We flee."))
+        res = lk("ingest", str(fixed), "--session", "Night 2")
+        assert (res.returncode, res.stderr) == (1, f"error: night1-fixed.txt {refused}")
+        assert await stored() == [("C", "Night 1", 15)]  # nothing written, no session made
+        assert await conn.fetchval("SELECT count(*) FROM pgqueuer") == jobs
+
+        same = lk("ingest", str(night), "--session", "night 1")  # its own session: a re-run changes nothing
+        assert same.returncode == 0 and ", 0 new," in same.stdout
+        assert lk("ingest", str(night), "--again").returncode == 0
+        assert lk("campaign", "create", "D").returncode == 0
+        other = lk("ingest", str(night), "--campaign", "D")  # another campaign's copy is its own
+        assert other.returncode == 0, other.stderr
+        assert await stored() == [("C", "Night 1", 15), ("C", "night1", 15), ("D", "night1", 15)]
+    finally:
+        await conn.close()
+
+
+async def test_session_list_says_when_each_was_played_its_lines_and_whether_it_is_recapped(
+    lk, fresh_dsn: str, tmp_path: Path
+) -> None:
+    assert lk("campaign", "create", "C").returncode == 0
+    assert lk("session", "list").stdout == "no sessions in C yet: `lorekeeper ingest FILE` imports one\n"
+    (tmp_path / "night1.txt").write_text("DM: The bell tolls.\nAna: We run.\n")
+    (tmp_path / "night2.txt").write_text("DM: The gate opens.\n")
+    assert lk("ingest", str(tmp_path / "night2.txt"), "--started", "2024-03-09 19:30").returncode == 0
+    assert lk("ingest", str(tmp_path / "night1.txt"), "--session", "Night 1", "--started", "2024-03-02").returncode == 0
+    conn = await asyncpg.connect(fresh_dsn)
+    try:
+        await conn.execute("UPDATE sessions SET summary = 'The bell tolled.' WHERE title = 'Night 1'")
+        await conn.execute(  # being recorded: not ended
+            "INSERT INTO sessions (campaign_id, title, started_at) SELECT id, 'Tonight', '2024-03-16 18:00Z'"
+            " FROM campaigns"
+        )
+    finally:
+        await conn.close()
+    tonight = datetime(2024, 3, 16, 18, tzinfo=UTC).astimezone()
+    assert lk("session", "list").stdout == (
+        "title    started           lines  status  recap\n"
+        "-------  ----------------  -----  ------  -------\n"
+        "Night 1  2024-03-02 00:00  2      ended   yes\n"
+        "night2   2024-03-09 19:30  1      ended   not yet\n"
+        f"Tonight  {tonight:%Y-%m-%d %H:%M}  0      live\n"
+    )
+    listed = json.loads(lk("session", "list", "--json").stdout)
+    assert [(s["title"], s["lines"], s["ended_at"] is None, s["summary"]) for s in listed] == [
+        ("Night 1", 2, False, "The bell tolled."),
+        ("night2", 1, False, None),
+        ("Tonight", 0, True, None),
+    ]
+    assert lk("campaign", "create", "D").returncode == 0
+    assert lk("session", "list", "--campaign", "D", "--json").stdout == "[]\n"
 
 
 async def test_review_accept_reports_what_it_did_before_a_bad_id(lk, fresh_dsn: str) -> None:

@@ -44,7 +44,8 @@ def speak(text: str, path: Path) -> Path:
 
 @pytest.fixture
 def lk(fresh_dsn: str, tmp_path: Path):
-    env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path)}
+    # PYTHONPATH: this checkout's code, not whichever one is installed
+    env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
     env.pop("LOREKEEPER_CONFIG", None)
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -114,4 +115,10 @@ async def test_ingest_wav_stores_corrected_and_raw_text(lk, fresh_dsn: str, tmp_
     again = lk("ingest", str(wav), "--campaign", CAMPAIGN, "--speaker", "Ana", "--model", "tiny.en")
     assert again.returncode == 0, again.stderr
     assert ", 0 new," in again.stdout
+    assert len(await entries(fresh_dsn)) == len(rows)
+    # under another title it would be a second session of the same lines: refused, naming the first
+    copy = lk("ingest", str(wav), "--campaign", CAMPAIGN, "--speaker", "Ana", "--model", "tiny.en", "--session", "N2")
+    assert copy.returncode == 1 and copy.stderr.startswith(
+        f"error: night-one.wav is already imported as session 'night-one' ({len(rows)} lines): "
+    )
     assert len(await entries(fresh_dsn)) == len(rows)

@@ -772,3 +772,29 @@ async def test_a_misheard_alias_of_a_secret_entity_is_written_as_the_alias(crown
     first, second = await crown.log.session_entries(rec.session.id)
     assert first.text == "The Pale Magister smiles at you.", first.text
     assert second.text == "Vaskerrin Holt, he says, is his name.", second.text
+
+
+async def test_a_file_holding_a_stored_session_again_is_refused_before_anything_is_written(
+    crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """Its lines name two sessions; the second's lines are stored already, as a session of another title. Found
+    before the first is written, not after: half an import would be left."""
+    first = [{"speaker": "DM", "text": f"The tide turns {n}.", "session": "Night 2"} for n in range(3)]
+    copied = [{"speaker": "Ana", "text": f"Eldrinax wakes {n}.", "session": "Night 1 again"} for n in range(3)]
+    said = [{"speaker": "DM", "text": f"The bell tolls {n}."} for n in range(3)]
+    old = tmp_path / "night1.jsonl"
+    old.write_text("".join(json.dumps({**line, "session": "Night 1"}) + "\n" for line in [*said, *copied]))
+    await ingest_file(crown, old)
+    both = tmp_path / "both.jsonl"
+    both.write_text("".join(json.dumps(line) + "\n" for line in [*first, *copied]))  # the same lines 4-6
+    with pytest.raises(AlreadyExistsError) as refused:
+        await ingest_file(crown, both)
+    assert str(refused.value) == "both.jsonl is already imported as session 'Night 1' (6 lines)"
+    assert (refused.value.subject, refused.value.name) == ("imported transcript", "Night 1")
+    assert [s.title for s in await crown.log.sessions()] == ["Night 1"]
+
+    report = await ingest_file(crown, both, again=True)
+    assert report.sessions == ["Night 2", "Night 1 again"] and report.written == 6
+    # Both titles hold the lines now: importing either again resumes it, whichever other session holds them too.
+    assert (await ingest_file(crown, old)).written == 0
+    assert (await ingest_file(crown, both)).written == 0

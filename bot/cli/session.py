@@ -1,0 +1,54 @@
+"""`lorekeeper session …`: the campaign's sessions, recorded or imported."""
+
+from __future__ import annotations
+
+import click
+
+from bot.cli import cli
+from bot.cli.common import (
+    async_command,
+    campaign_memory,
+    campaign_option,
+    emit_json,
+    json_option,
+    open_memory,
+    settings_from,
+    table,
+)
+
+
+@cli.group()
+def session() -> None:
+    """Sessions: what was recorded or imported."""
+
+
+@session.command("list")
+@campaign_option
+@json_option
+@click.pass_context
+@async_command
+async def list_(ctx: click.Context, campaign: str | None, as_json: bool) -> None:
+    """The sessions as played, oldest first: when, how many lines, whether ended and recapped."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, name = await campaign_memory(memory, settings, campaign)
+        sessions = await mem.log.listed()
+    if as_json:
+        emit_json(sessions)
+        return
+    if not sessions:
+        click.echo(f"no sessions in {name} yet: `lorekeeper ingest FILE` imports one")
+        return
+    table(
+        [
+            [
+                s.title,
+                f"{s.started_at.astimezone():%Y-%m-%d %H:%M}",
+                f"{s.lines:,}",
+                "live" if s.ended_at is None else "ended",
+                "yes" if s.summary else "" if s.ended_at is None else "not yet",
+            ]
+            for s in sessions
+        ],
+        ["title", "started", "lines", "status", "recap"],
+    )
