@@ -130,6 +130,25 @@ def test_deleting_the_active_campaign_makes_the_newest_left_active(lk) -> None:
     assert json.loads(lk("campaign", "list", "--json").stdout)[0]["active"] is True
 
 
+def test_a_guild_id_with_no_campaigns_says_others_have_some(lk) -> None:
+    """An operator with the wrong LOREKEEPER_GUILD_ID is told so, with counts only: never another guild's names."""
+    for name in ("Ashfall", "Sunken"):
+        assert lk("campaign", "create", name).returncode == 0
+    assert lk("campaign", "create", "Elsewhere", env={"LOREKEEPER_GUILD_ID": "7"}).returncode == 0
+    other = {"LOREKEEPER_GUILD_ID": "123"}
+    hint = (
+        "guild id 123 has no campaigns, but 3 campaigns are stored under 2 other guild ids: set LOREKEEPER_GUILD_ID "
+        "to your Discord server's id (0: campaigns made on the command line)"
+    )
+    listed = lk("campaign", "list", env=other)
+    assert listed.returncode == 0 and listed.stdout == hint + "\n"
+    review = lk("review", "list", env=other)
+    assert review.returncode == 1 and review.stderr == f"error: no active campaign: {hint}\n"
+    assert "Ashfall" not in listed.stdout + review.stderr
+    # guild 7 has a campaign of its own: the usual listing, and none of guild 0's
+    assert lk("campaign", "list", env={"LOREKEEPER_GUILD_ID": "7"}).stdout.splitlines()[2].split() == ["*", "Elsewhere"]
+
+
 def test_entity_attributes_keep_to_what_a_campaign_file_holds(lk) -> None:
     assert lk("campaign", "create", "C").returncode == 0
     nested = lk("entity", "add", "Golem", "npc", "--attr", 'stats={"str":18}')
