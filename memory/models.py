@@ -565,6 +565,7 @@ class ReviewItem(BaseModel):
     created_at: datetime
     entity: Entity | None = None
     fact: Relationship | None = None
+    said: Mention | None = None  # the first line it was drawn from: what the DM checks before deciding
 
     @property
     def ref(self) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 import asyncpg
 
 from memory.db import create_pool
-from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source
+from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewStatus, Source
 from memory.store import Memory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -250,6 +250,32 @@ async def test_review_accept_reports_what_it_did_before_a_bad_id(lk, fresh_dsn: 
         res = lk("review", "reject", f"e{b.id}", f"e{a.id}", "--json")
         assert res.returncode == 1 and res.stderr.startswith(f"error: e{a.id} was already accepted")
         assert [i["ref"] for i in json.loads(res.stdout)] == [f"e{b.id}"]
+    finally:
+        await pool.close()
+
+
+async def test_review_list_shows_where_and_what_was_said(lk, fresh_dsn: str) -> None:
+    """The DM checks what the table said before accepting: the session's title, the time and the line."""
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        night = await mem.log.start_session("Night one")
+        said = "Korvash runs to the Cinder Cup every night after the bells of the old chapel have rung twice."
+        line = await mem.log.write(night.id, EntryIn(speaker="Ana", text=said, start_s=6.0))
+        unsure = Provenance(source=Source.stated, confidence=0.55, session_id=night.id, entry_ids=[line.id])
+        await mem.graph.add_entity(EntityIn(name="Korvash", type=EntityType.npc, status="pending", provenance=unsure))
+        await mem.graph.add_entity(EntityIn(name="Mirelle", type=EntityType.npc, status="pending"))
+        listed = lk("review", "list").stdout.splitlines()
+        assert listed[0].split() == ["id", "kind", "item", "confidence", "said"]
+        assert (
+            listed[2].split("  ")[-1]
+            == "Night one at 0:06: Ana: “Korvash runs to the Cinder Cup every night after the b…"
+        )
+        assert listed[3].endswith("1.00") and len(listed) == 4  # no line behind it: nothing to show
+        [item, _] = json.loads(lk("review", "list", "--json").stdout)
+        assert item["entity"]["name"] == "Korvash" and item["said"]["text"] == said
     finally:
         await pool.close()
 
