@@ -299,7 +299,8 @@ def describe_same_as(result: MergeResult) -> str:
         done.append(n(result.duplicates_dropped, "fact") + f" {known.name} already had dropped")
     if result.self_loops_dropped:  # "the old man —father_of→ Vaskerrin Holt" would be about itself
         done.append(n(result.self_loops_dropped, "fact") + f" between {proposed.name} and {known.name} dropped")
-    return f"Same as {known.name}: {', '.join(done)}."
+    said = f"Same as {known.name}: {', '.join(done)}."
+    return f"{said} {result.dropped_description()}." if result.description_dropped else said
 
 
 def _checked(field: str, rule: Callable[[str], str], value: str) -> str:
