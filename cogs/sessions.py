@@ -158,8 +158,9 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
                 log.warning("session %s of guild %s: %s", session.guard.session.id, guild_id, exc)
                 # said to the whole table: where the bot's files are is the operator's business (logged above)
                 await interaction.followup.send(
-                    f"⏹️ Stopped recording. The database is unavailable: {exc.spooled} utterances are safe on the "
-                    "bot's disk and will be stored (and the session closed) as soon as it is back."
+                    f"⏹️ Stopped recording. The database is unavailable: {exc.spooled} "
+                    f"{'utterance is' if exc.spooled == 1 else 'utterances are'} safe on the bot's disk and will be "
+                    "stored (and the session closed) as soon as it is back."
                 )
                 return
             except Exception:
@@ -180,9 +181,10 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
             self.live.pop(guild_id, None)
         finally:
             self._busy.discard(guild_id)
+        stored = session.guard.status().stored
         await interaction.followup.send(
             f"⏹️ Stopped recording **{ended.title}** after {duration(status.duration_s)}: "
-            f"{session.guard.status().stored} utterances stored. The recap is written in the background (/recap)."
+            f"{stored} utterance{'' if stored == 1 else 's'} stored. The recap is written in the background (/recap)."
         )
 
     def recording_into(self, guild_id: int) -> Campaign | None:

@@ -96,7 +96,7 @@ async def test_stop_and_status_work_while_the_database_is_down(
         stop = await fake_discord.invoke("session stop", user_id=dm)
         # said in the channel, to the players too: no path of the bot's machine
         assert stop.texts() == [
-            "⏹️ Stopped recording. The database is unavailable: 1 utterances are safe on the bot's disk and will be "
+            "⏹️ Stopped recording. The database is unavailable: 1 utterance is safe on the bot's disk and will be "
             "stored (and the session closed) as soon as it is back."
         ]
     assert (await fake_discord.invoke("session status", user_id=dm)).texts() == [
