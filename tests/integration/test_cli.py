@@ -70,7 +70,8 @@ def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
     usage = lk("entity", "add", "OnlyName")
     assert usage.returncode == 2 and "Missing argument" in usage.stderr
     bad_type = lk("entity", "add", "X", "dragon")
-    assert bad_type.returncode == 2 and "'dragon' is not one of" in bad_type.stderr
+    assert bad_type.returncode == 2 and "Invalid value for 'TYPE': 'dragon' is not one of" in bad_type.stderr
+    assert "entity add [OPTIONS] NAME TYPE\n" in lk("entity", "add", "--help").stdout  # no choices split mid-word
     none_active = lk("entity", "list")
     assert none_active.returncode == 1 and "no active campaign" in none_active.stderr
     broken = tmp_path / "broken.yaml"
@@ -633,12 +634,13 @@ def test_entity_list_is_one_row_per_entity_whatever_its_description_holds(lk) ->
     assert lk("campaign", "create", "C").returncode == 0
     told = "Session: the heist\n- Korvash lied\r\n- the\tgate fell"
     assert lk("entity", "add", "Heist", "event", "-d", told).returncode == 0
-    assert lk("entity", "add", "Korvash", "npc", "-d", "A smith").returncode == 0
+    assert lk("entity", "add", "Korvash", "npc", "-d", "A smith", "--secret").returncode == 0
     listed = lk("entity", "list")
     assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[0].split() == ["name", "type", "aliases", "secret", "description"]
     assert listed.stdout.splitlines()[2:] == [
-        "Heist    event             Session: the heist - Korvash lied - the gate fell",
-        "Korvash  npc               A smith",
+        "Heist    event                   Session: the heist - Korvash lied - the gate fell",
+        "Korvash  npc             yes     A smith",
     ]
 
 
