@@ -64,12 +64,9 @@ def item_embed(item: ReviewItem, *, decided_by: str | None = None) -> discord.Em
     provenance = item.entity.provenance if item.entity else item.fact.provenance  # type: ignore[union-attr]
     embed.add_field(name="Confidence", value=f"{provenance.confidence:.2f}")
     embed.add_field(name="Source", value=provenance.source.value)
-    if provenance.session_id is not None:
-        where = f"session {provenance.session_id}"
-        if provenance.timestamp is not None:
-            minutes, seconds = divmod(int(provenance.timestamp), 60)
-            where += f" at {minutes}:{seconds:02d}"
-        embed.add_field(name="Said in", value=where)
+    if item.said is not None:
+        embed.add_field(name="Said in", value=clip(item.said.where(), 1024))
+        embed.add_field(name="Said", value=clip(f"{item.said.speaker}: “{item.said.text}”", 1024), inline=False)
     if status != ReviewStatus.pending:
         embed.set_footer(text=f"{status.value}" + (f" by {decided_by}" if decided_by else ""))
     return embed

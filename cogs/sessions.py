@@ -122,15 +122,24 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
         try:
             await interaction.response.defer(thinking=True)
             title = title or f"Session {dt.datetime.now(dt.UTC):%Y-%m-%d}"
+            # a second game the same day would otherwise go on the first one's log without a word
+            resumed = await mem.log.session_by_title(title)
             session = await VoiceSession.start(
                 self.bot, channel, announce, campaign, mem, title, self.bot.settings.data_dir, self.stt
             )
             self.live[guild_id] = session
         finally:
             self._busy.discard(guild_id)
+        which = f"session **{session.guard.session.title}**"
+        if resumed is not None:
+            lines = await mem.log.entry_count(resumed.id)
+            which = (
+                f"resumed {which} ({lines} line{'' if lines == 1 else 's'} so far; "
+                "/session start with a new title starts a new session)"
+            )
         # Visible to everyone in the channel, not ephemeral: players must know they are being recorded.
         await interaction.followup.send(
-            f"🔴 **Recording** {channel.mention} for **{campaign.name}** — session **{session.guard.session.title}**. "
+            f"🔴 **Recording** {channel.mention} for **{campaign.name}** — {which}. "
             "Everything said in this channel is transcribed into the campaign's memory. "
             "The DM ends it with /session stop."
         )
@@ -157,8 +166,9 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
                 log.warning("session %s of guild %s: %s", session.guard.session.id, guild_id, exc)
                 # said to the whole table: where the bot's files are is the operator's business (logged above)
                 await interaction.followup.send(
-                    f"⏹️ Stopped recording. The database is unavailable: {exc.spooled} utterances are safe on the "
-                    "bot's disk and will be stored (and the session closed) as soon as it is back."
+                    f"⏹️ Stopped recording. The database is unavailable: {exc.spooled} "
+                    f"{'utterance is' if exc.spooled == 1 else 'utterances are'} safe on the bot's disk and will be "
+                    "stored (and the session closed) as soon as it is back."
                 )
                 return
             except Exception:
@@ -179,9 +189,10 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
             self.live.pop(guild_id, None)
         finally:
             self._busy.discard(guild_id)
+        stored = session.guard.status().stored
         await interaction.followup.send(
             f"⏹️ Stopped recording **{ended.title}** after {duration(status.duration_s)}: "
-            f"{session.guard.status().stored} utterances stored. The recap is written in the background (/recap)."
+            f"{stored} utterance{'' if stored == 1 else 's'} stored. The recap is written in the background (/recap)."
         )
 
     def recording_into(self, guild_id: int) -> Campaign | None:

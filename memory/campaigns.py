@@ -82,6 +82,15 @@ class Campaigns:
         rows = await self.db.fetch("SELECT * FROM campaigns WHERE guild_id = $1 ORDER BY lower(name)", self.guild_id)
         return [Campaign(**dict(r)) for r in rows]
 
+    async def elsewhere(self) -> tuple[int, int]:
+        """How many campaigns, in how many other guilds, there are: a guild with none may be the wrong guild id
+        (the CLI's ``LOREKEEPER_GUILD_ID``). Counts only, never names: guilds are kept apart."""
+        row = await self.db.fetchrow(
+            "SELECT count(*) AS campaigns, count(DISTINCT guild_id) AS guilds FROM campaigns WHERE guild_id <> $1",
+            self.guild_id,
+        )
+        return row["campaigns"], row["guilds"]
+
     async def get(self, name: str) -> Campaign:
         row = await self.db.fetchrow(
             "SELECT * FROM campaigns WHERE guild_id = $1 AND lower(name) = lower($2)", self.guild_id, name_query(name)

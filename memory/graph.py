@@ -479,7 +479,8 @@ class KnowledgeGraph:
         the review queue), visibility, provenance and validity; a fact ``into`` has already keeps one copy, the
         better one as migration 0004 chose (the other's provenance under "merged"), and a fact between the two is
         dropped. ``source``'s name and aliases become aliases of ``into``, its description and attributes fill
-        what ``into`` lacks, its mentions (chunks, corrections) become ``into``'s, and ``source`` is deleted.
+        what ``into`` lacks (a description ``into`` has stays; the result says what was dropped), its mentions
+        (chunks, corrections) become ``into``'s, and ``source`` is deleted.
 
         A secret ``source`` merged into a public ``into`` gives it none of its names, description or attributes
         (players would read them) and its facts become secret. ``into`` is accepted if either was: the DM
@@ -642,6 +643,9 @@ class KnowledgeGraph:
             facts_made_secret=made_secret,
             aliases_added=[] if hide else names,
             names_withheld=names if hide else [],
+            description_dropped=s.description
+            if not hide and t.description and s.description.strip() != t.description.strip()
+            else "",
         )
 
     async def set_entity_status(self, entity_id: int, status: ReviewStatus, *, dm_confirmed: bool) -> None:

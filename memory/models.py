@@ -496,6 +496,15 @@ class MergeResult(BaseModel):
     facts_made_secret: int  # of a secret entity merged into a public one: players saw none of them
     aliases_added: list[str]
     names_withheld: list[str]  # of a secret entity merged into a public one: aliases are public
+    description_dropped: str = ""  # ``merged``'s, not kept: ``entity`` has its own
+
+    def dropped_description(self) -> str:
+        """Said, with the text (shortened) the DM may want to copy into the one kept; '' when nothing was dropped."""
+        text = " ".join(self.description_dropped.split())
+        if not text:
+            return ""
+        text = text if len(text) <= 300 else text[:299] + "…"
+        return f"{self.merged.name}'s description was dropped, as {self.entity.name} has its own: {text!r}"
 
     def describe(self) -> str:
         def n(count: int, what: str) -> str:
@@ -513,6 +522,8 @@ class MergeResult(BaseModel):
                 f"{self.merged.name} was secret: its names ({', '.join(self.names_withheld)}), description and "
                 f"attributes were left out (aliases are public), {n(self.facts_made_secret, 'fact')} made secret"
             )
+        if self.description_dropped:
+            done.append(self.dropped_description())
         return f"Merged {self.merged.name} into {self.entity.name}: {'; '.join(done)}."
 
 
@@ -572,6 +583,7 @@ class ReviewItem(BaseModel):
     created_at: datetime
     entity: Entity | None = None
     fact: Relationship | None = None
+    said: Mention | None = None  # the first line it was drawn from: what the DM checks before deciding
 
     @property
     def ref(self) -> str:

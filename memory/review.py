@@ -19,6 +19,7 @@ from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
 from memory.graph import KnowledgeGraph
 from memory.models import (
     EntityType,
+    Mention,
     MergeResult,
     ReviewItem,
     ReviewKind,
@@ -130,9 +131,26 @@ class ReviewQueue:
     async def _item(self, kind: ReviewKind, item_id: int) -> ReviewItem:
         if kind == ReviewKind.entity:
             entity = await self.graph.get_entity_by_id(item_id)
-            return ReviewItem(kind=kind, id=item_id, created_at=entity.created_at, entity=entity)
+            said = await self._said(entity.provenance.entry_ids)
+            return ReviewItem(kind=kind, id=item_id, created_at=entity.created_at, entity=entity, said=said)
         fact = await self.graph.get_relationship(item_id)
-        return ReviewItem(kind=kind, id=item_id, created_at=fact.created_at, fact=fact)
+        said = await self._said(fact.provenance.entry_ids)
+        return ReviewItem(kind=kind, id=item_id, created_at=fact.created_at, fact=fact, said=said)
+
+    async def _said(self, entry_ids: list[int]) -> Mention | None:
+        if not entry_ids:
+            return None
+        row = await self.graph.db.fetchrow(
+            """
+            SELECT se.session_id, s.title, se.speaker, se.start_s, se.text, se.ref
+            FROM session_entries se JOIN sessions s ON s.campaign_id = se.campaign_id AND s.id = se.session_id
+            WHERE se.campaign_id = $1 AND se.id = ANY($2::bigint[])
+            ORDER BY s.started_at, se.session_id, se.seq LIMIT 1
+            """,
+            self.graph.campaign_id,
+            entry_ids,
+        )
+        return Mention(**row) if row else None
 
     async def _status(self, item: ReviewItem) -> ReviewStatus:
         return item.entity.status if item.entity else item.fact.status  # type: ignore[union-attr]
@@ -281,7 +299,8 @@ def describe_same_as(result: MergeResult) -> str:
         done.append(n(result.duplicates_dropped, "fact") + f" {known.name} already had dropped")
     if result.self_loops_dropped:  # "the old man —father_of→ Vaskerrin Holt" would be about itself
         done.append(n(result.self_loops_dropped, "fact") + f" between {proposed.name} and {known.name} dropped")
-    return f"Same as {known.name}: {', '.join(done)}."
+    said = f"Same as {known.name}: {', '.join(done)}."
+    return f"{said} {result.dropped_description()}." if result.description_dropped else said
 
 
 def _checked(field: str, rule: Callable[[str], str], value: str) -> str:

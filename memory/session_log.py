@@ -270,6 +270,13 @@ class SessionLog:
         )
         return [_entry(r) for r in rows]
 
+    async def entry_count(self, session_id: int) -> int:
+        return await self.db.fetchval(
+            "SELECT count(*) FROM session_entries WHERE campaign_id = $1 AND session_id = $2",
+            self.campaign_id,
+            session_id,
+        )
+
     async def recent(
         self, session_id: int, window_s: float, *, until_s: float | None = None, limit: int = 500
     ) -> list[Entry]:

@@ -269,6 +269,13 @@ def _txt(path: Path, encoding: str) -> Iterator[Line | Skipped]:
 _TIMESTAMP = re.compile(r"\s*(\[)?(?:(?P<h>\d+):)?(?P<m>[0-5]?\d):(?P<s>[0-5]\d(?:\.\d+)?)(?(1)\]\s*|\s+)")
 
 
+def _crd3_name(name: str) -> str:
+    """CRD3 writes names in capitals ("MATT"); two capitals are an abbreviation ("DM", "GM"), and a name not all
+    in capitals is already written as meant ("McKenna")."""
+    name = name.strip()
+    return name.title() if name.isupper() and len(name) > 2 else name
+
+
 def _crd3(path: Path) -> Iterator[Line | Skipped]:
     if (size := path.stat().st_size) > MAX_CRD3_BYTES:
         raise TranscriptError(
@@ -290,7 +297,7 @@ def _crd3(path: Path) -> Iterator[Line | Skipped]:
         if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in (names, said)):
             yield Skipped(index, "expected NAMES and UTTERANCES, each a list of text")
             continue
-        speaker = " & ".join(n.strip().title() for n in names if n.strip())
+        speaker = " & ".join(_crd3_name(n) for n in names if n.strip())
         text = " ".join(u.strip() for u in said).strip()
         if not text or not speaker:
             yield Skipped(index, "empty turn")

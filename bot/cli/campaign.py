@@ -15,6 +15,7 @@ from bot.cli.common import (
     emit_json,
     json_option,
     open_memory,
+    other_guilds,
     settings_from,
     table,
 )
@@ -62,8 +63,11 @@ async def list_(ctx: click.Context, as_json: bool) -> None:
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         campaigns = await memory.campaigns(settings.guild_id).list()
+        other = "" if campaigns or as_json else await other_guilds(memory.campaigns(settings.guild_id))
     if as_json:
         emit_json(campaigns)
+    elif other:
+        click.echo(other)
     elif not campaigns:
         click.echo("no campaigns yet: `lorekeeper campaign create NAME`")
     else:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_settings import SettingsError
 
 from bot.settings import ConfigFileError, Settings, load_settings
+from memory.campaigns import Campaigns
 from memory.db import DatabaseError, open_database
 from memory.errors import (
     AlreadyExistsError,
@@ -151,8 +152,24 @@ async def campaign_memory(memory: Memory, settings: Settings, name: str | None) 
     else:
         campaign = await campaigns.active()
         if campaign is None:
+            other = await other_guilds(campaigns)
+            if other and not await campaigns.list():
+                raise CliError(f"no active campaign: {other}")
             raise CliError("no active campaign: pass --campaign NAME or run `lorekeeper campaign use NAME`")
     return memory.campaign(campaign.id), campaign.name
+
+
+async def other_guilds(campaigns: Campaigns) -> str:
+    """When other guild ids have campaigns, what to say to an operator whose guild id may be the wrong one (how
+    many, never their names); else ''."""
+    count, guilds = await campaigns.elsewhere()
+    if not count:
+        return ""
+    return (
+        f"guild id {campaigns.guild_id} has no campaigns, but {count} campaign{'s' if count != 1 else ''} "
+        f"{'are' if count != 1 else 'is'} stored under {guilds} other guild id{'s' if guilds != 1 else ''}: "
+        "set LOREKEEPER_GUILD_ID to your Discord server's id (0: campaigns made on the command line)"
+    )
 
 
 def async_command(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:

@@ -49,7 +49,7 @@ def entity() -> None:
 
 @entity.command("add")
 @click.argument("name")
-@click.argument("type", type=TYPE_CHOICE)
+@click.argument("type", type=TYPE_CHOICE, metavar="TYPE")  # the usage line would wrap the choices mid-word
 @click.option("--description", "-d", default="", help="A line or two about it.")
 @click.option("--alias", "aliases", multiple=True, help="Another name (repeatable).")
 @click.option("--attr", "attrs", multiple=True, metavar="KEY=VALUE", help="An attribute (repeatable).")
@@ -69,7 +69,7 @@ async def add(
     campaign: str | None,
     as_json: bool,
 ) -> None:
-    """Add an entity NAME of TYPE."""
+    """Add an entity NAME of TYPE: npc, place, item, faction, quest, event, concept or player."""
     settings = settings_from(ctx)
     entity_in = EntityIn(
         name=name,
@@ -112,12 +112,12 @@ async def list_(ctx: click.Context, type_: str | None, campaign: str | None, as_
                     e.name,
                     e.type.value,
                     ", ".join(e.aliases),
-                    "secret" if e.visibility == "secret" else "",
+                    "yes" if e.visibility == "secret" else "",
                     e.description[:60],
                 ]
                 for e in entities
             ],
-            ["name", "type", "aliases", "", "description"],
+            ["name", "type", "aliases", "secret", "description"],
         )
 
 

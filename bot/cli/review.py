@@ -46,8 +46,10 @@ async def list_(ctx: click.Context, limit: int, campaign: str | None, as_json: b
     rows = []
     for i in items:
         prov = i.entity.provenance if i.entity else i.fact.provenance  # type: ignore[union-attr]
-        rows.append([i.ref, i.kind.value, i.describe()[:80], f"{prov.confidence:.2f}"])
-    table(rows, ["id", "kind", "item", "confidence"])
+        said = f"{i.said.where()}: {i.said.speaker}: “{i.said.text}”" if i.said else ""
+        said = said if len(said) <= 80 else said[:79] + "…"  # one line a row: the whole line is in --json
+        rows.append([i.ref, i.kind.value, i.describe()[:80], f"{prov.confidence:.2f}", said])
+    table(rows, ["id", "kind", "item", "confidence", "said"])
     if total > len(items):
         click.echo(f"… and {total - len(items)} more")
 

@@ -326,6 +326,21 @@ async def test_review_accept_edit_reject(
     assert empty.texts() == ["Nothing to review."]
 
 
+async def test_review_card_says_the_session_and_the_line(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """DMs know sessions by title, not by id; the line itself is what they check before accepting."""
+    night = await ashes.log.start_session("Night one")
+    line = await ashes.log.write(night.id, EntryIn(speaker="Ana", text="Mira runs to the Cinder Cup.", start_s=6.0))
+    said = Provenance(source=Source.stated, confidence=0.55, session_id=night.id, timestamp=6.0, entry_ids=[line.id])
+    await ashes.graph.add_entity(EntityIn(name="Mira", type=EntityType.npc, status="pending", provenance=said))
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 1)
+    fields = {f["name"]: f["value"] for f in record.followups[0]["embeds"][0]["fields"]}
+    assert fields["Said in"] == "Night one at 0:06"
+    assert fields["Said"] == "Ana: “Mira runs to the Cinder Cup.”"
+
+
 async def test_review_edit_renaming_an_entity_keeps_its_old_name_and_says_so(
     pending: list[str], ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
 ) -> None:

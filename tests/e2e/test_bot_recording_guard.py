@@ -8,6 +8,7 @@ VoiceSession.stop after leaving voice. The outage is real: the test database ref
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 from bot.app import LorekeeperBot
 from bot.voice import SessionStatus, VoiceSession
 from cogs.sessions import NOT_IN_VOICE
-from memory.models import Campaign, EntityIn, EntityType, Session
+from memory.models import Campaign, EntityIn, EntityType, EntryIn, Session
 from memory.recorder import Utterance
 from memory.store import CampaignMemory, Memory
 from memory.voice.guard import MemoryGuard
@@ -95,7 +96,7 @@ async def test_stop_and_status_work_while_the_database_is_down(
         stop = await fake_discord.invoke("session stop", user_id=dm)
         # said in the channel, to the players too: no path of the bot's machine
         assert stop.texts() == [
-            "⏹️ Stopped recording. The database is unavailable: 1 utterances are safe on the bot's disk and will be "
+            "⏹️ Stopped recording. The database is unavailable: 1 utterance is safe on the bot's disk and will be "
             "stored (and the session closed) as soon as it is back."
         ]
     assert (await fake_discord.invoke("session status", user_id=dm)).texts() == [
@@ -171,6 +172,64 @@ def table(guild: FakeGuild) -> FakeChannel:
     return guild.add_channel("Table", type=2)
 
 
+def in_voice(bot: LorekeeperBot, guild: FakeGuild, member: FakeMember, table: FakeChannel) -> None:
+    """The member sits in ``table`` as the bot sees it (the fake Discord sends no voice states); no audio comes."""
+    bot.stt = object()  # type: ignore[attr-defined]  # never used: no audio arrives
+    joined = bot.get_guild(guild.id)
+    assert joined is not None
+    joined._voice_states[member.id] = discord.VoiceState(
+        data={  # type: ignore[typeddict-item]
+            "channel_id": str(table.id),
+            "session_id": "s",
+            "deaf": False,
+            "mute": False,
+            "self_deaf": False,
+            "self_mute": False,
+            "suppress": False,
+            "self_video": False,
+            "request_to_speak_timestamp": None,
+            "user_id": str(member.id),
+        },
+        channel=joined.get_channel(table.id),  # type: ignore[arg-type]
+    )
+
+
+async def test_a_start_that_resumes_a_session_says_so(
+    table: FakeChannel,
+    bot: LorekeeperBot,
+    fake_discord: FakeDiscord,
+    memory: Memory,
+    guild: FakeGuild,
+    dm: FakeMember,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A second game the same day gets the same default title: the DM is told it goes on the first one's log."""
+    await fake_discord.invoke("campaign create", {"name": "Ashes"}, user_id=dm)
+    campaign = await memory.campaigns(guild.id).active()
+    assert campaign is not None
+    mem = memory.campaign(campaign.id)
+    today = f"Session {dt.datetime.now(dt.UTC):%Y-%m-%d}"
+    earlier = await mem.log.start_session(today)
+    for text in ("We ride to Ironhold.", "The gate is shut."):
+        await mem.log.write(earlier.id, EntryIn(speaker="Ana", raw_text=text, text=text))
+
+    async def join(self: VoiceSession) -> None:
+        pass
+
+    monkeypatch.setattr(VoiceSession, "_connect", join)
+    in_voice(bot, guild, dm, table)
+    for options, said in [
+        ({}, f"— resumed session **{today}** (2 lines so far; /session start with a new title starts a new session)."),
+        ({"title": "Night two"}, "— session **Night two**. Everything"),
+    ]:
+        start = await fake_discord.invoke("session start", options, user_id=dm)
+        try:
+            [text] = start.texts()
+            assert text.startswith("🔴 **Recording**") and said in text, text
+        finally:
+            assert (await fake_discord.invoke("session stop", user_id=dm)).texts()[0].startswith("⏹️ Stopped")
+
+
 async def test_a_second_start_while_the_first_joins_voice_is_refused(
     table: FakeChannel,
     bot: LorekeeperBot,
@@ -188,24 +247,7 @@ async def test_a_second_start_while_the_first_joins_voice_is_refused(
         await second_answered.wait()  # the first start stays in its join until the second is answered
 
     monkeypatch.setattr(VoiceSession, "_connect", slow_join)
-    bot.stt = object()  # type: ignore[attr-defined]  # never used: no audio arrives
-    joined = bot.get_guild(guild.id)
-    assert joined is not None
-    joined._voice_states[dm.id] = discord.VoiceState(
-        data={  # type: ignore[typeddict-item]
-            "channel_id": str(table.id),
-            "session_id": "s",
-            "deaf": False,
-            "mute": False,
-            "self_deaf": False,
-            "self_mute": False,
-            "suppress": False,
-            "self_video": False,
-            "request_to_speak_timestamp": None,
-            "user_id": str(dm.id),
-        },
-        channel=joined.get_channel(table.id),  # type: ignore[arg-type]
-    )
+    in_voice(bot, guild, dm, table)
 
     async def second() -> list[str]:
         await asyncio.wait_for(joining.wait(), 60)

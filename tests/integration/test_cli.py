@@ -15,7 +15,7 @@ from pathlib import Path
 import asyncpg
 
 from memory.db import create_pool
-from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source
+from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewStatus, Source
 from memory.store import Memory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +71,8 @@ def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
     usage = lk("entity", "add", "OnlyName")
     assert usage.returncode == 2 and "Missing argument" in usage.stderr
     bad_type = lk("entity", "add", "X", "dragon")
-    assert bad_type.returncode == 2 and "'dragon' is not one of" in bad_type.stderr
+    assert bad_type.returncode == 2 and "Invalid value for 'TYPE': 'dragon' is not one of" in bad_type.stderr
+    assert "entity add [OPTIONS] NAME TYPE\n" in lk("entity", "add", "--help").stdout  # no choices split mid-word
     none_active = lk("entity", "list")
     assert none_active.returncode == 1 and "no active campaign" in none_active.stderr
     broken = tmp_path / "broken.yaml"
@@ -129,6 +130,25 @@ def test_deleting_the_active_campaign_makes_the_newest_left_active(lk) -> None:
     assert lk("campaign", "delete", "C", "--yes").stdout == "deleted campaign 'C'\n"  # not the active one
     assert lk("campaign", "delete", "A", "--yes").stdout == "deleted campaign 'A'\nactive campaign: B\n"
     assert json.loads(lk("campaign", "list", "--json").stdout)[0]["active"] is True
+
+
+def test_a_guild_id_with_no_campaigns_says_others_have_some(lk) -> None:
+    """An operator with the wrong LOREKEEPER_GUILD_ID is told so, with counts only: never another guild's names."""
+    for name in ("Ashfall", "Sunken"):
+        assert lk("campaign", "create", name).returncode == 0
+    assert lk("campaign", "create", "Elsewhere", env={"LOREKEEPER_GUILD_ID": "7"}).returncode == 0
+    other = {"LOREKEEPER_GUILD_ID": "123"}
+    hint = (
+        "guild id 123 has no campaigns, but 3 campaigns are stored under 2 other guild ids: set LOREKEEPER_GUILD_ID "
+        "to your Discord server's id (0: campaigns made on the command line)"
+    )
+    listed = lk("campaign", "list", env=other)
+    assert listed.returncode == 0 and listed.stdout == hint + "\n"
+    review = lk("review", "list", env=other)
+    assert review.returncode == 1 and review.stderr == f"error: no active campaign: {hint}\n"
+    assert "Ashfall" not in listed.stdout + review.stderr
+    # guild 7 has a campaign of its own: the usual listing, and none of guild 0's
+    assert lk("campaign", "list", env={"LOREKEEPER_GUILD_ID": "7"}).stdout.splitlines()[2].split() == ["*", "Elsewhere"]
 
 
 def test_entity_attributes_keep_to_what_a_campaign_file_holds(lk) -> None:
@@ -311,6 +331,32 @@ async def test_review_accept_reports_what_it_did_before_a_bad_id(lk, fresh_dsn: 
         res = lk("review", "reject", f"e{b.id}", f"e{a.id}", "--json")
         assert res.returncode == 1 and res.stderr.startswith(f"error: e{a.id} was already accepted")
         assert [i["ref"] for i in json.loads(res.stdout)] == [f"e{b.id}"]
+    finally:
+        await pool.close()
+
+
+async def test_review_list_shows_where_and_what_was_said(lk, fresh_dsn: str) -> None:
+    """The DM checks what the table said before accepting: the session's title, the time and the line."""
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        night = await mem.log.start_session("Night one")
+        said = "Korvash runs to the Cinder Cup every night after the bells of the old chapel have rung twice."
+        line = await mem.log.write(night.id, EntryIn(speaker="Ana", text=said, start_s=6.0))
+        unsure = Provenance(source=Source.stated, confidence=0.55, session_id=night.id, entry_ids=[line.id])
+        await mem.graph.add_entity(EntityIn(name="Korvash", type=EntityType.npc, status="pending", provenance=unsure))
+        await mem.graph.add_entity(EntityIn(name="Mirelle", type=EntityType.npc, status="pending"))
+        listed = lk("review", "list").stdout.splitlines()
+        assert listed[0].split() == ["id", "kind", "item", "confidence", "said"]
+        assert (
+            listed[2].split("  ")[-1]
+            == "Night one at 0:06: Ana: “Korvash runs to the Cinder Cup every night after the b…"
+        )
+        assert listed[3].endswith("1.00") and len(listed) == 4  # no line behind it: nothing to show
+        [item, _] = json.loads(lk("review", "list", "--json").stdout)
+        assert item["entity"]["name"] == "Korvash" and item["said"]["text"] == said
     finally:
         await pool.close()
 
@@ -668,12 +714,13 @@ def test_entity_list_is_one_row_per_entity_whatever_its_description_holds(lk) ->
     assert lk("campaign", "create", "C").returncode == 0
     told = "Session: the heist\n- Korvash lied\r\n- the\tgate fell"
     assert lk("entity", "add", "Heist", "event", "-d", told).returncode == 0
-    assert lk("entity", "add", "Korvash", "npc", "-d", "A smith").returncode == 0
+    assert lk("entity", "add", "Korvash", "npc", "-d", "A smith", "--secret").returncode == 0
     listed = lk("entity", "list")
     assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[0].split() == ["name", "type", "aliases", "secret", "description"]
     assert listed.stdout.splitlines()[2:] == [
-        "Heist    event             Session: the heist - Korvash lied - the gate fell",
-        "Korvash  npc               A smith",
+        "Heist    event                   Session: the heist - Korvash lied - the gate fell",
+        "Korvash  npc             yes     A smith",
     ]
 
 

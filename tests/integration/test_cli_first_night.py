@@ -42,6 +42,12 @@ def test_ingest_without_wait_names_a_worker_that_finishes(lk, session_file: Path
     # plain `lorekeeper worker` waits for more work forever: the hint must be the one that returns
     assert "background jobs queued: run `lorekeeper worker --drain`" in res.stdout
     assert lk("worker", "--drain", timeout=60).returncode == 0
+    assert lk("entity", "add", "Eldrinax", "npc").returncode == 0
+    (session_file.parent / "night2.txt").write_text("DM: elder nacks wakes.\n")
+    one = lk("ingest", str(session_file.parent / "night2.txt"))
+    assert one.stdout.splitlines()[0] == (
+        "night2.txt → Brackenmoor: 1 utterance read, 1 new, 1 name corrected, 0 lines skipped (session: night2)"
+    )
 
 
 def test_recap_prints_a_sessions_summary(lk, session_file: Path) -> None:

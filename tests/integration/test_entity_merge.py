@@ -71,6 +71,7 @@ async def test_merge_moves_every_fact_and_mention_and_keeps_pending_ones_for_rev
     merged = result.entity
     assert merged.id == full.id and merged.aliases == ["Gorrim", "Old Gor"]
     assert merged.description == "A smith" and merged.attributes == {"race": "dwarf"}
+    assert result.description_dropped == "" and "description" not in result.describe()
     assert merged.status == ReviewStatus.pending  # both were guesses: still the DM's to accept
     assert (await g.get_entity("Gorrim")).id == full.id
     with pytest.raises(NotFoundError):
@@ -111,6 +112,11 @@ async def test_merging_an_accepted_entity_into_a_pending_one_accepts_it_and_keep
     assert result.entity.status == ReviewStatus.accepted
     assert result.entity.description == "The smith of Caddo Keep"
     assert result.entity.attributes == {"race": "dwarf", "age": 90}
+    assert result.description_dropped == "A smith"  # kept's own stays; the DM is told what went
+    assert result.describe() == (
+        "Merged Gorrim into Gorrim Ashfoot: 0 facts moved; new aliases: Gorrim; Gorrim's description was dropped, "
+        "as Gorrim Ashfoot has its own: 'A smith'."
+    )
 
 
 async def test_a_secret_entity_merged_into_a_public_one_gives_it_no_names_and_its_facts_stay_secret(

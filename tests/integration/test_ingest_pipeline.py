@@ -297,6 +297,7 @@ async def test_txt_and_crd3_formats(crown: CampaignMemory, tmp_path: Path) -> No
     turns.append({"NAMES": [None], "UTTERANCES": ["Who said this?"], "NUMBER": 3})
     turns.append({"NAMES": ["SAM"], "UTTERANCES": ["nul \x00 inside"], "NUMBER": 4})
     turns.append({"NAMES": ["SAM"], "UTTERANCES": ["Which turn?"], "NUMBER": {"x": 1}})
+    turns.append({"NAMES": ["DM", "McKenna"], "UTTERANCES": ["Names as written."], "NUMBER": 6})
     crd3.write_text(json.dumps({"METADATA": {}, "TURNS": turns}))
     report = await ingest_file(crown, crd3)
     assert [m.split(": skipped: ")[1] for m in report.skipped] == [
@@ -311,6 +312,7 @@ async def test_txt_and_crd3_formats(crown: CampaignMemory, tmp_path: Path) -> No
     assert [(e.speaker, e.text, e.ref) for e in entries] == [
         ("Matt", "Welcome back. Roll initiative.", "turn 0"),
         ("Laura & Sam", "Yes!", "turn 1"),
+        ("DM & McKenna", "Names as written.", "turn 6"),
     ]
 
 

@@ -73,6 +73,22 @@ async def test_same_as_says_which_facts_it_dropped(campaign: CampaignMemory) -> 
     )
 
 
+async def test_same_as_says_the_proposed_description_was_dropped(campaign: CampaignMemory) -> None:
+    """The known entity keeps its own description; the proposal's, maybe edited by the DM, is not lost unsaid."""
+    g = campaign.graph
+    holt_id, old_id, _ = await _table(campaign)
+    await g.update_entity("Vaskerrin Holt", description="The harbourmaster")
+    await g.update_entity("the old man", description="Sells   maps\nat the docks")
+
+    said = describe_same_as(await campaign.review.same_as(f"e{old_id}", "Vaskerrin Holt"))
+
+    assert said == (
+        "Same as Vaskerrin Holt: 'the old man' kept as an alias, 2 facts moved. the old man's description was "
+        "dropped, as Vaskerrin Holt has its own: 'Sells maps at the docks'."
+    )
+    assert (await g.get_entity_by_id(holt_id)).description == "The harbourmaster"
+
+
 async def test_same_as_refuses_what_it_cannot_merge_and_changes_nothing(campaign: CampaignMemory) -> None:
     g, q = campaign.graph, campaign.review
     holt_id, old_id, keep_id = await _table(campaign)
