@@ -92,30 +92,48 @@ _CJK = frozenset({"HAN", "HIRAGANA", "KATAKANA", "HANGUL", "BOPOMOFO"})
 
 
 def look_alikes(name: str) -> dict[str, tuple[str, str]]:
-    """The letters of ``name`` that look like a letter of the script most of its letters are in ("Vаx" with a
-    Cyrillic а): pasted, they make a second entity the DM cannot tell from the first. Each maps to that letter
-    and its script. A name in one script, or mixing letters that look like no other, has none."""
-    if name.isascii():  # Latin and punctuation only: most names, and a 20,000-entity file, skip the tables
+    """The letters of ``name`` that look like a plain letter of the script most of their word's letters are in
+    ("Vаx" with a Cyrillic а): pasted, they make a second entity the DM cannot tell from the first. Each maps to
+    that letter and its script. Each word is judged alone ("Sergei Петров", "Baba Яга" are fine), and only
+    against the letters people type (not "ĸ" or "ʙ", which the confusables table also lists)."""
+    found: dict[str, tuple[str, str]] = {}
+    for word in name.split():
+        found |= _word_look_alikes(word)
+    return found
+
+
+def _word_look_alikes(word: str) -> dict[str, tuple[str, str]]:
+    if word.isascii():  # Latin and punctuation only: most names, and a 20,000-entity file, skip the tables
         return {}
-    scripts = [script for char in name if (script := _script(char)) not in ("COMMON", "INHERITED")]
+    scripts = [script for char in word if (script := _script(char)) not in ("COMMON", "INHERITED")]
     if len(set(scripts)) < 2:
         return {}
     # The script meant is the one most letters are in; a tie goes to the first letter's.
     meant = max(scripts, key=lambda script: (scripts.count(script), -scripts.index(script)))
     found: dict[str, tuple[str, str]] = {}
-    for item in confusables.is_confusable(name, greedy=True, preferred_aliases=[meant]) or []:
+    for item in confusables.is_confusable(word, greedy=True, preferred_aliases=[meant]) or []:
         char, script = item["character"], item["alias"]
         if script in ("COMMON", "INHERITED") or (script in _CJK and meant in _CJK):
             continue
         plain = [g["c"] for g in item["homoglyphs"] if len(g["c"]) == 1 and _script(g["c"]) == meant]
-        if plain:  # the plain ASCII letter where there is one ("a", not "ɑ")
+        if plain := [glyph for glyph in plain if _typed(glyph)]:
             found[char] = (min(plain, key=lambda glyph: not glyph.isascii()), meant)
     return found
 
 
+def _typed(letter: str) -> bool:
+    """A letter of the alphabets people type: ASCII, basic Greek, basic Cyrillic."""
+    return letter.isascii() or "\u0370" <= letter <= "\u03ff" or "\u0400" <= letter <= "\u045f"
+
+
 def without_look_alikes(name: str) -> str:
-    """``name`` with each look-alike letter of another script replaced by the one it looks like ("Vаx" → "Vax")."""
-    return name.translate({ord(char): plain for char, (plain, _) in look_alikes(name).items()})
+    """``name`` with each look-alike letter of another script replaced by the one it looks like ("Vаx" → "Vax"),
+    word by word: a Cyrillic а is a look-alike in "Vаx", not in "Мара"."""
+    return re.sub(
+        r"\S+",
+        lambda word: word[0].translate({ord(c): plain for c, (plain, _) in _word_look_alikes(word[0]).items()}),
+        name,
+    )
 
 
 def _emoji_joiner(value: str, position: int) -> bool:

@@ -40,6 +40,12 @@ from memory.models import EntityIn, EntityType, clean_name, without_look_alikes
             "'Ꭺbe' mixes scripts: 'Ꭺ' (U+13AA CHEROKEE LETTER GO) looks like Latin 'A'; type it as 'Abe'",
             id="cherokee-in-latin",
         ),
+        pytest.param(
+            "Vаx Мара",
+            "'Vаx Мара' mixes scripts: 'а' (U+0430 CYRILLIC SMALL LETTER A) looks like Latin 'a'; type it as "
+            "'Vax Мара'",
+            id="word-by-word",
+        ),
     ],
 )
 def test_a_look_alike_letter_of_another_script_is_refused_naming_it(pasted: str, message: str) -> None:
@@ -77,6 +83,12 @@ def test_a_look_alike_letter_of_another_script_is_refused_naming_it(pasted: str,
         "ロ之助",
         "Sir 口",
         "\U0001f9d9\u200d\u2642\ufe0f Merlin",
+        # each word in its own script: a name of two languages, not a paste
+        "Sergei Петров",
+        "Москва Station",
+        "Baba Яга",
+        "Queen Мара",
+        "Σeraph",  # Σ looks like no letter people type in Latin (the table's is Ʃ): styled, as "Ωmega"
     ],
 )
 def test_names_in_one_script_with_accents_and_punctuation_are_kept(name: str) -> None:
