@@ -28,8 +28,9 @@ def _in_seq_order(entries: Sequence[EntryIn], written: Sequence[Entry]) -> list[
 
 
 def _differs(wanted: EntryIn, stored: Entry) -> bool:
+    # a speaker's case is no other transcript: earlier versions wrote CRD3's "DM" as "Dm"
     return (wanted.raw_text if wanted.raw_text is not None else wanted.text) != stored.raw_text or (
-        wanted.speaker != stored.speaker
+        wanted.speaker.casefold() != stored.speaker.casefold()
     )
 
 
@@ -112,7 +113,7 @@ class SessionLog:
             FROM sessions s
             JOIN session_entries e ON e.campaign_id = s.campaign_id AND e.session_id = s.id
             JOIN unnest($2::int[], $3::text[], $4::text[]) AS i(seq, speaker, raw_text)
-              ON e.seq = i.seq AND e.speaker = i.speaker AND e.raw_text = i.raw_text
+              ON e.seq = i.seq AND lower(e.speaker) = lower(i.speaker) AND e.raw_text = i.raw_text
             WHERE s.campaign_id = $1
             GROUP BY s.id HAVING count(*) * 2 > $5
             ORDER BY count(*) DESC, s.started_at, s.id

@@ -316,6 +316,27 @@ async def test_txt_and_crd3_formats(crown: CampaignMemory, tmp_path: Path) -> No
     ]
 
 
+async def test_a_crd3_file_imported_when_speakers_were_cased_otherwise_is_the_same_transcript(
+    crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """Earlier versions stored CRD3's "DM" as "Dm": importing the file again (into its session, or under another
+    title) must still know it, not call it another transcript or import a copy."""
+    crd3 = tmp_path / "C9E004.json"
+    turns = [{"NAMES": ["DM"], "UTTERANCES": [f"Line {n}."], "NUMBER": n} for n in range(4)]
+    crd3.write_text(json.dumps({"TURNS": turns}))
+    assert (await ingest_file(crown, crd3)).written == 4
+    session = await crown.log.session_by_title("C9E004")
+    assert session is not None
+    await crown.db.execute(  # as an earlier version wrote it
+        "UPDATE session_entries SET speaker = 'Dm' WHERE campaign_id = $1 AND session_id = $2",
+        crown.campaign_id,
+        session.id,
+    )
+    assert (await ingest_file(crown, crd3)).written == 0
+    with pytest.raises(AlreadyExistsError, match="already imported as session 'C9E004'"):
+        await ingest_file(crown, crd3, session_title="Episode 4")
+
+
 async def test_a_crd3_turn_the_database_cannot_index_is_skipped_and_the_rest_imported(
     crown: CampaignMemory, tmp_path: Path
 ) -> None:
