@@ -8,16 +8,38 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from difflib import get_close_matches
 
 import asyncpg
+from pydantic import BaseModel
 
 from memory.campaigns import Campaigns
 from memory.db import Executor, transaction
+from memory.errors import InvalidInputError, NotFoundError
 from memory.graph import KnowledgeGraph
-from memory.models import DEFAULT_ACCEPT_THRESHOLD
+from memory.models import DEFAULT_ACCEPT_THRESHOLD, session_title
 from memory.review import ReviewQueue
 from memory.semantic import SemanticIndex
 from memory.session_log import SessionLog
+
+
+class DeletedSession(BaseModel):
+    """What deleting a session removed, and what the DM had decided that stays."""
+
+    title: str
+    lines: int
+    chunks: int
+    pending_entities: int  # guesses from its lines, waiting for review
+    pending_facts: int
+    recap: bool  # its event entity ("Session: …") and the links of who took part
+    recap_links: int
+    jobs: int  # background work on it that had not run
+    kept_entities: int  # accepted or rejected by the DM: they stay, no longer pointing at the session
+    kept_facts: int
+
+
+#: The session's own rows in the graph: ``$1`` campaign, ``$2`` session id (as text, as provenance holds it).
+_OF_SESSION = "campaign_id = $1 AND provenance ->> 'session_id' = $2"
 
 
 class CampaignMemory:
@@ -39,6 +61,121 @@ class CampaignMemory:
                 if conn is self.db
                 else CampaignMemory(conn, self.campaign_id, accept_threshold=self.accept_threshold)
             )
+
+    async def delete_session(self, title: str, *, even_if_live: bool = False) -> DeletedSession:
+        """Delete a session (a mistaken import): its lines, chunks and progress (they cascade), its recap entity
+        and links, the review items only its lines proposed, and its waiting jobs, in one transaction. What the
+        DM accepted or rejected stays. A session not ended may be being recorded: refused unless
+        ``even_if_live`` (one cut off by a crash never ends by itself)."""
+        for attempt in range(3):
+            try:
+                async with self.transaction() as tx:
+                    # Every graph writer takes this first, so none files a guess from these lines meanwhile.
+                    # An extraction job takes its progress row before it: a deadlock, which a retry resolves.
+                    await tx.graph.lock()
+                    return await tx._delete_session(title, even_if_live)
+            except asyncpg.DeadlockDetectedError:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _delete_session(self, title: str, even_if_live: bool) -> DeletedSession:
+        from memory.jobs import delete_campaign_jobs  # memory.jobs imports this module
+
+        db, campaign_id = self.db, self.campaign_id
+        row = await db.fetchrow(
+            "SELECT * FROM sessions WHERE campaign_id = $1 AND lower(title) = lower($2) FOR UPDATE",
+            campaign_id,
+            session_title(title),
+        )
+        if row is None:
+            titles = {s.title.casefold(): s.title for s in await self.log.sessions()}
+            close = get_close_matches(title.casefold(), list(titles), n=1)
+            hint = f" (did you mean {titles[close[0]]!r}?)" if close else ""
+            raise NotFoundError(f"no session titled {title!r} in this campaign{hint}", subject="session")
+        session_id, sid = row["id"], str(row["id"])
+        if row["ended_at"] is None and not even_if_live:
+            raise InvalidInputError(
+                f"session {row['title']!r} has not ended: it may be being recorded or imported right now",
+                subject="live session",
+                name=row["title"],
+            )
+        counts = await db.fetchrow(
+            """
+            SELECT (SELECT count(*) FROM session_entries WHERE campaign_id = $1 AND session_id = $2) AS lines,
+                   (SELECT count(*) FROM chunks WHERE campaign_id = $1 AND session_id = $2) AS chunks
+            """,
+            campaign_id,
+            session_id,
+        )
+        # Its recap: the summary job's event entity; the links to it go with it.
+        recap = await db.fetch(
+            f"SELECT id FROM entities WHERE {_OF_SESSION} AND type = 'event' AND provenance ->> 'source' = 'inferred'",
+            campaign_id,
+            sid,
+        )
+        recap_ids = [r["id"] for r in recap]
+        recap_links = await db.fetchval(
+            "SELECT count(*) FROM relationships WHERE campaign_id = $1 AND type = 'took_part_in'"
+            " AND target_id = ANY($2::bigint[])",
+            campaign_id,
+            recap_ids,
+        )
+        await db.execute(
+            "DELETE FROM entities WHERE campaign_id = $1 AND id = ANY($2::bigint[])", campaign_id, recap_ids
+        )
+        # Guesses only its lines made (a fact copy merged from elsewhere names other sessions too).
+        facts = await db.fetchval(
+            f"""
+            WITH gone AS (
+                DELETE FROM relationships WHERE {_OF_SESSION} AND status = 'pending' AND NOT provenance ? 'merged'
+                RETURNING 1
+            ) SELECT count(*) FROM gone
+            """,
+            campaign_id,
+            sid,
+        )
+        # A proposed entity stays while something else stands on it: a fact the DM accepted, a guess from another
+        # session, or another session's passages that name it. Rejected facts about it go with it.
+        entities = await db.fetchval(
+            f"""
+            WITH gone AS (
+                DELETE FROM entities e WHERE {_OF_SESSION} AND status = 'pending'
+                AND NOT EXISTS (
+                    SELECT 1 FROM relationships r
+                    WHERE r.campaign_id = $1 AND e.id IN (r.source_id, r.target_id) AND r.status <> 'rejected')
+                AND NOT EXISTS (
+                    SELECT 1 FROM chunks c
+                    WHERE c.campaign_id = $1 AND c.session_id <> $3 AND c.entity_ids @> ARRAY[e.id])
+                RETURNING 1
+            ) SELECT count(*) FROM gone
+            """,
+            campaign_id,
+            sid,
+            session_id,
+        )
+        jobs = await delete_campaign_jobs(db, campaign_id, session_id)
+        await db.execute("DELETE FROM sessions WHERE campaign_id = $1 AND id = $2", campaign_id, session_id)
+        kept = await db.fetchrow(
+            f"""
+            SELECT (SELECT count(*) FROM entities WHERE {_OF_SESSION} AND status <> 'pending') AS entities,
+                   (SELECT count(*) FROM relationships WHERE {_OF_SESSION} AND status <> 'pending') AS facts
+            """,
+            campaign_id,
+            sid,
+        )
+        return DeletedSession(
+            title=row["title"],
+            lines=counts["lines"],
+            chunks=counts["chunks"],
+            pending_entities=entities,
+            pending_facts=facts,
+            recap=bool(recap_ids),
+            recap_links=recap_links,
+            jobs=jobs,
+            kept_entities=kept["entities"],
+            kept_facts=kept["facts"],
+        )
 
 
 class Memory:
