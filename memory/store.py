@@ -6,18 +6,17 @@ holds a :class:`CampaignMemory` cannot reach another campaign's rows.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from difflib import get_close_matches
 
 import asyncpg
 from pydantic import BaseModel
 
 from memory.campaigns import Campaigns
 from memory.db import Executor, transaction
-from memory.errors import InvalidInputError, NotFoundError
 from memory.graph import KnowledgeGraph
-from memory.models import DEFAULT_ACCEPT_THRESHOLD, session_title
+from memory.models import DEFAULT_ACCEPT_THRESHOLD
 from memory.review import ReviewQueue
 from memory.semantic import SemanticIndex
 from memory.session_log import SessionLog
@@ -36,6 +35,30 @@ class DeletedSession(BaseModel):
     jobs: int  # background work on it that had not run
     kept_entities: int  # accepted or rejected by the DM: they stay, no longer pointing at the session
     kept_facts: int
+
+    def said(self) -> str:
+        """What was removed and what stayed, in a sentence or two for the DM."""
+        removed = [_count(self.lines, "line"), _count(self.chunks, "passage")]
+        if self.pending_entities or self.pending_facts:
+            removed.append(
+                f"{_count(self.pending_entities, 'entity', 'entities')} and {_count(self.pending_facts, 'fact')}"
+                " waiting for review"
+            )
+        if self.recap:
+            removed.append(f"its recap entity with {_count(self.recap_links, 'link')} to who took part")
+        if self.jobs:
+            removed.append(_count(self.jobs, "waiting background job"))
+        text = f"Deleted session {self.title!r}: {', '.join(removed)}."
+        if self.kept_entities or self.kept_facts:
+            text += (
+                f" Kept {_count(self.kept_entities, 'entity', 'entities')} and {_count(self.kept_facts, 'fact')}"
+                " heard in it that were accepted or rejected."
+            )
+        return text
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
 
 
 #: The session's own rows in the graph: ``$1`` campaign, ``$2`` session id (as text, as provenance holds it).
@@ -67,46 +90,26 @@ class CampaignMemory:
         and links, the review items only its lines proposed, and its waiting jobs, in one transaction. What the
         DM accepted or rejected stays. A session not ended may be being recorded: refused unless
         ``even_if_live`` (one cut off by a crash never ends by itself)."""
-        for attempt in range(3):
-            try:
-                async with self.transaction() as tx:
-                    # Every graph writer takes this first, so none files a guess from these lines meanwhile.
-                    # An extraction job takes its progress row before it: a deadlock, which a retry resolves.
-                    await tx.graph.lock()
-                    return await tx._delete_session(title, even_if_live)
-            except asyncpg.DeadlockDetectedError:
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        for _ in range(2):
+            with contextlib.suppress(asyncpg.DeadlockDetectedError):
+                return await self._delete_session(title, even_if_live)
+        return await self._delete_session(title, even_if_live)
 
     async def _delete_session(self, title: str, even_if_live: bool) -> DeletedSession:
+        async with self.transaction() as tx:
+            # Every graph writer takes this first, so none files a guess from these lines meanwhile. An extraction
+            # job takes its progress row before it, which the delete cascades to: a deadlock, which a retry ends.
+            await tx.graph.lock()
+            return await tx._delete_session_locked(title, even_if_live)
+
+    async def _delete_session_locked(self, title: str, even_if_live: bool) -> DeletedSession:
         from memory.jobs import delete_campaign_jobs  # memory.jobs imports this module
 
         db, campaign_id = self.db, self.campaign_id
-        row = await db.fetchrow(
-            "SELECT * FROM sessions WHERE campaign_id = $1 AND lower(title) = lower($2) FOR UPDATE",
-            campaign_id,
-            session_title(title),
-        )
-        if row is None:
-            titles = {s.title.casefold(): s.title for s in await self.log.sessions()}
-            close = get_close_matches(title.casefold(), list(titles), n=1)
-            hint = f" (did you mean {titles[close[0]]!r}?)" if close else ""
-            raise NotFoundError(f"no session titled {title!r} in this campaign{hint}", subject="session")
-        session_id, sid = row["id"], str(row["id"])
-        if row["ended_at"] is None and not even_if_live:
-            raise InvalidInputError(
-                f"session {row['title']!r} has not ended: it may be being recorded or imported right now",
-                subject="live session",
-                name=row["title"],
-            )
-        counts = await db.fetchrow(
-            """
-            SELECT (SELECT count(*) FROM session_entries WHERE campaign_id = $1 AND session_id = $2) AS lines,
-                   (SELECT count(*) FROM chunks WHERE campaign_id = $1 AND session_id = $2) AS chunks
-            """,
-            campaign_id,
-            session_id,
+        session = await self.log.deletable(title, even_if_live=even_if_live)
+        session_id, sid = session.id, str(session.id)
+        chunks = await db.fetchval(
+            "SELECT count(*) FROM chunks WHERE campaign_id = $1 AND session_id = $2", campaign_id, session_id
         )
         # Its recap: the summary job's event entity; the links to it go with it.
         recap = await db.fetch(
@@ -165,9 +168,9 @@ class CampaignMemory:
             sid,
         )
         return DeletedSession(
-            title=row["title"],
-            lines=counts["lines"],
-            chunks=counts["chunks"],
+            title=session.title,
+            lines=session.lines,
+            chunks=chunks,
             pending_entities=entities,
             pending_facts=facts,
             recap=bool(recap_ids),

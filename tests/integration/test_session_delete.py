@@ -119,6 +119,11 @@ async def test_deleting_a_copied_import_removes_its_lines_guesses_and_recap_only
         "kept_entities": 0,
         "kept_facts": 1,
     }
+    assert deleted.said() == (
+        f"Deleted session 'Copy': 60 lines, {chunks} passages, 1 entity and 2 facts waiting for review, its recap "
+        f"entity with {took_part} links to who took part, 1 waiting background job. Kept 0 entities and 1 fact heard "
+        "in it that were accepted or rejected."
+    )
     assert await campaign.log.session_by_title("Copy") is None
     assert await counts(campaign, copy.id) == (0, 0)
     assert await campaign.db.fetchval("SELECT count(*) FROM ingest_progress WHERE session_id = $1", copy.id) == 0
