@@ -46,6 +46,7 @@ NEXT_STEPS: NextSteps = {
     (AlreadyExistsError, "campaign"): "/campaign switch makes it the active one",
     (NotFoundError, "campaign"): "/campaign list shows them",
     (NotFoundError, "review item"): "/review shows those waiting",
+    (NotFoundError, "session"): "/session list shows them",
 }
 
 

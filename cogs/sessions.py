@@ -1,4 +1,4 @@
-"""``/session start|stop|status|list``: record a voice session into the active campaign's memory.
+"""``/session start|stop|status|list|delete``: record a voice session into the active campaign's memory.
 
 Thin: the DM check and the campaign come from ``bot.checks`` (server-side, scoped to this guild), the voice
 glue from ``bot.voice``, everything after the PCM frames from ``memory.voice``.
@@ -17,7 +17,7 @@ from discord.ext import commands
 
 from bot.app import LorekeeperBot
 from bot.checks import NotDMError, UserError, active_campaign, dm_campaign, guild_id_of, member_is_dm
-from bot.views import Paginator, paged_embeds
+from bot.views import Confirm, Paginator, name_choices, paged_embeds, safe_autocomplete
 from bot.voice import VoiceSession
 from memory.models import Campaign
 from memory.providers.stt import SpeechToText, WhisperSTT
@@ -41,6 +41,12 @@ def _line(session: ListedSession) -> str:
     state = "live" if session.ended_at is None else "recap written" if session.summary else "no recap yet"
     lines = f"{session.lines:,} line{'s' if session.lines != 1 else ''}"
     return f"**{session.title}** — {session.started_at:%Y-%m-%d %H:%M} UTC · {lines} · {state}"
+
+
+@safe_autocomplete
+async def session_titles(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+    _, mem = await active_campaign(interaction)
+    return name_choices([s.title for s in reversed(await mem.log.sessions())], current, ordered=True)
 
 
 @app_commands.guild_only()
@@ -234,6 +240,37 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
         if not sessions:
             raise UserError("No sessions recorded in this campaign yet.")
         await Paginator.reply(interaction, paged_embeds(f"Sessions: {campaign.name}", [_line(s) for s in sessions]))
+
+    @app_commands.command(description="Delete a session, e.g. a transcript imported by mistake (DM only)")
+    @app_commands.describe(title="The session to delete (you are asked to confirm)")
+    @app_commands.autocomplete(title=session_titles)
+    async def delete(self, interaction: discord.Interaction, title: str) -> None:
+        campaign, mem = await dm_campaign(interaction)
+        # This bot knows what it records: a session not ended that it does not record was cut off (a crash).
+        target = await mem.log.deletable(title, even_if_live=True)
+        self._not_recording(interaction, target.id)
+        cut_off = " It never ended (its recording or import was cut off)." if target.ended_at is None else ""
+
+        async def delete() -> str:
+            self._not_recording(interaction, target.id)  # it may have been resumed while the DM decided
+            deleted = await self.bot.memory.campaign(campaign.id).delete_session(target.title, even_if_live=True)
+            return deleted.said()
+
+        await interaction.response.send_message(
+            f"Delete session **{target.title}** of **{campaign.name}** with its {target.lines:,} lines, its recap "
+            f"and the review items only it proposed?{cut_off} What you accepted or rejected stays. "
+            "This cannot be undone.",
+            view=Confirm(interaction, delete, dm_of=campaign.id),
+            ephemeral=True,
+        )
+
+    def _not_recording(self, interaction: discord.Interaction, session_id: int) -> None:
+        guild_id = guild_id_of(interaction)
+        if guild_id in self._busy:
+            raise UserError(BUSY)
+        live = self.live.get(guild_id)
+        if live is not None and live.guard.session.id == session_id:
+            raise UserError(f"**{live.guard.session.title}** is being recorded: /session stop first.")
 
 
 async def setup(bot: LorekeeperBot) -> None:

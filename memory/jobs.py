@@ -923,17 +923,20 @@ async def failed_jobs(db: Executor, campaign_id: int | None = None) -> int:
     )
 
 
-async def delete_campaign_jobs(conn: Executor, campaign_id: int) -> None:
-    """Forget a deleted campaign's waiting and held jobs (in its delete's transaction). A job running now is
-    left to its worker, which finds the campaign gone and skips it."""
-    await conn.execute(
+async def delete_campaign_jobs(conn: Executor, campaign_id: int, session_id: int | None = None) -> int:
+    """Forget a deleted campaign's (or session's) waiting and held jobs, in its delete's transaction; returns how
+    many. A job running now is left to its worker, which finds the session gone and skips it."""
+    status = await conn.execute(
         """
         DELETE FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status IN ('queued', 'failed')
           AND convert_from(payload, 'UTF8')::jsonb ->> 'campaign_id' = $2::bigint::text
+          AND ($3::bigint IS NULL OR convert_from(payload, 'UTF8')::jsonb ->> 'session_id' = $3::bigint::text)
         """,
         list(ENTRYPOINTS),
         campaign_id,
+        session_id,
     )
+    return int(status.split()[-1])
 
 
 async def wait_until_idle(

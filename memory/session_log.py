@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
+from difflib import get_close_matches
 
 import asyncpg
 
 from memory.db import Executor, transaction
-from memory.errors import AlreadyExistsError, NotFoundError
+from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.models import Correction, Entry, EntryHit, EntryIn, Session, session_title
 
 _ENTRY_COLUMNS = """id, campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s,
@@ -142,6 +143,31 @@ class SessionLog:
             self.campaign_id,
         )
         return [ListedSession(**dict(r)) for r in rows]
+
+    async def deletable(self, title: str, *, even_if_live: bool = False) -> ListedSession:
+        """The session titled ``title``, locked until the transaction ends, if it may be deleted: one not ended
+        may be being recorded, refused unless ``even_if_live``."""
+        row = await self.db.fetchrow(
+            """
+            SELECT s.*, (SELECT count(*) FROM session_entries e
+                         WHERE e.campaign_id = s.campaign_id AND e.session_id = s.id) AS lines
+            FROM sessions s WHERE s.campaign_id = $1 AND lower(s.title) = lower($2) FOR UPDATE OF s
+            """,
+            self.campaign_id,
+            session_title(title),
+        )
+        if row is None:
+            titles = {s.title.casefold(): s.title for s in await self.sessions()}
+            close = get_close_matches(title.casefold(), list(titles), n=1)
+            hint = f" (did you mean {titles[close[0]]!r}?)" if close else ""
+            raise NotFoundError(f"no session titled {title!r} in this campaign{hint}", subject="session")
+        if row["ended_at"] is None and not even_if_live:
+            raise InvalidInputError(
+                f"session {row['title']!r} has not ended (it may be being recorded or imported right now)",
+                subject="live session",
+                name=row["title"],
+            )
+        return ListedSession(**dict(row))
 
     async def end_session(self, session_id: int, *, summary: str | None = None) -> Session:
         row = await self.db.fetchrow(

@@ -6,10 +6,12 @@ holds a :class:`CampaignMemory` cannot reach another campaign's rows.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import asyncpg
+from pydantic import BaseModel
 
 from memory.campaigns import Campaigns
 from memory.db import Executor, transaction
@@ -18,6 +20,49 @@ from memory.models import DEFAULT_ACCEPT_THRESHOLD
 from memory.review import ReviewQueue
 from memory.semantic import SemanticIndex
 from memory.session_log import SessionLog
+
+
+class DeletedSession(BaseModel):
+    """What deleting a session removed, and what the DM had decided that stays."""
+
+    title: str
+    lines: int
+    chunks: int
+    pending_entities: int  # guesses from its lines, waiting for review
+    pending_facts: int
+    recap: bool  # its event entity ("Session: …") and the links of who took part
+    recap_links: int
+    jobs: int  # background work on it that had not run
+    kept_entities: int  # accepted or rejected by the DM: they stay, no longer pointing at the session
+    kept_facts: int
+
+    def said(self) -> str:
+        """What was removed and what stayed, in a sentence or two for the DM."""
+        removed = [_count(self.lines, "line"), _count(self.chunks, "passage")]
+        if self.pending_entities or self.pending_facts:
+            removed.append(
+                f"{_count(self.pending_entities, 'entity', 'entities')} and {_count(self.pending_facts, 'fact')}"
+                " waiting for review"
+            )
+        if self.recap:
+            removed.append(f"its recap entity with {_count(self.recap_links, 'link')} to who took part")
+        if self.jobs:
+            removed.append(_count(self.jobs, "waiting background job"))
+        text = f"Deleted session {self.title!r}: {', '.join(removed)}."
+        if self.kept_entities or self.kept_facts:
+            text += (
+                f" Kept {_count(self.kept_entities, 'entity', 'entities')} and {_count(self.kept_facts, 'fact')}"
+                " heard in it that were accepted or rejected."
+            )
+        return text
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
+
+
+#: The session's own rows in the graph: ``$1`` campaign, ``$2`` session id (as text, as provenance holds it).
+_OF_SESSION = "campaign_id = $1 AND provenance ->> 'session_id' = $2"
 
 
 class CampaignMemory:
@@ -39,6 +84,101 @@ class CampaignMemory:
                 if conn is self.db
                 else CampaignMemory(conn, self.campaign_id, accept_threshold=self.accept_threshold)
             )
+
+    async def delete_session(self, title: str, *, even_if_live: bool = False) -> DeletedSession:
+        """Delete a session (a mistaken import): its lines, chunks and progress (they cascade), its recap entity
+        and links, the review items only its lines proposed, and its waiting jobs, in one transaction. What the
+        DM accepted or rejected stays. A session not ended may be being recorded: refused unless
+        ``even_if_live`` (one cut off by a crash never ends by itself)."""
+        for _ in range(2):
+            with contextlib.suppress(asyncpg.DeadlockDetectedError):
+                return await self._delete_session(title, even_if_live)
+        return await self._delete_session(title, even_if_live)
+
+    async def _delete_session(self, title: str, even_if_live: bool) -> DeletedSession:
+        async with self.transaction() as tx:
+            # Every graph writer takes this first, so none files a guess from these lines meanwhile. An extraction
+            # job takes its progress row before it, which the delete cascades to: a deadlock, which a retry ends.
+            await tx.graph.lock()
+            return await tx._delete_session_locked(title, even_if_live)
+
+    async def _delete_session_locked(self, title: str, even_if_live: bool) -> DeletedSession:
+        from memory.jobs import delete_campaign_jobs  # memory.jobs imports this module
+
+        db, campaign_id = self.db, self.campaign_id
+        session = await self.log.deletable(title, even_if_live=even_if_live)
+        session_id, sid = session.id, str(session.id)
+        chunks = await db.fetchval(
+            "SELECT count(*) FROM chunks WHERE campaign_id = $1 AND session_id = $2", campaign_id, session_id
+        )
+        # Its recap: the summary job's event entity; the links to it go with it.
+        recap = await db.fetch(
+            f"SELECT id FROM entities WHERE {_OF_SESSION} AND type = 'event' AND provenance ->> 'source' = 'inferred'",
+            campaign_id,
+            sid,
+        )
+        recap_ids = [r["id"] for r in recap]
+        recap_links = await db.fetchval(
+            "SELECT count(*) FROM relationships WHERE campaign_id = $1 AND type = 'took_part_in'"
+            " AND target_id = ANY($2::bigint[])",
+            campaign_id,
+            recap_ids,
+        )
+        await db.execute(
+            "DELETE FROM entities WHERE campaign_id = $1 AND id = ANY($2::bigint[])", campaign_id, recap_ids
+        )
+        # Guesses only its lines made (a fact copy merged from elsewhere names other sessions too).
+        facts = await db.fetchval(
+            f"""
+            WITH gone AS (
+                DELETE FROM relationships WHERE {_OF_SESSION} AND status = 'pending' AND NOT provenance ? 'merged'
+                RETURNING 1
+            ) SELECT count(*) FROM gone
+            """,
+            campaign_id,
+            sid,
+        )
+        # A proposed entity stays while something else stands on it: a fact the DM accepted, a guess from another
+        # session, or another session's passages that name it. Rejected facts about it go with it.
+        entities = await db.fetchval(
+            f"""
+            WITH gone AS (
+                DELETE FROM entities e WHERE {_OF_SESSION} AND status = 'pending'
+                AND NOT EXISTS (
+                    SELECT 1 FROM relationships r
+                    WHERE r.campaign_id = $1 AND e.id IN (r.source_id, r.target_id) AND r.status <> 'rejected')
+                AND NOT EXISTS (
+                    SELECT 1 FROM chunks c
+                    WHERE c.campaign_id = $1 AND c.session_id <> $3 AND c.entity_ids @> ARRAY[e.id])
+                RETURNING 1
+            ) SELECT count(*) FROM gone
+            """,
+            campaign_id,
+            sid,
+            session_id,
+        )
+        jobs = await delete_campaign_jobs(db, campaign_id, session_id)
+        await db.execute("DELETE FROM sessions WHERE campaign_id = $1 AND id = $2", campaign_id, session_id)
+        kept = await db.fetchrow(
+            f"""
+            SELECT (SELECT count(*) FROM entities WHERE {_OF_SESSION} AND status <> 'pending') AS entities,
+                   (SELECT count(*) FROM relationships WHERE {_OF_SESSION} AND status <> 'pending') AS facts
+            """,
+            campaign_id,
+            sid,
+        )
+        return DeletedSession(
+            title=session.title,
+            lines=session.lines,
+            chunks=chunks,
+            pending_entities=entities,
+            pending_facts=facts,
+            recap=bool(recap_ids),
+            recap_links=recap_links,
+            jobs=jobs,
+            kept_entities=kept["entities"],
+            kept_facts=kept["facts"],
+        )
 
 
 class Memory:

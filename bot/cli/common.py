@@ -22,6 +22,7 @@ from memory.campaigns import Campaigns
 from memory.db import DatabaseError, open_database
 from memory.errors import (
     AlreadyExistsError,
+    InvalidInputError,
     MemoryError_,
     NextSteps,
     NotFoundError,
@@ -51,6 +52,9 @@ NEXT_STEPS: NextSteps = {
     "`--started DATE` to correct its date); `--again` imports it as a new session anyway",
     (NotFoundError, "campaign"): "`lorekeeper campaign list` shows them",
     (NotFoundError, "review item"): "`lorekeeper review list` shows those waiting",
+    (NotFoundError, "session"): "`lorekeeper session list` shows them",
+    (InvalidInputError, "live session"): "a recording is stopped with /session stop, an import ends when it is "
+    "done; if it was cut off (a crash, Ctrl-C), `lorekeeper session delete {name} --even-if-live` deletes it",
 }
 
 

@@ -1,4 +1,4 @@
-"""`lorekeeper session …`: the campaign's sessions, recorded or imported."""
+"""`lorekeeper session …`: the campaign's sessions, recorded or imported: list them, delete a mistaken one."""
 
 from __future__ import annotations
 
@@ -52,3 +52,31 @@ async def list_(ctx: click.Context, campaign: str | None, as_json: bool) -> None
         ],
         ["title", "started", "lines", "status", "recap"],
     )
+
+
+@session.command("delete")
+@click.argument("title")
+@campaign_option
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--even-if-live", is_flag=True, help="Delete a session that never ended (its recording or import was cut off)."
+)
+@click.pass_context
+@async_command
+async def delete(ctx: click.Context, title: str, campaign: str | None, yes: bool, even_if_live: bool) -> None:
+    """Delete a session (a mistaken import): its lines, passages, recap and the review items only it proposed.
+
+    Facts and entities you accepted or rejected stay."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, name = await campaign_memory(memory, settings, campaign)
+        target = await mem.log.deletable(title, even_if_live=even_if_live)
+        if not yes:
+            click.confirm(
+                f"delete session {target.title!r} of {name} with its {target.lines:,} lines, recap and the review "
+                "items only it proposed? This cannot be undone",
+                abort=True,
+                err=True,
+            )
+        deleted = await mem.delete_session(target.title, even_if_live=even_if_live)
+    click.echo(deleted.said())

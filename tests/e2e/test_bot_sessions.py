@@ -112,3 +112,50 @@ async def test_list_shows_the_campaigns_sessions_as_played_to_everyone(
         "**Night 2** — 2024-03-09 19:00 UTC · 1 line · no recap yet\n"
         "**Tonight** — 2024-03-16 18:00 UTC · 0 lines · live",
     ]
+
+
+async def test_delete_asks_the_dm_then_says_what_went_and_refuses_players_and_the_session_being_recorded(
+    campaign, bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    guild_id = next(iter(fake_discord.guilds))
+    active = await bot.memory.campaigns(guild_id).active()
+    assert active is not None
+    mem = bot.memory.campaign(active.id)
+    for title in ("Night 1", "night1"):  # the same transcript imported twice, the second time by mistake
+        rec = await SessionRecorder.start(mem, title)
+        await rec.add_many([Utterance(speaker="DM", text=f"Line {n}.", seq=n) for n in (1, 2)])
+        await rec.end()
+    tonight = await mem.log.start_session("Tonight")
+
+    refused = await fake_discord.invoke("session delete", {"title": "night1"}, user_id=player)
+    assert refused.ephemeral and refused.texts() == ["Only the DM can do that."]
+    unknown = await fake_discord.invoke("session delete", {"title": "nigth1"}, user_id=dm)
+    assert unknown.texts() == [
+        "no session titled 'nigth1' in this campaign (did you mean 'night1'?): /session list shows them"
+    ]
+    stub = RecordingStub("Tonight", active, mem)
+    stub.guard.session.id = tonight.id
+    bot.get_cog("Sessions").live[guild_id] = stub
+    try:
+        recorded = await fake_discord.invoke("session delete", {"title": "Tonight"}, user_id=dm)
+        assert recorded.texts() == ["**Tonight** is being recorded: /session stop first."]
+    finally:
+        bot.get_cog("Sessions").live.clear()
+
+    asked = await fake_discord.invoke("session delete", {"title": "night1"}, user_id=dm)
+    assert asked.ephemeral and asked.original is not None
+    assert asked.texts()[0] == (
+        "Delete session **night1** of **Sunken Crown** with its 2 lines, its recap and the review items only it "
+        "proposed? What you accepted or rejected stays. This cannot be undone."
+    )
+    confirm = asked.original["components"][0]["components"][0]["custom_id"]
+    await fake_discord.click(asked.original, confirm, user_id=player)  # not theirs to press
+    assert [s.title for s in await mem.log.sessions()] == ["Night 1", "night1", "Tonight"]
+    await fake_discord.click(asked.original, confirm, user_id=dm)
+    assert fake_discord.messages[int(asked.original["id"])]["content"] == (
+        "Deleted session 'night1': 2 lines, 0 passages, 3 waiting background jobs."
+    )
+    assert [s.title for s in await mem.log.sessions()] == ["Night 1", "Tonight"]
+    # Not recorded by this bot, never ended: cut off by a crash, the DM may delete it.
+    cut_off = await fake_discord.invoke("session delete", {"title": "Tonight"}, user_id=dm)
+    assert "It never ended (its recording or import was cut off)." in cut_off.texts()[0]

@@ -310,6 +310,46 @@ async def test_session_list_says_when_each_was_played_its_lines_and_whether_it_i
     assert lk("session", "list", "--campaign", "D", "--json").stdout == "[]\n"
 
 
+async def test_session_delete_undoes_an_import_under_the_wrong_title(lk, fresh_dsn: str, tmp_path: Path) -> None:
+    """The walk-through's mistake: a transcript imported twice (the second time without --session)."""
+    assert lk("campaign", "create", "C").returncode == 0
+    night = tmp_path / "night1.txt"
+    night.write_text("DM: The bell tolls.\nAna: We run.\n")
+    assert lk("ingest", str(night), "--session", "Night 1").returncode == 0
+    assert lk("ingest", str(night), "--again").returncode == 0
+    conn = await asyncpg.connect(fresh_dsn)
+    try:
+        await conn.execute(  # being recorded: not ended
+            "INSERT INTO sessions (campaign_id, title) SELECT id, 'Tonight' FROM campaigns"
+        )
+        res = lk("session", "delete", "nigth1")
+        assert (res.returncode, res.stderr) == (
+            1,
+            "error: no session titled 'nigth1' in this campaign (did you mean 'night1'?): "
+            "`lorekeeper session list` shows them\n",
+        )
+        declined = lk("session", "delete", "night1", input="n\n")
+        assert declined.returncode == 1
+        assert "delete session 'night1' of C with its 2 lines, recap and the review items only it proposed?" in (
+            declined.stderr
+        )
+        live = lk("session", "delete", "Tonight", "--yes")
+        assert live.returncode == 1
+        assert live.stderr.startswith("error: session 'Tonight' has not ended (it may be being recorded or imported")
+        assert "`lorekeeper session delete Tonight --even-if-live` deletes it" in live.stderr
+        titles = "SELECT title FROM sessions ORDER BY id"
+        assert [r[0] for r in await conn.fetch(titles)] == ["Night 1", "night1", "Tonight"]
+
+        res = lk("session", "delete", "NIGHT1", input="y\n")
+        assert res.returncode == 0, res.stderr
+        assert res.stdout == "Deleted session 'night1': 2 lines, 0 passages, 3 waiting background jobs.\n"
+        assert [r[0] for r in await conn.fetch(titles)] == ["Night 1", "Tonight"]
+        assert await conn.fetchval("SELECT count(*) FROM session_entries") == 2
+        assert lk("session", "delete", "Tonight", "--yes", "--even-if-live").returncode == 0
+    finally:
+        await conn.close()
+
+
 async def test_review_accept_reports_what_it_did_before_a_bad_id(lk, fresh_dsn: str) -> None:
     assert lk("campaign", "create", "C").returncode == 0
     pool = await create_pool(fresh_dsn)
