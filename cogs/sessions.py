@@ -19,7 +19,7 @@ from bot.app import LorekeeperBot
 from bot.checks import NotDMError, UserError, active_campaign, dm_campaign, guild_id_of, member_is_dm
 from bot.views import Confirm, Paginator, name_choices, paged_embeds, safe_autocomplete
 from bot.voice import VoiceSession
-from memory.models import Campaign
+from memory.models import Campaign, counted
 from memory.providers.stt import SpeechToText, WhisperSTT
 from memory.session_log import ListedSession
 from memory.voice.guard import GuardState, SpoolPending, recover_leftover_spools
@@ -39,7 +39,7 @@ def duration(seconds: float) -> str:
 
 def _line(session: ListedSession) -> str:
     state = "live" if session.ended_at is None else "recap written" if session.summary else "no recap yet"
-    lines = f"{session.lines:,} line{'s' if session.lines != 1 else ''}"
+    lines = counted(session.lines, "line")
     return f"**{session.title}** — {session.started_at:%Y-%m-%d %H:%M} UTC · {lines} · {state}"
 
 

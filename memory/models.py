@@ -54,6 +54,11 @@ class Source(StrEnum):
     campaign_file = "campaign_file"
 
 
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """``n`` things, said for the DM: "1 fact", "2 facts", "1,204 lines", "3 entities" (``many`` when not just +s)."""
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
+
+
 def clean_name(value: str) -> str:
     """Names are stored NFC, trimmed, with inner whitespace collapsed; empty names, names with invisible or
     control characters, and names mixing scripts with a look-alike letter ("Vаx" with a Cyrillic а), are refused."""
@@ -525,20 +530,17 @@ class MergeResult(BaseModel):
         return f"{self.merged.name}'s description was dropped, as {self.entity.name} has its own: {text!r}"
 
     def describe(self) -> str:
-        def n(count: int, what: str) -> str:
-            return f"{count} {what}{'s' * (count != 1)}"
-
-        done = [n(self.facts_moved, "fact") + " moved"]
+        done = [counted(self.facts_moved, "fact") + " moved"]
         if self.duplicates_dropped:
-            done.append(n(self.duplicates_dropped, "duplicate fact") + " dropped")
+            done.append(counted(self.duplicates_dropped, "duplicate fact") + " dropped")
         if self.self_loops_dropped:
-            done.append(n(self.self_loops_dropped, "fact") + " between the two dropped")
+            done.append(counted(self.self_loops_dropped, "fact") + " between the two dropped")
         if self.aliases_added:
             done.append("new aliases: " + ", ".join(self.aliases_added))
         if self.names_withheld:
             done.append(
                 f"{self.merged.name} was secret: its names ({', '.join(self.names_withheld)}), description and "
-                f"attributes were left out (aliases are public), {n(self.facts_made_secret, 'fact')} made secret"
+                f"attributes were left out (aliases are public), {counted(self.facts_made_secret, 'fact')} made secret"
             )
         if self.description_dropped:
             done.append(self.dropped_description())

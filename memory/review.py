@@ -25,6 +25,7 @@ from memory.models import (
     ReviewKind,
     ReviewStatus,
     Visibility,
+    counted,
     relationship_type,
     storable,
 )
@@ -285,20 +286,17 @@ def describe_same_as(result: MergeResult) -> str:
     """The DM's answer to "Same as…": what became of the proposed entity's names and facts."""
     known, proposed = result.entity, result.merged
 
-    def n(count: int, what: str) -> str:
-        return f"{count} {what}{'s' * (count != 1)}"
-
     done = []
     if result.aliases_added:
         kept = ", ".join(repr(a) for a in result.aliases_added)
         done.append(f"{kept} kept as {'an alias' if len(result.aliases_added) == 1 else 'aliases'}")
     if result.names_withheld:
         done.append(f"{proposed.name!r} was secret, so no alias of the public {known.name}; its facts are secret")
-    done.append(n(result.facts_moved, "fact") + " moved")
+    done.append(counted(result.facts_moved, "fact") + " moved")
     if result.duplicates_dropped:
-        done.append(n(result.duplicates_dropped, "fact") + f" {known.name} already had dropped")
+        done.append(counted(result.duplicates_dropped, "fact") + f" {known.name} already had dropped")
     if result.self_loops_dropped:  # "the old man —father_of→ Vaskerrin Holt" would be about itself
-        done.append(n(result.self_loops_dropped, "fact") + f" between {proposed.name} and {known.name} dropped")
+        done.append(counted(result.self_loops_dropped, "fact") + f" between {proposed.name} and {known.name} dropped")
     said = f"Same as {known.name}: {', '.join(done)}."
     return f"{said} {result.dropped_description()}." if result.description_dropped else said
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from memory.campaigns import Campaigns
 from memory.db import Executor, transaction
 from memory.graph import KnowledgeGraph
-from memory.models import DEFAULT_ACCEPT_THRESHOLD
+from memory.models import DEFAULT_ACCEPT_THRESHOLD, counted
 from memory.review import ReviewQueue
 from memory.semantic import SemanticIndex
 from memory.session_log import SessionLog
@@ -38,27 +38,23 @@ class DeletedSession(BaseModel):
 
     def said(self) -> str:
         """What was removed and what stayed, in a sentence or two for the DM."""
-        removed = [_count(self.lines, "line"), _count(self.chunks, "passage")]
+        removed = [counted(self.lines, "line"), counted(self.chunks, "passage")]
         if self.pending_entities or self.pending_facts:
             removed.append(
-                f"{_count(self.pending_entities, 'entity', 'entities')} and {_count(self.pending_facts, 'fact')}"
+                f"{counted(self.pending_entities, 'entity', 'entities')} and {counted(self.pending_facts, 'fact')}"
                 " waiting for review"
             )
         if self.recap:
-            removed.append(f"its recap entity with {_count(self.recap_links, 'link')} to who took part")
+            removed.append(f"its recap entity with {counted(self.recap_links, 'link')} to who took part")
         if self.jobs:
-            removed.append(_count(self.jobs, "waiting background job"))
+            removed.append(counted(self.jobs, "waiting background job"))
         text = f"Deleted session {self.title!r}: {', '.join(removed)}."
         if self.kept_entities or self.kept_facts:
             text += (
-                f" Kept {_count(self.kept_entities, 'entity', 'entities')} and {_count(self.kept_facts, 'fact')}"
+                f" Kept {counted(self.kept_entities, 'entity', 'entities')} and {counted(self.kept_facts, 'fact')}"
                 " heard in it that were accepted or rejected."
             )
         return text
-
-
-def _count(n: int, one: str, many: str | None = None) -> str:
-    return f"{n:,} {one if n == 1 else many or one + 's'}"
 
 
 #: The session's own rows in the graph: ``$1`` campaign, ``$2`` session id (as text, as provenance holds it).
