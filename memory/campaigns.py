@@ -6,13 +6,12 @@ one campaign id; this module is the only one that works across campaigns, and on
 
 from __future__ import annotations
 
-from difflib import get_close_matches
 from typing import Any
 
 import asyncpg
 
 from memory.db import Executor, transaction
-from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
+from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError, did_you_mean
 from memory.models import Campaign, clean_name, name_query
 
 #: The campaigns table's limit; also what a Discord autocomplete choice holds, so every name can be offered.
@@ -96,9 +95,7 @@ class Campaigns:
             "SELECT * FROM campaigns WHERE guild_id = $1 AND lower(name) = lower($2)", self.guild_id, name_query(name)
         )
         if row is None:
-            names = {c.name.casefold(): c.name for c in await self.list()}
-            close = get_close_matches(name.casefold(), list(names), n=1)
-            hint = f" (did you mean {names[close[0]]!r}?)" if close else ""
+            hint = did_you_mean(name, [c.name for c in await self.list()])
             raise NotFoundError(f"no campaign named {name!r}{hint}", subject="campaign")
         return Campaign(**dict(row))
 

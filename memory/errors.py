@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from difflib import get_close_matches
 
 from pydantic import ValidationError
 
@@ -82,3 +83,10 @@ def describe_value(value: object) -> str:
     if isinstance(value, str):
         return repr(value if len(value) <= 60 else value[:59] + "…")
     return repr(value)
+
+
+def did_you_mean(wanted: str, names: Iterable[str]) -> str:
+    """`` (did you mean 'Night 1'?)`` for the name closest to ``wanted`` (case ignored), or ''."""
+    by_key = {name.casefold(): name for name in names}
+    close = get_close_matches(wanted.casefold(), list(by_key), n=1)
+    return f" (did you mean {by_key[close[0]]!r}?)" if close else ""

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from difflib import get_close_matches
 
 import asyncpg
 
 from memory.db import Executor, transaction
-from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
+from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError, did_you_mean
 from memory.models import Correction, Entry, EntryHit, EntryIn, Session, session_title
 
 _ENTRY_COLUMNS = """id, campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s,
@@ -37,6 +36,10 @@ def _differs(wanted: EntryIn, stored: Entry) -> bool:
 
 def _entry(row: asyncpg.Record) -> Entry:
     return Entry(**{k: row[k] for k in Entry.model_fields})
+
+
+#: A session's line count, for queries on ``sessions s`` that return a :class:`ListedSession`.
+_LINES = "(SELECT count(*) FROM session_entries l WHERE l.campaign_id = s.campaign_id AND l.session_id = s.id) AS lines"
 
 
 class ListedSession(Session):
@@ -107,10 +110,8 @@ class SessionLog:
         if not lines:
             return None
         rows = await self.db.fetch(
-            """
-            SELECT s.*, lower(s.title) = lower($6) AS own,
-                   (SELECT count(*) FROM session_entries a
-                    WHERE a.campaign_id = s.campaign_id AND a.session_id = s.id) AS lines
+            f"""
+            SELECT s.*, lower(s.title) = lower($6) AS own, {_LINES}
             FROM sessions s
             JOIN session_entries e ON e.campaign_id = s.campaign_id AND e.session_id = s.id
             JOIN unnest($2::int[], $3::text[], $4::text[]) AS i(seq, speaker, raw_text)
@@ -135,9 +136,8 @@ class SessionLog:
     async def listed(self) -> list[ListedSession]:
         """Every session as played (oldest first), with how many lines each holds."""
         rows = await self.db.fetch(
-            """
-            SELECT s.*, (SELECT count(*) FROM session_entries e
-                         WHERE e.campaign_id = s.campaign_id AND e.session_id = s.id) AS lines
+            f"""
+            SELECT s.*, {_LINES}
             FROM sessions s WHERE s.campaign_id = $1 ORDER BY s.started_at, s.id
             """,
             self.campaign_id,
@@ -148,18 +148,15 @@ class SessionLog:
         """The session titled ``title``, locked until the transaction ends, if it may be deleted: one not ended
         may be being recorded, refused unless ``even_if_live``."""
         row = await self.db.fetchrow(
-            """
-            SELECT s.*, (SELECT count(*) FROM session_entries e
-                         WHERE e.campaign_id = s.campaign_id AND e.session_id = s.id) AS lines
+            f"""
+            SELECT s.*, {_LINES}
             FROM sessions s WHERE s.campaign_id = $1 AND lower(s.title) = lower($2) FOR UPDATE OF s
             """,
             self.campaign_id,
             session_title(title),
         )
         if row is None:
-            titles = {s.title.casefold(): s.title for s in await self.sessions()}
-            close = get_close_matches(title.casefold(), list(titles), n=1)
-            hint = f" (did you mean {titles[close[0]]!r}?)" if close else ""
+            hint = did_you_mean(title, [s.title for s in await self.sessions()])
             raise NotFoundError(f"no session titled {title!r} in this campaign{hint}", subject="session")
         if row["ended_at"] is None and not even_if_live:
             raise InvalidInputError(
