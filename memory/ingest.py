@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from memory.errors import AlreadyExistsError
 from memory.recorder import SessionRecorder, Utterance
+from memory.session_log import ListedSession
 from memory.store import CampaignMemory
 from memory.transcripts import Line, Skipped, read_transcript
 
@@ -87,8 +88,12 @@ async def refuse_stored_copy(mem: CampaignMemory, what: str, firsts: Mapping[str
     for title, utterances in firsts.items():
         stored = await mem.log.stored_as(title, [(u.seq or 0, u.speaker, u.text) for u in utterances])
         if stored is not None:
-            raise AlreadyExistsError(
-                f"{what} is already imported as session {stored.title!r} ({stored.lines:,} lines)",
-                subject="imported transcript",
-                name=stored.title,
-            )
+            raise already_imported(what, stored)
+
+
+def already_imported(what: str, stored: ListedSession) -> AlreadyExistsError:
+    return AlreadyExistsError(
+        f"{what} is already imported as session {stored.title!r} ({stored.lines:,} lines)",
+        subject="imported transcript",
+        name=stored.title,
+    )

@@ -133,6 +133,38 @@ class SessionLog:
         del row["own"]
         return ListedSession(**row)
 
+    async def recorded_from(self, title: str, digests: Sequence[bytes]) -> ListedSession | None:
+        """The session other than ``title``'s transcribed from one of these audio files (SHA-256 of each)."""
+        row = await self.db.fetchrow(
+            f"""
+            SELECT s.*, {_LINES}
+            FROM sessions s
+            WHERE s.campaign_id = $1 AND lower(s.title) <> lower($2) AND EXISTS (
+                SELECT 1 FROM session_recordings r
+                WHERE r.campaign_id = s.campaign_id AND r.session_id = s.id AND r.sha256 = ANY($3::bytea[])
+            )
+            ORDER BY s.started_at, s.id LIMIT 1
+            """,
+            self.campaign_id,
+            session_title(title),
+            list(digests),
+        )
+        return ListedSession(**dict(row)) if row else None
+
+    async def add_recordings(self, session_id: int, recordings: Sequence[tuple[bytes, str]]) -> None:
+        """Remember the audio files (SHA-256, file name) ``session_id`` was transcribed from."""
+        await self.db.execute(
+            """
+            INSERT INTO session_recordings (campaign_id, session_id, sha256, name)
+            SELECT $1, $2, d, n FROM unnest($3::bytea[], $4::text[]) AS i(d, n)
+            ON CONFLICT DO NOTHING
+            """,
+            self.campaign_id,
+            session_id,
+            [digest for digest, _ in recordings],
+            [name for _, name in recordings],
+        )
+
     async def listed(self) -> list[ListedSession]:
         """Every session as played (oldest first), with how many lines each holds."""
         rows = await self.db.fetch(

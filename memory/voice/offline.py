@@ -10,6 +10,8 @@ The seq of each utterance follows from its start time, so importing the same fil
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memory.ingest import COMPARED_LINES, IngestReport, refuse_stored_copy
+from memory.ingest import COMPARED_LINES, IngestReport, already_imported, refuse_stored_copy
 from memory.providers.stt import SpeechToText
 from memory.recorder import SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory
@@ -40,6 +42,12 @@ def is_audio(path: str | Path) -> bool:
 class AudioTrack:
     path: Path
     speaker: str = DEFAULT_SPEAKER
+
+
+def file_digest(path: Path) -> bytes:
+    """SHA-256 of a file's bytes: a recording known again under any name."""
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").digest()
 
 
 def discord_frames(blocks: Iterator[np.ndarray]) -> Iterator[tuple[bytes, float]]:
@@ -119,6 +127,13 @@ async def ingest_audio(
     if not tracks:
         raise ValueError("no audio files given")
     started = time.perf_counter()
+    title = session_title or tracks[0].path.stem
+    digests = [await asyncio.to_thread(file_digest, track.path) for track in tracks]
+    if not again:
+        # known by its bytes before speech-to-text, which takes minutes for an evening's recording
+        stored = await mem.log.recorded_from(title, digests)
+        if stored is not None:
+            raise already_imported(tracks[0].path.name, stored)
     names = await CampaignNames(mem).names()
     utterances: list[Utterance] = []
     for track in tracks:
@@ -126,14 +141,14 @@ async def ingest_audio(
     # Speakers' tracks interleave by time; the seq follows that order, so a re-import lands on the same rows.
     utterances.sort(key=lambda u: (u.start_s, u.speaker))
     utterances = [u.model_copy(update={"seq": i}) for i, u in enumerate(utterances, 1)]
-    title = session_title or tracks[0].path.stem
-    if not again:
+    if not again:  # a recording imported before its files were remembered, or the same speech re-encoded
         await refuse_stored_copy(mem, tracks[0].path.name, {title: utterances[:COMPARED_LINES]})
     recorder = await SessionRecorder.start(
         mem, title, started_at=started_at, batch_size=500, max_delay_s=1e9, stage2=stage2
     )
     await recorder.add_many(utterances)
     await recorder.end()
+    await mem.log.add_recordings(recorder.session.id, [(d, t.path.name) for d, t in zip(digests, tracks, strict=True)])
     return IngestReport(
         sessions=[recorder.session.title],
         lines=len(utterances),

@@ -121,4 +121,17 @@ async def test_ingest_wav_stores_corrected_and_raw_text(lk, fresh_dsn: str, tmp_
     assert copy.returncode == 1 and copy.stderr.startswith(
         f"error: night-one.wav is already imported as session 'night-one' ({len(rows)} lines): "
     )
+    assert copy.stdout == ""  # known by its bytes: refused before speech-to-text, which takes minutes
+    renamed = shutil.copy(wav, tmp_path / "renamed.wav")
+    copy = lk("ingest", renamed, "--campaign", CAMPAIGN, "--speaker", "Ana", "--model", "tiny.en")
+    assert copy.returncode == 1 and copy.stderr.startswith(
+        "error: renamed.wav is already imported as session 'night-one'"
+    )
+    assert copy.stdout == ""
     assert len(await entries(fresh_dsn)) == len(rows)
+    # once that session is deleted the recording is new again
+    deleted = lk("session", "delete", "night-one", "--campaign", CAMPAIGN, "--yes")
+    assert deleted.returncode == 0, deleted.stderr
+    moved = lk("ingest", renamed, "--campaign", CAMPAIGN, "--speaker", "Ana", "--model", "tiny.en")
+    assert moved.returncode == 0, moved.stderr
+    assert {r["title"] for r in await entries(fresh_dsn)} == {"renamed"}
