@@ -646,6 +646,9 @@ class KnowledgeGraph:
             description_dropped=s.description
             if not hide and t.description and s.description.strip() != t.description.strip()
             else "",
+            attributes_dropped={}
+            if hide
+            else {k: v for k, v in s.attributes.items() if k in t.attributes and t.attributes[k] != v},
         )
 
     async def set_entity_status(self, entity_id: int, status: ReviewStatus, *, dm_confirmed: bool) -> None:

@@ -520,14 +520,22 @@ class MergeResult(BaseModel):
     aliases_added: list[str]
     names_withheld: list[str]  # of a secret entity merged into a public one: aliases are public
     description_dropped: str = ""  # ``merged``'s, not kept: ``entity`` has its own
+    attributes_dropped: dict[str, Any] = Field(default_factory=dict)  # ``merged``'s where ``entity``'s differ
 
-    def dropped_description(self) -> str:
-        """Said, with the text (shortened) the DM may want to copy into the one kept; '' when nothing was dropped."""
+    def dropped(self) -> str:
+        """What of ``merged`` was not kept, said with the text (shortened) the DM may want to copy into the one
+        kept; '' when nothing was dropped."""
+        said = []
         text = " ".join(self.description_dropped.split())
-        if not text:
-            return ""
-        text = text if len(text) <= 300 else text[:299] + "…"
-        return f"{self.merged.name}'s description was dropped, as {self.entity.name} has its own: {text!r}"
+        if text:
+            text = text if len(text) <= 300 else text[:299] + "…"
+            said.append(f"{self.merged.name}'s description was dropped, as {self.entity.name} has its own: {text!r}")
+        if self.attributes_dropped:
+            theirs = ", ".join(f"{k}: {v}" for k, v in self.attributes_dropped.items())
+            ours = ", ".join(f"{k}: {self.entity.attributes.get(k)}" for k in self.attributes_dropped)
+            were = "was" if len(self.attributes_dropped) == 1 else "were"
+            said.append(f"{self.merged.name}'s {theirs} {were} dropped, as {self.entity.name} has {ours}")
+        return "; ".join(said)
 
     def describe(self) -> str:
         done = [counted(self.facts_moved, "fact") + " moved"]
@@ -542,8 +550,8 @@ class MergeResult(BaseModel):
                 f"{self.merged.name} was secret: its names ({', '.join(self.names_withheld)}), description and "
                 f"attributes were left out (aliases are public), {counted(self.facts_made_secret, 'fact')} made secret"
             )
-        if self.description_dropped:
-            done.append(self.dropped_description())
+        if dropped := self.dropped():
+            done.append(dropped)
         return f"Merged {self.merged.name} into {self.entity.name}: {'; '.join(done)}."
 
 

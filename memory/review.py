@@ -298,7 +298,8 @@ def describe_same_as(result: MergeResult) -> str:
     if result.self_loops_dropped:  # "the old man —father_of→ Vaskerrin Holt" would be about itself
         done.append(counted(result.self_loops_dropped, "fact") + f" between {proposed.name} and {known.name} dropped")
     said = f"Same as {known.name}: {', '.join(done)}."
-    return f"{said} {result.dropped_description()}." if result.description_dropped else said
+    dropped = result.dropped()
+    return f"{said} {dropped}." if dropped else said
 
 
 def _checked(field: str, rule: Callable[[str], str], value: str) -> str:

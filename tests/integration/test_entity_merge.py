@@ -113,9 +113,10 @@ async def test_merging_an_accepted_entity_into_a_pending_one_accepts_it_and_keep
     assert result.entity.description == "The smith of Caddo Keep"
     assert result.entity.attributes == {"race": "dwarf", "age": 90}
     assert result.description_dropped == "A smith"  # kept's own stays; the DM is told what went
+    assert result.attributes_dropped == {"race": "elf"}
     assert result.describe() == (
         "Merged Gorrim into Gorrim Ashfoot: 0 facts moved; new aliases: Gorrim; Gorrim's description was dropped, "
-        "as Gorrim Ashfoot has its own: 'A smith'."
+        "as Gorrim Ashfoot has its own: 'A smith'; Gorrim's race: elf was dropped, as Gorrim Ashfoot has race: dwarf."
     )
 
 
