@@ -38,7 +38,7 @@ from memory.models import (
     name_query,
 )
 
-#: Relationship types an entity has at most one of at a time: a new accepted one closes the old one.
+#: Relationship types an entity has at most one of at a time, edge or value: a new accepted one closes the old one.
 #: Attribute facts (a value instead of a target) are always single-valued per type.
 SINGLE_VALUED = frozenset(
     {
@@ -830,14 +830,15 @@ class KnowledgeGraph:
         rel = await self.get_relationship(rel_id)
         if rel.value is None and rel.type not in SINGLE_VALUED:
             return []
-        # An attribute fact contradicts the other values of its type, a single-valued edge the other edges: "knows:
-        # Elvish" does not close "knows Bob".
+        # An attribute fact contradicts the other values of its type, a single-valued edge the other edges and
+        # values of its type ("home: the road" closes "home Caddo Keep"): "knows: Elvish" does not close "knows Bob".
         contradicting = """
             campaign_id = $1 AND id <> $2 AND source_id = $3 AND type = $4 AND status = 'accepted'
             AND valid_to IS NULL AND (target_id IS DISTINCT FROM $5 OR value IS DISTINCT FROM $6)
-            AND (target_id IS NULL) = ($5::bigint IS NULL)
+            AND ((target_id IS NULL) = ($5::bigint IS NULL) OR $8)
         """
-        args = (self.campaign_id, rel.id, rel.source_id, rel.type, rel.target_id, rel.value, rel.valid_from)
+        single = rel.type in SINGLE_VALUED
+        args = (self.campaign_id, rel.id, rel.source_id, rel.type, rel.target_id, rel.value, rel.valid_from, single)
         newer = await self.db.fetchrow(
             f"SELECT id, valid_from FROM relationships WHERE {contradicting} AND valid_from > $7"
             " ORDER BY valid_from LIMIT 1",
@@ -987,7 +988,8 @@ class KnowledgeGraph:
                     SELECT 1 FROM relationships c
                     WHERE c.campaign_id = $1 AND c.source_id = o.source_id AND c.type = o.type
                       AND c.valid_to IS NULL AND c.id <> o.id
-                      AND ((c.status = 'accepted' AND (c.target_id IS NULL) = (o.target_id IS NULL))
+                      AND ((c.status = 'accepted' AND ((c.target_id IS NULL) = (o.target_id IS NULL)
+                                                       OR o.type = ANY($3::text[])))
                            OR (c.status <> 'rejected' AND c.target_id IS NOT DISTINCT FROM o.target_id
                                AND c.value IS NOT DISTINCT FROM o.value))
                   )
@@ -995,6 +997,7 @@ class KnowledgeGraph:
                 """,
                 self.campaign_id,
                 row["id"],
+                sorted(SINGLE_VALUED),
             )
             if opened is not None:
                 reopened.append(opened)

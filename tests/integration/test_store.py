@@ -521,11 +521,21 @@ async def test_linking_a_value_records_a_change_in_the_world_and_says_what_it_cl
     current = await g.relationships_of(xeth.id, include_secret=True)
     assert sorted(r.describe() for r in current) == ["Xethrilaun —mood→ calm", "Xethrilaun —status→ dead"]
     assert (await g.link("Xethrilaun", "status", value="dead")).describe() == "Already linked: Xethrilaun —status→ dead"
-    # a single-valued edge says what it closed too; a value does not close an edge of its type (nor an edge a value)
+    # a single-valued edge says what it closed too; of a single-valued type, a value closes an edge and an edge a
+    # value (one home at a time), and unlinking the mistaken one reopens the other
     await g.link("Xethrilaun", "home", "Caddo Keep")
     moved = await g.link("Xethrilaun", "home", "The Mill")
     assert moved.describe() == "Linked Xethrilaun —home→ The Mill; closed: Xethrilaun —home→ Caddo Keep"
-    assert (await g.link("Xethrilaun", "home", value="the road")).closed == []
+    road = await g.link("Xethrilaun", "home", value="the road")
+    assert road.describe() == "Linked Xethrilaun —home→ the road; closed: Xethrilaun —home→ The Mill"
+    back = await g.link("Xethrilaun", "home", "The Mill")
+    assert [r.describe() for r in back.closed] == ["Xethrilaun —home→ the road"]
+    assert [r.describe() for r in (await g.unlink("Xethrilaun", "home", "The Mill")).reopened] == [
+        "Xethrilaun —home→ the road"
+    ]
+    # of any other type a value settles values only: "knows: Elvish" does not close "knows The Mill"
+    await g.link("Xethrilaun", "knows", "The Mill")
+    assert (await g.link("Xethrilaun", "knows", value="Elvish")).closed == []
     # the value as a campaign file takes it (NFC), and unlink undoes it
     assert (await g.link("Xethrilaun", "title", value="Zoe\u0308's bane")).relationship.value == "Zoë's bane"
     assert [r.id for r in (await g.unlink("Xethrilaun", "status", "dead")).reopened] == [fact.id]
