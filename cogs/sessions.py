@@ -41,7 +41,8 @@ def duration(seconds: float) -> str:
 def _line(session: ListedSession) -> str:
     state = "live" if session.ended_at is None else "recap written" if session.summary else "no recap yet"
     lines = counted(session.lines, "line")
-    return f"**{session.title}** — {session.started_at:%Y-%m-%d %H:%M} UTC · {lines} · {state}"
+    # a Discord timestamp: each reader sees it in their own time zone
+    return f"**{session.title}** — {discord.utils.format_dt(session.started_at, 'f')} · {lines} · {state}"
 
 
 async def todays_title(mem: CampaignMemory) -> str:

@@ -107,11 +107,15 @@ async def test_list_shows_the_campaigns_sessions_as_played_to_everyone(
     await mem.log.start_session("Tonight", started_at=datetime(2024, 3, 16, 18, tzinfo=UTC))
 
     listed = await fake_discord.invoke("session list", user_id=player)
+    # Discord timestamps: each reader sees them in their own time zone
+    night1, night2, tonight = (
+        int(datetime(2024, 3, d, h, tzinfo=UTC).timestamp()) for d, h in ((2, 19), (9, 19), (16, 18))
+    )
     assert listed.ephemeral and listed.texts() == [
         "Sessions: Sunken Crown",
-        "**Night 1** — 2024-03-02 19:00 UTC · 2 lines · recap written\n"
-        "**Night 2** — 2024-03-09 19:00 UTC · 1 line · no recap yet\n"
-        "**Tonight** — 2024-03-16 18:00 UTC · 0 lines · live",
+        f"**Night 1** — <t:{night1}:f> · 2 lines · recap written\n"
+        f"**Night 2** — <t:{night2}:f> · 1 line · no recap yet\n"
+        f"**Tonight** — <t:{tonight}:f> · 0 lines · live",
     ]
 
 
