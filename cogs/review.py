@@ -9,9 +9,10 @@ posted to a review channel (``/lorekeeper setup review_channel``) as they arrive
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 import asyncpg
@@ -32,7 +33,7 @@ from bot.checks import (
     reply_error,
 )
 from bot.views import OwnedModal, clip
-from memory.errors import AlreadyDecidedError
+from memory.errors import AlreadyDecidedError, NotFoundError
 from memory.graph import kept_old_name
 from memory.models import EntityType, MergeResult, ReviewItem, ReviewStatus
 from memory.review import ReviewQueue, describe_same_as, watch_new_items
@@ -87,6 +88,21 @@ async def _queue_for(interaction: discord.Interaction, campaign_id: int) -> Revi
     return (await dm_campaign_by_id(interaction, campaign_id, refusal="Only the DM can review.")).review
 
 
+@contextlib.asynccontextmanager
+async def item_still_there(ref: str) -> AsyncIterator[None]:
+    """A card or form outlives its item (a session delete takes the guesses only it made): say so, not that no
+    such item exists, as if the DM had mistyped it."""
+    try:
+        yield
+    except NotFoundError as exc:
+        if exc.subject != "review item":
+            raise
+        raise UserError(
+            f"This item ({ref}) no longer exists: the session it was heard in was deleted, or it was merged or "
+            "removed since. /review shows what still waits."
+        ) from None
+
+
 class _ReviewButton:
     """What the review buttons share; each is also a ``DynamicItem`` with its own template (discord.py
     wants the template on the concrete class)."""
@@ -115,7 +131,8 @@ class _ReviewButton:
     async def callback(self, interaction: discord.Interaction) -> None:
         # a DynamicItem's errors would only be logged by discord.py; the user gets the same answer as commands
         try:
-            await self.run(interaction, await _queue_for(interaction, self.campaign_id))
+            async with item_still_there(self.ref):
+                await self.run(interaction, await _queue_for(interaction, self.campaign_id))
         except Exception as exc:
             await reply_error(interaction, exc, where=describe_interaction(interaction))
 
@@ -241,7 +258,8 @@ class EditModal(OwnedModal):
                 changes["target"] = values["target"]
             elif values.get("value"):
                 changes["value"] = values["value"]
-        item = await queue.edit(self.item.ref, **changes)
+        async with item_still_there(self.item.ref):
+            item = await queue.edit(self.item.ref, **changes)
         embed = item_embed(item, decided_by=f"{interaction.user.name} (edited)")
         before, after = self.item.entity, item.entity
         kept = before is not None and after is not None and kept_old_name(before, after)
@@ -291,7 +309,8 @@ class SameAsModal(OwnedModal):
     async def on_submit(self, interaction: discord.Interaction) -> None:
         # the opener may have lost the DM role since the modal opened; the campaign must be this guild's
         queue = await _queue_for(interaction, self.campaign_id)
-        result = await queue.same_as(self.item.ref, self.existing.value.strip())
+        async with item_still_there(self.item.ref):
+            result = await queue.same_as(self.item.ref, self.existing.value.strip())
         said = describe_same_as(result)
         embed = same_as_embed(self.item, result, decided_by=interaction.user.name)
         if interaction.message is not None:

@@ -22,6 +22,7 @@ from bot.voice import VoiceSession
 from memory.models import Campaign, counted
 from memory.providers.stt import SpeechToText, WhisperSTT
 from memory.session_log import ListedSession
+from memory.store import CampaignMemory
 from memory.voice.guard import GuardState, SpoolPending, recover_leftover_spools
 
 log = logging.getLogger("lorekeeper.bot")
@@ -40,7 +41,19 @@ def duration(seconds: float) -> str:
 def _line(session: ListedSession) -> str:
     state = "live" if session.ended_at is None else "recap written" if session.summary else "no recap yet"
     lines = counted(session.lines, "line")
-    return f"**{session.title}** — {session.started_at:%Y-%m-%d %H:%M} UTC · {lines} · {state}"
+    # a Discord timestamp: each reader sees it in their own time zone
+    return f"**{session.title}** — {discord.utils.format_dt(session.started_at, 'f')} · {lines} · {state}"
+
+
+async def todays_title(mem: CampaignMemory) -> str:
+    """Today's default title, "Session YYYY-MM-DD" (UTC), or "… (2)", "… (3)" past those ended: a second game the
+    same day is a session of its own. One not ended is resumed: the bot restarted mid-game."""
+    today = title = f"Session {dt.datetime.now(dt.UTC):%Y-%m-%d}"
+    n = 1
+    while (session := await mem.log.session_by_title(title)) is not None and session.ended_at is not None:
+        n += 1
+        title = f"{today} ({n})"
+    return title
 
 
 @safe_autocomplete
@@ -127,8 +140,7 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
         self._busy.add(guild_id)
         try:
             await interaction.response.defer(thinking=True)
-            title = title or f"Session {dt.datetime.now(dt.UTC):%Y-%m-%d}"
-            # a second game the same day would otherwise go on the first one's log without a word
+            title = title or await todays_title(mem)
             resumed = await mem.log.session_by_title(title)
             session = await VoiceSession.start(
                 self.bot, channel, announce, campaign, mem, title, self.bot.settings.data_dir, self.stt
@@ -138,11 +150,14 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
             self._busy.discard(guild_id)
         which = f"session **{session.guard.session.title}**"
         if resumed is not None:
-            lines = await mem.log.entry_count(resumed.id)
-            which = (
-                f"resumed {which} ({lines} line{'' if lines == 1 else 's'} so far; "
-                "/session start with a new title starts a new session)"
+            lines = counted(await mem.log.entry_count(resumed.id), "line")
+            # an ended session the DM named: what is said now joins its log, and its recap is written again
+            so_far = (
+                f"it had ended, with {lines}: what is said now is added to it"
+                if resumed.ended_at
+                else f"{lines} so far"
             )
+            which = f"resumed {which} ({so_far}; /session start with a new title starts a new session)"
         # Visible to everyone in the channel, not ephemeral: players must know they are being recorded.
         await interaction.followup.send(
             f"🔴 **Recording** {channel.mention} for **{campaign.name}** — {which}. "

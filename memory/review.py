@@ -127,7 +127,10 @@ class ReviewQueue:
         )
 
     async def get(self, ref: str) -> ReviewItem:
-        return await self._item(*parse_ref(ref))
+        try:
+            return await self._item(*parse_ref(ref))
+        except NotFoundError:
+            raise NotFoundError(f"no review item {ref.strip()} in this campaign", subject="review item") from None
 
     async def _item(self, kind: ReviewKind, item_id: int) -> ReviewItem:
         if kind == ReviewKind.entity:
@@ -160,10 +163,7 @@ class ReviewQueue:
         # One decision of a campaign's at a time, each seeing the last one committed: a double click, or the DM
         # in Discord and at the command line, must not accept and reject the same item. Taken before any write.
         await self.graph.lock()
-        try:
-            item = await self.get(ref)
-        except NotFoundError:
-            raise NotFoundError(f"no review item {ref} in this campaign", subject="review item") from None
+        item = await self.get(ref)
         status = await self._status(item)
         if status != ReviewStatus.pending:
             raise AlreadyDecidedError(f"{item.ref} was already {status.value}: {item.describe()}")

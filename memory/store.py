@@ -32,6 +32,8 @@ class DeletedSession(BaseModel):
     pending_facts: int
     recap: bool  # its event entity ("Session: …") and the links of who took part
     recap_links: int
+    kept_recap: str | None = None  # its event entity, kept for the facts the DM accepted about it (its links go)
+    kept_recap_facts: int = 0
     jobs: int  # background work on it that had not run
     kept_entities: int  # accepted or rejected by the DM: they stay, no longer pointing at the session
     kept_facts: int
@@ -46,6 +48,8 @@ class DeletedSession(BaseModel):
             )
         if self.recap:
             removed.append(f"its recap entity with {counted(self.recap_links, 'link')} to who took part")
+        elif self.recap_links:
+            removed.append(f"{counted(self.recap_links, 'link')} of its recap to who took part")
         if self.jobs:
             removed.append(counted(self.jobs, "waiting background job"))
         text = f"Deleted session {self.title!r}: {', '.join(removed)}."
@@ -53,6 +57,12 @@ class DeletedSession(BaseModel):
             text += (
                 f" Kept {counted(self.kept_entities, 'entity', 'entities')} and {counted(self.kept_facts, 'fact')}"
                 " heard in it that were accepted or rejected."
+            )
+        if self.kept_recap:
+            n = self.kept_recap_facts
+            text += (
+                f" Kept its recap entity {self.kept_recap!r}: {counted(n, 'fact')} you accepted"
+                f" {'is' if n == 1 else 'are'} about it (remove it as any entity if it should go too)."
             )
         return text
 
@@ -107,18 +117,32 @@ class CampaignMemory:
         chunks = await db.fetchval(
             "SELECT count(*) FROM chunks WHERE campaign_id = $1 AND session_id = $2", campaign_id, session_id
         )
-        # Its recap: the summary job's event entity; the links to it go with it.
+        # Its recap: the summary job's event entity and its links of who took part. One the DM has given facts of
+        # their own since ("happened_in Ironhold") stays with them: only its links from these lines go.
         recap = await db.fetch(
-            f"SELECT id FROM entities WHERE {_OF_SESSION} AND type = 'event' AND provenance ->> 'source' = 'inferred'",
+            f"""
+            SELECT e.id, e.name, (
+                SELECT count(*) FROM relationships r
+                WHERE r.campaign_id = $1 AND e.id IN (r.source_id, r.target_id)
+                  AND r.type <> 'took_part_in' AND r.status = 'accepted'
+            ) AS facts
+            FROM entities e WHERE {_OF_SESSION} AND type = 'event' AND provenance ->> 'source' = 'inferred'
+            """,
             campaign_id,
             sid,
         )
-        recap_ids = [r["id"] for r in recap]
+        recap_ids = [r["id"] for r in recap if not r["facts"]]
+        kept_recap = [r for r in recap if r["facts"]]
         recap_links = await db.fetchval(
-            "SELECT count(*) FROM relationships WHERE campaign_id = $1 AND type = 'took_part_in'"
-            " AND target_id = ANY($2::bigint[])",
+            f"""
+            WITH gone AS (
+                DELETE FROM relationships WHERE {_OF_SESSION} AND type = 'took_part_in'
+                AND target_id = ANY($3::bigint[]) RETURNING 1
+            ) SELECT count(*) FROM gone
+            """,
             campaign_id,
-            recap_ids,
+            sid,
+            [r["id"] for r in recap],
         )
         await db.execute(
             "DELETE FROM entities WHERE campaign_id = $1 AND id = ANY($2::bigint[])", campaign_id, recap_ids
@@ -157,11 +181,13 @@ class CampaignMemory:
         await db.execute("DELETE FROM sessions WHERE campaign_id = $1 AND id = $2", campaign_id, session_id)
         kept = await db.fetchrow(
             f"""
-            SELECT (SELECT count(*) FROM entities WHERE {_OF_SESSION} AND status <> 'pending') AS entities,
+            SELECT (SELECT count(*) FROM entities WHERE {_OF_SESSION} AND status <> 'pending'
+                    AND id <> ALL($3::bigint[])) AS entities,
                    (SELECT count(*) FROM relationships WHERE {_OF_SESSION} AND status <> 'pending') AS facts
             """,
             campaign_id,
             sid,
+            [r["id"] for r in kept_recap],
         )
         return DeletedSession(
             title=session.title,
@@ -171,6 +197,8 @@ class CampaignMemory:
             pending_facts=facts,
             recap=bool(recap_ids),
             recap_links=recap_links,
+            kept_recap=kept_recap[0]["name"] if kept_recap else None,
+            kept_recap_facts=sum(r["facts"] for r in kept_recap),
             jobs=jobs,
             kept_entities=kept["entities"],
             kept_facts=kept["facts"],

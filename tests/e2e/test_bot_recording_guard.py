@@ -203,7 +203,7 @@ async def test_a_start_that_resumes_a_session_says_so(
     dm: FakeMember,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A second game the same day gets the same default title: the DM is told it goes on the first one's log."""
+    """Today's session not ended (the bot restarted mid-game): a start without a title resumes it, and says so."""
     await fake_discord.invoke("campaign create", {"name": "Ashes"}, user_id=dm)
     campaign = await memory.campaigns(guild.id).active()
     assert campaign is not None
@@ -228,6 +228,50 @@ async def test_a_start_that_resumes_a_session_says_so(
             assert text.startswith("🔴 **Recording**") and said in text, text
         finally:
             assert (await fake_discord.invoke("session stop", user_id=dm)).texts()[0].startswith("⏹️ Stopped")
+
+
+async def test_a_second_game_the_same_day_is_a_session_of_its_own(
+    table: FakeChannel,
+    bot: LorekeeperBot,
+    fake_discord: FakeDiscord,
+    memory: Memory,
+    guild: FakeGuild,
+    dm: FakeMember,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Today's default title taken by a session the DM ended: a start without a title makes "… (2)", then "… (3)";
+    a title given resumes that session all the same, and says it had ended."""
+    await fake_discord.invoke("campaign create", {"name": "Ashes"}, user_id=dm)
+    campaign = await memory.campaigns(guild.id).active()
+    assert campaign is not None
+    mem = memory.campaign(campaign.id)
+    today = f"Session {dt.datetime.now(dt.UTC):%Y-%m-%d}"
+    afternoon = await mem.log.start_session(today)
+    for text in ("We ride to Ironhold.", "The gate is shut."):
+        await mem.log.write(afternoon.id, EntryIn(speaker="Ana", raw_text=text, text=text))
+    await mem.log.end_session(afternoon.id)
+
+    async def join(self: VoiceSession) -> None:
+        pass
+
+    monkeypatch.setattr(VoiceSession, "_connect", join)
+    in_voice(bot, guild, dm, table)
+    for options, said in [
+        ({}, f"— session **{today} (2)**. Everything"),
+        ({}, f"— session **{today} (3)**. Everything"),
+        (
+            {"title": today.lower()},
+            f"— resumed session **{today}** (it had ended, with 2 lines: what is said now is added to it; "
+            "/session start with a new title starts a new session).",
+        ),
+    ]:
+        start = await fake_discord.invoke("session start", options, user_id=dm)
+        try:
+            [text] = start.texts()
+            assert text.startswith("🔴 **Recording**") and said in text, text
+        finally:
+            assert (await fake_discord.invoke("session stop", user_id=dm)).texts()[0].startswith("⏹️ Stopped")
+    assert [s.title for s in await mem.log.sessions()] == [today, f"{today} (2)", f"{today} (3)"]
 
 
 async def test_a_second_start_while_the_first_joins_voice_is_refused(

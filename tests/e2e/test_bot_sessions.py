@@ -17,12 +17,13 @@ import pytest
 from bot.app import LorekeeperBot
 from bot.voice import SessionStatus
 from cogs.sessions import NO_SESSION, NOT_IN_VOICE
-from memory.models import Campaign, EntityIn, EntityType, Provenance, ReviewStatus, Source
+from memory.models import Campaign, EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source
 from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory
 from memory.voice.guard import GuardState, GuardStatus
-from tests.e2e.fake_discord import FakeDiscord, FakeMember
+from tests.e2e.fake_discord import FakeChannel, FakeDiscord, FakeGuild, FakeMember
 from tests.e2e.test_bot_entities import bot, dm, guild, player  # noqa: F401  (shared fixtures)
+from tests.e2e.test_bot_flows import review_channel  # noqa: F401  (shared fixture)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
@@ -106,11 +107,15 @@ async def test_list_shows_the_campaigns_sessions_as_played_to_everyone(
     await mem.log.start_session("Tonight", started_at=datetime(2024, 3, 16, 18, tzinfo=UTC))
 
     listed = await fake_discord.invoke("session list", user_id=player)
+    # Discord timestamps: each reader sees them in their own time zone
+    night1, night2, tonight = (
+        int(datetime(2024, 3, d, h, tzinfo=UTC).timestamp()) for d, h in ((2, 19), (9, 19), (16, 18))
+    )
     assert listed.ephemeral and listed.texts() == [
         "Sessions: Sunken Crown",
-        "**Night 1** — 2024-03-02 19:00 UTC · 2 lines · recap written\n"
-        "**Night 2** — 2024-03-09 19:00 UTC · 1 line · no recap yet\n"
-        "**Tonight** — 2024-03-16 18:00 UTC · 0 lines · live",
+        f"**Night 1** — <t:{night1}:f> · 2 lines · recap written\n"
+        f"**Night 2** — <t:{night2}:f> · 1 line · no recap yet\n"
+        f"**Tonight** — <t:{tonight}:f> · 0 lines · live",
     ]
 
 
@@ -159,3 +164,51 @@ async def test_delete_asks_the_dm_then_says_what_went_and_refuses_players_and_th
     # Not recorded by this bot, never ended: cut off by a crash, the DM may delete it.
     cut_off = await fake_discord.invoke("session delete", {"title": "Tonight"}, user_id=dm)
     assert "It never ended (its recording or import was cut off)." in cut_off.texts()[0]
+
+
+async def test_review_cards_of_a_deleted_session_say_their_item_is_gone(
+    review_channel: FakeChannel,  # first, so the channel exists when the bot connects
+    campaign,
+    bot: LorekeeperBot,
+    fake_discord: FakeDiscord,
+    guild: FakeGuild,
+    dm: FakeMember,
+) -> None:
+    """Cards posted to the review channel outlive the items a session delete removes: every button on them, and
+    an Edit form opened before the delete, answers the DM that the item is gone."""
+    active = await bot.memory.campaigns(guild.id).active()
+    assert active is not None
+    mem = bot.memory.campaign(active.id)
+    rec = await SessionRecorder.start(mem, "Night 1")
+    await rec.add_many([Utterance(speaker="DM", text="A stranger waits in Ironhold.", seq=1)])
+    night = await rec.end()
+    heard = Provenance(source=Source.stated, confidence=0.4, session_id=night.id)
+    stranger = await mem.graph.add_entity(
+        EntityIn(name="Stranger", type=EntityType.npc, status=ReviewStatus.pending, provenance=heard)
+    )
+    ironhold = await mem.graph.add_entity(EntityIn(name="Ironhold", type=EntityType.place))
+    mood = await mem.graph.add_relationship(
+        RelationshipIn(source_id=ironhold.id, type="mood", value="grim", provenance=heard)
+    )
+    await fake_discord.invoke("lorekeeper setup", {"review_channel": review_channel}, user_id=dm)
+    assert await bot.get_cog("Review").post_new_pending(bot.get_guild(guild.id)) == 2  # type: ignore[union-attr]
+    cards = {m["embeds"][0]["title"].split(" · ")[1]: m for m in fake_discord.channel_messages}
+    assert set(cards) == {f"e{stranger.id}", f"f{mood.id}"}
+    edit_id = f"lk:review:edit:{active.id}:e{stranger.id}"
+    opened = await fake_discord.click(cards[f"e{stranger.id}"], edit_id, user_id=dm)
+    assert opened.modal is not None
+
+    await mem.delete_session("Night 1")
+
+    for ref, card in cards.items():
+        for button in card["components"][0]["components"]:
+            pressed = await fake_discord.click(card, button["custom_id"], user_id=dm)
+            assert pressed.ephemeral and pressed.texts() == [
+                f"This item ({ref}) no longer exists: the session it was heard in was deleted, or it was merged "
+                "or removed since. /review shows what still waits."
+            ], button["label"]
+    submitted = await fake_discord.submit_modal(
+        opened.modal["custom_id"], {"name": "Stranger", "type": "npc", "description": "", "aliases": ""}, user_id=dm
+    )
+    assert submitted.ephemeral and submitted.texts()[0].startswith(f"This item (e{stranger.id}) no longer exists")
+    assert fake_discord.client_errors == []

@@ -9,7 +9,6 @@ import select
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
@@ -277,12 +276,14 @@ async def test_a_transcript_stored_as_another_session_is_refused_naming_it(lk, f
 async def test_session_list_says_when_each_was_played_its_lines_and_whether_it_is_recapped(
     lk, fresh_dsn: str, tmp_path: Path
 ) -> None:
+    berlin = {"TZ": "Europe/Berlin"}  # the machine's time zone: what --started means and what the list shows
     assert lk("campaign", "create", "C").returncode == 0
     assert lk("session", "list").stdout == "no sessions in C yet: `lorekeeper ingest FILE` imports one\n"
     (tmp_path / "night1.txt").write_text("DM: The bell tolls.\nAna: We run.\n")
     (tmp_path / "night2.txt").write_text("DM: The gate opens.\n")
-    assert lk("ingest", str(tmp_path / "night2.txt"), "--started", "2024-03-09 19:30").returncode == 0
-    assert lk("ingest", str(tmp_path / "night1.txt"), "--session", "Night 1", "--started", "2024-03-02").returncode == 0
+    assert lk("ingest", str(tmp_path / "night2.txt"), "--started", "2024-03-09 19:30", env=berlin).returncode == 0
+    night1 = lk("ingest", str(tmp_path / "night1.txt"), "--session", "Night 1", "--started", "2024-03-02", env=berlin)
+    assert night1.returncode == 0
     conn = await asyncpg.connect(fresh_dsn)
     try:
         await conn.execute("UPDATE sessions SET summary = 'The bell tolled.' WHERE title = 'Night 1'")
@@ -292,13 +293,12 @@ async def test_session_list_says_when_each_was_played_its_lines_and_whether_it_i
         )
     finally:
         await conn.close()
-    tonight = datetime(2024, 3, 16, 18, tzinfo=UTC).astimezone()
-    assert lk("session", "list").stdout == (
-        "title    started           lines  status  recap\n"
-        "-------  ----------------  -----  ------  -------\n"
-        "Night 1  2024-03-02 00:00  2      ended   yes\n"
-        "night2   2024-03-09 19:30  1      ended   not yet\n"
-        f"Tonight  {tonight:%Y-%m-%d %H:%M}  0      live\n"
+    assert lk("session", "list", env=berlin).stdout == (
+        "title    started               lines  status  recap\n"
+        "-------  --------------------  -----  ------  -------\n"
+        "Night 1  2024-03-02 00:00 CET  2      ended   yes\n"
+        "night2   2024-03-09 19:30 CET  1      ended   not yet\n"
+        "Tonight  2024-03-16 19:00 CET  0      live\n"
     )
     listed = json.loads(lk("session", "list", "--json").stdout)
     assert [(s["title"], s["lines"], s["ended_at"] is None, s["summary"]) for s in listed] == [

@@ -14,6 +14,7 @@ from memory.errors import InvalidInputError, NotFoundError
 from memory.ingest import ingest_file
 from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source
 from memory.providers.embeddings import MiniLMEmbedder
+from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory, Memory
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
@@ -115,6 +116,8 @@ async def test_deleting_a_copied_import_removes_its_lines_guesses_and_recap_only
         "pending_facts": 2,
         "recap": True,
         "recap_links": took_part,
+        "kept_recap": None,
+        "kept_recap_facts": 0,
         "jobs": 1,
         "kept_entities": 0,
         "kept_facts": 1,
@@ -177,3 +180,37 @@ async def test_a_job_that_runs_after_its_session_was_deleted_does_nothing(
     assert await memory.pool.fetch("SELECT * FROM pgqueuer") == []  # none held as failed
     skipped = [r.levelno for r in caplog.records if "no longer exists" in r.getMessage()]
     assert skipped and set(skipped) == {logging.INFO}
+
+
+async def test_a_recap_the_dm_gave_facts_of_their_own_stays_with_them(memory: Memory, campaign: CampaignMemory) -> None:
+    """`entity link "Session: Night 1" happened_in Ironhold` is the DM's word, not a guess of the deleted lines:
+    the recap entity stays with it (only the session's "took part in" links go), and the DM is told."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Ironhold", type=EntityType.place))
+    await g.add_entity(EntityIn(name="Mira", type=EntityType.npc))
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    for title in ("Night 1", "Night 2"):
+        rec = await SessionRecorder.start(campaign, title)
+        await rec.add_many([Utterance(speaker="DM", text="Mira reaches Ironhold.", seq=1)])
+        ended = await rec.end()
+        await jobs.summarize_session(ctx, campaign.campaign_id, ended.id)
+    await g.link("Session: Night 1", "happened_in", "Ironhold")
+
+    deleted = await campaign.delete_session("Night 1")
+
+    assert deleted.said() == (
+        "Deleted session 'Night 1': 1 line, 0 passages, 2 links of its recap to who took part, 3 waiting background "
+        "jobs. Kept its recap entity 'Session: Night 1': 1 fact you accepted is about it (remove it as any entity "
+        "if it should go too)."
+    )
+    kept = await g.find_entity("Session: Night 1")
+    assert kept is not None and kept.type == EntityType.event
+    facts = await campaign.db.fetch(
+        "SELECT type FROM relationships WHERE campaign_id = $1 AND $2 IN (source_id, target_id)",
+        campaign.campaign_id,
+        kept.id,
+    )
+    assert [f["type"] for f in facts] == ["happened_in"]
+    # a recap with nothing of the DM's goes as before
+    assert (await campaign.delete_session("Night 2")).recap
+    assert await g.find_entity("Session: Night 2") is None
