@@ -212,6 +212,18 @@ class SessionLog:
             raise NotFoundError(f"no session {session_id} in this campaign")
         return Session(**dict(row))
 
+    async def set_ended(self, session_id: int, ended_at: datetime | None) -> Session:
+        """Say when a session ended; None: it is being recorded again (an ended session resumed)."""
+        row = await self.db.fetchrow(
+            "UPDATE sessions SET ended_at = $3 WHERE campaign_id = $1 AND id = $2 RETURNING *",
+            self.campaign_id,
+            session_id,
+            ended_at,
+        )
+        if row is None:
+            raise NotFoundError(f"no session {session_id} in this campaign")
+        return Session(**dict(row))
+
     async def discard_if_empty(self, session_id: int) -> bool:
         """Delete a session nothing was said in (its voice channel could not be joined); whether it was."""
         status = await self.db.execute(

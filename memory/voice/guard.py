@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
@@ -196,6 +197,7 @@ class MemoryGuard:
         self._retry_task: asyncio.Task[None] | None = None
         self._end_requested = False
         self._ended: Session | None = None
+        self._had_ended: datetime | None = None  # when a resumed session had ended, restored if never recorded
         if self._spooled:
             self._degrade("a spool was left over")
         else:
@@ -213,12 +215,16 @@ class MemoryGuard:
         Needs the database: a session cannot be created without it."""
         await replay_leftover_spools(mem, data_dir)
         recorder = await SessionRecorder.start(mem, title, batch_size=1 << 62, max_delay_s=float("inf"))
+        had_ended = recorder.session.ended_at
+        if had_ended is not None:  # an ended session resumed is live again: listed so, and not deleted as ended
+            recorder.session = await mem.log.set_ended(recorder.session.id, None)
         last = await mem.db.fetchval(
             "SELECT coalesce(max(seq), 0) FROM session_entries WHERE campaign_id = $1 AND session_id = $2",
             mem.campaign_id,
             recorder.session.id,
         )
         guard = cls(recorder, data_dir, last_seq=int(last), **kwargs)  # type: ignore[arg-type]
+        guard._had_ended = had_ended
         if guard._spooled:  # the leftover replay failed for this session: continue after its lines
             guard._seq = max(guard._seq, max((u.seq or 0) for u in guard.spool))
         return guard
@@ -388,11 +394,13 @@ class MemoryGuard:
 
     async def abandon(self) -> None:
         """The recording never began (voice could not be joined): stop, and delete the session if nothing was
-        said in it, so it does not stay open in the campaign; one with words (a resumed session) stays as is."""
+        said in it, so it does not stay open in the campaign; one with words (a resumed session) stays as it was."""
         await self.close()
         if self._spooled == 0:
             with contextlib.suppress(*DATABASE_ERRORS):
-                await self.recorder.mem.log.discard_if_empty(self.session.id)
+                sessions = self.recorder.mem.log
+                if not await sessions.discard_if_empty(self.session.id) and self._had_ended is not None:
+                    await sessions.set_ended(self.session.id, self._had_ended)
 
     async def close(self) -> None:
         """Stop the flush timer and the retries (process shutdown): the spool stays on disk for the next start.

@@ -20,6 +20,7 @@ import pytest
 from bot.app import LorekeeperBot
 from bot.voice import SessionStatus, VoiceSession
 from cogs.sessions import NOT_IN_VOICE
+from memory.errors import InvalidInputError
 from memory.models import Campaign, EntityIn, EntityType, EntryIn, Session
 from memory.recorder import Utterance
 from memory.store import CampaignMemory, Memory
@@ -269,9 +270,15 @@ async def test_a_second_game_the_same_day_is_a_session_of_its_own(
         try:
             [text] = start.texts()
             assert text.startswith("🔴 **Recording**") and said in text, text
+            # being recorded, a resumed session is live: listed so, and not deleted as an ended one
+            recording = bot.get_cog("Sessions").live[guild.id].guard.session.title  # type: ignore[union-attr]
+            assert [s.ended_at for s in await mem.log.sessions() if s.title == recording] == [None]
+            with pytest.raises(InvalidInputError, match="has not ended"):
+                await mem.log.deletable(recording)
         finally:
             assert (await fake_discord.invoke("session stop", user_id=dm)).texts()[0].startswith("⏹️ Stopped")
     assert [s.title for s in await mem.log.sessions()] == [today, f"{today} (2)", f"{today} (3)"]
+    assert all(s.ended_at is not None for s in await mem.log.sessions())
 
 
 async def test_a_second_start_while_the_first_joins_voice_is_refused(

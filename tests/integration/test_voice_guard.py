@@ -242,3 +242,9 @@ async def test_abandoning_a_session_nobody_spoke_in_deletes_it(campaign: Campaig
     await again.abandon()
     kept = await campaign.log.session_by_title("Night two")
     assert kept is not None and await stored(campaign, kept.id) == [(1, "line 1 about Eldrinax")]
+    # an ended one resumed is live until the recording stops, and ended as it was if voice never joined
+    ended = await campaign.log.end_session(kept.id)
+    resumed = await MemoryGuard.start(campaign, "Night two", tmp_path)
+    assert resumed.session.ended_at is None and (await campaign.log.session(kept.id)).ended_at is None
+    await resumed.abandon()
+    assert (await campaign.log.session(kept.id)).ended_at == ended.ended_at
