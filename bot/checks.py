@@ -84,23 +84,45 @@ def member_is_dm(interaction: discord.Interaction, campaign: Campaign | None) ->
     server admin cannot lock themselves out by picking the wrong role."""
     if interaction.permissions.manage_guild:
         return True
-    role_id = campaign.settings.get(DM_ROLE_KEY) if campaign else None
-    if not role_id or int(role_id) == interaction.guild_id:  # @everyone (its id is the guild's): nobody by it
-        return False
-    user = interaction.user
-    return isinstance(user, discord.Member) and any(r.id == int(role_id) for r in user.roles)
+    return _holds_dm_role(interaction.user, campaign.settings.get(DM_ROLE_KEY) if campaign else None)
 
 
-def open_to_players(channel: discord.abc.GuildChannel, dm_role_id: int | None) -> discord.Role | None:
-    """A role that can view ``channel`` and does not make its members the DM (see :func:`member_is_dm`): review
-    items posted there would show its members the secrets. @everyone first; bots' own roles do not count.
-    (A channel opened to one member by name is not seen here.)"""
+def _holds_dm_role(user: discord.abc.User, role_id: Any) -> bool:
+    if not isinstance(user, discord.Member) or not role_id or int(role_id) == user.guild.id:
+        return False  # @everyone (its id is the guild's) makes nobody the DM
+    return any(r.id == int(role_id) for r in user.roles)
+
+
+async def open_to_players(channel: discord.abc.GuildChannel, dm_role_id: int | None) -> str | None:
+    """Who can view ``channel`` and is not the DM (see :func:`member_is_dm`), as the DM should read it, or None:
+    review items posted there would show them the secrets. @everyone first, then roles, then members added by
+    name; bots do not count, nor members who have left. A member Discord will not look up counts: fail closed."""
     for role in channel.guild.roles:
         dm = role.id == dm_role_id and not role.is_default()
         if dm or role.permissions.manage_guild or role.permissions.administrator or role.is_bot_managed():
             continue
         if channel.permissions_for(role).view_channel:
-            return role
+            return "everyone" if role.is_default() else f"{role.mention}, who are not the DM"
+    for target, overwrite in channel.overwrites.items():
+        role = isinstance(target, discord.Role) or (isinstance(target, discord.Object) and target.type is discord.Role)
+        if role or not overwrite.view_channel:
+            continue  # roles were judged above (a deleted one's overwrite shows nobody anything)
+        try:
+            # without the members intent few members are cached; fetching one needs no intent
+            member = target if isinstance(target, discord.Member) else await channel.guild.fetch_member(target.id)
+        except discord.NotFound:
+            continue  # left the server: the overwrite stays but shows them nothing
+        except discord.HTTPException as error:
+            log.warning(
+                "review channel #%s of guild %s counts as open: member %s, added by name, could not be looked up (%s)",
+                channel.name,
+                channel.guild.id,
+                target.id,
+                error,
+            )
+            return f"<@{target.id}>, who could not be looked up to tell whether they are the DM"
+        if not (member.bot or member.guild_permissions.manage_guild or _holds_dm_role(member, dm_role_id)):
+            return f"<@{member.id}>, who is not the DM"
     return None
 
 

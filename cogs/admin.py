@@ -55,9 +55,8 @@ class Admin(commands.GroupCog, group_name="lorekeeper", group_description="Lorek
             interaction.guild.get_channel(int(settings.get(REVIEW_CHANNEL_KEY, 0))) if interaction.guild else None
         )
         if changing and channel is not None:
-            viewer = open_to_players(channel, settings.get(DM_ROLE_KEY))
-            if viewer is not None:
-                who = "everyone" if viewer.is_default() else f"{viewer.mention}, who are not the DM"
+            who = await open_to_players(channel, settings.get(DM_ROLE_KEY))
+            if who is not None:
                 raise UserError(
                     f"{channel.mention} is open to {who}, and review items show what the DM keeps secret: "
                     "choose a channel only the DM can view (a private channel the DM role can)."

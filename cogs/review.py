@@ -442,8 +442,8 @@ class Review(commands.Cog):
         if not isinstance(channel, discord.TextChannel):
             return 0
         # set before setup refused it, or opened since
-        if (viewer := open_to_players(channel, campaign.settings.get(DM_ROLE_KEY))) is not None:
-            log.warning("not posting review items to #%s of guild %s: %s can view it", channel.name, guild.id, viewer)
+        if (who := await open_to_players(channel, campaign.settings.get(DM_ROLE_KEY))) is not None:
+            log.warning("not posting review items to #%s of guild %s: it is open to %s", channel.name, guild.id, who)
             return 0
         mem: CampaignMemory = self.bot.memory.campaign(campaign.id)
         # each item once, remembered in the database (a restart does not post it again, a failed send does)

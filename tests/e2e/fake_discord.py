@@ -66,11 +66,15 @@ class FakeChannel:
     type: int = 0  # 0 text, 2 voice
     private: bool = False  # @everyone may not view it
     viewers: list[FakeRole] = field(default_factory=list)  # roles allowed to view it all the same
+    members: list[FakeMember] = field(default_factory=list)  # members added by name, allowed to view it
 
     def to_payload(self, guild_id: int) -> JSON:
-        # @everyone's role id is the guild's; an overwrite of type 0 is a role's
+        # @everyone's role id is the guild's; an overwrite of type 0 is a role's, of type 1 a member's
         hidden = {"id": str(guild_id), "type": 0, "allow": "0", "deny": str(VIEW_CHANNEL)}
-        shown = [{"id": str(r.id), "type": 0, "allow": str(VIEW_CHANNEL), "deny": "0"} for r in self.viewers]
+        shown = [
+            {"id": str(target.id), "type": int(isinstance(target, FakeMember)), "allow": str(VIEW_CHANNEL), "deny": "0"}
+            for target in [*self.viewers, *self.members]
+        ]
         data = {
             "id": str(self.id),
             "name": self.name,
@@ -114,6 +118,8 @@ class FakeMember:
             "roles": [str(r.id) for r in self.roles],
             "flags": 0,
             "joined_at": "2024-01-01T00:00:00+00:00",
+            "deaf": False,
+            "mute": False,
         }
         return data | ({"permissions": str(self.permissions)} if with_permissions else {})
 
@@ -143,9 +149,15 @@ class FakeGuild:
         return role
 
     def add_channel(
-        self, name: str, type: int = 0, *, private: bool = False, viewers: Iterable[FakeRole] = ()
+        self,
+        name: str,
+        type: int = 0,
+        *,
+        private: bool = False,
+        viewers: Iterable[FakeRole] = (),
+        members: Iterable[FakeMember] = (),
     ) -> FakeChannel:
-        channel = FakeChannel(self.new_id(), name, type, private, list(viewers))
+        channel = FakeChannel(self.new_id(), name, type, private, list(viewers), list(members))
         self.channels.append(channel)
         return channel
 
@@ -312,6 +324,7 @@ class FakeDiscord:
         self.rejected: list[str] = []  # bodies refused for breaking Discord's limits (answered 400, as Discord)
         self.client_errors: list[str] = []  # errors the client logged (the conftest fixture collects them)
         self.answer_timeout = 5.0  # seconds a test waits for the bot to answer an interaction
+        self.member_lookups_forbidden = False  # GET .../members/{id} answers 403, as to a bot without access
         self.port = 0
         self._by_token: dict[str, InteractionRecord] = {}
         self._uploads: dict[int, Upload] = {}
@@ -354,6 +367,7 @@ class FakeDiscord:
             ("GET", webhook_message, self._webhook_message),
             ("PATCH", webhook_message, self._webhook_message),
             ("DELETE", webhook_message, self._webhook_message),
+            ("GET", "/guilds/{guild}/members/{member}", self._guild_member),
             ("POST", "/channels/{channel}/messages", self._channel_post),
             ("GET", channel_message, self._channel_message),
             ("PATCH", channel_message, self._channel_message),
@@ -855,6 +869,21 @@ class FakeDiscord:
         self._log("bot→user", f"edit {key}: {_describe(4, body, files)}")
         await record._notify()
         return _json(edited)
+
+    async def _guild_member(self, request: web.Request) -> web.Response:
+        guild, member_id = self.guilds.get(int(request.match_info["guild"])), request.match_info["member"]
+        member = next((m for m in guild.members if str(m.id) == member_id), None) if guild else None
+        if self.member_lookups_forbidden:
+            error, status = {"message": "Missing Access", "code": 50001}, 403
+        elif guild is None:
+            error, status = {"message": "Unknown Guild", "code": 10004}, 404
+        elif member is None:
+            error, status = {"message": "Unknown Member", "code": 10007}, 404
+        else:
+            self._log("bot→rest", f"GET member {member_id} ({member.name!r})")
+            return _json(member.to_payload())
+        self._log("bot→rest", f"GET member {member_id}: {status}, {error['message']}")
+        return _json(error, status=status)
 
     async def _channel_post(self, request: web.Request) -> web.Response:
         channel_id = request.match_info["channel"]

@@ -627,6 +627,106 @@ async def test_review_channel_is_one_only_the_dm_can_view(
     assert await cog.post_new_pending(discord_guild) == 0 and fake_discord.channel_messages == []
 
 
+@pytest.fixture
+def by_name(
+    guild: FakeGuild, dm: FakeMember, keeper: FakeMember, player: FakeMember, fake_discord: FakeDiscord
+) -> tuple[FakeChannel, FakeChannel]:
+    """Private channels the DM opened to members by name: one to a player, one to the keeper, the bot and someone
+    who has left the server."""
+    gone = FakeMember(fake_discord.new_id(), "gone", guild)  # the overwrite outlives the member
+    with_player = guild.add_channel("dm-and-player", private=True, members=[dm, player])
+    bot_member = guild.member(fake_discord.app_id)
+    return with_player, guild.add_channel("dm-notes", private=True, members=[dm, keeper, bot_member, gone])
+
+
+async def test_review_channel_opened_to_a_player_by_name_is_refused(
+    by_name: tuple[FakeChannel, FakeChannel],  # first: in the guild the bot sees at connect
+    ashes: CampaignMemory,
+    memory: Memory,
+    fake_discord: FakeDiscord,
+    guild: FakeGuild,
+    dm: FakeMember,
+    player: FakeMember,
+) -> None:
+    """Small servers open a private channel to a few members by name (a member overwrite), not by role."""
+    with_player, _ = by_name
+    refused = await fake_discord.invoke("lorekeeper setup", {"review_channel": with_player}, user_id=dm)
+    assert refused.texts() == [
+        f"<#{with_player.id}> is open to <@{player.id}>, who is not the DM, and review items show what the DM "
+        "keeps secret: choose a channel only the DM can view (a private channel the DM role can)."
+    ]
+    assert [c.settings for c in await memory.campaigns(guild.id).list()] == [{}]
+
+
+async def test_review_channel_opened_by_name_only_to_the_dm_is_accepted(
+    by_name: tuple[FakeChannel, FakeChannel],
+    keeper: FakeMember,
+    pending: list[str],
+    bot: LorekeeperBot,
+    memory: Memory,
+    fake_discord: FakeDiscord,
+    guild: FakeGuild,
+    dm: FakeMember,
+) -> None:
+    """Manage Server, the DM role and bots make a member added by name the DM's; one who has left sees nothing."""
+    _, dm_notes = by_name
+    refused = await fake_discord.invoke("lorekeeper setup", {"review_channel": dm_notes}, user_id=dm)
+    assert f"is open to <@{keeper.id}>, who is not the DM" in refused.texts()[0]  # not the DM until the role is
+    done = await fake_discord.invoke(
+        "lorekeeper setup", {"dm_role": keeper.roles[0], "review_channel": dm_notes}, user_id=dm
+    )
+    assert done.texts()[0].startswith("Set for every campaign"), done.texts()
+    assert (await memory.campaigns(guild.id).active()).settings["review_channel_id"] == dm_notes.id  # type: ignore[union-attr]
+    cog, discord_guild = bot.get_cog("Review"), bot.get_guild(guild.id)
+    assert cog is not None and discord_guild is not None
+    assert await cog.post_new_pending(discord_guild) == 2
+
+
+async def test_review_channel_a_player_is_added_to_after_setup_gets_nothing(
+    review_channel: FakeChannel,
+    pending: list[str],
+    bot: LorekeeperBot,
+    fake_discord: FakeDiscord,
+    guild: FakeGuild,
+    dm: FakeMember,
+    player: FakeMember,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    done = await fake_discord.invoke("lorekeeper setup", {"review_channel": review_channel}, user_id=dm)
+    assert done.texts()[0].startswith("Set for every campaign"), done.texts()
+    review_channel.members.append(player)
+    await fake_discord.dispatch("CHANNEL_UPDATE", review_channel.to_payload(guild.id))
+    cog, discord_guild = bot.get_cog("Review"), bot.get_guild(guild.id)
+    assert cog is not None and discord_guild is not None
+    channel = discord_guild.get_channel(review_channel.id)
+    assert isinstance(channel, discord.TextChannel)
+    await until_true(lambda: len(channel.overwrites) == 2, 5)
+    assert await cog.post_new_pending(discord_guild) == 0 and fake_discord.channel_messages == []
+    assert f"it is open to <@{player.id}>, who is not the DM" in caplog.text
+
+
+async def test_a_member_added_by_name_who_cannot_be_looked_up_keeps_the_channel_closed(
+    by_name: tuple[FakeChannel, FakeChannel],
+    ashes: CampaignMemory,
+    memory: Memory,
+    fake_discord: FakeDiscord,
+    guild: FakeGuild,
+    dm: FakeMember,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Not knowing whether a member is the DM is not knowing the secrets are safe: refused, and the log says why."""
+    fake_discord.member_lookups_forbidden = True
+    _, dm_notes = by_name
+    refused = await fake_discord.invoke("lorekeeper setup", {"review_channel": dm_notes}, user_id=dm)
+    assert refused.texts() == [
+        f"<#{dm_notes.id}> is open to <@{dm.id}>, who could not be looked up to tell whether they are the DM, and "
+        "review items show what the DM keeps secret: choose a channel only the DM can view (a private channel the "
+        "DM role can)."
+    ]
+    assert [c.settings for c in await memory.campaigns(guild.id).list()] == [{}]
+    assert f"member {dm.id}, added by name, could not be looked up (403 Forbidden" in caplog.text
+
+
 async def test_review_channel_gets_new_items_once(
     review_channel: FakeChannel,  # first, so the channel exists when the bot connects
     pending: list[str],
