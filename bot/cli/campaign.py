@@ -96,7 +96,8 @@ async def use(ctx: click.Context, name: str) -> None:
 @click.pass_context
 @async_command
 async def load(ctx: click.Context, file: Path, campaign: str | None, as_json: bool) -> None:
-    """Load a campaign YAML file: all or nothing, and loading it again changes nothing.
+    """Load a campaign YAML file: all or nothing, and loading it again changes nothing. Says what it changed of
+    what the campaign had (an alias removed, an attribute replaced, a fact closed).
 
     The target is --campaign, else the file's own `campaign: name` (created if new), else the active one."""
     settings = settings_from(ctx)
@@ -143,6 +144,8 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, as_json: bo
         emit_json({"campaign": target.name, **report.model_dump()})
     else:
         click.echo(f"{target.name}: {report.summary()}")
+        if said := report.said():
+            click.echo(said)
         if created and not target.active:  # the commands that follow would work on another campaign
             click.echo(f"created the campaign {target.name!r}, not the active one: `lorekeeper campaign use` to switch")
 
