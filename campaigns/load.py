@@ -3,7 +3,7 @@
 Loading is one transaction and idempotent: entities are matched by name (case-insensitively) and updated in
 place, relationships already present keep all but the visibility the file gives, so loading a file twice changes
 nothing. An entry renames the entity named in its ``renamed_from:``; one named like another entity's alias is
-refused.
+refused. Play may have changed what a file restates, so a load says what it changed of what the campaign had.
 Entities the file no longer mentions are kept: they may have come from play, and only the DM deletes.
 """
 
@@ -15,14 +15,16 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, RelationshipSpec, find_conflicts
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_
+from memory.graph import SINGLE_VALUED
 from memory.models import (
     Entity,
     EntityType,
     Provenance,
+    Relationship,
     RelationshipIn,
     ReviewStatus,
     Source,
@@ -45,6 +47,18 @@ RENAME_HINT = "; to rename an entity, give this entry `renamed_from:` its curren
 _STATISTICS_AFTER = 50
 
 
+#: Changes :meth:`LoadReport.said` lists, and the characters of each line: a Discord reply holds 2,000.
+_SHOWN = 20
+_LINE = 80
+
+
+class LoadChange(BaseModel):
+    """One change a load made to what the campaign had before it (a field, an alias, a fact of ``entity``)."""
+
+    entity: str
+    change: str
+
+
 class LoadReport(BaseModel):
     entities_created: int = 0
     entities_updated: int = 0
@@ -52,6 +66,7 @@ class LoadReport(BaseModel):
     relationships_created: int = 0
     relationships_updated: int = 0
     relationships_unchanged: int = 0
+    changes: list[LoadChange] = Field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -66,6 +81,18 @@ class LoadReport(BaseModel):
             f"{self.relationships_updated} updated, {self.relationships_unchanged} unchanged"
         )
 
+    def said(self, shown: int = _SHOWN) -> str:
+        """The changes to what the campaign had, entity by entity, for the DM (the CLI and ``/campaign load`` say
+        the same): a committed load cannot be undone, so what it replaced must be seen. "" if none."""
+        grouped: dict[str, list[str]] = {}
+        for c in self.changes:
+            grouped.setdefault(c.entity, []).append(c.change)
+        lines = [_clip(f"- {entity}: {change}") for entity, changes in grouped.items() for change in changes]
+        if not lines:
+            return ""
+        more = [f"- and {len(lines) - shown:,} more"] if len(lines) > shown else []
+        return "\n".join(["Changes to what the campaign had:", *lines[:shown], *more])
+
 
 async def apply_campaign_file(
     mem: CampaignMemory, file: CampaignFile, *, progress: Progress | None = None
@@ -79,25 +106,30 @@ async def apply_campaign_file(
     async with mem.transaction() as tx:
         await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
         ids: dict[str, int] = {}
+        known: set[int] = set()  # entities the campaign had before this load: only their facts can be closed
         for number, spec in enumerate(file.entities, start=1):
             try:
-                entity, outcome = await tx.graph.upsert_entity(
+                entity, outcome, before = await tx.graph.upsert_entity(
                     spec.to_entity_in(), renamed_from=spec.renamed_from, keep=spec.left_out()
                 )
             except MemoryError_ as exc:  # a clash with the database: the file could not know, so say where it is
                 hint = RENAME_HINT if isinstance(exc, AlreadyExistsError) else ""
                 raise type(exc)(f"{spec.located(number)}: {exc}{hint}") from None
             setattr(report, f"entities_{outcome}", getattr(report, f"entities_{outcome}") + 1)
+            if before is not None:
+                known.add(entity.id)
+                report.changes += [LoadChange(entity=entity.name, change=c) for c in _entity_changes(before, entity)]
             statistics_due = await _refresh_statistics_when_due(tx, report, statistics_due)
             ids[spec.name] = entity.id
             done += 1
             if progress:
                 progress(done, total)
+        created: set[int] = set()  # facts of this load: one closing another of them changes nothing the DM had
         for rel in file.relationships:
             source = file.find_entity(rel.source)
             target = file.find_entity(rel.target) if rel.target is not None else None
             assert source is not None and (target is not None or rel.target is None)  # the schema checked them
-            fact, created = await tx.graph.ensure_relationship(
+            fact, is_new = await tx.graph.ensure_relationship(
                 RelationshipIn(
                     source_id=ids[source.name],
                     type=rel.type,
@@ -109,21 +141,75 @@ async def apply_campaign_file(
                     status=ReviewStatus.accepted,
                 )
             )
-            if created:
+            if is_new:
                 report.relationships_created += 1
+                created.add(fact.id)
                 statistics_due = await _refresh_statistics_when_due(tx, report, statistics_due)
+                if fact.source_id in known and (fact.value is not None or fact.type in SINGLE_VALUED):
+                    report.changes += [
+                        LoadChange(entity=fact.source_name, change=f"fact {fact.type}: {_other(old)} → {_other(fact)}")
+                        for old in await tx.graph.closed_by(fact.id)
+                        if old.id not in created
+                    ]
             elif fact.visibility != rel.visibility:
                 # The file is the DM's word on what players may see, as it is for entities.
                 await tx.graph.set_relationship(
                     fact.id, ReviewStatus.accepted, dm_confirmed=True, visibility=rel.visibility
                 )
                 report.relationships_updated += 1
+                report.changes.append(
+                    LoadChange(entity=fact.source_name, change=f"fact {fact.type}: {_other(fact)} now {rel.visibility}")
+                )
             else:
                 report.relationships_unchanged += 1
             done += 1
             if progress:
                 progress(done, total)
     return report
+
+
+def _entity_changes(before: Entity, after: Entity) -> list[str]:
+    """What loading changed of an entity the campaign had, each said for the DM."""
+    changes = ["accepted (it was waiting for review)"] * (before.status == ReviewStatus.pending)
+    if before.name != after.name:
+        changes.append(f"renamed from {before.name}")
+    if before.type != after.type:
+        changes.append(f"type: {before.type} → {after.type}")
+    if before.description != after.description:
+        if not before.description:
+            changes.append("description added")
+        else:
+            done = "replaced" if after.description else "cleared"
+            changes.append(f"description {done} (was {_quoted(before.description)})")
+    for aliases, other, done in ((before.aliases, after.aliases, "removed"), (after.aliases, before.aliases, "added")):
+        kept = {a.casefold() for a in other}
+        if changed := [a for a in aliases if a.casefold() not in kept]:
+            changes.append(f"{'alias' if len(changed) == 1 else 'aliases'} {done}: {', '.join(changed)}")
+    for key in dict.fromkeys([*before.attributes, *after.attributes]):
+        old, new = before.attributes.get(key), after.attributes.get(key)
+        if key not in after.attributes:
+            changes.append(f"attribute {key} removed (was {_quoted(old)})")
+        elif key not in before.attributes:
+            changes.append(f"attribute {key}: {_quoted(new)} added")
+        elif old != new:
+            changes.append(f"attribute {key}: {_quoted(old)} → {_quoted(new)}")
+    if before.visibility != after.visibility:
+        changes.append(f"now {after.visibility}")
+    return changes
+
+
+def _other(fact: Relationship) -> str:
+    """A fact's target entity or value, as ``Relationship.describe`` writes it."""
+    return str(fact.target_name if fact.target_id is not None else fact.value)
+
+
+def _quoted(value: Any) -> str:
+    """A value as JSON writes it: "" and "900" stay apart from nothing and 900."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= _LINE else line[: _LINE - 1] + "…"
 
 
 async def _refresh_statistics_when_due(tx: CampaignMemory, report: LoadReport, due: int) -> int:

@@ -168,7 +168,8 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
                 report = await apply_campaign_file(mem, parsed)
         except MemoryError_ as exc:  # a clash with what the campaign holds: the whole load is rolled back
             raise UserError(f"Nothing was loaded:\n{exc}") from None
-        await interaction.followup.send(f"**{active.name}** ← {file.filename}: {report.summary()}", ephemeral=True)
+        said = f"**{active.name}** ← {file.filename}: {report.summary()}\n{report.said()}".rstrip()
+        await interaction.followup.send(clip(said, 2000), ephemeral=True)
 
     @app_commands.command(description="Download the active campaign as a YAML file (DM only)")
     async def export(self, interaction: discord.Interaction) -> None:

@@ -396,8 +396,9 @@ class KnowledgeGraph:
 
     async def upsert_entity(
         self, entity: EntityIn, *, renamed_from: str | None = None, keep: Collection[str] = ()
-    ) -> tuple[Entity, Literal["created", "updated", "unchanged"]]:
-        """Create the entity or bring the one of its name up to date, saying which happened; ``renamed_from``
+    ) -> tuple[Entity, Literal["created", "updated", "unchanged"], Entity | None]:
+        """Create the entity or bring the one of its name up to date, saying which happened and what it was before
+        (None: new), so a caller can tell the DM what was replaced; ``renamed_from``
         names an entity to rename into it (once renamed, the entity of its name is found first, so loading the
         same file again changes nothing; two entities are never merged). Never one whose alias is its name: "Old
         Bronze", an alias of Eldrinax, would rename, retype and strip Eldrinax. Nor one of its aliases: a new "Mira
@@ -411,7 +412,8 @@ class KnowledgeGraph:
             )
         current = named or old  # neither: a file made elsewhere, its entity is new here
         if current is None:
-            return await self.add_entity(entity), "created"
+            return await self.add_entity(entity), "created", None
+        before = current
         # The DM's word (a campaign file) on an entity still waiting for review accepts it, as it would a fact.
         said_by_dm = entity.provenance.source in (Source.dm, Source.campaign_file) or entity.provenance.dm_confirmed
         accepted = False
@@ -443,7 +445,7 @@ class KnowledgeGraph:
             current.visibility,
         )
         if wanted == have:
-            return current, "updated" if accepted else "unchanged"
+            return current, "updated" if accepted else "unchanged", before
         updated = await self.update_entity(
             current.name,
             new_name=entity.name,
@@ -454,7 +456,7 @@ class KnowledgeGraph:
             visibility=entity.visibility,
             replace_attributes=True,
         )
-        return updated, "updated"
+        return updated, "updated", before
 
     async def _named(self, name: str) -> Entity | None:
         """The entity of this name (not alias), case-insensitively."""
@@ -860,6 +862,15 @@ class KnowledgeGraph:
         )
         return [r["id"] for r in rows]
 
+    async def closed_by(self, rel_id: int) -> list[Relationship]:
+        """The facts ``rel_id`` contradicted and closed (see :meth:`close_contradicted`), oldest first."""
+        rows = await self.db.fetch(
+            f"{_REL_SELECT} WHERE r.campaign_id = $1 AND r.superseded_by = $2 ORDER BY r.valid_from, r.id",
+            self.campaign_id,
+            rel_id,
+        )
+        return [relationship_from_row(r) for r in rows]
+
     async def get_relationship(self, rel_id: int) -> Relationship:
         row = await self.db.fetchrow(f"{_REL_SELECT} WHERE r.campaign_id = $1 AND r.id = $2", self.campaign_id, rel_id)
         if row is None:
@@ -905,12 +916,7 @@ class KnowledgeGraph:
             )
         )
         if created:
-            closed = await self.db.fetch(
-                f"{_REL_SELECT} WHERE r.campaign_id = $1 AND r.superseded_by = $2 ORDER BY r.valid_from, r.id",
-                self.campaign_id,
-                rel.id,
-            )
-            return LinkResult(relationship=rel, outcome="linked", closed=[relationship_from_row(r) for r in closed])
+            return LinkResult(relationship=rel, outcome="linked", closed=await self.closed_by(rel.id))
         if secret is None or rel.visibility == visibility:
             return LinkResult(relationship=rel, outcome="already linked")
         await self.set_relationship(rel.id, ReviewStatus.accepted, dm_confirmed=True, visibility=visibility)

@@ -514,7 +514,7 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
             return (await tx.log.session(session_id)).summary or summary
         await _set_progress(tx.db, tx, session_id, SUMMARY, len(entries))
         await tx.log.end_session(session_id, summary=summary)
-        event, _ = await tx.graph.upsert_entity(
+        event, _, _ = await tx.graph.upsert_entity(
             EntityIn(
                 name=f"Session: {title}"[:200],  # an entity name's limit; titles may be file names
                 type=EntityType.event,

@@ -92,11 +92,13 @@ async def use(ctx: click.Context, name: str) -> None:
 @campaign.command("load")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @campaign_option
+@click.option("--dry-run", is_flag=True, help="Say what loading would do, and write nothing.")
 @json_option
 @click.pass_context
 @async_command
-async def load(ctx: click.Context, file: Path, campaign: str | None, as_json: bool) -> None:
-    """Load a campaign YAML file: all or nothing, and loading it again changes nothing.
+async def load(ctx: click.Context, file: Path, campaign: str | None, dry_run: bool, as_json: bool) -> None:
+    """Load a campaign YAML file: all or nothing, and loading it again changes nothing. Says what it changed of
+    what the campaign had (an alias removed, an attribute replaced, a fact closed).
 
     The target is --campaign, else the file's own `campaign: name` (created if new), else the active one."""
     settings = settings_from(ctx)
@@ -107,6 +109,9 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, as_json: bo
     header = parsed.campaign or CampaignHeader()
     async with open_memory(settings) as memory, transaction(memory.pool) as conn:
         # one transaction: a campaign created for the load is gone again when the load fails
+        if dry_run:  # a load's own code, rolled back at its end: what it says cannot drift from what a load does
+            undo = conn.transaction()
+            await undo.start()
         campaigns = Campaigns(conn, settings.guild_id)
         name = campaign or header.name
         created = False
@@ -139,11 +144,18 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, as_json: bo
             await campaigns.update(
                 target.name, description=header.description or target.description, system=header.system or target.system
             )
+        if dry_run:
+            await undo.rollback()
     if as_json:
-        emit_json({"campaign": target.name, **report.model_dump()})
+        emit_json({"campaign": target.name, "dry_run": dry_run, **report.model_dump()})
     else:
         click.echo(f"{target.name}: {report.summary()}")
-        if created and not target.active:  # the commands that follow would work on another campaign
+        if said := report.said():
+            click.echo(said)
+        if dry_run:
+            new = f"; the campaign {target.name!r} would be created" if created else ""
+            click.echo(f"dry run: nothing was written{new}")
+        elif created and not target.active:  # the commands that follow would work on another campaign
             click.echo(f"created the campaign {target.name!r}, not the active one: `lorekeeper campaign use` to switch")
 
 

@@ -194,7 +194,15 @@ async def test_campaign_load_example_then_export(
     again = await fake_discord.invoke(
         "campaign load", {"file": Upload("sunken_crown.yaml", EXAMPLE.read_bytes())}, user_id=dm
     )
-    assert "0 new, 0 updated" in again.texts()[0]
+    assert "0 new, 0 updated" in again.texts()[0] and "Changes" not in again.texts()[0]
+    # a name play gave Eldrinax: the file lists his aliases, so loading it again takes the name away, and says so
+    await mem.graph.update_entity("Eldrinax", aliases=["The Drowned Wyrm", "Old Bronze", "the worm"])
+    reloaded = await fake_discord.invoke(
+        "campaign load", {"file": Upload("sunken_crown.yaml", EXAMPLE.read_bytes())}, user_id=dm
+    )
+    assert reloaded.texts()[0].endswith("\nChanges to what the campaign had:\n- Eldrinax: alias removed: the worm"), (
+        reloaded.texts()
+    )
 
     exported = await fake_discord.invoke("campaign export", user_id=dm)
     (sent,) = exported.files

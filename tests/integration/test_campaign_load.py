@@ -107,6 +107,101 @@ relationships:
     assert (await campaign.graph.get_entity("Pale Hand")).visibility == Visibility.public
 
 
+PREP = """
+entities:
+  - {name: Vaskerrin Holt, type: npc, aliases: [Vaskerrin], attributes: {mood: restless}}
+  - {name: Brannagh, type: npc}
+relationships:
+  - {source: Brannagh, type: status, value: alive}
+"""
+
+
+async def test_a_reload_after_play_says_what_it_replaced(campaign: CampaignMemory) -> None:
+    """A DM's walkthrough: play added an alias (Same as…), a second file made Vaskerrin angry and Brannagh died;
+    reloading the prep file for one new NPC put all three back and said only "1 updated". The rules stay (what an
+    entry lists replaces), but the load now says what it replaced, and loading again says nothing."""
+    g = campaign.graph
+    await apply_campaign_file(campaign, parse_campaign_file(PREP, "prep.yaml"))
+    heard = Provenance(source=Source.inferred, confidence=0.4)
+    old_man = await g.add_entity(
+        EntityIn(name="the old man", type=EntityType.npc, status=ReviewStatus.pending, provenance=heard)
+    )
+    await campaign.review.same_as(f"e{old_man.id}", "Vaskerrin Holt")
+    update = "entities:\n  - {name: Vaskerrin Holt, type: npc, attributes: {mood: angry}}\n"
+    await apply_campaign_file(campaign, parse_campaign_file(update, "update1.yaml"))
+    await g.link("Brannagh", "status", value="dead")
+
+    prep = PREP.replace("relationships:", "  - {name: Mira, type: npc}\nrelationships:")
+    report = await apply_campaign_file(campaign, parse_campaign_file(prep, "prep.yaml"))
+
+    assert (report.entities_created, report.entities_updated, report.relationships_created) == (1, 1, 1)
+    assert [(c.entity, c.change) for c in report.changes] == [
+        ("Vaskerrin Holt", "alias removed: the old man"),
+        ("Vaskerrin Holt", 'attribute mood: "angry" → "restless"'),
+        ("Brannagh", "fact status: dead → alive"),
+    ]
+    assert report.said() == (
+        "Changes to what the campaign had:\n"
+        "- Vaskerrin Holt: alias removed: the old man\n"
+        '- Vaskerrin Holt: attribute mood: "angry" → "restless"\n'
+        "- Brannagh: fact status: dead → alive"
+    )
+    again = await apply_campaign_file(campaign, parse_campaign_file(prep, "prep.yaml"))
+    assert not again.changed and again.changes == [] and again.said() == ""
+
+
+async def test_a_load_says_each_kind_of_change_to_what_the_campaign_had(campaign: CampaignMemory) -> None:
+    g = campaign.graph
+    first = """
+entities:
+  - {name: Ironhold, type: place, description: A dwarven hold, attributes: {depth: 3, ruler: none}}
+  - {name: Saltmere, type: place}
+  - {name: Korv, type: npc, secret: true}
+relationships:
+  - {source: Korv, type: lives in, target: Ironhold}
+  - {source: Korv, type: owes, value: 10 gold}
+"""
+    await apply_campaign_file(campaign, parse_campaign_file(first, "first.yaml"))
+    await g.add_entity(
+        EntityIn(
+            name="Pale Hand",
+            type=EntityType.faction,
+            status=ReviewStatus.pending,
+            provenance=Provenance(source=Source.inferred, confidence=0.4),
+        )
+    )
+    second = """
+entities:
+  - {name: Ironhold, type: faction, description: "", attributes: {depth: 4, gold: true}, aliases: [The Hold]}
+  - {name: Saltmere, type: place, description: A drowned town}
+  - {name: Korv, type: npc, secret: false}
+  - {name: Pale Hand, type: faction}
+relationships:
+  - {source: Korv, type: lives in, target: Saltmere}
+  - {source: Korv, type: owes, value: 10 gold, secret: true}
+"""
+    report = await apply_campaign_file(campaign, parse_campaign_file(second, "second.yaml"))
+    assert [(c.entity, c.change) for c in report.changes] == [
+        ("Ironhold", "type: place → faction"),
+        ("Ironhold", 'description cleared (was "A dwarven hold")'),
+        ("Ironhold", "alias added: The Hold"),
+        ("Ironhold", "attribute depth: 3 → 4"),
+        ("Ironhold", 'attribute ruler removed (was "none")'),
+        ("Ironhold", "attribute gold: true added"),
+        ("Saltmere", "description added"),
+        ("Korv", "now public"),
+        ("Pale Hand", "accepted (it was waiting for review)"),
+        ("Korv", "fact lives_in: Ironhold → Saltmere"),
+        ("Korv", "fact owes: 10 gold now secret"),
+    ]
+    # entity by entity: Korv's facts follow what the load changed of Korv himself
+    assert report.said().splitlines()[8:11] == [
+        "- Korv: now public",
+        "- Korv: fact lives_in: Ironhold → Saltmere",
+        "- Korv: fact owes: 10 gold now secret",
+    ]
+
+
 async def test_load_conflicting_with_database_changes_nothing(campaign: CampaignMemory) -> None:
     await apply_campaign_file(campaign, parse_campaign_file(SMALL, "small.yaml"))
     before = await state(campaign)

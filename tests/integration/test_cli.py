@@ -873,3 +873,57 @@ def test_a_file_naming_a_new_campaign_says_it_is_not_the_active_one(lk, tmp_path
     (tmp_path / "first.yaml").write_text("campaign: {name: First}\nentities:\n  - {name: Ana, type: npc}\n")
     first = lk("campaign", "load", str(tmp_path / "first.yaml"), env={"LOREKEEPER_GUILD_ID": "77"})
     assert first.returncode == 0 and "not the active one" not in first.stdout  # a guild's first is its active one
+
+
+def test_campaign_load_says_what_it_replaced_and_a_dry_run_says_the_same_writing_nothing(lk, tmp_path: Path) -> None:
+    """A DM's walkthrough: reloading the prep file after play put back an alias, an attribute and a fact, and said
+    only "1 updated". It now says what it replaced; `--dry-run` says so first, and writes nothing."""
+    prep = tmp_path / "prep.yaml"
+    prep.write_text(
+        "campaign: {name: Saltmarsh}\nentities:\n"
+        "  - {name: Vaskerrin Holt, type: npc, aliases: [Vaskerrin], attributes: {mood: restless}}\n"
+        "  - {name: Brannagh, type: npc}\n"
+        "relationships:\n  - {source: Brannagh, type: status, value: alive}\n"
+    )
+    new = lk("campaign", "load", str(prep), "--dry-run")
+    assert new.stdout == (
+        "Saltmarsh: entities: 2 new, 0 updated, 0 unchanged; relationships: 1 new, 0 updated, 0 unchanged\n"
+        "dry run: nothing was written; the campaign 'Saltmarsh' would be created\n"
+    )
+    assert json.loads(lk("campaign", "list", "--json").stdout) == []
+    assert lk("campaign", "load", str(prep)).returncode == 0
+    # play
+    assert lk("entity", "edit", "Vaskerrin Holt", "--alias", "Vaskerrin", "--alias", "the old man").returncode == 0
+    (tmp_path / "update1.yaml").write_text(
+        "entities:\n  - {name: Vaskerrin Holt, type: npc, attributes: {mood: angry}}\n"
+    )
+    assert lk("campaign", "load", str(tmp_path / "update1.yaml")).stdout.endswith(
+        '\n- Vaskerrin Holt: attribute mood: "restless" → "angry"\n'
+    )
+    assert lk("entity", "link", "Brannagh", "status", "--value", "dead").returncode == 0
+    played = lk("campaign", "export").stdout
+
+    dry = lk("campaign", "load", str(prep), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert lk("campaign", "export").stdout == played
+    dry_json = json.loads(lk("campaign", "load", str(prep), "--dry-run", "--json").stdout)
+    assert lk("campaign", "export").stdout == played
+    loaded = lk("campaign", "load", str(prep))
+    assert loaded.stdout == (
+        "Saltmarsh: entities: 0 new, 1 updated, 1 unchanged; relationships: 1 new, 0 updated, 0 unchanged\n"
+        "Changes to what the campaign had:\n"
+        "- Vaskerrin Holt: alias removed: the old man\n"
+        '- Vaskerrin Holt: attribute mood: "angry" → "restless"\n'
+        "- Brannagh: fact status: dead → alive\n"
+    )
+    assert dry.stdout == loaded.stdout + "dry run: nothing was written\n"
+    assert dry_json["dry_run"] and dry_json["changes"] == [
+        {"entity": "Vaskerrin Holt", "change": "alias removed: the old man"},
+        {"entity": "Vaskerrin Holt", "change": 'attribute mood: "angry" → "restless"'},
+        {"entity": "Brannagh", "change": "fact status: dead → alive"},
+    ]
+    again = lk("campaign", "load", str(prep))
+    assert again.stdout == (
+        "Saltmarsh: entities: 0 new, 0 updated, 2 unchanged; relationships: 0 new, 0 updated, 1 unchanged\n"
+    )
+    assert json.loads(lk("campaign", "load", str(prep), "--json").stdout)["changes"] == []

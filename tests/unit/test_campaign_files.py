@@ -21,6 +21,7 @@ from campaigns.files import (
     parse_campaign_file,
     read_campaign_file,
 )
+from campaigns.load import LoadChange, LoadReport
 from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec
 from memory.campaigns import MAX_NAME
 from memory.models import MAX_ALIASES, EntityIn, EntityType, Source, Visibility
@@ -780,3 +781,18 @@ def test_type_guesses_are_conservative(name: str, kind: EntityType) -> None:
 )  # fmt: skip
 def test_alias_filter(surface: str, keep: bool) -> None:
     assert looks_like_alias(surface) is keep
+
+
+def test_the_changes_a_load_made_are_said_in_at_most_20_short_lines() -> None:
+    """A reload of a big prep file over months of play can replace hundreds of things: the DM's reply (Discord
+    holds 2,000 characters) lists the first 20, each in a line, and counts the rest."""
+    changes = [LoadChange(entity=f"NPC {i}", change="alias removed: the old man") for i in range(24)]
+    changes.insert(1, LoadChange(entity="NPC 0", change=f'description replaced (was "{"long " * 40}")'))
+    said = LoadReport(changes=changes).said().splitlines()
+    assert said[0] == "Changes to what the campaign had:" and said[-1] == "- and 5 more"
+    assert said[1:3] == [
+        "- NPC 0: alias removed: the old man",
+        f'- NPC 0: description replaced (was "{"long " * 40}'[:79] + "…",
+    ]
+    assert len(said) == 22 and max(map(len, said)) == 80
+    assert LoadReport().said() == ""
