@@ -794,11 +794,17 @@ class KnowledgeGraph:
             return await self.get_relationship(existing["id"]), True
         try:
             async with transaction(self.db) as conn:  # a savepoint: a lost race must not abort the caller's work
+                # True from when it was said, if heard in a session (an older session imported late must not
+                # outdate what is known since: accepted, it is history); else from now.
                 rel_id = await conn.fetchval(
                     """
                 INSERT INTO relationships (campaign_id, source_id, type, target_id, value, attributes, visibility,
-                                           status, provenance)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id
+                                           status, provenance, valid_from)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, least(now(), (
+                    SELECT s.started_at + make_interval(secs => coalesce(($9::jsonb ->> 'timestamp')::float8, 0))
+                    FROM sessions s WHERE s.campaign_id = $1 AND s.id = ($9::jsonb ->> 'session_id')::bigint
+                )))
+                RETURNING id
                 """,
                     self.campaign_id,
                     rel.source_id,

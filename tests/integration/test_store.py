@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import itertools
 
 import numpy as np
@@ -546,6 +547,41 @@ async def test_linking_a_value_records_a_change_in_the_world_and_says_what_it_cl
         await g.link("Xethrilaun", "status")
     with pytest.raises(InvalidInputError, match="value: must not be empty"):
         await g.link("Xethrilaun", "status", value="  ")
+
+
+async def test_a_fact_heard_in_an_older_session_imported_late_is_history_once_accepted(
+    campaign: CampaignMemory,
+) -> None:
+    """A session played last year and imported today said Corvin lives in Varrowmere; the DM has since recorded
+    that he lives in the Marsh. Accepted, the old fact is true from when it was said: history, not current."""
+    g = campaign.graph
+    corvin = await g.add_entity(EntityIn(name="Corvin", type=EntityType.npc))
+    for place in ("Varrowmere", "Marsh", "Saltmere"):
+        await g.add_entity(EntityIn(name=place, type=EntityType.place))
+    marsh = (await g.link("Corvin", "lives_in", "Marsh")).relationship
+    old = await campaign.log.start_session("Prologue", started_at=dt.datetime(2025, 1, 1, 20, tzinfo=dt.UTC))
+    said = Provenance(source=Source.stated, confidence=0.5, session_id=old.id, timestamp=90.0)
+    heard, _ = await g.ensure_relationship(
+        RelationshipIn(
+            source_id=corvin.id, type="lives_in", target_id=(await g.get_entity("Varrowmere")).id, provenance=said
+        )
+    )
+    assert heard.valid_from == dt.datetime(2025, 1, 1, 20, 1, 30, tzinfo=dt.UTC)
+    await campaign.review.accept(f"f{heard.id}")
+    assert [r.describe() for r in await g.relationships_of(corvin.id)] == ["Corvin —lives_in→ Marsh"]
+    history = await g.get_relationship(heard.id)
+    assert history.status == ReviewStatus.accepted and history.valid_to is not None
+    assert history.superseded_by == marsh.id
+    # heard in a session played since, it is the news: it closes the Marsh
+    now = await campaign.log.start_session("Night 5")
+    said = Provenance(source=Source.stated, confidence=0.5, session_id=now.id, timestamp=5.0)
+    moved, _ = await g.ensure_relationship(
+        RelationshipIn(
+            source_id=corvin.id, type="lives_in", target_id=(await g.get_entity("Saltmere")).id, provenance=said
+        )
+    )
+    await campaign.review.accept(f"f{moved.id}")
+    assert [r.describe() for r in await g.relationships_of(corvin.id)] == ["Corvin —lives_in→ Saltmere"]
 
 
 async def test_unlinking_a_mistaken_fact_reopens_what_it_closed_unless_something_current_contradicts_it(
