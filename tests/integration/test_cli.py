@@ -401,6 +401,66 @@ async def test_review_list_shows_where_and_what_was_said(lk, fresh_dsn: str) -> 
         await pool.close()
 
 
+async def test_review_edit_corrects_an_item_and_accepts_it_as_the_edit_button_does(lk, fresh_dsn: str) -> None:
+    """A CLI-only DM could accept or reject what the bot misheard, not correct it (`review same` on a fact even
+    told them to edit it)."""
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        guess = Provenance(source=Source.inferred, confidence=0.3)
+        await mem.graph.add_entity(EntityIn(name="Ironhold", type=EntityType.place))
+        mira = await mem.graph.add_entity(
+            EntityIn(name="Mira", type=EntityType.npc, status="pending", provenance=guess)
+        )
+        korvash = await mem.graph.add_entity(EntityIn(name="Korvash", type=EntityType.npc))
+        fact = await mem.graph.add_relationship(
+            RelationshipIn(source_id=korvash.id, type="lives_in", value="Ironhld", status="pending", provenance=guess)
+        )
+        e, f = f"e{mira.id}", f"f{fact.id}"
+
+        # refused, each in one line that says what to give instead, and the item still waits
+        for args, said in [
+            (
+                (e, "--type", "dragon"),
+                "'dragon' is not an entity type; use one of npc, place, item, faction, quest, event, concept, player",
+            ),
+            ((f, "--target", "Ironhld"), "no entity named 'Ironhld' in this campaign"),
+            (
+                (f, "--name", "Ironhold"),
+                f"{f} is a fact: it takes --type (its relation), --target or --value, not --name",
+            ),
+            (
+                (e,),
+                f"nothing to change: give --name, --type, --description or --alias; `lorekeeper review accept {e}` "
+                "accepts it as it is",
+            ),
+        ]:
+            refused = lk("review", "edit", *args)
+            assert refused.returncode == 1 and refused.stderr.startswith(f"error: {said}"), refused.stderr
+        assert await mem.review.count() == 2
+
+        renamed = lk("review", "edit", e, "--name", "Mira Tolvanek", "--type", "NPC", "-d", "a smith")
+        assert renamed.returncode == 0, renamed.stderr
+        assert renamed.stdout == (
+            f"edited and accepted {e}: new npc 'Mira Tolvanek': a smith\n"
+            "its old name 'Mira' stays as an alias (`lorekeeper entity edit 'Mira Tolvanek' --alias -` clears it)\n"
+        )
+        moved = json.loads(lk("review", "edit", f, "--target", "Ironhold", "--json").stdout)
+        assert (moved["ref"], moved["fact"]["target_name"], moved["fact"]["value"]) == (f, "Ironhold", None)
+        assert moved["fact"]["status"] == "accepted"
+        assert (await mem.graph.get_entity("Mira")).model_dump(include={"name", "aliases", "status"}) == {
+            "name": "Mira Tolvanek",
+            "aliases": ["Mira"],
+            "status": ReviewStatus.accepted,
+        }
+        again = lk("review", "edit", e, "--name", "Mira")
+        assert again.returncode == 1 and again.stderr.startswith(f"error: {e} was already accepted")
+    finally:
+        await pool.close()
+
+
 async def test_entity_show_says_the_sessions_it_took_part_in_in_one_line(lk, fresh_dsn: str) -> None:
     """As /entity show does: a player of a two-year campaign took part in a hundred sessions, one line each."""
     assert lk("campaign", "create", "C").returncode == 0
