@@ -82,11 +82,15 @@ async def list_(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 @async_command
 async def use(ctx: click.Context, name: str) -> None:
-    """Make NAME the active campaign."""
+    """Make NAME the active campaign (also `switch NAME`, as in Discord)."""
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         active = await memory.campaigns(settings.guild_id).activate(name)
     click.echo(f"active campaign: {active.name}")
+
+
+# what Discord calls it (/campaign switch) works here too, listed once in --help
+campaign.add_command(click.Command("switch", callback=use.callback, params=use.params, help=use.help, hidden=True))
 
 
 @campaign.command("load")

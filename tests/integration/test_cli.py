@@ -132,6 +132,16 @@ def test_deleting_the_active_campaign_makes_the_newest_left_active(lk) -> None:
     assert json.loads(lk("campaign", "list", "--json").stdout)[0]["active"] is True
 
 
+def test_campaign_switch_is_campaign_use_as_discord_names_it(lk) -> None:
+    for name in ("A", "B"):
+        assert lk("campaign", "create", name).returncode == 0
+    switched = lk("campaign", "switch", "b")
+    assert switched.returncode == 0 and switched.stdout == "active campaign: B\n"
+    assert lk("campaign", "use", "A").stdout == "active campaign: A\n"
+    listed = lk("campaign", "--help").stdout
+    assert "  use " in listed and "switch NAME" in listed and "  switch " not in listed  # listed once
+
+
 def test_a_guild_id_with_no_campaigns_says_others_have_some(lk) -> None:
     """An operator with the wrong LOREKEEPER_GUILD_ID is told so, with counts only: never another guild's names."""
     for name in ("Ashfall", "Sunken"):
