@@ -684,7 +684,7 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
 
 def test_correct_with_campaign_entities(lk) -> None:
     assert lk("campaign", "load", str(EXAMPLE)).returncode == 0
-    out = lk("correct", "--campaign", "The Sunken Crown", input="We ride to iron hold at dawn.\n")
+    out = lk("correct", "-c", "The Sunken Crown", input="We ride to iron hold at dawn.\n")  # as other commands
     assert out.returncode == 0, out.stderr
     line = json.loads(out.stdout)
     assert line["text"] == "We ride to Ironhold at dawn." and line["raw_text"] == "We ride to iron hold at dawn."
