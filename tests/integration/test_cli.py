@@ -116,6 +116,34 @@ def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
     )
 
 
+async def test_an_export_larger_than_one_load_is_written_with_a_warning_to_split_it(
+    lk, fresh_dsn: str, tmp_path: Path
+) -> None:
+    """Load refuses a file of more than 20,000 entities, so an export of more could not be loaded back unawares."""
+    assert lk("campaign", "create", "Vast").returncode == 0
+    conn = await asyncpg.connect(fresh_dsn)
+    try:  # 20,001 rows as add_entity writes an entity with no aliases, at once (loading them takes a minute)
+        await conn.execute(
+            """
+            INSERT INTO entities (campaign_id, type, name)
+            SELECT c.id, 'npc', 'E' || i FROM campaigns c, generate_series(0, 20000) i WHERE c.name = 'Vast'
+            """
+        )
+    finally:
+        await conn.close()
+    out = tmp_path / "vast.yaml"
+    exported = lk("campaign", "export", "-c", "Vast", "-o", str(out), timeout=600)
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stderr == (
+        f"wrote 20001 entities to {out}\n"
+        "warning: the file lists 20,001 entities, more than one `lorekeeper campaign load` accepts (20,000): to load "
+        "it back, split it into files of at most 20,000 entities (a relationship goes in a file with both its "
+        "entities; one loaded before may be listed again by name and type alone) and load them one after another\n"
+    )
+    assert out.read_text().count("\n- name: E") == 20_001  # all of it, though one load cannot take it back
+    assert "limit is 20,000 entities" in lk("campaign", "load", str(out)).stderr
+
+
 def test_campaign_name_over_100_characters_is_one_line(lk) -> None:
     long = lk("campaign", "create", "L" * 101)
     assert long.returncode == 1
