@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import discord
 from discord import app_commands
@@ -34,6 +35,8 @@ from memory.models import (
     ReviewStatus,
     Source,
     Visibility,
+    check_attributes,
+    typed_attribute,
 )
 from memory.store import CampaignMemory
 
@@ -58,17 +61,18 @@ def parse_aliases(text: str | None) -> list[str]:
     return [a.strip() for a in (text or "").split(",") if a.strip()]
 
 
-def parse_attributes(text: str | None) -> dict[str, str]:
-    """``key=value;key=value`` → dict; a part without ``=`` is refused by name rather than guessed at."""
-    attributes: dict[str, str] = {}
+def parse_attributes(text: str | None) -> dict[str, Any]:
+    """``key=value;key=value`` → dict, each value typed as ``--attr`` types it (``age=55``: a number); a part
+    without ``=`` is refused by name rather than guessed at."""
+    attributes: dict[str, Any] = {}
     for part in (text or "").split(";"):
         if not part.strip():
             continue
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
             raise UserError(f"attribute {part.strip()!r} needs the form key=value (several: key=value;key=value)")
-        attributes[key.strip()] = value.strip()
-    return attributes
+        attributes[key.strip()] = typed_attribute(value.strip())
+    return check_attributes(attributes)
 
 
 def entity_embed(

@@ -24,7 +24,6 @@ from bot.app import LorekeeperBot
 from bot.checks import (
     DM_ROLE_KEY,
     REVIEW_CHANNEL_KEY,
-    UserError,
     describe_interaction,
     dm_campaign,
     dm_campaign_by_id,
@@ -243,15 +242,12 @@ class EditModal(OwnedModal):
         queue = await _queue_for(interaction, self.campaign_id)
         values = {k: f.value.strip() for k, f in self.fields.items() if f.value.strip() or k not in self.kept}
         if self.item.entity is not None:
-            changes: dict[str, Any] = {"name": values["name"], "type": values["type"].casefold()}
+            changes: dict[str, Any] = {"name": values["name"], "type": values["type"]}
             if "description" in values:
                 changes["description"] = values["description"]
             aliases = [a.strip() for a in values.get("aliases", "").split(",") if a.strip()]
             if "aliases" in values and aliases != self.item.entity.aliases:  # as shown: a rename keeps the old name
                 changes["aliases"] = aliases
-            if changes["type"] not in {t.value for t in EntityType}:
-                kinds = ", ".join(t.value for t in EntityType)
-                raise UserError(f"{values['type']!r} is not an entity type; use one of {kinds}.")
         else:
             changes = {"type": values.get("type", "")}
             if values["target"]:

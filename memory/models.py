@@ -6,6 +6,7 @@ Rows come out of PostgreSQL as these models; callers hand the ``*In`` models in.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 import unicodedata
@@ -240,6 +241,15 @@ def check_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
         except ValueError as exc:
             raise InvalidInputError(f"attribute {key!r} {exc}") from None
     return checked
+
+
+def typed_attribute(text: str) -> Any:
+    """An attribute's value typed as text (`--attr age=55`, `/entity add` `age=55`): one that is valid JSON (a
+    number, true, a list, "quoted text") keeps its type, as in a campaign file; anything else is the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def seconds(value: float | None) -> float | None:

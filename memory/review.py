@@ -259,7 +259,7 @@ class ReviewQueue:
             await g.update_entity(
                 item.entity.name,
                 new_name=changes.get("name") or None,
-                type=EntityType(changes["type"]) if changes.get("type") else None,
+                type=_entity_type(str(changes["type"])) if changes.get("type") else None,
                 description=changes.get("description"),
                 aliases=changes.get("aliases"),
                 visibility=Visibility(changes["visibility"]) if changes.get("visibility") else None,
@@ -300,6 +300,14 @@ def describe_same_as(result: MergeResult) -> str:
     said = f"Same as {known.name}: {', '.join(done)}."
     dropped = result.dropped()
     return f"{said} {dropped}." if dropped else said
+
+
+def _entity_type(text: str) -> EntityType:
+    try:
+        return EntityType(text.strip().casefold())
+    except ValueError:
+        kinds = ", ".join(t.value for t in EntityType)
+        raise InvalidInputError(f"{text!r} is not an entity type; use one of {kinds}") from None
 
 
 def _checked(field: str, rule: Callable[[str], str], value: str) -> str:

@@ -19,7 +19,7 @@ from bot.cli.common import (
     settings_from,
     table,
 )
-from campaigns.files import CampaignFileError, dump_campaign_file, read_campaign_file
+from campaigns.files import MAX_ENTITIES, CampaignFileError, dump_campaign_file, read_campaign_file
 from campaigns.load import apply_campaign_file, export_campaign_file
 from campaigns.schema import CampaignHeader
 from memory.campaigns import Campaigns
@@ -82,11 +82,15 @@ async def list_(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 @async_command
 async def use(ctx: click.Context, name: str) -> None:
-    """Make NAME the active campaign."""
+    """Make NAME the active campaign (also `switch NAME`, as in Discord)."""
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         active = await memory.campaigns(settings.guild_id).activate(name)
     click.echo(f"active campaign: {active.name}")
+
+
+# what Discord calls it (/campaign switch) works here too, listed once in --help
+campaign.add_command(click.Command("switch", callback=use.callback, params=use.params, help=use.help, hidden=True))
 
 
 @campaign.command("load")
@@ -182,6 +186,14 @@ async def export(ctx: click.Context, campaign: str | None, output: Path | None) 
         click.echo(f"wrote {len(exported.entities)} entities to {output}", err=True)
     else:
         click.echo(text, nl=False)
+    if len(exported.entities) > MAX_ENTITIES:  # written all the same: the DM's data must get out
+        click.echo(
+            f"warning: the file lists {len(exported.entities):,} entities, more than one `lorekeeper campaign load` "
+            f"accepts ({MAX_ENTITIES:,}): to load it back, split it into files of at most {MAX_ENTITIES:,} entities "
+            "(a relationship goes in a file with both its entities; one loaded before may be listed again by name "
+            "and type alone) and load them one after another",
+            err=True,
+        )
 
 
 @campaign.command("delete")

@@ -73,7 +73,7 @@ class LineError(ValueError):
     "one name per line, blank lines and lines starting with # skipped. UTF-8, a byte-order mark allowed.",
 )
 @click.option(
-    "--campaign", "campaign_name", metavar="NAME", help="Take the entities of this campaign from the database."
+    "--campaign", "-c", "campaign_name", metavar="NAME", help="Take the entities of this campaign from the database."
 )
 @click.option(
     "--llm",

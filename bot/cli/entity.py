@@ -20,22 +20,19 @@ from bot.cli.common import (
 )
 from memory.errors import InvalidInputError
 from memory.graph import kept_old_name
-from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, check_attributes
+from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, check_attributes, typed_attribute
 
 TYPE_CHOICE = click.Choice([t.value for t in EntityType], case_sensitive=False)
 
 
 def parse_attributes(pairs: tuple[str, ...]) -> dict[str, object]:
-    """`k=v` pairs; a value that is valid JSON (a number, true, a list) is kept typed."""
+    """`k=v` pairs, each value by :func:`typed_attribute` (as on /entity)."""
     attributes: dict[str, object] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--attr")
-        try:
-            attributes[key.strip()] = json.loads(value)
-        except ValueError:
-            attributes[key.strip()] = value
+        attributes[key.strip()] = typed_attribute(value)
     try:
         return check_attributes(attributes)
     except InvalidInputError as exc:

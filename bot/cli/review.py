@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
+
 import click
 
 from bot.cli import cli
 from bot.cli.common import (
+    CliError,
     async_command,
     campaign_memory,
     campaign_option,
@@ -15,8 +18,10 @@ from bot.cli.common import (
     settings_from,
     table,
 )
-from memory.models import ReviewItem
-from memory.review import describe_same_as
+from memory.errors import NotFoundError
+from memory.graph import kept_old_name
+from memory.models import ReviewItem, ReviewKind
+from memory.review import describe_same_as, parse_ref
 
 
 @cli.group()
@@ -82,6 +87,69 @@ def _decide(verb: str) -> click.Command:
 
 _decide("accept")
 _decide("reject")
+
+
+@review.command("edit")
+@click.argument("ref")
+@click.option("--name", help="An entity's right name (the name heard stays an alias unless --alias is given).")
+@click.option("--type", "type_", help="An entity's type (npc, place …), or a fact's relation.")
+@click.option("--description", "-d", help="An entity's description (replaces the old one).")
+@click.option("--alias", "aliases", multiple=True, help="An entity's aliases: replaces them all ('--alias -' clears).")
+@click.option("--target", help="A fact's target: another entity (its name or an alias).")
+@click.option("--value", help="A fact's value, instead of a target.")
+@campaign_option
+@json_option
+@click.pass_context
+@async_command
+async def edit(
+    ctx: click.Context,
+    ref: str,
+    name: str | None,
+    type_: str | None,
+    description: str | None,
+    aliases: tuple[str, ...],
+    target: str | None,
+    value: str | None,
+    campaign: str | None,
+    as_json: bool,
+) -> None:
+    """Correct the review item REF (e12, f34 …) and accept it, as Edit in /review does: an entity's name, type,
+    description and aliases, a fact's relation (--type) and its target or value."""
+    kind, _ = parse_ref(ref)
+    if kind == ReviewKind.entity:
+        wrong = [o for o, v in (("--target", target), ("--value", value)) if v is not None]
+        takes = "--name, --type, --description or --alias"
+        if "-" in aliases and len(aliases) > 1:
+            raise CliError("--alias - clears the aliases: give it alone, or give only the aliases to keep")
+        kept = None if not aliases else [] if aliases == ("-",) else list(aliases)
+        changes: dict[str, object] = {"name": name, "type": type_, "description": description, "aliases": kept}
+    else:
+        wrong = [o for o, v in (("--name", name), ("--description", description), ("--alias", aliases)) if v]
+        takes = "--type (its relation), --target or --value"
+        if target is not None and value is not None:
+            raise CliError("give --target (another entity) or --value (a state, e.g. dead), not both")
+        changes = {"type": type_, "target": target, "value": value}
+    if wrong:
+        what = "an entity" if kind == ReviewKind.entity else "a fact"
+        raise CliError(f"{ref.strip()} is {what}: it takes {takes}, not {', '.join(wrong)}")
+    changes = {k: v for k, v in changes.items() if v is not None}
+    if not changes:
+        raise CliError(f"nothing to change: give {takes}; `lorekeeper review accept {ref.strip()}` accepts it as it is")
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, _ = await campaign_memory(memory, settings, campaign)
+        try:
+            before = (await mem.review.get(ref)).entity
+        except NotFoundError:
+            before = None  # the edit says so
+        item = await mem.review.edit(ref, **changes)
+    if as_json:
+        emit_json({"ref": item.ref, **item.model_dump(mode="json")})
+        return
+    click.echo(f"edited and accepted {item.ref}: {item.describe()}")
+    if before is not None and item.entity is not None and kept_old_name(before, item.entity):
+        clear = f"lorekeeper entity edit {shlex.quote(item.entity.name)} --alias -"
+        click.echo(f"its old name {before.name!r} stays as an alias (`{clear}` clears it)")
 
 
 @review.command("same")

@@ -75,6 +75,29 @@ async def test_add_stores_entity_with_aliases_attributes_secret(world, fake_disc
     assert fake_discord.rejected == []
 
 
+async def test_attributes_are_typed_as_the_command_line_types_them(
+    world, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """`age=55` was stored as the text "55" here and as the number 55 by `--attr`: the same entity, two kinds."""
+    options = {"name": "Borin", "type": "npc", "attributes": 'age=55; alive=true; title="7"; ruler=Thane Borin'}
+    assert (await fake_discord.invoke("entity add", options, user_id=dm)).texts()[0].startswith("Added")
+    borin = await world.graph.get_entity("Borin")
+    assert borin.attributes == {"age": 55, "alive": True, "title": "7", "ruler": "Thane Borin"}
+    edited = await fake_discord.invoke("entity edit", {"name": "Borin", "attributes": "age=56;kin=[1, 2]"}, user_id=dm)
+    assert edited.texts()[0].startswith("Updated"), edited.texts()
+    assert (await world.graph.get_entity("Borin")).attributes == {
+        "age": 56,
+        "alive": True,
+        "title": "7",
+        "ruler": "Thane Borin",
+        "kin": [1, 2],
+    }
+    nested = await fake_discord.invoke("entity edit", {"name": "Borin", "attributes": 'kin={"a": 1}'}, user_id=dm)
+    assert nested.texts() == [
+        "attribute 'kin' must be text, a number, true/false or empty, or a list of those, not a mapping"
+    ]
+
+
 async def test_add_bad_input_is_refused_and_changes_nothing(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:
     duplicate = await fake_discord.invoke("entity add", {"name": "eldrinax", "type": "npc"}, user_id=dm)
     assert duplicate.ephemeral and duplicate.texts() == [

@@ -115,6 +115,34 @@ def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
     )
 
 
+async def test_an_export_larger_than_one_load_is_written_with_a_warning_to_split_it(
+    lk, fresh_dsn: str, tmp_path: Path
+) -> None:
+    """Load refuses a file of more than 20,000 entities, so an export of more could not be loaded back unawares."""
+    assert lk("campaign", "create", "Vast").returncode == 0
+    conn = await asyncpg.connect(fresh_dsn)
+    try:  # 20,001 rows as add_entity writes an entity with no aliases, at once (loading them takes a minute)
+        await conn.execute(
+            """
+            INSERT INTO entities (campaign_id, type, name)
+            SELECT c.id, 'npc', 'E' || i FROM campaigns c, generate_series(0, 20000) i WHERE c.name = 'Vast'
+            """
+        )
+    finally:
+        await conn.close()
+    out = tmp_path / "vast.yaml"
+    exported = lk("campaign", "export", "-c", "Vast", "-o", str(out), timeout=600)
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stderr == (
+        f"wrote 20001 entities to {out}\n"
+        "warning: the file lists 20,001 entities, more than one `lorekeeper campaign load` accepts (20,000): to load "
+        "it back, split it into files of at most 20,000 entities (a relationship goes in a file with both its "
+        "entities; one loaded before may be listed again by name and type alone) and load them one after another\n"
+    )
+    assert out.read_text().count("\n- name: E") == 20_001  # all of it, though one load cannot take it back
+    assert "limit is 20,000 entities" in lk("campaign", "load", str(out)).stderr
+
+
 def test_campaign_name_over_100_characters_is_one_line(lk) -> None:
     long = lk("campaign", "create", "L" * 101)
     assert long.returncode == 1
@@ -129,6 +157,16 @@ def test_deleting_the_active_campaign_makes_the_newest_left_active(lk) -> None:
     assert lk("campaign", "delete", "C", "--yes").stdout == "deleted campaign 'C'\n"  # not the active one
     assert lk("campaign", "delete", "A", "--yes").stdout == "deleted campaign 'A'\nactive campaign: B\n"
     assert json.loads(lk("campaign", "list", "--json").stdout)[0]["active"] is True
+
+
+def test_campaign_switch_is_campaign_use_as_discord_names_it(lk) -> None:
+    for name in ("A", "B"):
+        assert lk("campaign", "create", name).returncode == 0
+    switched = lk("campaign", "switch", "b")
+    assert switched.returncode == 0 and switched.stdout == "active campaign: B\n"
+    assert lk("campaign", "use", "A").stdout == "active campaign: A\n"
+    listed = lk("campaign", "--help").stdout
+    assert "  use " in listed and "switch NAME" in listed and "  switch " not in listed  # listed once
 
 
 def test_a_guild_id_with_no_campaigns_says_others_have_some(lk) -> None:
@@ -401,6 +439,66 @@ async def test_review_list_shows_where_and_what_was_said(lk, fresh_dsn: str) -> 
         await pool.close()
 
 
+async def test_review_edit_corrects_an_item_and_accepts_it_as_the_edit_button_does(lk, fresh_dsn: str) -> None:
+    """A CLI-only DM could accept or reject what the bot misheard, not correct it (`review same` on a fact even
+    told them to edit it)."""
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        guess = Provenance(source=Source.inferred, confidence=0.3)
+        await mem.graph.add_entity(EntityIn(name="Ironhold", type=EntityType.place))
+        mira = await mem.graph.add_entity(
+            EntityIn(name="Mira", type=EntityType.npc, status="pending", provenance=guess)
+        )
+        korvash = await mem.graph.add_entity(EntityIn(name="Korvash", type=EntityType.npc))
+        fact = await mem.graph.add_relationship(
+            RelationshipIn(source_id=korvash.id, type="lives_in", value="Ironhld", status="pending", provenance=guess)
+        )
+        e, f = f"e{mira.id}", f"f{fact.id}"
+
+        # refused, each in one line that says what to give instead, and the item still waits
+        for args, said in [
+            (
+                (e, "--type", "dragon"),
+                "'dragon' is not an entity type; use one of npc, place, item, faction, quest, event, concept, player",
+            ),
+            ((f, "--target", "Ironhld"), "no entity named 'Ironhld' in this campaign"),
+            (
+                (f, "--name", "Ironhold"),
+                f"{f} is a fact: it takes --type (its relation), --target or --value, not --name",
+            ),
+            (
+                (e,),
+                f"nothing to change: give --name, --type, --description or --alias; `lorekeeper review accept {e}` "
+                "accepts it as it is",
+            ),
+        ]:
+            refused = lk("review", "edit", *args)
+            assert refused.returncode == 1 and refused.stderr.startswith(f"error: {said}"), refused.stderr
+        assert await mem.review.count() == 2
+
+        renamed = lk("review", "edit", e, "--name", "Mira Tolvanek", "--type", "NPC", "-d", "a smith")
+        assert renamed.returncode == 0, renamed.stderr
+        assert renamed.stdout == (
+            f"edited and accepted {e}: new npc 'Mira Tolvanek': a smith\n"
+            "its old name 'Mira' stays as an alias (`lorekeeper entity edit 'Mira Tolvanek' --alias -` clears it)\n"
+        )
+        moved = json.loads(lk("review", "edit", f, "--target", "Ironhold", "--json").stdout)
+        assert (moved["ref"], moved["fact"]["target_name"], moved["fact"]["value"]) == (f, "Ironhold", None)
+        assert moved["fact"]["status"] == "accepted"
+        assert (await mem.graph.get_entity("Mira")).model_dump(include={"name", "aliases", "status"}) == {
+            "name": "Mira Tolvanek",
+            "aliases": ["Mira"],
+            "status": ReviewStatus.accepted,
+        }
+        again = lk("review", "edit", e, "--name", "Mira")
+        assert again.returncode == 1 and again.stderr.startswith(f"error: {e} was already accepted")
+    finally:
+        await pool.close()
+
+
 async def test_entity_show_says_the_sessions_it_took_part_in_in_one_line(lk, fresh_dsn: str) -> None:
     """As /entity show does: a player of a two-year campaign took part in a hundred sessions, one line each."""
     assert lk("campaign", "create", "C").returncode == 0
@@ -614,7 +712,7 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
 
 def test_correct_with_campaign_entities(lk) -> None:
     assert lk("campaign", "load", str(EXAMPLE)).returncode == 0
-    out = lk("correct", "--campaign", "The Sunken Crown", input="We ride to iron hold at dawn.\n")
+    out = lk("correct", "-c", "The Sunken Crown", input="We ride to iron hold at dawn.\n")  # as other commands
     assert out.returncode == 0, out.stderr
     line = json.loads(out.stdout)
     assert line["text"] == "We ride to Ironhold at dawn." and line["raw_text"] == "We ride to iron hold at dawn."
