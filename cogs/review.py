@@ -24,6 +24,7 @@ from bot.app import LorekeeperBot
 from bot.checks import (
     DM_ROLE_KEY,
     REVIEW_CHANNEL_KEY,
+    UserError,
     describe_interaction,
     dm_campaign,
     dm_campaign_by_id,
