@@ -68,6 +68,8 @@ def item_embed(item: ReviewItem, *, decided_by: str | None = None) -> discord.Em
     if item.said is not None:
         embed.add_field(name="Said in", value=clip(item.said.where(), 1024))
         embed.add_field(name="Said", value=clip(f"{item.said.speaker}: “{item.said.text}”", 1024), inline=False)
+    if settled := item.settled():
+        embed.add_field(name="Accepting it", value=clip(settled, 1024), inline=False)
     if status != ReviewStatus.pending:
         embed.set_footer(text=f"{status.value}" + (f" by {decided_by}" if decided_by else ""))
     return embed

@@ -622,10 +622,18 @@ class ReviewItem(BaseModel):
     entity: Entity | None = None
     fact: Relationship | None = None
     said: Mention | None = None  # the first line it was drawn from: what the DM checks before deciding
+    closed: list[Relationship] = Field(default_factory=list)  # accepting the fact closed these: now history
+    outdated_by: Relationship | None = None  # accepted, the fact was history at once: this later one stands
 
     @property
     def ref(self) -> str:
         return f"{self.kind.value[0]}{self.id}"
+
+    def settled(self) -> str:
+        """What accepting the fact did to the facts it contradicts, for the DM's reply ('' when nothing)."""
+        if self.outdated_by is not None:
+            return f"kept as history, as a later fact stands: {self.outdated_by.describe()}"
+        return "closed: " + "; ".join(r.describe() for r in self.closed) if self.closed else ""
 
     def describe(self) -> str:
         if self.entity is not None:

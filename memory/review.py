@@ -191,7 +191,14 @@ class ReviewQueue:
                     if e.status == ReviewStatus.pending:
                         await g.set_entity_status(entity_id, ReviewStatus.accepted, dm_confirmed=True)
             await g.set_relationship(item.id, ReviewStatus.accepted, dm_confirmed=True)
-            await g.close_contradicted(item.id)
+            closed = await g.close_contradicted(item.id)
+            decided = await self._item(item.kind, item.id)
+            if item.id in closed:  # said in an older session than a fact accepted since
+                assert decided.fact is not None and decided.fact.superseded_by is not None
+                decided.outdated_by = await g.get_relationship(decided.fact.superseded_by)
+            else:
+                decided.closed = [await g.get_relationship(i) for i in closed]
+            return decided
         return await self._item(item.kind, item.id)
 
     async def reject(self, ref: str) -> ReviewItem:

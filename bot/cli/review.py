@@ -59,6 +59,12 @@ async def list_(ctx: click.Context, limit: int, campaign: str | None, as_json: b
         click.echo(f"… and {total - len(items)} more")
 
 
+def _decided(item: ReviewItem) -> str:
+    """The item and what accepting it closed, or that it was history at once."""
+    settled = item.settled()
+    return f"{item.describe()}; {settled}" if settled else item.describe()
+
+
 def _decide(verb: str) -> click.Command:
     @click.argument("ids", nargs=-1, required=True)
     @campaign_option
@@ -74,7 +80,7 @@ def _decide(verb: str) -> click.Command:
                 for ref in ids:
                     done.append(item := await getattr(mem.review, verb)(ref))
                     if not as_json:
-                        click.echo(f"{verb}ed {item.ref}: {item.describe()}")
+                        click.echo(f"{verb}ed {item.ref}: {_decided(item)}")
             finally:
                 # Each id is decided on its own, as each /review button is: those before a bad id stay decided,
                 # and the DM must see that before the error.
@@ -146,7 +152,7 @@ async def edit(
     if as_json:
         emit_json({"ref": item.ref, **item.model_dump(mode="json")})
         return
-    click.echo(f"edited and accepted {item.ref}: {item.describe()}")
+    click.echo(f"edited and accepted {item.ref}: {_decided(item)}")
     if before is not None and item.entity is not None and kept_old_name(before, item.entity):
         clear = f"lorekeeper entity edit {shlex.quote(item.entity.name)} --alias -"
         click.echo(f"its old name {before.name!r} stays as an alias (`{clear}` clears it)")

@@ -482,6 +482,29 @@ async def test_forms_wait_hours_for_their_submit(
         assert open_forms[custom_id].timeout >= 4 * 3600, custom_id
 
 
+async def test_accepting_a_fact_says_what_it_closed(
+    ashes: CampaignMemory, bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    g = ashes.graph
+    mira = await g.add_entity(EntityIn(name="Mira", type=EntityType.npc))
+    for place in ("Ironhold", "Saltmere"):
+        await g.add_entity(EntityIn(name=place, type=EntityType.place))
+    await g.link("Mira", "lives_in", "Ironhold")
+    heard = Provenance(source=Source.stated, confidence=0.4)
+    moved = await g.add_relationship(
+        RelationshipIn(
+            source_id=mira.id, type="lives_in", target_id=(await g.get_entity("Saltmere")).id, provenance=heard
+        )
+    )
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 1)
+    card = record.followups[0]
+    clicked = await fake_discord.click(card, card["components"][0]["components"][0]["custom_id"], user_id=dm)
+    assert clicked.callback_type == 7
+    assert "Accepting it: closed: Mira —lives_in→ Ironhold" in clicked.texts(), clicked.texts()
+    assert (await g.get_relationship(moved.id)).status == ReviewStatus.accepted
+
+
 async def test_two_dms_editing_the_same_item_get_distinct_modals(
     pending: list[str], ashes: CampaignMemory, fake_discord: FakeDiscord, guild: FakeGuild, dm: FakeMember
 ) -> None:

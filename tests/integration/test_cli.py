@@ -1025,3 +1025,24 @@ def test_campaign_load_says_what_it_replaced_and_a_dry_run_says_the_same_writing
         "Saltmarsh: entities: 0 new, 0 updated, 2 unchanged; relationships: 0 new, 0 updated, 1 unchanged\n"
     )
     assert json.loads(lk("campaign", "load", str(prep), "--json").stdout)["changes"] == []
+
+
+def test_a_fact_from_an_older_session_imported_late_is_accepted_as_history_and_says_so(lk, tmp_path: Path) -> None:
+    """A DM's walkthrough: the prologue, played last year, imported after the DM recorded that Corvin moved to the
+    Marsh. Accepting its "Corvin lives in Varrowmere" put him back in Varrowmere, and the reply said nothing."""
+    assert lk("campaign", "create", "T").returncode == 0
+    for name, kind in [("Corvin", "npc"), ("Varrowmere", "place"), ("Marsh", "place")]:
+        assert lk("entity", "add", name, kind).returncode == 0
+    assert lk("entity", "link", "Corvin", "lives_in", "Marsh").returncode == 0
+    (tmp_path / "old.txt").write_text("[00:00:10] DM: Corvin lives in Varrowmere.\n")
+    done = lk("ingest", str(tmp_path / "old.txt"), "--started", "2025-01-01", "--wait")
+    assert done.returncode == 0, done.stderr
+    [fact] = [i for i in json.loads(lk("review", "list", "--json").stdout) if i["kind"] == "fact"]
+    accepted = lk("review", "accept", fact["ref"])
+    assert accepted.returncode == 0, accepted.stderr
+    assert accepted.stdout == (
+        f"accepted {fact['ref']}: Corvin —lives_in→ Varrowmere; kept as history, as a later fact stands: "
+        "Corvin —lives_in→ Marsh\n"
+    )
+    shown = json.loads(lk("entity", "show", "Corvin", "--json").stdout)
+    assert [r["target_name"] for r in shown["relationships"] if r["type"] == "lives_in"] == ["Marsh"]

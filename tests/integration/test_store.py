@@ -567,7 +567,8 @@ async def test_a_fact_heard_in_an_older_session_imported_late_is_history_once_ac
         )
     )
     assert heard.valid_from == dt.datetime(2025, 1, 1, 20, 1, 30, tzinfo=dt.UTC)
-    await campaign.review.accept(f"f{heard.id}")
+    accepted = await campaign.review.accept(f"f{heard.id}")
+    assert accepted.settled() == "kept as history, as a later fact stands: Corvin —lives_in→ Marsh"
     assert [r.describe() for r in await g.relationships_of(corvin.id)] == ["Corvin —lives_in→ Marsh"]
     history = await g.get_relationship(heard.id)
     assert history.status == ReviewStatus.accepted and history.valid_to is not None
@@ -580,8 +581,10 @@ async def test_a_fact_heard_in_an_older_session_imported_late_is_history_once_ac
             source_id=corvin.id, type="lives_in", target_id=(await g.get_entity("Saltmere")).id, provenance=said
         )
     )
-    await campaign.review.accept(f"f{moved.id}")
+    accepted = await campaign.review.accept(f"f{moved.id}")
+    assert accepted.settled() == "closed: Corvin —lives_in→ Marsh"
     assert [r.describe() for r in await g.relationships_of(corvin.id)] == ["Corvin —lives_in→ Saltmere"]
+    assert (await campaign.review.get(f"f{moved.id}")).settled() == ""  # said once, when it is accepted
 
 
 async def test_unlinking_a_mistaken_fact_reopens_what_it_closed_unless_something_current_contradicts_it(
