@@ -440,13 +440,15 @@ class Review(commands.Cog):
         channel = guild.get_channel(int(campaign.settings[REVIEW_CHANNEL_KEY]))
         if not isinstance(channel, discord.TextChannel):
             return 0
+        mem: CampaignMemory = self.bot.memory.campaign(campaign.id)
+        # each item once, remembered in the database (a restart does not post it again, a failed send does)
+        fresh = await mem.review.pending(limit=POST_BATCH, unposted=True)
+        if not fresh:
+            return 0  # before the check below, which may ask Discord about members added by name
         # set before setup refused it, or opened since
         if (who := await open_to_players(channel, campaign.settings.get(DM_ROLE_KEY))) is not None:
             log.warning("not posting review items to #%s of guild %s: it is open to %s", channel.name, guild.id, who)
             return 0
-        mem: CampaignMemory = self.bot.memory.campaign(campaign.id)
-        # each item once, remembered in the database (a restart does not post it again, a failed send does)
-        fresh = await mem.review.pending(limit=POST_BATCH, unposted=True)
         for item in fresh:
             await channel.send(embed=item_embed(item), view=item_view(campaign.id, item.ref))
             await mem.review.mark_posted(item)
