@@ -39,6 +39,8 @@ class Admin(commands.GroupCog, group_name="lorekeeper", group_description="Lorek
                 "@everyone is every member's role: as the DM role it would show every player the secrets and let "
                 "them run the DM's commands. Choose the role only the DM holds."
             )
+        # the channel check below may ask Discord about members added to it by name: past the 3 s to answer
+        await interaction.response.defer(ephemeral=True, thinking=True)
         # stored with each campaign (new ones copy the active one's), but the server's: set on all of them
         campaign, _ = await active_campaign(interaction)
         settings = dict(campaign.settings)
@@ -67,7 +69,7 @@ class Admin(commands.GroupCog, group_name="lorekeeper", group_description="Lorek
         dm = f"<@&{role_id}> (and Manage Server)" if role_id else "members with Manage Server"
         where = f"<#{channel_id}>" if channel_id else "only through /review"
         scope = "Set for every campaign of this server" if changing else "This server"
-        await interaction.response.send_message(f"{scope} — DM: {dm}; review items: {where}.", ephemeral=True)
+        await interaction.followup.send(f"{scope} — DM: {dm}; review items: {where}.", ephemeral=True)
 
     @app_commands.command(description="Sync slash commands (bot owner only)")
     @app_commands.describe(scope="guild: this server, at once; global: every server, within the hour")
