@@ -1,7 +1,7 @@
 """``/recall`` (what was said about something, with where it was said) and ``/recap`` (a session's summary).
 
 Retrieval is ``memory.recall`` (L2 vectors + L1 full text, fused) — full text only when the bot was built
-without an embedder — plus the accepted facts of an entity the query names, secret ones only for the DM.
+without an embedder — after the current facts of the entities the query names (``memory.recall.named_entities``).
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from discord.ext import commands
 
 from bot.app import LorekeeperBot
 from bot.checks import UserError, active_campaign, member_is_dm
-from bot.views import MAX_FIELD_VALUE, clip, name_choices, safe_autocomplete
+from bot.views import MAX_EMBED_TOTAL, add_field_within, clip, name_choices, safe_autocomplete
 from memory import recall as recall_core
 from memory.jobs import recap_for_players
-from memory.models import Visibility
 from memory.recall import RecallHit
 
 HITS = 5
@@ -55,22 +54,21 @@ class Recall(commands.Cog):
         embedder = self.bot.embedder
         hits = await recall_core.recall(mem, embedder, query, limit=HITS, mode="both" if embedder else "fulltext")
         embed = discord.Embed(title=clip(f"Recall: {query}", 256), colour=0x3498DB)
-        # players heard what was said, but a name the DM keeps secret stays hidden in what they read back
-        mask = str if dm else await mem.graph.player_mask()
-        entity = await mem.graph.find_entity(query)
-        # a secret or unreviewed entity is as good as unknown to players: neither it nor its facts are shown
-        if entity is not None and (dm or entity.visibility == Visibility.public) and entity.status == "accepted":
-            facts = await mem.graph.relationships_of(entity.id, include_secret=dm)
-            lines = [mask(f.describe()) + (" 🔒" if f.visibility == Visibility.secret else "") for f in facts]
-            about = mask(entity.description or "") or "*no description*"
-            embed.add_field(
-                name=clip(entity.name, 256), value=clip("\n".join([about, *lines]), MAX_FIELD_VALUE), inline=False
-            )
+        # what the graph knows now comes first: a passage says what was true then ("Thrennick has the Ember Key")
+        for known in await recall_core.named_entities(mem, query, dm=dm):
+            about = known.description or "*no description*"
+            add_field_within(embed, clip(known.heading(), 256), [about, *known.fact_lines()], inline=False)
+        # Discord shows an embed's fields below its description: passages after facts need an embed of their own
+        passages = discord.Embed(colour=0x3498DB) if embed.fields else embed
         if hits:
-            embed.description = clip("\n\n".join(cite(h, mask) for h in hits), 4000)
+            # players heard what was said, but a name the DM keeps secret stays hidden in what they read back
+            mask = str if dm else await mem.graph.player_mask()
+            room = min(4000, MAX_EMBED_TOTAL - len(embed))  # a message's embeds share Discord's 6,000 characters
+            passages.description = clip("\n\n".join(cite(h, mask) for h in hits), room)
         elif not embed.fields:
             embed.description = "Nothing in this campaign's sessions matches that."
-        await interaction.followup.send(embed=embed, ephemeral=True)
+        embeds = [embed, passages] if hits and passages is not embed else [embed]
+        await interaction.followup.send(embeds=embeds, ephemeral=True)
 
     @app_commands.command(description="The summary of a session (default: the latest)")
     @app_commands.describe(session="The session's title (default: the latest)")

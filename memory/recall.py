@@ -3,21 +3,30 @@
 Vectors find paraphrases ("the dragon under the lake"), full text finds rare exact words (names, items); RRF
 needs no score calibration between the two. Each hit is a chunk (a window of utterances) and cites the
 ``ref`` of every L1 entry it covers. Discord-free: the bot's /recall and ``lorekeeper recall`` both call this.
+
+A passage says what was true when it was said ("Thrennick has the Ember Key"); the entities a query names come
+with their current facts from the graph (:func:`named_entities`), so an answer shows what has changed since.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel
 
-from memory.models import Chunk, Entry, where_said
+from memory.correction.text import normalize, spaced_form, tokenize
+from memory.gazetteer import Gazetteer
+from memory.models import Chunk, EntityType, Entry, Visibility, where_said
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
 
 RRF_K = 60  # the usual constant: dampens the gap between the first ranks
 Mode = Literal["both", "vector", "fulltext"]
+#: Entities of a query shown with their facts: a question names one or two; more would bury the passages.
+NAMED_LIMIT = 3
+SECRET_MARK = " 🔒"
 
 
 class RecallHit(BaseModel):
@@ -150,3 +159,83 @@ async def recall(
 
 def _entry_ids(unit: Chunk | Entry) -> list[int]:
     return [unit.id] if isinstance(unit, Entry) else list(unit.entry_ids)
+
+
+class KnownFact(BaseModel):
+    text: str  # "Ember Key —owned_by→ Pip"
+    secret: bool
+
+
+class NamedEntity(BaseModel):
+    """An entity a query names, as its reader may see it: its description and its current facts."""
+
+    name: str
+    type: EntityType
+    secret: bool
+    description: str
+    facts: list[KnownFact]
+
+    def heading(self) -> str:
+        return self.name + SECRET_MARK * self.secret
+
+    def fact_lines(self) -> list[str]:
+        return [f.text + SECRET_MARK * f.secret for f in self.facts]
+
+
+async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: int = NAMED_LIMIT) -> list[NamedEntity]:
+    """The accepted entities ``query`` names (a name or an alias, whole words, longest first), in the order it
+    names them, with their current facts. Players (not ``dm``) see neither a secret entity nor a secret fact, and
+    a secret name in what they read is masked."""
+    found = Gazetteer(_worded(await _names(mem, include_secret=dm), query)).find(query)
+    named = list({e.id: e for _, _, e in found}.values())[:limit]
+    if not named:
+        return []
+    mask = str if dm else await mem.graph.player_mask()
+    out: list[NamedEntity] = []
+    for called in named:
+        entity = await mem.graph.get_entity_by_id(called.id)
+        facts = await mem.graph.relationships_of(entity.id, include_secret=dm)
+        out.append(
+            NamedEntity(
+                name=entity.name,
+                type=entity.type,
+                secret=entity.visibility == Visibility.secret,
+                description=mask(entity.description),
+                facts=[KnownFact(text=mask(f.describe()), secret=f.visibility == Visibility.secret) for f in facts],
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Called:
+    """What the gazetteer needs of an entity: a campaign may have thousands, and a query names one or two."""
+
+    id: int
+    name: str
+    aliases: list[str]
+
+
+async def _names(mem: CampaignMemory, *, include_secret: bool) -> list[_Called]:
+    rows = await mem.db.fetch(
+        """
+        SELECT e.id, e.name, coalesce(array_agg(a.alias) FILTER (WHERE a.alias IS NOT NULL), '{}') AS aliases
+        FROM entities e LEFT JOIN entity_aliases a ON a.campaign_id = $1 AND a.entity_id = e.id
+        WHERE e.campaign_id = $1 AND e.status = 'accepted' AND ($2 OR e.visibility = 'public')
+        GROUP BY e.id
+        """,
+        mem.campaign_id,
+        include_secret,
+    )
+    return [_Called(r["id"], r["name"], r["aliases"]) for r in rows]
+
+
+def _worded(entities: list[_Called], query: str) -> list[_Called]:
+    """Those with a name or alias whose every word is one of the query's, all the gazetteer could find: building
+    it for each of a large campaign's entities would take longer than the search."""
+    words = {w for t in tokenize(query) for w in (t.norm, normalize(query[t.start : t.end]))}
+    return [
+        e
+        for e in entities
+        if any(set(form(s).split()) <= words for s in (e.name, *e.aliases) for form in (normalize, spaced_form))
+    ]

@@ -1,5 +1,5 @@
-"""`lorekeeper recall`: what was said about something — vector (L2) and full-text (L1) hits, with sources;
-`lorekeeper recap`: a session's summary."""
+"""`lorekeeper recall`: what was said about something — vector (L2) and full-text (L1) hits, with sources, after
+the current facts of the entities the query names; `lorekeeper recap`: a session's summary."""
 
 from __future__ import annotations
 
@@ -48,9 +48,11 @@ async def recall(
                     sys.stdout.flush()
             return
         hits = await recall_core.recall(mem, embedder, query, limit=limit, mode=mode)
+        named = await recall_core.named_entities(mem, query, dm=True)  # the DM's: secrets shown, marked
     if as_json:
-        emit_json(hits)
+        emit_json({"entities": named, "hits": hits})
     else:
+        print_named(named)
         print_hits(hits)
 
 
@@ -83,6 +85,14 @@ async def recap(ctx: click.Context, session: str | None, campaign: str | None, a
         click.echo("still running: its recap is written when it ends")
     else:
         click.echo("no summary yet: `lorekeeper worker --drain` writes it if the bot is not running")
+
+
+def print_named(named: list[recall_core.NamedEntity]) -> None:
+    """What the graph knows now of each entity named, before the passages that say what was true then."""
+    for known in named:
+        click.echo(f"{known.heading()} ({known.type.value})")
+        for line in [*known.description.splitlines(), *known.fact_lines()]:
+            click.echo(f"     {line}")
 
 
 def print_hits(hits: list[recall_core.RecallHit]) -> None:

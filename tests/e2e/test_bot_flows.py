@@ -979,6 +979,45 @@ async def test_recall_cites_session_speaker_time_and_hides_secrets(
     assert nothing.texts() == ["Recall: zeppelin", "Nothing in this campaign's sessions matches that."]
 
 
+async def test_recall_shows_what_the_graph_knows_now_of_each_entity_named_before_the_passages(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    """A DM's walkthrough: "who has the Ember Key now" put Night 1's "Thrennick has the Ember Key" first, and
+    nothing said that Pip has had it since."""
+    g = ashes.graph
+    key = await g.add_entity(EntityIn(name="Ember Key", type=EntityType.item, description="Opens a vault"))
+    thrennick = await g.add_entity(EntityIn(name="Thrennick", type=EntityType.npc))
+    pip = await g.add_entity(EntityIn(name="Pip", type=EntityType.npc))
+    holt = await g.add_entity(EntityIn(name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret))
+    for owner in (thrennick, pip):  # Pip's closes Thrennick's
+        await g.add_relationship(RelationshipIn(source_id=key.id, type="owned_by", target_id=owner.id))
+    await g.add_relationship(
+        RelationshipIn(source_id=pip.id, type="works_for", target_id=holt.id, visibility=Visibility.secret)
+    )
+    night = await ashes.log.start_session("Night 1")
+    await ashes.log.write_many(night.id, [EntryIn(speaker="DM", text="Thrennick has the Ember Key.", start_s=5.0)])
+
+    asked = await fake_discord.invoke("recall", {"query": "who has the Ember Key now?"}, user_id=player)
+    # the facts come first: an embed of their own, as Discord shows a description above the fields
+    assert asked.texts() == [
+        "Recall: who has the Ember Key now?",
+        "Ember Key: Opens a vault\nEmber Key —owned_by→ Pip",
+        "“DM: Thrennick has the Ember Key.”\n— **DM**, Night 1 at 0:05",
+    ]
+    question = {"query": "Does Pip work for Vaskerrin Holt?"}
+    as_player = await fake_discord.invoke("recall", question, user_id=player)
+    # a secret entity and a secret fact are as good as unknown to players
+    assert as_player.texts() == [
+        "Recall: Does Pip work for Vaskerrin Holt?",
+        "Pip: *no description*\nEmber Key —owned_by→ Pip",
+    ]
+    as_dm = await fake_discord.invoke("recall", question, user_id=dm)
+    assert as_dm.texts()[1:] == [
+        "Pip: *no description*\nEmber Key —owned_by→ Pip\nPip —works_for→ Vaskerrin Holt 🔒",
+        "Vaskerrin Holt 🔒: *no description*\nPip —works_for→ Vaskerrin Holt 🔒",
+    ]
+
+
 async def test_recall_help_says_it_finds_any_of_the_words(
     session_log: CampaignMemory, fake_discord: FakeDiscord, player: FakeMember
 ) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import asyncpg
 
 from memory.db import create_pool
-from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewStatus, Source
+from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
 from memory.store import Memory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -579,7 +579,9 @@ def test_ingest_wait_recall_and_batch_recall(lk, tmp_path: Path) -> None:
     again = lk("ingest", str(SAMPLE), "--session", "Session 1", "--wait")
     assert again.returncode == 0 and "0 new" in again.stdout
 
-    hits = json.loads(lk("recall", "who is the blacksmith of Ironhold", "--json", "--limit", "3").stdout)
+    asked = json.loads(lk("recall", "who is the blacksmith of Ironhold", "--json", "--limit", "3").stdout)
+    assert [e["name"] for e in asked["entities"]] == ["Ironhold"]
+    hits = asked["hits"]
     assert 1 <= len(hits) <= 3
     assert any("blacksmith" in h["text"] for h in hits)
     assert all(h["refs"] and h["refs"][0].startswith("s1:L") for h in hits)
@@ -1046,3 +1048,42 @@ def test_a_fact_from_an_older_session_imported_late_is_accepted_as_history_and_s
     )
     shown = json.loads(lk("entity", "show", "Corvin", "--json").stdout)
     assert [r["target_name"] for r in shown["relationships"] if r["type"] == "lives_in"] == ["Marsh"]
+
+
+async def test_recall_says_what_the_graph_knows_now_before_what_was_said_then(lk, fresh_dsn: str) -> None:
+    """A DM's walkthrough: "who has the Ember Key now" put Night 1's "Thrennick has the Ember Key" first, and
+    nothing said that Pip has had it since."""
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        key = await mem.graph.add_entity(EntityIn(name="Ember Key", type=EntityType.item, description="Opens a vault"))
+        thrennick = await mem.graph.add_entity(EntityIn(name="Thrennick", type=EntityType.npc))
+        pip = await mem.graph.add_entity(EntityIn(name="Pip", type=EntityType.npc))
+        holt = await mem.graph.add_entity(
+            EntityIn(name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret)
+        )
+        for owner in (thrennick, pip):  # Pip's closes Thrennick's
+            await mem.graph.add_relationship(RelationshipIn(source_id=key.id, type="owned_by", target_id=owner.id))
+        await mem.graph.add_relationship(
+            RelationshipIn(source_id=pip.id, type="works_for", target_id=holt.id, visibility=Visibility.secret)
+        )
+        night = await mem.log.start_session("Night 1")
+        await mem.log.write_many(night.id, [EntryIn(speaker="DM", text="Thrennick has the Ember Key.", ref="l1")])
+    finally:
+        await pool.close()
+    asked = lk("recall", "who has the Ember Key now, Pip?", "--mode", "fulltext")
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout.startswith(
+        "Ember Key (item)\n     Opens a vault\n     Ember Key —owned_by→ Pip\n"
+        "Pip (npc)\n     Ember Key —owned_by→ Pip\n     Pip —works_for→ Vaskerrin Holt 🔒\n"
+        "1. [Night 1 (l1)] "
+    ), asked.stdout
+    as_json = json.loads(lk("recall", "who has the Ember Key now, Pip?", "--mode", "fulltext", "--json").stdout)
+    assert [(e["name"], [f["text"] for f in e["facts"]]) for e in as_json["entities"]] == [
+        ("Ember Key", ["Ember Key —owned_by→ Pip"]),
+        ("Pip", ["Ember Key —owned_by→ Pip", "Pip —works_for→ Vaskerrin Holt"]),
+    ]
+    assert [f["secret"] for f in as_json["entities"][1]["facts"]] == [False, True]
+    assert [h["text"] for h in as_json["hits"]] == ["DM: Thrennick has the Ember Key."]

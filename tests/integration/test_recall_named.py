@@ -1,0 +1,68 @@
+"""The entities a recall query names, with what the graph knows of them now, on the real embedded PostgreSQL."""
+
+from __future__ import annotations
+
+from memory.models import EntityIn, EntityType, RelationshipIn, ReviewStatus, Visibility
+from memory.recall import KnownFact, named_entities
+from memory.store import CampaignMemory, Memory
+
+
+async def ember_key(campaign: CampaignMemory) -> None:
+    """Night 1: Thrennick has the Ember Key; later Pip does. A secret patron, and an NPC still in review."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Ember", type=EntityType.place, description="a mining town"))
+    key = await g.add_entity(
+        EntityIn(name="Ember Key", type=EntityType.item, description="Opens the Vaskerrin vault", aliases=["the key"])
+    )
+    thrennick = await g.add_entity(EntityIn(name="Thrennick", type=EntityType.npc, aliases=["the fence"]))
+    pip = await g.add_entity(EntityIn(name="Pip", type=EntityType.npc, description="a halfling thief"))
+    holt = await g.add_entity(EntityIn(name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret))
+    await g.add_entity(EntityIn(name="Mira", type=EntityType.npc, status=ReviewStatus.pending))
+    await g.add_relationship(RelationshipIn(source_id=key.id, type="owned_by", target_id=thrennick.id))
+    await g.add_relationship(RelationshipIn(source_id=key.id, type="owned_by", target_id=pip.id))  # closes it
+    await g.add_relationship(
+        RelationshipIn(source_id=pip.id, type="works_for", target_id=holt.id, visibility=Visibility.secret)
+    )
+    await g.add_relationship(RelationshipIn(source_id=pip.id, type="status", value="hiding", visibility="secret"))
+
+
+async def test_a_question_names_entities_anywhere_and_gets_their_current_facts(campaign: CampaignMemory) -> None:
+    await ember_key(campaign)
+    (key,) = await named_entities(campaign, "who has the Ember Key now?", dm=False)  # not the town of Ember
+    assert (key.name, key.description) == ("Ember Key", "Opens the [secret] vault")  # the secret name masked
+    assert key.facts == [KnownFact(text="Ember Key —owned_by→ Pip", secret=False)]  # Thrennick's is history
+
+    # an alias and a possessive, in the order the question names them, each entity once
+    named = await named_entities(campaign, "Did the fence sell THE KEY to Pip's friends? The fence!", dm=False)
+    assert [n.name for n in named] == ["Thrennick", "Ember Key", "Pip"]
+    assert named[2].description == "a halfling thief" and named[2].facts == [
+        KnownFact(text="Ember Key —owned_by→ Pip", secret=False)
+    ]
+    assert [n.name for n in await named_entities(campaign, "what of the Ember Key's history", dm=False)] == [
+        "Ember Key"
+    ]
+    assert await named_entities(campaign, "the embers of Pipkin", dm=False) == []  # whole words only
+
+
+async def test_players_see_no_secret_or_unreviewed_entity_and_no_secret_fact(campaign: CampaignMemory) -> None:
+    await ember_key(campaign)
+    question = "Is Pip working for Vaskerrin Holt, or for Mira?"
+    (pip,) = await named_entities(campaign, question, dm=False)
+    assert pip.facts == [KnownFact(text="Ember Key —owned_by→ Pip", secret=False)] and not pip.secret
+
+    pip, holt = await named_entities(campaign, question, dm=True)  # Mira is still waiting for review
+    assert [f.text for f in pip.facts if f.secret] == ["Pip —status→ hiding", "Pip —works_for→ Vaskerrin Holt"]
+    assert (
+        holt.secret
+        and holt.heading() == "Vaskerrin Holt 🔒"
+        and holt.fact_lines() == ["Pip —works_for→ Vaskerrin Holt 🔒"]
+    )
+
+
+async def test_at_most_three_entities_and_only_this_campaigns(campaign: CampaignMemory, memory: Memory) -> None:
+    await ember_key(campaign)
+    other = memory.campaign((await memory.campaigns().create("Other")).id)
+    await other.graph.add_entity(EntityIn(name="Thrennick", type=EntityType.npc, description="another one"))
+    named = await named_entities(campaign, "Thrennick, Pip, the Ember Key and Vaskerrin Holt", dm=True)
+    assert [n.name for n in named] == ["Thrennick", "Pip", "Ember Key"]
+    assert [n.description for n in await named_entities(other, "Thrennick and Pip", dm=True)] == ["another one"]
