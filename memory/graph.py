@@ -862,8 +862,9 @@ class KnowledgeGraph:
                 newer["id"],
             )
             return [rel.id]
+        # they held until it became true (said in a session imported today: then, not today), as above
         rows = await self.db.fetch(
-            f"UPDATE relationships SET valid_to = now(), superseded_by = $2 WHERE {contradicting}"
+            f"UPDATE relationships SET valid_to = $7, superseded_by = $2 WHERE {contradicting}"
             " AND valid_from <= $7 RETURNING id",
             *args,
         )
