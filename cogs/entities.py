@@ -81,10 +81,12 @@ def entity_embed(
     relationships: list[str],
     last_mention: Mention | None,
     mask: Callable[[str], str] = str,
+    history: list[str] | None = None,
 ) -> discord.Embed:
     """The entity card; every part is trimmed against a running total, so the embed always stays within
     Discord's 6,000 characters (the parts come in order of importance: the last ones are cut first). ``mask``
-    hides what its reader may not see in the text the DM or the table wrote (secret names, for players)."""
+    hides what its reader may not see in the text the DM or the table wrote (secret names, for players).
+    ``history``: the facts that no longer hold, when asked for (None: not asked)."""
     title = entity.name + (" 🔒" if entity.visibility == Visibility.secret else "")
     embed = discord.Embed(
         title=clip(title, MAX_TITLE),
@@ -102,6 +104,9 @@ def entity_embed(
         add_field_within(embed, "Attributes", lines, inline=False)
     if relationships:
         add_field_within(embed, "Relationships", [mask(r) for r in relationships], inline=False)
+    if history is not None:
+        past = [mask(line) for line in history] or ["no fact about it has changed yet"]
+        add_field_within(embed, "History, newest first", past, inline=False)
     if last_mention:
         said = f"{last_mention.where()}, {last_mention.speaker}: “{mask(last_mention.text)}”"
         add_field_within(embed, "Last mentioned", said, inline=False)
@@ -174,9 +179,9 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         await Paginator.reply(interaction, paged_embeds(title, lines))
 
     @app_commands.command(description="Show an entity: attributes, aliases, relationships, last mention")
-    @app_commands.describe(name="The entity's name or an alias")
+    @app_commands.describe(name="The entity's name or an alias", history="Also the facts that no longer hold")
     @app_commands.autocomplete(name=entity_names)
-    async def show(self, interaction: discord.Interaction, name: str) -> None:
+    async def show(self, interaction: discord.Interaction, name: str, history: bool = False) -> None:
         campaign, mem = await active_campaign(interaction)
         dm = member_is_dm(interaction, campaign)
         snap = await _snapshot(mem, name, dm=dm)
@@ -186,7 +191,14 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             lines.append(sessions)
         last = await mem.graph.last_mention(snap.entity)
         mask = str if dm else await mem.graph.player_mask()
-        embed = entity_embed(snap.entity, relationships=lines, last_mention=last, mask=mask)
+        past = await mem.graph.history(snap.entity.id, include_secret=dm) if history else None
+        embed = entity_embed(
+            snap.entity,
+            relationships=lines,
+            last_mention=last,
+            mask=mask,
+            history=None if past is None else [p.describe_past(" 🔒") for p in past],
+        )
         await interaction.response.send_message(embed=embed, ephemeral=True)
 
     @app_commands.command(description="Change an entity (DM only)")

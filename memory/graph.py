@@ -25,6 +25,7 @@ from memory.models import (
     Mention,
     MergeResult,
     Neighbourhood,
+    PastFact,
     PathStep,
     Provenance,
     Relationship,
@@ -861,8 +862,9 @@ class KnowledgeGraph:
                 newer["id"],
             )
             return [rel.id]
+        # they held until it became true (said in a session imported today: then, not today), as above
         rows = await self.db.fetch(
-            f"UPDATE relationships SET valid_to = now(), superseded_by = $2 WHERE {contradicting}"
+            f"UPDATE relationships SET valid_to = $7, superseded_by = $2 WHERE {contradicting}"
             " AND valid_from <= $7 RETURNING id",
             *args,
         )
@@ -1054,6 +1056,25 @@ class KnowledgeGraph:
             include_history,
         )
         return [relationship_from_row(r) for r in rows]
+
+    async def history(self, entity_id: int, *, include_secret: bool = False) -> list[PastFact]:
+        """The accepted facts touching an entity that no longer hold, the last to end first, each with the title of
+        the session it was heard in: what was true before (the Ember Key's owners, "status: alive"). Visible as
+        :meth:`relationships_of` filters them."""
+        past = [
+            r
+            for r in await self.relationships_of(entity_id, include_secret=include_secret, include_history=True)
+            if r.valid_to is not None
+        ]
+        said_in = {r.provenance.session_id for r in past} - {None}
+        rows = await self.db.fetch(
+            "SELECT id, title FROM sessions WHERE campaign_id = $1 AND id = ANY($2::bigint[])",
+            self.campaign_id,
+            sorted(said_in),
+        )
+        titles: dict[int | None, str] = {r["id"]: r["title"] for r in rows}
+        past.sort(key=lambda r: (r.valid_to, r.valid_from, r.id), reverse=True)
+        return [PastFact(**r.model_dump(), session_title=titles.get(r.provenance.session_id)) for r in past]
 
     async def neighbourhood(self, name: str, *, depth: int = 1, include_secret: bool = False) -> Neighbourhood:
         """The visible subgraph around an entity: its current relationships up to ``depth`` hops and the

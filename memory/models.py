@@ -11,7 +11,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -471,6 +471,28 @@ class Relationship(BaseModel):
     def describe(self) -> str:
         other = self.target_name if self.target_id is not None else self.value
         return f"{self.source_name} —{self.type}→ {other}"
+
+
+class PastFact(Relationship):
+    """A fact that no longer holds (a later one closed it): when it held and where it was heard."""
+
+    session_title: str | None = None  # of the session it was heard in, while that session is kept
+
+    def heard(self) -> str:
+        if self.session_title is not None:
+            return f"heard in {self.session_title}"
+        if self.provenance.session_id is not None:
+            return "heard in a session since deleted"
+        return {Source.dm: "said by the DM", Source.campaign_file: "from the campaign file"}.get(
+            self.provenance.source, self.provenance.source.value
+        )
+
+    def describe_past(self, secret_mark: str = "") -> str:
+        """``Ember Key —owned_by→ Kael (2025-04-01 → 2025-05-01, heard in Night 2)``, dates in UTC."""
+        assert self.valid_to is not None
+        held = f"{self.valid_from.astimezone(UTC):%Y-%m-%d} → {self.valid_to.astimezone(UTC):%Y-%m-%d}"
+        mark = secret_mark if self.visibility == Visibility.secret else ""
+        return f"{self.describe()}{mark} ({held}, {self.heard()})"
 
 
 class Mention(BaseModel):

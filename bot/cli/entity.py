@@ -120,19 +120,22 @@ async def list_(ctx: click.Context, type_: str | None, campaign: str | None, as_
 
 @entity.command("show")
 @click.argument("name")
+@click.option("--history", is_flag=True, help="Also the facts that no longer hold, newest first.")
 @campaign_option
 @json_option
 @click.pass_context
 @async_command
-async def show(ctx: click.Context, name: str, campaign: str | None, as_json: bool) -> None:
+async def show(ctx: click.Context, name: str, history: bool, campaign: str | None, as_json: bool) -> None:
     """An entity with its attributes, relationships and where it was last mentioned."""
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
         snap = await mem.graph.snapshot(name, include_secret=True)
         last = await mem.graph.last_mention(snap.entity)
+        past = await mem.graph.history(snap.entity.id, include_secret=True) if history else []
     if as_json:
-        emit_json({**snap.model_dump(mode="json"), "last_mention": last.model_dump(mode="json") if last else None})
+        shown = {**snap.model_dump(mode="json"), "last_mention": last.model_dump(mode="json") if last else None}
+        emit_json(shown | ({"history": [p.model_dump(mode="json") for p in past]} if history else {}))
         return
     e = snap.entity
     marks = [e.type.value] + ["secret"] * (e.visibility == "secret") + ["waiting for review"] * (e.status == "pending")
@@ -149,6 +152,10 @@ async def show(ctx: click.Context, name: str, campaign: str | None, as_json: boo
         click.echo(f"  - {r.describe()}" + (" (secret)" if r.visibility == Visibility.secret else ""))
     if sessions:
         click.echo(f"  {sessions}")
+    if history:
+        click.echo("  history, newest first:" if past else "  history: no fact about it has changed yet")
+        for p in past:
+            click.echo(f"  - {p.describe_past(' (secret)')}")
     if last:
         click.echo(f"  last mentioned in {last.where()} by {last.speaker}: {last.text[:100]}")
 

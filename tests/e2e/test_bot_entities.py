@@ -421,6 +421,40 @@ async def test_link_secret_only_the_dm_sees_and_relinking_keeps_it(
     assert len(await world.graph.relationships_of(fact.source_id, include_secret=True)) == 1
 
 
+async def test_show_history_gives_players_only_the_public_past_with_secret_names_masked(
+    world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    """The graph kept closed facts, but no command showed them: nobody could see that Eldrinax slept before he
+    woke. A player sees the public past only, as the current facts, and no secret name in it."""
+    eldrinax = await world.graph.get_entity("Eldrinax")
+    ball = await world.log.start_session("Queen Mab's ball", started_at=datetime(2025, 3, 1, 20, tzinfo=UTC))
+    heard = Provenance(source=Source.stated, confidence=0.9, session_id=ball.id)
+    ironhold = (await world.graph.get_entity("Ironhold")).id
+    await world.graph.add_relationship(
+        RelationshipIn(source_id=eldrinax.id, type="home", target_id=ironhold, provenance=heard)
+    )
+    for options in (
+        {"relation": "home", "value": "the sky"},
+        {"relation": "status", "value": "sleeping", "secret": True},
+        {"relation": "status", "value": "awake"},
+    ):
+        await fake_discord.invoke("entity link", {"source": "Eldrinax"} | options, user_id=dm)
+
+    as_dm = "\n".join(
+        (await fake_discord.invoke("entity show", {"name": "Eldri", "history": True}, user_id=dm)).texts()
+    )
+    assert "History, newest first: Eldrinax —status→ sleeping 🔒 (" in as_dm
+    assert "Eldrinax —home→ Ironhold (2025-03-01 → " in as_dm and ", heard in Queen Mab's ball)" in as_dm
+    shown = await fake_discord.invoke("entity show", {"name": "Eldrinax", "history": True}, user_id=player)
+    as_player = "\n".join(shown.texts())
+    assert "sleeping" not in as_player and "Queen Mab" not in as_player
+    assert "History, newest first: Eldrinax —home→ Ironhold (2025-03-01 → " in as_player
+    assert ", heard in [secret]'s ball)" in as_player
+    assert "History" not in "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"})).texts())
+    other_end = await fake_discord.invoke("entity show", {"name": "Ironhold", "history": True}, user_id=player)
+    assert "History, newest first: Eldrinax —home→ Ironhold (2025-03-01 → " in "\n".join(other_end.texts())
+
+
 async def test_text_with_a_nul_character_is_refused_clearly(
     world, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
 ) -> None:

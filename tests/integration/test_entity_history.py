@@ -1,0 +1,115 @@
+"""An entity's history: the facts that no longer hold, when they held and where they were heard."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Callable
+
+from memory.db import create_pool
+from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, Source, Visibility
+from memory.store import CampaignMemory, Memory
+
+
+async def ember_key(campaign: CampaignMemory) -> None:
+    """The Ember Key went Thrennick → Kael → Pip, each heard in a session; a guess the DM rejected; a secret state
+    the DM closed; Tavian alive in the campaign file, dead since by the DM's word."""
+    g = campaign.graph
+    key = await g.add_entity(EntityIn(name="Ember Key", type=EntityType.item))
+    for name in ("Thrennick", "Kael", "Pip", "Vex"):
+        await g.add_entity(EntityIn(name=name, type=EntityType.npc))
+    for month, (title, owner) in enumerate([("Night 1", "Thrennick"), ("Night 2", "Kael"), ("Night 3", "Pip")], 3):
+        night = await campaign.log.start_session(title, started_at=dt.datetime(2025, month, 1, 20, tzinfo=dt.UTC))
+        heard = Provenance(source=Source.stated, confidence=0.9, session_id=night.id, timestamp=60)
+        owner_id = (await g.get_entity(owner)).id
+        await g.add_relationship(
+            RelationshipIn(source_id=key.id, type="owned_by", target_id=owner_id, provenance=heard)
+        )
+    guess = Provenance(source=Source.inferred, confidence=0.3, session_id=night.id)
+    vex = (await g.get_entity("Vex")).id
+    wrong = await g.add_relationship(RelationshipIn(source_id=key.id, type="owned_by", target_id=vex, provenance=guess))
+    await campaign.review.reject(f"f{wrong.id}")
+    await g.link("Ember Key", "status", value="cursed", secret=True)
+    await g.link("Ember Key", "status", value="cleansed")
+    tavian = await g.add_entity(EntityIn(name="Tavian", type=EntityType.npc))
+    said = Provenance(source=Source.campaign_file)
+    await g.add_relationship(RelationshipIn(source_id=tavian.id, type="status", value="alive", provenance=said))
+    await g.link("Tavian", "status", value="dead")
+
+
+async def test_history_is_the_closed_facts_newest_first_with_where_they_were_heard(campaign: CampaignMemory) -> None:
+    await ember_key(campaign)
+    g = campaign.graph
+    key = await g.get_entity("Ember Key")
+    past = await g.history(key.id, include_secret=True)
+    assert [(p.describe(), p.heard()) for p in past] == [
+        ("Ember Key —status→ cursed", "said by the DM"),
+        ("Ember Key —owned_by→ Kael", "heard in Night 2"),
+        ("Ember Key —owned_by→ Thrennick", "heard in Night 1"),
+    ]  # not the guess the DM rejected (owned_by Vex), nor what holds now (Pip, cleansed)
+    assert past[0].describe_past(" 🔒").startswith("Ember Key —status→ cursed 🔒 (")
+    # each held until the next was said, not until the import that filed the next one
+    assert [p.describe_past(" 🔒") for p in past[1:]] == [
+        "Ember Key —owned_by→ Kael (2025-04-01 → 2025-05-01, heard in Night 2)",
+        "Ember Key —owned_by→ Thrennick (2025-03-01 → 2025-04-01, heard in Night 1)",
+    ]
+    # the players' view: the secret state is left out
+    assert [p.describe() for p in await g.history(key.id)] == [
+        "Ember Key —owned_by→ Kael",
+        "Ember Key —owned_by→ Thrennick",
+    ]
+    tavian = await g.get_entity("Tavian")
+    (alive,) = await g.history(tavian.id)
+    assert re.fullmatch(
+        r"Tavian —status→ alive \(\d{4}-\d\d-\d\d → \d{4}-\d\d-\d\d, from the campaign file\)", alive.describe_past()
+    )
+
+
+async def test_history_leaves_out_a_secret_entity_for_players(campaign: CampaignMemory) -> None:
+    g = campaign.graph
+    key = await g.add_entity(EntityIn(name="Ember Key", type=EntityType.item))
+    await g.add_entity(EntityIn(name="Ashen Prioress", type=EntityType.npc, visibility=Visibility.secret))
+    await g.add_entity(EntityIn(name="Pip", type=EntityType.npc))
+    await g.link("Ember Key", "owned_by", "Ashen Prioress")
+    await g.link("Ember Key", "owned_by", "Pip")
+    assert [p.describe() for p in await g.history(key.id, include_secret=True)] == [
+        "Ember Key —owned_by→ Ashen Prioress"
+    ]
+    assert await g.history(key.id) == []
+
+
+async def test_entity_show_history_on_the_command_line(lk: Callable, fresh_dsn: str) -> None:
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        await ember_key(memory.campaign((await memory.campaigns().get("C")).id))
+    finally:
+        await pool.close()
+    shown = lk("entity", "show", "Ember Key", "--history")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    at = lines.index("  history, newest first:")
+    assert lines[at - 2 : at] == ["  - Ember Key —owned_by→ Pip", "  - Ember Key —status→ cleansed"]
+    assert [line.split(" (")[0] for line in lines[at + 1 :]] == [
+        "  - Ember Key —status→ cursed",
+        "  - Ember Key —owned_by→ Kael",
+        "  - Ember Key —owned_by→ Thrennick",
+    ]
+    assert lines[at + 1].endswith(", said by the DM)") and " (secret) (" in lines[at + 1]
+    assert lines[at + 2].startswith("  - Ember Key —owned_by→ Kael (2025-04-01 → ")
+    assert "history" not in lk("entity", "show", "Ember Key").stdout  # only when asked
+    assert lk("entity", "show", "Vex", "--history").stdout == "Vex (npc)\n  history: no fact about it has changed yet\n"
+
+    plain = json.loads(lk("entity", "show", "Ember Key", "--json").stdout)
+    full = json.loads(lk("entity", "show", "Ember Key", "--history", "--json").stdout)
+    assert "history" not in plain and {k: v for k, v in full.items() if k != "history"} == plain
+    assert [
+        (p["target_name"] or p["value"], p["session_title"], p["provenance"]["source"]) for p in full["history"]
+    ] == [
+        ("cursed", None, "dm"),
+        ("Kael", "Night 2", "stated"),
+        ("Thrennick", "Night 1", "stated"),
+    ]
+    assert full["history"][1]["valid_from"].startswith("2025-04-01T20:01:00")
