@@ -11,11 +11,19 @@ from typing import Any
 import asyncpg
 
 from memory.db import Executor, transaction
-from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError, did_you_mean
-from memory.models import Campaign, clean_name, name_query
+from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_, NotFoundError, did_you_mean
+from memory.models import Campaign, ReviewKind, clean_name, name_query, session_title
+from memory.review import parse_ref
 
 #: The campaigns table's limit; also what a Discord autocomplete choice holds, so every name can be offered.
 MAX_NAME = 100
+
+#: A campaign ``c`` has an entity named, or also known as, ``$3`` (as ``KnowledgeGraph.find_entity`` finds one).
+_HOLDS_ENTITY = """
+    EXISTS (SELECT 1 FROM entities e WHERE e.campaign_id = c.id AND e.status <> 'rejected'
+            AND (lower(e.name) = lower($3) OR EXISTS (SELECT 1 FROM entity_aliases a
+                 WHERE a.campaign_id = c.id AND a.entity_id = e.id AND lower(a.alias) = lower($3))))
+"""
 
 
 class Campaigns:
@@ -89,6 +97,32 @@ class Campaigns:
             self.guild_id,
         )
         return row["campaigns"], row["guilds"]
+
+    async def holding(self, subject: str, key: str, *, besides: int) -> list[str]:
+        """The guild's other campaigns (not ``besides``) that hold what a not-found error was about: a review item
+        (``key`` e12), an entity (its name or an alias) or a session (its title); any other subject: none. For the
+        DM with the wrong campaign active: this guild's campaign names only, never what they hold."""
+        if subject == "review item":
+            try:
+                kind, arg = parse_ref(key)
+            except MemoryError_:  # not an id any row has
+                return []
+            rows = "entities" if kind == ReviewKind.entity else "relationships"
+            holds = f"EXISTS (SELECT 1 FROM {rows} x WHERE x.campaign_id = c.id AND x.id = $3)"
+        elif subject == "entity":
+            holds, arg = _HOLDS_ENTITY, name_query(key)
+        elif subject == "session":
+            holds = "EXISTS (SELECT 1 FROM sessions s WHERE s.campaign_id = c.id AND lower(s.title) = lower($3))"
+            arg = session_title(key)
+        else:
+            return []
+        found = await self.db.fetch(
+            f"SELECT name FROM campaigns c WHERE guild_id = $1 AND id <> $2 AND {holds} ORDER BY lower(name)",
+            self.guild_id,
+            besides,
+            arg,
+        )
+        return [r["name"] for r in found]
 
     async def get(self, name: str) -> Campaign:
         row = await self.db.fetchrow(

@@ -194,7 +194,7 @@ class KnowledgeGraph:
     async def get_entity(self, name: str) -> Entity:
         found = await self.find_entity(name)
         if found is None:
-            raise NotFoundError(await self._not_found_message(name))
+            raise NotFoundError(await self._not_found_message(name), subject="entity", name=name)
         return found
 
     async def get_entity_by_id(self, entity_id: int) -> Entity:
@@ -906,7 +906,11 @@ class KnowledgeGraph:
         s = await self.get_entity(source)
         t = await self.find_entity(target) if target is not None else None
         if target is not None and t is None:
-            raise NotFoundError(f"{await self._not_found_message(target)}; a state (status dead) is given as a value")
+            raise NotFoundError(
+                f"{await self._not_found_message(target)}; a state (status dead) is given as a value",
+                subject="entity",
+                name=target,
+            )
         if value is not None:
             value = unicodedata.normalize("NFC", value).strip()  # as a campaign file's value
             if not value:

@@ -130,7 +130,9 @@ class ReviewQueue:
         try:
             return await self._item(*parse_ref(ref))
         except NotFoundError:
-            raise NotFoundError(f"no review item {ref.strip()} in this campaign", subject="review item") from None
+            raise NotFoundError(
+                f"no review item {ref.strip()} in this campaign", subject="review item", name=ref.strip()
+            ) from None
 
     async def _item(self, kind: ReviewKind, item_id: int) -> ReviewItem:
         if kind == ReviewKind.entity:

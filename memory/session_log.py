@@ -189,7 +189,7 @@ class SessionLog:
         )
         if row is None:
             hint = did_you_mean(title, [s.title for s in await self.sessions()])
-            raise NotFoundError(f"no session titled {title!r} in this campaign{hint}", subject="session")
+            raise NotFoundError(f"no session titled {title!r} in this campaign{hint}", subject="session", name=title)
         if row["ended_at"] is None and not even_if_live:
             raise InvalidInputError(
                 f"session {row['title']!r} has not ended (it may be being recorded or imported right now)",

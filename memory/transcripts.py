@@ -269,11 +269,16 @@ def _txt(path: Path, encoding: str) -> Iterator[Line | Skipped]:
 _TIMESTAMP = re.compile(r"\s*(\[)?(?:(?P<h>\d+):)?(?P<m>[0-5]?\d):(?P<s>[0-5]\d(?:\.\d+)?)(?(1)\]\s*|\s+)")
 
 
+#: Speakers that are a role, not a name: kept in capitals ("DM", never "Dm").
+_CRD3_ROLES = frozenset({"DM", "GM"})
+
+
 def _crd3_name(name: str) -> str:
-    """CRD3 writes names in capitals ("MATT"); two capitals are an abbreviation ("DM", "GM"), and a name not all
-    in capitals is already written as meant ("McKenna")."""
+    """CRD3 writes names in capitals ("MATT", "JO"), other transcripts as names ("Jo"): the same speaker is one
+    name whatever file they come from. A role stays in capitals, and a name not all in capitals is already written
+    as meant ("McKenna")."""
     name = name.strip()
-    return name.title() if name.isupper() and len(name) > 2 else name
+    return name.title() if name.isupper() and name not in _CRD3_ROLES else name
 
 
 def _crd3(path: Path) -> Iterator[Line | Skipped]:

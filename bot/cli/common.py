@@ -11,6 +11,7 @@ import shlex
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import click
@@ -29,6 +30,7 @@ from memory.errors import (
     validation_problems,
     with_next_step,
 )
+from memory.models import Campaign
 from memory.store import CampaignMemory, Memory
 
 log = logging.getLogger("lorekeeper")
@@ -145,7 +147,35 @@ async def open_memory(
     async with open_database(
         url, settings.data_dir, settings.embedding, run_migrations=run_migrations, keep_running=keep_running
     ) as pool:
-        yield Memory(pool, accept_threshold=settings.accept_threshold)
+        memory = Memory(pool, accept_threshold=settings.accept_threshold)
+        try:
+            yield memory
+        except NotFoundError as exc:
+            if (campaign := _working_on.get()) is None:
+                raise
+            raise await _placed(memory, campaign, exc) from None
+
+
+#: The campaign a command works on (set by :func:`campaign_memory`), for its not-found errors to name.
+_working_on: ContextVar[Campaign | None] = ContextVar("working_on", default=None)
+
+
+async def _placed(memory: Memory, campaign: Campaign, exc: NotFoundError) -> MemoryError_ | CliError:
+    """``exc`` naming the campaign it looked in ("in this campaign" says nothing to a DM with the wrong one
+    active), and which of the guild's other campaigns has what it was about."""
+    message = str(exc).replace("in this campaign", f"in campaign {campaign.name!r}", 1)
+    others = await memory.campaigns(campaign.guild_id).holding(exc.subject or "", exc.name or "", besides=campaign.id)
+    if not others:
+        return NotFoundError(message, subject=exc.subject, name=exc.name)
+    what = exc.name if exc.subject == "review item" else repr(exc.name)
+    if len(others) == 1:
+        there = shlex.quote(others[0])
+        return CliError(
+            f"{message}; {what} is in campaign {others[0]!r}: `lorekeeper campaign use {there}` or pass "
+            f"`--campaign {there}`"
+        )
+    listed = ", ".join(repr(o) for o in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+    return CliError(f"{message}; {what} is in campaigns {listed}: pass `--campaign NAME` with one of them")
 
 
 async def campaign_memory(memory: Memory, settings: Settings, name: str | None) -> tuple[CampaignMemory, str]:
@@ -160,6 +190,7 @@ async def campaign_memory(memory: Memory, settings: Settings, name: str | None) 
             if other and not await campaigns.list():
                 raise CliError(f"no active campaign: {other}")
             raise CliError("no active campaign: pass --campaign NAME or run `lorekeeper campaign use NAME`")
+    _working_on.set(campaign)
     return memory.campaign(campaign.id), campaign.name
 
 

@@ -15,6 +15,7 @@ from bot.cli.common import (
     settings_from,
     table,
 )
+from memory.models import where_said
 
 
 @cli.command()
@@ -55,7 +56,7 @@ async def search(
     elif not hits:
         click.echo("no matches")
     else:
-        table(
-            [[titles[h.session_id], f"{h.start_s:.0f}s", h.speaker, h.text[:90], h.ref or ""] for h in hits],
-            ["session", "time", "speaker", "text", "ref"],
+        table(  # where as recall and review say it: a line of an untimed transcript is its turn, not "0s"
+            [[where_said(titles[h.session_id], h.start_s, h.ref), h.speaker, h.text[:90], h.ref or ""] for h in hits],
+            ["where", "speaker", "text", "ref"],
         )

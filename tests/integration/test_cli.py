@@ -110,7 +110,7 @@ def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
     assert "not in the range x>=1" in lk("search", "x", "--limit", "-1").stderr
     assert (
         lk("review", "accept", "f99999999999999999999").stderr
-        == "error: no review item f99999999999999999999 in this campaign: "
+        == "error: no review item f99999999999999999999 in campaign 'C': "
         "`lorekeeper review list` shows those waiting\n"
     )
 
@@ -186,6 +186,62 @@ def test_a_guild_id_with_no_campaigns_says_others_have_some(lk) -> None:
     assert "Ashfall" not in listed.stdout + review.stderr
     # guild 7 has a campaign of its own: the usual listing, and none of guild 0's
     assert lk("campaign", "list", env={"LOREKEEPER_GUILD_ID": "7"}).stdout.splitlines()[2].split() == ["*", "Elsewhere"]
+
+
+async def test_with_the_wrong_campaign_active_an_error_names_it_and_the_one_that_has_it(
+    lk, fresh_dsn: str, tmp_path: Path
+) -> None:
+    """The walkthrough's DM: "no review item e33 in this campaign" said neither which campaign nor where e33 is."""
+    for name in ("Ashfall Reach", "Goblin Oneshot", "Third"):
+        assert lk("campaign", "create", name).returncode == 0
+    assert lk("campaign", "create", "Far Away", env={"LOREKEEPER_GUILD_ID": "7"}).returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        ashfall = memory.campaign((await memory.campaigns().get("Ashfall Reach")).id)
+        guess = Provenance(source=Source.inferred, confidence=0.3)
+        item = await ashfall.graph.add_entity(
+            EntityIn(name="Korvash", type=EntityType.npc, status="pending", provenance=guess)
+        )
+        await ashfall.graph.add_entity(EntityIn(name="Ironhold", type=EntityType.place, aliases=["The Hold"]))
+        far = memory.campaign((await memory.campaigns(7).get("Far Away")).id)
+        await far.graph.add_entity(EntityIn(name="Skyreach", type=EntityType.place))
+    finally:
+        await pool.close()
+    night = tmp_path / "night1.txt"
+    night.write_text("DM: The bell tolls.\n")
+    assert lk("ingest", str(night), "--session", "Night 1", "-c", "Ashfall Reach").returncode == 0
+    assert lk("campaign", "use", "Goblin Oneshot").returncode == 0
+
+    use = "`lorekeeper campaign use 'Ashfall Reach'` or pass `--campaign 'Ashfall Reach'`"
+    accept = lk("review", "accept", f"e{item.id}")
+    assert (accept.returncode, accept.stderr) == (
+        1,
+        f"error: no review item e{item.id} in campaign 'Goblin Oneshot'; e{item.id} is in campaign 'Ashfall Reach': "
+        f"{use}\n",
+    )
+    assert lk("review", "accept", f"e{item.id}", "-c", "Ashfall Reach").returncode == 0
+    shown = lk("entity", "show", "the hold")
+    assert shown.stderr == (
+        f"error: no entity named 'the hold' in campaign 'Goblin Oneshot'; 'the hold' is in campaign 'Ashfall Reach': "
+        f"{use}\n"
+    )
+    deleted = lk("session", "delete", "night 1", "--yes")
+    assert deleted.stderr == (
+        f"error: no session titled 'night 1' in campaign 'Goblin Oneshot'; 'night 1' is in campaign 'Ashfall Reach': "
+        f"{use}\n"
+    )
+    # in two other campaigns: both named; in none, or only in another guild's: the usual next step
+    assert lk("entity", "add", "Ironhold", "place", "-c", "Third").returncode == 0
+    both = lk("entity", "show", "Ironhold")
+    assert both.stderr == (
+        "error: no entity named 'Ironhold' in campaign 'Goblin Oneshot'; 'Ironhold' is in campaigns "
+        "'Ashfall Reach', 'Third': pass `--campaign NAME` with one of them\n"
+    )
+    assert lk("entity", "show", "Skyreach").stderr == "error: no entity named 'Skyreach' in campaign 'Goblin Oneshot'\n"
+    assert lk("review", "reject", "f999999").stderr == (
+        "error: no review item f999999 in campaign 'Goblin Oneshot': `lorekeeper review list` shows those waiting\n"
+    )
 
 
 def test_entity_attributes_keep_to_what_a_campaign_file_holds(lk) -> None:
@@ -363,7 +419,7 @@ async def test_session_delete_undoes_an_import_under_the_wrong_title(lk, fresh_d
         res = lk("session", "delete", "nigth1")
         assert (res.returncode, res.stderr) == (
             1,
-            "error: no session titled 'nigth1' in this campaign (did you mean 'night1'?): "
+            "error: no session titled 'nigth1' in campaign 'C' (did you mean 'night1'?): "
             "`lorekeeper session list` shows them\n",
         )
         declined = lk("session", "delete", "night1", input="n\n")
@@ -402,7 +458,7 @@ async def test_review_accept_reports_what_it_did_before_a_bad_id(lk, fresh_dsn: 
         res = lk("review", "accept", f"e{a.id}", "e999999", f"e{b.id}")
         assert res.returncode == 1
         assert res.stdout == f"accepted e{a.id}: new npc 'Korvash'\n"  # the DM sees it was done
-        assert res.stderr.startswith("error: no review item e999999 in this campaign: `lorekeeper review list`")
+        assert res.stderr.startswith("error: no review item e999999 in campaign 'C': `lorekeeper review list`")
         statuses = {e.name: e.status for e in await mem.graph.list_entities(status=None)}
         assert statuses == {"Korvash": ReviewStatus.accepted, "Mirelle": ReviewStatus.pending}
 
@@ -464,7 +520,7 @@ async def test_review_edit_corrects_an_item_and_accepts_it_as_the_edit_button_do
                 (e, "--type", "dragon"),
                 "'dragon' is not an entity type; use one of npc, place, item, faction, quest, event, concept, player",
             ),
-            ((f, "--target", "Ironhld"), "no entity named 'Ironhld' in this campaign"),
+            ((f, "--target", "Ironhld"), "no entity named 'Ironhld' in campaign 'C'"),
             (
                 (f, "--name", "Ironhold"),
                 f"{f} is a fact: it takes --type (its relation), --target or --value, not --name",
@@ -844,7 +900,7 @@ def test_entity_edit_changes_what_it_is_given_and_says_the_old_name_stays(lk) ->
         "--secret/--public\n"
     )
     missing = lk("entity", "edit", "Korvosh", "--type", "place")
-    assert missing.returncode == 1 and missing.stderr.startswith("error: no entity named 'Korvosh' in this campaign")
+    assert missing.returncode == 1 and missing.stderr.startswith("error: no entity named 'Korvosh' in campaign 'C'")
     mixed = lk("entity", "edit", "Korvash the Smith", "--alias", "-", "--alias", "Korv")  # "-" is no alias
     assert mixed.returncode == 1 and "--alias - clears the aliases: give it alone" in mixed.stderr
 
@@ -915,7 +971,7 @@ def test_entity_link_value_records_a_change_and_says_what_it_closed(lk) -> None:
     typo = lk("entity", "link", "Xethrilaun", "mood", "angry")
     assert (typo.returncode, typo.stderr) == (
         1,
-        "error: no entity named 'angry' in this campaign; a state (status dead) is given as a value\n",
+        "error: no entity named 'angry' in campaign 'C'; a state (status dead) is given as a value\n",
     )
     both = lk("entity", "link", "Xethrilaun", "mood", "Xethrilaun", "--value", "angry")
     assert both.returncode == 2 and both.stderr.endswith(
@@ -954,7 +1010,7 @@ async def test_entity_unlink_undoes_a_fact_accepted_by_mistake(lk, fresh_dsn: st
     again = lk("entity", "unlink", "Old Tom", "status", "alive")
     assert again.returncode == 1
     assert again.stderr == (
-        "error: no entity named 'alive' in this campaign, and Old Tom has no 'status' fact of that value\n"
+        "error: no entity named 'alive' in campaign 'C', and Old Tom has no 'status' fact of that value\n"
     )
 
 

@@ -97,10 +97,26 @@ def test_search_names_the_session_by_the_title_it_takes(lk, session_file: Path) 
     res = lk("search", "lantern")
     assert res.returncode == 0, res.stderr
     rows = res.stdout.splitlines()[2:]
-    assert len(rows) == 3 and all(row.startswith("Night 1  ") for row in rows)  # what --session takes, not an id
+    assert len(rows) == 3 and all(row.startswith("Night 1 at ") for row in rows)  # what --session takes, not an id
+    assert rows[0].startswith("Night 1 at 0:20  DM ")
     assert lk("search", "lantern", "--session", "Night 1").stdout == res.stdout
     missing = lk("search", "lantern", "--session", "Night 9")
     assert missing.returncode == 2 and "no session titled 'Night 9'; recent ones: 'Night 1'" in missing.stderr
+
+
+def test_search_says_where_a_line_of_an_untimed_transcript_is_as_recall_does(lk, tmp_path: Path) -> None:
+    """A CRD3 episode or a .txt without times has no time to show: every line said "0s"; recall says "(turn 3)"."""
+    assert lk("campaign", "create", "Exandria").returncode == 0
+    episode = tmp_path / "C1E001.json"
+    turns = [{"NAMES": ["MATT"], "UTTERANCES": [f"Line {n}."], "NUMBER": n} for n in range(3)]
+    turns.append({"NAMES": ["SAM"], "UTTERANCES": ["A lantern for the road."], "NUMBER": 3})
+    episode.write_text(json.dumps({"TURNS": turns}))
+    (night := tmp_path / "night.txt").write_text("DM: The bell tolls.\nPip: I light a lantern.\n")
+    for path in (episode, night):
+        assert lk("ingest", str(path)).returncode == 0
+    rows = lk("search", "lantern").stdout.splitlines()
+    assert sorted(row.split("  ")[0] for row in rows[2:]) == ["C1E001 (turn 3)", "night (night.txt:2)"]
+    assert "0s" not in "".join(rows) and rows[0].split() == ["where", "speaker", "text", "ref"]
 
 
 def test_a_mistyped_config_key_names_the_file_and_the_setting_meant(lk, tmp_path: Path) -> None:

@@ -136,7 +136,7 @@ async def test_review_same_on_the_command_line(lk, fresh_dsn: str) -> None:
         assert res.returncode == 1 and res.stdout == ""
         assert (
             res.stderr
-            == "error: no entity named 'Vaskerin' in this campaign (did you mean 'Vaskerrin', 'Vaskerrin Holt'?)\n"
+            == "error: no entity named 'Vaskerin' in campaign 'C' (did you mean 'Vaskerrin', 'Vaskerrin Holt'?)\n"
         )
 
         res = lk("review", "same", f"e{old_id}", "Vaskerrin")
@@ -155,6 +155,6 @@ async def test_review_same_on_the_command_line(lk, fresh_dsn: str) -> None:
 
         res = lk("review", "same", f"e{old_id}", "Vaskerrin Holt")
         assert res.returncode == 1
-        assert res.stderr.startswith(f"error: no review item e{old_id} in this campaign: `lorekeeper review list`")
+        assert res.stderr.startswith(f"error: no review item e{old_id} in campaign 'C': `lorekeeper review list`")
     finally:
         await pool.close()
