@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import threading
 import time
@@ -190,6 +191,9 @@ class VoiceSession:
         self.campaign = campaign
         self.guard = guard
         self.started = time.monotonic()
+        # Times are seconds into the session: a resumed one goes on from when it began, not from 0 again (a line
+        # said an hour in is not the one said at the start, and its facts were not true back then).
+        into = (dt.datetime.now(dt.UTC) - guard.session.started_at).total_seconds()
         self.names: dict[int, str] = {}
         self.source = FrameQueueSource(asyncio.get_running_loop())
         self.pipeline = VoicePipeline(
@@ -198,7 +202,7 @@ class VoiceSession:
             stt,
             names=CampaignNames(mem),
             speaker_name=self.speaker_name,
-            session_start=self.started,
+            session_start=self.started - max(0.0, into),
             unheard_dir=unheard,
         )
         self.voice: LorekeeperVoiceClient | None = None

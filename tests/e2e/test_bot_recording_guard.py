@@ -247,7 +247,8 @@ async def test_a_second_game_the_same_day_is_a_session_of_its_own(
     assert campaign is not None
     mem = memory.campaign(campaign.id)
     today = f"Session {dt.datetime.now(dt.UTC):%Y-%m-%d}"
-    afternoon = await mem.log.start_session(today)
+    two_hours_ago = dt.datetime.now(dt.UTC) - dt.timedelta(hours=2)
+    afternoon = await mem.log.start_session(today, started_at=two_hours_ago)
     for text in ("We ride to Ironhold.", "The gate is shut."):
         await mem.log.write(afternoon.id, EntryIn(speaker="Ana", raw_text=text, text=text))
     await mem.log.end_session(afternoon.id)
@@ -271,8 +272,12 @@ async def test_a_second_game_the_same_day_is_a_session_of_its_own(
             [text] = start.texts()
             assert text.startswith("🔴 **Recording**") and said in text, text
             # being recorded, a resumed session is live: listed so, and not deleted as an ended one
-            recording = bot.get_cog("Sessions").live[guild.id].guard.session.title  # type: ignore[union-attr]
+            live = bot.get_cog("Sessions").live[guild.id]  # type: ignore[union-attr]
+            recording = live.guard.session.title
             assert [s.ended_at for s in await mem.log.sessions() if s.title == recording] == [None]
+            # what is said now is two hours into the resumed session, not at 0:00 again (nor a new one's start)
+            into = live.started - live.pipeline.session_start
+            assert (7190 < into < 7300) if "title" in options else (0 <= into < 60), into
             with pytest.raises(InvalidInputError, match="has not ended"):
                 await mem.log.deletable(recording)
         finally:
