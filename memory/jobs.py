@@ -513,7 +513,7 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
         if not await _claim_progress(tx.db, tx, session_id, SUMMARY, done):  # another job wrote it meanwhile
             return (await tx.log.session(session_id)).summary or summary
         await _set_progress(tx.db, tx, session_id, SUMMARY, len(entries))
-        await tx.log.end_session(session_id, summary=summary)
+        await tx.log.set_summary(session_id, summary)
         event, _, _ = await tx.graph.upsert_entity(
             EntityIn(
                 name=f"Session: {title}"[:200],  # an entity name's limit; titles may be file names

@@ -198,19 +198,21 @@ class SessionLog:
             )
         return ListedSession(**dict(row))
 
-    async def end_session(self, session_id: int, *, summary: str | None = None) -> Session:
+    async def end_session(self, session_id: int) -> Session:
         row = await self.db.fetchrow(
-            """
-            UPDATE sessions SET ended_at = coalesce(ended_at, now()), summary = coalesce($3, summary)
-            WHERE campaign_id = $1 AND id = $2 RETURNING *
-            """,
+            "UPDATE sessions SET ended_at = coalesce(ended_at, now()) WHERE campaign_id = $1 AND id = $2 RETURNING *",
             self.campaign_id,
             session_id,
-            summary,
         )
         if row is None:
             raise NotFoundError(f"no session {session_id} in this campaign")
         return Session(**dict(row))
+
+    async def set_summary(self, session_id: int, summary: str) -> None:
+        """The session's recap; it does not end the session (one resumed since its last end is live again)."""
+        await self.db.execute(
+            "UPDATE sessions SET summary = $3 WHERE campaign_id = $1 AND id = $2", self.campaign_id, session_id, summary
+        )
 
     async def set_ended(self, session_id: int, ended_at: datetime | None) -> Session:
         """Say when a session ended; None: it is being recorded again (an ended session resumed)."""

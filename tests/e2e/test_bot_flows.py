@@ -960,7 +960,8 @@ async def session_log(ashes: CampaignMemory) -> CampaignMemory:
             EntryIn(speaker="Ben", text="Let's buy rope in Ironhold first.", start_s=130.0, ref="l3"),
         ],
     )
-    await ashes.log.end_session(one.id, summary="The party reached Lake Vhaldris and guessed Eldrinax sleeps there.")
+    await ashes.log.end_session(one.id)
+    await ashes.log.set_summary(one.id, "The party reached Lake Vhaldris and guessed Eldrinax sleeps there.")
     await ashes.log.start_session("Into the Deep")
     return ashes
 

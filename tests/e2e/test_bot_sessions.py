@@ -103,7 +103,10 @@ async def test_list_shows_the_campaigns_sessions_as_played_to_everyone(
         rec = await SessionRecorder.start(mem, title, started_at=datetime(2024, 3, day, 19, tzinfo=UTC))
         await rec.add_many([Utterance(speaker="DM", text=f"Line {n}.", seq=n) for n in range(1, said + 1)])
         await rec.end()
-    await mem.log.end_session((await mem.log.session_by_title("Night 1")).id, summary="The bell tolled.")  # type: ignore[union-attr]
+    night1 = await mem.log.session_by_title("Night 1")
+    assert night1 is not None
+    await mem.log.end_session(night1.id)
+    await mem.log.set_summary(night1.id, "The bell tolled.")
     await mem.log.start_session("Tonight", started_at=datetime(2024, 3, 16, 18, tzinfo=UTC))
 
     listed = await fake_discord.invoke("session list", user_id=player)

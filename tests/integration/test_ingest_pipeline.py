@@ -555,6 +555,23 @@ async def test_a_card_lists_sessions_as_played_and_places_an_untimed_line_by_its
     assert last.model_copy(update={"start_s": 75, "ref": None}).where() == "Newer at 1:15"
 
 
+async def test_a_recap_written_after_the_session_was_resumed_leaves_it_live(
+    memory: Memory, crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """Stopped, then resumed before its recap job ran: the job writes the recap and leaves the session being
+    recorded live, or `session delete` would take it for an ended one."""
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    path = tmp_path / "night.txt"
+    path.write_text("DM: Eldrinax stirs beneath Ironhold.\n")
+    await ingest_file(crown, path, session_title="Night")
+    session = await crown.log.session_by_title("Night")
+    assert session is not None and session.ended_at is not None
+    await crown.log.set_ended(session.id, None)  # resumed: live again
+    summary = await jobs.summarize_session(ctx, crown.campaign_id, session.id)
+    after = await crown.log.session(session.id)
+    assert (after.summary, after.ended_at) == (summary, None)
+
+
 async def test_a_secret_entity_renamed_is_still_found_where_it_was_last_mentioned(
     memory: Memory, crown: CampaignMemory, embedder: MiniLMEmbedder
 ) -> None:
