@@ -802,7 +802,8 @@ class KnowledgeGraph:
                 INSERT INTO relationships (campaign_id, source_id, type, target_id, value, attributes, visibility,
                                            status, provenance, valid_from)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, least(now(), (
-                    SELECT s.started_at + make_interval(secs => coalesce(($9::jsonb ->> 'timestamp')::float8, 0))
+                    SELECT s.started_at
+                           + make_interval(secs => least(coalesce(($9::jsonb ->> 'timestamp')::float8, 0), 1e9))
                     FROM sessions s WHERE s.campaign_id = $1 AND s.id = ($9::jsonb ->> 'session_id')::bigint
                 )))
                 RETURNING id

@@ -585,6 +585,12 @@ async def test_a_fact_heard_in_an_older_session_imported_late_is_history_once_ac
     assert accepted.settled() == "closed: Corvin —lives_in→ Marsh"
     assert [r.describe() for r in await g.relationships_of(corvin.id)] == ["Corvin —lives_in→ Saltmere"]
     assert (await campaign.review.get(f"f{moved.id}")).settled() == ""  # said once, when it is accepted
+    # a time no session lasts (a bad transcript) is no date PostgreSQL cannot write: it is said now
+    said = Provenance(source=Source.stated, confidence=0.5, session_id=now.id, timestamp=1.7e15)
+    odd, _ = await g.ensure_relationship(
+        RelationshipIn(source_id=corvin.id, type="status", value="odd", provenance=said)
+    )
+    assert odd.valid_from <= dt.datetime.now(dt.UTC)
 
 
 async def test_unlinking_a_mistaken_fact_reopens_what_it_closed_unless_something_current_contradicts_it(
