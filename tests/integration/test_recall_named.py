@@ -66,3 +66,11 @@ async def test_at_most_three_entities_and_only_this_campaigns(campaign: Campaign
     named = await named_entities(campaign, "Thrennick, Pip, the Ember Key and Vaskerrin Holt", dm=True)
     assert [n.name for n in named] == ["Thrennick", "Pip", "Ember Key"]
     assert [n.description for n in await named_entities(other, "Thrennick and Pip", dm=True)] == ["another one"]
+
+
+async def test_a_long_description_is_shortened_so_the_current_facts_follow_it(campaign: CampaignMemory) -> None:
+    await ember_key(campaign)
+    await campaign.graph.update_entity("Pip", description="A halfling thief who " + "talks and talks " * 100)
+    (pip,) = await named_entities(campaign, "where is Pip?", dm=True)
+    assert len(pip.description) == 300 and pip.description.startswith("A halfling thief who talks")
+    assert pip.description.endswith("…") and len(pip.facts) == 3
