@@ -120,6 +120,20 @@ def parse_campaign_file(
         return _Reader(filename, root).read()
 
 
+def too_big_to_load(entities: int, size: int, *, max_bytes: int = DEFAULT_MAX_BYTES, how: str) -> str:
+    """Why an exported file (``entities``, ``size`` bytes) could not be loaded back by ``how`` in one piece, and
+    what to do; '' if it can. The export is written all the same: the DM's data must get out."""
+    over = [f"{entities:,} entities (at most {MAX_ENTITIES:,})"] * (entities > MAX_ENTITIES)
+    over += [f"{size:,} bytes (at most {max_bytes:,})"] * (size > max_bytes)
+    if not over:
+        return ""
+    return (
+        f"the file has {' and '.join(over)}, more than one {how} takes: to load it back, split it into smaller files "
+        "(a relationship goes in a file with both its entities; one loaded before may be listed again by name and "
+        "type alone) and load them one after another"
+    )
+
+
 def read_campaign_file(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> CampaignFile:
     """:func:`parse_campaign_file` for a file on disk, refusing an oversized one before reading it."""
     path = Path(path)

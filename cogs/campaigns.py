@@ -21,7 +21,7 @@ from bot.checks import (
     require_dm,
 )
 from bot.views import Confirm, Paginator, clip, name_choices, paged_embeds, safe_autocomplete
-from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaign_file
+from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaign_file, too_big_to_load
 from campaigns.load import apply_campaign_file, export_campaign_file
 from campaigns.schema import CampaignHeader
 from memory.campaigns import MAX_NAME, Campaigns
@@ -177,14 +177,18 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         await interaction.response.defer(ephemeral=True, thinking=True)
         header = CampaignHeader(name=campaign.name, description=campaign.description, system=campaign.system)
         skipped: list[str] = []
-        text = dump_campaign_file(await export_campaign_file(mem, header, on_skip=skipped.append))
+        exported = await export_campaign_file(mem, header, on_skip=skipped.append)
+        text = dump_campaign_file(exported)
         filename = "".join(c if c.isalnum() or c in "-_" else "_" for c in campaign.name) + ".yaml"
         left_out = "".join(f"\n- {clip(s, 300)}" for s in skipped[:10])
         if len(skipped) > 10:
             left_out += f"\n- and {len(skipped) - 10} more"
+        data = text.encode()
+        if big := too_big_to_load(len(exported.entities), len(data), max_bytes=MAX_UPLOAD_BYTES, how="/campaign load"):
+            left_out += f"\n⚠️ {big}."
         await interaction.followup.send(
             clip(f"**{campaign.name}** as a campaign file.{left_out}", 2000),
-            file=discord.File(io.BytesIO(text.encode()), filename=filename),
+            file=discord.File(io.BytesIO(data), filename=filename),
             ephemeral=True,
         )
 

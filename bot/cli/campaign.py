@@ -19,7 +19,7 @@ from bot.cli.common import (
     settings_from,
     table,
 )
-from campaigns.files import MAX_ENTITIES, CampaignFileError, dump_campaign_file, read_campaign_file
+from campaigns.files import CampaignFileError, dump_campaign_file, read_campaign_file, too_big_to_load
 from campaigns.load import apply_campaign_file, export_campaign_file
 from campaigns.schema import CampaignHeader
 from memory.campaigns import Campaigns
@@ -186,14 +186,8 @@ async def export(ctx: click.Context, campaign: str | None, output: Path | None) 
         click.echo(f"wrote {len(exported.entities)} entities to {output}", err=True)
     else:
         click.echo(text, nl=False)
-    if len(exported.entities) > MAX_ENTITIES:  # written all the same: the DM's data must get out
-        click.echo(
-            f"warning: the file lists {len(exported.entities):,} entities, more than one `lorekeeper campaign load` "
-            f"accepts ({MAX_ENTITIES:,}): to load it back, split it into files of at most {MAX_ENTITIES:,} entities "
-            "(a relationship goes in a file with both its entities; one loaded before may be listed again by name "
-            "and type alone) and load them one after another",
-            err=True,
-        )
+    if big := too_big_to_load(len(exported.entities), len(text.encode()), how="`lorekeeper campaign load`"):
+        click.echo(f"warning: {big}", err=True)
 
 
 @campaign.command("delete")

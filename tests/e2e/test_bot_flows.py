@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import discord
@@ -182,7 +183,12 @@ async def test_campaign_info_counts_for_players_leave_secrets_out(
 
 
 async def test_campaign_load_example_then_export(
-    bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember
+    bot: LorekeeperBot,
+    fake_discord: FakeDiscord,
+    memory: Memory,
+    guild: FakeGuild,
+    dm: FakeMember,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # no campaign yet: the file's own campaign block creates it
     loaded = await fake_discord.invoke(
@@ -219,6 +225,10 @@ async def test_campaign_load_example_then_export(
         "**The Sunken Crown** as a campaign file.\n- left out Eldrinax —motto→ (no value): an attribute "
         "fact needs a value in a campaign file"
     ]
+    # an export bigger than /campaign load takes is sent all the same, and says how to load it back
+    monkeypatch.setattr(sys.modules["cogs.campaigns"], "MAX_UPLOAD_BYTES", 1000)  # the module the bot loaded
+    (text,) = (await fake_discord.invoke("campaign export", user_id=dm)).texts()
+    assert " bytes (at most 1,000), more than one /campaign load takes: to load it back, split it" in text, text
 
 
 async def test_campaign_load_broken_file_changes_nothing(

@@ -135,9 +135,9 @@ async def test_an_export_larger_than_one_load_is_written_with_a_warning_to_split
     assert exported.returncode == 0, exported.stderr
     assert exported.stderr == (
         f"wrote 20001 entities to {out}\n"
-        "warning: the file lists 20,001 entities, more than one `lorekeeper campaign load` accepts (20,000): to load "
-        "it back, split it into files of at most 20,000 entities (a relationship goes in a file with both its "
-        "entities; one loaded before may be listed again by name and type alone) and load them one after another\n"
+        "warning: the file has 20,001 entities (at most 20,000), more than one `lorekeeper campaign load` takes: to "
+        "load it back, split it into smaller files (a relationship goes in a file with both its entities; one loaded "
+        "before may be listed again by name and type alone) and load them one after another\n"
     )
     assert out.read_text().count("\n- name: E") == 20_001  # all of it, though one load cannot take it back
     assert "limit is 20,000 entities" in lk("campaign", "load", str(out)).stderr
