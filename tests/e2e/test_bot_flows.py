@@ -1181,6 +1181,27 @@ async def test_players_read_a_sessions_event_entity_and_last_mention_with_secret
     )
 
 
+async def test_a_recapped_title_leaves_a_word_of_a_secret_name_masked(
+    ashes: CampaignMemory, memory: Memory, fake_discord: FakeDiscord, player: FakeMember
+) -> None:
+    """ "Vaskerrin" alone names the secret Vaskerrin Holt, so players read it masked, unless a public name holds
+    it: the recap's event entity, named after the title "Vaskerrin's betrayal", did, and unmasked it everywhere."""
+    await ashes.graph.add_entity(EntityIn(name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret))
+    night = await ashes.log.start_session("Vaskerrin's betrayal")
+    await ashes.log.write_many(night.id, [EntryIn(speaker="DM", text="Vaskerrin smiles at the party.", start_s=3.0)])
+    await ashes.log.end_session(night.id)
+    await jobs.summarize_session(
+        jobs.JobContext(memory=memory, embedder=None, embedding_model="-"), ashes.campaign_id, night.id
+    )  # type: ignore[arg-type]  # the offline recap needs neither
+    assert await ashes.graph.find_entity("Session: Vaskerrin's betrayal") is not None
+
+    assert "**[secret]'s betrayal** — " in await read(fake_discord, player, "session list")
+    recalled = await read(fake_discord, player, "recall", {"query": "smiles at the party"})
+    assert "“DM: [secret] smiles at the party.”\n— **DM**, [secret]'s betrayal at 0:03" in recalled, recalled
+    listed = await read(fake_discord, player, "entity list", {"type": "event"})
+    assert "**Session: [secret]'s betrayal** · event" in listed and "Vaskerrin" not in listed
+
+
 # ---------------------------------------------------------------------------------------------- transcript
 
 
