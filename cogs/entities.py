@@ -87,7 +87,7 @@ def entity_embed(
     Discord's 6,000 characters (the parts come in order of importance: the last ones are cut first). ``mask``
     hides what its reader may not see in the text the DM or the table wrote (secret names, for players).
     ``history``: the facts that no longer hold, when asked for (None: not asked)."""
-    title = entity.name + (" 🔒" if entity.visibility == Visibility.secret else "")
+    title = mask(entity.name) + (" 🔒" if entity.visibility == Visibility.secret else "")
     embed = discord.Embed(
         title=clip(title, MAX_TITLE),
         # leaves at least ~1,600 characters of the total for the fields
@@ -108,17 +108,19 @@ def entity_embed(
         past = [mask(line) for line in history] or ["no fact about it has changed yet"]
         add_field_within(embed, "History, newest first", past, inline=False)
     if last_mention:
-        said = f"{last_mention.where()}, {last_mention.speaker}: “{mask(last_mention.text)}”"
+        said = f"{mask(last_mention.where())}, {last_mention.speaker}: “{mask(last_mention.text)}”"
         add_field_within(embed, "Last mentioned", said, inline=False)
     return embed
 
 
 @safe_autocomplete
 async def entity_names(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-    """Names and aliases of the active campaign; secret and pending ones only for the DM."""
+    """Names and aliases of the active campaign; secret and pending ones only for the DM, and a player's with
+    secret names masked ("Session: [secret] unmasked", which /entity show finds)."""
     campaign, mem = await active_campaign(interaction)
-    names = await mem.graph.all_names(include_secret=member_is_dm(interaction, campaign))
-    return name_choices(names, current)
+    dm = member_is_dm(interaction, campaign)
+    mask = str if dm else await mem.graph.player_mask()
+    return name_choices(map(mask, await mem.graph.all_names(include_secret=dm)), current)
 
 
 @app_commands.guild_only()
@@ -170,7 +172,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         entities = await mem.graph.list_entities(type, include_secret=dm)
         mask = str if dm else await mem.graph.player_mask()
         lines = [
-            f"**{e.name}** · {e.type.value}"
+            f"**{mask(e.name)}** · {e.type.value}"
             + (" 🔒" if e.visibility == Visibility.secret else "")
             + (f" — {clip(mask(e.description), 80)}" if e.description else "")
             for e in entities
@@ -184,13 +186,14 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
     async def show(self, interaction: discord.Interaction, name: str, history: bool = False) -> None:
         campaign, mem = await active_campaign(interaction)
         dm = member_is_dm(interaction, campaign)
-        snap = await _snapshot(mem, name, dm=dm)
-        others, sessions = snap.facts_and_sessions(SESSIONS_SHOWN, lambda title: clip(title, 60))
+        mask = str if dm else await mem.graph.player_mask()
+        snap = await _snapshot(mem, name, dm=dm, mask=mask)
+        # masked before clipped: a secret name cut in half would be left whole enough to read
+        others, sessions = snap.facts_and_sessions(SESSIONS_SHOWN, lambda title: clip(mask(title), 60))
         lines = [r.describe() + (" 🔒" if r.visibility == Visibility.secret else "") for r in others]
         if sessions:
             lines.append(sessions)
         last = await mem.graph.last_mention(snap.entity)
-        mask = str if dm else await mem.graph.player_mask()
         past = await mem.graph.history(snap.entity.id, include_secret=dm) if history else None
         embed = entity_embed(
             snap.entity,
@@ -363,16 +366,21 @@ class DescribeModal(OwnedModal):
         await interaction.response.send_message(f"Updated **{entity.name}**.", embed=embed, ephemeral=True)
 
 
-async def _snapshot(mem: CampaignMemory, name: str, *, dm: bool) -> Neighbourhood:
-    """The entity with its relationships; secret and unreviewed ones are "not found" for a non-DM, and the
-    did-you-mean hint is rebuilt from visible names only (the graph's own hint draws on every name)."""
+async def _snapshot(mem: CampaignMemory, name: str, *, dm: bool, mask: Callable[[str], str]) -> Neighbourhood:
+    """The entity with its relationships; secret and unreviewed ones are "not found" for a non-DM, who may name
+    one by its name as masked for them, and the did-you-mean hint is rebuilt from visible names only, masked
+    (the graph's own hint draws on every name)."""
     if dm:
         return await mem.graph.snapshot(name, include_secret=True)
     try:
         return await mem.graph.snapshot(name)
     except NotFoundError:
-        visible = [n for e in await mem.graph.list_entities(include_secret=False) for n in (e.name, *e.aliases)]
-        close = [m[0] for m in process.extract(name, visible, limit=3, score_cutoff=70)]
+        entities = await mem.graph.list_entities(include_secret=False)
+        visible = {mask(n): e.name for e in entities for n in (e.name, *e.aliases)}
+        wanted = mask(name).strip().lower()
+        if (real := next((e for n, e in visible.items() if n.lower() == wanted), None)) is not None:
+            return await mem.graph.snapshot(real)
+        close = [m[0] for m in process.extract(name, list(visible), limit=3, score_cutoff=70)]
         hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
         raise NotFoundError(f"no entity named {name!r} in this campaign{hint}") from None
 

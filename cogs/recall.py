@@ -14,7 +14,8 @@ from discord.ext import commands
 
 from bot.app import LorekeeperBot
 from bot.checks import UserError, active_campaign, member_is_dm
-from bot.views import MAX_EMBED_TOTAL, add_field_within, clip, name_choices, safe_autocomplete
+from bot.views import MAX_EMBED_TOTAL, add_field_within, clip
+from cogs.sessions import session_titles
 from memory import recall as recall_core
 from memory.jobs import recap_for_players
 from memory.recall import RecallHit
@@ -29,13 +30,7 @@ def cite(hit: RecallHit, mask: Callable[[str], str] = str) -> str:
     """The passage with its session, time and speakers, so the DM can find it in the recording; ``mask`` hides
     what the reader may not see in it (secret names, for players)."""
     who = ", ".join(hit.speakers)
-    return f"“{clip(mask(hit.text), 400)}”\n— **{who}**, {hit.where()}"
-
-
-@safe_autocomplete
-async def session_titles(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-    _, mem = await active_campaign(interaction)
-    return name_choices([s.title for s in reversed(await mem.log.sessions())], current, ordered=True)
+    return f"“{clip(mask(hit.text), 400)}”\n— **{who}**, {mask(hit.where())}"
 
 
 @app_commands.guild_only()
@@ -78,22 +73,28 @@ class Recall(commands.Cog):
         sessions = await mem.log.sessions()
         if not sessions:
             raise UserError("No sessions recorded in this campaign yet.")
+        players_mask = None if member_is_dm(interaction, campaign) else await mem.graph.player_mask()
+        # a player reads titles masked, and picks one so from the autocomplete
+        mask: Callable[[str], str] = players_mask or str
         if session:
-            chosen = await mem.log.session_by_title(session)
+            wanted = mask(session).strip().lower()
+            chosen = next((s for s in reversed(sessions) if mask(s.title).lower() == wanted), None)
             if chosen is None:
-                names = ", ".join(repr(s.title) for s in sessions[-5:])
+                names = ", ".join(repr(mask(s.title)) for s in sessions[-5:])
                 raise UserError(f"No session titled {session!r}; recent ones: {names}.")
         else:
             chosen = sessions[-1]
-        if chosen.summary and member_is_dm(interaction, campaign):
+        if chosen.summary and players_mask is None:
             text = chosen.summary
         elif chosen.summary:
-            text = recap_for_players(chosen.summary, await mem.graph.player_mask())
+            text = recap_for_players(chosen.summary, players_mask)
         elif chosen.ended_at is None:
             text = "*This session is still running; its recap is written when it ends.*"
         else:
             text = "*No summary for this session yet.*"
-        embed = discord.Embed(title=clip(f"Recap: {chosen.title}", 256), description=clip(text, 4096), colour=0x9B59B6)
+        embed = discord.Embed(
+            title=clip(f"Recap: {mask(chosen.title)}", 256), description=clip(text, 4096), colour=0x9B59B6
+        )
         embed.set_footer(text=f"started {chosen.started_at:%Y-%m-%d %H:%M} UTC")
         await interaction.response.send_message(embed=embed, ephemeral=True)
 

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+from collections.abc import Callable
 
 import discord
 from discord import app_commands
@@ -38,11 +39,11 @@ def duration(seconds: float) -> str:
     return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
 
 
-def _line(session: ListedSession) -> str:
+def _line(session: ListedSession, mask: Callable[[str], str] = str) -> str:
     state = "live" if session.ended_at is None else "recap written" if session.summary else "no recap yet"
     lines = counted(session.lines, "line")
     # a Discord timestamp: each reader sees it in their own time zone
-    return f"**{session.title}** — {discord.utils.format_dt(session.started_at, 'f')} · {lines} · {state}"
+    return f"**{mask(session.title)}** — {discord.utils.format_dt(session.started_at, 'f')} · {lines} · {state}"
 
 
 async def todays_title(mem: CampaignMemory) -> str:
@@ -58,8 +59,10 @@ async def todays_title(mem: CampaignMemory) -> str:
 
 @safe_autocomplete
 async def session_titles(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-    _, mem = await active_campaign(interaction)
-    return name_choices([s.title for s in reversed(await mem.log.sessions())], current, ordered=True)
+    """Titles newest first; a player's with secret names masked, as /recap finds a session by its masked title."""
+    campaign, mem = await active_campaign(interaction)
+    mask = str if member_is_dm(interaction, campaign) else await mem.graph.player_mask()
+    return name_choices([mask(s.title) for s in reversed(await mem.log.sessions())], current, ordered=True)
 
 
 @app_commands.guild_only()
@@ -229,15 +232,21 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
             raise UserError(NO_SESSION)
         s = session.status()
         pending: str | None = None
+        title: str | None = s.title
         # what waits for review (secrets included) is the DM's business
         if member_is_dm(interaction, session.campaign):
             try:
                 pending = str(await session.mem.review.count())
             except Exception:  # the database may be the very thing that is down
                 pending = "?"
+        else:
+            try:  # the DM's title may name a secret
+                title = (await session.mem.graph.player_mask())(s.title)
+            except Exception:  # with the database down, no title rather than one unmasked
+                title = None
         state = "🟢 healthy" if s.guard.state == GuardState.healthy else "🟠 degraded (database unreachable)"
         speakers = ", ".join(f"{name} ({n})" for name, n in sorted(s.speakers.items())) or "nobody yet"
-        embed = discord.Embed(title=f"Recording: {s.title}", colour=0xE74C3C)
+        embed = discord.Embed(title=f"Recording: {title}" if title else "Recording", colour=0xE74C3C)
         embed.add_field(name="Duration", value=duration(s.duration_s))
         embed.add_field(name="Utterances stored", value=str(s.guard.stored))
         embed.add_field(name="Spooled", value=str(s.guard.spooled))
@@ -254,7 +263,9 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
         sessions = await mem.log.listed()
         if not sessions:
             raise UserError("No sessions recorded in this campaign yet.")
-        await Paginator.reply(interaction, paged_embeds(f"Sessions: {campaign.name}", [_line(s) for s in sessions]))
+        mask = str if member_is_dm(interaction, campaign) else await mem.graph.player_mask()
+        lines = [_line(s, mask) for s in sessions]
+        await Paginator.reply(interaction, paged_embeds(f"Sessions: {campaign.name}", lines))
 
     @app_commands.command(description="Delete a session, e.g. a transcript imported by mistake (DM only)")
     @app_commands.describe(title="The session to delete (you are asked to confirm)")

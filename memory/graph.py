@@ -239,6 +239,9 @@ class KnowledgeGraph:
             """
             SELECT e.name, e.visibility = 'secret' AS secret FROM entities e
             WHERE e.campaign_id = $1 AND e.status <> 'rejected'
+              -- a recap's event is named after its session's title ("Session: Vaskerrin's betrayal"), which
+              -- players read masked: it does not make a word of a secret name one they may read
+              AND NOT (e.type = 'event' AND e.visibility = 'public' AND e.name LIKE 'Session: %')
             UNION ALL
             SELECT a.alias, false FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
             WHERE a.campaign_id = $1 AND e.status <> 'rejected'

@@ -1116,6 +1116,103 @@ async def test_players_never_read_a_secret_name(
     assert "Borin" not in recap and "Involved: Ironhold" in recap
 
 
+@pytest.fixture
+async def unmasked(ashes: CampaignMemory, memory: Memory) -> CampaignMemory:
+    """A session titled after the evening's reveal, a secret NPC (a DM's walkthrough: the title reached players
+    everywhere), recapped: the recap names the session's event entity after the title."""
+    await ashes.graph.add_entity(EntityIn(name="Queen Mab", type=EntityType.npc, visibility=Visibility.secret))
+    await ashes.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc))
+    night = await ashes.log.start_session("Queen Mab unmasked")
+    await ashes.log.write_many(night.id, [EntryIn(speaker="DM", text="Eldrinax wakes beneath the hill.", start_s=3.0)])
+    await ashes.log.end_session(night.id)
+    await jobs.summarize_session(
+        jobs.JobContext(memory=memory, embedder=None, embedding_model="-"), ashes.campaign_id, night.id
+    )  # type: ignore[arg-type]  # the offline recap needs neither
+    return ashes
+
+
+async def read(fake_discord: FakeDiscord, user: FakeMember, command: str, options: dict | None = None) -> str:
+    return "\n".join((await fake_discord.invoke(command, options or {}, user_id=user)).texts())
+
+
+async def test_players_read_session_titles_with_secret_names_masked_in_lists_and_recaps(
+    unmasked: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    listed = await read(fake_discord, player, "session list")
+    assert "**[secret] unmasked** — " in listed and "Mab" not in listed
+    assert "**Queen Mab unmasked** — " in await read(fake_discord, dm, "session list")
+
+    recap = await read(fake_discord, player, "recap")
+    assert recap.startswith("Recap: [secret] unmasked\n") and "Mab" not in recap
+    assert (await read(fake_discord, dm, "recap")).startswith("Recap: Queen Mab unmasked\n")
+    # the autocomplete offers the title as the player reads it, and picking it finds the session
+    offered = await fake_discord.autocomplete("recap", {"session": ""}, "session", user_id=player)
+    assert [(c["name"], c["value"]) for c in offered] == [("[secret] unmasked", "[secret] unmasked")]
+    picked = await read(fake_discord, player, "recap", {"session": "[secret] unmasked"})
+    assert picked.startswith("Recap: [secret] unmasked\nDM: Eldrinax wakes beneath the hill."), picked
+    as_dm = await fake_discord.autocomplete("recap", {"session": ""}, "session", user_id=dm)
+    assert [c["name"] for c in as_dm] == ["Queen Mab unmasked"]
+    unknown = await read(fake_discord, player, "recap", {"session": "nope"})
+    assert unknown == "No session titled 'nope'; recent ones: '[secret] unmasked'."
+    assert "'Queen Mab unmasked'" in await read(fake_discord, dm, "recap", {"session": "nope"})
+
+
+async def test_players_read_the_session_of_a_recalled_passage_with_secret_names_masked(
+    unmasked: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    recalled = await read(fake_discord, player, "recall", {"query": "wakes beneath the hill"})
+    assert "— **DM**, [secret] unmasked at 0:03" in recalled and "Mab" not in recalled
+    assert "— **DM**, Queen Mab unmasked at 0:03" in await read(fake_discord, dm, "recall", {"query": "hill"})
+
+
+async def test_players_read_a_sessions_event_entity_and_last_mention_with_secret_names_masked(
+    unmasked: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    card = await read(fake_discord, player, "entity show", {"name": "Eldrinax"})
+    assert "Last mentioned: [secret] unmasked at 0:03, DM: " in card and "Mab" not in card
+    assert "took part in 1 session: Session: [secret] unmasked" in card
+    dm_card = await read(fake_discord, dm, "entity show", {"name": "Eldrinax"})
+    assert "Last mentioned: Queen Mab unmasked at 0:03, DM: " in dm_card
+
+    listed = await read(fake_discord, player, "entity list", {"type": "event"})
+    assert "**Session: [secret] unmasked** · event" in listed and "Mab" not in listed
+    assert "**Session: Queen Mab unmasked** · event" in await read(fake_discord, dm, "entity list", {"type": "event"})
+    offered = await fake_discord.autocomplete("entity show", {"name": "sess"}, "name", user_id=player)
+    assert [c["name"] for c in offered] == ["Session: [secret] unmasked"]
+    # picked from the autocomplete, the masked name finds the card, titled as the player reads it
+    event = await read(fake_discord, player, "entity show", {"name": "Session: [secret] unmasked"})
+    assert event.startswith("Session: [secret] unmasked\n") and "Mab" not in event, event
+    typo = await read(fake_discord, player, "entity show", {"name": "Session: [secret] unmask"})
+    assert (
+        typo
+        == "no entity named 'Session: [secret] unmask' in this campaign (did you mean 'Session: [secret] unmasked'?)"
+    )
+    assert (await read(fake_discord, dm, "entity show", {"name": "Session: Queen Mab unmasked"})).startswith(
+        "Session: Queen Mab unmasked\n"
+    )
+
+
+async def test_a_recapped_title_leaves_a_word_of_a_secret_name_masked(
+    ashes: CampaignMemory, memory: Memory, fake_discord: FakeDiscord, player: FakeMember
+) -> None:
+    """ "Vaskerrin" alone names the secret Vaskerrin Holt, so players read it masked, unless a public name holds
+    it: the recap's event entity, named after the title "Vaskerrin's betrayal", did, and unmasked it everywhere."""
+    await ashes.graph.add_entity(EntityIn(name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret))
+    night = await ashes.log.start_session("Vaskerrin's betrayal")
+    await ashes.log.write_many(night.id, [EntryIn(speaker="DM", text="Vaskerrin smiles at the party.", start_s=3.0)])
+    await ashes.log.end_session(night.id)
+    await jobs.summarize_session(
+        jobs.JobContext(memory=memory, embedder=None, embedding_model="-"), ashes.campaign_id, night.id
+    )  # type: ignore[arg-type]  # the offline recap needs neither
+    assert await ashes.graph.find_entity("Session: Vaskerrin's betrayal") is not None
+
+    assert "**[secret]'s betrayal** — " in await read(fake_discord, player, "session list")
+    recalled = await read(fake_discord, player, "recall", {"query": "smiles at the party"})
+    assert "“DM: [secret] smiles at the party.”\n— **DM**, [secret]'s betrayal at 0:03" in recalled, recalled
+    listed = await read(fake_discord, player, "entity list", {"type": "event"})
+    assert "**Session: [secret]'s betrayal** · event" in listed and "Vaskerrin" not in listed
+
+
 # ---------------------------------------------------------------------------------------------- transcript
 
 

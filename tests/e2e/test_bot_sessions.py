@@ -17,7 +17,8 @@ import pytest
 from bot.app import LorekeeperBot
 from bot.voice import SessionStatus
 from cogs.sessions import NO_SESSION, NOT_IN_VOICE
-from memory.models import Campaign, EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source
+from memory.graph import KnowledgeGraph
+from memory.models import Campaign, EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
 from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory
 from memory.voice.guard import GuardState, GuardStatus
@@ -86,6 +87,31 @@ async def test_status_shows_pending_facts_only_to_the_dm(
         as_player = await fake_discord.invoke("session status", user_id=player)
         assert "Utterances stored: 3" in as_player.texts()
         assert not any(t.startswith("Pending") for t in as_player.texts()), as_player.texts()
+    finally:
+        bot.get_cog("Sessions").live.clear()
+
+
+async def test_status_gives_players_the_title_with_secret_names_masked(
+    campaign, bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember, monkeypatch
+) -> None:
+    guild_id = next(iter(fake_discord.guilds))
+    active = await bot.memory.campaigns(guild_id).active()
+    assert active is not None
+    mem = bot.memory.campaign(active.id)
+    await mem.graph.add_entity(EntityIn(name="Queen Mab", type=EntityType.npc, visibility=Visibility.secret))
+    bot.get_cog("Sessions").live[guild_id] = RecordingStub("Queen Mab unmasked", active, mem)
+    try:
+        assert "Recording: Queen Mab unmasked" in (await fake_discord.invoke("session status", user_id=dm)).texts()
+        as_player = (await fake_discord.invoke("session status", user_id=player)).texts()
+        assert as_player[0] == "Recording: [secret] unmasked", as_player
+
+        async def down(*args: object) -> None:
+            raise ConnectionError("database unreachable")
+
+        # the database may be what is down: no title then, rather than one unmasked
+        monkeypatch.setattr(KnowledgeGraph, "player_mask", down)
+        as_player = (await fake_discord.invoke("session status", user_id=player)).texts()
+        assert as_player[0] == "Recording" and "Utterances stored: 3" in as_player, as_player
     finally:
         bot.get_cog("Sessions").live.clear()
 
