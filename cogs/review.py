@@ -329,7 +329,6 @@ def same_as_embed(item: ReviewItem, result: MergeResult, *, decided_by: str) -> 
 DYNAMIC_ITEMS = (AcceptButton, EditButton, RejectButton, SameAsButton)
 
 
-@app_commands.guild_only()
 class Review(commands.Cog):
     """``/review``, and new items posted to the review channel as the database announces them (a poll catches
     what a lost listening connection missed)."""
@@ -399,6 +398,7 @@ class Review(commands.Cog):
             self._new_items(campaign_id)  # more may wait: the next batch after the settle
 
     @app_commands.command(name="review", description="Review what the bot was unsure of (DM only)")
+    @app_commands.guild_only()  # on each command: a plain Cog's class decorator does not reach them
     async def review(self, interaction: discord.Interaction) -> None:
         campaign, mem = await dm_campaign(interaction)
         total = await mem.review.count()

@@ -93,7 +93,10 @@ async def test_dev_guild_sync_at_start(
     add = next(o for o in entity["options"] if o["name"] == "add")
     type_option = next(o for o in add["options"] if o["name"] == "type")
     assert [c["value"] for c in type_option["choices"]] == [t.value for t in EntityType]
-    assert all(c.get("contexts") in (None, [0]) or c.get("dm_permission") is False for c in sent)
+    # guild only: a command offered in a private message with the bot could only answer that it works in a server
+    assert {c["name"]: (c.get("contexts"), c.get("dm_permission")) for c in sent} == {
+        c["name"]: ([0], False) for c in sent
+    }
 
 
 async def test_campaign_create_list_switch_info_delete(
