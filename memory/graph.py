@@ -7,7 +7,6 @@ Facts are never deleted by play: a contradicting fact, once accepted, closes the
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any, Literal
 
@@ -36,6 +35,7 @@ from memory.models import (
     Visibility,
     check_attributes,
     clean_name,
+    fact_value,
     name_query,
 )
 
@@ -912,9 +912,7 @@ class KnowledgeGraph:
                 name=target,
             )
         if value is not None:
-            value = unicodedata.normalize("NFC", value).strip()  # as a campaign file's value
-            if not value:
-                raise InvalidInputError("value: must not be empty")
+            value = fact_value(value)
         visibility = Visibility.secret if secret else Visibility.public
         rel, created = await self.ensure_relationship(
             RelationshipIn(

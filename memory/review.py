@@ -26,8 +26,8 @@ from memory.models import (
     ReviewStatus,
     Visibility,
     counted,
+    fact_value,
     relationship_type,
-    storable,
 )
 
 _REF = re.compile(r"^\s*([ef])(\d+)\s*$", re.IGNORECASE)
@@ -283,7 +283,7 @@ class ReviewQueue:
                 update["target_id"] = (await g.get_entity(changes["target"])).id
                 update["value"] = None
             elif changes.get("value"):
-                update["value"] = _checked("value", storable, str(changes["value"]).strip())
+                update["value"] = fact_value(str(changes["value"]))
                 update["target_id"] = None
             if changes.get("visibility"):
                 update["visibility"] = Visibility(changes["visibility"])

@@ -352,6 +352,33 @@ async def test_review_card_says_the_session_and_the_line(
     assert fields["Said"] == "Ana: “Mira runs to the Cinder Cup.”"
 
 
+async def test_review_card_of_long_texts_stays_within_discord_limits(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """Accepting a fact with a long value, line and closed fact edited its card past Discord's 6,000 characters
+    in total: the accept was saved, but the card kept its buttons and looked pending."""
+    eldrinax = await ashes.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc))
+    await ashes.graph.add_relationship(RelationshipIn(source_id=eldrinax.id, type="hoards", value="old gold " * 300))
+    night = await ashes.log.start_session("Night one")
+    line = await ashes.log.write(night.id, EntryIn(speaker="Ana", text="Eldrinax hoards " + "gold " * 300, start_s=6))
+    heard = Provenance(source=Source.stated, confidence=0.4, session_id=night.id, entry_ids=[line.id])
+    await ashes.graph.add_relationship(
+        RelationshipIn(source_id=eldrinax.id, type="hoards", value="new gold " * 600, provenance=heard)
+    )
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 1)
+    card = record.followups[0]
+    clicked = await fake_discord.click(card, card["components"][0]["components"][0]["custom_id"], user_id=dm)
+    assert clicked.callback_type == 7, (fake_discord.rejected, clicked.texts())
+    (embed,) = fake_discord.messages[int(card["id"])]["embeds"]
+    assert fake_discord.messages[int(card["id"])]["components"] == []
+    assert embed["footer"]["text"] == "accepted by dm"
+    fields = {f["name"]: f["value"] for f in embed["fields"]}
+    assert fields["Said"].startswith("Ana: “Eldrinax hoards gold gold")
+    assert fields["Accepting it"].startswith("closed: Eldrinax —hoards→ old gold")
+    assert fake_discord.rejected == []
+
+
 async def test_review_edit_renaming_an_entity_keeps_its_old_name_and_says_so(
     pending: list[str], ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
 ) -> None:
