@@ -142,9 +142,23 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
             await interaction.response.defer(thinking=True)
             title = title or await todays_title(mem)
             resumed = await mem.log.session_by_title(title)
-            session = await VoiceSession.start(
-                self.bot, channel, announce, campaign, mem, title, self.bot.settings.data_dir, self.stt
-            )
+            try:
+                session = await VoiceSession.start(
+                    self.bot, channel, announce, campaign, mem, title, self.bot.settings.data_dir, self.stt
+                )
+            except (TimeoutError, discord.Forbidden) as exc:
+                # discord.py waits for a join Discord never grants (no Connect, a full channel), then times out
+                raise UserError(
+                    f"I could not join {channel.mention}: check that I have Connect and View Channel there and "
+                    "that it is not full, then run /session start again."
+                ) from exc
+            except discord.ClientException as exc:
+                if type(exc) is not discord.ClientException:  # a closed voice gateway, say: logged as a bug
+                    raise
+                raise UserError(
+                    f"I could not join {channel.mention}: I am already in a voice channel of this server. "
+                    "Disconnect me (right-click me, Disconnect), then run /session start again."
+                ) from exc
             self.live[guild_id] = session
         finally:
             self._busy.discard(guild_id)
