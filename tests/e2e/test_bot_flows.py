@@ -224,6 +224,22 @@ async def test_campaign_load_example_then_export(
     ]
 
 
+async def test_campaign_load_of_a_file_naming_another_campaign_says_where_it_went(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """The file's header names The Sunken Crown: `lorekeeper campaign load` fills that campaign, /campaign load the
+    active one, and the reply did not say so."""
+    loaded = await fake_discord.invoke(
+        "campaign load", {"file": Upload("sunken_crown.yaml", EXAMPLE.read_bytes())}, user_id=dm
+    )
+    first, said, *_ = loaded.texts()[0].split("\n")
+    assert first.startswith("**Ashes** ← sunken_crown.yaml: entities: 25 new")
+    assert said == "The file names campaign **The Sunken Crown**; it was loaded into the active campaign **Ashes**."
+    for data in (b"campaign:\n  name: ashes\nentities: []\n", b"entities: []\n"):  # its own name, or none
+        again = await fake_discord.invoke("campaign load", {"file": Upload("x.yaml", data)}, user_id=dm)
+        assert "The file names" not in again.texts()[0], again.texts()
+
+
 async def test_campaign_load_broken_file_changes_nothing(
     ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
 ) -> None:
