@@ -167,6 +167,7 @@ class SessionStatus:
     guard: GuardStatus
     decrypt_failures: int
     connected: bool
+    unknown_packets: int = 0  # audio of a user Discord had not named yet (no SPEAKING event): dropped
 
 
 class VoiceSession:
@@ -207,6 +208,7 @@ class VoiceSession:
         )
         self.voice: LorekeeperVoiceClient | None = None
         self._gate: FrameDecryptor | None = None
+        self._sinks: list[PCMSink] = []  # one per connection: their counts add up across reconnects
         self._stopping = False
         self._run = asyncio.create_task(self.pipeline.run(), name=f"voice-pipeline-{channel.guild.id}")
         self._watchdog: asyncio.Task[None] | None = None
@@ -245,7 +247,9 @@ class VoiceSession:
         voice = await self.channel.connect(cls=LorekeeperVoiceClient, self_deaf=False, reconnect=False)
         assert isinstance(voice, LorekeeperVoiceClient)
         voice.gate = self._gate  # keep the failure count across reconnects
-        voice.listen(PCMSink(self.source, self.names))
+        sink = PCMSink(self.source, self.names)
+        voice.listen(sink)
+        self._sinks.append(sink)
         self._gate = voice.gate
         self.voice = voice
 
@@ -282,6 +286,7 @@ class VoiceSession:
             guard=self.guard.status(),
             decrypt_failures=self._gate.failed if self._gate else 0,
             connected=bool(self.voice and self.voice.is_connected()),
+            unknown_packets=sum(sink.unknown for sink in self._sinks),
         )
 
     async def stop(self) -> Session:

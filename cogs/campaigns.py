@@ -168,7 +168,13 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
                 report = await apply_campaign_file(mem, parsed)
         except MemoryError_ as exc:  # a clash with what the campaign holds: the whole load is rolled back
             raise UserError(f"Nothing was loaded:\n{exc}") from None
-        said = f"**{active.name}** ← {file.filename}: {report.summary()}\n{report.said()}".rstrip()
+        said = f"**{active.name}** ← {file.filename}: {report.summary()}"
+        if header.name and header.name.casefold() != active.name.casefold():  # the CLI would fill the file's own
+            said += (
+                f"\nThe file names campaign **{header.name}**; it was loaded into the active campaign "
+                f"**{active.name}**."
+            )
+        said = f"{said}\n{report.said()}".rstrip()
         await interaction.followup.send(clip(said, 2000), ephemeral=True)
 
     @app_commands.command(description="Download the active campaign as a YAML file (DM only)")

@@ -26,6 +26,7 @@ from bot.views import (
 from memory.errors import NotFoundError
 from memory.graph import kept_old_name
 from memory.models import (
+    MAX_FACT_VALUE_CHARS,
     Entity,
     EntityIn,
     EntityType,
@@ -316,13 +317,14 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         interaction: discord.Interaction,
         source: str,
         relation: app_commands.Range[str, 1, 100],
-        target: str | None = None,
-        value: str | None = None,
+        target: app_commands.Range[str, 1, 200] | None = None,
+        value: app_commands.Range[str, 1, MAX_FACT_VALUE_CHARS] | None = None,
         secret: bool | None = None,
     ) -> None:
         _, mem = await dm_campaign(interaction)
         linked = await mem.graph.link(source, relation, target, value=value, secret=secret)
-        await interaction.response.send_message(linked.describe(" 🔒"), ephemeral=True)
+        # clipped: it is saved already, and a reply Discord refused would read as if it were not
+        await interaction.response.send_message(clip(linked.describe(" 🔒"), 2000), ephemeral=True)
 
     @app_commands.command(description="Remove a fact recorded by mistake; what it replaced is current again (DM only)")
     @app_commands.describe(
@@ -336,7 +338,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
     ) -> None:
         _, mem = await dm_campaign(interaction)
         unlinked = await mem.graph.unlink(source, relation, target)
-        await interaction.response.send_message(unlinked.describe(), ephemeral=True)
+        await interaction.response.send_message(clip(unlinked.describe(), 2000), ephemeral=True)
 
 
 class DescribeModal(OwnedModal):

@@ -33,12 +33,12 @@ def cite(hit: RecallHit, mask: Callable[[str], str] = str) -> str:
     return f"“{clip(mask(hit.text), 400)}”\n— **{who}**, {mask(hit.where())}"
 
 
-@app_commands.guild_only()
 class Recall(commands.Cog):
     def __init__(self, bot: LorekeeperBot) -> None:
         self.bot = bot
 
     @app_commands.command(description="What was said about something, with session, speaker and time")
+    @app_commands.guild_only()  # on each command: a plain Cog's class decorator does not reach them
     # what memory.recall does: any of the words (quotes and minus signs are read as plain words), and meaning
     @app_commands.describe(query="Words or a question: passages with any of its words or close in meaning, best first")
     @app_commands.checks.cooldown(RECALL_RATE, RECALL_PER_SECONDS)  # per user, in every server
@@ -66,6 +66,7 @@ class Recall(commands.Cog):
         await interaction.followup.send(embeds=embeds, ephemeral=True)
 
     @app_commands.command(description="The summary of a session (default: the latest)")
+    @app_commands.guild_only()
     @app_commands.describe(session="The session's title (default: the latest)")
     @app_commands.autocomplete(session=session_titles)
     async def recap(self, interaction: discord.Interaction, session: str | None = None) -> None:

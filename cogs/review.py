@@ -32,10 +32,10 @@ from bot.checks import (
     open_to_players,
     reply_error,
 )
-from bot.views import OwnedModal, clip
+from bot.views import OwnedModal, add_field_within, clip
 from memory.errors import AlreadyDecidedError, NotFoundError
 from memory.graph import kept_old_name
-from memory.models import EntityType, MergeResult, ReviewItem, ReviewStatus
+from memory.models import MAX_FACT_VALUE_CHARS, EntityType, MergeResult, ReviewItem, ReviewStatus
 from memory.review import ReviewQueue, describe_same_as, watch_new_items
 from memory.store import CampaignMemory
 
@@ -56,22 +56,26 @@ def item_status(item: ReviewItem) -> ReviewStatus:
     return item.entity.status if item.entity else item.fact.status  # type: ignore[union-attr]
 
 
-def item_embed(item: ReviewItem, *, decided_by: str | None = None) -> discord.Embed:
+def item_embed(item: ReviewItem, *, decided_by: str | None = None, footer: str | None = None) -> discord.Embed:
+    """The card of an item; ``footer`` replaces the one saying who decided it."""
     status = item_status(item)
     kind = "New entity" if item.entity else "New fact"
+    # a description of 3,000 leaves the fields room within Discord's 6,000 in total: what was said always shows
     embed = discord.Embed(
-        title=clip(f"{kind} · {item.ref}", 256), description=clip(item.describe(), 4096), colour=COLOURS[status]
+        title=clip(f"{kind} · {item.ref}", 256), description=clip(item.describe(), 3000), colour=COLOURS[status]
     )
+    if footer is None and status != ReviewStatus.pending:
+        footer = f"{status.value}" + (f" by {decided_by}" if decided_by else "")
+    if footer is not None:
+        embed.set_footer(text=clip(footer, 2048))  # first: the fields below fit around it
     provenance = item.entity.provenance if item.entity else item.fact.provenance  # type: ignore[union-attr]
     embed.add_field(name="Confidence", value=f"{provenance.confidence:.2f}")
     embed.add_field(name="Source", value=provenance.source.value)
     if item.said is not None:
-        embed.add_field(name="Said in", value=clip(item.said.where(), 1024))
-        embed.add_field(name="Said", value=clip(f"{item.said.speaker}: “{item.said.text}”", 1024), inline=False)
+        add_field_within(embed, "Said in", item.said.where())
+        add_field_within(embed, "Said", f"{item.said.speaker}: “{item.said.text}”", inline=False)
     if settled := item.settled():
-        embed.add_field(name="Accepting it", value=clip(settled, 1024), inline=False)
-    if status != ReviewStatus.pending:
-        embed.set_footer(text=f"{status.value}" + (f" by {decided_by}" if decided_by else ""))
+        add_field_within(embed, "Accepting it", settled, inline=False)
     return embed
 
 
@@ -222,7 +226,13 @@ class EditModal(OwnedModal):
             assert f is not None
             self._field("type", "Relation", f.type, max_length=100)
             self._field("target", "Target entity (or leave empty)", f.target_name or "", required=False, max_length=200)
-            self._field("value", "Value (when there is no target)", f.value or "", required=False, max_length=1000)
+            self._field(
+                "value",
+                "Value (when there is no target)",
+                f.value or "",
+                required=False,
+                max_length=MAX_FACT_VALUE_CHARS,
+            )
 
     def _field(self, key: str, label: str, default: str, **options: Any) -> None:
         if len(default) > options["max_length"]:
@@ -320,16 +330,14 @@ class SameAsModal(OwnedModal):
 
 def same_as_embed(item: ReviewItem, result: MergeResult, *, decided_by: str) -> discord.Embed:
     """The card of an item merged into a known entity: it no longer exists to be shown as it is now."""
-    embed = item_embed(item)
+    embed = item_embed(item, footer=f"same as {result.entity.name} by {decided_by}")
     embed.colour = COLOURS[ReviewStatus.accepted]
-    embed.set_footer(text=clip(f"same as {result.entity.name} by {decided_by}", 2048))
     return embed
 
 
 DYNAMIC_ITEMS = (AcceptButton, EditButton, RejectButton, SameAsButton)
 
 
-@app_commands.guild_only()
 class Review(commands.Cog):
     """``/review``, and new items posted to the review channel as the database announces them (a poll catches
     what a lost listening connection missed)."""
@@ -399,6 +407,7 @@ class Review(commands.Cog):
             self._new_items(campaign_id)  # more may wait: the next batch after the settle
 
     @app_commands.command(name="review", description="Review what the bot was unsure of (DM only)")
+    @app_commands.guild_only()  # on each command: a plain Cog's class decorator does not reach them
     async def review(self, interaction: discord.Interaction) -> None:
         campaign, mem = await dm_campaign(interaction)
         total = await mem.review.count()

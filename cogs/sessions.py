@@ -31,6 +31,8 @@ log = logging.getLogger("lorekeeper.bot")
 NOT_IN_VOICE = "Join a voice channel first, then run /session start: I record the channel you are in."
 NO_SESSION = "No session is being recorded in this server."
 BUSY = "The session is being started or stopped right now; try again in a moment."
+#: Discord sends voice in 20 ms packets: counts of dropped ones are shown as time.
+PACKET_S = 0.02
 
 
 def duration(seconds: float) -> str:
@@ -145,9 +147,23 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
             await interaction.response.defer(thinking=True)
             title = title or await todays_title(mem)
             resumed = await mem.log.session_by_title(title)
-            session = await VoiceSession.start(
-                self.bot, channel, announce, campaign, mem, title, self.bot.settings.data_dir, self.stt
-            )
+            try:
+                session = await VoiceSession.start(
+                    self.bot, channel, announce, campaign, mem, title, self.bot.settings.data_dir, self.stt
+                )
+            except (TimeoutError, discord.Forbidden) as exc:
+                # discord.py waits for a join Discord never grants (no Connect, a full channel), then times out
+                raise UserError(
+                    f"I could not join {channel.mention}: check that I have Connect and View Channel there and "
+                    "that it is not full, then run /session start again."
+                ) from exc
+            except discord.ClientException as exc:
+                if type(exc) is not discord.ClientException:  # a closed voice gateway, say: logged as a bug
+                    raise
+                raise UserError(
+                    f"I could not join {channel.mention}: I am already in a voice channel of this server. "
+                    "Disconnect me (right-click me, Disconnect), then run /session start again."
+                ) from exc
             self.live[guild_id] = session
         finally:
             self._busy.discard(guild_id)
@@ -255,6 +271,21 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
         embed.add_field(name="Memory", value=state)
         embed.add_field(name="Voice", value="connected" if s.connected else "reconnecting…")
         embed.add_field(name="Speakers", value=speakers[:1024], inline=False)
+        # why a recording stays empty while people talk: the hint says what the DM can do about it
+        if s.decrypt_failures:
+            embed.add_field(
+                name="Audio I could not decrypt",
+                value=f"{duration(s.decrypt_failures * PACKET_S)} (Discord's end-to-end encryption): a moment when "
+                "someone joins is normal; if it keeps growing, nothing is heard: /session stop, then /session start",
+                inline=False,
+            )
+        if s.unknown_packets:
+            embed.add_field(
+                name="Audio from someone not yet identified",
+                value=f"{duration(s.unknown_packets * PACKET_S)}, not transcribed (Discord has not said who it is); "
+                "if it keeps growing, whoever is not in Speakers should leave the voice channel and join again",
+                inline=False,
+            )
         await interaction.response.send_message(embed=embed, ephemeral=True)
 
     @app_commands.command(name="list", description="The campaign's sessions as played, oldest first")

@@ -7,7 +7,6 @@ Facts are never deleted by play: a contradicting fact, once accepted, closes the
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any, Literal
 
@@ -36,6 +35,7 @@ from memory.models import (
     Visibility,
     check_attributes,
     clean_name,
+    fact_value,
     name_query,
 )
 
@@ -191,10 +191,11 @@ class KnowledgeGraph:
         )
         return entity_from_row(row) if row else None
 
-    async def get_entity(self, name: str) -> Entity:
+    async def get_entity(self, name: str, *, secret_hints: bool = False) -> Entity:
+        """``secret_hints``: the did-you-mean may name secret and pending entities, for an answer only the DM reads."""
         found = await self.find_entity(name)
         if found is None:
-            raise NotFoundError(await self._not_found_message(name), subject="entity", name=name)
+            raise NotFoundError(await self._not_found_message(name, secret_hints), subject="entity", name=name)
         return found
 
     async def get_entity_by_id(self, entity_id: int) -> Entity:
@@ -205,11 +206,11 @@ class KnowledgeGraph:
             raise NotFoundError(f"no entity with id {entity_id} in this campaign")
         return entity_from_row(row)
 
-    async def _not_found_message(self, name: str) -> str:
+    async def _not_found_message(self, name: str, include_secret: bool = False) -> str:
         from rapidfuzz import process
 
-        # Hints come from public, accepted names only: a player's typo must not reveal a secret entity.
-        names = await self.all_names(include_secret=False)
+        # Hints come from public, accepted names only, unless told: a player's typo must not reveal a secret entity.
+        names = await self.all_names(include_secret=include_secret)
         close = [m[0] for m in process.extract(name, names, limit=3, score_cutoff=70)]
         hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
         return f"no entity named {name!r} in this campaign{hint}"
@@ -916,9 +917,7 @@ class KnowledgeGraph:
                 name=target,
             )
         if value is not None:
-            value = unicodedata.normalize("NFC", value).strip()  # as a campaign file's value
-            if not value:
-                raise InvalidInputError("value: must not be empty")
+            value = fact_value(value)
         visibility = Visibility.secret if secret else Visibility.public
         rel, created = await self.ensure_relationship(
             RelationshipIn(

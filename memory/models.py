@@ -214,6 +214,27 @@ def session_title(value: str) -> str:
     return title
 
 
+#: A fact's value as the DM gives it (a link, a review edit) is a state ("dead", "sleeping under Ironhold"), not
+#: notes: short enough that a reply quoting it beside the fact it closed fits one Discord message.
+MAX_FACT_VALUE_CHARS = 500
+
+
+def fact_value(value: str) -> str:
+    """A fact's value as the DM gives it: NFC and trimmed, as a campaign file's; storable, not empty, not overlong."""
+    try:
+        text = unicodedata.normalize("NFC", storable(value)).strip()
+    except ValueError as exc:
+        raise InvalidInputError(f"value {exc}") from None
+    if not text:
+        raise InvalidInputError("value: must not be empty")
+    if len(text) > MAX_FACT_VALUE_CHARS:
+        raise InvalidInputError(
+            f"value: {len(text):,} characters, more than the {MAX_FACT_VALUE_CHARS} a fact's value holds; give the "
+            "state (dead, sleeping under Ironhold) and put longer notes in the entity's description"
+        )
+    return text
+
+
 def attribute_value(value: Any) -> Any:
     """The one rule for an attribute's value at every edge (campaign file, slash command, CLI, the store): text,
     a number, true/false, empty, or a list of those — what a campaign file can hold, so every entity exports."""

@@ -26,8 +26,8 @@ from memory.models import (
     ReviewStatus,
     Visibility,
     counted,
+    fact_value,
     relationship_type,
-    storable,
 )
 
 _REF = re.compile(r"^\s*([ef])(\d+)\s*$", re.IGNORECASE)
@@ -243,7 +243,7 @@ class ReviewQueue:
         g = self.graph
         item = await self._pending_item(ref)
         assert item.entity is not None
-        known = await g.get_entity(existing)
+        known = await g.get_entity(existing, secret_hints=True)  # the review queue is the DM's
         if known.id == item.id:
             raise InvalidInputError(f"{existing!r} is {item.ref} itself: name the known entity it is the same as")
         if known.status == ReviewStatus.pending:
@@ -280,10 +280,10 @@ class ReviewQueue:
             if changes.get("type"):
                 update["type"] = _checked("type", relationship_type, str(changes["type"]))
             if changes.get("target"):
-                update["target_id"] = (await g.get_entity(changes["target"])).id
+                update["target_id"] = (await g.get_entity(changes["target"], secret_hints=True)).id
                 update["value"] = None
             elif changes.get("value"):
-                update["value"] = _checked("value", storable, str(changes["value"]).strip())
+                update["value"] = fact_value(str(changes["value"]))
                 update["target_id"] = None
             if changes.get("visibility"):
                 update["visibility"] = Visibility(changes["visibility"])

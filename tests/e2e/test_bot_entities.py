@@ -13,7 +13,7 @@ import pytest
 
 from bot.app import LorekeeperBot, create_bot
 from bot.settings import Settings
-from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, Source, Visibility
+from memory.models import MAX_FACT_VALUE_CHARS, EntityIn, EntityType, Provenance, RelationshipIn, Source, Visibility
 from memory.store import CampaignMemory, Memory
 from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeDiscord, FakeGuild, FakeMember
@@ -362,6 +362,41 @@ async def test_link_a_value_records_a_change_in_the_world(
     assert refused.ephemeral and refused.texts() == ["Only the DM can do that."]
     after = await world.graph.relationships_of(eldrinax.id, include_secret=True, include_history=True)
     assert sorted(r.value or "" for r in after) == ["alive", "dead"]
+
+
+async def test_link_says_the_value_limit_and_replies_within_discord_limits(
+    world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """A 2,500-character value was stored, then the reply (it and the fact it closed) broke Discord's 2,000: the
+    DM read "Something went wrong", and a retry stored it again. The limit is said up front and kept by the core;
+    a reply quoting a longer fact (a campaign file's) is clipped."""
+    (entity,) = [c for c in fake_discord.global_commands if c["name"] == "entity"]
+    link = next(o for o in entity["options"] if o["name"] == "link")
+    assert {o["name"]: o.get("max_length") for o in link["options"]}["value"] == MAX_FACT_VALUE_CHARS
+    eldrinax = await world.graph.get_entity("Eldrinax")
+    hoards = {"source": "Eldrinax", "relation": "hoards"}
+    too_long = await fake_discord.invoke("entity link", hoards | {"value": "gold" * 150}, user_id=dm)
+    assert too_long.texts() == [
+        "value: 600 characters, more than the 500 a fact's value holds; give the state (dead, sleeping under "
+        "Ironhold) and put longer notes in the entity's description"
+    ]
+    assert await world.graph.relationships_of(eldrinax.id, include_history=True) == []
+
+    from_file = Provenance(source=Source.campaign_file)
+    hoard = "the drowned gold of the sunken crown " * 70  # 2,590 characters: a campaign file has no such limit
+    await world.graph.add_relationship(
+        RelationshipIn(source_id=eldrinax.id, type="hoards", value=hoard.strip(), provenance=from_file)
+    )
+    linked = await fake_discord.invoke("entity link", hoards | {"value": "nothing"}, user_id=dm)
+    (said,) = linked.texts()
+    assert said.startswith("Linked Eldrinax —hoards→ nothing; closed: Eldrinax —hoards→ the drowned gold")
+    assert len(said) == 2000 and said.endswith("…")
+    undone = await fake_discord.invoke("entity unlink", hoards | {"target": "nothing"}, user_id=dm)
+    (said,) = undone.texts()
+    assert said.startswith("Unlinked Eldrinax —hoards→ nothing; current again: Eldrinax —hoards→ the drowned gold")
+    assert len(said) == 2000
+    assert fake_discord.rejected == []
+    assert [r.value for r in await world.graph.relationships_of(eldrinax.id)] == [hoard.strip()]
 
 
 async def test_unlink_removes_an_attribute_fact_accepted_by_mistake(

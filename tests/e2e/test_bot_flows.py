@@ -94,7 +94,10 @@ async def test_dev_guild_sync_at_start(
     add = next(o for o in entity["options"] if o["name"] == "add")
     type_option = next(o for o in add["options"] if o["name"] == "type")
     assert [c["value"] for c in type_option["choices"]] == [t.value for t in EntityType]
-    assert all(c.get("contexts") in (None, [0]) or c.get("dm_permission") is False for c in sent)
+    # guild only: a command offered in a private message with the bot could only answer that it works in a server
+    assert {c["name"]: (c.get("contexts"), c.get("dm_permission")) for c in sent} == {
+        c["name"]: ([0], False) for c in sent
+    }
 
 
 async def test_campaign_create_list_switch_info_delete(
@@ -231,6 +234,22 @@ async def test_campaign_load_example_then_export(
     assert " bytes (at most 1,000), more than one /campaign load takes: to load it back, split it" in text, text
 
 
+async def test_campaign_load_of_a_file_naming_another_campaign_says_where_it_went(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """The file's header names The Sunken Crown: `lorekeeper campaign load` fills that campaign, /campaign load the
+    active one, and the reply did not say so."""
+    loaded = await fake_discord.invoke(
+        "campaign load", {"file": Upload("sunken_crown.yaml", EXAMPLE.read_bytes())}, user_id=dm
+    )
+    first, said, *_ = loaded.texts()[0].split("\n")
+    assert first.startswith("**Ashes** ← sunken_crown.yaml: entities: 25 new")
+    assert said == "The file names campaign **The Sunken Crown**; it was loaded into the active campaign **Ashes**."
+    for data in (b"campaign:\n  name: ashes\nentities: []\n", b"entities: []\n"):  # its own name, or none
+        again = await fake_discord.invoke("campaign load", {"file": Upload("x.yaml", data)}, user_id=dm)
+        assert "The file names" not in again.texts()[0], again.texts()
+
+
 async def test_campaign_load_broken_file_changes_nothing(
     ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
 ) -> None:
@@ -357,6 +376,33 @@ async def test_review_card_says_the_session_and_the_line(
     fields = {f["name"]: f["value"] for f in record.followups[0]["embeds"][0]["fields"]}
     assert fields["Said in"] == "Night one at 0:06"
     assert fields["Said"] == "Ana: “Mira runs to the Cinder Cup.”"
+
+
+async def test_review_card_of_long_texts_stays_within_discord_limits(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """Accepting a fact with a long value, line and closed fact edited its card past Discord's 6,000 characters
+    in total: the accept was saved, but the card kept its buttons and looked pending."""
+    eldrinax = await ashes.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc))
+    await ashes.graph.add_relationship(RelationshipIn(source_id=eldrinax.id, type="hoards", value="old gold " * 300))
+    night = await ashes.log.start_session("Night one")
+    line = await ashes.log.write(night.id, EntryIn(speaker="Ana", text="Eldrinax hoards " + "gold " * 300, start_s=6))
+    heard = Provenance(source=Source.stated, confidence=0.4, session_id=night.id, entry_ids=[line.id])
+    await ashes.graph.add_relationship(
+        RelationshipIn(source_id=eldrinax.id, type="hoards", value="new gold " * 600, provenance=heard)
+    )
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 1)
+    card = record.followups[0]
+    clicked = await fake_discord.click(card, card["components"][0]["components"][0]["custom_id"], user_id=dm)
+    assert clicked.callback_type == 7, (fake_discord.rejected, clicked.texts())
+    (embed,) = fake_discord.messages[int(card["id"])]["embeds"]
+    assert fake_discord.messages[int(card["id"])]["components"] == []
+    assert embed["footer"]["text"] == "accepted by dm"
+    fields = {f["name"]: f["value"] for f in embed["fields"]}
+    assert fields["Said"].startswith("Ana: “Eldrinax hoards gold gold")
+    assert fields["Accepting it"].startswith("closed: Eldrinax —hoards→ old gold")
+    assert fake_discord.rejected == []
 
 
 async def test_review_edit_renaming_an_entity_keeps_its_old_name_and_says_so(

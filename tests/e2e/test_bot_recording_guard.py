@@ -12,6 +12,7 @@ import datetime as dt
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import asyncpg
 import discord
@@ -229,6 +230,47 @@ async def test_a_start_that_resumes_a_session_says_so(
             assert text.startswith("🔴 **Recording**") and said in text, text
         finally:
             assert (await fake_discord.invoke("session stop", user_id=dm)).texts()[0].startswith("⏹️ Stopped")
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (TimeoutError(), "check that I have Connect and View Channel there and that it is not full"),
+        (
+            discord.Forbidden(SimpleNamespace(status=403, reason="Forbidden"), "Missing Permissions"),
+            "check that I have Connect and View Channel there and that it is not full",
+        ),
+        (discord.ClientException("Already connected to a voice channel."), "already in a voice channel"),
+    ],
+)
+async def test_a_start_that_cannot_join_voice_says_what_to_check_and_leaves_no_session(
+    error: Exception,
+    said: str,
+    table: FakeChannel,
+    bot: LorekeeperBot,
+    fake_discord: FakeDiscord,
+    memory: Memory,
+    guild: FakeGuild,
+    dm: FakeMember,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """discord.py times out when the bot may not join (no Connect, a full channel): the DM read "Something went
+    wrong; it has been logged.", with no clue what to fix."""
+    await fake_discord.invoke("campaign create", {"name": "Ashes"}, user_id=dm)
+
+    async def refused(self: VoiceSession) -> None:
+        raise error
+
+    monkeypatch.setattr(VoiceSession, "_connect", refused)
+    in_voice(bot, guild, dm, table)
+    start = await fake_discord.invoke("session start", {"title": "Denied"}, user_id=dm)
+    [text] = start.texts()
+    assert text.startswith(f"I could not join <#{table.id}>: ") and said in text, text
+    assert text.endswith("then run /session start again.")
+    campaign = await memory.campaigns(guild.id).active()
+    assert campaign is not None
+    assert await memory.campaign(campaign.id).log.session_by_title("Denied") is None
+    assert guild.id not in bot.get_cog("Sessions").live  # type: ignore[union-attr]
 
 
 async def test_a_second_game_the_same_day_is_a_session_of_its_own(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.app import LorekeeperBot
-from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source
+from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
 from memory.store import CampaignMemory, Memory
 from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeDiscord, FakeMember
@@ -89,3 +89,32 @@ async def test_same_as_merges_a_proposed_entity_into_the_known_one_after_a_resta
     await after.wait_for(lambda r: len(r.followups) == 1)
     assert after.texts()[0] == "**Ashes**: 1 waiting for review."
     assert after.followups[0]["embeds"][0]["title"] == f"New fact · f{fact.id}"
+
+
+async def test_same_as_a_mistyped_secret_entity_says_did_you_mean_to_the_dm(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """The DM told the bot that "the old man" is the secret Vaskerrin Holt, with a typo: no did-you-mean, as the
+    hints drew on public names only. Only the DM can open the form, so secret names may be hinted; the review
+    form's Edit names its target the same way."""
+    g = ashes.graph
+    await g.add_entity(EntityIn(name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret))
+    low = Provenance(source=Source.stated, confidence=0.4)
+    old = await g.add_entity(
+        EntityIn(name="the old man", type=EntityType.npc, status=ReviewStatus.pending, provenance=low)
+    )
+    fact = await g.add_relationship(RelationshipIn(source_id=old.id, type="serves", value="the Order", provenance=low))
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 2)
+    card, fact_card = record.followups
+    opened = await fake_discord.click(card, card["components"][0]["components"][3]["custom_id"], user_id=dm)
+    assert opened.modal is not None
+    typo = await fake_discord.submit_modal(opened.modal["custom_id"], {"existing": "Vaskerin"}, user_id=dm)
+    assert typo.texts() == ["no entity named 'Vaskerin' in this campaign (did you mean 'Vaskerrin Holt'?)"]
+    opened = await fake_discord.click(fact_card, fact_card["components"][0]["components"][1]["custom_id"], user_id=dm)
+    assert opened.modal is not None
+    edit = {"type": "serves", "target": "Vaskerin Holt", "value": ""}
+    typo = await fake_discord.submit_modal(opened.modal["custom_id"], edit, user_id=dm)
+    assert typo.texts() == ["no entity named 'Vaskerin Holt' in this campaign (did you mean 'Vaskerrin Holt'?)"]
+    assert (await g.get_entity_by_id(old.id)).status == ReviewStatus.pending
+    assert (await g.get_relationship(fact.id)).status == ReviewStatus.pending

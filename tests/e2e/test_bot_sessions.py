@@ -63,10 +63,19 @@ class RecordingStub:
         self.title = title
         self.campaign = campaign
         self.mem = mem
+        self.decrypt_failures = self.unknown_packets = 0
 
     def status(self) -> SessionStatus:
         guard = GuardStatus(GuardState.healthy, stored=3, spooled=0)
-        return SessionStatus(self.title, 65.0, {"Ana": 3}, guard, decrypt_failures=0, connected=True)
+        return SessionStatus(
+            self.title,
+            65.0,
+            {"Ana": 3},
+            guard,
+            decrypt_failures=self.decrypt_failures,
+            connected=True,
+            unknown_packets=self.unknown_packets,
+        )
 
 
 async def test_status_shows_pending_facts_only_to_the_dm(
@@ -241,3 +250,28 @@ async def test_review_cards_of_a_deleted_session_say_their_item_is_gone(
     )
     assert submitted.ephemeral and submitted.texts()[0].startswith(f"This item (e{stranger.id}) no longer exists")
     assert fake_discord.client_errors == []
+
+
+async def test_status_says_why_what_is_said_may_not_be_transcribed(
+    campaign, bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    """Audio that failed DAVE decryption, and audio from someone Discord had not named yet, were counted but never
+    shown: a DM looking at "Utterances stored: 0" while the table talked had no clue why."""
+    guild_id = next(iter(fake_discord.guilds))
+    active = await bot.memory.campaigns(guild_id).active()
+    assert active is not None
+    stub = RecordingStub("Night one", active, bot.memory.campaign(active.id))
+    bot.get_cog("Sessions").live[guild_id] = stub
+    try:
+        heard = await fake_discord.invoke("session status", user_id=player)
+        assert not any(t.startswith("Audio") for t in heard.texts()), heard.texts()  # nothing lost: nothing said
+        stub.decrypt_failures, stub.unknown_packets = 1500, 250  # 30 s and 5 s of 20 ms packets
+        lost = await fake_discord.invoke("session status", user_id=player)
+        assert [t for t in lost.texts() if t.startswith("Audio")] == [
+            "Audio I could not decrypt: 0m 30s (Discord's end-to-end encryption): a moment when someone joins is "
+            "normal; if it keeps growing, nothing is heard: /session stop, then /session start",
+            "Audio from someone not yet identified: 0m 05s, not transcribed (Discord has not said who it is); if it "
+            "keeps growing, whoever is not in Speakers should leave the voice channel and join again",
+        ]
+    finally:
+        bot.get_cog("Sessions").live.clear()
