@@ -346,6 +346,8 @@ class Review(commands.Cog):
         self.bot = bot
         self.poll_seconds = poll_seconds
         self._posting: dict[int, asyncio.Lock] = {}  # per guild: the listener and the poll never post twice
+        #: Per guild: why the review channel got nothing at the last try (open to players), for /review to say.
+        self._withheld: dict[int, str] = {}
         self._due: set[int] = set()  # campaigns with new items, posted after a short settle
         self._tasks: set[asyncio.Task[None]] = set()
         self._unloaded = False
@@ -411,13 +413,15 @@ class Review(commands.Cog):
     async def review(self, interaction: discord.Interaction) -> None:
         campaign, mem = await dm_campaign(interaction)
         total = await mem.review.count()
+        # the channel check runs when items are posted; the DM hears of a refusal here, not only in the log
+        withheld = f"\n{self._withheld[guild_id_of(interaction)]}" if guild_id_of(interaction) in self._withheld else ""
         if total == 0:
-            await interaction.response.send_message("Nothing to review.", ephemeral=True)
+            await interaction.response.send_message(f"Nothing to review.{withheld}", ephemeral=True)
             return
         items = await mem.review.pending(limit=PAGE)
         more = f" (showing the oldest {len(items)})" if total > len(items) else ""
         await interaction.response.send_message(
-            f"**{campaign.name}**: {total} waiting for review{more}.", ephemeral=True
+            f"**{campaign.name}**: {total} waiting for review{more}.{withheld}", ephemeral=True
         )
         for item in items:
             await interaction.followup.send(
@@ -457,7 +461,12 @@ class Review(commands.Cog):
         # set before setup refused it, or opened since
         if (who := await open_to_players(channel, campaign.settings.get(DM_ROLE_KEY))) is not None:
             log.warning("not posting review items to #%s of guild %s: it is open to %s", channel.name, guild.id, who)
+            self._withheld[guild.id] = (
+                f"⚠️ New items are not posted to {channel.mention}: it is open to {who}, and they show secrets. "
+                "Close it to them, or choose another channel with `/lorekeeper setup`."
+            )
             return 0
+        self._withheld.pop(guild.id, None)
         for item in fresh:
             await channel.send(embed=item_embed(item), view=item_view(campaign.id, item.ref))
             await mem.review.mark_posted(item)

@@ -659,9 +659,16 @@ async def test_review_channel_is_one_everyone_cannot_view(
     cog, discord_guild = bot.get_cog("Review"), bot.get_guild(guild.id)
     assert cog is not None and discord_guild is not None
     assert await cog.post_new_pending(discord_guild) == 0 and fake_discord.channel_messages == []
+    # and the DM hears of it at the next /review, not only in the bot's log
+    told = (await fake_discord.invoke("review", user_id=dm)).texts()[0]
+    assert told.endswith(
+        f"\n⚠️ New items are not posted to <#{general.id}>: it is open to everyone, and they show secrets. Close it "
+        "to them, or choose another channel with `/lorekeeper setup`."
+    ), told
     await fake_discord.invoke("lorekeeper setup", {"review_channel": review_channel}, user_id=dm)
     assert [c.settings for c in await memory.campaigns(guild.id).list()] == [{"review_channel_id": review_channel.id}]
     assert await cog.post_new_pending(discord_guild) == 2
+    assert "⚠️" not in (await fake_discord.invoke("review", user_id=dm)).texts()[0]
 
 
 @pytest.fixture
