@@ -74,14 +74,54 @@ _ENTITY_SELECT = """
     FROM entities e
 """
 
-_REL_SELECT = """
+_REL_SELECT_FROM = """
     SELECT r.id, r.campaign_id, r.source_id, s.name AS source_name, r.type, r.target_id, t.name AS target_name,
            r.value, r.attributes, r.visibility, r.status, r.provenance, r.valid_from, r.valid_to,
            r.superseded_by, r.created_at
-    FROM relationships r
+    FROM {facts} r
     JOIN entities s ON s.id = r.source_id
     LEFT JOIN entities t ON t.id = r.target_id
 """
+_REL_SELECT = _REL_SELECT_FROM.format(facts="relationships")
+
+_FACT_COLUMNS = (
+    "r.id, r.campaign_id, r.source_id, r.type, r.target_id, r.value, r.attributes, r.visibility, r.status,"
+    " r.provenance, r.valid_from"
+)
+
+#: The campaign's ($1) facts as players know them. A secret fact closes the public one it contradicts, but players
+#: must not learn that something replaced it: to them that one holds until a public fact newer than it contradicts
+#: it, by :meth:`KnowledgeGraph.close_contradicted`'s rule (the single-valued types: constants, not input).
+_PLAYERS_FACTS = f"""(
+    SELECT {_FACT_COLUMNS}, r.valid_to, r.superseded_by, r.created_at FROM relationships r
+    WHERE r.campaign_id = $1 AND NOT EXISTS (
+        SELECT 1 FROM relationships h
+        WHERE h.campaign_id = $1 AND h.id = r.superseded_by AND (h.visibility, h.status) <> ('public', 'accepted')
+    )
+    UNION ALL
+    SELECT {_FACT_COLUMNS}, seen.valid_from, seen.id, r.created_at FROM relationships r
+    JOIN relationships h ON h.campaign_id = $1 AND h.id = r.superseded_by
+    LEFT JOIN LATERAL (
+        SELECT c.id, c.valid_from FROM relationships c
+        WHERE c.campaign_id = $1 AND c.source_id = r.source_id AND c.type = r.type AND c.id <> r.id
+          AND c.status = 'accepted' AND c.visibility = 'public'
+          AND (c.target_id IS DISTINCT FROM r.target_id OR c.value IS DISTINCT FROM r.value)
+          AND ((c.target_id IS NULL) = (r.target_id IS NULL)
+               OR r.type IN ({", ".join(f"'{t}'" for t in sorted(SINGLE_VALUED))}))
+          AND (c.valid_from, c.id) > (r.valid_from, r.id)
+        ORDER BY c.valid_from, c.id LIMIT 1
+    ) seen ON true
+    WHERE r.campaign_id = $1 AND (h.visibility, h.status) <> ('public', 'accepted')
+)"""
+
+
+def _facts(include_secret: bool) -> str:
+    """The relationships a query reads: all of them for the DM, for players as they know them."""
+    return "relationships" if include_secret else _PLAYERS_FACTS
+
+
+def _rel_select(include_secret: bool) -> str:
+    return _REL_SELECT_FROM.format(facts=_facts(include_secret))
 
 
 def entity_from_row(row: asyncpg.Record) -> Entity:
@@ -1052,7 +1092,7 @@ class KnowledgeGraph:
     ) -> list[Relationship]:
         """Accepted facts touching an entity; closed ones too with ``include_history``."""
         rows = await self.db.fetch(
-            f"""{_REL_SELECT}
+            f"""{_rel_select(include_secret)}
             WHERE r.campaign_id = $1 AND (r.source_id = $2 OR r.target_id = $2)
               AND {_visible("r", include_secret)} AND ($3 OR r.valid_to IS NULL)
               AND {_visible("s", include_secret)} AND (t.id IS NULL OR {_visible("t", include_secret)})
@@ -1092,7 +1132,7 @@ class KnowledgeGraph:
         steps = await self.traverse(entity.id, max_depth=depth, include_secret=include_secret)
         ids = [entity.id, *(s.entity_id for s in steps)]
         rel_rows = await self.db.fetch(
-            f"""{_REL_SELECT}
+            f"""{_rel_select(include_secret)}
             WHERE r.campaign_id = $1 AND r.valid_to IS NULL AND {_visible("r", include_secret)}
               AND r.source_id = ANY($2::bigint[]) AND (r.target_id IS NULL OR r.target_id = ANY($2::bigint[]))
               AND (r.source_id = $3 OR r.target_id = $3 OR $4 > 1)
@@ -1138,7 +1178,8 @@ class KnowledgeGraph:
                 UNION
                 SELECT other.id, w.depth + 1, r.id
                 FROM walk w
-                JOIN relationships r ON r.campaign_id = $1 AND (r.source_id = w.entity_id OR r.target_id = w.entity_id)
+                JOIN {_facts(include_secret)} r
+                  ON r.campaign_id = $1 AND (r.source_id = w.entity_id OR r.target_id = w.entity_id)
                 CROSS JOIN LATERAL (
                     SELECT CASE WHEN r.source_id = w.entity_id THEN r.target_id ELSE r.source_id END AS id
                 ) other

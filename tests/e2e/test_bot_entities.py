@@ -490,6 +490,27 @@ async def test_show_history_gives_players_only_the_public_past_with_secret_names
     assert "History, newest first: Eldrinax —home→ Ironhold (2025-03-01 → " in "\n".join(other_end.texts())
 
 
+async def test_show_gives_players_a_public_fact_a_secret_one_replaced_as_still_current(
+    world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    """Eldrinax slept, then woke in secret: a player saw no status at all and, in his history, "sleeping" ended, so
+    learnt that something secret had replaced it. To players he sleeps until the DM says in public he does not."""
+    for options in ({"value": "sleeping"}, {"value": "awake", "secret": True}):
+        await fake_discord.invoke("entity link", {"source": "Eldrinax", "relation": "status"} | options, user_id=dm)
+    show = {"name": "Eldrinax", "history": True}
+
+    as_player = "\n".join((await fake_discord.invoke("entity show", show, user_id=player)).texts())
+    assert "Relationships: Eldrinax —status→ sleeping" in as_player and "awake" not in as_player
+    assert "History, newest first: no fact about it has changed yet" in as_player
+    as_dm = "\n".join((await fake_discord.invoke("entity show", show, user_id=dm)).texts())
+    assert "Eldrinax —status→ awake 🔒" in as_dm and "History, newest first: Eldrinax —status→ sleeping (" in as_dm
+
+    await fake_discord.invoke("entity link", {"source": "Eldrinax", "relation": "status", "value": "dead"}, user_id=dm)
+    as_player = "\n".join((await fake_discord.invoke("entity show", show, user_id=player)).texts())
+    assert "Eldrinax —status→ dead" in as_player and "awake" not in as_player
+    assert "History, newest first: Eldrinax —status→ sleeping (" in as_player
+
+
 async def test_text_with_a_nul_character_is_refused_clearly(
     world, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
 ) -> None:

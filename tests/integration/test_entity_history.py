@@ -8,7 +8,9 @@ import re
 from collections.abc import Callable
 
 from memory.db import create_pool
+from memory.graph import KnowledgeGraph
 from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, Source, Visibility
+from memory.recall import named_entities
 from memory.store import CampaignMemory, Memory
 
 
@@ -113,3 +115,79 @@ async def test_entity_show_history_on_the_command_line(lk: Callable, fresh_dsn: 
         ("Thrennick", "Night 1", "stated"),
     ]
     assert full["history"][1]["valid_from"].startswith("2025-04-01T20:01:00")
+
+
+async def _players_and_dms(g: KnowledgeGraph, name: str) -> tuple[list[str], list[str], list[str], list[str]]:
+    """Current facts and past ones about ``name``, for players then for the DM."""
+    entity = await g.get_entity(name)
+    out: list[list[str]] = []
+    for dm in (False, True):
+        out.append([r.describe() for r in (await g.snapshot(name, include_secret=dm)).relationships])
+        out.append([p.describe() for p in await g.history(entity.id, include_secret=dm)])
+    players_now, players_past, dms_now, dms_past = out
+    return players_now, players_past, dms_now, dms_past
+
+
+async def test_players_do_not_learn_that_a_secret_fact_replaced_a_public_one(campaign: CampaignMemory) -> None:
+    """Eldrinax sleeps, then wakes in secret: to players he still sleeps, and nothing of his has ended."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc))
+    for place in ("Ironhold", "the Ashen Lair"):
+        await g.add_entity(EntityIn(name=place, type=EntityType.place))
+    await g.link("Eldrinax", "status", value="sleeping")
+    await g.link("Eldrinax", "status", value="awake", secret=True)
+    await g.link("Eldrinax", "located_in", "Ironhold")
+    await g.link("Eldrinax", "located_in", "the Ashen Lair", secret=True)
+
+    players_now, players_past, dms_now, dms_past = await _players_and_dms(g, "Eldrinax")
+    assert players_now == ["Eldrinax —located_in→ Ironhold", "Eldrinax —status→ sleeping"] and players_past == []
+    assert dms_now == ["Eldrinax —located_in→ the Ashen Lair", "Eldrinax —status→ awake"]
+    assert dms_past == ["Eldrinax —located_in→ Ironhold", "Eldrinax —status→ sleeping"]
+    # every way players read current facts: the other end's card (reached by the same walk) and recall
+    ironhold = await g.get_entity("Ironhold")
+    assert [r.describe() for r in await g.relationships_of(ironhold.id)] == ["Eldrinax —located_in→ Ironhold"]
+    assert [r.describe() for r in (await g.snapshot("Ironhold")).relationships] == ["Eldrinax —located_in→ Ironhold"]
+    (named,) = await named_entities(campaign, "Is Eldrinax awake?", dm=False)
+    assert named.fact_lines() == ["Eldrinax —located_in→ Ironhold", "Eldrinax —status→ sleeping"]
+
+
+async def test_a_later_public_fact_ends_for_players_what_a_secret_one_closed(campaign: CampaignMemory) -> None:
+    g = campaign.graph
+    eldrinax = await g.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc))
+    await g.link("Eldrinax", "status", value="sleeping")
+    await g.link("Eldrinax", "status", value="awake", secret=True)
+    dead = (await g.link("Eldrinax", "status", value="dead")).relationship
+
+    players_now, players_past, dms_now, dms_past = await _players_and_dms(g, "Eldrinax")
+    assert players_now == dms_now == ["Eldrinax —status→ dead"] and players_past == ["Eldrinax —status→ sleeping"]
+    assert dms_past == ["Eldrinax —status→ awake", "Eldrinax —status→ sleeping"]
+    (sleeping,) = await g.history(eldrinax.id)
+    # closed by "dead", as players know it: when "awake" was said is not theirs to read either
+    assert (sleeping.value, sleeping.superseded_by, sleeping.valid_to) == ("sleeping", dead.id, dead.valid_from)
+
+
+async def test_players_see_a_fact_end_only_by_one_of_its_kind(campaign: CampaignMemory) -> None:
+    """As a new fact closes others: "knows" holds many edges and one value; a single-valued type, one of either."""
+    g = campaign.graph
+    for name in ("Kael", "Bob", "Mira", "Ironhold", "the Ashen Lair"):
+        await g.add_entity(EntityIn(name=name, type=EntityType.npc))
+    await g.link("Kael", "knows", "Bob")
+    await g.link("Kael", "knows", value="Elvish")
+    await g.link("Kael", "knows", value="Draconic", secret=True)
+    await g.link("Kael", "knows", "Mira")  # an edge: it does not end the value "Elvish"
+    await g.link("Kael", "home", "Ironhold")
+    await g.link("Kael", "home", "the Ashen Lair", secret=True)
+    await g.link("Kael", "home", value="the road")  # a value of a single-valued type ends an edge of it
+
+    players_now, players_past, _, _ = await _players_and_dms(g, "Kael")
+    assert players_now == [
+        "Kael —home→ the road",
+        "Kael —knows→ Bob",
+        "Kael —knows→ Elvish",
+        "Kael —knows→ Mira",
+    ]
+    assert players_past == ["Kael —home→ Ironhold"]
+    await g.link("Kael", "knows", value="Dwarvish")
+    players_now, players_past, _, _ = await _players_and_dms(g, "Kael")
+    assert "Kael —knows→ Elvish" not in players_now and "Kael —knows→ Dwarvish" in players_now
+    assert players_past == ["Kael —knows→ Elvish", "Kael —home→ Ironhold"]
