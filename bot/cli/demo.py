@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 import tempfile
@@ -26,13 +25,19 @@ QUESTIONS = ("Who is the blacksmith of Ironhold?", "How much money does Dunmore 
 
 
 @cli.command()
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the demo's database goes (default: a new folder in /tmp; never LOREKEEPER_DATA_DIR's).",
+)
 @click.pass_context
 @async_command
-async def demo(ctx: click.Context) -> None:
+async def demo(ctx: click.Context, data_dir: Path | None) -> None:
     """Load campaigns/examples/sunken_crown.yaml, ingest its sample session, and show what was remembered."""
     examples = Path(str(resources.files("campaigns") / "examples"))
-    # A throw-away database unless the user points the demo somewhere: it must not touch real campaigns.
-    data_dir = Path(os.environ.get("LOREKEEPER_DATA_DIR") or tempfile.mkdtemp(prefix="lorekeeper-demo-", dir="/tmp"))
+    # A throw-away database unless asked for another: it must not touch real campaigns, even with the DM's own
+    # LOREKEEPER_DATA_DIR exported in their shell.
+    data_dir = data_dir or Path(tempfile.mkdtemp(prefix="lorekeeper-demo-", dir="/tmp"))
     settings = settings_from(ctx).model_copy(update={"data_dir": data_dir, "database_url": None})
     click.echo(f"data dir: {data_dir}")
     async with open_memory(settings) as memory:

@@ -115,7 +115,10 @@ async def ingest(
             await print_counts(mem, memory.pool)
         else:
             pending = await jobs.pending_jobs(memory.pool, mem.campaign_id)
-            click.echo(f"{pending} background jobs queued: run `lorekeeper worker --drain` (or ingest with --wait)")
+            click.echo(
+                f"{pending} background jobs queued: the bot runs them if it is running, else "
+                "`lorekeeper worker --drain` (or ingest with --wait)"
+            )
 
 
 async def ingest_transcript(

@@ -756,12 +756,13 @@ async def test_ingest_started_says_when_the_session_was_played(lk, fresh_dsn: st
 
 def test_demo_runs_offline(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    env["LOREKEEPER_DATA_DIR"] = str(tmp_path / "demo")
+    env["LOREKEEPER_DATA_DIR"] = str(tmp_path / "real")  # the DM's own, exported in their shell: left alone
     res = subprocess.run(
-        [sys.executable, "-c", "from bot.cli import main; main()", "demo"],
+        [sys.executable, "-c", "from bot.cli import main; main()", "demo", "--data-dir", str(tmp_path / "demo")],
         env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
+    assert (tmp_path / "demo" / "pg").is_dir() and not (tmp_path / "real").exists()
     out = res.stdout
     for heading in ("Names corrected", "Stored", "Waiting for the DM's review", "Recap of Session 1", "recall:"):
         assert heading in out

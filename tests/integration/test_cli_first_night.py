@@ -40,7 +40,7 @@ def test_ingest_without_wait_names_a_worker_that_finishes(lk, session_file: Path
     res = lk("ingest", str(session_file))
     assert res.returncode == 0, res.stderr
     # plain `lorekeeper worker` waits for more work forever: the hint must be the one that returns
-    assert "background jobs queued: run `lorekeeper worker --drain`" in res.stdout
+    assert "background jobs queued: the bot runs them if it is running, else `lorekeeper worker --drain`" in res.stdout
     assert lk("worker", "--drain", timeout=60).returncode == 0
     assert lk("entity", "add", "Eldrinax", "npc").returncode == 0
     (session_file.parent / "night2.txt").write_text("DM: elder nacks wakes.\n")
