@@ -191,7 +191,20 @@ class EmbeddedPostgres:
             pid = abs(int((self.pgdata / "postmaster.pid").read_text().split()[0]))
         except (FileNotFoundError, ValueError, IndexError):
             return False
-        return _pid_alive(pid)
+        return self._serves(pid)
+
+    def _serves(self, pid: int) -> bool:
+        """Whether ``pid`` is a live postgres of this data dir (the postmaster runs in it). After a crash and a
+        reboot postmaster.pid may name a pid another process has since been given: that one is not to be signalled."""
+        try:
+            process = psutil.Process(pid)
+            if process.status() == psutil.STATUS_ZOMBIE or process.name() != "postgres":
+                return False
+            return Path(process.cwd()) == self.pgdata.resolve()
+        except psutil.NoSuchProcess:
+            return False
+        except psutil.AccessDenied:  # not ours to look at, so not ours to signal either: leave its file alone
+            return True
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
@@ -219,16 +232,17 @@ class EmbeddedPostgres:
     def _clear_stale_postmaster(self) -> None:
         """A killed postmaster leaves postmaster.pid (and socket lock files) naming its pid. PostgreSQL itself
         ignores a dead pid, but not a zombie one, and a zombie is what stays where nothing reaps orphans
-        (a container whose PID 1 is not an init): then neither pgserver nor PostgreSQL would start again."""
+        (a container whose PID 1 is not an init): then neither pgserver nor PostgreSQL would start again. Nor would
+        they if the pid now belongs to another process, which pgserver would then kill."""
         pidfile = self.pgdata / "postmaster.pid"
         try:
             lines = pidfile.read_text().splitlines()
             pid = abs(int(lines[0]))  # initdb's standalone backend writes its pid negated
         except (FileNotFoundError, ValueError, IndexError):
             return
-        if _pid_alive(pid):
+        if self._serves(pid):
             return
-        log.warning("removing the stale postmaster.pid of dead PostgreSQL process %d", pid)
+        log.warning("removing the stale postmaster.pid of PostgreSQL process %d, which no longer runs", pid)
         pidfile.unlink(missing_ok=True)
         socket_dir = Path(lines[4]) if len(lines) > 4 and lines[4] else self.pgdata
         for lock in socket_dir.glob(".s.PGSQL.*.lock"):

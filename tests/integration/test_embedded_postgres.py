@@ -308,3 +308,27 @@ def test_a_data_dir_the_server_cannot_start_in_is_one_error_saying_what_to_do(
         EmbeddedPostgres(data_dir).start()
     assert str(broken.value) == f"the embedded PostgreSQL in {pgdata} did not start: its log ({pgdata}/log) says why"
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def test_a_stale_pid_now_used_by_another_process_is_left_alone(data_dir: Path) -> None:
+    """After a crash and a reboot postmaster.pid may name a pid another process has since been given: it was taken
+    for the running server, the connection failed and pgserver's clean-up killed that process."""
+    server = EmbeddedPostgres(data_dir)
+    server.start()
+    pid = postmaster_pid(data_dir)
+    assert pid
+    os.kill(pid, signal.SIGKILL)  # the crash: postmaster.pid is left behind
+    assert wait_gone(pid)
+    server.stop()
+    other = await asyncio.create_subprocess_exec("sleep", "600")
+    try:
+        pidfile = data_dir / "pg" / "postmaster.pid"
+        lines = pidfile.read_text().splitlines()
+        pidfile.write_text("\n".join([str(other.pid), *lines[1:]]) + "\n")  # the reboot: its pid went to `sleep`
+        async with open_database(None, data_dir, EmbeddingSpec("test-model", 8), run_migrations=False) as pool:
+            assert await pool.fetchval("SELECT 1") == 1
+        assert alive(other.pid), "the process that got the dead server's pid was killed"
+        assert postmaster_pid(data_dir) is None  # our own server was started and stopped
+    finally:
+        other.kill()
+        await other.wait()
