@@ -502,9 +502,17 @@ async def migrate(pool: asyncpg.Pool, embedding: EmbeddingSpec) -> list[str]:
             for version, name, sql in migration_files():
                 if version in done:
                     continue
-                async with conn.transaction():
-                    await conn.execute(sql.replace("{embedding_dim}", str(int(dim))))
-                    await conn.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name)
+                try:
+                    async with conn.transaction():
+                        await conn.execute(sql.replace("{embedding_dim}", str(int(dim))))
+                        await conn.execute(
+                            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name
+                        )
+                except asyncpg.PostgresError as exc:
+                    raise DatabaseError(
+                        f"migration {name} failed ({type(exc).__name__}: {exc}); nothing of it was applied: go back "
+                        "to the version of Lorekeeper you had (or restore your backup) and report this error"
+                    ) from exc
                 log.info("applied migration %s", name)
                 applied.append(name)
         finally:
