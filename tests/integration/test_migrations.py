@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import asyncpg
 import pytest
 
-from memory.db import EmbeddingMismatchError, EmbeddingSpec, create_pool, migrate, migration_files, migration_status
+from memory.db import (
+    DatabaseError,
+    EmbeddingMismatchError,
+    EmbeddingSpec,
+    create_pool,
+    migrate,
+    migration_files,
+    migration_status,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def test_migrations_apply_once_and_are_idempotent(empty_dsn: str) -> None:
@@ -63,14 +77,42 @@ async def test_failed_migration_leaves_nothing_half_done(empty_dsn: str, monkeyp
     monkeypatch.setattr(db, "migration_files", lambda: [*good, broken])
     pool = await create_pool(empty_dsn)
     try:
-        with pytest.raises(asyncpg.UndefinedTableError):
+        with pytest.raises(DatabaseError) as failed:
             await migrate(pool, EmbeddingSpec("all-MiniLM-L6-v2", 384))
+        assert str(failed.value).startswith(
+            'migration 9999_broken.sql failed (UndefinedTableError: relation "no_such_table" does not exist); '
+        )
         assert await pool.fetchval("SELECT to_regclass('half_done')") is None
         assert await pool.fetchval("SELECT count(*) FROM schema_migrations WHERE version = 9999") == 0
         # the good ones before it stay applied
         assert await pool.fetchval("SELECT count(*) FROM schema_migrations") == len(good)
     finally:
         await pool.close()
+
+
+BROKEN_MIGRATION = """
+import memory.db
+good = memory.db.migration_files()
+memory.db.migration_files = lambda: [*good, (9999, "9999_broken.sql", "ALTER TABLE no_such_table ADD x int")]
+from bot.cli import main
+main()
+"""
+
+
+def test_a_failed_migration_is_one_line_naming_it(fresh_dsn: str, tmp_path: Path) -> None:
+    """A migration the database refused was an asyncpg traceback that did not say which file it was."""
+    env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env.pop("LOREKEEPER_CONFIG", None)
+    for command in (["db", "migrate"], ["campaign", "list"]):  # any command applies pending migrations at start
+        done = subprocess.run(
+            [sys.executable, "-c", BROKEN_MIGRATION, *command], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 1
+        assert done.stderr == (
+            'error: migration 9999_broken.sql failed (UndefinedTableError: relation "no_such_table" does not exist); '
+            "nothing of it was applied: go back to the version of Lorekeeper you had (or restore your backup) and "
+            "report this error\n"
+        )
 
 
 async def test_review_channel_migration_keeps_what_the_old_cursor_had_posted(empty_dsn: str) -> None:
