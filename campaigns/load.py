@@ -35,6 +35,7 @@ from memory.models import (
     without_look_alikes,
 )
 from memory.store import CampaignMemory
+from memory.took_part import link_to_recaps
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,7 @@ async def apply_campaign_file(
         await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
         ids: dict[str, int] = {}
         known: set[int] = set()  # entities the campaign had before this load: only their facts can be closed
+        accepted: list[int] = []  # new to the campaign, or accepted by this load: no recap links them yet
         for number, spec in enumerate(file.entities, start=1):
             try:
                 entity, outcome, before = await tx.graph.upsert_entity(
@@ -116,6 +118,8 @@ async def apply_campaign_file(
                 hint = RENAME_HINT if isinstance(exc, AlreadyExistsError) else ""
                 raise type(exc)(f"{spec.located(number)}: {exc}{hint}") from None
             setattr(report, f"entities_{outcome}", getattr(report, f"entities_{outcome}") + 1)
+            if before is None or before.status != ReviewStatus.accepted:
+                accepted.append(entity.id)
             if before is not None:
                 known.add(entity.id)
                 report.changes += [LoadChange(entity=entity.name, change=c) for c in _entity_changes(before, entity)]
@@ -124,6 +128,7 @@ async def apply_campaign_file(
             done += 1
             if progress:
                 progress(done, total)
+        await link_to_recaps(tx.graph, accepted)
         created: set[int] = set()  # facts of this load: one closing another of them changes nothing the DM had
         for rel in file.relationships:
             source = file.find_entity(rel.source)

@@ -533,10 +533,15 @@ class KnowledgeGraph:
         (players would read them) and its facts become secret. ``into`` is accepted if either was: the DM
         vouched for the accepted one, and merging is the DM's word that the pending one is the same. A merge that
         would give ``into`` more aliases than the cap is refused before anything changes."""
+        from memory.took_part import link_to_recaps  # it builds on this module
+
         async with transaction(self.db) as conn:
             graph = self.bound_to(conn)
             await graph.lock()
-            return await graph._merge_entities(source, into)
+            merged = await graph._merge_entities(source, into)
+            # ``into`` may be accepted only now, or have names of a proposal's now: the recapped sessions they name
+            await link_to_recaps(graph, [merged.entity.id])
+            return merged
 
     async def _merge_entities(self, source: str, into: str) -> MergeResult:
         s, t = await self.get_entity(source), await self.get_entity(into)

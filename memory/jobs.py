@@ -42,7 +42,6 @@ from memory.models import (
     EntityType,
     Entry,
     Provenance,
-    RelationshipIn,
     ReviewStatus,
     Source,
     Visibility,
@@ -50,6 +49,7 @@ from memory.models import (
 )
 from memory.semantic import content_hash
 from memory.store import CampaignMemory, Memory
+from memory.took_part import took_part
 from memory.voice.backoff import Backoff
 
 if TYPE_CHECKING:
@@ -523,16 +523,7 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
             )
         )
         for entity_id in involved:
-            await tx.graph.ensure_relationship(
-                RelationshipIn(
-                    source_id=entity_id,
-                    type="took_part_in",
-                    target_id=event.id,
-                    # Being mentioned in the session is a matter of record, not a guess to review.
-                    status=ReviewStatus.accepted,
-                    provenance=Provenance(source=Source.inferred, confidence=1.0, session_id=session_id),
-                )
-            )
+            await tx.graph.ensure_relationship(took_part(entity_id, event.id, session_id))
     return summary
 
 

@@ -29,6 +29,7 @@ from memory.models import (
     fact_value,
     relationship_type,
 )
+from memory.took_part import link_to_recaps
 
 _REF = re.compile(r"^\s*([ef])(\d+)\s*$", re.IGNORECASE)
 
@@ -182,6 +183,7 @@ class ReviewQueue:
         item = await self._pending_item(ref)
         if item.entity is not None:
             await g.set_entity_status(item.id, ReviewStatus.accepted, dm_confirmed=True)
+            await link_to_recaps(g, [item.id])  # the sessions recapped while it waited
         else:
             fact = item.fact
             assert fact is not None
@@ -192,6 +194,7 @@ class ReviewQueue:
                         raise InvalidInputError(f"{e.name!r} was rejected; edit the fact or reject it")
                     if e.status == ReviewStatus.pending:
                         await g.set_entity_status(entity_id, ReviewStatus.accepted, dm_confirmed=True)
+                        await link_to_recaps(g, [entity_id])
             await g.set_relationship(item.id, ReviewStatus.accepted, dm_confirmed=True)
             closed = await g.close_contradicted(item.id)
             decided = await self._item(item.kind, item.id)

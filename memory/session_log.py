@@ -403,3 +403,22 @@ class SessionLog:
             limit,
         )
         return [EntryHit(**{k: r[k] for k in EntryHit.model_fields}) for r in rows]
+
+    async def saying(self, phrases: Sequence[str], session_ids: Sequence[int]) -> list[Entry]:
+        """The lines of these sessions whose words may be one of ``phrases`` (full text, stemmed: more than say
+        them, for a closer look), in session order."""
+        terms = " OR ".join(f'"{p}"' for p in dict.fromkeys(phrases) if p.strip() and '"' not in p)
+        if not terms or not session_ids:
+            return []
+        rows = await self.db.fetch(
+            f"""
+            SELECT {_ENTRY_COLUMNS} FROM session_entries
+            WHERE campaign_id = $1 AND session_id = ANY($3::bigint[])
+              AND tsv @@ websearch_to_tsquery('english', searchable($2))
+            ORDER BY session_id, seq
+            """,
+            self.campaign_id,
+            terms,
+            list(session_ids),
+        )
+        return [_entry(r) for r in rows]

@@ -21,6 +21,7 @@ from bot.cli.common import (
 from memory.errors import InvalidInputError
 from memory.graph import kept_old_name
 from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, check_attributes, typed_attribute
+from memory.took_part import link_to_recaps
 
 TYPE_CHOICE = click.Choice([t.value for t in EntityType], case_sensitive=False)
 
@@ -79,7 +80,9 @@ async def add(
     )
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
-        created = await mem.graph.add_entity(entity_in)
+        async with mem.transaction() as tx:  # with the recapped sessions that named it
+            created = await tx.graph.add_entity(entity_in)
+            await link_to_recaps(tx.graph, [created.id])
     if as_json:
         emit_json(created)
     else:

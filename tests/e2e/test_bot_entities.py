@@ -279,6 +279,26 @@ async def test_a_confirmed_action_that_fails_leaves_no_dead_buttons(
     assert failed.followups[0]["content"].startswith("no entity")
 
 
+async def test_an_entity_added_after_the_recap_of_a_session_that_named_it_took_part_in_it(
+    world: CampaignMemory, memory: Memory, fake_discord: FakeDiscord, dm: FakeMember, tmp_path: Path
+) -> None:
+    """The recap links only the entities known when it is written: one the DM adds later gets its link then."""
+    from memory import jobs
+    from memory.ingest import ingest_file
+
+    night = tmp_path / "night.txt"
+    night.write_text("DM: Corvin Ash rows you across to Ironhold.\nAna: We pay him in silver.\n")
+    await ingest_file(world, night, session_title="Night 1")
+    session = await world.log.session_by_title("Night 1")
+    assert session is not None
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    await jobs.summarize_session(ctx, world.campaign_id, session.id)
+    added = await fake_discord.invoke("entity add", {"name": "Corvin Ash", "type": "npc"}, user_id=dm)
+    assert added.texts()[0].startswith("Added"), added.texts()
+    card = "\n".join((await fake_discord.invoke("entity show", {"name": "Corvin Ash"}, user_id=dm)).texts())
+    assert "took part in 1 session: Session: Night 1" in card, card
+
+
 async def test_the_sessions_an_entity_took_part_in_are_one_line_on_its_card(
     world: CampaignMemory, fake_discord: FakeDiscord, player: FakeMember
 ) -> None:

@@ -576,6 +576,31 @@ async def test_entity_show_says_the_sessions_it_took_part_in_in_one_line(lk, fre
     assert "  - Grog —took_part_in→ Session: Night 1\n" in night
 
 
+def test_an_entity_added_after_the_recaps_that_named_it_took_part_in_those_sessions(lk, tmp_path: Path) -> None:
+    """The recaps were written before the DM added Vell Sorrowmere (secret; the table knows her as the Grey Widow):
+    the two sessions that named her are on her card, the one that did not is not; an entity no session named took
+    part in none."""
+    assert lk("campaign", "create", "C").returncode == 0
+    nights = [
+        "DM: Vell Sorrowmere sings in the harbour tavern.\nAna: We listen from the door.\n",
+        "DM: The road north is quiet.\nBen: We make camp by the river.\n",
+        "DM: The Grey Widow's song drifts over the water.\nAna: That voice again.\n",
+    ]
+    for n, text in enumerate(nights, start=1):
+        (tmp_path / f"night{n}.txt").write_text(text)
+        ingested = lk(
+            "ingest", str(tmp_path / f"night{n}.txt"), "--session", f"Night {n}", "--started", f"2024-03-0{n}"
+        )
+        assert ingested.returncode == 0, ingested.stderr
+    assert lk("worker", "--drain").returncode == 0  # the recaps
+    added = lk("entity", "add", "Vell Sorrowmere", "npc", "--alias", "The Grey Widow", "--secret")
+    assert added.returncode == 0, added.stderr
+    shown = lk("entity", "show", "Vell Sorrowmere").stdout
+    assert "  took part in 2 sessions: Session: Night 3, Session: Night 1\n" in shown, shown
+    assert lk("entity", "add", "Mira Quell", "npc").returncode == 0
+    assert lk("entity", "show", "Mira Quell").stdout == "Mira Quell (npc)\n"
+
+
 def test_settings_out_of_range_are_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "LOREKEEPER_DATA_DIR": str(tmp_path)}
     env.pop("LOREKEEPER_CONFIG", None)

@@ -22,7 +22,7 @@ from campaigns.load import apply_campaign_file
 from cogs.recall import cite
 from memory import jobs
 from memory.chunking import windows
-from memory.errors import AlreadyExistsError, InvalidInputError
+from memory.errors import AlreadyDecidedError, AlreadyExistsError, InvalidInputError
 from memory.ingest import ingest_file
 from memory.models import EntityIn, EntityType, Entry, EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
@@ -838,3 +838,85 @@ async def test_a_file_holding_a_stored_session_again_is_refused_before_anything_
     # Both titles hold the lines now: importing either again resumes it, whichever other session holds them too.
     assert (await ingest_file(crown, old)).written == 0
     assert (await ingest_file(crown, both)).written == 0
+
+
+async def sessions_of(mem: CampaignMemory, name: str) -> list[str]:
+    """The recaps an entity took part in, as its card lists them (secret ones too: the DM's view)."""
+    entity = await mem.graph.get_entity(name)
+    return [r.target_name for r in await mem.graph.relationships_of(entity.id, include_secret=True)
+            if r.type == "took_part_in"]  # fmt: skip
+
+
+async def test_an_entity_accepted_after_its_sessions_recap_took_part_in_it(
+    memory: Memory, crown: CampaignMemory, embedder: MiniLMEmbedder, tmp_path: Path
+) -> None:
+    """The recap links only the entities accepted when it is written; "Corvin Ash", proposed by the session's own
+    lines and accepted from the review queue after it, took part in it all the same, once, however often it is
+    decided or the recap written."""
+    night = tmp_path / "night.txt"
+    night.write_text(
+        "DM: A gaunt man named Corvin Ash waits on the docks of Ironhold.\n"
+        "Ana: We ask Corvin Ash about the drowned city.\n"
+        "DM: Corvin Ash only points at the lake.\n"
+    )
+    await ingest_file(crown, night, session_title="Night 1")
+    await run_jobs(memory, embedder)
+    (corvin,) = [i for i in await crown.review.pending(limit=100) if i.entity and i.entity.name == "Corvin Ash"]
+    assert await sessions_of(crown, "Ironhold") == ["Session: Night 1"]
+    assert await sessions_of(crown, "Corvin Ash") == []  # waiting for review when the recap was written
+
+    await crown.review.accept(corvin.ref)
+    assert await sessions_of(crown, "Corvin Ash") == ["Session: Night 1"]
+    with pytest.raises(AlreadyDecidedError):
+        await crown.review.accept(corvin.ref)
+    # the session resumed and ended again: its recap is written again, over every line
+    rec = await SessionRecorder.start(crown, "Night 1")
+    await rec.add(Utterance(speaker="DM", text="By dawn Corvin Ash is gone.", seq=4))
+    await rec.end()
+    await run_jobs(memory, embedder)
+    assert "By dawn" in ((await crown.log.session(rec.session.id)).summary or "")
+    assert await sessions_of(crown, "Corvin Ash") == ["Session: Night 1"]
+
+
+async def test_an_entity_accepted_with_a_fact_or_as_the_same_as_a_proposal_took_part_in_the_recapped_sessions(
+    memory: Memory, crown: CampaignMemory, embedder: MiniLMEmbedder, tmp_path: Path
+) -> None:
+    """Accepting a fact accepts the proposed entities it joins, and "Same as…" gives the known entity the proposal's
+    name: the recapped sessions that said those names are theirs too."""
+    nessa = await crown.graph.add_entity(EntityIn(name="Nessa Vane", type=EntityType.npc))
+    night = tmp_path / "night.txt"
+    night.write_text(
+        "DM: A hooded woman named Old Grell sells charms by the well.\n"
+        "DM: Bram Oakes lives in Ironhold and mends the nets.\n"
+    )
+    await ingest_file(crown, night, session_title="Night 1")
+    await run_jobs(memory, embedder)
+    pending = await crown.review.pending(limit=100)
+    (grell,) = [i for i in pending if i.entity and i.entity.name == "Old Grell"]
+    (lives,) = [i for i in pending if i.fact and i.fact.source_name == "Bram Oakes" and i.fact.type == "lives_in"]
+    assert await sessions_of(crown, "Nessa Vane") == []
+
+    await crown.review.same_as(grell.ref, "Nessa Vane")
+    assert await sessions_of(crown, "Nessa Vane") == ["Session: Night 1"]
+    assert nessa.id == (await crown.graph.get_entity("Old Grell")).id
+    await crown.review.accept(lives.ref)
+    assert await sessions_of(crown, "Bram Oakes") == ["Session: Night 1"]
+
+
+async def test_an_entity_a_campaign_file_adds_took_part_in_the_recapped_sessions_that_named_it(
+    memory: Memory, crown: CampaignMemory, tmp_path: Path
+) -> None:
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    night = tmp_path / "night.txt"
+    night.write_text("DM: Corvin Ash rows you across to Ironhold.\nAna: We pay him in silver.\n")
+    await ingest_file(crown, night, session_title="Night 1")
+    session = await crown.log.session_by_title("Night 1")
+    assert session is not None
+    await jobs.summarize_session(ctx, crown.campaign_id, session.id)
+    more = tmp_path / "more.yaml"
+    more.write_text("entities:\n  - {name: Corvin Ash, type: npc}\n  - {name: Ilse Marrow, type: npc}\n")
+    await apply_campaign_file(crown, read_campaign_file(more))
+    assert await sessions_of(crown, "Corvin Ash") == ["Session: Night 1"]
+    assert await sessions_of(crown, "Ilse Marrow") == []
+    await apply_campaign_file(crown, read_campaign_file(more))  # loaded again: nothing new
+    assert await sessions_of(crown, "Corvin Ash") == ["Session: Night 1"]
