@@ -123,6 +123,9 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
                     "without LOREKEEPER_"
                 )
         values.update(loaded or {})
+        if isinstance(values.get("data_dir"), str):
+            # relative to the file, not to wherever the command runs: elsewhere it would start a new, empty database
+            values["data_dir"] = path.absolute().parent / Path(values["data_dir"]).expanduser()
     settings = Settings(**values)
     _warn_of_unknown_variables()
     # Command-line flags beat both the environment and the file.
