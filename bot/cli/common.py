@@ -16,7 +16,6 @@ from typing import Any
 
 import click
 from pydantic import BaseModel, ValidationError
-from pydantic_settings import SettingsError
 
 from bot.settings import ConfigFileError, Settings, load_settings
 from memory.campaigns import Campaigns
@@ -80,9 +79,6 @@ def run_cli(group: click.Group) -> None:
         sys.exit(1)
     except ValidationError as exc:
         click.echo(f"error: {validation_problems(exc)}", err=True)
-        sys.exit(1)
-    except SettingsError as exc:  # a setting from the environment that is not even of its type's shape
-        click.echo(f"error: {exc} (a list is written as JSON: '[1, 2]')", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)

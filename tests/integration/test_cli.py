@@ -580,10 +580,11 @@ def test_settings_out_of_range_are_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "LOREKEEPER_DATA_DIR": str(tmp_path)}
     env.pop("LOREKEEPER_CONFIG", None)
     for key, value, expected in [
-        ("LOREKEEPER_GUILD_ID", "99999999999999999999", "error: guild_id: Input should be less than"),
-        ("LOREKEEPER_EMBEDDING_DIM", "-3", "error: embedding_dim: Input should be greater than 0"),
-        ("LOREKEEPER_OWNER_IDS", "1,2", 'error: error parsing value for field "owner_ids"'),
-        ("LOREKEEPER_LLM_TIMEOUT", "0", "error: llm_timeout: Input should be greater than 0"),
+        ("LOREKEEPER_GUILD_ID", "99999999999999999999", "error: LOREKEEPER_GUILD_ID: Input should be less than"),
+        ("LOREKEEPER_GUILD_ID", "abc", "error: LOREKEEPER_GUILD_ID: Input should be a valid integer"),
+        ("LOREKEEPER_EMBEDDING_DIM", "-3", "error: LOREKEEPER_EMBEDDING_DIM: Input should be greater than 0"),
+        ("LOREKEEPER_OWNER_IDS", "1,2", "error: LOREKEEPER_OWNER_IDS: cannot be read (a list is written as JSON"),
+        ("LOREKEEPER_LLM_TIMEOUT", "0", "error: LOREKEEPER_LLM_TIMEOUT: Input should be greater than 0"),
     ]:
         res = subprocess.run(
             [sys.executable, "-c", "from bot.cli import main; main()", "campaign", "list"],

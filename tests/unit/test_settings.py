@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import load_settings
+from bot.settings import ConfigFileError, load_settings
 
 
 @pytest.fixture
@@ -31,3 +31,18 @@ def test_a_relative_data_dir_in_the_config_file_is_relative_to_the_file(
     # the environment's own is relative to where the command runs, as any path given in a shell is
     no_settings_in_env.setenv("LOREKEEPER_DATA_DIR", "here")
     assert load_settings(config).data_dir == elsewhere / "here"
+
+
+def test_a_bad_value_is_named_as_the_dm_wrote_it(tmp_path: Path, no_settings_in_env: pytest.MonkeyPatch) -> None:
+    """ "guild_id: Input should be a valid integer" did not say where to look: the variable or the file's key."""
+    (config := tmp_path / "lorekeeper.yaml").write_text("guild_id: my server\ndiscord_token: 12345\n")
+    with pytest.raises(ConfigFileError) as raised:
+        load_settings(config)
+    assert str(raised.value) == (
+        f"{config}: discord_token: Input should be a valid string; "
+        f"{config}: guild_id: Input should be a valid integer, unable to parse string as an integer"
+    )
+    no_settings_in_env.setenv("LOREKEEPER_GUILD_ID", "abc")  # the environment's value is the one used
+    with pytest.raises(ConfigFileError, match="; LOREKEEPER_GUILD_ID: Input should be a valid integer, unable"):
+        load_settings(config)
+    assert "my server" not in str(raised.value) and "12345" not in str(raised.value)  # a value may be a secret
