@@ -1148,3 +1148,14 @@ async def test_recall_says_what_the_graph_knows_now_before_what_was_said_then(lk
     ]
     assert [f["secret"] for f in as_json["entities"][1]["facts"]] == [False, True]
     assert [h["text"] for h in as_json["hits"]] == ["DM: Thrennick has the Ember Key."]
+
+
+def test_a_worker_says_which_database_it_works_on_without_its_password(lk, fresh_dsn: str) -> None:
+    """A data dir other than meant (a relative path, another user's default) is a new, empty database: the start
+    line is where the DM sees it."""
+    with_password = fresh_dsn.replace("postgres:@", "postgres:hunter2@", 1)  # local connections are trusted
+    res = lk("worker", "--drain", env={"DATABASE_URL": with_password})
+    assert res.returncode == 0, res.stderr
+    database = fresh_dsn.replace("postgres:@", "postgres@", 1)
+    assert f"INFO lorekeeper: database: DATABASE_URL {database} (data dir " in res.stderr
+    assert "hunter2" not in res.stderr

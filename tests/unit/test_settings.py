@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import ConfigFileError, load_settings
+from bot.cli.common import database_of
+from bot.settings import ConfigFileError, Settings, load_settings
 
 
 @pytest.fixture
@@ -46,3 +47,10 @@ def test_a_bad_value_is_named_as_the_dm_wrote_it(tmp_path: Path, no_settings_in_
     with pytest.raises(ConfigFileError, match="; LOREKEEPER_GUILD_ID: Input should be a valid integer, unable"):
         load_settings(config)
     assert "my server" not in str(raised.value) and "12345" not in str(raised.value)  # a value may be a secret
+
+
+def test_the_database_a_service_names_at_start_has_no_password(tmp_path: Path) -> None:
+    embedded = Settings(data_dir=tmp_path)
+    assert database_of(embedded) == f"the embedded PostgreSQL in {tmp_path / 'pg'}"
+    remote = Settings(data_dir=tmp_path, database_url="postgresql://lk:s3cret@db:5432/lorekeeper?sslmode=require")
+    assert database_of(remote) == f"DATABASE_URL postgresql://lk@db:5432/lorekeeper (data dir {tmp_path})"
