@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from difflib import get_close_matches
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import AliasChoices, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from memory.db import EmbeddingSpec, default_data_dir
 from memory.models import DEFAULT_ACCEPT_THRESHOLD
@@ -104,6 +105,7 @@ class Settings(BaseSettings):
 def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Settings:
     """Settings from the environment over ``config_file`` (YAML mapping of the field names)."""
     values: dict[str, Any] = {}
+    path: Path | None = None
     if config_file:
         path = Path(config_file)
         try:
@@ -123,10 +125,44 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
                     "without LOREKEEPER_"
                 )
         values.update(loaded or {})
-    settings = Settings(**values)
+        if isinstance(values.get("data_dir"), str):
+            # relative to the file, not to wherever the command runs: elsewhere it would start a new, empty database
+            values["data_dir"] = path.absolute().parent / Path(values["data_dir"]).expanduser()
+    try:
+        settings = Settings(**values)
+    except ValidationError as exc:
+        raise ConfigFileError(_problems(exc, path)) from None
+    except SettingsError as exc:  # a variable not even of its type's shape: pydantic-settings names the field only
+        field = re.search(r'field "(\w+)"', str(exc))
+        where = _variable(field[1]) if field else None
+        raise ConfigFileError(f"{where or exc}: cannot be read (a list is written as JSON: '[1, 2]')") from None
     _warn_of_unknown_variables()
     # Command-line flags beat both the environment and the file.
     return settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+
+
+def _variable(field: str) -> str | None:
+    """The environment variable that set ``field``, if one did (the environment beats the config file)."""
+    alias = Settings.model_fields[field].validation_alias if field in Settings.model_fields else None
+    names = [str(n) for n in alias.choices if str(n).isupper()] if isinstance(alias, AliasChoices) else []
+    names = names or [f"LOREKEEPER_{field.upper()}"]
+    given = {name.upper() for name, value in os.environ.items() if value}
+    return next((name for name in names if name in given), None)
+
+
+def _problems(exc: ValidationError, config_file: Path | None) -> str:
+    """What is wrong, each named as the DM wrote it: the variable, else the config file's key; never the value,
+    which may be a secret."""
+    problems = []
+    for error in exc.errors():
+        loc = error.get("loc", ())
+        where = ".".join(str(p) for p in loc)
+        if loc and (variable := _variable(str(loc[0]))):
+            where = variable + "".join(f".{p}" for p in loc[1:])
+        elif config_file is not None:
+            where = f"{config_file}: {where}"
+        problems.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
+    return "; ".join(problems)
 
 
 def _warn_of_unknown_variables() -> None:

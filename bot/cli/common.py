@@ -13,10 +13,10 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import click
 from pydantic import BaseModel, ValidationError
-from pydantic_settings import SettingsError
 
 from bot.settings import ConfigFileError, Settings, load_settings
 from memory.campaigns import Campaigns
@@ -81,9 +81,6 @@ def run_cli(group: click.Group) -> None:
     except ValidationError as exc:
         click.echo(f"error: {validation_problems(exc)}", err=True)
         sys.exit(1)
-    except SettingsError as exc:  # a setting from the environment that is not even of its type's shape
-        click.echo(f"error: {exc} (a list is written as JSON: '[1, 2]')", err=True)
-        sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:
@@ -137,6 +134,28 @@ def settings_from(ctx: click.Context) -> Settings:
                 handler.addFilter(BriefOutages())
         root.obj = obj
     return obj["settings"]
+
+
+def log_progress() -> None:
+    """Our own progress (start, shutdown) is worth seeing for a long-running service; discord.py's and the rest stay
+    at the CLI's level (-v), so a refused token is still exactly one line."""
+    lorekeeper_log = logging.getLogger("lorekeeper")
+    lorekeeper_log.setLevel(min(logging.getLogger().getEffectiveLevel(), logging.INFO))
+
+
+def database_of(settings: Settings) -> str:
+    """Which database and data dir a process uses, for its start line (a data dir other than meant is a new, empty
+    database that looks like lost campaigns); never the password."""
+    if not settings.database_url:
+        return f"the embedded PostgreSQL in {settings.data_dir / 'pg'}"
+    try:
+        url = urlsplit(settings.database_url.get_secret_value())
+        port = f":{url.port}" if url.port else ""
+        socket = parse_qs(url.query).get("host", [])  # a unix socket's folder; the rest may hold a password
+    except ValueError:
+        return f"DATABASE_URL (data dir {settings.data_dir})"
+    where = f"{url.scheme}://{url.username or ''}@{url.hostname or ''}{port}{url.path}"
+    return f"DATABASE_URL {where}{f'?host={socket[0]}' if socket else ''} (data dir {settings.data_dir})"
 
 
 @asynccontextmanager

@@ -57,7 +57,11 @@ async def db_status(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 @async_command
 async def db_reembed(ctx: click.Context, yes: bool) -> None:
-    """Switch the semantic index to the configured embedding model and re-embed every session."""
+    """Switch the semantic index to the configured embedding model and re-embed every session.
+
+    Stop the bot and every `lorekeeper worker` first: one still on the old model takes re-embed jobs and fails
+    them, leaving sessions without passages (then, with the new model: `lorekeeper jobs retry --all` and
+    `lorekeeper worker --drain`)."""
     settings = settings_from(ctx)
     async with open_memory(settings, run_migrations=False) as memory:
         status = await migration_status(memory.pool)

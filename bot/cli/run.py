@@ -13,7 +13,15 @@ import discord
 
 from bot.app import LorekeeperBot, create_bot
 from bot.cli import cli
-from bot.cli.common import CliError, async_command, freeze_start_up, open_memory, settings_from
+from bot.cli.common import (
+    CliError,
+    async_command,
+    database_of,
+    freeze_start_up,
+    log_progress,
+    open_memory,
+    settings_from,
+)
 from bot.settings import Settings
 from memory.jobs import make_job_context, run_workers
 
@@ -64,6 +72,7 @@ async def serve(settings: Settings) -> None:
             loop.add_signal_handler(signum, stop.set)
         async with bot:
             await login(bot, token)  # before the embedding model loads: a bad token fails fast
+            log.info("logged in as %s; database: %s; the campaigns of every server", bot.user, database_of(settings))
             # one job context for the workers and /recall, so the embedding model is loaded once
             jobs = make_job_context(memory, settings)
             bot.embedder = jobs.embedder
@@ -96,10 +105,7 @@ async def serve(settings: Settings) -> None:
 async def run(ctx: click.Context) -> None:
     """Start the bot (token from DISCORD_TOKEN); Ctrl-C or SIGTERM stops it cleanly."""
     settings = settings_from(ctx)
-    # our own progress (start, shutdown) is worth seeing for a long-running service; discord.py's stays at the
-    # CLI's level (-v) so a refused token is still exactly one line
-    lorekeeper_log = logging.getLogger("lorekeeper")
-    lorekeeper_log.setLevel(min(logging.getLogger().getEffectiveLevel(), logging.INFO))
+    log_progress()
     await serve(settings)
 
 

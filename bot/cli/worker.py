@@ -9,7 +9,7 @@ from datetime import timedelta
 import click
 
 from bot.cli import cli
-from bot.cli.common import async_command, freeze_start_up, open_memory, settings_from
+from bot.cli.common import async_command, database_of, freeze_start_up, log, log_progress, open_memory, settings_from
 from memory import jobs
 
 
@@ -28,6 +28,7 @@ from memory import jobs
 async def worker(ctx: click.Context, drain: bool, heartbeat_timeout: int) -> None:
     """Process background jobs until interrupted; run several for more throughput."""
     settings = settings_from(ctx)
+    log_progress()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -36,6 +37,7 @@ async def worker(ctx: click.Context, drain: bool, heartbeat_timeout: int) -> Non
     async with open_memory(settings, keep_running=not drain) as memory:
         freeze_start_up(tables=settings.llm_enabled)  # stage 2 needs the campaign's correction index
         click.echo("worker started", err=True)
+        log.info("database: %s; the jobs of every campaign", database_of(settings))
         ctx_ = await jobs.run_workers(
             memory.pool, settings, stop, drain=drain, heartbeat_timeout=timedelta(seconds=heartbeat_timeout)
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import threading
 import time
 import wave
@@ -410,9 +411,14 @@ class VoicePipeline:
         start_ms = round(max(0.0, segment.start - self.session_start) * 1000)
         path = self.unheard_dir / f"{segment.user_id}-{start_ms:09d}.wav"
         try:
-            self.unheard_dir.mkdir(parents=True, exist_ok=True)
+            # players' voices: for the bot's own user only, whatever the umask (unheard/ and the session's folder)
+            self.unheard_dir.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.unheard_dir.mkdir(mode=0o700, exist_ok=True)
             pcm = (np.clip(segment.pcm16k, -1.0, 1.0) * 32767).astype("<i2")
-            with wave.open(str(path), "wb") as out:
+            with (
+                open(path, "wb", opener=lambda name, flags: os.open(name, flags, 0o600)) as file,
+                wave.open(file, "wb") as out,
+            ):
                 out.setnchannels(1)
                 out.setsampwidth(2)
                 out.setframerate(seg.OUTPUT_RATE)

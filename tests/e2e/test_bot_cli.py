@@ -93,3 +93,4 @@ async def test_run_connects_answers_and_stops_on_sigterm(fake_discord: FakeDisco
         code, _, err = await finish(proc)
     assert code == 0, err
     assert "Traceback" not in err
+    assert "INFO lorekeeper: logged in as " in err and "; database: DATABASE_URL postgresql://postgres@" in err

@@ -605,10 +605,11 @@ def test_settings_out_of_range_are_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "LOREKEEPER_DATA_DIR": str(tmp_path)}
     env.pop("LOREKEEPER_CONFIG", None)
     for key, value, expected in [
-        ("LOREKEEPER_GUILD_ID", "99999999999999999999", "error: guild_id: Input should be less than"),
-        ("LOREKEEPER_EMBEDDING_DIM", "-3", "error: embedding_dim: Input should be greater than 0"),
-        ("LOREKEEPER_OWNER_IDS", "1,2", 'error: error parsing value for field "owner_ids"'),
-        ("LOREKEEPER_LLM_TIMEOUT", "0", "error: llm_timeout: Input should be greater than 0"),
+        ("LOREKEEPER_GUILD_ID", "99999999999999999999", "error: LOREKEEPER_GUILD_ID: Input should be less than"),
+        ("LOREKEEPER_GUILD_ID", "abc", "error: LOREKEEPER_GUILD_ID: Input should be a valid integer"),
+        ("LOREKEEPER_EMBEDDING_DIM", "-3", "error: LOREKEEPER_EMBEDDING_DIM: Input should be greater than 0"),
+        ("LOREKEEPER_OWNER_IDS", "1,2", "error: LOREKEEPER_OWNER_IDS: cannot be read (a list is written as JSON"),
+        ("LOREKEEPER_LLM_TIMEOUT", "0", "error: LOREKEEPER_LLM_TIMEOUT: Input should be greater than 0"),
     ]:
         res = subprocess.run(
             [sys.executable, "-c", "from bot.cli import main; main()", "campaign", "list"],
@@ -1173,3 +1174,14 @@ async def test_recall_says_what_the_graph_knows_now_before_what_was_said_then(lk
     ]
     assert [f["secret"] for f in as_json["entities"][1]["facts"]] == [False, True]
     assert [h["text"] for h in as_json["hits"]] == ["DM: Thrennick has the Ember Key."]
+
+
+def test_a_worker_says_which_database_it_works_on_without_its_password(lk, fresh_dsn: str) -> None:
+    """A data dir other than meant (a relative path, another user's default) is a new, empty database: the start
+    line is where the DM sees it."""
+    with_password = fresh_dsn.replace("postgres:@", "postgres:hunter2@", 1)  # local connections are trusted
+    res = lk("worker", "--drain", env={"DATABASE_URL": with_password})
+    assert res.returncode == 0, res.stderr
+    database = fresh_dsn.replace("postgres:@", "postgres@", 1)
+    assert f"INFO lorekeeper: database: DATABASE_URL {database} (data dir " in res.stderr
+    assert "hunter2" not in res.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -269,6 +270,8 @@ async def test_an_utterance_stt_keeps_failing_on_is_kept_as_audio(
     assert sink.got == [] and len(stt.calls) == 2  # tried twice, stored nothing
     kept = sorted(unheard.iterdir())
     assert [p.name for p in kept] == ["22-000002000.wav"]  # the speaker and where in the session it was said
+    # the players' voices: only the bot's user reads them, whatever its umask (0644 files in 0755 folders were)
+    assert [stat.S_IMODE(p.stat().st_mode) for p in (unheard.parent, unheard, kept[0])] == [0o700, 0o700, 0o600]
     assert pipeline.stats.unheard == 1 and f"lorekeeper ingest {kept[0]}" in caplog.text
     audio = load_audio(kept[0])  # what `lorekeeper ingest` reads
     assert abs(len(audio) / OUTPUT_RATE - 1.0) < 0.25

@@ -1,0 +1,56 @@
+"""Settings read from the environment and the config file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.cli.common import database_of
+from bot.settings import ConfigFileError, Settings, load_settings
+
+
+@pytest.fixture
+def no_settings_in_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for variable in ("LOREKEEPER_DATA_DIR", "LOREKEEPER_CONFIG", "LOREKEEPER_GUILD_ID"):
+        monkeypatch.delenv(variable, raising=False)
+    return monkeypatch
+
+
+def test_a_relative_data_dir_in_the_config_file_is_relative_to_the_file(
+    tmp_path: Path, no_settings_in_env: pytest.MonkeyPatch
+) -> None:
+    """From another folder (systemd's WorkingDirectory, a shell elsewhere) it started a new, empty database."""
+    (folder := tmp_path / "lk").mkdir()
+    (config := folder / "lorekeeper.yaml").write_text("data_dir: data\n")
+    (elsewhere := tmp_path / "elsewhere").mkdir()
+    no_settings_in_env.chdir(elsewhere)
+    assert load_settings(config).data_dir == folder / "data"
+    assert load_settings(Path("../lk/lorekeeper.yaml")).data_dir == folder / "data"
+    config.write_text(f"data_dir: {tmp_path / 'absolute'}\n")
+    assert load_settings(config).data_dir == tmp_path / "absolute"
+    # the environment's own is relative to where the command runs, as any path given in a shell is
+    no_settings_in_env.setenv("LOREKEEPER_DATA_DIR", "here")
+    assert load_settings(config).data_dir == elsewhere / "here"
+
+
+def test_a_bad_value_is_named_as_the_dm_wrote_it(tmp_path: Path, no_settings_in_env: pytest.MonkeyPatch) -> None:
+    """ "guild_id: Input should be a valid integer" did not say where to look: the variable or the file's key."""
+    (config := tmp_path / "lorekeeper.yaml").write_text("guild_id: my server\ndiscord_token: 12345\n")
+    with pytest.raises(ConfigFileError) as raised:
+        load_settings(config)
+    assert str(raised.value) == (
+        f"{config}: discord_token: Input should be a valid string; "
+        f"{config}: guild_id: Input should be a valid integer, unable to parse string as an integer"
+    )
+    no_settings_in_env.setenv("LOREKEEPER_GUILD_ID", "abc")  # the environment's value is the one used
+    with pytest.raises(ConfigFileError, match="; LOREKEEPER_GUILD_ID: Input should be a valid integer, unable"):
+        load_settings(config)
+    assert "my server" not in str(raised.value) and "12345" not in str(raised.value)  # a value may be a secret
+
+
+def test_the_database_a_service_names_at_start_has_no_password(tmp_path: Path) -> None:
+    embedded = Settings(data_dir=tmp_path)
+    assert database_of(embedded) == f"the embedded PostgreSQL in {tmp_path / 'pg'}"
+    remote = Settings(data_dir=tmp_path, database_url="postgresql://lk:s3cret@db:5432/lorekeeper?sslmode=require")
+    assert database_of(remote) == f"DATABASE_URL postgresql://lk@db:5432/lorekeeper (data dir {tmp_path})"
