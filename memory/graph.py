@@ -89,14 +89,20 @@ _FACT_COLUMNS = (
     " r.provenance, r.valid_from"
 )
 
-#: The campaign's ($1) facts as players know them. A secret fact closes the public one it contradicts, but players
-#: must not learn that something replaced it: to them that one holds until a public fact newer than it contradicts
-#: it, by :meth:`KnowledgeGraph.close_contradicted`'s rule (the single-valued types: constants, not input).
+#: Whether players see fact ``{f}``: public and accepted, about a public, accepted entity (its source is the fact's
+#: own entity, which players see, or they would not be reading its facts).
+_SEEN = """({f}.visibility = 'public' AND {f}.status = 'accepted' AND ({f}.target_id IS NULL OR EXISTS (
+    SELECT 1 FROM entities t WHERE t.campaign_id = $1 AND t.id = {f}.target_id
+      AND t.visibility = 'public' AND t.status = 'accepted')))"""
+
+#: The campaign's ($1) facts as players know them. A fact they cannot see (secret, or about a secret entity) closes
+#: the public one it contradicts, but players must not learn that something replaced it: to them that one holds
+#: until a fact they see, newer than it, contradicts it by :meth:`KnowledgeGraph.close_contradicted`'s rule, or
+#: says it again (the single-valued types: constants, not input).
 _PLAYERS_FACTS = f"""(
     SELECT {_FACT_COLUMNS}, r.valid_to, r.superseded_by, r.created_at FROM relationships r
     WHERE r.campaign_id = $1 AND NOT EXISTS (
-        SELECT 1 FROM relationships h
-        WHERE h.campaign_id = $1 AND h.id = r.superseded_by AND (h.visibility, h.status) <> ('public', 'accepted')
+        SELECT 1 FROM relationships h WHERE h.campaign_id = $1 AND h.id = r.superseded_by AND NOT {_SEEN.format(f="h")}
     )
     UNION ALL
     SELECT {_FACT_COLUMNS}, seen.valid_from, seen.id, r.created_at FROM relationships r
@@ -104,14 +110,13 @@ _PLAYERS_FACTS = f"""(
     LEFT JOIN LATERAL (
         SELECT c.id, c.valid_from FROM relationships c
         WHERE c.campaign_id = $1 AND c.source_id = r.source_id AND c.type = r.type AND c.id <> r.id
-          AND c.status = 'accepted' AND c.visibility = 'public'
-          AND (c.target_id IS DISTINCT FROM r.target_id OR c.value IS DISTINCT FROM r.value)
+          AND {_SEEN.format(f="c")}
           AND ((c.target_id IS NULL) = (r.target_id IS NULL)
                OR r.type IN ({", ".join(f"'{t}'" for t in sorted(SINGLE_VALUED))}))
           AND (c.valid_from, c.id) > (r.valid_from, r.id)
         ORDER BY c.valid_from, c.id LIMIT 1
     ) seen ON true
-    WHERE r.campaign_id = $1 AND (h.visibility, h.status) <> ('public', 'accepted')
+    WHERE r.campaign_id = $1 AND NOT {_SEEN.format(f="h")}
 )"""
 
 

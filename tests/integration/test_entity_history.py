@@ -191,3 +191,24 @@ async def test_players_see_a_fact_end_only_by_one_of_its_kind(campaign: Campaign
     players_now, players_past, _, _ = await _players_and_dms(g, "Kael")
     assert "Kael —knows→ Elvish" not in players_now and "Kael —knows→ Dwarvish" in players_now
     assert players_past == ["Kael —knows→ Elvish", "Kael —home→ Ironhold"]
+
+
+async def test_a_public_fact_about_a_secret_entity_is_one_players_cannot_see(campaign: CampaignMemory) -> None:
+    """The Ember Key passes, by a public fact, to a secret NPC: players cannot read that fact, so to them Kael
+    still has the key; and a state said again after a secret one is one state, not two."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Ember Key", type=EntityType.item))
+    await g.add_entity(EntityIn(name="Kael", type=EntityType.npc))
+    await g.add_entity(EntityIn(name="Vaskerrin", type=EntityType.npc, visibility=Visibility.secret))
+    await g.link("Ember Key", "owned_by", "Kael")
+    await g.link("Ember Key", "owned_by", "Vaskerrin")  # public, but about a secret entity
+    players_now, players_past, dms_now, _ = await _players_and_dms(g, "Ember Key")
+    assert (players_now, players_past) == (["Ember Key —owned_by→ Kael"], [])
+    assert dms_now == ["Ember Key —owned_by→ Vaskerrin"]
+
+    await g.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc))
+    await g.link("Eldrinax", "status", value="sleeping")
+    await g.link("Eldrinax", "status", value="awake", secret=True)
+    await g.link("Eldrinax", "status", value="sleeping")  # said again, in public
+    players_now, players_past, _, _ = await _players_and_dms(g, "Eldrinax")
+    assert players_now == ["Eldrinax —status→ sleeping"] and players_past == ["Eldrinax —status→ sleeping"]
