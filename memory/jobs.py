@@ -49,7 +49,7 @@ from memory.models import (
 )
 from memory.semantic import content_hash
 from memory.store import CampaignMemory, Memory
-from memory.took_part import took_part
+from memory.took_part import link_to_recaps, took_part
 from memory.voice.backoff import Backoff
 
 if TYPE_CHECKING:
@@ -524,6 +524,10 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
         )
         for entity_id in involved:
             await tx.graph.ensure_relationship(took_part(entity_id, event.id, session_id))
+        # accepted while the recap was being written: their own look found no recap yet, and this one's list of
+        # who took part was read before them
+        late = {e.id for e in await tx.graph.list_entities()} - {e.id for e in entities}
+        await link_to_recaps(tx.graph, late)
     return summary
 
 

@@ -58,10 +58,10 @@ async def link_to_recaps(graph: KnowledgeGraph, entity_ids: Collection[int]) -> 
     targets = [e for e in accepted if e.id in wanted and e.type != EntityType.event]
     if not targets:
         return 0
-    gazetteer = Gazetteer(accepted)
     ids = {e.id for e in targets}
 
     def named(entries: list[Entry]) -> set[tuple[int, int]]:
+        gazetteer = Gazetteer(accepted)  # here, in the thread: 0.7 s for 20,000 entities
         return {(i, e.session_id) for e in entries for i in gazetteer.mentioned_ids(e) if i in ids}
 
     log = SessionLog(graph.db, graph.campaign_id)
@@ -71,8 +71,8 @@ async def link_to_recaps(graph: KnowledgeGraph, entity_ids: Collection[int]) -> 
         # as written, and in the gazetteer's normal forms ("Zyxara" of Zyx'ara, "half orc" of Half-Orc)
         phrases = [form(n) for e in batch for n in (e.name, *e.aliases) for form in (str, normalize, spaced_form)]
         lines.update((entry.id, entry) for entry in await log.saying(phrases, list(recaps)))
-    # thousands of lines for a campaign file's names: the bot's other work goes on meanwhile
-    found = await asyncio.to_thread(named, list(lines.values()))
+    # every accepted name, and thousands of lines for a campaign file's names: the bot's other work goes on meanwhile
+    found = await asyncio.to_thread(named, list(lines.values())) if lines else set()
     links = [took_part(entity_id, recaps[session_id], session_id) for entity_id, session_id in sorted(found)]
     await graph.lock()  # see ``KnowledgeGraph.lock``
     # In one statement: a fact at a time, thousands of links took minutes. A link is never pending, and closes no

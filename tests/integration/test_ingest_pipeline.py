@@ -11,6 +11,7 @@ import random
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -24,7 +25,7 @@ from memory import jobs
 from memory.chunking import windows
 from memory.errors import AlreadyDecidedError, AlreadyExistsError, InvalidInputError
 from memory.ingest import ingest_file
-from memory.models import EntityIn, EntityType, Entry, EntryIn
+from memory.models import Entity, EntityIn, EntityType, Entry, EntryIn, ReviewStatus
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recall import recall
 from memory.recorder import SessionRecorder, Utterance, Word
@@ -875,6 +876,33 @@ async def test_an_entity_accepted_after_its_sessions_recap_took_part_in_it(
     await rec.end()
     await run_jobs(memory, embedder)
     assert "By dawn" in ((await crown.log.session(rec.session.id)).summary or "")
+    assert await sessions_of(crown, "Corvin Ash") == ["Session: Night 1"]
+
+
+async def test_an_entity_accepted_while_the_recap_is_written_took_part_in_it(
+    memory: Memory, crown: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The DM accepts "Corvin Ash" after the recap job read who is accepted, before it wrote the recap (an LLM
+    recap takes seconds): neither the accept (no recap yet) nor the job's list has it, so the job links it."""
+    night = tmp_path / "night.txt"
+    night.write_text("DM: A gaunt man named Corvin Ash waits on the docks of Ironhold.\n")
+    await ingest_file(crown, night, session_title="Night 1")
+    session = await crown.log.session_by_title("Night 1")
+    assert session is not None
+    corvin = await crown.graph.add_entity(EntityIn(name="Corvin Ash", type=EntityType.npc, status=ReviewStatus.pending))
+    read = crown.graph.list_entities
+
+    async def then_accepted(*args: Any, **kwargs: Any) -> list[Entity]:
+        found = await read(*args, **kwargs)
+        if "status" in kwargs:  # the job's first read, of every status: the DM accepts right after it
+            await crown.review.accept(f"e{corvin.id}")
+        return found
+
+    monkeypatch.setattr(crown.graph, "list_entities", then_accepted)
+    monkeypatch.setattr(memory, "campaign", lambda campaign_id: crown)  # the job's memory is this one
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    await jobs.summarize_session(ctx, crown.campaign_id, session.id)
+    monkeypatch.undo()
     assert await sessions_of(crown, "Corvin Ash") == ["Session: Night 1"]
 
 
