@@ -40,7 +40,6 @@ from memory.models import (
     typed_attribute,
 )
 from memory.store import CampaignMemory
-from memory.took_part import link_to_recaps
 
 #: Sessions an entity took part in that its card names (the newest); the rest are counted.
 SESSIONS_SHOWN = 3
@@ -150,19 +149,17 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         secret: bool = False,
     ) -> None:
         _, mem = await dm_campaign(interaction)
-        async with mem.transaction() as tx:  # with the recapped sessions that named it
-            entity = await tx.graph.add_entity(
-                EntityIn(
-                    name=name,
-                    type=type,
-                    description=description,
-                    aliases=parse_aliases(aliases),
-                    attributes=parse_attributes(attributes),
-                    visibility=Visibility.secret if secret else Visibility.public,
-                    provenance=Provenance(source=Source.dm, dm_confirmed=True),
-                )
+        entity = await mem.add_entity(
+            EntityIn(
+                name=name,
+                type=type,
+                description=description,
+                aliases=parse_aliases(aliases),
+                attributes=parse_attributes(attributes),
+                visibility=Visibility.secret if secret else Visibility.public,
+                provenance=Provenance(source=Source.dm, dm_confirmed=True),
             )
-            await link_to_recaps(tx.graph, [entity.id])
+        )
         embed = entity_embed(entity, relationships=[], last_mention=None)
         await interaction.response.send_message(
             f"Added {entity.type.value} **{entity.name}**.", embed=embed, ephemeral=True

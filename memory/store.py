@@ -16,10 +16,11 @@ from pydantic import BaseModel
 from memory.campaigns import Campaigns
 from memory.db import Executor, transaction
 from memory.graph import KnowledgeGraph
-from memory.models import DEFAULT_ACCEPT_THRESHOLD, counted
+from memory.models import DEFAULT_ACCEPT_THRESHOLD, Entity, EntityIn, counted
 from memory.review import ReviewQueue
 from memory.semantic import SemanticIndex
 from memory.session_log import SessionLog
+from memory.took_part import link_to_recaps
 
 
 class DeletedSession(BaseModel):
@@ -90,6 +91,15 @@ class CampaignMemory:
                 if conn is self.db
                 else CampaignMemory(conn, self.campaign_id, accept_threshold=self.accept_threshold)
             )
+
+    async def add_entity(self, entity: EntityIn) -> Entity:
+        """The DM's new entity, with the recapped sessions that named it before it was added (see
+        :func:`memory.took_part.link_to_recaps`): all or nothing."""
+        async with self.transaction() as tx:
+            await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
+            added = await tx.graph.add_entity(entity)
+            await link_to_recaps(tx.graph, [added.id])
+        return added
 
     async def delete_session(self, title: str, *, even_if_live: bool = False) -> DeletedSession:
         """Delete a session (a mistaken import): its lines, chunks and progress (they cascade), its recap entity

@@ -21,7 +21,6 @@ from bot.cli.common import (
 from memory.errors import InvalidInputError
 from memory.graph import kept_old_name
 from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, check_attributes, typed_attribute
-from memory.took_part import link_to_recaps
 
 TYPE_CHOICE = click.Choice([t.value for t in EntityType], case_sensitive=False)
 
@@ -80,9 +79,7 @@ async def add(
     )
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
-        async with mem.transaction() as tx:  # with the recapped sessions that named it
-            created = await tx.graph.add_entity(entity_in)
-            await link_to_recaps(tx.graph, [created.id])
+        created = await mem.add_entity(entity_in)
     if as_json:
         emit_json(created)
     else:
