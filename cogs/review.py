@@ -446,6 +446,7 @@ class Review(commands.Cog):
             return await self._post_new_pending(guild)
 
     async def _post_new_pending(self, guild: discord.Guild) -> int:
+        self._withheld.pop(guild.id, None)  # said again below if it still holds
         campaigns = self.bot.memory.campaigns(guild.id)
         campaign = await campaigns.active()
         if campaign is None or not campaign.settings.get(REVIEW_CHANNEL_KEY):
@@ -466,7 +467,6 @@ class Review(commands.Cog):
                 "Close it to them, or choose another channel with `/lorekeeper setup`."
             )
             return 0
-        self._withheld.pop(guild.id, None)
         for item in fresh:
             await channel.send(embed=item_embed(item), view=item_view(campaign.id, item.ref))
             await mem.review.mark_posted(item)

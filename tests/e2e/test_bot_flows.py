@@ -665,6 +665,10 @@ async def test_review_channel_is_one_everyone_cannot_view(
         f"\n⚠️ New items are not posted to <#{general.id}>: it is open to everyone, and they show secrets. Close it "
         "to them, or choose another channel with `/lorekeeper setup`."
     ), told
+    # forgotten once the channel is no longer set (nor any other reason holds)
+    await fake_discord.invoke("lorekeeper setup", {"clear": True}, user_id=dm)
+    assert await cog.post_new_pending(discord_guild) == 0
+    assert "⚠️" not in (await fake_discord.invoke("review", user_id=dm)).texts()[0]
     await fake_discord.invoke("lorekeeper setup", {"review_channel": review_channel}, user_id=dm)
     assert [c.settings for c in await memory.campaigns(guild.id).list()] == [{"review_channel_id": review_channel.id}]
     assert await cog.post_new_pending(discord_guild) == 2
