@@ -186,14 +186,20 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         exported = await export_campaign_file(mem, header, on_skip=skipped.append)
         text = dump_campaign_file(exported)
         filename = "".join(c if c.isalnum() or c in "-_" else "_" for c in campaign.name) + ".yaml"
-        left_out = "".join(f"\n- {clip(s, 300)}" for s in skipped[:10])
-        if len(skipped) > 10:
-            left_out += f"\n- and {len(skipped) - 10} more"
         data = text.encode()
-        if big := too_big_to_load(len(exported.entities), len(data), max_bytes=MAX_UPLOAD_BYTES, how="/campaign load"):
-            left_out += f"\n⚠️ {big}."
+        if interaction.guild is not None and len(data) > interaction.guild.filesize_limit:
+            raise UserError(
+                f"The campaign file is {len(data):,} bytes, more than this server lets me send "
+                f"({interaction.guild.filesize_limit:,}): export it with `lorekeeper campaign export`."
+            )
+        # the warning first: the list of what was left out may be clipped
+        big = too_big_to_load(len(exported.entities), len(data), max_bytes=MAX_UPLOAD_BYTES, how="/campaign load")
+        said = f"\n⚠️ {big}." if big else ""
+        said += "".join(f"\n- {clip(s, 300)}" for s in skipped[:10])
+        if len(skipped) > 10:
+            said += f"\n- and {len(skipped) - 10} more"
         await interaction.followup.send(
-            clip(f"**{campaign.name}** as a campaign file.{left_out}", 2000),
+            clip(f"**{campaign.name}** as a campaign file.{said}", 2000),
             file=discord.File(io.BytesIO(data), filename=filename),
             ephemeral=True,
         )

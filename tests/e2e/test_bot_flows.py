@@ -231,7 +231,13 @@ async def test_campaign_load_example_then_export(
     # an export bigger than /campaign load takes is sent all the same, and says how to load it back
     monkeypatch.setattr(sys.modules["cogs.campaigns"], "MAX_UPLOAD_BYTES", 1000)  # the module the bot loaded
     (text,) = (await fake_discord.invoke("campaign export", user_id=dm)).texts()
-    assert " bytes (at most 1,000), more than one /campaign load takes: to load it back, split it" in text, text
+    assert text.startswith("**The Sunken Crown** as a campaign file.\n⚠️ the file has ") and (
+        " bytes (at most 1,000), more than one /campaign load takes: to load it back, split it" in text
+    ), text
+    # more than the server lets the bot send: said, with where else to get it
+    monkeypatch.setattr(discord.Guild, "filesize_limit", property(lambda guild: 1000))
+    (text,) = (await fake_discord.invoke("campaign export", user_id=dm)).texts()
+    assert text.endswith("more than this server lets me send (1,000): export it with `lorekeeper campaign export`.")
 
 
 async def test_campaign_load_of_a_file_naming_another_campaign_says_where_it_went(
