@@ -170,6 +170,11 @@ class SessionStatus:
     unknown_packets: int = 0  # audio of a user Discord had not named yet (no SPEAKING event): dropped
 
 
+class CouldNotJoin(Exception):
+    """Discord did not let the bot into the voice channel: ``args[0]`` is why, "no access" (no Connect or View
+    Channel, a full channel) or "already in voice" (in another channel of the server)."""
+
+
 class VoiceSession:
     """One recorded session in one guild: survives voice reconnects; the pipeline and guard keep running."""
 
@@ -230,9 +235,14 @@ class VoiceSession:
         session = cls(bot, channel, announce, campaign, mem, guard, stt, unheard)
         try:
             await session._connect()
-        except BaseException:
+        except BaseException as exc:
             await session._shutdown()
             await guard.abandon()  # not left open, nor an empty session in the campaign
+            # discord.py waits for a join Discord never grants (no Connect, a full channel), then times out
+            if isinstance(exc, TimeoutError | discord.Forbidden):
+                raise CouldNotJoin("no access") from exc
+            if type(exc) is discord.ClientException:  # a subclass (a closed voice gateway, say) is a bug
+                raise CouldNotJoin("already in voice") from exc
             raise
         session._watchdog = asyncio.create_task(session._watch(), name=f"voice-watchdog-{channel.guild.id}")
         return session

@@ -19,7 +19,7 @@ from discord.ext import commands
 from bot.app import LorekeeperBot
 from bot.checks import NotDMError, UserError, active_campaign, dm_campaign, guild_id_of, member_is_dm
 from bot.views import Confirm, Paginator, name_choices, paged_embeds, safe_autocomplete
-from bot.voice import VoiceSession
+from bot.voice import CouldNotJoin, VoiceSession
 from memory.models import Campaign, counted
 from memory.providers.stt import SpeechToText, WhisperSTT
 from memory.session_log import ListedSession
@@ -151,19 +151,13 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
                 session = await VoiceSession.start(
                     self.bot, channel, announce, campaign, mem, title, self.bot.settings.data_dir, self.stt
                 )
-            except (TimeoutError, discord.Forbidden) as exc:
-                # discord.py waits for a join Discord never grants (no Connect, a full channel), then times out
-                raise UserError(
-                    f"I could not join {channel.mention}: check that I have Connect and View Channel there and "
-                    "that it is not full, then run /session start again."
-                ) from exc
-            except discord.ClientException as exc:
-                if type(exc) is not discord.ClientException:  # a closed voice gateway, say: logged as a bug
-                    raise
-                raise UserError(
-                    f"I could not join {channel.mention}: I am already in a voice channel of this server. "
-                    "Disconnect me (right-click me, Disconnect), then run /session start again."
-                ) from exc
+            except CouldNotJoin as exc:
+                why = (
+                    "I am already in a voice channel of this server. Disconnect me (right-click me, Disconnect)"
+                    if exc.args[0] == "already in voice"
+                    else "check that I have Connect and View Channel there and that it is not full"
+                )
+                raise UserError(f"I could not join {channel.mention}: {why}, then run /session start again.") from exc
             self.live[guild_id] = session
         finally:
             self._busy.discard(guild_id)

@@ -273,6 +273,26 @@ async def test_a_start_that_cannot_join_voice_says_what_to_check_and_leaves_no_s
     assert guild.id not in bot.get_cog("Sessions").live  # type: ignore[union-attr]
 
 
+async def test_a_timeout_before_joining_voice_is_not_blamed_on_voice(
+    table: FakeChannel,
+    bot: LorekeeperBot,
+    fake_discord: FakeDiscord,
+    guild: FakeGuild,
+    dm: FakeMember,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A database that times out while the session is opened is no reason to check the bot's Connect permission."""
+    await fake_discord.invoke("campaign create", {"name": "Ashes"}, user_id=dm)
+
+    async def slow_database(*args: object, **kwargs: object) -> MemoryGuard:
+        raise TimeoutError
+
+    monkeypatch.setattr(MemoryGuard, "start", slow_database)
+    in_voice(bot, guild, dm, table)
+    [text] = (await fake_discord.invoke("session start", {"title": "Slow"}, user_id=dm)).texts()
+    assert "could not join" not in text and "Connect" not in text, text
+
+
 async def test_a_second_game_the_same_day_is_a_session_of_its_own(
     table: FakeChannel,
     bot: LorekeeperBot,
