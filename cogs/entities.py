@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -374,17 +375,20 @@ async def _snapshot(mem: CampaignMemory, name: str, *, dm: bool, mask: Callable[
     (the graph's own hint draws on every name)."""
     if dm:
         return await mem.graph.snapshot(name, include_secret=True)
-    try:
-        return await mem.graph.snapshot(name)
-    except NotFoundError:
-        entities = await mem.graph.list_entities(include_secret=False)
-        visible = {mask(n): e.name for e in entities for n in (e.name, *e.aliases)}
-        wanted = mask(name).strip().lower()
-        if (real := next((e for n, e in visible.items() if n.lower() == wanted), None)) is not None:
-            return await mem.graph.snapshot(real)
-        close = [m[0] for m in process.extract(name, list(visible), limit=3, score_cutoff=70)]
-        hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
-        raise NotFoundError(f"no entity named {name!r} in this campaign{hint}") from None
+    with contextlib.suppress(NotFoundError):
+        snap = await mem.graph.snapshot(name)
+        # a name holding a secret ("Session: Queen Mab unmasked") is found by its masked form only: typing a
+        # guess of it must not confirm it
+        if mask(snap.entity.name) == snap.entity.name:
+            return snap
+    entities = await mem.graph.list_entities(include_secret=False)
+    visible = {mask(n): e.name for e in entities for n in (e.name, *e.aliases)}
+    wanted = name.strip().lower()
+    if (real := next((e for n, e in visible.items() if n.lower() == wanted), None)) is not None:
+        return await mem.graph.snapshot(real)
+    close = [m[0] for m in process.extract(name, list(visible), limit=3, score_cutoff=70)]
+    hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+    raise NotFoundError(f"no entity named {name!r} in this campaign{hint}")
 
 
 async def setup(bot: LorekeeperBot) -> None:

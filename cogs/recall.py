@@ -78,7 +78,7 @@ class Recall(commands.Cog):
         # a player reads titles masked, and picks one so from the autocomplete
         mask: Callable[[str], str] = players_mask or str
         if session:
-            wanted = mask(session).strip().lower()
+            wanted = session.strip().lower()  # a player's guess of a secret title does not match its masked form
             chosen = next((s for s in reversed(sessions) if mask(s.title).lower() == wanted), None)
             if chosen is None:
                 names = ", ".join(repr(mask(s.title)) for s in sessions[-5:])

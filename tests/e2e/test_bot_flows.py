@@ -1253,6 +1253,11 @@ async def test_players_read_a_sessions_event_entity_and_last_mention_with_secret
     assert (await read(fake_discord, dm, "entity show", {"name": "Session: Queen Mab unmasked"})).startswith(
         "Session: Queen Mab unmasked\n"
     )
+    # a player who guesses the secret in a title is not told it is right: neither the card nor the recap opens
+    guessed = await read(fake_discord, player, "entity show", {"name": "Session: Queen Mab unmasked"})
+    assert guessed.startswith("no entity named 'Session: Queen Mab unmasked'"), guessed
+    guessed = await read(fake_discord, player, "recap", {"session": "Queen Mab unmasked"})
+    assert guessed.startswith("No session titled 'Queen Mab unmasked'"), guessed
 
 
 async def test_a_recapped_title_leaves_a_word_of_a_secret_name_masked(
