@@ -262,9 +262,11 @@ class EmbeddedPostgres:
         handles = self.pgdata / ".handle_pids.json"
         try:
             pids = json.loads(handles.read_text() or "[]")
+            # written before the machine started: every pid in it is another process's now, or nobody's
+            rebooted = handles.stat().st_mtime < psutil.boot_time()
         except (FileNotFoundError, ValueError):
             return []
-        alive = [pid for pid in pids if _pid_alive(pid)]
+        alive = [] if rebooted else [pid for pid in pids if _pid_alive(pid)]
         if alive != pids:
             log.info("removing %d stale handle(s) of the embedded PostgreSQL", len(pids) - len(alive))
             handles.write_text(json.dumps(alive))

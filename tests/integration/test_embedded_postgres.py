@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -329,6 +330,10 @@ async def test_a_stale_pid_now_used_by_another_process_is_left_alone(data_dir: P
         pidfile = data_dir / "pg" / "postmaster.pid"
         lines = pidfile.read_text().splitlines()
         pidfile.write_text("\n".join([str(other.pid), *lines[1:]]) + "\n")  # the reboot: its pid went to `sleep`
+        # and a user of the server before the reboot: its pid is taken too, but no one can be using that server
+        handles = data_dir / "pg" / ".handle_pids.json"
+        handles.write_text(json.dumps([other.pid]))
+        os.utime(handles, (0, 0))
         async with open_database(None, data_dir, EmbeddingSpec("test-model", 8), run_migrations=False) as pool:
             assert await pool.fetchval("SELECT 1") == 1
         assert alive(other.pid), "the process that got the dead server's pid was killed"
