@@ -24,7 +24,7 @@ from memory.errors import (
     validation_problems,
     with_next_step,
 )
-from memory.models import Campaign
+from memory.models import Campaign, clip
 from memory.store import CampaignMemory
 
 if TYPE_CHECKING:
@@ -196,7 +196,7 @@ async def reply_error(interaction: discord.Interaction, error: BaseException, *,
             exc_info=(type(original), original, original.__traceback__),
         )
         message = "Something went wrong; it has been logged."
-    message = message if len(message) <= 1900 else message[:1899] + "…"
+    message = clip(message, 1900)
     try:
         if interaction.response.is_done():
             await interaction.followup.send(message, ephemeral=True)

@@ -15,6 +15,7 @@ from discord import app_commands
 from rapidfuzz import fuzz, process
 
 from bot.checks import UserError, describe_interaction, dm_campaign_by_id, reply_error
+from memory.models import clip
 
 log = logging.getLogger("lorekeeper.bot")
 
@@ -22,10 +23,6 @@ log = logging.getLogger("lorekeeper.bot")
 MAX_CHOICES, MAX_CHOICE_NAME = 25, 100
 MAX_FIELD_VALUE, MAX_DESCRIPTION, MAX_EMBED_TOTAL = 1024, 4096, 6000
 MAX_TITLE, MAX_FIELDS = 256, 25
-
-
-def clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def name_choices(names: Iterable[str], current: str, *, ordered: bool = False) -> list[app_commands.Choice[str]]:

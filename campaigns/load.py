@@ -30,6 +30,7 @@ from memory.models import (
     Source,
     attribute_value,
     clean_name,
+    clip,
     look_alikes,
     relationship_type,
     without_look_alikes,
@@ -88,7 +89,7 @@ class LoadReport(BaseModel):
         grouped: dict[str, list[str]] = {}
         for c in self.changes:
             grouped.setdefault(c.entity, []).append(c.change)
-        lines = [_clip(f"- {entity}: {change}") for entity, changes in grouped.items() for change in changes]
+        lines = [clip(f"- {entity}: {change}", _LINE) for entity, changes in grouped.items() for change in changes]
         if not lines:
             return ""
         more = [f"- and {len(lines) - shown:,} more"] if len(lines) > shown else []
@@ -211,10 +212,6 @@ def _other(fact: Relationship) -> str:
 def _quoted(value: Any) -> str:
     """A value as JSON writes it: "" and "900" stay apart from nothing and 900."""
     return json.dumps(value, ensure_ascii=False)
-
-
-def _clip(line: str) -> str:
-    return line if len(line) <= _LINE else line[: _LINE - 1] + "…"
 
 
 async def _refresh_statistics_when_due(tx: CampaignMemory, report: LoadReport, due: int) -> int:

@@ -55,6 +55,11 @@ class Source(StrEnum):
     campaign_file = "campaign_file"
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, an ellipsis saying it was."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def counted(n: int, one: str, many: str | None = None) -> str:
     """``n`` things, said for the DM: "1 fact", "2 facts", "1,204 lines", "3 entities" (``many`` when not just +s)."""
     return f"{n:,} {one if n == 1 else many or one + 's'}"
@@ -581,7 +586,7 @@ class MergeResult(BaseModel):
         said = []
         text = " ".join(self.description_dropped.split())
         if text:
-            text = text if len(text) <= 300 else text[:299] + "…"
+            text = clip(text, 300)
             said.append(f"{self.merged.name}'s description was dropped, as {self.entity.name} has its own: {text!r}")
         if self.attributes_dropped:
             theirs = ", ".join(f"{k}: {v}" for k, v in self.attributes_dropped.items())

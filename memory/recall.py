@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from memory.correction.text import normalize, spaced_form, tokenize
 from memory.gazetteer import Gazetteer
-from memory.models import Chunk, EntityType, Entry, Visibility, where_said
+from memory.models import Chunk, EntityType, Entry, Visibility, clip, where_said
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
 
@@ -214,8 +214,7 @@ async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: in
 
 def _shortened(description: str) -> str:
     """A description as a recall shows it: its start, so the current facts after it are not crowded out."""
-    text = " ".join(description.split())
-    return text if len(text) <= DESCRIPTION_SHOWN else text[: DESCRIPTION_SHOWN - 1] + "…"
+    return clip(" ".join(description.split()), DESCRIPTION_SHOWN)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from bot.cli.common import (
 )
 from memory.errors import NotFoundError
 from memory.graph import kept_old_name
-from memory.models import ReviewItem, ReviewKind
+from memory.models import ReviewItem, ReviewKind, clip
 from memory.review import describe_same_as, parse_ref
 
 
@@ -52,7 +52,7 @@ async def list_(ctx: click.Context, limit: int, campaign: str | None, as_json: b
     for i in items:
         prov = i.entity.provenance if i.entity else i.fact.provenance  # type: ignore[union-attr]
         said = f"{i.said.where()}: {i.said.speaker}: “{i.said.text}”" if i.said else ""
-        said = said if len(said) <= 80 else said[:79] + "…"  # one line a row: the whole line is in --json
+        said = clip(said, 80)  # one line a row: the whole line is in --json
         rows.append([i.ref, i.kind.value, i.describe()[:80], f"{prov.confidence:.2f}", said])
     table(rows, ["id", "kind", "item", "confidence", "said"])
     if total > len(items):

@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 import pydantic
 
 from memory.errors import BAD_REQUEST, Unavailable
+from memory.models import clip
 
 __all__ = ["LLMClient", "LLMError", "LLMUnavailable", "OpenAILLM"]
 
@@ -199,5 +200,4 @@ def _strict_variant(schema: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _SNIPPET else text[: _SNIPPET - 1] + "…"
+    return clip(" ".join(text.split()), _SNIPPET)
