@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence, Set
@@ -33,6 +35,7 @@ from pydantic import BaseModel, field_validator
 from memory.chunking import ChunkSettings, window_key, windows
 from memory.db import Executor
 from memory.errors import Unavailable
+from memory.extraction.salience import is_trivial
 from memory.gazetteer import Gazetteer
 from memory.graph import SecretMask
 from memory.models import (
@@ -440,41 +443,102 @@ class Recap(BaseModel):
     _storable = field_validator("recap")(classmethod(lambda cls, v: storable(v)))
 
 
-_TRIVIAL = {"ok", "okay", "lol", "yes", "no", "yeah", "nice", "hm", "hmm", "lets go", "let's go"}
+_DM_NAMES = {"DM", "GM", "DUNGEON MASTER", "GAME MASTER"}
+#: Rules and table talk, which tell nothing of the story: numbers, dice and game terms, the stream's business.
+_TABLE_TALK = re.compile(
+    r"\d|\b(?:rolls?|rolled|rolling|dice|d\d+|initiative|damage|hit points?|hp|ac|armou?r class|saving throws?|"
+    r"checks?|your turn|'s turn|turn is over|(?:this|next|the) round|next up|advantage|disadvantage|modifier|"
+    r"bonus action|spell slots?|attack of opportunity|bathroom|twitch|subscribers?|giveaways?|sponsor|episode|"
+    r"podcast|merch|youtube|patreon|twitter)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+#: A recap line quotes at most ``_LINE_WORDS`` words (a sentence or a few of one turn), one line for every
+#: ``_TURNS_PER_LINE`` lines of the session, at most ``_MAX_LINES``: many short lines cover more of the story
+#: than a few long ones of as many words (bench/recap.py). With the "Involved:" list a recap stays within the
+#: 2,000 characters of the session event's description, well inside a Discord embed's 4,096.
+_LINE_WORDS, _TURNS_PER_LINE, _MAX_LINES, _MAX_CHARS = 25, 200, 12, 2000
+#: A sentence shorter than this ("All right.", "Okay, cool.") neither starts nor ends a line.
+_SHORT = 4
+#: What makes a line telling: each entity it names, its length (up to ``_LINE_WORDS`` words), the narrator.
+_ENTITY, _NARRATOR = 1.0, 1.0
 
 
-def _salience(entry: Entry, mentioned: int) -> float:
-    words = len(entry.text.split())
-    if words < 5 or entry.text.strip().lower().strip("!.?") in _TRIVIAL:
-        return 0.0
-    # Entity mentions carry the story; very long turns are often rules talk; the DM narrates the world.
-    score = 2.0 * mentioned + min(words, 30) / 15
-    if entry.speaker.strip().upper() in {"DM", "GM", "MATT", "DUNGEON MASTER"}:
-        score += 0.5
-    return score
+@dataclass(frozen=True, slots=True)
+class _Line:
+    score: float
+    text: str
+
+
+def _dm(entries: Sequence[Entry]) -> str:
+    """Who narrates: a speaker called DM or GM, else the one who said the most words (the game master describes
+    the world, voices its people and rules on the rest)."""
+    words: Counter[str] = Counter()
+    for e in entries:
+        if e.speaker.strip().upper() in _DM_NAMES:
+            return e.speaker
+        words[e.speaker] += len(e.text.split())
+    return words.most_common(1)[0][0] if words else ""
+
+
+def _best_line(entry: Entry, mentions: Sequence[tuple[int, int, int]], narrator: bool) -> _Line | None:
+    """The run of sentences of ``entry`` (at most ``_LINE_WORDS`` words, a longer sentence cut) that tells most:
+    the entities it names, its length, and whether the narrator says it; none that asks, or talks rules or table
+    business. A run starts and ends on a sentence of a few words ("All right." is no part of the story)."""
+    text = entry.text
+    if len(text.split()) < 5 or is_trivial(text):
+        return None
+    bounds = [0, *(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]
+    sentences = [(a, b) for a, b in itertools.pairwise(bounds) if len(text[a:b].split()) >= _SHORT]
+    best: _Line | None = None
+    for i, (start, _) in enumerate(sentences):
+        for _, end in sentences[i:]:
+            said = " ".join(text[start:end].split())
+            words = len(said.split())
+            if end != sentences[i][1] and words > _LINE_WORDS:
+                break
+            if said.endswith("?") or _TABLE_TALK.search(said):
+                break
+            named = {entity for a, b, entity in mentions if a < end and b > start}
+            score = _ENTITY * len(named) + min(words, _LINE_WORDS) / _LINE_WORDS + (_NARRATOR if narrator else 0.0)
+            if best is None or score > best.score:
+                best = _Line(score, said if words <= _LINE_WORDS else " ".join(said.split()[:_LINE_WORDS]) + "…")
+    return best
 
 
 _INVOLVED = "Involved: "
 
 
 def extractive_summary(
-    entries: Sequence[Entry], gazetteer: Gazetteer, names: dict[int, str], *, k: int = 5, secret: Set[int] = frozenset()
+    entries: Sequence[Entry], gazetteer: Gazetteer, names: dict[int, str], *, secret: Set[int] = frozenset()
 ) -> tuple[str, list[int]]:
-    """Key sentences (by entity mentions and length, in story order) and the entities involved, most
-    mentioned first. The recap is the players' too: it names no ``secret`` entity, which may have been
-    mentioned by an alias ("the old beggar") that is all they know of it."""
+    """A line for each part of the session, in story order, and the entities involved, most mentioned first.
+
+    The session is cut into parts of equal length (one per 200 lines, 5 to 12), and each part gives its most
+    telling line (:func:`_best_line`): the recap tells the story from its start to its end, not only where names
+    crowd. The recap is the players' too: it names no ``secret`` entity, which may have been mentioned by an alias
+    ("the old beggar") that is all they know of it."""
     counts: Counter[int] = Counter()
-    scored: list[tuple[float, int]] = []
-    for i, e in enumerate(entries):
-        ids = gazetteer.mentioned_ids(e)
-        counts.update(ids)
-        scored.append((_salience(e, len(ids)), i))
-    best = sorted(i for s, i in sorted(scored, reverse=True)[:k] if s > 0)
+    narrator = _dm(entries)
+    found: dict[int, _Line] = {}
+    for n, e in enumerate(entries):
+        counts.update(gazetteer.mentioned_ids(e))
+        mentions = [(a, b, entity.id) for a, b, entity in gazetteer.find(e.text, nested=True)]
+        if line := _best_line(e, mentions, e.speaker == narrator):
+            found[n] = line
+    parts = min(len(entries), _MAX_LINES, max(5, len(entries) // _TURNS_PER_LINE))
+    said: dict[int, str] = {}
+    for p in range(parts):
+        part = [n for n in range(p * len(entries) // parts, (p + 1) * len(entries) // parts) if n in found]
+        if part:
+            best = max(part, key=lambda n: found[n].score)  # the first of equals
+            said[best] = f"{entries[best].speaker}: {found[best].text}"
     involved = [i for i, _ in counts.most_common() if i in names]
-    lines = [f"{entries[i].speaker}: {entries[i].text}" for i in best]
-    if shown := [names[i] for i in involved if i not in secret]:
-        lines.append(_INVOLVED + ", ".join(shown[:12]))
-    return "\n".join(lines), involved
+    shown = [names[i] for i in involved if i not in secret]
+    tail = [_INVOLVED + ", ".join(shown[:12])] if shown else []
+    while len(said) > 1 and len("\n".join([*said.values(), *tail])) > _MAX_CHARS:  # long speakers' names
+        del said[min(said, key=lambda n: found[n].score)]
+    return "\n".join([*said.values(), *tail]), involved
 
 
 def recap_for_players(summary: str, mask: SecretMask) -> str:

@@ -1,0 +1,97 @@
+"""The offline recap: a line from each part of the session, the narrator's story before table talk, short enough
+for an embed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from memory.correction import EntityName
+from memory.gazetteer import Gazetteer
+from memory.jobs import extractive_summary
+from memory.models import Entry
+
+ENTITIES = [
+    EntityName(id=1, name="Eldrinax"),
+    EntityName(id=2, name="Ironhold"),
+    EntityName(id=3, name="Vaskerrin Holt", aliases=["the Pale Magister"]),
+    EntityName(id=4, name="Ember Key"),
+]
+NAMES = {e.id: e.name for e in ENTITIES if e.id is not None}
+
+
+def entry(seq: int, speaker: str, text: str) -> Entry:
+    return Entry(
+        id=seq, campaign_id=1, session_id=1, seq=seq, speaker=speaker, speaker_id=None, raw_text=text, text=text,
+        start_s=float(seq), end_s=None, duration_s=None, ref=None, corrections=[], created_at=datetime.now(UTC),
+    )  # fmt: skip
+
+
+def summarise(said: list[tuple[str, str]]) -> list[str]:
+    text, _ = extractive_summary(
+        [entry(n, who, what) for n, (who, what) in enumerate(said, 1)], Gazetteer(ENTITIES), NAMES
+    )
+    return text.splitlines()
+
+
+def chatter(n: int) -> list[tuple[str, str]]:
+    """The table talking: nothing of the story, nothing to name."""
+    lines = [
+        ("Ana", "I think we should probably wait here for a bit."),
+        ("Bo", "Can someone pass me the snacks please?"),
+        ("Mira", "Give me a second here to find the right page of my notes."),
+    ]
+    return [lines[i % 3] for i in range(n)]
+
+
+def test_a_long_session_is_told_from_its_beginning_middle_and_end() -> None:
+    """The names crowd the first scene (the DM's summary of last week); the night's three events are spread over
+    1,200 lines. Each part of the session (a sixth of it here) gives a line, so all three are told."""
+    said = [("Mira", "Eldrinax, Ironhold, the Pale Magister and the Ember Key were all we spoke of last time.")] * 8
+    said += chatter(300)
+    said += [("Mira", "At the gates of Ironhold the guards stop you and ask your names.")]
+    said += chatter(400)
+    said += [("Mira", "Deep below the city the Pale Magister opens a door of bone.")]
+    said += chatter(400)
+    said += [("Mira", "The dragon Eldrinax wakes, and the whole mountain shakes with his roar.")]
+    said += chatter(100)
+    lines = summarise(said)
+    assert "Mira: At the gates of Ironhold the guards stop you and ask your names." in lines
+    assert "Mira: Deep below the city the Pale Magister opens a door of bone." in lines
+    assert "Mira: The dragon Eldrinax wakes, and the whole mountain shakes with his roar." in lines
+    assert lines[-1] == "Involved: Eldrinax, Ironhold, Vaskerrin Holt, Ember Key"
+    assert len(lines) - 1 == 6  # a line a part: the story's four, and the table's talk where nothing happened
+
+
+def test_rules_and_table_talk_are_not_the_recap() -> None:
+    """Each part holds a line of rules talk naming two entities and a line of story naming one: the story is told."""
+    said = []
+    for n in range(5):
+        said.append(("Mira", f"Eldrinax rolls a {12 + n} for initiative, so Ironhold's guards take damage first."))
+        said.append(("Mira", "The bells of Ironhold ring out over the frozen lake as night falls."))
+    lines = summarise(said)
+    assert lines[:-1] == ["Mira: The bells of Ironhold ring out over the frozen lake as night falls."] * 5
+    assert not any("initiative" in line for line in lines)
+
+
+def test_the_narrators_line_is_chosen_over_a_players() -> None:
+    """Who narrates is who says most (no one is called DM here): of a line of hers and a player's naming as much,
+    hers is the story."""
+    said = []
+    for n in range(5):
+        said.append(("Mira", f"The Ember Key glows in the dark hall number {'one two three four five'.split()[n]}."))
+        said.append(("Ana" if n % 2 else "Bo", "I grab the Ember Key and I run for the stairs."))
+    lines = summarise(said)
+    assert [line.split(":")[0] for line in lines[:-1]] == ["Mira"] * 5
+
+
+def test_a_recap_of_long_speeches_fits_an_embed() -> None:
+    """Three hours of long narration: each line quotes a few sentences at most, and the recap with its
+    "Involved:" list stays within the 2,000 characters of the session's event entity."""
+    speech = " ".join(
+        f"The road to Ironhold winds past the {w} ruins where Eldrinax once slept for a hundred years."
+        for w in ("old", "burnt", "grey", "quiet", "sunken", "broken")
+    )
+    lines = summarise([("Mira", speech)] * 3000)
+    assert len("\n".join(lines)) <= 2000
+    assert 5 <= len(lines) - 1 <= 12
+    assert all(len(line.split()) <= 26 + 1 for line in lines[:-1])  # "Mira:" and at most 25 words
