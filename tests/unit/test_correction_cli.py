@@ -8,7 +8,6 @@ import os
 import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -196,18 +195,16 @@ def test_a_line_without_any_entities_is_an_error_line() -> None:
     assert "no entities" in _lines(result.output)[0]["error"]
 
 
-def test_thousands_of_lines_per_second(tmp_path: Path) -> None:
+def test_thousands_of_lines_each_get_their_answer(tmp_path: Path) -> None:
+    # how many lines a second: `python -m bench.correction --only speed` (README, Performance), not a timed test
     from memory.correction import EntityName
 
     entities = [EntityName(name=f"Name{i}x{chr(97 + i % 26)}oria") for i in range(300)]
     entities.append(EntityName(name="Vox Machina"))
     line = "we went to the vox machine a house with the dwarves of the mountain who said hello there friend\n"
     out = io.StringIO()
-    start = time.perf_counter()
     run(io.StringIO(line * 2000), out, entities)
-    rate = 2000 / (time.perf_counter() - start)
     assert out.getvalue().count('"text": "we went to the Vox Machina house') == 2000
-    assert rate > 1000, f"{rate:.0f} lines/s"
 
 
 def test_a_line_that_is_not_utf8_is_an_error_line(tmp_path: Path) -> None:
