@@ -277,20 +277,21 @@ class KnowledgeGraph:
 
     async def player_mask(self) -> SecretMask:
         """What hides this campaign's secret names from players (see :class:`SecretMask`): each name, and each of
-        its words that names it alone ("Vaskerrin" of Vaskerrin Holt) — one English hardly uses, and no public
-        name or any alias holds (those players may read)."""
+        its words that names it alone ("Vaskerrin" of Vaskerrin Holt) — one English hardly uses, and no name
+        players may read holds: an accepted public entity's name or an accepted entity's alias (a proposal waiting
+        for review is the DM's to read, however the table named it)."""
         from memory.correction.evidence import word_zipf  # wordfreq's table loads on first use
 
         rows = await self.db.fetch(
             """
             SELECT e.name, e.visibility = 'secret' AS secret FROM entities e
-            WHERE e.campaign_id = $1 AND e.status <> 'rejected'
+            WHERE e.campaign_id = $1 AND (e.status = 'accepted' OR e.visibility = 'secret' AND e.status <> 'rejected')
               -- a recap's event is named after its session's title ("Session: Vaskerrin's betrayal"), which
               -- players read masked: it does not make a word of a secret name one they may read
               AND NOT (e.type = 'event' AND e.visibility = 'public' AND e.name LIKE 'Session: %')
             UNION ALL
             SELECT a.alias, false FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
-            WHERE a.campaign_id = $1 AND e.status <> 'rejected'
+            WHERE a.campaign_id = $1 AND e.status = 'accepted'
             """,
             self.campaign_id,
         )

@@ -11,6 +11,7 @@ import pytest
 
 from memory.db import create_pool
 from memory.errors import AlreadyDecidedError, AlreadyExistsError, InvalidInputError, NotFoundError
+from memory.extraction import RuleExtractor, extract_into_graph
 from memory.models import (
     ChunkIn,
     Correction,
@@ -794,6 +795,28 @@ async def test_players_mask_hides_a_secret_name_and_the_words_that_name_it_alone
     assert (
         mask(said) == "Later [secret]'s men left Holt Farm. The Pale Magister smiled at the queen. [secret]! [secret]?"
     )
+
+
+async def test_a_proposal_waiting_for_review_does_not_unmask_a_word_of_a_secret_name(campaign: CampaignMemory) -> None:
+    """The rule extractor files "Vaskerrin", said alone, as a new entity: players cannot read it until the DM
+    accepts it, so it must not make the secret Vaskerrin Holt's first name one they may read."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret))
+    night = await campaign.log.start_session("Night 1")
+    said = await campaign.log.write_many(
+        night.id, [EntryIn(speaker="DM", text="A man named Vaskerrin greets you at the gate of the old tower.")]
+    )
+    await extract_into_graph(campaign, session_id=night.id, entries=said, extractor=RuleExtractor())
+    (proposal,) = await g.list_entities(status=ReviewStatus.pending)
+    assert proposal.name == "Vaskerrin"
+    # a proposal's alias is no more readable than its name
+    await g.add_entity(
+        EntityIn(name="the harbour captain", type=EntityType.npc, status=ReviewStatus.pending, aliases=["Holt"])
+    )
+    assert (await g.player_mask())("Vaskerrin smiles at Holt.") == "[secret] smiles at [secret]."
+
+    await campaign.review.accept(f"e{proposal.id}")  # the DM's word: a Vaskerrin players may read
+    assert (await g.player_mask())("Vaskerrin smiles at Holt.") == "Vaskerrin smiles at [secret]."
 
 
 async def test_renaming_an_old_look_alike_name_mends_it_instead_of_keeping_it_as_an_alias(
