@@ -291,11 +291,19 @@ class KnowledgeGraph:
               AND NOT (e.type = 'event' AND e.visibility = 'public' AND e.name LIKE 'Session: %')
             UNION ALL
             SELECT a.alias, false FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
-            WHERE a.campaign_id = $1 AND e.status = 'accepted'
+            WHERE a.campaign_id = $1 AND e.status = 'accepted' AND NOT EXISTS (
+                SELECT 1 FROM masked_names m
+                WHERE m.campaign_id = $1 AND m.entity_id = a.entity_id AND lower(m.name) = lower(a.alias)
+            )
+            UNION ALL
+            SELECT m.name, true FROM masked_names m LEFT JOIN entities e ON e.campaign_id = $1 AND e.id = m.entity_id
+            WHERE m.campaign_id = $1 AND (m.entity_id IS NULL OR e.visibility = 'secret' AND e.status <> 'rejected')
             """,
             self.campaign_id,
         )
-        secret = [r["name"] for r in rows if r["secret"]]
+        # a name a public entity or an alias bears now is players' to read, whatever once bore it
+        readable = {r["name"].casefold() for r in rows if not r["secret"]}
+        secret = [r["name"] for r in rows if r["secret"] and r["name"].casefold() not in readable]
         shown = {w for r in rows if not r["secret"] for w in _words(r["name"])}
         own = {
             w for name in secret for w in _words(name) if len(w) >= 3 and w not in shown and word_zipf(w) < _NAMING_ZIPF
@@ -411,10 +419,12 @@ class KnowledgeGraph:
         replace_attributes: bool,
     ) -> Entity:
         current = await self.get_entity(name)
+        public = (visibility or current.visibility) == Visibility.public
+        renamed = False
         if new_name is not None:
             new_name = clean_name(new_name)
             renamed = new_name.casefold() != current.name.casefold()
-            if renamed and aliases is None and (visibility or current.visibility) == Visibility.public:
+            if renamed and aliases is None and public:
                 aliases = _keeping_old_name(current, new_name)
         cleaned_aliases = EntityIn(name="x", type=EntityType.npc, aliases=list(aliases)).aliases if aliases else []
         to_check = [n for n in [new_name, *cleaned_aliases] if n]
@@ -443,7 +453,30 @@ class KnowledgeGraph:
             ) from None
         if aliases is not None:
             await self._set_aliases(current.id, cleaned_aliases)
+        if public and current.visibility == Visibility.secret:  # no secret now: nor are the names it had
+            await self.db.execute(
+                "DELETE FROM masked_names WHERE campaign_id = $1 AND entity_id = $2", self.campaign_id, current.id
+            )
+        elif renamed:  # what was said of it still says its old name
+            await self._keep_masked(current.id, [current.name])
         return await self.get_entity_by_id(current.id)
+
+    async def _keep_masked(self, entity_id: int | None, names: Iterable[str]) -> None:
+        """Hide ``names`` from players while the entity ``entity_id`` stays secret; for good with None (a
+        secret entity removed). See migration 0008."""
+        await self.db.execute(
+            """
+            INSERT INTO masked_names (campaign_id, entity_id, name)
+            SELECT $1, $2, u.name FROM unnest($3::text[]) u(name)
+            WHERE NOT EXISTS (
+                SELECT 1 FROM masked_names m
+                WHERE m.campaign_id = $1 AND m.entity_id IS NOT DISTINCT FROM $2 AND lower(m.name) = lower(u.name)
+            )
+            """,
+            self.campaign_id,
+            entity_id,
+            list(names),
+        )
 
     async def upsert_entity(
         self, entity: EntityIn, *, renamed_from: str | None = None, keep: Collection[str] = ()
@@ -521,10 +554,15 @@ class KnowledgeGraph:
         return entity_from_row(row) if row else None
 
     async def remove_entity(self, name: str) -> Entity:
-        """Delete an entity and every relationship touching it (the DM's decision, not play's)."""
-        entity = await self.get_entity(name)
-        await self.db.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, entity.id)
-        return entity
+        """Delete an entity and every relationship touching it (the DM's decision, not play's). A secret one's
+        names stay hidden from players in what was said of it: removing it reveals nothing."""
+        async with transaction(self.db) as conn:
+            graph = self.bound_to(conn)
+            entity = await graph.get_entity(name)
+            if entity.visibility == Visibility.secret:
+                await graph._keep_masked(None, [entity.name])  # the names it had follow by the foreign key
+            await conn.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, entity.id)
+            return entity
 
     async def merge_entities(self, source: str, into: str) -> MergeResult:
         """Make ``source`` (a name or alias) part of ``into``: the DM's answer to one NPC recorded twice ("Gorrim"
@@ -686,6 +724,8 @@ class KnowledgeGraph:
             self.campaign_id,
             s.id,
         )
+        if hide:  # what was said of it still says its name: no alias of ``into``, it stays hidden for good
+            await self._keep_masked(None, [s.name])
         await self.db.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, s.id)
         if not hide and names:
             await self.db.executemany(
