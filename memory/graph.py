@@ -575,7 +575,9 @@ class KnowledgeGraph:
 
         A secret ``source`` merged into a public ``into`` gives it none of its names, description or attributes
         (players would read them) and its facts become secret. ``into`` is accepted if either was: the DM
-        vouched for the accepted one, and merging is the DM's word that the pending one is the same. A merge that
+        vouched for the accepted one, and merging is the DM's word that the pending one is the same. Merged into a
+        secret ``into``, ``source``'s name (and a proposal's aliases) stays hidden from players while ``into`` is
+        secret: aliases are what players know a secret entity by, and they did not know it by those. A merge that
         would give ``into`` more aliases than the cap is refused before anything changes."""
         from memory.took_part import link_to_recaps  # it builds on this module
 
@@ -724,8 +726,20 @@ class KnowledgeGraph:
             self.campaign_id,
             s.id,
         )
+        hidden: list[str] = []
         if hide:  # what was said of it still says its name: no alias of ``into``, it stays hidden for good
             await self._keep_masked(None, [s.name])
+        elif t.visibility == Visibility.secret:
+            # players read a secret entity's aliases, but not, while it stays secret, the name of one merged into it
+            # (as if that one were made secret), nor a proposal's aliases, which they never read
+            hidden = [n for n in names if n == s.name or s.status != ReviewStatus.accepted]
+            await self.db.execute(
+                "UPDATE masked_names SET entity_id = $3 WHERE campaign_id = $1 AND entity_id = $2",
+                self.campaign_id,
+                s.id,
+                t.id,
+            )
+            await self._keep_masked(t.id, hidden)
         await self.db.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, s.id)
         if not hide and names:
             await self.db.executemany(
@@ -740,6 +754,7 @@ class KnowledgeGraph:
             self_loops_dropped=loops,
             facts_made_secret=made_secret,
             aliases_added=[] if hide else names,
+            aliases_hidden=hidden,
             names_withheld=names if hide else [],
             description_dropped=s.description
             if not hide and t.description and s.description.strip() != t.description.strip()
