@@ -393,7 +393,8 @@ class KnowledgeGraph:
         replace_attributes: bool = False,
     ) -> Entity:
         """Change an entity in place; ``attributes`` merge into the existing ones unless ``replace_attributes``. A
-        public entity renamed keeps its old name as an alias, unless ``aliases`` says what they are."""
+        public entity renamed keeps its old name as an alias, unless ``aliases`` says what they are; a secret one's
+        old name stays hidden from players while it is secret (what was said of it still says that name)."""
         async with transaction(self.db) as conn:  # name, fields and aliases change together or not at all
             return await self.bound_to(conn)._update_entity(
                 name,
@@ -453,17 +454,17 @@ class KnowledgeGraph:
             ) from None
         if aliases is not None:
             await self._set_aliases(current.id, cleaned_aliases)
-        if public and current.visibility == Visibility.secret:  # no secret now: nor are the names it had
+        if not public and renamed:  # what was said of it still says its old name
+            await self._keep_masked(current.id, [current.name])
+        elif public and current.visibility == Visibility.secret:  # no secret now: nor are the names it had
             await self.db.execute(
                 "DELETE FROM masked_names WHERE campaign_id = $1 AND entity_id = $2", self.campaign_id, current.id
             )
-        elif renamed:  # what was said of it still says its old name
-            await self._keep_masked(current.id, [current.name])
         return await self.get_entity_by_id(current.id)
 
     async def _keep_masked(self, entity_id: int | None, names: Iterable[str]) -> None:
         """Hide ``names`` from players while the entity ``entity_id`` stays secret; for good with None (a
-        secret entity removed). See migration 0008."""
+        secret entity removed)."""
         await self.db.execute(
             """
             INSERT INTO masked_names (campaign_id, entity_id, name)

@@ -835,8 +835,12 @@ async def test_a_secret_entitys_old_names_stay_masked_until_it_is_made_public(me
     # made public, it is no secret any more, nor are the names it had
     await g.update_entity("The Winter Queen", visibility=Visibility.public)
     assert (await g.player_mask())(said) == "Queen Mab is behind it. Mab! [secret] knows."
-    await g.update_entity("The Winter Queen", visibility=Visibility.secret)  # what players read since stays
-    assert (await g.player_mask())(said) == "Queen Mab is behind it. Mab! [secret] knows."
+    # renamed while public, its old name an alias players read; made secret again, what they read since stays
+    await g.update_entity("The Winter Queen", new_name="The Summer Queen")
+    await g.update_entity("The Summer Queen", visibility=Visibility.secret)
+    assert (await g.player_mask())(f"{said} The Winter Queen, The Summer Queen.") == (
+        "Queen Mab is behind it. Mab! [secret] knows. The Winter Queen, [secret]."
+    )
 
 
 async def test_a_removed_secret_entitys_name_stays_masked_in_what_was_said(campaign: CampaignMemory) -> None:
