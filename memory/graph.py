@@ -277,24 +277,33 @@ class KnowledgeGraph:
 
     async def player_mask(self) -> SecretMask:
         """What hides this campaign's secret names from players (see :class:`SecretMask`): each name, and each of
-        its words that names it alone ("Vaskerrin" of Vaskerrin Holt) — one English hardly uses, and no public
-        name or any alias holds (those players may read)."""
+        its words that names it alone ("Vaskerrin" of Vaskerrin Holt) — one English hardly uses, and no name
+        players may read holds: an accepted public entity's name or an accepted entity's alias (a proposal waiting
+        for review is the DM's to read, however the table named it)."""
         from memory.correction.evidence import word_zipf  # wordfreq's table loads on first use
 
         rows = await self.db.fetch(
             """
             SELECT e.name, e.visibility = 'secret' AS secret FROM entities e
-            WHERE e.campaign_id = $1 AND e.status <> 'rejected'
+            WHERE e.campaign_id = $1 AND (e.status = 'accepted' OR e.visibility = 'secret' AND e.status <> 'rejected')
               -- a recap's event is named after its session's title ("Session: Vaskerrin's betrayal"), which
               -- players read masked: it does not make a word of a secret name one they may read
               AND NOT (e.type = 'event' AND e.visibility = 'public' AND e.name LIKE 'Session: %')
             UNION ALL
             SELECT a.alias, false FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
-            WHERE a.campaign_id = $1 AND e.status <> 'rejected'
+            WHERE a.campaign_id = $1 AND e.status = 'accepted' AND NOT EXISTS (
+                SELECT 1 FROM masked_names m
+                WHERE m.campaign_id = $1 AND m.entity_id = a.entity_id AND lower(m.name) = lower(a.alias)
+            )
+            UNION ALL
+            SELECT m.name, true FROM masked_names m LEFT JOIN entities e ON e.campaign_id = $1 AND e.id = m.entity_id
+            WHERE m.campaign_id = $1 AND (m.entity_id IS NULL OR e.visibility = 'secret' AND e.status <> 'rejected')
             """,
             self.campaign_id,
         )
-        secret = [r["name"] for r in rows if r["secret"]]
+        # a name a public entity or an alias bears now is players' to read, whatever once bore it
+        readable = {r["name"].casefold() for r in rows if not r["secret"]}
+        secret = [r["name"] for r in rows if r["secret"] and r["name"].casefold() not in readable]
         shown = {w for r in rows if not r["secret"] for w in _words(r["name"])}
         own = {
             w for name in secret for w in _words(name) if len(w) >= 3 and w not in shown and word_zipf(w) < _NAMING_ZIPF
@@ -384,7 +393,8 @@ class KnowledgeGraph:
         replace_attributes: bool = False,
     ) -> Entity:
         """Change an entity in place; ``attributes`` merge into the existing ones unless ``replace_attributes``. A
-        public entity renamed keeps its old name as an alias, unless ``aliases`` says what they are."""
+        public entity renamed keeps its old name as an alias, unless ``aliases`` says what they are; a secret one's
+        old name stays hidden from players while it is secret (what was said of it still says that name)."""
         async with transaction(self.db) as conn:  # name, fields and aliases change together or not at all
             return await self.bound_to(conn)._update_entity(
                 name,
@@ -410,10 +420,12 @@ class KnowledgeGraph:
         replace_attributes: bool,
     ) -> Entity:
         current = await self.get_entity(name)
+        public = (visibility or current.visibility) == Visibility.public
+        renamed = False
         if new_name is not None:
             new_name = clean_name(new_name)
             renamed = new_name.casefold() != current.name.casefold()
-            if renamed and aliases is None and (visibility or current.visibility) == Visibility.public:
+            if renamed and aliases is None and public:
                 aliases = _keeping_old_name(current, new_name)
         cleaned_aliases = EntityIn(name="x", type=EntityType.npc, aliases=list(aliases)).aliases if aliases else []
         to_check = [n for n in [new_name, *cleaned_aliases] if n]
@@ -442,7 +454,30 @@ class KnowledgeGraph:
             ) from None
         if aliases is not None:
             await self._set_aliases(current.id, cleaned_aliases)
+        if not public and renamed:  # what was said of it still says its old name
+            await self._keep_masked(current.id, [current.name])
+        elif public and current.visibility == Visibility.secret:  # no secret now: nor are the names it had
+            await self.db.execute(
+                "DELETE FROM masked_names WHERE campaign_id = $1 AND entity_id = $2", self.campaign_id, current.id
+            )
         return await self.get_entity_by_id(current.id)
+
+    async def _keep_masked(self, entity_id: int | None, names: Iterable[str]) -> None:
+        """Hide ``names`` from players while the entity ``entity_id`` stays secret; for good with None (a
+        secret entity removed)."""
+        await self.db.execute(
+            """
+            INSERT INTO masked_names (campaign_id, entity_id, name)
+            SELECT $1, $2, u.name FROM unnest($3::text[]) u(name)
+            WHERE NOT EXISTS (
+                SELECT 1 FROM masked_names m
+                WHERE m.campaign_id = $1 AND m.entity_id IS NOT DISTINCT FROM $2 AND lower(m.name) = lower(u.name)
+            )
+            """,
+            self.campaign_id,
+            entity_id,
+            list(names),
+        )
 
     async def upsert_entity(
         self, entity: EntityIn, *, renamed_from: str | None = None, keep: Collection[str] = ()
@@ -520,10 +555,15 @@ class KnowledgeGraph:
         return entity_from_row(row) if row else None
 
     async def remove_entity(self, name: str) -> Entity:
-        """Delete an entity and every relationship touching it (the DM's decision, not play's)."""
-        entity = await self.get_entity(name)
-        await self.db.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, entity.id)
-        return entity
+        """Delete an entity and every relationship touching it (the DM's decision, not play's). A secret one's
+        names stay hidden from players in what was said of it: removing it reveals nothing."""
+        async with transaction(self.db) as conn:
+            graph = self.bound_to(conn)
+            entity = await graph.get_entity(name)
+            if entity.visibility == Visibility.secret:
+                await graph._keep_masked(None, [entity.name])  # the names it had follow by the foreign key
+            await conn.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, entity.id)
+            return entity
 
     async def merge_entities(self, source: str, into: str) -> MergeResult:
         """Make ``source`` (a name or alias) part of ``into``: the DM's answer to one NPC recorded twice ("Gorrim"
@@ -536,7 +576,9 @@ class KnowledgeGraph:
 
         A secret ``source`` merged into a public ``into`` gives it none of its names, description or attributes
         (players would read them) and its facts become secret. ``into`` is accepted if either was: the DM
-        vouched for the accepted one, and merging is the DM's word that the pending one is the same. A merge that
+        vouched for the accepted one, and merging is the DM's word that the pending one is the same. Merged into a
+        secret ``into``, ``source``'s name (and a proposal's aliases) stays hidden from players while ``into`` is
+        secret: aliases are what players know a secret entity by, and they did not know it by those. A merge that
         would give ``into`` more aliases than the cap is refused before anything changes."""
         from memory.took_part import link_to_recaps  # it builds on this module
 
@@ -685,6 +727,20 @@ class KnowledgeGraph:
             self.campaign_id,
             s.id,
         )
+        hidden: list[str] = []
+        if hide:  # what was said of it still says its name: no alias of ``into``, it stays hidden for good
+            await self._keep_masked(None, [s.name])
+        elif t.visibility == Visibility.secret:
+            # players read a secret entity's aliases, but not, while it stays secret, the name of one merged into it
+            # (as if that one were made secret), nor a proposal's aliases, which they never read
+            hidden = [n for n in names if n == s.name or s.status != ReviewStatus.accepted]
+            await self.db.execute(
+                "UPDATE masked_names SET entity_id = $3 WHERE campaign_id = $1 AND entity_id = $2",
+                self.campaign_id,
+                s.id,
+                t.id,
+            )
+            await self._keep_masked(t.id, hidden)
         await self.db.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, s.id)
         if not hide and names:
             await self.db.executemany(
@@ -699,6 +755,7 @@ class KnowledgeGraph:
             self_loops_dropped=loops,
             facts_made_secret=made_secret,
             aliases_added=[] if hide else names,
+            aliases_hidden=hidden,
             names_withheld=names if hide else [],
             description_dropped=s.description
             if not hide and t.description and s.description.strip() != t.description.strip()

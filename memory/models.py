@@ -576,9 +576,17 @@ class MergeResult(BaseModel):
     self_loops_dropped: int  # between the two: nothing left to say once they are one
     facts_made_secret: int  # of a secret entity merged into a public one: players saw none of them
     aliases_added: list[str]
+    aliases_hidden: list[str] = Field(default_factory=list)  # of those, the ones players read masked (secret entity)
     names_withheld: list[str]  # of a secret entity merged into a public one: aliases are public
     description_dropped: str = ""  # ``merged``'s, not kept: ``entity`` has its own
     attributes_dropped: dict[str, Any] = Field(default_factory=dict)  # ``merged``'s where ``entity``'s differ
+
+    def hidden_from_players(self) -> str:
+        """For the DM, after the new aliases: those players read masked ('' when none)."""
+        if not self.aliases_hidden:
+            return ""
+        which = "" if self.aliases_hidden == self.aliases_added else ", ".join(self.aliases_hidden) + " "
+        return f" ({which}hidden from players, as {self.entity.name} is secret)"
 
     def dropped(self) -> str:
         """What of ``merged`` was not kept, said with the text (shortened) the DM may want to copy into the one
@@ -602,7 +610,7 @@ class MergeResult(BaseModel):
         if self.self_loops_dropped:
             done.append(counted(self.self_loops_dropped, "fact") + " between the two dropped")
         if self.aliases_added:
-            done.append("new aliases: " + ", ".join(self.aliases_added))
+            done.append("new aliases: " + ", ".join(self.aliases_added) + self.hidden_from_players())
         if self.names_withheld:
             done.append(
                 f"{self.merged.name} was secret: its names ({', '.join(self.names_withheld)}), description and "

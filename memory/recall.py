@@ -188,21 +188,25 @@ class NamedEntity(BaseModel):
 async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: int = NAMED_LIMIT) -> list[NamedEntity]:
     """The accepted entities ``query`` names (a name or an alias, whole words, longest first), in the order it
     names them, with their current facts. Players (not ``dm``) see neither a secret entity nor a secret fact, and
-    a secret name in what they read is masked."""
+    a secret name in what they read is masked: they name an entity as they read it ("Session: [secret] unmasked"),
+    so a guess of the secret its name holds is not confirmed."""
     called = await _names(mem, include_secret=dm)
-    # pure Python over every name (0.2–0.3 s for 20,000 entities): off the event loop, which serves the bot
-    found = await asyncio.to_thread(lambda: Gazetteer(_worded(called, query)).find(query))
-    named = list({e.id: e for _, _, e in found}.values())[:limit]
-    if not named:
-        return []
     mask = str if dm else await mem.graph.player_mask()
+
+    def find() -> list[tuple[int, int, _Called]]:
+        shown = called if dm else [_Called(e.id, mask(e.name), list(map(mask, e.aliases))) for e in called]
+        return Gazetteer(_worded(shown, query)).find(query)
+
+    # pure Python over every name (0.2–0.3 s for 20,000 entities): off the event loop, which serves the bot
+    found = await asyncio.to_thread(find)
+    named = list({e.id: e for _, _, e in found}.values())[:limit]
     out: list[NamedEntity] = []
     for called in named:
         entity = await mem.graph.get_entity_by_id(called.id)
         facts = await mem.graph.relationships_of(entity.id, include_secret=dm)
         out.append(
             NamedEntity(
-                name=entity.name,
+                name=mask(entity.name),
                 type=entity.type,
                 secret=entity.visibility == Visibility.secret,
                 description=_shortened(mask(entity.description)),

@@ -301,7 +301,8 @@ def describe_same_as(result: MergeResult) -> str:
     done = []
     if result.aliases_added:
         kept = ", ".join(repr(a) for a in result.aliases_added)
-        done.append(f"{kept} kept as {'an alias' if len(result.aliases_added) == 1 else 'aliases'}")
+        kept_as = "an alias" if len(result.aliases_added) == 1 else "aliases"
+        done.append(f"{kept} kept as {kept_as}{result.hidden_from_players()}")
     if result.names_withheld:
         done.append(f"{proposed.name!r} was secret, so no alias of the public {known.name}; its facts are secret")
     done.append(counted(result.facts_moved, "fact") + " moved")

@@ -146,6 +146,20 @@ async def test_a_secret_entity_merged_into_a_public_one_gives_it_no_names_and_it
     assert await g.find_entity("Queen Mab") is None
 
 
+async def test_a_public_entity_merged_into_a_secret_one_is_no_name_players_read_now(campaign: CampaignMemory) -> None:
+    """Players read a secret entity's aliases: the merged one's name becomes one, hidden as if it had been made
+    secret; its aliases stay as readable as they were."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret))
+    await g.add_entity(EntityIn(name="Old Tom", type=EntityType.npc, aliases=["the old man"]))
+    result = await g.merge_entities("Old Tom", "Vaskerrin Holt")
+    assert result.describe() == (
+        "Merged Old Tom into Vaskerrin Holt: 0 facts moved; new aliases: Old Tom, the old man (Old Tom hidden from "
+        "players, as Vaskerrin Holt is secret)."
+    )
+    assert (await g.player_mask())("Old Tom, the old man, waits.") == "[secret], the old man, waits."
+
+
 async def test_merge_refuses_one_entity_and_stays_in_its_campaign(memory: Memory) -> None:
     a = memory.campaign((await memory.campaigns(1).create("A")).id)
     b = memory.campaign((await memory.campaigns(1).create("B")).id)

@@ -59,6 +59,22 @@ async def test_players_see_no_secret_or_unreviewed_entity_and_no_secret_fact(cam
     )
 
 
+async def test_a_players_guess_of_a_secret_inside_a_public_name_is_not_confirmed(campaign: CampaignMemory) -> None:
+    """A recap's entity is named after its session's title, which players read masked: naming it by the secret
+    it holds must not find it, nor may its heading show that name."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Queen Mab", type=EntityType.npc, visibility=Visibility.secret))
+    await g.add_entity(
+        EntityIn(name="Session: Queen Mab unmasked", type=EntityType.event, aliases=["the night of Queen Mab"])
+    )
+    assert await named_entities(campaign, "session queen mab unmasked", dm=False) == []
+    assert await named_entities(campaign, "what happened on the night of Queen Mab?", dm=False) == []
+    (recap,) = await named_entities(campaign, "Session: [secret] unmasked", dm=False)  # its name as players read it
+    assert recap.heading() == "Session: [secret] unmasked"
+    (recap,) = await named_entities(campaign, "session queen mab unmasked", dm=True)
+    assert recap.heading() == "Session: Queen Mab unmasked"
+
+
 async def test_at_most_three_entities_and_only_this_campaigns(campaign: CampaignMemory, memory: Memory) -> None:
     await ember_key(campaign)
     other = memory.campaign((await memory.campaigns().create("Other")).id)

@@ -10,7 +10,7 @@ import pytest
 
 from memory.db import create_pool
 from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
-from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source
+from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
 from memory.review import describe_same_as
 from memory.store import CampaignMemory, Memory
 
@@ -87,6 +87,33 @@ async def test_same_as_says_the_proposed_description_was_dropped(campaign: Campa
         "dropped, as Vaskerrin Holt has its own: 'Sells maps at the docks'."
     )
     assert (await g.get_entity_by_id(holt_id)).description == "The harbourmaster"
+
+
+async def test_same_as_a_secret_entity_keeps_the_proposals_name_hidden_from_players(campaign: CampaignMemory) -> None:
+    """The extractor files "Vaskerrin", said alone, and the DM says it is the secret Vaskerrin Holt: the name is
+    kept as an alias, to be found and corrected towards, but players read a secret entity's aliases, and this one
+    they never could."""
+    g = campaign.graph
+    await g.add_entity(
+        EntityIn(name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret, aliases=["Pale Magister"])
+    )
+    proposal = await g.add_entity(
+        EntityIn(name="Vaskerrin", type=EntityType.npc, status=ReviewStatus.pending, provenance=HEARD)
+    )
+    said = "Vaskerrin smiled at the Pale Magister."
+    assert (await g.player_mask())(said) == "[secret] smiled at the Pale Magister."
+
+    result = await campaign.review.same_as(f"e{proposal.id}", "Vaskerrin Holt")
+    assert result.entity.aliases == ["Pale Magister", "Vaskerrin"]
+    assert (await g.get_entity("vaskerrin")).id == result.entity.id
+    assert (await g.player_mask())(said) == "[secret] smiled at the Pale Magister."
+    assert describe_same_as(result) == (
+        "Same as Vaskerrin Holt: 'Vaskerrin' kept as an alias (hidden from players, as Vaskerrin Holt is secret), "
+        "0 facts moved."
+    )
+
+    await g.update_entity("Vaskerrin Holt", visibility=Visibility.public)  # no secret now
+    assert (await g.player_mask())(said) == said
 
 
 async def test_same_as_refuses_what_it_cannot_merge_and_changes_nothing(campaign: CampaignMemory) -> None:

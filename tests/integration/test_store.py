@@ -11,6 +11,7 @@ import pytest
 
 from memory.db import create_pool
 from memory.errors import AlreadyDecidedError, AlreadyExistsError, InvalidInputError, NotFoundError
+from memory.extraction import RuleExtractor, extract_into_graph
 from memory.models import (
     ChunkIn,
     Correction,
@@ -794,6 +795,71 @@ async def test_players_mask_hides_a_secret_name_and_the_words_that_name_it_alone
     assert (
         mask(said) == "Later [secret]'s men left Holt Farm. The Pale Magister smiled at the queen. [secret]! [secret]?"
     )
+
+
+async def test_a_proposal_waiting_for_review_does_not_unmask_a_word_of_a_secret_name(campaign: CampaignMemory) -> None:
+    """The rule extractor files "Vaskerrin", said alone, as a new entity: players cannot read it until the DM
+    accepts it, so it must not make the secret Vaskerrin Holt's first name one they may read."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret))
+    night = await campaign.log.start_session("Night 1")
+    said = await campaign.log.write_many(
+        night.id, [EntryIn(speaker="DM", text="A man named Vaskerrin greets you at the gate of the old tower.")]
+    )
+    await extract_into_graph(campaign, session_id=night.id, entries=said, extractor=RuleExtractor())
+    (proposal,) = await g.list_entities(status=ReviewStatus.pending)
+    assert proposal.name == "Vaskerrin"
+    # a proposal's alias is no more readable than its name
+    await g.add_entity(
+        EntityIn(name="the harbour captain", type=EntityType.npc, status=ReviewStatus.pending, aliases=["Holt"])
+    )
+    assert (await g.player_mask())("Vaskerrin smiles at Holt.") == "[secret] smiles at [secret]."
+
+    await campaign.review.accept(f"e{proposal.id}")  # the DM's word: a Vaskerrin players may read
+    assert (await g.player_mask())("Vaskerrin smiles at Holt.") == "Vaskerrin smiles at [secret]."
+
+
+async def test_a_secret_entitys_old_names_stay_masked_until_it_is_made_public(memory: Memory) -> None:
+    """The log, the recaps and the session titles still say a secret entity's old name after the DM renames it."""
+    campaign = memory.campaign((await memory.campaigns(1).create("A")).id)
+    other = memory.campaign((await memory.campaigns(1).create("B")).id)
+    g = campaign.graph
+    said = "Queen Mab is behind it. Mab! Mira knows."
+    await g.add_entity(EntityIn(name="Queen Mab", type=EntityType.npc, visibility=Visibility.secret))
+    await g.update_entity("Queen Mab", new_name="The Winter Queen")
+    await g.add_entity(EntityIn(name="Mira", type=EntityType.npc))
+    await g.update_entity("Mira", new_name="Mirelle", visibility=Visibility.secret)  # hidden from now on
+    assert (await g.player_mask())(said) == "[secret] is behind it. [secret]! [secret] knows."
+    assert (await other.graph.player_mask())(said) == said  # another campaign's secrets are its own
+
+    # made public, it is no secret any more, nor are the names it had
+    await g.update_entity("The Winter Queen", visibility=Visibility.public)
+    assert (await g.player_mask())(said) == "Queen Mab is behind it. Mab! [secret] knows."
+    # renamed while public, its old name an alias players read; made secret again, what they read since stays
+    await g.update_entity("The Winter Queen", new_name="The Summer Queen")
+    await g.update_entity("The Summer Queen", visibility=Visibility.secret)
+    assert (await g.player_mask())(f"{said} The Winter Queen, The Summer Queen.") == (
+        "Queen Mab is behind it. Mab! [secret] knows. The Winter Queen, [secret]."
+    )
+
+
+async def test_a_removed_secret_entitys_name_stays_masked_in_what_was_said(campaign: CampaignMemory) -> None:
+    """Removing a secret entity, or merging it into a public one, tells players nothing of it: what was said of it
+    stays masked, until the DM names a public entity so."""
+    g = campaign.graph
+    said = "Queen Mab and the Pale Magister, or Vaskerrin Holt, are behind it."
+    await g.add_entity(EntityIn(name="Queen Mab", type=EntityType.npc, visibility=Visibility.secret))
+    await g.add_entity(
+        EntityIn(name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret, aliases=["Pale Magister"])
+    )
+    await g.add_entity(EntityIn(name="the old man", type=EntityType.npc))
+    await g.remove_entity("Queen Mab")
+    await g.merge_entities("Vaskerrin Holt", "the old man")
+    # the alias was players' to read already
+    assert (await g.player_mask())(said) == "[secret] and the Pale Magister, or [secret], are behind it."
+
+    await g.add_entity(EntityIn(name="Queen Mab", type=EntityType.npc))  # the DM's word: players may read it
+    assert (await g.player_mask())(said) == "Queen Mab and the Pale Magister, or [secret], are behind it."
 
 
 async def test_renaming_an_old_look_alike_name_mends_it_instead_of_keeping_it_as_an_alias(
