@@ -638,4 +638,5 @@ def test_a_heard_as_phrase_is_matched_by_its_words_only() -> None:
     index = PhoneticIndex.build([EntityName(id=3, name="Fenwick", heard_as=["from skin"])])
     assert [f.canonical for f in index.forms] == ["Fenwick"]
     matcher = PhoneticMatcher(index)
+    assert [c.replacement for c in matcher.correct("the from skins").corrections] == ["Fenwick"]
     assert matcher.correct("the frum skins and from skim and fromm skin").corrections == []
