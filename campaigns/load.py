@@ -191,6 +191,13 @@ def _entity_changes(before: Entity, after: Entity) -> list[str]:
         kept = {a.casefold() for a in other}
         if changed := [a for a in aliases if a.casefold() not in kept]:
             changes.append(f"{'alias' if len(changed) == 1 else 'aliases'} {done}: {', '.join(changed)}")
+    for phrases, other, done in (
+        (before.heard_as, after.heard_as, "removed"),
+        (after.heard_as, before.heard_as, "added"),
+    ):
+        kept = {h.casefold() for h in other}
+        if changed := [h for h in phrases if h.casefold() not in kept]:
+            changes.append(f"heard as {done}: {', '.join(changed)}")
     for key in dict.fromkeys([*before.attributes, *after.attributes]):
         old, new = before.attributes.get(key), after.attributes.get(key)
         if key not in after.attributes:
@@ -246,6 +253,7 @@ async def export_campaign_file(
             name=cleaned[e.id][0],
             type=e.type,
             aliases=cleaned[e.id][1],
+            heard_as=e.heard_as,
             description=e.description,
             attributes=_file_attributes(_portable(e)),
             secret=e.visibility == "secret",

@@ -4,6 +4,7 @@
 campaign: {name: The Sunken Crown, system: D&D 5e, description: …}   # optional
 entities:
   - {name: Eldrinax, type: npc, aliases: [The Ash Wyrm], secret: true, attributes: {age: 900}}
+  - {name: Frumpkin, type: npc, heard_as: [from skin]}   # what speech-to-text writes for the name
 relationships:
   - {source: Eldrinax, type: guards, target: The Sunken Crown}
   - {source: Eldrinax, type: hoards, value: drowned gold, secret: true}   # an attribute fact
@@ -48,6 +49,7 @@ from memory.models import (
     attribute_value,
     check_alias_count,
     clean_name,
+    heard_as_phrases,
     relationship_type,
     storable,
 )
@@ -90,6 +92,14 @@ AttributeValue = Annotated[Scalar | list[Scalar], BeforeValidator(attribute_valu
 Attributes = Annotated[dict[str, AttributeValue], AfterValidator(storable), _none_as_empty(dict)]
 
 
+def _heard_as(phrases: list[str]) -> list[str]:
+    """The store's rules for heard-as phrases (:func:`heard_as_phrases`), as a validation error."""
+    try:
+        return heard_as_phrases(phrases)
+    except ValueError as exc:
+        raise PydanticCustomError("heard_as", str(exc).removeprefix("heard as: ")) from None
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -116,6 +126,8 @@ class EntitySpec(_Strict):
     name: Name
     type: EntityType
     aliases: Annotated[list[Name], _none_as_empty(list)] = Field(default_factory=list)
+    #: What speech-to-text writes for the name ("from skin" / Frumpkin): corrected to it, never shown to players.
+    heard_as: Annotated[list[StrictStr], _none_as_empty(list), AfterValidator(_heard_as)] = Field(default_factory=list)
     description: Text = ""
     attributes: Attributes = Field(default_factory=dict)
     secret: StrictBool = False  # DM-only: never shown to players
@@ -157,6 +169,7 @@ class EntitySpec(_Strict):
         stated = self.model_fields_set
         fields = {
             "aliases": "aliases",
+            "heard_as": "heard_as",
             "description": "description",
             "attributes": "attributes",
             "secret": "visibility",
@@ -170,6 +183,7 @@ class EntitySpec(_Strict):
             type=self.type,
             description=self.description,
             aliases=list(self.aliases),
+            heard_as=list(self.heard_as),
             attributes=dict(self.attributes),
             visibility=self.visibility,
             provenance=Provenance(source=Source.campaign_file, confidence=1.0, dm_confirmed=True),

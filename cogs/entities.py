@@ -25,7 +25,7 @@ from bot.views import (
     safe_autocomplete,
 )
 from memory.errors import NotFoundError
-from memory.graph import kept_old_name
+from memory.graph import heard_as_said, kept_old_name
 from memory.models import (
     MAX_FACT_VALUE_CHARS,
     Entity,
@@ -84,11 +84,13 @@ def entity_embed(
     last_mention: Mention | None,
     mask: Callable[[str], str] = str,
     history: list[str] | None = None,
+    dm: bool = True,
 ) -> discord.Embed:
     """The entity card; every part is trimmed against a running total, so the embed always stays within
     Discord's 6,000 characters (the parts come in order of importance: the last ones are cut first). ``mask``
     hides what its reader may not see in the text the DM or the table wrote (secret names, for players).
-    ``history``: the facts that no longer hold, when asked for (None: not asked)."""
+    ``history``: the facts that no longer hold, when asked for (None: not asked). ``dm``: the reader is the DM,
+    who alone sees what the recogniser writes for the name (it may hold a guess at a secret one)."""
     title = mask(entity.name) + (" 🔒" if entity.visibility == Visibility.secret else "")
     embed = discord.Embed(
         title=clip(title, MAX_TITLE),
@@ -101,6 +103,8 @@ def entity_embed(
         add_field_within(embed, "Status", entity.status.value)
     if entity.aliases:
         add_field_within(embed, "Aliases", ", ".join(entity.aliases), inline=False)
+    if dm and entity.heard_as:
+        add_field_within(embed, "Heard as", ", ".join(entity.heard_as), inline=False)
     if entity.attributes:
         lines = [f"**{k}**: {mask(str(v))}" for k, v in entity.attributes.items()]
         add_field_within(embed, "Attributes", lines, inline=False)
@@ -203,6 +207,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             last_mention=last,
             mask=mask,
             history=None if past is None else [p.describe_past(" 🔒") for p in past],
+            dm=dm,
         )
         await interaction.response.send_message(embed=embed, ephemeral=True)
 
@@ -215,6 +220,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         description="A new description (replaces the old one; /entity describe for several lines)",
         aliases="Replaces all aliases, comma-separated ('-' clears them)",
         attributes="key=value;key=value, merged into its attributes",
+        heard_as="What speech-to-text writes for its name (from skin), comma-separated; replaces all ('-' clears)",
         secret="True: DM-only, never shown to players",
     )
     async def edit(
@@ -227,14 +233,18 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         aliases: str | None = None,
         attributes: str | None = None,
         secret: bool | None = None,
+        heard_as: str | None = None,
     ) -> None:
         _, mem = await dm_campaign(interaction)
-        if all(v is None for v in (new_name, type, description, aliases, attributes, secret)):
+        if all(v is None for v in (new_name, type, description, aliases, attributes, secret, heard_as)):
             raise UserError(
-                "Nothing to change: give at least one of new_name, type, description, aliases, attributes, secret."
+                "Nothing to change: give at least one of new_name, type, description, aliases, attributes, secret, "
+                "heard_as."
             )
         visibility = None if secret is None else (Visibility.secret if secret else Visibility.public)
         before = await mem.graph.get_entity(name)
+        phrases = None if heard_as is None else ([] if heard_as.strip() == "-" else parse_aliases(heard_as))
+        lines = await mem.log.count_heard(phrases) if phrases else None  # before a job corrects them
         entity = await mem.graph.update_entity(
             name,
             new_name=new_name,
@@ -243,9 +253,12 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             aliases=None if aliases is None else ([] if aliases.strip() == "-" else parse_aliases(aliases)),
             attributes=parse_attributes(attributes) if attributes else None,
             visibility=visibility,
+            heard_as=phrases,
         )
         kept = kept_old_name(before, entity)
         said = f" Its old name **{before.name}** stays as an alias (`aliases: -` clears it)." if kept else ""
+        if heard := heard_as_said(before, entity, lines):
+            said += f" {heard}"
         embed = entity_embed(entity, relationships=[], last_mention=None)
         await interaction.response.send_message(f"Updated **{entity.name}**.{said}", embed=embed, ephemeral=True)
 

@@ -35,7 +35,9 @@ from memory.models import (
     Visibility,
     check_attributes,
     clean_name,
+    counted,
     fact_value,
+    heard_as_phrases,
     name_query,
 )
 
@@ -70,7 +72,9 @@ _ENTITY_SELECT = """
     SELECT e.id, e.campaign_id, e.name, e.type, e.description, e.attributes, e.visibility, e.status,
            e.provenance, e.created_at, e.updated_at,
            ARRAY(SELECT a.alias FROM entity_aliases a WHERE a.entity_id = e.id ORDER BY lower(a.alias))
-               AS aliases
+               AS aliases,
+           ARRAY(SELECT h.phrase FROM entity_heard_as h WHERE h.entity_id = e.id ORDER BY lower(h.phrase))
+               AS heard_as
     FROM entities e
 """
 
@@ -170,6 +174,21 @@ def _storable(name: str) -> bool:
 def kept_old_name(before: Entity, after: Entity) -> bool:
     """Whether an edit renamed ``before`` and kept its old name as an alias: the DM is told, and how to clear it."""
     return before.name != after.name and before.name in after.aliases
+
+
+def heard_as_said(before: Entity, after: Entity, lines: int | None) -> str:
+    """What an edit taught of what the recogniser writes for the entity's name, for the DM's reply ('' if nothing
+    new). ``lines``: how many stored lines say it, counted before the edit (see ``SessionLog.count_heard``; None:
+    not known), which a background job corrects."""
+    had = {h.casefold() for h in before.heard_as}
+    if not (new := [h for h in after.heard_as if h.casefold() not in had]):
+        return ""
+    said = f"From now on {', '.join(f'“{h}”' for h in new)} {'is' if len(new) == 1 else 'are'} written {after.name}"
+    if lines is None:
+        return f"{said}; the lines already stored that say it are corrected again in the background."
+    if not lines:
+        return f"{said}; no line stored so far says it."
+    return f"{said}; {counted(lines, 'line')} already stored say it: they are corrected again in the background."
 
 
 def _visible(alias: str, include_secret: bool) -> str:
@@ -378,6 +397,7 @@ class KnowledgeGraph:
                 f"an entity named {entity.name!r} already exists", subject="entity", name=entity.name
             ) from None
         await self._set_aliases(entity_id, entity.aliases)
+        await self._set_heard_as(entity_id, entity.heard_as)
         return await self.get_entity_by_id(entity_id)
 
     async def update_entity(
@@ -391,10 +411,13 @@ class KnowledgeGraph:
         attributes: dict[str, Any] | None = None,
         visibility: Visibility | None = None,
         replace_attributes: bool = False,
+        heard_as: Sequence[str] | None = None,
     ) -> Entity:
         """Change an entity in place; ``attributes`` merge into the existing ones unless ``replace_attributes``. A
         public entity renamed keeps its old name as an alias, unless ``aliases`` says what they are; a secret one's
-        old name stays hidden from players while it is secret (what was said of it still says that name)."""
+        old name stays hidden from players while it is secret (what was said of it still says that name).
+        ``heard_as`` replaces what the recogniser is known to write for its name; the lines a new phrase is in are
+        corrected again by a background job (:func:`memory.jobs.enqueue_recorrection`)."""
         async with transaction(self.db) as conn:  # name, fields and aliases change together or not at all
             return await self.bound_to(conn)._update_entity(
                 name,
@@ -405,6 +428,7 @@ class KnowledgeGraph:
                 attributes=attributes,
                 visibility=visibility,
                 replace_attributes=replace_attributes,
+                heard_as=heard_as,
             )
 
     async def _update_entity(
@@ -418,10 +442,16 @@ class KnowledgeGraph:
         attributes: dict[str, Any] | None,
         visibility: Visibility | None,
         replace_attributes: bool,
+        heard_as: Sequence[str] | None = None,
     ) -> Entity:
         current = await self.get_entity(name)
         public = (visibility or current.visibility) == Visibility.public
         renamed = False
+        phrases = heard_as_phrases(list(heard_as)) if heard_as is not None else None
+        if phrases is not None:  # gone before the names are checked: a phrase may become a name in the same edit
+            await self.db.execute(
+                "DELETE FROM entity_heard_as WHERE campaign_id = $1 AND entity_id = $2", self.campaign_id, current.id
+            )
         if new_name is not None:
             new_name = clean_name(new_name)
             renamed = new_name.casefold() != current.name.casefold()
@@ -460,6 +490,8 @@ class KnowledgeGraph:
             await self.db.execute(
                 "DELETE FROM masked_names WHERE campaign_id = $1 AND entity_id = $2", self.campaign_id, current.id
             )
+        if phrases is not None:
+            await self._set_heard_as(current.id, phrases, had=current.heard_as)
         return await self.get_entity_by_id(current.id)
 
     async def _keep_masked(self, entity_id: int | None, names: Iterable[str]) -> None:
@@ -520,6 +552,7 @@ class KnowledgeGraph:
             sorted(a.casefold() for a in entity.aliases),
             entity.attributes,
             entity.visibility,
+            sorted(h.casefold() for h in entity.heard_as),
         )
         have = (
             current.name,
@@ -528,6 +561,7 @@ class KnowledgeGraph:
             sorted(a.casefold() for a in current.aliases),
             current.attributes,
             current.visibility,
+            sorted(h.casefold() for h in current.heard_as),
         )
         if wanted == have:
             return current, "updated" if accepted else "unchanged", before
@@ -540,6 +574,7 @@ class KnowledgeGraph:
             attributes=entity.attributes,
             visibility=entity.visibility,
             replace_attributes=True,
+            heard_as=entity.heard_as,
         )
         return updated, "updated", before
 
@@ -722,6 +757,13 @@ class KnowledgeGraph:
             s.id,
             t.id,
         )
+        # what the recogniser writes for its name is now said of ``into``
+        await self.db.execute(
+            "UPDATE entity_heard_as SET entity_id = $3 WHERE campaign_id = $1 AND entity_id = $2",
+            self.campaign_id,
+            s.id,
+            t.id,
+        )
         await self.db.execute(
             "DELETE FROM review_posted WHERE campaign_id = $1 AND kind = 'entity' AND item_id = $2",
             self.campaign_id,
@@ -768,9 +810,10 @@ class KnowledgeGraph:
     async def set_entity_status(self, entity_id: int, status: ReviewStatus, *, dm_confirmed: bool) -> None:
         if status == ReviewStatus.rejected:
             # a rejected proposal keeps its row, not its names: they are free for the DM to use again
-            await self.db.execute(
-                "DELETE FROM entity_aliases WHERE campaign_id = $1 AND entity_id = $2", self.campaign_id, entity_id
-            )
+            for table in ("entity_aliases", "entity_heard_as"):
+                await self.db.execute(
+                    f"DELETE FROM {table} WHERE campaign_id = $1 AND entity_id = $2", self.campaign_id, entity_id
+                )
         await self.db.execute(
             """
             UPDATE entities SET status = $3, updated_at = now(),
@@ -796,8 +839,53 @@ class KnowledgeGraph:
             except asyncpg.UniqueViolationError:
                 raise AlreadyExistsError("an alias is already used by another entity") from None
 
+    async def _set_heard_as(self, entity_id: int, phrases: Sequence[str], *, had: Sequence[str] = ()) -> None:
+        """Make ``phrases`` what the recogniser is known to write for the entity's name (``had``: what it was), and
+        have the campaign's lines holding a new one corrected again. A phrase that is a name or an alias, or another
+        entity's heard-as phrase, is refused: said, it would be two things at once."""
+        await self.db.execute(
+            "DELETE FROM entity_heard_as WHERE campaign_id = $1 AND entity_id = $2", self.campaign_id, entity_id
+        )
+        if not phrases:
+            return
+        await self.lock()  # as for names: two writers checking at once would both find a phrase free
+        row = await self.db.fetchrow(
+            """
+            WITH used AS (
+                SELECT id AS entity_id, name AS used, 'name' AS what FROM entities
+                WHERE campaign_id = $1 AND lower(name) = ANY($2::text[]) AND status <> 'rejected'
+                UNION ALL
+                SELECT entity_id, alias, 'alias' FROM entity_aliases
+                WHERE campaign_id = $1 AND lower(alias) = ANY($2::text[])
+                UNION ALL
+                SELECT entity_id, phrase, 'heard' FROM entity_heard_as
+                WHERE campaign_id = $1 AND lower(phrase) = ANY($2::text[])
+            )
+            SELECT e.name, u.used, u.what FROM used u JOIN entities e ON e.id = u.entity_id
+            WHERE e.campaign_id = $1 AND e.status <> 'rejected'
+            LIMIT 1
+            """,
+            self.campaign_id,
+            [p.lower() for p in phrases],
+        )
+        if row is not None:
+            what = {"name": "the name of", "alias": "an alias of", "heard": "already what the recogniser writes for"}[
+                row["what"]
+            ]
+            raise AlreadyExistsError(f"heard as: {row['used']!r} is {what} {row['name']!r}")
+        await self.db.executemany(
+            "INSERT INTO entity_heard_as (campaign_id, entity_id, phrase) VALUES ($1, $2, $3)",
+            [(self.campaign_id, entity_id, p) for p in phrases],
+        )
+        old = {h.casefold() for h in had}
+        if new := [p for p in phrases if p.casefold() not in old]:
+            from memory.jobs import enqueue_recorrection  # the jobs build on this module
+
+            await enqueue_recorrection(self.db, self.campaign_id, new)
+
     async def _check_names_free(self, names: Sequence[str], *, except_id: int | None = None) -> None:
-        """A name or alias may name one entity only: no entity's name may be another's alias."""
+        """A name or alias may name one entity only: no entity's name may be another's alias. Nor may it be what
+        the recogniser is known to write for a name (a heard-as phrase), which is corrected away."""
         if not names:
             return
         await self.lock()  # two writers checking at once would both find a name free
@@ -809,13 +897,17 @@ class KnowledgeGraph:
         row = await self.db.fetchrow(
             """
             WITH used AS (
-                SELECT id AS entity_id, name AS used FROM entities
+                SELECT id AS entity_id, name AS used, false AS heard FROM entities
                 WHERE campaign_id = $1 AND lower(name) = ANY($2::text[]) AND status <> 'rejected'
                 UNION ALL
-                SELECT entity_id, alias FROM entity_aliases WHERE campaign_id = $1 AND lower(alias) = ANY($2::text[])
+                SELECT entity_id, alias, false FROM entity_aliases
+                WHERE campaign_id = $1 AND lower(alias) = ANY($2::text[])
+                UNION ALL
+                SELECT entity_id, phrase, true FROM entity_heard_as
+                WHERE campaign_id = $1 AND lower(phrase) = ANY($2::text[])
             )
-            SELECT e.id, e.name, e.status, u.used FROM used u JOIN entities e ON e.id = u.entity_id
-            WHERE e.campaign_id = $1 AND e.status <> 'rejected' AND e.id IS DISTINCT FROM $3
+            SELECT e.id, e.name, e.status, u.used, u.heard FROM used u JOIN entities e ON e.id = u.entity_id
+            WHERE e.campaign_id = $1 AND e.status <> 'rejected' AND (u.heard OR e.id IS DISTINCT FROM $3)
             LIMIT 1
             """,
             self.campaign_id,
@@ -831,6 +923,12 @@ class KnowledgeGraph:
             )
             # one still waiting for review is in no list: the message above says what to do instead
             about = {} if waiting else {"subject": "entity", "name": row["name"]}
+            if row["heard"]:
+                raise AlreadyExistsError(
+                    f"{row['used']!r} is what the recogniser writes for {row['name']!r} (heard as): take it out of "
+                    f"{row['name']}'s heard-as phrases first",
+                    **about,
+                )
             if row["used"].casefold() == row["name"].casefold():
                 raise AlreadyExistsError(f"an entity named {row['name']!r} already exists{waiting}", **about)
             raise AlreadyExistsError(f"{row['used']!r} is already an alias of {row['name']!r}{waiting}", **about)

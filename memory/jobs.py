@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import itertools
 import json
 import logging
@@ -65,7 +66,8 @@ CHUNK = "lk_chunk"
 EXTRACT = "lk_extract"
 CORRECT2 = "lk_correct2"
 SUMMARY = "lk_summary"
-ENTRYPOINTS = (CHUNK, EXTRACT, CORRECT2, SUMMARY)
+HEARD = "lk_heard"
+ENTRYPOINTS = (CHUNK, EXTRACT, CORRECT2, SUMMARY, HEARD)
 _QUEUE_CHANNEL = "ch_pgqueuer"
 
 
@@ -94,6 +96,26 @@ async def enqueue_session_work(
         dedupe_key=[f"{k}:{session_id}:{upto_seq}{after}" for k in kinds],
         on_conflict="skip",
     )
+
+
+async def enqueue_recorrection(conn: Executor, campaign_id: int, phrases: Sequence[str]) -> int:
+    """Have the campaign's stored lines that hold one of ``phrases`` (heard-as phrases just added) corrected
+    again, one job per session (see :func:`correct_heard_as`), on ``conn`` (the transaction adding them);
+    returns how many sessions. A campaign of two years holds a million lines: the DM is not kept waiting."""
+    sessions = [
+        r["id"] for r in await conn.fetch("SELECT id FROM sessions WHERE campaign_id = $1 ORDER BY id", campaign_id)
+    ]
+    if sessions:
+        said = hashlib.sha256("\n".join(sorted(p.casefold() for p in phrases)).encode()).hexdigest()[:16]
+        await _queries(conn).enqueue(
+            [HEARD] * len(sessions),
+            [_payload(campaign_id, s) for s in sessions],
+            [25] * len(sessions),  # after stage 2, before chunking: the chunk job it enqueues embeds the new text
+            # phrases added again while their jobs still wait add none; other phrases, a round of their own
+            dedupe_key=[f"{HEARD}:{s}:{said}" for s in sessions],
+            on_conflict="skip",
+        )
+    return len(sessions)
 
 
 async def enqueue_summary(conn: Executor, campaign_id: int, session_id: int) -> None:
@@ -421,6 +443,46 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
     # run had nothing left to do: a run that stopped between its progress and this step (a crash, a lost
     # connection) is retried, and the retry finds the lines done. A duplicate of waiting work is skipped.
     await enqueue_session_work(mem.db, campaign_id, session_id, await _last_seq(mem, session_id), after=":2")
+
+
+async def correct_heard_as(ctx: JobContext, campaign_id: int, session_id: int) -> int:
+    """The job of :func:`enqueue_recorrection`."""
+    return await correct_heard_as_lines(ctx.memory.campaign(campaign_id), session_id)
+
+
+async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_size: int = 500) -> int:
+    """Correct again the session's stored lines where the campaign's heard-as phrases are said, as stage 1 now
+    corrects a new line: each phrase becomes its entity's name (a correction there before, of stage 1 or 2, gives
+    way: the DM's word is surer). The rest of each line's corrections stay (the recogniser's word confidences
+    they were made with are gone), and so does the raw text. As stage 2 revises a line, the session's windows
+    from it on are chunked and embedded again. Returns how many lines changed; running it again changes none."""
+    from memory.correction.edits import apply_corrections
+    from memory.correction.text import name_norm
+    from memory.recorder import default_index_cache
+
+    matcher = await default_index_cache.matcher(mem)
+    if not (heard := {f.spaceless for f in matcher.index.heard}):
+        return 0
+    ids = await mem.log.heard_in(session_id, [f.surface for f in matcher.index.heard])
+    changed = 0
+    for start in range(0, len(ids), slice_size):
+        async with mem.transaction() as tx:
+            revised = []
+            for e in await tx.log.entries(ids[start : start + slice_size]):
+                found = [
+                    c for c in matcher.correct(e.raw_text).corrections if "".join(name_norm(c.span).split()) in heard
+                ]
+                kept = [c for c in e.corrections if not any(c.start < f.end and f.start < c.end for f in found)]
+                merged = sorted([*kept, *found], key=lambda c: c.start)
+                if merged != e.corrections:
+                    await tx.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
+                    revised.append(e.seq)
+            if revised:  # new text, new vectors: its windows are chunked again
+                await rewind_progress(tx.db, mem.campaign_id, session_id, CHUNK, min(revised))
+        changed += len(revised)
+    if changed:
+        await enqueue_session_work(mem.db, mem.campaign_id, session_id, await _last_seq(mem, session_id), after=":h")
+    return changed
 
 
 async def _last_seq(mem: CampaignMemory, session_id: int) -> int:
@@ -764,6 +826,7 @@ def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
     register(EXTRACT, extract_session)
     register(CORRECT2, correct_stage2)
     register(SUMMARY, summarize_session)
+    register(HEARD, correct_heard_as)
     return qm
 
 

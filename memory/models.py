@@ -24,6 +24,10 @@ from memory.errors import InvalidInputError
 DEFAULT_ACCEPT_THRESHOLD = 0.7
 #: Aliases of one entity: the names a table uses for it fit; every alias is matched in every utterance.
 MAX_ALIASES = 50
+#: Phrases the recogniser writes for one entity's name ("from skin" / Frumpkin), as the DM taught them.
+MAX_HEARD_AS = 50
+#: Words of a heard-as phrase, at most: stage 1 looks no further for a mention (``MatchSettings.max_window_words``).
+MAX_HEARD_AS_WORDS = 7
 
 
 class EntityType(StrEnum):
@@ -162,6 +166,33 @@ def check_alias_count(aliases: list[str]) -> list[str]:
     if len(aliases) > MAX_ALIASES:
         raise ValueError(f"{len(aliases):,}, more than the {MAX_ALIASES} allowed: keep the names the table uses")
     return aliases
+
+
+def heard_as_phrases(phrases: list[str]) -> list[str]:
+    """What the recogniser writes for an entity's name, as the DM gives it: each trimmed as a name is, once
+    (case aside), at most :data:`MAX_HEARD_AS` of them. A phrase is heard only as whole words said together, so
+    one with a comma or full stop inside, more than :data:`MAX_HEARD_AS_WORDS` words or no letters is refused."""
+    seen: dict[str, str] = {}
+    for phrase in phrases:
+        try:
+            text = clean_name(phrase)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"heard as: {exc}") from None
+        if not re.search(r"\w", text):
+            raise InvalidInputError(f"heard as: {text!r} has no word to hear")
+        if mark := re.search(r"[,.;:!?…]", text):
+            raise InvalidInputError(
+                f"heard as: {text!r} has {mark.group()!r} inside; a name is never heard across it, so give the "
+                "words as the recogniser writes them, without it"
+            )
+        if len(text.split()) > MAX_HEARD_AS_WORDS:
+            raise InvalidInputError(f"heard as: {text!r} has more than {MAX_HEARD_AS_WORDS} words")
+        seen.setdefault(text.casefold(), text)
+    if len(seen) > MAX_HEARD_AS:
+        raise InvalidInputError(
+            f"heard as: {len(seen):,} phrases, more than the {MAX_HEARD_AS} allowed: keep those the recogniser writes"
+        )
+    return list(seen.values())
 
 
 def name_query(value: str) -> str:
@@ -407,6 +438,7 @@ class EntityIn(BaseModel):
     type: EntityType
     description: str = ""
     aliases: list[str] = Field(default_factory=list)
+    heard_as: list[str] = Field(default_factory=list)  # what the recogniser writes for its name (not an alias)
     attributes: dict[str, Any] = Field(default_factory=dict)
     visibility: Visibility = Visibility.public
     status: ReviewStatus = ReviewStatus.accepted
@@ -415,6 +447,7 @@ class EntityIn(BaseModel):
     _clean_name = field_validator("name")(classmethod(lambda cls, v: clean_name(v)))
     _storable = field_validator("description")(classmethod(lambda cls, v: storable(v)))
     _attributes = field_validator("attributes")(classmethod(lambda cls, v: check_attributes(v)))
+    _heard_as = field_validator("heard_as")(classmethod(lambda cls, v: heard_as_phrases(v)))
 
     @field_validator("aliases")
     @classmethod
@@ -439,6 +472,7 @@ class Entity(BaseModel):
     provenance: Provenance
     created_at: datetime
     updated_at: datetime
+    heard_as: list[str] = Field(default_factory=list)  # what the recogniser writes for its name: the DM's only
 
 
 #: relationships.type holds at most this many characters (migrations/0001_init.sql).

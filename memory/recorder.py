@@ -80,8 +80,8 @@ class _Prepared:
 class CorrectionIndexCache:
     """One prepared phonetic index per campaign, rebuilt only when the campaign's entities change.
 
-    The version is a cheap aggregate (count and last change of entities and aliases): one small query per
-    batch instead of rebuilding the index, which costs milliseconds per hundred names."""
+    The version is a cheap aggregate (count and last change of entities, aliases and heard-as phrases): one small
+    query per batch instead of rebuilding the index, which costs milliseconds per hundred names."""
 
     def __init__(self) -> None:
         self._prepared: dict[int, _Prepared] = {}
@@ -90,12 +90,15 @@ class CorrectionIndexCache:
         row = await mem.db.fetchrow(
             """
             SELECT count(*) FILTER (WHERE status = 'accepted') AS n, max(updated_at) AS changed,
-                   (SELECT count(*) FROM entity_aliases WHERE campaign_id = $1) AS aliases
+                   (SELECT count(*) FROM entity_aliases WHERE campaign_id = $1) AS aliases,
+                   (SELECT count(*) FROM entity_heard_as WHERE campaign_id = $1) AS heard
             FROM entities WHERE campaign_id = $1
             """,
             mem.campaign_id,
         )
-        version = (row["n"], row["changed"], row["aliases"])
+        # Changing the aliases or heard-as phrases of an entity changes its ``updated_at`` too: a list replaced by
+        # one as long is seen.
+        version = (row["n"], row["changed"], row["aliases"], row["heard"])
         prepared = self._prepared.get(mem.campaign_id)
         if prepared is None or prepared.version != version:
             # Only accepted entities: correcting speech towards an unreviewed guess would spread the guess.
@@ -109,10 +112,13 @@ class CorrectionIndexCache:
 def _names_said(entity: Entity) -> list[EntityName]:
     """What speech is corrected towards. An alias is written as its entity's name, unless the entity is secret:
     players read the transcript, and "the pale magistor" must become The Pale Magister, not the secret name
-    behind it (which is corrected only where it was said)."""
+    behind it (which is corrected only where it was said). What the DM says the recogniser writes for the name
+    (``heard_as``) becomes the name, a secret one too: players read it masked, as they read the name said."""
     if entity.visibility != Visibility.secret:
-        return [EntityName(id=entity.id, name=entity.name, aliases=entity.aliases)]
-    return [EntityName(id=entity.id, name=name) for name in [entity.name, *entity.aliases]]
+        return [EntityName(id=entity.id, name=entity.name, aliases=entity.aliases, heard_as=entity.heard_as)]
+    return [EntityName(id=entity.id, name=entity.name, heard_as=entity.heard_as)] + [
+        EntityName(id=entity.id, name=alias) for alias in entity.aliases
+    ]
 
 
 #: Shared by every recorder in the process: a bot records many sessions of few campaigns.

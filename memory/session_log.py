@@ -16,6 +16,15 @@ _ENTRY_COLUMNS = """id, campaign_id, session_id, seq, speaker, speaker_id, raw_t
                     duration_s, ref, corrections, suspects, created_at"""
 
 
+def _saying(phrases: Sequence[str]) -> str:
+    """A regular expression (PostgreSQL's) for ``phrases`` said: whole words from the first, in a row."""
+    from memory.correction.text import name_norm
+
+    said = sorted({tuple(name_norm(p).split()) for p in phrases} - {()})
+    words = "|".join(r"[[:space:]\-‐‑]*".join("['’‘]?".join(word) for word in phrase) for phrase in said)
+    return rf"\m(?:{words})"
+
+
 #: Advisory-lock key space of session appends (far from the migration lock's key).
 _APPEND_LOCK = 1 << 48
 
@@ -315,6 +324,39 @@ class SessionLog:
             entry_id,
             text,
             [c.model_dump() for c in corrections],
+        )
+
+    async def heard_in(self, session_id: int, phrases: Sequence[str]) -> list[int]:
+        """The session's lines whose raw text says one of ``phrases`` (heard-as phrases), by id: their words in a
+        row, case, apostrophes, hyphens and spacing aside ("From-skin's" says "from skin"). One scan of the session
+        in the database; the matcher has the last word."""
+        rows = await self.db.fetch(
+            "SELECT id FROM session_entries WHERE campaign_id = $1 AND session_id = $2 AND raw_text ~* $3 ORDER BY seq",
+            self.campaign_id,
+            session_id,
+            _saying(phrases),
+        )
+        return [r["id"] for r in rows]
+
+    async def count_heard(self, phrases: Sequence[str]) -> int | None:
+        """How many of the campaign's lines say one of ``phrases`` as :meth:`heard_in` finds them, among those whose
+        text the full-text index holds them in (a correction made there before may have changed a word): index
+        lookups, not a scan of the campaign's million lines. None when a phrase is only words the index leaves out
+        ("and then")."""
+        if not phrases or await self.db.fetchval(
+            "SELECT bool_or(numnode(phraseto_tsquery('english', searchable(p))) = 0) FROM unnest($1::text[]) p",
+            list(phrases),
+        ):
+            return None
+        queries = [f"phraseto_tsquery('english', searchable(${i}))" for i in range(3, len(phrases) + 3)]
+        return await self.db.fetchval(
+            f"""
+            SELECT count(*) FROM session_entries
+            WHERE campaign_id = $1 AND tsv @@ ({" || ".join(queries)}) AND raw_text ~* $2
+            """,
+            self.campaign_id,
+            _saying(phrases),
+            *phrases,
         )
 
     async def entries(self, ids: Sequence[int]) -> list[Entry]:

@@ -69,8 +69,8 @@ class LineError(ValueError):
     "--entities",
     "entities_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A campaign file (.yaml/.yml/.json: entities: [{name, aliases}], or a list of names) or a plain list: "
-    "one name per line, blank lines and lines starting with # skipped. UTF-8, a byte-order mark allowed.",
+    help="A campaign file (.yaml/.yml/.json: entities: [{name, aliases, heard_as}], or a list of names) or a plain "
+    "list: one name per line, blank lines and lines starting with # skipped. UTF-8, a byte-order mark allowed.",
 )
 @click.option(
     "--campaign", "-c", "campaign_name", metavar="NAME", help="Take the entities of this campaign from the database."
@@ -196,7 +196,10 @@ def load_campaign_names(ctx: click.Context, name: str) -> list[EntityName]:
         settings = settings_from(ctx)
         async with open_memory(settings) as memory:
             mem, _ = await campaign_memory(memory, settings, name)
-            return [EntityName(id=e.id, name=e.name, aliases=e.aliases) for e in await mem.graph.list_entities()]
+            return [
+                EntityName(id=e.id, name=e.name, aliases=e.aliases, heard_as=e.heard_as)
+                for e in await mem.graph.list_entities()
+            ]
 
     return asyncio.run(load())
 
@@ -238,13 +241,16 @@ def _yaml_entities(path: Path, items: Any) -> list[EntityName]:
     for i, item in enumerate(items, 1):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"].strip():
             raise click.BadParameter(f"{path}: entity {i} has no name", param_hint="--entities")
-        aliases = item.get("aliases")
-        aliases = [] if aliases is None else aliases  # {} or false is a mistake, not "no aliases"
-        if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-            raise click.BadParameter(
-                f"{path}: entity {item['name']!r}: aliases must be a list of names", param_hint="--entities"
-            )
-        entities.append(EntityName(name=_visible(item["name"]), aliases=[a for a in map(_visible, aliases) if a]))
+        names: dict[str, list[str]] = {}
+        for field in ("aliases", "heard_as"):  # what speech-to-text writes for the name ("from skin" / Frumpkin)
+            given = item.get(field)
+            given = [] if given is None else given  # {} or false is a mistake, not "none"
+            if not isinstance(given, list) or not all(isinstance(a, str) for a in given):
+                raise click.BadParameter(
+                    f"{path}: entity {item['name']!r}: {field} must be a list of names", param_hint="--entities"
+                )
+            names[field] = [a for a in map(_visible, given) if a]
+        entities.append(EntityName(name=_visible(item["name"]), **names))
     return entities
 
 

@@ -19,7 +19,7 @@ from bot.cli.common import (
     table,
 )
 from memory.errors import InvalidInputError
-from memory.graph import kept_old_name
+from memory.graph import heard_as_said, kept_old_name
 from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, check_attributes, typed_attribute
 
 TYPE_CHOICE = click.Choice([t.value for t in EntityType], case_sensitive=False)
@@ -142,6 +142,8 @@ async def show(ctx: click.Context, name: str, history: bool, campaign: str | Non
     click.echo(f"{e.name} ({', '.join(marks)})")
     if e.aliases:
         click.echo(f"  aliases: {', '.join(e.aliases)}")
+    if e.heard_as:
+        click.echo(f"  heard as: {', '.join(e.heard_as)}")
     if e.description:
         click.echo(f"  {e.description}")
     for key, value in e.attributes.items():
@@ -167,6 +169,13 @@ async def show(ctx: click.Context, name: str, history: bool, campaign: str | Non
 @click.option("--description", "-d", help="A new description (replaces the old one).")
 @click.option("--alias", "aliases", multiple=True, help="Replaces all aliases (repeatable; '--alias -' clears them).")
 @click.option("--attr", "attrs", multiple=True, metavar="KEY=VALUE", help="Merged into its attributes (repeatable).")
+@click.option(
+    "--heard-as",
+    "heard_as",
+    multiple=True,
+    metavar="PHRASE",
+    help="What speech-to-text writes for its name ('from skin'): replaces all (repeatable; '--heard-as -' clears).",
+)
 @click.option("--secret/--public", default=None, help="DM-only, or shown to players.")
 @campaign_option
 @json_option
@@ -180,22 +189,28 @@ async def edit(
     description: str | None,
     aliases: tuple[str, ...],
     attrs: tuple[str, ...],
+    heard_as: tuple[str, ...],
     secret: bool | None,
     campaign: str | None,
     as_json: bool,
 ) -> None:
-    """Change the entity NAME (its name or an alias), as /entity edit does."""
-    if new_name is None and type_ is None and description is None and not aliases and not attrs and secret is None:
+    """Change the entity NAME (its name or an alias), as /entity edit does. A phrase given with --heard-as becomes
+    the name wherever it is said from now on, and in the lines already stored (a background job)."""
+    if not (new_name or type_ or description is not None or aliases or attrs or heard_as or secret is not None):
         raise CliError(
             "nothing to change: give at least one of --new-name, --type, --description, --alias, --attr, "
-            "--secret/--public"
+            "--heard-as, --secret/--public"
         )
     if "-" in aliases and len(aliases) > 1:
         raise CliError("--alias - clears the aliases: give it alone, or give only the aliases to keep")
+    if "-" in heard_as and len(heard_as) > 1:
+        raise CliError("--heard-as - clears the phrases: give it alone, or give only the phrases to keep")
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
         before = await mem.graph.get_entity(name)
+        phrases = [] if heard_as == ("-",) else list(heard_as)
+        lines = await mem.log.count_heard(phrases) if phrases else None  # before a job corrects them
         updated = await mem.graph.update_entity(
             name,
             new_name=new_name,
@@ -204,6 +219,7 @@ async def edit(
             aliases=None if not aliases else [] if aliases == ("-",) else list(aliases),
             attributes=parse_attributes(attrs) if attrs else None,
             visibility=None if secret is None else Visibility.secret if secret else Visibility.public,
+            heard_as=phrases if heard_as else None,
         )
     if as_json:
         emit_json(updated)
@@ -211,6 +227,8 @@ async def edit(
     click.echo(f"updated {updated.type.value} {updated.name!r}")
     if kept_old_name(before, updated):
         click.echo(f"its old name {before.name!r} stays as an alias (`--alias -` clears it)")
+    if said := heard_as_said(before, updated, lines):
+        click.echo(said)
 
 
 @entity.command("remove")

@@ -52,11 +52,13 @@ def near_edits(phones: str, form: NameForm) -> int | None:
 
 
 class EntityName(BaseModel):
-    """What the matcher needs of an entity: its id (None outside the database), name and aliases."""
+    """What the matcher needs of an entity: its id (None outside the database), name and aliases, and what the
+    recogniser is known to write for it (``heard_as``: "from skin" / Frumpkin, as the DM said)."""
 
     id: int | None = None
     name: str
     aliases: list[str] = Field(default_factory=list)
+    heard_as: list[str] = Field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # identity hashing: forms are unique objects of one index
@@ -74,13 +76,17 @@ class NameForm:
     primary: bool = True  # the entity's own name, not an alias
     phones: str = ""  # the pronunciation (see ``pronounce``); "" when it cannot be pronounced
     surface: str = ""  # the spelling as registered: the name or this alias ("Kord" of The Stormlord)
+    heard: bool = False  # a heard-as phrase: said, it is the name, whatever its words (see ``PhoneticIndex.heard``)
 
 
 class PhoneticIndex:
     """Entity names prepared for matching. Build with :meth:`build`; immutable afterwards."""
 
-    def __init__(self, forms: list[NameForm], *, lazy: bool = False) -> None:
+    def __init__(self, forms: list[NameForm], *, lazy: bool = False, heard: list[NameForm] | None = None) -> None:
         self.forms = forms
+        #: Heard-as phrases, matched by their exact words only: they are ordinary English ("from skin"), so
+        #: nothing sounding or spelled like them is the name.
+        self.heard = heard or []
         # Exact mentions are compared without spaces: "quad roads" is the name "Quadroads" spaced differently.
         self.exact_spaceless: set[str] = set()
         self.spaceless_prefixes: set[str] = set()  # where a heard run of words may still become a name
@@ -113,6 +119,11 @@ class PhoneticIndex:
             for code in form.codes:
                 self.by_code[code].append(form)
         self.max_spaceless = max(map(len, self.exact_spaceless), default=0)
+        for form in self.heard:
+            self.exact_spaceless.add(form.spaceless)
+            self.spaceless_prefixes.update(accumulate(form.spaceless[:-1]))
+        #: The longest exact mention (name, alias or heard-as phrase), spaces removed.
+        self.max_exact = max(map(len, self.exact_spaceless), default=0)
         self.name_words = frozenset(w for f in forms for w in f.words)
         self.max_phones = max((len(f.phones) for f in sayings), default=0)
         self._near_memo: dict[str, frozenset[NameForm]] = {}
@@ -157,9 +168,27 @@ class PhoneticIndex:
         """``lazy``: for entities corrected against once or a few times (see ``prepare``)."""
         canonical: list[NameForm] = []
         aliases: list[NameForm] = []
+        heard: list[NameForm] = []
         seen: set[tuple[str, int]] = set()
         for key, entity in enumerate(entities):
             name = " ".join(entity.name.split())
+            for phrase in entity.heard_as:
+                if words := tuple(name_norm(phrase).split()):
+                    heard.append(
+                        NameForm(
+                            canonical=name,
+                            entity_id=entity.id,
+                            entity_key=key,
+                            norm=" ".join(words),
+                            spaced=" ".join(words),
+                            spaceless="".join(words),
+                            words=words,
+                            codes=(),
+                            primary=False,
+                            surface=" ".join(phrase.split()),
+                            heard=True,
+                        )
+                    )
             for i, surface in enumerate([entity.name, *entity.aliases]):
                 # Quotes and other punctuation inside a name (Bo "The Breaker") are never heard.
                 norm = name_norm(surface)
@@ -182,7 +211,7 @@ class PhoneticIndex:
                     surface=" ".join(surface.split()) if i else name,
                 )
                 (aliases if i else canonical).append(form)
-        return cls(canonical + aliases, lazy=lazy)
+        return cls(canonical + aliases, lazy=lazy, heard=heard)
 
     def __len__(self) -> int:
         return len(self.forms)

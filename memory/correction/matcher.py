@@ -288,7 +288,8 @@ class PhoneticMatcher:
         self.index = index
         self.settings = settings or MatchSettings()
         self._fuzzy_memo: dict[str, list[tuple[NameForm, float]]] = {}
-        self._by_spaceless = {f.spaceless: f for f in reversed(index.forms)}  # an entity's own name wins
+        # an entity's own name wins, and any name or alias a heard-as phrase spelled alike
+        self._by_spaceless = {f.spaceless: f for f in reversed([*index.forms, *index.heard])}
         load_tables()
 
     def correct(self, text: str, confidences: Sequence[float | None] | None = None) -> Stage1Result:
@@ -445,7 +446,7 @@ class PhoneticMatcher:
         respaced: list[_Candidate] = []
         names = self.index.exact_spaceless
         prefixes = self.index.spaceless_prefixes
-        longest = self.index.max_spaceless + 1  # +1: a plural "s"
+        longest = self.index.max_exact + 1  # +1: a plural "s"
         i = 0
         while i < len(tokens):
             # Per length, the spellings to look up: bases only ("keyleth" of "Keyleth's"), and full words before
@@ -472,7 +473,8 @@ class PhoneticMatcher:
                     form = self._by_spaceless.get(key[:-1] if plural else key)
                     heard = text[tokens[i].start : tokens[i + n - 1].base_end]
                     if form is not None and (
-                        _spaced_otherwise(heard, form, plural)
+                        form.heard  # the DM said so: whatever its words
+                        or _spaced_otherwise(heard, form, plural)
                         or _apostrophe_dropped(heard, form, plural, self.settings.common_zipf)
                     ):
                         respaced.append(_Candidate(i, i + n - 1, form, 1.0, plural, 1.0))
@@ -833,6 +835,17 @@ class PhoneticMatcher:
     def _correction(self, text: str, tokens: list[Token], c: _Candidate, previous: _Candidate | None) -> Correction:
         """``previous``: the correction chosen just before this one, if any."""
         first, last = c.first, c.last
+        if c.form.heard:  # the whole phrase is the name, as the DM said: no word of it is kept
+            start, end = tokens[first].start, tokens[last].base_end - (1 if c.plural else 0)
+            return Correction(
+                span=text[start:end],
+                replacement=c.form.canonical,
+                start=start,
+                end=end,
+                entity_id=c.form.entity_id,
+                score=1.0,
+                stage=1,
+            )
         # An alias's words that the canonical name lacks stay as said: "Lord na stock grace pine" heard as the
         # alias "Lord Nostoc Greyspine" becomes "Lord Nostoc Greyspine", not "Nostoc Greyspine".
         # Only when every such word was heard right ("high higher raw fun toe farah" / High Hierophant Ophera is

@@ -214,6 +214,30 @@ async def test_edit_rename_and_aliases(world, fake_discord: FakeDiscord, dm: Fak
     assert (await world.graph.get_entity("Ironhold Keep")).aliases == ["Ironhold Keep", "The Keep"]
 
 
+async def test_edit_heard_as_is_the_dms_to_set_and_see(
+    world, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    taught = await fake_discord.invoke(
+        "entity edit", {"name": "Eldri", "heard_as": "all drinks, elder nacks"}, user_id=dm
+    )
+    assert taught.ephemeral and taught.texts()[0] == (
+        "Updated **Eldrinax**. From now on “all drinks”, “elder nacks” are written Eldrinax; no line stored so far "
+        "says it."
+    )
+    assert (await world.graph.get_entity("Eldrinax")).heard_as == ["all drinks", "elder nacks"]
+    as_dm = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=dm)).texts())
+    assert "Heard as: all drinks, elder nacks" in as_dm
+    as_player = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts())
+    assert "Eldrinax" in as_player and "Heard as" not in as_player and "elder nacks" not in as_player
+    refused = await fake_discord.invoke("entity edit", {"name": "Eldrinax", "heard_as": "-"}, user_id=player)
+    assert (await world.graph.get_entity("Eldrinax")).heard_as == ["all drinks", "elder nacks"], refused.texts()
+    clash = await fake_discord.invoke("entity edit", {"name": "Ironhold", "heard_as": "the red"}, user_id=dm)
+    assert clash.texts() == ["heard as: 'The Red' is an alias of 'Eldrinax'"]
+    cleared = await fake_discord.invoke("entity edit", {"name": "Eldrinax", "heard_as": "-"}, user_id=dm)
+    assert cleared.texts()[0] == "Updated **Eldrinax**."
+    assert (await world.graph.get_entity("Eldrinax")).heard_as == []
+
+
 async def test_remove_confirm_and_cancel(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:
     asked = await fake_discord.invoke("entity remove", {"name": "Ironhold"}, user_id=dm)
     assert asked.original is not None and "Remove **Ironhold**" in asked.texts()[0]

@@ -366,6 +366,31 @@ async def current_facts(mem: CampaignMemory) -> set[tuple[object, ...]]:
     return {tuple(r) for r in rows}
 
 
+async def test_heard_as_loads_exports_and_reloads_and_a_load_says_what_changed(memory: Memory) -> None:
+    text = (
+        "entities:\n  - {name: Frumpkin, type: npc, heard_as: [from skin, frump kin]}\n  - {name: Vecna, type: npc}\n"
+    )
+    mem = await loaded(memory, "Cats", text, "cats.yaml")
+    assert (await mem.graph.get_entity("Frumpkin")).heard_as == ["from skin", "frump kin"]
+    exported = dump_campaign_file(await export_campaign_file(mem))
+    assert "heard_as:" in exported and "Vecna" in exported
+    again = await loaded(memory, "Cats again", exported, "export.yaml")
+    assert (await again.graph.get_entity("Frumpkin")).heard_as == ["from skin", "frump kin"]
+    # a short entry leaves them as they are; a list replaces them, and the load (or a dry run) says so
+    unchanged = await apply_campaign_file(mem, parse_campaign_file("entities:\n  - {name: Frumpkin, type: npc}\n", "f"))
+    assert unchanged.entities_unchanged == 1
+    changed = await apply_campaign_file(
+        mem, parse_campaign_file("entities:\n  - {name: Vecna, type: npc, heard_as: [vector]}\n", "f")
+    )
+    assert [(c.entity, c.change) for c in changed.changes] == [("Vecna", "heard as added: vector")]
+    with pytest.raises(AlreadyExistsError, match="f:2: entity #1 'Frumpkin': heard as: 'Vecna' is the name of 'Vecna'"):
+        await apply_campaign_file(
+            mem, parse_campaign_file("entities:\n  - {name: Frumpkin, type: npc, heard_as: [Vecna]}\n", "f")
+        )
+    with pytest.raises(CampaignFileError, match=r"heard_as.*has ',' inside"):
+        parse_campaign_file("entities:\n  - {name: Frumpkin, type: npc, heard_as: ['from, skin']}\n", "f")
+
+
 async def test_export_round_trips_accepted_attribute_facts_and_visibility(memory: Memory) -> None:
     """Facts accepted in play (a value, no target entity) and secret facts survive export and load."""
     played = await loaded(memory, "Played", SMALL, "small.yaml")

@@ -924,7 +924,7 @@ def test_entity_edit_changes_what_it_is_given_and_says_the_old_name_stays(lk) ->
     nothing = lk("entity", "edit", "Korvash the Smith")
     assert nothing.returncode == 1 and nothing.stderr == (
         "error: nothing to change: give at least one of --new-name, --type, --description, --alias, --attr, "
-        "--secret/--public\n"
+        "--heard-as, --secret/--public\n"
     )
     missing = lk("entity", "edit", "Korvosh", "--type", "place")
     assert missing.returncode == 1 and missing.stderr.startswith("error: no entity named 'Korvosh' in campaign 'C'")
@@ -1060,6 +1060,31 @@ def test_a_file_naming_a_new_campaign_says_it_is_not_the_active_one(lk, tmp_path
     (tmp_path / "first.yaml").write_text("campaign: {name: First}\nentities:\n  - {name: Ana, type: npc}\n")
     first = lk("campaign", "load", str(tmp_path / "first.yaml"), env={"LOREKEEPER_GUILD_ID": "77"})
     assert first.returncode == 0 and "not the active one" not in first.stdout  # a guild's first is its active one
+
+
+def test_entity_edit_heard_as_is_shown_and_counts_the_lines_to_correct(lk, tmp_path: Path) -> None:
+    assert lk("campaign", "create", "Cats").returncode == 0
+    assert lk("entity", "add", "Frumpkin", "npc").returncode == 0
+    night = tmp_path / "night.txt"
+    night.write_text("Liam: from skin jumps on the table\nLiam: and from skin's tail\nSam: nothing here\n")
+    assert lk("ingest", str(night), "--session", "Night 1").returncode == 0
+    taught = lk("entity", "edit", "Frumpkin", "--heard-as", "from skin", "--heard-as", "frump kin")
+    assert taught.returncode == 0, taught.stderr
+    assert taught.stdout.splitlines() == [
+        "updated npc 'Frumpkin'",
+        "From now on “from skin”, “frump kin” are written Frumpkin; 2 lines already stored say it: they are "
+        "corrected again in the background.",
+    ]
+    shown = lk("entity", "show", "Frumpkin")
+    assert "  heard as: from skin, frump kin" in shown.stdout.splitlines()
+    assert json.loads(lk("entity", "show", "Frumpkin", "--json").stdout)["entity"]["heard_as"] == [
+        "from skin",
+        "frump kin",
+    ]
+    mixed = lk("entity", "edit", "Frumpkin", "--heard-as", "-", "--heard-as", "x")
+    assert mixed.returncode == 1 and "--heard-as - clears the phrases" in mixed.stderr
+    assert lk("entity", "edit", "Frumpkin", "--heard-as", "-").returncode == 0
+    assert "heard as" not in lk("entity", "show", "Frumpkin").stdout
 
 
 def test_campaign_load_says_what_it_replaced_and_a_dry_run_says_the_same_writing_nothing(lk, tmp_path: Path) -> None:

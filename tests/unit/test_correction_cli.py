@@ -109,6 +109,16 @@ def test_campaign_yaml(tmp_path: Path) -> None:
     assert _lines(result.output)[0]["text"] == "off to Westruun we go"
 
 
+def test_campaign_yaml_heard_as_phrases_are_corrected_too(tmp_path: Path) -> None:
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text("entities:\n  - {name: Frumpkin, type: npc, heard_as: [from skin]}\n")
+    result = CliRunner().invoke(correct, ["--entities", str(campaign)], input="and from skin jumps\n")
+    assert _lines(result.output)[0]["text"] == "and Frumpkin jumps"
+    campaign.write_text("entities:\n  - {name: Frumpkin, heard_as: from skin}\n")
+    refused = CliRunner().invoke(correct, ["--entities", str(campaign)], input="x\n")
+    assert refused.exit_code == 2 and "entity 'Frumpkin': heard_as must be a list of names" in refused.output
+
+
 def test_bad_campaign_yaml_is_a_usage_error(tmp_path: Path) -> None:
     campaign = tmp_path / "c.yaml"
     campaign.write_text("entities:\n  - aliases: [x]\n")

@@ -599,3 +599,44 @@ def test_a_lazy_index_builds_its_rarely_needed_tables_on_first_use_and_corrects_
         "Westruun",
         "Vex'ahlia",
     ]
+
+
+def test_a_phrase_the_dm_says_is_heard_for_a_name_becomes_the_name() -> None:
+    # Ordinary English a recogniser writes for a name every time: no rule may take it for the name on its own.
+    entities = [
+        EntityName(id=3, name="Frumpkin", heard_as=["from skin"]),
+        EntityName(id=8, name="Vecna", heard_as=["vector"]),
+        EntityName(id=9, name="Ornna", heard_as=["orca"]),
+        EntityName(id=10, name="Orca Bay Keep"),
+    ]
+    pipeline = Pipeline(entities)
+    result = pipeline.correct_fast("From skin hissed at the vector, and from skin's tail went up.")
+    assert result.text == "Frumpkin hissed at the Vecna, and Frumpkin's tail went up."
+    assert [(c.span, c.replacement, c.entity_id, c.score) for c in result.corrections] == [
+        ("From skin", "Frumpkin", 3, 1.0),
+        ("vector", "Vecna", 8, 1.0),
+        ("from skin", "Frumpkin", 3, 1.0),
+    ]
+    # spaced or hyphenated otherwise, and plural, as names are
+    assert (
+        pipeline.correct_fast("fromskin met from-skin and two vectors").text == "Frumpkin met Frumpkin and two Vecnas"
+    )
+    # never inside a word, across a comma or a full stop, nor inside a name said exactly (the longest mention wins)
+    for text in ["afrom skin and vectored", "It came from. Skin it.", "Away from, skin", "We sail to Orca Bay Keep."]:
+        assert pipeline.correct_fast(text).corrections == [], text
+    # without the DM's word, the same speech stays as it was
+    assert (
+        Pipeline([e.model_copy(update={"heard_as": []}) for e in entities])
+        .correct_fast("From skin hissed at the vector.")
+        .corrections
+        == []
+    )
+
+
+def test_a_heard_as_phrase_is_matched_by_its_words_only() -> None:
+    # Nothing sounding or spelled like "from skin" becomes Frumpkin: the phrase is not indexed by sound.
+    index = PhoneticIndex.build([EntityName(id=3, name="Fenwick", heard_as=["from skin"])])
+    assert [f.canonical for f in index.forms] == ["Fenwick"]
+    matcher = PhoneticMatcher(index)
+    assert [c.replacement for c in matcher.correct("the from skins").corrections] == ["Fenwick"]
+    assert matcher.correct("the frum skins and from skim and fromm skin").corrections == []

@@ -1,0 +1,142 @@
+"""What the recogniser writes for a name, as the DM taught it ("from skin" is Frumpkin): stored per campaign,
+corrected in new lines at once and in the lines stored before by a background job, on the real embedded
+PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory import jobs
+from memory.errors import AlreadyExistsError, InvalidInputError
+from memory.graph import heard_as_said
+from memory.models import EntityIn, EntityType, Visibility
+from memory.providers.embeddings import MiniLMEmbedder
+from memory.recorder import CorrectionIndexCache, SessionRecorder, Utterance
+from memory.store import CampaignMemory, Memory
+
+
+async def test_heard_as_phrases_are_stored_checked_and_no_alias(campaign: CampaignMemory) -> None:
+    await campaign.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc, aliases=["the cat"]))
+    await campaign.graph.add_entity(EntityIn(name="Keyleth", type=EntityType.player))
+    cat = await campaign.graph.update_entity("Frumpkin", heard_as=["from skin", " From  Skin ", "frump kin"])
+    assert cat.heard_as == ["from skin", "frump kin"]  # once each, case aside, trimmed
+    assert (await campaign.graph.get_entity("Frumpkin")).heard_as == cat.heard_as
+    assert await campaign.graph.find_entity("from skin") is None  # not a name players may look it up by
+    refused = {
+        "Keyleth": "'Keyleth' is the name of 'Keyleth'",
+        "The Cat": "'the cat' is an alias of 'Frumpkin'",
+        "frumpkin": "'Frumpkin' is the name of 'Frumpkin'",
+    }
+    for phrase, message in refused.items():
+        with pytest.raises(AlreadyExistsError, match=message):
+            await campaign.graph.update_entity("Frumpkin", heard_as=[phrase])
+    with pytest.raises(AlreadyExistsError, match="'from skin' is already what the recogniser writes for 'Frumpkin'"):
+        await campaign.graph.update_entity("Keyleth", heard_as=["From skin"])
+    # a name or alias may not be a phrase the recogniser writes for another either
+    with pytest.raises(AlreadyExistsError, match="'from skin' is what the recogniser writes for 'Frumpkin'"):
+        await campaign.graph.add_entity(EntityIn(name="From Skin", type=EntityType.item))
+    with pytest.raises(AlreadyExistsError, match="'frump kin' is what the recogniser writes for 'Frumpkin'"):
+        await campaign.graph.update_entity("Keyleth", aliases=["Frump Kin"])
+    for phrases, message in [
+        ([f"word {i}" for i in range(51)], "51 phrases, more than the 50"),
+        (["from, skin"], "has ',' inside"),
+        (["a b c d e f g h"], "more than 7 words"),
+        (["x" * 201], "longer than 200 characters"),
+    ]:
+        with pytest.raises(InvalidInputError, match=message):
+            await campaign.graph.update_entity("Keyleth", heard_as=phrases)
+    assert (await campaign.graph.get_entity("Frumpkin")).heard_as == cat.heard_as  # refusals changed nothing
+    cleared = await campaign.graph.update_entity("Frumpkin", heard_as=[])
+    assert cleared.heard_as == [] and cleared.aliases == ["the cat"]
+
+
+async def test_new_lines_are_corrected_as_soon_as_a_phrase_is_taught(campaign: CampaignMemory) -> None:
+    await campaign.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
+    cache = CorrectionIndexCache()  # one recorder's cache, kept across the edits: it must see them
+    rec = await SessionRecorder.start(campaign, "Night 1", index_cache=cache)
+
+    async def said(text: str) -> str:
+        await rec.add(Utterance(speaker="Liam", text=text))
+        await rec.flush()
+        return (await campaign.log.session_entries(rec.session.id))[-1].text
+
+    assert await said("from skin jumps up") == "from skin jumps up"
+    await campaign.graph.update_entity("Frumpkin", heard_as=["from skin"])
+    assert await said("from skin jumps up") == "Frumpkin jumps up"
+    # a list replaced by one as long is a change too
+    await campaign.graph.update_entity("Frumpkin", heard_as=["frump kin"])
+    assert await said("from skin and frump kin") == "from skin and Frumpkin"
+
+
+async def test_a_secret_entity_heard_as_is_written_by_its_name_which_players_read_masked(
+    campaign: CampaignMemory,
+) -> None:
+    await campaign.graph.add_entity(
+        EntityIn(name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret, aliases=["the old man"])
+    )
+    await campaign.graph.update_entity("Vaskerrin Holt", heard_as=["vast carrion"])
+    rec = await SessionRecorder.start(campaign, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add(Utterance(speaker="DM", text="Vast carrion smiles at the old man."))
+    await rec.flush()
+    [line] = await campaign.log.session_entries(rec.session.id)
+    assert line.text == "Vaskerrin Holt smiles at the old man."
+    mask = await campaign.graph.player_mask()
+    assert mask(line.text) == "[secret] smiles at the old man."
+    assert "carrion" not in str(mask._pattern.pattern)  # the phrase is no name players know it by
+
+
+async def test_lines_stored_before_are_corrected_again_by_a_background_job(memory: Memory) -> None:
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    elsewhere = memory.campaign((await memory.campaigns().create("Theirs")).id)
+    lines = [
+        "And from skin jumps on the table.",
+        "Keyleth's owl and from skin's tail.",
+        "We come from. Skin the rabbit.",
+        "Nothing to see here.",
+    ]
+    for mem in (camp, elsewhere):
+        await mem.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
+        await mem.graph.add_entity(EntityIn(name="Keyleth", type=EntityType.player))
+        rec = await SessionRecorder.start(mem, "Night 1", index_cache=CorrectionIndexCache())
+        await rec.add_many([Utterance(speaker="Liam", text=t) for t in [*lines, "Key lith waves."]])
+        await rec.end()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    before = await camp.log.session_entries((await camp.log.session_by_title("Night 1")).id)
+    assert before[4].text == "Keyleth waves."  # a correction of stage 1 made when it was said
+
+    phrases = ["from skin"]
+    counted = await camp.log.count_heard(phrases)
+    was = await camp.graph.get_entity("Frumpkin")
+    now = await camp.graph.update_entity("Frumpkin", heard_as=phrases)
+    assert counted == 2
+    assert heard_as_said(was, now, counted) == (
+        "From now on “from skin” is written Frumpkin; 2 lines already stored say it: they are corrected again in "
+        "the background."
+    )
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await jobs.failed_jobs(memory.pool) == 0
+    session = await camp.log.session_by_title("Night 1")
+    after = await camp.log.session_entries(session.id)
+    assert [e.text for e in after] == [
+        "And Frumpkin jumps on the table.",
+        "Keyleth's owl and Frumpkin's tail.",
+        "We come from. Skin the rabbit.",
+        "Nothing to see here.",
+        "Keyleth waves.",
+    ]
+    assert [e.raw_text for e in after] == [*lines, "Key lith waves."]  # the raw text never changes
+    assert after[4].corrections == before[4].corrections  # the rest of a line's corrections stay
+    [c] = after[1].corrections
+    assert (c.span, c.replacement, c.score, c.stage) == ("from skin", "Frumpkin", 1.0, 1)
+    # the passages were embedded again from the new text, and the full-text search finds the name
+    chunks = await camp.db.fetch("SELECT text FROM chunks WHERE campaign_id = $1", camp.campaign_id)
+    assert chunks and all("from skin" not in r["text"] for r in chunks)
+    assert any("Frumpkin jumps" in r["text"] for r in chunks)
+    assert [h.text for h in await camp.log.search("Frumpkin")][:2]
+    # another campaign's lines are not its to change
+    theirs = await elsewhere.log.session_entries((await elsewhere.log.session_by_title("Night 1")).id)
+    assert theirs[0].text == lines[0]
+    # done once: running it again, or counting, finds nothing left to do
+    assert await jobs.correct_heard_as_lines(camp, session.id) == 0
+    assert await camp.log.count_heard(phrases) == 0
