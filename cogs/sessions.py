@@ -304,7 +304,7 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
 
         async def delete() -> str:
             self._not_recording(interaction, target.id)  # it may have been resumed while the DM decided
-            deleted = await self.bot.memory.campaign(campaign.id).delete_session(target.title, even_if_live=True)
+            deleted = await self.bot.memory.campaign(campaign.id).delete_session(target.id, even_if_live=True)
             return deleted.said()
 
         await interaction.response.send_message(

@@ -519,13 +519,18 @@ class KnowledgeGraph:
         )
         return entity_from_row(row) if row else None
 
-    async def remove_entity(self, name: str) -> Entity:
-        """Delete an entity and every relationship touching it (the DM's decision, not play's)."""
-        entity = await self.get_entity(name)
+    async def _entity(self, ref: str | int) -> Entity:
+        """By name or alias, or by id: what a Confirm button asked about, whatever it is called since."""
+        return await self.get_entity_by_id(ref) if isinstance(ref, int) else await self.get_entity(ref)
+
+    async def remove_entity(self, name: str | int) -> Entity:
+        """Delete an entity (a name, an alias or its id) and every relationship touching it (the DM's decision,
+        not play's)."""
+        entity = await self._entity(name)
         await self.db.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, entity.id)
         return entity
 
-    async def merge_entities(self, source: str, into: str) -> MergeResult:
+    async def merge_entities(self, source: str | int, into: str | int) -> MergeResult:
         """Make ``source`` (a name or alias) part of ``into``: the DM's answer to one NPC recorded twice ("Gorrim"
         and "Gorrim Ashfoot"). Every fact of ``source`` moves to ``into`` with its status (a pending one stays in
         the review queue), visibility, provenance and validity; a fact ``into`` has already keeps one copy, the
@@ -537,7 +542,7 @@ class KnowledgeGraph:
         A secret ``source`` merged into a public ``into`` gives it none of its names, description or attributes
         (players would read them) and its facts become secret. ``into`` is accepted if either was: the DM
         vouched for the accepted one, and merging is the DM's word that the pending one is the same. A merge that
-        would give ``into`` more aliases than the cap is refused before anything changes."""
+        would give ``into`` more aliases than the cap is refused before anything changes. Either may be its id."""
         from memory.took_part import link_to_recaps  # it builds on this module
 
         async with transaction(self.db) as conn:
@@ -548,10 +553,10 @@ class KnowledgeGraph:
             await link_to_recaps(graph, [merged.entity.id])
             return merged
 
-    async def _merge_entities(self, source: str, into: str) -> MergeResult:
-        s, t = await self.get_entity(source), await self.get_entity(into)
+    async def _merge_entities(self, source: str | int, into: str | int) -> MergeResult:
+        s, t = await self._entity(source), await self._entity(into)
         if s.id == t.id:
-            if source.strip().casefold() == into.strip().casefold():
+            if str(source).strip().casefold() == str(into).strip().casefold():
                 raise InvalidInputError(f"cannot merge {t.name!r} into itself: name two entities")
             raise InvalidInputError(f"{source!r} and {into!r} both name {t.name!r}: nothing to merge")
         hide = s.visibility == Visibility.secret and t.visibility == Visibility.public

@@ -176,17 +176,20 @@ class SessionLog:
         )
         return [ListedSession(**dict(r)) for r in rows]
 
-    async def deletable(self, title: str, *, even_if_live: bool = False) -> ListedSession:
-        """The session titled ``title``, locked until the transaction ends, if it may be deleted: one not ended
-        may be being recorded, refused unless ``even_if_live``."""
+    async def deletable(self, title: str | int, *, even_if_live: bool = False) -> ListedSession:
+        """The session titled ``title`` (or with that id), locked until the transaction ends, if it may be deleted:
+        one not ended may be being recorded, refused unless ``even_if_live``."""
         row = await self.db.fetchrow(
             f"""
             SELECT s.*, {_LINES}
-            FROM sessions s WHERE s.campaign_id = $1 AND lower(s.title) = lower($2) FOR UPDATE OF s
+            FROM sessions s WHERE s.campaign_id = $1 AND (s.id = $2 OR lower(s.title) = lower($3)) FOR UPDATE OF s
             """,
             self.campaign_id,
-            session_title(title),
+            title if isinstance(title, int) else None,
+            None if isinstance(title, int) else session_title(title),
         )
+        if row is None and isinstance(title, int):
+            raise NotFoundError(f"no session with id {title} in this campaign (deleted meanwhile?)")
         if row is None:
             hint = did_you_mean(title, [s.title for s in await self.sessions()])
             raise NotFoundError(f"no session titled {title!r} in this campaign{hint}", subject="session", name=title)
