@@ -149,7 +149,15 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
             resumed = await mem.log.session_by_title(title)
             try:
                 session = await VoiceSession.start(
-                    self.bot, channel, announce, campaign, mem, title, self.bot.settings.data_dir, self.stt
+                    self.bot,
+                    channel,
+                    announce,
+                    campaign,
+                    mem,
+                    title,
+                    self.bot.settings.data_dir,
+                    self.stt,
+                    dm=interaction.user,
                 )
             except CouldNotJoin as exc:
                 why = (

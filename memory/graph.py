@@ -133,6 +133,24 @@ def entity_from_row(row: asyncpg.Record) -> Entity:
     return Entity(**{k: row[k] for k in Entity.model_fields})
 
 
+#: The accepted, current facts that a fact ($3 —$4→ target $5 or value $6; $8: of a single-valued type) contradicts,
+#: but itself ($2). An attribute fact contradicts the other values of its type, a single-valued edge the other edges
+#: and values of its type ("home: the road" closes "home Caddo Keep"): "knows: Elvish" does not close "knows Bob".
+_CONTRADICTED = """
+    campaign_id = $1 AND id IS DISTINCT FROM $2 AND source_id = $3 AND type = $4 AND status = 'accepted'
+    AND valid_to IS NULL AND (target_id IS DISTINCT FROM $5 OR value IS DISTINCT FROM $6)
+    AND ((target_id IS NULL) = ($5::bigint IS NULL) OR $8)
+"""
+#: :func:`_vouched`, in SQL.
+_VOUCHED = """(provenance ->> 'source' IN ('dm', 'campaign_file')
+               OR coalesce((provenance ->> 'dm_confirmed')::boolean, false))"""
+
+
+def _vouched(provenance: Provenance) -> bool:
+    """The DM's word: a fact the DM typed, loaded from a campaign file or accepted in review."""
+    return provenance.source in (Source.dm, Source.campaign_file) or provenance.dm_confirmed
+
+
 def relationship_from_row(row: asyncpg.Record) -> Relationship:
     return Relationship(**{k: row[k] for k in Relationship.model_fields})
 
@@ -829,6 +847,12 @@ class KnowledgeGraph:
             rel.target_id,
             rel.value,
         )
+        # However sure the extractor is, what was said at the table (a player's "Eldrinax is dead", maybe under the
+        # nickname "DM") does not end the DM's word by itself: the DM decides, in review. A waiting copy accepted
+        # now would be true from now (below).
+        guess = rel.status is None and status == ReviewStatus.accepted and not _vouched(rel.provenance)
+        if guess and await self._would_close_vouched(rel, rel.provenance if existing is None else None):
+            status = ReviewStatus.pending
         if existing is not None and (existing["status"] == "accepted" or status == ReviewStatus.pending):
             return relationship_from_row(existing), False
         if existing is not None:
@@ -888,9 +912,37 @@ class KnowledgeGraph:
         return await self.get_relationship(rel_id), True
 
     def _status_for(self, provenance: Provenance) -> ReviewStatus:
-        if provenance.source in (Source.dm, Source.campaign_file) or provenance.dm_confirmed:
+        if _vouched(provenance):
             return ReviewStatus.accepted
         return ReviewStatus.accepted if provenance.confidence >= self.accept_threshold else ReviewStatus.pending
+
+    async def _would_close_vouched(self, rel: RelationshipIn, said: Provenance | None) -> bool:
+        """Whether ``rel``, accepted as true from when ``said`` says (None: from now), would close a fact the DM
+        vouched for (see :func:`_vouched`), by :meth:`close_contradicted`'s rule."""
+        if rel.value is None and rel.type not in SINGLE_VALUED:
+            return False
+        return bool(
+            await self.db.fetchval(
+                f"""
+                SELECT EXISTS (
+                    SELECT 1 FROM relationships WHERE {_CONTRADICTED} AND {_VOUCHED}
+                      AND valid_from <= least(now(), (
+                          SELECT s.started_at + make_interval(secs => least(coalesce($9::float8, 0), 1e9))
+                          FROM sessions s WHERE s.campaign_id = $1 AND s.id = $7
+                      ))
+                )
+                """,
+                self.campaign_id,
+                None,
+                rel.source_id,
+                rel.type,
+                rel.target_id,
+                rel.value,
+                said.session_id if said else None,
+                rel.type in SINGLE_VALUED,
+                said.timestamp if said else None,
+            )
+        )
 
     async def close_contradicted(self, rel_id: int) -> list[int]:
         """Settle validity between the accepted fact ``rel_id`` and the accepted, current facts it contradicts,
@@ -899,17 +951,10 @@ class KnowledgeGraph:
         rel = await self.get_relationship(rel_id)
         if rel.value is None and rel.type not in SINGLE_VALUED:
             return []
-        # An attribute fact contradicts the other values of its type, a single-valued edge the other edges and
-        # values of its type ("home: the road" closes "home Caddo Keep"): "knows: Elvish" does not close "knows Bob".
-        contradicting = """
-            campaign_id = $1 AND id <> $2 AND source_id = $3 AND type = $4 AND status = 'accepted'
-            AND valid_to IS NULL AND (target_id IS DISTINCT FROM $5 OR value IS DISTINCT FROM $6)
-            AND ((target_id IS NULL) = ($5::bigint IS NULL) OR $8)
-        """
         single = rel.type in SINGLE_VALUED
         args = (self.campaign_id, rel.id, rel.source_id, rel.type, rel.target_id, rel.value, rel.valid_from, single)
         newer = await self.db.fetchrow(
-            f"SELECT id, valid_from FROM relationships WHERE {contradicting} AND valid_from > $7"
+            f"SELECT id, valid_from FROM relationships WHERE {_CONTRADICTED} AND valid_from > $7"
             " ORDER BY valid_from LIMIT 1",
             *args,
         )
@@ -924,7 +969,7 @@ class KnowledgeGraph:
             return [rel.id]
         # they held until it became true (said in a session imported today: then, not today), as above
         rows = await self.db.fetch(
-            f"UPDATE relationships SET valid_to = $7, superseded_by = $2 WHERE {contradicting}"
+            f"UPDATE relationships SET valid_to = $7, superseded_by = $2 WHERE {_CONTRADICTED}"
             " AND valid_from <= $7 RETURNING id",
             *args,
         )

@@ -81,6 +81,18 @@ class SessionLog:
             raise NotFoundError(f"no session {session_id} in this campaign")
         return Session(**dict(row))
 
+    async def set_dm(self, session_id: int, speaker_id: str) -> Session:
+        """Whose lines in a recorded session are the DM's (who started it): see ``Session.dm_speaker_id``."""
+        row = await self.db.fetchrow(
+            "UPDATE sessions SET dm_speaker_id = $3 WHERE campaign_id = $1 AND id = $2 RETURNING *",
+            self.campaign_id,
+            session_id,
+            speaker_id,
+        )
+        if row is None:
+            raise NotFoundError(f"no session {session_id} in this campaign")
+        return Session(**dict(row))
+
     async def session(self, session_id: int) -> Session:
         row = await self.db.fetchrow(
             "SELECT * FROM sessions WHERE campaign_id = $1 AND id = $2", self.campaign_id, session_id
