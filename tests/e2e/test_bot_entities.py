@@ -451,8 +451,10 @@ async def test_unlink_removes_an_attribute_fact_accepted_by_mistake(
     for good: unlink wanted a target entity, and a campaign file can only replace a value. Unlinking it undoes it:
     the value it had closed is current again."""
     eldrinax = await world.graph.get_entity("Eldrinax")
-    await world.graph.add_relationship(RelationshipIn(source_id=eldrinax.id, type="status", value="alive"))
-    heard = Provenance(source=Source.stated, confidence=0.9)
+    heard = Provenance(source=Source.stated, confidence=0.9)  # the DM's own "alive" it would not have closed
+    await world.graph.add_relationship(
+        RelationshipIn(source_id=eldrinax.id, type="status", value="alive", provenance=heard)
+    )
     dead = await world.graph.add_relationship(
         RelationshipIn(source_id=eldrinax.id, type="status", value="dead", provenance=heard)
     )
