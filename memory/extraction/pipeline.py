@@ -135,11 +135,13 @@ async def _warn_fallback(mem: CampaignMemory, proposal: Proposal, stats: Extract
 def by_role(entries: Sequence[Entry], dm_speaker_id: str | None) -> list[Entry]:
     """The lines as extractors read them. In a recorded session each speaker is named by role, from their user id:
     "DM" for who started it, "player NAME" for the rest, as a player's display name is theirs to choose ("DM" too)
-    and the DM's word counts for more. An imported transcript's speakers are named as the DM's file names them."""
+    and the DM's word counts for more. A line without a user id was imported, named as the DM's file names it."""
     if dm_speaker_id is None:
         return list(entries)
     return [
-        e.model_copy(update={"speaker": "DM" if e.speaker_id == dm_speaker_id else f"player {e.speaker}"})
+        e
+        if e.speaker_id is None
+        else e.model_copy(update={"speaker": "DM" if e.speaker_id == dm_speaker_id else f"player {e.speaker}"})
         for e in entries
     ]
 

@@ -265,6 +265,7 @@ async def test_in_a_recorded_session_the_llm_reads_who_is_the_dm_by_user_id_not_
     guard = await MemoryGuard.start(world, "Night 1", tmp_path, dm_speaker_id="100", batch_size=1)
     await guard.add(Utterance(speaker="Matt", speaker_id="100", text="Brom hammers at the anvil of Ironhold."))
     await guard.add(Utterance(speaker="DM", speaker_id="200", text="Eldrinax is dead, I saw it myself."))
+    await guard.add(Utterance(speaker="Matt", text="Brom is a member of the Silver Hand."))  # its audio imported
     await guard.close()
     entries = await world.log.session_entries(guard.session.id)
     fake_openai.queue_chat(json.dumps({"entities": [], "facts": []}))
@@ -273,8 +274,9 @@ async def test_in_a_recorded_session_the_llm_reads_who_is_the_dm_by_user_id_not_
     user = request["messages"][1]["content"]
     assert f"[{entries[0].id}] DM: Brom hammers" in user
     assert f"[{entries[1].id}] player DM: Eldrinax is dead" in user
+    assert f"[{entries[2].id}] Matt: Brom is a member" in user  # named by the DM who imported it
     # the log keeps what each was called, for recall and review to quote
-    assert [e.speaker for e in await world.log.session_entries(guard.session.id)] == ["Matt", "DM"]
+    assert [e.speaker for e in await world.log.session_entries(guard.session.id)] == ["Matt", "DM", "Matt"]
 
 
 async def test_an_extracted_fact_that_would_end_the_dms_word_waits_for_review(
