@@ -229,8 +229,10 @@ class VoiceSession:
         title: str,
         data_dir: Path,
         stt: SpeechToText,
+        dm: discord.abc.User,
     ) -> VoiceSession:
-        guard = await MemoryGuard.start(mem, title, data_dir)
+        """Record ``channel`` into the session titled ``title``; ``dm`` started it: their lines are the narrator's."""
+        guard = await MemoryGuard.start(mem, title, data_dir, dm_speaker_id=str(dm.id))
         unheard = unheard_dir(data_dir, mem.campaign_id, guard.session.id)
         session = cls(bot, channel, announce, campaign, mem, guard, stt, unheard)
         try:

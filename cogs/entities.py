@@ -286,7 +286,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         facts = await mem.graph.relationships_of(entity.id, include_secret=True)
 
         async def delete() -> str:
-            removed = await mem.graph.remove_entity(entity.name)
+            removed = await mem.graph.remove_entity(entity.id)  # the one asked about, renamed or not
             return f"Removed **{removed.name}** and {len(facts)} relationships."
 
         await interaction.response.send_message(
@@ -306,7 +306,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             raise UserError(f"{source!r} and {into!r} both name **{t.name}**: nothing to merge.")
 
         async def merge() -> str:
-            return (await mem.graph.merge_entities(s.name, t.name)).describe()
+            return (await mem.graph.merge_entities(s.id, t.id)).describe()  # those asked about, by id
 
         await interaction.response.send_message(
             f"Merge **{s.name}** ({s.type.value}) into **{t.name}** ({t.type.value})? Its facts, names and mentions "

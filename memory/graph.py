@@ -137,6 +137,24 @@ def entity_from_row(row: asyncpg.Record) -> Entity:
     return Entity(**{k: row[k] for k in Entity.model_fields})
 
 
+#: The accepted, current facts that a fact ($3 —$4→ target $5 or value $6; $8: of a single-valued type) contradicts,
+#: but itself ($2). An attribute fact contradicts the other values of its type, a single-valued edge the other edges
+#: and values of its type ("home: the road" closes "home Caddo Keep"): "knows: Elvish" does not close "knows Bob".
+_CONTRADICTED = """
+    campaign_id = $1 AND id IS DISTINCT FROM $2 AND source_id = $3 AND type = $4 AND status = 'accepted'
+    AND valid_to IS NULL AND (target_id IS DISTINCT FROM $5 OR value IS DISTINCT FROM $6)
+    AND ((target_id IS NULL) = ($5::bigint IS NULL) OR $8)
+"""
+#: :func:`_vouched`, in SQL.
+_VOUCHED = """(provenance ->> 'source' IN ('dm', 'campaign_file')
+               OR coalesce((provenance ->> 'dm_confirmed')::boolean, false))"""
+
+
+def _vouched(provenance: Provenance) -> bool:
+    """The DM's word: a fact the DM typed, loaded from a campaign file or accepted in review."""
+    return provenance.source in (Source.dm, Source.campaign_file) or provenance.dm_confirmed
+
+
 def relationship_from_row(row: asyncpg.Record) -> Relationship:
     return Relationship(**{k: row[k] for k in Relationship.model_fields})
 
@@ -589,18 +607,23 @@ class KnowledgeGraph:
         )
         return entity_from_row(row) if row else None
 
-    async def remove_entity(self, name: str) -> Entity:
-        """Delete an entity and every relationship touching it (the DM's decision, not play's). A secret one's
-        names stay hidden from players in what was said of it: removing it reveals nothing."""
+    async def _entity(self, ref: str | int) -> Entity:
+        """By name or alias, or by id: what a Confirm button asked about, whatever it is called since."""
+        return await self.get_entity_by_id(ref) if isinstance(ref, int) else await self.get_entity(ref)
+
+    async def remove_entity(self, name: str | int) -> Entity:
+        """Delete an entity (a name, an alias or its id) and every relationship touching it (the DM's decision,
+        not play's). A secret one's names stay hidden from players in what was said of it: removing it reveals
+        nothing."""
         async with transaction(self.db) as conn:
             graph = self.bound_to(conn)
-            entity = await graph.get_entity(name)
+            entity = await graph._entity(name)
             if entity.visibility == Visibility.secret:
                 await graph._keep_masked(None, [entity.name])  # the names it had follow by the foreign key
             await conn.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, entity.id)
             return entity
 
-    async def merge_entities(self, source: str, into: str) -> MergeResult:
+    async def merge_entities(self, source: str | int, into: str | int) -> MergeResult:
         """Make ``source`` (a name or alias) part of ``into``: the DM's answer to one NPC recorded twice ("Gorrim"
         and "Gorrim Ashfoot"). Every fact of ``source`` moves to ``into`` with its status (a pending one stays in
         the review queue), visibility, provenance and validity; a fact ``into`` has already keeps one copy, the
@@ -614,7 +637,7 @@ class KnowledgeGraph:
         vouched for the accepted one, and merging is the DM's word that the pending one is the same. Merged into a
         secret ``into``, ``source``'s name (and a proposal's aliases) stays hidden from players while ``into`` is
         secret: aliases are what players know a secret entity by, and they did not know it by those. A merge that
-        would give ``into`` more aliases than the cap is refused before anything changes."""
+        would give ``into`` more aliases than the cap is refused before anything changes. Either may be its id."""
         from memory.took_part import link_to_recaps  # it builds on this module
 
         async with transaction(self.db) as conn:
@@ -625,10 +648,10 @@ class KnowledgeGraph:
             await link_to_recaps(graph, [merged.entity.id])
             return merged
 
-    async def _merge_entities(self, source: str, into: str) -> MergeResult:
-        s, t = await self.get_entity(source), await self.get_entity(into)
+    async def _merge_entities(self, source: str | int, into: str | int) -> MergeResult:
+        s, t = await self._entity(source), await self._entity(into)
         if s.id == t.id:
-            if source.strip().casefold() == into.strip().casefold():
+            if str(source).strip().casefold() == str(into).strip().casefold():
                 raise InvalidInputError(f"cannot merge {t.name!r} into itself: name two entities")
             raise InvalidInputError(f"{source!r} and {into!r} both name {t.name!r}: nothing to merge")
         hide = s.visibility == Visibility.secret and t.visibility == Visibility.public
@@ -979,6 +1002,12 @@ class KnowledgeGraph:
             rel.target_id,
             rel.value,
         )
+        # However sure the extractor is, what was said at the table (a player's "Eldrinax is dead", maybe under the
+        # nickname "DM") does not end the DM's word by itself: the DM decides, in review. A waiting copy accepted
+        # now would be true from now (below).
+        guess = rel.status is None and status == ReviewStatus.accepted and not _vouched(rel.provenance)
+        if guess and await self._would_close_vouched(rel, rel.provenance if existing is None else None):
+            status = ReviewStatus.pending
         if existing is not None and (existing["status"] == "accepted" or status == ReviewStatus.pending):
             return relationship_from_row(existing), False
         if existing is not None:
@@ -1038,9 +1067,37 @@ class KnowledgeGraph:
         return await self.get_relationship(rel_id), True
 
     def _status_for(self, provenance: Provenance) -> ReviewStatus:
-        if provenance.source in (Source.dm, Source.campaign_file) or provenance.dm_confirmed:
+        if _vouched(provenance):
             return ReviewStatus.accepted
         return ReviewStatus.accepted if provenance.confidence >= self.accept_threshold else ReviewStatus.pending
+
+    async def _would_close_vouched(self, rel: RelationshipIn, said: Provenance | None) -> bool:
+        """Whether ``rel``, accepted as true from when ``said`` says (None: from now), would close a fact the DM
+        vouched for (see :func:`_vouched`), by :meth:`close_contradicted`'s rule."""
+        if rel.value is None and rel.type not in SINGLE_VALUED:
+            return False
+        return bool(
+            await self.db.fetchval(
+                f"""
+                SELECT EXISTS (
+                    SELECT 1 FROM relationships WHERE {_CONTRADICTED} AND {_VOUCHED}
+                      AND valid_from <= least(now(), (
+                          SELECT s.started_at + make_interval(secs => least(coalesce($9::float8, 0), 1e9))
+                          FROM sessions s WHERE s.campaign_id = $1 AND s.id = $7
+                      ))
+                )
+                """,
+                self.campaign_id,
+                None,
+                rel.source_id,
+                rel.type,
+                rel.target_id,
+                rel.value,
+                said.session_id if said else None,
+                rel.type in SINGLE_VALUED,
+                said.timestamp if said else None,
+            )
+        )
 
     async def close_contradicted(self, rel_id: int) -> list[int]:
         """Settle validity between the accepted fact ``rel_id`` and the accepted, current facts it contradicts,
@@ -1049,17 +1106,10 @@ class KnowledgeGraph:
         rel = await self.get_relationship(rel_id)
         if rel.value is None and rel.type not in SINGLE_VALUED:
             return []
-        # An attribute fact contradicts the other values of its type, a single-valued edge the other edges and
-        # values of its type ("home: the road" closes "home Caddo Keep"): "knows: Elvish" does not close "knows Bob".
-        contradicting = """
-            campaign_id = $1 AND id <> $2 AND source_id = $3 AND type = $4 AND status = 'accepted'
-            AND valid_to IS NULL AND (target_id IS DISTINCT FROM $5 OR value IS DISTINCT FROM $6)
-            AND ((target_id IS NULL) = ($5::bigint IS NULL) OR $8)
-        """
         single = rel.type in SINGLE_VALUED
         args = (self.campaign_id, rel.id, rel.source_id, rel.type, rel.target_id, rel.value, rel.valid_from, single)
         newer = await self.db.fetchrow(
-            f"SELECT id, valid_from FROM relationships WHERE {contradicting} AND valid_from > $7"
+            f"SELECT id, valid_from FROM relationships WHERE {_CONTRADICTED} AND valid_from > $7"
             " ORDER BY valid_from LIMIT 1",
             *args,
         )
@@ -1074,7 +1124,7 @@ class KnowledgeGraph:
             return [rel.id]
         # they held until it became true (said in a session imported today: then, not today), as above
         rows = await self.db.fetch(
-            f"UPDATE relationships SET valid_to = $7, superseded_by = $2 WHERE {contradicting}"
+            f"UPDATE relationships SET valid_to = $7, superseded_by = $2 WHERE {_CONTRADICTED}"
             " AND valid_from <= $7 RETURNING id",
             *args,
         )

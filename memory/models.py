@@ -347,6 +347,8 @@ class Session(BaseModel):
     started_at: datetime
     ended_at: datetime | None = None
     summary: str | None = None
+    #: A recorded session's DM: the user id (``Entry.speaker_id``) whose lines are the narrator's.
+    dm_speaker_id: str | None = None
 
 
 class Correction(BaseModel):

@@ -90,6 +90,18 @@ class SessionLog:
             raise NotFoundError(f"no session {session_id} in this campaign")
         return Session(**dict(row))
 
+    async def set_dm(self, session_id: int, speaker_id: str) -> Session:
+        """Whose lines in a recorded session are the DM's (who started it): see ``Session.dm_speaker_id``."""
+        row = await self.db.fetchrow(
+            "UPDATE sessions SET dm_speaker_id = $3 WHERE campaign_id = $1 AND id = $2 RETURNING *",
+            self.campaign_id,
+            session_id,
+            speaker_id,
+        )
+        if row is None:
+            raise NotFoundError(f"no session {session_id} in this campaign")
+        return Session(**dict(row))
+
     async def session(self, session_id: int) -> Session:
         row = await self.db.fetchrow(
             "SELECT * FROM sessions WHERE campaign_id = $1 AND id = $2", self.campaign_id, session_id
@@ -185,17 +197,20 @@ class SessionLog:
         )
         return [ListedSession(**dict(r)) for r in rows]
 
-    async def deletable(self, title: str, *, even_if_live: bool = False) -> ListedSession:
-        """The session titled ``title``, locked until the transaction ends, if it may be deleted: one not ended
-        may be being recorded, refused unless ``even_if_live``."""
+    async def deletable(self, title: str | int, *, even_if_live: bool = False) -> ListedSession:
+        """The session titled ``title`` (or with that id), locked until the transaction ends, if it may be deleted:
+        one not ended may be being recorded, refused unless ``even_if_live``."""
         row = await self.db.fetchrow(
             f"""
             SELECT s.*, {_LINES}
-            FROM sessions s WHERE s.campaign_id = $1 AND lower(s.title) = lower($2) FOR UPDATE OF s
+            FROM sessions s WHERE s.campaign_id = $1 AND (s.id = $2 OR lower(s.title) = lower($3)) FOR UPDATE OF s
             """,
             self.campaign_id,
-            session_title(title),
+            title if isinstance(title, int) else None,
+            None if isinstance(title, int) else session_title(title),
         )
+        if row is None and isinstance(title, int):
+            raise NotFoundError(f"no session with id {title} in this campaign (deleted meanwhile?)")
         if row is None:
             hint = did_you_mean(title, [s.title for s in await self.sessions()])
             raise NotFoundError(f"no session titled {title!r} in this campaign{hint}", subject="session", name=title)

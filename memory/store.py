@@ -101,7 +101,7 @@ class CampaignMemory:
             await link_to_recaps(tx.graph, [added.id])
         return added
 
-    async def delete_session(self, title: str, *, even_if_live: bool = False) -> DeletedSession:
+    async def delete_session(self, title: str | int, *, even_if_live: bool = False) -> DeletedSession:
         """Delete a session (a mistaken import): its lines, chunks and progress (they cascade), its recap entity
         and links, the review items only its lines proposed, and its waiting jobs, in one transaction. What the
         DM accepted or rejected stays. A session not ended may be being recorded: refused unless
@@ -111,14 +111,14 @@ class CampaignMemory:
                 return await self._delete_session(title, even_if_live)
         return await self._delete_session(title, even_if_live)
 
-    async def _delete_session(self, title: str, even_if_live: bool) -> DeletedSession:
+    async def _delete_session(self, title: str | int, even_if_live: bool) -> DeletedSession:
         async with self.transaction() as tx:
             # Every graph writer takes this first, so none files a guess from these lines meanwhile. An extraction
             # job takes its progress row before it, which the delete cascades to: a deadlock, which a retry ends.
             await tx.graph.lock()
             return await tx._delete_session_locked(title, even_if_live)
 
-    async def _delete_session_locked(self, title: str, even_if_live: bool) -> DeletedSession:
+    async def _delete_session_locked(self, title: str | int, even_if_live: bool) -> DeletedSession:
         from memory.jobs import delete_campaign_jobs  # memory.jobs imports this module
 
         db, campaign_id = self.db, self.campaign_id

@@ -97,6 +97,12 @@ def run_cli(group: click.Group) -> None:
         sys.exit(1)
 
 
+#: discord.py's loggers that at DEBUG write whole requests and events: interaction tokens (each lets whoever reads
+#: it answer or edit as the bot for 15 minutes), the voice connection's token and key, and every message sent,
+#: review items with their secrets included. Never below INFO, whatever -v says.
+DISCORD_PAYLOAD_LOGGERS = ("discord.http", "discord.webhook", "discord.gateway")
+
+
 class BriefOutages(logging.Filter):
     """Without -v, a lost database is one line per log record, said once a minute: pgqueuer and asyncpg log a
     traceback for every connection they lose, and say the same again and again while it is away."""
@@ -132,6 +138,8 @@ def settings_from(ctx: click.Context) -> Settings:
         if not obj.get("verbose"):
             for handler in logging.getLogger().handlers:
                 handler.addFilter(BriefOutages())
+        for name in DISCORD_PAYLOAD_LOGGERS:  # -vv is for our code: theirs would log secrets (see above)
+            logging.getLogger(name).setLevel(max(level, logging.INFO))
         root.obj = obj
     return obj["settings"]
 

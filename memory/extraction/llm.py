@@ -29,6 +29,8 @@ SYSTEM_PROMPT = f"""\
 You extract a knowledge graph from the transcript of a tabletop role-playing game session.
 
 You receive the campaign's KNOWN ENTITIES (name, type, aliases) and numbered transcript LINES ("[id] speaker: text").
+In a recorded session the speaker is "DM" (the game master, who narrates) or "player NAME": NAME is whatever the
+player calls themself, so "player DM" is a player.
 Return JSON with:
 - "entities": only NEW named entities (people, places, items, factions, quests, events, concepts) that the lines
   name and that are not known entities or aliases of them. type is one of: {", ".join(t.value for t in EntityType)}.

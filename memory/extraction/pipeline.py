@@ -73,6 +73,7 @@ async def propose(
     stats.entries_skipped_trivial = len(entries) - len(kept)
     if not kept:
         return None
+    kept = by_role(kept, (await mem.log.session(session_id)).dm_speaker_id)
     raw = await extractor.extract(kept, known)
     result = validate_result(raw, known, {e.id for e in kept})
     stats.llm_errors = len(result.errors)
@@ -129,6 +130,20 @@ async def _warn_fallback(mem: CampaignMemory, proposal: Proposal, stats: Extract
         proposal.result.errors[0],
         stats.entries_fallback,
     )
+
+
+def by_role(entries: Sequence[Entry], dm_speaker_id: str | None) -> list[Entry]:
+    """The lines as extractors read them. In a recorded session each speaker is named by role, from their user id:
+    "DM" for who started it, "player NAME" for the rest, as a player's display name is theirs to choose ("DM" too)
+    and the DM's word counts for more. A line without a user id was imported, named as the DM's file names it."""
+    if dm_speaker_id is None:
+        return list(entries)
+    return [
+        e
+        if e.speaker_id is None
+        else e.model_copy(update={"speaker": "DM" if e.speaker_id == dm_speaker_id else f"player {e.speaker}"})
+        for e in entries
+    ]
 
 
 def _review_only(extractor: Extractor) -> bool:

@@ -209,12 +209,17 @@ class MemoryGuard:
             )
 
     @classmethod
-    async def start(cls, mem: CampaignMemory, title: str, data_dir: Path, **kwargs: object) -> MemoryGuard:
-        """Open (or resume) the session titled ``title``; first replay any spool a crash left behind.
+    async def start(
+        cls, mem: CampaignMemory, title: str, data_dir: Path, *, dm_speaker_id: str | None = None, **kwargs: object
+    ) -> MemoryGuard:
+        """Open (or resume) the session titled ``title``, recorded by the DM ``dm_speaker_id`` (their user id); first
+        replay any spool a crash left behind.
 
         Needs the database: a session cannot be created without it."""
         await replay_leftover_spools(mem, data_dir)
         recorder = await SessionRecorder.start(mem, title, batch_size=1 << 62, max_delay_s=float("inf"))
+        if dm_speaker_id is not None:  # who runs it now: a session resumed by a co-DM is theirs from here
+            recorder.session = await mem.log.set_dm(recorder.session.id, dm_speaker_id)
         had_ended = recorder.session.ended_at
         if had_ended is not None:  # an ended session resumed is live again: listed so, and not deleted as ended
             recorder.session = await mem.log.set_ended(recorder.session.id, None)

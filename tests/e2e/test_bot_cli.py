@@ -94,3 +94,27 @@ async def test_run_connects_answers_and_stops_on_sigterm(fake_discord: FakeDisco
     assert code == 0, err
     assert "Traceback" not in err
     assert "INFO lorekeeper: logged in as " in err and "; database: DATABASE_URL postgresql://postgres@" in err
+
+
+async def test_debug_log_holds_no_interaction_token_nor_what_was_typed(
+    fake_discord: FakeDiscord, fresh_dsn: str
+) -> None:
+    """`lorekeeper -vv run` for a bug report: discord.py's own debug lines would print every event and request,
+    interaction tokens (good for 15 minutes of answering as the bot) and what the DM typed or was sent (secrets)."""
+    guild = fake_discord.add_guild("Table")
+    env = env_for(fresh_dsn, DISCORD_TOKEN=fake_discord.token, LOREKEEPER_DEV_GUILD_ID=str(guild.id))
+    proc = await lorekeeper(fake_discord, env, "-vv", "run")
+    try:
+        async with asyncio.timeout(60):
+            while not fake_discord.sync_calls or not any("GUILD_CREATE" in s for _, s in fake_discord.transcript):
+                assert proc.returncode is None, (await proc.stderr.read()).decode()  # type: ignore[union-attr]
+                await asyncio.sleep(0.1)
+        record = await fake_discord.invoke("campaign create", {"name": "Vaskerrin Holt Lives"})
+        assert "Vaskerrin Holt Lives" in " ".join(record.texts())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code, _, err = await finish(proc)
+    assert code == 0, err
+    assert "DEBUG " in err  # -vv did turn on debug logging
+    assert record.token not in err
+    assert "Vaskerrin" not in err

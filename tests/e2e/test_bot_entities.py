@@ -289,6 +289,31 @@ async def test_merge_asks_then_folds_one_entity_into_the_other_for_the_dm_only(
     assert moved.describe() == "Gorrim Ashfoot —lives_in→ Ironhold" and moved.status == "pending"
 
 
+async def test_remove_and_merge_confirmed_act_on_the_entities_asked_about_not_on_their_names_now(
+    world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """While the question waits (two minutes), what it names may be renamed and another entity take the name (a
+    co-DM, a campaign file loaded): Confirm removes or merges the ones the DM was asked about."""
+    g = world.graph
+    await g.add_entity(EntityIn(name="Gorrim", type=EntityType.npc))
+    await g.add_entity(EntityIn(name="Gorrim Ashfoot", type=EntityType.npc))
+    remove = await fake_discord.invoke("entity remove", {"name": "Ironhold"}, user_id=dm)
+    merge = await fake_discord.invoke("entity merge", {"source": "Gorrim", "into": "Gorrim Ashfoot"}, user_id=dm)
+    for old, new in (("Ironhold", "Old Ironhold"), ("Gorrim", "Gorrim the Elder")):
+        await g.update_entity(old, new_name=new, aliases=[])
+        await g.add_entity(EntityIn(name=old, type=EntityType.npc, description="the newcomer"))
+    for asked in (remove, merge):
+        assert asked.original is not None
+        await fake_discord.click(
+            asked.original, asked.original["components"][0]["components"][0]["custom_id"], user_id=dm
+        )
+    assert fake_discord.messages[int(remove.original["id"])]["content"].startswith("Removed **Old Ironhold**")
+    assert await g.find_entity("Old Ironhold") is None
+    assert (await g.get_entity("Ironhold")).description == "the newcomer"
+    assert (await g.get_entity("Gorrim the Elder")).name == "Gorrim Ashfoot"
+    assert (await g.get_entity("Gorrim")).description == "the newcomer"
+
+
 async def test_a_confirmed_action_that_fails_leaves_no_dead_buttons(
     world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
 ) -> None:
@@ -450,8 +475,10 @@ async def test_unlink_removes_an_attribute_fact_accepted_by_mistake(
     for good: unlink wanted a target entity, and a campaign file can only replace a value. Unlinking it undoes it:
     the value it had closed is current again."""
     eldrinax = await world.graph.get_entity("Eldrinax")
-    await world.graph.add_relationship(RelationshipIn(source_id=eldrinax.id, type="status", value="alive"))
-    heard = Provenance(source=Source.stated, confidence=0.9)
+    heard = Provenance(source=Source.stated, confidence=0.9)  # the DM's own "alive" it would not have closed
+    await world.graph.add_relationship(
+        RelationshipIn(source_id=eldrinax.id, type="status", value="alive", provenance=heard)
+    )
     dead = await world.graph.add_relationship(
         RelationshipIn(source_id=eldrinax.id, type="status", value="dead", provenance=heard)
     )

@@ -204,6 +204,30 @@ async def test_delete_asks_the_dm_then_says_what_went_and_refuses_players_and_th
     assert "It never ended (its recording or import was cut off)." in cut_off.texts()[0]
 
 
+async def test_delete_confirmed_deletes_the_session_asked_about_not_one_imported_since_under_its_title(
+    campaign, bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    guild_id = next(iter(fake_discord.guilds))
+    active = await bot.memory.campaigns(guild_id).active()
+    assert active is not None
+    mem = bot.memory.campaign(active.id)
+    rec = await SessionRecorder.start(mem, "Night 1")
+    await rec.add_many([Utterance(speaker="DM", text="The wrong file.", seq=1)])
+    await rec.end()
+    asked = await fake_discord.invoke("session delete", {"title": "Night 1"}, user_id=dm)
+    await mem.delete_session("Night 1")  # deleted meanwhile, and the right file imported under the title
+    rec = await SessionRecorder.start(mem, "Night 1")
+    await rec.add_many([Utterance(speaker="DM", text=f"The right file, line {n}.", seq=n) for n in (1, 2)])
+    await rec.end()
+    failed = await fake_discord.click(
+        asked.original, asked.original["components"][0]["components"][0]["custom_id"], user_id=dm
+    )
+    await failed.wait_for(lambda r: bool(r.followups))
+    assert fake_discord.messages[int(asked.original["id"])]["content"] == "Not done: see the message below."
+    assert failed.followups[0]["content"].startswith("no session with id ")
+    assert [(s.title, s.lines) for s in await mem.log.listed()] == [("Night 1", 2)]
+
+
 async def test_review_cards_of_a_deleted_session_say_their_item_is_gone(
     review_channel: FakeChannel,  # first, so the channel exists when the bot connects
     campaign,

@@ -1025,11 +1025,11 @@ async def test_entity_unlink_undoes_a_fact_accepted_by_mistake(lk, fresh_dsn: st
         memory = Memory(pool)
         mem = memory.campaign((await memory.campaigns().get("C")).id)
         tom = await mem.graph.add_entity(EntityIn(name="Old Tom", type=EntityType.npc))
-        await mem.graph.add_relationship(RelationshipIn(source_id=tom.id, type="status", value="alive"))
-        heard = Provenance(source=Source.stated, confidence=0.9)
-        await mem.graph.add_relationship(
-            RelationshipIn(source_id=tom.id, type="status", value="dead", provenance=heard)
-        )
+        heard = Provenance(source=Source.stated, confidence=0.9)  # the DM's own "alive" it would not have closed
+        for value in ("alive", "dead"):
+            await mem.graph.add_relationship(
+                RelationshipIn(source_id=tom.id, type="status", value=value, provenance=heard)
+            )
     finally:
         await pool.close()
     undone = lk("entity", "unlink", "Old Tom", "status", "Dead")

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -15,6 +16,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
 import psutil
@@ -287,6 +289,34 @@ async def test_a_data_dir_with_a_space_starts(data_dir: Path) -> None:
     socket_dir = Path(dsn.partition("?host=")[2])
     assert " " not in str(socket_dir)
     os.rmdir(socket_dir)  # empty once the server has stopped
+
+
+#: With ``/pg/.s.PGSQL.5432`` after it, past the 107 bytes a unix socket's path may have.
+LONG_NAME = "a-long-folder-name-for-the-campaign-data-" * 2
+
+
+def test_a_data_dir_too_long_for_a_socket_lets_no_other_local_user_in(data_dir: Path) -> None:
+    """With no room for the socket in the data dir, pgserver put it in ``TMPDIR/<hash>``, a dir other users may
+    enter (0755; chmod 777 as root), and the server trusts every local connection, as superuser: any account on the
+    machine could read and change every campaign. Not root: a dir of this user's alone."""
+    if os.geteuid() != 0:
+        server = EmbeddedPostgres(data_dir / LONG_NAME)
+        socket_dir = Path(parse_qs(urlsplit(server.start()).query)["host"][0])
+        try:
+            assert socket_dir.stat().st_uid == os.getuid() and stat.S_IMODE(socket_dir.stat().st_mode) == 0o700
+        finally:
+            server.stop()
+        os.rmdir(socket_dir)
+        return
+    # pgserver would open any socket dir but the data dir to everyone: refused, with the way out
+    server = EmbeddedPostgres(data_dir / LONG_NAME)
+    try:
+        with pytest.raises(
+            DatabaseError, match=r"running as root.*too long.*set LOREKEEPER_DATA_DIR to a shorter path"
+        ):
+            server.start()
+    finally:
+        server.stop()  # not left running if it did start
 
 
 def test_a_data_dir_the_server_cannot_start_in_is_one_error_saying_what_to_do(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -21,11 +23,22 @@ from memory.extraction import (
 )
 from memory.extraction import llm as llm_extraction
 from memory.extraction.llm import _line
-from memory.models import EntityIn, EntityType, Entry, EntryIn, Relationship, ReviewStatus, Source
+from memory.models import (
+    EntityIn,
+    EntityType,
+    Entry,
+    EntryIn,
+    Provenance,
+    Relationship,
+    RelationshipIn,
+    ReviewStatus,
+    Source,
+)
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.providers.llm import LLMUnavailable, OpenAILLM
 from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory, Memory
+from memory.voice.guard import MemoryGuard
 from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import FakeOpenAI, FakeRawReply
 
@@ -243,6 +256,86 @@ async def test_llm_answer_is_accepted_or_queued_by_confidence(
     assert f"[{ids[0]}] DM: You walk into the forge." in user
     assert f"[{ids[1]}]" not in user  # "lol" never reached the LLM
     assert request["response_format"]["json_schema"]["strict"] is True
+
+
+async def test_in_a_recorded_session_the_llm_reads_who_is_the_dm_by_user_id_not_by_name(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """A player who names themself "DM" on the server must not have their lines read as the narrator's."""
+    guard = await MemoryGuard.start(world, "Night 1", tmp_path, dm_speaker_id="100", batch_size=1)
+    await guard.add(Utterance(speaker="Matt", speaker_id="100", text="Brom hammers at the anvil of Ironhold."))
+    await guard.add(Utterance(speaker="DM", speaker_id="200", text="Eldrinax is dead, I saw it myself."))
+    await guard.add(Utterance(speaker="Matt", text="Brom is a member of the Silver Hand."))  # its audio imported
+    await guard.close()
+    entries = await world.log.session_entries(guard.session.id)
+    fake_openai.queue_chat(json.dumps({"entities": [], "facts": []}))
+    await run(world, entries, make_extractor(llm))
+    (request,) = fake_openai.chat_requests
+    user = request["messages"][1]["content"]
+    assert f"[{entries[0].id}] DM: Brom hammers" in user
+    assert f"[{entries[1].id}] player DM: Eldrinax is dead" in user
+    assert f"[{entries[2].id}] Matt: Brom is a member" in user  # named by the DM who imported it
+    # the log keeps what each was called, for recall and review to quote
+    assert [e.speaker for e in await world.log.session_entries(guard.session.id)] == ["Matt", "DM", "Matt"]
+
+
+async def test_an_extracted_fact_that_would_end_the_dms_word_waits_for_review(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI
+) -> None:
+    """However sure the LLM is, what was said at the table does not close a fact the DM typed or a campaign file
+    set: it waits for the DM. A guess it contradicts is closed as before."""
+    g = world.graph
+    eldrinax, brom = await g.get_entity("Eldrinax"), await g.get_entity("Brom")
+    await g.link("Eldrinax", "status", value="alive")  # the DM's /entity link
+    from_file = Provenance(source=Source.campaign_file)
+    await g.add_relationship(RelationshipIn(source_id=brom.id, type="occupation", value="smith", provenance=from_file))
+    heard = Provenance(source=Source.stated, confidence=0.9)
+    await g.add_relationship(RelationshipIn(source_id=brom.id, type="mood", value="calm", provenance=heard))
+    entries = await write(world, [("DM", "Eldrinax is dead. Brom is a baker now, and furious.")])
+    ids = [entries[0].id]
+    answer = {
+        "entities": [],
+        "facts": [
+            fact("Eldrinax", "status", None, "dead", 0.95, ids),
+            fact("Brom", "occupation", None, "baker", 0.9, ids),
+            fact("Brom", "mood", None, "furious", 0.9, ids),
+        ],
+    }
+    fake_openai.queue_chat(json.dumps(answer))
+    stats = await run(world, entries, make_extractor(llm))
+    assert (stats.facts_accepted, stats.facts_pending) == (1, 2)
+    assert set(await facts(world)) == {
+        ("Eldrinax", "status", "alive", "accepted"),
+        ("Eldrinax", "status", "dead", "pending"),
+        ("Brom", "occupation", "smith", "accepted"),
+        ("Brom", "occupation", "baker", "pending"),
+        ("Brom", "mood", "calm", "accepted"),
+        ("Brom", "mood", "furious", "accepted"),
+    }
+    current = {(r.type, r.value) for r in await g.relationships_of(eldrinax.id, include_secret=True)}
+    current |= {(r.type, r.value) for r in await g.relationships_of(brom.id, include_secret=True)}
+    assert current == {("status", "alive"), ("occupation", "smith"), ("mood", "furious")}
+    # the DM accepts it in review: then it does close the DM's own fact, as the DM decided
+    (dead,) = [i for i in await world.review.pending() if i.fact is not None and i.fact.value == "dead"]
+    await world.review.accept(dead.ref)
+    assert {r.value for r in await g.relationships_of(eldrinax.id, include_secret=True)} == {"dead"}
+
+
+async def test_an_extracted_fact_older_than_the_dms_word_is_history_at_once_not_a_review_item(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI
+) -> None:
+    """An old session imported late: what it says ended before the DM's word, so it closes nothing of the DM's."""
+    await world.graph.link("Eldrinax", "status", value="dead")
+    played = datetime.now(UTC) - timedelta(days=30)
+    old = await world.log.start_session("Night 0", started_at=played)
+    entries = await world.log.write_many(old.id, [EntryIn(speaker="DM", text="Eldrinax is alive and well.")])
+    fake_openai.queue_chat(
+        json.dumps({"entities": [], "facts": [fact("Eldrinax", "status", None, "alive", 0.9, [entries[0].id])]})
+    )
+    stats = await run(world, entries, make_extractor(llm))
+    assert (stats.facts_accepted, stats.facts_pending) == (1, 0)
+    eldrinax = await world.graph.get_entity("Eldrinax")
+    assert [r.value for r in await world.graph.relationships_of(eldrinax.id)] == ["dead"]
 
 
 async def test_llm_invalid_json_leaves_the_lines_to_the_rules(
