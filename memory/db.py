@@ -50,6 +50,16 @@ async def transaction(db: Executor) -> AsyncIterator[asyncpg.Connection]:
             yield db
 
 
+@asynccontextmanager
+async def connection(db: Executor) -> AsyncIterator[asyncpg.Connection]:
+    """One connection, for a session-level lock: a new one from a pool, or the connection itself."""
+    if isinstance(db, asyncpg.Pool):
+        async with db.acquire() as conn:
+            yield conn
+    else:
+        yield db
+
+
 class DatabaseError(RuntimeError):
     """A problem with the database that the user must act on; the message says what to do."""
 
