@@ -749,7 +749,7 @@ async def run_workers(
         try:
             if requeued := await requeue_failed(pool):
                 log.warning("%d background jobs that had failed run again", requeued)
-            await prune_job_log(pool)
+            await _prune_job_log_quietly(pool)
             if failures:
                 log.warning("the database is back: background jobs go on")
                 failures = 0
@@ -780,10 +780,7 @@ async def _run_queue(
     async def prune_daily() -> None:  # the bot's worker runs for months
         while True:
             await asyncio.sleep(_PRUNE_EVERY.total_seconds())
-            try:
-                await prune_job_log(pool)
-            except Exception as exc:  # tomorrow's prune catches up
-                log.warning("could not prune the job log (%s)", short_reason(exc))
+            await _prune_job_log_quietly(pool)
 
     helpers = [asyncio.create_task(stop_when_told())] + ([] if drain else [asyncio.create_task(prune_daily())])
     try:
@@ -832,6 +829,14 @@ async def prune_job_log(db: Executor, older_than: timedelta = JOB_LOG_KEPT) -> i
     if pruned:
         log.info("pruned %d rows of the job log older than %d days", pruned, older_than.days)
     return pruned
+
+
+async def _prune_job_log_quietly(pool: asyncpg.Pool) -> None:
+    """Housekeeping never stops the jobs: a prune that failed is said, and the next one catches up."""
+    try:
+        await prune_job_log(pool)
+    except Exception as exc:
+        log.warning("could not prune the job log (%s)", short_reason(exc))
 
 
 def short_reason(exc: BaseException) -> str:

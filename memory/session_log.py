@@ -147,7 +147,8 @@ class SessionLog:
             try:
                 yield
             finally:
-                await conn.execute("SELECT pg_advisory_unlock($1::bigint)", key)
+                if not conn.is_closed():  # a connection lost holds no lock
+                    await conn.execute("SELECT pg_advisory_unlock($1::bigint)", key)
 
     async def recorded_from(self, title: str, digests: Sequence[bytes]) -> ListedSession | None:
         """The session other than ``title``'s transcribed from one of these audio files (SHA-256 of each)."""
