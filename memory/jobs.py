@@ -867,7 +867,8 @@ async def run_workers(
 
     A job picked by a worker that died is picked again once its heartbeat is ``heartbeat_timeout`` old. When the
     database goes away, a worker that runs until stopped waits for it and carries on (the pool reconnects); a
-    drain raises the error, for its caller to say "run it again" (no job is lost either way)."""
+    drain raises the error, for its caller to say "run it again" (no job is lost either way). At its start (and
+    daily, one that runs until stopped) it prunes the queue's log: :func:`prune_job_log`."""
     ctx = ctx or make_job_context(Memory(pool, accept_threshold=settings.accept_threshold), settings)
     stop = stop_event or asyncio.Event()
     failures = 0
@@ -875,10 +876,11 @@ async def run_workers(
         try:
             if requeued := await requeue_failed(pool):
                 log.warning("%d background jobs that had failed run again", requeued)
+            await _prune_job_log_quietly(pool)
             if failures:
                 log.warning("the database is back: background jobs go on")
                 failures = 0
-            await _run_queue(build_queue_manager(pool, ctx), stop, drain, heartbeat_timeout)
+            await _run_queue(pool, build_queue_manager(pool, ctx), stop, drain, heartbeat_timeout)
             break
         except Exception as exc:
             if drain or not is_outage(exc):
@@ -895,12 +897,19 @@ async def run_workers(
     return ctx
 
 
-async def _run_queue(qm: QueueManager, stop: asyncio.Event, drain: bool, heartbeat_timeout: timedelta) -> None:
+async def _run_queue(
+    pool: asyncpg.Pool, qm: QueueManager, stop: asyncio.Event, drain: bool, heartbeat_timeout: timedelta
+) -> None:
     async def stop_when_told() -> None:
         await stop.wait()
         qm.shutdown.set()
 
-    stopper = asyncio.create_task(stop_when_told())
+    async def prune_daily() -> None:  # the bot's worker runs for months
+        while True:
+            await asyncio.sleep(_PRUNE_EVERY.total_seconds())
+            await _prune_job_log_quietly(pool)
+
+    helpers = [asyncio.create_task(stop_when_told())] + ([] if drain else [asyncio.create_task(prune_daily())])
     try:
         await qm.run(
             mode=QueueExecutionMode.drain if drain else QueueExecutionMode.continuous,
@@ -909,7 +918,52 @@ async def _run_queue(qm: QueueManager, stop: asyncio.Event, drain: bool, heartbe
             dequeue_timeout=timedelta(seconds=5),
         )
     finally:
-        stopper.cancel()
+        for helper in helpers:
+            helper.cancel()
+
+
+#: How long the queue's own log is kept: ``pgqueuer_log`` (a row each time a job is queued, finished or
+#: failed: thousands a session, never deleted by pgqueuer) and the per-second counts pgqueuer folds it into
+#: (``pgqueuer_statistics``). Nothing of ours reads them but the last error of a held job, kept while it is held.
+JOB_LOG_KEPT = timedelta(days=30)
+_PRUNE_EVERY = timedelta(days=1)
+_PRUNE_BATCH = 10_000
+
+
+async def prune_job_log(db: Executor, older_than: timedelta = JOB_LOG_KEPT) -> int:
+    """Delete the queue's log rows and counts older than ``older_than``, but not the log of a job still in the
+    queue (waiting, running or held); returns how many log rows went. In batches on the log's index of
+    ``created``: the first prune of a database that ran for years holds no long transaction."""
+    pruned = 0
+    while True:
+        status = await db.execute(
+            """
+            DELETE FROM pgqueuer_log WHERE id IN (
+                SELECT l.id FROM pgqueuer_log l
+                WHERE l.created < now() - $1::interval
+                  AND NOT EXISTS (SELECT 1 FROM pgqueuer j WHERE j.id = l.job_id)
+                LIMIT $2
+            )
+            """,
+            older_than,
+            _PRUNE_BATCH,
+        )
+        deleted = int(status.split()[-1])
+        pruned += deleted
+        if deleted < _PRUNE_BATCH:
+            break
+    await db.execute("DELETE FROM pgqueuer_statistics WHERE created < now() - $1::interval", older_than)
+    if pruned:
+        log.info("pruned %d rows of the job log older than %d days", pruned, older_than.days)
+    return pruned
+
+
+async def _prune_job_log_quietly(pool: asyncpg.Pool) -> None:
+    """Housekeeping never stops the jobs: a prune that failed is said, and the next one catches up."""
+    try:
+        await prune_job_log(pool)
+    except Exception as exc:
+        log.warning("could not prune the job log (%s)", short_reason(exc))
 
 
 def short_reason(exc: BaseException) -> str:

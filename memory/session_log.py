@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 
 import asyncpg
 
-from memory.db import Executor, transaction
+from memory.db import Executor, connection, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError, did_you_mean
 from memory.models import Correction, Entry, EntryHit, EntryIn, Session, session_title
 
@@ -27,6 +28,8 @@ def _saying(phrases: Sequence[str]) -> str:
 
 #: Advisory-lock key space of session appends (far from the migration lock's key).
 _APPEND_LOCK = 1 << 48
+#: Advisory-lock key space of a campaign's imports (:meth:`SessionLog.importing`); the graph's is ``2 << 48``.
+_IMPORT_LOCK = 3 << 48
 
 
 def _in_seq_order(entries: Sequence[EntryIn], written: Sequence[Entry]) -> list[EntryIn]:
@@ -153,6 +156,20 @@ class SessionLog:
         row = dict(rows[0])
         del row["own"]
         return ListedSession(**row)
+
+    @contextlib.asynccontextmanager
+    async def importing(self) -> AsyncIterator[None]:
+        """The campaign's turn to import, held from the check for a stored copy to the last line written (many
+        transactions): two imports of one file at once would both find it new and both write it. The second
+        waits, then finds the first's lines as any later import does."""
+        key = _IMPORT_LOCK + self.campaign_id
+        async with connection(self.db) as conn:
+            await conn.execute("SELECT pg_advisory_lock($1::bigint)", key)
+            try:
+                yield
+            finally:
+                if not conn.is_closed():  # a connection lost holds no lock
+                    await conn.execute("SELECT pg_advisory_unlock($1::bigint)", key)
 
     async def recorded_from(self, title: str, digests: Sequence[bytes]) -> ListedSession | None:
         """The session other than ``title``'s transcribed from one of these audio files (SHA-256 of each)."""

@@ -8,7 +8,7 @@ from bot.cli import cli
 from bot.cli.common import CliError, async_command, emit_json, json_option, open_memory, settings_from
 from bot.settings import Settings
 from memory import jobs
-from memory.db import EmbeddedPostgres, migrate, migration_status, switch_embedding
+from memory.db import EmbeddedPostgres, megabytes, migrate, migration_status, switch_embedding
 from memory.providers.embeddings import EmbeddingError
 from memory.store import Memory
 
@@ -110,12 +110,15 @@ def db_upgrade(ctx: click.Context) -> None:
     settings = settings_from(ctx)
     if settings.database_url:
         raise CliError("DATABASE_URL is set: upgrade that server with its own tools")
-    pgdata = settings.data_dir / "pg"
-    before, after = EmbeddedPostgres(settings.data_dir).upgrade()
+    server = EmbeddedPostgres(settings.data_dir)
+    before, after = server.upgrade()
     if before == after:
-        click.echo(f"{pgdata} is on PostgreSQL {after} already")
+        click.echo(f"{server.pgdata} is on PostgreSQL {after} already")
     else:
+        click.echo(f"upgraded {server.pgdata} from PostgreSQL {before} to {after}")
+    old = server.old_copy
+    if old.exists():  # the way back to the build before; it stays until the DM deletes it
         click.echo(
-            f"upgraded {pgdata} from PostgreSQL {before} to {after}; the old copy is in {pgdata}.old: "
-            "delete it once your campaigns look right"
+            f"the database as it was before the upgrade is in {old} ({megabytes(old)}): once the bot has started "
+            f"and your campaigns look right, delete it with `rm -rf {old}`"
         )

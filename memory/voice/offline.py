@@ -129,11 +129,14 @@ async def ingest_audio(
     started = time.perf_counter()
     title = session_title or tracks[0].path.stem
     digests = [await asyncio.to_thread(file_digest, track.path) for track in tracks]
-    if not again:
-        # known by its bytes before speech-to-text, which takes minutes for an evening's recording
+
+    async def refuse_known_recording() -> None:
         stored = await mem.log.recorded_from(title, digests)
         if stored is not None:
             raise already_imported(tracks[0].path.name, stored)
+
+    if not again:  # known by its bytes before speech-to-text, which takes minutes for an evening's recording
+        await refuse_known_recording()
     names = await CampaignNames(mem).names()
     utterances: list[Utterance] = []
     for track in tracks:
@@ -141,14 +144,19 @@ async def ingest_audio(
     # Speakers' tracks interleave by time; the seq follows that order, so a re-import lands on the same rows.
     utterances.sort(key=lambda u: (u.start_s, u.speaker))
     utterances = [u.model_copy(update={"seq": i}) for i, u in enumerate(utterances, 1)]
-    if not again:  # a recording imported before its files were remembered, or the same speech re-encoded
-        await refuse_stored_copy(mem, tracks[0].path.name, {title: utterances[:COMPARED_LINES]})
-    recorder = await SessionRecorder.start(
-        mem, title, started_at=started_at, batch_size=500, max_delay_s=1e9, stage2=stage2
-    )
-    await recorder.add_many(utterances)
-    await recorder.end()
-    await mem.log.add_recordings(recorder.session.id, [(d, t.path.name) for d, t in zip(digests, tracks, strict=True)])
+    async with mem.log.importing():
+        if not again:
+            await refuse_known_recording()  # again: one imported while this one was transcribed
+            # a recording imported before its files were remembered, or the same speech re-encoded
+            await refuse_stored_copy(mem, tracks[0].path.name, {title: utterances[:COMPARED_LINES]})
+        recorder = await SessionRecorder.start(
+            mem, title, started_at=started_at, batch_size=500, max_delay_s=1e9, stage2=stage2
+        )
+        await recorder.add_many(utterances)
+        await recorder.end()
+        await mem.log.add_recordings(
+            recorder.session.id, [(d, t.path.name) for d, t in zip(digests, tracks, strict=True)]
+        )
     return IngestReport(
         sessions=[recorder.session.title],
         lines=len(utterances),

@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -411,11 +412,19 @@ def test_db_upgrade_moves_a_postgresql_16_database_to_18(data_dir: Path) -> None
     upgrade = cli(data_dir, "db", "upgrade")
     out, err = upgrade.communicate(timeout=300)
     assert upgrade.returncode == 0, err
-    assert out == (
-        f"upgraded {pgdata} from PostgreSQL 16 to 18; the old copy is in {pgdata}.old: "
-        "delete it once your campaigns look right\n"
-    )
+    said, old = out.splitlines(), f"{pgdata}.old"
+    assert said[0] == f"upgraded {pgdata} from PostgreSQL 16 to 18"
+    assert re.fullmatch(
+        rf"the database as it was before the upgrade is in {re.escape(old)} \((\d+) MB\): once the bot has "
+        rf"started and your campaigns look right, delete it with `rm -rf {re.escape(old)}`",
+        said[1],
+    ), said
+    assert len(said) == 2 and int(re.search(r"\((\d+) MB", said[1])[1]) > 10  # a whole PostgreSQL data dir
     assert err == ""
+    assert (data_dir / "pg.old" / "PG_VERSION").read_text() == "16\n"
+    again = cli(data_dir, "db", "upgrade")  # it says so again, until it is deleted
+    out, _ = again.communicate(timeout=300)
+    assert out.splitlines() == [f"{pgdata} is on PostgreSQL 18 already", said[1]]
     assert (pgdata / "PG_VERSION").read_text() == "18\n"
     assert list(data_dir.glob(".pgdata-tmp-*")) == []
     assert postmaster_pid(data_dir) is None
@@ -471,3 +480,27 @@ def test_db_upgrade_refuses_a_server_in_use(data_dir: Path) -> None:
     finally:
         holder.send_signal(signal.SIGTERM)
         holder.wait(timeout=30)
+
+
+def test_an_old_copy_left_by_an_earlier_db_upgrade_is_named_before_the_next_one_starts(data_dir: Path) -> None:
+    """`db upgrade` keeps the database as it was in pg.old, and pgserver renames the data dir there after the
+    copy is made: with the copy of an earlier upgrade still there, the next one failed at the end, saying "the
+    database is as it was" but leaving the whole new copy (as big as the database) in the data dir."""
+    pgdata = made_by_postgres_16(data_dir, "SELECT 1")
+    earlier = data_dir / "pg.old"
+    earlier.mkdir()
+    (earlier / "PG_VERSION").write_text("15\n")
+    (earlier / "base").mkdir()
+    (earlier / "base" / "1").write_bytes(b"\0" * 3_000_000)
+    upgrade = cli(data_dir, "db", "upgrade")
+    _, err = upgrade.communicate(timeout=300)
+    assert upgrade.returncode == 1
+    assert err == (
+        f"error: {earlier} (3 MB) holds the database as it was before an earlier `lorekeeper db upgrade`, and "
+        f"this one keeps its own copy there: delete it (`rm -rf {earlier}`), or move it away, then run "
+        "`lorekeeper db upgrade` again\n"
+    )
+    assert sorted(p.name for p in data_dir.iterdir()) == [".pg.lock", "pg", "pg.old"]  # no copy begun
+    assert (pgdata / "PG_VERSION").read_text() == "16\n"
+    assert (earlier / "PG_VERSION").read_text() == "15\n"
+    assert postmaster_pid(data_dir) is None

@@ -6,6 +6,7 @@ stage 1 → L1 (raw and corrected text) with its jobs. Whisper tiny.en keeps the
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -14,13 +15,18 @@ import subprocess
 import sys
 import wave
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
 
+from memory.errors import AlreadyExistsError
+from memory.ingest import IngestReport
 from memory.models import Correction
-from memory.providers.stt import installed_whisper_models
-from memory.recorder import apply_corrections
+from memory.providers.stt import WhisperSTT, installed_whisper_models
+from memory.recorder import Utterance, apply_corrections
+from memory.store import CampaignMemory
+from memory.voice import offline
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "campaigns" / "examples" / "sunken_crown.yaml"
@@ -136,3 +142,40 @@ async def test_ingest_wav_stores_corrected_and_raw_text(lk, fresh_dsn: str, tmp_
     moved = lk("ingest", renamed, "--campaign", CAMPAIGN, "--speaker", "Ana", "--model", "tiny.en")
     assert moved.returncode == 0, moved.stderr
     assert {r["title"] for r in await entries(fresh_dsn)} == {"renamed"}
+
+
+async def test_one_recording_imported_twice_at_once_is_written_once(
+    campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two imports of one recording (a copy of the file, under another name) started together: each checked its
+    bytes before speech-to-text, when neither was stored, and its lines after, when neither had written them.
+    Transcribed to the end together here, the two took the campaign's lines twice; now the second waits for the
+    first and is refused, naming it."""
+    wav = speak(SENTENCES[0], tmp_path / "night-one.wav")
+    copy = Path(shutil.copy(wav, tmp_path / "copy.wav"))
+    both_heard = asyncio.Barrier(2)
+    transcribe = offline.transcribe_track
+
+    async def then_wait_for_the_other(*args: Any, **kwargs: Any) -> list[Utterance]:
+        heard = await transcribe(*args, **kwargs)
+        await both_heard.wait()
+        return heard
+
+    monkeypatch.setattr(offline, "transcribe_track", then_wait_for_the_other)
+    stt = WhisperSTT("tiny.en")
+    try:
+        results = await asyncio.gather(
+            offline.ingest_audio(campaign, [offline.AudioTrack(wav, "Ana")], stt),
+            offline.ingest_audio(campaign, [offline.AudioTrack(copy, "Ana")], stt),
+            return_exceptions=True,
+        )
+    finally:
+        stt.close()
+    assert sum(isinstance(r, IngestReport) for r in results) == 1, results  # not both written
+    imports = [("night-one", results[0]), ("copy", results[1])]
+    [(winner, report)] = [i for i in imports if isinstance(i[1], IngestReport)]
+    [(loser, refused)] = [i for i in imports if not isinstance(i[1], IngestReport)]
+    assert isinstance(refused, AlreadyExistsError), refused
+    assert str(refused).startswith(f"{loser}.wav is already imported as session {winner!r}")
+    assert {s.title: s.lines for s in await campaign.log.listed()} == {winner: report.written}
+    assert report.written > 0

@@ -24,7 +24,7 @@ from cogs.recall import cite
 from memory import jobs
 from memory.chunking import windows
 from memory.errors import AlreadyDecidedError, AlreadyExistsError, InvalidInputError
-from memory.ingest import ingest_file
+from memory.ingest import IngestReport, ingest_file
 from memory.models import Entity, EntityIn, EntityType, Entry, EntryIn, ReviewStatus
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recall import recall
@@ -948,3 +948,30 @@ async def test_an_entity_a_campaign_file_adds_took_part_in_the_recapped_sessions
     assert await sessions_of(crown, "Ilse Marrow") == []
     await apply_campaign_file(crown, read_campaign_file(more))  # loaded again: nothing new
     assert await sessions_of(crown, "Corvin Ash") == ["Session: Night 1"]
+
+
+async def test_the_same_transcript_imported_twice_at_once_is_written_once(
+    crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """Two `lorekeeper ingest` of one file at the same moment (the DM ran it twice, or a copy of the file): both
+    found it new before either had written a line, and the campaign held it twice. The one that comes second
+    waits for the first, then is refused as a later import is; another file imported meanwhile is written."""
+    copy = tmp_path / "night one (copy).jsonl"
+    copy.write_bytes(SAMPLE.read_bytes())
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(json.dumps({"speaker": "DM", "text": f"The bell tolls {n}."}) + "\n" for n in range(3)))
+    results = await asyncio.gather(
+        ingest_file(crown, SAMPLE, session_title="Night 1"),
+        ingest_file(crown, copy),
+        ingest_file(crown, other),
+        return_exceptions=True,
+    )
+    assert not isinstance(results[2], BaseException) and results[2].written == 3
+    assert sum(isinstance(r, IngestReport) for r in results[:2]) == 1, results  # not both written
+    imports = [("Night 1", SAMPLE.name, results[0]), (copy.stem, copy.name, results[1])]
+    [(winner, _, report)] = [i for i in imports if isinstance(i[2], IngestReport)]
+    [(_, name, refused)] = [i for i in imports if not isinstance(i[2], IngestReport)]
+    assert isinstance(refused, AlreadyExistsError), refused
+    assert str(refused) == f"{name} is already imported as session {winner!r} ({report.written:,} lines)"
+    listed = {s.title: s.lines for s in await crown.log.listed()}
+    assert listed == {winner: report.written, "other": 3} and report.written > 0

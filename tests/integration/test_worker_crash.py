@@ -264,3 +264,46 @@ async def test_deleting_a_campaign_deletes_its_waiting_and_held_jobs(memory: Mem
     assert (await jobs.failed_jobs(memory.pool, doomed.id), await jobs.pending_jobs(memory.pool, doomed.id)) == (0, 0)
     kept = (await jobs.failed_jobs(memory.pool, campaign.campaign_id), await jobs.pending_jobs(memory.pool))
     assert kept == (1, 2)  # the other campaign's, untouched
+
+
+async def test_a_worker_prunes_the_queue_log_of_jobs_long_gone(
+    memory: Memory, campaign: CampaignMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pgqueuer logs every job queued, finished or failed and deletes none of it: over two years of sessions
+    the log grew without bound. A worker prunes what is older than a month, but not a held job's last error."""
+    monkeypatch.setattr(jobs, "_PRUNE_BATCH", 1)  # a prune of years of rows goes in batches
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    session = await campaign.log.start_session("Nothing said")
+    await jobs.enqueue_summary(memory.pool, campaign.campaign_id, session.id)
+    await campaign.log.discard_if_empty(session.id)  # the job finds nothing to do, and is logged
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    done = await memory.pool.fetchval("SELECT count(*) FROM pgqueuer_log")
+    assert done >= 2  # queued, successful
+    await memory.pool.execute(
+        """
+        WITH j AS (INSERT INTO pgqueuer (priority, status, entrypoint, payload)
+                   VALUES (0, 'failed', 'lk_extract', $1) RETURNING id)
+        INSERT INTO pgqueuer_log (job_id, status, priority, entrypoint, traceback)
+        SELECT id, 'failed', 0, 'lk_extract', '{"exception_type": "BadJobError", "exception_message": "bad"}' FROM j
+        """,
+        json.dumps({"campaign_id": campaign.campaign_id, "session_id": session.id}).encode(),
+    )
+    await memory.pool.execute("UPDATE pgqueuer_log SET created = created - interval '31 days'")
+    await memory.pool.execute(  # a job of yesterday's session, done
+        "INSERT INTO pgqueuer_log (job_id, status, priority, entrypoint, created) "
+        "VALUES (-1, 'successful', 0, 'lk_chunk', now() - interval '1 day')"
+    )
+    await memory.pool.execute(
+        "INSERT INTO pgqueuer_statistics (count, priority, status, entrypoint, created) VALUES "
+        "(1, 0, 'successful', 'lk_chunk', now() - interval '31 days'), (1, 0, 'successful', 'lk_chunk', now())"
+    )
+
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)  # a worker starts
+
+    left = await memory.pool.fetch("SELECT job_id, status FROM pgqueuer_log ORDER BY created")
+    assert [r["status"] for r in left] == ["failed", "successful"]
+    assert left[1]["job_id"] == -1
+    assert await memory.pool.fetchval("SELECT count(*) FROM pgqueuer_statistics") == 1
+    [held] = await jobs.held_jobs(memory.pool)
+    assert held.on_its_data and held.error == "bad"  # still known as failed on its data: not run at every start
+    assert await jobs.requeue_failed(memory.pool) == 0
