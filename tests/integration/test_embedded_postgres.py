@@ -316,6 +316,23 @@ def test_a_data_dir_the_server_cannot_start_in_is_one_error_saying_what_to_do(
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
+def test_a_server_that_will_not_start_is_said_to_with_its_own_reason(data_dir: Path) -> None:
+    """A data dir restored with the wrong permissions: what the server wrote in its log on this start is the
+    error, not only where the log is."""
+    server = EmbeddedPostgres(data_dir)
+    server.start()
+    server.stop()
+    pgdata = data_dir / "pg"
+    (pgdata / "log").write_text((pgdata / "log").read_text() + "2026-01-01 00:00:00 UTC [1] FATAL:  an old failure\n")
+    pgdata.chmod(0o755)
+    with pytest.raises(DatabaseError) as refused:
+        EmbeddedPostgres(data_dir).start()
+    assert str(refused.value) == (
+        f'the embedded PostgreSQL in {pgdata} did not start: data directory "{pgdata}" has invalid permissions. '
+        f"Permissions should be u=rwx (0700) or u=rwx,g=rx (0750) (its log: {pgdata}/log)"
+    )
+
+
 def test_a_database_that_cannot_be_created_says_why_not_where_no_log_is(data_dir: Path) -> None:
     """A data dir on a disk too small for a new database: initdb fails and removes what it made, log included, so
     the error may not send the DM to read that log: it says what initdb said."""
