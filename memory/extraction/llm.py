@@ -74,7 +74,12 @@ class LLMExtractor:
                 merged.unread.extend(e.id for e in batch)
                 continue
             if answer.dropped:
-                log.warning("extraction dropped %d malformed items: %s", len(answer.dropped), "; ".join(answer.dropped))
+                log.warning(
+                    "extraction dropped %d malformed items: %s%s",
+                    len(answer.dropped),
+                    "; ".join(answer.dropped[:5]),
+                    "; …" if len(answer.dropped) > 5 else "",
+                )
             valid = validate_result(answer, known, {e.id for e in batch})
             merged.entities.extend(valid.entities)
             merged.facts.extend(valid.facts)
