@@ -386,6 +386,20 @@ async def test_a_wrong_typed_llm_item_is_dropped_and_the_rest_of_the_answer_kept
     assert "extraction dropped 2 malformed items: entities.0: name: Input should be a valid string" in caplog.text
 
 
+async def test_an_answer_whose_every_item_is_malformed_leaves_its_lines_to_the_rules(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    entries = await write(world, TRANSCRIPT)
+    # a model that ignores the schema's fields: JSON of the right shape, not one item usable
+    nonsense = {"entities": [{"entity": f"Name{i}", "kind": "npc"} for i in range(5000)], "facts": [{"fact": "x"}]}
+    fake_openai.queue_chat(json.dumps(nonsense))
+    stats = await run(world, entries, LLMExtractor(llm))
+    assert (stats.llm_errors, stats.entries_fallback) == (1, 4)
+    assert ("Brom", "member_of", "Silver Hand", "pending") in await facts(world)  # the rules read the lines
+    assert "unusable LLM answers (1; the first: LLM answer has no usable item (5,001 malformed: " in caplog.text
+    assert max(len(r.getMessage()) for r in caplog.records) < 2000  # not one problem per item: 5,000 of them
+
+
 async def test_many_malformed_items_beside_a_good_one_are_counted_not_each_logged(
     world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
 ) -> None:
