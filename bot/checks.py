@@ -24,6 +24,7 @@ from memory.errors import (
     validation_problems,
     with_next_step,
 )
+from memory.jobs import is_outage, outage_said, short_reason
 from memory.models import Campaign, clip
 from memory.store import CampaignMemory
 
@@ -180,12 +181,20 @@ def user_message(error: BaseException) -> str | None:
         return NUL_TEXT
     if isinstance(error, app_commands.TransformerError):
         return str(error)
+    if is_outage(error):
+        away, first = outage_said(error)
+        return (
+            f"{away[0].upper()}{away[1:]}: {first}try again in a minute. A session being recorded goes on: what is "
+            "said is kept."
+        )
     return None
 
 
 async def reply_error(interaction: discord.Interaction, error: BaseException, *, where: str) -> None:
     """Answer with one short ephemeral line; log what the user cannot fix with who, where and what."""
     message = user_message(error)
+    if is_outage(_unwrap(error)):  # the operator's to see, in one line (the reason is not the players')
+        log.warning("%s failed: %s (%s)", where, outage_said(_unwrap(error))[0], short_reason(_unwrap(error)))
     if message is None:
         original = _unwrap(error)
         log.error(

@@ -199,7 +199,7 @@ def _compose(encoded: bytes, filename: str) -> yaml.Node:
         _check_depth(encoded, filename)
         root = yaml.compose(encoded, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
-        raise CampaignFileError([_syntax_problem(exc, filename)]) from None
+        raise CampaignFileError([_syntax_problem(exc, filename, encoded)]) from None
     except yaml.reader.ReaderError as exc:  # a forbidden character; libyaml reports a byte offset
         line = encoded.count(b"\n", 0, exc.position) + 1
         char = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
@@ -222,9 +222,12 @@ def _check_depth(encoded: bytes, filename: str) -> None:
             depth -= 1
 
 
-def _syntax_problem(exc: yaml.MarkedYAMLError, filename: str) -> Problem:
+def _syntax_problem(exc: yaml.MarkedYAMLError, filename: str, encoded: bytes) -> Problem:
     mark = exc.problem_mark or exc.context_mark
     column = f" (column {mark.column + 1})" if mark is not None else ""
+    at = encoded.split(b"\n")[mark.line][mark.column : mark.column + 1] if mark is not None else b""
+    if at == b"\t" and "tab" not in (exc.problem or ""):
+        column += ": a tab, and YAML indents with spaces only"  # the parser names no character
     if exc.context and exc.context.startswith("while") and exc.context_mark is not None:
         # "did not find expected ',' (column 9), while parsing a flow sequence started at line 4"
         detail = f"{exc.problem}{column}, {exc.context} started at line {exc.context_mark.line + 1}"

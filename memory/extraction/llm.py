@@ -67,6 +67,11 @@ class LLMExtractor:
                 answer = await self.llm.complete_json(
                     system=SYSTEM_PROMPT, user=user, schema=ExtractionAnswer, temperature=self.temperature
                 )
+                if answer.dropped and not answer.entities and not answer.facts:
+                    # items, but not one of the fields asked for: a model that ignores the schema, not a quiet batch
+                    raise LLMError(
+                        f"LLM answer has no usable item ({len(answer.dropped):,} malformed: {answer.dropped[0]})"
+                    )
             except LLMUnavailable:
                 raise  # the job is retried later; going on would mark these lines extracted without their facts
             except LLMError as exc:
@@ -76,7 +81,12 @@ class LLMExtractor:
                 merged.unread.extend(e.id for e in batch)
                 continue
             if answer.dropped:
-                log.warning("extraction dropped %d malformed items: %s", len(answer.dropped), "; ".join(answer.dropped))
+                log.warning(
+                    "extraction dropped %d malformed items: %s%s",
+                    len(answer.dropped),
+                    "; ".join(answer.dropped[:5]),
+                    "; …" if len(answer.dropped) > 5 else "",
+                )
             valid = validate_result(answer, known, {e.id for e in batch})
             merged.entities.extend(valid.entities)
             merged.facts.extend(valid.facts)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import math
 import os
@@ -54,6 +55,9 @@ REPLAY_BATCH = 200
 
 #: The database may be away for as long as the session lasts: retry forever, at most every 30 s.
 DB_RETRY = Backoff(initial=1.0, maximum=30.0, tries=None)
+
+#: There is no spool: none was written, or its folder could not be made (something else stands there).
+NO_SPOOL = (FileNotFoundError, NotADirectoryError)
 
 _SPOOL_NAME = re.compile(r"^(?P<campaign>\d+)-(?P<session>\d+)\.jsonl$")
 #: Beside a spool: the session was asked to end while the database was away (so a restart ends it too).
@@ -114,8 +118,19 @@ class Spool:
         # leaves at most one torn last line, which read() skips.
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, data)
-            os.fsync(fd)
+            end = os.lseek(fd, 0, os.SEEK_END)
+            try:
+                # A full disk takes part of a write (the call says how much) and refuses the rest.
+                rest = memoryview(data)
+                while rest:
+                    rest = rest[os.write(fd, rest) :]
+                os.fsync(fd)
+            except OSError:
+                # The part that fitted would be a torn line that the next append, once there is room, would
+                # continue: both would be unreadable. Cut it off; the caller still has the batch.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, end)
+                raise
         finally:
             os.close(fd)
 
@@ -134,7 +149,7 @@ class Spool:
                         out.append(Utterance.model_validate_json(line))
                     except ValidationError:
                         log.error("skipping an unreadable line in spool %s at byte %d", self.path, offset - len(line))
-        except FileNotFoundError:
+        except NO_SPOOL:
             pass
         return out, offset
 
@@ -150,11 +165,11 @@ class Spool:
         try:
             with self.path.open("rb") as f:
                 return sum(1 for line in f if line.endswith(b"\n"))
-        except FileNotFoundError:
+        except NO_SPOOL:
             return 0
 
     def remove(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(*NO_SPOOL):
             self.path.unlink()
 
 
@@ -189,6 +204,8 @@ class MemoryGuard:
         self._seq = last_seq
         self._pending: list[Utterance] = []
         self._pending_since: float | None = None
+        #: Lines the database and the spool both refused (a full or read-only disk): kept until either takes them.
+        self._held: list[Utterance] = []
         self._spooled = self.spool.count()
         self._stored = 0
         self._last_error: str | None = None
@@ -245,7 +262,7 @@ class MemoryGuard:
         return GuardState.healthy if self._healthy.is_set() else GuardState.degraded
 
     def status(self) -> GuardStatus:
-        return GuardStatus(self.state, self._stored, self._spooled, self._last_error)
+        return GuardStatus(self.state, self._stored, self._spooled + len(self._held), self._last_error)
 
     async def wait_healthy(self) -> None:
         """Returns once the spool has been replayed and writes go to the database again."""
@@ -307,8 +324,23 @@ class MemoryGuard:
         self._stored += len(batch)
 
     def _to_spool(self, batch: list[Utterance]) -> None:
-        self.spool.append(batch)
-        self._spooled += len(batch)
+        waiting = [*self._held, *batch]  # after those held before them, in order
+        try:
+            self.spool.append(waiting)
+        except OSError as exc:
+            if not self._held:
+                log.error(
+                    "session %s: the spool %s cannot be written either (%s): utterances wait in memory until the "
+                    "database or the disk is back (stopping the bot now would lose them)",
+                    self.session.id,
+                    self.spool.path,
+                    exc,
+                )
+            self._held = waiting
+            self._last_error = f"the spool cannot be written ({type(exc).__name__}: {exc})"
+            return
+        self._held = []
+        self._spooled += len(waiting)
 
     # ------------------------------------------------------------------------------------------------ recovery
 
@@ -351,6 +383,14 @@ class MemoryGuard:
             while True:
                 batch, offset = self.spool.read(offset)
                 if not batch:
+                    if self._held:  # what the disk could not take came after the spool's lines
+                        held, self._held = self._held, []
+                        try:
+                            await self._write(held)
+                        except BaseException:
+                            self._held = [*held, *self._held]
+                            raise
+                        continue  # lines spooled meanwhile come after them
                     # No await between this read and the removal: nothing can be appended in between.
                     self.spool.remove()
                     self._spooled = 0
@@ -386,14 +426,17 @@ class MemoryGuard:
 
     def _end_pending(self) -> SpoolPending:
         # remembered on disk: if the process stops before the database is back, the next start ends it
-        self.end_marker.parent.mkdir(parents=True, exist_ok=True)
-        self.end_marker.touch()
-        return SpoolPending(self._spooled, self.spool.path)
+        try:
+            self.end_marker.parent.mkdir(parents=True, exist_ok=True)
+            self.end_marker.touch()
+        except OSError as exc:  # the disk refuses it: this process still ends the session when the database is back
+            log.warning("session %s: could not write %s (%s)", self.session.id, self.end_marker, exc)
+        return SpoolPending(self._spooled + len(self._held), self.spool.path)
 
     async def _end_now(self) -> Session:
         async with self._write_lock:
             self._ended = await self.recorder.end()
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(*NO_SPOOL):
             self.end_marker.unlink()
         return self._ended
 
@@ -420,6 +463,18 @@ class MemoryGuard:
                 await self.flush()
             except Exception:
                 log.exception("flushing session %s on close failed", self.session.id)
+        if self._held:
+            self._to_spool([])  # the disk may have room again
+        if self._held:  # the log is the last place left for them, as lines `lorekeeper ingest` reads
+            log.error(
+                "session %s: %d utterances neither the database nor the disk took, as transcript lines:\n%s",
+                self.session.id,
+                len(self._held),
+                "\n".join(
+                    json.dumps({"speaker": u.speaker, "text": u.text, "start": u.start_s, "end": u.end_s, "ref": u.ref})
+                    for u in self._held
+                ),
+            )
         if self._retry_task is not None:
             self._retry_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -1210,3 +1210,27 @@ def test_a_worker_says_which_database_it_works_on_without_its_password(lk, fresh
     database = fresh_dsn.replace("postgres:@", "postgres@", 1)
     assert f"INFO lorekeeper: database: DATABASE_URL {database} (data dir " in res.stderr
     assert "hunter2" not in res.stderr
+
+
+async def test_a_full_disk_under_an_import_is_said_to_need_space_not_a_rerun(
+    lk, fresh_dsn: str, tmp_path: Path
+) -> None:
+    assert lk("campaign", "create", "Sunken Crown").returncode == 0
+    # PostgreSQL's own answer when it cannot extend a table's file, raised where an import writes its lines
+    conn = await asyncpg.connect(fresh_dsn)
+    await conn.execute(
+        """
+        CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'could not extend file "base/5/17144": No space left on device' USING ERRCODE = '53100';
+        END $$;
+        CREATE TRIGGER disk_full BEFORE INSERT ON session_entries FOR EACH STATEMENT EXECUTE FUNCTION disk_full();
+        """
+    )
+    await conn.close()
+    (tmp_path / "night.txt").write_text("DM: You reach Ironhold.\n")
+    imported = lk("ingest", str(tmp_path / "night.txt"))
+    assert imported.returncode == 1
+    assert imported.stderr == (
+        'error: the database\'s disk is full (DiskFullError: could not extend file "base/5/17144": No space left on '
+        "device): free some space on it, then run the command again\n"
+    )

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import re
+import resource
 import signal
 import stat
 import subprocess
@@ -344,6 +345,48 @@ def test_a_data_dir_the_server_cannot_start_in_is_one_error_saying_what_to_do(
         EmbeddedPostgres(data_dir).start()
     assert str(broken.value) == f"the embedded PostgreSQL in {pgdata} did not start: its log ({pgdata}/log) says why"
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_a_server_that_will_not_start_is_said_to_with_its_own_reason(data_dir: Path) -> None:
+    """A data dir restored with the wrong permissions: what the server wrote in its log on this start is the
+    error, not only where the log is."""
+    server = EmbeddedPostgres(data_dir)
+    server.start()
+    server.stop()
+    pgdata = data_dir / "pg"
+    (pgdata / "log").write_text((pgdata / "log").read_text() + "2026-01-01 00:00:00 UTC [1] FATAL:  an old failure\n")
+    pgdata.chmod(0o755)
+    with pytest.raises(DatabaseError) as refused:
+        EmbeddedPostgres(data_dir).start()
+    assert str(refused.value) == (
+        f'the embedded PostgreSQL in {pgdata} did not start: data directory "{pgdata}" has invalid permissions. '
+        f"Permissions should be u=rwx (0700) or u=rwx,g=rx (0750) (its log: {pgdata}/log)"
+    )
+
+
+def test_a_database_that_cannot_be_created_says_why_not_where_no_log_is(data_dir: Path) -> None:
+    """A data dir on a disk too small for a new database: initdb fails and removes what it made, log included, so
+    the error may not send the DM to read that log: it says what initdb said."""
+
+    def small_disk() -> None:  # files may grow to 4 MB: a WAL segment (16 MB) does not fit
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4 << 20, resource.RLIM_INFINITY))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails instead of killing the writer
+
+    made = subprocess.run(
+        [sys.executable, "-c", "from bot.cli import main; main()", "campaign", "list"],
+        env={**os.environ, "LOREKEEPER_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=small_disk,
+    )
+    assert made.returncode == 1, made.stderr
+    assert made.stderr.startswith(
+        f"error: the embedded PostgreSQL in {data_dir / 'pg'} did not start: it could not create its database ("
+    ), made.stderr
+    assert "File too large" in made.stderr and "its log" not in made.stderr, made.stderr
+    assert len(made.stderr.splitlines()) == 1, made.stderr
 
 
 async def test_a_stale_pid_now_used_by_another_process_is_left_alone(data_dir: Path) -> None:

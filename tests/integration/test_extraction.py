@@ -479,6 +479,37 @@ async def test_a_wrong_typed_llm_item_is_dropped_and_the_rest_of_the_answer_kept
     assert "extraction dropped 2 malformed items: entities.0: name: Input should be a valid string" in caplog.text
 
 
+async def test_an_answer_whose_every_item_is_malformed_leaves_its_lines_to_the_rules(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    entries = await write(world, TRANSCRIPT)
+    # a model that ignores the schema's fields: JSON of the right shape, not one item usable
+    nonsense = {"entities": [{"entity": f"Name{i}", "kind": "npc"} for i in range(5000)], "facts": [{"fact": "x"}]}
+    fake_openai.queue_chat(json.dumps(nonsense))
+    stats = await run(world, entries, LLMExtractor(llm))
+    assert (stats.llm_errors, stats.entries_fallback) == (1, 4)
+    assert ("Brom", "member_of", "Silver Hand", "pending") in await facts(world)  # the rules read the lines
+    assert "unusable LLM answers (1; the first: LLM answer has no usable item (5,001 malformed: " in caplog.text
+    assert max(len(r.getMessage()) for r in caplog.records) < 2000  # not one problem per item: 5,000 of them
+
+
+async def test_many_malformed_items_beside_a_good_one_are_counted_not_each_logged(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    entries = await write(world, TRANSCRIPT)
+    ids = [e.id for e in entries]
+    answer = {
+        "entities": [{"entity": f"Name{i}", "kind": "npc"} for i in range(5000)],
+        "facts": [fact("Brom", "works_in", "Ironhold", None, 0.9, [ids[0]])],
+    }
+    fake_openai.queue_chat(json.dumps(answer))
+    stats = await run(world, entries, LLMExtractor(llm))
+    assert (stats.items_invalid, stats.llm_errors) == (5000, 0)
+    assert await facts(world) == [("Brom", "works_in", "Ironhold", "accepted")]
+    assert "extraction dropped 5000 malformed items: entities.0: name: Field required" in caplog.text
+    assert max(len(r.getMessage()) for r in caplog.records) < 2000
+
+
 async def test_a_proxy_error_page_fails_the_extraction_job_to_be_retried(
     world: CampaignMemory, memory: Memory, llm: OpenAILLM, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

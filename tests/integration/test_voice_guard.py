@@ -6,7 +6,10 @@ These tests run their own embedded server under /tmp (the shared test server mus
 from __future__ import annotations
 
 import asyncio
+import json
+import resource
 import shutil
+import signal
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -17,7 +20,7 @@ from memory.db import EmbeddedPostgres, create_pool, migrate
 from memory.recorder import Utterance, Word
 from memory.store import CampaignMemory, Memory
 from memory.voice.backoff import Backoff
-from memory.voice.guard import GuardState, MemoryGuard, Spool, SpoolPending, spool_path
+from memory.voice.guard import GuardState, MemoryGuard, Spool, SpoolPending, spool_dir, spool_path
 from tests.conftest import TEST_EMBEDDING
 
 #: Fast retries so recovery is noticed quickly; recovery itself is awaited as an event, never slept for.
@@ -155,6 +158,96 @@ async def test_leftover_spool_from_a_crash_is_replayed_first_exactly_once(
     # jobs were enqueued for the replayed lines too (same transaction as the L1 write)
     jobs = await own_campaign.db.fetchval("SELECT count(*) FROM pgqueuer")
     assert jobs >= 1
+
+
+async def test_a_full_disk_during_an_outage_keeps_the_lines_in_memory_until_one_is_back(
+    own_server: tuple[EmbeddedPostgres, str, Path], own_campaign: CampaignMemory
+) -> None:
+    server, _, data_dir = own_server
+    guard = await MemoryGuard.start(own_campaign, "Night of full disks", data_dir, batch_size=1, backoff=FAST)
+    try:
+        await guard.add(said(1))
+        server.stop()
+        # The spool cannot be written either (it lives beside the database, often on its disk): here a file
+        # stands where its folder should be.
+        spool_dir(data_dir).write_text("")
+        for i in range(2, 5):
+            added = await guard.add(said(i))  # never raises: the table plays on
+            assert added.seq == i
+        status = guard.status()
+        assert status.state == GuardState.degraded and status.spooled == 3
+        assert status.last_error is not None and "spool" in status.last_error
+        spool_dir(data_dir).unlink()  # space again: what waited in memory goes to the spool first, in order
+        await guard.add(said(5))
+        assert [u.seq for u in Spool(guard.spool.path)] == [2, 3, 4, 5]
+    finally:
+        server.start()
+    await asyncio.wait_for(guard.wait_healthy(), RECOVERY_TIMEOUT)
+    await guard.close()
+    assert await stored(own_campaign, guard.session.id) == [(i, f"line {i} about Eldrinax") for i in range(1, 6)]
+
+
+async def test_lines_neither_the_database_nor_the_disk_took_are_stored_when_the_database_is_back(
+    own_server: tuple[EmbeddedPostgres, str, Path], own_campaign: CampaignMemory
+) -> None:
+    server, _, data_dir = own_server
+    guard = await MemoryGuard.start(own_campaign, "Night of no disk", data_dir, batch_size=1, backoff=FAST)
+    spool_dir(data_dir).write_text("")  # no spool can be written all night
+    try:
+        await guard.add(said(1))
+        server.stop()
+        for i in range(2, 4):
+            await guard.add(said(i))
+        assert guard.status().spooled == 2
+    finally:
+        server.start()
+    await asyncio.wait_for(guard.wait_healthy(), RECOVERY_TIMEOUT)
+    await guard.add(said(4))
+    assert await stored(own_campaign, guard.session.id) == [(i, f"line {i} about Eldrinax") for i in range(1, 5)]
+    status = guard.status()
+    assert (status.state, status.stored, status.spooled, status.last_error) == (GuardState.healthy, 4, 0, None)
+    await guard.end()
+    await guard.close()
+
+
+async def test_lines_no_one_took_by_the_time_the_bot_stops_are_written_to_its_log(
+    own_server: tuple[EmbeddedPostgres, str, Path], own_campaign: CampaignMemory, caplog: pytest.LogCaptureFixture
+) -> None:
+    server, _, data_dir = own_server
+    guard = await MemoryGuard.start(own_campaign, "Night of no return", data_dir, batch_size=1, backoff=FAST)
+    spool_dir(data_dir).write_text("")
+    try:
+        server.stop()
+        await guard.add(said(1))
+        await guard.close()
+    finally:
+        server.start()
+    logged = [r.getMessage() for r in caplog.records if "neither the database nor the disk took" in r.getMessage()]
+    assert len(logged) == 1
+    lines = [json.loads(line) for line in logged[0].splitlines()[1:]]
+    assert lines == [
+        {"speaker": "Ana", "text": "line 1 about Eldrinax", "start": 1.0, "end": 1.8, "ref": "voice:111:1000"}
+    ]
+
+
+def test_a_spool_append_the_disk_cuts_short_leaves_no_torn_line(tmp_path: Path) -> None:
+    spool = Spool(tmp_path / "1-1.jsonl")
+    spool.append([said(1).model_copy(update={"seq": 1})])
+    size = spool.path.stat().st_size
+    # The disk fills up part way through a batch: the kernel writes what fits and refuses the rest.
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size + 40, hard))
+    try:
+        with pytest.raises(OSError):
+            spool.append([said(i).model_copy(update={"seq": i}) for i in (2, 3)])
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+    assert spool.path.stat().st_size == size  # the part that fitted is cut off again
+    # so what is appended once there is room again is read back whole, after the line before
+    spool.append([said(i).model_copy(update={"seq": i}) for i in (2, 3)])
+    assert [u.seq for u in spool] == [1, 2, 3]
 
 
 async def until(predicate: Callable[[], Awaitable[bool]], within_s: float) -> None:

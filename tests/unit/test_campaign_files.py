@@ -464,6 +464,15 @@ def test_yaml_syntax_error_gives_line_and_column() -> None:
     assert "(column 9)" in str(error) and "started at line 4" in str(error)
 
 
+def test_a_tab_where_yaml_wants_spaces_is_named() -> None:
+    # the parser says only "found character that cannot start any token"
+    error = refused("entities:\n\t- {name: Eldrinax, type: npc}\n")
+    assert str(error).startswith(
+        "castle.yaml:2: file: YAML syntax error: found character that cannot start any token (column 1): a tab, "
+        "and YAML indents with spaces only"
+    )
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
