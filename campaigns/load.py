@@ -36,7 +36,7 @@ from memory.models import (
     without_look_alikes,
 )
 from memory.store import CampaignMemory
-from memory.took_part import link_to_recaps
+from memory.took_part import link_to_recaps, named_anew
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ async def apply_campaign_file(
         await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
         ids: dict[str, int] = {}
         known: set[int] = set()  # entities the campaign had before this load: only their facts can be closed
-        accepted: list[int] = []  # new to the campaign, or accepted by this load: no recap links them yet
+        accepted: list[int] = []  # new to the campaign, accepted or newly named by this load: no recap links them yet
         for number, spec in enumerate(file.entities, start=1):
             try:
                 entity, outcome, before = await tx.graph.upsert_entity(
@@ -119,7 +119,7 @@ async def apply_campaign_file(
                 hint = RENAME_HINT if isinstance(exc, AlreadyExistsError) else ""
                 raise type(exc)(f"{spec.located(number)}: {exc}{hint}") from None
             setattr(report, f"entities_{outcome}", getattr(report, f"entities_{outcome}") + 1)
-            if before is None or before.status != ReviewStatus.accepted:
+            if before is None or before.status != ReviewStatus.accepted or named_anew(before, entity):
                 accepted.append(entity.id)
             if before is not None:
                 known.add(entity.id)

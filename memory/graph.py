@@ -384,10 +384,16 @@ class KnowledgeGraph:
         replace_attributes: bool = False,
     ) -> Entity:
         """Change an entity in place; ``attributes`` merge into the existing ones unless ``replace_attributes``. A
-        public entity renamed keeps its old name as an alias, unless ``aliases`` says what they are."""
-        async with transaction(self.db) as conn:  # name, fields and aliases change together or not at all
-            return await self.bound_to(conn)._update_entity(
-                name,
+        public entity renamed keeps its old name as an alias, unless ``aliases`` says what they are. An accepted
+        entity given a name or alias it did not have took part in the recapped sessions that said it (see
+        :func:`memory.took_part.link_to_recaps`)."""
+        from memory.took_part import link_to_recaps, named_anew  # it builds on this module
+
+        async with transaction(self.db) as conn:  # name, fields, aliases and links change together or not at all
+            graph = self.bound_to(conn)
+            before = await graph.get_entity(name)
+            updated = await graph._update_entity(
+                before,
                 new_name=new_name,
                 type=type,
                 description=description,
@@ -396,10 +402,13 @@ class KnowledgeGraph:
                 visibility=visibility,
                 replace_attributes=replace_attributes,
             )
+            if updated.status == ReviewStatus.accepted and named_anew(before, updated):
+                await link_to_recaps(graph, [updated.id])
+            return updated
 
     async def _update_entity(
         self,
-        name: str,
+        current: Entity,
         *,
         new_name: str | None,
         type: EntityType | None,
@@ -409,7 +418,6 @@ class KnowledgeGraph:
         visibility: Visibility | None,
         replace_attributes: bool,
     ) -> Entity:
-        current = await self.get_entity(name)
         if new_name is not None:
             new_name = clean_name(new_name)
             renamed = new_name.casefold() != current.name.casefold()
@@ -496,16 +504,18 @@ class KnowledgeGraph:
         )
         if wanted == have:
             return current, "updated" if accepted else "unchanged", before
-        updated = await self.update_entity(
-            current.name,
-            new_name=entity.name,
-            type=entity.type,
-            description=entity.description,
-            aliases=entity.aliases,
-            attributes=entity.attributes,
-            visibility=entity.visibility,
-            replace_attributes=True,
-        )
+        # not ``update_entity``: a file's names change many entities at once, their caller links them in one go
+        async with transaction(self.db) as conn:
+            updated = await self.bound_to(conn)._update_entity(
+                current,
+                new_name=entity.name,
+                type=entity.type,
+                description=entity.description,
+                aliases=entity.aliases,
+                attributes=entity.attributes,
+                visibility=entity.visibility,
+                replace_attributes=True,
+            )
         return updated, "updated", before
 
     async def _named(self, name: str) -> Entity | None:

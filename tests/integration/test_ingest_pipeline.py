@@ -948,3 +948,34 @@ async def test_an_entity_a_campaign_file_adds_took_part_in_the_recapped_sessions
     assert await sessions_of(crown, "Ilse Marrow") == []
     await apply_campaign_file(crown, read_campaign_file(more))  # loaded again: nothing new
     assert await sessions_of(crown, "Corvin Ash") == ["Session: Night 1"]
+
+
+async def test_a_name_an_entity_is_given_after_the_recap_that_heard_it_makes_it_one_who_took_part(
+    memory: Memory, crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """The recap links an entity by the names it had then: "the ferryman" said at the table, made Corvin Ash's alias
+    by the DM's edit afterwards (or by a campaign file, or a new name), makes Corvin Ash one who took part."""
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    for name in ("Corvin Ash", "Ilse Marrow", "Old Tam"):
+        await crown.graph.add_entity(EntityIn(name=name, type=EntityType.npc))
+    for title, line in [
+        ("Night 1", "DM: The ferryman rows you across to Ironhold."),
+        ("Night 2", "DM: The widow in grey pays the toll."),
+        ("Night 3", "DM: Tamsin Reed keeps the lighthouse."),
+    ]:
+        night = tmp_path / f"{title}.txt"
+        night.write_text(line + "\n")
+        await ingest_file(crown, night, session_title=title)
+        session = await crown.log.session_by_title(title)
+        assert session is not None
+        await jobs.summarize_session(ctx, crown.campaign_id, session.id)
+    assert [await sessions_of(crown, n) for n in ("Corvin Ash", "Ilse Marrow", "Old Tam")] == [[], [], []]
+
+    await crown.graph.update_entity("Corvin Ash", aliases=["the ferryman"])
+    assert await sessions_of(crown, "Corvin Ash") == ["Session: Night 1"]
+    await crown.graph.update_entity("Old Tam", new_name="Tamsin Reed")
+    assert await sessions_of(crown, "Tamsin Reed") == ["Session: Night 3"]
+    more = tmp_path / "more.yaml"
+    more.write_text("entities:\n  - {name: Ilse Marrow, type: npc, aliases: [the widow in grey]}\n")
+    await apply_campaign_file(crown, read_campaign_file(more))
+    assert await sessions_of(crown, "Ilse Marrow") == ["Session: Night 2"]
