@@ -21,6 +21,7 @@ from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, Relations
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_
 from memory.graph import SINGLE_VALUED
 from memory.models import (
+    MAX_FACT_VALUE_CHARS,
     Entity,
     EntityType,
     Provenance,
@@ -267,14 +268,23 @@ async def export_campaign_file(
             fact = f"{source} —{r.type!r}→ {target or r.value}"
             if (filed := _file_type(r.type, fact, on_skip)) is not None:
                 kind, was_cleaned = filed
-                spec = RelationshipSpec(
-                    source=source,
-                    type=kind,
-                    target=target,
-                    value=r.value,
-                    attributes=_file_attributes(r.attributes),
-                    secret=r.visibility == "secret",
-                )
+                fields = {
+                    "source": source,
+                    "type": kind,
+                    "target": target,
+                    "value": r.value,
+                    "attributes": _file_attributes(r.attributes),
+                    "secret": r.visibility == "secret",
+                }
+                if r.value is not None and len(r.value) > MAX_FACT_VALUE_CHARS:  # stored before every edge kept it
+                    on_skip(
+                        f"wrote {clip(fact, 40)} whole: its value has {len(r.value):,} characters, more than the "
+                        f"{MAX_FACT_VALUE_CHARS} a campaign file loads; shorten it (longer notes go in the "
+                        "description) before loading the file back"
+                    )
+                    spec = RelationshipSpec.model_construct(**fields)  # the DM's text: a backup loses none of it
+                else:
+                    spec = RelationshipSpec(**fields)
                 if was_cleaned:
                     changed.append((fact, spec))
                 else:

@@ -50,6 +50,7 @@ from memory.models import (
     clean_name,
     relationship_type,
     storable,
+    value_within_limit,
 )
 
 Scalar = str | int | float | bool | None
@@ -191,7 +192,7 @@ class RelationshipSpec(_Strict):
     source: Name
     type: Annotated[StrictStr, AfterValidator(normalise_relationship_type)]
     target: Name | None = None
-    value: Annotated[StrictStr, AfterValidator(lambda v: storable(_nfc(v)).strip())] | None = None
+    value: Annotated[StrictStr, AfterValidator(lambda v: value_within_limit(storable(_nfc(v)).strip()))] | None = None
     attributes: Attributes = Field(default_factory=dict)
     secret: StrictBool = False  # DM-only, even between public entities
 

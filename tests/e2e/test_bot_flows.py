@@ -390,12 +390,15 @@ async def test_review_card_of_long_texts_stays_within_discord_limits(
     """Accepting a fact with a long value, line and closed fact edited its card past Discord's 6,000 characters
     in total: the accept was saved, but the card kept its buttons and looked pending."""
     eldrinax = await ashes.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc))
-    await ashes.graph.add_relationship(RelationshipIn(source_id=eldrinax.id, type="hoards", value="old gold " * 300))
+    # values longer than one may be now, as a database written before may hold them (unchecked here)
+    await ashes.graph.add_relationship(
+        RelationshipIn.model_construct(source_id=eldrinax.id, type="hoards", value="old gold " * 300)
+    )
     night = await ashes.log.start_session("Night one")
     line = await ashes.log.write(night.id, EntryIn(speaker="Ana", text="Eldrinax hoards " + "gold " * 300, start_s=6))
     heard = Provenance(source=Source.stated, confidence=0.4, session_id=night.id, entry_ids=[line.id])
     await ashes.graph.add_relationship(
-        RelationshipIn(source_id=eldrinax.id, type="hoards", value="new gold " * 600, provenance=heard)
+        RelationshipIn.model_construct(source_id=eldrinax.id, type="hoards", value="new gold " * 600, provenance=heard)
     )
     record = await fake_discord.invoke("review", user_id=dm)
     await record.wait_for(lambda r: len(r.followups) == 1)
@@ -455,7 +458,8 @@ async def test_review_edit_keeps_text_too_long_for_its_box(
         )
     )
     fact = await ashes.graph.add_relationship(
-        RelationshipIn(source_id=mira.id, type="knows", value="lore " * 240, provenance=low)
+        # longer than a value may be now, as a database written before may hold it (unchecked here)
+        RelationshipIn.model_construct(source_id=mira.id, type="knows", value="lore " * 240, provenance=low)
     )
     record = await fake_discord.invoke("review", user_id=dm)
     await record.wait_for(lambda r: len(r.followups) == 2)

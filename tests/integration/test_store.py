@@ -481,7 +481,7 @@ async def test_editing_a_review_item_follows_the_rules_a_fact_is_added_by(campai
         await campaign.review.edit(f"f{fact.id}", type="x" * 101)
     with pytest.raises(InvalidInputError, match="value contains a NUL character"):
         await campaign.review.edit(f"f{fact.id}", value="Sir\x00")
-    with pytest.raises(InvalidInputError, match="value: 501 characters, more than the 500 a fact's value holds"):
+    with pytest.raises(InvalidInputError, match="value has 501 characters; a fact's value has at most 500"):
         await campaign.review.edit(f"f{fact.id}", value="S" * 501)  # as /entity link and the Edit box refuse it
     assert (await g.get_relationship(fact.id)).status == ReviewStatus.pending  # nothing changed
     edited = await campaign.review.edit(f"f{fact.id}", type="Sworn To")
