@@ -887,6 +887,41 @@ async def test_review_channel_gets_items_as_the_database_announces_them(
     assert len(fake_discord.channel_messages) == len(names)
 
 
+async def test_review_channel_gets_the_items_of_a_campaign_not_active_each_card_naming_its_campaign(
+    review_channel: FakeChannel,
+    ashes: CampaignMemory,
+    bot: LorekeeperBot,
+    fake_discord: FakeDiscord,
+    memory: Memory,
+    guild: FakeGuild,
+    dm: FakeMember,
+) -> None:
+    """A session's jobs may finish after the DM switched to another campaign: what they file waits in its own
+    campaign's queue, and its cards are posted all the same (they went nowhere), each saying which campaign it is
+    of; its buttons decide it there."""
+    await fake_discord.invoke("campaign create", {"name": "Frostmaw"}, user_id=dm)
+    await fake_discord.invoke("lorekeeper setup", {"review_channel": review_channel}, user_id=dm)
+    await fake_discord.invoke("campaign switch", {"name": "Frostmaw"}, user_id=dm)
+    frostmaw = await active(memory, guild)
+    low = Provenance(source=Source.stated, confidence=0.4, session_id=None)
+    for mem, name in [(ashes, "Mira"), (frostmaw, "Hrolf")]:
+        await mem.graph.add_entity(
+            EntityIn(name=name, type=EntityType.npc, status=ReviewStatus.pending, provenance=low)
+        )
+    async with asyncio.timeout(10):
+        posted = await fake_discord.wait_for_channel_messages(2)
+    cards = {m["embeds"][0]["description"]: m for m in posted}
+    assert sorted(cards) == ["new npc 'Hrolf'", "new npc 'Mira'"]
+    assert cards["new npc 'Mira'"]["content"] == "Campaign: **Ashes**"
+    assert cards["new npc 'Hrolf'"]["content"] == "Campaign: **Frostmaw**"
+    mira = cards["new npc 'Mira'"]
+    clicked = await fake_discord.click(mira, mira["components"][0]["components"][0]["custom_id"], user_id=dm)
+    assert clicked.callback_type == 7
+    decided = fake_discord.messages[int(mira["id"])]
+    assert decided["content"] == "Campaign: **Ashes**" and decided["embeds"][0]["footer"]["text"] == "accepted by dm"
+    assert (await ashes.graph.get_entity("Mira")).status == ReviewStatus.accepted
+
+
 # ---------------------------------------------------------------------------------------------- setup
 
 
