@@ -860,7 +860,9 @@ class KnowledgeGraph:
         try:
             async with transaction(self.db) as conn:  # a savepoint: a lost race must not abort the caller's work
                 # True from when it was said, if heard in a session (an older session imported late must not
-                # outdate what is known since: accepted, it is history); else from now.
+                # outdate what is known since: accepted, it is history); else from now. Its first line's place in
+                # the session, as microseconds, orders lines said at one time: an untimed transcript's are all at
+                # 0:00, and of two facts it gives, the one said later holds whichever the DM accepts first.
                 rel_id = await conn.fetchval(
                     """
                 INSERT INTO relationships (campaign_id, source_id, type, target_id, value, attributes, visibility,
@@ -868,6 +870,11 @@ class KnowledgeGraph:
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, least(now(), (
                     SELECT s.started_at
                            + make_interval(secs => least(coalesce(($9::jsonb ->> 'timestamp')::float8, 0), 1e9))
+                           + make_interval(secs => coalesce((
+                               SELECT min(e.seq) FROM session_entries e
+                               WHERE e.campaign_id = $1 AND e.session_id = s.id AND e.id = ANY(ARRAY(
+                                   SELECT jsonb_array_elements_text($9::jsonb -> 'entry_ids')::bigint))
+                           ), 0) * 1e-6)
                     FROM sessions s WHERE s.campaign_id = $1 AND s.id = ($9::jsonb ->> 'session_id')::bigint
                 )))
                 RETURNING id

@@ -979,3 +979,32 @@ async def test_a_name_an_entity_is_given_after_the_recap_that_heard_it_makes_it_
     more.write_text("entities:\n  - {name: Ilse Marrow, type: npc, aliases: [the widow in grey]}\n")
     await apply_campaign_file(crown, read_campaign_file(more))
     assert await sessions_of(crown, "Ilse Marrow") == ["Session: Night 2"]
+
+
+async def test_in_an_untimed_transcript_the_fact_said_last_holds_whichever_the_dm_accepts_first(
+    crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """A plain-text transcript has no times: every line is "at 0:00" of its session. Two lines saying where Corvin
+    lives are still said one after the other, and the later one holds, whatever order the DM accepts them in."""
+    from memory.extraction import RuleExtractor, extract_into_graph
+
+    await crown.graph.add_entity(EntityIn(name="Corvin", type=EntityType.npc))
+    night = tmp_path / "night.txt"
+    night.write_text("DM: Corvin lives in Ironhold.\nAna: We row across the lake.\nDM: Corvin lives in Saltmere.\n")
+    await ingest_file(crown, night, session_title="Night 1")
+    session = await crown.log.session_by_title("Night 1")
+    assert session is not None
+    entries = await crown.log.session_entries(session.id)
+    assert {e.start_s for e in entries} == {0.0}
+    await extract_into_graph(crown, session_id=session.id, entries=entries, extractor=RuleExtractor())
+    lives = {
+        i.fact.target_name: i for i in await crown.review.pending(limit=100) if i.fact and i.fact.type == "lives_in"
+    }
+    assert sorted(lives) == ["Ironhold", "Saltmere"]
+
+    await crown.review.accept(lives["Saltmere"].ref)
+    earlier = await crown.review.accept(lives["Ironhold"].ref)
+    assert earlier.outdated_by is not None and earlier.outdated_by.target_name == "Saltmere"
+    corvin = await crown.graph.get_entity("Corvin")
+    current = [r.target_name for r in await crown.graph.relationships_of(corvin.id) if r.type == "lives_in"]
+    assert current == ["Saltmere"]
