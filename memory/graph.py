@@ -98,10 +98,11 @@ _SEEN = """({f}.visibility = 'public' AND {f}.status = 'accepted' AND ({f}.targe
 #: The campaign's ($1) facts as players know them. A fact they cannot see (secret, or about a secret entity) closes
 #: the public one it contradicts, but players must not learn that something replaced it: to them that one holds
 #: until a fact they see, newer than it, contradicts it by :meth:`KnowledgeGraph.close_contradicted`'s rule, or
-#: says it again (the single-valued types: constants, not input).
+#: says it again (the single-valued types: constants, not input). ``{touching}``: a condition on ``r`` that each
+#: branch applies before its joins (see :func:`_facts`).
 _PLAYERS_FACTS = f"""(
     SELECT {_FACT_COLUMNS}, r.valid_to, r.superseded_by, r.created_at FROM relationships r
-    WHERE r.campaign_id = $1 AND NOT EXISTS (
+    WHERE r.campaign_id = $1 AND {{touching}} AND NOT EXISTS (
         SELECT 1 FROM relationships h WHERE h.campaign_id = $1 AND h.id = r.superseded_by AND NOT {_SEEN.format(f="h")}
     )
     UNION ALL
@@ -116,13 +117,15 @@ _PLAYERS_FACTS = f"""(
           AND (c.valid_from, c.id) > (r.valid_from, r.id)
         ORDER BY c.valid_from, c.id LIMIT 1
     ) seen ON true
-    WHERE r.campaign_id = $1 AND NOT {_SEEN.format(f="h")}
+    WHERE r.campaign_id = $1 AND {{touching}} AND NOT {_SEEN.format(f="h")}
 )"""
 
 
-def _facts(include_secret: bool) -> str:
-    """The relationships a query reads: all of them for the DM, for players as they know them."""
-    return "relationships" if include_secret else _PLAYERS_FACTS
+def _facts(include_secret: bool, touching: str = "true") -> str:
+    """The relationships a query reads: all of them for the DM, for players as they know them. ``touching`` (SQL on
+    ``r``, the facts of one entity, say) restricts the players' ones where it can use an index, before the joins
+    that find what they may see: a condition outside them came after reading every fact of the campaign."""
+    return "relationships" if include_secret else _PLAYERS_FACTS.format(touching=touching)
 
 
 def _rel_select(include_secret: bool) -> str:
@@ -1198,6 +1201,7 @@ class KnowledgeGraph:
         number of edges instead of growing with the number of paths."""
         if not 1 <= max_depth <= 6:
             raise InvalidInputError("traversal depth must be between 1 and 6")
+        touching = "(r.source_id = w.entity_id OR r.target_id = w.entity_id)"  # each step's facts, by index
         rows = await self.db.fetch(
             f"""
             WITH RECURSIVE walk(entity_id, depth, via) AS (
@@ -1205,7 +1209,7 @@ class KnowledgeGraph:
                 UNION
                 SELECT other.id, w.depth + 1, r.id
                 FROM walk w
-                JOIN {_facts(include_secret)} r
+                JOIN {"" if include_secret else "LATERAL "}{_facts(include_secret, touching)} r
                   ON r.campaign_id = $1 AND (r.source_id = w.entity_id OR r.target_id = w.entity_id)
                 CROSS JOIN LATERAL (
                     SELECT CASE WHEN r.source_id = w.entity_id THEN r.target_id ELSE r.source_id END AS id
