@@ -1,6 +1,6 @@
 """Store benchmark: bulk-load 10k entities, 100k L1 entries and 100k chunks, then time the memory API's queries.
 
-    python bench/store.py [--entities 10000] [--entries 100000] [--chunks 100000] [--queries 300]
+    python bench/store.py [--entities 10000] [--facts 30000] [--entries 100000] [--chunks 100000] [--queries 300]
 
 Runs on a throw-away embedded PostgreSQL under /tmp. L1 text comes from the real Critical Role transcripts in
 ../shared/data/crd3 when present (synthetic sentences otherwise); vectors are clustered synthetic 384-d unit
@@ -96,12 +96,23 @@ async def main(args: argparse.Namespace) -> None:
             )
             rels = {
                 (rng.choice(ids), rng.choice(["knows", "ally_of", "located_in", "owns"]), rng.choice(ids))
-                for _ in range(args.entities * 3)
+                for _ in range(args.facts or args.entities * 3)
             }
             await conn.copy_records_to_table(
                 "relationships",
                 columns=["campaign_id", "source_id", "type", "target_id"],
                 records=[(camp.id, a, ty, b) for a, ty, b in rels if a != b],
+            )
+            # what players must not see, and history: one fact in 20 secret, one in 10 closed by the next one
+            await conn.execute(
+                "UPDATE relationships SET visibility = 'secret' WHERE campaign_id = $1 AND id % 20 = 0", camp.id
+            )
+            await conn.execute(
+                """
+                UPDATE relationships r SET valid_to = now(), superseded_by = n.id FROM relationships n
+                WHERE r.campaign_id = $1 AND r.id % 10 = 1 AND n.campaign_id = $1 AND n.id = r.id + 1
+                """,
+                camp.id,
             )
         loads.append(
             ("entities + aliases + relationships", len(ids) + len(ids[::3]) + len(rels), time.perf_counter() - t)
@@ -192,8 +203,13 @@ async def main(args: argparse.Namespace) -> None:
                 lambda: mem.semantic.nearest(queries[next(qi) % n], k=10, session_id=rng.choice(sessions)),
                 n,
             ),
-            await timed("L3 3-hop traversal", lambda: mem.graph.traverse(rng.choice(ids), max_depth=3), n),
-            await timed("L3 identity snapshot", lambda: mem.graph.snapshot(rng.choice(names)), n),
+            await timed("L3 3-hop traversal, players", lambda: mem.graph.traverse(rng.choice(ids), max_depth=3), n),
+            await timed(
+                "L3 3-hop traversal, DM",
+                lambda: mem.graph.traverse(rng.choice(ids), max_depth=3, include_secret=True),
+                n,
+            ),
+            await timed("L3 identity snapshot, players", lambda: mem.graph.snapshot(rng.choice(names)), n),
         ]
         size = await pool.fetchval("SELECT pg_size_pretty(pg_database_size(current_database()))")
         await pool.close()
@@ -201,7 +217,10 @@ async def main(args: argparse.Namespace) -> None:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
 
-    print(f"\nLoad ({args.entities} entities, {args.entries} entries, {args.chunks} chunks; database {size})")
+    print(
+        f"\nLoad ({args.entities} entities, {len(rels)} facts, {args.entries} entries, {args.chunks} chunks; "
+        f"database {size})"
+    )
     print(f"| {'what':<44} | {'rows':>8} | {'seconds':>8} | {'rows/s':>9} |")
     print(f"|{'-' * 46}|{'-' * 10}|{'-' * 10}|{'-' * 11}|")
     for label, rows, secs in loads:
@@ -216,6 +235,7 @@ async def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--entities", type=int, default=10_000)
+    parser.add_argument("--facts", type=int, default=None, help="relationships drawn (default: 3 per entity)")
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=300)

@@ -21,6 +21,7 @@ from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, Relations
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_
 from memory.graph import SINGLE_VALUED
 from memory.models import (
+    MAX_FACT_VALUE_CHARS,
     Entity,
     EntityType,
     Provenance,
@@ -36,7 +37,7 @@ from memory.models import (
     without_look_alikes,
 )
 from memory.store import CampaignMemory
-from memory.took_part import link_to_recaps
+from memory.took_part import link_to_recaps, named_anew
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ async def apply_campaign_file(
         await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
         ids: dict[str, int] = {}
         known: set[int] = set()  # entities the campaign had before this load: only their facts can be closed
-        accepted: list[int] = []  # new to the campaign, or accepted by this load: no recap links them yet
+        accepted: list[int] = []  # new to the campaign, accepted or newly named by this load: no recap links them yet
         for number, spec in enumerate(file.entities, start=1):
             try:
                 entity, outcome, before = await tx.graph.upsert_entity(
@@ -119,7 +120,7 @@ async def apply_campaign_file(
                 hint = RENAME_HINT if isinstance(exc, AlreadyExistsError) else ""
                 raise type(exc)(f"{spec.located(number)}: {exc}{hint}") from None
             setattr(report, f"entities_{outcome}", getattr(report, f"entities_{outcome}") + 1)
-            if before is None or before.status != ReviewStatus.accepted:
+            if before is None or before.status != ReviewStatus.accepted or named_anew(before, entity):
                 accepted.append(entity.id)
             if before is not None:
                 known.add(entity.id)
@@ -275,14 +276,23 @@ async def export_campaign_file(
             fact = f"{source} —{r.type!r}→ {target or r.value}"
             if (filed := _file_type(r.type, fact, on_skip)) is not None:
                 kind, was_cleaned = filed
-                spec = RelationshipSpec(
-                    source=source,
-                    type=kind,
-                    target=target,
-                    value=r.value,
-                    attributes=_file_attributes(r.attributes),
-                    secret=r.visibility == "secret",
-                )
+                fields = {
+                    "source": source,
+                    "type": kind,
+                    "target": target,
+                    "value": r.value,
+                    "attributes": _file_attributes(r.attributes),
+                    "secret": r.visibility == "secret",
+                }
+                if r.value is not None and len(r.value) > MAX_FACT_VALUE_CHARS:  # stored before every edge kept it
+                    on_skip(
+                        f"wrote {clip(fact, 40)} whole: its value has {len(r.value):,} characters, more than the "
+                        f"{MAX_FACT_VALUE_CHARS} a campaign file loads; shorten it (longer notes go in the "
+                        "description) before loading the file back"
+                    )
+                    spec = RelationshipSpec.model_construct(**fields)  # the DM's text: a backup loses none of it
+                else:
+                    spec = RelationshipSpec(**fields)
                 if was_cleaned:
                     changed.append((fact, spec))
                 else:

@@ -52,6 +52,7 @@ from memory.models import (
     heard_as_phrases,
     relationship_type,
     storable,
+    value_within_limit,
 )
 
 Scalar = str | int | float | bool | None
@@ -205,7 +206,7 @@ class RelationshipSpec(_Strict):
     source: Name
     type: Annotated[StrictStr, AfterValidator(normalise_relationship_type)]
     target: Name | None = None
-    value: Annotated[StrictStr, AfterValidator(lambda v: storable(_nfc(v)).strip())] | None = None
+    value: Annotated[StrictStr, AfterValidator(lambda v: value_within_limit(storable(_nfc(v)).strip()))] | None = None
     attributes: Attributes = Field(default_factory=dict)
     secret: StrictBool = False  # DM-only, even between public entities
 

@@ -35,7 +35,7 @@ from bot.checks import (
 from bot.views import OwnedModal, add_field_within, clip
 from memory.errors import AlreadyDecidedError, NotFoundError
 from memory.graph import kept_old_name
-from memory.models import MAX_FACT_VALUE_CHARS, EntityType, MergeResult, ReviewItem, ReviewStatus
+from memory.models import MAX_FACT_VALUE_CHARS, Campaign, EntityType, MergeResult, ReviewItem, ReviewStatus
 from memory.review import ReviewQueue, describe_same_as, watch_new_items
 from memory.store import CampaignMemory
 
@@ -401,7 +401,7 @@ class Review(commands.Cog):
             guild = self.bot.get_guild(guild_id) if guild_id else None
             if guild is None:
                 return
-            posted = await self.post_new_pending(guild)
+            posted = await self.post_new_pending(guild, campaign_id)
         except Exception:
             log.exception("posting the review items of campaign %s failed", campaign_id)
             return
@@ -440,16 +440,20 @@ class Review(commands.Cog):
     async def _before_poll(self) -> None:
         await self.bot.wait_until_ready()
 
-    async def post_new_pending(self, guild: discord.Guild) -> int:
-        """Post the active campaign's items not yet posted to its review channel, if it has one (a batch)."""
+    async def post_new_pending(self, guild: discord.Guild, campaign_id: int | None = None) -> int:
+        """Post the items not yet posted of each of the guild's campaigns (or of ``campaign_id``) to its review
+        channel, if it has one (a batch of each); returns how many. Not only the active campaign's: a session's jobs
+        may file items after the DM switched to another, so each card says which campaign it is of."""
         async with self._posting.setdefault(guild.id, asyncio.Lock()):
-            return await self._post_new_pending(guild)
+            self._withheld.pop(guild.id, None)  # said again below if it still holds
+            posted = 0
+            for campaign in await self.bot.memory.campaigns(guild.id).list():
+                if campaign_id in (None, campaign.id):
+                    posted += await self._post_new_pending(guild, campaign)
+            return posted
 
-    async def _post_new_pending(self, guild: discord.Guild) -> int:
-        self._withheld.pop(guild.id, None)  # said again below if it still holds
-        campaigns = self.bot.memory.campaigns(guild.id)
-        campaign = await campaigns.active()
-        if campaign is None or not campaign.settings.get(REVIEW_CHANNEL_KEY):
+    async def _post_new_pending(self, guild: discord.Guild, campaign: Campaign) -> int:
+        if not campaign.settings.get(REVIEW_CHANNEL_KEY):
             return 0
         channel = guild.get_channel(int(campaign.settings[REVIEW_CHANNEL_KEY]))
         if not isinstance(channel, discord.TextChannel):
@@ -468,7 +472,10 @@ class Review(commands.Cog):
             )
             return 0
         for item in fresh:
-            await channel.send(embed=item_embed(item), view=item_view(campaign.id, item.ref))
+            # above the card, which the buttons' answers edit and keep it
+            await channel.send(
+                f"Campaign: **{campaign.name}**", embed=item_embed(item), view=item_view(campaign.id, item.ref)
+            )
             await mem.review.mark_posted(item)
         return len(fresh)
 

@@ -102,10 +102,11 @@ _SEEN = """({f}.visibility = 'public' AND {f}.status = 'accepted' AND ({f}.targe
 #: The campaign's ($1) facts as players know them. A fact they cannot see (secret, or about a secret entity) closes
 #: the public one it contradicts, but players must not learn that something replaced it: to them that one holds
 #: until a fact they see, newer than it, contradicts it by :meth:`KnowledgeGraph.close_contradicted`'s rule, or
-#: says it again (the single-valued types: constants, not input).
+#: says it again (the single-valued types: constants, not input). ``{touching}``: a condition on ``r`` that each
+#: branch applies before its joins (see :func:`_facts`).
 _PLAYERS_FACTS = f"""(
     SELECT {_FACT_COLUMNS}, r.valid_to, r.superseded_by, r.created_at FROM relationships r
-    WHERE r.campaign_id = $1 AND NOT EXISTS (
+    WHERE r.campaign_id = $1 AND {{touching}} AND NOT EXISTS (
         SELECT 1 FROM relationships h WHERE h.campaign_id = $1 AND h.id = r.superseded_by AND NOT {_SEEN.format(f="h")}
     )
     UNION ALL
@@ -120,13 +121,15 @@ _PLAYERS_FACTS = f"""(
           AND (c.valid_from, c.id) > (r.valid_from, r.id)
         ORDER BY c.valid_from, c.id LIMIT 1
     ) seen ON true
-    WHERE r.campaign_id = $1 AND NOT {_SEEN.format(f="h")}
+    WHERE r.campaign_id = $1 AND {{touching}} AND NOT {_SEEN.format(f="h")}
 )"""
 
 
-def _facts(include_secret: bool) -> str:
-    """The relationships a query reads: all of them for the DM, for players as they know them."""
-    return "relationships" if include_secret else _PLAYERS_FACTS
+def _facts(include_secret: bool, touching: str = "true") -> str:
+    """The relationships a query reads: all of them for the DM, for players as they know them. ``touching`` (SQL on
+    ``r``, the facts of one entity, say) restricts the players' ones where it can use an index, before the joins
+    that find what they may see: a condition outside them came after reading every fact of the campaign."""
+    return "relationships" if include_secret else _PLAYERS_FACTS.format(touching=touching)
 
 
 def _rel_select(include_secret: bool) -> str:
@@ -435,10 +438,16 @@ class KnowledgeGraph:
         public entity renamed keeps its old name as an alias, unless ``aliases`` says what they are; a secret one's
         old name stays hidden from players while it is secret (what was said of it still says that name).
         ``heard_as`` replaces what the recogniser is known to write for its name; the lines a new phrase is in are
-        corrected again by a background job (:func:`memory.jobs.enqueue_recorrection`)."""
-        async with transaction(self.db) as conn:  # name, fields and aliases change together or not at all
-            return await self.bound_to(conn)._update_entity(
-                name,
+        corrected again by a background job (:func:`memory.jobs.enqueue_recorrection`). An accepted entity given a
+        name or alias it did not have took part in the recapped sessions that said it (see
+        :func:`memory.took_part.link_to_recaps`)."""
+        from memory.took_part import link_to_recaps, named_anew  # it builds on this module
+
+        async with transaction(self.db) as conn:  # name, fields, aliases and links change together or not at all
+            graph = self.bound_to(conn)
+            before = await graph.get_entity(name)
+            updated = await graph._update_entity(
+                before,
                 new_name=new_name,
                 type=type,
                 description=description,
@@ -448,10 +457,13 @@ class KnowledgeGraph:
                 replace_attributes=replace_attributes,
                 heard_as=heard_as,
             )
+            if updated.status == ReviewStatus.accepted and named_anew(before, updated):
+                await link_to_recaps(graph, [updated.id])
+            return updated
 
     async def _update_entity(
         self,
-        name: str,
+        current: Entity,
         *,
         new_name: str | None,
         type: EntityType | None,
@@ -462,7 +474,6 @@ class KnowledgeGraph:
         replace_attributes: bool,
         heard_as: Sequence[str] | None = None,
     ) -> Entity:
-        current = await self.get_entity(name)
         public = (visibility or current.visibility) == Visibility.public
         renamed = False
         phrases = heard_as_phrases(list(heard_as)) if heard_as is not None else None
@@ -583,17 +594,19 @@ class KnowledgeGraph:
         )
         if wanted == have:
             return current, "updated" if accepted else "unchanged", before
-        updated = await self.update_entity(
-            current.name,
-            new_name=entity.name,
-            type=entity.type,
-            description=entity.description,
-            aliases=entity.aliases,
-            attributes=entity.attributes,
-            visibility=entity.visibility,
-            replace_attributes=True,
-            heard_as=entity.heard_as,
-        )
+        # not ``update_entity``: a file's names change many entities at once, their caller links them in one go
+        async with transaction(self.db) as conn:
+            updated = await self.bound_to(conn)._update_entity(
+                current,
+                new_name=entity.name,
+                type=entity.type,
+                description=entity.description,
+                aliases=entity.aliases,
+                attributes=entity.attributes,
+                visibility=entity.visibility,
+                replace_attributes=True,
+                heard_as=entity.heard_as,
+            )
         return updated, "updated", before
 
     async def _named(self, name: str) -> Entity | None:
@@ -1034,7 +1047,9 @@ class KnowledgeGraph:
         try:
             async with transaction(self.db) as conn:  # a savepoint: a lost race must not abort the caller's work
                 # True from when it was said, if heard in a session (an older session imported late must not
-                # outdate what is known since: accepted, it is history); else from now.
+                # outdate what is known since: accepted, it is history); else from now. Its first line's place in
+                # the session, as microseconds, orders lines said at one time: an untimed transcript's are all at
+                # 0:00, and of two facts it gives, the one said later holds whichever the DM accepts first.
                 rel_id = await conn.fetchval(
                     """
                 INSERT INTO relationships (campaign_id, source_id, type, target_id, value, attributes, visibility,
@@ -1042,6 +1057,11 @@ class KnowledgeGraph:
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, least(now(), (
                     SELECT s.started_at
                            + make_interval(secs => least(coalesce(($9::jsonb ->> 'timestamp')::float8, 0), 1e9))
+                           + make_interval(secs => coalesce((
+                               SELECT min(e.seq) FROM session_entries e
+                               WHERE e.campaign_id = $1 AND e.session_id = s.id AND e.id = ANY(ARRAY(
+                                   SELECT jsonb_array_elements_text($9::jsonb -> 'entry_ids')::bigint))
+                           ), 0) * 1e-6)
                     FROM sessions s WHERE s.campaign_id = $1 AND s.id = ($9::jsonb ->> 'session_id')::bigint
                 )))
                 RETURNING id
@@ -1386,6 +1406,7 @@ class KnowledgeGraph:
         number of edges instead of growing with the number of paths."""
         if not 1 <= max_depth <= 6:
             raise InvalidInputError("traversal depth must be between 1 and 6")
+        touching = "(r.source_id = w.entity_id OR r.target_id = w.entity_id)"  # each step's facts, by index
         rows = await self.db.fetch(
             f"""
             WITH RECURSIVE walk(entity_id, depth, via) AS (
@@ -1393,7 +1414,7 @@ class KnowledgeGraph:
                 UNION
                 SELECT other.id, w.depth + 1, r.id
                 FROM walk w
-                JOIN {_facts(include_secret)} r
+                JOIN {"" if include_secret else "LATERAL "}{_facts(include_secret, touching)} r
                   ON r.campaign_id = $1 AND (r.source_id = w.entity_id OR r.target_id = w.entity_id)
                 CROSS JOIN LATERAL (
                     SELECT CASE WHEN r.source_id = w.entity_id THEN r.target_id ELSE r.source_id END AS id

@@ -250,24 +250,31 @@ def session_title(value: str) -> str:
     return title
 
 
-#: A fact's value as the DM gives it (a link, a review edit) is a state ("dead", "sleeping under Ironhold"), not
-#: notes: short enough that a reply quoting it beside the fact it closed fits one Discord message.
+#: A fact's value is a state ("dead", "sleeping under Ironhold"), not notes: short enough that a reply quoting it
+#: beside the fact it closed fits one Discord message. The one limit, whoever gives the value: the DM (a link, a
+#: review edit, a campaign file) is told, an extractor's longer value is dropped (``memory.extraction.validate``),
+#: and :class:`RelationshipIn` holds every other way in to it.
 MAX_FACT_VALUE_CHARS = 500
+
+
+def value_within_limit(value: str) -> str:
+    """``value``, unless it is longer than a fact's value may be (the message follows the field's name)."""
+    if len(value) > MAX_FACT_VALUE_CHARS:
+        raise ValueError(
+            f"has {len(value):,} characters; a fact's value has at most {MAX_FACT_VALUE_CHARS}: give the state "
+            "(dead, sleeping under Ironhold) and put longer notes in the entity's description"
+        )
+    return value
 
 
 def fact_value(value: str) -> str:
     """A fact's value as the DM gives it: NFC and trimmed, as a campaign file's; storable, not empty, not overlong."""
     try:
-        text = unicodedata.normalize("NFC", storable(value)).strip()
+        text = value_within_limit(unicodedata.normalize("NFC", storable(value)).strip())
     except ValueError as exc:
         raise InvalidInputError(f"value {exc}") from None
     if not text:
         raise InvalidInputError("value: must not be empty")
-    if len(text) > MAX_FACT_VALUE_CHARS:
-        raise InvalidInputError(
-            f"value: {len(text):,} characters, more than the {MAX_FACT_VALUE_CHARS} a fact's value holds; give the "
-            "state (dead, sleeping under Ironhold) and put longer notes in the entity's description"
-        )
     return text
 
 
@@ -506,7 +513,7 @@ class RelationshipIn(BaseModel):
     provenance: Provenance = Field(default_factory=Provenance)
     status: ReviewStatus | None = None  # None: decided by provenance confidence against the threshold
 
-    _storable = field_validator("value")(classmethod(lambda cls, v: storable(v)))
+    _value = field_validator("value")(classmethod(lambda cls, v: v if v is None else value_within_limit(storable(v))))
     _attributes = field_validator("attributes")(classmethod(lambda cls, v: check_attributes(v)))
 
     _type = field_validator("type")(classmethod(lambda cls, v: relationship_type(v)))

@@ -1,8 +1,9 @@
 """Who took part in a session: links from the accepted entities its lines name to its recap's event entity.
 
-The recap job links those accepted when it writes the recap. An entity accepted later (from the review queue, added
-by the DM, loaded from a campaign file) gets the links of the recapped sessions that named it here, found as the
-recap job finds them, so its card does not leave out the sessions it was in.
+The recap job links those accepted when it writes the recap, by the names they have then. An entity accepted later
+(from the review queue, added by the DM, loaded from a campaign file), or given a name or alias later (the table's
+"the ferryman" made Corvin Ash's), gets the links of the recapped sessions that named it here, found as the recap job
+finds them, so its card does not leave out the sessions it was in.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Collection
 from memory.correction.text import normalize, spaced_form
 from memory.gazetteer import Gazetteer
 from memory.graph import KnowledgeGraph
-from memory.models import EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
+from memory.models import Entity, EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
 from memory.session_log import SessionLog
 
 #: Entities looked for by one full-text query: a campaign file may add thousands at once.
@@ -30,6 +31,12 @@ def took_part(entity_id: int, event_id: int, session_id: int) -> RelationshipIn:
         status=ReviewStatus.accepted,
         provenance=Provenance(source=Source.inferred, confidence=1.0, session_id=session_id),
     )
+
+
+def named_anew(before: Entity, after: Entity) -> bool:
+    """Whether ``after`` goes by a name or alias ``before`` did not: recaps may have heard it by that one."""
+    known = {n.casefold() for n in (before.name, *before.aliases)}
+    return any(n.casefold() not in known for n in (after.name, *after.aliases))
 
 
 async def link_to_recaps(graph: KnowledgeGraph, entity_ids: Collection[int]) -> int:

@@ -6,16 +6,18 @@ the batch, or repeats another item is dropped and counted, never raised: one bad
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Collection, Sequence
 
 from memory.extraction.names import NameResolver, normalize_name
 from memory.extraction.schema import ExtractionAnswer, ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
-from memory.models import EntityType, clean_name, storable
+from memory.models import EntityType, clean_name, clip, storable, value_within_limit
+
+log = logging.getLogger(__name__)
 
 _REL_TYPE = re.compile(r"^[a-z][a-z0-9_]{0,49}$")
-MAX_VALUE_CHARS = 200
 BASES = frozenset({"stated", "inferred"})
 
 
@@ -110,8 +112,12 @@ def _fact(item: ProposedFact, entry_ids: Collection[int]) -> ProposedFact | None
         or not _confidence(item.confidence)
         or evidence is None
         or (target is None) == (not value)  # exactly one of a target entity and a value
-        or (value is not None and len(value) > MAX_VALUE_CHARS)
     ):
+        return None
+    try:
+        value_within_limit(value or "")
+    except ValueError as exc:  # dropped, not cut: a state cut short and accepted would be wrong
+        log.warning("extraction dropped a fact: %s —%s→ %s %s", source, rel_type, clip(value or "", 11), exc)
         return None
     return ProposedFact(
         source=source,

@@ -390,12 +390,15 @@ async def test_review_card_of_long_texts_stays_within_discord_limits(
     """Accepting a fact with a long value, line and closed fact edited its card past Discord's 6,000 characters
     in total: the accept was saved, but the card kept its buttons and looked pending."""
     eldrinax = await ashes.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc))
-    await ashes.graph.add_relationship(RelationshipIn(source_id=eldrinax.id, type="hoards", value="old gold " * 300))
+    # values longer than one may be now, as a database written before may hold them (unchecked here)
+    await ashes.graph.add_relationship(
+        RelationshipIn.model_construct(source_id=eldrinax.id, type="hoards", value="old gold " * 300)
+    )
     night = await ashes.log.start_session("Night one")
     line = await ashes.log.write(night.id, EntryIn(speaker="Ana", text="Eldrinax hoards " + "gold " * 300, start_s=6))
     heard = Provenance(source=Source.stated, confidence=0.4, session_id=night.id, entry_ids=[line.id])
     await ashes.graph.add_relationship(
-        RelationshipIn(source_id=eldrinax.id, type="hoards", value="new gold " * 600, provenance=heard)
+        RelationshipIn.model_construct(source_id=eldrinax.id, type="hoards", value="new gold " * 600, provenance=heard)
     )
     record = await fake_discord.invoke("review", user_id=dm)
     await record.wait_for(lambda r: len(r.followups) == 1)
@@ -455,7 +458,8 @@ async def test_review_edit_keeps_text_too_long_for_its_box(
         )
     )
     fact = await ashes.graph.add_relationship(
-        RelationshipIn(source_id=mira.id, type="knows", value="lore " * 240, provenance=low)
+        # longer than a value may be now, as a database written before may hold it (unchecked here)
+        RelationshipIn.model_construct(source_id=mira.id, type="knows", value="lore " * 240, provenance=low)
     )
     record = await fake_discord.invoke("review", user_id=dm)
     await record.wait_for(lambda r: len(r.followups) == 2)
@@ -881,6 +885,41 @@ async def test_review_channel_gets_items_as_the_database_announces_them(
         lambda: not cog._due and all(t.done() for t in cog._tasks if t.get_coro().__name__ != "_listen"), 10
     )
     assert len(fake_discord.channel_messages) == len(names)
+
+
+async def test_review_channel_gets_the_items_of_a_campaign_not_active_each_card_naming_its_campaign(
+    review_channel: FakeChannel,
+    ashes: CampaignMemory,
+    bot: LorekeeperBot,
+    fake_discord: FakeDiscord,
+    memory: Memory,
+    guild: FakeGuild,
+    dm: FakeMember,
+) -> None:
+    """A session's jobs may finish after the DM switched to another campaign: what they file waits in its own
+    campaign's queue, and its cards are posted all the same (they went nowhere), each saying which campaign it is
+    of; its buttons decide it there."""
+    await fake_discord.invoke("campaign create", {"name": "Frostmaw"}, user_id=dm)
+    await fake_discord.invoke("lorekeeper setup", {"review_channel": review_channel}, user_id=dm)
+    await fake_discord.invoke("campaign switch", {"name": "Frostmaw"}, user_id=dm)
+    frostmaw = await active(memory, guild)
+    low = Provenance(source=Source.stated, confidence=0.4, session_id=None)
+    for mem, name in [(ashes, "Mira"), (frostmaw, "Hrolf")]:
+        await mem.graph.add_entity(
+            EntityIn(name=name, type=EntityType.npc, status=ReviewStatus.pending, provenance=low)
+        )
+    async with asyncio.timeout(10):
+        posted = await fake_discord.wait_for_channel_messages(2)
+    cards = {m["embeds"][0]["description"]: m for m in posted}
+    assert sorted(cards) == ["new npc 'Hrolf'", "new npc 'Mira'"]
+    assert cards["new npc 'Mira'"]["content"] == "Campaign: **Ashes**"
+    assert cards["new npc 'Hrolf'"]["content"] == "Campaign: **Frostmaw**"
+    mira = cards["new npc 'Mira'"]
+    clicked = await fake_discord.click(mira, mira["components"][0]["components"][0]["custom_id"], user_id=dm)
+    assert clicked.callback_type == 7
+    decided = fake_discord.messages[int(mira["id"])]
+    assert decided["content"] == "Campaign: **Ashes**" and decided["embeds"][0]["footer"]["text"] == "accepted by dm"
+    assert (await ashes.graph.get_entity("Mira")).status == ReviewStatus.accepted
 
 
 # ---------------------------------------------------------------------------------------------- setup

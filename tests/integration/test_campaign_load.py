@@ -458,6 +458,25 @@ async def test_export_leaves_out_an_attribute_fact_with_no_value_and_says_so(mem
     ]
 
 
+async def test_export_writes_a_value_longer_than_a_file_loads_whole_and_says_so(memory: Memory) -> None:
+    """A value longer than a fact's may be now (a campaign file's, loaded before the file kept the limit) is the
+    DM's text: the backup keeps it whole, and says that a load refuses it until it is shortened."""
+    mem = await loaded(memory, "Long", SMALL, "small.yaml")
+    wyrm = await mem.graph.get_entity("Eldrinax")
+    hoard = " ".join(["drowned gold"] * 50)  # 649 characters; unchecked here, as an earlier version took it
+    await mem.graph.add_relationship(RelationshipIn.model_construct(source_id=wyrm.id, type="hoards", value=hoard))
+    warned: list[str] = []
+
+    text = dump_campaign_file(await export_campaign_file(mem, on_skip=warned.append))
+    assert hoard in " ".join(text.split())
+    assert warned == [
+        "wrote Eldrinax —'hoards'→ drowned gold drowne… whole: its value has 649 characters, more than the 500 a "
+        "campaign file loads; shorten it (longer notes go in the description) before loading the file back"
+    ]
+    with pytest.raises(CampaignFileError, match="value has 649 characters; a fact's value has at most 500"):
+        parse_campaign_file(text, "export.yaml")
+
+
 async def test_export_says_how_many_items_waiting_for_review_it_leaves_out(memory: Memory) -> None:
     """A DM keeping the export as a backup must learn that the review queue is not in it."""
     mem = await loaded(memory, "Queue", SMALL, "small.yaml")

@@ -1012,7 +1012,7 @@ def test_entity_link_value_records_a_change_and_says_what_it_closed(lk) -> None:
     assert (empty.returncode, empty.stderr) == (1, "error: value: must not be empty\n")
     too_long = lk("entity", "link", "Xethrilaun", "mood", "--value", "x" * 501)  # as /entity link refuses it
     assert too_long.returncode == 1 and too_long.stderr.startswith(
-        "error: value: 501 characters, more than the 500 a fact's value holds"
+        "error: value has 501 characters; a fact's value has at most 500"
     )
     undone = lk("entity", "unlink", "Xethrilaun", "mood", "angry")
     assert undone.stdout == "Unlinked Xethrilaun —mood→ angry; current again: Xethrilaun —mood→ calm\n"

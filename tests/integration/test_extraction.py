@@ -24,6 +24,7 @@ from memory.extraction import (
 from memory.extraction import llm as llm_extraction
 from memory.extraction.llm import _line
 from memory.models import (
+    MAX_FACT_VALUE_CHARS,
     EntityIn,
     EntityType,
     Entry,
@@ -455,6 +456,28 @@ async def test_llm_items_holding_a_lone_surrogate_are_dropped_not_the_answer(
     stats = await run(world, entries, LLMExtractor(llm))
     assert (stats.items_invalid, stats.llm_errors) == (2, 0)
     assert await facts(world) == [("Brom", "works_in", "Ironhold", "accepted")]
+
+
+async def test_an_llm_value_longer_than_a_fact_holds_is_dropped_and_logged_not_cut(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One limit for a fact's value, whoever gives it (``MAX_FACT_VALUE_CHARS``): the DM's longer value is refused
+    with a message; the model's is dropped and said in the log, not cut (a state cut short, accepted, is wrong)."""
+    entries = await write(world, TRANSCRIPT)
+    ids = [e.id for e in entries]
+    mood = " ".join(["grim"] * 100)  # 499 characters: a value the DM could have typed
+    answer = {
+        "entities": [],
+        "facts": [
+            fact("Brom", "mood", None, mood, 0.9, [ids[0]]),
+            fact("Brom", "title", None, "x" * (MAX_FACT_VALUE_CHARS + 1), 0.9, [ids[0]]),
+        ],
+    }
+    fake_openai.queue_chat(json.dumps(answer))
+    stats = await run(world, entries, LLMExtractor(llm))
+    assert stats.items_invalid == 1
+    assert await facts(world) == [("Brom", "mood", mood, "accepted")]
+    assert "extraction dropped a fact: Brom —title→ xxxxxxxxxx… has 501 characters" in caplog.text
 
 
 async def test_a_wrong_typed_llm_item_is_dropped_and_the_rest_of_the_answer_kept(

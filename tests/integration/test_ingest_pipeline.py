@@ -975,3 +975,63 @@ async def test_the_same_transcript_imported_twice_at_once_is_written_once(
     assert str(refused) == f"{name} is already imported as session {winner!r} ({report.written:,} lines)"
     listed = {s.title: s.lines for s in await crown.log.listed()}
     assert listed == {winner: report.written, "other": 3} and report.written > 0
+
+
+async def test_a_name_an_entity_is_given_after_the_recap_that_heard_it_makes_it_one_who_took_part(
+    memory: Memory, crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """The recap links an entity by the names it had then: "the ferryman" said at the table, made Corvin Ash's alias
+    by the DM's edit afterwards (or by a campaign file, or a new name), makes Corvin Ash one who took part."""
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    for name in ("Corvin Ash", "Ilse Marrow", "Old Tam"):
+        await crown.graph.add_entity(EntityIn(name=name, type=EntityType.npc))
+    for title, line in [
+        ("Night 1", "DM: The ferryman rows you across to Ironhold."),
+        ("Night 2", "DM: The widow in grey pays the toll."),
+        ("Night 3", "DM: Tamsin Reed keeps the lighthouse."),
+    ]:
+        night = tmp_path / f"{title}.txt"
+        night.write_text(line + "\n")
+        await ingest_file(crown, night, session_title=title)
+        session = await crown.log.session_by_title(title)
+        assert session is not None
+        await jobs.summarize_session(ctx, crown.campaign_id, session.id)
+    assert [await sessions_of(crown, n) for n in ("Corvin Ash", "Ilse Marrow", "Old Tam")] == [[], [], []]
+
+    await crown.graph.update_entity("Corvin Ash", aliases=["the ferryman"])
+    assert await sessions_of(crown, "Corvin Ash") == ["Session: Night 1"]
+    await crown.graph.update_entity("Old Tam", new_name="Tamsin Reed")
+    assert await sessions_of(crown, "Tamsin Reed") == ["Session: Night 3"]
+    more = tmp_path / "more.yaml"
+    more.write_text("entities:\n  - {name: Ilse Marrow, type: npc, aliases: [the widow in grey]}\n")
+    await apply_campaign_file(crown, read_campaign_file(more))
+    assert await sessions_of(crown, "Ilse Marrow") == ["Session: Night 2"]
+
+
+async def test_in_an_untimed_transcript_the_fact_said_last_holds_whichever_the_dm_accepts_first(
+    crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """A plain-text transcript has no times: every line is "at 0:00" of its session. Two lines saying where Corvin
+    lives are still said one after the other, and the later one holds, whatever order the DM accepts them in."""
+    from memory.extraction import RuleExtractor, extract_into_graph
+
+    await crown.graph.add_entity(EntityIn(name="Corvin", type=EntityType.npc))
+    night = tmp_path / "night.txt"
+    night.write_text("DM: Corvin lives in Ironhold.\nAna: We row across the lake.\nDM: Corvin lives in Saltmere.\n")
+    await ingest_file(crown, night, session_title="Night 1")
+    session = await crown.log.session_by_title("Night 1")
+    assert session is not None
+    entries = await crown.log.session_entries(session.id)
+    assert {e.start_s for e in entries} == {0.0}
+    await extract_into_graph(crown, session_id=session.id, entries=entries, extractor=RuleExtractor())
+    lives = {
+        i.fact.target_name: i for i in await crown.review.pending(limit=100) if i.fact and i.fact.type == "lives_in"
+    }
+    assert sorted(lives) == ["Ironhold", "Saltmere"]
+
+    await crown.review.accept(lives["Saltmere"].ref)
+    earlier = await crown.review.accept(lives["Ironhold"].ref)
+    assert earlier.outdated_by is not None and earlier.outdated_by.target_name == "Saltmere"
+    corvin = await crown.graph.get_entity("Corvin")
+    current = [r.target_name for r in await crown.graph.relationships_of(corvin.id) if r.type == "lives_in"]
+    assert current == ["Saltmere"]

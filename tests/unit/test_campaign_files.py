@@ -24,7 +24,7 @@ from campaigns.files import (
 from campaigns.load import LoadChange, LoadReport
 from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec
 from memory.campaigns import MAX_NAME
-from memory.models import MAX_ALIASES, EntityIn, EntityType, Source, Visibility
+from memory.models import MAX_ALIASES, MAX_FACT_VALUE_CHARS, EntityIn, EntityType, RelationshipIn, Source, Visibility
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
 
@@ -410,6 +410,25 @@ def test_attribute_facts_have_a_value_instead_of_a_target() -> None:
         """
     )
     assert [p.line for p in refused(homes).problems] == [7]
+
+
+def test_a_value_is_a_state_as_long_as_the_dm_may_type_one() -> None:
+    """One limit for a fact's value, whoever gives it: a file's longer value is refused where it is (the load is
+    all or nothing, so nothing the DM wrote is lost), not stored to outgrow the reply that quotes it."""
+    text = "entities:\n  - {name: Mira, type: npc}\nrelationships:\n"
+    fits = text + f"  - {{source: Mira, type: status, value: {'a' * MAX_FACT_VALUE_CHARS}}}\n"
+    assert parse_campaign_file(fits, "castle.yaml").relationships[0].value == "a" * MAX_FACT_VALUE_CHARS
+    long = text + f"  - {{source: Mira, type: notes, value: '{'a' * (MAX_FACT_VALUE_CHARS + 1)}  '}}\n"
+    (problem,) = refused(long).problems
+    assert (problem.line, str(problem).split(": ", 2)[2]) == (
+        4,
+        "value has 501 characters; a fact's value has at most 500: give the state (dead, sleeping under "
+        "Ironhold) and put longer notes in the entity's description",
+    )
+    with pytest.raises(
+        ValidationError, match="value\n  Value error, has 501 characters"
+    ):  # every other way in, the model's edge
+        RelationshipIn(source_id=1, type="notes", value="a" * (MAX_FACT_VALUE_CHARS + 1))
 
 
 def test_relationship_to_an_invalid_entity_reports_only_the_entity() -> None:
