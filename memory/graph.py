@@ -148,6 +148,26 @@ _CONTRADICTED = """
     AND valid_to IS NULL AND (target_id IS DISTINCT FROM $5 OR value IS DISTINCT FROM $6)
     AND ((target_id IS NULL) = ($5::bigint IS NULL) OR $8)
 """
+
+
+def _said_at(provenance: str) -> str:
+    """When a fact heard in a session became true, in SQL (``$1``: the campaign; ``provenance``: the parameter
+    holding the fact's provenance as JSON): the session's start plus the time said, plus its first line's place in
+    the session as microseconds, which orders lines said at one time (an untimed transcript's are all at 0:00); now
+    if it names no session of the campaign, and never later. The fact written and the check of what it would close
+    (:meth:`KnowledgeGraph._would_close_vouched`) both use it, so they place the fact at one moment."""
+    return f"""least(now(), (
+        SELECT s.started_at
+               + make_interval(secs => least(coalesce(({provenance}::jsonb ->> 'timestamp')::float8, 0), 1e9))
+               + make_interval(secs => coalesce((
+                   SELECT min(e.seq) FROM session_entries e
+                   WHERE e.campaign_id = $1 AND e.session_id = s.id AND e.id = ANY(ARRAY(
+                       SELECT jsonb_array_elements_text({provenance}::jsonb -> 'entry_ids')::bigint))
+               ), 0) * 1e-6)
+        FROM sessions s WHERE s.campaign_id = $1 AND s.id = ({provenance}::jsonb ->> 'session_id')::bigint
+    ))"""
+
+
 #: :func:`_vouched`, in SQL.
 _VOUCHED = """(provenance ->> 'source' IN ('dm', 'campaign_file')
                OR coalesce((provenance ->> 'dm_confirmed')::boolean, false))"""
@@ -1047,23 +1067,13 @@ class KnowledgeGraph:
         try:
             async with transaction(self.db) as conn:  # a savepoint: a lost race must not abort the caller's work
                 # True from when it was said, if heard in a session (an older session imported late must not
-                # outdate what is known since: accepted, it is history); else from now. Its first line's place in
-                # the session, as microseconds, orders lines said at one time: an untimed transcript's are all at
-                # 0:00, and of two facts it gives, the one said later holds whichever the DM accepts first.
+                # outdate what is known since: accepted, it is history); else from now. Of two facts an untimed
+                # transcript gives, the one said later holds whichever the DM accepts first.
                 rel_id = await conn.fetchval(
-                    """
+                    f"""
                 INSERT INTO relationships (campaign_id, source_id, type, target_id, value, attributes, visibility,
                                            status, provenance, valid_from)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, least(now(), (
-                    SELECT s.started_at
-                           + make_interval(secs => least(coalesce(($9::jsonb ->> 'timestamp')::float8, 0), 1e9))
-                           + make_interval(secs => coalesce((
-                               SELECT min(e.seq) FROM session_entries e
-                               WHERE e.campaign_id = $1 AND e.session_id = s.id AND e.id = ANY(ARRAY(
-                                   SELECT jsonb_array_elements_text($9::jsonb -> 'entry_ids')::bigint))
-                           ), 0) * 1e-6)
-                    FROM sessions s WHERE s.campaign_id = $1 AND s.id = ($9::jsonb ->> 'session_id')::bigint
-                )))
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, {_said_at("$9")})
                 RETURNING id
                 """,
                     self.campaign_id,
@@ -1101,10 +1111,7 @@ class KnowledgeGraph:
                 f"""
                 SELECT EXISTS (
                     SELECT 1 FROM relationships WHERE {_CONTRADICTED} AND {_VOUCHED}
-                      AND valid_from <= least(now(), (
-                          SELECT s.started_at + make_interval(secs => least(coalesce($9::float8, 0), 1e9))
-                          FROM sessions s WHERE s.campaign_id = $1 AND s.id = $7
-                      ))
+                      AND valid_from <= {_said_at("$7")}
                 )
                 """,
                 self.campaign_id,
@@ -1113,9 +1120,8 @@ class KnowledgeGraph:
                 rel.type,
                 rel.target_id,
                 rel.value,
-                said.session_id if said else None,
+                said.model_dump(mode="json") if said else None,
                 rel.type in SINGLE_VALUED,
-                said.timestamp if said else None,
             )
         )
 
