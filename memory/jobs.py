@@ -455,7 +455,8 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
     corrects a new line: each phrase becomes its entity's name (a correction there before, of stage 1 or 2, gives
     way: the DM's word is surer). The rest of each line's corrections stay (the recogniser's word confidences
     they were made with are gone), and so does the raw text. As stage 2 revises a line, the session's windows
-    from it on are chunked and embedded again. Returns how many lines changed; running it again changes none."""
+    from it on are chunked and embedded again, and in a recapped session the entities the lines now name took part
+    in it (:func:`link_to_recaps`). Returns how many lines changed; running it again changes none."""
     from memory.correction.edits import apply_corrections
     from memory.correction.text import name_norm
     from memory.recorder import default_index_cache
@@ -465,6 +466,7 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
         return 0
     ids = await mem.log.heard_in(session_id, [f.surface for f in matcher.index.heard])
     changed = 0
+    named: set[int] = set()
     for start in range(0, len(ids), slice_size):
         async with mem.transaction() as tx:
             revised = []
@@ -472,6 +474,7 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
                 found = [
                     c for c in matcher.correct(e.raw_text).corrections if "".join(name_norm(c.span).split()) in heard
                 ]
+                named.update(c.entity_id for c in found if c.entity_id is not None)
                 kept = [c for c in e.corrections if not any(c.start < f.end and f.start < c.end for f in found)]
                 merged = sorted([*kept, *found], key=lambda c: c.start)
                 if merged != e.corrections:
@@ -480,6 +483,9 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
             if revised:  # new text, new vectors: its windows are chunked again
                 await rewind_progress(tx.db, mem.campaign_id, session_id, CHUNK, min(revised))
         changed += len(revised)
+    if named:  # the lines name them now; a run cut short after its lines changed is retried, and links them then
+        async with mem.transaction() as tx:
+            await link_to_recaps(tx.graph, named, sessions=[session_id])
     if changed:
         await enqueue_session_work(mem.db, mem.campaign_id, session_id, await _last_seq(mem, session_id), after=":h")
     return changed
@@ -690,9 +696,9 @@ async def _session_exists(db: Executor, campaign_id: int, session_id: int) -> bo
     )
 
 
-#: A session's summary waits for the session's chunk, extract and stage-2 jobs (the names stage 2 restores and
-#: the links extraction files belong in the recap), looking again every few seconds, but for half an hour at
-#: most: then it summarises what is there.
+#: A session's summary waits for the session's chunk, extract, stage-2 and heard-as jobs (the names stage 2 and
+#: heard-as phrases restore and the links extraction files belong in the recap), looking again every few seconds,
+#: but for half an hour at most: then it summarises what is there.
 _SUMMARY_RECHECK = timedelta(seconds=3)
 _SUMMARY_MAX_WAIT = timedelta(minutes=30)
 
@@ -718,7 +724,7 @@ async def _summary_put_off(pool: asyncpg.Pool, job: pgq_models.Job, campaign_id:
             SELECT 1 FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status IN ('queued', 'picked')
               AND {of_session})
         """,
-        [CHUNK, EXTRACT, CORRECT2],
+        [CHUNK, EXTRACT, CORRECT2, HEARD],
         campaign_id,
         session_id,
         since,

@@ -140,3 +140,80 @@ async def test_lines_stored_before_are_corrected_again_by_a_background_job(memor
     # done once: running it again, or counting, finds nothing left to do
     assert await jobs.correct_heard_as_lines(camp, session.id) == 0
     assert await camp.log.count_heard(phrases) == 0
+
+
+async def _took_part(mem: CampaignMemory, entity_id: int) -> list[str]:
+    """The recapped sessions the entity took part in, by title."""
+    rows = await mem.db.fetch(
+        """
+        SELECT t.name FROM relationships r JOIN entities t ON t.id = r.target_id
+        WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.type = 'took_part_in' ORDER BY t.name
+        """,
+        mem.campaign_id,
+        entity_id,
+    )
+    return [r["name"] for r in rows]
+
+
+async def test_a_phrase_taught_after_the_recap_makes_the_entity_take_part_in_the_session(memory: Memory) -> None:
+    """The job writes the name into a recapped session's lines: the entity took part in it, as it would had it been
+    given that name or alias then. An entity not said there gets no link."""
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    cat = await camp.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
+    owl = await camp.graph.add_entity(EntityIn(name="Hoot", type=EntityType.npc))
+    rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add_many(
+        [
+            Utterance(speaker="DM", text=t)
+            for t in [
+                "And from skin jumps on the table in the tavern tonight.",
+                "The grey watcher circles the old tower twice.",
+                "Nothing else happens in the quiet night at all.",
+            ]
+        ]
+    )
+    await rec.end()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert (await camp.log.session(rec.session.id)).summary is not None
+    assert await _took_part(camp, cat.id) == []
+
+    await camp.graph.update_entity("Frumpkin", heard_as=["from skin"])
+    await camp.graph.update_entity("Hoot", heard_as=["who to"])  # not said in the session
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await jobs.failed_jobs(memory.pool) == 0
+    assert (await camp.log.session_entries(rec.session.id))[0].text.startswith("And Frumpkin jumps")
+    assert await _took_part(camp, cat.id) == ["Session: Night 1"]
+    assert await _took_part(camp, owl.id) == []
+
+
+async def test_a_sessions_recap_waits_for_its_heard_as_job(memory: Memory) -> None:
+    """A phrase taught during a session, which then ends: the recap waits for the job correcting its lines, so it is
+    written from the names, and links the entity they name."""
+    from pgqueuer import models as pgq_models
+
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    cat = await camp.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
+    rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add(Utterance(speaker="DM", text="And from skin jumps on the table in the tavern tonight."))
+    await rec.flush()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)  # its lines chunked and read
+    await camp.graph.update_entity("Frumpkin", heard_as=["from skin"])
+    await rec.end()
+    queued = await memory.pool.fetch("SELECT * FROM pgqueuer WHERE status = 'queued' ORDER BY entrypoint")
+    assert [r["entrypoint"] for r in queued] == [jobs.HEARD, jobs.SUMMARY]
+    # as a worker picks it
+    picked = await memory.pool.fetchrow(
+        "UPDATE pgqueuer SET status = 'picked' WHERE id = $1 RETURNING *", queued[1]["id"]
+    )
+    summary_job = pgq_models.Job.model_validate(dict(picked))
+    assert await jobs._summary_put_off(memory.pool, summary_job, camp.campaign_id, rec.session.id)
+
+    # the job put off has queued its recheck, a few seconds on: the drain runs the heard-as job, then the recap
+    await memory.pool.execute("DELETE FROM pgqueuer WHERE entrypoint = $1", jobs.SUMMARY)
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    await jobs.summarize_session(ctx, camp.campaign_id, rec.session.id)
+    summary = (await camp.log.session(rec.session.id)).summary
+    assert summary is not None and "Frumpkin jumps" in summary and "from skin" not in summary
+    assert await _took_part(camp, cat.id) == ["Session: Night 1"]
