@@ -417,7 +417,7 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
         await enqueue_session_work(mem.db, campaign_id, session_id, last, after=":2")  # see below
         return
     from memory.correction import LLMCorrector
-    from memory.correction.edits import apply_corrections, to_corrected_span, to_raw_offset
+    from memory.correction.edits import apply_corrections, merge_corrections, to_corrected_span, to_raw_offset
     from memory.recorder import default_index_cache
 
     corrector = LLMCorrector(ctx.llm, (await default_index_cache.matcher(mem)).index)
@@ -434,10 +434,14 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
                 continue
             more = [c.model_copy(update={"start": (at := to_raw_offset(c.start, e.corrections)),
                                          "end": at + len(c.span), "stage": 2}) for c in found]  # fmt: skip
-            merged = sorted([*e.corrections, *more], key=lambda c: c.start)
             async with mem.transaction() as tx:  # new text, new vectors: its windows are chunked again
-                await tx.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
-                await rewind_progress(tx.db, campaign_id, session_id, CHUNK, e.seq)
+                # Read again, locked: the heard-as job may have corrected the line while the LLM was asked, and
+                # its correction (the DM's word) stays.
+                for now in await tx.log.entries([e.id], for_update=True):
+                    merged = merge_corrections(now.corrections, more)
+                    if merged != now.corrections:
+                        await tx.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
+                        await rewind_progress(tx.db, campaign_id, session_id, CHUNK, e.seq)
         await _set_progress(mem.db, mem, session_id, CORRECT2, entries[-1].seq)
     # Extraction waited for these lines; windows with revised text need new vectors. Enqueued even when this
     # run had nothing left to do: a run that stopped between its progress and this step (a crash, a lost
@@ -457,7 +461,7 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
     they were made with are gone), and so does the raw text. As stage 2 revises a line, the session's windows
     from it on are chunked and embedded again, and in a recapped session the entities the lines now name took part
     in it (:func:`link_to_recaps`). Returns how many lines changed; running it again changes none."""
-    from memory.correction.edits import apply_corrections
+    from memory.correction.edits import apply_corrections, merge_corrections
     from memory.correction.text import name_norm
     from memory.recorder import default_index_cache
 
@@ -470,13 +474,13 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
     for start in range(0, len(ids), slice_size):
         async with mem.transaction() as tx:
             revised = []
-            for e in await tx.log.entries(ids[start : start + slice_size]):
+            # locked as read: a stage-2 revision committed before this one writes must not be written over
+            for e in await tx.log.entries(ids[start : start + slice_size], for_update=True):
                 found = [
                     c for c in matcher.correct(e.raw_text).corrections if "".join(name_norm(c.span).split()) in heard
                 ]
                 named.update(c.entity_id for c in found if c.entity_id is not None)
-                kept = [c for c in e.corrections if not any(c.start < f.end and f.start < c.end for f in found)]
-                merged = sorted([*kept, *found], key=lambda c: c.start)
+                merged = merge_corrections(found, e.corrections)
                 if merged != e.corrections:
                     await tx.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
                     revised.append(e.seq)

@@ -391,10 +391,12 @@ class SessionLog:
             *phrases,
         )
 
-    async def entries(self, ids: Sequence[int]) -> list[Entry]:
+    async def entries(self, ids: Sequence[int], *, for_update: bool = False) -> list[Entry]:
+        """The lines of ``ids``; ``for_update``: locked until the transaction ends, for a writer that revises
+        what they hold now (another correction may have revised them since it last read them)."""
         rows = await self.db.fetch(
             f"SELECT {_ENTRY_COLUMNS} FROM session_entries WHERE campaign_id = $1 AND id = ANY($2::bigint[])"
-            " ORDER BY session_id, seq",
+            f" ORDER BY session_id, seq{' FOR UPDATE' if for_update else ''}",
             self.campaign_id,
             list(ids),
         )
