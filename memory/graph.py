@@ -168,6 +168,13 @@ def _said_at(provenance: str) -> str:
     ))"""
 
 
+def _bare(text: str) -> str:
+    """SQL: the text ``text`` (an expression) as the recogniser's matcher tells names apart, by their letters and
+    digits only: "ironhold" of "Iron Hold", "Iron-hold" and "ironhold" (casefolded and accents dropped as in
+    :func:`memory.correction.text.name_norm`, but for lower() leaving a few letters such as ß)."""
+    return f"regexp_replace(normalize(lower({text}), NFKD), '[^[:alnum:]]+', '', 'g')"
+
+
 #: :func:`_vouched`, in SQL.
 _VOUCHED = """(provenance ->> 'source' IN ('dm', 'campaign_file')
                OR coalesce((provenance ->> 'dm_confirmed')::boolean, false))"""
@@ -905,30 +912,44 @@ class KnowledgeGraph:
         if not phrases:
             return
         await self.lock()  # as for names: two writers checking at once would both find a phrase free
+        # Spacing and punctuation aside, as the matcher reads them: "iron hold" is another's name, Ironhold, which
+        # wins there ("frump kin" of Frumpkin itself is only said again). A scan of the campaign's names (no index
+        # holds them so): a heard-as edit is rare.
         row = await self.db.fetchrow(
-            """
-            WITH used AS (
-                SELECT id AS entity_id, name AS used, 'name' AS what FROM entities
-                WHERE campaign_id = $1 AND lower(name) = ANY($2::text[]) AND status <> 'rejected'
+            f"""
+            WITH wanted AS (
+                SELECT p AS phrase, lower(p) AS low, {_bare("p")} AS bare FROM unnest($2::text[]) p
+            ), used AS (
+                SELECT w.phrase, e.id AS entity_id, e.name AS used, 'name' AS what FROM entities e
+                JOIN wanted w ON {_bare("e.name")} = w.bare AND (lower(e.name) = w.low OR e.id <> $3)
+                WHERE e.campaign_id = $1 AND e.status <> 'rejected'
                 UNION ALL
-                SELECT entity_id, alias, 'alias' FROM entity_aliases
-                WHERE campaign_id = $1 AND lower(alias) = ANY($2::text[])
+                SELECT w.phrase, a.entity_id, a.alias, 'alias' FROM entity_aliases a
+                JOIN wanted w ON {_bare("a.alias")} = w.bare AND (lower(a.alias) = w.low OR a.entity_id <> $3)
+                WHERE a.campaign_id = $1
                 UNION ALL
-                SELECT entity_id, phrase, 'heard' FROM entity_heard_as
-                WHERE campaign_id = $1 AND lower(phrase) = ANY($2::text[])
+                SELECT w.phrase, h.entity_id, h.phrase, 'heard' FROM entity_heard_as h
+                JOIN wanted w ON {_bare("h.phrase")} = w.bare
+                WHERE h.campaign_id = $1
             )
-            SELECT e.name, u.used, u.what FROM used u JOIN entities e ON e.id = u.entity_id
+            SELECT u.phrase, e.name, u.used, u.what FROM used u JOIN entities e ON e.id = u.entity_id
             WHERE e.campaign_id = $1 AND e.status <> 'rejected'
             LIMIT 1
             """,
             self.campaign_id,
-            [p.lower() for p in phrases],
+            list(phrases),
+            entity_id,
         )
         if row is not None:
             what = {"name": "the name of", "alias": "an alias of", "heard": "already what the recogniser writes for"}[
                 row["what"]
             ]
-            raise AlreadyExistsError(f"heard as: {row['used']!r} is {what} {row['name']!r}")
+            if row["used"].casefold() == row["phrase"].casefold():
+                raise AlreadyExistsError(f"heard as: {row['used']!r} is {what} {row['name']!r}")
+            raise AlreadyExistsError(
+                f"heard as: {row['phrase']!r} is read as {row['used']!r}, spacing and punctuation aside, which is "
+                f"{what} {row['name']!r}"
+            )
         await self.db.executemany(
             "INSERT INTO entity_heard_as (campaign_id, entity_id, phrase) VALUES ($1, $2, $3)",
             [(self.campaign_id, entity_id, p) for p in phrases],
@@ -950,8 +971,9 @@ class KnowledgeGraph:
             raise InvalidInputError("an alias repeats the entity's name or another alias")
         # Two index probes (``entities_name``, ``entity_aliases_lookup``), as in ``find_entity``: a join from every
         # entity to its names scanned the whole campaign per entity written, so loading a file took quadratic time.
+        # The campaign's heard-as phrases, a few, are read through, as the matcher compares them: spacing aside.
         row = await self.db.fetchrow(
-            """
+            f"""
             WITH used AS (
                 SELECT id AS entity_id, name AS used, false AS heard FROM entities
                 WHERE campaign_id = $1 AND lower(name) = ANY($2::text[]) AND status <> 'rejected'
@@ -960,10 +982,12 @@ class KnowledgeGraph:
                 WHERE campaign_id = $1 AND lower(alias) = ANY($2::text[])
                 UNION ALL
                 SELECT entity_id, phrase, true FROM entity_heard_as
-                WHERE campaign_id = $1 AND lower(phrase) = ANY($2::text[])
+                WHERE campaign_id = $1
+                  AND {_bare("phrase")} = ANY(ARRAY(SELECT {_bare("n")} FROM unnest($2::text[]) n))
             )
             SELECT e.id, e.name, e.status, u.used, u.heard FROM used u JOIN entities e ON e.id = u.entity_id
-            WHERE e.campaign_id = $1 AND e.status <> 'rejected' AND (u.heard OR e.id IS DISTINCT FROM $3)
+            WHERE e.campaign_id = $1 AND e.status <> 'rejected'
+              AND (e.id IS DISTINCT FROM $3 OR u.heard AND lower(u.used) = ANY($2::text[]))
             LIMIT 1
             """,
             self.campaign_id,

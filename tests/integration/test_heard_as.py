@@ -217,3 +217,37 @@ async def test_a_sessions_recap_waits_for_its_heard_as_job(memory: Memory) -> No
     summary = (await camp.log.session(rec.session.id)).summary
     assert summary is not None and "Frumpkin jumps" in summary and "from skin" not in summary
     assert await _took_part(camp, cat.id) == ["Session: Night 1"]
+
+
+async def test_a_phrase_spelling_another_name_with_other_spacing_is_refused(campaign: CampaignMemory) -> None:
+    """The matcher reads names with spacing and punctuation aside, and another entity's name wins there: "iron
+    hold" would be written Ironhold, whatever the reply said. Refused, either way round; the entity's own name
+    spaced otherwise is only said again."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Ironhold", type=EntityType.place, aliases=["Old Keep"]))
+    await g.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc, heard_as=["from skin"]))
+    aside = "spacing and punctuation aside, which is"
+    refused = {
+        "iron hold": f"'iron hold' is read as 'Ironhold', {aside} the name of 'Ironhold'",
+        "old-keep": f"'old-keep' is read as 'Old Keep', {aside} an alias of 'Ironhold'",
+        "IRON-HOLD": "'IRON-HOLD' is read as 'Ironhold'",
+    }
+    for phrase, message in refused.items():
+        with pytest.raises(AlreadyExistsError, match=message):
+            await g.update_entity("Frumpkin", heard_as=[phrase])
+    with pytest.raises(
+        AlreadyExistsError,
+        match=rf"'fromskin' is read as 'from skin', {aside} already what the recogniser writes for 'Frumpkin'",
+    ):
+        await g.add_entity(EntityIn(name="Keyleth", type=EntityType.player, heard_as=["fromskin"]))
+    assert (await g.get_entity("Frumpkin")).heard_as == ["from skin"]  # refusals changed nothing
+    assert (await g.update_entity("Frumpkin", heard_as=["from skin", "frump kin"])).heard_as == [
+        "from skin",
+        "frump kin",
+    ]
+    # the other way round: a name or alias the matcher would read as a phrase the recogniser writes for another
+    with pytest.raises(AlreadyExistsError, match="'from skin' is what the recogniser writes for 'Frumpkin'"):
+        await g.add_entity(EntityIn(name="Fromskin", type=EntityType.item))
+    with pytest.raises(AlreadyExistsError, match="'from skin' is what the recogniser writes for 'Frumpkin'"):
+        await g.update_entity("Ironhold", aliases=["From-Skin"])
+    assert (await g.update_entity("Frumpkin", aliases=["Frump-kin"])).aliases == ["Frump-kin"]  # its own: said again
