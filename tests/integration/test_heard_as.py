@@ -251,3 +251,24 @@ async def test_a_phrase_spelling_another_name_with_other_spacing_is_refused(camp
     with pytest.raises(AlreadyExistsError, match="'from skin' is what the recogniser writes for 'Frumpkin'"):
         await g.update_entity("Ironhold", aliases=["From-Skin"])
     assert (await g.update_entity("Frumpkin", aliases=["Frump-kin"])).aliases == ["Frump-kin"]  # its own: said again
+
+
+async def test_lines_with_accented_words_are_counted_and_corrected_again(memory: Memory) -> None:
+    """A phrase is looked for in the stored lines as the matcher reads it, accents aside on both sides: "café bar"
+    (or "cafe bar") taught after the line was stored finds "The café bar owner"."""
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    await camp.graph.add_entity(EntityIn(name="Zanzibar", type=EntityType.npc))
+    rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add_many(
+        [Utterance(speaker="DM", text=t) for t in ["The café bar owner waves at you.", "A CAFÉ BAR, at last."]]
+    )
+    await rec.end()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await camp.log.count_heard(["café bar"]) == 2
+    assert len(await camp.log.heard_in(rec.session.id, ["cafe bar"])) == 2
+    await camp.graph.update_entity("Zanzibar", heard_as=["café bar"])
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    lines = await camp.log.session_entries(rec.session.id)
+    assert [e.text for e in lines] == ["The Zanzibar owner waves at you.", "A Zanzibar, at last."]
+    assert await camp.log.count_heard(["café bar"]) == 0
