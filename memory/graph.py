@@ -472,6 +472,7 @@ class KnowledgeGraph:
 
         async with transaction(self.db) as conn:  # name, fields, aliases and links change together or not at all
             graph = self.bound_to(conn)
+            await graph.lock()  # before any write (heard-as phrases go first): see ``KnowledgeGraph.lock``
             before = await graph.get_entity(name)
             updated = await graph._update_entity(
                 before,
