@@ -303,6 +303,21 @@ class KnowledgeGraph:
         )
         return entity_from_row(row) if row else None
 
+    async def heard_as_of(self, phrase: str) -> Entity | None:
+        """The entity the recogniser is known to write ``phrase`` for (one of its heard-as phrases, spacing and
+        punctuation aside, as the matcher reads them), if any."""
+        row = await self.db.fetchrow(
+            f"""
+            {_ENTITY_SELECT} JOIN entity_heard_as h ON h.entity_id = e.id
+            WHERE e.campaign_id = $1 AND e.status <> 'rejected' AND h.campaign_id = $1
+              AND {_bare("h.phrase")} = {_bare("$2::text")}
+            LIMIT 1
+            """,
+            self.campaign_id,
+            phrase,
+        )
+        return entity_from_row(row) if row else None
+
     async def get_entity(self, name: str, *, secret_hints: bool = False) -> Entity:
         """``secret_hints``: the did-you-mean may name secret and pending entities, for an answer only the DM reads."""
         found = await self.find_entity(name)

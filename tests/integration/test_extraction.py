@@ -367,6 +367,34 @@ async def test_an_extracted_fact_older_than_the_dms_word_is_history_at_once_not_
     assert [r.value for r in await world.graph.relationships_of(eldrinax.id)] == ["dead"]
 
 
+async def test_an_entity_proposed_by_a_heard_as_phrase_is_the_entity_it_is_heard_for(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI
+) -> None:
+    """Lines stored before the DM said that "from skin" is Frumpkin wait for the job correcting them; extraction
+    reading one meanwhile may propose an entity "From Skin". The DM said that is Frumpkin: its facts are
+    Frumpkin's, and the extraction goes on (the name could not be added, and the job was held)."""
+    frumpkin = await world.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
+    entries = await write(world, [("DM", "From Skin guards Brom."), ("DM", "Fromskin hisses at the Archmage.")])
+    await world.graph.update_entity("Frumpkin", heard_as=["from skin"])
+    ids = [e.id for e in entries]
+    answer = {
+        "entities": [
+            {"name": "From Skin", "type": "npc", "description": "", "confidence": 0.9, "entry_ids": ids[:1]},
+            {"name": "Fromskin", "type": "npc", "description": "", "confidence": 0.9, "entry_ids": ids[1:]},
+        ],
+        "facts": [
+            fact("From Skin", "guards", "Brom", None, 0.9, ids[:1]),
+            fact("Fromskin", "mood", None, "hostile", 0.9, ids[1:]),
+        ],
+    }
+    fake_openai.queue_chat(json.dumps(answer))
+    stats = await run(world, entries, make_extractor(llm))
+    assert (stats.entities_created, stats.entities_merged) == (0, 2)
+    assert await world.graph.find_entity("From Skin") is None and await world.graph.find_entity("Fromskin") is None
+    assert {(f[1], f[2]) for f in await facts(world) if f[0] == "Frumpkin"} == {("guards", "Brom"), ("mood", "hostile")}
+    assert (await world.graph.get_entity_by_id(frumpkin.id)).heard_as == ["from skin"]
+
+
 async def test_llm_invalid_json_leaves_the_lines_to_the_rules(
     world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI
 ) -> None:
