@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import asyncpg
 
+from memory.correction.evidence import everyday
 from memory.db import Executor, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.models import (
@@ -197,19 +198,31 @@ def kept_old_name(before: Entity, after: Entity) -> bool:
     return before.name != after.name and before.name in after.aliases
 
 
-def heard_as_said(before: Entity, after: Entity, lines: int | None) -> str:
-    """What an edit taught of what the recogniser writes for the entity's name, for the DM's reply ('' if nothing
-    new). ``lines``: how many stored lines say it, counted before the edit (see ``SessionLog.count_heard``; None:
-    not known), which a background job corrects."""
-    had = {h.casefold() for h in before.heard_as}
+def heard_as_said(before: Entity | None, after: Entity, lines: int | None) -> str:
+    """What an edit (``before``: the entity before it; None: it was added) taught of what the recogniser writes for
+    the entity's name, for the DM's reply ('' if nothing new). ``lines``: how many stored lines say it, counted
+    before the edit (see ``SessionLog.count_heard``; None: not known), which a background job corrects."""
+    had = {h.casefold() for h in before.heard_as} if before is not None else set()
     if not (new := [h for h in after.heard_as if h.casefold() not in had]):
         return ""
     said = f"From now on {', '.join(f'“{h}”' for h in new)} {'is' if len(new) == 1 else 'are'} written {after.name}"
     if lines is None:
-        return f"{said}; the lines already stored that say it are corrected again in the background."
-    if not lines:
-        return f"{said}; no line stored so far says it."
-    return f"{said}; {counted(lines, 'line')} already stored say it: they are corrected again in the background."
+        said += "; the lines already stored that say it are corrected again in the background."
+    elif not lines:
+        said += "; no line stored so far says it."
+    else:
+        said += f"; {counted(lines, 'line')} already stored say it: they are corrected again in the background."
+    return " ".join([said, *everyday_said(new, after.name)])
+
+
+def everyday_said(phrases: Sequence[str], name: str) -> list[str]:
+    """The warning for the DM when a heard-as phrase of ``name`` is ordinary English (see :func:`everyday`): it is
+    allowed, but every time it is said it becomes the name. [] if none is."""
+    if not (common := [p for p in phrases if everyday(p)]):
+        return []
+    if len(common) == 1:
+        return [f"“{common[0]}” is everyday English: every “{common[0]}” said from now on is written {name}."]
+    return [f"{', '.join(f'“{p}”' for p in common)} are everyday English: each said from now on is written {name}."]
 
 
 def _visible(alias: str, include_secret: bool) -> str:

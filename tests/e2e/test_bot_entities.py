@@ -222,7 +222,7 @@ async def test_edit_heard_as_is_the_dms_to_set_and_see(
     )
     assert taught.ephemeral and taught.texts()[0] == (
         "Updated **Eldrinax**. From now on “all drinks”, “elder nacks” are written Eldrinax; no line stored so far "
-        "says it."
+        "says it. “all drinks” is everyday English: every “all drinks” said from now on is written Eldrinax."
     )
     assert (await world.graph.get_entity("Eldrinax")).heard_as == ["all drinks", "elder nacks"]
     as_dm = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=dm)).texts())

@@ -1073,7 +1073,8 @@ def test_entity_edit_heard_as_is_shown_and_counts_the_lines_to_correct(lk, tmp_p
     assert taught.stdout.splitlines() == [
         "updated npc 'Frumpkin'",
         "From now on “from skin”, “frump kin” are written Frumpkin; 2 lines already stored say it: they are "
-        "corrected again in the background.",
+        "corrected again in the background. “from skin” is everyday English: every “from skin” said from now on "
+        "is written Frumpkin.",
     ]
     shown = lk("entity", "show", "Frumpkin")
     assert "  heard as: from skin, frump kin" in shown.stdout.splitlines()
