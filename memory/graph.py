@@ -18,6 +18,7 @@ from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.models import (
     DEFAULT_ACCEPT_THRESHOLD,
     MAX_ALIASES,
+    MAX_HEARD_AS,
     Entity,
     EntityIn,
     EntityType,
@@ -663,7 +664,8 @@ class KnowledgeGraph:
         vouched for the accepted one, and merging is the DM's word that the pending one is the same. Merged into a
         secret ``into``, ``source``'s name (and a proposal's aliases) stays hidden from players while ``into`` is
         secret: aliases are what players know a secret entity by, and they did not know it by those. A merge that
-        would give ``into`` more aliases than the cap is refused before anything changes. Either may be its id."""
+        would give ``into`` more aliases or heard-as phrases than their caps is refused before anything changes.
+        Either may be its id."""
         from memory.took_part import link_to_recaps  # it builds on this module
 
         async with transaction(self.db) as conn:
@@ -689,6 +691,13 @@ class KnowledgeGraph:
                 f"merged, {t.name} would have {len(t.aliases) + len(names)} aliases ({len(t.aliases)} of its own, "
                 f"{len(names)} from {s.name}), more than the {MAX_ALIASES} allowed: edit the aliases of either down "
                 "to the names the table uses, then merge again"
+            )
+        if (heard := len({h.casefold() for h in [*t.heard_as, *s.heard_as]})) > MAX_HEARD_AS:
+            # as for aliases: the phrases move to ``into``, which could then not be edited but to drop some
+            raise InvalidInputError(
+                f"merged, {t.name} would have {heard} heard-as phrases ({len(t.heard_as)} of its own, "
+                f"{len(s.heard_as)} from {s.name}), more than the {MAX_HEARD_AS} allowed: edit those of either down "
+                "to what the recogniser writes, then merge again"
             )
         moved = dropped = loops = made_secret = 0
         rows = await self.db.fetch(
