@@ -36,6 +36,7 @@ from pydantic import BaseModel, field_validator
 from memory.chunking import ChunkSettings, window_key, windows
 from memory.db import Executor
 from memory.errors import Unavailable
+from memory.extraction.pipeline import by_role
 from memory.extraction.salience import is_trivial
 from memory.gazetteer import Gazetteer
 from memory.graph import SecretMask
@@ -631,7 +632,7 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     secret = {e.id for e in entities if e.visibility == Visibility.secret}
     summary, involved = extractive_summary(entries, Gazetteer(entities), names, secret=secret)
     if ctx.llm is not None and entries:
-        summary = await _abstractive(ctx.llm, entries, summary)
+        summary = await _abstractive(ctx.llm, by_role(entries, session.dm_speaker_id), summary)
     # An entity's name has no invisible characters; a title may ("🧙‍♂️ Wizard night" holds a zero-width joiner).
     title = "".join(ch for ch in session.title if not unicodedata.category(ch).startswith("C"))
     async with mem.transaction() as tx:
@@ -658,6 +659,8 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
 
 
 async def _abstractive(llm: LLMClient, entries: Sequence[Entry], fallback: str) -> str:
+    """The LLM's recap of ``entries``, its speakers named by role (see :func:`by_role`): a player calling themself
+    "DM" must not narrate the session to the model."""
     from memory.providers.llm import LLMError
 
     transcript = "\n".join(f"{e.speaker}: {e.text}" for e in entries)[-24000:]

@@ -68,6 +68,37 @@ async def test_new_lines_are_corrected_as_soon_as_a_phrase_is_taught(campaign: C
     assert await said("from skin and frump kin") == "from skin and Frumpkin"
 
 
+async def test_a_phrase_of_everyday_english_is_taught_with_a_warning_that_it_becomes_the_name_wherever_said(
+    campaign: CampaignMemory,
+) -> None:
+    """The DM decides ("card" may be what the recogniser writes for Kord), but must know that every "card" said at
+    the table, a player's card too, is then written the name."""
+    was = await campaign.graph.add_entity(EntityIn(name="The Stormlord", type=EntityType.npc))
+    now = await campaign.graph.update_entity("The Stormlord", heard_as=["card", "storm lored"])
+    assert now.heard_as == ["card", "storm lored"]  # allowed
+    assert heard_as_said(was, now, 0) == (
+        "From now on “card”, “storm lored” are written The Stormlord; no line stored so far says it. “card” is "
+        "everyday English: every “card” said from now on is written The Stormlord."
+    )
+    again = await campaign.graph.update_entity("The Stormlord", heard_as=["card", "storm lored", "The Road", "red"])
+    assert heard_as_said(now, again, None) == (  # only what is new is said, each everyday phrase once
+        "From now on “red”, “The Road” are written The Stormlord; the lines already stored that say it are "
+        "corrected again in the background. “red”, “The Road” are everyday English: each said from now on is "
+        "written The Stormlord."
+    )
+    # a phrase with a word English does not know is no warning ("elder nacks"), nor is a name already taught
+    rare = await campaign.graph.update_entity("The Stormlord", heard_as=["card", "elder nacks"])
+    assert (
+        heard_as_said(again, rare, 0)
+        == "From now on “elder nacks” is written The Stormlord; no line stored so far says it."
+    )
+    # an entity added with phrases (``before`` None) is told the same
+    added = await campaign.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc, heard_as=["pumpkin"]))
+    assert heard_as_said(None, added, 0).endswith(
+        "“pumpkin” is everyday English: every “pumpkin” said from now on is written Frumpkin."
+    )
+
+
 async def test_a_secret_entity_heard_as_is_written_by_its_name_which_players_read_masked(
     campaign: CampaignMemory,
 ) -> None:
@@ -112,7 +143,7 @@ async def test_lines_stored_before_are_corrected_again_by_a_background_job(memor
     assert counted == 2
     assert heard_as_said(was, now, counted) == (
         "From now on “from skin” is written Frumpkin; 2 lines already stored say it: they are corrected again in "
-        "the background."
+        "the background. “from skin” is everyday English: every “from skin” said from now on is written Frumpkin."
     )
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
     assert await jobs.failed_jobs(memory.pool) == 0
