@@ -17,7 +17,7 @@ import logging
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence, Set
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -533,15 +533,19 @@ class _Line:
     text: str
 
 
-def _dm(entries: Sequence[Entry]) -> str:
-    """Who narrates: a speaker called DM or GM, else the one who said the most words (the game master describes
-    the world, voices its people and rules on the rest)."""
-    words: Counter[str] = Counter()
-    for e in entries:
-        if e.speaker.strip().upper() in _DM_NAMES:
-            return e.speaker
-        words[e.speaker] += len(e.text.split())
-    return words.most_common(1)[0][0] if words else ""
+def _narrates(entries: Sequence[Entry], dm_speaker_id: str | None) -> Callable[[Entry], bool]:
+    """Who narrates: in a recorded session the user who ran it (``dm_speaker_id``: a player may call themself
+    "DM"); else a speaker called DM or GM, else the one who said the most words (the game master describes the
+    world, voices its people and rules on the rest)."""
+    if dm_speaker_id is not None and any(e.speaker_id == dm_speaker_id for e in entries):
+        return lambda e: e.speaker_id == dm_speaker_id
+    narrator = next((e.speaker for e in entries if e.speaker.strip().upper() in _DM_NAMES), None)
+    if narrator is None:
+        words: Counter[str] = Counter()
+        for e in entries:
+            words[e.speaker] += len(e.text.split())
+        narrator = words.most_common(1)[0][0] if words else ""
+    return lambda e: e.speaker == narrator
 
 
 def _best_line(entry: Entry, mentions: Sequence[tuple[int, int, int]], narrator: bool) -> _Line | None:
@@ -573,21 +577,26 @@ _INVOLVED = "Involved: "
 
 
 def extractive_summary(
-    entries: Sequence[Entry], gazetteer: Gazetteer, names: dict[int, str], *, secret: Set[int] = frozenset()
+    entries: Sequence[Entry],
+    gazetteer: Gazetteer,
+    names: dict[int, str],
+    *,
+    secret: Set[int] = frozenset(),
+    dm_speaker_id: str | None = None,
 ) -> tuple[str, list[int]]:
     """A line for each part of the session, in story order, and the entities involved, most mentioned first.
 
     The session is cut into parts of equal length (one per 200 lines, 5 to 12), and each part gives its most
     telling line (:func:`_best_line`): the recap tells the story from its start to its end, not only where names
     crowd. The recap is the players' too: it names no ``secret`` entity, which may have been mentioned by an alias
-    ("the old beggar") that is all they know of it."""
+    ("the old beggar") that is all they know of it. ``dm_speaker_id``: the user id of a recorded session's DM."""
     counts: Counter[int] = Counter()
-    narrator = _dm(entries)
+    narrates = _narrates(entries, dm_speaker_id)
     found: dict[int, _Line] = {}
     for n, e in enumerate(entries):
         counts.update(gazetteer.mentioned_ids(e))
         mentions = [(a, b, entity.id) for a, b, entity in gazetteer.find(e.text, nested=True)]
-        if line := _best_line(e, mentions, e.speaker == narrator):
+        if line := _best_line(e, mentions, narrates(e)):
             found[n] = line
     parts = min(len(entries), _MAX_LINES, max(5, len(entries) // _TURNS_PER_LINE))
     said: dict[int, str] = {}
@@ -630,7 +639,9 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     entities = [e for e in await mem.graph.list_entities(status=None) if e.status == ReviewStatus.accepted]
     names = {e.id: e.name for e in entities if e.type != EntityType.event}
     secret = {e.id for e in entities if e.visibility == Visibility.secret}
-    summary, involved = extractive_summary(entries, Gazetteer(entities), names, secret=secret)
+    summary, involved = extractive_summary(
+        entries, Gazetteer(entities), names, secret=secret, dm_speaker_id=session.dm_speaker_id
+    )
     if ctx.llm is not None and entries:
         summary = await _abstractive(ctx.llm, by_role(entries, session.dm_speaker_id), summary)
     # An entity's name has no invisible characters; a title may ("🧙‍♂️ Wizard night" holds a zero-width joiner).
