@@ -50,6 +50,25 @@ async def test_heard_as_phrases_are_stored_checked_and_no_alias(campaign: Campai
     assert cleared.heard_as == [] and cleared.aliases == ["the cat"]
 
 
+async def test_a_phrase_of_words_said_all_the_time_is_refused_and_rewrites_no_line(campaign: CampaignMemory) -> None:
+    """A DM who taught "the" as Eldrinax had every "the" of the campaign's lines rewritten to the name, and
+    clearing the phrase restored none: such a phrase is refused, one with a word of its own is not."""
+    await campaign.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc))
+    rec = await SessionRecorder.start(campaign, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add(Utterance(speaker="DM", text="The dragon is not under the old man's house."))
+    await rec.flush()
+    for phrase in ["the", "Not", "old man", "and it is"]:
+        with pytest.raises(InvalidInputError, match=f"{phrase!r} is only words said all the time"):
+            await campaign.graph.update_entity("Eldrinax", heard_as=["elder nacks", phrase])
+    assert (await campaign.graph.get_entity("Eldrinax")).heard_as == []
+    assert await jobs.correct_heard_as_lines(campaign, rec.session.id) == 0
+    (line,) = await campaign.log.session_entries(rec.session.id)
+    assert line.text == "The dragon is not under the old man's house."
+    # a phrase with a word not said all the time is the DM's to teach, however ordinary
+    dragon = await campaign.graph.update_entity("Eldrinax", heard_as=["the dragon", "terry"])
+    assert dragon.heard_as == ["terry", "the dragon"]
+
+
 async def test_new_lines_are_corrected_as_soon_as_a_phrase_is_taught(campaign: CampaignMemory) -> None:
     await campaign.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
     cache = CorrectionIndexCache()  # one recorder's cache, kept across the edits: it must see them
