@@ -159,3 +159,32 @@ async def test_lines_stored_before_are_corrected_again_by_a_background_job(memor
     # done once: running it again, or counting, finds nothing left to do
     assert await jobs.correct_heard_as_lines(camp, session.id) == 0
     assert await camp.log.count_heard(phrases) == 0
+
+
+async def test_an_entity_taught_after_a_recap_took_part_in_the_sessions_that_said_its_phrase(memory: Memory) -> None:
+    """The recap of Night 1 read "from skin", not Frumpkin: once the DM taught the phrase and the job corrected the
+    lines, Frumpkin's card said it was last mentioned there, yet not that it took part in it."""
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    await camp.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
+    await camp.graph.add_entity(EntityIn(name="Keyleth", type=EntityType.player))
+    for title, said in [("Night 1", "And from skin jumps on Keyleth's table."), ("Night 2", "Keyleth sleeps.")]:
+        rec = await SessionRecorder.start(camp, title, index_cache=CorrectionIndexCache())
+        await rec.add(Utterance(speaker="Liam", text=said))
+        await rec.end()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+
+    async def took_part(name: str) -> list[str]:
+        entity = await camp.graph.get_entity(name)
+        facts = await camp.graph.relationships_of(entity.id, include_secret=True)
+        return sorted(r.target_name for r in facts if r.type == "took_part_in")
+
+    assert await took_part("Keyleth") == ["Session: Night 1", "Session: Night 2"]
+    assert await took_part("Frumpkin") == []
+    await camp.graph.update_entity("Frumpkin", heard_as=["from skin"])
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await jobs.failed_jobs(memory.pool) == 0
+    assert await took_part("Frumpkin") == ["Session: Night 1"]
+    session = await camp.log.session_by_title("Night 1")
+    assert await jobs.correct_heard_as_lines(camp, session.id) == 0  # again: nothing changes, no link is doubled
+    assert await took_part("Frumpkin") == ["Session: Night 1"]
