@@ -456,7 +456,8 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
     corrects a new line: each phrase becomes its entity's name (a correction there before, of stage 1 or 2, gives
     way: the DM's word is surer). The rest of each line's corrections stay (the recogniser's word confidences
     they were made with are gone), and so does the raw text. As stage 2 revises a line, the session's windows
-    from it on are chunked and embedded again. Returns how many lines changed; running it again changes none."""
+    from it on are chunked and embedded again, and an entity the lines now name took part in the session (its
+    recap, if written, read the phrase). Returns how many lines changed; running it again changes none."""
     from memory.correction.edits import apply_corrections
     from memory.correction.text import name_norm
     from memory.recorder import default_index_cache
@@ -466,6 +467,7 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
         return 0
     ids = await mem.log.heard_in(session_id, [f.surface for f in matcher.index.heard])
     changed = 0
+    named: set[int] = set()  # the entities whose phrases the lines say
     for start in range(0, len(ids), slice_size):
         async with mem.transaction() as tx:
             revised = []
@@ -473,6 +475,7 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
                 found = [
                     c for c in matcher.correct(e.raw_text).corrections if "".join(name_norm(c.span).split()) in heard
                 ]
+                named.update(c.entity_id for c in found if c.entity_id is not None)
                 kept = [c for c in e.corrections if not any(c.start < f.end and f.start < c.end for f in found)]
                 merged = sorted([*kept, *found], key=lambda c: c.start)
                 if merged != e.corrections:
@@ -483,6 +486,9 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
         changed += len(revised)
     if changed:
         await enqueue_session_work(mem.db, mem.campaign_id, session_id, await _last_seq(mem, session_id), after=":h")
+    if named:  # a recap written before read the phrase, not the name (done again by a retry: the raw text stays)
+        async with mem.transaction() as tx:
+            await link_to_recaps(tx.graph, named, sessions=[session_id])
     return changed
 
 

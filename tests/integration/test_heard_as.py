@@ -50,6 +50,25 @@ async def test_heard_as_phrases_are_stored_checked_and_no_alias(campaign: Campai
     assert cleared.heard_as == [] and cleared.aliases == ["the cat"]
 
 
+async def test_a_phrase_of_words_said_all_the_time_is_refused_and_rewrites_no_line(campaign: CampaignMemory) -> None:
+    """A DM who taught "the" as Eldrinax had every "the" of the campaign's lines rewritten to the name, and
+    clearing the phrase restored none: such a phrase is refused, one with a word of its own is not."""
+    await campaign.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc))
+    rec = await SessionRecorder.start(campaign, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add(Utterance(speaker="DM", text="The dragon is not under the old man's house."))
+    await rec.flush()
+    for phrase in ["the", "Not", "old man", "and it is"]:
+        with pytest.raises(InvalidInputError, match=f"{phrase!r} is only words said all the time"):
+            await campaign.graph.update_entity("Eldrinax", heard_as=["elder nacks", phrase])
+    assert (await campaign.graph.get_entity("Eldrinax")).heard_as == []
+    assert await jobs.correct_heard_as_lines(campaign, rec.session.id) == 0
+    (line,) = await campaign.log.session_entries(rec.session.id)
+    assert line.text == "The dragon is not under the old man's house."
+    # a phrase with a word not said all the time is the DM's to teach, however ordinary
+    dragon = await campaign.graph.update_entity("Eldrinax", heard_as=["the dragon", "terry"])
+    assert dragon.heard_as == ["terry", "the dragon"]
+
+
 async def test_new_lines_are_corrected_as_soon_as_a_phrase_is_taught(campaign: CampaignMemory) -> None:
     await campaign.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
     cache = CorrectionIndexCache()  # one recorder's cache, kept across the edits: it must see them
@@ -171,3 +190,32 @@ async def test_lines_stored_before_are_corrected_again_by_a_background_job(memor
     # done once: running it again, or counting, finds nothing left to do
     assert await jobs.correct_heard_as_lines(camp, session.id) == 0
     assert await camp.log.count_heard(phrases) == 0
+
+
+async def test_an_entity_taught_after_a_recap_took_part_in_the_sessions_that_said_its_phrase(memory: Memory) -> None:
+    """The recap of Night 1 read "from skin", not Frumpkin: once the DM taught the phrase and the job corrected the
+    lines, Frumpkin's card said it was last mentioned there, yet not that it took part in it."""
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    await camp.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
+    await camp.graph.add_entity(EntityIn(name="Keyleth", type=EntityType.player))
+    for title, said in [("Night 1", "And from skin jumps on Keyleth's table."), ("Night 2", "Keyleth sleeps.")]:
+        rec = await SessionRecorder.start(camp, title, index_cache=CorrectionIndexCache())
+        await rec.add(Utterance(speaker="Liam", text=said))
+        await rec.end()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+
+    async def took_part(name: str) -> list[str]:
+        entity = await camp.graph.get_entity(name)
+        facts = await camp.graph.relationships_of(entity.id, include_secret=True)
+        return sorted(r.target_name for r in facts if r.type == "took_part_in")
+
+    assert await took_part("Keyleth") == ["Session: Night 1", "Session: Night 2"]
+    assert await took_part("Frumpkin") == []
+    await camp.graph.update_entity("Frumpkin", heard_as=["from skin"])
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await jobs.failed_jobs(memory.pool) == 0
+    assert await took_part("Frumpkin") == ["Session: Night 1"]
+    session = await camp.log.session_by_title("Night 1")
+    assert await jobs.correct_heard_as_lines(camp, session.id) == 0  # again: nothing changes, no link is doubled
+    assert await took_part("Frumpkin") == ["Session: Night 1"]
