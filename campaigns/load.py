@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, RelationshipSpec, find_conflicts
+from memory.correction.evidence import everyday
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_
 from memory.graph import SINGLE_VALUED
 from memory.models import (
@@ -70,6 +71,9 @@ class LoadReport(BaseModel):
     relationships_updated: int = 0
     relationships_unchanged: int = 0
     changes: list[LoadChange] = Field(default_factory=list)
+    #: Heard-as phrases this load taught that are ordinary English (``change``: the phrase): each is the name
+    #: wherever it is said, which the DM may mean but should know.
+    everyday: list[LoadChange] = Field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -86,15 +90,24 @@ class LoadReport(BaseModel):
 
     def said(self, shown: int = _SHOWN) -> str:
         """The changes to what the campaign had, entity by entity, for the DM (the CLI and ``/campaign load`` say
-        the same): a committed load cannot be undone, so what it replaced must be seen. "" if none."""
+        the same): a committed load cannot be undone, so what it replaced must be seen. Then the heard-as phrases
+        of everyday English it taught. "" if neither."""
         grouped: dict[str, list[str]] = {}
         for c in self.changes:
             grouped.setdefault(c.entity, []).append(c.change)
         lines = [clip(f"- {entity}: {change}", _LINE) for entity, changes in grouped.items() for change in changes]
-        if not lines:
-            return ""
-        more = [f"- and {len(lines) - shown:,} more"] if len(lines) > shown else []
-        return "\n".join(["Changes to what the campaign had:", *lines[:shown], *more])
+        said = ["Changes to what the campaign had:", *_at_most(lines, shown)] if lines else []
+        phrases: dict[str, list[str]] = {}
+        for c in self.everyday:
+            phrases.setdefault(c.entity, []).append(f"“{c.change}”")
+        if phrases:
+            said.append("Heard-as phrases of everyday English (each is written as the name wherever it is said):")
+            said += _at_most([clip(f"- {entity}: {', '.join(p)}", _LINE) for entity, p in phrases.items()], shown)
+        return "\n".join(said)
+
+
+def _at_most(lines: list[str], shown: int) -> list[str]:
+    return [*lines[:shown], *([f"- and {len(lines) - shown:,} more"] if len(lines) > shown else [])]
 
 
 async def apply_campaign_file(
@@ -125,6 +138,12 @@ async def apply_campaign_file(
             if before is not None:
                 known.add(entity.id)
                 report.changes += [LoadChange(entity=entity.name, change=c) for c in _entity_changes(before, entity)]
+            had = {h.casefold() for h in before.heard_as} if before is not None else set()
+            report.everyday += [
+                LoadChange(entity=entity.name, change=h)
+                for h in entity.heard_as
+                if h.casefold() not in had and everyday(h)
+            ]
             statistics_due = await _refresh_statistics_when_due(tx, report, statistics_due)
             ids[spec.name] = entity.id
             done += 1

@@ -38,6 +38,7 @@ from memory.models import (
     Source,
     Visibility,
     check_attributes,
+    heard_as_phrases,
     typed_attribute,
 )
 from memory.store import CampaignMemory
@@ -142,6 +143,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         aliases="Other names, comma-separated",
         attributes="key=value;key=value",
         secret="Only the DM sees it",
+        heard_as="What speech-to-text writes for its name (from skin), comma-separated",
     )
     async def add(
         self,
@@ -152,22 +154,27 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         aliases: str | None = None,
         attributes: str | None = None,
         secret: bool = False,
+        heard_as: str | None = None,
     ) -> None:
         _, mem = await dm_campaign(interaction)
+        phrases = heard_as_phrases(parse_aliases(heard_as))  # refused as /entity edit refuses it
+        lines = await mem.log.count_heard(phrases) if phrases else None  # before a job corrects them
         entity = await mem.add_entity(
             EntityIn(
                 name=name,
                 type=type,
                 description=description,
                 aliases=parse_aliases(aliases),
+                heard_as=phrases,
                 attributes=parse_attributes(attributes),
                 visibility=Visibility.secret if secret else Visibility.public,
                 provenance=Provenance(source=Source.dm, dm_confirmed=True),
             )
         )
+        heard = heard_as_said(None, entity, lines)
         embed = entity_embed(entity, relationships=[], last_mention=None)
         await interaction.response.send_message(
-            f"Added {entity.type.value} **{entity.name}**.", embed=embed, ephemeral=True
+            f"Added {entity.type.value} **{entity.name}**.{f' {heard}' if heard else ''}", embed=embed, ephemeral=True
         )
 
     @app_commands.command(name="list", description="List the campaign's entities")

@@ -12,11 +12,13 @@ from typing import Any, Literal
 
 import asyncpg
 
+from memory.correction.evidence import everyday
 from memory.db import Executor, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.models import (
     DEFAULT_ACCEPT_THRESHOLD,
     MAX_ALIASES,
+    MAX_HEARD_AS,
     Entity,
     EntityIn,
     EntityType,
@@ -224,19 +226,31 @@ def kept_old_name(before: Entity, after: Entity) -> bool:
     return before.name != after.name and before.name in after.aliases
 
 
-def heard_as_said(before: Entity, after: Entity, lines: int | None) -> str:
-    """What an edit taught of what the recogniser writes for the entity's name, for the DM's reply ('' if nothing
-    new). ``lines``: how many stored lines say it, counted before the edit (see ``SessionLog.count_heard``; None:
-    not known), which a background job corrects."""
-    had = {h.casefold() for h in before.heard_as}
+def heard_as_said(before: Entity | None, after: Entity, lines: int | None) -> str:
+    """What an edit (``before``: the entity before it; None: it was added) taught of what the recogniser writes for
+    the entity's name, for the DM's reply ('' if nothing new). ``lines``: how many stored lines say it, counted
+    before the edit (see ``SessionLog.count_heard``; None: not known), which a background job corrects."""
+    had = {h.casefold() for h in before.heard_as} if before is not None else set()
     if not (new := [h for h in after.heard_as if h.casefold() not in had]):
         return ""
     said = f"From now on {', '.join(f'“{h}”' for h in new)} {'is' if len(new) == 1 else 'are'} written {after.name}"
     if lines is None:
-        return f"{said}; the lines already stored that say it are corrected again in the background."
-    if not lines:
-        return f"{said}; no line stored so far says it."
-    return f"{said}; {counted(lines, 'line')} already stored say it: they are corrected again in the background."
+        said += "; the lines already stored that say it are corrected again in the background."
+    elif not lines:
+        said += "; no line stored so far says it."
+    else:
+        said += f"; {counted(lines, 'line')} already stored say it: they are corrected again in the background."
+    return " ".join([said, *everyday_said(new, after.name)])
+
+
+def everyday_said(phrases: Sequence[str], name: str) -> list[str]:
+    """The warning for the DM when a heard-as phrase of ``name`` is ordinary English (see :func:`everyday`): it is
+    allowed, but every time it is said it becomes the name. [] if none is."""
+    if not (common := [p for p in phrases if everyday(p)]):
+        return []
+    if len(common) == 1:
+        return [f"“{common[0]}” is everyday English: every “{common[0]}” said from now on is written {name}."]
+    return [f"{', '.join(f'“{p}”' for p in common)} are everyday English: each said from now on is written {name}."]
 
 
 def _visible(alias: str, include_secret: bool) -> str:
@@ -693,7 +707,8 @@ class KnowledgeGraph:
         vouched for the accepted one, and merging is the DM's word that the pending one is the same. Merged into a
         secret ``into``, ``source``'s name (and a proposal's aliases) stays hidden from players while ``into`` is
         secret: aliases are what players know a secret entity by, and they did not know it by those. A merge that
-        would give ``into`` more aliases than the cap is refused before anything changes. Either may be its id."""
+        would give ``into`` more aliases or heard-as phrases than their caps is refused before anything changes.
+        Either may be its id."""
         from memory.took_part import link_to_recaps  # it builds on this module
 
         async with transaction(self.db) as conn:
@@ -719,6 +734,13 @@ class KnowledgeGraph:
                 f"merged, {t.name} would have {len(t.aliases) + len(names)} aliases ({len(t.aliases)} of its own, "
                 f"{len(names)} from {s.name}), more than the {MAX_ALIASES} allowed: edit the aliases of either down "
                 "to the names the table uses, then merge again"
+            )
+        if (heard := len({h.casefold() for h in [*t.heard_as, *s.heard_as]})) > MAX_HEARD_AS:
+            # as for aliases: the phrases move to ``into``, which could then not be edited but to drop some
+            raise InvalidInputError(
+                f"merged, {t.name} would have {heard} heard-as phrases ({len(t.heard_as)} of its own, "
+                f"{len(s.heard_as)} from {s.name}), more than the {MAX_HEARD_AS} allowed: edit those of either down "
+                "to what the recogniser writes, then merge again"
             )
         moved = dropped = loops = made_secret = 0
         rows = await self.db.fetch(

@@ -17,7 +17,7 @@ import logging
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence, Set
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -36,6 +36,7 @@ from pydantic import BaseModel, field_validator
 from memory.chunking import ChunkSettings, window_key, windows
 from memory.db import Executor
 from memory.errors import Unavailable
+from memory.extraction.pipeline import by_role
 from memory.extraction.salience import is_trivial
 from memory.gazetteer import Gazetteer
 from memory.graph import SecretMask
@@ -459,8 +460,8 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
     corrects a new line: each phrase becomes its entity's name (a correction there before, of stage 1 or 2, gives
     way: the DM's word is surer). The rest of each line's corrections stay (the recogniser's word confidences
     they were made with are gone), and so does the raw text. As stage 2 revises a line, the session's windows
-    from it on are chunked and embedded again, and in a recapped session the entities the lines now name took part
-    in it (:func:`link_to_recaps`). Returns how many lines changed; running it again changes none."""
+    from it on are chunked and embedded again, and an entity the lines now name took part in the session (its
+    recap, if written, read the phrase). Returns how many lines changed; running it again changes none."""
     from memory.correction.edits import apply_corrections, merge_corrections
     from memory.correction.text import name_norm
     from memory.recorder import default_index_cache
@@ -470,7 +471,7 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
         return 0
     ids = await mem.log.heard_in(session_id, [f.surface for f in matcher.index.heard])
     changed = 0
-    named: set[int] = set()
+    named: set[int] = set()  # the entities whose phrases the lines say
     for start in range(0, len(ids), slice_size):
         async with mem.transaction() as tx:
             revised = []
@@ -487,11 +488,11 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
             if revised:  # new text, new vectors: its windows are chunked again
                 await rewind_progress(tx.db, mem.campaign_id, session_id, CHUNK, min(revised))
         changed += len(revised)
-    if named:  # the lines name them now; a run cut short after its lines changed is retried, and links them then
-        async with mem.transaction() as tx:
-            await link_to_recaps(tx.graph, named, sessions=[session_id])
     if changed:
         await enqueue_session_work(mem.db, mem.campaign_id, session_id, await _last_seq(mem, session_id), after=":h")
+    if named:  # a recap written before read the phrase, not the name (done again by a retry: the raw text stays)
+        async with mem.transaction() as tx:
+            await link_to_recaps(tx.graph, named, sessions=[session_id])
     return changed
 
 
@@ -542,15 +543,19 @@ class _Line:
     text: str
 
 
-def _dm(entries: Sequence[Entry]) -> str:
-    """Who narrates: a speaker called DM or GM, else the one who said the most words (the game master describes
-    the world, voices its people and rules on the rest)."""
-    words: Counter[str] = Counter()
-    for e in entries:
-        if e.speaker.strip().upper() in _DM_NAMES:
-            return e.speaker
-        words[e.speaker] += len(e.text.split())
-    return words.most_common(1)[0][0] if words else ""
+def _narrates(entries: Sequence[Entry], dm_speaker_id: str | None) -> Callable[[Entry], bool]:
+    """Who narrates: in a recorded session the user who ran it (``dm_speaker_id``: a player may call themself
+    "DM"); else a speaker called DM or GM, else the one who said the most words (the game master describes the
+    world, voices its people and rules on the rest)."""
+    if dm_speaker_id is not None and any(e.speaker_id == dm_speaker_id for e in entries):
+        return lambda e: e.speaker_id == dm_speaker_id
+    narrator = next((e.speaker for e in entries if e.speaker.strip().upper() in _DM_NAMES), None)
+    if narrator is None:
+        words: Counter[str] = Counter()
+        for e in entries:
+            words[e.speaker] += len(e.text.split())
+        narrator = words.most_common(1)[0][0] if words else ""
+    return lambda e: e.speaker == narrator
 
 
 def _best_line(entry: Entry, mentions: Sequence[tuple[int, int, int]], narrator: bool) -> _Line | None:
@@ -582,21 +587,26 @@ _INVOLVED = "Involved: "
 
 
 def extractive_summary(
-    entries: Sequence[Entry], gazetteer: Gazetteer, names: dict[int, str], *, secret: Set[int] = frozenset()
+    entries: Sequence[Entry],
+    gazetteer: Gazetteer,
+    names: dict[int, str],
+    *,
+    secret: Set[int] = frozenset(),
+    dm_speaker_id: str | None = None,
 ) -> tuple[str, list[int]]:
     """A line for each part of the session, in story order, and the entities involved, most mentioned first.
 
     The session is cut into parts of equal length (one per 200 lines, 5 to 12), and each part gives its most
     telling line (:func:`_best_line`): the recap tells the story from its start to its end, not only where names
     crowd. The recap is the players' too: it names no ``secret`` entity, which may have been mentioned by an alias
-    ("the old beggar") that is all they know of it."""
+    ("the old beggar") that is all they know of it. ``dm_speaker_id``: the user id of a recorded session's DM."""
     counts: Counter[int] = Counter()
-    narrator = _dm(entries)
+    narrates = _narrates(entries, dm_speaker_id)
     found: dict[int, _Line] = {}
     for n, e in enumerate(entries):
         counts.update(gazetteer.mentioned_ids(e))
         mentions = [(a, b, entity.id) for a, b, entity in gazetteer.find(e.text, nested=True)]
-        if line := _best_line(e, mentions, e.speaker == narrator):
+        if line := _best_line(e, mentions, narrates(e)):
             found[n] = line
     parts = min(len(entries), _MAX_LINES, max(5, len(entries) // _TURNS_PER_LINE))
     said: dict[int, str] = {}
@@ -639,9 +649,11 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     entities = [e for e in await mem.graph.list_entities(status=None) if e.status == ReviewStatus.accepted]
     names = {e.id: e.name for e in entities if e.type != EntityType.event}
     secret = {e.id for e in entities if e.visibility == Visibility.secret}
-    summary, involved = extractive_summary(entries, Gazetteer(entities), names, secret=secret)
+    summary, involved = extractive_summary(
+        entries, Gazetteer(entities), names, secret=secret, dm_speaker_id=session.dm_speaker_id
+    )
     if ctx.llm is not None and entries:
-        summary = await _abstractive(ctx.llm, entries, summary)
+        summary = await _abstractive(ctx.llm, by_role(entries, session.dm_speaker_id), summary)
     # An entity's name has no invisible characters; a title may ("🧙‍♂️ Wizard night" holds a zero-width joiner).
     title = "".join(ch for ch in session.title if not unicodedata.category(ch).startswith("C"))
     async with mem.transaction() as tx:
@@ -668,6 +680,8 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
 
 
 async def _abstractive(llm: LLMClient, entries: Sequence[Entry], fallback: str) -> str:
+    """The LLM's recap of ``entries``, its speakers named by role (see :func:`by_role`): a player calling themself
+    "DM" must not narrate the session to the model."""
     from memory.providers.llm import LLMError
 
     transcript = "\n".join(f"{e.speaker}: {e.text}" for e in entries)[-24000:]

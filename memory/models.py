@@ -171,7 +171,8 @@ def check_alias_count(aliases: list[str]) -> list[str]:
 def heard_as_phrases(phrases: list[str]) -> list[str]:
     """What the recogniser writes for an entity's name, as the DM gives it: each trimmed as a name is, once
     (case aside), at most :data:`MAX_HEARD_AS` of them. A phrase is heard only as whole words said together, so
-    one with a comma or full stop inside, more than :data:`MAX_HEARD_AS_WORDS` words or no letters is refused."""
+    one with a comma or full stop inside, more than :data:`MAX_HEARD_AS_WORDS` words, no letters or only words said
+    all the time is refused."""
     seen: dict[str, str] = {}
     for phrase in phrases:
         try:
@@ -187,12 +188,27 @@ def heard_as_phrases(phrases: list[str]) -> list[str]:
             )
         if len(text.split()) > MAX_HEARD_AS_WORDS:
             raise InvalidInputError(f"heard as: {text!r} has more than {MAX_HEARD_AS_WORDS} words")
+        if _said_all_the_time(text):
+            raise InvalidInputError(
+                f"heard as: {text!r} is only words said all the time (as 'the', 'not' or 'old man' are): every line "
+                "saying it would get the name; give the words the recogniser writes for the name itself"
+            )
         seen.setdefault(text.casefold(), text)
     if len(seen) > MAX_HEARD_AS:
         raise InvalidInputError(
             f"heard as: {len(seen):,} phrases, more than the {MAX_HEARD_AS} allowed: keep those the recogniser writes"
         )
     return list(seen.values())
+
+
+def _said_all_the_time(phrase: str) -> bool:
+    """Whether every word of ``phrase`` is as common as stage 1's function words ("the", "not", "old man"): taught
+    as a name, it would rewrite most lines of a campaign, stored and to come, and clearing it restores none."""
+    # here, not at the top: the correction package builds on this module
+    from memory.correction.evidence import MatchSettings, word_zipf
+
+    common = MatchSettings().function_zipf
+    return all(word_zipf(word) >= common for word in phrase.casefold().split())
 
 
 def name_query(value: str) -> str:

@@ -1,10 +1,10 @@
 """Who took part in a session: links from the accepted entities its lines name to its recap's event entity.
 
 The recap job links those accepted when it writes the recap, by the names they have then. An entity accepted later
-(from the review queue, added by the DM, loaded from a campaign file), given a name or alias later (the table's
-"the ferryman" made Corvin Ash's), or whose name a heard-as phrase wrote into the lines later, gets the links of the
-recapped sessions that named it here, found as the recap job finds them, so its card does not leave out the sessions
-it was in.
+(from the review queue, added by the DM, loaded from a campaign file), or given a name or alias later (the table's
+"the ferryman" made Corvin Ash's), or a heard-as phrase the recap read as said ("from skin", corrected since), gets the
+links of the recapped sessions that named it here, found as the recap job finds them, so its card does not leave out
+the sessions it was in.
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ def named_anew(before: Entity, after: Entity) -> bool:
 async def link_to_recaps(
     graph: KnowledgeGraph, entity_ids: Collection[int], *, sessions: Collection[int] | None = None
 ) -> int:
-    """Link each of these entities that is accepted to the recap of every ended session (of ``sessions``, if given)
-    whose lines name it (its name or an alias), secret ones too, as the recap job does; returns the links made.
-    The recap job's gazetteer of
+    """Link each of these entities that is accepted to the recap of every ended session (of ``sessions`` only, when
+    given) whose lines name it (its name or an alias), secret ones too, as the recap job does; returns the links
+    made. The recap job's gazetteer of
     every accepted entity decides, among the lines full-text search finds, so a name inside a longer one ("Vell" in
     "Vell Sorrowmere") counts as it does there. Measured on 100 sessions of 2,000 lines: 0.1-0.2 s for one entity; 20 s
     for the 1,269 of a campaign file loaded after the sessions, 49,000 links."""
@@ -59,7 +59,7 @@ async def link_to_recaps(
             JOIN entities e ON e.campaign_id = s.campaign_id AND e.type = 'event'
                 AND e.provenance ->> 'source' = 'inferred' AND e.provenance ->> 'session_id' = s.id::text
             WHERE s.campaign_id = $1 AND s.ended_at IS NOT NULL AND s.summary IS NOT NULL
-              AND ($2::bigint[] IS NULL OR s.id = ANY($2::bigint[]))
+                AND ($2::bigint[] IS NULL OR s.id = ANY($2::bigint[]))
             ORDER BY e.id
             """,
             graph.campaign_id,

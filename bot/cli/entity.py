@@ -20,7 +20,16 @@ from bot.cli.common import (
 )
 from memory.errors import InvalidInputError
 from memory.graph import heard_as_said, kept_old_name
-from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, check_attributes, typed_attribute
+from memory.models import (
+    EntityIn,
+    EntityType,
+    Provenance,
+    Source,
+    Visibility,
+    check_attributes,
+    heard_as_phrases,
+    typed_attribute,
+)
 
 TYPE_CHOICE = click.Choice([t.value for t in EntityType], case_sensitive=False)
 
@@ -50,6 +59,13 @@ def entity() -> None:
 @click.option("--description", "-d", default="", help="A line or two about it.")
 @click.option("--alias", "aliases", multiple=True, help="Another name (repeatable).")
 @click.option("--attr", "attrs", multiple=True, metavar="KEY=VALUE", help="An attribute (repeatable).")
+@click.option(
+    "--heard-as",
+    "heard_as",
+    multiple=True,
+    metavar="PHRASE",
+    help="What speech-to-text writes for its name ('from skin', repeatable), as entity edit --heard-as.",
+)
 @click.option("--secret", is_flag=True, help="DM-only: never shown to players.")
 @campaign_option
 @json_option
@@ -62,28 +78,35 @@ async def add(
     description: str,
     aliases: tuple[str, ...],
     attrs: tuple[str, ...],
+    heard_as: tuple[str, ...],
     secret: bool,
     campaign: str | None,
     as_json: bool,
 ) -> None:
-    """Add an entity NAME of TYPE: npc, place, item, faction, quest, event, concept or player."""
+    """Add an entity NAME of TYPE: npc, place, item, faction, quest, event, concept or player. A phrase given with
+    --heard-as becomes the name wherever it is said, in the lines already stored too (a background job)."""
     settings = settings_from(ctx)
+    phrases = heard_as_phrases(list(heard_as))  # refused as entity edit refuses it, not as a field of EntityIn
     entity_in = EntityIn(
         name=name,
         type=EntityType(type.lower()),
         description=description,
         aliases=list(aliases),
+        heard_as=phrases,
         attributes=parse_attributes(attrs),
         visibility=Visibility.secret if secret else Visibility.public,
         provenance=Provenance(source=Source.dm, dm_confirmed=True),
     )
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
+        lines = await mem.log.count_heard(phrases) if phrases else None  # before a job corrects them
         created = await mem.add_entity(entity_in)
     if as_json:
         emit_json(created)
-    else:
-        click.echo(f"added {created.type.value} {created.name!r} (id {created.id})")
+        return
+    click.echo(f"added {created.type.value} {created.name!r} (id {created.id})")
+    if said := heard_as_said(None, created, lines):
+        click.echo(said)
 
 
 @entity.command("list")

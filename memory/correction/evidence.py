@@ -139,6 +139,13 @@ def word_zipf(word: str) -> float:
     return round(math.log10(frequency) + 9, 2) if frequency > 0 else 0.0
 
 
+def everyday(phrase: str, settings: MatchSettings = MatchSettings()) -> bool:
+    """Whether every word of ``phrase`` is ordinary English ("card", "the road"): taught as what the recogniser
+    writes for a name, it is the name wherever it is said, whatever the speaker meant."""
+    words = re.findall(r"[^\W_]+(?:'[^\W_]+)*", phrase.casefold())
+    return bool(words) and all(word_zipf(w) >= settings.common_zipf for w in words)
+
+
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """The differing part of a span against one name, and what the recogniser said about it."""

@@ -133,9 +133,10 @@ async def _warn_fallback(mem: CampaignMemory, proposal: Proposal, stats: Extract
 
 
 def by_role(entries: Sequence[Entry], dm_speaker_id: str | None) -> list[Entry]:
-    """The lines as extractors read them. In a recorded session each speaker is named by role, from their user id:
-    "DM" for who started it, "player NAME" for the rest, as a player's display name is theirs to choose ("DM" too)
-    and the DM's word counts for more. A line without a user id was imported, named as the DM's file names it."""
+    """The lines as an LLM reads them (extraction, the recap). In a recorded session each speaker is named by role,
+    from their user id: "DM" for who started it, "player NAME" for the rest, as a player's display name is theirs to
+    choose ("DM" too) and the DM's word counts for more. A line without a user id was imported, named as the DM's
+    file names it."""
     if dm_speaker_id is None:
         return list(entries)
     return [

@@ -214,6 +214,26 @@ async def test_edit_rename_and_aliases(world, fake_discord: FakeDiscord, dm: Fak
     assert (await world.graph.get_entity("Ironhold Keep")).aliases == ["Ironhold Keep", "The Keep"]
 
 
+async def test_add_takes_heard_as_checked_and_said_as_edit_does(
+    world, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    added = await fake_discord.invoke(
+        "entity add", {"name": "The Stormlord", "type": "npc", "heard_as": "storm lored, card"}, user_id=dm
+    )
+    assert added.ephemeral and added.texts()[0] == (
+        "Added npc **The Stormlord**. From now on “card”, “storm lored” are written The Stormlord; no line stored so "
+        "far says it. “card” is everyday English: every “card” said from now on is written The Stormlord."
+    )
+    assert (await world.graph.get_entity("The Stormlord")).heard_as == ["card", "storm lored"]
+    clash = await fake_discord.invoke("entity add", {"name": "Kord", "type": "npc", "heard_as": "the red"}, user_id=dm)
+    assert clash.texts() == ["heard as: 'The Red' is an alias of 'Eldrinax'"]
+    bad = await fake_discord.invoke(
+        "entity add", {"name": "Kord", "type": "npc", "heard_as": "a b c d e f g h"}, user_id=dm
+    )
+    assert bad.texts() == ["heard as: 'a b c d e f g h' has more than 7 words"]
+    assert await world.graph.find_entity("Kord") is None  # refused whole
+
+
 async def test_edit_heard_as_is_the_dms_to_set_and_see(
     world, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
 ) -> None:
@@ -222,7 +242,7 @@ async def test_edit_heard_as_is_the_dms_to_set_and_see(
     )
     assert taught.ephemeral and taught.texts()[0] == (
         "Updated **Eldrinax**. From now on “all drinks”, “elder nacks” are written Eldrinax; no line stored so far "
-        "says it."
+        "says it. “all drinks” is everyday English: every “all drinks” said from now on is written Eldrinax."
     )
     assert (await world.graph.get_entity("Eldrinax")).heard_as == ["all drinks", "elder nacks"]
     as_dm = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=dm)).texts())

@@ -202,6 +202,31 @@ relationships:
     ]
 
 
+async def test_a_load_says_which_heard_as_phrases_it_taught_are_everyday_english(campaign: CampaignMemory) -> None:
+    """As `/entity edit` says it: every "card" said at the table is written the name from then on."""
+    first = """
+entities:
+  - {name: The Stormlord, type: npc, heard_as: [card, storm lored]}
+  - {name: Frumpkin, type: npc, heard_as: [frump kin]}
+"""
+    report = await apply_campaign_file(campaign, parse_campaign_file(first, "first.yaml"))
+    assert [(c.entity, c.change) for c in report.everyday] == [("The Stormlord", "card")]
+    assert report.said() == (
+        "Heard-as phrases of everyday English (each is written as the name wherever it is said):\n"
+        "- The Stormlord: “card”"
+    )
+    # loaded again: nothing new to say; a phrase added to a known entity is said, with what else changed
+    assert (await apply_campaign_file(campaign, parse_campaign_file(first, "first.yaml"))).said() == ""
+    second = first.replace("[frump kin]", "[frump kin, from skin, pumpkin]")
+    report = await apply_campaign_file(campaign, parse_campaign_file(second, "second.yaml"))
+    assert report.said().splitlines() == [
+        "Changes to what the campaign had:",
+        "- Frumpkin: heard as added: from skin, pumpkin",
+        "Heard-as phrases of everyday English (each is written as the name wherever it is said):",
+        "- Frumpkin: “from skin”, “pumpkin”",
+    ]
+
+
 async def test_load_conflicting_with_database_changes_nothing(campaign: CampaignMemory) -> None:
     await apply_campaign_file(campaign, parse_campaign_file(SMALL, "small.yaml"))
     before = await state(campaign)

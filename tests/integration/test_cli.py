@@ -1073,7 +1073,8 @@ def test_entity_edit_heard_as_is_shown_and_counts_the_lines_to_correct(lk, tmp_p
     assert taught.stdout.splitlines() == [
         "updated npc 'Frumpkin'",
         "From now on “from skin”, “frump kin” are written Frumpkin; 2 lines already stored say it: they are "
-        "corrected again in the background.",
+        "corrected again in the background. “from skin” is everyday English: every “from skin” said from now on "
+        "is written Frumpkin.",
     ]
     shown = lk("entity", "show", "Frumpkin")
     assert "  heard as: from skin, frump kin" in shown.stdout.splitlines()
@@ -1085,6 +1086,30 @@ def test_entity_edit_heard_as_is_shown_and_counts_the_lines_to_correct(lk, tmp_p
     assert mixed.returncode == 1 and "--heard-as - clears the phrases" in mixed.stderr
     assert lk("entity", "edit", "Frumpkin", "--heard-as", "-").returncode == 0
     assert "heard as" not in lk("entity", "show", "Frumpkin").stdout
+
+
+def test_entity_add_heard_as_is_checked_and_said_as_entity_edit_says_it(lk, tmp_path: Path) -> None:
+    assert lk("campaign", "create", "Storms").returncode == 0
+    night = tmp_path / "night.txt"
+    night.write_text("Liam: I play a card\nSam: storm lored rises\n")
+    assert lk("ingest", str(night), "--session", "Night 1").returncode == 0
+    added = lk("entity", "add", "The Stormlord", "npc", "--heard-as", "storm lored", "--heard-as", "card")
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.splitlines()[1:] == [
+        "From now on “card”, “storm lored” are written The Stormlord; 2 lines already stored say it: they are "
+        "corrected again in the background. “card” is everyday English: every “card” said from now on is written "
+        "The Stormlord."
+    ]
+    assert "  heard as: card, storm lored" in lk("entity", "show", "The Stormlord").stdout.splitlines()
+    # refused as entity edit refuses them, and nothing is added
+    for phrases, message in [
+        (["from, skin"], "error: heard as: 'from, skin' has ',' inside"),
+        (["card"], "error: heard as: 'card' is already what the recogniser writes for 'The Stormlord'"),
+        (["Frumpkin"], "error: heard as: 'Frumpkin' is the name of 'Frumpkin'"),
+    ]:
+        refused = lk("entity", "add", "Frumpkin", "npc", *(a for p in phrases for a in ("--heard-as", p)))
+        assert refused.returncode == 1 and refused.stderr.startswith(message), refused.stderr
+    assert lk("entity", "show", "Frumpkin").returncode == 1
 
 
 def test_campaign_load_says_what_it_replaced_and_a_dry_run_says_the_same_writing_nothing(lk, tmp_path: Path) -> None:

@@ -180,6 +180,31 @@ async def test_merge_refuses_one_entity_and_stays_in_its_campaign(memory: Memory
     assert (await b.graph.get_entity("Gorrim Ashfoot")).aliases == ["Ashfoot"]
 
 
+async def test_a_merge_that_would_pass_the_heard_as_cap_is_refused_before_anything_changes(
+    campaign: CampaignMemory,
+) -> None:
+    """The phrases move with the merge: over the cap, the entity could not be edited but to drop some."""
+    g = campaign.graph
+    full = await g.add_entity(
+        EntityIn(name="Gorrim Ashfoot", type=EntityType.npc, heard_as=[f"gore m {i}" for i in range(45)])
+    )
+    short = await g.add_entity(
+        EntityIn(name="Gorrim", type=EntityType.npc, heard_as=[f"gore rim {i}" for i in range(6)])
+    )
+    with pytest.raises(InvalidInputError) as refused:
+        await g.merge_entities("Gorrim", "Gorrim Ashfoot")
+    assert str(refused.value) == (
+        "merged, Gorrim Ashfoot would have 51 heard-as phrases (45 of its own, 6 from Gorrim), more than the 50 "
+        "allowed: edit those of either down to what the recogniser writes, then merge again"
+    )
+    assert (await g.get_entity("Gorrim")).heard_as == short.heard_as  # nothing changed
+    assert (await g.get_entity_by_id(full.id)).heard_as == full.heard_as
+
+    await g.update_entity("Gorrim", heard_as=short.heard_as[:5])
+    merged = (await g.merge_entities("Gorrim", "Gorrim Ashfoot")).entity
+    assert len(merged.heard_as) == 50
+
+
 async def test_a_merge_that_would_pass_the_alias_cap_is_refused_before_anything_changes(
     campaign: CampaignMemory,
 ) -> None:

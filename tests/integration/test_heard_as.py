@@ -50,6 +50,25 @@ async def test_heard_as_phrases_are_stored_checked_and_no_alias(campaign: Campai
     assert cleared.heard_as == [] and cleared.aliases == ["the cat"]
 
 
+async def test_a_phrase_of_words_said_all_the_time_is_refused_and_rewrites_no_line(campaign: CampaignMemory) -> None:
+    """A DM who taught "the" as Eldrinax had every "the" of the campaign's lines rewritten to the name, and
+    clearing the phrase restored none: such a phrase is refused, one with a word of its own is not."""
+    await campaign.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc))
+    rec = await SessionRecorder.start(campaign, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add(Utterance(speaker="DM", text="The dragon is not under the old man's house."))
+    await rec.flush()
+    for phrase in ["the", "Not", "old man", "and it is"]:
+        with pytest.raises(InvalidInputError, match=f"{phrase!r} is only words said all the time"):
+            await campaign.graph.update_entity("Eldrinax", heard_as=["elder nacks", phrase])
+    assert (await campaign.graph.get_entity("Eldrinax")).heard_as == []
+    assert await jobs.correct_heard_as_lines(campaign, rec.session.id) == 0
+    (line,) = await campaign.log.session_entries(rec.session.id)
+    assert line.text == "The dragon is not under the old man's house."
+    # a phrase with a word not said all the time is the DM's to teach, however ordinary
+    dragon = await campaign.graph.update_entity("Eldrinax", heard_as=["the dragon", "terry"])
+    assert dragon.heard_as == ["terry", "the dragon"]
+
+
 async def test_new_lines_are_corrected_as_soon_as_a_phrase_is_taught(campaign: CampaignMemory) -> None:
     await campaign.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
     cache = CorrectionIndexCache()  # one recorder's cache, kept across the edits: it must see them
@@ -66,6 +85,37 @@ async def test_new_lines_are_corrected_as_soon_as_a_phrase_is_taught(campaign: C
     # a list replaced by one as long is a change too
     await campaign.graph.update_entity("Frumpkin", heard_as=["frump kin"])
     assert await said("from skin and frump kin") == "from skin and Frumpkin"
+
+
+async def test_a_phrase_of_everyday_english_is_taught_with_a_warning_that_it_becomes_the_name_wherever_said(
+    campaign: CampaignMemory,
+) -> None:
+    """The DM decides ("card" may be what the recogniser writes for Kord), but must know that every "card" said at
+    the table, a player's card too, is then written the name."""
+    was = await campaign.graph.add_entity(EntityIn(name="The Stormlord", type=EntityType.npc))
+    now = await campaign.graph.update_entity("The Stormlord", heard_as=["card", "storm lored"])
+    assert now.heard_as == ["card", "storm lored"]  # allowed
+    assert heard_as_said(was, now, 0) == (
+        "From now on “card”, “storm lored” are written The Stormlord; no line stored so far says it. “card” is "
+        "everyday English: every “card” said from now on is written The Stormlord."
+    )
+    again = await campaign.graph.update_entity("The Stormlord", heard_as=["card", "storm lored", "The Road", "red"])
+    assert heard_as_said(now, again, None) == (  # only what is new is said, each everyday phrase once
+        "From now on “red”, “The Road” are written The Stormlord; the lines already stored that say it are "
+        "corrected again in the background. “red”, “The Road” are everyday English: each said from now on is "
+        "written The Stormlord."
+    )
+    # a phrase with a word English does not know is no warning ("elder nacks"), nor is a name already taught
+    rare = await campaign.graph.update_entity("The Stormlord", heard_as=["card", "elder nacks"])
+    assert (
+        heard_as_said(again, rare, 0)
+        == "From now on “elder nacks” is written The Stormlord; no line stored so far says it."
+    )
+    # an entity added with phrases (``before`` None) is told the same
+    added = await campaign.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc, heard_as=["pumpkin"]))
+    assert heard_as_said(None, added, 0).endswith(
+        "“pumpkin” is everyday English: every “pumpkin” said from now on is written Frumpkin."
+    )
 
 
 async def test_a_secret_entity_heard_as_is_written_by_its_name_which_players_read_masked(
@@ -112,7 +162,7 @@ async def test_lines_stored_before_are_corrected_again_by_a_background_job(memor
     assert counted == 2
     assert heard_as_said(was, now, counted) == (
         "From now on “from skin” is written Frumpkin; 2 lines already stored say it: they are corrected again in "
-        "the background."
+        "the background. “from skin” is everyday English: every “from skin” said from now on is written Frumpkin."
     )
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
     assert await jobs.failed_jobs(memory.pool) == 0
@@ -153,38 +203,6 @@ async def _took_part(mem: CampaignMemory, entity_id: int) -> list[str]:
         entity_id,
     )
     return [r["name"] for r in rows]
-
-
-async def test_a_phrase_taught_after_the_recap_makes_the_entity_take_part_in_the_session(memory: Memory) -> None:
-    """The job writes the name into a recapped session's lines: the entity took part in it, as it would had it been
-    given that name or alias then. An entity not said there gets no link."""
-    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
-    cat = await camp.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
-    owl = await camp.graph.add_entity(EntityIn(name="Hoot", type=EntityType.npc))
-    rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
-    await rec.add_many(
-        [
-            Utterance(speaker="DM", text=t)
-            for t in [
-                "And from skin jumps on the table in the tavern tonight.",
-                "The grey watcher circles the old tower twice.",
-                "Nothing else happens in the quiet night at all.",
-            ]
-        ]
-    )
-    await rec.end()
-    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
-    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
-    assert (await camp.log.session(rec.session.id)).summary is not None
-    assert await _took_part(camp, cat.id) == []
-
-    await camp.graph.update_entity("Frumpkin", heard_as=["from skin"])
-    await camp.graph.update_entity("Hoot", heard_as=["who to"])  # not said in the session
-    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
-    assert await jobs.failed_jobs(memory.pool) == 0
-    assert (await camp.log.session_entries(rec.session.id))[0].text.startswith("And Frumpkin jumps")
-    assert await _took_part(camp, cat.id) == ["Session: Night 1"]
-    assert await _took_part(camp, owl.id) == []
 
 
 async def test_a_sessions_recap_waits_for_its_heard_as_job(memory: Memory) -> None:
@@ -272,3 +290,32 @@ async def test_lines_with_accented_words_are_counted_and_corrected_again(memory:
     lines = await camp.log.session_entries(rec.session.id)
     assert [e.text for e in lines] == ["The Zanzibar owner waves at you.", "A Zanzibar, at last."]
     assert await camp.log.count_heard(["café bar"]) == 0
+
+
+async def test_an_entity_taught_after_a_recap_took_part_in_the_sessions_that_said_its_phrase(memory: Memory) -> None:
+    """The recap of Night 1 read "from skin", not Frumpkin: once the DM taught the phrase and the job corrected the
+    lines, Frumpkin's card said it was last mentioned there, yet not that it took part in it."""
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    await camp.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
+    await camp.graph.add_entity(EntityIn(name="Keyleth", type=EntityType.player))
+    for title, said in [("Night 1", "And from skin jumps on Keyleth's table."), ("Night 2", "Keyleth sleeps.")]:
+        rec = await SessionRecorder.start(camp, title, index_cache=CorrectionIndexCache())
+        await rec.add(Utterance(speaker="Liam", text=said))
+        await rec.end()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+
+    async def took_part(name: str) -> list[str]:
+        entity = await camp.graph.get_entity(name)
+        facts = await camp.graph.relationships_of(entity.id, include_secret=True)
+        return sorted(r.target_name for r in facts if r.type == "took_part_in")
+
+    assert await took_part("Keyleth") == ["Session: Night 1", "Session: Night 2"]
+    assert await took_part("Frumpkin") == []
+    await camp.graph.update_entity("Frumpkin", heard_as=["from skin"])
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await jobs.failed_jobs(memory.pool) == 0
+    assert await took_part("Frumpkin") == ["Session: Night 1"]
+    session = await camp.log.session_by_title("Night 1")
+    assert await jobs.correct_heard_as_lines(camp, session.id) == 0  # again: nothing changes, no link is doubled
+    assert await took_part("Frumpkin") == ["Session: Night 1"]

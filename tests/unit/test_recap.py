@@ -84,6 +84,20 @@ def test_the_narrators_line_is_chosen_over_a_players() -> None:
     assert [line.split(":")[0] for line in lines[:-1]] == ["Mira"] * 5
 
 
+def test_in_a_recorded_session_the_narrator_is_the_user_who_ran_it_not_a_player_called_dm() -> None:
+    """A player may call themself "DM" on Discord: the session knows its DM by user id, and her lines are the
+    story, though a player's name says DM and names as much."""
+    said = []
+    for n in range(5):
+        said.append(
+            ("Mira", "u-mira", f"The Ember Key glows in the dark hall number {'one two three four five'.split()[n]}.")
+        )
+        said.append(("DM", "u-bo", "I grab the Ember Key and I run for the stairs."))
+    entries = [entry(n, who, what).model_copy(update={"speaker_id": uid}) for n, (who, uid, what) in enumerate(said, 1)]
+    text, _ = extractive_summary(entries, Gazetteer(ENTITIES), NAMES, dm_speaker_id="u-mira")
+    assert [line.split(":")[0] for line in text.splitlines()[:-1]] == ["Mira"] * 5
+
+
 def test_a_recap_of_long_speeches_fits_an_embed() -> None:
     """Three hours of long narration: each line quotes a few sentences at most, and the recap with its
     "Involved:" list stays within the 2,000 characters of the session's event entity."""
