@@ -150,6 +150,33 @@ _CONTRADICTED = """
     AND valid_to IS NULL AND (target_id IS DISTINCT FROM $5 OR value IS DISTINCT FROM $6)
     AND ((target_id IS NULL) = ($5::bigint IS NULL) OR $8)
 """
+
+
+def _said_at(provenance: str) -> str:
+    """When a fact heard in a session became true, in SQL (``$1``: the campaign; ``provenance``: the parameter
+    holding the fact's provenance as JSON): the session's start plus the time said, plus its first line's place in
+    the session as microseconds, which orders lines said at one time (an untimed transcript's are all at 0:00); now
+    if it names no session of the campaign, and never later. The fact written and the check of what it would close
+    (:meth:`KnowledgeGraph._would_close_vouched`) both use it, so they place the fact at one moment."""
+    return f"""least(now(), (
+        SELECT s.started_at
+               + make_interval(secs => least(coalesce(({provenance}::jsonb ->> 'timestamp')::float8, 0), 1e9))
+               + make_interval(secs => coalesce((
+                   SELECT min(e.seq) FROM session_entries e
+                   WHERE e.campaign_id = $1 AND e.session_id = s.id AND e.id = ANY(ARRAY(
+                       SELECT jsonb_array_elements_text({provenance}::jsonb -> 'entry_ids')::bigint))
+               ), 0) * 1e-6)
+        FROM sessions s WHERE s.campaign_id = $1 AND s.id = ({provenance}::jsonb ->> 'session_id')::bigint
+    ))"""
+
+
+def _bare(text: str) -> str:
+    """SQL: the text ``text`` (an expression) as the recogniser's matcher tells names apart, by their letters and
+    digits only: "ironhold" of "Iron Hold", "Iron-hold" and "ironhold" (casefolded and accents dropped as in
+    :func:`memory.correction.text.name_norm`, but for lower() leaving a few letters such as ß)."""
+    return f"regexp_replace(normalize(lower({text}), NFKD), '[^[:alnum:]]+', '', 'g')"
+
+
 #: :func:`_vouched`, in SQL.
 _VOUCHED = """(provenance ->> 'source' IN ('dm', 'campaign_file')
                OR coalesce((provenance ->> 'dm_confirmed')::boolean, false))"""
@@ -287,6 +314,21 @@ class KnowledgeGraph:
             self.campaign_id,
             name_query(name),
             include_rejected,
+        )
+        return entity_from_row(row) if row else None
+
+    async def heard_as_of(self, phrase: str) -> Entity | None:
+        """The entity the recogniser is known to write ``phrase`` for (one of its heard-as phrases, spacing and
+        punctuation aside, as the matcher reads them), if any."""
+        row = await self.db.fetchrow(
+            f"""
+            {_ENTITY_SELECT} JOIN entity_heard_as h ON h.entity_id = e.id
+            WHERE e.campaign_id = $1 AND e.status <> 'rejected' AND h.campaign_id = $1
+              AND {_bare("h.phrase")} = {_bare("$2::text")}
+            LIMIT 1
+            """,
+            self.campaign_id,
+            phrase,
         )
         return entity_from_row(row) if row else None
 
@@ -459,6 +501,7 @@ class KnowledgeGraph:
 
         async with transaction(self.db) as conn:  # name, fields, aliases and links change together or not at all
             graph = self.bound_to(conn)
+            await graph.lock()  # before any write (heard-as phrases go first): see ``KnowledgeGraph.lock``
             before = await graph.get_entity(name)
             updated = await graph._update_entity(
                 before,
@@ -907,30 +950,44 @@ class KnowledgeGraph:
         if not phrases:
             return
         await self.lock()  # as for names: two writers checking at once would both find a phrase free
+        # Spacing and punctuation aside, as the matcher reads them: "iron hold" is another's name, Ironhold, which
+        # wins there ("frump kin" of Frumpkin itself is only said again). A scan of the campaign's names (no index
+        # holds them so): a heard-as edit is rare.
         row = await self.db.fetchrow(
-            """
-            WITH used AS (
-                SELECT id AS entity_id, name AS used, 'name' AS what FROM entities
-                WHERE campaign_id = $1 AND lower(name) = ANY($2::text[]) AND status <> 'rejected'
+            f"""
+            WITH wanted AS (
+                SELECT p AS phrase, lower(p) AS low, {_bare("p")} AS bare FROM unnest($2::text[]) p
+            ), used AS (
+                SELECT w.phrase, e.id AS entity_id, e.name AS used, 'name' AS what FROM entities e
+                JOIN wanted w ON {_bare("e.name")} = w.bare AND (lower(e.name) = w.low OR e.id <> $3)
+                WHERE e.campaign_id = $1 AND e.status <> 'rejected'
                 UNION ALL
-                SELECT entity_id, alias, 'alias' FROM entity_aliases
-                WHERE campaign_id = $1 AND lower(alias) = ANY($2::text[])
+                SELECT w.phrase, a.entity_id, a.alias, 'alias' FROM entity_aliases a
+                JOIN wanted w ON {_bare("a.alias")} = w.bare AND (lower(a.alias) = w.low OR a.entity_id <> $3)
+                WHERE a.campaign_id = $1
                 UNION ALL
-                SELECT entity_id, phrase, 'heard' FROM entity_heard_as
-                WHERE campaign_id = $1 AND lower(phrase) = ANY($2::text[])
+                SELECT w.phrase, h.entity_id, h.phrase, 'heard' FROM entity_heard_as h
+                JOIN wanted w ON {_bare("h.phrase")} = w.bare
+                WHERE h.campaign_id = $1
             )
-            SELECT e.name, u.used, u.what FROM used u JOIN entities e ON e.id = u.entity_id
+            SELECT u.phrase, e.name, u.used, u.what FROM used u JOIN entities e ON e.id = u.entity_id
             WHERE e.campaign_id = $1 AND e.status <> 'rejected'
             LIMIT 1
             """,
             self.campaign_id,
-            [p.lower() for p in phrases],
+            list(phrases),
+            entity_id,
         )
         if row is not None:
             what = {"name": "the name of", "alias": "an alias of", "heard": "already what the recogniser writes for"}[
                 row["what"]
             ]
-            raise AlreadyExistsError(f"heard as: {row['used']!r} is {what} {row['name']!r}")
+            if row["used"].casefold() == row["phrase"].casefold():
+                raise AlreadyExistsError(f"heard as: {row['used']!r} is {what} {row['name']!r}")
+            raise AlreadyExistsError(
+                f"heard as: {row['phrase']!r} is read as {row['used']!r}, spacing and punctuation aside, which is "
+                f"{what} {row['name']!r}"
+            )
         await self.db.executemany(
             "INSERT INTO entity_heard_as (campaign_id, entity_id, phrase) VALUES ($1, $2, $3)",
             [(self.campaign_id, entity_id, p) for p in phrases],
@@ -952,8 +1009,9 @@ class KnowledgeGraph:
             raise InvalidInputError("an alias repeats the entity's name or another alias")
         # Two index probes (``entities_name``, ``entity_aliases_lookup``), as in ``find_entity``: a join from every
         # entity to its names scanned the whole campaign per entity written, so loading a file took quadratic time.
+        # The campaign's heard-as phrases, a few, are read through, as the matcher compares them: spacing aside.
         row = await self.db.fetchrow(
-            """
+            f"""
             WITH used AS (
                 SELECT id AS entity_id, name AS used, false AS heard FROM entities
                 WHERE campaign_id = $1 AND lower(name) = ANY($2::text[]) AND status <> 'rejected'
@@ -962,10 +1020,12 @@ class KnowledgeGraph:
                 WHERE campaign_id = $1 AND lower(alias) = ANY($2::text[])
                 UNION ALL
                 SELECT entity_id, phrase, true FROM entity_heard_as
-                WHERE campaign_id = $1 AND lower(phrase) = ANY($2::text[])
+                WHERE campaign_id = $1
+                  AND {_bare("phrase")} = ANY(ARRAY(SELECT {_bare("n")} FROM unnest($2::text[]) n))
             )
             SELECT e.id, e.name, e.status, u.used, u.heard FROM used u JOIN entities e ON e.id = u.entity_id
-            WHERE e.campaign_id = $1 AND e.status <> 'rejected' AND (u.heard OR e.id IS DISTINCT FROM $3)
+            WHERE e.campaign_id = $1 AND e.status <> 'rejected'
+              AND (e.id IS DISTINCT FROM $3 OR u.heard AND lower(u.used) = ANY($2::text[]))
             LIMIT 1
             """,
             self.campaign_id,
@@ -1069,23 +1129,13 @@ class KnowledgeGraph:
         try:
             async with transaction(self.db) as conn:  # a savepoint: a lost race must not abort the caller's work
                 # True from when it was said, if heard in a session (an older session imported late must not
-                # outdate what is known since: accepted, it is history); else from now. Its first line's place in
-                # the session, as microseconds, orders lines said at one time: an untimed transcript's are all at
-                # 0:00, and of two facts it gives, the one said later holds whichever the DM accepts first.
+                # outdate what is known since: accepted, it is history); else from now. Of two facts an untimed
+                # transcript gives, the one said later holds whichever the DM accepts first.
                 rel_id = await conn.fetchval(
-                    """
+                    f"""
                 INSERT INTO relationships (campaign_id, source_id, type, target_id, value, attributes, visibility,
                                            status, provenance, valid_from)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, least(now(), (
-                    SELECT s.started_at
-                           + make_interval(secs => least(coalesce(($9::jsonb ->> 'timestamp')::float8, 0), 1e9))
-                           + make_interval(secs => coalesce((
-                               SELECT min(e.seq) FROM session_entries e
-                               WHERE e.campaign_id = $1 AND e.session_id = s.id AND e.id = ANY(ARRAY(
-                                   SELECT jsonb_array_elements_text($9::jsonb -> 'entry_ids')::bigint))
-                           ), 0) * 1e-6)
-                    FROM sessions s WHERE s.campaign_id = $1 AND s.id = ($9::jsonb ->> 'session_id')::bigint
-                )))
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, {_said_at("$9")})
                 RETURNING id
                 """,
                     self.campaign_id,
@@ -1123,10 +1173,7 @@ class KnowledgeGraph:
                 f"""
                 SELECT EXISTS (
                     SELECT 1 FROM relationships WHERE {_CONTRADICTED} AND {_VOUCHED}
-                      AND valid_from <= least(now(), (
-                          SELECT s.started_at + make_interval(secs => least(coalesce($9::float8, 0), 1e9))
-                          FROM sessions s WHERE s.campaign_id = $1 AND s.id = $7
-                      ))
+                      AND valid_from <= {_said_at("$7")}
                 )
                 """,
                 self.campaign_id,
@@ -1135,9 +1182,8 @@ class KnowledgeGraph:
                 rel.type,
                 rel.target_id,
                 rel.value,
-                said.session_id if said else None,
+                said.model_dump(mode="json") if said else None,
                 rel.type in SINGLE_VALUED,
-                said.timestamp if said else None,
             )
         )
 

@@ -418,7 +418,7 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
         await enqueue_session_work(mem.db, campaign_id, session_id, last, after=":2")  # see below
         return
     from memory.correction import LLMCorrector
-    from memory.correction.edits import apply_corrections, to_corrected_span, to_raw_offset
+    from memory.correction.edits import apply_corrections, merge_corrections, to_corrected_span, to_raw_offset
     from memory.recorder import default_index_cache
 
     corrector = LLMCorrector(ctx.llm, (await default_index_cache.matcher(mem)).index)
@@ -435,10 +435,14 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
                 continue
             more = [c.model_copy(update={"start": (at := to_raw_offset(c.start, e.corrections)),
                                          "end": at + len(c.span), "stage": 2}) for c in found]  # fmt: skip
-            merged = sorted([*e.corrections, *more], key=lambda c: c.start)
             async with mem.transaction() as tx:  # new text, new vectors: its windows are chunked again
-                await tx.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
-                await rewind_progress(tx.db, campaign_id, session_id, CHUNK, e.seq)
+                # Read again, locked: the heard-as job may have corrected the line while the LLM was asked, and
+                # its correction (the DM's word) stays.
+                for now in await tx.log.entries([e.id], for_update=True):
+                    merged = merge_corrections(now.corrections, more)
+                    if merged != now.corrections:
+                        await tx.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
+                        await rewind_progress(tx.db, campaign_id, session_id, CHUNK, e.seq)
         await _set_progress(mem.db, mem, session_id, CORRECT2, entries[-1].seq)
     # Extraction waited for these lines; windows with revised text need new vectors. Enqueued even when this
     # run had nothing left to do: a run that stopped between its progress and this step (a crash, a lost
@@ -458,7 +462,7 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
     they were made with are gone), and so does the raw text. As stage 2 revises a line, the session's windows
     from it on are chunked and embedded again, and an entity the lines now name took part in the session (its
     recap, if written, read the phrase). Returns how many lines changed; running it again changes none."""
-    from memory.correction.edits import apply_corrections
+    from memory.correction.edits import apply_corrections, merge_corrections
     from memory.correction.text import name_norm
     from memory.recorder import default_index_cache
 
@@ -471,13 +475,13 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
     for start in range(0, len(ids), slice_size):
         async with mem.transaction() as tx:
             revised = []
-            for e in await tx.log.entries(ids[start : start + slice_size]):
+            # locked as read: a stage-2 revision committed before this one writes must not be written over
+            for e in await tx.log.entries(ids[start : start + slice_size], for_update=True):
                 found = [
                     c for c in matcher.correct(e.raw_text).corrections if "".join(name_norm(c.span).split()) in heard
                 ]
                 named.update(c.entity_id for c in found if c.entity_id is not None)
-                kept = [c for c in e.corrections if not any(c.start < f.end and f.start < c.end for f in found)]
-                merged = sorted([*kept, *found], key=lambda c: c.start)
+                merged = merge_corrections(found, e.corrections)
                 if merged != e.corrections:
                     await tx.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
                     revised.append(e.seq)
@@ -710,9 +714,9 @@ async def _session_exists(db: Executor, campaign_id: int, session_id: int) -> bo
     )
 
 
-#: A session's summary waits for the session's chunk, extract and stage-2 jobs (the names stage 2 restores and
-#: the links extraction files belong in the recap), looking again every few seconds, but for half an hour at
-#: most: then it summarises what is there.
+#: A session's summary waits for the session's chunk, extract, stage-2 and heard-as jobs (the names stage 2 and
+#: heard-as phrases restore and the links extraction files belong in the recap), looking again every few seconds,
+#: but for half an hour at most: then it summarises what is there.
 _SUMMARY_RECHECK = timedelta(seconds=3)
 _SUMMARY_MAX_WAIT = timedelta(minutes=30)
 
@@ -738,7 +742,7 @@ async def _summary_put_off(pool: asyncpg.Pool, job: pgq_models.Job, campaign_id:
             SELECT 1 FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status IN ('queued', 'picked')
               AND {of_session})
         """,
-        [CHUNK, EXTRACT, CORRECT2],
+        [CHUNK, EXTRACT, CORRECT2, HEARD],
         campaign_id,
         session_id,
         since,

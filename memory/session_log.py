@@ -17,8 +17,14 @@ _ENTRY_COLUMNS = """id, campaign_id, session_id, seq, speaker, speaker_id, raw_t
                     duration_s, ref, corrections, suspects, created_at"""
 
 
+#: A line's raw text with its accents dropped, as :func:`memory.correction.text.name_norm` drops them from names
+#: and phrases: what :func:`_saying` is matched against ("café bar" and "cafe bar" both find "The café bar owner").
+_RAW_FOLDED = r"regexp_replace(normalize(raw_text, NFKD), '[\u0300-\u036f]', '', 'g')"
+
+
 def _saying(phrases: Sequence[str]) -> str:
-    """A regular expression (PostgreSQL's) for ``phrases`` said: whole words from the first, in a row."""
+    """A regular expression (PostgreSQL's) for ``phrases`` said: whole words from the first, in a row, accents
+    dropped (match it against :data:`_RAW_FOLDED`)."""
     from memory.correction.text import name_norm
 
     said = sorted({tuple(name_norm(p).split()) for p in phrases} - {()})
@@ -363,7 +369,8 @@ class SessionLog:
         row, case, apostrophes, hyphens and spacing aside ("From-skin's" says "from skin"). One scan of the session
         in the database; the matcher has the last word."""
         rows = await self.db.fetch(
-            "SELECT id FROM session_entries WHERE campaign_id = $1 AND session_id = $2 AND raw_text ~* $3 ORDER BY seq",
+            f"SELECT id FROM session_entries WHERE campaign_id = $1 AND session_id = $2 AND {_RAW_FOLDED} ~* $3"
+            " ORDER BY seq",
             self.campaign_id,
             session_id,
             _saying(phrases),
@@ -384,17 +391,19 @@ class SessionLog:
         return await self.db.fetchval(
             f"""
             SELECT count(*) FROM session_entries
-            WHERE campaign_id = $1 AND tsv @@ ({" || ".join(queries)}) AND raw_text ~* $2
+            WHERE campaign_id = $1 AND tsv @@ ({" || ".join(queries)}) AND {_RAW_FOLDED} ~* $2
             """,
             self.campaign_id,
             _saying(phrases),
             *phrases,
         )
 
-    async def entries(self, ids: Sequence[int]) -> list[Entry]:
+    async def entries(self, ids: Sequence[int], *, for_update: bool = False) -> list[Entry]:
+        """The lines of ``ids``; ``for_update``: locked until the transaction ends, for a writer that revises
+        what they hold now (another correction may have revised them since it last read them)."""
         rows = await self.db.fetch(
             f"SELECT {_ENTRY_COLUMNS} FROM session_entries WHERE campaign_id = $1 AND id = ANY($2::bigint[])"
-            " ORDER BY session_id, seq",
+            f" ORDER BY session_id, seq{' FOR UPDATE' if for_update else ''}",
             self.campaign_id,
             list(ids),
         )

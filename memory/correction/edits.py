@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from memory.models import Correction
 
 
@@ -15,6 +17,12 @@ def apply_corrections(raw: str, corrections: list[Correction]) -> str:
         pos = c.end
     out.append(raw[pos:])
     return "".join(out)
+
+
+def merge_corrections(surer: Sequence[Correction], others: Sequence[Correction]) -> list[Correction]:
+    """``surer`` and those of ``others`` (raw-text spans both) that overlap none of them, in text order."""
+    kept = [c for c in others if not any(c.start < s.end and s.start < c.end for s in surer)]
+    return sorted([*surer, *kept], key=lambda c: c.start)
 
 
 def to_raw_offset(offset: int, corrections: list[Correction]) -> int:

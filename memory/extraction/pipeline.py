@@ -247,8 +247,9 @@ class _Writer:
             async with self.graph.db.transaction():  # a savepoint: a lost race must not abort the batch
                 created = await self.graph.add_entity(entity)
         except AlreadyExistsError:
-            # Another worker created it meanwhile (or it exists under a form we do not resolve).
-            found = await self.graph.find_entity(entity.name)
+            # Another worker created it meanwhile (or it exists under a form we do not resolve), or it is what the
+            # recogniser writes for a name, in a line the heard-as job has yet to correct: the DM said it is that.
+            found = await self.graph.find_entity(entity.name) or await self.graph.heard_as_of(entity.name)
             if found is None:
                 raise
             self.stats.entities_created -= 1

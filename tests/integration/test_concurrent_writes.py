@@ -121,3 +121,28 @@ async def test_a_guilds_first_campaigns_created_at_once_are_all_created_one_acti
             f"Campaign {i}" for i in range(4)
         ]
         assert sum(c.active for c in await campaigns.list()) == 1
+
+
+async def test_a_heard_as_edit_during_a_campaign_load_waits_for_it(
+    pool: asyncpg.Pool, campaign: CampaignMemory
+) -> None:
+    """The DM edits Frumpkin's heard-as phrases while a campaign load, which holds the graph's lock, has yet to
+    write Frumpkin: the edit waits for the load before writing anything, where it had written Frumpkin's rows and
+    then waited for the lock, and the load, waiting for those rows, deadlocked with it."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc, heard_as=["from skin"]))
+    await g.add_entity(EntityIn(name="Keyleth", type=EntityType.player))
+    async with pool.acquire() as conn:
+        first = conn.transaction()
+        await first.start()
+        load = CampaignMemory(conn, campaign.campaign_id).graph
+        await load.lock()  # as ``apply_campaign_file`` does, before any write
+        await load.upsert_entity(EntityIn(name="Keyleth", type=EntityType.player, description="A druid."))
+        edit = await _second_waits(pool, g.update_entity("Frumpkin", heard_as=["frump kin"]))
+        await load.upsert_entity(
+            EntityIn(name="Frumpkin", type=EntityType.npc, description="A cat.", heard_as=["from skin"])
+        )
+        await first.commit()
+    await asyncio.wait_for(edit, 10)
+    frumpkin = await g.get_entity("Frumpkin")
+    assert (frumpkin.description, frumpkin.heard_as) == ("A cat.", ["frump kin"])

@@ -322,6 +322,34 @@ async def test_an_extracted_fact_that_would_end_the_dms_word_waits_for_review(
     assert {r.value for r in await g.relationships_of(eldrinax.id, include_secret=True)} == {"dead"}
 
 
+async def test_in_an_untimed_transcript_a_later_extracted_fact_still_waits_for_the_dms_word(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI
+) -> None:
+    """Every line of an untimed transcript is at 0:00, ordered by its place in the session. The DM accepted
+    "alive" said at line 2; a sure "dead" extracted from line 4 would end it, so it waits for review, as it would
+    in a timed session (the check placed it at 0:00, before the DM's fact, and let it close the DM's word)."""
+    session = await world.log.start_session("Night 1")
+    said = ["Welcome back.", "Eldrinax is alive and well.", "Some chatter.", "Eldrinax is dead, says Bob."]
+    entries = await world.log.write_many(session.id, [EntryIn(speaker="DM", text=t, start_s=0.0) for t in said])
+    fake_openai.queue_chat(
+        json.dumps({"entities": [], "facts": [fact("Eldrinax", "status", None, "alive", 0.5, [entries[1].id])]})
+    )
+    await run(world, entries[:2], make_extractor(llm))
+    (alive,) = await world.review.pending()
+    await world.review.accept(alive.ref)  # the DM's word now
+    fake_openai.queue_chat(
+        json.dumps({"entities": [], "facts": [fact("Eldrinax", "status", None, "dead", 0.95, [entries[3].id])]})
+    )
+    stats = await run(world, entries[2:], make_extractor(llm))
+    assert (stats.facts_accepted, stats.facts_pending) == (0, 1)
+    eldrinax = await world.graph.get_entity("Eldrinax")
+    assert [r.value for r in await world.graph.relationships_of(eldrinax.id)] == ["alive"]
+    # accepted by the DM, the later line's fact holds
+    (dead,) = await world.review.pending()
+    await world.review.accept(dead.ref)
+    assert [r.value for r in await world.graph.relationships_of(eldrinax.id)] == ["dead"]
+
+
 async def test_an_extracted_fact_older_than_the_dms_word_is_history_at_once_not_a_review_item(
     world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI
 ) -> None:
@@ -337,6 +365,34 @@ async def test_an_extracted_fact_older_than_the_dms_word_is_history_at_once_not_
     assert (stats.facts_accepted, stats.facts_pending) == (1, 0)
     eldrinax = await world.graph.get_entity("Eldrinax")
     assert [r.value for r in await world.graph.relationships_of(eldrinax.id)] == ["dead"]
+
+
+async def test_an_entity_proposed_by_a_heard_as_phrase_is_the_entity_it_is_heard_for(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI
+) -> None:
+    """Lines stored before the DM said that "from skin" is Frumpkin wait for the job correcting them; extraction
+    reading one meanwhile may propose an entity "From Skin". The DM said that is Frumpkin: its facts are
+    Frumpkin's, and the extraction goes on (the name could not be added, and the job was held)."""
+    frumpkin = await world.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
+    entries = await write(world, [("DM", "From Skin guards Brom."), ("DM", "Fromskin hisses at the Archmage.")])
+    await world.graph.update_entity("Frumpkin", heard_as=["from skin"])
+    ids = [e.id for e in entries]
+    answer = {
+        "entities": [
+            {"name": "From Skin", "type": "npc", "description": "", "confidence": 0.9, "entry_ids": ids[:1]},
+            {"name": "Fromskin", "type": "npc", "description": "", "confidence": 0.9, "entry_ids": ids[1:]},
+        ],
+        "facts": [
+            fact("From Skin", "guards", "Brom", None, 0.9, ids[:1]),
+            fact("Fromskin", "mood", None, "hostile", 0.9, ids[1:]),
+        ],
+    }
+    fake_openai.queue_chat(json.dumps(answer))
+    stats = await run(world, entries, make_extractor(llm))
+    assert (stats.entities_created, stats.entities_merged) == (0, 2)
+    assert await world.graph.find_entity("From Skin") is None and await world.graph.find_entity("Fromskin") is None
+    assert {(f[1], f[2]) for f in await facts(world) if f[0] == "Frumpkin"} == {("guards", "Brom"), ("mood", "hostile")}
+    assert (await world.graph.get_entity_by_id(frumpkin.id)).heard_as == ["from skin"]
 
 
 async def test_llm_invalid_json_leaves_the_lines_to_the_rules(

@@ -192,6 +192,106 @@ async def test_lines_stored_before_are_corrected_again_by_a_background_job(memor
     assert await camp.log.count_heard(phrases) == 0
 
 
+async def _took_part(mem: CampaignMemory, entity_id: int) -> list[str]:
+    """The recapped sessions the entity took part in, by title."""
+    rows = await mem.db.fetch(
+        """
+        SELECT t.name FROM relationships r JOIN entities t ON t.id = r.target_id
+        WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.type = 'took_part_in' ORDER BY t.name
+        """,
+        mem.campaign_id,
+        entity_id,
+    )
+    return [r["name"] for r in rows]
+
+
+async def test_a_sessions_recap_waits_for_its_heard_as_job(memory: Memory) -> None:
+    """A phrase taught during a session, which then ends: the recap waits for the job correcting its lines, so it is
+    written from the names, and links the entity they name."""
+    from pgqueuer import models as pgq_models
+
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    cat = await camp.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
+    rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add(Utterance(speaker="DM", text="And from skin jumps on the table in the tavern tonight."))
+    await rec.flush()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)  # its lines chunked and read
+    await camp.graph.update_entity("Frumpkin", heard_as=["from skin"])
+    await rec.end()
+    queued = await memory.pool.fetch("SELECT * FROM pgqueuer WHERE status = 'queued' ORDER BY entrypoint")
+    assert [r["entrypoint"] for r in queued] == [jobs.HEARD, jobs.SUMMARY]
+    # as a worker picks it
+    picked = await memory.pool.fetchrow(
+        "UPDATE pgqueuer SET status = 'picked' WHERE id = $1 RETURNING *", queued[1]["id"]
+    )
+    summary_job = pgq_models.Job.model_validate(dict(picked))
+    assert await jobs._summary_put_off(memory.pool, summary_job, camp.campaign_id, rec.session.id)
+
+    # the job put off has queued its recheck, a few seconds on: the drain runs the heard-as job, then the recap
+    await memory.pool.execute("DELETE FROM pgqueuer WHERE entrypoint = $1", jobs.SUMMARY)
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    await jobs.summarize_session(ctx, camp.campaign_id, rec.session.id)
+    summary = (await camp.log.session(rec.session.id)).summary
+    assert summary is not None and "Frumpkin jumps" in summary and "from skin" not in summary
+    assert await _took_part(camp, cat.id) == ["Session: Night 1"]
+
+
+async def test_a_phrase_spelling_another_name_with_other_spacing_is_refused(campaign: CampaignMemory) -> None:
+    """The matcher reads names with spacing and punctuation aside, and another entity's name wins there: "iron
+    hold" would be written Ironhold, whatever the reply said. Refused, either way round; the entity's own name
+    spaced otherwise is only said again."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Ironhold", type=EntityType.place, aliases=["Old Keep"]))
+    await g.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc, heard_as=["from skin"]))
+    aside = "spacing and punctuation aside, which is"
+    refused = {
+        "iron hold": f"'iron hold' is read as 'Ironhold', {aside} the name of 'Ironhold'",
+        "old-keep": f"'old-keep' is read as 'Old Keep', {aside} an alias of 'Ironhold'",
+        "IRON-HOLD": "'IRON-HOLD' is read as 'Ironhold'",
+    }
+    for phrase, message in refused.items():
+        with pytest.raises(AlreadyExistsError, match=message):
+            await g.update_entity("Frumpkin", heard_as=[phrase])
+    with pytest.raises(
+        AlreadyExistsError,
+        match=rf"'fromskin' is read as 'from skin', {aside} already what the recogniser writes for 'Frumpkin'",
+    ):
+        await g.add_entity(EntityIn(name="Keyleth", type=EntityType.player, heard_as=["fromskin"]))
+    assert (await g.get_entity("Frumpkin")).heard_as == ["from skin"]  # refusals changed nothing
+    assert (await g.update_entity("Frumpkin", heard_as=["from skin", "frump kin"])).heard_as == [
+        "from skin",
+        "frump kin",
+    ]
+    # the other way round: a name or alias the matcher would read as a phrase the recogniser writes for another
+    with pytest.raises(AlreadyExistsError, match="'from skin' is what the recogniser writes for 'Frumpkin'"):
+        await g.add_entity(EntityIn(name="Fromskin", type=EntityType.item))
+    with pytest.raises(AlreadyExistsError, match="'from skin' is what the recogniser writes for 'Frumpkin'"):
+        await g.update_entity("Ironhold", aliases=["From-Skin"])
+    assert (await g.update_entity("Frumpkin", aliases=["Frump-kin"])).aliases == ["Frump-kin"]  # its own: said again
+
+
+async def test_lines_with_accented_words_are_counted_and_corrected_again(memory: Memory) -> None:
+    """A phrase is looked for in the stored lines as the matcher reads it, accents aside on both sides: "café bar"
+    (or "cafe bar") taught after the line was stored finds "The café bar owner"."""
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    await camp.graph.add_entity(EntityIn(name="Zanzibar", type=EntityType.npc))
+    rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add_many(
+        [Utterance(speaker="DM", text=t) for t in ["The café bar owner waves at you.", "A CAFÉ BAR, at last."]]
+    )
+    await rec.end()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await camp.log.count_heard(["café bar"]) == 2
+    assert len(await camp.log.heard_in(rec.session.id, ["cafe bar"])) == 2
+    await camp.graph.update_entity("Zanzibar", heard_as=["café bar"])
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    lines = await camp.log.session_entries(rec.session.id)
+    assert [e.text for e in lines] == ["The Zanzibar owner waves at you.", "A Zanzibar, at last."]
+    assert await camp.log.count_heard(["café bar"]) == 0
+
+
 async def test_an_entity_taught_after_a_recap_took_part_in_the_sessions_that_said_its_phrase(memory: Memory) -> None:
     """The recap of Night 1 read "from skin", not Frumpkin: once the DM taught the phrase and the job corrected the
     lines, Frumpkin's card said it was last mentioned there, yet not that it took part in it."""

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from memory import jobs
-from memory.models import EntityIn, EntityType
+from memory.models import Correction, EntityIn, EntityType, Entry
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.providers.llm import LLMUnavailable, OpenAILLM
 from memory.recorder import SessionRecorder, Utterance, Word
@@ -326,6 +326,88 @@ async def test_a_recap_the_database_cannot_keep_falls_back_to_the_extractive_one
         await llm.aclose()
     assert summary == "DM: Quelloth waits for you at the old cistern tonight.\nInvolved: Quelloth"
     assert (await campaign.log.session(rec.session.id)).summary == summary
+
+
+HEARD_TEXT = "We met Kwellow at the cistern with from skin."
+
+
+async def _line_with_both(campaign: CampaignMemory) -> tuple[int, int]:
+    """A line where stage 2 has a doubtful "Kwellow" to ask about, and "from skin" is what the recogniser writes
+    for Frumpkin (the DM is about to say so): its session and id."""
+    await campaign.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
+    await campaign.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
+    rec = await SessionRecorder.start(campaign, "S1", stage2=True)
+    sure = {"We": 0.95, "met": 0.9, "Kwellow": 0.2, "at": 0.97, "the": 0.98, "cistern": 0.9, "with": 0.95}
+    words = [Word(word=w, confidence=sure.get(w, 0.95)) for w in HEARD_TEXT.rstrip(".").split()]
+    await rec.add(Utterance(speaker="DM", text=HEARD_TEXT, seq=1, words=words))
+    await rec.flush()
+    [line] = await campaign.log.session_entries(rec.session.id)
+    assert line.text == HEARD_TEXT and line.suspects == [(7, 14)]
+    return rec.session.id, line.id
+
+
+def _both_kept(line: Entry) -> None:
+    assert line.raw_text == HEARD_TEXT
+    assert line.text == "We met Quelloth at the cistern with Frumpkin."
+    assert [(c.span, c.replacement, c.stage) for c in line.corrections] == [
+        ("Kwellow", "Quelloth", 2),
+        ("from skin", "Frumpkin", 1),
+    ]
+
+
+async def test_stage2_keeps_the_heard_as_correction_made_while_it_asked_the_llm(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI
+) -> None:
+    """The DM teaches a heard-as phrase while stage 2 waits for the LLM on the same line, and the heard-as job
+    corrects the line: stage 2 then writes its own correction beside it, not over it."""
+    session_id, _ = await _line_with_both(campaign)
+    asked, release = asyncio.Event(), asyncio.Event()
+
+    async def answer(request: dict) -> str:
+        asked.set()
+        await release.wait()
+        fixed = HEARD_TEXT.replace("Kwellow", "Quelloth")
+        return json.dumps({"text": fixed, "substitutions": [{"heard": "Kwellow", "entity": "Quelloth"}]})
+
+    fake_openai.chat_handler = answer
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2", llm=llm)
+    stage2 = asyncio.create_task(jobs.correct_stage2(ctx, campaign.campaign_id, session_id))
+    try:
+        await asked.wait()  # stage 2 has read the line and waits for the model
+        await campaign.graph.update_entity("Frumpkin", heard_as=["from skin"])
+        assert await jobs.correct_heard_as_lines(campaign, session_id) == 1
+    finally:
+        release.set()
+        await stage2
+        await llm.aclose()
+    [line] = await campaign.log.session_entries(session_id)
+    _both_kept(line)
+
+
+async def test_the_heard_as_job_keeps_a_stage2_correction_committed_while_it_read(
+    memory: Memory, campaign: CampaignMemory
+) -> None:
+    """Stage 2 is writing its correction of a line (its transaction not yet committed) when the heard-as job reads
+    it: the job waits for that write and corrects the line as it is then, keeping stage 2's correction."""
+    session_id, line_id = await _line_with_both(campaign)
+    quelloth = await campaign.graph.get_entity("Quelloth")
+    await campaign.graph.update_entity("Frumpkin", heard_as=["from skin"])
+    by_stage2 = Correction(
+        span="Kwellow", replacement="Quelloth", start=7, end=14, entity_id=quelloth.id, score=0.9, stage=2
+    )
+    waiting_on_a_lock = """
+        SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock')
+    """
+    async with campaign.transaction() as tx:  # stage 2's write, in flight
+        await tx.log.revise(line_id, HEARD_TEXT.replace("Kwellow", "Quelloth"), [by_stage2])
+        heard = asyncio.create_task(jobs.correct_heard_as_lines(campaign, session_id))
+        while not await memory.pool.fetchval(waiting_on_a_lock):  # until the job waits on the line stage 2 holds
+            assert not heard.done(), "the heard-as job never waited for stage 2's write"
+            await asyncio.sleep(0.01)
+    assert await heard == 1
+    [line] = await campaign.log.session_entries(session_id)
+    _both_kept(line)
 
 
 async def test_the_llm_recap_reads_speakers_by_role_not_by_the_names_they_chose(
