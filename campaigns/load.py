@@ -133,6 +133,10 @@ async def apply_campaign_file(
                 hint = RENAME_HINT if isinstance(exc, AlreadyExistsError) else ""
                 raise type(exc)(f"{spec.located(number)}: {exc}{hint}") from None
             setattr(report, f"entities_{outcome}", getattr(report, f"entities_{outcome}") + 1)
+            if spec.hidden_names and (hidden := await tx.graph.hide_names(entity.id, spec.hidden_names)) and before:
+                report.changes.append(
+                    LoadChange(entity=entity.name, change=f"hidden from players: {', '.join(hidden)}")
+                )
             if before is None or before.status != ReviewStatus.accepted or named_anew(before, entity):
                 accepted.append(entity.id)
             if before is not None:
@@ -149,6 +153,8 @@ async def apply_campaign_file(
             done += 1
             if progress:
                 progress(done, total)
+        if file.campaign is not None and file.campaign.hidden_names:
+            await tx.graph.hide_names(None, file.campaign.hidden_names)
         await link_to_recaps(tx.graph, accepted)
         created: set[int] = set()  # facts of this load: one closing another of them changes nothing the DM had
         for rel in file.relationships:
@@ -267,6 +273,9 @@ async def export_campaign_file(
     # reported on them (see ``find_conflicts``), and it is they that give way.
     listed = await mem.graph.list_entities()
     cleaned = {e.id: _file_name(e, on_skip) for e in listed}
+    hidden = {key: _file_names(names) for key, names in (await mem.graph.hidden_names()).items()}
+    if hidden.get(None):  # a removed secret entity's name: hidden for good, in the campaign it is loaded into too
+        header = (header or CampaignHeader()).model_copy(update={"hidden_names": hidden[None]})
     entities = sorted(listed, key=lambda e: cleaned[e.id][2])
     specs = [
         EntitySpec(
@@ -277,6 +286,7 @@ async def export_campaign_file(
             description=e.description,
             attributes=_file_attributes(_portable(e)),
             secret=e.visibility == "secret",
+            hidden_names=hidden.get(e.id, []) if e.visibility == "secret" else [],
         )
         for e in entities
     ]
@@ -361,6 +371,18 @@ def _file_name(entity: Entity, on_skip: Callable[[str], None]) -> tuple[str, lis
             held.append(f"a letter of another script that looks like one of its own ({said_looks})")
         on_skip(f"wrote the entity {entity.name!r} as {name!r}{said}: it held {' and '.join(held)}, {_CANNOT}")
         return name, aliases, True
+
+
+def _file_names(names: list[str]) -> list[str]:
+    """Hidden names as a file can hold them: one an earlier version stored with a control character, without it."""
+    kept: dict[str, str] = {}
+    for name in names:
+        try:
+            cleaned = clean_name(without_look_alikes(_without_control(name)))
+        except InvalidInputError:
+            continue  # nothing left of it
+        kept.setdefault(cleaned.casefold(), cleaned)
+    return list(kept.values())
 
 
 def _give_way(

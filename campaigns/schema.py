@@ -5,6 +5,7 @@ campaign: {name: The Sunken Crown, system: D&D 5e, description: …}   # optiona
 entities:
   - {name: Eldrinax, type: npc, aliases: [The Ash Wyrm], secret: true, attributes: {age: 900}}
   - {name: Frumpkin, type: npc, heard_as: [from skin]}   # what speech-to-text writes for the name
+  - {name: The Pale Stranger, type: npc, secret: true, hidden_names: [Vaskerrin Holt]}   # renamed: old name hidden
 relationships:
   - {source: Eldrinax, type: guards, target: The Sunken Crown}
   - {source: Eldrinax, type: hoards, value: drowned gold, secret: true}   # an attribute fact
@@ -121,6 +122,8 @@ class CampaignHeader(_Strict):
     name: Annotated[Name, AfterValidator(_campaign_name)] | None = None
     description: Text = ""
     system: Text = ""  # rules system, e.g. "D&D 5e"
+    #: Names of secret entities since removed: players never read them, in what was said or is said later.
+    hidden_names: Annotated[list[Name], _none_as_empty(list)] = Field(default_factory=list)
 
 
 class EntitySpec(_Strict):
@@ -132,6 +135,9 @@ class EntitySpec(_Strict):
     description: Text = ""
     attributes: Attributes = Field(default_factory=dict)
     secret: StrictBool = False  # DM-only: never shown to players
+    #: Names players never read while the entity is secret: the names it had before a rename, and those of entities
+    #: merged into it (an alias among them too). A load adds them to those it had; a public entity has none.
+    hidden_names: Annotated[list[Name], _none_as_empty(list)] = Field(default_factory=list)
     #: The name of the entity this entry renames (its id, facts and mentions stay); ignored once it is renamed.
     renamed_from: Name | None = None
     #: Where the entry is written (``file.yaml:12``), for the problems only loading finds. Set by the reader with

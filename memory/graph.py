@@ -580,6 +580,29 @@ class KnowledgeGraph:
             await self._set_heard_as(current.id, phrases, had=current.heard_as)
         return await self.get_entity_by_id(current.id)
 
+    async def hidden_names(self) -> dict[int | None, list[str]]:
+        """The names players never read that no secret entity bears as its name (see migration 0008), by the secret
+        entity they were names of (None: one removed), as a campaign file carries them to another campaign."""
+        rows = await self.db.fetch(
+            "SELECT entity_id, name FROM masked_names WHERE campaign_id = $1 ORDER BY entity_id NULLS FIRST, name",
+            self.campaign_id,
+        )
+        hidden: dict[int | None, list[str]] = {}
+        for r in rows:
+            hidden.setdefault(r["entity_id"], []).append(r["name"])
+        return hidden
+
+    async def hide_names(self, entity_id: int | None, names: Sequence[str]) -> list[str]:
+        """Hide ``names`` from players while the secret entity ``entity_id`` stays secret (None: for good), as its
+        rename or a merge into it would; returns those not hidden already. A public entity's are not kept: making
+        it public released them."""
+        if entity_id is not None and (await self.get_entity_by_id(entity_id)).visibility != Visibility.secret:
+            return []
+        had = {n.casefold() for n in (await self.hidden_names()).get(entity_id, [])}
+        new = list({n.casefold(): n for n in names if n.casefold() not in had}.values())
+        await self._keep_masked(entity_id, new)
+        return new
+
     async def _keep_masked(self, entity_id: int | None, names: Iterable[str]) -> None:
         """Hide ``names`` from players while the entity ``entity_id`` stays secret; for good with None (a
         secret entity removed)."""

@@ -38,18 +38,22 @@ async def ingest_file(
     on_skip: Callable[[str], None] | None = None,
     started_at: datetime | None = None,
     again: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> IngestReport:
     """Import ``path``; lines naming a ``session`` go to that session, the others to ``session_title``
     (default: the file's name). Sessions are created in the order they first appear and ended at the end;
     ``started_at`` is when they were played (default: now, for a new session). A transcript already stored as
-    another session is refused before anything is written, unless ``again``."""
+    another session is refused before anything is written, unless ``again``. ``on_progress(stored, total)`` is
+    called after each line handed to its session (written in batches of ``batch_size``)."""
     path = Path(path)
     report = IngestReport()
     default_title = session_title or path.stem
-    if not again:
-        firsts: dict[str, list[Utterance]] = {}
+    total = 0
+    firsts: dict[str, list[Utterance]] = {}
+    if not again or on_progress is not None:
         for item in read_transcript(path):  # a first pass: a session may start on the file's last line
             if isinstance(item, Line):
+                total += 1
                 lines = firsts.setdefault(item.session or default_title, [])
                 if len(lines) < COMPARED_LINES:
                     lines.append(item.utterance)
@@ -76,6 +80,8 @@ async def ingest_file(
                 report.sessions.append(title)
             await recorder.add(item.utterance)
             report.lines += 1
+            if on_progress is not None:
+                on_progress(report.lines, max(total, report.lines))  # the file may have grown since
         for recorder in recorders.values():
             await recorder.end()
             report.written += recorder.written

@@ -679,6 +679,12 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     return summary
 
 
+#: The LLM recap's length cap in tokens: eight sentences come to a few hundred, and a recap has Discord's
+#: 2,000-character message in mind (about 500 tokens; invented names cost more). A recap cut off here is
+#: unusable: the extractive summary stands.
+RECAP_MAX_TOKENS = 800
+
+
 async def _abstractive(llm: LLMClient, entries: Sequence[Entry], fallback: str) -> str:
     """The LLM's recap of ``entries``, its speakers named by role (see :func:`by_role`): a player calling themself
     "DM" must not narrate the session to the model."""
@@ -687,10 +693,11 @@ async def _abstractive(llm: LLMClient, entries: Sequence[Entry], fallback: str) 
     transcript = "\n".join(f"{e.speaker}: {e.text}" for e in entries)[-24000:]
     try:
         answer = await llm.complete_json(
-            system="You write a short recap (at most 8 sentences) of a tabletop RPG session for its players. "
-            "Only state what the transcript says.",
+            system="You write a short recap (at most 8 sentences, under 1,500 characters) of a tabletop RPG "
+            "session for its players. Only state what the transcript says.",
             user=transcript,
             schema=Recap,
+            max_tokens=RECAP_MAX_TOKENS,
         )
     except LLMError as exc:
         log.warning("LLM recap failed (%s); keeping the extractive summary", exc)

@@ -9,10 +9,11 @@ import json
 import logging
 import shlex
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import parse_qs, urlsplit
 
 import click
@@ -148,6 +149,35 @@ def log_progress() -> None:
     at the CLI's level (-v), so a refused token is still exactly one line."""
     lorekeeper_log = logging.getLogger("lorekeeper")
     lorekeeper_log.setLevel(min(logging.getLogger().getEffectiveLevel(), logging.INFO))
+
+
+class Progress:
+    """How far a long step is, for someone waiting at a terminal: a line on stderr (stdout may be JSON for a
+    script) at most every ``every`` seconds, the first after ``every`` seconds (a quick step says nothing), and
+    none at all when stderr is not a terminal (no noise in scripts' and CI's logs)."""
+
+    def __init__(
+        self, stream: TextIO | None = None, *, every: float = 2.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.every = every
+        self.clock = clock
+        try:
+            self.enabled = self.stream.isatty()
+        except (AttributeError, ValueError):  # a closed or stand-in stream
+            self.enabled = False
+        self._last = clock()
+
+    def __call__(self, message: Callable[[], str]) -> None:
+        """Show ``message()`` if the last line shown (or the start) is ``every`` seconds old."""
+        if self.enabled and self.clock() - self._last >= self.every:
+            self.stream.write(message() + "\n")
+            self.stream.flush()
+            self.touch()
+
+    def touch(self) -> None:
+        """Something else just showed how far the step is: the next line waits ``every`` seconds from now."""
+        self._last = self.clock()
 
 
 def database_of(settings: Settings) -> str:

@@ -10,12 +10,22 @@ from pathlib import Path
 import click
 
 from bot.cli import cli
-from bot.cli.common import CliError, async_command, campaign_memory, campaign_option, open_memory, settings_from, table
+from bot.cli.common import (
+    CliError,
+    Progress,
+    async_command,
+    campaign_memory,
+    campaign_option,
+    open_memory,
+    settings_from,
+    table,
+)
 from memory import jobs
 from memory.ingest import IngestReport, ingest_file
+from memory.recorder import Utterance
 from memory.store import CampaignMemory
 from memory.transcripts import TranscriptError
-from memory.voice.audio_files import AudioFileError
+from memory.voice.audio_files import AudioFileError, audio_duration
 from memory.voice.offline import DEFAULT_SPEAKER, AudioTrack, ingest_audio, is_audio
 
 
@@ -128,7 +138,15 @@ async def ingest_transcript(
     stage2: bool,
     started_at: datetime | None,
     again: bool,
+    progress: Progress | None = None,
 ) -> IngestReport:
+    """Import a transcript, saying on a terminal how many of its lines are stored, every couple of seconds (a
+    20 MB transcript takes minutes)."""
+    shown = progress or Progress()
+
+    def stored(done: int, total: int) -> None:
+        shown(lambda: f"stored {done:,} of {total:,} lines")
+
     try:
         return await ingest_file(
             mem,
@@ -138,6 +156,7 @@ async def ingest_transcript(
             started_at=started_at,
             again=again,
             on_skip=lambda message: click.echo(f"warning: {message}", err=True),
+            on_progress=stored if shown.enabled else None,  # no counting pass when no one sees it
         )
     except TranscriptError as exc:
         raise CliError(str(exc)) from None
@@ -152,11 +171,26 @@ async def ingest_audio_files(
     stage2: bool,
     started_at: datetime | None,
     again: bool,
+    progress: Progress | None = None,
 ) -> IngestReport:
+    """Transcribe and import recordings; each utterance is printed as it is heard, and on a terminal, after a
+    couple of seconds without one (silence, a slow model), how far into which file speech-to-text is."""
     from memory.providers.stt import STTError, WhisperSTT  # heavy: only for audio
 
     names = list(speakers) * len(paths) if len(speakers) == 1 else list(speakers)
     tracks = [AudioTrack(p, names[i] if names else DEFAULT_SPEAKER) for i, p in enumerate(paths)]
+    shown = progress or Progress()
+    lengths = {t.path: audio_duration(t.path) for t in tracks} if shown.enabled else {}
+
+    def heard(u: Utterance) -> None:
+        click.echo(f"  {u.start_s:8.1f}s {u.speaker}: {u.text}")
+        shown.touch()  # its time is how far speech-to-text is
+
+    def at(track: AudioTrack, seconds: float) -> None:
+        length = lengths.get(track.path)
+        of = f" of {_clock(length)}" if length else ""
+        shown(lambda: f"{track.path.name}: transcribed {_clock(seconds)}{of}")
+
     stt = WhisperSTT(model)
     try:
         return await ingest_audio(
@@ -167,12 +201,20 @@ async def ingest_audio_files(
             stage2=stage2,
             started_at=started_at,
             again=again,
-            on_utterance=lambda u: click.echo(f"  {u.start_s:8.1f}s {u.speaker}: {u.text}"),
+            on_utterance=heard,
+            on_position=at if shown.enabled else None,
         )
     except (AudioFileError, STTError) as exc:
         raise CliError(str(exc)) from None
     finally:
         stt.close()
+
+
+def _clock(seconds: float) -> str:
+    """1:02:03 or 2:03."""
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02}:{secs:02}" if hours else f"{minutes}:{secs:02}"
 
 
 async def print_counts(mem: CampaignMemory, pool: object) -> None:

@@ -29,6 +29,13 @@ log = logging.getLogger(__name__)
 #: Longest run of a doubtful span's words compared by sound with the names.
 _MAX_RUN = 5
 
+
+def answer_cap(text: str, spans: list[str]) -> int:
+    """The answer's length cap in tokens: the utterance again, a substitution per doubtful span and the JSON
+    around them, each at two characters a token (English runs near four; invented names cost more)."""
+    return 128 + len(text) // 2 + sum(32 + len(span) // 2 for span in spans)
+
+
 SYSTEM_PROMPT = """\
 You correct speech-recognition errors in one utterance from a tabletop role-playing game session.
 The recogniser often mishears invented fantasy names as ordinary English words ("from skin" for "Frumpkin").
@@ -75,7 +82,11 @@ class LLMCorrector:
         )
         try:
             answer = await self.llm.complete_json(
-                system=SYSTEM_PROMPT, user=user, schema=LLMCorrection, temperature=0.1
+                system=SYSTEM_PROMPT,
+                user=user,
+                schema=LLMCorrection,
+                temperature=0.1,
+                max_tokens=answer_cap(text, spans),
             )
         except LLMError as exc:
             if retry_later and isinstance(exc, LLMUnavailable):

@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 MAX_ENTRY_CHARS = 1500
 #: Transcript characters per request; bigger batches are split into several requests.
 MAX_BATCH_CHARS = 12000
+#: The answer's length cap in tokens: a batch's entities and facts take about a token per three characters of its
+#: lines at most, plus the JSON around them; never more than this, which older and local models allow.
+MAX_ANSWER_TOKENS = 4096
 #: Known entities listed in the prompt: those mentioned in the batch first, then the rest up to this many.
 MAX_KNOWN_LISTED = 300
 
@@ -65,7 +68,11 @@ class LLMExtractor:
             user = _user_prompt(batch, _listed(batch, known, gazetteer))
             try:
                 answer = await self.llm.complete_json(
-                    system=SYSTEM_PROMPT, user=user, schema=ExtractionAnswer, temperature=self.temperature
+                    system=SYSTEM_PROMPT,
+                    user=user,
+                    schema=ExtractionAnswer,
+                    temperature=self.temperature,
+                    max_tokens=answer_cap(batch),
                 )
                 if answer.dropped and not answer.entities and not answer.facts:
                     # items, but not one of the fields asked for: a model that ignores the schema, not a quiet batch
@@ -100,6 +107,11 @@ class LLMExtractor:
             errors=merged.errors,
             unread=merged.unread,
         )
+
+
+def answer_cap(batch: Sequence[Entry]) -> int:
+    """The answer's length cap for ``batch``, in tokens (see ``MAX_ANSWER_TOKENS``)."""
+    return min(MAX_ANSWER_TOKENS, 1024 + sum(len(_line(e)) for e in batch) // 3)
 
 
 def _ids(entries: Sequence[Entry]) -> set[int]:

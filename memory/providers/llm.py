@@ -17,7 +17,7 @@ import pydantic
 from memory.errors import BAD_REQUEST, Unavailable
 from memory.models import clip
 
-__all__ = ["LLMClient", "LLMError", "LLMUnavailable", "OpenAILLM"]
+__all__ = ["DEFAULT_MAX_TOKENS", "LLMClient", "LLMError", "LLMUnavailable", "OpenAILLM"]
 
 T = TypeVar("T", bound=pydantic.BaseModel)
 
@@ -25,6 +25,10 @@ log = logging.getLogger(__name__)
 
 _FENCE = re.compile(r"^\s*```[A-Za-z]*\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
 _SNIPPET = 80
+
+#: The answer's length cap when a caller names none: every request carries one, so a model that runs on (a JSON
+#: string never closed, a list repeated for ever) is stopped instead of billing and blocking a worker for minutes.
+DEFAULT_MAX_TOKENS = 1024
 
 
 class LLMError(Exception):
@@ -36,8 +40,17 @@ class LLMUnavailable(LLMError, Unavailable):
 
 
 class LLMClient(Protocol):
-    async def complete_json(self, *, system: str, user: str, schema: type[T], temperature: float = 0.1) -> T:
-        """Answer ``user`` under ``system`` with JSON valid as ``schema``; raise ``LLMError`` if not."""
+    async def complete_json(
+        self,
+        *,
+        system: str,
+        user: str,
+        schema: type[T],
+        temperature: float = 0.1,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> T:
+        """Answer ``user`` under ``system`` with JSON valid as ``schema`` in at most ``max_tokens`` tokens; raise
+        ``LLMError`` if not (an answer cut off at the cap is no answer)."""
         ...
 
 
@@ -70,7 +83,15 @@ class OpenAILLM:
         except ValueError as exc:
             raise LLMError(str(exc)) from exc
 
-    async def complete_json(self, *, system: str, user: str, schema: type[T], temperature: float = 0.1) -> T:
+    async def complete_json(
+        self,
+        *,
+        system: str,
+        user: str,
+        schema: type[T],
+        temperature: float = 0.1,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> T:
         import openai
         from openai.types.chat import ChatCompletion
 
@@ -87,13 +108,16 @@ class OpenAILLM:
                 model=self.model,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                 temperature=temperature,
+                max_tokens=max_tokens,
                 response_format=response_format,
             )
         except openai.APIStatusError as exc:
             if not self.json_object and "response_format" in api_error_detail(exc):
                 log.warning("the LLM server refuses JSON-schema output; asking it for JSON objects instead")
                 self.json_object = True
-                return await self.complete_json(system=system, user=user, schema=schema, temperature=temperature)
+                return await self.complete_json(
+                    system=system, user=user, schema=schema, temperature=temperature, max_tokens=max_tokens
+                )
             failed = LLMError if exc.status_code in BAD_REQUEST else LLMUnavailable
             raise failed(f"LLM request failed: HTTP {exc.status_code}: {self._said(api_error_detail(exc))}") from exc
         except openai.APITimeoutError as exc:
@@ -116,7 +140,7 @@ class OpenAILLM:
         if message.refusal:
             raise LLMError(f"LLM refused: {_short(message.refusal)}")
         if choice.finish_reason == "length":
-            raise LLMError("LLM answer was cut off (finish_reason=length)")
+            raise LLMError(f"LLM answer was cut off at its cap of {max_tokens:,} tokens (finish_reason=length)")
         if choice.finish_reason == "content_filter":
             raise LLMError("LLM answer was withheld by a content filter")
         return parse_json_answer(message.content, schema)

@@ -40,6 +40,21 @@ def load_audio(path: str | Path) -> np.ndarray:
         raise AudioFileError(f"{path}: cannot decode audio: {exc}") from exc
 
 
+def audio_duration(path: str | Path) -> float | None:
+    """The file's length in seconds as its container states it, or None when it does not (or cannot be read:
+    decoding it says why)."""
+    try:
+        with av.open(str(_check(path)), mode="r", metadata_errors="ignore") as container:
+            if container.duration is not None:
+                return container.duration / av.time_base
+            stream = container.streams.audio[0] if container.streams.audio else None
+            if stream is not None and stream.duration is not None and stream.time_base is not None:
+                return float(stream.duration * stream.time_base)
+    except (av.FFmpegError, AudioFileError, IndexError, ValueError):
+        pass
+    return None
+
+
 def iter_audio_blocks(path: str | Path, block_seconds: float = 30.0) -> Iterator[np.ndarray]:
     """Stream the file as consecutive 16 kHz mono float32 blocks of ``block_seconds`` (the last one shorter).
 

@@ -11,6 +11,7 @@ The seq of each utterance follows from its start time, so importing the same fil
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -81,8 +82,10 @@ async def transcribe_track(
     *,
     segmenter: UtteranceSegmenter | None = None,
     on_utterance: Callable[[Utterance], None] | None = None,
+    on_position: Callable[[float], None] | None = None,
 ) -> list[Utterance]:
-    """The utterances of one speaker's recording, with times from the start of the file."""
+    """The utterances of one speaker's recording, with times from the start of the file; ``on_position`` hears
+    how many seconds of it were read, after each 20 ms of it (the utterances ended there handed out first)."""
     segmenter = segmenter or UtteranceSegmenter()
     out: list[Utterance] = []
 
@@ -106,6 +109,8 @@ async def transcribe_track(
 
     for frame, t in discord_frames(iter_audio_blocks(track.path)):
         await emit(segmenter.feed(0, frame, t))
+        if on_position is not None:
+            on_position(t)
     await emit(segmenter.flush())
     return out
 
@@ -118,6 +123,7 @@ async def ingest_audio(
     session_title: str | None = None,
     stage2: bool = False,
     on_utterance: Callable[[Utterance], None] | None = None,
+    on_position: Callable[[AudioTrack, float], None] | None = None,
     started_at: datetime | None = None,
     again: bool = False,
 ) -> IngestReport:
@@ -140,7 +146,8 @@ async def ingest_audio(
     names = await CampaignNames(mem).names()
     utterances: list[Utterance] = []
     for track in tracks:
-        utterances += await transcribe_track(track, stt, names, on_utterance=on_utterance)
+        at = functools.partial(on_position, track) if on_position is not None else None
+        utterances += await transcribe_track(track, stt, names, on_utterance=on_utterance, on_position=at)
     # Speakers' tracks interleave by time; the seq follows that order, so a re-import lands on the same rows.
     utterances.sort(key=lambda u: (u.start_s, u.speaker))
     utterances = [u.model_copy(update={"seq": i}) for i, u in enumerate(utterances, 1)]

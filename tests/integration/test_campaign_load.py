@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaign_file, read_campaign_file
 from campaigns.load import apply_campaign_file, export_campaign_file
+from campaigns.schema import CampaignHeader
 from memory import jobs
 from memory.errors import AlreadyExistsError, InvalidInputError
 from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
@@ -721,3 +722,45 @@ async def test_a_big_file_into_a_new_campaign_reads_each_name_a_few_times(memory
         )
     assert report.entities_created == 500 and report.relationships_created == 499
     assert read < 1_000 * 500, f"{read} entity rows read: every name check scans the campaign"  # 42 million, unfixed
+
+
+async def test_names_hidden_from_players_travel_with_an_export(memory: Memory) -> None:
+    """A secret entity's name before its rename, a name merged into it (an alias players never read) and a removed
+    secret entity's name stay hidden from players in the campaign an export is loaded into, as in the one it came
+    from: what the players say of them there must not give them away."""
+    played = await loaded(memory, "Played", SMALL, "small.yaml")
+    g = played.graph
+    await g.add_entity(EntityIn(name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret))
+    await g.update_entity("Vaskerrin Holt", new_name="The Pale Stranger")
+    await g.add_entity(EntityIn(name="Grey Lady", type=EntityType.npc, visibility=Visibility.secret))
+    await g.add_entity(EntityIn(name="Lady Morwen", type=EntityType.npc, visibility=Visibility.secret))
+    await g.merge_entities("Grey Lady", "Lady Morwen")
+    await g.add_entity(EntityIn(name="Old Sorrow", type=EntityType.npc, visibility=Visibility.secret))
+    await g.remove_entity("Old Sorrow")
+    said = "Vaskerrin Holt told the Grey Lady of Old Sorrow in Ironhold."
+    assert (await g.player_mask())(said) == "[secret] told the [secret] of [secret] in Ironhold."
+
+    text = dump_campaign_file(await export_campaign_file(played, CampaignHeader(name="Played")))
+    assert "hidden_names:\n  - Old Sorrow" in text
+    assert "hidden_names:\n  - Vaskerrin Holt" in text and "hidden_names:\n  - Grey Lady" in text
+    copy = memory.campaign((await memory.campaigns().create("Copy")).id)
+    await apply_campaign_file(copy, parse_campaign_file(text, "export.yaml"))
+    assert (await copy.graph.player_mask())(said) == "[secret] told the [secret] of [secret] in Ironhold."
+    by_name = {
+        (await copy.graph.get_entity_by_id(k)).name if k else None: v
+        for k, v in (await copy.graph.hidden_names()).items()
+    }
+    assert by_name == {None: ["Old Sorrow"], "The Pale Stranger": ["Vaskerrin Holt"], "Lady Morwen": ["Grey Lady"]}
+    assert (await copy.graph.get_entity("Lady Morwen")).aliases == ["Grey Lady"]
+
+    again = await apply_campaign_file(copy, parse_campaign_file(text, "export.yaml"))
+    assert not again.changed and again.changes == []
+    assert dump_campaign_file(await export_campaign_file(copy, CampaignHeader(name="Played"))) == text
+    # a name hidden by a load is said as a change to what the campaign had; a public entity has none to hide
+    more = (
+        "entities:\n  - {name: The Pale Stranger, type: npc, hidden_names: [Holt]}\n"
+        "  - {name: Ironhold, type: place, hidden_names: [Irondeep]}\n"
+    )
+    report = await apply_campaign_file(copy, parse_campaign_file(more, "more.yaml"))
+    assert [(c.entity, c.change) for c in report.changes] == [("The Pale Stranger", "hidden from players: Holt")]
+    assert (await copy.graph.player_mask())("Holt and Irondeep") == "[secret] and Irondeep"

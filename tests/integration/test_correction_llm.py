@@ -10,9 +10,10 @@ import pytest
 import pytest_asyncio
 
 from memory.correction import EntityName, MatchSettings, Pipeline
+from memory.correction.llm import answer_cap
 from memory.providers.llm import OpenAILLM
 from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
-from tests.fakes.openai_server import FakeHTTPError, FakeOpenAI
+from tests.fakes.openai_server import ChatReply, FakeHTTPError, FakeOpenAI
 
 ENTITIES = [
     EntityName(id=1, name="Frumpkin"),
@@ -102,6 +103,24 @@ async def test_a_failing_answer_leaves_the_text_unchanged(
     assert result.text == TEXT
     assert result.corrections == []
     assert len(fake_openai.chat_requests) == 1
+
+
+async def test_the_answer_is_capped_by_the_utterance_and_one_cut_off_there_changes_nothing(
+    pipeline: Pipeline, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    cut = _answer("so Frumpkin flew over the card table", ("from skin", "Frumpkin"))[:40]
+    fake_openai.queue_chat(ChatReply(content=cut, finish_reason="length"))
+    result = await pipeline.correct(TEXT, WORDS)
+    assert result.text == TEXT and result.corrections == []
+    [request] = fake_openai.chat_requests
+    assert request["max_tokens"] == answer_cap(TEXT, ["from skin", "card"])
+    long_line = " ".join([TEXT] * 40)
+    assert answer_cap(long_line, ["from skin"]) > answer_cap(TEXT, ["from skin"]) + len(long_line) // 3
+    [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warning == (
+        "stage 2 correction skipped: LLM answer was cut off at its cap of "
+        f"{request['max_tokens']:,} tokens (finish_reason=length)"
+    )
 
 
 async def test_stage_1_fixes_stay_and_offsets_refer_to_the_raw_text(

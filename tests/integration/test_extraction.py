@@ -41,7 +41,7 @@ from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory, Memory
 from memory.voice.guard import MemoryGuard
 from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
-from tests.fakes.openai_server import FakeOpenAI, FakeRawReply
+from tests.fakes.openai_server import ChatReply, FakeOpenAI, FakeRawReply
 
 TRANSCRIPT = [
     ("DM", "You walk into the forge. Brom, the blacksmith of Ironhold, looks up from the anvil."),
@@ -404,6 +404,25 @@ async def test_llm_invalid_json_leaves_the_lines_to_the_rules(
     assert (stats.llm_errors, stats.entries_fallback, stats.entries_seen) == (1, 4, 6)
     assert ("Brom", "member_of", "Silver Hand", "pending") in await facts(world)
     assert stats.facts_pending == len(await facts(world)) and stats.facts_accepted == 0
+
+
+async def test_an_answer_cut_off_at_its_cap_leaves_the_lines_to_the_rules(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    entries = await write(world, TRANSCRIPT)
+    ids = [e.id for e in entries]
+    whole = json.dumps({"entities": [], "facts": [fact("Brom", "occupation", None, "blacksmith", 0.95, [ids[0]])]})
+    fake_openai.queue_chat(ChatReply(content=whole[:60], finish_reason="length"))
+    stats = await run(world, entries, LLMExtractor(llm))
+    assert (stats.llm_errors, stats.entries_fallback) == (1, 4)
+    assert ("Brom", "member_of", "Silver Hand", "pending") in await facts(world)  # the rules' reading
+    [request] = fake_openai.chat_requests
+    read = [e for e in entries if f"[{e.id}]" in request["messages"][1]["content"]]
+    assert request["max_tokens"] == llm_extraction.answer_cap(read) < llm_extraction.MAX_ANSWER_TOKENS
+    assert f"the first: LLM answer was cut off at its cap of {request['max_tokens']:,} tokens" in caplog.text
+    # a batch as long as a request holds is capped at what older and local models allow
+    many = [Entry(**{**entries[0].model_dump(), "id": i}) for i in range(200)]
+    assert llm_extraction.answer_cap(many) == llm_extraction.MAX_ANSWER_TOKENS
 
 
 def two_batches(entries: list[Entry], monkeypatch: pytest.MonkeyPatch) -> None:

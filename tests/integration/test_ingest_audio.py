@@ -7,6 +7,8 @@ stage 1 → L1 (raw and corrected text) with its jobs. Whisper tiny.en keeps the
 from __future__ import annotations
 
 import asyncio
+import io
+import itertools
 import json
 import os
 import re
@@ -20,6 +22,8 @@ from typing import Any
 import asyncpg
 import pytest
 
+from bot.cli.common import Progress
+from bot.cli.ingest import ingest_audio_files
 from memory.errors import AlreadyExistsError
 from memory.ingest import IngestReport
 from memory.models import Correction
@@ -27,6 +31,7 @@ from memory.providers.stt import WhisperSTT, installed_whisper_models
 from memory.recorder import Utterance, apply_corrections
 from memory.store import CampaignMemory
 from memory.voice import offline
+from memory.voice.audio_files import audio_duration
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "campaigns" / "examples" / "sunken_crown.yaml"
@@ -179,3 +184,28 @@ async def test_one_recording_imported_twice_at_once_is_written_once(
     assert str(refused).startswith(f"{loser}.wav is already imported as session {winner!r}")
     assert {s.title: s.lines for s in await campaign.log.listed()} == {winner: report.written}
     assert report.written > 0
+
+
+async def test_speech_to_text_says_how_far_into_the_file_it_is_at_a_terminal(
+    campaign: CampaignMemory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wav = join_with_pause([speak(SENTENCES[0], tmp_path / "0.wav")], tmp_path / "night-one.wav", pause_s=4.0)
+    length = audio_duration(wav)
+    assert length is not None and 6 < length < 12
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal, ticks = Terminal(), itertools.count()
+    # each look at the clock is a tenth of a second later: a line every 20 ms frames or so of the file
+    progress = Progress(terminal, clock=lambda: next(ticks) / 10)
+    report = await ingest_audio_files(campaign, [wav], ("Ana",), "tiny.en", None, False, None, False, progress)
+    assert report.written >= 1
+    lines = terminal.getvalue().splitlines()
+    total = f"0:{int(length):02}"
+    said = [re.fullmatch(rf"night-one\.wav: transcribed 0:(\d\d) of {total}", line) for line in lines]
+    assert len(lines) > 10 and all(said), lines
+    seconds = [int(m[1]) for m in said if m]
+    assert seconds == sorted(seconds) and seconds[-1] >= int(length) - 1
+    assert "s Ana: " in capsys.readouterr().out  # the utterances themselves still go to stdout

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from bot.settings import load_settings
 from memory.jobs import make_job_context
-from memory.providers.llm import LLMError, LLMUnavailable, OpenAILLM
+from memory.providers.llm import DEFAULT_MAX_TOKENS, LLMError, LLMUnavailable, OpenAILLM
 from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import ChatReply, FakeHTTPError, FakeOpenAI, FakeRawReply
 
@@ -76,6 +76,14 @@ async def test_temperature_is_passed_through(llm: OpenAILLM, fake_openai: FakeOp
     assert fake_openai.chat_requests[0]["temperature"] == 0.7
 
 
+async def test_every_request_carries_a_length_cap(llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
+    """A model that runs on (a JSON string never closed) is stopped at the cap, not billed for minutes."""
+    fake_openai.queue_chat(GOOD, GOOD)
+    await llm.complete_json(system="s", user="u", schema=Correction)
+    await llm.complete_json(system="s", user="u", schema=Correction, max_tokens=300)
+    assert [r["max_tokens"] for r in fake_openai.chat_requests] == [DEFAULT_MAX_TOKENS, 300]
+
+
 async def test_free_form_dict_schema_is_sent_non_strict(llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
     fake_openai.queue_chat('{"counts": {"goblins": 3}}')
     assert await llm.complete_json(system="s", user="u", schema=Tally) == Tally(counts={"goblins": 3})
@@ -106,7 +114,7 @@ async def test_json_in_a_markdown_fence_is_accepted(llm: OpenAILLM, fake_openai:
         ('{"text": "x", "substitutions": [{"span": "a"}]}', "substitutions.0.replacement"),
         ('["not", "an", "object"]', "does not match Correction"),
         (ChatReply(refusal="I can't help with that."), "refused: I can't help with that."),
-        (ChatReply(content='{"text": "Eldr', finish_reason="length"), "cut off"),
+        (ChatReply(content='{"text": "Eldr', finish_reason="length"), "cut off at its cap of 1,024 tokens"),
         (ChatReply(content=None, finish_reason="content_filter"), "content filter"),
         # a 200 that is no chat completion: another shape, a number for the text
         (FakeRawReply("[]", "application/json"), "not a chat completion"),
@@ -169,6 +177,7 @@ async def test_a_server_refusing_json_schema_output_is_asked_for_a_json_object(
 
     assert first == second and first.text == "Eldrinax attacks"
     formats = [r["response_format"]["type"] for r in fake_openai.chat_requests]
+    assert {r["max_tokens"] for r in fake_openai.chat_requests} == {DEFAULT_MAX_TOKENS}
     # The client retries a 500 twice; from the first refusal on, only JSON objects are asked for.
     assert formats == ["json_schema", "json_schema", "json_schema", "json_object", "json_object"]
     system = fake_openai.chat_requests[-1]["messages"][0]["content"]

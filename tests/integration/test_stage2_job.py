@@ -328,6 +328,26 @@ async def test_a_recap_the_database_cannot_keep_falls_back_to_the_extractive_one
     assert (await campaign.log.session(rec.session.id)).summary == summary
 
 
+async def test_a_recap_cut_off_at_its_cap_falls_back_to_the_extractive_one(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    await campaign.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
+    rec = await SessionRecorder.start(campaign, "S1")
+    await rec.add(Utterance(speaker="DM", text="Quelloth waits for you at the old cistern tonight.", seq=1))
+    await rec.flush()
+    fake_openai.queue_chat(ChatReply(content='{"recap": "Quelloth waits, and waits, and', finish_reason="length"))
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2", llm=llm)
+    try:
+        summary = await jobs.summarize_session(ctx, campaign.campaign_id, rec.session.id)
+    finally:
+        await llm.aclose()
+    assert summary == "DM: Quelloth waits for you at the old cistern tonight.\nInvolved: Quelloth"
+    [request] = fake_openai.chat_requests
+    assert request["max_tokens"] == jobs.RECAP_MAX_TOKENS
+    assert "LLM recap failed (LLM answer was cut off at its cap of 800 tokens" in caplog.text
+
+
 HEARD_TEXT = "We met Kwellow at the cistern with from skin."
 
 
