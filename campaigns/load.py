@@ -284,9 +284,10 @@ async def export_campaign_file(
     names = {e.id: spec.name for e, spec in zip(entities, specs, strict=True)}
     rels: list[RelationshipSpec] = []
     changed: list[tuple[str, RelationshipSpec]] = []
+    facts = await mem.graph.facts_by_source()
     for e in entities:
-        for r in await mem.graph.relationships_of(e.id, include_secret=True):
-            if r.source_id != e.id or (r.target_id is not None and r.target_id not in names):
+        for r in facts.get(e.id, []):
+            if r.target_id is not None and r.target_id not in names:
                 continue
             if r.target_id is None and not (r.value or "").strip():
                 on_skip(f"left out {e.name} —{r.type}→ (no value): an attribute fact needs a value in a campaign file")

@@ -1407,6 +1407,22 @@ class KnowledgeGraph:
         )
         return [relationship_from_row(r) for r in rows]
 
+    async def facts_by_source(self) -> dict[int, list[Relationship]]:
+        """Every accepted current fact of the campaign, secret ones too, under its source entity, each entity's in
+        :meth:`relationships_of`'s order: one query for a campaign's thousands (an export), not one per entity."""
+        rows = await self.db.fetch(
+            f"""{_REL_SELECT}
+            WHERE r.campaign_id = $1 AND r.status = 'accepted' AND r.valid_to IS NULL
+              AND {_visible("s", True)} AND (t.id IS NULL OR {_visible("t", True)})
+            ORDER BY r.source_id, r.type, r.id
+            """,
+            self.campaign_id,
+        )
+        facts: dict[int, list[Relationship]] = {}
+        for row in rows:
+            facts.setdefault(row["source_id"], []).append(relationship_from_row(row))
+        return facts
+
     async def history(self, entity_id: int, *, include_secret: bool = False) -> list[PastFact]:
         """The accepted facts touching an entity that no longer hold, the last to end first, each with the title of
         the session it was heard in: what was true before (the Ember Key's owners, "status: alive"). Visible as
