@@ -1423,6 +1423,18 @@ class KnowledgeGraph:
             facts.setdefault(row["source_id"], []).append(relationship_from_row(row))
         return facts
 
+    async def accepted_fact_keys(self) -> dict[tuple[int, str, int | None, str | None], Visibility]:
+        """The campaign's accepted current facts as (source, type, target, value), each with its visibility: what
+        :meth:`ensure_relationship` would find and leave as it is, known in one query."""
+        rows = await self.db.fetch(
+            """
+            SELECT source_id, type, target_id, value, visibility FROM relationships
+            WHERE campaign_id = $1 AND status = 'accepted' AND valid_to IS NULL
+            """,
+            self.campaign_id,
+        )
+        return {(r["source_id"], r["type"], r["target_id"], r["value"]): Visibility(r["visibility"]) for r in rows}
+
     async def history(self, entity_id: int, *, include_secret: bool = False) -> list[PastFact]:
         """The accepted facts touching an entity that no longer hold, the last to end first, each with the title of
         the session it was heard in: what was true before (the Ember Key's owners, "status: alive"). Visible as
