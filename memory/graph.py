@@ -852,7 +852,8 @@ class KnowledgeGraph:
                                       THEN jsonb_set(c, '{entity_id}', to_jsonb($3::bigint)) ELSE c END ORDER BY n)
                 FROM jsonb_array_elements(corrections) WITH ORDINALITY x(c, n)
             )
-            WHERE campaign_id = $1 AND corrections @> jsonb_build_array(jsonb_build_object('entity_id', $2::bigint))
+            WHERE campaign_id = $1 AND corrections <> '[]'::jsonb  -- the index holds only corrected lines
+              AND corrections @> jsonb_build_array(jsonb_build_object('entity_id', $2::bigint))
             """,
             self.campaign_id,
             s.id,
