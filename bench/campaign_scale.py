@@ -6,7 +6,7 @@
 
 Builds the campaign directly in an embedded PostgreSQL (COPY, no jobs): the entities of
 campaigns/examples/critical_role.yaml plus generated ones up to ``--entities``; each session ``--lines`` Critical
-Role turns from ../shared/data/crd3 (synthetic sentences when absent), its passages (windows of 8 lines, random
+Role turns from ../shared/data/crd3 (override with LOREKEEPER_DATA; synthetic sentences when absent, said), its passages (windows of 8 lines, random
 unit vectors: only timing matters), its recap (an event entity linked to the entities its lines name) and facts
 heard in it; ``--facts`` facts in all, skewed towards the first entities (Keyleth, Vax'ildan … have thousands),
 with history (closed facts), secrets, and a few hundred items waiting for review. Then each DM command is timed
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import shutil
 import statistics
@@ -41,7 +42,7 @@ from memory.recorder import CorrectionIndexCache
 from memory.store import CampaignMemory, Memory
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "crd3" / "episodes"
+DATA = Path(os.environ.get("LOREKEEPER_DATA", ROOT.parent / "shared" / "data")) / "crd3" / "episodes"
 EXAMPLE = ROOT / "campaigns" / "examples" / "critical_role.yaml"
 CAMPAIGN = "Two years"
 DIM = 384
@@ -63,6 +64,7 @@ def crd3_lines() -> list[tuple[str, str]]:
         return found
     rng = random.Random(7)
     words = "the dragon tavern sword gold castle night road king goblin spell door map ship storm".split()
+    print(f"warning: no CRD3 transcripts in {DATA}: synthetic sentences instead")
     return [("Player", " ".join(rng.choices(words, k=15))) for _ in range(10_000)]
 
 
