@@ -6,12 +6,13 @@
 
 Builds the campaign directly in an embedded PostgreSQL (COPY, no jobs): the entities of
 campaigns/examples/critical_role.yaml plus generated ones up to ``--entities``; each session ``--lines`` Critical
-Role turns from ../shared/data/crd3 (override with LOREKEEPER_DATA; synthetic sentences when absent, said), its passages (windows of 8 lines, random
-unit vectors: only timing matters), its recap (an event entity linked to the entities its lines name) and facts
-heard in it; ``--facts`` facts in all, skewed towards the first entities (Keyleth, Vax'ildan … have thousands),
-with history (closed facts), secrets, and a few hundred items waiting for review. Then each DM command is timed
-through the core API, as the bot's cog calls it (median of ``--repeat`` runs; commands that write run once,
-inside a transaction rolled back afterwards, so ``--reuse`` finds the same campaign).
+Role turns from ../shared/data/crd3 (override with LOREKEEPER_DATA; synthetic sentences when absent, with a
+warning), its passages (windows of 8 lines, random unit vectors: only timing matters), its recap (an event entity
+linked to the entities its lines name) and facts heard in it; ``--facts`` facts in all, skewed towards the first
+entities (Keyleth, Vax'ildan … have thousands), with history (closed facts), secrets, and a few hundred items
+waiting for review. Then each DM command is timed through the core API, as the bot's cog calls it (median of
+``--repeat`` runs; commands that write run once, inside a transaction rolled back afterwards, so ``--reuse`` finds
+the same campaign).
 """
 
 from __future__ import annotations
