@@ -9,3 +9,7 @@ CREATE INDEX relationships_superseded_by ON relationships (superseded_by) WHERE 
 -- into, which read every line of the campaign (1.2 s at 400,000). Only corrected lines are indexed.
 CREATE INDEX session_entries_corrected ON session_entries USING gin (corrections jsonb_path_ops)
     WHERE corrections <> '[]'::jsonb;
+
+-- The passages holding a line: recall cites each line full-text search finds by the earliest passage that holds it,
+-- which read every passage of the campaign (0.4 s a query at 67,000 passages).
+CREATE INDEX chunks_entries ON chunks USING gin (entry_ids);
