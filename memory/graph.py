@@ -497,7 +497,7 @@ class KnowledgeGraph:
         corrected again by a background job (:func:`memory.jobs.enqueue_recorrection`). An accepted entity given a
         name or alias it did not have took part in the recapped sessions that said it (see
         :func:`memory.took_part.link_to_recaps`)."""
-        from memory.took_part import link_to_recaps, named_anew  # it builds on this module
+        from memory.took_part import link_to_recaps, new_names  # it builds on this module
 
         async with transaction(self.db) as conn:  # name, fields, aliases and links change together or not at all
             graph = self.bound_to(conn)
@@ -514,8 +514,10 @@ class KnowledgeGraph:
                 replace_attributes=replace_attributes,
                 heard_as=heard_as,
             )
-            if updated.status == ReviewStatus.accepted and named_anew(before, updated):
-                await link_to_recaps(graph, [updated.id])
+            if updated.status == ReviewStatus.accepted and (said := new_names(before, updated)):
+                # an entity accepted before the edit took part in the sessions saying its old names already
+                names = said if before.status == ReviewStatus.accepted else None
+                await link_to_recaps(graph, [updated.id], names=names)
             return updated
 
     async def _update_entity(
