@@ -1,6 +1,6 @@
 """A two-year campaign: how long the DM's commands take on ~100 sessions of 4,000 lines, 1,500 entities, 30,000 facts.
 
-    python bench/campaign_scale.py                     # 10 sessions (about 2 minutes)
+    python bench/campaign_scale.py                     # 10 sessions (about a minute)
     python bench/campaign_scale.py --sessions 100      # the full campaign: 400,000 lines
     python bench/campaign_scale.py --sessions 100 --data /tmp/scale --keep   # build once, then --reuse
 
