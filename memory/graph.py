@@ -819,8 +819,14 @@ class KnowledgeGraph:
                     dst,
                     secret,
                 )
-                if row["status"] == ReviewStatus.accepted and row["valid_to"] is None:
-                    await self.close_contradicted(row["id"])  # "lives_in" of each: one stays current
+                # "lives_in" of each: one stays current (only a value or a single-valued edge contradicts: the
+                # rest would be a query each for nothing, thousands for a busy entity)
+                if (
+                    row["status"] == ReviewStatus.accepted
+                    and row["valid_to"] is None
+                    and (row["value"] is not None or row["type"] in SINGLE_VALUED)
+                ):
+                    await self.close_contradicted(row["id"])
         if t.status == ReviewStatus.pending and s.status == ReviewStatus.accepted:
             await self.set_entity_status(t.id, ReviewStatus.accepted, dm_confirmed=True)
         await self.db.execute(
