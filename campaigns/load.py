@@ -157,25 +157,37 @@ async def apply_campaign_file(
             await tx.graph.hide_names(None, file.campaign.hidden_names)
         await link_to_recaps(tx.graph, accepted)
         created: set[int] = set()  # facts of this load: one closing another of them changes nothing the DM had
+        # A file loaded again holds mostly facts the campaign has as they are: known in one query, they are counted
+        # unchanged without a fact's round trips each (16,000 facts: 16 s). Only while no fact this load wrote of
+        # the same entity and type may have closed it.
+        held = await tx.graph.accepted_fact_keys()
+        written: set[tuple[int, str]] = set()
         for rel in file.relationships:
             source = file.find_entity(rel.source)
             target = file.find_entity(rel.target) if rel.target is not None else None
             assert source is not None and (target is not None or rel.target is None)  # the schema checked them
-            fact, is_new = await tx.graph.ensure_relationship(
-                RelationshipIn(
-                    source_id=ids[source.name],
-                    type=rel.type,
-                    target_id=ids[target.name] if target is not None else None,
-                    value=rel.value,
-                    attributes=dict(rel.attributes),
-                    visibility=rel.visibility,
-                    provenance=provenance,
-                    status=ReviewStatus.accepted,
-                )
+            fact_in = RelationshipIn(
+                source_id=ids[source.name],
+                type=rel.type,
+                target_id=ids[target.name] if target is not None else None,
+                value=rel.value,
+                attributes=dict(rel.attributes),
+                visibility=rel.visibility,
+                provenance=provenance,
+                status=ReviewStatus.accepted,
             )
+            key = (fact_in.source_id, fact_in.type, fact_in.target_id, fact_in.value)
+            if key[:2] not in written and held.get(key) == fact_in.visibility:
+                report.relationships_unchanged += 1
+                done += 1
+                if progress:
+                    progress(done, total)
+                continue
+            fact, is_new = await tx.graph.ensure_relationship(fact_in)
             if is_new:
                 report.relationships_created += 1
                 created.add(fact.id)
+                written.add((fact.source_id, fact.type))
                 statistics_due = await _refresh_statistics_when_due(tx, report, statistics_due)
                 if fact.source_id in known and (fact.value is not None or fact.type in SINGLE_VALUED):
                     report.changes += [
@@ -294,9 +306,10 @@ async def export_campaign_file(
     names = {e.id: spec.name for e, spec in zip(entities, specs, strict=True)}
     rels: list[RelationshipSpec] = []
     changed: list[tuple[str, RelationshipSpec]] = []
+    facts = await mem.graph.facts_by_source()
     for e in entities:
-        for r in await mem.graph.relationships_of(e.id, include_secret=True):
-            if r.source_id != e.id or (r.target_id is not None and r.target_id not in names):
+        for r in facts.get(e.id, []):
+            if r.target_id is not None and r.target_id not in names:
                 continue
             if r.target_id is None and not (r.value or "").strip():
                 on_skip(f"left out {e.name} —{r.type}→ (no value): an attribute fact needs a value in a campaign file")

@@ -497,7 +497,7 @@ class KnowledgeGraph:
         corrected again by a background job (:func:`memory.jobs.enqueue_recorrection`). An accepted entity given a
         name or alias it did not have took part in the recapped sessions that said it (see
         :func:`memory.took_part.link_to_recaps`)."""
-        from memory.took_part import link_to_recaps, named_anew  # it builds on this module
+        from memory.took_part import link_to_recaps, new_names  # it builds on this module
 
         async with transaction(self.db) as conn:  # name, fields, aliases and links change together or not at all
             graph = self.bound_to(conn)
@@ -514,8 +514,10 @@ class KnowledgeGraph:
                 replace_attributes=replace_attributes,
                 heard_as=heard_as,
             )
-            if updated.status == ReviewStatus.accepted and named_anew(before, updated):
-                await link_to_recaps(graph, [updated.id])
+            if updated.status == ReviewStatus.accepted and (said := new_names(before, updated)):
+                # an entity accepted before the edit took part in the sessions saying its old names already
+                names = said if before.status == ReviewStatus.accepted else None
+                await link_to_recaps(graph, [updated.id], names=names)
             return updated
 
     async def _update_entity(
@@ -840,8 +842,14 @@ class KnowledgeGraph:
                     dst,
                     secret,
                 )
-                if row["status"] == ReviewStatus.accepted and row["valid_to"] is None:
-                    await self.close_contradicted(row["id"])  # "lives_in" of each: one stays current
+                # "lives_in" of each: one stays current (only a value or a single-valued edge contradicts: the
+                # rest would be a query each for nothing, thousands for a busy entity)
+                if (
+                    row["status"] == ReviewStatus.accepted
+                    and row["valid_to"] is None
+                    and (row["value"] is not None or row["type"] in SINGLE_VALUED)
+                ):
+                    await self.close_contradicted(row["id"])
         if t.status == ReviewStatus.pending and s.status == ReviewStatus.accepted:
             await self.set_entity_status(t.id, ReviewStatus.accepted, dm_confirmed=True)
         await self.db.execute(
@@ -875,7 +883,8 @@ class KnowledgeGraph:
                                       THEN jsonb_set(c, '{entity_id}', to_jsonb($3::bigint)) ELSE c END ORDER BY n)
                 FROM jsonb_array_elements(corrections) WITH ORDINALITY x(c, n)
             )
-            WHERE campaign_id = $1 AND corrections @> jsonb_build_array(jsonb_build_object('entity_id', $2::bigint))
+            WHERE campaign_id = $1 AND corrections <> '[]'::jsonb  -- the index holds only corrected lines
+              AND corrections @> jsonb_build_array(jsonb_build_object('entity_id', $2::bigint))
             """,
             self.campaign_id,
             s.id,
@@ -1429,6 +1438,34 @@ class KnowledgeGraph:
             include_history,
         )
         return [relationship_from_row(r) for r in rows]
+
+    async def facts_by_source(self) -> dict[int, list[Relationship]]:
+        """Every accepted current fact of the campaign, secret ones too, under its source entity, each entity's in
+        :meth:`relationships_of`'s order: one query for a campaign's thousands (an export), not one per entity."""
+        rows = await self.db.fetch(
+            f"""{_REL_SELECT}
+            WHERE r.campaign_id = $1 AND r.status = 'accepted' AND r.valid_to IS NULL
+              AND {_visible("s", True)} AND (t.id IS NULL OR {_visible("t", True)})
+            ORDER BY r.source_id, r.type, r.id
+            """,
+            self.campaign_id,
+        )
+        facts: dict[int, list[Relationship]] = {}
+        for row in rows:
+            facts.setdefault(row["source_id"], []).append(relationship_from_row(row))
+        return facts
+
+    async def accepted_fact_keys(self) -> dict[tuple[int, str, int | None, str | None], Visibility]:
+        """The campaign's accepted current facts as (source, type, target, value), each with its visibility: what
+        :meth:`ensure_relationship` would find and leave as it is, known in one query."""
+        rows = await self.db.fetch(
+            """
+            SELECT source_id, type, target_id, value, visibility FROM relationships
+            WHERE campaign_id = $1 AND status = 'accepted' AND valid_to IS NULL
+            """,
+            self.campaign_id,
+        )
+        return {(r["source_id"], r["type"], r["target_id"], r["value"]): Visibility(r["visibility"]) for r in rows}
 
     async def history(self, entity_id: int, *, include_secret: bool = False) -> list[PastFact]:
         """The accepted facts touching an entity that no longer hold, the last to end first, each with the title of

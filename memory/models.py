@@ -69,6 +69,9 @@ def counted(n: int, one: str, many: str | None = None) -> str:
     return f"{n:,} {one if n == 1 else many or one + 's'}"
 
 
+#: A campaign file names each entity once as itself and again in every fact about it (a two-year campaign's export:
+#: 1,600 names, 43,000 times): pure, so each is checked once.
+@functools.lru_cache(maxsize=16384)
 def clean_name(value: str) -> str:
     """Names are stored NFC, trimmed, with inner whitespace collapsed; empty names, names with invisible or
     control characters, and names mixing scripts with a look-alike letter ("Vаx" with a Cyrillic а), are refused."""
@@ -504,6 +507,7 @@ class Entity(BaseModel):
 MAX_RELATIONSHIP_TYPE_CHARS = 100
 
 
+@functools.lru_cache(maxsize=4096)  # pure, and a file's thousands of facts use a few dozen types
 def relationship_type(value: str) -> str:
     """``"Works At"`` → ``works_at``, however it is given (a command, a campaign file). Refused as a campaign file
     refuses it, or the campaign could not be exported; the messages follow the field's name ("type …")."""

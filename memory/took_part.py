@@ -34,18 +34,28 @@ def took_part(entity_id: int, event_id: int, session_id: int) -> RelationshipIn:
     )
 
 
-def named_anew(before: Entity, after: Entity) -> bool:
-    """Whether ``after`` goes by a name or alias ``before`` did not: recaps may have heard it by that one."""
+def new_names(before: Entity, after: Entity) -> list[str]:
+    """The names and aliases ``after`` goes by that ``before`` did not: recaps may have heard it by those."""
     known = {n.casefold() for n in (before.name, *before.aliases)}
-    return any(n.casefold() not in known for n in (after.name, *after.aliases))
+    return [n for n in (after.name, *after.aliases) if n.casefold() not in known]
+
+
+def named_anew(before: Entity, after: Entity) -> bool:
+    """Whether ``after`` goes by a name or alias ``before`` did not."""
+    return bool(new_names(before, after))
 
 
 async def link_to_recaps(
-    graph: KnowledgeGraph, entity_ids: Collection[int], *, sessions: Collection[int] | None = None
+    graph: KnowledgeGraph,
+    entity_ids: Collection[int],
+    *,
+    sessions: Collection[int] | None = None,
+    names: Collection[str] | None = None,
 ) -> int:
     """Link each of these entities that is accepted to the recap of every ended session (of ``sessions`` only, when
     given) whose lines name it (its name or an alias), secret ones too, as the recap job does; returns the links
-    made. The recap job's gazetteer of
+    made. ``names``: only the lines saying one of these, names new to an accepted entity; the lines saying its
+    others were looked at when it got them (a busy entity's old name is in thousands). The recap job's gazetteer of
     every accepted entity decides, among the lines full-text search finds, so a name inside a longer one ("Vell" in
     "Vell Sorrowmere") counts as it does there. Measured on 100 sessions of 2,000 lines: 0.1-0.2 s for one entity; 20 s
     for the 1,269 of a campaign file loaded after the sessions, 49,000 links."""
@@ -82,7 +92,8 @@ async def link_to_recaps(
     for start in range(0, len(targets), _BATCH):
         batch = targets[start : start + _BATCH]
         # as written, and in the gazetteer's normal forms ("Zyxara" of Zyx'ara, "half orc" of Half-Orc)
-        phrases = [form(n) for e in batch for n in (e.name, *e.aliases) for form in (str, normalize, spaced_form)]
+        said = [n for e in batch for n in (e.name, *e.aliases)] if names is None else list(names)
+        phrases = [form(n) for n in said for form in (str, normalize, spaced_form)]
         lines.update((entry.id, entry) for entry in await log.saying(phrases, list(recaps)))
     # every accepted name, and thousands of lines for a campaign file's names: the bot's other work goes on meanwhile
     found = await asyncio.to_thread(named, list(lines.values())) if lines else set()

@@ -1008,6 +1008,32 @@ async def test_a_name_an_entity_is_given_after_the_recap_that_heard_it_makes_it_
     assert await sessions_of(crown, "Ilse Marrow") == ["Session: Night 2"]
 
 
+async def test_a_new_name_links_the_sessions_that_said_it_not_again_those_its_old_name_was_unlinked_from(
+    memory: Memory, crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """A rename looks for the new name only: the sessions that said the old one were linked when it was given, and
+    one the DM unlinked since (a mistake) stays unlinked. A busy entity's old name is in thousands of lines."""
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    await crown.graph.add_entity(EntityIn(name="Corvin Ash", type=EntityType.npc))
+    for title, line in [
+        ("Night 1", "DM: Corvin Ash rows you across to Ironhold."),
+        ("Night 2", "DM: The Grey Ferryman waits at the pier."),
+    ]:
+        night = tmp_path / f"{title}.txt"
+        night.write_text(line + "\n")
+        await ingest_file(crown, night, session_title=title)
+        session = await crown.log.session_by_title(title)
+        assert session is not None
+        await jobs.summarize_session(ctx, crown.campaign_id, session.id)
+    assert await sessions_of(crown, "Corvin Ash") == ["Session: Night 1"]
+    await crown.graph.unlink("Corvin Ash", "took_part_in", "Session: Night 1")
+
+    await crown.graph.update_entity("Corvin Ash", new_name="The Grey Ferryman")
+    renamed = await crown.graph.get_entity("The Grey Ferryman")
+    assert renamed.aliases == ["Corvin Ash"]
+    assert await sessions_of(crown, "The Grey Ferryman") == ["Session: Night 2"]
+
+
 async def test_in_an_untimed_transcript_the_fact_said_last_holds_whichever_the_dm_accepts_first(
     crown: CampaignMemory, tmp_path: Path
 ) -> None:
