@@ -243,6 +243,33 @@ def heard_as_said(before: Entity | None, after: Entity, lines: int | None) -> st
     return " ".join([said, *everyday_said(new, after.name)])
 
 
+def removed_heard_as(had: Sequence[str], now: Sequence[str]) -> list[str]:
+    """The phrases of ``had`` that ``now`` no longer holds, as the matcher reads them (spacing and punctuation
+    aside: "from-skin" replacing "from skin" takes nothing away)."""
+    from memory.correction.text import name_norm
+
+    def spaceless(text: str) -> str:
+        return "".join(name_norm(text).split())
+
+    kept = {spaceless(p) for p in now}
+    return [h for h in had if spaceless(h) not in kept]
+
+
+def heard_as_removed_said(before: Entity, after: Entity, lines: int | None) -> str:
+    """What an edit took away of what the recogniser writes for the entity's name, for the DM's reply ('' if
+    nothing). ``lines``: how many stored lines hold a correction of those phrases to it (see
+    ``SessionLog.count_corrected``; None: not known), which a background job restores."""
+    if not (gone := removed_heard_as(before.heard_as, after.heard_as)):
+        return ""
+    it, is_ = ("it", "is") if len(gone) == 1 else ("they", "are")
+    said = f"{', '.join(f'“{h}”' for h in gone)} {is_} no longer written {after.name}"
+    if lines is None:
+        return f"{said}; {it} {is_} restored in the background in the stored lines where {it} became the name."
+    if not lines:
+        return f"{said}; no line stored so far was corrected from {'it' if it == 'it' else 'them'}."
+    return f"{said}; {it} {is_} restored in {counted(lines, 'line')} already stored, in the background."
+
+
 def everyday_said(phrases: Sequence[str], name: str) -> list[str]:
     """The warning for the DM when a heard-as phrase of ``name`` is ordinary English (see :func:`everyday`): it is
     allowed, but every time it is said it becomes the name. [] if none is."""
@@ -942,11 +969,16 @@ class KnowledgeGraph:
 
     async def _set_heard_as(self, entity_id: int, phrases: Sequence[str], *, had: Sequence[str] = ()) -> None:
         """Make ``phrases`` what the recogniser is known to write for the entity's name (``had``: what it was), and
-        have the campaign's lines holding a new one corrected again. A phrase that is a name or an alias, or another
+        have the campaign's lines holding a new one corrected again, and those where one it lost was corrected to
+        it restored (:func:`memory.jobs.enqueue_restoration`). A phrase that is a name or an alias, or another
         entity's heard-as phrase, is refused: said, it would be two things at once."""
         await self.db.execute(
             "DELETE FROM entity_heard_as WHERE campaign_id = $1 AND entity_id = $2", self.campaign_id, entity_id
         )
+        if gone := removed_heard_as(had, phrases):
+            from memory.jobs import enqueue_restoration  # the jobs build on this module
+
+            await enqueue_restoration(self.db, self.campaign_id, entity_id, gone)
         if not phrases:
             return
         await self.lock()  # as for names: two writers checking at once would both find a phrase free
