@@ -25,7 +25,7 @@ from bot.views import (
     safe_autocomplete,
 )
 from memory.errors import NotFoundError
-from memory.graph import heard_as_said, kept_old_name
+from memory.graph import heard_as_removed_said, heard_as_said, kept_old_name, removed_heard_as
 from memory.models import (
     MAX_FACT_VALUE_CHARS,
     Entity,
@@ -252,6 +252,8 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         before = await mem.graph.get_entity(name)
         phrases = None if heard_as is None else ([] if heard_as.strip() == "-" else parse_aliases(heard_as))
         lines = await mem.log.count_heard(phrases) if phrases else None  # before a job corrects them
+        gone = removed_heard_as(before.heard_as, phrases) if phrases is not None else []
+        restored = await mem.log.count_corrected(before.id, gone, [before.name, *before.aliases]) if gone else None
         entity = await mem.graph.update_entity(
             name,
             new_name=new_name,
@@ -266,6 +268,8 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         said = f" Its old name **{before.name}** stays as an alias (`aliases: -` clears it)." if kept else ""
         if heard := heard_as_said(before, entity, lines):
             said += f" {heard}"
+        if unheard := heard_as_removed_said(before, entity, restored):
+            said += f" {unheard}"
         embed = entity_embed(entity, relationships=[], last_mention=None)
         await interaction.response.send_message(f"Updated **{entity.name}**.{said}", embed=embed, ephemeral=True)
 

@@ -19,7 +19,7 @@ from bot.cli.common import (
     table,
 )
 from memory.errors import InvalidInputError
-from memory.graph import heard_as_said, kept_old_name
+from memory.graph import heard_as_removed_said, heard_as_said, kept_old_name, removed_heard_as
 from memory.models import (
     EntityIn,
     EntityType,
@@ -234,6 +234,8 @@ async def edit(
         before = await mem.graph.get_entity(name)
         phrases = [] if heard_as == ("-",) else list(heard_as)
         lines = await mem.log.count_heard(phrases) if phrases else None  # before a job corrects them
+        gone = removed_heard_as(before.heard_as, phrases) if heard_as else []
+        restored = await mem.log.count_corrected(before.id, gone, [before.name, *before.aliases]) if gone else None
         updated = await mem.graph.update_entity(
             name,
             new_name=new_name,
@@ -251,6 +253,8 @@ async def edit(
     if kept_old_name(before, updated):
         click.echo(f"its old name {before.name!r} stays as an alias (`--alias -` clears it)")
     if said := heard_as_said(before, updated, lines):
+        click.echo(said)
+    if said := heard_as_removed_said(before, updated, restored):
         click.echo(said)
 
 

@@ -254,7 +254,10 @@ async def test_edit_heard_as_is_the_dms_to_set_and_see(
     clash = await fake_discord.invoke("entity edit", {"name": "Ironhold", "heard_as": "the red"}, user_id=dm)
     assert clash.texts() == ["heard as: 'The Red' is an alias of 'Eldrinax'"]
     cleared = await fake_discord.invoke("entity edit", {"name": "Eldrinax", "heard_as": "-"}, user_id=dm)
-    assert cleared.texts()[0] == "Updated **Eldrinax**."
+    assert cleared.texts()[0] == (
+        "Updated **Eldrinax**. “all drinks”, “elder nacks” are no longer written Eldrinax; no line stored so far was "
+        "corrected from them."
+    )
     assert (await world.graph.get_entity("Eldrinax")).heard_as == []
 
 

@@ -1084,7 +1084,16 @@ def test_entity_edit_heard_as_is_shown_and_counts_the_lines_to_correct(lk, tmp_p
     ]
     mixed = lk("entity", "edit", "Frumpkin", "--heard-as", "-", "--heard-as", "x")
     assert mixed.returncode == 1 and "--heard-as - clears the phrases" in mixed.stderr
-    assert lk("entity", "edit", "Frumpkin", "--heard-as", "-").returncode == 0
+    # a night ingested since says it: stage 1 wrote the name, which clearing the phrases undoes in the background
+    (tmp_path / "night2.txt").write_text("Liam: from skin naps\nSam: and frump kin purrs\nSam: nothing here\n")
+    assert lk("ingest", str(tmp_path / "night2.txt"), "--session", "Night 2").returncode == 0
+    cleared = lk("entity", "edit", "Frumpkin", "--heard-as", "-")
+    assert cleared.returncode == 0, cleared.stderr
+    assert cleared.stdout.splitlines() == [
+        "updated npc 'Frumpkin'",
+        "“from skin”, “frump kin” are no longer written Frumpkin; they are restored in 2 lines already stored, in "
+        "the background.",
+    ]
     assert "heard as" not in lk("entity", "show", "Frumpkin").stdout
 
 
