@@ -120,10 +120,12 @@ async def enqueue_recorrection(conn: Executor, campaign_id: int, phrases: Sequen
     return len(sessions)
 
 
-async def enqueue_restoration(conn: Executor, campaign_id: int, entity_id: int, phrases: Sequence[str]) -> int:
-    """Have the campaign's stored lines where ``phrases`` (heard-as phrases the entity ``entity_id`` just lost) were
-    corrected to it restored, one job per session (see :func:`restore_heard_as_lines`), on ``conn`` (the
-    transaction taking them away); returns how many sessions."""
+async def enqueue_restoration(
+    conn: Executor, campaign_id: int, entity_id: int, phrases: Sequence[str], *, any_stage: bool = False
+) -> int:
+    """Have the campaign's stored lines where ``phrases`` (heard-as phrases the entity ``entity_id`` just lost, or
+    with ``any_stage`` phrases it is never heard as) were corrected to it restored, one job per session (see
+    :func:`restore_heard_as_lines`), on ``conn`` (the transaction making the change); returns how many sessions."""
     sessions = [
         r["id"] for r in await conn.fetch("SELECT id FROM sessions WHERE campaign_id = $1 ORDER BY id", campaign_id)
     ]
@@ -131,9 +133,12 @@ async def enqueue_restoration(conn: Executor, campaign_id: int, entity_id: int, 
         said = hashlib.sha256("\n".join(sorted(p.casefold() for p in phrases)).encode()).hexdigest()[:16]
         await _queries(conn).enqueue(
             [UNHEARD] * len(sessions),
-            [_payload(campaign_id, s, entity_id=entity_id, phrases=list(phrases)) for s in sessions],
+            [
+                _payload(campaign_id, s, entity_id=entity_id, phrases=list(phrases), any_stage=any_stage)
+                for s in sessions
+            ],
             [25] * len(sessions),  # as the heard-as job: after stage 2, before chunking
-            dedupe_key=[f"{UNHEARD}:{s}:{entity_id}:{said}" for s in sessions],
+            dedupe_key=[f"{UNHEARD}:{s}:{entity_id}:{said}:{int(any_stage)}" for s in sessions],
             on_conflict="skip",
         )
     return len(sessions) if phrases else 0
@@ -517,14 +522,21 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
 
 
 async def restore_heard_as(
-    ctx: JobContext, campaign_id: int, session_id: int, *, entity_id: int, phrases: list[str]
+    ctx: JobContext, campaign_id: int, session_id: int, *, entity_id: int, phrases: list[str], any_stage: bool
 ) -> int:
     """The job of :func:`enqueue_restoration`."""
-    return await restore_heard_as_lines(ctx.memory.campaign(campaign_id), session_id, entity_id, phrases)
+    mem = ctx.memory.campaign(campaign_id)
+    return await restore_heard_as_lines(mem, session_id, entity_id, phrases, any_stage=any_stage)
 
 
 async def restore_heard_as_lines(
-    mem: CampaignMemory, session_id: int, entity_id: int, phrases: Sequence[str], *, slice_size: int = 500
+    mem: CampaignMemory,
+    session_id: int,
+    entity_id: int,
+    phrases: Sequence[str],
+    *,
+    any_stage: bool = False,
+    slice_size: int = 500,
 ) -> int:
     """Undo in the session's stored lines what ``phrases`` did as heard-as phrases of the entity ``entity_id``,
     which has them no longer: each stage-1 correction of such a span (spacing and punctuation aside) to the entity
@@ -532,7 +544,8 @@ async def restore_heard_as_lines(
     or as another entity's heard-as phrase, is corrected so again); the line's other corrections, of stage 1 or 2,
     stay, and its text is written again from the raw text. As :func:`correct_heard_as_lines`, the session's windows
     from the first line changed on are chunked and embedded again. Returns how many lines changed; running it
-    again changes none."""
+    again changes none. ``any_stage``: stage 2's corrections of such a span to the entity are dropped too (a phrase
+    the DM says is never the name)."""
     from memory.correction.edits import apply_corrections, merge_corrections
     from memory.correction.text import name_norm
     from memory.recorder import default_index_cache
@@ -543,7 +556,7 @@ async def restore_heard_as_lines(
     if not (gone := {s for p in phrases if (s := spaceless(p))}):
         return 0
     matcher = await default_index_cache.matcher(mem)
-    ids = await mem.log.corrected_in(session_id, entity_id, list(phrases))
+    ids = await mem.log.corrected_in(session_id, entity_id, list(phrases), any_stage=any_stage)
     changed = 0
     for start in range(0, len(ids), slice_size):
         async with mem.transaction() as tx:
@@ -551,7 +564,9 @@ async def restore_heard_as_lines(
             # locked as read: a stage-2 revision committed before this one writes must not be written over
             for e in await tx.log.entries(ids[start : start + slice_size], for_update=True):
                 freed = [
-                    c for c in e.corrections if c.stage == 1 and c.entity_id == entity_id and spaceless(c.span) in gone
+                    c
+                    for c in e.corrections
+                    if (any_stage or c.stage == 1) and c.entity_id == entity_id and spaceless(c.span) in gone
                 ]
                 if not freed:
                     continue
@@ -789,7 +804,7 @@ def _restoration_args(job: pgq_models.Job) -> dict[str, Any]:
     phrases = data["phrases"]
     if not isinstance(phrases, list) or not all(isinstance(p, str) for p in phrases):
         raise ValueError("phrases: a list of text expected")
-    return {"entity_id": int(data["entity_id"]), "phrases": phrases}
+    return {"entity_id": int(data["entity_id"]), "phrases": phrases, "any_stage": bool(data.get("any_stage"))}
 
 
 async def _session_exists(db: Executor, campaign_id: int, session_id: int) -> bool:

@@ -398,21 +398,21 @@ class SessionLog:
             *phrases,
         )
 
-    async def corrected_in(self, session_id: int, entity_id: int, phrases: Sequence[str]) -> list[int]:
-        """The session's lines holding a stage-1 correction to the entity ``entity_id`` whose raw text says one of
-        ``phrases`` (as :meth:`heard_in` finds them), by id: where a heard-as phrase taken away may have been
-        corrected. One scan of the session; the caller reads the corrections' spans."""
+    async def corrected_in(
+        self, session_id: int, entity_id: int, phrases: Sequence[str], *, any_stage: bool = False
+    ) -> list[int]:
+        """The session's lines holding a stage-1 (``any_stage``: or stage-2) correction to the entity ``entity_id``
+        whose raw text says one of ``phrases`` (as :meth:`heard_in` finds them), by id: where a heard-as phrase
+        taken away may have been corrected. One scan of the session; the caller reads the corrections' spans."""
         rows = await self.db.fetch(
             f"""
             SELECT id FROM session_entries
-            WHERE campaign_id = $1 AND session_id = $2 AND corrections @> jsonb_build_array(
-                      jsonb_build_object('entity_id', $3::bigint, 'stage', 1))
-              AND {_RAW_FOLDED} ~* $4
+            WHERE campaign_id = $1 AND session_id = $2 AND corrections @> $3::jsonb AND {_RAW_FOLDED} ~* $4
             ORDER BY seq
             """,
             self.campaign_id,
             session_id,
-            entity_id,
+            [{"entity_id": entity_id} | ({} if any_stage else {"stage": 1})],
             _saying(phrases),
         )
         return [r["id"] for r in rows]
