@@ -273,6 +273,24 @@ def heard_as_removed_said(before: Entity, after: Entity, lines: int | None) -> s
     return f"{said}; {it} {is_} restored in {counted(lines, 'line')} already stored, in the background."
 
 
+def not_heard_as_said(before: Entity | None, after: Entity, lines: int | None) -> str:
+    """What an edit (``before``: the entity before it; None: it was added) taught of what the recogniser writes that
+    is never the entity's name, for the DM's reply ('' if nothing new). ``lines``: how many stored lines hold a
+    correction of those phrases to it (see ``SessionLog.count_corrected``; None: not known), which a background
+    job restores."""
+    if not (new := removed_heard_as(after.not_heard_as, before.not_heard_as if before is not None else [])):
+        return ""
+    it, is_ = ("it", "is") if len(new) == 1 else ("they", "are")
+    said = f"From now on {', '.join(f'“{h}”' for h in new)} {is_} never written {after.name}"
+    if before is None:  # no line was corrected to it yet
+        return said + "."
+    if lines is None:
+        return f"{said}; {it} {is_} restored in the background in the stored lines where {it} became the name."
+    if not lines:
+        return f"{said}; no line stored so far was corrected from {'it' if it == 'it' else 'them'}."
+    return f"{said}; {it} {is_} restored in {counted(lines, 'line')} already stored, in the background."
+
+
 def everyday_said(phrases: Sequence[str], name: str) -> list[str]:
     """The warning for the DM when a heard-as phrase of ``name`` is ordinary English (see :func:`everyday`): it is
     allowed, but every time it is said it becomes the name. [] if none is."""
@@ -505,7 +523,7 @@ class KnowledgeGraph:
             ) from None
         await self._set_aliases(entity_id, entity.aliases)
         await self._set_heard_as(entity_id, entity.heard_as)
-        await self._set_not_heard_as(entity_id, entity.not_heard_as)
+        await self._set_not_heard_as(entity_id, entity.not_heard_as, restore=False)  # no line names it yet
         return await self.get_entity_by_id(entity_id)
 
     async def update_entity(
@@ -1003,7 +1021,9 @@ class KnowledgeGraph:
             except asyncpg.UniqueViolationError:
                 raise AlreadyExistsError("an alias is already used by another entity") from None
 
-    async def _set_not_heard_as(self, entity_id: int, phrases: Sequence[str], *, had: Sequence[str] = ()) -> None:
+    async def _set_not_heard_as(
+        self, entity_id: int, phrases: Sequence[str], *, had: Sequence[str] = (), restore: bool = True
+    ) -> None:
         """Make ``phrases`` what the recogniser writes that is never the entity's name (``had``: what it was): stage
         1 and 2 no longer correct them to it, and the stored lines where a new one was corrected to it are restored
         by a background job. One that is its name, an alias or a heard-as phrase (spacing and punctuation aside) is
@@ -1018,7 +1038,7 @@ class KnowledgeGraph:
             [(self.campaign_id, entity_id, p) for p in phrases],
         )
         await self._check_not_heard_as(entity_id)
-        if new := removed_heard_as(phrases, had):  # those ``had`` lacked
+        if restore and (new := removed_heard_as(phrases, had)):  # those ``had`` lacked
             from memory.jobs import enqueue_restoration  # the jobs build on this module
 
             await enqueue_restoration(self.db, self.campaign_id, entity_id, new, any_stage=True)

@@ -417,11 +417,14 @@ class SessionLog:
         )
         return [r["id"] for r in rows]
 
-    async def count_corrected(self, entity_id: int, phrases: Sequence[str], names: Sequence[str]) -> int | None:
-        """How many of the campaign's lines hold a stage-1 correction of one of ``phrases`` (spacing and
-        punctuation aside) to the entity ``entity_id``, among those whose text the full-text index holds one of
-        ``names`` (what the entity is called: the corrections wrote it) in, as :meth:`count_heard` counts: index
-        lookups, not a scan. None when a name is only words the index leaves out."""
+    async def count_corrected(
+        self, entity_id: int, phrases: Sequence[str], names: Sequence[str], *, any_stage: bool = False
+    ) -> int | None:
+        """How many of the campaign's lines hold a stage-1 (``any_stage``: or stage-2) correction of one of
+        ``phrases`` (spacing and punctuation aside) to the entity ``entity_id``, among those whose text the
+        full-text index holds one of ``names`` (what the entity is called: the corrections wrote it) in, as
+        :meth:`count_heard` counts: index lookups, not a scan. None when a name is only words the index leaves
+        out."""
         from memory.correction.text import name_norm
 
         names = [n for n in names if n.strip()]
@@ -434,20 +437,21 @@ class SessionLog:
             )
         ):
             return None
-        queries = [f"phraseto_tsquery('english', searchable(${i}))" for i in range(5, len(names) + 5)]
+        queries = [f"phraseto_tsquery('english', searchable(${i}))" for i in range(6, len(names) + 6)]
         return await self.db.fetchval(
             f"""
             SELECT count(*) FROM session_entries
             WHERE campaign_id = $1 AND tsv @@ ({" || ".join(queries)}) AND {_RAW_FOLDED} ~* $2
               AND EXISTS (
                   SELECT 1 FROM jsonb_array_elements(corrections) c
-                  WHERE c ->> 'entity_id' = $3::bigint::text AND c ->> 'stage' = '1'
+                  WHERE c ->> 'entity_id' = $3::bigint::text AND (c ->> 'stage' = '1' OR $5)
                     AND regexp_replace(normalize(lower(c ->> 'span'), NFKD), '[^[:alnum:]]+', '', 'g') = ANY($4))
             """,
             self.campaign_id,
             _saying(phrases),
             entity_id,
             sorted({"".join(name_norm(p).split()) for p in phrases}),
+            any_stage,
             *names,
         )
 
