@@ -924,7 +924,7 @@ def test_entity_edit_changes_what_it_is_given_and_says_the_old_name_stays(lk) ->
     nothing = lk("entity", "edit", "Korvash the Smith")
     assert nothing.returncode == 1 and nothing.stderr == (
         "error: nothing to change: give at least one of --new-name, --type, --description, --alias, --attr, "
-        "--heard-as, --secret/--public\n"
+        "--heard-as, --not-heard-as, --secret/--public\n"
     )
     missing = lk("entity", "edit", "Korvosh", "--type", "place")
     assert missing.returncode == 1 and missing.stderr.startswith("error: no entity named 'Korvosh' in campaign 'C'")
