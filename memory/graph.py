@@ -546,9 +546,8 @@ class KnowledgeGraph:
         ``heard_as`` replaces what the recogniser is known to write for its name; the lines a new phrase is in are
         corrected again by a background job (:func:`memory.jobs.enqueue_recorrection`), and those a phrase taken away
         was corrected in restored (:func:`memory.jobs.enqueue_restoration`); ``not_heard_as`` replaces what it
-        writes that is never the name, and the lines a new one was corrected to the name in are restored so too.
-        An accepted entity given a
-        name or alias it did not have took part in the recapped sessions that said it (see
+        writes that is never the name, and the lines a new one was corrected to the name in are restored so too. An
+        accepted entity given a name or alias it did not have took part in the recapped sessions that said it (see
         :func:`memory.took_part.link_to_recaps`)."""
         from memory.took_part import link_to_recaps, named_anew  # it builds on this module
 
@@ -971,6 +970,10 @@ class KnowledgeGraph:
                 [(self.campaign_id, t.id, n) for n in names],
             )
         await self._check_not_heard_as(t.id)  # ``source``'s names may be what ``into`` is never heard as
+        if new_never := removed_heard_as(s.not_heard_as, t.not_heard_as):  # lines may say them as ``into``'s name
+            from memory.jobs import enqueue_restoration  # the jobs build on this module
+
+            await enqueue_restoration(self.db, self.campaign_id, t.id, new_never, any_stage=True)
         return MergeResult(
             entity=await self.get_entity_by_id(t.id),
             merged=s,

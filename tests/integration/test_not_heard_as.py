@@ -86,3 +86,22 @@ async def test_a_phrase_said_never_the_name_is_restored_in_stored_lines_and_left
     await rec.end()
     [line] = await camp.log.session_entries(rec.session.id)
     assert line.text == "The manta ray returns."
+
+
+async def test_a_merge_giving_an_entity_a_not_heard_as_phrase_restores_its_lines(memory: Memory) -> None:
+    """Mentiri recorded twice, the copy with "manta ray" said never to be it: merged, Mentiri is never heard there
+    either, in the lines already stored too."""
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    await camp.graph.add_entity(EntityIn(name="Mentiri", type=EntityType.npc))
+    rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add(Utterance(speaker="DM", text="A manta ray swims by."))
+    await rec.end()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert [e.text for e in await camp.log.session_entries(rec.session.id)] == ["A Mentiri swims by."]
+    await camp.graph.add_entity(EntityIn(name="Mentiri the Ferryman", type=EntityType.npc, not_heard_as=["manta ray"]))
+    merged = await camp.graph.merge_entities("Mentiri the Ferryman", "Mentiri")
+    assert merged.entity.not_heard_as == ["manta ray"]
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await jobs.failed_jobs(memory.pool) == 0
+    assert [e.text for e in await camp.log.session_entries(rec.session.id)] == ["A manta ray swims by."]
