@@ -236,6 +236,13 @@ def _entity_changes(before: Entity, after: Entity) -> list[str]:
         kept = {h.casefold() for h in other}
         if changed := [h for h in phrases if h.casefold() not in kept]:
             changes.append(f"heard as {done}: {', '.join(changed)}")
+    for phrases, other, done in (
+        (before.not_heard_as, after.not_heard_as, "removed"),
+        (after.not_heard_as, before.not_heard_as, "added"),
+    ):
+        kept = {h.casefold() for h in other}
+        if changed := [h for h in phrases if h.casefold() not in kept]:
+            changes.append(f"never heard as {done}: {', '.join(changed)}")
     for key in dict.fromkeys([*before.attributes, *after.attributes]):
         old, new = before.attributes.get(key), after.attributes.get(key)
         if key not in after.attributes:
@@ -295,6 +302,7 @@ async def export_campaign_file(
             type=e.type,
             aliases=cleaned[e.id][1],
             heard_as=e.heard_as,
+            not_heard_as=e.not_heard_as,
             description=e.description,
             attributes=_file_attributes(_portable(e)),
             secret=e.visibility == "secret",

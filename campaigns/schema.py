@@ -6,6 +6,7 @@ entities:
   - {name: Eldrinax, type: npc, aliases: [The Ash Wyrm], secret: true, attributes: {age: 900}}
   - {name: Frumpkin, type: npc, heard_as: [from skin]}   # what speech-to-text writes for the name
   - {name: The Pale Stranger, type: npc, secret: true, hidden_names: [Vaskerrin Holt]}   # renamed: old name hidden
+  - {name: Mentiri, type: npc, not_heard_as: [manta ray]}   # what it writes that is never the name
 relationships:
   - {source: Eldrinax, type: guards, target: The Sunken Crown}
   - {source: Eldrinax, type: hoards, value: drowned gold, secret: true}   # an attribute fact
@@ -51,6 +52,7 @@ from memory.models import (
     check_alias_count,
     clean_name,
     heard_as_phrases,
+    not_heard_as_phrases,
     relationship_type,
     storable,
     value_within_limit,
@@ -102,6 +104,14 @@ def _heard_as(phrases: list[str]) -> list[str]:
         raise PydanticCustomError("heard_as", str(exc).removeprefix("heard as: ")) from None
 
 
+def _not_heard_as(phrases: list[str]) -> list[str]:
+    """The store's rules for not-heard-as phrases (:func:`not_heard_as_phrases`), as a validation error."""
+    try:
+        return not_heard_as_phrases(phrases)
+    except ValueError as exc:
+        raise PydanticCustomError("not_heard_as", str(exc).removeprefix("not heard as: ")) from None
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -132,6 +142,10 @@ class EntitySpec(_Strict):
     aliases: Annotated[list[Name], _none_as_empty(list)] = Field(default_factory=list)
     #: What speech-to-text writes for the name ("from skin" / Frumpkin): corrected to it, never shown to players.
     heard_as: Annotated[list[StrictStr], _none_as_empty(list), AfterValidator(_heard_as)] = Field(default_factory=list)
+    #: What it writes that is never the name ("manta ray" / Mentiri): never corrected to it, never shown to players.
+    not_heard_as: Annotated[list[StrictStr], _none_as_empty(list), AfterValidator(_not_heard_as)] = Field(
+        default_factory=list
+    )
     description: Text = ""
     attributes: Attributes = Field(default_factory=dict)
     secret: StrictBool = False  # DM-only: never shown to players
@@ -177,6 +191,7 @@ class EntitySpec(_Strict):
         fields = {
             "aliases": "aliases",
             "heard_as": "heard_as",
+            "not_heard_as": "not_heard_as",
             "description": "description",
             "attributes": "attributes",
             "secret": "visibility",
@@ -191,6 +206,7 @@ class EntitySpec(_Strict):
             description=self.description,
             aliases=list(self.aliases),
             heard_as=list(self.heard_as),
+            not_heard_as=list(self.not_heard_as),
             attributes=dict(self.attributes),
             visibility=self.visibility,
             provenance=Provenance(source=Source.campaign_file, confidence=1.0, dm_confirmed=True),

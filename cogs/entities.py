@@ -25,7 +25,13 @@ from bot.views import (
     safe_autocomplete,
 )
 from memory.errors import NotFoundError
-from memory.graph import heard_as_said, kept_old_name
+from memory.graph import (
+    heard_as_removed_said,
+    heard_as_said,
+    kept_old_name,
+    not_heard_as_said,
+    removed_heard_as,
+)
 from memory.models import (
     MAX_FACT_VALUE_CHARS,
     Entity,
@@ -39,6 +45,7 @@ from memory.models import (
     Visibility,
     check_attributes,
     heard_as_phrases,
+    not_heard_as_phrases,
     typed_attribute,
 )
 from memory.store import CampaignMemory
@@ -106,6 +113,8 @@ def entity_embed(
         add_field_within(embed, "Aliases", ", ".join(entity.aliases), inline=False)
     if dm and entity.heard_as:
         add_field_within(embed, "Heard as", ", ".join(entity.heard_as), inline=False)
+    if dm and entity.not_heard_as:
+        add_field_within(embed, "Never heard as", ", ".join(entity.not_heard_as), inline=False)
     if entity.attributes:
         lines = [f"**{k}**: {mask(str(v))}" for k, v in entity.attributes.items()]
         add_field_within(embed, "Attributes", lines, inline=False)
@@ -144,6 +153,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         attributes="key=value;key=value",
         secret="Only the DM sees it",
         heard_as="What speech-to-text writes for its name (from skin), comma-separated",
+        not_heard_as="What speech-to-text writes that is never its name (manta ray), comma-separated",
     )
     async def add(
         self,
@@ -155,9 +165,11 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         attributes: str | None = None,
         secret: bool = False,
         heard_as: str | None = None,
+        not_heard_as: str | None = None,
     ) -> None:
         _, mem = await dm_campaign(interaction)
         phrases = heard_as_phrases(parse_aliases(heard_as))  # refused as /entity edit refuses it
+        never = not_heard_as_phrases(parse_aliases(not_heard_as))
         lines = await mem.log.count_heard(phrases) if phrases else None  # before a job corrects them
         entity = await mem.add_entity(
             EntityIn(
@@ -166,12 +178,13 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
                 description=description,
                 aliases=parse_aliases(aliases),
                 heard_as=phrases,
+                not_heard_as=never,
                 attributes=parse_attributes(attributes),
                 visibility=Visibility.secret if secret else Visibility.public,
                 provenance=Provenance(source=Source.dm, dm_confirmed=True),
             )
         )
-        heard = heard_as_said(None, entity, lines)
+        heard = " ".join(s for s in (heard_as_said(None, entity, lines), not_heard_as_said(None, entity, None)) if s)
         embed = entity_embed(entity, relationships=[], last_mention=None)
         await interaction.response.send_message(
             f"Added {entity.type.value} **{entity.name}**.{f' {heard}' if heard else ''}", embed=embed, ephemeral=True
@@ -228,6 +241,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         aliases="Replaces all aliases, comma-separated ('-' clears them)",
         attributes="key=value;key=value, merged into its attributes",
         heard_as="What speech-to-text writes for its name (from skin), comma-separated; replaces all ('-' clears)",
+        not_heard_as="What it writes that is never its name (manta ray), comma-separated; replaces all ('-' clears)",
         secret="True: DM-only, never shown to players",
     )
     async def edit(
@@ -241,17 +255,28 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         attributes: str | None = None,
         secret: bool | None = None,
         heard_as: str | None = None,
+        not_heard_as: str | None = None,
     ) -> None:
         _, mem = await dm_campaign(interaction)
-        if all(v is None for v in (new_name, type, description, aliases, attributes, secret, heard_as)):
+        given = (new_name, type, description, aliases, attributes, secret, heard_as, not_heard_as)
+        if all(v is None for v in given):
             raise UserError(
                 "Nothing to change: give at least one of new_name, type, description, aliases, attributes, secret, "
-                "heard_as."
+                "heard_as, not_heard_as."
             )
         visibility = None if secret is None else (Visibility.secret if secret else Visibility.public)
         before = await mem.graph.get_entity(name)
         phrases = None if heard_as is None else ([] if heard_as.strip() == "-" else parse_aliases(heard_as))
         lines = await mem.log.count_heard(phrases) if phrases else None  # before a job corrects them
+        gone = removed_heard_as(before.heard_as, phrases) if phrases is not None else []
+        restored = await mem.log.count_corrected(before.id, gone, [before.name, *before.aliases]) if gone else None
+        never = None if not_heard_as is None else ([] if not_heard_as.strip() == "-" else parse_aliases(not_heard_as))
+        new_never = removed_heard_as(never, before.not_heard_as) if never else []  # those it did not have
+        unsaid = (
+            await mem.log.count_corrected(before.id, new_never, [before.name, *before.aliases], any_stage=True)
+            if new_never
+            else None
+        )
         entity = await mem.graph.update_entity(
             name,
             new_name=new_name,
@@ -261,11 +286,16 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             attributes=parse_attributes(attributes) if attributes else None,
             visibility=visibility,
             heard_as=phrases,
+            not_heard_as=never,
         )
         kept = kept_old_name(before, entity)
         said = f" Its old name **{before.name}** stays as an alias (`aliases: -` clears it)." if kept else ""
         if heard := heard_as_said(before, entity, lines):
             said += f" {heard}"
+        if unheard := heard_as_removed_said(before, entity, restored):
+            said += f" {unheard}"
+        if never_said := not_heard_as_said(before, entity, unsaid):
+            said += f" {never_said}"
         embed = entity_embed(entity, relationships=[], last_mention=None)
         await interaction.response.send_message(f"Updated **{entity.name}**.{said}", embed=embed, ephemeral=True)
 

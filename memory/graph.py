@@ -41,6 +41,7 @@ from memory.models import (
     fact_value,
     heard_as_phrases,
     name_query,
+    not_heard_as_phrases,
 )
 
 #: Relationship types an entity has at most one of at a time, edge or value: a new accepted one closes the old one.
@@ -76,7 +77,9 @@ _ENTITY_SELECT = """
            ARRAY(SELECT a.alias FROM entity_aliases a WHERE a.entity_id = e.id ORDER BY lower(a.alias))
                AS aliases,
            ARRAY(SELECT h.phrase FROM entity_heard_as h WHERE h.entity_id = e.id ORDER BY lower(h.phrase))
-               AS heard_as
+               AS heard_as,
+           ARRAY(SELECT n.phrase FROM entity_not_heard_as n WHERE n.entity_id = e.id ORDER BY lower(n.phrase))
+               AS not_heard_as
     FROM entities e
 """
 
@@ -241,6 +244,51 @@ def heard_as_said(before: Entity | None, after: Entity, lines: int | None) -> st
     else:
         said += f"; {counted(lines, 'line')} already stored say it: they are corrected again in the background."
     return " ".join([said, *everyday_said(new, after.name)])
+
+
+def removed_heard_as(had: Sequence[str], now: Sequence[str]) -> list[str]:
+    """The phrases of ``had`` that ``now`` no longer holds, as the matcher reads them (spacing and punctuation
+    aside: "from-skin" replacing "from skin" takes nothing away)."""
+    from memory.correction.text import name_norm
+
+    def spaceless(text: str) -> str:
+        return "".join(name_norm(text).split())
+
+    kept = {spaceless(p) for p in now}
+    return [h for h in had if spaceless(h) not in kept]
+
+
+def heard_as_removed_said(before: Entity, after: Entity, lines: int | None) -> str:
+    """What an edit took away of what the recogniser writes for the entity's name, for the DM's reply ('' if
+    nothing). ``lines``: how many stored lines hold a correction of those phrases to it (see
+    ``SessionLog.count_corrected``; None: not known), which a background job restores."""
+    if not (gone := removed_heard_as(before.heard_as, after.heard_as)):
+        return ""
+    it, is_ = ("it", "is") if len(gone) == 1 else ("they", "are")
+    said = f"{', '.join(f'“{h}”' for h in gone)} {is_} no longer written {after.name}"
+    if lines is None:
+        return f"{said}; {it} {is_} restored in the background in the stored lines where {it} became the name."
+    if not lines:
+        return f"{said}; no line stored so far was corrected from {'it' if it == 'it' else 'them'}."
+    return f"{said}; {it} {is_} restored in {counted(lines, 'line')} already stored, in the background."
+
+
+def not_heard_as_said(before: Entity | None, after: Entity, lines: int | None) -> str:
+    """What an edit (``before``: the entity before it; None: it was added) taught of what the recogniser writes that
+    is never the entity's name, for the DM's reply ('' if nothing new). ``lines``: how many stored lines hold a
+    correction of those phrases to it (see ``SessionLog.count_corrected``; None: not known), which a background
+    job restores."""
+    if not (new := removed_heard_as(after.not_heard_as, before.not_heard_as if before is not None else [])):
+        return ""
+    it, is_ = ("it", "is") if len(new) == 1 else ("they", "are")
+    said = f"From now on {', '.join(f'“{h}”' for h in new)} {is_} never written {after.name}"
+    if before is None:  # no line was corrected to it yet
+        return said + "."
+    if lines is None:
+        return f"{said}; {it} {is_} restored in the background in the stored lines where {it} became the name."
+    if not lines:
+        return f"{said}; no line stored so far was corrected from {'it' if it == 'it' else 'them'}."
+    return f"{said}; {it} {is_} restored in {counted(lines, 'line')} already stored, in the background."
 
 
 def everyday_said(phrases: Sequence[str], name: str) -> list[str]:
@@ -475,6 +523,7 @@ class KnowledgeGraph:
             ) from None
         await self._set_aliases(entity_id, entity.aliases)
         await self._set_heard_as(entity_id, entity.heard_as)
+        await self._set_not_heard_as(entity_id, entity.not_heard_as, restore=False)  # no line names it yet
         return await self.get_entity_by_id(entity_id)
 
     async def update_entity(
@@ -489,13 +538,16 @@ class KnowledgeGraph:
         visibility: Visibility | None = None,
         replace_attributes: bool = False,
         heard_as: Sequence[str] | None = None,
+        not_heard_as: Sequence[str] | None = None,
     ) -> Entity:
         """Change an entity in place; ``attributes`` merge into the existing ones unless ``replace_attributes``. A
         public entity renamed keeps its old name as an alias, unless ``aliases`` says what they are; a secret one's
         old name stays hidden from players while it is secret (what was said of it still says that name).
         ``heard_as`` replaces what the recogniser is known to write for its name; the lines a new phrase is in are
-        corrected again by a background job (:func:`memory.jobs.enqueue_recorrection`). An accepted entity given a
-        name or alias it did not have took part in the recapped sessions that said it (see
+        corrected again by a background job (:func:`memory.jobs.enqueue_recorrection`), and those a phrase taken away
+        was corrected in restored (:func:`memory.jobs.enqueue_restoration`); ``not_heard_as`` replaces what it
+        writes that is never the name, and the lines a new one was corrected to the name in are restored so too. An
+        accepted entity given a name or alias it did not have took part in the recapped sessions that said it (see
         :func:`memory.took_part.link_to_recaps`)."""
         from memory.took_part import link_to_recaps, new_names  # it builds on this module
 
@@ -513,6 +565,7 @@ class KnowledgeGraph:
                 visibility=visibility,
                 replace_attributes=replace_attributes,
                 heard_as=heard_as,
+                not_heard_as=not_heard_as,
             )
             if updated.status == ReviewStatus.accepted and (said := new_names(before, updated)):
                 # an entity accepted before the edit took part in the sessions saying its old names already
@@ -532,10 +585,12 @@ class KnowledgeGraph:
         visibility: Visibility | None,
         replace_attributes: bool,
         heard_as: Sequence[str] | None = None,
+        not_heard_as: Sequence[str] | None = None,
     ) -> Entity:
         public = (visibility or current.visibility) == Visibility.public
         renamed = False
         phrases = heard_as_phrases(list(heard_as)) if heard_as is not None else None
+        refused = not_heard_as_phrases(list(not_heard_as)) if not_heard_as is not None else None
         if phrases is not None:  # gone before the names are checked: a phrase may become a name in the same edit
             await self.db.execute(
                 "DELETE FROM entity_heard_as WHERE campaign_id = $1 AND entity_id = $2", self.campaign_id, current.id
@@ -580,6 +635,10 @@ class KnowledgeGraph:
             )
         if phrases is not None:
             await self._set_heard_as(current.id, phrases, had=current.heard_as)
+        if refused is not None:
+            await self._set_not_heard_as(current.id, refused, had=current.not_heard_as)
+        else:  # its names or heard-as phrases changed: none may be what it is never heard as
+            await self._check_not_heard_as(current.id)
         return await self.get_entity_by_id(current.id)
 
     async def hidden_names(self) -> dict[int | None, list[str]]:
@@ -664,6 +723,7 @@ class KnowledgeGraph:
             entity.attributes,
             entity.visibility,
             sorted(h.casefold() for h in entity.heard_as),
+            sorted(h.casefold() for h in entity.not_heard_as),
         )
         have = (
             current.name,
@@ -673,6 +733,7 @@ class KnowledgeGraph:
             current.attributes,
             current.visibility,
             sorted(h.casefold() for h in current.heard_as),
+            sorted(h.casefold() for h in current.not_heard_as),
         )
         if wanted == have:
             return current, "updated" if accepted else "unchanged", before
@@ -688,6 +749,7 @@ class KnowledgeGraph:
                 visibility=entity.visibility,
                 replace_attributes=True,
                 heard_as=entity.heard_as,
+                not_heard_as=entity.not_heard_as,
             )
         return updated, "updated", before
 
@@ -766,6 +828,12 @@ class KnowledgeGraph:
                 f"merged, {t.name} would have {heard} heard-as phrases ({len(t.heard_as)} of its own, "
                 f"{len(s.heard_as)} from {s.name}), more than the {MAX_HEARD_AS} allowed: edit those of either down "
                 "to what the recogniser writes, then merge again"
+            )
+        if (unheard := len({h.casefold() for h in [*t.not_heard_as, *s.not_heard_as]})) > MAX_HEARD_AS:
+            raise InvalidInputError(
+                f"merged, {t.name} would have {unheard} not-heard-as phrases ({len(t.not_heard_as)} of its own, "
+                f"{len(s.not_heard_as)} from {s.name}), more than the {MAX_HEARD_AS} allowed: edit those of either "
+                "down, then merge again"
             )
         moved = dropped = loops = made_secret = 0
         rows = await self.db.fetch(
@@ -897,6 +965,17 @@ class KnowledgeGraph:
             s.id,
             t.id,
         )
+        # ... and what it writes that is never the name (each phrase once)
+        await self.db.execute(
+            """
+            UPDATE entity_not_heard_as n SET entity_id = $3 WHERE campaign_id = $1 AND entity_id = $2
+              AND NOT EXISTS (SELECT 1 FROM entity_not_heard_as m
+                              WHERE m.entity_id = $3 AND lower(m.phrase) = lower(n.phrase))
+            """,
+            self.campaign_id,
+            s.id,
+            t.id,
+        )
         await self.db.execute(
             "DELETE FROM review_posted WHERE campaign_id = $1 AND kind = 'entity' AND item_id = $2",
             self.campaign_id,
@@ -922,6 +1001,11 @@ class KnowledgeGraph:
                 "INSERT INTO entity_aliases (campaign_id, entity_id, alias) VALUES ($1, $2, $3)",
                 [(self.campaign_id, t.id, n) for n in names],
             )
+        await self._check_not_heard_as(t.id)  # ``source``'s names may be what ``into`` is never heard as
+        if new_never := removed_heard_as(s.not_heard_as, t.not_heard_as):  # lines may say them as ``into``'s name
+            from memory.jobs import enqueue_restoration  # the jobs build on this module
+
+            await enqueue_restoration(self.db, self.campaign_id, t.id, new_never, any_stage=True)
         return MergeResult(
             entity=await self.get_entity_by_id(t.id),
             merged=s,
@@ -943,7 +1027,7 @@ class KnowledgeGraph:
     async def set_entity_status(self, entity_id: int, status: ReviewStatus, *, dm_confirmed: bool) -> None:
         if status == ReviewStatus.rejected:
             # a rejected proposal keeps its row, not its names: they are free for the DM to use again
-            for table in ("entity_aliases", "entity_heard_as"):
+            for table in ("entity_aliases", "entity_heard_as", "entity_not_heard_as"):
                 await self.db.execute(
                     f"DELETE FROM {table} WHERE campaign_id = $1 AND entity_id = $2", self.campaign_id, entity_id
                 )
@@ -972,13 +1056,69 @@ class KnowledgeGraph:
             except asyncpg.UniqueViolationError:
                 raise AlreadyExistsError("an alias is already used by another entity") from None
 
+    async def _set_not_heard_as(
+        self, entity_id: int, phrases: Sequence[str], *, had: Sequence[str] = (), restore: bool = True
+    ) -> None:
+        """Make ``phrases`` what the recogniser writes that is never the entity's name (``had``: what it was): stage
+        1 and 2 no longer correct them to it, and the stored lines where a new one was corrected to it are restored
+        by a background job. One that is its name, an alias or a heard-as phrase (spacing and punctuation aside) is
+        refused: said, it would be the name and not the name."""
+        await self.db.execute(
+            "DELETE FROM entity_not_heard_as WHERE campaign_id = $1 AND entity_id = $2", self.campaign_id, entity_id
+        )
+        if not phrases:
+            return
+        await self.db.executemany(
+            "INSERT INTO entity_not_heard_as (campaign_id, entity_id, phrase) VALUES ($1, $2, $3)",
+            [(self.campaign_id, entity_id, p) for p in phrases],
+        )
+        await self._check_not_heard_as(entity_id)
+        if restore and (new := removed_heard_as(phrases, had)):  # those ``had`` lacked
+            from memory.jobs import enqueue_restoration  # the jobs build on this module
+
+            await enqueue_restoration(self.db, self.campaign_id, entity_id, new, any_stage=True)
+
+    async def _check_not_heard_as(self, entity_id: int) -> None:
+        """Refuse the entity's not-heard-as phrases if one is its name, an alias or a heard-as phrase of it, as the
+        matcher reads them (spacing and punctuation aside)."""
+        row = await self.db.fetchrow(
+            f"""
+            WITH said AS (
+                SELECT name AS used, 'the name of' AS what FROM entities WHERE campaign_id = $1 AND id = $2
+                UNION ALL
+                SELECT alias, 'an alias of' FROM entity_aliases WHERE campaign_id = $1 AND entity_id = $2
+                UNION ALL
+                SELECT phrase, 'what the recogniser writes for' FROM entity_heard_as
+                WHERE campaign_id = $1 AND entity_id = $2
+            )
+            SELECT n.phrase, s.used, s.what, e.name FROM entity_not_heard_as n
+            JOIN said s ON {_bare("s.used")} = {_bare("n.phrase")}
+            JOIN entities e ON e.id = n.entity_id
+            WHERE n.campaign_id = $1 AND n.entity_id = $2
+            ORDER BY lower(n.phrase) LIMIT 1
+            """,
+            self.campaign_id,
+            entity_id,
+        )
+        if row is not None:
+            read = "" if row["used"].casefold() == row["phrase"].casefold() else f" (read as {row['used']!r})"
+            raise InvalidInputError(
+                f"not heard as: {row['phrase']!r}{read} is {row['what']} {row['name']!r}: it cannot also be what "
+                "is never its name; take it out of one of them"
+            )
+
     async def _set_heard_as(self, entity_id: int, phrases: Sequence[str], *, had: Sequence[str] = ()) -> None:
         """Make ``phrases`` what the recogniser is known to write for the entity's name (``had``: what it was), and
-        have the campaign's lines holding a new one corrected again. A phrase that is a name or an alias, or another
+        have the campaign's lines holding a new one corrected again, and those where one it lost was corrected to
+        it restored (:func:`memory.jobs.enqueue_restoration`). A phrase that is a name or an alias, or another
         entity's heard-as phrase, is refused: said, it would be two things at once."""
         await self.db.execute(
             "DELETE FROM entity_heard_as WHERE campaign_id = $1 AND entity_id = $2", self.campaign_id, entity_id
         )
+        if gone := removed_heard_as(had, phrases):
+            from memory.jobs import enqueue_restoration  # the jobs build on this module
+
+            await enqueue_restoration(self.db, self.campaign_id, entity_id, gone)
         if not phrases:
             return
         await self.lock()  # as for names: two writers checking at once would both find a phrase free

@@ -68,7 +68,8 @@ EXTRACT = "lk_extract"
 CORRECT2 = "lk_correct2"
 SUMMARY = "lk_summary"
 HEARD = "lk_heard"
-ENTRYPOINTS = (CHUNK, EXTRACT, CORRECT2, SUMMARY, HEARD)
+UNHEARD = "lk_unheard"
+ENTRYPOINTS = (CHUNK, EXTRACT, CORRECT2, SUMMARY, HEARD, UNHEARD)
 _QUEUE_CHANNEL = "ch_pgqueuer"
 
 
@@ -117,6 +118,30 @@ async def enqueue_recorrection(conn: Executor, campaign_id: int, phrases: Sequen
             on_conflict="skip",
         )
     return len(sessions)
+
+
+async def enqueue_restoration(
+    conn: Executor, campaign_id: int, entity_id: int, phrases: Sequence[str], *, any_stage: bool = False
+) -> int:
+    """Have the campaign's stored lines where ``phrases`` (heard-as phrases the entity ``entity_id`` just lost, or
+    with ``any_stage`` phrases it is never heard as) were corrected to it restored, one job per session (see
+    :func:`restore_heard_as_lines`), on ``conn`` (the transaction making the change); returns how many sessions."""
+    sessions = [
+        r["id"] for r in await conn.fetch("SELECT id FROM sessions WHERE campaign_id = $1 ORDER BY id", campaign_id)
+    ]
+    if sessions and phrases:
+        said = hashlib.sha256("\n".join(sorted(p.casefold() for p in phrases)).encode()).hexdigest()[:16]
+        await _queries(conn).enqueue(
+            [UNHEARD] * len(sessions),
+            [
+                _payload(campaign_id, s, entity_id=entity_id, phrases=list(phrases), any_stage=any_stage)
+                for s in sessions
+            ],
+            [25] * len(sessions),  # as the heard-as job: after stage 2, before chunking
+            dedupe_key=[f"{UNHEARD}:{s}:{entity_id}:{said}:{int(any_stage)}" for s in sessions],
+            on_conflict="skip",
+        )
+    return len(sessions) if phrases else 0
 
 
 async def enqueue_summary(conn: Executor, campaign_id: int, session_id: int) -> None:
@@ -496,6 +521,73 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
     return changed
 
 
+async def restore_heard_as(
+    ctx: JobContext, campaign_id: int, session_id: int, *, entity_id: int, phrases: list[str], any_stage: bool
+) -> int:
+    """The job of :func:`enqueue_restoration`."""
+    mem = ctx.memory.campaign(campaign_id)
+    return await restore_heard_as_lines(mem, session_id, entity_id, phrases, any_stage=any_stage)
+
+
+async def restore_heard_as_lines(
+    mem: CampaignMemory,
+    session_id: int,
+    entity_id: int,
+    phrases: Sequence[str],
+    *,
+    any_stage: bool = False,
+    slice_size: int = 500,
+) -> int:
+    """Undo in the session's stored lines what ``phrases`` did as heard-as phrases of the entity ``entity_id``,
+    which has them no longer: each stage-1 correction of such a span (spacing and punctuation aside) to the entity
+    is dropped and the span judged again by the campaign's matcher as it is now (what it corrects there by sound,
+    or as another entity's heard-as phrase, is corrected so again); the line's other corrections, of stage 1 or 2,
+    stay, and its text is written again from the raw text. As :func:`correct_heard_as_lines`, the session's windows
+    from the first line changed on are chunked and embedded again. Returns how many lines changed; running it
+    again changes none. ``any_stage``: stage 2's corrections of such a span to the entity are dropped too (a phrase
+    the DM says is never the name)."""
+    from memory.correction.edits import apply_corrections, merge_corrections
+    from memory.correction.text import name_norm
+    from memory.recorder import default_index_cache
+
+    def spaceless(text: str) -> str:
+        return "".join(name_norm(text).split())
+
+    if not (gone := {s for p in phrases if (s := spaceless(p))}):
+        return 0
+    matcher = await default_index_cache.matcher(mem)
+    ids = await mem.log.corrected_in(session_id, entity_id, list(phrases), any_stage=any_stage)
+    changed = 0
+    for start in range(0, len(ids), slice_size):
+        async with mem.transaction() as tx:
+            revised = []
+            # locked as read: a stage-2 revision committed before this one writes must not be written over
+            for e in await tx.log.entries(ids[start : start + slice_size], for_update=True):
+                freed = [
+                    c
+                    for c in e.corrections
+                    if (any_stage or c.stage == 1) and c.entity_id == entity_id and spaceless(c.span) in gone
+                ]
+                if not freed:
+                    continue
+                kept = [c for c in e.corrections if c not in freed]
+                again = [
+                    c
+                    for c in matcher.correct(e.raw_text).corrections
+                    if any(c.start < f.end and f.start < c.end for f in freed)
+                ]
+                merged = merge_corrections(kept, again)
+                if merged != e.corrections:
+                    await tx.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
+                    revised.append(e.seq)
+            if revised:  # new text, new vectors: its windows are chunked again
+                await rewind_progress(tx.db, mem.campaign_id, session_id, CHUNK, min(revised))
+        changed += len(revised)
+    if changed:
+        await enqueue_session_work(mem.db, mem.campaign_id, session_id, await _last_seq(mem, session_id), after=":u")
+    return changed
+
+
 async def _last_seq(mem: CampaignMemory, session_id: int) -> int:
     return int(
         await mem.db.fetchval(
@@ -713,6 +805,15 @@ def _job_args(job: pgq_models.Job) -> tuple[int, int]:
     return int(data["campaign_id"]), int(data["session_id"])
 
 
+def _restoration_args(job: pgq_models.Job) -> dict[str, Any]:
+    """The entity and phrases of a :data:`UNHEARD` job."""
+    data = json.loads(job.payload or b"{}")
+    phrases = data["phrases"]
+    if not isinstance(phrases, list) or not all(isinstance(p, str) for p in phrases):
+        raise ValueError("phrases: a list of text expected")
+    return {"entity_id": int(data["entity_id"]), "phrases": phrases, "any_stage": bool(data.get("any_stage"))}
+
+
 async def _session_exists(db: Executor, campaign_id: int, session_id: int) -> bool:
     return bool(
         await db.fetchval(
@@ -749,7 +850,7 @@ async def _summary_put_off(pool: asyncpg.Pool, job: pgq_models.Job, campaign_id:
             SELECT 1 FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status IN ('queued', 'picked')
               AND {of_session})
         """,
-        [CHUNK, EXTRACT, CORRECT2, HEARD],
+        [CHUNK, EXTRACT, CORRECT2, HEARD, UNHEARD],
         campaign_id,
         session_id,
         since,
@@ -821,13 +922,14 @@ def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
         async def run(job: pgq_models.Job) -> None:
             try:
                 campaign_id, session_id = _job_args(job)
+                extra = _restoration_args(job) if name == UNHEARD else {}
             except (ValueError, KeyError, TypeError) as exc:
                 raise BadJobError(f"unreadable payload {job.payload!r}") from exc
             try:
                 if await _session_exists(pool, campaign_id, session_id):
                     if name == SUMMARY and await _summary_put_off(pool, job, campaign_id, session_id):
                         return
-                    await fn(ctx, campaign_id, session_id)
+                    await fn(ctx, campaign_id, session_id, **extra)
                     return
             except Exception as exc:
                 if is_outage(exc):
@@ -858,6 +960,7 @@ def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
     register(CORRECT2, correct_stage2)
     register(SUMMARY, summarize_session)
     register(HEARD, correct_heard_as)
+    register(UNHEARD, restore_heard_as)
     return qm
 
 

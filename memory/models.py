@@ -171,27 +171,28 @@ def check_alias_count(aliases: list[str]) -> list[str]:
     return aliases
 
 
-def heard_as_phrases(phrases: list[str]) -> list[str]:
+def heard_as_phrases(phrases: list[str], *, what: str = "heard as") -> list[str]:
     """What the recogniser writes for an entity's name, as the DM gives it: each trimmed as a name is, once
     (case aside), at most :data:`MAX_HEARD_AS` of them. A phrase is heard only as whole words said together, so
     one with a comma or full stop inside, more than :data:`MAX_HEARD_AS_WORDS` words, no letters or only words said
-    all the time is refused."""
+    all the time is refused. ``what``: "not heard as" checks phrases that are not the name (see
+    :func:`not_heard_as_phrases`) the same way, but for the words said all the time."""
     seen: dict[str, str] = {}
     for phrase in phrases:
         try:
             text = clean_name(phrase)
         except InvalidInputError as exc:
-            raise InvalidInputError(f"heard as: {exc}") from None
+            raise InvalidInputError(f"{what}: {exc}") from None
         if not re.search(r"\w", text):
-            raise InvalidInputError(f"heard as: {text!r} has no word to hear")
+            raise InvalidInputError(f"{what}: {text!r} has no word to hear")
         if mark := re.search(r"[,.;:!?…]", text):
             raise InvalidInputError(
-                f"heard as: {text!r} has {mark.group()!r} inside; a name is never heard across it, so give the "
+                f"{what}: {text!r} has {mark.group()!r} inside; a name is never heard across it, so give the "
                 "words as the recogniser writes them, without it"
             )
         if len(text.split()) > MAX_HEARD_AS_WORDS:
-            raise InvalidInputError(f"heard as: {text!r} has more than {MAX_HEARD_AS_WORDS} words")
-        if _said_all_the_time(text):
+            raise InvalidInputError(f"{what}: {text!r} has more than {MAX_HEARD_AS_WORDS} words")
+        if what == "heard as" and _said_all_the_time(text):
             raise InvalidInputError(
                 f"heard as: {text!r} is only words said all the time (as 'the', 'not' or 'old man' are): every line "
                 "saying it would get the name; give the words the recogniser writes for the name itself"
@@ -199,9 +200,16 @@ def heard_as_phrases(phrases: list[str]) -> list[str]:
         seen.setdefault(text.casefold(), text)
     if len(seen) > MAX_HEARD_AS:
         raise InvalidInputError(
-            f"heard as: {len(seen):,} phrases, more than the {MAX_HEARD_AS} allowed: keep those the recogniser writes"
+            f"{what}: {len(seen):,} phrases, more than the {MAX_HEARD_AS} allowed: keep those the recogniser writes"
         )
     return list(seen.values())
+
+
+def not_heard_as_phrases(phrases: list[str]) -> list[str]:
+    """What the recogniser writes that is never the entity's name, though stage 1 may hear it so ("manta ray" is
+    not Mentiri), as the DM gives it: checked as heard-as phrases are (:func:`heard_as_phrases`), but everyday
+    words are what it protects, so they are not refused."""
+    return heard_as_phrases(phrases, what="not heard as")
 
 
 def _said_all_the_time(phrase: str) -> bool:
@@ -467,6 +475,7 @@ class EntityIn(BaseModel):
     description: str = ""
     aliases: list[str] = Field(default_factory=list)
     heard_as: list[str] = Field(default_factory=list)  # what the recogniser writes for its name (not an alias)
+    not_heard_as: list[str] = Field(default_factory=list)  # what it writes that is never the name ("manta ray")
     attributes: dict[str, Any] = Field(default_factory=dict)
     visibility: Visibility = Visibility.public
     status: ReviewStatus = ReviewStatus.accepted
@@ -476,6 +485,7 @@ class EntityIn(BaseModel):
     _storable = field_validator("description")(classmethod(lambda cls, v: storable(v)))
     _attributes = field_validator("attributes")(classmethod(lambda cls, v: check_attributes(v)))
     _heard_as = field_validator("heard_as")(classmethod(lambda cls, v: heard_as_phrases(v)))
+    _not_heard_as = field_validator("not_heard_as")(classmethod(lambda cls, v: not_heard_as_phrases(v)))
 
     @field_validator("aliases")
     @classmethod
@@ -501,6 +511,7 @@ class Entity(BaseModel):
     created_at: datetime
     updated_at: datetime
     heard_as: list[str] = Field(default_factory=list)  # what the recogniser writes for its name: the DM's only
+    not_heard_as: list[str] = Field(default_factory=list)  # what it writes that is never the name: the DM's only
 
 
 #: relationships.type holds at most this many characters (migrations/0001_init.sql).

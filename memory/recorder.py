@@ -91,14 +91,15 @@ class CorrectionIndexCache:
             """
             SELECT count(*) FILTER (WHERE status = 'accepted') AS n, max(updated_at) AS changed,
                    (SELECT count(*) FROM entity_aliases WHERE campaign_id = $1) AS aliases,
-                   (SELECT count(*) FROM entity_heard_as WHERE campaign_id = $1) AS heard
+                   (SELECT count(*) FROM entity_heard_as WHERE campaign_id = $1) AS heard,
+                   (SELECT count(*) FROM entity_not_heard_as WHERE campaign_id = $1) AS not_heard
             FROM entities WHERE campaign_id = $1
             """,
             mem.campaign_id,
         )
         # Changing the aliases or heard-as phrases of an entity changes its ``updated_at`` too: a list replaced by
         # one as long is seen.
-        version = (row["n"], row["changed"], row["aliases"], row["heard"])
+        version = (row["n"], row["changed"], row["aliases"], row["heard"], row["not_heard"])
         prepared = self._prepared.get(mem.campaign_id)
         if prepared is None or prepared.version != version:
             # Only accepted entities: correcting speech towards an unreviewed guess would spread the guess.
@@ -114,10 +115,15 @@ def _names_said(entity: Entity) -> list[EntityName]:
     players read the transcript, and "the pale magistor" must become The Pale Magister, not the secret name
     behind it (which is corrected only where it was said). What the DM says the recogniser writes for the name
     (``heard_as``) becomes the name, a secret one too: players read it masked, as they read the name said."""
+    never = entity.not_heard_as  # what the DM says is never the name: of each of them
     if entity.visibility != Visibility.secret:
-        return [EntityName(id=entity.id, name=entity.name, aliases=entity.aliases, heard_as=entity.heard_as)]
-    return [EntityName(id=entity.id, name=entity.name, heard_as=entity.heard_as)] + [
-        EntityName(id=entity.id, name=alias) for alias in entity.aliases
+        return [
+            EntityName(
+                id=entity.id, name=entity.name, aliases=entity.aliases, heard_as=entity.heard_as, not_heard_as=never
+            )
+        ]
+    return [EntityName(id=entity.id, name=entity.name, heard_as=entity.heard_as, not_heard_as=never)] + [
+        EntityName(id=entity.id, name=alias, not_heard_as=never) for alias in entity.aliases
     ]
 
 

@@ -398,6 +398,63 @@ class SessionLog:
             *phrases,
         )
 
+    async def corrected_in(
+        self, session_id: int, entity_id: int, phrases: Sequence[str], *, any_stage: bool = False
+    ) -> list[int]:
+        """The session's lines holding a stage-1 (``any_stage``: or stage-2) correction to the entity ``entity_id``
+        whose raw text says one of ``phrases`` (as :meth:`heard_in` finds them), by id: where a heard-as phrase
+        taken away may have been corrected. One scan of the session; the caller reads the corrections' spans."""
+        rows = await self.db.fetch(
+            f"""
+            SELECT id FROM session_entries
+            WHERE campaign_id = $1 AND session_id = $2 AND corrections @> $3::jsonb AND {_RAW_FOLDED} ~* $4
+            ORDER BY seq
+            """,
+            self.campaign_id,
+            session_id,
+            [{"entity_id": entity_id} | ({} if any_stage else {"stage": 1})],
+            _saying(phrases),
+        )
+        return [r["id"] for r in rows]
+
+    async def count_corrected(
+        self, entity_id: int, phrases: Sequence[str], names: Sequence[str], *, any_stage: bool = False
+    ) -> int | None:
+        """How many of the campaign's lines hold a stage-1 (``any_stage``: or stage-2) correction of one of
+        ``phrases`` (spacing and punctuation aside) to the entity ``entity_id``, among those whose text the
+        full-text index holds one of ``names`` (what the entity is called: the corrections wrote it) in, as
+        :meth:`count_heard` counts: index lookups, not a scan. None when a name is only words the index leaves
+        out."""
+        from memory.correction.text import name_norm
+
+        names = [n for n in names if n.strip()]
+        if (
+            not phrases
+            or not names
+            or await self.db.fetchval(
+                "SELECT bool_or(numnode(phraseto_tsquery('english', searchable(n))) = 0) FROM unnest($1::text[]) n",
+                names,
+            )
+        ):
+            return None
+        queries = [f"phraseto_tsquery('english', searchable(${i}))" for i in range(6, len(names) + 6)]
+        return await self.db.fetchval(
+            f"""
+            SELECT count(*) FROM session_entries
+            WHERE campaign_id = $1 AND tsv @@ ({" || ".join(queries)}) AND {_RAW_FOLDED} ~* $2
+              AND EXISTS (
+                  SELECT 1 FROM jsonb_array_elements(corrections) c
+                  WHERE c ->> 'entity_id' = $3::bigint::text AND (c ->> 'stage' = '1' OR $5)
+                    AND regexp_replace(normalize(lower(c ->> 'span'), NFKD), '[^[:alnum:]]+', '', 'g') = ANY($4))
+            """,
+            self.campaign_id,
+            _saying(phrases),
+            entity_id,
+            sorted({"".join(name_norm(p).split()) for p in phrases}),
+            any_stage,
+            *names,
+        )
+
     async def entries(self, ids: Sequence[int], *, for_update: bool = False) -> list[Entry]:
         """The lines of ``ids``; ``for_update``: locked until the transaction ends, for a writer that revises
         what they hold now (another correction may have revised them since it last read them)."""

@@ -69,7 +69,8 @@ class LineError(ValueError):
     "--entities",
     "entities_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A campaign file (.yaml/.yml/.json: entities: [{name, aliases, heard_as}], or a list of names) or a plain "
+    help="A campaign file (.yaml/.yml/.json: entities: [{name, aliases, heard_as, not_heard_as}], or a list of "
+    "names) or a plain "
     "list: one name per line, blank lines and lines starting with # skipped. UTF-8, a byte-order mark allowed.",
 )
 @click.option(
@@ -197,7 +198,7 @@ def load_campaign_names(ctx: click.Context, name: str) -> list[EntityName]:
         async with open_memory(settings) as memory:
             mem, _ = await campaign_memory(memory, settings, name)
             return [
-                EntityName(id=e.id, name=e.name, aliases=e.aliases, heard_as=e.heard_as)
+                EntityName(id=e.id, name=e.name, aliases=e.aliases, heard_as=e.heard_as, not_heard_as=e.not_heard_as)
                 for e in await mem.graph.list_entities()
             ]
 
@@ -242,7 +243,8 @@ def _yaml_entities(path: Path, items: Any) -> list[EntityName]:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"].strip():
             raise click.BadParameter(f"{path}: entity {i} has no name", param_hint="--entities")
         names: dict[str, list[str]] = {}
-        for field in ("aliases", "heard_as"):  # what speech-to-text writes for the name ("from skin" / Frumpkin)
+        # what speech-to-text writes for the name ("from skin" / Frumpkin), and what is never it ("manta ray")
+        for field in ("aliases", "heard_as", "not_heard_as"):
             given = item.get(field)
             given = [] if given is None else given  # {} or false is a mistake, not "none"
             if not isinstance(given, list) or not all(isinstance(a, str) for a in given):

@@ -19,7 +19,7 @@ from bot.cli.common import (
     table,
 )
 from memory.errors import InvalidInputError
-from memory.graph import heard_as_said, kept_old_name
+from memory.graph import heard_as_removed_said, heard_as_said, kept_old_name, not_heard_as_said, removed_heard_as
 from memory.models import (
     EntityIn,
     EntityType,
@@ -28,6 +28,7 @@ from memory.models import (
     Visibility,
     check_attributes,
     heard_as_phrases,
+    not_heard_as_phrases,
     typed_attribute,
 )
 
@@ -66,6 +67,13 @@ def entity() -> None:
     metavar="PHRASE",
     help="What speech-to-text writes for its name ('from skin', repeatable), as entity edit --heard-as.",
 )
+@click.option(
+    "--not-heard-as",
+    "not_heard_as",
+    multiple=True,
+    metavar="PHRASE",
+    help="What speech-to-text writes that is never its name ('manta ray', repeatable), as entity edit does.",
+)
 @click.option("--secret", is_flag=True, help="DM-only: never shown to players.")
 @campaign_option
 @json_option
@@ -79,20 +87,24 @@ async def add(
     aliases: tuple[str, ...],
     attrs: tuple[str, ...],
     heard_as: tuple[str, ...],
+    not_heard_as: tuple[str, ...],
     secret: bool,
     campaign: str | None,
     as_json: bool,
 ) -> None:
     """Add an entity NAME of TYPE: npc, place, item, faction, quest, event, concept or player. A phrase given with
-    --heard-as becomes the name wherever it is said, in the lines already stored too (a background job)."""
+    --heard-as becomes the name wherever it is said, in the lines already stored too (a background job); one
+    given with --not-heard-as never does."""
     settings = settings_from(ctx)
     phrases = heard_as_phrases(list(heard_as))  # refused as entity edit refuses it, not as a field of EntityIn
+    never = not_heard_as_phrases(list(not_heard_as))
     entity_in = EntityIn(
         name=name,
         type=EntityType(type.lower()),
         description=description,
         aliases=list(aliases),
         heard_as=phrases,
+        not_heard_as=never,
         attributes=parse_attributes(attrs),
         visibility=Visibility.secret if secret else Visibility.public,
         provenance=Provenance(source=Source.dm, dm_confirmed=True),
@@ -106,6 +118,8 @@ async def add(
         return
     click.echo(f"added {created.type.value} {created.name!r} (id {created.id})")
     if said := heard_as_said(None, created, lines):
+        click.echo(said)
+    if said := not_heard_as_said(None, created, None):
         click.echo(said)
 
 
@@ -167,6 +181,8 @@ async def show(ctx: click.Context, name: str, history: bool, campaign: str | Non
         click.echo(f"  aliases: {', '.join(e.aliases)}")
     if e.heard_as:
         click.echo(f"  heard as: {', '.join(e.heard_as)}")
+    if e.not_heard_as:
+        click.echo(f"  never heard as: {', '.join(e.not_heard_as)}")
     if e.description:
         click.echo(f"  {e.description}")
     for key, value in e.attributes.items():
@@ -199,6 +215,13 @@ async def show(ctx: click.Context, name: str, history: bool, campaign: str | Non
     metavar="PHRASE",
     help="What speech-to-text writes for its name ('from skin'): replaces all (repeatable; '--heard-as -' clears).",
 )
+@click.option(
+    "--not-heard-as",
+    "not_heard_as",
+    multiple=True,
+    metavar="PHRASE",
+    help="What speech-to-text writes that is never its name ('manta ray'): replaces all (repeatable; '-' clears).",
+)
 @click.option("--secret/--public", default=None, help="DM-only, or shown to players.")
 @campaign_option
 @json_option
@@ -213,27 +236,43 @@ async def edit(
     aliases: tuple[str, ...],
     attrs: tuple[str, ...],
     heard_as: tuple[str, ...],
+    not_heard_as: tuple[str, ...],
     secret: bool | None,
     campaign: str | None,
     as_json: bool,
 ) -> None:
     """Change the entity NAME (its name or an alias), as /entity edit does. A phrase given with --heard-as becomes
-    the name wherever it is said from now on, and in the lines already stored (a background job)."""
-    if not (new_name or type_ or description is not None or aliases or attrs or heard_as or secret is not None):
+    the name wherever it is said from now on, and in the lines already stored (a background job); one given with
+    --not-heard-as never does, there too."""
+    if (
+        not (new_name or type_ or description is not None or aliases or attrs or heard_as or not_heard_as)
+        and secret is None
+    ):
         raise CliError(
             "nothing to change: give at least one of --new-name, --type, --description, --alias, --attr, "
-            "--heard-as, --secret/--public"
+            "--heard-as, --not-heard-as, --secret/--public"
         )
     if "-" in aliases and len(aliases) > 1:
         raise CliError("--alias - clears the aliases: give it alone, or give only the aliases to keep")
     if "-" in heard_as and len(heard_as) > 1:
         raise CliError("--heard-as - clears the phrases: give it alone, or give only the phrases to keep")
+    if "-" in not_heard_as and len(not_heard_as) > 1:
+        raise CliError("--not-heard-as - clears the phrases: give it alone, or give only the phrases to keep")
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
         before = await mem.graph.get_entity(name)
         phrases = [] if heard_as == ("-",) else list(heard_as)
         lines = await mem.log.count_heard(phrases) if phrases else None  # before a job corrects them
+        gone = removed_heard_as(before.heard_as, phrases) if heard_as else []
+        restored = await mem.log.count_corrected(before.id, gone, [before.name, *before.aliases]) if gone else None
+        never = [] if not_heard_as == ("-",) else list(not_heard_as)
+        new_never = removed_heard_as(never, before.not_heard_as)  # those it did not have
+        unsaid = (
+            await mem.log.count_corrected(before.id, new_never, [before.name, *before.aliases], any_stage=True)
+            if new_never
+            else None
+        )
         updated = await mem.graph.update_entity(
             name,
             new_name=new_name,
@@ -243,6 +282,7 @@ async def edit(
             attributes=parse_attributes(attrs) if attrs else None,
             visibility=None if secret is None else Visibility.secret if secret else Visibility.public,
             heard_as=phrases if heard_as else None,
+            not_heard_as=never if not_heard_as else None,
         )
     if as_json:
         emit_json(updated)
@@ -251,6 +291,10 @@ async def edit(
     if kept_old_name(before, updated):
         click.echo(f"its old name {before.name!r} stays as an alias (`--alias -` clears it)")
     if said := heard_as_said(before, updated, lines):
+        click.echo(said)
+    if said := heard_as_removed_said(before, updated, restored):
+        click.echo(said)
+    if said := not_heard_as_said(before, updated, unsaid):
         click.echo(said)
 
 

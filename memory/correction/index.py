@@ -53,12 +53,14 @@ def near_edits(phones: str, form: NameForm) -> int | None:
 
 class EntityName(BaseModel):
     """What the matcher needs of an entity: its id (None outside the database), name and aliases, and what the
-    recogniser is known to write for it (``heard_as``: "from skin" / Frumpkin, as the DM said)."""
+    recogniser is known to write for it (``heard_as``: "from skin" / Frumpkin, as the DM said), and what it writes
+    that is never the name (``not_heard_as``: "manta ray" is not Mentiri)."""
 
     id: int | None = None
     name: str
     aliases: list[str] = Field(default_factory=list)
     heard_as: list[str] = Field(default_factory=list)
+    not_heard_as: list[str] = Field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # identity hashing: forms are unique objects of one index
@@ -82,8 +84,18 @@ class NameForm:
 class PhoneticIndex:
     """Entity names prepared for matching. Build with :meth:`build`; immutable afterwards."""
 
-    def __init__(self, forms: list[NameForm], *, lazy: bool = False, heard: list[NameForm] | None = None) -> None:
+    def __init__(
+        self,
+        forms: list[NameForm],
+        *,
+        lazy: bool = False,
+        heard: list[NameForm] | None = None,
+        not_heard: dict[str, frozenset[int]] | None = None,
+    ) -> None:
         self.forms = forms
+        #: Not-heard-as phrases, spaces removed, each with the entities (``NameForm.entity_key``) a window saying
+        #: it is never corrected to: one lookup per window the matcher weighs, and only when there are any.
+        self.not_heard = not_heard or {}
         #: Heard-as phrases, matched by their exact words only: they are ordinary English ("from skin"), so
         #: nothing sounding or spelled like them is the name.
         self.heard = heard or []
@@ -169,9 +181,13 @@ class PhoneticIndex:
         canonical: list[NameForm] = []
         aliases: list[NameForm] = []
         heard: list[NameForm] = []
+        not_heard: dict[str, set[int]] = defaultdict(set)
         seen: set[tuple[str, int]] = set()
         for key, entity in enumerate(entities):
             name = " ".join(entity.name.split())
+            for phrase in entity.not_heard_as:
+                if spaceless := "".join(name_norm(phrase).split()):
+                    not_heard[spaceless].add(key)
             for phrase in entity.heard_as:
                 if words := tuple(name_norm(phrase).split()):
                     heard.append(
@@ -211,7 +227,12 @@ class PhoneticIndex:
                     surface=" ".join(surface.split()) if i else name,
                 )
                 (aliases if i else canonical).append(form)
-        return cls(canonical + aliases, lazy=lazy, heard=heard)
+        return cls(
+            canonical + aliases,
+            lazy=lazy,
+            heard=heard,
+            not_heard={phrase: frozenset(keys) for phrase, keys in not_heard.items()},
+        )
 
     def __len__(self) -> int:
         return len(self.forms)

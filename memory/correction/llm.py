@@ -169,6 +169,10 @@ class LLMCorrector:
             return None  # outside the spans the model was asked about
         if heard in self.index.exact_spaceless:
             return None  # an exact name stays as it is
+        if (refused := self.index.not_heard) and form.entity_key in (
+            refused.get(heard) or (refused.get(heard[:-1], frozenset()) if heard.endswith("s") else frozenset())
+        ):
+            return None  # the DM says these words are never its name ("manta ray" / Mentiri)
         if not _sounds_like([t.norm for t in old], form):
             return None  # a guess from context ("the old man" is Vaskerrin Holt), not a name misheard
         return Correction(

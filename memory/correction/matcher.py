@@ -283,6 +283,13 @@ def load_tables() -> None:
     warm()
 
 
+def _refused(not_heard: dict[str, frozenset[int]], window: list[Token]) -> frozenset[int] | None:
+    """The entities (keys) the window is never corrected to: it says one of their not-heard-as phrases, or its
+    plural."""
+    key = "".join(t.norm for t in window)
+    return not_heard.get(key) or (not_heard.get(key[:-1]) if key.endswith("s") else None)
+
+
 class PhoneticMatcher:
     def __init__(self, index: PhoneticIndex, settings: MatchSettings | None = None) -> None:
         self.index = index
@@ -339,6 +346,7 @@ class PhoneticMatcher:
         edgy = [z >= edge_zipf and t.norm not in self.index.name_words for t, z in zip(tokens, zipfs, strict=True)]
         ends = [t.norm in _ARTICLES and _dangles(text, tokens, i, zipfs, edge_zipf) for i, t in enumerate(tokens)]
         candidates: list[_Candidate] = list(respaced)
+        not_heard = self.index.not_heard
         no_confidences = all(c is None for c in conf)  # then stage 2 looks at spans sounding near a name
         near_misses: list[tuple[int, int]] = []
         for first in range(len(tokens)):
@@ -413,7 +421,12 @@ class PhoneticMatcher:
                     () if doubtful else tuple(written),
                     ends[last],
                 )
+                refused = _refused(not_heard, window) if not_heard else None
+                if refused:  # what the DM says is never those entities' name ("manta ray" / Mentiri)
+                    heard_as = {f for f in heard_as if f.entity_key not in refused}
                 best, rejected = self._match_window(span) if by_letters else (None, False)
+                if best is not None and refused and best[0].entity_key in refused:
+                    best = None
                 if best is not None:
                     window_text = "".join(t.norm for t in window)
                     heard_name = window_text[:-1] if best[2] else window_text

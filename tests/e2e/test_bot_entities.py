@@ -254,8 +254,43 @@ async def test_edit_heard_as_is_the_dms_to_set_and_see(
     clash = await fake_discord.invoke("entity edit", {"name": "Ironhold", "heard_as": "the red"}, user_id=dm)
     assert clash.texts() == ["heard as: 'The Red' is an alias of 'Eldrinax'"]
     cleared = await fake_discord.invoke("entity edit", {"name": "Eldrinax", "heard_as": "-"}, user_id=dm)
-    assert cleared.texts()[0] == "Updated **Eldrinax**."
+    assert cleared.texts()[0] == (
+        "Updated **Eldrinax**. “all drinks”, “elder nacks” are no longer written Eldrinax; no line stored so far was "
+        "corrected from them."
+    )
     assert (await world.graph.get_entity("Eldrinax")).heard_as == []
+
+
+async def test_edit_not_heard_as_is_the_dms_to_set_and_see(
+    world, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    taught = await fake_discord.invoke(
+        "entity edit", {"name": "Eldri", "not_heard_as": "elder nuts, all drinks"}, user_id=dm
+    )
+    assert taught.ephemeral and taught.texts()[0] == (
+        "Updated **Eldrinax**. From now on “all drinks”, “elder nuts” are never written Eldrinax; no line stored so "
+        "far was corrected from them."
+    )
+    assert (await world.graph.get_entity("Eldrinax")).not_heard_as == ["all drinks", "elder nuts"]
+    as_dm = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=dm)).texts())
+    assert "Never heard as: all drinks, elder nuts" in as_dm
+    as_player = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts())
+    assert "Eldrinax" in as_player and "Never heard as" not in as_player and "elder nuts" not in as_player
+    refused = await fake_discord.invoke("entity edit", {"name": "Eldrinax", "not_heard_as": "-"}, user_id=player)
+    assert (await world.graph.get_entity("Eldrinax")).not_heard_as == ["all drinks", "elder nuts"], refused.texts()
+    clash = await fake_discord.invoke("entity edit", {"name": "Eldrinax", "not_heard_as": "the red"}, user_id=dm)
+    assert clash.texts() == [
+        "not heard as: 'the red' is an alias of 'Eldrinax': it cannot also be what is never its name; take it out "
+        "of one of them"
+    ]
+    cleared = await fake_discord.invoke("entity edit", {"name": "Eldrinax", "not_heard_as": "-"}, user_id=dm)
+    assert cleared.texts()[0] == "Updated **Eldrinax**."
+    assert (await world.graph.get_entity("Eldrinax")).not_heard_as == []
+    added = await fake_discord.invoke(
+        "entity add", {"name": "Mentiri", "type": "npc", "not_heard_as": "manta ray"}, user_id=dm
+    )
+    assert added.texts()[0] == "Added npc **Mentiri**. From now on “manta ray” is never written Mentiri."
+    assert (await world.graph.get_entity("Mentiri")).not_heard_as == ["manta ray"]
 
 
 async def test_remove_confirm_and_cancel(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:

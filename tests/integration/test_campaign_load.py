@@ -417,6 +417,32 @@ async def test_heard_as_loads_exports_and_reloads_and_a_load_says_what_changed(m
         parse_campaign_file("entities:\n  - {name: Frumpkin, type: npc, heard_as: ['from, skin']}\n", "f")
 
 
+async def test_not_heard_as_loads_exports_and_reloads_and_a_load_says_what_changed(memory: Memory) -> None:
+    text = "entities:\n  - {name: Mentiri, type: npc, not_heard_as: [manta ray, the]}\n  - {name: Vecna, type: npc}\n"
+    mem = await loaded(memory, "Sea", text, "sea.yaml")
+    assert (await mem.graph.get_entity("Mentiri")).not_heard_as == ["manta ray", "the"]  # everyday words allowed
+    exported = dump_campaign_file(await export_campaign_file(mem))
+    assert "not_heard_as:" in exported
+    again = await loaded(memory, "Sea again", exported, "export.yaml")
+    assert (await again.graph.get_entity("Mentiri")).not_heard_as == ["manta ray", "the"]
+    # a short entry leaves them as they are; a list replaces them, and the load (or a dry run) says so
+    unchanged = await apply_campaign_file(mem, parse_campaign_file("entities:\n  - {name: Mentiri, type: npc}\n", "f"))
+    assert unchanged.entities_unchanged == 1
+    changed = await apply_campaign_file(
+        mem, parse_campaign_file("entities:\n  - {name: Mentiri, type: npc, not_heard_as: [manta rays]}\n", "f")
+    )
+    assert [(c.entity, c.change) for c in changed.changes] == [
+        ("Mentiri", "never heard as removed: manta ray, the"),
+        ("Mentiri", "never heard as added: manta rays"),
+    ]
+    with pytest.raises(InvalidInputError, match="f:2: entity #1 'Mentiri': not heard as: 'mentiri' is the name of"):
+        await apply_campaign_file(
+            mem, parse_campaign_file("entities:\n  - {name: Mentiri, type: npc, not_heard_as: [mentiri]}\n", "f")
+        )
+    with pytest.raises(CampaignFileError, match=r"not_heard_as.*has ',' inside"):
+        parse_campaign_file("entities:\n  - {name: Mentiri, type: npc, not_heard_as: ['manta, ray']}\n", "f")
+
+
 async def test_export_round_trips_accepted_attribute_facts_and_visibility(memory: Memory) -> None:
     """Facts accepted in play (a value, no target entity) and secret facts survive export and load."""
     played = await loaded(memory, "Played", SMALL, "small.yaml")

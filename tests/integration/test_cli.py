@@ -924,7 +924,7 @@ def test_entity_edit_changes_what_it_is_given_and_says_the_old_name_stays(lk) ->
     nothing = lk("entity", "edit", "Korvash the Smith")
     assert nothing.returncode == 1 and nothing.stderr == (
         "error: nothing to change: give at least one of --new-name, --type, --description, --alias, --attr, "
-        "--heard-as, --secret/--public\n"
+        "--heard-as, --not-heard-as, --secret/--public\n"
     )
     missing = lk("entity", "edit", "Korvosh", "--type", "place")
     assert missing.returncode == 1 and missing.stderr.startswith("error: no entity named 'Korvosh' in campaign 'C'")
@@ -1084,8 +1084,45 @@ def test_entity_edit_heard_as_is_shown_and_counts_the_lines_to_correct(lk, tmp_p
     ]
     mixed = lk("entity", "edit", "Frumpkin", "--heard-as", "-", "--heard-as", "x")
     assert mixed.returncode == 1 and "--heard-as - clears the phrases" in mixed.stderr
-    assert lk("entity", "edit", "Frumpkin", "--heard-as", "-").returncode == 0
+    # a night ingested since says it: stage 1 wrote the name, which clearing the phrases undoes in the background
+    (tmp_path / "night2.txt").write_text("Liam: from skin naps\nSam: and frump kin purrs\nSam: nothing here\n")
+    assert lk("ingest", str(tmp_path / "night2.txt"), "--session", "Night 2").returncode == 0
+    cleared = lk("entity", "edit", "Frumpkin", "--heard-as", "-")
+    assert cleared.returncode == 0, cleared.stderr
+    assert cleared.stdout.splitlines() == [
+        "updated npc 'Frumpkin'",
+        "“from skin”, “frump kin” are no longer written Frumpkin; they are restored in 2 lines already stored, in "
+        "the background.",
+    ]
     assert "heard as" not in lk("entity", "show", "Frumpkin").stdout
+
+
+def test_entity_not_heard_as_is_set_shown_checked_and_counts_the_lines_to_restore(lk, tmp_path: Path) -> None:
+    assert lk("campaign", "create", "Sea").returncode == 0
+    added = lk("entity", "add", "Mentiri", "npc", "--not-heard-as", "manta rays")
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.splitlines()[1:] == ["From now on “manta rays” is never written Mentiri."]
+    night = tmp_path / "night.txt"
+    night.write_text("DM: A manta ray swims by.\nDM: Two manta ray bites.\nSam: nothing here\n")
+    assert lk("ingest", str(night), "--session", "Night 1").returncode == 0
+    # stage 1 wrote the name in both lines: the edit counts them, a job restores them
+    taught = lk("entity", "edit", "Mentiri", "--not-heard-as", "manta ray", "--not-heard-as", "manta rays")
+    assert taught.returncode == 0, taught.stderr
+    assert taught.stdout.splitlines() == [
+        "updated npc 'Mentiri'",
+        "From now on “manta ray” is never written Mentiri; it is restored in 2 lines already stored, in the "
+        "background.",
+    ]
+    assert "  never heard as: manta ray, manta rays" in lk("entity", "show", "Mentiri").stdout.splitlines()
+    shown = json.loads(lk("entity", "show", "Mentiri", "--json").stdout)["entity"]
+    assert shown["not_heard_as"] == ["manta ray", "manta rays"]
+    mixed = lk("entity", "edit", "Mentiri", "--not-heard-as", "-", "--not-heard-as", "x")
+    assert mixed.returncode == 1 and "--not-heard-as - clears the phrases" in mixed.stderr
+    own = lk("entity", "edit", "Mentiri", "--not-heard-as", "men tiri")
+    assert own.returncode == 1
+    assert "not heard as: 'men tiri' (read as 'Mentiri') is the name of 'Mentiri'" in own.stderr
+    assert lk("entity", "edit", "Mentiri", "--not-heard-as", "-").returncode == 0
+    assert "never heard as" not in lk("entity", "show", "Mentiri").stdout
 
 
 def test_entity_add_heard_as_is_checked_and_said_as_entity_edit_says_it(lk, tmp_path: Path) -> None:

@@ -640,3 +640,19 @@ def test_a_heard_as_phrase_is_matched_by_its_words_only() -> None:
     matcher = PhoneticMatcher(index)
     assert [c.replacement for c in matcher.correct("the from skins").corrections] == ["Fenwick"]
     assert matcher.correct("the frum skins and from skim and fromm skin").corrections == []
+
+
+def test_a_phrase_the_dm_says_is_never_the_name_is_not_corrected_to_it() -> None:
+    """ "manta ray" became Mentiri on CRD3 transcripts; once the DM says it is never Mentiri, stage 1 leaves it (the
+    name itself misheard is still corrected), and another entity it sounds like may still be heard there."""
+
+    def corrected(names: list[EntityName], text: str) -> list[tuple[str, str]]:
+        return [(c.span, c.replacement) for c in PhoneticMatcher(PhoneticIndex.build(names)).correct(text).corrections]
+
+    line = "A manta ray swims past men tiri."
+    assert corrected([EntityName(id=1, name="Mentiri")], line) == [("manta ray", "Mentiri"), ("men tiri", "Mentiri")]
+    never = EntityName(id=1, name="Mentiri", not_heard_as=["Manta-Ray"])  # spacing and punctuation aside
+    assert corrected([never], line) == [("men tiri", "Mentiri")]
+    assert corrected([never, EntityName(id=2, name="Manteray")], "A manta ray swims.") == [("manta ray", "Manteray")]
+    # of that entity only
+    assert corrected([EntityName(id=2, name="Manteray", not_heard_as=["manta ray"])], "A manta ray swims.") == []

@@ -35,3 +35,15 @@ def test_a_name_guessed_from_context_is_not_a_name_misheard() -> None:
     answer = "I think Vaskerrin Holt is following us, Yasha"
     fixed = _verify(names, text, text, answer, ("the old man", "Vaskerrin Holt"), ("sasha", "Yasha"))
     assert fixed == "I think the old man is following us, Yasha"
+
+
+def test_a_phrase_the_dm_says_is_never_the_name_is_not_made_it() -> None:
+    """ "manta ray" is never Mentiri (the DM said so): the model's substitution is reverted, whatever it thinks;
+    another phrase of the line still becomes the name."""
+    names = [EntityName(id=1, name="Mentiri", not_heard_as=["manta ray"])]
+    text = "a manta ray swims past men teary"
+    answer = "a Mentiri swims past Mentiri"
+    subs = (("manta ray", "Mentiri"), ("men teary", "Mentiri"))
+    assert _verify(names, text, text, answer, *subs) == "a manta ray swims past Mentiri"
+    allowed = [EntityName(id=1, name="Mentiri")]
+    assert _verify(allowed, text, text, answer, *subs) == "a Mentiri swims past Mentiri"

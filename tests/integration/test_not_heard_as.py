@@ -1,0 +1,107 @@
+"""What the recogniser writes that is never a name, as the DM says ("manta ray" is never Mentiri): stored per
+entity, refused where it contradicts the entity's names, honoured by stage 1 in new lines and undone in the lines
+stored before by a background job, on the real embedded PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory import jobs
+from memory.errors import InvalidInputError
+from memory.models import EntityIn, EntityType
+from memory.providers.embeddings import MiniLMEmbedder
+from memory.recorder import CorrectionIndexCache, SessionRecorder, Utterance
+from memory.store import CampaignMemory, Memory
+
+
+async def test_not_heard_as_phrases_are_stored_checked_and_moved_by_a_merge(campaign: CampaignMemory) -> None:
+    g = campaign.graph
+    added = await g.add_entity(
+        EntityIn(name="Mentiri", type=EntityType.npc, aliases=["the Ferryman"], not_heard_as=["manta ray", "the"])
+    )
+    assert added.not_heard_as == ["manta ray", "the"]  # everyday words are what it protects: not refused
+    assert added.heard_as == [] and added.aliases == ["the Ferryman"]
+    # a contradiction: its own name (spacing aside), an alias, a heard-as phrase
+    for phrase, said in [
+        ("men tiri", "'men tiri' (read as 'Mentiri') is the name of 'Mentiri'"),
+        ("The ferryman", "'The ferryman' is an alias of 'Mentiri'"),
+    ]:
+        with pytest.raises(InvalidInputError) as refused:
+            await g.update_entity("Mentiri", not_heard_as=[phrase])
+        assert str(refused.value) == (
+            f"not heard as: {said}: it cannot also be what is never its name; take it out of one of them"
+        )
+    await g.update_entity("Mentiri", heard_as=["meant to reach"])
+    with pytest.raises(InvalidInputError, match="'meant to reach' is what the recogniser writes for 'Mentiri'"):
+        await g.update_entity("Mentiri", not_heard_as=["meant to reach"])
+    with pytest.raises(InvalidInputError, match="'manta ray' is what the recogniser writes for 'Mentiri'"):
+        await g.update_entity("Mentiri", heard_as=["manta ray"])  # the other way round too
+    with pytest.raises(InvalidInputError, match="'manta ray' is the name of 'Manta Ray'"):
+        await g.update_entity("Mentiri", new_name="Manta Ray")
+    assert (await g.get_entity("Mentiri")).not_heard_as == ["manta ray", "the"]  # nothing changed
+    # another entity may have it as a name, and be refused it too
+    await g.add_entity(EntityIn(name="Manteray", type=EntityType.npc, not_heard_as=["manta ray", "manta rays"]))
+    with pytest.raises(InvalidInputError, match="not heard as: 51 phrases, more than the 50 allowed"):
+        await g.update_entity("Manteray", not_heard_as=[f"word{i}" for i in range(51)])
+    merged = await g.merge_entities("Manteray", "Mentiri")
+    assert merged.entity.not_heard_as == ["manta ray", "manta rays", "the"]
+    await g.update_entity("Mentiri", not_heard_as=[f"word{i}" for i in range(50)])
+    await g.add_entity(EntityIn(name="Orca", type=EntityType.npc, not_heard_as=["orcas"]))
+    with pytest.raises(InvalidInputError, match="51 not-heard-as phrases"):
+        await g.merge_entities("Orca", "Mentiri")
+    await g.remove_entity("Mentiri")
+    assert not await campaign.db.fetchval(
+        "SELECT count(*) FROM entity_not_heard_as WHERE campaign_id = $1 AND phrase LIKE 'word%'",
+        campaign.campaign_id,
+    )
+
+
+async def test_a_phrase_said_never_the_name_is_restored_in_stored_lines_and_left_in_new_ones(memory: Memory) -> None:
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    mentiri = await camp.graph.add_entity(EntityIn(name="Mentiri", type=EntityType.npc))
+    lines = ["A manta ray swims past men tiri.", "Two manta ray bites.", "Nothing here."]
+    rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add_many([Utterance(speaker="DM", text=t) for t in lines])
+    await rec.end()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    session = await camp.log.session_by_title("Night 1")
+    stored = await camp.log.session_entries(session.id)
+    assert [e.text for e in stored] == ["A Mentiri swims past Mentiri.", "Two Mentiri bites.", "Nothing here."]
+
+    await camp.graph.update_entity("Mentiri", not_heard_as=["manta ray"])
+    queued = await memory.pool.fetch("SELECT entrypoint FROM pgqueuer WHERE status = 'queued'")
+    assert [r["entrypoint"] for r in queued] == [jobs.UNHEARD]
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await jobs.failed_jobs(memory.pool) == 0
+    now = await camp.log.session_entries(session.id)
+    assert [e.text for e in now] == ["A manta ray swims past Mentiri.", "Two manta ray bites.", "Nothing here."]
+    assert [(c.span, c.entity_id) for c in now[0].corrections] == [("men tiri", mentiri.id)]
+    chunks = await camp.db.fetch("SELECT text FROM chunks WHERE campaign_id = $1", camp.campaign_id)
+    assert chunks and all("Mentiri swims" not in r["text"] for r in chunks)  # embedded again
+    assert await jobs.restore_heard_as_lines(camp, session.id, mentiri.id, ["manta ray"], any_stage=True) == 0
+    # a line said from now on keeps it
+    rec = await SessionRecorder.start(camp, "Night 2", index_cache=CorrectionIndexCache())
+    await rec.add(Utterance(speaker="DM", text="The manta ray returns."))
+    await rec.end()
+    [line] = await camp.log.session_entries(rec.session.id)
+    assert line.text == "The manta ray returns."
+
+
+async def test_a_merge_giving_an_entity_a_not_heard_as_phrase_restores_its_lines(memory: Memory) -> None:
+    """Mentiri recorded twice, the copy with "manta ray" said never to be it: merged, Mentiri is never heard there
+    either, in the lines already stored too."""
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    await camp.graph.add_entity(EntityIn(name="Mentiri", type=EntityType.npc))
+    rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add(Utterance(speaker="DM", text="A manta ray swims by."))
+    await rec.end()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert [e.text for e in await camp.log.session_entries(rec.session.id)] == ["A Mentiri swims by."]
+    await camp.graph.add_entity(EntityIn(name="Mentiri the Ferryman", type=EntityType.npc, not_heard_as=["manta ray"]))
+    merged = await camp.graph.merge_entities("Mentiri the Ferryman", "Mentiri")
+    assert merged.entity.not_heard_as == ["manta ray"]
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await jobs.failed_jobs(memory.pool) == 0
+    assert [e.text for e in await camp.log.session_entries(rec.session.id)] == ["A manta ray swims by."]
