@@ -36,6 +36,8 @@ async def recall(
     ctx: click.Context, query: str | None, limit: int, mode: recall_core.Mode, campaign: str | None, as_json: bool
 ) -> None:
     """Recall QUERY; without QUERY, read one query per stdin line and print one JSON array per line."""
+    if query is not None and not query.strip():  # `recall ""`: the nearest passages to nothing, any at all
+        raise click.UsageError("QUERY is empty: give words to look for (or none, to read queries from stdin)")
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)

@@ -687,6 +687,17 @@ def test_ingest_wait_recall_and_batch_recall(lk, tmp_path: Path) -> None:
     assert "2 new" in res.stdout
 
 
+def test_recall_of_nothing_is_a_usage_error(lk) -> None:
+    """`lorekeeper recall ""` (or a variable left empty) answered with five arbitrary passages, the nearest
+    vectors to an empty text, as if they were what the memory knows."""
+    assert lk("campaign", "load", str(EXAMPLE)).returncode == 0
+    assert lk("ingest", str(SAMPLE), "--session", "Session 1").returncode == 0
+    for query in ("", "   "):
+        empty = lk("recall", query)
+        assert empty.returncode == 2 and empty.stdout == ""
+        assert "QUERY is empty: give words to look for" in empty.stderr
+
+
 async def test_a_deleted_campaign_leaves_no_job_and_ingest_warns_of_its_own_failures_only(lk, fresh_dsn: str) -> None:
     assert lk("campaign", "create", "Old").returncode == 0
     assert "background jobs queued" in lk("ingest", str(SAMPLE), "--campaign", "Old").stdout
