@@ -10,7 +10,7 @@ from datetime import datetime
 import asyncpg
 
 from memory.db import Executor, connection, transaction
-from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError, did_you_mean
+from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError, did_you_mean, quoted
 from memory.models import Correction, Entry, EntryHit, EntryIn, Session, session_title
 
 _ENTRY_COLUMNS = """id, campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s,
@@ -84,7 +84,7 @@ class SessionLog:
                 started_at,
             )
         except asyncpg.UniqueViolationError:
-            raise AlreadyExistsError(f"this campaign already has a session titled {title!r}") from None
+            raise AlreadyExistsError(f"this campaign already has a session titled {quoted(title)}") from None
         return Session(**dict(row))
 
     async def set_started(self, session_id: int, started_at: datetime) -> Session:
@@ -236,10 +236,12 @@ class SessionLog:
             raise NotFoundError(f"no session with id {title} in this campaign (deleted meanwhile?)")
         if row is None:
             hint = did_you_mean(title, [s.title for s in await self.sessions()])
-            raise NotFoundError(f"no session titled {title!r} in this campaign{hint}", subject="session", name=title)
+            raise NotFoundError(
+                f"no session titled {quoted(title)} in this campaign{hint}", subject="session", name=title
+            )
         if row["ended_at"] is None and not even_if_live:
             raise InvalidInputError(
-                f"session {row['title']!r} has not ended (it may be being recorded or imported right now)",
+                f"session {quoted(row['title'])} has not ended (it may be being recorded or imported right now)",
                 subject="live session",
                 name=row["title"],
             )

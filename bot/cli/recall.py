@@ -21,6 +21,7 @@ from bot.cli.common import (
     settings_from,
     to_jsonable,
 )
+from memory.errors import quoted
 from memory.jobs import make_job_context
 
 
@@ -75,7 +76,7 @@ async def recap(ctx: click.Context, session: str | None, campaign: str | None, a
         chosen = await mem.log.session_by_title(session) if session else sessions[-1]
         if chosen is None:
             raise CliError(
-                f"no session titled {session!r}; recent ones: {', '.join(repr(s.title) for s in sessions[-5:])}"
+                f"no session titled {quoted(session)}; recent ones: {', '.join(quoted(s.title) for s in sessions[-5:])}"
             )
     if as_json:
         emit_json(chosen)

@@ -687,6 +687,28 @@ def test_ingest_wait_recall_and_batch_recall(lk, tmp_path: Path) -> None:
     assert "2 new" in res.stdout
 
 
+def test_a_campaign_named_with_an_emoji_is_said_as_typed_so_the_dm_can_copy_it_back(lk, tmp_path: Path) -> None:
+    """ "🧙‍♂️" is a wizard, a zero-width joiner and a man: quoted by ``repr``, every message wrote the joiner as
+    "\\u200d" ('🧙\\u200d♂️ Wizard night'), and a name copied from "did you mean" named no campaign."""
+    wizard = "🧙\u200d♂️ Wizard night"
+    created = lk("campaign", "create", wizard)
+    assert created.returncode == 0 and created.stdout == f"created campaign '{wizard}' (active)\n"
+    guess = lk("campaign", "use", "🧙 Wizard night")
+    assert guess.returncode == 1 and f"(did you mean '{wizard}'?)" in guess.stderr
+    missing = lk("entity", "show", "Nobody")
+    assert missing.stderr == f"error: no entity named 'Nobody' in campaign '{wizard}'\n"
+    (tmp_path / "night.txt").write_text("DM: The tower is dark.\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "🧝‍♀️ Elf night").returncode == 0
+    unknown = lk("recap", "Elf night")
+    assert unknown.returncode == 1 and "'🧝\u200d♀️ Elf night'" in unknown.stderr
+    deleted = lk("session", "delete", "🧝\u200d♀️ Elf night", "--yes")
+    assert deleted.stdout.startswith("Deleted session '🧝\u200d♀️ Elf night': 1 line")
+    for said in (created, guess, missing, unknown, deleted):
+        assert "\\u200d" not in said.stdout + said.stderr
+    gone = lk("campaign", "delete", wizard, "--yes")
+    assert gone.stdout == f"deleted campaign '{wizard}'\n"
+
+
 def test_recall_of_nothing_is_a_usage_error(lk) -> None:
     """`lorekeeper recall ""` (or a variable left empty) answered with five arbitrary passages, the nearest
     vectors to an empty text, as if they were what the memory knows."""
