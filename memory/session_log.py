@@ -195,6 +195,27 @@ class SessionLog:
         )
         return ListedSession(**dict(row)) if row else None
 
+    async def recorded_in(self, title: str, digests: Sequence[bytes]) -> ListedSession | None:
+        """The session titled ``title``, if it was transcribed from every one of these audio files (SHA-256 of
+        each): importing them into it again has nothing to add."""
+        row = await self.db.fetchrow(
+            f"""
+            SELECT s.*, {_LINES}
+            FROM sessions s
+            WHERE s.campaign_id = $1 AND lower(s.title) = lower($2) AND NOT EXISTS (
+                SELECT 1 FROM unnest($3::bytea[]) AS d
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM session_recordings r
+                    WHERE r.campaign_id = s.campaign_id AND r.session_id = s.id AND r.sha256 = d
+                )
+            )
+            """,
+            self.campaign_id,
+            session_title(title),
+            list(digests),
+        )
+        return ListedSession(**dict(row)) if row else None
+
     async def add_recordings(self, session_id: int, recordings: Sequence[tuple[bytes, str]]) -> None:
         """Remember the audio files (SHA-256, file name) ``session_id`` was transcribed from."""
         await self.db.execute(
