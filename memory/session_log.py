@@ -60,6 +60,11 @@ def _entry(row: asyncpg.Record) -> Entry:
 _LINES = "(SELECT count(*) FROM session_entries l WHERE l.campaign_id = s.campaign_id AND l.session_id = s.id) AS lines"
 
 
+def _clipped(said: str) -> str:
+    """A line quoted in a message, its first 60 characters."""
+    return quoted(said if len(said) <= 60 else said[:59] + "…")
+
+
 class ListedSession(Session):
     lines: int  # utterances stored
 
@@ -333,8 +338,8 @@ class SessionLog:
         if clashes:
             e, w = clashes[0]
             raise AlreadyExistsError(
-                f"line {w.seq} of this session already says {w.raw_text[:60]!r} ({w.speaker}), not "
-                f"{e.raw_text or e.text!r:.60}: a different transcript needs a session of its own",
+                f"line {w.seq} of this session already says {_clipped(w.raw_text)} ({w.speaker}), not "
+                f"{_clipped(e.raw_text or e.text)} ({e.speaker}): a different transcript needs a session of its own",
                 subject="transcript",
             )
         return written

@@ -318,7 +318,7 @@ def test_a_transcript_refused_for_a_session_of_another_says_how_to_give_it_its_o
     res = lk("ingest", str(week2 / "transcript.txt"))
     assert res.returncode == 1
     assert res.stderr == (
-        "error: line 1 of this session already says 'The gate is shut.' (DM), not 'The key opens the gate.': "
+        "error: line 1 of this session already says 'The gate is shut.' (DM), not 'The key opens the gate.' (DM): "
         "a different transcript needs a session of its own: give it one with `--session TITLE`\n"
     )
     assert lk("ingest", str(week2 / "transcript.txt"), "--session", "Week 2").returncode == 0
