@@ -699,11 +699,13 @@ def test_a_campaign_named_with_an_emoji_is_said_as_typed_so_the_dm_can_copy_it_b
     assert missing.stderr == f"error: no entity named 'Nobody' in campaign '{wizard}'\n"
     (tmp_path / "night.txt").write_text("DM: The tower is dark.\n")
     assert lk("ingest", str(tmp_path / "night.txt"), "--session", "🧝‍♀️ Elf night").returncode == 0
+    twice = lk("ingest", str(tmp_path / "night.txt"))
+    assert twice.stderr.startswith("error: night.txt is already imported as session '🧝\u200d♀️ Elf night' (1 line")
     unknown = lk("recap", "Elf night")
     assert unknown.returncode == 1 and "'🧝\u200d♀️ Elf night'" in unknown.stderr
     deleted = lk("session", "delete", "🧝\u200d♀️ Elf night", "--yes")
     assert deleted.stdout.startswith("Deleted session '🧝\u200d♀️ Elf night': 1 line")
-    for said in (created, guess, missing, unknown, deleted):
+    for said in (created, guess, missing, twice, unknown, deleted):
         assert "\\u200d" not in said.stdout + said.stderr
     gone = lk("campaign", "delete", wizard, "--yes")
     assert gone.stdout == f"deleted campaign '{wizard}'\n"
