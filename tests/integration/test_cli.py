@@ -700,7 +700,7 @@ def test_a_campaign_named_with_an_emoji_is_said_as_typed_so_the_dm_can_copy_it_b
     (tmp_path / "night.txt").write_text("DM: The tower is dark.\n")
     assert lk("ingest", str(tmp_path / "night.txt"), "--session", "🧝‍♀️ Elf night").returncode == 0
     twice = lk("ingest", str(tmp_path / "night.txt"))
-    assert twice.stderr.startswith("error: night.txt is already imported as session '🧝\u200d♀️ Elf night' (1 line")
+    assert twice.stderr.startswith("error: night.txt is already imported as session '🧝\u200d♀️ Elf night' (1 line):")
     unknown = lk("recap", "Elf night")
     assert unknown.returncode == 1 and "'🧝\u200d♀️ Elf night'" in unknown.stderr
     deleted = lk("session", "delete", "🧝\u200d♀️ Elf night", "--yes")
