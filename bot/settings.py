@@ -102,6 +102,17 @@ class Settings(BaseSettings):
         return env_settings, init_settings
 
 
+def _yaml_problem(path: Path, exc: yaml.MarkedYAMLError) -> str:
+    """One line naming where the file stops being YAML. PyYAML's own message quotes that line (a token on it
+    too) under a caret, over seven lines."""
+    mark = exc.problem_mark or exc.context_mark
+    at = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+    said = f"{exc.problem or exc.context or 'not YAML'}" + (f" (column {mark.column + 1})" if mark is not None else "")
+    if exc.problem and exc.context and exc.context_mark is not None:
+        said += f", {exc.context} started at line {exc.context_mark.line + 1}"
+    return f"{at}: not valid YAML: {said}"
+
+
 def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Settings:
     """Settings from the environment over ``config_file`` (YAML mapping of the field names)."""
     values: dict[str, Any] = {}
@@ -112,8 +123,12 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
             loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
         except OSError as exc:
             raise ConfigFileError(f"cannot read config file {path}: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            raise ConfigFileError(f"{path}: not valid YAML: {exc}") from None
+        except yaml.MarkedYAMLError as exc:
+            raise ConfigFileError(_yaml_problem(path, exc)) from None
+        except yaml.YAMLError as exc:  # a character YAML refuses: its first line names it, not the text
+            raise ConfigFileError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+        except RecursionError:
+            raise ConfigFileError(f"{path}: not valid YAML: nested too deeply") from None
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigFileError(f"{path}: expected a mapping of settings at the top level")
         for key in loaded or {}:

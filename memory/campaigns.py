@@ -11,7 +11,7 @@ from typing import Any
 import asyncpg
 
 from memory.db import Executor, transaction
-from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_, NotFoundError, did_you_mean
+from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_, NotFoundError, did_you_mean, quoted
 from memory.models import Campaign, ReviewKind, clean_name, name_query, session_title
 from memory.review import parse_ref
 
@@ -64,7 +64,7 @@ class Campaigns:
                 )
         except asyncpg.UniqueViolationError:
             raise AlreadyExistsError(
-                f"a campaign named {name!r} already exists", subject="campaign", name=name
+                f"a campaign named {quoted(name)} already exists", subject="campaign", name=name
             ) from None
         if activate:
             return await self.activate(name)
@@ -130,7 +130,7 @@ class Campaigns:
         )
         if row is None:
             hint = did_you_mean(name, [c.name for c in await self.list()])
-            raise NotFoundError(f"no campaign named {name!r}{hint}", subject="campaign")
+            raise NotFoundError(f"no campaign named {quoted(name)}{hint}", subject="campaign")
         return Campaign(**dict(row))
 
     async def get_by_id(self, campaign_id: int) -> Campaign:

@@ -85,8 +85,19 @@ def describe_value(value: object) -> str:
     return repr(value)
 
 
+#: Invisible characters that are part of what a name shows: the joiner of an emoji sequence ("🧙‍♂️").
+_JOINERS = frozenset("\u200c\u200d")
+
+
+def quoted(text: str) -> str:
+    """``'text'`` for a message: a name or title as the DM typed it and can copy back. Unlike ``repr``, an emoji's
+    joiner stays itself ('🧙‍♂️ Wizard night', not '🧙\\u200d♂️ Wizard night', which names no campaign); other
+    characters that print nothing (controls, line breaks) are still written as escapes."""
+    return "'" + "".join(ch if ch.isprintable() or ch in _JOINERS else repr(ch)[1:-1] for ch in text) + "'"
+
+
 def did_you_mean(wanted: str, names: Iterable[str]) -> str:
     """`` (did you mean 'Night 1'?)`` for the name closest to ``wanted`` (case ignored), or ''."""
     by_key = {name.casefold(): name for name in names}
     close = get_close_matches(wanted.casefold(), list(by_key), n=1)
-    return f" (did you mean {by_key[close[0]]!r}?)" if close else ""
+    return f" (did you mean {quoted(by_key[close[0]])}?)" if close else ""

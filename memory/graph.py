@@ -242,7 +242,11 @@ def heard_as_said(before: Entity | None, after: Entity, lines: int | None) -> st
     elif not lines:
         said += "; no line stored so far says it."
     else:
-        said += f"; {counted(lines, 'line')} already stored say it: they are corrected again in the background."
+        one = lines == 1
+        said += (
+            f"; {counted(lines, 'line')} already stored {'says' if one else 'say'} it: {'it is' if one else 'they are'}"
+            " corrected again in the background."
+        )
     return " ".join([said, *everyday_said(new, after.name)])
 
 

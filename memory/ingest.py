@@ -9,7 +9,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from memory.errors import AlreadyExistsError
+from memory.errors import AlreadyExistsError, quoted
+from memory.models import counted
 from memory.recorder import SessionRecorder, Utterance
 from memory.session_log import ListedSession
 from memory.store import CampaignMemory
@@ -101,7 +102,7 @@ async def refuse_stored_copy(mem: CampaignMemory, what: str, firsts: Mapping[str
 
 def already_imported(what: str, stored: ListedSession) -> AlreadyExistsError:
     return AlreadyExistsError(
-        f"{what} is already imported as session {stored.title!r} ({stored.lines:,} lines)",
+        f"{what} is already imported as session {quoted(stored.title)} ({counted(stored.lines, 'line')})",
         subject="imported transcript",
         name=stored.title,
     )

@@ -30,6 +30,17 @@ NAMED_LIMIT = 3
 SECRET_MARK = " 🔒"
 #: Characters of a named entity's description shown before its facts (`entity show` has it whole).
 DESCRIPTION_SHOWN = 300
+#: Characters of a query that count: a question is a line or two (/recall takes 200); a wall of pasted text would
+#: nest PostgreSQL's full-text query too deep to run and make the name search read all of it.
+QUERY_CHARS = 1000
+
+
+def _clipped(query: str) -> str:
+    """The query's first ``QUERY_CHARS`` characters, cut at a space if it has one there (no half word)."""
+    if len(query) <= QUERY_CHARS:
+        return query
+    head = query[: QUERY_CHARS + 1]
+    return head[: head.rfind(" ")] if " " in head else head[:QUERY_CHARS]
 
 
 class RecallHit(BaseModel):
@@ -99,7 +110,9 @@ async def recall(
     mode: Mode = "both",
     embedding: list[float] | None = None,
 ) -> list[RecallHit]:
-    """The ``limit`` best hits for ``query``; ``embedding`` may be given when the caller embedded in bulk."""
+    """The ``limit`` best hits for ``query`` (its first ``QUERY_CHARS`` characters); ``embedding`` may be given
+    when the caller embedded in bulk."""
+    query = _clipped(query)
     depth = max(limit * 4, 20)
     scores: dict[str, float] = defaultdict(float)
     matched: dict[str, list[str]] = defaultdict(list)
@@ -189,7 +202,8 @@ async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: in
     """The accepted entities ``query`` names (a name or an alias, whole words, longest first), in the order it
     names them, with their current facts. Players (not ``dm``) see neither a secret entity nor a secret fact, and
     a secret name in what they read is masked: they name an entity as they read it ("Session: [secret] unmasked"),
-    so a guess of the secret its name holds is not confirmed."""
+    so a guess of the secret its name holds is not confirmed. Only the query's first ``QUERY_CHARS`` count."""
+    query = _clipped(query)
     called = await _names(mem, include_secret=dm)
     mask = str if dm else await mem.graph.player_mask()
 

@@ -10,7 +10,7 @@ from datetime import datetime
 import asyncpg
 
 from memory.db import Executor, connection, transaction
-from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError, did_you_mean
+from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError, did_you_mean, quoted
 from memory.models import Correction, Entry, EntryHit, EntryIn, Session, session_title
 
 _ENTRY_COLUMNS = """id, campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s,
@@ -60,6 +60,11 @@ def _entry(row: asyncpg.Record) -> Entry:
 _LINES = "(SELECT count(*) FROM session_entries l WHERE l.campaign_id = s.campaign_id AND l.session_id = s.id) AS lines"
 
 
+def _clipped(said: str) -> str:
+    """A line quoted in a message, its first 60 characters."""
+    return quoted(said if len(said) <= 60 else said[:59] + "…")
+
+
 class ListedSession(Session):
     lines: int  # utterances stored
 
@@ -84,7 +89,7 @@ class SessionLog:
                 started_at,
             )
         except asyncpg.UniqueViolationError:
-            raise AlreadyExistsError(f"this campaign already has a session titled {title!r}") from None
+            raise AlreadyExistsError(f"this campaign already has a session titled {quoted(title)}") from None
         return Session(**dict(row))
 
     async def set_started(self, session_id: int, started_at: datetime) -> Session:
@@ -195,6 +200,27 @@ class SessionLog:
         )
         return ListedSession(**dict(row)) if row else None
 
+    async def recorded_in(self, title: str, digests: Sequence[bytes]) -> ListedSession | None:
+        """The session titled ``title``, if it was transcribed from every one of these audio files (SHA-256 of
+        each): importing them into it again has nothing to add."""
+        row = await self.db.fetchrow(
+            f"""
+            SELECT s.*, {_LINES}
+            FROM sessions s
+            WHERE s.campaign_id = $1 AND lower(s.title) = lower($2) AND NOT EXISTS (
+                SELECT 1 FROM unnest($3::bytea[]) AS d
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM session_recordings r
+                    WHERE r.campaign_id = s.campaign_id AND r.session_id = s.id AND r.sha256 = d
+                )
+            )
+            """,
+            self.campaign_id,
+            session_title(title),
+            list(digests),
+        )
+        return ListedSession(**dict(row)) if row else None
+
     async def add_recordings(self, session_id: int, recordings: Sequence[tuple[bytes, str]]) -> None:
         """Remember the audio files (SHA-256, file name) ``session_id`` was transcribed from."""
         await self.db.execute(
@@ -236,10 +262,12 @@ class SessionLog:
             raise NotFoundError(f"no session with id {title} in this campaign (deleted meanwhile?)")
         if row is None:
             hint = did_you_mean(title, [s.title for s in await self.sessions()])
-            raise NotFoundError(f"no session titled {title!r} in this campaign{hint}", subject="session", name=title)
+            raise NotFoundError(
+                f"no session titled {quoted(title)} in this campaign{hint}", subject="session", name=title
+            )
         if row["ended_at"] is None and not even_if_live:
             raise InvalidInputError(
-                f"session {row['title']!r} has not ended (it may be being recorded or imported right now)",
+                f"session {quoted(row['title'])} has not ended (it may be being recorded or imported right now)",
                 subject="live session",
                 name=row["title"],
             )
@@ -310,8 +338,8 @@ class SessionLog:
         if clashes:
             e, w = clashes[0]
             raise AlreadyExistsError(
-                f"line {w.seq} of this session already says {w.raw_text[:60]!r} ({w.speaker}), not "
-                f"{e.raw_text or e.text!r:.60}: a different transcript needs a session of its own",
+                f"line {w.seq} of this session already says {_clipped(w.raw_text)} ({w.speaker}), not "
+                f"{_clipped(e.raw_text or e.text)} ({e.speaker}): a different transcript needs a session of its own",
                 subject="transcript",
             )
         return written

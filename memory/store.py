@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from memory.campaigns import Campaigns
 from memory.db import Executor, transaction
+from memory.errors import quoted
 from memory.graph import KnowledgeGraph
 from memory.models import DEFAULT_ACCEPT_THRESHOLD, Entity, EntityIn, counted
 from memory.review import ReviewQueue
@@ -53,7 +54,7 @@ class DeletedSession(BaseModel):
             removed.append(f"{counted(self.recap_links, 'link')} of its recap to who took part")
         if self.jobs:
             removed.append(counted(self.jobs, "waiting background job"))
-        text = f"Deleted session {self.title!r}: {', '.join(removed)}."
+        text = f"Deleted session {quoted(self.title)}: {', '.join(removed)}."
         if self.kept_entities or self.kept_facts:
             text += (
                 f" Kept {counted(self.kept_entities, 'entity', 'entities')} and {counted(self.kept_facts, 'fact')}"

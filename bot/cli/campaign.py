@@ -24,7 +24,7 @@ from campaigns.load import apply_campaign_file, export_campaign_file
 from campaigns.schema import CampaignHeader
 from memory.campaigns import Campaigns
 from memory.db import transaction
-from memory.errors import NotFoundError
+from memory.errors import NotFoundError, quoted
 from memory.store import CampaignMemory
 
 
@@ -51,7 +51,7 @@ async def create(ctx: click.Context, name: str, description: str, system: str, a
     if as_json:
         emit_json(created)
     else:
-        click.echo(f"created campaign {created.name!r}" + (" (active)" if created.active else ""))
+        click.echo(f"created campaign {quoted(created.name)}" + (" (active)" if created.active else ""))
 
 
 @campaign.command("list")
@@ -157,10 +157,12 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, dry_run: bo
         if said := report.said():
             click.echo(said)
         if dry_run:
-            new = f"; the campaign {target.name!r} would be created" if created else ""
+            new = f"; the campaign {quoted(target.name)} would be created" if created else ""
             click.echo(f"dry run: nothing was written{new}")
         elif created and not target.active:  # the commands that follow would work on another campaign
-            click.echo(f"created the campaign {target.name!r}, not the active one: `lorekeeper campaign use` to switch")
+            click.echo(
+                f"created the campaign {quoted(target.name)}, not the active one: `lorekeeper campaign use` to switch"
+            )
 
 
 @campaign.command("export")
@@ -204,12 +206,12 @@ async def delete(ctx: click.Context, name: str, yes: bool) -> None:
         counts = await campaigns.counts(target.id)
         if not yes:
             click.confirm(
-                f"delete {target.name!r} with {counts['sessions']} sessions, {counts['entries']} log entries and "
+                f"delete {quoted(target.name)} with {counts['sessions']} sessions, {counts['entries']} log entries and "
                 f"{counts['entities']} entities? This cannot be undone",
                 abort=True,
                 err=True,
             )
         active = await campaigns.delete(target.name)
-    click.echo(f"deleted campaign {target.name!r}")
+    click.echo(f"deleted campaign {quoted(target.name)}")
     if target.active and active is not None:
         click.echo(f"active campaign: {active.name}")

@@ -28,6 +28,7 @@ from memory.errors import (
     MemoryError_,
     NextSteps,
     NotFoundError,
+    quoted,
     validation_problems,
     with_next_step,
 )
@@ -219,7 +220,7 @@ _working_on: ContextVar[Campaign | None] = ContextVar("working_on", default=None
 async def _placed(memory: Memory, campaign: Campaign, exc: NotFoundError) -> MemoryError_ | CliError:
     """``exc`` naming the campaign it looked in ("in this campaign" says nothing to a DM with the wrong one
     active), and which of the guild's other campaigns has what it was about."""
-    message = str(exc).replace("in this campaign", f"in campaign {campaign.name!r}", 1)
+    message = str(exc).replace("in this campaign", f"in campaign {quoted(campaign.name)}", 1)
     others = await memory.campaigns(campaign.guild_id).holding(exc.subject or "", exc.name or "", besides=campaign.id)
     if not others:
         return NotFoundError(message, subject=exc.subject, name=exc.name)
@@ -227,10 +228,10 @@ async def _placed(memory: Memory, campaign: Campaign, exc: NotFoundError) -> Mem
     if len(others) == 1:
         there = shlex.quote(others[0])
         return CliError(
-            f"{message}; {what} is in campaign {others[0]!r}: `lorekeeper campaign use {there}` or pass "
+            f"{message}; {what} is in campaign {quoted(others[0])}: `lorekeeper campaign use {there}` or pass "
             f"`--campaign {there}`"
         )
-    listed = ", ".join(repr(o) for o in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+    listed = ", ".join(quoted(o) for o in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
     return CliError(f"{message}; {what} is in campaigns {listed}: pass `--campaign NAME` with one of them")
 
 

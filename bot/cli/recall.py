@@ -21,6 +21,7 @@ from bot.cli.common import (
     settings_from,
     to_jsonable,
 )
+from memory.errors import quoted
 from memory.jobs import make_job_context
 
 
@@ -36,6 +37,8 @@ async def recall(
     ctx: click.Context, query: str | None, limit: int, mode: recall_core.Mode, campaign: str | None, as_json: bool
 ) -> None:
     """Recall QUERY; without QUERY, read one query per stdin line and print one JSON array per line."""
+    if query is not None and not query.strip():  # `recall ""`: the nearest passages to nothing, any at all
+        raise click.UsageError("QUERY is empty: give words to look for (or none, to read queries from stdin)")
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
@@ -73,7 +76,7 @@ async def recap(ctx: click.Context, session: str | None, campaign: str | None, a
         chosen = await mem.log.session_by_title(session) if session else sessions[-1]
         if chosen is None:
             raise CliError(
-                f"no session titled {session!r}; recent ones: {', '.join(repr(s.title) for s in sessions[-5:])}"
+                f"no session titled {quoted(session)}; recent ones: {', '.join(quoted(s.title) for s in sessions[-5:])}"
             )
     if as_json:
         emit_json(chosen)

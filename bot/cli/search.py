@@ -15,6 +15,7 @@ from bot.cli.common import (
     settings_from,
     table,
 )
+from memory.errors import quoted
 from memory.models import where_said
 
 
@@ -44,9 +45,9 @@ async def search(
         if session_title:
             session = await mem.log.session_by_title(session_title)
             if session is None:
-                recent = ", ".join(repr(s.title) for s in (await mem.log.sessions())[-5:]) or "none yet"
+                recent = ", ".join(quoted(s.title) for s in (await mem.log.sessions())[-5:]) or "none yet"
                 raise click.BadParameter(
-                    f"no session titled {session_title!r}; recent ones: {recent}", param_hint="--session"
+                    f"no session titled {quoted(session_title)}; recent ones: {recent}", param_hint="--session"
                 )
             session_id = session.id
         hits = await mem.log.search(text, session_id=session_id, speaker=speaker, limit=limit)

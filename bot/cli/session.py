@@ -15,6 +15,8 @@ from bot.cli.common import (
     settings_from,
     table,
 )
+from memory.errors import quoted
+from memory.models import counted
 
 
 @cli.group()
@@ -73,8 +75,8 @@ async def delete(ctx: click.Context, title: str, campaign: str | None, yes: bool
         target = await mem.log.deletable(title, even_if_live=even_if_live)
         if not yes:
             click.confirm(
-                f"delete session {target.title!r} of {name} with its {target.lines:,} lines, recap and the review "
-                "items only it proposed? This cannot be undone",
+                f"delete session {quoted(target.title)} of {name} with its {counted(target.lines, 'line')}, recap "
+                "and the review items only it proposed? This cannot be undone",
                 abort=True,
                 err=True,
             )

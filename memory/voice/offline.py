@@ -143,11 +143,16 @@ async def ingest_audio(
 
     if not again:  # known by its bytes before speech-to-text, which takes minutes for an evening's recording
         await refuse_known_recording()
-    names = await CampaignNames(mem).names()
+    # Imported into this session before: speech-to-text again would take minutes and, with a prompt of names that
+    # grew since, write other words, which the session's lines refuse ("a different transcript"): nothing to add
+    # but its date, if given again.
+    done = None if again else await mem.log.recorded_in(title, digests)
     utterances: list[Utterance] = []
-    for track in tracks:
-        at = functools.partial(on_position, track) if on_position is not None else None
-        utterances += await transcribe_track(track, stt, names, on_utterance=on_utterance, on_position=at)
+    if done is None:
+        names = await CampaignNames(mem).names()
+        for track in tracks:
+            at = functools.partial(on_position, track) if on_position is not None else None
+            utterances += await transcribe_track(track, stt, names, on_utterance=on_utterance, on_position=at)
     # Speakers' tracks interleave by time; the seq follows that order, so a re-import lands on the same rows.
     utterances.sort(key=lambda u: (u.start_s, u.speaker))
     utterances = [u.model_copy(update={"seq": i}) for i, u in enumerate(utterances, 1)]
@@ -166,7 +171,7 @@ async def ingest_audio(
         )
     return IngestReport(
         sessions=[recorder.session.title],
-        lines=len(utterances),
+        lines=len(utterances) if done is None else done.lines,  # those it holds, as a transcript's re-import reads
         written=recorder.written,
         corrections=recorder.corrections,
         l1_seconds=time.perf_counter() - started,

@@ -318,7 +318,7 @@ def test_a_transcript_refused_for_a_session_of_another_says_how_to_give_it_its_o
     res = lk("ingest", str(week2 / "transcript.txt"))
     assert res.returncode == 1
     assert res.stderr == (
-        "error: line 1 of this session already says 'The gate is shut.' (DM), not 'The key opens the gate.': "
+        "error: line 1 of this session already says 'The gate is shut.' (DM), not 'The key opens the gate.' (DM): "
         "a different transcript needs a session of its own: give it one with `--session TITLE`\n"
     )
     assert lk("ingest", str(week2 / "transcript.txt"), "--session", "Week 2").returncode == 0
@@ -685,6 +685,41 @@ def test_ingest_wait_recall_and_batch_recall(lk, tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert "poisoned.jsonl:2" in res.stderr and "poisoned.jsonl:3" in res.stderr
     assert "2 new" in res.stdout
+
+
+def test_a_campaign_named_with_an_emoji_is_said_as_typed_so_the_dm_can_copy_it_back(lk, tmp_path: Path) -> None:
+    """ "🧙‍♂️" is a wizard, a zero-width joiner and a man: quoted by ``repr``, every message wrote the joiner as
+    "\\u200d" ('🧙\\u200d♂️ Wizard night'), and a name copied from "did you mean" named no campaign."""
+    wizard = "🧙\u200d♂️ Wizard night"
+    created = lk("campaign", "create", wizard)
+    assert created.returncode == 0 and created.stdout == f"created campaign '{wizard}' (active)\n"
+    guess = lk("campaign", "use", "🧙 Wizard night")
+    assert guess.returncode == 1 and f"(did you mean '{wizard}'?)" in guess.stderr
+    missing = lk("entity", "show", "Nobody")
+    assert missing.stderr == f"error: no entity named 'Nobody' in campaign '{wizard}'\n"
+    (tmp_path / "night.txt").write_text("DM: The tower is dark.\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "🧝‍♀️ Elf night").returncode == 0
+    twice = lk("ingest", str(tmp_path / "night.txt"))
+    assert twice.stderr.startswith("error: night.txt is already imported as session '🧝\u200d♀️ Elf night' (1 line):")
+    unknown = lk("recap", "Elf night")
+    assert unknown.returncode == 1 and "'🧝\u200d♀️ Elf night'" in unknown.stderr
+    deleted = lk("session", "delete", "🧝\u200d♀️ Elf night", "--yes")
+    assert deleted.stdout.startswith("Deleted session '🧝\u200d♀️ Elf night': 1 line")
+    for said in (created, guess, missing, twice, unknown, deleted):
+        assert "\\u200d" not in said.stdout + said.stderr
+    gone = lk("campaign", "delete", wizard, "--yes")
+    assert gone.stdout == f"deleted campaign '{wizard}'\n"
+
+
+def test_recall_of_nothing_is_a_usage_error(lk) -> None:
+    """`lorekeeper recall ""` (or a variable left empty) answered with five arbitrary passages, the nearest
+    vectors to an empty text, as if they were what the memory knows."""
+    assert lk("campaign", "load", str(EXAMPLE)).returncode == 0
+    assert lk("ingest", str(SAMPLE), "--session", "Session 1").returncode == 0
+    for query in ("", "   "):
+        empty = lk("recall", query)
+        assert empty.returncode == 2 and empty.stdout == ""
+        assert "QUERY is empty: give words to look for" in empty.stderr
 
 
 async def test_a_deleted_campaign_leaves_no_job_and_ingest_warns_of_its_own_failures_only(lk, fresh_dsn: str) -> None:

@@ -111,6 +111,15 @@ async def test_a_phrase_of_everyday_english_is_taught_with_a_warning_that_it_bec
         heard_as_said(again, rare, 0)
         == "From now on “elder nacks” is written The Stormlord; no line stored so far says it."
     )
+    # one stored line says it; more say it
+    renamed = await campaign.graph.update_entity("The Stormlord", heard_as=["card", "elder nacks", "storm lored"])
+    assert heard_as_said(rare, renamed, 1) == (
+        "From now on “storm lored” is written The Stormlord; 1 line already stored says it: it is corrected again "
+        "in the background."
+    )
+    assert heard_as_said(rare, renamed, 3).endswith(
+        "; 3 lines already stored say it: they are corrected again in the background."
+    )
     # an entity added with phrases (``before`` None) is told the same
     added = await campaign.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc, heard_as=["pumpkin"]))
     assert heard_as_said(None, added, 0).endswith(

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import wave
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -209,3 +210,34 @@ async def test_speech_to_text_says_how_far_into_the_file_it_is_at_a_terminal(
     seconds = [int(m[1]) for m in said if m]
     assert seconds == sorted(seconds) and seconds[-1] >= int(length) - 1
     assert "s Ana: " in capsys.readouterr().out  # the utterances themselves still go to stdout
+
+
+async def test_a_recording_imported_again_into_its_session_is_not_transcribed_again(
+    campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ingest night4.wav` twice: the second ran speech-to-text again (minutes for an evening), and as the names
+    prompted had grown (an entity accepted meanwhile), Whisper wrote other words, which the session's lines refused:
+    "line 1 of this session already says …: a different transcript needs a session of its own". A recording its
+    session holds has nothing to add: nothing changes but the date given again."""
+    wav = speak(SENTENCES[0], tmp_path / "night-four.wav")
+    heard: list[Path] = []
+    transcribe = offline.transcribe_track
+
+    async def counted(track: offline.AudioTrack, *args: Any, **kwargs: Any) -> list[Utterance]:
+        heard.append(track.path)
+        return await transcribe(track, *args, **kwargs)
+
+    monkeypatch.setattr(offline, "transcribe_track", counted)
+    stt = WhisperSTT("tiny.en")
+    try:
+        first = await offline.ingest_audio(campaign, [offline.AudioTrack(wav, "DM")], stt)
+        stored = await campaign.log.session_entries((await campaign.log.listed())[0].id)
+        played = datetime(2025, 1, 31, 19, 30, tzinfo=UTC)
+        again = await offline.ingest_audio(campaign, [offline.AudioTrack(wav)], stt, started_at=played)
+    finally:
+        stt.close()
+    assert heard == [wav]  # once
+    assert first.written > 0 and (again.lines, again.written) == (first.written, 0)
+    [session] = await campaign.log.listed()
+    assert (session.title, session.lines, session.started_at) == ("night-four", first.written, played)
+    assert await campaign.log.session_entries(session.id) == stored

@@ -27,7 +27,7 @@ from memory.errors import AlreadyDecidedError, AlreadyExistsError, InvalidInputE
 from memory.ingest import IngestReport, ingest_file
 from memory.models import Entity, EntityIn, EntityType, Entry, EntryIn, ReviewStatus
 from memory.providers.embeddings import MiniLMEmbedder
-from memory.recall import recall
+from memory.recall import QUERY_CHARS, named_entities, recall
 from memory.recorder import SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory, Memory
 from memory.transcripts import MAX_CRD3_BYTES, Line, TranscriptError, read_transcript
@@ -621,6 +621,18 @@ async def test_recall_merges_vector_and_fulltext_and_cites_refs(
     assert hits[0].session == "Session 1"
     only_text = await recall(crown, None, "Quelloth", limit=3, mode="fulltext")
     assert only_text and all("Quelloth" in h.text for h in only_text)
+
+
+async def test_recall_of_a_pasted_wall_of_text_answers_from_its_start(crown: CampaignMemory) -> None:
+    """`lorekeeper recall < notes.txt` with a 600 KB line: its full-text query nested too deep for PostgreSQL
+    ("stack depth limit exceeded", a traceback). A query counts up to its first QUERY_CHARS characters."""
+    await ingest_file(crown, SAMPLE, session_title="Session 1")
+    wall = "Quelloth " + "lorem " * 100_000
+    hits = await recall(crown, None, wall, limit=3, mode="fulltext")
+    assert hits and any("Quelloth" in h.text for h in hits)
+    (named,) = await named_entities(crown, wall, dm=True)
+    assert named.name == "Quelloth the Tidewarden"
+    assert not await named_entities(crown, "lorem " * (QUERY_CHARS // 6) + "Quelloth", dm=True)
 
 
 async def test_recall_cites_a_line_of_an_untimed_transcript_by_its_turn(

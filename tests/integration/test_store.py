@@ -73,6 +73,17 @@ async def test_l1_replaying_a_line_does_not_duplicate_and_other_words_are_refuse
     with pytest.raises(AlreadyExistsError, match="line 1 of this session already says 'hello'"):
         await campaign.log.write_many(s.id, [EntryIn(speaker="A", text="changed", seq=1)])
     assert [e.text for e in await campaign.log.session_entries(s.id)] == ["hello"]
+    # the same words said by another speaker: the message said them twice, the second cut before its closing quote
+    # ("not 'hello"), and the DM could not see what differed
+    long = "The gate of Ironhold is shut, and the guard will not open it for anyone tonight."
+    await campaign.log.write_many(s.id, [EntryIn(speaker="DM", text=long, seq=2)])
+    with pytest.raises(AlreadyExistsError) as refused:
+        await campaign.log.write_many(s.id, [EntryIn(speaker="Unknown speaker", text=long, seq=2)])
+    assert str(refused.value) == (
+        "line 2 of this session already says 'The gate of Ironhold is shut, and the guard will not open i…' (DM), "
+        "not 'The gate of Ironhold is shut, and the guard will not open i…' (Unknown speaker): a different "
+        "transcript needs a session of its own"
+    )
 
 
 async def test_l1_concurrent_appends_keep_every_line(campaign: CampaignMemory) -> None:

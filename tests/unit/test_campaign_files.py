@@ -110,6 +110,25 @@ def test_example_round_trips_through_dump() -> None:
     assert parse_campaign_file(dump_campaign_file(campaign), "export.yaml") == campaign
 
 
+def test_an_export_writes_emoji_as_they_were_typed() -> None:
+    """libyaml's emitter wrote a character beyond U+FFFF as an escape: the DM who typed "A dragon 🐉" opened the
+    export to find "A dragon \\U0001F409" (and a campaign named with an emoji, in double quotes)."""
+    campaign = CampaignFile.model_validate(
+        {
+            "campaign": {"name": "Dragons 🐉 of the Deep"},
+            "entities": [
+                {"name": "Eldrinax", "type": "npc", "description": "An ancient dragon 🐉", "aliases": ["🔥 Wyrm"]},
+                {"name": "Zoë", "type": "npc", "attributes": {"mood": "🧙\u200d♂️ wizardly"}},
+            ],
+        }
+    )
+    text = dump_campaign_file(campaign)
+    assert "\\U" not in text and "\\u" not in text
+    assert "name: Dragons 🐉 of the Deep\n" in text and "description: An ancient dragon 🐉\n" in text
+    assert "- 🔥 Wyrm\n" in text and "mood: 🧙\u200d♂️ wizardly\n" in text
+    assert parse_campaign_file(text, "export.yaml") == campaign
+
+
 def test_round_trip_keeps_values_that_yaml_would_otherwise_retype() -> None:
     campaign = CampaignFile.model_validate(
         {

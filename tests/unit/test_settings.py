@@ -54,3 +54,27 @@ def test_the_database_a_service_names_at_start_has_no_password(tmp_path: Path) -
     assert database_of(embedded) == f"the embedded PostgreSQL in {tmp_path / 'pg'}"
     remote = Settings(data_dir=tmp_path, database_url="postgresql://lk:s3cret@db:5432/lorekeeper?sslmode=require")
     assert database_of(remote) == f"DATABASE_URL postgresql://lk@db:5432/lorekeeper (data dir {tmp_path})"
+
+
+def test_a_config_file_that_is_not_yaml_is_one_line_that_quotes_none_of_it(
+    tmp_path: Path, no_settings_in_env: pytest.MonkeyPatch
+) -> None:
+    """PyYAML's message is seven lines quoting the line it stopped at, with a caret under it: the token on it went
+    to stderr (and a service's journal), and the CLI promises one line for an error."""
+    (config := tmp_path / "lorekeeper.yaml").write_text('data_dir: data\ndiscord_token: "MTIz.secret\nguild_id: 1\n')
+    with pytest.raises(ConfigFileError) as raised:
+        load_settings(config)
+    said = str(raised.value)
+    assert "\n" not in said and "secret" not in said and "MTIz" not in said
+    assert said == (
+        f"{config}:4: not valid YAML: found unexpected end of stream (column 1), while scanning a quoted scalar "
+        "started at line 2"
+    )
+    (config := tmp_path / "deep.yaml").write_text("[" * 5000)
+    with pytest.raises(ConfigFileError, match=r"deep\.yaml: not valid YAML: nested too deeply"):
+        load_settings(config)
+    (config := tmp_path / "nul.yaml").write_text("discord_token: MTIz\x00secret\n")
+    with pytest.raises(ConfigFileError) as raised:
+        load_settings(config)
+    assert str(raised.value).startswith(f"{config}: not valid YAML: unacceptable character #x0000")
+    assert "secret" not in str(raised.value) and "\n" not in str(raised.value)
