@@ -60,9 +60,8 @@ def undo_slash(change: NameChange) -> str:
 
 
 def _name_row(change: NameChange) -> str:
-    return (
-        f"**{change.heard}** → **{change.name}** ×{change.count:,} ({', '.join(change.how)}) · "
-        f"wrong? `{undo_slash(change)}`"
+    return f"**{change.heard}** → **{change.name}** ×{change.count:,} ({', '.join(change.how)}) · " + (
+        "its entity was removed" if change.removed else f"wrong? `{undo_slash(change)}`"
     )
 
 

@@ -27,6 +27,7 @@ class NameChange(BaseModel):
     count: int
     how: list[How]  # more than one when both stages made it
     heard_as: list[str]  # the entity's heard-as phrases now: undoing a heard-as row is giving them without it
+    removed: bool = False  # the entity is gone (removed, or merged into another): nothing left to undo
 
 
 class NamesReport(BaseModel):
@@ -49,7 +50,7 @@ WITH made AS (
     SELECT heard, entity_id, min(replacement) AS replacement, count(*) AS n, array_agg(DISTINCT stage) AS stages
     FROM made GROUP BY heard, entity_id, CASE WHEN entity_id IS NULL THEN replacement END
 )
-SELECT g.heard, g.entity_id, coalesce(en.name, g.replacement) AS name, g.n, g.stages,
+SELECT g.heard, g.entity_id, coalesce(en.name, g.replacement) AS name, g.n, g.stages, en.id IS NULL AS removed,
        EXISTS (SELECT 1 FROM entity_heard_as h
                WHERE h.campaign_id = $1 AND h.entity_id = g.entity_id AND lower(h.phrase) = g.heard) AS taught,
        ARRAY(SELECT h.phrase FROM entity_heard_as h
@@ -87,6 +88,7 @@ async def names_changed(mem: CampaignMemory, title: str | None = None) -> NamesR
             count=r["n"],
             how=["heard-as"] if r["taught"] else [("sound", "LLM")[s - 1] for s in sorted(r["stages"]) if s in (1, 2)],
             heard_as=list(r["heard_as"]),
+            removed=r["removed"],
         )
         for r in rows
     ]

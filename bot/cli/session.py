@@ -96,6 +96,8 @@ def _sh(word: str) -> str:
 def undo_command(change: NameChange) -> str:
     """What makes stage 1 and 2 leave ``change.heard`` alone from now on, when it is not the name: a phrase the
     DM taught is dropped from the entity's heard-as phrases, anything else is said never to be the name."""
+    if change.removed:
+        return "(its entity was removed)"
     name = _sh(change.name)
     if "heard-as" in change.how:
         kept = [h for h in change.heard_as if h.casefold() != change.heard]

@@ -1297,6 +1297,7 @@ def test_session_names_says_what_correction_changed_and_how_to_stop_a_wrong_one(
         "count": 1,
         "how": ["heard-as"],
         "heard_as": ["from skin", "frump kin"],
+        "removed": False,
         "undo": 'lorekeeper entity edit Frumpkin --heard-as "frump kin"',
     }
     missing = lk("session", "names", "Nigth 1")

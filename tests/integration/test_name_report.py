@@ -70,3 +70,8 @@ async def test_the_latest_sessions_corrections_grouped_by_phrase_heard_most_freq
     ):
         await names_changed(campaign, "Nigth 2")
     assert (await names_changed(other)).changes[0].count == 5
+    # an entity removed since: its corrections stay in the lines, shown by the name written, nothing to undo
+    await campaign.graph.remove_entity("Mentiri")
+    (gone,) = [c for c in (await names_changed(campaign)).changes if c.heard == "manta ray"]
+    assert (gone.name, gone.removed) == ("Mentiri", True)
+    assert not any(c.removed for c in first.changes)
