@@ -1,4 +1,4 @@
-"""``/session start|stop|status|list|delete``: record a voice session into the active campaign's memory.
+"""``/session start|stop|status|list|delete|names``: record a voice session into the active campaign's memory.
 
 Thin: the DM check and the campaign come from ``bot.checks`` (server-side, scoped to this guild), the voice
 glue from ``bot.voice``, everything after the PCM frames from ``memory.voice``.
@@ -21,6 +21,7 @@ from bot.checks import NotDMError, UserError, active_campaign, dm_campaign, guil
 from bot.views import Confirm, Paginator, name_choices, paged_embeds, safe_autocomplete
 from bot.voice import CouldNotJoin, VoiceSession
 from memory.models import Campaign, counted
+from memory.name_report import NameChange, names_changed
 from memory.providers.stt import SpeechToText, WhisperSTT
 from memory.session_log import ListedSession
 from memory.store import CampaignMemory
@@ -31,6 +32,8 @@ log = logging.getLogger("lorekeeper.bot")
 NOT_IN_VOICE = "Join a voice channel first, then run /session start: I record the channel you are in."
 NO_SESSION = "No session is being recorded in this server."
 BUSY = "The session is being started or stopped right now; try again in a moment."
+#: Rows of /session names shown at most (pages of them); `lorekeeper session names` lists them all.
+MAX_NAME_ROWS = 200
 #: Discord sends voice in 20 ms packets: counts of dropped ones are shown as time.
 PACKET_S = 0.02
 
@@ -46,6 +49,20 @@ def _line(session: ListedSession, mask: Callable[[str], str] = str) -> str:
     lines = counted(session.lines, "line")
     # a Discord timestamp: each reader sees it in their own time zone
     return f"**{mask(session.title)}** — {discord.utils.format_dt(session.started_at, 'f')} · {lines} · {state}"
+
+
+def undo_slash(change: NameChange) -> str:
+    """The /entity edit that stops a wrong correction, as ``bot.cli.session.undo_command`` says it for the CLI."""
+    if "heard-as" in change.how:
+        kept = [h for h in change.heard_as if h.casefold() != change.heard]
+        return f"/entity edit {change.name} heard_as: {', '.join(kept) or '-'}"
+    return f"/entity edit {change.name} not_heard_as: {change.heard}"
+
+
+def _name_row(change: NameChange) -> str:
+    return f"**{change.heard}** → **{change.name}** ×{change.count:,} ({', '.join(change.how)}) · " + (
+        "its entity was removed" if change.removed else f"wrong? `{undo_slash(change)}`"
+    )
 
 
 async def todays_title(mem: CampaignMemory) -> str:
@@ -322,6 +339,27 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
             view=Confirm(interaction, delete, dm_of=campaign.id),
             ephemeral=True,
         )
+
+    @app_commands.command(description="What name correction changed in a session, and how to undo it (DM only)")
+    @app_commands.describe(session="The session's title (default: the latest)")
+    @app_commands.autocomplete(session=session_titles)
+    async def names(self, interaction: discord.Interaction, session: str | None = None) -> None:
+        _, mem = await dm_campaign(interaction)
+        report = await names_changed(mem, session)
+        title = f"Names corrected: {report.session.title}"
+        if not report.changes:
+            await interaction.response.send_message(
+                f"No names were corrected in **{report.session.title}**.", ephemeral=True
+            )
+            return
+        rows = [_name_row(c) for c in report.changes[:MAX_NAME_ROWS]]
+        if (more := len(report.changes) - MAX_NAME_ROWS) > 0:
+            rows.append(f"… and {more:,} more: `lorekeeper session names` lists them all")
+        intro = (
+            f"{counted(len(report.changes), 'phrase')} heard became a name in {counted(report.lines, 'line')}, "
+            "most frequent first (sound: stage 1, LLM: stage 2, heard-as: a phrase you taught)."
+        )
+        await Paginator.reply(interaction, paged_embeds(title, [intro, *rows]))
 
     def _not_recording(self, interaction: discord.Interaction, session_id: int) -> None:
         guild_id = guild_id_of(interaction)

@@ -1,6 +1,9 @@
-"""`lorekeeper session …`: the campaign's sessions, recorded or imported: list them, delete a mistaken one."""
+"""`lorekeeper session …`: the campaign's sessions, recorded or imported: list them, delete a mistaken one, see
+what name correction changed in one."""
 
 from __future__ import annotations
+
+import re
 
 import click
 
@@ -17,6 +20,7 @@ from bot.cli.common import (
 )
 from memory.errors import quoted
 from memory.models import counted
+from memory.name_report import NameChange, names_changed
 
 
 @cli.group()
@@ -82,3 +86,58 @@ async def delete(ctx: click.Context, title: str, campaign: str | None, yes: bool
             )
         deleted = await mem.delete_session(target.title, even_if_live=even_if_live)
     click.echo(deleted.said())
+
+
+def _sh(word: str) -> str:
+    """``word`` as one shell word, in double quotes when it needs any ("manta ray")."""
+    if re.fullmatch(r"[\w.,:@%+/=-]+", word):
+        return word
+    return '"' + re.sub(r'([\\"$`])', r"\\\1", word) + '"'
+
+
+def undo_command(change: NameChange) -> str:
+    """What makes stage 1 and 2 leave ``change.heard`` alone from now on, when it is not the name: a phrase the
+    DM taught is dropped from the entity's heard-as phrases, anything else is said never to be the name."""
+    if change.removed:
+        return "(its entity was removed)"
+    name = _sh(change.name)
+    if "heard-as" in change.how:
+        kept = [h for h in change.heard_as if h.casefold() != change.heard]
+        phrases = " ".join(f"--heard-as {_sh(h)}" for h in kept) or "--heard-as -"
+        return f"lorekeeper entity edit {name} {phrases}"
+    return f"lorekeeper entity edit {name} --not-heard-as {_sh(change.heard)}"
+
+
+@session.command("names")
+@click.argument("title", required=False)
+@campaign_option
+@json_option
+@click.pass_context
+@async_command
+async def names(ctx: click.Context, title: str | None, campaign: str | None, as_json: bool) -> None:
+    """What name correction changed in session TITLE (default: the latest): each phrase heard, the name it became
+    and how often, most frequent first, with the command that stops a wrong one."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, name = await campaign_memory(memory, settings, campaign)
+        report = await names_changed(mem, title)
+    if as_json:
+        emit_json(
+            {
+                "session": report.session.title,
+                "lines": report.lines,
+                "changes": [{**c.model_dump(), "undo": undo_command(c)} for c in report.changes],
+            }
+        )
+        return
+    if not report.changes:
+        click.echo(f"no names corrected in session {report.session.title!r} of {name}")
+        return
+    click.echo(
+        f"session {report.session.title!r} of {name}: {len(report.changes):,} phrases corrected in "
+        f"{report.lines:,} lines"
+    )
+    table(
+        [[c.heard, "→", c.name, f"×{c.count:,}", ", ".join(c.how), undo_command(c)] for c in report.changes],
+        ["heard", "", "name", "times", "how", "if it is wrong"],
+    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 import logging
+from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 from rapidfuzz import process
@@ -116,20 +117,7 @@ class LLMCorrector:
 
     def _said_alike(self, span: str) -> list[NameForm]:
         """Forms pronounced within a phone of some run of the span's words (two for a long name), nearest first."""
-        words = [t.norm for t in tokenize(span)]
-        # The index holds a second copy of a name also said the dictionary's way: one entry each, nearest first.
-        nearest: dict[tuple[int, str], tuple[int, NameForm]] = {}
-        for i in range(len(words)):
-            for j in range(i + 1, min(len(words), i + _MAX_RUN) + 1):
-                phones = phrase_phones(words[i:j])
-                if len(phones) < MIN_SOUND_PHONES - 1:
-                    continue
-                for form in (*self.index.sound_candidates(phones), *self.index.two_edit_candidates(phones, 0)):
-                    edits = near_edits(phones, form)
-                    key = (form.entity_key, form.norm)
-                    if edits is not None and (key not in nearest or edits < nearest[key][0]):
-                        nearest[key] = (edits, form)
-        return [f for _, f in sorted(nearest.values(), key=lambda e: (e[0], e[1].surface))]
+        return [alike.form for alike in said_alike(self.index, [t.norm for t in tokenize(span)])]
 
     def verify(self, text: str, suspects: list[tuple[int, int]], answer: LLMCorrection) -> list[Correction]:
         """Corrections for the changes in ``answer.text`` that may stand; every other change is dropped."""
@@ -184,6 +172,34 @@ class LLMCorrector:
             score=round(JaroWinkler.similarity(heard, form.spaceless), 4),
             stage=2,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class SaidAlike:
+    """A name said like the run ``words[first:last]`` of some words, ``edits`` phones away."""
+
+    form: NameForm
+    edits: int
+    first: int
+    last: int  # exclusive
+
+
+def said_alike(index: PhoneticIndex, words: list[str]) -> list[SaidAlike]:
+    """The forms pronounced within a phone of some run of ``words`` (normalised; two phones for a long name), each
+    with its nearest run, nearest first: what stage 2 shows the model, and what ``memory.name_report`` proposes."""
+    # The index holds a second copy of a name also said the dictionary's way: one entry each, nearest first.
+    nearest: dict[tuple[int, str], SaidAlike] = {}
+    for i in range(len(words)):
+        for j in range(i + 1, min(len(words), i + _MAX_RUN) + 1):
+            phones = phrase_phones(words[i:j])
+            if len(phones) < MIN_SOUND_PHONES - 1:
+                continue
+            for form in (*index.sound_candidates(phones), *index.two_edit_candidates(phones, 0)):
+                edits = near_edits(phones, form)
+                key = (form.entity_key, form.norm)
+                if edits is not None and (key not in nearest or edits < nearest[key].edits):
+                    nearest[key] = SaidAlike(form, edits, i, j)
+    return sorted(nearest.values(), key=lambda e: (e.edits, e.form.surface))
 
 
 #: Phone edits a misheard name may be from the name: two, or two in five of a long one's phones. Every

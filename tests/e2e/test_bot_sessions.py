@@ -299,3 +299,44 @@ async def test_status_says_why_what_is_said_may_not_be_transcribed(
         ]
     finally:
         bot.get_cog("Sessions").live.clear()
+
+
+async def test_names_shows_the_dm_what_correction_changed_with_the_edit_that_undoes_it(
+    campaign, bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    guild_id = next(iter(fake_discord.guilds))
+    active = await bot.memory.campaigns(guild_id).active()
+    assert active is not None
+    mem = bot.memory.campaign(active.id)
+    await mem.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc))
+    await mem.graph.add_entity(
+        EntityIn(
+            name="Frumpkin", type=EntityType.npc, visibility=Visibility.secret, heard_as=["from skin", "frump kin"]
+        )
+    )
+    nothing = await fake_discord.invoke("session names", user_id=dm)
+    assert nothing.texts() == ["no sessions in this campaign yet"]
+    for title, day, lines in (
+        ("Night 1", 2, ["The elder nacks wakes.", "From skin, go!", "and the elder nacks roars"]),
+        ("Night 2", 9, ["A quiet night."]),
+    ):
+        rec = await SessionRecorder.start(mem, title, started_at=datetime(2024, 3, day, 19, tzinfo=UTC))
+        await rec.add_many([Utterance(speaker="DM", text=t) for t in lines])
+        await rec.end()
+
+    refused = await fake_discord.invoke("session names", {"session": "Night 1"}, user_id=player)
+    assert refused.ephemeral and refused.texts() == ["Only the DM can do that."]
+    latest = await fake_discord.invoke("session names", user_id=dm)
+    assert latest.ephemeral and latest.texts() == ["No names were corrected in **Night 2**."]
+    shown = await fake_discord.invoke("session names", {"session": "night 1"}, user_id=dm)
+    assert shown.ephemeral and shown.texts() == [
+        "Names corrected: Night 1",
+        "2 phrases heard became a name in 3 lines, most frequent first (sound: stage 1, LLM: stage 2, heard-as: a "
+        "phrase you taught).\n"
+        "**elder nacks** → **Eldrinax** ×2 (sound) · wrong? `/entity edit Eldrinax not_heard_as: elder nacks`\n"
+        "**from skin** → **Frumpkin** ×1 (heard-as) · wrong? `/entity edit Frumpkin heard_as: frump kin`",
+    ]
+    unknown = await fake_discord.invoke("session names", {"session": "Nigth 1"}, user_id=dm)
+    assert unknown.texts() == [
+        "no session titled 'Nigth 1' in this campaign (did you mean 'Night 1'?): /session list shows them"
+    ]

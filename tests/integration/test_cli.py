@@ -1331,3 +1331,50 @@ async def test_a_full_disk_under_an_import_is_said_to_need_space_not_a_rerun(
         'error: the database\'s disk is full (DiskFullError: could not extend file "base/5/17144": No space left on '
         "device): free some space on it, then run the command again\n"
     )
+
+
+def test_session_names_says_what_correction_changed_and_how_to_stop_a_wrong_one(lk, tmp_path: Path) -> None:
+    assert lk("campaign", "create", "Exandria").returncode == 0
+    for name in ("Eldrinax", "Vex'ahlia"):
+        assert lk("entity", "add", name, "npc").returncode == 0
+    assert lk("entity", "add", "Frumpkin", "npc", "--heard-as", "from skin", "--heard-as", "frump kin").returncode == 0
+    none = lk("session", "names")
+    assert none.returncode == 1 and none.stderr == "error: no sessions in campaign 'Exandria' yet\n"
+    night = tmp_path / "night1.txt"
+    night.write_text(
+        "DM: The elder nacks wakes.\nLiam: From skin, go!\nDM: and the elder nacks roars\nLaura: vexahlia runs.\n"
+        "DM: Nothing here.\n"
+    )
+    assert lk("ingest", str(night), "--session", "Night 1").returncode == 0
+    (tmp_path / "night2.txt").write_text("DM: A quiet night.\n")
+    assert lk("ingest", str(tmp_path / "night2.txt"), "--session", "Night 2").returncode == 0
+    assert lk("session", "names").stdout == "no names corrected in session 'Night 2' of Exandria\n"  # the latest
+
+    shown = lk("session", "names", "night 1")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == [
+        "session 'Night 1' of Exandria: 3 phrases corrected in 4 lines",
+        "heard           name       times  how       if it is wrong",
+        "-----------  -  ---------  -----  --------  ------------------------------------------------------------",
+        'elder nacks  →  Eldrinax   ×2     sound     lorekeeper entity edit Eldrinax --not-heard-as "elder nacks"',
+        'from skin    →  Frumpkin   ×1     heard-as  lorekeeper entity edit Frumpkin --heard-as "frump kin"',
+        "vexahlia     →  Vex'ahlia  ×1     sound     lorekeeper entity edit \"Vex'ahlia\" --not-heard-as vexahlia",
+    ]
+    as_json = json.loads(lk("session", "names", "Night 1", "--json").stdout)
+    assert as_json["session"] == "Night 1" and as_json["lines"] == 4
+    assert as_json["changes"][1] == {
+        "heard": "from skin",
+        "name": "Frumpkin",
+        "entity_id": as_json["changes"][1]["entity_id"],
+        "count": 1,
+        "how": ["heard-as"],
+        "heard_as": ["from skin", "frump kin"],
+        "removed": False,
+        "undo": 'lorekeeper entity edit Frumpkin --heard-as "frump kin"',
+    }
+    missing = lk("session", "names", "Nigth 1")
+    assert missing.returncode == 1
+    assert missing.stderr == (
+        "error: no session titled 'Nigth 1' in campaign 'Exandria' (did you mean 'Night 1'?): "
+        "`lorekeeper session list` shows them\n"
+    )

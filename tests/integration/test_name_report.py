@@ -1,0 +1,77 @@
+"""What name correction changed in a session (`lorekeeper session names`, `/session names`), on the real embedded
+PostgreSQL: one aggregate over the session's lines' corrections."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.errors import NotFoundError
+from memory.models import Correction, EntityIn, EntityType
+from memory.name_report import names_changed
+from memory.recorder import CorrectionIndexCache, SessionRecorder, Utterance
+from memory.store import CampaignMemory, Memory
+
+
+async def _said(campaign: CampaignMemory, title: str, lines: list[str]) -> int:
+    rec = await SessionRecorder.start(campaign, title, index_cache=CorrectionIndexCache())
+    await rec.add_many([Utterance(speaker="DM", text=t) for t in lines])
+    await rec.end()
+    return rec.session.id
+
+
+async def test_the_latest_sessions_corrections_grouped_by_phrase_heard_most_frequent_first(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    for name in ("Eldrinax", "Frumpkin", "Mentiri"):
+        await campaign.graph.add_entity(EntityIn(name=name, type=EntityType.npc))
+    await campaign.graph.update_entity("Frumpkin", heard_as=["from skin"])
+    await _said(campaign, "Night 1", ["the elder nacks sleeps", "from skin naps"])
+    night2 = await _said(
+        campaign,
+        "Night 2",
+        [
+            "Elder nacks rises from the sea.",
+            "You see the elder  nacks.",  # spacing and case aside, the same phrase
+            "and the elder nacks roars",
+            "From skin hides; from skin purrs.",
+            "A manta ray glides by.",
+            "Nothing to see here.",
+        ],
+    )
+    # stage 2 (the LLM) made one: written as its job revises a line
+    (line,) = [e for e in await campaign.log.session_entries(night2) if "manta" in e.raw_text]
+    start = line.raw_text.index("manta ray")
+    mentiri = await campaign.graph.get_entity("Mentiri")
+    fix = Correction(
+        span="manta ray", replacement="Mentiri", start=start, end=start + 9, entity_id=mentiri.id, score=0.8, stage=2
+    )
+    await campaign.log.revise(line.id, line.raw_text.replace("manta ray", "Mentiri"), [fix])
+    # another campaign's session of the same title and lines is not counted
+    other = memory.campaign((await memory.campaigns().create("Other")).id)
+    await other.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc))
+    await _said(other, "Night 2", ["the elder nacks"] * 5)
+
+    report = await names_changed(campaign)
+    assert report.session.title == "Night 2" and report.lines == 5
+    assert [(c.heard, c.name, c.count, c.how, c.heard_as) for c in report.changes] == [
+        ("elder nacks", "Eldrinax", 3, ["sound"], []),
+        ("from skin", "Frumpkin", 2, ["heard-as"], ["from skin"]),
+        ("manta ray", "Mentiri", 1, ["LLM"], []),
+    ]
+    # an entity renamed since is shown by its name now; a session is found by its title, case aside
+    await campaign.graph.update_entity("Eldrinax", new_name="Eldrinax the Drowned")
+    first = await names_changed(campaign, "night 1")
+    assert [(c.heard, c.name, c.count) for c in first.changes] == [
+        ("elder nacks", "Eldrinax the Drowned", 1),
+        ("from skin", "Frumpkin", 1),
+    ]
+    with pytest.raises(
+        NotFoundError, match=r"no session titled 'Nigth 2' in this campaign \(did you mean 'Night 2'\?\)"
+    ):
+        await names_changed(campaign, "Nigth 2")
+    assert (await names_changed(other)).changes[0].count == 5
+    # an entity removed since: its corrections stay in the lines, shown by the name written, nothing to undo
+    await campaign.graph.remove_entity("Mentiri")
+    (gone,) = [c for c in (await names_changed(campaign)).changes if c.heard == "manta ray"]
+    assert (gone.name, gone.removed) == ("Mentiri", True)
+    assert not any(c.removed for c in first.changes)
