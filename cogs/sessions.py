@@ -56,12 +56,16 @@ def undo_slash(change: NameChange) -> str:
     if "heard-as" in change.how:
         kept = [h for h in change.heard_as if h.casefold() != change.heard]
         return f"/entity edit {change.name} heard_as: {', '.join(kept) or '-'}"
-    return f"/entity edit {change.name} not_heard_as: {change.heard}"
+    return f"/entity edit {change.name} not_heard_as: {', '.join([*change.not_heard_as, change.heard])}"
 
 
 def _name_row(change: NameChange) -> str:
     return f"**{change.heard}** → **{change.name}** ×{change.count:,} ({', '.join(change.how)}) · " + (
-        "its entity was removed" if change.removed else f"wrong? `{undo_slash(change)}`"
+        "its entity was removed"
+        if change.removed
+        else "a spelling of its name or an alias"
+        if change.respelled
+        else f"wrong? `{undo_slash(change)}`"
     )
 
 

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from memory.correction.text import name_norm
 from memory.errors import NotFoundError, did_you_mean
 from memory.models import Session, session_title
 from memory.store import CampaignMemory
@@ -27,6 +28,10 @@ class NameChange(BaseModel):
     count: int
     how: list[How]  # more than one when both stages made it
     heard_as: list[str]  # the entity's heard-as phrases now: undoing a heard-as row is giving them without it
+    not_heard_as: list[str] = []  # the entity's not-heard-as phrases now: an edit gives them all, the new one too
+    #: ``heard`` spells the entity's name or an alias, punctuation and spacing aside ("vexahlia" / Vex'ahlia): a
+    #: respelling, which no not-heard-as phrase may stop (the alias is the DM's to remove).
+    respelled: bool = False
     removed: bool = False  # the entity is gone (removed, or merged into another): nothing left to undo
 
 
@@ -55,10 +60,17 @@ SELECT g.heard, g.entity_id, coalesce(en.name, g.replacement) AS name, g.n, g.st
                WHERE h.campaign_id = $1 AND h.entity_id = g.entity_id AND lower(h.phrase) = g.heard) AS taught,
        ARRAY(SELECT h.phrase FROM entity_heard_as h
              WHERE h.campaign_id = $1 AND h.entity_id = g.entity_id ORDER BY lower(h.phrase)) AS heard_as,
+       ARRAY(SELECT n.phrase FROM entity_not_heard_as n
+             WHERE n.campaign_id = $1 AND n.entity_id = g.entity_id ORDER BY lower(n.phrase)) AS not_heard_as,
+       ARRAY(SELECT a.alias FROM entity_aliases a WHERE a.campaign_id = $1 AND a.entity_id = g.entity_id) AS aliases,
        (SELECT count(DISTINCT line) FROM made) AS lines
 FROM grouped g LEFT JOIN entities en ON en.campaign_id = $1 AND en.id = g.entity_id
 ORDER BY g.n DESC, g.heard, name
 """
+
+
+def _bare(text: str) -> str:
+    return "".join(name_norm(text).split())
 
 
 async def find_session(mem: CampaignMemory, title: str | None) -> Session:
@@ -88,6 +100,8 @@ async def names_changed(mem: CampaignMemory, title: str | None = None) -> NamesR
             count=r["n"],
             how=["heard-as"] if r["taught"] else [("sound", "LLM")[s - 1] for s in sorted(r["stages"]) if s in (1, 2)],
             heard_as=list(r["heard_as"]),
+            not_heard_as=list(r["not_heard_as"]),
+            respelled=_bare(r["heard"]) in {_bare(n) for n in [r["name"], *r["aliases"]]},
             removed=r["removed"],
         )
         for r in rows

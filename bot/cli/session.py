@@ -100,12 +100,15 @@ def undo_command(change: NameChange) -> str:
     DM taught is dropped from the entity's heard-as phrases, anything else is said never to be the name."""
     if change.removed:
         return "(its entity was removed)"
+    if change.respelled:
+        return "(a spelling of its name or an alias)"
     name = _sh(change.name)
     if "heard-as" in change.how:
         kept = [h for h in change.heard_as if h.casefold() != change.heard]
         phrases = " ".join(f"--heard-as {_sh(h)}" for h in kept) or "--heard-as -"
         return f"lorekeeper entity edit {name} {phrases}"
-    return f"lorekeeper entity edit {name} --not-heard-as {_sh(change.heard)}"
+    phrases = " ".join(f"--not-heard-as {_sh(p)}" for p in [*change.not_heard_as, change.heard])  # replaces them
+    return f"lorekeeper entity edit {name} {phrases}"
 
 
 @session.command("names")

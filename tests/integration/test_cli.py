@@ -1358,7 +1358,7 @@ def test_session_names_says_what_correction_changed_and_how_to_stop_a_wrong_one(
         "-----------  -  ---------  -----  --------  ------------------------------------------------------------",
         'elder nacks  →  Eldrinax   ×2     sound     lorekeeper entity edit Eldrinax --not-heard-as "elder nacks"',
         'from skin    →  Frumpkin   ×1     heard-as  lorekeeper entity edit Frumpkin --heard-as "frump kin"',
-        "vexahlia     →  Vex'ahlia  ×1     sound     lorekeeper entity edit \"Vex'ahlia\" --not-heard-as vexahlia",
+        "vexahlia     →  Vex'ahlia  ×1     sound     (a spelling of its name or an alias)",
     ]
     as_json = json.loads(lk("session", "names", "Night 1", "--json").stdout)
     assert as_json["session"] == "Night 1" and as_json["lines"] == 4
@@ -1369,6 +1369,8 @@ def test_session_names_says_what_correction_changed_and_how_to_stop_a_wrong_one(
         "count": 1,
         "how": ["heard-as"],
         "heard_as": ["from skin", "frump kin"],
+        "not_heard_as": [],
+        "respelled": False,
         "removed": False,
         "undo": 'lorekeeper entity edit Frumpkin --heard-as "frump kin"',
     }

@@ -75,3 +75,23 @@ async def test_the_latest_sessions_corrections_grouped_by_phrase_heard_most_freq
     (gone,) = [c for c in (await names_changed(campaign)).changes if c.heard == "manta ray"]
     assert (gone.name, gone.removed) == ("Mentiri", True)
     assert not any(c.removed for c in first.changes)
+
+
+async def test_the_undo_keeps_the_entitys_other_not_heard_as_phrases_and_a_respelling_has_none(
+    campaign: CampaignMemory,
+) -> None:
+    """--not-heard-as replaces all the entity's phrases: a hint giving only the new one would drop the DM's others.
+    And a correction that respells the name ("vexahlia" / Vex'ahlia) is no mishearing: not-heard-as refuses it."""
+    from bot.cli.session import undo_command
+    from cogs.sessions import undo_slash
+
+    await campaign.graph.add_entity(EntityIn(name="Mentiri", type=EntityType.npc, not_heard_as=["sea cow"]))
+    await campaign.graph.add_entity(EntityIn(name="Vex'ahlia", type=EntityType.player))
+    await _said(campaign, "Night 1", ["A manta ray glides by.", "vexahlia draws her bow."])
+    changes = {c.heard: c for c in (await names_changed(campaign)).changes}
+    assert set(changes) == {"manta ray", "vexahlia"}
+    manta, vex = changes["manta ray"], changes["vexahlia"]
+    assert (manta.not_heard_as, manta.respelled, vex.respelled) == (["sea cow"], False, True)
+    assert undo_command(manta) == 'lorekeeper entity edit Mentiri --not-heard-as "sea cow" --not-heard-as "manta ray"'
+    assert undo_slash(manta) == "/entity edit Mentiri not_heard_as: sea cow, manta ray"
+    assert undo_command(vex) == "(a spelling of its name or an alias)"
