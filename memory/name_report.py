@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from memory.correction.text import name_norm
-from memory.errors import NotFoundError, did_you_mean
+from memory.errors import NotFoundError, did_you_mean, quoted
 from memory.models import Session, session_title
 from memory.store import CampaignMemory
 
@@ -84,7 +84,7 @@ async def find_session(mem: CampaignMemory, title: str | None) -> Session:
     found = next((s for s in reversed(sessions) if s.title.casefold() == wanted), None)
     if found is None:
         hint = did_you_mean(title, [s.title for s in sessions])
-        raise NotFoundError(f"no session titled {title!r} in this campaign{hint}", subject="session", name=title)
+        raise NotFoundError(f"no session titled {quoted(title)} in this campaign{hint}", subject="session", name=title)
     return found
 
 
