@@ -691,8 +691,7 @@ class KnowledgeGraph:
         Bronze", an alias of Eldrinax, would rename, retype and strip Eldrinax. Nor one of its aliases: a new "Mira
         the Younger" with the alias "Mira" is not the Mira already known. ``keep`` names the fields of ``entity``
         its caller did not state: an entity already known keeps its own values of them."""
-        named = await self._named(entity.name)
-        old = await self._named(renamed_from) if renamed_from else None
+        named, old = await self._named_for_file(entity.name, renamed_from)
         if named is not None and old is not None and named.id != old.id:
             raise AlreadyExistsError(
                 f"renamed_from: {old.name!r} cannot become {named.name!r}, which is another entity already"
@@ -752,6 +751,15 @@ class KnowledgeGraph:
                 not_heard_as=entity.not_heard_as,
             )
         return updated, "updated", before
+
+    async def _named_for_file(self, name: str, renamed_from: str | None) -> tuple[Entity | None, Entity | None]:
+        """The entity named ``name`` and the one named ``renamed_from`` (None: none, or not given)."""
+        return await self._named(name), await self._named(renamed_from) if renamed_from else None
+
+    async def upserted(self, name: str, renamed_from: str | None = None) -> Entity | None:
+        """The entity :meth:`upsert_entity` would bring up to date for an entry of this name (None: it adds one)."""
+        named, old = await self._named_for_file(name, renamed_from)
+        return named or old
 
     async def _named(self, name: str) -> Entity | None:
         """The entity of this name (not alias), case-insensitively."""
