@@ -1086,6 +1086,26 @@ class KnowledgeGraph:
 
             await enqueue_restoration(self.db, self.campaign_id, entity_id, new, any_stage=True)
 
+    async def not_heard_as_of(self, entity_ids: Collection[int]) -> dict[int, set[str]]:
+        """What the recogniser writes that is never each entity's name, as the matcher reads it (spaces and
+        punctuation dropped): for a writer checking, after it locked the lines, corrections it worked out earlier."""
+        from memory.correction.text import name_norm
+
+        if not entity_ids:
+            return {}
+        rows = await self.db.fetch(
+            """
+            SELECT entity_id, phrase FROM entity_not_heard_as
+            WHERE campaign_id = $1 AND entity_id = ANY($2::bigint[])
+            """,
+            self.campaign_id,
+            list(entity_ids),
+        )
+        never: dict[int, set[str]] = {}
+        for r in rows:
+            never.setdefault(r["entity_id"], set()).add("".join(name_norm(r["phrase"]).split()))
+        return never
+
     async def _check_not_heard_as(self, entity_id: int) -> None:
         """Refuse the entity's not-heard-as phrases if one is its name, an alias or a heard-as phrase of it, as the
         matcher reads them (spacing and punctuation aside)."""

@@ -42,6 +42,7 @@ from memory.gazetteer import Gazetteer
 from memory.graph import SecretMask
 from memory.models import (
     ChunkIn,
+    Correction,
     Entity,
     EntityIn,
     EntityType,
@@ -464,6 +465,11 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
                 # Read again, locked: the heard-as job may have corrected the line while the LLM was asked, and
                 # its correction (the DM's word) stays.
                 for now in await tx.log.entries([e.id], for_update=True):
+                    # The names were read when the job started, maybe minutes ago: a phrase the DM said since is
+                    # never the name is not made it (the job restoring such lines may have passed this one).
+                    # Read after the lock: a later edit's restoration waits for it, and finds the line.
+                    never = await tx.graph.not_heard_as_of({c.entity_id for c in more if c.entity_id is not None})
+                    more = [c for c in more if not _never_heard(c, never)]
                     merged = merge_corrections(now.corrections, more)
                     if merged != now.corrections:
                         await tx.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
@@ -473,6 +479,16 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
     # run had nothing left to do: a run that stopped between its progress and this step (a crash, a lost
     # connection) is retried, and the retry finds the lines done. A duplicate of waiting work is skipped.
     await enqueue_session_work(mem.db, campaign_id, session_id, await _last_seq(mem, session_id), after=":2")
+
+
+def _never_heard(correction: Correction, never: dict[int, set[str]]) -> bool:
+    """Whether ``correction`` writes an entity's name where it is never heard (``never``: each entity's phrases,
+    spaces removed, as :meth:`KnowledgeGraph.not_heard_as_of` gives them): the phrase, or its plural."""
+    from memory.correction.text import name_norm
+
+    said = "".join(name_norm(correction.span).split())
+    phrases = never.get(correction.entity_id, set()) if correction.entity_id is not None else set()
+    return said in phrases or (said.endswith("s") and said[:-1] in phrases)
 
 
 async def correct_heard_as(ctx: JobContext, campaign_id: int, session_id: int) -> int:
