@@ -35,7 +35,7 @@ from pydantic import BaseModel, field_validator
 
 from memory.chunking import ChunkSettings, window_key, windows
 from memory.db import Executor
-from memory.errors import Unavailable
+from memory.errors import NotFoundError, Unavailable
 from memory.extraction.pipeline import by_role
 from memory.extraction.salience import is_trivial
 from memory.gazetteer import Gazetteer
@@ -571,18 +571,24 @@ async def restore_heard_as_lines(
 
     if not (gone := {s for p in phrases if (s := spaceless(p))}):
         return 0
-    matcher = await default_index_cache.matcher(mem)
     ids = await mem.log.corrected_in(session_id, entity_id, list(phrases), any_stage=any_stage)
     changed = 0
     for start in range(0, len(ids), slice_size):
         async with mem.transaction() as tx:
             revised = []
             # locked as read: a stage-2 revision committed before this one writes must not be written over
-            for e in await tx.log.entries(ids[start : start + slice_size], for_update=True):
+            entries = await tx.log.entries(ids[start : start + slice_size], for_update=True)
+            # The DM may have changed their mind since the job was queued (a phrase given back, a "never" taken
+            # back), and the heard-as job may have corrected these lines so meanwhile: what is undone, and the
+            # names they are judged by again, are read now, after the lock.
+            now = await _phrases_now(tx, entity_id, any_stage=any_stage)
+            undone = gone & now if any_stage else gone - now
+            matcher = await default_index_cache.matcher(mem)
+            for e in entries:
                 freed = [
                     c
                     for c in e.corrections
-                    if (any_stage or c.stage == 1) and c.entity_id == entity_id and spaceless(c.span) in gone
+                    if (any_stage or c.stage == 1) and c.entity_id == entity_id and spaceless(c.span) in undone
                 ]
                 if not freed:
                     continue
@@ -602,6 +608,20 @@ async def restore_heard_as_lines(
     if changed:
         await enqueue_session_work(mem.db, mem.campaign_id, session_id, await _last_seq(mem, session_id), after=":u")
     return changed
+
+
+async def _phrases_now(tx: CampaignMemory, entity_id: int, *, any_stage: bool) -> set[str]:
+    """The entity's not-heard-as phrases (``any_stage``) or heard-as phrases as they are now, spaces removed as the
+    matcher reads them; none if it was removed."""
+    from memory.correction.text import name_norm
+
+    if any_stage:
+        return (await tx.graph.not_heard_as_of([entity_id])).get(entity_id, set())
+    try:
+        entity = await tx.graph.get_entity_by_id(entity_id)
+    except NotFoundError:
+        return set()
+    return {"".join(name_norm(h).split()) for h in entity.heard_as}
 
 
 async def _last_seq(mem: CampaignMemory, session_id: int) -> int:
