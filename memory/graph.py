@@ -1010,7 +1010,12 @@ class KnowledgeGraph:
                 [(self.campaign_id, t.id, n) for n in names],
             )
         await self._check_not_heard_as(t.id)  # ``source``'s names may be what ``into`` is never heard as
-        if new_never := removed_heard_as(s.not_heard_as, t.not_heard_as):  # lines may say them as ``into``'s name
+        # lines may say them as ``into``'s name now: those corrected to ``into`` say ``source``'s phrases, and those
+        # corrected to ``source`` (moved to ``into`` above) ``into``'s
+        if new_never := [
+            *removed_heard_as(s.not_heard_as, t.not_heard_as),
+            *removed_heard_as(t.not_heard_as, s.not_heard_as),
+        ]:
             from memory.jobs import enqueue_restoration  # the jobs build on this module
 
             await enqueue_restoration(self.db, self.campaign_id, t.id, new_never, any_stage=True)

@@ -143,3 +143,28 @@ async def test_a_restoration_puts_back_only_what_the_entity_still_is_never_or_no
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
     assert await jobs.failed_jobs(memory.pool) == 0
     assert [(e.text, e.corrections) for e in await camp.log.session_entries(session.id)] == before
+
+
+async def test_a_merge_bringing_lines_corrected_to_the_copy_restores_those_into_is_never_heard_as(
+    memory: Memory,
+) -> None:
+    """The other way round: "manta ray" is never Mentiri, but lines were corrected to its copy Mentiry before the DM
+    merged it. Merged, they would say Mentiri where the DM said it is never heard: they are put back too."""
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    copy = await camp.graph.add_entity(EntityIn(name="Mentiri", type=EntityType.npc))
+    rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add(Utterance(speaker="DM", text="A manta ray swims by."))
+    await rec.end()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    [line] = await camp.log.session_entries(rec.session.id)
+    assert [(c.span, c.entity_id) for c in line.corrections] == [("manta ray", copy.id)]
+    await camp.graph.update_entity("Mentiri", new_name="Mentiry", aliases=[])  # the copy, as the extractor named it
+    await camp.graph.add_entity(EntityIn(name="Mentiri", type=EntityType.npc, not_heard_as=["manta ray"]))
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    merged = await camp.graph.merge_entities("Mentiry", "Mentiri")
+    assert merged.entity.not_heard_as == ["manta ray"]
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await jobs.failed_jobs(memory.pool) == 0
+    [line] = await camp.log.session_entries(rec.session.id)
+    assert line.text == "A manta ray swims by." and line.corrections == []
