@@ -55,7 +55,7 @@ from memory.models import (
 )
 from memory.semantic import content_hash
 from memory.store import CampaignMemory, Memory
-from memory.took_part import link_to_recaps, took_part
+from memory.took_part import link_to_recaps, took_part, unlink_unnamed
 from memory.voice.backoff import Backoff
 
 if TYPE_CHECKING:
@@ -607,6 +607,10 @@ async def restore_heard_as_lines(
         changed += len(revised)
     if changed:
         await enqueue_session_work(mem.db, mem.campaign_id, session_id, await _last_seq(mem, session_id), after=":u")
+        # It took part in the session by its lines: if they named it only by the phrase, they name it no longer.
+        # (Only here: a session the phrase changed nothing in keeps its links, whatever else made them.)
+        async with mem.transaction() as tx:
+            await unlink_unnamed(tx.graph, entity_id, session_id)
     return changed
 
 

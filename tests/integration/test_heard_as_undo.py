@@ -164,3 +164,33 @@ async def test_a_campaign_file_taking_a_phrase_away_restores_its_lines(memory: M
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
     assert await jobs.failed_jobs(memory.pool) == 0
     assert [e.text for e in await _stored(camp)] == ["The card speaks.", "The Stormlord rises."]
+
+
+async def test_a_phrase_taken_away_takes_away_the_sessions_only_it_made_the_entity_take_part_in(memory: Memory) -> None:
+    """Taught "from skin", Frumpkin took part in Night 1, which said only the phrase; taken away, the lines say the
+    phrase again and Night 1 no longer names Frumpkin: the link goes. Night 2 names Frumpkin itself: it stays."""
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    await camp.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
+    await camp.graph.add_entity(EntityIn(name="Keyleth", type=EntityType.player))
+    nights = [("Night 1", "And from skin jumps on Keyleth's table."), ("Night 2", "Frumpkin purrs; from skin naps.")]
+    for title, said in nights:
+        rec = await SessionRecorder.start(camp, title, index_cache=CorrectionIndexCache())
+        await rec.add(Utterance(speaker="Liam", text=said))
+        await rec.end()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+
+    async def took_part(name: str) -> list[str]:
+        entity = await camp.graph.get_entity(name)
+        facts = await camp.graph.relationships_of(entity.id, include_secret=True)
+        return sorted(r.target_name for r in facts if r.type == "took_part_in")
+
+    await camp.graph.update_entity("Frumpkin", heard_as=["from skin"])
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await took_part("Frumpkin") == ["Session: Night 1", "Session: Night 2"]
+    await camp.graph.update_entity("Frumpkin", heard_as=[])
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await jobs.failed_jobs(memory.pool) == 0
+    assert [e.text for e in await _stored(camp)] == ["And from skin jumps on Keyleth's table."]
+    assert await took_part("Frumpkin") == ["Session: Night 2"]
+    assert await took_part("Keyleth") == ["Session: Night 1"]
