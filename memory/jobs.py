@@ -517,7 +517,12 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
         async with mem.transaction() as tx:
             revised = []
             # locked as read: a stage-2 revision committed before this one writes must not be written over
-            for e in await tx.log.entries(ids[start : start + slice_size], for_update=True):
+            entries = await tx.log.entries(ids[start : start + slice_size], for_update=True)
+            # The phrases as they are now, after the lock: one taken away since the job started is not written (the
+            # job restoring its lines may have passed these), and one taken away after waits for the lock.
+            matcher = await default_index_cache.matcher(mem)
+            heard = {f.spaceless for f in matcher.index.heard}
+            for e in entries:
                 found = [
                     c for c in matcher.correct(e.raw_text).corrections if "".join(name_norm(c.span).split()) in heard
                 ]
