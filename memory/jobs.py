@@ -576,7 +576,10 @@ async def restore_heard_as_lines(
 
     if not (gone := {s for p in phrases if (s := spaceless(p))}):
         return 0
-    ids = await mem.log.corrected_in(session_id, entity_id, list(phrases), any_stage=any_stage)
+    async with mem.transaction() as tx:
+        # after the revisions in progress: one by a writer that read the names before the DM's edit is listed too
+        await tx.log.lock_revisions()
+        ids = await tx.log.corrected_in(session_id, entity_id, list(phrases), any_stage=any_stage)
     changed = 0
     for start in range(0, len(ids), slice_size):
         async with mem.transaction() as tx:

@@ -198,8 +198,8 @@ async def test_a_phrase_taken_away_takes_away_the_sessions_only_it_made_the_enti
 
 async def test_a_phrase_taken_away_while_the_heard_as_job_runs_is_not_written_after(memory: Memory) -> None:
     """The heard-as job corrects a session slice by slice. The DM takes the phrase away while it waits for a line
-    (stage 2 holds it), and the restoration job, run meanwhile, restores the lines corrected so far: the heard-as
-    job must not then correct the rest by the phrase it read when it started."""
+    (a merge moving its corrections holds it): the job must not then correct the rest by the phrase it read when it
+    started (had the restoration job listed the lines before, nothing would put them back)."""
     import asyncio
 
     camp = memory.campaign((await memory.campaigns().create("Ours")).id)
@@ -214,14 +214,41 @@ async def test_a_phrase_taken_away_while_the_heard_as_job_runs_is_not_written_af
     async with memory.pool.acquire() as holder:
         held = holder.transaction()
         await held.start()
-        await holder.execute("SELECT 1 FROM session_entries WHERE id = $1 FOR UPDATE", second.id)  # as stage 2 does
+        await holder.execute("SELECT 1 FROM session_entries WHERE id = $1 FOR UPDATE", second.id)
         job = asyncio.create_task(jobs.correct_heard_as_lines(camp, session.id, slice_size=1))
         for _ in range(200):  # the first line corrected, the job waits for the second
             if (await camp.log.entries([first.id]))[0].text == "Frumpkin hops.":
                 break
             await asyncio.sleep(0.05)
         await camp.graph.update_entity("Frumpkin", heard_as=[])
-        assert await jobs.restore_heard_as_lines(camp, session.id, frumpkin.id, ["from skin"]) == 1
         await held.rollback()
-    await job
+    assert await job == 1  # the first line only
+    assert await jobs.restore_heard_as_lines(camp, session.id, frumpkin.id, ["from skin"]) == 1
     assert [e.text for e in await camp.log.session_entries(session.id)] == ["From skin hops.", "From skin naps."]
+
+
+async def test_the_restoration_waits_for_a_correction_of_the_phrase_being_written(memory: Memory) -> None:
+    """A writer (the heard-as job, stage 2) read the phrase before the DM took it away and is writing it into a line
+    when the restoration job lists the lines to undo: the job waits for it, and restores that line too."""
+    import asyncio
+
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    frumpkin = await camp.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc, heard_as=["from skin"]))
+    rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add(Utterance(speaker="Liam", text="From skin hops."))
+    await rec.end()
+    session = await camp.log.session_by_title("Night 1")
+    [line] = await camp.log.session_entries(session.id)
+    raw = line.raw_text
+    corrected = line.corrections
+    assert line.text == "Frumpkin hops."
+    async with camp.transaction() as tx:  # as stored before the phrase was taught: the heard-as job writes it
+        await tx.log.revise(line.id, raw, [])
+    async with camp.transaction() as writer:
+        [now] = await writer.log.entries([line.id], for_update=True)
+        await writer.log.revise(now.id, apply_corrections(raw, corrected), corrected)
+        await camp.graph.update_entity("Frumpkin", heard_as=[])  # the DM, meanwhile
+        restoring = asyncio.create_task(jobs.restore_heard_as_lines(camp, session.id, frumpkin.id, ["from skin"]))
+        await asyncio.sleep(0.5)
+    assert await restoring == 1
+    assert [e.text for e in await camp.log.session_entries(session.id)] == ["From skin hops."]
