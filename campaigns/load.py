@@ -19,8 +19,9 @@ from pydantic import BaseModel, Field
 
 from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, RelationshipSpec, find_conflicts
 from memory.correction.evidence import everyday
+from memory.correction.text import name_norm
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_
-from memory.graph import SINGLE_VALUED
+from memory.graph import SINGLE_VALUED, KnowledgeGraph
 from memory.models import (
     MAX_FACT_VALUE_CHARS,
     Entity,
@@ -121,6 +122,9 @@ async def apply_campaign_file(
     statistics_due = _STATISTICS_AFTER
     async with mem.transaction() as tx:
         await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
+        # Removals first: a phrase one entry takes from an entity of a later entry is checked against the file's end
+        # state, not refused because the later one holds it still. What they had is what the load reports against.
+        had_before = await _give_up_moved_phrases(tx.graph, file)
         ids: dict[str, int] = {}
         known: set[int] = set()  # entities the campaign had before this load: only their facts can be closed
         accepted: list[int] = []  # new to the campaign, accepted or newly named by this load: no recap links them yet
@@ -132,6 +136,8 @@ async def apply_campaign_file(
             except MemoryError_ as exc:  # a clash with the database: the file could not know, so say where it is
                 hint = RENAME_HINT if isinstance(exc, AlreadyExistsError) else ""
                 raise type(exc)(f"{spec.located(number)}: {exc}{hint}") from None
+            if entity.id in had_before:  # it gave up a phrase above: the load changed it
+                before, outcome = had_before[entity.id], "updated"
             setattr(report, f"entities_{outcome}", getattr(report, f"entities_{outcome}") + 1)
             if spec.hidden_names and (hidden := await tx.graph.hide_names(entity.id, spec.hidden_names)) and before:
                 report.changes.append(
@@ -210,6 +216,40 @@ async def apply_campaign_file(
             if progress:
                 progress(done, total)
     return report
+
+
+async def _give_up_moved_phrases(graph: KnowledgeGraph, file: CampaignFile) -> dict[int, Entity]:
+    """Take from each entity of ``file`` stating its heard-as phrases those another entry of the file takes from it
+    (spacing and punctuation aside, as they are checked), before any entry is loaded; returns what each entity
+    changed so was before. A query per phrase of the file: most entries have none."""
+
+    def spaceless(text: str) -> str:
+        return "".join(name_norm(text).split())
+
+    takers: dict[str, tuple[str, EntitySpec]] = {}
+    for spec in file.entities:
+        for h in spec.heard_as:
+            takers.setdefault(spaceless(h), (h, spec))
+    had: dict[int, Entity] = {}
+    for key, (phrase, taker) in takers.items():
+        if (holder := await graph.heard_as_of(phrase)) is None:
+            continue
+        named = holder.name.casefold()
+        # the file's entry for the holder, as loading finds it: by its name, or renaming it
+        entries = [s for s in file.entities if named in (s.name.casefold(), (s.renamed_from or "").casefold())]
+        entry = None
+        for candidate in entries:
+            if (found := await graph.upserted(candidate.name, candidate.renamed_from)) and found.id == holder.id:
+                entry = candidate
+                break
+        if entry is None or entry is taker or "heard_as" in entry.left_out():
+            continue  # not in the file, or keeping its phrases: the load refuses the phrase to another as ever
+        if key in {spaceless(h) for h in entry.heard_as}:
+            continue  # both entries say it: refused when loaded
+        current = await graph.get_entity_by_id(holder.id)  # it may have given up another phrase already
+        await graph.update_entity(current.name, heard_as=[h for h in current.heard_as if spaceless(h) != key])
+        had.setdefault(holder.id, holder)
+    return had
 
 
 def _entity_changes(before: Entity, after: Entity) -> list[str]:

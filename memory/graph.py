@@ -695,8 +695,7 @@ class KnowledgeGraph:
         Bronze", an alias of Eldrinax, would rename, retype and strip Eldrinax. Nor one of its aliases: a new "Mira
         the Younger" with the alias "Mira" is not the Mira already known. ``keep`` names the fields of ``entity``
         its caller did not state: an entity already known keeps its own values of them."""
-        named = await self._named(entity.name)
-        old = await self._named(renamed_from) if renamed_from else None
+        named, old = await self._named_for_file(entity.name, renamed_from)
         if named is not None and old is not None and named.id != old.id:
             raise AlreadyExistsError(
                 f"renamed_from: {old.name!r} cannot become {named.name!r}, which is another entity already"
@@ -756,6 +755,15 @@ class KnowledgeGraph:
                 not_heard_as=entity.not_heard_as,
             )
         return updated, "updated", before
+
+    async def _named_for_file(self, name: str, renamed_from: str | None) -> tuple[Entity | None, Entity | None]:
+        """The entity named ``name`` and the one named ``renamed_from`` (None: none, or not given)."""
+        return await self._named(name), await self._named(renamed_from) if renamed_from else None
+
+    async def upserted(self, name: str, renamed_from: str | None = None) -> Entity | None:
+        """The entity :meth:`upsert_entity` would bring up to date for an entry of this name (None: it adds one)."""
+        named, old = await self._named_for_file(name, renamed_from)
+        return named or old
 
     async def _named(self, name: str) -> Entity | None:
         """The entity of this name (not alias), case-insensitively."""
@@ -1006,7 +1014,12 @@ class KnowledgeGraph:
                 [(self.campaign_id, t.id, n) for n in names],
             )
         await self._check_not_heard_as(t.id)  # ``source``'s names may be what ``into`` is never heard as
-        if new_never := removed_heard_as(s.not_heard_as, t.not_heard_as):  # lines may say them as ``into``'s name
+        # lines may say them as ``into``'s name now: those corrected to ``into`` say ``source``'s phrases, and those
+        # corrected to ``source`` (moved to ``into`` above) ``into``'s
+        if new_never := [
+            *removed_heard_as(s.not_heard_as, t.not_heard_as),
+            *removed_heard_as(t.not_heard_as, s.not_heard_as),
+        ]:
             from memory.jobs import enqueue_restoration  # the jobs build on this module
 
             await enqueue_restoration(self.db, self.campaign_id, t.id, new_never, any_stage=True)
@@ -1081,6 +1094,26 @@ class KnowledgeGraph:
             from memory.jobs import enqueue_restoration  # the jobs build on this module
 
             await enqueue_restoration(self.db, self.campaign_id, entity_id, new, any_stage=True)
+
+    async def not_heard_as_of(self, entity_ids: Collection[int]) -> dict[int, set[str]]:
+        """What the recogniser writes that is never each entity's name, as the matcher reads it (spaces and
+        punctuation dropped): for a writer checking, after it locked the lines, corrections it worked out earlier."""
+        from memory.correction.text import name_norm
+
+        if not entity_ids:
+            return {}
+        rows = await self.db.fetch(
+            """
+            SELECT entity_id, phrase FROM entity_not_heard_as
+            WHERE campaign_id = $1 AND entity_id = ANY($2::bigint[])
+            """,
+            self.campaign_id,
+            list(entity_ids),
+        )
+        never: dict[int, set[str]] = {}
+        for r in rows:
+            never.setdefault(r["entity_id"], set()).add("".join(name_norm(r["phrase"]).split()))
+        return never
 
     async def _check_not_heard_as(self, entity_id: int) -> None:
         """Refuse the entity's not-heard-as phrases if one is its name, an alias or a heard-as phrase of it, as the

@@ -35,13 +35,14 @@ from pydantic import BaseModel, field_validator
 
 from memory.chunking import ChunkSettings, window_key, windows
 from memory.db import Executor
-from memory.errors import Unavailable
+from memory.errors import NotFoundError, Unavailable
 from memory.extraction.pipeline import by_role
 from memory.extraction.salience import is_trivial
 from memory.gazetteer import Gazetteer
 from memory.graph import SecretMask
 from memory.models import (
     ChunkIn,
+    Correction,
     Entity,
     EntityIn,
     EntityType,
@@ -54,7 +55,7 @@ from memory.models import (
 )
 from memory.semantic import content_hash
 from memory.store import CampaignMemory, Memory
-from memory.took_part import link_to_recaps, took_part
+from memory.took_part import link_to_recaps, took_part, unlink_unnamed
 from memory.voice.backoff import Backoff
 
 if TYPE_CHECKING:
@@ -464,6 +465,11 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
                 # Read again, locked: the heard-as job may have corrected the line while the LLM was asked, and
                 # its correction (the DM's word) stays.
                 for now in await tx.log.entries([e.id], for_update=True):
+                    # The names were read when the job started, maybe minutes ago: a phrase the DM said since is
+                    # never the name is not made it (the job restoring such lines may have passed this one).
+                    # Read after the lock: a later edit's restoration waits for it, and finds the line.
+                    never = await tx.graph.not_heard_as_of({c.entity_id for c in more if c.entity_id is not None})
+                    more = [c for c in more if not _never_heard(c, never)]
                     merged = merge_corrections(now.corrections, more)
                     if merged != now.corrections:
                         await tx.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
@@ -473,6 +479,16 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
     # run had nothing left to do: a run that stopped between its progress and this step (a crash, a lost
     # connection) is retried, and the retry finds the lines done. A duplicate of waiting work is skipped.
     await enqueue_session_work(mem.db, campaign_id, session_id, await _last_seq(mem, session_id), after=":2")
+
+
+def _never_heard(correction: Correction, never: dict[int, set[str]]) -> bool:
+    """Whether ``correction`` writes an entity's name where it is never heard (``never``: each entity's phrases,
+    spaces removed, as :meth:`KnowledgeGraph.not_heard_as_of` gives them): the phrase, or its plural."""
+    from memory.correction.text import name_norm
+
+    said = "".join(name_norm(correction.span).split())
+    phrases = never.get(correction.entity_id, set()) if correction.entity_id is not None else set()
+    return said in phrases or (said.endswith("s") and said[:-1] in phrases)
 
 
 async def correct_heard_as(ctx: JobContext, campaign_id: int, session_id: int) -> int:
@@ -501,7 +517,12 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
         async with mem.transaction() as tx:
             revised = []
             # locked as read: a stage-2 revision committed before this one writes must not be written over
-            for e in await tx.log.entries(ids[start : start + slice_size], for_update=True):
+            entries = await tx.log.entries(ids[start : start + slice_size], for_update=True)
+            # The phrases as they are now, after the lock: one taken away since the job started is not written (the
+            # job restoring its lines may have passed these), and one taken away after waits for the lock.
+            matcher = await default_index_cache.matcher(mem)
+            heard = {f.spaceless for f in matcher.index.heard}
+            for e in entries:
                 found = [
                     c for c in matcher.correct(e.raw_text).corrections if "".join(name_norm(c.span).split()) in heard
                 ]
@@ -555,18 +576,27 @@ async def restore_heard_as_lines(
 
     if not (gone := {s for p in phrases if (s := spaceless(p))}):
         return 0
-    matcher = await default_index_cache.matcher(mem)
-    ids = await mem.log.corrected_in(session_id, entity_id, list(phrases), any_stage=any_stage)
+    async with mem.transaction() as tx:
+        # after the revisions in progress: one by a writer that read the names before the DM's edit is listed too
+        await tx.log.lock_revisions()
+        ids = await tx.log.corrected_in(session_id, entity_id, list(phrases), any_stage=any_stage)
     changed = 0
     for start in range(0, len(ids), slice_size):
         async with mem.transaction() as tx:
             revised = []
             # locked as read: a stage-2 revision committed before this one writes must not be written over
-            for e in await tx.log.entries(ids[start : start + slice_size], for_update=True):
+            entries = await tx.log.entries(ids[start : start + slice_size], for_update=True)
+            # The DM may have changed their mind since the job was queued (a phrase given back, a "never" taken
+            # back), and the heard-as job may have corrected these lines so meanwhile: what is undone, and the
+            # names they are judged by again, are read now, after the lock.
+            now = await _phrases_now(tx, entity_id, any_stage=any_stage)
+            undone = gone & now if any_stage else gone - now
+            matcher = await default_index_cache.matcher(mem)
+            for e in entries:
                 freed = [
                     c
                     for c in e.corrections
-                    if (any_stage or c.stage == 1) and c.entity_id == entity_id and spaceless(c.span) in gone
+                    if (any_stage or c.stage == 1) and c.entity_id == entity_id and spaceless(c.span) in undone
                 ]
                 if not freed:
                     continue
@@ -585,7 +615,25 @@ async def restore_heard_as_lines(
         changed += len(revised)
     if changed:
         await enqueue_session_work(mem.db, mem.campaign_id, session_id, await _last_seq(mem, session_id), after=":u")
+        # It took part in the session by its lines: if they named it only by the phrase, they name it no longer.
+        # (Only here: a session the phrase changed nothing in keeps its links, whatever else made them.)
+        async with mem.transaction() as tx:
+            await unlink_unnamed(tx.graph, entity_id, session_id)
     return changed
+
+
+async def _phrases_now(tx: CampaignMemory, entity_id: int, *, any_stage: bool) -> set[str]:
+    """The entity's not-heard-as phrases (``any_stage``) or heard-as phrases as they are now, spaces removed as the
+    matcher reads them; none if it was removed."""
+    from memory.correction.text import name_norm
+
+    if any_stage:
+        return (await tx.graph.not_heard_as_of([entity_id])).get(entity_id, set())
+    try:
+        entity = await tx.graph.get_entity_by_id(entity_id)
+    except NotFoundError:
+        return set()
+    return {"".join(name_norm(h).split()) for h in entity.heard_as}
 
 
 async def _last_seq(mem: CampaignMemory, session_id: int) -> int:

@@ -36,6 +36,8 @@ def _saying(phrases: Sequence[str]) -> str:
 _APPEND_LOCK = 1 << 48
 #: Advisory-lock key space of a campaign's imports (:meth:`SessionLog.importing`); the graph's is ``2 << 48``.
 _IMPORT_LOCK = 3 << 48
+#: Advisory-lock key space of the revisions of a campaign's stored lines (:meth:`SessionLog.lock_revisions`).
+_REVISE_LOCK = 4 << 48
 
 
 def _in_seq_order(entries: Sequence[EntryIn], written: Sequence[Entry]) -> list[EntryIn]:
@@ -483,9 +485,18 @@ class SessionLog:
             *names,
         )
 
+    async def lock_revisions(self) -> None:
+        """Wait for the revisions of the campaign's lines in progress, and hold off new ones, until the transaction
+        ends: a writer locks the lines it revises (``entries(for_update=True)``) only after this, so a job listing
+        the lines to undo after taking it sees what a writer that read the names before the DM's edit wrote."""
+        await self.db.execute("SELECT pg_advisory_xact_lock($1::bigint)", _REVISE_LOCK + self.campaign_id)
+
     async def entries(self, ids: Sequence[int], *, for_update: bool = False) -> list[Entry]:
         """The lines of ``ids``; ``for_update``: locked until the transaction ends, for a writer that revises
-        what they hold now (another correction may have revised them since it last read them)."""
+        what they hold now (another correction may have revised them since it last read them), after
+        :meth:`lock_revisions`."""
+        if for_update:
+            await self.lock_revisions()
         rows = await self.db.fetch(
             f"SELECT {_ENTRY_COLUMNS} FROM session_entries WHERE campaign_id = $1 AND id = ANY($2::bigint[])"
             f" ORDER BY session_id, seq{' FOR UPDATE' if for_update else ''}",

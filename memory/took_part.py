@@ -4,7 +4,8 @@ The recap job links those accepted when it writes the recap, by the names they h
 (from the review queue, added by the DM, loaded from a campaign file), or given a name or alias later (the table's
 "the ferryman" made Corvin Ash's), or a heard-as phrase the recap read as said ("from skin", corrected since), gets the
 links of the recapped sessions that named it here, found as the recap job finds them, so its card does not leave out
-the sessions it was in.
+the sessions it was in. A phrase taken away again (its lines restored) takes back the links of the sessions whose
+lines then no longer name it (:func:`unlink_unnamed`).
 """
 
 from __future__ import annotations
@@ -118,4 +119,43 @@ async def link_to_recaps(
         [link.source_id for link in links],
         [link.target_id for link in links],
         [link.provenance.model_dump_json() for link in links],
+    )
+
+
+async def unlink_unnamed(graph: KnowledgeGraph, entity_id: int, session_id: int) -> int:
+    """Take away the link from the entity ``entity_id`` to the session's recap if no line of the session names it
+    any longer (a heard-as phrase taken away, its lines restored): it took part by its lines, as the recap job and
+    :func:`link_to_recaps` found it, and the same gazetteer decides here, over all the session's lines. Only a link
+    made so (inferred from the lines); returns how many went. Without one (most sessions), one query."""
+    linked = """
+        FROM relationships r JOIN entities e ON e.campaign_id = r.campaign_id AND e.id = r.target_id
+        WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.type = 'took_part_in'
+          AND r.provenance ->> 'source' = 'inferred' AND r.provenance ->> 'session_id' = $3::bigint::text
+          AND e.type = 'event' AND e.provenance ->> 'source' = 'inferred'
+          AND e.provenance ->> 'session_id' = $3::bigint::text
+    """
+    if not await graph.db.fetchval(f"SELECT EXISTS (SELECT 1 {linked})", graph.campaign_id, entity_id, session_id):
+        return 0
+    log = SessionLog(graph.db, graph.campaign_id)
+    entries = await log.session_entries(session_id)
+    accepted = await graph.list_entities()
+
+    def named() -> bool:
+        gazetteer = Gazetteer(accepted)
+        return any(entity_id in gazetteer.mentioned_ids(e) for e in entries)
+
+    if any(e.id == entity_id for e in accepted) and await asyncio.to_thread(named):
+        return 0
+    await graph.lock()  # see ``KnowledgeGraph.lock``
+    return int(
+        await graph.db.fetchval(
+            f"""
+            WITH gone AS (
+                DELETE FROM relationships WHERE campaign_id = $1 AND id IN (SELECT r.id {linked}) RETURNING 1
+            ) SELECT count(*) FROM gone
+            """,
+            graph.campaign_id,
+            entity_id,
+            session_id,
+        )
     )

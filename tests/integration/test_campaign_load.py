@@ -790,3 +790,33 @@ async def test_names_hidden_from_players_travel_with_an_export(memory: Memory) -
     report = await apply_campaign_file(copy, parse_campaign_file(more, "more.yaml"))
     assert [(c.entity, c.change) for c in report.changes] == [("The Pale Stranger", "hidden from players: Holt")]
     assert (await copy.graph.player_mask())("Holt and Irondeep") == "[secret] and Irondeep"
+
+
+async def test_a_heard_as_phrase_moves_to_an_entity_listed_before_the_one_losing_it(memory: Memory) -> None:
+    """One load moving "from skin" from Frumpkin to Fenwick, written first, checks it against the file's end state:
+    Frumpkin no longer holds it. The load says both changes; a phrase an entity outside the file holds stays refused."""
+    mem = await loaded(
+        memory,
+        "Moves",
+        "entities:\n  - {name: Frumpkin, type: npc, heard_as: [from skin, frump kin]}\n  - {name: Vecna, type: npc}\n"
+        "  - {name: Grog, type: npc, heard_as: [grog strong]}\n",
+        "a.yaml",
+    )
+    moved = (
+        "entities:\n  - {name: Fenwick, type: npc, heard_as: [from skin]}\n"
+        "  - {name: Frumpkin, type: npc, heard_as: [frump kin]}\n"
+    )
+    report = await apply_campaign_file(mem, parse_campaign_file(moved, "b.yaml"))
+    assert (await mem.graph.get_entity("Fenwick")).heard_as == ["from skin"]
+    assert (await mem.graph.get_entity("Frumpkin")).heard_as == ["frump kin"]
+    assert (report.entities_created, report.entities_updated) == (1, 1)
+    assert [(c.entity, c.change) for c in report.changes] == [("Frumpkin", "heard as removed: from skin")]
+    # loading it again changes nothing
+    again = await apply_campaign_file(mem, parse_campaign_file(moved, "b.yaml"))
+    assert (again.entities_unchanged, again.changes) == (2, [])
+    # Grog is not in the file: it keeps its phrase and the file may not take it
+    with pytest.raises(AlreadyExistsError, match="grog strong"):
+        await apply_campaign_file(
+            mem, parse_campaign_file("entities:\n  - {name: Vecna, type: npc, heard_as: [grog strong]}\n", "c.yaml")
+        )
+    assert (await mem.graph.get_entity("Grog")).heard_as == ["grog strong"]

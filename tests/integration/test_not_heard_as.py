@@ -105,3 +105,66 @@ async def test_a_merge_giving_an_entity_a_not_heard_as_phrase_restores_its_lines
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
     assert await jobs.failed_jobs(memory.pool) == 0
     assert [e.text for e in await camp.log.session_entries(rec.session.id)] == ["A manta ray swims by."]
+
+
+async def test_a_restoration_puts_back_only_what_the_entity_still_is_never_or_no_longer_heard_as(
+    memory: Memory,
+) -> None:
+    """The DM says "kwellow" is never Quelloth and takes it back (a slip) before the restoration job runs; and takes
+    "from skin" from Frumpkin and gives it back: the jobs, run then, leave the lines as they are. What an edit asked
+    is judged against the entity as it is when its lines are locked, not as it was when the job was queued."""
+    from memory.correction.edits import apply_corrections, merge_corrections
+    from memory.models import Correction
+
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    quelloth = await camp.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
+    await camp.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc, heard_as=["from skin"]))
+    rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add_many([Utterance(speaker="DM", text=t) for t in ["We met Kwellow.", "And from skin jumps."]])
+    await rec.end()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    session = await camp.log.session_by_title("Night 1")
+    line = (await camp.log.session_entries(session.id))[0]
+    at = line.raw_text.index("Kwellow")
+    by_llm = Correction(
+        span="Kwellow", replacement="Quelloth", start=at, end=at + 7, entity_id=quelloth.id, score=0.9, stage=2
+    )
+    async with camp.transaction() as tx:  # as stage 2 wrote it
+        merged = merge_corrections(line.corrections, [by_llm])
+        await tx.log.revise(line.id, apply_corrections(line.raw_text, merged), merged)
+    before = [(e.text, e.corrections) for e in await camp.log.session_entries(session.id)]
+    assert [text for text, _ in before] == ["We met Quelloth.", "And Frumpkin jumps."]
+
+    await camp.graph.update_entity("Quelloth", not_heard_as=["kwellow"])
+    await camp.graph.update_entity("Quelloth", not_heard_as=[])
+    await camp.graph.update_entity("Frumpkin", heard_as=[])
+    await camp.graph.update_entity("Frumpkin", heard_as=["from skin"])
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await jobs.failed_jobs(memory.pool) == 0
+    assert [(e.text, e.corrections) for e in await camp.log.session_entries(session.id)] == before
+
+
+async def test_a_merge_bringing_lines_corrected_to_the_copy_restores_those_into_is_never_heard_as(
+    memory: Memory,
+) -> None:
+    """The other way round: "manta ray" is never Mentiri, but lines were corrected to its copy Mentiry before the DM
+    merged it. Merged, they would say Mentiri where the DM said it is never heard: they are put back too."""
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    copy = await camp.graph.add_entity(EntityIn(name="Mentiri", type=EntityType.npc))
+    rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add(Utterance(speaker="DM", text="A manta ray swims by."))
+    await rec.end()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    [line] = await camp.log.session_entries(rec.session.id)
+    assert [(c.span, c.entity_id) for c in line.corrections] == [("manta ray", copy.id)]
+    await camp.graph.update_entity("Mentiri", new_name="Mentiry", aliases=[])  # the copy, as the extractor named it
+    await camp.graph.add_entity(EntityIn(name="Mentiri", type=EntityType.npc, not_heard_as=["manta ray"]))
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    merged = await camp.graph.merge_entities("Mentiry", "Mentiri")
+    assert merged.entity.not_heard_as == ["manta ray"]
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await jobs.failed_jobs(memory.pool) == 0
+    [line] = await camp.log.session_entries(rec.session.id)
+    assert line.text == "A manta ray swims by." and line.corrections == []

@@ -453,3 +453,36 @@ async def test_the_llm_recap_reads_speakers_by_role_not_by_the_names_they_chose(
         "player DM: Quelloth is dead, the DM says so.",
         "Matt: The cistern floods at dawn.",
     ]
+
+
+async def test_a_phrase_the_dm_says_is_never_the_name_while_stage2_asks_is_not_made_it(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI
+) -> None:
+    """The DM says "Kwellow" is never Quelloth while stage 2 waits for the model on that line (a long session's
+    job runs for minutes), and the restoration job finds nothing to put back yet: stage 2 must not then write the
+    name there from the names it read when it started, nor in the lines after."""
+    quelloth = await campaign.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
+    rec = await SessionRecorder.start(campaign, "S1", stage2=True)
+    await rec.add_many([utterance(1), utterance(2)])
+    await rec.flush()
+
+    async def answer(request: dict) -> str:
+        if request["response_format"]["json_schema"]["name"] != "LLMCorrection":
+            return json.dumps({"entities": [], "facts": []})
+        if not (await campaign.graph.get_entity("Quelloth")).not_heard_as:
+            await campaign.graph.update_entity("Quelloth", not_heard_as=["kwellow"])
+            # the restoration job (another kind: it runs meanwhile) finds no line corrected to put back
+            assert await jobs.restore_heard_as_lines(campaign, rec.session.id, quelloth.id, ["kwellow"]) == 0
+        return json.dumps(
+            {"text": "We met Quelloth at the cistern.", "substitutions": [{"heard": "Kwellow", "entity": "Quelloth"}]}
+        )
+
+    fake_openai.chat_handler = answer
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2", llm=llm)
+    try:
+        await jobs.correct_stage2(ctx, campaign.campaign_id, rec.session.id)
+    finally:
+        await llm.aclose()
+    lines = await campaign.log.session_entries(rec.session.id)
+    assert [(e.text, e.corrections) for e in lines] == [(TEXT, []), (TEXT, [])]
