@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import io
+import itertools
 import json
 import re
 import unicodedata
@@ -66,10 +67,27 @@ def read_transcript(path: str | Path) -> Iterator[Line | Skipped]:
     if suffix == ".jsonl":
         return _jsonl(path, _encoding(path))
     if suffix == ".txt":
-        return _txt(path, _encoding(path))
+        encoding = _encoding(path)
+        _refuse_campaign_file(path, encoding)
+        return _txt(path, encoding)
     if suffix == ".json":
         return _crd3(path)
     raise TranscriptError(f"{path.name}: unknown transcript format {suffix!r} (use .jsonl, .txt or CRD3 .json)")
+
+
+#: A campaign file's top-level keys, alone on their line: no transcript line says them so.
+_CAMPAIGN_KEY = re.compile(r"(entities|relationships):\s*(#.*)?")
+
+
+def _refuse_campaign_file(path: Path, encoding: str) -> None:
+    """A campaign file saved as .txt read as a transcript: each entity became a line of speaker "- {name" (13 lines
+    of nonsense for the README's example, undone only by deleting the session). Its first 200 lines tell."""
+    for number, text in itertools.islice(_raw_lines(path, encoding), 200):
+        if isinstance(text, str) and _CAMPAIGN_KEY.fullmatch(text):
+            raise TranscriptError(
+                f"{path.name}: line {number} says {text.strip()!r}: this is a campaign file, not a transcript; "
+                f"load it with `lorekeeper campaign load {path.name}` (or /campaign load on Discord)"
+            )
 
 
 def _encoding(path: Path) -> str:

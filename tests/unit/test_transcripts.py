@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from memory.transcripts import Line, read_transcript
+import pytest
+
+from memory.transcripts import Line, TranscriptError, read_transcript
 
 
 def test_crd3_capitals_become_names_as_other_files_write_them_but_a_role_stays_in_capitals(tmp_path: Path) -> None:
@@ -19,3 +21,25 @@ def test_crd3_capitals_become_names_as_other_files_write_them_but_a_role_stays_i
     speakers = [line.utterance.speaker for line in read_transcript(episode) if isinstance(line, Line)]
     assert speakers == ["Jo", "Sam", "DM", "GM & Matt Mercer", "McKenna", "Taliesin & Liam O'Brien"]
     assert [line.utterance.speaker for line in read_transcript(night) if isinstance(line, Line)] == ["Jo"]
+
+
+def test_a_campaign_file_saved_as_txt_is_refused_as_one_not_read_as_a_transcript(tmp_path: Path) -> None:
+    """`ingest world.txt`, a campaign file: its entities became 13 lines said by "- {name" and "campaign"."""
+    world = tmp_path / "world.txt"
+    world.write_text(
+        "campaign: {name: The Sunken Crown}\n"
+        "entities:   # who is who\n"
+        "  - {name: Eldrinax, type: npc}\n"
+        "relationships:\n"
+        "  - {source: Eldrinax, type: lairs_in, target: Ironhold}\n"
+    )
+    with pytest.raises(
+        TranscriptError,
+        match=r"world\.txt: line 2 says 'entities:   # who is who': this is a campaign file, not a transcript; "
+        r"load it with `lorekeeper campaign load world\.txt`",
+    ):
+        read_transcript(world)
+    # a transcript whose speaker is called Entities, saying something, is one
+    said = tmp_path / "night.txt"
+    said.write_text("DM: You arrive.\nEntities: We are legion.\n")
+    assert [line.utterance.speaker for line in read_transcript(said) if isinstance(line, Line)] == ["DM", "Entities"]
