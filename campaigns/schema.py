@@ -325,7 +325,17 @@ def find_conflicts(
                     f"{field} {spelling!r} is not the name or alias of any entity in this file{suggestion}",
                 )
             )
-        if len(resolved) == len(fields):
+        if len(resolved) == 2 and resolved[0] == resolved[1]:
+            conflicts.append(
+                Conflict(
+                    "relationships",
+                    index,
+                    ("target",),
+                    f"target {rel.target!r} is {owner[name_key(rel.source)][1].name!r} itself: a relationship connects "
+                    "two entities (a state of its own is a value, e.g. value: dead)",
+                )
+            )
+        elif len(resolved) == len(fields):
             edge = (resolved[0], rel.type, resolved[1] if rel.target is not None else None, rel.value)
             if edge in seen_edges:
                 conflicts.append(

@@ -1468,6 +1468,11 @@ class KnowledgeGraph:
                 subject="entity",
                 name=target,
             )
+        if t is not None and t.id == s.id:
+            raise InvalidInputError(
+                f"{target!r} is {s.name!r} itself: a relationship connects two entities (a state of its own is a "
+                "value, e.g. status dead)"
+            )
         if value is not None:
             value = fact_value(value)
         visibility = Visibility.secret if secret else Visibility.public

@@ -560,6 +560,13 @@ async def test_accepting_an_older_fact_does_not_undo_a_newer_one(campaign: Campa
     assert history.status == ReviewStatus.accepted and history.superseded_by == dead.id and history.valid_to
 
 
+async def test_linking_an_entity_to_itself_is_refused(campaign: CampaignMemory) -> None:
+    await campaign.graph.add_entity(EntityIn(name="Gorrim Ashfoot", type=EntityType.npc, aliases=["Gorrim"]))
+    with pytest.raises(InvalidInputError, match="'gorrim' is 'Gorrim Ashfoot' itself: a relationship connects two"):
+        await campaign.graph.link("Gorrim Ashfoot", "lives_in", "gorrim")
+    assert await campaign.graph.relationships_of((await campaign.graph.get_entity("Gorrim")).id) == []
+
+
 async def test_linking_a_value_records_a_change_in_the_world_and_says_what_it_closed(campaign: CampaignMemory) -> None:
     """The DM could record a new state ("status: dead") only with a campaign file: link wanted a target entity."""
     g = campaign.graph

@@ -356,6 +356,22 @@ def test_relationship_to_unknown_entity_names_the_relationship_and_suggests() ->
     )
 
 
+def test_a_relationship_of_an_entity_to_itself_is_refused_by_name_or_alias() -> None:
+    """`{source: Gorrim, type: lives in, target: Gorrim}` loaded without a word: a fact no one meant."""
+    text = yaml_text(
+        """
+        entities:
+          - {name: Gorrim Ashfoot, type: npc, aliases: [Gorrim]}
+        relationships:
+          - {source: Gorrim Ashfoot, type: lives in, target: gorrim}
+        """
+    )
+    assert str(refused(text)) == (
+        "castle.yaml:4: relationship #1 (Gorrim Ashfoot -[lives in]-> gorrim): target 'gorrim' is 'Gorrim Ashfoot' "
+        "itself: a relationship connects two entities (a state of its own is a value, e.g. value: dead)"
+    )
+
+
 def test_relationships_resolve_by_alias_in_any_case() -> None:
     text = yaml_text(
         """
