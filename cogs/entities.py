@@ -25,13 +25,7 @@ from bot.views import (
     safe_autocomplete,
 )
 from memory.errors import NotFoundError
-from memory.graph import (
-    heard_as_removed_said,
-    heard_as_said,
-    kept_old_name,
-    not_heard_as_said,
-    removed_heard_as,
-)
+from memory.graph import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
 from memory.models import (
     MAX_FACT_VALUE_CHARS,
     Entity,
@@ -267,16 +261,8 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         visibility = None if secret is None else (Visibility.secret if secret else Visibility.public)
         before = await mem.graph.get_entity(name)
         phrases = None if heard_as is None else ([] if heard_as.strip() == "-" else parse_aliases(heard_as))
-        lines = await mem.log.count_heard(phrases) if phrases else None  # before a job corrects them
-        gone = removed_heard_as(before.heard_as, phrases) if phrases is not None else []
-        restored = await mem.log.count_corrected(before.id, gone, [before.name, *before.aliases]) if gone else None
         never = None if not_heard_as is None else ([] if not_heard_as.strip() == "-" else parse_aliases(not_heard_as))
-        new_never = removed_heard_as(never, before.not_heard_as) if never else []  # those it did not have
-        unsaid = (
-            await mem.log.count_corrected(before.id, new_never, [before.name, *before.aliases], any_stage=True)
-            if new_never
-            else None
-        )
+        lines = await count_phrase_lines(mem.log, before, phrases, never)  # before the edit's jobs change them
         entity = await mem.graph.update_entity(
             name,
             new_name=new_name,
@@ -290,12 +276,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         )
         kept = kept_old_name(before, entity)
         said = f" Its old name **{before.name}** stays as an alias (`aliases: -` clears it)." if kept else ""
-        if heard := heard_as_said(before, entity, lines):
-            said += f" {heard}"
-        if unheard := heard_as_removed_said(before, entity, restored):
-            said += f" {unheard}"
-        if never_said := not_heard_as_said(before, entity, unsaid):
-            said += f" {never_said}"
+        said += "".join(f" {s}" for s in phrases_said(before, entity, lines))
         embed = entity_embed(entity, relationships=[], last_mention=None)
         await interaction.response.send_message(f"Updated **{entity.name}**.{said}", embed=embed, ephemeral=True)
 

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import asyncpg
 
 from memory.correction.evidence import everyday
 from memory.db import Executor, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
+
+if TYPE_CHECKING:
+    from memory.session_log import SessionLog
+
 from memory.models import (
     DEFAULT_ACCEPT_THRESHOLD,
     MAX_ALIASES,
@@ -293,6 +297,39 @@ def not_heard_as_said(before: Entity | None, after: Entity, lines: int | None) -
     if not lines:
         return f"{said}; no line stored so far was corrected from {'it' if it == 'it' else 'them'}."
     return f"{said}; {it} {is_} restored in {counted(lines, 'line')} already stored, in the background."
+
+
+class PhraseLines(NamedTuple):
+    """How many stored lines an edit of an entity's phrases touches, counted before the edit (its jobs change them)."""
+
+    heard: int | None  # say a heard-as phrase given (see ``SessionLog.count_heard``)
+    restored: int | None  # hold a correction from a heard-as phrase taken away
+    unsaid: int | None  # hold a correction from a new not-heard-as phrase
+
+
+async def count_phrase_lines(
+    log: SessionLog, before: Entity, heard_as: Sequence[str] | None, not_heard_as: Sequence[str] | None
+) -> PhraseLines:
+    """The stored lines an edit giving the entity ``before`` these heard-as and not-heard-as phrases (None: left as
+    they are) will have corrected or restored, for :func:`phrases_said`."""
+    names = [before.name, *before.aliases]
+    gone = removed_heard_as(before.heard_as, heard_as) if heard_as is not None else []
+    new_never = removed_heard_as(not_heard_as, before.not_heard_as) if not_heard_as else []  # those it lacked
+    return PhraseLines(
+        heard=await log.count_heard(heard_as) if heard_as else None,
+        restored=await log.count_corrected(before.id, gone, names) if gone else None,
+        unsaid=await log.count_corrected(before.id, new_never, names, any_stage=True) if new_never else None,
+    )
+
+
+def phrases_said(before: Entity, after: Entity, lines: PhraseLines) -> list[str]:
+    """What an edit did to what the recogniser writes for the entity, for the DM's reply: a sentence each."""
+    said = [
+        heard_as_said(before, after, lines.heard),
+        heard_as_removed_said(before, after, lines.restored),
+        not_heard_as_said(before, after, lines.unsaid),
+    ]
+    return [s for s in said if s]
 
 
 def everyday_said(phrases: Sequence[str], name: str) -> list[str]:

@@ -19,7 +19,7 @@ from bot.cli.common import (
     table,
 )
 from memory.errors import InvalidInputError
-from memory.graph import heard_as_removed_said, heard_as_said, kept_old_name, not_heard_as_said, removed_heard_as
+from memory.graph import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
 from memory.models import (
     EntityIn,
     EntityType,
@@ -263,15 +263,9 @@ async def edit(
         mem, _ = await campaign_memory(memory, settings, campaign)
         before = await mem.graph.get_entity(name)
         phrases = [] if heard_as == ("-",) else list(heard_as)
-        lines = await mem.log.count_heard(phrases) if phrases else None  # before a job corrects them
-        gone = removed_heard_as(before.heard_as, phrases) if heard_as else []
-        restored = await mem.log.count_corrected(before.id, gone, [before.name, *before.aliases]) if gone else None
         never = [] if not_heard_as == ("-",) else list(not_heard_as)
-        new_never = removed_heard_as(never, before.not_heard_as)  # those it did not have
-        unsaid = (
-            await mem.log.count_corrected(before.id, new_never, [before.name, *before.aliases], any_stage=True)
-            if new_never
-            else None
+        lines = await count_phrase_lines(  # before the edit's jobs change them
+            mem.log, before, phrases if heard_as else None, never if not_heard_as else None
         )
         updated = await mem.graph.update_entity(
             name,
@@ -290,11 +284,7 @@ async def edit(
     click.echo(f"updated {updated.type.value} {updated.name!r}")
     if kept_old_name(before, updated):
         click.echo(f"its old name {before.name!r} stays as an alias (`--alias -` clears it)")
-    if said := heard_as_said(before, updated, lines):
-        click.echo(said)
-    if said := heard_as_removed_said(before, updated, restored):
-        click.echo(said)
-    if said := not_heard_as_said(before, updated, unsaid):
+    for said in phrases_said(before, updated, lines):
         click.echo(said)
 
 
