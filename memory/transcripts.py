@@ -357,8 +357,19 @@ _INLINE_TIME = re.compile(r"<(?:\d+:)?\d{1,2}:\d{2}[.,]\d{1,3}>")
 _VOICE = re.compile(r"<v(?:\.[^\s>]*)?\s+([^>]*)>")
 #: Formatting: HTML-like tags (``<i>``, ``<c.yellow>``, ``</v>``) and SubStation overrides (``{\i1}``, ``{\an8}``).
 _TAGS = re.compile(r"<[^>]*>|\{\\[^}]*\}")
-#: A caption's speaker before its words: "MATT: Roll.", "- Laura Bailey: Yes!" (up to four words, capitalised).
-_NAME_PREFIX = re.compile(r"(?:[-–—]\s*)?(?P<name>[^\W\d_][\w'’.&-]*(?: [^\W\d_][\w'’.&-]*){0,3})\s*:\s+(?P<text>\S.*)")
+#: A caption's speaker before its words: "MATT: Roll.", "- Laura Bailey: Yes!", ">> SAM: No." (up to four words).
+_NAME_PREFIX = re.compile(
+    r"(?:(?:[-–—]|>>)\s*)?(?P<name>[^\W\d_][\w'’.&-]*(?: [^\W\d_][\w'’.&-]*){0,3})\s*:\s+(?P<text>\S.*)"
+)
+
+#: A caption's mark of a new speaker, without a name: "- Yes!", ">> Yes!".
+_DASH = re.compile(r"^(?:[-–—]|>>)\s+")
+
+
+def _named(said: str) -> re.Match[str] | None:
+    """The "Name:" a cue's line starts with, if a capitalised one."""
+    prefix = _NAME_PREFIX.fullmatch(said)
+    return prefix if prefix and prefix["name"][0].isupper() else None
 
 
 def _subtitles(path: Path) -> list[Line | Skipped]:
@@ -402,8 +413,9 @@ def _subtitles(path: Path) -> list[Line | Skipped]:
         if fmt == "vtt":  # a blank line ends a WebVTT cue: what follows is a NOTE or the next cue's identifier
             text = text.split("\\N\\N", 1)[0]
         cues.append((index, line, event, _cue_parts(text.replace("\\N", "\n"))))
-    prefixed = sum(1 for *_, parts in cues if any(_NAME_PREFIX.fullmatch(t) for _, t in parts))
-    names = prefixed >= 2 and prefixed * 10 >= len(cues)  # "Name:" is the file's way, not one cue's "Look: ..."
+    prefixed = sum(1 for *_, parts in cues if any(_named(said) for _, said in parts))
+    # "Name:" is the file's way (in a tenth of its cues, at least two), not one cue's "Look: the door"
+    names = prefixed >= min(2, len(cues)) and prefixed * 10 >= len(cues)
     ends = [*cue_lines[1:], len(texts) + 1]
     items: list[tuple[int, Line | Skipped]] = []
     speaker: str | None = None
@@ -459,10 +471,10 @@ def _cue_turns(parts: list[tuple[str | None, str]], names: bool) -> list[tuple[s
             turns.append((voice, []))
         if not said:
             continue
-        if names and (prefix := _NAME_PREFIX.fullmatch(said)) and prefix["name"][0].isupper():
+        if names and (prefix := _named(said)):
             turns.append((prefix["name"], [prefix["text"]]))
         else:
-            turns[-1][1].append(said.lstrip("-–— ") if names else said)
+            turns[-1][1].append(_DASH.sub("", said) if names else said)
     return [(speaker, " ".join(lines)) for speaker, lines in turns if lines]
 
 

@@ -168,3 +168,9 @@ def test_a_subtitle_cue_with_a_broken_line_is_skipped_whole_and_named(tmp_path: 
     assert [i.message(path) for i in items if isinstance(i, Skipped)] == [
         "mostly.srt:36: skipped: not valid UTF-8 (byte 11): cue 9 skipped"
     ]
+
+
+def test_a_tv_caption_speaker_after_chevrons_names_even_a_one_cue_file(tmp_path: Path) -> None:
+    """Closed captions mark a new speaker with ">>"; a file of one named cue still names it."""
+    (path := tmp_path / "clip.srt").write_text("1\n00:00:01,000 --> 00:00:02,000\n>> MATT MERCER: Hi there.\n")
+    assert turns(path) == [("Matt Mercer", "Hi there.", 1.0, 2.0, "clip.srt:2", 1)]
