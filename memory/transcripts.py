@@ -450,12 +450,9 @@ def _subtitles(path: Path) -> list[Line | Skipped]:
 def _cue_parts(text: str) -> list[tuple[str | None, str]]:
     """A cue's lines, each after the WebVTT voice it is said in (None before any), formatting taken out."""
     parts: list[tuple[str | None, str]] = []
-    pieces = _VOICE.split(text)  # text, voice, text, voice, text…
-    voice: str | None = None
-    for i, piece in enumerate(pieces):
+    for i, piece in enumerate(_VOICE.split(text)):  # text, voice, text, voice, text…
         if i % 2:
-            voice = _clean(piece) or None
-            parts.append((voice, ""))  # a voice starts a turn even if its text is on the next line
+            parts.append((_clean(piece) or None, ""))  # a voice starts a turn even if its text is on the next line
             continue
         for raw in piece.split("\n"):
             if said := _clean(raw):
