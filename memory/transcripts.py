@@ -1,5 +1,5 @@
-"""Transcript files → utterances: JSON lines, "Speaker: text" lines (after an optional start time), and CRD3
-episode JSON.
+"""Transcript files → utterances: JSON lines, "Speaker: text" lines (after an optional start time), CRD3 episode
+JSON, and subtitles (SubRip .srt, WebVTT .vtt: one turn per cue, read whole by pysubs2).
 
 A bad line never stops an import: it is reported (file and line, what is wrong) and skipped. A file in another
 encoding than UTF-8 (or UTF-16/32 with a byte-order mark) is refused whole, before anything is stored: skipping
@@ -10,6 +10,7 @@ number, so importing the same file again lands on the same L1 rows.
 from __future__ import annotations
 
 import codecs
+import html
 import io
 import itertools
 import json
@@ -19,7 +20,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pysubs2
 from pydantic import ValidationError
+from pysubs2.formats.subrip import SubripFormat
+from pysubs2.formats.webvtt import WebVTTFormat
 
 from memory.errors import describe_value, validation_problems
 from memory.models import MAX_TEXT_BYTES, session_title
@@ -29,6 +33,10 @@ MAX_LINE_BYTES = MAX_TEXT_BYTES  # a line holds one utterance
 #: A CRD3 episode is one JSON document, read whole (about 5 times its size in memory); the real ones are at most
 #: about 1 MB.
 MAX_CRD3_BYTES = 20 * 1024 * 1024
+#: A subtitle file is read whole too (pysubs2 parses it at once); a four-hour session's captions are about 1 MB.
+MAX_SUBTITLE_BYTES = 20 * 1024 * 1024
+#: Who said a line no one is named for: a subtitle cue without a voice or a "Name:" (as audio without --speaker).
+UNKNOWN_SPEAKER = "Unknown speaker"
 #: Read besides UTF-8, by their byte-order mark (UTF-32's first: it starts like UTF-16's).
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32"),
@@ -72,7 +80,11 @@ def read_transcript(path: str | Path) -> Iterator[Line | Skipped]:
         return _txt(path, encoding)
     if suffix == ".json":
         return _crd3(path)
-    raise TranscriptError(f"{path.name}: unknown transcript format {suffix!r} (use .jsonl, .txt or CRD3 .json)")
+    if suffix in (".srt", ".vtt"):
+        return iter(_subtitles(path))  # read whole here: a file refused is refused before anything is stored
+    raise TranscriptError(
+        f"{path.name}: unknown transcript format {suffix!r} (use .jsonl, .txt, CRD3 .json, or subtitles .srt or .vtt)"
+    )
 
 
 #: A campaign file's top-level keys, alone on their line: no transcript line says them so.
@@ -335,3 +347,133 @@ def _crd3(path: Path) -> Iterator[Line | Skipped]:
             yield Skipped(index, f"invalid field: {validation_problems(exc)}")
             continue
         yield Line(None, utterance)
+
+
+#: Subtitle formats, by pysubs2's name: their parser and what a cue's timing line looks like (two times).
+_SUBTITLE_FORMATS = {"srt": SubripFormat, "vtt": WebVTTFormat}
+#: A time inside a cue's text (YouTube's word timings, ``<00:00:01.500>``): would make a line of two a cue's timing.
+_INLINE_TIME = re.compile(r"<(?:\d+:)?\d{1,2}:\d{2}[.,]\d{1,3}>")
+#: A WebVTT voice: ``<v Matt>``, ``<v.loud Matt Mercer>``; its name up to the ``>``.
+_VOICE = re.compile(r"<v(?:\.[^\s>]*)?\s+([^>]*)>")
+#: Formatting: HTML-like tags (``<i>``, ``<c.yellow>``, ``</v>``) and SubStation overrides (``{\i1}``, ``{\an8}``).
+_TAGS = re.compile(r"<[^>]*>|\{\\[^}]*\}")
+#: A caption's speaker before its words: "MATT: Roll.", "- Laura Bailey: Yes!", ">> SAM: No." (up to four words).
+_NAME_PREFIX = re.compile(
+    r"(?:(?:[-–—]|>>)\s*)?(?P<name>[^\W\d_][\w'’.&-]*(?: [^\W\d_][\w'’.&-]*){0,3})\s*:\s+(?P<text>\S.*)"
+)
+
+#: A caption's mark of a new speaker, without a name: "- Yes!", ">> Yes!".
+_DASH = re.compile(r"^(?:[-–—]|>>)\s+")
+
+
+def _named(said: str) -> re.Match[str] | None:
+    """The "Name:" a cue's line starts with, if a capitalised one."""
+    prefix = _NAME_PREFIX.fullmatch(said)
+    return prefix if prefix and prefix["name"][0].isupper() else None
+
+
+def _subtitles(path: Path) -> list[Line | Skipped]:
+    """An .srt or .vtt file, one turn per cue (or per voice or "Name:" in it), its start time the cue's. A cue that
+    holds a line not UTF-8, binary or too long is skipped whole, named by that line; empty cues are dropped."""
+    if (size := path.stat().st_size) > MAX_SUBTITLE_BYTES:
+        raise TranscriptError(
+            f"{path.name} is {size:,} bytes; a subtitle file is read whole, so at most {MAX_SUBTITLE_BYTES:,} (a "
+            "four-hour session's is about 1 MB): split it into several files"
+        )
+    encoding = _encoding(path)
+    texts: list[str] = []
+    bad: dict[int, Skipped] = {}
+    for number, text in _raw_lines(path, encoding):
+        if isinstance(text, Skipped):
+            bad[number] = text
+            texts.append("")
+        else:
+            texts.append(_INLINE_TIME.sub("", text))
+    first = next((t.strip() for t in texts if t.strip()), "")
+    preferred = "vtt" if first.startswith("WEBVTT") or path.suffix.lower() == ".vtt" else "srt"
+    for fmt in (preferred, "srt" if preferred == "vtt" else "vtt"):
+        timing = _SUBTITLE_FORMATS[fmt].TIMESTAMP
+        cue_lines = [n for n, t in enumerate(texts, start=1) if len(timing.findall(t)) == 2]
+        if cue_lines:
+            break
+    else:
+        raise TranscriptError(
+            f"{path.name}: no subtitle cues in it (a cue starts with its times, `00:01:02,500 --> 00:01:05,000`): "
+            "not an SRT or WebVTT file"
+        )
+    try:
+        events = pysubs2.SSAFile.from_string("\n".join(texts) + "\n", format_=fmt, keep_html_tags=True).events
+    except Exception as exc:  # pysubs2 checks nothing of its own: whatever it trips on is a file it cannot read
+        raise TranscriptError(f"{path.name}: not a readable {fmt.upper()} file ({exc})") from None
+    if len(events) != len(cue_lines):  # the same timing lines make its cues: a mismatch is a pysubs2 unknown to us
+        raise TranscriptError(f"{path.name}: {len(events)} cues read but {len(cue_lines)} timing lines found")
+    cues: list[tuple[int, int, pysubs2.SSAEvent, list[tuple[str | None, str]]]] = []
+    for index, (line, event) in enumerate(zip(cue_lines, events, strict=True), start=1):
+        text = event.text.replace("\\h", " ")
+        if fmt == "vtt":  # a blank line ends a WebVTT cue: what follows is a NOTE or the next cue's identifier
+            text = text.split("\\N\\N", 1)[0]
+        cues.append((index, line, event, _cue_parts(text.replace("\\N", "\n"))))
+    prefixed = sum(1 for *_, parts in cues if any(_named(said) for _, said in parts))
+    # "Name:" is the file's way (in a tenth of its cues, at least two), not one cue's "Look: the door"
+    names = prefixed >= min(2, len(cues)) and prefixed * 10 >= len(cues)
+    ends = [*cue_lines[1:], len(texts) + 1]
+    items: list[tuple[int, Line | Skipped]] = []
+    speaker: str | None = None
+    seq = 0
+    for (index, line, event, parts), end in zip(cues, ends, strict=True):
+        spoiled = next((bad.pop(n) for n in range(line + 1, end) if n in bad), None)
+        if spoiled is not None:
+            items.append((spoiled.line, Skipped(spoiled.line, f"{spoiled.reason}: cue {index} skipped")))
+            continue
+        for named, said in _cue_turns(parts, names):
+            # a caption names who speaks when that changes: an unnamed cue after a named one is theirs too
+            speaker = _crd3_name(named) if named else speaker
+            seq += 1
+            try:
+                utterance = Utterance(
+                    speaker=speaker or UNKNOWN_SPEAKER,
+                    text=said,
+                    start_s=event.start / 1000,
+                    end_s=event.end / 1000 if event.end >= event.start else None,
+                    ref=f"{path.name}:{line}",
+                    seq=seq,
+                )
+            except ValidationError as exc:
+                items.append((line, Skipped(line, f"cue {index}: invalid field: {validation_problems(exc)}")))
+                continue
+            items.append((line, Line(None, utterance)))
+    items.extend((n, skipped) for n, skipped in bad.items())  # outside any cue (the header): said, nothing lost
+    items.sort(key=lambda item: item[0])
+    return [item for _, item in items]
+
+
+def _cue_parts(text: str) -> list[tuple[str | None, str]]:
+    """A cue's lines, each after the WebVTT voice it is said in (None before any), formatting taken out."""
+    parts: list[tuple[str | None, str]] = []
+    for i, piece in enumerate(_VOICE.split(text)):  # text, voice, text, voice, text…
+        if i % 2:
+            parts.append((_clean(piece) or None, ""))  # a voice starts a turn even if its text is on the next line
+            continue
+        for raw in piece.split("\n"):
+            if said := _clean(raw):
+                parts.append((None, said))
+    return parts
+
+
+def _cue_turns(parts: list[tuple[str | None, str]], names: bool) -> list[tuple[str | None, str]]:
+    """A cue's turns: one per voice, and per "Name:" line when the file names speakers so; else the cue is one."""
+    turns: list[tuple[str | None, list[str]]] = [(None, [])]
+    for voice, said in parts:
+        if voice is not None:
+            turns.append((voice, []))
+        if not said:
+            continue
+        if names and (prefix := _named(said)):
+            turns.append((prefix["name"], [prefix["text"]]))
+        else:
+            turns[-1][1].append(_DASH.sub("", said) if names else said)
+    return [(speaker, " ".join(lines)) for speaker, lines in turns if lines]
+
+
+def _clean(text: str) -> str:
+    return " ".join(html.unescape(_TAGS.sub("", text)).split())

@@ -1,4 +1,4 @@
-"""`lorekeeper ingest`: import a transcript (.jsonl, .txt, CRD3 .json) or recorded audio into a campaign's memory."""
+"""`lorekeeper ingest`: import a transcript (.jsonl, .txt, CRD3 .json, .srt, .vtt) or recorded audio into memory."""
 
 from __future__ import annotations
 
@@ -76,6 +76,8 @@ async def ingest(
     .jsonl  {"speaker", "text", "start", "end", "words": [{"word", "confidence"}], "ref", "session"}
     .txt    Speaker: text   or   [hh:mm:ss] Speaker: text   (the start time into the session)
     .json   CRD3 episode {"TURNS": [{"NAMES": [...], "UTTERANCES": [...], "NUMBER": n}]}
+    .srt .vtt  subtitles: a turn per cue, at its start time; its speaker a WebVTT voice <v Name>
+               or a "Name: text" prefix (else the last one named, else "Unknown speaker")
     .wav .ogg .mp3 .flac …  one speaker per file: `ingest a.wav --speaker Ana b.wav --speaker Ben`
                             (several files become one session, merged by time)"""
     settings = settings_from(ctx)

@@ -25,13 +25,14 @@ from memory.ingest import COMPARED_LINES, IngestReport, already_imported, refuse
 from memory.providers.stt import SpeechToText
 from memory.recorder import SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory
+from memory.transcripts import UNKNOWN_SPEAKER
 from memory.voice.audio_files import SUPPORTED_SUFFIXES, iter_audio_blocks
 from memory.voice.capture import CampaignNames
 from memory.voice.segmenter import FRAME_SAMPLES, INPUT_RATE, OUTPUT_RATE, UtteranceSegmenter
 from memory.voice.segmenter import Utterance as Segment
 
 AUDIO_SUFFIXES = SUPPORTED_SUFFIXES
-DEFAULT_SPEAKER = "Unknown speaker"
+DEFAULT_SPEAKER = UNKNOWN_SPEAKER  # a track without --speaker, as a subtitle cue without a name
 _UP = INPUT_RATE // OUTPUT_RATE
 
 

@@ -317,6 +317,39 @@ async def test_txt_and_crd3_formats(crown: CampaignMemory, tmp_path: Path) -> No
     ]
 
 
+async def test_an_srt_transcript_is_stored_a_line_per_cue_with_names_corrected(
+    crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """Subtitles (Whisper, Craig, YouTube) were refused as an unknown format; a cue is a line at its start time."""
+    srt = tmp_path / "night 2.srt"
+    srt.write_bytes(
+        codecs.BOM_UTF8
+        + (
+            "1\r\n00:00:01,000 --> 00:00:03,500\r\nDM: The fishermen blame\r\n<i>elder nacks.</i>\r\n\r\n"
+            "2\r\n00:00:04,000 --> 00:00:05,000\r\n\r\n"
+            "3\r\n00:01:02,250 --> 00:01:04,000\r\nAna: Thess draws her bow — now.\r\n\r\n"
+            "4\r\n00:01:05,000 --> 00:01:06,000\r\nWe go to iron hold.\r\n\r\n"
+        ).encode()
+    )
+    report = await ingest_file(crown, srt)
+    assert (report.written, report.skipped, report.sessions) == (3, [], ["night 2"])
+    session = await crown.log.session_by_title("night 2")
+    assert session is not None
+    entries = await crown.log.session_entries(session.id)
+    assert [(e.seq, e.speaker, e.raw_text, e.text, e.start_s, e.end_s, e.ref) for e in entries] == [
+        (1, "DM", "The fishermen blame elder nacks.", "The fishermen blame Eldrinax.", 1.0, 3.5, "night 2.srt:2"),
+        (2, "Ana", "Thess draws her bow — now.", "Thess draws her bow — now.", 62.25, 64.0, "night 2.srt:10"),
+        (3, "Ana", "We go to iron hold.", "We go to Ironhold.", 65.0, 66.0, "night 2.srt:14"),
+    ]
+    assert (await ingest_file(crown, srt)).written == 0  # the same file again lands on the same lines
+
+    garbage = tmp_path / "garbage.vtt"
+    garbage.write_text("WEBVTT\n\nnot a cue\n")
+    with pytest.raises(TranscriptError, match=r"^garbage\.vtt: no subtitle cues in it"):
+        await ingest_file(crown, garbage, again=True)  # no first pass: refused all the same before a line is stored
+    assert [s.title for s in await crown.log.sessions()] == ["night 2"]
+
+
 async def test_a_crd3_file_imported_when_speakers_were_cased_otherwise_is_the_same_transcript(
     crown: CampaignMemory, tmp_path: Path
 ) -> None:

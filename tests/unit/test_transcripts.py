@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import codecs
 import json
+import random
 from pathlib import Path
 
 import pytest
 
-from memory.transcripts import Line, TranscriptError, read_transcript
+from memory.transcripts import Line, Skipped, TranscriptError, read_transcript
 
 
 def test_crd3_capitals_become_names_as_other_files_write_them_but_a_role_stays_in_capitals(tmp_path: Path) -> None:
@@ -43,3 +45,132 @@ def test_a_campaign_file_saved_as_txt_is_refused_as_one_not_read_as_a_transcript
     said = tmp_path / "night.txt"
     said.write_text("DM: You arrive.\nEntities: We are legion.\n")
     assert [line.utterance.speaker for line in read_transcript(said) if isinstance(line, Line)] == ["DM", "Entities"]
+
+
+# ------------------------------------------------------------------------------------------------ subtitles
+
+WHISPER_SRT = (
+    "1\r\n"
+    "00:00:01,000 --> 00:00:04,500\r\n"
+    "MATT: Welcome back to\r\n"
+    "<i>the Sunken Crown.</i>\r\n"
+    "\r\n"
+    "2\r\n"
+    "00:00:05,000 --> 00:00:06,250\r\n"
+    "{\\an8}The gates of <b>Ironhold</b> open.\r\n"
+    "\r\n"
+    "3\r\n"
+    "00:00:07,000 --> 00:00:08,000\r\n"
+    "\r\n"
+    "4\r\n"
+    "00:00:09,000 --> 00:00:10,000\r\n"
+    "- LAURA: Yes!\r\n"
+    "- SAM: No.\r\n"
+    "\r\n"
+    "5\r\n"
+    "01:02:03,500 --> 01:02:05,000\r\n"
+    "SAM: Note: I roll.\r\n"
+)
+
+VOICED_VTT = """WEBVTT
+Kind: captions
+Language: en
+
+NOTE written by Craig,
+checked by hand
+
+STYLE
+::cue { color: white }
+
+intro
+00:01.000 --> 00:04.000 align:start position:10%
+<v Matt>Welcome to <c.yellow>Ironhold</c> &amp; beyond.</v>
+
+00:00:05.000 --> 00:00:07.000
+<v.loud Laura Bailey>Yes!
+<v Sam>No<00:00:06.000><c> way</c><00:00:06.500><c> out.</c>
+
+NOTE a comment between cues
+
+cue-3
+00:00:08.000 --> 00:00:09.000
+<v Matt>The door creaks.
+"""
+
+
+def turns(path: Path) -> list[tuple[str, str, float, float | None, str | None, int | None]]:
+    return [
+        (u.speaker, u.text, u.start_s, u.end_s, u.ref, u.seq)
+        for line in read_transcript(path)
+        if isinstance(line, Line)
+        for u in [line.utterance]
+    ]
+
+
+def test_an_srt_cue_is_a_turn_at_its_time_with_its_named_speaker_and_no_formatting(tmp_path: Path) -> None:
+    """Whisper and caption tools number cues, break them over lines, italicise, and name speakers in capitals."""
+    (srt := tmp_path / "night.srt").write_text(WHISPER_SRT, newline="")
+    assert turns(srt) == [
+        ("Matt", "Welcome back to the Sunken Crown.", 1.0, 4.5, "night.srt:2", 1),
+        ("Matt", "The gates of Ironhold open.", 5.0, 6.25, "night.srt:7", 2),  # no name: Matt still speaks
+        ("Laura", "Yes!", 9.0, 10.0, "night.srt:14", 3),
+        ("Sam", "No.", 9.0, 10.0, "night.srt:14", 4),
+        ("Sam", "Note: I roll.", 3723.5, 3725.0, "night.srt:19", 5),  # the empty cue 3 is dropped
+    ]
+
+
+def test_a_vtt_voice_names_the_speaker_and_its_header_notes_and_ids_are_no_lines(tmp_path: Path) -> None:
+    (vtt := tmp_path / "night.vtt").write_text(VOICED_VTT)
+    assert turns(vtt) == [
+        ("Matt", "Welcome to Ironhold & beyond.", 1.0, 4.0, "night.vtt:12", 1),
+        ("Laura Bailey", "Yes!", 5.0, 7.0, "night.vtt:15", 2),
+        ("Sam", "No way out.", 5.0, 7.0, "night.vtt:15", 3),  # YouTube's word times are no cue
+        ("Matt", "The door creaks.", 8.0, 9.0, "night.vtt:22", 4),
+    ]
+
+
+def test_subtitles_without_names_are_said_by_an_unknown_speaker_and_a_colon_is_no_name(tmp_path: Path) -> None:
+    """A file that does not name speakers: "Look: the door" in one cue of many is what was said, not Look saying it."""
+    cues = ["Look: the door is open.", "We go in.", "Quietly.", "Then what?", "Roll for it.", "Eleven."]
+    srt = "".join(f"{i}\n00:00:0{i},000 --> 00:00:0{i},900\n{text}\n\n" for i, text in enumerate(cues, start=1))
+    (path := tmp_path / "whisper.srt").write_text(srt)
+    assert [(s, t) for s, t, *_ in turns(path)] == [("Unknown speaker", text) for text in cues]
+
+
+def test_subtitles_in_utf8_with_a_bom_or_utf16_are_read_and_cp1252_or_garbage_refused(tmp_path: Path) -> None:
+    srt = "".join(f"{i}\n00:00:0{i},000 --> 00:00:0{i},500\nCafé número {i}\n\n" for i in range(1, 9))
+    (bom := tmp_path / "bom.srt").write_bytes(codecs.BOM_UTF8 + srt.encode())
+    (utf16 := tmp_path / "utf16.vtt").write_bytes(("WEBVTT\n\n" + srt.replace(",", ".")).encode("utf-16"))
+    assert turns(bom)[0][:3] == ("Unknown speaker", "Café número 1", 1.0) and len(turns(bom)) == 8
+    assert turns(utf16)[7][:3] == ("Unknown speaker", "Café número 8", 8.0)
+    (windows := tmp_path / "windows.srt").write_bytes(srt.encode("cp1252"))
+    with pytest.raises(TranscriptError, match=r"^windows\.srt is not UTF-8 text \(it looks like Latin-1: "):
+        read_transcript(windows)
+    (binary := tmp_path / "binary.srt").write_bytes(random.Random(0).randbytes(50_000))
+    with pytest.raises(TranscriptError, match=r"^binary\.srt is not a text file "):
+        read_transcript(binary)
+    for name, text in [("notes.srt", "1\nnot a time\nhello\n"), ("empty.vtt", ""), ("header.vtt", "WEBVTT\n\n")]:
+        (garbage := tmp_path / name).write_text(text)
+        with pytest.raises(TranscriptError) as info:
+            read_transcript(garbage)  # refused when called, before ingest writes anything
+        assert str(info.value) == (
+            f"{name}: no subtitle cues in it (a cue starts with its times, `00:01:02,500 --> 00:01:05,000`): "
+            "not an SRT or WebVTT file"
+        )
+
+
+def test_a_subtitle_cue_with_a_broken_line_is_skipped_whole_and_named(tmp_path: Path) -> None:
+    good = "".join(f"{i}\n00:00:0{i},000 --> 00:00:0{i},500\nLine {i}\n\n" for i in range(1, 9))
+    broken = "9\n00:00:10,000 --> 00:00:11,000\nFirst half\nsecond Café\n\n".encode("cp1252")
+    (path := tmp_path / "mostly.srt").write_bytes(good.encode() + broken)
+    items = list(read_transcript(path))
+    assert [i.utterance.text for i in items if isinstance(i, Line)] == [f"Line {i}" for i in range(1, 9)]
+    assert [i.message(path) for i in items if isinstance(i, Skipped)] == [
+        "mostly.srt:36: skipped: not valid UTF-8 (byte 11): cue 9 skipped"
+    ]
+
+
+def test_a_tv_caption_speaker_after_chevrons_names_even_a_one_cue_file(tmp_path: Path) -> None:
+    """Closed captions mark a new speaker with ">>"; a file of one named cue still names it."""
+    (path := tmp_path / "clip.srt").write_text("1\n00:00:01,000 --> 00:00:02,000\n>> MATT MERCER: Hi there.\n")
+    assert turns(path) == [("Matt Mercer", "Hi there.", 1.0, 2.0, "clip.srt:2", 1)]
