@@ -565,14 +565,21 @@ async def restore_heard_as_lines(
     or as another entity's heard-as phrase, is corrected so again); the line's other corrections, of stage 1 or 2,
     stay, and its text is written again from the raw text. As :func:`correct_heard_as_lines`, the session's windows
     from the first line changed on are chunked and embedded again. Returns how many lines changed; running it
-    again changes none. ``any_stage``: stage 2's corrections of such a span to the entity are dropped too (a phrase
-    the DM says is never the name)."""
+    again changes none. ``any_stage``: stage 2's corrections of such a span, or of its plural, to the entity are
+    dropped too (a phrase the DM says is never the name)."""
     from memory.correction.edits import apply_corrections, merge_corrections
     from memory.correction.text import name_norm
     from memory.recorder import default_index_cache
 
     def spaceless(text: str) -> str:
         return "".join(name_norm(text).split())
+
+    def undoes(c: Correction, undone: set[str]) -> bool:
+        # A phrase never the name is not its plural either: stage 2 refuses that too (see _never_heard), and may
+        # have made it the name before ("Kwellows" for "kwellow"; its span holds the "s", stage 1's never does).
+        if c.entity_id != entity_id:
+            return False
+        return _never_heard(c, {entity_id: undone}) if any_stage else spaceless(c.span) in undone
 
     if not (gone := {s for p in phrases if (s := spaceless(p))}):
         return 0
@@ -593,11 +600,7 @@ async def restore_heard_as_lines(
             undone = gone & now if any_stage else gone - now
             matcher = await default_index_cache.matcher(mem)
             for e in entries:
-                freed = [
-                    c
-                    for c in e.corrections
-                    if (any_stage or c.stage == 1) and c.entity_id == entity_id and spaceless(c.span) in undone
-                ]
+                freed = [c for c in e.corrections if (any_stage or c.stage == 1) and undoes(c, undone)]
                 if not freed:
                     continue
                 kept = [c for c in e.corrections if c not in freed]
