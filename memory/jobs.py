@@ -564,9 +564,10 @@ async def restore_heard_as_lines(
     is dropped and the span judged again by the campaign's matcher as it is now (what it corrects there by sound,
     or as another entity's heard-as phrase, is corrected so again); the line's other corrections, of stage 1 or 2,
     stay, and its text is written again from the raw text. As :func:`correct_heard_as_lines`, the session's windows
-    from the first line changed on are chunked and embedded again. Returns how many lines changed; running it
-    again changes none. ``any_stage``: stage 2's corrections of such a span, or of its plural, to the entity are
-    dropped too (a phrase the DM says is never the name)."""
+    from the first line changed on are chunked and embedded again, and the entity's link to the session goes if its
+    lines name it no longer, each with the lines that made it so (one transaction a slice). Returns how many lines
+    changed; running it again changes none. ``any_stage``: stage 2's corrections of such a span, or of its plural,
+    to the entity are dropped too (a phrase the DM says is never the name)."""
     from memory.correction.edits import apply_corrections, merge_corrections
     from memory.correction.text import name_norm
     from memory.recorder import default_index_cache
@@ -590,6 +591,10 @@ async def restore_heard_as_lines(
     changed = 0
     for start in range(0, len(ids), slice_size):
         async with mem.transaction() as tx:
+            # The took-part link the restored lines no longer make goes with them, in this transaction: a job cut off
+            # after they were written would, tried again, find them done and leave the link. So the graph's lock
+            # comes first (see ``KnowledgeGraph.lock``: a merge takes it before it writes these lines).
+            await tx.graph.lock()
             revised = []
             # locked as read: a stage-2 revision committed before this one writes must not be written over
             entries = await tx.log.entries(ids[start : start + slice_size], for_update=True)
@@ -615,13 +620,13 @@ async def restore_heard_as_lines(
                     revised.append(e.seq)
             if revised:  # new text, new vectors: its windows are chunked again
                 await rewind_progress(tx.db, mem.campaign_id, session_id, CHUNK, min(revised))
+                await enqueue_session_work(
+                    tx.db, mem.campaign_id, session_id, await _last_seq(tx, session_id), after=":u"
+                )
+                # It took part in the session by its lines: if they named it only by the phrase, they name it no
+                # longer. (Only here: a session the phrase changed nothing in keeps its links, whatever made them.)
+                await unlink_unnamed(tx.graph, entity_id, session_id)
         changed += len(revised)
-    if changed:
-        await enqueue_session_work(mem.db, mem.campaign_id, session_id, await _last_seq(mem, session_id), after=":u")
-        # It took part in the session by its lines: if they named it only by the phrase, they name it no longer.
-        # (Only here: a session the phrase changed nothing in keeps its links, whatever else made them.)
-        async with mem.transaction() as tx:
-            await unlink_unnamed(tx.graph, entity_id, session_id)
     return changed
 
 
