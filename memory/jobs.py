@@ -531,11 +531,13 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
                 if merged != e.corrections:
                     await tx.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
                     revised.append(e.seq)
-            if revised:  # new text, new vectors: its windows are chunked again
+            if revised:  # new text, new vectors: its windows are chunked again (queued with the text: a job cut
+                # off after writing the text would, tried again, find the lines done and queue nothing)
                 await rewind_progress(tx.db, mem.campaign_id, session_id, CHUNK, min(revised))
+                await enqueue_session_work(
+                    tx.db, mem.campaign_id, session_id, await _last_seq(tx, session_id), after=":h"
+                )
         changed += len(revised)
-    if changed:
-        await enqueue_session_work(mem.db, mem.campaign_id, session_id, await _last_seq(mem, session_id), after=":h")
     if named:  # a recap written before read the phrase, not the name (done again by a retry: the raw text stays)
         async with mem.transaction() as tx:
             await link_to_recaps(tx.graph, named, sessions=[session_id])
