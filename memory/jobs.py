@@ -59,6 +59,7 @@ from memory.took_part import link_to_recaps, took_part, unlink_unnamed
 from memory.voice.backoff import Backoff
 
 if TYPE_CHECKING:
+    from memory.correction import PhoneticMatcher
     from memory.providers.embeddings import Embedder
     from memory.providers.llm import LLMClient
 
@@ -503,7 +504,7 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
     they were made with are gone), and so does the raw text. As stage 2 revises a line, the session's windows
     from it on are chunked and embedded again, and an entity the lines now name took part in the session (its
     recap, if written, read the phrase). Returns how many lines changed; running it again changes none."""
-    from memory.correction.edits import apply_corrections, merge_corrections
+    from memory.correction.edits import merge_corrections
     from memory.correction.text import name_norm
     from memory.recorder import default_index_cache
 
@@ -515,27 +516,25 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
     named: set[int] = set()  # the entities whose phrases the lines say
     for start in range(0, len(ids), slice_size):
         async with mem.transaction() as tx:
-            revised = []
             # locked as read: a stage-2 revision committed before this one writes must not be written over
             entries = await tx.log.entries(ids[start : start + slice_size], for_update=True)
             # The phrases as they are now, after the lock: one taken away since the job started is not written (the
             # job restoring its lines may have passed these), and one taken away after waits for the lock.
             matcher = await default_index_cache.matcher(mem)
             heard = {f.spaceless for f in matcher.index.heard}
-            for e in entries:
-                found = [
-                    c for c in matcher.correct(e.raw_text).corrections if "".join(name_norm(c.span).split()) in heard
-                ]
-                named.update(c.entity_id for c in found if c.entity_id is not None)
-                merged = merge_corrections(found, e.corrections)
-                if merged != e.corrections:
-                    await tx.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
-                    revised.append(e.seq)
-            if revised:  # new text, new vectors: its windows are chunked again
-                await rewind_progress(tx.db, mem.campaign_id, session_id, CHUNK, min(revised))
-        changed += len(revised)
-    if changed:
-        await enqueue_session_work(mem.db, mem.campaign_id, session_id, await _last_seq(mem, session_id), after=":h")
+            found = [
+                [c for c in matcher.correct(e.raw_text).corrections if "".join(name_norm(c.span).split()) in heard]
+                for e in entries
+            ]
+            named.update(c.entity_id for cs in found for c in cs if c.entity_id is not None)
+            revised = await _revise(
+                tx,
+                session_id,
+                entries,
+                [merge_corrections(f, e.corrections) for f, e in zip(found, entries, strict=True)],
+                after=":h",
+            )
+        changed += revised
     if named:  # a recap written before read the phrase, not the name (done again by a retry: the raw text stays)
         async with mem.transaction() as tx:
             await link_to_recaps(tx.graph, named, sessions=[session_id])
@@ -564,15 +563,34 @@ async def restore_heard_as_lines(
     is dropped and the span judged again by the campaign's matcher as it is now (what it corrects there by sound,
     or as another entity's heard-as phrase, is corrected so again); the line's other corrections, of stage 1 or 2,
     stay, and its text is written again from the raw text. As :func:`correct_heard_as_lines`, the session's windows
-    from the first line changed on are chunked and embedded again. Returns how many lines changed; running it
-    again changes none. ``any_stage``: stage 2's corrections of such a span to the entity are dropped too (a phrase
-    the DM says is never the name)."""
-    from memory.correction.edits import apply_corrections, merge_corrections
+    from the first line changed on are chunked and embedded again, and the entity's link to the session goes if its
+    lines name it no longer, each with the lines that made it so (one transaction a slice). Returns how many lines
+    changed; running it again changes none. ``any_stage``: stage 2's corrections of such a span, or of its plural,
+    to the entity are dropped too (a phrase the DM says is never the name)."""
+    from memory.correction.edits import merge_corrections
     from memory.correction.text import name_norm
     from memory.recorder import default_index_cache
 
     def spaceless(text: str) -> str:
         return "".join(name_norm(text).split())
+
+    def undoes(c: Correction, undone: set[str]) -> bool:
+        # A phrase never the name is not its plural either: stage 2 refuses that too (see _never_heard), and may
+        # have made it the name before ("Kwellows" for "kwellow"; its span holds the "s", stage 1's never does).
+        if c.entity_id != entity_id:
+            return False
+        return _never_heard(c, {entity_id: undone}) if any_stage else spaceless(c.span) in undone
+
+    def restore(e: Entry, undone: set[str], matcher: PhoneticMatcher) -> list[Correction]:
+        # the line's corrections without those of ``undone``, each span judged again by ``matcher``
+        freed = [c for c in e.corrections if (any_stage or c.stage == 1) and undoes(c, undone)]
+        if not freed:
+            return e.corrections
+        again = matcher.correct(e.raw_text).corrections
+        return merge_corrections(
+            [c for c in e.corrections if c not in freed],
+            [c for c in again if any(c.start < f.end and f.start < c.end for f in freed)],
+        )
 
     if not (gone := {s for p in phrases if (s := spaceless(p))}):
         return 0
@@ -583,7 +601,10 @@ async def restore_heard_as_lines(
     changed = 0
     for start in range(0, len(ids), slice_size):
         async with mem.transaction() as tx:
-            revised = []
+            # The took-part link the restored lines no longer make goes with them, in this transaction: a job cut off
+            # after they were written would, tried again, find them done and leave the link. So the graph's lock
+            # comes first (see ``KnowledgeGraph.lock``: a merge takes it before it writes these lines).
+            await tx.graph.lock()
             # locked as read: a stage-2 revision committed before this one writes must not be written over
             entries = await tx.log.entries(ids[start : start + slice_size], for_update=True)
             # The DM may have changed their mind since the job was queued (a phrase given back, a "never" taken
@@ -592,34 +613,38 @@ async def restore_heard_as_lines(
             now = await _phrases_now(tx, entity_id, any_stage=any_stage)
             undone = gone & now if any_stage else gone - now
             matcher = await default_index_cache.matcher(mem)
-            for e in entries:
-                freed = [
-                    c
-                    for c in e.corrections
-                    if (any_stage or c.stage == 1) and c.entity_id == entity_id and spaceless(c.span) in undone
-                ]
-                if not freed:
-                    continue
-                kept = [c for c in e.corrections if c not in freed]
-                again = [
-                    c
-                    for c in matcher.correct(e.raw_text).corrections
-                    if any(c.start < f.end and f.start < c.end for f in freed)
-                ]
-                merged = merge_corrections(kept, again)
-                if merged != e.corrections:
-                    await tx.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
-                    revised.append(e.seq)
-            if revised:  # new text, new vectors: its windows are chunked again
-                await rewind_progress(tx.db, mem.campaign_id, session_id, CHUNK, min(revised))
-        changed += len(revised)
-    if changed:
-        await enqueue_session_work(mem.db, mem.campaign_id, session_id, await _last_seq(mem, session_id), after=":u")
-        # It took part in the session by its lines: if they named it only by the phrase, they name it no longer.
-        # (Only here: a session the phrase changed nothing in keeps its links, whatever else made them.)
-        async with mem.transaction() as tx:
-            await unlink_unnamed(tx.graph, entity_id, session_id)
+            restored = [restore(e, undone, matcher) for e in entries]
+            if revised := await _revise(tx, session_id, entries, restored, after=":u"):
+                # It took part in the session by its lines: if they named it only by the phrase, they name it no
+                # longer. (Only here: a session the phrase changed nothing in keeps its links, whatever made them.)
+                await unlink_unnamed(tx.graph, entity_id, session_id)
+        changed += revised
     return changed
+
+
+async def _revise(
+    tx: CampaignMemory,
+    session_id: int,
+    entries: Sequence[Entry],
+    corrections: Sequence[list[Correction]],
+    *,
+    after: str,
+) -> int:
+    """Write each of the session's ``entries`` (locked) whose ``corrections`` (one list each, in order) differ from
+    its own: text again from the raw text. The windows from the first line changed on are chunked and embedded
+    again, queued in the same transaction (a job cut off after writing the text would, tried again, find the lines
+    done and queue nothing). Returns how many lines changed."""
+    from memory.correction.edits import apply_corrections
+
+    revised = []
+    for e, merged in zip(entries, corrections, strict=True):
+        if merged != e.corrections:
+            await tx.log.revise(e.id, apply_corrections(e.raw_text, merged), merged)
+            revised.append(e.seq)
+    if revised:  # new text, new vectors
+        await rewind_progress(tx.db, tx.campaign_id, session_id, CHUNK, min(revised))
+        await enqueue_session_work(tx.db, tx.campaign_id, session_id, await _last_seq(tx, session_id), after=after)
+    return len(revised)
 
 
 async def _phrases_now(tx: CampaignMemory, entity_id: int, *, any_stage: bool) -> set[str]:

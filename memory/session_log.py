@@ -451,10 +451,10 @@ class SessionLog:
         self, entity_id: int, phrases: Sequence[str], names: Sequence[str], *, any_stage: bool = False
     ) -> int | None:
         """How many of the campaign's lines hold a stage-1 (``any_stage``: or stage-2) correction of one of
-        ``phrases`` (spacing and punctuation aside) to the entity ``entity_id``, among those whose text the
-        full-text index holds one of ``names`` (what the entity is called: the corrections wrote it) in, as
-        :meth:`count_heard` counts: index lookups, not a scan. None when a name is only words the index leaves
-        out."""
+        ``phrases`` (spacing and punctuation aside; ``any_stage``: or of its plural, which stage 2 may have made the
+        name) to the entity ``entity_id``, among those whose text the full-text index holds one of ``names`` (what
+        the entity is called: the corrections wrote it) in, as :meth:`count_heard` counts: index lookups, not a
+        scan. None when a name is only words the index leaves out."""
         from memory.correction.text import name_norm
 
         names = [n for n in names if n.strip()]
@@ -473,9 +473,11 @@ class SessionLog:
             SELECT count(*) FROM session_entries
             WHERE campaign_id = $1 AND tsv @@ ({" || ".join(queries)}) AND {_RAW_FOLDED} ~* $2
               AND EXISTS (
-                  SELECT 1 FROM jsonb_array_elements(corrections) c
+                  SELECT 1 FROM jsonb_array_elements(corrections) c,
+                      LATERAL (SELECT regexp_replace(normalize(lower(c ->> 'span'), NFKD), '[^[:alnum:]]+', '', 'g')
+                               AS said) s
                   WHERE c ->> 'entity_id' = $3::bigint::text AND (c ->> 'stage' = '1' OR $5)
-                    AND regexp_replace(normalize(lower(c ->> 'span'), NFKD), '[^[:alnum:]]+', '', 'g') = ANY($4))
+                    AND (s.said = ANY($4) OR ($5 AND s.said LIKE '%s' AND left(s.said, -1) = ANY($4))))
             """,
             self.campaign_id,
             _saying(phrases),

@@ -201,6 +201,38 @@ async def test_lines_stored_before_are_corrected_again_by_a_background_job(memor
     assert await camp.log.count_heard(phrases) == 0
 
 
+async def test_a_heard_as_job_cut_off_before_it_queued_the_chunking_has_it_done_when_tried_again(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection is lost after the heard-as job corrected the lines and before it queued their passages'
+    embedding: its retry must not find the lines done and leave the passages saying the phrase."""
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    await camp.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
+    rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add_many([Utterance(speaker="Liam", text=t) for t in ["And from skin jumps.", "Nothing here."]])
+    await rec.end()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    enqueue = jobs.enqueue_session_work
+    cut_off: list[str] = []
+
+    async def connection_lost_once(conn: object, *args: object, after: str = "", **kwargs: object) -> None:
+        if after == ":h" and not cut_off:
+            cut_off.append(after)
+            raise ConnectionResetError("connection lost")  # an outage: the worker tries the job again
+        await enqueue(conn, *args, after=after, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jobs, "enqueue_session_work", connection_lost_once)
+    await camp.graph.update_entity("Frumpkin", heard_as=["from skin"])
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert cut_off == [":h"] and await jobs.failed_jobs(memory.pool) == 0
+    assert [e.text for e in await camp.log.session_entries(rec.session.id)] == ["And Frumpkin jumps.", "Nothing here."]
+    chunks = [
+        r["text"] for r in await camp.db.fetch("SELECT text FROM chunks WHERE campaign_id = $1", camp.campaign_id)
+    ]
+    assert chunks and any("Frumpkin jumps" in c for c in chunks) and not any("from skin" in c for c in chunks)
+
+
 async def _took_part(mem: CampaignMemory, entity_id: int) -> list[str]:
     """The recapped sessions the entity took part in, by title."""
     rows = await mem.db.fetch(

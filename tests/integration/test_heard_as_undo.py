@@ -196,6 +196,52 @@ async def test_a_phrase_taken_away_takes_away_the_sessions_only_it_made_the_enti
     assert await took_part("Keyleth") == ["Session: Night 1"]
 
 
+async def test_a_restoration_cut_off_before_the_link_goes_takes_it_away_when_tried_again(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection is lost after the restoration job put Night 1's lines back and before it took away the
+    took-part link only the phrase made: the job's retry must not find the lines done and leave the link, nor lose
+    the lines' restored text or their passages embedded again."""
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    await camp.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc, heard_as=["from skin"]))
+    await camp.graph.add_entity(EntityIn(name="Keyleth", type=EntityType.player))
+    nights = [("Night 1", "And from skin jumps on Keyleth's table."), ("Night 2", "Frumpkin purrs; from skin naps.")]
+    for title, said in nights:
+        rec = await SessionRecorder.start(camp, title, index_cache=CorrectionIndexCache())
+        await rec.add(Utterance(speaker="Liam", text=said))
+        await rec.end()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    night1 = await camp.log.session_by_title("Night 1")
+
+    async def took_part(name: str) -> list[str]:
+        entity = await camp.graph.get_entity(name)
+        facts = await camp.graph.relationships_of(entity.id, include_secret=True)
+        return sorted(r.target_name for r in facts if r.type == "took_part_in")
+
+    assert await took_part("Frumpkin") == ["Session: Night 1", "Session: Night 2"]
+    assert any("Frumpkin jumps" in c for c in await _chunks(camp))
+    unlink = jobs.unlink_unnamed
+    cut_off: list[int] = []
+
+    async def connection_lost_once(graph: object, entity_id: int, session_id: int) -> int:
+        if session_id == night1.id and not cut_off:
+            cut_off.append(session_id)
+            raise ConnectionResetError("connection lost")  # an outage: the worker tries the job again
+        return await unlink(graph, entity_id, session_id)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jobs, "unlink_unnamed", connection_lost_once)
+    await camp.graph.update_entity("Frumpkin", heard_as=[])
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert cut_off == [night1.id] and await jobs.failed_jobs(memory.pool) == 0
+    assert [e.text for e in await _stored(camp)] == ["And from skin jumps on Keyleth's table."]
+    assert [e.text for e in await _stored(camp, "Night 2")] == ["Frumpkin purrs; from skin naps."]
+    assert await took_part("Frumpkin") == ["Session: Night 2"]  # no link left that only the phrase made
+    assert await took_part("Keyleth") == ["Session: Night 1"]
+    chunks = await _chunks(camp)
+    assert not any("Frumpkin jumps" in c for c in chunks) and any("from skin jumps" in c for c in chunks)
+
+
 async def test_a_phrase_taken_away_while_the_heard_as_job_runs_is_not_written_after(memory: Memory) -> None:
     """The heard-as job corrects a session slice by slice. The DM takes the phrase away while it waits for a line
     (a merge moving its corrections holds it): the job must not then correct the rest by the phrase it read when it

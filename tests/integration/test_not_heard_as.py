@@ -4,14 +4,19 @@ stored before by a background job, on the real embedded PostgreSQL."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from memory import jobs
 from memory.errors import InvalidInputError
 from memory.models import EntityIn, EntityType
 from memory.providers.embeddings import MiniLMEmbedder
-from memory.recorder import CorrectionIndexCache, SessionRecorder, Utterance
+from memory.providers.llm import OpenAILLM
+from memory.recorder import CorrectionIndexCache, SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory, Memory
+from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
+from tests.fakes.openai_server import FakeOpenAI
 
 
 async def test_not_heard_as_phrases_are_stored_checked_and_moved_by_a_merge(campaign: CampaignMemory) -> None:
@@ -168,3 +173,50 @@ async def test_a_merge_bringing_lines_corrected_to_the_copy_restores_those_into_
     assert await jobs.failed_jobs(memory.pool) == 0
     [line] = await camp.log.session_entries(rec.session.id)
     assert line.text == "A manta ray swims by." and line.corrections == []
+
+
+async def test_a_plural_stage_2_made_the_name_is_restored_when_its_singular_is_said_never_the_name(
+    memory: Memory, fake_openai: FakeOpenAI
+) -> None:
+    """Stage 2 (the model, on a doubtful span) made "Kwellows" Quelloth; the DM then says "kwellow" is never Quelloth.
+    Stage 2 would refuse the plural from then on (as it does "manta rays" for "manta ray"): the line stored before
+    is put back too, and the edit's count of lines to restore counts it."""
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    quelloth = await camp.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
+    said = "We met the Kwellows at the cistern."
+    confidences = {"We": 0.95, "met": 0.9, "the": 0.98, "Kwellows": 0.2, "at": 0.97, "cistern.": 0.9}
+    rec = await SessionRecorder.start(camp, "Night 1", stage2=True, index_cache=CorrectionIndexCache())
+    await rec.add(
+        Utterance(speaker="DM", text=said, words=[Word(word=w, confidence=c) for w, c in confidences.items()])
+    )
+    await rec.flush()
+
+    def answer(request: dict) -> str:
+        if request["response_format"]["json_schema"]["name"] != "LLMCorrection":
+            return json.dumps({"entities": [], "facts": []})  # the extraction job asks too: nothing found
+        return json.dumps(
+            {
+                "text": "We met the Quelloth at the cistern.",
+                "substitutions": [{"heard": "Kwellows", "entity": "Quelloth"}],
+            }
+        )
+
+    fake_openai.chat_handler = answer
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2", llm=llm)
+    try:
+        await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+        [line] = await camp.log.session_entries(rec.session.id)
+        assert line.text == "We met the Quelloth at the cistern."
+        assert [(c.span, c.entity_id, c.stage) for c in line.corrections] == [("Kwellows", quelloth.id, 2)]
+        assert await camp.log.count_corrected(quelloth.id, ["kwellow"], ["Quelloth"], any_stage=True) == 1
+
+        await camp.graph.update_entity("Quelloth", not_heard_as=["kwellow"])
+        await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    finally:
+        await llm.aclose()
+    assert await jobs.failed_jobs(memory.pool) == 0
+    [line] = await camp.log.session_entries(rec.session.id)
+    assert (line.text, line.corrections) == (said, [])
+    assert await jobs.restore_heard_as_lines(camp, rec.session.id, quelloth.id, ["kwellow"], any_stage=True) == 0
+    assert await camp.log.count_corrected(quelloth.id, ["kwellow"], ["Quelloth"], any_stage=True) == 0
