@@ -191,11 +191,21 @@ def hidden_character(value: str, *, lines: bool = True) -> tuple[int, str] | Non
     if value.isprintable():  # no control or format character at all: most text, checked at C speed
         return None
     for position, char in enumerate(value):
-        if unicodedata.bidirectional(char) in _BIDI_CONTROLS or (
-            unicodedata.category(char) == "Cc" and not (lines and char in "\n\t\r")
-        ):
+        if _hidden(char, lines):
             return position, char
     return None
+
+
+def _hidden(char: str, lines: bool) -> bool:
+    return unicodedata.bidirectional(char) in _BIDI_CONTROLS or (
+        unicodedata.category(char) == "Cc" and not (lines and char in "\n\t\r")
+    )
+
+
+def without_hidden(text: str) -> str:
+    """``text`` without what :func:`shown_text` refuses: for text a model wrote (a recap, an extracted
+    description), which is kept without the character rather than refused for it."""
+    return text if text.isprintable() else "".join(char for char in text if not _hidden(char, True))
 
 
 def shown_text(value: str, *, lines: bool = True) -> str:

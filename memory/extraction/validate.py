@@ -17,10 +17,9 @@ from memory.models import (
     EntityType,
     clean_name,
     clip,
-    shown_text,
     storable,
     value_within_limit,
-    without_bidi_controls,
+    without_hidden,
 )
 
 log = logging.getLogger(__name__)
@@ -91,8 +90,8 @@ def _entity(item: ProposedEntity, entry_ids: Collection[int]) -> ProposedEntity 
     try:
         name = clean_name(item.name)
         kind = EntityType(item.type.strip().casefold())
-        # as the store refuses it; a bidi control copied from a line is dropped, as the line dropped it
-        description = shown_text(storable(without_bidi_controls(" ".join(item.description.split())[:500])))
+        # what the store refuses a DM (a bidi override, a control character) is left out of a model's text
+        description = storable(without_hidden(" ".join(item.description.split())[:500]))
     except ValueError:
         return None
     evidence = _evidence(item.entry_ids, entry_ids)
@@ -106,14 +105,12 @@ def _entity(item: ProposedEntity, entry_ids: Collection[int]) -> ProposedEntity 
 def _fact(item: ProposedFact, entry_ids: Collection[int]) -> ProposedFact | None:
     rel_type = "_".join(item.type.strip().casefold().replace("-", " ").split())
     basis = item.basis.strip().casefold()
-    value = without_bidi_controls(" ".join(item.value.split())) if item.value is not None else None
+    value = without_hidden(" ".join(item.value.split())) if item.value is not None else None
     target = item.target.strip() if item.target is not None else None
     try:
         source = clean_name(item.source)
         target = clean_name(target) if target else None
         storable([rel_type, value])
-        if value is not None:
-            shown_text(value)
     except ValueError:
         return None
     evidence = _evidence(item.entry_ids, entry_ids)
