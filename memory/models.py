@@ -188,7 +188,8 @@ def hidden_character(value: str, *, lines: bool = True) -> tuple[int, str] | Non
     """The first character of ``value`` that text shown to the DM or players may not hold, and its index: a bidi
     embedding, override or isolate control, or a C0/C1 control other than a line break or tab (when ``lines``;
     none of them when not). Emoji and their joiners, combining marks and right-to-left letters are text."""
-    if value.isprintable():  # no control or format character at all: most text, checked at C speed
+    # no control or format character besides line breaks: most text, checked at C speed
+    if (value.replace("\n", "").replace("\t", "").replace("\r", "") if lines else value).isprintable():
         return None
     for position, char in enumerate(value):
         if _hidden(char, lines):

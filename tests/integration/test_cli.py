@@ -1419,5 +1419,7 @@ def test_a_bidi_override_is_refused_where_a_dm_or_a_file_gives_it(lk, tmp_path: 
     assert lk("entity", "add", "غوريم", "npc", "-d", "גורים 🧙\u200d\u2642\ufe0f\nof Ironhold").returncode == 0
     edited = lk("entity", "edit", "غوريم", "-d", "A d\u202ewarf")
     assert (edited.returncode, edited.stderr) == (1, f"error: description {said}\n")
+    campaign = lk("campaign", "create", "Ash", "--description", "Fir\u202ee and ash")
+    assert (campaign.returncode, campaign.stderr) == (1, f"error: description {said}\n")
     shown = json.loads(lk("entity", "show", "غوريم", "--json").stdout)
     assert shown["entity"]["description"] == "גורים 🧙\u200d\u2642\ufe0f\nof Ironhold"

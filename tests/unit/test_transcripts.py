@@ -43,3 +43,20 @@ def test_a_campaign_file_saved_as_txt_is_refused_as_one_not_read_as_a_transcript
     said = tmp_path / "night.txt"
     said.write_text("DM: You arrive.\nEntities: We are legion.\n")
     assert [line.utterance.speaker for line in read_transcript(said) if isinstance(line, Line)] == ["DM", "Entities"]
+
+
+def test_a_stray_bidi_control_is_dropped_from_a_line_not_a_reason_to_skip_it(tmp_path: Path) -> None:
+    """Spoken text is kept: a right-to-left override (which would show the line reversed in Discord) is taken out,
+    in .txt and JSON lines alike, the session a line names too; Arabic and an emoji's joiner stay."""
+    (night := tmp_path / "night.txt").write_text("Jo: Gor\u202erim is here\nغوريم: مرحبا 🧙\u200d\u2642\ufe0f\n")
+    (lines := tmp_path / "night.jsonl").write_text(
+        json.dumps({"speaker": "D\u2066M", "text": "The \u202egate\u202c fell", "session": "Night\u202e 1"}) + "\n"
+    )
+    said = [line.utterance for line in read_transcript(night)]
+    assert [(u.speaker, u.text) for u in said] == [("Jo", "Gorrim is here"), ("غوريم", "مرحبا 🧙\u200d\u2642\ufe0f")]
+    [line] = list(read_transcript(lines))
+    assert isinstance(line, Line) and (line.session, line.utterance.speaker, line.utterance.text) == (
+        "Night 1",
+        "DM",
+        "The gate fell",
+    )
