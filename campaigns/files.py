@@ -31,7 +31,7 @@ from campaigns.schema import (
     find_conflicts,
     name_key,
 )
-from memory.errors import describe_value
+from memory.errors import describe_value, printable
 from memory.models import EntityType
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
@@ -600,6 +600,8 @@ class _Reader:
             if isinstance(node, yaml.MappingNode):
                 source, kind = (_peek(node, f) or "?" for f in ("source", "type"))
                 target = _peek(node, "target") or _peek(node, "value") or "?"
+                # as given, so each is escaped: a bidi override in one would reorder the message
+                source, kind, target = (printable(str(part)) for part in (source, kind, target))
                 return f"relationship #{index + 1} ({source} -[{kind}]-> {target})"
             return f"relationship #{index + 1}"
         return section

@@ -54,6 +54,7 @@ from memory.models import (
     heard_as_phrases,
     not_heard_as_phrases,
     relationship_type,
+    shown_text,
     storable,
     value_within_limit,
 )
@@ -91,9 +92,21 @@ def _none_as_empty(factory: type) -> BeforeValidator:
 #: A name of an entity (or a reference to one): NFC, no control characters, trimmed, at most 200 characters.
 Name = Annotated[StrictStr, AfterValidator(normalise_name)]
 # Stripped because a YAML folded block (``description: >``) ends with a newline nobody meant to write.
-Text = Annotated[StrictStr, AfterValidator(lambda v: storable(_nfc(v)).strip()), _none_as_empty(str)]
+Text = Annotated[StrictStr, AfterValidator(lambda v: shown_text(storable(_nfc(v)).strip())), _none_as_empty(str)]
 AttributeValue = Annotated[Scalar | list[Scalar], BeforeValidator(attribute_value)]
-Attributes = Annotated[dict[str, AttributeValue], AfterValidator(storable), _none_as_empty(dict)]
+Attributes = Annotated[dict[str, AttributeValue], AfterValidator(lambda v: _keys(storable(v))), _none_as_empty(dict)]
+
+
+def _keys(attributes: dict[str, Any]) -> dict[str, Any]:
+    """Attribute keys as the store takes them: one line, nothing hidden (the values are checked one by one)."""
+    for key in attributes:
+        try:
+            shown_text(key, lines=False)
+        except ValueError as exc:
+            raise PydanticCustomError(
+                "attribute_key", "key {key} {problem}", {"key": repr(key), "problem": str(exc)}
+            ) from None
+    return attributes
 
 
 def _heard_as(phrases: list[str]) -> list[str]:
@@ -228,7 +241,9 @@ class RelationshipSpec(_Strict):
     source: Name
     type: Annotated[StrictStr, AfterValidator(normalise_relationship_type)]
     target: Name | None = None
-    value: Annotated[StrictStr, AfterValidator(lambda v: value_within_limit(storable(_nfc(v)).strip()))] | None = None
+    value: (
+        Annotated[StrictStr, AfterValidator(lambda v: value_within_limit(shown_text(storable(_nfc(v)).strip())))] | None
+    ) = None
     attributes: Attributes = Field(default_factory=dict)
     secret: StrictBool = False  # DM-only, even between public entities
 

@@ -12,7 +12,7 @@ import asyncpg
 
 from memory.db import Executor, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_, NotFoundError, did_you_mean, quoted
-from memory.models import Campaign, ReviewKind, clean_name, name_query, session_title
+from memory.models import Campaign, ReviewKind, clean_name, name_query, session_title, shown_text, storable
 from memory.review import parse_ref
 
 #: The campaigns table's limit; also what a Discord autocomplete choice holds, so every name can be offered.
@@ -24,6 +24,14 @@ _HOLDS_ENTITY = """
             AND (lower(e.name) = lower($3) OR EXISTS (SELECT 1 FROM entity_aliases a
                  WHERE a.campaign_id = c.id AND a.entity_id = e.id AND lower(a.alias) = lower($3))))
 """
+
+
+def _text(field: str, value: str) -> str:
+    """A campaign's description or system as given: storable, no control character that hides or reorders text."""
+    try:
+        return shown_text(storable(value), lines=field == "description")
+    except ValueError as exc:
+        raise InvalidInputError(f"{field} {exc}") from None
 
 
 class Campaigns:
@@ -43,6 +51,7 @@ class Campaigns:
             raise InvalidInputError(
                 f"a campaign name is at most {MAX_NAME} characters; {name[:40]}… has {len(name)}: choose a shorter one"
             )
+        description, system = _text("description", description), _text("system", system)
         try:
             async with transaction(self.db) as conn:
                 # Two creates at once (the guild's first campaigns) would both see no active campaign and both
@@ -168,6 +177,8 @@ class Campaigns:
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"cannot update {', '.join(sorted(unknown))}")
+        for key in {"description", "system"} & set(fields):
+            fields[key] = _text(key, fields[key])
         target = await self.get(name)
         sets = [f"{key} = ${i}" for i, key in enumerate(fields, start=3)]
         if not sets:

@@ -92,8 +92,14 @@ _JOINERS = frozenset("\u200c\u200d")
 def quoted(text: str) -> str:
     """``'text'`` for a message: a name or title as the DM typed it and can copy back. Unlike ``repr``, an emoji's
     joiner stays itself ('🧙‍♂️ Wizard night', not '🧙\\u200d♂️ Wizard night', which names no campaign); other
-    characters that print nothing (controls, line breaks) are still written as escapes."""
-    return "'" + "".join(ch if ch.isprintable() or ch in _JOINERS else repr(ch)[1:-1] for ch in text) + "'"
+    characters that print nothing (controls, line breaks, bidi overrides) are still written as escapes."""
+    return "'" + printable(text) + "'"
+
+
+def printable(text: str) -> str:
+    """``text`` as :func:`quoted` writes it, without the quotes: a bidi override (U+202E) in it is written
+    ``\\u202e``, so it cannot reverse the rest of the message."""
+    return "".join(ch if ch.isprintable() or ch in _JOINERS else repr(ch)[1:-1] for ch in text)
 
 
 def did_you_mean(wanted: str, names: Iterable[str]) -> str:

@@ -46,6 +46,8 @@ from memory.models import (
     heard_as_phrases,
     name_query,
     not_heard_as_phrases,
+    shown_text,
+    storable,
 )
 
 #: Relationship types an entity has at most one of at a time, edge or value: a new accepted one closes the old one.
@@ -645,6 +647,11 @@ class KnowledgeGraph:
         to_check = [n for n in [new_name, *cleaned_aliases] if n]
         await self._check_names_free(to_check, except_id=current.id)
         attributes = check_attributes(attributes) if attributes else attributes
+        if description is not None:
+            try:
+                description = shown_text(storable(description))
+            except ValueError as exc:
+                raise InvalidInputError(f"description {exc}") from None
         merged = attributes if replace_attributes else {**current.attributes, **(attributes or {})}
         try:
             await self.db.execute(

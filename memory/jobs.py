@@ -52,6 +52,7 @@ from memory.models import (
     Source,
     Visibility,
     storable,
+    without_hidden,
 )
 from memory.semantic import content_hash
 from memory.store import CampaignMemory, Memory
@@ -678,7 +679,7 @@ class Recap(BaseModel):
     recap: str
 
     # a NUL or lone surrogate in the model's text would fail the summary job: such an answer is not used
-    _storable = field_validator("recap")(classmethod(lambda cls, v: storable(v)))
+    _storable = field_validator("recap")(classmethod(lambda cls, v: storable(without_hidden(v))))
 
 
 _DM_NAMES = {"DM", "GM", "DUNGEON MASTER", "GAME MASTER"}
@@ -831,7 +832,7 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
             EntityIn(
                 name=f"Session: {title}"[:200],  # an entity name's limit; titles may be file names
                 type=EntityType.event,
-                description=summary[:2000],
+                description=without_hidden(summary[:2000]),  # a recap is the model's text: see without_hidden
                 provenance=Provenance(source=Source.inferred, confidence=1.0, session_id=session_id),
             )
         )

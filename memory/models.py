@@ -78,15 +78,20 @@ def clean_name(value: str) -> str:
     # The same name typed on two keyboards can arrive composed (é) or decomposed (e + ◌́): two entities that
     # look the same, unless both are NFC.
     value = unicodedata.normalize("NFC", value)
+    start = len(value) - len(value.lstrip())
+    end = len(value.rstrip())
     for position, char in enumerate(value):
         # Category C is control, format (zero-width joiners, bidi overrides), surrogate, private use and
-        # unassigned: invisible in Discord, so two names differing by one would look the same to the DM.
-        # Tabs and line breaks are only spacing, collapsed below like any other whitespace. A joiner inside an
-        # emoji ("🧙‍♂️") is part of the picture, not hidden between letters.
-        if unicodedata.category(char).startswith("C") and char not in "\t\n\r" and not _emoji_joiner(value, position):
-            raise InvalidInputError(
-                f"{value!r} contains the control character U+{ord(char):04X} at position {position + 1}"
-            )
+        # unassigned: invisible in Discord, so two names differing by one would look the same to the DM, and a
+        # bidi override shows "Gorrim" reversed. Tabs are only spacing, collapsed below like any other whitespace,
+        # and so are line breaks at either end; one inside is two names on two lines. A joiner inside an emoji
+        # ("🧙‍♂️") is part of the picture, not hidden between letters.
+        if char in "\n\r":
+            if start <= position < end:
+                raise InvalidInputError(f"{value!r} has a line break at position {position + 1}: a name is one line")
+            continue
+        if unicodedata.category(char).startswith("C") and char != "\t" and not _emoji_joiner(value, position):
+            raise InvalidInputError(f"{value!r} contains {described(char)} at position {position + 1}, {_INVISIBLE}")
     name = " ".join(value.split())
     if not name:
         raise InvalidInputError("name must not be empty")
@@ -162,6 +167,64 @@ def _emoji_joiner(value: str, position: int) -> bool:
     if value[before] == "\ufe0f" and before > 0:  # the emoji's variation selector: look at the emoji itself
         before -= 1
     return unicodedata.category(value[before]) in ("So", "Sk") and unicodedata.category(value[position + 1]) == "So"
+
+
+#: How a refused character is called, after its code point and name.
+_INVISIBLE = "an invisible control character; remove it"
+
+#: Bidi classes (``unicodedata.bidirectional``) of the explicit embedding, override and isolate controls
+#: (U+202A-U+202E, U+2066-U+2069): invisible, they reorder what follows them, so "Gorrim" shows reversed, or as
+#: another name, in Discord. The marks (LRM, RLM, ALM) that right-to-left text may need are not among them.
+_BIDI_CONTROLS = frozenset({"LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"})
+
+
+def described(char: str) -> str:
+    """``U+202E RIGHT-TO-LEFT OVERRIDE``; a C0/C1 control has no name in Unicode: ``U+0007``."""
+    name = unicodedata.name(char, "")
+    return f"U+{ord(char):04X} {name}" if name else f"U+{ord(char):04X}"
+
+
+def hidden_character(value: str, *, lines: bool = True) -> tuple[int, str] | None:
+    """The first character of ``value`` that text shown to the DM or players may not hold, and its index: a bidi
+    embedding, override or isolate control, or a C0/C1 control other than a line break or tab (when ``lines``;
+    none of them when not). Emoji and their joiners, combining marks and right-to-left letters are text."""
+    # no control or format character besides line breaks: most text, checked at C speed
+    if (value.replace("\n", "").replace("\t", "").replace("\r", "") if lines else value).isprintable():
+        return None
+    for position, char in enumerate(value):
+        if _hidden(char, lines):
+            return position, char
+    return None
+
+
+def _hidden(char: str, lines: bool) -> bool:
+    return unicodedata.bidirectional(char) in _BIDI_CONTROLS or (
+        unicodedata.category(char) == "Cc" and not (lines and char in "\n\t\r")
+    )
+
+
+def without_hidden(text: str) -> str:
+    """``text`` without what :func:`shown_text` refuses: for text a model wrote (a recap, an extracted
+    description), which is kept without the character rather than refused for it."""
+    return text if text.isprintable() else "".join(char for char in text if not _hidden(char, True))
+
+
+def shown_text(value: str, *, lines: bool = True) -> str:
+    """``value``, unless :func:`hidden_character` finds one (the message follows the field's name): free text the
+    DM or a file gives (a description, a fact's value, an attribute) may hold line breaks, a key (``lines``
+    false) not."""
+    if found := hidden_character(value, lines=lines):
+        position, char = found
+        raise ValueError(f"contains {described(char)} at position {position + 1}, {_INVISIBLE}")
+    return value
+
+
+def without_bidi_controls(text: str) -> str:
+    """``text`` without its bidi embedding, override and isolate controls: what was said is kept, a stray control
+    in a transcript is no reason to refuse the line, but it would reorder the line wherever it is shown."""
+    if text.isprintable():
+        return text
+    return "".join(char for char in text if unicodedata.bidirectional(char) not in _BIDI_CONTROLS)
 
 
 def check_alias_count(aliases: list[str]) -> list[str]:
@@ -269,7 +332,7 @@ def session_title(value: str) -> str:
     """A session title as stored and looked up: trimmed, storable, not overlong."""
     title = value.strip()
     try:
-        storable(title)
+        shown_text(storable(title), lines=False)
     except ValueError as exc:
         raise InvalidInputError(f"session title {exc}") from None
     if len(title) > MAX_TITLE_CHARS:
@@ -297,7 +360,7 @@ def value_within_limit(value: str) -> str:
 def fact_value(value: str) -> str:
     """A fact's value as the DM gives it: NFC and trimmed, as a campaign file's; storable, not empty, not overlong."""
     try:
-        text = value_within_limit(unicodedata.normalize("NFC", storable(value)).strip())
+        text = value_within_limit(shown_text(unicodedata.normalize("NFC", storable(value)).strip()))
     except ValueError as exc:
         raise InvalidInputError(f"value {exc}") from None
     if not text:
@@ -315,7 +378,7 @@ def attribute_value(value: Any) -> Any:
 
 def _scalar(value: Any, *, in_list: bool) -> Any:
     if isinstance(value, str):
-        return storable(unicodedata.normalize("NFC", value))
+        return shown_text(storable(unicodedata.normalize("NFC", value)))
     if value is None or isinstance(value, bool | int | float):
         return storable(value)
     kind = {dict: "a mapping", list: "a list"}.get(type(value), type(value).__name__)
@@ -328,7 +391,7 @@ def check_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
     checked: dict[str, Any] = {}
     for key, value in attributes.items():
         try:
-            checked[storable(key)] = attribute_value(value)
+            checked[shown_text(storable(key), lines=False)] = attribute_value(value)
         except ValueError as exc:
             raise InvalidInputError(f"attribute {key!r} {exc}") from None
     return checked
@@ -482,7 +545,7 @@ class EntityIn(BaseModel):
     provenance: Provenance = Field(default_factory=Provenance)
 
     _clean_name = field_validator("name")(classmethod(lambda cls, v: clean_name(v)))
-    _storable = field_validator("description")(classmethod(lambda cls, v: storable(v)))
+    _storable = field_validator("description")(classmethod(lambda cls, v: shown_text(storable(v))))
     _attributes = field_validator("attributes")(classmethod(lambda cls, v: check_attributes(v)))
     _heard_as = field_validator("heard_as")(classmethod(lambda cls, v: heard_as_phrases(v)))
     _not_heard_as = field_validator("not_heard_as")(classmethod(lambda cls, v: not_heard_as_phrases(v)))
@@ -525,8 +588,8 @@ def relationship_type(value: str) -> str:
     kind = "_".join(unicodedata.normalize("NFC", storable(value)).casefold().split())
     if not kind:
         raise ValueError("must not be empty")
-    if any(unicodedata.category(char).startswith("C") for char in kind):
-        raise ValueError("contains a control character")
+    if hidden := next((char for char in kind if unicodedata.category(char).startswith("C")), None):
+        raise ValueError(f"contains {described(hidden)}, {_INVISIBLE}")
     if len(kind) > MAX_RELATIONSHIP_TYPE_CHARS:
         raise ValueError(f"has {len(kind):,} characters; a relationship type has at most {MAX_RELATIONSHIP_TYPE_CHARS}")
     return kind
@@ -544,7 +607,9 @@ class RelationshipIn(BaseModel):
     provenance: Provenance = Field(default_factory=Provenance)
     status: ReviewStatus | None = None  # None: decided by provenance confidence against the threshold
 
-    _value = field_validator("value")(classmethod(lambda cls, v: v if v is None else value_within_limit(storable(v))))
+    _value = field_validator("value")(
+        classmethod(lambda cls, v: v if v is None else value_within_limit(shown_text(storable(v))))
+    )
     _attributes = field_validator("attributes")(classmethod(lambda cls, v: check_attributes(v)))
 
     _type = field_validator("type")(classmethod(lambda cls, v: relationship_type(v)))

@@ -26,8 +26,16 @@ from memory.models import (
     Visibility,
     seconds,
     storable,
+    without_bidi_controls,
 )
 from memory.store import CampaignMemory
+
+
+def _spoken(value: object) -> object:
+    """What was said (a transcript's line, a recognised word) without its bidi overrides and isolates
+    (:func:`without_bidi_controls`): one stray control is no reason to skip the line, as a name with one is refused,
+    but kept it would reorder the line wherever it is shown."""
+    return without_bidi_controls(value) if isinstance(value, str) else value
 
 
 class Word(BaseModel):
@@ -35,6 +43,7 @@ class Word(BaseModel):
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)  # a probability, as every STT gives it
 
     _storable = field_validator("word", "confidence")(classmethod(lambda cls, v: storable(v)))
+    _no_bidi = field_validator("word", mode="before")(classmethod(lambda cls, v: _spoken(v)))
 
 
 class Utterance(BaseModel):
@@ -55,6 +64,7 @@ class Utterance(BaseModel):
         classmethod(lambda cls, v: storable(v))
     )
     _seconds = field_validator("start_s", "end_s")(classmethod(lambda cls, v: seconds(v)))
+    _no_bidi = field_validator("speaker", "text", mode="before")(classmethod(lambda cls, v: _spoken(v)))
 
     @field_validator("speaker")
     @classmethod

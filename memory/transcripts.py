@@ -26,7 +26,7 @@ from pysubs2.formats.subrip import SubripFormat
 from pysubs2.formats.webvtt import WebVTTFormat
 
 from memory.errors import describe_value, validation_problems
-from memory.models import MAX_TEXT_BYTES, session_title
+from memory.models import MAX_TEXT_BYTES, session_title, without_bidi_controls
 from memory.recorder import Utterance
 
 MAX_LINE_BYTES = MAX_TEXT_BYTES  # a line holds one utterance
@@ -239,7 +239,10 @@ def _jsonl(path: Path, encoding: str) -> Iterator[Line | Skipped]:
                 ref=_label(obj, "ref") or f"{path.name}:{number}",
                 seq=number,
             )
-            session = session_title(title) if (title := _label(obj, "session")) is not None else None
+            # a session's title is refused with a bidi control, as a name is; a file's lines name it, as spoken
+            # text: the control is dropped there, not each of its lines skipped
+            title = _label(obj, "session")
+            session = session_title(without_bidi_controls(title)) if title is not None else None
         except (ValidationError, TypeError, ValueError) as exc:
             problem = validation_problems(exc) if isinstance(exc, ValidationError) else str(exc).splitlines()[0]
             yield Skipped(number, f"invalid field: {problem}")

@@ -13,7 +13,14 @@ from collections.abc import Collection, Sequence
 
 from memory.extraction.names import NameResolver, normalize_name
 from memory.extraction.schema import ExtractionAnswer, ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
-from memory.models import EntityType, clean_name, clip, storable, value_within_limit
+from memory.models import (
+    EntityType,
+    clean_name,
+    clip,
+    storable,
+    value_within_limit,
+    without_hidden,
+)
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +90,8 @@ def _entity(item: ProposedEntity, entry_ids: Collection[int]) -> ProposedEntity 
     try:
         name = clean_name(item.name)
         kind = EntityType(item.type.strip().casefold())
-        description = storable(" ".join(item.description.split())[:500])
+        # what the store refuses a DM (a bidi override, a control character) is left out of a model's text
+        description = storable(without_hidden(" ".join(item.description.split())[:500]))
     except ValueError:
         return None
     evidence = _evidence(item.entry_ids, entry_ids)
@@ -97,7 +105,7 @@ def _entity(item: ProposedEntity, entry_ids: Collection[int]) -> ProposedEntity 
 def _fact(item: ProposedFact, entry_ids: Collection[int]) -> ProposedFact | None:
     rel_type = "_".join(item.type.strip().casefold().replace("-", " ").split())
     basis = item.basis.strip().casefold()
-    value = " ".join(item.value.split()) if item.value is not None else None
+    value = without_hidden(" ".join(item.value.split())) if item.value is not None else None
     target = item.target.strip() if item.target is not None else None
     try:
         source = clean_name(item.source)

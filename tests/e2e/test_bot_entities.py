@@ -643,7 +643,6 @@ async def test_text_with_a_nul_character_is_refused_clearly(
 ) -> None:
     refusal = "The text contains a NUL character (U+0000), which cannot be stored or searched: remove it and try again."
     for command, options, user in [
-        ("entity edit", {"name": "Ironhold", "description": "A dwarven\x00fortress"}, dm),
         ("entity show", {"name": "Iron\x00hold"}, player),
         ("entity link", {"source": "Eldrinax", "relation": "rules", "target": "Iron\x00hold"}, dm),
         ("recall", {"query": "Eldrinax\x00"}, player),
@@ -652,13 +651,48 @@ async def test_text_with_a_nul_character_is_refused_clearly(
         assert record.ephemeral and record.texts() == [refusal], command
     opened = await fake_discord.invoke("entity describe", {"name": "Ironhold"}, user_id=dm)
     described = await fake_discord.submit_modal(opened.modal["custom_id"], {"description": "Deep\x00halls"})
-    assert described.texts() == [refusal]
-    # (/entity add names the field: its model refuses the character before the database sees it)
+    # (/entity add and a description's edit name the field: the character is refused before the database sees it)
+    assert described.texts() == ["description contains a NUL character (U+0000), which cannot be stored"]
+    edited = await fake_discord.invoke(
+        "entity edit", {"name": "Ironhold", "description": "A dwarven\x00fort"}, user_id=dm
+    )
+    assert edited.texts() == described.texts()
     added = await fake_discord.invoke(
         "entity add", {"name": "Borin", "type": "npc", "description": "a\x00"}, user_id=dm
     )
     assert added.texts() == ["description: contains a NUL character (U+0000), which cannot be stored"]
     assert (await world.graph.get_entity("Ironhold")).description == "A dwarven fortress"
+
+
+async def test_a_bidi_override_is_refused_naming_the_field_and_the_character(
+    world, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """U+202E in a name or a description showed it reversed to everyone reading it (or as another name in the review
+    queue); the reply says where and what, escaped, so it does not reverse the reply itself."""
+    said = "contains U+202E RIGHT-TO-LEFT OVERRIDE at position 4, an invisible control character; remove it"
+    added = await fake_discord.invoke("entity add", {"name": "Gor\u202erim", "type": "npc"}, user_id=dm)
+    assert added.ephemeral and added.texts() == [f"name: 'Gor\\u202erim' {said}"]
+    aliased = await fake_discord.invoke(
+        "entity add", {"name": "Gorrim", "type": "npc", "aliases": "Old \u2067Gorrim\u2069"}, user_id=dm
+    )
+    assert aliased.texts()[0].startswith("aliases: 'Old \\u2067Gorrim\\u2069' contains U+2067 RIGHT-TO-LEFT ISOLATE")
+    edited = await fake_discord.invoke(
+        "entity edit", {"name": "Ironhold", "description": "A d\u202ewarven hold"}, user_id=dm
+    )
+    assert edited.texts() == [f"description {said}"]
+    opened = await fake_discord.invoke("entity describe", {"name": "Ironhold"}, user_id=dm)
+    described = await fake_discord.submit_modal(opened.modal["custom_id"], {"description": "Dee\u202ep halls"})
+    assert described.texts() == [f"description {said}"]
+    assert await world.graph.find_entity("Gorrim") is None
+    assert (await world.graph.get_entity("Ironhold")).description == "A dwarven fortress"
+    # right-to-left names, and an emoji with its joiner, are names
+    arabic = await fake_discord.invoke(
+        "entity add",
+        {"name": "غوريم", "type": "npc", "aliases": "גורים", "description": "🧙\u200d\u2642\ufe0f"},
+        user_id=dm,
+    )
+    assert arabic.texts()[0] == "Added npc **غوريم**."
+    assert (await world.graph.get_entity("גורים")).description == "🧙\u200d\u2642\ufe0f"
 
 
 async def test_guild_b_cannot_see_guild_a(

@@ -645,7 +645,7 @@ def test_config_file_and_env(lk, tmp_path: Path) -> None:
     assert twin.returncode == 1  # the name quoted as a shell takes it
     assert twin.stderr == "error: an entity named 'Café' already exists: see it with `lorekeeper entity show 'Café'`\n"
     hidden = lk("entity", "add", "Zed\u200dx", "npc")
-    assert hidden.returncode == 1 and "contains the control character U+200D" in hidden.stderr
+    assert hidden.returncode == 1 and "contains U+200D ZERO WIDTH JOINER at position 4" in hidden.stderr
 
 
 SAMPLE = ROOT / "campaigns" / "examples" / "sunken_crown_session1.jsonl"
@@ -1008,7 +1008,10 @@ def test_entity_link_refuses_a_type_a_campaign_file_could_not_hold(lk) -> None:
     for name in ("Eldrinax", "Ironhold"):
         assert lk("entity", "add", name, "npc").returncode == 0
     hidden = lk("entity", "link", "Eldrinax", "ally\x01of", "Ironhold")
-    assert (hidden.returncode, hidden.stderr) == (1, "error: type: contains a control character\n")
+    assert (hidden.returncode, hidden.stderr) == (
+        1,
+        "error: type: contains U+0001, an invisible control character; remove it\n",
+    )
     long = lk("entity", "link", "Eldrinax", "r" * 101, "Ironhold")
     assert (long.returncode, long.stderr) == (
         1,
@@ -1380,3 +1383,43 @@ def test_session_names_says_what_correction_changed_and_how_to_stop_a_wrong_one(
         "error: no session titled 'Nigth 1' in campaign 'Exandria' (did you mean 'Night 1'?): "
         "`lorekeeper session list` shows them\n"
     )
+
+
+def test_a_bidi_override_is_refused_where_a_dm_or_a_file_gives_it(lk, tmp_path: Path) -> None:
+    """U+202E stored in a name or a description showed 'Gorrim' reversed in Discord (or as another name in the
+    review queue). A campaign file holding one is refused at its line with nothing written; the commands say the
+    field and the character; right-to-left names are names."""
+    said = "contains U+202E RIGHT-TO-LEFT OVERRIDE at position 4, an invisible control character; remove it"
+    assert lk("campaign", "create", "C").returncode == 0
+    spoofed = tmp_path / "spoofed.yaml"
+    spoofed.write_text(
+        'campaign: {name: Fresh}\nentities:\n  - {name: Ironhold, type: place}\n  - {name: "Gor\u202erim", type: npc}\n'
+        'relationships:\n  - {source: Ironhold, type: ruled by, target: "Gor\u202erim"}\n',
+        encoding="utf-8",
+    )
+    res = lk("campaign", "load", str(spoofed))
+    assert (res.returncode, res.stderr) == (
+        1,
+        f"error: {spoofed}:4: entity #2 'Gor\\u202erim': name 'Gor\\u202erim' {said}\n"
+        # the relationship is named with the override escaped, or it would reverse the rest of the line
+        f"{spoofed}:6: relationship #1 (Ironhold -[ruled by]-> Gor\\u202erim): target 'Gor\\u202erim' {said}\n",
+    )
+    assert [c["name"] for c in json.loads(lk("campaign", "list", "--json").stdout)] == ["C"]  # Fresh not made
+    res = lk("campaign", "load", str(spoofed), "--campaign", "C")
+    assert (
+        res.returncode == 1 and f"spoofed.yaml:4: entity #2 'Gor\\u202erim': name 'Gor\\u202erim' {said}" in res.stderr
+    )
+    assert json.loads(lk("entity", "list", "--json").stdout) == []  # not even Ironhold, on line 3
+
+    added = lk("entity", "add", "Gor\u202erim", "npc")
+    assert (added.returncode, added.stderr) == (1, f"error: name: 'Gor\\u202erim' {said}\n")
+    described = lk("entity", "add", "Gorrim", "npc", "-d", "A d\u202ewarf")
+    assert (described.returncode, described.stderr) == (1, f"error: description: {said}\n")
+    assert json.loads(lk("entity", "list", "--json").stdout) == []
+    assert lk("entity", "add", "غوريم", "npc", "-d", "גורים 🧙\u200d\u2642\ufe0f\nof Ironhold").returncode == 0
+    edited = lk("entity", "edit", "غوريم", "-d", "A d\u202ewarf")
+    assert (edited.returncode, edited.stderr) == (1, f"error: description {said}\n")
+    campaign = lk("campaign", "create", "Ash", "--description", "Fir\u202ee and ash")
+    assert (campaign.returncode, campaign.stderr) == (1, f"error: description {said}\n")
+    shown = json.loads(lk("entity", "show", "غوريم", "--json").stdout)
+    assert shown["entity"]["description"] == "גורים 🧙\u200d\u2642\ufe0f\nof Ironhold"

@@ -535,7 +535,7 @@ async def test_editing_a_review_item_follows_the_rules_a_fact_is_added_by(campai
     brom = await g.add_entity(EntityIn(name="Brom", type=EntityType.npc))
     unsure = Provenance(source=Source.stated, confidence=0.4)
     fact = await g.add_relationship(RelationshipIn(source_id=brom.id, type="title", value="Sir", provenance=unsure))
-    with pytest.raises(InvalidInputError, match="type contains a control character"):
+    with pytest.raises(InvalidInputError, match="type contains U\\+202E RIGHT-TO-LEFT OVERRIDE, an invisible"):
         await campaign.review.edit(f"f{fact.id}", type="sworn\u202eto")
     with pytest.raises(InvalidInputError, match="type has 101 characters"):
         await campaign.review.edit(f"f{fact.id}", type="x" * 101)

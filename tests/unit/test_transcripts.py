@@ -174,3 +174,20 @@ def test_a_tv_caption_speaker_after_chevrons_names_even_a_one_cue_file(tmp_path:
     """Closed captions mark a new speaker with ">>"; a file of one named cue still names it."""
     (path := tmp_path / "clip.srt").write_text("1\n00:00:01,000 --> 00:00:02,000\n>> MATT MERCER: Hi there.\n")
     assert turns(path) == [("Matt Mercer", "Hi there.", 1.0, 2.0, "clip.srt:2", 1)]
+
+
+def test_a_stray_bidi_control_is_dropped_from_a_line_not_a_reason_to_skip_it(tmp_path: Path) -> None:
+    """Spoken text is kept: a right-to-left override (which would show the line reversed in Discord) is taken out,
+    in .txt and JSON lines alike, the session a line names too; Arabic and an emoji's joiner stay."""
+    (night := tmp_path / "night.txt").write_text("Jo: Gor\u202erim is here\nغوريم: مرحبا 🧙\u200d\u2642\ufe0f\n")
+    (lines := tmp_path / "night.jsonl").write_text(
+        json.dumps({"speaker": "D\u2066M", "text": "The \u202egate\u202c fell", "session": "Night\u202e 1"}) + "\n"
+    )
+    said = [line.utterance for line in read_transcript(night)]
+    assert [(u.speaker, u.text) for u in said] == [("Jo", "Gorrim is here"), ("غوريم", "مرحبا 🧙\u200d\u2642\ufe0f")]
+    [line] = list(read_transcript(lines))
+    assert isinstance(line, Line) and (line.session, line.utterance.speaker, line.utterance.text) == (
+        "Night 1",
+        "DM",
+        "The gate fell",
+    )
