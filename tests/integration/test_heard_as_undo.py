@@ -34,6 +34,25 @@ async def _chunks(mem: CampaignMemory) -> list[str]:
     return [r["text"] for r in rows]
 
 
+async def _two_nights(memory: Memory, camp: CampaignMemory) -> jobs.JobContext:
+    """Keyleth, and two nights Liam spoke in, their jobs run: Night 1 says only "from skin", Night 2 Frumpkin too."""
+    await camp.graph.add_entity(EntityIn(name="Keyleth", type=EntityType.player))
+    nights = [("Night 1", "And from skin jumps on Keyleth's table."), ("Night 2", "Frumpkin purrs; from skin naps.")]
+    for title, said in nights:
+        rec = await SessionRecorder.start(camp, title, index_cache=CorrectionIndexCache())
+        await rec.add(Utterance(speaker="Liam", text=said))
+        await rec.end()
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    return ctx
+
+
+async def _took_part(camp: CampaignMemory, name: str) -> list[str]:
+    entity = await camp.graph.get_entity(name)
+    facts = await camp.graph.relationships_of(entity.id, include_secret=True)
+    return sorted(r.target_name for r in facts if r.type == "took_part_in")
+
+
 async def test_a_phrase_cleared_restores_the_lines_it_corrected_to_what_stage_1_alone_gives(memory: Memory) -> None:
     camp = memory.campaign((await memory.campaigns().create("Ours")).id)
     await camp.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
@@ -171,29 +190,17 @@ async def test_a_phrase_taken_away_takes_away_the_sessions_only_it_made_the_enti
     phrase again and Night 1 no longer names Frumpkin: the link goes. Night 2 names Frumpkin itself: it stays."""
     camp = memory.campaign((await memory.campaigns().create("Ours")).id)
     await camp.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc))
-    await camp.graph.add_entity(EntityIn(name="Keyleth", type=EntityType.player))
-    nights = [("Night 1", "And from skin jumps on Keyleth's table."), ("Night 2", "Frumpkin purrs; from skin naps.")]
-    for title, said in nights:
-        rec = await SessionRecorder.start(camp, title, index_cache=CorrectionIndexCache())
-        await rec.add(Utterance(speaker="Liam", text=said))
-        await rec.end()
-    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
-    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
-
-    async def took_part(name: str) -> list[str]:
-        entity = await camp.graph.get_entity(name)
-        facts = await camp.graph.relationships_of(entity.id, include_secret=True)
-        return sorted(r.target_name for r in facts if r.type == "took_part_in")
+    ctx = await _two_nights(memory, camp)
 
     await camp.graph.update_entity("Frumpkin", heard_as=["from skin"])
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
-    assert await took_part("Frumpkin") == ["Session: Night 1", "Session: Night 2"]
+    assert await _took_part(camp, "Frumpkin") == ["Session: Night 1", "Session: Night 2"]
     await camp.graph.update_entity("Frumpkin", heard_as=[])
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
     assert await jobs.failed_jobs(memory.pool) == 0
     assert [e.text for e in await _stored(camp)] == ["And from skin jumps on Keyleth's table."]
-    assert await took_part("Frumpkin") == ["Session: Night 2"]
-    assert await took_part("Keyleth") == ["Session: Night 1"]
+    assert await _took_part(camp, "Frumpkin") == ["Session: Night 2"]
+    assert await _took_part(camp, "Keyleth") == ["Session: Night 1"]
 
 
 async def test_a_restoration_cut_off_before_the_link_goes_takes_it_away_when_tried_again(
@@ -204,22 +211,10 @@ async def test_a_restoration_cut_off_before_the_link_goes_takes_it_away_when_tri
     the lines' restored text or their passages embedded again."""
     camp = memory.campaign((await memory.campaigns().create("Ours")).id)
     await camp.graph.add_entity(EntityIn(name="Frumpkin", type=EntityType.npc, heard_as=["from skin"]))
-    await camp.graph.add_entity(EntityIn(name="Keyleth", type=EntityType.player))
-    nights = [("Night 1", "And from skin jumps on Keyleth's table."), ("Night 2", "Frumpkin purrs; from skin naps.")]
-    for title, said in nights:
-        rec = await SessionRecorder.start(camp, title, index_cache=CorrectionIndexCache())
-        await rec.add(Utterance(speaker="Liam", text=said))
-        await rec.end()
-    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
-    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    ctx = await _two_nights(memory, camp)
     night1 = await camp.log.session_by_title("Night 1")
 
-    async def took_part(name: str) -> list[str]:
-        entity = await camp.graph.get_entity(name)
-        facts = await camp.graph.relationships_of(entity.id, include_secret=True)
-        return sorted(r.target_name for r in facts if r.type == "took_part_in")
-
-    assert await took_part("Frumpkin") == ["Session: Night 1", "Session: Night 2"]
+    assert await _took_part(camp, "Frumpkin") == ["Session: Night 1", "Session: Night 2"]
     assert any("Frumpkin jumps" in c for c in await _chunks(camp))
     unlink = jobs.unlink_unnamed
     cut_off: list[int] = []
@@ -236,8 +231,8 @@ async def test_a_restoration_cut_off_before_the_link_goes_takes_it_away_when_tri
     assert cut_off == [night1.id] and await jobs.failed_jobs(memory.pool) == 0
     assert [e.text for e in await _stored(camp)] == ["And from skin jumps on Keyleth's table."]
     assert [e.text for e in await _stored(camp, "Night 2")] == ["Frumpkin purrs; from skin naps."]
-    assert await took_part("Frumpkin") == ["Session: Night 2"]  # no link left that only the phrase made
-    assert await took_part("Keyleth") == ["Session: Night 1"]
+    assert await _took_part(camp, "Frumpkin") == ["Session: Night 2"]  # no link left that only the phrase made
+    assert await _took_part(camp, "Keyleth") == ["Session: Night 1"]
     chunks = await _chunks(camp)
     assert not any("Frumpkin jumps" in c for c in chunks) and any("from skin jumps" in c for c in chunks)
 
