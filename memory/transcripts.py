@@ -24,6 +24,7 @@ import pysubs2
 from pydantic import ValidationError
 from pysubs2.formats.subrip import SubripFormat
 from pysubs2.formats.webvtt import WebVTTFormat
+from pysubs2.time import timestamp_to_ms
 
 from memory.errors import describe_value, validation_problems
 from memory.models import MAX_TEXT_BYTES, session_title, without_bidi_controls
@@ -356,6 +357,8 @@ def _crd3(path: Path) -> Iterator[Line | Skipped]:
 _SUBTITLE_FORMATS = {"srt": SubripFormat, "vtt": WebVTTFormat}
 #: A time inside a cue's text (YouTube's word timings, ``<00:00:01.500>``): would make a line of two a cue's timing.
 _INLINE_TIME = re.compile(r"<(?:\d+:)?\d{1,2}:\d{2}[.,]\d{1,3}>")
+#: An SRT time with its hours all read: pysubs2's takes two digits of them, so ``100:00:01,000`` was at one second.
+_SRT_TIME = re.compile(r"(\d+):(\d{1,2}):(\d{1,2})[.,](\d{1,3})")
 #: A WebVTT voice: ``<v Matt>``, ``<v.loud Matt Mercer>``; its name up to the ``>``.
 _VOICE = re.compile(r"<v(?:\.[^\s>]*)?\s+([^>]*)>")
 #: Formatting: HTML-like tags (``<i>``, ``<c.yellow>``, ``</v>``) and SubStation overrides (``{\i1}``, ``{\an8}``).
@@ -415,6 +418,8 @@ def _subtitles(path: Path) -> list[Line | Skipped]:
         text = event.text.replace("\\h", " ")
         if fmt == "vtt":  # a blank line ends a WebVTT cue: what follows is a NOTE or the next cue's identifier
             text = text.split("\\N\\N", 1)[0]
+        if fmt == "srt" and len(stamps := _SRT_TIME.findall(texts[line - 1])) == 2:
+            event.start, event.end = (timestamp_to_ms(stamp) for stamp in stamps)
         cues.append((index, line, event, _cue_parts(text.replace("\\N", "\n"))))
     prefixed = sum(1 for *_, parts in cues if any(_named(said) for _, said in parts))
     # "Name:" is the file's way (in a tenth of its cues, at least two), not one cue's "Look: the door"

@@ -191,3 +191,14 @@ def test_a_stray_bidi_control_is_dropped_from_a_line_not_a_reason_to_skip_it(tmp
         "DM",
         "The gate fell",
     )
+
+
+def test_an_srt_cue_past_99_hours_is_at_its_time_not_wrapped_into_the_first_hours(tmp_path: Path) -> None:
+    """pysubs2 reads two digits of an SRT hour: a cue at 100:00:01 (a long campaign's captions joined) was at 1 s."""
+    (srt := tmp_path / "long.srt").write_text(
+        "1\n99:59:59,500 --> 100:00:01,000\nBefore.\n\n2\n123:00:04,000 --> 123:00:06,250\nAfter.\n"
+    )
+    assert [(text, start, end) for _, text, start, end, *_ in turns(srt)] == [
+        ("Before.", 359999.5, 360001.0),
+        ("After.", 442804.0, 442806.25),
+    ]
