@@ -433,10 +433,12 @@ def _subtitles(path: Path) -> list[Line | Skipped]:
         if spoiled is not None:
             items.append((spoiled.line, Skipped(spoiled.line, f"{spoiled.reason}: cue {index} skipped")))
             continue
-        for named, said in _cue_turns(parts, names):
+        for turn, (named, said) in enumerate(_cue_turns(parts, names)):
             # a caption names who speaks when that changes: an unnamed cue after a named one is theirs too
             speaker = _crd3_name(named) if named else speaker
-            seq += 1
+            # numbered from the cue's timing line, as a .txt line by its own: a cue skipped (a broken line) keeps its
+            # numbers, so the file mended and imported again fills them, not clashes with the cues after it
+            seq = max(line + turn, seq + 1)
             try:
                 utterance = Utterance(
                     speaker=speaker or UNKNOWN_SPEAKER,

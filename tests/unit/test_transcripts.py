@@ -111,21 +111,21 @@ def test_an_srt_cue_is_a_turn_at_its_time_with_its_named_speaker_and_no_formatti
     """Whisper and caption tools number cues, break them over lines, italicise, and name speakers in capitals."""
     (srt := tmp_path / "night.srt").write_text(WHISPER_SRT, newline="")
     assert turns(srt) == [
-        ("Matt", "Welcome back to the Sunken Crown.", 1.0, 4.5, "night.srt:2", 1),
-        ("Matt", "The gates of Ironhold open.", 5.0, 6.25, "night.srt:7", 2),  # no name: Matt still speaks
-        ("Laura", "Yes!", 9.0, 10.0, "night.srt:14", 3),
-        ("Sam", "No.", 9.0, 10.0, "night.srt:14", 4),
-        ("Sam", "Note: I roll.", 3723.5, 3725.0, "night.srt:19", 5),  # the empty cue 3 is dropped
+        ("Matt", "Welcome back to the Sunken Crown.", 1.0, 4.5, "night.srt:2", 2),
+        ("Matt", "The gates of Ironhold open.", 5.0, 6.25, "night.srt:7", 7),  # no name: Matt still speaks
+        ("Laura", "Yes!", 9.0, 10.0, "night.srt:14", 14),
+        ("Sam", "No.", 9.0, 10.0, "night.srt:14", 15),
+        ("Sam", "Note: I roll.", 3723.5, 3725.0, "night.srt:19", 19),  # the empty cue 3 is dropped
     ]
 
 
 def test_a_vtt_voice_names_the_speaker_and_its_header_notes_and_ids_are_no_lines(tmp_path: Path) -> None:
     (vtt := tmp_path / "night.vtt").write_text(VOICED_VTT)
     assert turns(vtt) == [
-        ("Matt", "Welcome to Ironhold & beyond.", 1.0, 4.0, "night.vtt:12", 1),
-        ("Laura Bailey", "Yes!", 5.0, 7.0, "night.vtt:15", 2),
-        ("Sam", "No way out.", 5.0, 7.0, "night.vtt:15", 3),  # YouTube's word times are no cue
-        ("Matt", "The door creaks.", 8.0, 9.0, "night.vtt:22", 4),
+        ("Matt", "Welcome to Ironhold & beyond.", 1.0, 4.0, "night.vtt:12", 12),
+        ("Laura Bailey", "Yes!", 5.0, 7.0, "night.vtt:15", 15),
+        ("Sam", "No way out.", 5.0, 7.0, "night.vtt:15", 16),  # YouTube's word times are no cue
+        ("Matt", "The door creaks.", 8.0, 9.0, "night.vtt:22", 22),
     ]
 
 
@@ -173,7 +173,7 @@ def test_a_subtitle_cue_with_a_broken_line_is_skipped_whole_and_named(tmp_path: 
 def test_a_tv_caption_speaker_after_chevrons_names_even_a_one_cue_file(tmp_path: Path) -> None:
     """Closed captions mark a new speaker with ">>"; a file of one named cue still names it."""
     (path := tmp_path / "clip.srt").write_text("1\n00:00:01,000 --> 00:00:02,000\n>> MATT MERCER: Hi there.\n")
-    assert turns(path) == [("Matt Mercer", "Hi there.", 1.0, 2.0, "clip.srt:2", 1)]
+    assert turns(path) == [("Matt Mercer", "Hi there.", 1.0, 2.0, "clip.srt:2", 2)]
 
 
 def test_a_stray_bidi_control_is_dropped_from_a_line_not_a_reason_to_skip_it(tmp_path: Path) -> None:
