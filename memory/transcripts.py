@@ -372,6 +372,10 @@ _NAME_PREFIX = re.compile(
 _DASH = re.compile(r"^(?:[-–—]|>>)\s+")
 
 
+#: A cue as read: its number, its timing line's, its times, and its lines each after its WebVTT voice (if any).
+_Cue = tuple[int, int, pysubs2.SSAEvent, list[tuple[str | None, str]]]
+
+
 def _named(said: str) -> re.Match[str] | None:
     """The "Name:" a cue's line starts with, if a capitalised one."""
     prefix = _NAME_PREFIX.fullmatch(said)
@@ -413,7 +417,7 @@ def _subtitles(path: Path) -> list[Line | Skipped]:
         raise TranscriptError(f"{path.name}: not a readable {fmt.upper()} file ({exc})") from None
     if len(events) != len(cue_lines):  # the same timing lines make its cues: a mismatch is a pysubs2 unknown to us
         raise TranscriptError(f"{path.name}: {len(events)} cues read but {len(cue_lines)} timing lines found")
-    cues: list[tuple[int, int, pysubs2.SSAEvent, list[tuple[str | None, str]]]] = []
+    cues: list[_Cue] = []
     for index, (line, event) in enumerate(zip(cue_lines, events, strict=True), start=1):
         text = event.text.replace("\\h", " ")
         if fmt == "vtt":  # a blank line ends a WebVTT cue: what follows is a NOTE or the next cue's identifier
@@ -421,6 +425,7 @@ def _subtitles(path: Path) -> list[Line | Skipped]:
         if fmt == "srt" and len(stamps := _SRT_TIME.findall(texts[line - 1])) == 2:
             event.start, event.end = (timestamp_to_ms(stamp) for stamp in stamps)
         cues.append((index, line, event, _cue_parts(text.replace("\\N", "\n"))))
+    cues = _without_rolled_lines(cues)
     prefixed = sum(1 for *_, parts in cues if any(_named(said) for _, said in parts))
     # "Name:" is the file's way (in a tenth of its cues, at least two), not one cue's "Look: the door"
     names = prefixed >= min(2, len(cues)) and prefixed * 10 >= len(cues)
@@ -455,6 +460,25 @@ def _subtitles(path: Path) -> list[Line | Skipped]:
     items.extend((n, skipped) for n, skipped in bad.items())  # outside any cue (the header): said, nothing lost
     items.sort(key=lambda item: item[0])
     return [item for _, item in items]
+
+
+def _without_rolled_lines(cues: list[_Cue]) -> list[_Cue]:
+    """The cues without what they roll over from the one before, in a file that rolls: YouTube's automatic captions
+    show each line twice (a cue starts with the previous one's last line) and again alone in a 10 ms cue, so every
+    phrase was stored three times. A file rolls when most of its cues start so; in another, a line said twice
+    ("No." "No.") is what was said."""
+    said = [[s for _, s in parts if s] for *_, parts in cues]
+    starts = [n for n in range(1, len(said)) if said[n] and said[n - 1] and said[n][0] == said[n - 1][-1]]
+    if len(starts) < 2 or len(starts) * 2 < sum(1 for lines in said if lines):
+        return cues
+    kept = []
+    for n, (index, line, event, parts) in enumerate(cues):
+        before = said[n - 1] if n else []
+        rolled = next((k for k in range(min(len(before), len(said[n])), 0, -1) if said[n][:k] == before[-k:]), 0)
+        keep = [i for i, (_, s) in enumerate(parts) if s]  # the indexes of the parts that say something, in order
+        dropped = set(keep[:rolled])
+        kept.append((index, line, event, [part for i, part in enumerate(parts) if i not in dropped]))
+    return kept
 
 
 def _cue_parts(text: str) -> list[tuple[str | None, str]]:

@@ -202,3 +202,46 @@ def test_an_srt_cue_past_99_hours_is_at_its_time_not_wrapped_into_the_first_hour
         ("Before.", 359999.5, 360001.0),
         ("After.", 442804.0, 442806.25),
     ]
+
+
+#: Its lines of one space (written "\\x20") keep a cue from ending before its next line.
+YOUTUBE_AUTO_VTT = """WEBVTT
+Kind: captions
+Language: en
+
+00:00:00.000 --> 00:00:02.350 align:start position:0%
+\x20
+welcome<00:00:00.320><c> back</c><00:00:00.640><c> to</c>
+
+00:00:02.350 --> 00:00:02.360 align:start position:0%
+welcome back to
+\x20
+
+00:00:02.360 --> 00:00:05.000 align:start position:0%
+welcome back to
+the<00:00:02.500><c> sunken</c><00:00:03.000><c> crown</c>
+
+00:00:05.000 --> 00:00:05.010 align:start position:0%
+the sunken crown
+\x20
+
+00:00:05.010 --> 00:00:07.000 align:start position:0%
+the sunken crown
+roll<00:00:05.500><c> initiative</c>
+"""
+
+
+def test_youtube_automatic_captions_store_each_phrase_once_not_as_they_roll(tmp_path: Path) -> None:
+    """YouTube's automatic captions (yt-dlp --write-auto-subs) roll: a cue starts with the last one's line, and a
+    10 ms cue shows it again alone; every phrase was stored three times. A line said again in a file that does not
+    roll is kept."""
+    (vtt := tmp_path / "auto.en.vtt").write_text(YOUTUBE_AUTO_VTT)
+    assert [(text, start, end) for _, text, start, end, *_ in turns(vtt)] == [
+        ("welcome back to", 0.0, 2.35),
+        ("the sunken crown", 2.36, 5.0),
+        ("roll initiative", 5.01, 7.0),
+    ]
+    cues = ["No.", "No.", "Roll.", "Fine."]
+    srt = "".join(f"{i}\n00:00:0{i},000 --> 00:00:0{i},900\n{text}\n\n" for i, text in enumerate(cues, start=1))
+    (said := tmp_path / "said.srt").write_text(srt)
+    assert [t for _, t, *_ in turns(said)] == cues
