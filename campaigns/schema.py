@@ -93,6 +93,11 @@ def _none_as_empty(factory: type) -> BeforeValidator:
 Name = Annotated[StrictStr, AfterValidator(normalise_name)]
 # Stripped because a YAML folded block (``description: >``) ends with a newline nobody meant to write.
 Text = Annotated[StrictStr, AfterValidator(lambda v: shown_text(storable(_nfc(v)).strip())), _none_as_empty(str)]
+#: Text of one line (a campaign's system), as the store takes it: a tab or a line break inside is refused at its line
+#: here, not by ``campaign load`` after the file was read, naming no line.
+OneLine = Annotated[
+    StrictStr, AfterValidator(lambda v: shown_text(storable(_nfc(v)).strip(), lines=False)), _none_as_empty(str)
+]
 AttributeValue = Annotated[Scalar | list[Scalar], BeforeValidator(attribute_value)]
 Attributes = Annotated[dict[str, AttributeValue], AfterValidator(lambda v: _keys(storable(v))), _none_as_empty(dict)]
 
@@ -144,7 +149,7 @@ class CampaignHeader(_Strict):
 
     name: Annotated[Name, AfterValidator(_campaign_name)] | None = None
     description: Text = ""
-    system: Text = ""  # rules system, e.g. "D&D 5e"
+    system: OneLine = ""  # rules system, e.g. "D&D 5e"
     #: Names of secret entities since removed: players never read them, in what was said or is said later.
     hidden_names: Annotated[list[Name], _none_as_empty(list)] = Field(default_factory=list)
 

@@ -24,6 +24,7 @@ import pysubs2
 from pydantic import ValidationError
 from pysubs2.formats.subrip import SubripFormat
 from pysubs2.formats.webvtt import WebVTTFormat
+from pysubs2.time import timestamp_to_ms
 
 from memory.errors import describe_value, validation_problems
 from memory.models import MAX_TEXT_BYTES, session_title, without_bidi_controls
@@ -356,6 +357,8 @@ def _crd3(path: Path) -> Iterator[Line | Skipped]:
 _SUBTITLE_FORMATS = {"srt": SubripFormat, "vtt": WebVTTFormat}
 #: A time inside a cue's text (YouTube's word timings, ``<00:00:01.500>``): would make a line of two a cue's timing.
 _INLINE_TIME = re.compile(r"<(?:\d+:)?\d{1,2}:\d{2}[.,]\d{1,3}>")
+#: An SRT time with its hours all read: pysubs2's takes two digits of them, so ``100:00:01,000`` was at one second.
+_SRT_TIME = re.compile(r"(\d+):(\d{1,2}):(\d{1,2})[.,](\d{1,3})")
 #: A WebVTT voice: ``<v Matt>``, ``<v.loud Matt Mercer>``; its name up to the ``>``.
 _VOICE = re.compile(r"<v(?:\.[^\s>]*)?\s+([^>]*)>")
 #: Formatting: HTML-like tags (``<i>``, ``<c.yellow>``, ``</v>``) and SubStation overrides (``{\i1}``, ``{\an8}``).
@@ -367,6 +370,10 @@ _NAME_PREFIX = re.compile(
 
 #: A caption's mark of a new speaker, without a name: "- Yes!", ">> Yes!".
 _DASH = re.compile(r"^(?:[-–—]|>>)\s+")
+
+
+#: A cue as read: its number, its timing line's, its times, and its lines each after its WebVTT voice (if any).
+_Cue = tuple[int, int, pysubs2.SSAEvent, list[tuple[str | None, str]]]
 
 
 def _named(said: str) -> re.Match[str] | None:
@@ -410,12 +417,15 @@ def _subtitles(path: Path) -> list[Line | Skipped]:
         raise TranscriptError(f"{path.name}: not a readable {fmt.upper()} file ({exc})") from None
     if len(events) != len(cue_lines):  # the same timing lines make its cues: a mismatch is a pysubs2 unknown to us
         raise TranscriptError(f"{path.name}: {len(events)} cues read but {len(cue_lines)} timing lines found")
-    cues: list[tuple[int, int, pysubs2.SSAEvent, list[tuple[str | None, str]]]] = []
+    cues: list[_Cue] = []
     for index, (line, event) in enumerate(zip(cue_lines, events, strict=True), start=1):
         text = event.text.replace("\\h", " ")
         if fmt == "vtt":  # a blank line ends a WebVTT cue: what follows is a NOTE or the next cue's identifier
             text = text.split("\\N\\N", 1)[0]
+        if fmt == "srt" and len(stamps := _SRT_TIME.findall(texts[line - 1])) == 2:
+            event.start, event.end = (timestamp_to_ms(stamp) for stamp in stamps)
         cues.append((index, line, event, _cue_parts(text.replace("\\N", "\n"))))
+    cues = _without_rolled_lines(cues)
     prefixed = sum(1 for *_, parts in cues if any(_named(said) for _, said in parts))
     # "Name:" is the file's way (in a tenth of its cues, at least two), not one cue's "Look: the door"
     names = prefixed >= min(2, len(cues)) and prefixed * 10 >= len(cues)
@@ -428,10 +438,12 @@ def _subtitles(path: Path) -> list[Line | Skipped]:
         if spoiled is not None:
             items.append((spoiled.line, Skipped(spoiled.line, f"{spoiled.reason}: cue {index} skipped")))
             continue
-        for named, said in _cue_turns(parts, names):
+        for turn, (named, said) in enumerate(_cue_turns(parts, names)):
             # a caption names who speaks when that changes: an unnamed cue after a named one is theirs too
             speaker = _crd3_name(named) if named else speaker
-            seq += 1
+            # numbered from the cue's timing line, as a .txt line by its own: a cue skipped (a broken line) keeps its
+            # numbers, so the file mended and imported again fills them, not clashes with the cues after it
+            seq = max(line + turn, seq + 1)
             try:
                 utterance = Utterance(
                     speaker=speaker or UNKNOWN_SPEAKER,
@@ -448,6 +460,25 @@ def _subtitles(path: Path) -> list[Line | Skipped]:
     items.extend((n, skipped) for n, skipped in bad.items())  # outside any cue (the header): said, nothing lost
     items.sort(key=lambda item: item[0])
     return [item for _, item in items]
+
+
+def _without_rolled_lines(cues: list[_Cue]) -> list[_Cue]:
+    """The cues without what they roll over from the one before, in a file that rolls: YouTube's automatic captions
+    show each line twice (a cue starts with the previous one's last line) and again alone in a 10 ms cue, so every
+    phrase was stored three times. A file rolls when most of its cues start so; in another, a line said twice
+    ("No." "No.") is what was said."""
+    said = [[s for _, s in parts if s] for *_, parts in cues]
+    starts = [n for n in range(1, len(said)) if said[n] and said[n - 1] and said[n][0] == said[n - 1][-1]]
+    if len(starts) < 2 or len(starts) * 2 < sum(1 for lines in said if lines):
+        return cues
+    kept = []
+    for n, (index, line, event, parts) in enumerate(cues):
+        before = said[n - 1] if n else []
+        rolled = next((k for k in range(min(len(before), len(said[n])), 0, -1) if said[n][:k] == before[-k:]), 0)
+        keep = [i for i, (_, s) in enumerate(parts) if s]  # the indexes of the parts that say something, in order
+        dropped = set(keep[:rolled])
+        kept.append((index, line, event, [part for i, part in enumerate(parts) if i not in dropped]))
+    return kept
 
 
 def _cue_parts(text: str) -> list[tuple[str | None, str]]:

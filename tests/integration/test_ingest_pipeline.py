@@ -337,9 +337,9 @@ async def test_an_srt_transcript_is_stored_a_line_per_cue_with_names_corrected(
     assert session is not None
     entries = await crown.log.session_entries(session.id)
     assert [(e.seq, e.speaker, e.raw_text, e.text, e.start_s, e.end_s, e.ref) for e in entries] == [
-        (1, "DM", "The fishermen blame elder nacks.", "The fishermen blame Eldrinax.", 1.0, 3.5, "night 2.srt:2"),
-        (2, "Ana", "Thess draws her bow — now.", "Thess draws her bow — now.", 62.25, 64.0, "night 2.srt:10"),
-        (3, "Ana", "We go to iron hold.", "We go to Ironhold.", 65.0, 66.0, "night 2.srt:14"),
+        (2, "DM", "The fishermen blame elder nacks.", "The fishermen blame Eldrinax.", 1.0, 3.5, "night 2.srt:2"),
+        (10, "Ana", "Thess draws her bow — now.", "Thess draws her bow — now.", 62.25, 64.0, "night 2.srt:10"),
+        (14, "Ana", "We go to iron hold.", "We go to Ironhold.", 65.0, 66.0, "night 2.srt:14"),
     ]
     assert (await ingest_file(crown, srt)).written == 0  # the same file again lands on the same lines
 
@@ -348,6 +348,30 @@ async def test_an_srt_transcript_is_stored_a_line_per_cue_with_names_corrected(
     with pytest.raises(TranscriptError, match=r"^garbage\.vtt: no subtitle cues in it"):
         await ingest_file(crown, garbage, again=True)  # no first pass: refused all the same before a line is stored
     assert [s.title for s in await crown.log.sessions()] == ["night 2"]
+
+
+async def test_an_srt_mended_after_a_cue_was_skipped_fills_its_place_when_imported_again(
+    campaign: CampaignMemory, tmp_path: Path
+) -> None:
+    """The skip names the cue to mend; imported again, the mended cue fills its place as a .txt line does. Its
+    lines were numbered by count, so every cue after it clashed with the stored ones and the import was refused."""
+    cue = "{0}\n00:00:0{0},000 --> 00:00:0{0},500\n{1}\n\n".format
+    good, after = "".join(cue(i, f"Line {i}") for i in range(1, 5)), cue(6, "Line 6") + cue(7, "Line 7")
+    (srt := tmp_path / "night.srt").write_bytes(good.encode() + cue(5, "Café").encode("cp1252") + after.encode())
+    assert (await ingest_file(campaign, srt)).skipped == [
+        "night.srt:19: skipped: not valid UTF-8 (byte 4): cue 5 skipped"
+    ]
+    srt.write_text(good + cue(5, "Café") + after)
+    report = await ingest_file(campaign, srt)
+    assert (report.written, report.skipped) == (1, [])
+    session = await campaign.log.session_by_title("night")
+    assert session is not None
+    assert [(e.raw_text, e.start_s) for e in await campaign.log.session_entries(session.id)] == [
+        *((f"Line {i}", float(i)) for i in range(1, 5)),
+        ("Café", 5.0),
+        ("Line 6", 6.0),
+        ("Line 7", 7.0),
+    ]
 
 
 async def test_a_crd3_file_imported_when_speakers_were_cased_otherwise_is_the_same_transcript(

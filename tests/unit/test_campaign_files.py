@@ -861,3 +861,13 @@ def test_the_changes_a_load_made_are_said_in_at_most_20_short_lines() -> None:
     ]
     assert len(said) == 22 and max(map(len, said)) == 80
     assert LoadReport().said() == ""
+
+
+def test_a_system_of_two_lines_or_with_a_tab_is_refused_at_its_line() -> None:
+    """A campaign's system is one line where it is stored: a file whose system held a tab or a line break (a
+    literal block) was read, then `campaign load` failed naming no line of it; a folded block is one line."""
+    for system, code in (('"D&D 5e\\t(homebrew)"', "0009"), ("|\n    D&D 5e\n    homebrew", "000A")):
+        error = refused(f"campaign:\n  name: Crown\n  system: {system}\nentities: []\n")
+        assert error.line == 3 and f"system contains U+{code} at position 7, an invisible control" in str(error)
+    parsed = parse_campaign_file("campaign:\n  name: Crown\n  system: >\n    D&D 5e\n", "castle.yaml")
+    assert parsed.campaign is not None and parsed.campaign.system == "D&D 5e"

@@ -111,21 +111,21 @@ def test_an_srt_cue_is_a_turn_at_its_time_with_its_named_speaker_and_no_formatti
     """Whisper and caption tools number cues, break them over lines, italicise, and name speakers in capitals."""
     (srt := tmp_path / "night.srt").write_text(WHISPER_SRT, newline="")
     assert turns(srt) == [
-        ("Matt", "Welcome back to the Sunken Crown.", 1.0, 4.5, "night.srt:2", 1),
-        ("Matt", "The gates of Ironhold open.", 5.0, 6.25, "night.srt:7", 2),  # no name: Matt still speaks
-        ("Laura", "Yes!", 9.0, 10.0, "night.srt:14", 3),
-        ("Sam", "No.", 9.0, 10.0, "night.srt:14", 4),
-        ("Sam", "Note: I roll.", 3723.5, 3725.0, "night.srt:19", 5),  # the empty cue 3 is dropped
+        ("Matt", "Welcome back to the Sunken Crown.", 1.0, 4.5, "night.srt:2", 2),
+        ("Matt", "The gates of Ironhold open.", 5.0, 6.25, "night.srt:7", 7),  # no name: Matt still speaks
+        ("Laura", "Yes!", 9.0, 10.0, "night.srt:14", 14),
+        ("Sam", "No.", 9.0, 10.0, "night.srt:14", 15),
+        ("Sam", "Note: I roll.", 3723.5, 3725.0, "night.srt:19", 19),  # the empty cue 3 is dropped
     ]
 
 
 def test_a_vtt_voice_names_the_speaker_and_its_header_notes_and_ids_are_no_lines(tmp_path: Path) -> None:
     (vtt := tmp_path / "night.vtt").write_text(VOICED_VTT)
     assert turns(vtt) == [
-        ("Matt", "Welcome to Ironhold & beyond.", 1.0, 4.0, "night.vtt:12", 1),
-        ("Laura Bailey", "Yes!", 5.0, 7.0, "night.vtt:15", 2),
-        ("Sam", "No way out.", 5.0, 7.0, "night.vtt:15", 3),  # YouTube's word times are no cue
-        ("Matt", "The door creaks.", 8.0, 9.0, "night.vtt:22", 4),
+        ("Matt", "Welcome to Ironhold & beyond.", 1.0, 4.0, "night.vtt:12", 12),
+        ("Laura Bailey", "Yes!", 5.0, 7.0, "night.vtt:15", 15),
+        ("Sam", "No way out.", 5.0, 7.0, "night.vtt:15", 16),  # YouTube's word times are no cue
+        ("Matt", "The door creaks.", 8.0, 9.0, "night.vtt:22", 22),
     ]
 
 
@@ -173,7 +173,7 @@ def test_a_subtitle_cue_with_a_broken_line_is_skipped_whole_and_named(tmp_path: 
 def test_a_tv_caption_speaker_after_chevrons_names_even_a_one_cue_file(tmp_path: Path) -> None:
     """Closed captions mark a new speaker with ">>"; a file of one named cue still names it."""
     (path := tmp_path / "clip.srt").write_text("1\n00:00:01,000 --> 00:00:02,000\n>> MATT MERCER: Hi there.\n")
-    assert turns(path) == [("Matt Mercer", "Hi there.", 1.0, 2.0, "clip.srt:2", 1)]
+    assert turns(path) == [("Matt Mercer", "Hi there.", 1.0, 2.0, "clip.srt:2", 2)]
 
 
 def test_a_stray_bidi_control_is_dropped_from_a_line_not_a_reason_to_skip_it(tmp_path: Path) -> None:
@@ -191,3 +191,57 @@ def test_a_stray_bidi_control_is_dropped_from_a_line_not_a_reason_to_skip_it(tmp
         "DM",
         "The gate fell",
     )
+
+
+def test_an_srt_cue_past_99_hours_is_at_its_time_not_wrapped_into_the_first_hours(tmp_path: Path) -> None:
+    """pysubs2 reads two digits of an SRT hour: a cue at 100:00:01 (a long campaign's captions joined) was at 1 s."""
+    (srt := tmp_path / "long.srt").write_text(
+        "1\n99:59:59,500 --> 100:00:01,000\nBefore.\n\n2\n123:00:04,000 --> 123:00:06,250\nAfter.\n"
+    )
+    assert [(text, start, end) for _, text, start, end, *_ in turns(srt)] == [
+        ("Before.", 359999.5, 360001.0),
+        ("After.", 442804.0, 442806.25),
+    ]
+
+
+#: Its lines of one space (written "\\x20") keep a cue from ending before its next line.
+YOUTUBE_AUTO_VTT = """WEBVTT
+Kind: captions
+Language: en
+
+00:00:00.000 --> 00:00:02.350 align:start position:0%
+\x20
+welcome<00:00:00.320><c> back</c><00:00:00.640><c> to</c>
+
+00:00:02.350 --> 00:00:02.360 align:start position:0%
+welcome back to
+\x20
+
+00:00:02.360 --> 00:00:05.000 align:start position:0%
+welcome back to
+the<00:00:02.500><c> sunken</c><00:00:03.000><c> crown</c>
+
+00:00:05.000 --> 00:00:05.010 align:start position:0%
+the sunken crown
+\x20
+
+00:00:05.010 --> 00:00:07.000 align:start position:0%
+the sunken crown
+roll<00:00:05.500><c> initiative</c>
+"""
+
+
+def test_youtube_automatic_captions_store_each_phrase_once_not_as_they_roll(tmp_path: Path) -> None:
+    """YouTube's automatic captions (yt-dlp --write-auto-subs) roll: a cue starts with the last one's line, and a
+    10 ms cue shows it again alone; every phrase was stored three times. A line said again in a file that does not
+    roll is kept."""
+    (vtt := tmp_path / "auto.en.vtt").write_text(YOUTUBE_AUTO_VTT)
+    assert [(text, start, end) for _, text, start, end, *_ in turns(vtt)] == [
+        ("welcome back to", 0.0, 2.35),
+        ("the sunken crown", 2.36, 5.0),
+        ("roll initiative", 5.01, 7.0),
+    ]
+    cues = ["No.", "No.", "Roll.", "Fine."]
+    srt = "".join(f"{i}\n00:00:0{i},000 --> 00:00:0{i},900\n{text}\n\n" for i, text in enumerate(cues, start=1))
+    (said := tmp_path / "said.srt").write_text(srt)
+    assert [t for _, t, *_ in turns(said)] == cues
