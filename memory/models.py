@@ -211,8 +211,12 @@ def without_hidden(text: str) -> str:
 
 def shown_text(value: str, *, lines: bool = True) -> str:
     """``value``, unless :func:`hidden_character` finds one (the message follows the field's name): free text the
-    DM or a file gives (a description, a fact's value, an attribute) may hold line breaks, a key (``lines``
-    false) not."""
+    DM or a file gives (a description, a fact's value, an attribute) may hold line breaks (a vertical tab or form
+    feed pasted from a word processor becomes one), a key (``lines`` false) not."""
+    if lines and ("\v" in value or "\f" in value):
+        # Word and PowerPoint write a line break within a paragraph as U+000B (and a page break as U+000C): pasted
+        # from them, a description holds it where the DM sees a new line
+        value = value.replace("\v", "\n").replace("\f", "\n")
     if found := hidden_character(value, lines=lines):
         position, char = found
         raise ValueError(f"contains {described(char)} at position {position + 1}, {_INVISIBLE}")

@@ -107,6 +107,16 @@ def test_line_breaks_and_tabs_are_text_in_a_description_not_in_a_name_or_key() -
         session_title("Night\n1")
 
 
+def test_a_line_break_pasted_from_a_word_processor_is_a_line_break_in_text_not_in_a_key() -> None:
+    """Word and PowerPoint copy a line break within a paragraph as U+000B: a description pasted from one keeps the
+    new line the DM sees there, rather than being refused for a character they cannot see."""
+    pasted = "A dwarf.\vHe lies.\fOften."
+    assert EntityIn(name="Gorrim", type=EntityType.npc, description=pasted).description == "A dwarf.\nHe lies.\nOften."
+    assert fact_value("Ironhold\vby the gate") == "Ironhold\nby the gate"
+    with pytest.raises(InvalidInputError, match=r"^attribute 'home\\x0btown' contains U\+000B at position 5"):
+        check_attributes({"home\vtown": "Ironhold"})
+
+
 @pytest.mark.parametrize("text", LEGITIMATE)
 def test_right_to_left_scripts_emoji_and_combining_marks_are_accepted(text: str) -> None:
     assert clean_name(text) == unicodedata.normalize("NFC", text)
