@@ -51,6 +51,8 @@ _VOWELS = frozenset(arpabet_code("AA AE AH AO AW AY EH ER EY IH IY OW OY UH UW".
 # Delete the vowels from a phone string, leaving the consonants a re-spelling keeps (see ``_same_consonants``);
 # from a name's, its HH too: eSpeak NG sounds the h of invented spellings like "Vhaldris" (V IY HH AE L ...).
 _CONSONANTS = str.maketrans("", "", "".join(_VOWELS))
+#: The last phone of a plural said with its "s" ("hammers", "nacks").
+_PLURAL_PHONES = frozenset(arpabet_code(["S", "Z"]))
 _NAME_CONSONANTS = str.maketrans("", "", "".join(_VOWELS) + arpabet_code(["HH"]))
 # Rank added per extra word when overlapping windows compete.
 _LENGTH_BONUS = 0.01
@@ -331,11 +333,23 @@ class PhoneticMatcher:
         # last without a possessive ending, which stays outside the name ("elder nacks's" -> "Eldrinax's").
         said = [word_phones(t.norm) for t in tokens]
         whole = [word_phones(t.word) if t.base_end != t.end else p for t, p in zip(tokens, said, strict=True)]
+        # A window ending in a plural is also heard without its "s", which stays outside the name ("crash
+        # hammers" -> "Kraghammers"), as the spelling path keeps it (see ``_match_window``); not a word of its
+        # own that only ends in an "s" ("religious").
+        plural = [
+            len(t.norm) > 3
+            and t.norm[-1] == "s"
+            and t.norm[-2] != "s"
+            and p[-1:] in _PLURAL_PHONES
+            and (z == 0 or word_zipf(t.norm[:-1]) > 0)
+            for t, p, z in zip(tokens, said, zipfs, strict=True)
+        ]
         settings = self.settings
         max_zipf, max_words = settings.sound_max_zipf, settings.phrase_max_words
         fewest, most = settings.sound_min_phones, self.index.max_phones + 1
         two_edit, two_edit_common = settings.sound_two_edit_phones, settings.sound_two_edit_common_phones
         two_edit_from, common_zipf, edge_zipf = two_edit - 2, settings.common_zipf, settings.sound_edge_zipf
+        common_plural = settings.sound_common_plural_phones
         phrase_zipf, low_confidence, widest = (
             settings.phrase_max_zipf,
             settings.low_confidence,
@@ -387,6 +401,17 @@ class PhoneticMatcher:
                 by_letters = length >= 3 and (doubtful or (first == last and unknown[first]))
                 soundable = sayable and least_common <= max_zipf and fewest <= len(phones)
                 heard_as = self.index.sound_candidates(phones) if soundable and len(phones) <= most else ()
+                # A second reading doubles the chances of a coincidence: of common words only ("our glasses" /
+                # Hourglass, "she casts" / Shakäste), only a long name ("crash hammers" / Kraghammer).
+                singular = (
+                    phones[:-1]
+                    if plural[last]
+                    and soundable
+                    and (rare or doubtful or len(phones) > common_plural)
+                    and fewest < len(phones) <= most + 1
+                    else ""
+                )
+                heard_plural = self.index.sound_candidates(singular) if singular else ()
                 if last > first and len(phones) >= two_edit_from:
                     # Two phones off a long name ("elder nacks" / Eldrinax; with common words only, a longer one:
                     # "trust en world" / Trostenwald), found by the thirds of its pronunciation; off in its vowels
@@ -402,13 +427,15 @@ class PhoneticMatcher:
                         and not (zipfs[first] >= edge_zipf or (last_edge and zipfs[last] >= edge_zipf))
                     ):
                         heard_as = {*heard_as, *self.index.two_edit_candidates(phones, shortest)}
+                        if singular and len(singular) >= shortest - 2:
+                            heard_plural = {*heard_plural, *self.index.two_edit_candidates(singular, shortest)}
                     if not (edgy[first] or (last_edge and edgy[last])):
                         spelled_alike = self.index.phonetic_candidates(
                             codes("".join(t.norm for t in tokens[first : last + 1])), near_too=False
                         )[0]
                         if spelled_alike:
                             heard_as = {*heard_as, *spelled_alike}
-                if not (by_letters or heard_as):
+                if not (by_letters or heard_as or heard_plural):
                     continue  # ordinary words nobody doubted and no name sounding alike: skip the rest
                 window = tokens[first : last + 1]
                 span = _Span(
@@ -424,6 +451,7 @@ class PhoneticMatcher:
                 refused = _refused(not_heard, window) if not_heard else None
                 if refused:  # what the DM says is never those entities' name ("manta ray" / Mentiri)
                     heard_as = {f for f in heard_as if f.entity_key not in refused}
+                    heard_plural = {f for f in heard_plural if f.entity_key not in refused}
                 best, rejected = self._match_window(span) if by_letters else (None, False)
                 if best is not None and refused and best[0].entity_key in refused:
                     best = None
@@ -435,6 +463,9 @@ class PhoneticMatcher:
                 elif heard_as and (said_as := self._sound(span, phones, heard_as)) is not None:
                     form, score = said_as
                     candidates.append(_Candidate(first, last, form, score, False, score - _SOUND_RANK_GAP))
+                elif heard_plural and (said_as := self._sound(span, singular, heard_plural, plural=True)) is not None:
+                    form, score = said_as
+                    candidates.append(_Candidate(first, last, form, score, True, score - _SOUND_RANK_GAP))
                 elif rejected or (
                     no_confidences and heard_as and not span.exact_runs and self._sounds_near(span, phones, heard_as)
                 ):
@@ -506,10 +537,15 @@ class PhoneticMatcher:
             or (key.endswith("ves") and key[:-3] + "f" in names)
         )
 
-    def _sound(self, span: _Span, phones: str, heard_as: set[NameForm]) -> tuple[NameForm, float] | None:
-        """The name the window is pronounced as (see ``MatchSettings.sound_*``), with its phone similarity."""
+    def _sound(
+        self, span: _Span, phones: str, heard_as: set[NameForm], *, plural: bool = False
+    ) -> tuple[NameForm, float] | None:
+        """The name the window is pronounced as (see ``MatchSettings.sound_*``), with its phone similarity;
+        ``plural``: ``phones`` are the window's without its last word's "s", and so are its words."""
         settings = self.settings
         words = [t.norm for t in span.tokens]
+        if plural:
+            words[-1] = words[-1][:-1]
         # A common word is that word unless doubted or said exactly like a longer name ("writes" / Rites).
         common = len(words) == 1 and not span.doubtful and word_zipf(words[0]) >= settings.common_zipf
         # An article and a common word are a noun phrase ("a sum" / Assum), unless the article is the name's.

@@ -656,3 +656,15 @@ def test_a_phrase_the_dm_says_is_never_the_name_is_not_corrected_to_it() -> None
     assert corrected([never, EntityName(id=2, name="Manteray")], "A manta ray swims.") == [("manta ray", "Manteray")]
     # of that entity only
     assert corrected([EntityName(id=2, name="Manteray", not_heard_as=["manta ray"])], "A manta ray swims.") == []
+
+
+def test_a_plural_heard_by_sound_keeps_its_s_outside_the_name() -> None:
+    pipeline = Pipeline(
+        [EntityName(id=1, name="Kraghammer"), EntityName(id=2, name="Hourglass"), EntityName(id=3, name="Bedroll")]
+    )
+    result = pipeline.correct_fast("The crash hammers held the gate; the crash hammers' hall stood.")
+    assert result.text == "The Kraghammers held the gate; the Kraghammers' hall stood."
+    assert [(c.span, c.replacement) for c in result.corrections] == [("crash hammer", "Kraghammer")] * 2
+    # The singular reading is a second chance for a coincidence: common words only need a long name.
+    for text in ["Take off our glasses.", "Two bad rolls in a row.", "This is a religious order."]:
+        assert pipeline.correct_fast(text).corrections == [], text
