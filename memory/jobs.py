@@ -577,7 +577,7 @@ async def restore_heard_as_lines(
 
     def undoes(c: Correction, undone: set[str]) -> bool:
         # A phrase never the name is not its plural either: stage 2 refuses that too (see _never_heard), and may
-        # have made it the name before ("Kwellows" for "kwellow"; its span holds the "s", stage 1's never does).
+        # have made it the name before ("Kwellows" for "kwellow"; its span may hold the "s", stage 1's never does).
         if c.entity_id != entity_id:
             return False
         return _never_heard(c, {entity_id: undone}) if any_stage else spaceless(c.span) in undone

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
@@ -135,7 +136,7 @@ class LLMCorrector:
             for heard_tokens in _runs(before[i1:i2]).values():
                 heard = "".join(t.norm for t in heard_tokens)
                 for form_key in {e for h, e in declared if h == heard}:
-                    change = self._accepted(heard_tokens, form_key, form_key in new, suspects, text)
+                    change = self._accepted(heard_tokens, form_key, new.keys(), suspects, text)
                     if change is not None:
                         corrections.append(change)
         return corrections
@@ -144,15 +145,30 @@ class LLMCorrector:
         self,
         old: list[Token],
         entity_key: str,
-        in_answer: bool,
+        written: Collection[str],
         suspects: list[tuple[int, int]],
         text: str,
     ) -> Correction | None:
+        """``written``: the runs of words of the model's text, keyed as ``entity_key`` is."""
         form = self._by_key.get(entity_key)
-        if form is None or not in_answer:
+        if form is None and entity_key.endswith("s"):
+            form = self._by_key.get(entity_key[:-1])  # the name declared in the plural ("Quelloths")
+        if form is None or not (entity_key in written or form.spaceless + "s" in written):
             return None  # not a known entity, or declared without being made
         heard = "".join(t.norm for t in old)
-        start, end = old[0].start, old[-1].base_end
+        words = [t.norm for t in old]
+        # A plural keeps its "s" outside the name, as in stage 1 ("the kwellows" -> "the Quelloths"): when the
+        # model writes the plural, or the words sound nearer the name without their "s".
+        plural = (
+            len(words[-1]) > 3
+            and heard.endswith("s")
+            and not heard.endswith("ss")
+            and not form.spaceless.endswith("s")
+            and (form.spaceless + "s" in written or _nearer_without_s(words, form))
+        )
+        if plural:
+            words[-1] = words[-1][:-1]
+        start, end = old[0].start, old[-1].base_end - plural
         if not any(a <= start and end <= b for a, b in suspects):
             return None  # outside the spans the model was asked about
         if heard in self.index.exact_spaceless:
@@ -161,7 +177,7 @@ class LLMCorrector:
             refused.get(heard) or (refused.get(heard[:-1], frozenset()) if heard.endswith("s") else frozenset())
         ):
             return None  # the DM says these words are never its name ("manta ray" / Mentiri)
-        if not _sounds_like([t.norm for t in old], form):
+        if not _sounds_like(words, form):
             return None  # a guess from context ("the old man" is Vaskerrin Holt), not a name misheard
         return Correction(
             span=text[start:end],
@@ -212,6 +228,15 @@ def _sounds_like(words: list[str], form: NameForm) -> bool:
     """Whether the words could be the name misheard: near it in sound."""
     most = max(_MAX_EDITS, int(_MAX_EDIT_SHARE * len(form.phones)))
     return Levenshtein.distance(phrase_phones(words), form.phones, score_cutoff=most) <= most
+
+
+def _nearer_without_s(words: list[str], form: NameForm) -> bool:
+    """Whether words ending in an "s" sound nearer the name without it: a plural, not a sound of the name."""
+    singular = [*words[:-1], words[-1][:-1]]
+    plain, without = phrase_phones(words), phrase_phones(singular)
+    return bool(plain and without) and Levenshtein.distance(without, form.phones) < Levenshtein.distance(
+        plain, form.phones
+    )
 
 
 def _runs(tokens: list[Token]) -> dict[str, list[Token]]:

@@ -47,3 +47,21 @@ def test_a_phrase_the_dm_says_is_never_the_name_is_not_made_it() -> None:
     assert _verify(names, text, text, answer, *subs) == "a manta ray swims past Mentiri"
     allowed = [EntityName(id=1, name="Mentiri")]
     assert _verify(allowed, text, text, answer, *subs) == "a Mentiri swims past Mentiri"
+
+
+def test_a_plural_keeps_its_s_outside_the_name_as_in_stage_1() -> None:
+    names = [EntityName(id=1, name="Quelloth"), EntityName(id=2, name="Frumpkin"), EntityName(id=3, name="Nicodranas")]
+    text = "the kwellows attack"
+    # the model writes the plural, declaring the name either way
+    for declared in ("Quelloth", "Quelloths"):
+        assert (
+            _verify(names, text, "kwellows", "the Quelloths attack", ("kwellows", declared)) == "the Quelloths attack"
+        )
+    # the model writes the singular: the "s" is kept where the words sound nearer the name without it ...
+    assert _verify(names, "two from skins", "from skins", "two Frumpkin", ("from skins", "Frumpkin")) == "two Frumpkins"
+    # ... not where it may be a sound of the name ("kwellows" is as near Quelloth as "kwellow"), nor where the name
+    # ends in one, nor on a word with no "s"
+    assert _verify(names, text, "kwellows", "the Quelloth attack", ("kwellows", "Quelloth")) == "the Quelloth attack"
+    answer = "off to Nicodranas"
+    assert _verify(names, "off to nick a dramas", "nick a dramas", answer, ("nick a dramas", "Nicodranas")) == answer
+    assert _verify(names, "we met kwellow", "kwellow", "we met Quelloths", ("kwellow", "Quelloth")) == "we met Quelloth"
