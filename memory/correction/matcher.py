@@ -906,6 +906,7 @@ class PhoneticMatcher:
         while last - after > first + before and after < len(words) - before and words[-1 - after] not in own:
             after += 1
         kept = words[before : len(words) - after]
+        heard = c.form.spaceless  # what of the form the span says
         # ... unless the words left are no part of the name ("the drowned worm" heard as the alias The Drowned
         # Wyrm of Eldrinax is Eldrinax, not "the drowned Eldrinax").
         if (before or after) and not c.plural and kept and all(w in own for w in kept):
@@ -913,7 +914,7 @@ class PhoneticMatcher:
                 t.norm for t in tokens[last - after + 1 : last + 1]
             ]
             if said == [*words[:before], *words[len(words) - after :]]:
-                first, last = first + before, last - after
+                first, last, heard = first + before, last - after, "".join(kept)
         # An alias becomes the canonical name, said once (see ``_alias_mention``).
         replacement = c.form.canonical
         if first == c.first and not c.form.primary:
@@ -921,10 +922,11 @@ class PhoneticMatcher:
                 previous is not None and previous.last == first - 1 and previous.form.entity_key == c.form.entity_key
             )
             first, replacement = self._alias_mention(text, tokens, first, c.form, named_before=named)
-        # ... and the rest of it said just after: "Zix ara" -> "Zyx'ara" (heard as the alias Zyx), not "Zyx'ara ara".
+        # ... and the rest of it said just after: "Zix ara" -> "Zyx'ara" (heard as the alias Zyx), not "Zyx'ara ara";
+        # "seeker russ um em ring" -> "seeker Assum Emring" (the alias Seeker Assum), not "... Emring em ring".
         canonical = normalize(c.form.canonical).replace(" ", "")
-        if canonical != c.form.spaceless and canonical.startswith(c.form.spaceless) and not c.plural:
-            rest, after = canonical[len(c.form.spaceless) :], last
+        if canonical != heard and canonical.startswith(heard) and not c.plural:
+            rest, after = canonical[len(heard) :], last
             while (
                 rest
                 and after + 1 < len(tokens)

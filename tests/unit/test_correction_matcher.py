@@ -267,6 +267,12 @@ def test_an_alias_that_varies_the_name_takes_in_its_first_words() -> None:
     assert (c.span, c.replacement) == ("the crown of salt mere", "The Sunken Crown")  # not "the The Sunken Crown"
 
 
+def test_the_rest_of_the_name_said_after_an_alias_with_a_word_of_its_own_is_not_doubled() -> None:
+    pipeline = Pipeline([EntityName(id=1, name="Assum Emring", aliases=["Seeker Assum"])])
+    result = pipeline.correct_fast("They haven't seen seeker russ um em ring yet.")
+    assert result.text == "They haven't seen seeker Assum Emring yet."  # not "seeker Assum Emring em ring"
+
+
 # --- the sound path: pronunciations compared phone by phone ----------------------------------------------
 
 
