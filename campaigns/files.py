@@ -212,16 +212,22 @@ def _compose(encoded: bytes, filename: str) -> yaml.Node:
 
 
 def _check_depth(encoded: bytes, filename: str) -> None:
+    too_deep = f"nests lists/mappings more than {MAX_DEPTH} levels deep"
     depth = 0
-    for event in yaml.parse(encoded, Loader=_Loader):
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise _file_error(
-                    filename, event.start_mark.line + 1, f"nests lists/mappings more than {MAX_DEPTH} levels deep"
-                )
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
+    try:
+        for event in yaml.parse(encoded, Loader=_Loader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise _file_error(filename, event.start_mark.line + 1, too_deep)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:
+        # libyaml 0.2.6 (PyYAML 6.0.4's wheels) stops at 1,000 levels itself, and its scanner reads "[[[..." ahead
+        # of the events counted here: the same refusal, not a syntax error.
+        if "maximum nesting depth" not in (exc.problem or "") or exc.context_mark is None:
+            raise
+        raise _file_error(filename, exc.context_mark.line + 1, too_deep) from None
 
 
 def _syntax_problem(exc: yaml.MarkedYAMLError, filename: str, encoded: bytes) -> Problem:
