@@ -140,6 +140,7 @@ class PhoneticIndex:
         self.max_phones = max((len(f.phones) for f in sayings), default=0)
         self._near_memo: dict[str, frozenset[NameForm]] = {}
         self._two_edit_memo: dict[tuple[str, int], frozenset[NameForm]] = {}
+        self._sound_memo: dict[str, frozenset[NameForm] | tuple[()]] = {}
         if not lazy:
             self.prepare()
 
@@ -249,8 +250,12 @@ class PhoneticIndex:
                 near.update(self._near(code))
         return same, near - same
 
-    def sound_candidates(self, phones: str) -> set[NameForm] | tuple[()]:
-        """Forms that may be pronounced within one phone edit of ``phones`` (a superset: verify)."""
+    def sound_candidates(self, phones: str) -> frozenset[NameForm] | tuple[()]:
+        """Forms that may be pronounced within one phone edit of ``phones`` (a superset: verify), memoised: an
+        utterance asks for ~30 windows' worth, and a session says the same words again."""
+        found = self._sound_memo.get(phones)
+        if found is not None:
+            return found
         get = self.by_halves.get
         n = len(phones)
         # Names of n - 1, n and n + 1 phones; for each, the first half at the start or the second at the end.
@@ -266,7 +271,11 @@ class PhoneticIndex:
             )
             if listed
         ]
-        return {form for listed in hits for form in listed} if hits else ()
+        found = frozenset(form for listed in hits for form in listed) if hits else ()
+        if len(self._sound_memo) >= _MEMO_SIZE:
+            self._sound_memo.clear()
+        self._sound_memo[phones] = found
+        return found
 
     def two_edit_candidates(self, phones: str, shortest: int) -> frozenset[NameForm]:
         """Forms of at least ``shortest`` phones pronounced within two phone edits of ``phones``, memoised."""
