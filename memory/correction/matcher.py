@@ -6,6 +6,7 @@ import math
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -42,6 +43,7 @@ _MAX_LENGTH_RATIO = 1.5
 #: Names shorter than this are not respelled from other word breaks (see ``_spaced_otherwise``).
 _MIN_RESPACED_LETTERS = 6
 _FUZZY_MEMO_SIZE = 16384
+_NO_FORMS: frozenset[NameForm] = frozenset()  # one empty set for the many memoised misses
 # A phrase shorter than this cannot sound like a name of ``phrase_min_name`` letters at 2:3 in length.
 _MIN_PHRASE_LETTERS = 4
 # A name matched by sound ranks below one matched by letters at the same score (letters are the stronger proof).
@@ -297,6 +299,7 @@ class PhoneticMatcher:
         self.index = index
         self.settings = settings or MatchSettings()
         self._fuzzy_memo: dict[str, list[tuple[NameForm, float]]] = {}
+        self._spelled_memo: dict[str, AbstractSet[NameForm]] = {}
         # an entity's own name wins, and any name or alias a heard-as phrase spelled alike
         self._by_spaceless = {f.spaceless: f for f in reversed([*index.forms, *index.heard])}
         load_tables()
@@ -355,7 +358,8 @@ class PhoneticMatcher:
             settings.low_confidence,
             settings.max_window_words,
         )
-        letters = [len(t.norm) for t in tokens]
+        norms = [t.norm for t in tokens]
+        letters = [len(n) for n in norms]
         # Very common words no name has, and articles with no noun after them (see ``_Span.dangling``).
         edgy = [z >= edge_zipf and t.norm not in self.index.name_words for t, z in zip(tokens, zipfs, strict=True)]
         ends = [t.norm in _ARTICLES and _dangles(text, tokens, i, zipfs, edge_zipf) for i, t in enumerate(tokens)]
@@ -372,6 +376,7 @@ class PhoneticMatcher:
             rare = False
             least_common = 99.0
             said_before = ""
+            spaceless = ""  # the window's words run together, as Double Metaphone reads them
             sayable = True
             written: list[str] = []
             for last in range(first, min(len(tokens), first + widest)):
@@ -394,6 +399,7 @@ class PhoneticMatcher:
                 sayable = sayable and bool(said[last])
                 phones = said_before + said[last]
                 said_before += whole[last]
+                spaceless += norms[last]
                 if exact[last] and (last == first or exact[last - 1]) and all(exact[first : last + 1]):
                     continue  # exact mentions only: nothing misheard here
                 # Spelling is evidence for doubted spans and single words English does not know; sound for words
@@ -429,12 +435,10 @@ class PhoneticMatcher:
                         heard_as = {*heard_as, *self.index.two_edit_candidates(phones, shortest)}
                         if singular and len(singular) >= shortest - 2:
                             heard_plural = {*heard_plural, *self.index.two_edit_candidates(singular, shortest)}
-                    if not (edgy[first] or (last_edge and edgy[last])):
-                        spelled_alike = self.index.phonetic_candidates(
-                            codes("".join(t.norm for t in tokens[first : last + 1])), near_too=False
-                        )[0]
-                        if spelled_alike:
-                            heard_as = {*heard_as, *spelled_alike}
+                    if not (edgy[first] or (last_edge and edgy[last])) and (
+                        spelled_alike := self._spelled_alike(spaceless)
+                    ):
+                        heard_as = {*heard_as, *spelled_alike}
                 if not (by_letters or heard_as or heard_plural):
                     continue  # ordinary words nobody doubted and no name sounding alike: skip the rest
                 window = tokens[first : last + 1]
@@ -787,6 +791,17 @@ class PhoneticMatcher:
                 self._fuzzy_memo.clear()
             self._fuzzy_memo[query] = hits
         return [_Scored(score, form, False, MatchKind.fuzzy, words, heard) for form, score in hits]
+
+    def _spelled_alike(self, spaceless: str) -> AbstractSet[NameForm]:
+        """Names sharing a Double Metaphone code with a window's words run together, memoised: ~30 windows an
+        utterance ask, nearly all for none, and a session says the same words again."""
+        found = self._spelled_memo.get(spaceless)
+        if found is None:
+            found = self.index.phonetic_candidates(codes(spaceless), near_too=False)[0] or _NO_FORMS
+            if len(self._spelled_memo) >= _FUZZY_MEMO_SIZE:
+                self._spelled_memo.clear()
+            self._spelled_memo[spaceless] = found
+        return found
 
     def _decide(self, scored: list[_Scored], doubtful: bool) -> tuple[tuple[NameForm, float, bool] | None, bool]:
         if not scored:
