@@ -302,6 +302,13 @@ class PhoneticMatcher:
         self._spelled_memo: dict[str, AbstractSet[NameForm]] = {}
         # an entity's own name wins, and any name or alias a heard-as phrase spelled alike
         self._by_spaceless = {f.spaceless: f for f in reversed([*index.forms, *index.heard])}
+        # Where an exact mention may start: a word that begins a name or is one (its plural too; see ``_names_it``).
+        # Most words are neither, and one lookup settles them (see ``_exact_mentions``).
+        names = index.exact_spaceless
+        self._opens = frozenset(
+            {*index.spaceless_prefixes, *names, *(n + "s" for n in names)}
+            | {n[:-1] + "ves" for n in names if n.endswith("f")}
+        )
         load_tables()
 
     def correct(self, text: str, confidences: Sequence[float | None] | None = None) -> Stage1Result:
@@ -495,8 +502,12 @@ class PhoneticMatcher:
         names = self.index.exact_spaceless
         prefixes = self.index.spaceless_prefixes
         longest = self.index.max_exact + 1  # +1: a plural "s"
+        opens = self._opens
         i = 0
         while i < len(tokens):
+            if tokens[i].norm not in opens and tokens[i].base_end == tokens[i].end:
+                i += 1  # no name starts here, nor one with a possessive inside ("hunter's mark")
+                continue
             # Per length, the spellings to look up: bases only ("keyleth" of "Keyleth's"), and full words before
             # the last one ("hunters" "mark" of "Hunter's Mark", a name with a possessive inside).
             keys: list[tuple[str, ...]] = []
