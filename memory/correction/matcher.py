@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import NamedTuple
 
 from rapidfuzz import process
 from rapidfuzz.distance import Indel, JaroWinkler, Levenshtein
@@ -75,6 +76,22 @@ class _Candidate:
     score: float
     plural: bool  # the last word's plural "s" stays outside the name
     rank: float = 0.0  # ordering among overlapping windows (see ``_resolve_overlaps``)
+
+
+class _WordFacts(NamedTuple):
+    """A word as the windows weigh it, wherever it is said (see ``PhoneticMatcher._word_facts``)."""
+
+    number: bool  # has a digit: dice and stats ("d20s"), never a name
+    zipf: float  # of the word as heard
+    uncommon: bool  # below ``MatchSettings.common_zipf``
+    unfamiliar: bool  # unknown to English, nor an inflection of a word it knows
+    letters: int
+    edgy: bool  # a very common word no name has (``MatchSettings.sound_edge_zipf``)
+    #: Pronunciations: words before a window's last are heard whole ("hunter's" of "Hunter's Mark"), the last
+    #: without a possessive ending, which stays outside the name ("elder nacks's" -> "Eldrinax's").
+    said: str
+    whole: str
+    plural: bool  # may be heard without its "s" (see ``PhoneticMatcher._word_facts``)
 
 
 @dataclass(slots=True)
@@ -300,6 +317,7 @@ class PhoneticMatcher:
         self.settings = settings or MatchSettings()
         self._fuzzy_memo: dict[str, list[tuple[NameForm, float]]] = {}
         self._spelled_memo: dict[str, AbstractSet[NameForm]] = {}
+        self._facts_memo: dict[tuple[str, str, bool], _WordFacts] = {}
         # an entity's own name wins, and any name or alias a heard-as phrase spelled alike
         self._by_spaceless = {f.spaceless: f for f in reversed([*index.forms, *index.heard])}
         # Where an exact mention may start: a word that begins a name or is one (its plural too; see ``_names_it``).
@@ -320,9 +338,10 @@ class PhoneticMatcher:
         # Exact mentions stay as they are; numbers ("d20s") are dice and stats, never names.
         joinable = [_joined(text, [a, b]) for a, b in pairwise(tokens)]
         exact, respaced = self._exact_mentions(text, tokens, joinable)
-        number = [any(ch.isdigit() for ch in t.norm) for t in tokens]
+        number, zipfs, uncommon, unfamiliar, letters, edgy, said, whole, plural = zip(
+            *map(self._word_facts, tokens), strict=True
+        )
         locked = [x or n for x, n in zip(exact, number, strict=True)]
-        zipfs = [word_zipf(t.word) for t in tokens]
         # A capitalised word the index does not know as a name: the transcript's own name for something, unless a
         # recogniser was unsure of a spelling no word list has: its capital is a guess ("Thunderdark" / Underdark;
         # "Marian" stays Marian).
@@ -332,28 +351,9 @@ class PhoneticMatcher:
         ]
         named = [n and s and not x for n, s, x in zip(capitalised, sure, exact, strict=True)]
         named_exact = [n and x for n, x in zip(capitalised, exact, strict=True)]
-        unknown = [
-            max(z, word_zipf(t.norm)) < self.settings.known_zipf and not n and not inflected(t.norm)
-            for t, z, n in zip(tokens, zipfs, named, strict=True)
-        ]
-        uncommon = [z < self.settings.common_zipf for z in zipfs]
+        unknown = [u and not n for u, n in zip(unfamiliar, named, strict=True)]
         # English spelling takes up to about two letters a phone ("cave arne" / K'Varn: 8 letters, 6 phones).
         longest = max(self.index.max_spaceless * _MAX_LENGTH_RATIO, 2 * (self.index.max_phones + 1))
-        # Pronunciations: words before a window's last are heard whole ("hunter's" of "Hunter's Mark"), the
-        # last without a possessive ending, which stays outside the name ("elder nacks's" -> "Eldrinax's").
-        said = [word_phones(t.norm) for t in tokens]
-        whole = [word_phones(t.word) if t.base_end != t.end else p for t, p in zip(tokens, said, strict=True)]
-        # A window ending in a plural is also heard without its "s", which stays outside the name ("crash
-        # hammers" -> "Kraghammers"), as the spelling path keeps it (see ``_match_window``); not a word of its
-        # own that only ends in an "s" ("religious").
-        plural = [
-            len(t.norm) > 3
-            and t.norm[-1] == "s"
-            and t.norm[-2] != "s"
-            and p[-1:] in _PLURAL_PHONES
-            and (z == 0 or word_zipf(t.norm[:-1]) > 0)
-            for t, p, z in zip(tokens, said, zipfs, strict=True)
-        ]
         settings = self.settings
         max_zipf, max_words = settings.sound_max_zipf, settings.phrase_max_words
         fewest, most = settings.sound_min_phones, self.index.max_phones + 1
@@ -366,9 +366,7 @@ class PhoneticMatcher:
             settings.max_window_words,
         )
         norms = [t.norm for t in tokens]
-        letters = [len(n) for n in norms]
-        # Very common words no name has, and articles with no noun after them (see ``_Span.dangling``).
-        edgy = [z >= edge_zipf and t.norm not in self.index.name_words for t, z in zip(tokens, zipfs, strict=True)]
+        # Articles with no noun after them (see ``_Span.dangling``).
         ends = [t.norm in _ARTICLES and _dangles(text, tokens, i, zipfs, edge_zipf) for i, t in enumerate(tokens)]
         candidates: list[_Candidate] = list(respaced)
         not_heard = self.index.not_heard
@@ -490,6 +488,40 @@ class PhoneticMatcher:
         )
         result.suspects = self._suspects(text, tokens, conf, chosen, near_misses, locked)
         return result
+
+    def _word_facts(self, token: Token) -> _WordFacts:
+        """What the windows weigh of a word wherever it is said, memoised per word: a dozen table lookups each, and
+        a session says the same words again."""
+        key = (token.norm, token.word, token.base_end != token.end)
+        facts = self._facts_memo.get(key)
+        if facts is not None:
+            return facts
+        norm, word, possessive = key
+        settings = self.settings
+        zipf = word_zipf(word)
+        said = word_phones(norm)
+        facts = _WordFacts(
+            number=any(ch.isdigit() for ch in norm),
+            zipf=zipf,
+            uncommon=zipf < settings.common_zipf,
+            unfamiliar=max(zipf, word_zipf(norm)) < settings.known_zipf and not inflected(norm),
+            letters=len(norm),
+            edgy=zipf >= settings.sound_edge_zipf and norm not in self.index.name_words,
+            said=said,
+            whole=word_phones(word) if possessive else said,
+            # A window ending in a plural is also heard without its "s", which stays outside the name ("crash
+            # hammers" -> "Kraghammers"), as the spelling path keeps it (see ``_match_window``); not a word of its
+            # own that only ends in an "s" ("religious").
+            plural=len(norm) > 3
+            and norm[-1] == "s"
+            and norm[-2] != "s"
+            and said[-1:] in _PLURAL_PHONES
+            and (zipf == 0 or word_zipf(norm[:-1]) > 0),
+        )
+        if len(self._facts_memo) >= _FUZZY_MEMO_SIZE:
+            self._facts_memo.clear()
+        self._facts_memo[key] = facts
+        return facts
 
     def _exact_mentions(
         self, text: str, tokens: list[Token], joinable: list[bool]
