@@ -372,6 +372,7 @@ class PhoneticMatcher:
         not_heard = self.index.not_heard
         no_confidences = all(c is None for c in conf)  # then stage 2 looks at spans sounding near a name
         near_misses: list[tuple[int, int]] = []
+        sound_candidates, two_edit_candidates = self.index.sound_candidates, self.index.two_edit_candidates
         for first in range(len(tokens)):
             if number[first]:
                 continue
@@ -398,7 +399,6 @@ class PhoneticMatcher:
                 rare = rare or uncommon[last]
                 if zipfs[last] < least_common:
                     least_common = zipfs[last]
-                phrase = 0 < last - first < max_words and least_common <= phrase_zipf and length >= _MIN_PHRASE_LETTERS
                 # One doubtful word does not make its neighbours doubtful: the span as a whole must be.
                 doubtful = conf_n > 0 and conf_sum / conf_n < low_confidence
                 sayable = sayable and bool(said[last])
@@ -410,20 +410,21 @@ class PhoneticMatcher:
                 # Spelling is evidence for doubted spans and single words English does not know; sound for words
                 # pronounced like a name. A word the transcript writes as a name is its name, unless doubted.
                 by_letters = length >= 3 and (doubtful or (first == last and unknown[first]))
-                soundable = sayable and least_common <= max_zipf and fewest <= len(phones)
-                heard_as = self.index.sound_candidates(phones) if soundable and len(phones) <= most else ()
+                size = len(phones)
+                soundable = sayable and least_common <= max_zipf and fewest <= size
+                heard_as = sound_candidates(phones) if soundable and size <= most else ()
                 # A second reading doubles the chances of a coincidence: of common words only ("our glasses" /
                 # Hourglass, "she casts" / Shakäste), only a long name ("crash hammers" / Kraghammer).
                 singular = (
                     phones[:-1]
                     if plural[last]
                     and soundable
-                    and (rare or doubtful or len(phones) > common_plural)
-                    and fewest < len(phones) <= most + 1
+                    and (rare or doubtful or size > common_plural)
+                    and fewest < size <= most + 1
                     else ""
                 )
-                heard_plural = self.index.sound_candidates(singular) if singular else ()
-                if last > first and len(phones) >= two_edit_from:
+                heard_plural = sound_candidates(singular) if singular else ()
+                if last > first and size >= two_edit_from:
                     # Two phones off a long name ("elder nacks" / Eldrinax; with common words only, a longer one:
                     # "trust en world" / Trostenwald), found by the thirds of its pronunciation; off in its vowels
                     # only, the spelling sounds alike too (a shared Double Metaphone code). Neither with a very
@@ -434,12 +435,12 @@ class PhoneticMatcher:
                     last_edge = not ends[last]
                     if (
                         soundable
-                        and shortest - 2 <= len(phones) <= most + 1
+                        and shortest - 2 <= size <= most + 1
                         and not (zipfs[first] >= edge_zipf or (last_edge and zipfs[last] >= edge_zipf))
                     ):
-                        heard_as = {*heard_as, *self.index.two_edit_candidates(phones, shortest)}
+                        heard_as = {*heard_as, *two_edit_candidates(phones, shortest)}
                         if singular and len(singular) >= shortest - 2:
-                            heard_plural = {*heard_plural, *self.index.two_edit_candidates(singular, shortest)}
+                            heard_plural = {*heard_plural, *two_edit_candidates(singular, shortest)}
                     if not (edgy[first] or (last_edge and edgy[last])) and (
                         spelled_alike := self._spelled_alike(spaceless)
                     ):
@@ -447,6 +448,7 @@ class PhoneticMatcher:
                 if not (by_letters or heard_as or heard_plural):
                     continue  # ordinary words nobody doubted and no name sounding alike: skip the rest
                 window = tokens[first : last + 1]
+                phrase = 0 < last - first < max_words and least_common <= phrase_zipf and length >= _MIN_PHRASE_LETTERS
                 span = _Span(
                     window,
                     doubtful,
