@@ -44,7 +44,7 @@ _MAX_LENGTH_RATIO = 1.5
 #: Names shorter than this are not respelled from other word breaks (see ``_spaced_otherwise``).
 _MIN_RESPACED_LETTERS = 6
 _FUZZY_MEMO_SIZE = 16384
-_NO_FORMS: frozenset[NameForm] = frozenset()  # one empty set for the many memoised misses
+_NO_FORMS: frozenset[NameForm] = frozenset()
 # A phrase shorter than this cannot sound like a name of ``phrase_min_name`` letters at 2:3 in length.
 _MIN_PHRASE_LETTERS = 4
 # A name matched by sound ranks below one matched by letters at the same score (letters are the stronger proof).
@@ -316,7 +316,6 @@ class PhoneticMatcher:
         self.index = index
         self.settings = settings or MatchSettings()
         self._fuzzy_memo: dict[str, list[tuple[NameForm, float]]] = {}
-        self._spelled_memo: dict[str, AbstractSet[NameForm]] = {}
         self._facts_memo: dict[tuple[str, str, bool], _WordFacts] = {}
         # an entity's own name wins, and any name or alias a heard-as phrase spelled alike
         self._by_spaceless = {f.spaceless: f for f in reversed([*index.forms, *index.heard])}
@@ -838,15 +837,14 @@ class PhoneticMatcher:
         return [_Scored(score, form, False, MatchKind.fuzzy, words, heard) for form, score in hits]
 
     def _spelled_alike(self, spaceless: str) -> AbstractSet[NameForm]:
-        """Names sharing a Double Metaphone code with a window's words run together, memoised: ~30 windows an
-        utterance ask, nearly all for none, and a session says the same words again."""
-        found = self._spelled_memo.get(spaceless)
-        if found is None:
-            found = self.index.phonetic_candidates(codes(spaceless), near_too=False)[0] or _NO_FORMS
-            if len(self._spelled_memo) >= _FUZZY_MEMO_SIZE:
-                self._spelled_memo.clear()
-            self._spelled_memo[spaceless] = found
-        return found
+        """Names sharing a Double Metaphone code with a window's words run together. ~30 windows an utterance
+        ask, nearly all for none, and nearly all new (a memo of them only churned): a miss is settled by the code
+        table alone, without the sets ``phonetic_candidates`` builds."""
+        window_codes = codes(spaceless)
+        for code in window_codes:
+            if code in self.index.by_code:
+                return self.index.phonetic_candidates(window_codes, near_too=False)[0]
+        return _NO_FORMS
 
     def _decide(self, scored: list[_Scored], doubtful: bool) -> tuple[tuple[NameForm, float, bool] | None, bool]:
         if not scored:
