@@ -25,6 +25,7 @@ _MEMO_SIZE = 65536
 MIN_SOUND_PHONES = 4
 #: ... nor, for words two phones off them, names shorter than this.
 MIN_TWO_EDIT_PHONES = 8
+_NO_HALVES: dict[str, list[NameForm]] = {}  # no name of this many phones (never written to)
 
 
 @lru_cache(maxsize=1024)
@@ -105,7 +106,10 @@ class PhoneticIndex:
         self.by_code: dict[str, list[NameForm]] = defaultdict(list)
         # Pronunciations by length and by each half: a pronunciation one phone edit away from a name keeps one
         # half of the name intact at its start or its end (the edit falls in the other half).
-        self.by_halves: dict[tuple[int, str, bool], list[NameForm]] = defaultdict(list)
+        # Keyed by length, then by the half: a lookup slices the heard phones, and needs no key tuple built and
+        # hashed besides.
+        self.by_first_half: dict[int, dict[str, list[NameForm]]] = defaultdict(lambda: defaultdict(list))
+        self.by_second_half: dict[int, dict[str, list[NameForm]]] = defaultdict(lambda: defaultdict(list))
         # ... and by each third: a pronunciation two edits away keeps one third of the name intact. One table per
         # third: a lookup slices the heard phones, and needs no key tuple built and hashed besides.
         self.by_thirds: tuple[dict[str, list[NameForm]], ...] = tuple(defaultdict(list) for _ in range(3))
@@ -119,8 +123,8 @@ class PhoneticIndex:
         for saying in sayings:
             phones = saying.phones
             size = len(phones)
-            self.by_halves[size, phones[: size // 2], True].append(saying)
-            self.by_halves[size, phones[size // 2 :], False].append(saying)
+            self.by_first_half[size][phones[: size // 2]].append(saying)
+            self.by_second_half[size][phones[size // 2 :]].append(saying)
             if size >= MIN_TWO_EDIT_PHONES:
                 a, b = size // 3, 2 * size // 3
                 self.by_thirds[0][phones[:a]].append(saying)
@@ -257,18 +261,18 @@ class PhoneticIndex:
         found = self._sound_memo.get(phones)
         if found is not None:
             return found
-        get = self.by_halves.get
+        firsts, seconds, none = self.by_first_half.get, self.by_second_half.get, _NO_HALVES
         n = len(phones)
         # Names of n - 1, n and n + 1 phones; for each, the first half at the start or the second at the end.
         hits = [
             listed
             for listed in (
-                get((n - 1, phones[: (n - 1) // 2], True)),
-                get((n - 1, phones[(n - 1) // 2 - n + 1 :], False)),
-                get((n, phones[: n // 2], True)),
-                get((n, phones[n // 2 :], False)),
-                get((n + 1, phones[: (n + 1) // 2], True)),
-                get((n + 1, phones[(n + 1) // 2 - n - 1 :], False)),
+                firsts(n - 1, none).get(phones[: (n - 1) // 2]),
+                seconds(n - 1, none).get(phones[(n - 1) // 2 - n + 1 :]),
+                firsts(n, none).get(phones[: n // 2]),
+                seconds(n, none).get(phones[n // 2 :]),
+                firsts(n + 1, none).get(phones[: (n + 1) // 2]),
+                seconds(n + 1, none).get(phones[(n + 1) // 2 - n - 1 :]),
             )
             if listed
         ]
