@@ -25,14 +25,15 @@ _MEMO_SIZE = 65536
 MIN_SOUND_PHONES = 4
 #: ... nor, for words two phones off them, names shorter than this.
 MIN_TWO_EDIT_PHONES = 8
+_NO_HALVES: dict[str, list[NameForm]] = {}  # no name of this many phones (never written to)
 
 
 @lru_cache(maxsize=1024)
-def _third_keys(n: int, shortest: int) -> tuple[int, int, tuple[tuple[int, int, int], ...]]:
+def _third_keys(n: int, shortest: int) -> tuple[int, int, tuple[tuple[tuple[int, int], ...], ...]]:
     """Where, in ``n`` heard phones, to look for the thirds of names of ``shortest`` phones or more that are two
     edits away: names of n - 2 to n + 2 phones, their first third at the start, the last at the end, the middle
     one up to a phone from where it is in the name (two phones from it, both edits fell in the first third and
-    the last is intact). Returns the name lengths and (part, start, end) slices."""
+    the last is intact). Returns the name lengths and, per part, the (start, end) slices."""
     low, high = max(shortest, MIN_TWO_EDIT_PHONES, n - 2), n + 2
     keys: set[tuple[int, int, int]] = set()
     for size in range(low, high + 1):
@@ -40,7 +41,7 @@ def _third_keys(n: int, shortest: int) -> tuple[int, int, tuple[tuple[int, int, 
         keys.add((0, 0, a))
         keys.add((2, n - (size - b), n))
         keys.update((1, i, i + b - a) for i in range(a - 1, a + 2))
-    return low, high, tuple(sorted(keys))
+    return low, high, tuple(tuple((start, end) for p, start, end in sorted(keys) if p == part) for part in range(3))
 
 
 def near_edits(phones: str, form: NameForm) -> int | None:
@@ -105,9 +106,13 @@ class PhoneticIndex:
         self.by_code: dict[str, list[NameForm]] = defaultdict(list)
         # Pronunciations by length and by each half: a pronunciation one phone edit away from a name keeps one
         # half of the name intact at its start or its end (the edit falls in the other half).
-        self.by_halves: dict[tuple[int, str, bool], list[NameForm]] = defaultdict(list)
-        # ... and by each third: a pronunciation two edits away keeps one third of the name intact.
-        self.by_thirds: dict[tuple[int, str], list[NameForm]] = defaultdict(list)
+        # Keyed by length, then by the half: a lookup slices the heard phones, and needs no key tuple built and
+        # hashed besides.
+        self.by_first_half: dict[int, dict[str, list[NameForm]]] = defaultdict(lambda: defaultdict(list))
+        self.by_second_half: dict[int, dict[str, list[NameForm]]] = defaultdict(lambda: defaultdict(list))
+        # ... and by each third: a pronunciation two edits away keeps one third of the name intact. One table per
+        # third: a lookup slices the heard phones, and needs no key tuple built and hashed besides.
+        self.by_thirds: tuple[dict[str, list[NameForm]], ...] = tuple(defaultdict(list) for _ in range(3))
         # A name made of dictionary words is also said the dictionary's way ("lorne": eSpeak NG reads L OW R N,
         # CMUdict L AO R N), as the words a recogniser writes are.
         sayings = [f for f in forms if len(f.phones) >= MIN_SOUND_PHONES]
@@ -118,13 +123,13 @@ class PhoneticIndex:
         for saying in sayings:
             phones = saying.phones
             size = len(phones)
-            self.by_halves[size, phones[: size // 2], True].append(saying)
-            self.by_halves[size, phones[size // 2 :], False].append(saying)
+            self.by_first_half[size][phones[: size // 2]].append(saying)
+            self.by_second_half[size][phones[size // 2 :]].append(saying)
             if size >= MIN_TWO_EDIT_PHONES:
                 a, b = size // 3, 2 * size // 3
-                self.by_thirds[0, phones[:a]].append(saying)
-                self.by_thirds[1, phones[a:b]].append(saying)
-                self.by_thirds[2, phones[b:]].append(saying)
+                self.by_thirds[0][phones[:a]].append(saying)
+                self.by_thirds[1][phones[a:b]].append(saying)
+                self.by_thirds[2][phones[b:]].append(saying)
         for form in forms:
             self.exact_spaceless.add(form.spaceless)
             self.spaceless_prefixes.update(accumulate(form.spaceless[:-1]))  # "v", "vo" ... "voxmachin"
@@ -140,6 +145,7 @@ class PhoneticIndex:
         self.max_phones = max((len(f.phones) for f in sayings), default=0)
         self._near_memo: dict[str, frozenset[NameForm]] = {}
         self._two_edit_memo: dict[tuple[str, int], frozenset[NameForm]] = {}
+        self._sound_memo: dict[str, frozenset[NameForm] | tuple[()]] = {}
         if not lazy:
             self.prepare()
 
@@ -249,24 +255,32 @@ class PhoneticIndex:
                 near.update(self._near(code))
         return same, near - same
 
-    def sound_candidates(self, phones: str) -> set[NameForm] | tuple[()]:
-        """Forms that may be pronounced within one phone edit of ``phones`` (a superset: verify)."""
-        get = self.by_halves.get
+    def sound_candidates(self, phones: str) -> frozenset[NameForm] | tuple[()]:
+        """Forms that may be pronounced within one phone edit of ``phones`` (a superset: verify), memoised: an
+        utterance asks for ~30 windows' worth, and a session says the same words again."""
+        found = self._sound_memo.get(phones)
+        if found is not None:
+            return found
+        firsts, seconds, none = self.by_first_half.get, self.by_second_half.get, _NO_HALVES
         n = len(phones)
         # Names of n - 1, n and n + 1 phones; for each, the first half at the start or the second at the end.
         hits = [
             listed
             for listed in (
-                get((n - 1, phones[: (n - 1) // 2], True)),
-                get((n - 1, phones[(n - 1) // 2 - n + 1 :], False)),
-                get((n, phones[: n // 2], True)),
-                get((n, phones[n // 2 :], False)),
-                get((n + 1, phones[: (n + 1) // 2], True)),
-                get((n + 1, phones[(n + 1) // 2 - n - 1 :], False)),
+                firsts(n - 1, none).get(phones[: (n - 1) // 2]),
+                seconds(n - 1, none).get(phones[(n - 1) // 2 - n + 1 :]),
+                firsts(n, none).get(phones[: n // 2]),
+                seconds(n, none).get(phones[n // 2 :]),
+                firsts(n + 1, none).get(phones[: (n + 1) // 2]),
+                seconds(n + 1, none).get(phones[(n + 1) // 2 - n - 1 :]),
             )
             if listed
         ]
-        return {form for listed in hits for form in listed} if hits else ()
+        found = frozenset(form for listed in hits for form in listed) if hits else ()
+        if len(self._sound_memo) >= _MEMO_SIZE:
+            self._sound_memo.clear()
+        self._sound_memo[phones] = found
+        return found
 
     def two_edit_candidates(self, phones: str, shortest: int) -> frozenset[NameForm]:
         """Forms of at least ``shortest`` phones pronounced within two phone edits of ``phones``, memoised."""
@@ -274,9 +288,13 @@ class PhoneticIndex:
         found = self._two_edit_memo.get(memo_key)
         if found is not None:
             return found
-        get = self.by_thirds.get
-        low, high, keys = _third_keys(len(phones), shortest)
-        hits = [listed for part, start, end in keys if (listed := get((part, phones[start:end])))]
+        low, high, slices = _third_keys(len(phones), shortest)
+        hits = [
+            listed
+            for table, part_slices in zip(self.by_thirds, slices, strict=True)
+            for start, end in part_slices
+            if (listed := table.get(phones[start:end]))
+        ]
         found = frozenset(
             f
             for f in set().union(*hits)

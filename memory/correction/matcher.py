@@ -6,8 +6,10 @@ import math
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import NamedTuple
 
 from rapidfuzz import process
 from rapidfuzz.distance import Indel, JaroWinkler, Levenshtein
@@ -42,6 +44,7 @@ _MAX_LENGTH_RATIO = 1.5
 #: Names shorter than this are not respelled from other word breaks (see ``_spaced_otherwise``).
 _MIN_RESPACED_LETTERS = 6
 _FUZZY_MEMO_SIZE = 16384
+_NO_FORMS: frozenset[NameForm] = frozenset()
 # A phrase shorter than this cannot sound like a name of ``phrase_min_name`` letters at 2:3 in length.
 _MIN_PHRASE_LETTERS = 4
 # A name matched by sound ranks below one matched by letters at the same score (letters are the stronger proof).
@@ -73,6 +76,22 @@ class _Candidate:
     score: float
     plural: bool  # the last word's plural "s" stays outside the name
     rank: float = 0.0  # ordering among overlapping windows (see ``_resolve_overlaps``)
+
+
+class _WordFacts(NamedTuple):
+    """A word as the windows weigh it, wherever it is said (see ``PhoneticMatcher._word_facts``)."""
+
+    number: bool  # has a digit: dice and stats ("d20s"), never a name
+    zipf: float  # of the word as heard
+    uncommon: bool  # below ``MatchSettings.common_zipf``
+    unfamiliar: bool  # unknown to English, nor an inflection of a word it knows
+    letters: int
+    edgy: bool  # a very common word no name has (``MatchSettings.sound_edge_zipf``)
+    #: Pronunciations: words before a window's last are heard whole ("hunter's" of "Hunter's Mark"), the last
+    #: without a possessive ending, which stays outside the name ("elder nacks's" -> "Eldrinax's").
+    said: str
+    whole: str
+    plural: bool  # may be heard without its "s" (see ``PhoneticMatcher._word_facts``)
 
 
 @dataclass(slots=True)
@@ -297,8 +316,16 @@ class PhoneticMatcher:
         self.index = index
         self.settings = settings or MatchSettings()
         self._fuzzy_memo: dict[str, list[tuple[NameForm, float]]] = {}
+        self._facts_memo: dict[tuple[str, str, bool], _WordFacts] = {}
         # an entity's own name wins, and any name or alias a heard-as phrase spelled alike
         self._by_spaceless = {f.spaceless: f for f in reversed([*index.forms, *index.heard])}
+        # Where an exact mention may start: a word that begins a name or is one (its plural too; see ``_names_it``).
+        # Most words are neither, and one lookup settles them (see ``_exact_mentions``).
+        names = index.exact_spaceless
+        self._opens = frozenset(
+            {*index.spaceless_prefixes, *names, *(n + "s" for n in names)}
+            | {n[:-1] + "ves" for n in names if n.endswith("f")}
+        )
         load_tables()
 
     def correct(self, text: str, confidences: Sequence[float | None] | None = None) -> Stage1Result:
@@ -310,9 +337,10 @@ class PhoneticMatcher:
         # Exact mentions stay as they are; numbers ("d20s") are dice and stats, never names.
         joinable = [_joined(text, [a, b]) for a, b in pairwise(tokens)]
         exact, respaced = self._exact_mentions(text, tokens, joinable)
-        number = [any(ch.isdigit() for ch in t.norm) for t in tokens]
+        number, zipfs, uncommon, unfamiliar, letters, edgy, said, whole, plural = zip(
+            *map(self._word_facts, tokens), strict=True
+        )
         locked = [x or n for x, n in zip(exact, number, strict=True)]
-        zipfs = [word_zipf(t.word) for t in tokens]
         # A capitalised word the index does not know as a name: the transcript's own name for something, unless a
         # recogniser was unsure of a spelling no word list has: its capital is a guess ("Thunderdark" / Underdark;
         # "Marian" stays Marian).
@@ -322,28 +350,9 @@ class PhoneticMatcher:
         ]
         named = [n and s and not x for n, s, x in zip(capitalised, sure, exact, strict=True)]
         named_exact = [n and x for n, x in zip(capitalised, exact, strict=True)]
-        unknown = [
-            max(z, word_zipf(t.norm)) < self.settings.known_zipf and not n and not inflected(t.norm)
-            for t, z, n in zip(tokens, zipfs, named, strict=True)
-        ]
-        uncommon = [z < self.settings.common_zipf for z in zipfs]
+        unknown = [u and not n for u, n in zip(unfamiliar, named, strict=True)]
         # English spelling takes up to about two letters a phone ("cave arne" / K'Varn: 8 letters, 6 phones).
         longest = max(self.index.max_spaceless * _MAX_LENGTH_RATIO, 2 * (self.index.max_phones + 1))
-        # Pronunciations: words before a window's last are heard whole ("hunter's" of "Hunter's Mark"), the
-        # last without a possessive ending, which stays outside the name ("elder nacks's" -> "Eldrinax's").
-        said = [word_phones(t.norm) for t in tokens]
-        whole = [word_phones(t.word) if t.base_end != t.end else p for t, p in zip(tokens, said, strict=True)]
-        # A window ending in a plural is also heard without its "s", which stays outside the name ("crash
-        # hammers" -> "Kraghammers"), as the spelling path keeps it (see ``_match_window``); not a word of its
-        # own that only ends in an "s" ("religious").
-        plural = [
-            len(t.norm) > 3
-            and t.norm[-1] == "s"
-            and t.norm[-2] != "s"
-            and p[-1:] in _PLURAL_PHONES
-            and (z == 0 or word_zipf(t.norm[:-1]) > 0)
-            for t, p, z in zip(tokens, said, zipfs, strict=True)
-        ]
         settings = self.settings
         max_zipf, max_words = settings.sound_max_zipf, settings.phrase_max_words
         fewest, most = settings.sound_min_phones, self.index.max_phones + 1
@@ -355,14 +364,14 @@ class PhoneticMatcher:
             settings.low_confidence,
             settings.max_window_words,
         )
-        letters = [len(t.norm) for t in tokens]
-        # Very common words no name has, and articles with no noun after them (see ``_Span.dangling``).
-        edgy = [z >= edge_zipf and t.norm not in self.index.name_words for t, z in zip(tokens, zipfs, strict=True)]
+        norms = [t.norm for t in tokens]
+        # Articles with no noun after them (see ``_Span.dangling``).
         ends = [t.norm in _ARTICLES and _dangles(text, tokens, i, zipfs, edge_zipf) for i, t in enumerate(tokens)]
         candidates: list[_Candidate] = list(respaced)
         not_heard = self.index.not_heard
         no_confidences = all(c is None for c in conf)  # then stage 2 looks at spans sounding near a name
         near_misses: list[tuple[int, int]] = []
+        sound_candidates, two_edit_candidates = self.index.sound_candidates, self.index.two_edit_candidates
         for first in range(len(tokens)):
             if number[first]:
                 continue
@@ -372,6 +381,7 @@ class PhoneticMatcher:
             rare = False
             least_common = 99.0
             said_before = ""
+            spaceless = ""  # the window's words run together, as Double Metaphone reads them
             sayable = True
             written: list[str] = []
             for last in range(first, min(len(tokens), first + widest)):
@@ -388,31 +398,32 @@ class PhoneticMatcher:
                 rare = rare or uncommon[last]
                 if zipfs[last] < least_common:
                     least_common = zipfs[last]
-                phrase = 0 < last - first < max_words and least_common <= phrase_zipf and length >= _MIN_PHRASE_LETTERS
                 # One doubtful word does not make its neighbours doubtful: the span as a whole must be.
                 doubtful = conf_n > 0 and conf_sum / conf_n < low_confidence
                 sayable = sayable and bool(said[last])
                 phones = said_before + said[last]
                 said_before += whole[last]
+                spaceless += norms[last]
                 if exact[last] and (last == first or exact[last - 1]) and all(exact[first : last + 1]):
                     continue  # exact mentions only: nothing misheard here
                 # Spelling is evidence for doubted spans and single words English does not know; sound for words
                 # pronounced like a name. A word the transcript writes as a name is its name, unless doubted.
                 by_letters = length >= 3 and (doubtful or (first == last and unknown[first]))
-                soundable = sayable and least_common <= max_zipf and fewest <= len(phones)
-                heard_as = self.index.sound_candidates(phones) if soundable and len(phones) <= most else ()
+                size = len(phones)
+                soundable = sayable and least_common <= max_zipf and fewest <= size
+                heard_as = sound_candidates(phones) if soundable and size <= most else ()
                 # A second reading doubles the chances of a coincidence: of common words only ("our glasses" /
                 # Hourglass, "she casts" / Shakäste), only a long name ("crash hammers" / Kraghammer).
                 singular = (
                     phones[:-1]
                     if plural[last]
                     and soundable
-                    and (rare or doubtful or len(phones) > common_plural)
-                    and fewest < len(phones) <= most + 1
+                    and (rare or doubtful or size > common_plural)
+                    and fewest < size <= most + 1
                     else ""
                 )
-                heard_plural = self.index.sound_candidates(singular) if singular else ()
-                if last > first and len(phones) >= two_edit_from:
+                heard_plural = sound_candidates(singular) if singular else ()
+                if last > first and size >= two_edit_from:
                     # Two phones off a long name ("elder nacks" / Eldrinax; with common words only, a longer one:
                     # "trust en world" / Trostenwald), found by the thirds of its pronunciation; off in its vowels
                     # only, the spelling sounds alike too (a shared Double Metaphone code). Neither with a very
@@ -423,21 +434,20 @@ class PhoneticMatcher:
                     last_edge = not ends[last]
                     if (
                         soundable
-                        and shortest - 2 <= len(phones) <= most + 1
+                        and shortest - 2 <= size <= most + 1
                         and not (zipfs[first] >= edge_zipf or (last_edge and zipfs[last] >= edge_zipf))
                     ):
-                        heard_as = {*heard_as, *self.index.two_edit_candidates(phones, shortest)}
+                        heard_as = {*heard_as, *two_edit_candidates(phones, shortest)}
                         if singular and len(singular) >= shortest - 2:
-                            heard_plural = {*heard_plural, *self.index.two_edit_candidates(singular, shortest)}
-                    if not (edgy[first] or (last_edge and edgy[last])):
-                        spelled_alike = self.index.phonetic_candidates(
-                            codes("".join(t.norm for t in tokens[first : last + 1])), near_too=False
-                        )[0]
-                        if spelled_alike:
-                            heard_as = {*heard_as, *spelled_alike}
+                            heard_plural = {*heard_plural, *two_edit_candidates(singular, shortest)}
+                    if not (edgy[first] or (last_edge and edgy[last])) and (
+                        spelled_alike := self._spelled_alike(spaceless)
+                    ):
+                        heard_as = {*heard_as, *spelled_alike}
                 if not (by_letters or heard_as or heard_plural):
                     continue  # ordinary words nobody doubted and no name sounding alike: skip the rest
                 window = tokens[first : last + 1]
+                phrase = 0 < last - first < max_words and least_common <= phrase_zipf and length >= _MIN_PHRASE_LETTERS
                 span = _Span(
                     window,
                     doubtful,
@@ -480,6 +490,40 @@ class PhoneticMatcher:
         result.suspects = self._suspects(text, tokens, conf, chosen, near_misses, locked)
         return result
 
+    def _word_facts(self, token: Token) -> _WordFacts:
+        """What the windows weigh of a word wherever it is said, memoised per word: a dozen table lookups each, and
+        a session says the same words again."""
+        key = (token.norm, token.word, token.base_end != token.end)
+        facts = self._facts_memo.get(key)
+        if facts is not None:
+            return facts
+        norm, word, possessive = key
+        settings = self.settings
+        zipf = word_zipf(word)
+        said = word_phones(norm)
+        facts = _WordFacts(
+            number=any(ch.isdigit() for ch in norm),
+            zipf=zipf,
+            uncommon=zipf < settings.common_zipf,
+            unfamiliar=max(zipf, word_zipf(norm)) < settings.known_zipf and not inflected(norm),
+            letters=len(norm),
+            edgy=zipf >= settings.sound_edge_zipf and norm not in self.index.name_words,
+            said=said,
+            whole=word_phones(word) if possessive else said,
+            # A window ending in a plural is also heard without its "s", which stays outside the name ("crash
+            # hammers" -> "Kraghammers"), as the spelling path keeps it (see ``_match_window``); not a word of its
+            # own that only ends in an "s" ("religious").
+            plural=len(norm) > 3
+            and norm[-1] == "s"
+            and norm[-2] != "s"
+            and said[-1:] in _PLURAL_PHONES
+            and (zipf == 0 or word_zipf(norm[:-1]) > 0),
+        )
+        if len(self._facts_memo) >= _FUZZY_MEMO_SIZE:
+            self._facts_memo.clear()
+        self._facts_memo[key] = facts
+        return facts
+
     def _exact_mentions(
         self, text: str, tokens: list[Token], joinable: list[bool]
     ) -> tuple[list[bool], list[_Candidate]]:
@@ -491,8 +535,12 @@ class PhoneticMatcher:
         names = self.index.exact_spaceless
         prefixes = self.index.spaceless_prefixes
         longest = self.index.max_exact + 1  # +1: a plural "s"
+        opens = self._opens
         i = 0
         while i < len(tokens):
+            if tokens[i].norm not in opens and tokens[i].base_end == tokens[i].end:
+                i += 1  # no name starts here, nor one with a possessive inside ("hunter's mark")
+                continue
             # Per length, the spellings to look up: bases only ("keyleth" of "Keyleth's"), and full words before
             # the last one ("hunters" "mark" of "Hunter's Mark", a name with a possessive inside).
             keys: list[tuple[str, ...]] = []
@@ -787,6 +835,16 @@ class PhoneticMatcher:
                 self._fuzzy_memo.clear()
             self._fuzzy_memo[query] = hits
         return [_Scored(score, form, False, MatchKind.fuzzy, words, heard) for form, score in hits]
+
+    def _spelled_alike(self, spaceless: str) -> AbstractSet[NameForm]:
+        """Names sharing a Double Metaphone code with a window's words run together. ~30 windows an utterance
+        ask, nearly all for none, and nearly all new (a memo of them only churned): a miss is settled by the code
+        table alone, without the sets ``phonetic_candidates`` builds."""
+        window_codes = codes(spaceless)
+        for code in window_codes:
+            if code in self.index.by_code:
+                return self.index.phonetic_candidates(window_codes, near_too=False)[0]
+        return _NO_FORMS
 
     def _decide(self, scored: list[_Scored], doubtful: bool) -> tuple[tuple[NameForm, float, bool] | None, bool]:
         if not scored:
