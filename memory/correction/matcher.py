@@ -851,7 +851,9 @@ class PhoneticMatcher:
             return None, False
         # Canonical spellings first at equal score: "Taliesin" is the entity Taliesin before it is an alias of
         # Taliesin Jaffe (see ``_rival``).
-        scored.sort(key=lambda s: (s.score, s.form.primary), reverse=True)
+        # Then the entity listed first: two entities written alike ("Tal'Dorei" twice) are no rivals (see
+        # ``_rival``), and which of them a line names must not hang on the order of a set.
+        scored.sort(key=lambda s: (s.score, s.form.primary, -s.form.entity_key), reverse=True)
         best = scored[0]
         if best.score < self.settings.phonetic_threshold:
             return None, False
@@ -927,7 +929,7 @@ class PhoneticMatcher:
         ranked: list[tuple[float, _Scored]] = []
         for s in scored[:8]:  # by Jaro-Winkler already: the rest cannot reach a phrase threshold
             ranked.append((_phrase_score(s)[0], s))
-        ranked.sort(key=lambda r: (r[0], r[1].form.primary), reverse=True)
+        ranked.sort(key=lambda r: (r[0], r[1].form.primary, -r[1].form.entity_key), reverse=True)
         score, best = ranked[0]
         _, heard, name_part = _phrase_score(best)
         needed = phrase_required(heard, name_part, self.settings)

@@ -674,3 +674,18 @@ def test_a_plural_heard_by_sound_keeps_its_s_outside_the_name() -> None:
     # The singular reading is a second chance for a coincidence: common words only need a long name.
     for text in ["Take off our glasses.", "Two bad rolls in a row.", "This is a religious order."]:
         assert pipeline.correct_fast(text).corrections == [], text
+
+
+def test_of_two_entities_written_alike_a_line_names_the_one_listed_first_every_time() -> None:
+    # The forms are hashed by identity: without an order of its own the choice followed memory addresses.
+    ballast = []
+    for i in range(30):
+        ballast.append([object() for _ in range(i * 101)])
+        names = [
+            EntityName(id=1, name="Tal'Dorei"),
+            EntityName(id=2, name="Tal'Dorei"),
+            EntityName(id=3, name="Exandria"),
+        ]
+        matcher = PhoneticMatcher(PhoneticIndex.build(names))
+        [c] = matcher.correct("Welcome to told oh re, friends.", [0.9, 0.9, 0.3, 0.3, 0.3, 0.9]).corrections
+        assert (c.replacement, c.entity_id) == ("Tal'Dorei", 1)
