@@ -9,6 +9,8 @@
 Reads ../shared/data (override with LOREKEEPER_DATA); prints "skipped: data not found" for a missing set. Real
 ASR errors: every asr/ref/<set>.biasing_<n>.tsv with a recogniser's output asr/hyp/<set>.*.tsv.
 The CRD3 mishearings are split by entity into two halves: tune on "tune", read "holdout" as generalisation.
+The CRD3 cases use the turns that say a name; a second table puts every mishearing of the set in the place of a
+name in other turns (see ``slot_cases``), so a set of names these episodes never say is measured too.
 """
 
 from __future__ import annotations
