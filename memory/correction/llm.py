@@ -22,7 +22,7 @@ from rapidfuzz.distance import JaroWinkler, Levenshtein
 
 from memory.correction.index import MIN_SOUND_PHONES, NameForm, PhoneticIndex, near_edits
 from memory.correction.pronounce import phrase_phones
-from memory.correction.text import Token, normalize, tokenize
+from memory.correction.text import Token, may_be_plural, normalize, tokenize
 from memory.models import Correction
 from memory.providers.llm import LLMClient, LLMError, LLMUnavailable
 
@@ -160,9 +160,7 @@ class LLMCorrector:
         # A plural keeps its "s" outside the name, as in stage 1 ("the kwellows" -> "the Quelloths"): when the
         # model writes the plural, or the words sound nearer the name without their "s".
         plural = (
-            len(words[-1]) > 3
-            and heard.endswith("s")
-            and not heard.endswith("ss")
+            may_be_plural(words[-1])
             and not form.spaceless.endswith("s")
             and (form.spaceless + "s" in written or _nearer_without_s(words, form))
         )

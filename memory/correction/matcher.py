@@ -28,7 +28,7 @@ from memory.correction.evidence import (
 from memory.correction.index import NameForm, PhoneticIndex, near_edits
 from memory.correction.phonetics import codes
 from memory.correction.pronounce import arpabet_code, name_phones, phrase_phones, warm, word_phones
-from memory.correction.text import Token, normalize, spaced_form, tokenize
+from memory.correction.text import Token, may_be_plural, normalize, spaced_form, tokenize
 from memory.models import Correction
 
 # Windows may only join words separated by spaces or hyphens: a comma or full stop ends a name.
@@ -44,6 +44,7 @@ _MAX_LENGTH_RATIO = 1.5
 #: Names shorter than this are not respelled from other word breaks (see ``_spaced_otherwise``).
 _MIN_RESPACED_LETTERS = 6
 _FUZZY_MEMO_SIZE = 16384
+_WORD_MEMO_SIZE = 16384  # words a session says, each a record of facts (see ``_word_facts``)
 _NO_FORMS: frozenset[NameForm] = frozenset()
 # A phrase shorter than this cannot sound like a name of ``phrase_min_name`` letters at 2:3 in length.
 _MIN_PHRASE_LETTERS = 4
@@ -513,13 +514,9 @@ class PhoneticMatcher:
             # A window ending in a plural is also heard without its "s", which stays outside the name ("crash
             # hammers" -> "Kraghammers"), as the spelling path keeps it (see ``_match_window``); not a word of its
             # own that only ends in an "s" ("religious").
-            plural=len(norm) > 3
-            and norm[-1] == "s"
-            and norm[-2] != "s"
-            and said[-1:] in _PLURAL_PHONES
-            and (zipf == 0 or word_zipf(norm[:-1]) > 0),
+            plural=may_be_plural(norm) and said[-1:] in _PLURAL_PHONES and (zipf == 0 or word_zipf(norm[:-1]) > 0),
         )
-        if len(self._facts_memo) >= _FUZZY_MEMO_SIZE:
+        if len(self._facts_memo) >= _WORD_MEMO_SIZE:
             self._facts_memo.clear()
         self._facts_memo[key] = facts
         return facts
@@ -586,7 +583,7 @@ class PhoneticMatcher:
         )
 
     def _sound(
-        self, span: _Span, phones: str, heard_as: set[NameForm], *, plural: bool = False
+        self, span: _Span, phones: str, heard_as: AbstractSet[NameForm], *, plural: bool = False
     ) -> tuple[NameForm, float] | None:
         """The name the window is pronounced as (see ``MatchSettings.sound_*``), with its phone similarity;
         ``plural``: ``phones`` are the window's without its last word's "s", and so are its words."""
@@ -700,7 +697,7 @@ class PhoneticMatcher:
         score = 1 - edits / len(form.phones)
         return (form, score) if score >= settings.phonetic_threshold else None
 
-    def _sounds_near(self, span: _Span, phones: str, heard_as: set[NameForm]) -> bool:
+    def _sounds_near(self, span: _Span, phones: str, heard_as: AbstractSet[NameForm]) -> bool:
         """Whether a window the sound rules refused is still pronounced within a phone of a name (two of a long
         one): "sasha" / Yasha, "terry" / Tary. Without recogniser doubt these are the entity-like spans stage 2 is
         asked about; function words ("and" / Wand), exact names and parts of a name said as such are not."""
@@ -755,14 +752,13 @@ class PhoneticMatcher:
         """The accepted (form, score, plural) for a window, and whether a good match was refused as unsafe."""
         words = [t.norm for t in span.tokens]
         heard = [t.word for t in span.tokens]
-        spaceless = "".join(words)
         doubtful, uncommon = span.doubtful, span.uncommon
         single = len(words) == 1
         # Codes one edit apart are evidence only for a doubtful span, a single unknown word, or a phrase that
         # has a word uncommon enough to be judged on the phrase score (see evidence).
         near_too = doubtful or (single and uncommon) or span.phrase
         variants = [(words, False)]
-        if len(words[-1]) > 3 and spaceless.endswith("s") and not spaceless.endswith("ss"):
+        if may_be_plural(words[-1]):
             variants.append(([*words[:-1], words[-1][:-1]], True))
         scored: list[_Scored] = []
         for v_words, plural in variants:

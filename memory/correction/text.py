@@ -42,6 +42,11 @@ def spaced_form(text: str) -> str:
     return name_norm(_HYPHENS.sub(" ", text))
 
 
+def may_be_plural(word: str) -> bool:
+    """Whether a normalised word may be a plural whose "s" stays outside a name ("hammers"; not "has", "moss")."""
+    return len(word) > 3 and word[-1] == "s" and word[-2] != "s"
+
+
 @dataclass(frozen=True, slots=True)
 class Token:
     """One word: ``text[start:end]`` in the raw utterance; ``base_end`` excludes a possessive ending."""
