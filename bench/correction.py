@@ -5,6 +5,9 @@
     python -m bench.correction --only crd3 --mishearings other.jsonl   # another set of mishearings
     python -m bench.correction --only speed   # stage 1 per utterance, and `lorekeeper correct` in lines/s
     python -m bench.correction --only crd3 --llm   # also stage 2, with the LLM configured as for the bot
+    python -m bench.correction --only crd3 --setting sound_edge_zipf=7.0 --clean-turns 30000   # another setting
+    valgrind --tool=cachegrind --cache-sim=no python -m bench.correction --workload 500 --repeat 1
+        # instructions, which the machine's load does not change: the count less --workload 0's, per utterance
 
 Reads ../shared/data (override with LOREKEEPER_DATA); prints "skipped: data not found" for a missing set. Real
 ASR errors: every asr/ref/<set>.biasing_<n>.tsv with a recogniser's output asr/hyp/<set>.*.tsv.
@@ -28,7 +31,7 @@ import tempfile
 import time
 import zlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -424,7 +427,10 @@ class NaiveMatcher:
 def bench_slots(args: argparse.Namespace, matcher: PhoneticMatcher, names: set[str]) -> None:
     """Stage 1 on every mishearing of the set, each in the place of a name in other turns (see ``slot_cases``)."""
     ours: Corrector = lambda t, conf: matcher.correct(t, conf).corrections  # noqa: E731
-    cases = slot_cases(crd3_turns(), args.per_entry, random.Random(args.seed), ours, args.mishearings)
+    # The turns are chosen with the default settings, so that another --setting is measured on the same cases.
+    default = PhoneticMatcher(matcher.index)
+    chosen: Corrector = lambda t, conf: default.correct(t, conf).corrections  # noqa: E731
+    cases = slot_cases(crd3_turns(), args.per_entry, random.Random(args.seed), chosen, args.mishearings)
     rows = []
     kinds = sorted({k for _, k in cases}, key=lambda k: (not k.startswith("one"), k))
     for kind in kinds:
@@ -450,10 +456,11 @@ def bench_crd3(args: argparse.Namespace) -> None:
     rng = random.Random(args.seed)
     turns = crd3_turns()
     cases, used = crd3_cases(turns, args.per_entry, rng, args.mishearings)
-    clean = rng.sample([t for i, t in enumerate(turns) if i not in used], args.clean_turns)
+    unused = [t for i, t in enumerate(turns) if i not in used]
+    clean = rng.sample(unused, min(args.clean_turns, len(unused)))
     entities = crd3_entities()
     entities += srd_entities(len(entities))
-    matcher = PhoneticMatcher(PhoneticIndex.build(entities), MatchSettings())
+    matcher = PhoneticMatcher(PhoneticIndex.build(entities), args.match_settings)
     names = matcher.index.exact_spaceless
     ours: Corrector = lambda t, conf: matcher.correct(t, conf).corrections  # noqa: E731
     runs: list[tuple[str, Corrector, random.Random | None, list[Case], list[str]]] = [
@@ -640,6 +647,21 @@ def _percentile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
+def workload(args: argparse.Namespace) -> None:
+    """The speed table's utterances at 1,000 entities, for an instruction count (see the module's docstring): the
+    index and the warm-up, then ``--workload`` utterances corrected ``--repeat`` times. Prints nothing."""
+    rng = random.Random(args.seed)
+    names = [e.name for e in crd3_entities()] + [e.name for e in srd_entities(0)]
+    pipeline = Pipeline([EntityName(id=i, name=n) for i, n in enumerate(names[:1000])], settings=args.match_settings)
+    words = " ".join(crd3_turns()).split()
+    utterances = [" ".join(words[i : i + 20]) for i in rng.sample(range(len(words) - 20), args.utterances)]
+    for u in utterances[:50]:
+        pipeline.correct_fast(u)
+    for _ in range(args.repeat):
+        for u in utterances[50 : 50 + args.workload]:
+            pipeline.correct_fast(u)
+
+
 def bench_speed(args: argparse.Namespace) -> None:
     rng = random.Random(args.seed)
     if (CRD3 / "episodes").exists():
@@ -654,7 +676,7 @@ def bench_speed(args: argparse.Namespace) -> None:
         names = real_names[:count] + _synthetic_names(max(0, count - len(real_names)), rng)
         entities = [EntityName(id=i, name=n) for i, n in enumerate(names)]
         start = time.perf_counter()
-        pipeline = Pipeline(entities)
+        pipeline = Pipeline(entities, settings=args.match_settings)
         build_ms = 1000 * (time.perf_counter() - start)
         for u in utterances[:50]:
             pipeline.correct_fast(u)  # warm the code caches the way a running session does
@@ -733,6 +755,17 @@ def bench_cli(args: argparse.Namespace) -> None:
     )
 
 
+def _setting(text: str) -> tuple[str, object]:
+    name, _, value = text.partition("=")
+    kinds = {f.name: type(getattr(MatchSettings(), f.name)) for f in fields(MatchSettings)}
+    if name not in kinds or not value:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, NAME one of {', '.join(sorted(kinds))}")
+    try:
+        return name, kinds[name](value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{name} takes a {kinds[name].__name__}, not {value!r}") from None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=["crd3", "asr", "speed"])
@@ -752,7 +785,21 @@ def main() -> None:
         help="also run stage 2 on the LLM configured as for the bot (LOREKEEPER_LLM_MODEL, OPENAI_API_KEY, "
         "OPENAI_BASE_URL): a call per turn with a doubtful span, about 1,600 on the defaults",
     )
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        type=_setting,
+        metavar="NAME=VALUE",
+        help="stage 1 with this MatchSettings field changed (crd3 and speed; repeatable): what a tuning costs",
+    )
+    parser.add_argument("--workload", type=int, help="only correct this many utterances, for valgrind (see above)")
+    parser.add_argument("--repeat", type=int, default=1, help="times --workload corrects its utterances")
     args = parser.parse_args()
+    args.match_settings = replace(MatchSettings(), **dict(args.setting))
+    if args.workload is not None:
+        workload(args)
+        return
     if args.only in (None, "crd3"):
         bench_crd3(args)
     if args.only in (None, "asr"):
