@@ -28,7 +28,7 @@ from memory.correction.evidence import (
 from memory.correction.index import NameForm, PhoneticIndex, near_edits
 from memory.correction.phonetics import codes
 from memory.correction.pronounce import arpabet_code, name_phones, phrase_phones, warm, word_phones
-from memory.correction.text import Token, may_be_plural, normalize, spaced_form, tokenize
+from memory.correction.text import Token, may_be_plural, name_norm, normalize, spaced_form, tokenize
 from memory.models import Correction
 
 # Windows may only join words separated by spaces or hyphens: a comma or full stop ends a name.
@@ -241,7 +241,7 @@ def _apostrophe_dropped(heard: str, form: NameForm, plural: bool, common_zipf: f
         and all(word_zipf(w) < common_zipf for w in normalize(heard).split())
         and not any(a in heard for a in _APOSTROPHES)
         and any(a in form.canonical for a in _APOSTROPHES)
-        and normalize(form.canonical).replace(" ", "") == form.spaceless
+        and name_norm(form.canonical).replace(" ", "") == form.spaceless
     )
 
 
@@ -873,7 +873,7 @@ class PhoneticMatcher:
         the alias the Tidewarden of Quelloth the Tidewarden). After a word of the name said apart ("Quelloth, the
         tide warden"; "Eldrinax, the drowned worm"; an uncommon word of it, or the name corrected just before:
         ``named_before``) the alias is written as registered, not the name again."""
-        name = normalize(form.canonical).split()
+        name = name_norm(form.canonical).split()
         size = len(form.words)
         at = next((i for i in range(len(name) - size + 1) if tuple(name[i : i + size]) == form.words), None)
         lead = name[:at] if at is not None else []
@@ -955,7 +955,7 @@ class PhoneticMatcher:
         # alias "Lord Nostoc Greyspine" becomes "Lord Nostoc Greyspine", not "Nostoc Greyspine".
         # Only when every such word was heard right ("high higher raw fun toe farah" / High Hierophant Ophera is
         # Ophera, not "high Ophera").
-        own = set(normalize(c.form.canonical).split())
+        own = set(name_norm(c.form.canonical).split())
         words, before, after = c.form.words, 0, 0
         while first + before < last and before < len(words) and words[before] not in own:
             before += 1
@@ -980,7 +980,7 @@ class PhoneticMatcher:
             first, replacement = self._alias_mention(text, tokens, first, c.form, named_before=named)
         # ... and the rest of it said just after: "Zix ara" -> "Zyx'ara" (heard as the alias Zyx), not "Zyx'ara ara";
         # "seeker russ um em ring" -> "seeker Assum Emring" (the alias Seeker Assum), not "... Emring em ring".
-        canonical = normalize(c.form.canonical).replace(" ", "")
+        canonical = name_norm(c.form.canonical).replace(" ", "")
         if canonical != heard and canonical.startswith(heard) and not c.plural:
             rest, after = canonical[len(heard) :], last
             while (

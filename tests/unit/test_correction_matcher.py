@@ -273,6 +273,16 @@ def test_the_rest_of_the_name_said_after_an_alias_with_a_word_of_its_own_is_not_
     assert result.text == "They haven't seen seeker Assum Emring yet."  # not "seeker Assum Emring em ring"
 
 
+def test_a_name_with_punctuation_is_said_once() -> None:
+    # "Mr." is the word "mr" said: it is part of the name, not a word of the heard span to keep as said
+    pipeline = Pipeline([EntityName(id=1, name="Mr. Mistoffelees")])
+    result = pipeline.correct_fast("Me and mr missed ah phillies are both announced.")
+    assert result.text == "Me and Mr. Mistoffelees are both announced."  # not "mr Mr. Mistoffelees"
+    # an alias said after the name's first words, as for a name without punctuation
+    pipeline = Pipeline([EntityName(id=2, name="Mr. Brannoch Ysgarde", aliases=["Brannoch"])])
+    assert pipeline.correct_fast("Ask mr bran ock about it.").text == "Ask Mr. Brannoch Ysgarde about it."
+
+
 # --- the sound path: pronunciations compared phone by phone ----------------------------------------------
 
 
