@@ -1029,8 +1029,11 @@ class PhoneticMatcher:
 
 
 def _same_name(a: NameForm, b: NameForm) -> bool:
-    """Two entities written alike ("K'Varn" and "K'varn"): the correction's text is the same either way."""
-    return a.canonical.casefold() == b.canonical.casefold()
+    """Two entities whose names are said alike: written alike ("K'Varn" and "K'varn"), or but for word breaks,
+    apostrophes and accents ("Highbearer Vord" and "High Bearer Vord"). No sound tells them apart: the one
+    listed first is named (see ``_decide``), not neither as ambiguous."""
+    said = [name_norm(f.canonical).replace(" ", "") for f in (a, b)]
+    return a.canonical.casefold() == b.canonical.casefold() or said[0] == said[1]
 
 
 def _rival(best: _Scored, others: list[_Scored], key: Callable[[_Scored], float]) -> _Scored | None:

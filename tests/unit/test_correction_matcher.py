@@ -686,6 +686,22 @@ def test_a_plural_heard_by_sound_keeps_its_s_outside_the_name() -> None:
         assert pipeline.correct_fast(text).corrections == [], text
 
 
+@pytest.mark.parametrize(
+    ("first", "second", "heard"),
+    [
+        ("Highbearer Vord", "High Bearer Vord", "high bearer vored"),
+        ("Ank\u2019Harel", "Ank'harel", "ancarel"),
+        ("Aramente", "Aramenté", "aramanti"),
+    ],
+)
+def test_two_entities_said_alike_are_no_rivals_however_spaced_or_accented(first: str, second: str, heard: str) -> None:
+    # Other word breaks, apostrophes or accents say the same name: the entity listed first is named, as of two
+    # written alike, not neither as ambiguous.
+    pipeline = Pipeline([EntityName(id=1, name=first), EntityName(id=2, name=second)])
+    [c] = pipeline.correct_fast(f"We met {heard} today.").corrections
+    assert (c.span, c.replacement, c.entity_id) == (heard, first, 1)
+
+
 def test_of_two_entities_written_alike_a_line_names_the_one_listed_first_every_time() -> None:
     # The forms are hashed by identity: without an order of its own the choice followed memory addresses.
     ballast = []
