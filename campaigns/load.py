@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, RelationshipSpec, find_conflicts
 from memory.correction.evidence import everyday
-from memory.correction.text import name_norm
+from memory.correction.text import spaceless
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_
 from memory.graph import SINGLE_VALUED, KnowledgeGraph
 from memory.models import (
@@ -222,9 +222,6 @@ async def _give_up_moved_phrases(graph: KnowledgeGraph, file: CampaignFile) -> d
     """Take from each entity of ``file`` stating its heard-as phrases those another entry of the file takes from it
     (spacing and punctuation aside, as they are checked), before any entry is loaded; returns what each entity
     changed so was before. A query per phrase of the file: most entries have none."""
-
-    def spaceless(text: str) -> str:
-        return "".join(name_norm(text).split())
 
     takers: dict[str, tuple[str, EntitySpec]] = {}
     for spec in file.entities:

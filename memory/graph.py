@@ -259,10 +259,7 @@ def heard_as_said(before: Entity | None, after: Entity, lines: int | None) -> st
 def removed_heard_as(had: Sequence[str], now: Sequence[str]) -> list[str]:
     """The phrases of ``had`` that ``now`` no longer holds, as the matcher reads them (spacing and punctuation
     aside: "from-skin" replacing "from skin" takes nothing away)."""
-    from memory.correction.text import name_norm
-
-    def spaceless(text: str) -> str:
-        return "".join(name_norm(text).split())
+    from memory.correction.text import spaceless
 
     kept = {spaceless(p) for p in now}
     return [h for h in had if spaceless(h) not in kept]
@@ -1142,7 +1139,7 @@ class KnowledgeGraph:
     async def not_heard_as_of(self, entity_ids: Collection[int]) -> dict[int, set[str]]:
         """What the recogniser writes that is never each entity's name, as the matcher reads it (spaces and
         punctuation dropped): for a writer checking, after it locked the lines, corrections it worked out earlier."""
-        from memory.correction.text import name_norm
+        from memory.correction.text import spaceless
 
         if not entity_ids:
             return {}
@@ -1156,7 +1153,7 @@ class KnowledgeGraph:
         )
         never: dict[int, set[str]] = {}
         for r in rows:
-            never.setdefault(r["entity_id"], set()).add("".join(name_norm(r["phrase"]).split()))
+            never.setdefault(r["entity_id"], set()).add(spaceless(r["phrase"]))
         return never
 
     async def _check_not_heard_as(self, entity_id: int) -> None:

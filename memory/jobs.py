@@ -486,9 +486,9 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
 def _never_heard(correction: Correction, never: dict[int, set[str]]) -> bool:
     """Whether ``correction`` writes an entity's name where it is never heard (``never``: each entity's phrases,
     spaces removed, as :meth:`KnowledgeGraph.not_heard_as_of` gives them): the phrase, or its plural."""
-    from memory.correction.text import name_norm
+    from memory.correction.text import spaceless
 
-    said = "".join(name_norm(correction.span).split())
+    said = spaceless(correction.span)
     phrases = never.get(correction.entity_id, set()) if correction.entity_id is not None else set()
     return said in phrases or (said.endswith("s") and said[:-1] in phrases)
 
@@ -506,7 +506,7 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
     from it on are chunked and embedded again, and an entity the lines now name took part in the session (its
     recap, if written, read the phrase). Returns how many lines changed; running it again changes none."""
     from memory.correction.edits import merge_corrections
-    from memory.correction.text import name_norm
+    from memory.correction.text import spaceless
     from memory.recorder import default_index_cache
 
     matcher = await default_index_cache.matcher(mem)
@@ -524,8 +524,7 @@ async def correct_heard_as_lines(mem: CampaignMemory, session_id: int, *, slice_
             matcher = await default_index_cache.matcher(mem)
             heard = {f.spaceless for f in matcher.index.heard}
             found = [
-                [c for c in matcher.correct(e.raw_text).corrections if "".join(name_norm(c.span).split()) in heard]
-                for e in entries
+                [c for c in matcher.correct(e.raw_text).corrections if spaceless(c.span) in heard] for e in entries
             ]
             named.update(c.entity_id for cs in found for c in cs if c.entity_id is not None)
             revised = await _revise(
@@ -569,11 +568,8 @@ async def restore_heard_as_lines(
     changed; running it again changes none. ``any_stage``: stage 2's corrections of such a span, or of its plural,
     to the entity are dropped too (a phrase the DM says is never the name)."""
     from memory.correction.edits import merge_corrections
-    from memory.correction.text import name_norm
+    from memory.correction.text import spaceless
     from memory.recorder import default_index_cache
-
-    def spaceless(text: str) -> str:
-        return "".join(name_norm(text).split())
 
     def undoes(c: Correction, undone: set[str]) -> bool:
         # A phrase never the name is not its plural either: stage 2 refuses that too (see _never_heard), and may
@@ -651,7 +647,7 @@ async def _revise(
 async def _phrases_now(tx: CampaignMemory, entity_id: int, *, any_stage: bool) -> set[str]:
     """The entity's not-heard-as phrases (``any_stage``) or heard-as phrases as they are now, spaces removed as the
     matcher reads them; none if it was removed."""
-    from memory.correction.text import name_norm
+    from memory.correction.text import spaceless
 
     if any_stage:
         return (await tx.graph.not_heard_as_of([entity_id])).get(entity_id, set())
@@ -659,7 +655,7 @@ async def _phrases_now(tx: CampaignMemory, entity_id: int, *, any_stage: bool) -
         entity = await tx.graph.get_entity_by_id(entity_id)
     except NotFoundError:
         return set()
-    return {"".join(name_norm(h).split()) for h in entity.heard_as}
+    return {spaceless(h) for h in entity.heard_as}
 
 
 async def _last_seq(mem: CampaignMemory, session_id: int) -> int:

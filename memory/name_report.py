@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from memory.correction.text import name_norm
+from memory.correction.text import spaceless
 from memory.errors import NotFoundError, did_you_mean, quoted
 from memory.models import Session, session_title
 from memory.store import CampaignMemory
@@ -69,10 +69,6 @@ ORDER BY g.n DESC, g.heard, name
 """
 
 
-def _bare(text: str) -> str:
-    return "".join(name_norm(text).split())
-
-
 async def find_session(mem: CampaignMemory, title: str | None) -> Session:
     """The session titled ``title`` (case aside), or the latest one played."""
     sessions = await mem.log.sessions()
@@ -101,7 +97,7 @@ async def names_changed(mem: CampaignMemory, title: str | None = None) -> NamesR
             how=["heard-as"] if r["taught"] else [("sound", "LLM")[s - 1] for s in sorted(r["stages"]) if s in (1, 2)],
             heard_as=list(r["heard_as"]),
             not_heard_as=list(r["not_heard_as"]),
-            respelled=_bare(r["heard"]) in {_bare(n) for n in [r["name"], *r["aliases"]]},
+            respelled=spaceless(r["heard"]) in {spaceless(n) for n in [r["name"], *r["aliases"]]},
             removed=r["removed"],
         )
         for r in rows

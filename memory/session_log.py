@@ -455,7 +455,7 @@ class SessionLog:
         name) to the entity ``entity_id``, among those whose text the full-text index holds one of ``names`` (what
         the entity is called: the corrections wrote it) in, as :meth:`count_heard` counts: index lookups, not a
         scan. None when a name is only words the index leaves out."""
-        from memory.correction.text import name_norm
+        from memory.correction.text import spaceless
 
         names = [n for n in names if n.strip()]
         if (
@@ -482,7 +482,7 @@ class SessionLog:
             self.campaign_id,
             _saying(phrases),
             entity_id,
-            sorted({"".join(name_norm(p).split()) for p in phrases}),
+            sorted({spaceless(p) for p in phrases}),
             any_stage,
             *names,
         )

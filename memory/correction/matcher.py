@@ -28,7 +28,7 @@ from memory.correction.evidence import (
 from memory.correction.index import NameForm, PhoneticIndex, near_edits
 from memory.correction.phonetics import codes
 from memory.correction.pronounce import arpabet_code, name_phones, phrase_phones, warm, word_phones
-from memory.correction.text import Token, may_be_plural, name_norm, normalize, spaced_form, tokenize
+from memory.correction.text import Token, may_be_plural, name_norm, normalize, spaced_form, spaceless, tokenize
 from memory.models import Correction
 
 # Windows may only join words separated by spaces or hyphens: a comma or full stop ends a name.
@@ -241,7 +241,7 @@ def _apostrophe_dropped(heard: str, form: NameForm, plural: bool, common_zipf: f
         and all(word_zipf(w) < common_zipf for w in normalize(heard).split())
         and not any(a in heard for a in _APOSTROPHES)
         and any(a in form.canonical for a in _APOSTROPHES)
-        and name_norm(form.canonical).replace(" ", "") == form.spaceless
+        and spaceless(form.canonical) == form.spaceless
     )
 
 
@@ -980,7 +980,7 @@ class PhoneticMatcher:
             first, replacement = self._alias_mention(text, tokens, first, c.form, named_before=named)
         # ... and the rest of it said just after: "Zix ara" -> "Zyx'ara" (heard as the alias Zyx), not "Zyx'ara ara";
         # "seeker russ um em ring" -> "seeker Assum Emring" (the alias Seeker Assum), not "... Emring em ring".
-        canonical = name_norm(c.form.canonical).replace(" ", "")
+        canonical = spaceless(c.form.canonical)
         if canonical != heard and canonical.startswith(heard) and not c.plural:
             rest, after = canonical[len(heard) :], last
             while (
@@ -1032,8 +1032,7 @@ def _same_name(a: NameForm, b: NameForm) -> bool:
     """Two entities whose names are said alike: written alike ("K'Varn" and "K'varn"), or but for word breaks,
     apostrophes and accents ("Highbearer Vord" and "High Bearer Vord"). No sound tells them apart: the one
     listed first is named (see ``_decide``), not neither as ambiguous."""
-    said = [name_norm(f.canonical).replace(" ", "") for f in (a, b)]
-    return a.canonical.casefold() == b.canonical.casefold() or said[0] == said[1]
+    return spaceless(a.canonical) == spaceless(b.canonical)
 
 
 def _rival(best: _Scored, others: list[_Scored], key: Callable[[_Scored], float]) -> _Scored | None:

@@ -37,6 +37,12 @@ def name_norm(text: str) -> str:
     return " ".join(_NAME_WORD.findall(normalize(text)))
 
 
+def spaceless(text: str) -> str:
+    """The normal form of a name with its spaces removed, as phrases and names compare: "highbearervord" of "High
+    Bearer Vord" and of "Highbearer Vord"."""
+    return "".join(name_norm(text).split())
+
+
 def spaced_form(text: str) -> str:
     """The normal form with hyphens as word breaks and other punctuation dropped: "half orc" of "Half-Orc"."""
     return name_norm(_HYPHENS.sub(" ", text))
