@@ -43,6 +43,7 @@ from bot.settings import load_settings
 from memory.correction import EntityName, MatchSettings, PhoneticIndex, PhoneticMatcher, Pipeline
 from memory.correction.evidence import word_zipf
 from memory.correction.llm import LLMCorrector
+from memory.correction.pronounce import name_phones, warm
 from memory.correction.text import normalize, tokenize
 from memory.models import Correction
 from memory.providers.llm import LLMError, OpenAILLM
@@ -753,6 +754,15 @@ def bench_cli(args: argparse.Namespace) -> None:
         ["input", "--jobs", "lines", "process start + index (s)", "total (s)", "lines/s after start"],
         rows,
     )
+    if asr:
+        # What a line's own list costs most: eSpeak NG's reading of each name not pronounced before (C code the
+        # project calls unchanged, so the figure compares machines).
+        new = list(dict.fromkeys(n for line in asr for n in json.loads(line)["entities"]))[:2_000]
+        warm()
+        start = time.perf_counter()
+        for name in new:
+            name_phones.__wrapped__(tuple(normalize(name).split()))
+        print(f"pronouncing a new name (eSpeak NG): {1e6 * (time.perf_counter() - start) / len(new):.0f} µs")
 
 
 def _setting(text: str) -> tuple[str, object]:
