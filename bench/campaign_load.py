@@ -3,7 +3,7 @@
     python bench/campaign_load.py [--sizes 1000,6000,20000]
 
 Runs on a throw-away embedded PostgreSQL under /tmp. The real file is campaigns/examples/critical_role.yaml
-(1,272 entities); a generated file of N entities gives each an alias, an attribute and a description, with N/2
+(900 entities); a generated file of N entities gives each an alias, an attribute and a description, with N/2
 relationships. A load holds the campaign's graph lock, so its time is how long play waits to write facts.
 """
 

@@ -58,27 +58,6 @@ def test_sunken_crown_has_every_type_secrets_and_resolvable_relationships() -> N
     assert mira is not None and mira.name == "Mira Tolvanek"
 
 
-def test_critical_role_example_loads_with_its_licence() -> None:
-    path = EXAMPLES / "critical_role.yaml"
-    campaign = read_campaign_file(path)
-
-    header = path.read_text(encoding="utf-8").splitlines()[:8]
-    assert any("CC BY-SA 4.0" in line for line in header)
-    assert any("github.com/RevanthRameshkumar/CRD3" in line for line in header)
-    notice = (EXAMPLES / "NOTICE").read_text(encoding="utf-8")
-    assert "CC BY-SA 4.0" in notice and "github.com/RevanthRameshkumar/CRD3" in notice
-    # 1,272 records, three of which differ from another only in letter case.
-    assert len(campaign.entities) == 1269
-    keyleth = campaign.find_entity("keyleth")
-    assert keyleth is not None and keyleth.type == EntityType.player
-    assert keyleth.attributes["crd3_mentions"] == 450
-    assert campaign.find_entity("Boots of Haste").type == EntityType.item  # type: ignore[union-attr]
-    # Every alias leads back to the entity that owns it (no alias is shared or shadows a name).
-    for entity in campaign.entities:
-        for alias in entity.aliases:
-            assert campaign.find_entity(alias) is entity
-
-
 def test_sample_session_mishears_names_and_states_facts() -> None:
     lines = (EXAMPLES / "sunken_crown_session1.jsonl").read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines]
@@ -806,7 +785,7 @@ def test_build_merges_case_duplicates_and_drops_noisy_or_shared_aliases() -> Non
         {"canonical": "Delilah Briarwood", "surfaces": {"Briarwood": 1, "Chapter 1\n Episodes": 1},
          "n_episodes": 1, "mentions": 2, "oov_tokens": []},
     ]  # fmt: skip
-    campaign = build(records)
+    campaign = build(records).campaign
 
     names = [e.name for e in campaign.entities]
     assert names == ["Grog Strongjaw", "Sylas Briarwood", "K'Varn", "Grog", "Delilah Briarwood"]
@@ -829,20 +808,19 @@ def test_build_merges_case_duplicates_and_drops_noisy_or_shared_aliases() -> Non
         ("Dr. Dranzel's Spectacular Traveling Troupe", EntityType.concept),
         ("Whitestone Castle", EntityType.place),
         ("Chroma Conclave", EntityType.faction),
-        ("Vex'ahlia", EntityType.player),
         ("Umber hulk", EntityType.concept),
-        ("Temple of the False Serpent/Transcript", EntityType.concept),
-        ("Pelor", EntityType.concept),
+        ("Pelor", EntityType.concept),  # a god: the override table says so, a name alone does not
     ],
 )
 def test_type_guesses_are_conservative(name: str, kind: EntityType) -> None:
+    """The fallback for an entry the override table leaves out: a wrong type is worse than `concept`."""
     assert guess_type(name) == kind
 
 
 @pytest.mark.parametrize(
     ("surface", "keep"),
     [("Minxie", True), ("Lady Ripley", True), ("Keep", False), ("my fellows", False), ("Lord Briarwood's", False),
-     ("City: Emon", False), ("A nearby friend", False), ("Kern the Hammer", True)],
+     ("City: Emon", False), ("A nearby friend", False), ("Kern the Hammer", True), ("Thordak (episode)", False)],
 )  # fmt: skip
 def test_alias_filter(surface: str, keep: bool) -> None:
     assert looks_like_alias(surface) is keep
