@@ -9,7 +9,7 @@ campaigns/examples/critical_role.yaml plus generated ones up to ``--entities``; 
 Role turns from ../shared/data/crd3 (override with LOREKEEPER_DATA; synthetic sentences when absent, with a
 warning), its passages (windows of 8 lines, random unit vectors: only timing matters), its recap (an event entity
 linked to the entities its lines name) and facts heard in it; ``--facts`` facts in all, skewed towards the first
-entities (Keyleth, Vax'ildan … have thousands), with history (closed facts), secrets, and a few hundred items
+entities (Grog Strongjaw, Vax'ildan … have thousands), with history (closed facts), secrets, and a few hundred items
 waiting for review. Then each DM command is timed through the core API, as the bot's cog calls it (median of
 ``--repeat`` runs; commands that write run once, inside a transaction rolled back afterwards, so ``--reuse`` finds
 the same campaign).
@@ -52,7 +52,7 @@ SYLLABLES = ["el", "drin", "ax", "kor", "vash", "iron", "hold", "mir", "ath", "z
 EDGES = ["knows", "ally_of", "enemy_of", "owns", "member_of", "owes", "fears"]
 STATES = ["status", "mood", "carries", "title", "home", "quest_state"]
 QUERIES = ["who has the Ember Key now", "what happened to Grog in the tavern", "Keyleth", "the dragon attacked"]
-BUSY = ("Keyleth", "Vax'ildan")  # the two entities with the most facts (the file's most mentioned)
+BUSY = ("Grog Strongjaw", "Vax'ildan")  # the characters with the most facts (the file's most mentioned)
 
 
 def crd3_lines() -> list[tuple[str, str]]:
@@ -433,7 +433,7 @@ async def measure(memory: Memory, cid: int, args: argparse.Namespace) -> list[tu
     )
     await add_written("campaign load, one description changed", lambda m: apply_campaign_file(m, changed))
     await add_written(
-        f"entity edit {BUSY[0]} --new-name", lambda m: m.graph.update_entity(BUSY[0], new_name="Keyleth of the Ashari")
+        f"entity edit {BUSY[0]} --new-name", lambda m: m.graph.update_entity(BUSY[0], new_name="Grog the Mighty")
     )
     await add_written(f"entity merge {BUSY[1]} into {BUSY[0]}", lambda m: m.graph.merge_entities(BUSY[1], BUSY[0]))
     await add_written(f"session delete (one of {middle_lines:,} lines)", lambda m: m.delete_session(middle.title))
