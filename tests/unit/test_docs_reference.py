@@ -52,3 +52,26 @@ def test_every_setting_is_in_the_configuration_page() -> None:
     for name, field in Settings.model_fields.items():
         aliases = getattr(field.validation_alias, "choices", None) or [f"LOREKEEPER_{name.upper()}"]
         assert f"`{aliases[0]}`" in page, f"setting {name} ({aliases[0]}) is not in docs/guide/configuration.md"
+
+
+def test_readme_is_short_starts_with_the_two_commands_and_has_no_lab_notes() -> None:
+    readme = (reference.ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 200
+    assert readme.split("```bash\n", 1)[1].startswith("scripts/demo ") and "\nscripts/test " in readme[:400]
+    user_docs = [reference.ROOT / "README.md", reference.ROOT / "bench" / "README.md"]
+    user_docs += sorted((reference.ROOT / "docs").rglob("*.md"))
+    for path in user_docs:
+        # "session 17" dated the old figures; "Session 1 at 1:45" is a title, "--sessions 100" an option
+        found = re.search(r"(?<!--)\b[Ss]essions? \d+\b(?! at \d)", path.read_text(encoding="utf-8"))
+        assert found is None, f"{path.relative_to(reference.ROOT)}: change history ({found[0]!r})"
+
+
+def test_the_readmes_campaign_file_is_a_valid_campaign_file(tmp_path) -> None:
+    from campaigns.files import read_campaign_file
+
+    readme = (reference.ROOT / "README.md").read_text(encoding="utf-8")
+    example = tmp_path / "world.yaml"
+    example.write_text(readme.split("```yaml\n", 1)[1].split("```", 1)[0], encoding="utf-8")
+    parsed = read_campaign_file(example)
+    assert parsed.campaign is not None and parsed.campaign.name == "The Sunken Crown"
+    assert {e.name for e in parsed.entities} >= {"Eldrinax", "Ironhold", "Mira Tolvanek"}
