@@ -1,8 +1,9 @@
 """The command reference of the docs site, generated from the real commands.
 
 `python -m bot.reference` writes docs/reference/cli.md (every `lorekeeper` command's --help, from the click group)
-and docs/reference/slash.md (every slash command and option, from the cogs). tests/unit/test_docs_reference.py
-fails when either file differs from what the commands say, so a command or option cannot go undocumented.
+and docs/reference/slash.md (every slash command and option, from the cogs); `--check` says whether they are up to
+date. tests/unit/test_docs_reference.py fails when either file differs from what the commands say, so a command or
+option cannot go undocumented.
 """
 
 from __future__ import annotations
@@ -124,10 +125,19 @@ def slash_page() -> str:
 
 
 def main() -> None:
+    """Write the pages; with ``--check``, write nothing and exit 1 naming each page that is out of date."""
+    check = sys.argv[1:] == ["--check"]
+    stale = []
     for page, text in ((CLI_PAGE, cli_page()), (SLASH_PAGE, slash_page())):
+        if check:
+            if not page.exists() or page.read_text(encoding="utf-8") != text:
+                stale.append(str(page.relative_to(ROOT) if page.is_relative_to(ROOT) else page))
+            continue
         page.parent.mkdir(parents=True, exist_ok=True)
         page.write_text(text, encoding="utf-8")
         print(f"wrote {page.relative_to(ROOT)}", file=sys.stderr)
+    if stale:
+        sys.exit(f"out of date: {', '.join(stale)}: run `python -m bot.reference`")
 
 
 if __name__ == "__main__":
