@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -815,19 +816,48 @@ async def test_ingest_started_says_when_the_session_was_played(lk, fresh_dsn: st
     ]
 
 
-def test_demo_runs_offline(tmp_path: Path) -> None:
+def _demo(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")}
     env["LOREKEEPER_DATA_DIR"] = str(tmp_path / "real")  # the DM's own, exported in their shell: left alone
-    res = subprocess.run(
-        [sys.executable, "-c", "from bot.cli import main; main()", "demo", "--data-dir", str(tmp_path / "demo")],
+    env["COLUMNS"] = "80"  # a narrow terminal: every line wrapped
+    return subprocess.run(
+        [sys.executable, "-c", "from bot.cli import main; main()", "demo", *args],
         env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )  # fmt: skip
+
+
+def test_demo_runs_offline(tmp_path: Path) -> None:
+    res = _demo(tmp_path, "--data-dir", str(tmp_path / "demo"))
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "demo" / "pg").is_dir() and not (tmp_path / "real").exists()
     out = res.stdout
-    for heading in ("Names corrected", "Stored", "Waiting for the DM's review", "Recap of Session 1", "recall:"):
+    flat = " ".join(out.split())  # the text as read, whatever the wrapping
+    for heading in ("load the campaign file", "hear a session", "the review queue", "the recap", "ask the memory"):
         assert heading in out
-    assert "'elder nacks' → Eldrinax" in out
+    assert "heard 'elder nacks', written Eldrinax" in flat
+    # each layer said in a DM's words, no raw ranking score
+    for layer in ("(L1: what was said", "(L2)", "(L3, the knowledge graph)"):
+        assert layer in flat
+    assert "score" not in out and "vector+fulltext" not in out
+    # how to accept what waits for review, with the items' own ids
+    waiting = re.findall(r"^  (f\d+|e\d+): ", out, re.M)
+    assert waiting and f"lorekeeper review accept {' '.join(waiting[:2])}" in flat
+    assert "/review" in out
+    assert "Involved:" in out  # the recap, written by the jobs the demo ran
+    # wrapped at words, never cut: a whole line of the sample session reads whole, and no line is too wide
+    assert "caused by Tidebinding, old water magic tied to the royal bloodline." in flat
+    assert max(len(line) for line in out.splitlines() if str(tmp_path) not in line) <= 80  # a path is not cut
+    # kept where asked, and said so
+    assert f"kept in {tmp_path / 'demo'}" in flat and f"rm -rf {tmp_path / 'demo'}" in flat
+
+
+def test_demo_deletes_its_throwaway_database(tmp_path: Path) -> None:
+    res = _demo(tmp_path)
+    assert res.returncode == 0, res.stderr
+    where = re.search(r"throw-away database in (\S+):", res.stdout)
+    assert where and where[1].startswith("/tmp/lorekeeper-demo-")
+    assert not Path(where[1]).exists(), "the demo left its database behind"
+    assert "has been deleted" in res.stdout and not (tmp_path / "real").exists()
 
 
 def test_correct_with_campaign_entities(lk) -> None:

@@ -1,0 +1,90 @@
+"""The command reference of the docs site is what the commands say: a command or option added, renamed or
+documented otherwise fails here until `python -m bot.reference` has rewritten docs/reference/."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import click
+import pytest
+
+from bot import reference
+
+
+def test_the_reference_pages_are_up_to_date() -> None:
+    # in a process of its own, as `lorekeeper --help` runs: click keeps state on its command objects (the help
+    # option it first made), which other tests' calls to a single command would change here
+    env = {**os.environ, "PYTHONPATH": str(reference.ROOT)}
+    res = subprocess.run(
+        [sys.executable, "-m", "bot.reference", "--check"],
+        cwd=reference.ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+
+
+def test_a_stale_page_is_found(tmp_path, monkeypatch) -> None:
+    stale = tmp_path / "cli.md"
+    stale.write_text(reference.CLI_PAGE.read_text(encoding="utf-8").replace("--campaign", "--campagne"))
+    monkeypatch.setattr(reference, "CLI_PAGE", stale)
+    monkeypatch.setattr(reference.sys, "argv", ["bot.reference", "--check"])
+    with pytest.raises(SystemExit) as exited:
+        reference.main()
+    assert "out of date" in str(exited.value) and stale.read_text().count("--campagne") > 0  # and left alone
+
+
+def test_every_cli_command_and_option_has_a_heading_and_its_help() -> None:
+    from bot.cli import _register, cli
+
+    _register()
+    page = reference.cli_page()
+    paths = [path for path, _ in reference.cli_commands(cli)]
+    assert ("campaign", "load") in paths and ("ingest",) in paths and ("db", "migrate") in paths
+    for path, command in reference.cli_commands(cli):
+        heading = f"lorekeeper {' '.join(path)}"
+        block = re.search(rf"^#+ {re.escape(heading)}\n\n```text\n(.*?)\n```$", page, re.M | re.S)
+        assert block and block[1].startswith(f"Usage: {heading} "), f"{heading}: no heading or usage"
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.hidden:
+                assert param.opts[-1] in block[1], f"{heading}: {param.opts} undocumented"
+
+
+def test_every_slash_command_and_option_is_listed() -> None:
+    page = reference.slash_page()
+    for heading in ("/campaign load", "/entity link", "/session start", "/review", "/recall", "/lorekeeper setup"):
+        assert re.search(rf"^### {re.escape(heading)}$", page, re.M), heading
+    assert "| `file` (attachment) | yes |" in page  # an option's row: name, kind, required
+
+
+def test_every_setting_is_in_the_configuration_page() -> None:
+    from bot.settings import Settings
+
+    page = (reference.ROOT / "docs" / "guide" / "configuration.md").read_text(encoding="utf-8")
+    for name, field in Settings.model_fields.items():
+        aliases = getattr(field.validation_alias, "choices", None) or [f"LOREKEEPER_{name.upper()}"]
+        assert f"`{aliases[0]}`" in page, f"setting {name} ({aliases[0]}) is not in docs/guide/configuration.md"
+
+
+def test_readme_is_short_starts_with_the_two_commands_and_has_no_lab_notes() -> None:
+    readme = (reference.ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 200
+    assert readme.split("```bash\n", 1)[1].startswith("scripts/demo ") and "\nscripts/test " in readme[:400]
+    user_docs = [reference.ROOT / "README.md", reference.ROOT / "bench" / "README.md"]
+    user_docs += sorted((reference.ROOT / "docs").rglob("*.md"))
+    for path in user_docs:
+        # "session 17" dated the old figures; "Session 1 at 1:45" is a title, "--sessions 100" an option
+        found = re.search(r"(?<!--)\b[Ss]essions? \d+\b(?! at \d)", path.read_text(encoding="utf-8"))
+        assert found is None, f"{path.relative_to(reference.ROOT)}: change history ({found[0]!r})"
+
+
+def test_the_readmes_campaign_file_is_a_valid_campaign_file(tmp_path) -> None:
+    from campaigns.files import read_campaign_file
+
+    readme = (reference.ROOT / "README.md").read_text(encoding="utf-8")
+    example = tmp_path / "world.yaml"
+    example.write_text(readme.split("```yaml\n", 1)[1].split("```", 1)[0], encoding="utf-8")
+    parsed = read_campaign_file(example)
+    assert parsed.campaign is not None and parsed.campaign.name == "The Sunken Crown"
+    assert {e.name for e in parsed.entities} >= {"Eldrinax", "Ironhold", "Mira Tolvanek"}
