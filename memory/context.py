@@ -1,0 +1,291 @@
+"""The hot context: what an NPC agent reads before every reply, assembled in a few milliseconds.
+
+For one entity (the NPC speaking) and a live session: its identity snapshot from L3 (description, current facts,
+relationships, connected entities, where it was last mentioned), the last minutes of L1, and the entities of the
+current scene (those named in those minutes). A typed model, and :meth:`HotContext.text` for a prompt within a
+token budget. Players' view (``dm=False``) masks secrets exactly as /entity show and /recall do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import asyncpg
+from pydantic import BaseModel, Field
+
+from memory.errors import InvalidInputError, NotFoundError
+from memory.models import Entity, EntityType, Mention, Neighbourhood, ReviewStatus, Visibility, clip
+from memory.store import CampaignMemory
+
+#: Lines of L1 the context reads at most: a window of minutes in a talkative scene, or a whole untimed import.
+MAX_LINES = 200
+#: The longest window asked for: an hour is a whole scene and more.
+MAX_MINUTES = 60.0
+#: Characters of a scene entity's description in the context: who it is, not its whole story.
+SCENE_DESCRIPTION = 160
+#: Words a name may have to be found in the lines ("the Pale Magister of Holt" is five).
+NAME_WORDS = 5
+
+#: The live session's last minutes and the entities they name, in one statement. ``$1`` campaign, ``$2`` session id
+#: (NULL: the live one, else the latest), ``$3`` window in seconds, ``$4`` line cap, ``$5`` the DM's view. A scene
+#: entity is named in a line by its name or an alias (whole words, case aside: n-grams of the lines looked up in the
+#: name indexes, so a campaign of 10,000 names costs no more than one of ten), or was put there by correction.
+_RECENT_AND_SCENE = f"""
+WITH s AS (
+    SELECT id, title, ended_at IS NULL AS live FROM sessions
+    WHERE campaign_id = $1 AND ($2::bigint IS NULL OR id = $2)
+    ORDER BY ended_at IS NULL DESC, started_at DESC, id DESC LIMIT 1
+),
+stop AS (
+    SELECT max(se.start_s) AS t FROM session_entries se JOIN s ON se.session_id = s.id WHERE se.campaign_id = $1
+),
+recent AS (
+    SELECT se.id, se.seq, se.speaker, se.text, se.start_s, se.ref, se.corrections
+    FROM session_entries se JOIN s ON se.session_id = s.id, stop
+    WHERE se.campaign_id = $1 AND se.start_s >= stop.t - $3
+    ORDER BY se.start_s DESC, se.seq DESC LIMIT $4
+),
+words AS (
+    SELECT r.id, w.ord, lower(regexp_replace(w.word, '^\\W+|\\W+$', '', 'g')) AS word
+    FROM recent r, regexp_split_to_table(r.text, '\\s+') WITH ORDINALITY AS w(word, ord)
+),
+runs AS (
+    SELECT ARRAY[word,
+                 {", ".join(f"lead(word, {k}) OVER line" for k in range(1, NAME_WORDS))}] AS next
+    FROM words WINDOW line AS (PARTITION BY id ORDER BY ord)
+),
+grams AS (
+    SELECT DISTINCT array_to_string(next[1:k], ' ') AS g
+    FROM runs, generate_series(1, {NAME_WORDS}) k WHERE next[k] IS NOT NULL AND next[k] <> ''
+),
+named AS (
+    SELECT e.id FROM grams JOIN entities e ON e.campaign_id = $1 AND lower(e.name) = grams.g
+    WHERE e.status <> 'rejected'
+    UNION
+    SELECT a.entity_id FROM grams JOIN entity_aliases a ON a.campaign_id = $1 AND lower(a.alias) = grams.g
+    UNION
+    SELECT (c ->> 'entity_id')::bigint FROM recent, jsonb_array_elements(recent.corrections) c
+    WHERE c ->> 'entity_id' IS NOT NULL
+)
+SELECT
+    (SELECT jsonb_build_object('id', id, 'title', title, 'live', live) FROM s) AS session,
+    (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                'speaker', speaker, 'text', text, 'start_s', start_s, 'ref', ref) ORDER BY start_s, seq), '[]')
+     FROM recent) AS lines,
+    (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                'id', e.id, 'name', e.name, 'type', e.type, 'description', left(e.description, {SCENE_DESCRIPTION * 2}),
+                'secret', e.visibility = 'secret') ORDER BY lower(e.name)), '[]')
+     FROM named JOIN entities e ON e.campaign_id = $1 AND e.id = named.id
+     WHERE e.status = 'accepted' AND ($5 OR e.visibility = 'public')) AS scene
+"""
+
+
+class ContextLine(BaseModel):
+    speaker: str
+    text: str
+    start_s: float
+    ref: str | None = None
+
+    def render(self) -> str:
+        minutes, secs = divmod(int(self.start_s), 60)
+        return f"[{minutes}:{secs:02d}] {self.speaker}: {self.text}"
+
+
+class SceneEntity(BaseModel):
+    id: int
+    name: str
+    type: EntityType
+    description: str = ""
+    secret: bool = False
+
+    def render(self) -> str:
+        said = f"- {self.name} ({self.type.value})" + (" [DM only]" if self.secret else "")
+        return said + (f": {self.description}" if self.description else "")
+
+
+class IdentitySnapshot(BaseModel):
+    """An entity as its reader may see it: the card of /entity show, in plain text."""
+
+    id: int
+    name: str
+    type: EntityType
+    description: str
+    aliases: list[str]
+    attributes: dict[str, object] = Field(default_factory=dict)
+    secret: bool
+    facts: list[str]  # current relationships and attribute facts, "Ember Key —owned_by→ Pip"
+    took_part: str = ""  # "took part in 12 sessions: …"
+    connected: list[SceneEntity]
+    last_mentioned: str | None = None  # "Night 2 at 14:03, Kael: “…”"
+
+
+class HotContext(BaseModel):
+    entity: IdentitySnapshot
+    session_id: int | None
+    session: str | None
+    live: bool
+    minutes: float
+    lines: list[ContextLine]
+    scene: list[SceneEntity]
+
+    def text(self, budget_tokens: int = 800) -> str:
+        """The context as a compact prompt block of at most ``budget_tokens`` (estimated at four characters a
+        token, the usual figure for English with BPE tokenizers). The parts go in by importance: who the entity
+        is, its facts, the newest lines, the scene, then the entities it is connected to; what does not fit is
+        left out whole, never cut mid-line (a line's own length is capped)."""
+        room = max(budget_tokens, 1) * 4
+        e = self.entity
+
+        def fit(line: str) -> bool:
+            nonlocal room
+            if len(line) + 1 > room:
+                return False
+            room -= len(line) + 1
+            return True
+
+        def section(title: str, items: list[str]) -> list[str]:
+            if not items or not fit(title):
+                return []
+            kept = [title]
+            for item in items:
+                if not fit(item):
+                    break
+                kept.append(item)
+            return kept if len(kept) > 1 else []
+
+        head = f"# {e.name} ({e.type.value}{', DM only' if e.secret else ''})"
+        if e.aliases:
+            head += f", also called {', '.join(e.aliases)}"
+        identity = [clip(head, 300)]
+        if e.description:
+            identity.append(clip(" ".join(e.description.split()), max(room // 4, 80)))
+        identity = [line for line in identity if fit(line)]
+        facts = [f"- {k}: {v}" for k, v in e.attributes.items()] + [f"- {f}" for f in e.facts]
+        facts += [f"- {e.took_part}"] if e.took_part else []
+        facts += [clip(f"- last mentioned: {e.last_mentioned}", 300)] if e.last_mentioned else []
+        known = section("## Facts", [clip(f, 300) for f in facts])
+        title = f"## Last {self.minutes:g} minutes of {self.session or 'the session'}"
+        newest_first = section(title, [clip(line.render(), 400) for line in reversed(self.lines)])
+        lines = newest_first[:1] + newest_first[:0:-1]  # the title, then oldest first
+        scene_ids = {s.id for s in self.scene}
+        scene = section("## In the scene", [clip(s.render(), 250) for s in self.scene if s.id != e.id])
+        connected = section("## Connected", [clip(c.render(), 200) for c in e.connected if c.id not in scene_ids])
+        return "\n".join([*identity, *known, *lines, *scene, *connected])
+
+
+async def visible_snapshot(mem: CampaignMemory, name: str, *, dm: bool, mask: Callable[[str], str]) -> Neighbourhood:
+    """The entity named with its relationships, as ``/entity show`` finds it: for players, secret and unreviewed
+    entities are "not found", one may be named by its masked name, and the did-you-mean hint names only what they
+    may see, masked."""
+    from rapidfuzz import process
+
+    if dm:
+        return await mem.graph.snapshot(name, include_secret=True)
+    try:
+        snap = await mem.graph.snapshot(name)
+        # a name holding a secret ("Session: Queen Mab unmasked") is found by its masked form only
+        if mask(snap.entity.name) == snap.entity.name:
+            return snap
+    except NotFoundError:
+        pass
+    entities = await mem.graph.list_entities(include_secret=False)
+    visible = {mask(n): e.name for e in entities for n in (e.name, *e.aliases)}
+    wanted = name.strip().lower()
+    if (real := next((e for n, e in visible.items() if n.lower() == wanted), None)) is not None:
+        return await mem.graph.snapshot(real)
+    close = [m[0] for m in process.extract(name, list(visible), limit=3, score_cutoff=70)]
+    hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+    raise NotFoundError(f"no entity named {name!r} in this campaign{hint}", subject="entity", name=name)
+
+
+async def reader_mask(mem: CampaignMemory, dm: bool) -> Callable[[str], str]:
+    """What hides secret names from the reader: nothing for the DM, :meth:`KnowledgeGraph.player_mask` else."""
+    return str if dm else await mem.graph.player_mask()
+
+
+def _short(description: str) -> str:
+    return clip(" ".join(description.split()), SCENE_DESCRIPTION)
+
+
+def _scene_entity(e: Entity, mask: Callable[[str], str]) -> SceneEntity:
+    return SceneEntity(
+        id=e.id,
+        name=mask(e.name),
+        type=e.type,
+        description=_short(mask(e.description)),
+        secret=e.visibility == Visibility.secret,
+    )
+
+
+def identity(snap: Neighbourhood, last: Mention | None, mask: Callable[[str], str], *, dm: bool) -> IdentitySnapshot:
+    """The snapshot as text its reader may see: secret facts are absent for players already (the graph's query),
+    and a secret name in what the table or the DM wrote is masked."""
+    e = snap.entity
+    others, sessions = snap.facts_and_sessions(3, mask)
+    mark = " [DM only]"
+    return IdentitySnapshot(
+        id=e.id,
+        name=mask(e.name),
+        type=e.type,
+        description=mask(e.description),
+        aliases=list(e.aliases),
+        attributes={k: mask(str(v)) for k, v in e.attributes.items()},
+        secret=e.visibility == Visibility.secret,
+        facts=[mask(r.describe()) + mark * (dm and r.visibility == Visibility.secret) for r in others],
+        took_part=sessions,
+        connected=[_scene_entity(c, mask) for c in snap.connected if c.status == ReviewStatus.accepted],
+        last_mentioned=f"{mask(last.where())}, {last.speaker}: “{mask(last.text)}”" if last else None,
+    )
+
+
+async def recent_and_scene(
+    mem: CampaignMemory, *, session_id: int | None, minutes: float, dm: bool, limit: int = MAX_LINES
+) -> tuple[dict[str, object] | None, list[ContextLine], list[SceneEntity]]:
+    """The session read (the live one unless ``session_id``), its last ``minutes`` of lines and the entities they
+    name, unmasked: one round trip."""
+    if not 0 < minutes <= MAX_MINUTES:
+        raise InvalidInputError(f"minutes must be more than 0 and at most {MAX_MINUTES:g}, not {minutes:g}")
+    row = await mem.db.fetchrow(_RECENT_AND_SCENE, mem.campaign_id, session_id, minutes * 60, limit, dm)
+    assert row is not None
+    if row["session"] is None:
+        if session_id is not None:
+            raise NotFoundError(f"no session with id {session_id} in this campaign", subject="session")
+        return None, [], []
+    lines = [ContextLine(**line) for line in row["lines"]]
+    scene = [SceneEntity(**s) for s in row["scene"]]
+    return row["session"], lines, scene
+
+
+async def hot_context(
+    mem: CampaignMemory,
+    entity: str,
+    *,
+    session_id: int | None = None,
+    minutes: float = 5.0,
+    dm: bool = False,
+) -> HotContext:
+    """The hot context of ``entity`` (a name or alias) in the live session (or ``session_id``); ``dm``: secrets
+    shown (marked), else hidden and masked as for players in Discord. The L1 window and the scene are one round
+    trip, run alongside the identity snapshot's."""
+
+    async def identity_part() -> tuple[Callable[[str], str], Neighbourhood, Mention | None]:
+        mask = await reader_mask(mem, dm)
+        snap = await visible_snapshot(mem, entity, dm=dm, mask=mask)
+        return mask, snap, await mem.graph.last_mention(snap.entity)
+
+    l1_part = recent_and_scene(mem, session_id=session_id, minutes=minutes, dm=dm)
+    if isinstance(mem.db, asyncpg.Pool):  # two connections: the parts run side by side
+        (mask, snap, last), (session, lines, scene) = await asyncio.gather(identity_part(), l1_part)
+    else:  # one connection runs one statement at a time
+        mask, snap, last = await identity_part()
+        session, lines, scene = await l1_part
+    return HotContext(
+        entity=identity(snap, last, mask, dm=dm),
+        session_id=session["id"] if session else None,  # type: ignore[index]
+        session=mask(str(session["title"])) if session else None,  # type: ignore[index]
+        live=bool(session and session["live"]),  # type: ignore[index]
+        minutes=minutes,
+        lines=[line.model_copy(update={"speaker": mask(line.speaker), "text": mask(line.text)}) for line in lines],
+        scene=[s.model_copy(update={"name": mask(s.name), "description": _short(mask(s.description))}) for s in scene],
+    )
