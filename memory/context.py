@@ -9,12 +9,14 @@ token budget. Players' view (``dm=False``) masks secrets exactly as /entity show
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 
 import asyncpg
 from pydantic import BaseModel, Field
 
 from memory.errors import InvalidInputError, NotFoundError
+from memory.graph import SecretMask
 from memory.models import Entity, EntityType, Mention, Neighbourhood, ReviewStatus, Visibility, clip
 from memory.store import CampaignMemory
 
@@ -24,14 +26,22 @@ MAX_LINES = 200
 MAX_MINUTES = 60.0
 #: Characters of a scene entity's description in the context: who it is, not its whole story.
 SCENE_DESCRIPTION = 160
-#: Words a name may have to be found in the lines ("the Pale Magister of Holt" is five).
-NAME_WORDS = 5
 
-#: The live session's last minutes and the entities they name, in one statement. ``$1`` campaign, ``$2`` session id
-#: (NULL: the live one, else the latest), ``$3`` window in seconds, ``$4`` line cap, ``$5`` the DM's view. A scene
-#: entity is named in a line by its name or an alias (whole words, case aside: n-grams of the lines looked up in the
-#: name indexes, so a campaign of 10,000 names costs no more than one of ten), or was put there by correction.
-_RECENT_AND_SCENE = f"""
+#: A fingerprint of every name and alias of campaign ``$1`` and of their visibility: what a players' mask is built
+#: from (:meth:`KnowledgeGraph.player_mask`). One aggregate over the names, not the names.
+_NAMES_NOW = """
+    SELECT (SELECT array[count(*), sum(hashtext(concat_ws('|', id, name, type, visibility, status)))]
+            FROM entities WHERE campaign_id = $1)
+        || (SELECT array[count(*), sum(hashtext(concat_ws('|', entity_id, alias)))]
+            FROM entity_aliases WHERE campaign_id = $1)
+        || (SELECT array[count(*), sum(hashtext(concat_ws('|', entity_id, name)))]
+            FROM masked_names WHERE campaign_id = $1)
+"""
+
+#: The live session's last minutes, in one statement. ``$1`` campaign, ``$2`` session id (NULL: the live one, else the
+#: latest), ``$3`` window in seconds, ``$4`` line cap. With the entity ids correction wrote into the lines, and what
+#: :class:`NamesCache` needs to know whether what it holds is still right.
+_RECENT = f"""
 WITH s AS (
     SELECT id, title, ended_at IS NULL AS live FROM sessions
     WHERE campaign_id = $1 AND ($2::bigint IS NULL OR id = $2)
@@ -45,40 +55,66 @@ recent AS (
     FROM session_entries se JOIN s ON se.session_id = s.id, stop
     WHERE se.campaign_id = $1 AND se.start_s >= stop.t - $3
     ORDER BY se.start_s DESC, se.seq DESC LIMIT $4
-),
-words AS (
-    SELECT r.id, w.ord, lower(regexp_replace(w.word, '^\\W+|\\W+$', '', 'g')) AS word
-    FROM recent r, regexp_split_to_table(r.text, '\\s+') WITH ORDINALITY AS w(word, ord)
-),
-runs AS (
-    SELECT ARRAY[word,
-                 {", ".join(f"lead(word, {k}) OVER line" for k in range(1, NAME_WORDS))}] AS next
-    FROM words WINDOW line AS (PARTITION BY id ORDER BY ord)
-),
-grams AS (
-    SELECT DISTINCT array_to_string(next[1:k], ' ') AS g
-    FROM runs, generate_series(1, {NAME_WORDS}) k WHERE next[k] IS NOT NULL AND next[k] <> ''
-),
-named AS (
-    SELECT e.id FROM grams JOIN entities e ON e.campaign_id = $1 AND lower(e.name) = grams.g
-    WHERE e.status <> 'rejected'
-    UNION
-    SELECT a.entity_id FROM grams JOIN entity_aliases a ON a.campaign_id = $1 AND lower(a.alias) = grams.g
-    UNION
-    SELECT (c ->> 'entity_id')::bigint FROM recent, jsonb_array_elements(recent.corrections) c
-    WHERE c ->> 'entity_id' IS NOT NULL
 )
 SELECT
     (SELECT jsonb_build_object('id', id, 'title', title, 'live', live) FROM s) AS session,
     (SELECT coalesce(jsonb_agg(jsonb_build_object(
                 'speaker', speaker, 'text', text, 'start_s', start_s, 'ref', ref) ORDER BY start_s, seq), '[]')
      FROM recent) AS lines,
-    (SELECT coalesce(jsonb_agg(jsonb_build_object(
-                'id', e.id, 'name', e.name, 'type', e.type, 'description', left(e.description, {SCENE_DESCRIPTION * 2}),
-                'secret', e.visibility = 'secret') ORDER BY lower(e.name)), '[]')
-     FROM named JOIN entities e ON e.campaign_id = $1 AND e.id = named.id
-     WHERE e.status = 'accepted' AND ($5 OR e.visibility = 'public')) AS scene
+    ARRAY(SELECT DISTINCT (c ->> 'entity_id')::bigint FROM recent, jsonb_array_elements(recent.corrections) c
+          WHERE c ->> 'entity_id' IS NOT NULL) AS corrected,
+    ({_NAMES_NOW}) AS names_now
 """
+
+#: The scene's entities of campaign ``$1`` by id (``$2``): accepted ones, secret ones for the DM only (``$3``).
+_SCENE = f"""
+SELECT e.id, e.name, e.type, left(e.description, {SCENE_DESCRIPTION * 2}) AS description,
+       e.visibility = 'secret' AS secret
+FROM entities e
+WHERE e.campaign_id = $1 AND e.id = ANY($2::bigint[]) AND e.status = 'accepted' AND ($3 OR e.visibility = 'public')
+ORDER BY lower(e.name)
+"""
+
+#: Every name and alias of campaign ``$1`` that is not rejected, with its entity.
+_ALL_NAMES = """
+SELECT id, name FROM entities WHERE campaign_id = $1 AND status <> 'rejected'
+UNION ALL
+SELECT entity_id, alias FROM entity_aliases WHERE campaign_id = $1
+"""
+
+_WORD = re.compile(r"[^\W_](?:[\w'’.-]*[^\W_])?")
+
+
+def words(text: str) -> list[str]:
+    """A text's words, lower case, punctuation around them dropped ("Mr. Vex'ahlia," → "mr", "vex'ahlia")."""
+    return _WORD.findall(text.lower())
+
+
+class NameIndex:
+    """Which entities a text names, by their names and aliases (whole words, case and the punctuation around
+    words aside). Built once per change of the campaign's names: looking a scene's lines up in it takes a few
+    microseconds a word, at 10 or 10,000 names."""
+
+    def __init__(self, named: list[tuple[int, str]]) -> None:
+        self._ids: dict[str, set[int]] = {}
+        self._first: set[str] = set()
+        self._longest = 1
+        for entity_id, name in named:
+            said = words(name)
+            if said:
+                self._ids.setdefault(" ".join(said), set()).add(entity_id)
+                self._first.add(said[0])
+                self._longest = max(self._longest, len(said))
+
+    def named_in(self, texts: list[str]) -> set[int]:
+        found: set[int] = set()
+        for text in texts:
+            said = words(text)
+            for i, word in enumerate(said):
+                if word in self._first:
+                    for k in range(i + 1, min(i + self._longest, len(said)) + 1):
+                        found |= self._ids.get(" ".join(said[i:k]), set())
+        return found
 
 
 class ContextLine(BaseModel):
@@ -201,7 +237,11 @@ async def visible_snapshot(mem: CampaignMemory, name: str, *, dm: bool, mask: Ca
 
 async def reader_mask(mem: CampaignMemory, dm: bool) -> Callable[[str], str]:
     """What hides secret names from the reader: nothing for the DM, :meth:`KnowledgeGraph.player_mask` else."""
-    return str if dm else await mem.graph.player_mask()
+    if dm:
+        return str
+    names = await _names.get(mem, tuple(await mem.db.fetchval(_NAMES_NOW, mem.campaign_id)), mask=True)
+    assert names.mask is not None
+    return names.mask
 
 
 def _short(description: str) -> str:
@@ -241,20 +281,56 @@ def identity(snap: Neighbourhood, last: Mention | None, mask: Callable[[str], st
 
 async def recent_and_scene(
     mem: CampaignMemory, *, session_id: int | None, minutes: float, dm: bool, limit: int = MAX_LINES
-) -> tuple[dict[str, object] | None, list[ContextLine], list[SceneEntity]]:
-    """The session read (the live one unless ``session_id``), its last ``minutes`` of lines and the entities they
-    name, unmasked: one round trip."""
+) -> tuple[dict[str, object] | None, list[ContextLine], list[SceneEntity], Callable[[str], str]]:
+    """The session read (the live one unless ``session_id``), its last ``minutes`` of lines, the entities they
+    name (unmasked) and the reader's mask: one round trip for the lines, one for the scene's entities (and, after a
+    change of names, one to learn them again)."""
     if not 0 < minutes <= MAX_MINUTES:
         raise InvalidInputError(f"minutes must be more than 0 and at most {MAX_MINUTES:g}, not {minutes:g}")
-    row = await mem.db.fetchrow(_RECENT_AND_SCENE, mem.campaign_id, session_id, minutes * 60, limit, dm)
+    row = await mem.db.fetchrow(_RECENT, mem.campaign_id, session_id, minutes * 60, limit)
     assert row is not None
+    names = await _names.get(mem, tuple(row["names_now"]), mask=not dm)
+    mask: Callable[[str], str] = str if dm else names.mask  # type: ignore[assignment]
     if row["session"] is None:
         if session_id is not None:
             raise NotFoundError(f"no session with id {session_id} in this campaign", subject="session")
-        return None, [], []
+        return None, [], [], mask
     lines = [ContextLine(**line) for line in row["lines"]]
-    scene = [SceneEntity(**s) for s in row["scene"]]
-    return row["session"], lines, scene
+    scene: list[SceneEntity] = []
+    ids = names.index.named_in([line.text for line in lines]) | set(row["corrected"])
+    if ids:
+        found = await mem.db.fetch(_SCENE, mem.campaign_id, sorted(ids), dm)
+        scene = [SceneEntity(**dict(r)) for r in found]
+    return row["session"], lines, scene, mask
+
+
+class _Names:
+    """A campaign's names as of one fingerprint: its index, and its players' mask once asked for."""
+
+    def __init__(self, fingerprint: tuple[int, ...], index: NameIndex) -> None:
+        self.fingerprint = fingerprint
+        self.index = index
+        self.mask: SecretMask | None = None
+
+
+class NamesCache:
+    """Each campaign's name index and players' mask while its names stay as they were: building them reads every
+    name (tens of milliseconds at 10,000), the fingerprint that says they are still right is one aggregate."""
+
+    def __init__(self) -> None:
+        self._held: dict[int, _Names] = {}
+
+    async def get(self, mem: CampaignMemory, fingerprint: tuple[int, ...], *, mask: bool) -> _Names:
+        held = self._held.get(mem.campaign_id)
+        if held is None or held.fingerprint != fingerprint:
+            rows = await mem.db.fetch(_ALL_NAMES, mem.campaign_id)
+            held = self._held[mem.campaign_id] = _Names(fingerprint, NameIndex([(r[0], r[1]) for r in rows]))
+        if mask and held.mask is None:
+            held.mask = await mem.graph.player_mask()
+        return held
+
+
+_names = NamesCache()
 
 
 async def hot_context(
@@ -269,17 +345,24 @@ async def hot_context(
     shown (marked), else hidden and masked as for players in Discord. The L1 window and the scene are one round
     trip, run alongside the identity snapshot's."""
 
-    async def identity_part() -> tuple[Callable[[str], str], Neighbourhood, Mention | None]:
-        mask = await reader_mask(mem, dm)
-        snap = await visible_snapshot(mem, entity, dm=dm, mask=mask)
-        return mask, snap, await mem.graph.last_mention(snap.entity)
+    async def identity_part() -> tuple[Neighbourhood | None, Mention | None]:
+        try:
+            snap = await mem.graph.snapshot(entity, include_secret=dm)
+        except NotFoundError:
+            if dm:
+                raise
+            return None, None  # perhaps named as players read it: looked up again with their mask
+        return snap, await mem.graph.last_mention(snap.entity)
 
     l1_part = recent_and_scene(mem, session_id=session_id, minutes=minutes, dm=dm)
     if isinstance(mem.db, asyncpg.Pool):  # two connections: the parts run side by side
-        (mask, snap, last), (session, lines, scene) = await asyncio.gather(identity_part(), l1_part)
+        (snap, last), (session, lines, scene, mask) = await asyncio.gather(identity_part(), l1_part)
     else:  # one connection runs one statement at a time
-        mask, snap, last = await identity_part()
-        session, lines, scene = await l1_part
+        snap, last = await identity_part()
+        session, lines, scene, mask = await l1_part
+    if snap is None or mask(snap.entity.name) != snap.entity.name:  # as /entity show finds it for players
+        snap = await visible_snapshot(mem, entity, dm=dm, mask=mask)
+        last = await mem.graph.last_mention(snap.entity)
     return HotContext(
         entity=identity(snap, last, mask, dm=dm),
         session_id=session["id"] if session else None,  # type: ignore[index]

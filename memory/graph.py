@@ -353,6 +353,9 @@ def _visible(alias: str, include_secret: bool) -> str:
 _NAMING_ZIPF = 4.0
 
 
+_WORD_RUN = re.compile(r"\w+")
+
+
 def _words(name: str) -> list[str]:
     return re.findall(r"\w+", name.casefold())
 
@@ -370,9 +373,17 @@ class SecretMask:
         words = (r"\s+".join(map(re.escape, n.split())) for n in spellings)
         alternatives = "|".join(rf"(?<!\w){w}(?!\w)" for w in words)
         self._pattern = re.compile(alternatives, re.IGNORECASE) if spellings else None
+        # A match holds its name's first word whole: a text without any of them is left alone unsearched (the
+        # pattern tries every name at every character, 0.6 ms a line at 1,000 entities, ten times that at 10,000).
+        firsts = [_WORD_RUN.findall(n.casefold()) for n in spellings]  # casefold: what IGNORECASE equates
+        self._first_words = None if any(not f for f in firsts) else {f[0] for f in firsts}
 
     def __call__(self, text: str) -> str:
-        return self._pattern.sub(self.MASK, text) if self._pattern is not None and text else text
+        if self._pattern is None or not text:
+            return text
+        if self._first_words is not None and self._first_words.isdisjoint(_WORD_RUN.findall(text.casefold())):
+            return text
+        return self._pattern.sub(self.MASK, text)
 
 
 class KnowledgeGraph:

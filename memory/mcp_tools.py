@@ -332,8 +332,7 @@ class CampaignTools:
 
     async def recent_log(self, minutes: float = 5.0, session: str | None = None) -> RecentLog:
         session_id = (await self._session(session))[0].id if session else None
-        mask = await reader_mask(self.mem, self.dm)
-        found, lines, _ = await recent_and_scene(self.mem, session_id=session_id, minutes=minutes, dm=self.dm)
+        found, lines, _, mask = await recent_and_scene(self.mem, session_id=session_id, minutes=minutes, dm=self.dm)
         return RecentLog(
             session_id=found["id"] if found else None,  # type: ignore[arg-type]
             session=mask(str(found["title"])) if found else None,
