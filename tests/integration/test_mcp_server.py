@@ -174,3 +174,57 @@ async def test_bad_arguments_are_tool_errors(campaign: CampaignMemory, fresh_dsn
         else:
             raise AssertionError("a missing session's recap was read")
     assert await campaign.review.pending() == []
+
+
+async def test_http_needs_the_bearer_token(campaign: CampaignMemory, fresh_dsn: str, tmp_path: Path) -> None:
+    import asyncio
+    import socket
+
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    await build_world(campaign)
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    token = "t" * 32
+    env = {k: v for k, v in os.environ.items() if k != "LOREKEEPER_CONFIG"}
+    env |= {"DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    cli = [sys.executable, "-c", "from bot.cli import main; main()", "mcp", "-c", "Test Campaign", "--http"]
+    short = await asyncio.create_subprocess_exec(
+        *cli, env={**env, "LOREKEEPER_MCP_TOKEN": "short"}, stderr=asyncio.subprocess.PIPE
+    )
+    _, said = await short.communicate()
+    assert short.returncode == 1 and b"LOREKEEPER_MCP_TOKEN" in said
+    log = (tmp_path / "http.log").open("wb")  # once, before the server starts
+    server = await asyncio.create_subprocess_exec(
+        *cli, "--port", str(port), env={**env, "LOREKEEPER_MCP_TOKEN": token}, stderr=log
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with httpx2.AsyncClient() as plain:
+            for _ in range(600):  # until it listens (a busy machine takes seconds to import and connect)
+                assert server.returncode is None, (tmp_path / "http.log").read_text()
+                try:
+                    refused = await plain.post(url, json={})
+                    break
+                except httpx2.ConnectError:
+                    await asyncio.sleep(0.1)
+            assert refused.status_code == 401
+            wrong = await plain.post(url, json={}, headers={"Authorization": "Bearer " + "x" * 32})
+            assert wrong.status_code == 401
+        client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with (
+            client,
+            streamable_http_client(url, http_client=client) as (read, write),
+            ClientSession(read, write) as s,
+        ):
+            await s.initialize()
+            card = await call(s, "entity_card", name="Grom")
+            assert card["name"] == "Grom" and not any(SECRET_FACT_VALUE in f for f in card["facts"])
+    finally:
+        if server.returncode is None:
+            server.terminate()
+        await server.wait()
+        log.close()
