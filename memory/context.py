@@ -47,8 +47,10 @@ WITH s AS (
     WHERE campaign_id = $1 AND ($2::bigint IS NULL OR id = $2)
     ORDER BY ended_at IS NULL DESC, started_at DESC, id DESC LIMIT 1
 ),
-stop AS (
-    SELECT max(se.start_s) AS t FROM session_entries se JOIN s ON se.session_id = s.id WHERE se.campaign_id = $1
+stop AS (  -- the session's last line, by the time index backwards: a long session's lines are not all read
+    SELECT (SELECT se.start_s FROM session_entries se WHERE se.campaign_id = $1 AND se.session_id = s.id
+            ORDER BY se.start_s DESC LIMIT 1) AS t
+    FROM s
 ),
 recent AS (
     SELECT se.id, se.seq, se.speaker, se.text, se.start_s, se.ref, se.corrections
