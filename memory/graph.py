@@ -6,6 +6,7 @@ Facts are never deleted by play: a contradicting fact, once accepted, closes the
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -381,7 +382,12 @@ class SecretMask:
         self._always = [i for i, said in enumerate(self._words) if not said]
         self._patterns: dict[tuple[int, ...], re.Pattern[str]] = {}
 
-    def _pattern(self, which: tuple[int, ...]) -> re.Pattern[str]:
+    @functools.cached_property
+    def _pattern(self) -> re.Pattern[str]:
+        """The one pattern of every name (what a text holding all their words is searched with)."""
+        return self._pattern_of(tuple(range(len(self._spellings))))
+
+    def _pattern_of(self, which: tuple[int, ...]) -> re.Pattern[str]:
         if (pattern := self._patterns.get(which)) is None:
             words = (r"\s+".join(map(re.escape, self._spellings[i].split())) for i in which)
             pattern = re.compile("|".join(rf"(?<!\w){w}(?!\w)" for w in words), re.IGNORECASE)
@@ -396,7 +402,7 @@ class SecretMask:
         which = {i for w in said.intersection(self._by_word) for i in self._by_word[w] if self._words[i] <= said}
         if not which and not self._always:
             return text
-        return self._pattern(tuple(sorted(which.union(self._always)))).sub(self.MASK, text)
+        return self._pattern_of(tuple(sorted(which.union(self._always)))).sub(self.MASK, text)
 
 
 class KnowledgeGraph:
