@@ -6,6 +6,7 @@ Facts are never deleted by play: a contradicting fact, once accepted, closes the
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -353,6 +354,9 @@ def _visible(alias: str, include_secret: bool) -> str:
 _NAMING_ZIPF = 4.0
 
 
+_WORD_RUN = re.compile(r"\w+")
+
+
 def _words(name: str) -> list[str]:
     return re.findall(r"\w+", name.casefold())
 
@@ -366,13 +370,39 @@ class SecretMask:
 
     def __init__(self, names: Iterable[str]) -> None:
         # longest first, so "Vaskerrin Holt" is hidden whole before a shorter secret name inside it
-        spellings = sorted({n for n in names if n.strip()}, key=len, reverse=True)
-        words = (r"\s+".join(map(re.escape, n.split())) for n in spellings)
-        alternatives = "|".join(rf"(?<!\w){w}(?!\w)" for w in words)
-        self._pattern = re.compile(alternatives, re.IGNORECASE) if spellings else None
+        self._spellings = sorted({n for n in names if n.strip()}, key=len, reverse=True)
+        # A match holds every word of its name whole (casefold: what IGNORECASE equates), so a text is searched
+        # for the names whose words it all has, and no others: one pattern of every name tried at every character
+        # cost 0.6 ms a line at 1,000 entities, and ten times that at 10,000.
+        self._words = [frozenset(_WORD_RUN.findall(n.casefold())) for n in self._spellings]
+        self._by_word: dict[str, list[int]] = {}
+        for i, said in enumerate(self._words):
+            if said:
+                self._by_word.setdefault(min(said), []).append(i)
+        self._always = [i for i, said in enumerate(self._words) if not said]
+        self._patterns: dict[tuple[int, ...], re.Pattern[str]] = {}
+
+    @functools.cached_property
+    def _pattern(self) -> re.Pattern[str]:
+        """The one pattern of every name (what a text holding all their words is searched with)."""
+        return self._pattern_of(tuple(range(len(self._spellings))))
+
+    def _pattern_of(self, which: tuple[int, ...]) -> re.Pattern[str]:
+        if (pattern := self._patterns.get(which)) is None:
+            words = (r"\s+".join(map(re.escape, self._spellings[i].split())) for i in which)
+            pattern = re.compile("|".join(rf"(?<!\w){w}(?!\w)" for w in words), re.IGNORECASE)
+            if len(self._patterns) < 10_000:  # a scene names the same few again and again
+                self._patterns[which] = pattern
+        return pattern
 
     def __call__(self, text: str) -> str:
-        return self._pattern.sub(self.MASK, text) if self._pattern is not None and text else text
+        if not self._spellings or not text:
+            return text
+        said = set(_WORD_RUN.findall(text.casefold()))
+        which = {i for w in said.intersection(self._by_word) for i in self._by_word[w] if self._words[i] <= said}
+        if not which and not self._always:
+            return text
+        return self._pattern_of(tuple(sorted(which.union(self._always)))).sub(self.MASK, text)
 
 
 class KnowledgeGraph:

@@ -27,7 +27,22 @@ def cli(ctx: click.Context, config_file: str | None, verbose: int) -> None:
 
 def _register() -> None:
     # Imported here so each family stays in its own module and `--help` lists them all.
-    from bot.cli import campaign, correct, db, demo, entity, ingest, jobs, recall, review, run, search, session, worker  # noqa: F401
+    from bot.cli import (  # noqa: F401
+        campaign,
+        correct,
+        db,
+        demo,
+        entity,
+        ingest,
+        jobs,
+        mcp_server,
+        recall,
+        review,
+        run,
+        search,
+        session,
+        worker,
+    )
 
 
 def main() -> None:

@@ -1,0 +1,376 @@
+"""The hot context: what an NPC agent reads before every reply, assembled in a few milliseconds.
+
+For one entity (the NPC speaking) and a live session: its identity snapshot from L3 (description, current facts,
+relationships, connected entities, where it was last mentioned), the last minutes of L1, and the entities of the
+current scene (those named in those minutes). A typed model, and :meth:`HotContext.text` for a prompt within a
+token budget. Players' view (``dm=False``) masks secrets exactly as /entity show and /recall do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable
+
+import asyncpg
+from pydantic import BaseModel, Field
+
+from memory.errors import InvalidInputError, NotFoundError
+from memory.graph import SecretMask
+from memory.models import Entity, EntityType, Mention, Neighbourhood, ReviewStatus, Visibility, clip
+from memory.store import CampaignMemory
+
+#: Lines of L1 the context reads at most: a window of minutes in a talkative scene, or a whole untimed import.
+MAX_LINES = 200
+#: The longest window asked for: an hour is a whole scene and more.
+MAX_MINUTES = 60.0
+#: Characters of a scene entity's description in the context: who it is, not its whole story.
+SCENE_DESCRIPTION = 160
+
+#: A fingerprint of every name and alias of campaign ``$1`` and of their visibility: what a players' mask is built
+#: from (:meth:`KnowledgeGraph.player_mask`). One aggregate over the names, not the names.
+_NAMES_NOW = """
+    SELECT (SELECT array[count(*), sum(hashtext(concat_ws('|', id, name, type, visibility, status)))]
+            FROM entities WHERE campaign_id = $1)
+        || (SELECT array[count(*), sum(hashtext(concat_ws('|', entity_id, alias)))]
+            FROM entity_aliases WHERE campaign_id = $1)
+        || (SELECT array[count(*), sum(hashtext(concat_ws('|', entity_id, name)))]
+            FROM masked_names WHERE campaign_id = $1)
+"""
+
+#: The live session's last minutes, in one statement. ``$1`` campaign, ``$2`` session id (NULL: the live one, else the
+#: latest), ``$3`` window in seconds, ``$4`` line cap. With the entity ids correction wrote into the lines, and what
+#: :class:`NamesCache` needs to know whether what it holds is still right.
+_RECENT = f"""
+WITH s AS (
+    SELECT id, title, ended_at IS NULL AS live FROM sessions
+    WHERE campaign_id = $1 AND ($2::bigint IS NULL OR id = $2)
+    ORDER BY ended_at IS NULL DESC, started_at DESC, id DESC LIMIT 1
+),
+stop AS (  -- the session's last line, by the time index backwards: a long session's lines are not all read
+    SELECT (SELECT se.start_s FROM session_entries se WHERE se.campaign_id = $1 AND se.session_id = s.id
+            ORDER BY se.start_s DESC LIMIT 1) AS t
+    FROM s
+),
+recent AS (
+    SELECT se.id, se.seq, se.speaker, se.text, se.start_s, se.ref, se.corrections
+    FROM session_entries se JOIN s ON se.session_id = s.id, stop
+    WHERE se.campaign_id = $1 AND se.start_s >= stop.t - $3
+    ORDER BY se.start_s DESC, se.seq DESC LIMIT $4
+)
+SELECT
+    (SELECT jsonb_build_object('id', id, 'title', title, 'live', live) FROM s) AS session,
+    (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                'speaker', speaker, 'text', text, 'start_s', start_s, 'ref', ref) ORDER BY start_s, seq), '[]')
+     FROM recent) AS lines,
+    ARRAY(SELECT DISTINCT (c ->> 'entity_id')::bigint FROM recent, jsonb_array_elements(recent.corrections) c
+          WHERE c ->> 'entity_id' IS NOT NULL) AS corrected,
+    ({_NAMES_NOW}) AS names_now
+"""
+
+#: The scene's entities of campaign ``$1`` by id (``$2``): accepted ones, secret ones for the DM only (``$3``).
+_SCENE = f"""
+SELECT e.id, e.name, e.type, left(e.description, {SCENE_DESCRIPTION * 2}) AS description,
+       e.visibility = 'secret' AS secret
+FROM entities e
+WHERE e.campaign_id = $1 AND e.id = ANY($2::bigint[]) AND e.status = 'accepted' AND ($3 OR e.visibility = 'public')
+ORDER BY lower(e.name)
+"""
+
+#: Every name and alias of campaign ``$1`` that is not rejected, with its entity.
+_ALL_NAMES = """
+SELECT id, name FROM entities WHERE campaign_id = $1 AND status <> 'rejected'
+UNION ALL
+SELECT entity_id, alias FROM entity_aliases WHERE campaign_id = $1
+"""
+
+_WORD = re.compile(r"[^\W_](?:[\w'’.-]*[^\W_])?")
+
+
+def words(text: str) -> list[str]:
+    """A text's words, lower case, punctuation around them dropped ("Mr. Vex'ahlia," → "mr", "vex'ahlia")."""
+    return _WORD.findall(text.lower())
+
+
+class NameIndex:
+    """Which entities a text names, by their names and aliases (whole words, case and the punctuation around
+    words aside). Built once per change of the campaign's names: looking a scene's lines up in it takes a few
+    microseconds a word, at 10 or 10,000 names."""
+
+    def __init__(self, named: list[tuple[int, str]]) -> None:
+        self._ids: dict[str, set[int]] = {}
+        self._first: set[str] = set()
+        self._longest = 1
+        for entity_id, name in named:
+            said = words(name)
+            if said:
+                self._ids.setdefault(" ".join(said), set()).add(entity_id)
+                self._first.add(said[0])
+                self._longest = max(self._longest, len(said))
+
+    def named_in(self, texts: list[str]) -> set[int]:
+        found: set[int] = set()
+        for text in texts:
+            said = words(text)
+            for i, word in enumerate(said):
+                if word in self._first:
+                    for k in range(i + 1, min(i + self._longest, len(said)) + 1):
+                        found |= self._ids.get(" ".join(said[i:k]), set())
+        return found
+
+
+class ContextLine(BaseModel):
+    speaker: str
+    text: str
+    start_s: float
+    ref: str | None = None
+
+    def render(self) -> str:
+        minutes, secs = divmod(int(self.start_s), 60)
+        return f"[{minutes}:{secs:02d}] {self.speaker}: {self.text}"
+
+
+class SceneEntity(BaseModel):
+    id: int
+    name: str
+    type: EntityType
+    description: str = ""
+    secret: bool = False
+
+    def render(self) -> str:
+        said = f"- {self.name} ({self.type.value})" + (" [DM only]" if self.secret else "")
+        return said + (f": {self.description}" if self.description else "")
+
+
+class IdentitySnapshot(BaseModel):
+    """An entity as its reader may see it: the card of /entity show, in plain text."""
+
+    id: int
+    name: str
+    type: EntityType
+    description: str
+    aliases: list[str]
+    attributes: dict[str, object] = Field(default_factory=dict)
+    secret: bool
+    facts: list[str]  # current relationships and attribute facts, "Ember Key —owned_by→ Pip"
+    took_part: str = ""  # "took part in 12 sessions: …"
+    connected: list[SceneEntity]
+    last_mentioned: str | None = None  # "Night 2 at 14:03, Kael: “…”"
+
+
+class HotContext(BaseModel):
+    entity: IdentitySnapshot
+    session_id: int | None
+    session: str | None
+    live: bool
+    minutes: float
+    lines: list[ContextLine]
+    scene: list[SceneEntity]
+
+    def text(self, budget_tokens: int = 800) -> str:
+        """The context as a compact prompt block of at most ``budget_tokens`` (estimated at four characters a
+        token, the usual figure for English with BPE tokenizers). The parts go in by importance: who the entity
+        is, its facts, the newest lines, the scene, then the entities it is connected to; what does not fit is
+        left out whole, never cut mid-line (a line's own length is capped)."""
+        room = max(budget_tokens, 1) * 4
+        e = self.entity
+
+        def fit(line: str) -> bool:
+            nonlocal room
+            if len(line) + 1 > room:
+                return False
+            room -= len(line) + 1
+            return True
+
+        def section(title: str, items: list[str]) -> list[str]:
+            if not items or not fit(title):
+                return []
+            kept = [title]
+            for item in items:
+                if not fit(item):
+                    break
+                kept.append(item)
+            return kept if len(kept) > 1 else []
+
+        head = f"# {e.name} ({e.type.value}{', DM only' if e.secret else ''})"
+        if e.aliases:
+            head += f", also called {', '.join(e.aliases)}"
+        identity = [clip(head, 300)]
+        if e.description:
+            identity.append(clip(" ".join(e.description.split()), max(room // 4, 80)))
+        identity = [line for line in identity if fit(line)]
+        facts = [f"- {k}: {v}" for k, v in e.attributes.items()] + [f"- {f}" for f in e.facts]
+        facts += [f"- {e.took_part}"] if e.took_part else []
+        facts += [clip(f"- last mentioned: {e.last_mentioned}", 300)] if e.last_mentioned else []
+        known = section("## Facts", [clip(f, 300) for f in facts])
+        title = f"## Last {self.minutes:g} minutes of {self.session or 'the session'}"
+        newest_first = section(title, [clip(line.render(), 400) for line in reversed(self.lines)])
+        lines = newest_first[:1] + newest_first[:0:-1]  # the title, then oldest first
+        scene_ids = {s.id for s in self.scene}
+        scene = section("## In the scene", [clip(s.render(), 250) for s in self.scene if s.id != e.id])
+        connected = section("## Connected", [clip(c.render(), 200) for c in e.connected if c.id not in scene_ids])
+        return "\n".join([*identity, *known, *lines, *scene, *connected])
+
+
+async def visible_snapshot(mem: CampaignMemory, name: str, *, dm: bool, mask: Callable[[str], str]) -> Neighbourhood:
+    """The entity named with its relationships, as ``/entity show`` finds it: for players, secret and unreviewed
+    entities are "not found", one may be named by its masked name, and the did-you-mean hint names only what they
+    may see, masked."""
+    from rapidfuzz import process
+
+    if dm:
+        return await mem.graph.snapshot(name, include_secret=True)
+    try:
+        snap = await mem.graph.snapshot(name)
+        # a name holding a secret ("Session: Queen Mab unmasked") is found by its masked form only
+        if mask(snap.entity.name) == snap.entity.name:
+            return snap
+    except NotFoundError:
+        pass
+    entities = await mem.graph.list_entities(include_secret=False)
+    visible = {mask(n): e.name for e in entities for n in (e.name, *e.aliases)}
+    wanted = name.strip().lower()
+    if (real := next((e for n, e in visible.items() if n.lower() == wanted), None)) is not None:
+        return await mem.graph.snapshot(real)
+    close = [m[0] for m in process.extract(name, list(visible), limit=3, score_cutoff=70)]
+    hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+    raise NotFoundError(f"no entity named {name!r} in this campaign{hint}", subject="entity", name=name)
+
+
+async def reader_mask(mem: CampaignMemory, dm: bool) -> Callable[[str], str]:
+    """What hides secret names from the reader: nothing for the DM, :meth:`KnowledgeGraph.player_mask` else."""
+    if dm:
+        return str
+    names = await _names.get(mem, tuple(await mem.db.fetchval(_NAMES_NOW, mem.campaign_id)), mask=True)
+    assert names.mask is not None
+    return names.mask
+
+
+def _short(description: str) -> str:
+    return clip(" ".join(description.split()), SCENE_DESCRIPTION)
+
+
+def _scene_entity(e: Entity, mask: Callable[[str], str]) -> SceneEntity:
+    return SceneEntity(
+        id=e.id,
+        name=mask(e.name),
+        type=e.type,
+        description=_short(mask(e.description)),
+        secret=e.visibility == Visibility.secret,
+    )
+
+
+def identity(snap: Neighbourhood, last: Mention | None, mask: Callable[[str], str], *, dm: bool) -> IdentitySnapshot:
+    """The snapshot as text its reader may see: secret facts are absent for players already (the graph's query),
+    and a secret name in what the table or the DM wrote is masked."""
+    e = snap.entity
+    others, sessions = snap.facts_and_sessions(3, mask)
+    mark = " [DM only]"
+    return IdentitySnapshot(
+        id=e.id,
+        name=mask(e.name),
+        type=e.type,
+        description=mask(e.description),
+        aliases=list(e.aliases),
+        attributes={k: mask(str(v)) for k, v in e.attributes.items()},
+        secret=e.visibility == Visibility.secret,
+        facts=[mask(r.describe()) + mark * (dm and r.visibility == Visibility.secret) for r in others],
+        took_part=sessions,
+        connected=[_scene_entity(c, mask) for c in snap.connected if c.status == ReviewStatus.accepted],
+        last_mentioned=f"{mask(last.where())}, {last.speaker}: “{mask(last.text)}”" if last else None,
+    )
+
+
+async def recent_and_scene(
+    mem: CampaignMemory, *, session_id: int | None, minutes: float, dm: bool, limit: int = MAX_LINES
+) -> tuple[dict[str, object] | None, list[ContextLine], list[SceneEntity], Callable[[str], str]]:
+    """The session read (the live one unless ``session_id``), its last ``minutes`` of lines, the entities they
+    name (unmasked) and the reader's mask: one round trip for the lines, one for the scene's entities (and, after a
+    change of names, one to learn them again)."""
+    if not 0 < minutes <= MAX_MINUTES:
+        raise InvalidInputError(f"minutes must be more than 0 and at most {MAX_MINUTES:g}, not {minutes:g}")
+    row = await mem.db.fetchrow(_RECENT, mem.campaign_id, session_id, minutes * 60, limit)
+    assert row is not None
+    names = await _names.get(mem, tuple(row["names_now"]), mask=not dm)
+    mask: Callable[[str], str] = str if dm else names.mask  # type: ignore[assignment]
+    if row["session"] is None:
+        if session_id is not None:
+            raise NotFoundError(f"no session with id {session_id} in this campaign", subject="session")
+        return None, [], [], mask
+    lines = [ContextLine(**line) for line in row["lines"]]
+    scene: list[SceneEntity] = []
+    ids = names.index.named_in([line.text for line in lines]) | set(row["corrected"])
+    if ids:
+        found = await mem.db.fetch(_SCENE, mem.campaign_id, sorted(ids), dm)
+        scene = [SceneEntity(**dict(r)) for r in found]
+    return row["session"], lines, scene, mask
+
+
+class _Names:
+    """A campaign's names as of one fingerprint: its index, and its players' mask once asked for."""
+
+    def __init__(self, fingerprint: tuple[int, ...], index: NameIndex) -> None:
+        self.fingerprint = fingerprint
+        self.index = index
+        self.mask: SecretMask | None = None
+
+
+class NamesCache:
+    """Each campaign's name index and players' mask while its names stay as they were: building them reads every
+    name (tens of milliseconds at 10,000), the fingerprint that says they are still right is one aggregate."""
+
+    def __init__(self) -> None:
+        self._held: dict[int, _Names] = {}
+
+    async def get(self, mem: CampaignMemory, fingerprint: tuple[int, ...], *, mask: bool) -> _Names:
+        held = self._held.get(mem.campaign_id)
+        if held is None or held.fingerprint != fingerprint:
+            rows = await mem.db.fetch(_ALL_NAMES, mem.campaign_id)
+            held = self._held[mem.campaign_id] = _Names(fingerprint, NameIndex([(r[0], r[1]) for r in rows]))
+        if mask and held.mask is None:
+            held.mask = await mem.graph.player_mask()
+        return held
+
+
+_names = NamesCache()
+
+
+async def hot_context(
+    mem: CampaignMemory,
+    entity: str,
+    *,
+    session_id: int | None = None,
+    minutes: float = 5.0,
+    dm: bool = False,
+) -> HotContext:
+    """The hot context of ``entity`` (a name or alias) in the live session (or ``session_id``); ``dm``: secrets
+    shown (marked), else hidden and masked as for players in Discord. The L1 window and the scene are one round
+    trip, run alongside the identity snapshot's."""
+
+    async def identity_part() -> tuple[Neighbourhood | None, Mention | None]:
+        try:
+            snap = await mem.graph.snapshot(entity, include_secret=dm)
+        except NotFoundError:
+            if dm:
+                raise
+            return None, None  # perhaps named as players read it: looked up again with their mask
+        return snap, await mem.graph.last_mention(snap.entity)
+
+    l1_part = recent_and_scene(mem, session_id=session_id, minutes=minutes, dm=dm)
+    if isinstance(mem.db, asyncpg.Pool):  # two connections: the parts run side by side
+        (snap, last), (session, lines, scene, mask) = await asyncio.gather(identity_part(), l1_part)
+    else:  # one connection runs one statement at a time
+        snap, last = await identity_part()
+        session, lines, scene, mask = await l1_part
+    if snap is None or mask(snap.entity.name) != snap.entity.name:  # as /entity show finds it for players
+        snap = await visible_snapshot(mem, entity, dm=dm, mask=mask)
+        last = await mem.graph.last_mention(snap.entity)
+    return HotContext(
+        entity=identity(snap, last, mask, dm=dm),
+        session_id=session["id"] if session else None,  # type: ignore[index]
+        session=mask(str(session["title"])) if session else None,  # type: ignore[index]
+        live=bool(session and session["live"]),  # type: ignore[index]
+        minutes=minutes,
+        lines=[line.model_copy(update={"speaker": mask(line.speaker), "text": mask(line.text)}) for line in lines],
+        scene=[s.model_copy(update={"name": mask(s.name), "description": _short(mask(s.description))}) for s in scene],
+    )

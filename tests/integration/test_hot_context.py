@@ -1,0 +1,66 @@
+"""The hot context against the real schema: the identity snapshot, the live session's last minutes, the scene,
+the players' view with its secrets masked, and the text block within its budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.context import hot_context, recent_and_scene
+from memory.errors import InvalidInputError, NotFoundError
+from memory.store import CampaignMemory
+from tests.integration.mcp_world import SECRET_FACT_VALUE, SECRET_NPC, build_world
+
+
+async def test_dm_view_has_identity_recent_lines_and_scene(campaign: CampaignMemory) -> None:
+    ids = await build_world(campaign)
+    ctx = await hot_context(campaign, "the smith", minutes=5, dm=True)
+    assert ctx.entity.name == "Grom" and ctx.entity.id == ids["grom"]
+    assert ctx.session == "Night 2" and ctx.live
+    facts = "\n".join(ctx.entity.facts)
+    assert "Grom —lives_in→ Ironhold" in facts
+    assert "Ember Key —owned_by→ Pip" not in facts  # Pip's, about the key: not Grom's any more
+    assert SECRET_FACT_VALUE in facts and "[DM only]" in facts
+    # the window: the line 20 minutes before the last is outside 5 minutes
+    assert [line.start_s for line in ctx.lines] == [1200, 1230, 1260]
+    scene = {s.name for s in ctx.scene}
+    assert {"Ironhold", "Grom", SECRET_NPC} <= scene  # by name, and by the alias "the Pale Magister"
+    assert "Ember Key" not in scene
+    assert ctx.entity.last_mentioned is not None and "Night 2" in ctx.entity.last_mentioned
+
+
+async def test_player_view_hides_secret_entity_and_fact(campaign: CampaignMemory) -> None:
+    await build_world(campaign)
+    ctx = await hot_context(campaign, "Grom", minutes=5, dm=False)
+    dumped = ctx.model_dump_json()
+    assert SECRET_FACT_VALUE not in dumped and "secretly_serves" not in dumped
+    assert "Vaskerrin" not in dumped  # masked in the lines, absent from the scene
+    assert any("[secret] is near" in line.text for line in ctx.lines)
+    assert "the Pale Magister" not in {s.name for s in ctx.scene}
+    with pytest.raises(NotFoundError) as err:
+        await hot_context(campaign, SECRET_NPC, dm=False)
+    assert str(err.value).count("Vaskerrin") == 1  # its own question echoed, no hint confirming it
+
+
+async def test_text_block_keeps_within_budget_newest_lines_first(campaign: CampaignMemory) -> None:
+    await build_world(campaign)
+    ctx = await hot_context(campaign, "Grom", minutes=30, dm=False)
+    full = ctx.text(2000)
+    assert full.startswith("# Grom (npc), also called the smith")
+    assert full.index("[20:00] DM: You reach") < full.index("[21:00] DM: Grom whispers")  # oldest first
+    small = ctx.text(60)
+    assert len(small) <= 60 * 4
+    assert "# Grom" in small
+    mid = ctx.text(140)
+    if "Long ago" in mid:  # an older line only ever with every newer one
+        assert "[21:00]" in mid
+
+
+async def test_no_session_and_bad_window(campaign: CampaignMemory) -> None:
+    await build_world(campaign)
+    with pytest.raises(InvalidInputError):
+        await recent_and_scene(campaign, session_id=None, minutes=0, dm=True)
+    with pytest.raises(NotFoundError):
+        await recent_and_scene(campaign, session_id=999999, minutes=5, dm=True)
+    ctx = await hot_context(campaign, "Grom", session_id=(await campaign.log.sessions())[0].id, minutes=0.2, dm=True)
+    assert ctx.session == "Night 1" and not ctx.live
+    assert [line.start_s for line in ctx.lines] == [20, 30]  # 12 s back from its last line

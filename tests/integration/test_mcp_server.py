@@ -1,0 +1,230 @@
+"""`lorekeeper mcp` through the SDK's own client over stdio, against the embedded PostgreSQL: every tool, the
+players' view hiding a secret entity and a secret fact, proposals landing in the review queue, and bad arguments
+answered as MCP tool errors with a clear message, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
+from memory.models import ReviewKind
+from memory.store import CampaignMemory
+from tests.integration.conftest import ROOT
+from tests.integration.mcp_world import SECRET_FACT_VALUE, SECRET_NPC, build_world
+
+
+@asynccontextmanager
+async def mcp_client(dsn: str, data_dir: Path, *args: str) -> AsyncIterator[ClientSession]:
+    env = {k: v for k, v in os.environ.items() if k != "LOREKEEPER_CONFIG"}
+    env |= {"DATABASE_URL": dsn, "LOREKEEPER_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", "from bot.cli import main; main()", "mcp", "-c", "Test Campaign", *args],
+        env=env,
+        cwd=str(data_dir),
+    )
+    with open(data_dir / "server.log", "w") as errlog:  # noqa: ASYNC230  # once, before the server starts
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+async def call(session: ClientSession, tool: str, /, **arguments: Any) -> dict[str, Any]:
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def error_of(session: ClientSession, tool: str, /, **arguments: Any) -> str:
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error, result
+    text = " ".join(c.text for c in result.content if c.type == "text")
+    assert "Traceback" not in text
+    return text
+
+
+async def test_dm_view_every_tool(campaign: CampaignMemory, fresh_dsn: str, tmp_path: Path) -> None:
+    await build_world(campaign)
+    async with mcp_client(fresh_dsn, tmp_path, "--as", "dm") as s:
+        listed = {t.name: t for t in (await s.list_tools()).tools}
+        assert set(listed) == {
+            "search_sessions",
+            "find_entities",
+            "entity_card",
+            "entity_facts",
+            "entity_mentions",
+            "session_recap",
+            "recent_log",
+            "hot_context",
+        }  # read-only: no proposal tools
+        assert all(t.description and t.input_schema["type"] == "object" for t in listed.values())
+
+        found = await call(s, "search_sessions", query="Ember Key", limit=3)
+        assert found["passages"] and "Night 1" in found["passages"][0]["where"]
+        assert "Ember Key" in found["passages"][0]["text"] and found["passages"][0]["refs"] is not None
+        assert found["entities"][0]["name"] == "Ember Key"
+
+        names = [e["name"] for e in (await call(s, "find_entities", query="smith"))["entities"]]
+        assert names == ["Grom"]  # by alias
+        npcs = {e["name"] for e in (await call(s, "find_entities", type="npc"))["entities"]}
+        assert npcs == {"Grom", SECRET_NPC}
+
+        card = await call(s, "entity_card", name="Grom")
+        assert card["description"].startswith("A dwarven smith")
+        assert any(SECRET_FACT_VALUE in f and "[DM only]" in f for f in card["facts"])
+        assert {c["name"] for c in card["connected"]} >= {"Ironhold", SECRET_NPC}
+
+        facts = await call(s, "entity_facts", name="Ember Key")
+        assert [f["text"] for f in facts["current"]] == ["Ember Key —owned_by→ Pip"]
+        assert [p["text"] for p in facts["history"]] == ["Ember Key —owned_by→ Grom"]
+
+        mentions = (await call(s, "entity_mentions", name="Grom"))["mentions"]
+        assert mentions[0]["where"].startswith("Night 2") and "whispers" in mentions[0]["text"]
+        assert any(m["where"].startswith("Night 1") for m in mentions)
+
+        recap = await call(s, "session_recap", session="Night 1")
+        assert recap["ended"] and SECRET_NPC in recap["summary"]
+
+        log = await call(s, "recent_log", minutes=2)
+        assert log["session"] == "Night 2" and log["live"]
+        assert [line["start_s"] for line in log["lines"]] == [1200, 1230, 1260]
+
+        hot = await call(s, "hot_context", entity="Grom", minutes=5, budget_tokens=300)
+        assert hot["text"].startswith("# Grom (npc)") and len(hot["text"]) <= 1200
+        assert {e["name"] for e in hot["context"]["scene"]} >= {"Ironhold", SECRET_NPC}
+
+        resources = {str(r.uri) for r in (await s.list_resources()).resources}
+        assert "lorekeeper://campaign" in resources
+        overview = (await s.read_resource("lorekeeper://campaign")).contents[0].text  # type: ignore[union-attr]
+        assert "Test Campaign" in overview and "lorekeeper://sessions/" in overview
+        old = next(x for x in await campaign.log.sessions() if x.title == "Night 1")
+        recap_text = (await s.read_resource(f"lorekeeper://sessions/{old.id}/recap")).contents[0].text  # type: ignore[union-attr]
+        assert recap_text.startswith("# Night 1") and "Ember Key" in recap_text
+
+
+async def test_player_view_hides_secrets_and_proposals_wait_for_review(
+    campaign: CampaignMemory, fresh_dsn: str, tmp_path: Path
+) -> None:
+    await build_world(campaign)
+    async with mcp_client(fresh_dsn, tmp_path, "--as", "player", "--allow-proposals") as s:
+        everything = []
+        npcs = await call(s, "find_entities", type="npc")
+        assert {e["name"] for e in npcs["entities"]} == {"Grom"}
+        card = await call(s, "entity_card", name="Grom")
+        everything += [npcs, card]
+        assert not any(SECRET_FACT_VALUE in f or "secretly_serves" in f for f in card["facts"])
+        missing = await error_of(s, "entity_card", name=SECRET_NPC)
+        assert "no entity named" in missing and missing.count("Vaskerrin") == 1
+        assert "no entity named" in await error_of(s, "entity_card", name="the Pale Magister")
+        everything.append(await call(s, "entity_facts", name="Grom"))
+        everything.append(await call(s, "search_sessions", query="who watches in the shadows"))
+        everything.append(await call(s, "session_recap", session="Night 1"))
+        everything.append(await call(s, "recent_log", minutes=5))
+        everything.append(await call(s, "hot_context", entity="Grom"))
+        everything.append(await call(s, "entity_mentions", name="Grom"))
+        dumped = json.dumps(everything, ensure_ascii=False)
+        assert "Vaskerrin" not in dumped and SECRET_FACT_VALUE not in dumped
+        assert "[secret]" in dumped  # what was said stays, with the name masked
+        overview = (await s.read_resource("lorekeeper://campaign")).contents[0].text  # type: ignore[union-attr]
+        assert "1 npc" in overview and "Vaskerrin" not in overview
+
+        proposed = await call(s, "propose_entity", name="Sister Ash", type="npc", description="A wandering nun.")
+        assert proposed["status"] == "pending" and proposed["ref"].startswith("e")
+        fact = await call(s, "propose_fact", entity="Grom", relation="owes_money_to", target="Pip")
+        assert fact["status"] == "pending" and fact["ref"].startswith("f")
+        # a name a secret entity holds is refused without saying whose
+        taken = await error_of(s, "propose_entity", name="the Pale Magister", type="npc")
+        assert "cannot be proposed" in taken and "Vaskerrin" not in taken
+
+    pending = await campaign.review.pending()
+    assert {(i.kind, i.ref) for i in pending} == {(ReviewKind.entity, proposed["ref"]), (ReviewKind.fact, fact["ref"])}
+    assert (await campaign.graph.find_entity("Sister Ash")).status == "pending"  # type: ignore[union-attr]
+    grom = await campaign.graph.get_entity("Grom")
+    canon = await campaign.graph.relationships_of(grom.id, include_secret=True)  # accepted facts only
+    assert "owes_money_to" not in {r.type for r in canon}
+
+
+async def test_bad_arguments_are_tool_errors(campaign: CampaignMemory, fresh_dsn: str, tmp_path: Path) -> None:
+    await build_world(campaign)
+    async with mcp_client(fresh_dsn, tmp_path, "--as", "dm") as s:
+        assert "query" in await error_of(s, "search_sessions", query="")
+        assert "limit" in await error_of(s, "search_sessions", query="key", limit=500)
+        assert "type" in await error_of(s, "find_entities", type="dragon")
+        assert "name" in await error_of(s, "entity_card")
+        assert "no entity named 'Gorm'" in await error_of(s, "entity_card", name="Gorm")
+        assert "did you mean 'Grom'" in await error_of(s, "entity_facts", name="Gorm")
+        assert "minutes" in await error_of(s, "recent_log", minutes=-1)
+        assert "no session titled" in await error_of(s, "session_recap", session="Night 9")
+        # proposals are not offered read-only: calling one is an error, nothing is written
+        assert "propose_fact" in await error_of(s, "propose_fact", entity="Grom", relation="x", value="y")
+        try:
+            await s.read_resource("lorekeeper://sessions/999999/recap")
+        except MCPError as exc:
+            assert "no session with id" in str(exc)
+        else:
+            raise AssertionError("a missing session's recap was read")
+    assert await campaign.review.pending() == []
+
+
+async def test_http_needs_the_bearer_token(campaign: CampaignMemory, fresh_dsn: str, tmp_path: Path) -> None:
+    import asyncio
+    import socket
+
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    await build_world(campaign)
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    token = "t" * 32
+    env = {k: v for k, v in os.environ.items() if k != "LOREKEEPER_CONFIG"}
+    env |= {"DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    cli = [sys.executable, "-c", "from bot.cli import main; main()", "mcp", "-c", "Test Campaign", "--http"]
+    short = await asyncio.create_subprocess_exec(
+        *cli, env={**env, "LOREKEEPER_MCP_TOKEN": "short"}, stderr=asyncio.subprocess.PIPE
+    )
+    _, said = await short.communicate()
+    assert short.returncode == 1 and b"LOREKEEPER_MCP_TOKEN" in said
+    log = (tmp_path / "http.log").open("wb")  # once, before the server starts
+    server = await asyncio.create_subprocess_exec(
+        *cli, "--port", str(port), env={**env, "LOREKEEPER_MCP_TOKEN": token}, stderr=log
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with httpx2.AsyncClient() as plain:
+            for _ in range(600):  # until it listens (a busy machine takes seconds to import and connect)
+                assert server.returncode is None, (tmp_path / "http.log").read_text()
+                try:
+                    refused = await plain.post(url, json={})
+                    break
+                except httpx2.ConnectError:
+                    await asyncio.sleep(0.1)
+            assert refused.status_code == 401
+            wrong = await plain.post(url, json={}, headers={"Authorization": "Bearer " + "x" * 32})
+            assert wrong.status_code == 401
+        client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with (
+            client,
+            streamable_http_client(url, http_client=client) as (read, write),
+            ClientSession(read, write) as s,
+        ):
+            await s.initialize()
+            card = await call(s, "entity_card", name="Grom")
+            assert card["name"] == "Grom" and not any(SECRET_FACT_VALUE in f for f in card["facts"])
+    finally:
+        if server.returncode is None:
+            server.terminate()
+        await server.wait()
+        log.close()
