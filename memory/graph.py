@@ -23,6 +23,7 @@ from memory.models import (
     DEFAULT_ACCEPT_THRESHOLD,
     MAX_ALIASES,
     MAX_HEARD_AS,
+    SYMMETRIC,
     Entity,
     EntityIn,
     EntityType,
@@ -55,6 +56,7 @@ from memory.models import (
 SINGLE_VALUED = frozenset(
     {
         "located_in",
+        "located_at",
         "lives_in",
         "ruled_by",
         "led_by",
@@ -1336,8 +1338,10 @@ class KnowledgeGraph:
         status = rel.status or self._status_for(rel.provenance)
         existing = await self.db.fetchrow(
             f"""{_REL_SELECT}
-            WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.type = $3
-              AND r.target_id IS NOT DISTINCT FROM $4 AND r.value IS NOT DISTINCT FROM $5
+            WHERE r.campaign_id = $1 AND r.type = $3 AND r.value IS NOT DISTINCT FROM $5
+              AND ((r.source_id = $2 AND r.target_id IS NOT DISTINCT FROM $4)
+                   -- a symmetric fact (allied_with) stated from the other end is the same fact
+                   OR ($6 AND r.source_id = $4 AND r.target_id = $2))
               AND r.valid_to IS NULL AND r.status <> 'rejected'
             ORDER BY r.status = 'accepted' DESC LIMIT 1
             """,
@@ -1346,6 +1350,7 @@ class KnowledgeGraph:
             rel.type,
             rel.target_id,
             rel.value,
+            rel.type in SYMMETRIC and rel.target_id is not None,
         )
         # However sure the extractor is, what was said at the table (a player's "Eldrinax is dead", maybe under the
         # nickname "DM") does not end the DM's word by itself: the DM decides, in review. A waiting copy accepted
@@ -1554,8 +1559,9 @@ class KnowledgeGraph:
         rel_type = RelationshipIn(source_id=s.id, type=type).type
         rows = await self.db.fetch(
             """
-            SELECT id FROM relationships WHERE campaign_id = $1 AND source_id = $2 AND type = $3
-              AND (target_id = $4 OR (target_id IS NULL AND lower(value) = lower($5)))
+            SELECT id FROM relationships WHERE campaign_id = $1 AND type = $3
+              AND ((source_id = $2 AND (target_id = $4 OR (target_id IS NULL AND lower(value) = lower($5))))
+                   OR ($6 AND source_id = $4 AND target_id = $2))  -- a symmetric fact, stated from the other end
             ORDER BY id DESC
             """,
             self.campaign_id,
@@ -1563,6 +1569,7 @@ class KnowledgeGraph:
             rel_type,
             t.id if t is not None else None,
             target.strip(),
+            rel_type in SYMMETRIC,
         )
         if not rows and t is None:
             raise NotFoundError(
