@@ -41,8 +41,8 @@ class _EntityTypeParam(click.Choice):  # type: ignore[type-arg]
         try:
             return EntityType(str(value)).value
         except ValueError:
-            hint = f" (did you mean {meant!r}?)" if (meant := suggest_entity_type(str(value))) else ""
-            self.fail(f"{value!r} is not an entity type{hint}; use one of {', '.join(self.choices)}", param, ctx)
+            hint = f"; did you mean {meant!r}?" if (meant := suggest_entity_type(str(value))) else ""
+            self.fail(f"{value!r} is not one of {', '.join(self.choices)}{hint}", param, ctx)
 
 
 TYPE_CHOICE = _EntityTypeParam([t.value for t in EntityType], case_sensitive=False)

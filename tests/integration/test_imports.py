@@ -115,5 +115,9 @@ def test_the_cli_imports_for_review_and_with_accept(lk: Callable[..., CompletedP
     csv = FIXTURES / "world.csv"
     direct = lk("campaign", "import", str(csv), "--accept")
     assert direct.returncode == 0 and "accepted into Tides: entities: 3 new" in direct.stdout, direct.stderr
+    # place, as older versions called it, is still taken on the command line; a misspelling gets a suggestion
+    assert lk("entity", "add", "Saltmere", "place").stdout.startswith("added location 'Saltmere'")
+    typo = lk("entity", "add", "Vel", "locaton")
+    assert typo.returncode == 2 and "did you mean 'location'?" in typo.stderr
     bad = lk("campaign", "import", str(FIXTURES / "roll20_handout.json"), "--format", "csv")
     assert bad.returncode != 0 and "roll20_handout.json" in bad.stderr
