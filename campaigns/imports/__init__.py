@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, Field
 
 from campaigns.imports import csv_format, foundry, kanka, roll20
@@ -68,6 +69,14 @@ def _json(text: str) -> Any:
         return None
 
 
+def _yaml(text: str) -> Any:
+    """A YAML document (the dnd5e system's ``packs/_source/*.yml``), or None; safe loading only."""
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        return None
+
+
 def _nedb(text: str) -> bool:
     """One JSON object a line (its first line read whole): a NeDB file; a bad later line is then reported by line."""
     lines = [line for line in text.splitlines() if line.strip()]
@@ -87,9 +96,11 @@ def detect_format(file: str, text: str) -> Format:
         raise problem(file, None, None, "JSON, but not a Foundry VTT, Roll20 or Kanka export I know: pass --format")
     if _nedb(text):
         return "foundry"
+    if text.lstrip()[:1] not in ("", "{", "[") and isinstance(found := _yaml(text), dict) and foundry.looks_like(found):
+        return "foundry"  # a compendium source written as YAML
     if csv_format.looks_like(text):
         return "csv"
-    raise problem(file, None, None, "not JSON, a Foundry .db file nor CSV with a 'name' column: pass --format")
+    raise problem(file, None, None, "not JSON, a Foundry .db or .yml source nor CSV with a header: pass --format")
 
 
 def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None) -> ImportedWorld:
@@ -115,7 +126,9 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
             continue
         parsed = _json(text)
         if found == "foundry":
-            if parsed is None:
+            if parsed is None and not _nedb(text) and isinstance(document := _yaml(text), dict):
+                foundry.parse_json(file, document, world)
+            elif parsed is None:
                 foundry.parse_nedb(file, text, world)
             else:
                 foundry.parse_json(file, parsed, world)

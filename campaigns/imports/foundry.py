@@ -1,6 +1,7 @@
 """Foundry VTT: single-document exports ("Export Data" of an Actor, Item, Scene or JournalEntry, in v9's ``data``
 or v10+'s ``system`` layout), a world's or compendium's NeDB ``.db`` files (one JSON document a line), compendium
-sources (``packs/_source/*.json``), and Adventure documents holding all of those.
+sources (``packs/_source/*.json``, or ``*.yml`` as the dnd5e system now writes them), and Adventure documents
+holding all of those.
 
 - Actors: dnd5e/pf2e ``npc`` → npc, ``character`` → player, ``vehicle`` → item, ``group``/``party``/``army`` →
   faction, ``familiar`` → npc, ``hazard`` → concept, ``loot`` → item; any other actor type → npc.

@@ -100,6 +100,13 @@ def test_compendium_sources_skip_folders() -> None:
     assert [e.name for e in world.entities] == ["Lantern of Whispers"]
 
 
+def test_compendium_sources_written_as_yaml() -> None:
+    world = imported("packs/_source/tide-priest.yml")
+    assert world.format == "foundry"
+    assert [(e.name, e.type) for e in world.entities] == [("Tide Priest", "npc"), ("Conch of Calling", "item")]
+    assert [(r.source, r.type, r.target) for r in world.relationships] == [("Tide Priest", "owns", "Conch of Calling")]
+
+
 def test_a_leveldb_pack_is_refused_with_what_to_do() -> None:
     assert "foundryvtt-cli" in refused([("000005.ldb", b"\x00\x01\x02binary")])
 
