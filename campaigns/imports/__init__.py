@@ -7,7 +7,9 @@ Pure (no database): :func:`read_import` takes the files' bytes and returns an :c
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -39,7 +41,7 @@ class ImportedWorld(BaseModel):
         return CampaignFile(entities=self.entities, relationships=self.relationships)
 
 
-def _decode(file: str, data: bytes) -> str:
+def _size(file: str, data: bytes) -> None:
     if len(data) > MAX_IMPORT_BYTES:
         raise problem(
             file,
@@ -48,6 +50,10 @@ def _decode(file: str, data: bytes) -> str:
             f"{len(data) / 2**20:.1f} MB, more than the {MAX_IMPORT_BYTES // 2**20} MB an "
             "import reads: export fewer documents at a time",
         )
+
+
+def _decode(file: str, data: bytes) -> str:
+    _size(file, data)
     if data.startswith(b"\x00") or b"\x00" in data[:4096]:
         raise problem(
             file,
@@ -103,10 +109,46 @@ def detect_format(file: str, text: str) -> Format:
     raise problem(file, None, None, "not JSON, a Foundry .db or .yml source nor CSV with a header: pass --format")
 
 
+#: What a zip's members may hold unpacked, all together: a Kanka export or a zipped Foundry world, not a bomb.
+MAX_UNZIPPED_BYTES = 5 * MAX_IMPORT_BYTES
+_READABLE = (".json", ".db", ".csv", ".yml", ".yaml", ".txt")
+
+
+def _unzipped(files: Sequence[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """The files, a zip (Kanka's export, a zipped world folder) standing for its readable members."""
+    out: list[tuple[str, bytes]] = []
+    for file, data in files:
+        if not data.startswith(b"PK\x03\x04"):
+            out.append((file, data))
+            continue
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                members = [
+                    m
+                    for m in archive.infolist()
+                    if not m.is_dir() and m.filename.casefold().endswith(_READABLE) and "__MACOSX" not in m.filename
+                ]
+                if sum(m.file_size for m in members) > MAX_UNZIPPED_BYTES:
+                    raise problem(file, None, None, f"unpacks to more than {MAX_UNZIPPED_BYTES // 2**20} MB")
+                for member in members:
+                    if member.file_size > MAX_IMPORT_BYTES:
+                        raise problem(f"{file}/{member.filename}", None, None, "more than an import reads")
+                    out.append((f"{file}/{member.filename}", archive.read(member)))
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise problem(file, None, None, f"a damaged zip ({exc})") from None
+        if not any(name.startswith(f"{file}/") for name, _ in out):
+            raise problem(file, None, None, "a zip holding no .json, .db, .csv or .yml file")
+    return out
+
+
 def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None) -> ImportedWorld:
-    """Read every file (all of one format) into one world; the first bad file stops it all."""
+    """Read every file (all of one format; a zip stands for the files in it) into one world; the first bad file
+    stops it all."""
     if not files:
         raise ImportFileError("no files to import")
+    for file, data in files:
+        _size(file, data)
+    files = _unzipped(files)
     world = World()
     formats: list[Format] = []
     kanka_reader = kanka.KankaReader(world)

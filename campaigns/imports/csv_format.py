@@ -1,6 +1,7 @@
 """A generic CSV world: ``name,type,aliases,description`` and any further columns as attributes.
 
-UTF-8 with or without a byte-order mark, quoted fields, line breaks inside quotes (the csv module's own rules).
+UTF-8 with or without a byte-order mark, quoted fields, line breaks inside quotes (the csv module's own rules);
+commas, or the semicolons or tabs spreadsheets write in many locales.
 Aliases are separated by ``;`` or ``|``. A ``secret`` column (true/yes/1) makes the entity DM-only; a ``dm_notes``
 column is GM-only text. Column names are matched case-insensitively.
 """
@@ -19,6 +20,12 @@ _TRUE = frozenset({"true", "yes", "y", "1", "x", "secret"})
 _FALSE = frozenset({"", "false", "no", "n", "0", "public"})
 
 
+def delimiter(text: str) -> str:
+    """The header's separator: a comma, or the semicolon or tab a spreadsheet in many locales writes."""
+    first = text.lstrip("\ufeff").split("\n", 1)[0]
+    return max((",", ";", "\t"), key=lambda d: (len(next(csv.reader([first], delimiter=d), [])), d == ","))
+
+
 def looks_like(text: str) -> bool:
     """Whether ``text`` starts with a CSV header: two columns or more, not JSON (a missing ``name`` column is then
     said by :func:`parse`)."""
@@ -26,14 +33,14 @@ def looks_like(text: str) -> bool:
     if first.lstrip()[:1] in ("{", "["):
         return False
     try:
-        header = next(csv.reader([first]))
+        header = next(csv.reader([first], delimiter=delimiter(text)))
     except (csv.Error, StopIteration):
         return False
     return len(header) >= 2 and all(0 < len(h.strip()) <= 60 for h in header)
 
 
 def parse(file: str, text: str, world: World) -> None:
-    reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""))
+    reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""), delimiter=delimiter(text))
     try:
         header = next(reader)
     except StopIteration:

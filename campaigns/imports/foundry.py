@@ -20,6 +20,7 @@ holding all of those.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from campaigns.imports.common import World, as_text, html_to_text, problem
@@ -192,7 +193,7 @@ def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
         "level": as_text(
             _get(details, "level", "value") if isinstance(details.get("level"), dict) else details.get("level")
         ),
-        "race": as_text(details.get("race")) if isinstance(details.get("race"), str) else "",
+        "race": _race(details.get("race")),
         "foundry_type": as_text(doc.get("type")),
     }
     name = world.entity(
@@ -212,6 +213,12 @@ def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
             left += 1
     if left:
         world.skipped.append(f"{where[0]}: {name}: {left} mundane items, spells and features left on the sheet")
+
+
+def _race(value: Any) -> str:
+    """dnd5e 3.x keeps a character's race as the id of its race item ("Ej3hX9…"): no name, left out."""
+    text = as_text(value) if isinstance(value, str) else ""
+    return "" if re.fullmatch(r"[A-Za-z0-9]{16}", text) else text
 
 
 def _notable(item: dict[str, Any]) -> bool:

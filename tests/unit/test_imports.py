@@ -3,7 +3,9 @@ from content, and every bad file refused once, naming file, record and field."""
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -194,6 +196,30 @@ def test_csv_accepts_place_and_explains_a_wrong_type() -> None:
         "bad.csv: line 3 ('The Red Hand'): field 'type': 'Organisation' is not one of npc, location, item, faction, "
         "quest, event, concept, player; did you mean 'faction'?"
     )
+
+
+def test_csv_from_a_spreadsheet_that_writes_semicolons() -> None:
+    world = imported_text('name;type;aliases;description\nEldrinax;npc;"Old Red;Eldri";A red dragon, old\n')
+    assert [(e.name, e.aliases, e.description) for e in world.entities] == [
+        ("Eldrinax", ["Old Red", "Eldri"], "A red dragon, old")
+    ]
+
+
+def test_a_zip_stands_for_the_files_in_it() -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name in ("characters", "locations", "organisations", "items", "relations"):
+            archive.write(FIXTURES / f"kanka_{name}.json", f"export/{name}.json")
+        archive.writestr("export/images/face.png", b"\x89PNG")  # not read
+    world = read_import([("kanka-export.zip", buffer.getvalue())])
+    assert world.format == "kanka" and len(world.entities) == 6 and len(world.relationships) == 8
+    assert world.sources[0] == "kanka-export.zip/export/characters.json"
+    assert "a damaged zip" in refused([("broken.zip", b"PK\x03\x04 not really")])
+
+
+def test_a_dnd5e_race_kept_as_an_item_id_is_not_an_attribute() -> None:
+    doc = {"_id": "x", "name": "Ilse", "type": "character", "system": {"details": {"race": "Ej3hX9qL2mN8pR4t"}}}
+    assert "race" not in read_import([("ilse.json", json.dumps({**doc, "items": []}).encode())]).entities[0].attributes
 
 
 def imported_text(text: str, name: str = "x.csv") -> ImportedWorld:
