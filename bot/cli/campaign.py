@@ -21,7 +21,7 @@ from bot.cli.common import (
 )
 from campaigns import batches
 from campaigns.files import CampaignFileError, dump_campaign_file, read_campaign_file, too_big_to_load
-from campaigns.imports import FORMATS, MAX_IMPORT_BYTES, Format, ImportFileError, read_import
+from campaigns.imports import FORMATS, MAX_IMPORT_BYTES, READABLE, Format, ImportFileError, read_import
 from campaigns.load import apply_campaign_file, export_campaign_file
 from campaigns.schema import CampaignHeader
 from memory.campaigns import Campaigns
@@ -220,7 +220,7 @@ async def delete(ctx: click.Context, name: str, yes: bool) -> None:
 
 
 @campaign.command("import")
-@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--format", "format_", type=click.Choice(FORMATS), help="The tool the files come from (default: told from them)."
 )
@@ -237,12 +237,24 @@ async def import_(
     campaign: str | None,
     as_json: bool,
 ) -> None:
-    """Import a world from Foundry VTT (document exports, .db files, packs/_source JSON), Roll20 (VTT Enhancement
+    """Import a world from Foundry VTT (document exports, .db files, packs/_source JSON; a folder reads the files
+    in it), Roll20 (VTT Enhancement
     Suite characters, handouts, campaign exports), Kanka (API or export JSON) or CSV (name,type,aliases,description
     and more columns as attributes). It waits as one batch for review (`lorekeeper review list`), entities named like
     the campaign's updating them; nothing is written if a file is bad. See docs/guide/imports.md."""
     read: list[tuple[str, bytes]] = []
-    for path in files:
+    paths = [  # a folder (a Foundry world's data/, packs/_source/) stands for the files under it
+        found
+        for path in files
+        for found in (
+            sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.casefold() in READABLE)
+            if path.is_dir()
+            else [path]
+        )
+    ]
+    if not paths:
+        raise CliError(f"no {', '.join(READABLE)} files in {', '.join(map(str, files))}")
+    for path in paths:
         if path.stat().st_size > MAX_IMPORT_BYTES:
             raise CliError(
                 f"{path}: {path.stat().st_size / 2**20:.1f} MB, more than the {MAX_IMPORT_BYTES // 2**20} MB an import "

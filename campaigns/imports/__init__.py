@@ -25,7 +25,16 @@ from memory.models import SYMMETRIC
 Format = Literal["foundry", "roll20", "kanka", "csv"]
 FORMATS: tuple[Format, ...] = ("foundry", "roll20", "kanka", "csv")
 
-__all__ = ["FORMATS", "MAX_IMPORT_BYTES", "Format", "ImportFileError", "ImportedWorld", "detect_format", "read_import"]
+__all__ = [
+    "FORMATS",
+    "MAX_IMPORT_BYTES",
+    "READABLE",
+    "Format",
+    "ImportFileError",
+    "ImportedWorld",
+    "detect_format",
+    "read_import",
+]
 
 
 class ImportedWorld(BaseModel):
@@ -111,7 +120,8 @@ def detect_format(file: str, text: str) -> Format:
 
 #: What a zip's members may hold unpacked, all together: a Kanka export or a zipped Foundry world, not a bomb.
 MAX_UNZIPPED_BYTES = 5 * MAX_IMPORT_BYTES
-_READABLE = (".json", ".db", ".csv", ".yml", ".yaml", ".txt")
+#: The files a zip or a folder is read for.
+READABLE = (".json", ".db", ".csv", ".yml", ".yaml")
 
 
 def _unzipped(files: Sequence[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
@@ -126,7 +136,7 @@ def _unzipped(files: Sequence[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
                 members = [
                     m
                     for m in archive.infolist()
-                    if not m.is_dir() and m.filename.casefold().endswith(_READABLE) and "__MACOSX" not in m.filename
+                    if not m.is_dir() and m.filename.casefold().endswith(READABLE) and "__MACOSX" not in m.filename
                 ]
                 if sum(m.file_size for m in members) > MAX_UNZIPPED_BYTES:
                     raise problem(file, None, None, f"unpacks to more than {MAX_UNZIPPED_BYTES // 2**20} MB")

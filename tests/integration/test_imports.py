@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
@@ -115,6 +116,9 @@ def test_the_cli_imports_for_review_and_with_accept(lk: Callable[..., CompletedP
     csv = FIXTURES / "world.csv"
     direct = lk("campaign", "import", str(csv), "--accept")
     assert direct.returncode == 0 and "accepted into Tides: entities: 3 new" in direct.stdout, direct.stderr
+    # a folder stands for the files in it: a Foundry world's data folder
+    world = lk("campaign", "import", str(FIXTURES / "foundry_world"), "--json")
+    assert world.returncode == 0 and json.loads(world.stdout)["status"] == "pending", world.stderr
     # place, as older versions called it, is still taken on the command line; a misspelling gets a suggestion
     assert lk("entity", "add", "Saltmere", "place").stdout.startswith("added location 'Saltmere'")
     typo = lk("entity", "add", "Vel", "locaton")
