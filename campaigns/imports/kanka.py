@@ -2,7 +2,7 @@
 campaign export, for characters, locations, organisations, families, items, quests, events, journals, notes and
 races; and its relations as facts.
 
-- Kanka's modules map to types: characters → npc, locations → location, organisations and families → faction,
+- Kanka's modules map to types: characters → npc (player when their ``type`` says PC or player), locations → location, organisations and families → faction,
   items → item, quests → quest, events → event, creatures → npc, journals, notes, races and abilities → concept.
 - ``entry`` (HTML) is the description, its ``[character:12|Name]`` mentions written as their text;
   ``is_private`` makes the entity secret.
@@ -51,6 +51,8 @@ MODULES = {
     "race": EntityType.concept,
     "ability": EntityType.concept,
 }
+#: A character's free ``type`` that says it is a player's.
+_PLAYER_TYPES = frozenset({"pc", "player", "player character", "player-character", "party member"})
 _MENTION = re.compile(r"\[(\w+):(\d+)(?:\|([^\]]*))?\]")
 #: Field names only one module's records have: how a record says what it is when nothing else does.
 _TELLTALE = (
@@ -136,10 +138,13 @@ class KankaReader:
         entity = record.get("entity") if isinstance(record.get("entity"), dict) else {}
         entry = as_raw(record.get("entry"))
         public, hidden = html_to_text(_mentions(entry, {}))
+        kind = MODULES[module]
+        if module == "character" and as_text(record.get("type")).casefold() in _PLAYER_TYPES:
+            kind = EntityType.player  # Kanka has no player flag: DMs type their PCs so
         name = self.world.entity(
             where,
             name=record.get("name"),
-            type=MODULES[module],
+            type=kind,
             description=public,
             attributes={
                 "title": as_text(record.get("title")),

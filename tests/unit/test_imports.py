@@ -217,6 +217,11 @@ def test_a_zip_stands_for_the_files_in_it() -> None:
     assert "a damaged zip" in refused([("broken.zip", b"PK\x03\x04 not really")])
 
 
+def test_a_kanka_character_typed_pc_is_a_player() -> None:
+    chars = {"data": [{"id": 1, "name": "Brannoc", "entry": "", "entity_id": 5, "type": "PC", "sex": ""}]}
+    assert read_import([("characters.json", json.dumps(chars).encode())]).entities[0].type is EntityType.player
+
+
 def test_a_dnd5e_race_kept_as_an_item_id_is_not_an_attribute() -> None:
     doc = {"_id": "x", "name": "Ilse", "type": "character", "system": {"details": {"race": "Ej3hX9qL2mN8pR4t"}}}
     assert "race" not in read_import([("ilse.json", json.dumps({**doc, "items": []}).encode())]).entities[0].attributes
