@@ -2,8 +2,9 @@
 campaign export, for characters, locations, organisations, families, items, quests, events, journals, notes and
 races; and its relations as facts.
 
-- Kanka's modules map to types: characters → npc (player when their ``type`` says PC or player), locations → location, organisations and families → faction,
-  items → item, quests → quest, events → event, creatures → npc, journals, notes, races and abilities → concept.
+- Kanka's modules map to types: characters → npc (player when their ``type`` says PC or player), locations →
+  location, organisations and families → faction, items → item, quests → quest, events → event, creatures → npc,
+  journals, notes, races and abilities → concept.
 - ``entry`` (HTML) is the description, its ``[character:12|Name]`` mentions written as their text;
   ``is_private`` makes the entity secret.
 - Links Kanka keeps as fields become facts: a character's, organisation's or item's ``location_id`` (located_in),
