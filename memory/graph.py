@@ -1336,22 +1336,17 @@ class KnowledgeGraph:
 
     async def _ensure_relationship(self, rel: RelationshipIn) -> tuple[Relationship, bool]:
         status = rel.status or self._status_for(rel.provenance)
-        existing = await self.db.fetchrow(
-            f"""{_REL_SELECT}
-            WHERE r.campaign_id = $1 AND r.type = $3 AND r.value IS NOT DISTINCT FROM $5
-              AND ((r.source_id = $2 AND r.target_id IS NOT DISTINCT FROM $4)
-                   -- a symmetric fact (allied_with) stated from the other end is the same fact
-                   OR ($6 AND r.source_id = $4 AND r.target_id = $2))
+        query = f"""{_REL_SELECT}
+            WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.type = $3
+              AND r.target_id IS NOT DISTINCT FROM $4 AND r.value IS NOT DISTINCT FROM $5
               AND r.valid_to IS NULL AND r.status <> 'rejected'
             ORDER BY r.status = 'accepted' DESC LIMIT 1
-            """,
-            self.campaign_id,
-            rel.source_id,
-            rel.type,
-            rel.target_id,
-            rel.value,
-            rel.type in SYMMETRIC and rel.target_id is not None,
-        )
+            """
+        existing = await self.db.fetchrow(query, self.campaign_id, rel.source_id, rel.type, rel.target_id, rel.value)
+        if existing is None and rel.type in SYMMETRIC and rel.target_id is not None:
+            # a symmetric fact (allied_with) stated from the other end is the same fact; asked apart, so the usual
+            # lookup keeps its index
+            existing = await self.db.fetchrow(query, self.campaign_id, rel.target_id, rel.type, rel.source_id, None)
         # However sure the extractor is, what was said at the table (a player's "Eldrinax is dead", maybe under the
         # nickname "DM") does not end the DM's word by itself: the DM decides, in review. A waiting copy accepted
         # now would be true from now (below).
