@@ -32,7 +32,7 @@ from campaigns.schema import (
     name_key,
 )
 from memory.errors import describe_value, printable
-from memory.models import EntityType
+from memory.models import EntityType, suggest_entity_type
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 #: A load holds the campaign's graph lock, so live play waits for it: 20,000 entities take about a minute, and are
@@ -323,8 +323,14 @@ def _to_python(node: yaml.Node) -> Any:
     for source in _merged_keys(node):
         result.update(_to_python(source))  # explicit keys below override merged ones, as YAML says
     first_line: dict[Any, int] = {}
+    previous: tuple[Any, yaml.Node] | None = None
     for key_node, value_node in node.value:
         if key_node.tag == _TAG + "merge":
+            continue
+        if previous is not None and _continues(previous[1], key_node, value_node):
+            # ``{personality: paranoid wizard, speaks in riddles}`` (the design's own file): YAML reads the words
+            # after the comma as a key with no value; a DM means the rest of the value.
+            result[previous[0]] = f"{result[previous[0]]}, {key_node.value}"
             continue
         if not isinstance(key_node, yaml.ScalarNode):
             raise _NodeError(key_node, "a key must be plain text, not a list or mapping")
@@ -334,7 +340,25 @@ def _to_python(node: yaml.Node) -> Any:
             raise _NodeError(key_node, f"key {key!r} appears twice (first at line {first_line[key]})")
         first_line[key] = _line(key_node)
         result[key] = _to_python(value_node)
+        previous = (key, value_node)
     return result
+
+
+def _continues(value_before: yaml.Node, key_node: yaml.Node, value_node: yaml.Node) -> bool:
+    """Whether ``key_node`` of a flow mapping is the rest of the plain text before it: a key written without a
+    colon (its empty value starts where it ends), after an unquoted text value (unquoted: no style)."""
+    return (
+        isinstance(value_before, yaml.ScalarNode)
+        and value_before.tag == _TAG + "str"
+        and not value_before.style
+        and isinstance(key_node, yaml.ScalarNode)
+        and key_node.tag == _TAG + "str"
+        and not key_node.style
+        and isinstance(value_node, yaml.ScalarNode)
+        and value_node.tag == _TAG + "null"
+        and value_node.value == ""
+        and value_node.start_mark.index == key_node.end_mark.index
+    )
 
 
 def _merged_keys(node: yaml.MappingNode, *, strict: bool = True) -> list[yaml.MappingNode]:
@@ -441,8 +465,8 @@ def _friendly(error: Any, model: type[BaseModel]) -> str:
         return f"missing field {field!r}"
     if kind == "enum" and loc == ("type",):
         types = ", ".join(t.value for t in EntityType)
-        hint = get_close_matches(str(value).casefold(), [t.value for t in EntityType], n=1, cutoff=0.6)
-        suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
+        hint = suggest_entity_type(str(value))
+        suggestion = f"; did you mean {hint!r}?" if hint else ""
         return f"type {value!r} is not one of {types}{suggestion}"
     if loc and loc[-1] == "[key]":
         # loc is (..., <the key itself>, "[key]")

@@ -43,6 +43,7 @@ from pydantic_core import PydanticCustomError
 from memory.campaigns import MAX_NAME
 from memory.graph import SINGLE_VALUED
 from memory.models import (
+    SYMMETRIC,
     EntityIn,
     EntityType,
     Provenance,
@@ -357,6 +358,8 @@ def find_conflicts(
             )
         elif len(resolved) == len(fields):
             edge = (resolved[0], rel.type, resolved[1] if rel.target is not None else None, rel.value)
+            if rel.type in SYMMETRIC and (resolved[1], rel.type, resolved[0], None) in seen_edges:
+                continue  # the same symmetric fact from the other end ("A allied_with B", "B allied_with A"): one fact
             if edge in seen_edges:
                 conflicts.append(
                     Conflict(

@@ -1,4 +1,5 @@
-"""``/campaign``: a guild's campaigns — create, list, switch, info, delete, load a YAML file, export one."""
+"""``/campaign``: a guild's campaigns — create, list, switch, info, delete, load a YAML file, import another tool's
+world for review, export one."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from bot.checks import (
     require_dm,
 )
 from bot.views import Confirm, Paginator, clip, name_choices, paged_embeds, safe_autocomplete
+from campaigns import batches
 from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaign_file, too_big_to_load
+from campaigns.imports import FORMATS, MAX_IMPORT_BYTES, ImportFileError, read_import
 from campaigns.load import apply_campaign_file, export_campaign_file
 from campaigns.schema import CampaignHeader
 from memory.campaigns import MAX_NAME, Campaigns
@@ -176,6 +179,50 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
             )
         said = f"{said}\n{report.said()}".rstrip()
         await interaction.followup.send(clip(said, 2000), ephemeral=True)
+
+    @app_commands.command(
+        name="import", description="Import a world from Foundry VTT, Roll20, Kanka or CSV for review (DM only)"
+    )
+    @app_commands.describe(
+        file="An export: Foundry .json/.db, Roll20 .json, Kanka .json or .csv",
+        file2="Another file of the same export (e.g. journal.db)",
+        file3="Another file of the same export",
+        format="The tool the files come from (default: told from them)",
+    )
+    @app_commands.choices(format=[app_commands.Choice(name=f, value=f) for f in FORMATS])
+    async def import_(
+        self,
+        interaction: discord.Interaction,
+        file: discord.Attachment,
+        file2: discord.Attachment | None = None,
+        file3: discord.Attachment | None = None,
+        format: str | None = None,
+    ) -> None:
+        campaign, mem = await dm_campaign(interaction)
+        attachments = [a for a in (file, file2, file3) if a is not None]
+        for attachment in attachments:  # the size Discord reports is checked before anything is downloaded
+            if attachment.size > MAX_IMPORT_BYTES:
+                raise UserError(
+                    f"{attachment.filename} is {attachment.size:,} bytes; an import reads at most {MAX_IMPORT_BYTES:,}."
+                )
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        read = [(a.filename, await a.read()) for a in attachments]
+        try:
+            world = await asyncio.to_thread(read_import, read, format)  # type: ignore[arg-type]
+        except ImportFileError as exc:
+            raise UserError(f"Nothing was imported:\n{exc}") from None
+        if not world.entities:
+            raise UserError(f"Nothing to import: {len(world.skipped)} records left out.")
+        try:
+            batch = await batches.stage(mem, world)
+        except MemoryError_ as exc:
+            raise UserError(f"Nothing was imported:\n{exc}") from None
+        await interaction.followup.send(
+            clip(
+                f"**{campaign.name}** ← {batch.card()}\nIt waits for you in /review: accept or reject it whole.", 2000
+            ),
+            ephemeral=True,
+        )
 
     @app_commands.command(description="Download the active campaign as a YAML file (DM only)")
     async def export(self, interaction: discord.Interaction) -> None:

@@ -33,7 +33,8 @@ from bot.checks import (
     reply_error,
 )
 from bot.views import OwnedModal, add_field_within, clip
-from memory.errors import AlreadyDecidedError, NotFoundError
+from campaigns import batches
+from memory.errors import AlreadyDecidedError, MemoryError_, NotFoundError
 from memory.graph import kept_old_name
 from memory.models import MAX_FACT_VALUE_CHARS, Campaign, EntityType, MergeResult, ReviewItem, ReviewStatus
 from memory.review import ReviewQueue, describe_same_as, watch_new_items
@@ -335,7 +336,65 @@ def same_as_embed(item: ReviewItem, result: MergeResult, *, decided_by: str) -> 
     return embed
 
 
-DYNAMIC_ITEMS = (AcceptButton, EditButton, RejectButton, SameAsButton)
+def batch_embed(batch: batches.ImportBatch, *, decided_by: str | None = None, said: str = "") -> discord.Embed:
+    """An import batch as one card: its counts and a sample; the DM accepts or rejects it whole."""
+    first, *rest = batch.card().split("\n")
+    embed = discord.Embed(title=clip(first, 256), description=clip("\n".join([*rest, said]).strip(), 4000))
+    if decided_by:
+        embed.set_footer(text=f"{batch.status} by {decided_by}")
+    return embed
+
+
+def batch_view(campaign_id: int, ref: str) -> discord.ui.View:
+    view = discord.ui.View(timeout=None)
+    view.add_item(BatchAcceptButton(campaign_id, ref))
+    view.add_item(BatchRejectButton(campaign_id, ref))
+    return view
+
+
+class _BatchButton(_ReviewButton):
+    async def callback(self, interaction: discord.Interaction) -> None:
+        try:
+            mem = await dm_campaign_by_id(interaction, self.campaign_id, refusal="Only the DM can review.")
+            await self.decide(interaction, mem)
+        except Exception as exc:
+            await reply_error(interaction, exc, where=describe_interaction(interaction))
+
+    async def decide(self, interaction: discord.Interaction, mem: CampaignMemory) -> None:
+        raise NotImplementedError
+
+
+class BatchAcceptButton(
+    _BatchButton,
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=r"lk:review:batch-accept:(?P<campaign>\d+):(?P<ref>b\d+)",
+):
+    action, button_label, button_style = "batch-accept", "Accept all", discord.ButtonStyle.success
+
+    async def decide(self, interaction: discord.Interaction, mem: CampaignMemory) -> None:
+        await interaction.response.defer()  # a big world takes longer than Discord's three seconds
+        try:
+            batch, report = await batches.accept(mem, self.ref)
+        except MemoryError_ as exc:  # the campaign changed since: nothing of it was written
+            raise UserError(f"Nothing of {self.ref} was imported:\n{exc}") from None
+        await interaction.edit_original_response(
+            embed=batch_embed(batch, decided_by=interaction.user.name, said=report.summary()), view=None
+        )
+
+
+class BatchRejectButton(
+    _BatchButton,
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=r"lk:review:batch-reject:(?P<campaign>\d+):(?P<ref>b\d+)",
+):
+    action, button_label, button_style = "batch-reject", "Reject all", discord.ButtonStyle.danger
+
+    async def decide(self, interaction: discord.Interaction, mem: CampaignMemory) -> None:
+        batch = await batches.reject(mem, self.ref)
+        await interaction.response.edit_message(embed=batch_embed(batch, decided_by=interaction.user.name), view=None)
+
+
+DYNAMIC_ITEMS = (AcceptButton, EditButton, RejectButton, SameAsButton, BatchAcceptButton, BatchRejectButton)
 
 
 class Review(commands.Cog):
@@ -413,16 +472,31 @@ class Review(commands.Cog):
     async def review(self, interaction: discord.Interaction) -> None:
         campaign, mem = await dm_campaign(interaction)
         total = await mem.review.count()
+        waiting = await batches.pending(mem)
         # the channel check runs when items are posted; the DM hears of a refusal here, not only in the log
         withheld = f"\n{self._withheld[guild_id_of(interaction)]}" if guild_id_of(interaction) in self._withheld else ""
+        if waiting:  # imports first, each one card decided whole
+            await interaction.response.send_message(
+                f"**{campaign.name}**: {len(waiting)} import{'s' * (len(waiting) != 1)} and {total} other item"
+                f"{'s' * (total != 1)} waiting for review.{withheld}",
+                ephemeral=True,
+            )
+            for batch in waiting:
+                await interaction.followup.send(
+                    embed=batch_embed(batch), view=batch_view(campaign.id, batch.ref), ephemeral=True
+                )
+            if total == 0:
+                return
+            withheld = ""
         if total == 0:
             await interaction.response.send_message(f"Nothing to review.{withheld}", ephemeral=True)
             return
         items = await mem.review.pending(limit=PAGE)
         more = f" (showing the oldest {len(items)})" if total > len(items) else ""
-        await interaction.response.send_message(
-            f"**{campaign.name}**: {total} waiting for review{more}.{withheld}", ephemeral=True
-        )
+        if not waiting:
+            await interaction.response.send_message(
+                f"**{campaign.name}**: {total} waiting for review{more}.{withheld}", ephemeral=True
+            )
         for item in items:
             await interaction.followup.send(
                 embed=item_embed(item), view=item_view(campaign.id, item.ref), ephemeral=True

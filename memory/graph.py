@@ -24,6 +24,7 @@ from memory.models import (
     DEFAULT_ACCEPT_THRESHOLD,
     MAX_ALIASES,
     MAX_HEARD_AS,
+    SYMMETRIC,
     Entity,
     EntityIn,
     EntityType,
@@ -56,6 +57,7 @@ from memory.models import (
 SINGLE_VALUED = frozenset(
     {
         "located_in",
+        "located_at",
         "lives_in",
         "ruled_by",
         "led_by",
@@ -1364,19 +1366,17 @@ class KnowledgeGraph:
 
     async def _ensure_relationship(self, rel: RelationshipIn) -> tuple[Relationship, bool]:
         status = rel.status or self._status_for(rel.provenance)
-        existing = await self.db.fetchrow(
-            f"""{_REL_SELECT}
+        query = f"""{_REL_SELECT}
             WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.type = $3
               AND r.target_id IS NOT DISTINCT FROM $4 AND r.value IS NOT DISTINCT FROM $5
               AND r.valid_to IS NULL AND r.status <> 'rejected'
             ORDER BY r.status = 'accepted' DESC LIMIT 1
-            """,
-            self.campaign_id,
-            rel.source_id,
-            rel.type,
-            rel.target_id,
-            rel.value,
-        )
+            """
+        existing = await self.db.fetchrow(query, self.campaign_id, rel.source_id, rel.type, rel.target_id, rel.value)
+        if existing is None and rel.type in SYMMETRIC and rel.target_id is not None:
+            # a symmetric fact (allied_with) stated from the other end is the same fact; asked apart, so the usual
+            # lookup keeps its index
+            existing = await self.db.fetchrow(query, self.campaign_id, rel.target_id, rel.type, rel.source_id, None)
         # However sure the extractor is, what was said at the table (a player's "Eldrinax is dead", maybe under the
         # nickname "DM") does not end the DM's word by itself: the DM decides, in review. A waiting copy accepted
         # now would be true from now (below).
@@ -1584,8 +1584,9 @@ class KnowledgeGraph:
         rel_type = RelationshipIn(source_id=s.id, type=type).type
         rows = await self.db.fetch(
             """
-            SELECT id FROM relationships WHERE campaign_id = $1 AND source_id = $2 AND type = $3
-              AND (target_id = $4 OR (target_id IS NULL AND lower(value) = lower($5)))
+            SELECT id FROM relationships WHERE campaign_id = $1 AND type = $3
+              AND ((source_id = $2 AND (target_id = $4 OR (target_id IS NULL AND lower(value) = lower($5))))
+                   OR ($6 AND source_id = $4 AND target_id = $2))  -- a symmetric fact, stated from the other end
             ORDER BY id DESC
             """,
             self.campaign_id,
@@ -1593,6 +1594,7 @@ class KnowledgeGraph:
             rel_type,
             t.id if t is not None else None,
             target.strip(),
+            rel_type in SYMMETRIC,
         )
         if not rows and t is None:
             raise NotFoundError(

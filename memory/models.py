@@ -5,6 +5,7 @@ Rows come out of PostgreSQL as these models; callers hand the ``*In`` models in.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import math
@@ -32,13 +33,83 @@ MAX_HEARD_AS_WORDS = 7
 
 class EntityType(StrEnum):
     npc = "npc"
-    place = "place"
+    location = "location"
     item = "item"
     faction = "faction"
     quest = "quest"
     event = "event"
     concept = "concept"
     player = "player"
+    #: The name older versions stored and wrote; still read (files, commands, Python) as ``location``.
+    place = "location"
+
+    @classmethod
+    def _missing_(cls, value: object) -> EntityType | None:
+        # "place", "Location": what a DM or an older file writes; anything else stays an error.
+        if isinstance(value, str):
+            key = value.strip().casefold()
+            key = ENTITY_TYPE_SYNONYMS_ACCEPTED.get(key, key)
+            for member in cls:
+                if member.value == key:
+                    return member
+        return None
+
+
+#: Other names accepted as an entity type without a word: the one an older version used.
+ENTITY_TYPE_SYNONYMS_ACCEPTED = {"place": "location"}
+
+#: Words a DM may write for an entity type, offered as "did you mean" (never taken silently: "city" might be a
+#: faction in someone's world). Spelling is matched separately (difflib).
+ENTITY_TYPE_SYNONYMS = {
+    "place": "location",
+    "city": "location",
+    "town": "location",
+    "village": "location",
+    "region": "location",
+    "area": "location",
+    "dungeon": "location",
+    "building": "location",
+    "scene": "location",
+    "map": "location",
+    "site": "location",
+    "character": "npc",
+    "person": "npc",
+    "creature": "npc",
+    "monster": "npc",
+    "pc": "player",
+    "player_character": "player",
+    "organisation": "faction",
+    "organization": "faction",
+    "guild": "faction",
+    "group": "faction",
+    "family": "faction",
+    "object": "item",
+    "artifact": "item",
+    "artefact": "item",
+    "weapon": "item",
+    "equipment": "item",
+    "mission": "quest",
+    "journal": "concept",
+    "note": "concept",
+    "lore": "concept",
+    "handout": "concept",
+}
+
+
+def suggest_entity_type(value: str) -> str | None:
+    """The entity type a DM probably meant by ``value``: by synonym ("city" → location), else by spelling
+    ("locaton" → location), else None. Only the type's own name is compared for spelling: "location" must never
+    read as "faction", which it shares an ending with."""
+    key = "_".join(str(value).strip().casefold().split())
+    if key in ENTITY_TYPE_SYNONYMS:
+        return ENTITY_TYPE_SYNONYMS[key]
+    types = [t.value for t in EntityType]
+    if key in types:
+        return key
+    close = difflib.get_close_matches(key, [*types, *ENTITY_TYPE_SYNONYMS], n=1, cutoff=0.75)
+    if not close:
+        return None
+    return ENTITY_TYPE_SYNONYMS.get(close[0], close[0])
 
 
 class ReviewStatus(StrEnum):
@@ -585,6 +656,11 @@ class Entity(BaseModel):
 MAX_RELATIONSHIP_TYPE_CHARS = 100
 
 
+#: Relationship types that read the same both ways (the design's ALLIED_WITH, HOSTILE_TO): one fact, whichever end
+#: it was stated from; each end's card shows it.
+SYMMETRIC = frozenset({"allied_with", "hostile_to"})
+
+
 @functools.lru_cache(maxsize=4096)  # pure, and a file's thousands of facts use a few dozen types
 def relationship_type(value: str) -> str:
     """``"Works At"`` → ``works_at``, however it is given (a command, a campaign file). Refused as a campaign file
@@ -640,6 +716,21 @@ class Relationship(BaseModel):
     def describe(self) -> str:
         other = self.target_name if self.target_id is not None else self.value
         return f"{self.source_name} —{self.type}→ {other}"
+
+    def seen_from(self, entity_id: int) -> Relationship:
+        """The fact as ``entity_id``'s card says it: a symmetric one (allied_with) read from that end, so either
+        ally's card says "… —allied_with→ the other"; any other fact as it is."""
+        if self.type not in SYMMETRIC or self.target_id != entity_id or self.source_id == entity_id:
+            return self
+        assert self.target_name is not None
+        return self.model_copy(
+            update={
+                "source_id": self.target_id,
+                "source_name": self.target_name,
+                "target_id": self.source_id,
+                "target_name": self.source_name,
+            }
+        )
 
 
 class PastFact(Relationship):
@@ -700,7 +791,7 @@ class Neighbourhood(BaseModel):
         ("" if none): the last ``shown`` played by title, the rest counted. A two-year campaign has a hundred.
         ``KnowledgeGraph.neighbourhood`` gives them in the order they were played."""
         sessions = [r for r in self.relationships if r.type == "took_part_in" and r.source_id == self.entity.id]
-        others = [r for r in self.relationships if r not in sessions]
+        others = [r.seen_from(self.entity.id) for r in self.relationships if r not in sessions]
         if not sessions:
             return others, ""
         latest = sessions[::-1][:shown]

@@ -28,6 +28,7 @@ from memory.models import (
     counted,
     fact_value,
     relationship_type,
+    suggest_entity_type,
 )
 from memory.took_part import link_to_recaps
 
@@ -320,7 +321,8 @@ def _entity_type(text: str) -> EntityType:
         return EntityType(text.strip().casefold())
     except ValueError:
         kinds = ", ".join(t.value for t in EntityType)
-        raise InvalidInputError(f"{text!r} is not an entity type; use one of {kinds}") from None
+        hint = f" (did you mean {meant!r}?)" if (meant := suggest_entity_type(text)) else ""
+        raise InvalidInputError(f"{text!r} is not an entity type{hint}; use one of {kinds}") from None
 
 
 def _checked(field: str, rule: Callable[[str], str], value: str) -> str:

@@ -1,4 +1,4 @@
-"""`lorekeeper campaign …`: create, list, use, load a campaign file, export, delete."""
+"""`lorekeeper campaign …`: create, list, use, load a campaign file, import another tool's world, export, delete."""
 
 from __future__ import annotations
 
@@ -19,12 +19,14 @@ from bot.cli.common import (
     settings_from,
     table,
 )
+from campaigns import batches
 from campaigns.files import CampaignFileError, dump_campaign_file, read_campaign_file, too_big_to_load
+from campaigns.imports import FORMATS, MAX_IMPORT_BYTES, READABLE, Format, ImportFileError, read_import
 from campaigns.load import apply_campaign_file, export_campaign_file
 from campaigns.schema import CampaignHeader
 from memory.campaigns import Campaigns
 from memory.db import transaction
-from memory.errors import NotFoundError, quoted
+from memory.errors import MemoryError_, NotFoundError, quoted
 from memory.store import CampaignMemory
 
 
@@ -215,3 +217,78 @@ async def delete(ctx: click.Context, name: str, yes: bool) -> None:
     click.echo(f"deleted campaign {quoted(target.name)}")
     if target.active and active is not None:
         click.echo(f"active campaign: {active.name}")
+
+
+@campaign.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--format", "format_", type=click.Choice(FORMATS), help="The tool the files come from (default: told from them)."
+)
+@click.option("--accept", is_flag=True, help="Accept the import at once (your own files), instead of for review.")
+@campaign_option
+@json_option
+@click.pass_context
+@async_command
+async def import_(
+    ctx: click.Context,
+    files: tuple[Path, ...],
+    format_: Format | None,
+    accept: bool,
+    campaign: str | None,
+    as_json: bool,
+) -> None:
+    """Import a world from Foundry VTT (document exports, .db files, packs/_source JSON; a folder reads the files
+    in it), Roll20 (VTT Enhancement
+    Suite characters, handouts, campaign exports), Kanka (API or export JSON) or CSV (name,type,aliases,description
+    and more columns as attributes). It waits as one batch for review (`lorekeeper review list`), entities named like
+    the campaign's updating them; nothing is written if a file is bad. See docs/guide/imports.md."""
+    read: list[tuple[str, bytes]] = []
+    paths = [  # a folder (a Foundry world's data/, packs/_source/) stands for the files under it
+        found
+        for path in files
+        for found in (
+            sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.casefold() in READABLE)
+            if path.is_dir()
+            else [path]
+        )
+    ]
+    if not paths:
+        raise CliError(f"no {', '.join(READABLE)} files in {', '.join(map(str, files))}")
+    for path in paths:
+        if path.stat().st_size > MAX_IMPORT_BYTES:
+            raise CliError(
+                f"{path}: {path.stat().st_size / 2**20:.1f} MB, more than the {MAX_IMPORT_BYTES // 2**20} MB an import "
+                "reads: export fewer documents at a time"
+            )
+        read.append((str(path), path.read_bytes()))
+    try:
+        world = read_import(read, format_)
+    except ImportFileError as exc:
+        raise CliError(str(exc)) from None
+    if not world.entities:
+        raise CliError(f"nothing to import: {len(world.skipped)} records left out ({'; '.join(world.skipped[:3])})")
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, name = await campaign_memory(memory, settings, campaign)
+        try:
+            async with mem.transaction() as tx:  # --accept: staged and accepted, or neither
+                batch = await batches.stage(tx, world)
+                report = (await batches.accept(tx, batch.ref))[1] if accept else None
+        except MemoryError_ as exc:
+            raise CliError(f"{', '.join(world.sources)}: {exc}; nothing was imported") from None
+        if report is not None:
+            batch = await batches.get(mem, batch.ref)
+    if as_json:
+        emit_json(
+            {"campaign": name, "batch": batch.ref, "status": batch.status, "report": report and report.model_dump()}
+        )
+        return
+    click.echo(batch.card())
+    if report is not None:
+        click.echo(f"accepted into {name}: {report.summary()}")
+        if said := report.said():
+            click.echo(said)
+    else:
+        click.echo(
+            f"waiting for review: `lorekeeper review accept {batch.ref}` or `lorekeeper review reject {batch.ref}`"
+        )

@@ -29,10 +29,23 @@ from memory.models import (
     check_attributes,
     heard_as_phrases,
     not_heard_as_phrases,
+    suggest_entity_type,
     typed_attribute,
 )
 
-TYPE_CHOICE = click.Choice([t.value for t in EntityType], case_sensitive=False)
+
+class _EntityTypeParam(click.Choice):  # type: ignore[type-arg]
+    """The entity types, ``place`` too (read as ``location``, as older versions called it), with a did-you-mean."""
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> object:
+        try:
+            return EntityType(str(value)).value
+        except ValueError:
+            hint = f"; did you mean {meant!r}?" if (meant := suggest_entity_type(str(value))) else ""
+            self.fail(f"{value!r} is not one of {', '.join(self.choices)}{hint}", param, ctx)
+
+
+TYPE_CHOICE = _EntityTypeParam([t.value for t in EntityType], case_sensitive=False)
 
 
 def parse_attributes(pairs: tuple[str, ...]) -> dict[str, object]:
@@ -92,9 +105,9 @@ async def add(
     campaign: str | None,
     as_json: bool,
 ) -> None:
-    """Add an entity NAME of TYPE: npc, place, item, faction, quest, event, concept or player. A phrase given with
-    --heard-as becomes the name wherever it is said, in the lines already stored too (a background job); one
-    given with --not-heard-as never does."""
+    """Add an entity NAME of TYPE: npc, location (or place), item, faction, quest, event, concept or player. A
+    phrase given with --heard-as becomes the name wherever it is said, in the lines already stored too (a
+    background job); one given with --not-heard-as never does."""
     settings = settings_from(ctx)
     phrases = heard_as_phrases(list(heard_as))  # refused as entity edit refuses it, not as a field of EntityIn
     never = not_heard_as_phrases(list(not_heard_as))

@@ -18,10 +18,12 @@ from bot.cli.common import (
     settings_from,
     table,
 )
+from campaigns import batches
 from memory.errors import NotFoundError
 from memory.graph import kept_old_name
 from memory.models import ReviewItem, ReviewKind, clip
 from memory.review import describe_same_as, parse_ref
+from memory.store import CampaignMemory
 
 
 @cli.group()
@@ -42,11 +44,18 @@ async def list_(ctx: click.Context, limit: int, campaign: str | None, as_json: b
         mem, name = await campaign_memory(memory, settings, campaign)
         items = await mem.review.pending(limit=limit)
         total = await mem.review.count()
+        waiting = await batches.pending(mem)
     if as_json:
-        emit_json([{"ref": i.ref, **i.model_dump(mode="json")} for i in items])
+        emit_json(
+            [{"ref": b.ref, "kind": "import", **b.model_dump(mode="json", exclude={"world"})} for b in waiting]
+            + [{"ref": i.ref, **i.model_dump(mode="json")} for i in items]
+        )
         return
+    for b in waiting:  # an import is decided whole: one card each
+        click.echo(b.card(sample=3))
+        click.echo(f"  `lorekeeper review accept {b.ref}` or `lorekeeper review reject {b.ref}`\n")
     if not items:
-        click.echo(f"nothing to review in {name}")
+        click.echo(f"nothing {'else ' * bool(waiting)}to review in {name}")
         return
     rows = []
     for i in items:
@@ -78,6 +87,9 @@ def _decide(verb: str) -> click.Command:
             done: list[ReviewItem] = []
             try:
                 for ref in ids:
+                    if ref.strip().casefold().startswith("b"):  # an import batch, whole
+                        await _decide_batch(mem, verb, ref, as_json)
+                        continue
                     done.append(item := await getattr(mem.review, verb)(ref))
                     if not as_json:
                         click.echo(f"{verb}ed {item.ref}: {_decided(item)}")
@@ -87,8 +99,37 @@ def _decide(verb: str) -> click.Command:
                 if as_json:
                     emit_json([{"ref": i.ref, **i.model_dump(mode="json")} for i in done])
 
-    decide.__doc__ = f"{verb.capitalize()} review items by id (e12, f34 …)."
+    decide.__doc__ = f"{verb.capitalize()} review items by id (e12, f34 …), or a whole import batch (b3)."
     return review.command(verb)(decide)
+
+
+async def _decide_batch(mem: CampaignMemory, verb: str, ref: str, as_json: bool) -> None:
+    if verb == "accept":
+        batch, report = await batches.accept(mem, ref)
+        said = f"accepted {batch.ref}: {report.summary()}"
+        if extra := report.said():
+            said += "\n" + extra
+    else:
+        batch = await batches.reject(mem, ref)
+        said = f"rejected {batch.ref}: nothing of it was written"
+    if as_json:
+        emit_json({"ref": batch.ref, "status": batch.status})
+    else:
+        click.echo(said)
+
+
+@review.command("show")
+@click.argument("ref")
+@campaign_option
+@click.pass_context
+@async_command
+async def show(ctx: click.Context, ref: str, campaign: str | None) -> None:
+    """Show an import batch (b3) as one card: where it came from, its counts and a sample."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, _ = await campaign_memory(memory, settings, campaign)
+        batch = await batches.get(mem, ref)
+    click.echo(batch.card(sample=10))
 
 
 _decide("accept")
@@ -98,7 +139,7 @@ _decide("reject")
 @review.command("edit")
 @click.argument("ref")
 @click.option("--name", help="An entity's right name (the name heard stays an alias unless --alias is given).")
-@click.option("--type", "type_", help="An entity's type (npc, place …), or a fact's relation.")
+@click.option("--type", "type_", help="An entity's type (npc, location …), or a fact's relation.")
 @click.option("--description", "-d", help="An entity's description (replaces the old one).")
 @click.option("--alias", "aliases", multiple=True, help="An entity's aliases: replaces them all ('--alias -' clears).")
 @click.option("--target", help="A fact's target: another entity (its name or an alias).")

@@ -57,7 +57,12 @@ async def world(bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, g
     await fake_discord.invoke("campaign create", {"name": "Ashes"}, user_id=dm)
     for options in (
         {"name": "Eldrinax", "type": "npc", "description": "An ancient red dragon", "aliases": "The Red, Eldri"},
-        {"name": "Ironhold", "type": "place", "description": "A dwarven fortress", "attributes": "ruler=Thane Borin"},
+        {
+            "name": "Ironhold",
+            "type": "location",
+            "description": "A dwarven fortress",
+            "attributes": "ruler=Thane Borin",
+        },
         {"name": "Queen Mab", "type": "npc", "description": "Eldrinax in disguise", "secret": True},
     ):
         record = await fake_discord.invoke("entity add", options, user_id=dm)

@@ -183,7 +183,7 @@ relationships:
 """
     report = await apply_campaign_file(campaign, parse_campaign_file(second, "second.yaml"))
     assert [(c.entity, c.change) for c in report.changes] == [
-        ("Ironhold", "type: place → faction"),
+        ("Ironhold", "type: location → faction"),
         ("Ironhold", 'description cleared (was "A dwarven hold")'),
         ("Ironhold", "alias added: The Hold"),
         ("Ironhold", "attribute depth: 3 → 4"),

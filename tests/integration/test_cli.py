@@ -519,7 +519,8 @@ async def test_review_edit_corrects_an_item_and_accepts_it_as_the_edit_button_do
         for args, said in [
             (
                 (e, "--type", "dragon"),
-                "'dragon' is not an entity type; use one of npc, place, item, faction, quest, event, concept, player",
+                "'dragon' is not an entity type; use one of npc, location, item, faction, quest, event, concept, "
+                "player",
             ),
             ((f, "--target", "Ironhld"), "no entity named 'Ironhld' in campaign 'C'"),
             (
@@ -1027,7 +1028,7 @@ def test_entity_link_sets_visibility_only_when_asked(lk) -> None:
     unknown = lk("entity", "link", "Eldrinax", "ally_of", "Nowhere")
     assert unknown.returncode == 1 and unknown.stderr.startswith("error: no entity named 'Nowhere'")
     declined = lk("entity", "remove", "Ironhold", input="n\n")
-    assert declined.returncode == 1 and "remove place 'Ironhold' and its 1 relationships?" in declined.stderr
+    assert declined.returncode == 1 and "remove location 'Ironhold' and its 1 relationships?" in declined.stderr
     assert lk("entity", "remove", "Ironhold", "--yes").stdout == "removed 'Ironhold' and 1 relationships\n"
 
 

@@ -148,7 +148,7 @@ entities:
     [
         pytest.param(
             "  - name: Eldrinax\n    type: dragon\n",
-            "castle.yaml:7: entity #2 'Eldrinax': type 'dragon' is not one of npc, place, item, faction, quest, "
+            "castle.yaml:7: entity #2 'Eldrinax': type 'dragon' is not one of npc, location, item, faction, quest, "
             "event, concept, player",
             id="unknown-type",
         ),

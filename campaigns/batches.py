@@ -1,0 +1,220 @@
+"""Import batches: a world read from another tool waits, whole, for the DM to accept or reject it.
+
+Nothing of a batch is in the graph before it is accepted. Staging tries the load on the campaign and rolls it back,
+so a batch that could not load (a name another entity holds as an alias …) is refused then, naming the entry, and
+the counts the DM sees are what accepting will do. An imported entity named like an existing one, by its name or
+an alias, updates it: the import's description when it has one, its aliases and attributes added to those the
+entity has; its type and who may see it stay as the DM set them.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from campaigns.imports import ImportedWorld
+from campaigns.load import LoadReport, apply_campaign_file
+from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec, name_key
+from memory.errors import InvalidInputError, NotFoundError
+from memory.models import Visibility, clip, counted
+from memory.store import CampaignMemory
+
+#: Entities and facts a batch's card shows by name before it says how many more there are.
+SAMPLE = 5
+
+
+class ImportBatch(BaseModel):
+    id: int
+    campaign_id: int
+    format: str
+    sources: list[str]
+    entities: int
+    relationships: int
+    status: Literal["pending", "accepted", "rejected"]
+    created_at: datetime
+    decided_at: datetime | None
+    world: ImportedWorld
+    #: Names of entities the campaign had when the batch was staged (updates, not new entities).
+    updates: list[str] = []
+
+    @property
+    def ref(self) -> str:
+        return f"b{self.id}"
+
+    def card(self, sample: int = SAMPLE) -> str:
+        """The batch as one card: where it came from, its counts and a sample, for the DM to decide on."""
+        world = self.world
+        new = self.entities - len(self.updates)
+        secret = sum(1 for e in world.entities if e.secret) + sum(1 for r in world.relationships if r.secret)
+        lines = [
+            f"Import {self.ref} ({self.format}: {clip(', '.join(self.sources), 80)}), {self.status}",
+            f"{counted(self.entities, 'entity', 'entities')} ({new:,} new, {len(self.updates):,} updated), "
+            f"{counted(self.relationships, 'fact')}, {secret:,} of them DM-only",
+        ]
+        kinds: dict[str, int] = {}
+        for e in world.entities:
+            kinds[e.type.value] = kinds.get(e.type.value, 0) + 1
+        lines.append("by type: " + ", ".join(f"{n:,} {k}" for k, n in sorted(kinds.items(), key=lambda x: -x[1])))
+        for e in world.entities[:sample]:
+            said = f": {clip(e.description.splitlines()[0], 60)}" if e.description else ""
+            mark = " (DM-only)" if e.secret else ""
+            update = (
+                " (updates the entity of that name)" if name_key(e.name) in {name_key(u) for u in self.updates} else ""
+            )
+            lines.append(f"- {e.name} ({e.type.value}){mark}{update}{said}")
+        if len(world.entities) > sample:
+            lines.append(f"- and {len(world.entities) - sample:,} more entities")
+        shown = [r for r in world.relationships if not r.type.startswith("dm_notes")][:sample]
+        lines += [f"- {clip(r.describe(), 80)}" + (" (DM-only)" if r.secret else "") for r in shown]
+        if world.skipped:
+            lines.append(f"left out: {counted(len(world.skipped), 'record')} (e.g. {clip(world.skipped[0], 90)})")
+        return "\n".join(lines)
+
+
+async def resolve(mem: CampaignMemory, world: ImportedWorld) -> tuple[CampaignFile, list[str]]:
+    """The world as a campaign file against what the campaign has now, and the names it updates."""
+    entities: list[EntitySpec] = []
+    updates: list[str] = []
+    renamed: dict[str, str] = {}
+    for spec in world.entities:
+        existing = await mem.graph.find_entity(spec.name)
+        if existing is None:
+            entities.append(spec)
+            continue
+        updates.append(existing.name)
+        if name_key(existing.name) != name_key(spec.name):
+            renamed[name_key(spec.name)] = existing.name
+        aliases = [*existing.aliases, *spec.aliases]
+        if name_key(spec.name) != name_key(existing.name):
+            aliases.append(spec.name)
+        entities.append(
+            EntitySpec(
+                name=existing.name,
+                type=existing.type,
+                aliases=list(dict.fromkeys(a for a in aliases if name_key(a) != name_key(existing.name))),
+                description=spec.description or existing.description,
+                attributes={**existing.attributes, **spec.attributes},
+                secret=existing.visibility == Visibility.secret,
+            )
+        )
+    facts = [
+        fact.model_copy(
+            update={
+                "source": renamed.get(name_key(fact.source), fact.source),
+                "target": renamed.get(name_key(fact.target), fact.target) if fact.target is not None else None,
+            }
+        )
+        for fact in world.relationships
+    ]
+    return CampaignFile(
+        entities=entities, relationships=[RelationshipSpec.model_validate(f.model_dump()) for f in facts]
+    ), updates
+
+
+async def stage(mem: CampaignMemory, world: ImportedWorld) -> ImportBatch:
+    """Keep ``world`` as a batch waiting for review, after trying its load (rolled back): a batch that could not
+    load is refused now, with what is wrong, and nothing is kept."""
+    async with mem.transaction() as tx:
+        await tx.graph.lock()
+        file, updates = await resolve(tx, world)
+        trial = tx.db.transaction()  # type: ignore[union-attr]
+        await trial.start()
+        try:
+            await apply_campaign_file(tx, file)
+        finally:
+            await trial.rollback()
+        row = await tx.db.fetchrow(
+            """
+            INSERT INTO import_batches (campaign_id, format, sources, content, entities, relationships)
+            VALUES ($1, $2, $3, $4, $5, $6) RETURNING *
+            """,
+            tx.campaign_id,
+            world.format,
+            world.sources,
+            {"world": world.model_dump(mode="json"), "updates": updates},
+            len(file.entities),
+            len(file.relationships),
+        )
+    return _batch(row)
+
+
+def _batch(row: Any) -> ImportBatch:
+    content = row["content"] if isinstance(row["content"], dict) else json.loads(row["content"])
+    return ImportBatch(
+        id=row["id"],
+        campaign_id=row["campaign_id"],
+        format=row["format"],
+        sources=list(row["sources"]),
+        entities=row["entities"],
+        relationships=row["relationships"],
+        status=row["status"],
+        created_at=row["created_at"],
+        decided_at=row["decided_at"],
+        world=ImportedWorld.model_validate(content["world"]),
+        updates=content.get("updates", []),
+    )
+
+
+async def pending(mem: CampaignMemory) -> list[ImportBatch]:
+    rows = await mem.db.fetch(
+        "SELECT * FROM import_batches WHERE campaign_id = $1 AND status = 'pending' ORDER BY id", mem.campaign_id
+    )
+    return [_batch(r) for r in rows]
+
+
+def batch_id(ref: str) -> int:
+    """``b3`` (or ``3``) → 3."""
+    text = ref.strip().casefold().removeprefix("b")
+    if not text.isdigit():
+        raise InvalidInputError(f"{ref!r} is not an import batch: they are b1, b2 … (`lorekeeper review list`)")
+    return int(text)
+
+
+async def get(mem: CampaignMemory, ref: str) -> ImportBatch:
+    row = await mem.db.fetchrow(
+        "SELECT * FROM import_batches WHERE campaign_id = $1 AND id = $2", mem.campaign_id, batch_id(ref)
+    )
+    if row is None:
+        raise NotFoundError(f"no import batch {ref.strip()} in this campaign")
+    return _batch(row)
+
+
+async def accept(mem: CampaignMemory, ref: str) -> tuple[ImportBatch, LoadReport]:
+    """Load the batch into the graph, all or nothing, matched against the campaign as it is now."""
+    async with mem.transaction() as tx:
+        batch = await _pending(tx, ref)
+        file, _ = await resolve(tx, batch.world)
+        report = await apply_campaign_file(tx, file)
+        row = await tx.db.fetchrow(
+            "UPDATE import_batches SET status = 'accepted', decided_at = now() WHERE campaign_id = $1 AND id = $2"
+            " RETURNING *",
+            tx.campaign_id,
+            batch.id,
+        )
+    return _batch(row), report
+
+
+async def reject(mem: CampaignMemory, ref: str) -> ImportBatch:
+    async with mem.transaction() as tx:
+        batch = await _pending(tx, ref)
+        row = await tx.db.fetchrow(
+            "UPDATE import_batches SET status = 'rejected', decided_at = now() WHERE campaign_id = $1 AND id = $2"
+            " RETURNING *",
+            tx.campaign_id,
+            batch.id,
+        )
+    return _batch(row)
+
+
+async def _pending(mem: CampaignMemory, ref: str) -> ImportBatch:
+    row = await mem.db.fetchrow(
+        "SELECT * FROM import_batches WHERE campaign_id = $1 AND id = $2 FOR UPDATE", mem.campaign_id, batch_id(ref)
+    )
+    if row is None:
+        raise NotFoundError(f"no import batch {ref.strip()} in this campaign")
+    if row["status"] != "pending":
+        raise InvalidInputError(f"import batch b{row['id']} was {row['status']} already")
+    return _batch(row)

@@ -1,0 +1,228 @@
+"""Worlds from other tools into a campaign: Foundry VTT, Roll20, Kanka and CSV files read into campaign-file entries.
+
+Pure (no database): :func:`read_import` takes the files' bytes and returns an :class:`ImportedWorld`, whose
+:meth:`ImportedWorld.campaign_file` is what the DM reviews and a load applies. A file that cannot be read raises
+:class:`ImportFileError` naming the file, the record and the field; nothing of any file is kept then.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field
+
+from campaigns.imports import csv_format, foundry, kanka, roll20
+from campaigns.imports.common import MAX_IMPORT_BYTES, ImportFileError, World, problem
+from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec, name_key
+from memory.graph import SINGLE_VALUED
+from memory.models import SYMMETRIC
+
+Format = Literal["foundry", "roll20", "kanka", "csv"]
+FORMATS: tuple[Format, ...] = ("foundry", "roll20", "kanka", "csv")
+
+__all__ = [
+    "FORMATS",
+    "MAX_IMPORT_BYTES",
+    "READABLE",
+    "Format",
+    "ImportFileError",
+    "ImportedWorld",
+    "detect_format",
+    "read_import",
+]
+
+
+class ImportedWorld(BaseModel):
+    """What the files held, as campaign-file entries, and what was left out on purpose (said to the DM)."""
+
+    format: Format
+    sources: list[str]
+    entities: list[EntitySpec] = Field(default_factory=list)
+    relationships: list[RelationshipSpec] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
+
+    def campaign_file(self) -> CampaignFile:
+        return CampaignFile(entities=self.entities, relationships=self.relationships)
+
+
+def _size(file: str, data: bytes) -> None:
+    if len(data) > MAX_IMPORT_BYTES:
+        raise problem(
+            file,
+            None,
+            None,
+            f"{len(data) / 2**20:.1f} MB, more than the {MAX_IMPORT_BYTES // 2**20} MB an "
+            "import reads: export fewer documents at a time",
+        )
+
+
+def _decode(file: str, data: bytes) -> str:
+    _size(file, data)
+    if data.startswith(b"\x00") or b"\x00" in data[:4096]:
+        raise problem(
+            file,
+            None,
+            None,
+            "a binary file (a Foundry v11+ LevelDB pack? extract it to JSON first with "
+            "the foundryvtt-cli `unpack` command)",
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise problem(file, None, None, f"not UTF-8 text (byte {exc.start + 1}); save it as UTF-8") from None
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _yaml(text: str) -> Any:
+    """A YAML document (the dnd5e system's ``packs/_source/*.yml``), or None; safe loading only."""
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        return None
+
+
+def _nedb(text: str) -> bool:
+    """One JSON object a line (its first line read whole): a NeDB file; a bad later line is then reported by line."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return bool(lines) and isinstance(_json(lines[0]), dict) and all(line.lstrip().startswith("{") for line in lines)
+
+
+def detect_format(file: str, text: str) -> Format:
+    """The format of one file, from what it holds (not its name)."""
+    parsed = _json(text)
+    if parsed is not None:
+        if roll20.looks_like(parsed):
+            return "roll20"
+        if foundry.looks_like(parsed):
+            return "foundry"
+        if kanka.looks_like(parsed):
+            return "kanka"
+        raise problem(file, None, None, "JSON, but not a Foundry VTT, Roll20 or Kanka export I know: pass --format")
+    if _nedb(text):
+        return "foundry"
+    if text.lstrip()[:1] not in ("", "{", "[") and isinstance(found := _yaml(text), dict) and foundry.looks_like(found):
+        return "foundry"  # a compendium source written as YAML
+    if csv_format.looks_like(text):
+        return "csv"
+    raise problem(file, None, None, "not JSON, a Foundry .db or .yml source nor CSV with a header: pass --format")
+
+
+#: What a zip's members may hold unpacked, all together: a Kanka export or a zipped Foundry world, not a bomb.
+MAX_UNZIPPED_BYTES = 5 * MAX_IMPORT_BYTES
+#: The files a zip or a folder is read for.
+READABLE = (".json", ".db", ".csv", ".yml", ".yaml")
+
+
+def _unzipped(files: Sequence[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """The files, a zip (Kanka's export, a zipped world folder) standing for its readable members."""
+    out: list[tuple[str, bytes]] = []
+    for file, data in files:
+        if not data.startswith(b"PK\x03\x04"):
+            out.append((file, data))
+            continue
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                members = [
+                    m
+                    for m in archive.infolist()
+                    if not m.is_dir() and m.filename.casefold().endswith(READABLE) and "__MACOSX" not in m.filename
+                ]
+                if sum(m.file_size for m in members) > MAX_UNZIPPED_BYTES:
+                    raise problem(file, None, None, f"unpacks to more than {MAX_UNZIPPED_BYTES // 2**20} MB")
+                for member in members:
+                    if member.file_size > MAX_IMPORT_BYTES:
+                        raise problem(f"{file}/{member.filename}", None, None, "more than an import reads")
+                    out.append((f"{file}/{member.filename}", archive.read(member)))
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise problem(file, None, None, f"a damaged zip ({exc})") from None
+        if not any(name.startswith(f"{file}/") for name, _ in out):
+            raise problem(file, None, None, "a zip holding no .json, .db, .csv or .yml file")
+    return out
+
+
+def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None) -> ImportedWorld:
+    """Read every file (all of one format; a zip stands for the files in it) into one world; the first bad file
+    stops it all."""
+    if not files:
+        raise ImportFileError("no files to import")
+    for file, data in files:
+        _size(file, data)
+    files = _unzipped(files)
+    world = World()
+    formats: list[Format] = []
+    kanka_reader = kanka.KankaReader(world)
+    for file, data in files:
+        text = _decode(file, data)
+        found = format or detect_format(file, text)
+        if formats and found != formats[0]:
+            raise problem(
+                file,
+                None,
+                None,
+                f"a {found} file, but {files[0][0]} is {formats[0]}: import one tool's files at a time",
+            )
+        formats.append(found)
+        if found == "csv":
+            csv_format.parse(file, text, world)
+            continue
+        parsed = _json(text)
+        if found == "foundry":
+            if parsed is None and not _nedb(text) and isinstance(document := _yaml(text), dict):
+                foundry.parse_json(file, document, world)
+            elif parsed is None:
+                foundry.parse_nedb(file, text, world)
+            else:
+                foundry.parse_json(file, parsed, world)
+        elif parsed is None:
+            raise problem(file, None, None, f"not JSON, which a {found} export is")
+        elif found == "roll20":
+            roll20.parse_json(file, parsed, world)
+        else:
+            kanka_reader.read(file, parsed)
+    kanka_reader.finish()
+    return ImportedWorld(
+        format=formats[0],
+        sources=[file for file, _ in files],
+        entities=world.entities,
+        relationships=_consistent(world.entities, world.relationships, world.skipped),
+        skipped=world.skipped,
+    )
+
+
+def _consistent(
+    entities: list[EntitySpec], facts: list[RelationshipSpec], skipped: list[str]
+) -> list[RelationshipSpec]:
+    """The facts a campaign file can hold: once each (a symmetric one once from either end), one of a
+    one-at-a-time type per entity (the first; the others said), none naming an entity the import lacks."""
+    names = {name_key(e.name) for e in entities} | {name_key(a) for e in entities for a in e.aliases}
+    kept: list[RelationshipSpec] = []
+    seen: set[tuple[str, str, str | None, str | None]] = set()
+    single: set[tuple[str, str, bool]] = set()
+    for fact in facts:
+        source, target = name_key(fact.source), name_key(fact.target) if fact.target is not None else None
+        if source not in names or (target is not None and target not in names):
+            skipped.append(f"fact {fact.describe()}: names an entity not in the import")
+            continue
+        key = (source, fact.type, target, fact.value)
+        if key in seen or (fact.type in SYMMETRIC and (target or "", fact.type, source, None) in seen):
+            continue
+        if fact.value is not None or fact.type in SINGLE_VALUED:
+            one = (source, fact.type, fact.value is None)
+            if one in single:
+                skipped.append(f"fact {fact.describe()}: {fact.source} has one {fact.type!r} already")
+                continue
+            single.add(one)
+        seen.add(key)
+        kept.append(fact)
+    return kept

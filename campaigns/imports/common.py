@@ -1,0 +1,266 @@
+"""What every import format shares: the error naming file, record and field; HTML to plain text; the builder
+that turns a format's records into campaign-file entries (checked by the campaign file's own models)."""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from html import unescape
+from html.parser import HTMLParser
+from typing import Any
+
+from pydantic import ValidationError
+
+from campaigns.schema import EntitySpec, RelationshipSpec, name_key
+from memory.models import MAX_FACT_VALUE_CHARS, EntityType
+
+#: An import file may be at most this big (the bot's upload limit is lower): a world's `actors.db` with embedded
+#: items is a few megabytes; more is a media file or a whole data folder.
+MAX_IMPORT_BYTES = 20 * 1024 * 1024
+
+#: The secret attribute fact that holds an entity's GM-only text (pf2e `privateNotes`, Roll20 `gmnotes`, Foundry
+#: secret blocks): a fact, because a fact can be secret on a public entity, and a description cannot.
+DM_NOTES = "dm_notes"
+
+
+class ImportFileError(ValueError):
+    """A file that cannot be imported, said once: the file, the record and the field, and what is wrong."""
+
+
+def problem(file: str, record: str | int | None, field_name: str | None, message: str) -> ImportFileError:
+    where = [file]
+    if record is not None:
+        where.append(f"record {record}" if isinstance(record, int) else record)
+    if field_name:
+        where.append(f"field {field_name!r}")
+    return ImportFileError(f"{': '.join(where)}: {message}")
+
+
+# ------------------------------------------------------------------------------------------------ text
+
+
+_BLOCKS = frozenset(
+    {"p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "table", "section", "blockquote"}
+)
+_SKIPPED = frozenset({"script", "style", "template"})
+
+
+class _Text(HTMLParser):
+    """Plain text of an HTML fragment, its secret blocks apart: Foundry's ``<section class="secret">`` (and any
+    element with the class ``secret``) is GM-only text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.public: list[str] = []
+        self.secret: list[str] = []
+        self._stack: list[tuple[str, bool]] = []  # (tag, opens a secret block)
+        self._secret_depth = 0
+        self._skip_depth = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        classes = " ".join(value or "" for key, value in attrs if key == "class").split()
+        opens = "secret" in classes
+        if tag in _BLOCKS:
+            self._out("\n")
+        if tag in ("br", "hr", "img", "input", "meta", "link"):  # void elements: no end tag follows
+            return
+        self._stack.append((tag, opens))
+        self._secret_depth += opens
+        self._skip_depth += tag in _SKIPPED
+
+    def handle_endtag(self, tag: str) -> None:
+        # close up to the matching tag: HTML from editors is not always well nested
+        for index in range(len(self._stack) - 1, -1, -1):
+            if self._stack[index][0] == tag:
+                for closed, opened in self._stack[index:]:
+                    self._secret_depth -= opened
+                    self._skip_depth -= closed in _SKIPPED
+                del self._stack[index:]
+                break
+        if tag in _BLOCKS:
+            self._out("\n")
+
+    def handle_data(self, data: str) -> None:
+        if not self._skip_depth:
+            self._out(data)
+
+    def _out(self, text: str) -> None:
+        (self.secret if self._secret_depth else self.public).append(text)
+
+
+def clean_text(text: str) -> str:
+    """Text as the store keeps it: no invisible or control characters (a zero-width space pasted into a VTT's
+    editor is no reason to refuse a world), non-breaking spaces as spaces, blank runs folded, lines trimmed."""
+    text = text.replace("\u00a0", " ").replace("\r\n", "\n").replace("\r", "\n").replace("\v", "\n")
+    text = "".join(c for c in text if c in "\n\t" or not unicodedata.category(c).startswith("C"))
+    lines = [" ".join(line.split()) for line in text.split("\n")]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def html_to_text(html: str | None) -> tuple[str, str]:
+    """(public text, GM-only text) of an HTML fragment; plain text passes through."""
+    if not html:
+        return "", ""
+    if "<" not in html:
+        return clean_text(unescape(html)), ""
+    parser = _Text()
+    parser.feed(html)
+    parser.close()
+    return clean_text("".join(parser.public)), clean_text("".join(parser.secret))
+
+
+def js_unescape(text: str) -> str:
+    """JavaScript's ``unescape``: Roll20 keeps a character's ``bio`` and ``gmnotes`` so (``%3Cp%3E``, ``%u2019``)."""
+    return re.sub(r"%u([0-9A-Fa-f]{4})|%([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
+
+
+def as_text(value: Any) -> str:
+    """A record's scalar as one line of text ("" for nothing)."""
+    if value is None or isinstance(value, dict | list):
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return clean_text(str(value))
+
+
+def json_string(value: Any) -> Any:
+    """A field a VTT stores as JSON inside a string (Roll20's ``tags``, ``defaulttoken``), read; as it is otherwise."""
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+# ------------------------------------------------------------------------------------------------ building
+
+
+@dataclass
+class World:
+    """What an import read: entries for a campaign file, and what it left out on purpose (said to the DM)."""
+
+    entities: list[EntitySpec] = field(default_factory=list)
+    relationships: list[RelationshipSpec] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    _names: dict[str, int] = field(default_factory=dict)
+
+    def entity(
+        self,
+        where: tuple[str, str | int | None],
+        *,
+        name: Any,
+        type: EntityType,
+        description: str = "",
+        aliases: list[str] | None = None,
+        attributes: dict[str, Any] | None = None,
+        secret: bool = False,
+        dm_notes: str = "",
+    ) -> str | None:
+        """Add an entity (or fold it into the one of that name already read); returns its name, or None when the
+        record has no name at all (skipped and said)."""
+        file, record = where
+        text_name = clean_text(str(name)) if isinstance(name, str | int | float) else ""
+        text_name = " ".join(text_name.split())
+        if not text_name:
+            self.skipped.append(f"{file}: record {record}: no name, left out")
+            return None
+        attrs = {k: v for k, v in (attributes or {}).items() if v not in (None, "", [])}
+        fields: dict[str, Any] = {"name": text_name[:200], "type": type, "secret": secret}
+        if description:
+            fields["description"] = description
+        if aliases:
+            fields["aliases"] = [a for a in dict.fromkeys(aliases) if a and name_key(a) != name_key(text_name)]
+        if attrs:
+            fields["attributes"] = attrs
+        try:
+            spec = EntitySpec.model_validate(fields)
+        except ValidationError as exc:
+            raise problem(file, _record(record, text_name), *_first(exc)) from None
+        key = name_key(spec.name)
+        if key in self._names:  # one world, one entity of a name: the second record adds to the first
+            index = self._names[key]
+            self.entities[index] = _folded(self.entities[index], spec)
+        else:
+            self._names[key] = len(self.entities)
+            self.entities.append(spec)
+        if dm_notes:
+            self.notes(where, spec.name, dm_notes)
+        return spec.name
+
+    def describe(self, name: str, description: str) -> None:
+        """Replace the description of the entity ``name`` (read before, under that name)."""
+        index = self._names[name_key(name)]
+        self.entities[index] = self.entities[index].model_copy(update={"description": description})
+
+    def notes(self, where: tuple[str, str | int | None], name: str, text: str) -> None:
+        """GM-only text of an entity, as secret ``dm_notes`` facts (a fact's value holds 500 characters; a longer
+        text goes in numbered parts, nothing cut)."""
+        parts = _split(text, MAX_FACT_VALUE_CHARS)
+        for number, part in enumerate(parts, start=1):
+            kind = DM_NOTES if number == 1 else f"{DM_NOTES}_{number}"
+            self.fact(where, source=name, type=kind, value=part, secret=True)
+
+    def fact(
+        self,
+        where: tuple[str, str | int | None],
+        *,
+        source: str,
+        type: str,
+        target: str | None = None,
+        value: str | None = None,
+        attributes: dict[str, Any] | None = None,
+        secret: bool = False,
+    ) -> None:
+        file, record = where
+        fields: dict[str, Any] = {"source": source, "type": type, "secret": secret}
+        if target is not None:
+            fields["target"] = target
+        else:
+            fields["value"] = value
+        if attributes:
+            fields["attributes"] = {k: v for k, v in attributes.items() if v not in (None, "", [])}
+        try:
+            self.relationships.append(RelationshipSpec.model_validate(fields))
+        except ValidationError as exc:
+            raise problem(file, _record(record, source), *_first(exc)) from None
+
+
+def _first(exc: ValidationError) -> tuple[str | None, str]:
+    """The field and message of a model's first complaint (one clear error, not a list)."""
+    error = exc.errors()[0]
+    field_name = ".".join(str(part) for part in error.get("loc", ())) or None
+    return field_name, error["msg"].removeprefix("Value error, ")
+
+
+def _record(record: str | int | None, name: str) -> str:
+    return f"record {record} ({name!r})" if isinstance(record, int) else f"{record or 'record'} ({name!r})"
+
+
+def _folded(first: EntitySpec, second: EntitySpec) -> EntitySpec:
+    """Two records of one name (a world actor and its compendium copy): the first's fields, the second's where
+    the first has none, aliases and attributes of both, secret only if both are."""
+    return first.model_copy(
+        update={
+            "description": first.description or second.description,
+            "aliases": list(dict.fromkeys([*first.aliases, *second.aliases])),
+            "attributes": {**second.attributes, **first.attributes},
+            "secret": first.secret and second.secret,
+        }
+    )
+
+
+def _split(text: str, limit: int) -> list[str]:
+    """``text`` in parts of at most ``limit`` characters, cut at line breaks or spaces where it can be."""
+    parts: list[str] = []
+    rest = text.strip()
+    while len(rest) > limit:
+        cut = max(rest.rfind("\n", 0, limit), rest.rfind(" ", 0, limit))
+        cut = cut if cut > limit // 2 else limit
+        parts.append(rest[:cut].strip())
+        rest = rest[cut:].strip()
+    if rest:
+        parts.append(rest)
+    return parts

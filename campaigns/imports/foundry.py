@@ -1,0 +1,315 @@
+"""Foundry VTT: single-document exports ("Export Data" of an Actor, Item, Scene or JournalEntry, in v9's ``data``
+or v10+'s ``system`` layout), a world's or compendium's NeDB ``.db`` files (one JSON document a line), compendium
+sources (``packs/_source/*.json``, or ``*.yml`` as the dnd5e system now writes them), and Adventure documents
+holding all of those.
+
+- Actors: dnd5e/pf2e ``npc`` → npc, ``character`` → player, ``vehicle`` → item, ``group``/``party``/``army`` →
+  faction, ``familiar`` → npc, ``hazard`` → concept, ``loot`` → item; any other actor type → npc.
+- Items an actor owns become item entities it ``owns`` only when they are notable: a physical item (weapon,
+  equipment, armor, consumable, tool, loot, treasure, container) that is magical (dnd5e's ``mgc`` property, pf2e's
+  ``magical``/``invested`` trait), needs attunement, or is rarer than common. Mundane gear, spells, feats and class
+  features stay on the sheet. Items exported on their own become items when physical, whatever their rarity.
+- Scenes → location, journal entries → concept with their text as the description.
+- HTML becomes plain text. GM-only text (pf2e ``privateNotes`` and ``description.gm``, ``<section class="secret">``
+  blocks) is kept DM-only, as secret ``dm_notes`` facts. A journal entry players cannot see (default ownership
+  NONE) is secret.
+- Folders, manifests (``world.json``, ``module.json``, ``system.json``), macros, playlists, roll tables, chat
+  messages and users are not entities.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from campaigns.imports.common import World, as_text, html_to_text, problem
+from memory.models import EntityType
+
+ACTOR_TYPES = {
+    "npc": EntityType.npc,
+    "character": EntityType.player,
+    "pc": EntityType.player,
+    "player": EntityType.player,
+    "vehicle": EntityType.item,
+    "group": EntityType.faction,
+    "party": EntityType.faction,
+    "army": EntityType.faction,
+    "familiar": EntityType.npc,
+    "hazard": EntityType.concept,
+    "loot": EntityType.item,
+}
+PHYSICAL = frozenset(
+    {
+        "weapon",
+        "equipment",
+        "armor",
+        "consumable",
+        "tool",
+        "loot",
+        "treasure",
+        "container",
+        "backpack",
+        "shield",
+        "book",
+        "gear",
+        "item",
+        "artifact",
+        "kit",
+    }
+)
+_RARE = frozenset({"uncommon", "rare", "veryrare", "very rare", "legendary", "artifact", "unique"})
+_MANIFEST_KEYS = ("compatibility", "coreVersion", "compatibleCoreVersion", "minimumCoreVersion", "esmodules", "packs")
+_FOLDER_TYPES = frozenset(
+    {"Actor", "Item", "Scene", "JournalEntry", "RollTable", "Macro", "Playlist", "Cards", "Adventure", "Compendium"}
+)
+
+
+def looks_like(obj: Any) -> bool:
+    """Whether a JSON value is Foundry's: a document (or a list of them), an Adventure, or a manifest."""
+    docs = obj if isinstance(obj, list) else [obj]
+    return bool(docs) and all(isinstance(d, dict) for d in docs) and any(_is_foundry(d) for d in docs)
+
+
+def _is_foundry(doc: dict[str, Any]) -> bool:
+    return (
+        "_id" in doc
+        or "_stats" in doc
+        or "prototypeToken" in doc
+        or ("name" in doc and ("system" in doc or "data" in doc or "pages" in doc))
+        or _is_manifest(doc)
+    )
+
+
+def _is_manifest(doc: dict[str, Any]) -> bool:
+    """``world.json``, ``module.json``, ``system.json``: a title and what a package declares, no document data."""
+    if "title" not in doc or isinstance(doc.get("system"), dict):
+        return False
+    return any(key in doc for key in _MANIFEST_KEYS) or isinstance(doc.get("system"), str | list)
+
+
+def parse_json(file: str, obj: Any, world: World) -> None:
+    docs = obj if isinstance(obj, list) else [obj]
+    for number, doc in enumerate(docs, start=1):
+        if not isinstance(doc, dict):
+            raise problem(
+                file, number, None, f"expected a Foundry document (a JSON object), found {type(doc).__name__}"
+            )
+        _document(file, number if len(docs) > 1 else None, doc, world)
+
+
+def parse_nedb(file: str, text: str, world: World) -> None:
+    """A NeDB file: one JSON document a line, appended to as the world changes; the last copy of an ``_id`` is the
+    document, and ``$$deleted`` removes it."""
+    docs: dict[str, tuple[int, dict[str, Any]]] = {}
+    for line_number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+        except ValueError as exc:
+            raise problem(file, f"line {line_number}", None, f"not a JSON document ({exc.msg})") from None
+        if not isinstance(doc, dict):
+            raise problem(file, f"line {line_number}", None, "not a JSON object")
+        if "$$indexCreated" in doc:
+            continue
+        key = str(doc.get("_id", f"line {line_number}"))
+        if doc.get("$$deleted"):
+            docs.pop(key, None)
+        else:
+            docs[key] = (line_number, doc)
+    for line_number, doc in docs.values():
+        _document(file, f"line {line_number}", doc, world)
+
+
+def _system(doc: dict[str, Any]) -> dict[str, Any]:
+    """The system data: ``system`` since v10, ``data`` before."""
+    data = doc.get("system", doc.get("data"))
+    return data if isinstance(data, dict) else {}
+
+
+def _get(data: Any, *path: str) -> Any:
+    for part in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(part)
+    return data
+
+
+def _html(value: Any) -> tuple[str, str]:
+    if isinstance(value, dict):  # {"value": "<p>…</p>"}
+        value = value.get("value")
+    return html_to_text(value if isinstance(value, str) else "")
+
+
+def _document(file: str, record: str | int | None, doc: dict[str, Any], world: World) -> None:
+    where = (file, record)
+    if _is_manifest(doc):
+        world.skipped.append(f"{file}: the manifest of {as_text(doc.get('title'))!r} (not an entity)")
+        return
+    if doc.get("type") in _FOLDER_TYPES and not _system(doc) and "pages" not in doc:
+        return  # a folder
+    if any(isinstance(doc.get(key), list) for key in ("actors", "scenes", "journal")) and "system" not in doc:
+        for key in ("actors", "items", "scenes", "journal"):  # an Adventure: its documents
+            for number, inner in enumerate(doc.get(key) or [], start=1):
+                if isinstance(inner, dict):
+                    _document(file, f"{key} #{number}", inner, world)
+        return
+    if isinstance(doc.get("pages"), list) or ("content" in doc and "type" not in doc and "speaker" not in doc):
+        _journal(where, doc, world)
+    elif any(key in doc for key in ("walls", "tokens", "grid", "navName", "initial")) and "type" not in doc:
+        _scene(where, doc, world)
+    elif isinstance(doc.get("items"), list) or "prototypeToken" in doc or "token" in doc:
+        _actor(where, doc, world)
+    elif "type" in doc and ("system" in doc or "data" in doc):
+        _item(where, doc, world, owned=False)
+    else:
+        world.skipped.append(
+            f"{file}: {as_text(doc.get('name')) or 'a document'} (not an actor, item, scene or journal)"
+        )
+
+
+def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
+    system = _system(doc)
+    kind = ACTOR_TYPES.get(str(doc.get("type", "")).casefold(), EntityType.npc)
+    details = system.get("details") if isinstance(system.get("details"), dict) else {}
+    public, secret = "", ""
+    for path in (("biography",), ("publicNotes",), ("description",)):
+        text, hidden = _html(_get(details, *path))
+        public = public or text
+        secret = "\n\n".join(s for s in (secret, hidden) if s)
+    if not public and isinstance(details.get("biography"), dict):  # pf2e characters: appearance, backstory …
+        parts = [_html(v)[0] for k, v in details["biography"].items() if k in ("appearance", "backstory")]
+        public = "\n\n".join(p for p in parts if p)
+    private, hidden = _html(details.get("privateNotes"))
+    secret = "\n\n".join(s for s in (private, hidden, secret) if s)
+    creature = _get(details, "type", "value") if isinstance(details.get("type"), dict) else details.get("creatureType")
+    attributes = {
+        "alignment": as_text(details.get("alignment"))
+        if not isinstance(details.get("alignment"), dict)
+        else as_text(details["alignment"].get("value")),
+        "creature_type": as_text(creature),
+        "challenge": as_text(details.get("cr")),
+        "level": as_text(
+            _get(details, "level", "value") if isinstance(details.get("level"), dict) else details.get("level")
+        ),
+        "race": _race(details.get("race")),
+        "foundry_type": as_text(doc.get("type")),
+    }
+    name = world.entity(
+        where, name=doc.get("name"), type=kind, description=public, attributes=attributes, dm_notes=secret
+    )
+    if name is None:
+        return
+    left = 0
+    for number, item in enumerate(doc.get("items") or [], start=1):
+        if not isinstance(item, dict):
+            continue
+        if _notable(item):
+            owned = _item((where[0], f"{where[1] or 'actor'} item #{number}"), item, world, owned=True)
+            if owned is not None and owned.casefold() != name.casefold():
+                world.fact(where, source=name, type="owns", target=owned)
+        else:
+            left += 1
+    if left:
+        world.skipped.append(f"{where[0]}: {name}: {left} mundane items, spells and features left on the sheet")
+
+
+def _race(value: Any) -> str:
+    """dnd5e 3.x keeps a character's race as the id of its race item ("Ej3hX9…"): no name, left out."""
+    text = as_text(value) if isinstance(value, str) else ""
+    return "" if re.fullmatch(r"[A-Za-z0-9]{16}", text) else text
+
+
+def _notable(item: dict[str, Any]) -> bool:
+    """An owned item worth an entity: physical, and magical, attuned or rarer than common."""
+    if str(item.get("type", "")).casefold() not in PHYSICAL:
+        return False
+    system = _system(item)
+    rarity = system.get("rarity") or _get(system, "traits", "rarity") or ""
+    if isinstance(rarity, str) and rarity.casefold() in _RARE:
+        return True
+    properties = system.get("properties")
+    if (isinstance(properties, list) and "mgc" in properties) or (
+        isinstance(properties, dict) and properties.get("mgc")
+    ):
+        return True
+    bonus = system.get("magicalBonus")
+    if isinstance(bonus, int | float) and not isinstance(bonus, bool) and bonus > 0:
+        return True
+    attunement = system.get("attunement")
+    if attunement in (1, 2, "1", "2", "required", "optional", True):
+        return True
+    traits = _get(system, "traits", "value")
+    return isinstance(traits, list) and bool({"magical", "invested", "artifact"} & {str(t) for t in traits})
+
+
+def _item(where: tuple[str, Any], doc: dict[str, Any], world: World, *, owned: bool) -> str | None:
+    kind = str(doc.get("type", "")).casefold()
+    if not owned and kind not in PHYSICAL:
+        world.skipped.append(f"{where[0]}: {as_text(doc.get('name'))} ({kind or 'no type'}: rules, not a thing)")
+        return None
+    system = _system(doc)
+    public, secret = _html(system.get("description"))
+    gm, gm_hidden = _html(_get(system, "description", "gm"))
+    rarity = system.get("rarity") or _get(system, "traits", "rarity")
+    return world.entity(
+        where,
+        name=doc.get("name"),
+        type=EntityType.item,
+        description=public,
+        attributes={"rarity": as_text(rarity), "foundry_type": kind},
+        dm_notes="\n\n".join(s for s in (gm, gm_hidden, secret) if s),
+    )
+
+
+def _scene(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
+    public, secret = html_to_text(doc.get("description") if isinstance(doc.get("description"), str) else "")
+    nav = as_text(doc.get("navName"))
+    world.entity(
+        where,
+        name=doc.get("name"),
+        type=EntityType.location,
+        description=public,
+        aliases=[nav] if nav else [],
+        dm_notes=secret,
+    )
+
+
+def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
+    public_parts: list[str] = []
+    secret_parts: list[str] = []
+    if isinstance(doc.get("pages"), list):
+        for page in doc["pages"]:
+            if not isinstance(page, dict) or page.get("type", "text") != "text":
+                continue
+            text, hidden = html_to_text(_get(page, "text", "content") or "")
+            hidden_page = _gm_only(page)
+            title = as_text(page.get("name"))
+            if text:
+                (secret_parts if hidden_page else public_parts).append(
+                    f"{title}\n{text}" if title and title != doc.get("name") else text
+                )
+            if hidden:
+                secret_parts.append(hidden)
+    else:
+        text, hidden = html_to_text(doc.get("content") if isinstance(doc.get("content"), str) else "")
+        public_parts.append(text)
+        secret_parts.append(hidden)
+    world.entity(
+        where,
+        name=doc.get("name"),
+        type=EntityType.concept,
+        description="\n\n".join(p for p in public_parts if p),
+        secret=_gm_only(doc),
+        dm_notes="\n\n".join(p for p in secret_parts if p),
+    )
+
+
+def _gm_only(doc: dict[str, Any]) -> bool:
+    """A document players cannot see: its default ownership (v10+ ``ownership``, v9 ``permission``) is NONE and
+    no player is given more. Absent, it is not hidden."""
+    ownership = doc.get("ownership", doc.get("permission"))
+    if not isinstance(ownership, dict) or "default" not in ownership:
+        return False
+    return all(level in (0, -1) for level in ownership.values() if isinstance(level, int))

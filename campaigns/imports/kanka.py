@@ -1,0 +1,226 @@
+"""Kanka: its API JSON (``{"data": [...]}`` of one module, or one entity) and the per-module JSON files of a
+campaign export, for characters, locations, organisations, families, items, quests, events, journals, notes and
+races; and its relations as facts.
+
+- Kanka's modules map to types: characters → npc (player when their ``type`` says PC or player), locations →
+  location, organisations and families → faction, items → item, quests → quest, events → event, creatures → npc,
+  journals, notes, races and abilities → concept.
+- ``entry`` (HTML) is the description, its ``[character:12|Name]`` mentions written as their text;
+  ``is_private`` makes the entity secret.
+- Links Kanka keeps as fields become facts: a character's, organisation's or item's ``location_id`` (located_in),
+  a location's ``parent_location_id`` (located_in), an item's ``character_id`` (the character owns it).
+- Relations (``owner_id``, ``target_id``: entity ids) become facts of their ``relation`` text, with ``attitude``
+  as an attribute; a visibility other than "all" (``visibility_id`` 1) makes the fact secret; a mirrored relation
+  whose other half is not in the files is added the other way too, as Kanka shows it from both ends.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from campaigns.imports.common import World, as_text, html_to_text, problem
+from memory.models import EntityType, relationship_type
+
+#: Kanka entity ``type_id``s (its ``EntityType`` table) and module names, to the types here.
+TYPE_IDS = {
+    1: "character",
+    2: "family",
+    3: "location",
+    4: "organisation",
+    5: "item",
+    6: "note",
+    7: "event",
+    9: "race",
+    10: "quest",
+    11: "journal",
+    16: "ability",
+    20: "creature",
+}
+MODULES = {
+    "character": EntityType.npc,
+    "creature": EntityType.npc,
+    "location": EntityType.location,
+    "organisation": EntityType.faction,
+    "organization": EntityType.faction,
+    "family": EntityType.faction,
+    "item": EntityType.item,
+    "quest": EntityType.quest,
+    "event": EntityType.event,
+    "journal": EntityType.concept,
+    "note": EntityType.concept,
+    "race": EntityType.concept,
+    "ability": EntityType.concept,
+}
+#: A character's free ``type`` that says it is a player's.
+_PLAYER_TYPES = frozenset({"pc", "player", "player character", "player-character", "party member"})
+_MENTION = re.compile(r"\[(\w+):(\d+)(?:\|([^\]]*))?\]")
+#: Field names only one module's records have: how a record says what it is when nothing else does.
+_TELLTALE = (
+    ("parent_location_id", "location"),
+    ("is_map", "location"),
+    ("organisation_id", "organisation"),
+    ("price", "item"),
+    ("character_id", "item"),
+    ("is_completed", "quest"),
+    ("sex", "character"),
+    ("is_dead", "character"),
+    ("families", "character"),
+    ("date", "event"),
+)
+
+
+def looks_like(obj: Any) -> bool:
+    records = _records(obj)
+    return (
+        bool(records)
+        and all(isinstance(r, dict) for r in records)
+        and any("entry" in r or "owner_id" in r or "entity_id" in r for r in records)
+        and not any("system" in r or "attribs" in r for r in records)
+    )
+
+
+def _records(obj: Any) -> list[Any]:
+    if isinstance(obj, dict) and "data" in obj:
+        obj = obj["data"]
+    return obj if isinstance(obj, list) else [obj]
+
+
+def _module(file: str, record: dict[str, Any]) -> str | None:
+    entity = record.get("entity") if isinstance(record.get("entity"), dict) else {}
+    for value in (record.get("entity_type"), entity.get("type"), record.get("module")):
+        if isinstance(value, str) and value.casefold().rstrip("s") in MODULES:
+            return value.casefold().rstrip("s")
+    for value in (record.get("type_id"), entity.get("type_id")):
+        if isinstance(value, int) and value in TYPE_IDS:
+            return TYPE_IDS[value]
+    for part in reversed(re.split(r"[^a-z]+", file.casefold().rsplit(".", 1)[0])):  # characters.json, kanka/items/x
+        stem = {"families": "family", "abilities": "ability"}.get(part, part.removesuffix("s"))
+        if stem in MODULES:
+            return stem
+    for field_name, module in _TELLTALE:
+        if field_name in record:
+            return module
+    return None
+
+
+class KankaReader:
+    """Kanka records of one or more files: entities first, then what links them (ids across files)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.by_entity_id: dict[int, str] = {}
+        self.by_model_id: dict[tuple[str, int], str] = {}
+        self.links: list[tuple[tuple[str, Any], str, dict[str, Any]]] = []
+        self.relations: list[tuple[tuple[str, Any], dict[str, Any]]] = []
+        self.mentions: list[tuple[str, str]] = []  # (entity, its entry with mentions)
+
+    def read(self, file: str, obj: Any) -> None:
+        records = _records(obj)
+        for number, record in enumerate(records, start=1):
+            where = (file, number if len(records) > 1 else None)
+            if not isinstance(record, dict):
+                raise problem(file, number, None, f"expected a Kanka record (an object), found {type(record).__name__}")
+            if "owner_id" in record and "target_id" in record:
+                self.relations.append((where, record))
+                continue
+            self._entity(file, where, record)
+
+    def _entity(self, file: str, where: tuple[str, Any], record: dict[str, Any]) -> None:
+        module = _module(file, record)
+        if module is None:
+            raise problem(
+                file,
+                where[1],
+                "entity_type",
+                "cannot tell which Kanka module this record is from: "
+                "name the file after it (characters.json, locations.json …)",
+            )
+        entity = record.get("entity") if isinstance(record.get("entity"), dict) else {}
+        entry = as_raw(record.get("entry"))
+        public, hidden = html_to_text(_mentions(entry, {}))
+        kind = MODULES[module]
+        if module == "character" and as_text(record.get("type")).casefold() in _PLAYER_TYPES:
+            kind = EntityType.player  # Kanka has no player flag: DMs type their PCs so
+        name = self.world.entity(
+            where,
+            name=record.get("name"),
+            type=kind,
+            description=public,
+            attributes={
+                "title": as_text(record.get("title")),
+                "kanka_type": as_text(record.get("type")),
+                "age": as_text(record.get("age")),
+                "sex": as_text(record.get("sex")),
+                "status": "dead" if record.get("is_dead") is True else "",
+            },
+            secret=record.get("is_private") is True,
+            dm_notes=hidden,
+        )
+        if name is None:
+            return
+        if _MENTION.search(entry):  # named once every file is read: a mention may be of an entity read later
+            self.mentions.append((name, entry))
+        entity_id = record.get("entity_id", entity.get("id"))
+        if isinstance(entity_id, int):
+            self.by_entity_id[entity_id] = name
+        if isinstance(record.get("id"), int):
+            self.by_model_id[(module, record["id"])] = name
+        self.links.append((where, name, {**record, "_module": module}))
+        for relation in entity.get("relations") or entity.get("relationships") or record.get("relations") or []:
+            if isinstance(relation, dict):
+                self.relations.append((where, relation))
+
+    def finish(self) -> None:
+        """The links and relations, once every file's entities are known (a relation may name one read later)."""
+        for name, entry in self.mentions:
+            public, _ = html_to_text(_mentions(entry, self.by_entity_id))
+            self.world.describe(name, public)
+        for where, name, record in self.links:
+            for field_name, module, kind, owner_first in (
+                ("location_id", "location", "located_in", False),
+                ("parent_location_id", "location", "located_in", False),
+                ("character_id", "character", "owns", True),
+            ):
+                other = self.by_model_id.get((module, record.get(field_name)))  # type: ignore[arg-type]
+                if other is None or other == name or (field_name == "character_id" and record["_module"] != "item"):
+                    continue
+                source, target = (other, name) if owner_first else (name, other)
+                self.world.fact(where, source=source, type=kind, target=target)
+        stated = {r.get("id") for _, r in self.relations if r.get("id") is not None}
+        seen: set[tuple[str, str, str]] = set()
+        for where, relation in self.relations:
+            owner = self.by_entity_id.get(relation.get("owner_id"))  # type: ignore[arg-type]
+            target = self.by_entity_id.get(relation.get("target_id"))  # type: ignore[arg-type]
+            text = as_text(relation.get("relation")) or "related_to"
+            if owner is None or target is None or owner == target:
+                self.world.skipped.append(f"{where[0]}: relation {text!r}: an entity not in the import")
+                continue
+            try:
+                kind = relationship_type(text)
+            except ValueError as exc:
+                raise problem(where[0], where[1], "relation", str(exc)) from None
+            attributes = {"attitude": relation.get("attitude")} if isinstance(relation.get("attitude"), int) else {}
+            secret = (
+                relation.get("visibility_id", 1) not in (1, None)
+                or relation.get("visibility", "all") not in ("all", None)
+                or relation.get("is_private") is True
+            )
+            pairs = [(owner, target)]
+            if relation.get("mirror_id") is not None and relation.get("mirror_id") not in stated:
+                pairs.append((target, owner))
+            for source, other in pairs:
+                if (source, kind, other) in seen:
+                    continue
+                seen.add((source, kind, other))
+                self.world.fact(where, source=source, type=kind, target=other, attributes=attributes, secret=secret)
+
+
+def as_raw(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _mentions(html: str, names: dict[int, str]) -> str:
+    """Kanka's mentions (``[character:12]``, ``[location:3|the old keep]``: entity ids) as the text they show: the
+    text given, else the entity's name."""
+    return _MENTION.sub(lambda m: m.group(3) or names.get(int(m.group(2)), ""), html)

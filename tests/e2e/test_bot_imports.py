@@ -1,0 +1,53 @@
+# ruff: noqa: F811  (pytest fixtures shared from test_bot_entities are parameters here)
+"""/campaign import and /review of an import batch end to end: real bot ↔ fake Discord ↔ embedded PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.app import LorekeeperBot
+from memory.store import Memory
+from tests.e2e.fake_discord import FakeDiscord, FakeGuild, FakeMember, Upload
+from tests.e2e.test_bot_entities import bot, dm, guild, make_bot, player  # noqa: F401  (shared fixtures)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration]
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
+
+
+async def test_import_waits_for_review_and_is_accepted_whole(
+    bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember, player: FakeMember
+) -> None:
+    await fake_discord.invoke("campaign create", {"name": "Tides"}, user_id=dm)
+    campaign = await memory.campaigns(guild.id).active()
+    assert campaign is not None
+    mem = memory.campaign(campaign.id)
+    actors = Upload("actors.db", (FIXTURES / "foundry_world" / "actors.db").read_bytes())
+    journal = Upload("journal.db", (FIXTURES / "foundry_world" / "journal.db").read_bytes())
+
+    refused = await fake_discord.invoke("campaign import", {"file": actors}, user_id=player)
+    assert refused.texts() == ["Only the DM can do that."]
+    bad = await fake_discord.invoke("campaign import", {"file": Upload("x.csv", b"name,type\nA,dragon\n")}, user_id=dm)
+    assert bad.texts()[0].startswith("Nothing was imported:\nx.csv: line 2 ('A'): field 'type': 'dragon'"), bad.texts()
+
+    staged = await fake_discord.invoke("campaign import", {"file": actors, "file2": journal}, user_id=dm)
+    said = staged.texts()[0]
+    assert said.startswith("**Tides** ← Import b") and "6 entities (6 new, 0 updated)" in said, said
+    assert await mem.graph.count_entities() == 0  # waits for the DM
+
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 1)
+    assert record.texts()[0] == "**Tides**: 1 import and 0 other items waiting for review."
+    [card] = record.followups
+    assert card["embeds"][0]["title"].startswith("Import b")
+    ids = [b["custom_id"] for b in card["components"][0]["components"]]
+    ref = ids[0].rsplit(":", 1)[1]
+    assert ids == [f"lk:review:batch-{a}:{campaign.id}:{ref}" for a in ("accept", "reject")]
+
+    await fake_discord.click(card, ids[0], user_id=dm)
+    decided = fake_discord.messages[int(card["id"])]
+    assert decided["components"] == [] and decided["embeds"][0]["footer"]["text"] == "accepted by dm"
+    assert await mem.graph.count_entities() == 6
+    assert (await mem.graph.get_entity("Captain Ilse")).type.value == "player"

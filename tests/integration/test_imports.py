@@ -1,0 +1,127 @@
+"""Imports into a campaign: one batch waiting for review, matched by name and alias, accepted or rejected whole."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from subprocess import CompletedProcess
+
+import pytest
+
+from campaigns import batches
+from campaigns.imports import read_import
+from memory.errors import AlreadyExistsError, InvalidInputError
+from memory.models import EntityIn, EntityType, Visibility
+from memory.store import CampaignMemory
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
+WORLD = [FIXTURES / "foundry_world" / n for n in ("actors.db", "folders.db", "journal.db", "scenes.db", "world.json")]
+
+
+def files(paths: list[Path]) -> list[tuple[str, bytes]]:
+    return [(p.name, p.read_bytes()) for p in paths]
+
+
+async def count(mem: CampaignMemory, table: str) -> int:
+    return await mem.db.fetchval(f"SELECT count(*) FROM {table} WHERE campaign_id = $1", mem.campaign_id)
+
+
+async def test_an_import_waits_as_one_batch_then_is_accepted_whole(campaign: CampaignMemory) -> None:
+    batch = await batches.stage(campaign, read_import(files(WORLD)))
+    assert batch.status == "pending" and batch.ref == "b" + str(batch.id)
+    assert (await count(campaign, "entities"), await count(campaign, "relationships")) == (0, 0)  # nothing yet
+    card = batch.card()
+    assert card.startswith(f"Import {batch.ref} (foundry: actors.db, folders.db, journal.db, scenes.db, world.json)")
+    assert "7 entities (7 new, 0 updated), 1 fact, 2 of them DM-only" in card
+    assert "- Captain Ilse (player): Our fearless captain." in card
+    assert [b.id for b in await batches.pending(campaign)] == [batch.id]
+
+    accepted, report = await batches.accept(campaign, batch.ref)
+    assert accepted.status == "accepted" and accepted.decided_at is not None
+    assert (report.entities_created, report.relationships_created) == (7, 1)
+    confession = await campaign.graph.get_entity("Hale's Confession")
+    assert confession.visibility == Visibility.secret and confession.type is EntityType.concept
+    pact = await campaign.graph.get_entity("The Pact of Tides")
+    [notes] = await campaign.graph.relationships_of(pact.id, include_secret=True)
+    assert notes.type == "dm_notes" and notes.visibility == Visibility.secret
+    assert await campaign.graph.relationships_of(pact.id) == []  # players never read the GM's page
+    assert await batches.pending(campaign) == []
+    with pytest.raises(InvalidInputError, match="was accepted already"):
+        await batches.accept(campaign, batch.ref)
+
+
+async def test_a_name_or_alias_the_campaign_has_is_an_update_not_a_duplicate(campaign: CampaignMemory) -> None:
+    await campaign.add_entity(
+        EntityIn(
+            name="Eldrinax",
+            type=EntityType.npc,
+            aliases=["The Ember Wyrm"],
+            description="Old words.",
+            attributes={"age": 900},
+            visibility=Visibility.secret,
+        )
+    )
+    csv = (
+        b"name,type,aliases,description,lair\n"
+        b"the ember wyrm,location,Old Red,A red dragon,Ashen Peak\nIronhold,place,,,\n"
+    )
+    batch = await batches.stage(campaign, read_import([("world.csv", csv)]))
+    assert batch.updates == ["Eldrinax"]
+    assert "2 entities (1 new, 1 updated)" in batch.card()
+    await batches.accept(campaign, batch.ref)
+    assert await count(campaign, "entities") == 2
+    eldrinax = await campaign.graph.get_entity("Eldrinax")
+    assert eldrinax.description == "A red dragon"  # the import's word
+    assert sorted(eldrinax.aliases) == ["Old Red", "The Ember Wyrm"]  # added to, not replaced
+    assert eldrinax.attributes == {"age": 900, "lair": "Ashen Peak"}
+    assert eldrinax.type is EntityType.npc and eldrinax.visibility == Visibility.secret  # as the DM set them
+    assert (await campaign.graph.get_entity("Ironhold")).type is EntityType.location
+
+
+async def test_a_rejected_batch_writes_nothing(campaign: CampaignMemory) -> None:
+    batch = await batches.stage(campaign, read_import(files([FIXTURES / "roll20_campaign.json"])))
+    rejected = await batches.reject(campaign, batch.ref)
+    assert rejected.status == "rejected"
+    assert await count(campaign, "entities") == 0
+    with pytest.raises(InvalidInputError, match="was rejected already"):
+        await batches.accept(campaign, batch.ref)
+
+
+async def test_a_batch_that_could_not_load_is_refused_when_staged(campaign: CampaignMemory) -> None:
+    await campaign.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc, aliases=["Eldri"]))
+    csv = b"name,type,aliases\nIronhold,location,Eldri\n"  # an alias another entity holds
+    with pytest.raises(AlreadyExistsError, match="Ironhold"):
+        await batches.stage(campaign, read_import([("clash.csv", csv)]))
+    assert await count(campaign, "import_batches") == 0 and await count(campaign, "entities") == 1
+
+
+def test_the_cli_imports_for_review_and_with_accept(lk: Callable[..., CompletedProcess[str]]) -> None:
+    assert lk("campaign", "create", "Tides").returncode == 0
+    kanka = [
+        str(FIXTURES / f"kanka_{n}.json") for n in ("characters", "locations", "organisations", "items", "relations")
+    ]
+    staged = lk("campaign", "import", *kanka)
+    assert staged.returncode == 0, staged.stderr
+    assert "6 entities (6 new, 0 updated), 8 facts" in staged.stdout
+    assert "`lorekeeper review accept b1`" in staged.stdout
+    listed = lk("review", "list")
+    assert "Import b1 (kanka:" in listed.stdout and "nothing else to review" in listed.stdout
+    assert lk("entity", "show", "Jonah Greave").returncode != 0  # not in the graph before the DM accepts
+    accepted = lk("review", "accept", "b1")
+    assert accepted.returncode == 0 and "accepted b1: entities: 6 new" in accepted.stdout, accepted.stderr
+    shown = lk("entity", "show", "Greave Marsh")
+    assert "Jonah Greave —located_in→ Greave Marsh" in shown.stdout
+
+    csv = FIXTURES / "world.csv"
+    direct = lk("campaign", "import", str(csv), "--accept")
+    assert direct.returncode == 0 and "accepted into Tides: entities: 3 new" in direct.stdout, direct.stderr
+    # a folder stands for the files in it: a Foundry world's data folder
+    world = lk("campaign", "import", str(FIXTURES / "foundry_world"), "--json")
+    assert world.returncode == 0 and json.loads(world.stdout)["status"] == "pending", world.stderr
+    # place, as older versions called it, is still taken on the command line; a misspelling gets a suggestion
+    assert lk("entity", "add", "Saltmere", "place").stdout.startswith("added location 'Saltmere'")
+    typo = lk("entity", "add", "Vel", "locaton")
+    assert typo.returncode == 2 and "did you mean 'location'?" in typo.stderr
+    bad = lk("campaign", "import", str(FIXTURES / "roll20_handout.json"), "--format", "csv")
+    assert bad.returncode != 0 and "roll20_handout.json" in bad.stderr

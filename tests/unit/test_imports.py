@@ -1,0 +1,313 @@
+"""Imports from Foundry VTT, Roll20, Kanka and CSV: real-format fixtures read into campaign-file entries, formats told
+from content, and every bad file refused once, naming file, record and field."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from campaigns.imports import MAX_IMPORT_BYTES, ImportedWorld, ImportFileError, detect_format, read_import
+from campaigns.imports.common import html_to_text, js_unescape
+from campaigns.schema import EntitySpec
+from memory.models import EntityType
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
+
+
+def imported(*paths: str, format: str | None = None) -> ImportedWorld:
+    files = [FIXTURES / p for p in paths]
+    return read_import([(p.name, p.read_bytes()) for p in files], format)  # type: ignore[arg-type]
+
+
+def entity(world: ImportedWorld, name: str) -> EntitySpec:
+    return next(e for e in world.entities if e.name == name)
+
+
+def facts(world: ImportedWorld) -> set[tuple[str, str, str | None, bool]]:
+    return {(r.source, r.type, r.target or r.value, r.secret) for r in world.relationships}
+
+
+def refused(files: list[tuple[str, bytes]], format: str | None = None) -> str:
+    with pytest.raises(ImportFileError) as caught:
+        read_import(files, format)  # type: ignore[arg-type]
+    return str(caught.value)
+
+
+# ------------------------------------------------------------------------------------------------ Foundry
+
+
+def test_foundry_v10_actor_with_its_notable_items_and_secret_block() -> None:
+    world = imported("foundry_dnd5e_npc_v10.json")
+    assert world.format == "foundry"
+    vask = entity(world, "Vask the Ashen")
+    assert vask.type is EntityType.npc and not vask.secret
+    # HTML to plain text; the secret block is not in the public description
+    assert vask.description == "A soot-stained smith of Cindergate who sells blades to anyone."
+    assert vask.attributes["creature_type"] == "humanoid" and vask.attributes["challenge"] == "2"
+    # the magic sword is an item it owns; the mundane longsword, the feat and the spell stay on the sheet
+    assert [e.name for e in world.entities] == ["Vask the Ashen", "Emberbrand"]
+    assert facts(world) == {
+        ("Vask the Ashen", "owns", "Emberbrand", False),
+        ("Vask the Ashen", "dm_notes", "Secretly forges weapons for the Red Hand.", True),
+    }
+    assert any("3 mundane items" in s for s in world.skipped)
+
+
+def test_foundry_v9_data_layout_item() -> None:
+    world = imported("foundry_v9_item.json")
+    lantern = entity(world, "Lantern of Whispers")
+    assert lantern.type is EntityType.item and lantern.description == "Its flame bends toward lies."
+    assert lantern.attributes["rarity"] == "uncommon"
+
+
+def test_pf2e_private_notes_and_gm_descriptions_stay_dm_only() -> None:
+    world = imported("foundry_pf2e_npc.json")
+    oriel = entity(world, "Magistrate Oriel")
+    assert oriel.description == "Keeps order in Saltmere with a velvet glove."
+    assert "bribes" not in oriel.description and oriel.attributes["level"] == "4"
+    assert facts(world) == {
+        ("Magistrate Oriel", "dm_notes", "Takes bribes from the smugglers' guild.", True),
+        ("Signet of Saltmere", "dm_notes", "Opens the vault.", True),
+        ("Magistrate Oriel", "owns", "Signet of Saltmere", False),  # invested/magical: notable; the dagger is not
+    }
+
+
+def test_foundry_world_nedb_files_folders_and_manifest() -> None:
+    world = imported(
+        *(f"foundry_world/{n}" for n in ("actors.db", "folders.db", "journal.db", "scenes.db", "world.json"))
+    )
+    kinds = {e.name: e.type for e in world.entities}
+    assert kinds == {
+        "Captain Ilse": EntityType.player,
+        "Brother Hale": EntityType.npc,  # the later line of its _id renamed "Old Name"
+        "The Drowned Ship": EntityType.item,  # a vehicle
+        "The Pact of Tides": EntityType.concept,
+        "Hale's Confession": EntityType.concept,
+        "A Map Page": EntityType.concept,
+        "Saltmere Docks": EntityType.location,
+    }  # no folder, no deleted goblin, no manifest
+    assert "The sea takes one ship a year." in entity(world, "The Pact of Tides").description
+    assert "broken" not in entity(world, "The Pact of Tides").description  # a GM-only page
+    assert entity(world, "Hale's Confession").secret  # players cannot see the entry
+    assert entity(world, "Saltmere Docks").aliases == ["The Docks"]
+    assert any("manifest" in s for s in world.skipped)
+
+
+def test_compendium_sources_skip_folders() -> None:
+    world = imported("packs/_source/_folder.json", "packs/_source/whispering-lantern.json")
+    assert [e.name for e in world.entities] == ["Lantern of Whispers"]
+
+
+def test_compendium_sources_written_as_yaml() -> None:
+    world = imported("packs/_source/tide-priest.yml")
+    assert world.format == "foundry"
+    assert [(e.name, e.type) for e in world.entities] == [("Tide Priest", "npc"), ("Conch of Calling", "item")]
+    assert [(r.source, r.type, r.target) for r in world.relationships] == [("Tide Priest", "owns", "Conch of Calling")]
+
+
+def test_a_leveldb_pack_is_refused_with_what_to_do() -> None:
+    assert "foundryvtt-cli" in refused([("000005.ldb", b"\x00\x01\x02binary")])
+
+
+# ------------------------------------------------------------------------------------------------ Roll20
+
+
+def test_roll20_vttes_character() -> None:
+    world = imported("roll20_vttes_character.json")
+    assert world.format == "roll20"
+    pip = entity(world, "Pip Thistledown")
+    assert pip.type is EntityType.npc  # nobody controls it
+    assert pip.description == "A halfling fence who’s always smiling. Café regular."  # %u2019 and %E9 unescaped
+    assert pip.aliases == ["Pip"]  # the token's name, from the JSON inside a string
+    assert pip.attributes["tags"] == ["fence", "cindergate"] and pip.attributes["class"] == "Rogue"
+    assert facts(world) == {
+        ("Pip Thistledown", "dm_notes", "Informant for the city watch.", True),
+        ("Pip Thistledown", "owns", "Cloak of Elvenkind", False),
+        ("Pip Thistledown", "owns", "Dagger +1", False),
+    }  # thieves' tools are mundane
+
+
+def test_roll20_campaign_export_and_handouts() -> None:
+    world = imported("roll20_campaign.json")
+    assert entity(world, "Brannoc").type is EntityType.player  # a player controls it
+    letter = entity(world, "Letter from the Duke")
+    assert letter.type is EntityType.concept and letter.secret  # in no player's journal
+    assert not entity(world, "Map of Cindergate").secret
+    assert entity(world, "Cindergate Streets").type is EntityType.location
+    assert ("Letter from the Duke", "dm_notes", "The Duke is dead; this is forged.", True) in facts(world)
+    assert "NPCs" not in {e.name for e in world.entities}  # journal folders are not entities
+
+
+# ------------------------------------------------------------------------------------------------ Kanka
+
+
+def test_kanka_entities_links_and_relations() -> None:
+    world = imported(*(f"kanka_{n}.json" for n in ("characters", "locations", "organisations", "items", "relations")))
+    assert world.format == "kanka"
+    kinds = {e.name: (e.type, e.secret) for e in world.entities}
+    assert kinds == {
+        "Jonah Greave": (EntityType.npc, False),
+        "Sister Maud": (EntityType.npc, True),  # is_private
+        "Greave Marsh": (EntityType.location, False),
+        "Kingdom of Vel": (EntityType.location, False),
+        "The Lantern Guild": (EntityType.faction, False),
+        "Ferry Bell": (EntityType.item, False),
+    }
+    # mentions read as their text, or the entity's name
+    assert entity(world, "Jonah Greave").description == "A ferryman of the Marsh. Friend of Sister Maud."
+    found = {(r.source, r.type, r.target, r.secret, r.attributes.get("attitude")) for r in world.relationships}
+    assert found == {
+        ("Jonah Greave", "located_in", "Greave Marsh", False, None),
+        ("Greave Marsh", "located_in", "Kingdom of Vel", False, None),
+        ("The Lantern Guild", "located_in", "Kingdom of Vel", False, None),
+        ("Jonah Greave", "owns", "Ferry Bell", False, None),
+        ("Jonah Greave", "old_friend", "Sister Maud", False, 60),
+        ("Jonah Greave", "member_of", "The Lantern Guild", True, 10),  # admin-only visibility
+        ("Sister Maud", "rival_of", "The Lantern Guild", False, -40),
+        ("The Lantern Guild", "rival_of", "Sister Maud", False, -40),  # its mirror, not in the file
+    }
+    assert any("Owes money to" in s for s in world.skipped)  # to an entity not imported
+
+
+# ------------------------------------------------------------------------------------------------ CSV
+
+
+def test_csv_with_bom_quotes_line_breaks_and_alias_separators() -> None:
+    world = imported("world.csv")
+    assert world.format == "csv"
+    eldrinax = entity(world, "Eldrinax")
+    assert eldrinax.aliases == ["The Ember Wyrm", "Old Red", "Eldri"]
+    assert eldrinax.description == "A red dragon, ancient\nand patient"
+    assert eldrinax.attributes == {"faction": "Red Hand"}
+    assert entity(world, "Ironhold").description == 'Dwarven hold, "the deep city"'
+    assert entity(world, "Ironhold").type is EntityType.location
+    assert world.campaign_file().find_entity("old red") == eldrinax
+
+
+def test_csv_accepts_place_and_explains_a_wrong_type() -> None:
+    good = imported_text("name,type\nSaltmere,place\n")
+    assert good.entities[0].type is EntityType.location
+    message = refused([("bad.csv", b"name,type,description\nOk,npc,\nThe Red Hand,Organisation,Cult\n")])
+    assert message == (
+        "bad.csv: line 3 ('The Red Hand'): field 'type': 'Organisation' is not one of npc, location, item, faction, "
+        "quest, event, concept, player; did you mean 'faction'?"
+    )
+
+
+def test_csv_from_a_spreadsheet_that_writes_semicolons() -> None:
+    world = imported_text('name;type;aliases;description\nEldrinax;npc;"Old Red;Eldri";A red dragon, old\n')
+    assert [(e.name, e.aliases, e.description) for e in world.entities] == [
+        ("Eldrinax", ["Old Red", "Eldri"], "A red dragon, old")
+    ]
+
+
+def test_a_zip_stands_for_the_files_in_it() -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name in ("characters", "locations", "organisations", "items", "relations"):
+            archive.write(FIXTURES / f"kanka_{name}.json", f"export/{name}.json")
+        archive.writestr("export/images/face.png", b"\x89PNG")  # not read
+    world = read_import([("kanka-export.zip", buffer.getvalue())])
+    assert world.format == "kanka" and len(world.entities) == 6 and len(world.relationships) == 8
+    assert world.sources[0] == "kanka-export.zip/export/characters.json"
+    assert "a damaged zip" in refused([("broken.zip", b"PK\x03\x04 not really")])
+
+
+def test_a_kanka_character_typed_pc_is_a_player() -> None:
+    chars = {"data": [{"id": 1, "name": "Brannoc", "entry": "", "entity_id": 5, "type": "PC", "sex": ""}]}
+    assert read_import([("characters.json", json.dumps(chars).encode())]).entities[0].type is EntityType.player
+
+
+def test_a_dnd5e_race_kept_as_an_item_id_is_not_an_attribute() -> None:
+    doc = {"_id": "x", "name": "Ilse", "type": "character", "system": {"details": {"race": "Ej3hX9qL2mN8pR4t"}}}
+    assert "race" not in read_import([("ilse.json", json.dumps({**doc, "items": []}).encode())]).entities[0].attributes
+
+
+def imported_text(text: str, name: str = "x.csv") -> ImportedWorld:
+    return read_import([(name, text.encode())])
+
+
+# ------------------------------------------------------------------------------------------------ all formats
+
+
+@pytest.mark.parametrize(
+    ("files", "wanted"),
+    [
+        ([("a.csv", b"name,type\n,npc\n")], None),  # a nameless row is left out, said
+        ([("big.json", b" " * (MAX_IMPORT_BYTES + 1))], "MB an import reads"),
+        ([("latin1.csv", "name,type\nCaf\xe9,npc\n".encode("latin-1"))], "not UTF-8"),
+        ([("x.txt", b"hello there")], "pass --format"),
+        ([("x.json", b'{"hello": 1}')], "not a Foundry VTT, Roll20 or Kanka export"),
+        ([("a.db", b'{"_id":"1","name":"A","type":"npc","system":{},"items":[]}\n{"_id": broken\n')], "line 2"),
+        ([("n.csv", b"type,description\nnpc,x\n")], "no 'name' column"),
+        (
+            [("one.csv", b"name,type\nA,npc\n"), ("two.json", b'{"_id":"x","name":"B","type":"npc","system":{}}')],
+            "import one tool's files at a time",
+        ),
+    ],
+)
+def test_bad_files_are_one_clear_error(files: list[tuple[str, bytes]], wanted: str | None) -> None:
+    if wanted is None:
+        assert read_import(files).entities == []
+        return
+    message = refused(files)
+    assert message.startswith(files[-1][0] if "one tool" in wanted else files[0][0]) and wanted in message, message
+
+
+def test_a_bad_name_names_file_record_and_field() -> None:
+    doc = {"_id": "x", "name": "V\u0430x", "type": "npc", "system": {}, "items": []}  # a Cyrillic а
+    message = refused([("vax.json", json.dumps(doc).encode())])
+    assert message.startswith("vax.json: record ('Vаx'): field 'name': ") and "mixes scripts" in message
+
+
+def test_format_can_be_forced_and_is_told_from_content_not_name() -> None:
+    text = (FIXTURES / "roll20_handout.json").read_text()
+    assert detect_format("handout.csv", text) == "roll20"
+    assert read_import([("h.txt", text.encode())], "roll20").entities[0].name == "Letter from the Duke"
+
+
+def test_long_gm_text_is_kept_whole_in_parts() -> None:
+    long = " ".join(["The sea remembers."] * 60)  # 1,139 characters
+    doc = {"_id": "x", "name": "Hale", "type": "npc", "system": {"details": {"privateNotes": long}}, "items": []}
+    world = read_import([("hale.json", json.dumps(doc).encode())])
+    parts = [r for r in world.relationships if r.type.startswith("dm_notes")]
+    assert [r.type for r in parts] == ["dm_notes", "dm_notes_2", "dm_notes_3"] and all(r.secret for r in parts)
+    assert " ".join(r.value or "" for r in parts) == long
+
+
+def test_html_and_javascript_escapes() -> None:
+    assert html_to_text("<p>One<br>two &amp; <b>three</b></p><script>x()</script><p>four</p>") == (
+        "One\ntwo & three\n\nfour",
+        "",
+    )
+    assert html_to_text('<div>open <section class="secret">hid<p>den</p></section> shut</div>') == (
+        "open\n\nshut",
+        "hid\nden",
+    )
+    assert js_unescape("%3Cp%3Ecaf%E9 %u2019%3C/p%3E") == "<p>café ’</p>"
+
+
+def test_duplicates_fold_and_symmetric_facts_are_one() -> None:
+    rels = {
+        "data": [
+            {"id": 1, "owner_id": 1, "target_id": 2, "relation": "Allied with", "visibility_id": 1, "mirror_id": 2},
+            {"id": 2, "owner_id": 2, "target_id": 1, "relation": "allied_with", "visibility_id": 1, "mirror_id": 1},
+        ]
+    }
+    chars = {
+        "data": [
+            {"id": 1, "name": "A", "entry": "", "entity_id": 1, "sex": ""},
+            {"id": 2, "name": "B", "entry": "", "entity_id": 2, "sex": ""},
+            {"id": 3, "name": "a", "entry": "<p>Same as A.</p>", "entity_id": 3, "sex": ""},
+        ]
+    }
+    world = read_import(
+        [("characters.json", json.dumps(chars).encode()), ("relations.json", json.dumps(rels).encode())]
+    )
+    assert [(e.name, e.description) for e in world.entities] == [("A", "Same as A."), ("B", "")]
+    assert [(r.source, r.type, r.target) for r in world.relationships] == [("A", "allied_with", "B")]
+    world.campaign_file()  # and it is a valid campaign file
