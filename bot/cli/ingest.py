@@ -195,6 +195,8 @@ async def ingest_audio_files(
 
     stt = WhisperSTT(model)
     try:
+        await asyncio.to_thread(stt.load)
+        click.echo(f"speech-to-text: Whisper {stt.loaded}", err=True)
         return await ingest_audio(
             mem,
             tracks,
