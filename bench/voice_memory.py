@@ -24,7 +24,8 @@ import numpy as np
 from memory.providers.stt import Transcript
 from memory.providers.stt import Word as STTWord
 from memory.recorder import Utterance
-from memory.voice.capture import Frame, StaticNames, VoicePipeline
+from memory.voice.capture import Frame, VoicePipeline
+from memory.voice.prompt import StaticNames
 from memory.voice.segmenter import FRAME_SAMPLES, INPUT_RATE
 
 FRAME_S = 0.02

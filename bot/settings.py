@@ -66,6 +66,10 @@ class Settings(BaseSettings):
 
     llm_model: str | None = Field(default=None, description="chat model for correction, extraction, recaps")
     llm_timeout: float = Field(default=60.0, gt=0, description="seconds one LLM request may take (tried 3 times)")
+    stt_model: str = Field(
+        default="auto",
+        description="offline Whisper model for voice: base, tiny.en, a model directory, or auto (base, else tiny.en)",
+    )
     embedding_provider: Literal["minilm", "openai"] = "minilm"
     embedding_model: str = "all-MiniLM-L6-v2"
     embedding_dim: int | None = Field(default=None, gt=0)

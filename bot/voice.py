@@ -35,8 +35,9 @@ from memory.models import Campaign, Session
 from memory.providers.stt import SpeechToText
 from memory.store import CampaignMemory
 from memory.voice.backoff import Backoff, GaveUp, retry
-from memory.voice.capture import CampaignNames, FrameDecryptor, FrameQueueSource, VoicePipeline
+from memory.voice.capture import FrameDecryptor, FrameQueueSource, VoicePipeline
 from memory.voice.guard import GuardStatus, MemoryGuard, unheard_dir
+from memory.voice.prompt import CampaignNames
 
 try:
     import davey

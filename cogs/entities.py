@@ -295,6 +295,24 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             DescribeModal(entity, campaign_id=campaign.id, user_id=interaction.user.id, guild_id=interaction.guild_id)
         )
 
+    @app_commands.command(description="Keep an entity's names in what the voice recogniser listens for (DM only)")
+    @app_commands.describe(name="The entity's name or an alias", pinned="True to pin (the default), False to unpin")
+    @app_commands.autocomplete(name=entity_names)
+    async def pin(self, interaction: discord.Interaction, name: str, pinned: bool = True) -> None:
+        _, mem = await dm_campaign(interaction)
+        entity = await mem.graph.get_entity(name)
+        changed = await mem.graph.set_pinned(entity, pinned)
+        if not pinned:
+            reply = f"Unpinned **{entity.name}**." if changed else f"**{entity.name}** was not pinned."
+        elif changed:
+            reply = (
+                f"Pinned **{entity.name}**: its names stay among the few dozen the voice recogniser listens for, "
+                "with the player characters' and the names said lately."
+            )
+        else:
+            reply = f"**{entity.name}** was pinned already."
+        await interaction.response.send_message(reply, ephemeral=True)
+
     @app_commands.command(description="Remove an entity and its relationships (DM only)")
     @app_commands.describe(name="The entity's name or an alias")
     @app_commands.autocomplete(name=entity_names)

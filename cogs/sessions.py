@@ -22,7 +22,7 @@ from bot.views import Confirm, Paginator, name_choices, paged_embeds, safe_autoc
 from bot.voice import CouldNotJoin, VoiceSession
 from memory.models import Campaign, counted
 from memory.name_report import NameChange, names_changed
-from memory.providers.stt import SpeechToText, WhisperSTT
+from memory.providers.stt import SpeechToText, STTError, WhisperSTT, whisper_candidates
 from memory.session_log import ListedSession
 from memory.store import CampaignMemory
 from memory.voice.guard import GuardState, SpoolPending, recover_leftover_spools
@@ -102,10 +102,15 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
         # Loaded on first use: a bot that never records never pays for the Whisper model.
         stt = getattr(self.bot, "stt", None) or self._stt
         if stt is None:
-            stt = self._stt = WhisperSTT("auto")
+            stt = self._stt = WhisperSTT(self.bot.settings.stt_model)
         return stt
 
     async def cog_load(self) -> None:
+        try:
+            model = whisper_candidates(self.bot.settings.stt_model)[0]
+            log.info("speech-to-text: Whisper %s (offline; loaded at the first recording)", model)
+        except STTError as exc:
+            log.warning("speech-to-text: %s; /session start will fail until a model is installed", exc)
         # in the background: the bot answers commands while a long outage's spools are being stored
         self._recovery = asyncio.create_task(self._recover_spools(), name="recover-leftover-spools")
 

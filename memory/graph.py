@@ -34,6 +34,7 @@ from memory.models import (
     Neighbourhood,
     PastFact,
     PathStep,
+    PromptEntity,
     Provenance,
     Relationship,
     RelationshipIn,
@@ -1865,3 +1866,66 @@ class KnowledgeGraph:
             return None
         speakers = ", ".join(dict.fromkeys(r["speaker"] for r in rows))
         return Mention(**{**rows[0], "speaker": speakers, "text": " / ".join(r["text"] for r in rows)})
+
+    async def set_pinned(self, entity: Entity, pinned: bool) -> bool:
+        """Pin an entity's names in the speech recogniser's prompt (or unpin them); False if it was so already."""
+        status = await self.db.execute(
+            "UPDATE entities SET pinned = $3, updated_at = now() WHERE campaign_id = $1 AND id = $2 AND pinned <> $3",
+            self.campaign_id,
+            entity.id,
+            pinned,
+        )
+        return status != "UPDATE 0"
+
+    async def pinned_entities(self) -> list[Entity]:
+        rows = await self.db.fetch(
+            f"{_ENTITY_SELECT} WHERE e.campaign_id = $1 AND e.pinned ORDER BY lower(e.name)", self.campaign_id
+        )
+        return [entity_from_row(r) for r in rows]
+
+    async def names_version(self) -> tuple[object, ...]:
+        """Changes with any accepted entity, alias or pin: the cheap check before :meth:`prompt_entities`."""
+        row = await self.db.fetchrow(
+            """
+            SELECT count(*) FILTER (WHERE status = 'accepted') AS n, max(updated_at) AS changed,
+                   (SELECT count(*) FROM entity_aliases WHERE campaign_id = $1) AS aliases
+            FROM entities WHERE campaign_id = $1
+            """,
+            self.campaign_id,
+        )
+        return (row["n"], row["changed"], row["aliases"])
+
+    async def prompt_entities(self, *, recent_sessions: int) -> list[PromptEntity]:
+        """Every accepted entity with what ranks it for the speech recogniser's prompt: pinned, a player, how many
+        passages of the last ``recent_sessions`` sessions (by when played) name it, how many facts it is in."""
+        rows = await self.db.fetch(
+            """
+            WITH recent AS (
+                SELECT id FROM sessions WHERE campaign_id = $1 ORDER BY started_at DESC, id DESC LIMIT $2
+            ), said AS (
+                SELECT m.id, count(*) AS n FROM chunks c CROSS JOIN LATERAL unnest(c.entity_ids) AS m(id)
+                WHERE c.campaign_id = $1 AND c.session_id IN (SELECT id FROM recent) GROUP BY m.id
+            )
+            SELECT e.id, e.name, e.type, e.pinned, coalesce(said.n, 0) AS said_lately,
+                   ARRAY(SELECT a.alias FROM entity_aliases a WHERE a.entity_id = e.id ORDER BY lower(a.alias))
+                       AS aliases,
+                   (SELECT count(*) FROM relationships r
+                    WHERE r.campaign_id = $1 AND (r.source_id = e.id OR r.target_id = e.id)) AS degree
+            FROM entities e LEFT JOIN said ON said.id = e.id
+            WHERE e.campaign_id = $1 AND e.status = 'accepted'
+            """,
+            self.campaign_id,
+            recent_sessions,
+        )
+        return [
+            PromptEntity(
+                id=r["id"],
+                name=r["name"],
+                aliases=tuple(r["aliases"]),
+                cast=r["type"] == EntityType.player.value,
+                pinned=r["pinned"],
+                said_lately=r["said_lately"],
+                degree=r["degree"],
+            )
+            for r in rows
+        ]

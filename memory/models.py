@@ -931,3 +931,17 @@ class ReviewItem(BaseModel):
             return f"new {e.type.value} {e.name!r}" + (f": {e.description}" if e.description else "")
         assert self.fact is not None
         return self.fact.describe()
+
+
+class PromptEntity(BaseModel):
+    """An accepted entity as the speech recogniser's prompt weighs it (``memory.voice.prompt``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    name: str
+    aliases: tuple[str, ...] = ()
+    cast: bool = False  # a player character
+    pinned: bool = False  # the DM wants its names in the prompt
+    said_lately: int = 0  # passages of the campaign's last sessions that name it
+    degree: int = 0  # facts it takes part in

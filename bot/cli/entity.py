@@ -322,6 +322,28 @@ async def remove(ctx: click.Context, name: str, campaign: str | None, yes: bool)
     click.echo(f"removed {target.name!r} and {len(facts)} relationships")
 
 
+@entity.command("pin")
+@click.argument("names", nargs=-1)
+@click.option("--off", is_flag=True, help="Unpin them instead.")
+@campaign_option
+@click.pass_context
+@async_command
+async def pin(ctx: click.Context, names: tuple[str, ...], off: bool, campaign: str | None) -> None:
+    """Keep entities' names (and aliases) in the speech recogniser's prompt, which holds a few dozen of a campaign's
+    names: the villain of tonight's session, a place about to be visited. Without NAMES: the pinned ones."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, _ = await campaign_memory(memory, settings, campaign)
+        for name in names:
+            target = await mem.graph.get_entity(name)
+            changed = await mem.graph.set_pinned(target, not off)
+            state = "unpinned" if off else "pinned"
+            click.echo(f"{state} {target.name!r}" if changed else f"{target.name!r} was {state} already")
+        if not names:
+            pinned = await mem.graph.pinned_entities()
+            click.echo("\n".join(f"{e.name} ({e.type.value})" for e in pinned) or "nothing is pinned")
+
+
 @entity.command("merge")
 @click.argument("source")
 @click.argument("into")

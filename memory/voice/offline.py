@@ -27,7 +27,7 @@ from memory.recorder import SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory
 from memory.transcripts import UNKNOWN_SPEAKER
 from memory.voice.audio_files import SUPPORTED_SUFFIXES, iter_audio_blocks
-from memory.voice.capture import CampaignNames
+from memory.voice.prompt import CampaignNames, NameSource
 from memory.voice.segmenter import FRAME_SAMPLES, INPUT_RATE, OUTPUT_RATE, UtteranceSegmenter
 from memory.voice.segmenter import Utterance as Segment
 
@@ -79,23 +79,25 @@ def discord_frames(blocks: Iterator[np.ndarray]) -> Iterator[tuple[bytes, float]
 async def transcribe_track(
     track: AudioTrack,
     stt: SpeechToText,
-    names: Sequence[str],
+    names: NameSource,
     *,
     segmenter: UtteranceSegmenter | None = None,
     on_utterance: Callable[[Utterance], None] | None = None,
     on_position: Callable[[float], None] | None = None,
 ) -> list[Utterance]:
-    """The utterances of one speaker's recording, with times from the start of the file; ``on_position`` hears
-    how many seconds of it were read, after each 20 ms of it (the utterances ended there handed out first)."""
+    """The utterances of one speaker's recording, with times from the start of the file; ``names`` gives each
+    utterance its prompt and hears what it said; ``on_position`` hears how many seconds of it were read, after
+    each 20 ms of it (the utterances ended there handed out first)."""
     segmenter = segmenter or UtteranceSegmenter()
     out: list[Utterance] = []
 
     async def emit(segments: list[Segment]) -> None:
         for segment in segments:
-            transcript = await stt.transcribe(segment.pcm16k, prompt_names=names)
+            transcript = await stt.transcribe(segment.pcm16k, prompt_names=await names.names(segment.start))
             text = transcript.text.strip()
             if not text:
                 continue
+            names.heard(text, segment.start)
             utterance = Utterance(
                 speaker=track.speaker,
                 text=text,
@@ -150,7 +152,7 @@ async def ingest_audio(
     done = None if again else await mem.log.recorded_in(title, digests)
     utterances: list[Utterance] = []
     if done is None:
-        names = await CampaignNames(mem).names()
+        names = CampaignNames(mem)  # one for all tracks: a name one speaker said is in the others' prompt then
         for track in tracks:
             at = functools.partial(on_position, track) if on_position is not None else None
             utterances += await transcribe_track(track, stt, names, on_utterance=on_utterance, on_position=at)

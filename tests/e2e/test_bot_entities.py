@@ -315,6 +315,29 @@ async def test_remove_confirm_and_cancel(world, fake_discord: FakeDiscord, dm: F
     assert await world.graph.find_entity("Ironhold") is None
 
 
+async def test_pin_puts_an_entity_s_names_in_the_voice_prompt_for_the_dm_only(
+    world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    """The prompt holds a few dozen names: a pinned entity's come first, with its aliases, however unconnected."""
+    from memory.voice.prompt import CampaignNames
+
+    for i in range(60):  # more names than the prompt holds
+        await world.graph.add_entity(EntityIn(name=f"Lore{i:02d}", type=EntityType.concept))
+    assert (await CampaignNames(world).names())[:3] != ["Eldrinax", "Eldri", "The Red"]
+    refused = await fake_discord.invoke("entity pin", {"name": "The Red"}, user_id=player)
+    assert refused.ephemeral and refused.texts() == ["Only the DM can do that."]
+
+    pinned = await fake_discord.invoke("entity pin", {"name": "The Red"}, user_id=dm)
+    assert pinned.ephemeral and pinned.texts()[0].startswith("Pinned **Eldrinax**: its names stay among")
+    assert (await CampaignNames(world).names())[:3] == ["Eldrinax", "Eldri", "The Red"]
+    again = await fake_discord.invoke("entity pin", {"name": "Eldrinax"}, user_id=dm)
+    assert again.texts() == ["**Eldrinax** was pinned already."]
+
+    unpinned = await fake_discord.invoke("entity pin", {"name": "Eldrinax", "pinned": False}, user_id=dm)
+    assert unpinned.texts() == ["Unpinned **Eldrinax**."]
+    assert (await CampaignNames(world).names())[:3] != ["Eldrinax", "Eldri", "The Red"]
+
+
 async def test_merge_asks_then_folds_one_entity_into_the_other_for_the_dm_only(
     world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
 ) -> None:

@@ -87,6 +87,7 @@ async def test_dev_guild_sync_at_start(
         "link",
         "list",
         "merge",
+        "pin",
         "remove",
         "show",
         "unlink",

@@ -106,6 +106,7 @@ async def test_ingest_wav_stores_corrected_and_raw_text(lk, fresh_dsn: str, tmp_
     done = lk("ingest", str(wav), "--campaign", CAMPAIGN, "--speaker", "Ana", "--model", "tiny.en")
     assert done.returncode == 0, done.stderr
     assert "night-one.wav → The Sunken Crown:" in done.stdout
+    assert "speech-to-text: Whisper tiny.en" in done.stderr
 
     rows = await entries(fresh_dsn)
     assert rows, done.stdout

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from faster_whisper import decode_audio
 
-from memory.providers.stt import WhisperSTT, installed_whisper_models
+from memory.providers.stt import STTError, WhisperSTT, installed_whisper_models, whisper_candidates
 from memory.voice.audio_files import load_audio
 from memory.voice.segmenter import FRAME_SAMPLES, UtteranceSegmenter
 
@@ -144,3 +144,38 @@ def test_prompt_keeps_the_first_names_within_whisper_token_budget() -> None:
     kept = prompt.removeprefix("Names: ").removesuffix(".").split(" - ")
     assert kept == names[: len(kept)], "the most important names come first and are never displaced"
     stt.close()
+
+
+def test_base_is_installed_and_chosen_by_default() -> None:
+    """Every install has base: it hears names tiny.en misses; "auto" (the bot's default) picks it."""
+    assert installed_whisper_models() == ["tiny.en", "base"]
+    assert whisper_candidates("auto") == ["base", "tiny.en"]
+    assert WhisperSTT().model_ref == "auto"
+
+
+async def test_auto_falls_back_to_tiny_en_when_base_will_not_load(
+    recording: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A base model that cannot load (a corrupt file, a full disk while assembling it) leaves the bot hearing with
+    tiny.en, not deaf."""
+    from memory.providers import stt as stt_module
+
+    one, two = tmp_path / "one", tmp_path / "two"
+    real_one, _ = stt_module._base_parts()  # type: ignore[misc]
+    one.mkdir()
+    two.mkdir()
+    for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
+        shutil.copyfile(real_one / name, one / name)
+    (one / "model.bin.part1").write_bytes(b"not a model" * 100)
+    (two / "model.bin.part2").write_bytes(b"at all" * 100)
+    monkeypatch.setattr(stt_module, "_base_parts", lambda: (one, two))
+
+    whisper = WhisperSTT("auto", cache_dir=tmp_path / "cache")
+    try:
+        heard = await whisper.transcribe(load_audio(recording), prompt_names=NAMES)
+        assert whisper.loaded == "tiny.en"
+        assert "Eldrinax" in names_heard(heard.text), heard.text
+    finally:
+        whisper.close()
+    with pytest.raises(STTError, match="Whisper base could not be loaded"):
+        WhisperSTT("base", cache_dir=tmp_path / "cache").load()

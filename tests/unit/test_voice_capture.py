@@ -26,10 +26,10 @@ from memory.voice.capture import (
     Frame,
     FrameDecryptor,
     FrameQueueSource,
-    StaticNames,
     VoicePipeline,
     frames_from,
 )
+from memory.voice.prompt import StaticNames
 from memory.voice.segmenter import FRAME_SAMPLES, INPUT_RATE, OUTPUT_RATE, UtteranceSegmenter
 
 FRAME_S = 0.02

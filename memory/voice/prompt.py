@@ -1,0 +1,165 @@
+"""Which of the campaign's names go into the speech recogniser's prompt.
+
+Whisper reads about 220 prompt tokens: a few dozen names of a campaign that may hold a thousand. A name in the
+prompt is heard ("Eldrinax"); one left out comes out as English look-alikes ("elder nacks") that only the
+corrector can mend. So the prompt holds the names most likely to be said next, in tiers:
+
+1. the cast (player characters) and the entities the DM pinned (``lorekeeper entity pin``, ``/entity pin``),
+   with their aliases: the table says them all evening;
+2. names said in the last minutes of this session, most recently said first, with the aliases said;
+3. names said most in the campaign's last sessions;
+4. the rest, the most connected first, then their aliases (a small campaign's prompt holds them all).
+
+Each name once. The ranked list changes only when the entities change or a name enters or leaves the recent
+minutes, so the prompt (counted with the model's tokenizer) is rebuilt then, not for every utterance.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from memory.correction.text import normalize
+from memory.gazetteer import Gazetteer
+from memory.models import PromptEntity
+from memory.store import CampaignMemory
+
+log = logging.getLogger(__name__)
+
+#: How long a name said counts as "said lately" in this session.
+RECENT_WINDOW_S = 600.0
+#: How many of the campaign's last sessions say which names are said most.
+RECENT_SESSIONS = 5
+
+
+@dataclass(slots=True)
+class Said:
+    """When an entity was last said in this session, and the words it was said by."""
+
+    at: float
+    forms: dict[str, None] = field(default_factory=dict)  # as said, in order of first use
+
+
+def rank_names(
+    entities: Iterable[PromptEntity], said: Mapping[int, Said] | None = None, *, now: float | None = None
+) -> list[str]:
+    """The prompt's names, most important first (tiers in the module docstring); ``said`` maps entity ids to their
+    mentions in this session, of which those within :data:`RECENT_WINDOW_S` before ``now`` count."""
+    recent = {i: s for i, s in (said or {}).items() if now is None or now - RECENT_WINDOW_S <= s.at <= now}
+    tiers: list[list[tuple[tuple[float, ...], list[str]]]] = [[], [], [], [], []]
+    for e in entities:
+        heard = recent.get(e.id)
+        forms = [f for f in heard.forms if normalize(f) != normalize(e.name)] if heard else []
+        if e.cast or e.pinned:
+            tiers[0].append(((-(heard.at if heard else -1.0), -e.said_lately, -e.degree), [e.name, *e.aliases]))
+        elif heard is not None:
+            tiers[1].append(((-heard.at,), [e.name, *forms]))
+        elif e.said_lately:
+            tiers[2].append(((-e.said_lately, -e.degree), [e.name]))
+        else:
+            tiers[3].append(((-e.degree,), [e.name]))
+            if e.aliases:
+                tiers[4].append(((-e.degree,), list(e.aliases)))
+    names: list[str] = []
+    seen: set[str] = set()
+    for tier in tiers:
+        for _, forms in sorted(tier, key=lambda item: (item[0], item[1][0].casefold())):
+            for name in forms:
+                if (key := normalize(name)) and key not in seen:
+                    seen.add(key)
+                    names.append(name)
+    return names
+
+
+class NameSource(Protocol):
+    """What a transcriber asks for its prompt's names and tells what was said."""
+
+    async def names(self, at: float | None = None) -> Sequence[str]: ...
+
+    def heard(self, text: str, at: float) -> None: ...
+
+
+class StaticNames:
+    """A fixed list (tests, benchmarks, a recogniser without a campaign)."""
+
+    def __init__(self, names: Sequence[str] = ()) -> None:
+        self._names = list(names)
+
+    async def names(self, at: float | None = None) -> Sequence[str]:
+        return self._names
+
+    def heard(self, text: str, at: float) -> None:
+        pass
+
+
+class CampaignNames:
+    """The campaign's accepted entity names ranked for the prompt, kept fresh cheaply.
+
+    A version query (count and last change) runs at most every ``refresh_s``; the entities are read again only
+    when it changed, and how often each was said in the last sessions every ``history_refresh_s``. When the
+    database is away the last names are kept: transcription must go on. ``heard`` takes each transcribed line,
+    with its time into the session, and finds the names it says.
+    """
+
+    def __init__(
+        self,
+        mem: CampaignMemory,
+        *,
+        refresh_s: float = 10.0,
+        history_refresh_s: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.mem = mem
+        self.refresh_s = refresh_s
+        self.history_refresh_s = history_refresh_s
+        self._clock = clock
+        self._checked: float | None = None
+        self._loaded: float | None = None
+        self._version: tuple[object, ...] | None = None
+        self._entities: list[PromptEntity] = []
+        self._gazetteer: Gazetteer[PromptEntity] = Gazetteer(())
+        self._said: dict[int, Said] = {}
+        self._ranked: list[str] = []
+        self._ranked_for: tuple[object, ...] | None = None
+
+    async def names(self, at: float | None = None) -> Sequence[str]:
+        """The ranked names for a line starting ``at`` seconds into the session (None: after all said so far)."""
+        await self._refresh()
+        recent = frozenset(i for i, s in self._said.items() if at is None or at - RECENT_WINDOW_S <= s.at <= at)
+        key = (self._version, self._loaded, recent)
+        if key != self._ranked_for:  # the same list object while nothing changed: the prompt is not rebuilt
+            self._ranked = rank_names(self._entities, {i: self._said[i] for i in recent})
+            self._ranked_for = key
+        return self._ranked
+
+    def heard(self, text: str, at: float) -> None:
+        for start, end, entity in self._gazetteer.find(text):
+            said = self._said.setdefault(entity.id, Said(at))
+            said.at = max(said.at, at)
+            said.forms.setdefault(_without_possessive(text[start:end]))
+
+    async def _refresh(self) -> None:
+        now = self._clock()
+        if self._checked is not None and now - self._checked < self.refresh_s:
+            return
+        self._checked = now
+        try:
+            version = await self.mem.graph.names_version()
+            stale = self._loaded is None or now - self._loaded >= self.history_refresh_s
+            if version != self._version or stale:
+                self._entities = await self.mem.graph.prompt_entities(recent_sessions=RECENT_SESSIONS)
+                self._gazetteer = Gazetteer(self._entities)
+                self._version, self._loaded = version, now
+                log.info("STT prompt: %d campaign entities", len(self._entities))
+        except Exception as exc:  # the guard handles the outage; names just stay as they were
+            log.debug("could not refresh campaign names (%s); keeping %d", exc, len(self._entities))
+
+
+def _without_possessive(form: str) -> str:
+    for ending in ("'s", "’s"):
+        if form.casefold().endswith(ending):
+            return form[: -len(ending)]
+    return form

@@ -1,0 +1,73 @@
+"""The names the speech recogniser's prompt holds, chosen from the graph and what was said (memory.voice.prompt)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memory.models import ChunkIn, EntityIn, EntityType, RelationshipIn
+from memory.store import CampaignMemory
+from memory.voice.prompt import RECENT_WINDOW_S, CampaignNames
+
+pytestmark = pytest.mark.integration
+
+
+def vec() -> list[float]:
+    return [1.0] + [0.0] * 383
+
+
+@pytest.fixture
+async def table(campaign: CampaignMemory) -> CampaignMemory:
+    """A cast of two, lore with facts between them, a villain, places of past sessions."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Vex'ahlia", type=EntityType.player, aliases=["Vex"]))
+    await g.add_entity(EntityIn(name="Grog Strongjaw", type=EntityType.player, aliases=["Grog"]))
+    hub = await g.add_entity(EntityIn(name="Exandria", type=EntityType.place))
+    for i in range(5):
+        lore = await g.add_entity(EntityIn(name=f"Lore{i}", type=EntityType.concept, aliases=[f"L{i}"]))
+        await g.add_relationship(RelationshipIn(source_id=lore.id, type="located_in", target_id=hub.id))
+    await g.add_entity(EntityIn(name="Sylas Briarwood", type=EntityType.npc, aliases=["Sylas", "Lord Briarwood"]))
+    for name in ("Whitestone", "Kraghammer", "Emon"):
+        await g.add_entity(EntityIn(name=name, type=EntityType.place))
+    return campaign
+
+
+async def test_cast_then_said_lately_then_said_in_last_sessions_then_the_connected(table: CampaignMemory) -> None:
+    g = table.graph
+    now = datetime.now(UTC)
+    old = await table.log.start_session("Long ago", started_at=now - timedelta(days=400))
+    last = [await table.log.start_session(f"Week {i}", started_at=now - timedelta(days=7 * i)) for i in range(1, 6)]
+    whitestone, kraghammer, emon = [await g.get_entity(n) for n in ("Whitestone", "Kraghammer", "Emon")]
+    chunks = [(last[0], whitestone), (last[1], whitestone), (last[4], kraghammer), (old, emon), (old, emon)]
+    await table.semantic.upsert(
+        [
+            ChunkIn(key=f"k{n}", session_id=s.id, text=e.name, embedding=vec(), entity_ids=[e.id])
+            for n, (s, e) in enumerate(chunks)
+        ]
+    )
+    names = CampaignNames(table)
+    start = await names.names(0.0)
+    # Emon was said only in a session older than the last five: not "said lately", so among the unconnected
+    assert start == [
+        "Grog Strongjaw", "Grog", "Vex'ahlia", "Vex", "Whitestone", "Kraghammer",
+        "Exandria", "Lore0", "Lore1", "Lore2", "Lore3", "Lore4", "Emon", "Sylas Briarwood",
+        "L0", "L1", "L2", "L3", "L4", "Lord Briarwood", "Sylas",
+    ]  # fmt: skip
+
+    names.heard("Is that lore3's daughter?", 90.0)
+    names.heard("I walk up to Sylas and tell him about her.", 100.0)
+    lately = await names.names(130.0)
+    assert lately[4:7] == ["Sylas Briarwood", "Sylas", "Lore3"]  # the latest first; the alias said with its name
+    assert await names.names(131.0) is lately  # nothing changed: the same list, so the same prompt
+    assert await names.names(100.0 + RECENT_WINDOW_S + 1) == start
+
+
+async def test_a_pinned_or_new_entity_is_in_the_next_names(table: CampaignMemory) -> None:
+    names = CampaignNames(table, refresh_s=0.0)
+    before = await names.names()
+    await table.graph.set_pinned(await table.graph.get_entity("Lore4"), True)
+    # in a fact, it goes before the cast who are in none
+    assert (await names.names())[:6] == ["Lore4", "L4", "Grog Strongjaw", "Grog", "Vex'ahlia", "Vex"]
+    await table.graph.add_entity(EntityIn(name="Orthax", type=EntityType.npc))
+    assert "Orthax" in await names.names() and "Orthax" not in before

@@ -1,0 +1,68 @@
+"""The speech recogniser's prompt holds a few dozen of a campaign's names: which ones (memory.voice.prompt)."""
+
+from __future__ import annotations
+
+from memory.models import PromptEntity
+from memory.providers.stt import build_name_prompt
+from memory.voice.prompt import RECENT_WINDOW_S, Said, rank_names
+
+
+def campaign(size: int = 1_000) -> list[PromptEntity]:
+    """A large campaign: well-connected lore nobody mentions, a cast, a pinned villain, names of past sessions."""
+    lore = [PromptEntity(id=i, name=f"Lorename{i:04d}", degree=50 - i % 50) for i in range(size)]
+    return [
+        *lore,
+        PromptEntity(id=10_001, name="Vex'ahlia", aliases=("Vex",), cast=True),
+        PromptEntity(id=10_002, name="Grog Strongjaw", aliases=("Grog",), cast=True),
+        PromptEntity(id=10_003, name="Eldrinax", aliases=("the Ember Wyrm",), pinned=True),
+        PromptEntity(id=10_004, name="Kraghammer", said_lately=40),
+        PromptEntity(id=10_005, name="Whitestone", said_lately=90),
+        PromptEntity(id=10_006, name="Sylas Briarwood", aliases=("Sylas", "Lord Briarwood"), degree=3),
+        PromptEntity(id=10_007, name="Orthax", degree=1),
+    ]
+
+
+def tokens(text: str) -> int:
+    return len(text.split())  # one a word: enough to see what a budget keeps
+
+
+def test_a_campaign_larger_than_the_budget_keeps_the_cast_the_pinned_and_the_recently_said() -> None:
+    said = {10_006: Said(at=1_000.0, forms={"Sylas": None}), 10_007: Said(at=1_200.0, forms={"Orthax": None})}
+    names = rank_names(campaign(), said, now=1_300.0)
+    prompt = build_name_prompt(names, count_tokens=tokens, budget=28)  # 27 for the 11 names below
+    kept = prompt.removeprefix("Names: ").removesuffix(".").split(" - ")
+
+    # cast and pinned with their aliases, then the names said lately (the latest first, the alias said with it),
+    # then the most said in the last sessions; no lore name fits
+    assert kept[:6] == ["Eldrinax", "the Ember Wyrm", "Grog Strongjaw", "Grog", "Vex'ahlia", "Vex"]
+    assert kept[6:9] == ["Orthax", "Sylas Briarwood", "Sylas"]
+    assert kept[9:11] == ["Whitestone", "Kraghammer"]
+    assert "Lord Briarwood" not in kept  # an alias nobody said costs tokens for nothing
+    assert not any(name.startswith("Lorename") for name in kept)
+
+
+def test_names_said_long_ago_or_later_in_the_recording_are_not_recent() -> None:
+    said = {10_007: Said(at=100.0, forms={"Orthax": None})}
+    assert rank_names(campaign(20), said, now=100.0 + RECENT_WINDOW_S)[6] == "Orthax"
+    aged = rank_names(campaign(20), said, now=101.0 + RECENT_WINDOW_S)
+    assert aged[6:8] == ["Whitestone", "Kraghammer"] and "Orthax" in aged[8:]
+    # another speaker's track read before this one: what they say later is not "said lately" yet
+    assert rank_names(campaign(20), said, now=50.0)[6] == "Whitestone"
+
+
+def test_each_name_once_and_the_rest_by_connections() -> None:
+    entities = [
+        PromptEntity(id=1, name="Pike", cast=True, aliases=("pike",)),
+        PromptEntity(id=2, name="Tal'Dorei", degree=2),
+        PromptEntity(id=3, name="Emon", degree=9),
+        PromptEntity(id=4, name="Taldorei", degree=1),  # written otherwise, said alike: one name is enough
+    ]
+    assert rank_names(entities) == ["Pike", "Emon", "Tal'Dorei"]
+    # a small campaign's prompt has room for every alias, after every name
+    entities.append(PromptEntity(id=5, name="Emon City Watch", aliases=("the Watch", "Emon"), degree=4))
+    assert rank_names(entities) == ["Pike", "Emon", "Emon City Watch", "Tal'Dorei", "the Watch"]
+
+
+def test_nothing_to_rank() -> None:
+    assert rank_names([]) == []
+    assert build_name_prompt(rank_names([])) == ""
