@@ -749,6 +749,39 @@ async def test_a_deleted_campaign_leaves_no_job_and_ingest_warns_of_its_own_fail
         await conn.close()
 
 
+async def test_ingest_wait_fails_naming_the_jobs_held_at_its_end(lk, fresh_dsn: str) -> None:
+    assert lk("campaign", "create", "Main").returncode == 0
+    conn = await asyncpg.connect(fresh_dsn)
+    try:
+        main = await conn.fetchval("SELECT id FROM campaigns")
+        night = await conn.fetchval(
+            "INSERT INTO sessions (campaign_id, title) VALUES ($1, 'Night zero') RETURNING id", main
+        )
+        # held on its data, so the drain's worker start leaves it held: as after an LLM outage that outlasted
+        # every try, or a job a bug fails
+        held_id = await conn.fetchval(
+            """
+            WITH j AS (INSERT INTO pgqueuer (priority, status, entrypoint, payload)
+                       VALUES (0, 'failed', 'lk_extract', $1) RETURNING id)
+            INSERT INTO pgqueuer_log (job_id, status, priority, entrypoint, traceback)
+            SELECT id, 'failed', 0, 'lk_extract', $2::jsonb FROM j RETURNING job_id
+            """,
+            json.dumps({"campaign_id": main, "session_id": night}).encode(),
+            json.dumps({"exception_type": "BadJobError", "exception_message": "LLMError: LLM refused: no"}),
+        )
+        res = lk("ingest", str(SAMPLE), "--wait")
+        assert res.returncode == 1, res.stderr
+        assert "entries" in res.stdout  # what was stored is still said
+        assert res.stderr == (
+            f"error: 1 background job held: #{held_id} extract of 'Night zero' (failed on its data): "
+            "LLMError: LLM refused: no; `lorekeeper jobs list` shows them, `lorekeeper jobs retry` runs them again\n"
+        )
+        await conn.execute("DELETE FROM pgqueuer WHERE status = 'failed'")  # nothing of ours held: success
+        assert lk("ingest", str(SAMPLE), "--wait").returncode == 0
+    finally:
+        await conn.close()
+
+
 async def test_jobs_list_and_retry_the_held_jobs_of_one_campaign(lk, fresh_dsn: str) -> None:
     assert lk("campaign", "create", "Main").returncode == 0 and lk("campaign", "create", "Other").returncode == 0
     empty = lk("jobs", "list")
