@@ -59,6 +59,7 @@ ATTRIBUTES: dict[str, frozenset[EntityType]] = {
         ("occupation", "race", "species", "class", "age", "alignment", "mood", "role", "rank", "gender"), _PERSON
     ),
     **dict.fromkeys(("status", "title", "condition"), _ANY),
+    **dict.fromkeys(("location", "whereabouts"), _THINGS),
     **dict.fromkeys(("climate", "population", "region"), frozenset({EntityType.place})),
     **dict.fromkeys(("material", "owner", "power"), frozenset({EntityType.item})),
 }
