@@ -72,6 +72,8 @@ def item_embed(item: ReviewItem, *, decided_by: str | None = None, footer: str |
     provenance = item.entity.provenance if item.entity else item.fact.provenance  # type: ignore[union-attr]
     embed.add_field(name="Confidence", value=f"{provenance.confidence:.2f}")
     embed.add_field(name="Source", value=provenance.source.value)
+    if provenance.review_reason:  # sure, but its lines do not say it: why it waits for the DM
+        add_field_within(embed, "Waits because", provenance.review_reason, inline=False)
     if item.said is not None:
         add_field_within(embed, "Said in", item.said.where())
         add_field_within(embed, "Said", f"{item.said.speaker}: “{item.said.text}”", inline=False)

@@ -1192,6 +1192,10 @@ def _first_outage(exc: BaseException) -> BaseException:
 
 #: A job's campaign is in its payload (``$2``; NULL: every campaign's).
 _OF_CAMPAIGN = "AND ($2::bigint IS NULL OR convert_from(payload, 'UTF8')::jsonb ->> 'campaign_id' = $2::text)"
+#: ... and of a guild's campaigns only (``$3``; NULL: every guild's). An admin command of one guild must not see or
+#: touch another guild's jobs, whose payload, title and error text name that guild's campaign.
+_OF_GUILD = """AND ($3::bigint IS NULL OR convert_from(payload, 'UTF8')::jsonb ->> 'campaign_id' IN (
+    SELECT g.id::text FROM campaigns g WHERE g.guild_id = $3))"""
 
 
 async def pending_jobs(db: Executor, campaign_id: int | None = None) -> int:
@@ -1217,18 +1221,21 @@ _LAST_FAILURE = """
 """
 
 
-async def requeue_failed(pool: asyncpg.Pool, campaign_id: int | None = None, *, bad_data: bool = False) -> int:
+async def requeue_failed(
+    pool: asyncpg.Pool, campaign_id: int | None = None, *, bad_data: bool = False, guild_id: int | None = None
+) -> int:
     """Put held jobs (of one campaign when given) back in the queue; returns how many. Every job resumes from its
     session's progress, so running one again does no harm. Of such jobs with the same dedupe key, or one already
     waiting, one runs. Only jobs held after an outage (their tries ran out while the database or the LLM was
     away) unless ``bad_data``: one whose last failure was a :class:`BadJobError` would only fail again, at every
-    worker start, until the code or the data is fixed (the operator's ``lorekeeper jobs retry``)."""
+    worker start, until the code or the data is fixed (the operator's ``lorekeeper jobs retry``). ``guild_id``
+    limits them to that guild's campaigns."""
     held = f"""
         SELECT f.id, f.dedupe_key FROM pgqueuer f
-        WHERE f.entrypoint = ANY($1::text[]) AND f.status = 'failed' {_OF_CAMPAIGN}
-          AND ($3::text IS NULL OR ({_LAST_FAILURE}) ->> 'exception_type' IS DISTINCT FROM $3)
+        WHERE f.entrypoint = ANY($1::text[]) AND f.status = 'failed' {_OF_CAMPAIGN} {_OF_GUILD}
+          AND ($4::text IS NULL OR ({_LAST_FAILURE}) ->> 'exception_type' IS DISTINCT FROM $4)
     """
-    args = (list(ENTRYPOINTS), campaign_id, None if bad_data else BadJobError.__name__)
+    args = (list(ENTRYPOINTS), campaign_id, guild_id, None if bad_data else BadJobError.__name__)
     async with pool.acquire() as conn, conn.transaction():
         ids = [
             row["id"]
@@ -1243,7 +1250,7 @@ async def requeue_failed(pool: asyncpg.Pool, campaign_id: int | None = None, *, 
             )
         ]
         await conn.execute(
-            f"DELETE FROM pgqueuer WHERE id IN (SELECT id FROM ({held}) f) AND NOT id = ANY($4)", *args, ids
+            f"DELETE FROM pgqueuer WHERE id IN (SELECT id FROM ({held}) f) AND NOT id = ANY($5)", *args, ids
         )
         if ids:
             await Queries.from_asyncpg_connection(conn).requeue_jobs(ids)
@@ -1264,8 +1271,9 @@ class HeldJob(BaseModel):
     on_its_data: bool  # held at once, and not run again at a worker start
 
 
-async def held_jobs(db: Executor, campaign_id: int | None = None) -> list[HeldJob]:
-    """Jobs of ours held after their last try (of one campaign when given), oldest first, with their last error."""
+async def held_jobs(db: Executor, campaign_id: int | None = None, *, guild_id: int | None = None) -> list[HeldJob]:
+    """Jobs of ours held after their last try (of one campaign, or of one guild's campaigns, when given), oldest
+    first, with their last error."""
     rows = await db.fetch(
         f"""
         SELECT f.id, f.entrypoint, f.updated, c.id AS campaign_id, c.name AS campaign,
@@ -1274,11 +1282,12 @@ async def held_jobs(db: Executor, campaign_id: int | None = None) -> list[HeldJo
         CROSS JOIN LATERAL (SELECT convert_from(f.payload, 'UTF8')::jsonb AS p) j
         LEFT JOIN campaigns c ON c.id::text = j.p ->> 'campaign_id'
         LEFT JOIN sessions s ON s.campaign_id = c.id AND s.id::text = j.p ->> 'session_id'
-        WHERE f.entrypoint = ANY($1::text[]) AND f.status = 'failed' {_OF_CAMPAIGN}
+        WHERE f.entrypoint = ANY($1::text[]) AND f.status = 'failed' {_OF_CAMPAIGN} {_OF_GUILD}
         ORDER BY f.id
         """,
         list(ENTRYPOINTS),
         campaign_id,
+        guild_id,
     )
     held = []
     for r in rows:

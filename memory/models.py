@@ -499,6 +499,7 @@ class Provenance(BaseModel):
     timestamp: float | None = None  # seconds into the session
     entry_ids: list[int] = Field(default_factory=list)
     dm_confirmed: bool = False
+    review_reason: str | None = None  # why an extracted fact waits for the DM although it was sure (its evidence)
 
 
 class Campaign(BaseModel):

@@ -237,6 +237,22 @@ async def print_counts(mem: CampaignMemory, pool: object) -> None:
     )
     names = list(row.keys())
     table([[row[k] for k in names]], [k.replace("_", " ") for k in names])
-    failed = await jobs.failed_jobs(mem.db, mem.campaign_id)
-    if failed:
-        click.echo(f"warning: {failed} background jobs failed: `lorekeeper jobs list` says why", err=True)
+    await refuse_held(mem)
+
+
+async def refuse_held(mem: CampaignMemory) -> None:
+    """Fail the command when jobs of the campaign are held at the end: a script or a DM waiting on `--wait` must
+    not read success while, say, extraction never ran after an LLM outage."""
+    held = await jobs.held_jobs(mem.db, mem.campaign_id)
+    if not held:
+        return
+    said = "; ".join(
+        f"#{j.id} {j.kind}{f' of {j.session!r}' if j.session else ''} "
+        f"({'failed on its data' if j.on_its_data else 'held after an outage'}): {j.error[:160]}"
+        for j in held[:5]
+    )
+    more = f" and {len(held) - 5} more" if len(held) > 5 else ""
+    raise CliError(
+        f"{len(held)} background job{'s' * (len(held) != 1)} held: {said}{more}; "
+        "`lorekeeper jobs list` shows them, `lorekeeper jobs retry` runs them again"
+    )

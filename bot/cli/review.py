@@ -62,8 +62,11 @@ async def list_(ctx: click.Context, limit: int, campaign: str | None, as_json: b
         prov = i.entity.provenance if i.entity else i.fact.provenance  # type: ignore[union-attr]
         said = f"{i.said.where()}: {i.said.speaker}: “{i.said.text}”" if i.said else ""
         said = clip(said, 80)  # one line a row: the whole line is in --json
-        rows.append([i.ref, i.kind.value, i.describe()[:80], f"{prov.confidence:.2f}", said])
-    table(rows, ["id", "kind", "item", "confidence", "said"])
+        rows.append([i.ref, i.kind.value, i.describe()[:80], f"{prov.confidence:.2f}", said, prov.review_reason])
+    # why a sure fact waits (its lines do not say it), a column only when one does
+    why = any(row[-1] for row in rows)
+    headers = ["id", "kind", "item", "confidence", "said", *(["waits because"] if why else [])]
+    table([row[:-1] + ([clip(row[-1] or "", 60)] if why else []) for row in rows], headers)
     if total > len(items):
         click.echo(f"… and {total - len(items)} more")
 

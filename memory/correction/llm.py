@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler, Levenshtein
 
+from memory.correction.evidence import word_zipf
 from memory.correction.index import MIN_SOUND_PHONES, NameForm, PhoneticIndex, near_edits
 from memory.correction.pronounce import phrase_phones
 from memory.correction.text import Token, may_be_plural, normalize, tokenize
@@ -60,10 +61,13 @@ class LLMCorrection(BaseModel):
 class LLMCorrector:
     """Asks ``llm`` about doubtful spans and returns only verified corrections (stage 2)."""
 
-    def __init__(self, llm: LLMClient, index: PhoneticIndex, *, max_names: int = 60) -> None:
+    def __init__(
+        self, llm: LLMClient, index: PhoneticIndex, *, max_names: int = 60, common_words: CommonWordRule | None = None
+    ) -> None:
         self.llm = llm
         self.index = index
         self.max_names = max_names
+        self.common_words = common_words or COMMON_WORDS
         # Declared entities are keyed like the model's words: "Slayer's Take" reads "slayertake" there, though
         # the index spells it "slayerstake". Canonical spellings win.
         self._by_key = {_key(f.surface or f.canonical): f for f in reversed(index.forms)}
@@ -177,6 +181,8 @@ class LLMCorrector:
             return None  # the DM says these words are never its name ("manta ray" / Mentiri)
         if not _sounds_like(words, form):
             return None  # a guess from context ("the old man" is Vaskerrin Holt), not a name misheard
+        if not _common_words_may_be(words, form, self.common_words):
+            return None  # an ordinary word near a short name ("you fools" / Jules, "cracks" / Krix) stays as said
         return Correction(
             span=text[start:end],
             replacement=form.canonical,
@@ -226,6 +232,33 @@ def _sounds_like(words: list[str], form: NameForm) -> bool:
     """Whether the words could be the name misheard: near it in sound."""
     most = max(_MAX_EDITS, int(_MAX_EDIT_SHARE * len(form.phones)))
     return Levenshtein.distance(phrase_phones(words), form.phones, score_cutoff=most) <= most
+
+
+@dataclass(frozen=True, slots=True)
+class CommonWordRule:
+    """What a span of ordinary English words only needs to become a name in stage 2: at most this many phone
+    edits from a name of at least this many phones. A model asked about a doubtful "fools" will say Jules if the
+    campaign has a Jules; nothing in its answer is evidence, so the sound must be, as in stage 1, if looser:
+    stage 1 wants an exact sound from 5 phones and one edit from 8 (``MatchSettings.sound_common_word_phones``,
+    ``sound_word_one_edit_phones``). Measured with ``python -m bench.stage2_guard`` (bench/results/h32.md)."""
+
+    common_zipf: float = 3.0  # MatchSettings.common_zipf: from here a word is ordinary English
+    exact_phones: int = 4
+    one_edit_phones: int = 6
+    two_edit_phones: int = 8  # "slay her stake" / Slayer's Take; stage 1 wants 10
+
+
+COMMON_WORDS = CommonWordRule()
+
+
+def _common_words_may_be(words: list[str], form: NameForm, rule: CommonWordRule = COMMON_WORDS) -> bool:
+    """Whether the words may be the name misheard: any word English rarely uses is (``_sounds_like`` judged
+    those); ordinary words only if they sound close enough to a long enough name (``CommonWordRule``)."""
+    if any(word_zipf(w) < rule.common_zipf for w in words):
+        return True
+    edits, phones = Levenshtein.distance(phrase_phones(words), form.phones), len(form.phones)
+    least = {0: rule.exact_phones, 1: rule.one_edit_phones, 2: rule.two_edit_phones}.get(edits)
+    return least is not None and phones >= least
 
 
 def _nearer_without_s(words: list[str], form: NameForm) -> bool:

@@ -14,11 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory.errors import AlreadyExistsError, InvalidInputError
+from memory.extraction.evidence import End, evidence_gap
 from memory.extraction.llm import LLMExtractor
 from memory.extraction.names import NameResolver, normalize_name
 from memory.extraction.rules import RuleExtractor
 from memory.extraction.salience import is_trivial
-from memory.extraction.schema import ExtractionResult, ExtractionStats, Extractor, KnownEntity
+from memory.extraction.schema import ExtractionResult, ExtractionStats, Extractor, KnownEntity, ProposedFact
 from memory.extraction.validate import validate_result
 from memory.gazetteer import Gazetteer
 from memory.graph import KnowledgeGraph
@@ -38,7 +39,7 @@ async def known_entities(graph: KnowledgeGraph, *, status: ReviewStatus | None =
     """The campaign's entities for extractors: accepted and pending ones (``status`` narrows it)."""
     entities = await graph.list_entities(status=status)
     return [
-        KnownEntity(id=e.id, name=e.name, type=e.type, aliases=e.aliases, status=e.status)
+        KnownEntity(id=e.id, name=e.name, type=e.type, aliases=e.aliases, status=e.status, heard_as=e.heard_as)
         for e in entities
         if status is not None or e.status != ReviewStatus.rejected
     ]
@@ -165,6 +166,7 @@ class _Writer:
         self.graph = graph
         self.session_id = session_id
         self.start_s = {e.id: e.start_s for e in entries}
+        self.entries = {e.id: e for e in entries}
         self.resolver = NameResolver(known)
         self.rejected = NameResolver(rejected)
         self.stats = stats
@@ -216,14 +218,17 @@ class _Writer:
                 self.stats.items_invalid += 1  # two spellings of one entity, merged
                 continue
             touches_pending = ReviewStatus.pending in (source.status, target.status if target else None)
+            provenance = self.provenance(fact.basis, fact.confidence, fact.entry_ids)
+            # A fact cannot be surer than the existence of what it is about, nor than the lines it cites.
+            gap = None if review_only or touches_pending else self._evidence_gap(fact, source, target)
+            provenance.review_reason = gap
             rel = RelationshipIn(
                 source_id=source.id,
                 type=fact.type,
                 target_id=target.id if target else None,
                 value=fact.value,
-                provenance=self.provenance(fact.basis, fact.confidence, fact.entry_ids),
-                # A fact cannot be surer than the existence of what it is about.
-                status=ReviewStatus.pending if review_only or touches_pending else None,
+                provenance=provenance,
+                status=ReviewStatus.pending if review_only or touches_pending or gap else None,
             )
             if await self._was_rejected(rel):
                 self.stats.facts_unchanged += 1
@@ -235,6 +240,10 @@ class _Writer:
                 self.stats.facts_accepted += 1
             else:
                 self.stats.facts_pending += 1
+
+    def _evidence_gap(self, fact: ProposedFact, source: KnownEntity, target: KnownEntity | None) -> str | None:
+        cited = [self.entries[i] for i in fact.entry_ids]
+        return evidence_gap(_end(source), fact.type, _end(target) if target else None, fact.value, cited)
 
     def _entity(self, name: str) -> KnownEntity | None:
         norm = normalize_name(name)
@@ -274,3 +283,7 @@ class _Writer:
                 rel.value,
             )
         )
+
+
+def _end(entity: KnownEntity) -> End:
+    return End(entity.id, entity.name, entity.type, (*entity.aliases, *entity.heard_as))

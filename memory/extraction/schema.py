@@ -24,6 +24,7 @@ class KnownEntity(BaseModel):
     type: EntityType
     aliases: list[str] = Field(default_factory=list)
     status: ReviewStatus = ReviewStatus.accepted
+    heard_as: list[str] = Field(default_factory=list)  # what the recogniser writes for it: evidence of a mention
 
 
 class ProposedEntity(BaseModel):

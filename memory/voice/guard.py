@@ -9,6 +9,11 @@ When a write fails with a database error, the batch and everything after it go t
 session is *degraded* and keeps running. A background task retries with exponential backoff; once the database
 answers, it replays the spool in order and removes it. A spool left by a crash is replayed when the next session
 of that campaign starts (:func:`replay_leftover_spools`).
+
+While healthy, every utterance is first appended (fsynced) to a journal, ``<data dir>/journal/<campaign>-
+<session>.jsonl``, before :meth:`MemoryGuard.add` returns it: a batch waits in memory for up to ``batch_size``
+lines or ``max_delay_s``, and a kill -9 in that time must lose nothing. Lines leave the journal once the
+database (or the spool) holds them; a journal a crash left is replayed like a spool (idempotent by seq).
 """
 
 from __future__ import annotations
@@ -101,6 +106,14 @@ def unheard_dir(data_dir: Path, campaign_id: int, session_id: int) -> Path:
     return data_dir / "unheard" / f"{campaign_id}-{session_id}"
 
 
+def journal_dir(data_dir: Path) -> Path:
+    return data_dir / "journal"
+
+
+def journal_path(data_dir: Path, campaign_id: int, session_id: int) -> Path:
+    return journal_dir(data_dir) / f"{campaign_id}-{session_id}.jsonl"
+
+
 def end_marker_path(data_dir: Path, campaign_id: int, session_id: int) -> Path:
     return spool_dir(data_dir) / f"{campaign_id}-{session_id}.end"
 
@@ -172,6 +185,17 @@ class Spool:
         with contextlib.suppress(*NO_SPOOL):
             self.path.unlink()
 
+    def keep_only(self, utterances: list[Utterance]) -> None:
+        """Make the file hold just ``utterances`` (none: remove it), atomically: a crash leaves the old file or
+        the new one, never a part."""
+        if not utterances:
+            self.remove()
+            return
+        fresh = self.path.with_suffix(".tmp")
+        fresh.unlink(missing_ok=True)
+        Spool(fresh).append(utterances)
+        os.replace(fresh, self.path)
+
 
 class MemoryGuard:
     """Wraps a :class:`SessionRecorder`: :meth:`add` never raises for a database outage and never loses a line.
@@ -197,6 +221,9 @@ class MemoryGuard:
         recorder.batch_size = 1 << 62
         recorder.max_delay_s = float("inf")
         self.spool = Spool(spool_path(data_dir, recorder.mem.campaign_id, recorder.session.id))
+        #: What waits in memory (and what neither the database nor the spool took), on disk: see the module doc.
+        self.journal = Spool(journal_path(data_dir, recorder.mem.campaign_id, recorder.session.id))
+        self._journal_failed = False
         self.end_marker = end_marker_path(data_dir, recorder.mem.campaign_id, recorder.session.id)
         self.batch_size = batch_size
         self.max_delay_s = max_delay_s
@@ -277,6 +304,14 @@ class MemoryGuard:
         if not self._healthy.is_set():
             self._to_spool([utterance])
             return utterance
+        try:
+            self.journal.append([utterance])  # on disk before it is acknowledged: see the module doc
+        except OSError as exc:  # the disk refuses it: it waits in memory, as ever, and is written soon
+            if not self._journal_failed:
+                log.error("session %s: the journal %s cannot be written (%s)", self.session.id, self.journal.path, exc)
+            self._journal_failed = True
+        else:
+            self._journal_failed = False
         if not self._pending:
             self._pending_since = asyncio.get_running_loop().time()
         self._pending.append(utterance)
@@ -302,6 +337,15 @@ class MemoryGuard:
             except DATABASE_ERRORS as exc:
                 self._degrade(exc)
                 self._to_spool(batch)
+            self._trim_journal()
+
+    def _trim_journal(self) -> None:
+        """Keep in the journal only what the database and the spool do not hold yet (no await: an ``add`` cannot
+        come in between)."""
+        try:
+            self.journal.keep_only([*self._held, *self._pending])
+        except OSError as exc:  # the lines stay journaled twice at worst: a replay is idempotent by seq
+            log.warning("session %s: could not trim the journal %s (%s)", self.session.id, self.journal.path, exc)
 
     async def _flush_when_due(self) -> None:
         """Flush what has waited ``max_delay_s`` without a later :meth:`add` to do it; ends with the session."""
@@ -465,6 +509,7 @@ class MemoryGuard:
                 log.exception("flushing session %s on close failed", self.session.id)
         if self._held:
             self._to_spool([])  # the disk may have room again
+        self._trim_journal()
         if self._held:  # the log is the last place left for them, as lines `lorekeeper ingest` reads
             log.error(
                 "session %s: %d utterances neither the database nor the disk took, as transcript lines:\n%s",
@@ -487,10 +532,10 @@ async def replay_leftover_spools(mem: CampaignMemory, data_dir: Path) -> int:
     Each is replayed in order into its own session (idempotent by seq) and removed. Returns the utterances
     that were new to L1. Database errors propagate: the spools stay for the next try."""
     folder = spool_dir(data_dir)
-    if not folder.is_dir():
-        return 0
     new = 0
-    for path in sorted(folder.iterdir()):
+    # journals first: what waited in memory came before anything spooled after it
+    journals = sorted(journal_dir(data_dir).iterdir()) if journal_dir(data_dir).is_dir() else []
+    for path in [*journals, *(sorted(folder.iterdir()) if folder.is_dir() else [])]:
         match = _SPOOL_NAME.match(path.name)
         if match is None or int(match["campaign"]) != mem.campaign_id:
             continue
@@ -555,10 +600,15 @@ async def recover_leftover_spools(memory: Memory, data_dir: Path, *, backoff: Ba
 
 async def _recover_once(memory: Memory, data_dir: Path) -> tuple[int, int]:
     folder = spool_dir(data_dir)
-    if not folder.is_dir():
+    journals = list(journal_dir(data_dir).iterdir()) if journal_dir(data_dir).is_dir() else []
+    if not folder.is_dir() and not journals:
         return 0, 0
     campaign_ids = sorted(
-        {int(m["campaign"]) for p in folder.iterdir() if (m := _SPOOL_NAME.match(p.name) or _END_NAME.match(p.name))}
+        {
+            int(m["campaign"])
+            for p in [*(folder.iterdir() if folder.is_dir() else []), *journals]
+            if (m := _SPOOL_NAME.match(p.name) or _END_NAME.match(p.name))
+        }
     )
     replayed = ended = 0
     for campaign_id in campaign_ids:

@@ -751,6 +751,39 @@ async def test_a_deleted_campaign_leaves_no_job_and_ingest_warns_of_its_own_fail
         await conn.close()
 
 
+async def test_ingest_wait_fails_naming_the_jobs_held_at_its_end(lk, fresh_dsn: str) -> None:
+    assert lk("campaign", "create", "Main").returncode == 0
+    conn = await asyncpg.connect(fresh_dsn)
+    try:
+        main = await conn.fetchval("SELECT id FROM campaigns")
+        night = await conn.fetchval(
+            "INSERT INTO sessions (campaign_id, title) VALUES ($1, 'Night zero') RETURNING id", main
+        )
+        # held on its data, so the drain's worker start leaves it held: as after an LLM outage that outlasted
+        # every try, or a job a bug fails
+        held_id = await conn.fetchval(
+            """
+            WITH j AS (INSERT INTO pgqueuer (priority, status, entrypoint, payload)
+                       VALUES (0, 'failed', 'lk_extract', $1) RETURNING id)
+            INSERT INTO pgqueuer_log (job_id, status, priority, entrypoint, traceback)
+            SELECT id, 'failed', 0, 'lk_extract', $2::jsonb FROM j RETURNING job_id
+            """,
+            json.dumps({"campaign_id": main, "session_id": night}).encode(),
+            json.dumps({"exception_type": "BadJobError", "exception_message": "LLMError: LLM refused: no"}),
+        )
+        res = lk("ingest", str(SAMPLE), "--wait")
+        assert res.returncode == 1, res.stderr
+        assert "entries" in res.stdout  # what was stored is still said
+        assert res.stderr == (
+            f"error: 1 background job held: #{held_id} extract of 'Night zero' (failed on its data): "
+            "LLMError: LLM refused: no; `lorekeeper jobs list` shows them, `lorekeeper jobs retry` runs them again\n"
+        )
+        await conn.execute("DELETE FROM pgqueuer WHERE status = 'failed'")  # nothing of ours held: success
+        assert lk("ingest", str(SAMPLE), "--wait").returncode == 0
+    finally:
+        await conn.close()
+
+
 async def test_jobs_list_and_retry_the_held_jobs_of_one_campaign(lk, fresh_dsn: str) -> None:
     assert lk("campaign", "create", "Main").returncode == 0 and lk("campaign", "create", "Other").returncode == 0
     empty = lk("jobs", "list")
@@ -795,6 +828,44 @@ async def test_jobs_list_and_retry_the_held_jobs_of_one_campaign(lk, fresh_dsn: 
         left = await conn.fetch("SELECT entrypoint, status FROM pgqueuer ORDER BY entrypoint")
         assert [tuple(r) for r in left] == [("lk_chunk", "queued"), ("lk_extract", "queued"), ("lk_summary", "failed")]
         assert [j["campaign"] for j in json.loads(lk("jobs", "list", "--all", "--json").stdout)] == ["Other"]
+    finally:
+        await conn.close()
+
+
+async def test_jobs_all_is_every_campaign_of_this_guild_only(lk, fresh_dsn: str) -> None:
+    assert lk("campaign", "create", "Ours").returncode == 0  # guild 0: the command line's
+    conn = await asyncpg.connect(fresh_dsn)
+    try:
+        ours = await conn.fetchval("SELECT id FROM campaigns")
+        theirs = await conn.fetchval(
+            "INSERT INTO campaigns (guild_id, name, active) VALUES (777, 'Their Secret War', true) RETURNING id"
+        )
+        for campaign in (ours, theirs):
+            await conn.execute(
+                """
+                WITH j AS (INSERT INTO pgqueuer (priority, status, entrypoint, payload, dedupe_key)
+                           VALUES (0, 'failed', 'lk_extract', $1, 'lk_extract:' || $2::bigint) RETURNING id)
+                INSERT INTO pgqueuer_log (job_id, status, priority, entrypoint, traceback)
+                SELECT id, 'failed', 0, 'lk_extract', $3::jsonb FROM j
+                """,
+                json.dumps({"campaign_id": campaign, "session_id": 1}).encode(),
+                campaign,
+                json.dumps({"exception_type": "BadJobError", "exception_message": "the lich's name leaked"}),
+            )
+        listed = lk("jobs", "list", "--all")
+        assert listed.returncode == 0 and "Ours" in listed.stdout, listed.stderr
+        assert "Their Secret War" not in listed.stdout and "777" not in listed.stdout.replace("guild 0", "")
+        retried = lk("jobs", "retry", "--all")
+        assert retried.stdout.startswith("1 held jobs queued again (all campaigns of guild 0)"), retried.stderr
+        status = {r["c"]: r["status"] for r in await conn.fetch(
+            "SELECT (convert_from(payload, 'UTF8')::jsonb ->> 'campaign_id')::bigint AS c, status FROM pgqueuer"
+        )}  # fmt: skip
+        assert status == {ours: "queued", theirs: "failed"}
+        # that guild's own DM (its guild id) sees and re-runs its own
+        theirs_env = {"LOREKEEPER_GUILD_ID": "777"}
+        held = json.loads(lk("jobs", "list", "--all", "--json", env=theirs_env).stdout)
+        assert [j["campaign"] for j in held] == ["Their Secret War"]
+        assert lk("jobs", "retry", "--all", env=theirs_env).stdout.startswith("1 held jobs queued again")
     finally:
         await conn.close()
 

@@ -73,10 +73,44 @@ async def test_a_hostile_answer_is_reverted_except_the_declared_fix(
     )
     fake_openai.queue_chat(hostile)
     result = await pipeline.correct(TEXT, WORDS)
-    # "card" → Kord was declared and targets an entity inside a doubtful span, so it stands too; the
-    # rewording, the added word and the capital S are all reverted.
-    assert result.text == "so Frumpkin flew over the Kord table"
-    assert [(c.span, c.replacement) for c in result.corrections] == [("from skin", "Frumpkin"), ("card", "Kord")]
+    # "card" → Kord was declared and targets an entity inside a doubtful span, but an ordinary word one sound
+    # off a name of four needs more than the model's word; the rewording, the added word and the capital S are all
+    # reverted too.
+    assert result.text == "so Frumpkin flew over the card table"
+    assert [(c.span, c.replacement) for c in result.corrections] == [("from skin", "Frumpkin")]
+
+
+#: The issue's endpoint: doubtful ordinary words renamed to the campaign's short names (4 of 5 stage-2
+#: corrections wrong), beside one right fix.
+HOSTILE = [
+    ("Get on the damn carpet, you fools!", "fools", "Jules"),
+    ("That does not fit us at all", "fit us", "Fitz"),
+    ("They fire the canon again", "canon", "Karen"),
+    ("The ice cracks under him", "cracks", "Krix"),
+    ("And from skin flies off", "from skin", "Frumpkin"),
+]
+
+
+@pytest.mark.parametrize(("text", "heard", "name"), HOSTILE)
+async def test_ordinary_words_renamed_to_a_short_name_are_reverted(
+    fake_openai: FakeOpenAI, text: str, heard: str, name: str
+) -> None:
+    names = [EntityName(id=i, name=n) for i, (_, _, n) in enumerate(HOSTILE)]
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    pipeline = Pipeline(names, settings=STRICT, llm=llm)
+    words = [(w, 0.3 if w in heard.split() else 0.95) for w in text.replace(",", "").replace("!", "").split()]
+    fake_openai.queue_chat(_answer(text.replace(heard, name), (heard, name)))
+    try:
+        result = await pipeline.correct(text, words)
+    finally:
+        await llm.aclose()
+    assert len(fake_openai.chat_requests) == 1  # stage 2 was asked: the span was doubtful
+    sent = json.loads(fake_openai.chat_requests[0]["messages"][1]["content"])
+    assert heard in " ".join(sent["doubtful_spans"])
+    if name == "Frumpkin":  # eight sounds, one off: the sound is evidence enough
+        assert result.text == text.replace(heard, name)
+    else:
+        assert result.text == text and result.corrections == []
 
 
 async def test_undeclared_changes_and_non_entities_are_dropped(pipeline: Pipeline, fake_openai: FakeOpenAI) -> None:
@@ -128,17 +162,18 @@ async def test_stage_1_fixes_stay_and_offsets_refer_to_the_raw_text(
 ) -> None:
     llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
     pipeline = Pipeline(ENTITIES, settings=MatchSettings(doubtful_phrase_threshold=0.99), llm=llm)
-    text = "in vassal high mm the card game"
-    words = [("in", 0.9), ("vassal", 0.9), ("high", 0.9), ("mm", 0.9), ("the", 0.9), ("card", 0.2), ("game", 0.9)]
-    fake_openai.queue_chat(_answer("in Vasselheim the Kord game", ("card", "Kord")))
+    text = "in vassal high mm the from skin sleeps"
+    words = [("in", 0.9), ("vassal", 0.9), ("high", 0.9), ("mm", 0.9), ("the", 0.9), ("from", 0.2), ("skin", 0.3)]
+    words.append(("sleeps", 0.9))
+    fake_openai.queue_chat(_answer("in Vasselheim the Frumpkin sleeps", ("from skin", "Frumpkin")))
     result = await pipeline.correct(text, words)
     await llm.aclose()
-    assert result.text == "in Vasselheim the Kord game"
+    assert result.text == "in Vasselheim the Frumpkin sleeps"
     stage1, stage2 = result.corrections
     assert (stage1.stage, stage2.stage) == (1, 2)
-    assert text[stage2.start : stage2.end] == "card"
+    assert text[stage2.start : stage2.end] == "from skin"
     sent = json.loads(fake_openai.chat_requests[0]["messages"][1]["content"])
-    assert sent["utterance"] == "in Vasselheim the card game"
+    assert sent["utterance"] == "in Vasselheim the from skin sleeps"
 
 
 async def test_no_llm_call_without_doubtful_spans(pipeline: Pipeline, fake_openai: FakeOpenAI) -> None:

@@ -17,15 +17,15 @@ from tests.fakes.fixtures import fake_openai_thread as fake_openai_thread_fixtur
 from tests.fakes.openai_server import FakeHTTPError, FakeOpenAI
 
 ENTITIES = [EntityName(id=1, name="Yasha"), EntityName(id=2, name="Tary")]
-TEXT = "closest to me and sasha, and then the door"
+TEXT = "closest to me and yasher, and then the door"
 
 
 def _model(request: dict[str, Any]) -> str:
-    """A model that knows "sasha" is Yasha, and changes nothing else."""
+    """A model that knows "yasher" is Yasha, and changes nothing else."""
     sent = json.loads(request["messages"][1]["content"])
     text, subs = sent["utterance"], []
-    if "sasha" in sent["doubtful_spans"]:
-        text, subs = text.replace("sasha", "Yasha"), [{"heard": "sasha", "entity": "Yasha"}]
+    if "yasher" in sent["doubtful_spans"]:
+        text, subs = text.replace("yasher", "Yasha"), [{"heard": "yasher", "entity": "Yasha"}]
     return json.dumps({"text": text, "substitutions": subs})
 
 
@@ -40,32 +40,32 @@ def test_the_bench_scores_what_stage_2_restores(fake_openai_thread: FakeOpenAI) 
         ENTITIES, fake_openai_thread.base_url, fake_openai_thread.api_key, "fake-model"
     )
     try:
-        case = Case(TEXT, TEXT.index("sasha"), TEXT.index("sasha") + 5, "Yasha", "holdout", "Yasha")
+        case = Case(TEXT, TEXT.index("yasher"), TEXT.index("yasher") + 6, "Yasha", "holdout", "Yasha")
         both = score_cases(correct, [case], None, set())["all"]
         with_doubt = correct(TEXT, [0.9, 0.9, 0.9, 0.9, 0.2, 0.9, 0.9, 0.9, 0.9])
     finally:
         close()
-    # stage 1 leaves "sasha" (too short a name for a word English knows); stage 2 is asked and fixes it
+    # stage 1 leaves "yasher" (doubtful, too short a name); stage 2 is asked and fixes it (not an ordinary word)
     assert (both.recall, both.precision) == (1.0, 1.0)
-    assert [(c.span, c.replacement, c.stage) for c in with_doubt] == [("sasha", "Yasha", 2)]
-    assert _asked(fake_openai_thread) == [["sasha"], ["sasha"]]
+    assert [(c.span, c.replacement, c.stage) for c in with_doubt] == [("yasher", "Yasha", 2)]
+    assert _asked(fake_openai_thread) == [["yasher"], ["yasher"]]
     assert (counted.calls, counted.failed) == (2, 0)
 
 
 def test_the_cli_runs_stage_2_with_llm(fake_openai_thread: FakeOpenAI) -> None:
     fake_openai_thread.chat_handler = _model
     llm = OpenAILLM(fake_openai_thread.base_url, fake_openai_thread.api_key, "fake-model", max_retries=0)
-    own_list = json.dumps({"text": "then terry and sasha left", "entities": ["Yasha"]})
+    own_list = json.dumps({"text": "then terry and yasher left", "entities": ["Yasha"]})
     stdin = io.StringIO(f"{TEXT}\nthe door is shut\n{own_list}\n")
     stdout = io.StringIO()
     run(stdin, stdout, ENTITIES, llm)
     first, second, third = (json.loads(line) for line in stdout.getvalue().splitlines())
     assert first["text"] == "closest to me and Yasha, and then the door"
-    assert [(c["span"], c["replacement"], c["stage"]) for c in first["corrections"]] == [("sasha", "Yasha", 2)]
+    assert [(c["span"], c["replacement"], c["stage"]) for c in first["corrections"]] == [("yasher", "Yasha", 2)]
     assert second == {"text": "the door is shut", "raw_text": "the door is shut", "corrections": []}
     # a line with its own entity list goes to stage 2 too, with only its own names doubted ("terry" is no Tary here)
     assert third["text"] == "then terry and Yasha left"
-    assert _asked(fake_openai_thread) == [["sasha"], ["sasha"]]  # no call for a line with nothing doubtful
+    assert _asked(fake_openai_thread) == [["yasher"], ["yasher"]]  # no call for a line with nothing doubtful
     # without --llm, stage 1 alone: the same line is left as heard
     stdout = io.StringIO()
     run(io.StringIO(TEXT + "\n"), stdout, ENTITIES)

@@ -30,11 +30,25 @@ def test_a_name_with_a_possessive_inside_can_be_declared() -> None:
 def test_a_name_guessed_from_context_is_not_a_name_misheard() -> None:
     """Stage 2 fixes names the recogniser misheard; "the old man" does not sound like Vaskerrin Holt, whoever
     the model thinks he is (a secret name written there would tell players who he is)."""
-    names = [EntityName(id=1, name="Vaskerrin Holt", aliases=["The Pale Magister"]), EntityName(id=2, name="Yasha")]
-    text = "I think the old man is following us, sasha"
-    answer = "I think Vaskerrin Holt is following us, Yasha"
-    fixed = _verify(names, text, text, answer, ("the old man", "Vaskerrin Holt"), ("sasha", "Yasha"))
-    assert fixed == "I think the old man is following us, Yasha"
+    names = [EntityName(id=1, name="Vaskerrin Holt", aliases=["The Pale Magister"]), EntityName(id=2, name="Frumpkin")]
+    text = "I think the old man is following us, from skin"
+    answer = "I think Vaskerrin Holt is following us, Frumpkin"
+    fixed = _verify(names, text, text, answer, ("the old man", "Vaskerrin Holt"), ("from skin", "Frumpkin"))
+    assert fixed == "I think the old man is following us, Frumpkin"
+
+
+def test_ordinary_words_need_a_close_sound_of_a_long_enough_name() -> None:
+    """A model renames ordinary words to any name that sounds near ("you fools" / Jules): one sound off a name of
+    four is no evidence; said exactly like it (Emon), or one sound off a long name (Frumpkin), is."""
+    names = [EntityName(id=i, name=n) for i, n in enumerate(["Jules", "Yasha", "Emon", "Frumpkin"], 1)]
+    for heard, name in (("fools", "Jules"), ("sasha", "Yasha")):
+        text = f"go on, {heard}"
+        assert _verify(names, text, heard, f"go on, {name}", (heard, name)) == text
+    for heard, name in (("im on", "Emon"), ("from skin", "Frumpkin")):
+        text = f"go on, {heard}"
+        assert _verify(names, text, heard, f"go on, {name}", (heard, name)) == f"go on, {name}"
+    # an uncommon word is judged by its sound alone, as before
+    assert _verify(names, "go on, yasher", "yasher", "go on, Yasha", ("yasher", "Yasha")) == "go on, Yasha"
 
 
 def test_a_phrase_the_dm_says_is_never_the_name_is_not_made_it() -> None:

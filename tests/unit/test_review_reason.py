@@ -1,0 +1,27 @@
+"""A sure fact that waits because its lines do not say it: the review card says why."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from cogs.review import item_embed
+from memory.models import Provenance, Relationship, ReviewItem, ReviewKind, ReviewStatus, Source, Visibility
+
+
+def _item(reason: str | None) -> ReviewItem:
+    now = datetime.now(UTC)
+    fact = Relationship(
+        id=4, campaign_id=1, source_id=1, source_name="Taliesin", type="killed_by", target_id=2,
+        target_name="Sarenrae", value=None, attributes={}, visibility=Visibility.public, status=ReviewStatus.pending,
+        provenance=Provenance(source=Source.stated, confidence=0.99, review_reason=reason), valid_from=now,
+        valid_to=None, superseded_by=None, created_at=now,
+    )  # fmt: skip
+    return ReviewItem(kind=ReviewKind.fact, id=4, created_at=now, fact=fact)
+
+
+def test_the_card_says_why_a_sure_fact_waits() -> None:
+    embed = item_embed(_item("the cited line does not name Taliesin or Sarenrae"))
+    fields = {f.name: f.value for f in embed.fields}
+    assert fields["Confidence"] == "0.99"
+    assert fields["Waits because"] == "the cited line does not name Taliesin or Sarenrae"
+    assert "Waits because" not in {f.name for f in item_embed(_item(None)).fields}
