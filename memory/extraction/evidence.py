@@ -30,10 +30,10 @@ _THINGS = _ANY - {EntityType.concept}
 RELATIONS: dict[str, tuple[frozenset[EntityType], frozenset[EntityType]]] = {
     **dict.fromkeys(
         ("located_in", "located_at", "lives_in", "works_in", "based_in", "born_in", "found_in", "hidden_in"),
-        (_THINGS, frozenset({EntityType.place})),
+        (_THINGS, frozenset({EntityType.location})),
     ),
     **dict.fromkeys(("member_of", "belongs_to"), (_AGENT, frozenset({EntityType.faction}))),
-    "leader_of": (_AGENT, frozenset({EntityType.faction, EntityType.place})),
+    "leader_of": (_AGENT, frozenset({EntityType.faction, EntityType.location})),
     **dict.fromkeys(("works_for", "serves"), (_AGENT, _AGENT)),
     **dict.fromkeys(
         ("child_of", "parent_of", "sibling_of", "spouse_of", "mentor_of", "student_of"), (_PERSON, _PERSON)
@@ -44,13 +44,14 @@ RELATIONS: dict[str, tuple[frozenset[EntityType], frozenset[EntityType]]] = {
     "killed_by": (_PERSON, _AGENT),
     "killed": (_AGENT, _PERSON),
     **dict.fromkeys(
-        ("owns", "carries", "wields", "holds"), (_AGENT | {EntityType.place}, frozenset({EntityType.item}))
+        ("owns", "carries", "wields", "holds"), (_AGENT | {EntityType.location}, frozenset({EntityType.item}))
     ),
     "part_of": (_THINGS, _THINGS),
     **dict.fromkeys(("seeks", "guards"), (_AGENT, _THINGS)),
     "worships": (_AGENT, frozenset({EntityType.npc, EntityType.concept})),
     "gives_quest": (_AGENT, frozenset({EntityType.quest})),
-    "involved_in": (_AGENT, frozenset({EntityType.quest, EntityType.event})),
+    **dict.fromkeys(("involved_in", "participated_in"), (_AGENT, frozenset({EntityType.quest, EntityType.event}))),
+    "quest_giver": (_AGENT, frozenset({EntityType.quest})),
 }
 
 #: attribute -> the entity types it describes. Any other attribute (``dm_note``, ``instruction``) waits.
@@ -60,7 +61,7 @@ ATTRIBUTES: dict[str, frozenset[EntityType]] = {
     ),
     **dict.fromkeys(("status", "title", "condition"), _ANY),
     **dict.fromkeys(("location", "whereabouts"), _THINGS),
-    **dict.fromkeys(("climate", "population", "region"), frozenset({EntityType.place})),
+    **dict.fromkeys(("climate", "population", "region"), frozenset({EntityType.location})),
     **dict.fromkeys(("material", "owner", "power"), frozenset({EntityType.item})),
 }
 

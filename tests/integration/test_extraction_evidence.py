@@ -78,7 +78,7 @@ async def test_sure_facts_their_lines_do_not_say_wait_for_the_dm_with_the_reason
         ("dm_note", "pending", "'dm_note' is not an attribute the schema knows"),
         ("status", "pending", "the cited line does not say 'dead'"),
         ("enemy_of", "pending", "the cited line does not name Sarenrae"),
-        ("member_of", "pending", "'member_of' does not link a place to an npc"),
+        ("member_of", "pending", "'member_of' does not link a location to an npc"),
         ("occupation", "accepted", None),
         ("located_in", "accepted", None),
     ]

@@ -46,10 +46,10 @@ def test_the_schema_decides_which_relations_and_attributes_stand_between_which_t
     said = [line("Taliesin carries Wyrmbreaker to Emon; Taliesin is a paladin.")]
     assert evidence_gap(TALIESIN, "carries", SWORD, None, said) is None
     assert evidence_gap(TALIESIN, "located_in", EMON, None, said) is None
-    assert evidence_gap(SWORD, "member_of", EMON, None, said) == "'member_of' does not link an item to a place"
+    assert evidence_gap(SWORD, "member_of", EMON, None, said) == "'member_of' does not link an item to a location"
     assert evidence_gap(TALIESIN, "haunts", EMON, None, said) == "'haunts' is not a relation the schema knows"
     assert evidence_gap(TALIESIN, "occupation", None, "paladin", said) is None
-    assert evidence_gap(EMON, "occupation", None, "paladin", said) == "'occupation' is not an attribute of a place"
+    assert evidence_gap(EMON, "occupation", None, "paladin", said) == "'occupation' is not an attribute of a location"
 
 
 def test_an_attribute_value_must_be_in_the_line() -> None:
