@@ -40,6 +40,7 @@ from memory.extraction.pipeline import by_role
 from memory.extraction.salience import is_trivial
 from memory.gazetteer import Gazetteer
 from memory.graph import SecretMask
+from memory.mentions import index_lines
 from memory.models import (
     ChunkIn,
     Correction,
@@ -371,6 +372,7 @@ async def _chunk_entries(
     if lines:
         gazetteer = await _gazetteer(mem)
         mentions = {i: gazetteer.mentioned_ids(e) for i, e in lines.items()}
+        await index_lines(mem.db, mem.campaign_id, session_id, mentions)  # "where was X said", line by line
     written = 0
     for start in range(0, len(todo), slice_size):
         part = todo[start : start + slice_size]

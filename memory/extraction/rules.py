@@ -1,4 +1,5 @@
-"""The offline extractor: a gazetteer of the campaign's names, co-occurrence, and a few sentence patterns.
+"""The offline extractor: a gazetteer of the campaign's names and a few sentence patterns. Names said together are
+no fact: where a name was said goes to the mention index (``memory.mentions``), not to review.
 
 Everything it proposes stays below the acceptance threshold (and the pipeline files it as pending whatever the
 threshold): patterns misread speech often enough that only the DM should turn them into canon.
@@ -9,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import combinations
 
 from memory.extraction.lexicon import FAMILY_ROLES, NOUN_TYPE, OCCUPATIONS, RULER_ROLES
 from memory.extraction.salience import COMMON_WORDS
@@ -22,7 +22,6 @@ MAX_RULE_CONFIDENCE = 0.6
 PATTERN_CONFIDENCE = 0.55
 NEW_NAME_BY_DM_CONFIDENCE = 0.5
 NEW_NAME_CONFIDENCE = 0.4
-COOCCURRENCE_CONFIDENCE = 0.3
 
 _TITLES = OCCUPATIONS | {"sir", "dame", "madam", "madame", "mister", "miss", "mr", "mrs", "ms", "master"}
 
@@ -93,22 +92,14 @@ class RuleExtractor:
 
     review_only = True
 
-    def __init__(self, *, cooccurrence_window: int = 1, min_cooccurrences: int = 3) -> None:
-        # Entries, counted inclusively: 1 pairs names said in the same turn, 2 also in the next turn.
-        self.cooccurrence_window = cooccurrence_window
-        self.min_cooccurrences = min_cooccurrences  # turns in one batch before a pair is proposed
-
     async def extract(self, entries: Sequence[Entry], known: Sequence[KnownEntity]) -> ExtractionResult:
         gazetteer = Gazetteer(known)
         out = _Collector()
-        mentioned: list[set[int]] = []
         for entry in entries:
             text, found = _tag(gazetteer, entry.text)
-            mentioned.append({e.id for e in found})
             by_dm = " ".join(entry.speaker.casefold().split()) in DM_SPEAKERS
             self._intros(entry, text, found, by_dm, out)
             self._patterns(entry, text, found, out)
-        self._cooccurrences(entries, mentioned, {e.id: e for e in known}, out)
         return out.result()
 
     def _intros(self, entry: Entry, text: str, found: list[KnownEntity], by_dm: bool, out: _Collector) -> None:
@@ -171,28 +162,6 @@ class RuleExtractor:
     def _new_if_unknown(mention: _Mention, kind: EntityType, entry: Entry, out: _Collector) -> None:
         if mention.known is None:
             out.entity(mention.name, kind, "", NEW_NAME_CONFIDENCE, entry.id)
-
-    def _cooccurrences(
-        self, entries: Sequence[Entry], mentioned: list[set[int]], known: dict[int, KnownEntity], out: _Collector
-    ) -> None:
-        linked = out.linked_pairs()
-        evidence: dict[tuple[int, int], list[int]] = {}
-        for start in range(len(entries)):
-            window = range(start, min(start + self.cooccurrence_window, len(entries)))
-            ids = set().union(*(mentioned[i] for i in window))
-            for a, b in combinations(sorted(ids, key=lambda i: known[i].name.casefold()), 2):
-                pair = frozenset((known[a].name.casefold(), known[b].name.casefold()))
-                if pair in linked:
-                    continue  # a pattern already said how they relate
-                seen = evidence.setdefault((a, b), [])
-                seen += [entries[i].id for i in window if mentioned[i] & {a, b} and entries[i].id not in seen]
-        for (a, b), entry_ids in evidence.items():
-            # Two names in one turn is chance more often than a relation: the DM reviews only pairs said
-            # together again and again, or a session's queue fills with noise.
-            if len(entry_ids) < self.min_cooccurrences:
-                continue
-            for entry_id in entry_ids:
-                out.fact(known[a].name, "mentioned_with", known[b].name, None, entry_id, COOCCURRENCE_CONFIDENCE)
 
 
 def _tag(gazetteer: Gazetteer[KnownEntity], text: str) -> tuple[str, list[KnownEntity]]:
@@ -261,14 +230,11 @@ class _Collector:
                 target=target,
                 value=value,
                 confidence=min(confidence, MAX_RULE_CONFIDENCE),
-                basis="inferred" if rel_type == "mentioned_with" else "stated",
+                basis="stated",
                 entry_ids=[entry_id],
             )
         elif entry_id not in current.entry_ids:
             current.entry_ids.append(entry_id)
-
-    def linked_pairs(self) -> set[frozenset[str]]:
-        return {frozenset((s, t)) for s, _, t, _ in self._facts if t is not None}
 
     def result(self) -> ExtractionResult:
         return ExtractionResult(entities=list(self._entities.values()), facts=list(self._facts.values()))
