@@ -17,8 +17,11 @@ kept as game; a missed out-of-game line costs less than a lost event. Measured o
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from enum import StrEnum
+
+from memory.models import Entry
 
 
 class Talk(StrEnum):
@@ -101,6 +104,8 @@ _END = re.compile(
 )
 #: The pre-show is looked for in the first part of a session only, the after-show in its last part.
 _OPENING_SHARE, _CLOSING_SHARE = 0.25, 0.15
+#: ... and in the first lines of a short one (or of a session still being recorded).
+_MIN_OPENING = 60
 #: A break lasts at most this many lines before "welcome back" (else only its announcement is out of game).
 _MAX_BREAK = 40
 #: A cue line with at least this many words before the cue tells the story too: it stays game.
@@ -127,12 +132,45 @@ def line_talk(text: str) -> Talk | None:
     return None
 
 
+# Table business a recap sentence must not hold, beyond the rules words above.
+_TABLE = re.compile(
+    r"\b(?:'s turn|turn is over|next up|bathroom|episodes?|stream|the chat|(?:this|next|the) round)\b", re.IGNORECASE
+)
+
+
 def is_table_talk(sentence: str) -> bool:
     """Whether a sentence talks rules, dice or the show, however long: for the recap, which quotes a sentence or
     a few and must quote none of those ("That will be the end of its turn. Let's see if that recharges.")."""
-    return bool(_MECHANICS.search(sentence) or _SPONSOR.search(sentence) or _BANTER.search(sentence)) or any(
-        ch.isdigit() for ch in sentence
+    return any(ch.isdigit() for ch in sentence) or any(
+        p.search(sentence) for p in (_MECHANICS, _SPONSOR, _BANTER, _TABLE)
     )
+
+
+#: What a transcript calls its game master.
+DM_NAMES = frozenset({"DM", "GM", "DUNGEON MASTER", "GAME MASTER"})
+
+
+def narrator(entries: Sequence[Entry], dm_speaker_id: str | None) -> Callable[[Entry], bool]:
+    """Who narrates: in a recorded session the user who ran it (``dm_speaker_id``: a player may call themself
+    "DM"); else a speaker called DM or GM, else the one who said the most words (the game master describes the
+    world, voices its people and rules on the rest: MATT in a Critical Role transcript)."""
+    if dm_speaker_id is not None and any(e.speaker_id == dm_speaker_id for e in entries):
+        return lambda e: e.speaker_id == dm_speaker_id
+    named = next((e.speaker for e in entries if " ".join(e.speaker.upper().split()) in DM_NAMES), None)
+    if named is None:
+        words: Counter[str] = Counter()
+        for e in entries:
+            words[e.speaker] += len(e.text.split())
+        named = words.most_common(1)[0][0] if words else ""
+    return lambda e: e.speaker == named
+
+
+def out_of_game(entries: Sequence[Entry], dm_speaker_id: str | None) -> dict[int, Talk]:
+    """The out-of-game lines among a session's ``entries`` (all of them, in order: the segments need the DM's
+    cues), by entry id."""
+    by_dm = narrator(entries, dm_speaker_id)
+    kinds = session_talk([(e.text, by_dm(e)) for e in entries])
+    return {e.id: kind for e, kind in zip(entries, kinds, strict=True) if kind is not None}
 
 
 def session_talk(lines: Sequence[tuple[str, bool]]) -> list[Talk | None]:
@@ -143,7 +181,7 @@ def session_talk(lines: Sequence[tuple[str, bool]]) -> list[Talk | None]:
     if n == 0:
         return kinds
     dm = [i for i, (_, by_dm) in enumerate(lines) if by_dm]
-    opening = [i for i in dm if i < max(1, int(n * _OPENING_SHARE))]
+    opening = [i for i in dm if i < max(_MIN_OPENING, int(n * _OPENING_SHARE))]
     # The last recap cue of the opening: "Last we left off was crazy, but first, announcements" comes before them.
     start = next((i for i in reversed(opening) if _START_STRONG.search(lines[i][0])), None)
     if start is None:

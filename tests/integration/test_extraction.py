@@ -95,7 +95,7 @@ async def test_rule_extractor_files_pending_facts_with_provenance(world: Campaig
     entries = await write(world, TRANSCRIPT)
     stats = await run(world, entries, RuleExtractor())
 
-    assert stats.entries_seen == 6 and stats.entries_skipped_trivial == 2
+    assert stats.entries_seen == 6 and (stats.entries_skipped_offgame, stats.entries_skipped_trivial) == (1, 1)
     assert (stats.facts_accepted, stats.items_invalid) == (0, 0)
     assert set(await facts(world)) >= {
         ("Brom", "occupation", "blacksmith", "pending"),
@@ -737,3 +737,21 @@ async def test_a_line_arriving_inside_the_slice_meanwhile_is_extracted(
     assert extractor.calls == 2  # the slice changed under the first call: read and extracted again
     assert ("Brom", "member_of", "Silver Hand", "pending") in await facts(world)  # line 3's fact
     assert await extracted_to(world, session_id) == 4
+
+
+async def test_nothing_is_proposed_from_the_pre_show_or_a_sponsor_read(world: CampaignMemory) -> None:
+    """The issue's queue held "Xenoblade Chronicles X" and "Lao", from a voice actor's plug before the game."""
+    lines = [
+        ("DM", "Welcome to the show! A few announcements before we start."),
+        ("Sam", "I voice a pilot named Lao in Xenoblade Chronicles X, out this week."),
+        ("DM", "All right. Last we left off, you stood in the forge of Ironhold."),
+        ("DM", "Behind Brom stands a dwarf named Korvash, arms crossed."),
+        *[("Grog", "I look around the forge.")] * 6,
+        ("Vex", "Go check out the Twitch chat, a mage named Zubrin won the giveaway!"),
+    ]
+    entries = await write(world, lines)
+    stats = await run(world, entries)
+    assert stats.entries_skipped_offgame == 3
+    pending = {item.describe() for item in await world.review.pending(limit=100)}
+    assert any("Korvash" in p for p in pending), pending
+    assert not any(name in p for p in pending for name in ("Lao", "Xenoblade", "Zubrin")), pending
