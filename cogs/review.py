@@ -35,7 +35,7 @@ from bot.checks import (
 from bot.views import OwnedModal, add_field_within, clip
 from memory.errors import AlreadyDecidedError, NotFoundError
 from memory.graph import kept_old_name
-from memory.models import MAX_FACT_VALUE_CHARS, Campaign, EntityType, MergeResult, ReviewItem, ReviewStatus
+from memory.models import MAX_FACT_VALUE_CHARS, Campaign, EntityType, MergeResult, ReviewItem, ReviewStatus, counted
 from memory.review import ReviewQueue, describe_same_as, watch_new_items
 from memory.store import CampaignMemory
 
@@ -72,7 +72,8 @@ def item_embed(item: ReviewItem, *, decided_by: str | None = None, footer: str |
     embed.add_field(name="Confidence", value=f"{provenance.confidence:.2f}")
     embed.add_field(name="Source", value=provenance.source.value)
     if item.said is not None:
-        add_field_within(embed, "Said in", item.said.where())
+        more = f" and {counted(item.lines - 1, 'other line')}" if item.lines > 1 else ""
+        add_field_within(embed, "Said in", item.said.where() + more)
         add_field_within(embed, "Said", f"{item.said.speaker}: “{item.said.text}”", inline=False)
     if settled := item.settled():
         add_field_within(embed, "Accepting it", settled, inline=False)

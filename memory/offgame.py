@@ -147,7 +147,7 @@ def is_table_talk(sentence: str) -> bool:
 
 
 #: What a transcript calls its game master.
-DM_NAMES = frozenset({"DM", "GM", "DUNGEON MASTER", "GAME MASTER"})
+DM_NAMES = frozenset({"DM", "GM", "DUNGEON MASTER", "GAME MASTER", "NARRATOR"})
 
 
 def narrator(entries: Sequence[Entry], dm_speaker_id: str | None) -> Callable[[Entry], bool]:

@@ -8,7 +8,7 @@ threshold): patterns misread speech often enough that only the DM should turn th
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memory.extraction.lexicon import FAMILY_ROLES, NOUN_TYPE, OCCUPATIONS, RULER_ROLES
@@ -16,6 +16,7 @@ from memory.extraction.salience import COMMON_WORDS
 from memory.extraction.schema import ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
 from memory.gazetteer import Gazetteer
 from memory.models import EntityType, Entry
+from memory.offgame import narrator
 
 #: Nothing the rules propose may reach this: their output is always for the DM to review.
 MAX_RULE_CONFIDENCE = 0.6
@@ -23,9 +24,11 @@ PATTERN_CONFIDENCE = 0.55
 NEW_NAME_BY_DM_CONFIDENCE = 0.5
 NEW_NAME_CONFIDENCE = 0.4
 
+#: Players (not the DM) who must say a new name, each in a line of their own, before it is proposed.
+MIN_SPEAKERS = 2
+
 _TITLES = OCCUPATIONS | {"sir", "dame", "madam", "madame", "mister", "miss", "mr", "mrs", "ms", "master"}
 
-DM_SPEAKERS = frozenset({"dm", "gm", "dungeon master", "game master", "narrator"})
 
 _PLACEHOLDER = "\ue000{}\ue001"  # private-use characters: cannot occur in speech, so cannot be forged
 _KNOWN = r"\ue000\d+\ue001"
@@ -94,11 +97,11 @@ class RuleExtractor:
 
     async def extract(self, entries: Sequence[Entry], known: Sequence[KnownEntity]) -> ExtractionResult:
         gazetteer = Gazetteer(known)
-        out = _Collector()
+        # The DM: a speaker called so (a recorded session's, named by role), else who says the most (MATT).
+        out = _Collector(narrator(entries, None))
         for entry in entries:
             text, found = _tag(gazetteer, entry.text)
-            by_dm = " ".join(entry.speaker.casefold().split()) in DM_SPEAKERS
-            self._intros(entry, text, found, by_dm, out)
+            self._intros(entry, text, found, out.by_dm(entry), out)
             self._patterns(entry, text, found, out)
         return out.result()
 
@@ -112,7 +115,7 @@ class RuleExtractor:
             kind = kind or (EntityType.npc if "nam" in m.group(0).casefold() else EntityType.concept)
             what = " ".join(w for w in (m.group("adj"), m.group("noun")) if w)
             conf = NEW_NAME_BY_DM_CONFIDENCE if by_dm else NEW_NAME_CONFIDENCE
-            out.entity(mention.name, kind, f"a {what}" if what else "", conf, entry.id)
+            out.entity(mention.name, kind, f"a {what}" if what else "", conf, entry)
 
     def _patterns(self, entry: Entry, text: str, found: list[KnownEntity], out: _Collector) -> None:
         for m in _ROLE_OF.finditer(text):
@@ -161,7 +164,7 @@ class RuleExtractor:
     @staticmethod
     def _new_if_unknown(mention: _Mention, kind: EntityType, entry: Entry, out: _Collector) -> None:
         if mention.known is None:
-            out.entity(mention.name, kind, "", NEW_NAME_CONFIDENCE, entry.id)
+            out.entity(mention.name, kind, "", NEW_NAME_CONFIDENCE, entry)
 
 
 def _tag(gazetteer: Gazetteer[KnownEntity], text: str) -> tuple[str, list[KnownEntity]]:
@@ -190,13 +193,18 @@ def _resolve(slot: str, found: list[KnownEntity]) -> _Mention | None:
 
 
 class _Collector:
-    """Proposals keyed by what they say, so repeats within a batch merge their evidence."""
+    """Proposals keyed by what they say, so repeats within a batch merge their evidence. A new name is proposed
+    only when the DM said it, or several players in several lines: one player's aside ("I voice a pilot named
+    Lao") is no part of the world; facts about a name not proposed go with it."""
 
-    def __init__(self) -> None:
+    def __init__(self, by_dm: Callable[[Entry], bool]) -> None:
+        self.by_dm = by_dm
         self._entities: dict[str, ProposedEntity] = {}
         self._facts: dict[tuple[str, str, str | None, str | None], ProposedFact] = {}
+        self._speakers: dict[str, set[str]] = {}  # new name → who said it (the DM as "")
 
-    def entity(self, name: str, kind: EntityType, description: str, confidence: float, entry_id: int) -> None:
+    def entity(self, name: str, kind: EntityType, description: str, confidence: float, entry: Entry) -> None:
+        self._speakers.setdefault(name.casefold(), set()).add("" if self.by_dm(entry) else entry.speaker)
         current = self._entities.get(name.casefold())
         if current is None:
             self._entities[name.casefold()] = ProposedEntity(
@@ -204,13 +212,13 @@ class _Collector:
                 type=kind.value,
                 description=description,
                 confidence=min(confidence, MAX_RULE_CONFIDENCE),
-                entry_ids=[entry_id],
+                entry_ids=[entry.id],
             )
             return
         current.confidence = min(max(current.confidence, confidence), MAX_RULE_CONFIDENCE)
         current.description = current.description or description
-        if entry_id not in current.entry_ids:
-            current.entry_ids.append(entry_id)
+        if entry.id not in current.entry_ids:
+            current.entry_ids.append(entry.id)
 
     def fact(
         self,
@@ -237,4 +245,12 @@ class _Collector:
             current.entry_ids.append(entry_id)
 
     def result(self) -> ExtractionResult:
-        return ExtractionResult(entities=list(self._entities.values()), facts=list(self._facts.values()))
+        unsaid = {
+            key
+            for key, e in self._entities.items()
+            if "" not in self._speakers[key] and (len(self._speakers[key]) < MIN_SPEAKERS or len(e.entry_ids) < 2)
+        }
+        return ExtractionResult(
+            entities=[e for key, e in self._entities.items() if key not in unsaid],
+            facts=[f for (s, _, t, _), f in self._facts.items() if s not in unsaid and t not in unsaid],
+        )

@@ -755,3 +755,19 @@ async def test_nothing_is_proposed_from_the_pre_show_or_a_sponsor_read(world: Ca
     pending = {item.describe() for item in await world.review.pending(limit=100)}
     assert any("Korvash" in p for p in pending), pending
     assert not any(name in p for p in pending for name in ("Lao", "Xenoblade", "Zubrin")), pending
+
+
+async def test_a_review_item_shows_its_best_line_and_how_many_lines_said_it(world: CampaignMemory) -> None:
+    entries = await write(
+        world,
+        [
+            ("Vex", "Brom is the blacksmith of Ironhold, right?"),
+            ("Grog", "I wave."),
+            ("DM", "Brom, the blacksmith of Ironhold, nods at you."),
+        ],
+    )
+    await run(world, entries)
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    item = items["Brom —works_in→ Ironhold"]
+    assert item.lines == 2  # the DM's word first, though the player said it before
+    assert item.said is not None and (item.said.speaker, item.said.text) == ("DM", entries[2].text)

@@ -108,3 +108,24 @@ def test_validation_drops_and_counts_bad_facts() -> None:
     result = validate_result(answer, KNOWN, {1})
     assert [(f.source, f.target) for f in result.facts] == [("Eldrinax", "Tim")]
     assert result.invalid == 5
+
+
+def said_by(*lines: tuple[str, str]) -> list[Entry]:
+    return [
+        e.model_copy(update={"speaker": who})
+        for e, (who, _) in zip(entries(*(t for _, t in lines)), lines, strict=True)
+    ]
+
+
+async def test_a_new_name_is_proposed_when_the_dm_says_it_or_several_players_do() -> None:
+    narration = ("MATT", "You walk along the road for a long while, the wind in the grass, the sun low and red.")
+    aside = await RuleExtractor().extract(said_by(narration, ("SAM", "I voice a pilot named Lao in that game.")), KNOWN)
+    assert aside.entities == []  # one player, once: no part of the world
+    twice = await RuleExtractor().extract(
+        said_by(narration, ("SAM", "We follow a smith named Brannoc."), ("LAURA", "A smith named Brannoc, yes.")), KNOWN
+    )
+    assert [(e.name, e.entry_ids) for e in twice.entities] == [("Brannoc", [101, 102])]
+    dm = await RuleExtractor().extract(
+        said_by(("MATT", "At the gate waits a gnome named Pip Quickfoot, smiling.")), KNOWN
+    )
+    assert [e.name for e in dm.entities] == ["Pip Quickfoot"]  # the narrator (who says the most) once is enough
