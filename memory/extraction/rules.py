@@ -46,7 +46,8 @@ def _slot(name: str) -> str:
 
 
 _ROLE_OF = re.compile(
-    rf"{_slot('x')}(?:,\s+|\s+(?i:is|was|'s|’s|,? who is)\s+){_ART}\s+{_ROLE}\s+(?i:of|in|at|from)\s+{_slot('y')}"
+    rf"{_slot('x')}(?:,\s+|\s+(?i:is|was|'s|’s|,? who is)\s+){_ART}\s+{_ROLE}\s+(?P<prep>(?i:of|in|at|from))\s+"
+    rf"{_slot('y')}"
 )
 _IS_ROLE = re.compile(rf"{_slot('x')}\s+(?i:is|was)\s+{_ART}\s+{_ROLE}\b")
 _RELATIONS: list[tuple[re.Pattern[str], str]] = [
@@ -69,14 +70,23 @@ _RELATIONS: list[tuple[re.Pattern[str], str]] = [
     ),
     (re.compile(rf"{_slot('x')}\s+(?i:is|was)\s+(?i:located|found|based)\s+(?i:in|at)\s+{_slot('y')}"), "located_in"),
 ]
-#: "The Order of the Pale Hand seeks the Sunken Crown": two known names joined by one verb (and a preposition).
-#: Only between names the campaign knows: a verb between two capitalised guesses is too often a misparse.
+#: "Kevdak has the Titanstone Knuckles", "Kylre takes Toya": two known names joined by a verb of having, giving or
+#: taking. Any verb was read before: on the CRD3 dev episodes 3 of 12 such items were worth keeping ("Gilmore stabs
+#: Vax", "Beau turns to Nott" are moments, not facts); these verbs' were 2 of 2 (bench/extraction.py).
 _VERB_LINK = re.compile(
-    rf"(?P<x>{_KNOWN}){_POSS}\s+(?P<verb>[a-z]+(?:s|ed))(?:\s+(?P<prep>with|to|for|from|against|on|in|at|of))?"
-    rf"\s+(?:(?i:the)\s+)?(?P<y>{_KNOWN})"
+    rf"(?P<x>{_KNOWN}){_POSS}\s+(?P<verb>[a-z]+)(?:\s+(?P<prep>to|from))?\s+(?:(?i:the)\s+)?(?P<y>{_KNOWN})"
 )
-#: Verbs of speech and being say nothing about how two entities relate.
-_NOT_RELATIONS = frozenset({"says", "said", "asks", "asked", "tells", "told", "is", "was", "does", "goes", "seems"})
+_HOLDING = frozenset(
+    "has had owns owned holds held carries carried wields wielded takes took gives gave steals stole".split()
+)
+#: A death the DM tells: "Sylas is dead", "Jazna dies", "Grog beheads Jazna". Only of known entities and only in the
+#: DM's words: a player's "I'm dead" is a joke as often as not.
+_DEATH = re.compile(
+    rf"(?P<x>{_KNOWN}){_POSS}\s+(?:(?i:is|was|are|were)\s+(?:now\s+)?)?(?i:dies|died|dead|slain|killed|executed)\b"
+)
+_KILL = re.compile(
+    rf"(?:(?P<x>{_KNOWN})\s+)?(?i:kills|killed|slays|slew|beheads|beheaded|executes|executed)\s+(?P<y>{_KNOWN})"
+)
 #: "a dwarf named Korvash", "an old tavern called The Gilded Goose", "her name is Yara".
 _INTRO = re.compile(
     rf"(?:\b(?i:a|an|the|this|some)\s+(?:(?P<adj>[a-z-]+)\s+)?(?P<noun>[a-z-]+),?\s+)?"
@@ -102,6 +112,8 @@ class RuleExtractor:
         for entry in entries:
             text, found = _tag(gazetteer, entry.text)
             self._intros(entry, text, found, out.by_dm(entry), out)
+            if out.by_dm(entry):
+                self._deaths(entry, text, found, out)
             self._patterns(entry, text, found, out)
         return out.result()
 
@@ -131,7 +143,8 @@ class RuleExtractor:
             out.fact(x.name, "occupation", None, role, entry.id)
             y_type = y.known.type if y.known else EntityType.place
             self._new_if_unknown(y, y_type, entry, out)
-            if role in RULER_ROLES or role.split()[-1] in RULER_ROLES:
+            # "the archmage of Westruun" rules it; "the archmage in Westruun" lives there (seen on CRD3 C1E035)
+            if m.group("prep").casefold() == "of" and (role in RULER_ROLES or role.split()[-1] in RULER_ROLES):
                 out.fact(x.name, "leader_of", y.name, None, entry.id)
             elif y_type == EntityType.place:
                 out.fact(x.name, "works_in", y.name, None, entry.id)
@@ -157,9 +170,23 @@ class RuleExtractor:
         for m in _VERB_LINK.finditer(text):
             x, y = _resolve(m.group("x"), found), _resolve(m.group("y"), found)
             verb = m.group("verb")
-            if x is None or y is None or x.name == y.name or verb in _NOT_RELATIONS:
+            if x is None or y is None or x.name == y.name or verb not in _HOLDING:
                 continue
             out.fact(x.name, "_".join(filter(None, (verb, m.group("prep")))), y.name, None, entry.id)
+
+    @staticmethod
+    def _deaths(entry: Entry, text: str, found: list[KnownEntity], out: _Collector) -> None:
+        for m in _DEATH.finditer(text):
+            if (x := _resolve(m.group("x"), found)) is not None:
+                out.fact(x.name, "status", None, "dead", entry.id)
+        for m in _KILL.finditer(text):
+            y = _resolve(m.group("y"), found)
+            x = _resolve(m.group("x"), found) if m.group("x") else None
+            if y is None or (x is not None and x.name == y.name):
+                continue
+            out.fact(y.name, "status", None, "dead", entry.id)
+            if x is not None:
+                out.fact(x.name, "killed", y.name, None, entry.id)
 
     @staticmethod
     def _new_if_unknown(mention: _Mention, kind: EntityType, entry: Entry, out: _Collector) -> None:
