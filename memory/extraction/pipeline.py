@@ -72,7 +72,7 @@ async def propose(
     session = await mem.log.session(session_id)
     # Sponsor reads, the pre-show, breaks, dice and banter: nothing is proposed from them, whatever they name. The
     # segments need the session's lines around these (the DM's "last we left off" may come after the slice).
-    talk = out_of_game(await mem.log.session_entries(session_id), session.dm_speaker_id)
+    talk = out_of_game(await mem.log.session_entries(session_id), session.dm_speaker_id, only={e.id for e in entries})
     told = [e for e in entries if e.id not in talk]
     stats.entries_skipped_offgame = len(entries) - len(told)
     # A turn naming a known entity is kept even if it looks like table talk ("Brom, lol").
