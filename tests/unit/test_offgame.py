@@ -100,3 +100,10 @@ def test_precise_on_the_hand_labelled_game_turns() -> None:
             flagged += 1
             wrong += label == "in"
     assert flagged >= 20 and wrong / flagged <= 0.1
+
+
+def test_only_the_lines_asked_for_are_read_one_by_one_and_the_segments_still_hold() -> None:
+    lines = [("Hi all, check out the Twitch chat.", True), ("Last we left off, you were in Emon.", True)]
+    lines += [("17.", False), ("You walk on.", True), ("13 for Trinket.", False)]
+    assert session_talk(lines, only=[2]) == [Talk.pre_show, None, Talk.dice, None, None]
+    assert session_talk(lines) == [Talk.pre_show, None, Talk.dice, None, Talk.dice]
