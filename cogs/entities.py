@@ -26,6 +26,7 @@ from bot.views import (
 )
 from memory.errors import NotFoundError
 from memory.graph import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
+from memory.mentions import Mentions, mentions
 from memory.models import (
     MAX_FACT_VALUE_CHARS,
     Entity,
@@ -38,6 +39,7 @@ from memory.models import (
     Source,
     Visibility,
     check_attributes,
+    counted,
     heard_as_phrases,
     not_heard_as_phrases,
     typed_attribute,
@@ -87,12 +89,14 @@ def entity_embed(
     mask: Callable[[str], str] = str,
     history: list[str] | None = None,
     dm: bool = True,
+    mentioned: Mentions | None = None,
 ) -> discord.Embed:
     """The entity card; every part is trimmed against a running total, so the embed always stays within
     Discord's 6,000 characters (the parts come in order of importance: the last ones are cut first). ``mask``
     hides what its reader may not see in the text the DM or the table wrote (secret names, for players).
     ``history``: the facts that no longer hold, when asked for (None: not asked). ``dm``: the reader is the DM,
-    who alone sees what the recogniser writes for the name (it may hold a guess at a secret one)."""
+    who alone sees what the recogniser writes for the name (it may hold a guess at a secret one). ``mentioned``:
+    the mention index's lines naming it, shown as the sessions they are in."""
     title = mask(entity.name) + (" 🔒" if entity.visibility == Visibility.secret else "")
     embed = discord.Embed(
         title=clip(title, MAX_TITLE),
@@ -120,6 +124,13 @@ def entity_embed(
     if last_mention:
         said = f"{mask(last_mention.where())}, {last_mention.speaker}: “{mask(last_mention.text)}”"
         add_field_within(embed, "Last mentioned", said, inline=False)
+    if mentioned is not None and mentioned.total:
+        shown = mentioned.sessions[:SESSIONS_SHOWN]
+        parts = [f"{clip(mask(s.title), 60)} ({counted(s.lines, 'line')})" for s in shown]
+        if more := len(mentioned.sessions) - len(shown):
+            parts.append(f"{counted(more, 'more session')}")
+        said = f"{counted(mentioned.total, 'line')}: " + ", ".join(parts)
+        add_field_within(embed, "Mentioned in", said, inline=False)
     return embed
 
 
@@ -214,6 +225,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         if sessions:
             lines.append(sessions)
         last = await mem.graph.last_mention(snap.entity)
+        mentioned = await mentions(mem.db, mem.campaign_id, snap.entity.id, limit=0)
         past = await mem.graph.history(snap.entity.id, include_secret=dm) if history else None
         embed = entity_embed(
             snap.entity,
@@ -222,6 +234,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             mask=mask,
             history=None if past is None else [p.describe_past(" 🔒") for p in past],
             dm=dm,
+            mentioned=mentioned,
         )
         await interaction.response.send_message(embed=embed, ephemeral=True)
 

@@ -36,7 +36,7 @@ from bot.views import OwnedModal, add_field_within, clip
 from campaigns import batches
 from memory.errors import AlreadyDecidedError, MemoryError_, NotFoundError
 from memory.graph import kept_old_name
-from memory.models import MAX_FACT_VALUE_CHARS, Campaign, EntityType, MergeResult, ReviewItem, ReviewStatus
+from memory.models import MAX_FACT_VALUE_CHARS, Campaign, EntityType, MergeResult, ReviewItem, ReviewStatus, counted
 from memory.review import ReviewQueue, describe_same_as, watch_new_items
 from memory.store import CampaignMemory
 
@@ -75,7 +75,8 @@ def item_embed(item: ReviewItem, *, decided_by: str | None = None, footer: str |
     if provenance.review_reason:  # sure, but its lines do not say it: why it waits for the DM
         add_field_within(embed, "Waits because", provenance.review_reason, inline=False)
     if item.said is not None:
-        add_field_within(embed, "Said in", item.said.where())
+        more = f" and {counted(item.lines - 1, 'other line')}" if item.lines > 1 else ""
+        add_field_within(embed, "Said in", item.said.where() + more)
         add_field_within(embed, "Said", f"{item.said.speaker}: “{item.said.text}”", inline=False)
     if settled := item.settled():
         add_field_within(embed, "Accepting it", settled, inline=False)

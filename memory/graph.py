@@ -1030,6 +1030,16 @@ class KnowledgeGraph:
             s.id,
             t.id,
         )
+        await self.db.execute(  # the mention index (memory.mentions): the folded copy's rows go with it
+            """
+            INSERT INTO entity_mentions (campaign_id, entity_id, entry_id, session_id)
+            SELECT campaign_id, $3, entry_id, session_id FROM entity_mentions WHERE campaign_id = $1 AND entity_id = $2
+            ON CONFLICT DO NOTHING
+            """,
+            self.campaign_id,
+            s.id,
+            t.id,
+        )
         await self.db.execute(
             """
             UPDATE session_entries SET corrections = (

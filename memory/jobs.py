@@ -17,7 +17,7 @@ import logging
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Sequence, Set
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,7 @@ from memory.extraction.pipeline import by_role
 from memory.extraction.salience import is_trivial
 from memory.gazetteer import Gazetteer
 from memory.graph import SecretMask
+from memory.mentions import index_lines
 from memory.models import (
     ChunkIn,
     Correction,
@@ -54,6 +55,7 @@ from memory.models import (
     storable,
     without_hidden,
 )
+from memory.offgame import is_table_talk, narrator, out_of_game
 from memory.semantic import content_hash
 from memory.store import CampaignMemory, Memory
 from memory.took_part import link_to_recaps, took_part, unlink_unnamed
@@ -371,6 +373,7 @@ async def _chunk_entries(
     if lines:
         gazetteer = await _gazetteer(mem)
         mentions = {i: gazetteer.mentioned_ids(e) for i, e in lines.items()}
+        await index_lines(mem.db, mem.campaign_id, session_id, mentions)  # "where was X said", line by line
     written = 0
     for start in range(0, len(todo), slice_size):
         part = todo[start : start + slice_size]
@@ -678,15 +681,6 @@ class Recap(BaseModel):
     _storable = field_validator("recap")(classmethod(lambda cls, v: storable(without_hidden(v))))
 
 
-_DM_NAMES = {"DM", "GM", "DUNGEON MASTER", "GAME MASTER"}
-#: Rules and table talk, which tell nothing of the story: numbers, dice and game terms, the stream's business.
-_TABLE_TALK = re.compile(
-    r"\d|\b(?:rolls?|rolled|rolling|dice|d\d+|initiative|damage|hit points?|hp|ac|armou?r class|saving throws?|"
-    r"checks?|your turn|'s turn|turn is over|(?:this|next|the) round|next up|advantage|disadvantage|modifier|"
-    r"bonus action|spell slots?|attack of opportunity|bathroom|twitch|subscribers?|giveaways?|sponsor|episode|"
-    r"podcast|merch|youtube|patreon|twitter)\b",
-    re.IGNORECASE,
-)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 #: A recap line quotes at most ``_LINE_WORDS`` words (a sentence or a few of one turn), one line for every
 #: ``_TURNS_PER_LINE`` lines of the session, at most ``_MAX_LINES``: many short lines cover more of the story
@@ -705,21 +699,6 @@ class _Line:
     text: str
 
 
-def _narrates(entries: Sequence[Entry], dm_speaker_id: str | None) -> Callable[[Entry], bool]:
-    """Who narrates: in a recorded session the user who ran it (``dm_speaker_id``: a player may call themself
-    "DM"); else a speaker called DM or GM, else the one who said the most words (the game master describes the
-    world, voices its people and rules on the rest)."""
-    if dm_speaker_id is not None and any(e.speaker_id == dm_speaker_id for e in entries):
-        return lambda e: e.speaker_id == dm_speaker_id
-    narrator = next((e.speaker for e in entries if e.speaker.strip().upper() in _DM_NAMES), None)
-    if narrator is None:
-        words: Counter[str] = Counter()
-        for e in entries:
-            words[e.speaker] += len(e.text.split())
-        narrator = words.most_common(1)[0][0] if words else ""
-    return lambda e: e.speaker == narrator
-
-
 def _best_line(entry: Entry, mentions: Sequence[tuple[int, int, int]], narrator: bool) -> _Line | None:
     """The run of sentences of ``entry`` (at most ``_LINE_WORDS`` words, a longer sentence cut) that tells most:
     the entities it names, its length, and whether the narrator says it; none that asks, or talks rules or table
@@ -736,7 +715,7 @@ def _best_line(entry: Entry, mentions: Sequence[tuple[int, int, int]], narrator:
             words = len(said.split())
             if end != sentences[i][1] and words > _LINE_WORDS:
                 break
-            if said.endswith("?") or _TABLE_TALK.search(said):
+            if said.endswith("?") or is_table_talk(said):
                 break
             named = {entity for a, b, entity in mentions if a < end and b > start}
             score = _ENTITY * len(named) + min(words, _LINE_WORDS) / _LINE_WORDS + (_NARRATOR if narrator else 0.0)
@@ -763,10 +742,13 @@ def extractive_summary(
     crowd. The recap is the players' too: it names no ``secret`` entity, which may have been mentioned by an alias
     ("the old beggar") that is all they know of it. ``dm_speaker_id``: the user id of a recorded session's DM."""
     counts: Counter[int] = Counter()
-    narrates = _narrates(entries, dm_speaker_id)
+    narrates = narrator(entries, dm_speaker_id)
+    talk = out_of_game(entries, dm_speaker_id)  # the pre-show, breaks, sponsor reads and dice: never quoted
     found: dict[int, _Line] = {}
     for n, e in enumerate(entries):
         counts.update(gazetteer.mentioned_ids(e))
+        if e.id in talk:
+            continue
         mentions = [(a, b, entity.id) for a, b, entity in gazetteer.find(e.text, nested=True)]
         if line := _best_line(e, mentions, narrates(e)):
             found[n] = line
@@ -814,8 +796,9 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     summary, involved = extractive_summary(
         entries, Gazetteer(entities), names, secret=secret, dm_speaker_id=session.dm_speaker_id
     )
-    if ctx.llm is not None and entries:
-        summary = await _abstractive(ctx.llm, by_role(entries, session.dm_speaker_id), summary)
+    told = [e for e in entries if e.id not in out_of_game(entries, session.dm_speaker_id)]  # the story's lines
+    if ctx.llm is not None and told:
+        summary = await _abstractive(ctx.llm, by_role(told, session.dm_speaker_id), summary)
     # An entity's name has no invisible characters; a title may ("🧙‍♂️ Wizard night" holds a zero-width joiner).
     title = "".join(ch for ch in session.title if not unicodedata.category(ch).startswith("C"))
     async with mem.transaction() as tx:

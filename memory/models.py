@@ -912,7 +912,8 @@ class ReviewItem(BaseModel):
     created_at: datetime
     entity: Entity | None = None
     fact: Relationship | None = None
-    said: Mention | None = None  # the first line it was drawn from: what the DM checks before deciding
+    said: Mention | None = None  # its best line (the DM's, else the first): what the DM checks before deciding
+    lines: int = 0  # how many lines it was drawn from: the weight of its evidence
     closed: list[Relationship] = Field(default_factory=list)  # accepting the fact closed these: now history
     outdated_by: Relationship | None = None  # accepted, the fact was history at once: this later one stands
 

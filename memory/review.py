@@ -139,13 +139,19 @@ class ReviewQueue:
     async def _item(self, kind: ReviewKind, item_id: int) -> ReviewItem:
         if kind == ReviewKind.entity:
             entity = await self.graph.get_entity_by_id(item_id)
-            said = await self._said(entity.provenance.entry_ids)
-            return ReviewItem(kind=kind, id=item_id, created_at=entity.created_at, entity=entity, said=said)
+            ids = entity.provenance.entry_ids
+            said = await self._said(ids)
+            return ReviewItem(
+                kind=kind, id=item_id, created_at=entity.created_at, entity=entity, said=said, lines=len(set(ids))
+            )
         fact = await self.graph.get_relationship(item_id)
-        said = await self._said(fact.provenance.entry_ids)
-        return ReviewItem(kind=kind, id=item_id, created_at=fact.created_at, fact=fact, said=said)
+        ids = fact.provenance.entry_ids
+        said = await self._said(ids)
+        return ReviewItem(kind=kind, id=item_id, created_at=fact.created_at, fact=fact, said=said, lines=len(set(ids)))
 
     async def _said(self, entry_ids: list[int]) -> Mention | None:
+        """The best of the lines an item was drawn from: the DM's (who ran the session, or a speaker the transcript
+        calls DM or GM), whose word is the world's, else the first."""
         if not entry_ids:
             return None
         row = await self.graph.db.fetchrow(
@@ -153,7 +159,10 @@ class ReviewQueue:
             SELECT se.session_id, s.title, se.speaker, se.start_s, se.text, se.ref
             FROM session_entries se JOIN sessions s ON s.campaign_id = se.campaign_id AND s.id = se.session_id
             WHERE se.campaign_id = $1 AND se.id = ANY($2::bigint[])
-            ORDER BY s.started_at, se.session_id, se.seq LIMIT 1
+            ORDER BY (se.speaker_id = s.dm_speaker_id
+                      OR upper(btrim(se.speaker)) IN ('DM', 'GM', 'DUNGEON MASTER', 'GAME MASTER')) IS TRUE DESC,
+                     s.started_at, se.session_id, se.seq
+            LIMIT 1
             """,
             self.graph.campaign_id,
             entry_ids,

@@ -20,6 +20,7 @@ from bot.cli.common import (
 )
 from memory.errors import InvalidInputError
 from memory.graph import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
+from memory.mentions import mentions
 from memory.models import (
     EntityIn,
     EntityType,
@@ -27,6 +28,7 @@ from memory.models import (
     Source,
     Visibility,
     check_attributes,
+    counted,
     heard_as_phrases,
     not_heard_as_phrases,
     suggest_entity_type,
@@ -212,6 +214,33 @@ async def show(ctx: click.Context, name: str, history: bool, campaign: str | Non
             click.echo(f"  - {p.describe_past(' (secret)')}")
     if last:
         click.echo(f"  last mentioned in {last.where()} by {last.speaker}: {last.text[:100]}")
+
+
+@entity.command("mentions")
+@click.argument("name")
+@click.option("--limit", "-n", default=20, show_default=True, type=click.IntRange(1, 500), help="Lines to show.")
+@campaign_option
+@json_option
+@click.pass_context
+@async_command
+async def mentions_(ctx: click.Context, name: str, limit: int, campaign: str | None, as_json: bool) -> None:
+    """Where an entity was said: the lines naming it (name, alias or heard-as), newest first."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, _ = await campaign_memory(memory, settings, campaign)
+        found = await mem.graph.get_entity(name)
+        said = await mentions(mem.db, mem.campaign_id, found.id, limit=limit)
+    if as_json:
+        emit_json({"entity": found.name, **said.model_dump(mode="json")})
+        return
+    if not said.total:
+        click.echo(f"{found.name}: no line names it yet")
+        return
+    click.echo(f"{found.name}: named in {counted(said.total, 'line')} of {counted(len(said.sessions), 'session')}")
+    for line in said.lines:
+        click.echo(f"  {line.where()}, {line.speaker}: {line.text[:160]}")
+    if said.total > len(said.lines):
+        click.echo(f"  … and {said.total - len(said.lines)} more (--limit)")
 
 
 @entity.command("edit")

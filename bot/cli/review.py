@@ -61,6 +61,7 @@ async def list_(ctx: click.Context, limit: int, campaign: str | None, as_json: b
     for i in items:
         prov = i.entity.provenance if i.entity else i.fact.provenance  # type: ignore[union-attr]
         said = f"{i.said.where()}: {i.said.speaker}: “{i.said.text}”" if i.said else ""
+        said = f"({i.lines} lines) {said}" if i.lines > 1 else said
         said = clip(said, 80)  # one line a row: the whole line is in --json
         rows.append([i.ref, i.kind.value, i.describe()[:80], f"{prov.confidence:.2f}", said, prov.review_reason])
     # why a sure fact waits (its lines do not say it), a column only when one does

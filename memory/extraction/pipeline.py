@@ -24,6 +24,7 @@ from memory.extraction.validate import validate_result
 from memory.gazetteer import Gazetteer
 from memory.graph import KnowledgeGraph
 from memory.models import EntityIn, EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
+from memory.offgame import out_of_game
 from memory.providers.llm import LLMClient
 from memory.store import CampaignMemory
 
@@ -69,12 +70,18 @@ async def propose(
     stats = ExtractionStats(entries_seen=len(entries))
     known = await known_entities(mem.graph)
     gazetteer = Gazetteer(known)
+    session = await mem.log.session(session_id)
+    # Sponsor reads, the pre-show, breaks, dice and banter: nothing is proposed from them, whatever they name. The
+    # segments need the session's lines around these (the DM's "last we left off" may come after the slice).
+    talk = out_of_game(await mem.log.session_entries(session_id), session.dm_speaker_id, only={e.id for e in entries})
+    told = [e for e in entries if e.id not in talk]
+    stats.entries_skipped_offgame = len(entries) - len(told)
     # A turn naming a known entity is kept even if it looks like table talk ("Brom, lol").
-    kept = [e for e in entries if not is_trivial(e.text) or gazetteer.mentions(e.text)]
-    stats.entries_skipped_trivial = len(entries) - len(kept)
+    kept = [e for e in told if not is_trivial(e.text) or gazetteer.mentions(e.text)]
+    stats.entries_skipped_trivial = len(told) - len(kept)
     if not kept:
         return None
-    kept = by_role(kept, (await mem.log.session(session_id)).dm_speaker_id)
+    kept = by_role(kept, session.dm_speaker_id)
     raw = await extractor.extract(kept, known)
     result = validate_result(raw, known, {e.id for e in kept})
     stats.llm_errors = len(result.errors)
@@ -109,7 +116,7 @@ async def extract_into_graph(
     """Extract entities and facts from ``entries`` (one session's L1 entries) into the campaign's graph."""
     proposal = await propose(mem, session_id=session_id, entries=entries, extractor=extractor)
     if proposal is None:
-        return ExtractionStats(entries_seen=len(entries), entries_skipped_trivial=len(entries))
+        return ExtractionStats(entries_seen=len(entries), entries_skipped_trivial=len(entries))  # or out of game
     return await file_proposal(mem, proposal)
 
 

@@ -1,4 +1,5 @@
-"""The offline extractor: a gazetteer of the campaign's names, co-occurrence, and a few sentence patterns.
+"""The offline extractor: a gazetteer of the campaign's names and a few sentence patterns. Names said together are
+no fact: where a name was said goes to the mention index (``memory.mentions``), not to review.
 
 Everything it proposes stays below the acceptance threshold (and the pipeline files it as pending whatever the
 threshold): patterns misread speech often enough that only the DM should turn them into canon.
@@ -7,26 +8,27 @@ threshold): patterns misread speech often enough that only the DM should turn th
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import combinations
 
 from memory.extraction.lexicon import FAMILY_ROLES, NOUN_TYPE, OCCUPATIONS, RULER_ROLES
 from memory.extraction.salience import COMMON_WORDS
 from memory.extraction.schema import ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
 from memory.gazetteer import Gazetteer
 from memory.models import EntityType, Entry
+from memory.offgame import narrator
 
 #: Nothing the rules propose may reach this: their output is always for the DM to review.
 MAX_RULE_CONFIDENCE = 0.6
 PATTERN_CONFIDENCE = 0.55
 NEW_NAME_BY_DM_CONFIDENCE = 0.5
 NEW_NAME_CONFIDENCE = 0.4
-COOCCURRENCE_CONFIDENCE = 0.3
+
+#: Players (not the DM) who must say a new name, each in a line of their own, before it is proposed.
+MIN_SPEAKERS = 2
 
 _TITLES = OCCUPATIONS | {"sir", "dame", "madam", "madame", "mister", "miss", "mr", "mrs", "ms", "master"}
 
-DM_SPEAKERS = frozenset({"dm", "gm", "dungeon master", "game master", "narrator"})
 
 _PLACEHOLDER = "\ue000{}\ue001"  # private-use characters: cannot occur in speech, so cannot be forged
 _KNOWN = r"\ue000\d+\ue001"
@@ -44,7 +46,8 @@ def _slot(name: str) -> str:
 
 
 _ROLE_OF = re.compile(
-    rf"{_slot('x')}(?:,\s+|\s+(?i:is|was|'s|’s|,? who is)\s+){_ART}\s+{_ROLE}\s+(?i:of|in|at|from)\s+{_slot('y')}"
+    rf"{_slot('x')}(?:,\s+|\s+(?i:is|was|'s|’s|,? who is)\s+){_ART}\s+{_ROLE}\s+(?P<prep>(?i:of|in|at|from))\s+"
+    rf"{_slot('y')}"
 )
 _IS_ROLE = re.compile(rf"{_slot('x')}\s+(?i:is|was)\s+{_ART}\s+{_ROLE}\b")
 _RELATIONS: list[tuple[re.Pattern[str], str]] = [
@@ -67,14 +70,23 @@ _RELATIONS: list[tuple[re.Pattern[str], str]] = [
     ),
     (re.compile(rf"{_slot('x')}\s+(?i:is|was)\s+(?i:located|found|based)\s+(?i:in|at)\s+{_slot('y')}"), "located_in"),
 ]
-#: "The Order of the Pale Hand seeks the Sunken Crown": two known names joined by one verb (and a preposition).
-#: Only between names the campaign knows: a verb between two capitalised guesses is too often a misparse.
+#: "Kevdak has the Titanstone Knuckles", "Kylre takes Toya": two known names joined by a verb of having, giving or
+#: taking. Any verb was read before: on the CRD3 dev episodes 3 of 12 such items were worth keeping ("Gilmore stabs
+#: Vax", "Beau turns to Nott" are moments, not facts); these verbs' were 2 of 2 (bench/extraction.py).
 _VERB_LINK = re.compile(
-    rf"(?P<x>{_KNOWN}){_POSS}\s+(?P<verb>[a-z]+(?:s|ed))(?:\s+(?P<prep>with|to|for|from|against|on|in|at|of))?"
-    rf"\s+(?:(?i:the)\s+)?(?P<y>{_KNOWN})"
+    rf"(?P<x>{_KNOWN}){_POSS}\s+(?P<verb>[a-z]+)(?:\s+(?P<prep>to|from))?\s+(?:(?i:the)\s+)?(?P<y>{_KNOWN})"
 )
-#: Verbs of speech and being say nothing about how two entities relate.
-_NOT_RELATIONS = frozenset({"says", "said", "asks", "asked", "tells", "told", "is", "was", "does", "goes", "seems"})
+_HOLDING = frozenset(
+    "has had owns owned holds held carries carried wields wielded takes took gives gave steals stole".split()
+)
+#: A death the DM tells: "Sylas is dead", "Jazna dies", "Grog beheads Jazna". Only of known entities and only in the
+#: DM's words: a player's "I'm dead" is a joke as often as not.
+_DEATH = re.compile(
+    rf"(?P<x>{_KNOWN}){_POSS}\s+(?:(?i:is|was|are|were)\s+(?:now\s+)?)?(?i:dies|died|dead|slain|killed|executed)\b"
+)
+_KILL = re.compile(
+    rf"(?:(?P<x>{_KNOWN})\s+)?(?i:kills|killed|slays|slew|beheads|beheaded|executes|executed)\s+(?P<y>{_KNOWN})"
+)
 #: "a dwarf named Korvash", "an old tavern called The Gilded Goose", "her name is Yara".
 _INTRO = re.compile(
     rf"(?:\b(?i:a|an|the|this|some)\s+(?:(?P<adj>[a-z-]+)\s+)?(?P<noun>[a-z-]+),?\s+)?"
@@ -93,22 +105,16 @@ class RuleExtractor:
 
     review_only = True
 
-    def __init__(self, *, cooccurrence_window: int = 1, min_cooccurrences: int = 3) -> None:
-        # Entries, counted inclusively: 1 pairs names said in the same turn, 2 also in the next turn.
-        self.cooccurrence_window = cooccurrence_window
-        self.min_cooccurrences = min_cooccurrences  # turns in one batch before a pair is proposed
-
     async def extract(self, entries: Sequence[Entry], known: Sequence[KnownEntity]) -> ExtractionResult:
         gazetteer = Gazetteer(known)
-        out = _Collector()
-        mentioned: list[set[int]] = []
+        # The DM: a speaker called so (a recorded session's, named by role), else who says the most (MATT).
+        out = _Collector(narrator(entries, None))
         for entry in entries:
             text, found = _tag(gazetteer, entry.text)
-            mentioned.append({e.id for e in found})
-            by_dm = " ".join(entry.speaker.casefold().split()) in DM_SPEAKERS
-            self._intros(entry, text, found, by_dm, out)
+            self._intros(entry, text, found, out.by_dm(entry), out)
+            if out.by_dm(entry):
+                self._deaths(entry, text, found, out)
             self._patterns(entry, text, found, out)
-        self._cooccurrences(entries, mentioned, {e.id: e for e in known}, out)
         return out.result()
 
     def _intros(self, entry: Entry, text: str, found: list[KnownEntity], by_dm: bool, out: _Collector) -> None:
@@ -121,7 +127,7 @@ class RuleExtractor:
             kind = kind or (EntityType.npc if "nam" in m.group(0).casefold() else EntityType.concept)
             what = " ".join(w for w in (m.group("adj"), m.group("noun")) if w)
             conf = NEW_NAME_BY_DM_CONFIDENCE if by_dm else NEW_NAME_CONFIDENCE
-            out.entity(mention.name, kind, f"a {what}" if what else "", conf, entry.id)
+            out.entity(mention.name, kind, f"a {what}" if what else "", conf, entry)
 
     def _patterns(self, entry: Entry, text: str, found: list[KnownEntity], out: _Collector) -> None:
         for m in _ROLE_OF.finditer(text):
@@ -137,7 +143,8 @@ class RuleExtractor:
             out.fact(x.name, "occupation", None, role, entry.id)
             y_type = y.known.type if y.known else EntityType.place
             self._new_if_unknown(y, y_type, entry, out)
-            if role in RULER_ROLES or role.split()[-1] in RULER_ROLES:
+            # "the archmage of Westruun" rules it; "the archmage in Westruun" lives there (seen on CRD3 C1E035)
+            if m.group("prep").casefold() == "of" and (role in RULER_ROLES or role.split()[-1] in RULER_ROLES):
                 out.fact(x.name, "leader_of", y.name, None, entry.id)
             elif y_type == EntityType.place:
                 out.fact(x.name, "works_in", y.name, None, entry.id)
@@ -163,36 +170,28 @@ class RuleExtractor:
         for m in _VERB_LINK.finditer(text):
             x, y = _resolve(m.group("x"), found), _resolve(m.group("y"), found)
             verb = m.group("verb")
-            if x is None or y is None or x.name == y.name or verb in _NOT_RELATIONS:
+            if x is None or y is None or x.name == y.name or verb not in _HOLDING:
                 continue
             out.fact(x.name, "_".join(filter(None, (verb, m.group("prep")))), y.name, None, entry.id)
 
     @staticmethod
+    def _deaths(entry: Entry, text: str, found: list[KnownEntity], out: _Collector) -> None:
+        for m in _DEATH.finditer(text):
+            if (x := _resolve(m.group("x"), found)) is not None:
+                out.fact(x.name, "status", None, "dead", entry.id)
+        for m in _KILL.finditer(text):
+            y = _resolve(m.group("y"), found)
+            x = _resolve(m.group("x"), found) if m.group("x") else None
+            if y is None or (x is not None and x.name == y.name):
+                continue
+            out.fact(y.name, "status", None, "dead", entry.id)
+            if x is not None:
+                out.fact(x.name, "killed", y.name, None, entry.id)
+
+    @staticmethod
     def _new_if_unknown(mention: _Mention, kind: EntityType, entry: Entry, out: _Collector) -> None:
         if mention.known is None:
-            out.entity(mention.name, kind, "", NEW_NAME_CONFIDENCE, entry.id)
-
-    def _cooccurrences(
-        self, entries: Sequence[Entry], mentioned: list[set[int]], known: dict[int, KnownEntity], out: _Collector
-    ) -> None:
-        linked = out.linked_pairs()
-        evidence: dict[tuple[int, int], list[int]] = {}
-        for start in range(len(entries)):
-            window = range(start, min(start + self.cooccurrence_window, len(entries)))
-            ids = set().union(*(mentioned[i] for i in window))
-            for a, b in combinations(sorted(ids, key=lambda i: known[i].name.casefold()), 2):
-                pair = frozenset((known[a].name.casefold(), known[b].name.casefold()))
-                if pair in linked:
-                    continue  # a pattern already said how they relate
-                seen = evidence.setdefault((a, b), [])
-                seen += [entries[i].id for i in window if mentioned[i] & {a, b} and entries[i].id not in seen]
-        for (a, b), entry_ids in evidence.items():
-            # Two names in one turn is chance more often than a relation: the DM reviews only pairs said
-            # together again and again, or a session's queue fills with noise.
-            if len(entry_ids) < self.min_cooccurrences:
-                continue
-            for entry_id in entry_ids:
-                out.fact(known[a].name, "mentioned_with", known[b].name, None, entry_id, COOCCURRENCE_CONFIDENCE)
+            out.entity(mention.name, kind, "", NEW_NAME_CONFIDENCE, entry)
 
 
 def _tag(gazetteer: Gazetteer[KnownEntity], text: str) -> tuple[str, list[KnownEntity]]:
@@ -221,13 +220,18 @@ def _resolve(slot: str, found: list[KnownEntity]) -> _Mention | None:
 
 
 class _Collector:
-    """Proposals keyed by what they say, so repeats within a batch merge their evidence."""
+    """Proposals keyed by what they say, so repeats within a batch merge their evidence. A new name is proposed
+    only when the DM said it, or several players in several lines: one player's aside ("I voice a pilot named
+    Lao") is no part of the world; facts about a name not proposed go with it."""
 
-    def __init__(self) -> None:
+    def __init__(self, by_dm: Callable[[Entry], bool]) -> None:
+        self.by_dm = by_dm
         self._entities: dict[str, ProposedEntity] = {}
         self._facts: dict[tuple[str, str, str | None, str | None], ProposedFact] = {}
+        self._speakers: dict[str, set[str]] = {}  # new name → who said it (the DM as "")
 
-    def entity(self, name: str, kind: EntityType, description: str, confidence: float, entry_id: int) -> None:
+    def entity(self, name: str, kind: EntityType, description: str, confidence: float, entry: Entry) -> None:
+        self._speakers.setdefault(name.casefold(), set()).add("" if self.by_dm(entry) else entry.speaker)
         current = self._entities.get(name.casefold())
         if current is None:
             self._entities[name.casefold()] = ProposedEntity(
@@ -235,13 +239,13 @@ class _Collector:
                 type=kind.value,
                 description=description,
                 confidence=min(confidence, MAX_RULE_CONFIDENCE),
-                entry_ids=[entry_id],
+                entry_ids=[entry.id],
             )
             return
         current.confidence = min(max(current.confidence, confidence), MAX_RULE_CONFIDENCE)
         current.description = current.description or description
-        if entry_id not in current.entry_ids:
-            current.entry_ids.append(entry_id)
+        if entry.id not in current.entry_ids:
+            current.entry_ids.append(entry.id)
 
     def fact(
         self,
@@ -261,14 +265,19 @@ class _Collector:
                 target=target,
                 value=value,
                 confidence=min(confidence, MAX_RULE_CONFIDENCE),
-                basis="inferred" if rel_type == "mentioned_with" else "stated",
+                basis="stated",
                 entry_ids=[entry_id],
             )
         elif entry_id not in current.entry_ids:
             current.entry_ids.append(entry_id)
 
-    def linked_pairs(self) -> set[frozenset[str]]:
-        return {frozenset((s, t)) for s, _, t, _ in self._facts if t is not None}
-
     def result(self) -> ExtractionResult:
-        return ExtractionResult(entities=list(self._entities.values()), facts=list(self._facts.values()))
+        unsaid = {
+            key
+            for key, e in self._entities.items()
+            if "" not in self._speakers[key] and (len(self._speakers[key]) < MIN_SPEAKERS or len(e.entry_ids) < 2)
+        }
+        return ExtractionResult(
+            entities=[e for key, e in self._entities.items() if key not in unsaid],
+            facts=[f for (s, _, t, _), f in self._facts.items() if s not in unsaid and t not in unsaid],
+        )

@@ -99,6 +99,7 @@ class ExtractionStats(BaseModel):
 
     entries_seen: int = 0
     entries_skipped_trivial: int = 0
+    entries_skipped_offgame: int = 0  # sponsor reads, pre-show, breaks, dice and banter (memory.offgame)
     entities_proposed: int = 0
     entities_merged: int = 0  # proposals that turned out to be an existing entity under another spelling
     entities_created: int = 0

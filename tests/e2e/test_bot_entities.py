@@ -930,3 +930,20 @@ async def test_describe_writes_several_lines_in_a_box_only_the_dm_may_submit(
         "Ironhold's description is 2,400 characters, more than the box holds (2,000): "
         "change it in the campaign file and load that again."
     ]
+
+
+async def test_the_card_says_in_which_sessions_the_mention_index_found_the_entity(
+    world: CampaignMemory, fake_discord: FakeDiscord, player: FakeMember
+) -> None:
+    from memory.mentions import index_lines
+    from memory.models import EntryIn
+
+    eldrinax = await world.graph.get_entity("Eldrinax")
+    for title, said in (("Night 1", 2), ("Night 2", 1)):
+        session = await world.log.start_session(title)
+        lines = await world.log.write_many(
+            session.id, [EntryIn(speaker="DM", text=f"Eldrinax roars ({n}).") for n in range(said)]
+        )
+        await index_lines(world.db, world.campaign_id, session.id, {e.id: [eldrinax.id] for e in lines})
+    card = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts())
+    assert "Mentioned in: 3 lines: Night 2 (1 line), Night 1 (2 lines)" in card, card

@@ -109,3 +109,19 @@ def test_a_recap_of_long_speeches_fits_an_embed() -> None:
     assert len("\n".join(lines)) <= 2000
     assert 5 <= len(lines) - 1 <= 12
     assert all(len(line.split()) <= 26 + 1 for line in lines[:-1])  # "Mira:" and at most 25 words
+
+
+def test_the_recap_quotes_no_pre_show_sponsor_read_or_rules_talk() -> None:
+    """The issue's recap quoted "That will be the end of its turn. Let's see if that recharges.": rules, not story.
+    Nor may it quote the pre-show's plug, however many names it holds."""
+    said = [("DM", "Welcome! Tonight's sponsor Wyrmwood makes the Ember Key replica for Eldrinax fans everywhere.")]
+    said += [("Bo", "Eldrinax and Ironhold merch is in the store, check the Ember Key shirt at Ironhold dot com.")] * 5
+    said += [("DM", "All right. Last we left off, the party stood before the gates of Ironhold at dusk.")]
+    said += chatter(200)
+    said += [("DM", "That will be the end of its turn. Let's see if that recharges. Eldrinax roars at Ironhold.")]
+    said += chatter(200)
+    said += [("DM", "Eldrinax burns the gates of Ironhold while the Pale Magister watches from the walls.")]
+    lines = summarise(said)
+    text = "\n".join(lines)
+    assert "sponsor" not in text and "merch" not in text and "turn" not in text and "recharges" not in text
+    assert any("Eldrinax burns the gates of Ironhold" in line for line in lines)

@@ -1,0 +1,222 @@
+"""Out-of-game talk: what is said at the table that is not the game's story. One classifier for extraction (nothing
+is proposed from such a line), the recap (it quotes none of it) and recall.
+
+Two levels, pure Python over the text:
+
+* a line on its own (:func:`line_talk`): sponsor reads and announcements, dice results and rules talk, cast banter
+  ("(laughter)", "in real life");
+* a session's lines in order (:func:`session_talk`): the pre-show before the DM's "last we left off", a break
+  between "we'll take a break" and "welcome back", the after-show from "we'll pick it up next week" on. Only the
+  DM's words mark those, since a player's "let's take a break" is often in character.
+
+Precision first: a line that also tells the story ("As you make your way to the docks, we'll take a break") is
+kept as game; a missed out-of-game line costs less than a lost event. Measured on hand-labelled CRD3 turns by
+``bench/offgame.py`` (tests/data/offgame_crd3_labels.json).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Collection, Sequence
+from enum import StrEnum
+
+from memory.models import Entry
+
+
+class Talk(StrEnum):
+    """Kinds of out-of-game talk."""
+
+    sponsor = "sponsor"  # sponsor reads, announcements, the stream and its chat
+    pre_show = "pre_show"
+    break_ = "break"
+    after_show = "after_show"
+    dice = "dice"  # dice results, checks asked for, rules and character-sheet talk
+    banter = "banter"  # the cast outside the fiction: real life, laughter at the table
+
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+
+# Words of the show's business: one is enough (none of them is a fantasy world's word).
+_SPONSOR = re.compile(
+    r"\b(?:sponsor(?:s|ed|ing)?|patreon|twitch|subscrib(?:e|ed|ers?|ing)|giveaways?|merch(?:andise)?|twitter|"
+    r"instagram|tweets?|youtube|podcasts?|promo code|discount code|use the code|loot ?crate|wyrmwood|d&d beyond|"
+    r"geek (?:and|&) sundry|talks machina|critters?|critmas|hashtag|the (?:twitch )?chat(?: ?room)?|"
+    r"in the chat|live stream|livestream|fan ?art|shop\.|\.com|website|link (?:is )?(?:in|below)|"
+    r"(?:this|last|next) (?:week's )?episode|tickets? (?:go|are) on sale)\b",
+    re.IGNORECASE,
+)
+# Rules and dice: each match counts once.
+_MECHANICS = re.compile(
+    r"\b(?:roll(?:s|ed|ing)?|re-?roll|dice|d(?:4|6|8|10|12|20|100)s?|nat(?:ural)? (?:20|twenty|1|one)|"
+    r"saving throws?|(?:\w+ )?saves?|\w+ checks?|initiative|armou?r class|AC|DC|to hit|hit points?|HP|damage|"
+    r"bonus action|spell slots?|(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|\d(?:st|nd|rd|th))"
+    r"[- ]level|cantrips?|concentration|attack of opportunity|opportunity attack|end of (?:its|your|his|her|their) "
+    r"turn|(?:your|my|his|her|its|their) turn|you're up|recharges?|proficiency|modifier|inspiration(?: die)?|"
+    r"sneak attack|(?:dis)?advantage|short rest|long rest|reaction|round)\b",
+    re.IGNORECASE,
+)
+# A line saying something happened in the story is game, whatever numbers it holds ("takes 24 damage and dies").
+_STORY = re.compile(
+    r"\b(?:dies|died|dead|killed?|slain|collapses?|falls? unconscious|you see|you hear|you notice|you feel|"
+    r"you find|you arrive|you enter)\b",
+    re.IGNORECASE,
+)
+# A die's result as the table says it: digits, not followed by what they count ("13." and "13 for Trinket", not
+# "40 days" or "three gold", which are the story's).
+_RESULT = re.compile(r"(?<![\w-])\d{1,3}(?![\w-])(?!\s+(?!for\b|to\b|on\b|plus\b|minus\b)[a-z])", re.IGNORECASE)
+_BANTER = re.compile(
+    r"\b(?:in real life|irl|out of character|ooc|the cameras?|the mic|microphones?|headphones|the internet|"
+    r"the audience|folks at home|guys at home|voice act(?:or|ors|ing)|the show|this show|the set)\b",
+    re.IGNORECASE,
+)
+_LAUGHTER = re.compile(r"\((?:laughter|laughs|laughing|giggles|giggling|groans|cheering|applause)\)", re.IGNORECASE)
+
+#: A line this short with a rules word, or a die's result among at most this many words, is dice talk; a rules
+#: word and a result in a line of up to ``_LONG`` words too ("That was the dice I rolled? 16.").
+_SHORT_RULES, _SHORT_NUMBER, _LONG = 10, 6, 25
+_SHORT_LAUGH = 4  # "Yep. (laughter)"; a longer line laughed at is often the story ("Trinket is gaining on you.")
+
+_START_STRONG = re.compile(
+    r"\b(?:last (?:time )?we left off|previously on|when we last left|"
+    r"(?:get|getting) (?:you|us|everyone)(?: guys| all)? (?:caught up|up to speed)|"
+    r"catch(?:ing)? (?:you|us|everyone)(?: guys| all)? up|pick up where we left off)\b",
+    re.IGNORECASE,
+)
+_START_WEAK = re.compile(
+    r"\b(?:let's|let us) (?:go ahead and )?(?:jump|dive|hop|get started|begin|start|get into it)\b|"
+    r"without further ado",
+    re.IGNORECASE,
+)
+_BREAK = re.compile(
+    r"\b(?:take (?:a|our) (?:quick |little |short |bathroom |quick bathroom )?break|"
+    r"(?:we'll be|be right) back(?: here)? in|(?:back|see you)(?: guys)? (?:here )?in (?:just )?a (?:few|couple)"
+    r"(?: of)? minutes|meet you(?: guys)? back here)\b",
+    re.IGNORECASE,
+)
+_BACK = re.compile(r"\b(?:welcome back|and we're back|returning from (?:the )?break)\b", re.IGNORECASE)
+_END = re.compile(
+    r"\b(?:pick (?:this|it|that)?\s?up (?:again |there |from there )?"
+    r"(?:next (?:week|time|thursday)|in (?:a couple|two) weeks)|until we pick (?:this |it )?up|"
+    r"(?:we'll|we will|gonna|going to) (?:end|stop) (?:it )?(?:there|here)|that's where we'll (?:end|stop)|"
+    r"thank you (?:all |guys |everyone )?(?:so much )?for (?:watching|joining))",
+    re.IGNORECASE,
+)
+#: The pre-show is looked for in the first part of a session only, the after-show in its last part.
+_OPENING_SHARE, _CLOSING_SHARE = 0.25, 0.15
+#: ... and in the first lines of a short one (or of a session still being recorded).
+_MIN_OPENING = 60
+#: A break lasts at most this many lines before "welcome back" (else only its announcement is out of game).
+_MAX_BREAK = 40
+#: A cue line with at least this many words before the cue tells the story too: it stays game.
+_STORY_WORDS = 8
+
+
+def line_talk(text: str) -> Talk | None:
+    """What kind of out-of-game talk this line is on its own, or None (game, or too little to tell)."""
+    words = _WORD.findall(text)
+    if not words:
+        return None
+    if _SPONSOR.search(text):
+        return Talk.sponsor
+    if _BANTER.search(text) or (_LAUGHTER.search(text) and len(words) <= _SHORT_LAUGH):
+        return Talk.banter
+    if _STORY.search(text):
+        return None
+    rules = len(_MECHANICS.findall(text))
+    results = len(_RESULT.findall(text))
+    if rules and (len(words) <= _SHORT_RULES or rules * 7 >= len(words) or (results and len(words) <= _LONG)):
+        return Talk.dice
+    if results and len(words) <= _SHORT_NUMBER:
+        return Talk.dice
+    return None
+
+
+# Table business a recap sentence must not hold, beyond the rules words above.
+_TABLE = re.compile(
+    r"\b(?:'s turn|turn is over|next up|bathroom|episodes?|stream|the chat|(?:this|next|the) round)\b", re.IGNORECASE
+)
+
+
+def is_table_talk(sentence: str) -> bool:
+    """Whether a sentence talks rules, dice or the show, however long: for the recap, which quotes a sentence or
+    a few and must quote none of those ("That will be the end of its turn. Let's see if that recharges.")."""
+    return any(ch.isdigit() for ch in sentence) or any(
+        p.search(sentence) for p in (_MECHANICS, _SPONSOR, _BANTER, _TABLE)
+    )
+
+
+#: What a transcript calls its game master.
+DM_NAMES = frozenset({"DM", "GM", "DUNGEON MASTER", "GAME MASTER", "NARRATOR"})
+
+
+def narrator(entries: Sequence[Entry], dm_speaker_id: str | None) -> Callable[[Entry], bool]:
+    """Who narrates: in a recorded session the user who ran it (``dm_speaker_id``: a player may call themself
+    "DM"); else a speaker called DM or GM, else the one who said the most words (the game master describes the
+    world, voices its people and rules on the rest: MATT in a Critical Role transcript)."""
+    if dm_speaker_id is not None and any(e.speaker_id == dm_speaker_id for e in entries):
+        return lambda e: e.speaker_id == dm_speaker_id
+    named = next((e.speaker for e in entries if " ".join(e.speaker.upper().split()) in DM_NAMES), None)
+    if named is None:
+        words: Counter[str] = Counter()
+        for e in entries:
+            words[e.speaker] += len(e.text.split())
+        named = words.most_common(1)[0][0] if words else ""
+    return lambda e: e.speaker == named
+
+
+def out_of_game(
+    entries: Sequence[Entry], dm_speaker_id: str | None, *, only: Collection[int] | None = None
+) -> dict[int, Talk]:
+    """The out-of-game lines among a session's ``entries`` (all of them, in order: the segments need the DM's
+    cues), by entry id; ``only``: of these entry ids (the others are not looked at one by one)."""
+    by_dm = narrator(entries, dm_speaker_id)
+    wanted = None if only is None else [n for n, e in enumerate(entries) if e.id in only]
+    kinds = session_talk([(e.text, by_dm(e)) for e in entries], only=wanted)
+    return {e.id: kind for e, kind in zip(entries, kinds, strict=True) if kind is not None}
+
+
+def session_talk(lines: Sequence[tuple[str, bool]], *, only: Collection[int] | None = None) -> list[Talk | None]:
+    """Each line's kind of out-of-game talk, for a session's lines in order as ``(text, said by the DM)``: the
+    pre-show, breaks and after-show the DM's words mark, and each other line by :func:`line_talk`. ``only``: the
+    indexes of the lines wanted (the segments still need all of them; the rest are left None): a line on its own
+    costs a fifth of a millisecond, which a job reading a long session slice by slice must not pay again and again."""
+    n = len(lines)
+    kinds: list[Talk | None] = [None] * n
+    if n == 0:
+        return kinds
+    dm = [i for i, (_, by_dm) in enumerate(lines) if by_dm]
+    opening = [i for i in dm if i < max(_MIN_OPENING, int(n * _OPENING_SHARE))]
+    # The last recap cue of the opening: "Last we left off was crazy, but first, announcements" comes before them.
+    start = next((i for i in reversed(opening) if _START_STRONG.search(lines[i][0])), None)
+    if start is None:
+        weak = [i for i in opening if _START_WEAK.search(lines[i][0])]
+        start = weak[-1] + (0 if _story_before(lines[weak[-1]][0], _START_WEAK) else 1) if weak else 0
+    for i in range(start):
+        kinds[i] = Talk.pre_show
+    end = next((i for i in dm if i >= n - int(n * _CLOSING_SHARE) and i > start and _END.search(lines[i][0])), n)
+    if end < n and not _story_before(lines[end][0], _END):
+        kinds[end] = Talk.after_show
+    for i in range(end + 1, n):
+        kinds[i] = Talk.after_show
+    for i in dm:
+        if not start <= i < end or not _BREAK.search(lines[i][0]):
+            continue
+        if not _story_before(lines[i][0], _BREAK):
+            kinds[i] = Talk.break_
+        back = next((j for j in dm if i < j <= i + _MAX_BREAK and _BACK.search(lines[j][0])), None)
+        if back is None:
+            continue
+        for j in range(i + 1, back):
+            kinds[j] = Talk.break_
+        if len(_WORD.findall(lines[back][0])) < 3 * _STORY_WORDS:
+            kinds[back] = Talk.break_  # "Welcome back, everyone!" with no story after it
+    for i in range(n) if only is None else only:
+        if kinds[i] is None:
+            kinds[i] = line_talk(lines[i][0])
+    return kinds
+
+
+def _story_before(text: str, cue: re.Pattern[str]) -> bool:
+    found = cue.search(text)
+    return found is not None and len(_WORD.findall(text[: found.start()])) >= _STORY_WORDS

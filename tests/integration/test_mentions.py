@@ -1,0 +1,113 @@
+"""The mention index (memory.mentions): the chunk job records the lines naming each entity; the read API, the CLI
+and a merge see them; names said together propose nothing for review."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+
+from memory import jobs
+from memory.mentions import mentions
+from memory.models import EntityIn, EntityType, EntryIn
+from memory.providers.embeddings import MiniLMEmbedder
+from memory.store import CampaignMemory, Memory
+from memory.took_part import link_to_recaps
+
+LINES = [
+    ("DM", "Brom waits at the gates of Ironhold."),
+    ("Grog", "I wave at Brom."),
+    ("Vex", "What time is it?"),
+    ("DM", "The old smith, Brom, nods. Ironhold sleeps."),
+    ("Vex", "Let's find Korvash."),  # not known yet
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+async def _run(memory: Memory, embedder: MiniLMEmbedder) -> None:
+    ctx = jobs.JobContext(memory=memory, embedder=embedder, embedding_model=MiniLMEmbedder.model_name)
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    assert await jobs.failed_jobs(memory.pool) == 0
+
+
+async def _session(mem: CampaignMemory, title: str) -> int:
+    session = await mem.log.start_session(title)
+    await mem.log.write_many(
+        session.id, [EntryIn(speaker=s, text=t, start_s=5.0 * i) for i, (s, t) in enumerate(LINES)]
+    )
+    async with mem.transaction() as tx:
+        await jobs.enqueue_session_work(tx.db, mem.campaign_id, session.id, len(LINES))
+    return session.id
+
+
+async def test_the_chunk_job_indexes_the_lines_naming_each_entity(
+    campaign: CampaignMemory, memory: Memory, embedder: MiniLMEmbedder, pool: asyncpg.Pool
+) -> None:
+    brom = await campaign.graph.add_entity(EntityIn(name="Brom", type=EntityType.npc, aliases=["the old smith"]))
+    hold = await campaign.graph.add_entity(EntityIn(name="Ironhold", type=EntityType.place))
+    first = await _session(campaign, "Night 1")
+    await _run(memory, embedder)
+
+    said = await mentions(campaign.db, campaign.campaign_id, brom.id, limit=2)
+    assert said.total == 3 and [(s.title, s.lines) for s in said.sessions] == [("Night 1", 3)]
+    # newest first, cut at the limit, each with where it was said
+    assert [(m.seq, m.speaker, m.text) for m in said.lines] == [
+        (4, "DM", "The old smith, Brom, nods. Ironhold sleeps."),
+        (2, "Grog", "I wave at Brom."),
+    ]
+    assert said.lines[0].session_id == first and said.lines[0].where() == "Night 1 at 0:15"
+    assert (await mentions(campaign.db, campaign.campaign_id, hold.id)).total == 2
+
+    # Named together in two lines: no "mentioned_with" item waits for the DM.
+    types = await pool.fetch("SELECT type FROM relationships WHERE campaign_id = $1", campaign.campaign_id)
+    assert "mentioned_with" not in {r["type"] for r in types}
+
+    # Another campaign's entity of the same name sees none of these lines.
+    other = memory.campaign((await memory.campaigns().create("Other")).id)
+    their_brom = await other.graph.add_entity(EntityIn(name="Brom", type=EntityType.npc))
+    assert (await mentions(other.db, other.campaign_id, their_brom.id)).total == 0
+    assert (await mentions(other.db, other.campaign_id, brom.id)).total == 0
+
+
+async def test_a_merge_keeps_the_lines_and_a_later_entity_gets_its_lines_from_the_recaps(
+    campaign: CampaignMemory, memory: Memory, embedder: MiniLMEmbedder
+) -> None:
+    brom = await campaign.graph.add_entity(EntityIn(name="Brom", type=EntityType.npc))
+    smith = await campaign.graph.add_entity(EntityIn(name="the old smith", type=EntityType.npc))
+    session_id = await _session(campaign, "Night 1")
+    await campaign.log.end_session(session_id)
+    async with campaign.transaction() as tx:
+        await jobs.enqueue_summary(tx.db, campaign.campaign_id, session_id)
+    await _run(memory, embedder)
+    assert (await mentions(campaign.db, campaign.campaign_id, smith.id)).total == 1
+
+    await campaign.graph.merge_entities("the old smith", "Brom")
+    said = await mentions(campaign.db, campaign.campaign_id, brom.id)
+    assert said.total == 3  # line 4 names both: one row
+
+    # Korvash is added after the session was chunked and recapped: its lines are found as its took-part links are.
+    korvash = await campaign.add_entity(EntityIn(name="Korvash", type=EntityType.npc))
+    assert [m.text for m in (await mentions(campaign.db, campaign.campaign_id, korvash.id)).lines] == [
+        "Let's find Korvash."
+    ]
+    assert await link_to_recaps(campaign.graph, [korvash.id]) == 0  # again: nothing new, no duplicate row
+    assert (await mentions(campaign.db, campaign.campaign_id, korvash.id)).total == 1
+
+
+def test_entity_mentions_on_the_cli(lk, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    assert lk("campaign", "create", "C").returncode == 0
+    assert lk("entity", "add", "Korvash", "npc").returncode == 0
+    (tmp_path / "night.txt").write_text("DM: Korvash waits at the gate.\nVex: Hi.\nGrog: I punch Korvash.\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night", "--wait").returncode == 0
+    shown = lk("entity", "mentions", "Korvash", "--limit", "1")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == (
+        "Korvash: named in 2 lines of 1 session\n"
+        "  Night (night.txt:3), Grog: I punch Korvash.\n"
+        "  … and 1 more (--limit)\n"
+    )
+    missing = lk("entity", "mentions", "Nobody")
+    assert missing.returncode != 0 and "Nobody" in missing.stderr

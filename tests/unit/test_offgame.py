@@ -1,0 +1,109 @@
+"""The out-of-game talk detector: lines on their own, a session's segments, and its precision on the hand labels."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memory.offgame import Talk, is_table_talk, line_talk, session_talk
+
+LABELS = Path(__file__).resolve().parents[1] / "data" / "offgame_crd3_labels.json"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("If you use the code CritRole, you'll get free shipping from Wyrmwood.", Talk.sponsor),
+        ("Head over to the twitch chat if you want to be entered in the giveaway.", Talk.sponsor),
+        ("17.", Talk.dice),
+        ("13 for Trinket.", Talk.dice),
+        ("Make a persuasion check.", Talk.dice),
+        ("That will be the end of its turn. Let's see if that recharges.", Talk.dice),
+        ("Wait that was a 15! Right? That was the dice I rolled? 16.", Talk.dice),
+        ("If only that were true in real life.", Talk.banter),
+        ("Yep. (laughter)", Talk.banter),
+        # the story's, numbers and all
+        ("Three gold.", None),
+        ("That's 40 days.", None),
+        ("The ogre takes 24 points of damage and collapses, dead.", None),
+        ("Trinket is gaining on you. (laughter)", None),
+        ("Jazna spits at your feet. She refuses to aid Whitestone and chooses death.", None),
+        ("", None),
+    ],
+)
+def test_a_line_on_its_own(text: str, kind: Talk | None) -> None:
+    assert line_talk(text) == kind
+
+
+def test_the_recap_quotes_no_sentence_of_rules_dice_or_the_show() -> None:
+    assert is_table_talk("That will be the end of its turn.")
+    assert is_table_talk("Go check out the Twitch stream.")
+    assert is_table_talk("You take 14.")
+    assert not is_table_talk("Grog beheads Jazna so swiftly that it stuns the crowd.")
+
+
+def _session(*lines: tuple[str, str]) -> list[Talk | None]:
+    return session_talk([(text, speaker == "DM") for speaker, text in lines])
+
+
+def test_pre_show_break_and_after_show_are_marked_by_the_dms_words() -> None:
+    kinds = _session(
+        ("DM", "Hello and welcome! A few announcements first."),
+        ("Sam", "I'm modeling the sweater right now!"),
+        ("DM", "All right. Last we left off, Vox Machina stood before the gates of Whitestone."),
+        ("Liam", "I sneak towards the gate."),
+        *[("DM", f"You see guard number {n} turn away.") for n in range(8)],
+        ("DM", "And with that, we're going to take a quick break. Back here in a few minutes."),
+        ("Laura", "You're not controlled anymore!"),
+        ("DM", "Welcome back, folks!"),
+        ("DM", "As you return to the undercroft, Cassandra carries Percy, arm in arm, towards the light."),
+        *[("Liam", "I keep walking.")] * 10,
+        ("DM", "And that's where we'll end tonight's game."),
+        ("Travis", "Good shit, dude!"),
+    )
+    assert kinds[:3] == [Talk.pre_show, Talk.pre_show, None]  # the recap is the game's
+    assert kinds[12:15] == [Talk.break_, Talk.break_, Talk.break_]
+    assert kinds[15] is None and kinds[-3] is None
+    assert kinds[-2:] == [Talk.after_show, Talk.after_show]
+
+
+def test_a_players_cue_and_a_session_without_cues_mark_nothing() -> None:
+    lines = [("DM", "You enter the crypt. Bones crunch under your feet.")] * 20
+    lines[3] = ("Grog", "Let's take a break and drink. Last we left off I was thirsty.")
+    assert set(_session(*lines)) == {None}
+
+
+def test_a_cue_line_that_tells_the_story_stays_game() -> None:
+    lines = [("DM", "You walk on along the road past the mill.")] * 20
+    lines[8] = (
+        "DM",
+        "As you guys make your way towards the Ustaloch and the Dockward there, we'll go and take a break.",
+    )
+    lines[9] = ("Sam", "This is exciting.")
+    lines[10] = ("DM", "Welcome back, everyone!")
+    kinds = _session(*lines)
+    assert kinds[8] is None and kinds[9:11] == [Talk.break_, Talk.break_]
+
+
+def test_precise_on_the_hand_labelled_game_turns() -> None:
+    """Line by line (no segment to lean on), on the 240 random game turns of three CRD3 episodes: what the detector
+    flags must be out of game (bench/offgame.py measures recall with the segments)."""
+    episodes = json.loads(LABELS.read_text(encoding="utf-8"))["episodes"]
+    flagged = wrong = 0
+    for ep in episodes.values():
+        for turn in ep["sample"]:
+            label, _, text = ep["turns"][str(turn)]
+            if label == "unclear" or line_talk(text) is None:
+                continue
+            flagged += 1
+            wrong += label == "in"
+    assert flagged >= 20 and wrong / flagged <= 0.1
+
+
+def test_only_the_lines_asked_for_are_read_one_by_one_and_the_segments_still_hold() -> None:
+    lines = [("Hi all, check out the Twitch chat.", True), ("Last we left off, you were in Emon.", True)]
+    lines += [("17.", False), ("You walk on.", True), ("13 for Trinket.", False)]
+    assert session_talk(lines, only=[2]) == [Talk.pre_show, None, Talk.dice, None, None]
+    assert session_talk(lines) == [Talk.pre_show, None, Talk.dice, None, Talk.dice]
