@@ -74,28 +74,34 @@ def run_cli(group: click.Group) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except MemoryError_ as exc:
-        click.echo(f"error: {with_next_step(exc, NEXT_STEPS, shlex.quote)}", err=True)
-        sys.exit(1)
-    except (DatabaseError, ConfigFileError) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    except ValidationError as exc:
-        click.echo(f"error: {validation_problems(exc)}", err=True)
-        sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:
-        if isinstance(exc, OSError) and exc.filename is not None:  # the user's own file, not the database
-            click.echo(f"error: {exc.filename}: {exc.strerror or exc}", err=True)
-            sys.exit(1)
-        from memory.jobs import is_outage, outage_said, short_reason  # slow to import: only on this path
+        explain(exc)
 
-        if not is_outage(exc):
-            raise
-        away, first = outage_said(exc)
-        click.echo(f"error: {away} ({short_reason(exc)}): {first}run the command again", err=True)
+
+def explain(exc: Exception) -> None:
+    """Say an error of ours, the database's, a config file's or the user's own file in one line and exit 1;
+    re-raise anything else (a bug: its traceback is what helps)."""
+    if isinstance(exc, MemoryError_):
+        click.echo(f"error: {with_next_step(exc, NEXT_STEPS, shlex.quote)}", err=True)
         sys.exit(1)
+    if isinstance(exc, DatabaseError | ConfigFileError):
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    if isinstance(exc, ValidationError):
+        click.echo(f"error: {validation_problems(exc)}", err=True)
+        sys.exit(1)
+    if isinstance(exc, OSError) and exc.filename is not None:  # the user's own file, not the database
+        click.echo(f"error: {exc.filename}: {exc.strerror or exc}", err=True)
+        sys.exit(1)
+    from memory.jobs import is_outage, outage_said, short_reason  # slow to import: only on this path
+
+    if not is_outage(exc):
+        raise exc
+    away, first = outage_said(exc)
+    click.echo(f"error: {away} ({short_reason(exc)}): {first}run the command again", err=True)
+    sys.exit(1)
 
 
 #: discord.py's loggers that at DEBUG write whole requests and events: interaction tokens (each lets whoever reads
