@@ -20,7 +20,7 @@ from bot.cli.common import (
 )
 from memory.errors import NotFoundError
 from memory.graph import kept_old_name
-from memory.models import ReviewItem, ReviewKind, clip
+from memory.models import ReviewItem, ReviewKind
 from memory.review import describe_same_as, parse_ref
 
 
@@ -52,9 +52,8 @@ async def list_(ctx: click.Context, limit: int, campaign: str | None, as_json: b
     for i in items:
         prov = i.entity.provenance if i.entity else i.fact.provenance  # type: ignore[union-attr]
         said = f"{i.said.where()}: {i.said.speaker}: “{i.said.text}”" if i.said else ""
-        said = clip(said, 80)  # one line a row: the whole line is in --json
-        rows.append([i.ref, i.kind.value, i.describe()[:80], f"{prov.confidence:.2f}", said])
-    table(rows, ["id", "kind", "item", "confidence", "said"])
+        rows.append([i.ref, i.kind.value, i.describe(), f"{prov.confidence:.2f}", said])
+    table(rows, ["id", "kind", "item", "confidence", "said"], wrap={2, 4})  # whole: the answer may end the line
     if total > len(items):
         click.echo(f"… and {total - len(items)} more")
 
