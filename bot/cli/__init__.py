@@ -20,7 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "campaign": ("campaign", "Campaigns: create, list, use, info, load, export, delete."),
     "entity": ("entity", "Entities: NPCs, places, items, factions, quests, events, concepts, players."),
     "ingest": ("ingest", "Import a transcript, or audio through speech-to-text."),
-    "review": ("review", "The review queue: what the bot was unsure of, oldest first."),
+    "review": ("review", "The review queue: what the bot was unsure of, to accept or reject."),
     "recall": ("recall", "Ask the memory: what was said and known about a question."),
     "recap": ("recall", "The summary of a session, as /recap shows it."),
     "search": ("search", "Search what was said, word for word."),
