@@ -36,7 +36,8 @@ def test_wait_sums_up_this_import_then_the_campaign_and_a_reimport_queues_nothin
     (second := tmp_path / "second.txt").write_text("DM: The tide turns.\nAna: Vord sails at dawn.\n")
     done = lk("ingest", str(second), "--wait")
     assert done.returncode == 0, done.stderr
-    assert done.stderr == ""  # not a terminal, and quick: no progress lines
+    # not a terminal: no bars; a line every 5 s, if the machine is slow
+    assert all(line.startswith("background jobs: ") for line in done.stderr.splitlines()), done.stderr
     out = done.stdout.splitlines()
     mine = out.index("this import (2 new lines):")
     assert out[mine + 1].split()[:2] == ["session", "lines"]
