@@ -103,7 +103,12 @@ def printable(text: str) -> str:
 
 
 def did_you_mean(wanted: str, names: Iterable[str]) -> str:
-    """`` (did you mean 'Night 1'?)`` for the name closest to ``wanted`` (case ignored), or ''."""
+    """`` (did you mean 'Night 1'?)`` for the name closest to ``wanted`` (case ignored), else the one name that
+    has ``wanted`` as the start of a word ("Vox" for 'Vox Machina': too short for a close match), or ''."""
     by_key = {name.casefold(): name for name in names}
-    close = get_close_matches(wanted.casefold(), list(by_key), n=1)
+    key = wanted.casefold().strip()
+    close = get_close_matches(key, list(by_key), n=1)
+    if not close and key:
+        starts = [k for k in by_key if any(word.startswith(key) for word in [k, *k.split()])]
+        close = starts if len(starts) == 1 else []
     return f" (did you mean {quoted(by_key[close[0]])}?)" if close else ""

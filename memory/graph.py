@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import asyncpg
 
-from memory.correction.evidence import everyday
 from memory.db import Executor, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 
@@ -338,6 +337,8 @@ def phrases_said(before: Entity, after: Entity, lines: PhraseLines) -> list[str]
 def everyday_said(phrases: Sequence[str], name: str) -> list[str]:
     """The warning for the DM when a heard-as phrase of ``name`` is ordinary English (see :func:`everyday`): it is
     allowed, but every time it is said it becomes the name. [] if none is."""
+    from memory.correction.evidence import everyday  # wordfreq and the matcher: only when a phrase is added
+
     if not (common := [p for p in phrases if everyday(p)]):
         return []
     if len(common) == 1:

@@ -91,6 +91,68 @@ async def ingest_file(
     return report
 
 
+class ImportCounts(BaseModel):
+    """What the background jobs have made of an import's sessions so far (:func:`import_counts`)."""
+
+    lines: int = 0  # in the import's sessions
+    embedded: int = 0  # lines the chunk-and-embed step has passed
+    extracted: int = 0  # lines the extraction step has read
+    sessions: int = 0
+    recapped: int = 0  # sessions with a summary
+    passages: int = 0  # chunks (L2) of these sessions
+    entities: int = 0  # accepted entities these sessions brought
+    pending_entities: int = 0
+    facts: int = 0
+    pending_facts: int = 0
+
+
+async def import_counts(mem: CampaignMemory, session_ids: Sequence[int]) -> ImportCounts:
+    """How far the background work on ``session_ids`` is, and what it has stored (entities and facts by their
+    provenance's session)."""
+    from memory.jobs import CHUNK, EXTRACT  # the queue's module is slow to import: only for a wait
+
+    row = await mem.db.fetchrow(
+        """
+        WITH lines AS (SELECT session_id, seq FROM session_entries WHERE campaign_id = $1 AND session_id = ANY($2)),
+             reach AS (  -- the last line of each session each step has passed: chunks are written in slices
+                SELECT s AS session_id,
+                       greatest(
+                           (SELECT last_seq FROM ingest_progress
+                             WHERE campaign_id = $1 AND session_id = s AND step = $3),
+                           (SELECT max(e.seq) FROM chunks c
+                              JOIN session_entries e
+                                ON e.campaign_id = c.campaign_id AND e.id = c.entry_ids[cardinality(c.entry_ids)]
+                             WHERE c.campaign_id = $1 AND c.session_id = s)
+                       ) AS embedded,
+                       (SELECT last_seq FROM ingest_progress
+                         WHERE campaign_id = $1 AND session_id = s AND step = $4) AS extracted
+                FROM unnest($2::bigint[]) AS s
+             )
+        SELECT (SELECT count(*) FROM lines) AS lines,
+               (SELECT count(*) FROM lines JOIN reach USING (session_id) WHERE seq <= embedded) AS embedded,
+               (SELECT count(*) FROM lines JOIN reach USING (session_id) WHERE seq <= extracted) AS extracted,
+               (SELECT count(*) FROM sessions WHERE campaign_id = $1 AND id = ANY($2)) AS sessions,
+               (SELECT count(*) FROM sessions WHERE campaign_id = $1 AND id = ANY($2) AND summary IS NOT NULL)
+                 AS recapped,
+               (SELECT count(*) FROM chunks WHERE campaign_id = $1 AND session_id = ANY($2)) AS passages,
+               (SELECT count(*) FROM entities WHERE campaign_id = $1 AND status = 'accepted'
+                  AND provenance ->> 'session_id' = ANY($5::text[])) AS entities,
+               (SELECT count(*) FROM entities WHERE campaign_id = $1 AND status = 'pending'
+                  AND provenance ->> 'session_id' = ANY($5::text[])) AS pending_entities,
+               (SELECT count(*) FROM relationships WHERE campaign_id = $1 AND status = 'accepted'
+                  AND provenance ->> 'session_id' = ANY($5::text[])) AS facts,
+               (SELECT count(*) FROM relationships WHERE campaign_id = $1 AND status = 'pending'
+                  AND provenance ->> 'session_id' = ANY($5::text[])) AS pending_facts
+        """,
+        mem.campaign_id,
+        list(session_ids),
+        CHUNK,
+        EXTRACT,
+        [str(i) for i in session_ids],
+    )
+    return ImportCounts(**dict(row))
+
+
 async def refuse_stored_copy(mem: CampaignMemory, what: str, firsts: Mapping[str, Sequence[Utterance]]) -> None:
     """Raise if the first lines of a session to import are stored as another session already (the same file
     imported without its ``--session`` title, or under another): a copy would double its lines, facts and recap."""

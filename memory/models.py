@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from confusable_homoglyphs import categories, confusables
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory.errors import InvalidInputError
@@ -179,7 +178,12 @@ def clean_name(value: str) -> str:
 
 #: A character's script ("LATIN", "CYRILLIC", "COMMON" for punctuation): the library's lookup is a binary search
 #: in Python, cached as a long file brings the same few hundred characters thousands of times.
-_script = functools.lru_cache(maxsize=4096)(categories.alias)
+@functools.lru_cache(maxsize=4096)
+def _script(char: str) -> str:
+    from confusable_homoglyphs import categories  # 50 ms to import: only for a name that is not plain ASCII
+
+    return categories.alias(char)
+
 
 #: Scripts that a name may mix although some of their characters look alike (ロ and 口): Japanese is written so.
 _CJK = frozenset({"HAN", "HIRAGANA", "KATAKANA", "HANGUL", "BOPOMOFO"})
@@ -204,6 +208,8 @@ def _word_look_alikes(word: str) -> dict[str, tuple[str, str]]:
         return {}
     # The script meant is the one most letters are in; a tie goes to the first letter's.
     meant = max(scripts, key=lambda script: (scripts.count(script), -scripts.index(script)))
+    from confusable_homoglyphs import confusables  # see _script
+
     found: dict[str, tuple[str, str]] = {}
     for item in confusables.is_confusable(word, greedy=True, preferred_aliases=[meant]) or []:
         char, script = item["character"], item["alias"]

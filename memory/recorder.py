@@ -257,8 +257,11 @@ class SessionRecorder:
         await self.flush()
         if self._started_at is not None:
             self.session = await self.mem.log.set_started(self.session.id, self._started_at)
+        # the same file imported again into its ended, summarised session: a summary job would redo the same recap
+        resummarise = bool(self.written) or self.session.ended_at is None or self.session.summary is None
         async with self.mem.transaction() as tx:
             session = await tx.log.end_session(self.session.id)
-            await jobs.enqueue_summary(tx.db, self.mem.campaign_id, self.session.id)
+            if resummarise:
+                await jobs.enqueue_summary(tx.db, self.mem.campaign_id, self.session.id)
         self.session = session
         return session

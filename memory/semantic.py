@@ -6,7 +6,6 @@ import hashlib
 from collections.abc import Sequence
 
 import asyncpg
-import numpy as np
 
 from memory.db import Executor
 from memory.models import Chunk, ChunkHit, ChunkIn
@@ -31,6 +30,8 @@ class SemanticIndex:
         """Insert or replace chunks by key; a chunk whose text and metadata are unchanged is left alone."""
         if not chunks:
             return
+        import numpy as np  # 0.1 s to import: only where vectors are written or searched
+
         await self.db.executemany(
             """
             INSERT INTO chunks AS c (campaign_id, session_id, key, text, content_hash, embedding, entry_ids,
@@ -108,6 +109,8 @@ class SemanticIndex:
 
         The HNSW scan is iterative (``hnsw.iterative_scan`` set on every connection), so a selective filter
         still fills ``k`` results; the outer ORDER BY restores exact order after the relaxed scan."""
+        import numpy as np  # see upsert
+
         rows = await self.db.fetch(
             f"""
             SELECT * FROM (

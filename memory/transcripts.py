@@ -14,10 +14,12 @@ import html
 import io
 import itertools
 import json
+import math
 import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pysubs2
@@ -200,6 +202,7 @@ def _binary(text: str) -> bool:
 
 
 def _jsonl(path: Path, encoding: str) -> Iterator[Line | Skipped]:
+    origin: list[datetime] = []  # the file's first ISO 8601 time: the session's second 0
     for number, text in _raw_lines(path, encoding):
         if isinstance(text, Skipped):
             yield text
@@ -234,8 +237,8 @@ def _jsonl(path: Path, encoding: str) -> Iterator[Line | Skipped]:
                 speaker=obj["speaker"].strip(),
                 text=obj["text"].strip(),
                 speaker_id=_label(obj, "speaker_id"),
-                start_s=_number(obj.get("start"), "start") or 0.0,
-                end_s=_number(obj.get("end"), "end"),
+                start_s=_seconds(obj.get("start"), "start", origin) or 0.0,
+                end_s=_seconds(obj.get("end"), "end", origin),
                 words=None if words == [] else words,  # {} or false is no list of words: Utterance refuses it
                 ref=_label(obj, "ref") or f"{path.name}:{number}",
                 seq=number,
@@ -275,6 +278,39 @@ def _number(value: object, field: str) -> float | None:
     if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
         return value
     raise ValueError(f"{field}: must be a number, not {describe_value(value)}")
+
+
+#: A time into the session as exported transcripts write it: 1:02:03, 02:03, 1:02:03.5, 01:02:03,250.
+_CLOCK = re.compile(r"(?:(?P<h>\d+):)?(?P<m>[0-5]?\d):(?P<s>[0-5]\d(?:[.,]\d+)?)")
+
+
+def _seconds(value: object, field: str, origin: list[datetime]) -> float | None:
+    """A JSON line's ``start`` or ``end`` in seconds into the session: a number, text of one, ``hh:mm:ss`` (or
+    ``mm:ss``), or an ISO 8601 date and time, counted from the file's first one (``origin``, set by it)."""
+    if not isinstance(value, str):
+        return _number(value, field)
+    text = value.strip()
+    if clock := _CLOCK.fullmatch(text):
+        hours, minutes, seconds = clock.group("h", "m", "s")
+        return int(hours or 0) * 3600 + int(minutes) * 60 + float(seconds.replace(",", "."))
+    try:
+        number = float(text)
+    except ValueError:
+        pass
+    else:
+        if math.isfinite(number):
+            return number
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"{field}: must be seconds, hh:mm:ss or an ISO 8601 time, not {describe_value(value)}"
+        ) from None
+    if when.tzinfo is None:  # one file's times are all local or all zoned: naive ones compare as UTC
+        when = when.replace(tzinfo=UTC)
+    if not origin:
+        origin.append(when)
+    return (when - origin[0]).total_seconds()  # before the first line's: negative, refused as any such time
 
 
 def _txt(path: Path, encoding: str) -> Iterator[Line | Skipped]:

@@ -32,7 +32,7 @@ from memory.store import CampaignMemory
 
 @cli.group()
 def campaign() -> None:
-    """Campaigns: create, list, use, load, export, delete."""
+    """Campaigns: create, list, use, info, load, export, delete."""
 
 
 @campaign.command("create")
@@ -95,9 +95,48 @@ async def use(ctx: click.Context, name: str) -> None:
 campaign.add_command(click.Command("switch", callback=use.callback, params=use.params, help=use.help, hidden=True))
 
 
+@campaign.command("info")
+@click.argument("name", required=False)
+@json_option
+@click.pass_context
+@async_command
+async def info(ctx: click.Context, name: str | None, as_json: bool) -> None:
+    """What the campaign NAME (default: the active one) holds, as /campaign info shows it to the DM."""
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        campaigns = memory.campaigns(settings.guild_id)
+        target = await campaigns.get(name) if name else await campaigns.active()
+        if target is None:
+            raise CliError("no active campaign: name one, or run `lorekeeper campaign use NAME`")
+        counts = await campaigns.counts(target.id)
+    if as_json:
+        emit_json({**target.model_dump(mode="json"), **counts})
+        return
+    click.echo(f"{target.name}{' (active)' if target.active else ''}")
+    rows = [("description", target.description), ("system", target.system)]
+    rows += [
+        ("entities", counts["entities"]),
+        ("facts", counts["facts"]),
+        ("sessions", counts["sessions"]),
+        ("utterances", counts["entries"]),
+        ("passages", counts["chunks"]),
+        ("awaiting review", counts["pending"]),
+    ]
+    for label, value in rows:
+        if value != "":
+            click.echo(f"  {label + ':':<17}{value}")
+
+
 @campaign.command("load")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@campaign_option
+@click.option(
+    "--campaign",
+    "-c",
+    "campaign",
+    metavar="NAME",
+    help="Campaign to load into (it must exist); default: the file's `campaign: name` (created if new), else the "
+    "active one.",
+)
 @click.option("--dry-run", is_flag=True, help="Say what loading would do, and write nothing.")
 @json_option
 @click.pass_context
@@ -106,7 +145,8 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, dry_run: bo
     """Load a campaign YAML file: all or nothing, and loading it again changes nothing. Says what it changed of
     what the campaign had (an alias removed, an attribute replaced, a fact closed).
 
-    The target is --campaign, else the file's own `campaign: name` (created if new), else the active one."""
+    The target is --campaign, else the file's own `campaign: name` (created if new), else the active one. The
+    file's description and system are applied to the campaign it names, not to another one given by --campaign."""
     settings = settings_from(ctx)
     try:
         parsed = read_campaign_file(file)
@@ -146,7 +186,8 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, dry_run: bo
                 last[0] = done
 
             report = await apply_campaign_file(mem, parsed, progress=progress)
-        if header.description or header.system:
+        elsewhere = bool(campaign and header.name and target.name.casefold() != header.name.casefold())
+        if (header.description or header.system) and not elsewhere:
             await campaigns.update(
                 target.name, description=header.description or target.description, system=header.system or target.system
             )
@@ -156,6 +197,8 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, dry_run: bo
         emit_json({"campaign": target.name, "dry_run": dry_run, **report.model_dump()})
     else:
         click.echo(f"{target.name}: {report.summary()}")
+        if elsewhere:
+            click.echo(f"(the file is for the campaign {quoted(header.name or '')}; loaded into {quoted(target.name)})")
         if said := report.said():
             click.echo(said)
         if dry_run:

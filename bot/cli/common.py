@@ -8,9 +8,11 @@ import gc
 import json
 import logging
 import shlex
+import shutil
 import sys
+import textwrap
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, TextIO
@@ -74,28 +76,34 @@ def run_cli(group: click.Group) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except MemoryError_ as exc:
-        click.echo(f"error: {with_next_step(exc, NEXT_STEPS, shlex.quote)}", err=True)
-        sys.exit(1)
-    except (DatabaseError, ConfigFileError) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-    except ValidationError as exc:
-        click.echo(f"error: {validation_problems(exc)}", err=True)
-        sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:
-        if isinstance(exc, OSError) and exc.filename is not None:  # the user's own file, not the database
-            click.echo(f"error: {exc.filename}: {exc.strerror or exc}", err=True)
-            sys.exit(1)
-        from memory.jobs import is_outage, outage_said, short_reason  # slow to import: only on this path
+        explain(exc)
 
-        if not is_outage(exc):
-            raise
-        away, first = outage_said(exc)
-        click.echo(f"error: {away} ({short_reason(exc)}): {first}run the command again", err=True)
+
+def explain(exc: Exception) -> None:
+    """Say an error of ours, the database's, a config file's or the user's own file in one line and exit 1;
+    re-raise anything else (a bug: its traceback is what helps)."""
+    if isinstance(exc, MemoryError_):
+        click.echo(f"error: {with_next_step(exc, NEXT_STEPS, shlex.quote)}", err=True)
         sys.exit(1)
+    if isinstance(exc, DatabaseError | ConfigFileError):
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    if isinstance(exc, ValidationError):
+        click.echo(f"error: {validation_problems(exc)}", err=True)
+        sys.exit(1)
+    if isinstance(exc, OSError) and exc.filename is not None:  # the user's own file, not the database
+        click.echo(f"error: {exc.filename}: {exc.strerror or exc}", err=True)
+        sys.exit(1)
+    from memory.jobs import is_outage, outage_said, short_reason  # slow to import: only on this path
+
+    if not is_outage(exc):
+        raise exc
+    away, first = outage_said(exc)
+    click.echo(f"error: {away} ({short_reason(exc)}): {first}run the command again", err=True)
+    sys.exit(1)
 
 
 #: discord.py's loggers that at DEBUG write whole requests and events: interaction tokens (each lets whoever reads
@@ -292,13 +300,37 @@ def emit_json(value: Any) -> None:
     click.echo(json.dumps(to_jsonable(value), ensure_ascii=False, default=str))
 
 
-def table(rows: list[list[Any]], headers: list[str]) -> None:
-    """A plain aligned text table (no colours: output is often piped), one line a row: a cell's line breaks and
-    tabs (a session's description has several lines) are single spaces."""
+def output_width() -> int:
+    """Columns to fill: the terminal's, else $COLUMNS, else 100 (a pipe or a file)."""
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+def wrapped(text: str, indent: int = 0, width: int | None = None) -> list[str]:
+    """``text`` as lines of at most ``width`` (the output's) columns after ``indent`` spaces, broken between
+    words only (a word longer than a line stays whole): the whole line is shown, never cut."""
+    room = max((width or output_width()) - indent, 30)
+    return textwrap.wrap(" ".join(text.split()), room, break_long_words=False, break_on_hyphens=False) or [""]
+
+
+def table(rows: list[list[Any]], headers: list[str], *, wrap: Collection[int] = (), width: int | None = None) -> None:
+    """A plain aligned text table (no colours: output is often piped): a cell's line breaks and tabs (a session's
+    description has several lines) are single spaces. The columns numbered in ``wrap`` (the text said) are shown
+    whole, wrapped between words onto the next lines to fit the output's width; the others stay on one line."""
     cells = [[str(h) for h in headers], *[[("" if c is None else " ".join(str(c).split())) for c in r] for r in rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    if wrap:
+        fixed = sum(w for i, w in enumerate(widths) if i not in wrap) + 2 * (len(widths) - 1)
+        room = max(((width or output_width()) - fixed) // len(wrap), 24)
+        for i in wrap:
+            widths[i] = max(min(widths[i], room), len(cells[0][i]))
     for n, row in enumerate(cells):
-        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        parts = [
+            textwrap.wrap(c, widths[i], break_long_words=False, break_on_hyphens=False) or [""] if i in wrap else [c]
+            for i, c in enumerate(row)
+        ]
+        for k in range(max(len(p) for p in parts)):
+            line = [p[k] if k < len(p) else "" for p in parts]
+            click.echo("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
         if n == 0:
             click.echo("  ".join("-" * w for w in widths))
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
+from collections.abc import Awaitable
 from datetime import datetime
 from pathlib import Path
 
@@ -20,8 +22,9 @@ from bot.cli.common import (
     settings_from,
     table,
 )
+from bot.cli.progress import Stage, StageProgress, watch
 from memory import jobs
-from memory.ingest import IngestReport, ingest_file
+from memory.ingest import ImportCounts, IngestReport, import_counts, ingest_file
 from memory.recorder import Utterance
 from memory.store import CampaignMemory
 from memory.transcripts import TranscriptError
@@ -105,6 +108,9 @@ async def ingest(
             f"{len(report.skipped)} line{'s' * (len(report.skipped) != 1)} skipped "
             f"(session{'s' if len(report.sessions) != 1 else ''}: {', '.join(report.sessions) or '-'})"
         )
+        if not report.lines:
+            raise CliError(nothing_imported(path, report))
+        session_ids = [s.id for t in report.sessions if (s := await mem.log.session_by_title(t)) is not None]
         if wait:
             stopped_by: list[int] = []
             stop = asyncio.Event()
@@ -116,7 +122,7 @@ async def ingest(
             for signum in (signal.SIGINT, signal.SIGTERM):
                 # as `worker` does: finish the job in hand, then close the pool and the embedded server in order
                 asyncio.get_running_loop().add_signal_handler(signum, interrupt, signum)
-            await jobs.run_workers(memory.pool, settings, stop, drain=True)
+            await run_workers_showing(mem, session_ids, jobs.run_workers(memory.pool, settings, stop, drain=True))
             if stopped_by:
                 pending = await jobs.pending_jobs(memory.pool, mem.campaign_id)
                 raise Interrupted(
@@ -124,6 +130,9 @@ async def ingest(
                     "run `lorekeeper worker --drain` to finish them",
                     stopped_by[0],
                 )
+            click.echo(f"this import ({report.written:,} new lines):")
+            print_import_counts(await import_counts(mem, session_ids))
+            click.echo(f"campaign {name}:")
             await print_counts(mem, memory.pool)
         else:
             pending = await jobs.pending_jobs(memory.pool, mem.campaign_id)
@@ -131,6 +140,58 @@ async def ingest(
                 f"{pending} background jobs queued: the bot runs them if it is running, else "
                 "`lorekeeper worker --drain` (or ingest with --wait)"
             )
+
+
+def nothing_imported(path: Path, report: IngestReport) -> str:
+    """Why an import stored no line, for its error (exit 1: a script must not carry on as if it had)."""
+    if report.skipped:
+        first = report.skipped[0].split(": skipped: ", 1)[-1]
+        return f"nothing imported: every line of {path.name} was skipped ({len(report.skipped):,}; the first: {first})"
+    if is_audio(path):
+        return f"nothing imported: no speech was heard in {path.name}"
+    return f"nothing imported: {path.name} has no lines"
+
+
+async def run_workers_showing(mem: CampaignMemory, session_ids: list[int], work: Awaitable[object]) -> None:
+    """Await ``work`` (the workers, draining the queue) while showing how far they are with this import."""
+
+    async def poll() -> list[Stage]:
+        counts = await import_counts(mem, session_ids)
+        return [
+            Stage("embedded", counts.embedded, counts.lines, "lines"),
+            Stage("extracted", counts.extracted, counts.lines, "lines"),
+            Stage("recapped", counts.recapped, counts.sessions, "sessions"),
+        ]
+
+    shown = StageProgress()
+    watcher = asyncio.create_task(watch(poll, shown))
+    try:
+        await work
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+        last = None
+        with contextlib.suppress(Exception):  # the database gone: the workers' own error says so
+            last = await poll()
+        shown.close(last)
+
+
+def print_import_counts(counts: ImportCounts) -> None:
+    table(
+        [
+            [
+                counts.lines,
+                counts.passages,
+                counts.entities,
+                counts.pending_entities,
+                counts.facts,
+                counts.pending_facts,
+                counts.recapped,
+            ]
+        ],
+        ["session lines", "passages", "entities", "pending entities", "facts", "pending facts", "recaps"],
+    )
 
 
 async def ingest_transcript(

@@ -20,6 +20,7 @@ from bot.cli.common import (
     open_memory,
     settings_from,
     to_jsonable,
+    wrapped,
 )
 from memory.errors import quoted
 from memory.jobs import make_job_context
@@ -36,7 +37,10 @@ from memory.jobs import make_job_context
 async def recall(
     ctx: click.Context, query: str | None, limit: int, mode: recall_core.Mode, campaign: str | None, as_json: bool
 ) -> None:
-    """Recall QUERY; without QUERY, read one query per stdin line and print one JSON array per line."""
+    """Recall QUERY: what the campaign's graph knows of the entities it names, then the passages said in play
+    that match it best, each with where it was said, its score and its line references.
+
+    Without QUERY, read one query per stdin line and print one JSON array of passages per line."""
     if query is not None and not query.strip():  # `recall ""`: the nearest passages to nothing, any at all
         raise click.UsageError("QUERY is empty: give words to look for (or none, to read queries from stdin)")
     settings = settings_from(ctx)
@@ -105,4 +109,5 @@ def print_hits(hits: list[recall_core.RecallHit]) -> None:
         refs = ", ".join(h.refs[:3]) + (" …" if len(h.refs) > 3 else "")
         click.echo(f"{n}. [{h.where()}] score {h.score:.4f} ({'+'.join(h.matched)})  refs: {refs}")
         for line in h.text.splitlines():  # a passage is at most 8 lines (chunking): the answer may be the last
-            click.echo(f"     {line[:110]}")
+            for part in wrapped(line, indent=5):  # whole, never cut: the answer may be its last words
+                click.echo(f"     {part}")

@@ -21,7 +21,7 @@ from bot.cli.common import (
 from campaigns import batches
 from memory.errors import NotFoundError
 from memory.graph import kept_old_name
-from memory.models import ReviewItem, ReviewKind, clip
+from memory.models import ReviewItem, ReviewKind
 from memory.review import describe_same_as, parse_ref
 from memory.store import CampaignMemory
 
@@ -62,12 +62,12 @@ async def list_(ctx: click.Context, limit: int, campaign: str | None, as_json: b
         prov = i.entity.provenance if i.entity else i.fact.provenance  # type: ignore[union-attr]
         said = f"{i.said.where()}: {i.said.speaker}: “{i.said.text}”" if i.said else ""
         said = f"({i.lines} lines) {said}" if i.lines > 1 else said
-        said = clip(said, 80)  # one line a row: the whole line is in --json
-        rows.append([i.ref, i.kind.value, i.describe()[:80], f"{prov.confidence:.2f}", said, prov.review_reason])
+        rows.append([i.ref, i.kind.value, i.describe(), f"{prov.confidence:.2f}", said, prov.review_reason or ""])
     # why a sure fact waits (its lines do not say it), a column only when one does
     why = any(row[-1] for row in rows)
     headers = ["id", "kind", "item", "confidence", "said", *(["waits because"] if why else [])]
-    table([row[:-1] + ([clip(row[-1] or "", 60)] if why else []) for row in rows], headers)
+    # whole: the answer may end the line
+    table([row if why else row[:-1] for row in rows], headers, wrap={2, 4, 5} if why else {2, 4})
     if total > len(items):
         click.echo(f"… and {total - len(items)} more")
 

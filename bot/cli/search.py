@@ -58,6 +58,7 @@ async def search(
         click.echo("no matches")
     else:
         table(  # where as recall and review say it: a line of an untimed transcript is its turn, not "0s"
-            [[where_said(titles[h.session_id], h.start_s, h.ref), h.speaker, h.text[:90], h.ref or ""] for h in hits],
+            [[where_said(titles[h.session_id], h.start_s, h.ref), h.speaker, h.text, h.ref or ""] for h in hits],
             ["where", "speaker", "text", "ref"],
+            wrap={2},  # each line whole
         )

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
+from collections.abc import Awaitable
 from datetime import timedelta
 
+import asyncpg
 import click
 
 from bot.cli import cli
 from bot.cli.common import async_command, database_of, freeze_start_up, log, log_progress, open_memory, settings_from
+from bot.cli.progress import Stage, StageProgress, watch
 from memory import jobs
 
 
@@ -38,7 +42,31 @@ async def worker(ctx: click.Context, drain: bool, heartbeat_timeout: int) -> Non
         freeze_start_up(tables=settings.llm_enabled)  # stage 2 needs the campaign's correction index
         click.echo("worker started", err=True)
         log.info("database: %s; the jobs of every campaign", database_of(settings))
-        ctx_ = await jobs.run_workers(
+        work = jobs.run_workers(
             memory.pool, settings, stop, drain=drain, heartbeat_timeout=timedelta(seconds=heartbeat_timeout)
         )
+        ctx_ = await (drained_showing(memory.pool, work) if drain else work)
     click.echo(f"worker stopped: {ctx_.chunks_written} chunks written", err=True)
+
+
+async def drained_showing(pool: asyncpg.Pool, work: Awaitable[jobs.JobContext]) -> jobs.JobContext:
+    """Await a drain, showing how many of the jobs seen queued are done (a queue of hours of audio takes long)."""
+    done, before = 0, None
+
+    async def poll() -> list[Stage]:
+        nonlocal done, before
+        left = await jobs.pending_jobs(pool)
+        # jobs enqueue others (a recap after its session's lines): what went away is done, the total may grow
+        done += max((before if before is not None else left) - left, 0)
+        before = left
+        return [Stage("jobs done", done, done + left, "jobs")]
+
+    shown = StageProgress()
+    watcher = asyncio.create_task(watch(poll, shown))
+    try:
+        return await work
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+        shown.close()

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 
-from wordfreq import get_frequency_dict, zipf_frequency
-
 
 class MatchKind(StrEnum):
     phonetic = "phonetic"  # the span and the name share a Double Metaphone code
@@ -130,6 +128,8 @@ _PLAIN = re.compile(r"[a-z]+(?:'[a-z]+)*")
 
 @lru_cache(maxsize=1)
 def _frequencies() -> dict[str, float]:
+    from wordfreq import get_frequency_dict  # 0.1-0.2 s to import: not for commands that never weigh a word
+
     return get_frequency_dict("en")
 
 
@@ -138,6 +138,8 @@ def word_zipf(word: str) -> float:
     """wordfreq's Zipf frequency. ``zipf_frequency`` re-tokenises every word (~15 µs, a p99 cost on a new
     utterance); a plain lowercase word is read from the frequency table directly, with the same value."""
     if not _PLAIN.fullmatch(word):
+        from wordfreq import zipf_frequency
+
         return zipf_frequency(word, "en")  # digits, accents, a closing apostrophe: wordfreq's own rules
     frequency = _frequencies().get(word, 0.0)
     return round(math.log10(frequency) + 9, 2) if frequency > 0 else 0.0

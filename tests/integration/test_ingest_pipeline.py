@@ -247,7 +247,7 @@ async def test_a_jsonl_number_of_the_wrong_kind_is_refused_not_made_up(crown: Ca
         {**said, "words": False},
         {**said, "start": True},
         {**said, "start": []},
-        {**said, "end": "1:02"},
+        {**said, "end": "soon"},
     ]
     why, entries = await ingest_jsonl(crown, tmp_path / "numbers.jsonl", lines, kept=[1])
     assert why == [
@@ -258,9 +258,45 @@ async def test_a_jsonl_number_of_the_wrong_kind_is_refused_not_made_up(crown: Ca
         "words: Input should be a valid list",
         "start: must be a number, not true (true/false)",
         "start: must be a number, not a list",
-        "end: must be a number, not '1:02'",
+        "end: must be seconds, hh:mm:ss or an ISO 8601 time, not 'soon'",
     ]
     assert [(e.ref, e.start_s, e.end_s) for e in entries] == [("ok", 2.0, 3.5)]
+
+
+async def test_jsonl_times_as_exported_transcripts_write_them(crown: CampaignMemory, tmp_path: Path) -> None:
+    """``hh:mm:ss`` is a time into the session; ISO 8601 times count from the file's first one (419 lines of an
+    export were all skipped: "start: must be a number")."""
+    said = {"speaker": "Ana", "text": "Thess looks."}
+    clocks = [
+        {**said, "ref": "a", "start": "00:00:05", "end": "0:07"},
+        {**said, "ref": "b", "start": "1:02:03.5", "end": "01:02:04,250"},
+        {**said, "ref": "c", "start": "12.5"},
+    ]
+    why, entries = await ingest_jsonl(crown, tmp_path / "clocks.jsonl", clocks, kept=[1, 2, 3])
+    assert why == []
+    assert [(e.ref, e.start_s, e.end_s) for e in entries] == [
+        ("a", 5.0, 7.0),
+        ("b", 3723.5, 3724.25),
+        ("c", 12.5, None),
+    ]
+    said = {"speaker": "Ben", "text": "The bell rings."}  # other lines: not the same transcript again
+    iso = [
+        {**said, "ref": "a", "start": "2026-03-02T19:30:00Z", "end": "2026-03-02T19:30:04.5Z"},
+        {**said, "ref": "b", "start": "2026-03-02T20:30:00+01:00"},  # the same instant as the first, zoned
+        {**said, "ref": "c", "start": "2026-03-02T19:31:00Z"},
+        {**said, "ref": "d", "start": "2026-03-02T19:29:00Z"},  # before the first line: refused as -60 s is
+        {**said, "ref": "e", "start": "yesterday"},
+    ]
+    why, entries = await ingest_jsonl(crown, tmp_path / "iso.jsonl", iso, kept=[1, 2, 3])
+    assert why == [
+        "start_s: must not be negative (seconds from the session start), not -60.0",
+        "start: must be seconds, hh:mm:ss or an ISO 8601 time, not 'yesterday'",
+    ]
+    assert sorted((e.ref, e.start_s, e.end_s) for e in entries) == [
+        ("a", 0.0, 4.5),
+        ("b", 0.0, None),
+        ("c", 60.0, None),
+    ]
 
 
 async def test_times_before_the_session_start_are_refused(crown: CampaignMemory, tmp_path: Path) -> None:

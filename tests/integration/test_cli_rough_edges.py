@@ -1,0 +1,84 @@
+"""A DM's first night on the command line: imports that store nothing fail, `--wait` sums up this import, campaign
+names are suggested, `-c` says where a campaign file goes, and `campaign info` says what a campaign holds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+Lk = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def test_an_import_that_stores_nothing_exits_1_and_says_why(lk: Lk, tmp_path: Path) -> None:
+    assert lk("campaign", "create", "Saltmere").returncode == 0
+    (empty := tmp_path / "empty.txt").write_text("\n\n")
+    done = lk("ingest", str(empty))
+    assert done.returncode == 1
+    assert done.stderr == "error: nothing imported: empty.txt has no lines\n"
+    (export := tmp_path / "export.jsonl").write_text(
+        '{"speaker": "Ana", "text": ""}\n{"speaker": "Ben", "start": "later", "text": "Hi."}\n'
+    )
+    done = lk("ingest", str(export))
+    assert done.returncode == 1
+    assert done.stderr.endswith(
+        "\nerror: nothing imported: every line of export.jsonl was skipped (2; the first: missing or empty 'text')\n"
+    )
+    assert "0 utterances read" in done.stdout
+    assert json.loads(lk("session", "list", "--json").stdout) == []  # no empty session left behind
+
+
+def test_wait_sums_up_this_import_then_the_campaign_and_a_reimport_queues_nothing(lk: Lk, tmp_path: Path) -> None:
+    assert lk("campaign", "create", "Saltmere").returncode == 0
+    (first := tmp_path / "first.txt").write_text("DM: The bell rings.\nAna: I count the ropes.\nBen: Three.\n")
+    assert lk("ingest", str(first), "--wait").returncode == 0
+    (second := tmp_path / "second.txt").write_text("DM: The tide turns.\nAna: Vord sails at dawn.\n")
+    done = lk("ingest", str(second), "--wait")
+    assert done.returncode == 0, done.stderr
+    # not a terminal: no bars; a line every 5 s, if the machine is slow
+    assert all(line.startswith("background jobs: ") for line in done.stderr.splitlines()), done.stderr
+    out = done.stdout.splitlines()
+    mine = out.index("this import (2 new lines):")
+    assert out[mine + 1].split()[:2] == ["session", "lines"]
+    assert out[mine + 3].split()[0] == "2" and out[mine + 3].split()[-1] == "1"  # 2 lines, 1 recap
+    theirs = out.index("campaign Saltmere:")
+    assert out[theirs + 1].split()[0] == "entries" and out[theirs + 3].split()[0] == "5"
+
+    again = lk("ingest", str(second))
+    assert again.returncode == 0, again.stderr
+    assert "2 utterances read, 0 new" in again.stdout
+    assert "0 background jobs queued" in again.stdout  # no summary job to write the same recap again
+
+
+def test_campaign_names_are_suggested_and_info_says_what_one_holds(lk: Lk, tmp_path: Path) -> None:
+    assert lk("campaign", "create", "Vox Machina", "--system", "D&D 5e").returncode == 0
+    assert lk("campaign", "create", "Mighty Nein").returncode == 0
+    wrong = lk("entity", "list", "-c", "Vox")
+    assert wrong.returncode == 1
+    assert wrong.stderr == (
+        "error: no campaign named 'Vox' (did you mean 'Vox Machina'?): `lorekeeper campaign list` shows them\n"
+    )
+
+    # -c wins over the file's own campaign, as its help says; the file's description stays with its campaign
+    assert "default: the file's `campaign: name`" in " ".join(lk("campaign", "load", "--help").stdout.split())
+    (file := tmp_path / "cr.yaml").write_text(
+        "campaign: {name: Critical Role, description: From the wiki.}\n"
+        "entities:\n  - {name: Grog Strongjaw, type: npc, aliases: [Grog]}\n"
+    )
+    loaded = lk("campaign", "load", str(file), "-c", "Vox Machina")
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.startswith("Vox Machina: ")
+    assert "(the file is for the campaign 'Critical Role'; loaded into 'Vox Machina')" in loaded.stdout
+    assert [c["name"] for c in json.loads(lk("campaign", "list", "--json").stdout)] == ["Mighty Nein", "Vox Machina"]
+
+    info = lk("campaign", "info", "vox machina")
+    assert info.returncode == 0, info.stderr
+    lines = info.stdout.splitlines()
+    assert lines[0] == "Vox Machina (active)"
+    assert "  system:          D&D 5e" in lines and "  entities:        1" in lines
+    assert "description" not in info.stdout  # none given: not said (and not the file's, for another campaign)
+    as_json = json.loads(lk("campaign", "info", "--json").stdout)  # the active one
+    assert (as_json["name"], as_json["entities"], as_json["sessions"], as_json["pending"]) == ("Vox Machina", 1, 0, 0)
+    missing = lk("campaign", "info", "nein")
+    assert missing.returncode == 1 and "(did you mean 'Mighty Nein'?)" in missing.stderr

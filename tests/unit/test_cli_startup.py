@@ -1,0 +1,64 @@
+"""`lorekeeper` imports only what a command uses: `--help` and `entity list` load no voice, Discord or vector code."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("discord", "aiohttp", "faster_whisper", "ctranslate2", "av", "numpy", "onnxruntime", "wordfreq", "pgqueuer")
+
+
+def loaded_after(code: str) -> set[str]:
+    """Which of HEAVY a fresh interpreter holds after running ``code``."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_the_command_line_and_its_help_import_nothing_heavy() -> None:
+    assert loaded_after("import bot.cli") == set()
+    help_run = "from bot.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass"
+    assert loaded_after(f"import sys\nsys.argv = ['lorekeeper', '--help']\n{help_run}") == set()
+
+
+def test_everyday_commands_do_not_load_voice_discord_or_vectors() -> None:
+    for module in ("entity", "campaign", "review", "session", "search"):
+        assert loaded_after(f"import bot.cli.{module}") == set(), module
+
+
+def test_the_help_lists_every_command_with_a_whole_summary() -> None:
+    from bot.cli import ADMIN, COMMANDS, _register, cli
+
+    _register()
+    assert set(cli.commands) == set(COMMANDS)  # a command missing from the table would be listed nowhere
+    assert set(ADMIN) <= set(COMMANDS)
+    assert all(summary.endswith(".") for _, summary in COMMANDS.values())
+    shown = CliRunner().invoke(cli, ["--help"], terminal_width=80).output
+    everyday, admin = shown.split("\nCommands:\n")[1].split("\nAdministration:\n")
+    assert "  entity " in everyday and "  worker " not in everyday
+    assert {line.split()[0] for line in admin.splitlines() if line.startswith("  ") and line[2] != " "} == set(ADMIN)
+    assert "..." not in shown.split("Commands:")[1]
+
+
+def test_a_subcommand_summary_is_its_first_sentence_whole() -> None:
+    from bot.cli import _register, cli, first_sentence
+
+    assert first_sentence("Connect A to B (e.g. x. y) by R. More here.") == "Connect A to B (e.g. x. y) by R."
+    assert first_sentence("No full stop\nat all\n\nSecond paragraph.") == "No full stop at all"
+    _register()
+    shown = CliRunner().invoke(cli, ["entity", "--help"], terminal_width=80).output
+    assert "..." not in shown.split("Commands:")[1]
+    assert "record a change in SOURCE's state (Eldrinax status --value dead)." in " ".join(shown.split())
