@@ -240,7 +240,7 @@ class CommonWordRule:
     edits from a name of at least this many phones. A model asked about a doubtful "fools" will say Jules if the
     campaign has a Jules; nothing in its answer is evidence, so the sound must be, as in stage 1, if looser:
     stage 1 wants an exact sound from 5 phones and one edit from 8 (``MatchSettings.sound_common_word_phones``,
-    ``sound_word_one_edit_phones``). Measured with ``python -m bench.stage2_guard`` (bench/results/h32.md)."""
+    ``sound_word_one_edit_phones``). Measured with ``python -m bench.stage2_guard`` (bench/README.md)."""
 
     common_zipf: float = 3.0  # MatchSettings.common_zipf: from here a word is ordinary English
     exact_phones: int = 4
