@@ -199,6 +199,10 @@ async def transcribe_all(
             line.heard[condition] = [" ".join(p[1] for p in parts), " ".join(p[2] for p in parts)]
 
 
+def show(cells: list[str], widths: list[int]) -> None:
+    print("| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |", flush=True)
+
+
 async def run(args: argparse.Namespace) -> int:
     if not EPISODES.is_dir():
         print(f"skipped: data not found ({EPISODES})")
@@ -230,7 +234,10 @@ async def run(args: argparse.Namespace) -> int:
             f"{session_s / 60:.1f} min as a table of {SPEAKERS}; {len(entities)} entities; seed {args.seed}"
         )
         fixed = {"none": [], "connected": by_connections(entities), "chosen": None}
-        rows: list[list[str]] = []
+        header = ["model", "prompt", "dev: recall / precision / other WER", "held-out", "all", "RTF (CPU s / s)"]
+        widths = [7, 18, 35, 21, 21, 15]
+        show(header, widths)
+        print("|" + "|".join("-" * (w + 2) for w in widths) + "|", flush=True)
         for model in models:
             whisper = WhisperSTT(model)
             for prompt in args.prompts:
@@ -246,17 +253,11 @@ async def run(args: argparse.Namespace) -> int:
                                 score.add(line.text, line.heard[condition][stage], gazetteer)
                         cells.append("{:.3f} / {:.3f} / {:.3f}".format(*score.figures()))
                     cells.append(f"{stt.seconds / session_s:.2f} ({stt.cpu_seconds / session_s:.2f})")
-                    rows.append(cells)
+                    show(cells, widths)  # row by row: a long run's first rows survive an interruption
                 if args.verbose:
                     for line in lines:
                         print(f"  {line.text}\n    -> {line.heard[condition][1]}")
             whisper.close()
-        header = ["model", "prompt", "dev: recall / precision / other WER", "held-out", "all", "RTF (CPU s / s)"]
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-        for n, row in enumerate([header, *rows]):
-            print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
-            if n == 0:
-                print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
         await pool.close()
     finally:
         server.stop()
