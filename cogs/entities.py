@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
 import discord
 from discord import app_commands
 from discord.ext import commands
-from rapidfuzz import process
 
 from bot.app import LorekeeperBot
 from bot.checks import UserError, active_campaign, dm_campaign, dm_campaign_by_id, member_is_dm
@@ -24,7 +22,7 @@ from bot.views import (
     paged_embeds,
     safe_autocomplete,
 )
-from memory.errors import NotFoundError
+from memory.context import visible_snapshot
 from memory.graph import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
 from memory.mentions import Mentions, mentions
 from memory.models import (
@@ -33,7 +31,6 @@ from memory.models import (
     EntityIn,
     EntityType,
     Mention,
-    Neighbourhood,
     Provenance,
     ReviewStatus,
     Source,
@@ -44,7 +41,6 @@ from memory.models import (
     not_heard_as_phrases,
     typed_attribute,
 )
-from memory.store import CampaignMemory
 
 #: Sessions an entity took part in that its card names (the newest); the rest are counted.
 SESSIONS_SHOWN = 3
@@ -218,7 +214,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         campaign, mem = await active_campaign(interaction)
         dm = member_is_dm(interaction, campaign)
         mask = str if dm else await mem.graph.player_mask()
-        snap = await _snapshot(mem, name, dm=dm, mask=mask)
+        snap = await visible_snapshot(mem, name, dm=dm, mask=mask)
         # masked before clipped: a secret name cut in half would be left whole enough to read
         others, sessions = snap.facts_and_sessions(SESSIONS_SHOWN, lambda title: clip(mask(title), 60))
         lines = [r.describe() + (" 🔒" if r.visibility == Visibility.secret else "") for r in others]
@@ -429,28 +425,6 @@ class DescribeModal(OwnedModal):
         entity = await mem.graph.update_entity(current.name, description=self.text.value.strip())
         embed = entity_embed(entity, relationships=[], last_mention=None)
         await interaction.response.send_message(f"Updated **{entity.name}**.", embed=embed, ephemeral=True)
-
-
-async def _snapshot(mem: CampaignMemory, name: str, *, dm: bool, mask: Callable[[str], str]) -> Neighbourhood:
-    """The entity with its relationships; secret and unreviewed ones are "not found" for a non-DM, who may name
-    one by its name as masked for them, and the did-you-mean hint is rebuilt from visible names only, masked
-    (the graph's own hint draws on every name)."""
-    if dm:
-        return await mem.graph.snapshot(name, include_secret=True)
-    with contextlib.suppress(NotFoundError):
-        snap = await mem.graph.snapshot(name)
-        # a name holding a secret ("Session: Queen Mab unmasked") is found by its masked form only: typing a
-        # guess of it must not confirm it
-        if mask(snap.entity.name) == snap.entity.name:
-            return snap
-    entities = await mem.graph.list_entities(include_secret=False)
-    visible = {mask(n): e.name for e in entities for n in (e.name, *e.aliases)}
-    wanted = name.strip().lower()
-    if (real := next((e for n, e in visible.items() if n.lower() == wanted), None)) is not None:
-        return await mem.graph.snapshot(real)
-    close = [m[0] for m in process.extract(name, list(visible), limit=3, score_cutoff=70)]
-    hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
-    raise NotFoundError(f"no entity named {name!r} in this campaign{hint}")
 
 
 async def setup(bot: LorekeeperBot) -> None:

@@ -64,24 +64,6 @@ NEXT_STEPS: NextSteps = {
 }
 
 
-def run_cli(group: click.Group) -> None:
-    """Run the group; turn our errors into one line and exit 1 (click's usage errors exit 2)."""
-    try:
-        group.main(standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(1)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except Exception as exc:
-        explain(exc)
-
-
 def explain(exc: Exception) -> None:
     """Say an error of ours, the database's, a config file's or the user's own file in one line and exit 1;
     re-raise anything else (a bug: its traceback is what helps)."""
