@@ -30,7 +30,10 @@ async def test_review_list_says_why_a_sure_fact_waits(lk, fresh_dsn: str) -> Non
         await pool.close()
     listed = lk("review", "list")
     assert listed.returncode == 0, listed.stderr
-    header, _, row = listed.stdout.splitlines()[:3]
-    assert header.split()[-2:] == ["waits", "because"] and row.endswith(why)
+    header, _, *rows = listed.stdout.splitlines()
+    assert header.split()[-2:] == ["waits", "because"]
+    # the last column, wrapped between words over the row's lines as the others are
+    at = header.index("waits because")
+    assert " ".join(line[at:].strip() for line in rows if line[at:].strip()) == why
     [item] = json.loads(lk("review", "list", "--json").stdout)
     assert item["fact"]["provenance"]["review_reason"] == why
