@@ -188,24 +188,21 @@ async def accept(mem: CampaignMemory, ref: str) -> tuple[ImportBatch, LoadReport
         batch = await _pending(tx, ref)
         file, _ = await resolve(tx, batch.world)
         report = await apply_campaign_file(tx, file)
-        row = await tx.db.fetchrow(
-            "UPDATE import_batches SET status = 'accepted', decided_at = now() WHERE campaign_id = $1 AND id = $2"
-            " RETURNING *",
-            tx.campaign_id,
-            batch.id,
-        )
-    return _batch(row), report
+        return await _decided(tx, batch, "accepted"), report
 
 
 async def reject(mem: CampaignMemory, ref: str) -> ImportBatch:
     async with mem.transaction() as tx:
-        batch = await _pending(tx, ref)
-        row = await tx.db.fetchrow(
-            "UPDATE import_batches SET status = 'rejected', decided_at = now() WHERE campaign_id = $1 AND id = $2"
-            " RETURNING *",
-            tx.campaign_id,
-            batch.id,
-        )
+        return await _decided(tx, await _pending(tx, ref), "rejected")
+
+
+async def _decided(tx: CampaignMemory, batch: ImportBatch, status: str) -> ImportBatch:
+    row = await tx.db.fetchrow(
+        "UPDATE import_batches SET status = $3, decided_at = now() WHERE campaign_id = $1 AND id = $2 RETURNING *",
+        tx.campaign_id,
+        batch.id,
+        status,
+    )
     return _batch(row)
 
 
