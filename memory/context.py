@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable
+from typing import TypedDict
 
 import asyncpg
 from pydantic import BaseModel, Field
@@ -281,9 +282,17 @@ def identity(snap: Neighbourhood, last: Mention | None, mask: Callable[[str], st
     )
 
 
+class SessionRead(TypedDict):
+    """The session a hot context reads, as ``_RECENT`` builds it."""
+
+    id: int
+    title: str
+    live: bool
+
+
 async def recent_and_scene(
     mem: CampaignMemory, *, session_id: int | None, minutes: float, dm: bool, limit: int = MAX_LINES
-) -> tuple[dict[str, object] | None, list[ContextLine], list[SceneEntity], Callable[[str], str]]:
+) -> tuple[SessionRead | None, list[ContextLine], list[SceneEntity], Callable[[str], str]]:
     """The session read (the live one unless ``session_id``), its last ``minutes`` of lines, the entities they
     name (unmasked) and the reader's mask: one round trip for the lines, one for the scene's entities (and, after a
     change of names, one to learn them again)."""
@@ -292,7 +301,10 @@ async def recent_and_scene(
     row = await mem.db.fetchrow(_RECENT, mem.campaign_id, session_id, minutes * 60, limit)
     assert row is not None
     names = await _names.get(mem, tuple(row["names_now"]), mask=not dm)
-    mask: Callable[[str], str] = str if dm else names.mask  # type: ignore[assignment]
+    mask: Callable[[str], str] = str
+    if not dm:
+        assert names.mask is not None  # asked for with mask=True
+        mask = names.mask
     if row["session"] is None:
         if session_id is not None:
             raise NotFoundError(f"no session with id {session_id} in this campaign", subject="session")
@@ -367,9 +379,9 @@ async def hot_context(
         last = await mem.graph.last_mention(snap.entity)
     return HotContext(
         entity=identity(snap, last, mask, dm=dm),
-        session_id=session["id"] if session else None,  # type: ignore[index]
-        session=mask(str(session["title"])) if session else None,  # type: ignore[index]
-        live=bool(session and session["live"]),  # type: ignore[index]
+        session_id=session["id"] if session else None,
+        session=mask(session["title"]) if session else None,
+        live=bool(session and session["live"]),
         minutes=minutes,
         lines=[line.model_copy(update={"speaker": mask(line.speaker), "text": mask(line.text)}) for line in lines],
         scene=[s.model_copy(update={"name": mask(s.name), "description": _short(mask(s.description))}) for s in scene],

