@@ -105,8 +105,10 @@ async def open_to_players(channel: discord.abc.GuildChannel, dm_role_id: int | N
         if channel.permissions_for(role).view_channel:
             return "everyone" if role.is_default() else f"{role.mention}, who are not the DM"
     for target, overwrite in channel.overwrites.items():
-        role = isinstance(target, discord.Role) or (isinstance(target, discord.Object) and target.type is discord.Role)
-        if role or not overwrite.view_channel:
+        of_role = isinstance(target, discord.Role) or (
+            isinstance(target, discord.Object) and target.type is discord.Role
+        )
+        if of_role or not overwrite.view_channel:
             continue  # roles were judged above (a deleted one's overwrite shows nobody anything)
         try:
             # without the members intent few members are cached; fetching one needs no intent

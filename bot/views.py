@@ -7,8 +7,8 @@ import functools
 import logging
 import re
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from typing import Any, TypeAlias
 
 import discord
 from discord import app_commands
@@ -42,7 +42,9 @@ def name_choices(names: Iterable[str], current: str, *, ordered: bool = False) -
     return [app_commands.Choice(name=n, value=n) for n in ranked if len(n) <= MAX_CHOICE_NAME][:MAX_CHOICES]
 
 
-AutocompleteCallback = Callable[[discord.Interaction, str], Awaitable[list[app_commands.Choice[str]]]]
+AutocompleteCallback: TypeAlias = Callable[
+    [discord.Interaction[Any], str], Coroutine[Any, Any, list[app_commands.Choice[str]]]
+]
 
 
 def safe_autocomplete(callback: AutocompleteCallback) -> AutocompleteCallback:
@@ -113,7 +115,8 @@ class ExpiredButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=r"l
     async def from_custom_id(
         cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
     ) -> ExpiredButton:
-        return cls(item, match["view"])  # type: ignore[arg-type]  (the template only matches buttons' ids)
+        assert isinstance(item, discord.ui.Button)  # the template only matches buttons' ids
+        return cls(item, match["view"])
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
         # discord.py offers every press to the dynamic items and to a live view alike (to the dynamic items
@@ -159,7 +162,10 @@ class OwnedModal(discord.ui.Modal):
         await interaction.response.send_message("This edit form is not yours.", ephemeral=True)
         return False
 
-    async def on_error(self, interaction: discord.Interaction, error: Exception) -> None:
+    async def on_error(
+        self, interaction: discord.Interaction, error: Exception, item: discord.ui.Item[Any] | None = None, /
+    ) -> None:
+        # ``item`` only to match View's signature too (a modal's base): a modal's errors come without one
         await reply_error(interaction, error, where=f"modal {self.custom_id}")
 
 

@@ -97,6 +97,8 @@ class DaveDecryptor:
 def dave_decrypt(voice_client: voice_recv.VoiceRecvClient) -> FrameDecryptor:
     def decrypt(user_id: int, payload: bytes) -> bytes:
         session = voice_client._connection.dave_session
+        if session is None:  # the call left end-to-end encryption under this packet: dropped like a failure
+            raise CryptoError("no DAVE session")
         return bytes(session.decrypt(user_id, davey.MediaType.audio, payload))
 
     return FrameDecryptor(decrypt)
@@ -110,7 +112,8 @@ class LorekeeperVoiceClient(voice_recv.VoiceRecvClient):
     def listen(self, sink: voice_recv.AudioSink, *, after: Any = None) -> None:
         super().listen(sink, after=after)
         self.gate = self.gate or dave_decrypt(self)
-        self._reader.decryptor = DaveDecryptor(self._reader.decryptor, self, self.gate)
+        # a stand-in by duck typing: voice-recv types the attribute as its own class, with no protocol to meet
+        self._reader.decryptor = DaveDecryptor(self._reader.decryptor, self, self.gate)  # type: ignore[assignment]
 
 
 class RtpClock:

@@ -164,6 +164,7 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
             # one transaction: a campaign created for the load is gone again when the load fails
             async with transaction(memory.pool) as conn:
                 if active is None:  # a server's very first load may bring its campaign along
+                    assert header.name  # without one it was refused above
                     active = await Campaigns(conn, guild_id_of(interaction)).create(
                         header.name, description=header.description, system=header.system, activate=True
                     )

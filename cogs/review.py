@@ -13,7 +13,7 @@ import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Coroutine
-from typing import Any
+from typing import Any, Self
 
 import asyncpg
 import discord
@@ -113,9 +113,12 @@ async def item_still_there(ref: str) -> AsyncIterator[None]:
         ) from None
 
 
-class _ReviewButton:
-    """What the review buttons share; each is also a ``DynamicItem`` with its own template (discord.py
-    wants the template on the concrete class)."""
+class _ReviewButton(
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=r"lk:review:(?P<action>[a-z-]+):(?P<campaign>\d+):(?P<ref>[efb]\d+)",
+):
+    """What the review buttons share; each concrete one has its own template and is the one registered (this
+    class's template, which every review button matches, is only what discord.py demands of a subclass)."""
 
     action = ""
     button_label = ""
@@ -135,7 +138,7 @@ class _ReviewButton:
     @classmethod
     async def from_custom_id(
         cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str]
-    ) -> _ReviewButton:
+    ) -> Self:
         return cls(int(match["campaign"]), match["ref"])
 
     async def callback(self, interaction: discord.Interaction) -> None:
@@ -152,7 +155,6 @@ class _ReviewButton:
 
 class AcceptButton(
     _ReviewButton,
-    discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=r"lk:review:accept:(?P<campaign>\d+):(?P<ref>[ef]\d+)",
 ):
     action, button_label, button_style = "accept", "Accept", discord.ButtonStyle.success
@@ -164,7 +166,6 @@ class AcceptButton(
 
 class RejectButton(
     _ReviewButton,
-    discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=r"lk:review:reject:(?P<campaign>\d+):(?P<ref>[ef]\d+)",
 ):
     action, button_label, button_style = "reject", "Reject", discord.ButtonStyle.danger
@@ -185,7 +186,6 @@ async def _still_pending(queue: ReviewQueue, ref: str) -> ReviewItem:
 
 class EditButton(
     _ReviewButton,
-    discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=r"lk:review:edit:(?P<campaign>\d+):(?P<ref>[ef]\d+)",
 ):
     action, button_label, button_style = "edit", "Edit", discord.ButtonStyle.primary
@@ -289,7 +289,6 @@ class EditModal(OwnedModal):
 
 class SameAsButton(
     _ReviewButton,
-    discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=r"lk:review:same:(?P<campaign>\d+):(?P<ref>e\d+)",
 ):
     action, button_label, button_style = "same", "Same as…", discord.ButtonStyle.secondary
@@ -355,7 +354,7 @@ def batch_view(campaign_id: int, ref: str) -> discord.ui.View:
     return view
 
 
-class _BatchButton(_ReviewButton):
+class _BatchButton(_ReviewButton, template=r"lk:review:batch-[a-z]+:(?P<campaign>\d+):(?P<ref>b\d+)"):
     async def callback(self, interaction: discord.Interaction) -> None:
         try:
             mem = await dm_campaign_by_id(interaction, self.campaign_id, refusal="Only the DM can review.")
@@ -369,7 +368,6 @@ class _BatchButton(_ReviewButton):
 
 class BatchAcceptButton(
     _BatchButton,
-    discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=r"lk:review:batch-accept:(?P<campaign>\d+):(?P<ref>b\d+)",
 ):
     action, button_label, button_style = "batch-accept", "Accept all", discord.ButtonStyle.success
@@ -387,7 +385,6 @@ class BatchAcceptButton(
 
 class BatchRejectButton(
     _BatchButton,
-    discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=r"lk:review:batch-reject:(?P<campaign>\d+):(?P<ref>b\d+)",
 ):
     action, button_label, button_style = "batch-reject", "Reject all", discord.ButtonStyle.danger

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -113,7 +114,7 @@ async def info(ctx: click.Context, name: str | None, as_json: bool) -> None:
         emit_json({**target.model_dump(mode="json"), **counts})
         return
     click.echo(f"{target.name}{' (active)' if target.active else ''}")
-    rows = [("description", target.description), ("system", target.system)]
+    rows: list[tuple[str, str | int]] = [("description", target.description), ("system", target.system)]
     rows += [
         ("entities", counts["entities"]),
         ("facts", counts["facts"]),
@@ -170,14 +171,15 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, dry_run: bo
                 target = await campaigns.create(name, description=header.description, system=header.system)
                 created = True
         else:
-            target = await campaigns.active()
-            if target is None:
+            active = await campaigns.active()
+            if active is None:
                 raise CliError("no active campaign and the file names none: pass --campaign NAME")
+            target = active
         mem = CampaignMemory(conn, target.id, accept_threshold=memory.accept_threshold)
         with click.progressbar(
             length=len(parsed.entities) + len(parsed.relationships),
             label=f"loading {file.name}",
-            file=click.get_text_stream("stderr"),
+            file=sys.stderr,  # click.get_text_stream is deprecated since Click 8.3
         ) as bar:
             last = [0]
 

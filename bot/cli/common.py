@@ -231,12 +231,13 @@ async def campaign_memory(memory: Memory, settings: Settings, name: str | None) 
     if name:
         campaign = await campaigns.get(name)
     else:
-        campaign = await campaigns.active()
-        if campaign is None:
+        active = await campaigns.active()
+        if active is None:
             other = await other_guilds(campaigns)
             if other and not await campaigns.list():
                 raise CliError(f"no active campaign: {other}")
             raise CliError("no active campaign: pass --campaign NAME or run `lorekeeper campaign use NAME`")
+        campaign = active
     _working_on.set(campaign)
     return memory.campaign(campaign.id), campaign.name
 

@@ -252,7 +252,14 @@ def _yaml_entities(path: Path, items: Any) -> list[EntityName]:
                     f"{path}: entity {item['name']!r}: {field} must be a list of names", param_hint="--entities"
                 )
             names[field] = [a for a in map(_visible, given) if a]
-        entities.append(EntityName(name=_visible(item["name"]), **names))
+        entities.append(
+            EntityName(
+                name=_visible(item["name"]),
+                aliases=names["aliases"],
+                heard_as=names["heard_as"],
+                not_heard_as=names["not_heard_as"],
+            )
+        )
     return entities
 
 

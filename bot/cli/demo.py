@@ -128,7 +128,7 @@ async def _run(ctx: click.Context, data_dir: Path) -> str:
         assert session is not None
         for entry in await mem.log.session_entries(session.id):
             for c in entry.corrections:
-                say(f"line {entry.ref.rsplit(':L', 1)[-1]:>2}: heard {c.span!r}, written {c.replacement}", "  ")
+                say(f"line {(entry.ref or '').rsplit(':L', 1)[-1]:>2}: heard {c.span!r}, written {c.replacement}", "  ")
         say(f"{report.lines} lines stored in {report.l1_seconds:.1f} s; what was heard is kept beside each.", "  ")
 
         step(

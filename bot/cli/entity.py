@@ -36,7 +36,7 @@ from memory.models import (
 )
 
 
-class _EntityTypeParam(click.Choice):  # type: ignore[type-arg]
+class _EntityTypeParam(click.Choice):
     """The entity types, ``place`` too (read as ``location``, as older versions called it), with a did-you-mean."""
 
     def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> object:
