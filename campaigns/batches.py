@@ -120,7 +120,7 @@ async def stage(mem: CampaignMemory, world: ImportedWorld) -> ImportBatch:
     async with mem.transaction() as tx:
         await tx.graph.lock()
         file, updates = await resolve(tx, world)
-        trial = tx.db.transaction()  # type: ignore[union-attr]
+        trial = tx.db.transaction()
         await trial.start()
         try:
             await apply_campaign_file(tx, file)

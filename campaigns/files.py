@@ -219,6 +219,7 @@ def _check_depth(encoded: bytes, filename: str) -> None:
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
+                    assert event.start_mark is not None  # the parser marks every event it makes
                     raise _file_error(filename, event.start_mark.line + 1, too_deep)
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
@@ -465,8 +466,8 @@ def _friendly(error: Any, model: type[BaseModel]) -> str:
         return f"missing field {field!r}"
     if kind == "enum" and loc == ("type",):
         types = ", ".join(t.value for t in EntityType)
-        hint = suggest_entity_type(str(value))
-        suggestion = f"; did you mean {hint!r}?" if hint else ""
+        meant = suggest_entity_type(str(value))
+        suggestion = f"; did you mean {meant!r}?" if meant else ""
         return f"type {value!r} is not one of {types}{suggestion}"
     if loc and loc[-1] == "[key]":
         # loc is (..., <the key itself>, "[key]")

@@ -13,7 +13,7 @@ import json
 import logging
 import unicodedata
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 from pydantic import BaseModel, Field
 
@@ -31,6 +31,7 @@ from memory.models import (
     RelationshipIn,
     ReviewStatus,
     Source,
+    Visibility,
     attribute_value,
     clean_name,
     clip,
@@ -43,7 +44,9 @@ from memory.took_part import link_to_recaps, named_anew
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[int, int], None]
+Progress: TypeAlias = Callable[[int, int], None]
+#: A fact as (source, type, target, value): what ``KnowledgeGraph.accepted_fact_keys`` knows facts by.
+_FactKey: TypeAlias = tuple[int, str, int | None, str | None]
 
 RENAME_HINT = "; to rename an entity, give this entry `renamed_from:` its current name"
 
@@ -115,107 +118,139 @@ async def apply_campaign_file(
     mem: CampaignMemory, file: CampaignFile, *, progress: Progress | None = None
 ) -> LoadReport:
     """Bring the campaign's graph in line with ``file``, all or nothing."""
-    report = LoadReport()
-    total = len(file.entities) + len(file.relationships)
-    done = 0
-    provenance = Provenance(source=Source.campaign_file, confidence=1.0, dm_confirmed=True)
-    statistics_due = _STATISTICS_AFTER
     async with mem.transaction() as tx:
         await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
         # Removals first: a phrase one entry takes from an entity of a later entry is checked against the file's end
         # state, not refused because the later one holds it still. What they had is what the load reports against.
         had_before = await _give_up_moved_phrases(tx.graph, file)
-        ids: dict[str, int] = {}
-        known: set[int] = set()  # entities the campaign had before this load: only their facts can be closed
-        accepted: list[int] = []  # new to the campaign, accepted or newly named by this load: no recap links them yet
+        load = _Loading(tx, len(file.entities) + len(file.relationships), progress)
         for number, spec in enumerate(file.entities, start=1):
-            try:
-                entity, outcome, before = await tx.graph.upsert_entity(
-                    spec.to_entity_in(), renamed_from=spec.renamed_from, keep=spec.left_out()
-                )
-            except MemoryError_ as exc:  # a clash with the database: the file could not know, so say where it is
-                hint = RENAME_HINT if isinstance(exc, AlreadyExistsError) else ""
-                raise type(exc)(f"{spec.located(number)}: {exc}{hint}") from None
-            if entity.id in had_before:  # it gave up a phrase above: the load changed it
-                before, outcome = had_before[entity.id], "updated"
-            setattr(report, f"entities_{outcome}", getattr(report, f"entities_{outcome}") + 1)
-            if spec.hidden_names and (hidden := await tx.graph.hide_names(entity.id, spec.hidden_names)) and before:
-                report.changes.append(
-                    LoadChange(entity=entity.name, change=f"hidden from players: {', '.join(hidden)}")
-                )
-            if before is None or before.status != ReviewStatus.accepted or named_anew(before, entity):
-                accepted.append(entity.id)
-            if before is not None:
-                known.add(entity.id)
-                report.changes += [LoadChange(entity=entity.name, change=c) for c in _entity_changes(before, entity)]
-            had = {h.casefold() for h in before.heard_as} if before is not None else set()
-            report.everyday += [
-                LoadChange(entity=entity.name, change=h)
-                for h in entity.heard_as
-                if h.casefold() not in had and everyday(h)
-            ]
-            statistics_due = await _refresh_statistics_when_due(tx, report, statistics_due)
-            ids[spec.name] = entity.id
-            done += 1
-            if progress:
-                progress(done, total)
+            await load.entity(number, spec, had_before)
         if file.campaign is not None and file.campaign.hidden_names:
             await tx.graph.hide_names(None, file.campaign.hidden_names)
-        await link_to_recaps(tx.graph, accepted)
-        created: set[int] = set()  # facts of this load: one closing another of them changes nothing the DM had
+        await link_to_recaps(tx.graph, load.accepted)
         # A file loaded again holds mostly facts the campaign has as they are: known in one query, they are counted
-        # unchanged without a fact's round trips each (16,000 facts: 16 s). Only while no fact this load wrote of
-        # the same entity and type may have closed it.
+        # unchanged without a fact's round trips each (16,000 facts: 16 s).
         held = await tx.graph.accepted_fact_keys()
-        written: set[tuple[int, str]] = set()
         for rel in file.relationships:
-            source = file.find_entity(rel.source)
-            target = file.find_entity(rel.target) if rel.target is not None else None
-            assert source is not None and (target is not None or rel.target is None)  # the schema checked them
-            fact_in = RelationshipIn(
-                source_id=ids[source.name],
-                type=rel.type,
-                target_id=ids[target.name] if target is not None else None,
-                value=rel.value,
-                attributes=dict(rel.attributes),
-                visibility=rel.visibility,
-                provenance=provenance,
-                status=ReviewStatus.accepted,
+            await load.relationship(file, rel, held)
+    return load.report
+
+
+class _Loading:
+    """One load's running state inside its transaction: the report, the ids the file's entities got, what the
+    campaign had before, and the progress told."""
+
+    def __init__(self, tx: CampaignMemory, total: int, progress: Progress | None) -> None:
+        self.tx = tx
+        self.report = LoadReport()
+        self.total, self.done, self.progress = total, 0, progress
+        self.provenance = Provenance(source=Source.campaign_file, confidence=1.0, dm_confirmed=True)
+        self.statistics_due = _STATISTICS_AFTER
+        self.ids: dict[str, int] = {}  # the file's entity names → their ids in the campaign
+        self.known: set[int] = set()  # entities the campaign had before this load: only their facts can be closed
+        self.accepted: list[
+            int
+        ] = []  # new to the campaign, accepted or newly named by this load: no recap links them yet
+        self.created: set[int] = set()  # facts of this load: one closing another of them changes nothing the DM had
+        self.written: set[tuple[int, str]] = set()  # (source, type) of the facts this load wrote
+
+    def _tick(self) -> None:
+        self.done += 1
+        if self.progress:
+            self.progress(self.done, self.total)
+
+    async def _refresh_statistics(self) -> None:
+        self.statistics_due = await _refresh_statistics_when_due(self.tx, self.report, self.statistics_due)
+
+    async def entity(self, number: int, spec: EntitySpec, had_before: dict[int, Entity]) -> None:
+        """Load entry ``number`` of the file: create the entity or bring it up to date, and report what changed."""
+        graph, report = self.tx.graph, self.report
+        try:
+            entity, outcome, before = await graph.upsert_entity(
+                spec.to_entity_in(), renamed_from=spec.renamed_from, keep=spec.left_out()
             )
-            key = (fact_in.source_id, fact_in.type, fact_in.target_id, fact_in.value)
-            if key[:2] not in written and held.get(key) == fact_in.visibility:
-                report.relationships_unchanged += 1
-                done += 1
-                if progress:
-                    progress(done, total)
-                continue
-            fact, is_new = await tx.graph.ensure_relationship(fact_in)
-            if is_new:
-                report.relationships_created += 1
-                created.add(fact.id)
-                written.add((fact.source_id, fact.type))
-                statistics_due = await _refresh_statistics_when_due(tx, report, statistics_due)
-                if fact.source_id in known and (fact.value is not None or fact.type in SINGLE_VALUED):
-                    report.changes += [
-                        LoadChange(entity=fact.source_name, change=f"fact {fact.type}: {_other(old)} → {_other(fact)}")
-                        for old in await tx.graph.closed_by(fact.id)
-                        if old.id not in created
-                    ]
-            elif fact.visibility != rel.visibility:
-                # The file is the DM's word on what players may see, as it is for entities.
-                await tx.graph.set_relationship(
-                    fact.id, ReviewStatus.accepted, dm_confirmed=True, visibility=rel.visibility
-                )
-                report.relationships_updated += 1
-                report.changes.append(
-                    LoadChange(entity=fact.source_name, change=f"fact {fact.type}: {_other(fact)} now {rel.visibility}")
-                )
-            else:
-                report.relationships_unchanged += 1
-            done += 1
-            if progress:
-                progress(done, total)
-    return report
+        except MemoryError_ as exc:  # a clash with the database: the file could not know, so say where it is
+            hint = RENAME_HINT if isinstance(exc, AlreadyExistsError) else ""
+            raise type(exc)(f"{spec.located(number)}: {exc}{hint}") from None
+        if entity.id in had_before:  # it gave up a phrase before the entries were loaded: the load changed it
+            before, outcome = had_before[entity.id], "updated"
+        setattr(report, f"entities_{outcome}", getattr(report, f"entities_{outcome}") + 1)
+        if spec.hidden_names and (hidden := await graph.hide_names(entity.id, spec.hidden_names)) and before:
+            report.changes.append(LoadChange(entity=entity.name, change=f"hidden from players: {', '.join(hidden)}"))
+        if before is None or before.status != ReviewStatus.accepted or named_anew(before, entity):
+            self.accepted.append(entity.id)
+        if before is not None:
+            self.known.add(entity.id)
+            report.changes += [LoadChange(entity=entity.name, change=c) for c in _entity_changes(before, entity)]
+        report.everyday += _everyday_taught(before, entity)
+        await self._refresh_statistics()
+        self.ids[spec.name] = entity.id
+        self._tick()
+
+    async def relationship(self, file: CampaignFile, rel: RelationshipSpec, held: dict[_FactKey, Visibility]) -> None:
+        """Load a relationship of the file; ``held``: the facts the campaign had accepted before, unchanged when
+        the file restates one, unless a fact this load wrote of the same entity and type may have closed it."""
+        fact_in = self._fact_in(file, rel)
+        key = (fact_in.source_id, fact_in.type, fact_in.target_id, fact_in.value)
+        if key[:2] not in self.written and held.get(key) == fact_in.visibility:
+            self.report.relationships_unchanged += 1
+        else:
+            await self._write(fact_in)
+        self._tick()
+
+    def _fact_in(self, file: CampaignFile, rel: RelationshipSpec) -> RelationshipIn:
+        source = file.find_entity(rel.source)
+        target = file.find_entity(rel.target) if rel.target is not None else None
+        assert source is not None and (target is not None or rel.target is None)  # the schema checked them
+        return RelationshipIn(
+            source_id=self.ids[source.name],
+            type=rel.type,
+            target_id=self.ids[target.name] if target is not None else None,
+            value=rel.value,
+            attributes=dict(rel.attributes),
+            visibility=rel.visibility,
+            provenance=self.provenance,
+            status=ReviewStatus.accepted,
+        )
+
+    async def _write(self, fact_in: RelationshipIn) -> None:
+        graph, report = self.tx.graph, self.report
+        fact, is_new = await graph.ensure_relationship(fact_in)
+        if is_new:
+            await self._created(fact)
+        elif fact.visibility != fact_in.visibility:
+            # The file is the DM's word on what players may see, as it is for entities.
+            await graph.set_relationship(
+                fact.id, ReviewStatus.accepted, dm_confirmed=True, visibility=fact_in.visibility
+            )
+            report.relationships_updated += 1
+            report.changes.append(
+                LoadChange(entity=fact.source_name, change=f"fact {fact.type}: {_other(fact)} now {fact_in.visibility}")
+            )
+        else:
+            report.relationships_unchanged += 1
+
+    async def _created(self, fact: Relationship) -> None:
+        """Count a fact new to the campaign, and report the facts the campaign had that it closed."""
+        self.report.relationships_created += 1
+        self.created.add(fact.id)
+        self.written.add((fact.source_id, fact.type))
+        await self._refresh_statistics()
+        if fact.source_id in self.known and (fact.value is not None or fact.type in SINGLE_VALUED):
+            self.report.changes += [
+                LoadChange(entity=fact.source_name, change=f"fact {fact.type}: {_other(old)} → {_other(fact)}")
+                for old in await self.tx.graph.closed_by(fact.id)
+                if old.id not in self.created
+            ]
+
+
+def _everyday_taught(before: Entity | None, entity: Entity) -> list[LoadChange]:
+    """The heard-as phrases of everyday English that loading ``entity`` taught (it had not them ``before``)."""
+    had = {h.casefold() for h in before.heard_as} if before is not None else set()
+    return [
+        LoadChange(entity=entity.name, change=h) for h in entity.heard_as if h.casefold() not in had and everyday(h)
+    ]
 
 
 async def _give_up_moved_phrases(graph: KnowledgeGraph, file: CampaignFile) -> dict[int, Entity]:
@@ -262,24 +297,12 @@ def _entity_changes(before: Entity, after: Entity) -> list[str]:
         else:
             done = "replaced" if after.description else "cleared"
             changes.append(f"description {done} (was {_quoted(before.description)})")
-    for aliases, other, done in ((before.aliases, after.aliases, "removed"), (after.aliases, before.aliases, "added")):
-        kept = {a.casefold() for a in other}
-        if changed := [a for a in aliases if a.casefold() not in kept]:
-            changes.append(f"{'alias' if len(changed) == 1 else 'aliases'} {done}: {', '.join(changed)}")
-    for phrases, other, done in (
-        (before.heard_as, after.heard_as, "removed"),
-        (after.heard_as, before.heard_as, "added"),
-    ):
-        kept = {h.casefold() for h in other}
-        if changed := [h for h in phrases if h.casefold() not in kept]:
-            changes.append(f"heard as {done}: {', '.join(changed)}")
-    for phrases, other, done in (
-        (before.not_heard_as, after.not_heard_as, "removed"),
-        (after.not_heard_as, before.not_heard_as, "added"),
-    ):
-        kept = {h.casefold() for h in other}
-        if changed := [h for h in phrases if h.casefold() not in kept]:
-            changes.append(f"never heard as {done}: {', '.join(changed)}")
+    for done, changed in _removed_added(before.aliases, after.aliases):
+        changes.append(f"{'alias' if len(changed) == 1 else 'aliases'} {done}: {', '.join(changed)}")
+    changes += [f"heard as {done}: {', '.join(c)}" for done, c in _removed_added(before.heard_as, after.heard_as)]
+    changes += [
+        f"never heard as {done}: {', '.join(c)}" for done, c in _removed_added(before.not_heard_as, after.not_heard_as)
+    ]
     for key in dict.fromkeys([*before.attributes, *after.attributes]):
         old, new = before.attributes.get(key), after.attributes.get(key)
         if key not in after.attributes:
@@ -291,6 +314,16 @@ def _entity_changes(before: Entity, after: Entity) -> list[str]:
     if before.visibility != after.visibility:
         changes.append(f"now {after.visibility}")
     return changes
+
+
+def _removed_added(before: list[str], after: list[str]) -> list[tuple[str, list[str]]]:
+    """("removed", names) and ("added", names) of a list of names, case aside; an empty one left out."""
+    said = []
+    for names, other, done in ((before, after, "removed"), (after, before, "added")):
+        kept = {n.casefold() for n in other}
+        if changed := [n for n in names if n.casefold() not in kept]:
+            said.append((done, changed))
+    return said
 
 
 def _other(fact: Relationship) -> str:
@@ -349,9 +382,27 @@ async def export_campaign_file(
     ]
     specs = _give_way(entities, specs, {e.id for e in entities if cleaned[e.id][2]}, on_skip)
     names = {e.id: spec.name for e, spec in zip(entities, specs, strict=True)}
+    rels, changed = _file_facts(entities, names, await mem.graph.facts_by_source(), on_skip)
+    clean = len(rels)
+    rels += [spec for _, spec in changed]
+    clashing = {c.index for c in find_conflicts(list(enumerate(specs)), list(enumerate(rels))) if c.index >= clean}
+    for index in sorted(clashing):
+        on_skip(f"left out the fact {changed[index - clean][0]}: without its control character it repeats another")
+    rels = [r for i, r in enumerate(rels) if i not in clashing]
+    return CampaignFile(campaign=header, entities=specs, relationships=rels)
+
+
+def _file_facts(
+    entities: list[Entity],
+    names: dict[int, str],
+    facts: dict[int, list[Relationship]],
+    on_skip: Callable[[str], None],
+) -> tuple[list[RelationshipSpec], list[tuple[str, RelationshipSpec]]]:
+    """The entities' facts as a file holds them: those kept as they are, and those written without a control
+    character (each with the fact as said), which give way to a fact they now repeat. A fact of an entity left
+    out, or an attribute fact with no value (told to ``on_skip``), is left out."""
     rels: list[RelationshipSpec] = []
     changed: list[tuple[str, RelationshipSpec]] = []
-    facts = await mem.graph.facts_by_source()
     for e in entities:
         for r in facts.get(e.id, []):
             if r.target_id is not None and r.target_id not in names:
@@ -361,36 +412,37 @@ async def export_campaign_file(
                 continue
             source, target = names[e.id], names[r.target_id] if r.target_id is not None else None
             fact = f"{source} —{r.type!r}→ {target or r.value}"
-            if (filed := _file_type(r.type, fact, on_skip)) is not None:
-                kind, was_cleaned = filed
-                fields = {
-                    "source": source,
-                    "type": kind,
-                    "target": target,
-                    "value": r.value,
-                    "attributes": _file_attributes(r.attributes),
-                    "secret": r.visibility == "secret",
-                }
-                if r.value is not None and len(r.value) > MAX_FACT_VALUE_CHARS:  # stored before every edge kept it
-                    on_skip(
-                        f"wrote {clip(fact, 40)} whole: its value has {len(r.value):,} characters, more than the "
-                        f"{MAX_FACT_VALUE_CHARS} a campaign file loads; shorten it (longer notes go in the "
-                        "description) before loading the file back"
-                    )
-                    spec = RelationshipSpec.model_construct(**fields)  # the DM's text: a backup loses none of it
-                else:
-                    spec = RelationshipSpec(**fields)
-                if was_cleaned:
-                    changed.append((fact, spec))
-                else:
-                    rels.append(spec)
-    clean = len(rels)
-    rels += [spec for _, spec in changed]
-    clashing = {c.index for c in find_conflicts(list(enumerate(specs)), list(enumerate(rels))) if c.index >= clean}
-    for index in sorted(clashing):
-        on_skip(f"left out the fact {changed[index - clean][0]}: without its control character it repeats another")
-    rels = [r for i, r in enumerate(rels) if i not in clashing]
-    return CampaignFile(campaign=header, entities=specs, relationships=rels)
+            if (filed := _file_type(r.type, fact, on_skip)) is None:
+                continue
+            kind, was_cleaned = filed
+            spec = _fact_spec(r, source, kind, target, fact, on_skip)
+            if was_cleaned:
+                changed.append((fact, spec))
+            else:
+                rels.append(spec)
+    return rels, changed
+
+
+def _fact_spec(
+    r: Relationship, source: str, kind: str, target: str | None, fact: str, on_skip: Callable[[str], None]
+) -> RelationshipSpec:
+    """One fact as a file entry; a value longer than a file loads is written whole all the same (told)."""
+    fields: dict[str, Any] = {
+        "source": source,
+        "type": kind,
+        "target": target,
+        "value": r.value,
+        "attributes": _file_attributes(r.attributes),
+        "secret": r.visibility == "secret",
+    }
+    if r.value is not None and len(r.value) > MAX_FACT_VALUE_CHARS:  # stored before every edge kept it
+        on_skip(
+            f"wrote {clip(fact, 40)} whole: its value has {len(r.value):,} characters, more than the "
+            f"{MAX_FACT_VALUE_CHARS} a campaign file loads; shorten it (longer notes go in the "
+            "description) before loading the file back"
+        )
+        return RelationshipSpec.model_construct(**fields)  # the DM's text: a backup loses none of it
+    return RelationshipSpec(**fields)
 
 
 _CANNOT = "which a campaign file cannot"

@@ -329,7 +329,7 @@ def find_conflicts(
         fields = ("source", "target") if rel.target is not None else ("source",)
         resolved: list[str] = []
         for field in fields:
-            spelling: str = getattr(rel, field)
+            spelling = getattr(rel, field)
             key = name_key(spelling)
             if key in owner:
                 resolved.append(name_key(owner[key][1].name))

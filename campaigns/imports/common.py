@@ -116,6 +116,11 @@ def js_unescape(text: str) -> str:
     return re.sub(r"%u([0-9A-Fa-f]{4})|%([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
 
 
+def as_object(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one: a field of another tool's file may hold anything."""
+    return value if isinstance(value, dict) else {}
+
+
 def as_text(value: Any) -> str:
     """A record's scalar as one line of text ("" for nothing)."""
     if value is None or isinstance(value, dict | list):

@@ -23,7 +23,7 @@ import json
 import re
 from typing import Any
 
-from campaigns.imports.common import World, as_text, html_to_text, problem
+from campaigns.imports.common import World, as_object, as_text, html_to_text, problem
 from memory.models import EntityType
 
 ACTOR_TYPES = {
@@ -107,7 +107,7 @@ def parse_nedb(file: str, text: str, world: World) -> None:
             continue
         try:
             doc = json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise problem(file, f"line {line_number}", None, f"not a JSON document ({exc.msg})") from None
         if not isinstance(doc, dict):
             raise problem(file, f"line {line_number}", None, "not a JSON object")
@@ -124,8 +124,7 @@ def parse_nedb(file: str, text: str, world: World) -> None:
 
 def _system(doc: dict[str, Any]) -> dict[str, Any]:
     """The system data: ``system`` since v10, ``data`` before."""
-    data = doc.get("system", doc.get("data"))
-    return data if isinstance(data, dict) else {}
+    return as_object(doc.get("system", doc.get("data")))
 
 
 def _get(data: Any, *path: str) -> Any:
@@ -172,7 +171,7 @@ def _document(file: str, record: str | int | None, doc: dict[str, Any], world: W
 def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
     system = _system(doc)
     kind = ACTOR_TYPES.get(str(doc.get("type", "")).casefold(), EntityType.npc)
-    details = system.get("details") if isinstance(system.get("details"), dict) else {}
+    details = as_object(system.get("details"))
     public, secret = "", ""
     for path in (("biography",), ("publicNotes",), ("description",)):
         text, hidden = _html(_get(details, *path))

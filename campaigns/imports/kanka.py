@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from campaigns.imports.common import World, as_text, html_to_text, problem
+from campaigns.imports.common import World, as_object, as_text, html_to_text, problem
 from memory.models import EntityType, relationship_type
 
 #: Kanka entity ``type_id``s (its ``EntityType`` table) and module names, to the types here.
@@ -87,7 +87,7 @@ def _records(obj: Any) -> list[Any]:
 
 
 def _module(file: str, record: dict[str, Any]) -> str | None:
-    entity = record.get("entity") if isinstance(record.get("entity"), dict) else {}
+    entity = as_object(record.get("entity"))
     for value in (record.get("entity_type"), entity.get("type"), record.get("module")):
         if isinstance(value, str) and value.casefold().rstrip("s") in MODULES:
             return value.casefold().rstrip("s")
@@ -136,7 +136,7 @@ class KankaReader:
                 "cannot tell which Kanka module this record is from: "
                 "name the file after it (characters.json, locations.json …)",
             )
-        entity = record.get("entity") if isinstance(record.get("entity"), dict) else {}
+        entity = as_object(record.get("entity"))
         entry = as_raw(record.get("entry"))
         public, hidden = html_to_text(_mentions(entry, {}))
         kind = MODULES[module]
@@ -171,6 +171,10 @@ class KankaReader:
             if isinstance(relation, dict):
                 self.relations.append((where, relation))
 
+    def _named(self, entity_id: Any) -> str | None:
+        """The name of the entity with Kanka's ``entity_id``, if it is one read."""
+        return self.by_entity_id.get(entity_id) if isinstance(entity_id, int) else None
+
     def finish(self) -> None:
         """The links and relations, once every file's entities are known (a relation may name one read later)."""
         for name, entry in self.mentions:
@@ -182,7 +186,8 @@ class KankaReader:
                 ("parent_location_id", "location", "located_in", False),
                 ("character_id", "character", "owns", True),
             ):
-                other = self.by_model_id.get((module, record.get(field_name)))  # type: ignore[arg-type]
+                model_id = record.get(field_name)
+                other = self.by_model_id.get((module, model_id)) if isinstance(model_id, int) else None
                 if other is None or other == name or (field_name == "character_id" and record["_module"] != "item"):
                     continue
                 source, target = (other, name) if owner_first else (name, other)
@@ -190,10 +195,10 @@ class KankaReader:
         stated = {r.get("id") for _, r in self.relations if r.get("id") is not None}
         seen: set[tuple[str, str, str]] = set()
         for where, relation in self.relations:
-            owner = self.by_entity_id.get(relation.get("owner_id"))  # type: ignore[arg-type]
-            target = self.by_entity_id.get(relation.get("target_id"))  # type: ignore[arg-type]
+            owner = self._named(relation.get("owner_id"))
+            target_name = self._named(relation.get("target_id"))
             text = as_text(relation.get("relation")) or "related_to"
-            if owner is None or target is None or owner == target:
+            if owner is None or target_name is None or owner == target_name:
                 self.world.skipped.append(f"{where[0]}: relation {text!r}: an entity not in the import")
                 continue
             try:
@@ -206,9 +211,9 @@ class KankaReader:
                 or relation.get("visibility", "all") not in ("all", None)
                 or relation.get("is_private") is True
             )
-            pairs = [(owner, target)]
+            pairs = [(owner, target_name)]
             if relation.get("mirror_id") is not None and relation.get("mirror_id") not in stated:
-                pairs.append((target, owner))
+                pairs.append((target_name, owner))
             for source, other in pairs:
                 if (source, kind, other) in seen:
                     continue
