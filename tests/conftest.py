@@ -15,8 +15,17 @@ import pytest
 
 from memory.db import EmbeddedPostgres, EmbeddingSpec, create_pool, migrate
 from memory.store import CampaignMemory, Memory
+from tests.fakes.fixtures import fake_openai, fake_openai_thread  # noqa: F401  (fixtures for every test)
 
 TEST_EMBEDDING = EmbeddingSpec("all-MiniLM-L6-v2", 384)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that needs the embedded PostgreSQL (its fixtures all start from ``pg_server``) is marked
+    ``integration``, wherever it lives: ``pytest -m "not integration"`` is the fast lane that never starts it."""
+    for item in items:
+        if "pg_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.integration)
 _counter = itertools.count()
 
 

@@ -1,17 +1,22 @@
-"""Fixtures that run the real discord.py client against the local fake Discord server."""
+"""Fixtures that run the real discord.py client against the local fake Discord server, and the ones the bot's
+tests share: a guild with its DM and a player, the bot itself, a campaign "Ashes", a private review channel."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import asyncpg
 import discord
 import pytest
 import yarl
 
-from tests.e2e.fake_discord import FakeDiscord
+from bot.app import LorekeeperBot
+from memory.store import CampaignMemory, Memory
+from tests.e2e.fake_discord import FakeChannel, FakeDiscord, FakeGuild, FakeMember
+from tests.e2e.helpers import active, make_bot
 
 READY_TIMEOUT = 10.0
 
@@ -103,3 +108,42 @@ async def pool(pool: asyncpg.Pool, bot_runner: BotRunner) -> AsyncIterator[async
     waiting out its settle would find it closed (whichever fixture started them first)."""
     yield pool
     await bot_runner.stop_all()
+
+
+@pytest.fixture
+def guild(fake_discord: FakeDiscord) -> FakeGuild:
+    return fake_discord.add_guild("Ashes of Ironhold")
+
+
+@pytest.fixture
+def dm(guild: FakeGuild) -> FakeMember:
+    return guild.add_member("dm", roles=[guild.add_role("Game Master", discord.Permissions(manage_guild=True))])
+
+
+@pytest.fixture
+def player(guild: FakeGuild) -> FakeMember:
+    return guild.add_member("player")
+
+
+@pytest.fixture
+async def bot(
+    fake_discord: FakeDiscord, bot_runner: BotRunner, memory: Memory, guild: FakeGuild, tmp_path: Path
+) -> LorekeeperBot:
+    started = await bot_runner.start(make_bot(fake_discord, memory, tmp_path))
+    assert isinstance(started, LorekeeperBot)
+    await started.tree.sync()  # globally, so every guild of a test sees the commands
+    return started
+
+
+@pytest.fixture
+async def ashes(
+    bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember
+) -> CampaignMemory:
+    """The guild's campaign "Ashes", created by the DM's command."""
+    await fake_discord.invoke("campaign create", {"name": "Ashes", "system": "D&D 5e"}, user_id=dm)
+    return await active(memory, guild)
+
+
+@pytest.fixture
+def review_channel(guild: FakeGuild) -> FakeChannel:
+    return guild.add_channel("dm-review", private=True)

@@ -2,53 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import discord
 import pytest
 
-from bot.app import LorekeeperBot, create_bot
-from bot.settings import Settings
+from bot.app import LorekeeperBot
 from memory.models import MAX_FACT_VALUE_CHARS, EntityIn, EntityType, Provenance, RelationshipIn, Source, Visibility
 from memory.store import CampaignMemory, Memory
 from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeDiscord, FakeGuild, FakeMember
+from tests.e2e.helpers import make_bot, modal_field, until_true
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
-
-
-def make_bot(fake: FakeDiscord, memory: Memory, tmp_path: Path, **settings: object) -> LorekeeperBot:
-    values = {"data_dir": tmp_path, "owner_ids": [fake.owner_id]} | settings
-    return create_bot(Settings(**values), memory, guild_ready_timeout=0.05)
-
-
-@pytest.fixture
-def guild(fake_discord: FakeDiscord) -> FakeGuild:
-    return fake_discord.add_guild("Ashes of Ironhold")
-
-
-@pytest.fixture
-def dm(guild: FakeGuild) -> FakeMember:
-    return guild.add_member("dm", roles=[guild.add_role("Game Master", discord.Permissions(manage_guild=True))])
-
-
-@pytest.fixture
-def player(guild: FakeGuild) -> FakeMember:
-    return guild.add_member("player")
-
-
-@pytest.fixture
-async def bot(
-    fake_discord: FakeDiscord, bot_runner: BotRunner, memory: Memory, guild: FakeGuild, tmp_path: Path
-) -> LorekeeperBot:
-    started = await bot_runner.start(make_bot(fake_discord, memory, tmp_path))
-    assert isinstance(started, LorekeeperBot)
-    await started.tree.sync()  # globally, so every guild of a test sees the commands
-    return started
 
 
 @pytest.fixture
@@ -810,14 +777,6 @@ async def test_list_pages_fill_to_the_limit_and_lose_no_entry(world, fake_discor
     assert all(line.endswith("…") for line in lines if line.startswith("**A"))  # description clipped to 80
 
 
-async def until_true(predicate: Callable[[], bool], within_s: float) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within_s
-    while not predicate():
-        assert loop.time() < deadline, f"not true after {within_s} s"
-        await asyncio.sleep(0.05)
-
-
 async def test_timed_out_buttons_are_removed(world, fake_discord: FakeDiscord, dm: FakeMember, monkeypatch) -> None:
     import bot.views as views
 
@@ -890,17 +849,6 @@ async def test_failing_autocomplete_answers_empty(world, fake_discord: FakeDisco
     assert await fake_discord.autocomplete("recap", {"session": "n"}, focused="session", user_id=dm) == []
 
 
-def _modal_field(modal: dict, custom_id: str) -> dict:
-    """A field of a modal, whatever layout discord.py gave it (action rows or labels)."""
-    stack = list(modal["components"])
-    while stack:
-        component = stack.pop()
-        if component.get("custom_id") == custom_id:
-            return component
-        stack += component.get("components", []) + ([component["component"]] if "component" in component else [])
-    raise LookupError(custom_id)
-
-
 async def test_describe_writes_several_lines_in_a_box_only_the_dm_may_submit(
     world, fake_discord: FakeDiscord, guild: FakeGuild, dm: FakeMember, player: FakeMember
 ) -> None:
@@ -909,7 +857,7 @@ async def test_describe_writes_several_lines_in_a_box_only_the_dm_may_submit(
 
     opened = await fake_discord.invoke("entity describe", {"name": "the red"}, user_id=dm)
     assert opened.modal is not None and opened.modal["title"] == "Describe Eldrinax"
-    field = _modal_field(opened.modal, "description")
+    field = modal_field(opened.modal, "description")
     assert field["style"] == 2 and field["value"] == "An ancient red dragon"  # a paragraph box, pre-filled
 
     notes = "An ancient red dragon.\nSleeps under Ironhold; wakes when the bells ring."

@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures shared from test_bot_entities are parameters here)
 """Campaigns, review, recall/recap, setup and sync end to end: real bot ↔ fake Discord ↔ embedded PostgreSQL."""
 
 from __future__ import annotations
@@ -18,32 +17,12 @@ from memory.models import EntityIn, EntityType, EntryIn, Provenance, Relationshi
 from memory.store import CampaignMemory, Memory
 from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeChannel, FakeDiscord, FakeGuild, FakeMember, FakeRole, Upload
-from tests.e2e.test_bot_entities import (  # noqa: F401  (shared fixtures)
-    _modal_field,
-    bot,
-    dm,
-    guild,
-    make_bot,
-    player,
-    until_true,
-)
+from tests.e2e.helpers import active, make_bot, modal_field, until_true
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
 EXAMPLE = Path(__file__).parents[2] / "campaigns" / "examples" / "sunken_crown.yaml"
 BROKEN = b"campaign:\n  name: Broken\nentities:\n  - name: Mira\n    type: npc\n  - name: Orrin\n    type: wizard\n"
-
-
-async def active(memory: Memory, guild: FakeGuild) -> CampaignMemory:
-    campaign = await memory.campaigns(guild.id).active()
-    assert campaign is not None
-    return memory.campaign(campaign.id)
-
-
-@pytest.fixture
-async def ashes(bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember):
-    await fake_discord.invoke("campaign create", {"name": "Ashes", "system": "D&D 5e"}, user_id=dm)
-    return await active(memory, guild)
 
 
 @pytest.fixture
@@ -470,10 +449,10 @@ async def test_review_edit_keeps_text_too_long_for_its_box(
         opened = await fake_discord.click(card, card["components"][0]["components"][1]["custom_id"], user_id=dm)
         assert opened.modal is not None
         # the DM changes nothing and submits what the form showed
-        values = {k: _modal_field(opened.modal, k).get("value") or "" for k in keys}
+        values = {k: modal_field(opened.modal, k).get("value") or "" for k in keys}
         done = await fake_discord.submit_modal(opened.modal["custom_id"], values, user_id=dm)
         assert done.callback_type == 7, done.texts()
-    kept = _modal_field(opened.modal, "value")
+    kept = modal_field(opened.modal, "value")
     assert "value" not in kept and kept["placeholder"].startswith("1,200 characters, too long for this box: kept")
     after = await ashes.graph.get_entity_by_id(mira.id)
     assert (after.status, after.description, sorted(after.aliases)) == (
@@ -641,11 +620,6 @@ async def test_review_button_from_another_guild_is_refused(
     clicked = await fake_discord.click(forged, forged["components"][0]["components"][0]["custom_id"])
     assert clicked.texts() == [f"no campaign with id {ashes.campaign_id}"]
     assert (await ashes.graph.get_entity_by_id(int(pending[0][1:]))).status == ReviewStatus.pending
-
-
-@pytest.fixture
-def review_channel(guild: FakeGuild) -> FakeChannel:
-    return guild.add_channel("dm-review", private=True)
 
 
 async def test_review_channel_is_one_everyone_cannot_view(

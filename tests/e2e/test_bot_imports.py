@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures shared from test_bot_entities are parameters here)
 """/campaign import and /review of an import batch end to end: real bot ↔ fake Discord ↔ embedded PostgreSQL."""
 
 from __future__ import annotations
@@ -10,7 +9,6 @@ import pytest
 from bot.app import LorekeeperBot
 from memory.store import Memory
 from tests.e2e.fake_discord import FakeDiscord, FakeGuild, FakeMember, Upload
-from tests.e2e.test_bot_entities import bot, dm, guild, make_bot, player  # noqa: F401  (shared fixtures)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 

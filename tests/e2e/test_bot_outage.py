@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures shared from test_bot_entities are parameters here)
 """The database goes away under a running bot: a command tells the user so, not that something went wrong.
 
 The bot here runs on its own embedded server under /tmp (the shared test server must never be stopped)."""
@@ -18,7 +17,7 @@ from memory.store import Memory
 from tests.conftest import TEST_EMBEDDING
 from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeDiscord, FakeGuild, FakeMember
-from tests.e2e.test_bot_entities import dm, guild, make_bot  # noqa: F401  (shared fixtures)
+from tests.e2e.helpers import make_bot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 

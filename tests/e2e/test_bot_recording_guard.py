@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (the shared fixtures are imported, then asked for by name)
 """/session and /campaign around a live recording: who may act on which campaign, and a database that goes away.
 
 The fake Discord has no voice, so a stand-in holds a real MemoryGuard as VoiceSession does; its stop() is
@@ -27,7 +26,6 @@ from memory.recorder import Utterance
 from memory.store import CampaignMemory, Memory
 from memory.voice.guard import MemoryGuard
 from tests.e2e.fake_discord import FakeChannel, FakeDiscord, FakeGuild, FakeMember
-from tests.e2e.test_bot_entities import bot, dm, guild, player  # noqa: F401  (shared fixtures)
 
 
 class Recording:

@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures shared from test_bot_entities and test_bot_flows are parameters here)
 """The review card's "Same as…" end to end: real bot ↔ fake Discord ↔ embedded PostgreSQL."""
 
 from __future__ import annotations
@@ -12,8 +11,7 @@ from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, Revi
 from memory.store import CampaignMemory, Memory
 from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeDiscord, FakeMember
-from tests.e2e.test_bot_entities import bot, dm, guild, make_bot, player  # noqa: F401  (shared fixtures)
-from tests.e2e.test_bot_flows import ashes  # noqa: F401  (shared fixture)
+from tests.e2e.helpers import make_bot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 

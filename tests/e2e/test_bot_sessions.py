@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures shared from test_bot_entities are parameters here)
 """/session through the real bot and the fake Discord: the checks before any voice work.
 
 The fake Discord server speaks no voice protocol (no voice gateway, no UDP, no DAVE) and sends no voice state
@@ -23,8 +22,6 @@ from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory
 from memory.voice.guard import GuardState, GuardStatus
 from tests.e2e.fake_discord import FakeChannel, FakeDiscord, FakeGuild, FakeMember
-from tests.e2e.test_bot_entities import bot, dm, guild, player  # noqa: F401  (shared fixtures)
-from tests.e2e.test_bot_flows import review_channel  # noqa: F401  (shared fixture)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 

@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures shared from test_bot_entities are parameters here)
 """Spools a crash (or a stop during a database outage) left behind are stored when the bot starts."""
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from memory.store import CampaignMemory, Memory
 from memory.voice.guard import Spool, end_marker_path, spool_path
 from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeDiscord, FakeGuild
-from tests.e2e.test_bot_entities import guild, make_bot  # noqa: F401  (shared fixtures)
+from tests.e2e.helpers import make_bot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 

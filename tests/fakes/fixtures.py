@@ -1,10 +1,4 @@
-"""Pytest fixtures for the fakes.
-
-Import them into a test module (or a conftest) to use them. The fixtures carry explicit names, so an
-alias keeps ruff's F811 quiet when a test takes the fixture as a parameter::
-
-    from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
-"""
+"""Pytest fixtures for the fakes; tests/conftest.py imports them, so every test may ask for them by name."""
 
 from __future__ import annotations
 

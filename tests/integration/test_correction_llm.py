@@ -12,7 +12,6 @@ import pytest_asyncio
 from memory.correction import EntityName, MatchSettings, Pipeline
 from memory.correction.llm import answer_cap
 from memory.providers.llm import OpenAILLM
-from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import ChatReply, FakeHTTPError, FakeOpenAI
 
 ENTITIES = [

@@ -13,7 +13,6 @@ from bench.correction import Case, llm_corrector, score_cases
 from bot.cli.correct import run
 from memory.correction import EntityName
 from memory.providers.llm import OpenAILLM
-from tests.fakes.fixtures import fake_openai_thread as fake_openai_thread_fixture  # noqa: F401
 from tests.fakes.openai_server import FakeHTTPError, FakeOpenAI
 
 ENTITIES = [EntityName(id=1, name="Yasha"), EntityName(id=2, name="Tary")]

@@ -9,7 +9,6 @@ import pytest_asyncio
 
 from memory import jobs
 from memory.providers.embeddings import EmbeddingError, EmbeddingUnavailable, OpenAIEmbedder, make_embedder
-from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import FakeHTTPError, FakeOpenAI
 
 Factory = Callable[..., OpenAIEmbedder]

@@ -40,7 +40,6 @@ from memory.providers.llm import LLMUnavailable, OpenAILLM
 from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory, Memory
 from memory.voice.guard import MemoryGuard
-from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import ChatReply, FakeOpenAI, FakeRawReply
 
 TRANSCRIPT = [

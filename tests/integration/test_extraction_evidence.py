@@ -13,7 +13,6 @@ from memory.extraction.llm import FENCE_CLOSE, FENCE_OPEN
 from memory.models import EntityIn, EntityType, EntryIn, ReviewStatus
 from memory.providers.llm import OpenAILLM
 from memory.store import CampaignMemory
-from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import FakeOpenAI
 
 INJECTION = (

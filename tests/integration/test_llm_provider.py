@@ -14,7 +14,6 @@ from pydantic import BaseModel
 from bot.settings import load_settings
 from memory.jobs import make_job_context
 from memory.providers.llm import DEFAULT_MAX_TOKENS, LLMError, LLMUnavailable, OpenAILLM
-from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import ChatReply, FakeHTTPError, FakeOpenAI, FakeRawReply
 
 

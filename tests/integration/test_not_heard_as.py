@@ -15,7 +15,6 @@ from memory.providers.embeddings import MiniLMEmbedder
 from memory.providers.llm import OpenAILLM
 from memory.recorder import CorrectionIndexCache, SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory, Memory
-from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import FakeOpenAI
 
 

@@ -12,7 +12,6 @@ import asyncpg
 from memory.db import create_pool
 from memory.models import ChunkIn, EntryIn
 from memory.store import Memory
-from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import FakeOpenAI
 
 

@@ -15,7 +15,6 @@ from memory.providers.embeddings import MiniLMEmbedder
 from memory.providers.llm import LLMUnavailable, OpenAILLM
 from memory.recorder import SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory, Memory
-from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import ChatReply, FakeHTTPError, FakeOpenAI
 
 TEXT = "We met Kwellow at the cistern."  # Quelloth misheard: a sound from it, not near enough for stage 1

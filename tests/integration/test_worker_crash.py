@@ -27,7 +27,6 @@ from memory.models import EntityIn, EntityType, EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.providers.llm import OpenAILLM
 from memory.store import CampaignMemory, Memory
-from tests.fakes.fixtures import fake_openai as fake_openai_fixture  # noqa: F401
 from tests.fakes.openai_server import FakeHTTPError, FakeOpenAI
 from tests.integration.processes import long_session
 
