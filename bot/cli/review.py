@@ -59,6 +59,7 @@ async def list_(ctx: click.Context, limit: int, campaign: str | None, as_json: b
         return
     rows = []
     for i in items:
+        # an item holds its entity or else its fact (ReviewItem names no type for either)
         prov = i.entity.provenance if i.entity else i.fact.provenance  # type: ignore[union-attr]
         said = f"{i.said.where()}: {i.said.speaker}: “{i.said.text}”" if i.said else ""
         said = f"({i.lines} lines) {said}" if i.lines > 1 else said

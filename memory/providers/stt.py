@@ -526,8 +526,8 @@ class DeepgramSTT:
                     finally:
                         sender.cancel()  # no-op once it has sent everything
                         await asyncio.wait([sender])
-                    if not sender.cancelled() and sender.exception() is not None:
-                        raise sender.exception()  # type: ignore[misc]
+                    if not sender.cancelled() and (failed := sender.exception()) is not None:
+                        raise failed
         except aiohttp.WSServerHandshakeError as exc:
             raise STTError(f"Deepgram refused the stream: HTTP {exc.status} {exc.message}") from exc
         except (aiohttp.ClientError, ConnectionError, TimeoutError) as exc:
