@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+from typing import Any
 
 import discord
 from discord import app_commands
@@ -27,7 +28,6 @@ from campaigns.files import CampaignFileError, dump_campaign_file, parse_campaig
 from campaigns.imports import FORMATS, MAX_IMPORT_BYTES, ImportFileError, read_import
 from campaigns.load import apply_campaign_file, export_campaign_file
 from campaigns.schema import CampaignHeader
-from cogs.sessions import Sessions
 from memory.campaigns import MAX_NAME, Campaigns
 from memory.db import transaction
 from memory.errors import MemoryError_
@@ -136,8 +136,9 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         )
 
     def _not_recording(self, interaction: discord.Interaction, campaign: Campaign) -> None:
-        sessions = self.bot.get_cog("Sessions")
-        recording = sessions.recording_into(guild_id_of(interaction)) if isinstance(sessions, Sessions) else None
+        # not isinstance: load_extension runs the cog's module anew, so an imported Sessions is another class
+        sessions: Any = self.bot.get_cog("Sessions")
+        recording = sessions.recording_into(guild_id_of(interaction)) if sessions is not None else None
         if recording is not None and recording.id == campaign.id:
             raise UserError(f"**{campaign.name}** is being recorded: /session stop first.")
 
