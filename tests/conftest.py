@@ -26,6 +26,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "pg_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.integration)
+
+
 _counter = itertools.count()
 
 
