@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import asyncpg
@@ -11,14 +12,13 @@ from memory.db import transaction
 from memory.errors import AlreadyExistsError, InvalidInputError
 from memory.graph.masking import Masking
 from memory.graph.names import Names
-from memory.graph.rules import keeping_old_name, new_names
+from memory.graph.rules import as_stated, keeping_old_name, keeping_unstated, new_names, vouched
 from memory.graph.took_part import link_to_recaps
 from memory.models import (
     Entity,
     EntityIn,
     EntityType,
     ReviewStatus,
-    Source,
     Visibility,
     check_attributes,
     clean_name,
@@ -123,51 +123,19 @@ class Entities(Names, Masking):
         not_heard_as: Sequence[str] | None = None,
     ) -> Entity:
         public = (visibility or current.visibility) == Visibility.public
-        renamed = False
         phrases = heard_as_phrases(list(heard_as)) if heard_as is not None else None
         refused = not_heard_as_phrases(list(not_heard_as)) if not_heard_as is not None else None
         if phrases is not None:  # gone before the names are checked: a phrase may become a name in the same edit
             await self.db.execute(
                 "DELETE FROM entity_heard_as WHERE campaign_id = $1 AND entity_id = $2", self.campaign_id, current.id
             )
-        if new_name is not None:
-            new_name = clean_name(new_name)
-            renamed = new_name.casefold() != current.name.casefold()
-            if renamed and aliases is None and public:
-                aliases = keeping_old_name(current, new_name)
-        cleaned_aliases = EntityIn(name="x", type=EntityType.npc, aliases=list(aliases)).aliases if aliases else []
-        to_check = [n for n in [new_name, *cleaned_aliases] if n]
-        await self._check_names_free(to_check, except_id=current.id)
-        attributes = check_attributes(attributes) if attributes else attributes
-        if description is not None:
-            try:
-                description = shown_text(storable(description))
-            except ValueError as exc:
-                raise InvalidInputError(f"description {exc}") from None
-        merged = attributes if replace_attributes else {**current.attributes, **(attributes or {})}
-        try:
-            await self.db.execute(
-                """
-                UPDATE entities SET name = coalesce($3, name), type = coalesce($4, type),
-                    description = coalesce($5, description), attributes = $6,
-                    visibility = coalesce($7, visibility), updated_at = now()
-                WHERE campaign_id = $1 AND id = $2
-                """,
-                self.campaign_id,
-                current.id,
-                new_name,
-                type,
-                description,
-                merged or {},
-                visibility,
-            )
-        except asyncpg.UniqueViolationError:
-            raise AlreadyExistsError(
-                f"an entity named {new_name!r} already exists", subject="entity", name=new_name
-            ) from None
-        if aliases is not None:
-            await self._set_aliases(current.id, cleaned_aliases)
-        if not public and renamed:  # what was said of it still says its old name
+        edit = _cleaned_edit(current, new_name, aliases, attributes, description, public=public)
+        await self._check_names_free([n for n in [edit.new_name, *edit.aliases] if n], except_id=current.id)
+        merged = edit.attributes if replace_attributes else {**current.attributes, **(edit.attributes or {})}
+        await self._write_fields(current.id, edit, type=type, attributes=merged or {}, visibility=visibility)
+        if edit.aliases_given:
+            await self._set_aliases(current.id, edit.aliases)
+        if not public and edit.renamed:  # what was said of it still says its old name
             await self._keep_masked(current.id, [current.name])
         elif public and current.visibility == Visibility.secret:  # no secret now: nor are the names it had
             await self.db.execute(
@@ -181,6 +149,37 @@ class Entities(Names, Masking):
             await self._check_not_heard_as(current.id)
         return await self.get_entity_by_id(current.id)
 
+    async def _write_fields(
+        self,
+        entity_id: int,
+        edit: _Edit,
+        *,
+        type: EntityType | None,
+        attributes: dict[str, Any],
+        visibility: Visibility | None,
+    ) -> None:
+        """Write an edit's name, type, description, attributes and visibility (None: left as they are)."""
+        try:
+            await self.db.execute(
+                """
+                UPDATE entities SET name = coalesce($3, name), type = coalesce($4, type),
+                    description = coalesce($5, description), attributes = $6,
+                    visibility = coalesce($7, visibility), updated_at = now()
+                WHERE campaign_id = $1 AND id = $2
+                """,
+                self.campaign_id,
+                entity_id,
+                edit.new_name,
+                type,
+                edit.description,
+                attributes,
+                visibility,
+            )
+        except asyncpg.UniqueViolationError:
+            raise AlreadyExistsError(
+                f"an entity named {edit.new_name!r} already exists", subject="entity", name=edit.new_name
+            ) from None
+
     async def upsert_entity(
         self, entity: EntityIn, *, renamed_from: str | None = None, keep: Collection[str] = ()
     ) -> tuple[Entity, Literal["created", "updated", "unchanged"], Entity | None]:
@@ -191,50 +190,17 @@ class Entities(Names, Masking):
         Bronze", an alias of Eldrinax, would rename, retype and strip Eldrinax. Nor one of its aliases: a new "Mira
         the Younger" with the alias "Mira" is not the Mira already known. ``keep`` names the fields of ``entity``
         its caller did not state: an entity already known keeps its own values of them."""
-        named, old = await self._named_for_file(entity.name, renamed_from)
-        if named is not None and old is not None and named.id != old.id:
-            raise AlreadyExistsError(
-                f"renamed_from: {old.name!r} cannot become {named.name!r}, which is another entity already"
-            )
-        current = named or old  # neither: a file made elsewhere, its entity is new here
-        if current is None:
+        current = await self._upserted_checked(entity.name, renamed_from)
+        if current is None:  # a file made elsewhere, its entity is new here
             return await self.add_entity(entity), "created", None
         before = current
         # The DM's word (a campaign file) on an entity still waiting for review accepts it, as it would a fact.
-        said_by_dm = entity.provenance.source in (Source.dm, Source.campaign_file) or entity.provenance.dm_confirmed
         accepted = False
-        if current.status == ReviewStatus.pending and said_by_dm:
+        if current.status == ReviewStatus.pending and vouched(entity.provenance):
             await self.set_entity_status(current.id, ReviewStatus.accepted, dm_confirmed=True)
             current, accepted = await self.get_entity_by_id(current.id), True
-        if keep:
-            kept = {field: getattr(current, field) for field in keep}
-            renamed = current.name.casefold() != entity.name.casefold()
-            if "aliases" in kept and renamed and kept.get("visibility", entity.visibility) == Visibility.public:
-                kept["aliases"] = keeping_old_name(current, entity.name)
-            if "aliases" in kept:  # renamed to one of its aliases: that is its name now
-                kept["aliases"] = [a for a in kept["aliases"] if a.casefold() != entity.name.casefold()]
-            entity = entity.model_copy(update=kept)
-        wanted = (
-            entity.name,
-            entity.type,
-            entity.description,
-            sorted(a.casefold() for a in entity.aliases),
-            entity.attributes,
-            entity.visibility,
-            sorted(h.casefold() for h in entity.heard_as),
-            sorted(h.casefold() for h in entity.not_heard_as),
-        )
-        have = (
-            current.name,
-            current.type,
-            current.description,
-            sorted(a.casefold() for a in current.aliases),
-            current.attributes,
-            current.visibility,
-            sorted(h.casefold() for h in current.heard_as),
-            sorted(h.casefold() for h in current.not_heard_as),
-        )
-        if wanted == have:
+        entity = keeping_unstated(current, entity, keep)
+        if as_stated(entity) == as_stated(current):
             return current, "updated" if accepted else "unchanged", before
         # not ``update_entity``: a file's names change many entities at once, their caller links them in one go
         async with transaction(self.db) as conn:
@@ -251,6 +217,15 @@ class Entities(Names, Masking):
                 not_heard_as=entity.not_heard_as,
             )
         return updated, "updated", before
+
+    async def _upserted_checked(self, name: str, renamed_from: str | None) -> Entity | None:
+        """:meth:`upserted`, refusing a ``renamed_from`` that would take the name of another entity."""
+        named, old = await self._named_for_file(name, renamed_from)
+        if named is not None and old is not None and named.id != old.id:
+            raise AlreadyExistsError(
+                f"renamed_from: {old.name!r} cannot become {named.name!r}, which is another entity already"
+            )
+        return named or old
 
     async def remove_entity(self, name: str | int) -> Entity:
         """Delete an entity (a name, an alias or its id) and every relationship touching it (the DM's decision,
@@ -292,3 +267,48 @@ class Entities(Names, Masking):
             pinned,
         )
         return status != "UPDATE 0"
+
+
+@dataclass
+class _Edit:
+    """An edit's fields, cleaned and checked (see :func:`_cleaned_edit`)."""
+
+    new_name: str | None
+    renamed: bool
+    aliases: list[str]
+    aliases_given: bool  # None: the aliases stay as they are
+    attributes: dict[str, Any] | None
+    description: str | None
+
+
+def _cleaned_edit(
+    current: Entity,
+    new_name: str | None,
+    aliases: Sequence[str] | None,
+    attributes: dict[str, Any] | None,
+    description: str | None,
+    *,
+    public: bool,
+) -> _Edit:
+    """The edit's fields as stored, or the first one refused. A public entity renamed keeps its old name as an alias
+    unless ``aliases`` says what they are (see :func:`keeping_old_name`)."""
+    renamed = False
+    if new_name is not None:
+        new_name = clean_name(new_name)
+        renamed = new_name.casefold() != current.name.casefold()
+        if renamed and aliases is None and public:
+            aliases = keeping_old_name(current, new_name)
+    cleaned_aliases = EntityIn(name="x", type=EntityType.npc, aliases=list(aliases)).aliases if aliases else []
+    if description is not None:
+        try:
+            description = shown_text(storable(description))
+        except ValueError as exc:
+            raise InvalidInputError(f"description {exc}") from None
+    return _Edit(
+        new_name=new_name,
+        renamed=renamed,
+        aliases=cleaned_aliases,
+        aliases_given=aliases is not None,
+        attributes=check_attributes(attributes) if attributes else attributes,
+        description=description,
+    )

@@ -13,7 +13,7 @@ import asyncpg
 from memory.db import transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.graph.lookup import EntityLookup
-from memory.graph.rules import SINGLE_VALUED, vouched
+from memory.graph.rules import SINGLE_VALUED, can_contradict, status_for, vouched
 from memory.graph.sql import (
     CONTRADICTED,
     REL_SELECT,
@@ -55,7 +55,27 @@ class Facts(EntityLookup):
             return await graph._ensure_relationship(rel)
 
     async def _ensure_relationship(self, rel: RelationshipIn) -> tuple[Relationship, bool]:
-        status = rel.status or self._status_for(rel.provenance)
+        status = rel.status or status_for(rel.provenance, self.accept_threshold)
+        existing = await self._current_copy(rel)
+        # However sure the extractor is, what was said at the table (a player's "Eldrinax is dead", maybe under the
+        # nickname "DM") does not end the DM's word by itself: the DM decides, in review. A waiting copy accepted
+        # now would be true from now (below).
+        guess = rel.status is None and status == ReviewStatus.accepted and not vouched(rel.provenance)
+        if guess and await self._would_close_vouched(rel, rel.provenance if existing is None else None):
+            status = ReviewStatus.pending
+        if existing is not None and (existing["status"] == "accepted" or status == ReviewStatus.pending):
+            return relationship_from_row(existing), False
+        if existing is not None:
+            return await self._accept_waiting(existing, rel), True
+        rel_id = await self._insert_fact(rel, status)
+        if rel_id is None:
+            return await self._ensure_relationship(rel)  # someone stored the same fact a moment ago: use theirs
+        if status == ReviewStatus.accepted:
+            await self.close_contradicted(rel_id)
+        return await self.get_relationship(rel_id), True
+
+    async def _current_copy(self, rel: RelationshipIn) -> asyncpg.Record | None:
+        """The current, not rejected copy of the fact ``rel`` states, the accepted one first, if one is stored."""
         query = f"""{REL_SELECT}
             WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.type = $3
               AND r.target_id IS NOT DISTINCT FROM $4 AND r.value IS NOT DISTINCT FROM $5
@@ -67,41 +87,38 @@ class Facts(EntityLookup):
             # a symmetric fact (allied_with) stated from the other end is the same fact; asked apart, so the usual
             # lookup keeps its index
             existing = await self.db.fetchrow(query, self.campaign_id, rel.target_id, rel.type, rel.source_id, None)
-        # However sure the extractor is, what was said at the table (a player's "Eldrinax is dead", maybe under the
-        # nickname "DM") does not end the DM's word by itself: the DM decides, in review. A waiting copy accepted
-        # now would be true from now (below).
-        guess = rel.status is None and status == ReviewStatus.accepted and not vouched(rel.provenance)
-        if guess and await self._would_close_vouched(rel, rel.provenance if existing is None else None):
-            status = ReviewStatus.pending
-        if existing is not None and (existing["status"] == "accepted" or status == ReviewStatus.pending):
-            return relationship_from_row(existing), False
-        if existing is not None:
-            # The same fact waits for review and now arrives accepted (the DM, a campaign file): accept the
-            # waiting one rather than keep two current copies.
-            # The new source vouches for it; where it was said (session, lines, time) stays, for recall to cite.
-            said = relationship_from_row(existing).provenance
-            kept = {key: getattr(said, key) for key in ("session_id", "timestamp", "entry_ids") if getattr(said, key)}
-            # And it says who may see it: a waiting fact heard at the table is public until then. It is true from
-            # now: the DM's word settles it, where a fact accepted since (a move) would otherwise close it at once.
-            await self.db.execute(
-                """
-                UPDATE relationships SET status = 'accepted', provenance = $3, visibility = $4,
-                    valid_from = greatest(valid_from, now())
-                WHERE campaign_id = $1 AND id = $2
-                """,
-                self.campaign_id,
-                existing["id"],
-                {**rel.provenance.model_dump(mode="json"), **kept},
-                rel.visibility,
-            )
-            await self.close_contradicted(existing["id"])
-            return await self.get_relationship(existing["id"]), True
+        return existing
+
+    async def _accept_waiting(self, existing: asyncpg.Record, rel: RelationshipIn) -> Relationship:
+        """The same fact waits for review and now arrives accepted (the DM, a campaign file): accept the waiting one
+        rather than keep two current copies. The new source vouches for it; where it was said (session, lines,
+        time) stays, for recall to cite."""
+        said = relationship_from_row(existing).provenance
+        kept = {key: getattr(said, key) for key in ("session_id", "timestamp", "entry_ids") if getattr(said, key)}
+        # And it says who may see it: a waiting fact heard at the table is public until then. It is true from
+        # now: the DM's word settles it, where a fact accepted since (a move) would otherwise close it at once.
+        await self.db.execute(
+            """
+            UPDATE relationships SET status = 'accepted', provenance = $3, visibility = $4,
+                valid_from = greatest(valid_from, now())
+            WHERE campaign_id = $1 AND id = $2
+            """,
+            self.campaign_id,
+            existing["id"],
+            {**rel.provenance.model_dump(mode="json"), **kept},
+            rel.visibility,
+        )
+        await self.close_contradicted(existing["id"])
+        return await self.get_relationship(existing["id"])
+
+    async def _insert_fact(self, rel: RelationshipIn, status: ReviewStatus) -> int | None:
+        """Store a new fact; None if the same fact was stored a moment ago by another writer."""
         try:
             async with transaction(self.db) as conn:  # a savepoint: a lost race must not abort the caller's work
                 # True from when it was said, if heard in a session (an older session imported late must not
                 # outdate what is known since: accepted, it is history); else from now. Of two facts an untimed
                 # transcript gives, the one said later holds whichever the DM accepts first.
-                rel_id = await conn.fetchval(
+                rel_id: int = await conn.fetchval(
                     f"""
                 INSERT INTO relationships (campaign_id, source_id, type, target_id, value, attributes, visibility,
                                            status, provenance, valid_from)
@@ -119,24 +136,17 @@ class Facts(EntityLookup):
                     rel.provenance.model_dump(mode="json"),
                 )
         except asyncpg.UniqueViolationError:
-            return await self._ensure_relationship(rel)  # someone stored the same fact a moment ago: use theirs
+            return None
         except asyncpg.ForeignKeyViolationError:
             raise NotFoundError("the relationship names an entity that is not in this campaign") from None
         except asyncpg.CheckViolationError:
             raise InvalidInputError("a relationship needs either a target entity or a value, not both") from None
-        if status == ReviewStatus.accepted:
-            await self.close_contradicted(rel_id)
-        return await self.get_relationship(rel_id), True
-
-    def _status_for(self, provenance: Provenance) -> ReviewStatus:
-        if vouched(provenance):
-            return ReviewStatus.accepted
-        return ReviewStatus.accepted if provenance.confidence >= self.accept_threshold else ReviewStatus.pending
+        return rel_id
 
     async def _would_close_vouched(self, rel: RelationshipIn, said: Provenance | None) -> bool:
         """Whether ``rel``, accepted as true from when ``said`` says (None: from now), would close a fact the DM
         vouched for (see :func:`vouched`), by :meth:`close_contradicted`'s rule."""
-        if rel.value is None and rel.type not in SINGLE_VALUED:
+        if not can_contradict(rel.type, rel.value):
             return False
         return bool(
             await self.db.fetchval(
@@ -162,7 +172,7 @@ class Facts(EntityLookup):
         by when each became true: older ones are closed; if a newer one exists, ``rel_id`` itself is history
         (accepting an old "alive" must not undo a later "dead"). Returns the ids closed."""
         rel = await self.get_relationship(rel_id)
-        if rel.value is None and rel.type not in SINGLE_VALUED:
+        if not can_contradict(rel.type, rel.value):
             return []
         single = rel.type in SINGLE_VALUED
         args = (self.campaign_id, rel.id, rel.source_id, rel.type, rel.target_id, rel.value, rel.valid_from, single)
@@ -299,7 +309,7 @@ class Facts(EntityLookup):
                 f"{await self._not_found_message(target)}, and {s.name} has no {rel_type!r} fact of that value"
             )
         if not rows:
-            raise NotFoundError(f"{s.name} has no {rel_type!r} relationship to {t.name}")
+            raise NotFoundError(f"{s.name} has no {rel_type!r} relationship to {t.name if t else target}")
         removed: list[Relationship] = []
         reopened: list[int] = []
         doomed = {row["id"] for row in rows}  # newest first: "dead" closed by "Dead", both removed, reopen "alive"

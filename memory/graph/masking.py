@@ -8,19 +8,12 @@ import re
 from collections.abc import Iterable, Sequence
 
 from memory.graph.lookup import EntityLookup
+from memory.graph.rules import names_to_mask
 from memory.models import (
     Visibility,
 )
 
-#: A word of a secret name rarer than this in English (Zipf: "holt" 3.7, "pale" 4.1) names the entity alone.
-_NAMING_ZIPF = 4.0
-
-
 _WORD_RUN = re.compile(r"\w+")
-
-
-def _words(name: str) -> list[str]:
-    return re.findall(r"\w+", name.casefold())
 
 
 class SecretMask:
@@ -96,14 +89,7 @@ class Masking(EntityLookup):
             """,
             self.campaign_id,
         )
-        # a name a public entity or an alias bears now is players' to read, whatever once bore it
-        readable = {r["name"].casefold() for r in rows if not r["secret"]}
-        secret = [r["name"] for r in rows if r["secret"] and r["name"].casefold() not in readable]
-        shown = {w for r in rows if not r["secret"] for w in _words(r["name"])}
-        own = {
-            w for name in secret for w in _words(name) if len(w) >= 3 and w not in shown and word_zipf(w) < _NAMING_ZIPF
-        }
-        return SecretMask([*secret, *own])
+        return SecretMask(names_to_mask([(r["name"], r["secret"]) for r in rows], word_zipf))
 
     async def hidden_names(self) -> dict[int | None, list[str]]:
         """The names players never read that no secret entity bears as its name (see migration 0008), by the secret

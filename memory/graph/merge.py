@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import asyncpg
+
 from memory.db import transaction
-from memory.errors import InvalidInputError
 from memory.graph.entities import Entities
 from memory.graph.facts import Facts
-from memory.graph.rules import SINGLE_VALUED, copy_rank, removed_heard_as
+from memory.graph.rules import (
+    FactCopy,
+    MergePlan,
+    can_contradict,
+    copy_rank,
+    hidden_by_merge,
+    merge_drops,
+    new_never_heard_as,
+    plan_merge,
+)
 from memory.graph.took_part import link_to_recaps
 from memory.models import (
-    MAX_ALIASES,
-    MAX_HEARD_AS,
+    Entity,
     MergeResult,
     ReviewStatus,
     Visibility,
@@ -46,34 +57,61 @@ class Merging(Entities, Facts):
 
     async def _merge_entities(self, source: str | int, into: str | int) -> MergeResult:
         s, t = await self._entity(source), await self._entity(into)
-        if s.id == t.id:
-            if str(source).strip().casefold() == str(into).strip().casefold():
-                raise InvalidInputError(f"cannot merge {t.name!r} into itself: name two entities")
-            raise InvalidInputError(f"{source!r} and {into!r} both name {t.name!r}: nothing to merge")
-        hide = s.visibility == Visibility.secret and t.visibility == Visibility.public
-        known = {n.casefold() for n in [t.name, *t.aliases]}
-        names = list(dict.fromkeys(n for n in [s.name, *s.aliases] if n.casefold() not in known))
-        if not hide and len(t.aliases) + len(names) > MAX_ALIASES:
-            # refused before anything changes: over the cap, the merged entity could not even be renamed
-            raise InvalidInputError(
-                f"merged, {t.name} would have {len(t.aliases) + len(names)} aliases ({len(t.aliases)} of its own, "
-                f"{len(names)} from {s.name}), more than the {MAX_ALIASES} allowed: edit the aliases of either down "
-                "to the names the table uses, then merge again"
+        plan = plan_merge(s, t, source, into)
+        counts = await self._move_facts(s, t, plan.hide)
+        if t.status == ReviewStatus.pending and s.status == ReviewStatus.accepted:
+            await self.set_entity_status(t.id, ReviewStatus.accepted, dm_confirmed=True)
+        await self.db.execute(
+            """
+            UPDATE entities SET description = CASE WHEN description = '' THEN $3 ELSE description END,
+                attributes = $4::jsonb || attributes, updated_at = now()
+            WHERE campaign_id = $1 AND id = $2
+            """,
+            self.campaign_id,
+            t.id,
+            "" if plan.hide else s.description,
+            {} if plan.hide else s.attributes,
+        )
+        await self._move_mentions(s.id, t.id)
+        await self._move_phrases(s.id, t.id)
+        await self.db.execute(
+            "DELETE FROM review_posted WHERE campaign_id = $1 AND kind = 'entity' AND item_id = $2",
+            self.campaign_id,
+            s.id,
+        )
+        hidden = await self._mask_merged(s, t, plan)
+        await self.db.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, s.id)
+        if not plan.hide and plan.names:
+            await self.db.executemany(
+                "INSERT INTO entity_aliases (campaign_id, entity_id, alias) VALUES ($1, $2, $3)",
+                [(self.campaign_id, t.id, n) for n in plan.names],
             )
-        if (heard := len({h.casefold() for h in [*t.heard_as, *s.heard_as]})) > MAX_HEARD_AS:
-            # as for aliases: the phrases move to ``into``, which could then not be edited but to drop some
-            raise InvalidInputError(
-                f"merged, {t.name} would have {heard} heard-as phrases ({len(t.heard_as)} of its own, "
-                f"{len(s.heard_as)} from {s.name}), more than the {MAX_HEARD_AS} allowed: edit those of either down "
-                "to what the recogniser writes, then merge again"
-            )
-        if (unheard := len({h.casefold() for h in [*t.not_heard_as, *s.not_heard_as]})) > MAX_HEARD_AS:
-            raise InvalidInputError(
-                f"merged, {t.name} would have {unheard} not-heard-as phrases ({len(t.not_heard_as)} of its own, "
-                f"{len(s.not_heard_as)} from {s.name}), more than the {MAX_HEARD_AS} allowed: edit those of either "
-                "down, then merge again"
-            )
-        moved = dropped = loops = made_secret = 0
+        await self._check_not_heard_as(t.id)  # ``source``'s names may be what ``into`` is never heard as
+        # lines may say them as ``into``'s name now: those corrected to ``into`` say ``source``'s phrases, and those
+        # corrected to ``source`` (moved to ``into`` above) ``into``'s
+        if new_never := new_never_heard_as(s, t):
+            from memory.jobs import enqueue_restoration  # the jobs build on this module
+
+            await enqueue_restoration(self.db, self.campaign_id, t.id, new_never, any_stage=True)
+        description_dropped, attributes_dropped = merge_drops(s, t, plan.hide)
+        return MergeResult(
+            entity=await self.get_entity_by_id(t.id),
+            merged=s,
+            facts_moved=counts.moved,
+            duplicates_dropped=counts.dropped,
+            self_loops_dropped=counts.loops,
+            facts_made_secret=counts.made_secret,
+            aliases_added=[] if plan.hide else plan.names,
+            aliases_hidden=hidden,
+            names_withheld=plan.names if plan.hide else [],
+            description_dropped=description_dropped,
+            attributes_dropped=attributes_dropped,
+        )
+
+    async def _move_facts(self, s: Entity, t: Entity, hide: bool) -> _Moved:
+        """Every fact of ``s`` made ``t``'s: one between the two dropped, one ``t`` has already kept once (the
+        better copy), each made secret if ``hide``."""
+        counts = _Moved()
         rows = await self.db.fetch(
             """
             SELECT id, source_id, target_id, type, value, status, visibility, provenance, valid_from, valid_to
@@ -89,87 +127,85 @@ class Merging(Entities, Facts):
                 await self.db.execute(
                     "DELETE FROM relationships WHERE campaign_id = $1 AND id = $2", self.campaign_id, row["id"]
                 )
-                loops += 1
+                counts.loops += 1
                 continue
             secret = hide and row["visibility"] == Visibility.public
-            made_secret += secret
-            keep = row
-            copy = None
-            if row["valid_to"] is None and row["status"] != ReviewStatus.rejected:
-                copy = await self.db.fetchrow(
-                    """
-                    SELECT id, status, visibility, provenance, valid_from FROM relationships
-                    WHERE campaign_id = $1 AND source_id = $2 AND type = $3 AND target_id IS NOT DISTINCT FROM $4
-                      AND value IS NOT DISTINCT FROM $5 AND valid_to IS NULL AND status <> 'rejected'
-                    """,
-                    self.campaign_id,
-                    src,
-                    row["type"],
-                    dst,
-                    row["value"],
-                )
-            if copy is not None:
-                keep, drop = sorted((row, copy), key=copy_rank)
-                await self.db.execute(
-                    "DELETE FROM relationships WHERE campaign_id = $1 AND id = $2", self.campaign_id, drop["id"]
-                )
-                await self.db.execute(
-                    "UPDATE relationships SET superseded_by = $3 WHERE campaign_id = $1 AND superseded_by = $2",
-                    self.campaign_id,
-                    drop["id"],
-                    keep["id"],
-                )
-                folded = {**drop["provenance"], "id": drop["id"], "status": drop["status"]}
-                merged = [*keep["provenance"].get("merged", []), folded]
-                await self.db.execute(
-                    """
-                    UPDATE relationships SET provenance = provenance || jsonb_build_object('merged', $3::jsonb),
-                        visibility = CASE WHEN $4 THEN 'secret' ELSE visibility END
-                    WHERE campaign_id = $1 AND id = $2
-                    """,
-                    self.campaign_id,
-                    keep["id"],
-                    merged,
-                    secret or drop["visibility"] == Visibility.secret,
-                )
-                dropped += 1
-            else:
-                moved += 1
+            counts.made_secret += secret
+            copy = await self._copy_in_into(row, src, dst)
+            keep = row if copy is None else await self._fold_copies(row, copy, secret)
+            counts.dropped += copy is not None
+            counts.moved += copy is None
             if keep is row:
-                await self.db.execute(
-                    """
-                    UPDATE relationships SET source_id = $3, target_id = $4,
-                        visibility = CASE WHEN $5 THEN 'secret' ELSE visibility END
-                    WHERE campaign_id = $1 AND id = $2
-                    """,
-                    self.campaign_id,
-                    row["id"],
-                    src,
-                    dst,
-                    secret,
-                )
-                # "lives_in" of each: one stays current (only a value or a single-valued edge contradicts: the
-                # rest would be a query each for nothing, thousands for a busy entity)
-                if (
-                    row["status"] == ReviewStatus.accepted
-                    and row["valid_to"] is None
-                    and (row["value"] is not None or row["type"] in SINGLE_VALUED)
-                ):
-                    await self.close_contradicted(row["id"])
-        if t.status == ReviewStatus.pending and s.status == ReviewStatus.accepted:
-            await self.set_entity_status(t.id, ReviewStatus.accepted, dm_confirmed=True)
+                await self._move_fact(row, src, dst, secret)
+        return counts
+
+    async def _copy_in_into(self, row: asyncpg.Record, src: int, dst: int | None) -> asyncpg.Record | None:
+        """The current copy of the fact ``row`` would be once moved to ``src`` → ``dst``, if one is stored."""
+        if row["valid_to"] is not None or row["status"] == ReviewStatus.rejected:
+            return None
+        return await self.db.fetchrow(
+            """
+            SELECT id, status, visibility, provenance, valid_from FROM relationships
+            WHERE campaign_id = $1 AND source_id = $2 AND type = $3 AND target_id IS NOT DISTINCT FROM $4
+              AND value IS NOT DISTINCT FROM $5 AND valid_to IS NULL AND status <> 'rejected'
+            """,
+            self.campaign_id,
+            src,
+            row["type"],
+            dst,
+            row["value"],
+        )
+
+    async def _fold_copies(self, row: asyncpg.Record, copy: asyncpg.Record, secret: bool) -> asyncpg.Record:
+        """Keep the better of two copies of one fact (:func:`copy_rank`), the other's provenance under "merged";
+        returns the one kept."""
+        keep, drop = sorted((row, copy), key=lambda r: copy_rank(FactCopy(**{k: r[k] for k in FactCopy.model_fields})))
+        await self.db.execute(
+            "DELETE FROM relationships WHERE campaign_id = $1 AND id = $2", self.campaign_id, drop["id"]
+        )
+        await self.db.execute(
+            "UPDATE relationships SET superseded_by = $3 WHERE campaign_id = $1 AND superseded_by = $2",
+            self.campaign_id,
+            drop["id"],
+            keep["id"],
+        )
+        folded = {**drop["provenance"], "id": drop["id"], "status": drop["status"]}
+        merged = [*keep["provenance"].get("merged", []), folded]
         await self.db.execute(
             """
-            UPDATE entities SET description = CASE WHEN description = '' THEN $3 ELSE description END,
-                attributes = $4::jsonb || attributes, updated_at = now()
+            UPDATE relationships SET provenance = provenance || jsonb_build_object('merged', $3::jsonb),
+                visibility = CASE WHEN $4 THEN 'secret' ELSE visibility END
             WHERE campaign_id = $1 AND id = $2
             """,
             self.campaign_id,
-            t.id,
-            "" if hide else s.description,
-            {} if hide else s.attributes,
+            keep["id"],
+            merged,
+            secret or drop["visibility"] == Visibility.secret,
         )
-        # Where it was said: chunks found by entity, the corrections that named it.
+        return keep
+
+    async def _move_fact(self, row: asyncpg.Record, src: int, dst: int | None, secret: bool) -> None:
+        await self.db.execute(
+            """
+            UPDATE relationships SET source_id = $3, target_id = $4,
+                visibility = CASE WHEN $5 THEN 'secret' ELSE visibility END
+            WHERE campaign_id = $1 AND id = $2
+            """,
+            self.campaign_id,
+            row["id"],
+            src,
+            dst,
+            secret,
+        )
+        # "lives_in" of each: one stays current (only a value or a single-valued edge contradicts: the rest would be
+        # a query each for nothing, thousands for a busy entity)
+        current = row["status"] == ReviewStatus.accepted and row["valid_to"] is None
+        if current and can_contradict(row["type"], row["value"]):
+            await self.close_contradicted(row["id"])
+
+    async def _move_mentions(self, source_id: int, into_id: int) -> None:
+        """Where ``source`` was said becomes where ``into`` was: chunks found by entity, the mention index, the
+        corrections that named it."""
         await self.db.execute(
             """
             UPDATE chunks SET entity_ids = ARRAY(
@@ -179,8 +215,8 @@ class Merging(Entities, Facts):
             WHERE campaign_id = $1 AND entity_ids @> ARRAY[$2::bigint]
             """,
             self.campaign_id,
-            s.id,
-            t.id,
+            source_id,
+            into_id,
         )
         await self.db.execute(  # the mention index (memory.mentions): the folded copy's rows go with it
             """
@@ -189,8 +225,8 @@ class Merging(Entities, Facts):
             ON CONFLICT DO NOTHING
             """,
             self.campaign_id,
-            s.id,
-            t.id,
+            source_id,
+            into_id,
         )
         await self.db.execute(
             """
@@ -203,17 +239,19 @@ class Merging(Entities, Facts):
               AND corrections @> jsonb_build_array(jsonb_build_object('entity_id', $2::bigint))
             """,
             self.campaign_id,
-            s.id,
-            t.id,
+            source_id,
+            into_id,
         )
-        # what the recogniser writes for its name is now said of ``into``
+
+    async def _move_phrases(self, source_id: int, into_id: int) -> None:
+        """What the recogniser writes for ``source``'s name is now said of ``into``, and what it writes that is never
+        the name (each phrase once)."""
         await self.db.execute(
             "UPDATE entity_heard_as SET entity_id = $3 WHERE campaign_id = $1 AND entity_id = $2",
             self.campaign_id,
-            s.id,
-            t.id,
+            source_id,
+            into_id,
         )
-        # ... and what it writes that is never the name (each phrase once)
         await self.db.execute(
             """
             UPDATE entity_not_heard_as n SET entity_id = $3 WHERE campaign_id = $1 AND entity_id = $2
@@ -221,58 +259,34 @@ class Merging(Entities, Facts):
                               WHERE m.entity_id = $3 AND lower(m.phrase) = lower(n.phrase))
             """,
             self.campaign_id,
+            source_id,
+            into_id,
+        )
+
+    async def _mask_merged(self, s: Entity, t: Entity, plan: MergePlan) -> list[str]:
+        """Keep from players the names of ``s`` they must not read (see :func:`hidden_by_merge`); returns those
+        hidden while ``t`` stays secret."""
+        if plan.hide:  # what was said of it still says its name: no alias of ``into``, it stays hidden for good
+            await self._keep_masked(None, [s.name])
+            return []
+        if t.visibility != Visibility.secret:
+            return []
+        hidden = hidden_by_merge(s, t, plan.names)
+        await self.db.execute(
+            "UPDATE masked_names SET entity_id = $3 WHERE campaign_id = $1 AND entity_id = $2",
+            self.campaign_id,
             s.id,
             t.id,
         )
-        await self.db.execute(
-            "DELETE FROM review_posted WHERE campaign_id = $1 AND kind = 'entity' AND item_id = $2",
-            self.campaign_id,
-            s.id,
-        )
-        hidden: list[str] = []
-        if hide:  # what was said of it still says its name: no alias of ``into``, it stays hidden for good
-            await self._keep_masked(None, [s.name])
-        elif t.visibility == Visibility.secret:
-            # players read a secret entity's aliases, but not, while it stays secret, the name of one merged into it
-            # (as if that one were made secret), nor a proposal's aliases, which they never read
-            hidden = [n for n in names if n == s.name or s.status != ReviewStatus.accepted]
-            await self.db.execute(
-                "UPDATE masked_names SET entity_id = $3 WHERE campaign_id = $1 AND entity_id = $2",
-                self.campaign_id,
-                s.id,
-                t.id,
-            )
-            await self._keep_masked(t.id, hidden)
-        await self.db.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, s.id)
-        if not hide and names:
-            await self.db.executemany(
-                "INSERT INTO entity_aliases (campaign_id, entity_id, alias) VALUES ($1, $2, $3)",
-                [(self.campaign_id, t.id, n) for n in names],
-            )
-        await self._check_not_heard_as(t.id)  # ``source``'s names may be what ``into`` is never heard as
-        # lines may say them as ``into``'s name now: those corrected to ``into`` say ``source``'s phrases, and those
-        # corrected to ``source`` (moved to ``into`` above) ``into``'s
-        if new_never := [
-            *removed_heard_as(s.not_heard_as, t.not_heard_as),
-            *removed_heard_as(t.not_heard_as, s.not_heard_as),
-        ]:
-            from memory.jobs import enqueue_restoration  # the jobs build on this module
+        await self._keep_masked(t.id, hidden)
+        return hidden
 
-            await enqueue_restoration(self.db, self.campaign_id, t.id, new_never, any_stage=True)
-        return MergeResult(
-            entity=await self.get_entity_by_id(t.id),
-            merged=s,
-            facts_moved=moved,
-            duplicates_dropped=dropped,
-            self_loops_dropped=loops,
-            facts_made_secret=made_secret,
-            aliases_added=[] if hide else names,
-            aliases_hidden=hidden,
-            names_withheld=names if hide else [],
-            description_dropped=s.description
-            if not hide and t.description and s.description.strip() != t.description.strip()
-            else "",
-            attributes_dropped={}
-            if hide
-            else {k: v for k, v in s.attributes.items() if k in t.attributes and t.attributes[k] != v},
-        )
+
+@dataclass
+class _Moved:
+    """What :meth:`Merging._move_facts` did, counted."""
+
+    moved: int = 0
+    dropped: int = 0
+    loops: int = 0
+    made_secret: int = 0

@@ -99,6 +99,20 @@ class Names(EntityLookup):
         if not phrases:
             return
         await self.lock()  # as for names: two writers checking at once would both find a phrase free
+        await self._check_heard_as_free(entity_id, phrases)
+        await self.db.executemany(
+            "INSERT INTO entity_heard_as (campaign_id, entity_id, phrase) VALUES ($1, $2, $3)",
+            [(self.campaign_id, entity_id, p) for p in phrases],
+        )
+        old = {h.casefold() for h in had}
+        if new := [p for p in phrases if p.casefold() not in old]:
+            from memory.jobs import enqueue_recorrection  # the jobs build on this module
+
+            await enqueue_recorrection(self.db, self.campaign_id, new)
+
+    async def _check_heard_as_free(self, entity_id: int, phrases: Sequence[str]) -> None:
+        """Refuse a heard-as phrase that is another entity's name, alias or heard-as phrase, spacing and punctuation
+        aside, or the entity's own name or alias as written."""
         # Spacing and punctuation aside, as the matcher reads them: "iron hold" is another's name, Ironhold, which
         # wins there ("frump kin" of Frumpkin itself is only said again). A scan of the campaign's names (no index
         # holds them so): a heard-as edit is rare.
@@ -137,15 +151,6 @@ class Names(EntityLookup):
                 f"heard as: {row['phrase']!r} is read as {row['used']!r}, spacing and punctuation aside, which is "
                 f"{what} {row['name']!r}"
             )
-        await self.db.executemany(
-            "INSERT INTO entity_heard_as (campaign_id, entity_id, phrase) VALUES ($1, $2, $3)",
-            [(self.campaign_id, entity_id, p) for p in phrases],
-        )
-        old = {h.casefold() for h in had}
-        if new := [p for p in phrases if p.casefold() not in old]:
-            from memory.jobs import enqueue_recorrection  # the jobs build on this module
-
-            await enqueue_recorrection(self.db, self.campaign_id, new)
 
     async def _set_not_heard_as(
         self, entity_id: int, phrases: Sequence[str], *, had: Sequence[str] = (), restore: bool = True

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from memory.errors import InvalidInputError, NotFoundError
 from memory.graph.lookup import EntityLookup
+from memory.graph.rules import players_see
 from memory.graph.sql import (
     ENTITY_SELECT,
     REL_SELECT,
@@ -23,7 +24,6 @@ from memory.models import (
     PathStep,
     PromptEntity,
     Relationship,
-    ReviewStatus,
     Visibility,
 )
 
@@ -85,7 +85,7 @@ class Reading(EntityLookup):
             for r in await self.relationships_of(entity_id, include_secret=include_secret, include_history=True)
             if r.valid_to is not None
         ]
-        said_in = {r.provenance.session_id for r in past} - {None}
+        said_in = {r.provenance.session_id for r in past if r.provenance.session_id is not None}
         rows = await self.db.fetch(
             "SELECT id, title FROM sessions WHERE campaign_id = $1 AND id = ANY($2::bigint[])",
             self.campaign_id,
@@ -99,7 +99,7 @@ class Reading(EntityLookup):
         """The visible subgraph around an entity: its current relationships up to ``depth`` hops and the
         entities they reach. Secret entities and facts are left out unless ``include_secret``."""
         entity = await self.get_entity(name)
-        if not include_secret and (entity.visibility == Visibility.secret or entity.status != ReviewStatus.accepted):
+        if not include_secret and not players_see(entity):
             raise NotFoundError(await self._not_found_message(name))
         steps = await self.traverse(entity.id, max_depth=depth, include_secret=include_secret)
         ids = [entity.id, *(s.entity_id for s in steps)]

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncpg
 
-from memory.graph.rules import SINGLE_VALUED
+from memory.graph.rules import SINGLE_VALUED, VOUCHING_SOURCES
 from memory.models import (
     Entity,
+    Provenance,
     Relationship,
 )
 
@@ -98,6 +99,7 @@ def relationship_from_row(row: asyncpg.Record) -> Relationship:
 #: The accepted, current facts that a fact ($3 —$4→ target $5 or value $6; $8: of a single-valued type) contradicts,
 #: but itself ($2). An attribute fact contradicts the other values of its type, a single-valued edge the other edges
 #: and values of its type ("home: the road" closes "home Caddo Keep"): "knows: Elvish" does not close "knows Bob".
+#: :func:`memory.graph.rules.contradicts` in Python; callers ask only when :func:`~memory.graph.rules.can_contradict`.
 CONTRADICTED = """
     campaign_id = $1 AND id IS DISTINCT FROM $2 AND source_id = $3 AND type = $4 AND status = 'accepted'
     AND valid_to IS NULL AND (target_id IS DISTINCT FROM $5 OR value IS DISTINCT FROM $6)
@@ -130,8 +132,9 @@ def bare(text: str) -> str:
     return f"regexp_replace(normalize(lower({text}), NFKD), '[^[:alnum:]]+', '', 'g')"
 
 
-#: :func:`vouched`, in SQL.
-VOUCHED = """(provenance ->> 'source' IN ('dm', 'campaign_file')
+#: :func:`memory.graph.rules.vouched`, in SQL, from the same sources and the model's default one.
+VOUCHED = f"""(coalesce(provenance ->> 'source', '{Provenance().source.value}')
+                   IN ({", ".join(f"'{s.value}'" for s in VOUCHING_SOURCES)})
                OR coalesce((provenance ->> 'dm_confirmed')::boolean, false))"""
 
 

@@ -17,7 +17,7 @@ from memory.correction.text import normalize, spaced_form
 from memory.gazetteer import Gazetteer
 from memory.graph.lookup import EntityLookup
 from memory.mentions import index_lines
-from memory.models import EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
+from memory.models import Entity, EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
 from memory.session_log import SessionLog
 
 #: Entities looked for by one full-text query: a campaign file may add thousands at once.
@@ -52,21 +52,7 @@ async def link_to_recaps(
     for the 1,269 of a campaign file loaded after the sessions, 49,000 links."""
     if not entity_ids:
         return 0
-    recaps: dict[int, int] = {
-        r["session_id"]: r["event_id"]
-        for r in await graph.db.fetch(
-            """
-            SELECT s.id AS session_id, e.id AS event_id FROM sessions s
-            JOIN entities e ON e.campaign_id = s.campaign_id AND e.type = 'event'
-                AND e.provenance ->> 'source' = 'inferred' AND e.provenance ->> 'session_id' = s.id::text
-            WHERE s.campaign_id = $1 AND s.ended_at IS NOT NULL AND s.summary IS NOT NULL
-                AND ($2::bigint[] IS NULL OR s.id = ANY($2::bigint[]))
-            ORDER BY e.id
-            """,
-            graph.campaign_id,
-            None if sessions is None else list(sessions),
-        )
-    }
+    recaps = await _recaps(graph, sessions)
     accepted = await graph.list_entities() if recaps else []
     wanted = set(entity_ids)
     targets = [e for e in accepted if e.id in wanted and e.type != EntityType.event]
@@ -78,16 +64,9 @@ async def link_to_recaps(
         gazetteer = Gazetteer(accepted)  # here, in the thread: 0.7 s for 20,000 entities
         return {(i, e.session_id, e.id) for e in entries for i in gazetteer.mentioned_ids(e) if i in ids}
 
-    log = SessionLog(graph.db, graph.campaign_id)
-    lines: dict[int, Entry] = {}
-    for start in range(0, len(targets), _BATCH):
-        batch = targets[start : start + _BATCH]
-        # as written, and in the gazetteer's normal forms ("Zyxara" of Zyx'ara, "half orc" of Half-Orc)
-        said = [n for e in batch for n in (e.name, *e.aliases)] if names is None else list(names)
-        phrases = [form(n) for n in said for form in (str, normalize, spaced_form)]
-        lines.update((entry.id, entry) for entry in await log.saying(phrases, list(recaps)))
+    lines = await _lines_saying(graph, targets, names, list(recaps))
     # every accepted name, and thousands of lines for a campaign file's names: the bot's other work goes on meanwhile
-    said_in = await asyncio.to_thread(named, list(lines.values())) if lines else set()
+    said_in = await asyncio.to_thread(named, lines) if lines else set()
     found = {(entity_id, session_id) for entity_id, session_id, _ in said_in}
     links = [took_part(entity_id, recaps[session_id], session_id) for entity_id, session_id in sorted(found)]
     await graph.lock()  # see ``KnowledgeGraph.lock``
@@ -96,9 +75,47 @@ async def link_to_recaps(
         by_session.setdefault(session_id, {}).setdefault(entry_id, []).append(entity_id)
     for session_id, named_in in by_session.items():
         await index_lines(graph.db, graph.campaign_id, session_id, named_in, replace=False)
-    # In one statement: a fact at a time, thousands of links took minutes. A link is never pending, and closes no
-    # other fact (an entity takes part in many sessions), so one already there is all ``ensure_relationship`` checks.
-    return await graph.db.fetchval(
+    return await _insert_links(graph, links)
+
+
+async def _recaps(graph: EntityLookup, sessions: Collection[int] | None) -> dict[int, int]:
+    """The recap event of each ended, recapped session (of ``sessions`` only, when given), by session."""
+    rows = await graph.db.fetch(
+        """
+        SELECT s.id AS session_id, e.id AS event_id FROM sessions s
+        JOIN entities e ON e.campaign_id = s.campaign_id AND e.type = 'event'
+            AND e.provenance ->> 'source' = 'inferred' AND e.provenance ->> 'session_id' = s.id::text
+        WHERE s.campaign_id = $1 AND s.ended_at IS NOT NULL AND s.summary IS NOT NULL
+            AND ($2::bigint[] IS NULL OR s.id = ANY($2::bigint[]))
+        ORDER BY e.id
+        """,
+        graph.campaign_id,
+        None if sessions is None else list(sessions),
+    )
+    return {r["session_id"]: r["event_id"] for r in rows}
+
+
+async def _lines_saying(
+    graph: EntityLookup, targets: list[Entity], names: Collection[str] | None, sessions: list[int]
+) -> list[Entry]:
+    """The lines of these sessions that full-text search finds saying a name or alias of ``targets`` (``names``
+    only, when given), for the gazetteer to decide."""
+    log = SessionLog(graph.db, graph.campaign_id)
+    lines: dict[int, Entry] = {}
+    for start in range(0, len(targets), _BATCH):
+        batch = targets[start : start + _BATCH]
+        # as written, and in the gazetteer's normal forms ("Zyxara" of Zyx'ara, "half orc" of Half-Orc)
+        said = [n for e in batch for n in (e.name, *e.aliases)] if names is None else list(names)
+        phrases = [form(n) for n in said for form in (str, normalize, spaced_form)]
+        lines.update((entry.id, entry) for entry in await log.saying(phrases, sessions))
+    return list(lines.values())
+
+
+async def _insert_links(graph: EntityLookup, links: list[RelationshipIn]) -> int:
+    """Store the links not stored yet; returns how many. In one statement: a fact at a time, thousands of links took
+    minutes. A link is never pending, and closes no other fact (an entity takes part in many sessions), so one
+    already there is all ``ensure_relationship`` checks."""
+    made: int = await graph.db.fetchval(
         """
         WITH made AS (
             INSERT INTO relationships (campaign_id, source_id, type, target_id, status, provenance, valid_from)
@@ -116,6 +133,7 @@ async def link_to_recaps(
         [link.target_id for link in links],
         [link.provenance.model_dump_json() for link in links],
     )
+    return made
 
 
 async def unlink_unnamed(graph: EntityLookup, entity_id: int, session_id: int) -> int:
