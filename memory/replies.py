@@ -1,5 +1,5 @@
-"""Sentences for people: what an edit of an entity's names did, as the DM reads it in a reply (the slash
-commands and the CLI say the same). The graph decides; this module only says what it decided."""
+"""Sentences for people: what an edit of an entity's names or a merge did, as the DM reads it in a reply (the
+slash commands and the CLI say the same). The graph decides; this module only says what it decided."""
 
 from __future__ import annotations
 
@@ -7,13 +7,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from memory.graph.rules import removed_heard_as
+from memory.models import Entity, MergeResult, counted
 
 if TYPE_CHECKING:
     from memory.session_log import SessionLog
-from memory.models import (
-    Entity,
-    counted,
-)
 
 
 def kept_old_name(before: Entity, after: Entity) -> bool:
@@ -118,3 +115,24 @@ def everyday_said(phrases: Sequence[str], name: str) -> list[str]:
     if len(common) == 1:
         return [f"“{common[0]}” is everyday English: every “{common[0]}” said from now on is written {name}."]
     return [f"{', '.join(f'“{p}”' for p in common)} are everyday English: each said from now on is written {name}."]
+
+
+def describe_same_as(result: MergeResult) -> str:
+    """The DM's answer to "Same as…": what became of the proposed entity's names and facts."""
+    known, proposed = result.entity, result.merged
+
+    done = []
+    if result.aliases_added:
+        kept = ", ".join(repr(a) for a in result.aliases_added)
+        kept_as = "an alias" if len(result.aliases_added) == 1 else "aliases"
+        done.append(f"{kept} kept as {kept_as}{result.hidden_from_players()}")
+    if result.names_withheld:
+        done.append(f"{proposed.name!r} was secret, so no alias of the public {known.name}; its facts are secret")
+    done.append(counted(result.facts_moved, "fact") + " moved")
+    if result.duplicates_dropped:
+        done.append(counted(result.duplicates_dropped, "fact") + f" {known.name} already had dropped")
+    if result.self_loops_dropped:  # "the old man —father_of→ Vaskerrin Holt" would be about itself
+        done.append(counted(result.self_loops_dropped, "fact") + f" between {proposed.name} and {known.name} dropped")
+    said = f"Same as {known.name}: {', '.join(done)}."
+    dropped = result.dropped()
+    return f"{said} {dropped}." if dropped else said
