@@ -23,7 +23,6 @@ from bot.views import (
     safe_autocomplete,
 )
 from memory.context import visible_snapshot
-from memory.graph import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
 from memory.mentions import Mentions, mentions
 from memory.models import (
     MAX_FACT_VALUE_CHARS,
@@ -41,6 +40,7 @@ from memory.models import (
     not_heard_as_phrases,
     typed_attribute,
 )
+from memory.replies import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
 
 #: Sessions an entity took part in that its card names (the newest); the rest are counted.
 SESSIONS_SHOWN = 3

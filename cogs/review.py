@@ -35,9 +35,9 @@ from bot.checks import (
 from bot.views import OwnedModal, add_field_within, clip
 from campaigns import batches
 from memory.errors import AlreadyDecidedError, MemoryError_, NotFoundError
-from memory.graph import kept_old_name
 from memory.models import MAX_FACT_VALUE_CHARS, Campaign, EntityType, MergeResult, ReviewItem, ReviewStatus, counted
-from memory.review import ReviewQueue, describe_same_as, watch_new_items
+from memory.replies import describe_same_as, kept_old_name
+from memory.review import ReviewQueue, watch_new_items
 from memory.store import CampaignMemory
 
 log = logging.getLogger("lorekeeper.review")

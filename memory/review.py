@@ -25,7 +25,6 @@ from memory.models import (
     ReviewKind,
     ReviewStatus,
     Visibility,
-    counted,
     fact_value,
     relationship_type,
     suggest_entity_type,
@@ -302,27 +301,6 @@ class ReviewQueue:
                 update["visibility"] = Visibility(changes["visibility"])
             await g.set_relationship(item.id, ReviewStatus.pending, dm_confirmed=False, **update)
         return await self._accept(item.ref)
-
-
-def describe_same_as(result: MergeResult) -> str:
-    """The DM's answer to "Same as…": what became of the proposed entity's names and facts."""
-    known, proposed = result.entity, result.merged
-
-    done = []
-    if result.aliases_added:
-        kept = ", ".join(repr(a) for a in result.aliases_added)
-        kept_as = "an alias" if len(result.aliases_added) == 1 else "aliases"
-        done.append(f"{kept} kept as {kept_as}{result.hidden_from_players()}")
-    if result.names_withheld:
-        done.append(f"{proposed.name!r} was secret, so no alias of the public {known.name}; its facts are secret")
-    done.append(counted(result.facts_moved, "fact") + " moved")
-    if result.duplicates_dropped:
-        done.append(counted(result.duplicates_dropped, "fact") + f" {known.name} already had dropped")
-    if result.self_loops_dropped:  # "the old man —father_of→ Vaskerrin Holt" would be about itself
-        done.append(counted(result.self_loops_dropped, "fact") + f" between {proposed.name} and {known.name} dropped")
-    said = f"Same as {known.name}: {', '.join(done)}."
-    dropped = result.dropped()
-    return f"{said} {dropped}." if dropped else said
 
 
 def _entity_type(text: str) -> EntityType:

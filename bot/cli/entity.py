@@ -19,7 +19,6 @@ from bot.cli.common import (
     table,
 )
 from memory.errors import InvalidInputError
-from memory.graph import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
 from memory.mentions import mentions
 from memory.models import (
     EntityIn,
@@ -34,6 +33,7 @@ from memory.models import (
     suggest_entity_type,
     typed_attribute,
 )
+from memory.replies import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
 
 
 class _EntityTypeParam(click.Choice):

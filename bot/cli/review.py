@@ -20,9 +20,9 @@ from bot.cli.common import (
 )
 from campaigns import batches
 from memory.errors import NotFoundError
-from memory.graph import kept_old_name
 from memory.models import ReviewItem, ReviewKind
-from memory.review import describe_same_as, parse_ref
+from memory.replies import describe_same_as, kept_old_name
+from memory.review import parse_ref
 from memory.store import CampaignMemory
 
 

@@ -8,10 +8,10 @@ import pytest
 
 from memory import jobs
 from memory.errors import AlreadyExistsError, InvalidInputError
-from memory.graph import heard_as_said
 from memory.models import EntityIn, EntityType, Visibility
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recorder import CorrectionIndexCache, SessionRecorder, Utterance
+from memory.replies import heard_as_said
 from memory.store import CampaignMemory, Memory
 
 

@@ -10,10 +10,10 @@ from campaigns.files import parse_campaign_file
 from campaigns.load import apply_campaign_file
 from memory import jobs
 from memory.correction.edits import apply_corrections, merge_corrections
-from memory.graph import heard_as_removed_said
 from memory.models import Correction, EntityIn, EntityType, Entry
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recorder import CorrectionIndexCache, SessionRecorder, Utterance
+from memory.replies import heard_as_removed_said
 from memory.store import CampaignMemory, Memory
 
 LINES = [

@@ -11,7 +11,7 @@ import pytest
 from memory.db import create_pool
 from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
 from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
-from memory.review import describe_same_as
+from memory.replies import describe_same_as
 from memory.store import CampaignMemory, Memory
 
 HEARD = Provenance(source=Source.inferred, confidence=0.4)

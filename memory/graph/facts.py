@@ -1,0 +1,363 @@
+"""Relationships and attribute facts: recorded with a status from their provenance, closing what they contradict,
+linked and unlinked on the DM's word.
+
+Facts are never deleted by play: a contradicting fact, once accepted, closes the old one's validity
+(``valid_to``) and points to it with ``superseded_by``. Only the DM removes things outright."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from memory.db import transaction
+from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
+from memory.graph.lookup import EntityLookup
+from memory.graph.rules import SINGLE_VALUED, can_contradict, status_for, vouched
+from memory.graph.sql import (
+    CONTRADICTED,
+    REL_SELECT,
+    VOUCHED,
+    relationship_from_row,
+    said_at,
+)
+from memory.models import (
+    SYMMETRIC,
+    LinkResult,
+    Provenance,
+    Relationship,
+    RelationshipIn,
+    ReviewStatus,
+    Source,
+    UnlinkResult,
+    Visibility,
+    fact_value,
+)
+
+
+class Facts(EntityLookup):
+    """Recording, contradicting, linking and unlinking facts."""
+
+    async def add_relationship(self, rel: RelationshipIn) -> Relationship:
+        return (await self.ensure_relationship(rel))[0]
+
+    async def ensure_relationship(self, rel: RelationshipIn) -> tuple[Relationship, bool]:
+        """Record a relationship or attribute fact.
+
+        Status comes from the provenance: DM and campaign-file facts are accepted; others are accepted only at
+        or above the threshold and wait for review below it. An identical current fact is returned instead of
+        being stored twice. An accepted fact closes the current accepted facts it contradicts."""
+        async with transaction(self.db) as conn:
+            graph = self.bound_to(conn)
+            # two contradicting values accepted at once ("dead" by extraction, "alive" by the DM) would each miss
+            # the other, uncommitted, and both stay current
+            await graph.lock()
+            return await graph._ensure_relationship(rel)
+
+    async def _ensure_relationship(self, rel: RelationshipIn) -> tuple[Relationship, bool]:
+        status = rel.status or status_for(rel.provenance, self.accept_threshold)
+        existing = await self._current_copy(rel)
+        # However sure the extractor is, what was said at the table (a player's "Eldrinax is dead", maybe under the
+        # nickname "DM") does not end the DM's word by itself: the DM decides, in review. A waiting copy accepted
+        # now would be true from now (below).
+        guess = rel.status is None and status == ReviewStatus.accepted and not vouched(rel.provenance)
+        if guess and await self._would_close_vouched(rel, rel.provenance if existing is None else None):
+            status = ReviewStatus.pending
+        if existing is not None and (existing["status"] == "accepted" or status == ReviewStatus.pending):
+            return relationship_from_row(existing), False
+        if existing is not None:
+            return await self._accept_waiting(existing, rel), True
+        rel_id = await self._insert_fact(rel, status)
+        if rel_id is None:
+            return await self._ensure_relationship(rel)  # someone stored the same fact a moment ago: use theirs
+        if status == ReviewStatus.accepted:
+            await self.close_contradicted(rel_id)
+        return await self.get_relationship(rel_id), True
+
+    async def _current_copy(self, rel: RelationshipIn) -> asyncpg.Record | None:
+        """The current, not rejected copy of the fact ``rel`` states, the accepted one first, if one is stored."""
+        query = f"""{REL_SELECT}
+            WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.type = $3
+              AND r.target_id IS NOT DISTINCT FROM $4 AND r.value IS NOT DISTINCT FROM $5
+              AND r.valid_to IS NULL AND r.status <> 'rejected'
+            ORDER BY r.status = 'accepted' DESC LIMIT 1
+            """
+        existing = await self.db.fetchrow(query, self.campaign_id, rel.source_id, rel.type, rel.target_id, rel.value)
+        if existing is None and rel.type in SYMMETRIC and rel.target_id is not None:
+            # a symmetric fact (allied_with) stated from the other end is the same fact; asked apart, so the usual
+            # lookup keeps its index
+            existing = await self.db.fetchrow(query, self.campaign_id, rel.target_id, rel.type, rel.source_id, None)
+        return existing
+
+    async def _accept_waiting(self, existing: asyncpg.Record, rel: RelationshipIn) -> Relationship:
+        """The same fact waits for review and now arrives accepted (the DM, a campaign file): accept the waiting one
+        rather than keep two current copies. The new source vouches for it; where it was said (session, lines,
+        time) stays, for recall to cite."""
+        said = relationship_from_row(existing).provenance
+        kept = {key: getattr(said, key) for key in ("session_id", "timestamp", "entry_ids") if getattr(said, key)}
+        # And it says who may see it: a waiting fact heard at the table is public until then. It is true from
+        # now: the DM's word settles it, where a fact accepted since (a move) would otherwise close it at once.
+        await self.db.execute(
+            """
+            UPDATE relationships SET status = 'accepted', provenance = $3, visibility = $4,
+                valid_from = greatest(valid_from, now())
+            WHERE campaign_id = $1 AND id = $2
+            """,
+            self.campaign_id,
+            existing["id"],
+            {**rel.provenance.model_dump(mode="json"), **kept},
+            rel.visibility,
+        )
+        await self.close_contradicted(existing["id"])
+        return await self.get_relationship(existing["id"])
+
+    async def _insert_fact(self, rel: RelationshipIn, status: ReviewStatus) -> int | None:
+        """Store a new fact; None if the same fact was stored a moment ago by another writer."""
+        try:
+            async with transaction(self.db) as conn:  # a savepoint: a lost race must not abort the caller's work
+                # True from when it was said, if heard in a session (an older session imported late must not
+                # outdate what is known since: accepted, it is history); else from now. Of two facts an untimed
+                # transcript gives, the one said later holds whichever the DM accepts first.
+                rel_id: int = await conn.fetchval(
+                    f"""
+                INSERT INTO relationships (campaign_id, source_id, type, target_id, value, attributes, visibility,
+                                           status, provenance, valid_from)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, {said_at("$9")})
+                RETURNING id
+                """,
+                    self.campaign_id,
+                    rel.source_id,
+                    rel.type,
+                    rel.target_id,
+                    rel.value,
+                    rel.attributes,
+                    rel.visibility,
+                    status,
+                    rel.provenance.model_dump(mode="json"),
+                )
+        except asyncpg.UniqueViolationError:
+            return None
+        except asyncpg.ForeignKeyViolationError:
+            raise NotFoundError("the relationship names an entity that is not in this campaign") from None
+        except asyncpg.CheckViolationError:
+            raise InvalidInputError("a relationship needs either a target entity or a value, not both") from None
+        return rel_id
+
+    async def _would_close_vouched(self, rel: RelationshipIn, said: Provenance | None) -> bool:
+        """Whether ``rel``, accepted as true from when ``said`` says (None: from now), would close a fact the DM
+        vouched for (see :func:`vouched`), by :meth:`close_contradicted`'s rule."""
+        if not can_contradict(rel.type, rel.value):
+            return False
+        return bool(
+            await self.db.fetchval(
+                f"""
+                SELECT EXISTS (
+                    SELECT 1 FROM relationships WHERE {CONTRADICTED} AND {VOUCHED}
+                      AND valid_from <= {said_at("$7")}
+                )
+                """,
+                self.campaign_id,
+                None,
+                rel.source_id,
+                rel.type,
+                rel.target_id,
+                rel.value,
+                said.model_dump(mode="json") if said else None,
+                rel.type in SINGLE_VALUED,
+            )
+        )
+
+    async def close_contradicted(self, rel_id: int) -> list[int]:
+        """Settle validity between the accepted fact ``rel_id`` and the accepted, current facts it contradicts,
+        by when each became true: older ones are closed; if a newer one exists, ``rel_id`` itself is history
+        (accepting an old "alive" must not undo a later "dead"). Returns the ids closed."""
+        rel = await self.get_relationship(rel_id)
+        if not can_contradict(rel.type, rel.value):
+            return []
+        single = rel.type in SINGLE_VALUED
+        args = (self.campaign_id, rel.id, rel.source_id, rel.type, rel.target_id, rel.value, rel.valid_from, single)
+        newer = await self.db.fetchrow(
+            f"SELECT id, valid_from FROM relationships WHERE {CONTRADICTED} AND valid_from > $7"
+            " ORDER BY valid_from LIMIT 1",
+            *args,
+        )
+        if newer is not None:
+            await self.db.execute(
+                "UPDATE relationships SET valid_to = $3, superseded_by = $4 WHERE campaign_id = $1 AND id = $2",
+                self.campaign_id,
+                rel.id,
+                newer["valid_from"],
+                newer["id"],
+            )
+            return [rel.id]
+        # they held until it became true (said in a session imported today: then, not today), as above
+        rows = await self.db.fetch(
+            f"UPDATE relationships SET valid_to = $7, superseded_by = $2 WHERE {CONTRADICTED}"
+            " AND valid_from <= $7 RETURNING id",
+            *args,
+        )
+        return [r["id"] for r in rows]
+
+    async def set_relationship(self, rel_id: int, status: ReviewStatus, *, dm_confirmed: bool, **changes: Any) -> None:
+        allowed = {"type", "target_id", "value", "visibility"}
+        if set(changes) - allowed:
+            raise InvalidInputError(f"cannot change {', '.join(sorted(set(changes) - allowed))} of a fact")
+        sets = [f"{key} = ${i}" for i, key in enumerate(changes, start=5)]
+        try:
+            async with transaction(self.db) as conn:  # a savepoint: the refusal must not abort the caller's work
+                await conn.execute(
+                    f"""
+                    UPDATE relationships SET status = $3,
+                        provenance = provenance || jsonb_build_object('dm_confirmed', $4::boolean)
+                        {"".join(", " + s for s in sets)}
+                    WHERE campaign_id = $1 AND id = $2
+                    """,
+                    self.campaign_id,
+                    rel_id,
+                    status,
+                    dm_confirmed,
+                    *changes.values(),
+                )
+        except asyncpg.UniqueViolationError:
+            raise AlreadyExistsError("that fact is already recorded; reject this one instead") from None
+
+    async def link(
+        self,
+        source: str,
+        relation: str,
+        target: str | None = None,
+        *,
+        value: str | None = None,
+        secret: bool | None = None,
+    ) -> LinkResult:
+        """Connect two entities (names or aliases) on the DM's word, or give ``source`` an attribute fact (``value``:
+        status dead) as a campaign file does. Either closes the current fact it contradicts: a change in the world.
+        ``secret`` None leaves an existing link's visibility alone: a DM who links again without thinking of it must
+        not make a secret link public."""
+        # the value is asked for by name: a mistyped target must not silently become one
+        if target is not None and value is not None:
+            raise InvalidInputError("give a target (another entity) or a value (a state, e.g. status dead), not both")
+        if target is None and value is None:
+            raise InvalidInputError("give a target (another entity) or a value (a state, e.g. status dead)")
+        s = await self.get_entity(source)
+        t = await self.find_entity(target) if target is not None else None
+        if target is not None and t is None:
+            raise NotFoundError(
+                f"{await self._not_found_message(target)}; a state (status dead) is given as a value",
+                subject="entity",
+                name=target,
+            )
+        if t is not None and t.id == s.id:
+            raise InvalidInputError(
+                f"{target!r} is {s.name!r} itself: a relationship connects two entities (a state of its own is a "
+                "value, e.g. status dead)"
+            )
+        if value is not None:
+            value = fact_value(value)
+        visibility = Visibility.secret if secret else Visibility.public
+        rel, created = await self.ensure_relationship(
+            RelationshipIn(
+                source_id=s.id,
+                type=relation,
+                target_id=t.id if t is not None else None,
+                value=value,
+                visibility=visibility,
+                provenance=Provenance(source=Source.dm, dm_confirmed=True),
+                status=ReviewStatus.accepted,
+            )
+        )
+        if created:
+            return LinkResult(relationship=rel, outcome="linked", closed=await self.closed_by(rel.id))
+        if secret is None or rel.visibility == visibility:
+            return LinkResult(relationship=rel, outcome="already linked")
+        await self.set_relationship(rel.id, ReviewStatus.accepted, dm_confirmed=True, visibility=visibility)
+        return LinkResult(
+            relationship=await self.get_relationship(rel.id), outcome="made secret" if secret else "made public"
+        )
+
+    async def unlink(self, source: str, type: str, target: str) -> UnlinkResult:
+        """Remove the relationships ``source —type→ target`` (names or aliases) and the attribute facts whose value
+        ``target`` is, as ``describe`` writes both: a value accepted by mistake has no other way out.
+
+        Unlinking says the fact was wrong (an undo), not that it ended: a fact it had closed ("alive", closed by a
+        mistaken "dead") is current again, unless another current fact contradicts it. A change in the world is
+        recorded by adding the new fact (a link, a campaign file), which closes the old one."""
+        async with transaction(self.db) as conn:
+            graph = self.bound_to(conn)
+            await graph.lock()  # no fact may be accepted between the check and the reopening
+            return await graph._unlink(source, type, target)
+
+    async def _unlink(self, source: str, type: str, target: str) -> UnlinkResult:
+        s, t = await self.get_entity(source), await self.find_entity(target)
+        rel_type = RelationshipIn(source_id=s.id, type=type).type
+        rows = await self.db.fetch(
+            """
+            SELECT id FROM relationships WHERE campaign_id = $1 AND type = $3
+              AND ((source_id = $2 AND (target_id = $4 OR (target_id IS NULL AND lower(value) = lower($5))))
+                   OR ($6 AND source_id = $4 AND target_id = $2))  -- a symmetric fact, stated from the other end
+            ORDER BY id DESC
+            """,
+            self.campaign_id,
+            s.id,
+            rel_type,
+            t.id if t is not None else None,
+            target.strip(),
+            rel_type in SYMMETRIC,
+        )
+        if not rows and t is None:
+            raise NotFoundError(
+                f"{await self._not_found_message(target)}, and {s.name} has no {rel_type!r} fact of that value"
+            )
+        if not rows:
+            raise NotFoundError(f"{s.name} has no {rel_type!r} relationship to {t.name if t else target}")
+        removed: list[Relationship] = []
+        reopened: list[int] = []
+        doomed = {row["id"] for row in rows}  # newest first: "dead" closed by "Dead", both removed, reopen "alive"
+        for row in rows:
+            removed.append(await self.get_relationship(row["id"]))
+            reopened += await self._remove_fact(row["id"], doomed)
+        return UnlinkResult(removed=removed, reopened=[await self.get_relationship(i) for i in reopened])
+
+    async def _remove_fact(self, rel_id: int, doomed: set[int]) -> list[int]:
+        """Delete a fact as a mistake; returns the ids of the facts it had closed that are current again (none of
+        ``doomed``, removed too). One that stays closed (a later fact contradicts it too) is now superseded by
+        what superseded the removed one."""
+        closed = await self.db.fetch(
+            """
+            UPDATE relationships o SET superseded_by = r.superseded_by FROM relationships r
+            WHERE o.campaign_id = $1 AND o.superseded_by = $2 AND r.campaign_id = $1 AND r.id = $2
+            RETURNING o.id, o.valid_from
+            """,
+            self.campaign_id,
+            rel_id,
+        )
+        await self.db.execute("DELETE FROM relationships WHERE campaign_id = $1 AND id = $2", self.campaign_id, rel_id)
+        reopened: list[int] = []
+        # newest first: once one is current again, it contradicts the older ones
+        for row in sorted(closed, key=lambda r: (r["valid_from"], r["id"]), reverse=True):
+            if row["id"] in doomed:
+                continue
+            # Another accepted current fact of its type and kind either contradicts it or is the same fact, and any
+            # current copy of it (pending too) is one copy too many (migration 0004).
+            opened = await self.db.fetchval(
+                """
+                UPDATE relationships o SET valid_to = NULL, superseded_by = NULL
+                WHERE o.campaign_id = $1 AND o.id = $2 AND o.status = 'accepted' AND o.valid_to IS NOT NULL
+                  AND NOT EXISTS (
+                    SELECT 1 FROM relationships c
+                    WHERE c.campaign_id = $1 AND c.source_id = o.source_id AND c.type = o.type
+                      AND c.valid_to IS NULL AND c.id <> o.id
+                      AND ((c.status = 'accepted' AND ((c.target_id IS NULL) = (o.target_id IS NULL)
+                                                       OR o.type = ANY($3::text[])))
+                           OR (c.status <> 'rejected' AND c.target_id IS NOT DISTINCT FROM o.target_id
+                               AND c.value IS NOT DISTINCT FROM o.value))
+                  )
+                RETURNING o.id
+                """,
+                self.campaign_id,
+                row["id"],
+                sorted(SINGLE_VALUED),
+            )
+            if opened is not None:
+                reopened.append(opened)
+        return reopened

@@ -1,0 +1,180 @@
+"""Finding one entity or fact: by name, alias, heard-as phrase or id, with the did-you-mean of a name not found."""
+
+from __future__ import annotations
+
+from memory.errors import NotFoundError
+from memory.graph.base import GraphBase
+from memory.graph.sql import (
+    ENTITY_SELECT,
+    REL_SELECT,
+    bare,
+    entity_from_row,
+    relationship_from_row,
+)
+from memory.models import (
+    Entity,
+    EntityType,
+    Relationship,
+    ReviewStatus,
+    name_query,
+)
+
+
+class EntityLookup(GraphBase):
+    """Finding entities and facts of one campaign."""
+
+    async def find_entity(self, name: str, *, include_rejected: bool = False) -> Entity | None:
+        """The entity called ``name`` or having it as an alias, case-insensitively (the name wins)."""
+        # Two index lookups joined by UNION ALL: an OR across the tables would scan every entity.
+        # ``status <> 'rejected'`` spelled out in the name probe so the partial unique index serves it.
+        row = await self.db.fetchrow(
+            f"""
+            WITH hit AS (
+                SELECT id, 0 AS rank FROM entities
+                WHERE campaign_id = $1 AND lower(name) = lower($2) AND ($3 OR status <> 'rejected')
+                UNION ALL
+                SELECT entity_id, 1 FROM entity_aliases WHERE campaign_id = $1 AND lower(alias) = lower($2)
+            )
+            {ENTITY_SELECT} JOIN hit ON hit.id = e.id
+            WHERE e.campaign_id = $1 AND ($3 OR e.status <> 'rejected')
+            ORDER BY hit.rank LIMIT 1
+            """,
+            self.campaign_id,
+            name_query(name),
+            include_rejected,
+        )
+        return entity_from_row(row) if row else None
+
+    async def heard_as_of(self, phrase: str) -> Entity | None:
+        """The entity the recogniser is known to write ``phrase`` for (one of its heard-as phrases, spacing and
+        punctuation aside, as the matcher reads them), if any."""
+        row = await self.db.fetchrow(
+            f"""
+            {ENTITY_SELECT} JOIN entity_heard_as h ON h.entity_id = e.id
+            WHERE e.campaign_id = $1 AND e.status <> 'rejected' AND h.campaign_id = $1
+              AND {bare("h.phrase")} = {bare("$2::text")}
+            LIMIT 1
+            """,
+            self.campaign_id,
+            phrase,
+        )
+        return entity_from_row(row) if row else None
+
+    async def get_entity(self, name: str, *, secret_hints: bool = False) -> Entity:
+        """``secret_hints``: the did-you-mean may name secret and pending entities, for an answer only the DM reads."""
+        found = await self.find_entity(name)
+        if found is None:
+            raise NotFoundError(await self._not_found_message(name, secret_hints), subject="entity", name=name)
+        return found
+
+    async def get_entity_by_id(self, entity_id: int) -> Entity:
+        row = await self.db.fetchrow(
+            f"{ENTITY_SELECT} WHERE e.campaign_id = $1 AND e.id = $2", self.campaign_id, entity_id
+        )
+        if row is None:
+            raise NotFoundError(f"no entity with id {entity_id} in this campaign")
+        return entity_from_row(row)
+
+    async def _entity(self, ref: str | int) -> Entity:
+        """By name or alias, or by id: what a Confirm button asked about, whatever it is called since."""
+        return await self.get_entity_by_id(ref) if isinstance(ref, int) else await self.get_entity(ref)
+
+    async def _named(self, name: str) -> Entity | None:
+        """The entity of this name (not alias), case-insensitively."""
+        row = await self.db.fetchrow(
+            f"""{ENTITY_SELECT}
+            WHERE e.campaign_id = $1 AND lower(e.name) = lower($2) AND e.status <> 'rejected'
+            """,
+            self.campaign_id,
+            name_query(name),
+        )
+        return entity_from_row(row) if row else None
+
+    async def _named_for_file(self, name: str, renamed_from: str | None) -> tuple[Entity | None, Entity | None]:
+        """The entity named ``name`` and the one named ``renamed_from`` (None: none, or not given)."""
+        return await self._named(name), await self._named(renamed_from) if renamed_from else None
+
+    async def upserted(self, name: str, renamed_from: str | None = None) -> Entity | None:
+        """The entity :meth:`upsert_entity` would bring up to date for an entry of this name (None: it adds one)."""
+        named, old = await self._named_for_file(name, renamed_from)
+        return named or old
+
+    async def _not_found_message(self, name: str, include_secret: bool = False) -> str:
+        from rapidfuzz import process
+
+        # Hints come from public, accepted names only, unless told: a player's typo must not reveal a secret entity.
+        names = await self.all_names(include_secret=include_secret)
+        close = [m[0] for m in process.extract(name, names, limit=3, score_cutoff=70)]
+        hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+        return f"no entity named {name!r} in this campaign{hint}"
+
+    async def all_names(self, *, include_secret: bool = True) -> list[str]:
+        """Names and aliases of the entities that are not rejected (public and accepted ones only, unless
+        ``include_secret``)."""
+        visible = "" if include_secret else "AND e.status = 'accepted' AND e.visibility = 'public'"
+        rows = await self.db.fetch(
+            f"""
+            SELECT e.name FROM entities e WHERE e.campaign_id = $1 AND e.status <> 'rejected' {visible}
+            UNION ALL
+            SELECT a.alias FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
+            WHERE a.campaign_id = $1 AND e.status <> 'rejected' {visible}
+            """,
+            self.campaign_id,
+        )
+        return [r[0] for r in rows]
+
+    async def list_entities(
+        self,
+        type: EntityType | None = None,
+        *,
+        status: ReviewStatus | None = ReviewStatus.accepted,
+        include_secret: bool = True,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Entity]:
+        rows = await self.db.fetch(
+            f"""{ENTITY_SELECT}
+            WHERE e.campaign_id = $1 AND ($2::text IS NULL OR e.type = $2)
+              AND ($3::text IS NULL OR e.status = $3) AND ($4 OR e.visibility = 'public')
+            ORDER BY lower(e.name) LIMIT $5 OFFSET $6
+            """,
+            self.campaign_id,
+            type,
+            status,
+            include_secret,
+            limit,
+            offset,
+        )
+        return [entity_from_row(r) for r in rows]
+
+    async def count_entities(self, type: EntityType | None = None, *, include_secret: bool = True) -> int:
+        return await self.db.fetchval(
+            """
+            SELECT count(*) FROM entities WHERE campaign_id = $1 AND status = 'accepted'
+              AND ($2::text IS NULL OR type = $2) AND ($3 OR visibility = 'public')
+            """,
+            self.campaign_id,
+            type,
+            include_secret,
+        )
+
+    async def get_relationship(self, rel_id: int) -> Relationship:
+        row = await self.db.fetchrow(f"{REL_SELECT} WHERE r.campaign_id = $1 AND r.id = $2", self.campaign_id, rel_id)
+        if row is None:
+            raise NotFoundError(f"no relationship with id {rel_id} in this campaign")
+        return relationship_from_row(row)
+
+    async def closed_by(self, rel_id: int) -> list[Relationship]:
+        """The facts ``rel_id`` contradicted and closed (see :meth:`close_contradicted`), oldest first."""
+        rows = await self.db.fetch(
+            f"{REL_SELECT} WHERE r.campaign_id = $1 AND r.superseded_by = $2 ORDER BY r.valid_from, r.id",
+            self.campaign_id,
+            rel_id,
+        )
+        return [relationship_from_row(r) for r in rows]
+
+    async def pinned_entities(self) -> list[Entity]:
+        rows = await self.db.fetch(
+            f"{ENTITY_SELECT} WHERE e.campaign_id = $1 AND e.pinned ORDER BY lower(e.name)", self.campaign_id
+        )
+        return [entity_from_row(r) for r in rows]

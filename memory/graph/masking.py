@@ -1,0 +1,132 @@
+"""Keeping secret names from players: :class:`SecretMask` hides them in text, and the masked-names table keeps a
+secret entity's old names hidden after a rename, a merge or its removal."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+
+from memory.graph.lookup import EntityLookup
+from memory.graph.rules import names_to_mask
+from memory.models import (
+    Visibility,
+)
+
+_WORD_RUN = re.compile(r"\w+")
+
+
+class SecretMask:
+    """Hides secret entities' names in text players read: a recap, a recalled passage or a description may
+    quote someone saying one. Their aliases stay: an alias ("the Pale Magister") is what players know such an
+    entity by. Case is ignored: a name said in lower case is still the name."""
+
+    MASK = "[secret]"
+
+    def __init__(self, names: Iterable[str]) -> None:
+        # longest first, so "Vaskerrin Holt" is hidden whole before a shorter secret name inside it
+        self._spellings = sorted({n for n in names if n.strip()}, key=len, reverse=True)
+        # A match holds every word of its name whole (casefold: what IGNORECASE equates), so a text is searched
+        # for the names whose words it all has, and no others: one pattern of every name tried at every character
+        # cost 0.6 ms a line at 1,000 entities, and ten times that at 10,000.
+        self._words = [frozenset(_WORD_RUN.findall(n.casefold())) for n in self._spellings]
+        self._by_word: dict[str, list[int]] = {}
+        for i, said in enumerate(self._words):
+            if said:
+                self._by_word.setdefault(min(said), []).append(i)
+        self._always = [i for i, said in enumerate(self._words) if not said]
+        self._patterns: dict[tuple[int, ...], re.Pattern[str]] = {}
+
+    @functools.cached_property
+    def _pattern(self) -> re.Pattern[str]:
+        """The one pattern of every name (what a text holding all their words is searched with)."""
+        return self._pattern_of(tuple(range(len(self._spellings))))
+
+    def _pattern_of(self, which: tuple[int, ...]) -> re.Pattern[str]:
+        if (pattern := self._patterns.get(which)) is None:
+            words = (r"\s+".join(map(re.escape, self._spellings[i].split())) for i in which)
+            pattern = re.compile("|".join(rf"(?<!\w){w}(?!\w)" for w in words), re.IGNORECASE)
+            if len(self._patterns) < 10_000:  # a scene names the same few again and again
+                self._patterns[which] = pattern
+        return pattern
+
+    def __call__(self, text: str) -> str:
+        if not self._spellings or not text:
+            return text
+        said = set(_WORD_RUN.findall(text.casefold()))
+        which = {i for w in said.intersection(self._by_word) for i in self._by_word[w] if self._words[i] <= said}
+        if not which and not self._always:
+            return text
+        return self._pattern_of(tuple(sorted(which.union(self._always)))).sub(self.MASK, text)
+
+
+class Masking(EntityLookup):
+    """The names players never read."""
+
+    async def player_mask(self) -> SecretMask:
+        """What hides this campaign's secret names from players (see :class:`SecretMask`): each name, and each of
+        its words that names it alone ("Vaskerrin" of Vaskerrin Holt) — one English hardly uses, and no name
+        players may read holds: an accepted public entity's name or an accepted entity's alias (a proposal waiting
+        for review is the DM's to read, however the table named it)."""
+        from memory.correction.evidence import word_zipf  # wordfreq's table loads on first use
+
+        rows = await self.db.fetch(
+            """
+            SELECT e.name, e.visibility = 'secret' AS secret FROM entities e
+            WHERE e.campaign_id = $1 AND (e.status = 'accepted' OR e.visibility = 'secret' AND e.status <> 'rejected')
+              -- a recap's event is named after its session's title ("Session: Vaskerrin's betrayal"), which
+              -- players read masked: it does not make a word of a secret name one they may read
+              AND NOT (e.type = 'event' AND e.visibility = 'public' AND e.name LIKE 'Session: %')
+            UNION ALL
+            SELECT a.alias, false FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
+            WHERE a.campaign_id = $1 AND e.status = 'accepted' AND NOT EXISTS (
+                SELECT 1 FROM masked_names m
+                WHERE m.campaign_id = $1 AND m.entity_id = a.entity_id AND lower(m.name) = lower(a.alias)
+            )
+            UNION ALL
+            SELECT m.name, true FROM masked_names m LEFT JOIN entities e ON e.campaign_id = $1 AND e.id = m.entity_id
+            WHERE m.campaign_id = $1 AND (m.entity_id IS NULL OR e.visibility = 'secret' AND e.status <> 'rejected')
+            """,
+            self.campaign_id,
+        )
+        return SecretMask(names_to_mask([(r["name"], r["secret"]) for r in rows], word_zipf))
+
+    async def hidden_names(self) -> dict[int | None, list[str]]:
+        """The names players never read that no secret entity bears as its name (see migration 0008), by the secret
+        entity they were names of (None: one removed), as a campaign file carries them to another campaign."""
+        rows = await self.db.fetch(
+            "SELECT entity_id, name FROM masked_names WHERE campaign_id = $1 ORDER BY entity_id NULLS FIRST, name",
+            self.campaign_id,
+        )
+        hidden: dict[int | None, list[str]] = {}
+        for r in rows:
+            hidden.setdefault(r["entity_id"], []).append(r["name"])
+        return hidden
+
+    async def hide_names(self, entity_id: int | None, names: Sequence[str]) -> list[str]:
+        """Hide ``names`` from players while the secret entity ``entity_id`` stays secret (None: for good), as its
+        rename or a merge into it would; returns those not hidden already. A public entity's are not kept: making
+        it public released them."""
+        if entity_id is not None and (await self.get_entity_by_id(entity_id)).visibility != Visibility.secret:
+            return []
+        had = {n.casefold() for n in (await self.hidden_names()).get(entity_id, [])}
+        new = list({n.casefold(): n for n in names if n.casefold() not in had}.values())
+        await self._keep_masked(entity_id, new)
+        return new
+
+    async def _keep_masked(self, entity_id: int | None, names: Iterable[str]) -> None:
+        """Hide ``names`` from players while the entity ``entity_id`` stays secret; for good with None (a
+        secret entity removed)."""
+        await self.db.execute(
+            """
+            INSERT INTO masked_names (campaign_id, entity_id, name)
+            SELECT $1, $2, u.name FROM unnest($3::text[]) u(name)
+            WHERE NOT EXISTS (
+                SELECT 1 FROM masked_names m
+                WHERE m.campaign_id = $1 AND m.entity_id IS NOT DISTINCT FROM $2 AND lower(m.name) = lower(u.name)
+            )
+            """,
+            self.campaign_id,
+            entity_id,
+            list(names),
+        )

@@ -1,0 +1,294 @@
+"""The graph's rules as plain functions over models, with no database: which facts the DM vouched for, which
+facts contradict, what players see, and how a merge chooses between two copies of one fact. SQL that must be
+set-based says the same in :mod:`memory.graph.sql`; the tests in ``tests/unit/test_graph_rules.py`` hold both to it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Iterable, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from memory.errors import InvalidInputError
+from memory.models import (
+    MAX_ALIASES,
+    MAX_HEARD_AS,
+    Entity,
+    EntityIn,
+    Provenance,
+    ReviewStatus,
+    Source,
+    Visibility,
+    clean_name,
+)
+
+#: Relationship types an entity has at most one of at a time, edge or value: a new accepted one closes the old one.
+#: Attribute facts (a value instead of a target) are always single-valued per type.
+SINGLE_VALUED = frozenset(
+    {
+        "located_in",
+        "located_at",
+        "lives_in",
+        "ruled_by",
+        "led_by",
+        "leader_of",
+        "owned_by",
+        "wielded_by",
+        "killed_by",
+        "home",
+        "allegiance",
+        "status",
+        "alignment",
+        "occupation",
+        "title",
+        "age",
+    }
+)
+
+
+#: Who speaks for the DM: a fact from one of these sources is the DM's word (and so is one the DM confirmed).
+VOUCHING_SOURCES = (Source.dm, Source.campaign_file)
+
+
+def vouched(provenance: Provenance) -> bool:
+    """The DM's word: a fact the DM typed, loaded from a campaign file or accepted in review."""
+    return provenance.source in VOUCHING_SOURCES or provenance.dm_confirmed
+
+
+def status_for(provenance: Provenance, accept_threshold: float) -> ReviewStatus:
+    """A new fact's status: the DM's word is accepted, anything else only at or above the threshold."""
+    if vouched(provenance) or provenance.confidence >= accept_threshold:
+        return ReviewStatus.accepted
+    return ReviewStatus.pending
+
+
+#: A word of a secret name rarer than this in English (Zipf: "holt" 3.7, "pale" 4.1) names the entity alone.
+NAMING_ZIPF = 4.0
+
+
+def names_to_mask(names: Iterable[tuple[str, bool]], zipf: Callable[[str], float]) -> list[str]:
+    """What players must not read, of the campaign's ``names`` (each with whether it is secret): every secret name
+    no name they may read is (a name a public entity or an alias bears now is theirs to read, whatever once bore
+    it), and each word of one that names it alone: rare in English (``zipf``, a word's Zipf frequency) and in no
+    name they may read."""
+    names = list(names)
+    readable = {name.casefold() for name, secret in names if not secret}
+    hidden = [name for name, secret in names if secret and name.casefold() not in readable]
+    shown = {w for name, secret in names if not secret for w in name_words(name)}
+    own = {w for name in hidden for w in name_words(name) if len(w) >= 3 and w not in shown and zipf(w) < NAMING_ZIPF}
+    return [*hidden, *own]
+
+
+def name_words(name: str) -> list[str]:
+    """The words of a name, casefolded."""
+    return re.findall(r"\w+", name.casefold())
+
+
+class FactCopy(BaseModel):
+    """One stored copy of a fact, as much as :func:`copy_rank` weighs."""
+
+    id: int
+    status: ReviewStatus
+    provenance: Provenance
+    valid_from: datetime
+
+
+def copy_rank(fact: FactCopy) -> tuple[bool, bool, float, datetime, int]:
+    """Two current copies of one fact, best first, as migration 0004 keeps them: accepted, then the DM's word,
+    then the most confident, then the oldest."""
+    return (
+        fact.status != ReviewStatus.accepted,
+        not vouched(fact.provenance),
+        -fact.provenance.confidence,
+        fact.valid_from,
+        fact.id,
+    )
+
+
+class FactKey(BaseModel):
+    """What says whether two facts contradict: whose, of what type, to what (target or value), and its state."""
+
+    id: int | None = None
+    source_id: int
+    type: str
+    target_id: int | None = None
+    value: str | None = None
+    status: ReviewStatus = ReviewStatus.accepted
+    current: bool = True
+
+
+def can_contradict(type: str, value: str | None) -> bool:
+    """Whether a fact of this type and value may close another: a value does, as does an edge of a single-valued
+    type ("home: the road" closes "home Caddo Keep"); "knows Bob" closes nothing."""
+    return value is not None or type in SINGLE_VALUED
+
+
+def contradicts(new: FactKey, old: FactKey) -> bool:
+    """Whether ``new``, accepted, closes ``old`` (:data:`memory.graph.sql.CONTRADICTED` in SQL): an accepted,
+    current fact of the same entity and type that says something else, of its kind (both edges or both values)
+    unless the type is single-valued; never itself."""
+    if not can_contradict(new.type, new.value):
+        return False
+    if (new.id is not None and new.id == old.id) or old.status != ReviewStatus.accepted or not old.current:
+        return False
+    if (old.source_id, old.type) != (new.source_id, new.type):
+        return False
+    if (old.target_id, old.value) == (new.target_id, new.value):
+        return False
+    return (old.target_id is None) == (new.target_id is None) or new.type in SINGLE_VALUED
+
+
+class Seen(Protocol):
+    """An entity or a fact, as far as who may see it."""
+
+    @property
+    def status(self) -> ReviewStatus: ...
+
+    @property
+    def visibility(self) -> Visibility: ...
+
+
+def players_see(thing: Seen) -> bool:
+    """Whether players may read an entity or a fact: accepted and public (:func:`memory.graph.sql.visible`)."""
+    return thing.status == ReviewStatus.accepted and thing.visibility == Visibility.public
+
+
+def players_see_fact(fact: Seen, target: Seen | None) -> bool:
+    """Whether players see a fact: they see it and the entity it points to, if any (:data:`memory.graph.sql.SEEN`;
+    its source is the entity whose facts they read)."""
+    return players_see(fact) and (target is None or players_see(target))
+
+
+def keeping_old_name(entity: Entity, new_name: str) -> list[str]:
+    """The aliases of a public ``entity`` renamed ``new_name``: its old name joins them, as the session log, the
+    players and the speech to correct still say it (a secret one's would tell players who it is). A name the
+    rules refuse now (a look-alike letter an earlier version let in) is not kept: renaming is how it is mended."""
+    kept = [*(a for a in entity.aliases if a.casefold() != new_name.casefold()), entity.name]
+    return [name for name in kept if is_storable_name(name)]
+
+
+def keeping_unstated(current: Entity, entry: EntityIn, keep: Collection[str]) -> EntityIn:
+    """A campaign file's ``entry`` for the entity ``current``, its fields named in ``keep`` (those the file does not
+    state) as ``current`` has them. Renamed, a public entity keeps its old name as an alias (see
+    :func:`keeping_old_name`); renamed to one of its aliases, that is its name now and no alias."""
+    if not keep:
+        return entry
+    kept = {field: getattr(current, field) for field in keep}
+    renamed = current.name.casefold() != entry.name.casefold()
+    if "aliases" in kept and renamed and kept.get("visibility", entry.visibility) == Visibility.public:
+        kept["aliases"] = keeping_old_name(current, entry.name)
+    if "aliases" in kept:
+        kept["aliases"] = [a for a in kept["aliases"] if a.casefold() != entry.name.casefold()]
+    return entry.model_copy(update=kept)
+
+
+def as_stated(entity: Entity | EntityIn) -> tuple[Any, ...]:
+    """What a campaign file states of an entity, as :meth:`~memory.graph.entities.Entities.upsert_entity` compares
+    it: names, aliases and phrases case aside."""
+    return (
+        entity.name,
+        entity.type,
+        entity.description,
+        sorted(a.casefold() for a in entity.aliases),
+        entity.attributes,
+        entity.visibility,
+        sorted(h.casefold() for h in entity.heard_as),
+        sorted(h.casefold() for h in entity.not_heard_as),
+    )
+
+
+def is_storable_name(name: str) -> bool:
+    try:
+        clean_name(name)
+    except InvalidInputError:
+        return False
+    return True
+
+
+def removed_heard_as(had: Sequence[str], now: Sequence[str]) -> list[str]:
+    """The phrases of ``had`` that ``now`` no longer holds, as the matcher reads them (spacing and punctuation
+    aside: "from-skin" replacing "from skin" takes nothing away)."""
+    from memory.correction.text import spaceless
+
+    kept = {spaceless(p) for p in now}
+    return [h for h in had if spaceless(h) not in kept]
+
+
+def new_names(before: Entity, after: Entity) -> list[str]:
+    """The names and aliases ``after`` goes by that ``before`` did not: recaps may have heard it by those."""
+    known = {n.casefold() for n in (before.name, *before.aliases)}
+    return [n for n in (after.name, *after.aliases) if n.casefold() not in known]
+
+
+def named_anew(before: Entity, after: Entity) -> bool:
+    """Whether ``after`` goes by a name or alias ``before`` did not."""
+    return bool(new_names(before, after))
+
+
+class MergePlan(BaseModel):
+    """What a merge of ``source`` into ``into`` does with ``source``'s names (see :func:`plan_merge`)."""
+
+    hide: bool  # a secret ``source`` into a public ``into``: none of its names, description or attributes move
+    names: list[str]  # ``source``'s names ``into`` lacks: its new aliases, unless ``hide``
+
+
+def plan_merge(source: Entity, into: Entity, source_ref: str | int, into_ref: str | int) -> MergePlan:
+    """Whether ``source`` may be merged into ``into`` (refused with the reason, before anything changes: one entity
+    named twice, or more aliases or heard-as phrases than their caps, so that the merged entity could not even be
+    renamed), and what becomes of its names. ``*_ref``: what the DM named them by."""
+    if source.id == into.id:
+        if str(source_ref).strip().casefold() == str(into_ref).strip().casefold():
+            raise InvalidInputError(f"cannot merge {into.name!r} into itself: name two entities")
+        raise InvalidInputError(f"{source_ref!r} and {into_ref!r} both name {into.name!r}: nothing to merge")
+    hide = source.visibility == Visibility.secret and into.visibility == Visibility.public
+    known = {n.casefold() for n in [into.name, *into.aliases]}
+    names = list(dict.fromkeys(n for n in [source.name, *source.aliases] if n.casefold() not in known))
+    if not hide and len(into.aliases) + len(names) > MAX_ALIASES:
+        raise InvalidInputError(
+            f"merged, {into.name} would have {len(into.aliases) + len(names)} aliases ({len(into.aliases)} of its "
+            f"own, {len(names)} from {source.name}), more than the {MAX_ALIASES} allowed: edit the aliases of either "
+            "down to the names the table uses, then merge again"
+        )
+    if (heard := len({h.casefold() for h in [*into.heard_as, *source.heard_as]})) > MAX_HEARD_AS:
+        # as for aliases: the phrases move to ``into``, which could then not be edited but to drop some
+        raise InvalidInputError(
+            f"merged, {into.name} would have {heard} heard-as phrases ({len(into.heard_as)} of its own, "
+            f"{len(source.heard_as)} from {source.name}), more than the {MAX_HEARD_AS} allowed: edit those of "
+            "either down to what the recogniser writes, then merge again"
+        )
+    if (unheard := len({h.casefold() for h in [*into.not_heard_as, *source.not_heard_as]})) > MAX_HEARD_AS:
+        raise InvalidInputError(
+            f"merged, {into.name} would have {unheard} not-heard-as phrases ({len(into.not_heard_as)} of its own, "
+            f"{len(source.not_heard_as)} from {source.name}), more than the {MAX_HEARD_AS} allowed: edit those of "
+            "either down, then merge again"
+        )
+    return MergePlan(hide=hide, names=names)
+
+
+def hidden_by_merge(source: Entity, into: Entity, names: Sequence[str]) -> list[str]:
+    """Of the names a merge gives a secret ``into``, those players must not read while it stays secret:
+    ``source``'s own name (as if it were made secret) and a proposal's aliases, which they never read."""
+    if into.visibility != Visibility.secret:
+        return []
+    return [n for n in names if n == source.name or source.status != ReviewStatus.accepted]
+
+
+def merge_drops(source: Entity, into: Entity, hide: bool) -> tuple[str, dict[str, Any]]:
+    """What of ``source`` a merge leaves out: its description where ``into`` has another, and its attributes where
+    ``into`` has other values (nothing when ``hide``: none of it was offered)."""
+    if hide:
+        return "", {}
+    differs = into.description and source.description.strip() != into.description.strip()
+    dropped = {k: v for k, v in source.attributes.items() if k in into.attributes and into.attributes[k] != v}
+    return (source.description if differs else ""), dropped
+
+
+def new_never_heard_as(source: Entity, into: Entity) -> list[str]:
+    """After a merge, the not-heard-as phrases each had that the other lacked: lines corrected to either may
+    say them as ``into``'s name now, and are restored."""
+    return [
+        *removed_heard_as(source.not_heard_as, into.not_heard_as),
+        *removed_heard_as(into.not_heard_as, source.not_heard_as),
+    ]

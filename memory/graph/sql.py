@@ -1,0 +1,146 @@
+"""The SQL the graph owns: the SELECTs that read entities and facts into models, and the set-based forms of the
+rules in :mod:`memory.graph.rules` (what players see, what a fact contradicts, what the DM vouched for)."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from memory.graph.rules import SINGLE_VALUED, VOUCHING_SOURCES
+from memory.models import (
+    Entity,
+    Provenance,
+    Relationship,
+)
+
+ENTITY_SELECT = """
+    SELECT e.id, e.campaign_id, e.name, e.type, e.description, e.attributes, e.visibility, e.status,
+           e.provenance, e.created_at, e.updated_at,
+           ARRAY(SELECT a.alias FROM entity_aliases a WHERE a.entity_id = e.id ORDER BY lower(a.alias))
+               AS aliases,
+           ARRAY(SELECT h.phrase FROM entity_heard_as h WHERE h.entity_id = e.id ORDER BY lower(h.phrase))
+               AS heard_as,
+           ARRAY(SELECT n.phrase FROM entity_not_heard_as n WHERE n.entity_id = e.id ORDER BY lower(n.phrase))
+               AS not_heard_as
+    FROM entities e
+"""
+
+
+REL_SELECT_FROM = """
+    SELECT r.id, r.campaign_id, r.source_id, s.name AS source_name, r.type, r.target_id, t.name AS target_name,
+           r.value, r.attributes, r.visibility, r.status, r.provenance, r.valid_from, r.valid_to,
+           r.superseded_by, r.created_at
+    FROM {facts} r
+    JOIN entities s ON s.id = r.source_id
+    LEFT JOIN entities t ON t.id = r.target_id
+"""
+
+
+REL_SELECT = REL_SELECT_FROM.format(facts="relationships")
+
+
+FACT_COLUMNS = (
+    "r.id, r.campaign_id, r.source_id, r.type, r.target_id, r.value, r.attributes, r.visibility, r.status,"
+    " r.provenance, r.valid_from"
+)
+
+
+#: Whether players see fact ``{f}``: public and accepted, about a public, accepted entity (its source is the fact's
+#: own entity, which players see, or they would not be reading its facts).
+SEEN = """({f}.visibility = 'public' AND {f}.status = 'accepted' AND ({f}.target_id IS NULL OR EXISTS (
+    SELECT 1 FROM entities t WHERE t.campaign_id = $1 AND t.id = {f}.target_id
+      AND t.visibility = 'public' AND t.status = 'accepted')))"""
+
+
+#: The campaign's ($1) facts as players know them. A fact they cannot see (secret, or about a secret entity) closes
+#: the public one it contradicts, but players must not learn that something replaced it: to them that one holds
+#: until a fact they see, newer than it, contradicts it by :meth:`KnowledgeGraph.close_contradicted`'s rule, or
+#: says it again (the single-valued types: constants, not input). ``{touching}``: a condition on ``r`` that each
+#: branch applies before its joins (see :func:`readable_facts`).
+PLAYERS_FACTS = f"""(
+    SELECT {FACT_COLUMNS}, r.valid_to, r.superseded_by, r.created_at FROM relationships r
+    WHERE r.campaign_id = $1 AND {{touching}} AND NOT EXISTS (
+        SELECT 1 FROM relationships h WHERE h.campaign_id = $1 AND h.id = r.superseded_by AND NOT {SEEN.format(f="h")}
+    )
+    UNION ALL
+    SELECT {FACT_COLUMNS}, seen.valid_from, seen.id, r.created_at FROM relationships r
+    JOIN relationships h ON h.campaign_id = $1 AND h.id = r.superseded_by
+    LEFT JOIN LATERAL (
+        SELECT c.id, c.valid_from FROM relationships c
+        WHERE c.campaign_id = $1 AND c.source_id = r.source_id AND c.type = r.type AND c.id <> r.id
+          AND {SEEN.format(f="c")}
+          AND ((c.target_id IS NULL) = (r.target_id IS NULL)
+               OR r.type IN ({", ".join(f"'{t}'" for t in sorted(SINGLE_VALUED))}))
+          AND (c.valid_from, c.id) > (r.valid_from, r.id)
+        ORDER BY c.valid_from, c.id LIMIT 1
+    ) seen ON true
+    WHERE r.campaign_id = $1 AND {{touching}} AND NOT {SEEN.format(f="h")}
+)"""
+
+
+def readable_facts(include_secret: bool, touching: str = "true") -> str:
+    """The relationships a query reads: all of them for the DM, for players as they know them. ``touching`` (SQL on
+    ``r``, the facts of one entity, say) restricts the players' ones where it can use an index, before the joins
+    that find what they may see: a condition outside them came after reading every fact of the campaign."""
+    return "relationships" if include_secret else PLAYERS_FACTS.format(touching=touching)
+
+
+def rel_select(include_secret: bool) -> str:
+    return REL_SELECT_FROM.format(facts=readable_facts(include_secret))
+
+
+def entity_from_row(row: asyncpg.Record) -> Entity:
+    return Entity(**{k: row[k] for k in Entity.model_fields})
+
+
+def relationship_from_row(row: asyncpg.Record) -> Relationship:
+    return Relationship(**{k: row[k] for k in Relationship.model_fields})
+
+
+#: The accepted, current facts that a fact ($3 —$4→ target $5 or value $6; $8: of a single-valued type) contradicts,
+#: but itself ($2). An attribute fact contradicts the other values of its type, a single-valued edge the other edges
+#: and values of its type ("home: the road" closes "home Caddo Keep"): "knows: Elvish" does not close "knows Bob".
+#: :func:`memory.graph.rules.contradicts` in Python; callers ask only when :func:`~memory.graph.rules.can_contradict`.
+CONTRADICTED = """
+    campaign_id = $1 AND id IS DISTINCT FROM $2 AND source_id = $3 AND type = $4 AND status = 'accepted'
+    AND valid_to IS NULL AND (target_id IS DISTINCT FROM $5 OR value IS DISTINCT FROM $6)
+    AND ((target_id IS NULL) = ($5::bigint IS NULL) OR $8)
+"""
+
+
+def said_at(provenance: str) -> str:
+    """When a fact heard in a session became true, in SQL (``$1``: the campaign; ``provenance``: the parameter
+    holding the fact's provenance as JSON): the session's start plus the time said, plus its first line's place in
+    the session as microseconds, which orders lines said at one time (an untimed transcript's are all at 0:00); now
+    if it names no session of the campaign, and never later. The fact written and the check of what it would close
+    (:meth:`KnowledgeGraph._would_close_vouched`) both use it, so they place the fact at one moment."""
+    return f"""least(now(), (
+        SELECT s.started_at
+               + make_interval(secs => least(coalesce(({provenance}::jsonb ->> 'timestamp')::float8, 0), 1e9))
+               + make_interval(secs => coalesce((
+                   SELECT min(e.seq) FROM session_entries e
+                   WHERE e.campaign_id = $1 AND e.session_id = s.id AND e.id = ANY(ARRAY(
+                       SELECT jsonb_array_elements_text({provenance}::jsonb -> 'entry_ids')::bigint))
+               ), 0) * 1e-6)
+        FROM sessions s WHERE s.campaign_id = $1 AND s.id = ({provenance}::jsonb ->> 'session_id')::bigint
+    ))"""
+
+
+def bare(text: str) -> str:
+    """SQL: the text ``text`` (an expression) as the recogniser's matcher tells names apart, by their letters and
+    digits only: "ironhold" of "Iron Hold", "Iron-hold" and "ironhold" (casefolded and accents dropped as in
+    :func:`memory.correction.text.name_norm`, but for lower() leaving a few letters such as ß)."""
+    return f"regexp_replace(normalize(lower({text}), NFKD), '[^[:alnum:]]+', '', 'g')"
+
+
+#: :func:`memory.graph.rules.vouched`, in SQL, from the same sources and the model's default one.
+VOUCHED = f"""(coalesce(provenance ->> 'source', '{Provenance().source.value}')
+                   IN ({", ".join(f"'{s.value}'" for s in VOUCHING_SOURCES)})
+               OR coalesce((provenance ->> 'dm_confirmed')::boolean, false))"""
+
+
+def visible(alias: str, include_secret: bool) -> str:
+    """SQL condition for what a player may see: accepted, currently valid, public unless the DM asks."""
+    cond = f"{alias}.status = 'accepted'"
+    if not include_secret:
+        cond += f" AND {alias}.visibility = 'public'"
+    return cond

@@ -1,0 +1,138 @@
+"""Sentences for people: what an edit of an entity's names or a merge did, as the DM reads it in a reply (the
+slash commands and the CLI say the same). The graph decides; this module only says what it decided."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from memory.graph.rules import removed_heard_as
+from memory.models import Entity, MergeResult, counted
+
+if TYPE_CHECKING:
+    from memory.session_log import SessionLog
+
+
+def kept_old_name(before: Entity, after: Entity) -> bool:
+    """Whether an edit renamed ``before`` and kept its old name as an alias: the DM is told, and how to clear it."""
+    return before.name != after.name and before.name in after.aliases
+
+
+def heard_as_said(before: Entity | None, after: Entity, lines: int | None) -> str:
+    """What an edit (``before``: the entity before it; None: it was added) taught of what the recogniser writes for
+    the entity's name, for the DM's reply ('' if nothing new). ``lines``: how many stored lines say it, counted
+    before the edit (see ``SessionLog.count_heard``; None: not known), which a background job corrects."""
+    had = {h.casefold() for h in before.heard_as} if before is not None else set()
+    if not (new := [h for h in after.heard_as if h.casefold() not in had]):
+        return ""
+    said = f"From now on {', '.join(f'“{h}”' for h in new)} {'is' if len(new) == 1 else 'are'} written {after.name}"
+    if lines is None:
+        said += "; the lines already stored that say it are corrected again in the background."
+    elif not lines:
+        said += "; no line stored so far says it."
+    else:
+        one = lines == 1
+        said += (
+            f"; {counted(lines, 'line')} already stored {'says' if one else 'say'} it: {'it is' if one else 'they are'}"
+            " corrected again in the background."
+        )
+    return " ".join([said, *everyday_said(new, after.name)])
+
+
+def heard_as_removed_said(before: Entity, after: Entity, lines: int | None) -> str:
+    """What an edit took away of what the recogniser writes for the entity's name, for the DM's reply ('' if
+    nothing). ``lines``: how many stored lines hold a correction of those phrases to it (see
+    ``SessionLog.count_corrected``; None: not known), which a background job restores."""
+    if not (gone := removed_heard_as(before.heard_as, after.heard_as)):
+        return ""
+    it, is_ = ("it", "is") if len(gone) == 1 else ("they", "are")
+    said = f"{', '.join(f'“{h}”' for h in gone)} {is_} no longer written {after.name}"
+    if lines is None:
+        return f"{said}; {it} {is_} restored in the background in the stored lines where {it} became the name."
+    if not lines:
+        return f"{said}; no line stored so far was corrected from {'it' if it == 'it' else 'them'}."
+    return f"{said}; {it} {is_} restored in {counted(lines, 'line')} already stored, in the background."
+
+
+def not_heard_as_said(before: Entity | None, after: Entity, lines: int | None) -> str:
+    """What an edit (``before``: the entity before it; None: it was added) taught of what the recogniser writes that
+    is never the entity's name, for the DM's reply ('' if nothing new). ``lines``: how many stored lines hold a
+    correction of those phrases to it (see ``SessionLog.count_corrected``; None: not known), which a background
+    job restores."""
+    if not (new := removed_heard_as(after.not_heard_as, before.not_heard_as if before is not None else [])):
+        return ""
+    it, is_ = ("it", "is") if len(new) == 1 else ("they", "are")
+    said = f"From now on {', '.join(f'“{h}”' for h in new)} {is_} never written {after.name}"
+    if before is None:  # no line was corrected to it yet
+        return said + "."
+    if lines is None:
+        return f"{said}; {it} {is_} restored in the background in the stored lines where {it} became the name."
+    if not lines:
+        return f"{said}; no line stored so far was corrected from {'it' if it == 'it' else 'them'}."
+    return f"{said}; {it} {is_} restored in {counted(lines, 'line')} already stored, in the background."
+
+
+class PhraseLines(NamedTuple):
+    """How many stored lines an edit of an entity's phrases touches, counted before the edit (its jobs change them)."""
+
+    heard: int | None  # say a heard-as phrase given (see ``SessionLog.count_heard``)
+    restored: int | None  # hold a correction from a heard-as phrase taken away
+    unsaid: int | None  # hold a correction from a new not-heard-as phrase
+
+
+async def count_phrase_lines(
+    log: SessionLog, before: Entity, heard_as: Sequence[str] | None, not_heard_as: Sequence[str] | None
+) -> PhraseLines:
+    """The stored lines an edit giving the entity ``before`` these heard-as and not-heard-as phrases (None: left as
+    they are) will have corrected or restored, for :func:`phrases_said`."""
+    names = [before.name, *before.aliases]
+    gone = removed_heard_as(before.heard_as, heard_as) if heard_as is not None else []
+    new_never = removed_heard_as(not_heard_as, before.not_heard_as) if not_heard_as else []  # those it lacked
+    return PhraseLines(
+        heard=await log.count_heard(heard_as) if heard_as else None,
+        restored=await log.count_corrected(before.id, gone, names) if gone else None,
+        unsaid=await log.count_corrected(before.id, new_never, names, any_stage=True) if new_never else None,
+    )
+
+
+def phrases_said(before: Entity, after: Entity, lines: PhraseLines) -> list[str]:
+    """What an edit did to what the recogniser writes for the entity, for the DM's reply: a sentence each."""
+    said = [
+        heard_as_said(before, after, lines.heard),
+        heard_as_removed_said(before, after, lines.restored),
+        not_heard_as_said(before, after, lines.unsaid),
+    ]
+    return [s for s in said if s]
+
+
+def everyday_said(phrases: Sequence[str], name: str) -> list[str]:
+    """The warning for the DM when a heard-as phrase of ``name`` is ordinary English (see :func:`everyday`): it is
+    allowed, but every time it is said it becomes the name. [] if none is."""
+    from memory.correction.evidence import everyday  # wordfreq and the matcher: only when a phrase is added
+
+    if not (common := [p for p in phrases if everyday(p)]):
+        return []
+    if len(common) == 1:
+        return [f"“{common[0]}” is everyday English: every “{common[0]}” said from now on is written {name}."]
+    return [f"{', '.join(f'“{p}”' for p in common)} are everyday English: each said from now on is written {name}."]
+
+
+def describe_same_as(result: MergeResult) -> str:
+    """The DM's answer to "Same as…": what became of the proposed entity's names and facts."""
+    known, proposed = result.entity, result.merged
+
+    done = []
+    if result.aliases_added:
+        kept = ", ".join(repr(a) for a in result.aliases_added)
+        kept_as = "an alias" if len(result.aliases_added) == 1 else "aliases"
+        done.append(f"{kept} kept as {kept_as}{result.hidden_from_players()}")
+    if result.names_withheld:
+        done.append(f"{proposed.name!r} was secret, so no alias of the public {known.name}; its facts are secret")
+    done.append(counted(result.facts_moved, "fact") + " moved")
+    if result.duplicates_dropped:
+        done.append(counted(result.duplicates_dropped, "fact") + f" {known.name} already had dropped")
+    if result.self_loops_dropped:  # "the old man —father_of→ Vaskerrin Holt" would be about itself
+        done.append(counted(result.self_loops_dropped, "fact") + f" between {proposed.name} and {known.name} dropped")
+    said = f"Same as {known.name}: {', '.join(done)}."
+    dropped = result.dropped()
+    return f"{said} {dropped}." if dropped else said

@@ -1,0 +1,181 @@
+"""The graph's rules without a database: vouched facts, review status, contradiction, what players see, which of
+two copies of a fact a merge keeps, and what a merge does with names."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memory.errors import InvalidInputError
+from memory.graph.rules import (
+    FactCopy,
+    FactKey,
+    can_contradict,
+    contradicts,
+    copy_rank,
+    hidden_by_merge,
+    merge_drops,
+    names_to_mask,
+    new_never_heard_as,
+    plan_merge,
+    players_see,
+    players_see_fact,
+    status_for,
+    vouched,
+)
+from memory.models import MAX_ALIASES, Entity, EntityType, Provenance, ReviewStatus, Source, Visibility
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def entity(id: int, name: str, **fields: object) -> Entity:
+    defaults: dict[str, object] = {
+        "description": "",
+        "aliases": [],
+        "attributes": {},
+        "visibility": Visibility.public,
+        "status": ReviewStatus.accepted,
+        "provenance": Provenance(),
+    }
+    return Entity.model_validate(
+        {"id": id, "campaign_id": 1, "name": name, "type": EntityType.npc, "created_at": NOW, "updated_at": NOW}
+        | defaults
+        | fields
+    )
+
+
+@pytest.mark.parametrize(
+    ("provenance", "expected"),
+    [
+        (Provenance(), True),  # the model's default source is the DM
+        (Provenance(source=Source.campaign_file), True),
+        (Provenance(source=Source.stated, confidence=0.99), False),
+        (Provenance(source=Source.stated, confidence=0.2, dm_confirmed=True), True),
+        (Provenance(source=Source.inferred), False),
+    ],
+)
+def test_the_dms_word_is_what_the_dm_typed_loaded_or_confirmed(provenance: Provenance, expected: bool) -> None:
+    assert vouched(provenance) is expected
+
+
+def test_a_guess_is_accepted_only_at_the_threshold_and_the_dms_word_always() -> None:
+    assert status_for(Provenance(source=Source.stated, confidence=0.7), 0.7) == ReviewStatus.accepted
+    assert status_for(Provenance(source=Source.stated, confidence=0.69), 0.7) == ReviewStatus.pending
+    assert status_for(Provenance(source=Source.dm, confidence=0.0), 0.7) == ReviewStatus.accepted
+
+
+def test_a_value_or_a_single_valued_edge_may_close_another_fact_and_a_plain_edge_never() -> None:
+    assert can_contradict("status", "dead")
+    assert can_contradict("knows", "Elvish")  # an attribute fact is single-valued per type
+    assert can_contradict("lives_in", None)
+    assert not can_contradict("knows", None)
+
+
+def test_a_value_contradicts_another_value_of_its_type_not_an_edge_nor_itself() -> None:
+    dead = FactKey(id=2, source_id=1, type="status", value="dead")
+    alive = FactKey(id=1, source_id=1, type="status", value="alive")
+    assert contradicts(dead, alive)
+    assert not contradicts(dead, dead)
+    assert not contradicts(dead, FactKey(id=3, source_id=1, type="status", value="dead"))  # the same fact again
+    assert not contradicts(dead, FactKey(id=4, source_id=9, type="status", value="alive"))  # another entity's
+    assert not contradicts(dead, FactKey(id=5, source_id=1, type="mood", value="grim"))  # another type
+    knows_bob = FactKey(id=6, source_id=1, type="knows", target_id=7)
+    assert not contradicts(FactKey(id=8, source_id=1, type="knows", value="Elvish"), knows_bob)
+
+
+def test_a_single_valued_type_closes_edges_and_values_alike() -> None:
+    road = FactKey(id=2, source_id=1, type="home", value="the road")
+    keep = FactKey(id=1, source_id=1, type="home", target_id=5)
+    assert contradicts(road, keep)
+    assert contradicts(FactKey(id=3, source_id=1, type="home", target_id=6), keep)
+
+
+def test_only_an_accepted_current_fact_is_closed() -> None:
+    dead = FactKey(id=2, source_id=1, type="status", value="dead")
+    assert not contradicts(dead, FactKey(id=1, source_id=1, type="status", value="alive", status=ReviewStatus.pending))
+    assert not contradicts(dead, FactKey(id=1, source_id=1, type="status", value="alive", current=False))
+
+
+def test_players_see_what_is_accepted_and_public_and_a_fact_only_with_its_target() -> None:
+    public = entity(1, "Vell", status=ReviewStatus.accepted, visibility=Visibility.public)
+    secret = entity(2, "Holt", status=ReviewStatus.accepted, visibility=Visibility.secret)
+    pending = entity(3, "Mira", status=ReviewStatus.pending, visibility=Visibility.public)
+    assert players_see(public)
+    assert not players_see(secret)
+    assert not players_see(pending)
+    assert players_see_fact(public, None)
+    assert players_see_fact(public, public)
+    assert not players_see_fact(public, secret)
+
+
+def copy(id: int, status: ReviewStatus, days: int = 0, **provenance: object) -> FactCopy:
+    return FactCopy(id=id, status=status, provenance=Provenance(**provenance), valid_from=NOW + timedelta(days=days))
+
+
+def test_of_two_copies_a_merge_keeps_the_accepted_then_the_dms_then_the_surest_then_the_oldest() -> None:
+    def best(*copies: FactCopy) -> int:
+        return min(copies, key=copy_rank).id
+
+    guess = {"source": Source.stated}
+    assert best(copy(1, ReviewStatus.pending), copy(2, ReviewStatus.accepted, **guess)) == 2
+    assert best(copy(1, ReviewStatus.accepted, **guess, confidence=1.0), copy(2, ReviewStatus.accepted)) == 2
+    assert best(copy(1, ReviewStatus.accepted, **guess, confidence=0.8), copy(2, ReviewStatus.accepted, **guess)) == 2
+    assert best(copy(1, ReviewStatus.accepted, days=1), copy(2, ReviewStatus.accepted)) == 2
+    assert best(copy(2, ReviewStatus.accepted), copy(1, ReviewStatus.accepted)) == 1
+
+
+def test_a_merge_of_an_entity_into_itself_is_refused_saying_why() -> None:
+    vell = entity(1, "Vell", aliases=["the Pale"])
+    with pytest.raises(InvalidInputError, match="into itself"):
+        plan_merge(vell, vell, "Vell", "vell ")
+    with pytest.raises(InvalidInputError, match="both name 'Vell'"):
+        plan_merge(vell, vell, "the Pale", "Vell")
+
+
+def test_a_merge_gives_into_the_names_it_lacks_unless_a_secret_would_reach_players() -> None:
+    gorrim = entity(1, "Gorrim", aliases=["the smith", "Gorrim Ashfoot"])
+    ashfoot = entity(2, "Gorrim Ashfoot")
+    assert plan_merge(gorrim, ashfoot, 1, 2).names == ["Gorrim", "the smith"]
+    assert not plan_merge(gorrim, ashfoot, 1, 2).hide
+    secret = gorrim.model_copy(update={"visibility": Visibility.secret})
+    assert plan_merge(secret, ashfoot, 1, 2).hide
+
+
+def test_a_merge_over_the_alias_cap_is_refused_before_anything_changes() -> None:
+    many = entity(1, "Many", aliases=[f"name {i}" for i in range(MAX_ALIASES)])
+    with pytest.raises(InvalidInputError, match="more than the"):
+        plan_merge(entity(2, "One"), many, 2, 1)
+
+
+def test_a_secret_into_keeps_from_players_the_merged_name_and_a_proposals_aliases() -> None:
+    into = entity(1, "Holt", visibility=Visibility.secret)
+    accepted = entity(2, "Vaskerrin", status=ReviewStatus.accepted)
+    proposal = entity(3, "Vask", status=ReviewStatus.pending)
+    assert hidden_by_merge(accepted, into, ["Vaskerrin", "the Pale"]) == ["Vaskerrin"]
+    assert hidden_by_merge(proposal, into, ["Vask", "the Pale"]) == ["Vask", "the Pale"]
+    assert hidden_by_merge(accepted, into.model_copy(update={"visibility": Visibility.public}), ["Vaskerrin"]) == []
+
+
+def test_a_merge_says_what_it_dropped_of_the_merged_ones_description_and_attributes() -> None:
+    source = entity(1, "Gorrim", description="A smith.", attributes={"age": "50", "hair": "red"})
+    into = entity(2, "Gorrim Ashfoot", description="A dwarf.", attributes={"age": "60"})
+    assert merge_drops(source, into, hide=False) == ("A smith.", {"age": "50"})
+    assert merge_drops(source, into.model_copy(update={"description": ""}), hide=False) == ("", {"age": "50"})
+    assert merge_drops(source, into, hide=True) == ("", {})
+
+
+def test_the_never_heard_as_phrases_each_lacked_are_restored_after_a_merge() -> None:
+    source = entity(1, "Frumpkin", not_heard_as=["from kin"])
+    into = entity(2, "Frump", not_heard_as=["frump", "from-kin"])
+    assert new_never_heard_as(source, into) == ["frump"]  # "from kin" is "from-kin", spacing aside
+
+
+def test_players_are_kept_from_a_secret_name_and_its_rare_words_they_cannot_read_elsewhere() -> None:
+    zipf = {"vaskerrin": 0.0, "holt": 3.7, "pale": 4.1, "the": 7.0, "magister": 2.0}.get
+    names = [("Vaskerrin Holt", True), ("the Pale Magister", False), ("Holt", True), ("Mira", False)]
+    masked = names_to_mask(names, lambda w: zipf(w, 0.0))
+    assert masked[:2] == ["Vaskerrin Holt", "Holt"]
+    assert set(masked[2:]) == {"vaskerrin", "holt"}  # "pale" and "magister": in a name players read
+    # a name a public entity bears now is players' to read, whatever once bore it
+    assert names_to_mask([("Mira", True), ("mira", False)], lambda w: 0.0) == []
