@@ -25,16 +25,9 @@ from bot.views import (
 from memory.context import visible_snapshot
 from memory.graph import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
 from memory.mentions import Mentions, mentions
-from memory.models import (
+from memory.models import Entity, EntityIn, EntityType, Mention, Provenance, ReviewStatus, Source, Visibility
+from memory.text import (
     MAX_FACT_VALUE_CHARS,
-    Entity,
-    EntityIn,
-    EntityType,
-    Mention,
-    Provenance,
-    ReviewStatus,
-    Source,
-    Visibility,
     check_attributes,
     counted,
     heard_as_phrases,

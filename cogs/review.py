@@ -36,9 +36,10 @@ from bot.views import OwnedModal, add_field_within, clip
 from campaigns import batches
 from memory.errors import AlreadyDecidedError, MemoryError_, NotFoundError
 from memory.graph import kept_old_name
-from memory.models import MAX_FACT_VALUE_CHARS, Campaign, EntityType, MergeResult, ReviewItem, ReviewStatus, counted
+from memory.models import Campaign, EntityType, MergeResult, ReviewItem, ReviewStatus
 from memory.review import ReviewQueue, describe_same_as, watch_new_items
 from memory.store import CampaignMemory
+from memory.text import MAX_FACT_VALUE_CHARS, counted
 
 log = logging.getLogger("lorekeeper.review")
 

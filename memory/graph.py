@@ -21,8 +21,6 @@ if TYPE_CHECKING:
 
 from memory.models import (
     DEFAULT_ACCEPT_THRESHOLD,
-    MAX_ALIASES,
-    MAX_HEARD_AS,
     SYMMETRIC,
     Entity,
     EntityIn,
@@ -41,6 +39,10 @@ from memory.models import (
     Source,
     UnlinkResult,
     Visibility,
+)
+from memory.text import (
+    MAX_ALIASES,
+    MAX_HEARD_AS,
     check_attributes,
     clean_name,
     counted,

@@ -51,10 +51,10 @@ from memory.models import (
     Session,
     Source,
     Visibility,
-    clip,
 )
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
+from memory.text import clip
 
 log = logging.getLogger("lorekeeper.mcp")
 

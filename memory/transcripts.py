@@ -29,8 +29,8 @@ from pysubs2.formats.webvtt import WebVTTFormat
 from pysubs2.time import timestamp_to_ms
 
 from memory.errors import describe_value, validation_problems
-from memory.models import MAX_TEXT_BYTES, session_title, without_bidi_controls
 from memory.recorder import Utterance
+from memory.text import MAX_TEXT_BYTES, session_title, without_bidi_controls
 
 MAX_LINE_BYTES = MAX_TEXT_BYTES  # a line holds one utterance
 #: A CRD3 episode is one JSON document, read whole (about 5 times its size in memory); the real ones are at most

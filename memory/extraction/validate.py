@@ -13,14 +13,8 @@ from collections.abc import Collection, Sequence
 
 from memory.extraction.names import NameResolver, normalize_name
 from memory.extraction.schema import ExtractionAnswer, ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
-from memory.models import (
-    EntityType,
-    clean_name,
-    clip,
-    storable,
-    value_within_limit,
-    without_hidden,
-)
+from memory.models import EntityType
+from memory.text import clean_name, clip, storable, value_within_limit, without_hidden
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 import pydantic
 
 from memory.errors import BAD_REQUEST, Unavailable
-from memory.models import clip
+from memory.text import clip
 
 __all__ = ["DEFAULT_MAX_TOKENS", "LLMClient", "LLMError", "LLMUnavailable", "OpenAILLM"]
 
