@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import NamedTuple
 
 from rapidfuzz import process
 from rapidfuzz.distance import Indel, JaroWinkler, Levenshtein
@@ -79,8 +78,10 @@ class _Candidate:
     rank: float = 0.0  # ordering among overlapping windows (see ``_resolve_overlaps``)
 
 
-class _WordFacts(NamedTuple):
-    """A word as the windows weigh it, wherever it is said (see ``PhoneticMatcher._word_facts``)."""
+@dataclass(slots=True)
+class _WordFacts:
+    """A word as the windows weigh it, wherever it is said (see ``PhoneticMatcher._word_facts``); memoised and
+    never changed (a slots class: the windows read its fields ~70 times an utterance)."""
 
     number: bool  # has a digit: dice and stats ("d20s"), never a name
     zipf: float  # of the word as heard
@@ -208,6 +209,23 @@ def _phrase_score(c: _Scored) -> tuple[float, tuple[str, ...], str]:
     code_sim = max((Levenshtein.normalized_similarity(a, b) for a in span_codes for b in name_codes), default=0.0)
     score = (_jw(span, name_part) + Indel.normalized_similarity(span, name_part) + code_sim) / 3
     return score, heard, name_part
+
+
+def _span(
+    words: list[_Word], first: int, last: int, doubtful: bool, rare: bool, phrase: bool, written: list[str]
+) -> _Span:
+    inside = words[first : last + 1]
+    window = [w.token for w in inside]
+    return _Span(
+        window,
+        doubtful,
+        rare,
+        _exact_runs(window, [w.exact for w in inside]),
+        phrase,
+        any(w.named_exact for w in inside),
+        () if doubtful else tuple(written),
+        words[last].dangling,
+    )
 
 
 def _exact_runs(window: list[Token], exact: list[bool]) -> tuple[str, ...]:
@@ -353,6 +371,19 @@ class PhoneticMatcher:
         self.settings = settings or MatchSettings()
         self._fuzzy_memo: dict[str, list[tuple[NameForm, float]]] = {}
         self._facts_memo: dict[tuple[str, str, bool], _WordFacts] = {}
+        s = self.settings  # what each window weighs, read once (see ``_windows_from``)
+        self._limits = (
+            s.low_confidence,
+            s.max_window_words,
+            s.sound_max_zipf,
+            s.sound_min_phones,
+            s.sound_common_plural_phones,
+            s.sound_two_edit_phones,
+            s.sound_two_edit_common_phones,
+            s.common_zipf,
+            s.phrase_max_words,
+            s.phrase_max_zipf,
+        )
         # an entity's own name wins, and any name or alias a heard-as phrase spelled alike
         self._by_spaceless = {f.spaceless: f for f in reversed([*index.forms, *index.heard])}
         # Where an exact mention may start: a word that begins a name or is one (its plural too; see ``_names_it``).
@@ -406,177 +437,140 @@ class PhoneticMatcher:
             # unless a recogniser was unsure of a spelling no word list has: its capital is a guess
             # ("Thunderdark" / Underdark; "Marian" stays Marian).
             named = cap and (c is None or c >= sure_from or f.zipf > 0) and not x
-            words.append(
-                _Word(
-                    token=token,
-                    facts=f,
-                    conf=c,
-                    exact=x,
-                    locked=x or f.number,
-                    named=named,
-                    named_exact=cap and x,
-                    unknown=f.unfamiliar and not named,
-                    dangling=token.norm in _ARTICLES and _dangles(text, tokens, i, zipfs, edge_zipf),
-                    joins_next=i < len(joinable) and joinable[i],
-                )
-            )
+            unknown = f.unfamiliar and not named
+            dangling = token.norm in _ARTICLES and _dangles(text, tokens, i, zipfs, edge_zipf)
+            joins_next = i < len(joinable) and joinable[i]
+            words.append(_Word(token, f, c, x, x or f.number, named, cap and x, unknown, dangling, joins_next))
         return words, respaced
 
     def _windows(self, words: list[_Word]) -> Iterator[_Window]:
-        """Every run of words that may be a misheard name and sounds or is spelled near one, in order."""
-        # English spelling takes up to about two letters a phone ("cave arne" / K'Varn: 8 letters, 6 phones).
-        longest = max(self.index.max_spaceless * _MAX_LENGTH_RATIO, 2 * (self.index.max_phones + 1))
-        for first, word in enumerate(words):
-            if not word.facts.number:  # numbers ("d20s") are dice and stats, never names
-                yield from self._windows_from(words, first, longest)
-
-    def _windows_from(self, words: list[_Word], first: int, longest: float) -> Iterator[_Window]:
-        """The windows starting at word ``first``, one word longer each time: the running values (letters,
-        confidence, the rarest word, phones) grow with them."""
-        # Cyclomatic 25: the innermost loop of stage 1; its running values stay locals, read once a window.
-        settings = self.settings
-        low_confidence, widest = settings.low_confidence, settings.max_window_words
-        max_zipf, fewest = settings.sound_max_zipf, settings.sound_min_phones
-        length, conf_sum, conf_n = 0, 0.0, 0
-        rare, least_common, all_exact, sayable = False, 99.0, True, True
-        said_before = ""
-        spaceless = ""  # the window's words run together, as Double Metaphone reads them
-        written: list[str] = []
-        for last in range(first, min(len(words), first + widest)):
-            word = words[last]
-            facts = word.facts
-            if last > first and (facts.number or not words[last - 1].joins_next):
-                break
-            length += facts.letters
-            if length > longest:
-                break
-            if (c := word.conf) is not None:
-                conf_sum += c
-                conf_n += 1
-            if word.named:
-                written.append(word.token.norm)
-            rare = rare or facts.uncommon
-            if facts.zipf < least_common:
-                least_common = facts.zipf
-            # One doubtful word does not make its neighbours doubtful: the span as a whole must be.
-            doubtful = conf_n > 0 and conf_sum / conf_n < low_confidence
-            sayable = sayable and bool(facts.said)
-            phones = said_before + facts.said
-            said_before += facts.whole
-            spaceless += word.token.norm
-            all_exact = all_exact and word.exact
-            if all_exact:
-                continue  # exact mentions only: nothing misheard here
-            # Spelling is evidence for doubted spans and single words English does not know; sound for words
-            # pronounced like a name. A word the transcript writes as a name is its name, unless doubted.
-            by_letters = length >= 3 and (doubtful or (first == last and word.unknown))
-            soundable = sayable and least_common <= max_zipf and fewest <= len(phones)
-            heard_as, singular, heard_plural = self._heard_as(
-                words, first, last, phones, spaceless, soundable, rare or doubtful, least_common
-            )
-            if not (by_letters or heard_as or heard_plural):
-                continue  # ordinary words nobody doubted and no name sounding alike: skip the rest
-            phrase = (
-                0 < last - first < settings.phrase_max_words
-                and least_common <= settings.phrase_max_zipf
-                and length >= _MIN_PHRASE_LETTERS
-            )
-            span = self._span(words, first, last, doubtful, rare, phrase, written)
-            yield _Window(first, last, span, by_letters, phones, heard_as, singular, heard_plural)
-
-    def _heard_as(
-        self,
-        words: list[_Word],
-        first: int,
-        last: int,
-        phones: str,
-        spaceless: str,
-        soundable: bool,
-        rare_or_doubtful: bool,
-        least_common: float,
-    ) -> tuple[_Forms, str, _Forms]:
-        """The names a window may be pronounced as; the window's phones without its last word's plural "s"
-        (or ""), and the names those may be."""
-        settings = self.settings
-        size, most = len(phones), self.index.max_phones + 1
+        """Every run of words that may be a misheard name and sounds or is spelled near one, in order: from each
+        word, one word longer each time, the running values (letters, confidence, the rarest word, phones) grow
+        with the window, and each window's names by sound are looked up."""
+        # 90 lines, cyclomatic 39: stage 1's innermost loop (~70 windows an utterance), its running values locals:
+        # with a call and a record a window, stage 1 took 70 % longer (measured).
+        (
+            low_confidence,
+            widest,
+            max_zipf,
+            fewest,
+            common_plural,
+            two_edit,
+            two_edit_common,
+            common_zipf,
+            max_words,
+            phrase_zipf,
+        ) = self._limits
+        most = self.index.max_phones + 1
+        two_edit_from = two_edit - 2
         sound_candidates = self.index.sound_candidates
-        heard_as: _Forms = sound_candidates(phones) if soundable and size <= most else ()
-        # A second reading doubles the chances of a coincidence: of common words only ("our glasses" /
-        # Hourglass, "she casts" / Shakäste), only a long name ("crash hammers" / Kraghammer).
-        singular = (
-            phones[:-1]
-            if words[last].facts.plural
-            and soundable
-            and (rare_or_doubtful or size > settings.sound_common_plural_phones)
-            and settings.sound_min_phones < size <= most + 1
-            else ""
-        )
-        heard_plural: _Forms = sound_candidates(singular) if singular else ()
-        if last == first or size < settings.sound_two_edit_phones - 2:
-            return heard_as, singular, heard_plural
-        return self._two_off(
-            words, first, last, phones, spaceless, soundable, least_common, heard_as, singular, heard_plural
-        )
+        # English spelling takes up to about two letters a phone ("cave arne" / K'Varn: 8 letters, 6 phones).
+        longest = max(self.index.max_spaceless * _MAX_LENGTH_RATIO, 2 * most)
+        for first, opening_word in enumerate(words):
+            if opening_word.facts.number:
+                continue  # numbers ("d20s") are dice and stats, never names
+            length, conf_sum, conf_n = 0, 0.0, 0
+            rare, least_common, all_exact, sayable = False, 99.0, True, True
+            said_before = ""
+            spaceless = ""  # the window's words run together, as Double Metaphone reads them
+            written: list[str] = []
+            opening = opening_word.facts
+            for last in range(first, min(len(words), first + widest)):
+                word = words[last]
+                facts = word.facts
+                if last > first and (facts.number or not words[last - 1].joins_next):
+                    break
+                length += facts.letters
+                if length > longest:
+                    break
+                if (c := word.conf) is not None:
+                    conf_sum += c
+                    conf_n += 1
+                if word.named:
+                    written.append(word.token.norm)
+                rare = rare or facts.uncommon
+                if facts.zipf < least_common:
+                    least_common = facts.zipf
+                # One doubtful word does not make its neighbours doubtful: the span as a whole must be.
+                doubtful = conf_n > 0 and conf_sum / conf_n < low_confidence
+                sayable = sayable and bool(facts.said)
+                phones = said_before + facts.said
+                said_before += facts.whole
+                spaceless += word.token.norm
+                all_exact = all_exact and word.exact
+                if all_exact:
+                    continue  # exact mentions only: nothing misheard here
+                # Spelling is evidence for doubted spans and single words English does not know; sound for words
+                # pronounced like a name. A word the transcript writes as a name is its name, unless doubted.
+                by_letters = length >= 3 and (doubtful or (first == last and word.unknown))
+                size = len(phones)
+                soundable = sayable and least_common <= max_zipf and fewest <= size
+                heard_as: _Forms = sound_candidates(phones) if soundable and size <= most else ()
+                # A second reading doubles the chances of a coincidence: of common words only ("our glasses" /
+                # Hourglass, "she casts" / Shakäste), only a long name ("crash hammers" / Kraghammer).
+                singular = (
+                    phones[:-1]
+                    if facts.plural
+                    and soundable
+                    and (rare or doubtful or size > common_plural)
+                    and fewest < size <= most + 1
+                    else ""
+                )
+                heard_plural: _Forms = sound_candidates(singular) if singular else ()
+                if last > first and size >= two_edit_from:
+                    shortest = two_edit if least_common < common_zipf else two_edit_common
+                    heard_as, heard_plural = self._two_off(
+                        opening,
+                        word,
+                        phones,
+                        spaceless,
+                        shortest if soundable else None,
+                        heard_as,
+                        singular,
+                        heard_plural,
+                    )
+                if not (by_letters or heard_as or heard_plural):
+                    continue  # ordinary words nobody doubted and no name sounding alike: skip the rest
+                phrase = 0 < last - first < max_words and least_common <= phrase_zipf and length >= _MIN_PHRASE_LETTERS
+                span = _span(words, first, last, doubtful, rare, phrase, written)
+                yield _Window(first, last, span, by_letters, phones, heard_as, singular, heard_plural)
 
     def _two_off(
         self,
-        words: list[_Word],
-        first: int,
-        last: int,
+        opening: _WordFacts,
+        closing: _Word,
         phones: str,
         spaceless: str,
-        soundable: bool,
-        least_common: float,
+        shortest: int | None,
         heard_as: _Forms,
         singular: str,
         heard_plural: _Forms,
-    ) -> tuple[_Forms, str, _Forms]:
-        """``_heard_as`` for a window of several words, with the names two phones off and those spelled alike.
+    ) -> tuple[_Forms, _Forms]:
+        """The names a window of several words (``opening`` ... ``closing``) is pronounced as, with those two
+        phones off a name of ``shortest`` phones or more (None: none, the window is not soundable) and those spelled
+        alike.
 
         Two phones off a long name ("elder nacks" / Eldrinax; with common words only, a longer one: "trust en
         world" / Trostenwald), found by the thirds of its pronunciation; off in its vowels only, the spelling
         sounds alike too (a shared Double Metaphone code). Neither with a very common word at an edge, which
         ``_sound`` refuses, unless it is a dangling article or, for the spelling, a word of a name ("the elder
         nacks" / The Eldrinax): the costliest lookups are not paid for that."""
-        settings = self.settings
-        size, most = len(phones), self.index.max_phones + 1
-        shortest = (
-            settings.sound_two_edit_phones
-            if least_common < settings.common_zipf
-            else settings.sound_two_edit_common_phones
-        )
-        opening, closing = words[first].facts, words[last].facts
-        last_edge = not words[last].dangling
-        edge_zipf = settings.sound_edge_zipf
+        edge_zipf = self.settings.sound_edge_zipf
+        last_edge = not closing.dangling
         if (
-            soundable
-            and shortest - 2 <= size <= most + 1
-            and not (opening.zipf >= edge_zipf or (last_edge and closing.zipf >= edge_zipf))
+            shortest is not None
+            and shortest - 2 <= len(phones) <= self.index.max_phones + 2
+            and not (opening.zipf >= edge_zipf or (last_edge and closing.facts.zipf >= edge_zipf))
         ):
             two_edit_candidates = self.index.two_edit_candidates
             heard_as = {*heard_as, *two_edit_candidates(phones, shortest)}
             if singular and len(singular) >= shortest - 2:
                 heard_plural = {*heard_plural, *two_edit_candidates(singular, shortest)}
-        if not (opening.edgy or (last_edge and closing.edgy)) and (spelled_alike := self._spelled_alike(spaceless)):
+        if not (opening.edgy or (last_edge and closing.facts.edgy)) and (
+            spelled_alike := self._spelled_alike(spaceless)
+        ):
             heard_as = {*heard_as, *spelled_alike}
-        return heard_as, singular, heard_plural
-
-    @staticmethod
-    def _span(
-        words: list[_Word], first: int, last: int, doubtful: bool, rare: bool, phrase: bool, written: list[str]
-    ) -> _Span:
-        inside = words[first : last + 1]
-        window = [w.token for w in inside]
-        return _Span(
-            window,
-            doubtful,
-            rare,
-            _exact_runs(window, [w.exact for w in inside]),
-            phrase,
-            any(w.named_exact for w in inside),
-            () if doubtful else tuple(written),
-            words[last].dangling,
-        )
+        return heard_as, heard_plural
 
     def _judge(self, window: _Window, no_confidences: bool) -> tuple[_Candidate | None, bool]:
         """The window's name, by spelling first, then by sound, then by sound without a plural "s"; or none, and
