@@ -414,6 +414,17 @@ class PhoneticMatcher:
                 candidates.append(candidate)
             elif near:
                 near_misses.append((tokens[window.first].start, tokens[window.last].base_end))
+        return self._resolve(text, tokens, words, candidates, near_misses)
+
+    def _resolve(
+        self,
+        text: str,
+        tokens: list[Token],
+        words: list[_Word],
+        candidates: list[_Candidate],
+        near_misses: list[tuple[int, int]],
+    ) -> Stage1Result:
+        """The windows that win where they overlap, as corrections, and the spans stage 2 should look at."""
         chosen = _resolve_overlaps(candidates)
         corrections = [
             self._correction(text, tokens, c, previous)
