@@ -8,6 +8,7 @@
     python -m bench.correction --only crd3 --setting sound_edge_zipf=7.0 --clean-turns 30000   # another setting
     valgrind --tool=cachegrind --cache-sim=no python -m bench.correction --workload 500 --repeat 1
         # instructions, which the machine's load does not change: the count less --workload 0's, per utterance
+    python -m bench.correction --dump before.jsonl   # stage 1 on every CRD3 turn and case, to compare with cmp
 
 Reads ../shared/data (override with LOREKEEPER_DATA); prints "skipped: data not found" for a missing set. Real
 ASR errors: every asr/ref/<set>.biasing_<n>.tsv with a recogniser's output asr/hyp/<set>.*.tsv.
@@ -663,6 +664,31 @@ def workload(args: argparse.Namespace) -> None:
             pipeline.correct_fast(u)
 
 
+def dump(args: argparse.Namespace) -> None:
+    """Stage 1's result (corrections and suspects) on every CRD3 turn and every mishearing case, plain and with
+    simulated confidences, one JSON line each: a change meant to keep the matcher's behaviour must leave the file
+    byte-identical (``cmp before.jsonl after.jsonl``)."""
+    entities = crd3_entities()
+    entities += srd_entities(len(entities))
+    matcher = PhoneticMatcher(PhoneticIndex.build(entities), args.match_settings)
+    turns = crd3_turns()
+    cases, _ = crd3_cases(turns, args.per_entry, random.Random(args.seed), args.mishearings)
+    rng = random.Random(11)
+    with args.dump.open("w", encoding="utf-8") as out:
+
+        def write(tag: str, text: str, confidences: list[float] | None) -> None:
+            result = matcher.correct(text, confidences)
+            fixes = [c.model_dump(mode="json") for c in result.corrections]
+            out.write(json.dumps([tag, fixes, result.suspects], ensure_ascii=False) + "\n")
+
+        for i, turn in enumerate(turns):
+            write(f"t{i}", turn, None)
+        for i, case in enumerate(cases):
+            write(f"c{i}", case.text, None)
+            write(f"c{i}s", case.text, simulated_confidences(case.text, (case.start, case.end), rng))
+    print(f"{len(turns):,} turns and {len(cases):,} cases (twice) written to {args.dump}")
+
+
 def bench_speed(args: argparse.Namespace) -> None:
     rng = random.Random(args.seed)
     if (CRD3 / "episodes").exists():
@@ -805,10 +831,14 @@ def main() -> None:
     )
     parser.add_argument("--workload", type=int, help="only correct this many utterances, for valgrind (see above)")
     parser.add_argument("--repeat", type=int, default=1, help="times --workload corrects its utterances")
+    parser.add_argument("--dump", type=Path, help="only write stage 1's result on every CRD3 turn to this file")
     args = parser.parse_args()
     args.match_settings = replace(MatchSettings(), **dict(args.setting))
     if args.workload is not None:
         workload(args)
+        return
+    if args.dump is not None:
+        dump(args)
         return
     if args.only in (None, "crd3"):
         bench_crd3(args)

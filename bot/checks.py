@@ -25,8 +25,9 @@ from memory.errors import (
     with_next_step,
 )
 from memory.jobs import is_outage, outage_said, short_reason
-from memory.models import Campaign, clip
+from memory.models import Campaign
 from memory.store import CampaignMemory
+from memory.text import clip
 
 if TYPE_CHECKING:
     from bot.app import LorekeeperBot

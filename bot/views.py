@@ -15,7 +15,7 @@ from discord import app_commands
 from rapidfuzz import fuzz, process
 
 from bot.checks import UserError, describe_interaction, dm_campaign_by_id, reply_error
-from memory.models import clip
+from memory.text import clip
 
 log = logging.getLogger("lorekeeper.bot")
 

@@ -19,8 +19,9 @@ from campaigns.imports import ImportedWorld
 from campaigns.load import LoadReport, apply_campaign_file
 from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec, name_key
 from memory.errors import InvalidInputError, NotFoundError
-from memory.models import Visibility, clip, counted
+from memory.models import Visibility
 from memory.store import CampaignMemory
+from memory.text import clip, counted
 
 #: Entities and facts a batch's card shows by name before it says how many more there are.
 SAMPLE = 5

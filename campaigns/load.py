@@ -23,7 +23,6 @@ from memory.correction.text import spaceless
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_
 from memory.graph import SINGLE_VALUED, KnowledgeGraph
 from memory.models import (
-    MAX_FACT_VALUE_CHARS,
     Entity,
     EntityType,
     Provenance,
@@ -32,14 +31,10 @@ from memory.models import (
     ReviewStatus,
     Source,
     Visibility,
-    attribute_value,
-    clean_name,
-    clip,
-    look_alikes,
     relationship_type,
-    without_look_alikes,
 )
 from memory.store import CampaignMemory
+from memory.text import MAX_FACT_VALUE_CHARS, attribute_value, clean_name, clip, look_alikes, without_look_alikes
 from memory.took_part import link_to_recaps, named_anew
 
 log = logging.getLogger(__name__)

@@ -42,19 +42,13 @@ from pydantic_core import PydanticCustomError
 
 from memory.campaigns import MAX_NAME
 from memory.graph import SINGLE_VALUED
-from memory.models import (
-    SYMMETRIC,
-    EntityIn,
-    EntityType,
-    Provenance,
-    Source,
-    Visibility,
+from memory.models import SYMMETRIC, EntityIn, EntityType, Provenance, Source, Visibility, relationship_type
+from memory.text import (
     attribute_value,
     check_alias_count,
     clean_name,
     heard_as_phrases,
     not_heard_as_phrases,
-    relationship_type,
     shown_text,
     storable,
     value_within_limit,

@@ -24,23 +24,16 @@ from bot.views import (
 )
 from memory.context import visible_snapshot
 from memory.mentions import Mentions, mentions
-from memory.models import (
+from memory.models import Entity, EntityIn, EntityType, Mention, Provenance, ReviewStatus, Source, Visibility
+from memory.replies import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
+from memory.text import (
     MAX_FACT_VALUE_CHARS,
-    Entity,
-    EntityIn,
-    EntityType,
-    Mention,
-    Provenance,
-    ReviewStatus,
-    Source,
-    Visibility,
     check_attributes,
     counted,
     heard_as_phrases,
     not_heard_as_phrases,
     typed_attribute,
 )
-from memory.replies import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
 
 #: Sessions an entity took part in that its card names (the newest); the rest are counted.
 SESSIONS_SHOWN = 3

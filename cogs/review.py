@@ -35,10 +35,11 @@ from bot.checks import (
 from bot.views import OwnedModal, add_field_within, clip
 from campaigns import batches
 from memory.errors import AlreadyDecidedError, MemoryError_, NotFoundError
-from memory.models import MAX_FACT_VALUE_CHARS, Campaign, EntityType, MergeResult, ReviewItem, ReviewStatus, counted
+from memory.models import Campaign, EntityType, MergeResult, ReviewItem, ReviewStatus
 from memory.replies import describe_same_as, kept_old_name
 from memory.review import ReviewQueue, watch_new_items
 from memory.store import CampaignMemory
+from memory.text import MAX_FACT_VALUE_CHARS, counted
 
 log = logging.getLogger("lorekeeper.review")
 

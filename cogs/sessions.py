@@ -20,11 +20,12 @@ from bot.app import LorekeeperBot
 from bot.checks import NotDMError, UserError, active_campaign, dm_campaign, guild_id_of, member_is_dm
 from bot.views import Confirm, Paginator, name_choices, paged_embeds, safe_autocomplete
 from bot.voice import CouldNotJoin, VoiceSession
-from memory.models import Campaign, counted
+from memory.models import Campaign
 from memory.name_report import NameChange, names_changed
 from memory.providers.stt import SpeechToText, STTError, WhisperSTT, whisper_candidates
 from memory.session_log import ListedSession
 from memory.store import CampaignMemory
+from memory.text import counted
 from memory.voice.guard import GuardState, SpoolPending, recover_leftover_spools
 
 log = logging.getLogger("lorekeeper.bot")

@@ -12,8 +12,9 @@ import asyncpg
 
 from memory.db import Executor, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_, NotFoundError, did_you_mean, quoted
-from memory.models import Campaign, ReviewKind, clean_name, name_query, session_title, shown_text, storable
+from memory.models import Campaign, ReviewKind
 from memory.review import parse_ref
+from memory.text import clean_name, name_query, session_title, shown_text, storable
 
 #: The campaigns table's limit; also what a Discord autocomplete choice holds, so every name can be offered.
 MAX_NAME = 100

@@ -18,8 +18,9 @@ from pydantic import BaseModel, Field
 
 from memory.errors import InvalidInputError, NotFoundError
 from memory.graph import SecretMask
-from memory.models import Entity, EntityType, Mention, Neighbourhood, ReviewStatus, Visibility, clip
+from memory.models import Entity, EntityType, Mention, Neighbourhood, ReviewStatus, Visibility
 from memory.store import CampaignMemory
+from memory.text import clip
 
 #: Lines of L1 the context reads at most: a window of minutes in a talkative scene, or a whole untimed import.
 MAX_LINES = 200

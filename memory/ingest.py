@@ -10,10 +10,10 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from memory.errors import AlreadyExistsError, quoted
-from memory.models import counted
 from memory.recorder import SessionRecorder, Utterance
 from memory.session_log import ListedSession
 from memory.store import CampaignMemory
+from memory.text import counted
 from memory.transcripts import Line, Skipped, read_transcript
 
 #: Lines of each session of an import compared with what is stored: enough to know a transcript again.

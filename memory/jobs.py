@@ -52,12 +52,11 @@ from memory.models import (
     ReviewStatus,
     Source,
     Visibility,
-    storable,
-    without_hidden,
 )
 from memory.offgame import is_table_talk, narrator, out_of_game
 from memory.semantic import content_hash
 from memory.store import CampaignMemory, Memory
+from memory.text import storable, without_hidden
 from memory.took_part import link_to_recaps, took_part, unlink_unnamed
 from memory.voice.backoff import Backoff
 

@@ -51,10 +51,10 @@ from memory.models import (
     Session,
     Source,
     Visibility,
-    clip,
 )
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
+from memory.text import clip
 
 log = logging.getLogger("lorekeeper.mcp")
 
@@ -358,7 +358,7 @@ class CampaignTools:
                     description=description,
                     aliases=aliases or [],
                     status=ReviewStatus.pending,
-                    provenance=Provenance(source=Source.inferred, confidence=0.0, proposed_by=PROPOSED_BY),
+                    provenance=_proposed(),
                 )
             )
         except AlreadyExistsError:
@@ -389,7 +389,7 @@ class CampaignTools:
                 target_id=other.id if other else None,
                 value=value,
                 status=ReviewStatus.pending,
-                provenance=Provenance(source=Source.inferred, confidence=0.0, proposed_by=PROPOSED_BY),
+                provenance=_proposed(),
             )
         )
         if not created:
@@ -447,6 +447,11 @@ READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 PROPOSE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
 
+def _proposed() -> Provenance:
+    """A proposal's provenance: inferred, unconfirmed, and marked as the MCP client's (an extra field)."""
+    return Provenance.model_validate({"source": Source.inferred, "confidence": 0.0, "proposed_by": PROPOSED_BY})
+
+
 def build_server(tools: CampaignTools, *, allow_proposals: bool = False) -> MCPServer:
     """An MCP server over ``tools``: the read tools always, the proposal tools only when allowed."""
     view = "DM" if tools.dm else "players'"
@@ -460,6 +465,16 @@ def build_server(tools: CampaignTools, *, allow_proposals: bool = False) -> MCPS
             + (" Proposals become review items the DM accepts or rejects." if allow_proposals else "")
         ),
     )
+
+    _read_tools(server, tools)
+    if allow_proposals:
+        _proposal_tools(server, tools)
+    _resources(server, tools)
+    return server
+
+
+def _read_tools(server: MCPServer, tools: CampaignTools) -> None:  # 73 lines: eight tools, each its declaration
+    """The tools that read the campaign: always offered."""
 
     @server.tool(annotations=READ)
     @_answering
@@ -532,31 +547,37 @@ def build_server(tools: CampaignTools, *, allow_proposals: bool = False) -> MCPS
         session and the entities of the current scene, as data and as a compact text block for a prompt."""
         return await tools.hot_context(entity, minutes, budget_tokens, session)
 
-    if allow_proposals:
 
-        @server.tool(annotations=PROPOSE)
-        @_answering
-        async def propose_entity(
-            name: Annotated[str, Field(min_length=1, max_length=300)],
-            type: EntityType,
-            description: Annotated[str, Field(max_length=2000)] = "",
-            aliases: Annotated[list[str], Field(max_length=20)] = [],  # noqa: B006  # the schema's default
-        ) -> Proposal:
-            """Propose a new entity. It waits in the DM's review queue (pending) and is not part of the campaign
-            until the DM accepts it."""
-            return await tools.propose_entity(name, type, description, aliases)
+def _proposal_tools(server: MCPServer, tools: CampaignTools) -> None:
+    """The tools that propose entities and facts for the DM's review: offered only when allowed."""
 
-        @server.tool(annotations=PROPOSE)
-        @_answering
-        async def propose_fact(
-            entity: Name,
-            relation: Annotated[str, Field(min_length=1, max_length=100, description="e.g. owns, located_in")],
-            target: Annotated[str | None, Field(description="Another entity (name or alias).")] = None,
-            value: Annotated[str | None, Field(max_length=500, description="A state instead: 'dead'.")] = None,
-        ) -> Proposal:
-            """Propose a fact about an entity: a relation to another entity (target) or a state (value). It waits in
-            the DM's review queue and is not canon until the DM accepts it."""
-            return await tools.propose_fact(entity, relation, target, value)
+    @server.tool(annotations=PROPOSE)
+    @_answering
+    async def propose_entity(
+        name: Annotated[str, Field(min_length=1, max_length=300)],
+        type: EntityType,
+        description: Annotated[str, Field(max_length=2000)] = "",
+        aliases: Annotated[list[str], Field(max_length=20)] = [],  # noqa: B006  # the schema's default
+    ) -> Proposal:
+        """Propose a new entity. It waits in the DM's review queue (pending) and is not part of the campaign
+        until the DM accepts it."""
+        return await tools.propose_entity(name, type, description, aliases)
+
+    @server.tool(annotations=PROPOSE)
+    @_answering
+    async def propose_fact(
+        entity: Name,
+        relation: Annotated[str, Field(min_length=1, max_length=100, description="e.g. owns, located_in")],
+        target: Annotated[str | None, Field(description="Another entity (name or alias).")] = None,
+        value: Annotated[str | None, Field(max_length=500, description="A state instead: 'dead'.")] = None,
+    ) -> Proposal:
+        """Propose a fact about an entity: a relation to another entity (target) or a state (value). It waits in
+        the DM's review queue and is not canon until the DM accepts it."""
+        return await tools.propose_fact(entity, relation, target, value)
+
+
+def _resources(server: MCPServer, tools: CampaignTools) -> None:
+    """The campaign overview and each session's recap, as resources."""
 
     @server.resource("lorekeeper://campaign", name="campaign overview", mime_type="text/markdown")
     async def campaign_overview() -> str:
@@ -572,8 +593,6 @@ def build_server(tools: CampaignTools, *, allow_proposals: bool = False) -> MCPS
             raise ResourceNotFoundError(f"no session with id {session_id!r} in this campaign") from None
         state = "" if recap.ended else " (live: its recap is written when it ends)"
         return f"# {recap.session}{state}\n\n{recap.summary or 'No recap yet.'}"
-
-    return server
 
 
 def tool_names(allow_proposals: bool) -> list[str]:

@@ -11,8 +11,9 @@ from pydantic import BaseModel
 
 from memory.correction.text import spaceless
 from memory.errors import NotFoundError, did_you_mean, quoted
-from memory.models import Session, session_title
+from memory.models import Session
 from memory.store import CampaignMemory
+from memory.text import session_title
 
 #: How a phrase became a name: stage 1 by sound (or spelling), stage 2 (the LLM), or a heard-as phrase the DM taught.
 How = Literal["sound", "LLM", "heard-as"]

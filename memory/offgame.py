@@ -186,12 +186,7 @@ def session_talk(lines: Sequence[tuple[str, bool]], *, only: Collection[int] | N
     if n == 0:
         return kinds
     dm = [i for i, (_, by_dm) in enumerate(lines) if by_dm]
-    opening = [i for i in dm if i < max(_MIN_OPENING, int(n * _OPENING_SHARE))]
-    # The last recap cue of the opening: "Last we left off was crazy, but first, announcements" comes before them.
-    start = next((i for i in reversed(opening) if _START_STRONG.search(lines[i][0])), None)
-    if start is None:
-        weak = [i for i in opening if _START_WEAK.search(lines[i][0])]
-        start = weak[-1] + (0 if _story_before(lines[weak[-1]][0], _START_WEAK) else 1) if weak else 0
+    start = _show_start(lines, dm)
     for i in range(start):
         kinds[i] = Talk.pre_show
     end = next((i for i in dm if i >= n - int(n * _CLOSING_SHARE) and i > start and _END.search(lines[i][0])), n)
@@ -200,21 +195,38 @@ def session_talk(lines: Sequence[tuple[str, bool]], *, only: Collection[int] | N
     for i in range(end + 1, n):
         kinds[i] = Talk.after_show
     for i in dm:
-        if not start <= i < end or not _BREAK.search(lines[i][0]):
-            continue
-        if not _story_before(lines[i][0], _BREAK):
-            kinds[i] = Talk.break_
-        back = next((j for j in dm if i < j <= i + _MAX_BREAK and _BACK.search(lines[j][0])), None)
-        if back is None:
-            continue
-        for j in range(i + 1, back):
-            kinds[j] = Talk.break_
-        if len(_WORD.findall(lines[back][0])) < 3 * _STORY_WORDS:
-            kinds[back] = Talk.break_  # "Welcome back, everyone!" with no story after it
+        if start <= i < end and _BREAK.search(lines[i][0]):
+            _mark_break(lines, dm, i, kinds)
     for i in range(n) if only is None else only:
         if kinds[i] is None:
             kinds[i] = line_talk(lines[i][0])
     return kinds
+
+
+def _show_start(lines: Sequence[tuple[str, bool]], dm: list[int]) -> int:
+    """The first line of the game: after the DM's last recap cue in the opening part of the session, if any."""
+    n = len(lines)
+    opening = [i for i in dm if i < max(_MIN_OPENING, int(n * _OPENING_SHARE))]
+    # The last recap cue of the opening: "Last we left off was crazy, but first, announcements" comes before them.
+    start = next((i for i in reversed(opening) if _START_STRONG.search(lines[i][0])), None)
+    if start is not None:
+        return start
+    weak = [i for i in opening if _START_WEAK.search(lines[i][0])]
+    return weak[-1] + (0 if _story_before(lines[weak[-1]][0], _START_WEAK) else 1) if weak else 0
+
+
+def _mark_break(lines: Sequence[tuple[str, bool]], dm: list[int], i: int, kinds: list[Talk | None]) -> None:
+    """A break the DM announces at line ``i``: its announcement (unless it tells the story too) and, up to the
+    DM's "welcome back" within :data:`_MAX_BREAK` lines, the lines of the break."""
+    if not _story_before(lines[i][0], _BREAK):
+        kinds[i] = Talk.break_
+    back = next((j for j in dm if i < j <= i + _MAX_BREAK and _BACK.search(lines[j][0])), None)
+    if back is None:
+        return
+    for j in range(i + 1, back):
+        kinds[j] = Talk.break_
+    if len(_WORD.findall(lines[back][0])) < 3 * _STORY_WORDS:
+        kinds[back] = Talk.break_  # "Welcome back, everyone!" with no story after it
 
 
 def _story_before(text: str, cue: re.Pattern[str]) -> bool:

@@ -17,18 +17,9 @@ from memory import jobs
 from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher
 from memory.correction.edits import apply_corrections
 from memory.correction.text import align_confidences, tokenize
-from memory.models import (
-    MAX_SPEAKER_CHARS,
-    MAX_TEXT_BYTES,
-    Entity,
-    EntryIn,
-    Session,
-    Visibility,
-    seconds,
-    storable,
-    without_bidi_controls,
-)
+from memory.models import Entity, EntryIn, Session, Visibility
 from memory.store import CampaignMemory
+from memory.text import MAX_SPEAKER_CHARS, MAX_TEXT_BYTES, seconds, storable, without_bidi_controls
 
 
 def _spoken(value: object) -> object:

@@ -25,10 +25,10 @@ from memory.models import (
     ReviewKind,
     ReviewStatus,
     Visibility,
-    fact_value,
     relationship_type,
     suggest_entity_type,
 )
+from memory.text import fact_value
 from memory.took_part import link_to_recaps
 
 _REF = re.compile(r"^\s*([ef])(\d+)\s*$", re.IGNORECASE)

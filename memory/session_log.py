@@ -11,7 +11,8 @@ import asyncpg
 
 from memory.db import Executor, connection, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError, did_you_mean, quoted
-from memory.models import Correction, Entry, EntryHit, EntryIn, Session, session_title
+from memory.models import Correction, Entry, EntryHit, EntryIn, Session
+from memory.text import session_title
 
 _ENTRY_COLUMNS = """id, campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s,
                     duration_s, ref, corrections, suspects, created_at"""

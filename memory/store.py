@@ -17,10 +17,11 @@ from memory.campaigns import Campaigns
 from memory.db import Executor, transaction
 from memory.errors import quoted
 from memory.graph import KnowledgeGraph
-from memory.models import DEFAULT_ACCEPT_THRESHOLD, Entity, EntityIn, counted
+from memory.models import DEFAULT_ACCEPT_THRESHOLD, Entity, EntityIn
 from memory.review import ReviewQueue
 from memory.semantic import SemanticIndex
 from memory.session_log import SessionLog
+from memory.text import counted
 from memory.took_part import link_to_recaps
 
 

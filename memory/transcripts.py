@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeGuard
 
 import pysubs2
 from pydantic import ValidationError
@@ -29,8 +30,8 @@ from pysubs2.formats.webvtt import WebVTTFormat
 from pysubs2.time import timestamp_to_ms
 
 from memory.errors import describe_value, validation_problems
-from memory.models import MAX_TEXT_BYTES, session_title, without_bidi_controls
 from memory.recorder import Utterance
+from memory.text import MAX_TEXT_BYTES, session_title, without_bidi_controls
 
 MAX_LINE_BYTES = MAX_TEXT_BYTES  # a line holds one utterance
 #: A CRD3 episode is one JSON document, read whole (about 5 times its size in memory); the real ones are at most
@@ -351,6 +352,11 @@ def _crd3_name(name: str) -> str:
     return name.title() if name.isupper() and name not in _CRD3_ROLES else name
 
 
+def _texts(value: object) -> TypeGuard[list[str]]:
+    """A list of text, not text: a string would be taken letter by letter ("L & A & U & R & A")."""
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
 def _crd3(path: Path) -> Iterator[Line | Skipped]:
     if (size := path.stat().st_size) > MAX_CRD3_BYTES:
         raise TranscriptError(
@@ -368,8 +374,7 @@ def _crd3(path: Path) -> Iterator[Line | Skipped]:
         raise TranscriptError(f'{path.name}: expected the CRD3 episode format {{"TURNS": [...]}}')
     for index, turn in enumerate(turns, start=1):
         names, said = (turn.get("NAMES"), turn.get("UTTERANCES")) if isinstance(turn, dict) else (None, None)
-        # lists of text, not text: a string would be taken letter by letter ("L & A & U & R & A")
-        if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in (names, said)):
+        if not (_texts(names) and _texts(said)):
             yield Skipped(index, "expected NAMES and UTTERANCES, each a list of text")
             continue
         speaker = " & ".join(_crd3_name(n) for n in names if n.strip())
@@ -421,6 +426,18 @@ def _named(said: str) -> re.Match[str] | None:
 def _subtitles(path: Path) -> list[Line | Skipped]:
     """An .srt or .vtt file, one turn per cue (or per voice or "Name:" in it), its start time the cue's. A cue that
     holds a line not UTF-8, binary or too long is skipped whole, named by that line; empty cues are dropped."""
+    texts, bad = _subtitle_texts(path)
+    cues, cue_lines = _subtitle_cues(path, texts)
+    ends = [*cue_lines[1:], len(texts) + 1]
+    items = _cue_items(path, cues, ends, bad)
+    items.extend((n, skipped) for n, skipped in bad.items())  # outside any cue (the header): said, nothing lost
+    items.sort(key=lambda item: item[0])
+    return [item for _, item in items]
+
+
+def _subtitle_texts(path: Path) -> tuple[list[str], dict[int, Skipped]]:
+    """A subtitle file's lines without inline times ("" for a line that cannot be read), and those that cannot
+    be, by line number."""
     if (size := path.stat().st_size) > MAX_SUBTITLE_BYTES:
         raise TranscriptError(
             f"{path.name} is {size:,} bytes; a subtitle file is read whole, so at most {MAX_SUBTITLE_BYTES:,} (a "
@@ -435,6 +452,12 @@ def _subtitles(path: Path) -> list[Line | Skipped]:
             texts.append("")
         else:
             texts.append(_INLINE_TIME.sub("", text))
+    return texts, bad
+
+
+def _subtitle_cues(path: Path, texts: list[str]) -> tuple[list[_Cue], list[int]]:
+    """The cues of a subtitle file's lines (SRT or WebVTT, whichever has timing lines), without rolled-over
+    lines, and the line number of each cue's timing line."""
     first = next((t.strip() for t in texts if t.strip()), "")
     preferred = "vtt" if first.startswith("WEBVTT") or path.suffix.lower() == ".vtt" else "srt"
     for fmt in (preferred, "srt" if preferred == "vtt" else "vtt"):
@@ -461,11 +484,17 @@ def _subtitles(path: Path) -> list[Line | Skipped]:
         if fmt == "srt" and len(stamps := _SRT_TIME.findall(texts[line - 1])) == 2:
             event.start, event.end = (timestamp_to_ms(stamp) for stamp in stamps)
         cues.append((index, line, event, _cue_parts(text.replace("\\N", "\n"))))
-    cues = _without_rolled_lines(cues)
+    return _without_rolled_lines(cues), cue_lines
+
+
+def _cue_items(
+    path: Path, cues: list[_Cue], ends: list[int], bad: dict[int, Skipped]
+) -> list[tuple[int, Line | Skipped]]:
+    """Each cue's turns as lines (or the cue skipped, for a line in it that cannot be read: taken out of
+    ``bad``), by line number; ``ends``: the line after each cue."""
     prefixed = sum(1 for *_, parts in cues if any(_named(said) for _, said in parts))
     # "Name:" is the file's way (in a tenth of its cues, at least two), not one cue's "Look: the door"
     names = prefixed >= min(2, len(cues)) and prefixed * 10 >= len(cues)
-    ends = [*cue_lines[1:], len(texts) + 1]
     items: list[tuple[int, Line | Skipped]] = []
     speaker: str | None = None
     seq = 0
@@ -493,9 +522,7 @@ def _subtitles(path: Path) -> list[Line | Skipped]:
                 items.append((line, Skipped(line, f"cue {index}: invalid field: {validation_problems(exc)}")))
                 continue
             items.append((line, Line(None, utterance)))
-    items.extend((n, skipped) for n, skipped in bad.items())  # outside any cue (the header): said, nothing lost
-    items.sort(key=lambda item: item[0])
-    return [item for _, item in items]
+    return items
 
 
 def _without_rolled_lines(cues: list[_Cue]) -> list[_Cue]:

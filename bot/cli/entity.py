@@ -20,20 +20,9 @@ from bot.cli.common import (
 )
 from memory.errors import InvalidInputError
 from memory.mentions import mentions
-from memory.models import (
-    EntityIn,
-    EntityType,
-    Provenance,
-    Source,
-    Visibility,
-    check_attributes,
-    counted,
-    heard_as_phrases,
-    not_heard_as_phrases,
-    suggest_entity_type,
-    typed_attribute,
-)
+from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, suggest_entity_type
 from memory.replies import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
+from memory.text import check_attributes, counted, heard_as_phrases, not_heard_as_phrases, typed_attribute
 
 
 class _EntityTypeParam(click.Choice):

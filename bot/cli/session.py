@@ -19,8 +19,8 @@ from bot.cli.common import (
     table,
 )
 from memory.errors import quoted
-from memory.models import counted
 from memory.name_report import NameChange, names_changed
+from memory.text import counted
 
 
 @cli.group()

@@ -14,7 +14,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from campaigns.schema import EntitySpec, RelationshipSpec, name_key
-from memory.models import MAX_FACT_VALUE_CHARS, EntityType
+from memory.models import EntityType
+from memory.text import MAX_FACT_VALUE_CHARS
 
 #: An import file may be at most this big (the bot's upload limit is lower): a world's `actors.db` with embedded
 #: items is a few megabytes; more is a media file or a whole data folder.

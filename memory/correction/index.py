@@ -82,6 +82,19 @@ class NameForm:
     heard: bool = False  # a heard-as phrase: said, it is the name, whatever its words (see ``PhoneticIndex.heard``)
 
 
+def _sayings(forms: list[NameForm]) -> list[NameForm]:
+    """The forms long enough to be matched by sound, each once more as the dictionary says it if otherwise.
+
+    A name made of dictionary words is also said the dictionary's way ("lorne": eSpeak NG reads L OW R N,
+    CMUdict L AO R N), as the words a recogniser writes are."""
+    sayings = [f for f in forms if len(f.phones) >= MIN_SOUND_PHONES]
+    for f in forms:
+        said = dictionary_phones(f.words)
+        if len(said) >= MIN_SOUND_PHONES and said != f.phones:
+            sayings.append(replace(f, phones=said))
+    return sayings
+
+
 class PhoneticIndex:
     """Entity names prepared for matching. Build with :meth:`build`; immutable afterwards."""
 
@@ -113,23 +126,8 @@ class PhoneticIndex:
         # ... and by each third: a pronunciation two edits away keeps one third of the name intact. One table per
         # third: a lookup slices the heard phones, and needs no key tuple built and hashed besides.
         self.by_thirds: tuple[dict[str, list[NameForm]], ...] = tuple(defaultdict(list) for _ in range(3))
-        # A name made of dictionary words is also said the dictionary's way ("lorne": eSpeak NG reads L OW R N,
-        # CMUdict L AO R N), as the words a recogniser writes are.
-        sayings = [f for f in forms if len(f.phones) >= MIN_SOUND_PHONES]
-        for f in forms:
-            said = dictionary_phones(f.words)
-            if len(said) >= MIN_SOUND_PHONES and said != f.phones:
-                sayings.append(replace(f, phones=said))
-        for saying in sayings:
-            phones = saying.phones
-            size = len(phones)
-            self.by_first_half[size][phones[: size // 2]].append(saying)
-            self.by_second_half[size][phones[size // 2 :]].append(saying)
-            if size >= MIN_TWO_EDIT_PHONES:
-                a, b = size // 3, 2 * size // 3
-                self.by_thirds[0][phones[:a]].append(saying)
-                self.by_thirds[1][phones[a:b]].append(saying)
-                self.by_thirds[2][phones[b:]].append(saying)
+        sayings = _sayings(forms)
+        self._index_sayings(sayings)
         for form in forms:
             self.exact_spaceless.add(form.spaceless)
             self.spaceless_prefixes.update(accumulate(form.spaceless[:-1]))  # "v", "vo" ... "voxmachin"
@@ -148,6 +146,19 @@ class PhoneticIndex:
         self._sound_memo: dict[str, frozenset[NameForm] | tuple[()]] = {}
         if not lazy:
             self.prepare()
+
+    def _index_sayings(self, sayings: list[NameForm]) -> None:
+        """Each pronunciation by its halves and, long enough, by its thirds (see ``__init__``)."""
+        for saying in sayings:
+            phones = saying.phones
+            size = len(phones)
+            self.by_first_half[size][phones[: size // 2]].append(saying)
+            self.by_second_half[size][phones[size // 2 :]].append(saying)
+            if size >= MIN_TWO_EDIT_PHONES:
+                a, b = size // 3, 2 * size // 3
+                self.by_thirds[0][phones[:a]].append(saying)
+                self.by_thirds[1][phones[a:b]].append(saying)
+                self.by_thirds[2][phones[b:]].append(saying)
 
     def prepare(self) -> None:
         """Build the tables only some utterances need now, not during the first of them (``lazy`` leaves them

@@ -154,10 +154,8 @@ class LLMCorrector:
         text: str,
     ) -> Correction | None:
         """``written``: the runs of words of the model's text, keyed as ``entity_key`` is."""
-        form = self._by_key.get(entity_key)
-        if form is None and entity_key.endswith("s"):
-            form = self._by_key.get(entity_key[:-1])  # the name declared in the plural ("Quelloths")
-        if form is None or not (entity_key in written or form.spaceless + "s" in written):
+        form = self._declared(entity_key, written)
+        if form is None:
             return None  # not a known entity, or declared without being made
         heard = "".join(t.norm for t in old)
         words = [t.norm for t in old]
@@ -173,16 +171,8 @@ class LLMCorrector:
         start, end = old[0].start, old[-1].base_end - plural
         if not any(a <= start and end <= b for a, b in suspects):
             return None  # outside the spans the model was asked about
-        if heard in self.index.exact_spaceless:
-            return None  # an exact name stays as it is
-        if (refused := self.index.not_heard) and form.entity_key in (
-            refused.get(heard) or (refused.get(heard[:-1], frozenset()) if heard.endswith("s") else frozenset())
-        ):
-            return None  # the DM says these words are never its name ("manta ray" / Mentiri)
-        if not _sounds_like(words, form):
-            return None  # a guess from context ("the old man" is Vaskerrin Holt), not a name misheard
-        if not _common_words_may_be(words, form, self.common_words):
-            return None  # an ordinary word near a short name ("you fools" / Jules, "cracks" / Krix) stays as said
+        if not self._may_become(heard, words, form):
+            return None
         return Correction(
             span=text[start:end],
             replacement=form.canonical,
@@ -192,6 +182,28 @@ class LLMCorrector:
             score=round(JaroWinkler.similarity(heard, form.spaceless), 4),
             stage=2,
         )
+
+    def _declared(self, entity_key: str, written: Collection[str]) -> NameForm | None:
+        """The known name the model declared (``entity_key``), if it also wrote it (see ``_accepted``)."""
+        form = self._by_key.get(entity_key)
+        if form is None and entity_key.endswith("s"):
+            form = self._by_key.get(entity_key[:-1])  # the name declared in the plural ("Quelloths")
+        if form is None or not (entity_key in written or form.spaceless + "s" in written):
+            return None
+        return form
+
+    def _may_become(self, heard: str, words: list[str], form: NameForm) -> bool:
+        """Whether the heard words (``heard`` run together) may be corrected to the name."""
+        if heard in self.index.exact_spaceless:
+            return False  # an exact name stays as it is
+        if (refused := self.index.not_heard) and form.entity_key in (
+            refused.get(heard) or (refused.get(heard[:-1], frozenset()) if heard.endswith("s") else frozenset())
+        ):
+            return False  # the DM says these words are never its name ("manta ray" / Mentiri)
+        if not _sounds_like(words, form):
+            return False  # a guess from context ("the old man" is Vaskerrin Holt), not a name misheard
+        # an ordinary word near a short name ("you fools" / Jules, "cracks" / Krix) stays as said
+        return _common_words_may_be(words, form, self.common_words)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,11 +5,10 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import NamedTuple
 
 from rapidfuzz import process
 from rapidfuzz.distance import Indel, JaroWinkler, Levenshtein
@@ -79,8 +78,10 @@ class _Candidate:
     rank: float = 0.0  # ordering among overlapping windows (see ``_resolve_overlaps``)
 
 
-class _WordFacts(NamedTuple):
-    """A word as the windows weigh it, wherever it is said (see ``PhoneticMatcher._word_facts``)."""
+@dataclass(slots=True)
+class _WordFacts:
+    """A word as the windows weigh it, wherever it is said (see ``PhoneticMatcher._word_facts``); memoised and
+    never changed (a slots class: the windows read its fields ~70 times an utterance)."""
 
     number: bool  # has a digit: dice and stats ("d20s"), never a name
     zipf: float  # of the word as heard
@@ -114,6 +115,41 @@ class _Span:
     written: tuple[str, ...] = ()
     #: The window ends with an article that has no noun after it ("back in vest a."): it belongs to the window.
     dangling: bool = False
+
+
+#: Names a window may be heard as (the index answers an empty tuple for none).
+_Forms = AbstractSet[NameForm] | tuple[()]
+
+
+@dataclass(slots=True)
+class _Word:
+    """A word where the utterance says it: its facts (see ``_WordFacts``) and what the recogniser and the words
+    around it add."""
+
+    token: Token
+    facts: _WordFacts
+    conf: float | None  # the recogniser's confidence, if known
+    exact: bool  # inside an exact mention of a name (see ``PhoneticMatcher._exact_mentions``)
+    locked: bool  # exact, or a number: neither corrected nor a suspect
+    named: bool  # capitalised inside a sentence, not an exact mention, not doubted: the transcript's own name
+    named_exact: bool  # capitalised inside a sentence and an exact mention: the transcript wrote that name
+    unknown: bool  # unfamiliar to English and not written as a name: spelling is evidence for it alone
+    dangling: bool  # an article with no noun after it (see ``_Span.dangling``)
+    joins_next: bool  # only spaces or hyphens before the next word: a window may go on
+
+
+@dataclass(slots=True)
+class _Window:
+    """A run of words worth judging (see ``PhoneticMatcher._windows``), with the names it may be heard as."""
+
+    first: int  # word indices, inclusive
+    last: int
+    span: _Span
+    by_letters: bool  # spelling is evidence: a doubted span, or a single word English does not know
+    phones: str
+    heard_as: _Forms
+    singular: str  # the phones without the last word's plural "s", when it may be one ("" otherwise)
+    heard_plural: _Forms
 
 
 @dataclass(slots=True)
@@ -173,6 +209,23 @@ def _phrase_score(c: _Scored) -> tuple[float, tuple[str, ...], str]:
     code_sim = max((Levenshtein.normalized_similarity(a, b) for a in span_codes for b in name_codes), default=0.0)
     score = (_jw(span, name_part) + Indel.normalized_similarity(span, name_part) + code_sim) / 3
     return score, heard, name_part
+
+
+def _span(
+    words: list[_Word], first: int, last: int, doubtful: bool, rare: bool, phrase: bool, written: list[str]
+) -> _Span:
+    inside = words[first : last + 1]
+    window = [w.token for w in inside]
+    return _Span(
+        window,
+        doubtful,
+        rare,
+        _exact_runs(window, [w.exact for w in inside]),
+        phrase,
+        any(w.named_exact for w in inside),
+        () if doubtful else tuple(written),
+        words[last].dangling,
+    )
 
 
 def _exact_runs(window: list[Token], exact: list[bool]) -> tuple[str, ...]:
@@ -318,6 +371,19 @@ class PhoneticMatcher:
         self.settings = settings or MatchSettings()
         self._fuzzy_memo: dict[str, list[tuple[NameForm, float]]] = {}
         self._facts_memo: dict[tuple[str, str, bool], _WordFacts] = {}
+        s = self.settings  # what each window weighs, read once (see ``_windows_from``)
+        self._limits = (
+            s.low_confidence,
+            s.max_window_words,
+            s.sound_max_zipf,
+            s.sound_min_phones,
+            s.sound_common_plural_phones,
+            s.sound_two_edit_phones,
+            s.sound_two_edit_common_phones,
+            s.common_zipf,
+            s.phrase_max_words,
+            s.phrase_max_zipf,
+        )
         # an entity's own name wins, and any name or alias a heard-as phrase spelled alike
         self._by_spaceless = {f.spaceless: f for f in reversed([*index.forms, *index.heard])}
         # Where an exact mention may start: a word that begins a name or is one (its plural too; see ``_names_it``).
@@ -330,166 +396,232 @@ class PhoneticMatcher:
         load_tables()
 
     def correct(self, text: str, confidences: Sequence[float | None] | None = None) -> Stage1Result:
-        """Corrections for ``text``; ``confidences`` are per token of :func:`tokenize` (None: unknown)."""
+        """Corrections for ``text``; ``confidences`` are per token of :func:`tokenize` (None: unknown).
+
+        Windows (runs of words that may be a name) -> judge (each window's best name, if any) -> resolve
+        (overlapping windows settled, corrections and stage 2's suspects written)."""
         tokens = tokenize(text)
         if not tokens or not self.index.forms:
             return Stage1Result()
         conf: Sequence[float | None] = confidences if confidences is not None else [None] * len(tokens)
-        # Exact mentions stay as they are; numbers ("d20s") are dice and stats, never names.
+        words, respaced = self._words(text, tokens, conf)
+        no_confidences = all(c is None for c in conf)  # then stage 2 looks at spans sounding near a name
+        candidates: list[_Candidate] = list(respaced)
+        near_misses: list[tuple[int, int]] = []
+        for window in self._windows(words):
+            candidate, near = self._judge(window, no_confidences)
+            if candidate is not None:
+                candidates.append(candidate)
+            elif near:
+                near_misses.append((tokens[window.first].start, tokens[window.last].base_end))
+        return self._resolve(text, tokens, words, candidates, near_misses)
+
+    def _resolve(
+        self,
+        text: str,
+        tokens: list[Token],
+        words: list[_Word],
+        candidates: list[_Candidate],
+        near_misses: list[tuple[int, int]],
+    ) -> Stage1Result:
+        """The windows that win where they overlap, as corrections, and the spans stage 2 should look at."""
+        chosen = _resolve_overlaps(candidates)
+        corrections = [
+            self._correction(text, tokens, c, previous)
+            for previous, c in zip([None, *chosen], chosen, strict=False)  # each with the one before it
+        ]
+        return Stage1Result(corrections, self._suspects(text, words, chosen, near_misses))
+
+    def _words(
+        self, text: str, tokens: list[Token], conf: Sequence[float | None]
+    ) -> tuple[list[_Word], list[_Candidate]]:
+        """Each word where it is said (see ``_Word``), and the exact mentions spaced unlike their name."""
         joinable = [_joined(text, [a, b]) for a, b in pairwise(tokens)]
         exact, respaced = self._exact_mentions(text, tokens, joinable)
-        number, zipfs, uncommon, unfamiliar, letters, edgy, said, whole, plural = zip(
-            *map(self._word_facts, tokens), strict=True
-        )
-        locked = [x or n for x, n in zip(exact, number, strict=True)]
-        # A capitalised word the index does not know as a name: the transcript's own name for something, unless a
-        # recogniser was unsure of a spelling no word list has: its capital is a guess ("Thunderdark" / Underdark;
-        # "Marian" stays Marian).
+        facts = [self._word_facts(t) for t in tokens]
+        zipfs = [f.zipf for f in facts]
         capitalised = _named(text, tokens)
-        sure = [
-            c is None or c >= self.settings.written_name_confidence or z > 0 for c, z in zip(conf, zipfs, strict=True)
-        ]
-        named = [n and s and not x for n, s, x in zip(capitalised, sure, exact, strict=True)]
-        named_exact = [n and x for n, x in zip(capitalised, exact, strict=True)]
-        unknown = [u and not n for u, n in zip(unfamiliar, named, strict=True)]
+        edge_zipf, sure_from = self.settings.sound_edge_zipf, self.settings.written_name_confidence
+        words = []
+        for i, (token, f, c, x, cap) in enumerate(zip(tokens, facts, conf, exact, capitalised, strict=True)):
+            # A capitalised word the index does not know as a name: the transcript's own name for something,
+            # unless a recogniser was unsure of a spelling no word list has: its capital is a guess
+            # ("Thunderdark" / Underdark; "Marian" stays Marian).
+            named = cap and (c is None or c >= sure_from or f.zipf > 0) and not x
+            unknown = f.unfamiliar and not named
+            dangling = token.norm in _ARTICLES and _dangles(text, tokens, i, zipfs, edge_zipf)
+            joins_next = i < len(joinable) and joinable[i]
+            words.append(_Word(token, f, c, x, x or f.number, named, cap and x, unknown, dangling, joins_next))
+        return words, respaced
+
+    def _windows(self, words: list[_Word]) -> Iterator[_Window]:
+        """Every run of words that may be a misheard name and sounds or is spelled near one, in order: from each
+        word, one word longer each time, the running values (letters, confidence, the rarest word, phones) grow
+        with the window, and each window's names by sound are looked up."""
+        # 90 lines, cyclomatic 39: stage 1's innermost loop (~70 windows an utterance), its running values locals:
+        # with a call and a record a window, stage 1 took 70 % longer (measured).
+        (
+            low_confidence,
+            widest,
+            max_zipf,
+            fewest,
+            common_plural,
+            two_edit,
+            two_edit_common,
+            common_zipf,
+            max_words,
+            phrase_zipf,
+        ) = self._limits
+        most = self.index.max_phones + 1
+        two_edit_from = two_edit - 2
+        sound_candidates = self.index.sound_candidates
         # English spelling takes up to about two letters a phone ("cave arne" / K'Varn: 8 letters, 6 phones).
-        longest = max(self.index.max_spaceless * _MAX_LENGTH_RATIO, 2 * (self.index.max_phones + 1))
-        settings = self.settings
-        max_zipf, max_words = settings.sound_max_zipf, settings.phrase_max_words
-        fewest, most = settings.sound_min_phones, self.index.max_phones + 1
-        two_edit, two_edit_common = settings.sound_two_edit_phones, settings.sound_two_edit_common_phones
-        two_edit_from, common_zipf, edge_zipf = two_edit - 2, settings.common_zipf, settings.sound_edge_zipf
-        common_plural = settings.sound_common_plural_phones
-        phrase_zipf, low_confidence, widest = (
-            settings.phrase_max_zipf,
-            settings.low_confidence,
-            settings.max_window_words,
-        )
-        norms = [t.norm for t in tokens]
-        # Articles with no noun after them (see ``_Span.dangling``).
-        ends = [t.norm in _ARTICLES and _dangles(text, tokens, i, zipfs, edge_zipf) for i, t in enumerate(tokens)]
-        candidates: list[_Candidate] = list(respaced)
-        not_heard = self.index.not_heard
-        no_confidences = all(c is None for c in conf)  # then stage 2 looks at spans sounding near a name
-        near_misses: list[tuple[int, int]] = []
-        sound_candidates, two_edit_candidates = self.index.sound_candidates, self.index.two_edit_candidates
-        for first in range(len(tokens)):
-            if number[first]:
-                continue
-            length = 0
-            conf_sum = 0.0
-            conf_n = 0
-            rare = False
-            least_common = 99.0
+        longest = max(self.index.max_spaceless * _MAX_LENGTH_RATIO, 2 * most)
+        for first, opening_word in enumerate(words):
+            if opening_word.facts.number:
+                continue  # numbers ("d20s") are dice and stats, never names
+            length, conf_sum, conf_n = 0, 0.0, 0
+            rare, least_common, all_exact, sayable = False, 99.0, True, True
             said_before = ""
             spaceless = ""  # the window's words run together, as Double Metaphone reads them
-            sayable = True
             written: list[str] = []
-            for last in range(first, min(len(tokens), first + widest)):
-                if last > first and (number[last] or not joinable[last - 1]):
+            opening = opening_word.facts
+            for last in range(first, min(len(words), first + widest)):
+                word = words[last]
+                facts = word.facts
+                if last > first and (facts.number or not words[last - 1].joins_next):
                     break
-                length += letters[last]
+                length += facts.letters
                 if length > longest:
                     break
-                if (c := conf[last]) is not None:
+                if (c := word.conf) is not None:
                     conf_sum += c
                     conf_n += 1
-                if named[last]:
-                    written.append(tokens[last].norm)
-                rare = rare or uncommon[last]
-                if zipfs[last] < least_common:
-                    least_common = zipfs[last]
+                if word.named:
+                    written.append(word.token.norm)
+                rare = rare or facts.uncommon
+                if facts.zipf < least_common:
+                    least_common = facts.zipf
                 # One doubtful word does not make its neighbours doubtful: the span as a whole must be.
                 doubtful = conf_n > 0 and conf_sum / conf_n < low_confidence
-                sayable = sayable and bool(said[last])
-                phones = said_before + said[last]
-                said_before += whole[last]
-                spaceless += norms[last]
-                if exact[last] and (last == first or exact[last - 1]) and all(exact[first : last + 1]):
+                sayable = sayable and bool(facts.said)
+                phones = said_before + facts.said
+                said_before += facts.whole
+                spaceless += word.token.norm
+                all_exact = all_exact and word.exact
+                if all_exact:
                     continue  # exact mentions only: nothing misheard here
                 # Spelling is evidence for doubted spans and single words English does not know; sound for words
                 # pronounced like a name. A word the transcript writes as a name is its name, unless doubted.
-                by_letters = length >= 3 and (doubtful or (first == last and unknown[first]))
+                by_letters = length >= 3 and (doubtful or (first == last and word.unknown))
                 size = len(phones)
                 soundable = sayable and least_common <= max_zipf and fewest <= size
-                heard_as = sound_candidates(phones) if soundable and size <= most else ()
+                heard_as: _Forms = sound_candidates(phones) if soundable and size <= most else ()
                 # A second reading doubles the chances of a coincidence: of common words only ("our glasses" /
                 # Hourglass, "she casts" / Shakäste), only a long name ("crash hammers" / Kraghammer).
                 singular = (
                     phones[:-1]
-                    if plural[last]
+                    if facts.plural
                     and soundable
                     and (rare or doubtful or size > common_plural)
                     and fewest < size <= most + 1
                     else ""
                 )
-                heard_plural = sound_candidates(singular) if singular else ()
+                heard_plural: _Forms = sound_candidates(singular) if singular else ()
                 if last > first and size >= two_edit_from:
-                    # Two phones off a long name ("elder nacks" / Eldrinax; with common words only, a longer one:
-                    # "trust en world" / Trostenwald), found by the thirds of its pronunciation; off in its vowels
-                    # only, the spelling sounds alike too (a shared Double Metaphone code). Neither with a very
-                    # common word at an edge, which ``_sound`` refuses, unless it is a dangling article or, for
-                    # the spelling, a word of a name ("the elder nacks" / The Eldrinax): the costliest lookups
-                    # are not paid for that.
                     shortest = two_edit if least_common < common_zipf else two_edit_common
-                    last_edge = not ends[last]
-                    if (
-                        soundable
-                        and shortest - 2 <= size <= most + 1
-                        and not (zipfs[first] >= edge_zipf or (last_edge and zipfs[last] >= edge_zipf))
-                    ):
-                        heard_as = {*heard_as, *two_edit_candidates(phones, shortest)}
-                        if singular and len(singular) >= shortest - 2:
-                            heard_plural = {*heard_plural, *two_edit_candidates(singular, shortest)}
-                    if not (edgy[first] or (last_edge and edgy[last])) and (
-                        spelled_alike := self._spelled_alike(spaceless)
-                    ):
-                        heard_as = {*heard_as, *spelled_alike}
+                    heard_as, heard_plural = self._two_off(
+                        opening,
+                        word,
+                        phones,
+                        spaceless,
+                        shortest if soundable else None,
+                        heard_as,
+                        singular,
+                        heard_plural,
+                    )
                 if not (by_letters or heard_as or heard_plural):
                     continue  # ordinary words nobody doubted and no name sounding alike: skip the rest
-                window = tokens[first : last + 1]
                 phrase = 0 < last - first < max_words and least_common <= phrase_zipf and length >= _MIN_PHRASE_LETTERS
-                span = _Span(
-                    window,
-                    doubtful,
-                    rare,
-                    _exact_runs(window, exact[first : last + 1]),
-                    phrase,
-                    any(named_exact[first : last + 1]),
-                    () if doubtful else tuple(written),
-                    ends[last],
-                )
-                refused = _refused(not_heard, window) if not_heard else None
-                if refused:  # what the DM says is never those entities' name ("manta ray" / Mentiri)
-                    heard_as = {f for f in heard_as if f.entity_key not in refused}
-                    heard_plural = {f for f in heard_plural if f.entity_key not in refused}
-                best, rejected = self._match_window(span) if by_letters else (None, False)
-                if best is not None and refused and best[0].entity_key in refused:
-                    best = None
-                if best is not None:
-                    window_text = "".join(t.norm for t in window)
-                    heard_name = window_text[:-1] if best[2] else window_text
-                    rank = _sound_alike(heard_name, best[0].spaceless)
-                    candidates.append(_Candidate(first, last, best[0], best[1], best[2], rank))
-                elif heard_as and (said_as := self._sound(span, phones, heard_as)) is not None:
-                    form, score = said_as
-                    candidates.append(_Candidate(first, last, form, score, False, score - _SOUND_RANK_GAP))
-                elif heard_plural and (said_as := self._sound(span, singular, heard_plural, plural=True)) is not None:
-                    form, score = said_as
-                    candidates.append(_Candidate(first, last, form, score, True, score - _SOUND_RANK_GAP))
-                elif rejected or (
-                    no_confidences and heard_as and not span.exact_runs and self._sounds_near(span, phones, heard_as)
-                ):
-                    near_misses.append((tokens[first].start, tokens[last].base_end))
-        chosen = _resolve_overlaps(candidates)
-        result = Stage1Result(
-            corrections=[
-                self._correction(text, tokens, c, previous)
-                for previous, c in zip([None, *chosen], chosen, strict=False)  # each with the one before it
-            ]
+                span = _span(words, first, last, doubtful, rare, phrase, written)
+                yield _Window(first, last, span, by_letters, phones, heard_as, singular, heard_plural)
+
+    def _two_off(
+        self,
+        opening: _WordFacts,
+        closing: _Word,
+        phones: str,
+        spaceless: str,
+        shortest: int | None,
+        heard_as: _Forms,
+        singular: str,
+        heard_plural: _Forms,
+    ) -> tuple[_Forms, _Forms]:
+        """The names a window of several words (``opening`` ... ``closing``) is pronounced as, with those two
+        phones off a name of ``shortest`` phones or more (None: none, the window is not soundable) and those spelled
+        alike.
+
+        Two phones off a long name ("elder nacks" / Eldrinax; with common words only, a longer one: "trust en
+        world" / Trostenwald), found by the thirds of its pronunciation; off in its vowels only, the spelling
+        sounds alike too (a shared Double Metaphone code). Neither with a very common word at an edge, which
+        ``_sound`` refuses, unless it is a dangling article or, for the spelling, a word of a name ("the elder
+        nacks" / The Eldrinax): the costliest lookups are not paid for that."""
+        edge_zipf = self.settings.sound_edge_zipf
+        last_edge = not closing.dangling
+        if (
+            shortest is not None
+            and shortest - 2 <= len(phones) <= self.index.max_phones + 2
+            and not (opening.zipf >= edge_zipf or (last_edge and closing.facts.zipf >= edge_zipf))
+        ):
+            two_edit_candidates = self.index.two_edit_candidates
+            heard_as = {*heard_as, *two_edit_candidates(phones, shortest)}
+            if singular and len(singular) >= shortest - 2:
+                heard_plural = {*heard_plural, *two_edit_candidates(singular, shortest)}
+        if not (opening.edgy or (last_edge and closing.facts.edgy)) and (
+            spelled_alike := self._spelled_alike(spaceless)
+        ):
+            heard_as = {*heard_as, *spelled_alike}
+        return heard_as, heard_plural
+
+    def _judge(self, window: _Window, no_confidences: bool) -> tuple[_Candidate | None, bool]:
+        """The window's name, by spelling first, then by sound, then by sound without a plural "s"; or none, and
+        whether the window is a near miss stage 2 should look at."""
+        span, first, last = window.span, window.first, window.last
+        heard_as, heard_plural = window.heard_as, window.heard_plural
+        not_heard = self.index.not_heard
+        refused = _refused(not_heard, span.tokens) if not_heard else None
+        if refused:  # what the DM says is never those entities' name ("manta ray" / Mentiri)
+            heard_as = {f for f in heard_as if f.entity_key not in refused}
+            heard_plural = {f for f in heard_plural if f.entity_key not in refused}
+        spelled, rejected = self._spelled(window, refused)
+        if spelled is not None:
+            return spelled, False
+        if heard_as and (said_as := self._sound(span, window.phones, heard_as)) is not None:
+            form, score = said_as
+            return _Candidate(first, last, form, score, False, score - _SOUND_RANK_GAP), False
+        if heard_plural and (said_as := self._sound(span, window.singular, heard_plural, plural=True)) is not None:
+            form, score = said_as
+            return _Candidate(first, last, form, score, True, score - _SOUND_RANK_GAP), False
+        near = rejected or (
+            no_confidences
+            and bool(heard_as)
+            and not span.exact_runs
+            and self._sounds_near(span, window.phones, heard_as)
         )
-        result.suspects = self._suspects(text, tokens, conf, chosen, near_misses, locked)
-        return result
+        return None, near
+
+    def _spelled(self, window: _Window, refused: frozenset[int] | None) -> tuple[_Candidate | None, bool]:
+        """The window's name by spelling, where spelling is evidence; and whether a good match was refused."""
+        if not window.by_letters:
+            return None, False
+        best, rejected = self._match_window(window.span)
+        if best is None or (refused and best[0].entity_key in refused):
+            return None, rejected
+        form, score, plural = best
+        window_text = "".join(t.norm for t in window.span.tokens)
+        heard_name = window_text[:-1] if plural else window_text
+        rank = _sound_alike(heard_name, form.spaceless)
+        return _Candidate(window.first, window.last, form, score, plural, rank), rejected
 
     def _word_facts(self, token: Token) -> _WordFacts:
         """What the windows weigh of a word wherever it is said, memoised per word: a dozen table lookups each, and
@@ -529,49 +661,61 @@ class PhoneticMatcher:
         letters of a name are the strongest evidence there is."""
         locked = [False] * len(tokens)
         respaced: list[_Candidate] = []
-        names = self.index.exact_spaceless
-        prefixes = self.index.spaceless_prefixes
-        longest = self.index.max_exact + 1  # +1: a plural "s"
         opens = self._opens
         i = 0
         while i < len(tokens):
             if tokens[i].norm not in opens and tokens[i].base_end == tokens[i].end:
                 i += 1  # no name starts here, nor one with a possessive inside ("hunter's mark")
                 continue
-            # Per length, the spellings to look up: bases only ("keyleth" of "Keyleth's"), and full words before
-            # the last one ("hunters" "mark" of "Hunter's Mark", a name with a possessive inside).
-            keys: list[tuple[str, ...]] = []
-            base = full = ""
-            for j, t in enumerate(tokens[i : i + self.settings.max_window_words]):
-                if j and not joinable[i + j - 1]:
-                    break  # a name does not run across punctuation ("on. I" is not Oni)
-                if len(base) + len(t.norm) > longest:
-                    break
-                keys.append((base + t.norm,) if full == base else (base + t.norm, full + t.norm))
-                if t.base_end == t.end and full == base:
-                    base = full = base + t.norm
-                else:
-                    base, full = base + t.norm, full + (normalize(t.word) if t.base_end != t.end else t.norm)
-                if base not in prefixes and full not in prefixes:
-                    break  # no name goes on like this
+            keys = self._mention_keys(tokens, i, joinable)
             for n in range(len(keys), 0, -1):
                 key = next((k for k in keys[n - 1] if self._names_it(k)), None)
                 if key is not None:
                     locked[i : i + n] = [True] * n
-                    plural = key not in names and key[:-1] in names
-                    form = self._by_spaceless.get(key[:-1] if plural else key)
-                    heard = text[tokens[i].start : tokens[i + n - 1].base_end]
-                    if form is not None and (
-                        form.heard  # the DM said so: whatever its words
-                        or _spaced_otherwise(heard, form, plural)
-                        or _apostrophe_dropped(heard, form, plural, self.settings.common_zipf)
-                    ):
-                        respaced.append(_Candidate(i, i + n - 1, form, 1.0, plural, 1.0))
+                    if (candidate := self._respaced(text, tokens, i, n, key)) is not None:
+                        respaced.append(candidate)
                     i += n
                     break
             else:
                 i += 1
         return locked, respaced
+
+    def _mention_keys(self, tokens: list[Token], i: int, joinable: list[bool]) -> list[tuple[str, ...]]:
+        """Per length of a mention starting at token ``i``, the spellings to look up: bases only ("keyleth" of
+        "Keyleth's"), and full words before the last one ("hunters" "mark" of "Hunter's Mark", a name with a
+        possessive inside)."""
+        prefixes = self.index.spaceless_prefixes
+        longest = self.index.max_exact + 1  # +1: a plural "s"
+        keys: list[tuple[str, ...]] = []
+        base = full = ""
+        for j, t in enumerate(tokens[i : i + self.settings.max_window_words]):
+            if j and not joinable[i + j - 1]:
+                break  # a name does not run across punctuation ("on. I" is not Oni)
+            if len(base) + len(t.norm) > longest:
+                break
+            keys.append((base + t.norm,) if full == base else (base + t.norm, full + t.norm))
+            if t.base_end == t.end and full == base:
+                base = full = base + t.norm
+            else:
+                base, full = base + t.norm, full + (normalize(t.word) if t.base_end != t.end else t.norm)
+            if base not in prefixes and full not in prefixes:
+                break  # no name goes on like this
+        return keys
+
+    def _respaced(self, text: str, tokens: list[Token], i: int, n: int, key: str) -> _Candidate | None:
+        """The correction of an exact mention (``n`` tokens from ``i``, spelling ``key``) to its name's own
+        spelling, if it writes the name otherwise."""
+        names = self.index.exact_spaceless
+        plural = key not in names and key[:-1] in names
+        form = self._by_spaceless.get(key[:-1] if plural else key)
+        heard = text[tokens[i].start : tokens[i + n - 1].base_end]
+        if form is not None and (
+            form.heard  # the DM said so: whatever its words
+            or _spaced_otherwise(heard, form, plural)
+            or _apostrophe_dropped(heard, form, plural, self.settings.common_zipf)
+        ):
+            return _Candidate(i, i + n - 1, form, 1.0, plural, 1.0)
+        return None
 
     def _names_it(self, key: str) -> bool:
         """Whether a space-free key is a name, or its plural: "Gnolls", and "half-elves" / Half-Elf."""
@@ -591,6 +735,8 @@ class PhoneticMatcher:
         words = [t.norm for t in span.tokens]
         if plural:
             words[-1] = words[-1][:-1]
+        if len(words) == 1 and word_zipf(span.tokens[0].word) >= settings.function_zipf:
+            return None  # "and" / Wand
         # A common word is that word unless doubted or said exactly like a longer name ("writes" / Rites).
         common = len(words) == 1 and not span.doubtful and word_zipf(words[0]) >= settings.common_zipf
         # An article and a common word are a noun phrase ("a sum" / Assum), unless the article is the name's.
@@ -600,90 +746,126 @@ class PhoneticMatcher:
             and not span.doubtful
             and word_zipf(words[1]) >= settings.common_zipf
         )
-        if len(words) == 1 and word_zipf(span.tokens[0].word) >= settings.function_zipf:
-            return None  # "and" / Wand
         found: list[tuple[int, NameForm]] = []
         for form in heard_as:
-            if span.written and not all(w in form.words for w in span.written):
-                continue  # a word the transcript writes as a name stays unless it is a word of this one
-            size = len(form.phones)
             common_word = common or (noun and words[0] not in form.words)
-            if size < settings.sound_min_phones or (common_word and size < settings.sound_common_word_phones):
-                continue
-            if len(form.words) > 1 and (all(w in words for w in form.words) or all(w in form.words for w in words)):
-                continue  # "Pass Without a Trace" said with a word more, or "arcane" of Arcane Eye: no mishearing
-            # Words shared with the name ("the" of "the pounding" / The Founding) prove nothing: the rest must
-            # be long enough for the edit allowed, and is judged as what it is (one word, or several).
-            lead, trail = _shared_ends(words, form.words)
-            rest = words[lead : len(words) - trail]
-            name_rest = ""
-            if lead or trail:
-                name_rest = phrase_phones(form.words[lead : len(form.words) - trail])
-                size = len(name_rest)
-            allowed = 1 if size >= self._one_edit_from(rest, span.doubtful) else 0
-            if (
-                not allowed
-                and len(rest) == 1
-                and size >= settings.sound_min_phones
-                and word_zipf(rest[0]) < settings.sound_shared_one_edit_zipf
-                and all(word_zipf(w) < settings.common_zipf for w in form.words[lead : len(form.words) - trail])
-                and any(
-                    len(w) > 3 and word_zipf(w) < settings.function_zipf
-                    for w in (*words[:lead], *words[len(words) - trail :])
-                )
-            ):
-                # A word of the name heard right vouches for one not very common word a phone off the rest of it,
-                # when that rest is invented ("lady coma" / Lady Kima; not "giant layer" / Giant Slayer, nor "giant
-                # dark" / Giant Shark, nor "the" for anything).
-                allowed = 1
-            if (
-                allowed
-                and len(rest) > 1
-                and size >= settings.sound_two_edit_phones
-                and not _spells_part(rest, form)
-                and (
-                    min(word_zipf(w) for w in rest) < settings.common_zipf
-                    or size >= settings.sound_two_edit_common_phones
-                )
-            ):
-                # "elder nacks" / Eldrinax, "trust en world" / Trostenwald; ordinary words two phones off a shorter
-                # name are speech ("mistress off" / Mistrusts)
-                allowed = 2
-            elif (
-                (lead or trail)
-                and allowed
-                and span.doubtful
-                and size >= settings.sound_shared_two_edit_phones
-                and all(word_zipf(w) < settings.common_zipf for w in words)
-            ):
-                # The name's own uncommon word vouches for the rest of a doubted span, itself no ordinary word
-                # ("Malemauk Tealeaf"; not "Master Bramble" / Sister Bramble).
-                allowed = 2
-            edits = Levenshtein.distance(phones, form.phones, score_cutoff=allowed)
-            if edits and name_rest:
-                # The shared words are the same words, however eSpeak NG says them inside the name ("why un
-                # gorge" / Wuyun Gorge): the rest alone must sound like the rest of the name.
-                edits = min(edits, Levenshtein.distance(phrase_phones(rest), name_rest, score_cutoff=allowed + 1))
-            if edits > allowed and not (allowed and len(rest) > 1 and self._same_consonants(span, phones, form)):
-                continue
-            edits = min(edits, allowed)
-            if (edits or span.names_written) and span.exact_runs and not _extends(form.spaceless, span.exact_runs):
-                continue  # "a dragonborn" is the name Dragonborn said after "a"; "to Beau" is not Tubo
-            own = set(form.words)
-            if edits and any(
-                len(w) > 3
-                and w not in own
-                and (
-                    (len(w) >= len(form.spaceless) - 2 and derived(w, form.spaceless) and _english(w, settings))
-                    or any(inflection(w, n) for n in form.words)
-                )
-                for w in words
-            ):
-                continue  # "entangled" / Entangle: a word of its own ("omelet" / Omelette is the same word)
-            edges = (words[0],) if span.dangling else (words[0], words[-1])
-            if edits and any(w not in own and word_zipf(w) >= settings.sound_edge_zipf for w in edges):
-                continue  # "tent or" / Centaur: a real word plus a neighbour (not an article left without a noun)
-            found.append((edits, form))
+            edits = self._sound_edits(span, words, phones, form, common_word)
+            if edits is not None:
+                found.append((edits, form))
+        return self._unambiguous(found)
+
+    def _sound_edits(self, span: _Span, words: list[str], phones: str, form: NameForm, common_word: bool) -> int | None:
+        """How many phones the window is off the name, if it may be that name by sound at all."""
+        if not self._may_sound_like(span, words, form, common_word):
+            return None
+        size = len(form.phones)
+        # Words shared with the name ("the" of "the pounding" / The Founding) prove nothing: the rest must
+        # be long enough for the edit allowed, and is judged as what it is (one word, or several).
+        lead, trail = _shared_ends(words, form.words)
+        rest = words[lead : len(words) - trail]
+        name_rest = ""
+        if lead or trail:
+            name_rest = phrase_phones(form.words[lead : len(form.words) - trail])
+            size = len(name_rest)
+        allowed = self._edits_allowed(span, words, rest, form, (lead, trail), size)
+        edits = Levenshtein.distance(phones, form.phones, score_cutoff=allowed)
+        if edits and name_rest:
+            # The shared words are the same words, however eSpeak NG says them inside the name ("why un
+            # gorge" / Wuyun Gorge): the rest alone must sound like the rest of the name.
+            edits = min(edits, Levenshtein.distance(phrase_phones(rest), name_rest, score_cutoff=allowed + 1))
+        if edits > allowed and not (allowed and len(rest) > 1 and self._same_consonants(span, phones, form)):
+            return None
+        edits = min(edits, allowed)
+        return edits if self._sound_stands(span, words, form, edits) else None
+
+    def _may_sound_like(self, span: _Span, words: list[str], form: NameForm, common_word: bool) -> bool:
+        """Whether the window may be a mishearing of the name at all, before any phones are compared."""
+        settings = self.settings
+        if span.written and not all(w in form.words for w in span.written):
+            return False  # a word the transcript writes as a name stays unless it is a word of this one
+        size = len(form.phones)
+        if size < settings.sound_min_phones or (common_word and size < settings.sound_common_word_phones):
+            return False
+        # "Pass Without a Trace" said with a word more, or "arcane" of Arcane Eye: no mishearing
+        return not (
+            len(form.words) > 1 and (all(w in words for w in form.words) or all(w in form.words for w in words))
+        )
+
+    def _edits_allowed(
+        self, span: _Span, words: list[str], rest: list[str], form: NameForm, shared: tuple[int, int], size: int
+    ) -> int:
+        """Phone edits allowed between the window and a name of ``size`` phones (its part not shared with the
+        window, whose ``shared`` leading and trailing words are the name's own)."""
+        settings = self.settings
+        lead, trail = shared
+        allowed = 1 if size >= self._one_edit_from(rest, span.doubtful) else 0
+        if not allowed and self._vouched(words, rest, form, shared, size):
+            allowed = 1
+        if (
+            allowed
+            and len(rest) > 1
+            and size >= settings.sound_two_edit_phones
+            and not _spells_part(rest, form)
+            and (
+                min(word_zipf(w) for w in rest) < settings.common_zipf or size >= settings.sound_two_edit_common_phones
+            )
+        ):
+            # "elder nacks" / Eldrinax, "trust en world" / Trostenwald; ordinary words two phones off a shorter
+            # name are speech ("mistress off" / Mistrusts)
+            return 2
+        if (
+            (lead or trail)
+            and allowed
+            and span.doubtful
+            and size >= settings.sound_shared_two_edit_phones
+            and all(word_zipf(w) < settings.common_zipf for w in words)
+        ):
+            # The name's own uncommon word vouches for the rest of a doubted span, itself no ordinary word
+            # ("Malemauk Tealeaf"; not "Master Bramble" / Sister Bramble).
+            return 2
+        return allowed
+
+    def _vouched(self, words: list[str], rest: list[str], form: NameForm, shared: tuple[int, int], size: int) -> bool:
+        """A word of the name heard right vouches for one not very common word a phone off the rest of it, when
+        that rest is invented ("lady coma" / Lady Kima; not "giant layer" / Giant Slayer, nor "giant dark" /
+        Giant Shark, nor "the" for anything)."""
+        settings = self.settings
+        lead, trail = shared
+        return (
+            len(rest) == 1
+            and size >= settings.sound_min_phones
+            and word_zipf(rest[0]) < settings.sound_shared_one_edit_zipf
+            and all(word_zipf(w) < settings.common_zipf for w in form.words[lead : len(form.words) - trail])
+            and any(
+                len(w) > 3 and word_zipf(w) < settings.function_zipf
+                for w in (*words[:lead], *words[len(words) - trail :])
+            )
+        )
+
+    def _sound_stands(self, span: _Span, words: list[str], form: NameForm, edits: int) -> bool:
+        """Whether a name the window sounds like survives what the window's own words say against it."""
+        settings = self.settings
+        if (edits or span.names_written) and span.exact_runs and not _extends(form.spaceless, span.exact_runs):
+            return False  # "a dragonborn" is the name Dragonborn said after "a"; "to Beau" is not Tubo
+        if not edits:
+            return True
+        own = set(form.words)
+        if any(
+            len(w) > 3
+            and w not in own
+            and (
+                (len(w) >= len(form.spaceless) - 2 and derived(w, form.spaceless) and _english(w, settings))
+                or any(inflection(w, n) for n in form.words)
+            )
+            for w in words
+        ):
+            return False  # "entangled" / Entangle: a word of its own ("omelet" / Omelette is the same word)
+        edges = (words[0],) if span.dangling else (words[0], words[-1])
+        # "tent or" / Centaur: a real word plus a neighbour (not an article left without a noun)
+        return not any(w not in own and word_zipf(w) >= settings.sound_edge_zipf for w in edges)
+
+    def _unambiguous(self, found: list[tuple[int, NameForm]]) -> tuple[NameForm, float] | None:
+        """The name fewest phones off, with its phone similarity; none when two entities sound alike."""
         if not found:
             return None
         found.sort(key=lambda f: (f[0], not f[1].primary, f[1].entity_key))
@@ -695,9 +877,9 @@ class PhoneticMatcher:
             if other.entity_key != form.entity_key and not _same_name(other, form) and not same_spelling:
                 return None  # two entities sound alike: ambiguous
         score = 1 - edits / len(form.phones)
-        return (form, score) if score >= settings.phonetic_threshold else None
+        return (form, score) if score >= self.settings.phonetic_threshold else None
 
-    def _sounds_near(self, span: _Span, phones: str, heard_as: AbstractSet[NameForm]) -> bool:
+    def _sounds_near(self, span: _Span, phones: str, heard_as: _Forms) -> bool:
         """Whether a window the sound rules refused is still pronounced within a phone of a name (two of a long
         one): "sasha" / Yasha, "terry" / Tary. Without recogniser doubt these are the entity-like spans stage 2 is
         asked about; function words ("and" / Wand), exact names and parts of a name said as such are not."""
@@ -752,11 +934,27 @@ class PhoneticMatcher:
         """The accepted (form, score, plural) for a window, and whether a good match was refused as unsafe."""
         words = [t.norm for t in span.tokens]
         heard = [t.word for t in span.tokens]
-        doubtful, uncommon = span.doubtful, span.uncommon
-        single = len(words) == 1
+        scored = self._spelled_like(span, words, heard)
+        # Spelling-only matches are accepted only for a doubtful span or a single word unknown to English (see
+        # evidence): only those pay for the search.
+        unknown = len(words) == 1 and word_zipf(heard[0]) < self.settings.known_zipf
+        if not scored and len(words) <= 2 and (span.doubtful or unknown):
+            scored = [
+                f
+                for f in self._fuzzy(words, heard)
+                if not span.exact_runs or _extends(f.form.spaceless, span.exact_runs)
+            ]
+        decided, rejected = self._decide(scored, span.doubtful)
+        if decided is not None and not self._said_alike(decided, words, span.doubtful):
+            return None, True
+        return decided, rejected
+
+    def _spelled_like(self, span: _Span, words: list[str], heard: list[str]) -> list[_Scored]:
+        """Names sharing a Double Metaphone code with the window (one edit off too, where that is evidence), as
+        said and without a plural "s", scored by spelling."""
         # Codes one edit apart are evidence only for a doubtful span, a single unknown word, or a phrase that
         # has a word uncommon enough to be judged on the phrase score (see evidence).
-        near_too = doubtful or (single and uncommon) or span.phrase
+        near_too = span.doubtful or (len(words) == 1 and span.uncommon) or span.phrase
         variants = [(words, False)]
         if may_be_plural(words[-1]):
             variants.append(([*words[:-1], words[-1][:-1]], True))
@@ -765,7 +963,7 @@ class PhoneticMatcher:
             v_spaced = " ".join(v_words)
             v_spaceless = v_spaced.replace(" ", "")
             window_codes = codes(v_spaceless)
-            if not (near_too or uncommon) and len(window_codes[0]) < self.settings.strong_code_length:
+            if not (near_too or span.uncommon) and len(window_codes[0]) < self.settings.strong_code_length:
                 continue  # ordinary words with too few sounds: refused whatever they match
             same, near = self.index.phonetic_candidates(window_codes, near_too=near_too)
             for kind, forms in ((MatchKind.phonetic, same), (MatchKind.near, near)):
@@ -776,19 +974,7 @@ class PhoneticMatcher:
                         # A plural reading must beat the plain one clearly: "orcas" is Orcus, not Orca+s.
                         score = _score(v_spaced, v_spaceless, form) - (0.03 if plural else 0.0)
                         scored.append(_Scored(score, form, plural, kind, v_words, heard))
-        # Spelling-only matches are accepted only for a doubtful span or a single word unknown to English (see
-        # evidence): only those pay for the search.
-        unknown = single and word_zipf(heard[0]) < self.settings.known_zipf
-        if not scored and len(words) <= 2 and (doubtful or unknown):
-            scored = [
-                f
-                for f in self._fuzzy(words, heard)
-                if not span.exact_runs or _extends(f.form.spaceless, span.exact_runs)
-            ]
-        decided, rejected = self._decide(scored, doubtful)
-        if decided is not None and not self._said_alike(decided, words, doubtful):
-            return None, True
-        return decided, rejected
+        return scored
 
     def _said_alike(self, decided: tuple[NameForm, float, bool], words: list[str], doubtful: bool) -> bool:
         """Whether a spelling match does not sound unlike its name (see ``MatchSettings.letters_*_phone_distance``);
@@ -876,28 +1062,7 @@ class PhoneticMatcher:
         name = name_norm(form.canonical).split()
         size = len(form.words)
         at = next((i for i in range(len(name) - size + 1) if tuple(name[i : i + size]) == form.words), None)
-        lead = name[:at] if at is not None else []
-        said = 0
-        if at is not None:  # a run of the name's words: those before it in the name, said just before it
-            while (
-                said < len(lead)
-                and first - said > 0
-                and tokens[first - said - 1].norm == lead[-1 - said]
-                and _joined(text, tokens[first - said - 1 : first - said + 1])
-            ):
-                said += 1
-        elif set(form.words) & set(name):
-            # A variant of the name, not a run of its words ("the crown of salt mere" / Crown of Saltmere, The
-            # Sunken Crown): the name's first words said just before it ("the") are its own.
-            said = max(
-                (
-                    k
-                    for k in range(1, min(first, len(name) - 1) + 1)
-                    if [t.norm for t in tokens[first - k : first]] == name[:k]
-                    and all(_joined(text, tokens[i : i + 2]) for i in range(first - k, first))
-                ),
-                default=0,
-            )
+        said = _name_said_before(text, tokens, first, form, name, at)
         if said:
             return first - said, form.canonical
         uncommon = {w for w in name if word_zipf(w) < self.settings.common_zipf}
@@ -906,9 +1071,14 @@ class PhoneticMatcher:
             if text[tokens[first].start].isupper() and alias[:1].islower():
                 alias = alias[0].upper() + alias[1:]  # "It was Quelloth. The tide warden" -> "The Tidewarden"
             return first, alias
+        return self._sounded_before(text, tokens, first, name[:at] if at is not None else []), form.canonical
+
+    def _sounded_before(self, text: str, tokens: list[Token], first: int, lead: list[str]) -> int:
+        """Where uncommon words sounding like the name's words before its alias (``lead``) start, just before
+        word ``first`` (a word may be heard as two); ``first`` if they are not said."""
         sound = name_phones(tuple(lead)) if lead else ""
         most = len(sound) // 3
-        for start in range(first - 1, max(first - len(lead) - 2, -1), -1):  # a word may be heard as two
+        for start in range(first - 1, max(first - len(lead) - 2, -1), -1):
             if (
                 not sound
                 or not _joined(text, tokens[start : start + 2])
@@ -917,8 +1087,8 @@ class PhoneticMatcher:
                 break
             heard = phrase_phones([t.norm for t in tokens[start:first]])
             if heard and Levenshtein.distance(heard, sound, score_cutoff=most) <= most:
-                return start, form.canonical
-        return first, form.canonical
+                return start
+        return first
 
     def _phrase(self, scored: list[_Scored]) -> tuple[NameForm, float, bool] | None:
         """The phrase path (see ``MatchSettings.phrase_*``): best by phrase score, unambiguous, above threshold."""
@@ -939,9 +1109,8 @@ class PhoneticMatcher:
 
     def _correction(self, text: str, tokens: list[Token], c: _Candidate, previous: _Candidate | None) -> Correction:
         """``previous``: the correction chosen just before this one, if any."""
-        first, last = c.first, c.last
         if c.form.heard:  # the whole phrase is the name, as the DM said: no word of it is kept
-            start, end = tokens[first].start, tokens[last].base_end - (1 if c.plural else 0)
+            start, end = tokens[c.first].start, tokens[c.last].base_end - (1 if c.plural else 0)
             return Correction(
                 span=text[start:end],
                 replacement=c.form.canonical,
@@ -951,26 +1120,7 @@ class PhoneticMatcher:
                 score=1.0,
                 stage=1,
             )
-        # An alias's words that the canonical name lacks stay as said: "Lord na stock grace pine" heard as the
-        # alias "Lord Nostoc Greyspine" becomes "Lord Nostoc Greyspine", not "Nostoc Greyspine".
-        # Only when every such word was heard right ("high higher raw fun toe farah" / High Hierophant Ophera is
-        # Ophera, not "high Ophera").
-        own = set(name_norm(c.form.canonical).split())
-        words, before, after = c.form.words, 0, 0
-        while first + before < last and before < len(words) and words[before] not in own:
-            before += 1
-        while last - after > first + before and after < len(words) - before and words[-1 - after] not in own:
-            after += 1
-        kept = words[before : len(words) - after]
-        heard = c.form.spaceless  # what of the form the span says
-        # ... unless the words left are no part of the name ("the drowned worm" heard as the alias The Drowned
-        # Wyrm of Eldrinax is Eldrinax, not "the drowned Eldrinax").
-        if (before or after) and not c.plural and kept and all(w in own for w in kept):
-            said = [t.norm for t in tokens[first : first + before]] + [
-                t.norm for t in tokens[last - after + 1 : last + 1]
-            ]
-            if said == [*words[:before], *words[len(words) - after :]]:
-                first, last, heard = first + before, last - after, "".join(kept)
+        first, last, heard = _alias_words_kept(tokens, c)
         # An alias becomes the canonical name, said once (see ``_alias_mention``).
         replacement = c.form.canonical
         if first == c.first and not c.form.primary:
@@ -978,21 +1128,8 @@ class PhoneticMatcher:
                 previous is not None and previous.last == first - 1 and previous.form.entity_key == c.form.entity_key
             )
             first, replacement = self._alias_mention(text, tokens, first, c.form, named_before=named)
-        # ... and the rest of it said just after: "Zix ara" -> "Zyx'ara" (heard as the alias Zyx), not "Zyx'ara ara";
-        # "seeker russ um em ring" -> "seeker Assum Emring" (the alias Seeker Assum), not "... Emring em ring".
-        canonical = spaceless(c.form.canonical)
-        if canonical != heard and canonical.startswith(heard) and not c.plural:
-            rest, after = canonical[len(heard) :], last
-            while (
-                rest
-                and after + 1 < len(tokens)
-                and _joined(text, tokens[after : after + 2])
-                and tokens[after + 1].norm
-                and rest.startswith(tokens[after + 1].norm)
-            ):
-                rest, after = rest[len(tokens[after + 1].norm) :], after + 1
-            if not rest:
-                last = after
+        if not c.plural:
+            last = _rest_said_after(text, tokens, last, heard, spaceless(c.form.canonical))
         start = tokens[first].start
         end = tokens[last].base_end - (1 if c.plural else 0)
         return Correction(
@@ -1006,26 +1143,92 @@ class PhoneticMatcher:
         )
 
     def _suspects(
-        self,
-        text: str,
-        tokens: list[Token],
-        conf: Sequence[float | None],
-        chosen: list[_Candidate],
-        near_misses: list[tuple[int, int]],
-        locked: list[bool],
+        self, text: str, words: list[_Word], chosen: list[_Candidate], near_misses: list[tuple[int, int]]
     ) -> list[tuple[int, int]]:
-        covered = [False] * len(tokens)
+        covered = [False] * len(words)
         for c in chosen:
             covered[c.first : c.last + 1] = [True] * (c.last - c.first + 1)
+        low = self.settings.low_confidence
         spans = [
-            (t.start, t.base_end)
-            for t, c, done, exact in zip(tokens, conf, covered, locked, strict=True)
-            if c is not None and c < self.settings.low_confidence and not done and not exact
+            (w.token.start, w.token.base_end)
+            for w, done in zip(words, covered, strict=True)
+            if w.conf is not None and w.conf < low and not done and not w.locked
         ]
-        if all(c is None for c in conf):
-            taken = [(tokens[c.first].start, tokens[c.last].end) for c in chosen]
+        if all(w.conf is None for w in words):
+            taken = [(words[c.first].token.start, words[c.last].token.end) for c in chosen]
             spans += [s for s in near_misses if not any(a < s[1] and s[0] < b for a, b in taken)]
         return _merge(text, spans)
+
+
+def _alias_words_kept(tokens: list[Token], c: _Candidate) -> tuple[int, int, str]:
+    """The words of a correction (first, last) and what of its form they say (spaces removed).
+
+    An alias's words that the canonical name lacks stay as said: "Lord na stock grace pine" heard as the alias
+    "Lord Nostoc Greyspine" becomes "Lord Nostoc Greyspine", not "Nostoc Greyspine". Only when every such word
+    was heard right ("high higher raw fun toe farah" / High Hierophant Ophera is Ophera, not "high Ophera")."""
+    first, last = c.first, c.last
+    own = set(name_norm(c.form.canonical).split())
+    words, before, after = c.form.words, 0, 0
+    while first + before < last and before < len(words) and words[before] not in own:
+        before += 1
+    while last - after > first + before and after < len(words) - before and words[-1 - after] not in own:
+        after += 1
+    kept = words[before : len(words) - after]
+    # ... unless the words left are no part of the name ("the drowned worm" heard as the alias The Drowned
+    # Wyrm of Eldrinax is Eldrinax, not "the drowned Eldrinax").
+    if (before or after) and not c.plural and kept and all(w in own for w in kept):
+        said = [t.norm for t in tokens[first : first + before]] + [t.norm for t in tokens[last - after + 1 : last + 1]]
+        if said == [*words[:before], *words[len(words) - after :]]:
+            return first + before, last - after, "".join(kept)
+    return first, last, c.form.spaceless
+
+
+def _rest_said_after(text: str, tokens: list[Token], last: int, heard: str, canonical: str) -> int:
+    """The last word of a correction that says only the start of the name (``heard``), taking the rest of the
+    name said just after it: "Zix ara" -> "Zyx'ara" (heard as the alias Zyx), not "Zyx'ara ara"; "seeker russ
+    um em ring" -> "seeker Assum Emring" (the alias Seeker Assum), not "... Emring em ring"."""
+    if canonical == heard or not canonical.startswith(heard):
+        return last
+    rest, after = canonical[len(heard) :], last
+    while (
+        rest
+        and after + 1 < len(tokens)
+        and _joined(text, tokens[after : after + 2])
+        and tokens[after + 1].norm
+        and rest.startswith(tokens[after + 1].norm)
+    ):
+        rest, after = rest[len(tokens[after + 1].norm) :], after + 1
+    return last if rest else after
+
+
+def _name_said_before(
+    text: str, tokens: list[Token], first: int, form: NameForm, name: list[str], at: int | None
+) -> int:
+    """How many words of the canonical ``name`` are said just before its alias ``form`` at word ``first``;
+    ``at``: where the alias's words run inside the name, if they do."""
+    if at is not None:  # a run of the name's words: those before it in the name, said just before it
+        lead, said = name[:at], 0
+        while (
+            said < len(lead)
+            and first - said > 0
+            and tokens[first - said - 1].norm == lead[-1 - said]
+            and _joined(text, tokens[first - said - 1 : first - said + 1])
+        ):
+            said += 1
+        return said
+    if set(form.words) & set(name):
+        # A variant of the name, not a run of its words ("the crown of salt mere" / Crown of Saltmere, The
+        # Sunken Crown): the name's first words said just before it ("the") are its own.
+        return max(
+            (
+                k
+                for k in range(1, min(first, len(name) - 1) + 1)
+                if [t.norm for t in tokens[first - k : first]] == name[:k]
+                and all(_joined(text, tokens[i : i + 2]) for i in range(first - k, first))
+            ),
+            default=0,
+        )
+    return 0
 
 
 def _same_name(a: NameForm, b: NameForm) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -90,7 +91,7 @@ def _word_parts(word: str) -> tuple[int, int, str, str]:
     return end, base_end, normalize(word[:base_end]), word.casefold().replace("’", "'")
 
 
-def align_confidences(text: str, tokens: list[Token], words: list[tuple[str, float | None]]) -> list[float | None]:
+def align_confidences(text: str, tokens: list[Token], words: Sequence[tuple[str, float | None]]) -> list[float | None]:
     """Per-token confidence from the recogniser's words (each word found in order in ``text``).
 
     A token takes the lowest confidence of the words overlapping it; a word that cannot be found (the

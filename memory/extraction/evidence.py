@@ -88,20 +88,10 @@ def evidence_gap(
 ) -> str | None:
     """Why ``source —rel_type→ target`` (or ``source.rel_type = value``) may not be accepted without the DM on the
     strength of ``cited``, or None when those lines say it."""
+    if (refused := _schema_gap(source, rel_type, target)) is not None:
+        return refused
     where = "the cited line" if len(cited) == 1 else "the cited lines"
     does = "does" if len(cited) == 1 else "do"
-    if target is not None:
-        allowed = RELATIONS.get(rel_type)
-        if allowed is None:
-            return f"'{rel_type}' is not a relation the schema knows"
-        if source.type not in allowed[0] or target.type not in allowed[1]:
-            return f"'{rel_type}' does not link {_a(source.type)} to {_a(target.type)}"
-    else:
-        types = ATTRIBUTES.get(rel_type)
-        if types is None:
-            return f"'{rel_type}' is not an attribute the schema knows"
-        if source.type not in types:
-            return f"'{rel_type}' is not an attribute of {_a(source.type)}"
     ends = [source] if target is None else [source, target]
     gazetteer = Gazetteer([_Said(e.id, e.name, tuple(e.aliases)) for e in ends])
     named = [set(gazetteer.mentioned_ids(entry)) for entry in cited]
@@ -114,6 +104,23 @@ def evidence_gap(
         return f"no cited line names both {source.name} and {target.name if target else ''}"
     if value is not None and not any(_contains(entry.text, value) for entry in saying):
         return f"{where} {does} not say {value!r}"
+    return None
+
+
+def _schema_gap(source: End, rel_type: str, target: End | None) -> str | None:
+    """Why the schema refuses ``rel_type`` between these ends (an attribute when ``target`` is None), or None."""
+    if target is not None:
+        allowed = RELATIONS.get(rel_type)
+        if allowed is None:
+            return f"'{rel_type}' is not a relation the schema knows"
+        if source.type not in allowed[0] or target.type not in allowed[1]:
+            return f"'{rel_type}' does not link {_a(source.type)} to {_a(target.type)}"
+        return None
+    types = ATTRIBUTES.get(rel_type)
+    if types is None:
+        return f"'{rel_type}' is not an attribute the schema knows"
+    if source.type not in types:
+        return f"'{rel_type}' is not an attribute of {_a(source.type)}"
     return None
 
 

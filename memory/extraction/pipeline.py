@@ -19,7 +19,14 @@ from memory.extraction.llm import LLMExtractor
 from memory.extraction.names import NameResolver, normalize_name
 from memory.extraction.rules import RuleExtractor
 from memory.extraction.salience import is_trivial
-from memory.extraction.schema import ExtractionResult, ExtractionStats, Extractor, KnownEntity, ProposedFact
+from memory.extraction.schema import (
+    ExtractionResult,
+    ExtractionStats,
+    Extractor,
+    KnownEntity,
+    ProposedEntity,
+    ProposedFact,
+)
 from memory.extraction.validate import validate_result
 from memory.gazetteer import Gazetteer
 from memory.graph import KnowledgeGraph
@@ -192,61 +199,66 @@ class _Writer:
 
     async def write(self, result: ExtractionResult, *, review_only: bool) -> None:
         for proposed in result.entities:
-            self.stats.entities_proposed += 1
-            norm = normalize_name(proposed.name)
-            existing, _ = self.resolver.resolve(proposed.name)
-            if existing is not None:
-                self.stats.entities_merged += 1
-                self.bound[norm] = existing
-                continue
-            if self.rejected.resolve(proposed.name)[0] is not None:
-                self.bound[norm] = None
-                continue
-            entity = EntityIn(
-                name=proposed.name,
-                type=EntityType(proposed.type),
-                description=proposed.description,
-                status=ReviewStatus.pending,  # a new name is the DM's to accept, however sure the extractor is
-                provenance=self.provenance("stated", proposed.confidence, proposed.entry_ids),
-            )
-            created = await self._add_entity(entity)
-            self.stats.entities_created += 1
-            self.bound[norm] = created
-            self.resolver.add(created)
-
+            await self._write_entity(proposed)
         for fact in result.facts:
-            self.stats.facts_proposed += 1
-            source = self._entity(fact.source)
-            target = self._entity(fact.target) if fact.target is not None else None
-            if source is None or (fact.target is not None and target is None):
-                self.stats.facts_unchanged += 1  # about an entity the DM rejected
-                continue
-            if target is not None and target.id == source.id:
-                self.stats.items_invalid += 1  # two spellings of one entity, merged
-                continue
-            touches_pending = ReviewStatus.pending in (source.status, target.status if target else None)
-            provenance = self.provenance(fact.basis, fact.confidence, fact.entry_ids)
-            # A fact cannot be surer than the existence of what it is about, nor than the lines it cites.
-            gap = None if review_only or touches_pending else self._evidence_gap(fact, source, target)
-            provenance.review_reason = gap
-            rel = RelationshipIn(
-                source_id=source.id,
-                type=fact.type,
-                target_id=target.id if target else None,
-                value=fact.value,
-                provenance=provenance,
-                status=ReviewStatus.pending if review_only or touches_pending or gap else None,
-            )
-            if await self._was_rejected(rel):
-                self.stats.facts_unchanged += 1
-                continue
-            stored, created = await self.graph.ensure_relationship(rel)
-            if not created:
-                self.stats.facts_unchanged += 1
-            elif stored.status == ReviewStatus.accepted:
-                self.stats.facts_accepted += 1
-            else:
-                self.stats.facts_pending += 1
+            await self._write_fact(fact, review_only=review_only)
+
+    async def _write_entity(self, proposed: ProposedEntity) -> None:
+        self.stats.entities_proposed += 1
+        norm = normalize_name(proposed.name)
+        existing, _ = self.resolver.resolve(proposed.name)
+        if existing is not None:
+            self.stats.entities_merged += 1
+            self.bound[norm] = existing
+            return
+        if self.rejected.resolve(proposed.name)[0] is not None:
+            self.bound[norm] = None
+            return
+        entity = EntityIn(
+            name=proposed.name,
+            type=EntityType(proposed.type),
+            description=proposed.description,
+            status=ReviewStatus.pending,  # a new name is the DM's to accept, however sure the extractor is
+            provenance=self.provenance("stated", proposed.confidence, proposed.entry_ids),
+        )
+        created = await self._add_entity(entity)
+        self.stats.entities_created += 1
+        self.bound[norm] = created
+        self.resolver.add(created)
+
+    async def _write_fact(self, fact: ProposedFact, *, review_only: bool) -> None:
+        self.stats.facts_proposed += 1
+        source = self._entity(fact.source)
+        target = self._entity(fact.target) if fact.target is not None else None
+        if source is None or (fact.target is not None and target is None):
+            self.stats.facts_unchanged += 1  # about an entity the DM rejected
+            return
+        if target is not None and target.id == source.id:
+            self.stats.items_invalid += 1  # two spellings of one entity, merged
+            return
+        touches_pending = ReviewStatus.pending in (source.status, target.status if target else None)
+        provenance = self.provenance(fact.basis, fact.confidence, fact.entry_ids)
+        # A fact cannot be surer than the existence of what it is about, nor than the lines it cites.
+        gap = None if review_only or touches_pending else self._evidence_gap(fact, source, target)
+        provenance.review_reason = gap
+        rel = RelationshipIn(
+            source_id=source.id,
+            type=fact.type,
+            target_id=target.id if target else None,
+            value=fact.value,
+            provenance=provenance,
+            status=ReviewStatus.pending if review_only or touches_pending or gap else None,
+        )
+        if await self._was_rejected(rel):
+            self.stats.facts_unchanged += 1
+            return
+        stored, created = await self.graph.ensure_relationship(rel)
+        if not created:
+            self.stats.facts_unchanged += 1
+        elif stored.status == ReviewStatus.accepted:
+            self.stats.facts_accepted += 1
+        else:
+            self.stats.facts_pending += 1
 
     def _evidence_gap(self, fact: ProposedFact, source: KnownEntity, target: KnownEntity | None) -> str | None:
         cited = [self.entries[i] for i in fact.entry_ids]

@@ -130,28 +130,7 @@ class RuleExtractor:
             out.entity(mention.name, kind, f"a {what}" if what else "", conf, entry)
 
     def _patterns(self, entry: Entry, text: str, found: list[KnownEntity], out: _Collector) -> None:
-        for m in _ROLE_OF.finditer(text):
-            x, y = _resolve(m.group("x"), found), _resolve(m.group("y"), found)
-            role = m.group("role").casefold()
-            if x is None or y is None or role.split()[-1] not in OCCUPATIONS | FAMILY_ROLES.keys():
-                continue
-            self._new_if_unknown(x, EntityType.npc, entry, out)
-            if (family := FAMILY_ROLES.get(role.split()[-1])) is not None:
-                self._new_if_unknown(y, EntityType.npc, entry, out)
-                out.fact(x.name, family, y.name, None, entry.id)
-                continue
-            out.fact(x.name, "occupation", None, role, entry.id)
-            y_type = y.known.type if y.known else EntityType.place
-            self._new_if_unknown(y, y_type, entry, out)
-            # "the archmage of Westruun" rules it; "the archmage in Westruun" lives there (seen on CRD3 C1E035)
-            if m.group("prep").casefold() == "of" and (role in RULER_ROLES or role.split()[-1] in RULER_ROLES):
-                out.fact(x.name, "leader_of", y.name, None, entry.id)
-            elif y_type == EntityType.place:
-                out.fact(x.name, "works_in", y.name, None, entry.id)
-            elif y_type == EntityType.faction:
-                out.fact(x.name, "member_of", y.name, None, entry.id)
-            else:
-                out.fact(x.name, "associated_with", y.name, None, entry.id)
+        self._roles(entry, text, found, out)
         for m in _IS_ROLE.finditer(text):
             x, role = _resolve(m.group("x"), found), m.group("role").casefold()
             # Only a known entity: "Korvash is a blacksmith" alone is too thin to invent a person from.
@@ -166,13 +145,29 @@ class RuleExtractor:
                 y_default = EntityType.faction if rel_type in ("member_of", "works_for") else EntityType.place
                 self._new_if_unknown(y, y_default, entry, out)
                 out.fact(x.name, rel_type, y.name, None, entry.id)
-
         for m in _VERB_LINK.finditer(text):
             x, y = _resolve(m.group("x"), found), _resolve(m.group("y"), found)
             verb = m.group("verb")
             if x is None or y is None or x.name == y.name or verb not in _HOLDING:
                 continue
             out.fact(x.name, "_".join(filter(None, (verb, m.group("prep")))), y.name, None, entry.id)
+
+    def _roles(self, entry: Entry, text: str, found: list[KnownEntity], out: _Collector) -> None:
+        """ "X, the blacksmith of Y": X's occupation or family, and how X stands to Y."""
+        for m in _ROLE_OF.finditer(text):
+            x, y = _resolve(m.group("x"), found), _resolve(m.group("y"), found)
+            role = m.group("role").casefold()
+            if x is None or y is None or role.split()[-1] not in OCCUPATIONS | FAMILY_ROLES.keys():
+                continue
+            self._new_if_unknown(x, EntityType.npc, entry, out)
+            if (family := FAMILY_ROLES.get(role.split()[-1])) is not None:
+                self._new_if_unknown(y, EntityType.npc, entry, out)
+                out.fact(x.name, family, y.name, None, entry.id)
+                continue
+            out.fact(x.name, "occupation", None, role, entry.id)
+            y_type = y.known.type if y.known else EntityType.place
+            self._new_if_unknown(y, y_type, entry, out)
+            out.fact(x.name, _role_link(role, m.group("prep"), y_type), y.name, None, entry.id)
 
     @staticmethod
     def _deaths(entry: Entry, text: str, found: list[KnownEntity], out: _Collector) -> None:
@@ -192,6 +187,18 @@ class RuleExtractor:
     def _new_if_unknown(mention: _Mention, kind: EntityType, entry: Entry, out: _Collector) -> None:
         if mention.known is None:
             out.entity(mention.name, kind, "", NEW_NAME_CONFIDENCE, entry)
+
+
+def _role_link(role: str, prep: str, y_type: EntityType) -> str:
+    """How someone of ``role`` (``prep``: "of", "in", ...) stands to a place, faction or other entity."""
+    # "the archmage of Westruun" rules it; "the archmage in Westruun" lives there (seen on CRD3 C1E035)
+    if prep.casefold() == "of" and (role in RULER_ROLES or role.split()[-1] in RULER_ROLES):
+        return "leader_of"
+    if y_type == EntityType.place:
+        return "works_in"
+    if y_type == EntityType.faction:
+        return "member_of"
+    return "associated_with"
 
 
 def _tag(gazetteer: Gazetteer[KnownEntity], text: str) -> tuple[str, list[KnownEntity]]:

@@ -13,14 +13,8 @@ from collections.abc import Collection, Sequence
 
 from memory.extraction.names import NameResolver, normalize_name
 from memory.extraction.schema import ExtractionAnswer, ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
-from memory.models import (
-    EntityType,
-    clean_name,
-    clip,
-    storable,
-    value_within_limit,
-    without_hidden,
-)
+from memory.models import EntityType
+from memory.text import clean_name, clip, storable, value_within_limit, without_hidden
 
 log = logging.getLogger(__name__)
 
@@ -35,22 +29,38 @@ def validate_result(
     invalid = (answer.invalid if isinstance(answer, ExtractionResult) else 0) + len(answer.dropped)
     errors = list(answer.errors) if isinstance(answer, ExtractionResult) else []
     unread = list(answer.unread) if isinstance(answer, ExtractionResult) else []
-    resolver = NameResolver(known)
+    entities, names, dropped = _distinct_entities(answer.entities, entry_ids)
+    facts, dropped_facts = _distinct_facts(answer.facts, entry_ids, NameResolver(known), names)
+    invalid += dropped + dropped_facts
+    return ExtractionResult(entities=entities, facts=facts, invalid=invalid, errors=errors, unread=unread)
 
+
+def _distinct_entities(
+    items: Sequence[ProposedEntity], entry_ids: Collection[int]
+) -> tuple[list[ProposedEntity], set[str], int]:
+    """The well-formed entities, once per name; their names (normal form), and how many were dropped."""
     entities: list[ProposedEntity] = []
-    proposed_names: set[str] = set()
-    for item in answer.entities:
+    names: set[str] = set()
+    invalid = 0
+    for item in items:
         cleaned = _entity(item, entry_ids)
         norm = normalize_name(cleaned.name) if cleaned else ""
-        if cleaned is None or not norm or norm in proposed_names:
+        if cleaned is None or not norm or norm in names:
             invalid += 1
             continue
-        proposed_names.add(norm)
+        names.add(norm)
         entities.append(cleaned)
+    return entities, names, invalid
 
+
+def _distinct_facts(
+    items: Sequence[ProposedFact], entry_ids: Collection[int], resolver: NameResolver, proposed_names: set[str]
+) -> tuple[list[ProposedFact], int]:
+    """The well-formed facts between entities known or proposed, once each, and how many were dropped."""
     facts: list[ProposedFact] = []
     seen: set[tuple[str, str, str | None, str | None]] = set()
-    for item in answer.facts:
+    invalid = 0
+    for item in items:
         cleaned = _fact(item, entry_ids)
         if cleaned is None:
             invalid += 1
@@ -63,7 +73,7 @@ def validate_result(
             continue
         seen.add(key)
         facts.append(cleaned)
-    return ExtractionResult(entities=entities, facts=facts, invalid=invalid, errors=errors, unread=unread)
+    return facts, invalid
 
 
 def _canonical(name: str, resolver: NameResolver, proposed: set[str]) -> str | None:

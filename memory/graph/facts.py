@@ -31,8 +31,8 @@ from memory.models import (
     Source,
     UnlinkResult,
     Visibility,
-    fact_value,
 )
+from memory.text import fact_value
 
 
 class Facts(EntityLookup):

@@ -11,13 +11,8 @@ from memory.graph.sql import (
     entity_from_row,
     relationship_from_row,
 )
-from memory.models import (
-    Entity,
-    EntityType,
-    Relationship,
-    ReviewStatus,
-    name_query,
-)
+from memory.models import Entity, EntityType, Relationship, ReviewStatus
+from memory.text import name_query
 
 
 class EntityLookup(GraphBase):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 import pydantic
 
 from memory.errors import BAD_REQUEST, Unavailable
-from memory.models import clip
+from memory.text import clip
 
 if TYPE_CHECKING:  # openai takes ~0.9 s to import: only where a request is made
     from openai.types.chat import ChatCompletion

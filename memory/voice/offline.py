@@ -118,6 +118,24 @@ async def transcribe_track(
     return out
 
 
+async def _transcribe(
+    mem: CampaignMemory,
+    tracks: Sequence[AudioTrack],
+    stt: SpeechToText,
+    on_utterance: Callable[[Utterance], None] | None,
+    on_position: Callable[[AudioTrack, float], None] | None,
+) -> list[Utterance]:
+    """Every track's utterances, numbered in the order they were said."""
+    names = CampaignNames(mem)  # one for all tracks: a name one speaker said is in the others' prompt then
+    utterances: list[Utterance] = []
+    for track in tracks:
+        at = functools.partial(on_position, track) if on_position is not None else None
+        utterances += await transcribe_track(track, stt, names, on_utterance=on_utterance, on_position=at)
+    # Speakers' tracks interleave by time; the seq follows that order, so a re-import lands on the same rows.
+    utterances.sort(key=lambda u: (u.start_s, u.speaker))
+    return [u.model_copy(update={"seq": i}) for i, u in enumerate(utterances, 1)]
+
+
 async def ingest_audio(
     mem: CampaignMemory,
     tracks: Sequence[AudioTrack],
@@ -150,15 +168,7 @@ async def ingest_audio(
     # grew since, write other words, which the session's lines refuse ("a different transcript"): nothing to add
     # but its date, if given again.
     done = None if again else await mem.log.recorded_in(title, digests)
-    utterances: list[Utterance] = []
-    if done is None:
-        names = CampaignNames(mem)  # one for all tracks: a name one speaker said is in the others' prompt then
-        for track in tracks:
-            at = functools.partial(on_position, track) if on_position is not None else None
-            utterances += await transcribe_track(track, stt, names, on_utterance=on_utterance, on_position=at)
-    # Speakers' tracks interleave by time; the seq follows that order, so a re-import lands on the same rows.
-    utterances.sort(key=lambda u: (u.start_s, u.speaker))
-    utterances = [u.model_copy(update={"seq": i}) for i, u in enumerate(utterances, 1)]
+    utterances = [] if done is not None else await _transcribe(mem, tracks, stt, on_utterance, on_position)
     async with mem.log.importing():
         if not again:
             await refuse_known_recording()  # again: one imported while this one was transcribed

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from bot.app import LorekeeperBot
-from memory.models import MAX_FACT_VALUE_CHARS, EntityIn, EntityType, Provenance, RelationshipIn, Source, Visibility
+from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, Source, Visibility
 from memory.store import CampaignMemory, Memory
+from memory.text import MAX_FACT_VALUE_CHARS
 from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeDiscord, FakeGuild, FakeMember
 from tests.e2e.helpers import make_bot, modal_field, until_true

@@ -24,7 +24,6 @@ from memory.extraction import (
 from memory.extraction import llm as llm_extraction
 from memory.extraction.llm import _line
 from memory.models import (
-    MAX_FACT_VALUE_CHARS,
     EntityIn,
     EntityType,
     Entry,
@@ -39,6 +38,7 @@ from memory.providers.embeddings import MiniLMEmbedder
 from memory.providers.llm import LLMUnavailable, OpenAILLM
 from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory, Memory
+from memory.text import MAX_FACT_VALUE_CHARS
 from memory.voice.guard import MemoryGuard
 from tests.fakes.openai_server import ChatReply, FakeOpenAI, FakeRawReply
 

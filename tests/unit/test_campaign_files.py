@@ -24,7 +24,8 @@ from campaigns.files import (
 from campaigns.load import LoadChange, LoadReport
 from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec
 from memory.campaigns import MAX_NAME
-from memory.models import MAX_ALIASES, MAX_FACT_VALUE_CHARS, EntityIn, EntityType, RelationshipIn, Source, Visibility
+from memory.models import EntityIn, EntityType, RelationshipIn, Source, Visibility
+from memory.text import MAX_ALIASES, MAX_FACT_VALUE_CHARS
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
 

@@ -24,7 +24,8 @@ from memory.graph.rules import (
     status_for,
     vouched,
 )
-from memory.models import MAX_ALIASES, Entity, EntityType, Provenance, ReviewStatus, Source, Visibility
+from memory.models import Entity, EntityType, Provenance, ReviewStatus, Source, Visibility
+from memory.text import MAX_ALIASES
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

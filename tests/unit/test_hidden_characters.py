@@ -15,18 +15,9 @@ from memory.errors import InvalidInputError, validation_problems
 from memory.extraction.schema import ProposedEntity, ProposedFact
 from memory.extraction.validate import _entity, _fact
 from memory.jobs import Recap
-from memory.models import (
-    EntityIn,
-    EntityType,
-    RelationshipIn,
-    check_attributes,
-    clean_name,
-    fact_value,
-    hidden_character,
-    session_title,
-    shown_text,
-)
+from memory.models import EntityIn, EntityType, RelationshipIn
 from memory.recorder import Utterance, Word
+from memory.text import check_attributes, clean_name, fact_value, hidden_character, session_title, shown_text
 
 #: The explicit embedding, override and isolate controls, by the standard's own list.
 BIDI_CONTROLS = [chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))]

@@ -7,7 +7,8 @@ from pydantic import ValidationError
 
 from campaigns.files import CampaignFileError, parse_campaign_file
 from memory.errors import InvalidInputError
-from memory.models import EntityIn, EntityType, clean_name, without_look_alikes
+from memory.models import EntityIn, EntityType
+from memory.text import clean_name, without_look_alikes
 
 
 @pytest.mark.parametrize(
