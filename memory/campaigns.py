@@ -12,6 +12,7 @@ import asyncpg
 
 from memory.db import Executor, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_, NotFoundError, did_you_mean, quoted
+from memory.jobs.queue import delete_campaign_jobs
 from memory.models import Campaign, ReviewKind, clean_name, name_query, session_title, shown_text, storable
 from memory.review import parse_ref
 
@@ -196,8 +197,6 @@ class Campaigns:
 
         When it was the active one, the newest campaign left becomes active, so the guild's commands keep
         working. Returns the active campaign now (None: the guild has none left)."""
-        from memory.jobs import delete_campaign_jobs  # memory.jobs imports the store, which imports this module
-
         target = await self.get(name)
         async with transaction(self.db) as conn:
             # a switch or another delete at once waits, so the guild never ends with two or no active campaign

@@ -13,10 +13,10 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field, field_validator
 
-from memory import jobs
 from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher
 from memory.correction.edits import apply_corrections
 from memory.correction.text import align_confidences, tokenize
+from memory.jobs.queue import CHUNK, EXTRACT, enqueue_session_work, enqueue_summary, rewind_progress
 from memory.models import (
     MAX_SPEAKER_CHARS,
     MAX_TEXT_BYTES,
@@ -231,10 +231,10 @@ class SessionRecorder:
             if new:
                 # A line arriving after later ones were extracted (a fixed line re-imported) must not be skipped:
                 # extraction and chunking resume from it (re-reading the rest is harmless: both are idempotent).
-                for step in (jobs.EXTRACT, jobs.CHUNK):
-                    await jobs.rewind_progress(tx.db, self.mem.campaign_id, self.session.id, step, written[0].seq)
+                for step in (EXTRACT, CHUNK):
+                    await rewind_progress(tx.db, self.mem.campaign_id, self.session.id, step, written[0].seq)
                 # Dedupe keys name the batch's last seq: replaying a batch whose jobs are still queued adds none.
-                await jobs.enqueue_session_work(
+                await enqueue_session_work(
                     tx.db, self.mem.campaign_id, self.session.id, written[-1].seq, stage2=self.stage2
                 )
         self.written += new
@@ -262,6 +262,6 @@ class SessionRecorder:
         async with self.mem.transaction() as tx:
             session = await tx.log.end_session(self.session.id)
             if resummarise:
-                await jobs.enqueue_summary(tx.db, self.mem.campaign_id, self.session.id)
+                await enqueue_summary(tx.db, self.mem.campaign_id, self.session.id)
         self.session = session
         return session

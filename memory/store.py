@@ -17,6 +17,7 @@ from memory.campaigns import Campaigns
 from memory.db import Executor, transaction
 from memory.errors import quoted
 from memory.graph import KnowledgeGraph
+from memory.jobs.queue import delete_campaign_jobs
 from memory.models import DEFAULT_ACCEPT_THRESHOLD, Entity, EntityIn, counted
 from memory.review import ReviewQueue
 from memory.semantic import SemanticIndex
@@ -120,8 +121,6 @@ class CampaignMemory:
             return await tx._delete_session_locked(title, even_if_live)
 
     async def _delete_session_locked(self, title: str | int, even_if_live: bool) -> DeletedSession:
-        from memory.jobs import delete_campaign_jobs  # memory.jobs imports this module
-
         db, campaign_id = self.db, self.campaign_id
         session = await self.log.deletable(title, even_if_live=even_if_live)
         session_id, sid = session.id, str(session.id)
