@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, field_validator
 from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher
 from memory.correction.edits import apply_corrections
 from memory.correction.text import align_confidences, tokenize
+from memory.db import Executor
 from memory.jobs.queue import CHUNK, EXTRACT, enqueue_session_work, enqueue_summary, rewind_progress
 from memory.models import (
     MAX_SPEAKER_CHARS,
@@ -87,6 +88,25 @@ class _Prepared:
     matcher: PhoneticMatcher
 
 
+async def names_version(db: Executor, campaign_id: int) -> tuple[object, ...]:
+    """Changes whenever what speech is corrected towards, or what the speech recogniser is prompted with, may have
+    changed: a cheap aggregate (count and last change of accepted entities, aliases, heard-as phrases and pins),
+    read before the entities are. The one query of the correction index and the live STT prompt."""
+    row = await db.fetchrow(
+        """
+        SELECT count(*) FILTER (WHERE status = 'accepted') AS n, max(updated_at) AS changed,
+               (SELECT count(*) FROM entity_aliases WHERE campaign_id = $1) AS aliases,
+               (SELECT count(*) FROM entity_heard_as WHERE campaign_id = $1) AS heard,
+               (SELECT count(*) FROM entity_not_heard_as WHERE campaign_id = $1) AS not_heard
+        FROM entities WHERE campaign_id = $1
+        """,
+        campaign_id,
+    )
+    # Changing the aliases, heard-as phrases or pin of an entity changes its ``updated_at`` too: a list replaced by
+    # one as long is seen.
+    return (row["n"], row["changed"], row["aliases"], row["heard"], row["not_heard"])
+
+
 class CorrectionIndexCache:
     """One prepared phonetic index per campaign, rebuilt only when the campaign's entities change.
 
@@ -97,19 +117,7 @@ class CorrectionIndexCache:
         self._prepared: dict[int, _Prepared] = {}
 
     async def matcher(self, mem: CampaignMemory) -> PhoneticMatcher:
-        row = await mem.db.fetchrow(
-            """
-            SELECT count(*) FILTER (WHERE status = 'accepted') AS n, max(updated_at) AS changed,
-                   (SELECT count(*) FROM entity_aliases WHERE campaign_id = $1) AS aliases,
-                   (SELECT count(*) FROM entity_heard_as WHERE campaign_id = $1) AS heard,
-                   (SELECT count(*) FROM entity_not_heard_as WHERE campaign_id = $1) AS not_heard
-            FROM entities WHERE campaign_id = $1
-            """,
-            mem.campaign_id,
-        )
-        # Changing the aliases or heard-as phrases of an entity changes its ``updated_at`` too: a list replaced by
-        # one as long is seen.
-        version = (row["n"], row["changed"], row["aliases"], row["heard"], row["not_heard"])
+        version = await names_version(mem.db, mem.campaign_id)
         prepared = self._prepared.get(mem.campaign_id)
         if prepared is None or prepared.version != version:
             # Only accepted entities: correcting speech towards an unreviewed guess would spread the guess.

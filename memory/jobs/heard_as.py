@@ -95,24 +95,6 @@ async def restore_heard_as_lines(
     changed; running it again changes none. ``any_stage``: stage 2's corrections of such a span, or of its plural,
     to the entity are dropped too (a phrase the DM says is never the name)."""
 
-    def undoes(c: Correction, undone: set[str]) -> bool:
-        # A phrase never the name is not its plural either: stage 2 refuses that too (see never_heard), and may
-        # have made it the name before ("Kwellows" for "kwellow"; its span may hold the "s", stage 1's never does).
-        if c.entity_id != entity_id:
-            return False
-        return never_heard(c, {entity_id: undone}) if any_stage else spaceless(c.span) in undone
-
-    def restore(e: Entry, undone: set[str], matcher: PhoneticMatcher) -> list[Correction]:
-        # the line's corrections without those of ``undone``, each span judged again by ``matcher``
-        freed = [c for c in e.corrections if (any_stage or c.stage == 1) and undoes(c, undone)]
-        if not freed:
-            return e.corrections
-        again = matcher.correct(e.raw_text).corrections
-        return merge_corrections(
-            [c for c in e.corrections if c not in freed],
-            [c for c in again if any(c.start < f.end and f.start < c.end for f in freed)],
-        )
-
     if not (gone := {s for p in phrases if (s := spaceless(p))}):
         return 0
     async with mem.transaction() as tx:
@@ -121,26 +103,58 @@ async def restore_heard_as_lines(
         ids = await tx.log.corrected_in(session_id, entity_id, list(phrases), any_stage=any_stage)
     changed = 0
     for start in range(0, len(ids), slice_size):
-        async with mem.transaction() as tx:
-            # The took-part link the restored lines no longer make goes with them, in this transaction: a job cut off
-            # after they were written would, tried again, find them done and leave the link. So the graph's lock
-            # comes first (see ``KnowledgeGraph.lock``: a merge takes it before it writes these lines).
-            await tx.graph.lock()
-            # locked as read: a stage-2 revision committed before this one writes must not be written over
-            entries = await tx.log.entries(ids[start : start + slice_size], for_update=True)
-            # The DM may have changed their mind since the job was queued (a phrase given back, a "never" taken
-            # back), and the heard-as job may have corrected these lines so meanwhile: what is undone, and the
-            # names they are judged by again, are read now, after the lock.
-            now = await _phrases_now(tx, entity_id, any_stage=any_stage)
-            undone = gone & now if any_stage else gone - now
-            matcher = await default_index_cache.matcher(mem)
-            restored = [restore(e, undone, matcher) for e in entries]
-            if revised := await _revise(tx, session_id, entries, restored, after=":u"):
-                # It took part in the session by its lines: if they named it only by the phrase, they name it no
-                # longer. (Only here: a session the phrase changed nothing in keeps its links, whatever made them.)
-                await unlink_unnamed(tx.graph, entity_id, session_id)
-        changed += revised
+        changed += await _restore_slice(
+            mem, session_id, entity_id, gone, ids[start : start + slice_size], any_stage=any_stage
+        )
     return changed
+
+
+async def _restore_slice(
+    mem: CampaignMemory, session_id: int, entity_id: int, gone: set[str], ids: Sequence[int], *, any_stage: bool
+) -> int:
+    """:func:`restore_heard_as_lines` on the lines ``ids``, in one transaction; returns how many changed."""
+    async with mem.transaction() as tx:
+        # The took-part link the restored lines no longer make goes with them, in this transaction: a job cut off
+        # after they were written would, tried again, find them done and leave the link. So the graph's lock
+        # comes first (see ``KnowledgeGraph.lock``: a merge takes it before it writes these lines).
+        await tx.graph.lock()
+        # locked as read: a stage-2 revision committed before this one writes must not be written over
+        entries = await tx.log.entries(ids, for_update=True)
+        # The DM may have changed their mind since the job was queued (a phrase given back, a "never" taken
+        # back), and the heard-as job may have corrected these lines so meanwhile: what is undone, and the
+        # names they are judged by again, are read now, after the lock.
+        now = await _phrases_now(tx, entity_id, any_stage=any_stage)
+        undone = gone & now if any_stage else gone - now
+        matcher = await default_index_cache.matcher(mem)
+        restored = [restored_corrections(e, entity_id, undone, matcher, any_stage=any_stage) for e in entries]
+        if revised := await _revise(tx, session_id, entries, restored, after=":u"):
+            # It took part in the session by its lines: if they named it only by the phrase, they name it no
+            # longer. (Only here: a session the phrase changed nothing in keeps its links, whatever made them.)
+            await unlink_unnamed(tx.graph, entity_id, session_id)
+    return revised
+
+
+def restored_corrections(
+    entry: Entry, entity_id: int, undone: set[str], matcher: PhoneticMatcher, *, any_stage: bool
+) -> list[Correction]:
+    """``entry``'s corrections without those to ``entity_id`` of a phrase in ``undone`` (spaces removed; of stage 1
+    only unless ``any_stage``), each span freed judged again by ``matcher``."""
+    freed = [c for c in entry.corrections if (any_stage or c.stage == 1) and _undoes(c, entity_id, undone, any_stage)]
+    if not freed:
+        return entry.corrections
+    again = matcher.correct(entry.raw_text).corrections
+    return merge_corrections(
+        [c for c in entry.corrections if c not in freed],
+        [c for c in again if any(c.start < f.end and f.start < c.end for f in freed)],
+    )
+
+
+def _undoes(c: Correction, entity_id: int, undone: set[str], any_stage: bool) -> bool:
+    # A phrase never the name is not its plural either: stage 2 refuses that too (see never_heard), and may
+    # have made it the name before ("Kwellows" for "kwellow"; its span may hold the "s", stage 1's never does).
+    if c.entity_id != entity_id:
+        return False
+    return never_heard(c, {entity_id: undone}) if any_stage else spaceless(c.span) in undone
 
 
 async def _revise(

@@ -108,6 +108,15 @@ async def enqueue_restoration(
     return len(sessions) if phrases else 0
 
 
+async def enqueue_every_session(db: Executor) -> int:
+    """Have every session of every campaign chunked and embedded again (a new embedding model: L2 was dropped);
+    returns how many sessions. The chunk job re-windows a whole session and embeds every window missing."""
+    sessions = await db.fetch("SELECT campaign_id, session_id, max(seq) AS last FROM session_entries GROUP BY 1, 2")
+    for row in sessions:
+        await enqueue_session_work(db, row["campaign_id"], row["session_id"], row["last"])
+    return len(sessions)
+
+
 async def enqueue_summary(conn: Executor, campaign_id: int, session_id: int) -> None:
     """Enqueue the session's summary. The dedupe key counts the session's lines: ending it again with the same
     lines adds no job, but a session resumed (or a late line imported) and ended again while its first summary
