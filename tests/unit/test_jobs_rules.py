@@ -50,8 +50,9 @@ def test_a_deleted_session_says_what_went_and_what_stayed() -> None:
         deleted_session_said(kept)
         == kept.said()
         == (
-            "Deleted session 'Night 1': 1 line, 0 passages, 2 links of its recap to who took part. Kept its recap entity "
-            "'Session: Night 1': 2 facts you accepted are about it (remove it as any entity if it should go too)."
+            "Deleted session 'Night 1': 1 line, 0 passages, 2 links of its recap to who took part. Kept its recap "
+            "entity 'Session: Night 1': 2 facts you accepted are about it (remove it as any entity if it should go "
+            "too)."
         )
     )
 
