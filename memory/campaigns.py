@@ -6,6 +6,7 @@ one campaign id; this module is the only one that works across campaigns, and on
 
 from __future__ import annotations
 
+import builtins  # ``Campaigns.list`` shadows the builtin in the class's annotations
 from typing import Any
 
 import asyncpg
@@ -108,10 +109,11 @@ class Campaigns:
         )
         return row["campaigns"], row["guilds"]
 
-    async def holding(self, subject: str, key: str, *, besides: int) -> list[str]:
+    async def holding(self, subject: str, key: str, *, besides: int) -> builtins.list[str]:
         """The guild's other campaigns (not ``besides``) that hold what a not-found error was about: a review item
         (``key`` e12), an entity (its name or an alias) or a session (its title); any other subject: none. For the
         DM with the wrong campaign active: this guild's campaign names only, never what they hold."""
+        arg: int | str  # the row id of a review item, else a name or title
         if subject == "review item":
             try:
                 kind, arg = parse_ref(key)

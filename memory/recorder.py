@@ -215,7 +215,9 @@ class SessionRecorder:
         for u in batch:
             confidences = None
             if u.words:
-                words = [(w.word, w.confidence) for w in u.words if w.confidence is not None]
+                words: list[tuple[str, float | None]] = [
+                    (w.word, w.confidence) for w in u.words if w.confidence is not None
+                ]
                 confidences = align_confidences(u.text, tokenize(u.text), words) if words else None
             result = matcher.correct(u.text, confidences)
             self.corrections += len(result.corrections)
