@@ -28,6 +28,8 @@ class JobContext:
 
 
 def make_job_context(memory: Memory, settings: Any) -> JobContext:
+    """The jobs' context from the app's settings: the configured embedder, and the LLM when one is enabled."""
+    # The providers load onnxruntime or openai: imported when a worker is made, not with the package.
     from memory.providers.embeddings import make_embedder
 
     api_key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
