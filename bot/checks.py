@@ -24,8 +24,8 @@ from memory.errors import (
     validation_problems,
     with_next_step,
 )
-from memory.jobs import is_outage, outage_said, short_reason
 from memory.models import Campaign
+from memory.outage import is_outage, outage_said, short_reason
 from memory.store import CampaignMemory
 from memory.text import clip
 

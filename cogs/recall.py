@@ -17,8 +17,8 @@ from bot.checks import UserError, active_campaign, member_is_dm
 from bot.views import MAX_EMBED_TOTAL, add_field_within, clip
 from cogs.sessions import session_titles
 from memory import recall as recall_core
-from memory.jobs import recap_for_players
 from memory.recall import RecallHit
+from memory.recap import recap_for_players
 
 HITS = 5
 #: /recall embeds its query and searches vectors and text: a few rephrasings in a row are play, more is a loop

@@ -6,12 +6,14 @@ one campaign id; this module is the only one that works across campaigns, and on
 
 from __future__ import annotations
 
+import builtins  # ``Campaigns.list`` shadows the builtin in the class's annotations
 from typing import Any
 
 import asyncpg
 
 from memory.db import Executor, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_, NotFoundError, did_you_mean, quoted
+from memory.jobs.queue import delete_campaign_jobs
 from memory.models import Campaign, ReviewKind
 from memory.review import parse_ref
 from memory.text import clean_name, name_query, session_title, shown_text, storable
@@ -108,10 +110,11 @@ class Campaigns:
         )
         return row["campaigns"], row["guilds"]
 
-    async def holding(self, subject: str, key: str, *, besides: int) -> list[str]:
+    async def holding(self, subject: str, key: str, *, besides: int) -> builtins.list[str]:
         """The guild's other campaigns (not ``besides``) that hold what a not-found error was about: a review item
         (``key`` e12), an entity (its name or an alias) or a session (its title); any other subject: none. For the
         DM with the wrong campaign active: this guild's campaign names only, never what they hold."""
+        arg: int | str  # the row id of a review item, else a name or title
         if subject == "review item":
             try:
                 kind, arg = parse_ref(key)
@@ -197,8 +200,6 @@ class Campaigns:
 
         When it was the active one, the newest campaign left becomes active, so the guild's commands keep
         working. Returns the active campaign now (None: the guild has none left)."""
-        from memory.jobs import delete_campaign_jobs  # memory.jobs imports the store, which imports this module
-
         target = await self.get(name)
         async with transaction(self.db) as conn:
             # a switch or another delete at once waits, so the guild never ends with two or no active campaign

@@ -109,7 +109,7 @@ class ImportCounts(BaseModel):
 async def import_counts(mem: CampaignMemory, session_ids: Sequence[int]) -> ImportCounts:
     """How far the background work on ``session_ids`` is, and what it has stored (entities and facts by their
     provenance's session)."""
-    from memory.jobs import CHUNK, EXTRACT  # the queue's module is slow to import: only for a wait
+    from memory.jobs.queue import CHUNK, EXTRACT  # pgqueuer is slow to import: only for a wait
 
     row = await mem.db.fetchrow(
         """

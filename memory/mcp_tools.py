@@ -38,7 +38,6 @@ from memory.errors import (
     quoted,
     validation_problems,
 )
-from memory.jobs import recap_for_players
 from memory.models import (
     Campaign,
     Entity,
@@ -53,6 +52,7 @@ from memory.models import (
     Visibility,
 )
 from memory.providers.embeddings import Embedder
+from memory.recap import recap_for_players
 from memory.store import CampaignMemory
 from memory.text import clip
 
@@ -334,7 +334,7 @@ class CampaignTools:
         session_id = (await self._session(session))[0].id if session else None
         found, lines, _, mask = await recent_and_scene(self.mem, session_id=session_id, minutes=minutes, dm=self.dm)
         return RecentLog(
-            session_id=found["id"] if found else None,  # type: ignore[arg-type]
+            session_id=found["id"] if found else None,
             session=mask(str(found["title"])) if found else None,
             live=bool(found and found["live"]),
             lines=[line.model_copy(update={"speaker": mask(line.speaker), "text": mask(line.text)}) for line in lines],

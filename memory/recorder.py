@@ -13,10 +13,11 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field, field_validator
 
-from memory import jobs
 from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher
 from memory.correction.edits import apply_corrections
 from memory.correction.text import align_confidences, tokenize
+from memory.db import Executor
+from memory.jobs.queue import CHUNK, EXTRACT, enqueue_session_work, enqueue_summary, rewind_progress
 from memory.models import Entity, EntryIn, Session, Visibility
 from memory.store import CampaignMemory
 from memory.text import MAX_SPEAKER_CHARS, MAX_TEXT_BYTES, seconds, storable, without_bidi_controls
@@ -78,6 +79,25 @@ class _Prepared:
     matcher: PhoneticMatcher
 
 
+async def names_version(db: Executor, campaign_id: int) -> tuple[object, ...]:
+    """Changes whenever what speech is corrected towards, or what the speech recogniser is prompted with, may have
+    changed: a cheap aggregate (count and last change of accepted entities, aliases, heard-as phrases and pins),
+    read before the entities are. The one query of the correction index and the live STT prompt."""
+    row = await db.fetchrow(
+        """
+        SELECT count(*) FILTER (WHERE status = 'accepted') AS n, max(updated_at) AS changed,
+               (SELECT count(*) FROM entity_aliases WHERE campaign_id = $1) AS aliases,
+               (SELECT count(*) FROM entity_heard_as WHERE campaign_id = $1) AS heard,
+               (SELECT count(*) FROM entity_not_heard_as WHERE campaign_id = $1) AS not_heard
+        FROM entities WHERE campaign_id = $1
+        """,
+        campaign_id,
+    )
+    # Changing the aliases, heard-as phrases or pin of an entity changes its ``updated_at`` too: a list replaced by
+    # one as long is seen.
+    return (row["n"], row["changed"], row["aliases"], row["heard"], row["not_heard"])
+
+
 class CorrectionIndexCache:
     """One prepared phonetic index per campaign, rebuilt only when the campaign's entities change.
 
@@ -88,19 +108,7 @@ class CorrectionIndexCache:
         self._prepared: dict[int, _Prepared] = {}
 
     async def matcher(self, mem: CampaignMemory) -> PhoneticMatcher:
-        row = await mem.db.fetchrow(
-            """
-            SELECT count(*) FILTER (WHERE status = 'accepted') AS n, max(updated_at) AS changed,
-                   (SELECT count(*) FROM entity_aliases WHERE campaign_id = $1) AS aliases,
-                   (SELECT count(*) FROM entity_heard_as WHERE campaign_id = $1) AS heard,
-                   (SELECT count(*) FROM entity_not_heard_as WHERE campaign_id = $1) AS not_heard
-            FROM entities WHERE campaign_id = $1
-            """,
-            mem.campaign_id,
-        )
-        # Changing the aliases or heard-as phrases of an entity changes its ``updated_at`` too: a list replaced by
-        # one as long is seen.
-        version = (row["n"], row["changed"], row["aliases"], row["heard"], row["not_heard"])
+        version = await names_version(mem.db, mem.campaign_id)
         prepared = self._prepared.get(mem.campaign_id)
         if prepared is None or prepared.version != version:
             # Only accepted entities: correcting speech towards an unreviewed guess would spread the guess.
@@ -198,7 +206,9 @@ class SessionRecorder:
         for u in batch:
             confidences = None
             if u.words:
-                words = [(w.word, w.confidence) for w in u.words if w.confidence is not None]
+                words: list[tuple[str, float | None]] = [
+                    (w.word, w.confidence) for w in u.words if w.confidence is not None
+                ]
                 confidences = align_confidences(u.text, tokenize(u.text), words) if words else None
             result = matcher.correct(u.text, confidences)
             self.corrections += len(result.corrections)
@@ -222,10 +232,10 @@ class SessionRecorder:
             if new:
                 # A line arriving after later ones were extracted (a fixed line re-imported) must not be skipped:
                 # extraction and chunking resume from it (re-reading the rest is harmless: both are idempotent).
-                for step in (jobs.EXTRACT, jobs.CHUNK):
-                    await jobs.rewind_progress(tx.db, self.mem.campaign_id, self.session.id, step, written[0].seq)
+                for step in (EXTRACT, CHUNK):
+                    await rewind_progress(tx.db, self.mem.campaign_id, self.session.id, step, written[0].seq)
                 # Dedupe keys name the batch's last seq: replaying a batch whose jobs are still queued adds none.
-                await jobs.enqueue_session_work(
+                await enqueue_session_work(
                     tx.db, self.mem.campaign_id, self.session.id, written[-1].seq, stage2=self.stage2
                 )
         self.written += new
@@ -253,6 +263,6 @@ class SessionRecorder:
         async with self.mem.transaction() as tx:
             session = await tx.log.end_session(self.session.id)
             if resummarise:
-                await jobs.enqueue_summary(tx.db, self.mem.campaign_id, self.session.id)
+                await enqueue_summary(tx.db, self.mem.campaign_id, self.session.id)
         self.session = session
         return session

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from memory.graph.rules import removed_heard_as
-from memory.models import Entity, MergeResult, counted
+from memory.models import Entity, MergeResult
+from memory.text import counted
 
 if TYPE_CHECKING:
     from memory.session_log import SessionLog

@@ -11,67 +11,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import asyncpg
-from pydantic import BaseModel
 
 from memory.campaigns import Campaigns
 from memory.db import Executor, transaction
-from memory.errors import quoted
 from memory.graph import KnowledgeGraph
 from memory.models import DEFAULT_ACCEPT_THRESHOLD, Entity, EntityIn
 from memory.review import ReviewQueue
 from memory.semantic import SemanticIndex
+from memory.session_delete import DeletedSession, delete_session_rows
 from memory.session_log import SessionLog
-from memory.text import counted
 from memory.took_part import link_to_recaps
-
-
-class DeletedSession(BaseModel):
-    """What deleting a session removed, and what the DM had decided that stays."""
-
-    title: str
-    lines: int
-    chunks: int
-    pending_entities: int  # guesses from its lines, waiting for review
-    pending_facts: int
-    recap: bool  # its event entity ("Session: …") and the links of who took part
-    recap_links: int
-    kept_recap: str | None = None  # its event entity, kept for the facts the DM accepted about it (its links go)
-    kept_recap_facts: int = 0
-    jobs: int  # background work on it that had not run
-    kept_entities: int  # accepted or rejected by the DM: they stay, no longer pointing at the session
-    kept_facts: int
-
-    def said(self) -> str:
-        """What was removed and what stayed, in a sentence or two for the DM."""
-        removed = [counted(self.lines, "line"), counted(self.chunks, "passage")]
-        if self.pending_entities or self.pending_facts:
-            removed.append(
-                f"{counted(self.pending_entities, 'entity', 'entities')} and {counted(self.pending_facts, 'fact')}"
-                " waiting for review"
-            )
-        if self.recap:
-            removed.append(f"its recap entity with {counted(self.recap_links, 'link')} to who took part")
-        elif self.recap_links:
-            removed.append(f"{counted(self.recap_links, 'link')} of its recap to who took part")
-        if self.jobs:
-            removed.append(counted(self.jobs, "waiting background job"))
-        text = f"Deleted session {quoted(self.title)}: {', '.join(removed)}."
-        if self.kept_entities or self.kept_facts:
-            text += (
-                f" Kept {counted(self.kept_entities, 'entity', 'entities')} and {counted(self.kept_facts, 'fact')}"
-                " heard in it that were accepted or rejected."
-            )
-        if self.kept_recap:
-            n = self.kept_recap_facts
-            text += (
-                f" Kept its recap entity {self.kept_recap!r}: {counted(n, 'fact')} you accepted"
-                f" {'is' if n == 1 else 'are'} about it (remove it as any entity if it should go too)."
-            )
-        return text
-
-
-#: The session's own rows in the graph: ``$1`` campaign, ``$2`` session id (as text, as provenance holds it).
-_OF_SESSION = "campaign_id = $1 AND provenance ->> 'session_id' = $2"
 
 
 class CampaignMemory:
@@ -121,100 +70,23 @@ class CampaignMemory:
             return await tx._delete_session_locked(title, even_if_live)
 
     async def _delete_session_locked(self, title: str | int, even_if_live: bool) -> DeletedSession:
-        from memory.jobs import delete_campaign_jobs  # memory.jobs imports this module
-
-        db, campaign_id = self.db, self.campaign_id
         session = await self.log.deletable(title, even_if_live=even_if_live)
-        session_id, sid = session.id, str(session.id)
-        chunks = await db.fetchval(
-            "SELECT count(*) FROM chunks WHERE campaign_id = $1 AND session_id = $2", campaign_id, session_id
-        )
-        # Its recap: the summary job's event entity and its links of who took part. One the DM has given facts of
-        # their own since ("happened_in Ironhold") stays with them: only its links from these lines go.
-        recap = await db.fetch(
-            f"""
-            SELECT e.id, e.name, (
-                SELECT count(*) FROM relationships r
-                WHERE r.campaign_id = $1 AND e.id IN (r.source_id, r.target_id)
-                  AND r.type <> 'took_part_in' AND r.status = 'accepted'
-            ) AS facts
-            FROM entities e WHERE {_OF_SESSION} AND type = 'event' AND provenance ->> 'source' = 'inferred'
+        return await delete_session_rows(self.db, self.campaign_id, session)
+
+    async def totals(self) -> dict[str, int]:
+        """What the campaign holds, as an import's end shows it: lines, passages, accepted entities, and the
+        entities and facts waiting for review."""
+        row = await self.db.fetchrow(
+            """
+            SELECT (SELECT count(*) FROM session_entries WHERE campaign_id = $1) AS entries,
+                   (SELECT count(*) FROM chunks WHERE campaign_id = $1) AS chunks,
+                   (SELECT count(*) FROM entities WHERE campaign_id = $1 AND status = 'accepted') AS entities,
+                   (SELECT count(*) FROM entities WHERE campaign_id = $1 AND status = 'pending') AS pending_entities,
+                   (SELECT count(*) FROM relationships WHERE campaign_id = $1 AND status = 'pending') AS pending_facts
             """,
-            campaign_id,
-            sid,
+            self.campaign_id,
         )
-        recap_ids = [r["id"] for r in recap if not r["facts"]]
-        kept_recap = [r for r in recap if r["facts"]]
-        recap_links = await db.fetchval(
-            f"""
-            WITH gone AS (
-                DELETE FROM relationships WHERE {_OF_SESSION} AND type = 'took_part_in'
-                AND target_id = ANY($3::bigint[]) RETURNING 1
-            ) SELECT count(*) FROM gone
-            """,
-            campaign_id,
-            sid,
-            [r["id"] for r in recap],
-        )
-        await db.execute(
-            "DELETE FROM entities WHERE campaign_id = $1 AND id = ANY($2::bigint[])", campaign_id, recap_ids
-        )
-        # Guesses only its lines made (a fact copy merged from elsewhere names other sessions too).
-        facts = await db.fetchval(
-            f"""
-            WITH gone AS (
-                DELETE FROM relationships WHERE {_OF_SESSION} AND status = 'pending' AND NOT provenance ? 'merged'
-                RETURNING 1
-            ) SELECT count(*) FROM gone
-            """,
-            campaign_id,
-            sid,
-        )
-        # A proposed entity stays while something else stands on it: a fact the DM accepted, a guess from another
-        # session, or another session's passages that name it. Rejected facts about it go with it.
-        entities = await db.fetchval(
-            f"""
-            WITH gone AS (
-                DELETE FROM entities e WHERE {_OF_SESSION} AND status = 'pending'
-                AND NOT EXISTS (
-                    SELECT 1 FROM relationships r
-                    WHERE r.campaign_id = $1 AND e.id IN (r.source_id, r.target_id) AND r.status <> 'rejected')
-                AND NOT EXISTS (
-                    SELECT 1 FROM chunks c
-                    WHERE c.campaign_id = $1 AND c.session_id <> $3 AND c.entity_ids @> ARRAY[e.id])
-                RETURNING 1
-            ) SELECT count(*) FROM gone
-            """,
-            campaign_id,
-            sid,
-            session_id,
-        )
-        jobs = await delete_campaign_jobs(db, campaign_id, session_id)
-        await db.execute("DELETE FROM sessions WHERE campaign_id = $1 AND id = $2", campaign_id, session_id)
-        kept = await db.fetchrow(
-            f"""
-            SELECT (SELECT count(*) FROM entities WHERE {_OF_SESSION} AND status <> 'pending'
-                    AND id <> ALL($3::bigint[])) AS entities,
-                   (SELECT count(*) FROM relationships WHERE {_OF_SESSION} AND status <> 'pending') AS facts
-            """,
-            campaign_id,
-            sid,
-            [r["id"] for r in kept_recap],
-        )
-        return DeletedSession(
-            title=session.title,
-            lines=session.lines,
-            chunks=chunks,
-            pending_entities=entities,
-            pending_facts=facts,
-            recap=bool(recap_ids),
-            recap_links=recap_links,
-            kept_recap=kept_recap[0]["name"] if kept_recap else None,
-            kept_recap_facts=sum(r["facts"] for r in kept_recap),
-            jobs=jobs,
-            kept_entities=kept["entities"],
-            kept_facts=kept["facts"],
-        )
+        return dict(row)
 
 
 class Memory:

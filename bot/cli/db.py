@@ -7,8 +7,10 @@ import click
 from bot.cli import cli
 from bot.cli.common import CliError, async_command, emit_json, json_option, open_memory, settings_from
 from bot.settings import Settings
-from memory import jobs
 from memory.db import EmbeddedPostgres, megabytes, migrate, migration_status, switch_embedding
+from memory.jobs.context import JobContext, make_job_context
+from memory.jobs.queue import enqueue_every_session
+from memory.jobs.worker import run_workers
 from memory.providers.embeddings import EmbeddingError
 from memory.store import Memory
 
@@ -79,21 +81,16 @@ async def db_reembed(ctx: click.Context, yes: bool) -> None:
             )
         dropped = await switch_embedding(memory.pool, settings.embedding)
         await migrate(memory.pool, settings.embedding)
-        # The chunk job re-windows a whole session and embeds every window missing from L2: all of them now.
-        sessions = await memory.pool.fetch(
-            "SELECT campaign_id, session_id, max(seq) AS last FROM session_entries GROUP BY 1, 2"
-        )
-        for row in sessions:
-            await jobs.enqueue_session_work(memory.pool, row["campaign_id"], row["session_id"], row["last"])
-        click.echo(f"dropped {dropped} chunks; re-embedding {len(sessions)} sessions with {settings.embedding.model}")
-        await jobs.run_workers(memory.pool, settings, drain=True, ctx=job_context)
+        sessions = await enqueue_every_session(memory.pool)
+        click.echo(f"dropped {dropped} chunks; re-embedding {sessions} sessions with {settings.embedding.model}")
+        await run_workers(memory.pool, settings, drain=True, ctx=job_context)
     click.echo("done")
 
 
-async def probe_embedder(memory: Memory, settings: Settings) -> jobs.JobContext:
+async def probe_embedder(memory: Memory, settings: Settings) -> JobContext:
     """The workers' context, once its embedder has embedded a text (the embedder checks the vector's size)."""
     try:
-        context = jobs.make_job_context(memory, settings)
+        context = make_job_context(memory, settings)
         await context.embedder.embed(["The party rests at the inn."])
     except (ValueError, EmbeddingError) as exc:
         raise CliError(

@@ -23,8 +23,10 @@ from bot.cli.common import (
     table,
 )
 from bot.cli.progress import Stage, StageProgress, watch
-from memory import jobs
 from memory.ingest import ImportCounts, IngestReport, import_counts, ingest_file
+from memory.jobs.admin import held_jobs
+from memory.jobs.queue import pending_jobs
+from memory.jobs.worker import run_workers
 from memory.recorder import Utterance
 from memory.store import CampaignMemory
 from memory.transcripts import TranscriptError
@@ -37,7 +39,8 @@ class Interrupted(CliError):
 
     def __init__(self, message: str, signum: int) -> None:
         super().__init__(message)
-        self.exit_code = 128 + signum
+        # click types exit_code a class variable; this one is the signal's
+        self.exit_code = 128 + signum  # type: ignore[misc]
 
 
 @cli.command()
@@ -122,9 +125,9 @@ async def ingest(
             for signum in (signal.SIGINT, signal.SIGTERM):
                 # as `worker` does: finish the job in hand, then close the pool and the embedded server in order
                 asyncio.get_running_loop().add_signal_handler(signum, interrupt, signum)
-            await run_workers_showing(mem, session_ids, jobs.run_workers(memory.pool, settings, stop, drain=True))
+            await run_workers_showing(mem, session_ids, run_workers(memory.pool, settings, stop, drain=True))
             if stopped_by:
-                pending = await jobs.pending_jobs(memory.pool, mem.campaign_id)
+                pending = await pending_jobs(memory.pool, mem.campaign_id)
                 raise Interrupted(
                     f"stopped by {signal.Signals(stopped_by[0]).name}: {pending} background jobs still queued: "
                     "run `lorekeeper worker --drain` to finish them",
@@ -135,7 +138,7 @@ async def ingest(
             click.echo(f"campaign {name}:")
             await print_counts(mem, memory.pool)
         else:
-            pending = await jobs.pending_jobs(memory.pool, mem.campaign_id)
+            pending = await pending_jobs(memory.pool, mem.campaign_id)
             click.echo(
                 f"{pending} background jobs queued: the bot runs them if it is running, else "
                 "`lorekeeper worker --drain` (or ingest with --wait)"
@@ -286,16 +289,7 @@ def _clock(seconds: float) -> str:
 
 
 async def print_counts(mem: CampaignMemory, pool: object) -> None:
-    row = await mem.db.fetchrow(
-        """
-        SELECT (SELECT count(*) FROM session_entries WHERE campaign_id = $1) AS entries,
-               (SELECT count(*) FROM chunks WHERE campaign_id = $1) AS chunks,
-               (SELECT count(*) FROM entities WHERE campaign_id = $1 AND status = 'accepted') AS entities,
-               (SELECT count(*) FROM entities WHERE campaign_id = $1 AND status = 'pending') AS pending_entities,
-               (SELECT count(*) FROM relationships WHERE campaign_id = $1 AND status = 'pending') AS pending_facts
-        """,
-        mem.campaign_id,
-    )
+    row = await mem.totals()
     names = list(row.keys())
     table([[row[k] for k in names]], [k.replace("_", " ") for k in names])
     await refuse_held(mem)
@@ -304,7 +298,7 @@ async def print_counts(mem: CampaignMemory, pool: object) -> None:
 async def refuse_held(mem: CampaignMemory) -> None:
     """Fail the command when jobs of the campaign are held at the end: a script or a DM waiting on `--wait` must
     not read success while, say, extraction never ran after an LLM outage."""
-    held = await jobs.held_jobs(mem.db, mem.campaign_id)
+    held = await held_jobs(mem.db, mem.campaign_id)
     if not held:
         return
     said = "; ".join(

@@ -14,19 +14,8 @@ from memory.graph.masking import Masking
 from memory.graph.names import Names
 from memory.graph.rules import as_stated, keeping_old_name, keeping_unstated, new_names, vouched
 from memory.graph.took_part import link_to_recaps
-from memory.models import (
-    Entity,
-    EntityIn,
-    EntityType,
-    ReviewStatus,
-    Visibility,
-    check_attributes,
-    clean_name,
-    heard_as_phrases,
-    not_heard_as_phrases,
-    shown_text,
-    storable,
-)
+from memory.models import Entity, EntityIn, EntityType, ReviewStatus, Visibility
+from memory.text import check_attributes, clean_name, heard_as_phrases, not_heard_as_phrases, shown_text, storable
 
 
 class Entities(Names, Masking):

@@ -20,6 +20,7 @@ from memory.graph.rules import (
     plan_merge,
 )
 from memory.graph.took_part import link_to_recaps
+from memory.jobs.queue import enqueue_restoration
 from memory.models import (
     Entity,
     MergeResult,
@@ -90,8 +91,6 @@ class Merging(Entities, Facts):
         # lines may say them as ``into``'s name now: those corrected to ``into`` say ``source``'s phrases, and those
         # corrected to ``source`` (moved to ``into`` above) ``into``'s
         if new_never := new_never_heard_as(s, t):
-            from memory.jobs import enqueue_restoration  # the jobs build on this module
-
             await enqueue_restoration(self.db, self.campaign_id, t.id, new_never, any_stage=True)
         description_dropped, attributes_dropped = merge_drops(s, t, plan.hide)
         return MergeResult(

@@ -13,6 +13,7 @@ from memory.graph.rules import removed_heard_as
 from memory.graph.sql import (
     bare,
 )
+from memory.jobs.queue import enqueue_recorrection, enqueue_restoration
 
 
 class Names(EntityLookup):
@@ -93,8 +94,6 @@ class Names(EntityLookup):
             "DELETE FROM entity_heard_as WHERE campaign_id = $1 AND entity_id = $2", self.campaign_id, entity_id
         )
         if gone := removed_heard_as(had, phrases):
-            from memory.jobs import enqueue_restoration  # the jobs build on this module
-
             await enqueue_restoration(self.db, self.campaign_id, entity_id, gone)
         if not phrases:
             return
@@ -106,8 +105,6 @@ class Names(EntityLookup):
         )
         old = {h.casefold() for h in had}
         if new := [p for p in phrases if p.casefold() not in old]:
-            from memory.jobs import enqueue_recorrection  # the jobs build on this module
-
             await enqueue_recorrection(self.db, self.campaign_id, new)
 
     async def _check_heard_as_free(self, entity_id: int, phrases: Sequence[str]) -> None:
@@ -170,8 +167,6 @@ class Names(EntityLookup):
         )
         await self._check_not_heard_as(entity_id)
         if restore and (new := removed_heard_as(phrases, had)):  # those ``had`` lacked
-            from memory.jobs import enqueue_restoration  # the jobs build on this module
-
             await enqueue_restoration(self.db, self.campaign_id, entity_id, new, any_stage=True)
 
     async def not_heard_as_of(self, entity_ids: Collection[int]) -> dict[int, set[str]]:

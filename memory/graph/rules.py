@@ -12,8 +12,8 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from memory.errors import InvalidInputError
-from memory.models import Entity, EntityIn, Provenance, ReviewStatus, Source, Visibility, clean_name
-from memory.text import MAX_ALIASES, MAX_HEARD_AS
+from memory.models import Entity, EntityIn, Provenance, ReviewStatus, Source, Visibility
+from memory.text import MAX_ALIASES, MAX_HEARD_AS, clean_name
 
 #: Relationship types an entity has at most one of at a time, edge or value: a new accepted one closes the old one.
 #: Attribute facts (a value instead of a target) are always single-valued per type.

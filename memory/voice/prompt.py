@@ -25,6 +25,7 @@ from typing import Protocol
 from memory.correction.text import normalize
 from memory.gazetteer import Gazetteer
 from memory.models import PromptEntity
+from memory.recorder import names_version
 from memory.store import CampaignMemory
 
 log = logging.getLogger(__name__)
@@ -147,7 +148,7 @@ class CampaignNames:
             return
         self._checked = now
         try:
-            version = await self.mem.graph.names_version()
+            version = await names_version(self.mem.db, self.mem.campaign_id)
             stale = self._loaded is None or now - self._loaded >= self.history_refresh_s
             if version != self._version or stale:
                 self._entities = await self.mem.graph.prompt_entities(recent_sessions=RECENT_SESSIONS)

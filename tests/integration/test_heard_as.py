@@ -8,6 +8,7 @@ import pytest
 
 from memory import jobs
 from memory.errors import AlreadyExistsError, InvalidInputError
+from memory.jobs import heard_as, worker
 from memory.models import EntityIn, EntityType, Visibility
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recorder import CorrectionIndexCache, SessionRecorder, Utterance
@@ -222,7 +223,7 @@ async def test_a_heard_as_job_cut_off_before_it_queued_the_chunking_has_it_done_
             raise ConnectionResetError("connection lost")  # an outage: the worker tries the job again
         await enqueue(conn, *args, after=after, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(jobs, "enqueue_session_work", connection_lost_once)
+    monkeypatch.setattr(heard_as, "enqueue_session_work", connection_lost_once)
     await camp.graph.update_entity("Frumpkin", heard_as=["from skin"])
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
     assert cut_off == [":h"] and await jobs.failed_jobs(memory.pool) == 0
@@ -267,7 +268,7 @@ async def test_a_sessions_recap_waits_for_its_heard_as_job(memory: Memory) -> No
         "UPDATE pgqueuer SET status = 'picked' WHERE id = $1 RETURNING *", queued[1]["id"]
     )
     summary_job = pgq_models.Job.model_validate(dict(picked))
-    assert await jobs._summary_put_off(memory.pool, summary_job, camp.campaign_id, rec.session.id)
+    assert await worker._summary_put_off(memory.pool, summary_job, camp.campaign_id, rec.session.id)
 
     # the job put off has queued its recheck, a few seconds on: the drain runs the heard-as job, then the recap
     await memory.pool.execute("DELETE FROM pgqueuer WHERE entrypoint = $1", jobs.SUMMARY)

@@ -10,6 +10,7 @@ from campaigns.files import parse_campaign_file
 from campaigns.load import apply_campaign_file
 from memory import jobs
 from memory.correction.edits import apply_corrections, merge_corrections
+from memory.jobs import heard_as
 from memory.models import Correction, EntityIn, EntityType, Entry
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recorder import CorrectionIndexCache, SessionRecorder, Utterance
@@ -216,7 +217,7 @@ async def test_a_restoration_cut_off_before_the_link_goes_takes_it_away_when_tri
 
     assert await _took_part(camp, "Frumpkin") == ["Session: Night 1", "Session: Night 2"]
     assert any("Frumpkin jumps" in c for c in await _chunks(camp))
-    unlink = jobs.unlink_unnamed
+    unlink = heard_as.unlink_unnamed
     cut_off: list[int] = []
 
     async def connection_lost_once(graph: object, entity_id: int, session_id: int) -> int:
@@ -225,7 +226,7 @@ async def test_a_restoration_cut_off_before_the_link_goes_takes_it_away_when_tri
             raise ConnectionResetError("connection lost")  # an outage: the worker tries the job again
         return await unlink(graph, entity_id, session_id)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(jobs, "unlink_unnamed", connection_lost_once)
+    monkeypatch.setattr(heard_as, "unlink_unnamed", connection_lost_once)
     await camp.graph.update_entity("Frumpkin", heard_as=[])
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
     assert cut_off == [night1.id] and await jobs.failed_jobs(memory.pool) == 0

@@ -12,6 +12,7 @@ from campaigns.load import apply_campaign_file
 from memory import jobs
 from memory.errors import InvalidInputError, NotFoundError
 from memory.ingest import ingest_file
+from memory.jobs import worker
 from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recorder import SessionRecorder, Utterance
@@ -175,7 +176,7 @@ async def test_a_job_that_runs_after_its_session_was_deleted_does_nothing(
 
     ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
     with pytest.MonkeyPatch.context() as mp, caplog.at_level(logging.INFO, logger=jobs.__name__):
-        mp.setattr(jobs, "chunk_session", delete_first)
+        mp.setattr(worker, "chunk_session", delete_first)
         await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
     assert await memory.pool.fetch("SELECT * FROM pgqueuer") == []  # none held as failed
     skipped = [r.levelno for r in caplog.records if "no longer exists" in r.getMessage()]

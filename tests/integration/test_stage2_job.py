@@ -10,6 +10,7 @@ import json
 import pytest
 
 from memory import jobs
+from memory.jobs import queue, stage2
 from memory.models import Correction, EntityIn, EntityType, Entry
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.providers.llm import LLMUnavailable, OpenAILLM
@@ -149,7 +150,7 @@ async def test_an_llm_outage_leaves_the_lines_for_a_later_run(
     try:
         with pytest.raises(LLMUnavailable):
             await jobs.correct_stage2(ctx, campaign.campaign_id, session_id)
-        assert await jobs._progress(memory.pool, campaign, session_id, jobs.CORRECT2) == 0
+        assert await queue.progress(memory.pool, campaign, session_id, jobs.CORRECT2) == 0
 
         # back: stage 2 corrects the line; extraction then fails on the next outage and keeps its place
         def back(request: dict) -> str:
@@ -166,7 +167,7 @@ async def test_an_llm_outage_leaves_the_lines_for_a_later_run(
         fake_openai.chat_handler = lambda request: FakeHTTPError(503, "overloaded")
         with pytest.raises(LLMUnavailable):
             await jobs.extract_session(ctx, campaign.campaign_id, session_id)
-        assert await jobs._progress(memory.pool, campaign, session_id, jobs.EXTRACT) == 0
+        assert await queue.progress(memory.pool, campaign, session_id, jobs.EXTRACT) == 0
 
         # back again: the line's fact is filed
         fact = {"source": "Quelloth", "type": "location", "target": None, "value": "the cistern",
@@ -175,7 +176,7 @@ async def test_an_llm_outage_leaves_the_lines_for_a_later_run(
         await jobs.extract_session(ctx, campaign.campaign_id, session_id)
     finally:
         await llm.aclose()
-    assert await jobs._progress(memory.pool, campaign, session_id, jobs.EXTRACT) == 1
+    assert await queue.progress(memory.pool, campaign, session_id, jobs.EXTRACT) == 1
     assert [(r.type, r.value) for r in await campaign.graph.relationships_of(brom.id)] == [("location", "the cistern")]
 
 
@@ -196,15 +197,15 @@ async def test_a_stage2_run_retried_after_its_progress_still_hands_the_lines_on(
     async def lost(*args: object, **kwargs: object) -> None:
         raise ConnectionResetError("connection lost")
 
-    monkeypatch.setattr(jobs, "enqueue_session_work", lost)
+    monkeypatch.setattr(stage2, "enqueue_session_work", lost)
     with pytest.raises(ConnectionResetError):
         await jobs.correct_stage2(ctx, campaign.campaign_id, session_id)
-    monkeypatch.setattr(jobs, "enqueue_session_work", real)
+    monkeypatch.setattr(stage2, "enqueue_session_work", real)
     await jobs.correct_stage2(ctx, campaign.campaign_id, session_id)  # the queue's retry
     queued = await memory.pool.fetch("SELECT entrypoint FROM pgqueuer WHERE status = 'queued'")
     assert sorted(r["entrypoint"] for r in queued) == sorted([jobs.CHUNK, jobs.EXTRACT])
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
-    assert await jobs._progress(memory.pool, campaign, session_id, jobs.EXTRACT) == 1
+    assert await queue.progress(memory.pool, campaign, session_id, jobs.EXTRACT) == 1
     assert await jobs.failed_jobs(memory.pool) == 0
 
 

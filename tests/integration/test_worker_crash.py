@@ -23,6 +23,8 @@ from memory import jobs
 from memory.chunking import windows
 from memory.db import EmbeddedPostgres
 from memory.ingest import ingest_file
+from memory.jobs import admin
+from memory.jobs import worker as job_worker
 from memory.models import EntityIn, EntityType, EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.providers.llm import OpenAILLM
@@ -182,8 +184,8 @@ async def _run_a_bad_job_and_one_during_an_outage(
 async def test_a_job_failed_on_its_data_is_not_run_again_at_every_start(
     memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(jobs, "_MAX_ATTEMPTS", 1)
-    monkeypatch.setattr(jobs, "_RETRY_DELAYS", (timedelta(milliseconds=10), timedelta(milliseconds=10)))
+    monkeypatch.setattr(job_worker, "_MAX_ATTEMPTS", 1)
+    monkeypatch.setattr(job_worker, "_RETRY_DELAYS", (timedelta(milliseconds=10), timedelta(milliseconds=10)))
     await _run_a_bad_job_and_one_during_an_outage(memory, campaign, fake_openai)
     held = {r["entrypoint"]: r["status"] for r in await memory.pool.fetch("SELECT entrypoint, status FROM pgqueuer")}
     assert held == {jobs.SUMMARY: "failed", jobs.CORRECT2: "failed"}
@@ -205,8 +207,8 @@ async def test_a_job_failed_on_its_data_is_not_run_again_at_every_start(
 async def test_a_job_failed_on_its_data_is_held_at_once_while_an_outage_is_tried_again(
     memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(jobs, "_MAX_ATTEMPTS", 2)  # each retry waits for the queue's next poll: seconds
-    monkeypatch.setattr(jobs, "_RETRY_DELAYS", (timedelta(milliseconds=1), timedelta(milliseconds=1)))
+    monkeypatch.setattr(job_worker, "_MAX_ATTEMPTS", 2)  # each retry waits for the queue's next poll: seconds
+    monkeypatch.setattr(job_worker, "_RETRY_DELAYS", (timedelta(milliseconds=1), timedelta(milliseconds=1)))
     await _run_a_bad_job_and_one_during_an_outage(memory, campaign, fake_openai)
     rows = await memory.pool.fetch("SELECT entrypoint, status, attempts FROM pgqueuer ORDER BY entrypoint")
     assert [tuple(r) for r in rows] == [(jobs.CORRECT2, "failed", 2), (jobs.SUMMARY, "failed", 0)]
@@ -227,7 +229,7 @@ def test_a_query_on_a_connection_whose_server_just_left_is_an_outage() -> None:
 async def test_a_job_whose_session_or_campaign_is_gone_does_nothing(
     memory: Memory, campaign: CampaignMemory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(jobs, "_MAX_ATTEMPTS", 1)
+    monkeypatch.setattr(job_worker, "_MAX_ATTEMPTS", 1)
     empty = await campaign.log.start_session("Nothing said")
     await jobs.enqueue_summary(memory.pool, campaign.campaign_id, empty.id)
     assert await campaign.log.discard_if_empty(empty.id)  # before its summary job runs
@@ -241,7 +243,7 @@ async def test_a_job_whose_session_or_campaign_is_gone_does_nothing(
             await memory.pool.execute("DELETE FROM campaigns WHERE id = $1", campaign_id)
         return await real_summary(ctx, campaign_id, session_id)  # fails: no such session
 
-    monkeypatch.setattr(jobs, "summarize_session", delete_first)
+    monkeypatch.setattr(job_worker, "summarize_session", delete_first)
     ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
     with caplog.at_level(logging.INFO, logger=jobs.__name__):
         await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
@@ -270,7 +272,7 @@ async def test_a_worker_prunes_the_queue_log_of_jobs_long_gone(
 ) -> None:
     """pgqueuer logs every job queued, finished or failed and deletes none of it: over two years of sessions
     the log grew without bound. A worker prunes what is older than a month, but not a held job's last error."""
-    monkeypatch.setattr(jobs, "_PRUNE_BATCH", 1)  # a prune of years of rows goes in batches
+    monkeypatch.setattr(admin, "_PRUNE_BATCH", 1)  # a prune of years of rows goes in batches
     ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
     session = await campaign.log.start_session("Nothing said")
     await jobs.enqueue_summary(memory.pool, campaign.campaign_id, session.id)

@@ -1,0 +1,123 @@
+"""The chunk job: window a session's lines, embed the windows, upsert them (L2)."""
+
+from __future__ import annotations
+
+from memory.chunking import ChunkSettings, window_key, windows
+from memory.gazetteer import Gazetteer
+from memory.jobs.context import JobContext
+from memory.jobs.embedding import embed_cached
+from memory.jobs.queue import CHUNK, claim_progress, progress, set_progress
+from memory.mentions import index_lines
+from memory.models import (
+    ChunkIn,
+    Entity,
+    Entry,
+    ReviewStatus,
+)
+from memory.semantic import content_hash
+from memory.store import CampaignMemory
+
+
+async def _gazetteer(mem: CampaignMemory) -> Gazetteer[Entity]:
+    entities = await mem.graph.list_entities(status=None)
+    return Gazetteer(e for e in entities if e.status != ReviewStatus.rejected)
+
+
+async def chunk_session(ctx: JobContext, campaign_id: int, session_id: int, *, slice_size: int = 64) -> int:
+    """Window the session from where the last run stopped, embed the windows whose text changed, upsert them;
+    returns chunks written.
+
+    Only windows that can have changed are windowed again: those from the first one holding the last line
+    chunked. A window before it never looked at a later line, so a long session costs each job only its new
+    lines. A late line or a line stage 2 revised rewinds the progress to itself. Writes go in slices so a crash
+    keeps what was done."""
+    mem = ctx.memory.campaign(campaign_id)
+    written = 0
+    while True:
+        done = await progress(mem.db, mem, session_id, CHUNK)
+        after = await _rewindow_after(mem, session_id, done, ctx.chunk_settings)
+        entries = await mem.log.session_entries(session_id, after_seq=after)
+        written += await _chunk_entries(ctx, mem, session_id, entries, slice_size)
+        async with mem.transaction() as tx:
+            if not await claim_progress(tx.db, tx, session_id, CHUNK, done):
+                continue  # a late or revised line rewound it meanwhile
+            # A line that arrived late inside what was read (a fixed transcript re-imported) enqueued a job with
+            # this one's dedupe key, which is skipped while this one runs: its windows are this run's to write.
+            # Lines after the last one read have jobs of their own.
+            now = await tx.log.session_entries(session_id, after_seq=after, limit=len(entries))
+            if [(e.id, e.text) for e in now] != [(e.id, e.text) for e in entries]:
+                continue
+            if entries:
+                await set_progress(tx.db, tx, session_id, CHUNK, entries[-1].seq)
+        ctx.chunks_written += written
+        return written
+
+
+async def _rewindow_after(mem: CampaignMemory, session_id: int, done: int, settings: ChunkSettings) -> int:
+    """The seq after which the session's windows must be computed again, when lines up to ``done`` are chunked.
+
+    That is where the first stored window holding line ``done`` (or the last one before it) starts: windows
+    are a pure function of the lines before their end, and no earlier window reached past that line. Such a
+    window holds at most ``max_entries`` lines, so its start is among the last ones. With none stored (all
+    dropped for a new embedding model), the whole session."""
+    if done <= 0:
+        return 0
+    last = await mem.db.fetch(
+        "SELECT id, seq FROM session_entries WHERE campaign_id = $1 AND session_id = $2 AND seq <= $3"
+        " ORDER BY seq DESC LIMIT $4",
+        mem.campaign_id,
+        session_id,
+        done,
+        settings.max_entries,
+    )
+    if not last:
+        return 0
+    starts = await mem.db.fetch(
+        "SELECT key FROM chunks WHERE campaign_id = $1 AND key = ANY($2::text[]) AND $3 = ANY(entry_ids)",
+        mem.campaign_id,
+        [window_key(session_id, r["seq"]) for r in last],
+        last[0]["id"],
+    )
+    seq_of = {window_key(session_id, r["seq"]): r["seq"] for r in last}
+    return min((seq_of[r["key"]] for r in starts), default=1) - 1
+
+
+async def _chunk_entries(
+    ctx: JobContext, mem: CampaignMemory, session_id: int, entries: list[Entry], slice_size: int
+) -> int:
+    """Chunk ``entries``, the session's lines from a window's start on; stored windows starting among them that
+    no longer exist are dropped."""
+    wins = windows(entries, ctx.chunk_settings)
+    stored = await mem.semantic.hashes([w.key for w in wins])
+    todo = [w for w in wins if stored.get(w.key) != content_hash(w.text)]
+    lines = {e.id: e for w in todo for e in w.entries}  # mentions are looked for in the lines written only
+    mentions: dict[int, list[int]] = {}
+    if lines:
+        gazetteer = await _gazetteer(mem)
+        mentions = {i: gazetteer.mentioned_ids(e) for i, e in lines.items()}
+        await index_lines(mem.db, mem.campaign_id, session_id, mentions)  # "where was X said", line by line
+    written = 0
+    for start in range(0, len(todo), slice_size):
+        part = todo[start : start + slice_size]
+        vectors = await embed_cached(mem.db, ctx.embedder, ctx.embedding_model, [w.text for w in part], ctx.embed_stats)
+        chunks = [
+            ChunkIn(
+                key=w.key,
+                session_id=session_id,
+                text=w.text,
+                embedding=v,
+                entry_ids=[e.id for e in w.entries],
+                speakers=w.speakers,
+                entity_ids=list(dict.fromkeys(i for e in w.entries for i in mentions[e.id])),
+                start_s=w.entries[0].start_s,
+                end_s=max((e.end_s if e.end_s is not None else e.start_s) for e in w.entries),
+            )
+            for w, v in zip(part, vectors, strict=True)
+        ]
+        await mem.semantic.upsert(chunks)
+        written += len(chunks)
+    # Windows move when a line arrives late (a fixed line re-imported): chunks of windows that no longer exist
+    # would show their lines twice in recall.
+    keys = {w.key for w in wins}
+    await mem.semantic.drop(session_id, [k for e in entries if (k := window_key(session_id, e.seq)) not in keys])
+    return written

@@ -1,0 +1,59 @@
+"""The summary job: a session's recap and its event entity linked to who took part."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from memory.extraction.pipeline import by_role
+from memory.gazetteer import Gazetteer
+from memory.jobs.context import JobContext
+from memory.jobs.queue import SUMMARY, claim_progress, progress, set_progress
+from memory.models import EntityIn, EntityType, Provenance, ReviewStatus, Source, Visibility
+from memory.offgame import out_of_game
+from memory.recap import abstractive, extractive_summary
+from memory.text import without_hidden
+from memory.took_part import link_to_recaps, took_part
+
+
+async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) -> str:
+    """Write the session's recap, unless the one it has covers every line: a session ended again, however often
+    and whichever of its summary jobs runs first, gets one recap, and another only once lines were added. (The
+    summary's progress is the number of lines the recap covers: a late line may come before the last.)"""
+    mem = ctx.memory.campaign(campaign_id)
+    session = await mem.log.session(session_id)
+    entries = await mem.log.session_entries(session_id)
+    done = await progress(mem.db, mem, session_id, SUMMARY)
+    if session.summary is not None and done == len(entries):
+        return session.summary
+    entities = [e for e in await mem.graph.list_entities(status=None) if e.status == ReviewStatus.accepted]
+    names = {e.id: e.name for e in entities if e.type != EntityType.event}
+    secret = {e.id for e in entities if e.visibility == Visibility.secret}
+    summary, involved = extractive_summary(
+        entries, Gazetteer(entities), names, secret=secret, dm_speaker_id=session.dm_speaker_id
+    )
+    told = [e for e in entries if e.id not in out_of_game(entries, session.dm_speaker_id)]  # the story's lines
+    if ctx.llm is not None and told:
+        summary = await abstractive(ctx.llm, by_role(told, session.dm_speaker_id), summary)
+    # An entity's name has no invisible characters; a title may ("🧙‍♂️ Wizard night" holds a zero-width joiner).
+    title = "".join(ch for ch in session.title if not unicodedata.category(ch).startswith("C"))
+    async with mem.transaction() as tx:
+        await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
+        if not await claim_progress(tx.db, tx, session_id, SUMMARY, done):  # another job wrote it meanwhile
+            return (await tx.log.session(session_id)).summary or summary
+        await set_progress(tx.db, tx, session_id, SUMMARY, len(entries))
+        await tx.log.set_summary(session_id, summary)
+        event, _, _ = await tx.graph.upsert_entity(
+            EntityIn(
+                name=f"Session: {title}"[:200],  # an entity name's limit; titles may be file names
+                type=EntityType.event,
+                description=without_hidden(summary[:2000]),  # a recap is the model's text: see without_hidden
+                provenance=Provenance(source=Source.inferred, confidence=1.0, session_id=session_id),
+            )
+        )
+        for entity_id in involved:
+            await tx.graph.ensure_relationship(took_part(entity_id, event.id, session_id))
+        # accepted while the recap was being written: their own look found no recap yet, and this one's list of
+        # who took part was read before them
+        late = {e.id for e in await tx.graph.list_entities()} - {e.id for e in entities}
+        await link_to_recaps(tx.graph, late)
+    return summary

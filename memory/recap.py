@@ -1,0 +1,159 @@
+"""Recap writing: an extractive summary of a session (one telling line per part), the LLM's recap when one is
+configured, and the recap as players may read it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+from collections import Counter
+from collections.abc import Sequence, Set
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, field_validator
+
+from memory.extraction.salience import is_trivial
+from memory.gazetteer import Gazetteer
+from memory.graph import SecretMask
+from memory.models import Entry
+from memory.offgame import is_table_talk, narrator, out_of_game
+from memory.text import storable, without_hidden
+
+if TYPE_CHECKING:
+    from memory.providers.llm import LLMClient
+
+log = logging.getLogger(__name__)
+
+
+class Recap(BaseModel):
+    recap: str
+
+    # a NUL or lone surrogate in the model's text would fail the summary job: such an answer is not used
+    _storable = field_validator("recap")(classmethod(lambda cls, v: storable(without_hidden(v))))
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+#: A recap line quotes at most ``_LINE_WORDS`` words (a sentence or a few of one turn), one line for every
+#: ``_TURNS_PER_LINE`` lines of the session, at most ``_MAX_LINES``: many short lines cover more of the story
+#: than a few long ones of as many words (bench/recap.py). With the "Involved:" list a recap stays within the
+#: 2,000 characters of the session event's description, well inside a Discord embed's 4,096.
+_LINE_WORDS, _TURNS_PER_LINE, _MAX_LINES, _MAX_CHARS = 25, 200, 12, 2000
+#: A sentence shorter than this ("All right.", "Okay, cool.") neither starts nor ends a line.
+_SHORT = 4
+#: What makes a line telling: each entity it names, its length (up to ``_LINE_WORDS`` words), the narrator.
+_ENTITY, _NARRATOR = 1.0, 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    score: float
+    text: str
+
+
+def _best_line(entry: Entry, mentions: Sequence[tuple[int, int, int]], narrator: bool) -> _Line | None:
+    """The run of sentences of ``entry`` (at most ``_LINE_WORDS`` words, a longer sentence cut) that tells most:
+    the entities it names, its length, and whether the narrator says it; none that asks, or talks rules or table
+    business. A run starts and ends on a sentence of a few words ("All right." is no part of the story)."""
+    text = entry.text
+    if len(text.split()) < 5 or is_trivial(text):
+        return None
+    bounds = [0, *(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]
+    sentences = [(a, b) for a, b in itertools.pairwise(bounds) if len(text[a:b].split()) >= _SHORT]
+    best: _Line | None = None
+    for i, (start, _) in enumerate(sentences):
+        for _, end in sentences[i:]:
+            said = " ".join(text[start:end].split())
+            words = len(said.split())
+            if end != sentences[i][1] and words > _LINE_WORDS:
+                break
+            if said.endswith("?") or is_table_talk(said):
+                break
+            named = {entity for a, b, entity in mentions if a < end and b > start}
+            score = _ENTITY * len(named) + min(words, _LINE_WORDS) / _LINE_WORDS + (_NARRATOR if narrator else 0.0)
+            if best is None or score > best.score:
+                best = _Line(score, said if words <= _LINE_WORDS else " ".join(said.split()[:_LINE_WORDS]) + "…")
+    return best
+
+
+_INVOLVED = "Involved: "
+
+
+def extractive_summary(
+    entries: Sequence[Entry],
+    gazetteer: Gazetteer,
+    names: dict[int, str],
+    *,
+    secret: Set[int] = frozenset(),
+    dm_speaker_id: str | None = None,
+) -> tuple[str, list[int]]:
+    """A line for each part of the session, in story order, and the entities involved, most mentioned first.
+
+    The session is cut into parts of equal length (one per 200 lines, 5 to 12), and each part gives its most
+    telling line (:func:`_best_line`): the recap tells the story from its start to its end, not only where names
+    crowd. The recap is the players' too: it names no ``secret`` entity, which may have been mentioned by an alias
+    ("the old beggar") that is all they know of it. ``dm_speaker_id``: the user id of a recorded session's DM."""
+    counts: Counter[int] = Counter()
+    narrates = narrator(entries, dm_speaker_id)
+    talk = out_of_game(entries, dm_speaker_id)  # the pre-show, breaks, sponsor reads and dice: never quoted
+    found: dict[int, _Line] = {}
+    for n, e in enumerate(entries):
+        counts.update(gazetteer.mentioned_ids(e))
+        if e.id in talk:
+            continue
+        mentions = [(a, b, entity.id) for a, b, entity in gazetteer.find(e.text, nested=True)]
+        if line := _best_line(e, mentions, narrates(e)):
+            found[n] = line
+    parts = min(len(entries), _MAX_LINES, max(5, len(entries) // _TURNS_PER_LINE))
+    said: dict[int, str] = {}
+    for p in range(parts):
+        part = [n for n in range(p * len(entries) // parts, (p + 1) * len(entries) // parts) if n in found]
+        if part:
+            best = max(part, key=lambda n: found[n].score)  # the first of equals
+            said[best] = f"{entries[best].speaker}: {found[best].text}"
+    involved = [i for i, _ in counts.most_common() if i in names]
+    shown = [names[i] for i in involved if i not in secret]
+    tail = [_INVOLVED + ", ".join(shown[:12])] if shown else []
+    while len(said) > 1 and len("\n".join([*said.values(), *tail])) > _MAX_CHARS:  # long speakers' names
+        del said[min(said, key=lambda n: found[n].score)]
+    return "\n".join([*said.values(), *tail]), involved
+
+
+def recap_for_players(summary: str, mask: SecretMask) -> str:
+    """A session's summary as players may read it: secret names hidden, and gone from its "Involved:" list,
+    which may name an entity made secret after the summary was written."""
+    lines = []
+    for line in mask(summary).splitlines():
+        if line.startswith(_INVOLVED):
+            shown = [n for n in line.removeprefix(_INVOLVED).split(", ") if n != mask.MASK]
+            line = _INVOLVED + ", ".join(shown) if shown else ""
+        if line:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+#: The LLM recap's length cap in tokens: eight sentences come to a few hundred, and a recap has Discord's
+#: 2,000-character message in mind (about 500 tokens; invented names cost more). A recap cut off here is
+#: unusable: the extractive summary stands.
+RECAP_MAX_TOKENS = 800
+
+
+async def abstractive(llm: LLMClient, entries: Sequence[Entry], fallback: str) -> str:
+    """The LLM's recap of ``entries``, its speakers named by role (see :func:`by_role`): a player calling themself
+    "DM" must not narrate the session to the model."""
+    from memory.providers.llm import LLMError
+
+    transcript = "\n".join(f"{e.speaker}: {e.text}" for e in entries)[-24000:]
+    try:
+        answer = await llm.complete_json(
+            system="You write a short recap (at most 8 sentences, under 1,500 characters) of a tabletop RPG "
+            "session for its players. Only state what the transcript says.",
+            user=transcript,
+            schema=Recap,
+            max_tokens=RECAP_MAX_TOKENS,
+        )
+    except LLMError as exc:
+        log.warning("LLM recap failed (%s); keeping the extractive summary", exc)
+        return fallback
+    return answer.recap.strip() or fallback
