@@ -23,6 +23,7 @@ from bot.voice import CouldNotJoin, VoiceSession
 from memory.models import Campaign
 from memory.name_report import NameChange, names_changed
 from memory.providers.stt import SpeechToText, STTError, WhisperSTT, whisper_candidates
+from memory.replies import deleted_session_said
 from memory.session_log import ListedSession
 from memory.store import CampaignMemory
 from memory.text import counted
@@ -340,7 +341,7 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
         async def delete() -> str:
             self._not_recording(interaction, target.id)  # it may have been resumed while the DM decided
             deleted = await self.bot.memory.campaign(campaign.id).delete_session(target.id, even_if_live=True)
-            return deleted.said()
+            return deleted_session_said(deleted)
 
         await interaction.response.send_message(
             f"Delete session **{target.title}** of **{campaign.name}** with its {target.lines:,} lines, its recap "

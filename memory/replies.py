@@ -1,11 +1,12 @@
-"""Sentences for people: what an edit of an entity's names or a merge did, as the DM reads it in a reply (the
-slash commands and the CLI say the same). The graph decides; this module only says what it decided."""
+"""Sentences for people: what an edit of an entity's names, a merge or a session's deletion did, as the DM reads it
+in a reply (the slash commands and the CLI say the same). The stores decide; this module only says what they did."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from memory.errors import quoted
 from memory.graph.rules import removed_heard_as
 from memory.models import Entity, MergeResult
 from memory.text import counted
@@ -137,3 +138,49 @@ def describe_same_as(result: MergeResult) -> str:
     said = f"Same as {known.name}: {', '.join(done)}."
     dropped = result.dropped()
     return f"{said} {dropped}." if dropped else said
+
+
+class DeletedCounts(Protocol):
+    """What deleting a session reports (:class:`memory.session_delete.DeletedSession` is one)."""
+
+    title: str
+    lines: int
+    chunks: int
+    pending_entities: int
+    pending_facts: int
+    recap: bool
+    recap_links: int
+    kept_recap: str | None
+    kept_recap_facts: int
+    jobs: int
+    kept_entities: int
+    kept_facts: int
+
+
+def deleted_session_said(deleted: DeletedCounts) -> str:
+    """What was removed and what stayed, in a sentence or two for the DM."""
+    removed = [counted(deleted.lines, "line"), counted(deleted.chunks, "passage")]
+    if deleted.pending_entities or deleted.pending_facts:
+        removed.append(
+            f"{counted(deleted.pending_entities, 'entity', 'entities')} and {counted(deleted.pending_facts, 'fact')}"
+            " waiting for review"
+        )
+    if deleted.recap:
+        removed.append(f"its recap entity with {counted(deleted.recap_links, 'link')} to who took part")
+    elif deleted.recap_links:
+        removed.append(f"{counted(deleted.recap_links, 'link')} of its recap to who took part")
+    if deleted.jobs:
+        removed.append(counted(deleted.jobs, "waiting background job"))
+    text = f"Deleted session {quoted(deleted.title)}: {', '.join(removed)}."
+    if deleted.kept_entities or deleted.kept_facts:
+        text += (
+            f" Kept {counted(deleted.kept_entities, 'entity', 'entities')} and {counted(deleted.kept_facts, 'fact')}"
+            " heard in it that were accepted or rejected."
+        )
+    if deleted.kept_recap:
+        n = deleted.kept_recap_facts
+        text += (
+            f" Kept its recap entity {deleted.kept_recap!r}: {counted(n, 'fact')} you accepted"
+            f" {'is' if n == 1 else 'are'} about it (remove it as any entity if it should go too)."
+        )
+    return text

@@ -11,7 +11,6 @@ from pydantic import BaseModel
 
 from memory.db import Executor
 from memory.jobs.queue import delete_campaign_jobs
-from memory.replies_sessions import deleted_session_said
 from memory.session_log import ListedSession
 
 #: The session's own rows in the graph: ``$1`` campaign, ``$2`` session id (as text, as provenance holds it).
@@ -33,10 +32,6 @@ class DeletedSession(BaseModel):
     jobs: int  # background work on it that had not run
     kept_entities: int  # accepted or rejected by the DM: they stay, no longer pointing at the session
     kept_facts: int
-
-    def said(self) -> str:
-        """What was removed and what stayed, for the DM: :func:`memory.replies_sessions.deleted_session_said`."""
-        return deleted_session_said(self)
 
 
 class _Recap(BaseModel):

@@ -20,6 +20,7 @@ from bot.cli.common import (
 )
 from memory.errors import quoted
 from memory.name_report import NameChange, names_changed
+from memory.replies import deleted_session_said
 from memory.text import counted
 
 
@@ -85,7 +86,7 @@ async def delete(ctx: click.Context, title: str, campaign: str | None, yes: bool
                 err=True,
             )
         deleted = await mem.delete_session(target.title, even_if_live=even_if_live)
-    click.echo(deleted.said())
+    click.echo(deleted_session_said(deleted))
 
 
 def _sh(word: str) -> str:

@@ -220,18 +220,6 @@ class Reading(EntityLookup):
         speakers = ", ".join(dict.fromkeys(r["speaker"] for r in rows))
         return Mention(**{**rows[0], "speaker": speakers, "text": " / ".join(r["text"] for r in rows)})
 
-    async def names_version(self) -> tuple[object, ...]:
-        """Changes with any accepted entity, alias or pin: the cheap check before :meth:`prompt_entities`."""
-        row = await self.db.fetchrow(
-            """
-            SELECT count(*) FILTER (WHERE status = 'accepted') AS n, max(updated_at) AS changed,
-                   (SELECT count(*) FROM entity_aliases WHERE campaign_id = $1) AS aliases
-            FROM entities WHERE campaign_id = $1
-            """,
-            self.campaign_id,
-        )
-        return (row["n"], row["changed"], row["aliases"])
-
     async def prompt_entities(self, *, recent_sessions: int) -> list[PromptEntity]:
         """Every accepted entity with what ranks it for the speech recogniser's prompt: pinned, a player, how many
         passages of the last ``recent_sessions`` sessions (by when played) name it, how many facts it is in."""

@@ -13,7 +13,7 @@ from memory.errors import Unavailable
 from memory.jobs.heard_as import restored_corrections
 from memory.models import Entry
 from memory.outage import is_outage, outage_said, short_reason
-from memory.replies_sessions import deleted_session_said
+from memory.replies import deleted_session_said
 from memory.session_delete import DeletedSession
 
 
