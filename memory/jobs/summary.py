@@ -31,7 +31,8 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     summary, involved = extractive_summary(
         entries, Gazetteer(entities), names, secret=secret, dm_speaker_id=session.dm_speaker_id
     )
-    told = [e for e in entries if e.id not in out_of_game(entries, session.dm_speaker_id)]  # the story's lines
+    talk = out_of_game(entries, session.dm_speaker_id)  # once: it reads the whole session
+    told = [e for e in entries if e.id not in talk]  # the story's lines
     if ctx.llm is not None and told:
         summary = await abstractive(ctx.llm, by_role(told, session.dm_speaker_id), summary)
     # An entity's name has no invisible characters; a title may ("🧙‍♂️ Wizard night" holds a zero-width joiner).
