@@ -43,6 +43,19 @@ def _clipped(query: str) -> str:
     return head[: head.rfind(" ")] if " " in head else head[:QUERY_CHARS]
 
 
+class HitLine(BaseModel):
+    """One line a DM reads for a hit, whole: the line(s) that scored (``matched``) and their context."""
+
+    entry_id: int
+    session_id: int
+    seq: int
+    speaker: str
+    text: str
+    start_s: float | None
+    ref: str | None
+    matched: bool
+
+
 class RecallHit(BaseModel):
     session_id: int
     session: str
@@ -54,6 +67,7 @@ class RecallHit(BaseModel):
     refs: list[str]  # source references of the L1 entries the hit covers
     entry_ids: list[int]
     matched: list[str]  # how it was found: "vector", "fulltext"
+    lines: list[HitLine] = []  # what the DM reads, in reading order
 
     def where(self) -> str:
         """Its session and time, or its first line's source when the transcript had no times."""
@@ -117,6 +131,7 @@ async def recall(
     scores: dict[str, float] = defaultdict(float)
     matched: dict[str, list[str]] = defaultdict(list)
     units: dict[str, Chunk | Entry] = {}
+    entries: list[Entry] = []
 
     if mode in ("both", "vector"):
         if embedding is None:
@@ -145,7 +160,9 @@ async def recall(
 
     best = sorted(scores, key=lambda k: scores[k], reverse=True)[:limit]
     entry_ids = sorted({i for k in best for i in _entry_ids(units[k])})
-    refs = {e.id: e.ref for e in await mem.log.entries(entry_ids)}
+    by_id = {e.id: e for e in await mem.log.entries(entry_ids)}
+    refs = {i: e.ref for i, e in by_id.items()}
+    full_text_ids = {e.id for e in entries}
     titles = {s.id: s.title for s in await mem.log.sessions()}
     out: list[RecallHit] = []
     for key in best:
@@ -168,6 +185,20 @@ async def recall(
                 refs=[r for i in ids if (r := refs.get(i))],
                 entry_ids=ids,
                 matched=matched[key],
+                lines=[
+                    HitLine(
+                        entry_id=e.id,
+                        session_id=e.session_id,
+                        seq=e.seq,
+                        speaker=e.speaker,
+                        text=e.text,
+                        start_s=e.start_s,
+                        ref=e.ref,
+                        matched="vector" in matched[key] or e.id in full_text_ids,
+                    )
+                    for i in ids
+                    if (e := by_id.get(i))
+                ],
             )
         )
     return out
