@@ -109,10 +109,11 @@ async def recall(
     named = await _named(mem, parsed.text, dm=dm)
     phrases = [(parsed.text, 1.0)] + [(form, EXPANSION_WEIGHT) for e in named for form in (e.name, *e.aliases)]
 
+    terms = await lexical_ranker.prepare(mem.db, mem.campaign_id, phrases)
     lexical: list[int] = []
     if mode in ("both", "fulltext"):
         found = await lexical_ranker.bm25_lines(
-            mem.db, mem.campaign_id, phrases, limit=LEXICAL_DEPTH, session_ids=sessions, speakers=speakers
+            mem.db, mem.campaign_id, terms, limit=LEXICAL_DEPTH, session_ids=sessions, speakers=speakers
         )
         lexical = [f.entry_id for f in found]
     windows: list[ChunkHit] = []
@@ -128,7 +129,7 @@ async def recall(
         )
     in_windows = sorted({i for w in windows for i in w.entry_ids} - set(lexical))
     entries = {e.id: e for e in await mem.log.entries([*lexical, *in_windows])}
-    vector = await _best_lines(mem, phrases, windows, entries, speakers)
+    vector = await _best_lines(mem, terms, windows, entries, speakers)
     candidates = [*dict.fromkeys([*lexical, *vector])]
     mentioning = await _mentioning(mem, [e.id for e in named], candidates)
     talk = [i for i in candidates if i in entries and line_talk(entries[i].text) is not None]
@@ -169,7 +170,7 @@ async def _named(mem: CampaignMemory, text: str, *, dm: bool) -> list[_Called]:
 
 async def _best_lines(
     mem: CampaignMemory,
-    phrases: list[tuple[str, float]],
+    terms: lexical_ranker.Query,
     windows: list[ChunkHit],
     entries: dict[int, Entry],
     speakers: list[str] | None,
@@ -179,7 +180,7 @@ async def _best_lines(
     ids = sorted({i for w in windows for i in w.entry_ids if i in entries})
     scored = {
         f.entry_id: f.score
-        for f in await lexical_ranker.bm25_lines(mem.db, mem.campaign_id, phrases, limit=len(ids) or 1, only=ids)
+        for f in await lexical_ranker.bm25_lines(mem.db, mem.campaign_id, terms, limit=len(ids) or 1, only=ids)
     }
     out: list[int] = []
     for w in windows:
