@@ -1,6 +1,6 @@
 """Recall, side by side in one run: is the evidence in the first lines a DM reads?
 
-    python -m bench.recall --quick          # a small run: 12 questions, 2 episodes, a 6-session campaign (< 3 min)
+    python -m bench.recall --quick          # a small run: 10 questions, 2 episodes, a 4-session campaign
     python -m bench.recall                  # the full run (see bench/results/h30bench.md for its time)
 
 Two data sets, each cut in two halves that never change (dev, to tune on, and held-out), every system on the same
@@ -320,7 +320,11 @@ async def load_longmemeval(memory: Memory, args: argparse.Namespace) -> list[Cas
             [*own, *rng.sample(others, min(args.distractors, len(others)))],
             key=lambda s: (_lme_date(sessions[s][1]), s),
         )
-        camp = await memory.campaigns().create(f"LongMemEval {q['question_id']}")
+        name = f"LongMemEval {q['question_id']} +{args.distractors}"
+        if cid := await memory.pool.fetchval("SELECT id FROM campaigns WHERE name = $1", name):
+            campaigns.append((q, cid))  # kept by an earlier run (--db)
+            continue
+        camp = await memory.campaigns().create(name)
         mem = memory.campaign(camp.id)
         for sid in chosen:
             rec = await SessionRecorder.start(mem, sid, started_at=_lme_date(sessions[sid][1]), batch_size=500)
@@ -330,7 +334,8 @@ async def load_longmemeval(memory: Memory, args: argparse.Namespace) -> list[Cas
         campaigns.append((q, camp.id))
         print(f"  LongMemEval: {n + 1}/{len(questions)} haystacks recorded", end="\r", flush=True)
     print()
-    await _run_jobs(memory, args)
+    # LongMemEval registers no entities: the extractor's proposals would wait for review, which recall never reads
+    await _run_jobs(memory, args, drop=(jobs.SUMMARY, jobs.EXTRACT))
     cases = []
     for q, cid in campaigns:
         h = await Haystack.read(memory.pool, cid)
@@ -379,10 +384,14 @@ def crd3_episodes(per_half: int) -> list[Path]:
 async def load_crd3(memory: Memory, args: argparse.Namespace, folder: Path) -> list[Case]:
     from memory.ingest import ingest_file
 
-    camp = await memory.campaigns().create("Critical Role")
-    mem = memory.campaign(camp.id)
-    await load_wiki_entities(mem, CRD3 / "crd3_wiki_entities.json")
     paths = crd3_episodes(args.episodes)
+    name = f"Critical Role {' '.join(p.stem for p in paths)} {args.turns or 'all'}"
+    if cid := await memory.pool.fetchval("SELECT id FROM campaigns WHERE name = $1", name):
+        paths = []  # kept by an earlier run (--db)
+    else:
+        cid = (await memory.campaigns().create(name)).id
+        await load_wiki_entities(memory.campaign(cid), CRD3 / "crd3_wiki_entities.json")
+    mem = memory.campaign(cid)
     first = datetime(2015, 3, 12, 19, tzinfo=UTC)
     for n, path in enumerate(paths):
         if args.turns:  # the episode's first turns, under its own name (the session's title)
@@ -392,10 +401,10 @@ async def load_crd3(memory: Memory, args: argparse.Namespace, folder: Path) -> l
         await ingest_file(mem, path, batch_size=500, started_at=first + timedelta(days=7 * n))
         print(f"  CRD3: {n + 1}/{len(paths)} episodes imported", end="\r", flush=True)
     print()
-    await _run_jobs(memory, args)
-    h = await Haystack.read(memory.pool, camp.id)
+    await _run_jobs(memory, args, drop=(jobs.SUMMARY,))
+    h = await Haystack.read(memory.pool, cid)
     cases = []
-    for row in crd3_queries({p.stem for p in paths}, args.crd3_queries, args.seed, args.turns):
+    for row in crd3_queries({p.stem for p in crd3_episodes(args.episodes)}, args.crd3_queries, args.seed, args.turns):
         sid = h.session_titled[row["episode"]]
         gold = {i for t in range(row["turn_start"], row["turn_end"] + 1) if (i := h.by_seq.get((sid, t + 1)))}
         if gold:
@@ -415,11 +424,12 @@ async def load_wiki_entities(mem: CampaignMemory, path: Path, limit: int = 300) 
                 await mem.graph.add_entity(EntityIn(name=name, type=EntityType.concept))
 
 
-async def _run_jobs(memory: Memory, args: argparse.Namespace) -> None:
+async def _run_jobs(memory: Memory, args: argparse.Namespace, drop: tuple[str, ...]) -> None:
+    """The queued jobs, but those of ``drop``. Session summaries play no part in recall, and today's summary job
+    is quadratic in a session's lines (``out_of_game`` is called once per line in ``summarize_session``): 20+
+    minutes for one CRD3 episode on this machine."""
     started = time.perf_counter()
-    # Session summaries play no part in recall, and today's summary job is quadratic in a session's lines
-    # (out_of_game is called once per line in summarize_session): 20+ minutes on one CRD3 episode here.
-    await memory.pool.execute("DELETE FROM pgqueuer WHERE entrypoint = $1 AND status = 'queued'", jobs.SUMMARY)
+    await memory.pool.execute("DELETE FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status = 'queued'", drop)
     ctx = jobs.JobContext(memory=memory, embedder=args.embedder, embedding_model=args.embedder.model_name)
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
     print(f"  jobs done in {time.perf_counter() - started:.0f} s ({args.embedder.computed} texts embedded so far)")
@@ -588,29 +598,29 @@ def print_by_type(scores: dict[tuple[str, str], list[Score]]) -> None:
 
 async def main(args: argparse.Namespace) -> None:
     if args.quick:
-        args.questions, args.distractors, args.crd3_queries, args.episodes, args.turns = 12, 20, 20, 1, 700
-        args.latency_sessions, args.latency_queries, args.latency_rounds = 6, 12, 2
+        args.questions, args.distractors, args.crd3_queries, args.episodes, args.turns = 10, 15, 20, 1, 700
+        args.latency_sessions, args.latency_queries, args.latency_rounds = 4, 12, 2
     missing = [p for p in (LME, CRD3 / "aligned_index.dev.jsonl", CRD3 / "episodes") if not p.exists()]
     if missing:
         print(f"skipped: data not found ({', '.join(map(str, missing))})")
         return
     args.embedder = CachedEmbedder(MiniLMEmbedder(threads=args.threads), Path(args.cache))
     started = time.perf_counter()
-    root = Path(tempfile.mkdtemp(prefix="lk-bench-recall-", dir="/tmp"))
+    root = Path(args.db) if args.db else Path(tempfile.mkdtemp(prefix="lk-bench-recall-", dir="/tmp"))
     server = EmbeddedPostgres(root)
     try:
         pool = await create_pool(server.start())
         await migrate(pool, EmbeddingSpec(MiniLMEmbedder.model_name, MiniLMEmbedder.dim))
         memory = Memory(pool)
         lme = await load_longmemeval(memory, args) if "lme" in args.data else []
-        crd3 = await load_crd3(memory, args, root) if "crd3" in args.data else []
+        crd3 = await load_crd3(memory, args, Path(tempfile.mkdtemp(dir=root))) if "crd3" in args.data else []
         lme_scores = await evaluate(memory, lme, args)
         crd3_scores = await evaluate(memory, crd3, args)
         await pool.close()
     finally:
         server.stop()
-        shutil.rmtree(root, ignore_errors=True)
-    timings = await latency(args, crd3) if args.latency_sessions else []
+        if not args.db:
+            shutil.rmtree(root, ignore_errors=True)
 
     lme_sessions = sum(len(c.haystack.session_titled) for c in lme) / max(1, len(lme))
     cut = f" (their first {args.turns} turns)" if args.turns else ""
@@ -622,6 +632,7 @@ async def main(args: argparse.Namespace) -> None:
         print_quality("CRD3 aligned summaries", crd3_scores, split, sessions=False)
     if args.by_type and lme:
         print_by_type(lme_scores)
+    timings = await latency(args, crd3) if args.latency_sessions else []
     if timings:
         queries = len(LATENCY_QUERIES) + args.latency_queries
         print(f"\nLatency in process, {args.latency_sessions} sessions of {args.latency_lines:,} lines, "
@@ -637,7 +648,7 @@ async def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a small run (< 3 minutes once the cache is warm)")
-    parser.add_argument("--questions", type=int, default=48, help="LongMemEval questions (both halves)")
+    parser.add_argument("--questions", type=int, default=40, help="LongMemEval questions (both halves)")
     parser.add_argument("--distractors", type=int, default=50, help="other questions' sessions in each haystack")
     parser.add_argument("--crd3-queries", type=int, default=40, help="summary sentences per CRD3 episode")
     parser.add_argument("--episodes", type=int, default=2, help="CRD3 episodes of each half (the smallest)")
@@ -651,5 +662,10 @@ if __name__ == "__main__":
     parser.add_argument("--latency-rounds", type=int, default=3)
     parser.add_argument("--by-type", action="store_true", help="also LongMemEval session any@5 by question type")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--db",
+        help="keep the database in this folder and reuse the campaigns an earlier run left there (same options): a "
+        "rerun then only asks the questions. Delete it when how lines are written changes",
+    )
     parser.add_argument("--cache", default="/tmp/lk-bench-embeddings/minilm.sqlite3", help="embedding cache")
     asyncio.run(main(parser.parse_args()))
