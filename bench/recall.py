@@ -76,6 +76,7 @@ SYSTEMS = (
     "BM25 over Lorekeeper's windows",
     "MiniLM over single lines",
 )
+LEXICAL_ONLY, VECTOR_ONLY = "Lorekeeper recall, full text only", "Lorekeeper recall, vectors only"
 #: How deep the baselines' ranked lists go: enough lines to fill the largest budget on CRD3's short lines.
 LINE_DEPTH = 150
 WINDOW_DEPTH = 40
@@ -456,7 +457,11 @@ async def run_systems(
     as_list = vector.tolist()
     hits = await recall(mem, args.embedder, case.query, limit=args.limit, embedding=as_list)
     old = await recall_v1(memory.pool, h.campaign_id, case.query, as_list, limit=args.limit)
-    return {
+    halves = {}
+    for mode, name in (("fulltext", LEXICAL_ONLY), ("vector", VECTOR_ONLY)) if args.modes else ():
+        found = await recall(mem, args.embedder, case.query, limit=args.limit, embedding=as_list, mode=mode)
+        halves[name] = _hit_units(found)
+    return halves | {
         SYSTEMS[0]: _hit_units(hits),
         SYSTEMS[1]: [Unit(x.session_id, tuple(x.entry_ids)) for x in old],
         SYSTEMS[2]: h.bm25_lines(case.query),
@@ -572,24 +577,33 @@ def print_quality(title: str, scores: dict[tuple[str, str], list[Score]], split:
     heads = [b[0] for b in BUDGETS] + (["session any@5", "session all@5"] if sessions else []) + ["words shown"]
     print("| system | " + " | ".join(heads) + " |")
     print("|---|" + "---:|" * len(heads))
-    for system in SYSTEMS:
+    for system in _present(scores):
         rows = scores[(system, split)]
         cells = [f"{sum(r.budgets[k] for r in rows) / n:.3f}" for k in range(len(BUDGETS))]
         if sessions:
             cells += [f"{sum(r.any5 for r in rows) / n:.3f}", f"{sum(r.all5 for r in rows) / n:.3f}"]
-        cells.append(f"{statistics.mean(r.words for r in rows):,.0f}" if system in SYSTEMS[:2] else "—")
+        shown = system in (*SYSTEMS[:2], LEXICAL_ONLY, VECTOR_ONLY)
+        cells.append(f"{statistics.mean(r.words for r in rows):,.0f}" if shown else "—")
         print(f"| {system} | " + " | ".join(cells) + " |")
+
+
+def _present(scores: dict[tuple[str, str], list[Score]]) -> list[str]:
+    """The systems measured, the product's first."""
+    return list(
+        dict.fromkeys(s for s in (*SYSTEMS[:1], LEXICAL_ONLY, VECTOR_ONLY, *SYSTEMS[1:]) for k, _ in scores if k == s)
+    )
 
 
 def print_by_type(scores: dict[tuple[str, str], list[Score]]) -> None:
     """The old per-type table: LongMemEval session any@5 by question type, both halves together."""
     types = sorted({k.split("|", 1)[1] for _, k in scores if "|" in k and k.split("|", 1)[1]})
     print("\nLongMemEval session any@5 by question type (both halves)\n")
-    print("| question type | n | " + " | ".join(SYSTEMS) + " |")
-    print("|---|---:|" + "---:|" * len(SYSTEMS))
+    systems = _present(scores)
+    print("| question type | n | " + " | ".join(systems) + " |")
+    print("|---|---:|" + "---:|" * len(systems))
     for t in types:
         cells = []
-        for system in SYSTEMS:
+        for system in systems:
             rows = [r for s in ("dev", "held-out") for r in scores.get((system, f"{s}|{t}"), [])]
             cells.append(f"{sum(r.any5 for r in rows) / len(rows):.2f}")
         n = sum(len(scores.get((SYSTEMS[0], f"{s}|{t}"), [])) for s in ("dev", "held-out"))
@@ -660,6 +674,7 @@ if __name__ == "__main__":
     parser.add_argument("--latency-lines", type=int, default=2500, help="lines a session in the latency campaign")
     parser.add_argument("--latency-queries", type=int, default=32, help="CRD3 sentences added to the 8 questions")
     parser.add_argument("--latency-rounds", type=int, default=3)
+    parser.add_argument("--modes", action="store_true", help="also Lorekeeper's full-text and vector halves alone")
     parser.add_argument("--by-type", action="store_true", help="also LongMemEval session any@5 by question type")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
