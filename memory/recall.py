@@ -84,6 +84,8 @@ class RecallHit(BaseModel):
 
 #: Lines read from each list: enough for the fused ranking's top lines to be found by both when both know them.
 LEXICAL_DEPTH, VECTOR_DEPTH = 40, 15
+#: Lines per hit asked for that are checked for table talk (dice, rules, the show), best first.
+TALK_CHECKED = 3
 #: An alias or name a question is expanded with counts less than the question's own words.
 EXPANSION_WEIGHT = 0.7
 
@@ -132,8 +134,12 @@ async def recall(
     vector = await _best_lines(mem, terms, windows, entries, speakers)
     candidates = [*dict.fromkeys([*lexical, *vector])]
     mentioning = await _mentioning(mem, [e.id for e in named], candidates)
-    talk = [i for i in candidates if i in entries and line_talk(entries[i].text) is not None]
-    ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=talk)
+    ranked = rank.fuse(lexical, vector, named=mentioning)
+    # table talk is told apart only near the top (a long line costs a millisecond): what it demotes, it demotes there
+    near = [f.entry_id for f in ranked[: TALK_CHECKED * limit] if f.entry_id in entries]
+    talk = [i for i in near if line_talk(entries[i].text) is not None]
+    if talk:
+        ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=talk)
     places = {i: rank.Place(i, e.session_id, e.seq) for i, e in entries.items()}
     groups = rank.group(ranked, places, limit)
     return await _hits(mem, groups, {f.entry_id: f for f in ranked})

@@ -110,13 +110,16 @@ def fuse(
     *,
     named: Iterable[int] = (),
     table_talk: Iterable[int] = (),
-    k: float = FUSE_K,
-    lexical_weight: float = LEXICAL_WEIGHT,
-    vector_weight: float = VECTOR_WEIGHT,
+    k: float | None = None,
+    lexical_weight: float | None = None,
+    vector_weight: float | None = None,
 ) -> list[Fused]:
     """Lines ranked by both lists (entry ids, best first; a vector window is credited to its best line), each
     counting ``weight / (k + rank)``; a line naming an entity of the question gains ``NAMED_BOOST``, table talk
     keeps ``TABLE_TALK_FACTOR`` of its score. Ties go to the lexical list's order, then the vector list's."""
+    k = FUSE_K if k is None else k
+    lexical_weight = LEXICAL_WEIGHT if lexical_weight is None else lexical_weight
+    vector_weight = VECTOR_WEIGHT if vector_weight is None else vector_weight
     out: dict[int, Fused] = {}
     for rank, entry_id in enumerate(lexical, 1):
         line = out.setdefault(entry_id, Fused(entry_id))
