@@ -14,6 +14,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Literal
 
+import asyncpg
 from pydantic import BaseModel
 
 from memory import lexical as lexical_ranker
@@ -120,15 +121,7 @@ async def recall(
         lexical = [f.entry_id for f in found]
     windows: list[ChunkHit] = []
     if mode in ("both", "vector"):
-        if embedding is None:
-            assert embedder is not None, "vector recall needs an embedder"
-            (embedding,) = await embedder.embed([query])
-        windows = await mem.semantic.nearest(
-            embedding,
-            k=VECTOR_DEPTH,
-            session_id=sessions[0] if sessions else None,
-            speaker=speakers[0] if speakers else None,
-        )
+        windows = await _windows(mem, embedder, embedding or query, sessions, speakers)
     in_windows = sorted({i for w in windows for i in w.entry_ids} - set(lexical))
     entries = {e.id: e for e in await mem.log.entries([*lexical, *in_windows])}
     vector = await _best_lines(mem, terms, windows, entries, speakers)
@@ -143,6 +136,25 @@ async def recall(
     places = {i: rank.Place(i, e.session_id, e.seq) for i, e in entries.items()}
     groups = rank.group(ranked, places, limit)
     return await _hits(mem, groups, {f.entry_id: f for f in ranked})
+
+
+async def _windows(
+    mem: CampaignMemory,
+    embedder: Embedder | None,
+    query: str | list[float],
+    sessions: list[int] | None,
+    speakers: list[str] | None,
+) -> list[ChunkHit]:
+    """The windows nearest the query's meaning (``query``: its text, or its embedding when the caller has it)."""
+    if isinstance(query, str):
+        assert embedder is not None, "vector recall needs an embedder"
+        (query,) = await embedder.embed([query])
+    return await mem.semantic.nearest(
+        query,
+        k=VECTOR_DEPTH,
+        session_id=sessions[0] if sessions else None,
+        speaker=speakers[0] if speakers else None,
+    )
 
 
 async def _speakers(mem: CampaignMemory, query: str) -> list[str]:
@@ -231,39 +243,45 @@ async def _hits(mem: CampaignMemory, groups: list[rank.Group], fused: dict[int, 
         [g.last for g in groups],
     )
     titles = {s.id: s.title for s in await mem.log.sessions()}
-    out: list[RecallHit] = []
-    for g in groups:
-        matched = set(g.matched)
-        lines = [r for r in rows if r["session_id"] == g.session_id and g.first <= r["seq"] <= g.last]
-        how = [m for i in g.matched for m in fused[i].matched]
-        out.append(
-            RecallHit(
-                session_id=g.session_id,
-                session=titles.get(g.session_id, ""),
-                speakers=list(dict.fromkeys(r["speaker"] for r in lines)),
-                start_s=lines[0]["start_s"] if lines else None,
-                end_s=max((r["end_s"] or r["start_s"] for r in lines), default=None),
-                text="\n".join(f"{r['speaker']}: {r['text']}" for r in lines),
-                score=round(g.score, 6),
-                refs=[r["ref"] for r in lines if r["ref"]],
-                entry_ids=[r["id"] for r in lines],
-                matched=list(dict.fromkeys(how)),
-                lines=[
-                    HitLine(
-                        entry_id=r["id"],
-                        session_id=r["session_id"],
-                        seq=r["seq"],
-                        speaker=r["speaker"],
-                        text=r["text"],
-                        start_s=r["start_s"],
-                        ref=r["ref"],
-                        matched=r["id"] in matched,
-                    )
-                    for r in lines
-                ],
-            )
+    return [
+        _hit(
+            g,
+            [r for r in rows if r["session_id"] == g.session_id and g.first <= r["seq"] <= g.last],
+            titles.get(g.session_id, ""),
+            [m for i in g.matched for m in fused[i].matched],
         )
-    return out
+        for g in groups
+    ]
+
+
+def _hit(g: rank.Group, rows: list[asyncpg.Record], title: str, how: list[str]) -> RecallHit:
+    matched = set(g.matched)
+    lines = [
+        HitLine(
+            entry_id=r["id"],
+            session_id=r["session_id"],
+            seq=r["seq"],
+            speaker=r["speaker"],
+            text=r["text"],
+            start_s=r["start_s"],
+            ref=r["ref"],
+            matched=r["id"] in matched,
+        )
+        for r in rows
+    ]
+    return RecallHit(
+        session_id=g.session_id,
+        session=title,
+        speakers=list(dict.fromkeys(r["speaker"] for r in rows)),
+        start_s=rows[0]["start_s"] if rows else None,
+        end_s=max((r["end_s"] or r["start_s"] for r in rows), default=None),
+        text="\n".join(f"{r['speaker']}: {r['text']}" for r in rows),
+        score=round(g.score, 6),
+        refs=[r["ref"] for r in rows if r["ref"]],
+        entry_ids=[r["id"] for r in rows],
+        matched=list(dict.fromkeys(how)),
+        lines=lines,
+    )
 
 
 class KnownFact(BaseModel):

@@ -10,9 +10,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-#: Fusion by rank with a small constant: a list's first line must beat a line two lists both found far down.
-#: With RRF's usual k = 60, a line found by both lists at any depth (>= 2/100) beat one ranked first by one
-#: list (1/61); with k = 2, rank 1 of one list (1/3) beats rank 3 of both (2/5 ... no: 0.4) only below rank 3.
+#: Fusion by rank with a small constant: a list's first line must beat a line both lists found far down. With
+#: RRF's usual k = 60 a line found by both at any depth (>= 2/100) beat one ranked first by one list (1/61); with
+#: k = 2, rank 1 of one list (1/3) beats a line both rank 5th or lower (2/7).
 FUSE_K = 2.0
 #: How much each list counts: BM25 over lines is the sharper of the two on our dev data.
 LEXICAL_WEIGHT, VECTOR_WEIGHT = 1.0, 0.8
