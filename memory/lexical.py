@@ -24,7 +24,7 @@ from memory.db import Executor
 K1, B = 1.2, 0.75
 #: Lines fetched through the index at most, rarest terms first: the terms past this budget still score the lines
 #: fetched but fetch none (their IDF is low, and their lines would be most of the work at 150k lines).
-FETCH_BUDGET = 1000
+FETCH_BUDGET = 500
 #: Terms of a query scored at most (its rarest): a question has a dozen; a pasted page would cost its length.
 MAX_TERMS = 32
 
