@@ -177,3 +177,17 @@ async def test_term_counts_follow_every_write_and_stay_in_their_campaign(
     assert await counts(other.campaign_id) == await recomputed(other.campaign_id)
     # the other campaign's lines are never found here
     assert not await recall(campaign, None, "dragon", limit=5, mode="fulltext")
+
+
+async def test_recall_json_keeps_lines_refs_scores_and_what_matched(campaign: CampaignMemory) -> None:
+    from bot.cli.common import to_jsonable
+
+    ids = await said(campaign, "One", [*FILLER[:3], ("DM", "The obsidian dagger is cursed."), *FILLER[3:6]])
+    (hit,) = to_jsonable(await recall(campaign, None, "obsidian dagger", limit=1, mode="fulltext"))
+    assert hit["matched"] == ["fulltext"] and hit["score"] > 0 and hit["entry_ids"] == ids[2:5]
+    assert [(line["entry_id"], line["matched"]) for line in hit["lines"]] == [
+        (ids[2], False),
+        (ids[3], True),
+        (ids[4], False),
+    ]
+    assert hit["lines"][1]["text"] == "The obsidian dagger is cursed." and hit["lines"][1]["speaker"] == "DM"
