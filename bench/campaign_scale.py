@@ -99,7 +99,7 @@ async def build(mem: CampaignMemory, args: argparse.Namespace) -> dict[str, Any]
         name = "".join(rng.choices(SYLLABLES, k=rng.randint(2, 4))).title()
         if name.casefold() not in taken:
             taken.add(name.casefold())
-            specs.append((name, rng.choice(["npc", "place", "item", "faction"]), []))
+            specs.append((name, rng.choice(["npc", "location", "item", "faction"]), []))
     specs = specs[: args.entities]
     base = datetime(2024, 1, 6, 19, tzinfo=UTC)
     async with pool.acquire() as conn:

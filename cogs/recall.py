@@ -1,7 +1,8 @@
 """``/recall`` (what was said about something, with where it was said) and ``/recap`` (a session's summary).
 
-Retrieval is ``memory.recall`` (L2 vectors + L1 full text, fused) — full text only when the bot was built
+Retrieval is ``memory.recall`` (BM25 over lines + vectors + the graph, fused) — BM25 only when the bot was built
 without an embedder — after the current facts of the entities the query names (``memory.recall.named_entities``).
+Each hit is its best lines, whole, with a line of context either side.
 """
 
 from __future__ import annotations
@@ -27,10 +28,33 @@ RECALL_RATE, RECALL_PER_SECONDS = 4, 30.0
 
 
 def cite(hit: RecallHit, mask: Callable[[str], str] = str) -> str:
-    """The passage with its session, time and speakers, so the DM can find it in the recording; ``mask`` hides
-    what the reader may not see in it (secret names, for players)."""
-    who = ", ".join(hit.speakers)
-    return f"“{clip(mask(hit.text), 400)}”\n— **{who}**, {mask(hit.where())}"
+    """The hit's lines whole (the ones that answer in bold, their context plain) with its session, time and
+    speakers, so the DM can find it in the recording; ``mask`` hides what the reader may not see in it (secret
+    names, for players)."""
+    # what was said is data: a "*" or ">" in it must not restyle the embed
+    said = [
+        f"**{text}**" if line.matched else text
+        for line in hit.lines
+        if (text := discord.utils.escape_markdown(f"{mask(line.speaker)}: {mask(line.text)}"))
+    ] or [mask(hit.text)]
+    who = ", ".join(dict.fromkeys(line.speaker for line in hit.answering())) or ", ".join(hit.speakers)
+    return "\n".join(f"> {line}" for line in said) + f"\n— **{who}**, {mask(hit.where())}"
+
+
+def cited(hits: list[RecallHit], mask: Callable[[str], str], room: int) -> str:
+    """The hits cited in rank order, as many whole as fit in ``room`` characters; the first is clipped with "…"
+    at a word when it alone does not fit (the answer is in its first lines)."""
+    out: list[str] = []
+    for hit in hits:
+        text = cite(hit, mask)
+        if len("\n\n".join([*out, text])) <= room:
+            out.append(text)
+        elif not out:
+            cut = text[: room - 1]
+            out.append((cut[: cut.rfind(" ")] if " " in cut else cut) + "…")
+        else:
+            break
+    return "\n\n".join(out)
 
 
 class Recall(commands.Cog):
@@ -47,7 +71,9 @@ class Recall(commands.Cog):
         dm = member_is_dm(interaction, campaign)
         await interaction.response.defer(ephemeral=True, thinking=True)
         embedder = self.bot.embedder
-        hits = await recall_core.recall(mem, embedder, query, limit=HITS, mode="both" if embedder else "fulltext")
+        hits = await recall_core.recall(
+            mem, embedder, query, limit=HITS, mode="both" if embedder else "fulltext", dm=dm
+        )
         embed = discord.Embed(title=clip(f"Recall: {query}", 256), colour=0x3498DB)
         # what the graph knows now comes first: a passage says what was true then ("Thrennick has the Ember Key")
         for known in await recall_core.named_entities(mem, query, dm=dm):
@@ -59,7 +85,7 @@ class Recall(commands.Cog):
             # players heard what was said, but a name the DM keeps secret stays hidden in what they read back
             mask = str if dm else await mem.graph.player_mask()
             room = min(4000, MAX_EMBED_TOTAL - len(embed))  # a message's embeds share Discord's 6,000 characters
-            passages.description = clip("\n\n".join(cite(h, mask) for h in hits), room)
+            passages.description = cited(hits, mask, room)
         elif not embed.fields:
             embed.description = "Nothing in this campaign's sessions matches that."
         embeds = [embed, passages] if hits and passages is not embed else [embed]

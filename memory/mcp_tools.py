@@ -197,7 +197,7 @@ class CampaignTools:
     async def search_sessions(self, query: str, limit: int = 5) -> SearchResult:
         embedder = self.embedder()
         hits = await recall_core.recall(
-            self.mem, embedder, query, limit=limit, mode="both" if embedder is not None else "fulltext"
+            self.mem, embedder, query, limit=limit, mode="both" if embedder is not None else "fulltext", dm=self.dm
         )
         named = await recall_core.named_entities(self.mem, query, dm=self.dm)
         mask = await reader_mask(self.mem, self.dm)

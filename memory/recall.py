@@ -1,8 +1,8 @@
-"""Recall: what was said about X — L2 vector hits and L1 full-text hits merged by reciprocal-rank fusion.
-
-Vectors find paraphrases ("the dragon under the lake"), full text finds rare exact words (names, items); RRF
-needs no score calibration between the two. Each hit is a chunk (a window of utterances) and cites the
-``ref`` of every L1 entry it covers. Discord-free: the bot's /recall and ``lorekeeper recall`` both call this.
+"""Recall: what was said about X — the lines that answer it, ranked by BM25 over lines (:mod:`memory.lexical`),
+vectors over windows (each credited to its best line) and the graph (the entities a question names expand it and
+lift the lines that mention them), fused by :mod:`memory.recall_rank`. A hit is the best line(s) with a line of
+context either side, whole, citing the ``ref`` of every line. Discord-free: /recall, ``lorekeeper recall`` and
+the MCP tools call this.
 
 A passage says what was true when it was said ("Thrennick has the Ember Key"); the entities a query names come
 with their current facts from the graph (:func:`named_entities`), so an answer shows what has changed since.
@@ -11,19 +11,21 @@ with their current facts from the graph (:func:`named_entities`), so an answer s
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Literal
 
+import asyncpg
 from pydantic import BaseModel
 
+from memory import lexical as lexical_ranker
+from memory import recall_rank as rank
 from memory.correction.text import normalize, spaced_form, tokenize
 from memory.gazetteer import Gazetteer
-from memory.models import Chunk, EntityType, Entry, Visibility, clip, where_said
+from memory.models import ChunkHit, EntityType, Entry, Visibility, clip, where_said
+from memory.offgame import line_talk
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
 
-RRF_K = 60  # the usual constant: dampens the gap between the first ranks
 Mode = Literal["both", "vector", "fulltext"]
 #: Entities of a query shown with their facts: a question names one or two; more would bury the passages.
 NAMED_LIMIT = 3
@@ -43,6 +45,19 @@ def _clipped(query: str) -> str:
     return head[: head.rfind(" ")] if " " in head else head[:QUERY_CHARS]
 
 
+class HitLine(BaseModel):
+    """One line a DM reads for a hit, whole: the line(s) that scored (``matched``) and their context."""
+
+    entry_id: int
+    session_id: int
+    seq: int
+    speaker: str
+    text: str
+    start_s: float | None
+    ref: str | None
+    matched: bool
+
+
 class RecallHit(BaseModel):
     session_id: int
     session: str
@@ -54,51 +69,26 @@ class RecallHit(BaseModel):
     refs: list[str]  # source references of the L1 entries the hit covers
     entry_ids: list[int]
     matched: list[str]  # how it was found: "vector", "fulltext"
+    lines: list[HitLine] = []  # what the DM reads, in reading order
+
+    def answering(self) -> list[HitLine]:
+        """The lines that scored (the answer), without their context."""
+        return [line for line in self.lines if line.matched]
 
     def where(self) -> str:
-        """Its session and time, or its first line's source when the transcript had no times."""
-        return where_said(
-            self.session or f"session {self.session_id}", self.start_s, self.refs[0] if self.refs else None
-        )
+        """The session and time of its (first) answering line, or that line's source when the transcript had no
+        times."""
+        first = next(iter(self.answering()), None)
+        start, ref = (first.start_s, first.ref) if first else (self.start_s, self.refs[0] if self.refs else None)
+        return where_said(self.session or f"session {self.session_id}", start, ref)
 
 
-async def fulltext_entries(mem: CampaignMemory, query: str, limit: int) -> list[Entry]:
-    """Entries matching any of the query's words, best first. A question in plain words is an OR of its
-    terms here (``websearch`` syntax would require all of them and find nothing for a long question)."""
-    rows = await mem.db.fetch(
-        """
-        WITH q AS (
-            SELECT nullif(replace(plainto_tsquery('english', searchable($2))::text, '&', '|'), '')::tsquery AS q
-        )
-        SELECT e.id FROM session_entries e, q
-        WHERE e.campaign_id = $1 AND q.q IS NOT NULL AND e.tsv @@ q.q
-        ORDER BY ts_rank_cd(e.tsv, q.q) DESC, e.session_id, e.seq
-        LIMIT $3
-        """,
-        mem.campaign_id,
-        query,
-        limit,
-    )
-    by_id = {e.id: e for e in await mem.log.entries([r["id"] for r in rows])}
-    return [by_id[r["id"]] for r in rows if r["id"] in by_id]
-
-
-async def _covering_chunks(mem: CampaignMemory, entry_ids: list[int]) -> dict[int, Chunk]:
-    """For each entry, the earliest chunk that covers it."""
-    if not entry_ids:
-        return {}
-    rows = await mem.db.fetch(
-        """
-        SELECT DISTINCT ON (eid) eid, c.id, c.campaign_id, c.session_id, c.key, c.text, c.entry_ids, c.speakers,
-               c.entity_ids, c.topics, c.start_s, c.end_s
-        FROM unnest($2::bigint[]) AS eid
-        JOIN chunks c ON c.campaign_id = $1 AND c.entry_ids @> ARRAY[eid]
-        ORDER BY eid, c.start_s, c.id
-        """,
-        mem.campaign_id,
-        entry_ids,
-    )
-    return {r["eid"]: Chunk(**{k: r[k] for k in Chunk.model_fields}) for r in rows}
+#: Lines read from each list: enough for the fused ranking's top lines to be found by both when both know them.
+LEXICAL_DEPTH, VECTOR_DEPTH = 40, 15
+#: Lines per hit asked for that are checked for table talk (dice, rules, the show), best first.
+TALK_CHECKED = 3
+#: An alias or name a question is expanded with counts less than the question's own words.
+EXPANSION_WEIGHT = 0.7
 
 
 async def recall(
@@ -109,72 +99,189 @@ async def recall(
     limit: int = 5,
     mode: Mode = "both",
     embedding: list[float] | None = None,
+    dm: bool = True,
 ) -> list[RecallHit]:
-    """The ``limit`` best hits for ``query`` (its first ``QUERY_CHARS`` characters); ``embedding`` may be given
-    when the caller embedded in bulk."""
-    query = _clipped(query)
-    depth = max(limit * 4, 20)
-    scores: dict[str, float] = defaultdict(float)
-    matched: dict[str, list[str]] = defaultdict(list)
-    units: dict[str, Chunk | Entry] = {}
+    """The ``limit`` best hits for ``query`` (its first ``QUERY_CHARS`` characters): the lines that answer it,
+    each with a line of context either side. ``embedding`` may be given when the caller embedded in bulk; ``dm``:
+    secret entities' names expand the query too (a player's query is expanded with public names only)."""
+    parsed = rank.parse(_clipped(query), await _speakers(mem, query))
+    sessions = await _sessions(mem, parsed.filters)
+    if sessions == []:
+        return []  # "in session 12" of a campaign with 3
+    speakers = [parsed.filters.speaker] if parsed.filters.speaker else None
+    named = await _named(mem, parsed.text, dm=dm)
+    phrases = [(parsed.text, 1.0)] + [(form, EXPANSION_WEIGHT) for e in named for form in (e.name, *e.aliases)]
 
-    if mode in ("both", "vector"):
-        if embedding is None:
-            assert embedder is not None, "vector recall needs an embedder"
-            (embedding,) = await embedder.embed([query])
-        for rank, hit in enumerate(await mem.semantic.nearest(embedding, k=depth)):
-            key = f"c{hit.id}"
-            units[key] = hit
-            scores[key] += 1 / (RRF_K + rank + 1)
-            matched[key].append("vector")
-
+    terms = await lexical_ranker.prepare(mem.db, mem.campaign_id, phrases)
+    lexical: list[int] = []
     if mode in ("both", "fulltext"):
-        entries = await fulltext_entries(mem, query, depth)
-        covering = await _covering_chunks(mem, [e.id for e in entries])
-        seen: set[str] = set()
-        for rank, entry in enumerate(entries):
-            # An entry counts for the chunk that holds it; one not chunked yet (jobs pending) stands alone.
-            chunk = covering.get(entry.id)
-            key = f"c{chunk.id}" if chunk else f"e{entry.id}"
-            if key in seen:
-                continue  # a chunk's best entry gives its rank; more entries of it would double count
-            seen.add(key)
-            units.setdefault(key, chunk or entry)
-            scores[key] += 1 / (RRF_K + rank + 1)
-            matched[key].append("fulltext")
-
-    best = sorted(scores, key=lambda k: scores[k], reverse=True)[:limit]
-    entry_ids = sorted({i for k in best for i in _entry_ids(units[k])})
-    refs = {e.id: e.ref for e in await mem.log.entries(entry_ids)}
-    titles = {s.id: s.title for s in await mem.log.sessions()}
-    out: list[RecallHit] = []
-    for key in best:
-        unit = units[key]
-        ids = _entry_ids(unit)
-        if isinstance(unit, Entry):
-            speakers, text = [unit.speaker], f"{unit.speaker}: {unit.text}"
-            start, end = unit.start_s, unit.end_s
-        else:
-            speakers, text, start, end = unit.speakers, unit.text, unit.start_s, unit.end_s
-        out.append(
-            RecallHit(
-                session_id=unit.session_id,
-                session=titles.get(unit.session_id, ""),
-                speakers=speakers,
-                start_s=start,
-                end_s=end,
-                text=text,
-                score=round(scores[key], 6),
-                refs=[r for i in ids if (r := refs.get(i))],
-                entry_ids=ids,
-                matched=matched[key],
-            )
+        found = await lexical_ranker.bm25_lines(
+            mem.db, mem.campaign_id, terms, limit=LEXICAL_DEPTH, session_ids=sessions, speakers=speakers
         )
+        lexical = [f.entry_id for f in found]
+    windows: list[ChunkHit] = []
+    if mode in ("both", "vector"):
+        windows = await _windows(mem, embedder, embedding or query, sessions, speakers)
+    in_windows = sorted({i for w in windows for i in w.entry_ids} - set(lexical))
+    entries = {e.id: e for e in await mem.log.entries([*lexical, *in_windows])}
+    vector = await _best_lines(mem, terms, windows, entries, speakers)
+    candidates = [*dict.fromkeys([*lexical, *vector])]
+    mentioning = await _mentioning(mem, [e.id for e in named], candidates)
+    ranked = rank.fuse(lexical, vector, named=mentioning)
+    # table talk is told apart only near the top (a long line costs a millisecond): what it demotes, it demotes there
+    near = [f.entry_id for f in ranked[: TALK_CHECKED * limit] if f.entry_id in entries]
+    talk = [i for i in near if line_talk(entries[i].text) is not None]
+    if talk:
+        ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=talk)
+    places = {i: rank.Place(i, e.session_id, e.seq) for i, e in entries.items()}
+    groups = rank.group(ranked, places, limit)
+    return await _hits(mem, groups, {f.entry_id: f for f in ranked})
+
+
+async def _windows(
+    mem: CampaignMemory,
+    embedder: Embedder | None,
+    query: str | list[float],
+    sessions: list[int] | None,
+    speakers: list[str] | None,
+) -> list[ChunkHit]:
+    """The windows nearest the query's meaning (``query``: its text, or its embedding when the caller has it)."""
+    if isinstance(query, str):
+        assert embedder is not None, "vector recall needs an embedder"
+        (query,) = await embedder.embed([query])
+    return await mem.semantic.nearest(
+        query,
+        k=VECTOR_DEPTH,
+        session_id=sessions[0] if sessions else None,
+        speaker=speakers[0] if speakers else None,
+    )
+
+
+async def _speakers(mem: CampaignMemory, query: str) -> list[str]:
+    """The campaign's speakers a question may name ("what did Grog say"): read only when it asks so."""
+    found = rank.speaker_asked(query)
+    if not found:
+        return []
+    rows = await mem.db.fetch(
+        "SELECT DISTINCT speaker FROM session_entries WHERE campaign_id = $1 AND lower(speaker) = ANY($2::text[])",
+        mem.campaign_id,
+        [w.casefold() for w in found],
+    )
+    return [r["speaker"] for r in rows]
+
+
+async def _sessions(mem: CampaignMemory, filters: rank.Filters) -> list[int] | None:
+    """The session a question names, None when it names none, [] when it names one the campaign does not have."""
+    if not filters.last_session and filters.session_number is None:
+        return None
+    sessions = await mem.log.sessions()
+    chosen = rank.session_asked(filters, [(s.id, s.title, s.ended_at is not None) for s in sessions])
+    return [] if chosen is None else [chosen]
+
+
+async def _named(mem: CampaignMemory, text: str, *, dm: bool) -> list[_Called]:
+    """The accepted entities the query's words name, with their names and aliases to expand it with."""
+    called = await _names(mem, include_secret=dm)
+    found = await asyncio.to_thread(lambda: Gazetteer(_worded(called, text)).find(text))
+    return list({e.id: e for _, _, e in found}.values())[:NAMED_LIMIT]
+
+
+async def _best_lines(
+    mem: CampaignMemory,
+    terms: lexical_ranker.Query,
+    windows: list[ChunkHit],
+    entries: dict[int, Entry],
+    speakers: list[str] | None,
+) -> list[int]:
+    """Each window found by meaning credited to its best line: the one BM25 scores highest for the question,
+    else its longest (a window of small talk around one line that says something)."""
+    ids = sorted({i for w in windows for i in w.entry_ids if i in entries})
+    scored = {
+        f.entry_id: f.score
+        for f in await lexical_ranker.bm25_lines(mem.db, mem.campaign_id, terms, limit=len(ids) or 1, only=ids)
+    }
+    out: list[int] = []
+    for w in windows:
+        lines = [entries[i] for i in w.entry_ids if i in entries]
+        if speakers:
+            lines = [e for e in lines if e.speaker.casefold() == speakers[0].casefold()]
+        if lines:
+            out.append(max(lines, key=lambda e: (scored.get(e.id, 0.0), len(e.text.split()))).id)
     return out
 
 
-def _entry_ids(unit: Chunk | Entry) -> list[int]:
-    return [unit.id] if isinstance(unit, Entry) else list(unit.entry_ids)
+async def _mentioning(mem: CampaignMemory, entity_ids: list[int], entry_ids: list[int]) -> set[int]:
+    if not entity_ids or not entry_ids:
+        return set()
+    rows = await mem.db.fetch(
+        """
+        SELECT DISTINCT entry_id FROM entity_mentions
+        WHERE campaign_id = $1 AND entity_id = ANY($2::bigint[]) AND entry_id = ANY($3::bigint[])
+        """,
+        mem.campaign_id,
+        entity_ids,
+        entry_ids,
+    )
+    return {r["entry_id"] for r in rows}
+
+
+async def _hits(mem: CampaignMemory, groups: list[rank.Group], fused: dict[int, rank.Fused]) -> list[RecallHit]:
+    """The hits' lines, whole and in order, with their session and citation."""
+    if not groups:
+        return []
+    rows = await mem.db.fetch(
+        """
+        SELECT e.id, e.session_id, e.seq, e.speaker, e.text, e.start_s, e.end_s, e.ref FROM session_entries e
+        JOIN unnest($2::bigint[], $3::int[], $4::int[]) AS g(session_id, first, last)
+          ON e.session_id = g.session_id AND e.seq BETWEEN g.first AND g.last
+        WHERE e.campaign_id = $1
+        ORDER BY e.session_id, e.seq
+        """,
+        mem.campaign_id,
+        [g.session_id for g in groups],
+        [g.first for g in groups],
+        [g.last for g in groups],
+    )
+    titles = {s.id: s.title for s in await mem.log.sessions()}
+    return [
+        _hit(
+            g,
+            [r for r in rows if r["session_id"] == g.session_id and g.first <= r["seq"] <= g.last],
+            titles.get(g.session_id, ""),
+            [m for i in g.matched for m in fused[i].matched],
+        )
+        for g in groups
+    ]
+
+
+def _hit(g: rank.Group, rows: list[asyncpg.Record], title: str, how: list[str]) -> RecallHit:
+    matched = set(g.matched)
+    lines = [
+        HitLine(
+            entry_id=r["id"],
+            session_id=r["session_id"],
+            seq=r["seq"],
+            speaker=r["speaker"],
+            text=r["text"],
+            start_s=r["start_s"],
+            ref=r["ref"],
+            matched=r["id"] in matched,
+        )
+        for r in rows
+    ]
+    return RecallHit(
+        session_id=g.session_id,
+        session=title,
+        speakers=list(dict.fromkeys(r["speaker"] for r in rows)),
+        start_s=rows[0]["start_s"] if rows else None,
+        end_s=max((r["end_s"] or r["start_s"] for r in rows), default=None),
+        text="\n".join(f"{r['speaker']}: {r['text']}" for r in rows),
+        score=round(g.score, 6),
+        refs=[r["ref"] for r in rows if r["ref"]],
+        entry_ids=[r["id"] for r in rows],
+        matched=list(dict.fromkeys(how)),
+        lines=lines,
+    )
 
 
 class KnownFact(BaseModel):

@@ -1,5 +1,6 @@
-"""`lorekeeper recall`: what was said about something — vector (L2) and full-text (L1) hits, with sources, after
-the current facts of the entities the query names; `lorekeeper recap`: a session's summary."""
+"""`lorekeeper recall`: what was said about something — the lines that answer it (BM25 over lines, vectors, the
+graph), whole, with a line of context and their sources, after the current facts of the entities the query names;
+`lorekeeper recap`: a session's summary."""
 
 from __future__ import annotations
 
@@ -108,6 +109,6 @@ def print_hits(hits: list[recall_core.RecallHit]) -> None:
     for n, h in enumerate(hits, 1):
         refs = ", ".join(h.refs[:3]) + (" …" if len(h.refs) > 3 else "")
         click.echo(f"{n}. [{h.where()}] score {h.score:.4f} ({'+'.join(h.matched)})  refs: {refs}")
-        for line in h.text.splitlines():  # a passage is at most 8 lines (chunking): the answer may be the last
-            for part in wrapped(line, indent=5):  # whole, never cut: the answer may be its last words
-                click.echo(f"     {part}")
+        for line in h.lines:  # the lines that answer (›) with their context, whole: the answer may be the last words
+            for i, part in enumerate(wrapped(f"{line.speaker}: {line.text}", indent=5)):
+                click.echo(f"   › {part}" if line.matched and i == 0 else f"     {part}")

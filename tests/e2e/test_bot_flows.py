@@ -1059,7 +1059,8 @@ async def test_recall_cites_session_speaker_time_and_hides_secrets(
     as_player = await fake_discord.invoke("recall", {"query": "Eldrinax"}, user_id=player)
     text = "\n".join(as_player.texts())
     assert as_player.ephemeral
-    assert "“Ana: I think Eldrinax is the dragon under the lake.”\n— **Ana**, The Drowned Road at 1:15" in text
+    assert "> **Ana: I think Eldrinax is the dragon under the lake.**\n" in text  # the answer whole, in bold
+    assert "— **Ana**, The Drowned Road at 1:15" in text  # who said it and when
     assert "Eldrinax —sleeps_under→ Lake Vhaldris" in text and "hunts" not in text
     as_dm = await fake_discord.invoke("recall", {"query": "Eldrinax"}, user_id=dm)
     assert "Vaskerrin Holt —hunts→ Eldrinax 🔒" in "\n".join(as_dm.texts())
@@ -1090,7 +1091,7 @@ async def test_recall_shows_what_the_graph_knows_now_of_each_entity_named_before
     assert asked.texts() == [
         "Recall: who has the Ember Key now?",
         "Ember Key: Opens a vault\nEmber Key —owned_by→ Pip",
-        "“DM: Thrennick has the Ember Key.”\n— **DM**, Night 1 at 0:05",
+        "> **DM: Thrennick has the Ember Key.**\n— **DM**, Night 1 at 0:05",
     ]
     question = {"query": "Does Pip work for Vaskerrin Holt?"}
     as_player = await fake_discord.invoke("recall", question, user_id=player)

@@ -1,0 +1,196 @@
+"""Recall's pure rules: what a question asks beyond its words (a session, a speaker), how the lexical and the
+vector lists fuse into one ranking of lines, and how ranked lines become the hits a DM reads.
+
+No database here: :mod:`memory.recall` fetches, these decide, and unit tests pin them down.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+#: Fusion by rank with a small constant: a list's first line must beat a line both lists found far down. With
+#: RRF's usual k = 60 a line found by both at any depth (>= 2/100) beat one ranked first by one list (1/61); with
+#: k = 2, rank 1 of one list (1/3) beats a line both rank 5th or lower (2/7).
+FUSE_K = 2.0
+#: How much each list counts: BM25 over lines is the sharper of the two on our dev data.
+LEXICAL_WEIGHT, VECTOR_WEIGHT = 1.0, 0.8
+#: A line naming an entity the question names counts this much more; table talk (dice, rules, the show) this
+#: much less, so the story comes first when both hold the words.
+NAMED_BOOST, TABLE_TALK_FACTOR = 0.3, 0.35
+#: Lines of context shown either side of a line that scored.
+CONTEXT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """What a question asks beyond its words: a session (``last`` or the ``number``-th) and who said it."""
+
+    last_session: bool = False
+    session_number: int | None = None
+    speaker: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    text: str  # the words left to search for
+    filters: Filters
+
+
+_LAST = re.compile(r"\b(?:in |from |during |at )?(?:the )?(?:last|previous|latest) (?:session|game|episode)\b", re.I)
+_NUMBERED = re.compile(r"\b(?:in |from |during |at )?(?:the )?(?:session|episode|game) #?(\d{1,4})\b", re.I)
+_SAID = re.compile(
+    r"\b(?:what|when|where|why|how|who)\s+(?:did|does|has|had)\s+(?P<who>[^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*)?)"
+    r"\s+(?:say|said|tell|told|mention|ask|asked|talk)\b(?:\s+(?:about|of|to))?",
+    re.I,
+)
+
+
+def speaker_asked(query: str) -> list[str]:
+    """Who a question asks about as a speaker ("what did Grog say": Grog), as its one or two words and its first
+    word; the caller keeps the ones that are the campaign's speakers."""
+    found = _SAID.search(query)
+    if not found:
+        return []
+    who = found.group("who")
+    return list(dict.fromkeys([who, who.split()[0]]))
+
+
+def session_asked(filters: Filters, sessions: Sequence[tuple[int, str, bool]]) -> int | None:
+    """The session id ``filters`` name among ``sessions`` (id, title, ended; in the order played): "last session"
+    is the latest one ended (the one running is this session), "session 3" the one titled so, else the third."""
+    if filters.last_session:
+        ended = [s for s in sessions if s[2]]
+        return ended[-1][0] if ended else (sessions[-1][0] if sessions else None)
+    if filters.session_number is None:
+        return None
+    n = filters.session_number
+    titled = re.compile(rf"\b(?:session|episode|game|part|chapter|e)\s*#?0*{n}\b", re.I)
+    for sid, title, _ in sessions:
+        if titled.search(title):
+            return sid
+    return sessions[n - 1][0] if 1 <= n <= len(sessions) else None
+
+
+def parse(query: str, speakers: Iterable[str] = ()) -> Parsed:
+    """The filters a question states ("last session", "in session 3", "what did Grog say about …"), and its
+    words without them. A speaker filters only when the campaign has a speaker of that name (case-insensitive):
+    "what did the dragon say" keeps its words."""
+    text, last, number, speaker = query, False, None, None
+    if found := _LAST.search(text):
+        last, text = True, text[: found.start()] + " " + text[found.end() :]
+    elif found := _NUMBERED.search(text):
+        number, text = int(found.group(1)), text[: found.start()] + " " + text[found.end() :]
+    if found := _SAID.search(text):
+        known = {s.casefold(): s for s in speakers}
+        who = found.group("who")
+        name = known.get(who.casefold()) or known.get(who.split()[0].casefold())
+        if name is not None:
+            speaker, text = name, text[: found.start()] + " " + text[found.end() :]
+    return Parsed(" ".join(text.split()), Filters(last, number, speaker))
+
+
+@dataclass(slots=True)
+class Fused:
+    """A line's place in the fused ranking, and why it is there."""
+
+    entry_id: int
+    score: float = 0.0
+    lexical_rank: int | None = None
+    vector_rank: int | None = None
+    named: bool = False
+    table_talk: bool = False
+    matched: list[str] = field(default_factory=list)  # "fulltext", "vector", "entity"
+
+
+def fuse(
+    lexical: Sequence[int],
+    vector: Sequence[int],
+    *,
+    named: Iterable[int] = (),
+    table_talk: Iterable[int] = (),
+    k: float | None = None,
+    lexical_weight: float | None = None,
+    vector_weight: float | None = None,
+) -> list[Fused]:
+    """Lines ranked by both lists (entry ids, best first; a vector window is credited to its best line), each
+    counting ``weight / (k + rank)``; a line naming an entity of the question gains ``NAMED_BOOST``, table talk
+    keeps ``TABLE_TALK_FACTOR`` of its score. Ties go to the lexical list's order, then the vector list's."""
+    k = FUSE_K if k is None else k
+    lexical_weight = LEXICAL_WEIGHT if lexical_weight is None else lexical_weight
+    vector_weight = VECTOR_WEIGHT if vector_weight is None else vector_weight
+    out: dict[int, Fused] = {}
+    for rank, entry_id in enumerate(lexical, 1):
+        line = out.setdefault(entry_id, Fused(entry_id))
+        if line.lexical_rank is None:
+            line.lexical_rank = rank
+            line.score += lexical_weight / (k + rank)
+            line.matched.append("fulltext")
+    for rank, entry_id in enumerate(vector, 1):
+        line = out.setdefault(entry_id, Fused(entry_id))
+        if line.vector_rank is None:
+            line.vector_rank = rank
+            line.score += vector_weight / (k + rank)
+            line.matched.append("vector")
+    named_ids, talk_ids = set(named), set(table_talk)
+    for line in out.values():
+        if line.entry_id in named_ids:
+            line.named = True
+            line.score *= 1 + NAMED_BOOST
+            line.matched.append("entity")
+        if line.entry_id in talk_ids:
+            line.table_talk = True
+            line.score *= TABLE_TALK_FACTOR
+    big = len(lexical) + len(vector) + 1
+    return sorted(
+        out.values(),
+        key=lambda f: (-f.score, f.lexical_rank or big, f.vector_rank or big),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a line is: its session and position, for context and for merging neighbours into one hit."""
+
+    entry_id: int
+    session_id: int
+    seq: int
+
+
+@dataclass(slots=True)
+class Group:
+    """One hit as lines: those that scored, and the span shown (their context included)."""
+
+    session_id: int
+    first: int  # seq
+    last: int
+    matched: list[int]  # entry ids that scored, best first
+    score: float
+
+
+def group(ranked: Sequence[Fused], places: Mapping[int, Place], limit: int, *, context: int = CONTEXT) -> list[Group]:
+    """The first ``limit`` hits: each ranked line with ``context`` lines either side. A line already shown by a
+    hit, or next to its span, joins that hit (one passage, read once; it grows by the line, not by more context)
+    instead of making another."""
+    out: list[Group] = []
+    for line in ranked:
+        if len(out) >= limit:
+            break
+        place = places.get(line.entry_id)
+        if place is None:
+            continue
+        joined = next(
+            (
+                g
+                for g in out
+                if g.session_id == place.session_id and g.first - context - 1 <= place.seq <= g.last + context + 1
+            ),
+            None,
+        )
+        if joined is not None:
+            joined.first, joined.last = min(joined.first, place.seq), max(joined.last, place.seq)
+            joined.matched.append(line.entry_id)
+            continue
+        out.append(Group(place.session_id, place.seq - context, place.seq + context, [line.entry_id], line.score))
+    return out

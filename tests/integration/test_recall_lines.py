@@ -1,0 +1,193 @@
+"""Recall ranks lines: BM25 over the campaign's lines (counts kept by triggers), the graph's names and aliases,
+session and speaker filters, table talk below the story — on the real embedded PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cogs.recall import cite, cited
+from memory.mentions import index_lines
+from memory.models import EntityIn, EntityType, EntryIn, Visibility
+from memory.recall import recall
+from memory.store import CampaignMemory, Memory
+
+
+async def said(
+    campaign: CampaignMemory, title: str, lines: Sequence[tuple[str, str]], *, ended: bool = True
+) -> list[int]:
+    session = await campaign.log.start_session(title)
+    written = await campaign.log.write_many(
+        session.id, [EntryIn(speaker=who, text=text, start_s=float(n)) for n, (who, text) in enumerate(lines)]
+    )
+    if ended:
+        await campaign.log.end_session(session.id)
+    return [e.id for e in written]
+
+
+FILLER = [("DM", f"The road winds on past farm {n} and its fences.") for n in range(30)]
+
+
+async def test_rare_words_beat_a_line_that_only_says_a_common_name(campaign: CampaignMemory) -> None:
+    """ts_rank_cd has no IDF: "Grog!" tied with the answer and the earliest session won. BM25 weighs the rare
+    words of the question."""
+    await said(campaign, "One", [("TRAVIS", "Grog!"), *[("DM", f"Grog swings at goblin {n}.") for n in range(40)]])
+    ids = await said(
+        campaign, "Two", [*FILLER[:5], ("DM", "Grog buries the obsidian dagger under the willow."), *FILLER[5:10]]
+    )
+    (hit,) = await recall(campaign, None, "Where did Grog bury the obsidian dagger?", limit=1, mode="fulltext")
+    assert [line.entry_id for line in hit.lines if line.matched] == [ids[5]]
+    assert hit.session == "Two" and hit.matched == ["fulltext"]
+
+
+async def test_a_hit_is_its_line_whole_with_a_line_of_context_either_side(campaign: CampaignMemory) -> None:
+    long = "The festival of Winter's Crest begins in three days, " + "and the whole city prepares " * 30 + "for it."
+    ids = await said(campaign, "One", [*FILLER[:4], ("MATT", long), *FILLER[4:8]])
+    (hit,) = await recall(campaign, None, "Winter's Crest", limit=1, mode="fulltext")
+    assert [line.entry_id for line in hit.lines] == ids[3:6]
+    assert [line.matched for line in hit.lines] == [False, True, False]
+    assert hit.lines[1].text == long  # whole, never cut
+    assert hit.entry_ids == ids[3:6] and hit.speakers == ["DM", "MATT"]
+    assert long in cite(hit)
+    # an embed clips at its limit between words, with "…"
+    short = cited([hit], str, 200)
+    assert len(short) <= 200 and short.endswith("…") and not short[:-1].endswith(" ")
+
+
+async def test_neighbouring_lines_that_score_are_one_hit(campaign: CampaignMemory) -> None:
+    ids = await said(
+        campaign,
+        "One",
+        [*FILLER[:4], ("DM", "Delilah falls."), ("LIAM", "Who killed Delilah?"), *FILLER[4:20], ("DM", "Delilah?")],
+    )
+    hits = await recall(campaign, None, "Delilah", limit=5, mode="fulltext")
+    assert len(hits) == 2  # the short "Delilah?" first (BM25 prefers the shorter line), then the two together
+    assert [line.entry_id for line in hits[0].lines if line.matched] == [ids[-1]]
+    assert [line.entry_id for line in hits[1].lines] == ids[4:7]  # a line joining a hit brings no more context
+    assert [line.entry_id for line in hits[1].lines if line.matched] == ids[4:6]
+
+
+async def test_an_alias_expands_the_query(campaign: CampaignMemory) -> None:
+    await campaign.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc, aliases=["the Ember Wyrm"]))
+    ids = await said(campaign, "One", [*FILLER[:5], ("DM", "Eldrinax sleeps beneath the lake."), *FILLER[5:9]])
+    (hit,) = await recall(campaign, None, "where does the ember wyrm sleep", limit=1, mode="fulltext")
+    assert [line.entry_id for line in hit.lines if line.matched] == [ids[5]]
+
+
+async def test_a_secret_entity_expands_the_query_for_the_dm_only(campaign: CampaignMemory) -> None:
+    await campaign.graph.add_entity(
+        EntityIn(name="Vaskerrin Holt", type=EntityType.npc, aliases=["the patron"], visibility=Visibility.secret)
+    )
+    await said(campaign, "One", [*FILLER[:5], ("DM", "Vaskerrin Holt signs the letter."), *FILLER[5:9]])
+    dm = await recall(campaign, None, "who is the patron", limit=1, mode="fulltext")
+    assert dm and "Vaskerrin" in dm[0].text
+    # a player's question by the alias does not lead to the secret's lines
+    assert not await recall(campaign, None, "who is the patron", limit=1, mode="fulltext", dm=False)
+    # a line a player finds by its other words still has the secret name masked, as before
+    (hit,) = await recall(campaign, None, "who signs the letter", limit=1, mode="fulltext", dm=False)
+    shown = cite(hit, await campaign.graph.player_mask())
+    assert "Vaskerrin" not in shown and "[secret] signs the letter" in shown
+
+
+async def test_lines_mentioning_a_named_entity_come_first(campaign: CampaignMemory) -> None:
+    pike = await campaign.graph.add_entity(EntityIn(name="Pike", type=EntityType.player))
+    ids = await said(
+        campaign,
+        "One",
+        [("DM", "The temple bell rings at dawn."), *FILLER[:6], ("DM", "She rings the temple bell."), *FILLER[6:9]],
+    )
+    session_id = (await campaign.log.sessions())[0].id
+    await index_lines(campaign.db, campaign.campaign_id, session_id, {ids[7]: [pike.id]})  # "she" is Pike
+    hits = await recall(campaign, None, "Pike temple bell", limit=2, mode="fulltext")
+    assert ids[7] in [line.entry_id for line in hits[0].lines if line.matched]
+    assert "entity" in hits[0].matched
+
+
+async def test_last_session_and_a_numbered_session_filter(campaign: CampaignMemory) -> None:
+    one = await said(campaign, "One", [*FILLER[:3], ("DM", "The key is in the well."), *FILLER[3:6]])
+    two = await said(campaign, "Two", [*FILLER[:3], ("DM", "The key is under the bed."), *FILLER[3:6]])
+    await said(campaign, "Tonight", [("DM", "The key glows."), *FILLER[:3]], ended=False)
+    (hit,) = await recall(campaign, None, "where was the key last session", limit=5, mode="fulltext")
+    assert hit.session == "Two" and two[3] in hit.entry_ids
+    (hit,) = await recall(campaign, None, "the key in session 1", limit=5, mode="fulltext")
+    assert hit.session == "One" and one[3] in hit.entry_ids
+    assert await recall(campaign, None, "the key in session 9", limit=5, mode="fulltext") == []
+
+
+async def test_what_a_speaker_said(campaign: CampaignMemory) -> None:
+    ids = await said(
+        campaign,
+        "One",
+        [("DM", "The lich wants the crown."), *FILLER[:5], ("Grog", "I hate that lich and its crown."), *FILLER[5:8]],
+    )
+    (hit,) = await recall(campaign, None, "what did Grog say about the lich", limit=5, mode="fulltext")
+    assert [line.entry_id for line in hit.lines if line.matched] == [ids[6]]
+    # not a speaker of this campaign: the words are searched
+    hits = await recall(campaign, None, "what did the lich say about the crown", limit=5, mode="fulltext")
+    assert {ids[0], ids[6]} <= {i for h in hits for i in h.entry_ids}
+
+
+async def test_table_talk_ranks_below_the_story(campaign: CampaignMemory) -> None:
+    ids = await said(
+        campaign,
+        "One",
+        [
+            ("DM", "Roll a perception check for the dragon, DC 15."),
+            *FILLER[:5],
+            ("DM", "The dragon circles the ruined tower."),
+            *FILLER[5:9],
+        ],
+    )
+    hits = await recall(campaign, None, "the dragon", limit=2, mode="fulltext")
+    assert [line.entry_id for line in hits[0].lines if line.matched] == [ids[6]]
+    assert [line.entry_id for line in hits[1].lines if line.matched] == [ids[0]]
+
+
+async def test_term_counts_follow_every_write_and_stay_in_their_campaign(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    async def counts(cid: int) -> dict[str, int]:
+        rows = await campaign.db.fetch("SELECT term, lines FROM recall_terms WHERE campaign_id = $1 AND lines > 0", cid)
+        return {r["term"]: r["lines"] for r in rows}
+
+    async def recomputed(cid: int) -> dict[str, int]:
+        rows = await campaign.db.fetch(
+            """SELECT u AS term, count(*) AS lines FROM session_entries e, unnest(tsvector_to_array(e.tsv)) u
+               WHERE e.campaign_id = $1 GROUP BY u""",
+            cid,
+        )
+        return {r["term"]: r["lines"] for r in rows}
+
+    ids = await said(campaign, "One", [("DM", "The dragon sleeps."), ("DM", "The dragon wakes, the dragon roars.")])
+    other = memory.campaign((await memory.campaigns().create("Other")).id)
+    await said(other, "Elsewhere", [("DM", "A dragon and a griffin.")])
+    assert (await counts(campaign.campaign_id))["dragon"] == 2  # lines, not words
+    await campaign.log.revise(ids[0], "The griffin sleeps.", [])
+    session = (await campaign.log.sessions())[0]
+    await said(campaign, "Two", [("DM", "A griffin lands.")])
+    assert await counts(campaign.campaign_id) == await recomputed(campaign.campaign_id)
+    assert (await counts(campaign.campaign_id))["griffin"] == 2
+    await campaign.db.execute(
+        "DELETE FROM sessions WHERE campaign_id = $1 AND id = $2", campaign.campaign_id, session.id
+    )
+    assert await counts(campaign.campaign_id) == await recomputed(campaign.campaign_id) == {"griffin": 1, "land": 1}
+    corpus = await campaign.db.fetchrow(
+        "SELECT lines, terms FROM recall_corpus WHERE campaign_id = $1", campaign.campaign_id
+    )
+    assert (corpus["lines"], corpus["terms"]) == (1, 2)
+    assert await counts(other.campaign_id) == await recomputed(other.campaign_id)
+    # the other campaign's lines are never found here
+    assert not await recall(campaign, None, "dragon", limit=5, mode="fulltext")
+
+
+async def test_recall_json_keeps_lines_refs_scores_and_what_matched(campaign: CampaignMemory) -> None:
+    from bot.cli.common import to_jsonable
+
+    ids = await said(campaign, "One", [*FILLER[:3], ("DM", "The obsidian dagger is cursed."), *FILLER[3:6]])
+    (hit,) = to_jsonable(await recall(campaign, None, "obsidian dagger", limit=1, mode="fulltext"))
+    assert hit["matched"] == ["fulltext"] and hit["score"] > 0 and hit["entry_ids"] == ids[2:5]
+    assert [(line["entry_id"], line["matched"]) for line in hit["lines"]] == [
+        (ids[2], False),
+        (ids[3], True),
+        (ids[4], False),
+    ]
+    assert hit["lines"][1]["text"] == "The obsidian dagger is cursed." and hit["lines"][1]["speaker"] == "DM"

@@ -1,0 +1,36 @@
+"""The recall benchmark's scoring: what a DM reads, counted at equal budgets (bench/recall.py)."""
+
+from bench.recall import Unit, half, reading, session_recall, within_budgets
+
+
+def test_reading_keeps_rank_order_and_counts_a_shared_line_once() -> None:
+    units = [Unit(1, (3, 4, 5)), Unit(1, (4, 5, 6)), Unit(2, (9,))]
+    assert reading(units) == [3, 4, 5, 6, 9]
+
+
+def test_evidence_counts_when_it_starts_inside_the_budget() -> None:
+    read = list(range(1, 31))
+    words = dict.fromkeys(read, 20)
+    # line 11 is past 10 lines, inside 25 lines, starts at word 200 (< 300) and < 1,000
+    assert within_budgets(read, {11}, words) == [False, True, True, True]
+    # line 16 starts at word 300: outside the 300-word budget
+    assert within_budgets(read, {16}, words) == [False, True, False, True]
+    assert within_budgets(read, {1}, words) == [True, True, True, True]
+    assert within_budgets(read, {99}, words) == [False, False, False, False]
+
+
+def test_a_long_first_line_uses_up_the_word_budget() -> None:
+    words = {1: 400, 2: 5}
+    assert within_budgets([1, 2], {2}, words) == [True, True, False, True]
+
+
+def test_session_recall_reads_the_first_five_distinct_sessions() -> None:
+    units = [Unit(s, (s,)) for s in (1, 1, 2, 3, 3, 4, 5, 6)]
+    assert session_recall(units, {6}) == (False, False)
+    assert session_recall(units, {5, 6}) == (True, False)
+    assert session_recall(units, {2, 5}) == (True, True)
+
+
+def test_the_halves_never_change() -> None:
+    assert half("C1E010") == "dev" and half("C1E001") == "held-out"
+    assert {half(f"q{n}") for n in range(20)} == {"dev", "held-out"}

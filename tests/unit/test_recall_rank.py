@@ -1,0 +1,108 @@
+"""Recall's pure rules: query filters, BM25 pieces, fusion and how ranked lines become hits."""
+
+import math
+
+from memory.lexical import Term, fetch_terms, idf, tsquery_literal, tsquery_of
+from memory.recall_rank import Filters, Fused, Place, fuse, group, parse, session_asked, speaker_asked
+
+
+def test_last_session_is_a_filter_not_words() -> None:
+    parsed = parse("what loot did we find last session?")
+    assert parsed.filters == Filters(last_session=True)
+    assert "last" not in parsed.text and "session" not in parsed.text
+    assert "loot" in parsed.text
+
+
+def test_a_numbered_session_is_a_filter() -> None:
+    parsed = parse("who did we meet in session 3")
+    assert parsed.filters.session_number == 3
+    assert parsed.text == "who did we meet"
+
+
+def test_a_speaker_filters_only_when_the_campaign_has_that_speaker() -> None:
+    asked = parse("what did Grog say about the key", speakers=["Grog"])
+    assert asked.filters.speaker == "Grog"
+    assert asked.text == "the key"
+    # "the dragon" is no speaker of this campaign: its words stay in the search
+    story = parse("what did the dragon say about the key", speakers=["Grog"])
+    assert story.filters.speaker is None
+    assert "dragon" in story.text
+
+
+def test_speaker_asked_offers_the_name_and_its_first_word() -> None:
+    assert speaker_asked("What did Grog Strongjaw say about Pike?") == ["Grog Strongjaw", "Grog"]
+    assert speaker_asked("where is the key") == []
+
+
+def test_last_session_skips_the_one_still_running() -> None:
+    sessions = [(1, "One", True), (2, "Two", True), (3, "Tonight", False)]
+    assert session_asked(Filters(last_session=True), sessions) == 2
+    assert session_asked(Filters(last_session=True), sessions[:2]) == 2
+
+
+def test_a_session_number_prefers_its_title_then_its_place() -> None:
+    sessions = [(10, "Prologue", True), (11, "Session 1: the road", True), (12, "Night two", True)]
+    assert session_asked(Filters(session_number=1), sessions) == 11
+    assert session_asked(Filters(session_number=3), sessions) == 12
+    assert session_asked(Filters(session_number=9), sessions) is None
+
+
+def test_idf_weighs_rare_terms_over_common_ones() -> None:
+    assert idf(1, 10_000) > idf(100, 10_000) > idf(9_000, 10_000) > 0
+    assert math.isclose(idf(1, 1), math.log(1 + 0.5 / 1.5))
+
+
+def test_tsquery_literal_quotes_any_word() -> None:
+    assert tsquery_literal("vex'ahlia") == "'vex''ahlia'"
+    assert tsquery_literal("a\\b") == "'a\\\\b'"
+
+
+def test_the_rarest_terms_fetch_lines_within_the_budget() -> None:
+    terms = [Term("go", 9000, 1.0), Term("eldrinax", 3, 1.0), Term("lake", 400, 1.0), Term("look", 700, 1.0)]
+    fetching, bounded = fetch_terms(terms, budget=1000)
+    assert [t.text for t in fetching] == ["eldrinax", "lake"] and not bounded
+    assert tsquery_of(fetching) == "'eldrinax' | 'lake'"
+    # only common words: the rarest fetches, bounded (the caller reads its newest lines)
+    fetching, bounded = fetch_terms([Term("go", 9000, 1.0), Term("say", 8000, 1.0)], budget=1000)
+    assert [t.text for t in fetching] == ["say"] and bounded
+    assert tsquery_of([]) is None
+
+
+def test_a_first_place_beats_agreement_far_down() -> None:
+    """RRF with k = 60 let a line both lists found at rank 20 beat one list's first line; not any more."""
+    ranked = fuse([1, *range(100, 118), 2], [*range(200, 219), 2])
+    assert ranked[0].entry_id == 1
+    assert [f.entry_id for f in ranked].index(2) > 3
+
+
+def test_agreement_near_the_top_still_wins() -> None:
+    ranked = fuse([1, 2], [3, 2])
+    assert ranked[0].entry_id == 2
+    assert ranked[0].matched == ["fulltext", "vector"]
+
+
+def test_table_talk_ranks_below_the_story_and_named_lines_above() -> None:
+    ranked = fuse([1, 2, 3], [], table_talk=[1], named=[3])
+    assert [f.entry_id for f in ranked] == [3, 2, 1]
+    assert ranked[0].matched == ["fulltext", "entity"]
+    assert ranked[-1].table_talk
+
+
+def _places(*seqs: tuple[int, int, int]) -> dict[int, Place]:
+    return {i: Place(i, s, q) for i, s, q in seqs}
+
+
+def test_a_hit_is_its_line_with_context_and_neighbours_join_it() -> None:
+    places = _places((1, 1, 10), (2, 1, 12), (3, 1, 40), (4, 2, 11))
+    hits = group([Fused(1, 0.9), Fused(2, 0.8), Fused(3, 0.7), Fused(4, 0.6)], places, limit=5)
+    assert [(g.session_id, g.first, g.last, g.matched) for g in hits] == [
+        (1, 9, 12, [1, 2]),  # line 12 is next to line 10's context: one passage
+        (1, 39, 41, [3]),
+        (2, 10, 12, [4]),  # the same seq in another session is another hit
+    ]
+
+
+def test_group_stops_at_the_limit() -> None:
+    places = _places((1, 1, 10), (2, 1, 50), (3, 1, 90))
+    hits = group([Fused(1, 3), Fused(2, 2), Fused(3, 1)], places, limit=2)
+    assert [g.matched for g in hits] == [[1], [2]]
