@@ -546,6 +546,7 @@ async def latency(args: argparse.Namespace, crd3_cases: list[Case]) -> list[tupl
                         first.setdefault(name, ms)  # the process's first call (an index built on demand)
                     else:
                         samples[name].append(ms)
+                        samples[f"{name}: {_kind(q)}"].append(ms)
         embed_ms = []
         for q in queries[:20]:
             t0 = time.perf_counter()
@@ -555,11 +556,15 @@ async def latency(args: argparse.Namespace, crd3_cases: list[Case]) -> list[tupl
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
-    rows = [(name, first[name], _pct(s, 50), _pct(s, 95)) for name, s in samples.items()]
+    rows = [(name, first.get(name, float("nan")), _pct(s, 50), _pct(s, 95)) for name, s in sorted(samples.items())]
     rows.append(
         ("embedding the query (MiniLM, not included above)", embed_ms[0], _pct(embed_ms, 50), _pct(embed_ms, 95))
     )
     return rows
+
+
+def _kind(query: str) -> str:
+    return "the short questions" if query in LATENCY_QUERIES else "the summary sentences"
 
 
 def _pct(samples: Sequence[float], p: int) -> float:
@@ -653,7 +658,7 @@ async def main(args: argparse.Namespace) -> None:
               f"{queries} queries x {args.latency_rounds} rounds, ms\n")  # fmt: skip
         print("| | first call | p50 | p95 |\n|---|---:|---:|---:|")
         for name, first, p50, p95 in timings:
-            print(f"| {name} | {first:.1f} | {p50:.1f} | {p95:.1f} |")
+            print(f"| {name} | {'—' if first != first else f'{first:.1f}'} | {p50:.1f} | {p95:.1f} |")  # nan: none
     print(
         f"\n{time.perf_counter() - started:.0f} s in all, {args.embedder.computed} texts embedded (cache: {args.cache})"
     )
