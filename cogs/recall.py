@@ -113,7 +113,7 @@ class Recall(commands.Cog):
             chosen = sessions[-1]
         if chosen.summary and players_mask is None:
             text = chosen.summary
-        elif chosen.summary:
+        elif chosen.summary and players_mask is not None:
             text = recap_for_players(chosen.summary, players_mask)
         elif chosen.ended_at is None:
             text = "*This session is still running; its recap is written when it ends.*"

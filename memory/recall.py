@@ -21,10 +21,11 @@ from memory import lexical as lexical_ranker
 from memory import recall_rank as rank
 from memory.correction.text import normalize, spaced_form, tokenize
 from memory.gazetteer import Gazetteer
-from memory.models import ChunkHit, EntityType, Entry, Visibility, clip, where_said
+from memory.models import ChunkHit, EntityType, Entry, Visibility, where_said
 from memory.offgame import line_talk
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
+from memory.text import clip
 
 Mode = Literal["both", "vector", "fulltext"]
 #: Entities of a query shown with their facts: a question names one or two; more would bury the passages.
@@ -322,8 +323,8 @@ async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: in
     found = await asyncio.to_thread(find)
     named = list({e.id: e for _, _, e in found}.values())[:limit]
     out: list[NamedEntity] = []
-    for called in named:
-        entity = await mem.graph.get_entity_by_id(called.id)
+    for one in named:
+        entity = await mem.graph.get_entity_by_id(one.id)
         facts = await mem.graph.relationships_of(entity.id, include_secret=dm)
         out.append(
             NamedEntity(

@@ -79,9 +79,10 @@ async def recap(ctx: click.Context, session: str | None, campaign: str | None, a
         if not sessions:
             raise CliError(f"no sessions in {name} yet: `lorekeeper ingest FILE` imports one")
         chosen = await mem.log.session_by_title(session) if session else sessions[-1]
-        if chosen is None:
+        if chosen is None:  # only a title asked for can be missing
             raise CliError(
-                f"no session titled {quoted(session)}; recent ones: {', '.join(quoted(s.title) for s in sessions[-5:])}"
+                f"no session titled {quoted(session or '')}; "
+                f"recent ones: {', '.join(quoted(s.title) for s in sessions[-5:])}"
             )
     if as_json:
         emit_json(chosen)
