@@ -16,6 +16,7 @@ from memory.jobs import worker
 from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recorder import SessionRecorder, Utterance
+from memory.replies import deleted_session_said
 from memory.store import CampaignMemory, Memory
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
@@ -123,7 +124,7 @@ async def test_deleting_a_copied_import_removes_its_lines_guesses_and_recap_only
         "kept_entities": 0,
         "kept_facts": 1,
     }
-    assert deleted.said() == (
+    assert deleted_session_said(deleted) == (
         f"Deleted session 'Copy': 60 lines, {chunks} passages, 1 entity and 2 facts waiting for review, its recap "
         f"entity with {took_part} links to who took part, 1 waiting background job. Kept 0 entities and 1 fact heard "
         "in it that were accepted or rejected."
@@ -199,7 +200,7 @@ async def test_a_recap_the_dm_gave_facts_of_their_own_stays_with_them(memory: Me
 
     deleted = await campaign.delete_session("Night 1")
 
-    assert deleted.said() == (
+    assert deleted_session_said(deleted) == (
         "Deleted session 'Night 1': 1 line, 0 passages, 2 links of its recap to who took part, 3 waiting background "
         "jobs. Kept its recap entity 'Session: Night 1': 1 fact you accepted is about it (remove it as any entity "
         "if it should go too)."
