@@ -22,6 +22,8 @@ from memory.correction.evidence import everyday
 from memory.correction.text import spaceless
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_
 from memory.graph import SINGLE_VALUED, KnowledgeGraph
+from memory.graph.rules import named_anew
+from memory.graph.took_part import link_to_recaps
 from memory.models import (
     Entity,
     EntityType,
@@ -35,7 +37,6 @@ from memory.models import (
 )
 from memory.store import CampaignMemory
 from memory.text import MAX_FACT_VALUE_CHARS, attribute_value, clean_name, clip, look_alikes, without_look_alikes
-from memory.took_part import link_to_recaps, named_anew
 
 log = logging.getLogger(__name__)
 

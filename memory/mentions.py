@@ -3,7 +3,7 @@ with the session and the time. It answers "where was X said" (``/entity show``, 
 entity boost, the MCP tools); being named together is evidence of that, not a fact for the DM to review.
 
 The chunk job writes it for the lines it reads, with the gazetteer it finds a passage's entities with (a line
-revised is read again); :func:`memory.took_part.link_to_recaps` adds the lines of an entity accepted later.
+revised is read again); :func:`memory.graph.took_part.link_to_recaps` adds the lines of an entity accepted later.
 """
 
 from __future__ import annotations

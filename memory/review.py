@@ -17,6 +17,7 @@ import asyncpg
 from memory.db import transaction
 from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
 from memory.graph import KnowledgeGraph
+from memory.graph.took_part import link_to_recaps
 from memory.models import (
     EntityType,
     Mention,
@@ -29,7 +30,6 @@ from memory.models import (
     suggest_entity_type,
 )
 from memory.text import fact_value
-from memory.took_part import link_to_recaps
 
 _REF = re.compile(r"^\s*([ef])(\d+)\s*$", re.IGNORECASE)
 

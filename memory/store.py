@@ -15,12 +15,12 @@ import asyncpg
 from memory.campaigns import Campaigns
 from memory.db import Executor, transaction
 from memory.graph import KnowledgeGraph
+from memory.graph.took_part import link_to_recaps
 from memory.models import DEFAULT_ACCEPT_THRESHOLD, Entity, EntityIn
 from memory.review import ReviewQueue
 from memory.semantic import SemanticIndex
 from memory.session_delete import DeletedSession, delete_session_rows
 from memory.session_log import SessionLog
-from memory.took_part import link_to_recaps
 
 
 class CampaignMemory:
@@ -45,7 +45,7 @@ class CampaignMemory:
 
     async def add_entity(self, entity: EntityIn) -> Entity:
         """The DM's new entity, with the recapped sessions that named it before it was added (see
-        :func:`memory.took_part.link_to_recaps`): all or nothing."""
+        :func:`memory.graph.took_part.link_to_recaps`): all or nothing."""
         async with self.transaction() as tx:
             await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
             added = await tx.graph.add_entity(entity)

@@ -74,7 +74,7 @@ class Entities(Names, Masking):
         was corrected in restored (:func:`memory.jobs.enqueue_restoration`); ``not_heard_as`` replaces what it
         writes that is never the name, and the lines a new one was corrected to the name in are restored so too. An
         accepted entity given a name or alias it did not have took part in the recapped sessions that said it (see
-        :func:`memory.took_part.link_to_recaps`)."""
+        :func:`memory.graph.took_part.link_to_recaps`)."""
         async with transaction(self.db) as conn:  # name, fields, aliases and links change together or not at all
             graph = self.bound_to(conn)
             await graph.lock()  # before any write (heard-as phrases go first): see ``KnowledgeGraph.lock``

@@ -8,12 +8,12 @@ from memory.correction import PhoneticMatcher
 from memory.correction.edits import apply_corrections, merge_corrections
 from memory.correction.text import spaceless
 from memory.errors import NotFoundError
+from memory.graph.took_part import link_to_recaps, unlink_unnamed
 from memory.jobs.context import JobContext
 from memory.jobs.queue import CHUNK, enqueue_session_work, last_seq, rewind_progress
 from memory.models import Correction, Entry
 from memory.recorder import default_index_cache
 from memory.store import CampaignMemory
-from memory.took_part import link_to_recaps, unlink_unnamed
 
 
 def never_heard(correction: Correction, never: dict[int, set[str]]) -> bool:

@@ -6,13 +6,13 @@ import unicodedata
 
 from memory.extraction.pipeline import by_role
 from memory.gazetteer import Gazetteer
+from memory.graph.took_part import link_to_recaps, took_part
 from memory.jobs.context import JobContext
 from memory.jobs.queue import SUMMARY, claim_progress, progress, set_progress
 from memory.models import EntityIn, EntityType, Provenance, ReviewStatus, Source, Visibility
 from memory.offgame import out_of_game
 from memory.recap import abstractive, extractive_summary
 from memory.text import without_hidden
-from memory.took_part import link_to_recaps, took_part
 
 
 async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) -> str:

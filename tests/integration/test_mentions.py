@@ -7,11 +7,11 @@ import asyncpg
 import pytest
 
 from memory import jobs
+from memory.graph.took_part import link_to_recaps
 from memory.mentions import mentions
 from memory.models import EntityIn, EntityType, EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.store import CampaignMemory, Memory
-from memory.took_part import link_to_recaps
 
 LINES = [
     ("DM", "Brom waits at the gates of Ironhold."),
