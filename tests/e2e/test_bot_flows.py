@@ -1291,7 +1291,8 @@ async def test_a_recapped_title_leaves_a_word_of_a_secret_name_masked(
 
     assert "**[secret]'s betrayal** — " in await read(fake_discord, player, "session list")
     recalled = await read(fake_discord, player, "recall", {"query": "smiles at the party"})
-    assert "“DM: [secret] smiles at the party.”\n— **DM**, [secret]'s betrayal at 0:03" in recalled, recalled
+    assert "> **DM: [secret] smiles at the party.**\n— **DM**, [secret]'s betrayal at 0:03" in recalled, recalled
+    assert "Vaskerrin" not in recalled
     listed = await read(fake_discord, player, "entity list", {"type": "event"})
     assert "**Session: [secret]'s betrayal** · event" in listed and "Vaskerrin" not in listed
 

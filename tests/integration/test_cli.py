@@ -923,7 +923,7 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
     assert "/review" in out
     assert "Involved:" in out  # the recap, written by the jobs the demo ran
     # wrapped at words, never cut: a whole line of the sample session reads whole, and no line is too wide
-    assert "caused by Tidebinding, old water magic tied to the royal bloodline." in flat
+    assert "DM: You do. Mira Tolvanek is the blacksmith of Ironhold. She made your first holy symbol." in flat
     assert max(len(line) for line in out.splitlines() if str(tmp_path) not in line) <= 80  # a path is not cut
     # kept where asked, and said so
     assert f"kept in {tmp_path / 'demo'}" in flat and f"rm -rf {tmp_path / 'demo'}" in flat

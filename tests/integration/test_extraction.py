@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from memory import extraction, jobs
+from memory import jobs
 from memory.extraction import (
     ExtractionResult,
     ExtractionStats,
@@ -23,6 +23,7 @@ from memory.extraction import (
 )
 from memory.extraction import llm as llm_extraction
 from memory.extraction.llm import _line
+from memory.jobs import extract as extract_job
 from memory.models import (
     EntityIn,
     EntityType,
@@ -653,7 +654,7 @@ class SlowRules(RuleExtractor):
 async def run_job(
     memory: Memory, mem: CampaignMemory, session_id: int, extractor: Extractor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(extraction, "make_extractor", lambda llm: extractor)
+    monkeypatch.setattr(extract_job, "make_extractor", lambda llm: extractor)
     ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
     await jobs.extract_session(ctx, mem.campaign_id, session_id)
 
