@@ -20,10 +20,10 @@ MiniLM over single lines.
 
 What counts is what a DM reads: the hits' lines in rank order (a hit's ``lines`` when it has them, else its chunk's
 lines; duplicates counted once). A question is answered within a budget when an evidence line starts inside it:
-the first 10 lines, 25 lines, 300 words, 1,000 words (words = whitespace tokens of a line's text). LongMemEval
-also gets session recall@5: the first 5 distinct sessions of the hits hold one (any@5) or all (all@5) evidence
-sessions. Latency: recall in process on a campaign of ``--latency-sessions`` sessions (bench/campaign_scale.py's,
-random vectors), p50/p95 beside the frozen recall.
+the first 10 lines, 25 lines, 300 words, 1,000 words (words = whitespace tokens of a line's text as shown: a
+hit's context line is a preview). LongMemEval also gets session recall@5: the first 5 distinct sessions of the hits
+hold one (any@5) or all (all@5) evidence sessions. Latency: recall in process on a campaign of
+``--latency-sessions`` sessions (bench/campaign_scale.py's, random vectors), p50/p95 beside the frozen recall.
 
 Embeddings are cached on disk (``--cache``, keyed by model and text hash): a rerun embeds nothing new.
 """
@@ -43,8 +43,8 @@ import sqlite3
 import statistics
 import tempfile
 import time
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections import ChainMap, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -101,6 +101,7 @@ class Unit:
 
     session_id: int
     entry_ids: tuple[int, ...]
+    words: tuple[int, ...] = ()  # the words shown of each line, when not the whole line's (a context preview)
 
 
 def reading(units: Iterable[Unit]) -> list[int]:
@@ -108,7 +109,16 @@ def reading(units: Iterable[Unit]) -> list[int]:
     return list(dict.fromkeys(i for u in units for i in u.entry_ids))
 
 
-def within_budgets(read: Sequence[int], gold: set[int], words: dict[int, int]) -> list[bool]:
+def shown_words(units: Iterable[Unit], words: dict[int, int]) -> Mapping[int, int]:
+    """Each line's words as first read: a hit's preview of a context line counts its shown words."""
+    shown: dict[int, int] = {}
+    for u in units:
+        for i, n in zip(u.entry_ids, u.words, strict=False):
+            shown.setdefault(i, n)
+    return ChainMap(shown, words) if shown else words
+
+
+def within_budgets(read: Sequence[int], gold: set[int], words: Mapping[int, int]) -> list[bool]:
     """For each budget of ``BUDGETS``: does an evidence line start inside it?"""
     out = []
     for _, max_lines, max_words in BUDGETS:
@@ -445,7 +455,8 @@ def _hit_units(hits: Sequence[Any]) -> list[Unit]:
     for hit in hits:
         lines = getattr(hit, "lines", None)
         ids = tuple(line.entry_id for line in lines) if lines else tuple(hit.entry_ids)
-        out.append(Unit(hit.session_id, ids))
+        shown = tuple(len(line.shown().split()) for line in lines) if lines else ()
+        out.append(Unit(hit.session_id, ids, shown))
     return out
 
 
@@ -488,13 +499,9 @@ async def evaluate(memory: Memory, cases: list[Case], args: argparse.Namespace) 
         last = case.haystack
         for system, units in (await run_systems(memory, case, vector, args)).items():
             read = reading(units)
+            words = shown_words(units, case.haystack.words)
             any5, all5 = session_recall(units, case.gold_sessions)
-            s = Score(
-                within_budgets(read, case.gold_lines, case.haystack.words),
-                any5,
-                all5,
-                sum(case.haystack.words[i] for i in read),
-            )
+            s = Score(within_budgets(read, case.gold_lines, words), any5, all5, sum(words[i] for i in read))
             scores[(system, case.split)].append(s)
             scores[(system, f"{case.split}|{case.kind}")].append(s)
         print(f"  {case.data}: {n + 1}/{len(cases)} questions asked", end="\r", flush=True)

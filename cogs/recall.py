@@ -28,14 +28,14 @@ RECALL_RATE, RECALL_PER_SECONDS = 4, 30.0
 
 
 def cite(hit: RecallHit, mask: Callable[[str], str] = str) -> str:
-    """The hit's lines whole (the ones that answer in bold, their context plain) with its session, time and
-    speakers, so the DM can find it in the recording; ``mask`` hides what the reader may not see in it (secret
-    names, for players)."""
+    """The hit's lines (the ones that answer whole and in bold, their context plain and previewed) with its
+    session, time and speakers, so the DM can find it in the recording; ``mask`` hides what the reader may not see
+    in it (secret names, for players)."""
     # what was said is data: a "*" or ">" in it must not restyle the embed
     said = [
         f"**{text}**" if line.matched else text
         for line in hit.lines
-        if (text := discord.utils.escape_markdown(f"{mask(line.speaker)}: {mask(line.text)}"))
+        if (text := discord.utils.escape_markdown(f"{mask(line.speaker)}: {line.shown(mask)}"))
     ] or [mask(hit.text)]
     who = ", ".join(dict.fromkeys(line.speaker for line in hit.answering())) or ", ".join(hit.speakers)
     return "\n".join(f"> {line}" for line in said) + f"\n— **{who}**, {mask(hit.where())}"

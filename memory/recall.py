@@ -11,6 +11,7 @@ with their current facts from the graph (:func:`named_entities`), so an answer s
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -47,7 +48,8 @@ def _clipped(query: str) -> str:
 
 
 class HitLine(BaseModel):
-    """One line a DM reads for a hit, whole: the line(s) that scored (``matched``) and their context."""
+    """One line a DM reads for a hit: the line(s) that scored (``matched``) and their context. ``text`` is whole;
+    :meth:`shown` is what a reader sees (a context line as a preview, see :func:`memory.recall_rank.preview`)."""
 
     entry_id: int
     session_id: int
@@ -57,6 +59,14 @@ class HitLine(BaseModel):
     start_s: float | None
     ref: str | None
     matched: bool
+    #: where a context line is: "before" the hit's first line that scored, else "after" one; "" for one that scored
+    context: Literal["", "before", "after"] = ""
+
+    def shown(self, mask: Callable[[str], str] = str) -> str:
+        """The line as a reader sees it: masked first (a preview never cuts a secret name into a word that no
+        longer matches its mask), then a context line clipped to its words nearest the answer."""
+        text = mask(self.text)
+        return rank.preview(text, before=self.context == "before") if self.context else text
 
 
 class RecallHit(BaseModel):
@@ -257,6 +267,7 @@ async def _hits(mem: CampaignMemory, groups: list[rank.Group], fused: dict[int, 
 
 def _hit(g: rank.Group, rows: list[asyncpg.Record], title: str, how: list[str]) -> RecallHit:
     matched = set(g.matched)
+    first = next((r["seq"] for r in rows if r["id"] in matched), g.first)
     lines = [
         HitLine(
             entry_id=r["id"],
@@ -267,6 +278,7 @@ def _hit(g: rank.Group, rows: list[asyncpg.Record], title: str, how: list[str]) 
             start_s=r["start_s"],
             ref=r["ref"],
             matched=r["id"] in matched,
+            context="" if r["id"] in matched else "before" if r["seq"] < first else "after",
         )
         for r in rows
     ]
@@ -276,7 +288,7 @@ def _hit(g: rank.Group, rows: list[asyncpg.Record], title: str, how: list[str]) 
         speakers=list(dict.fromkeys(r["speaker"] for r in rows)),
         start_s=rows[0]["start_s"] if rows else None,
         end_s=max((r["end_s"] or r["start_s"] for r in rows), default=None),
-        text="\n".join(f"{r['speaker']}: {r['text']}" for r in rows),
+        text="\n".join(f"{r['speaker']}: {r['text']}" for r in rows),  # whole, for tools that mask it themselves
         score=round(g.score, 6),
         refs=[r["ref"] for r in rows if r["ref"]],
         entry_ids=[r["id"] for r in rows],

@@ -110,6 +110,6 @@ def print_hits(hits: list[recall_core.RecallHit]) -> None:
     for n, h in enumerate(hits, 1):
         refs = ", ".join(h.refs[:3]) + (" …" if len(h.refs) > 3 else "")
         click.echo(f"{n}. [{h.where()}] score {h.score:.4f} ({'+'.join(h.matched)})  refs: {refs}")
-        for line in h.lines:  # the lines that answer (›) with their context, whole: the answer may be the last words
-            for i, part in enumerate(wrapped(f"{line.speaker}: {line.text}", indent=5)):
+        for line in h.lines:  # the lines that answer (›), whole: the answer may be their last words; context previewed
+            for i, part in enumerate(wrapped(f"{line.speaker}: {line.shown()}", indent=5)):
                 click.echo(f"   › {part}" if line.matched and i == 0 else f"     {part}")

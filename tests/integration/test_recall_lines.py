@@ -9,6 +9,7 @@ from cogs.recall import cite, cited
 from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Visibility
 from memory.recall import recall
+from memory.recall_rank import PREVIEW_WORDS
 from memory.store import CampaignMemory, Memory
 
 
@@ -191,3 +192,21 @@ async def test_recall_json_keeps_lines_refs_scores_and_what_matched(campaign: Ca
         (ids[4], False),
     ]
     assert hit["lines"][1]["text"] == "The obsidian dagger is cursed." and hit["lines"][1]["speaker"] == "DM"
+
+
+async def test_context_lines_are_previews_and_the_answer_is_whole(campaign: CampaignMemory) -> None:
+    """A long neighbour shown whole used up a DM's reading before the answer: it is shown as its words nearest the
+    answer, cut between words with "…"; ``text`` keeps it whole for tools."""
+    before = "We walked past the stalls for an hour " * 5 + "and then the innkeeper told us"
+    after = "Then Grog wandered off to find an ale and a fight " * 4 + "as usual."
+    ids = await said(campaign, "One", [*FILLER[:4], ("LIAM", before), ("MATT", "Delilah was poisoned."),
+                                       ("TRAVIS", after), *FILLER[4:8]])  # fmt: skip
+    (hit,) = await recall(campaign, None, "who poisoned Delilah", limit=1, mode="fulltext")
+    assert [line.entry_id for line in hit.lines] == ids[4:7]
+    first, answer, last = hit.lines
+    assert (first.context, answer.context, last.context) == ("before", "", "after")
+    assert first.shown() == "…" + " ".join(before.split()[-PREVIEW_WORDS:])
+    assert last.shown() == " ".join(after.split()[:PREVIEW_WORDS]) + "…"
+    assert answer.shown() == "Delilah was poisoned." and first.text == before and last.text == after
+    shown = cite(hit)
+    assert "**MATT: Delilah was poisoned.**" in shown and "LIAM: …past the stalls" in shown and before not in shown

@@ -1,6 +1,6 @@
 """The recall benchmark's scoring: what a DM reads, counted at equal budgets (bench/recall.py)."""
 
-from bench.recall import Unit, half, reading, session_recall, within_budgets
+from bench.recall import Unit, half, reading, session_recall, shown_words, within_budgets
 
 
 def test_reading_keeps_rank_order_and_counts_a_shared_line_once() -> None:
@@ -34,3 +34,13 @@ def test_session_recall_reads_the_first_five_distinct_sessions() -> None:
 def test_the_halves_never_change() -> None:
     assert half("C1E010") == "dev" and half("C1E001") == "held-out"
     assert {half(f"q{n}") for n in range(20)} == {"dev", "held-out"}
+
+
+def test_a_previewed_context_line_counts_the_words_shown() -> None:
+    words = {1: 400, 2: 5, 3: 400}
+    # hit 1 shows line 1 as a 12-word preview before its answer (line 2); hit 2 shows line 1 again, whole
+    units = [Unit(1, (1, 2), (12, 5)), Unit(1, (1, 3))]
+    shown = shown_words(units, words)
+    assert [shown[i] for i in reading(units)] == [12, 5, 400]  # the first reading of a line is the one counted
+    assert within_budgets(reading(units), {2}, shown) == [True, True, True, True]
+    assert within_budgets(reading(units), {2}, words) == [True, True, False, True]  # read whole: over 300 words

@@ -3,7 +3,7 @@
 import math
 
 from memory.lexical import Term, fetch_terms, idf, tsquery_literal, tsquery_of
-from memory.recall_rank import Filters, Fused, Place, fuse, group, parse, session_asked, speaker_asked
+from memory.recall_rank import Filters, Fused, Place, fuse, group, parse, preview, session_asked, speaker_asked
 
 
 def test_last_session_is_a_filter_not_words() -> None:
@@ -106,3 +106,14 @@ def test_group_stops_at_the_limit() -> None:
     places = _places((1, 1, 10), (2, 1, 50), (3, 1, 90))
     hits = group([Fused(1, 3), Fused(2, 2), Fused(3, 1)], places, limit=2)
     assert [g.matched for g in hits] == [[1], [2]]
+
+
+def test_a_context_line_is_a_preview_of_its_words_nearest_the_answer() -> None:
+    long = "I asked the innkeeper about the road north and she said the festival of Winter's Crest is coming up"
+    # before the answer: its last words (what leads into it); after: its first words; cut between words, with "…"
+    assert preview(long, before=True, words=5) == "…Winter's Crest is coming up"
+    assert preview(long, before=False, words=5) == "I asked the innkeeper about…"
+    assert preview("  Yes, the  dragon.  ", before=True, words=3) == "  Yes, the  dragon.  "  # short: untouched
+    assert preview("one two three four", before=True, words=3) == "…two three four"
+    assert preview("one two three four  ", before=True, words=3) == "…two three four"
+    assert preview("", before=False) == ""
