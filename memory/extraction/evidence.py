@@ -51,6 +51,7 @@ RELATIONS: dict[str, tuple[frozenset[EntityType], frozenset[EntityType]]] = {
     "worships": (_AGENT, frozenset({EntityType.npc, EntityType.concept})),
     "gives_quest": (_AGENT, frozenset({EntityType.quest})),
     **dict.fromkeys(("involved_in", "participated_in"), (_AGENT, frozenset({EntityType.quest, EntityType.event}))),
+    "took_part_in": (_THINGS, frozenset({EntityType.event})),  # as the recap links who its session names
     "quest_giver": (_AGENT, frozenset({EntityType.quest})),
 }
 

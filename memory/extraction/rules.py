@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from memory.extraction.events import EventKind, events
 from memory.extraction.lexicon import FAMILY_ROLES, NOUN_TYPE, OCCUPATIONS, RULER_ROLES
 from memory.extraction.salience import COMMON_WORDS
 from memory.extraction.schema import ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
@@ -79,10 +80,10 @@ _VERB_LINK = re.compile(
 _HOLDING = frozenset(
     "has had owns owned holds held carries carried wields wielded takes took gives gave steals stole".split()
 )
-#: A death the DM tells: "Sylas is dead", "Jazna dies", "Grog beheads Jazna". Only of known entities and only in the
-#: DM's words: a player's "I'm dead" is a joke as often as not.
+#: A death the DM tells: "Sylas is dead", "Jazna dies", "Grog beheads Jazna" ("Grog killed" alone is Grog killing).
+#: Only of known entities and only in the DM's words: a player's "I'm dead" is a joke as often as not.
 _DEATH = re.compile(
-    rf"(?P<x>{_KNOWN}){_POSS}\s+(?:(?i:is|was|are|were)\s+(?:now\s+)?)?(?i:dies|died|dead|slain|killed|executed)\b"
+    rf"(?P<x>{_KNOWN}){_POSS}\s+(?:(?i:is|was|are|were)\s+(?:now\s+)?(?i:dead|slain|killed|executed)|(?i:dies|died))\b"
 )
 _KILL = re.compile(
     rf"(?:(?P<x>{_KNOWN})\s+)?(?i:kills|killed|slays|slew|beheads|beheaded|executes|executed)\s+(?P<y>{_KNOWN})"
@@ -92,6 +93,14 @@ _INTRO = re.compile(
     rf"(?:\b(?i:a|an|the|this|some)\s+(?:(?P<adj>[a-z-]+)\s+)?(?P<noun>[a-z-]+),?\s+)?"
     rf"(?i:named|called|by the name of|goes by|whose name is)\s+(?P<n>{_NAME})"
 )
+
+
+_EVENT_KINDS = {
+    EventKind.death: "a death",
+    EventKind.arrival: "an arrival",
+    EventKind.acquisition: "an acquisition",
+    EventKind.quest: "a quest taken",
+}
 
 
 @dataclass
@@ -114,6 +123,7 @@ class RuleExtractor:
             self._intros(entry, text, found, out.by_dm(entry), out)
             if out.by_dm(entry):
                 self._deaths(entry, text, found, out)
+                self._events(entry, text, found, out)
             self._patterns(entry, text, found, out)
         return out.result()
 
@@ -182,6 +192,16 @@ class RuleExtractor:
             out.fact(y.name, "status", None, "dead", entry.id)
             if x is not None:
                 out.fact(x.name, "killed", y.name, None, entry.id)
+
+    @staticmethod
+    def _events(entry: Entry, text: str, found: list[KnownEntity], out: _Collector) -> None:
+        """The turning points the DM tells, each an event linked to who took part and where."""
+        for event in events(text, found):
+            out.entity(event.name, EntityType.event, _EVENT_KINDS[event.kind], PATTERN_CONFIDENCE, entry)
+            for who in event.participants:
+                out.fact(who.name, "took_part_in", event.name, None, entry.id)
+            if event.place is not None:
+                out.fact(event.name, "located_in", event.place.name, None, entry.id)
 
     @staticmethod
     def _new_if_unknown(mention: _Mention, kind: EntityType, entry: Entry, out: _Collector) -> None:

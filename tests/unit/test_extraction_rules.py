@@ -77,7 +77,12 @@ async def test_a_death_the_dm_tells_is_proposed_and_a_players_is_not() -> None:
     assert {(f.source, f.type, f.target or f.value) for f in told.facts} == {
         ("Tim", "status", "dead"),
         ("Eldrinax", "killed", "Tim"),
+        # the turning point too, with who took part (tests/unit/test_extraction_events.py)
+        ("Tim", "took_part_in", "Death of Tim"),
+        ("Eldrinax", "took_part_in", "Death of Tim"),
     }
+    killer = await RuleExtractor().extract(entries("Eldrinax killed the troll with one blow."), KNOWN)
+    assert killer.facts == [] and killer.entities == []  # "Eldrinax killed" is no death of Eldrinax
     narration = entries("You walk along the road a long while under a red and heavy sky.", speaker="DM")
     joke = await RuleExtractor().extract([*narration, *entries("Tim is dead, lol.", speaker="Vex")], KNOWN)
     assert joke.facts == []

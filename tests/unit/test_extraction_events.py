@@ -1,0 +1,148 @@
+"""Turning points of the DM's narration as event proposals (memory.extraction.events), without a database. The lines
+are CRD3's (Critical Role, CC BY-SA 4.0) or written like them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memory.extraction import KnownEntity, RuleExtractor
+from memory.extraction.events import Event, EventKind, events
+from memory.extraction.rules import _tag
+from memory.gazetteer import Gazetteer
+from memory.models import EntityType, Entry
+
+KNOWN = [
+    KnownEntity(id=1, name="Sylas Briarwood", type=EntityType.npc, aliases=["Sylas"]),
+    KnownEntity(id=2, name="Briarwoods", type=EntityType.faction, aliases=["the Briarwoods"]),
+    KnownEntity(id=3, name="Jazna", type=EntityType.npc),
+    KnownEntity(id=4, name="Grog Strongjaw", type=EntityType.player, aliases=["Grog"]),
+    KnownEntity(id=5, name="Alfield", type=EntityType.location),
+    KnownEntity(id=6, name="Whitestone", type=EntityType.location),
+    KnownEntity(id=7, name="Greyspine Quarry", type=EntityType.location, aliases=["Greyspine"]),
+    KnownEntity(id=8, name="Bag of Holding", type=EntityType.item),
+    KnownEntity(id=9, name="Gilmore", type=EntityType.npc),
+    KnownEntity(id=10, name="Allura Vysoren", type=EntityType.npc, aliases=["Allura"]),
+    KnownEntity(id=11, name="Emon", type=EntityType.location),
+    KnownEntity(id=12, name="Sun Tree", type=EntityType.location),
+]
+
+
+def told(line: str) -> list[Event]:
+    return events(*_tag(Gazetteer(KNOWN), line))
+
+
+def names(line: str) -> list[tuple[str, list[str], str | None]]:
+    return [(e.name, [p.name for p in e.participants], e.place.name if e.place else None) for e in told(line)]
+
+
+def test_a_death_the_dm_tells_is_an_event_with_the_dead_and_the_killer() -> None:
+    assert names('"Well, you heard the man. The Briarwoods are dead. Whitestone is free once more!"') == [
+        ("Death of Briarwoods", ["Briarwoods"], None)
+    ]
+    assert names("Grog, without hesitation, beheads Jazna so swiftly that it stuns the crowd.") == [
+        ("Death of Jazna", ["Jazna", "Grog Strongjaw"], None)
+    ]
+    recap = "A battle commenced, and in the process Sylas Briarwood was destroyed through a combination of Sunbeam."
+    assert names(recap) == [("Death of Sylas Briarwood", ["Sylas Briarwood"], None)]
+    assert names("Right now, Grog in the snow is dead.") == [("Death of Grog Strongjaw", ["Grog Strongjaw"], None)]
+    assert told("Jazna is dead. Grog beheaded Jazna.")[0].kind == EventKind.death
+    assert len(told("Jazna is dead. Grog beheaded Jazna.")) == 1  # one death told twice
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "If you kill Sylas, the ritual stops.",  # a hypothetical
+        "You could kill Jazna right here.",
+        "Is Sylas dead?",  # a question
+        "Sylas is not dead.",  # a denial
+        "Sylas dies if you close the portal.",  # the condition after it
+        "Jazna wants to kill Sylas.",  # an intention
+        "You're about to kill Jazna.",
+        "You killed it with a 20.",  # dice talk: nothing named
+        "Sylas is a dead man walking.",  # a figure of speech
+        "A year ago, Sylas killed Jazna.",  # a memory
+    ],
+)
+def test_no_death_in_hypotheticals_questions_denials_or_dice_talk(line: str) -> None:
+    assert told(line) == []
+
+
+def test_a_death_of_a_place_or_thing_is_no_event() -> None:
+    assert told("The Sun Tree is dead, a husk.") == []
+
+
+def test_an_arrival_at_a_known_place_is_an_event_there() -> None:
+    recap = "You continued northward for a second day, rushed on past sunset to rest in the city of Alfield."
+    assert names(recap) == [("Arrival at Alfield", [], "Alfield")]
+    assert names("Grog arrives at Whitestone at dawn.") == [("Arrival at Whitestone", ["Grog Strongjaw"], "Whitestone")]
+    assert names("All right, so you make your way to Emon, then you charter a ship.") == [
+        ("Arrival at Emon", [], "Emon")
+    ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "You'll reach Whitestone by nightfall.",  # a future
+        "Before you arrive at Whitestone, roll a perception check.",
+        "Do you make your way to Whitestone?",
+        "It resembles one tent you guys entered in Emon about a year or so ago.",  # a memory
+        "You guys make your way to the Greyspine Manor.",  # "Greyspine" of a longer name: another place
+        "Welcome to Whitestone, gentlemen.",  # "come to" inside a word
+        "Gilmore arrives at the tavern.",  # no known place
+    ],
+)
+def test_no_arrival_in_futures_questions_memories_or_other_places(line: str) -> None:
+    assert told(line) == []
+
+
+def test_a_named_item_changing_hands_is_an_acquisition() -> None:
+    assert names("Gilmore hands you the Bag of Holding with a wink.") == [
+        ("Acquisition of Bag of Holding", ["Bag of Holding", "Gilmore"], None)
+    ]
+    assert names("Inside the chest you find a Bag of Holding.") == [
+        ("Acquisition of Bag of Holding", ["Bag of Holding"], None)
+    ]
+    assert told("You could take the Bag of Holding with you.") == []
+    assert told("Gilmore hands you Jazna's letter.") == []  # no known item
+
+
+def test_a_quest_from_a_known_giver_is_an_event() -> None:
+    recap = "Allura Vysoren came to them requesting their aid to find a long time friend of hers."
+    assert names(recap) == [("Quest from Allura Vysoren", ["Allura Vysoren"], None)]
+    assert told("Allura might ask you to find her friend.") == []
+
+
+def entries(*lines: tuple[str, str]) -> list[Entry]:
+    now = datetime.now(UTC)
+    return [
+        Entry(id=100 + i, campaign_id=1, session_id=1, seq=i + 1, speaker=who, speaker_id=None, raw_text=t,
+              text=t, start_s=float(i), end_s=None, duration_s=None, ref=None, corrections=[], created_at=now)
+        for i, (who, t) in enumerate(lines)
+    ]  # fmt: skip
+
+
+async def test_the_rules_propose_the_dms_events_once_with_their_lines_and_links() -> None:
+    lines = entries(
+        ("MATT", "The crowd parts. Grog, without hesitation, beheads Jazna so swiftly that it stuns the crowd."),
+        ("TRAVIS", "I kill Sylas. I kill him so hard."),  # a player's wish
+        ("MATT", "Jazna is dead. You make your way back to Whitestone as the sun begins to set."),
+    )
+    result = await RuleExtractor().extract(lines, KNOWN)
+    got = {e.name: (e.type, e.description, e.entry_ids) for e in result.entities}
+    assert got == {
+        "Death of Jazna": ("event", "a death", [100, 102]),
+        "Arrival at Whitestone": ("event", "an arrival", [102]),
+    }
+    links = {(f.source, f.type, f.target, tuple(f.entry_ids)) for f in result.facts if f.target and "of" in f.target}
+    assert links >= {
+        ("Jazna", "took_part_in", "Death of Jazna", (100, 102)),
+        ("Grog Strongjaw", "took_part_in", "Death of Jazna", (100,)),
+    }
+    assert ("Arrival at Whitestone", "located_in", "Whitestone", None) in {
+        (f.source, f.type, f.target, f.value) for f in result.facts
+    }
+    assert not any("Sylas" in e.name for e in result.entities)
