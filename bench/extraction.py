@@ -14,7 +14,16 @@ CRD3's text spells the names already. Per episode:
 * precision: the share of items judged "keep" in tests/data/extraction_judgements.json (each item marked keep,
   wrong or noise by hand, with its line), for the episodes judged; "noise" (not part of the game) per 500 turns;
 * coverage: the share of the episode's aligned_index.dev summary chunks (chunk size 2, offset 0: two wiki sentences
-  with their turn range) for which an item names an entity the chunk names, from a line inside the chunk's turns.
+  with their turn range) for which an item names an entity the chunk names, from a line inside the chunk's turns;
+* turning points: of the episode's 3 most summarised turning points, those with an item naming an entity their
+  sentences name, from a line within ``--window`` turns of their turn range. A turning point is a summary chunk
+  (size 2, offset 0) whose alignment is usable (score > 0, at most 30 turns, not all out of game) and whose
+  sentences tell a death, an arrival, an acquisition or a quest (words of ``TURNING``, about a known entity of the
+  kind's type); "most summarised" ranks them by how many aligned chunks of every size and offset (score > 0, at
+  most 30 turns) cover one of their turns: the wiki's summary dwells on them.
+
+Halves: the episodes in name order, even places (1st, 3rd, ...) are dev, odd places held-out. Rules are tuned on dev
+only; held-out is reported apart.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 from collections import defaultdict
 from datetime import UTC, datetime
@@ -37,12 +47,46 @@ from memory.extraction.names import NameResolver, normalize_name  # noqa: E402
 from memory.extraction.salience import is_trivial  # noqa: E402
 from memory.extraction.validate import validate_result  # noqa: E402
 from memory.gazetteer import Gazetteer  # noqa: E402
-from memory.models import Entry  # noqa: E402
+from memory.models import EntityType, Entry  # noqa: E402
 from memory.offgame import out_of_game  # noqa: E402
 
 EXAMPLE = ROOT / "campaigns" / "examples" / "critical_role.yaml"
 JUDGEMENTS = ROOT / "tests" / "data" / "extraction_judgements.json"
 SLICE = 200
+#: A usable alignment (data/README: spans of at most 30 turns, score above 0).
+MAX_SPAN = 30
+TOP_TURNING_POINTS = 3
+#: Words of a summary sentence telling a turning point, by kind, and the type of the entity it is about.
+TURNING: dict[str, tuple[re.Pattern[str], frozenset[EntityType]]] = {
+    "death": (
+        re.compile(
+            r"\b(?:kill|killed|kills|killing|slain|slay|slays|slew|dies|died|death|dead|destroyed|beheads?|beheaded|"
+            r"executed?|executes|murder|murdered|murders)\b",
+            re.IGNORECASE,
+        ),
+        frozenset({EntityType.npc, EntityType.player, EntityType.faction}),
+    ),
+    "arrival": (
+        re.compile(
+            r"\b(?:arrives?|arrived|reach|reaches|reached|enters?|entered|travel|travels|traveled|travelled|"
+            r"returns?|returned|heads?\s+(?:to|for|back)|headed\s+(?:to|for|back))\b",
+            re.IGNORECASE,
+        ),
+        frozenset({EntityType.location}),
+    ),
+    "acquisition": (
+        re.compile(
+            r"\b(?:gives?|gave|given|receives?|received|finds?|found|obtains?|obtained|acquires?|acquired|loots?|"
+            r"looted|takes?|took|buys?|bought|purchases?|purchased|steals?|stole)\b",
+            re.IGNORECASE,
+        ),
+        frozenset({EntityType.item}),
+    ),
+    "quest": (
+        re.compile(r"\b(?:quest|mission|contract|job|hires?|hired|bounty|task|completes?|completed)\b", re.IGNORECASE),
+        frozenset({EntityType.npc, EntityType.faction, EntityType.quest}),
+    ),
+}
 
 
 def known_entities() -> list[KnownEntity]:
@@ -93,14 +137,40 @@ async def review_items(lines: list[Entry], known: list[KnownEntity]) -> list[Ite
     return list(items.values())
 
 
+def aligned(name: str) -> list[dict]:
+    path = data_dir().parent / "aligned_index.dev.jsonl"
+    return [c for c in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if c["episode"] == name]
+
+
+def turning_points(chunks: list[dict], offgame: set[int], known: list[KnownEntity]) -> list[dict]:
+    """The episode's most summarised turning points (see the module's doc), the most summarised first."""
+    gazetteer = Gazetteer(known)
+    usable = [c for c in chunks if c["score"] > 0 and c["turn_end"] - c["turn_start"] <= MAX_SPAN]
+    points = []
+    for c in usable:
+        turns = range(c["turn_start"], c["turn_end"] + 1)
+        if c["chunk_size"] != 2 or c["offset"] != 0 or all(t in offgame for t in turns):
+            continue
+        types = {e.type for e in gazetteer.mentions(c["summary"])}
+        kinds = [kind for kind, (words, about) in TURNING.items() if words.search(c["summary"]) and types & about]
+        if kinds:
+            weight = sum(1 for u in usable if u["turn_start"] <= c["turn_end"] and c["turn_start"] <= u["turn_end"])
+            points.append({**c, "kinds": kinds, "weight": weight})
+    return sorted(points, key=lambda p: (-p["weight"], p["turn_start"]))[:TOP_TURNING_POINTS]
+
+
+def covers(item: Item, point: dict, window: int, gazetteer: Gazetteer[KnownEntity]) -> bool:
+    """The item names an entity the turning point's sentences name, from a line within ``window`` turns of theirs."""
+    summary = normalize_name(point["summary"])
+    named = {normalize_name(e.name) for e in gazetteer.mentions(point["summary"])}
+    return bool(item.names & named or any(n and n in summary for n in item.names)) and any(
+        point["turn_start"] - window <= t <= point["turn_end"] + window for t in item.turns
+    )
+
+
 def coverage(name: str, items: list[Item], known: list[KnownEntity]) -> tuple[int, int]:
     """(chunks covered, chunks) of the episode's aligned summary."""
-    path = data_dir().parent / "aligned_index.dev.jsonl"
-    chunks = [  # the summary's sentences in pairs, each once
-        c
-        for c in map(json.loads, path.read_text(encoding="utf-8").splitlines())
-        if c["episode"] == name and c["chunk_size"] == 2 and c["offset"] == 0
-    ]
+    chunks = [c for c in aligned(name) if c["chunk_size"] == 2 and c["offset"] == 0]  # the sentences in pairs
     gazetteer = Gazetteer(known)
     covered = 0
     for chunk in chunks:
@@ -117,29 +187,49 @@ def coverage(name: str, items: list[Item], known: list[KnownEntity]) -> tuple[in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--show", metavar="EPISODE", help="list one episode's items with their best line")
+    parser.add_argument("--window", type=int, default=10, help="turns around a turning point's range (default 10)")
     args = parser.parse_args()
     known = known_entities()
     judged: dict[str, dict[str, list[str]]] = (
         json.loads(JUDGEMENTS.read_text(encoding="utf-8"))["episodes"] if JUDGEMENTS.exists() else {}
     )
-    print("| episode | turns | items | per 500 turns | judged | keep | wrong | noise | precision | coverage |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    totals: dict[str, int] = defaultdict(int)
-    for path in sorted(data_dir().glob("*.json")):
+    print(
+        "| half | episode | turns | items | events | per 500 turns | judged | keep | wrong | noise | precision "
+        "| coverage | turning points |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    halves: dict[str, dict[str, int]] = {"dev": defaultdict(int), "held-out": defaultdict(int)}
+    gazetteer = Gazetteer(known)
+    shown: list[str] = []
+    for place, path in enumerate(sorted(data_dir().glob("*.json"))):
+        half = "dev" if place % 2 == 0 else "held-out"
+        totals = halves[half]
         turns = episode(path.stem)
         lines = entries(turns)
         items = asyncio.run(review_items(lines, known))
         covered, chunks = coverage(path.stem, items, known)
+        offgame = set(out_of_game(lines, None))  # entry ids are turn numbers here
+        points = turning_points(aligned(path.stem), offgame, known)
+        hit = [p for p in points if any(covers(i, p, args.window, gazetteer) for i in items)]
+        events = sum(1 for i in items if i.key.startswith("new event "))
         marks = judged.get(path.stem, {})
         counts = {k: sum(1 for i in items if marks.get(i.key, [""])[0] == k) for k in ("keep", "wrong", "noise")}
         n_judged = sum(counts.values())
         precision = f"{counts['keep'] / n_judged:.2f}" if n_judged else "-"
         print(
-            f"| {path.stem} | {len(turns)} | {len(items)} | {500 * len(items) / len(turns):.2f} | {n_judged} | "
-            f"{counts['keep']} | {counts['wrong']} | {counts['noise']} | {precision} | {covered}/{chunks} |"
+            f"| {half} | {path.stem} | {len(turns)} | {len(items)} | {events} | {500 * len(items) / len(turns):.2f} | "
+            f"{n_judged} | {counts['keep']} | {counts['wrong']} | {counts['noise']} | {precision} | "
+            f"{covered}/{chunks} | {len(hit)}/{len(points)} |"
         )
-        for key, value in (("turns", len(turns)), ("items", len(items)), ("covered", covered), ("chunks", chunks)):
+        for key, value in (
+            ("turns", len(turns)), ("items", len(items)), ("events", events), ("covered", covered),
+            ("chunks", chunks), ("points", len(points)), ("hit", len(hit)),
+        ):  # fmt: skip
             totals[key] += value
+        for p in points:
+            mark = "covered" if p in hit else "missed"
+            shown.append(f"{path.stem} turns {p['turn_start']}-{p['turn_end']}, {'/'.join(p['kinds'])} ({p['weight']} "
+                         f"chunks, {mark}): {' '.join(p['summary'].split())[:120]}")  # fmt: skip
         if n_judged:
             for key, value in counts.items():
                 totals[key] += value
@@ -150,14 +240,22 @@ def main() -> None:
                 mark = marks.get(item.key, ["?"])[0]
                 print(f"    [{mark}] {item.key}  ({len(item.turns)} lines) turn {best} {turns[best][0]}: "
                       f"{turns[best][1][:160]}")  # fmt: skip
-    judged_n = totals["keep"] + totals["wrong"] + totals["noise"]
-    print(
-        f"| all | {totals['turns']} | {totals['items']} | {500 * totals['items'] / totals['turns']:.2f} | "
-        f"{judged_n} | {totals['keep']} | {totals['wrong']} | {totals['noise']} | "
-        f"{totals['keep'] / max(1, judged_n):.2f} | {totals['covered']}/{totals['chunks']} |"
-    )
-    if judged_n:
-        print(f"\nnoise per 500 turns in the judged episodes: {500 * totals['noise'] / totals['judged_turns']:.2f}")
+    for half, totals in halves.items():
+        judged_n = totals["keep"] + totals["wrong"] + totals["noise"]
+        print(
+            f"| {half} | all | {totals['turns']} | {totals['items']} | {totals['events']} | "
+            f"{500 * totals['items'] / totals['turns']:.2f} | {judged_n} | {totals['keep']} | {totals['wrong']} | "
+            f"{totals['noise']} | {totals['keep'] / max(1, judged_n):.2f} | {totals['covered']}/{totals['chunks']} | "
+            f"{totals['hit']}/{totals['points']} |"
+        )
+    print()
+    for half, totals in halves.items():
+        noise = 500 * totals["noise"] / totals["judged_turns"] if totals["judged_turns"] else 0.0
+        print(f"{half}: noise per 500 turns in the judged episodes {noise:.2f}; turning points with an item "
+              f"within {args.window} turns: {totals['hit']} of {totals['points']}")  # fmt: skip
+    print("\nThe turning points (the 3 most summarised of each episode):")
+    for line in shown:
+        print(f"    {line}")
 
 
 if __name__ == "__main__":
