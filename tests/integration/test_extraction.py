@@ -771,3 +771,81 @@ async def test_a_review_item_shows_its_best_line_and_how_many_lines_said_it(worl
     item = items["Brom —works_in→ Ironhold"]
     assert item.lines == 2  # the DM's word first, though the player said it before
     assert item.said is not None and (item.said.speaker, item.said.text) == ("DM", entries[2].text)
+
+
+# turning points -----------------------------------------------------------------------------------------
+
+
+async def test_the_dms_turning_points_reach_review_as_events_with_their_line_and_who_took_part(
+    world: CampaignMemory, memory: Memory
+) -> None:
+    g = world.graph
+    await g.add_entity(EntityIn(name="Jazna", type=EntityType.npc))
+    await g.add_entity(EntityIn(name="Grog Strongjaw", type=EntityType.player, aliases=["Grog"]))
+    await g.add_entity(EntityIn(name="Whitestone", type=EntityType.place))
+    entries = await write(
+        world,
+        [
+            ("DM", "Grog, without hesitation, beheads Jazna so swiftly that it stuns the crowd."),
+            ("Grog", "I kill Brom too. Just kidding."),  # a player's word: no event
+            ("DM", "Jazna is dead. You make your way back to Whitestone as the sun begins to set."),
+            ("Vex", "If we kill Brom, the forge is ours."),
+            ("DM", "Brom would die if you tried, and he knows it."),  # a hypothetical
+        ],
+    )
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
+
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    death = items["new event 'Death of Jazna': a death"]
+    assert death.entity is not None and death.entity.status == ReviewStatus.pending
+    assert death.lines == 2  # told twice, proposed once
+    assert death.said is not None and (death.said.speaker, death.said.text) == ("DM", entries[0].text)
+    assert "new event 'Arrival at Whitestone': an arrival" in items
+    assert {(s, t, o) for s, t, o, _ in await facts(world) if t in ("took_part_in", "located_in")} == {
+        ("Jazna", "took_part_in", "Death of Jazna"),
+        ("Grog Strongjaw", "took_part_in", "Death of Jazna"),
+        ("Arrival at Whitestone", "located_in", "Whitestone"),
+    }
+    assert not any("Brom" in key and "event" in key for key in items), items
+    link = items["Grog Strongjaw —took_part_in→ Death of Jazna"]
+    assert link.said is not None and link.said.text == entries[0].text
+
+    # Accepting the link makes the event canon with it, and rejecting an event takes its links with it.
+    await world.review.accept(link.ref)
+    assert (await g.get_entity("Death of Jazna")).status == ReviewStatus.accepted
+    await world.review.reject(items["new event 'Arrival at Whitestone': an arrival"].ref)
+    assert ("Arrival at Whitestone", "located_in", "Whitestone", "rejected") in await facts(world)
+
+
+async def test_the_llm_path_reads_no_out_of_game_line_and_its_items_carry_their_line(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI
+) -> None:
+    lines = [
+        ("DM", "Welcome to the show! A few announcements before we start."),
+        ("Sam", "I voice a pilot named Lao in Xenoblade Chronicles X, out this week."),
+        ("DM", "All right. Last we left off, you stood in the forge of Ironhold."),
+        ("DM", "Behind Brom stands a dwarf named Korvash, arms crossed."),
+        *[("Grog", "I look around the forge.")] * 6,
+    ]
+    entries = await write(world, lines)
+    ids = [e.id for e in entries]
+    answer = {
+        "entities": [
+            {"name": "Lao", "type": "npc", "description": "a pilot", "confidence": 0.9, "entry_ids": [ids[1]]},
+            {"name": "Korvash", "type": "npc", "description": "a dwarf", "confidence": 0.9, "entry_ids": [ids[3]]},
+        ],
+        "facts": [fact("Korvash", "located_in", "Ironhold", None, 0.9, [ids[3]])],
+    }
+    fake_openai.queue_chat(json.dumps(answer))
+    stats = await run(world, entries, make_extractor(llm))
+
+    (request,) = fake_openai.chat_requests
+    user = request["messages"][1]["content"]
+    assert f"[{ids[3]}] DM: Behind Brom" in user
+    assert "Xenoblade" not in user and f"[{ids[1]}]" not in user  # the pre-show never reached the model
+    assert stats.items_invalid >= 1  # Lao cites a line outside what it was given: dropped
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    assert not any("Lao" in key for key in items), items
+    korvash = items["new npc 'Korvash': a dwarf"]
+    assert korvash.said is not None and (korvash.said.speaker, korvash.said.text) == ("DM", entries[3].text)
