@@ -58,7 +58,8 @@ _KILLS = re.compile(
 _WAY = r"(?:your|their|his|her|our)\s+way\s+(?:back\s+)?(?:in)?to"
 _ARRIVES = re.compile(
     r"\b(?i:arrive|arrives|arrived|reach|reaches|reached|enter|enters|entered|step\s+into|steps\s+into|"
-    rf"make\s+{_WAY}|makes\s+{_WAY}|made\s+{_WAY}|find\s+yourselves\s+(?:in|at)|pull\s+into|pulls\s+into|"
+    rf"make\s+{_WAY}|makes\s+{_WAY}|made\s+{_WAY}|pull\s+into|pulls\s+into|"
+    r"(?:find|finds|found)\s+(?:yourselves|yourself|themselves|itself|himself|herself|ourselves)\s+(?:in|at)|"
     r"come\s+into|comes\s+into|"
     r"(?:travel|travels|traveled|travelled|head|heads|headed|return|returns|returned|ride|rides|rode|sail|sails|"
     r"sailed|rest|rested)\s+(?:(?i:back|north|south|east|west|home|deep|down|up|\w+ward)\s+)?(?:to|into|in|for))"
@@ -154,10 +155,12 @@ def _told(text: str, m: re.Match[str]) -> bool:
 
 
 def _persons(text: str, m: re.Match[str], found: list[KnownEntity]) -> list[KnownEntity]:
-    """The people the match's clause names up to its end: who took part (those named after it are often only where
-    it happened: "to the Frostweald, where Osysa resides")."""
-    seen = {int(i) for i in re.findall(r"\ue000(\d+)\ue001", text[_clause(text, m) : m.end()])}
-    return list({found[i].id: found[i] for i in sorted(seen) if found[i].type in _PERSON}.values())
+    """The people (and parties) the match's clause names up to its end: who took part (those named after it are
+    often only where it happened: "to the Frostweald, where Osysa resides")."""
+    # "Allura of the Tal'Dorei Council": a name after "of" says whose she is, not who took part
+    span = text[_clause(text, m) : m.end()]
+    seen = {int(i) for i in re.findall(r"(?<!\bof\s)(?<!\bof\sthe\s)\ue000(\d+)\ue001", span, re.IGNORECASE)}
+    return list({found[i].id: found[i] for i in sorted(seen) if found[i].type in _MORTAL}.values())
 
 
 def _with(named: list[KnownEntity], *ends: KnownEntity | None) -> list[KnownEntity]:

@@ -26,6 +26,9 @@ KNOWN = [
     KnownEntity(id=10, name="Allura Vysoren", type=EntityType.npc, aliases=["Allura"]),
     KnownEntity(id=11, name="Emon", type=EntityType.location),
     KnownEntity(id=12, name="Sun Tree", type=EntityType.location),
+    KnownEntity(id=13, name="Vox Machina", type=EntityType.faction),
+    KnownEntity(id=14, name="Vasselheim", type=EntityType.location),
+    KnownEntity(id=15, name="Tal'Dorei Council", type=EntityType.faction),
 ]
 
 
@@ -81,6 +84,9 @@ def test_an_arrival_at_a_known_place_is_an_event_there() -> None:
     assert names("All right, so you make your way to Emon, then you charter a ship.") == [
         ("Arrival at Emon", [], "Emon")
     ]
+    assert names("As it currently stands, Vox Machina found itself in the city of Vasselheim, as of late.") == [
+        ("Arrival at Vasselheim", ["Vox Machina"], "Vasselheim")  # a party takes part too
+    ]
 
 
 @pytest.mark.parametrize(
@@ -111,8 +117,8 @@ def test_a_named_item_changing_hands_is_an_acquisition() -> None:
 
 
 def test_a_quest_from_a_known_giver_is_an_event() -> None:
-    recap = "Allura Vysoren came to them requesting their aid to find a long time friend of hers."
-    assert names(recap) == [("Quest from Allura Vysoren", ["Allura Vysoren"], None)]
+    recap = "Allura Vysoren of the Tal'Dorei Council came to them requesting their aid to find a friend of hers."
+    assert names(recap) == [("Quest from Allura Vysoren", ["Allura Vysoren"], None)]  # whose she is: no part
     assert told("Allura might ask you to find her friend.") == []
 
 
