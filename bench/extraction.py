@@ -10,7 +10,8 @@ table talk (the salience gate) are skipped, the rule extractor proposes, validat
 are counted once (as ``ensure_relationship`` and the name resolver keep them once). Stage-1 correction is left out:
 CRD3's text spells the names already. Per episode:
 
-* items: the review items (new entities and facts); per 500 turns;
+* items: the review items (new entities and facts); per 500 turns; events: the new turning-point events among
+  them (their rules' items, the event and its links, are tallied by rule after the table);
 * precision: the share of items judged "keep" in tests/data/extraction_judgements.json (each item marked keep,
   wrong or noise by hand, with its line), for the episodes judged; "noise" (not part of the game) per 500 turns;
 * coverage: the share of the episode's aligned_index.dev summary chunks (chunk size 2, offset 0: two wiki sentences
@@ -137,6 +138,18 @@ async def review_items(lines: list[Entry], known: list[KnownEntity]) -> list[Ite
     return list(items.values())
 
 
+#: How a turning-point event's name begins (memory.extraction.events), by rule.
+EVENT_KINDS = {"Death of ": "death", "Arrival at ": "arrival", "Acquisition of ": "acquisition", "Quest from ": "quest"}
+
+
+def event_kind(key: str) -> str | None:
+    """The rule of an event item ("new event Death of X") or of one of its links ("Grog —took_part_in→ Death of X")."""
+    name = key.removeprefix("new event ") if key.startswith("new event ") else None
+    if name is None and ("—took_part_in→ " in key or "—located_in→ " in key):
+        name = key.split("—took_part_in→ ")[-1] if "—took_part_in→ " in key else key.split(" —located_in→ ")[0]
+    return next((kind for prefix, kind in EVENT_KINDS.items() if name and name.startswith(prefix)), None)
+
+
 def aligned(name: str) -> list[dict]:
     path = data_dir().parent / "aligned_index.dev.jsonl"
     return [c for c in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if c["episode"] == name]
@@ -234,6 +247,10 @@ def main() -> None:
             for key, value in counts.items():
                 totals[key] += value
             totals["judged_turns"] += len(turns)
+        for item in items:  # each turning-point rule's items (the event and its links), to keep or drop the rule
+            if (kind := event_kind(item.key)) is not None:
+                totals[f"{kind} items"] += 1
+                totals[f"{kind} keep"] += marks.get(item.key, [""])[0] == "keep"
         if args.show in (path.stem, "all"):
             for item in items:
                 best = next((t for t in item.turns if turns[t][0] == DM), item.turns[0])
@@ -253,6 +270,13 @@ def main() -> None:
         noise = 500 * totals["noise"] / totals["judged_turns"] if totals["judged_turns"] else 0.0
         print(f"{half}: noise per 500 turns in the judged episodes {noise:.2f}; turning points with an item "
               f"within {args.window} turns: {totals['hit']} of {totals['points']}")  # fmt: skip
+    for half, totals in halves.items():
+        rules = ", ".join(
+            f"{kind} {totals[f'{kind} keep']} of {totals[f'{kind} items']}"
+            for kind in EVENT_KINDS.values()
+            if totals[f"{kind} items"]
+        )
+        print(f"{half}: turning-point items kept, by rule (event and links): {rules or 'none'}")
     print("\nThe turning points (the 3 most summarised of each episode):")
     for line in shown:
         print(f"    {line}")
