@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler, Levenshtein
 
-from memory.correction.evidence import word_zipf
+from memory.correction.evidence import derived, word_zipf
 from memory.correction.index import MIN_SOUND_PHONES, NameForm, PhoneticIndex, near_edits
 from memory.correction.pronounce import phrase_phones
 from memory.correction.text import Token, may_be_plural, normalize, tokenize
@@ -278,10 +278,12 @@ class CommonWordRule:
     and the recogniser must be. Heard confidently (or with no confidences): at most this many phone edits from a
     name of at least this many phones, as in stage 1 if looser (stage 1 wants an exact sound from 5 phones and one
     edit from 8: ``MatchSettings.sound_common_word_phones``, ``sound_word_one_edit_phones``). Doubted by the
-    recogniser: the ``doubted_*`` lengths, and no other entity may sound as near the words. Measured with
-    ``python -m bench.stage2_guard`` (bench/README.md)."""
+    recogniser: the ``doubted_*`` lengths, and no other entity may sound as near the words. Either way one word
+    must not be a function word nor a form of the name, as in stage 1. Measured with ``python -m
+    bench.stage2_guard``."""
 
     common_zipf: float = 3.0  # MatchSettings.common_zipf: from here a word is ordinary English
+    function_zipf: float = 5.5  # MatchSettings.function_zipf: "not", "from" are never a name, however doubted
     exact_phones: int = 4
     one_edit_phones: int = 6
     two_edit_phones: int = 8  # "slay her stake" / Slayer's Take; stage 1 wants 10
@@ -322,6 +324,8 @@ def _common_words_may_be(
     when the recogniser was sure of them, and, when it doubted them, as near as no other name of ``index``."""
     if any(word_zipf(w) < rule.common_zipf for w in words):
         return True
+    if len(words) == 1 and (word_zipf(words[0]) >= rule.function_zipf or derived(words[0], form.spaceless)):
+        return False  # "not" / Nott, "character" / Characters: stage 1 never makes these a name either
     said = phrase_phones(words)
     edits, phones = Levenshtein.distance(said, form.phones), len(form.phones)
     if _close_enough(edits, phones, rule.exact_phones, rule.one_edit_phones, rule.two_edit_phones):

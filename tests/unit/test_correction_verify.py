@@ -133,6 +133,14 @@ def test_doubt_does_not_make_a_distant_name_of_an_ordinary_word() -> None:
         )
 
 
+def test_doubt_does_not_make_a_name_of_a_function_word_or_a_form_of_the_name() -> None:
+    """As in stage 1: "not" is never Nott, nor "character" Characters, however doubted."""
+    names = [EntityName(id=1, name="Nott"), EntityName(id=2, name="Characters")]
+    for heard, name in (("not", "Nott"), ("character", "Characters")):
+        text = f"it is {heard} here"
+        assert _verify(names, text, heard, f"it is {name} here", (heard, name), heard_at=0.2) == text
+
+
 def test_the_rule_reads_doubt_as_stage_1_does() -> None:
     assert _doubted([0.3, 0.6], COMMON_WORDS)  # the span as a whole: 0.45 on average
     assert not _doubted([0.3, 0.8], COMMON_WORDS)
