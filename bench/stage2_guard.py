@@ -252,7 +252,7 @@ def main() -> None:
     )
     rules = [
         (
-            "none (sound alone)",
+            "sound alone (no function words, no forms of the name)",
             CommonWordRule(
                 exact_phones=0,
                 one_edit_phones=0,
