@@ -203,6 +203,22 @@ async def test_stage_1_fixes_stay_and_offsets_refer_to_the_raw_text(
     assert sent["utterance"] == "in Vasselheim the from skin sleeps"
 
 
+async def test_the_recogniser_doubt_follows_the_words_past_stage_1_fixes(fake_openai: FakeOpenAI) -> None:
+    """Stage 2 reads the stage-1 text: the confidences must stay with their words after "vassal high mm" became
+    Vasselheim (three words one), so the doubted "card" may become Kord."""
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    pipeline = Pipeline(ENTITIES, llm=llm)
+    text = "in vassal high mm the card game"
+    words = [("in", 0.9), ("vassal", 0.9), ("high", 0.9), ("mm", 0.9), ("the", 0.9), ("card", 0.2), ("game", 0.9)]
+    fake_openai.queue_chat(_answer("in Vasselheim the Kord game", ("card", "Kord")))
+    try:
+        result = await pipeline.correct(text, words)
+    finally:
+        await llm.aclose()
+    assert result.text == "in Vasselheim the Kord game"
+    assert [(c.span, c.stage) for c in result.corrections] == [("vassal high mm", 1), ("card", 2)]
+
+
 async def test_no_llm_call_without_doubtful_spans(pipeline: Pipeline, fake_openai: FakeOpenAI) -> None:
     result = await pipeline.correct("so the cat flew over", [(w, 0.95) for w in "so the cat flew over".split()])
     assert result.corrections == []
