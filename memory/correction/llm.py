@@ -13,14 +13,14 @@ from __future__ import annotations
 import difflib
 import json
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler, Levenshtein
 
-from memory.correction.evidence import word_zipf
+from memory.correction.evidence import derived, word_zipf
 from memory.correction.index import MIN_SOUND_PHONES, NameForm, PhoneticIndex, near_edits
 from memory.correction.pronounce import phrase_phones
 from memory.correction.text import Token, may_be_plural, normalize, tokenize
@@ -75,11 +75,17 @@ class LLMCorrector:
         self._choices = [f.spaceless for f in index.forms]
 
     async def correct(
-        self, text: str, suspects: list[tuple[int, int]], *, retry_later: bool = False
+        self,
+        text: str,
+        suspects: list[tuple[int, int]],
+        *,
+        confidences: Sequence[float | None] | None = None,
+        retry_later: bool = False,
     ) -> list[Correction]:
-        """Verified corrections for ``text`` (offsets in ``text``); ``suspects`` are the doubtful spans. With no
-        answer the text stays as it is, unless ``retry_later`` (a background job): then ``LLMUnavailable``
-        propagates, so the line is not marked as done without stage 2."""
+        """Verified corrections for ``text`` (offsets in ``text``); ``suspects`` are the doubtful spans and
+        ``confidences`` the recogniser's, per token of ``tokenize(text)`` (None: unknown). With no answer the text
+        stays as it is, unless ``retry_later`` (a background job): then ``LLMUnavailable`` propagates, so the line
+        is not marked as done without stage 2."""
         if not suspects or not self.index.forms:
             return []
         spans = [text[a:b] for a, b in suspects]
@@ -99,7 +105,7 @@ class LLMCorrector:
                 raise
             log.warning("stage 2 correction skipped: %s", exc)
             return []
-        return self.verify(text, suspects, answer)
+        return self.verify(text, suspects, answer, confidences)
 
     def names_for(self, spans: list[str]) -> list[str]:
         """The names the model may choose from: every spelling in a small campaign; in a large one (thousands),
@@ -124,25 +130,41 @@ class LLMCorrector:
         """Forms pronounced within a phone of some run of the span's words (two for a long name), nearest first."""
         return [alike.form for alike in said_alike(self.index, [t.norm for t in tokenize(span)])]
 
-    def verify(self, text: str, suspects: list[tuple[int, int]], answer: LLMCorrection) -> list[Correction]:
-        """Corrections for the changes in ``answer.text`` that may stand; every other change is dropped."""
+    def verify(
+        self,
+        text: str,
+        suspects: list[tuple[int, int]],
+        answer: LLMCorrection,
+        confidences: Sequence[float | None] | None = None,
+    ) -> list[Correction]:
+        """Corrections for the changes in ``answer.text`` that may stand; every other change is dropped.
+        ``confidences``: the recogniser's, per token of ``tokenize(text)``, if known."""
         before = tokenize(text)
+        conf_at = {t.start: c for t, c in zip(before, confidences, strict=True)} if confidences is not None else {}
         after = tokenize(answer.text)
         declared = {(_key(s.heard), _key(s.entity)) for s in answer.substitutions}
-        matcher = difflib.SequenceMatcher(a=[t.norm for t in before], b=[t.norm for t in after], autojunk=False)
+        said, wrote = [t.norm for t in before], [t.norm for t in after]
+        ops = difflib.SequenceMatcher(a=said, b=wrote, autojunk=False).get_opcodes()
         corrections: list[Correction] = []
-        for op, i1, i2, j1, j2 in matcher.get_opcodes():
-            if op != "replace":
-                continue  # insertions and deletions are never name fixes
-            # A block may mix a declared fix with rewording ("from skin flew" → "Frumpkin soared"): only the
-            # declared words, replaced in the model's text by the declared entity, are taken from it.
-            new = _runs(after[j1:j2])
-            for heard_tokens in _runs(before[i1:i2]).values():
-                heard = "".join(t.norm for t in heard_tokens)
-                for form_key in {e for h, e in declared if h == heard}:
-                    change = self._accepted(heard_tokens, form_key, new.keys(), suspects, text)
-                    if change is not None:
-                        corrections.append(change)
+        for heard, form_key in sorted(declared):
+            for a, b in _occurrences(said, heard):
+                # The model's words where these were: a fix may keep a word of the name as heard ("vox machine a"
+                # / Vox Machina keeps "vox"), and a block may mix a declared fix with rewording ("from skin flew"
+                # → "Frumpkin soared"): only the declared words, replaced there by the declared entity, count.
+                ja, jb = _aligned(ops, a, b)
+                if wrote[ja:jb] == said[a:b]:
+                    continue  # unchanged: nothing was fixed here
+                heard_tokens = before[a:b]
+                doubted = _doubted([conf_at.get(t.start) for t in heard_tokens], self.common_words)
+                # a word the model kept must be inside the name it wrote ("the from skin" / "the Frumpkin" is
+                # not "the" made part of Frumpkin)
+                kept = [
+                    j1 + i - i1 for op, i1, i2, j1, _ in ops if op == "equal" for i in range(max(a, i1), min(b, i2))
+                ]
+                written = _runs(after[ja:jb], ja, kept).keys()
+                change = self._accepted(heard_tokens, form_key, written, suspects, text, doubted)
+                if change is not None:
+                    corrections.append(change)
         return corrections
 
     def _accepted(
@@ -152,8 +174,10 @@ class LLMCorrector:
         written: Collection[str],
         suspects: list[tuple[int, int]],
         text: str,
+        doubted: bool,
     ) -> Correction | None:
-        """``written``: the runs of words of the model's text, keyed as ``entity_key`` is."""
+        """``written``: the runs of words of the model's text, keyed as ``entity_key`` is; ``doubted``: the
+        recogniser doubted the replaced words."""
         form = self._declared(entity_key, written)
         if form is None:
             return None  # not a known entity, or declared without being made
@@ -171,7 +195,7 @@ class LLMCorrector:
         start, end = old[0].start, old[-1].base_end - plural
         if not any(a <= start and end <= b for a, b in suspects):
             return None  # outside the spans the model was asked about
-        if not self._may_become(heard, words, form):
+        if not self._may_become(heard, words, form, doubted):
             return None
         return Correction(
             span=text[start:end],
@@ -192,7 +216,7 @@ class LLMCorrector:
             return None
         return form
 
-    def _may_become(self, heard: str, words: list[str], form: NameForm) -> bool:
+    def _may_become(self, heard: str, words: list[str], form: NameForm, doubted: bool) -> bool:
         """Whether the heard words (``heard`` run together) may be corrected to the name."""
         if heard in self.index.exact_spaceless:
             return False  # an exact name stays as it is
@@ -202,8 +226,9 @@ class LLMCorrector:
             return False  # the DM says these words are never its name ("manta ray" / Mentiri)
         if not _sounds_like(words, form):
             return False  # a guess from context ("the old man" is Vaskerrin Holt), not a name misheard
-        # an ordinary word near a short name ("you fools" / Jules, "cracks" / Krix) stays as said
-        return _common_words_may_be(words, form, self.common_words)
+        # an ordinary word near a short name ("you fools" / Jules, "cracks" / Krix) stays as said, unless the
+        # recogniser doubted it and no other name sounds as near ("sasha" / Yasha)
+        return _common_words_may_be(words, form, self.common_words, doubted=doubted, index=self.index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,29 +273,84 @@ def _sounds_like(words: list[str], form: NameForm) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class CommonWordRule:
-    """What a span of ordinary English words only needs to become a name in stage 2: at most this many phone
-    edits from a name of at least this many phones. A model asked about a doubtful "fools" will say Jules if the
-    campaign has a Jules; nothing in its answer is evidence, so the sound must be, as in stage 1, if looser:
-    stage 1 wants an exact sound from 5 phones and one edit from 8 (``MatchSettings.sound_common_word_phones``,
-    ``sound_word_one_edit_phones``). Measured with ``python -m bench.stage2_guard`` (bench/README.md)."""
+    """What a span of ordinary English words only needs to become a name in stage 2. A model asked about a
+    doubtful "fools" will say Jules if the campaign has a Jules; nothing in its answer is evidence, so the sound
+    and the recogniser must be. Heard confidently (or with no confidences): at most this many phone edits from a
+    name of at least this many phones, as in stage 1 if looser (stage 1 wants an exact sound from 5 phones and one
+    edit from 8: ``MatchSettings.sound_common_word_phones``, ``sound_word_one_edit_phones``). Doubted by the
+    recogniser: the ``doubted_*`` lengths, and no other entity may sound as near the words. Either way one word
+    must not be a function word nor a form of the name, as in stage 1. Measured with ``python -m
+    bench.stage2_guard``."""
 
     common_zipf: float = 3.0  # MatchSettings.common_zipf: from here a word is ordinary English
+    function_zipf: float = 5.5  # MatchSettings.function_zipf: "not", "from" are never a name, however doubted
     exact_phones: int = 4
     one_edit_phones: int = 6
     two_edit_phones: int = 8  # "slay her stake" / Slayer's Take; stage 1 wants 10
+    #: MatchSettings.low_confidence: words heard below it on average were doubted by the recogniser.
+    low_confidence: float = 0.5
+    doubted_exact_phones: int = 3
+    doubted_one_edit_phones: int = 4  # "sasha" / Yasha, "card" / Kord
+    doubted_two_edit_phones: int = 8
+    #: A doubted span needs its name to be the only one said this near it (a wrong name the model prefers
+    #: to the right one is as near or further).
+    doubted_alone: bool = True
 
 
 COMMON_WORDS = CommonWordRule()
 
 
-def _common_words_may_be(words: list[str], form: NameForm, rule: CommonWordRule = COMMON_WORDS) -> bool:
+def _doubted(confidences: Sequence[float | None], rule: CommonWordRule) -> bool:
+    """Whether the recogniser doubted these words: every one's confidence known, below the rule's on average."""
+    known = [c for c in confidences if c is not None]
+    return bool(known) and len(known) == len(confidences) and sum(known) / len(known) < rule.low_confidence
+
+
+def _close_enough(edits: int, phones: int, exact: int, one_edit: int, two_edits: int) -> bool:
+    least = {0: exact, 1: one_edit, 2: two_edits}.get(edits)
+    return least is not None and phones >= least
+
+
+def _common_words_may_be(
+    words: list[str],
+    form: NameForm,
+    rule: CommonWordRule = COMMON_WORDS,
+    *,
+    doubted: bool = False,
+    index: PhoneticIndex | None = None,
+) -> bool:
     """Whether the words may be the name misheard: any word English rarely uses is (``_sounds_like`` judged
-    those); ordinary words only if they sound close enough to a long enough name (``CommonWordRule``)."""
+    those); ordinary words only if they sound close enough to a long enough name (``CommonWordRule``): closer
+    when the recogniser was sure of them, and, when it doubted them, as near as no other name of ``index``."""
     if any(word_zipf(w) < rule.common_zipf for w in words):
         return True
-    edits, phones = Levenshtein.distance(phrase_phones(words), form.phones), len(form.phones)
-    least = {0: rule.exact_phones, 1: rule.one_edit_phones, 2: rule.two_edit_phones}.get(edits)
-    return least is not None and phones >= least
+    if len(words) == 1 and (word_zipf(words[0]) >= rule.function_zipf or derived(words[0], form.spaceless)):
+        return False  # "not" / Nott, "character" / Characters: stage 1 never makes these a name either
+    said = phrase_phones(words)
+    edits, phones = Levenshtein.distance(said, form.phones), len(form.phones)
+    if _close_enough(edits, phones, rule.exact_phones, rule.one_edit_phones, rule.two_edit_phones):
+        return True
+    if not doubted or not _close_enough(
+        edits, phones, rule.doubted_exact_phones, rule.doubted_one_edit_phones, rule.doubted_two_edit_phones
+    ):
+        return False
+    return not rule.doubted_alone or index is None or not _rival_as_near(index, said, form, edits)
+
+
+def _rival_as_near(index: PhoneticIndex, said: str, form: NameForm, edits: int) -> bool:
+    """Whether a name of another entity is said within ``edits`` phones of ``said`` (at most 2). One spelt as the
+    name is not (the character "Yasha" and "Yasha Nydoorin" with that alias): no sound tells them apart."""
+    near = (
+        *index.sound_candidates(said),
+        *(index.two_edit_candidates(said, 0) if edits >= 2 else ()),
+        *(f for f in index.forms if len(f.phones) < MIN_SOUND_PHONES),  # names too short for the sound index
+    )
+    return any(
+        f.entity_key != form.entity_key
+        and f.spaceless != form.spaceless
+        and Levenshtein.distance(said, f.phones, score_cutoff=edits) <= edits
+        for f in near
+    )
 
 
 def _nearer_without_s(words: list[str], form: NameForm) -> bool:
@@ -282,11 +362,41 @@ def _nearer_without_s(words: list[str], form: NameForm) -> bool:
     )
 
 
-def _runs(tokens: list[Token]) -> dict[str, list[Token]]:
-    """Every contiguous run of tokens, keyed by its space-free normal form (the first run wins)."""
+def _occurrences(words: list[str], heard: str) -> list[tuple[int, int]]:
+    """Every run ``words[a:b]`` that, joined, is ``heard``."""
+    found = []
+    for a in range(len(words)):
+        joined, b = "", a
+        while b < len(words) and len(joined) < len(heard) and heard.startswith(joined + words[b]):
+            joined += words[b]
+            b += 1
+        if joined == heard and b > a:
+            found.append((a, b))
+    return found
+
+
+def _aligned(ops: Sequence[tuple[str, int, int, int, int]], a: int, b: int) -> tuple[int, int]:
+    """The model's words standing where ``a:b`` of the input were (difflib opcodes), with words it inserted
+    at either edge ("nights of rick whittle" / The Knights of Requital)."""
+    ja = jb = None
+    for op, i1, i2, j1, j2 in ops:
+        if ja is None and (i1 <= a < i2 or (op == "insert" and i1 == a)):
+            ja = j1 + (a - i1 if op == "equal" else 0)
+        if i1 < b <= i2 and op != "insert":
+            jb = j1 + (b - i1) if op == "equal" else j2
+        elif op == "insert" and i1 == b:
+            jb = j2
+    assert ja is not None and jb is not None  # opcodes cover every input word
+    return ja, max(ja, jb)
+
+
+def _runs(tokens: list[Token], first: int = 0, covering: Sequence[int] = ()) -> dict[str, list[Token]]:
+    """Every contiguous run of tokens (numbered from ``first``) holding every position of ``covering``, keyed by
+    its space-free normal form (the first run wins)."""
     runs: dict[str, list[Token]] = {}
-    for i in range(len(tokens)):
-        for j in range(i + 1, len(tokens) + 1):
+    low, high = (min(covering) - first, max(covering) - first) if covering else (len(tokens), -1)
+    for i in range(min(low, len(tokens) - 1) + 1):
+        for j in range(max(i, high) + 1, len(tokens) + 1):
             runs.setdefault("".join(t.norm for t in tokens[i:j]), tokens[i:j])
     return runs
 

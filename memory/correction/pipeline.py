@@ -47,21 +47,42 @@ class Pipeline:
 
     async def correct(self, text: str, words: list[tuple[str, float | None]] | None = None) -> CorrectionResult:
         """Stage 1, then stage 2 on the doubtful spans stage 1 left (when an LLM is configured)."""
-        first = self._stage1(text, words)
+        confidences = self._confidences(text, words)
+        first = self.matcher.correct(text, confidences)
         corrections = list(first.corrections)
         if self.stage2 is not None and first.suspects:
             stage1_text = apply_corrections(text, corrections)
             shifted = [to_corrected_span(span, corrections) for span in first.suspects]
-            for c in await self.stage2.correct(stage1_text, shifted):
+            # the recogniser's doubt is stage 2's evidence for an ordinary word (see ``CommonWordRule``)
+            moved = _shift_confidences(text, stage1_text, corrections, confidences) if confidences else None
+            for c in await self.stage2.correct(stage1_text, shifted, confidences=moved):
                 start = to_raw_offset(c.start, first.corrections)
                 corrections.append(c.model_copy(update={"start": start, "end": start + len(c.span)}))
         return self._result(text, corrections)
 
     def _stage1(self, text: str, words: list[tuple[str, float | None]] | None) -> Stage1Result:
-        confidences = align_confidences(text, tokenize(text), words) if words else None
-        return self.matcher.correct(text, confidences)
+        return self.matcher.correct(text, self._confidences(text, words))
+
+    @staticmethod
+    def _confidences(text: str, words: list[tuple[str, float | None]] | None) -> list[float | None] | None:
+        return align_confidences(text, tokenize(text), words) if words else None
 
     @staticmethod
     def _result(text: str, corrections: list[Correction]) -> CorrectionResult:
         ordered = sorted(corrections, key=lambda c: c.start)
         return CorrectionResult(text=apply_corrections(text, ordered), raw_text=text, corrections=ordered)
+
+
+def _shift_confidences(
+    raw: str, corrected: str, corrections: list[Correction], confidences: list[float | None]
+) -> list[float | None]:
+    """Per token of ``corrected`` (``raw`` with ``corrections`` applied), the confidence of the raw token it
+    is; a token of a replacement has none."""
+    at = {t.start: c for t, c in zip(tokenize(raw), confidences, strict=True)}
+    replaced = [
+        (a, a + len(c.replacement)) for c in corrections for a, _ in [to_corrected_span((c.start, c.end), corrections)]
+    ]
+    return [
+        None if any(a <= t.start < b for a, b in replaced) else at.get(to_raw_offset(t.start, corrections))
+        for t in tokenize(corrected)
+    ]

@@ -61,7 +61,7 @@ async def test_a_declared_fix_of_a_doubtful_span_is_applied(pipeline: Pipeline, 
     assert "Frumpkin" in sent["entities"]
 
 
-async def test_a_hostile_answer_is_reverted_except_the_declared_fix(
+async def test_a_hostile_answer_is_reverted_except_the_declared_fixes(
     pipeline: Pipeline, fake_openai: FakeOpenAI
 ) -> None:
     hostile = _answer(
@@ -72,15 +72,20 @@ async def test_a_hostile_answer_is_reverted_except_the_declared_fix(
     )
     fake_openai.queue_chat(hostile)
     result = await pipeline.correct(TEXT, WORDS)
-    # "card" → Kord was declared and targets an entity inside a doubtful span, but an ordinary word one sound
-    # off a name of four needs more than the model's word; the rewording, the added word and the capital S are all
-    # reverted too.
+    # "card" → Kord stands: the recogniser doubted "card" (0.4) and no other name sounds as near it. The
+    # rewording, the added word and the capital S are all reverted.
+    assert result.text == "so Frumpkin flew over the Kord table"
+    assert [(c.span, c.replacement) for c in result.corrections] == [("from skin", "Frumpkin"), ("card", "Kord")]
+    # heard confidently, "card" is no doubtful span: the model is asked about "from skin" only
+    fake_openai.queue_chat(hostile)
+    sure = [(w, 0.9 if w == "card" else c) for w, c in WORDS]
+    result = await pipeline.correct(TEXT, sure)
+    assert json.loads(fake_openai.chat_requests[-1]["messages"][1]["content"])["doubtful_spans"] == ["from skin"]
     assert result.text == "so Frumpkin flew over the card table"
-    assert [(c.span, c.replacement) for c in result.corrections] == [("from skin", "Frumpkin")]
 
 
-#: The issue's endpoint: doubtful ordinary words renamed to the campaign's short names (4 of 5 stage-2
-#: corrections wrong), beside one right fix.
+#: The issue's endpoint: ordinary words renamed to the campaign's short names (4 of 5 stage-2 corrections
+#: wrong), beside one right fix.
 HOSTILE = [
     ("Get on the damn carpet, you fools!", "fools", "Jules"),
     ("That does not fit us at all", "fit us", "Fitz"),
@@ -90,26 +95,49 @@ HOSTILE = [
 ]
 
 
-@pytest.mark.parametrize(("text", "heard", "name"), HOSTILE)
-async def test_ordinary_words_renamed_to_a_short_name_are_reverted(
-    fake_openai: FakeOpenAI, text: str, heard: str, name: str
-) -> None:
+async def _hostile_run(
+    fake_openai: FakeOpenAI, text: str, heard: str, name: str, heard_at: float | None
+) -> tuple[str, list[str]]:
+    """The corrected text, and the doubtful spans stage 2 was asked about; ``heard_at``: the recogniser's
+    confidence in the heard words (the others at 0.95), None for a transcript with none."""
     names = [EntityName(id=i, name=n) for i, (_, _, n) in enumerate(HOSTILE)]
     llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
     pipeline = Pipeline(names, settings=STRICT, llm=llm)
-    words = [(w, 0.3 if w in heard.split() else 0.95) for w in text.replace(",", "").replace("!", "").split()]
+    said = text.replace(",", "").replace("!", "").split()
+    words = None if heard_at is None else [(w, heard_at if w in heard.split() else 0.95) for w in said]
     fake_openai.queue_chat(_answer(text.replace(heard, name), (heard, name)))
     try:
         result = await pipeline.correct(text, words)
     finally:
         await llm.aclose()
-    assert len(fake_openai.chat_requests) == 1  # stage 2 was asked: the span was doubtful
-    sent = json.loads(fake_openai.chat_requests[0]["messages"][1]["content"])
-    assert heard in " ".join(sent["doubtful_spans"])
+    asked = fake_openai.chat_requests
+    return result.text, json.loads(asked[0]["messages"][1]["content"])["doubtful_spans"] if asked else []
+
+
+@pytest.mark.parametrize(("text", "heard", "name"), HOSTILE)
+async def test_ordinary_words_renamed_to_a_short_name_are_reverted(
+    fake_openai: FakeOpenAI, text: str, heard: str, name: str
+) -> None:
+    """A transcript without word confidences: stage 1 hands stage 2 the words said near a name, and the model's
+    word is no evidence that an ordinary word one sound off a short name is the name."""
+    fixed, asked = await _hostile_run(fake_openai, text, heard, name, None)
+    assert heard in " ".join(asked)  # stage 2 was asked about the words
     if name == "Frumpkin":  # eight sounds, one off: the sound is evidence enough
-        assert result.text == text.replace(heard, name)
+        assert fixed == text.replace(heard, name)
     else:
-        assert result.text == text and result.corrections == []
+        assert fixed == text
+
+
+@pytest.mark.parametrize(("text", "heard", "name"), HOSTILE)
+async def test_with_word_confidences_only_words_the_recogniser_doubted_may_be_renamed(
+    fake_openai: FakeOpenAI, text: str, heard: str, name: str
+) -> None:
+    """Heard confidently, the words are not asked about; doubted, a name one sound off them that no other name
+    sounds as near stands: the recogniser's doubt is the evidence the sound of a short name lacks."""
+    assert await _hostile_run(fake_openai, text, heard, name, 0.9) == (text, [])
+    fixed, asked = await _hostile_run(fake_openai, text, heard, name, 0.3)
+    assert heard in " ".join(asked)
+    assert fixed == text.replace(heard, name)
 
 
 async def test_undeclared_changes_and_non_entities_are_dropped(pipeline: Pipeline, fake_openai: FakeOpenAI) -> None:
@@ -173,6 +201,22 @@ async def test_stage_1_fixes_stay_and_offsets_refer_to_the_raw_text(
     assert text[stage2.start : stage2.end] == "from skin"
     sent = json.loads(fake_openai.chat_requests[0]["messages"][1]["content"])
     assert sent["utterance"] == "in Vasselheim the from skin sleeps"
+
+
+async def test_the_recogniser_doubt_follows_the_words_past_stage_1_fixes(fake_openai: FakeOpenAI) -> None:
+    """Stage 2 reads the stage-1 text: the confidences must stay with their words after "vassal high mm" became
+    Vasselheim (three words one), so the doubted "card" may become Kord."""
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    pipeline = Pipeline(ENTITIES, llm=llm)
+    text = "in vassal high mm the card game"
+    words = [("in", 0.9), ("vassal", 0.9), ("high", 0.9), ("mm", 0.9), ("the", 0.9), ("card", 0.2), ("game", 0.9)]
+    fake_openai.queue_chat(_answer("in Vasselheim the Kord game", ("card", "Kord")))
+    try:
+        result = await pipeline.correct(text, words)
+    finally:
+        await llm.aclose()
+    assert result.text == "in Vasselheim the Kord game"
+    assert [(c.span, c.stage) for c in result.corrections] == [("vassal high mm", 1), ("card", 2)]
 
 
 async def test_no_llm_call_without_doubtful_spans(pipeline: Pipeline, fake_openai: FakeOpenAI) -> None:

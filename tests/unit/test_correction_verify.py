@@ -2,15 +2,37 @@
 
 from __future__ import annotations
 
+import pytest
+
 from memory.correction import EntityName, PhoneticIndex
-from memory.correction.llm import LLMCorrection, LLMCorrector, Substitution
+from memory.correction.llm import (
+    COMMON_WORDS,
+    LLMCorrection,
+    LLMCorrector,
+    Substitution,
+    _common_words_may_be,
+    _doubted,
+)
+from memory.correction.text import tokenize
 
 
-def _verify(names: list[EntityName], text: str, doubtful: str, answer: str, *subs: tuple[str, str]) -> str:
+def _verify(
+    names: list[EntityName],
+    text: str,
+    doubtful: str,
+    answer: str,
+    *subs: tuple[str, str],
+    heard_at: float | None = None,
+) -> str:
+    """``heard_at``: the recogniser's confidence in the doubtful words (the others at 0.95); None: unknown."""
     stage2 = LLMCorrector(None, PhoneticIndex.build(names))  # type: ignore[arg-type]  # verify asks nothing
     start = text.index(doubtful)
+    end = start + len(doubtful)
     declared = LLMCorrection(text=answer, substitutions=[Substitution(heard=h, entity=e) for h, e in subs])
-    fixes = stage2.verify(text, [(start, start + len(doubtful))], declared)
+    confidences: list[float | None] | None = None
+    if heard_at is not None:
+        confidences = [heard_at if start <= t.start < end else 0.95 for t in tokenize(text)]
+    fixes = stage2.verify(text, [(start, end)], declared, confidences)
     for c in sorted(fixes, key=lambda c: c.start, reverse=True):
         text = text[: c.start] + c.replacement + text[c.end :]
     return text
@@ -79,3 +101,73 @@ def test_a_plural_keeps_its_s_outside_the_name_as_in_stage_1() -> None:
     answer = "off to Nicodranas"
     assert _verify(names, "off to nick a dramas", "nick a dramas", answer, ("nick a dramas", "Nicodranas")) == answer
     assert _verify(names, "we met kwellow", "kwellow", "we met Quelloths", ("kwellow", "Quelloth")) == "we met Quelloth"
+
+
+SHORT = [EntityName(id=i, name=n) for i, n in enumerate(["Jules", "Yasha", "Kord", "Krix", "Frumpkin"], 1)]
+
+
+@pytest.mark.parametrize(("heard", "name"), [("sasha", "Yasha"), ("card", "Kord"), ("fools", "Jules")])
+def test_a_doubted_ordinary_word_may_be_a_short_name_said_nearly_like_it(heard: str, name: str) -> None:
+    """One phone off a name of four is no evidence in an ordinary word the recogniser was sure of (or gave no
+    confidence for); when it doubted the word, the sound is evidence enough if no other name sounds as near."""
+    text = f"go on, {heard}, now"
+    fixed = f"go on, {name}, now"
+    assert _verify(SHORT, text, heard, fixed, (heard, name), heard_at=0.3) == fixed
+    for sure in (None, 0.9, 0.6):  # unknown; sure; unsure, but above stage 1's doubt (0.5)
+        assert _verify(SHORT, text, heard, fixed, (heard, name), heard_at=sure) == text
+    # another entity said as near the word: the sound cannot tell them apart, and the model's word is no evidence
+    rival = [*SHORT, EntityName(id=9, name="Tasha"), EntityName(id=10, name="Kard"), EntityName(id=11, name="Foals")]
+    assert _verify(rival, text, heard, fixed, (heard, name), heard_at=0.3) == text
+    # the same spelling under two entities is no rival ("Yasha" and "Yasha Nydoorin" with that alias)
+    twin = [*SHORT, EntityName(id=12, name="Yasha Nydoorin", aliases=["Yasha"])]
+    assert _verify(twin, "go on, sasha", "sasha", "go on, Yasha", ("sasha", "Yasha"), heard_at=0.3) == "go on, Yasha"
+
+
+def test_doubt_does_not_make_a_distant_name_of_an_ordinary_word() -> None:
+    """Doubted or not, a wrong name said less like the words than the right one is reverted ("cracks" is not
+    Kord), and so is a name two phones off a short one."""
+    for wrong in ("Kord", "Jules", "Yasha"):
+        answer = f"the ice {wrong} under him"
+        assert _verify(SHORT, "the ice cracks under him", "cracks", answer, ("cracks", wrong), heard_at=0.2) == (
+            "the ice cracks under him"
+        )
+
+
+def test_doubt_does_not_make_a_name_of_a_function_word_or_a_form_of_the_name() -> None:
+    """As in stage 1: "not" is never Nott, nor "character" Characters, however doubted."""
+    names = [EntityName(id=1, name="Nott"), EntityName(id=2, name="Characters")]
+    for heard, name in (("not", "Nott"), ("character", "Characters")):
+        text = f"it is {heard} here"
+        assert _verify(names, text, heard, f"it is {name} here", (heard, name), heard_at=0.2) == text
+
+
+def test_the_rule_reads_doubt_as_stage_1_does() -> None:
+    assert _doubted([0.3, 0.6], COMMON_WORDS)  # the span as a whole: 0.45 on average
+    assert not _doubted([0.3, 0.8], COMMON_WORDS)
+    assert not _doubted([0.3, None], COMMON_WORDS)  # a word of unknown confidence is no doubt
+    assert not _doubted([], COMMON_WORDS)
+    index = PhoneticIndex.build(SHORT)
+    [yasha] = [f for f in index.forms if f.canonical == "Yasha"]
+    assert not _common_words_may_be(["sasha"], yasha, doubted=False, index=index)
+    assert _common_words_may_be(["sasha"], yasha, doubted=True, index=index)
+    assert _common_words_may_be(["yasher"], yasha)  # not ordinary English: ``_sounds_like`` judges it
+
+
+def test_a_name_may_keep_a_word_as_it_was_heard() -> None:
+    """ "vox machine a" is Vox Machina though the model's text keeps "vox" as it was; a word the model kept
+    outside the name it wrote ("the" of "the from skin") is not made part of the name."""
+    names = [
+        EntityName(id=1, name="Vox Machina"),
+        EntityName(id=2, name="Frumpkin"),
+        EntityName(id=3, name="Lady Kima"),
+    ]
+    text = "so vox machine a rode on"
+    answer = "so Vox Machina rode on"
+    assert _verify(names, text, "vox machine a", answer, ("vox machine a", "Vox Machina")) == answer
+    text = "we met lady coma there"
+    assert _verify(names, text, "lady coma", "we met Lady Kima there", ("lady coma", "Lady Kima")) == (
+        "we met Lady Kima there"
+    )
+    text = "and the from skin flies"
+    assert _verify(names, text, text, "and the Frumpkin flies", ("the from skin", "Frumpkin")) == text
+    assert _verify(names, text, text, "and the Frumpkin flies", ("from skin", "Frumpkin")) == "and the Frumpkin flies"
