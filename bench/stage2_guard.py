@@ -266,14 +266,14 @@ def main() -> None:
             "doubt ignored: exact 4, one edit 6, two 8",
             CommonWordRule(doubted_exact_phones=4, doubted_one_edit_phones=6, doubted_two_edit_phones=8),
         ),
-        ("doubted: exact 3, one edit 4, two 8; alone (kept)", COMMON_WORDS),
-        ("doubted: the same, function words too", CommonWordRule(function_zipf=99.0)),
-        ("doubted: the same, not alone", CommonWordRule(doubted_alone=False)),
         (
-            "doubted: exact 4, one edit 5, two 8; alone",
-            CommonWordRule(doubted_exact_phones=4, doubted_one_edit_phones=5),
+            "doubted: exact 3, one edit 4, two 8; alone",
+            CommonWordRule(doubted_exact_phones=3, doubted_one_edit_phones=4),
         ),
-        ("doubted: exact 3, one edit 4, two 6; alone", CommonWordRule(doubted_two_edit_phones=6)),
+        ("doubted: the kept rule, function words too", CommonWordRule(function_zipf=99.0)),
+        ("doubted: the kept rule, not alone", CommonWordRule(doubted_alone=False)),
+        ("doubted: exact 4, one edit 5, two 8; alone (kept)", COMMON_WORDS),
+        ("doubted: exact 4, one edit 5, two 6; alone", CommonWordRule(doubted_two_edit_phones=6)),
     ]
     table(
         "Ordinary-words rule compared (the verify step in process). (a) of every mishearing doubted and of those "

@@ -227,7 +227,7 @@ class LLMCorrector:
         if not _sounds_like(words, form):
             return False  # a guess from context ("the old man" is Vaskerrin Holt), not a name misheard
         # an ordinary word near a short name ("you fools" / Jules, "cracks" / Krix) stays as said, unless the
-        # recogniser doubted it and no other name sounds as near ("sasha" / Yasha)
+        # recogniser doubted it, the name is long enough and no other name sounds as near
         return _common_words_may_be(words, form, self.common_words, doubted=doubted, index=self.index)
 
 
@@ -289,8 +289,9 @@ class CommonWordRule:
     two_edit_phones: int = 8  # "slay her stake" / Slayer's Take; stage 1 wants 10
     #: MatchSettings.low_confidence: words heard below it on average were doubted by the recogniser.
     low_confidence: float = 0.5
-    doubted_exact_phones: int = 3
-    doubted_one_edit_phones: int = 4  # "sasha" / Yasha, "card" / Kord
+    doubted_exact_phones: int = 4
+    #: one edit from 5 phones ("cracks" / Krix): from 4, "fools" / Jules and "card" / Kord would stand alike
+    doubted_one_edit_phones: int = 5
     doubted_two_edit_phones: int = 8
     #: A doubted span needs its name to be the only one said this near it (a wrong name the model prefers
     #: to the right one is as near or further).

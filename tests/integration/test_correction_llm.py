@@ -72,10 +72,10 @@ async def test_a_hostile_answer_is_reverted_except_the_declared_fixes(
     )
     fake_openai.queue_chat(hostile)
     result = await pipeline.correct(TEXT, WORDS)
-    # "card" → Kord stands: the recogniser doubted "card" (0.4) and no other name sounds as near it. The
-    # rewording, the added word and the capital S are all reverted.
-    assert result.text == "so Frumpkin flew over the Kord table"
-    assert [(c.span, c.replacement) for c in result.corrections] == [("from skin", "Frumpkin"), ("card", "Kord")]
+    # "card" → Kord is reverted though the recogniser doubted "card" (0.4): one sound off a name of four is
+    # what "fools" is to Jules. The rewording, the added word and the capital S are all reverted.
+    assert result.text == "so Frumpkin flew over the card table"
+    assert [(c.span, c.replacement) for c in result.corrections] == [("from skin", "Frumpkin")]
     # heard confidently, "card" is no doubtful span: the model is asked about "from skin" only
     fake_openai.queue_chat(hostile)
     sure = [(w, 0.9 if w == "card" else c) for w, c in WORDS]
@@ -132,12 +132,13 @@ async def test_ordinary_words_renamed_to_a_short_name_are_reverted(
 async def test_with_word_confidences_only_words_the_recogniser_doubted_may_be_renamed(
     fake_openai: FakeOpenAI, text: str, heard: str, name: str
 ) -> None:
-    """Heard confidently, the words are not asked about; doubted, a name one sound off them that no other name
-    sounds as near stands: the recogniser's doubt is the evidence the sound of a short name lacks."""
+    """Heard confidently, the words are not asked about; doubted, a name of five sounds or more one sound off
+    them that no other name sounds as near stands (Karen, Krix, Frumpkin): the recogniser's doubt is the evidence
+    the sound lacks. A name of four sounds one off an ordinary word (Jules, Fitz) stays refused."""
     assert await _hostile_run(fake_openai, text, heard, name, 0.9) == (text, [])
     fixed, asked = await _hostile_run(fake_openai, text, heard, name, 0.3)
     assert heard in " ".join(asked)
-    assert fixed == text.replace(heard, name)
+    assert fixed == (text.replace(heard, name) if name not in ("Jules", "Fitz") else text)
 
 
 async def test_undeclared_changes_and_non_entities_are_dropped(pipeline: Pipeline, fake_openai: FakeOpenAI) -> None:
@@ -205,18 +206,18 @@ async def test_stage_1_fixes_stay_and_offsets_refer_to_the_raw_text(
 
 async def test_the_recogniser_doubt_follows_the_words_past_stage_1_fixes(fake_openai: FakeOpenAI) -> None:
     """Stage 2 reads the stage-1 text: the confidences must stay with their words after "vassal high mm" became
-    Vasselheim (three words one), so the doubted "card" may become Kord."""
+    Vasselheim (three words one), so the doubted "cracks" may become Krix (a word heard at 0.9 may not)."""
     llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
-    pipeline = Pipeline(ENTITIES, llm=llm)
-    text = "in vassal high mm the card game"
-    words = [("in", 0.9), ("vassal", 0.9), ("high", 0.9), ("mm", 0.9), ("the", 0.9), ("card", 0.2), ("game", 0.9)]
-    fake_openai.queue_chat(_answer("in Vasselheim the Kord game", ("card", "Kord")))
+    pipeline = Pipeline([*ENTITIES, EntityName(id=4, name="Krix")], llm=llm)
+    text = "in vassal high mm the cracks game"
+    words = [("in", 0.9), ("vassal", 0.9), ("high", 0.9), ("mm", 0.9), ("the", 0.9), ("cracks", 0.2), ("game", 0.9)]
+    fake_openai.queue_chat(_answer("in Vasselheim the Krix game", ("cracks", "Krix")))
     try:
         result = await pipeline.correct(text, words)
     finally:
         await llm.aclose()
-    assert result.text == "in Vasselheim the Kord game"
-    assert [(c.span, c.stage) for c in result.corrections] == [("vassal high mm", 1), ("card", 2)]
+    assert result.text == "in Vasselheim the Krix game"
+    assert [(c.span, c.stage) for c in result.corrections] == [("vassal high mm", 1), ("cracks", 2)]
 
 
 async def test_no_llm_call_without_doubtful_spans(pipeline: Pipeline, fake_openai: FakeOpenAI) -> None:
