@@ -28,6 +28,7 @@ import asyncpg
 
 from memory.context import hot_context
 from memory.db import EmbeddedPostgres, EmbeddingSpec, create_pool, migrate
+from memory.models import EntityType
 from memory.store import CampaignMemory, Memory
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +39,8 @@ FILLER = (
     "of bread and the rumour from the market"
 ).split()
 SYLLABLES = ["ka", "dor", "vel", "thr", "an", "is", "mar", "ok", "ze", "lu", "gorn", "ith", "bel", "ra", "sun"]
-TYPES = ["npc", "place", "item", "faction", "quest", "concept"]
+#: The schema's own types (not strings of their own, which a renamed type broke): those a campaign has many of.
+TYPES = [t.value for t in EntityType if t not in (EntityType.event, EntityType.player)]
 
 
 def fantasy_name(i: int) -> str:
