@@ -138,9 +138,12 @@ async def build(pool: asyncpg.Pool, mem: CampaignMemory, entities: int, lines: i
             columns=["id", "campaign_id", "session_id", "seq", "speaker", "raw_text", "text", "start_s", "ref"],
             records=rows,
         )
+        # consistent by construction: their foreign keys, checked row by row, took minutes at 10,000 entities
+        await conn.execute("SET LOCAL session_replication_role = replica")
         await conn.copy_records_to_table(
             "entity_mentions", columns=["campaign_id", "entity_id", "entry_id", "session_id"], records=said
         )
+        await conn.execute("SET LOCAL session_replication_role = origin")
         await conn.executemany(
             "INSERT INTO ingest_progress (campaign_id, session_id, step, last_seq) VALUES ($1, $2, $3, $4)",
             [(cid, sid, CHUNK, per_session - (UNINDEXED if sid == session_ids[-1] else 0)) for sid in session_ids],
