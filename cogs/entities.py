@@ -22,7 +22,7 @@ from bot.views import (
     paged_embeds,
     safe_autocomplete,
 )
-from memory.context import visible_snapshot
+from memory.context import visible_identity
 from memory.mentions import Mentions, mentions
 from memory.models import Entity, EntityIn, EntityType, Mention, Provenance, ReviewStatus, Source, Visibility
 from memory.replies import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
@@ -207,13 +207,12 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         campaign, mem = await active_campaign(interaction)
         dm = member_is_dm(interaction, campaign)
         mask = str if dm else await mem.graph.player_mask()
-        snap = await visible_snapshot(mem, name, dm=dm, mask=mask)
+        snap, last = await visible_identity(mem, name, dm=dm, mask=mask)
         # masked before clipped: a secret name cut in half would be left whole enough to read
         others, sessions = snap.facts_and_sessions(SESSIONS_SHOWN, lambda title: clip(mask(title), 60))
         lines = [r.describe() + (" 🔒" if r.visibility == Visibility.secret else "") for r in others]
         if sessions:
             lines.append(sessions)
-        last = await mem.graph.last_mention(snap.entity)
         mentioned = await mentions(mem.db, mem.campaign_id, snap.entity.id, limit=0)
         past = await mem.graph.history(snap.entity.id, include_secret=dm) if history else None
         embed = entity_embed(

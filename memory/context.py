@@ -218,22 +218,40 @@ async def visible_snapshot(mem: CampaignMemory, name: str, *, dm: bool, mask: Ca
     """The entity named with its relationships, as ``/entity show`` finds it: for players, secret and unreviewed
     entities are "not found", one may be named by its masked name, and the did-you-mean hint names only what they
     may see, masked."""
+    return (await _visible(mem, name, dm=dm, mask=mask, mention=False))[0]
+
+
+async def visible_identity(
+    mem: CampaignMemory, name: str, *, dm: bool, mask: Callable[[str], str]
+) -> tuple[Neighbourhood, Mention | None]:
+    """:func:`visible_snapshot` and where the entity was last said, read in the same round trip."""
+    return await _visible(mem, name, dm=dm, mask=mask, mention=True)
+
+
+async def _visible(
+    mem: CampaignMemory, name: str, *, dm: bool, mask: Callable[[str], str], mention: bool
+) -> tuple[Neighbourhood, Mention | None]:
     from rapidfuzz import process
 
+    async def read(name: str, include_secret: bool = False) -> tuple[Neighbourhood, Mention | None]:
+        if mention:
+            return await mem.graph.identity(name, include_secret=include_secret)
+        return await mem.graph.snapshot(name, include_secret=include_secret), None
+
     if dm:
-        return await mem.graph.snapshot(name, include_secret=True)
+        return await read(name, include_secret=True)
     try:
-        snap = await mem.graph.snapshot(name)
+        found = await read(name)
         # a name holding a secret ("Session: Queen Mab unmasked") is found by its masked form only
-        if mask(snap.entity.name) == snap.entity.name:
-            return snap
+        if mask(found[0].entity.name) == found[0].entity.name:
+            return found
     except NotFoundError:
         pass
     entities = await mem.graph.list_entities(include_secret=False)
     visible = {mask(n): e.name for e in entities for n in (e.name, *e.aliases)}
     wanted = name.strip().lower()
     if (real := next((e for n, e in visible.items() if n.lower() == wanted), None)) is not None:
-        return await mem.graph.snapshot(real)
+        return await read(real)
     close = [m[0] for m in process.extract(name, list(visible), limit=3, score_cutoff=70)]
     hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
     raise NotFoundError(f"no entity named {name!r} in this campaign{hint}", subject="entity", name=name)
@@ -357,17 +375,16 @@ async def hot_context(
     dm: bool = False,
 ) -> HotContext:
     """The hot context of ``entity`` (a name or alias) in the live session (or ``session_id``); ``dm``: secrets
-    shown (marked), else hidden and masked as for players in Discord. The L1 window and the scene are one round
-    trip, run alongside the identity snapshot's."""
+    shown (marked), else hidden and masked as for players in Discord. Three round trips: the identity snapshot
+    with its last mention (one statement), run alongside the L1 window, then the scene's entities."""
 
     async def identity_part() -> tuple[Neighbourhood | None, Mention | None]:
         try:
-            snap = await mem.graph.snapshot(entity, include_secret=dm)
+            return await mem.graph.identity(entity, include_secret=dm)
         except NotFoundError:
             if dm:
                 raise
             return None, None  # perhaps named as players read it: looked up again with their mask
-        return snap, await mem.graph.last_mention(snap.entity)
 
     l1_part = recent_and_scene(mem, session_id=session_id, minutes=minutes, dm=dm)
     if isinstance(mem.db, asyncpg.Pool):  # two connections: the parts run side by side
@@ -376,8 +393,7 @@ async def hot_context(
         snap, last = await identity_part()
         session, lines, scene, mask = await l1_part
     if snap is None or mask(snap.entity.name) != snap.entity.name:  # as /entity show finds it for players
-        snap = await visible_snapshot(mem, entity, dm=dm, mask=mask)
-        last = await mem.graph.last_mention(snap.entity)
+        snap, last = await visible_identity(mem, entity, dm=dm, mask=mask)
     return HotContext(
         entity=identity(snap, last, mask, dm=dm),
         session_id=session["id"] if session else None,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -18,7 +19,7 @@ import subprocess
 import tempfile
 import threading
 import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from importlib import resources
@@ -493,7 +494,20 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     await register_vector(conn)
 
 
-async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
+async def _init_then(then: Callable[[asyncpg.Connection], Awaitable[None]], conn: asyncpg.Connection) -> None:
+    await _init_connection(conn)
+    await then(conn)
+
+
+async def create_pool(
+    dsn: str,
+    *,
+    min_size: int = 1,
+    max_size: int = 10,
+    on_connect: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
+) -> asyncpg.Pool:
+    """A pool of connections with our codecs; ``on_connect`` runs on each new one after them (a benchmark's
+    statement counter)."""
     # The vector type exists only once the extension is created, and the codec needs it.
     conn = await asyncpg.connect(dsn)
     try:
@@ -507,7 +521,7 @@ async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asy
         dsn,
         min_size=min_size,
         max_size=max_size,
-        init=_init_connection,
+        init=_init_connection if on_connect is None else functools.partial(_init_then, on_connect),
         server_settings={
             # A filtered vector search keeps scanning the HNSW graph until it has enough rows.
             "hnsw.iterative_scan": "relaxed_order",

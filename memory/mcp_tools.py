@@ -28,6 +28,7 @@ from memory.context import (
     identity,
     reader_mask,
     recent_and_scene,
+    visible_identity,
     visible_snapshot,
 )
 from memory.errors import (
@@ -38,6 +39,7 @@ from memory.errors import (
     quoted,
     validation_problems,
 )
+from memory.mentions import latest
 from memory.models import (
     Campaign,
     Entity,
@@ -155,21 +157,10 @@ class Proposal(BaseModel):
 
 
 async def mentions_of(mem: CampaignMemory, entity: Entity, limit: int) -> list[Mention]:
-    """Where an entity's name or an alias was said, newest first, by full text over L1 (as
-    :meth:`KnowledgeGraph.last_mention` finds the last one). One function so a mention index can replace it."""
-    terms = " OR ".join(f'"{n}"' for n in [entity.name, *entity.aliases] if '"' not in n)
-    rows = await mem.db.fetch(
-        """
-        SELECT se.session_id, s.title, se.speaker, se.start_s, se.text, se.ref
-        FROM session_entries se JOIN sessions s ON s.id = se.session_id
-        WHERE se.campaign_id = $1 AND se.tsv @@ websearch_to_tsquery('english', searchable($2))
-        ORDER BY s.started_at DESC, se.session_id DESC, se.seq DESC LIMIT $3
-        """,
-        mem.campaign_id,
-        terms,
-        limit,
-    )
-    return [Mention(**r) for r in rows]
+    """Where an entity was named (name, alias, heard-as or a correction), newest first: the mention index, and the
+    lines it may not hold yet (:func:`memory.mentions.said_ids`)."""
+    said = await latest(mem.db, mem.campaign_id, entity.id, limit=limit)
+    return [Mention(**m.model_dump()) for m in said]
 
 
 class CampaignTools:
@@ -250,8 +241,8 @@ class CampaignTools:
 
     async def entity_card(self, name: str) -> IdentitySnapshot:
         mask = await reader_mask(self.mem, self.dm)
-        snap = await visible_snapshot(self.mem, name, dm=self.dm, mask=mask)
-        return identity(snap, await self.mem.graph.last_mention(snap.entity), mask, dm=self.dm)
+        snap, last = await visible_identity(self.mem, name, dm=self.dm, mask=mask)
+        return identity(snap, last, mask, dm=self.dm)
 
     async def entity_facts(self, name: str, history: bool = True) -> Facts:
         mask = await reader_mask(self.mem, self.dm)

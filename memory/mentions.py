@@ -50,6 +50,58 @@ class Mentions(BaseModel):
     lines: list[LineMention]
 
 
+#: The step whose progress says which lines the index has read (:data:`memory.jobs.queue.CHUNK`; the jobs import this
+#: module, not the other way round).
+_CHUNKED = "lk_chunk"
+
+
+def said_ids(entity_id: str) -> str:
+    """SQL: the ids of the lines of campaign ``$1`` naming the entity ``entity_id`` (an SQL expression).
+
+    Those the index holds, and those it may not hold yet, found as before it existed (full text over the entity's
+    names and aliases, or a correction naming it): lines past the chunk job's progress in their session (new or
+    revised ones), and the lines of a session not yet recapped, which may name an entity or alias added after the
+    job read them (the recap job indexes them for it). So the tail of a live session costs a scan of that session,
+    and a recapped one only its index rows."""
+    terms = f"""(SELECT string_agg('"' || n || '"', ' OR ') FROM (
+            SELECT name AS n FROM entities WHERE campaign_id = $1 AND id = {entity_id}
+            UNION ALL SELECT alias FROM entity_aliases WHERE campaign_id = $1 AND entity_id = {entity_id}
+        ) names WHERE strpos(n, '"') = 0)"""
+    return f"""(
+        SELECT m.entry_id AS id FROM entity_mentions m WHERE m.campaign_id = $1 AND m.entity_id = {entity_id}
+        UNION
+        SELECT se.id FROM sessions s
+        LEFT JOIN ingest_progress p ON p.campaign_id = $1 AND p.session_id = s.id AND p.step = '{_CHUNKED}'
+        JOIN session_entries se ON se.campaign_id = $1 AND se.session_id = s.id
+            AND se.seq > CASE WHEN s.summary IS NULL THEN 0 ELSE coalesce(p.last_seq, 0) END
+        WHERE s.campaign_id = $1
+          AND (se.tsv @@ websearch_to_tsquery('english', searchable({terms}))
+               OR (se.corrections <> '[]'::jsonb
+                   AND se.corrections @> jsonb_build_array(jsonb_build_object('entity_id', {entity_id}))))
+    )"""
+
+
+def said_lines(entity_id: str, limit: str) -> str:
+    """SQL: the newest ``limit`` lines of campaign ``$1`` naming the entity ``entity_id`` (see :func:`said_ids`),
+    sessions by when they were played, lines by their place in the session (a line's time may be missing, its place
+    never is)."""
+    return f"""
+        SELECT se.id AS entry_id, se.session_id, s.title, se.seq, se.speaker, se.start_s, se.text, se.ref
+        FROM {said_ids(entity_id)} said
+        JOIN session_entries se ON se.campaign_id = $1 AND se.id = said.id
+        JOIN sessions s ON s.campaign_id = $1 AND s.id = se.session_id
+        ORDER BY s.started_at DESC, se.session_id DESC, se.seq DESC
+        LIMIT {limit}
+    """
+
+
+async def latest(db: Executor, campaign_id: int, entity_id: int, *, limit: int = 10) -> list[LineMention]:
+    """The newest ``limit`` lines naming the entity, the index's and those it may not hold yet (:func:`said_ids`):
+    where it was last said, for the MCP tools and the identity snapshot."""
+    rows = await db.fetch(said_lines("$2::bigint", "$3"), campaign_id, entity_id, max(0, limit))
+    return [LineMention(**r) for r in rows]
+
+
 async def mentions(db: Executor, campaign_id: int, entity_id: int, *, limit: int = 10) -> Mentions:
     """The newest ``limit`` lines of the campaign that name the entity: sessions by when they were played, lines by
     their place in the session, as ``KnowledgeGraph.last_mention`` orders them."""

@@ -171,8 +171,7 @@ async def show(ctx: click.Context, name: str, history: bool, campaign: str | Non
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
-        snap = await mem.graph.snapshot(name, include_secret=True)
-        last = await mem.graph.last_mention(snap.entity)
+        snap, last = await mem.graph.identity(name, include_secret=True)
         past = await mem.graph.history(snap.entity.id, include_secret=True) if history else []
     if as_json:
         shown = {**snap.model_dump(mode="json"), "last_mention": last.model_dump(mode="json") if last else None}

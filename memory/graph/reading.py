@@ -9,12 +9,14 @@ from memory.graph.rules import players_see
 from memory.graph.sql import (
     ENTITY_SELECT,
     REL_SELECT,
+    REL_SELECT_FROM,
     entity_from_row,
     readable_facts,
     rel_select,
     relationship_from_row,
     visible,
 )
+from memory.mentions import latest, said_lines
 from memory.models import (
     Entity,
     EntityType,
@@ -26,6 +28,7 @@ from memory.models import (
     Relationship,
     Visibility,
 )
+from memory.text import name_query
 
 
 class Reading(EntityLookup):
@@ -133,7 +136,28 @@ class Reading(EntityLookup):
 
     async def snapshot(self, name: str, *, include_secret: bool = False) -> Neighbourhood:
         """An NPC's identity: the node, its current relationships and the entities they connect to."""
-        return await self.neighbourhood(name, depth=1, include_secret=include_secret)
+        return (await self._identity(name, include_secret, mention=False))[0]
+
+    async def identity(self, name: str, *, include_secret: bool = False) -> tuple[Neighbourhood, Mention | None]:
+        """:meth:`snapshot` and :meth:`last_mention` in one round trip: what the hot context and a card read."""
+        return await self._identity(name, include_secret, mention=True)
+
+    async def _identity(
+        self, name: str, include_secret: bool, *, mention: bool
+    ) -> tuple[Neighbourhood, Mention | None]:
+        row = await self.db.fetchrow(_identity_sql(include_secret, mention), self.campaign_id, name_query(name))
+        if row is None:
+            raise NotFoundError(await self._not_found_message(name), subject="entity", name=name)
+        entity = entity_from_row(row)
+        if not include_secret and not players_see(entity):
+            raise NotFoundError(await self._not_found_message(name))
+        snap = Neighbourhood(
+            entity=entity,
+            relationships=[Relationship(**r) for r in row["facts"]],
+            connected=[Entity(**c) for c in row["connected"]],
+        )
+        last = row["last"] if mention else None
+        return snap, Mention(**last) if last else None
 
     async def traverse(self, start_id: int, *, max_depth: int = 3, include_secret: bool = False) -> list[PathStep]:
         """Entities reachable from ``start_id`` over current, visible relationships (either direction), each at
@@ -173,52 +197,12 @@ class Reading(EntityLookup):
         return sorted(steps, key=lambda s: (s.depth, s.name.casefold()))
 
     async def last_mention(self, entity: Entity) -> Mention | None:
-        """Where an entity's name (or an alias) was last said: session, speaker, time, text. Sessions go by when
-        they were played (an import's is when it was imported unless the DM said otherwise), lines by their place
-        in the session: a line's time into it may be missing (0), its place never is. A name the log no longer
-        holds (a secret entity renamed keeps no alias) is found by the chunks that mention the entity."""
-        terms = " OR ".join(f'"{n}"' for n in [entity.name, *entity.aliases] if '"' not in n)
-        row = await self.db.fetchrow(
-            """
-            SELECT se.session_id, s.title, se.speaker, se.start_s, se.text, se.ref
-            FROM session_entries se JOIN sessions s ON s.id = se.session_id
-            WHERE se.campaign_id = $1 AND se.tsv @@ websearch_to_tsquery('english', searchable($2))
-            ORDER BY s.started_at DESC, se.session_id DESC, se.seq DESC LIMIT 1
-            """,
-            self.campaign_id,
-            terms,
-        )
-        return Mention(**row) if row else await self._last_mentioning_passage(entity.id)
-
-    async def _last_mentioning_passage(self, entity_id: int) -> Mention | None:
-        """The lines of the last chunk mentioning the entity that no chunk without it holds: windows overlap, so
-        that is the line that named it, or the few around it."""
-        rows = await self.db.fetch(
-            """
-            WITH last AS (
-                SELECT c.session_id, c.entry_ids FROM chunks c JOIN sessions s ON s.id = c.session_id
-                WHERE c.campaign_id = $1 AND c.entity_ids @> ARRAY[$2::bigint]
-                ORDER BY s.started_at DESC, c.session_id DESC,
-                         (SELECT max(seq) FROM session_entries WHERE campaign_id = $1 AND id = ANY(c.entry_ids)) DESC
-                LIMIT 1
-            )
-            SELECT se.session_id, s.title, se.speaker, se.start_s, se.text, se.ref
-            FROM last JOIN session_entries se ON se.campaign_id = $1 AND se.id = ANY(last.entry_ids)
-            JOIN sessions s ON s.id = se.session_id
-            WHERE NOT EXISTS (
-                SELECT 1 FROM chunks o
-                WHERE o.campaign_id = $1 AND o.session_id = last.session_id AND se.id = ANY(o.entry_ids)
-                  AND NOT o.entity_ids @> ARRAY[$2::bigint]
-            )
-            ORDER BY se.seq
-            """,
-            self.campaign_id,
-            entity_id,
-        )
-        if not rows:
-            return None
-        speakers = ", ".join(dict.fromkeys(r["speaker"] for r in rows))
-        return Mention(**{**rows[0], "speaker": speakers, "text": " / ".join(r["text"] for r in rows)})
+        """Where an entity was last named (by name, alias, heard-as or a correction): session, speaker, time, text,
+        from the mention index and the lines it may not hold yet (:func:`memory.mentions.said_ids`). Sessions go by
+        when they were played, lines by their place in the session. A secret entity renamed keeps no alias, but
+        its lines stay indexed under its id."""
+        said = await latest(self.db, self.campaign_id, entity.id, limit=1)
+        return Mention(**said[0].model_dump()) if said else None
 
     async def prompt_entities(self, *, recent_sessions: int) -> list[PromptEntity]:
         """Every accepted entity with what ranks it for the speech recogniser's prompt: pinned, a player, how many
@@ -254,3 +238,53 @@ class Reading(EntityLookup):
             )
             for r in rows
         ]
+
+
+def _identity_sql(include_secret: bool, mention: bool) -> str:
+    """One statement for an entity's snapshot (:meth:`Reading.neighbourhood` at depth 1) and, with ``mention``,
+    where it was last said: campaign ``$1``, name or alias ``$2`` (the name wins). The facts are the current ones
+    touching it whose other end the reader sees, in the neighbourhood's order; the connected entities those ends.
+    A row with the entity however visible (the caller says "not found"); none when no entity has the name."""
+    touching = "(r.source_id = (SELECT id FROM ent) OR r.target_id = (SELECT id FROM ent))"
+    other = "CASE WHEN f.source_id = (SELECT id FROM ent) THEN f.target_id ELSE f.source_id END"
+    last = f"(SELECT to_jsonb(l) FROM ({said_lines('ent.id', '1')}) l)" if mention else "NULL::jsonb"
+    return f"""
+    WITH hit AS (
+        SELECT id, 0 AS rank FROM entities WHERE campaign_id = $1 AND lower(name) = lower($2) AND status <> 'rejected'
+        UNION ALL
+        SELECT entity_id, 1 FROM entity_aliases WHERE campaign_id = $1 AND lower(alias) = lower($2)
+    ),
+    ent AS MATERIALIZED (
+        {ENTITY_SELECT} JOIN hit ON hit.id = e.id
+        WHERE e.campaign_id = $1 AND e.status <> 'rejected' ORDER BY hit.rank LIMIT 1
+    ),
+    f AS MATERIALIZED (
+        {REL_SELECT_FROM.format(facts=readable_facts(include_secret, touching))}
+        WHERE r.campaign_id = $1 AND {touching} AND r.valid_to IS NULL AND {visible("r", include_secret)}
+    ),
+    facts AS (  -- an edge counts when the reader sees its other end (or it loops back to the entity)
+        SELECT f.*, {other} AS other FROM f
+        WHERE f.target_id IS NULL OR {other} = (SELECT id FROM ent) OR EXISTS (
+            SELECT 1 FROM entities o WHERE o.campaign_id = $1 AND o.id = {other} AND {visible("o", include_secret)})
+    )
+    SELECT ent.*,
+        coalesce((
+            SELECT jsonb_agg(to_jsonb(facts) - 'other' ORDER BY facts.source_id <> ent.id, facts.type, (
+                -- took_part_in: in the order the sessions were played, which an import may set long after
+                SELECT started_at FROM sessions s
+                WHERE s.campaign_id = $1 AND s.id = coalesce(
+                    facts.provenance ->> 'session_id',
+                    (SELECT t.provenance ->> 'session_id' FROM entities t WHERE t.id = facts.target_id))::bigint
+            ) NULLS FIRST, facts.id)
+            FROM facts
+        ), '[]'::jsonb) AS facts,
+        coalesce((
+            SELECT jsonb_agg(to_jsonb(c) ORDER BY lower(c.name)) FROM (
+                {ENTITY_SELECT}
+                WHERE e.campaign_id = $1
+                  AND e.id IN (SELECT other FROM facts WHERE target_id IS NOT NULL AND other <> (SELECT id FROM ent))
+            ) c
+        ), '[]'::jsonb) AS connected,
+        {last} AS last
+    FROM ent
+    """

@@ -9,6 +9,7 @@ from memory.gazetteer import Gazetteer
 from memory.graph.took_part import link_to_recaps, took_part
 from memory.jobs.context import JobContext
 from memory.jobs.queue import SUMMARY, claim_progress, progress, set_progress
+from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, Provenance, ReviewStatus, Source, Visibility
 from memory.offgame import out_of_game
 from memory.recap import abstractive, extractive_summary
@@ -28,9 +29,13 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     entities = [e for e in await mem.graph.list_entities(status=None) if e.status == ReviewStatus.accepted]
     names = {e.id: e.name for e in entities if e.type != EntityType.event}
     secret = {e.id for e in entities if e.visibility == Visibility.secret}
+    gazetteer = Gazetteer(entities)
     summary, involved = extractive_summary(
-        entries, Gazetteer(entities), names, secret=secret, dm_speaker_id=session.dm_speaker_id
+        entries, gazetteer, names, secret=secret, dm_speaker_id=session.dm_speaker_id
     )
+    # the mention index, for entities and aliases added after the chunk job read their lines: until now those lines
+    # were found by full text (memory.mentions.said_ids), which stops looking once the session is recapped
+    named = {e.id: ids for e in entries if (ids := gazetteer.mentioned_ids(e))}
     talk = out_of_game(entries, session.dm_speaker_id)  # once: it reads the whole session
     told = [e for e in entries if e.id not in talk]  # the story's lines
     if ctx.llm is not None and told:
@@ -53,6 +58,7 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
         )
         for entity_id in involved:
             await tx.graph.ensure_relationship(took_part(entity_id, event.id, session_id))
+        await index_lines(tx.db, campaign_id, session_id, named, replace=False)
         # accepted while the recap was being written: their own look found no recap yet, and this one's list of
         # who took part was read before them
         late = {e.id for e in await tx.graph.list_entities()} - {e.id for e in entities}

@@ -7,7 +7,10 @@ import pytest
 
 from memory.context import hot_context, recent_and_scene
 from memory.errors import InvalidInputError, NotFoundError
-from memory.store import CampaignMemory
+from memory.jobs.queue import CHUNK, set_progress
+from memory.mcp_tools import CampaignTools
+from memory.mentions import index_lines
+from memory.store import CampaignMemory, Memory
 from tests.integration.mcp_world import SECRET_FACT_VALUE, SECRET_NPC, build_world
 
 
@@ -64,3 +67,41 @@ async def test_no_session_and_bad_window(campaign: CampaignMemory) -> None:
     ctx = await hot_context(campaign, "Grom", session_id=(await campaign.log.sessions())[0].id, minutes=0.2, dm=True)
     assert ctx.session == "Night 1" and not ctx.live
     assert [line.start_s for line in ctx.lines] == [20, 30]  # 12 s back from its last line
+
+
+async def test_mentions_from_the_index_are_masked_for_players(campaign: CampaignMemory, memory: Memory) -> None:
+    """Lines the mention index alone says name Grom (the session is recapped and read by the chunk job, so nothing is
+    looked for by full text there): players read the secret name in them masked, and never a secret entity's."""
+    ids = await build_world(campaign)
+    secret = await campaign.graph.get_entity(SECRET_NPC)
+    rows = await campaign.db.fetch(
+        "SELECT id, session_id, seq, text FROM session_entries WHERE campaign_id = $1 ORDER BY session_id, seq",
+        campaign.campaign_id,
+    )
+    for session_id in (ids["old"], ids["live"]):
+        named = {
+            r["id"]: [ids["grom"], secret.id] if "Vaskerrin" in r["text"] else [ids["grom"]]
+            for r in rows
+            if r["session_id"] == session_id and ("Grom" in r["text"] or "Vaskerrin" in r["text"])
+        }
+        await index_lines(campaign.db, campaign.campaign_id, session_id, named)
+        seqs = [r["seq"] for r in rows if r["session_id"] == session_id]
+        await set_progress(campaign.db, campaign, session_id, CHUNK, max(seqs))
+    chosen = await memory.campaigns().get("Test Campaign")
+
+    players = CampaignTools(campaign, chosen, dm=False)
+    said = await players.entity_mentions("Grom", limit=10)
+    texts = [m.text for m in said.mentions]
+    assert "In the shadows, [secret] watches." in texts  # Night 1's: from the index only
+    assert "Grom whispers: [secret] is near." in texts
+    assert "Vaskerrin" not in said.model_dump_json()
+    for name in (SECRET_NPC, "the Pale Magister"):
+        with pytest.raises(NotFoundError):
+            await players.entity_mentions(name)
+
+    dm = await CampaignTools(campaign, chosen, dm=True).entity_mentions(SECRET_NPC, limit=10)
+    assert [m.text for m in dm.mentions] == [  # the live session by full text (its alias too), Night 1 by the index
+        f"Grom whispers: {SECRET_NPC} is near.",
+        "I ask Grom about the Pale Magister.",
+        f"In the shadows, {SECRET_NPC} watches.",
+    ]

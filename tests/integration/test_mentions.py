@@ -8,8 +8,8 @@ import pytest
 
 from memory import jobs
 from memory.graph.took_part import link_to_recaps
-from memory.mentions import mentions
-from memory.models import EntityIn, EntityType, EntryIn
+from memory.mentions import latest, mentions
+from memory.models import Correction, EntityIn, EntityType, EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.store import CampaignMemory, Memory
 
@@ -111,3 +111,62 @@ def test_entity_mentions_on_the_cli(lk, tmp_path) -> None:  # type: ignore[no-un
     )
     missing = lk("entity", "mentions", "Nobody")
     assert missing.returncode != 0 and "Nobody" in missing.stderr
+
+
+async def test_where_said_reads_the_index_and_the_lines_it_does_not_hold_yet(
+    campaign: CampaignMemory, memory: Memory, embedder: MiniLMEmbedder, pool: asyncpg.Pool
+) -> None:
+    """An alias or a heard-as phrase corrected to the name counts as a mention; so do lines the chunk job has not read
+    yet, and lines naming an entity added after it read them, until the recap job indexes those."""
+    brom = await campaign.graph.add_entity(EntityIn(name="Brom", type=EntityType.npc, aliases=["the old smith"]))
+    session = await campaign.log.start_session("Night 1")
+    heard = Correction(span="brom bee", replacement="Brom", start=8, end=16, entity_id=brom.id, score=0.9)
+    await campaign.log.write_many(
+        session.id,
+        [
+            EntryIn(speaker="DM", text="The old smith nods.", start_s=0),
+            EntryIn(speaker="Pip", text="Thanks, Brom!", raw_text="Thanks, brom bee!", corrections=[heard], start_s=5),
+            EntryIn(speaker="Vex", text="Korvash laughs.", start_s=10),
+        ],
+    )
+    async with campaign.transaction() as tx:
+        await jobs.enqueue_session_work(tx.db, campaign.campaign_id, session.id, 3)
+    await _run(memory, embedder)
+
+    async def indexed(entity_id: int) -> list[str]:
+        rows = await pool.fetch(
+            "SELECT se.text FROM entity_mentions m JOIN session_entries se ON se.id = m.entry_id"
+            " WHERE m.campaign_id = $1 AND m.entity_id = $2 ORDER BY se.seq",
+            campaign.campaign_id,
+            entity_id,
+        )
+        return [r["text"] for r in rows]
+
+    async def said(entity_id: int) -> list[str]:
+        return [m.text for m in await latest(campaign.db, campaign.campaign_id, entity_id)]
+
+    assert await indexed(brom.id) == ["The old smith nods.", "Thanks, Brom!"]
+    # The alias taken away: the index still says the line named Brom (full text over its names would not).
+    brom = await campaign.graph.update_entity("Brom", aliases=[])
+    assert await said(brom.id) == ["Thanks, Brom!", "The old smith nods."]  # newest first
+    last = await campaign.graph.last_mention(brom)
+    assert last is not None and (last.speaker, last.text) == ("Pip", "Thanks, Brom!")
+
+    # A line the chunk job has not read yet is found all the same.
+    await campaign.log.write(session.id, EntryIn(speaker="DM", text="Brom returns with Korvash.", start_s=20))
+    assert "Brom returns with Korvash." not in await indexed(brom.id)
+    assert (await said(brom.id))[0] == "Brom returns with Korvash."
+
+    # Korvash is added once the chunk job has read its lines: found in the live session, then in the index once the
+    # recap job has read them; in a recapped session only the lines the chunk job has not read are read in full.
+    korvash = await campaign.graph.add_entity(EntityIn(name="Korvash", type=EntityType.npc))
+    assert await indexed(korvash.id) == []
+    assert await said(korvash.id) == ["Brom returns with Korvash.", "Korvash laughs."]
+    await campaign.log.end_session(session.id)
+    async with campaign.transaction() as tx:
+        await jobs.enqueue_summary(tx.db, campaign.campaign_id, session.id)
+    await _run(memory, embedder)
+    assert await indexed(korvash.id) == ["Korvash laughs.", "Brom returns with Korvash."]
+    assert await said(korvash.id) == ["Brom returns with Korvash.", "Korvash laughs."]
+    await pool.execute("DELETE FROM entity_mentions WHERE entity_id = $1", korvash.id)
+    assert await said(korvash.id) == ["Brom returns with Korvash."]
