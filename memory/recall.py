@@ -22,7 +22,7 @@ from memory import lexical as lexical_ranker
 from memory import recall_rank as rank
 from memory.correction.text import normalize, spaced_form, tokenize
 from memory.gazetteer import Gazetteer
-from memory.models import ChunkHit, EntityType, Entry, Visibility, where_said
+from memory.models import ChunkHit, EntityType, Visibility, where_said
 from memory.offgame import line_talk
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
@@ -120,24 +120,37 @@ async def recall(
     if sessions == []:
         return []  # "in session 12" of a campaign with 3
     speakers = [parsed.filters.speaker] if parsed.filters.speaker else None
-    named = await _named(mem, parsed.text, dm=dm)
-    phrases = [(parsed.text, 1.0)] + [(form, EXPANSION_WEIGHT) for e in named for form in (e.name, *e.aliases)]
 
-    terms = await lexical_ranker.prepare(mem.db, mem.campaign_id, phrases)
-    lexical: list[int] = []
-    if mode in ("both", "fulltext"):
-        found = await lexical_ranker.bm25_lines(
-            mem.db, mem.campaign_id, terms, limit=LEXICAL_DEPTH, session_ids=sessions, speakers=speakers
-        )
-        lexical = [f.entry_id for f in found]
-    windows: list[ChunkHit] = []
-    if mode in ("both", "vector"):
-        windows = await _windows(mem, embedder, embedding or query, sessions, speakers)
-    in_windows = sorted({i for w in windows for i in w.entry_ids} - set(lexical))
-    entries = {e.id: e for e in await mem.log.entries([*lexical, *in_windows])}
-    vector = await _best_lines(mem, terms, windows, entries, speakers)
+    async def lexical_query() -> tuple[list[_Called], lexical_ranker.Query]:
+        named = await _named(mem, parsed.text, dm=dm)
+        phrases = [(parsed.text, 1.0)] + [(form, EXPANSION_WEIGHT) for e in named for form in (e.name, *e.aliases)]
+        return named, await lexical_ranker.prepare(mem.db, mem.campaign_id, phrases)
+
+    async def nearest() -> list[ChunkHit]:
+        if mode not in ("both", "vector"):
+            return []
+        return await _windows(mem, embedder, embedding or query, sessions, speakers)
+
+    # the names and the vectors need nothing of each other: on a pool, each on its own connection at once
+    if isinstance(mem.db, asyncpg.Pool):
+        (named, terms), windows = await asyncio.gather(lexical_query(), nearest())
+    else:
+        (named, terms), windows = await lexical_query(), await nearest()
+    found = await lexical_ranker.candidates(
+        mem.db,
+        mem.campaign_id,
+        terms,
+        limit=LEXICAL_DEPTH if mode in ("both", "fulltext") else 0,
+        also=sorted({i for w in windows for i in w.entry_ids}),
+        entity_ids=[e.id for e in named],
+        session_ids=sessions,
+        speakers=speakers,
+    )
+    lexical = [f.entry_id for f in found.lexical]
+    entries = found.lines
+    vector = _best_lines(found.scored, windows, entries, speakers)
     candidates = [*dict.fromkeys([*lexical, *vector])]
-    mentioning = await _mentioning(mem, [e.id for e in named], candidates)
+    mentioning = found.mentioning.intersection(candidates)
     ranked = rank.fuse(lexical, vector, named=mentioning)
     # table talk is told apart only near the top (a long line costs a millisecond): what it demotes, it demotes there
     near = [f.entry_id for f in ranked[: TALK_CHECKED * limit] if f.entry_id in entries]
@@ -197,20 +210,14 @@ async def _named(mem: CampaignMemory, text: str, *, dm: bool) -> list[_Called]:
     return list({e.id: e for _, _, e in found}.values())[:NAMED_LIMIT]
 
 
-async def _best_lines(
-    mem: CampaignMemory,
-    terms: lexical_ranker.Query,
+def _best_lines(
+    scored: dict[int, float],
     windows: list[ChunkHit],
-    entries: dict[int, Entry],
+    entries: dict[int, lexical_ranker.Line],
     speakers: list[str] | None,
 ) -> list[int]:
-    """Each window found by meaning credited to its best line: the one BM25 scores highest for the question,
-    else its longest (a window of small talk around one line that says something)."""
-    ids = sorted({i for w in windows for i in w.entry_ids if i in entries})
-    scored = {
-        f.entry_id: f.score
-        for f in await lexical_ranker.bm25_lines(mem.db, mem.campaign_id, terms, limit=len(ids) or 1, only=ids)
-    }
+    """Each window found by meaning credited to its best line: the one BM25 scores highest for the question
+    (``scored``), else its longest (a window of small talk around one line that says something)."""
     out: list[int] = []
     for w in windows:
         lines = [entries[i] for i in w.entry_ids if i in entries]
@@ -221,30 +228,17 @@ async def _best_lines(
     return out
 
 
-async def _mentioning(mem: CampaignMemory, entity_ids: list[int], entry_ids: list[int]) -> set[int]:
-    if not entity_ids or not entry_ids:
-        return set()
-    rows = await mem.db.fetch(
-        """
-        SELECT DISTINCT entry_id FROM entity_mentions
-        WHERE campaign_id = $1 AND entity_id = ANY($2::bigint[]) AND entry_id = ANY($3::bigint[])
-        """,
-        mem.campaign_id,
-        entity_ids,
-        entry_ids,
-    )
-    return {r["entry_id"] for r in rows}
-
-
 async def _hits(mem: CampaignMemory, groups: list[rank.Group], fused: dict[int, rank.Fused]) -> list[RecallHit]:
     """The hits' lines, whole and in order, with their session and citation."""
     if not groups:
         return []
     rows = await mem.db.fetch(
         """
-        SELECT e.id, e.session_id, e.seq, e.speaker, e.text, e.start_s, e.end_s, e.ref FROM session_entries e
+        SELECT e.id, e.session_id, e.seq, e.speaker, e.text, e.start_s, e.end_s, e.ref, s.title
+        FROM session_entries e
         JOIN unnest($2::bigint[], $3::int[], $4::int[]) AS g(session_id, first, last)
           ON e.session_id = g.session_id AND e.seq BETWEEN g.first AND g.last
+        JOIN sessions s ON s.campaign_id = $1 AND s.id = e.session_id
         WHERE e.campaign_id = $1
         ORDER BY e.session_id, e.seq
         """,
@@ -253,7 +247,7 @@ async def _hits(mem: CampaignMemory, groups: list[rank.Group], fused: dict[int, 
         [g.first for g in groups],
         [g.last for g in groups],
     )
-    titles = {s.id: s.title for s in await mem.log.sessions()}
+    titles = {r["session_id"]: r["title"] for r in rows}  # read with the lines: one round trip
     return [
         _hit(
             g,
