@@ -197,13 +197,20 @@ async def bm25_lines(
 
 @dataclass(frozen=True, slots=True)
 class Line:
-    """What ranking needs of a candidate line (its place, speaker and words), not the whole :class:`Entry`."""
+    """A line as recall ranks and shows it (not the whole :class:`~memory.models.Entry`), with its session's title."""
 
     id: int
     session_id: int
     seq: int
     speaker: str
     text: str
+    start_s: float
+    end_s: float | None
+    ref: str | None
+    session: str  # its session's title
+
+
+_LINE_COLUMNS = ("id", "session_id", "seq", "speaker", "text", "start_s", "end_s", "ref", "title")
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +219,7 @@ class Candidates:
     scored: dict[int, float]  # the BM25 of each line of ``also`` that holds a term of the query
     lines: dict[int, Line]  # every line of both
     mentioning: set[int]  # those the mention index ties to one of ``entity_ids``
+    around: list[Line]  # every line of both and those within ``context`` of one, by session and seq
 
 
 async def candidates(
@@ -224,11 +232,13 @@ async def candidates(
     entity_ids: Sequence[int] = (),
     session_ids: Sequence[int] | None = None,
     speakers: Sequence[str] | None = None,
+    context: int = 1,
     budget: int = FETCH_BUDGET,
 ) -> Candidates:
     """In one statement: the ``limit`` best lines by BM25 as :func:`bm25_lines` finds them, the BM25 of the lines
-    ``also`` (those of windows found by meaning: any session or speaker), what ranking needs of every one of them
-    and which of them mention ``entity_ids``. ``limit`` 0: no lexical list (only ``also`` scored)."""
+    ``also`` (those of windows found by meaning: any session or speaker), which of them mention ``entity_ids``,
+    and every one of them with the lines within ``context`` of it (a hit's lines, read before it is known which
+    will be shown). ``limit`` 0: no lexical list (only ``also`` scored)."""
     fetch, bounded = _fetched(query, budget) if query.terms and limit else (None, "")
     rows = await db.fetch(
         f"""
@@ -246,16 +256,24 @@ async def candidates(
         ), lexical AS (
             SELECT id, score, terms, row_number() OVER (ORDER BY score DESC, id DESC) AS rank
             FROM (SELECT * FROM scored WHERE fetched ORDER BY score DESC, id DESC LIMIT $10) best
+        ), found AS (
+            SELECT e.id, e.session_id, e.seq FROM session_entries e
+            WHERE e.campaign_id = $1 AND e.id = ANY(ARRAY(SELECT id FROM lexical) || $9::bigint[])
+        ), around AS (
+            SELECT DISTINCT ON (n.id) n.id, n.session_id, n.seq, n.speaker, n.text, n.start_s, n.end_s, n.ref
+            FROM found f JOIN session_entries n
+              ON n.campaign_id = $1 AND n.session_id = f.session_id AND n.seq BETWEEN f.seq - $12 AND f.seq + $12
         )
-        SELECT e.id, e.session_id, e.seq, e.speaker, e.text, x.rank, x.score, x.terms, a.score AS also_score,
-               cardinality($11::bigint[]) > 0 AND EXISTS (
+        SELECT e.*, s.title, f.id IS NOT NULL AS found, x.rank, x.score, x.terms, a.score AS also_score,
+               f.id IS NOT NULL AND cardinality($11::bigint[]) > 0 AND EXISTS (
                    SELECT FROM entity_mentions m
                    WHERE m.campaign_id = $1 AND m.entry_id = e.id AND m.entity_id = ANY($11::bigint[])
                ) AS mentions
-        FROM session_entries e
+        FROM around e JOIN sessions s ON s.campaign_id = $1 AND s.id = e.session_id
+        LEFT JOIN found f ON f.id = e.id
         LEFT JOIN lexical x ON x.id = e.id
         LEFT JOIN scored a ON a.id = e.id AND NOT a.fetched
-        WHERE e.campaign_id = $1 AND e.id = ANY(ARRAY(SELECT id FROM lexical) || $9::bigint[])
+        ORDER BY e.session_id, e.seq
         """,
         campaign_id,
         *_scoring(query),
@@ -265,11 +283,19 @@ async def candidates(
         list(also),
         limit,
         list(entity_ids),
+        context,
     )
+    lines = [
+        Line(
+            r["id"], r["session_id"], r["seq"], r["speaker"], r["text"], r["start_s"], r["end_s"], r["ref"], r["title"]
+        )
+        for r in rows
+    ]
     ranked = sorted((r for r in rows if r["rank"] is not None), key=lambda r: r["rank"])
     return Candidates(
         lexical=[LineScore(r["id"], float(r["score"]), tuple(r["terms"])) for r in ranked],
         scored={r["id"]: float(r["also_score"]) for r in rows if r["also_score"] is not None},
-        lines={r["id"]: Line(r["id"], r["session_id"], r["seq"], r["speaker"], r["text"]) for r in rows},
+        lines={line.id: line for line, r in zip(lines, rows, strict=True) if r["found"]},
         mentioning={r["id"] for r in rows if r["mentions"]},
+        around=lines,
     )

@@ -145,6 +145,7 @@ async def recall(
         entity_ids=[e.id for e in named],
         session_ids=sessions,
         speakers=speakers,
+        context=rank.CONTEXT,
     )
     lexical = [f.entry_id for f in found.lexical]
     entries = found.lines
@@ -159,7 +160,7 @@ async def recall(
         ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=talk)
     places = {i: rank.Place(i, e.session_id, e.seq) for i, e in entries.items()}
     groups = rank.group(ranked, places, limit)
-    return await _hits(mem, groups, {f.entry_id: f for f in ranked})
+    return _hits(groups, {f.entry_id: f for f in ranked}, found.around)
 
 
 async def _windows(
@@ -228,64 +229,46 @@ def _best_lines(
     return out
 
 
-async def _hits(mem: CampaignMemory, groups: list[rank.Group], fused: dict[int, rank.Fused]) -> list[RecallHit]:
-    """The hits' lines, whole and in order, with their session and citation."""
-    if not groups:
-        return []
-    rows = await mem.db.fetch(
-        """
-        SELECT e.id, e.session_id, e.seq, e.speaker, e.text, e.start_s, e.end_s, e.ref, s.title
-        FROM session_entries e
-        JOIN unnest($2::bigint[], $3::int[], $4::int[]) AS g(session_id, first, last)
-          ON e.session_id = g.session_id AND e.seq BETWEEN g.first AND g.last
-        JOIN sessions s ON s.campaign_id = $1 AND s.id = e.session_id
-        WHERE e.campaign_id = $1
-        ORDER BY e.session_id, e.seq
-        """,
-        mem.campaign_id,
-        [g.session_id for g in groups],
-        [g.first for g in groups],
-        [g.last for g in groups],
-    )
-    titles = {r["session_id"]: r["title"] for r in rows}  # read with the lines: one round trip
+def _hits(groups: list[rank.Group], fused: dict[int, rank.Fused], around: list[lexical_ranker.Line]) -> list[RecallHit]:
+    """The hits' lines, whole and in order, with their session and citation. Every line of a group is a ranked
+    line or within ``rank.CONTEXT`` of one (a line joins a hit only that near it), so ``around`` holds them all."""
     return [
         _hit(
             g,
-            [r for r in rows if r["session_id"] == g.session_id and g.first <= r["seq"] <= g.last],
-            titles.get(g.session_id, ""),
+            [r for r in around if r.session_id == g.session_id and g.first <= r.seq <= g.last],
             [m for i in g.matched for m in fused[i].matched],
         )
         for g in groups
     ]
 
 
-def _hit(g: rank.Group, rows: list[asyncpg.Record], title: str, how: list[str]) -> RecallHit:
+def _hit(g: rank.Group, rows: list[lexical_ranker.Line], how: list[str]) -> RecallHit:
     matched = set(g.matched)
-    first = next((r["seq"] for r in rows if r["id"] in matched), g.first)
+    first = next((r.seq for r in rows if r.id in matched), g.first)
     lines = [
         HitLine(
-            entry_id=r["id"],
-            session_id=r["session_id"],
-            seq=r["seq"],
-            speaker=r["speaker"],
-            text=r["text"],
-            start_s=r["start_s"],
-            ref=r["ref"],
-            matched=r["id"] in matched,
-            context="" if r["id"] in matched else "before" if r["seq"] < first else "after",
+            entry_id=r.id,
+            session_id=r.session_id,
+            seq=r.seq,
+            speaker=r.speaker,
+            text=r.text,
+            start_s=r.start_s,
+            ref=r.ref,
+            matched=r.id in matched,
+            context="" if r.id in matched else "before" if r.seq < first else "after",
         )
         for r in rows
     ]
     return RecallHit(
         session_id=g.session_id,
-        session=title,
-        speakers=list(dict.fromkeys(r["speaker"] for r in rows)),
-        start_s=rows[0]["start_s"] if rows else None,
-        end_s=max((r["end_s"] or r["start_s"] for r in rows), default=None),
-        text="\n".join(f"{r['speaker']}: {r['text']}" for r in rows),  # whole, for tools that mask it themselves
+        session=rows[0].session if rows else "",
+        speakers=list(dict.fromkeys(r.speaker for r in rows)),
+        start_s=rows[0].start_s if rows else None,
+        end_s=max((r.end_s or r.start_s for r in rows), default=None),
+        text="\n".join(f"{r.speaker}: {r.text}" for r in rows),  # whole, for tools that mask it themselves
         score=round(g.score, 6),
-        refs=[r["ref"] for r in rows if r["ref"]],
-        entry_ids=[r["id"] for r in rows],
+        refs=[r.ref for r in rows if r.ref],
+        entry_ids=[r.id for r in rows],
         matched=list(dict.fromkeys(how)),
         lines=lines,
     )
