@@ -11,6 +11,8 @@ with their current facts from the graph (:func:`named_entities`), so an answer s
 from __future__ import annotations
 
 import asyncio
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -173,13 +175,31 @@ async def _windows(
     """The windows nearest the query's meaning (``query``: its text, or its embedding when the caller has it)."""
     if isinstance(query, str):
         assert embedder is not None, "vector recall needs an embedder"
-        (query,) = await embedder.embed([query])
+        query = await query_vector(embedder, query)
     return await mem.semantic.nearest(
         query,
         k=VECTOR_DEPTH,
         session_id=sessions[0] if sessions else None,
         speaker=speakers[0] if speakers else None,
     )
+
+
+#: Questions whose vectors each embedder keeps: a DM asks one again (or a player the DM's) for nothing.
+QUERY_VECTORS_KEPT = 256
+_query_vectors: weakref.WeakKeyDictionary[Embedder, OrderedDict[str, list[float]]] = weakref.WeakKeyDictionary()
+
+
+async def query_vector(embedder: Embedder, text: str) -> list[float]:
+    """``text``'s vector, from the last ``QUERY_VECTORS_KEPT`` questions ``embedder`` embedded when it is one."""
+    kept = _query_vectors.setdefault(embedder, OrderedDict())
+    if text in kept:
+        kept.move_to_end(text)
+        return kept[text]
+    (vector,) = await embedder.embed([text])
+    kept[text] = vector
+    if len(kept) > QUERY_VECTORS_KEPT:
+        kept.popitem(last=False)
+    return vector
 
 
 async def _speakers(mem: CampaignMemory, query: str) -> list[str]:
