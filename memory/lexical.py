@@ -117,82 +117,11 @@ async def query_terms(
     return sorted(terms, key=lambda t: t.text), lines, length / lines if lines else 1.0
 
 
-def _scored(lines: str) -> str:
-    """SQL scoring the ``lines`` relation (``id``, ``tsv``, ``fetched``) by BM25 for the query's terms ($2), their
-    weights ($3: weight × IDF), one tsquery each ($4) and the campaign's mean line length ($5).
-
-    tf counts 1 (a line rarely says a word twice): each term is one C-level @@ on the line's own tsvector, four
-    times faster than unnesting it; the line's length still discounts (BM25's b)."""
-    return f"""
-        SELECT id, fetched, score * ({K1} + 1) / (1 + {K1} * (1 - {B} + {B} * dl / $5::float8)) AS score, terms FROM (
-            SELECT l.id, l.fetched, length(l.tsv) AS dl, m.score, m.terms
-            FROM {lines} l CROSS JOIN LATERAL (
-                SELECT sum(w.weight) AS score, array_agg(w.term ORDER BY w.term) AS terms
-                FROM unnest($2::text[], $3::float8[], $4::tsquery[]) AS w(term, weight, q)
-                WHERE l.tsv @@ w.q
-            ) m
-        ) scored
-        WHERE score > 0"""
-
-
 def _fetched(query: Query, budget: int) -> tuple[str | None, str]:
     """The tsquery fetching candidate lines (None: the query has no known term) and the clause bounding them."""
     fetching, bounded = fetch_terms(query.terms, budget=budget)
     # a query of common words only reads the newest lines of its rarest: flat, and the latest is what it asks
     return tsquery_of(fetching), f"ORDER BY e.id DESC LIMIT {int(budget)}" if bounded else ""
-
-
-def _scoring(query: Query) -> list[object]:
-    """The parameters $2–$5 of :func:`_scored`."""
-    return [
-        [t.text for t in query.terms],
-        [t.weight * idf(t.lines, query.lines) for t in query.terms],
-        [tsquery_literal(t.text) for t in query.terms],
-        query.mean_length,
-    ]
-
-
-async def bm25_lines(
-    db: Executor,
-    campaign_id: int,
-    query: Query,
-    *,
-    limit: int,
-    session_ids: Sequence[int] | None = None,
-    speakers: Sequence[str] | None = None,
-    only: Sequence[int] | None = None,
-    budget: int = FETCH_BUDGET,
-) -> list[LineScore]:
-    """The ``limit`` lines with the highest BM25 for ``query`` (the question and its expansions, each weighted),
-    best first, ties to the newer line. ``session_ids`` / ``speakers`` (case-insensitive) keep only those lines;
-    ``only``: score just these lines (the lines of windows found by meaning)."""
-    if not query.terms or (only is not None and not only):
-        return []
-    fetch, bounded = _fetched(query, budget) if only is None else (None, "")
-    rows = await db.fetch(
-        f"""
-        WITH lines AS (
-            SELECT e.id, e.tsv, true AS fetched FROM session_entries e
-            WHERE e.campaign_id = $1
-              AND ($6::tsquery IS NULL OR e.tsv @@ $6::tsquery)
-              AND ($7::bigint[] IS NULL OR e.id = ANY($7::bigint[]))
-              AND ($8::bigint[] IS NULL OR e.session_id = ANY($8::bigint[]))
-              AND ($9::text[] IS NULL OR lower(e.speaker) = ANY($9::text[]))
-            {bounded}
-        )
-        {_scored("lines")}
-        ORDER BY score DESC, id DESC
-        LIMIT $10
-        """,
-        campaign_id,
-        *_scoring(query),
-        fetch,
-        None if only is None else list(only),
-        None if session_ids is None else list(session_ids),
-        None if speakers is None else [s.lower() for s in speakers],
-        limit,
-    )
-    return [LineScore(r["id"], float(r["score"]), tuple(r["terms"])) for r in rows]
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,10 +164,12 @@ async def candidates(
     context: int = 1,
     budget: int = FETCH_BUDGET,
 ) -> Candidates:
-    """In one statement: the ``limit`` best lines by BM25 as :func:`bm25_lines` finds them, the BM25 of the lines
-    ``also`` (those of windows found by meaning: any session or speaker), which of them mention ``entity_ids``,
-    and every one of them with the lines within ``context`` of it (a hit's lines, read before it is known which
-    will be shown). ``limit`` 0: no lexical list (only ``also`` scored)."""
+    """In one statement (a recall's round trips were most of its time): the ``limit`` lines with the highest BM25
+    for ``query`` (the question and its expansions, each weighted; best first, ties to the newer line;
+    ``session_ids`` / ``speakers``, case-insensitive, keep only those lines), the BM25 of the lines ``also`` (those
+    of windows found by meaning: any session or speaker), which of them mention ``entity_ids``, and every one of
+    them with the lines within ``context`` of it (a hit's lines, read before it is known which will be shown).
+    ``limit`` 0: no lexical list (only ``also`` scored)."""
     fetch, bounded = _fetched(query, budget) if query.terms and limit else (None, "")
     rows = await db.fetch(
         f"""
@@ -252,7 +183,18 @@ async def candidates(
             SELECT e.id, e.tsv, false AS fetched FROM session_entries e
             WHERE e.campaign_id = $1 AND e.id = ANY($9::bigint[])
         ), scored AS (
-            {_scored("(SELECT * FROM fetched UNION ALL SELECT * FROM also)")}
+            -- tf counts 1 (a line rarely says a word twice): each term is one C-level @@ on the line's own
+            -- tsvector, four times faster than unnesting it; the line's length still discounts (BM25's b)
+            SELECT id, fetched, score * ({K1} + 1) / (1 + {K1} * (1 - {B} + {B} * dl / $5::float8)) AS score, terms
+            FROM (
+                SELECT l.id, l.fetched, length(l.tsv) AS dl, m.score, m.terms
+                FROM (SELECT * FROM fetched UNION ALL SELECT * FROM also) l CROSS JOIN LATERAL (
+                    SELECT sum(w.weight) AS score, array_agg(w.term ORDER BY w.term) AS terms
+                    FROM unnest($2::text[], $3::float8[], $4::tsquery[]) AS w(term, weight, q)
+                    WHERE l.tsv @@ w.q
+                ) m
+            ) lines
+            WHERE score > 0
         ), lexical AS (
             SELECT id, score, terms, row_number() OVER (ORDER BY score DESC, id DESC) AS rank
             FROM (SELECT * FROM scored WHERE fetched ORDER BY score DESC, id DESC LIMIT $10) best
@@ -276,7 +218,10 @@ async def candidates(
         ORDER BY e.session_id, e.seq
         """,
         campaign_id,
-        *_scoring(query),
+        [t.text for t in query.terms],
+        [t.weight * idf(t.lines, query.lines) for t in query.terms],  # the query's weight × IDF
+        [tsquery_literal(t.text) for t in query.terms],
+        query.mean_length,
         fetch,
         None if session_ids is None else list(session_ids),
         None if speakers is None else [s.lower() for s in speakers],
