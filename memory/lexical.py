@@ -92,6 +92,7 @@ async def query_terms(
 ) -> tuple[list[Term], int, float]:
     """The stems of ``phrases`` (text, weight; a stem keeps its highest weight) with their document frequency in
     the campaign, and the campaign's line count and mean line length."""
+    # the campaign's counts ride along on every row (a LEFT JOIN keeps them when no stem is known): one round trip
     rows = await db.fetch(
         """
         WITH stems AS (
@@ -100,74 +101,146 @@ async def query_terms(
                  unnest(tsvector_to_array(to_tsvector('english', searchable(p.phrase)))) u
             GROUP BY u
         )
-        SELECT s.term, s.weight, coalesce(t.lines, 0) AS lines
-        FROM stems s LEFT JOIN recall_terms t ON t.campaign_id = $1 AND t.term = s.term
+        SELECT s.term, s.weight, coalesce(t.lines, 0) AS lines, c.lines AS corpus_lines, c.terms AS corpus_terms
+        FROM (SELECT 1) one
+        LEFT JOIN recall_corpus c ON c.campaign_id = $1
+        LEFT JOIN stems s ON true
+        LEFT JOIN recall_terms t ON t.campaign_id = $1 AND t.term = s.term
         """,
         campaign_id,
         [p for p, _ in phrases],
         [w for _, w in phrases],
     )
-    corpus = await db.fetchrow("SELECT lines, terms FROM recall_corpus WHERE campaign_id = $1", campaign_id)
-    lines, length = (corpus["lines"], corpus["terms"]) if corpus else (0, 0)
-    terms = [Term(r["term"], r["lines"], r["weight"]) for r in rows if r["lines"] > 0]
+    first = rows[0]  # the LEFT JOINs from one row always give one
+    lines, length = (first["corpus_lines"], first["corpus_terms"]) if first["corpus_lines"] is not None else (0, 0)
+    terms = [Term(r["term"], r["lines"], r["weight"]) for r in rows if r["term"] is not None and r["lines"] > 0]
     return sorted(terms, key=lambda t: t.text), lines, length / lines if lines else 1.0
 
 
-async def bm25_lines(
+def _fetched(query: Query, budget: int) -> tuple[str | None, str]:
+    """The tsquery fetching candidate lines (None: the query has no known term) and the clause bounding them."""
+    fetching, bounded = fetch_terms(query.terms, budget=budget)
+    # a query of common words only reads the newest lines of its rarest: flat, and the latest is what it asks
+    return tsquery_of(fetching), f"ORDER BY e.id DESC LIMIT {int(budget)}" if bounded else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """A line as recall ranks and shows it (not the whole :class:`~memory.models.Entry`), with its session's title."""
+
+    id: int
+    session_id: int
+    seq: int
+    speaker: str
+    text: str
+    start_s: float
+    end_s: float | None
+    ref: str | None
+    session: str  # its session's title
+
+
+_LINE_COLUMNS = ("id", "session_id", "seq", "speaker", "text", "start_s", "end_s", "ref", "title")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    lexical: list[LineScore]  # the best lines by BM25, best first
+    scored: dict[int, float]  # the BM25 of each line of ``also`` that holds a term of the query
+    lines: dict[int, Line]  # every line of both
+    mentioning: set[int]  # those the mention index ties to one of ``entity_ids``
+    around: list[Line]  # every line of both and those within ``context`` of one, by session and seq
+
+
+async def candidates(
     db: Executor,
     campaign_id: int,
     query: Query,
     *,
     limit: int,
+    also: Sequence[int] = (),
+    entity_ids: Sequence[int] = (),
     session_ids: Sequence[int] | None = None,
     speakers: Sequence[str] | None = None,
-    only: Sequence[int] | None = None,
+    context: int = 1,
     budget: int = FETCH_BUDGET,
-) -> list[LineScore]:
-    """The ``limit`` lines with the highest BM25 for ``query`` (the question and its expansions, each weighted),
-    best first, ties to the newer line. ``session_ids`` / ``speakers`` (case-insensitive) keep only those lines;
-    ``only``: score just these lines (the lines of windows found by meaning)."""
-    terms, lines, mean_length = query.terms, query.lines, query.mean_length
-    if not terms or (only is not None and not only):
-        return []
-    fetching, bounded = fetch_terms(terms, budget=budget)
-    # a query of common words only reads the newest lines of its rarest: flat, and the latest is what it asks
-    fetch = None if only is not None else tsquery_of(fetching)
-    bounded = bounded and only is None
-    # tf counts 1 (a line rarely says a word twice): each term is one C-level @@ on the line's own tsvector, four
-    # times faster than unnesting it; the line's length still discounts (BM25's b)
+) -> Candidates:
+    """In one statement (a recall's round trips were most of its time): the ``limit`` lines with the highest BM25
+    for ``query`` (the question and its expansions, each weighted; best first, ties to the newer line;
+    ``session_ids`` / ``speakers``, case-insensitive, keep only those lines), the BM25 of the lines ``also`` (those
+    of windows found by meaning: any session or speaker), which of them mention ``entity_ids``, and every one of
+    them with the lines within ``context`` of it (a hit's lines, read before it is known which will be shown).
+    ``limit`` 0: no lexical list (only ``also`` scored)."""
+    fetch, bounded = _fetched(query, budget) if query.terms and limit else (None, "")
     rows = await db.fetch(
         f"""
-        WITH lines AS (
-            SELECT e.id, e.tsv FROM session_entries e
-            WHERE e.campaign_id = $1
-              AND ($4::tsquery IS NULL OR e.tsv @@ $4::tsquery)
-              AND ($5::bigint[] IS NULL OR e.id = ANY($5::bigint[]))
-              AND ($6::bigint[] IS NULL OR e.session_id = ANY($6::bigint[]))
-              AND ($7::text[] IS NULL OR lower(e.speaker) = ANY($7::text[]))
-            {f"ORDER BY e.id DESC LIMIT {int(budget)}" if bounded else ""}
+        WITH fetched AS (
+            SELECT e.id, e.tsv, true AS fetched FROM session_entries e
+            WHERE e.campaign_id = $1 AND $6::tsquery IS NOT NULL AND e.tsv @@ $6::tsquery
+              AND ($7::bigint[] IS NULL OR e.session_id = ANY($7::bigint[]))
+              AND ($8::text[] IS NULL OR lower(e.speaker) = ANY($8::text[]))
+            {bounded}
+        ), also AS (
+            SELECT e.id, e.tsv, false AS fetched FROM session_entries e
+            WHERE e.campaign_id = $1 AND e.id = ANY($9::bigint[])
+        ), scored AS (
+            -- tf counts 1 (a line rarely says a word twice): each term is one C-level @@ on the line's own
+            -- tsvector, four times faster than unnesting it; the line's length still discounts (BM25's b)
+            SELECT id, fetched, score * ({K1} + 1) / (1 + {K1} * (1 - {B} + {B} * dl / $5::float8)) AS score, terms
+            FROM (
+                SELECT l.id, l.fetched, length(l.tsv) AS dl, m.score, m.terms
+                FROM (SELECT * FROM fetched UNION ALL SELECT * FROM also) l CROSS JOIN LATERAL (
+                    SELECT sum(w.weight) AS score, array_agg(w.term ORDER BY w.term) AS terms
+                    FROM unnest($2::text[], $3::float8[], $4::tsquery[]) AS w(term, weight, q)
+                    WHERE l.tsv @@ w.q
+                ) m
+            ) lines
+            WHERE score > 0
+        ), lexical AS (
+            SELECT id, score, terms, row_number() OVER (ORDER BY score DESC, id DESC) AS rank
+            FROM (SELECT * FROM scored WHERE fetched ORDER BY score DESC, id DESC LIMIT $10) best
+        ), found AS (
+            SELECT e.id, e.session_id, e.seq FROM session_entries e
+            WHERE e.campaign_id = $1 AND e.id = ANY(ARRAY(SELECT id FROM lexical) || $9::bigint[])
+        ), around AS (
+            SELECT DISTINCT ON (n.id) n.id, n.session_id, n.seq, n.speaker, n.text, n.start_s, n.end_s, n.ref
+            FROM found f JOIN session_entries n
+              ON n.campaign_id = $1 AND n.session_id = f.session_id AND n.seq BETWEEN f.seq - $12 AND f.seq + $12
         )
-        SELECT id, score * ({K1} + 1) / (1 + {K1} * (1 - {B} + {B} * dl / $8::float8)) AS score, terms FROM (
-            SELECT l.id, length(l.tsv) AS dl, m.score, m.terms
-            FROM lines l CROSS JOIN LATERAL (
-                SELECT sum(w.weight) AS score, array_agg(w.term ORDER BY w.term) AS terms
-                FROM unnest($2::text[], $3::float8[], $10::tsquery[]) AS w(term, weight, q)
-                WHERE l.tsv @@ w.q
-            ) m
-        ) scored
-        WHERE score > 0
-        ORDER BY score DESC, id DESC
-        LIMIT $9
+        SELECT e.*, s.title, f.id IS NOT NULL AS found, x.rank, x.score, x.terms, a.score AS also_score,
+               f.id IS NOT NULL AND cardinality($11::bigint[]) > 0 AND EXISTS (
+                   SELECT FROM entity_mentions m
+                   WHERE m.campaign_id = $1 AND m.entry_id = e.id AND m.entity_id = ANY($11::bigint[])
+               ) AS mentions
+        FROM around e JOIN sessions s ON s.campaign_id = $1 AND s.id = e.session_id
+        LEFT JOIN found f ON f.id = e.id
+        LEFT JOIN lexical x ON x.id = e.id
+        LEFT JOIN scored a ON a.id = e.id AND NOT a.fetched
+        ORDER BY e.session_id, e.seq
         """,
         campaign_id,
-        [t.text for t in terms],
-        [t.weight * idf(t.lines, lines) for t in terms],
+        [t.text for t in query.terms],
+        [t.weight * idf(t.lines, query.lines) for t in query.terms],  # the query's weight × IDF
+        [tsquery_literal(t.text) for t in query.terms],
+        query.mean_length,
         fetch,
-        None if only is None else list(only),
         None if session_ids is None else list(session_ids),
         None if speakers is None else [s.lower() for s in speakers],
-        mean_length,
+        list(also),
         limit,
-        [tsquery_literal(t.text) for t in terms],
+        list(entity_ids),
+        context,
     )
-    return [LineScore(r["id"], float(r["score"]), tuple(r["terms"])) for r in rows]
+    lines = [
+        Line(
+            r["id"], r["session_id"], r["seq"], r["speaker"], r["text"], r["start_s"], r["end_s"], r["ref"], r["title"]
+        )
+        for r in rows
+    ]
+    ranked = sorted((r for r in rows if r["rank"] is not None), key=lambda r: r["rank"])
+    return Candidates(
+        lexical=[LineScore(r["id"], float(r["score"]), tuple(r["terms"])) for r in ranked],
+        scored={r["id"]: float(r["also_score"]) for r in rows if r["also_score"] is not None},
+        lines={line.id: line for line, r in zip(lines, rows, strict=True) if r["found"]},
+        mentioning={r["id"] for r in rows if r["mentions"]},
+        around=lines,
+    )

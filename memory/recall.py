@@ -11,6 +11,8 @@ with their current facts from the graph (:func:`named_entities`), so an answer s
 from __future__ import annotations
 
 import asyncio
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -22,7 +24,7 @@ from memory import lexical as lexical_ranker
 from memory import recall_rank as rank
 from memory.correction.text import normalize, spaced_form, tokenize
 from memory.gazetteer import Gazetteer
-from memory.models import ChunkHit, EntityType, Entry, Visibility, where_said
+from memory.models import ChunkHit, EntityType, Visibility, where_said
 from memory.offgame import line_talk
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
@@ -120,24 +122,38 @@ async def recall(
     if sessions == []:
         return []  # "in session 12" of a campaign with 3
     speakers = [parsed.filters.speaker] if parsed.filters.speaker else None
-    named = await _named(mem, parsed.text, dm=dm)
-    phrases = [(parsed.text, 1.0)] + [(form, EXPANSION_WEIGHT) for e in named for form in (e.name, *e.aliases)]
 
-    terms = await lexical_ranker.prepare(mem.db, mem.campaign_id, phrases)
-    lexical: list[int] = []
-    if mode in ("both", "fulltext"):
-        found = await lexical_ranker.bm25_lines(
-            mem.db, mem.campaign_id, terms, limit=LEXICAL_DEPTH, session_ids=sessions, speakers=speakers
-        )
-        lexical = [f.entry_id for f in found]
-    windows: list[ChunkHit] = []
-    if mode in ("both", "vector"):
-        windows = await _windows(mem, embedder, embedding or query, sessions, speakers)
-    in_windows = sorted({i for w in windows for i in w.entry_ids} - set(lexical))
-    entries = {e.id: e for e in await mem.log.entries([*lexical, *in_windows])}
-    vector = await _best_lines(mem, terms, windows, entries, speakers)
+    async def lexical_query() -> tuple[list[_Called], lexical_ranker.Query]:
+        named = await _named(mem, parsed.text, dm=dm)
+        phrases = [(parsed.text, 1.0)] + [(form, EXPANSION_WEIGHT) for e in named for form in (e.name, *e.aliases)]
+        return named, await lexical_ranker.prepare(mem.db, mem.campaign_id, phrases)
+
+    async def nearest() -> list[ChunkHit]:
+        if mode not in ("both", "vector"):
+            return []
+        return await _windows(mem, embedder, embedding or query, sessions, speakers)
+
+    # the names and the vectors need nothing of each other: on a pool, each on its own connection at once
+    if isinstance(mem.db, asyncpg.Pool):
+        (named, terms), windows = await asyncio.gather(lexical_query(), nearest())
+    else:
+        (named, terms), windows = await lexical_query(), await nearest()
+    found = await lexical_ranker.candidates(
+        mem.db,
+        mem.campaign_id,
+        terms,
+        limit=LEXICAL_DEPTH if mode in ("both", "fulltext") else 0,
+        also=sorted({i for w in windows for i in w.entry_ids}),
+        entity_ids=[e.id for e in named],
+        session_ids=sessions,
+        speakers=speakers,
+        context=rank.CONTEXT,
+    )
+    lexical = [f.entry_id for f in found.lexical]
+    entries = found.lines
+    vector = _best_lines(found.scored, windows, entries, speakers)
     candidates = [*dict.fromkeys([*lexical, *vector])]
-    mentioning = await _mentioning(mem, [e.id for e in named], candidates)
+    mentioning = found.mentioning.intersection(candidates)
     ranked = rank.fuse(lexical, vector, named=mentioning)
     # table talk is told apart only near the top (a long line costs a millisecond): what it demotes, it demotes there
     near = [f.entry_id for f in ranked[: TALK_CHECKED * limit] if f.entry_id in entries]
@@ -146,7 +162,7 @@ async def recall(
         ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=talk)
     places = {i: rank.Place(i, e.session_id, e.seq) for i, e in entries.items()}
     groups = rank.group(ranked, places, limit)
-    return await _hits(mem, groups, {f.entry_id: f for f in ranked})
+    return _hits(groups, {f.entry_id: f for f in ranked}, found.around)
 
 
 async def _windows(
@@ -159,13 +175,31 @@ async def _windows(
     """The windows nearest the query's meaning (``query``: its text, or its embedding when the caller has it)."""
     if isinstance(query, str):
         assert embedder is not None, "vector recall needs an embedder"
-        (query,) = await embedder.embed([query])
+        query = await query_vector(embedder, query)
     return await mem.semantic.nearest(
         query,
         k=VECTOR_DEPTH,
         session_id=sessions[0] if sessions else None,
         speaker=speakers[0] if speakers else None,
     )
+
+
+#: Questions whose vectors each embedder keeps: a DM asks one again (or a player the DM's) for nothing.
+QUERY_VECTORS_KEPT = 256
+_query_vectors: weakref.WeakKeyDictionary[Embedder, OrderedDict[str, list[float]]] = weakref.WeakKeyDictionary()
+
+
+async def query_vector(embedder: Embedder, text: str) -> list[float]:
+    """``text``'s vector, from the last ``QUERY_VECTORS_KEPT`` questions ``embedder`` embedded when it is one."""
+    kept = _query_vectors.setdefault(embedder, OrderedDict())
+    if text in kept:
+        kept.move_to_end(text)
+        return kept[text]
+    (vector,) = await embedder.embed([text])
+    kept[text] = vector
+    if len(kept) > QUERY_VECTORS_KEPT:
+        kept.popitem(last=False)
+    return vector
 
 
 async def _speakers(mem: CampaignMemory, query: str) -> list[str]:
@@ -197,20 +231,14 @@ async def _named(mem: CampaignMemory, text: str, *, dm: bool) -> list[_Called]:
     return list({e.id: e for _, _, e in found}.values())[:NAMED_LIMIT]
 
 
-async def _best_lines(
-    mem: CampaignMemory,
-    terms: lexical_ranker.Query,
+def _best_lines(
+    scored: dict[int, float],
     windows: list[ChunkHit],
-    entries: dict[int, Entry],
+    entries: dict[int, lexical_ranker.Line],
     speakers: list[str] | None,
 ) -> list[int]:
-    """Each window found by meaning credited to its best line: the one BM25 scores highest for the question,
-    else its longest (a window of small talk around one line that says something)."""
-    ids = sorted({i for w in windows for i in w.entry_ids if i in entries})
-    scored = {
-        f.entry_id: f.score
-        for f in await lexical_ranker.bm25_lines(mem.db, mem.campaign_id, terms, limit=len(ids) or 1, only=ids)
-    }
+    """Each window found by meaning credited to its best line: the one BM25 scores highest for the question
+    (``scored``), else its longest (a window of small talk around one line that says something)."""
     out: list[int] = []
     for w in windows:
         lines = [entries[i] for i in w.entry_ids if i in entries]
@@ -221,77 +249,46 @@ async def _best_lines(
     return out
 
 
-async def _mentioning(mem: CampaignMemory, entity_ids: list[int], entry_ids: list[int]) -> set[int]:
-    if not entity_ids or not entry_ids:
-        return set()
-    rows = await mem.db.fetch(
-        """
-        SELECT DISTINCT entry_id FROM entity_mentions
-        WHERE campaign_id = $1 AND entity_id = ANY($2::bigint[]) AND entry_id = ANY($3::bigint[])
-        """,
-        mem.campaign_id,
-        entity_ids,
-        entry_ids,
-    )
-    return {r["entry_id"] for r in rows}
-
-
-async def _hits(mem: CampaignMemory, groups: list[rank.Group], fused: dict[int, rank.Fused]) -> list[RecallHit]:
-    """The hits' lines, whole and in order, with their session and citation."""
-    if not groups:
-        return []
-    rows = await mem.db.fetch(
-        """
-        SELECT e.id, e.session_id, e.seq, e.speaker, e.text, e.start_s, e.end_s, e.ref FROM session_entries e
-        JOIN unnest($2::bigint[], $3::int[], $4::int[]) AS g(session_id, first, last)
-          ON e.session_id = g.session_id AND e.seq BETWEEN g.first AND g.last
-        WHERE e.campaign_id = $1
-        ORDER BY e.session_id, e.seq
-        """,
-        mem.campaign_id,
-        [g.session_id for g in groups],
-        [g.first for g in groups],
-        [g.last for g in groups],
-    )
-    titles = {s.id: s.title for s in await mem.log.sessions()}
+def _hits(groups: list[rank.Group], fused: dict[int, rank.Fused], around: list[lexical_ranker.Line]) -> list[RecallHit]:
+    """The hits' lines, whole and in order, with their session and citation. Every line of a group is a ranked
+    line or within ``rank.CONTEXT`` of one (a line joins a hit only that near it), so ``around`` holds them all."""
     return [
         _hit(
             g,
-            [r for r in rows if r["session_id"] == g.session_id and g.first <= r["seq"] <= g.last],
-            titles.get(g.session_id, ""),
+            [r for r in around if r.session_id == g.session_id and g.first <= r.seq <= g.last],
             [m for i in g.matched for m in fused[i].matched],
         )
         for g in groups
     ]
 
 
-def _hit(g: rank.Group, rows: list[asyncpg.Record], title: str, how: list[str]) -> RecallHit:
+def _hit(g: rank.Group, rows: list[lexical_ranker.Line], how: list[str]) -> RecallHit:
     matched = set(g.matched)
-    first = next((r["seq"] for r in rows if r["id"] in matched), g.first)
+    first = next((r.seq for r in rows if r.id in matched), g.first)
     lines = [
         HitLine(
-            entry_id=r["id"],
-            session_id=r["session_id"],
-            seq=r["seq"],
-            speaker=r["speaker"],
-            text=r["text"],
-            start_s=r["start_s"],
-            ref=r["ref"],
-            matched=r["id"] in matched,
-            context="" if r["id"] in matched else "before" if r["seq"] < first else "after",
+            entry_id=r.id,
+            session_id=r.session_id,
+            seq=r.seq,
+            speaker=r.speaker,
+            text=r.text,
+            start_s=r.start_s,
+            ref=r.ref,
+            matched=r.id in matched,
+            context="" if r.id in matched else "before" if r.seq < first else "after",
         )
         for r in rows
     ]
     return RecallHit(
         session_id=g.session_id,
-        session=title,
-        speakers=list(dict.fromkeys(r["speaker"] for r in rows)),
-        start_s=rows[0]["start_s"] if rows else None,
-        end_s=max((r["end_s"] or r["start_s"] for r in rows), default=None),
-        text="\n".join(f"{r['speaker']}: {r['text']}" for r in rows),  # whole, for tools that mask it themselves
+        session=rows[0].session if rows else "",
+        speakers=list(dict.fromkeys(r.speaker for r in rows)),
+        start_s=rows[0].start_s if rows else None,
+        end_s=max((r.end_s or r.start_s for r in rows), default=None),
+        text="\n".join(f"{r.speaker}: {r.text}" for r in rows),  # whole, for tools that mask it themselves
         score=round(g.score, 6),
-        refs=[r["ref"] for r in rows if r["ref"]],
-        entry_ids=[r["id"] for r in rows],
+        refs=[r.ref for r in rows if r.ref],
+        entry_ids=[r.id for r in rows],
         matched=list(dict.fromkeys(how)),
         lines=lines,
     )
