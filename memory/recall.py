@@ -95,7 +95,8 @@ class RecallHit(BaseModel):
 
 
 #: Lines read from each list: enough for the fused ranking's top lines to be found by both when both know them.
-LEXICAL_DEPTH, VECTOR_DEPTH = 40, 15
+LEXICAL_DEPTH, VECTOR_DEPTH, LINE_VECTOR_DEPTH = 40, 15, 40
+WITH_WINDOWS = False
 #: Lines per hit asked for that are checked for table talk (dice, rules, the show), best first.
 TALK_CHECKED = 3
 #: An alias or name a question is expanded with counts less than the question's own words.
@@ -131,41 +132,45 @@ async def recall(
         )
         lexical = [f.entry_id for f in found]
     windows: list[ChunkHit] = []
+    near: list[int] = []
     if mode in ("both", "vector"):
-        windows = await _windows(mem, embedder, embedding or query, sessions, speakers)
+        near, windows = await _vectors(mem, embedder, embedding or query, sessions, speakers)
     in_windows = sorted({i for w in windows for i in w.entry_ids} - set(lexical))
-    entries = {e.id: e for e in await mem.log.entries([*lexical, *in_windows])}
-    vector = await _best_lines(mem, terms, windows, entries, speakers)
+    entries = {e.id: e for e in await mem.log.entries([*dict.fromkeys([*lexical, *near, *in_windows])])}
+    vector = [*dict.fromkeys([*near, *await _best_lines(mem, terms, windows, entries, speakers)])]
     candidates = [*dict.fromkeys([*lexical, *vector])]
     mentioning = await _mentioning(mem, [e.id for e in named], candidates)
-    ranked = rank.fuse(lexical, vector, named=mentioning)
+    # the pre-show, breaks and after-show the chunk job marked: a recap before the story says the story's words
+    segments = await mem.semantic.off_game(candidates)
+    ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=segments)
     # table talk is told apart only near the top (a long line costs a millisecond): what it demotes, it demotes there
-    near = [f.entry_id for f in ranked[: TALK_CHECKED * limit] if f.entry_id in entries]
-    talk = [i for i in near if line_talk(entries[i].text) is not None]
-    if talk:
+    top = [f.entry_id for f in ranked[: TALK_CHECKED * limit] if f.entry_id in entries]
+    talk = [*segments, *(i for i in top if i not in segments and line_talk(entries[i].text) is not None)]
+    if len(talk) > len(segments):
         ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=talk)
     places = {i: rank.Place(i, e.session_id, e.seq) for i, e in entries.items()}
     groups = rank.group(ranked, places, limit)
     return await _hits(mem, groups, {f.entry_id: f for f in ranked})
 
 
-async def _windows(
+async def _vectors(
     mem: CampaignMemory,
     embedder: Embedder | None,
     query: str | list[float],
     sessions: list[int] | None,
     speakers: list[str] | None,
-) -> list[ChunkHit]:
-    """The windows nearest the query's meaning (``query``: its text, or its embedding when the caller has it)."""
+) -> tuple[list[int], list[ChunkHit]]:
+    """The lines nearest the query's meaning (``query``: its text, or its embedding when the caller has it), and
+    the nearest windows when the campaign's lines have no vectors yet (chunked before lines were embedded)."""
     if isinstance(query, str):
         assert embedder is not None, "vector recall needs an embedder"
         (query,) = await embedder.embed([query])
-    return await mem.semantic.nearest(
-        query,
-        k=VECTOR_DEPTH,
-        session_id=sessions[0] if sessions else None,
-        speaker=speakers[0] if speakers else None,
-    )
+    session_id, speaker = (sessions[0] if sessions else None), (speakers[0] if speakers else None)
+    lines = await mem.semantic.nearest_lines(query, k=LINE_VECTOR_DEPTH, session_id=session_id, speaker=speaker)
+    if lines and not WITH_WINDOWS:
+        return [line.entry_id for line in lines], []
+    windows = await mem.semantic.nearest(query, k=VECTOR_DEPTH, session_id=session_id, speaker=speaker)
+    return [line.entry_id for line in lines], windows
 
 
 async def _speakers(mem: CampaignMemory, query: str) -> list[str]:
