@@ -59,8 +59,9 @@ async def db_status(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 @async_command
 async def db_reembed(ctx: click.Context, yes: bool) -> None:
-    """Switch the semantic index to the configured embedding model and re-embed every session (on the same
-    model: embed the lines of sessions chunked before lines had vectors of their own).
+    """Switch the semantic index to the configured embedding model and re-embed every session.
+
+    On the same model: embed the lines of the sessions chunked before lines had vectors of their own.
 
     Stop the bot and every `lorekeeper worker` first: one still on the old model takes re-embed jobs and fails
     them, leaving sessions without passages (then, with the new model: `lorekeeper jobs retry --all` and
