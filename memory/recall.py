@@ -1,8 +1,8 @@
 """Recall: what was said about X — the lines that answer it, ranked by BM25 over lines (:mod:`memory.lexical`),
-vectors over windows (each credited to its best line) and the graph (the entities a question names expand it and
-lift the lines that mention them), fused by :mod:`memory.recall_rank`. A hit is the best line(s) with a line of
-context either side, whole, citing the ``ref`` of every line. Discord-free: /recall, ``lorekeeper recall`` and
-the MCP tools call this.
+vectors over lines (over windows, each credited to its best line, while a campaign has no line vectors) and the
+graph (the entities a question names expand it and lift the lines that mention them), fused by
+:mod:`memory.recall_rank`. A hit is the best line(s) with a line of context either side, whole, citing the ``ref``
+of every line. Discord-free: /recall, ``lorekeeper recall`` and the MCP tools call this.
 
 A passage says what was true when it was said ("Thrennick has the Ember Key"); the entities a query names come
 with their current facts from the graph (:func:`named_entities`), so an answer shows what has changed since.
@@ -95,8 +95,8 @@ class RecallHit(BaseModel):
 
 
 #: Lines read from each list: enough for the fused ranking's top lines to be found by both when both know them.
-LEXICAL_DEPTH, VECTOR_DEPTH, LINE_VECTOR_DEPTH = 40, 15, 40
-WITH_WINDOWS = False
+#: Windows are read only while a campaign has no line vectors; reading them beside the lines did not help (dev).
+LEXICAL_DEPTH, VECTOR_DEPTH, LINE_VECTOR_DEPTH = 40, 15, 20
 #: Lines per hit asked for that are checked for table talk (dice, rules, the show), best first.
 TALK_CHECKED = 3
 #: An alias or name a question is expanded with counts less than the question's own words.
@@ -167,10 +167,9 @@ async def _vectors(
         (query,) = await embedder.embed([query])
     session_id, speaker = (sessions[0] if sessions else None), (speakers[0] if speakers else None)
     lines = await mem.semantic.nearest_lines(query, k=LINE_VECTOR_DEPTH, session_id=session_id, speaker=speaker)
-    if lines and not WITH_WINDOWS:
+    if lines:
         return [line.entry_id for line in lines], []
-    windows = await mem.semantic.nearest(query, k=VECTOR_DEPTH, session_id=session_id, speaker=speaker)
-    return [line.entry_id for line in lines], windows
+    return [], await mem.semantic.nearest(query, k=VECTOR_DEPTH, session_id=session_id, speaker=speaker)
 
 
 async def _speakers(mem: CampaignMemory, query: str) -> list[str]:
