@@ -1,4 +1,5 @@
-"""Chunking L1 into L2 windows: consecutive utterances by count and time, overlapping, broken at scene breaks.
+"""Chunking L1 into L2 windows: consecutive utterances by count and time, overlapping, broken at scene breaks; and
+which lines are embedded alone too.
 
 Windows are a pure function of the entries so far: a window's start never depends on later utterances, so its
 key (``s{session}:{first seq}``) is stable while a session grows — the last, still-open window is simply
@@ -29,6 +30,21 @@ class ChunkSettings:
     scene_gap_s: float = 45.0  # silence longer than this is a scene break
 
 
+#: A line embedded on its own needs this many words: "Yeah." or "Okay, go ahead." means nothing alone, and the
+#: window around it still carries it.
+LINE_MIN_WORDS = 4
+
+
+def line_text(entry: Entry) -> str:
+    """A line as embedded on its own: as a window shows it, speaker first."""
+    return f"{entry.speaker}: {entry.text}"
+
+
+def embeds_alone(entry: Entry, min_words: int = LINE_MIN_WORDS) -> bool:
+    """Whether a line gets a vector of its own (see :data:`LINE_MIN_WORDS`)."""
+    return len(entry.text.split()) >= min_words
+
+
 def window_key(session_id: int, first_seq: int) -> str:
     """The key of the window that starts at line ``first_seq`` of the session."""
     return f"s{session_id}:{first_seq}"
@@ -46,7 +62,7 @@ class Window:
 
     @property
     def text(self) -> str:
-        return "\n".join(f"{e.speaker}: {e.text}" for e in self.entries)
+        return "\n".join(line_text(e) for e in self.entries)
 
     @property
     def speakers(self) -> list[str]:

@@ -613,6 +613,13 @@ async def switch_embedding(pool: asyncpg.Pool, embedding: EmbeddingSpec) -> int:
         await conn.execute("DELETE FROM chunks")
         await conn.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({int(embedding.dim)})")
         await conn.execute("CREATE INDEX chunks_embedding ON chunks USING hnsw (embedding vector_cosine_ops)")
+        if await conn.fetchval("SELECT to_regclass('line_vectors') IS NOT NULL"):
+            await conn.execute("DROP INDEX IF EXISTS line_vectors_embedding")
+            await conn.execute("DELETE FROM line_vectors")
+            await conn.execute(f"ALTER TABLE line_vectors ALTER COLUMN embedding TYPE halfvec({int(embedding.dim)})")
+            await conn.execute(
+                "CREATE INDEX line_vectors_embedding ON line_vectors USING hnsw (embedding halfvec_cosine_ops)"
+            )
         if await conn.fetchval("SELECT to_regclass('embedding_cache') IS NOT NULL"):
             await conn.execute("DELETE FROM embedding_cache")
             await conn.execute(f"ALTER TABLE embedding_cache ALTER COLUMN embedding TYPE vector({int(embedding.dim)})")

@@ -112,6 +112,10 @@ _MAX_BREAK = 40
 _STORY_WORDS = 8
 
 
+#: The kinds of talk that are parts of a session (marked from the DM's cues), not judged line by line.
+SEGMENTS = frozenset({Talk.pre_show, Talk.break_, Talk.after_show})
+
+
 def line_talk(text: str) -> Talk | None:
     """What kind of out-of-game talk this line is on its own, or None (game, or too little to tell)."""
     words = _WORD.findall(text)

@@ -1,8 +1,8 @@
 """Recall: what was said about X — the lines that answer it, ranked by BM25 over lines (:mod:`memory.lexical`),
-vectors over windows (each credited to its best line) and the graph (the entities a question names expand it and
-lift the lines that mention them), fused by :mod:`memory.recall_rank`. A hit is the best line(s) with a line of
-context either side, whole, citing the ``ref`` of every line. Discord-free: /recall, ``lorekeeper recall`` and
-the MCP tools call this.
+vectors over lines (over windows, each credited to its best line, while a campaign has no line vectors) and the
+graph (the entities a question names expand it and lift the lines that mention them), fused by
+:mod:`memory.recall_rank`. A hit is the best line(s) with a line of context either side, whole, citing the ``ref``
+of every line. Discord-free: /recall, ``lorekeeper recall`` and the MCP tools call this.
 
 A passage says what was true when it was said ("Thrennick has the Ember Key"); the entities a query names come
 with their current facts from the graph (:func:`named_entities`), so an answer shows what has changed since.
@@ -97,7 +97,8 @@ class RecallHit(BaseModel):
 
 
 #: Lines read from each list: enough for the fused ranking's top lines to be found by both when both know them.
-LEXICAL_DEPTH, VECTOR_DEPTH = 40, 15
+#: Windows are read only while a campaign has no line vectors; reading them beside the lines did not help (dev).
+LEXICAL_DEPTH, VECTOR_DEPTH, LINE_VECTOR_DEPTH = 40, 15, 20
 #: Lines per hit asked for that are checked for table talk (dice, rules, the show), best first.
 TALK_CHECKED = 3
 #: An alias or name a question is expanded with counts less than the question's own words.
@@ -128,22 +129,22 @@ async def recall(
         phrases = [(parsed.text, 1.0)] + [(form, EXPANSION_WEIGHT) for e in named for form in (e.name, *e.aliases)]
         return named, await lexical_ranker.prepare(mem.db, mem.campaign_id, phrases)
 
-    async def nearest() -> list[ChunkHit]:
+    async def nearest() -> tuple[list[int], list[ChunkHit]]:
         if mode not in ("both", "vector"):
-            return []
-        return await _windows(mem, embedder, embedding or query, sessions, speakers)
+            return [], []
+        return await _vectors(mem, embedder, embedding or query, sessions, speakers)
 
     # the names and the vectors need nothing of each other: on a pool, each on its own connection at once
     if isinstance(mem.db, asyncpg.Pool):
-        (named, terms), windows = await asyncio.gather(lexical_query(), nearest())
+        (named, terms), (near, windows) = await asyncio.gather(lexical_query(), nearest())
     else:
-        (named, terms), windows = await lexical_query(), await nearest()
+        (named, terms), (near, windows) = await lexical_query(), await nearest()
     found = await lexical_ranker.candidates(
         mem.db,
         mem.campaign_id,
         terms,
         limit=LEXICAL_DEPTH if mode in ("both", "fulltext") else 0,
-        also=sorted({i for w in windows for i in w.entry_ids}),
+        also=sorted({*near, *(i for w in windows for i in w.entry_ids)}),
         entity_ids=[e.id for e in named],
         session_ids=sessions,
         speakers=speakers,
@@ -151,37 +152,40 @@ async def recall(
     )
     lexical = [f.entry_id for f in found.lexical]
     entries = found.lines
-    vector = _best_lines(found.scored, windows, entries, speakers)
+    best = _best_lines(found.scored, windows, entries, speakers)
+    vector = [*dict.fromkeys([*(i for i in near if i in entries), *best])]
     candidates = [*dict.fromkeys([*lexical, *vector])]
     mentioning = found.mentioning.intersection(candidates)
-    ranked = rank.fuse(lexical, vector, named=mentioning)
+    # the pre-show, breaks and after-show the chunk job marked: a recap before the story says the story's words
+    segments = await mem.semantic.off_game(candidates)
+    ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=segments)
     # table talk is told apart only near the top (a long line costs a millisecond): what it demotes, it demotes there
-    near = [f.entry_id for f in ranked[: TALK_CHECKED * limit] if f.entry_id in entries]
-    talk = [i for i in near if line_talk(entries[i].text) is not None]
-    if talk:
+    top = [f.entry_id for f in ranked[: TALK_CHECKED * limit] if f.entry_id in entries]
+    talk = [*segments, *(i for i in top if i not in segments and line_talk(entries[i].text) is not None)]
+    if len(talk) > len(segments):
         ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=talk)
     places = {i: rank.Place(i, e.session_id, e.seq) for i, e in entries.items()}
     groups = rank.group(ranked, places, limit)
     return _hits(groups, {f.entry_id: f for f in ranked}, found.around)
 
 
-async def _windows(
+async def _vectors(
     mem: CampaignMemory,
     embedder: Embedder | None,
     query: str | list[float],
     sessions: list[int] | None,
     speakers: list[str] | None,
-) -> list[ChunkHit]:
-    """The windows nearest the query's meaning (``query``: its text, or its embedding when the caller has it)."""
+) -> tuple[list[int], list[ChunkHit]]:
+    """The lines nearest the query's meaning (``query``: its text, or its embedding when the caller has it), and
+    the nearest windows when the campaign's lines have no vectors yet (chunked before lines were embedded)."""
     if isinstance(query, str):
         assert embedder is not None, "vector recall needs an embedder"
         query = await query_vector(embedder, query)
-    return await mem.semantic.nearest(
-        query,
-        k=VECTOR_DEPTH,
-        session_id=sessions[0] if sessions else None,
-        speaker=speakers[0] if speakers else None,
-    )
+    session_id, speaker = (sessions[0] if sessions else None), (speakers[0] if speakers else None)
+    lines = await mem.semantic.nearest_lines(query, k=LINE_VECTOR_DEPTH, session_id=session_id, speaker=speaker)
+    if lines:
+        return [line.entry_id for line in lines], []
+    return [], await mem.semantic.nearest(query, k=VECTOR_DEPTH, session_id=session_id, speaker=speaker)
 
 
 #: Questions whose vectors each embedder keeps: a DM asks one again (or a player the DM's) for nothing.

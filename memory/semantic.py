@@ -1,9 +1,10 @@
-"""L2, the semantic index: embedded windows of the session log, searched by cosine similarity (pgvector)."""
+"""L2, the semantic index: embedded windows and lines of the session log, searched by cosine similarity (pgvector)."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import asyncpg
 
@@ -134,3 +135,116 @@ class SemanticIndex:
             k,
         )
         return [ChunkHit(**{k_: r[k_] for k_ in Chunk.model_fields}, score=1.0 - float(r["distance"])) for r in rows]
+
+    # line vectors -------------------------------------------------------------------------------------------------
+
+    async def line_hashes(self, entry_ids: Sequence[int]) -> dict[int, str]:
+        """Content hashes of the line vectors stored for these lines (a line too short to embed has one too)."""
+        rows = await self.db.fetch(
+            "SELECT entry_id, content_hash FROM line_vectors WHERE campaign_id = $1 AND entry_id = ANY($2::bigint[])",
+            self.campaign_id,
+            list(entry_ids),
+        )
+        return {r["entry_id"]: r["content_hash"] for r in rows}
+
+    async def upsert_lines(self, lines: Sequence[LineVectorIn]) -> None:
+        """Insert or replace lines' vectors (``None``: a line too short to embed alone, recorded as chunked)."""
+        if not lines:
+            return
+        import numpy as np  # see upsert
+
+        await self.db.executemany(
+            """
+            INSERT INTO line_vectors (campaign_id, entry_id, session_id, content_hash, embedding)
+            VALUES ($1, $2, $3, $4, $5::vector::halfvec)
+            ON CONFLICT (campaign_id, entry_id) DO UPDATE SET
+                content_hash = EXCLUDED.content_hash, embedding = EXCLUDED.embedding
+            """,
+            [
+                (
+                    self.campaign_id,
+                    line.entry_id,
+                    line.session_id,
+                    line.content_hash,
+                    None if line.embedding is None else np.asarray(line.embedding, dtype=np.float32),
+                )
+                for line in lines
+            ],
+        )
+
+    async def mark_talk(self, session_id: int, talk: Mapping[int, str]) -> None:
+        """Set which of the session's lines are in its pre-show, a break or its after-show (``talk``: entry id to
+        kind), clearing the others; only rows that change are written."""
+        await self.db.execute(
+            """
+            UPDATE line_vectors l SET talk = t.talk FROM (
+                SELECT v.entry_id, x.talk FROM line_vectors v
+                LEFT JOIN unnest($3::bigint[], $4::text[]) AS x(entry_id, talk) ON x.entry_id = v.entry_id
+                WHERE v.campaign_id = $1 AND v.session_id = $2
+            ) t
+            WHERE l.campaign_id = $1 AND l.entry_id = t.entry_id AND l.talk IS DISTINCT FROM t.talk
+            """,
+            self.campaign_id,
+            session_id,
+            list(talk),
+            list(talk.values()),
+        )
+
+    async def off_game(self, entry_ids: Sequence[int]) -> set[int]:
+        """Those of the lines that are in a pre-show, a break or an after-show (see :meth:`mark_talk`)."""
+        rows = await self.db.fetch(
+            "SELECT entry_id FROM line_vectors WHERE campaign_id = $1 AND entry_id = ANY($2::bigint[])"
+            " AND talk IS NOT NULL",
+            self.campaign_id,
+            list(entry_ids),
+        )
+        return {r["entry_id"] for r in rows}
+
+    async def nearest_lines(
+        self,
+        embedding: Sequence[float],
+        *,
+        k: int = 10,
+        session_id: int | None = None,
+        speaker: str | None = None,
+    ) -> list[LineHit]:
+        """The ``k`` lines closest by cosine (iterative HNSW scan, as :meth:`nearest`); empty when the campaign's
+        lines have no vectors yet (chunked before there were any: the caller falls back to windows)."""
+        import numpy as np  # see upsert
+
+        rows = await self.db.fetch(
+            """
+            SELECT * FROM (
+                SELECT l.entry_id, l.session_id, l.embedding <=> $2::vector::halfvec AS distance FROM line_vectors l
+                WHERE l.campaign_id = $1 AND l.embedding IS NOT NULL
+                  AND ($3::bigint IS NULL OR l.session_id = $3)
+                  AND ($4::text IS NULL OR EXISTS (
+                      SELECT 1 FROM session_entries e
+                      WHERE e.campaign_id = $1 AND e.id = l.entry_id AND lower(e.speaker) = lower($4)))
+                ORDER BY distance LIMIT $5
+            ) hits ORDER BY distance
+            """,
+            self.campaign_id,
+            np.asarray(embedding, dtype=np.float32),
+            session_id,
+            speaker,
+            k,
+        )
+        return [LineHit(r["entry_id"], r["session_id"], 1.0 - float(r["distance"])) for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class LineVectorIn:
+    """A line's vector as the chunk job writes it: ``content_hash`` of the text embedded (or judged too short)."""
+
+    entry_id: int
+    session_id: int
+    content_hash: str
+    embedding: Sequence[float] | None
+
+
+@dataclass(frozen=True, slots=True)
+class LineHit:
+    entry_id: int
+    session_id: int
+    score: float  # cosine similarity

@@ -9,7 +9,7 @@ from bot.cli.common import CliError, async_command, emit_json, json_option, open
 from bot.settings import Settings
 from memory.db import EmbeddedPostgres, megabytes, migrate, migration_status, switch_embedding
 from memory.jobs.context import JobContext, make_job_context
-from memory.jobs.queue import enqueue_every_session
+from memory.jobs.queue import enqueue_every_session, enqueue_sessions_without_line_vectors
 from memory.jobs.worker import run_workers
 from memory.providers.embeddings import EmbeddingError
 from memory.store import Memory
@@ -61,6 +61,8 @@ async def db_status(ctx: click.Context, as_json: bool) -> None:
 async def db_reembed(ctx: click.Context, yes: bool) -> None:
     """Switch the semantic index to the configured embedding model and re-embed every session.
 
+    On the same model: embed the lines of the sessions chunked before lines had vectors of their own.
+
     Stop the bot and every `lorekeeper worker` first: one still on the old model takes re-embed jobs and fails
     them, leaving sessions without passages (then, with the new model: `lorekeeper jobs retry --all` and
     `lorekeeper worker --drain`)."""
@@ -68,7 +70,15 @@ async def db_reembed(ctx: click.Context, yes: bool) -> None:
     async with open_memory(settings, run_migrations=False) as memory:
         status = await migration_status(memory.pool)
         if (status["embedding_model"], status["embedding_dim"]) == (settings.embedding.model, settings.embedding.dim):
-            click.echo(f"already on {settings.embedding.model}; nothing to do")
+            # Sessions chunked before lines were embedded one by one: their windows stay, their lines get vectors.
+            sessions = await enqueue_sessions_without_line_vectors(memory.pool)
+            if not sessions:
+                click.echo(f"already on {settings.embedding.model}; nothing to do")
+                return
+            job_context = await probe_embedder(memory, settings)
+            click.echo(f"embedding the lines of {sessions} sessions with {settings.embedding.model}")
+            await run_workers(memory.pool, settings, drain=True, ctx=job_context)
+            click.echo("done")
             return
         # The old vectors are dropped for good: first make sure the new model runs.
         job_context = await probe_embedder(memory, settings)

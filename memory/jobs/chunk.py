@@ -1,8 +1,9 @@
-"""The chunk job: window a session's lines, embed the windows, upsert them (L2)."""
+"""The chunk job: window a session's lines, embed the windows and the lines long enough to mean something alone,
+upsert them (L2)."""
 
 from __future__ import annotations
 
-from memory.chunking import ChunkSettings, window_key, windows
+from memory.chunking import ChunkSettings, embeds_alone, line_text, window_key, windows
 from memory.gazetteer import Gazetteer
 from memory.jobs.context import JobContext
 from memory.jobs.embedding import embed_cached
@@ -14,7 +15,8 @@ from memory.models import (
     Entry,
     ReviewStatus,
 )
-from memory.semantic import content_hash
+from memory.offgame import SEGMENTS, out_of_game
+from memory.semantic import LineVectorIn, content_hash
 from memory.store import CampaignMemory
 
 
@@ -50,6 +52,7 @@ async def chunk_session(ctx: JobContext, campaign_id: int, session_id: int, *, s
             if entries:
                 await set_progress(tx.db, tx, session_id, CHUNK, entries[-1].seq)
         ctx.chunks_written += written
+        await _mark_segments(mem, session_id)
         return written
 
 
@@ -59,7 +62,8 @@ async def _rewindow_after(mem: CampaignMemory, session_id: int, done: int, setti
     That is where the first stored window holding line ``done`` (or the last one before it) starts: windows
     are a pure function of the lines before their end, and no earlier window reached past that line. Such a
     window holds at most ``max_entries`` lines, so its start is among the last ones. With none stored (all
-    dropped for a new embedding model), the whole session."""
+    dropped for a new embedding model) or with the last line chunked lacking its line vector (chunked before lines
+    were embedded), the whole session: its windows are unchanged and cost a hash each, its lines get vectors."""
     if done <= 0:
         return 0
     last = await mem.db.fetch(
@@ -70,7 +74,7 @@ async def _rewindow_after(mem: CampaignMemory, session_id: int, done: int, setti
         done,
         settings.max_entries,
     )
-    if not last:
+    if not last or not await mem.semantic.line_hashes([last[0]["id"]]):
         return 0
     starts = await mem.db.fetch(
         "SELECT key FROM chunks WHERE campaign_id = $1 AND key = ANY($2::text[]) AND $3 = ANY(entry_ids)",
@@ -116,8 +120,40 @@ async def _chunk_entries(
         ]
         await mem.semantic.upsert(chunks)
         written += len(chunks)
+    await _embed_lines(ctx, mem, session_id, entries, slice_size)
     # Windows move when a line arrives late (a fixed line re-imported): chunks of windows that no longer exist
     # would show their lines twice in recall.
     keys = {w.key for w in wins}
     await mem.semantic.drop(session_id, [k for e in entries if (k := window_key(session_id, e.seq)) not in keys])
     return written
+
+
+async def _embed_lines(
+    ctx: JobContext, mem: CampaignMemory, session_id: int, entries: list[Entry], slice_size: int
+) -> int:
+    """Embed the lines among ``entries`` whose text changed since their vector (or that have none); a line too
+    short to embed alone is recorded without one. Returns the lines embedded."""
+    stored = await mem.semantic.line_hashes([e.id for e in entries])
+    todo = [(e, content_hash(line_text(e))) for e in entries]
+    todo = [(e, h) for e, h in todo if stored.get(e.id) != h]
+    short = [LineVectorIn(e.id, session_id, h, None) for e, h in todo if not embeds_alone(e)]
+    await mem.semantic.upsert_lines(short)
+    alone = [(e, h) for e, h in todo if embeds_alone(e)]
+    for start in range(0, len(alone), slice_size):
+        part = alone[start : start + slice_size]
+        texts = [line_text(e) for e, _ in part]
+        vectors = await embed_cached(mem.db, ctx.embedder, ctx.embedding_model, texts, ctx.embed_stats)
+        await mem.semantic.upsert_lines(
+            [LineVectorIn(e.id, session_id, h, v) for (e, h), v in zip(part, vectors, strict=True)]
+        )
+    return len(alone)
+
+
+async def _mark_segments(mem: CampaignMemory, session_id: int) -> None:
+    """Mark the session's pre-show, breaks and after-show on its lines, for recall. The segments hang on the
+    DM's cues anywhere in the session (a "welcome back" ends the break before it), so the whole session is read:
+    only the DM's lines are matched, a few milliseconds for a long session."""
+    session = await mem.log.session(session_id)
+    entries = await mem.log.session_entries(session_id)
+    talk = out_of_game(entries, session.dm_speaker_id, only=())
+    await mem.semantic.mark_talk(session_id, {i: kind.value for i, kind in talk.items() if kind in SEGMENTS})

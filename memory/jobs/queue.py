@@ -117,6 +117,23 @@ async def enqueue_every_session(db: Executor) -> int:
     return len(sessions)
 
 
+async def enqueue_sessions_without_line_vectors(db: Executor) -> int:
+    """Have every session whose last line has no line vector chunked again (chunked before lines were embedded
+    one by one: the chunk job then embeds its lines); returns how many sessions."""
+    sessions = await db.fetch(
+        """
+        SELECT e.campaign_id, e.session_id, e.id, e.seq FROM (
+            SELECT DISTINCT ON (campaign_id, session_id) campaign_id, session_id, id, seq FROM session_entries
+            ORDER BY campaign_id, session_id, seq DESC
+        ) e
+        WHERE NOT EXISTS (SELECT 1 FROM line_vectors l WHERE l.campaign_id = e.campaign_id AND l.entry_id = e.id)
+        """
+    )
+    for row in sessions:
+        await enqueue_session_work(db, row["campaign_id"], row["session_id"], row["seq"], after=":lines")
+    return len(sessions)
+
+
 async def enqueue_summary(conn: Executor, campaign_id: int, session_id: int) -> None:
     """Enqueue the session's summary. The dedupe key counts the session's lines: ending it again with the same
     lines adds no job, but a session resumed (or a late line imported) and ended again while its first summary

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memory.chunking import ChunkSettings, windows
+from memory.chunking import ChunkSettings, embeds_alone, line_text, windows
 from memory.models import Entry
 
 
@@ -49,3 +49,15 @@ def test_keys_are_stable_as_the_session_grows() -> None:
     for w in early[:-1]:  # every closed window is unchanged; only the open tail grows
         assert later_by_key[w.key] == seqs([w])[0]
     assert early[-1].key in later_by_key
+
+
+def test_a_line_is_embedded_alone_from_four_words_speaker_first() -> None:
+    assert [embeds_alone(entry(1, t)) for t in ("Yeah.", "Okay, go ahead.", "I cast fire bolt.", "")] == [
+        False,
+        False,
+        True,
+        False,
+    ]
+    line = entry(2, "The bridge is out.", speaker="MATT")
+    assert line_text(line) == "MATT: The bridge is out."
+    assert windows([entry(1), line])[0].text.endswith("\n" + line_text(line))  # as a window shows it

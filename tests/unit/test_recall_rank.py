@@ -81,6 +81,14 @@ def test_agreement_near_the_top_still_wins() -> None:
     assert ranked[0].matched == ["fulltext", "vector"]
 
 
+def test_the_vector_lists_first_line_comes_after_the_lexical_lists_fifth() -> None:
+    """Line vectors find the line by meaning, but the words are the sharper list (dev halves): the vector list's
+    first line is read sixth when it found nothing the lexical list found."""
+    ranked = fuse([1, 2, 3, 4, 5, 6, 7], [9, 8])
+    assert [f.entry_id for f in ranked][:7] == [1, 2, 3, 4, 5, 9, 6]
+    assert ranked[5].matched == ["vector"]
+
+
 def test_table_talk_ranks_below_the_story_and_named_lines_above() -> None:
     ranked = fuse([1, 2, 3], [], table_talk=[1], named=[3])
     assert [f.entry_id for f in ranked] == [3, 2, 1]
