@@ -3,6 +3,8 @@ upsert them (L2)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from memory.chunking import ChunkSettings, embeds_alone, line_text, window_key, windows
 from memory.gazetteer import Gazetteer
 from memory.jobs.context import JobContext
@@ -94,7 +96,10 @@ async def _chunk_entries(
     wins = windows(entries, ctx.chunk_settings)
     stored = await mem.semantic.hashes([w.key for w in wins])
     todo = [w for w in wins if stored.get(w.key) != content_hash(w.text)]
-    lines = {e.id: e for w in todo for e in w.entries}  # mentions are looked for in the lines written only
+    embedded = await mem.semantic.line_hashes([e.id for e in entries])
+    # mentions are looked for in the lines written only, and in lines chunked before lines had vectors (a
+    # session recorded before the mention index existed is read whole again once: its windows are unchanged)
+    lines = {e.id: e for w in todo for e in w.entries} | {e.id: e for e in entries if e.id not in embedded}
     mentions: dict[int, list[int]] = {}
     if lines:
         gazetteer = await _gazetteer(mem)
@@ -120,7 +125,7 @@ async def _chunk_entries(
         ]
         await mem.semantic.upsert(chunks)
         written += len(chunks)
-    await _embed_lines(ctx, mem, session_id, entries, slice_size)
+    await _embed_lines(ctx, mem, session_id, entries, embedded, slice_size)
     # Windows move when a line arrives late (a fixed line re-imported): chunks of windows that no longer exist
     # would show their lines twice in recall.
     keys = {w.key for w in wins}
@@ -129,11 +134,16 @@ async def _chunk_entries(
 
 
 async def _embed_lines(
-    ctx: JobContext, mem: CampaignMemory, session_id: int, entries: list[Entry], slice_size: int
+    ctx: JobContext,
+    mem: CampaignMemory,
+    session_id: int,
+    entries: list[Entry],
+    stored: Mapping[int, str],
+    slice_size: int,
 ) -> int:
-    """Embed the lines among ``entries`` whose text changed since their vector (or that have none); a line too
-    short to embed alone is recorded without one. Returns the lines embedded."""
-    stored = await mem.semantic.line_hashes([e.id for e in entries])
+    """Embed the lines among ``entries`` whose text changed since their vector (``stored``: the hashes of those
+    that have one) or that have none; a line too short to embed alone is recorded without one. Returns the lines
+    embedded."""
     todo = [(e, content_hash(line_text(e))) for e in entries]
     todo = [(e, h) for e, h in todo if stored.get(e.id) != h]
     short = [LineVectorIn(e.id, session_id, h, None) for e, h in todo if not embeds_alone(e)]

@@ -8,7 +8,7 @@ import pytest
 
 from memory import jobs
 from memory.jobs.queue import enqueue_sessions_without_line_vectors
-from memory.models import EntryIn
+from memory.models import EntityIn, EntityType, EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recall import recall
 from memory.store import CampaignMemory, Memory
@@ -79,13 +79,19 @@ async def test_the_vector_half_finds_the_line_by_meaning_and_falls_back_to_windo
 async def test_a_session_chunked_before_line_vectors_gets_them(
     campaign: CampaignMemory, memory: Memory, embedder: MiniLMEmbedder
 ) -> None:
+    town = await campaign.graph.add_entity(EntityIn(name="Whitestone", type=EntityType.location))
     ids = await _said(campaign, "One", STORY)
     await _run(memory, embedder)
     before = await _vectors(campaign)
+    mentioned = "SELECT entry_id FROM entity_mentions WHERE campaign_id = $1 AND entity_id = $2"
+    assert [r["entry_id"] for r in await campaign.db.fetch(mentioned, campaign.campaign_id, town.id)] == [ids[2]]
+    # a session chunked before lines had vectors, and before the mention index: the refill brings back both
     await campaign.db.execute("DELETE FROM line_vectors WHERE campaign_id = $1", campaign.campaign_id)
+    await campaign.db.execute("DELETE FROM entity_mentions WHERE campaign_id = $1", campaign.campaign_id)
     assert await enqueue_sessions_without_line_vectors(memory.pool) == 1
     await _run(memory, embedder)
     assert await _vectors(campaign) == before and set(before) == set(ids)
+    assert [r["entry_id"] for r in await campaign.db.fetch(mentioned, campaign.campaign_id, town.id)] == [ids[2]]
     assert await enqueue_sessions_without_line_vectors(memory.pool) == 0  # nothing left to fill
 
 
