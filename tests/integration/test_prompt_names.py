@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory.models import ChunkIn, EntityIn, EntityType, RelationshipIn
+from memory.models import ChunkIn, EntityIn, EntityType, EntryIn, RelationshipIn
 from memory.store import CampaignMemory
 from memory.voice.prompt import RECENT_WINDOW_S, CampaignNames
 
@@ -71,3 +71,23 @@ async def test_a_pinned_or_new_entity_is_in_the_next_names(table: CampaignMemory
     assert (await names.names())[:6] == ["Lore4", "L4", "Grog Strongjaw", "Grog", "Vex'ahlia", "Vex"]
     await table.graph.add_entity(EntityIn(name="Orthax", type=EntityType.npc))
     assert "Orthax" in await names.names() and "Orthax" not in before
+
+
+async def test_the_cast_is_the_players_named_last_session_or_in_this_one(table: CampaignMemory) -> None:
+    g = table.graph
+    for name in ("Jester Lavorre", "Caleb Widogast", "Fjord"):  # a second table's party in the same campaign
+        await g.add_entity(EntityIn(name=name, type=EntityType.player))
+    assert (await CampaignNames(table).names())[:2] == ["Caleb Widogast", "Fjord"]  # no session yet: all players
+    last = await table.log.start_session("Last week", started_at=datetime.now(UTC) - timedelta(days=7))
+    await table.log.write(last.id, EntryIn(speaker="DM", text="Jester Lavorre and Fjord reach the tavern."))
+    names = CampaignNames(table)
+    start = await names.names(0.0)
+    assert start[:2] == ["Fjord", "Jester Lavorre"]
+    # the other players follow the names said (none here), before the unsaid lore
+    assert (
+        set(start[2:7]) == {"Caleb Widogast", "Grog Strongjaw", "Grog", "Vex'ahlia", "Vex"} and start[7] == "Exandria"
+    )
+    names.heard("Caleb Widogast casts a spell.", 50.0)
+    assert (await names.names(60.0))[:3] == ["Caleb Widogast", "Fjord", "Jester Lavorre"]
+    assert await names.names(40.0) == start  # another track, earlier: Caleb is not named yet
+    assert (await CampaignNames(table, session_cast=False).names(0.0))[:2] == ["Caleb Widogast", "Fjord"]
