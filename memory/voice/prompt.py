@@ -7,7 +7,8 @@ corrector can mend. So the prompt holds the names most likely to be said next, i
 1. the session's cast and the entities the DM pinned (``lorekeeper entity pin``, ``/entity pin``), with their
    aliases: the table says them all evening. The cast is the player characters named in this session so far or
    in the campaign's last sessions; with neither (a new campaign), every player character;
-2. names said in the last minutes of this session, most recently said first, with the aliases said;
+2. names said in the last minutes of this session, most recently said first, with the aliases said (a line is
+   read after stage-1 correction: a name misheard and mended counts as said);
 3. names said most in the campaign's last sessions, then the player characters not in this session's cast;
 4. the rest, the most connected first, then their aliases (a small campaign's prompt holds them all).
 
@@ -23,10 +24,12 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from memory.correction import PhoneticMatcher
+from memory.correction.edits import apply_corrections
 from memory.correction.text import normalize
 from memory.gazetteer import Gazetteer
 from memory.models import PromptEntity
-from memory.recorder import names_version
+from memory.recorder import default_index_cache, names_version
 from memory.store import CampaignMemory
 
 log = logging.getLogger(__name__)
@@ -138,6 +141,7 @@ class CampaignNames:
         self._version: tuple[object, ...] | None = None
         self._entities: list[PromptEntity] = []
         self._gazetteer: Gazetteer[PromptEntity] = Gazetteer(())
+        self._matcher: PhoneticMatcher | None = None
         self._said: dict[int, Said] = {}
         self._players: frozenset[int] = frozenset()
         self._last_cast: frozenset[int] = frozenset()  # player characters named in the last sessions
@@ -163,6 +167,8 @@ class CampaignNames:
         return self._last_cast.union(named) or None
 
     def heard(self, text: str, at: float) -> None:
+        if self._matcher is not None:  # as the stored line will read; without word confidences, stage 1 is surer
+            text = apply_corrections(text, self._matcher.correct(text).corrections)
         for start, end, entity in self._gazetteer.find(text):
             said = self._said.setdefault(entity.id, Said(at, first=at))
             said.at = max(said.at, at)
@@ -181,6 +187,7 @@ class CampaignNames:
                 self._entities = await self.mem.graph.prompt_entities(recent_sessions=RECENT_SESSIONS)
                 self._gazetteer = Gazetteer(self._entities)
                 self._players = frozenset(e.id for e in self._entities if e.cast)
+                self._matcher = await default_index_cache.matcher(self.mem)
                 self._last_cast = await self._named_players()
                 self._version, self._loaded = version, now
                 log.info("STT prompt: %d campaign entities", len(self._entities))

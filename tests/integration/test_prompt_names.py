@@ -91,3 +91,12 @@ async def test_the_cast_is_the_players_named_last_session_or_in_this_one(table: 
     assert (await names.names(60.0))[:3] == ["Caleb Widogast", "Fjord", "Jester Lavorre"]
     assert await names.names(40.0) == start  # another track, earlier: Caleb is not named yet
     assert (await CampaignNames(table, session_cast=False).names(0.0))[:2] == ["Caleb Widogast", "Fjord"]
+
+
+async def test_a_name_misheard_and_mended_by_stage_1_counts_as_said(table: CampaignMemory) -> None:
+    names = CampaignNames(table)
+    start = await names.names(0.0)
+    names.heard("We ride back to Krag hammer tonight.", 10.0)  # what the recogniser wrote, not the name
+    assert (await names.names(20.0))[4] == "Kraghammer" != start[4]
+    names.heard("The cart rolls on.", 30.0)  # no name, nothing mended
+    assert (await names.names(40.0))[4] == "Kraghammer"
