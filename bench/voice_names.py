@@ -19,8 +19,9 @@ correction, L1), once per model and prompt:
 - ``allcast``: the same with every player character of the campaign in the first tier, not the session's cast.
 
 Each condition has a campaign of its own, so its earlier episodes are the "last sessions" its cast is read from
-(the episodes are played in order, as a campaign is). ``--beams`` and ``--budgets`` (prompt tokens) vary Whisper's
-beam size and the prompt's length.
+(the episodes are played in order, as a campaign is); ``--history N`` stores the N turns of the episode before
+each stretch as the session before it (as text: what a table's last session left in the log). ``--beams`` and
+``--budgets`` (prompt tokens) vary Whisper's beam size and the prompt's length.
 
 Each stored line is matched to the line spoken by time. A name is an entity of the campaign found by its name or
 an alias (``memory.gazetteer``, case and apostrophes aside): recall = names said that the stored line writes
@@ -56,7 +57,7 @@ from campaigns.files import read_campaign_file
 from campaigns.load import apply_campaign_file
 from memory.db import EmbeddedPostgres, EmbeddingSpec, create_pool, migrate
 from memory.gazetteer import Gazetteer
-from memory.models import PromptEntity
+from memory.models import EntryIn, PromptEntity
 from memory.providers.stt import WHISPER_PROMPT_TOKENS, Transcript, WhisperSTT, installed_whisper_models
 from memory.store import CampaignMemory, Memory
 from memory.voice.audio_files import load_audio
@@ -84,21 +85,31 @@ class Line:
     start: float = 0.0
     end: float = 0.0
     heard: dict[str, list[str]] = field(default_factory=dict)  # condition -> stored texts (raw, corrected)
+    before: list[tuple[str, str]] = field(default_factory=list)  # (speaker, text) said earlier: a past session
 
 
-def pick_lines(gazetteer: Gazetteer[PromptEntity], per_episode: int, rng: random.Random) -> list[Line]:
-    """``per_episode`` consecutive sayable lines naming an entity, from a random place in each episode."""
+def pick_lines(
+    gazetteer: Gazetteer[PromptEntity], per_episode: int, rng: random.Random, history: int = 0
+) -> list[Line]:
+    """``per_episode`` consecutive sayable lines naming an entity, from a random place in each episode; the first
+    line of each episode holds the ``history`` turns said before it."""
     lines: list[Line] = []
     for n, path in enumerate(sorted(EPISODES.glob("*.json"))):
         turns = json.loads(path.read_text())["TURNS"]
-        whole = (" ".join(" ".join(t["UTTERANCES"]).split()) for t in turns)  # a turn's pieces end mid-sentence
-        said = [u for u in whole if 6 <= len(u.split()) <= 30 and _SAYABLE.match(u) and "--" not in u]
-        naming = [i for i, u in enumerate(said) if gazetteer.mentions(u)]
+        whole = [" ".join(" ".join(t["UTTERANCES"]).split()) for t in turns]  # a turn's pieces end mid-sentence
+        said = [k for k, u in enumerate(whole) if 6 <= len(u.split()) <= 30 and _SAYABLE.match(u) and "--" not in u]
+        naming = [k for k in said if gazetteer.mentions(whole[k])]
         if len(naming) < per_episode:
             continue
         first = rng.randrange(len(naming) - per_episode + 1)
-        for k, i in enumerate(naming[first : first + per_episode]):
-            lines.append(Line(path.stem, n % 2 == 0, said[i], speaker=k % SPEAKERS))
+        for j, k in enumerate(naming[first : first + per_episode]):
+            lines.append(Line(path.stem, n % 2 == 0, whole[k], speaker=j % SPEAKERS))
+        start = naming[first]
+        lines[-per_episode].before = (
+            [(", ".join(t["NAMES"]), u) for t, u in zip(turns[:start], whole[:start], strict=True) if u][-history:]
+            if history
+            else []
+        )
     return lines
 
 
@@ -194,6 +205,9 @@ async def transcribe_all(
     """Ingest every episode's tracks as a session; give each spoken line the stored lines that overlap it."""
     for episode, (lines, tracks) in episodes.items():
         title = f"{episode} {condition}"
+        if lines[0].before:  # the table's last session, as stored text, before tonight's recording
+            past = await mem.log.start_session(f"{title} before")
+            await mem.log.write_many(past.id, [EntryIn(speaker=who, text=text) for who, text in lines[0].before])
         await ingest_audio(
             mem,
             [AudioTrack(p, f"Speaker {k}") for k, p in enumerate(tracks)],
@@ -246,7 +260,7 @@ async def run(args: argparse.Namespace) -> int:
         first = await new_campaign("Critical Role")
         entities = await first.graph.prompt_entities(recent_sessions=5)
         gazetteer = Gazetteer(entities)
-        lines = pick_lines(gazetteer, args.lines // 12, rng)
+        lines = pick_lines(gazetteer, args.lines // 12, rng, args.history)
         episodes: dict[str, tuple[list[Line], list[Path]]] = {}
         for n, episode in enumerate(dict.fromkeys(line.episode for line in lines)):
             mine = [line for line in lines if line.episode == episode]
@@ -306,6 +320,9 @@ def main() -> None:
     parser.add_argument("--split", choices=["all", "dev", "held-out"], default="all", help="which episodes to speak")
     parser.add_argument("--beams", nargs="+", type=int, default=[5], help="Whisper beam sizes to compare")
     parser.add_argument("--budgets", nargs="+", type=int, default=[WHISPER_PROMPT_TOKENS], help="prompt tokens")
+    parser.add_argument(
+        "--history", type=int, default=0, help="turns said before each stretch, stored as the last session"
+    )
     parser.add_argument("--verbose", action="store_true", help="print each line as said and as stored")
     raise SystemExit(asyncio.run(run(parser.parse_args())))
 
