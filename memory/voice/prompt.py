@@ -9,7 +9,8 @@ corrector can mend. So the prompt holds the names most likely to be said next, i
    in the campaign's last sessions; with neither (a new campaign), every player character;
 2. names said in the last minutes of this session, most recently said first, with the aliases said (a line is
    read after stage-1 correction: a name misheard and mended counts as said);
-3. names said most in the campaign's last sessions, then the player characters not in this session's cast;
+3. names said most in the campaign's last sessions (their passages, and the stored lines of the last two, whose
+   passages may not be written yet), then the player characters not in this session's cast;
 4. the rest, the most connected first, then their aliases (a small campaign's prompt holds them all).
 
 Each name once. The ranked list changes only when the entities change or a name enters or leaves the recent
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -38,8 +40,8 @@ log = logging.getLogger(__name__)
 RECENT_WINDOW_S = 600.0
 #: How many of the campaign's last sessions say which names are said most.
 RECENT_SESSIONS = 5
-#: How many of the campaign's last sessions' lines are read for the player characters they name (the cast).
-CAST_SESSIONS = 2
+#: How many of the campaign's last sessions' stored lines count towards "said most" (and so the cast) at once.
+LINES_SESSIONS = 2
 
 
 @dataclass(slots=True)
@@ -184,24 +186,30 @@ class CampaignNames:
             version = await names_version(self.mem.db, self.mem.campaign_id)
             stale = self._loaded is None or now - self._loaded >= self.history_refresh_s
             if version != self._version or stale:
-                self._entities = await self.mem.graph.prompt_entities(recent_sessions=RECENT_SESSIONS)
-                self._gazetteer = Gazetteer(self._entities)
-                self._players = frozenset(e.id for e in self._entities if e.cast)
+                entities = await self.mem.graph.prompt_entities(recent_sessions=RECENT_SESSIONS)
+                gazetteer = Gazetteer(entities)
+                lately = await self._said_in_last_lines(gazetteer)
+                self._entities = [
+                    e.model_copy(update={"said_lately": e.said_lately + lately[e.id]}) if e.id in lately else e
+                    for e in entities
+                ]
+                self._gazetteer = gazetteer
+                self._players = frozenset(e.id for e in entities if e.cast)
+                self._last_cast = frozenset(e.id for e in self._entities if e.cast and e.said_lately)
                 self._matcher = await default_index_cache.matcher(self.mem)
-                self._last_cast = await self._named_players()
                 self._version, self._loaded = version, now
                 log.info("STT prompt: %d campaign entities", len(self._entities))
         except Exception as exc:  # the guard handles the outage; names just stay as they were
             log.debug("could not refresh campaign names (%s); keeping %d", exc, len(self._entities))
 
-    async def _named_players(self) -> frozenset[int]:
-        """Player characters said in the last sessions: in their passages, or in the lines of the last
-        :data:`CAST_SESSIONS` (stored lines, stage-1 corrected; passages are written later, by the jobs)."""
-        named = {e.id for e in self._entities if e.cast and e.said_lately}
-        for session in (await self.mem.log.sessions())[-CAST_SESSIONS:]:
+    async def _said_in_last_lines(self, gazetteer: Gazetteer[PromptEntity]) -> Counter[int]:
+        """How often each entity is named in the stored (stage-1 corrected) lines of the last
+        :data:`LINES_SESSIONS` sessions: the jobs write their passages, which ``said_lately`` counts, later."""
+        said: Counter[int] = Counter()
+        for session in (await self.mem.log.sessions())[-LINES_SESSIONS:]:
             for entry in await self.mem.log.session_entries(session.id):
-                named.update(e.id for _, _, e in self._gazetteer.find(entry.text) if e.cast)
-        return frozenset(named)
+                said.update(e.id for _, _, e in gazetteer.find(entry.text))
+        return said
 
 
 def _without_possessive(form: str) -> str:

@@ -79,18 +79,27 @@ async def test_the_cast_is_the_players_named_last_session_or_in_this_one(table: 
         await g.add_entity(EntityIn(name=name, type=EntityType.player))
     assert (await CampaignNames(table).names())[:2] == ["Caleb Widogast", "Fjord"]  # no session yet: all players
     last = await table.log.start_session("Last week", started_at=datetime.now(UTC) - timedelta(days=7))
-    await table.log.write(last.id, EntryIn(speaker="DM", text="Jester Lavorre and Fjord reach the tavern."))
+    await table.log.write(last.id, EntryIn(speaker="DM", text="Jester Lavorre and Fjord reach Whitestone."))
     names = CampaignNames(table)
     start = await names.names(0.0)
     assert start[:2] == ["Fjord", "Jester Lavorre"]
-    # the other players follow the names said (none here), before the unsaid lore
-    assert (
-        set(start[2:7]) == {"Caleb Widogast", "Grog Strongjaw", "Grog", "Vex'ahlia", "Vex"} and start[7] == "Exandria"
-    )
+    # said in the last session's lines (no passages written yet), then the other players, before unsaid lore
+    assert start[2] == "Whitestone"
+    assert set(start[3:8]) == {"Caleb Widogast", "Grog Strongjaw", "Grog", "Vex'ahlia", "Vex"}
+    assert start[8] == "Exandria"
     names.heard("Caleb Widogast casts a spell.", 50.0)
     assert (await names.names(60.0))[:3] == ["Caleb Widogast", "Fjord", "Jester Lavorre"]
     assert await names.names(40.0) == start  # another track, earlier: Caleb is not named yet
-    assert (await CampaignNames(table, session_cast=False).names(0.0))[:2] == ["Caleb Widogast", "Fjord"]
+    every_player = await CampaignNames(table, session_cast=False).names(0.0)
+    assert every_player[:7] == [
+        "Fjord",
+        "Jester Lavorre",
+        "Caleb Widogast",
+        "Grog Strongjaw",
+        "Grog",
+        "Vex'ahlia",
+        "Vex",
+    ]
 
 
 async def test_a_name_misheard_and_mended_by_stage_1_counts_as_said(table: CampaignMemory) -> None:
