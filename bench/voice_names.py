@@ -1,6 +1,7 @@
 """Names from audio: real Critical Role lines, spoken, transcribed through the real ingest path.
 
     python -m bench.voice_names [--lines 240] [--seed 5] [--models tiny.en base] [--prompts none connected chosen]
+        [--split all|dev|held-out] [--beams 5] [--budgets 223]
 
 Reads ../shared/data (override with LOREKEEPER_DATA); prints "skipped: …" without the data or espeak-ng. The
 example campaign (campaigns/examples/critical_role.yaml) is loaded into a throw-away embedded PostgreSQL. From each
@@ -13,15 +14,22 @@ correction, L1), once per model and prompt:
 - ``none``: no prompt;
 - ``connected``: the campaign's names ordered by how many facts they are in, then their aliases (the order
   before the prompt was chosen from the graph);
-- ``chosen``: the graph-chosen prompt (``memory.voice.prompt``: cast and pinned, said lately, said most, rest).
+- ``chosen``: the graph-chosen prompt (``memory.voice.prompt``: the session's cast and pinned, said lately, said
+  most, rest);
+- ``allcast``: the same with every player character of the campaign in the first tier, not the session's cast.
+
+Each condition has a campaign of its own, so its earlier episodes are the "last sessions" its cast is read from
+(the episodes are played in order, as a campaign is); ``--history N`` stores the N turns of the episode before
+each stretch as the session before it (as text: what a table's last session left in the log). ``--beams`` and
+``--budgets`` (prompt tokens) vary Whisper's beam size and the prompt's length.
 
 Each stored line is matched to the line spoken by time. A name is an entity of the campaign found by its name or
 an alias (``memory.gazetteer``, case and apostrophes aside): recall = names said that the stored line writes
 (for the same entity), precision = names written that were said. "other WER" = word error rate of the other words
 (names taken out of both sides). Rows come without stage 1 (the raw transcript) and with it (the stored line).
-Episodes alternate between the dev half (tune on it) and the held-out half. RTF = speech-to-text seconds /
-seconds of the session (four speakers in turn), and in brackets the CPU seconds it took (both cores) per
-second: the wall figure holds on a quiet machine only.
+Episodes alternate between the dev half (tune on it) and the held-out half (``--split`` transcribes one).
+RTF = speech-to-text seconds / seconds of the session (four speakers in turn), and in brackets the CPU seconds it
+took (both cores) per second: the wall figure holds on a quiet machine only.
 """
 
 from __future__ import annotations
@@ -49,11 +57,12 @@ from campaigns.files import read_campaign_file
 from campaigns.load import apply_campaign_file
 from memory.db import EmbeddedPostgres, EmbeddingSpec, create_pool, migrate
 from memory.gazetteer import Gazetteer
-from memory.models import PromptEntity
-from memory.providers.stt import Transcript, WhisperSTT, installed_whisper_models
+from memory.models import EntryIn, PromptEntity
+from memory.providers.stt import WHISPER_PROMPT_TOKENS, Transcript, WhisperSTT, installed_whisper_models
 from memory.store import CampaignMemory, Memory
 from memory.voice.audio_files import load_audio
 from memory.voice.offline import AudioTrack, ingest_audio
+from memory.voice.prompt import CampaignNames
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("LOREKEEPER_DATA", ROOT.parent / "shared" / "data"))
@@ -76,21 +85,31 @@ class Line:
     start: float = 0.0
     end: float = 0.0
     heard: dict[str, list[str]] = field(default_factory=dict)  # condition -> stored texts (raw, corrected)
+    before: list[tuple[str, str]] = field(default_factory=list)  # (speaker, text) said earlier: a past session
 
 
-def pick_lines(gazetteer: Gazetteer[PromptEntity], per_episode: int, rng: random.Random) -> list[Line]:
-    """``per_episode`` consecutive sayable lines naming an entity, from a random place in each episode."""
+def pick_lines(
+    gazetteer: Gazetteer[PromptEntity], per_episode: int, rng: random.Random, history: int = 0
+) -> list[Line]:
+    """``per_episode`` consecutive sayable lines naming an entity, from a random place in each episode; the first
+    line of each episode holds the ``history`` turns said before it."""
     lines: list[Line] = []
     for n, path in enumerate(sorted(EPISODES.glob("*.json"))):
         turns = json.loads(path.read_text())["TURNS"]
-        whole = (" ".join(" ".join(t["UTTERANCES"]).split()) for t in turns)  # a turn's pieces end mid-sentence
-        said = [u for u in whole if 6 <= len(u.split()) <= 30 and _SAYABLE.match(u) and "--" not in u]
-        naming = [i for i, u in enumerate(said) if gazetteer.mentions(u)]
+        whole = [" ".join(" ".join(t["UTTERANCES"]).split()) for t in turns]  # a turn's pieces end mid-sentence
+        said = [k for k, u in enumerate(whole) if 6 <= len(u.split()) <= 30 and _SAYABLE.match(u) and "--" not in u]
+        naming = [k for k in said if gazetteer.mentions(whole[k])]
         if len(naming) < per_episode:
             continue
         first = rng.randrange(len(naming) - per_episode + 1)
-        for k, i in enumerate(naming[first : first + per_episode]):
-            lines.append(Line(path.stem, n % 2 == 0, said[i], speaker=k % SPEAKERS))
+        for j, k in enumerate(naming[first : first + per_episode]):
+            lines.append(Line(path.stem, n % 2 == 0, whole[k], speaker=j % SPEAKERS))
+        start = naming[first]
+        lines[-per_episode].before = (
+            [(", ".join(t["NAMES"]), u) for t, u in zip(turns[:start], whole[:start], strict=True) if u][-history:]
+            if history
+            else []
+        )
     return lines
 
 
@@ -176,13 +195,26 @@ class Score:
 
 
 async def transcribe_all(
-    mem: CampaignMemory, episodes: dict[str, tuple[list[Line], list[Path]]], stt: Timed, condition: str
+    mem: CampaignMemory,
+    episodes: dict[str, tuple[list[Line], list[Path]]],
+    stt: Timed,
+    condition: str,
+    *,
+    session_cast: bool = True,
 ) -> None:
     """Ingest every episode's tracks as a session; give each spoken line the stored lines that overlap it."""
     for episode, (lines, tracks) in episodes.items():
         title = f"{episode} {condition}"
+        if lines[0].before:  # the table's last session, as stored text, before tonight's recording
+            past = await mem.log.start_session(f"{title} before")
+            await mem.log.write_many(past.id, [EntryIn(speaker=who, text=text) for who, text in lines[0].before])
         await ingest_audio(
-            mem, [AudioTrack(p, f"Speaker {k}") for k, p in enumerate(tracks)], stt, session_title=title, again=True
+            mem,
+            [AudioTrack(p, f"Speaker {k}") for k, p in enumerate(tracks)],
+            stt,
+            session_title=title,
+            again=True,
+            names=CampaignNames(mem, session_cast=session_cast),
         )
         session = await mem.log.session_by_title(title)
         assert session is not None
@@ -218,46 +250,60 @@ async def run(args: argparse.Namespace) -> int:
         pool = await create_pool(server.start())
         await migrate(pool, EmbeddingSpec("all-MiniLM-L6-v2", 384))
         memory = Memory(pool)
-        mem = memory.campaign((await memory.campaigns().create("Critical Role")).id)
-        await apply_campaign_file(mem, read_campaign_file(CAMPAIGN))
-        entities = await mem.graph.prompt_entities(recent_sessions=5)
+        campaign_file = read_campaign_file(CAMPAIGN)
+
+        async def new_campaign(name: str) -> CampaignMemory:
+            mem = memory.campaign((await memory.campaigns().create(name)).id)
+            await apply_campaign_file(mem, campaign_file)
+            return mem
+
+        first = await new_campaign("Critical Role")
+        entities = await first.graph.prompt_entities(recent_sessions=5)
         gazetteer = Gazetteer(entities)
-        lines = pick_lines(gazetteer, args.lines // 12, rng)
+        lines = pick_lines(gazetteer, args.lines // 12, rng, args.history)
         episodes: dict[str, tuple[list[Line], list[Path]]] = {}
         for n, episode in enumerate(dict.fromkeys(line.episode for line in lines)):
             mine = [line for line in lines if line.episode == episode]
             voices = [VOICES[(n * SPEAKERS + k) % len(VOICES)] for k in range(SPEAKERS)]
             episodes[episode] = (mine, record_episode(mine, voices, rng, root))
+        if args.split != "all":  # every episode is spoken, so a half sounds as it does in a run of both
+            lines = [line for line in lines if line.dev == (args.split == "dev")]
+            episodes = {e: (ls, t) for e, (ls, t) in episodes.items() if ls[0].dev == (args.split == "dev")}
         session_s = sum(ls[-1].end + 0.5 for ls, _ in episodes.values())
         print(
             f"{len(lines)} lines of {len(episodes)} CRD3 episodes ({sum(ln.dev for ln in lines)} dev), "
             f"{session_s / 60:.1f} min as a table of {SPEAKERS}; {len(entities)} entities; seed {args.seed}"
         )
-        fixed = {"none": [], "connected": by_connections(entities), "chosen": None}
-        header = ["model", "prompt", "dev: recall / precision / other WER", "held-out", "all", "RTF (CPU s / s)"]
-        widths = [7, 18, 35, 21, 21, 15]
-        show(header, widths)
-        print("|" + "|".join("-" * (w + 2) for w in widths) + "|", flush=True)
+        fixed = {"none": [], "connected": by_connections(entities), "chosen": None, "allcast": None}
+        header = ["model", "beam/budget", "prompt", "dev: recall / precision / other WER", "held-out", "all"]
+        widths = [7, 11, 18, 35, 21, 21]
+        show([*header, "RTF (CPU s / s)"], [*widths, 15])
+        print("|" + "|".join("-" * (w + 2) for w in [*widths, 15]) + "|", flush=True)
+        unused = [first]  # one campaign per condition: no other condition's sessions are its last sessions
         for model in models:
-            whisper = WhisperSTT(model)
-            for prompt in args.prompts:
-                stt = Timed(whisper, fixed[prompt])
-                condition = f"{model}/{prompt}"
-                await transcribe_all(mem, episodes, stt, condition)
-                for stage, label in ((0, ""), (1, " + stage 1")):
-                    cells = [model, prompt + label]
-                    for half in (True, False, None):
-                        score = Score()
-                        for line in lines:
-                            if half is None or line.dev == half:
-                                score.add(line.text, line.heard[condition][stage], gazetteer)
-                        cells.append("{:.3f} / {:.3f} / {:.3f}".format(*score.figures()))
-                    cells.append(f"{stt.seconds / session_s:.2f} ({stt.cpu_seconds / session_s:.2f})")
-                    show(cells, widths)  # row by row: a long run's first rows survive an interruption
-                if args.verbose:
-                    for line in lines:
-                        print(f"  {line.text}\n    -> {line.heard[condition][1]}")
-            whisper.close()
+            for beam in args.beams:
+                for budget in args.budgets:
+                    whisper = WhisperSTT(model, beam_size=beam, prompt_token_budget=budget)
+                    for prompt in args.prompts:
+                        stt = Timed(whisper, fixed[prompt])
+                        condition = f"{model}/{beam}/{budget}/{prompt}"
+                        mem = unused.pop() if unused else await new_campaign(condition)
+                        await transcribe_all(mem, episodes, stt, condition, session_cast=prompt != "allcast")
+                        for stage, label in ((0, ""), (1, " + stage 1")):
+                            cells = [model, f"{beam}/{budget}", prompt + label]
+                            for half in (True, False, None):
+                                score = Score()
+                                for line in lines:
+                                    if half is None or line.dev == half:
+                                        score.add(line.text, line.heard[condition][stage], gazetteer)
+                                done = score.said or score.words
+                                cells.append("{:.3f} / {:.3f} / {:.3f}".format(*score.figures()) if done else "-")
+                            cells.append(f"{stt.seconds / session_s:.2f} ({stt.cpu_seconds / session_s:.2f})")
+                            show(cells, [*widths, 15])  # row by row: a long run's first rows survive an interruption
+                        if args.verbose:
+                            for line in lines:
+                                print(f"  {line.text}\n    -> {line.heard[condition][1]}")
+                    whisper.close()
         await pool.close()
     finally:
         server.stop()
@@ -271,6 +317,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--models", nargs="+", default=["tiny.en", "base"])
     parser.add_argument("--prompts", nargs="+", default=["none", "connected", "chosen"])
+    parser.add_argument("--split", choices=["all", "dev", "held-out"], default="all", help="which episodes to speak")
+    parser.add_argument("--beams", nargs="+", type=int, default=[5], help="Whisper beam sizes to compare")
+    parser.add_argument("--budgets", nargs="+", type=int, default=[WHISPER_PROMPT_TOKENS], help="prompt tokens")
+    parser.add_argument(
+        "--history", type=int, default=0, help="turns said before each stretch, stored as the last session"
+    )
     parser.add_argument("--verbose", action="store_true", help="print each line as said and as stored")
     raise SystemExit(asyncio.run(run(parser.parse_args())))
 

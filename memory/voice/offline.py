@@ -124,9 +124,10 @@ async def _transcribe(
     stt: SpeechToText,
     on_utterance: Callable[[Utterance], None] | None,
     on_position: Callable[[AudioTrack, float], None] | None,
+    names: NameSource | None = None,
 ) -> list[Utterance]:
     """Every track's utterances, numbered in the order they were said."""
-    names = CampaignNames(mem)  # one for all tracks: a name one speaker said is in the others' prompt then
+    names = names or CampaignNames(mem)  # one for all tracks: a name one speaker said is in the others' prompt then
     utterances: list[Utterance] = []
     for track in tracks:
         at = functools.partial(on_position, track) if on_position is not None else None
@@ -147,10 +148,11 @@ async def ingest_audio(
     on_position: Callable[[AudioTrack, float], None] | None = None,
     started_at: datetime | None = None,
     again: bool = False,
+    names: NameSource | None = None,
 ) -> IngestReport:
     """Transcribe ``tracks`` (one speaker each) into one session (default title: the first file's name), played
     at ``started_at`` (default: now, for a new session); refused before anything is written if the recording is
-    stored as another session already, unless ``again``."""
+    stored as another session already, unless ``again``. ``names`` gives the prompt (default: the campaign's)."""
     if not tracks:
         raise ValueError("no audio files given")
     started = time.perf_counter()
@@ -168,7 +170,7 @@ async def ingest_audio(
     # grew since, write other words, which the session's lines refuse ("a different transcript"): nothing to add
     # but its date, if given again.
     done = None if again else await mem.log.recorded_in(title, digests)
-    utterances = [] if done is not None else await _transcribe(mem, tracks, stt, on_utterance, on_position)
+    utterances = [] if done is not None else await _transcribe(mem, tracks, stt, on_utterance, on_position, names)
     async with mem.log.importing():
         if not again:
             await refuse_known_recording()  # again: one imported while this one was transcribed

@@ -4,10 +4,13 @@ Whisper reads about 220 prompt tokens: a few dozen names of a campaign that may 
 prompt is heard ("Eldrinax"); one left out comes out as English look-alikes ("elder nacks") that only the
 corrector can mend. So the prompt holds the names most likely to be said next, in tiers:
 
-1. the cast (player characters) and the entities the DM pinned (``lorekeeper entity pin``, ``/entity pin``),
-   with their aliases: the table says them all evening;
-2. names said in the last minutes of this session, most recently said first, with the aliases said;
-3. names said most in the campaign's last sessions;
+1. the session's cast and the entities the DM pinned (``lorekeeper entity pin``, ``/entity pin``), with their
+   aliases: the table says them all evening. The cast is the player characters named in this session so far or
+   in the campaign's last sessions; with neither (a new campaign), every player character;
+2. names said in the last minutes of this session, most recently said first, with the aliases said (a line is
+   read after stage-1 correction: a name misheard and mended counts as said);
+3. names said most in the campaign's last sessions (their passages, and the stored lines of the last two, whose
+   passages may not be written yet), then the player characters not in this session's cast;
 4. the rest, the most connected first, then their aliases (a small campaign's prompt holds them all).
 
 Each name once. The ranked list changes only when the entities change or a name enters or leaves the recent
@@ -18,14 +21,17 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from memory.correction import PhoneticMatcher
+from memory.correction.edits import apply_corrections
 from memory.correction.text import normalize
 from memory.gazetteer import Gazetteer
 from memory.models import PromptEntity
-from memory.recorder import names_version
+from memory.recorder import default_index_cache, names_version
 from memory.store import CampaignMemory
 
 log = logging.getLogger(__name__)
@@ -34,6 +40,8 @@ log = logging.getLogger(__name__)
 RECENT_WINDOW_S = 600.0
 #: How many of the campaign's last sessions say which names are said most.
 RECENT_SESSIONS = 5
+#: How many of the campaign's last sessions' stored lines count towards "said most" (and so the cast) at once.
+LINES_SESSIONS = 2
 
 
 @dataclass(slots=True)
@@ -42,24 +50,34 @@ class Said:
 
     at: float
     forms: dict[str, None] = field(default_factory=dict)  # as said, in order of first use
+    first: float | None = None  # when first said (None: at ``at``)
+
+    @property
+    def since(self) -> float:
+        return self.at if self.first is None else self.first
 
 
 def rank_names(
-    entities: Iterable[PromptEntity], said: Mapping[int, Said] | None = None, *, now: float | None = None
+    entities: Iterable[PromptEntity],
+    said: Mapping[int, Said] | None = None,
+    *,
+    now: float | None = None,
+    cast: Collection[int] | None = None,
 ) -> list[str]:
     """The prompt's names, most important first (tiers in the module docstring); ``said`` maps entity ids to their
-    mentions in this session, of which those within :data:`RECENT_WINDOW_S` before ``now`` count."""
+    mentions in this session, of which those within :data:`RECENT_WINDOW_S` before ``now`` count; ``cast`` holds
+    the ids of this session's player characters (None: every player character)."""
     recent = {i: s for i, s in (said or {}).items() if now is None or now - RECENT_WINDOW_S <= s.at <= now}
     tiers: list[list[tuple[tuple[float, ...], list[str]]]] = [[], [], [], [], []]
     for e in entities:
         heard = recent.get(e.id)
         forms = [f for f in heard.forms if normalize(f) != normalize(e.name)] if heard else []
-        if e.cast or e.pinned:
+        if e.pinned or (e.cast and (cast is None or e.id in cast)):
             tiers[0].append(((-(heard.at if heard else -1.0), -e.said_lately, -e.degree), [e.name, *e.aliases]))
         elif heard is not None:
             tiers[1].append(((-heard.at,), [e.name, *forms]))
-        elif e.said_lately:
-            tiers[2].append(((-e.said_lately, -e.degree), [e.name]))
+        elif e.said_lately or e.cast:  # a player character of another table still comes before unsaid lore
+            tiers[2].append(((-e.said_lately, -e.degree), [e.name, *(e.aliases if e.cast else ())]))
         else:
             tiers[3].append(((-e.degree,), [e.name]))
             if e.aliases:
@@ -102,7 +120,8 @@ class CampaignNames:
     A version query (count and last change) runs at most every ``refresh_s``; the entities are read again only
     when it changed, and how often each was said in the last sessions every ``history_refresh_s``. When the
     database is away the last names are kept: transcription must go on. ``heard`` takes each transcribed line,
-    with its time into the session, and finds the names it says.
+    with its time into the session, and finds the names it says. ``session_cast=False`` keeps every player
+    character in the first tier (the rule before the cast was the session's; benchmarks compare the two).
     """
 
     def __init__(
@@ -112,8 +131,10 @@ class CampaignNames:
         refresh_s: float = 10.0,
         history_refresh_s: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
+        session_cast: bool = True,
     ) -> None:
         self.mem = mem
+        self.session_cast = session_cast
         self.refresh_s = refresh_s
         self.history_refresh_s = history_refresh_s
         self._clock = clock
@@ -122,7 +143,10 @@ class CampaignNames:
         self._version: tuple[object, ...] | None = None
         self._entities: list[PromptEntity] = []
         self._gazetteer: Gazetteer[PromptEntity] = Gazetteer(())
+        self._matcher: PhoneticMatcher | None = None
         self._said: dict[int, Said] = {}
+        self._players: frozenset[int] = frozenset()
+        self._last_cast: frozenset[int] = frozenset()  # player characters named in the last sessions
         self._ranked: list[str] = []
         self._ranked_for: tuple[object, ...] | None = None
 
@@ -130,16 +154,27 @@ class CampaignNames:
         """The ranked names for a line starting ``at`` seconds into the session (None: after all said so far)."""
         await self._refresh()
         recent = frozenset(i for i, s in self._said.items() if at is None or at - RECENT_WINDOW_S <= s.at <= at)
-        key = (self._version, self._loaded, recent)
+        cast = self._cast(at)
+        key = (self._version, self._loaded, recent, cast)
         if key != self._ranked_for:  # the same list object while nothing changed: the prompt is not rebuilt
-            self._ranked = rank_names(self._entities, {i: self._said[i] for i in recent})
+            self._ranked = rank_names(self._entities, {i: self._said[i] for i in recent}, cast=cast)
             self._ranked_for = key
         return self._ranked
 
+    def _cast(self, at: float | None) -> frozenset[int] | None:
+        """This session's player characters: named in it before ``at`` or in the last sessions (None: all)."""
+        if not self.session_cast:
+            return None
+        named = (i for i, s in self._said.items() if i in self._players and (at is None or s.since <= at))
+        return self._last_cast.union(named) or None
+
     def heard(self, text: str, at: float) -> None:
+        if self._matcher is not None:  # as the stored line will read; without word confidences, stage 1 is surer
+            text = apply_corrections(text, self._matcher.correct(text).corrections)
         for start, end, entity in self._gazetteer.find(text):
-            said = self._said.setdefault(entity.id, Said(at))
+            said = self._said.setdefault(entity.id, Said(at, first=at))
             said.at = max(said.at, at)
+            said.first = min(said.since, at)
             said.forms.setdefault(_without_possessive(text[start:end]))
 
     async def _refresh(self) -> None:
@@ -151,12 +186,30 @@ class CampaignNames:
             version = await names_version(self.mem.db, self.mem.campaign_id)
             stale = self._loaded is None or now - self._loaded >= self.history_refresh_s
             if version != self._version or stale:
-                self._entities = await self.mem.graph.prompt_entities(recent_sessions=RECENT_SESSIONS)
-                self._gazetteer = Gazetteer(self._entities)
+                entities = await self.mem.graph.prompt_entities(recent_sessions=RECENT_SESSIONS)
+                gazetteer = Gazetteer(entities)
+                lately = await self._said_in_last_lines(gazetteer)
+                self._entities = [
+                    e.model_copy(update={"said_lately": e.said_lately + lately[e.id]}) if e.id in lately else e
+                    for e in entities
+                ]
+                self._gazetteer = gazetteer
+                self._players = frozenset(e.id for e in entities if e.cast)
+                self._last_cast = frozenset(e.id for e in self._entities if e.cast and e.said_lately)
+                self._matcher = await default_index_cache.matcher(self.mem)
                 self._version, self._loaded = version, now
                 log.info("STT prompt: %d campaign entities", len(self._entities))
         except Exception as exc:  # the guard handles the outage; names just stay as they were
             log.debug("could not refresh campaign names (%s); keeping %d", exc, len(self._entities))
+
+    async def _said_in_last_lines(self, gazetteer: Gazetteer[PromptEntity]) -> Counter[int]:
+        """How often each entity is named in the stored (stage-1 corrected) lines of the last
+        :data:`LINES_SESSIONS` sessions: the jobs write their passages, which ``said_lately`` counts, later."""
+        said: Counter[int] = Counter()
+        for session in (await self.mem.log.sessions())[-LINES_SESSIONS:]:
+            for entry in await self.mem.log.session_entries(session.id):
+                said.update(e.id for _, _, e in gazetteer.find(entry.text))
+        return said
 
 
 def _without_possessive(form: str) -> str:

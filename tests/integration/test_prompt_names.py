@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory.models import ChunkIn, EntityIn, EntityType, RelationshipIn
+from memory.models import ChunkIn, EntityIn, EntityType, EntryIn, RelationshipIn
 from memory.store import CampaignMemory
 from memory.voice.prompt import RECENT_WINDOW_S, CampaignNames
 
@@ -71,3 +71,41 @@ async def test_a_pinned_or_new_entity_is_in_the_next_names(table: CampaignMemory
     assert (await names.names())[:6] == ["Lore4", "L4", "Grog Strongjaw", "Grog", "Vex'ahlia", "Vex"]
     await table.graph.add_entity(EntityIn(name="Orthax", type=EntityType.npc))
     assert "Orthax" in await names.names() and "Orthax" not in before
+
+
+async def test_the_cast_is_the_players_named_last_session_or_in_this_one(table: CampaignMemory) -> None:
+    g = table.graph
+    for name in ("Jester Lavorre", "Caleb Widogast", "Fjord"):  # a second table's party in the same campaign
+        await g.add_entity(EntityIn(name=name, type=EntityType.player))
+    assert (await CampaignNames(table).names())[:2] == ["Caleb Widogast", "Fjord"]  # no session yet: all players
+    last = await table.log.start_session("Last week", started_at=datetime.now(UTC) - timedelta(days=7))
+    await table.log.write(last.id, EntryIn(speaker="DM", text="Jester Lavorre and Fjord reach Whitestone."))
+    names = CampaignNames(table)
+    start = await names.names(0.0)
+    assert start[:2] == ["Fjord", "Jester Lavorre"]
+    # said in the last session's lines (no passages written yet), then the other players, before unsaid lore
+    assert start[2] == "Whitestone"
+    assert set(start[3:8]) == {"Caleb Widogast", "Grog Strongjaw", "Grog", "Vex'ahlia", "Vex"}
+    assert start[8] == "Exandria"
+    names.heard("Caleb Widogast casts a spell.", 50.0)
+    assert (await names.names(60.0))[:3] == ["Caleb Widogast", "Fjord", "Jester Lavorre"]
+    assert await names.names(40.0) == start  # another track, earlier: Caleb is not named yet
+    every_player = await CampaignNames(table, session_cast=False).names(0.0)
+    assert every_player[:7] == [
+        "Fjord",
+        "Jester Lavorre",
+        "Caleb Widogast",
+        "Grog Strongjaw",
+        "Grog",
+        "Vex'ahlia",
+        "Vex",
+    ]
+
+
+async def test_a_name_misheard_and_mended_by_stage_1_counts_as_said(table: CampaignMemory) -> None:
+    names = CampaignNames(table)
+    start = await names.names(0.0)
+    names.heard("We ride back to Krag hammer tonight.", 10.0)  # what the recogniser wrote, not the name
+    assert (await names.names(20.0))[4] == "Kraghammer" != start[4]
+    names.heard("The cart rolls on.", 30.0)  # no name, nothing mended
+    assert (await names.names(40.0))[4] == "Kraghammer"

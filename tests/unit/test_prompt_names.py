@@ -66,3 +66,34 @@ def test_each_name_once_and_the_rest_by_connections() -> None:
 def test_nothing_to_rank() -> None:
     assert rank_names([]) == []
     assert build_name_prompt(rank_names([])) == ""
+
+
+def two_tables() -> list[PromptEntity]:
+    """Two parties' player characters in one campaign, more names than the budget holds, and some lore."""
+    first = [PromptEntity(id=i, name=f"Firstparty{i}", aliases=(f"Fp{i}",), cast=True) for i in range(8)]
+    second = [PromptEntity(id=100 + i, name=f"Secondparty{i}", aliases=(f"Sp{i}",), cast=True) for i in range(8)]
+    lore = [PromptEntity(id=200 + i, name=f"Lorename{i}", degree=9 - i) for i in range(5)]
+    return [*first, *second, *lore, PromptEntity(id=300, name="Whitestone", said_lately=4)]
+
+
+def test_the_session_s_cast_comes_first_and_other_players_after_the_names_said_most() -> None:
+    cast = {100, 101, 102}
+    names = rank_names(two_tables(), {300: Said(at=5.0)}, now=10.0, cast=cast)
+    assert names[:6] == ["Secondparty0", "Sp0", "Secondparty1", "Sp1", "Secondparty2", "Sp2"]
+    assert names[6] == "Whitestone"  # said lately, and said most in the last sessions
+    # the players of this session's table not named yet, and the other table's, come before the unsaid lore
+    others = names[7:33]
+    assert {n for n in others if n.startswith("Firstparty")} == {f"Firstparty{i}" for i in range(8)}
+    assert "Sp7" in others and "Fp3" in others  # with their aliases: what a table calls them
+    assert names[33:] == [f"Lorename{i}" for i in range(5)]
+    prompt = build_name_prompt(names, count_tokens=tokens, budget=15)  # 15 for these 7
+    assert prompt == "Names: Secondparty0 - Sp0 - Secondparty1 - Sp1 - Secondparty2 - Sp2 - Whitestone."
+
+
+def test_without_a_session_cast_every_player_is_in_the_first_tier() -> None:
+    names = rank_names(two_tables())
+    assert set(names[:32]) == {n for e in two_tables() if e.cast for n in (e.name, *e.aliases)}
+    assert rank_names(two_tables(), cast=None) == names
+    # a pinned entity stays in the first tier whatever the cast
+    pinned = [*two_tables(), PromptEntity(id=400, name="Eldrinax", pinned=True)]
+    assert rank_names(pinned, cast={101})[:3] == ["Eldrinax", "Secondparty1", "Sp1"]
