@@ -618,11 +618,27 @@ def migration_files() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
+async def _up_to_date(pool: asyncpg.Pool, embedding: EmbeddingSpec) -> bool:
+    """Whether every migration is recorded and the embedding model is the configured one, in one query and
+    without the migrators' lock: what almost every start finds (a command of 0.1 s pays for each round trip)."""
+    try:
+        row = await pool.fetchrow(
+            "SELECT model, dim, (SELECT array_agg(version) FROM schema_migrations) AS done FROM embedding_config"
+        )
+    except asyncpg.UndefinedTableError:  # a new database
+        return False
+    if row is None or (row["model"], row["dim"]) != (embedding.model, embedding.dim):
+        return False  # the full path says what to do about another model
+    return {version for version, _, _ in migration_files()} <= set(row["done"] or ())
+
+
 async def migrate(pool: asyncpg.Pool, embedding: EmbeddingSpec) -> list[str]:
     """Apply the migrations not yet recorded, each in its own transaction; safe at every start.
 
     The embedding dimension is fixed the first time (``{embedding_dim}`` in the SQL) and recorded with the
     model; a later start with another model stops here with what to do."""
+    if await _up_to_date(pool, embedding):
+        return []
     applied: list[str] = []
     async with pool.acquire() as conn:
         # One migrator at a time (the bot and a worker may start together).
