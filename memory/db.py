@@ -383,7 +383,8 @@ def _pgexec_polled(command: str, args: Sequence[str], bin_path: Path, **kwargs: 
     pgdata = Path(args[args.index("-D") + 1])
     log_file = Path(args[args.index("-l") + 1]) if "-l" in args else None
     logged = _size(log_file)
-    if args[-1] == "stop" and (pid := _pid_in(pgdata)) is not None:
+    # (on Windows os.kill would terminate the server, not ask it to stop: pg_ctl sends its signal there)
+    if args[-1] == "stop" and os.name != "nt" and (pid := _pid_in(pgdata)) is not None:
         try:  # what `pg_ctl stop` does (a fast shutdown), without the cost of starting it
             os.kill(pid, signal.SIGINT)
             said = ""
