@@ -8,14 +8,16 @@ import os
 import re
 from difflib import get_close_matches
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from memory.db import EmbeddingSpec, default_data_dir
 from memory.models import DEFAULT_ACCEPT_THRESHOLD
+
+if TYPE_CHECKING:
+    import yaml
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +125,8 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
     path: Path | None = None
     if config_file:
         path = Path(config_file)
+        import yaml  # only with a config file: most runs have none, and every command reads the settings
+
         try:
             loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
         except OSError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,15 +21,17 @@ from bot.cli.common import (
     settings_from,
     table,
 )
-from campaigns import batches
-from campaigns.files import CampaignFileError, dump_campaign_file, read_campaign_file, too_big_to_load
-from campaigns.imports import FORMATS, MAX_IMPORT_BYTES, READABLE, Format, ImportFileError, read_import
-from campaigns.load import apply_campaign_file, export_campaign_file
-from campaigns.schema import CampaignHeader
 from memory.campaigns import Campaigns
 from memory.db import transaction
 from memory.errors import MemoryError_, NotFoundError, quoted
 from memory.store import CampaignMemory
+
+if TYPE_CHECKING:
+    from campaigns.imports import Format
+
+# The campaign file and import modules (YAML, the file schema, four importers) are imported by the commands that
+# read or write files: `campaign list` and `use` need none of them. A test keeps this equal to theirs.
+IMPORT_FORMATS = ("foundry", "roll20", "kanka", "csv")
 
 
 @cli.group()
@@ -148,6 +151,10 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, dry_run: bo
 
     The target is --campaign, else the file's own `campaign: name` (created if new), else the active one. The
     file's description and system are applied to the campaign it names, not to another one given by --campaign."""
+    from campaigns.files import CampaignFileError, read_campaign_file
+    from campaigns.load import apply_campaign_file
+    from campaigns.schema import CampaignHeader
+
     settings = settings_from(ctx)
     try:
         parsed = read_campaign_file(file)
@@ -220,6 +227,10 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, dry_run: bo
 async def export(ctx: click.Context, campaign: str | None, output: Path | None) -> None:
     """Write the campaign's entities and relationships as a campaign YAML file (not the session log: to back up
     everything, see README, Backups)."""
+    from campaigns.files import dump_campaign_file, too_big_to_load
+    from campaigns.load import export_campaign_file
+    from campaigns.schema import CampaignHeader
+
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, name = await campaign_memory(memory, settings, campaign)
@@ -267,7 +278,10 @@ async def delete(ctx: click.Context, name: str, yes: bool) -> None:
 @campaign.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option(
-    "--format", "format_", type=click.Choice(FORMATS), help="The tool the files come from (default: told from them)."
+    "--format",
+    "format_",
+    type=click.Choice(IMPORT_FORMATS),
+    help="The tool the files come from (default: told from them).",
 )
 @click.option("--accept", is_flag=True, help="Accept the import at once (your own files), instead of for review.")
 @campaign_option
@@ -287,6 +301,9 @@ async def import_(
     Suite characters, handouts, campaign exports), Kanka (API or export JSON) or CSV (name,type,aliases,description
     and more columns as attributes). It waits as one batch for review (`lorekeeper review list`), entities named like
     the campaign's updating them; nothing is written if a file is bad. See docs/guide/imports.md."""
+    from campaigns import batches
+    from campaigns.imports import MAX_IMPORT_BYTES, READABLE, ImportFileError, read_import
+
     read: list[tuple[str, bytes]] = []
     paths = [  # a folder (a Foundry world's data/, packs/_source/) stands for the files under it
         found

@@ -143,20 +143,25 @@ def log_progress() -> None:
 
 
 class Progress:
-    """How far a long step is, for someone waiting at a terminal: a line on stderr (stdout may be JSON for a
-    script) at most every ``every`` seconds, the first after ``every`` seconds (a quick step says nothing), and
-    none at all when stderr is not a terminal (no noise in scripts' and CI's logs)."""
+    """How far a long step is: a line on stderr (stdout may be JSON for a script) at most every ``every`` seconds,
+    the first after ``every`` seconds (a quick step says nothing): every 2 s at a terminal, every 5 s otherwise (a
+    log, CI: someone reading it later still sees that a long import moved)."""
 
     def __init__(
-        self, stream: TextIO | None = None, *, every: float = 2.0, clock: Callable[[], float] = time.monotonic
+        self,
+        stream: TextIO | None = None,
+        *,
+        every: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.stream = stream if stream is not None else sys.stderr
-        self.every = every
         self.clock = clock
         try:
-            self.enabled = self.stream.isatty()
-        except (AttributeError, ValueError):  # a closed or stand-in stream
-            self.enabled = False
+            self.terminal = bool(self.stream.isatty())
+            self.enabled = True
+        except (AttributeError, ValueError):  # a closed or stand-in stream: nowhere to say it
+            self.terminal = self.enabled = False
+        self.every = every if every is not None else (2.0 if self.terminal else 5.0)
         self._last = clock()
 
     def __call__(self, message: Callable[[], str]) -> None:

@@ -6,6 +6,7 @@ import click
 
 from bot.cli import cli
 from bot.cli.common import CliError, async_command, emit_json, json_option, open_memory, settings_from
+from bot.cli.worker import drained_showing
 from bot.settings import Settings
 from memory.db import EmbeddedPostgres, megabytes, migrate, migration_status, switch_embedding
 from memory.jobs.context import JobContext, make_job_context
@@ -93,7 +94,8 @@ async def db_reembed(ctx: click.Context, yes: bool) -> None:
         await migrate(memory.pool, settings.embedding)
         sessions = await enqueue_every_session(memory.pool)
         click.echo(f"dropped {dropped} chunks; re-embedding {sessions} sessions with {settings.embedding.model}")
-        await run_workers(memory.pool, settings, drain=True, ctx=job_context)
+        # the jobs done of those queued, as `worker --drain` shows them: a campaign of months re-embeds for long
+        await drained_showing(memory.pool, run_workers(memory.pool, settings, drain=True, ctx=job_context))
     click.echo("done")
 
 

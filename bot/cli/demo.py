@@ -15,7 +15,8 @@ import click
 
 import memory.recall as recall_core
 from bot.cli import cli
-from bot.cli.common import async_command, open_memory, settings_from
+from bot.cli.common import Progress, async_command, open_memory, settings_from
+from bot.cli.ingest import run_workers_showing
 from campaigns.files import read_campaign_file
 from campaigns.load import apply_campaign_file
 from memory import jobs
@@ -123,7 +124,13 @@ async def _run(ctx: click.Context, data_dir: Path) -> str:
             "line goes into the session log (L1: what was said, word for word, by whom and when), after the names "
             "speech-to-text got wrong are corrected against the campaign's names:",
         )
-        report = await ingest_file(mem, examples / "sunken_crown_session1.jsonl", session_title="Session 1")
+        shown = Progress()  # a slow machine takes seconds over the name tables before the first line
+        report = await ingest_file(
+            mem,
+            examples / "sunken_crown_session1.jsonl",
+            session_title="Session 1",
+            on_progress=lambda done, total: shown(lambda: f"  stored {done} of {total} lines"),
+        )
         session = await mem.log.session_by_title("Session 1")
         assert session is not None
         for entry in await mem.log.session_entries(session.id):
@@ -137,7 +144,8 @@ async def _run(ctx: click.Context, data_dir: Path) -> str:
             "(L2), so a question finds what was said even in other words; new entities and facts are read from what "
             "was said; and a recap is written. This takes a few seconds …",
         )
-        await jobs.run_workers(memory.pool, settings, drain=True)
+        # how far each step is, as `ingest --wait` shows it: on a slow machine the model takes a while
+        await run_workers_showing(mem, [session.id], jobs.run_workers(memory.pool, settings, drain=True))
         counts = await campaigns.counts(target.id)
         say(
             f"Remembered: {counts.get('entries', 0)} lines in the session log (L1), {counts.get('chunks', 0)} "

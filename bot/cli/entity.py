@@ -19,9 +19,7 @@ from bot.cli.common import (
     table,
 )
 from memory.errors import InvalidInputError
-from memory.mentions import mentions
 from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, suggest_entity_type
-from memory.replies import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
 from memory.text import check_attributes, counted, heard_as_phrases, not_heard_as_phrases, typed_attribute
 
 
@@ -99,6 +97,8 @@ async def add(
     """Add an entity NAME of TYPE: npc, location (or place), item, faction, quest, event, concept or player. A
     phrase given with --heard-as becomes the name wherever it is said, in the lines already stored too (a
     background job); one given with --not-heard-as never does."""
+    from memory.replies import heard_as_said, not_heard_as_said  # the replies of the writes: `list` needs none
+
     settings = settings_from(ctx)
     phrases = heard_as_phrases(list(heard_as))  # refused as entity edit refuses it, not as a field of EntityIn
     never = not_heard_as_phrases(list(not_heard_as))
@@ -213,6 +213,8 @@ async def show(ctx: click.Context, name: str, history: bool, campaign: str | Non
 @async_command
 async def mentions_(ctx: click.Context, name: str, limit: int, campaign: str | None, as_json: bool) -> None:
     """Where an entity was said: the lines naming it (name, alias or heard-as), newest first."""
+    from memory.mentions import mentions
+
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
@@ -274,6 +276,8 @@ async def edit(
     """Change the entity NAME (its name or an alias), as /entity edit does. A phrase given with --heard-as becomes
     the name wherever it is said from now on, and in the lines already stored (a background job); one given with
     --not-heard-as never does, there too."""
+    from memory.replies import count_phrase_lines, kept_old_name, phrases_said
+
     if (
         not (new_name or type_ or description is not None or aliases or attrs or heard_as or not_heard_as)
         and secret is None

@@ -206,8 +206,8 @@ async def ingest_transcript(
     again: bool,
     progress: Progress | None = None,
 ) -> IngestReport:
-    """Import a transcript, saying on a terminal how many of its lines are stored, every couple of seconds (a
-    20 MB transcript takes minutes)."""
+    """Import a transcript, saying how many of its lines are stored every few seconds (a 20 MB transcript takes
+    minutes): see :class:`Progress`."""
     shown = progress or Progress()
 
     def stored(done: int, total: int) -> None:
@@ -222,7 +222,7 @@ async def ingest_transcript(
             started_at=started_at,
             again=again,
             on_skip=lambda message: click.echo(f"warning: {message}", err=True),
-            on_progress=stored if shown.enabled else None,  # no counting pass when no one sees it
+            on_progress=stored if shown.enabled else None,  # no counting pass when there is nowhere to say it
         )
     except TranscriptError as exc:
         raise CliError(str(exc)) from None
@@ -239,8 +239,8 @@ async def ingest_audio_files(
     again: bool,
     progress: Progress | None = None,
 ) -> IngestReport:
-    """Transcribe and import recordings; each utterance is printed as it is heard, and on a terminal, after a
-    couple of seconds without one (silence, a slow model), how far into which file speech-to-text is."""
+    """Transcribe and import recordings; each utterance is printed as it is heard, and after a few seconds without
+    one (silence, a slow model), how far into which file speech-to-text is (see :class:`Progress`)."""
     from memory.providers.stt import STTError, WhisperSTT  # heavy: only for audio
 
     names = list(speakers) * len(paths) if len(speakers) == 1 else list(speakers)

@@ -49,8 +49,15 @@ async def worker(ctx: click.Context, drain: bool, heartbeat_timeout: int) -> Non
     click.echo(f"worker stopped: {ctx_.chunks_written} chunks written", err=True)
 
 
-async def drained_showing(pool: asyncpg.Pool, work: Awaitable[jobs.JobContext]) -> jobs.JobContext:
-    """Await a drain, showing how many of the jobs seen queued are done (a queue of hours of audio takes long)."""
+async def drained_showing(
+    pool: asyncpg.Pool,
+    work: Awaitable[jobs.JobContext],
+    shown: StageProgress | None = None,
+    *,
+    interval: float = 1.0,
+) -> jobs.JobContext:
+    """Await a drain, showing how many of the jobs seen queued are done (a queue of hours of audio takes long);
+    ``shown``: where (stderr by default), looked at every ``interval`` seconds."""
     done, before = 0, None
 
     async def poll() -> list[Stage]:
@@ -61,8 +68,8 @@ async def drained_showing(pool: asyncpg.Pool, work: Awaitable[jobs.JobContext]) 
         before = left
         return [Stage("jobs done", done, done + left, "jobs")]
 
-    shown = StageProgress()
-    watcher = asyncio.create_task(watch(poll, shown))
+    shown = shown or StageProgress()
+    watcher = asyncio.create_task(watch(poll, shown, interval=interval))
     try:
         return await work
     finally:

@@ -13,12 +13,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Collection
 
-from memory.correction.text import normalize, spaced_form
-from memory.gazetteer import Gazetteer
 from memory.graph.lookup import EntityLookup
-from memory.mentions import index_lines
 from memory.models import Entity, EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
-from memory.session_log import SessionLog
 
 #: Entities looked for by one full-text query: a campaign file may add thousands at once.
 _BATCH = 200
@@ -59,6 +55,8 @@ async def link_to_recaps(
     if not targets:
         return 0
     ids = {e.id for e in targets}
+    from memory.gazetteer import Gazetteer  # the write path's: reading the graph needs none of it
+    from memory.mentions import index_lines
 
     def named(entries: list[Entry]) -> set[tuple[int, int, int]]:
         gazetteer = Gazetteer(accepted)  # here, in the thread: 0.7 s for 20,000 entities
@@ -100,6 +98,9 @@ async def _lines_saying(
 ) -> list[Entry]:
     """The lines of these sessions that full-text search finds saying a name or alias of ``targets`` (``names``
     only, when given), for the gazetteer to decide."""
+    from memory.correction.text import normalize, spaced_form
+    from memory.session_log import SessionLog
+
     log = SessionLog(graph.db, graph.campaign_id)
     lines: dict[int, Entry] = {}
     for start in range(0, len(targets), _BATCH):
@@ -150,6 +151,9 @@ async def unlink_unnamed(graph: EntityLookup, entity_id: int, session_id: int) -
     """
     if not await graph.db.fetchval(f"SELECT EXISTS (SELECT 1 {linked})", graph.campaign_id, entity_id, session_id):
         return 0
+    from memory.gazetteer import Gazetteer
+    from memory.session_log import SessionLog
+
     log = SessionLog(graph.db, graph.campaign_id)
     entries = await log.session_entries(session_id)
     accepted = await graph.list_entities()

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import io
+import itertools
 import os
+import re
 import sys
 from pathlib import Path
 
 import asyncpg
 
+from bot.cli.progress import StageProgress
+from bot.cli.worker import drained_showing
 from memory.db import create_pool
+from memory.jobs.queue import enqueue_session_work
 from memory.models import ChunkIn, EntryIn
-from memory.store import Memory
+from memory.store import CampaignMemory, Memory
 from tests.fakes.openai_server import FakeOpenAI
 
 
@@ -112,3 +118,30 @@ async def test_reembed_with_a_model_that_cannot_run_changes_nothing(
 
     code, _, err = await lorekeeper(env, "entity", "list", "--campaign", "C")  # the default settings still start
     assert code == 0, err
+
+
+async def test_the_drain_of_a_reembed_says_how_many_jobs_are_done_in_a_log(
+    pool: asyncpg.Pool, campaign: CampaignMemory
+) -> None:
+    for title in ("S1", "S2"):
+        session = await campaign.log.start_session(title)
+        await campaign.log.write_many(session.id, [EntryIn(speaker="DM", text="The bell rings.", start_s=0.0)])
+        await enqueue_session_work(pool, campaign.campaign_id, session.id, 1)  # a chunk and an extract job each
+
+    async def workers() -> object:  # the workers, taking one job at a time
+        for _ in range(4):
+            await asyncio.sleep(0.3)
+            await pool.execute("DELETE FROM pgqueuer WHERE id = (SELECT min(id) FROM pgqueuer)")
+        return "drained"
+
+    log, ticks = io.StringIO(), itertools.count()
+    # a clock five seconds on at every look: a line at every look, as in a long re-embed's log
+    shown = StageProgress(log, terminal=False, clock=lambda: 5.0 * next(ticks))
+    assert await drained_showing(pool, workers(), shown, interval=0.05) == "drained"  # type: ignore[arg-type]
+    lines = log.getvalue().splitlines()
+    said = [
+        re.fullmatch(r"background jobs: jobs done (\d) of 4 jobs( \(about \d+:\d\d left\))?", line) for line in lines
+    ]
+    assert lines[0] == "background jobs: jobs done 0 of 4 jobs" and all(said), lines
+    done = [int(m[1]) for m in said if m]
+    assert done == sorted(done) and done[-1] >= 2, lines

@@ -14,9 +14,21 @@ ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("discord", "aiohttp", "faster_whisper", "ctranslate2", "av", "numpy", "onnxruntime", "wordfreq", "pgqueuer")
 
 
-def loaded_after(code: str) -> set[str]:
-    """Which of HEAVY a fresh interpreter holds after running ``code``."""
-    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+#: What the everyday read commands (`entity list`, `campaign list`, `search`) need none of: YAML and the campaign file
+#: and import modules (only `campaign load`, `export`, `import`), and the write path's name matching.
+FILES_AND_MATCHING = (
+    "yaml",
+    "campaigns.files",
+    "campaigns.imports",
+    "campaigns.load",
+    "memory.gazetteer",
+    "memory.correction",
+)
+
+
+def loaded_after(code: str, modules: tuple[str, ...] = HEAVY) -> set[str]:
+    """Which of ``modules`` a fresh interpreter holds after running ``code``."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in {modules!r} if m in sys.modules)))"
     done = subprocess.run(
         [sys.executable, "-c", probe],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -37,6 +49,18 @@ def test_the_command_line_and_its_help_import_nothing_heavy() -> None:
 def test_everyday_commands_do_not_load_voice_discord_or_vectors() -> None:
     for module in ("entity", "campaign", "review", "session", "search"):
         assert loaded_after(f"import bot.cli.{module}") == set(), module
+
+
+def test_reading_the_campaign_loads_no_file_formats_or_name_matching() -> None:
+    for module in ("entity", "campaign", "search"):
+        assert loaded_after(f"import bot.cli.{module}", FILES_AND_MATCHING) == set(), module
+
+
+def test_campaign_import_offers_every_format_the_importers_read() -> None:
+    from bot.cli.campaign import IMPORT_FORMATS
+    from campaigns.imports import FORMATS
+
+    assert IMPORT_FORMATS == FORMATS
 
 
 def test_the_help_lists_every_command_with_a_whole_summary() -> None:
