@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -182,6 +182,10 @@ class Correction(BaseModel):
     stage: int = 1
 
 
+#: A recogniser's word confidence.
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
 class EntryIn(BaseModel):
     """One utterance for L1."""
 
@@ -195,6 +199,8 @@ class EntryIn(BaseModel):
     ref: str | None = None  # source reference: transcript line id, audio offset …
     corrections: list[Correction] = Field(default_factory=list)
     suspects: list[tuple[int, int]] = Field(default_factory=list)  # raw-text spans for correction stage 2
+    # the recogniser's, per token of ``tokenize(raw_text)`` (None: not given); stage 2's evidence for ordinary words
+    confidences: list[Probability | None] | None = None
 
     _seconds = field_validator("start_s", "end_s")(classmethod(lambda cls, v: seconds(v)))
 
@@ -214,6 +220,7 @@ class Entry(BaseModel):
     ref: str | None
     corrections: list[Correction]
     suspects: list[tuple[int, int]] = Field(default_factory=list)
+    confidences: list[float | None] | None = None
     created_at: datetime
 
 

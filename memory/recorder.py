@@ -224,6 +224,8 @@ class SessionRecorder:
                     ref=u.ref,
                     corrections=result.corrections,
                     suspects=result.suspects if self.stage2 else [],
+                    # kept only where the stage-2 job will look: its verify step reads the recogniser's doubt
+                    confidences=confidences if self.stage2 and result.suspects else None,
                 )
             )
         async with self.mem.transaction() as tx:

@@ -15,7 +15,7 @@ from memory.models import Correction, Entry, EntryHit, EntryIn, Session
 from memory.text import session_title
 
 _ENTRY_COLUMNS = """id, campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s,
-                    duration_s, ref, corrections, suspects, created_at"""
+                    duration_s, ref, corrections, suspects, confidences, created_at"""
 
 
 #: A line's raw text with its accents dropped, as :func:`memory.correction.text.name_norm` drops them from names
@@ -357,15 +357,19 @@ class SessionLog:
                 WHERE campaign_id = $1 AND session_id = $2
             ), incoming AS (
                 SELECT * FROM unnest($3::int[], $4::text[], $5::text[], $6::text[], $7::text[],
-                                     $8::float8[], $9::float8[], $10::text[], $11::text[], $12::text[])
+                                     $8::float8[], $9::float8[], $10::text[], $11::text[], $12::text[],
+                                     $13::text[])
                     WITH ORDINALITY AS t(seq, speaker, speaker_id, raw_text, text, start_s, end_s, ref,
-                                         corrections, suspects, n)
+                                         corrections, suspects, confidences, n)
             )
             INSERT INTO session_entries AS e
                 (campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s, ref,
-                 corrections, suspects)
+                 corrections, suspects, confidences)
             SELECT $1, $2, coalesce(i.seq, base.last + i.n), i.speaker, i.speaker_id, i.raw_text, i.text,
-                   i.start_s, i.end_s, i.ref, i.corrections::jsonb, i.suspects::jsonb
+                   i.start_s, i.end_s, i.ref, i.corrections::jsonb, i.suspects::jsonb,
+                   -- one array a line: unnest would flatten a real[][], so each comes as a JSON list
+                   (SELECT array_agg(w.conf::real ORDER BY w.k)
+                    FROM jsonb_array_elements_text(i.confidences::jsonb) WITH ORDINALITY AS w(conf, k))
             FROM incoming i, base
             ORDER BY i.n
             ON CONFLICT (campaign_id, session_id, seq) DO UPDATE SET seq = e.seq
@@ -383,6 +387,7 @@ class SessionLog:
             [e.ref for e in entries],
             [json.dumps([c.model_dump() for c in e.corrections]) for e in entries],
             [json.dumps(e.suspects) for e in entries],
+            [json.dumps(e.confidences) if e.confidences is not None else None for e in entries],
         )
 
     async def revise(self, entry_id: int, text: str, corrections: Sequence[Correction]) -> None:

@@ -486,3 +486,76 @@ async def test_a_phrase_the_dm_says_is_never_the_name_while_stage2_asks_is_not_m
         await llm.aclose()
     lines = await campaign.log.session_entries(rec.session.id)
     assert [(e.text, e.corrections) for e in lines] == [(TEXT, []), (TEXT, [])]
+
+
+async def _record_and_correct(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI, doubt: float | None
+) -> tuple[Entry, int]:
+    """Record "in vassal high mm the cracks game" ("cracks" heard at ``doubt``, None: a transcript without word
+    confidences), run the stage-2 job with a model that answers Krix for "cracks"; the line and the times the model
+    was asked."""
+    await campaign.graph.add_entity(EntityIn(name="Vasselheim", type=EntityType.place))
+    await campaign.graph.add_entity(EntityIn(name="Krix", type=EntityType.npc))
+    rec = await SessionRecorder.start(campaign, "S1", stage2=True)
+    said = [("in", 0.9), ("vassal", 0.9), ("high", 0.9), ("mm", 0.9), ("the", 0.9), ("cracks", doubt), ("game", 0.9)]
+    text = " ".join(w for w, _ in said)
+    words = [Word(word=w, confidence=c) for w, c in said] if doubt is not None else None
+    await rec.add(Utterance(speaker="DM", text=text, seq=1, words=words))
+    await rec.flush()
+    [line] = await campaign.log.session_entries(rec.session.id)
+    assert line.text == "in Vasselheim the cracks game"  # stage 1 made three words one: the doubt must follow
+    if line.suspects and doubt is not None:
+        assert line.confidences == pytest.approx([c for _, c in said])
+    else:
+        assert line.confidences is None  # kept only for the lines stage 2 will read
+    asked: list[dict] = []
+
+    def answer(request: dict) -> str:
+        if request["response_format"]["json_schema"]["name"] != "LLMCorrection":
+            return json.dumps({"entities": [], "facts": []})
+        asked.append(request)
+        return json.dumps(
+            {"text": "in Vasselheim the Krix game", "substitutions": [{"heard": "cracks", "entity": "Krix"}]}
+        )
+
+    fake_openai.chat_handler = answer
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2", llm=llm)
+    try:
+        await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    finally:
+        await llm.aclose()
+    assert await jobs.failed_jobs(memory.pool) == 0
+    [line] = await campaign.log.session_entries(rec.session.id)
+    return line, len(asked)
+
+
+async def test_stage2_job_lets_a_name_stand_for_a_word_the_recogniser_doubted(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI
+) -> None:
+    """ "cracks" → Krix renames an ordinary word one sound off a 5-phone name: it stands only when the recogniser
+    doubted the word, as inline (``Pipeline.correct``), so the job must have the recorder's confidences."""
+    line, asked = await _record_and_correct(memory, campaign, fake_openai, 0.2)
+    assert asked == 1
+    assert line.text == "in Vasselheim the Krix game"
+    assert [(c.span, c.replacement, c.stage) for c in line.corrections] == [
+        ("vassal high mm", "Vasselheim", 1),
+        ("cracks", "Krix", 2),
+    ]
+
+
+async def test_stage2_job_leaves_a_word_the_recogniser_heard_confidently(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI
+) -> None:
+    line, asked = await _record_and_correct(memory, campaign, fake_openai, 0.6)
+    assert (line.text, asked) == ("in Vasselheim the cracks game", 0)  # not doubtful: the model is not asked
+
+
+async def test_stage2_job_refuses_the_rename_in_a_transcript_without_confidences(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI
+) -> None:
+    """An imported line has its doubtful spans by sound alone: the model is asked, and the strict rule reverts it."""
+    line, asked = await _record_and_correct(memory, campaign, fake_openai, None)
+    assert asked == 1
+    assert line.text == "in Vasselheim the cracks game"
+    assert [c.stage for c in line.corrections] == [1]
