@@ -254,14 +254,21 @@ class MemoryGuard:
 
     @classmethod
     async def start(
-        cls, mem: CampaignMemory, title: str, data_dir: Path, *, dm_speaker_id: str | None = None, **kwargs: object
+        cls,
+        mem: CampaignMemory,
+        title: str,
+        data_dir: Path,
+        *,
+        dm_speaker_id: str | None = None,
+        stage2: bool = False,
+        **kwargs: object,
     ) -> MemoryGuard:
         """Open (or resume) the session titled ``title``, recorded by the DM ``dm_speaker_id`` (their user id); first
-        replay any spool a crash left behind.
+        replay any spool a crash left behind. ``stage2``: an LLM is configured, as for :class:`SessionRecorder`.
 
         Needs the database: a session cannot be created without it."""
-        await replay_leftover_spools(mem, data_dir)
-        recorder = await SessionRecorder.start(mem, title, batch_size=1 << 62, max_delay_s=float("inf"))
+        await replay_leftover_spools(mem, data_dir, stage2=stage2)
+        recorder = await SessionRecorder.start(mem, title, batch_size=1 << 62, max_delay_s=float("inf"), stage2=stage2)
         if dm_speaker_id is not None:  # who runs it now: a session resumed by a co-DM is theirs from here
             recorder.session = await mem.log.set_dm(recorder.session.id, dm_speaker_id)
         had_ended = recorder.session.ended_at
@@ -526,11 +533,12 @@ class MemoryGuard:
                 await self._retry_task
 
 
-async def replay_leftover_spools(mem: CampaignMemory, data_dir: Path) -> int:
+async def replay_leftover_spools(mem: CampaignMemory, data_dir: Path, *, stage2: bool = False) -> int:
     """Store the spools of this campaign that a crash (or a stop during an outage) left behind.
 
     Each is replayed in order into its own session (idempotent by seq) and removed. Returns the utterances
-    that were new to L1. Database errors propagate: the spools stay for the next try."""
+    that were new to L1. Database errors propagate: the spools stay for the next try. Their lines keep the
+    recogniser's words, so with ``stage2`` they keep their doubt for the stage-2 job as if written live."""
     folder = spool_dir(data_dir)
     new = 0
     # journals first: what waited in memory came before anything spooled after it
@@ -540,7 +548,7 @@ async def replay_leftover_spools(mem: CampaignMemory, data_dir: Path) -> int:
         if match is None or int(match["campaign"]) != mem.campaign_id:
             continue
         session = await mem.log.session(int(match["session"]))
-        recorder = SessionRecorder(mem, session, batch_size=1 << 62, max_delay_s=float("inf"))
+        recorder = SessionRecorder(mem, session, batch_size=1 << 62, max_delay_s=float("inf"), stage2=stage2)
         spool = Spool(path)
         offset = 0
         while True:

@@ -234,3 +234,39 @@ async def test_pools_opened_together_on_a_new_database_all_open(empty_dsn: str) 
         assert [await p.fetchval("SELECT $1::vector::text", [1.0, 2.0]) for p in pools] == ["[1,2]"] * 6
     finally:
         await asyncio.gather(*(p.close() for p in pools))
+
+
+async def test_confidences_migration_keeps_older_lines_as_without_confidences(
+    empty_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0020: a line stored before it reads as one without confidences (stage 2's strict rule); a line stored after
+    keeps its word confidences, an unknown one among them included."""
+    import memory.db as db
+    from memory.models import EntryIn
+    from memory.store import Memory
+
+    spec = EmbeddingSpec("all-MiniLM-L6-v2", 384)
+    every = migration_files()
+    monkeypatch.setattr(db, "migration_files", lambda: [m for m in every if m[0] < 20])
+    pool = await create_pool(empty_dsn)
+    try:
+        await migrate(pool, spec)
+        mem = Memory(pool).campaign((await Memory(pool).campaigns().create("Old")).id)
+        session = await mem.log.start_session("S1")
+        await pool.execute(
+            "INSERT INTO session_entries (campaign_id, session_id, seq, speaker, raw_text, text, suspects)"
+            " VALUES ($1, $2, 1, 'DM', 'the cracks game', 'the cracks game', '[[4, 10]]')",
+            mem.campaign_id,
+            session.id,
+        )
+        monkeypatch.setattr(db, "migration_files", lambda: every)
+        assert await migrate(pool, spec) == [name for v, name, _ in every if v >= 20]
+
+        await mem.log.write(
+            session.id, EntryIn(speaker="DM", text="the cracks game", suspects=[(4, 10)], confidences=[0.9, None, 0.25])
+        )
+        old, new = await mem.log.session_entries(session.id)
+        assert (old.suspects, old.confidences) == ([(4, 10)], None)
+        assert new.confidences == pytest.approx([0.9, None, 0.25])
+    finally:
+        await pool.close()

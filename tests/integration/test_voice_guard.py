@@ -17,10 +17,19 @@ from pathlib import Path
 import pytest
 
 from memory.db import EmbeddedPostgres, create_pool, migrate
+from memory.models import EntityIn, EntityType
 from memory.recorder import Utterance, Word
 from memory.store import CampaignMemory, Memory
 from memory.voice.backoff import Backoff
-from memory.voice.guard import GuardState, MemoryGuard, Spool, SpoolPending, spool_dir, spool_path
+from memory.voice.guard import (
+    GuardState,
+    MemoryGuard,
+    Spool,
+    SpoolPending,
+    journal_path,
+    spool_dir,
+    spool_path,
+)
 from tests.conftest import TEST_EMBEDDING
 
 #: Fast retries so recovery is noticed quickly; recovery itself is awaited as an event, never slept for.
@@ -341,3 +350,26 @@ async def test_abandoning_a_session_nobody_spoke_in_deletes_it(campaign: Campaig
     assert resumed.session.ended_at is None and (await campaign.log.session(kept.id)).ended_at is None
     await resumed.abandon()
     assert (await campaign.log.session(kept.id)).ended_at == ended.ended_at
+
+
+async def test_a_line_replayed_from_the_journal_keeps_the_recognisers_doubt(
+    campaign: CampaignMemory, tmp_path: Path
+) -> None:
+    """The journal keeps the recogniser's words: a doubted line a crash left there reaches the stage-2 job with its
+    word confidences, as if written live."""
+    await campaign.graph.add_entity(EntityIn(name="Krix", type=EntityType.npc))
+    first = await MemoryGuard.start(campaign, "Crashed night", tmp_path, stage2=True)
+    await first.close()
+    heard = [("the", 0.9), ("cracks", 0.2), ("game", 0.9)]
+    doubted = Utterance(
+        speaker="DM", text="the cracks game", seq=1, words=[Word(word=w, confidence=c) for w, c in heard]
+    )
+    Spool(journal_path(tmp_path, campaign.campaign_id, first.session.id)).append([doubted])  # then kill -9
+
+    guard = await MemoryGuard.start(campaign, "Crashed night", tmp_path, stage2=True)
+    try:
+        [line] = await campaign.log.session_entries(guard.session.id)
+    finally:
+        await guard.close()
+    assert line.raw_text == "the cracks game" and line.suspects == [(4, 10)]
+    assert line.confidences == pytest.approx([0.9, 0.2, 0.9])
