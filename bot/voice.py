@@ -234,9 +234,11 @@ class VoiceSession:
         data_dir: Path,
         stt: SpeechToText,
         dm: discord.abc.User,
+        stage2: bool = False,
     ) -> VoiceSession:
-        """Record ``channel`` into the session titled ``title``; ``dm`` started it: their lines are the narrator's."""
-        guard = await MemoryGuard.start(mem, title, data_dir, dm_speaker_id=str(dm.id))
+        """Record ``channel`` into the session titled ``title``; ``dm`` started it: their lines are the narrator's.
+        ``stage2``: an LLM is configured, so lines with doubtful spans keep them (and their doubt) for its job."""
+        guard = await MemoryGuard.start(mem, title, data_dir, dm_speaker_id=str(dm.id), stage2=stage2)
         unheard = unheard_dir(data_dir, mem.campaign_id, guard.session.id)
         session = cls(bot, channel, announce, campaign, mem, guard, stt, unheard)
         try:

@@ -120,7 +120,10 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
         """Store what a crash or a stop during a database outage left in the spool folder, and end the
         sessions that were asked to end then."""
         try:
-            replayed, ended = await recover_leftover_spools(self.bot.memory, self.bot.settings.data_dir)
+            settings = self.bot.settings
+            replayed, ended = await recover_leftover_spools(
+                self.bot.memory, settings.data_dir, stage2=settings.llm_enabled
+            )
         except Exception:
             log.exception("recovering leftover spools failed; they stay on disk for the next start")
             return
@@ -186,6 +189,7 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
                     self.bot.settings.data_dir,
                     self.stt,
                     dm=interaction.user,
+                    stage2=self.bot.settings.llm_enabled,
                 )
             except CouldNotJoin as exc:
                 why = (

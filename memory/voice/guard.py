@@ -588,7 +588,9 @@ async def end_marked_sessions(mem: CampaignMemory, data_dir: Path) -> int:
     return ended
 
 
-async def recover_leftover_spools(memory: Memory, data_dir: Path, *, backoff: Backoff = DB_RETRY) -> tuple[int, int]:
+async def recover_leftover_spools(
+    memory: Memory, data_dir: Path, *, stage2: bool = False, backoff: Backoff = DB_RETRY
+) -> tuple[int, int]:
     """At process start: replay the leftover spools of every campaign, then end the sessions that were asked to
     end. Database errors are retried with ``backoff`` (replays are idempotent); any other error is logged for
     its campaign, whose files stay for the next start. Returns (utterances new to L1, sessions ended)."""
@@ -597,7 +599,7 @@ async def recover_leftover_spools(memory: Memory, data_dir: Path, *, backoff: Ba
     while True:
         tries += 1
         try:
-            return await _recover_once(memory, data_dir)
+            return await _recover_once(memory, data_dir, stage2)
         except DATABASE_ERRORS as exc:
             wait = next(delays, None)
             if wait is None:
@@ -606,7 +608,7 @@ async def recover_leftover_spools(memory: Memory, data_dir: Path, *, backoff: Ba
             await asyncio.sleep(wait)
 
 
-async def _recover_once(memory: Memory, data_dir: Path) -> tuple[int, int]:
+async def _recover_once(memory: Memory, data_dir: Path, stage2: bool) -> tuple[int, int]:
     folder = spool_dir(data_dir)
     journals = list(journal_dir(data_dir).iterdir()) if journal_dir(data_dir).is_dir() else []
     if not folder.is_dir() and not journals:
@@ -622,7 +624,7 @@ async def _recover_once(memory: Memory, data_dir: Path) -> tuple[int, int]:
     for campaign_id in campaign_ids:
         mem = memory.campaign(campaign_id)
         try:
-            replayed += await replay_leftover_spools(mem, data_dir)
+            replayed += await replay_leftover_spools(mem, data_dir, stage2=stage2)
             ended += await end_marked_sessions(mem, data_dir)
         except DATABASE_ERRORS:
             raise

@@ -27,6 +27,7 @@ from memory.voice.guard import (
     Spool,
     SpoolPending,
     journal_path,
+    recover_leftover_spools,
     spool_dir,
     spool_path,
 )
@@ -352,24 +353,40 @@ async def test_abandoning_a_session_nobody_spoke_in_deletes_it(campaign: Campaig
     assert (await campaign.log.session(kept.id)).ended_at == ended.ended_at
 
 
-async def test_a_line_replayed_from_the_journal_keeps_the_recognisers_doubt(
-    campaign: CampaignMemory, tmp_path: Path
-) -> None:
-    """The journal keeps the recogniser's words: a doubted line a crash left there reaches the stage-2 job with its
-    word confidences, as if written live."""
+async def _crashed_with_a_doubted_line(campaign: CampaignMemory, data_dir: Path) -> int:
+    """A session whose writer was killed with "the cracks game" in its journal, "cracks" doubted; its id."""
     await campaign.graph.add_entity(EntityIn(name="Krix", type=EntityType.npc))
-    first = await MemoryGuard.start(campaign, "Crashed night", tmp_path, stage2=True)
+    first = await MemoryGuard.start(campaign, "Crashed night", data_dir, stage2=True)
     await first.close()
     heard = [("the", 0.9), ("cracks", 0.2), ("game", 0.9)]
     doubted = Utterance(
         speaker="DM", text="the cracks game", seq=1, words=[Word(word=w, confidence=c) for w, c in heard]
     )
-    Spool(journal_path(tmp_path, campaign.campaign_id, first.session.id)).append([doubted])  # then kill -9
+    Spool(journal_path(data_dir, campaign.campaign_id, first.session.id)).append([doubted])  # then kill -9
+    return first.session.id
 
+
+async def test_a_line_replayed_from_the_journal_keeps_the_recognisers_doubt(
+    campaign: CampaignMemory, tmp_path: Path
+) -> None:
+    """The journal keeps the recogniser's words: a doubted line a crash left there reaches the stage-2 job with its
+    word confidences, as if written live."""
+    await _crashed_with_a_doubted_line(campaign, tmp_path)
     guard = await MemoryGuard.start(campaign, "Crashed night", tmp_path, stage2=True)
     try:
         [line] = await campaign.log.session_entries(guard.session.id)
     finally:
         await guard.close()
     assert line.raw_text == "the cracks game" and line.suspects == [(4, 10)]
+    assert line.confidences == pytest.approx([0.9, 0.2, 0.9])
+
+
+async def test_the_start_up_recovery_keeps_the_recognisers_doubt_when_an_llm_is_configured(
+    campaign: CampaignMemory, memory: Memory, tmp_path: Path
+) -> None:
+    """The bot's start replays every campaign's leftovers: with stage 2 on, a doubted line keeps its doubt."""
+    session_id = await _crashed_with_a_doubted_line(campaign, tmp_path)
+    replayed, _ = await recover_leftover_spools(memory, tmp_path, stage2=True)
+    [line] = await campaign.log.session_entries(session_id)
+    assert replayed == 1 and line.suspects == [(4, 10)]
     assert line.confidences == pytest.approx([0.9, 0.2, 0.9])
