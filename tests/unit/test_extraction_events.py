@@ -157,7 +157,7 @@ async def test_the_rules_propose_the_dms_events_once_with_their_lines_and_links(
 async def scene(*lines: tuple[str, str]) -> dict[str, list[str]]:
     """The events the rules find in these lines: name → who took part (from the links)."""
     result = await RuleExtractor().extract(entries(*lines), KNOWN)
-    events_ = {e.name: [] for e in result.entities if e.type == "event"}
+    events_: dict[str, list[str]] = {e.name: [] for e in result.entities if e.type == "event"}
     for f in result.facts:
         if f.type == "took_part_in" and f.target in events_:
             events_[f.target].append(f.source)
