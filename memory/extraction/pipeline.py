@@ -37,6 +37,10 @@ from memory.store import CampaignMemory
 
 log = logging.getLogger(__name__)
 
+#: The lines from the game's start that may hold the DM's recap, broken up by the players' banter. On the CRD3 dev
+#: episodes its turning points came up to 12 lines after the start, those in play 42 lines after it at the earliest.
+RECAP_LINES = 30
+
 
 def make_extractor(llm: LLMClient | None) -> Extractor:
     """The LLM extractor when an LLM is configured, else the offline rule extractor."""
@@ -107,19 +111,11 @@ async def propose(
 
 
 def _retold(entries: Sequence[Entry], talk: dict[int, Talk], dm_speaker_id: str | None) -> frozenset[int]:
-    """The DM's lines that open the game, until someone else speaks: in a session that continues a story, its
-    recap ("last we left off, the Briarwoods were dead"), whose turning points are earlier sessions'."""
+    """The DM's lines of the session's opening, where a session that continues a story recaps it ("last we left
+    off, the Briarwoods were dead"): their turning points are earlier sessions'."""
     by_dm = narrator(entries, dm_speaker_id)
-    opening: list[int] = []
-    for e in entries:
-        if talk.get(e.id) == Talk.pre_show:
-            continue
-        if not by_dm(e):
-            if e.id in talk:
-                continue  # a player's "yeah!" or dice call inside the recap
-            break
-        opening.append(e.id)
-    return frozenset(opening)
+    start = next((n for n, e in enumerate(entries) if talk.get(e.id) != Talk.pre_show), len(entries))
+    return frozenset(e.id for e in entries[start : start + RECAP_LINES] if by_dm(e))
 
 
 async def file_proposal(mem: CampaignMemory, proposal: Proposal) -> ExtractionStats:

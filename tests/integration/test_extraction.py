@@ -23,6 +23,7 @@ from memory.extraction import (
 )
 from memory.extraction import llm as llm_extraction
 from memory.extraction.llm import _line
+from memory.extraction.pipeline import RECAP_LINES
 from memory.jobs import extract as extract_job
 from memory.models import (
     EntityIn,
@@ -848,7 +849,9 @@ async def test_a_turning_point_of_another_session_is_another_event_unless_the_re
     )
     assert await events() == {"Arrival at Whitestone": first}
     # Arriving there again in play is this session's own arrival, named for it, with its own links.
-    third = await session("Session 3", [("Grog", "Let's ride."), ("DM", ride)])
+    # (past the opening, where a recap may be: see RECAP_LINES)
+    riding = [("Grog", "We ride on through the rain.")] * RECAP_LINES
+    third = await session("Session 3", [*riding, ("DM", ride)])
     assert await events() == {"Arrival at Whitestone": first, "Arrival at Whitestone (Session 3)": third}
     assert {(s, t, o) for s, t, o, _ in await facts(world) if t == "located_in"} == {
         ("Arrival at Whitestone", "located_in", "Whitestone"),
