@@ -106,11 +106,11 @@ async def propose(
         fallback = validate_result(await RuleExtractor().extract(lines, known), known, unread)
         stats.entries_fallback = len(lines)
     stats.items_invalid = result.invalid + (fallback.invalid if fallback else 0)
-    retold = _retold(everything, talk, session.dm_speaker_id)
+    retold = opening_recap(everything, talk, session.dm_speaker_id)
     return Proposal(session_id, kept, result, stats, _review_only(extractor), fallback, session.title, retold)
 
 
-def _retold(entries: Sequence[Entry], talk: dict[int, Talk], dm_speaker_id: str | None) -> frozenset[int]:
+def opening_recap(entries: Sequence[Entry], talk: dict[int, Talk], dm_speaker_id: str | None) -> frozenset[int]:
     """The DM's lines of the session's opening, where a session that continues a story recaps it ("last we left
     off, the Briarwoods were dead"): their turning points are earlier sessions'."""
     by_dm = narrator(entries, dm_speaker_id)
