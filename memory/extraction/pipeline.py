@@ -10,6 +10,7 @@ the DM's review: a badly chosen model must not leave a campaign's lines without 
 from __future__ import annotations
 
 import logging
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -107,7 +108,9 @@ async def propose(
         stats.entries_fallback = len(lines)
     stats.items_invalid = result.invalid + (fallback.invalid if fallback else 0)
     retold = opening_recap(everything, talk, session.dm_speaker_id)
-    return Proposal(session_id, kept, result, stats, _review_only(extractor), fallback, session.title, retold)
+    # An entity's name has no invisible characters; a title may ("🧙‍♂️ Wizard night" holds a zero-width joiner).
+    title = "".join(ch for ch in session.title if not unicodedata.category(ch).startswith("C"))
+    return Proposal(session_id, kept, result, stats, _review_only(extractor), fallback, title, retold)
 
 
 def opening_recap(entries: Sequence[Entry], talk: dict[int, Talk], dm_speaker_id: str | None) -> frozenset[int]:
