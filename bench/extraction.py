@@ -16,6 +16,8 @@ CRD3's text spells the names already. Per episode:
   wrong or noise by hand, with its line), for the episodes judged; "noise" (not part of the game) per 500 turns;
 * coverage: the share of the episode's aligned_index.dev summary chunks (chunk size 2, offset 0: two wiki sentences
   with their turn range) for which an item names an entity the chunk names, from a line inside the chunk's turns;
+* retold: the events told only in the DM's recap at the opening (``opening_recap``): in a campaign, those merge
+  into an earlier session's event of the name; another session's event of the name is named for its session;
 * turning points: of the episode's 3 most summarised turning points, those with an item naming an entity their
   sentences name, from a line within ``--window`` turns of their turn range. A turning point is a summary chunk
   (size 2, offset 0) whose alignment is usable (score > 0, at most 30 turns, not all out of game) and whose
@@ -45,6 +47,7 @@ from bench.offgame import DM, data_dir, episode  # noqa: E402
 from campaigns.files import read_campaign_file  # noqa: E402
 from memory.extraction import KnownEntity, RuleExtractor  # noqa: E402
 from memory.extraction.names import NameResolver, normalize_name  # noqa: E402
+from memory.extraction.pipeline import opening_recap  # noqa: E402
 from memory.extraction.salience import is_trivial  # noqa: E402
 from memory.extraction.validate import validate_result  # noqa: E402
 from memory.gazetteer import Gazetteer  # noqa: E402
@@ -225,6 +228,8 @@ def main() -> None:
         points = turning_points(aligned(path.stem), offgame, known)
         hit = [p for p in points if any(covers(i, p, args.window, gazetteer) for i in items)]
         events = sum(1 for i in items if i.key.startswith("new event "))
+        recap = opening_recap(lines, out_of_game(lines, None), None)
+        totals["retold"] += sum(1 for i in items if i.key.startswith("new event ") and set(i.turns) <= recap)
         marks = judged.get(path.stem, {})
         counts = {k: sum(1 for i in items if marks.get(i.key, [""])[0] == k) for k in ("keep", "wrong", "noise")}
         n_judged = sum(counts.values())
@@ -277,6 +282,9 @@ def main() -> None:
             if totals[f"{kind} items"]
         )
         print(f"{half}: turning-point items kept, by rule (event and links): {rules or 'none'}")
+    for half, totals in halves.items():
+        print(f"{half}: events told only in the opening's recap (an earlier session's, when one has the name): "
+              f"{totals['retold']} of {totals['events']}")  # fmt: skip
     print("\nThe turning points (the 3 most summarised of each episode):")
     for line in shown:
         print(f"    {line}")

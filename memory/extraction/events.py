@@ -93,6 +93,16 @@ _UNREAL = re.compile(
     r"almost|ago|remember|previously|last\s+time|once|plan|plans|hope|hopes|chance|kill\s+or)\b|'ll\b|’ll\b",
     re.IGNORECASE,
 )
+#: A death told of "him" or "her": "You killed him", "she crumples, lifeless", "he is dead". Who it is comes from
+#: the scene (:func:`scene_deaths`).
+_PRONOUN_DIES = re.compile(
+    r"(?:\b(?i:you|they|he|she)|" + _K.format("k") + r")\s+(?i:kills?|killed|slays?|slew|beheads?|beheaded|executes?|"
+    r"executed|finish(?:es)?\s+off|finished\s+off)\s+(?i:him|her)\b"
+    r"|\b(?i:he|she)(?:\s+(?i:is|was)|['’]s)\s+(?:(?i:now|finally)\s+)?(?i:dead|slain)\b"
+    r"|\b(?i:he|she)\s+(?:(?i:dies|died)\b|(?i:falls|fell|drops|dropped|crumples|crumpled|slumps|slumped|collapses|"
+    r"collapsed)\b[^.!?;]{0,40}?\b(?i:dead|lifeless)\b)"
+)
+_IF = re.compile(r"\b(?:if|unless|whether)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?;:\"“”]")
 _CLAUSE_START = re.compile(r",|—|\b(?:and|but|as|while|so|then)\b", re.IGNORECASE)
 _CLAUSE_END = re.compile(r",|—|\b(?:and|but|while|so|then)\b", re.IGNORECASE)
@@ -127,6 +137,43 @@ def events(text: str, found: list[KnownEntity]) -> list[Event]:
     return _once(out)
 
 
+@dataclass
+class SceneLine:
+    """One line before the DM's, by anyone: the known names it tells (not asks or supposes), in order."""
+
+    named: list[KnownEntity]
+
+
+def scene_named(text: str, found: list[KnownEntity]) -> list[KnownEntity]:
+    """The known names ``text`` (tagged) says in sentences that tell, not ask or suppose: "what if I attack Delilah?"
+    makes Delilah no one's target yet."""
+    out: list[KnownEntity] = []
+    for m in re.finditer(r"\ue000(\d+)\ue001", text):
+        if _told(text, m):
+            out.append(found[int(m.group(1))])
+    return out
+
+
+def scene_deaths(text: str, found: list[KnownEntity], scene: list[SceneLine]) -> list[Event]:
+    """Deaths the DM tells of "him" or "her" (``text``, tagged), each resolved to the one npc the scene is about:
+    the known npcs this line names before it and those the last lines (``scene``, oldest first) name. Two of them
+    and it is nobody: a wrong name costs the DM more than a missed death. Who took part: the players named there."""
+    out: list[Event] = []
+    for m in _PRONOUN_DIES.finditer(text):
+        if not _told(text, m):
+            continue
+        before = scene_named(text[: m.start()], found)
+        killer = found[int(m.group("k"))] if m.group("k") else None
+        named = [e for line in scene for e in line.named] + before
+        npcs = {e.id: e for e in named if e.type == EntityType.npc}
+        if len(npcs) != 1:
+            continue
+        (dead,) = npcs.values()
+        players = [e for e in (*named, *scene_named(text, found)) if e.type == EntityType.player]
+        out.append(Event(EventKind.death, f"Death of {dead.name}", _with(players, dead, killer)))
+    return _once(out)
+
+
 def _sentence(text: str, m: re.Match[str]) -> tuple[int, int]:
     start = max((s.end() for s in _SENTENCE_END.finditer(text, 0, m.start())), default=0)
     end = _SENTENCE_END.search(text, m.end())
@@ -147,8 +194,8 @@ def _whole(text: str, m: re.Match[str], group: str) -> bool:
 def _told(text: str, m: re.Match[str]) -> bool:
     """The match tells what happened: its sentence is no question, and nothing in its clause makes it unreal."""
     start, end = _sentence(text, m)
-    if text[end - 1] == "?" or _PAST.search(text[start:end]):
-        return False
+    if text[end - 1] == "?" or _PAST.search(text[start:end]) or _IF.search(text, start, m.start()):
+        return False  # "If you hit, she is dead": the condition may come in a clause of its own before it
     after = _CLAUSE_END.search(text, m.end(), end)  # "Sylas dies if you close it": the condition may follow
     clause = re.sub(r"\ue000\d+\ue001", " ", text[_clause(text, m) : after.start() if after else end])
     return _UNREAL.search(clause) is None

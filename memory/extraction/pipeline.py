@@ -10,6 +10,7 @@ the DM's review: a badly chosen model must not leave a campaign's lines without 
 from __future__ import annotations
 
 import logging
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,11 +32,15 @@ from memory.extraction.validate import validate_result
 from memory.gazetteer import Gazetteer
 from memory.graph import KnowledgeGraph
 from memory.models import EntityIn, EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
-from memory.offgame import out_of_game
+from memory.offgame import Talk, narrator, out_of_game
 from memory.providers.llm import LLMClient
 from memory.store import CampaignMemory
 
 log = logging.getLogger(__name__)
+
+#: The lines from the game's start that may hold the DM's recap, broken up by the players' banter. On the CRD3 dev
+#: episodes its turning points came up to 12 lines after the start, those in play 42 lines after it at the earliest.
+RECAP_LINES = 30
 
 
 def make_extractor(llm: LLMClient | None) -> Extractor:
@@ -64,6 +69,9 @@ class Proposal:
     review_only: bool
     #: The rule extractor's findings in lines the LLM's answer about was unusable: filed pending, always.
     fallback: ExtractionResult | None = None
+    #: The session's title, and its opening's lines where the DM tells the story so far ("last we left off").
+    title: str = ""
+    retold: frozenset[int] = frozenset()
 
 
 async def propose(
@@ -80,7 +88,8 @@ async def propose(
     session = await mem.log.session(session_id)
     # Sponsor reads, the pre-show, breaks, dice and banter: nothing is proposed from them, whatever they name. The
     # segments need the session's lines around these (the DM's "last we left off" may come after the slice).
-    talk = out_of_game(await mem.log.session_entries(session_id), session.dm_speaker_id, only={e.id for e in entries})
+    everything = await mem.log.session_entries(session_id)
+    talk = out_of_game(everything, session.dm_speaker_id, only={e.id for e in entries})
     told = [e for e in entries if e.id not in talk]
     stats.entries_skipped_offgame = len(entries) - len(told)
     # A turn naming a known entity is kept even if it looks like table talk ("Brom, lol").
@@ -98,7 +107,18 @@ async def propose(
         fallback = validate_result(await RuleExtractor().extract(lines, known), known, unread)
         stats.entries_fallback = len(lines)
     stats.items_invalid = result.invalid + (fallback.invalid if fallback else 0)
-    return Proposal(session_id, kept, result, stats, _review_only(extractor), fallback)
+    retold = opening_recap(everything, talk, session.dm_speaker_id)
+    # An entity's name has no invisible characters; a title may ("🧙‍♂️ Wizard night" holds a zero-width joiner).
+    title = "".join(ch for ch in session.title if not unicodedata.category(ch).startswith("C"))
+    return Proposal(session_id, kept, result, stats, _review_only(extractor), fallback, title, retold)
+
+
+def opening_recap(entries: Sequence[Entry], talk: dict[int, Talk], dm_speaker_id: str | None) -> frozenset[int]:
+    """The DM's lines of the session's opening, where a session that continues a story recaps it ("last we left
+    off, the Briarwoods were dead"): their turning points are earlier sessions'."""
+    by_dm = narrator(entries, dm_speaker_id)
+    start = next((n for n, e in enumerate(entries) if talk.get(e.id) != Talk.pre_show), len(entries))
+    return frozenset(e.id for e in entries[start : start + RECAP_LINES] if by_dm(e))
 
 
 async def file_proposal(mem: CampaignMemory, proposal: Proposal) -> ExtractionStats:
@@ -109,7 +129,7 @@ async def file_proposal(mem: CampaignMemory, proposal: Proposal) -> ExtractionSt
         await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
         known = await known_entities(tx.graph)
         rejected = await known_entities(tx.graph, status=ReviewStatus.rejected)
-        writer = _Writer(tx.graph, proposal.session_id, proposal.kept, known, rejected, stats)
+        writer = _Writer(tx.graph, proposal, known, rejected, stats)
         await writer.write(proposal.result, review_only=proposal.review_only)
         if proposal.fallback is not None:  # after the LLM's: a fact both propose keeps the status the LLM's gets
             await writer.write(proposal.fallback, review_only=True)
@@ -171,14 +191,16 @@ class _Writer:
     def __init__(
         self,
         graph: KnowledgeGraph,
-        session_id: int,
-        entries: Sequence[Entry],
+        proposal: Proposal,
         known: Sequence[KnownEntity],
         rejected: Sequence[KnownEntity],
         stats: ExtractionStats,
     ) -> None:
+        entries = proposal.kept
         self.graph = graph
-        self.session_id = session_id
+        self.session_id = proposal.session_id
+        self.title = proposal.title
+        self.retold = proposal.retold
         self.start_s = {e.id: e.start_s for e in entries}
         self.entries = {e.id: e for e in entries}
         self.resolver = NameResolver(known)
@@ -207,6 +229,10 @@ class _Writer:
         self.stats.entities_proposed += 1
         norm = normalize_name(proposed.name)
         existing, _ = self.resolver.resolve(proposed.name)
+        if existing is not None and await self._another_sessions(existing, proposed):
+            # "Arrival at Whitestone" in two sessions is two arrivals: this one is named for its session
+            proposed = proposed.model_copy(update={"name": f"{proposed.name} ({self.title})"[:200]})
+            existing, _ = self.resolver.resolve(proposed.name)
         if existing is not None:
             self.stats.entities_merged += 1
             self.bound[norm] = existing
@@ -259,6 +285,16 @@ class _Writer:
             self.stats.facts_accepted += 1
         else:
             self.stats.facts_pending += 1
+
+    async def _another_sessions(self, existing: KnownEntity, proposed: ProposedEntity) -> bool:
+        """Whether ``existing`` is a turning point of another session than the one ``proposed`` (an event of this
+        session's lines) tells, which the DM's recap of the story so far does not retell."""
+        if existing.type != EntityType.event or proposed.type != EntityType.event or not self.title:
+            return False
+        if set(proposed.entry_ids) <= self.retold:
+            return False
+        session = (await self.graph.get_entity_by_id(existing.id)).provenance.session_id
+        return session is not None and session != self.session_id
 
     def _evidence_gap(self, fact: ProposedFact, source: KnownEntity, target: KnownEntity | None) -> str | None:
         cited = [self.entries[i] for i in fact.entry_ids]

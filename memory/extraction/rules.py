@@ -8,10 +8,11 @@ threshold): patterns misread speech often enough that only the DM should turn th
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from memory.extraction.events import EventKind, events
+from memory.extraction.events import Event, EventKind, SceneLine, events, scene_deaths, scene_named
 from memory.extraction.lexicon import FAMILY_ROLES, NOUN_TYPE, OCCUPATIONS, RULER_ROLES
 from memory.extraction.salience import COMMON_WORDS
 from memory.extraction.schema import ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
@@ -27,6 +28,8 @@ NEW_NAME_CONFIDENCE = 0.4
 
 #: Players (not the DM) who must say a new name, each in a line of their own, before it is proposed.
 MIN_SPEAKERS = 2
+#: The lines before a DM's "you killed him" that say who the scene is about.
+SCENE_LINES = 4
 
 _TITLES = OCCUPATIONS | {"sir", "dame", "madam", "madame", "mister", "miss", "mr", "mrs", "ms", "master"}
 
@@ -118,13 +121,17 @@ class RuleExtractor:
         gazetteer = Gazetteer(known)
         # The DM: a speaker called so (a recorded session's, named by role), else who says the most (MATT).
         out = _Collector(narrator(entries, None))
+        scene: deque[SceneLine] = deque(maxlen=SCENE_LINES)
         for entry in entries:
             text, found = _tag(gazetteer, entry.text)
             self._intros(entry, text, found, out.by_dm(entry), out)
             if out.by_dm(entry):
                 self._deaths(entry, text, found, out)
-                self._events(entry, text, found, out)
+                told = events(text, found)
+                told += [e for e in scene_deaths(text, found, list(scene)) if e.name not in {t.name for t in told}]
+                self._events(entry, told, out)
             self._patterns(entry, text, found, out)
+            scene.append(SceneLine(scene_named(text, found)))
         return out.result()
 
     def _intros(self, entry: Entry, text: str, found: list[KnownEntity], by_dm: bool, out: _Collector) -> None:
@@ -194,9 +201,9 @@ class RuleExtractor:
                 out.fact(x.name, "killed", y.name, None, entry.id)
 
     @staticmethod
-    def _events(entry: Entry, text: str, found: list[KnownEntity], out: _Collector) -> None:
+    def _events(entry: Entry, told: list[Event], out: _Collector) -> None:
         """The turning points the DM tells, each an event linked to who took part and where."""
-        for event in events(text, found):
+        for event in told:
             out.entity(event.name, EntityType.event, _EVENT_KINDS[event.kind], PATTERN_CONFIDENCE, entry)
             for who in event.participants:
                 out.fact(who.name, "took_part_in", event.name, None, entry.id)

@@ -23,6 +23,7 @@ from memory.extraction import (
 )
 from memory.extraction import llm as llm_extraction
 from memory.extraction.llm import _line
+from memory.extraction.pipeline import RECAP_LINES
 from memory.jobs import extract as extract_job
 from memory.models import (
     EntityIn,
@@ -816,6 +817,46 @@ async def test_the_dms_turning_points_reach_review_as_events_with_their_line_and
     assert (await g.get_entity("Death of Jazna")).status == ReviewStatus.accepted
     await world.review.reject(items["new event 'Arrival at Whitestone': an arrival"].ref)
     assert ("Arrival at Whitestone", "located_in", "Whitestone", "rejected") in await facts(world)
+
+
+async def test_a_turning_point_of_another_session_is_another_event_unless_the_recap_retells_it(
+    world: CampaignMemory,
+) -> None:
+    await world.graph.add_entity(EntityIn(name="Whitestone", type=EntityType.place))
+
+    async def session(title: str, lines: list[tuple[str, str]]) -> int:
+        entries = await write(world, lines, title=title)
+        await run(world, entries)
+        await run(world, entries)  # a job run again files nothing twice
+        await world.log.end_session(entries[0].session_id)
+        return entries[0].session_id
+
+    async def events() -> dict[str, int | None]:
+        found = await world.graph.list_entities(status=None)
+        return {e.name: e.provenance.session_id for e in found if e.type == EntityType.event}
+
+    ride = "You make your way back to Whitestone as the sun begins to set over the hills."
+    first = await session("Session 1", [("Grog", "Onward, then."), ("DM", ride)])
+    assert await events() == {"Arrival at Whitestone": first}
+    # The DM's recap retells the first session's arrival: no new one.
+    await session(
+        "Session 2",
+        [
+            ("DM", "Last we left off, you made your way back to Whitestone as the sun set over the hills."),
+            ("Grog", "Ah yes, good times at the castle."),
+            ("DM", "Now, in the great hall, the townsfolk gather around the long tables for a feast."),
+        ],
+    )
+    assert await events() == {"Arrival at Whitestone": first}
+    # Arriving there again in play is this session's own arrival, named for it, with its own links.
+    # (past the opening, where a recap may be: see RECAP_LINES)
+    riding = [("Grog", "We ride on through the rain.")] * RECAP_LINES
+    third = await session("Session 3", [*riding, ("DM", ride)])
+    assert await events() == {"Arrival at Whitestone": first, "Arrival at Whitestone (Session 3)": third}
+    assert {(s, t, o) for s, t, o, _ in await facts(world) if t == "located_in"} == {
+        ("Arrival at Whitestone", "located_in", "Whitestone"),
+        ("Arrival at Whitestone (Session 3)", "located_in", "Whitestone"),
+    }
 
 
 async def test_the_llm_path_reads_no_out_of_game_line_and_its_items_carry_their_line(

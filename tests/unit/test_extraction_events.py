@@ -152,3 +152,61 @@ async def test_the_rules_propose_the_dms_events_once_with_their_lines_and_links(
         (f.source, f.type, f.target, f.value) for f in result.facts
     }
     assert not any("Sylas" in e.name for e in result.entities)
+
+
+async def scene(*lines: tuple[str, str]) -> dict[str, list[str]]:
+    """The events the rules find in these lines: name → who took part (from the links)."""
+    result = await RuleExtractor().extract(entries(*lines), KNOWN)
+    events_: dict[str, list[str]] = {e.name: [] for e in result.entities if e.type == "event"}
+    for f in result.facts:
+        if f.type == "took_part_in" and f.target in events_:
+            events_[f.target].append(f.source)
+    return {name: sorted(who) for name, who in events_.items()}
+
+
+async def test_a_death_told_of_him_or_her_is_the_one_npc_the_scene_is_about() -> None:
+    assert await scene(
+        ("TRAVIS", "I attack Jazna with my greataxe."),
+        ("MATT", "Roll for it."),
+        ("TRAVIS", "21 to hit, 18 damage."),
+        ("MATT", "The axe catches her across the chest and she crumples to the ground, lifeless."),
+    ) == {"Death of Jazna": ["Jazna"]}
+    assert await scene(
+        ("MATT", "Jazna staggers back. Grog, she is bloodied and terrified."),
+        ("MATT", "It doesn't matter. You killed her."),
+    ) == {"Death of Jazna": ["Grog Strongjaw", "Jazna"]}
+    # "Grog kills her": the killer is not who died
+    assert await scene(
+        ("MATT", "Jazna turns to run, and Grog kills her."),
+    ) == {"Death of Jazna": ["Grog Strongjaw", "Jazna"]}
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # two npcs in the scene: who fell is a guess
+        (("TRAVIS", "I attack Jazna."), ("MATT", "Gilmore screams as she crumples to the ground, dead.")),
+        # a player's hypothetical or question names no target
+        (("TRAVIS", "What if I attack Jazna?"), ("MATT", "Then she falls to the ground, dead.")),
+        (("TRAVIS", "If I hit Jazna, she's dead, right?"), ("MATT", "The blade swings down at last. You killed him.")),
+        # the DM's own hypothetical, question or denial
+        (("TRAVIS", "I attack Jazna."), ("MATT", "If you hit, she is dead.")),
+        (("TRAVIS", "I attack Jazna."), ("MATT", "Is she dead? Not yet.")),
+        (("TRAVIS", "I attack Jazna."), ("MATT", "She is not dead, she falls unconscious.")),
+        # a player says it, not the DM
+        (("MATT", "Jazna swings her blade at you and misses by an inch."), ("TRAVIS", "I killed her! She's dead!")),
+        # too long ago: the scene has moved on
+        (
+            ("TRAVIS", "I attack Jazna."),
+            ("MATT", "Roll."),
+            ("TRAVIS", "Okay."),
+            ("MATT", "Fine."),
+            ("TRAVIS", "Sure."),
+            ("MATT", "You killed him."),
+        ),
+        # no npc: a player or a faction is no "him"
+        (("MATT", "Grog swings."), ("MATT", "He falls dead.")),
+    ],
+)
+async def test_no_death_of_him_or_her_without_one_clear_npc(lines: tuple[tuple[str, str], ...]) -> None:
+    assert await scene(*lines) == {}
