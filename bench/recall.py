@@ -443,7 +443,20 @@ async def _run_jobs(memory: Memory, args: argparse.Namespace, drop: tuple[str, .
     await memory.pool.execute("DELETE FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status = 'queued'", drop)
     ctx = jobs.JobContext(memory=memory, embedder=args.embedder, embedding_model=args.embedder.model_name)
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    await _embed_windows(memory, args.embedder)
     print(f"  jobs done in {time.perf_counter() - started:.0f} s ({args.embedder.computed} texts embedded so far)")
+
+
+async def _embed_windows(memory: Memory, embedder: CachedEmbedder) -> None:
+    """Vectors for the windows, which the chunk job no longer embeds: the frozen recall's vector half reads them."""
+    rows = await memory.pool.fetch("SELECT id, text FROM chunks WHERE embedding IS NULL ORDER BY id")
+    for start in range(0, len(rows), 512):
+        part = rows[start : start + 512]
+        vectors = await embedder.embed([r["text"] for r in part])
+        await memory.pool.executemany(
+            "UPDATE chunks SET embedding = $2 WHERE id = $1",
+            [(r["id"], np.asarray(v, dtype=np.float32)) for r, v in zip(part, vectors, strict=True)],
+        )
 
 
 # the systems ------------------------------------------------------------------------------------------------------

@@ -229,12 +229,12 @@ class EntryHit(Entry):
 
 
 class ChunkIn(BaseModel):
-    """An embedded window of consecutive utterances for L2."""
+    """A window of consecutive utterances for L2, embedded when written before lines had vectors."""
 
     key: str  # stable identity of the window, e.g. ``s3:12-20``; upserts replace by key
     session_id: int
     text: str
-    embedding: list[float]
+    embedding: list[float] | None = None
     entry_ids: list[int] = Field(default_factory=list)
     speakers: list[str] = Field(default_factory=list)
     entity_ids: list[int] = Field(default_factory=list)

@@ -28,7 +28,8 @@ class SemanticIndex:
         self.campaign_id = campaign_id
 
     async def upsert(self, chunks: Sequence[ChunkIn]) -> None:
-        """Insert or replace chunks by key; a chunk whose text and metadata are unchanged is left alone."""
+        """Insert or replace chunks by key; a chunk whose text and metadata are unchanged is left alone. A chunk
+        without an embedding (windows since lines have vectors) is kept for its lines, speakers and mentions."""
         if not chunks:
             return
         import numpy as np  # 0.1 s to import: only where vectors are written or searched
@@ -54,7 +55,7 @@ class SemanticIndex:
                     c.key,
                     c.text,
                     content_hash(c.text),
-                    np.asarray(c.embedding, dtype=np.float32),
+                    None if c.embedding is None else np.asarray(c.embedding, dtype=np.float32),
                     c.entry_ids,
                     c.speakers,
                     c.entity_ids,
@@ -116,7 +117,7 @@ class SemanticIndex:
             f"""
             SELECT * FROM (
                 SELECT {_CHUNK_COLUMNS}, embedding <=> $2 AS distance FROM chunks
-                WHERE campaign_id = $1
+                WHERE campaign_id = $1 AND embedding IS NOT NULL
                   AND ($3::bigint IS NULL OR session_id = $3)
                   AND ($4::text IS NULL OR $4 = ANY(speakers))
                   AND ($5::bigint IS NULL OR entity_ids @> ARRAY[$5::bigint])

@@ -117,12 +117,17 @@ async def test_sample_session_end_to_end_and_idempotent(
     assert {i for c in chunks for i in c.entry_ids} == {e.id for e in entries}  # every line is searchable
     eldrinax = await crown.graph.get_entity("Eldrinax")
     assert any(eldrinax.id in c.entity_ids for c in chunks)
-    # Real MiniLM vectors: unit length, and a paraphrase finds the right window.
-    norms = await pool.fetch("SELECT vector_norm(embedding) AS n FROM chunks WHERE campaign_id = $1", crown.campaign_id)
-    assert all(abs(r["n"] - 1.0) < 1e-3 for r in norms)
+    # Real MiniLM vectors on the lines: unit length, and a paraphrase finds the right line. Windows keep their
+    # lines and mentions without a vector of their own (recall reads the lines').
+    norms = await pool.fetch(
+        "SELECT l2_norm(embedding) AS n FROM line_vectors WHERE campaign_id = $1 AND embedding IS NOT NULL",
+        crown.campaign_id,
+    )
+    assert len(norms) >= 40 and all(abs(r["n"] - 1.0) < 1e-2 for r in norms)
+    assert await pool.fetchval("SELECT count(*) FROM chunks WHERE embedding IS NOT NULL") == 0
     (query,) = await embedder.embed(["the blacksmith who made the holy symbol"])
-    (top, *_) = await crown.semantic.nearest(query, k=3)
-    assert "blacksmith" in top.text
+    (top, *_) = await crown.semantic.nearest_lines(query, k=3)
+    assert "blacksmith" in (await crown.log.entries([top.entry_id]))[0].text.casefold()
 
     # The summary: stored with the session and as an event linked to those who took part.
     assert session.summary and "Eldrinax" in session.summary

@@ -4,6 +4,7 @@ before lines had vectors gets them, and the pre-show the DM's cues mark ranks be
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from memory import jobs
@@ -70,8 +71,15 @@ async def test_the_vector_half_finds_the_line_by_meaning_and_falls_back_to_windo
     (hit,) = await recall(campaign, embedder, question, limit=1, mode="vector")
     assert [line.entry_id for line in hit.lines if line.matched] == [ids[2]]
     assert [line.entry_id for line in hit.lines] == ids[1:4]  # the line, a line of context either side
-    # a campaign chunked before lines had vectors: its windows answer
+    # a campaign chunked before lines had vectors (its windows embedded, as the chunk job did then): they answer
     await campaign.db.execute("DELETE FROM line_vectors WHERE campaign_id = $1", campaign.campaign_id)
+    assert await recall(campaign, embedder, question, limit=3, mode="vector") == []  # windows have no vectors now
+    rows = await campaign.db.fetch("SELECT id, text FROM chunks WHERE campaign_id = $1", campaign.campaign_id)
+    vectors = await embedder.embed([r["text"] for r in rows])
+    await campaign.db.executemany(
+        "UPDATE chunks SET embedding = $2 WHERE id = $1",
+        [(r["id"], np.asarray(v, dtype=np.float32)) for r, v in zip(rows, vectors, strict=True)],
+    )
     hits = await recall(campaign, embedder, question, limit=3, mode="vector")
     assert hits and all(h.matched == ["vector"] for h in hits)
 
