@@ -54,7 +54,7 @@ class Pipeline:
             stage1_text = apply_corrections(text, corrections)
             shifted = [to_corrected_span(span, corrections) for span in first.suspects]
             # the recogniser's doubt is stage 2's evidence for an ordinary word (see ``CommonWordRule``)
-            moved = _shift_confidences(text, stage1_text, corrections, confidences) if confidences else None
+            moved = shift_confidences(text, stage1_text, corrections, confidences) if confidences else None
             for c in await self.stage2.correct(stage1_text, shifted, confidences=moved):
                 start = to_raw_offset(c.start, first.corrections)
                 corrections.append(c.model_copy(update={"start": start, "end": start + len(c.span)}))
@@ -73,7 +73,7 @@ class Pipeline:
         return CorrectionResult(text=apply_corrections(text, ordered), raw_text=text, corrections=ordered)
 
 
-def _shift_confidences(
+def shift_confidences(
     raw: str, corrected: str, corrections: list[Correction], confidences: list[float | None]
 ) -> list[float | None]:
     """Per token of ``corrected`` (``raw`` with ``corrections`` applied), the confidence of the raw token it

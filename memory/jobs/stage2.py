@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memory.correction import LLMCorrector
 from memory.correction.edits import apply_corrections, merge_corrections, to_corrected_span, to_raw_offset
-from memory.correction.pipeline import _shift_confidences
+from memory.correction.pipeline import shift_confidences
 from memory.correction.text import tokenize
 from memory.jobs.context import JobContext
 from memory.jobs.heard_as import never_heard
@@ -37,7 +37,7 @@ async def correct_stage2(ctx: JobContext, campaign_id: int, session_id: int, *, 
             # the recogniser's doubt, where the recorder kept it, moved onto the stage-1 text as inline; a line
             # tokenised otherwise when it was written (an older version) is judged as one without confidences
             kept = e.confidences if e.confidences and len(e.confidences) == len(tokenize(e.raw_text)) else None
-            moved = _shift_confidences(e.raw_text, stage1_text, e.corrections, kept) if kept else None
+            moved = shift_confidences(e.raw_text, stage1_text, e.corrections, kept) if kept else None
             found = await corrector.correct(stage1_text, shifted, confidences=moved, retry_later=True)
             if not found:
                 continue
