@@ -371,6 +371,8 @@ def _pgserver() -> ModuleType:
 #: server takes about 40 ms to start: a one-shot command would wait a whole tenth of a second twice.
 PG_CTL_POLL_S = 0.005
 PG_CTL_TIMEOUT_S = 60.0  # pg_ctl's own
+#: A server that is neither running nor has said why this long after ``pg_ctl -W start`` did not start.
+PG_START_GRACE_S = 2.0
 
 
 def _pgexec_polled(command: str, args: Sequence[str], bin_path: Path, **kwargs: Any) -> str:
@@ -419,6 +421,7 @@ def _wait_ready(pgdata: Path, log_file: Path | None, logged: int) -> bool:
     postmaster gone, or a FATAL in its log while there is no live postmaster (one that failed before writing
     postmaster.pid), or a minute passed."""
     deadline = time.monotonic() + PG_CTL_TIMEOUT_S
+    grace = time.monotonic() + PG_START_GRACE_S
     seen: int | None = None
     while time.monotonic() < deadline:
         try:
@@ -434,6 +437,8 @@ def _wait_ready(pgdata: Path, log_file: Path | None, logged: int) -> bool:
                 return True
         elif seen is not None:  # it wrote its pid, then removed it: it stopped
             return False
+        elif time.monotonic() > grace and not _running_in(pgdata):
+            return False  # gone before writing its pid or a line of log (a data dir it may not open)
         elif log_file is not None and _size(log_file) > logged:
             with log_file.open("rb") as fh:
                 fh.seek(logged)
@@ -544,6 +549,18 @@ def _pgserver_log_held() -> Iterator[_Held]:
     finally:
         pg_log.removeHandler(said)
         pg_log.propagate = True
+
+
+def _running_in(pgdata: Path) -> bool:
+    """Whether a live process (the postmaster, or the shell pg_ctl starts it with) names ``pgdata``."""
+    wanted = str(pgdata)
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and any(wanted in a for a in proc.info["cmdline"] or ()):
+                return True
+        except (psutil.Error, TypeError):
+            continue
+    return False
 
 
 def _pid_alive(pid: int) -> bool:

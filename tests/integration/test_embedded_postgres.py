@@ -24,7 +24,14 @@ import asyncpg
 import pytest
 
 from memory import db
-from memory.db import DatabaseError, EmbeddedPostgres, EmbeddingSpec, default_data_dir, open_database
+from memory.db import (
+    PG_CTL_TIMEOUT_S,
+    DatabaseError,
+    EmbeddedPostgres,
+    EmbeddingSpec,
+    default_data_dir,
+    open_database,
+)
 from tests.integration.processes import long_session, lorekeeper
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -353,8 +360,11 @@ def test_a_data_dir_the_server_cannot_start_in_is_one_error_saying_what_to_do(
     if os.geteuid() == 0:  # the server runs as pgserver: a copy made with `cp -r` belongs to root
         for path in [pgdata, *pgdata.rglob("*")]:
             os.chown(path, 0, 0)
+        started = time.monotonic()
         with caplog.at_level(logging.INFO), pytest.raises(DatabaseError) as lost_owners:
             EmbeddedPostgres(data_dir).start()
+        # a server that cannot even write its log is seen gone at once, not after pg_ctl's minute
+        assert time.monotonic() - started < PG_CTL_TIMEOUT_S / 2
         assert str(lost_owners.value) == (
             f"the embedded PostgreSQL in {pgdata} did not start: its files do not belong to the 'pgserver' user it "
             f"runs as (a copy that lost its owners?): run `chown -R pgserver: {pgdata}` and start again"
