@@ -56,7 +56,7 @@ def main() -> None:
     labels = json.loads(LABELS.read_text(encoding="utf-8"))["episodes"]
     print("| episode | labelled turns | out of game | flagged | precision | recall | missed (by label) |")
     print("|---|---:|---:|---:|---:|---:|---|")
-    total = Counter()
+    total: Counter[str] = Counter()
     for name, ep in labels.items():
         found = kinds(episode(name))
         truth = gold(ep)
@@ -78,10 +78,10 @@ def main() -> None:
             f"{', '.join(f'{k} {v}' for k, v in fn.most_common()) or '-'} |"
         )
     for key, label in (("", "all"), ("s_", "all, the 240 random game turns only")):
-        tp, fp, fn = total[key + "tp"], total[key + "fp"], total[key + "fn"]
+        tp, fp, missed = total[key + "tp"], total[key + "fp"], total[key + "fn"]
         print(
             f"| {label} | {total[key + 'n']} | {total[key + 'out']} | {tp + fp} | {tp / max(1, tp + fp):.2f} | "
-            f"{tp / max(1, tp + fn):.2f} | |"
+            f"{tp / max(1, tp + missed):.2f} | |"
         )
     print()
     print("| episode | turns | flagged | pre-show | break | after-show | sponsor | dice | banter |")
