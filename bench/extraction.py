@@ -23,7 +23,9 @@ CRD3's text spells the names already. Per episode:
   (size 2, offset 0) whose alignment is usable (score > 0, at most 30 turns, not all out of game) and whose
   sentences tell a death, an arrival, an acquisition or a quest (words of ``TURNING``, about a known entity of the
   kind's type); "most summarised" ranks them by how many aligned chunks of every size and offset (score > 0, at
-  most 30 turns) cover one of their turns: the wiki's summary dwells on them.
+  most 30 turns) cover one of their turns: the wiki's summary dwells on them. A missed one says why: none of its
+  entities is named near it in game, only players name one, the DM names only players or kinds ("Gnoll"), or the
+  DM names an npc, place or item there and no rule fires; and whether its turns hold a line of the opening recap.
 
 Halves: the episodes in name order, even places (1st, 3rd, ...) are dev, odd places held-out. Rules are tuned on dev
 only; held-out is reported apart.
@@ -184,6 +186,22 @@ def covers(item: Item, point: dict, window: int, gazetteer: Gazetteer[KnownEntit
     )
 
 
+def why_missed(
+    point: dict, lines: list[Entry], offgame: set[int], window: int, gazetteer: Gazetteer[KnownEntity]
+) -> str:
+    """Why no item covers a turning point: none of its entities is said near it (in game), only players say one, the
+    DM names only players or kinds of thing ("Gnoll"), or the DM names someone, a place or a thing and no rule fires."""
+    named = {e.id: e for e in gazetteer.mentions(point["summary"])}
+    near = lines[max(0, point["turn_start"] - window) : point["turn_end"] + window + 1]
+    said = [(e, named.keys() & set(gazetteer.mentioned_ids(e))) for e in near if e.id not in offgame]
+    by_dm = {i for e, ids in said if e.speaker == DM for i in ids}
+    if by_dm and any(named[i].type not in (EntityType.player, EntityType.concept) for i in by_dm):
+        return "the DM names an npc, place or item"
+    if by_dm:
+        return "the DM names players or kinds"
+    return "only players name one" if any(ids for _, ids in said) else "none named near it"
+
+
 def coverage(name: str, items: list[Item], known: list[KnownEntity]) -> tuple[int, int]:
     """(chunks covered, chunks) of the episode's aligned summary."""
     chunks = [c for c in aligned(name) if c["chunk_size"] == 2 and c["offset"] == 0]  # the sentences in pairs
@@ -245,7 +263,11 @@ def main() -> None:
         ):  # fmt: skip
             totals[key] += value
         for p in points:
-            mark = "covered" if p in hit else "missed"
+            mark = "covered" if p in hit else f"missed: {why_missed(p, lines, offgame, args.window, gazetteer)}"
+            totals[f"why {mark}"] += 1
+            if any(p["turn_start"] <= t <= p["turn_end"] for t in recap):
+                mark += ", in the recap"
+                totals["recap points"] += 1
             shown.append(f"{path.stem} turns {p['turn_start']}-{p['turn_end']}, {'/'.join(p['kinds'])} ({p['weight']} "
                          f"chunks, {mark}): {' '.join(p['summary'].split())[:120]}")  # fmt: skip
         if n_judged:
@@ -285,6 +307,10 @@ def main() -> None:
     for half, totals in halves.items():
         print(f"{half}: events told only in the opening's recap (an earlier session's, when one has the name): "
               f"{totals['retold']} of {totals['events']}")  # fmt: skip
+    for half, totals in halves.items():
+        whys = ", ".join(f"{why.removeprefix('why missed: ')} {n}" for why, n in totals.items() if "missed" in why)
+        print(f"{half}: turning points covered {totals['why covered']}; missed: {whys or 'none'}; "
+              f"in the DM's opening recap: {totals['recap points']} of {totals['points']}")  # fmt: skip
     print("\nThe turning points (the 3 most summarised of each episode):")
     for line in shown:
         print(f"    {line}")
