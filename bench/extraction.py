@@ -54,7 +54,7 @@ from memory.extraction.salience import is_trivial  # noqa: E402
 from memory.extraction.validate import validate_result  # noqa: E402
 from memory.gazetteer import Gazetteer  # noqa: E402
 from memory.models import EntityType, Entry  # noqa: E402
-from memory.offgame import out_of_game  # noqa: E402
+from memory.offgame import narrator, out_of_game  # noqa: E402
 
 EXAMPLE = ROOT / "campaigns" / "examples" / "critical_role.yaml"
 JUDGEMENTS = ROOT / "tests" / "data" / "extraction_judgements.json"
@@ -120,6 +120,7 @@ class Item:
 
 async def review_items(lines: list[Entry], known: list[KnownEntity]) -> list[Item]:
     talk = out_of_game(lines, None)
+    narrates = narrator(lines, None)  # over the whole episode, as the extraction job finds it
     gazetteer = Gazetteer(known)
     resolver = NameResolver(known)
     items: dict[str, Item] = {}
@@ -128,7 +129,9 @@ async def review_items(lines: list[Entry], known: list[KnownEntity]) -> list[Ite
         part = [e for e in part if not is_trivial(e.text) or gazetteer.mentions(e.text)]
         if not part:
             continue
-        result = validate_result(await RuleExtractor().extract(part, known), known, {e.id for e in part})
+        result = validate_result(
+            await RuleExtractor().extract(part, known, narrates=narrates), known, {e.id for e in part}
+        )
         for proposed in result.entities:
             if resolver.resolve(proposed.name)[0] is not None:
                 continue  # a known entity under another spelling: merged, no item

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from memory.extraction.schema import ExtractionAnswer, ExtractionResult, KnownEntity
 from memory.extraction.validate import validate_result
@@ -71,7 +71,13 @@ class LLMExtractor:
         self.llm = llm
         self.temperature = temperature
 
-    async def extract(self, entries: Sequence[Entry], known: Sequence[KnownEntity]) -> ExtractionResult:
+    async def extract(
+        self,
+        entries: Sequence[Entry],
+        known: Sequence[KnownEntity],
+        *,
+        narrates: Callable[[Entry], bool] | None = None,  # the lines say who speaks: "DM" or "player NAME"
+    ) -> ExtractionResult:
         merged = ExtractionResult(entities=[], facts=[])
         gazetteer = Gazetteer(known)
         for batch in _batches(entries):

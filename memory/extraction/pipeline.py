@@ -98,13 +98,14 @@ async def propose(
     if not kept:
         return None
     kept = by_role(kept, session.dm_speaker_id)
-    raw = await extractor.extract(kept, known)
+    narrates = narrator(everything, session.dm_speaker_id)
+    raw = await extractor.extract(kept, known, narrates=narrates)
     result = validate_result(raw, known, {e.id for e in kept})
     stats.llm_errors = len(result.errors)
     fallback = None
     if unread := set(result.unread):
         lines = [e for e in kept if e.id in unread]
-        fallback = validate_result(await RuleExtractor().extract(lines, known), known, unread)
+        fallback = validate_result(await RuleExtractor().extract(lines, known, narrates=narrates), known, unread)
         stats.entries_fallback = len(lines)
     stats.items_invalid = result.invalid + (fallback.invalid if fallback else 0)
     retold = opening_recap(everything, talk, session.dm_speaker_id)

@@ -117,10 +117,17 @@ class RuleExtractor:
 
     review_only = True
 
-    async def extract(self, entries: Sequence[Entry], known: Sequence[KnownEntity]) -> ExtractionResult:
+    async def extract(
+        self,
+        entries: Sequence[Entry],
+        known: Sequence[KnownEntity],
+        *,
+        narrates: Callable[[Entry], bool] | None = None,
+    ) -> ExtractionResult:
         gazetteer = Gazetteer(known)
-        # The DM: a speaker called so (a recorded session's, named by role), else who says the most (MATT).
-        out = _Collector(narrator(entries, None))
+        # Without the session's narrator: a speaker called DM (a recorded session's, named by role), else who says
+        # the most in these lines.
+        out = _Collector(narrates or narrator(entries, None))
         scene: deque[SceneLine] = deque(maxlen=SCENE_LINES)
         for entry in entries:
             text, found = _tag(gazetteer, entry.text)

@@ -7,7 +7,7 @@ validation, not make pydantic reject the whole answer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, Self
 
 from pydantic import BaseModel, Field, ModelWrapValidatorHandler, PrivateAttr, ValidationError, model_validator
@@ -89,8 +89,15 @@ class ExtractionResult(ExtractionAnswer):
 
 
 class Extractor(Protocol):
-    async def extract(self, entries: Sequence[Entry], known: Sequence[KnownEntity]) -> ExtractionResult:
-        """Propose entities and facts found in ``entries``; ``known`` are the campaign's entities."""
+    async def extract(
+        self,
+        entries: Sequence[Entry],
+        known: Sequence[KnownEntity],
+        *,
+        narrates: Callable[[Entry], bool] | None = None,
+    ) -> ExtractionResult:
+        """Propose entities and facts found in ``entries``; ``known`` are the campaign's entities; ``narrates``
+        tells the DM's lines, as found over the whole session (a slice alone may be a player's monologue)."""
         ...
 
 

@@ -645,11 +645,17 @@ class SlowRules(RuleExtractor):
         self.meanwhile = meanwhile
         self.calls = 0
 
-    async def extract(self, entries: Sequence[Entry], known: Sequence[KnownEntity]) -> ExtractionResult:
+    async def extract(
+        self,
+        entries: Sequence[Entry],
+        known: Sequence[KnownEntity],
+        *,
+        narrates: Callable[[Entry], bool] | None = None,
+    ) -> ExtractionResult:
         self.calls += 1
         if self.calls == 1:
             await self.meanwhile()
-        return await super().extract(entries, known)
+        return await super().extract(entries, known, narrates=narrates)
 
 
 async def run_job(

@@ -154,6 +154,18 @@ async def test_the_rules_propose_the_dms_events_once_with_their_lines_and_links(
     assert not any("Sylas" in e.name for e in result.entities)
 
 
+async def test_the_dm_is_who_narrates_the_session_not_who_talks_most_in_a_slice() -> None:
+    # A slice where a player's monologue outweighs the DM's one line: the session's narrator decides.
+    lines = entries(
+        ("SAM", " ".join(["So I take out my lute and I start to play a long, long song for everyone here."] * 4)),
+        ("MATT", "Jazna is dead."),
+    )
+    alone = await RuleExtractor().extract(lines, KNOWN)
+    assert [e.name for e in alone.entities] == []
+    result = await RuleExtractor().extract(lines, KNOWN, narrates=lambda e: e.speaker == "MATT")
+    assert [e.name for e in result.entities] == ["Death of Jazna"]
+
+
 async def scene(*lines: tuple[str, str]) -> dict[str, list[str]]:
     """The events the rules find in these lines: name → who took part (from the links)."""
     result = await RuleExtractor().extract(entries(*lines), KNOWN)
