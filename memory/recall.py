@@ -164,8 +164,8 @@ async def recall(
     talk = [*segments, *(i for i in top if i not in segments and line_talk(entries[i].text) is not None)]
     if len(talk) > len(segments):
         ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=talk)
-    places = {i: rank.Place(i, e.session_id, e.seq) for i, e in entries.items()}
-    groups = rank.group(ranked, places, limit)
+    places = {i: rank.Place(i, e.session_id, e.seq, len(e.text.split())) for i, e in entries.items()}
+    groups = rank.group(ranked, places, limit, alone_from=rank.ALONE_FROM)  # read here: the bench varies it
     return _hits(groups, {f.entry_id: f for f in ranked}, found.around)
 
 
