@@ -157,7 +157,7 @@ async def recall(
     candidates = [*dict.fromkeys([*lexical, *vector])]
     mentioning = found.mentioning.intersection(candidates)
     # the pre-show, breaks and after-show the chunk job marked: a recap before the story says the story's words
-    segments = await mem.semantic.off_game(candidates)
+    segments = found.off_game.intersection(candidates)
     ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=segments)
     # table talk is told apart only near the top (a long line costs a millisecond): what it demotes, it demotes there
     top = [f.entry_id for f in ranked[: TALK_CHECKED * limit] if f.entry_id in entries]
