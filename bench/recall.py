@@ -638,7 +638,7 @@ def print_quality(title: str, scores: dict[tuple[str, str], list[Score]], split:
 
 def _present(scores: dict[tuple[str, str], list[Score]]) -> list[str]:
     """The systems measured, the product's first."""
-    variants = sorted({k for k, _ in scores if k.startswith("Lorekeeper, ")})
+    variants = [k for k in dict.fromkeys(k for k, _ in scores) if k.startswith("Lorekeeper, ")]  # as asked
     return list(
         dict.fromkeys(
             s for s in (*SYSTEMS[:1], *variants, LEXICAL_ONLY, VECTOR_ONLY, *SYSTEMS[1:]) for k, _ in scores if k == s
