@@ -1,14 +1,16 @@
 """Recall, side by side in one run: is the evidence in the first lines a DM reads?
 
     python -m bench.recall --quick          # a small run: 10 questions, 2 episodes, a 4-session campaign
-    python -m bench.recall                  # the full run (see bench/results/h30bench.md for its time)
+    python -m bench.recall                  # the full run (bench/README.md "Recall" says its options and time)
 
 Two data sets, each cut in two halves that never change (dev, to tune on, and held-out), every system on the same
 lines in the same run:
 
 - LongMemEval (../shared/data/longmemeval/longmemeval_oracle.json; ``_abs`` questions have no evidence: left out):
   each question gets its own campaign, its haystack = its evidence sessions + ``--distractors`` sessions of the
-  other sampled questions (seeded), in date order. Halves by a hash of the question id.
+  other sampled questions (seeded), in date order; with ``--pool N``, N questions (in id order) share one, their
+  evidence sessions + ``--distractors`` others, for halves of 50+ questions at the cost of a few. Halves by a hash
+  of the question id.
 - CRD3 (../shared/data/crd3): one campaign holding the episodes, imported as a DM would (``ingest_file`` with the
   wiki's entities); a fan-wiki summary sentence is the query, its turn range the evidence (spans of <= 30 turns,
   score > 0). Halves by episode.
