@@ -1,14 +1,16 @@
 """Recall, side by side in one run: is the evidence in the first lines a DM reads?
 
     python -m bench.recall --quick          # a small run: 10 questions, 2 episodes, a 4-session campaign
-    python -m bench.recall                  # the full run (see bench/results/h30bench.md for its time)
+    python -m bench.recall                  # the full run (bench/README.md "Recall" says its options and time)
 
 Two data sets, each cut in two halves that never change (dev, to tune on, and held-out), every system on the same
 lines in the same run:
 
 - LongMemEval (../shared/data/longmemeval/longmemeval_oracle.json; ``_abs`` questions have no evidence: left out):
   each question gets its own campaign, its haystack = its evidence sessions + ``--distractors`` sessions of the
-  other sampled questions (seeded), in date order. Halves by a hash of the question id.
+  other sampled questions (seeded), in date order; with ``--pool N``, N questions (in id order) share one, their
+  evidence sessions + ``--distractors`` others, for halves of 50+ questions at the cost of a few. Halves by a hash
+  of the question id.
 - CRD3 (../shared/data/crd3): one campaign holding the episodes, imported as a DM would (``ingest_file`` with the
   wiki's entities); a fan-wiki summary sentence is the query, its turn range the evidence (spans of <= 30 turns,
   score > 0). Halves by episode.
@@ -55,7 +57,7 @@ import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
 from bench.baselines.recall_v1 import recall_v1
-from memory import jobs
+from memory import jobs, recall_rank
 from memory.db import EmbeddedPostgres, EmbeddingSpec, create_pool, migrate
 from memory.errors import MemoryError_
 from memory.models import EntityIn, EntityType
@@ -310,6 +312,16 @@ def lme_sample(questions: list[dict], n: int, seed: int) -> list[dict]:
     return sorted(picked, key=lambda q: q["question_id"])[:n] if len(picked) > n else picked
 
 
+def _pools(questions: list[dict], size: int) -> list[list[dict]]:
+    """Questions sharing a campaign: ``size`` at a time in question-id order (types and halves mixed); each
+    one's evidence sessions are the others' distractors. One question a campaign (``size`` 1) keeps the sample's
+    order, as runs before pooling had it."""
+    if size <= 1:
+        return [[q] for q in questions]
+    ordered = sorted(questions, key=lambda q: q["question_id"])
+    return [ordered[k : k + size] for k in range(0, len(ordered), size)]
+
+
 def _lme_date(text: str) -> datetime:
     return datetime.strptime(f"{text[:10]} {text[-5:]}", "%Y/%m/%d %H:%M").replace(tzinfo=UTC)
 
@@ -324,16 +336,18 @@ async def load_longmemeval(memory: Memory, args: argparse.Namespace) -> list[Cas
             sessions.setdefault(sid, (session, date))
     rng = random.Random(args.seed)
     campaigns: list[tuple[dict, int]] = []
-    for n, q in enumerate(questions):
-        own = set(q["haystack_session_ids"])
+    pools = _pools(questions, args.pool)
+    for n, pool in enumerate(pools):
+        own = {s for q in pool for s in q["haystack_session_ids"]}
         others = sorted(s for s in sessions if s not in own)
         chosen = sorted(
             [*own, *rng.sample(others, min(args.distractors, len(others)))],
             key=lambda s: (_lme_date(sessions[s][1]), s),
         )
-        name = f"LongMemEval {q['question_id']} +{args.distractors}"
+        first = pool[0]["question_id"]
+        name = f"LongMemEval {first} +{args.distractors}" + (f" pool {len(pool)}" if args.pool > 1 else "")
         if cid := await memory.pool.fetchval("SELECT id FROM campaigns WHERE name = $1", name):
-            campaigns.append((q, cid))  # kept by an earlier run (--db)
+            campaigns += [(q, cid) for q in pool]  # kept by an earlier run (--db)
             continue
         camp = await memory.campaigns().create(name)
         mem = memory.campaign(camp.id)
@@ -342,14 +356,15 @@ async def load_longmemeval(memory: Memory, args: argparse.Namespace) -> list[Cas
             for i, turn in enumerate(sessions[sid][0]):
                 await rec.add(Utterance(speaker=turn["role"], text=turn["content"], seq=i + 1, ref=f"{sid}/{i}"))
             await rec.end()
-        campaigns.append((q, camp.id))
-        print(f"  LongMemEval: {n + 1}/{len(questions)} haystacks recorded", end="\r", flush=True)
+        campaigns += [(q, camp.id) for q in pool]
+        print(f"  LongMemEval: {n + 1}/{len(pools)} haystacks recorded", end="\r", flush=True)
     print()
     # LongMemEval registers no entities: the extractor's proposals would wait for review, which recall never reads
     await _run_jobs(memory, args, drop=(jobs.SUMMARY, jobs.EXTRACT))
     cases = []
+    read: dict[int, Haystack] = {}
     for q, cid in campaigns:
-        h = await Haystack.read(memory.pool, cid)
+        h = read.get(cid) or read.setdefault(cid, await Haystack.read(memory.pool, cid))
         gold = {
             h.by_ref[f"{sid}/{i}"]
             for sid, session in zip(q["haystack_session_ids"], q["haystack_sessions"], strict=True)
@@ -485,6 +500,13 @@ async def run_systems(
     for mode, name in (("fulltext", LEXICAL_ONLY), ("vector", VECTOR_ONLY)) if args.modes else ():
         found = await recall(mem, args.embedder, case.query, limit=args.limit, embedding=as_list, mode=mode)
         halves[name] = _hit_units(found)
+    for words in args.alone_from:  # the same ranking, hits shown by another display rule
+        kept, recall_rank.ALONE_FROM = recall_rank.ALONE_FROM, words
+        try:
+            found = await recall(mem, args.embedder, case.query, limit=args.limit, embedding=as_list)
+        finally:
+            recall_rank.ALONE_FROM = kept
+        halves[_alone(words)] = _hit_units(found)
     return halves | {
         SYSTEMS[0]: _hit_units(hits),
         SYSTEMS[1]: [Unit(x.session_id, tuple(x.entry_ids)) for x in old],
@@ -492,6 +514,10 @@ async def run_systems(
         SYSTEMS[3]: h.bm25_windows(case.query),
         SYSTEMS[4]: h.minilm_lines(args.embedder, vector),
     }
+
+
+def _alone(words: int | None) -> str:
+    return "Lorekeeper, context for every hit" if words is None else f"Lorekeeper, no context from {words} words"
 
 
 @dataclass(slots=True)
@@ -607,15 +633,18 @@ def print_quality(title: str, scores: dict[tuple[str, str], list[Score]], split:
         cells = [f"{sum(r.budgets[k] for r in rows) / n:.3f}" for k in range(len(BUDGETS))]
         if sessions:
             cells += [f"{sum(r.any5 for r in rows) / n:.3f}", f"{sum(r.all5 for r in rows) / n:.3f}"]
-        shown = system in (*SYSTEMS[:2], LEXICAL_ONLY, VECTOR_ONLY)
+        shown = system in SYSTEMS[:2] or system.startswith("Lorekeeper")
         cells.append(f"{statistics.mean(r.words for r in rows):,.0f}" if shown else "—")
         print(f"| {system} | " + " | ".join(cells) + " |")
 
 
 def _present(scores: dict[tuple[str, str], list[Score]]) -> list[str]:
     """The systems measured, the product's first."""
+    variants = [k for k in dict.fromkeys(k for k, _ in scores) if k.startswith("Lorekeeper, ")]  # as asked
     return list(
-        dict.fromkeys(s for s in (*SYSTEMS[:1], LEXICAL_ONLY, VECTOR_ONLY, *SYSTEMS[1:]) for k, _ in scores if k == s)
+        dict.fromkeys(
+            s for s in (*SYSTEMS[:1], *variants, LEXICAL_ONLY, VECTOR_ONLY, *SYSTEMS[1:]) for k, _ in scores if k == s
+        )
     )
 
 
@@ -663,8 +692,9 @@ async def main(args: argparse.Namespace) -> None:
 
     lme_sessions = sum(len(c.haystack.session_titled) for c in lme) / max(1, len(lme))
     cut = f" (their first {args.turns} turns)" if args.turns else ""
-    print(f"\nLongMemEval: haystacks of {lme_sessions:.0f} sessions ({args.distractors} distractors); CRD3: one "
-          f"campaign of {2 * args.episodes} episodes{cut}; recall --limit {args.limit}")  # fmt: skip
+    shared = f", {args.pool} questions a haystack" if args.pool > 1 else ""
+    print(f"\nLongMemEval: haystacks of {lme_sessions:.0f} sessions ({args.distractors} distractors{shared}); "
+          f"CRD3: one campaign of {2 * args.episodes} episodes{cut}; recall --limit {args.limit}")  # fmt: skip
     for split in ("dev", "held-out"):
         print_quality("LongMemEval", lme_scores, split, sessions=True)
     for split in ("dev", "held-out"):
@@ -684,11 +714,22 @@ async def main(args: argparse.Namespace) -> None:
     )
 
 
+def _words(text: str) -> int | None:
+    return None if text == "none" else int(text)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a small run (< 3 minutes once the cache is warm)")
     parser.add_argument("--questions", type=int, default=40, help="LongMemEval questions (both halves)")
     parser.add_argument("--distractors", type=int, default=50, help="other questions' sessions in each haystack")
+    parser.add_argument(
+        "--pool",
+        type=int,
+        default=1,
+        help="LongMemEval questions sharing one haystack (their evidence sessions + --distractors others): "
+        "recording and indexing cost about 1/N as much, for larger halves",
+    )
     parser.add_argument("--crd3-queries", type=int, default=40, help="summary sentences per CRD3 episode")
     parser.add_argument("--episodes", type=int, default=2, help="CRD3 episodes of each half (the smallest)")
     parser.add_argument("--turns", type=int, default=0, help="only each episode's first turns (0: all)")
@@ -700,6 +741,14 @@ if __name__ == "__main__":
     parser.add_argument("--latency-queries", type=int, default=32, help="CRD3 sentences added to the 8 questions")
     parser.add_argument("--latency-rounds", type=int, default=3)
     parser.add_argument("--modes", action="store_true", help="also Lorekeeper's full-text and vector halves alone")
+    parser.add_argument(
+        "--alone-from",
+        type=_words,
+        nargs="*",
+        default=[],
+        help="also Lorekeeper with hits shown by other display rules: no context for a line of N+ words each "
+        "('none': context for every hit); the same ranking, so only the display differs",
+    )
     parser.add_argument("--by-type", action="store_true", help="also LongMemEval session any@5 by question type")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(

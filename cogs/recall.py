@@ -2,7 +2,7 @@
 
 Retrieval is ``memory.recall`` (BM25 over lines + vectors + the graph, fused) — BM25 only when the bot was built
 without an embedder — after the current facts of the entities the query names (``memory.recall.named_entities``).
-Each hit is its best lines, whole, with a line of context either side.
+Each hit is its best lines, whole, a short one with a line of context either side.
 """
 
 from __future__ import annotations

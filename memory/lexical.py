@@ -148,6 +148,7 @@ class Candidates:
     scored: dict[int, float]  # the BM25 of each line of ``also`` that holds a term of the query
     lines: dict[int, Line]  # every line of both
     mentioning: set[int]  # those the mention index ties to one of ``entity_ids``
+    off_game: set[int]  # those the chunk job marked as the pre-show, a break or the after-show
     around: list[Line]  # every line of both and those within ``context`` of one, by session and seq
 
 
@@ -168,8 +169,9 @@ async def candidates(
     for ``query`` (the question and its expansions, each weighted; best first, ties to the newer line;
     ``session_ids`` / ``speakers``, case-insensitive, keep only those lines), the BM25 of the lines ``also`` (those
     of windows found by meaning: any session or speaker), which of them mention ``entity_ids``, and every one of
-    them with the lines within ``context`` of it (a hit's lines, read before it is known which will be shown).
-    ``limit`` 0: no lexical list (only ``also`` scored)."""
+    them with the lines within ``context`` of it (a hit's lines, read before it is known which will be shown),
+    and which of both are table talk by the chunk job's marks. ``limit`` 0: no lexical list (only ``also``
+    scored)."""
     fetch, bounded = _fetched(query, budget) if query.terms and limit else (None, "")
     rows = await db.fetch(
         f"""
@@ -210,7 +212,10 @@ async def candidates(
                f.id IS NOT NULL AND cardinality($11::bigint[]) > 0 AND EXISTS (
                    SELECT FROM entity_mentions m
                    WHERE m.campaign_id = $1 AND m.entry_id = e.id AND m.entity_id = ANY($11::bigint[])
-               ) AS mentions
+               ) AS mentions,
+               f.id IS NOT NULL AND EXISTS (
+                   SELECT FROM line_vectors v WHERE v.campaign_id = $1 AND v.entry_id = e.id AND v.talk IS NOT NULL
+               ) AS off_game
         FROM around e JOIN sessions s ON s.campaign_id = $1 AND s.id = e.session_id
         LEFT JOIN found f ON f.id = e.id
         LEFT JOIN lexical x ON x.id = e.id
@@ -242,5 +247,6 @@ async def candidates(
         scored={r["id"]: float(r["also_score"]) for r in rows if r["also_score"] is not None},
         lines={line.id: line for line, r in zip(lines, rows, strict=True) if r["found"]},
         mentioning={r["id"] for r in rows if r["mentions"]},
+        off_game={r["id"] for r in rows if r["off_game"]},
         around=lines,
     )

@@ -1,8 +1,8 @@
 """Recall: what was said about X — the lines that answer it, ranked by BM25 over lines (:mod:`memory.lexical`),
 vectors over lines (over windows, each credited to its best line, while a campaign has no line vectors) and the
 graph (the entities a question names expand it and lift the lines that mention them), fused by
-:mod:`memory.recall_rank`. A hit is the best line(s) with a line of context either side, whole, citing the ``ref``
-of every line. Discord-free: /recall, ``lorekeeper recall`` and the MCP tools call this.
+:mod:`memory.recall_rank`. A hit is the best line(s), whole, a short one with a line of context either side,
+citing the ``ref`` of every line. Discord-free: /recall, ``lorekeeper recall`` and the MCP tools call this.
 
 A passage says what was true when it was said ("Thrennick has the Ember Key"); the entities a query names come
 with their current facts from the graph (:func:`named_entities`), so an answer shows what has changed since.
@@ -116,7 +116,7 @@ async def recall(
     dm: bool = True,
 ) -> list[RecallHit]:
     """The ``limit`` best hits for ``query`` (its first ``QUERY_CHARS`` characters): the lines that answer it,
-    each with a line of context either side. ``embedding`` may be given when the caller embedded in bulk; ``dm``:
+    a short one with a line of context either side. ``embedding`` may be given when the caller embedded in bulk; ``dm``:
     secret entities' names expand the query too (a player's query is expanded with public names only)."""
     parsed = rank.parse(_clipped(query), await _speakers(mem, query))
     sessions = await _sessions(mem, parsed.filters)
@@ -157,15 +157,15 @@ async def recall(
     candidates = [*dict.fromkeys([*lexical, *vector])]
     mentioning = found.mentioning.intersection(candidates)
     # the pre-show, breaks and after-show the chunk job marked: a recap before the story says the story's words
-    segments = await mem.semantic.off_game(candidates)
+    segments = found.off_game.intersection(candidates)
     ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=segments)
     # table talk is told apart only near the top (a long line costs a millisecond): what it demotes, it demotes there
     top = [f.entry_id for f in ranked[: TALK_CHECKED * limit] if f.entry_id in entries]
     talk = [*segments, *(i for i in top if i not in segments and line_talk(entries[i].text) is not None)]
     if len(talk) > len(segments):
         ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=talk)
-    places = {i: rank.Place(i, e.session_id, e.seq) for i, e in entries.items()}
-    groups = rank.group(ranked, places, limit)
+    places = {i: rank.Place(i, e.session_id, e.seq, len(e.text.split())) for i, e in entries.items()}
+    groups = rank.group(ranked, places, limit, alone_from=rank.ALONE_FROM)  # read here: the bench varies it
     return _hits(groups, {f.entry_id: f for f in ranked}, found.around)
 
 

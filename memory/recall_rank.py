@@ -27,6 +27,10 @@ CONTEXT = 1
 #: their start after it). Whole neighbours of LongMemEval's ~190-word turns used up a 300-word reading before the
 #: answer; 8 to 15 words did equally well on the dev half.
 PREVIEW_WORDS = 12
+#: A line that scored with at least this many words is shown without context: it says enough to be read alone,
+#: and its neighbours would spend the reading (3 lines a hit) before the next hit. 5 to 20 scored alike on the
+#: LongMemEval dev half (CRD3 dev did not move); the largest keeps context wherever it costs little. None: always.
+ALONE_FROM: int | None = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +180,7 @@ class Place:
     entry_id: int
     session_id: int
     seq: int
+    words: int = 0  # of its text
 
 
 @dataclass(slots=True)
@@ -189,10 +194,18 @@ class Group:
     score: float
 
 
-def group(ranked: Sequence[Fused], places: Mapping[int, Place], limit: int, *, context: int = CONTEXT) -> list[Group]:
-    """The first ``limit`` hits: each ranked line with ``context`` lines either side. A line already shown by a
-    hit, or next to its span, joins that hit (one passage, read once; it grows by the line, not by more context)
-    instead of making another."""
+def group(
+    ranked: Sequence[Fused],
+    places: Mapping[int, Place],
+    limit: int,
+    *,
+    context: int = CONTEXT,
+    alone_from: int | None = ALONE_FROM,
+) -> list[Group]:
+    """The first ``limit`` hits: each ranked line with ``context`` lines either side, none when it has at least
+    ``alone_from`` words (None: always context). A line already shown by a hit, or next to
+    its span, joins that hit (one passage, read once; it grows by the line, not by more context) instead of making
+    another."""
     out: list[Group] = []
     for line in ranked:
         if len(out) >= limit:
@@ -200,11 +213,12 @@ def group(ranked: Sequence[Fused], places: Mapping[int, Place], limit: int, *, c
         place = places.get(line.entry_id)
         if place is None:
             continue
+        around = 0 if alone_from is not None and place.words >= alone_from else context
         joined = next(
             (
                 g
                 for g in out
-                if g.session_id == place.session_id and g.first - context - 1 <= place.seq <= g.last + context + 1
+                if g.session_id == place.session_id and g.first - around - 1 <= place.seq <= g.last + around + 1
             ),
             None,
         )
@@ -212,5 +226,5 @@ def group(ranked: Sequence[Fused], places: Mapping[int, Place], limit: int, *, c
             joined.first, joined.last = min(joined.first, place.seq), max(joined.last, place.seq)
             joined.matched.append(line.entry_id)
             continue
-        out.append(Group(place.session_id, place.seq - context, place.seq + context, [line.entry_id], line.score))
+        out.append(Group(place.session_id, place.seq - around, place.seq + around, [line.entry_id], line.score))
     return out

@@ -191,16 +191,6 @@ class SemanticIndex:
             list(talk.values()),
         )
 
-    async def off_game(self, entry_ids: Sequence[int]) -> set[int]:
-        """Those of the lines that are in a pre-show, a break or an after-show (see :meth:`mark_talk`)."""
-        rows = await self.db.fetch(
-            "SELECT entry_id FROM line_vectors WHERE campaign_id = $1 AND entry_id = ANY($2::bigint[])"
-            " AND talk IS NOT NULL",
-            self.campaign_id,
-            list(entry_ids),
-        )
-        return {r["entry_id"] for r in rows}
-
     async def nearest_lines(
         self,
         embedding: Sequence[float],

@@ -9,7 +9,7 @@ from cogs.recall import cite, cited
 from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Visibility
 from memory.recall import recall
-from memory.recall_rank import PREVIEW_WORDS
+from memory.recall_rank import ALONE_FROM, PREVIEW_WORDS
 from memory.store import CampaignMemory, Memory
 
 
@@ -40,14 +40,23 @@ async def test_rare_words_beat_a_line_that_only_says_a_common_name(campaign: Cam
     assert hit.session == "Two" and hit.matched == ["fulltext"]
 
 
-async def test_a_hit_is_its_line_whole_with_a_line_of_context_either_side(campaign: CampaignMemory) -> None:
-    long = "The festival of Winter's Crest begins in three days, " + "and the whole city prepares " * 30 + "for it."
-    ids = await said(campaign, "One", [*FILLER[:4], ("MATT", long), *FILLER[4:8]])
+async def test_a_hit_is_its_line_with_a_line_of_context_either_side(campaign: CampaignMemory) -> None:
+    ids = await said(campaign, "One", [*FILLER[:4], ("MATT", "Winter's Crest is in three days."), *FILLER[4:8]])
     (hit,) = await recall(campaign, None, "Winter's Crest", limit=1, mode="fulltext")
     assert [line.entry_id for line in hit.lines] == ids[3:6]
     assert [line.matched for line in hit.lines] == [False, True, False]
-    assert hit.lines[1].text == long  # whole, never cut
     assert hit.entry_ids == ids[3:6] and hit.speakers == ["DM", "MATT"]
+
+
+async def test_a_long_line_is_shown_whole_and_alone(campaign: CampaignMemory) -> None:
+    """A line of ALONE_FROM words or more says enough by itself: its neighbours would only spend the reading."""
+    long = "The festival of Winter's Crest begins in three days, " + "and the whole city prepares " * 30 + "for it."
+    assert ALONE_FROM is not None and len(long.split()) >= ALONE_FROM
+    ids = await said(campaign, "One", [*FILLER[:4], ("MATT", long), *FILLER[4:8]])
+    (hit,) = await recall(campaign, None, "Winter's Crest", limit=1, mode="fulltext")
+    assert [line.entry_id for line in hit.lines] == [ids[4]] and hit.lines[0].matched
+    assert hit.lines[0].text == long  # whole, never cut
+    assert hit.entry_ids == [ids[4]] and hit.speakers == ["MATT"]
     assert long in cite(hit)
     # an embed clips at its limit between words, with "…"
     short = cited([hit], str, 200)

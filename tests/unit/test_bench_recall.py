@@ -1,6 +1,6 @@
 """The recall benchmark's scoring: what a DM reads, counted at equal budgets (bench/recall.py)."""
 
-from bench.recall import Unit, half, reading, session_recall, shown_words, within_budgets
+from bench.recall import Unit, _pools, half, reading, session_recall, shown_words, within_budgets
 
 
 def test_reading_keeps_rank_order_and_counts_a_shared_line_once() -> None:
@@ -44,3 +44,9 @@ def test_a_previewed_context_line_counts_the_words_shown() -> None:
     assert [shown[i] for i in reading(units)] == [12, 5, 400]  # the first reading of a line is the one counted
     assert within_budgets(reading(units), {2}, shown) == [True, True, True, True]
     assert within_budgets(reading(units), {2}, words) == [True, True, False, True]  # read whole: over 300 words
+
+
+def test_pooled_questions_share_a_haystack_in_id_order_and_one_keeps_the_sample_order() -> None:
+    questions = [{"question_id": q} for q in ("c", "a", "e", "b", "d")]
+    assert [[q["question_id"] for q in p] for p in _pools(questions, 2)] == [["a", "b"], ["c", "d"], ["e"]]
+    assert [[q["question_id"] for q in p] for p in _pools(questions, 1)] == [["c"], ["a"], ["e"], ["b"], ["d"]]

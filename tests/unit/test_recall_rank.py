@@ -110,6 +110,30 @@ def test_a_hit_is_its_line_with_context_and_neighbours_join_it() -> None:
     ]
 
 
+def test_a_long_line_is_shown_alone_a_short_one_with_context() -> None:
+    places = {1: Place(1, 1, 10, words=60), 2: Place(2, 1, 30, words=8), 3: Place(3, 1, 50, words=59)}
+    ranked = [Fused(1, 0.9), Fused(2, 0.8), Fused(3, 0.7)]
+    hits = group(ranked, places, limit=5, alone_from=60)
+    assert [(g.first, g.last) for g in hits] == [(10, 10), (29, 31), (49, 51)]
+    # None: every hit has its context, however long its line
+    assert [(g.first, g.last) for g in group(ranked, places, limit=5, alone_from=None)] == [
+        (9, 11),
+        (29, 31),
+        (49, 51),
+    ]
+
+
+def test_a_line_next_to_a_long_line_shown_alone_joins_it_and_one_further_does_not() -> None:
+    places = {1: Place(1, 1, 10, words=200), 2: Place(2, 1, 11, words=200), 3: Place(3, 1, 13, words=200)}
+    hits = group([Fused(1, 0.9), Fused(2, 0.8), Fused(3, 0.7)], places, limit=5, alone_from=40)
+    # line 12 would be read between them: no line is shown that neither scored nor is context of one that did
+    assert [(g.first, g.last, g.matched) for g in hits] == [(10, 11, [1, 2]), (13, 13, [3])]
+    # a short line two away still joins, its context reaching the span
+    places[3] = Place(3, 1, 13, words=5)
+    hits = group([Fused(1, 0.9), Fused(2, 0.8), Fused(3, 0.7)], places, limit=5, alone_from=40)
+    assert [(g.first, g.last, g.matched) for g in hits] == [(10, 13, [1, 2, 3])]
+
+
 def test_group_stops_at_the_limit() -> None:
     places = _places((1, 1, 10), (2, 1, 50), (3, 1, 90))
     hits = group([Fused(1, 3), Fused(2, 2), Fused(3, 1)], places, limit=2)
