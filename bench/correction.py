@@ -9,6 +9,7 @@
     valgrind --tool=cachegrind --cache-sim=no python -m bench.correction --workload 500 --repeat 1
         # instructions, which the machine's load does not change: the count less --workload 0's, per utterance
     python -m bench.correction --dump before.jsonl   # stage 1 on every CRD3 turn and case, to compare with cmp
+    python -m bench.correction --only crd3 --cast   # stage 1 told the session's cast: every player character
 
 Reads ../shared/data (override with LOREKEEPER_DATA); prints "skipped: data not found" for a missing set. Real
 ASR errors: every asr/ref/<set>.biasing_<n>.tsv with a recogniser's output asr/hyp/<set>.*.tsv.
@@ -41,6 +42,7 @@ from rapidfuzz.distance import JaroWinkler
 
 from bot.cli.correct import DEFAULT_JOBS
 from bot.settings import load_settings
+from campaigns.files import read_campaign_file
 from memory.correction import EntityName, MatchSettings, PhoneticIndex, PhoneticMatcher, Pipeline
 from memory.correction.evidence import word_zipf
 from memory.correction.llm import LLMCorrector
@@ -103,6 +105,14 @@ def crd3_entities() -> list[EntityName]:
         aliases = [_spoken(s) for s, n in e["surfaces"].items() if s != e["canonical"] and _alias_worthy(s, n, e)]
         entities.append(EntityName(id=i, name=name, aliases=[a for a in aliases if a and a != name]))
     return entities
+
+
+def player_ids(entities: list[EntityName]) -> frozenset[int]:
+    """The ids of the entities named as the example campaign's player characters (by name or alias): a cast as
+    large as a campaign's, both parties' players at once (``--cast``)."""
+    example = read_campaign_file(Path(__file__).resolve().parents[1] / "campaigns" / "examples" / "critical_role.yaml")
+    names = {normalize(n) for e in example.entities if e.type == "player" for n in [e.name, *e.aliases]}
+    return frozenset(e.id for e in entities if e.id is not None and normalize(e.name) in names)
 
 
 def srd_entities(first_id: int) -> list[EntityName]:
@@ -428,7 +438,8 @@ class NaiveMatcher:
 
 def bench_slots(args: argparse.Namespace, matcher: PhoneticMatcher, names: set[str]) -> None:
     """Stage 1 on every mishearing of the set, each in the place of a name in other turns (see ``slot_cases``)."""
-    ours: Corrector = lambda t, conf: matcher.correct(t, conf).corrections  # noqa: E731
+    cast = player_ids(crd3_entities()) if args.cast else frozenset()
+    ours: Corrector = lambda t, conf: matcher.correct(t, conf, cast).corrections  # noqa: E731
     # The turns are chosen with the default settings, so that another --setting is measured on the same cases.
     default = PhoneticMatcher(matcher.index)
     chosen: Corrector = lambda t, conf: default.correct(t, conf).corrections  # noqa: E731
@@ -464,7 +475,8 @@ def bench_crd3(args: argparse.Namespace) -> None:
     entities += srd_entities(len(entities))
     matcher = PhoneticMatcher(PhoneticIndex.build(entities), args.match_settings)
     names = matcher.index.exact_spaceless
-    ours: Corrector = lambda t, conf: matcher.correct(t, conf).corrections  # noqa: E731
+    cast = player_ids(entities) if args.cast else frozenset()
+    ours: Corrector = lambda t, conf: matcher.correct(t, conf, cast).corrections  # noqa: E731
     runs: list[tuple[str, Corrector, random.Random | None, list[Case], list[str]]] = [
         ("phonetic", ours, None, cases, clean),
         ("phonetic + simulated conf.", ours, random.Random(args.seed), cases, clean),
@@ -671,13 +683,14 @@ def dump(args: argparse.Namespace) -> None:
     entities = crd3_entities()
     entities += srd_entities(len(entities))
     matcher = PhoneticMatcher(PhoneticIndex.build(entities), args.match_settings)
+    cast = player_ids(entities) if args.cast else frozenset()
     turns = crd3_turns()
     cases, _ = crd3_cases(turns, args.per_entry, random.Random(args.seed), args.mishearings)
     rng = random.Random(11)
     with args.dump.open("w", encoding="utf-8") as out:
 
         def write(tag: str, text: str, confidences: list[float] | None) -> None:
-            result = matcher.correct(text, confidences)
+            result = matcher.correct(text, confidences, cast)
             fixes = [c.model_dump(mode="json") for c in result.corrections]
             out.write(json.dumps([tag, fixes, result.suspects], ensure_ascii=False) + "\n")
 
@@ -832,6 +845,9 @@ def main() -> None:
     parser.add_argument("--workload", type=int, help="only correct this many utterances, for valgrind (see above)")
     parser.add_argument("--repeat", type=int, default=1, help="times --workload corrects its utterances")
     parser.add_argument("--dump", type=Path, help="only write stage 1's result on every CRD3 turn to this file")
+    parser.add_argument(
+        "--cast", action="store_true", help="crd3 and --dump: stage 1 told every player character is the cast"
+    )
     args = parser.parse_args()
     args.match_settings = replace(MatchSettings(), **dict(args.setting))
     if args.workload is not None:

@@ -16,7 +16,8 @@ correction, L1), once per model and prompt:
   before the prompt was chosen from the graph);
 - ``chosen``: the graph-chosen prompt (``memory.voice.prompt``: the session's cast and pinned, said lately, said
   most, rest);
-- ``allcast``: the same with every player character of the campaign in the first tier, not the session's cast.
+- ``allcast``: the same with every player character of the campaign in the first tier, not the session's cast;
+- ``nocast``: the chosen prompt, with stage 1 not told the session's cast (the rule before it was).
 
 Each condition has a campaign of its own, so its earlier episodes are the "last sessions" its cast is read from
 (the episodes are played in order, as a campaign is); ``--history N`` stores the N turns of the episode before
@@ -86,6 +87,8 @@ class Line:
     end: float = 0.0
     heard: dict[str, list[str]] = field(default_factory=dict)  # condition -> stored texts (raw, corrected)
     before: list[tuple[str, str]] = field(default_factory=list)  # (speaker, text) said earlier: a past session
+    #: condition -> the stored lines that overlap it: raw text, stored text, the recogniser's words (``--dump``)
+    parts: dict[str, list[tuple[str, str, list[tuple[str, float | None]]]]] = field(default_factory=dict)
 
 
 def pick_lines(
@@ -147,14 +150,24 @@ class Timed:
 
     def __init__(self, stt: WhisperSTT, names: Sequence[str] | None) -> None:
         self.stt, self.names, self.seconds, self.cpu_seconds = stt, names, 0.0, 0.0
+        self.words: dict[str, list[tuple[str, float | None]]] = {}  # text heard -> its words (for ``--dump``)
 
     async def transcribe(self, pcm: np.ndarray, *, prompt_names: Sequence[str] = ()) -> Transcript:
         started, cpu = time.perf_counter(), time.process_time()
         try:
-            return await self.stt.transcribe(pcm, prompt_names=prompt_names if self.names is None else self.names)
+            heard = await self.stt.transcribe(pcm, prompt_names=prompt_names if self.names is None else self.names)
+            self.words[heard.text.strip()] = [(w.word, w.confidence) for w in heard.words]
+            return heard
         finally:
             self.seconds += time.perf_counter() - started
             self.cpu_seconds += time.process_time() - cpu
+
+
+class CastUnknown(CampaignNames):
+    """The campaign's names for the prompt; stage 1 is not told the session's cast."""
+
+    def cast(self, at: float | None = None) -> frozenset[int]:
+        return frozenset()
 
 
 def by_connections(entities: list[PromptEntity]) -> list[str]:
@@ -201,21 +214,27 @@ async def transcribe_all(
     condition: str,
     *,
     session_cast: bool = True,
-) -> None:
-    """Ingest every episode's tracks as a session; give each spoken line the stored lines that overlap it."""
+    stage1_cast: bool = True,
+) -> dict[str, list[str]]:
+    """Ingest every episode's tracks as a session; give each spoken line the stored lines that overlap it. Returns
+    each episode's cast as the session ended (the names of its player characters)."""
+    casts: dict[str, list[str]] = {}
     for episode, (lines, tracks) in episodes.items():
         title = f"{episode} {condition}"
         if lines[0].before:  # the table's last session, as stored text, before tonight's recording
             past = await mem.log.start_session(f"{title} before")
             await mem.log.write_many(past.id, [EntryIn(speaker=who, text=text) for who, text in lines[0].before])
+        names = (CampaignNames if stage1_cast else CastUnknown)(mem, session_cast=session_cast)
         await ingest_audio(
             mem,
             [AudioTrack(p, f"Speaker {k}") for k, p in enumerate(tracks)],
             stt,
             session_title=title,
             again=True,
-            names=CampaignNames(mem, session_cast=session_cast),
+            names=names,
         )
+        cast = names.cast()
+        casts[episode] = sorted(e.name for e in await mem.graph.prompt_entities(recent_sessions=0) if e.id in cast)
         session = await mem.log.session_by_title(title)
         assert session is not None
         stored = await mem.log.session_entries(session.id)
@@ -229,6 +248,8 @@ async def transcribe_all(
         for i, line in enumerate(lines):
             parts = sorted(heard.get(i, []))
             line.heard[condition] = [" ".join(p[1] for p in parts), " ".join(p[2] for p in parts)]
+            line.parts[condition] = [(raw, text, stt.words.get(raw, [])) for _, raw, text in parts]
+    return casts
 
 
 def show(cells: list[str], widths: list[int]) -> None:
@@ -274,7 +295,7 @@ async def run(args: argparse.Namespace) -> int:
             f"{len(lines)} lines of {len(episodes)} CRD3 episodes ({sum(ln.dev for ln in lines)} dev), "
             f"{session_s / 60:.1f} min as a table of {SPEAKERS}; {len(entities)} entities; seed {args.seed}"
         )
-        fixed = {"none": [], "connected": by_connections(entities), "chosen": None, "allcast": None}
+        fixed = {"none": [], "connected": by_connections(entities), "chosen": None, "allcast": None, "nocast": None}
         header = ["model", "beam/budget", "prompt", "dev: recall / precision / other WER", "held-out", "all"]
         widths = [7, 11, 18, 35, 21, 21]
         show([*header, "RTF (CPU s / s)"], [*widths, 15])
@@ -288,7 +309,21 @@ async def run(args: argparse.Namespace) -> int:
                         stt = Timed(whisper, fixed[prompt])
                         condition = f"{model}/{beam}/{budget}/{prompt}"
                         mem = unused.pop() if unused else await new_campaign(condition)
-                        await transcribe_all(mem, episodes, stt, condition, session_cast=prompt != "allcast")
+                        casts = await transcribe_all(
+                            mem,
+                            episodes,
+                            stt,
+                            condition,
+                            session_cast=prompt != "allcast",
+                            stage1_cast=prompt != "nocast",
+                        )
+                        if args.dump:
+                            with args.dump.open("a") as out:
+                                for line in lines:
+                                    said = {"condition": condition, "episode": line.episode, "dev": line.dev}
+                                    parts = line.parts[condition]
+                                    row = {**said, "said": line.text, "parts": parts, "cast": casts[line.episode]}
+                                    out.write(json.dumps(row) + "\n")
                         for stage, label in ((0, ""), (1, " + stage 1")):
                             cells = [model, f"{beam}/{budget}", prompt + label]
                             for half in (True, False, None):
@@ -324,6 +359,9 @@ def main() -> None:
         "--history", type=int, default=0, help="turns said before each stretch, stored as the last session"
     )
     parser.add_argument("--verbose", action="store_true", help="print each line as said and as stored")
+    parser.add_argument(
+        "--dump", type=Path, help="append each line (said; heard raw, stored, word confidences; the cast) as JSON"
+    )
     raise SystemExit(asyncio.run(run(parser.parse_args())))
 
 

@@ -206,11 +206,13 @@ class VoiceSession:
         into = (dt.datetime.now(dt.UTC) - guard.session.started_at).total_seconds()
         self.names: dict[int, str] = {}
         self.source = FrameQueueSource(asyncio.get_running_loop())
+        names = CampaignNames(mem)
+        guard.recorder.cast = names.cast  # stage 1 knows the cast the speech prompt puts first
         self.pipeline = VoicePipeline(
             self.source,
             guard,
             stt,
-            names=CampaignNames(mem),
+            names=names,
             speaker_name=self.speaker_name,
             session_start=self.started - max(0.0, into),
             unheard_dir=unheard,

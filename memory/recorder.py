@@ -7,7 +7,8 @@ so a crash can lose neither a line nor the work owed on it.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -155,6 +156,7 @@ class SessionRecorder:
         max_delay_s: float = 2.0,
         index_cache: CorrectionIndexCache | None = None,
         stage2: bool = False,
+        cast: Callable[[float], AbstractSet[int]] | None = None,
     ) -> None:
         self.mem = mem
         self.session = session
@@ -162,6 +164,9 @@ class SessionRecorder:
         self.max_delay_s = max_delay_s
         self.index_cache = index_cache or default_index_cache
         self.stage2 = stage2  # an LLM is configured: enqueue correction stage 2 too
+        #: The session's cast for a line said that many seconds in (entity ids): a name the recogniser writes that
+        #: sounds like a cast member's is theirs (``PhoneticMatcher.correct``). The speech prompt's first tier.
+        self.cast = cast
         self._buffer: list[Utterance] = []
         self._oldest: float | None = None
         self.written = 0  # entries new to L1 (a replayed line is not counted)
@@ -210,7 +215,7 @@ class SessionRecorder:
                     (w.word, w.confidence) for w in u.words if w.confidence is not None
                 ]
                 confidences = align_confidences(u.text, tokenize(u.text), words) if words else None
-            result = matcher.correct(u.text, confidences)
+            result = matcher.correct(u.text, confidences, self.cast(u.start_s) if self.cast else frozenset())
             self.corrections += len(result.corrections)
             rows.append(
                 EntryIn(

@@ -121,6 +121,10 @@ class MatchSettings:
     #: A span one phone off a name that starts or ends with a word this common ("tent or" / Centaur) has
     #: caught a real word plus its neighbour.
     sound_edge_zipf: float = 6.5  # 6.0 -> 6.5: "ye not who", "had ash"; 7.0 lets in "tent or", "drink it"
+    #: A word the transcript writes as a name (capitalised inside a sentence, no entity's) is a cast member's name
+    #: it sounds like, or is a phone off, from this many phones of the name ("Max" / Vax; see
+    #: ``PhoneticMatcher._cast_names``).
+    cast_min_phones: int = 4
 
 
 _PLAIN = re.compile(r"[a-z]+(?:'[a-z]+)*")

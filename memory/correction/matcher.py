@@ -36,6 +36,12 @@ _JOINERS = frozenset(" \t-‐‑")
 _SENTENCE_OPENERS = frozenset(".!?:;\"“”'‘’()[]{}-–—…*")
 _APOSTROPHES = "'’‘"
 _ARTICLES = frozenset({"a", "an", "the"})
+#: Words before a noun, not before a person's name.
+_DETERMINERS = frozenset(
+    {*_ARTICLES, "my", "your", "his", "her", "its", "our", "their", "this", "that", "these", "those"}
+)
+#: Small words inside a capitalised name ("Tower of Terror").
+_LINKS = frozenset({"of", "the", "de", "von", "van"})
 _SENTENCE_ENDS = ".!?…"
 _CLOSERS = _SENTENCE_ENDS + " \"'”’»)"
 # A name heard as a few more or fewer letters is plausible; 3:2 in length is not.
@@ -314,6 +320,19 @@ def _named(text: str, tokens: list[Token]) -> list[bool]:
     return out
 
 
+def _in_longer_name(text: str, tokens: list[Token], capitalised: list[bool], i: int) -> bool:
+    """Whether token ``i`` is one word of a longer name, its neighbours ``capitalised`` inside the sentence too
+    (see ``_named``): "Terry Gilliam", "Axe & Shield", "Tower of Terror"."""
+
+    def joined(a: int, b: int) -> bool:
+        return text[tokens[a].end : tokens[b].start].strip(" \t-‐‑&") == ""
+
+    before = i > 0 and joined(i - 1, i)
+    after = i + 1 < len(tokens) and joined(i, i + 1)
+    of = i > 1 and before and tokens[i - 1].norm in _LINKS and joined(i - 2, i - 1) and capitalised[i - 2]
+    return (before and capitalised[i - 1]) or (after and capitalised[i + 1]) or of
+
+
 def _dangles(text: str, tokens: list[Token], i: int, zipfs: list[float], edge_zipf: float) -> bool:
     """Whether token ``i`` ends a sentence or comes before a function word: "a." and "the or", not "a-- a"."""
     if i + 1 == len(tokens):
@@ -395,8 +414,11 @@ class PhoneticMatcher:
         )
         load_tables()
 
-    def correct(self, text: str, confidences: Sequence[float | None] | None = None) -> Stage1Result:
-        """Corrections for ``text``; ``confidences`` are per token of :func:`tokenize` (None: unknown).
+    def correct(
+        self, text: str, confidences: Sequence[float | None] | None = None, cast: AbstractSet[int] = frozenset()
+    ) -> Stage1Result:
+        """Corrections for ``text``; ``confidences`` are per token of :func:`tokenize` (None: unknown); ``cast``:
+        the ids of the entities the table says all evening (the session's cast, see ``_cast_names``).
 
         Windows (runs of words that may be a name) -> judge (each window's best name, if any) -> resolve
         (overlapping windows settled, corrections and stage 2's suspects written)."""
@@ -407,6 +429,8 @@ class PhoneticMatcher:
         words, respaced = self._words(text, tokens, conf)
         no_confidences = all(c is None for c in conf)  # then stage 2 looks at spans sounding near a name
         candidates: list[_Candidate] = list(respaced)
+        if cast:
+            candidates += self._cast_names(text, words, cast)
         near_misses: list[tuple[int, int]] = []
         for window in self._windows(words):
             candidate, near = self._judge(window, no_confidences)
@@ -415,6 +439,36 @@ class PhoneticMatcher:
             elif near:
                 near_misses.append((tokens[window.first].start, tokens[window.last].base_end))
         return self._resolve(text, tokens, words, candidates, near_misses)
+
+    def _cast_names(self, text: str, words: list[_Word], cast: AbstractSet[int]) -> list[_Candidate]:
+        """Names the transcript writes for a cast member: a word it capitalises inside a sentence, no entity's name
+        nor part of a longer name, sounding like one cast member's name of ``cast_min_phones`` phones or more, or a
+        phone off it but no shorter ("Max" / Vax; "Kash" is a nickname of Kashaw). The recogniser heard a name
+        there; said all evening, the cast's is the likely one (the windows leave a written name alone)."""
+        out = []
+        tokens = [w.token for w in words]
+        capitalised = _named(text, tokens)
+        for i, word in enumerate(words):
+            phones = word.facts.said
+            if (
+                not word.named
+                or not phones
+                or word.facts.zipf >= self.settings.function_zipf
+                or _in_longer_name(text, tokens, capitalised, i)
+                or (i > 0 and tokens[i - 1].norm in _DETERMINERS)  # "my Hex", "the Knot": a thing, not a person
+            ):
+                continue
+            found = [
+                (edits, form)
+                for form in self.index.sound_candidates(phones)
+                if form.entity_id in cast
+                and self.settings.cast_min_phones <= len(form.phones) <= len(phones)
+                and (edits := Levenshtein.distance(phones, form.phones, score_cutoff=1)) <= 1
+            ]
+            if (said_as := self._unambiguous(found)) is not None:
+                form, score = said_as
+                out.append(_Candidate(i, i, form, score, False, score - _SOUND_RANK_GAP))
+        return out
 
     def _resolve(
         self,

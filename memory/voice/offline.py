@@ -170,6 +170,7 @@ async def ingest_audio(
     # grew since, write other words, which the session's lines refuse ("a different transcript"): nothing to add
     # but its date, if given again.
     done = None if again else await mem.log.recorded_in(title, digests)
+    names = names or CampaignNames(mem)
     utterances = [] if done is not None else await _transcribe(mem, tracks, stt, on_utterance, on_position, names)
     async with mem.log.importing():
         if not again:
@@ -177,7 +178,7 @@ async def ingest_audio(
             # a recording imported before its files were remembered, or the same speech re-encoded
             await refuse_stored_copy(mem, tracks[0].path.name, {title: utterances[:COMPARED_LINES]})
         recorder = await SessionRecorder.start(
-            mem, title, started_at=started_at, batch_size=500, max_delay_s=1e9, stage2=stage2
+            mem, title, started_at=started_at, batch_size=500, max_delay_s=1e9, stage2=stage2, cast=names.cast
         )
         await recorder.add_many(utterances)
         await recorder.end()

@@ -100,6 +100,8 @@ class NameSource(Protocol):
 
     def heard(self, text: str, at: float) -> None: ...
 
+    def cast(self, at: float | None = None) -> frozenset[int]: ...
+
 
 class StaticNames:
     """A fixed list (tests, benchmarks, a recogniser without a campaign)."""
@@ -112,6 +114,9 @@ class StaticNames:
 
     def heard(self, text: str, at: float) -> None:
         pass
+
+    def cast(self, at: float | None = None) -> frozenset[int]:
+        return frozenset()
 
 
 class CampaignNames:
@@ -168,9 +173,15 @@ class CampaignNames:
         named = (i for i, s in self._said.items() if i in self._players and (at is None or s.since <= at))
         return self._last_cast.union(named) or None
 
+    def cast(self, at: float | None = None) -> frozenset[int]:
+        """The ids of the prompt's first tier for a line starting ``at`` (None: after all said so far): this
+        session's cast (every player character without one) and the pinned entities."""
+        cast = self._cast(at)
+        return frozenset(e.id for e in self._entities if e.pinned or (e.cast and (cast is None or e.id in cast)))
+
     def heard(self, text: str, at: float) -> None:
         if self._matcher is not None:  # as the stored line will read; without word confidences, stage 1 is surer
-            text = apply_corrections(text, self._matcher.correct(text).corrections)
+            text = apply_corrections(text, self._matcher.correct(text, cast=self.cast(at)).corrections)
         for start, end, entity in self._gazetteer.find(text):
             said = self._said.setdefault(entity.id, Said(at, first=at))
             said.at = max(said.at, at)

@@ -226,6 +226,9 @@ async def test_a_start_that_resumes_a_session_says_so(
         try:
             [text] = start.texts()
             assert text.startswith("🔴 **Recording**") and said in text, text
+            live = bot.get_cog("Sessions").live[guild.id]  # type: ignore[union-attr]
+            # stage 1 is told the cast the speech prompt puts first
+            assert live.guard.recorder.cast == live.pipeline.names.cast
         finally:
             assert (await fake_discord.invoke("session stop", user_id=dm)).texts()[0].startswith("⏹️ Stopped")
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memory.models import ChunkIn, EntityIn, EntityType, EntryIn, RelationshipIn
+from memory.recorder import CorrectionIndexCache, SessionRecorder, Utterance
 from memory.store import CampaignMemory
 from memory.voice.prompt import RECENT_WINDOW_S, CampaignNames
 
@@ -109,3 +110,30 @@ async def test_a_name_misheard_and_mended_by_stage_1_counts_as_said(table: Campa
     assert (await names.names(20.0))[4] == "Kraghammer" != start[4]
     names.heard("The cart rolls on.", 30.0)  # no name, nothing mended
     assert (await names.names(40.0))[4] == "Kraghammer"
+
+
+async def test_stage_1_writes_the_cast_member_a_written_name_sounds_like(table: CampaignMemory) -> None:
+    """The recorder asks the prompt's names for the cast of each line: "Rex" said to the table is Vex when she is
+    the cast (a phone off), not when another table's party is."""
+    g = table.graph
+    await g.add_entity(EntityIn(name="Jester Lavorre", type=EntityType.player, aliases=["Jester"]))
+    last = await table.log.start_session("Last week", started_at=datetime.now(UTC) - timedelta(days=7))
+    await table.log.write(last.id, EntryIn(speaker="DM", text="Jester and Grog reach Whitestone."))
+    names = CampaignNames(table)
+    await names.names(0.0)
+    jester, grog, vex = [(await g.get_entity(n)).id for n in ("Jester Lavorre", "Grog Strongjaw", "Vex'ahlia")]
+    assert names.cast(0.0) == {jester, grog}
+    names.heard("Vex runs in.", 50.0)
+    assert names.cast(60.0) == {jester, grog, vex}
+    rec = await SessionRecorder.start(table, "Tonight", index_cache=CorrectionIndexCache(), cast=names.cast)
+    said = ["Then Chester walks over.", "Wait, Rex, what was my role?", "Later, Rex, what was my role?"]
+    for at, text in zip([10.0, 20.0, 70.0], said, strict=True):
+        await rec.add(Utterance(speaker="Sam", text=text, start_s=at))
+    await rec.flush()
+    lines = await table.log.session_entries(rec.session.id)
+    assert [line.text for line in lines] == [
+        "Then Jester Lavorre walks over.",
+        "Wait, Rex, what was my role?",  # Vex is not the cast yet: a name of her sound stays as written
+        "Later, Vex'ahlia, what was my role?",
+    ]
+    assert [line.raw_text for line in lines] == said
