@@ -203,9 +203,8 @@ def group(
     alone_from: int | None = ALONE_FROM,
 ) -> list[Group]:
     """The first ``limit`` hits: each ranked line with ``context`` lines either side, none when it has at least
-    ``alone_from`` words (None: always context). A line already shown by a hit, or next to
-    its span, joins that hit (one passage, read once; it grows by the line, not by more context) instead of making
-    another."""
+    ``alone_from`` words (None: always context). A line already shown by a hit, or next to its span, joins that hit
+    (one passage, read once; it grows by the line, not by more context) instead of making another."""
     out: list[Group] = []
     for line in ranked:
         if len(out) >= limit:
