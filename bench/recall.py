@@ -500,13 +500,14 @@ async def run_systems(
     for mode, name in (("fulltext", LEXICAL_ONLY), ("vector", VECTOR_ONLY)) if args.modes else ():
         found = await recall(mem, args.embedder, case.query, limit=args.limit, embedding=as_list, mode=mode)
         halves[name] = _hit_units(found)
-    for words in args.alone_from:  # the same ranking, hits shown by another display rule
-        kept, recall_rank.ALONE_FROM = recall_rank.ALONE_FROM, words
+    for name, constant, value in variants(args):  # the same haystack, one of the product's constants changed
+        kept = getattr(recall_rank, constant)
+        setattr(recall_rank, constant, value)
         try:
             found = await recall(mem, args.embedder, case.query, limit=args.limit, embedding=as_list)
         finally:
-            recall_rank.ALONE_FROM = kept
-        halves[_alone(words)] = _hit_units(found)
+            setattr(recall_rank, constant, kept)
+        halves[name] = _hit_units(found)
     return halves | {
         SYSTEMS[0]: _hit_units(hits),
         SYSTEMS[1]: [Unit(x.session_id, tuple(x.entry_ids)) for x in old],
@@ -516,8 +517,17 @@ async def run_systems(
     }
 
 
-def _alone(words: int | None) -> str:
-    return "Lorekeeper, context for every hit" if words is None else f"Lorekeeper, no context from {words} words"
+def variants(args: argparse.Namespace) -> list[tuple[str, str, float | int | None]]:
+    """The product's settings a run also measures, as asked: (row name, ``memory.recall_rank`` constant, value),
+    one constant changed at a time, the others the product's."""
+    out: list[tuple[str, str, float | int | None]] = []
+    for words in args.alone_from:  # the same ranking, hits shown by another display rule
+        name = "Lorekeeper, context for every hit" if words is None else f"Lorekeeper, no context from {words} words"
+        out.append((name, "ALONE_FROM", words))
+    out += [(f"Lorekeeper, vector weight {w:g}", "VECTOR_WEIGHT", w) for w in args.vector_weight]
+    out += [(f"Lorekeeper, entity boost {b:g}", "NAMED_BOOST", b) for b in args.named_boost]
+    out += [(f"Lorekeeper, table talk x {f:g}", "TABLE_TALK_FACTOR", f) for f in args.table_talk]
+    return out
 
 
 @dataclass(slots=True)
@@ -718,7 +728,7 @@ def _words(text: str) -> int | None:
     return None if text == "none" else int(text)
 
 
-if __name__ == "__main__":
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a small run (< 3 minutes once the cache is warm)")
     parser.add_argument("--questions", type=int, default=40, help="LongMemEval questions (both halves)")
@@ -749,6 +759,15 @@ if __name__ == "__main__":
         help="also Lorekeeper with hits shown by other display rules: no context for a line of N+ words each "
         "('none': context for every hit); the same ranking, so only the display differs",
     )
+    fusion = "also Lorekeeper with the fusion's {} at each value (memory.recall_rank.{}, today {}), the others "
+    fusion += "the product's: the same haystacks, so only the ranking differs"
+    for flag, what, constant in (
+        ("--vector-weight", "vector list's weight", "VECTOR_WEIGHT"),
+        ("--named-boost", "boost of a line naming the question's entity", "NAMED_BOOST"),
+        ("--table-talk", "factor of a table-talk line", "TABLE_TALK_FACTOR"),
+    ):
+        today = getattr(recall_rank, constant)
+        parser.add_argument(flag, type=float, nargs="*", default=[], help=fusion.format(what, constant, today))
     parser.add_argument("--by-type", action="store_true", help="also LongMemEval session any@5 by question type")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -757,4 +776,8 @@ if __name__ == "__main__":
         "rerun then only asks the questions. Delete it when how lines are written changes",
     )
     parser.add_argument("--cache", default="/tmp/lk-bench-embeddings/minilm.sqlite3", help="embedding cache")
-    asyncio.run(main(parser.parse_args()))
+    return parser
+
+
+if __name__ == "__main__":
+    asyncio.run(main(build_parser().parse_args()))

@@ -1,6 +1,16 @@
 """The recall benchmark's scoring: what a DM reads, counted at equal budgets (bench/recall.py)."""
 
-from bench.recall import Unit, _pools, half, reading, session_recall, shown_words, within_budgets
+from bench.recall import (
+    Unit,
+    _pools,
+    build_parser,
+    half,
+    reading,
+    session_recall,
+    shown_words,
+    variants,
+    within_budgets,
+)
 
 
 def test_reading_keeps_rank_order_and_counts_a_shared_line_once() -> None:
@@ -50,3 +60,18 @@ def test_pooled_questions_share_a_haystack_in_id_order_and_one_keeps_the_sample_
     questions = [{"question_id": q} for q in ("c", "a", "e", "b", "d")]
     assert [[q["question_id"] for q in p] for p in _pools(questions, 2)] == [["a", "b"], ["c", "d"], ["e"]]
     assert [[q["question_id"] for q in p] for p in _pools(questions, 1)] == [["c"], ["a"], ["e"], ["b"], ["d"]]
+
+
+def test_fusion_settings_are_measured_one_constant_at_a_time_in_the_order_asked() -> None:
+    args = build_parser().parse_args(
+        ["--vector-weight", "0.8", "0.2", "--alone-from", "none", "20", "--named-boost", "0", "--table-talk", "1"]
+    )
+    assert variants(args) == [
+        ("Lorekeeper, context for every hit", "ALONE_FROM", None),
+        ("Lorekeeper, no context from 20 words", "ALONE_FROM", 20),
+        ("Lorekeeper, vector weight 0.8", "VECTOR_WEIGHT", 0.8),
+        ("Lorekeeper, vector weight 0.2", "VECTOR_WEIGHT", 0.2),
+        ("Lorekeeper, entity boost 0", "NAMED_BOOST", 0.0),
+        ("Lorekeeper, table talk x 1", "TABLE_TALK_FACTOR", 1.0),
+    ]
+    assert variants(build_parser().parse_args([])) == []  # by default only the product's own settings
