@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 #: k = 2, rank 1 of one list (1/3) beats a line both rank 5th or lower (2/7).
 FUSE_K = 2.0
 #: How much each list counts. The vector list ranks single lines: its first (0.4 / 3) comes after BM25's fifth
-#: line and before its sixth, and a line both rank second still beats BM25's first. 0.3-0.5 scored alike on the
-#: dev halves; 0.8 (tuned when vectors were windows) let meaning alone crowd out the words on CRD3.
+#: line and before its sixth, and a line both rank second still beats BM25's first. On whole CRD3 dev episodes
+#: 0.25-0.4 tie and less or more loses; less gains 1-2 of 60 on LongMemEval dev (bench/README.md, "weights").
 LEXICAL_WEIGHT, VECTOR_WEIGHT = 1.0, 0.4
 #: A line naming an entity the question names counts this much more; table talk (dice, rules, the show) this
 #: much less, so the story comes first when both hold the words.
