@@ -152,7 +152,7 @@ async def review_items(lines: list[Entry], known: list[KnownEntity]) -> list[Ite
 #: How a turning-point event's name begins (memory.extraction.events), by rule.
 EVENT_KINDS = {
     "Death of ": "death", "Arrival at ": "arrival", "Acquisition of ": "acquisition", "Quest from ": "quest",
-    "Quest to ": "quest", "Battle with ": "battle", "Deal with ": "deal",
+    "Battle with ": "battle",
 }  # fmt: skip
 
 
@@ -311,7 +311,7 @@ def main() -> None:
     for half, totals in halves.items():
         rules = ", ".join(
             f"{kind} {totals[f'{kind} keep']} of {totals[f'{kind} items']}"
-            for kind in dict.fromkeys(EVENT_KINDS.values())
+            for kind in EVENT_KINDS.values()
             if totals[f"{kind} items"]
         )
         print(f"{half}: turning-point items kept, by rule (event and links): {rules or 'none'}; from the DM's "

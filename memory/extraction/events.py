@@ -8,8 +8,8 @@ hypothetical, a question, a denial or a memory ("if you kill Sylas", "is Sylas d
 is no event.
 
 The DM's recap at the session's opening is the DM's own summary of the story's turning points, told in the past tense
-about the party ("you traveled south to the Frostweald", "Vox Machina made a deal with Tooma"): there memories are the
-point, and the recap's register is read too, which adds a battle with a known foe and a deal struck with a known ally.
+about the party ("you traveled south to the Frostweald", "you all did battle with Thordak"): there memories are the
+point, and the recap's register is read too, which adds a battle with a known foe.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ class EventKind(StrEnum):
     acquisition = "acquisition"
     quest = "quest"
     battle = "battle"
-    deal = "deal"
 
 
 @dataclass
@@ -199,66 +198,22 @@ _RECAP_ACQUIRES = _register(
     ),
     rf"\s+{_DET}{_ADJ}" + _K.format("y"),
 )
-_RECAP_KILLS = _register(
-    _verbs(
-        r"(?i:killed|slew|slayed|executed|beheaded|murdered|destroyed|assassinated|finished\s+off)",
-        r"(?i:kill|slay|execute|behead|murder|destroy|assassinate|finish\s+off)",
-    ),
-    rf"\s+{_DET}{_ADJ}" + _K.format("y"),
-)
-#: A fight with a known foe: "you did battle with the great colossal Thordak", "had a close call with Vorugal".
+#: A fight with a known foe: "you did battle with the great colossal Thordak".
 _RECAP_FIGHTS = _register(
     _verbs(
         r"(?i:battled|fought(?:\s+(?:against|off|with))?|defeated|bested|vanquished|overcame|routed|faced(?:\s+off\s+"
         r"(?:against|with))?|confronted|ambushed|attacked|repelled|(?:fended|drove)\s+off|did\s+battle\s+(?:with|against)"
-        r"|clashed\s+with|took\s+on|had\s+(?:a|an)\s+(?:[a-z-]+\s+)?(?:close\s+call|run-in|encounter|showdown|battle|"
-        r"fight|confrontation|skirmish|clash)\s+with|(?:were|was)\s+(?:attacked|ambushed|assaulted)\s+by)",
+        r"|clashed\s+with|took\s+on|(?:were|was)\s+(?:attacked|ambushed|assaulted)\s+by)",
         r"(?i:battle|fight|defeat|best|vanquish|overcome|face|confront|repel|(?:fend|drive)\s+off|do\s+battle\s+with)",
     ),
     rf"\s+{_DET}{_ADJ}" + _K.format("y"),
-)
-#: A bargain struck: "Vox Machina made a deal with Tooma", "you agreed to aid Allura".
-_RECAP_DEALS = _register(
-    _verbs(
-        r"(?i:(?:made|struck|brokered|forged|formed|signed|sealed|negotiated|entered\s+into)\s+(?:a|an|the)\s+"
-        r"(?:[a-z'-]+\s+){0,2}?(?:deal|bargain|pact|agreement|alliance|truce|treaty|accord)\s+with|"
-        r"agreed\s+to\s+(?:help|aid|assist|work\s+for|serve|join)|swore\s+(?:an\s+oath|fealty|allegiance)\s+to|"
-        r"allied\s+(?:yourselves|themselves|ourselves)\s+with)",
-        r"(?i:(?:make|strike|forge|form)\s+(?:a|an|the)\s+(?:[a-z'-]+\s+){0,2}?(?:deal|bargain|pact|agreement|alliance)"
-        r"\s+with)",
-    ),
-    rf"\s+{_DET}" + _K.format("y"),
-)
-#: A quest taken: "you were hired by Lord Sherri", "the party was initially sent on a quest into ... Kraghammer".
-_RECAP_QUESTS = _register(
-    _verbs(
-        r"(?i:(?:were|was)\s+(?:sent|hired|tasked|asked|charged|commissioned|contracted|recruited|employed|enlisted)"
-        r"\s+by|took\s+(?:on\s+)?(?:a|the)\s+(?:job|contract|quest|mission|task|bounty)\s+from|accepted\s+"
-        r"(?:a|the)\s+(?:job|contract|quest|mission|task|bounty)\s+from)",
-        r"(?i:take\s+(?:on\s+)?(?:a|the)\s+(?:job|contract|quest|mission|task|bounty)\s+from)",
-    ),
-    rf"\s+{_DET}" + _K.format("y"),
-)
-_RECAP_VENTURES = _register(
-    _verbs(
-        r"(?i:(?:were|was)\s+(?:\w+\s+)?sent|set\s+out|set\s+off|went|embarked|departed)\s+on\s+(?:a|an|the)\s+"
-        r"(?:[a-z'-]+\s+){0,2}?(?:quest|mission|journey|expedition|errand|pilgrimage|venture)",
-        r"(?i:embark)\s+on\s+(?:a|an|the)\s+(?:[a-z'-]+\s+){0,2}?(?:quest|mission|journey|expedition)",
-    ),
-    r"[^.!?;\ue000]{0,60}?\s+(?i:to|into|in|at|for|toward|towards|beneath|under)\s+"
-    + rf"(?:{_PLACE_OF}|(?i:the)\s+)?"
-    + _K.format("y"),
 )
 #: Each register rule: its pattern, its kind, how it names the event, and the types its known entity may have.
 _REGISTER: list[tuple[re.Pattern[str], EventKind, str, frozenset[EntityType]]] = [
     (_RECAP_ARRIVES, EventKind.arrival, "Arrival at {}", frozenset({EntityType.location})),
     (_RECAP_REACHES, EventKind.arrival, "Arrival at {}", frozenset({EntityType.location})),
     (_RECAP_ACQUIRES, EventKind.acquisition, "Acquisition of {}", frozenset({EntityType.item})),
-    (_RECAP_KILLS, EventKind.death, "Death of {}", _MORTAL),
     (_RECAP_FIGHTS, EventKind.battle, "Battle with {}", frozenset({EntityType.npc, EntityType.faction})),
-    (_RECAP_DEALS, EventKind.deal, "Deal with {}", frozenset({EntityType.npc, EntityType.faction})),
-    (_RECAP_QUESTS, EventKind.quest, "Quest from {}", frozenset({EntityType.npc, EntityType.faction})),
-    (_RECAP_VENTURES, EventKind.quest, "Quest to {}", frozenset({EntityType.location})),
 ]
 
 

@@ -104,7 +104,6 @@ _EVENT_KINDS = {
     EventKind.acquisition: "an acquisition",
     EventKind.quest: "a quest taken",
     EventKind.battle: "a battle",
-    EventKind.deal: "a deal made",
 }
 
 
