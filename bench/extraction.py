@@ -6,12 +6,14 @@ keeping.
 
 Each episode is read as the extraction job reads an imported transcript, without a database: the entities of
 campaigns/examples/critical_role.yaml are known, lines go in slices of 200, out-of-game talk (memory.offgame) and
-table talk (the salience gate) are skipped, the rule extractor proposes, validation drops what it must, and items
+table talk (the salience gate) are skipped, the rule extractor proposes (told which lines are the DM's opening recap,
+which it reads in the recap's register), validation drops what it must, and items
 are counted once (as ``ensure_relationship`` and the name resolver keep them once). Stage-1 correction is left out:
 CRD3's text spells the names already. Per episode:
 
 * items: the review items (new entities and facts); per 500 turns; events: the new turning-point events among
-  them (their rules' items, the event and its links, are tallied by rule after the table);
+  them (their rules' items, the event and its links, are tallied by rule after the table, and apart for those
+  from the opening recap's lines and from play);
 * precision: the share of items judged "keep" in tests/data/extraction_judgements.json (each item marked keep,
   wrong or noise by hand, with its line), for the episodes judged; "noise" (not part of the game) per 500 turns;
 * coverage: the share of the episode's aligned_index.dev summary chunks (chunk size 2, offset 0: two wiki sentences
@@ -121,6 +123,7 @@ class Item:
 async def review_items(lines: list[Entry], known: list[KnownEntity]) -> list[Item]:
     talk = out_of_game(lines, None)
     narrates = narrator(lines, None)  # over the whole episode, as the extraction job finds it
+    retold = opening_recap(lines, talk, None)
     gazetteer = Gazetteer(known)
     resolver = NameResolver(known)
     items: dict[str, Item] = {}
@@ -130,7 +133,7 @@ async def review_items(lines: list[Entry], known: list[KnownEntity]) -> list[Ite
         if not part:
             continue
         result = validate_result(
-            await RuleExtractor().extract(part, known, narrates=narrates), known, {e.id for e in part}
+            await RuleExtractor().extract(part, known, narrates=narrates, retold=retold), known, {e.id for e in part}
         )
         for proposed in result.entities:
             if resolver.resolve(proposed.name)[0] is not None:
@@ -147,7 +150,10 @@ async def review_items(lines: list[Entry], known: list[KnownEntity]) -> list[Ite
 
 
 #: How a turning-point event's name begins (memory.extraction.events), by rule.
-EVENT_KINDS = {"Death of ": "death", "Arrival at ": "arrival", "Acquisition of ": "acquisition", "Quest from ": "quest"}
+EVENT_KINDS = {
+    "Death of ": "death", "Arrival at ": "arrival", "Acquisition of ": "acquisition", "Quest from ": "quest",
+    "Battle with ": "battle",
+}  # fmt: skip
 
 
 def event_kind(key: str) -> str | None:
@@ -279,8 +285,10 @@ def main() -> None:
             totals["judged_turns"] += len(turns)
         for item in items:  # each turning-point rule's items (the event and its links), to keep or drop the rule
             if (kind := event_kind(item.key)) is not None:
-                totals[f"{kind} items"] += 1
-                totals[f"{kind} keep"] += marks.get(item.key, [""])[0] == "keep"
+                where = "recap" if set(item.turns) <= recap else "play"
+                for key in (kind, where):
+                    totals[f"{key} items"] += 1
+                    totals[f"{key} keep"] += marks.get(item.key, [""])[0] == "keep"
         if args.show in (path.stem, "all"):
             for item in items:
                 best = next((t for t in item.turns if turns[t][0] == DM), item.turns[0])
@@ -306,7 +314,9 @@ def main() -> None:
             for kind in EVENT_KINDS.values()
             if totals[f"{kind} items"]
         )
-        print(f"{half}: turning-point items kept, by rule (event and links): {rules or 'none'}")
+        print(f"{half}: turning-point items kept, by rule (event and links): {rules or 'none'}; from the DM's "
+              f"opening recap {totals['recap keep']} of {totals['recap items']}, from play {totals['play keep']} of "
+              f"{totals['play items']}")  # fmt: skip
     for half, totals in halves.items():
         print(f"{half}: events told only in the opening's recap (an earlier session's, when one has the name): "
               f"{totals['retold']} of {totals['events']}")  # fmt: skip

@@ -6,6 +6,10 @@ name a placeholder).
 Only the DM's words are read (the caller checks): a player's "I kill it" is a wish, not what happened. A match in a
 hypothetical, a question, a denial or a memory ("if you kill Sylas", "is Sylas dead?", "a year ago you entered Emon")
 is no event.
+
+The DM's recap at the session's opening is the DM's own summary of the story's turning points, told in the past tense
+about the party ("you traveled south to the Frostweald", "you all did battle with Thordak"): there memories are the
+point, and the recap's register is read too, which adds a battle with a known foe.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ _UPPER = "A-ZÀ-ÖØ-Þ"
 _PERSON = frozenset({EntityType.npc, EntityType.player})
 #: "The Briarwoods are dead": a faction of people can die too.
 _MORTAL = _PERSON | {EntityType.faction}
+#: Who the party is, when the recap names it: a player or the party's own name ("Vox Machina").
+_PARTY_TYPES = frozenset({EntityType.player, EntityType.faction})
 
 
 class EventKind(StrEnum):
@@ -30,6 +36,7 @@ class EventKind(StrEnum):
     arrival = "arrival"
     acquisition = "acquisition"
     quest = "quest"
+    battle = "battle"
 
 
 @dataclass
@@ -81,16 +88,24 @@ _FINDS = re.compile(
 _ASKS = re.compile(
     _K.format("x") + r"[^.!?;]{0,120}?\b(?i:request(?:s|ed|ing)?\s+(?:your|their)\s+(?:aid|help)|"
     r"(?:asks|asked|hires|hired|begs|begged|tasks|tasked)\s+(?:you|them)\s+to|"
-    r"offers?\s+(?:you|them)\s+(?:a|the)\s+(?:job|contract|quest|bounty))\b"
+    r"offer(?:s|ed)?\s+(?:you|them)\s+(?:a|the)\s+(?:job|contract|quest|bounty)|offer(?:s|ed)?\s+to\s+pay\s+(?:you|them))\b"
 )
-#: Words anywhere in the sentence that make it a memory, not what happens now.
+#: Words anywhere in the sentence that make it a memory, not what happens now (the recap is all memory: not there).
 _PAST = re.compile(r"\b(?:ago|remember|remembers|recall|previously|last\s+time|years?\s+back)\b", re.IGNORECASE)
 #: Words that make the clause of a match no telling of what happened: conditions, intentions, futures,
-#: denials, memories.
+#: denials.
 _UNREAL = re.compile(
     r"\b(?:if|unless|whether|would|could|should|might|may|must|can|cannot|can't|will|won't|gonna|going\s+to|"
     r"want|wants|wanted|try|tries|trying|tried|attempt|attempts|about\s+to|before|until|not|n't|never|nearly|"
-    r"almost|ago|remember|previously|last\s+time|once|plan|plans|hope|hopes|chance|kill\s+or)\b|'ll\b|’ll\b",
+    r"almost|plan|plans|hope|hopes|chance|kill\s+or)\b|'ll\b|’ll\b",
+    re.IGNORECASE,
+)
+#: ... and memories, in play: "a year ago you entered Emon" is no turning point of this session.
+_MEMORY = re.compile(r"\b(?:ago|remember|previously|last\s+time|once)\b", re.IGNORECASE)
+#: The DM's hedges on their own memory: "Grog leapt, if I recall, into the Plane of Air" is no condition.
+_HEDGE = re.compile(
+    r"\b(?:if\s+(?:I|we)\s+(?:recall|remember)(?:\s+(?:correctly|right))?|if\s+I['’]m\s+(?:correct|right|not\s+mistaken)"
+    r"|if\s+memory\s+serves(?:\s+me)?|as\s+(?:I|we)\s+recall)\b",
     re.IGNORECASE,
 )
 #: A death told of "him" or "her": "You killed him", "she crumples, lifeless", "he is dead". Who it is comes from
@@ -108,32 +123,149 @@ _CLAUSE_START = re.compile(r",|—|\b(?:and|but|as|while|so|then)\b", re.IGNOREC
 _CLAUSE_END = re.compile(r",|—|\b(?:and|but|while|so|then)\b", re.IGNORECASE)
 
 
-def events(text: str, found: list[KnownEntity]) -> list[Event]:
-    """The turning points ``text`` (one line of the DM's, tagged) tells; ``found``: the known names it tags."""
+# The recap register: the DM's summary of the story so far ("Last we left off, you traveled south to the Frostweald,
+# where you battled a camp of orcs") tells its turning points in past-tense clauses about the party. A clause is
+# read when its subject is the party (a pronoun, "the party", a known player or party), its verb a story verb in
+# the past (a bare verb only after "managed to": "you managed to defeat the guardian, craft the trammels"), and its
+# object or place a known entity of the verb's kind.
+
+#: Who the recap tells of: the party, by pronoun, by a word for it, or by a known name (a player's or a party's).
+_PARTY = (
+    r"(?:\b(?i:you|they|we)(?:\s+(?i:all|guys|two|both|three|four|five|six))?"
+    r"|\b(?i:the|your|their|our)\s+(?i:party|group|heroes|adventurers|companions)"
+    r"|\b(?i:our)\s+(?i:gathering|band|group)\s+of\s+(?i:friends|adventurers|heroes)"
+    r"|" + _K.format("s") + r")"
+)
+#: Words between the subject and its verb: auxiliaries and adverbs ("you had then finally"), or earlier verbs of a
+#: chain ("you managed to defeat the guardian, craft ..."), never a relative clause, a condition or another name.
+_BOUND = r"who|whom|whose|which|that|where|when|while|as|because|if|unless|whether|until|before|after|since|though"
+_CHAIN = (
+    r"(?:\s+(?:(?!\b(?i:" + _BOUND + r")\b)[^.!?;:\"“”\ue000\ue001]){0,100}?"
+    r"(?:,\s*(?:(?i:and|then)\s+)?|\s+(?i:and|then)\s+))?\s*"
+)
+#: The verb that makes a bare form a telling: "you managed to craft", not "you went to craft".
+_MANAGED = re.compile(r"\b(?:managed|able|proceeded|went\s+on|got)\s+to\b", re.IGNORECASE)
+_DET = r"(?:(?i:the|a|an|one\s+of\s+the|some\s+of\s+the)\s+)?"
+#: Up to three words before a name that say what it is ("the great colossal Thordak"), none a possessive.
+_ADJ = r"(?:(?!(?i:his|her|their|your|its|my|our|him|them|you)\b)[a-z'-]+\s+){0,3}?"
+#: "the northern icy landscape of Issylra", "the dwarven citadel of Kraghammer": a place word and its name.
+_PLACE_OF = (
+    r"(?:(?i:the|a|an|your|their|our)\s+)?(?:[a-z'-]+\s+){0,3}?(?i:city|town|village|capital|citadel|fortress|keep|"
+    r"castle|temple|realm|plane|land|lands|landscape|region|country|countryside|kingdom|empire|continent|island|isle|"
+    r"coast|shores?|edge|base|foot|heart|center|centre|depths|outskirts|gates?|walls|streets|ruins|docks|port|"
+    r"harbou?r|district|borders?|mountains|forests?|woods|jungles?|deserts?|wastes|wilds|halls|tunnels|caverns?|caves"
+    r"|sewers|territory|province|north|south|east|west|top|peak|mouth|entrance)\s+of\s+(?:(?i:the)\s+)?"
+)
+
+
+def _verbs(past: str, bare: str) -> str:
+    return rf"(?:(?P<past>{past})|(?P<bare>{bare}))\b"
+
+
+def _register(verbs: str, rest: str) -> re.Pattern[str]:
+    return re.compile(_PARTY + _CHAIN + verbs + rest)
+
+
+_RECAP_ARRIVES = _register(
+    _verbs(
+        r"(?i:traveled|travelled|journeyed|went|headed|returned|ventured|arrived|came|sailed|rode|flew|leapt|leaped|"
+        r"jumped|fled|escaped|descended|climbed|snuck|sneaked|crossed|delved|trekked|marched|ran|teleported|"
+        r"made\s+(?:your|their|its|our|his|her)\s+way|continued\s+(?:on\s+)?(?:your|their|its|our)\s+way|"
+        r"found\s+(?:yourselves|themselves|itself|ourselves)|ended\s+up|set\s+(?:out|off|sail)|"
+        r"(?:were|was)\s+(?:transported|brought|taken|teleported|escorted|sent|led|carried|whisked|summoned|pulled|"
+        r"flown|ferried|guided))",
+        r"(?i:travel|journey|go|head|return|venture|arrive|come|sail|ride|fly|leap|jump|flee|escape|descend|climb|"
+        r"sneak|cross|delve|make\s+(?:your|their|its|our)\s+way)",
+    ),
+    # a path may come between: "leapt through one of these portals into", "were transported via druids to"
+    r"(?:\s+(?i:back|north|south|east|west|\w+wards?|home|deep|down|up|out|onward|inland|far|further|all\s+the\s+way))?"
+    r"(?:\s+(?i:via|through|by|across|over|along|past)\b[^.!?;\ue000]{0,40}?)?"
+    r"\s+(?i:to|into|in|at|toward|towards|for|onto|within|inside|through|beneath|under|below)\s+"
+    + rf"(?:{_PLACE_OF}|(?i:the)\s+)?"
+    + _K.format("y"),
+)
+_RECAP_REACHES = _register(
+    _verbs(r"(?i:entered|reached|infiltrated|stormed)", r"(?i:enter|reach|infiltrate|storm)"),
+    rf"\s+(?:{_PLACE_OF}|(?i:the)\s+)?" + _K.format("y"),
+)
+_RECAP_ACQUIRES = _register(
+    _verbs(
+        r"(?i:found|discovered|acquired|obtained|received|recovered|retrieved|claimed|crafted|forged|created|stole|"
+        r"took|looted|won|earned|bought|purchased|unearthed|secured|collected|tore|wrested|inherited|"
+        r"(?:were|was)\s+(?:given|granted|handed|gifted|awarded|rewarded\s+with|entrusted\s+with))",
+        r"(?i:find|discover|acquire|obtain|receive|recover|retrieve|claim|craft|forge|create|steal|take|loot|win|earn|"
+        r"buy|purchase|unearth|secure|collect)",
+    ),
+    rf"\s+{_DET}{_ADJ}" + _K.format("y"),
+)
+#: A fight with a known foe: "you did battle with the great colossal Thordak".
+_RECAP_FIGHTS = _register(
+    _verbs(
+        r"(?i:battled|fought(?:\s+(?:against|off|with))?|defeated|bested|vanquished|overcame|routed|faced(?:\s+off\s+"
+        r"(?:against|with))?|confronted|ambushed|attacked|repelled|(?:fended|drove)\s+off|did\s+battle\s+(?:with|against)"
+        r"|clashed\s+with|took\s+on|(?:were|was)\s+(?:attacked|ambushed|assaulted)\s+by)",
+        r"(?i:battle|fight|defeat|best|vanquish|overcome|face|confront|repel|(?:fend|drive)\s+off|do\s+battle\s+with)",
+    ),
+    rf"\s+{_DET}{_ADJ}" + _K.format("y"),
+)
+#: Each register rule: its pattern, its kind, how it names the event, and the types its known entity may have.
+_REGISTER: list[tuple[re.Pattern[str], EventKind, str, frozenset[EntityType]]] = [
+    (_RECAP_ARRIVES, EventKind.arrival, "Arrival at {}", frozenset({EntityType.location})),
+    (_RECAP_REACHES, EventKind.arrival, "Arrival at {}", frozenset({EntityType.location})),
+    (_RECAP_ACQUIRES, EventKind.acquisition, "Acquisition of {}", frozenset({EntityType.item})),
+    (_RECAP_FIGHTS, EventKind.battle, "Battle with {}", frozenset({EntityType.npc, EntityType.faction})),
+]
+
+
+def _register_events(text: str, found: list[KnownEntity]) -> list[Event]:
+    """The turning points the recap register tells in ``text`` (tagged, a line of the DM's recap)."""
+    out: list[Event] = []
+    for pattern, kind, name, types in _REGISTER:
+        for m in pattern.finditer(text):
+            y = found[int(m.group("y"))]
+            party = found[int(m.group("s"))] if m.group("s") else None
+            if y.type not in types or (party is not None and party.type not in _PARTY_TYPES):
+                continue
+            if m.group("bare") and not _MANAGED.search(text, m.start(), m.start("bare")):
+                continue  # "you went to craft the trammels" tells a purpose, not what happened
+            if not _whole(text, m, "y") or not _told(text, m, retold=True):
+                continue
+            place = y if y.type == EntityType.location else None
+            who = _with(_persons(text, m, found), party, None if place else y)
+            out.append(Event(kind, name.format(y.name), who, place=place))
+    return out
+
+
+def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list[Event]:
+    """The turning points ``text`` (one line of the DM's, tagged) tells; ``found``: the known names it tags.
+    ``retold``: the line is the DM's recap at the session's opening (``memory.extraction.pipeline.opening_recap``)."""
+    text = _HEDGE.sub(lambda h: " " * len(h.group()), text)
     out: list[Event] = []
     for m in _DIES.finditer(text):
         x = found[int(m.group("x"))]
-        if x.type in _MORTAL and _told(text, m):
+        if x.type in _MORTAL and _told(text, m, retold):
             out.append(Event(EventKind.death, f"Death of {x.name}", [x]))
     for m in _KILLS.finditer(text):
         victim = found[int(m.group("y"))]
         killer = found[int(m.group("x"))] if m.group("x") else None
-        if victim.type in _MORTAL and (killer is None or killer.id != victim.id) and _told(text, m):
+        if victim.type in _MORTAL and (killer is None or killer.id != victim.id) and _told(text, m, retold):
             out.append(Event(EventKind.death, f"Death of {victim.name}", _with([], victim, killer)))
     for m in _ARRIVES.finditer(text):
         y = found[int(m.group("y"))]
-        if y.type == EntityType.location and _whole(text, m, "y") and _told(text, m):
+        if y.type == EntityType.location and _whole(text, m, "y") and _told(text, m, retold):
             out.append(Event(EventKind.arrival, f"Arrival at {y.name}", _persons(text, m, found), place=y))
     for pattern in (_GIVES, _FINDS):
         for m in pattern.finditer(text):
             item = found[int(m.group("y"))]
-            if item.type == EntityType.item and _whole(text, m, "y") and _told(text, m):
+            if item.type == EntityType.item and _whole(text, m, "y") and _told(text, m, retold):
                 who = _with(_persons(text, m, found), item)
                 out.append(Event(EventKind.acquisition, f"Acquisition of {item.name}", who))
     for m in _ASKS.finditer(text):
         x = found[int(m.group("x"))]
-        if x.type in _MORTAL and _told(text, m):
+        if x.type in _MORTAL and _told(text, m, retold):
             out.append(Event(EventKind.quest, f"Quest from {x.name}", _with(_persons(text, m, found), x)))
+    if retold:  # in play, the DM's past tense is a memory ("no, you went back to the tavern"), not a turning point
+        out += _register_events(text, found)
     return _once(out)
 
 
@@ -191,14 +323,17 @@ def _whole(text: str, m: re.Match[str], group: str) -> bool:
     return re.match(rf"\s+[{_UPPER}]", text[m.end(group) + 1 :]) is None
 
 
-def _told(text: str, m: re.Match[str]) -> bool:
-    """The match tells what happened: its sentence is no question, and nothing in its clause makes it unreal."""
+def _told(text: str, m: re.Match[str], retold: bool = False) -> bool:
+    """The match tells what happened: its sentence is no question, and nothing in its clause makes it unreal.
+    ``retold``: the line is the DM's recap of the story so far, where every turning point is a memory."""
     start, end = _sentence(text, m)
-    if text[end - 1] == "?" or _PAST.search(text[start:end]) or _IF.search(text, start, m.start()):
+    if text[end - 1] == "?" or _IF.search(text, start, m.start()):
         return False  # "If you hit, she is dead": the condition may come in a clause of its own before it
+    if not retold and _PAST.search(text[start:end]):
+        return False
     after = _CLAUSE_END.search(text, m.end(), end)  # "Sylas dies if you close it": the condition may follow
     clause = re.sub(r"\ue000\d+\ue001", " ", text[_clause(text, m) : after.start() if after else end])
-    return _UNREAL.search(clause) is None
+    return _UNREAL.search(clause) is None and (retold or _MEMORY.search(clause) is None)
 
 
 def _persons(text: str, m: re.Match[str], found: list[KnownEntity]) -> list[KnownEntity]:

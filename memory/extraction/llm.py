@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from memory.extraction.schema import ExtractionAnswer, ExtractionResult, KnownEntity
 from memory.extraction.validate import validate_result
@@ -77,6 +77,7 @@ class LLMExtractor:
         known: Sequence[KnownEntity],
         *,
         narrates: Callable[[Entry], bool] | None = None,  # the lines say who speaks: "DM" or "player NAME"
+        retold: Collection[int] = frozenset(),  # the model reads a recap's past tense itself
     ) -> ExtractionResult:
         merged = ExtractionResult(entities=[], facts=[])
         gazetteer = Gazetteer(known)

@@ -99,16 +99,18 @@ async def propose(
         return None
     kept = by_role(kept, session.dm_speaker_id)
     narrates = narrator(everything, session.dm_speaker_id)
-    raw = await extractor.extract(kept, known, narrates=narrates)
+    retold = opening_recap(everything, talk, session.dm_speaker_id)
+    raw = await extractor.extract(kept, known, narrates=narrates, retold=retold)
     result = validate_result(raw, known, {e.id for e in kept})
     stats.llm_errors = len(result.errors)
     fallback = None
     if unread := set(result.unread):
         lines = [e for e in kept if e.id in unread]
-        fallback = validate_result(await RuleExtractor().extract(lines, known, narrates=narrates), known, unread)
+        fallback = validate_result(
+            await RuleExtractor().extract(lines, known, narrates=narrates, retold=retold), known, unread
+        )
         stats.entries_fallback = len(lines)
     stats.items_invalid = result.invalid + (fallback.invalid if fallback else 0)
-    retold = opening_recap(everything, talk, session.dm_speaker_id)
     # An entity's name has no invisible characters; a title may ("🧙‍♂️ Wizard night" holds a zero-width joiner).
     title = "".join(ch for ch in session.title if not unicodedata.category(ch).startswith("C"))
     return Proposal(session_id, kept, result, stats, _review_only(extractor), fallback, title, retold)

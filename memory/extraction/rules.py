@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from memory.extraction.events import Event, EventKind, SceneLine, events, scene_deaths, scene_named
@@ -103,6 +103,7 @@ _EVENT_KINDS = {
     EventKind.arrival: "an arrival",
     EventKind.acquisition: "an acquisition",
     EventKind.quest: "a quest taken",
+    EventKind.battle: "a battle",
 }
 
 
@@ -123,6 +124,7 @@ class RuleExtractor:
         known: Sequence[KnownEntity],
         *,
         narrates: Callable[[Entry], bool] | None = None,
+        retold: Collection[int] = frozenset(),
     ) -> ExtractionResult:
         gazetteer = Gazetteer(known)
         # Without the session's narrator: a speaker called DM (a recorded session's, named by role), else who says
@@ -134,7 +136,7 @@ class RuleExtractor:
             self._intros(entry, text, found, out.by_dm(entry), out)
             if out.by_dm(entry):
                 self._deaths(entry, text, found, out)
-                told = events(text, found)
+                told = events(text, found, retold=entry.id in retold)
                 told += [e for e in scene_deaths(text, found, list(scene)) if e.name not in {t.name for t in told}]
                 self._events(entry, told, out)
             self._patterns(entry, text, found, out)

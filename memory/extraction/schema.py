@@ -7,7 +7,7 @@ validation, not make pydantic reject the whole answer.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol, Self
 
 from pydantic import BaseModel, Field, ModelWrapValidatorHandler, PrivateAttr, ValidationError, model_validator
@@ -95,9 +95,11 @@ class Extractor(Protocol):
         known: Sequence[KnownEntity],
         *,
         narrates: Callable[[Entry], bool] | None = None,
+        retold: Collection[int] = frozenset(),
     ) -> ExtractionResult:
         """Propose entities and facts found in ``entries``; ``known`` are the campaign's entities; ``narrates``
-        tells the DM's lines, as found over the whole session (a slice alone may be a player's monologue)."""
+        tells the DM's lines, as found over the whole session (a slice alone may be a player's monologue);
+        ``retold``: the ids of the DM's recap of the story so far at the session's opening."""
         ...
 
 

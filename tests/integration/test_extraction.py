@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -651,11 +651,12 @@ class SlowRules(RuleExtractor):
         known: Sequence[KnownEntity],
         *,
         narrates: Callable[[Entry], bool] | None = None,
+        retold: Collection[int] = frozenset(),
     ) -> ExtractionResult:
         self.calls += 1
         if self.calls == 1:
             await self.meanwhile()
-        return await super().extract(entries, known, narrates=narrates)
+        return await super().extract(entries, known, narrates=narrates, retold=retold)
 
 
 async def run_job(
@@ -863,6 +864,23 @@ async def test_a_turning_point_of_another_session_is_another_event_unless_the_re
         ("Arrival at Whitestone", "located_in", "Whitestone"),
         ("Arrival at Whitestone (Session 3)", "located_in", "Whitestone"),
     }
+
+
+async def test_the_dms_recap_is_read_as_the_story_so_far_and_the_same_words_in_play_are_not(
+    world: CampaignMemory,
+) -> None:
+    await world.graph.add_entity(EntityIn(name="Thordak", type=EntityType.npc))
+    battle = "There you all did battle with the great red dragon Thordak, deep in his lair."
+    # past the opening, where a recap may be (RECAP_LINES), the DM's past tense is a memory
+    riding = [("Grog", "We ride on through the rain.")] * RECAP_LINES
+    await run(world, await write(world, [*riding, ("DM", battle)], title="Session 1"))
+    assert [e.name for e in await world.graph.list_entities(status=None) if e.type == EntityType.event] == []
+    entries = await write(world, [("DM", f"Last we left off: {battle}"), ("Grog", "Good times.")], title="Session 2")
+    await run(world, entries)
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    event = items["new event 'Battle with Thordak': a battle"]
+    assert event.said is not None and event.said.text == entries[0].text
+    assert "Thordak —took_part_in→ Battle with Thordak" in items
 
 
 async def test_the_llm_path_reads_no_out_of_game_line_and_its_items_carry_their_line(

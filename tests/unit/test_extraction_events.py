@@ -29,6 +29,14 @@ KNOWN = [
     KnownEntity(id=13, name="Vox Machina", type=EntityType.faction),
     KnownEntity(id=14, name="Vasselheim", type=EntityType.location),
     KnownEntity(id=15, name="Tal'Dorei Council", type=EntityType.faction),
+    KnownEntity(id=16, name="Thordak", type=EntityType.npc),
+    KnownEntity(id=17, name="Elemental Plane of Air", type=EntityType.location),
+    KnownEntity(id=18, name="Issylra", type=EntityType.location),
+    KnownEntity(id=19, name="Prime Trammel", type=EntityType.item, aliases=["Prime Trammels", "trammels"]),
+    KnownEntity(id=20, name="Kraghammer", type=EntityType.location),
+    KnownEntity(id=22, name="Bryce Feelid", type=EntityType.npc, aliases=["Watchmaster Bryce", "Bryce"]),
+    KnownEntity(id=23, name="Raishan", type=EntityType.npc),
+    KnownEntity(id=24, name="Chain of Returning", type=EntityType.item),
 ]
 
 
@@ -36,8 +44,14 @@ def told(line: str) -> list[Event]:
     return events(*_tag(Gazetteer(KNOWN), line))
 
 
-def names(line: str) -> list[tuple[str, list[str], str | None]]:
-    return [(e.name, [p.name for p in e.participants], e.place.name if e.place else None) for e in told(line)]
+def retold(line: str) -> list[Event]:
+    """The events of a line of the DM's recap at the session's opening."""
+    return events(*_tag(Gazetteer(KNOWN), line), retold=True)
+
+
+def names(line: str, *, recap: bool = False) -> list[tuple[str, list[str], str | None]]:
+    said = retold(line) if recap else told(line)
+    return [(e.name, [p.name for p in e.participants], e.place.name if e.place else None) for e in said]
 
 
 def test_a_death_the_dm_tells_is_an_event_with_the_dead_and_the_killer() -> None:
@@ -122,6 +136,76 @@ def test_a_quest_from_a_known_giver_is_an_event() -> None:
     assert told("Allura might ask you to find her friend.") == []
 
 
+# the recap register ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "event"),
+    [
+        # an arrival: the party's past-tense verb of going, a path between, a place word before the name
+        (
+            "During which, Grog leapt through, if I recall, one of these portals into the Elemental Plane of Air.",
+            ("Arrival at Elemental Plane of Air", ["Grog Strongjaw"], "Elemental Plane of Air"),
+        ),
+        (
+            "You were transported via druids to the northern icy landscape of Issylra.",
+            ("Arrival at Issylra", [], "Issylra"),
+        ),
+        (
+            "You continued on your way to Kraghammer, presented your paperwork and were given entry.",
+            ("Arrival at Kraghammer", [], "Kraghammer"),
+        ),
+        # an acquisition: a bare verb after "managed to", later in a chain of the party's verbs
+        (
+            "You managed to successfully defeat the guardian, craft the trammels and rest.",
+            ("Acquisition of Prime Trammel", ["Prime Trammel"], None),
+        ),
+        # a battle with a known foe
+        (
+            "There you all did battle with the great colossal Thordak, The Cinder King.",
+            ("Battle with Thordak", ["Thordak"], None),
+        ),
+        # a memory word is the recap's point, not a reason to read nothing
+        ("Previously, you did battle with Thordak.", ("Battle with Thordak", ["Thordak"], None)),
+    ],
+)
+def test_the_dms_recap_tells_turning_points_in_the_past_tense_of_the_party(
+    line: str, event: tuple[str, list[str], str | None]
+) -> None:
+    assert names(line, recap=True) == [event]
+
+
+def test_the_recap_register_is_read_in_the_recap_only() -> None:
+    # in play the DM's past tense is a memory ("no, you went back to the tavern"): the recap's register is not read
+    assert told("You were transported via druids to the northern icy landscape of Issylra.") == []
+    assert told("There you all did battle with the great colossal Thordak.") == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "If you battled Thordak, you would lose.",  # a hypothetical
+        "Did you do battle with Thordak?",  # a question
+        "You gathered blessings to craft the trammels.",  # a purpose, not what was done
+        "You set out to defeat the guardian and craft the trammels.",  # a bare verb without "managed to"
+        "Vox Machina prepared for the eventual showdown and second battle with Thordak.",  # no one fought yet
+        "Raishan fought Thordak in the caverns.",  # not the party
+        "You met the hunters who had fought Thordak.",  # a relative clause: someone else's verb
+        "Grog took his Chain of Returning and threw it through the portal.",  # his own: no acquisition
+        "You never did battle with Thordak.",  # a denial
+        "You traveled to the tavern and the guards of Issylra let you in.",  # "of Issylra" is whose guards
+    ],
+)
+def test_no_recap_event_in_hypotheticals_purposes_others_deeds_or_denials(line: str) -> None:
+    assert retold(line) == []
+
+
+def test_a_quest_from_someone_who_offered_to_pay_the_party() -> None:
+    line = "You were immediately brought in by Watchmaster Bryce, who offered to pay you for each set of gnoll ears."
+    assert names(line) == [("Quest from Bryce Feelid", ["Bryce Feelid"], None)]
+    assert told("Bryce might offer to pay you for the ears.") == []
+
+
 def entries(*lines: tuple[str, str]) -> list[Entry]:
     now = datetime.now(UTC)
     return [
@@ -164,6 +248,21 @@ async def test_the_dm_is_who_narrates_the_session_not_who_talks_most_in_a_slice(
     assert [e.name for e in alone.entities] == []
     result = await RuleExtractor().extract(lines, KNOWN, narrates=lambda e: e.speaker == "MATT")
     assert [e.name for e in result.entities] == ["Death of Jazna"]
+
+
+async def test_the_rules_read_the_register_in_the_dms_lines_of_the_recap_only() -> None:
+    lines = entries(
+        ("MATT", "Last we left off, you all did battle with the great colossal Thordak in his lair."),
+        ("TRAVIS", "And we did battle with Raishan before that."),  # a player's line, even in the recap
+        ("MATT", "There you all did battle with Thordak. Now, roll initiative against the fire giants."),  # in play
+    )
+    result = await RuleExtractor().extract(lines, KNOWN, retold={100, 101})
+    assert {e.name: (e.type, e.description, e.entry_ids) for e in result.entities} == {
+        "Battle with Thordak": ("event", "a battle", [100])
+    }
+    assert [(f.source, f.type, f.target, f.entry_ids) for f in result.facts] == [
+        ("Thordak", "took_part_in", "Battle with Thordak", [100])
+    ]
 
 
 async def scene(*lines: tuple[str, str]) -> dict[str, list[str]]:
