@@ -20,7 +20,14 @@ from bot.cli.common import (
 )
 from memory.errors import InvalidInputError
 from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, suggest_entity_type
-from memory.text import check_attributes, counted, heard_as_phrases, not_heard_as_phrases, typed_attribute
+from memory.text import (
+    check_attributes,
+    counted,
+    excerpt,
+    heard_as_phrases,
+    not_heard_as_phrases,
+    typed_attribute,
+)
 
 
 class _EntityTypeParam(click.Choice):
@@ -201,7 +208,8 @@ async def show(ctx: click.Context, name: str, history: bool, campaign: str | Non
         for p in past:
             click.echo(f"  - {p.describe_past(' (secret)')}")
     if last:
-        click.echo(f"  last mentioned in {last.where()} by {last.speaker}: {last.text[:100]}")
+        said = excerpt(last.text, [e.name, *e.aliases], 100)
+        click.echo(f"  last mentioned in {last.where()} by {last.speaker}: {said}")
 
 
 @entity.command("mentions")
@@ -228,7 +236,7 @@ async def mentions_(ctx: click.Context, name: str, limit: int, campaign: str | N
         return
     click.echo(f"{found.name}: named in {counted(said.total, 'line')} of {counted(len(said.sessions), 'session')}")
     for line in said.lines:
-        click.echo(f"  {line.where()}, {line.speaker}: {line.text[:160]}")
+        click.echo(f"  {line.where()}, {line.speaker}: {excerpt(line.text, [found.name, *found.aliases], 160)}")
     if said.total > len(said.lines):
         click.echo(f"  … and {said.total - len(said.lines)} more (--limit)")
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import asyncpg
 
 from memory.db import create_pool
+from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
 from memory.store import Memory
 
@@ -494,6 +495,50 @@ async def test_review_list_shows_where_and_what_was_said(lk, fresh_dsn: str) -> 
         assert listed[-1].endswith("1.00")  # no line behind it: nothing to show
         [item, _] = json.loads(lk("review", "list", "--json").stdout)
         assert item["entity"]["name"] == "Korvash" and item["said"]["text"] == said
+    finally:
+        await pool.close()
+
+
+#: A narrator's paragraph that names its entity late, as a DM's long descriptions (CRD3's run to 400 words) do.
+NARRATION = (
+    "At this point, as you're running, you're rushing forward through the undercroft, past the broken shackles and "
+    "the torches you left burning. To the left of your ear, you hear a thud and you glance over your shoulder. "
+    "And there, face down on the ground, is Korvash, sprawled out in the dirt with a single dagger sticking out "
+    "of the center of his back. Blood begins to pour out from the wound as the others catch up with you, and for "
+    "a long moment nobody says anything at all while the bells of the old chapel ring twice in the distance, "
+    "and the rain begins again over the broken rooftops of the city."
+)
+
+
+async def test_long_lines_show_their_part_naming_the_entity(lk, fresh_dsn: str) -> None:
+    """`review list`, `entity mentions` and `entity show` showed a long line whole (a screen for one review item)
+    or cut at a fixed width, mid-word and before the name it was listed for."""
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        night = await mem.log.start_session("Night one")
+        line = await mem.log.write(night.id, EntryIn(speaker="DM", text=NARRATION, start_s=6.0))
+        unsure = Provenance(source=Source.stated, confidence=0.55, session_id=night.id, entry_ids=[line.id])
+        await mem.graph.add_entity(EntityIn(name="Korvash", type=EntityType.npc, status="pending", provenance=unsure))
+        listed = lk("review", "list", env={"COLUMNS": "100"}).stdout.splitlines()
+        column = listed[0].index("said")
+        said = " ".join(row[column:].strip() for row in listed[2:])
+        assert "is Korvash, sprawled out" in said and said.endswith("…”") and len(said) < len(NARRATION)
+        [item] = json.loads(lk("review", "list", "--json").stdout)
+        assert item["said"]["text"] == NARRATION  # a script still reads it whole
+        assert lk("review", "accept", item["ref"]).returncode == 0
+        await index_lines(mem.db, mem.campaign_id, night.id, {line.id: [int(item["ref"][1:])]})  # as the chunk job
+
+        mentioned = lk("entity", "mentions", "Korvash")
+        assert mentioned.returncode == 0, mentioned.stderr
+        [shown] = [row for row in mentioned.stdout.splitlines() if row.startswith("  Night one")]
+        quote = shown.split(", DM: ", 1)[1]
+        assert "is Korvash, sprawled out" in quote and quote.startswith("…") and quote.endswith("…")
+        assert f" {quote.strip('…')} " in f" {NARRATION} "  # cut between words
+        [last] = [row for row in lk("entity", "show", "Korvash").stdout.splitlines() if "last mentioned" in row]
+        assert "is Korvash," in last and last.endswith("…")
     finally:
         await pool.close()
 
