@@ -705,7 +705,7 @@ def test_ingest_wait_recall_and_batch_recall(lk, tmp_path: Path) -> None:
     first = lk("ingest", str(SAMPLE), "--session", "Session 1", "--wait")
     assert first.returncode == 0, first.stderr
     assert "60 new" in first.stdout
-    for what in ("entries", "chunks", "entities", "pending"):
+    for what in ("session lines", "passages", "entities", "pending"):
         assert what in first.stdout
     again = lk("ingest", str(SAMPLE), "--session", "Session 1", "--wait")
     assert again.returncode == 0 and "0 new" in again.stdout
@@ -822,7 +822,7 @@ async def test_ingest_wait_fails_naming_the_jobs_held_at_its_end(lk, fresh_dsn: 
         )
         res = lk("ingest", str(SAMPLE), "--wait")
         assert res.returncode == 1, res.stderr
-        assert "entries" in res.stdout  # what was stored is still said
+        assert "session lines" in res.stdout  # what was stored is still said
         *progress, error = res.stderr.splitlines()  # a wait of over 5 s (a loaded machine) prints progress first
         assert error == (
             f"error: 1 background job held: #{held_id} extract of 'Night zero' (failed on its data): "
