@@ -158,7 +158,7 @@ async def list_(ctx: click.Context, type_: str | None, campaign: str | None, as_
                     e.type.value,
                     ", ".join(e.aliases),
                     "yes" if e.visibility == "secret" else "",
-                    e.description[:60],
+                    excerpt(" ".join(e.description.split()), [], 60),  # one row, cut between words
                 ]
                 for e in entities
             ],
@@ -193,8 +193,8 @@ async def show(ctx: click.Context, name: str, history: bool, campaign: str | Non
         click.echo(f"  heard as: {', '.join(e.heard_as)}")
     if e.not_heard_as:
         click.echo(f"  never heard as: {', '.join(e.not_heard_as)}")
-    if e.description:
-        click.echo(f"  {e.description}")
+    if e.description:  # a recap's several lines too, each under the name
+        click.echo("\n".join(f"  {line}" for line in e.description.splitlines()))
     for key, value in e.attributes.items():
         # as a campaign file or --attr writes it (true, ["a", "b"]), not as Python prints it
         click.echo(f"  {key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")

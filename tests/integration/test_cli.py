@@ -1129,12 +1129,23 @@ def test_entity_list_is_one_row_per_entity_whatever_its_description_holds(lk) ->
     told = "Session: the heist\n- Korvash lied\r\n- the\tgate fell"
     assert lk("entity", "add", "Heist", "event", "-d", told).returncode == 0
     assert lk("entity", "add", "Korvash", "npc", "-d", "A smith", "--secret").returncode == 0
+    long = "Harbour master of New Saltmere; collects debts and rumours in equal measure, and forgets neither."
+    assert lk("entity", "add", "Brannoch", "npc", "-d", long).returncode == 0
     listed = lk("entity", "list")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines()[0].split() == ["name", "type", "aliases", "secret", "description"]
     assert listed.stdout.splitlines()[2:] == [
-        "Heist    event                   Session: the heist - Korvash lied - the gate fell",
-        "Korvash  npc             yes     A smith",
+        # cut between words, and said to be cut (it was cut at 60 characters, mid-word: "rumours i")
+        "Brannoch  npc                     Harbour master of New Saltmere; collects debts and rumours…",
+        "Heist     event                   Session: the heist - Korvash lied - the gate fell",
+        "Korvash   npc             yes     A smith",
+    ]
+    # on its card, each line of the description under the name, as the recap of a session's event has them
+    assert lk("entity", "show", "Heist").stdout.splitlines()[:4] == [
+        "Heist (event)",
+        "  Session: the heist",
+        "  - Korvash lied",
+        "  - the\tgate fell",
     ]
 
 
