@@ -74,8 +74,14 @@ def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
     bad_type = lk("entity", "add", "X", "dragon")
     assert bad_type.returncode == 2 and "Invalid value for 'TYPE': 'dragon' is not one of" in bad_type.stderr
     assert "entity add [OPTIONS] NAME TYPE\n" in lk("entity", "add", "--help").stdout  # no choices split mid-word
-    none_active = lk("entity", "list")
-    assert none_active.returncode == 1 and "no active campaign" in none_active.stderr
+    # a first run has no campaign to pass or `campaign use`: the error says how to make one
+    first = (
+        "error: no active campaign: there is none yet: `lorekeeper campaign create NAME` or `lorekeeper campaign "
+        "load FILE` makes one\n"
+    )
+    for command in (("entity", "list"), ("campaign", "info")):
+        none_yet = lk(*command)
+        assert none_yet.returncode == 1 and none_yet.stderr == first, none_yet.stderr
     broken = tmp_path / "broken.yaml"
     broken.write_text("entities:\n  - {name: A, type: npc}\n  - {name: B, type: npc\n")
     assert lk("campaign", "create", "C").returncode == 0
