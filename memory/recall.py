@@ -24,7 +24,7 @@ from memory import lexical as lexical_ranker
 from memory import recall_rank as rank
 from memory.correction.text import normalize, spaced_form, tokenize
 from memory.gazetteer import Gazetteer
-from memory.models import ChunkHit, EntityType, Visibility, where_said
+from memory.models import ChunkHit, EntityType, Visibility, session_link, where_said
 from memory.offgame import line_talk
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
@@ -342,7 +342,7 @@ async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: in
         entity = await mem.graph.get_entity_by_id(one.id)
         facts = await mem.graph.relationships_of(entity.id, include_secret=dm)
         # the sessions it took part in as one line, as on its card: a player of a long campaign has a hundred
-        took_part = [f for f in facts if f.type == "took_part_in" and f.source_id == entity.id]
+        took_part = [f for f in facts if session_link(f, entity.id)]
         sessions = ""
         if took_part:  # the card's line, its sessions in the order they were played
             snap = await mem.graph.neighbourhood(entity.name, include_secret=dm)

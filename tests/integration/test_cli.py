@@ -621,11 +621,15 @@ async def test_entity_show_says_the_sessions_it_took_part_in_in_one_line(lk, fre
         for n in range(1, 6):
             night = await mem.graph.add_entity(EntityIn(name=f"Session: Night {n}", type=EntityType.event))
             await mem.graph.add_relationship(RelationshipIn(source_id=grog.id, type="took_part_in", target_id=night.id))
+        # an event of the story (extraction reads "Grog beheads Jazna" so) is a fact, not a session
+        death = await mem.graph.add_entity(EntityIn(name="Death of Jazna", type=EntityType.event))
+        await mem.graph.add_relationship(RelationshipIn(source_id=grog.id, type="took_part_in", target_id=death.id))
     finally:
         await pool.close()
     shown = lk("entity", "show", "Grog")
     assert shown.stdout == (
-        "Grog (player)\n  took part in 5 sessions: Session: Night 5, Session: Night 4, Session: Night 3 and 2 earlier\n"
+        "Grog (player)\n  - Grog —took_part_in→ Death of Jazna\n"
+        "  took part in 5 sessions: Session: Night 5, Session: Night 4, Session: Night 3 and 2 earlier\n"
     )
     night = lk("entity", "show", "Session: Night 1").stdout  # the session's own card still lists who took part
     assert "  - Grog —took_part_in→ Session: Night 1\n" in night
