@@ -977,6 +977,8 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
     assert waiting and f"lorekeeper review accept {' '.join(waiting[:2])}" in flat
     assert "/review" in out
     assert "Involved:" in out  # the recap, written by the jobs the demo ran
+    # the world grew by more than waits for review: where the rest came from (27 facts loaded, 49 after it)
+    assert "(L3: those you loaded, the session itself and who took part in it)" in flat
     # wrapped at words, never cut: a whole line of the sample session reads whole, and no line is too wide
     assert "DM: You do. Mira Tolvanek is the blacksmith of Ironhold. She made your first holy symbol." in flat
     assert max(len(line) for line in out.splitlines() if str(tmp_path) not in line) <= 80  # a path is not cut
