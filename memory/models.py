@@ -433,6 +433,20 @@ def where_said(title: str, start_s: float | None, ref: str | None) -> str:
     return f"{title} ({ref})" if ref else title
 
 
+#: How a session's recap event is named ("Session: Night 4"): the entity who took part in the session links to it.
+RECAP_PREFIX = "Session: "
+
+
+def session_link(fact: Relationship, entity_id: int) -> bool:
+    """Whether ``fact`` says the entity took part in a session (its recap's event), not in an event of the story
+    ("Grog —took_part_in→ Death of Jazna"), which is a fact like any other."""
+    return (
+        fact.type == "took_part_in"
+        and fact.source_id == entity_id
+        and (fact.target_name or "").startswith(RECAP_PREFIX)
+    )
+
+
 class Neighbourhood(BaseModel):
     """An entity with the accepted, currently valid relationships around it and the entities they reach."""
 
@@ -444,7 +458,7 @@ class Neighbourhood(BaseModel):
         """The relationships other than the sessions the entity took part in, and those sessions as one line
         ("" if none): the last ``shown`` played by title, the rest counted. A two-year campaign has a hundred.
         ``KnowledgeGraph.neighbourhood`` gives them in the order they were played."""
-        sessions = [r for r in self.relationships if r.type == "took_part_in" and r.source_id == self.entity.id]
+        sessions = [r for r in self.relationships if session_link(r, self.entity.id)]
         others = [r.seen_from(self.entity.id) for r in self.relationships if r not in sessions]
         if not sessions:
             return others, ""

@@ -24,7 +24,7 @@ from memory import lexical as lexical_ranker
 from memory import recall_rank as rank
 from memory.correction.text import normalize, spaced_form, tokenize
 from memory.gazetteer import Gazetteer
-from memory.models import ChunkHit, EntityType, Visibility, where_said
+from memory.models import ChunkHit, EntityType, Visibility, session_link, where_said
 from memory.offgame import line_talk
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
@@ -33,6 +33,8 @@ from memory.text import clip
 Mode = Literal["both", "vector", "fulltext"]
 #: Entities of a query shown with their facts: a question names one or two; more would bury the passages.
 NAMED_LIMIT = 3
+#: Sessions a named entity took part in, named by title (the latest); the rest are counted.
+SESSIONS_SHOWN = 3
 SECRET_MARK = " 🔒"
 #: Characters of a named entity's description shown before its facts (`entity show` has it whole).
 DESCRIPTION_SHOWN = 300
@@ -339,13 +341,24 @@ async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: in
     for one in named:
         entity = await mem.graph.get_entity_by_id(one.id)
         facts = await mem.graph.relationships_of(entity.id, include_secret=dm)
+        # the sessions it took part in as one line, as on its card: a player of a long campaign has a hundred
+        took_part = [f for f in facts if session_link(f, entity.id)]
+        sessions = ""
+        if took_part:  # the card's line, its sessions in the order they were played
+            snap = await mem.graph.neighbourhood(entity.name, include_secret=dm)
+            _, sessions = snap.facts_and_sessions(SESSIONS_SHOWN, mask)
+        known = [
+            KnownFact(text=mask(f.describe()), secret=f.visibility == Visibility.secret)
+            for f in facts
+            if f not in took_part
+        ]
         out.append(
             NamedEntity(
                 name=mask(entity.name),
                 type=entity.type,
                 secret=entity.visibility == Visibility.secret,
                 description=_shortened(mask(entity.description)),
-                facts=[KnownFact(text=mask(f.describe()), secret=f.visibility == Visibility.secret) for f in facts],
+                facts=known + [KnownFact(text=sessions, secret=False)] * bool(sessions),
             )
         )
     return out

@@ -13,6 +13,7 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Iterable
 from typing import Any
 
 from memory.errors import InvalidInputError
@@ -28,6 +29,31 @@ MAX_HEARD_AS_WORDS = 7
 def clip(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` characters, an ellipsis saying it was."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def excerpt(text: str, names: Iterable[str], limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters around the first place it says one of ``names`` (case aside,
+    whole words, a plural or possessive too), from its start when it says none; cut between words, an ellipsis
+    at each end that was cut. A narrator's paragraph may name the entity only in its fifth sentence."""
+    if len(text) <= limit:
+        return text
+    found = [
+        match.start()
+        for name in names
+        if name.strip()
+        and (match := re.search(rf"(?<!\w){re.escape(name.strip())}(?:s|['’]s)?(?!\w)", text, re.IGNORECASE))
+    ]
+    at = min(found, default=0)
+    # a third of the room before the name: what leads up to it, and more of what is said of it
+    start = max(0, min(at - (limit - 2) // 3, len(text) - (limit - 2)))
+    if start > 0 and not text[start - 1].isspace():
+        start = next((i for i in range(start, at) if text[i - 1].isspace()), at)  # from the next word on
+    end = start + limit - (start > 0) - 1  # room for the ellipses
+    if end >= len(text):
+        return ("…" if start else "") + text[start:]
+    cut = text.rfind(" ", start, end + 1)
+    end = cut if cut > at else end  # a word longer than the room is cut in it
+    return ("…" if start else "") + text[start:end].rstrip(" ,;:") + "…"
 
 
 def counted(n: int, one: str, many: str | None = None) -> str:

@@ -10,6 +10,7 @@ import click
 
 from bot.cli import cli
 from bot.cli.common import (
+    NONE_YET,
     CliError,
     async_command,
     campaign_memory,
@@ -111,6 +112,8 @@ async def info(ctx: click.Context, name: str | None, as_json: bool) -> None:
         campaigns = memory.campaigns(settings.guild_id)
         target = await campaigns.get(name) if name else await campaigns.active()
         if target is None:
+            if not await campaigns.list():
+                raise CliError(f"no active campaign: {await other_guilds(campaigns) or NONE_YET}")
             raise CliError("no active campaign: name one, or run `lorekeeper campaign use NAME`")
         counts = await campaigns.counts(target.id)
     if as_json:

@@ -238,13 +238,16 @@ async def campaign_memory(memory: Memory, settings: Settings, name: str | None) 
     else:
         active = await campaigns.active()
         if active is None:
-            other = await other_guilds(campaigns)
-            if other and not await campaigns.list():
-                raise CliError(f"no active campaign: {other}")
+            if not await campaigns.list():  # a first run: there is none to pass or use
+                raise CliError(f"no active campaign: {await other_guilds(campaigns) or NONE_YET}")
             raise CliError("no active campaign: pass --campaign NAME or run `lorekeeper campaign use NAME`")
         campaign = active
     _working_on.set(campaign)
     return memory.campaign(campaign.id), campaign.name
+
+
+#: What a DM with no campaign at all is told to do first.
+NONE_YET = "there is none yet: `lorekeeper campaign create NAME` or `lorekeeper campaign load FILE` makes one"
 
 
 async def other_guilds(campaigns: Campaigns) -> str:

@@ -150,14 +150,15 @@ async def _run(ctx: click.Context, data_dir: Path) -> str:
         say(
             f"Remembered: {counts.get('entries', 0)} lines in the session log (L1), {counts.get('chunks', 0)} "
             f"passages (L2), {counts.get('entities', 0)} entities and {counts.get('facts', 0)} facts in the world "
-            f"(L3), {counts.get('pending', 0)} waiting for your review.",
+            "(L3: those you loaded, the session itself and who took part in it), "
+            f"{counts.get('pending', 0)} waiting for your review.",
             "  ",
         )
 
         step(
             "Step 4: the review queue",
             "What the bot read in play but is not sure of waits for the DM, and is not part of the world until "
-            "accepted. Offline (no LLM configured) everything it finds waits here:",
+            "accepted. Offline (no LLM configured) every entity and fact it reads in what was said waits here:",
         )
         pending = await mem.review.pending(limit=8)
         for item in pending:

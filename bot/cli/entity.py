@@ -20,7 +20,14 @@ from bot.cli.common import (
 )
 from memory.errors import InvalidInputError
 from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, suggest_entity_type
-from memory.text import check_attributes, counted, heard_as_phrases, not_heard_as_phrases, typed_attribute
+from memory.text import (
+    check_attributes,
+    counted,
+    excerpt,
+    heard_as_phrases,
+    not_heard_as_phrases,
+    typed_attribute,
+)
 
 
 class _EntityTypeParam(click.Choice):
@@ -151,7 +158,7 @@ async def list_(ctx: click.Context, type_: str | None, campaign: str | None, as_
                     e.type.value,
                     ", ".join(e.aliases),
                     "yes" if e.visibility == "secret" else "",
-                    e.description[:60],
+                    excerpt(" ".join(e.description.split()), [], 60),  # one row, cut between words
                 ]
                 for e in entities
             ],
@@ -186,8 +193,8 @@ async def show(ctx: click.Context, name: str, history: bool, campaign: str | Non
         click.echo(f"  heard as: {', '.join(e.heard_as)}")
     if e.not_heard_as:
         click.echo(f"  never heard as: {', '.join(e.not_heard_as)}")
-    if e.description:
-        click.echo(f"  {e.description}")
+    if e.description:  # a recap's several lines too, each under the name
+        click.echo("\n".join(f"  {line}" for line in e.description.splitlines()))
     for key, value in e.attributes.items():
         # as a campaign file or --attr writes it (true, ["a", "b"]), not as Python prints it
         click.echo(f"  {key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
@@ -201,7 +208,8 @@ async def show(ctx: click.Context, name: str, history: bool, campaign: str | Non
         for p in past:
             click.echo(f"  - {p.describe_past(' (secret)')}")
     if last:
-        click.echo(f"  last mentioned in {last.where()} by {last.speaker}: {last.text[:100]}")
+        said = excerpt(last.text, [e.name, *e.aliases], 100)
+        click.echo(f"  last mentioned in {last.where()} by {last.speaker}: {said}")
 
 
 @entity.command("mentions")
@@ -228,7 +236,7 @@ async def mentions_(ctx: click.Context, name: str, limit: int, campaign: str | N
         return
     click.echo(f"{found.name}: named in {counted(said.total, 'line')} of {counted(len(said.sessions), 'session')}")
     for line in said.lines:
-        click.echo(f"  {line.where()}, {line.speaker}: {line.text[:160]}")
+        click.echo(f"  {line.where()}, {line.speaker}: {excerpt(line.text, [found.name, *found.aliases], 160)}")
     if said.total > len(said.lines):
         click.echo(f"  … and {said.total - len(said.lines)} more (--limit)")
 

@@ -288,10 +288,14 @@ def _clock(seconds: float) -> str:
     return f"{hours}:{minutes:02}:{secs:02}" if hours else f"{minutes}:{secs:02}"
 
 
+#: The campaign's totals under the words this import's table above them uses, not the tables' names.
+TOTALS_SAID = {"entries": "session lines", "chunks": "passages"}
+
+
 async def print_counts(mem: CampaignMemory, pool: object) -> None:
     row = await mem.totals()
     names = list(row.keys())
-    table([[row[k] for k in names]], [k.replace("_", " ") for k in names])
+    table([[row[k] for k in names]], [TOTALS_SAID.get(k, k.replace("_", " ")) for k in names])
     await refuse_held(mem)
 
 

@@ -24,6 +24,7 @@ from memory.models import ReviewItem, ReviewKind
 from memory.replies import describe_same_as, kept_old_name
 from memory.review import parse_ref
 from memory.store import CampaignMemory
+from memory.text import excerpt
 
 
 @cli.group()
@@ -61,16 +62,28 @@ async def list_(ctx: click.Context, limit: int, campaign: str | None, as_json: b
     for i in items:
         # an item holds its entity or else its fact (ReviewItem names no type for either)
         prov = i.entity.provenance if i.entity else i.fact.provenance  # type: ignore[union-attr]
-        said = f"{i.said.where()}: {i.said.speaker}: “{i.said.text}”" if i.said else ""
+        said = f"{i.said.where()}: {i.said.speaker}: “{excerpt(i.said.text, _names(i), SAID_CHARS)}”" if i.said else ""
         said = f"({i.lines} lines) {said}" if i.lines > 1 else said
         rows.append([i.ref, i.kind.value, i.describe(), f"{prov.confidence:.2f}", said, prov.review_reason or ""])
     # why a sure fact waits (its lines do not say it), a column only when one does
     why = any(row[-1] for row in rows)
     headers = ["id", "kind", "item", "confidence", "said", *(["waits because"] if why else [])]
-    # whole: the answer may end the line
+    # wrapped, not cut: the answer may end the line
     table([row if why else row[:-1] for row in rows], headers, wrap={2, 4, 5} if why else {2, 4})
     if total > len(items):
         click.echo(f"… and {total - len(items)} more")
+
+
+#: Of the line an item was read from: a narrator's paragraph of 400 words, whole, filled a screen for one item.
+SAID_CHARS = 300
+
+
+def _names(item: ReviewItem) -> list[str]:
+    """What the line says of the item, to show its part that says it: the entity's names, the fact's two ends."""
+    if item.entity is not None:
+        return [item.entity.name, *item.entity.aliases]
+    assert item.fact is not None
+    return [name for name in (item.fact.source_name, item.fact.target_name or item.fact.value) if name]
 
 
 def _decided(item: ReviewItem) -> str:

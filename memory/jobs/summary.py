@@ -10,7 +10,7 @@ from memory.graph.took_part import link_to_recaps, took_part
 from memory.jobs.context import JobContext
 from memory.jobs.queue import SUMMARY, claim_progress, progress, set_progress
 from memory.mentions import index_lines
-from memory.models import EntityIn, EntityType, Provenance, ReviewStatus, Source, Visibility
+from memory.models import RECAP_PREFIX, EntityIn, EntityType, Provenance, ReviewStatus, Source, Visibility
 from memory.offgame import out_of_game
 from memory.recap import abstractive, extractive_summary
 from memory.text import without_hidden
@@ -50,7 +50,7 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
         await tx.log.set_summary(session_id, summary)
         event, _, _ = await tx.graph.upsert_entity(
             EntityIn(
-                name=f"Session: {title}"[:200],  # an entity name's limit; titles may be file names
+                name=f"{RECAP_PREFIX}{title}"[:200],  # an entity name's limit; titles may be file names
                 type=EntityType.event,
                 description=without_hidden(summary[:2000]),  # a recap is the model's text: see without_hidden
                 provenance=Provenance(source=Source.inferred, confidence=1.0, session_id=session_id),

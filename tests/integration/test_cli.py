@@ -15,6 +15,7 @@ from pathlib import Path
 import asyncpg
 
 from memory.db import create_pool
+from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
 from memory.store import Memory
 
@@ -73,8 +74,14 @@ def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
     bad_type = lk("entity", "add", "X", "dragon")
     assert bad_type.returncode == 2 and "Invalid value for 'TYPE': 'dragon' is not one of" in bad_type.stderr
     assert "entity add [OPTIONS] NAME TYPE\n" in lk("entity", "add", "--help").stdout  # no choices split mid-word
-    none_active = lk("entity", "list")
-    assert none_active.returncode == 1 and "no active campaign" in none_active.stderr
+    # a first run has no campaign to pass or `campaign use`: the error says how to make one
+    first = (
+        "error: no active campaign: there is none yet: `lorekeeper campaign create NAME` or `lorekeeper campaign "
+        "load FILE` makes one\n"
+    )
+    for command in (("entity", "list"), ("campaign", "info")):
+        none_yet = lk(*command)
+        assert none_yet.returncode == 1 and none_yet.stderr == first, none_yet.stderr
     broken = tmp_path / "broken.yaml"
     broken.write_text("entities:\n  - {name: A, type: npc}\n  - {name: B, type: npc\n")
     assert lk("campaign", "create", "C").returncode == 0
@@ -498,6 +505,50 @@ async def test_review_list_shows_where_and_what_was_said(lk, fresh_dsn: str) -> 
         await pool.close()
 
 
+#: A narrator's paragraph that names its entity late, as a DM's long descriptions (CRD3's run to 400 words) do.
+NARRATION = (
+    "At this point, as you're running, you're rushing forward through the undercroft, past the broken shackles and "
+    "the torches you left burning. To the left of your ear, you hear a thud and you glance over your shoulder. "
+    "And there, face down on the ground, is Korvash, sprawled out in the dirt with a single dagger sticking out "
+    "of the center of his back. Blood begins to pour out from the wound as the others catch up with you, and for "
+    "a long moment nobody says anything at all while the bells of the old chapel ring twice in the distance, "
+    "and the rain begins again over the broken rooftops of the city."
+)
+
+
+async def test_long_lines_show_their_part_naming_the_entity(lk, fresh_dsn: str) -> None:
+    """`review list`, `entity mentions` and `entity show` showed a long line whole (a screen for one review item)
+    or cut at a fixed width, mid-word and before the name it was listed for."""
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        night = await mem.log.start_session("Night one")
+        line = await mem.log.write(night.id, EntryIn(speaker="DM", text=NARRATION, start_s=6.0))
+        unsure = Provenance(source=Source.stated, confidence=0.55, session_id=night.id, entry_ids=[line.id])
+        await mem.graph.add_entity(EntityIn(name="Korvash", type=EntityType.npc, status="pending", provenance=unsure))
+        listed = lk("review", "list", env={"COLUMNS": "100"}).stdout.splitlines()
+        column = listed[0].index("said")
+        said = " ".join(row[column:].strip() for row in listed[2:])
+        assert "is Korvash, sprawled out" in said and said.endswith("…”") and len(said) < len(NARRATION)
+        [item] = json.loads(lk("review", "list", "--json").stdout)
+        assert item["said"]["text"] == NARRATION  # a script still reads it whole
+        assert lk("review", "accept", item["ref"]).returncode == 0
+        await index_lines(mem.db, mem.campaign_id, night.id, {line.id: [int(item["ref"][1:])]})  # as the chunk job
+
+        mentioned = lk("entity", "mentions", "Korvash")
+        assert mentioned.returncode == 0, mentioned.stderr
+        [shown] = [row for row in mentioned.stdout.splitlines() if row.startswith("  Night one")]
+        quote = shown.split(", DM: ", 1)[1]
+        assert "is Korvash, sprawled out" in quote and quote.startswith("…") and quote.endswith("…")
+        assert f" {quote.strip('…')} " in f" {NARRATION} "  # cut between words
+        [last] = [row for row in lk("entity", "show", "Korvash").stdout.splitlines() if "last mentioned" in row]
+        assert "is Korvash," in last and last.endswith("…")
+    finally:
+        await pool.close()
+
+
 async def test_review_edit_corrects_an_item_and_accepts_it_as_the_edit_button_does(lk, fresh_dsn: str) -> None:
     """A CLI-only DM could accept or reject what the bot misheard, not correct it (`review same` on a fact even
     told them to edit it)."""
@@ -570,11 +621,15 @@ async def test_entity_show_says_the_sessions_it_took_part_in_in_one_line(lk, fre
         for n in range(1, 6):
             night = await mem.graph.add_entity(EntityIn(name=f"Session: Night {n}", type=EntityType.event))
             await mem.graph.add_relationship(RelationshipIn(source_id=grog.id, type="took_part_in", target_id=night.id))
+        # an event of the story (extraction reads "Grog beheads Jazna" so) is a fact, not a session
+        death = await mem.graph.add_entity(EntityIn(name="Death of Jazna", type=EntityType.event))
+        await mem.graph.add_relationship(RelationshipIn(source_id=grog.id, type="took_part_in", target_id=death.id))
     finally:
         await pool.close()
     shown = lk("entity", "show", "Grog")
     assert shown.stdout == (
-        "Grog (player)\n  took part in 5 sessions: Session: Night 5, Session: Night 4, Session: Night 3 and 2 earlier\n"
+        "Grog (player)\n  - Grog —took_part_in→ Death of Jazna\n"
+        "  took part in 5 sessions: Session: Night 5, Session: Night 4, Session: Night 3 and 2 earlier\n"
     )
     night = lk("entity", "show", "Session: Night 1").stdout  # the session's own card still lists who took part
     assert "  - Grog —took_part_in→ Session: Night 1\n" in night
@@ -660,7 +715,7 @@ def test_ingest_wait_recall_and_batch_recall(lk, tmp_path: Path) -> None:
     first = lk("ingest", str(SAMPLE), "--session", "Session 1", "--wait")
     assert first.returncode == 0, first.stderr
     assert "60 new" in first.stdout
-    for what in ("entries", "chunks", "entities", "pending"):
+    for what in ("session lines", "passages", "entities", "pending"):
         assert what in first.stdout
     again = lk("ingest", str(SAMPLE), "--session", "Session 1", "--wait")
     assert again.returncode == 0 and "0 new" in again.stdout
@@ -777,7 +832,7 @@ async def test_ingest_wait_fails_naming_the_jobs_held_at_its_end(lk, fresh_dsn: 
         )
         res = lk("ingest", str(SAMPLE), "--wait")
         assert res.returncode == 1, res.stderr
-        assert "entries" in res.stdout  # what was stored is still said
+        assert "session lines" in res.stdout  # what was stored is still said
         *progress, error = res.stderr.splitlines()  # a wait of over 5 s (a loaded machine) prints progress first
         assert error == (
             f"error: 1 background job held: #{held_id} extract of 'Night zero' (failed on its data): "
@@ -922,6 +977,8 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
     assert waiting and f"lorekeeper review accept {' '.join(waiting[:2])}" in flat
     assert "/review" in out
     assert "Involved:" in out  # the recap, written by the jobs the demo ran
+    # the world grew by more than waits for review: where the rest came from (27 facts loaded, 49 after it)
+    assert "(L3: those you loaded, the session itself and who took part in it)" in flat
     # wrapped at words, never cut: a whole line of the sample session reads whole, and no line is too wide
     assert "DM: You do. Mira Tolvanek is the blacksmith of Ironhold. She made your first holy symbol." in flat
     assert max(len(line) for line in out.splitlines() if str(tmp_path) not in line) <= 80  # a path is not cut
@@ -1084,12 +1141,23 @@ def test_entity_list_is_one_row_per_entity_whatever_its_description_holds(lk) ->
     told = "Session: the heist\n- Korvash lied\r\n- the\tgate fell"
     assert lk("entity", "add", "Heist", "event", "-d", told).returncode == 0
     assert lk("entity", "add", "Korvash", "npc", "-d", "A smith", "--secret").returncode == 0
+    long = "Harbour master of New Saltmere; collects debts and rumours in equal measure, and forgets neither."
+    assert lk("entity", "add", "Brannoch", "npc", "-d", long).returncode == 0
     listed = lk("entity", "list")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines()[0].split() == ["name", "type", "aliases", "secret", "description"]
     assert listed.stdout.splitlines()[2:] == [
-        "Heist    event                   Session: the heist - Korvash lied - the gate fell",
-        "Korvash  npc             yes     A smith",
+        # cut between words, and said to be cut (it was cut at 60 characters, mid-word: "rumours i")
+        "Brannoch  npc                     Harbour master of New Saltmere; collects debts and rumours…",
+        "Heist     event                   Session: the heist - Korvash lied - the gate fell",
+        "Korvash   npc             yes     A smith",
+    ]
+    # on its card, each line of the description under the name, as the recap of a session's event has them
+    assert lk("entity", "show", "Heist").stdout.splitlines()[:4] == [
+        "Heist (event)",
+        "  Session: the heist",
+        "  - Korvash lied",
+        "  - the\tgate fell",
     ]
 
 

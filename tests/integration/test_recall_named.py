@@ -90,3 +90,25 @@ async def test_a_long_description_is_shortened_so_the_current_facts_follow_it(ca
     (pip,) = await named_entities(campaign, "where is Pip?", dm=True)
     assert len(pip.description) == 300 and pip.description.startswith("A halfling thief who talks")
     assert pip.description.endswith("…") and len(pip.facts) == 3
+
+
+async def test_the_sessions_an_entity_took_part_in_are_one_fact(campaign: CampaignMemory) -> None:
+    """As its card says them: a player of a long campaign took part in a hundred sessions, and a recall naming
+    them listed a '—took_part_in→' fact for each before any passage."""
+    g = campaign.graph
+    grog = await g.add_entity(EntityIn(name="Grog", type=EntityType.player))
+    axe = await g.add_entity(EntityIn(name="Craven Edge", type=EntityType.item))
+    await g.add_relationship(RelationshipIn(source_id=axe.id, type="owned_by", target_id=grog.id))
+    for n in range(1, 6):
+        night = await g.add_entity(EntityIn(name=f"Session: Night {n}", type=EntityType.event))
+        await g.add_relationship(RelationshipIn(source_id=grog.id, type="took_part_in", target_id=night.id))
+    death = await g.add_entity(EntityIn(name="Death of Jazna", type=EntityType.event))  # of the story: a fact
+    await g.add_relationship(RelationshipIn(source_id=grog.id, type="took_part_in", target_id=death.id))
+    (named,) = await named_entities(campaign, "what did Grog do?", dm=False)
+    assert named.fact_lines() == [
+        "Craven Edge —owned_by→ Grog",
+        "Grog —took_part_in→ Death of Jazna",
+        "took part in 5 sessions: Session: Night 5, Session: Night 4, Session: Night 3 and 2 earlier",
+    ]
+    (night,) = await named_entities(campaign, "what happened in Session: Night 2?", dm=True)
+    assert night.fact_lines() == ["Grog —took_part_in→ Session: Night 2"]  # the session's own card lists who did

@@ -1,0 +1,39 @@
+"""What a long line shows of itself where the command line has room for a part: the part naming the entity."""
+
+from __future__ import annotations
+
+from memory.text import excerpt
+
+NARRATION = (
+    "At this point, as you're running, you're rushing forward. To the left of your ear, you hear a thud and you "
+    "glance over your shoulder. And there, face down on the ground, is Delilah, sprawled out, face down in the dirt "
+    "with a single dagger sticking out of the center of her back."
+)
+
+
+def test_a_short_line_is_shown_whole() -> None:
+    assert excerpt("I yell, Delilah's getting away!", ["Delilah"], 100) == "I yell, Delilah's getting away!"
+
+
+def test_the_part_shown_names_the_entity_and_is_cut_between_words() -> None:
+    shown = excerpt(NARRATION, ["Delilah Briarwood", "Delilah", "Lady Briarwood"], 100)
+    assert len(shown) <= 100
+    assert "is Delilah, sprawled out" in shown
+    assert shown.startswith("…") and shown.endswith("…")
+    inner = shown.strip("…")
+    assert f" {inner} " in f" {NARRATION} "  # whole words only: none cut in half
+
+
+def test_a_possessive_or_plural_counts_and_case_does_not_matter() -> None:
+    line = "x " * 80 + "The Briarwoods are dead. " + "y " * 80
+    assert "The Briarwoods are dead." in excerpt(line, ["briarwood"], 80)
+
+
+def test_a_line_not_naming_it_is_shown_from_its_start() -> None:
+    shown = excerpt(NARRATION, ["Vax"], 60)
+    assert shown.startswith("At this point") and shown.endswith("…") and len(shown) <= 60
+
+
+def test_the_end_of_the_line_is_shown_without_an_ellipsis_there() -> None:
+    shown = excerpt(NARRATION, ["dagger"], 100)
+    assert shown.startswith("…") and shown.endswith("center of her back.") and len(shown) <= 100
