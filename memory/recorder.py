@@ -172,6 +172,8 @@ class SessionRecorder:
         self.written = 0  # entries new to L1 (a replayed line is not counted)
         self.corrections = 0
         self._started_at: datetime | None = None  # a correction of an existing session's date, made at ``end``
+        #: The words of the speakers' names so far: the table calls its players by name, never a misheard entity.
+        self._people: set[str] = set()
 
     @classmethod
     async def start(
@@ -208,6 +210,7 @@ class SessionRecorder:
         batch, self._buffer, self._oldest = self._buffer, [], None
         matcher = await self.index_cache.matcher(self.mem)
         rows: list[EntryIn] = []
+        self._people.update(t.norm for u in batch for t in tokenize(u.speaker))
         for u in batch:
             confidences = None
             if u.words:
@@ -215,7 +218,8 @@ class SessionRecorder:
                     (w.word, w.confidence) for w in u.words if w.confidence is not None
                 ]
                 confidences = align_confidences(u.text, tokenize(u.text), words) if words else None
-            result = matcher.correct(u.text, confidences, self.cast(u.start_s) if self.cast else frozenset())
+            cast = self.cast(u.start_s) if self.cast else frozenset()
+            result = matcher.correct(u.text, confidences, cast, self._people)
             self.corrections += len(result.corrections)
             rows.append(
                 EntryIn(

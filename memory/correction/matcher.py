@@ -415,10 +415,16 @@ class PhoneticMatcher:
         load_tables()
 
     def correct(
-        self, text: str, confidences: Sequence[float | None] | None = None, cast: AbstractSet[int] = frozenset()
+        self,
+        text: str,
+        confidences: Sequence[float | None] | None = None,
+        cast: AbstractSet[int] = frozenset(),
+        people: AbstractSet[str] = frozenset(),
     ) -> Stage1Result:
         """Corrections for ``text``; ``confidences`` are per token of :func:`tokenize` (None: unknown); ``cast``:
-        the ids of the entities the table says all evening (the session's cast, see ``_cast_names``).
+        the ids of the entities the table says all evening (the session's cast, see ``_cast_names``); ``people``:
+        the words of the speakers' own names (normal forms, see ``people_words``), which are never a misheard name:
+        players call each other by name ("Marisha, roll").
 
         Windows (runs of words that may be a name) -> judge (each window's best name, if any) -> resolve
         (overlapping windows settled, corrections and stage 2's suspects written)."""
@@ -438,6 +444,8 @@ class PhoneticMatcher:
                 candidates.append(candidate)
             elif near:
                 near_misses.append((tokens[window.first].start, tokens[window.last].base_end))
+        if people:
+            candidates = [c for c in candidates if any(t.norm not in people for t in tokens[c.first : c.last + 1])]
         return self._resolve(text, tokens, words, candidates, near_misses)
 
     def _cast_names(self, text: str, words: list[_Word], cast: AbstractSet[int]) -> list[_Candidate]:

@@ -92,6 +92,25 @@ async def test_a_phrase_said_never_the_name_is_restored_in_stored_lines_and_left
     assert line.text == "The manta ray returns."
 
 
+async def test_a_speaker_s_name_said_at_the_table_is_never_corrected_into_an_entity(memory: Memory) -> None:
+    """CRD3's players call each other by name: "marisha" sounds like Mariya but is the player MARISHA."""
+    camp = memory.campaign((await memory.campaigns().create("Ours")).id)
+    await camp.graph.add_entity(EntityIn(name="Mariya Darrington", type=EntityType.npc, aliases=["Mariya"]))
+    rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
+    said = [("MATT", "marisha, what do you do?"), ("MARISHA", "I look for marisha's sister.")]
+    await rec.add_many([Utterance(speaker=who, text=t) for who, t in said])
+    await rec.add(Utterance(speaker="MATT", text="Then marisha hears the door."))
+    await rec.end()
+    stored = await camp.log.session_entries(rec.session.id)
+    assert [e.text for e in stored] == [t for _, t in said] + ["Then marisha hears the door."]
+    # a name no one at the table has is still corrected
+    rec = await SessionRecorder.start(camp, "Night 2", index_cache=CorrectionIndexCache())
+    await rec.add(Utterance(speaker="MATT", text="marisha, what do you do?"))
+    await rec.end()
+    [line] = await camp.log.session_entries(rec.session.id)
+    assert line.text == "Mariya Darrington, what do you do?"
+
+
 async def test_a_merge_giving_an_entity_a_not_heard_as_phrase_restores_its_lines(memory: Memory) -> None:
     """Mentiri recorded twice, the copy with "manta ray" said never to be it: merged, Mentiri is never heard there
     either, in the lines already stored too."""

@@ -64,3 +64,14 @@ def test_two_cast_members_as_near_leave_it_as_written(matcher: PhoneticMatcher) 
     # "Vix" is a phone off both Vax and Vex: no prior tells them apart.
     assert corrected(matcher, "Then Vix runs.", CAST | {VEX}) == "Then Vix runs."
     assert corrected(matcher, "Then Vix runs.", CAST) == "Then Vax'ildan runs."
+
+
+def test_the_speakers_own_names_are_never_corrected(matcher: PhoneticMatcher) -> None:
+    """A player called Max at the table is Max, not Vax'ildan; another written name still is the cast's."""
+    text = "Max, roll for it. Then Rex walks in."
+    assert corrected(matcher, text, CAST | {VEX}) == "Max, roll for it. Then Vex'ahlia walks in."
+    people = frozenset({"max"})
+    fixed = apply_corrections(text, matcher.correct(text, cast=CAST | {VEX}, people=people).corrections)
+    assert fixed == "Max, roll for it. Then Vex'ahlia walks in."
+    assert corrected(matcher, "Give it to Max.") == "Give it to Vax'ildan."
+    assert matcher.correct("Give it to Max.", cast=CAST, people=people).corrections == []
