@@ -225,7 +225,8 @@ async def _speakers(mem: CampaignMemory, query: str, *, dm: bool) -> list[rank.S
         WITH asked AS (
             SELECT form, n FROM unnest($2::text[]) WITH ORDINALITY AS a(form, n)
         ), characters AS (
-            SELECT a.n, e.id FROM asked a JOIN entities e ON e.campaign_id = $1 AND lower(e.name) = a.form
+            SELECT a.n, e.id FROM asked a
+            JOIN entities e ON e.campaign_id = $1 AND lower(e.name) = a.form AND e.status <> 'rejected'  -- its index
             UNION
             SELECT a.n, x.entity_id FROM asked a JOIN entity_aliases x ON x.campaign_id = $1 AND lower(x.alias) = a.form
         ), called AS (
@@ -238,10 +239,14 @@ async def _speakers(mem: CampaignMemory, query: str, *, dm: bool) -> list[rank.S
                 WHEN 'array' THEN e.attributes -> 'played_by'
                 WHEN 'string' THEN jsonb_build_array(e.attributes -> 'played_by') ELSE '[]' END) AS p(player)
         )
-        -- a speaker counts once they have said something: one index probe each, not their every line
+        -- a speaker counts once they have said something: one probe of the speaker index each, for the first
+        -- name at or after theirs (with an equality the planner may scan every line for a first match it expects
+        -- soon, and a name nobody has is every line)
         SELECT c.n, c.plays, s.speaker FROM called c CROSS JOIN LATERAL (
-            SELECT speaker FROM session_entries WHERE campaign_id = $1 AND lower(speaker) = c.name LIMIT 1
+            SELECT speaker FROM session_entries WHERE campaign_id = $1 AND lower(speaker) >= c.name
+            ORDER BY lower(speaker) LIMIT 1
         ) s
+        WHERE lower(s.speaker) = c.name
         """,
         mem.campaign_id,
         [rank.name_key(form) for form in asked],
