@@ -105,13 +105,16 @@ class Overrides:
     merge: dict[str, str] = field(default_factory=dict)  # entry → the entry it is folded into
     rename: dict[str, str] = field(default_factory=dict)
     types: dict[str, EntityType] = field(default_factory=dict)
+    #: entry → who plays it, as CRD3's transcripts name the speaker ("TRAVIS"): its ``played_by`` attribute
+    played_by: dict[str, str] = field(default_factory=dict)
 
     def dropped(self, name: str) -> bool:
         return name in self.drop or any(p.search(name) for p in self.drop_patterns)
 
 
 def load_overrides(path: Path) -> Overrides:
-    """Read the table, refusing one that contradicts itself (a name typed twice, a merge into a merged entry)."""
+    """Read the table, refusing one that contradicts itself (a name typed twice, a merge into a merged entry, a
+    player of an entry merged away)."""
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     types: dict[str, EntityType] = {}
     for kind, names in (data.get("types") or {}).items():
@@ -125,12 +128,17 @@ def load_overrides(path: Path) -> Overrides:
             raise ValueError(f"{path.name}: {source!r} merges into {target!r}, which is itself merged")
         if source in types:
             raise ValueError(f"{path.name}: {source!r} is merged away, so it cannot have a type")
+    played_by = {str(k): str(v) for k, v in (data.get("played_by") or {}).items()}
+    for name in played_by:
+        if name in merge:
+            raise ValueError(f"{path.name}: {name!r} is merged away, so no one plays it")
     return Overrides(
         drop=frozenset(data.get("drop") or ()),
         drop_patterns=tuple(re.compile(p) for p in data.get("drop_patterns") or ()),
         merge=merge,
         rename={str(k): str(v) for k, v in (data.get("rename") or {}).items()},
         types=types,
+        played_by=played_by,
     )
 
 
@@ -208,7 +216,7 @@ def _check_names(records: list[dict[str, Any]], overrides: Overrides) -> None:
     """Every name the table uses is an entry of the source: a typo must not silently leave one untyped."""
     names = {r["canonical"] for r in records}
     used = set(overrides.drop) | set(overrides.merge) | set(overrides.merge.values())
-    used |= set(overrides.rename) | set(overrides.types)
+    used |= set(overrides.rename) | set(overrides.types) | set(overrides.played_by)
     missing = sorted(used - names)
     if missing:
         raise SystemExit(f"the override table names entries the source does not have: {', '.join(missing)}")
@@ -272,13 +280,19 @@ def build(records: list[dict[str, Any]], overrides: Overrides | None = None) -> 
         if kind is None:
             kind = guess_type(record["canonical"])
             type_source[canonical] = "default" if kind == EntityType.concept else "name"
+        # who plays a character: recall's "what did Grog say" reads the lines of the speaker named so
+        player = overrides.played_by.get(record["canonical"])
         try:
             entities.append(
                 EntitySpec(
                     name=canonical,
                     type=kind,
                     aliases=aliases,
-                    attributes={"crd3_mentions": record["mentions"], "crd3_episodes": record["n_episodes"]},
+                    attributes={
+                        **({"played_by": player} if player else {}),
+                        "crd3_mentions": record["mentions"],
+                        "crd3_episodes": record["n_episodes"],
+                    },
                 )
             )
         except ValidationError as exc:  # a name the schema refuses is reported, not silently dropped

@@ -35,9 +35,9 @@ def cite(hit: RecallHit, mask: Callable[[str], str] = str) -> str:
     said = [
         f"**{text}**" if line.matched else text
         for line in hit.lines
-        if (text := discord.utils.escape_markdown(f"{mask(line.speaker)}: {line.shown(mask)}"))
+        if (text := discord.utils.escape_markdown(f"{line.who(mask)}: {line.shown(mask)}"))
     ] or [mask(hit.text)]
-    who = ", ".join(dict.fromkeys(line.speaker for line in hit.answering())) or ", ".join(hit.speakers)
+    who = ", ".join(dict.fromkeys(line.who(mask) for line in hit.answering())) or ", ".join(hit.speakers)
     return "\n".join(f"> {line}" for line in said) + f"\n— **{who}**, {mask(hit.where())}"
 
 

@@ -59,12 +59,18 @@ class HitLine(BaseModel):
     session_id: int
     seq: int
     speaker: str
+    #: the character the speaker plays, when the question asked what that character said ("what did Grog say")
+    plays: str | None = None
     text: str
     start_s: float | None
     ref: str | None
     matched: bool
     #: where a context line is: "before" the hit's first line that scored, else "after" one; "" for one that scored
     context: Literal["", "before", "after"] = ""
+
+    def who(self, mask: Callable[[str], str] = str) -> str:
+        """The speaker as a reader sees them: "TRAVIS (Grog Strongjaw)" when the question asked for Grog."""
+        return mask(f"{self.speaker} ({self.plays})" if self.plays else self.speaker)
 
     def shown(self, mask: Callable[[str], str] = str) -> str:
         """The line as a reader sees it: masked first (a preview never cuts a secret name into a word that no
@@ -120,11 +126,11 @@ async def recall(
     """The ``limit`` best hits for ``query`` (its first ``QUERY_CHARS`` characters): the lines that answer it,
     a short one with a line of context either side. ``embedding`` may be given when the caller embedded in bulk; ``dm``:
     secret entities' names expand the query too (a player's query is expanded with public names only)."""
-    parsed = rank.parse(_clipped(query), await _speakers(mem, query))
+    parsed = rank.parse(_clipped(query), await _speakers(mem, query, dm=dm))
     sessions = await _sessions(mem, parsed.filters)
     if sessions == []:
         return []  # "in session 12" of a campaign with 3
-    speakers = [parsed.filters.speaker] if parsed.filters.speaker else None
+    speakers = list(dict.fromkeys(s.name for s in parsed.filters.speakers)) or None
 
     async def lexical_query() -> tuple[list[_Called], lexical_ranker.Query]:
         named = await _named(mem, parsed.text, dm=dm)
@@ -168,7 +174,7 @@ async def recall(
         ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=talk)
     places = {i: rank.Place(i, e.session_id, e.seq, len(e.text.split())) for i, e in entries.items()}
     groups = rank.group(ranked, places, limit, alone_from=rank.ALONE_FROM)  # read here: the bench varies it
-    return _hits(groups, {f.entry_id: f for f in ranked}, found.around)
+    return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays())
 
 
 async def _vectors(
@@ -183,11 +189,11 @@ async def _vectors(
     if isinstance(query, str):
         assert embedder is not None, "vector recall needs an embedder"
         query = await query_vector(embedder, query)
-    session_id, speaker = (sessions[0] if sessions else None), (speakers[0] if speakers else None)
-    lines = await mem.semantic.nearest_lines(query, k=LINE_VECTOR_DEPTH, session_id=session_id, speaker=speaker)
+    session_id = sessions[0] if sessions else None
+    lines = await mem.semantic.nearest_lines(query, k=LINE_VECTOR_DEPTH, session_id=session_id, speakers=speakers)
     if lines:
         return [line.entry_id for line in lines], []
-    return [], await mem.semantic.nearest(query, k=VECTOR_DEPTH, session_id=session_id, speaker=speaker)
+    return [], await mem.semantic.nearest(query, k=VECTOR_DEPTH, session_id=session_id, speakers=speakers)
 
 
 #: Questions whose vectors each embedder keeps: a DM asks one again (or a player the DM's) for nothing.
@@ -208,17 +214,47 @@ async def query_vector(embedder: Embedder, text: str) -> list[float]:
     return vector
 
 
-async def _speakers(mem: CampaignMemory, query: str) -> list[str]:
-    """The campaign's speakers a question may name ("what did Grog say"): read only when it asks so."""
-    found = rank.speaker_asked(query)
-    if not found:
+async def _speakers(mem: CampaignMemory, query: str, *, dm: bool) -> list[rank.Speaker]:
+    """The campaign's speakers a question may name ("what did Grog say"): a speaker named so, and the players of
+    an accepted character named so (name or alias) by its ``played_by`` attribute (a name or a list of names, as
+    the session's lines name the speaker, any case). Read only when it asks so; players map public characters
+    only (a secret one's name must not pick out whose lines to show)."""
+    asked = rank.speaker_asked(query)
+    if not asked:
         return []
     rows = await mem.db.fetch(
-        "SELECT DISTINCT speaker FROM session_entries WHERE campaign_id = $1 AND lower(speaker) = ANY($2::text[])",
+        """
+        WITH asked AS (
+            SELECT form, n FROM unnest($2::text[]) WITH ORDINALITY AS a(form, n)
+        ), characters AS (
+            SELECT a.n, e.id FROM asked a
+            JOIN entities e ON e.campaign_id = $1 AND lower(e.name) = a.form AND e.status <> 'rejected'  -- its index
+            UNION
+            SELECT a.n, x.entity_id FROM asked a JOIN entity_aliases x ON x.campaign_id = $1 AND lower(x.alias) = a.form
+        ), called AS (
+            SELECT n, NULL::text AS plays, form AS name FROM asked
+            UNION ALL
+            SELECT c.n, e.name, lower(btrim(p.player)) FROM characters c
+            JOIN entities e ON e.campaign_id = $1 AND e.id = c.id AND e.status = 'accepted'
+             AND ($3 OR e.visibility = 'public')
+            CROSS JOIN LATERAL jsonb_array_elements_text(CASE jsonb_typeof(e.attributes -> 'played_by')
+                WHEN 'array' THEN e.attributes -> 'played_by'
+                WHEN 'string' THEN jsonb_build_array(e.attributes -> 'played_by') ELSE '[]' END) AS p(player)
+        )
+        -- a speaker counts once they have said something: one probe of the speaker index each, for the first
+        -- name at or after theirs (with an equality the planner may scan every line for a first match it expects
+        -- soon, and a name nobody has is every line)
+        SELECT c.n, c.plays, s.speaker FROM called c CROSS JOIN LATERAL (
+            SELECT speaker FROM session_entries WHERE campaign_id = $1 AND lower(speaker) >= c.name
+            ORDER BY lower(speaker) LIMIT 1
+        ) s
+        WHERE lower(s.speaker) = c.name
+        """,
         mem.campaign_id,
-        [w.casefold() for w in found],
+        [rank.name_key(form) for form in asked],
+        dm,
     )
-    return [r["speaker"] for r in rows]
+    return [rank.Speaker(r["speaker"], asked[r["n"] - 1], r["plays"]) for r in rows]
 
 
 async def _sessions(mem: CampaignMemory, filters: rank.Filters) -> list[int] | None:
@@ -249,26 +285,33 @@ def _best_lines(
     for w in windows:
         lines = [entries[i] for i in w.entry_ids if i in entries]
         if speakers:
-            lines = [e for e in lines if e.speaker.casefold() == speakers[0].casefold()]
+            lines = [e for e in lines if e.speaker.casefold() in {s.casefold() for s in speakers}]
         if lines:
             out.append(max(lines, key=lambda e: (scored.get(e.id, 0.0), len(e.text.split()))).id)
     return out
 
 
-def _hits(groups: list[rank.Group], fused: dict[int, rank.Fused], around: list[lexical_ranker.Line]) -> list[RecallHit]:
+def _hits(
+    groups: list[rank.Group],
+    fused: dict[int, rank.Fused],
+    around: list[lexical_ranker.Line],
+    plays: dict[str, str],
+) -> list[RecallHit]:
     """The hits' lines, whole and in order, with their session and citation. Every line of a group is a ranked
-    line or within ``rank.CONTEXT`` of one (a line joins a hit only that near it), so ``around`` holds them all."""
+    line or within ``rank.CONTEXT`` of one (a line joins a hit only that near it), so ``around`` holds them all.
+    ``plays``: the character each asked-for player's speaker (casefolded) plays."""
     return [
         _hit(
             g,
             [r for r in around if r.session_id == g.session_id and g.first <= r.seq <= g.last],
             [m for i in g.matched for m in fused[i].matched],
+            plays,
         )
         for g in groups
     ]
 
 
-def _hit(g: rank.Group, rows: list[lexical_ranker.Line], how: list[str]) -> RecallHit:
+def _hit(g: rank.Group, rows: list[lexical_ranker.Line], how: list[str], plays: dict[str, str]) -> RecallHit:
     matched = set(g.matched)
     first = next((r.seq for r in rows if r.id in matched), g.first)
     lines = [
@@ -277,6 +320,7 @@ def _hit(g: rank.Group, rows: list[lexical_ranker.Line], how: list[str]) -> Reca
             session_id=r.session_id,
             seq=r.seq,
             speaker=r.speaker,
+            plays=plays.get(r.speaker.casefold()),
             text=r.text,
             start_s=r.start_s,
             ref=r.ref,

@@ -34,12 +34,28 @@ ALONE_FROM: int | None = 20
 
 
 @dataclass(frozen=True, slots=True)
+class Speaker:
+    """A speaker of the campaign a question may name: by their own name, or by the character they play (an
+    entity's ``played_by``). ``called``: the name a question uses; ``plays``: the character's name when it is one."""
+
+    name: str  # as the session's lines have it ("TRAVIS", a Discord display name)
+    called: str
+    plays: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Filters:
-    """What a question asks beyond its words: a session (``last`` or the ``number``-th) and who said it."""
+    """What a question asks beyond its words: a session (``last`` or the ``number``-th) and who said it (the
+    speaker named, or the players of the character named)."""
 
     last_session: bool = False
     session_number: int | None = None
-    speaker: str | None = None
+    speakers: tuple[Speaker, ...] = ()
+
+    def plays(self) -> dict[str, str]:
+        """The character each speaker kept (casefolded) plays, to show their lines as "TRAVIS (Grog)"; none for a
+        speaker named like the character."""
+        return {s.name.casefold(): s.plays for s in self.speakers if s.plays and name_key(s.plays) != name_key(s.name)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,12 +75,17 @@ _SAID = re.compile(
 
 def speaker_asked(query: str) -> list[str]:
     """Who a question asks about as a speaker ("what did Grog say": Grog), as its one or two words and its first
-    word; the caller keeps the ones that are the campaign's speakers."""
+    word; the caller keeps the ones that are the campaign's speakers or the characters they play."""
     found = _SAID.search(query)
     if not found:
         return []
     who = found.group("who")
     return list(dict.fromkeys([who, who.split()[0]]))
+
+
+def name_key(name: str) -> str:
+    """How a name asked for is compared with a speaker's or a character's: any case, either apostrophe."""
+    return name.replace("’", "'").casefold()
 
 
 def session_asked(filters: Filters, sessions: Sequence[tuple[int, str, bool]]) -> int | None:
@@ -83,22 +104,26 @@ def session_asked(filters: Filters, sessions: Sequence[tuple[int, str, bool]]) -
     return sessions[n - 1][0] if 1 <= n <= len(sessions) else None
 
 
-def parse(query: str, speakers: Iterable[str] = ()) -> Parsed:
+def parse(query: str, speakers: Iterable[Speaker | str] = ()) -> Parsed:
     """The filters a question states ("last session", "in session 3", "what did Grog say about …"), and its
-    words without them. A speaker filters only when the campaign has a speaker of that name (case-insensitive):
-    "what did the dragon say" keeps its words."""
-    text, last, number, speaker = query, False, None, None
+    words without them. "What did Grog say" keeps the lines of every speaker ``called`` Grog (any case): a speaker
+    named so and the players of a character named so; its whole name first ("Grog Strongjaw"), else its first word.
+    A name no speaker is called by filters nothing: "what did the dragon say" keeps its words."""
+    text, last, number = query, False, None
+    chosen: tuple[Speaker, ...] = ()
     if found := _LAST.search(text):
         last, text = True, text[: found.start()] + " " + text[found.end() :]
     elif found := _NUMBERED.search(text):
         number, text = int(found.group(1)), text[: found.start()] + " " + text[found.end() :]
     if found := _SAID.search(text):
-        known = {s.casefold(): s for s in speakers}
+        known = [Speaker(s, s) if isinstance(s, str) else s for s in speakers]
         who = found.group("who")
-        name = known.get(who.casefold()) or known.get(who.split()[0].casefold())
-        if name is not None:
-            speaker, text = name, text[: found.start()] + " " + text[found.end() :]
-    return Parsed(" ".join(text.split()), Filters(last, number, speaker))
+        for form in dict.fromkeys([name_key(who), name_key(who.split()[0])]):
+            chosen = tuple(dict.fromkeys(s for s in known if name_key(s.called) == form))
+            if chosen:
+                text = text[: found.start()] + " " + text[found.end() :]
+                break
+    return Parsed(" ".join(text.split()), Filters(last, number, chosen))
 
 
 _WORD = re.compile(r"\S+")

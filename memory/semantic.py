@@ -102,12 +102,13 @@ class SemanticIndex:
         *,
         k: int = 10,
         session_id: int | None = None,
-        speaker: str | None = None,
+        speakers: Sequence[str] | None = None,
         entity_id: int | None = None,
         start_s: float | None = None,
         end_s: float | None = None,
     ) -> list[ChunkHit]:
-        """The ``k`` chunks closest by cosine, filters applied in SQL.
+        """The ``k`` chunks closest by cosine, filters applied in SQL (``speakers``: windows where any of them
+        speaks, any case).
 
         The HNSW scan is iterative (``hnsw.iterative_scan`` set on every connection), so a selective filter
         still fills ``k`` results; the outer ORDER BY restores exact order after the relaxed scan."""
@@ -119,7 +120,7 @@ class SemanticIndex:
                 SELECT {_CHUNK_COLUMNS}, embedding <=> $2 AS distance FROM chunks
                 WHERE campaign_id = $1 AND embedding IS NOT NULL
                   AND ($3::bigint IS NULL OR session_id = $3)
-                  AND ($4::text IS NULL OR $4 = ANY(speakers))
+                  AND ($4::text[] IS NULL OR EXISTS (SELECT FROM unnest(speakers) s WHERE lower(s) = ANY($4)))
                   AND ($5::bigint IS NULL OR entity_ids @> ARRAY[$5::bigint])
                   AND ($6::float8 IS NULL OR end_s >= $6)
                   AND ($7::float8 IS NULL OR start_s <= $7)
@@ -129,7 +130,7 @@ class SemanticIndex:
             self.campaign_id,
             np.asarray(embedding, dtype=np.float32),
             session_id,
-            speaker,
+            None if speakers is None else [s.lower() for s in speakers],
             entity_id,
             start_s,
             end_s,
@@ -197,10 +198,11 @@ class SemanticIndex:
         *,
         k: int = 10,
         session_id: int | None = None,
-        speaker: str | None = None,
+        speakers: Sequence[str] | None = None,
     ) -> list[LineHit]:
-        """The ``k`` lines closest by cosine (iterative HNSW scan, as :meth:`nearest`); empty when the campaign's
-        lines have no vectors yet (chunked before there were any: the caller falls back to windows)."""
+        """The ``k`` lines closest by cosine (iterative HNSW scan, as :meth:`nearest`), of ``speakers`` (any case)
+        when given; empty when the campaign's lines have no vectors yet (chunked before there were any: the caller
+        falls back to windows)."""
         import numpy as np  # see upsert
 
         rows = await self.db.fetch(
@@ -209,16 +211,16 @@ class SemanticIndex:
                 SELECT l.entry_id, l.session_id, l.embedding <=> $2::vector::halfvec AS distance FROM line_vectors l
                 WHERE l.campaign_id = $1 AND l.embedding IS NOT NULL
                   AND ($3::bigint IS NULL OR l.session_id = $3)
-                  AND ($4::text IS NULL OR EXISTS (
+                  AND ($4::text[] IS NULL OR EXISTS (
                       SELECT 1 FROM session_entries e
-                      WHERE e.campaign_id = $1 AND e.id = l.entry_id AND lower(e.speaker) = lower($4)))
+                      WHERE e.campaign_id = $1 AND e.id = l.entry_id AND lower(e.speaker) = ANY($4)))
                 ORDER BY distance LIMIT $5
             ) hits ORDER BY distance
             """,
             self.campaign_id,
             np.asarray(embedding, dtype=np.float32),
             session_id,
-            speaker,
+            None if speakers is None else [s.lower() for s in speakers],
             k,
         )
         return [LineHit(r["entry_id"], r["session_id"], 1.0 - float(r["distance"])) for r in rows]

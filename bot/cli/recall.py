@@ -111,5 +111,5 @@ def print_hits(hits: list[recall_core.RecallHit]) -> None:
         refs = ", ".join(h.refs[:3]) + (" …" if len(h.refs) > 3 else "")
         click.echo(f"{n}. [{h.where()}] score {h.score:.4f} ({'+'.join(h.matched)})  refs: {refs}")
         for line in h.lines:  # the lines that answer (›), whole: the answer may be their last words; context previewed
-            for i, part in enumerate(wrapped(f"{line.speaker}: {line.shown()}", indent=5)):
+            for i, part in enumerate(wrapped(f"{line.who()}: {line.shown()}", indent=5)):
                 click.echo(f"   › {part}" if line.matched and i == 0 else f"     {part}")

@@ -1068,6 +1068,21 @@ async def test_recall_cites_session_speaker_time_and_hides_secrets(
     assert nothing.texts() == ["Recall: zeppelin", "Nothing in this campaign's sessions matches that."]
 
 
+async def test_recall_of_what_a_character_said_reads_its_players_lines(
+    session_log: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    """Lines are signed by the player ("Ana"); the table asks about the character ("Thess")."""
+    options = {"name": "Thessaly Vorn", "type": "player", "aliases": "Thess", "attributes": "played_by=ana"}
+    assert (await fake_discord.invoke("entity add", options, user_id=dm)).texts()[0].startswith("Added")
+    asked = await fake_discord.invoke("recall", {"query": "what did Thess say about the lake?"}, user_id=player)
+    assert asked.texts()[-1] == (
+        "> DM: The lake is still. Something vast sleeps beneath it.\n"  # context only: the DM is not Thess
+        "> **Ana (Thessaly Vorn): I think Eldrinax is the dragon under the lake.**\n"
+        "> Ben: Let's buy rope in Ironhold first.\n"
+        "— **Ana (Thessaly Vorn)**, The Drowned Road at 1:15"
+    )
+
+
 async def test_recall_shows_what_the_graph_knows_now_of_each_entity_named_before_the_passages(
     ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
 ) -> None:

@@ -36,6 +36,16 @@ def test_recall_shows_every_line_of_a_passage(lk, session_file: Path) -> None:
     assert "Pip: I want to buy a lantern from Harrow Venn." in res.stdout
 
 
+def test_recall_of_what_a_character_said_shows_its_players_lines(lk, session_file: Path) -> None:
+    assert lk("entity", "add", "Wren", "player", "--attr", "played_by=Pip").returncode == 0
+    assert lk("ingest", str(session_file), "--wait").returncode == 0
+    res = lk("recall", "what did Wren say about lanterns")
+    assert res.returncode == 0, res.stderr
+    answers = [line for line in res.stdout.splitlines() if line.startswith("   › ")]
+    # the DM and Kestrel say "lantern" too, but they are not Wren
+    assert answers == ["   › Pip (Wren): I want to buy a lantern from Harrow Venn."]
+
+
 def test_ingest_without_wait_names_a_worker_that_finishes(lk, session_file: Path) -> None:
     res = lk("ingest", str(session_file))
     assert res.returncode == 0, res.stderr

@@ -136,6 +136,64 @@ async def test_what_a_speaker_said(campaign: CampaignMemory) -> None:
     assert {ids[0], ids[6]} <= {i for h in hits for i in h.entry_ids}
 
 
+AXE_TALK = [
+    ("LAURA", "Grog, you should give the axe to Pike."),
+    ("DM", "The axe hums when the giant comes near."),
+    ("TRAVIS", "Nobody touches my axe, it stays on my back."),
+    ("SAM", "I write a song about the axe."),
+    ("TRAVIS", "I want another ale."),
+]
+
+
+async def test_what_a_character_said_is_what_its_player_said(campaign: CampaignMemory) -> None:
+    await campaign.graph.add_entity(
+        EntityIn(name="Grog Strongjaw", type=EntityType.player, aliases=["Grog"], attributes={"played_by": "travis"})
+    )
+    ids = await said(campaign, "One", [*FILLER[:4], *AXE_TALK, *FILLER[4:8]])
+    hits = await recall(campaign, None, "what did Grog say about the axe", limit=5, mode="fulltext")
+    answering = [line for hit in hits for line in hit.answering()]
+    assert answering[0].entry_id == ids[6]  # TRAVIS's line about the axe, first
+    assert {line.speaker for line in answering} == {"TRAVIS"}  # and no other speaker's
+    assert answering[0].plays == "Grog Strongjaw" and answering[0].who() == "TRAVIS (Grog Strongjaw)"
+    assert "TRAVIS (Grog Strongjaw): Nobody touches my axe" in cite(hits[0])
+    # the alias and the whole name reach him too; a name nobody is called by searches its words, as before
+    (whole, *_) = await recall(campaign, None, "What did Grog Strongjaw say about the axe?", limit=5, mode="fulltext")
+    assert whole.answering()[0].entry_id == ids[6]
+    hits = await recall(campaign, None, "what did Pike say about the axe", limit=5, mode="fulltext")
+    assert ids[4] in {line.entry_id for hit in hits for line in hit.answering()}
+
+
+async def test_a_character_played_by_several_and_a_speaker_named_like_it(campaign: CampaignMemory) -> None:
+    await campaign.graph.add_entity(
+        EntityIn(name="Grog", type=EntityType.player, attributes={"played_by": ["TRAVIS", "Zac"]})
+    )
+    ids = await said(campaign, "One", [*AXE_TALK, ("Grog", "My axe!"), ("ZAC", "Grog swings the axe."), *FILLER[:4]])
+    hits = await recall(campaign, None, "what did grog say about the axe", limit=5, mode="fulltext")
+    answering = {line.entry_id: line for hit in hits for line in hit.answering()}
+    assert set(answering) == {ids[2], ids[5], ids[6]}
+    # the speaker named Grog is shown as such, the players with the character they play
+    assert answering[ids[5]].who() == "Grog" and answering[ids[6]].who() == "ZAC (Grog)"
+
+
+async def test_a_secret_character_picks_no_speaker_for_players(campaign: CampaignMemory) -> None:
+    await campaign.graph.add_entity(
+        EntityIn(
+            name="The Masked One",
+            type=EntityType.player,
+            aliases=["Masked"],
+            attributes={"played_by": "TRAVIS"},
+            visibility=Visibility.secret,
+        )
+    )
+    ids = await said(campaign, "One", [*AXE_TALK, *FILLER[:4]])
+    dm = await recall(campaign, None, "what did Masked say about the axe", limit=5, mode="fulltext")
+    assert {line.speaker for hit in dm for line in hit.answering()} == {"TRAVIS"}
+    # a player's question is not filtered by a secret's name: its words are searched as they are for any name
+    player = await recall(campaign, None, "what did Masked say about the axe", limit=5, mode="fulltext", dm=False)
+    assert ids[0] in {line.entry_id for hit in player for line in hit.answering()}
+    assert all(line.plays is None for hit in player for line in hit.lines)
+
+
 async def test_table_talk_ranks_below_the_story(campaign: CampaignMemory) -> None:
     ids = await said(
         campaign,

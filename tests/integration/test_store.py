@@ -163,7 +163,7 @@ async def test_l2_upsert_and_nearest_with_filters(campaign: CampaignMemory) -> N
     assert [h.key for h in hits] == ["a", "c", "b"]
     assert hits[0].score == pytest.approx(1.0, abs=1e-5)
     assert [h.key for h in await campaign.semantic.nearest(vec(0), session_id=s2.id)] == ["c"]
-    assert [h.key for h in await campaign.semantic.nearest(vec(0), speaker="Vex")] == ["b"]
+    assert [h.key for h in await campaign.semantic.nearest(vec(0), speakers=["Vex"])] == ["b"]
     assert [h.key for h in await campaign.semantic.nearest(vec(0), entity_id=7)] == ["a"]
     assert [h.key for h in await campaign.semantic.nearest(vec(0), start_s=12)] == ["b"]
     # upsert by key replaces in place

@@ -138,13 +138,14 @@ def test_the_table_drops_merges_renames_and_types() -> None:
         rename={"Umbrasyl (character)": "Umbrasyl"},
         types={"Grog Strongjaw": EntityType.player, "Umbrasyl (character)": EntityType.npc,
                "Westruun": EntityType.place},
+        played_by={"Grog Strongjaw": "TRAVIS"},
     )  # fmt: skip
     built = build(records, overrides)
 
     cards = {e.name: e for e in built.campaign.entities}
     assert list(cards) == ["Grog Strongjaw", "Umbrasyl", "Westruun", "Skysunder"]
     assert cards["Grog Strongjaw"].aliases == ["Grog"]  # a common word, but the table vouches for it
-    assert cards["Grog Strongjaw"].attributes == {"crd3_mentions": 13, "crd3_episodes": 9}
+    assert cards["Grog Strongjaw"].attributes == {"played_by": "TRAVIS", "crd3_mentions": 13, "crd3_episodes": 9}
     assert cards["Umbrasyl"].type == EntityType.npc and cards["Umbrasyl"].aliases == []  # no "(…)" page names
     assert cards["Skysunder"].type == EntityType.concept
     assert built.type_source == {"Grog Strongjaw": "table", "Umbrasyl": "table", "Westruun": "table",
@@ -166,12 +167,17 @@ def test_a_table_that_contradicts_itself_is_refused(tmp_path: Path) -> None:
     chain.write_text("merge:\n  Percy: Percival\n  Percival: Percival de Rolo\n", encoding="utf-8")
     with pytest.raises(ValueError, match="itself merged"):
         load_overrides(chain)
+    played = tmp_path / "played.yaml"
+    played.write_text("merge:\n  Grog: Grog Strongjaw\nplayed_by:\n  Grog: TRAVIS\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no one plays it"):
+        load_overrides(played)
 
 
 def test_the_shipped_table_loads() -> None:
     overrides = load_overrides(DEFAULT_OVERRIDES)
     assert overrides.types["Keyleth"] == EntityType.player
     assert overrides.merge["Grog"] == "Grog Strongjaw"
+    assert overrides.played_by["Grog Strongjaw"] == "TRAVIS" and overrides.played_by["Jester Lavorre"] == "LAURA"
     assert overrides.dropped("Onward to Vesrah/Transcript") and overrides.dropped("Talks Machina Episode 27")
 
 

@@ -3,7 +3,18 @@
 import math
 
 from memory.lexical import Term, fetch_terms, idf, tsquery_literal, tsquery_of
-from memory.recall_rank import Filters, Fused, Place, fuse, group, parse, preview, session_asked, speaker_asked
+from memory.recall_rank import (
+    Filters,
+    Fused,
+    Place,
+    Speaker,
+    fuse,
+    group,
+    parse,
+    preview,
+    session_asked,
+    speaker_asked,
+)
 
 
 def test_last_session_is_a_filter_not_words() -> None:
@@ -21,12 +32,42 @@ def test_a_numbered_session_is_a_filter() -> None:
 
 def test_a_speaker_filters_only_when_the_campaign_has_that_speaker() -> None:
     asked = parse("what did Grog say about the key", speakers=["Grog"])
-    assert asked.filters.speaker == "Grog"
+    assert [s.name for s in asked.filters.speakers] == ["Grog"]
     assert asked.text == "the key"
     # "the dragon" is no speaker of this campaign: its words stay in the search
     story = parse("what did the dragon say about the key", speakers=["Grog"])
-    assert story.filters.speaker is None
+    assert story.filters.speakers == ()
     assert "dragon" in story.text
+
+
+def test_a_character_asked_for_keeps_its_players_lines() -> None:
+    travis = Speaker("TRAVIS", called="Grog", plays="Grog Strongjaw")
+    asked = parse("What did Grog say about the axe?", speakers=[travis])
+    assert asked.filters.speakers == (travis,)
+    assert asked.text == "the axe?"
+    # shown as "TRAVIS (Grog Strongjaw)": the player's speaker name, casefolded, to the character's
+    assert asked.filters.plays() == {"travis": "Grog Strongjaw"}
+
+
+def test_a_speaker_named_like_the_character_is_kept_beside_its_players() -> None:
+    grog, travis = Speaker("grog", called="Grog"), Speaker("TRAVIS", called="Grog", plays="Grog")
+    asked = parse("what did GROG say about the axe", speakers=[grog, travis])
+    assert asked.filters.speakers == (grog, travis)
+    assert asked.filters.plays() == {"travis": "Grog"}  # the speaker "grog" is no one else's player
+
+
+def test_the_whole_name_asked_comes_before_its_first_word() -> None:
+    whole = Speaker("TRAVIS", called="Grog Strongjaw", plays="Grog Strongjaw")
+    first = Speaker("Grog", called="Grog")
+    assert parse("what did Grog Strongjaw say", speakers=[first, whole]).filters.speakers == (whole,)
+    # the whole name is no one's: its first word is
+    assert parse("what did Grog Strongjaw say", speakers=[first]).filters.speakers == (first,)
+
+
+def test_a_character_name_matches_either_apostrophe() -> None:
+    laura = Speaker("LAURA", called="Vex'ahlia", plays="Vex'ahlia")
+    asked = parse("what did Vex’ahlia say about the bear", speakers=[laura])
+    assert asked.filters.speakers == (laura,) and asked.text == "the bear"
 
 
 def test_speaker_asked_offers_the_name_and_its_first_word() -> None:
