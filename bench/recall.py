@@ -755,8 +755,9 @@ async def main(args: argparse.Namespace) -> None:
     lme_sessions = sum(len(c.haystack.session_titled) for c in lme) / max(1, len(lme))
     cut = f" (their first {args.turns} turns)" if args.turns else ""
     shared = f", {args.pool} questions a haystack" if args.pool > 1 else ""
-    print(f"\nLongMemEval: haystacks of {lme_sessions:.0f} sessions ({args.distractors} distractors{shared}); "
-          f"CRD3: one campaign of {2 * args.episodes} episodes{cut}; recall --limit {args.limit}")  # fmt: skip
+    if lme or crd3:
+        print(f"\nLongMemEval: haystacks of {lme_sessions:.0f} sessions ({args.distractors} distractors{shared}); "
+              f"CRD3: one campaign of {2 * args.episodes} episodes{cut}; recall --limit {args.limit}")  # fmt: skip
     for split in ("dev", "held-out"):
         print_quality("LongMemEval", lme_scores, split, sessions=True)
     for split in ("dev", "held-out"):
