@@ -14,6 +14,9 @@ lines in the same run:
 - CRD3 (../shared/data/crd3): one campaign holding the episodes, imported as a DM would (``ingest_file`` with the
   wiki's entities); a fan-wiki summary sentence is the query, its turn range the evidence (spans of <= 30 turns,
   score > 0). Halves by episode.
+- The DM's own questions (``--dm-questions``, tests/data/dm_questions.json): questions a DM asks after a session,
+  written by reading two whole CRD3 episodes (one of each half), their answer turns the evidence. Also counted: the
+  answer in the first 3 hits (a hit of the line baselines is one line, of the window baseline one window).
 
 Lines go in through the real pipeline (recorder, stage-1 correction, then the jobs: chunk + MiniLM embed ...).
 Systems: ``memory.recall.recall`` (Lorekeeper, today's product code), a frozen copy of the recall before issue 30
@@ -57,7 +60,7 @@ import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
 from bench.baselines.recall_v1 import recall_v1
-from memory import jobs, recall_rank
+from memory import jobs, lexical, recall_rank
 from memory.db import EmbeddedPostgres, EmbeddingSpec, create_pool, migrate
 from memory.errors import MemoryError_
 from memory.models import EntityIn, EntityType
@@ -70,6 +73,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("LOREKEEPER_DATA", ROOT.parent / "shared" / "data"))
 LME = DATA / "longmemeval" / "longmemeval_oracle.json"
 CRD3 = DATA / "crd3"
+DM_QUESTIONS = ROOT / "tests" / "data" / "dm_questions.json"
 BUDGETS = (("10 lines", 10, None), ("25 lines", 25, None), ("300 words", None, 300), ("1,000 words", None, 1000))
 SYSTEMS = (
     "Lorekeeper recall",
@@ -438,6 +442,41 @@ async def load_crd3(memory: Memory, args: argparse.Namespace, folder: Path) -> l
     return cases
 
 
+async def load_dm_questions(memory: Memory, args: argparse.Namespace) -> list[Case]:
+    """The DM's own questions (tests/data/dm_questions.json): one campaign of their episodes, whole, imported as
+    ``load_crd3`` does; a question's answer turns are its evidence. Halves by episode, as CRD3's."""
+    from memory.ingest import ingest_file
+
+    questions = json.loads(DM_QUESTIONS.read_text())["questions"]
+    episodes = sorted({q["episode"] for q in questions})
+    name = f"DM questions {' '.join(episodes)}"
+    fresh = not await memory.pool.fetchval("SELECT id FROM campaigns WHERE name = $1", name)
+    if fresh:
+        cid = (await memory.campaigns().create(name)).id
+        await load_wiki_entities(memory.campaign(cid), CRD3 / "crd3_wiki_entities.json")
+    else:  # kept by an earlier run (--db)
+        cid = await memory.pool.fetchval("SELECT id FROM campaigns WHERE name = $1", name)
+    first = datetime(2015, 3, 12, 19, tzinfo=UTC)
+    for n, episode in enumerate(episodes if fresh else []):
+        await ingest_file(
+            memory.campaign(cid),
+            CRD3 / "episodes" / f"{episode}.json",
+            batch_size=500,
+            started_at=first + timedelta(days=7 * n),
+        )
+        print(f"  DM questions: {n + 1}/{len(episodes)} episodes imported", end="\r", flush=True)
+    if fresh:
+        print()
+        await _run_jobs(memory, args, drop=(jobs.SUMMARY,))
+    h = await Haystack.read(memory.pool, cid)
+    cases = []
+    for q in questions:
+        sid = h.session_titled[q["episode"]]
+        gold = {h.by_seq[(sid, a["turn"] + 1)] for a in q["answers"]}  # a turn's line is at seq turn + 1
+        cases.append(Case("DM", half(q["episode"]), q["question"], h, gold, {sid}))
+    return cases
+
+
 async def load_wiki_entities(mem: CampaignMemory, path: Path, limit: int = 300) -> None:
     """The wiki's most mentioned entities, as a DM would register them before importing (bench/ingest.py's)."""
     wiki = sorted(json.loads(path.read_text()), key=lambda e: -e.get("mentions", 0))
@@ -501,12 +540,13 @@ async def run_systems(
         found = await recall(mem, args.embedder, case.query, limit=args.limit, embedding=as_list, mode=mode)
         halves[name] = _hit_units(found)
     for name, constant, value in variants(args):  # the same haystack, one of the product's constants changed
-        kept = getattr(recall_rank, constant)
-        setattr(recall_rank, constant, value)
+        module, attr = (lexical, constant[8:]) if constant.startswith("lexical.") else (recall_rank, constant)
+        kept = getattr(module, attr)
+        setattr(module, attr, value)
         try:
             found = await recall(mem, args.embedder, case.query, limit=args.limit, embedding=as_list)
         finally:
-            setattr(recall_rank, constant, kept)
+            setattr(module, attr, kept)
         halves[name] = _hit_units(found)
     return halves | {
         SYSTEMS[0]: _hit_units(hits),
@@ -527,6 +567,9 @@ def variants(args: argparse.Namespace) -> list[tuple[str, str, float | int | Non
     out += [(f"Lorekeeper, vector weight {w:g}", "VECTOR_WEIGHT", w) for w in args.vector_weight]
     out += [(f"Lorekeeper, entity boost {b:g}", "NAMED_BOOST", b) for b in args.named_boost]
     out += [(f"Lorekeeper, table talk x {f:g}", "TABLE_TALK_FACTOR", f) for f in args.table_talk]
+    for setting in args.lexical:  # "NAME=VALUE": a constant of memory.lexical
+        constant, _, value = setting.partition("=")
+        out.append((f"Lorekeeper, lexical {constant} {float(value):g}", f"lexical.{constant}", float(value)))
     return out
 
 
@@ -536,6 +579,7 @@ class Score:
     any5: bool
     all5: bool
     words: int  # words of all the system's hits (what `recall --limit N` shows)
+    first3: bool = False  # evidence in the system's first 3 hits (a hit of a baseline is its line or window)
 
 
 async def evaluate(memory: Memory, cases: list[Case], args: argparse.Namespace) -> dict[tuple[str, str], list[Score]]:
@@ -551,6 +595,7 @@ async def evaluate(memory: Memory, cases: list[Case], args: argparse.Namespace) 
             words = shown_words(units, case.haystack.words)
             any5, all5 = session_recall(units, case.gold_sessions)
             s = Score(within_budgets(read, case.gold_lines, words), any5, all5, sum(words[i] for i in read))
+            s.first3 = bool(case.gold_lines & set(reading(units[:3])))
             scores[(system, case.split)].append(s)
             scores[(system, f"{case.split}|{case.kind}")].append(s)
         print(f"  {case.data}: {n + 1}/{len(cases)} questions asked", end="\r", flush=True)
@@ -630,12 +675,15 @@ def _pct(samples: Sequence[float], p: int) -> float:
 # tables -----------------------------------------------------------------------------------------------------------
 
 
-def print_quality(title: str, scores: dict[tuple[str, str], list[Score]], split: str, sessions: bool) -> None:
+def print_quality(
+    title: str, scores: dict[tuple[str, str], list[Score]], split: str, sessions: bool, first3: bool = False
+) -> None:
     n = len(scores.get((SYSTEMS[0], split), []))
     if not n:
         return
     print(f"\n{title}, {split}: {n} questions; evidence within the first … read\n")
-    heads = [b[0] for b in BUDGETS] + (["session any@5", "session all@5"] if sessions else []) + ["words shown"]
+    heads = [b[0] for b in BUDGETS] + (["session any@5", "session all@5"] if sessions else [])
+    heads += (["first 3 hits"] if first3 else []) + ["words shown"]
     print("| system | " + " | ".join(heads) + " |")
     print("|---|" + "---:|" * len(heads))
     for system in _present(scores):
@@ -643,6 +691,8 @@ def print_quality(title: str, scores: dict[tuple[str, str], list[Score]], split:
         cells = [f"{sum(r.budgets[k] for r in rows) / n:.3f}" for k in range(len(BUDGETS))]
         if sessions:
             cells += [f"{sum(r.any5 for r in rows) / n:.3f}", f"{sum(r.all5 for r in rows) / n:.3f}"]
+        if first3:
+            cells.append(f"{sum(r.first3 for r in rows) / n:.3f}")
         shown = system in SYSTEMS[:2] or system.startswith("Lorekeeper")
         cells.append(f"{statistics.mean(r.words for r in rows):,.0f}" if shown else "—")
         print(f"| {system} | " + " | ".join(cells) + " |")
@@ -692,8 +742,10 @@ async def main(args: argparse.Namespace) -> None:
         memory = Memory(pool)
         lme = await load_longmemeval(memory, args) if "lme" in args.data else []
         crd3 = await load_crd3(memory, args, Path(tempfile.mkdtemp(dir=root))) if "crd3" in args.data else []
+        dm = await load_dm_questions(memory, args) if args.dm_questions else []
         lme_scores = await evaluate(memory, lme, args)
         crd3_scores = await evaluate(memory, crd3, args)
+        dm_scores = await evaluate(memory, dm, args)
         await pool.close()
     finally:
         server.stop()
@@ -703,12 +755,15 @@ async def main(args: argparse.Namespace) -> None:
     lme_sessions = sum(len(c.haystack.session_titled) for c in lme) / max(1, len(lme))
     cut = f" (their first {args.turns} turns)" if args.turns else ""
     shared = f", {args.pool} questions a haystack" if args.pool > 1 else ""
-    print(f"\nLongMemEval: haystacks of {lme_sessions:.0f} sessions ({args.distractors} distractors{shared}); "
-          f"CRD3: one campaign of {2 * args.episodes} episodes{cut}; recall --limit {args.limit}")  # fmt: skip
+    if lme or crd3:
+        print(f"\nLongMemEval: haystacks of {lme_sessions:.0f} sessions ({args.distractors} distractors{shared}); "
+              f"CRD3: one campaign of {2 * args.episodes} episodes{cut}; recall --limit {args.limit}")  # fmt: skip
     for split in ("dev", "held-out"):
         print_quality("LongMemEval", lme_scores, split, sessions=True)
     for split in ("dev", "held-out"):
         print_quality("CRD3 aligned summaries", crd3_scores, split, sessions=False)
+    for split in ("dev", "held-out"):
+        print_quality("The DM's own questions (CRD3, whole episodes)", dm_scores, split, sessions=False, first3=True)
     if args.by_type and lme:
         print_by_type(lme_scores)
     timings = await latency(args, crd3) if args.latency_sessions else []
@@ -744,7 +799,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--episodes", type=int, default=2, help="CRD3 episodes of each half (the smallest)")
     parser.add_argument("--turns", type=int, default=0, help="only each episode's first turns (0: all)")
     parser.add_argument("--threads", type=int, default=1, help="MiniLM threads (1 on a shared machine)")
-    parser.add_argument("--data", nargs="+", default=["lme", "crd3"], choices=["lme", "crd3"])
+    parser.add_argument("--data", nargs="*", default=["lme", "crd3"], choices=["lme", "crd3"], help="none: neither")
+    parser.add_argument(
+        "--dm-questions",
+        action="store_true",
+        help="also the DM's own questions (tests/data/dm_questions.json) on their whole episodes, with the answer "
+        "in the first 3 hits",
+    )
     parser.add_argument("--limit", type=int, default=10, help="hits asked of Lorekeeper and today's recall")
     parser.add_argument("--latency-sessions", type=int, default=60, help="0: no latency table")
     parser.add_argument("--latency-lines", type=int, default=2500, help="lines a session in the latency campaign")
@@ -768,6 +829,13 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         today = getattr(recall_rank, constant)
         parser.add_argument(flag, type=float, nargs="*", default=[], help=fusion.format(what, constant, today))
+    parser.add_argument(
+        "--lexical",
+        nargs="*",
+        default=[],
+        metavar="NAME=VALUE",
+        help="also Lorekeeper with one constant of memory.lexical changed (e.g. B=0.5), the others the product's",
+    )
     parser.add_argument("--by-type", action="store_true", help="also LongMemEval session any@5 by question type")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(

@@ -75,3 +75,11 @@ def test_fusion_settings_are_measured_one_constant_at_a_time_in_the_order_asked(
         ("Lorekeeper, table talk x 1", "TABLE_TALK_FACTOR", 1.0),
     ]
     assert variants(build_parser().parse_args([])) == []  # by default only the product's own settings
+
+
+def test_a_lexical_constant_is_measured_by_name() -> None:
+    args = build_parser().parse_args(["--lexical", "B=0.5", "K1=2"])
+    assert variants(args) == [
+        ("Lorekeeper, lexical B 0.5", "lexical.B", 0.5),
+        ("Lorekeeper, lexical K1 2", "lexical.K1", 2.0),
+    ]
