@@ -557,13 +557,15 @@ async def run_systems(
     }
 
 
-def variants(args: argparse.Namespace) -> list[tuple[str, str, float | int | None]]:
+def variants(args: argparse.Namespace) -> list[tuple[str, str, float | int | bool | None]]:
     """The product's settings a run also measures, as asked: (row name, ``memory.recall_rank`` constant, value),
     one constant changed at a time, the others the product's."""
-    out: list[tuple[str, str, float | int | None]] = []
+    out: list[tuple[str, str, float | int | bool | None]] = []
     for words in args.alone_from:  # the same ranking, hits shown by another display rule
         name = "Lorekeeper, context for every hit" if words is None else f"Lorekeeper, no context from {words} words"
         out.append((name, "ALONE_FROM", words))
+    if args.whole_lines:  # the same ranking, a long line shown whole rather than by its passage
+        out.append(("Lorekeeper, long lines shown whole", "SHOW_PASSAGES", False))
     out += [(f"Lorekeeper, vector weight {w:g}", "VECTOR_WEIGHT", w) for w in args.vector_weight]
     out += [(f"Lorekeeper, entity boost {b:g}", "NAMED_BOOST", b) for b in args.named_boost]
     out += [(f"Lorekeeper, table talk x {f:g}", "TABLE_TALK_FACTOR", f) for f in args.table_talk]
@@ -819,6 +821,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="also Lorekeeper with hits shown by other display rules: no context for a line of N+ words each "
         "('none': context for every hit); the same ranking, so only the display differs",
+    )
+    parser.add_argument(
+        "--whole-lines",
+        action="store_true",
+        help="also Lorekeeper with a long line that scored by its passage shown whole (the same ranking)",
     )
     fusion = "also Lorekeeper with the fusion's {} at each value (memory.recall_rank.{}, today {}), the others "
     fusion += "the product's: the same haystacks, so only the ranking differs"

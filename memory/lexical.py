@@ -4,7 +4,8 @@ Each line's ``tsv`` (its English stems, the GIN-indexed column full-text search 
 document frequency of every term and the campaign's size live in ``recall_terms`` / ``recall_corpus``, which
 triggers keep in step with ``session_entries`` in the writing transaction (migration 0018): nothing to rebuild,
 nothing another campaign can see. ``ts_rank_cd`` has no IDF, so a line saying only a common name tied with the
-line holding the question's rare words; here the rare words weigh what they should.
+line holding the question's rare words; here the rare words weigh what they should. A long line also scores as its
+best passage (``PASSAGE_WORDS``), read from its tsvector's positions, which recall shows instead of the whole line.
 
 To stay flat as a campaign grows, candidate lines are fetched through the GIN index by the query's rarest terms
 only, up to ``FETCH_BUDGET`` lines; the commoner terms score those lines but fetch none (a line holding only
@@ -27,6 +28,18 @@ K1, B = 1.2, 0.75
 FETCH_BUDGET = 500
 #: Terms of a query scored at most (its rarest): a question has a dozen; a pasted page would cost its length.
 MAX_TERMS = 32
+#: A line of more distinct terms than a passage of ``PASSAGE_WORDS`` words holds is also scored by its best
+#: passage: the window of that many words (tsvector positions) with the highest BM25, its terms counted inside it
+#: and its length that of a passage. Whole, a DM's 450-word narration holding the question's rarest word lost to
+#: "Come on." saying a common one (the length factor was ~24x). On the DM's dev questions (bench/recall.py
+#: --dm-questions) 15 and 20 did best, then 25-30, then 40-80; CRD3 and LongMemEval dev alike. 0: scored whole.
+PASSAGE_WORDS = 20
+#: The length (distinct terms) a passage counts as: English keeps about half of its words as terms.
+PASSAGE_TERMS_PER_WORD = 0.5
+#: A passage counts how often it says a term (False: once, as a whole line does).
+PASSAGE_TF = True
+#: How much a long line's best passage counts against the line whole (0: found, to be shown, but not scored).
+PASSAGE_WEIGHT = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +54,7 @@ class LineScore:
     entry_id: int
     score: float
     terms: tuple[str, ...]  # the query's terms the line holds
+    passage: tuple[int, int] | None = None  # a long line's best passage: its first and last term's positions
 
 
 def idf(lines_with_term: int, lines: int) -> float:
@@ -146,6 +160,7 @@ _LINE_COLUMNS = ("id", "session_id", "seq", "speaker", "text", "start_s", "end_s
 class Candidates:
     lexical: list[LineScore]  # the best lines by BM25, best first
     scored: dict[int, float]  # the BM25 of each line of ``also`` that holds a term of the query
+    passages: dict[int, tuple[int, int]]  # a long line's best passage (see ``LineScore.passage``), of both
     lines: dict[int, Line]  # every line of both
     mentioning: set[int]  # those the mention index ties to one of ``entity_ids``
     off_game: set[int]  # those the chunk job marked as the pre-show, a break or the after-show
@@ -186,19 +201,40 @@ async def candidates(
             WHERE e.campaign_id = $1 AND e.id = ANY($9::bigint[])
         ), scored AS (
             -- tf counts 1 (a line rarely says a word twice): each term is one C-level @@ on the line's own
-            -- tsvector, four times faster than unnesting it; the line's length still discounts (BM25's b)
-            SELECT id, fetched, score * ({K1} + 1) / (1 + {K1} * (1 - {B} + {B} * dl / $5::float8)) AS score, terms
+            -- tsvector, four times faster than unnesting it; the line's length still discounts (BM25's b). A long
+            -- line also scores as its best passage, from its tsvector's positions: only those lines are unnested
+            SELECT id, fetched, terms, passage,
+                   greatest(score * ({K1} + 1) / (1 + {K1} * (1 - {B} + {B} * dl / $5::float8)),
+                            {float(PASSAGE_WEIGHT)} * best) AS score
             FROM (
-                SELECT l.id, l.fetched, length(l.tsv) AS dl, m.score, m.terms
+                SELECT l.id, l.fetched, length(l.tsv) AS dl, m.score, m.terms, p.best,
+                       CASE WHEN p.first IS NOT NULL THEN ARRAY[p.first, p.last] END AS passage
                 FROM (SELECT * FROM fetched UNION ALL SELECT * FROM also) l CROSS JOIN LATERAL (
                     SELECT sum(w.weight) AS score, array_agg(w.term ORDER BY w.term) AS terms
                     FROM unnest($2::text[], $3::float8[], $4::tsquery[]) AS w(term, weight, q)
                     WHERE l.tsv @@ w.q
-                ) m
+                ) m LEFT JOIN LATERAL (
+                    WITH hits AS (  -- where the line says each of the query's terms
+                        SELECT w.term, w.weight, p AS pos
+                        FROM unnest(l.tsv) u JOIN unnest($2::text[], $3::float8[]) AS w(term, weight)
+                          ON w.term = u.lexeme
+                        CROSS JOIN unnest(u.positions) p
+                        WHERE $13::int > 0 AND length(l.tsv) > $13::int * {PASSAGE_TERMS_PER_WORD} AND m.score > 0
+                    ), windows AS (  -- each window of $13 words that starts at a term, by term
+                        SELECT s.pos AS first, h.term, h.weight, max(h.pos) AS last,
+                               {"count(*)" if PASSAGE_TF else "1"} AS tf
+                        FROM hits s JOIN hits h ON h.pos >= s.pos AND h.pos < s.pos + $13::int
+                        GROUP BY s.pos, h.term, h.weight
+                    )
+                    SELECT first, max(last) AS last,
+                           sum(weight * tf * ({K1} + 1) / (tf + {K1} * (1 - {B} + {B} * $13::int
+                               * {PASSAGE_TERMS_PER_WORD} / $5::float8))) AS best
+                    FROM windows GROUP BY first ORDER BY best DESC, first LIMIT 1
+                ) p ON true
             ) lines
             WHERE score > 0
         ), lexical AS (
-            SELECT id, score, terms, row_number() OVER (ORDER BY score DESC, id DESC) AS rank
+            SELECT id, score, terms, passage, row_number() OVER (ORDER BY score DESC, id DESC) AS rank
             FROM (SELECT * FROM scored WHERE fetched ORDER BY score DESC, id DESC LIMIT $10) best
         ), found AS (
             SELECT e.id, e.session_id, e.seq FROM session_entries e
@@ -209,6 +245,7 @@ async def candidates(
               ON n.campaign_id = $1 AND n.session_id = f.session_id AND n.seq BETWEEN f.seq - $12 AND f.seq + $12
         )
         SELECT e.*, s.title, f.id IS NOT NULL AS found, x.rank, x.score, x.terms, a.score AS also_score,
+               coalesce(x.passage, a.passage) AS passage,
                f.id IS NOT NULL AND cardinality($11::bigint[]) > 0 AND EXISTS (
                    SELECT FROM entity_mentions m
                    WHERE m.campaign_id = $1 AND m.entry_id = e.id AND m.entity_id = ANY($11::bigint[])
@@ -234,6 +271,7 @@ async def candidates(
         limit,
         list(entity_ids),
         context,
+        int(PASSAGE_WORDS),  # the bench may set it as a float
     )
     lines = [
         Line(
@@ -243,10 +281,15 @@ async def candidates(
     ]
     ranked = sorted((r for r in rows if r["rank"] is not None), key=lambda r: r["rank"])
     return Candidates(
-        lexical=[LineScore(r["id"], float(r["score"]), tuple(r["terms"])) for r in ranked],
+        lexical=[LineScore(r["id"], float(r["score"]), tuple(r["terms"]), _span(r["passage"])) for r in ranked],
         scored={r["id"]: float(r["also_score"]) for r in rows if r["also_score"] is not None},
+        passages={r["id"]: (r["passage"][0], r["passage"][1]) for r in rows if r["passage"] is not None},
         lines={line.id: line for line, r in zip(lines, rows, strict=True) if r["found"]},
         mentioning={r["id"] for r in rows if r["mentions"]},
         off_game={r["id"] for r in rows if r["off_game"]},
         around=lines,
     )
+
+
+def _span(passage: list[int] | None) -> tuple[int, int] | None:
+    return None if passage is None else (passage[0], passage[1])

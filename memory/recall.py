@@ -67,6 +67,8 @@ class HitLine(BaseModel):
     matched: bool
     #: where a context line is: "before" the hit's first line that scored, else "after" one; "" for one that scored
     context: Literal["", "before", "after"] = ""
+    #: a long line that scored by a passage: the characters of ``text`` shown (whole sentences around it)
+    passage: tuple[int, int] | None = None
 
     def who(self, mask: Callable[[str], str] = str) -> str:
         """The speaker as a reader sees them: "TRAVIS (Grog Strongjaw)" when the question asked for Grog."""
@@ -74,7 +76,10 @@ class HitLine(BaseModel):
 
     def shown(self, mask: Callable[[str], str] = str) -> str:
         """The line as a reader sees it: masked first (a preview never cuts a secret name into a word that no
-        longer matches its mask), then a context line clipped to its words nearest the answer."""
+        longer matches its mask), then a context line clipped to its words nearest the answer, and a long line
+        that scored by a passage shown by it, with "…" where it goes on (``text`` and ``ref`` keep it whole)."""
+        if self.passage is not None and not self.context:
+            return rank.shown_passage(self.text, self.passage, mask)
         text = mask(self.text)
         return rank.preview(text, before=self.context == "before") if self.context else text
 
@@ -174,7 +179,7 @@ async def recall(
         ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=talk)
     places = {i: rank.Place(i, e.session_id, e.seq, len(e.text.split())) for i, e in entries.items()}
     groups = rank.group(ranked, places, limit, alone_from=rank.ALONE_FROM)  # read here: the bench varies it
-    return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays())
+    return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays(), found.passages)
 
 
 async def _vectors(
@@ -296,23 +301,34 @@ def _hits(
     fused: dict[int, rank.Fused],
     around: list[lexical_ranker.Line],
     plays: dict[str, str],
+    passages: dict[int, tuple[int, int]],
 ) -> list[RecallHit]:
     """The hits' lines, whole and in order, with their session and citation. Every line of a group is a ranked
     line or within ``rank.CONTEXT`` of one (a line joins a hit only that near it), so ``around`` holds them all.
-    ``plays``: the character each asked-for player's speaker (casefolded) plays."""
+    ``plays``: the character each asked-for player's speaker (casefolded) plays; ``passages``: a long line's best
+    passage (its first and last term's positions)."""
     return [
         _hit(
             g,
             [r for r in around if r.session_id == g.session_id and g.first <= r.seq <= g.last],
             [m for i in g.matched for m in fused[i].matched],
             plays,
+            passages,
         )
         for g in groups
     ]
 
 
-def _hit(g: rank.Group, rows: list[lexical_ranker.Line], how: list[str], plays: dict[str, str]) -> RecallHit:
+def _hit(
+    g: rank.Group,
+    rows: list[lexical_ranker.Line],
+    how: list[str],
+    plays: dict[str, str],
+    passages: dict[int, tuple[int, int]],
+) -> RecallHit:
     matched = set(g.matched)
+    # a long line that scored is shown by its passage (read here: the bench varies it)
+    passage_of = {i: passages[i] for i in matched if i in passages} if rank.SHOW_PASSAGES else {}
     first = next((r.seq for r in rows if r.id in matched), g.first)
     lines = [
         HitLine(
@@ -326,6 +342,7 @@ def _hit(g: rank.Group, rows: list[lexical_ranker.Line], how: list[str], plays: 
             ref=r.ref,
             matched=r.id in matched,
             context="" if r.id in matched else "before" if r.seq < first else "after",
+            passage=rank.passage_span(r.text, *passage_of[r.id]) if r.id in passage_of else None,
         )
         for r in rows
     ]

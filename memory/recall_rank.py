@@ -7,7 +7,7 @@ No database here: :mod:`memory.recall` fetches, these decide, and unit tests pin
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 #: Fusion by rank with a small constant: a list's first line must beat a line both lists found far down. With
@@ -252,3 +252,100 @@ def group(
             continue
         out.append(Group(place.session_id, place.seq - around, place.seq + around, [line.entry_id], line.score))
     return out
+
+
+# a long line shown by its passage --------------------------------------------------------------------------------
+
+#: A long line that scored by a passage is shown by it (False: whole, as the bench compares).
+SHOW_PASSAGES = True
+#: Words a long line's passage shows at least: a sentence of the question's words and the one after it ("Winter's
+#: Crest!" alone says less than the sentence that tells when).
+PASSAGE_MIN_WORDS = 12
+#: Words a passage shows at most: a transcript without full stops has no sentences to stop at.
+PASSAGE_MAX_WORDS = 80
+
+# PostgreSQL's parser as the tsvector numbers words: a number with its decimals, else a run of letters or digits; a
+# hyphenated word is one position, then each of its parts one ("well-made": well-made, well, made).
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)+|[^\W_]+(?:-[^\W_]+)*")
+_SENTENCE_END = re.compile(r"(?P<stop>[.!?…]+[\"'”’)\]]*)\s+|\n\s*")
+
+
+def token_spans(text: str) -> list[tuple[int, int]]:
+    """The character span of each tsvector position of ``text`` (position n is item n - 1), as PostgreSQL's
+    default parser counts them for English prose; where it counts otherwise (a URL, an e-mail address) a passage
+    is only shifted by a word or two."""
+    out: list[tuple[int, int]] = []
+    for token in _TOKEN.finditer(text):
+        out.append(token.span())
+        if "-" in token.group():
+            start = token.start()
+            for part in token.group().split("-"):
+                out.append((start, start + len(part)))
+                start += len(part) + 1
+    return out
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """The character span of each sentence of ``text`` (ends at . ! ? … before a space, or at a line break)."""
+    out: list[tuple[int, int]] = []
+    start = 0
+    for end in _SENTENCE_END.finditer(text):
+        stop = end.end("stop") if end.group("stop") else end.start()
+        if text[start:stop].strip():
+            out.append((start, stop))
+        start = end.end()
+    if text[start:].strip():
+        out.append((start, len(text.rstrip())))
+    return out
+
+
+def passage_span(
+    text: str,
+    first: int,
+    last: int,
+    *,
+    min_words: int | None = None,
+    max_words: int | None = None,
+) -> tuple[int, int] | None:
+    """The characters of ``text`` a long line shows for its best passage (tsvector positions ``first`` to ``last``,
+    those of its first and last term of the question): the whole sentences holding them, then the sentences after
+    (else before) until it has ``min_words``; at most ``max_words``, cut between words around the terms when one
+    sentence is longer. None: the passage would be the whole line."""
+    min_words = PASSAGE_MIN_WORDS if min_words is None else min_words
+    max_words = PASSAGE_MAX_WORDS if max_words is None else max_words
+    tokens = token_spans(text)
+    if not tokens:
+        return None
+    start = tokens[min(max(first, 1), len(tokens)) - 1][0]
+    end = tokens[min(max(last, first, 1), len(tokens)) - 1][1]
+    sentences = sentence_spans(text) or [(0, len(text))]
+    lo = next((k for k, (_, b) in enumerate(sentences) if b > start), len(sentences) - 1)
+    hi = next((k for k, (_, b) in enumerate(sentences) if b >= end), len(sentences) - 1)
+    hi = max(hi, lo)
+
+    def words(a: int, b: int) -> int:
+        return len(_WORD.findall(text[sentences[a][0] : sentences[b][1]]))
+
+    while words(lo, hi) < min_words and (hi + 1 < len(sentences) or lo > 0):
+        hi, lo = (hi + 1, lo) if hi + 1 < len(sentences) else (hi, lo - 1)
+    span = (sentences[lo][0], sentences[hi][1])
+    if words(lo, hi) > max_words:  # one long sentence: the words around the terms
+        spans = list(_WORD.finditer(text))
+        at = next((k for k, w in enumerate(spans) if w.end() > start), 0)
+        to = next((k for k, w in enumerate(spans) if w.end() >= end), at)
+        room = max(0, max_words - (to - at + 1)) // 2
+        a, b = max(0, at - room), min(len(spans) - 1, max(to, at + max_words - 1 - room))
+        span = (spans[a].start(), spans[b].end())
+    if span[0] <= 0 and not text[span[1] :].strip():
+        return None
+    return span
+
+
+def shown_passage(text: str, span: tuple[int, int], mask: Callable[[str], str] = str) -> str:
+    """A long line as shown by its passage ``span`` (characters of ``text``), masked, with "…" where the line goes
+    on. Masked piecewise only when that masks it exactly as whole (no secret name crosses a cut); else whole."""
+    before, inside, after = text[: span[0]], text[span[0] : span[1]], text[span[1] :]
+    masked = mask(text)
+    if mask(before) + mask(inside) + mask(after) != masked:
+        return masked
+    return "…" * bool(before.strip()) + mask(inside).strip() + "…" * bool(after.strip())

@@ -26,6 +26,7 @@ async def said(
 
 
 FILLER = [("DM", f"The road winds on past farm {n} and its fences.") for n in range(30)]
+WORDS = "tall grim silent weary young old proud stern quiet brave bold loyal".split()
 
 
 async def test_rare_words_beat_a_line_that_only_says_a_common_name(campaign: CampaignMemory) -> None:
@@ -61,6 +62,29 @@ async def test_a_long_line_is_shown_whole_and_alone(campaign: CampaignMemory) ->
     # an embed clips at its limit between words, with "…"
     short = cited([hit], str, 200)
     assert len(short) <= 200 and short.endswith("…") and not short[:-1].endswith(" ")
+
+
+async def test_a_long_narration_scores_and_shows_by_its_best_passage(campaign: CampaignMemory) -> None:
+    """Whole, a long narration holding the question's rare word lost to "Come on." saying its common one: BM25
+    divided the rare word's weight by the narration's length. Its best passage scores as a line of a passage's
+    length, and is what the DM reads: the sentences around it, "…" where the line goes on, ``text`` whole."""
+    narration = (
+        " ".join(f"The {w} guards of the keep watch the gates while the rain falls on the old stones." for w in WORDS)
+        + " In two weeks the Winter's Crest festival begins here in Whitestone. "
+        + " ".join(f"Torches burn along the {w} walls as the night comes on and the town sleeps." for w in WORDS)
+    )
+    assert len(narration.split()) > 300
+    talk = [("LAURA", "Come on."), ("TRAVIS", "Come on, come on!"), ("SAM", "Oh, come on.")] * 3
+    ids = await said(campaign, "One", [*FILLER[:10], *talk, *FILLER[10:20], ("MATT", narration), *FILLER[20:]])
+    hits = await recall(campaign, None, "what festival is coming up?", limit=3, mode="fulltext")
+    (line,) = hits[0].answering()
+    assert line.entry_id == ids[29] and line.text == narration
+    # the window holds "festival" and, a sentence on, "comes": both sentences, whole
+    assert line.shown() == (
+        "…In two weeks the Winter's Crest festival begins here in Whitestone. "
+        "Torches burn along the tall walls as the night comes on and the town sleeps.…"
+    )
+    assert line.shown() in cite(hits[0]) and narration not in cite(hits[0])
 
 
 async def test_neighbouring_lines_that_score_are_one_hit(campaign: CampaignMemory) -> None:

@@ -11,9 +11,13 @@ from memory.recall_rank import (
     fuse,
     group,
     parse,
+    passage_span,
     preview,
+    sentence_spans,
     session_asked,
+    shown_passage,
     speaker_asked,
+    token_spans,
 )
 
 
@@ -190,3 +194,71 @@ def test_a_context_line_is_a_preview_of_its_words_nearest_the_answer() -> None:
     assert preview("one two three four", before=True, words=3) == "…two three four"
     assert preview("one two three four  ", before=True, words=3) == "…two three four"
     assert preview("", before=False) == ""
+
+
+def test_token_spans_number_words_as_the_tsvector_does() -> None:
+    # to_tsvector('english', …) of this text: 'festiv':10 'well-mad':11 'made':13 '3.5':17 'e-mail':18 'mail':20
+    text = "We have two weeks until the Winter's Crest festival, well-made robes; it's 3.5 e-mails: don't."
+    words = [text[a:b] for a, b in token_spans(text)]
+    assert words[9] == "festival" and words[10] == "well-made" and words[12] == "made"
+    assert words[16] == "3.5" and words[17] == "e-mails" and words[19] == "mails" and words[-1] == "t"
+
+
+def test_sentence_spans_end_at_stops_and_line_breaks() -> None:
+    text = 'He said "Go!" She went.\nThen… nothing. Dr Who'
+    assert [text[a:b] for a, b in sentence_spans(text)] == ['He said "Go!"', "She went.", "Then…", "nothing.", "Dr Who"]
+
+
+def _position(text: str, word: str) -> int:
+    return next(n for n, (a, b) in enumerate(token_spans(text), 1) if text[a:b] == word)
+
+
+NARRATION = (
+    "You walk into the great hall of the castle. " * 6
+    + "In two weeks the Winter's Crest festival will be held here in Whitestone. Everyone is excited. "
+    + "The rain falls on the old stones of the keep. " * 12
+)
+
+
+def test_a_long_line_shows_the_whole_sentences_of_its_passage() -> None:
+    at = _position(NARRATION, "festival")
+    span = passage_span(NARRATION, at, at, min_words=12)
+    assert span is not None
+    shown = shown_passage(NARRATION, span)
+    assert shown == "…In two weeks the Winter's Crest festival will be held here in Whitestone.…"
+    # too short alone: the sentence after it too (the one before when it is the last)
+    longer = passage_span(NARRATION, at, at, min_words=16)
+    assert longer is not None and shown_passage(NARRATION, longer).endswith("in Whitestone. Everyone is excited.…")
+    last = len(token_spans(NARRATION))
+    end = passage_span(NARRATION, last, last, min_words=15)
+    assert end is not None and NARRATION[end[0] : end[1]].count("The rain falls") == 2
+    assert shown_passage(NARRATION, end).startswith("…") and not shown_passage(NARRATION, end).endswith("…")
+
+
+def test_a_passage_of_the_whole_line_is_no_passage_and_a_long_sentence_is_cut_between_words() -> None:
+    assert passage_span("The festival is here. Come.", 2, 2) is None
+    run_on = " ".join(f"word{n}" for n in range(300)) + " festival " + " ".join(f"more{n}" for n in range(300))
+    at = _position(run_on, "festival")
+    span = passage_span(run_on, at, at, max_words=20)
+    assert span is not None
+    shown = shown_passage(run_on, span)
+    assert shown.startswith("…") and shown.endswith("…") and "festival" in shown
+    assert len(shown.split()) == 20 and run_on[span[0] - 1] == " " and run_on[span[1]] == " "
+
+
+def test_a_passage_is_masked_as_the_whole_line_is() -> None:
+    def mask(text: str) -> str:
+        return text.replace("Vaskerrin Holt", "[secret]")
+
+    at = _position(NARRATION, "festival")
+    span = passage_span(NARRATION, at, at)
+    assert span is not None
+    secret = NARRATION.replace("Whitestone", "Vaskerrin Holt")
+    secret_span = passage_span(secret, at, at)
+    assert secret_span is not None
+    assert "[secret]" in shown_passage(secret, secret_span, mask) and "Vaskerrin" not in shown_passage(
+        secret, secret_span, mask
+    )
+    # a secret name across the cut: the line is shown whole, masked, rather than half a name shown
+    cut = (secret_span[0], secret.index("Vaskerrin") + len("Vaskerrin"))
+    assert shown_passage(secret, cut, mask) == mask(secret)
