@@ -26,9 +26,10 @@ MiniLM over single lines.
 What counts is what a DM reads: the hits' lines in rank order (a hit's ``lines`` when it has them, else its chunk's
 lines; duplicates counted once). A question is answered within a budget when an evidence line starts inside it:
 the first 10 lines, 25 lines, 300 words, 1,000 words (words = whitespace tokens of a line's text as shown: a
-hit's context line is a preview). LongMemEval also gets session recall@5: the first 5 distinct sessions of the hits
-hold one (any@5) or all (all@5) evidence sessions. Latency: recall in process on a campaign of
-``--latency-sessions`` sessions (bench/campaign_scale.py's, random vectors), p50/p95 beside the frozen recall.
+hit's context line is a preview, a long line its passage). LongMemEval also gets session recall@5: the first 5
+distinct sessions of the hits hold one (any@5) or all (all@5) evidence sessions. Latency: recall in process on a
+campaign of ``--latency-sessions`` sessions (bench/campaign_scale.py's, random vectors), p50/p95 beside the frozen
+recall.
 
 Embeddings are cached on disk (``--cache``, keyed by model and text hash): a rerun embeds nothing new.
 """

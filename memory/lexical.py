@@ -199,40 +199,40 @@ async def candidates(
         ), also AS (
             SELECT e.id, e.tsv, false AS fetched FROM session_entries e
             WHERE e.campaign_id = $1 AND e.id = ANY($9::bigint[])
-        ), scored AS (
+        ), base AS (
             -- tf counts 1 (a line rarely says a word twice): each term is one C-level @@ on the line's own
-            -- tsvector, four times faster than unnesting it; the line's length still discounts (BM25's b). A long
-            -- line also scores as its best passage, from its tsvector's positions: only those lines are unnested
-            SELECT id, fetched, terms, passage,
-                   greatest(score * ({K1} + 1) / (1 + {K1} * (1 - {B} + {B} * dl / $5::float8)),
-                            {float(PASSAGE_WEIGHT)} * best) AS score
-            FROM (
-                SELECT l.id, l.fetched, length(l.tsv) AS dl, m.score, m.terms, p.best,
-                       CASE WHEN p.first IS NOT NULL THEN ARRAY[p.first, p.last] END AS passage
-                FROM (SELECT * FROM fetched UNION ALL SELECT * FROM also) l CROSS JOIN LATERAL (
-                    SELECT sum(w.weight) AS score, array_agg(w.term ORDER BY w.term) AS terms
-                    FROM unnest($2::text[], $3::float8[], $4::tsquery[]) AS w(term, weight, q)
-                    WHERE l.tsv @@ w.q
-                ) m LEFT JOIN LATERAL (
-                    WITH hits AS (  -- where the line says each of the query's terms
-                        SELECT w.term, w.weight, p AS pos
-                        FROM unnest(l.tsv) u JOIN unnest($2::text[], $3::float8[]) AS w(term, weight)
-                          ON w.term = u.lexeme
-                        CROSS JOIN unnest(u.positions) p
-                        WHERE $13::int > 0 AND length(l.tsv) > $13::int * {PASSAGE_TERMS_PER_WORD} AND m.score > 0
-                    ), windows AS (  -- each window of $13 words that starts at a term, by term
-                        SELECT s.pos AS first, h.term, h.weight, max(h.pos) AS last,
-                               {"count(*)" if PASSAGE_TF else "1"} AS tf
-                        FROM hits s JOIN hits h ON h.pos >= s.pos AND h.pos < s.pos + $13::int
-                        GROUP BY s.pos, h.term, h.weight
-                    )
-                    SELECT first, max(last) AS last,
-                           sum(weight * tf * ({K1} + 1) / (tf + {K1} * (1 - {B} + {B} * $13::int
-                               * {PASSAGE_TERMS_PER_WORD} / $5::float8))) AS best
-                    FROM windows GROUP BY first ORDER BY best DESC, first LIMIT 1
-                ) p ON true
-            ) lines
-            WHERE score > 0
+            -- tsvector, four times faster than unnesting it; the line's length still discounts (BM25's b)
+            SELECT l.id, l.fetched, l.tsv, length(l.tsv) AS dl, m.score, m.terms
+            FROM (SELECT * FROM fetched UNION ALL SELECT * FROM also) l CROSS JOIN LATERAL (
+                SELECT sum(w.weight) AS score, array_agg(w.term ORDER BY w.term) AS terms
+                FROM unnest($2::text[], $3::float8[], $4::tsquery[]) AS w(term, weight, q)
+                WHERE l.tsv @@ w.q
+            ) m
+            WHERE m.score > 0
+        ), hits AS (
+            -- a long line also scores as its best passage: where it says each term, from its tsvector's positions
+            -- (only long lines are unnested, all at once: a subquery a line cost more than the unnesting)
+            SELECT b.id, w.term, w.weight, p AS pos
+            FROM (SELECT DISTINCT ON (id) id, tsv FROM base WHERE dl > $13::int * {PASSAGE_TERMS_PER_WORD}) b,
+                 unnest(b.tsv) u, unnest($2::text[], $3::float8[]) AS w(term, weight), unnest(u.positions) p
+            WHERE $13::int > 0 AND w.term = u.lexeme  -- a line both fetched and found by meaning: once
+        ), windows AS (  -- each window of $13 words that starts at a term, by term
+            SELECT s.id, s.pos AS first, h.term, h.weight, max(h.pos) AS last, {"count(*)" if PASSAGE_TF else "1"} AS tf
+            FROM hits s JOIN hits h ON h.id = s.id AND h.pos >= s.pos AND h.pos < s.pos + $13::int
+            GROUP BY s.id, s.pos, h.term, h.weight
+        ), passages AS (  -- each long line's best window, scored as a line of a passage's length
+            SELECT DISTINCT ON (id) id, first, last, best FROM (
+                SELECT id, first, max(last) AS last,
+                       sum(weight * tf * ({K1} + 1)
+                           / (tf + {K1} * (1 - {B} + {B} * $13::int * {PASSAGE_TERMS_PER_WORD} / $5::float8))) AS best
+                FROM windows GROUP BY id, first
+            ) w
+            ORDER BY id, best DESC, first
+        ), scored AS (
+            SELECT b.id, b.fetched, b.terms, CASE WHEN p.id IS NOT NULL THEN ARRAY[p.first, p.last] END AS passage,
+                   greatest(b.score * ({K1} + 1) / (1 + {K1} * (1 - {B} + {B} * b.dl / $5::float8)),
+                            {float(PASSAGE_WEIGHT)} * p.best) AS score
+            FROM base b LEFT JOIN passages p ON p.id = b.id
         ), lexical AS (
             SELECT id, score, terms, passage, row_number() OVER (ORDER BY score DESC, id DESC) AS rank
             FROM (SELECT * FROM scored WHERE fetched ORDER BY score DESC, id DESC LIMIT $10) best

@@ -301,3 +301,19 @@ async def test_context_lines_are_previews_and_the_answer_is_whole(campaign: Camp
     assert answer.shown() == "Delilah was poisoned." and first.text == before and last.text == after
     shown = cite(hit)
     assert "**MATT: Delilah was poisoned.**" in shown and "LIAM: …past the stalls" in shown and before not in shown
+
+
+async def test_a_long_line_scores_the_same_by_words_and_by_meaning(campaign: CampaignMemory) -> None:
+    """The passage of a line both fetched by its words and found by meaning is scored once, the same either way."""
+    from memory import lexical
+
+    narration = " ".join(f"The {w} guards watch the gates while the rain falls on the old stones." for w in WORDS)
+    narration += " The festival of Winter's Crest begins at dawn."
+    ids = await said(campaign, "One", [*FILLER[:5], ("MATT", narration), *FILLER[5:10]])
+    query = await lexical.prepare(campaign.db, campaign.campaign_id, [("when does the festival begin", 1.0)])
+    alone = await lexical.candidates(campaign.db, campaign.campaign_id, query, limit=5)
+    both = await lexical.candidates(campaign.db, campaign.campaign_id, query, limit=5, also=[ids[5]])
+    (line,) = alone.lexical
+    assert line.entry_id == ids[5] and line.passage is not None
+    assert both.lexical == alone.lexical and both.scored == {ids[5]: line.score}
+    assert both.passages == alone.passages == {ids[5]: line.passage}

@@ -83,3 +83,11 @@ def test_a_lexical_constant_is_measured_by_name() -> None:
         ("Lorekeeper, lexical B 0.5", "lexical.B", 0.5),
         ("Lorekeeper, lexical K1 2", "lexical.K1", 2.0),
     ]
+
+
+def test_long_lines_shown_whole_is_the_same_ranking_another_display() -> None:
+    args = build_parser().parse_args(["--whole-lines", "--lexical", "PASSAGE_WORDS=0"])
+    assert variants(args) == [
+        ("Lorekeeper, long lines shown whole", "SHOW_PASSAGES", False),
+        ("Lorekeeper, lexical PASSAGE_WORDS 0", "lexical.PASSAGE_WORDS", 0.0),
+    ]
