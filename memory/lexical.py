@@ -214,7 +214,8 @@ async def candidates(
             -- (only long lines are unnested, all at once: a subquery a line cost more than the unnesting)
             SELECT b.id, w.term, w.weight, p AS pos
             FROM (SELECT DISTINCT ON (id) id, tsv FROM base WHERE dl > $13::int * {PASSAGE_TERMS_PER_WORD}) b,
-                 unnest(b.tsv) u, unnest($2::text[], $3::float8[]) AS w(term, weight), unnest(u.positions) p
+                 unnest(ts_filter(setweight(b.tsv, 'A', $2::text[]), '{{a}}')) u,
+                 unnest($2::text[], $3::float8[]) AS w(term, weight), unnest(u.positions) p
             WHERE $13::int > 0 AND w.term = u.lexeme  -- a line both fetched and found by meaning: once
         ), windows AS (  -- each window of $13 words that starts at a term, by term
             SELECT s.id, s.pos AS first, h.term, h.weight, max(h.pos) AS last, {"count(*)" if PASSAGE_TF else "1"} AS tf
