@@ -172,14 +172,26 @@ async def recall(
     # the pre-show, breaks and after-show the chunk job marked: a recap before the story says the story's words
     segments = found.off_game.intersection(candidates)
     ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=segments)
-    # table talk is told apart only near the top (a long line costs a millisecond): what it demotes, it demotes there
+    spans: dict[int, tuple[int, int] | None] = {}
+
+    def passage(i: int) -> tuple[int, int] | None:
+        """The characters a long line that scored by a passage shows (see ``rank.passage_span``), once a line."""
+        if i not in spans:
+            spans[i] = rank.passage_span(entries[i].text, *found.passages[i]) if i in found.passages else None
+        return spans[i]
+
+    # table talk is told apart only near the top (a long line costs a millisecond): what it demotes, it demotes there;
+    # a long line that scored by a passage is judged by it, what it is found and shown for (and 5x cheaper)
     top = [f.entry_id for f in ranked[: TALK_CHECKED * limit] if f.entry_id in entries]
-    talk = [*segments, *(i for i in top if i not in segments and line_talk(entries[i].text) is not None)]
+    talk = [
+        *segments,
+        *(i for i in top if i not in segments and line_talk(_judged(entries[i].text, passage(i))) is not None),
+    ]
     if len(talk) > len(segments):
         ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=talk)
     places = {i: rank.Place(i, e.session_id, e.seq, len(e.text.split())) for i, e in entries.items()}
     groups = rank.group(ranked, places, limit, alone_from=rank.ALONE_FROM)  # read here: the bench varies it
-    return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays(), found.passages)
+    return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays(), passage)
 
 
 async def _vectors(
@@ -278,6 +290,11 @@ async def _named(mem: CampaignMemory, text: str, *, dm: bool) -> list[_Called]:
     return list({e.id: e for _, _, e in found}.values())[:NAMED_LIMIT]
 
 
+def _judged(text: str, span: tuple[int, int] | None) -> str:
+    """What of a line is judged for table talk: its passage when it scored by one."""
+    return text if span is None else text[span[0] : span[1]]
+
+
 def _best_lines(
     scored: dict[int, float],
     windows: list[ChunkHit],
@@ -301,19 +318,19 @@ def _hits(
     fused: dict[int, rank.Fused],
     around: list[lexical_ranker.Line],
     plays: dict[str, str],
-    passages: dict[int, tuple[int, int]],
+    passage: Callable[[int], tuple[int, int] | None],
 ) -> list[RecallHit]:
     """The hits' lines, whole and in order, with their session and citation. Every line of a group is a ranked
     line or within ``rank.CONTEXT`` of one (a line joins a hit only that near it), so ``around`` holds them all.
-    ``plays``: the character each asked-for player's speaker (casefolded) plays; ``passages``: a long line's best
-    passage (its first and last term's positions)."""
+    ``plays``: the character each asked-for player's speaker (casefolded) plays; ``passage``: the characters a
+    long line that scored by a passage shows of it."""
     return [
         _hit(
             g,
             [r for r in around if r.session_id == g.session_id and g.first <= r.seq <= g.last],
             [m for i in g.matched for m in fused[i].matched],
             plays,
-            passages,
+            passage,
         )
         for g in groups
     ]
@@ -324,11 +341,11 @@ def _hit(
     rows: list[lexical_ranker.Line],
     how: list[str],
     plays: dict[str, str],
-    passages: dict[int, tuple[int, int]],
+    passage: Callable[[int], tuple[int, int] | None],
 ) -> RecallHit:
     matched = set(g.matched)
     # a long line that scored is shown by its passage (read here: the bench varies it)
-    passage_of = {i: passages[i] for i in matched if i in passages} if rank.SHOW_PASSAGES else {}
+    shown = rank.SHOW_PASSAGES
     first = next((r.seq for r in rows if r.id in matched), g.first)
     lines = [
         HitLine(
@@ -342,7 +359,7 @@ def _hit(
             ref=r.ref,
             matched=r.id in matched,
             context="" if r.id in matched else "before" if r.seq < first else "after",
-            passage=rank.passage_span(r.text, *passage_of[r.id]) if r.id in passage_of else None,
+            passage=passage(r.id) if shown and r.id in matched else None,
         )
         for r in rows
     ]

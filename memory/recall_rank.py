@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 #: Fusion by rank with a small constant: a list's first line must beat a line both lists found far down. With
 #: RRF's usual k = 60 a line found by both at any depth (>= 2/100) beat one ranked first by one list (1/61); with
@@ -270,16 +271,18 @@ _TOKEN = re.compile(r"\d+(?:[.,]\d+)+|[^\W_]+(?:-[^\W_]+)*")
 _SENTENCE_END = re.compile(r"(?P<stop>[.!?…]+[\"'”’)\]]*)\s+|\n\s*")
 
 
-def token_spans(text: str) -> list[tuple[int, int]]:
-    """The character span of each tsvector position of ``text`` (position n is item n - 1), as PostgreSQL's
-    default parser counts them for English prose; where it counts otherwise (a URL, an e-mail address) a passage
-    is only shifted by a word or two."""
+def token_spans(text: str, upto: int | None = None) -> list[tuple[int, int]]:
+    """The character span of each tsvector position of ``text`` (position n is item n - 1; at least the first
+    ``upto``), as PostgreSQL's default parser counts them for English prose; where it counts otherwise (a URL, an
+    e-mail address) a passage is only shifted by a word or two."""
+    tokens = [t.span() for t in islice(_TOKEN.finditer(text), upto)]
+    if "-" not in text:
+        return tokens
     out: list[tuple[int, int]] = []
-    for token in _TOKEN.finditer(text):
-        out.append(token.span())
-        if "-" in token.group():
-            start = token.start()
-            for part in token.group().split("-"):
+    for start, end in tokens:
+        out.append((start, end))
+        if "-" in text[start:end]:
+            for part in text[start:end].split("-"):
                 out.append((start, start + len(part)))
                 start += len(part) + 1
     return out
@@ -313,7 +316,7 @@ def passage_span(
     sentence is longer. None: the passage would be the whole line."""
     min_words = PASSAGE_MIN_WORDS if min_words is None else min_words
     max_words = PASSAGE_MAX_WORDS if max_words is None else max_words
-    tokens = token_spans(text)
+    tokens = token_spans(text, upto=max(first, last))
     if not tokens:
         return None
     start = tokens[min(max(first, 1), len(tokens)) - 1][0]
