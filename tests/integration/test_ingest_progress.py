@@ -96,4 +96,4 @@ def test_a_script_reading_ingest_gets_its_output_on_stdout_and_only_progress_on_
     assert done.returncode == 0, done.stderr
     # stderr is a pipe here: a line every 5 s, if it took that long on a busy machine, and nothing else
     assert all(re.fullmatch(r"stored [\d,]+ of 1,200 lines", line) for line in done.stderr.splitlines()), done.stderr
-    assert done.stdout.startswith("night.txt → C: 1200 utterances read, 1200 new,")
+    assert done.stdout.startswith("night.txt → C: 1,200 lines read, 1,200 new,")
