@@ -1,6 +1,7 @@
 """Offline recap quality: does the session recap tell the story the fan wiki tells?
 
     python -m bench.recap [--episodes C1E001,C2E002] [--show C1E020]
+    python -m bench.recap --timing [--episodes C1E035] [--runs 3]
 
 Each Critical Role episode of ../shared/data/crd3 (override with LOREKEEPER_DATA; "skipped: data not found"
 without it) goes through the real ``extractive_summary`` as Entries, with a Gazetteer of the 1,272 wiki entities
@@ -15,6 +16,12 @@ left out. For each episode and method:
 - coverage: the share of the reference sentences with a well-aligned turn range (score > 0, at most 30 turns,
   its tightest chunk) that a recap line falls within, or within ``--near`` turns of.
 
+``--timing`` instead times what a DM waits for after ``lorekeeper ingest EPISODE --wait``, with the example
+campaign file (campaigns/examples/critical_role.yaml) loaded first: each run a throw-away embedded PostgreSQL
+(no embedding cached), the episode imported, then the jobs drained in-process with MiniLM, timing from the drain's
+start until the recap is written and until every job is done. "before" is the recap job waiting for the chunk
+job (the lines' vectors) as it did, "after" as it does now; runs alternate, so both see the same load.
+
 The baselines get the same word budget as the new recap of that episode: the first turns of the session, and
 turns spread evenly over it (each cut to its share of the budget). "old" is the recap of the code before session
 17 (5 turns by entity mentions and length), "old, cut" the same cut to the budget.
@@ -23,6 +30,7 @@ turns spread evenly over it (each cut to its share of the budget). "old" is the 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import re
 import statistics
@@ -31,6 +39,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from bench.correction import CRD3, crd3_entities, table
@@ -230,6 +239,96 @@ def old_summary(
     return "\n".join(f"{entries[i].speaker}: {entries[i].text}" for i in best), []
 
 
+# --- the wait, timed ----------------------------------------------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "campaigns" / "examples" / "critical_role.yaml"
+
+
+async def time_one_import(episode: Path, embedder: Any, *, waits_for_vectors: bool) -> tuple[float, float]:
+    """Seconds from the start of the jobs until the recap is written, and until every job is done."""
+    import shutil
+    import tempfile
+
+    from campaigns.files import read_campaign_file
+    from campaigns.load import apply_campaign_file
+    from memory import jobs
+    from memory.db import EmbeddedPostgres, EmbeddingSpec, create_pool, migrate
+    from memory.ingest import ingest_file
+    from memory.jobs import worker
+    from memory.store import Memory
+
+    root = Path(tempfile.mkdtemp(prefix="lk-bench-recap-", dir="/tmp"))
+    server = EmbeddedPostgres(root)
+    waits = worker._SUMMARY_WAITS_FOR
+    try:
+        pool = await create_pool(server.start())
+        await migrate(pool, EmbeddingSpec("all-MiniLM-L6-v2", 384))
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().create("Critical Role")).id)
+        await apply_campaign_file(mem, read_campaign_file(EXAMPLE))
+        await ingest_file(mem, episode)
+        session = (await mem.log.sessions())[0]
+        if waits_for_vectors:
+            worker._SUMMARY_WAITS_FOR = (jobs.CHUNK, *waits)
+        ctx = jobs.JobContext(memory=memory, embedder=embedder, embedding_model="all-MiniLM-L6-v2")
+        started = time.perf_counter()
+        drain = asyncio.create_task(jobs.run_workers(pool, None, drain=True, ctx=ctx))
+        recapped = None
+        while not drain.done():
+            if recapped is None and (await mem.log.session(session.id)).summary is not None:
+                recapped = time.perf_counter() - started
+            await asyncio.sleep(0.1)
+        await drain
+        done = time.perf_counter() - started
+        await pool.close()
+        return (recapped if recapped is not None else done), done
+    finally:
+        worker._SUMMARY_WAITS_FOR = waits
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def timing(episodes: list[str], runs: int) -> None:
+    from memory.providers.embeddings import MiniLMEmbedder
+
+    embedder = MiniLMEmbedder()
+    embedder.embed_blocking(["load the model once, outside the runs"])
+    for name in episodes:
+        path = EPISODES / f"{name}.json"
+        turns = len(json.loads(path.read_text())["TURNS"])
+        times: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
+        for run in range(runs):
+            order = ("before", "after") if run % 2 == 0 else ("after", "before")
+            for variant in order:
+                times[variant].append(
+                    asyncio.run(time_one_import(path, embedder, waits_for_vectors=variant == "before"))
+                )
+                recap, done = times[variant][-1]
+                print(f"{name} run {run + 1} {variant}: recap {recap:.1f} s, all jobs {done:.1f} s", flush=True)
+        medians = {
+            v: (statistics.median(r for r, _ in t), statistics.median(d for _, d in t)) for v, t in times.items()
+        }
+        table(
+            f"{name} ({turns:,} lines), seconds from the jobs' start, median of {runs} (each run's in brackets)",
+            ["recap job", "recap written", "all jobs done"],
+            [
+                [
+                    "waits for the lines' vectors (before)" if v == "before" else "does not (after)",
+                    f"{medians[v][0]:.1f} ({', '.join(f'{r:.1f}' for r, _ in times[v])})",
+                    f"{medians[v][1]:.1f} ({', '.join(f'{d:.1f}' for _, d in times[v])})",
+                ]
+                for v in ("before", "after")
+            ]
+            + [
+                [
+                    "ratio before / after",
+                    f"{medians['before'][0] / medians['after'][0]:.2f}x",
+                    f"{medians['before'][1] / medians['after'][1]:.2f}x",
+                ]
+            ],
+        )
+
+
 # --- the run --------------------------------------------------------------------------------------------------
 
 COLUMNS = ["words", "R1 recall", "R1 F", "R2 recall", "R2 F", "entities", "coverage", "seconds"]
@@ -240,9 +339,14 @@ def main() -> None:
     parser.add_argument("--episodes", help="comma-separated episode names (default: every one with a reference)")
     parser.add_argument("--near", type=int, default=20, help="turns either side of a sentence's range that count")
     parser.add_argument("--show", help="print the recaps of this episode")
+    parser.add_argument("--timing", action="store_true", help="time the wait for the recap after an import")
+    parser.add_argument("--runs", type=int, default=3, help="--timing: runs of each variant (medians shown)")
     args = parser.parse_args()
     if not ALIGNED.exists() or not EPISODES.exists():
         print(f"skipped: data not found ({CRD3})")
+        return
+    if args.timing:
+        timing(args.episodes.split(",") if args.episodes else ["C1E035"], args.runs)
         return
     aligned = [json.loads(line) for line in ALIGNED.read_text().splitlines()]
     wanted = args.episodes.split(",") if args.episodes else sorted({r["episode"] for r in aligned})

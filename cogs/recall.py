@@ -18,8 +18,11 @@ from bot.checks import UserError, active_campaign, member_is_dm
 from bot.views import MAX_EMBED_TOTAL, add_field_within, clip
 from cogs.sessions import session_titles
 from memory import recall as recall_core
-from memory.recall import RecallHit
+from memory.graph import SecretMask
+from memory.models import Session
+from memory.recall import NamedEntity, RecallHit
 from memory.recap import recap_for_players
+from memory.replies import no_lines_yet
 
 HITS = 5
 #: /recall embeds its query and searches vectors and text: a few rephrasings in a row are play, more is a loop
@@ -36,9 +39,22 @@ def cite(hit: RecallHit, mask: Callable[[str], str] = str) -> str:
         f"**{text}**" if line.matched else text
         for line in hit.lines
         if (text := discord.utils.escape_markdown(f"{line.who(mask)}: {line.shown(mask)}"))
-    ] or [mask(hit.text)]
+    ] or [_plain(mask(hit.text))]
     who = ", ".join(dict.fromkeys(line.who(mask) for line in hit.answering())) or ", ".join(hit.speakers)
-    return "\n".join(f"> {line}" for line in said) + f"\n— **{who}**, {mask(hit.where())}"
+    # display names and titles are the users' too: "*Grog*" is a name here, not emphasis
+    return "\n".join(f"> {line}" for line in said) + f"\n— **{_plain(who)}**, {_plain(mask(hit.where()))}"
+
+
+def _plain(text: str) -> str:
+    """``text`` as written: Discord markdown in it (a name like ``__x__``) shown, not applied."""
+    return discord.utils.escape_markdown(text)
+
+
+def add_entity_field(embed: discord.Embed, known: NamedEntity) -> None:
+    """A field of what the graph knows now of an entity the query names: its description, then its facts."""
+    about = _plain(known.description) if known.description else "*no description*"
+    facts = [_plain(line) for line in known.fact_lines()]
+    add_field_within(embed, clip(_plain(known.heading()), 256), [about, *facts], inline=False)
 
 
 def cited(hits: list[RecallHit], mask: Callable[[str], str], room: int) -> str:
@@ -77,8 +93,7 @@ class Recall(commands.Cog):
         embed = discord.Embed(title=clip(f"Recall: {query}", 256), colour=0x3498DB)
         # what the graph knows now comes first: a passage says what was true then ("Thrennick has the Ember Key")
         for known in await recall_core.named_entities(mem, query, dm=dm):
-            about = known.description or "*no description*"
-            add_field_within(embed, clip(known.heading(), 256), [about, *known.fact_lines()], inline=False)
+            add_entity_field(embed, known)
         # Discord shows an embed's fields below its description: passages after facts need an embed of their own
         passages = discord.Embed(colour=0x3498DB) if embed.fields else embed
         if hits:
@@ -87,7 +102,11 @@ class Recall(commands.Cog):
             room = min(4000, MAX_EMBED_TOTAL - len(embed))  # a message's embeds share Discord's 6,000 characters
             passages.description = cited(hits, mask, room)
         elif not embed.fields:
-            embed.description = "Nothing in this campaign's sessions matches that."
+            embed.description = (
+                "Nothing in this campaign's sessions matches that."
+                if await mem.log.has_lines()
+                else no_lines_yet(campaign.name) + "."
+            )
         embeds = [embed, passages] if hits and passages is not embed else [embed]
         await interaction.followup.send(embeds=embeds, ephemeral=True)
 
@@ -111,19 +130,26 @@ class Recall(commands.Cog):
                 raise UserError(f"No session titled {session!r}; recent ones: {names}.")
         else:
             chosen = sessions[-1]
-        if chosen.summary and players_mask is None:
-            text = chosen.summary
-        elif chosen.summary and players_mask is not None:
-            text = recap_for_players(chosen.summary, players_mask)
-        elif chosen.ended_at is None:
-            text = "*This session is still running; its recap is written when it ends.*"
-        else:
-            text = "*No summary for this session yet.*"
-        embed = discord.Embed(
-            title=clip(f"Recap: {mask(chosen.title)}", 256), description=clip(text, 4096), colour=0x9B59B6
-        )
-        embed.set_footer(text=f"started {chosen.started_at:%Y-%m-%d %H:%M} UTC")
-        await interaction.response.send_message(embed=embed, ephemeral=True)
+        await interaction.response.send_message(embed=recap_embed(chosen, players_mask), ephemeral=True)
+
+
+def recap_embed(chosen: Session, players_mask: SecretMask | None) -> discord.Embed:
+    """/recap's embed of a session: its summary (for players, with secret names hidden), or why there is none. The
+    summary quotes speakers by name ("*Grog*: …") and the title is the DM's: neither is Discord markdown."""
+    mask: Callable[[str], str] = players_mask or str
+    if chosen.summary and players_mask is None:
+        text = _plain(chosen.summary)
+    elif chosen.summary and players_mask is not None:
+        text = _plain(recap_for_players(chosen.summary, players_mask))
+    elif chosen.ended_at is None:
+        text = "*This session is still running; its recap is written when it ends.*"
+    else:
+        text = "*No summary for this session yet.*"
+    embed = discord.Embed(
+        title=clip(f"Recap: {_plain(mask(chosen.title))}", 256), description=clip(text, 4096), colour=0x9B59B6
+    )
+    embed.set_footer(text=f"started {chosen.started_at:%Y-%m-%d %H:%M} UTC")
+    return embed
 
 
 async def setup(bot: LorekeeperBot) -> None:

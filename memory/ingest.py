@@ -113,23 +113,24 @@ async def import_counts(mem: CampaignMemory, session_ids: Sequence[int]) -> Impo
 
     row = await mem.db.fetchrow(
         """
-        WITH lines AS (SELECT session_id, seq FROM session_entries WHERE campaign_id = $1 AND session_id = ANY($2)),
-             reach AS (  -- the last line of each session each step has passed: chunks are written in slices
+        WITH lines AS (
+                SELECT id, session_id, seq FROM session_entries WHERE campaign_id = $1 AND session_id = ANY($2)
+             ),
+             reach AS (  -- the last line of each session each step has passed
                 SELECT s AS session_id,
-                       greatest(
-                           (SELECT last_seq FROM ingest_progress
-                             WHERE campaign_id = $1 AND session_id = s AND step = $3),
-                           (SELECT max(e.seq) FROM chunks c
-                              JOIN session_entries e
-                                ON e.campaign_id = c.campaign_id AND e.id = c.entry_ids[cardinality(c.entry_ids)]
-                             WHERE c.campaign_id = $1 AND c.session_id = s)
-                       ) AS embedded,
+                       (SELECT last_seq FROM ingest_progress
+                         WHERE campaign_id = $1 AND session_id = s AND step = $3) AS embedded,
                        (SELECT last_seq FROM ingest_progress
                          WHERE campaign_id = $1 AND session_id = s AND step = $4) AS extracted
                 FROM unnest($2::bigint[]) AS s
              )
         SELECT (SELECT count(*) FROM lines) AS lines,
-               (SELECT count(*) FROM lines JOIN reach USING (session_id) WHERE seq <= embedded) AS embedded,
+               -- the chunk job writes its windows first, then embeds the lines slice by slice: a line counts once
+               -- its vector is written (or, too short for one, its row), not once a window holds it
+               (SELECT count(*) FROM lines JOIN reach USING (session_id)
+                 WHERE seq <= embedded
+                    OR EXISTS (SELECT 1 FROM line_vectors v WHERE v.campaign_id = $1 AND v.entry_id = lines.id))
+                 AS embedded,
                (SELECT count(*) FROM lines JOIN reach USING (session_id) WHERE seq <= extracted) AS extracted,
                (SELECT count(*) FROM sessions WHERE campaign_id = $1 AND id = ANY($2)) AS sessions,
                (SELECT count(*) FROM sessions WHERE campaign_id = $1 AND id = ANY($2) AND summary IS NOT NULL)

@@ -163,10 +163,15 @@ async def recall(
         speakers=speakers,
         context=rank.CONTEXT,
     )
-    lexical = [f.entry_id for f in found.lexical]
     entries = found.lines
+    other = await _playing_another(mem, parsed.filters.plays(), dm=dm)
+
+    def kept(i: int) -> bool:  # a player's line in a session where they played another character than asked for
+        return (entries[i].speaker.casefold(), entries[i].session_id) not in other
+
+    lexical = [f.entry_id for f in found.lexical if not other or kept(f.entry_id)]
     best = _best_lines(found.scored, windows, entries, speakers)
-    vector = [*dict.fromkeys([*(i for i in near if i in entries), *best])]
+    vector = [i for i in dict.fromkeys([*(i for i in near if i in entries), *best]) if not other or kept(i)]
     candidates = [*dict.fromkeys([*lexical, *vector])]
     mentioning = found.mentioning.intersection(candidates)
     # the pre-show, breaks and after-show the chunk job marked: a recap before the story says the story's words
@@ -272,6 +277,40 @@ async def _speakers(mem: CampaignMemory, query: str, *, dm: bool) -> list[rank.S
         dm,
     )
     return [rank.Speaker(r["speaker"], asked[r["n"] - 1], r["plays"]) for r in rows]
+
+
+async def _playing_another(mem: CampaignMemory, plays: dict[str, str], *, dm: bool) -> set[tuple[str, int]]:
+    """(speaker casefolded, session id) where the speaker played another character than the one asked for: a
+    player of two characters (``played_by``) whose other one took part in the session (its lines named it, as the
+    recap links it) and the one asked for did not. A session naming both, or neither, says nothing of who was
+    played: its lines stay. Players' questions read public characters' sessions only."""
+    if not plays:
+        return set()
+    rows = await mem.db.fetch(
+        """
+        WITH asked AS (SELECT * FROM unnest($2::text[], $3::text[]) AS a(speaker, plays)),
+        part AS (  -- who took part in which session: the recap's links
+            SELECT r.source_id, r.provenance ->> 'session_id' AS session_id FROM relationships r
+            WHERE r.campaign_id = $1 AND r.type = 'took_part_in' AND r.status = 'accepted'
+        )
+        SELECT DISTINCT a.speaker, p.session_id::bigint AS session_id FROM asked a
+        JOIN entities c ON c.campaign_id = $1 AND lower(c.name) = lower(a.plays)
+        JOIN entities o ON o.campaign_id = $1 AND o.id <> c.id AND o.status = 'accepted'
+         AND ($4 OR o.visibility = 'public')
+         AND EXISTS (
+            SELECT 1 FROM jsonb_array_elements_text(CASE jsonb_typeof(o.attributes -> 'played_by')
+                WHEN 'array' THEN o.attributes -> 'played_by'
+                WHEN 'string' THEN jsonb_build_array(o.attributes -> 'played_by') ELSE '[]' END) AS x(player)
+            WHERE lower(btrim(x.player)) = a.speaker)
+        JOIN part p ON p.source_id = o.id
+        WHERE NOT EXISTS (SELECT 1 FROM part q WHERE q.source_id = c.id AND q.session_id = p.session_id)
+        """,
+        mem.campaign_id,
+        list(plays),
+        list(plays.values()),
+        dm,
+    )
+    return {(r["speaker"], r["session_id"]) for r in rows}
 
 
 async def _sessions(mem: CampaignMemory, filters: rank.Filters) -> list[int] | None:

@@ -184,3 +184,11 @@ def deleted_session_said(deleted: DeletedCounts) -> str:
             f" {'is' if n == 1 else 'are'} about it (remove it as any entity if it should go too)."
         )
     return text
+
+
+def no_lines_yet(campaign: str) -> str:
+    """Why a recall found nothing in a campaign that has no line at all, and how lines get there."""
+    return (
+        f"{quoted(campaign)} has no lines yet: import a transcript with `lorekeeper ingest FILE`, "
+        "or record a session with /session start"
+    )

@@ -534,6 +534,14 @@ class SessionLog:
             session_id,
         )
 
+    async def has_lines(self) -> bool:
+        """Whether any session of the campaign has a line: a recall that finds nothing in none says why."""
+        return bool(
+            await self.db.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM session_entries WHERE campaign_id = $1)", self.campaign_id
+            )
+        )
+
     async def recent(
         self, session_id: int, window_s: float, *, until_s: float | None = None, limit: int = 500
     ) -> list[Entry]:

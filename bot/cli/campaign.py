@@ -102,11 +102,15 @@ campaign.add_command(click.Command("switch", callback=use.callback, params=use.p
 
 @campaign.command("info")
 @click.argument("name", required=False)
+@campaign_option
 @json_option
 @click.pass_context
 @async_command
-async def info(ctx: click.Context, name: str | None, as_json: bool) -> None:
-    """What the campaign NAME (default: the active one) holds, as /campaign info shows it to the DM."""
+async def info(ctx: click.Context, name: str | None, campaign: str | None, as_json: bool) -> None:
+    """What the campaign NAME (or -c NAME; default: the active one) holds, as /campaign info shows it to the DM."""
+    if name and campaign and name != campaign:
+        raise CliError(f"two campaigns named: {quoted(name)} and {quoted(campaign)}; give one")
+    name = name or campaign
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         campaigns = memory.campaigns(settings.guild_id)
@@ -125,7 +129,7 @@ async def info(ctx: click.Context, name: str | None, as_json: bool) -> None:
         ("entities", counts["entities"]),
         ("facts", counts["facts"]),
         ("sessions", counts["sessions"]),
-        ("utterances", counts["entries"]),
+        ("lines", counts["entries"]),
         ("passages", counts["chunks"]),
         ("awaiting review", counts["pending"]),
     ]

@@ -114,11 +114,11 @@ def correct(
     phonetic_threshold: float,
     fuzzy_threshold: float,
 ) -> None:
-    """Correct misheard entity names in utterances from stdin, one JSON line out
-    for each line in.
+    """Correct misheard entity names in lines said, read from stdin, one JSON line
+    out for each line in.
 
     \b
-    Each input line (UTF-8; LF or CRLF) is one utterance:
+    Each input line (UTF-8; LF or CRLF) is one line said:
       plain text     the whole line, spaces around it dropped
       a JSON object  {"text": "...", "entities": ["Name", ...],
                       "words": [{"word": "...", "confidence": 0.4}, ...]}

@@ -106,7 +106,7 @@ async def ingest(
             path = paths[0]
             report = await ingest_transcript(mem, path, session_title, settings.llm_enabled, started_at, again)
         click.echo(
-            f"{path.name} → {name}: {report.lines} utterance{'s' * (report.lines != 1)} read, {report.written} new, "
+            f"{path.name} → {name}: {report.lines:,} line{'s' * (report.lines != 1)} read, {report.written:,} new, "
             f"{report.corrections} name{'s' * (report.corrections != 1)} corrected, "
             f"{len(report.skipped)} line{'s' * (len(report.skipped) != 1)} skipped "
             f"(session{'s' if len(report.sessions) != 1 else ''}: {', '.join(report.sessions) or '-'})"

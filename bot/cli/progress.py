@@ -50,7 +50,8 @@ class StageProgress:
     """Shows a list of :class:`Stage` as it changes. At a terminal: one tqdm bar per stage (count, rate, ETA),
     drawn once the wait is ``delay`` seconds old (tqdm's own delay waits for a count to change, which a step
     that loads a model first does not for a while); else a line every ``every`` seconds, the first after ``every``
-    seconds, so a quick wait says nothing."""
+    seconds, so a quick wait says nothing, and the same counts said again only after ``quiet`` seconds (a log
+    reads as what changed, with a sign of life through a long step)."""
 
     def __init__(
         self,
@@ -59,6 +60,7 @@ class StageProgress:
         terminal: bool | None = None,
         every: float = 5.0,
         delay: float = 2.0,
+        quiet: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.stream = stream if stream is not None else sys.stderr
@@ -70,7 +72,9 @@ class StageProgress:
         self.terminal = terminal
         self.every = every
         self.delay = delay
+        self.quiet = quiet
         self.clock = clock
+        self._said: list[tuple[str, int, int]] | None = None  # the counts of the last line written
         self._started = self._last = clock()
         self._first: dict[str, tuple[float, int]] = {}
         self._bars: dict[str, Any] = {}
@@ -83,13 +87,16 @@ class StageProgress:
         if self.terminal:
             if now - self._started >= self.delay:  # a quick wait draws nothing
                 self._draw(stages)
-        elif now - self._last >= self.every:
+        elif now - self._last >= self.every and (
+            [(s.label, s.done, s.total) for s in stages] != self._said or now - self._last >= self.quiet
+        ):
             lefts = [eta(self._first.get(s.label, (now, s.done)), (now, s.done), s.total) for s in stages]
             known = [left for left in lefts if left is not None]
             left = max(known) if known and len(known) == len(lefts) else None
             self.stream.write(stages_line(stages, left) + "\n")
             self.stream.flush()
             self._last = now
+            self._said = [(s.label, s.done, s.total) for s in stages]
 
     def _draw(self, stages: Sequence[Stage]) -> None:
         from tqdm import tqdm  # only at a terminal, waiting

@@ -25,6 +25,7 @@ from bot.cli.common import (
 )
 from memory.errors import quoted
 from memory.jobs import make_job_context
+from memory.replies import no_lines_yet
 
 
 @cli.command()
@@ -46,7 +47,7 @@ async def recall(
         raise click.UsageError("QUERY is empty: give words to look for (or none, to read queries from stdin)")
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
-        mem, _ = await campaign_memory(memory, settings, campaign)
+        mem, name = await campaign_memory(memory, settings, campaign)
         embedder = make_job_context(memory, settings).embedder  # loaded once for every query
         if query is None:
             for line in sys.stdin:
@@ -57,11 +58,15 @@ async def recall(
             return
         hits = await recall_core.recall(mem, embedder, query, limit=limit, mode=mode)
         named = await recall_core.named_entities(mem, query, dm=True)  # the DM's: secrets shown, marked
+        empty = not hits and not await mem.log.has_lines()
     if as_json:
         emit_json({"entities": named, "hits": hits})
     else:
         print_named(named)
-        print_hits(hits)
+        if empty:  # "nothing found" would say the words were wrong
+            click.echo(no_lines_yet(name))
+        else:
+            print_hits(hits)
 
 
 @cli.command()

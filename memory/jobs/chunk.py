@@ -104,7 +104,14 @@ async def _chunk_entries(
     if lines:
         gazetteer = await _gazetteer(mem)
         mentions = {i: gazetteer.mentioned_ids(e) for i, e in lines.items()}
-        await index_lines(mem.db, mem.campaign_id, session_id, mentions)  # "where was X said", line by line
+        # "where was X said", line by line. Only a line whose text changed since it was embedded loses what was
+        # recorded for it: the recap job may have indexed a new line already (it does not wait for this job),
+        # with entities accepted after this job read them.
+        revised = {i for i, e in lines.items() if i in embedded and embedded[i] != content_hash(line_text(e))}
+        await index_lines(mem.db, mem.campaign_id, session_id, {i: mentions[i] for i in revised})
+        await index_lines(
+            mem.db, mem.campaign_id, session_id, {i: m for i, m in mentions.items() if i not in revised}, replace=False
+        )
     written = 0
     for start in range(0, len(todo), slice_size):
         part = todo[start : start + slice_size]

@@ -58,9 +58,11 @@ async def _session_exists(db: Executor, campaign_id: int, session_id: int) -> bo
     )
 
 
-#: A session's summary waits for the session's chunk, extract, stage-2 and heard-as jobs (the names stage 2 and
-#: heard-as phrases restore and the links extraction files belong in the recap), looking again every few seconds,
-#: but for half an hour at most: then it summarises what is there.
+#: A session's summary waits for the session's extract, stage-2 and heard-as jobs (the names stage 2 and heard-as
+#: phrases restore and the links extraction files belong in the recap), looking again every few seconds, but for
+#: half an hour at most: then it summarises what is there. Not for the chunk job: the recap reads no vector, and
+#: embedding a long session's lines takes most of an import's time (bench/recap.py --timing).
+_SUMMARY_WAITS_FOR = (EXTRACT, CORRECT2, HEARD, UNHEARD)
 _SUMMARY_RECHECK = timedelta(seconds=3)
 _SUMMARY_MAX_WAIT = timedelta(minutes=30)
 
@@ -86,7 +88,7 @@ async def _summary_put_off(pool: asyncpg.Pool, job: pgq_models.Job, campaign_id:
             SELECT 1 FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status IN ('queued', 'picked')
               AND {of_session})
         """,
-        [CHUNK, EXTRACT, CORRECT2, HEARD, UNHEARD],
+        list(_SUMMARY_WAITS_FOR),
         campaign_id,
         session_id,
         since,

@@ -56,7 +56,7 @@ def test_ingest_without_wait_names_a_worker_that_finishes(lk, session_file: Path
     (session_file.parent / "night2.txt").write_text("DM: elder nacks wakes.\n")
     one = lk("ingest", str(session_file.parent / "night2.txt"))
     assert one.stdout.splitlines()[0] == (
-        "night2.txt → Brackenmoor: 1 utterance read, 1 new, 1 name corrected, 0 lines skipped (session: night2)"
+        "night2.txt → Brackenmoor: 1 line read, 1 new, 1 name corrected, 0 lines skipped (session: night2)"
     )
 
 

@@ -25,7 +25,7 @@ def test_an_import_that_stores_nothing_exits_1_and_says_why(lk: Lk, tmp_path: Pa
     assert done.stderr.endswith(
         "\nerror: nothing imported: every line of export.jsonl was skipped (2; the first: missing or empty 'text')\n"
     )
-    assert "0 utterances read" in done.stdout
+    assert "0 lines read" in done.stdout
     assert json.loads(lk("session", "list", "--json").stdout) == []  # no empty session left behind
 
 
@@ -48,7 +48,7 @@ def test_wait_sums_up_this_import_then_the_campaign_and_a_reimport_queues_nothin
 
     again = lk("ingest", str(second))
     assert again.returncode == 0, again.stderr
-    assert "2 utterances read, 0 new" in again.stdout
+    assert "2 lines read, 0 new" in again.stdout
     assert "0 background jobs queued" in again.stdout  # no summary job to write the same recap again
 
 

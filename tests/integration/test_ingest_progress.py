@@ -12,7 +12,9 @@ from pathlib import Path
 
 from bot.cli.common import Progress
 from bot.cli.ingest import ingest_transcript
-from memory.store import CampaignMemory
+from memory import jobs
+from memory.ingest import import_counts, ingest_file
+from memory.store import CampaignMemory, Memory
 
 
 class Terminal(io.StringIO):
@@ -96,4 +98,30 @@ def test_a_script_reading_ingest_gets_its_output_on_stdout_and_only_progress_on_
     assert done.returncode == 0, done.stderr
     # stderr is a pipe here: a line every 5 s, if it took that long on a busy machine, and nothing else
     assert all(re.fullmatch(r"stored [\d,]+ of 1,200 lines", line) for line in done.stderr.splitlines()), done.stderr
-    assert done.stdout.startswith("night.txt → C: 1200 utterances read, 1200 new,")
+    assert done.stdout.startswith("night.txt → C: 1,200 lines read, 1,200 new,")
+
+
+class CountingEmbedder:
+    """A stand-in for the model that reads, as each slice is embedded, how far the import's counts say it is."""
+
+    def __init__(self, campaign: CampaignMemory, session_id: int) -> None:
+        self.campaign, self.session_id = campaign, session_id
+        self.seen: list[int] = []
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        self.seen.append((await import_counts(self.campaign, [self.session_id])).embedded)
+        return [[1.0] + [0.0] * 383 for _ in texts]
+
+
+async def test_embedded_counts_lines_as_their_vectors_are_written(
+    memory: Memory, campaign: CampaignMemory, tmp_path: Path
+) -> None:
+    """The chunk job writes every window first, then embeds the lines slice by slice: "embedded" moves with the
+    lines' vectors, not with the windows (which said "2,076 of 2,076" while the lines were still being embedded)."""
+    await ingest_file(campaign, night(tmp_path, 200))
+    session = (await campaign.log.sessions())[0]
+    embedder = CountingEmbedder(campaign, session.id)
+    ctx = jobs.JobContext(memory=memory, embedder=embedder, embedding_model="stand-in")  # type: ignore[arg-type]
+    await jobs.chunk_session(ctx, campaign.campaign_id, session.id, slice_size=64)
+    assert embedder.seen == [0, 64, 128, 192]  # before each slice of 64: what the slices before it wrote
+    assert (await import_counts(campaign, [session.id])).embedded == 200

@@ -47,6 +47,20 @@ def test_without_a_terminal_a_line_every_few_seconds_with_what_is_left() -> None
     shown.close()
 
 
+def test_without_a_terminal_counts_that_did_not_move_are_not_said_again_for_a_minute() -> None:
+    now = [0.0]
+    log = io.StringIO()
+    shown = StageProgress(log, every=5.0, clock=lambda: now[0])
+    for second in range(0, 130, 5):  # two minutes of a step that does not move the counts
+        now[0] = float(second)
+        shown.show(stages(400, 400, 0))
+    said = "background jobs: embedded 400 of 400 lines, extracted 400 of 400 lines, recapped 0 of 1 sessions"
+    assert log.getvalue().splitlines() == [said] * 3  # at 5 s, 65 s and 125 s: a sign of life, not a flood
+    now[0] = 130.0
+    shown.show(stages(400, 400, 1))
+    assert log.getvalue().splitlines()[-1].endswith("recapped 1 of 1 sessions")  # moved: said at once
+
+
 def test_at_a_terminal_a_bar_per_stage_once_the_wait_is_two_seconds_old() -> None:
     now = [0.0]
     screen = io.StringIO()

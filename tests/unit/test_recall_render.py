@@ -1,0 +1,73 @@
+"""/recall and /recap render users' names as written: Discord markdown in a display name, a session title or an
+entity's name is shown, never applied."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import discord
+
+from cogs.recall import add_entity_field, cite, recap_embed
+from memory.models import EntityType, Session
+from memory.recall import HitLine, KnownFact, NamedEntity, RecallHit
+
+
+def _hit(speaker: str, session: str) -> RecallHit:
+    line = HitLine(
+        entry_id=1, session_id=1, seq=1, speaker=speaker, text="I hit it.", start_s=62.0, ref=None, matched=True
+    )
+    return RecallHit(
+        session_id=1,
+        session=session,
+        speakers=[speaker],
+        start_s=62.0,
+        end_s=None,
+        text="I hit it.",
+        score=1.0,
+        refs=[],
+        entry_ids=[1],
+        matched=["fulltext"],
+        lines=[line],
+    )
+
+
+def test_a_speakers_markdown_in_the_attribution_is_shown_not_applied() -> None:
+    shown = cite(_hit("*Grog*", "__night__ one"))
+    # the attribution line: the name and the title as typed, only our own bold around the name
+    assert shown.endswith("\n— **\\*Grog\\***, \\_\\_night\\_\\_ one at 1:02")
+    assert shown.startswith("> **\\*Grog\\*: I hit it.**")
+
+
+def test_a_line_without_lines_falls_back_to_its_text_escaped() -> None:
+    hit = _hit("Ana", "S1").model_copy(update={"lines": [], "text": "~~gone~~"})
+    assert cite(hit).startswith("> \\~\\~gone\\~\\~\n")
+
+
+def test_an_entity_field_shows_its_names_as_written() -> None:
+    embed = discord.Embed()
+    known = NamedEntity(
+        name="__Vex__",
+        type=EntityType.npc,
+        secret=False,
+        description="Sister of *Vax*.",
+        facts=[KnownFact(text="__Vex__ —owns→ Trinket", secret=False)],
+    )
+    add_entity_field(embed, known)
+    assert embed.fields[0].name == "\\_\\_Vex\\_\\_"
+    assert embed.fields[0].value == "Sister of \\*Vax\\*.\n\\_\\_Vex\\_\\_ —owns→ Trinket"
+
+
+def test_a_recap_quotes_speakers_and_its_title_as_written() -> None:
+    session = Session(
+        id=1,
+        campaign_id=1,
+        title="**Finale**",
+        started_at=datetime(2026, 3, 2, 19, 30, tzinfo=UTC),
+        ended_at=datetime(2026, 3, 2, 23, 0, tzinfo=UTC),
+        summary="*Grog*: I rage.\nInvolved: __Pike__",
+    )
+    embed = recap_embed(session, None)
+    assert embed.title == "Recap: \\*\\*Finale\\*\\*"
+    assert embed.description == "\\*Grog\\*: I rage.\nInvolved: \\_\\_Pike\\_\\_"
+    running = recap_embed(session.model_copy(update={"ended_at": None, "summary": None}), None)
+    assert running.description == "*This session is still running; its recap is written when it ends.*"
