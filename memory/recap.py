@@ -18,7 +18,7 @@ from memory.extraction.salience import is_trivial
 from memory.gazetteer import Gazetteer
 from memory.graph import SecretMask
 from memory.models import Entry
-from memory.offgame import is_table_talk, narrator, out_of_game
+from memory.offgame import is_table_talk, narrator, out_of_game, tells_story
 from memory.text import storable, without_hidden
 
 if TYPE_CHECKING:
@@ -61,9 +61,22 @@ def _best_line(entry: Entry, mentions: Sequence[tuple[int, int, int]], narrator:
         return None
     bounds = [0, *(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]
     sentences = [(a, b) for a, b in itertools.pairwise(bounds) if len(text[a:b].split()) >= _SHORT]
+    # rules talk comes in runs: what the DM says beside it is its continuation ("Both of you get a brief move.
+    # Grog, that's going to pull you this way"), unless it tells what happens
+    table = [is_table_talk(text[a:b]) for a, b in sentences]
+    beside = {
+        k
+        for k in range(len(sentences))
+        if ((k > 0 and table[k - 1]) or (k + 1 < len(table) and table[k + 1]))
+        and not tells_story(text[slice(*sentences[k])])
+    }
     best: _Line | None = None
     for i, (start, _) in enumerate(sentences):
-        for _, end in sentences[i:]:
+        if i in beside:
+            continue
+        for j, (_, end) in enumerate(sentences[i:], i):
+            if j in beside:
+                break
             said = " ".join(text[start:end].split())
             words = len(said.split())
             if end != sentences[i][1] and words > _LINE_WORDS:

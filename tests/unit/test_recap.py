@@ -125,3 +125,19 @@ def test_the_recap_quotes_no_pre_show_sponsor_read_or_rules_talk() -> None:
     text = "\n".join(lines)
     assert "sponsor" not in text and "merch" not in text and "turn" not in text and "recharges" not in text
     assert any("Eldrinax burns the gates of Ironhold" in line for line in lines)
+
+
+def test_the_recap_quotes_no_sentence_beside_rules_talk_that_tells_nothing() -> None:
+    """Rules talk comes in runs: "Both of you get a brief move." is rules, and so is the sentence after it, which
+    names two entities but moves their miniatures (CRD3 C1E035). The story sentence before them is quoted."""
+    said = [
+        (
+            "Mira",
+            "Both of you feel a sudden urge to strike at whatever is near you in the dark of Ironhold. Both of you "
+            "get a brief move. Eldrinax, that's going to pull you this way, and the Pale Magister, it's going to "
+            "pull you this way.",
+        )
+    ]
+    said += chatter(10)
+    lines = summarise(said)
+    assert lines[0] == "Mira: Both of you feel a sudden urge to strike at whatever is near you in the dark of Ironhold."
