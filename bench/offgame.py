@@ -4,8 +4,9 @@
 
 The labels (tests/data/offgame_crd3_labels.json, how they were made is written in the file) cover the pre-show,
 break and after-show turns of three episodes and 80 random game turns of each; "unclear" turns are left out. A turn
-is out of game when labelled anything but "in". The episodes come from ../shared/data/crd3/episodes (override with
-LOREKEEPER_DATA); MATT is the DM.
+is out of game when labelled anything but "in". A second table scores the DM's own turns (30 drawn at random per
+episode, 4 dev and 4 held-out episodes: the rules talk in the DM's voice). The episodes come from
+../shared/data/crd3/episodes (override with LOREKEEPER_DATA); MATT is the DM.
 """
 
 from __future__ import annotations
@@ -104,9 +105,10 @@ def dm_turns(labels: dict) -> None:
     print()
     print("| half | episode | labelled | out of game | flagged | precision | recall | missed | wrongly flagged |")
     print("|---|---|---:|---:|---:|---:|---:|---|---|")
-    for half in ("dev", "held_out"):
+    for key in ("dev", "held_out"):
+        half = key.replace("_", "-")
         total: Counter[str] = Counter()
-        for name in labels[half]:
+        for name in labels[key]:
             found = kinds(episode(name))
             truth = {int(i): k for i, (k, _) in labels["episodes"][name].items() if k != "unclear"}
             tp = sorted(i for i, k in truth.items() if k != "in" and found[i] is not None)
