@@ -141,3 +141,18 @@ def test_the_recap_quotes_no_sentence_beside_rules_talk_that_tells_nothing() -> 
     said += chatter(10)
     lines = summarise(said)
     assert lines[0] == "Mira: Both of you feel a sudden urge to strike at whatever is near you in the dark of Ironhold."
+
+
+def test_a_short_line_amid_rules_talk_is_not_quoted_unless_it_tells_what_happens() -> None:
+    """ "With Percy and with Scanlan." answers "Do you want to sneak attack with this? ... in melee range with an
+    ally." (CRD3 C1E035): it names two entities, but it is the rules talk's. A line there that tells what happens
+    is the story's."""
+    said = chatter(40)
+    said[10:13] = [
+        ("Mira", "Do you want to sneak attack with this? Because in theory, it's in melee range with an ally."),
+        ("Bo", "Oh, with Eldrinax."),
+        ("Mira", "With Eldrinax and with the Pale Magister."),
+    ]
+    assert not any("With Eldrinax" in line for line in summarise(said))
+    said[12] = ("Mira", "You see Eldrinax and the Pale Magister fall.")
+    assert "Mira: You see Eldrinax and the Pale Magister fall." in summarise(said)
