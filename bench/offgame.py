@@ -4,8 +4,9 @@
 
 The labels (tests/data/offgame_crd3_labels.json, how they were made is written in the file) cover the pre-show,
 break and after-show turns of three episodes and 80 random game turns of each; "unclear" turns are left out. A turn
-is out of game when labelled anything but "in". The episodes come from ../shared/data/crd3/episodes (override with
-LOREKEEPER_DATA); MATT is the DM.
+is out of game when labelled anything but "in". A second table scores the DM's own turns (30 drawn at random per
+episode, 4 dev and 4 held-out episodes: the rules talk in the DM's voice). The episodes come from
+../shared/data/crd3/episodes (override with LOREKEEPER_DATA); MATT is the DM.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ def main() -> None:
             f"{tp / max(1, tp + missed):.2f} | |"
         )
     print()
+    dm_turns(json.loads(LABELS.read_text(encoding="utf-8"))["dm_turns"])
+    print()
     print("| episode | turns | flagged | pre-show | break | after-show | sponsor | dice | banter |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for path in sorted(data_dir().glob("*.json")):
@@ -93,6 +96,34 @@ def main() -> None:
             f"| {path.stem} | {len(found)} | {sum(c.values())} | "
             + " | ".join(str(c[k]) for k in (Talk.pre_show, Talk.break_, Talk.after_show, Talk.sponsor, Talk.dice))
             + f" | {c[Talk.banter]} |"
+        )
+
+
+def dm_turns(labels: dict) -> None:
+    """The DM's own turns labelled at random (rules talk in the DM's voice), each judged in its session."""
+    print("The DM's turns (30 at random per episode): out of game = any label but in; unclear left out")
+    print()
+    print("| half | episode | labelled | out of game | flagged | precision | recall | missed | wrongly flagged |")
+    print("|---|---|---:|---:|---:|---:|---:|---|---|")
+    for key in ("dev", "held_out"):
+        half = key.replace("_", "-")
+        total: Counter[str] = Counter()
+        for name in labels[key]:
+            found = kinds(episode(name))
+            truth = {int(i): k for i, (k, _) in labels["episodes"][name].items() if k != "unclear"}
+            tp = sorted(i for i, k in truth.items() if k != "in" and found[i] is not None)
+            fp = sorted(i for i, k in truth.items() if k == "in" and found[i] is not None)
+            fn = sorted(i for i, k in truth.items() if k != "in" and found[i] is None)
+            total.update(n=len(truth), out=len(tp) + len(fn), tp=len(tp), fp=len(fp))
+            print(
+                f"| {half} | {name} | {len(truth)} | {len(tp) + len(fn)} | {len(tp) + len(fp)} | "
+                f"{len(tp) / max(1, len(tp) + len(fp)):.2f} | {len(tp) / max(1, len(tp) + len(fn)):.2f} | "
+                f"{', '.join(map(str, fn)) or '-'} | {', '.join(map(str, fp)) or '-'} |"
+            )
+        tp, fp, out = total["tp"], total["fp"], total["out"]
+        print(
+            f"| {half} | all | {total['n']} | {out} | {tp + fp} | {tp / max(1, tp + fp):.2f} | "
+            f"{tp / max(1, out):.2f} | | |"
         )
 
 

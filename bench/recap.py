@@ -22,6 +22,10 @@ campaign file (campaigns/examples/critical_role.yaml) loaded first: each run a t
 start until the recap is written and until every job is done. "before" is the recap job waiting for the chunk
 job (the lines' vectors) as it did, "after" as it does now; runs alternate, so both see the same load.
 
+The new recap's quoted lines are also looked up in hand labels (tests/data/recap_quote_labels.json: each line
+quoted by this or an earlier version of the recap, marked story, rules, mixed or table): how many quote rules or
+table talk, and which were never judged.
+
 The baselines get the same word budget as the new recap of that episode: the first turns of the session, and
 turns spread evenly over it (each cut to its share of the budget). "old" is the recap of the code before session
 17 (5 turns by entity mentions and length), "old, cut" the same cut to the budget.
@@ -49,6 +53,7 @@ from memory.jobs import extractive_summary
 from memory.models import Entry
 
 ALIGNED = CRD3 / "aligned_index.dev.jsonl"
+QUOTES = Path(__file__).resolve().parents[1] / "tests" / "data" / "recap_quote_labels.json"
 EPISODES = CRD3 / "episodes"
 #: Episodes the selection was tuned on; the rest were only read after the weights were set.
 TUNE = ("C1E001", "C1E035", "C1E065", "C2E006")
@@ -329,6 +334,22 @@ def timing(episodes: list[str], runs: int) -> None:
         )
 
 
+QUOTE_KINDS = ["lines", "story", "rules", "mixed", "table", "unjudged"]
+
+
+def quote_labels(recap: Recap, judged: list[list]) -> Counter[str]:
+    """The recap's lines counted by their hand label (``[turn, label, text]``), "unjudged" when not labelled; the
+    lines not judged story are printed, to judge or to read."""
+    labels = {(turn, text): label for turn, label, text in judged}
+    counts: Counter[str] = Counter(lines=len(recap.lines))
+    for i, text in recap.lines:
+        label = labels.get((i, text), "unjudged")
+        counts[label] += 1
+        if label != "story":
+            print(f"  quoted [{i}] ({label}) {text}")
+    return counts
+
+
 # --- the run --------------------------------------------------------------------------------------------------
 
 COLUMNS = ["words", "R1 recall", "R1 F", "R2 recall", "R2 F", "entities", "coverage", "seconds"]
@@ -356,6 +377,8 @@ def main() -> None:
 
     results: dict[str, dict[str, dict[str, float]]] = {}
     turns: dict[str, int] = {}
+    quoted: dict[str, Counter[str]] = {}
+    judged = json.loads(QUOTES.read_text(encoding="utf-8"))["episodes"]
     for name in wanted:
         episode = load_episode(name, aligned)
         new = lorekeeper(extractive_summary, episode, gazetteer, names)
@@ -369,6 +392,7 @@ def main() -> None:
             "even turns": even_turns(episode, budget, max(1, len(new.lines))),
         }
         turns[name] = len(episode.entries)
+        quoted[name] = quote_labels(new, judged.get(name, []))
         results[name] = {method: measure(r, episode, gazetteer, args.near) for method, r in recaps.items()}
         if name == args.show:
             for method, r in recaps.items():
@@ -393,6 +417,18 @@ def main() -> None:
             ["method", *COLUMNS],
             [[m, *(statistics.mean(results[n][m][c] for n in group) for c in COLUMNS)] for m in methods],
         )
+    table(
+        "The new recap's quoted lines by hand label (mixed: a rules sentence beside the story's)",
+        ["episodes", "lines", "story", "rules", "mixed", "table", "unjudged"],
+        [
+            [f"{label}: {', '.join(group)}", *(sum(quoted[n][k] for n in group) for k in QUOTE_KINDS)]
+            for label, group in (
+                ("tuned on", [n for n in results if n in TUNE]),
+                ("held out", [n for n in results if n not in TUNE]),
+            )
+            if group
+        ],
+    )
     table(
         "Per episode, new / old, cut / even turns: ROUGE-1 recall, coverage",
         ["episode", "turns", "R1 recall", "coverage"],

@@ -46,14 +46,28 @@ _SPONSOR = re.compile(
     r"(?:this|last|next) (?:week's )?episode|tickets? (?:go|are) on sale)\b",
     re.IGNORECASE,
 )
-# Rules and dice: each match counts once.
+# Rules and dice: each match counts once. Words a story seldom says in a D&D transcript: dice and their notation
+# ("2d4"), checks and saves, the turn and its parts (a move, an action, melee), the DM calling the next in turn.
 _MECHANICS = re.compile(
-    r"\b(?:roll(?:s|ed|ing)?|re-?roll|dice|d(?:4|6|8|10|12|20|100)s?|nat(?:ural)? (?:20|twenty|1|one)|"
-    r"saving throws?|(?:\w+ )?saves?|\w+ checks?|initiative|armou?r class|AC|DC|to hit|hit points?|HP|damage|"
+    r"\b(?:roll(?:s|ed|ing)?|re-?roll|dice|\d*d(?:4|6|8|10|12|20|100)s?|nat(?:ural)? (?:20|twenty|1|one)|"
+    r"saving throws?|(?:\w+ )?saves?|\w+ checks?|initiative|armou?r class|AC|DC|(?:\d+|plus \w+|bonus) to hit|"
+    r"hit points?|HP|damage|"
     r"bonus action|spell slots?|(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|\d(?:st|nd|rd|th))"
-    r"[- ]level|cantrips?|concentration|attack of opportunity|opportunity attack|end of (?:its|your|his|her|their) "
-    r"turn|(?:your|my|his|her|its|their) turn|you're up|recharges?|proficiency|modifier|inspiration(?: die)?|"
-    r"sneak attack|(?:dis)?advantage|short rest|long rest|reaction|round)\b",
+    r"[- ]level|cantrips?|concentration|attacks? of opportunity|opportunity attacks?|end of (?:its|your|his|her|their) "
+    r"turn|(?:your|my|his|her|its|their|[a-z]+'s) turn|you're up|recharges?|proficiency|modifier|"
+    r"inspiration(?: die)?|sneak attack|(?:dis)?advantage|short rest|long rest|reaction|round|"
+    r"(?:brings?|bringing) us (?:back )?to|(?:is|are|'s|'re) up (?:first|next)|next up|(?:full|brief|free) move|"
+    r"(?:your|its|his|her|their|full|brief|free|held|readied) (?:movement|action)|melee|"
+    r"attack rolls?|hit dice|prone|grappled|restrained|incapacitated|what(?: did|'d) you (?:get|roll))\b",
+    re.IGNORECASE,
+)
+# Words that are rules talk beside the words above, but also the story's on their own ("movement in the trees"):
+# they count towards a line's density of rules words only. The SRD's skills and conditions, the action economy.
+_RULES_TOO = re.compile(
+    r"\b(?:acrobatics|animal handling|arcana|athletics|deception|history|insight|intimidation|investigation|"
+    r"medicine|nature|perception|performance|persuasion|religion|sleight of hand|stealth|survival|"
+    r"blinded|charmed|deafened|frightened|invisible|paralyzed|petrified|poisoned|stunned|exhaust(?:ed|ion)|"
+    r"actions?|movement|move|attacks?|hits?|miss(?:es)?|range|feet|spells?|cast|level|turn|first|up)\b",
     re.IGNORECASE,
 )
 # A line saying something happened in the story is game, whatever numbers it holds ("takes 24 damage and dies").
@@ -75,6 +89,8 @@ _LAUGHTER = re.compile(r"\((?:laughter|laughs|laughing|giggles|giggling|groans|c
 #: A line this short with a rules word, or a die's result among at most this many words, is dice talk; a rules
 #: word and a result in a line of up to ``_LONG`` words too ("That was the dice I rolled? 16.").
 _SHORT_RULES, _SHORT_NUMBER, _LONG = 10, 6, 25
+#: ... and a line of at least one rules word in this many words, counting those that are rules talk beside it.
+_DENSITY = 6
 _SHORT_LAUGH = 4  # "Yep. (laughter)"; a longer line laughed at is often the story ("Trinket is gaining on you.")
 
 _START_STRONG = re.compile(
@@ -100,6 +116,13 @@ _END = re.compile(
     r"(?:next (?:week|time|thursday)|in (?:a couple|two) weeks)|until we pick (?:this |it )?up|"
     r"(?:we'll|we will|gonna|going to) (?:end|stop) (?:it )?(?:there|here)|that's where we'll (?:end|stop)|"
     r"thank you (?:all |guys |everyone )?(?:so much )?for (?:watching|joining))",
+    re.IGNORECASE,
+)
+# The end of the game said in so many words ("that is where we're going to leave tonight's session"): looked for from
+# the middle of a session on, since a long after-show (donations read out, a Q&A) can follow it.
+_END_SESSION = re.compile(
+    r"\b(?:leave|end|stop|close|pause|wrap up|finish) (?:it |things )?(?:there |here )?(?:for )?"
+    r"(?:tonight's|today's|this|the) (?:session|game|episode)\b",
     re.IGNORECASE,
 )
 #: The pre-show is looked for in the first part of a session only, the after-show in its last part.
@@ -131,15 +154,35 @@ def line_talk(text: str) -> Talk | None:
     results = len(_RESULT.findall(text))
     if rules and (len(words) <= _SHORT_RULES or rules * 7 >= len(words) or (results and len(words) <= _LONG)):
         return Talk.dice
+    # a rules word among words that are rules talk beside it, dense enough: "Make a persuasion check for that.
+    # It's a very persuasion based encounter.", "You want to stay there or you want to move? You are in its melee
+    # range, so if you move it will get an attack of opportunity."
+    if rules and (rules + len(_RULES_TOO.findall(text))) * _DENSITY >= len(words) and not _tells(text):
+        return Talk.dice
     if results and len(words) <= _SHORT_NUMBER:
         return Talk.dice
     return None
 
 
+_SENTENCE = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+
+
+def _tells(text: str) -> bool:
+    """Whether a sentence of ``text`` tells something with no rules word in it ("You go ahead and you bring your holy
+    arrow and you release it."): the line narrates beside its rules talk."""
+    return any(
+        len(_WORD.findall(part)) >= _STORY_WORDS and not _MECHANICS.search(part) and not _RULES_TOO.search(part)
+        for part in _SENTENCE.split(text)
+    )
+
+
+def tells_story(text: str) -> bool:
+    """Whether ``text`` says that something happened in the story ("You see …", "… and dies")."""
+    return _STORY.search(text) is not None
+
+
 # Table business a recap sentence must not hold, beyond the rules words above.
-_TABLE = re.compile(
-    r"\b(?:'s turn|turn is over|next up|bathroom|episodes?|stream|the chat|(?:this|next|the) round)\b", re.IGNORECASE
-)
+_TABLE = re.compile(r"\b(?:turn is over|bathroom|episodes?|stream|the chat|(?:this|next|the) round)\b", re.IGNORECASE)
 
 
 def is_table_talk(sentence: str) -> bool:
@@ -193,8 +236,8 @@ def session_talk(lines: Sequence[tuple[str, bool]], *, only: Collection[int] | N
     start = _show_start(lines, dm)
     for i in range(start):
         kinds[i] = Talk.pre_show
-    end = next((i for i in dm if i >= n - int(n * _CLOSING_SHARE) and i > start and _END.search(lines[i][0])), n)
-    if end < n and not _story_before(lines[end][0], _END):
+    end = next((i for i in dm if i > start and _ends(lines[i][0], i, n)), n)
+    if end < n and not _story_before(lines[end][0], _END) and not _story_before(lines[end][0], _END_SESSION):
         kinds[end] = Talk.after_show
     for i in range(end + 1, n):
         kinds[i] = Talk.after_show
@@ -205,6 +248,14 @@ def session_talk(lines: Sequence[tuple[str, bool]], *, only: Collection[int] | N
         if kinds[i] is None:
             kinds[i] = line_talk(lines[i][0])
     return kinds
+
+
+def _ends(text: str, i: int, n: int) -> bool:
+    """Whether the DM's line ``i`` of ``n`` ends the game: a closing cue in the last part of the session, or the
+    session named as ending from its middle on."""
+    return (i >= n - int(n * _CLOSING_SHARE) and _END.search(text) is not None) or (
+        i >= n // 2 and _END_SESSION.search(text) is not None
+    )
 
 
 def _show_start(lines: Sequence[tuple[str, bool]], dm: list[int]) -> int:

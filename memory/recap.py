@@ -8,7 +8,7 @@ import itertools
 import logging
 import re
 from collections import Counter
-from collections.abc import Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -18,7 +18,7 @@ from memory.extraction.salience import is_trivial
 from memory.gazetteer import Gazetteer
 from memory.graph import SecretMask
 from memory.models import Entry
-from memory.offgame import is_table_talk, narrator, out_of_game
+from memory.offgame import Talk, is_table_talk, narrator, out_of_game, tells_story
 from memory.text import storable, without_hidden
 
 if TYPE_CHECKING:
@@ -61,9 +61,22 @@ def _best_line(entry: Entry, mentions: Sequence[tuple[int, int, int]], narrator:
         return None
     bounds = [0, *(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]
     sentences = [(a, b) for a, b in itertools.pairwise(bounds) if len(text[a:b].split()) >= _SHORT]
+    # rules talk comes in runs: what the DM says beside it is its continuation ("Both of you get a brief move.
+    # Grog, that's going to pull you this way"), unless it tells what happens
+    table = [is_table_talk(text[a:b]) for a, b in sentences]
+    beside = {
+        k
+        for k in range(len(sentences))
+        if ((k > 0 and table[k - 1]) or (k + 1 < len(table) and table[k + 1]))
+        and not tells_story(text[slice(*sentences[k])])
+    }
     best: _Line | None = None
     for i, (start, _) in enumerate(sentences):
-        for _, end in sentences[i:]:
+        if i in beside:
+            continue
+        for j, (_, end) in enumerate(sentences[i:], i):
+            if j in beside:
+                break
             said = " ".join(text[start:end].split())
             words = len(said.split())
             if end != sentences[i][1] and words > _LINE_WORDS:
@@ -78,6 +91,17 @@ def _best_line(entry: Entry, mentions: Sequence[tuple[int, int, int]], narrator:
 
 
 _INVOLVED = "Involved: "
+#: A line of fewer words than this, within ``_RULES_NEAR`` lines of rules talk, continues it (who is in melee with
+#: whom, who gets inspiration), unless it tells what happens.
+_RULES_SHORT, _RULES_NEAR = 8, 2
+
+
+def _amid_rules_talk(entries: Sequence[Entry], n: int, talk: Mapping[int, Talk]) -> bool:
+    """Whether line ``n`` is a short line amid the table's rules talk ("With Percy and with Scanlan." after "Do you
+    want to sneak attack with this? Because in theory, it's in melee range with an ally.")."""
+    text = entries[n].text
+    near = entries[max(0, n - _RULES_NEAR) : n + _RULES_NEAR + 1]
+    return len(text.split()) < _RULES_SHORT and any(talk.get(e.id) == Talk.dice for e in near) and not tells_story(text)
 
 
 def extractive_summary(
@@ -101,6 +125,8 @@ def extractive_summary(
     for n, e in enumerate(entries):
         counts.update(gazetteer.mentioned_ids(e))
         if e.id in talk:
+            continue
+        if _amid_rules_talk(entries, n, talk):
             continue
         mentions = [(a, b, entity.id) for a, b, entity in gazetteer.find(e.text, nested=True)]
         if line := _best_line(e, mentions, narrates(e)):

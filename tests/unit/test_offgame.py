@@ -22,6 +22,17 @@ LABELS = Path(__file__).resolve().parents[1] / "data" / "offgame_crd3_labels.jso
         ("Make a persuasion check.", Talk.dice),
         ("That will be the end of its turn. Let's see if that recharges.", Talk.dice),
         ("Wait that was a 15! Right? That was the dice I rolled? 16.", Talk.dice),
+        # the DM's rules talk: the turn and its parts, checks called for, dice notation (CRD3 dev lines)
+        ("All right, that ends Nott's turn. Fjord, you're up.", Talk.dice),
+        ("True dragonborn challenge. That brings us to Vax.", Talk.dice),
+        ("Okay, so you use your bonus dash, your movement to get there, so you move up 60.", Talk.dice),
+        ("Make a persuasion check for that. It's a very persuasion based encounter.", Talk.dice),
+        ("That would be the lowest. That's 2d4 plus two.", Talk.dice),
+        (
+            "You want to stay there or you want to move? You are in its melee range. You are in its melee range, so "
+            "if you move it will get an attack of opportunity if it chooses to take it.",
+            Talk.dice,
+        ),
         ("If only that were true in real life.", Talk.banter),
         ("Yep. (laughter)", Talk.banter),
         # the story's, numbers and all
@@ -30,6 +41,14 @@ LABELS = Path(__file__).resolve().parents[1] / "data" / "offgame_crd3_labels.jso
         ("The ogre takes 24 points of damage and collapses, dead.", None),
         ("Trinket is gaining on you. (laughter)", None),
         ("Jazna spits at your feet. She refuses to aid Whitestone and chooses death.", None),
+        # rules words beside a sentence that tells what happens, or words the story says too
+        (
+            "Eight! Yeah! All right. First and foremost, Vex, you're up with the initiative on this. You go ahead and "
+            "you bring your holy arrow and you release it.",
+            None,
+        ),
+        ("There's movement in the trees up ahead.", None),
+        ("Your actions will not go unanswered, he says.", None),
         ("", None),
     ],
 )
@@ -41,6 +60,9 @@ def test_the_recap_quotes_no_sentence_of_rules_dice_or_the_show() -> None:
     assert is_table_talk("That will be the end of its turn.")
     assert is_table_talk("Go check out the Twitch stream.")
     assert is_table_talk("You take 14.")
+    assert is_table_talk("Pike and Grog and technically Trinket, as well, are all in melee.")
+    assert is_table_talk("All right, the gnolls are up first.")
+    assert is_table_talk("Both of you get a brief move.")
     assert not is_table_talk("Grog beheads Jazna so swiftly that it stuns the crowd.")
 
 
@@ -67,6 +89,21 @@ def test_pre_show_break_and_after_show_are_marked_by_the_dms_words() -> None:
     assert kinds[12:15] == [Talk.break_, Talk.break_, Talk.break_]
     assert kinds[15] is None and kinds[-3] is None
     assert kinds[-2:] == [Talk.after_show, Talk.after_show]
+
+
+def test_the_game_said_to_end_tonight_starts_the_after_show_from_the_middle_of_a_session_on() -> None:
+    """CRD3 C1E010 ends its game halfway through the recording; donations read out and a Q&A follow. A closing cue
+    that names the session holds from the middle of a session on; a looser one only in its last part."""
+    lines = [("DM", "You walk on along the road past the mill.")] * 100
+    lines[30] = ("DM", "That's where we'll end up, at the mill by nightfall.")  # the story's: too early anyway
+    lines[55] = ("DM", "And that is where we're going to leave tonight's session. (all groan)")
+    lines[56:] = [("Sam", "Someone's asking how Keyleth's fight went.")] * 44
+    kinds = _session(*lines)
+    assert kinds[30] is None and kinds[54] is None
+    assert kinds[55:] == [Talk.after_show] * 45
+    early = list(lines)
+    early[55], early[40] = ("DM", "You walk on."), ("DM", "We'll end this session right here, I think.")
+    assert Talk.after_show not in _session(*early)  # before the middle
 
 
 def test_a_players_cue_and_a_session_without_cues_mark_nothing() -> None:
@@ -100,6 +137,23 @@ def test_precise_on_the_hand_labelled_game_turns() -> None:
             flagged += 1
             wrong += label == "in"
     assert flagged >= 20 and wrong / flagged <= 0.1
+
+
+def test_precise_on_the_dms_own_turns() -> None:
+    """The DM's turns drawn at random from four dev episodes, line by line: rules talk is told apart from the story
+    it is told with."""
+    dm = json.loads(LABELS.read_text(encoding="utf-8"))["dm_turns"]
+    flagged = wrong = out = found = 0
+    for name in dm["dev"]:
+        for label, text in dm["episodes"][name].values():
+            if label == "unclear":
+                continue
+            kind = line_talk(text)
+            flagged += kind is not None
+            wrong += kind is not None and label == "in"
+            out += label != "in"
+            found += kind is not None and label != "in"
+    assert wrong == 0 and found / out >= 0.6
 
 
 def test_only_the_lines_asked_for_are_read_one_by_one_and_the_segments_still_hold() -> None:

@@ -125,3 +125,34 @@ def test_the_recap_quotes_no_pre_show_sponsor_read_or_rules_talk() -> None:
     text = "\n".join(lines)
     assert "sponsor" not in text and "merch" not in text and "turn" not in text and "recharges" not in text
     assert any("Eldrinax burns the gates of Ironhold" in line for line in lines)
+
+
+def test_the_recap_quotes_no_sentence_beside_rules_talk_that_tells_nothing() -> None:
+    """Rules talk comes in runs: "Both of you get a brief move." is rules, and so is the sentence after it, which
+    names two entities but moves their miniatures (CRD3 C1E035). The story sentence before them is quoted."""
+    said = [
+        (
+            "Mira",
+            "Both of you feel a sudden urge to strike at whatever is near you in the dark of Ironhold. Both of you "
+            "get a brief move. Eldrinax, that's going to pull you this way, and the Pale Magister, it's going to "
+            "pull you this way.",
+        )
+    ]
+    said += chatter(10)
+    lines = summarise(said)
+    assert lines[0] == "Mira: Both of you feel a sudden urge to strike at whatever is near you in the dark of Ironhold."
+
+
+def test_a_short_line_amid_rules_talk_is_not_quoted_unless_it_tells_what_happens() -> None:
+    """ "With Percy and with Scanlan." answers "Do you want to sneak attack with this? ... in melee range with an
+    ally." (CRD3 C1E035): it names two entities, but it is the rules talk's. A line there that tells what happens
+    is the story's."""
+    said = chatter(40)
+    said[10:13] = [
+        ("Mira", "Do you want to sneak attack with this? Because in theory, it's in melee range with an ally."),
+        ("Bo", "Oh, with Eldrinax."),
+        ("Mira", "With Eldrinax and with the Pale Magister."),
+    ]
+    assert not any("With Eldrinax" in line for line in summarise(said))
+    said[12] = ("Mira", "You see Eldrinax and the Pale Magister fall.")
+    assert "Mira: You see Eldrinax and the Pale Magister fall." in summarise(said)
