@@ -159,7 +159,7 @@ class StaticNames:
         return frozenset()
 
     def nearly_heard(self, heard: Transcript, prompted: Sequence[str]) -> Sequence[str]:
-        return ()
+        return []
 
 
 class CampaignNames:
@@ -240,7 +240,7 @@ class CampaignNames:
     def nearly_heard(self, heard: Transcript, prompted: Sequence[str]) -> Sequence[str]:
         """The campaign's names nearly heard (see :func:`names_nearly_heard`), none with ``second_pass=False``."""
         if not self.second_pass or self._matcher is None:
-            return ()
+            return []
         found = names_nearly_heard(self._matcher, heard, prompted)
         self.lines += 1
         self.second_passes += bool(found)
