@@ -1,7 +1,7 @@
 """Names from audio: real Critical Role lines, spoken, transcribed through the real ingest path.
 
     python -m bench.voice_names [--lines 240] [--seed 5] [--models tiny.en base] [--prompts none connected chosen]
-        [--split all|dev|held-out] [--beams 5] [--budgets 223]
+        [--split all|dev|held-out] [--beams 5] [--budgets 223] [--second-pass]
 
 Reads ../shared/data (override with LOREKEEPER_DATA); prints "skipped: …" without the data or espeak-ng. The
 example campaign (campaigns/examples/critical_role.yaml) is loaded into a throw-away embedded PostgreSQL. From each
@@ -22,7 +22,10 @@ correction, L1), once per model and prompt:
 Each condition has a campaign of its own, so its earlier episodes are the "last sessions" its cast is read from
 (the episodes are played in order, as a campaign is); ``--history N`` stores the N turns of the episode before
 each stretch as the session before it (as text: what a table's last session left in the log). ``--beams`` and
-``--budgets`` (prompt tokens) vary Whisper's beam size and the prompt's length.
+``--budgets`` (prompt tokens) vary Whisper's beam size and the prompt's length. A graph-chosen prompt is heard
+with the second pass for names nearly heard, as ingest does (``memory.voice.prompt``; "+ 2nd pass", and the
+"2nd pass" column says how many lines were transcribed twice); ``--second-pass`` adds each such prompt without it
+first, from the same audio in the same run.
 
 Each stored line is matched to the line spoken by time. A name is an entity of the campaign found by its name or
 an alias (``memory.gazetteer``, case and apostrophes aside): recall = names said that the stored line writes
@@ -308,10 +311,10 @@ async def run(args: argparse.Namespace) -> int:
         widths = [7, 11, 27, 35, 21, 21]
         show([*header, "RTF (CPU s / s)", "2nd pass"], [*widths, 15, 8])
         print("|" + "|".join("-" * (w + 2) for w in [*widths, 15, 8]) + "|", flush=True)
-        # a second pass needs the graph's prompt: a fixed one has no head to put the names nearly heard at
-        variants = [(p, False) for p in args.prompts] + [
-            (p, True) for p in args.prompts if args.second_pass and fixed[p] is None
-        ]
+        # a graph-chosen prompt is heard with the second pass, as ingest does (and, asked, without it first); a
+        # fixed prompt has no head to put the names nearly heard at
+        variants = [(p, False) for p in args.prompts if args.second_pass and fixed[p] is None]
+        variants += [(p, fixed[p] is None) for p in args.prompts]
         unused = [first]  # one campaign per condition: no other condition's sessions are its last sessions
         for model in models:
             for beam in args.beams:
@@ -378,7 +381,7 @@ def main() -> None:
     parser.add_argument(
         "--second-pass",
         action="store_true",
-        help="each graph-chosen prompt also with a second pass for names nearly heard (memory.voice.prompt)",
+        help="each graph-chosen prompt also without the second pass for names nearly heard (before and after)",
     )
     parser.add_argument("--verbose", action="store_true", help="print each line as said and as stored")
     parser.add_argument(
