@@ -1,7 +1,7 @@
 """Names from audio: real Critical Role lines, spoken, transcribed through the real ingest path.
 
     python -m bench.voice_names [--lines 240] [--seed 5] [--models tiny.en base] [--prompts none connected chosen]
-        [--split all|dev|held-out] [--beams 5] [--budgets 223]
+        [--split all|dev|held-out] [--beams 5] [--budgets 223] [--second-pass]
 
 Reads ../shared/data (override with LOREKEEPER_DATA); prints "skipped: …" without the data or espeak-ng. The
 example campaign (campaigns/examples/critical_role.yaml) is loaded into a throw-away embedded PostgreSQL. From each
@@ -22,7 +22,10 @@ correction, L1), once per model and prompt:
 Each condition has a campaign of its own, so its earlier episodes are the "last sessions" its cast is read from
 (the episodes are played in order, as a campaign is); ``--history N`` stores the N turns of the episode before
 each stretch as the session before it (as text: what a table's last session left in the log). ``--beams`` and
-``--budgets`` (prompt tokens) vary Whisper's beam size and the prompt's length.
+``--budgets`` (prompt tokens) vary Whisper's beam size and the prompt's length. A graph-chosen prompt is heard
+with the second pass for names nearly heard, as ingest does (``memory.voice.prompt``; "+ 2nd pass", and the
+"2nd pass" column says how many lines were transcribed twice); ``--second-pass`` adds each such prompt without it
+first, from the same audio in the same run.
 
 Each stored line is matched to the line spoken by time. A name is an entity of the campaign found by its name or
 an alias (``memory.gazetteer``, case and apostrophes aside): recall = names said that the stored line writes
@@ -152,6 +155,9 @@ class Timed:
         self.stt, self.names, self.seconds, self.cpu_seconds = stt, names, 0.0, 0.0
         self.words: dict[str, list[tuple[str, float | None]]] = {}  # text heard -> its words (for ``--dump``)
 
+    def prompted(self, names: Sequence[str]) -> list[str]:
+        return self.stt.prompted(names if self.names is None else self.names)
+
     async def transcribe(self, pcm: np.ndarray, *, prompt_names: Sequence[str] = ()) -> Transcript:
         started, cpu = time.perf_counter(), time.process_time()
         try:
@@ -215,16 +221,19 @@ async def transcribe_all(
     *,
     session_cast: bool = True,
     stage1_cast: bool = True,
+    second_pass: bool = False,
+    passes: Counter[str] | None = None,
 ) -> dict[str, list[str]]:
     """Ingest every episode's tracks as a session; give each spoken line the stored lines that overlap it. Returns
-    each episode's cast as the session ended (the names of its player characters)."""
+    each episode's cast as the session ended (the names of its player characters); ``passes`` counts the lines
+    looked at for names nearly heard and those heard a second time."""
     casts: dict[str, list[str]] = {}
     for episode, (lines, tracks) in episodes.items():
         title = f"{episode} {condition}"
         if lines[0].before:  # the table's last session, as stored text, before tonight's recording
             past = await mem.log.start_session(f"{title} before")
             await mem.log.write_many(past.id, [EntryIn(speaker=who, text=text) for who, text in lines[0].before])
-        names = (CampaignNames if stage1_cast else CastUnknown)(mem, session_cast=session_cast)
+        names = (CampaignNames if stage1_cast else CastUnknown)(mem, session_cast=session_cast, second_pass=second_pass)
         await ingest_audio(
             mem,
             [AudioTrack(p, f"Speaker {k}") for k, p in enumerate(tracks)],
@@ -233,6 +242,8 @@ async def transcribe_all(
             again=True,
             names=names,
         )
+        if passes is not None:
+            passes.update(lines=names.lines, second=names.second_passes)
         cast = names.cast()
         casts[episode] = sorted(e.name for e in await mem.graph.prompt_entities(recent_sessions=0) if e.id in cast)
         session = await mem.log.session_by_title(title)
@@ -297,17 +308,23 @@ async def run(args: argparse.Namespace) -> int:
         )
         fixed = {"none": [], "connected": by_connections(entities), "chosen": None, "allcast": None, "nocast": None}
         header = ["model", "beam/budget", "prompt", "dev: recall / precision / other WER", "held-out", "all"]
-        widths = [7, 11, 18, 35, 21, 21]
-        show([*header, "RTF (CPU s / s)"], [*widths, 15])
-        print("|" + "|".join("-" * (w + 2) for w in [*widths, 15]) + "|", flush=True)
+        widths = [7, 11, 27, 35, 21, 21]
+        show([*header, "RTF (CPU s / s)", "2nd pass"], [*widths, 15, 8])
+        print("|" + "|".join("-" * (w + 2) for w in [*widths, 15, 8]) + "|", flush=True)
+        # a graph-chosen prompt is heard with the second pass, as ingest does (and, asked, without it first); a
+        # fixed prompt has no head to put the names nearly heard at
+        variants = [(p, False) for p in args.prompts if args.second_pass and fixed[p] is None]
+        variants += [(p, fixed[p] is None) for p in args.prompts]
         unused = [first]  # one campaign per condition: no other condition's sessions are its last sessions
         for model in models:
             for beam in args.beams:
                 for budget in args.budgets:
                     whisper = WhisperSTT(model, beam_size=beam, prompt_token_budget=budget)
-                    for prompt in args.prompts:
+                    for prompt, second_pass in variants:
                         stt = Timed(whisper, fixed[prompt])
-                        condition = f"{model}/{beam}/{budget}/{prompt}"
+                        label = prompt + (" + 2nd pass" if second_pass else "")
+                        condition = f"{model}/{beam}/{budget}/{label}"
+                        passes: Counter[str] = Counter()
                         mem = unused.pop() if unused else await new_campaign(condition)
                         casts = await transcribe_all(
                             mem,
@@ -316,6 +333,8 @@ async def run(args: argparse.Namespace) -> int:
                             condition,
                             session_cast=prompt != "allcast",
                             stage1_cast=prompt != "nocast",
+                            second_pass=second_pass,
+                            passes=passes,
                         )
                         if args.dump:
                             with args.dump.open("a") as out:
@@ -325,7 +344,7 @@ async def run(args: argparse.Namespace) -> int:
                                     row = {**said, "said": line.text, "parts": parts, "cast": casts[line.episode]}
                                     out.write(json.dumps(row) + "\n")
                         for stage, label in ((0, ""), (1, " + stage 1")):
-                            cells = [model, f"{beam}/{budget}", prompt + label]
+                            cells = [model, f"{beam}/{budget}", condition.rsplit("/", 1)[1] + label]
                             for half in (True, False, None):
                                 score = Score()
                                 for line in lines:
@@ -334,7 +353,8 @@ async def run(args: argparse.Namespace) -> int:
                                 done = score.said or score.words
                                 cells.append("{:.3f} / {:.3f} / {:.3f}".format(*score.figures()) if done else "-")
                             cells.append(f"{stt.seconds / session_s:.2f} ({stt.cpu_seconds / session_s:.2f})")
-                            show(cells, [*widths, 15])  # row by row: a long run's first rows survive an interruption
+                            cells.append(f"{passes['second']}/{passes['lines']}")
+                            show(cells, [*widths, 15, 8])  # row by row: a long run's first rows survive an interruption
                         if args.verbose:
                             for line in lines:
                                 print(f"  {line.text}\n    -> {line.heard[condition][1]}")
@@ -357,6 +377,11 @@ def main() -> None:
     parser.add_argument("--budgets", nargs="+", type=int, default=[WHISPER_PROMPT_TOKENS], help="prompt tokens")
     parser.add_argument(
         "--history", type=int, default=0, help="turns said before each stretch, stored as the last session"
+    )
+    parser.add_argument(
+        "--second-pass",
+        action="store_true",
+        help="each graph-chosen prompt also without the second pass for names nearly heard (before and after)",
     )
     parser.add_argument("--verbose", action="store_true", help="print each line as said and as stored")
     parser.add_argument(

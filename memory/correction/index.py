@@ -126,7 +126,8 @@ class PhoneticIndex:
         # ... and by each third: a pronunciation two edits away keeps one third of the name intact. One table per
         # third: a lookup slices the heard phones, and needs no key tuple built and hashed besides.
         self.by_thirds: tuple[dict[str, list[NameForm]], ...] = tuple(defaultdict(list) for _ in range(3))
-        sayings = _sayings(forms)
+        #: The forms matched by sound, with a name of dictionary words said the dictionary's way too.
+        self.sayings = sayings = _sayings(forms)
         self._index_sayings(sayings)
         for form in forms:
             self.exact_spaceless.add(form.spaceless)

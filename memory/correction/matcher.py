@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -24,7 +25,7 @@ from memory.correction.evidence import (
     required_score,
     word_zipf,
 )
-from memory.correction.index import NameForm, PhoneticIndex, near_edits
+from memory.correction.index import MIN_SOUND_PHONES, NameForm, PhoneticIndex, near_edits
 from memory.correction.phonetics import codes
 from memory.correction.pronounce import arpabet_code, name_phones, phrase_phones, warm, word_phones
 from memory.correction.text import Token, may_be_plural, name_norm, normalize, spaced_form, spaceless, tokenize
@@ -65,6 +66,10 @@ _PLURAL_PHONES = frozenset(arpabet_code(["S", "Z"]))
 _NAME_CONSONANTS = str.maketrans("", "", "".join(_VOWELS) + arpabet_code(["HH"]))
 # Rank added per extra word when overlapping windows compete.
 _LENGTH_BONUS = 0.01
+#: Phone edits per phone (of the longer) from which a run of words no longer sounds near a name for a second
+#: pass (see ``PhoneticMatcher.nearly_heard``): a phone off a name of 4, two of 6, three of 9; 0.45 doubled the
+#: second passes on dev lines and wrote no name more.
+NEARLY_HEARD_DISTANCE = 0.34
 
 
 @dataclass(slots=True)
@@ -477,6 +482,71 @@ class PhoneticMatcher:
                 form, score = said_as
                 out.append(_Candidate(i, i, form, score, False, score - _SOUND_RANK_GAP))
         return out
+
+    def nearly_heard(
+        self,
+        text: str,
+        prompted: Iterable[str] = (),
+        confidences: Sequence[float | None] | None = None,
+        *,
+        limit: int = 3,
+        distance: float = NEARLY_HEARD_DISTANCE,
+        max_words: int = 3,
+        min_phones: int = MIN_SOUND_PHONES,
+    ) -> list[NameForm]:
+        """Names a run of up to ``max_words`` words of ``text`` sounds near (phone edits per phone of the longer at
+        most ``distance``), closest first, one form an entity, at most ``limit``; not the entities of the
+        ``prompted`` names, nor where ``text`` writes a name or says a word of one ("nobles" / New Nobles). Only
+        runs with an uncommon word (``MatchSettings.common_zipf``) or that the recogniser doubted
+        (``low_confidence``, by ``confidences`` per token of :func:`tokenize`) count: ordinary words heard surely
+        sounded near some name in half the lines. Far looser than a correction: the recogniser is asked again
+        with these names in its prompt, and writes one only where the audio fits it."""
+        max_zipf, doubt = self.settings.common_zipf, self.settings.low_confidence
+        tokens = tokenize(text)
+        if not tokens or not self.index.sayings:
+            return []
+        told = {name_norm(n) for n in prompted}
+        skip = {f.entity_key for f in self.index.forms if f.norm in told}
+        conf = confidences if confidences is not None else [None] * len(tokens)
+        words, _ = self._words(text, tokens, conf)
+        choices = self._saying_phones
+        best: dict[int, tuple[float, NameForm]] = {}
+        for first in range(len(words)):
+            phones, said_before, least_common, sure, sure_n = "", "", 99.0, 0.0, 0
+            for last in range(first, min(len(words), first + max_words)):
+                word = words[last]
+                if word.locked or (last > first and not words[last - 1].joins_next):
+                    break
+                facts = word.facts
+                if not facts.said:
+                    break
+                least_common = min(least_common, facts.zipf)
+                if word.conf is not None:
+                    sure, sure_n = sure + word.conf, sure_n + 1
+                phones = said_before + facts.said
+                said_before += facts.whole
+                doubted = sure_n > 0 and sure / sure_n < doubt
+                if len(phones) < min_phones or (least_common > max_zipf and not doubted):
+                    continue
+                for _, score, i in process.extract(
+                    phones, choices, scorer=Levenshtein.normalized_distance, score_cutoff=distance, limit=None
+                ):
+                    form = self.index.sayings[i]
+                    run = words[first : last + 1]
+                    if form.entity_key in skip or any(w.token.norm in form.words for w in run):
+                        continue  # prompted already; or a word of its own said ("nobles" of New Nobles): no mishearing
+                    refused = _refused(self.index.not_heard, [w.token for w in run])
+                    if refused and form.entity_key in refused:
+                        continue  # the DM said these words are never this name
+                    known = best.get(form.entity_key)
+                    if known is None or score < known[0]:
+                        best[form.entity_key] = (score, form)
+        ranked = sorted(best.values(), key=lambda item: (item[0], not item[1].primary, item[1].entity_key))
+        return [form for _, form in ranked[:limit]]
+
+    @functools.cached_property
+    def _saying_phones(self) -> list[str]:
+        return [f.phones for f in self.index.sayings]
 
     def _resolve(
         self,

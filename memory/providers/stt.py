@@ -85,6 +85,13 @@ class SpeechToText(Protocol):
         ...
 
 
+@runtime_checkable
+class PromptedNames(Protocol):
+    def prompted(self, names: Sequence[str]) -> Sequence[str]:
+        """The names of ``names`` (most important first) that the prompt holds."""
+        ...
+
+
 def check_pcm(pcm: np.ndarray) -> np.ndarray:
     """Return ``pcm`` as contiguous 1-D float32, refusing what is certainly a caller bug."""
     pcm = np.asarray(pcm)
@@ -114,17 +121,17 @@ def unique_names(names: Iterable[str]) -> list[str]:
     return out
 
 
-def build_name_prompt(
+def fit_names(
     names: Iterable[str],
     *,
     count_tokens: Callable[[str], int] = estimate_tokens,
     budget: int = WHISPER_PROMPT_TOKENS,
-) -> str:
-    """``"Names: A - B - C."`` with as many names as fit ``budget`` tokens, in the given (priority) order.
+) -> list[str]:
+    """The names of :func:`build_name_prompt`'s prompt: as many as fit ``budget`` tokens, in the given order.
 
     Stops at the first name that does not fit, so a less important name never displaces a more important one.
     Counting piece by piece is exact for Whisper's byte-level BPE, whose pre-tokenizer splits at spaces and
-    punctuation. Returns "" when no name fits.
+    punctuation.
     """
     used = count_tokens(" " + PROMPT_PREFIX) + count_tokens(".")
     kept: list[str] = []
@@ -134,7 +141,27 @@ def build_name_prompt(
             break
         used += cost
         kept.append(name)
+    return kept
+
+
+def build_name_prompt(
+    names: Iterable[str],
+    *,
+    count_tokens: Callable[[str], int] = estimate_tokens,
+    budget: int = WHISPER_PROMPT_TOKENS,
+) -> str:
+    """``"Names: A - B - C."`` with as many names as fit ``budget`` tokens, in the given (priority) order (see
+    :func:`fit_names`); "" when no name fits."""
+    kept = fit_names(names, count_tokens=count_tokens, budget=budget)
     return f"{PROMPT_PREFIX} {NAME_SEPARATOR.join(kept)}." if kept else ""
+
+
+def prompted_names(stt: object, names: Sequence[str]) -> Sequence[str]:
+    """The names of ``names`` that ``stt`` puts in its prompt: its own count where it has one
+    (:class:`PromptedNames`), the estimate of :func:`fit_names` otherwise."""
+    if isinstance(stt, PromptedNames):
+        return stt.prompted(names)
+    return fit_names(names)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -281,7 +308,7 @@ class WhisperSTT:
         self._model: WhisperModel | None = None
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whisper")
-        self._prompt_cache: tuple[tuple[str, ...], str] = ((), "")
+        self._prompt_cache: tuple[tuple[str, ...], str, list[str]] = ((), "", [])
 
     async def transcribe(self, pcm: np.ndarray, *, prompt_names: Sequence[str] = ()) -> Transcript:
         pcm = check_pcm(pcm)
@@ -321,15 +348,25 @@ class WhisperSTT:
         with self._lock:
             return self._prompt_locked(tuple(names))
 
+    def prompted(self, names: Sequence[str]) -> list[str]:
+        """The names of ``names`` that :meth:`prompt_for` puts in the prompt."""
+        cached = self._prompt_cache  # those of the last transcription, mostly: no wait for the lock
+        if cached[0] == tuple(names):
+            return cached[2]
+        with self._lock:
+            self._prompt_locked(tuple(names))
+            return self._prompt_cache[2]
+
     def _prompt_locked(self, names: tuple[str, ...]) -> str:
         if self._prompt_cache[0] != names:  # names change only when the DM edits entities: cache one prompt
             tokenizer = self._load_locked().hf_tokenizer
-            prompt = build_name_prompt(
+            kept = fit_names(
                 names,
                 count_tokens=lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids),
                 budget=self.prompt_token_budget,
             )
-            self._prompt_cache = (names, prompt)
+            prompt = f"{PROMPT_PREFIX} {NAME_SEPARATOR.join(kept)}." if kept else ""
+            self._prompt_cache = (names, prompt, kept)
         return self._prompt_cache[1]
 
     def transcribe_sync(self, pcm: np.ndarray, *, prompt_names: Sequence[str] = ()) -> Transcript:
@@ -418,6 +455,9 @@ class OpenAISTT:
         self.language = language
         self.prompt_token_budget = prompt_token_budget
 
+    def prompted(self, names: Sequence[str]) -> list[str]:
+        return fit_names(names, budget=self.prompt_token_budget)
+
     async def transcribe(self, pcm: np.ndarray, *, prompt_names: Sequence[str] = ()) -> Transcript:
         import openai
 
@@ -490,6 +530,9 @@ class DeepgramSTT:
         self.keyterm_token_budget = keyterm_token_budget
         self._session = session
         self._own_session = session is None
+
+    def prompted(self, names: Sequence[str]) -> list[str]:
+        return self.keyterms(names)
 
     def keyterms(self, names: Sequence[str]) -> list[str]:
         """Names in priority order until the keyterm token budget is spent."""

@@ -27,7 +27,7 @@ import numpy as np
 from memory.providers.stt import SpeechToText, STTError, Transcript
 from memory.recorder import Utterance, Word
 from memory.voice import segmenter as seg
-from memory.voice.prompt import NameSource
+from memory.voice.prompt import NameSource, transcribe_heard
 from memory.voice.segmenter import UtteranceSegmenter
 
 log = logging.getLogger(__name__)
@@ -313,7 +313,7 @@ class VoicePipeline:
         for attempt in range(self.stt_retries + 1):
             started = time.perf_counter()
             try:
-                transcript = await self.stt.transcribe(segment.pcm16k, prompt_names=names)
+                transcript = await transcribe_heard(self.stt, segment.pcm16k, self.names, names)
             except (STTError, OSError, TimeoutError) as exc:
                 self.stats.stt_errors += 1
                 if attempt == self.stt_retries:

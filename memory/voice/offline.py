@@ -27,7 +27,7 @@ from memory.recorder import SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory
 from memory.transcripts import UNKNOWN_SPEAKER
 from memory.voice.audio_files import SUPPORTED_SUFFIXES, iter_audio_blocks
-from memory.voice.prompt import CampaignNames, NameSource
+from memory.voice.prompt import CampaignNames, NameSource, transcribe_heard
 from memory.voice.segmenter import FRAME_SAMPLES, INPUT_RATE, OUTPUT_RATE, UtteranceSegmenter
 from memory.voice.segmenter import Utterance as Segment
 
@@ -93,7 +93,7 @@ async def transcribe_track(
 
     async def emit(segments: list[Segment]) -> None:
         for segment in segments:
-            transcript = await stt.transcribe(segment.pcm16k, prompt_names=await names.names(segment.start))
+            transcript = await transcribe_heard(stt, segment.pcm16k, names, await names.names(segment.start))
             text = transcript.text.strip()
             if not text:
                 continue

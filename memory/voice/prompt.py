@@ -15,10 +15,15 @@ corrector can mend. So the prompt holds the names most likely to be said next, i
 
 Each name once. The ranked list changes only when the entities change or a name enters or leaves the recent
 minutes, so the prompt (counted with the model's tokenizer) is rebuilt then, not for every utterance.
+
+A name first said at this very line is in no tier. So a line is heard twice when its text has words that sound
+near a name the prompt left out (:func:`transcribe_heard`): the second time those names lead the prompt, and the
+recogniser writes one only where the audio fits it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import Counter
@@ -26,11 +31,14 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
+
 from memory.correction import PhoneticMatcher
 from memory.correction.edits import apply_corrections
-from memory.correction.text import normalize
+from memory.correction.text import align_confidences, normalize, tokenize
 from memory.gazetteer import Gazetteer
 from memory.models import PromptEntity
+from memory.providers.stt import SpeechToText, Transcript, prompted_names
 from memory.recorder import default_index_cache, names_version
 from memory.store import CampaignMemory
 
@@ -42,6 +50,8 @@ RECENT_WINDOW_S = 600.0
 RECENT_SESSIONS = 5
 #: How many of the campaign's last sessions' stored lines count towards "said most" (and so the cast) at once.
 LINES_SESSIONS = 2
+#: At most this many names nearly heard lead a second pass's prompt (more found nothing more on dev lines).
+SECOND_PASS_NAMES = 3
 
 
 @dataclass(slots=True)
@@ -102,6 +112,36 @@ class NameSource(Protocol):
 
     def cast(self, at: float | None = None) -> frozenset[int]: ...
 
+    def nearly_heard(self, heard: Transcript, prompted: Sequence[str]) -> Sequence[str]:
+        """Names not among ``prompted`` that words of ``heard`` sound near, best first: a second pass's prompt."""
+        ...
+
+
+async def transcribe_heard(stt: SpeechToText, pcm: np.ndarray, names: NameSource, ranked: Sequence[str]) -> Transcript:
+    """``pcm`` transcribed with the ``ranked`` names as the prompt and, if words of it sound near names the prompt
+    left out, once more with those names at its head (that text is kept): the recogniser writes such a name only
+    where the audio fits it, which no rule over the text can check."""
+    first = await stt.transcribe(pcm, prompt_names=ranked)
+    if not first.text.strip():
+        return first
+    # the prompt's names are counted under the recogniser's lock, mostly cached: off the event loop all the same
+    prompted = await asyncio.to_thread(prompted_names, stt, ranked)
+    nearly = names.nearly_heard(first, prompted)
+    if not nearly:
+        return first
+    log.debug("heard again with %s first: %r", list(nearly), first.text)
+    return await stt.transcribe(pcm, prompt_names=[*nearly, *ranked])
+
+
+def names_nearly_heard(matcher: PhoneticMatcher, heard: Transcript, prompted: Sequence[str]) -> list[str]:
+    """Up to :data:`SECOND_PASS_NAMES` names of entities the ``prompted`` names leave out, sounding near a run of
+    words of ``heard`` that are uncommon or the recogniser doubted (``PhoneticMatcher.nearly_heard``), each as
+    the name or alias it sounds like."""
+    tokens = tokenize(heard.text)
+    confidences = align_confidences(heard.text, tokens, [(w.word, w.confidence) for w in heard.words])
+    forms = matcher.nearly_heard(heard.text, prompted, confidences, limit=SECOND_PASS_NAMES)
+    return [form.surface or form.canonical for form in forms]
+
 
 class StaticNames:
     """A fixed list (tests, benchmarks, a recogniser without a campaign)."""
@@ -118,6 +158,9 @@ class StaticNames:
     def cast(self, at: float | None = None) -> frozenset[int]:
         return frozenset()
 
+    def nearly_heard(self, heard: Transcript, prompted: Sequence[str]) -> Sequence[str]:
+        return []
+
 
 class CampaignNames:
     """The campaign's accepted entity names ranked for the prompt, kept fresh cheaply.
@@ -126,7 +169,9 @@ class CampaignNames:
     when it changed, and how often each was said in the last sessions every ``history_refresh_s``. When the
     database is away the last names are kept: transcription must go on. ``heard`` takes each transcribed line,
     with its time into the session, and finds the names it says. ``session_cast=False`` keeps every player
-    character in the first tier (the rule before the cast was the session's; benchmarks compare the two).
+    character in the first tier (the rule before the cast was the session's; benchmarks compare the two);
+    ``second_pass=False`` finds no names nearly heard (no line is transcribed twice). ``lines`` and ``second_passes``
+    count the lines looked at for names nearly heard and those that had some.
     """
 
     def __init__(
@@ -137,9 +182,13 @@ class CampaignNames:
         history_refresh_s: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
         session_cast: bool = True,
+        second_pass: bool = True,
     ) -> None:
         self.mem = mem
         self.session_cast = session_cast
+        self.second_pass = second_pass
+        self.lines = 0
+        self.second_passes = 0
         self.refresh_s = refresh_s
         self.history_refresh_s = history_refresh_s
         self._clock = clock
@@ -187,6 +236,15 @@ class CampaignNames:
             said.at = max(said.at, at)
             said.first = min(said.since, at)
             said.forms.setdefault(_without_possessive(text[start:end]))
+
+    def nearly_heard(self, heard: Transcript, prompted: Sequence[str]) -> Sequence[str]:
+        """The campaign's names nearly heard (see :func:`names_nearly_heard`), none with ``second_pass=False``."""
+        if not self.second_pass or self._matcher is None:
+            return []
+        found = names_nearly_heard(self._matcher, heard, prompted)
+        self.lines += 1
+        self.second_passes += bool(found)
+        return found
 
     async def _refresh(self) -> None:
         now = self._clock()

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memory.models import ChunkIn, EntityIn, EntityType, EntryIn, RelationshipIn
+from memory.providers.stt import Transcript, Word
 from memory.recorder import CorrectionIndexCache, SessionRecorder, Utterance
 from memory.store import CampaignMemory
 from memory.voice.prompt import RECENT_WINDOW_S, CampaignNames
@@ -137,3 +138,26 @@ async def test_stage_1_writes_the_cast_member_a_written_name_sounds_like(table: 
         "Later, Vex'ahlia, what was my role?",
     ]
     assert [line.raw_text for line in lines] == said
+
+
+async def test_a_line_asks_for_the_campaign_s_names_it_nearly_says_that_the_prompt_left_out(
+    table: CampaignMemory,
+) -> None:
+    """The second pass's names (``CampaignNames.nearly_heard``): of the campaign's, those sounding near uncommon
+    or doubted words and not in the prompt; none with ``second_pass=False``."""
+    await table.graph.add_entity(EntityIn(name="J'mon Sa Ord", type=EntityType.npc))
+    names = CampaignNames(table)
+    ranked = await names.names(0.0)
+    assert "J'mon Sa Ord" in ranked  # a small campaign: every name is ranked; the provider cuts the prompt
+    line = "Jamon Sword, as you know."
+    words = [Word(word=w, start=0, end=0, confidence=0.9) for w in line.split()]
+    heard = Transcript(text=line, words=words, duration=1)
+    assert names.nearly_heard(heard, ["Grog Strongjaw", "Vex'ahlia"]) == ["J'mon Sa Ord"]
+    assert names.nearly_heard(heard, ranked) == []  # in the prompt already: heard once
+    sure = Transcript(text="Sure, as you know.", words=[Word(word="Sure,", start=0, end=0, confidence=1)], duration=1)
+    assert names.nearly_heard(sure, []) == []
+    assert (names.lines, names.second_passes) == (3, 1)
+
+    once = CampaignNames(table, second_pass=False)
+    await once.names(0.0)
+    assert once.nearly_heard(heard, []) == [] and once.lines == 0

@@ -10,14 +10,17 @@ import asyncio
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 from faster_whisper import decode_audio
 
-from memory.providers.stt import STTError, WhisperSTT, installed_whisper_models, whisper_candidates
+from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher
+from memory.providers.stt import STTError, Transcript, WhisperSTT, installed_whisper_models, whisper_candidates
 from memory.voice.audio_files import load_audio
+from memory.voice.prompt import StaticNames, names_nearly_heard, transcribe_heard
 from memory.voice.segmenter import FRAME_SAMPLES, UtteranceSegmenter
 
 pytestmark = [
@@ -133,6 +136,54 @@ async def test_whisper_runs_off_the_event_loop(recording: Path) -> None:
     assert "dragon" in first.text.casefold() and "Eldrinax" in second.text
     # A blocked loop would tick a handful of times at most; a free one ~every 10 ms (generous for a busy CI).
     assert ticks >= took / 0.01 * 0.5, (ticks, took)
+
+
+async def test_a_name_first_said_is_heard_by_a_second_pass(tmp_path: Path) -> None:
+    """A name the prompt left out comes out as words ("Game on Sword"); they sound near it, so the line is heard
+    again with it at the prompt's head, and base writes it where the audio says it."""
+    entities = [EntityName(id=i, name=name) for i, name in enumerate([*NAMES, "J'mon Sa Ord"])]
+    source = MatcherNames(PhoneticMatcher(PhoneticIndex.build(entities)))
+    stt = Prompts(WhisperSTT("base"))
+    pcm = load_audio(speak_as("J'mon Sa Ord, as you know.", tmp_path / "s.wav"))
+    heard = await transcribe_heard(stt, pcm, source, ["Ironhold", "Thornwick"])
+    stt.whisper.close()
+    first, second = stt.texts
+    assert "J'mon Sa Ord" not in first and "J'mon Sa Ord" in heard.text == second, stt.texts
+    assert stt.prompts[1] == ["J'mon Sa Ord", "Ironhold", "Thornwick"]
+
+
+def speak_as(text: str, path: Path) -> Path:
+    subprocess.run(["espeak-ng", "-v", "en-us", "-s", "150", "-w", str(path), text], check=True)
+    return path
+
+
+class MatcherNames(StaticNames):
+    """The names a matcher finds nearly heard (as ``CampaignNames`` does with the campaign's)."""
+
+    def __init__(self, matcher: PhoneticMatcher) -> None:
+        super().__init__()
+        self.matcher = matcher
+
+    def nearly_heard(self, heard: Transcript, prompted: Sequence[str]) -> Sequence[str]:
+        return names_nearly_heard(self.matcher, heard, prompted)
+
+
+class Prompts:
+    """Whisper, keeping each prompt it was given and each text it wrote."""
+
+    def __init__(self, whisper: WhisperSTT) -> None:
+        self.whisper = whisper
+        self.prompts: list[list[str]] = []
+        self.texts: list[str] = []
+
+    def prompted(self, names: Sequence[str]) -> list[str]:
+        return self.whisper.prompted(names)
+
+    async def transcribe(self, pcm: np.ndarray, *, prompt_names: Sequence[str] = ()) -> Transcript:
+        self.prompts.append(list(prompt_names))
+        heard = await self.whisper.transcribe(pcm, prompt_names=prompt_names)
+        self.texts.append(heard.text)
+        return heard
 
 
 def test_prompt_keeps_the_first_names_within_whisper_token_budget() -> None:

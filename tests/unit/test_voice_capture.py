@@ -161,6 +161,37 @@ async def test_interleaved_speakers_silences_and_a_bad_packet_give_the_right_utt
     assert pipeline.stats.utterances == 4 and pipeline.stats.speakers == {"Ana": 2, "Bram": 1, "Cyra": 1}
 
 
+class NearlyCyrax(StaticNames):
+    """A name source for which "Cyra" sounds near a name the prompt leaves out."""
+
+    def nearly_heard(self, heard: Transcript, prompted: Sequence[str]) -> Sequence[str]:
+        return ["Cyrax"] if "Cyra" in heard.text.split() and "Cyrax" not in prompted else []
+
+
+class HearsPromptedNames(HearsVoices):
+    async def transcribe(self, pcm: np.ndarray, *, prompt_names: Sequence[str] = ()) -> Transcript:
+        heard = await super().transcribe(pcm, prompt_names=prompt_names)
+        return (
+            heard.model_copy(update={"text": heard.text.replace("Cyra", "Cyrax")}) if "Cyrax" in prompt_names else heard
+        )
+
+
+async def test_a_line_that_nearly_says_a_name_is_heard_again_with_it_first() -> None:
+    stt, sink = HearsPromptedNames(), ListSink()
+    pipeline = VoicePipeline(
+        frames_from(scene(FrameDecryptor(decrypt))),
+        sink,
+        stt,
+        names=NearlyCyrax(["Eldrinax"]),
+        speaker_name=NAMES.__getitem__,
+        session_start=T0,
+        idle_flush_s=None,
+    )
+    await asyncio.wait_for(pipeline.run(), 30)
+    assert sorted(u.text.split()[1] for u in sink.got) == ["Ana", "Ana", "Bram", "Cyrax"]
+    assert [names for _, names in stt.calls] == [("Eldrinax",)] * 4 + [("Cyrax", "Eldrinax")]
+
+
 class SlowSTT(HearsVoices):
     """Answers only when the test releases it: a stand-in for a model slower than real time."""
 
