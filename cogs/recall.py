@@ -7,6 +7,7 @@ Each hit is its best lines, whole, a short one with a line of context either sid
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import discord
@@ -25,6 +26,7 @@ from memory.recap import recap_for_players
 from memory.replies import no_lines_yet
 
 HITS = 5
+_INTRAWORD_UNDERSCORE = re.compile(r"(?<=[^\W_])\\_(?=[^\W_])")
 #: /recall embeds its query and searches vectors and text: a few rephrasings in a row are play, more is a loop
 #: that would hold the shared cores (and the bot's answers to everyone else) for one user.
 RECALL_RATE, RECALL_PER_SECONDS = 4, 30.0
@@ -38,7 +40,7 @@ def cite(hit: RecallHit, mask: Callable[[str], str] = str) -> str:
     said = [
         f"**{text}**" if line.matched else text
         for line in hit.lines
-        if (text := discord.utils.escape_markdown(f"{line.who(mask)}: {line.shown(mask)}"))
+        if (text := _plain(f"{line.who(mask)}: {line.shown(mask)}"))
     ] or [_plain(mask(hit.text))]
     who = ", ".join(dict.fromkeys(line.who(mask) for line in hit.answering())) or ", ".join(hit.speakers)
     # display names and titles are the users' too: "*Grog*" is a name here, not emphasis
@@ -47,7 +49,8 @@ def cite(hit: RecallHit, mask: Callable[[str], str] = str) -> str:
 
 def _plain(text: str) -> str:
     """``text`` as written: Discord markdown in it (a name like ``__x__``) shown, not applied."""
-    return discord.utils.escape_markdown(text)
+    # an underscore inside a word ("owned_by") never styles in Discord: left as is, it stays searchable and copyable
+    return _INTRAWORD_UNDERSCORE.sub("_", discord.utils.escape_markdown(text))
 
 
 def add_entity_field(embed: discord.Embed, known: NamedEntity) -> None:
@@ -102,11 +105,9 @@ class Recall(commands.Cog):
             room = min(4000, MAX_EMBED_TOTAL - len(embed))  # a message's embeds share Discord's 6,000 characters
             passages.description = cited(hits, mask, room)
         elif not embed.fields:
-            embed.description = (
-                "Nothing in this campaign's sessions matches that."
-                if await mem.log.has_lines()
-                else no_lines_yet(campaign.name) + "."
-            )
+            embed.description = "Nothing in this campaign's sessions matches that."
+            if not await mem.log.has_lines():
+                embed.set_footer(text=no_lines_yet(campaign.name) + ".")
         embeds = [embed, passages] if hits and passages is not embed else [embed]
         await interaction.followup.send(embeds=embeds, ephemeral=True)
 

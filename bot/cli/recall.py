@@ -63,10 +63,9 @@ async def recall(
         emit_json({"entities": named, "hits": hits})
     else:
         print_named(named)
-        if empty:  # "nothing found" would say the words were wrong
+        print_hits(hits)
+        if empty:  # "nothing found" alone would say the words were wrong
             click.echo(no_lines_yet(name))
-        else:
-            print_hits(hits)
 
 
 @cli.command()

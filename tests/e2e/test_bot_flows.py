@@ -1138,6 +1138,9 @@ async def test_recall_is_refused_to_one_user_asking_too_fast(
     for n in range(4):
         asked = await fake_discord.invoke("recall", {"query": f"zeppelin {n}"}, user_id=player)
         assert asked.texts()[1] == "Nothing in this campaign's sessions matches that."
+        # a campaign without a line yet says how lines get there, under the answer
+        (embed,) = asked.messages[0]["embeds"]
+        assert embed["footer"]["text"].startswith("'Ashes' has no lines yet: import a transcript with")
     refused = await fake_discord.invoke("recall", {"query": "zeppelin"}, user_id=player)
     assert refused.ephemeral and len(refused.texts()) == 1
     said = refused.texts()[0]

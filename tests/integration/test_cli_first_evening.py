@@ -27,6 +27,6 @@ def test_recall_in_a_campaign_without_lines_says_how_to_add_some(lk: Lk) -> None
     done = lk("recall", "what did Grog say about the axe")
     assert done.returncode == 0, done.stderr
     assert done.stdout == (
-        "'Saltmere' has no lines yet: import a transcript with `lorekeeper ingest FILE`, "
+        "nothing found\n'Saltmere' has no lines yet: import a transcript with `lorekeeper ingest FILE`, "
         "or record a session with /session start\n"
     )

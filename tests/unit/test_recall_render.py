@@ -71,3 +71,17 @@ def test_a_recap_quotes_speakers_and_its_title_as_written() -> None:
     assert embed.description == "\\*Grog\\*: I rage.\nInvolved: \\_\\_Pike\\_\\_"
     running = recap_embed(session.model_copy(update={"ended_at": None, "summary": None}), None)
     assert running.description == "*This session is still running; its recap is written when it ends.*"
+
+
+def test_an_underscore_inside_a_word_is_left_as_typed() -> None:
+    """Discord never styles "owned_by": it stays as typed, so a DM can copy it into /entity commands."""
+    embed = discord.Embed()
+    known = NamedEntity(
+        name="Ember Key",
+        type=EntityType.item,
+        secret=False,
+        description="_Opens_ a vault",
+        facts=[KnownFact(text="Ember Key —owned_by→ Pip", secret=False)],
+    )
+    add_entity_field(embed, known)
+    assert embed.fields[0].value == "\\_Opens\\_ a vault\nEmber Key —owned_by→ Pip"
