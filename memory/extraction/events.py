@@ -140,7 +140,8 @@ _REFLEXIVE = r"(?:yourselves|yourself|themselves|itself|himself|herself|ourselve
 _ARRIVE = _class(
     "arrive at", "arrive in", "arrive on", "arrive upon", "reach", "enter", "step into", "step onto", "step inside",
     "walk into", "come into", "come upon", "pull into", "emerge into", "land in", "land at", "get to", "get back to",
-    "set foot in", "set foot on", "cross into", f"make {_WAY}", f"find {_REFLEXIVE} in", f"find {_REFLEXIVE} at",
+    "set foot in", "set foot on", "cross into", "stop at", "stop by", f"make {_WAY}", f"find {_WAY}",
+    f"find {_REFLEXIVE} in", f"find {_REFLEXIVE} at",
 )  # fmt: skip
 #: ... or a journey's end: "you head back to Westruun", "you travel north to Kraghammer".
 _JOURNEY = _class("travel", "head", "return", "ride", "sail", "rest", "walk", "march", "fly", "run", "continue")

@@ -331,6 +331,7 @@ PLAY = [
     KnownEntity(id=32, name="Horace", type=EntityType.npc),
     KnownEntity(id=33, name="Marquet", type=EntityType.location),
     KnownEntity(id=34, name="Raishan", type=EntityType.npc),
+    KnownEntity(id=35, name="Foramere Basin", type=EntityType.location),
 ]
 
 
@@ -368,6 +369,15 @@ def in_play(line: str) -> list[tuple[str, list[str], str | None]]:
         ("All right, so you make your way to the continent of Marquet.", ("Arrival at Marquet", [], "Marquet")),
         ("You finally get to the outskirts of Whitestone.", ("Arrival at Whitestone", [], "Whitestone")),
         ("You stepped into Whitestone as the bells rang.", ("Arrival at Whitestone", [], "Whitestone")),
+        # CRD3 C1E050 and C1E001: a visit on the way, a way found
+        (
+            "You guys stop by the Foramere Basin, where you originally saw the encampment of some of the survivors.",
+            ("Arrival at Foramere Basin", [], "Foramere Basin"),
+        ),
+        (
+            "It's a completely wrong direction, so it takes you a good two hours to eventually find your way to Emon.",
+            ("Arrival at Emon", [], "Emon"),
+        ),
         # an acquisition: the item given to the party, or found in any tense
         ("You are handed the Bag of Holding.", ("Acquisition of Bag of Holding", ["Bag of Holding"], None)),
         (
