@@ -26,7 +26,6 @@ from memory.extraction.schema import KnownEntity
 from memory.models import EntityType
 
 _K = r"\ue000(?P<{}>\d+)\ue001"  # a known name, tagged
-_POSS = r"(?:['’]s|['’])?"
 _UPPER = "A-ZÀ-ÖØ-Þ"
 _PERSON = frozenset({EntityType.npc, EntityType.player})
 #: "The Briarwoods are dead": a faction of people can die too.
@@ -172,15 +171,9 @@ _FIND = _class(
 #: ... or the item given to the party: "you are handed the Bag of Holding".
 _GIVEN = r"\b(?i:are|were|is|was)\s+(?i:given|handed|gifted|awarded|granted|presented\s+with)\b"
 _FINDS = re.compile(
-    r"(?:"
-    + _K.format("x")
-    + r"\s+"
-    + _ADVERB
-    + r")?"
-    + rf"(?:{_FIND}|{_GIVEN})"
-    + r"\s+(?:(?i:the|a|an)\s+)?"
-    + _K.format("y")
-)
+    r"(?:" + _K.format("x") + r"\s+" + _ADVERB + r")?"
+    + rf"(?:{_FIND}|{_GIVEN})\s+(?:(?i:the|a|an)\s+)?" + _K.format("y")
+)  # fmt: skip
 
 #: A quest taken: "Allura Vysoren came to them requesting their aid", "Lord Sherri hires you to". The giver is the
 #: first known name of the sentence before the asking.
