@@ -3,6 +3,10 @@ hands, a quest taken from a known giver. Each is an ``event`` named from its lin
 "Arrival at Whitestone") with who took part in it. Pure: the line comes tagged by the rule extractor (each known
 name a placeholder).
 
+In play a turning point is a clause: a verb of its kind (killing, dying, arriving, finding or being given), in any
+tense, with a known entity of the kind's type as its subject or object ("Vex has fallen", "the lifeless body of
+Reginald", "you make your way to the continent of Marquet", "you are handed the Bag of Holding").
+
 Only the DM's words are read (the caller checks): a player's "I kill it" is a wish, not what happened. A match in a
 hypothetical, a question, a denial or a memory ("if you kill Sylas", "is Sylas dead?", "a year ago you entered Emon")
 is no event.
@@ -22,7 +26,6 @@ from memory.extraction.schema import KnownEntity
 from memory.models import EntityType
 
 _K = r"\ue000(?P<{}>\d+)\ue001"  # a known name, tagged
-_POSS = r"(?:['’]s|['’])?"
 _UPPER = "A-ZÀ-ÖØ-Þ"
 _PERSON = frozenset({EntityType.npc, EntityType.player})
 #: "The Briarwoods are dead": a faction of people can die too.
@@ -49,40 +52,129 @@ class Event:
     place: KnownEntity | None = None
 
 
+# The DM's telling in play: a clause whose verb is of a turning point's class, with a known entity of the class's
+# type as its subject (a dying) or its object (a killing, an arrival, an acquisition). Verbs are listed once, by
+# lemma; _forms makes their present, past and participle, so "you find", "Gilmore found" and "was found" all read.
+
+#: The present, past and participle of the irregular verbs below.
+_IRREGULAR = {
+    "die": ("dies", "died", "died"), "slay": ("slays", "slew", "slain"), "fall": ("falls", "fell", "fallen"),
+    "find": ("finds", "found", "found"), "take": ("takes", "took", "taken"), "give": ("gives", "gave", "given"),
+    "come": ("comes", "came", "come"), "make": ("makes", "made", "made"), "lie": ("lies", "lay", "lain"),
+    "strike": ("strikes", "struck", "struck"), "cut": ("cuts", "cut", "cut"), "steal": ("steals", "stole", "stolen"),
+    "get": ("gets", "got", "gotten"), "ride": ("rides", "rode", "ridden"), "run": ("runs", "ran", "run"),
+    "fly": ("flies", "flew", "flown"), "go": ("goes", "went", "gone"), "sink": ("sinks", "sank", "sunk"),
+    "hit": ("hits", "hit", "hit"), "set": ("sets", "set", "set"), "lay": ("lays", "laid", "laid"),
+    "travel": ("travels", "traveled", "travelled"),
+}  # fmt: skip
+#: Verbs that double their last consonant in the past: "dropped", "stepped".
+_DOUBLED = frozenset({"drop", "step", "grab", "snag", "slip", "stop"})
+
+
+def _forms(phrase: str) -> str:
+    """A verb phrase given by its lemma ("pick up") as a pattern of its base, present, past and participle."""
+    verb, _, rest = phrase.partition(" ")
+    if verb in _IRREGULAR:
+        forms = {verb, *_IRREGULAR[verb]}
+    else:
+        stem = verb + verb[-1] if verb in _DOUBLED else verb.removesuffix("e")
+        third = verb + "es" if re.search(r"(?:s|sh|ch|x|z|o)$", verb) else verb + "s"
+        forms = {verb, third, (stem[:-1] + "i" if re.search(r"[^aeiou]y$", stem) else stem) + "ed"}
+    words = "|".join(sorted(forms, key=len, reverse=True))
+    return rf"(?:{words})" + "".join(rf"\s+{w}" for w in rest.split())
+
+
+def _class(*lemmas: str) -> str:
+    """Any form of any of the verb phrases, as whole words."""
+    return r"\b(?i:" + "|".join(_forms(lemma) for lemma in lemmas) + r")\b"
+
+
+#: Words between a subject and its verb: "Jazna finally dies", "you then make your way".
+_ADVERB = r"(?:(?i:now|finally|then|just|suddenly|instantly|immediately|slowly|quickly|eventually|at\s+last)\s+)?"
+#: A killing, the dead its object: "Grog beheads Jazna", "you finish off Kevdak".
+_KILL = _class("kill", "slay", "behead", "execute", "murder", "assassinate", "decapitate", "finish off", "cut down",
+               "strike down")  # fmt: skip
+#: ... the dead between the verb and its particle: "you finish Kevdak off".
+_KILL_SPLIT = r"(?P<split>" + _class("finish", "cut", "strike") + r")"
+_PARTICLE = {"finish": "off", "cut": "down", "strike": "down", "finished": "off", "finishes": "off", "cuts": "down",
+             "strikes": "down", "struck": "down"}  # fmt: skip
+#: A dying, the dead its subject: "Jazna dies", "Sylas breathes his last".
+_DIE = _class("die", "perish", "breathe (?:his|her|its|their) last", "stop breathing", "cease breathing")
+#: "dead" of a death, not of a manner: "dead silent", "dead set on", "dead ahead".
+_DEAD_WORD = r"(?i:dead)\b(?!\s+(?i:silent|quiet|serious|set|tired|center|centre|ahead|on|still|eyes?|weight)\b)"
+#: A fall that the clause makes a death: "crumples to the ground, lifeless", "falls dead", never "falls unconscious".
+_FALL = (
+    _class("fall", "drop", "crumple", "collapse", "slump", "topple", "go", "lie", "sink", "hit the ground")
+    + r"(?:(?![.!?;\ue000]|\b(?i:unconscious|asleep|prone|but)\b).){0,40}?\b(?:(?i:lifeless)\b|"
+    + _DEAD_WORD
+    + ")"
+)
+#: What the dead are: "Sylas is dead", "the Briarwoods were destroyed", "Thordak lies slain", "Grog's dead".
+_DEAD = (
+    r"(?:(?i:is|was|are|were|lies|lay|remains)|['’]s)\s+(?:(?i:now|finally|already)\s+)?"
+    r"(?:(?i:slain|killed|executed|beheaded|murdered|destroyed|deceased|lifeless|no\s+more)\b|"
+    + _DEAD_WORD
+    + r")|(?i:has|have)\s+fallen(?=\s*(?:[.!;]|$))"  # "Vex has fallen.": not "has fallen unconscious" or "... asleep"
+)
+#: A body that tells its owner is dead: "the corpse of Horace", "the lifeless body of Reginald".
+_CORPSE = r"(?i:corpse|carcass|(?:lifeless|dead)\s+(?:body|form))"
+
 _DIES = re.compile(
     _K.format("x")
-    + _POSS
-    + r"(?:\s+(?i:in|on|at)\s+(?i:the)\s+[a-z]+)?\s+"  # "Grog in the snow is dead"
-    # "X killed" alone is X killing: a killing word needs "is", "was"... before it
-    + r"(?:(?:(?i:is|was|are|were)\s+(?:(?i:now|finally|already)\s+)?(?i:dead|slain|killed|executed|beheaded|"
-    r"destroyed))|(?i:falls|fell|drops|dropped|lies|lay)\s+dead|(?:(?i:finally)\s+)?(?i:dies|died))\b"
+    + r"(?:['’](?=\s))?(?:\s+(?i:in|on|at)\s+(?i:the)\s+[a-z]+)?(?:\s+|(?=['’]s\s))"  # "Grog in the snow is dead"
+    + _ADVERB
+    + rf"(?:{_DEAD}|{_DIE}|{_FALL})"
+    + r"|\b(?i:the|a)\s+(?:[a-z-]+\s+){0,2}?"
+    + _CORPSE
+    + r"\s+(?i:of)\s+"
+    + _K.format("c")
 )
 _KILLS = re.compile(
-    r"(?:" + _K.format("x") + r"(?:\s*,[^,.!?;\ue000]{1,40},)?\s+)?"  # "Grog, without hesitation, beheads Jazna"
-    r"\b(?i:kills|killed|slays|slew|beheads|beheaded|executes|executed|murders|murdered|finishes\s+off|"
-    r"finished\s+off)\s+" + _K.format("y")
+    r"(?:" + _K.format("x") + r"(?:\s*,[^,.!?;\ue000]{1,40},)?\s+" + _ADVERB + r")?"  # "Grog, without hesitation,"
+    rf"(?:{_KILL}\s+" + _K.format("y") + rf"|{_KILL_SPLIT}\s+" + _K.format("y2") + r"\s+(?P<particle>off|down)\b)"
 )
-_WAY = r"(?:your|their|his|her|our)\s+way\s+(?:back\s+)?(?:in)?to"
+_WAY = r"(?:your|their|his|her|our|its)\s+way\s+(?:back\s+)?(?:in)?to"
+_REFLEXIVE = r"(?:yourselves|yourself|themselves|itself|himself|herself|ourselves)"
+#: An arrival, the place its object: "you arrive at Whitestone", "you step into the Velvet Cabaret".
+_ARRIVE = _class(
+    "arrive at", "arrive in", "arrive on", "arrive upon", "reach", "enter", "step into", "step onto", "step inside",
+    "walk into", "come into", "come upon", "pull into", "emerge into", "land in", "land at", "get to", "get back to",
+    "set foot in", "set foot on", "cross into", "stop at", "stop by", f"make {_WAY}", f"find {_WAY}",
+    f"find {_REFLEXIVE} in", f"find {_REFLEXIVE} at",
+)  # fmt: skip
+#: ... or a journey's end: "you head back to Westruun", "you travel north to Kraghammer".
+_JOURNEY = _class("travel", "head", "return", "ride", "sail", "rest", "walk", "march", "fly", "run", "continue")
+#: "the northern icy landscape of Issylra", "the dwarven citadel of Kraghammer": a place word and its name.
+_PLACE_OF = (
+    r"(?:(?i:the|a|an|your|their|our)\s+)?(?:[a-z'-]+\s+){0,3}?(?i:city|town|village|capital|citadel|fortress|keep|"
+    r"castle|temple|realm|plane|land|lands|landscape|region|country|countryside|kingdom|empire|continent|island|isle|"
+    r"coast|shores?|edge|base|foot|heart|center|centre|depths|outskirts|gates?|walls|streets|ruins|docks|port|"
+    r"harbou?r|district|borders?|mountains|forests?|woods|jungles?|deserts?|wastes|wilds|halls|tunnels|caverns?|caves"
+    r"|sewers|territory|province|north|south|east|west|top|peak|mouth|entrance|middle|square)\s+of\s+(?:(?i:the)\s+)?"
+)
 _ARRIVES = re.compile(
-    r"\b(?i:arrive|arrives|arrived|reach|reaches|reached|enter|enters|entered|step\s+into|steps\s+into|"
-    rf"make\s+{_WAY}|makes\s+{_WAY}|made\s+{_WAY}|pull\s+into|pulls\s+into|"
-    r"(?:find|finds|found)\s+(?:yourselves|yourself|themselves|itself|himself|herself|ourselves)\s+(?:in|at)|"
-    r"come\s+into|comes\s+into|"
-    r"(?:travel|travels|traveled|travelled|head|heads|headed|return|returns|returned|ride|rides|rode|sail|sails|"
-    r"sailed|rest|rested)\s+(?:(?i:back|north|south|east|west|home|deep|down|up|\w+ward)\s+)?(?:to|into|in|for))"
-    r"\s+(?:(?i:at|in|into|on|upon)\s+)?(?:(?i:the)\s+)?(?:(?i:city|town|village|gates?|outskirts)\s+of\s+)?"
-    + _K.format("y")
+    rf"(?:{_ARRIVE}|{_JOURNEY}\s+(?:(?i:back|north|south|east|west|home|deep|down|up|\w+ward|on)\s+)?"
+    r"(?i:to|into|in|for))"
+    rf"\s+(?:(?i:at|in|into|on|upon)\s+)?(?:{_PLACE_OF}|(?i:the)\s+)?" + _K.format("y")
 )
+#: An acquisition, the item its object: "he hands you the Bag of Holding", "you pull out the Horn of Orcus".
+_GIVE = _class("give", "hand", "pass", "toss", "present", "award", "gift", "bestow")
 _GIVES = re.compile(
-    r"(?:" + _K.format("x") + r"\s+)?\b(?i:gives|gave|hands|handed|passes|passed|tosses|tossed)\s+"
-    r"(?:(?i:you|him|her|them|it|over)\s+|" + _K.format("to") + r"\s+)?"
+    r"(?:" + _K.format("x") + r"\s+" + _ADVERB + r")?" + _GIVE + r"\s+"
+    r"(?:(?i:you|him|her|them|it|over)\s+|" + _K.format("to") + r"\s+)?(?:(?i:with)\s+)?"
     r"(?:(?i:the|a|an|his|her|their|its)\s+)?" + _K.format("y") + r"(?:\s+(?i:to)\s+" + _K.format("to2") + ")?"
 )
+_FIND = _class(
+    "find", "discover", "receive", "obtain", "acquire", "loot", "take", "grab", "pick up", "steal", "retrieve",
+    "recover", "claim", "pull out", "take hold of", "pocket", "snatch", "attune to", "attune with",
+)  # fmt: skip
+#: ... or the item given to the party: "you are handed the Bag of Holding".
+_GIVEN = r"\b(?i:are|were|is|was)\s+(?i:given|handed|gifted|awarded|granted|presented\s+with)\b"
 _FINDS = re.compile(
-    r"(?:" + _K.format("x") + r"\s+)?\b(?i:find|finds|found|discover|discovers|discovered|receive|receives|received|"
-    r"obtain|obtains|obtained|acquire|acquires|acquired|loot|loots|looted|take|takes|took|grab|grabs|grabbed|"
-    r"pick\s+up|picks\s+up|picked\s+up|steal|steals|stole)\s+(?:(?i:the|a|an)\s+)?" + _K.format("y")
-)
+    r"(?:" + _K.format("x") + r"\s+" + _ADVERB + r")?"
+    + rf"(?:{_FIND}|{_GIVEN})\s+(?:(?i:the|a|an)\s+)?" + _K.format("y")
+)  # fmt: skip
+
 #: A quest taken: "Allura Vysoren came to them requesting their aid", "Lord Sherri hires you to". The giver is the
 #: first known name of the sentence before the asking.
 _ASKS = re.compile(
@@ -111,12 +203,10 @@ _HEDGE = re.compile(
 #: A death told of "him" or "her": "You killed him", "she crumples, lifeless", "he is dead". Who it is comes from
 #: the scene (:func:`scene_deaths`).
 _PRONOUN_DIES = re.compile(
-    r"(?:\b(?i:you|they|he|she)|" + _K.format("k") + r")\s+(?i:kills?|killed|slays?|slew|beheads?|beheaded|executes?|"
-    r"executed|finish(?:es)?\s+off|finished\s+off)\s+(?i:him|her)\b"
-    r"|\b(?i:he|she)(?:\s+(?i:is|was)|['’]s)\s+(?:(?i:now|finally)\s+)?(?i:dead|slain)\b"
-    r"|\b(?i:he|she)\s+(?:(?i:dies|died)\b|(?i:falls|fell|drops|dropped|crumples|crumpled|slumps|slumped|collapses|"
-    r"collapsed)\b[^.!?;]{0,40}?\b(?i:dead|lifeless)\b)"
-)
+    r"(?:\b(?i:you|they|he|she)|" + _K.format("k") + r")\s+" + _ADVERB
+    + rf"(?:{_KILL}\s+(?i:him|her)\b|{_KILL_SPLIT}\s+(?i:him|her)\s+(?P<particle>off|down)\b)"
+    + r"|\b(?i:he|she)(?:\s+|(?=['’]s))" + _ADVERB + rf"(?:{_DEAD}|{_DIE}|{_FALL})"
+)  # fmt: skip
 _IF = re.compile(r"\b(?:if|unless|whether)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?;:\"“”]")
 _CLAUSE_START = re.compile(r",|—|\b(?:and|but|as|while|so|then)\b", re.IGNORECASE)
@@ -148,14 +238,6 @@ _MANAGED = re.compile(r"\b(?:managed|able|proceeded|went\s+on|got)\s+to\b", re.I
 _DET = r"(?:(?i:the|a|an|one\s+of\s+the|some\s+of\s+the)\s+)?"
 #: Up to three words before a name that say what it is ("the great colossal Thordak"), none a possessive.
 _ADJ = r"(?:(?!(?i:his|her|their|your|its|my|our|him|them|you)\b)[a-z'-]+\s+){0,3}?"
-#: "the northern icy landscape of Issylra", "the dwarven citadel of Kraghammer": a place word and its name.
-_PLACE_OF = (
-    r"(?:(?i:the|a|an|your|their|our)\s+)?(?:[a-z'-]+\s+){0,3}?(?i:city|town|village|capital|citadel|fortress|keep|"
-    r"castle|temple|realm|plane|land|lands|landscape|region|country|countryside|kingdom|empire|continent|island|isle|"
-    r"coast|shores?|edge|base|foot|heart|center|centre|depths|outskirts|gates?|walls|streets|ruins|docks|port|"
-    r"harbou?r|district|borders?|mountains|forests?|woods|jungles?|deserts?|wastes|wilds|halls|tunnels|caverns?|caves"
-    r"|sewers|territory|province|north|south|east|west|top|peak|mouth|entrance)\s+of\s+(?:(?i:the)\s+)?"
-)
 
 
 def _verbs(past: str, bare: str) -> str:
@@ -242,12 +324,14 @@ def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list
     text = _HEDGE.sub(lambda h: " " * len(h.group()), text)
     out: list[Event] = []
     for m in _DIES.finditer(text):
-        x = found[int(m.group("x"))]
+        x = found[int(m.group("x") or m.group("c"))]
         if x.type in _MORTAL and _told(text, m, retold):
             out.append(Event(EventKind.death, f"Death of {x.name}", [x]))
     for m in _KILLS.finditer(text):
-        victim = found[int(m.group("y"))]
+        victim = found[int(m.group("y") or m.group("y2"))]
         killer = found[int(m.group("x"))] if m.group("x") else None
+        if not _particle(m):
+            continue  # "you cut Jazna off" is no killing
         if victim.type in _MORTAL and (killer is None or killer.id != victim.id) and _told(text, m, retold):
             out.append(Event(EventKind.death, f"Death of {victim.name}", _with([], victim, killer)))
     for m in _ARRIVES.finditer(text):
@@ -292,7 +376,7 @@ def scene_deaths(text: str, found: list[KnownEntity], scene: list[SceneLine]) ->
     and it is nobody: a wrong name costs the DM more than a missed death. Who took part: the players named there."""
     out: list[Event] = []
     for m in _PRONOUN_DIES.finditer(text):
-        if not _told(text, m):
+        if not _particle(m) or not _told(text, m):
             continue
         before = scene_named(text[: m.start()], found)
         killer = found[int(m.group("k"))] if m.group("k") else None
@@ -304,6 +388,11 @@ def scene_deaths(text: str, found: list[KnownEntity], scene: list[SceneLine]) ->
         players = [e for e in (*named, *scene_named(text, found)) if e.type == EntityType.player]
         out.append(Event(EventKind.death, f"Death of {dead.name}", _with(players, dead, killer)))
     return _once(out)
+
+
+def _particle(m: re.Match[str]) -> bool:
+    """A killing verb split around its object has its own particle: "finish him off", "cut him down"."""
+    return not m.group("split") or _PARTICLE.get(m.group("split").casefold()) == m.group("particle").casefold()
 
 
 def _sentence(text: str, m: re.Match[str]) -> tuple[int, int]:
@@ -319,8 +408,17 @@ def _clause(text: str, m: re.Match[str]) -> int:
 
 
 def _whole(text: str, m: re.Match[str], group: str) -> bool:
-    """The known name is the whole name said: "Greyspine" of "Greyspine Manor" is another place than Greyspine's."""
-    return re.match(rf"\s+[{_UPPER}]", text[m.end(group) + 1 :]) is None
+    """The known name is the whole name said: "Greyspine" of "Greyspine Manor" or of "House Greyspine" is another
+    place than Greyspine's. A capital word before it counts unless it begins a sentence."""
+    if re.match(rf"\s+[{_UPPER}]", text[m.end(group) + 1 :]):
+        return False
+    head = text[: m.start(group) - 1]  # the tag's opening mark is just before its number
+    word = re.search(rf"(?:^|(?<=\s))[{_UPPER}][\w'’-]*\s+$", head)
+    return (
+        word is None
+        or word.group().strip() == "I"
+        or re.search(r"(?:^|[.!?:\"“”])\s*$", head[: word.start()]) is not None
+    )
 
 
 def _told(text: str, m: re.Match[str], retold: bool = False) -> bool:

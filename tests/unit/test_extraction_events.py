@@ -321,3 +321,103 @@ async def test_a_death_told_of_him_or_her_is_the_one_npc_the_scene_is_about() ->
 )
 async def test_no_death_of_him_or_her_without_one_clear_npc(lines: tuple[tuple[str, str], ...]) -> None:
     assert await scene(*lines) == {}
+
+
+# in play: a clause of a turning point's verb class, the known name its subject or object ---------------------------
+
+PLAY = [
+    KnownEntity(id=30, name="Vex'ahlia", type=EntityType.player, aliases=["Vex"]),
+    KnownEntity(id=31, name="Reginald", type=EntityType.npc),
+    KnownEntity(id=32, name="Horace", type=EntityType.npc),
+    KnownEntity(id=33, name="Marquet", type=EntityType.location),
+    KnownEntity(id=34, name="Raishan", type=EntityType.npc),
+    KnownEntity(id=35, name="Foramere Basin", type=EntityType.location),
+]
+
+
+def in_play(line: str) -> list[tuple[str, list[str], str | None]]:
+    said = events(*_tag(Gazetteer([*KNOWN, *PLAY]), line))
+    return [(e.name, [p.name for p in e.participants], e.place.name if e.place else None) for e in said]
+
+
+@pytest.mark.parametrize(
+    ("line", "event"),
+    [
+        # CRD3 C1E080: the dead as the subject of "has fallen" at the clause's end
+        (
+            "Her body going still and unfortunately not cold because of the vicinity of the flames, but Vex has "
+            "fallen.",
+            ("Death of Vex'ahlia", ["Vex'ahlia"], None),
+        ),
+        # CRD3 C1E050: a body that tells its owner is dead
+        (
+            "You guys watch as Vax pulls his way up out of the grass, carrying over his shoulder the lifeless body of "
+            "Reginald.",
+            ("Death of Reginald", ["Reginald"], None),
+        ),
+        (
+            "You find your way into the crop lanes where the corpse of Horace recently was.",
+            ("Death of Horace", ["Horace"], None),
+        ),
+        # a fall the clause makes a death; a dying verb in any tense
+        ("Jazna crumples to the ground, lifeless.", ("Death of Jazna", ["Jazna"], None)),
+        ("Sylas breathes his last.", ("Death of Sylas Briarwood", ["Sylas Briarwood"], None)),
+        ("Grog slew Jazna.", ("Death of Jazna", ["Jazna", "Grog Strongjaw"], None)),
+        # a killing verb split around its victim
+        ("Grog finishes Jazna off.", ("Death of Jazna", ["Jazna", "Grog Strongjaw"], None)),
+        # an arrival: a place word before the name, a verb phrase in the past
+        ("All right, so you make your way to the continent of Marquet.", ("Arrival at Marquet", [], "Marquet")),
+        ("You finally get to the outskirts of Whitestone.", ("Arrival at Whitestone", [], "Whitestone")),
+        ("You stepped into Whitestone as the bells rang.", ("Arrival at Whitestone", [], "Whitestone")),
+        # CRD3 C1E050 and C1E001: a visit on the way, a way found
+        (
+            "You guys stop by the Foramere Basin, where you originally saw the encampment of some of the survivors.",
+            ("Arrival at Foramere Basin", [], "Foramere Basin"),
+        ),
+        (
+            "It's a completely wrong direction, so it takes you a good two hours to eventually find your way to Emon.",
+            ("Arrival at Emon", [], "Emon"),
+        ),
+        # an acquisition: the item given to the party, or found in any tense
+        ("You are handed the Bag of Holding.", ("Acquisition of Bag of Holding", ["Bag of Holding"], None)),
+        (
+            "Gilmore presents you with the Bag of Holding.",
+            ("Acquisition of Bag of Holding", ["Bag of Holding", "Gilmore"], None),
+        ),
+        (
+            "Grog picked up the Bag of Holding.",
+            ("Acquisition of Bag of Holding", ["Bag of Holding", "Grog Strongjaw"], None),
+        ),
+    ],
+)
+def test_the_dm_tells_a_turning_point_in_play_in_a_clause_of_its_kind(
+    line: str, event: tuple[str, list[str], str | None]
+) -> None:
+    assert in_play(line) == [event]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "You guys watch as the darkened wings of Vex go limp and she just plummets.",  # CRD3 C1E080: unconscious
+        "You watch the energy arc across the body of Raishan, the dragon.",  # CRD3 C1E080: a body, alive
+        "There is no Raishan corpse.",  # no body: no death
+        "Jazna has fallen unconscious.",  # a fall, not a death
+        "Jazna falls to one knee, dead tired.",  # "dead" of a manner
+        "Grog goes dead silent.",
+        "You cut Jazna off mid-sentence.",  # the particle of no killing
+        "You make your way to House Greyspine.",  # "Greyspine" of a longer name
+        "Grog draws the Bag of Holding.",  # his own: drawing is no acquisition
+        "You could pick up the Bag of Holding.",  # a possibility
+    ],
+)
+def test_no_turning_point_in_play_from_falls_bodies_manners_or_longer_names(line: str) -> None:
+    assert in_play(line) == []
+
+
+async def test_a_dying_told_of_him_or_her_in_play_goes_to_the_scenes_npc() -> None:
+    assert await scene(("TRAVIS", "I attack Jazna."), ("MATT", "She breathes her last.")) == {
+        "Death of Jazna": ["Jazna"]
+    }
+    assert await scene(("TRAVIS", "I attack Jazna."), ("MATT", "You finish her off.")) == {"Death of Jazna": ["Jazna"]}
+    assert await scene(("TRAVIS", "I attack Jazna."), ("MATT", "She has fallen unconscious.")) == {}
