@@ -7,12 +7,12 @@
 Builds the campaign directly in an embedded PostgreSQL (COPY, no jobs): the entities of
 campaigns/examples/critical_role.yaml plus generated ones up to ``--entities``; each session ``--lines`` Critical
 Role turns from ../shared/data/crd3 (override with LOREKEEPER_DATA; synthetic sentences when absent, with a
-warning), its passages (windows of 8 lines, random unit vectors: only timing matters), its recap (an event entity
-linked to the entities its lines name) and facts heard in it; ``--facts`` facts in all, skewed towards the first
-entities (Grog Strongjaw, Vax'ildan … have thousands), with history (closed facts), secrets, and a few hundred items
-waiting for review. Then each DM command is timed through the core API, as the bot's cog calls it (median of
-``--repeat`` runs; commands that write run once, inside a transaction rolled back afterwards, so ``--reuse`` finds
-the same campaign).
+warning), its passages (windows of 8 lines), a vector for each line and passage (random unit vectors: only timing
+matters), its recap (an event entity linked to the entities its lines name) and facts heard in it; ``--facts`` facts
+in all, skewed towards the first entities (Grog Strongjaw, Vax'ildan … have thousands), with history (closed facts),
+secrets, and a few hundred items waiting for review. Then each DM command is timed through the core API, as the
+bot's cog calls it (median of ``--repeat`` runs; commands that write run once, inside a transaction rolled back
+afterwards, so ``--reuse`` finds the same campaign).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import numpy as np
 from campaigns.files import dump_campaign_file, parse_campaign_file
 from campaigns.load import apply_campaign_file, export_campaign_file
 from memory import jobs
+from memory.chunking import LINE_MIN_WORDS
 from memory.db import EmbeddedPostgres, EmbeddingSpec, create_pool, migrate
 from memory.gazetteer import Gazetteer
 from memory.recall import named_entities, recall
@@ -122,7 +123,9 @@ async def build(mem: CampaignMemory, args: argparse.Namespace) -> dict[str, Any]
 
         # sessions, lines, passages, recaps -----------------------------------------------------------------
         source = crd3_lines()
-        await conn.execute("DROP INDEX chunks_embedding")  # built once at the end: faster than row by row
+        # built once at the end: faster than row by row
+        await conn.execute("DROP INDEX chunks_embedding")
+        await conn.execute("DROP INDEX line_vectors_embedding")
         sessions: list[int] = []
         named_in: dict[int, set[int]] = {}
         first_entry: dict[int, int] = {}
@@ -192,6 +195,18 @@ async def build(mem: CampaignMemory, args: argparse.Namespace) -> dict[str, Any]
                     "end_s",
                 ],
                 records=chunks,
+            )
+            # each line's own vector, as the chunk job writes it (a line too short to embed alone has none):
+            # recall reads these, and the windows' vectors only for a campaign chunked before lines had them
+            embedded = [len(text.split()) >= LINE_MIN_WORDS for _, text in lines]
+            line_vectors = iter(unit_vectors(sum(embedded), nrng))
+            await conn.copy_records_to_table(
+                "line_vectors",
+                columns=["campaign_id", "entry_id", "session_id", "content_hash", "embedding"],
+                records=[
+                    (cid, entry_id, sid, f"l{entry_id}", next(line_vectors) if alone else None)
+                    for entry_id, alone in zip(entry_ids, embedded, strict=True)
+                ],
             )
             named_in[sid] = named
             await conn.execute(
@@ -327,6 +342,9 @@ async def build(mem: CampaignMemory, args: argparse.Namespace) -> dict[str, Any]
             )
         await conn.execute("SET maintenance_work_mem = '512MB'")
         await conn.execute("CREATE INDEX chunks_embedding ON chunks USING hnsw (embedding vector_cosine_ops)")
+        await conn.execute(
+            "CREATE INDEX line_vectors_embedding ON line_vectors USING hnsw (embedding halfvec_cosine_ops)"
+        )
         await conn.execute("VACUUM ANALYZE")
     return {}
 
