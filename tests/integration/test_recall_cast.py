@@ -86,7 +86,10 @@ async def test_what_grog_said_is_chosen_among_grogs_sessions_only(memory: Memory
     assert await answering(campaign, "what did Grog say about rage", limit=3) == set(asked)
 
     # by meaning: every Fjord line is nearer the question than any Grog line
-    sessions = {r["id"]: r["session_id"] for r in await campaign.db.fetch("SELECT id, session_id FROM session_entries")}
+    rows = await campaign.db.fetch(
+        "SELECT id, session_id FROM session_entries WHERE campaign_id = $1", campaign.campaign_id
+    )
+    sessions = {r["id"]: r["session_id"] for r in rows}
     await campaign.semantic.upsert_lines(
         [LineVectorIn(i, sessions[i], "x", vec(0, 1)) for i in asked]
         + [LineVectorIn(i, sessions[i], "x", vec(0)) for i in fjord[1:]]
