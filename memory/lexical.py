@@ -15,7 +15,7 @@ common words scores low, and such lines would be most of the work).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from memory.db import Executor
@@ -177,12 +177,14 @@ async def candidates(
     entity_ids: Sequence[int] = (),
     session_ids: Sequence[int] | None = None,
     speakers: Sequence[str] | None = None,
+    excluded: Collection[tuple[str, int]] = (),
     context: int = 1,
     budget: int = FETCH_BUDGET,
 ) -> Candidates:
     """In one statement (a recall's round trips were most of its time): the ``limit`` lines with the highest BM25
     for ``query`` (the question and its expansions, each weighted; best first, ties to the newer line;
-    ``session_ids`` / ``speakers``, case-insensitive, keep only those lines), the BM25 of the lines ``also`` (those
+    ``session_ids`` / ``speakers``, case-insensitive, keep only those lines; ``excluded``, (speaker lowercased,
+    session id) pairs, leaves out a speaker's lines of a session), the BM25 of the lines ``also`` (those
     of windows found by meaning: any session or speaker), which of them mention ``entity_ids``, and every one of
     them with the lines within ``context`` of it (a hit's lines, read before it is known which will be shown),
     and which of both are table talk by the chunk job's marks. ``limit`` 0: no lexical list (only ``also``
@@ -195,6 +197,9 @@ async def candidates(
             WHERE e.campaign_id = $1 AND $6::tsquery IS NOT NULL AND e.tsv @@ $6::tsquery
               AND ($7::bigint[] IS NULL OR e.session_id = ANY($7::bigint[]))
               AND ($8::text[] IS NULL OR lower(e.speaker) = ANY($8::text[]))
+              AND NOT EXISTS (
+                  SELECT FROM unnest($14::text[], $15::bigint[]) AS x(speaker, session_id)
+                  WHERE x.session_id = e.session_id AND x.speaker = lower(e.speaker))
             {bounded}
         ), also AS (
             SELECT e.id, e.tsv, false AS fetched FROM session_entries e
@@ -274,6 +279,8 @@ async def candidates(
         list(entity_ids),
         context,
         int(PASSAGE_WORDS),  # the bench may set it as a float
+        [speaker for speaker, _ in excluded],
+        [session for _, session in excluded],
     )
     lines = [
         Line(

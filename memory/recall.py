@@ -136,6 +136,9 @@ async def recall(
     if sessions == []:
         return []  # "in session 12" of a campaign with 3
     speakers = list(dict.fromkeys(s.name for s in parsed.filters.speakers)) or None
+    # a player's lines of the sessions where they played another character than asked for: left out where the
+    # best lines are chosen, so those of the character asked for fill the hits
+    other = await _playing_another(mem, parsed.filters.plays(), dm=dm)
 
     async def lexical_query() -> tuple[list[_Called], lexical_ranker.Query]:
         named = await _named(mem, parsed.text, dm=dm)
@@ -145,7 +148,7 @@ async def recall(
     async def nearest() -> tuple[list[int], list[ChunkHit]]:
         if mode not in ("both", "vector"):
             return [], []
-        return await _vectors(mem, embedder, embedding or query, sessions, speakers)
+        return await _vectors(mem, embedder, embedding or query, sessions, speakers, other)
 
     # the names and the vectors need nothing of each other: on a pool, each on its own connection at once
     if isinstance(mem.db, asyncpg.Pool):
@@ -161,17 +164,13 @@ async def recall(
         entity_ids=[e.id for e in named],
         session_ids=sessions,
         speakers=speakers,
+        excluded=other,
         context=rank.CONTEXT,
     )
     entries = found.lines
-    other = await _playing_another(mem, parsed.filters.plays(), dm=dm)
-
-    def kept(i: int) -> bool:  # a player's line in a session where they played another character than asked for
-        return (entries[i].speaker.casefold(), entries[i].session_id) not in other
-
-    lexical = [f.entry_id for f in found.lexical if not other or kept(f.entry_id)]
-    best = _best_lines(found.scored, windows, entries, speakers)
-    vector = [i for i in dict.fromkeys([*(i for i in near if i in entries), *best]) if not other or kept(i)]
+    lexical = [f.entry_id for f in found.lexical]
+    best = _best_lines(found.scored, windows, entries, speakers, other)
+    vector = [*dict.fromkeys([*(i for i in near if i in entries), *best])]
     candidates = [*dict.fromkeys([*lexical, *vector])]
     mentioning = found.mentioning.intersection(candidates)
     # the pre-show, breaks and after-show the chunk job marked: a recap before the story says the story's words
@@ -205,17 +204,23 @@ async def _vectors(
     query: str | list[float],
     sessions: list[int] | None,
     speakers: list[str] | None,
+    excluded: set[tuple[str, int]],
 ) -> tuple[list[int], list[ChunkHit]]:
     """The lines nearest the query's meaning (``query``: its text, or its embedding when the caller has it), and
-    the nearest windows when the campaign's lines have no vectors yet (chunked before lines were embedded)."""
+    the nearest windows when the campaign's lines have no vectors yet (chunked before lines were embedded);
+    ``excluded``: (speaker casefolded, session id) pairs whose lines are left out."""
     if isinstance(query, str):
         assert embedder is not None, "vector recall needs an embedder"
         query = await query_vector(embedder, query)
     session_id = sessions[0] if sessions else None
-    lines = await mem.semantic.nearest_lines(query, k=LINE_VECTOR_DEPTH, session_id=session_id, speakers=speakers)
+    lines = await mem.semantic.nearest_lines(
+        query, k=LINE_VECTOR_DEPTH, session_id=session_id, speakers=speakers, excluded=excluded
+    )
     if lines:
         return [line.entry_id for line in lines], []
-    return [], await mem.semantic.nearest(query, k=VECTOR_DEPTH, session_id=session_id, speakers=speakers)
+    return [], await mem.semantic.nearest(
+        query, k=VECTOR_DEPTH, session_id=session_id, speakers=speakers, excluded=excluded
+    )
 
 
 #: Questions whose vectors each embedder keeps: a DM asks one again (or a player the DM's) for nothing.
@@ -339,14 +344,18 @@ def _best_lines(
     windows: list[ChunkHit],
     entries: dict[int, lexical_ranker.Line],
     speakers: list[str] | None,
+    excluded: set[tuple[str, int]],
 ) -> list[int]:
     """Each window found by meaning credited to its best line: the one BM25 scores highest for the question
-    (``scored``), else its longest (a window of small talk around one line that says something)."""
+    (``scored``), else its longest (a window of small talk around one line that says something); of ``speakers``
+    when given, but for a speaker's lines of a session ``excluded`` names."""
     out: list[int] = []
     for w in windows:
         lines = [entries[i] for i in w.entry_ids if i in entries]
         if speakers:
             lines = [e for e in lines if e.speaker.casefold() in {s.casefold() for s in speakers}]
+        if excluded:
+            lines = [e for e in lines if (e.speaker.casefold(), e.session_id) not in excluded]
         if lines:
             out.append(max(lines, key=lambda e: (scored.get(e.id, 0.0), len(e.text.split()))).id)
     return out

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import asyncpg
@@ -103,12 +103,13 @@ class SemanticIndex:
         k: int = 10,
         session_id: int | None = None,
         speakers: Sequence[str] | None = None,
+        excluded: Collection[tuple[str, int]] = (),
         entity_id: int | None = None,
         start_s: float | None = None,
         end_s: float | None = None,
     ) -> list[ChunkHit]:
         """The ``k`` chunks closest by cosine, filters applied in SQL (``speakers``: windows where any of them
-        speaks, any case).
+        speaks, any case, but for those ``excluded``, (speaker lowercased, session id) pairs, in that session).
 
         The HNSW scan is iterative (``hnsw.iterative_scan`` set on every connection), so a selective filter
         still fills ``k`` results; the outer ORDER BY restores exact order after the relaxed scan."""
@@ -120,7 +121,10 @@ class SemanticIndex:
                 SELECT {_CHUNK_COLUMNS}, embedding <=> $2 AS distance FROM chunks
                 WHERE campaign_id = $1 AND embedding IS NOT NULL
                   AND ($3::bigint IS NULL OR session_id = $3)
-                  AND ($4::text[] IS NULL OR EXISTS (SELECT FROM unnest(speakers) s WHERE lower(s) = ANY($4)))
+                  AND ($4::text[] IS NULL OR EXISTS (
+                      SELECT FROM unnest(speakers) s WHERE lower(s) = ANY($4) AND NOT EXISTS (
+                          SELECT FROM unnest($9::text[], $10::bigint[]) AS x(speaker, session_id)
+                          WHERE x.session_id = chunks.session_id AND x.speaker = lower(s))))
                   AND ($5::bigint IS NULL OR entity_ids @> ARRAY[$5::bigint])
                   AND ($6::float8 IS NULL OR end_s >= $6)
                   AND ($7::float8 IS NULL OR start_s <= $7)
@@ -135,6 +139,8 @@ class SemanticIndex:
             start_s,
             end_s,
             k,
+            [speaker for speaker, _ in excluded],
+            [session for _, session in excluded],
         )
         return [ChunkHit(**{k_: r[k_] for k_ in Chunk.model_fields}, score=1.0 - float(r["distance"])) for r in rows]
 
@@ -199,10 +205,12 @@ class SemanticIndex:
         k: int = 10,
         session_id: int | None = None,
         speakers: Sequence[str] | None = None,
+        excluded: Collection[tuple[str, int]] = (),
     ) -> list[LineHit]:
         """The ``k`` lines closest by cosine (iterative HNSW scan, as :meth:`nearest`), of ``speakers`` (any case)
-        when given; empty when the campaign's lines have no vectors yet (chunked before there were any: the caller
-        falls back to windows)."""
+        when given, but for a speaker's lines of a session ``excluded`` names ((speaker lowercased, session id)
+        pairs, with ``speakers``); empty when the campaign's lines have no vectors yet (chunked before there were
+        any: the caller falls back to windows)."""
         import numpy as np  # see upsert
 
         rows = await self.db.fetch(
@@ -213,7 +221,10 @@ class SemanticIndex:
                   AND ($3::bigint IS NULL OR l.session_id = $3)
                   AND ($4::text[] IS NULL OR EXISTS (
                       SELECT 1 FROM session_entries e
-                      WHERE e.campaign_id = $1 AND e.id = l.entry_id AND lower(e.speaker) = ANY($4)))
+                      WHERE e.campaign_id = $1 AND e.id = l.entry_id AND lower(e.speaker) = ANY($4)
+                        AND NOT EXISTS (
+                            SELECT FROM unnest($6::text[], $7::bigint[]) AS x(speaker, session_id)
+                            WHERE x.session_id = l.session_id AND x.speaker = lower(e.speaker))))
                 ORDER BY distance LIMIT $5
             ) hits ORDER BY distance
             """,
@@ -222,6 +233,8 @@ class SemanticIndex:
             session_id,
             None if speakers is None else [s.lower() for s in speakers],
             k,
+            [speaker for speaker, _ in excluded],
+            [session for _, session in excluded],
         )
         return [LineHit(r["entry_id"], r["session_id"], 1.0 - float(r["distance"])) for r in rows]
 

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from memory import jobs
 from memory.models import EntityIn, EntityType, EntryIn, Visibility
-from memory.recall import recall
+from memory.recall import LEXICAL_DEPTH, LINE_VECTOR_DEPTH, Mode, recall
+from memory.semantic import LineVectorIn
 from memory.store import CampaignMemory, Memory
 
 FILLER = [("DM", f"The road winds on past farm {n} and its fences.") for n in range(8)]
@@ -25,8 +26,16 @@ async def played(memory: Memory, campaign: CampaignMemory, title: str, lines: Se
     return [e.id for e in written]
 
 
-async def answering(campaign: CampaignMemory, query: str, *, dm: bool = True) -> set[int]:
-    hits = await recall(campaign, None, query, limit=5, mode="fulltext", dm=dm)
+async def answering(
+    campaign: CampaignMemory,
+    query: str,
+    *,
+    dm: bool = True,
+    limit: int = 5,
+    mode: Mode = "fulltext",
+    embedding: list[float] | None = None,
+) -> set[int]:
+    hits = await recall(campaign, None, query, limit=limit, mode=mode, embedding=embedding, dm=dm)
     return {line.entry_id for hit in hits for line in hit.answering()}
 
 
@@ -51,3 +60,39 @@ async def test_what_grog_said_leaves_out_the_sessions_travis_played_fjord(
     # a player's question reads public characters' sessions only: a secret one's must not pick lines out
     await campaign.graph.update_entity("Fjord", visibility=Visibility.secret)
     assert fjord[-1] in await answering(campaign, "what did Grog say about rage", dm=False)
+
+
+def vec(*hot: int, dim: int = 384) -> list[float]:
+    """A unit vector spread evenly over the ``hot`` dimensions."""
+    return [(1.0 if i in hot else 0.0) / len(hot) ** 0.5 for i in range(dim)]
+
+
+async def test_what_grog_said_is_chosen_among_grogs_sessions_only(memory: Memory, campaign: CampaignMemory) -> None:
+    """More of TRAVIS's Fjord lines match than recall reads of the best lines (``LEXICAL_DEPTH`` by words,
+    ``LINE_VECTOR_DEPTH`` by meaning), each better than any Grog line: the Grog lines still fill the hits."""
+    for name in ("Grog", "Fjord"):
+        await campaign.graph.add_entity(EntityIn(name=name, type=EntityType.player, attributes={"played_by": "TRAVIS"}))
+    said = "I swing the great axe at it, and I rage the whole time, because that is what I do best."
+    grog = await played(
+        memory, campaign, "Vox Machina 35", [("DM", "Grog, the ogre charges."), *([*FILLER, ("TRAVIS", said)] * 3)]
+    )
+    asked = grog[len(FILLER) + 1 :: len(FILLER) + 1]  # TRAVIS's lines, far enough apart to be a hit each
+    many = max(LEXICAL_DEPTH, LINE_VECTOR_DEPTH) + 5
+    fjord = await played(
+        memory, campaign, "Mighty Nein 2", [("DM", "Fjord, the pirates board."), *[("TRAVIS", "I rage!")] * many]
+    )
+    assert len(asked) == 3
+    assert await answering(campaign, "what did Fjord say about rage", limit=3) <= set(fjord[1:])
+    assert await answering(campaign, "what did Grog say about rage", limit=3) == set(asked)
+
+    # by meaning: every Fjord line is nearer the question than any Grog line
+    rows = await campaign.db.fetch(
+        "SELECT id, session_id FROM session_entries WHERE campaign_id = $1", campaign.campaign_id
+    )
+    sessions = {r["id"]: r["session_id"] for r in rows}
+    await campaign.semantic.upsert_lines(
+        [LineVectorIn(i, sessions[i], "x", vec(0, 1)) for i in asked]
+        + [LineVectorIn(i, sessions[i], "x", vec(0)) for i in fjord[1:]]
+    )
+    query = "what did Grog say about the battle"
+    assert await answering(campaign, query, limit=3, mode="vector", embedding=vec(0)) == set(asked)

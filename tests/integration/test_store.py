@@ -164,6 +164,8 @@ async def test_l2_upsert_and_nearest_with_filters(campaign: CampaignMemory) -> N
     assert hits[0].score == pytest.approx(1.0, abs=1e-5)
     assert [h.key for h in await campaign.semantic.nearest(vec(0), session_id=s2.id)] == ["c"]
     assert [h.key for h in await campaign.semantic.nearest(vec(0), speakers=["Vex"])] == ["b"]
+    # a speaker's windows of a session left out ("what did Grog say": the sessions their player played another)
+    assert [h.key for h in await campaign.semantic.nearest(vec(0), speakers=["DM"], excluded={("dm", s1.id)})] == ["c"]
     assert [h.key for h in await campaign.semantic.nearest(vec(0), entity_id=7)] == ["a"]
     assert [h.key for h in await campaign.semantic.nearest(vec(0), start_s=12)] == ["b"]
     # upsert by key replaces in place
