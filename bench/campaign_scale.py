@@ -35,7 +35,7 @@ import numpy as np
 
 from campaigns.files import dump_campaign_file, parse_campaign_file
 from campaigns.load import apply_campaign_file, export_campaign_file
-from memory import jobs
+from memory import jobs, semantic
 from memory.chunking import LINE_MIN_WORDS
 from memory.db import EmbeddedPostgres, EmbeddingSpec, create_pool, migrate
 from memory.gazetteer import Gazetteer
@@ -397,6 +397,18 @@ async def measure(memory: Memory, cid: int, args: argparse.Namespace) -> list[tu
             await recall(mem, None, query, embedding=vector.tolist())
             await named_entities(mem, query, dm=True)
 
+    async def searches() -> None:
+        for query, vector in zip(QUERIES, query_vectors, strict=True):
+            await recall(mem, None, query, embedding=vector.tolist())
+
+    async def nearest(kept: dict[str, Any], exact_scan_lines: int) -> None:
+        shown, semantic.EXACT_SCAN_LINES = semantic.EXACT_SCAN_LINES, exact_scan_lines
+        try:
+            for vector in query_vectors:
+                await mem.semantic.nearest_lines(vector.tolist(), k=20, **kept)
+        finally:
+            semantic.EXACT_SCAN_LINES = shown
+
     async def recap() -> None:
         mask = await mem.graph.player_mask()
         chosen = await mem.log.session_by_title(middle.title)
@@ -424,6 +436,27 @@ async def measure(memory: Memory, cid: int, args: argparse.Namespace) -> list[tu
         await add(f"entity show {name}", lambda name=name: show(name, history=False))
         await add(f"entity show {name} history", lambda name=name: show(name, history=True))
     await add(f"recall ({len(QUERIES)} queries, with named entities)", recalls)
+    await add(f"recall ({len(QUERIES)} queries), the search alone", searches)
+    for query in QUERIES:
+        await add(f"named entities of '{query}'", lambda query=query: named_entities(mem, query, dm=True))
+    # the vector half under a filter: always the HNSW walk (EXACT_SCAN_LINES -1) against today's choice
+    said = await mem.db.fetch(
+        "SELECT lower(speaker) AS who, count(*) AS n FROM session_entries WHERE campaign_id = $1 "
+        "GROUP BY 1 HAVING count(*) >= 100 ORDER BY 2",
+        cid,
+    )
+    filters: list[tuple[str, dict[str, Any]]] = [
+        (f"the last session ({await mem.log.entry_count(sessions[-1].id):,} lines)", {"session_id": sessions[-1].id}),
+        (f"the fewest-spoken speaker ({said[0]['n']:,} lines)", {"speakers": [said[0]["who"]]}),
+        (f"the most-spoken speaker ({said[-1]['n']:,} lines)", {"speakers": [said[-1]["who"]]}),
+        ("a speaker with no line", {"speakers": ["nobody at all"]}),
+    ]
+    for label, kept in filters:
+        for way, most in (
+            ("HNSW walk", -1),
+            (f"read whole up to {semantic.EXACT_SCAN_LINES:,}", semantic.EXACT_SCAN_LINES),
+        ):
+            await add(f"vector lines, {label}: {way}", lambda kept=kept, most=most: nearest(kept, most))
     await add("search 'dragon'", lambda: mem.log.search("dragon"))
     await add("search 'Keyleth', one session", lambda: mem.log.search("Keyleth", session_id=middle.id))
     await add("review list (25) + count", review)

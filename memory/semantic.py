@@ -232,9 +232,9 @@ class SemanticIndex:
         return [LineHit(r["entry_id"], r["session_id"], 1.0 - float(r["distance"])) for r in rows]
 
 
-#: A filter keeping at most this many lines has them read whole: exact, about 5 ms a thousand lines. Above, the
-#: HNSW walk finds k of them sooner; below, it walks most of the graph (at 60 sessions: a session 86 → 5 ms, a
-#: guest's 378 lines 152 → 4 ms, a speaker with none 268 → 2 ms; a player's 15k lines 26 → 48 ms, deciding costs).
+#: A filter keeping at most this many lines has them read whole: exact, a few ms a thousand lines. Above, the HNSW
+#: walk finds k of them sooner; below, it can walk most of the graph (bench/campaign_scale.py, 60 sessions, 4
+#: queries: the last session 248 → 23 ms; the most-spoken speaker 34 → 100 ms, the cost of deciding).
 EXACT_SCAN_LINES = 5_000
 
 _NEAREST_LINES = """
