@@ -460,12 +460,29 @@ class Neighbourhood(BaseModel):
         ``KnowledgeGraph.neighbourhood`` gives them in the order they were played."""
         sessions = [r for r in self.relationships if session_link(r, self.entity.id)]
         others = [r.seen_from(self.entity.id) for r in self.relationships if r not in sessions]
-        if not sessions:
-            return others, ""
-        latest = sessions[::-1][:shown]
-        titles = ", ".join(clip(r.target_name or "") for r in latest)
-        more = f" and {len(sessions) - len(latest)} earlier" if len(sessions) > len(latest) else ""
-        return others, f"took part in {len(sessions)} session{'s' * (len(sessions) != 1)}: {titles}{more}"
+        latest = [r.target_name or "" for r in sessions[::-1][:shown]]
+        return others, took_part_line(latest, len(sessions), clip)
+
+
+def took_part_line(latest: list[str], count: int, clip: Callable[[str], str] = str) -> str:
+    """The sessions an entity took part in as one line ("" if none): ``latest`` titles, the last played first, of
+    ``count`` in all, the rest counted."""
+    if not count:
+        return ""
+    titles = ", ".join(clip(title) for title in latest)
+    more = f" and {count - len(latest)} earlier" if count > len(latest) else ""
+    return f"took part in {count} session{'s' * (count != 1)}: {titles}{more}"
+
+
+class FactsInBrief(BaseModel):
+    """An entity's current facts as a short answer shows them: the ``facts`` learned last (in
+    :meth:`KnowledgeGraph.relationships_of`'s order), how many ``more`` there are, and the sessions it took part in
+    as titles, the last played first, of ``session_count``. A busy entity of a long campaign has thousands."""
+
+    facts: list[Relationship]
+    more: int
+    sessions: list[str]
+    session_count: int
 
 
 class MergeResult(BaseModel):

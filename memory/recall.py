@@ -24,7 +24,7 @@ from memory import lexical as lexical_ranker
 from memory import recall_rank as rank
 from memory.correction.text import normalize, spaced_form, tokenize
 from memory.gazetteer import Gazetteer
-from memory.models import ChunkHit, EntityType, Visibility, session_link, where_said
+from memory.models import ChunkHit, EntityType, Visibility, took_part_line, where_said
 from memory.offgame import line_talk
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
@@ -35,6 +35,8 @@ Mode = Literal["both", "vector", "fulltext"]
 NAMED_LIMIT = 3
 #: Sessions a named entity took part in, named by title (the latest); the rest are counted.
 SESSIONS_SHOWN = 3
+#: Current facts of a named entity shown, the last learned: about what one embed field holds after a description.
+FACTS_SHOWN = 12
 SECRET_MARK = " 🔒"
 #: Characters of a named entity's description shown before its facts (`entity show` has it whole).
 DESCRIPTION_SHOWN = 300
@@ -439,12 +441,14 @@ class NamedEntity(BaseModel):
     secret: bool
     description: str
     facts: list[KnownFact]
+    more_facts: int = 0  # current facts not in ``facts``: those learned before them
 
     def heading(self) -> str:
         return self.name + SECRET_MARK * self.secret
 
     def fact_lines(self) -> list[str]:
-        return [f.text + SECRET_MARK * f.secret for f in self.facts]
+        more = [f"… and {self.more_facts:,} earlier fact{'s' * (self.more_facts != 1)} on its card"]
+        return [f.text + SECRET_MARK * f.secret for f in self.facts] + more * bool(self.more_facts)
 
 
 async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: int = NAMED_LIMIT) -> list[NamedEntity]:
@@ -466,18 +470,12 @@ async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: in
     out: list[NamedEntity] = []
     for one in named:
         entity = await mem.graph.get_entity_by_id(one.id)
-        facts = await mem.graph.relationships_of(entity.id, include_secret=dm)
+        brief = await mem.graph.facts_in_brief(
+            entity.id, include_secret=dm, shown=FACTS_SHOWN, sessions_shown=SESSIONS_SHOWN
+        )
         # the sessions it took part in as one line, as on its card: a player of a long campaign has a hundred
-        took_part = [f for f in facts if session_link(f, entity.id)]
-        sessions = ""
-        if took_part:  # the card's line, its sessions in the order they were played
-            snap = await mem.graph.neighbourhood(entity.name, include_secret=dm)
-            _, sessions = snap.facts_and_sessions(SESSIONS_SHOWN, mask)
-        known = [
-            KnownFact(text=mask(f.describe()), secret=f.visibility == Visibility.secret)
-            for f in facts
-            if f not in took_part
-        ]
+        sessions = took_part_line(brief.sessions, brief.session_count, mask)
+        known = [KnownFact(text=mask(f.describe()), secret=f.visibility == Visibility.secret) for f in brief.facts]
         out.append(
             NamedEntity(
                 name=mask(entity.name),
@@ -485,6 +483,7 @@ async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: in
                 secret=entity.visibility == Visibility.secret,
                 description=_shortened(mask(entity.description)),
                 facts=known + [KnownFact(text=sessions, secret=False)] * bool(sessions),
+                more_facts=brief.more,
             )
         )
     return out

@@ -18,8 +18,10 @@ from memory.graph.sql import (
 )
 from memory.mentions import latest, said_lines
 from memory.models import (
+    RECAP_PREFIX,
     Entity,
     EntityType,
+    FactsInBrief,
     Mention,
     Neighbourhood,
     PastFact,
@@ -50,6 +52,48 @@ class Reading(EntityLookup):
             include_history,
         )
         return [relationship_from_row(r) for r in rows]
+
+    async def facts_in_brief(
+        self, entity_id: int, *, include_secret: bool = False, shown: int, sessions_shown: int
+    ) -> FactsInBrief:
+        """An entity's current facts as :meth:`relationships_of` gives them, but only the ``shown`` learned last and
+        the ``sessions_shown`` sessions it took part in played last, each counted: one statement, however many it
+        has (a player of a two-year campaign, thousands)."""
+        touching = "(r.source_id = $2 OR r.target_id = $2)"
+        rows = await self.db.fetch(
+            f"""
+            WITH f AS MATERIALIZED (
+                {REL_SELECT_FROM.format(facts=readable_facts(include_secret, touching))}
+                WHERE r.campaign_id = $1 AND {touching} AND r.valid_to IS NULL AND {visible("r", include_secret)}
+                  AND {visible("s", include_secret)} AND (t.id IS NULL OR {visible("t", include_secret)})
+            ), kept AS (
+                SELECT f.*, (f.type = 'took_part_in' AND f.source_id = $2 AND starts_with(f.target_name, $5))
+                    AS session_link
+                FROM f
+            )
+            (SELECT kept.*, count(*) OVER () AS total FROM kept WHERE NOT session_link ORDER BY id DESC LIMIT $3)
+            UNION ALL
+            (SELECT kept.*, count(*) OVER () AS total FROM kept WHERE session_link
+             ORDER BY (  -- in the order the sessions were played, which an import may set long after
+                SELECT started_at FROM sessions WHERE campaign_id = $1 AND id = coalesce(
+                    kept.provenance ->> 'session_id',
+                    (SELECT t.provenance ->> 'session_id' FROM entities t WHERE t.id = kept.target_id))::bigint
+             ) DESC NULLS LAST, id DESC LIMIT $4)
+            """,
+            self.campaign_id,
+            entity_id,
+            shown,
+            sessions_shown,
+            RECAP_PREFIX,
+        )
+        facts = [r for r in rows if not r["session_link"]]
+        links = [r for r in rows if r["session_link"]]
+        return FactsInBrief(
+            facts=sorted(map(relationship_from_row, facts), key=lambda r: (r.type, r.id)),
+            more=facts[0]["total"] - len(facts) if facts else 0,
+            sessions=[r["target_name"] for r in links],
+            session_count=links[0]["total"] if links else 0,
+        )
 
     async def facts_by_source(self) -> dict[int, list[Relationship]]:
         """Every accepted current fact of the campaign, secret ones too, under its source entity, each entity's in

@@ -112,3 +112,29 @@ async def test_the_sessions_an_entity_took_part_in_are_one_fact(campaign: Campai
     ]
     (night,) = await named_entities(campaign, "what happened in Session: Night 2?", dm=True)
     assert night.fact_lines() == ["Grog —took_part_in→ Session: Night 2"]  # the session's own card lists who did
+
+
+async def test_a_busy_entity_shows_its_facts_learned_last_and_counts_the_rest(campaign: CampaignMemory) -> None:
+    """A player of a long campaign has thousands of facts: the answer shows the last learned, as many as a field
+    holds, and says how many more its card has; players count none they cannot see."""
+    g = campaign.graph
+    grog = await g.add_entity(EntityIn(name="Grog", type=EntityType.player))
+    for n in range(1, 16):  # an edge to each: a value of one type would close the one before
+        friend = await g.add_entity(EntityIn(name=f"Friend {n}", type=EntityType.npc))
+        await g.add_relationship(RelationshipIn(source_id=grog.id, type="knows", target_id=friend.id))
+    await g.add_relationship(RelationshipIn(source_id=grog.id, type="fears", value="books", visibility="secret"))
+    axe = await g.add_entity(EntityIn(name="Craven Edge", type=EntityType.item))
+    await g.add_relationship(RelationshipIn(source_id=axe.id, type="owned_by", target_id=grog.id))
+    for n in range(1, 5):
+        night = await g.add_entity(EntityIn(name=f"Session: Night {n}", type=EntityType.event))
+        await g.add_relationship(RelationshipIn(source_id=grog.id, type="took_part_in", target_id=night.id))
+
+    (seen,) = await named_entities(campaign, "what did Grog do?", dm=False)
+    assert seen.fact_lines() == [
+        *(f"Grog —knows→ Friend {n}" for n in range(5, 16)),  # the 11 learned last, then the axe: by type
+        "Craven Edge —owned_by→ Grog",
+        "took part in 4 sessions: Session: Night 4, Session: Night 3, Session: Night 2 and 1 earlier",
+        "… and 4 earlier facts on its card",
+    ]
+    (known,) = await named_entities(campaign, "what did Grog do?", dm=True)
+    assert known.more_facts == 5 and "Grog —fears→ books 🔒" in known.fact_lines()
