@@ -5,7 +5,8 @@ name a placeholder).
 
 In play a turning point is a clause: a verb of its kind (killing, dying, arriving, finding or being given), in any
 tense, with a known entity of the kind's type as its subject or object ("Vex has fallen", "the lifeless body of
-Reginald", "you make your way to the continent of Marquet", "you are handed the Bag of Holding").
+Reginald", "you make your way to the continent of Marquet", "you are handed the Bag of Holding"). An arrival is the
+party's: "you", "the party" or a known player is its subject, never an npc ("she walks back to the palace").
 
 Only the DM's words are read (the caller checks): a player's "I kill it" is a wish, not what happened. A match in a
 hypothetical, a question, a denial or a memory ("if you kill Sylas", "is Sylas dead?", "a year ago you entered Emon")
@@ -19,6 +20,7 @@ point, and the recap's register is read too, which adds a battle with a known fo
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -152,11 +154,12 @@ _PLACE_OF = (
     r"harbou?r|district|borders?|mountains|forests?|woods|jungles?|deserts?|wastes|wilds|halls|tunnels|caverns?|caves"
     r"|sewers|territory|province|north|south|east|west|top|peak|mouth|entrance|middle|square)\s+of\s+(?:(?i:the)\s+)?"
 )
-_ARRIVES = re.compile(
+_GOES = (
     rf"(?:{_ARRIVE}|{_JOURNEY}\s+(?:(?i:back|north|south|east|west|home|deep|down|up|\w+ward|on)\s+)?"
     r"(?i:to|into|in|for))"
     rf"\s+(?:(?i:at|in|into|on|upon)\s+)?(?:{_PLACE_OF}|(?i:the)\s+)?" + _K.format("y")
 )
+_ARRIVES = re.compile(_GOES)
 #: An acquisition, the item its object: "he hands you the Bag of Holding", "you pull out the Horn of Orcus".
 _GIVE = _class("give", "hand", "pass", "toss", "present", "award", "gift", "bestow")
 _GIVES = re.compile(
@@ -238,6 +241,28 @@ _MANAGED = re.compile(r"\b(?:managed|able|proceeded|went\s+on|got)\s+to\b", re.I
 _DET = r"(?:(?i:the|a|an|one\s+of\s+the|some\s+of\s+the)\s+)?"
 #: Up to three words before a name that say what it is ("the great colossal Thordak"), none a possessive.
 _ADJ = r"(?:(?!(?i:his|her|their|your|its|my|our|him|them|you)\b)[a-z'-]+\s+){0,3}?"
+
+# An arrival in play is the party's: "you guys stop by the Foramere Basin", "Grog arrives at Whitestone", never an
+# npc's ("she walks back to the palace"). Its subject is told as in the recap, but "they" is no one's party in play
+# (the DM's "they" are the npcs around the party), and it stands where a subject stands.
+
+#: Who arrives in play: "you" or "we" (by number or in part: "all of you guys"), a word for the party, a known name.
+_PLAYERS = (
+    r"(?:(?:\b(?i:all|both|each|some|most|the\s+rest|the\s+two|the\s+three)\s+of\s+)?\b(?i:you|we)"
+    r"(?:\s+(?i:all|guys|two|both|three|four|five|six))?"
+    r"|\b(?i:the|your|our)\s+(?i:party|group|heroes|adventurers|companions)"
+    r"|" + _K.format("s") + r")"
+)
+_PLAY_ARRIVES = re.compile(
+    rf"(?P<subject>{_PLAYERS})(?:\s*,[^,.!?;:\"“”\ue000\ue001]{{1,60}},)?"  # "You, darting in a forward way, find"
+    rf"{_CHAIN}(?:(?i:have|has|had|all|both)\s+)*{_ADVERB}{_GOES}"
+)
+#: What comes before a clause's subject: its sentence's or clause's start, a conjunction or an adverb, never a verb
+#: or a preposition ("she gives you a nod and walks back to the palace": "you" is her object).
+_BEFORE_SUBJECT = re.compile(
+    r"(?:^|[.!?,;:\"“”—–(-]|\b(?i:and|but|so|then|as|when|once|while|after|until|where|now|soon|okay|ok|alright|"
+    r"right|well|yeah|yes|because|since|meanwhile|\w+ly))\s*$"
+)
 
 
 def _verbs(past: str, bare: str) -> str:
@@ -334,7 +359,7 @@ def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list
             continue  # "you cut Jazna off" is no killing
         if victim.type in _MORTAL and (killer is None or killer.id != victim.id) and _told(text, m, retold):
             out.append(Event(EventKind.death, f"Death of {victim.name}", _with([], victim, killer)))
-    for m in _ARRIVES.finditer(text):
+    for m in _ARRIVES.finditer(text) if retold else _party_arrivals(text, found):
         y = found[int(m.group("y"))]
         if y.type == EntityType.location and _whole(text, m, "y") and _told(text, m, retold):
             out.append(Event(EventKind.arrival, f"Arrival at {y.name}", _persons(text, m, found), place=y))
@@ -388,6 +413,19 @@ def scene_deaths(text: str, found: list[KnownEntity], scene: list[SceneLine]) ->
         players = [e for e in (*named, *scene_named(text, found)) if e.type == EntityType.player]
         out.append(Event(EventKind.death, f"Death of {dead.name}", _with(players, dead, killer)))
     return _once(out)
+
+
+def _party_arrivals(text: str, found: list[KnownEntity]) -> Iterator[re.Match[str]]:
+    """The arrivals ``text`` (tagged, a line of play) tells of the party: each with a subject of :data:`_PLAYERS`
+    where a subject stands, a known name only a player's or a party's. The recap needs none: it is all the party's."""
+    pos = 0
+    while (m := _PLAY_ARRIVES.search(text, pos)) is not None:
+        s = m.group("s")
+        if (s is None or found[int(s)].type in _PARTY_TYPES) and _BEFORE_SUBJECT.search(text[: m.start()]):
+            yield m
+            pos = m.end()
+        else:  # an object's "you" may hide the subject after it: look again from the next word
+            pos = m.start() + 1
 
 
 def _particle(m: re.Match[str]) -> bool:

@@ -93,14 +93,47 @@ def test_a_death_of_a_place_or_thing_is_no_event() -> None:
 
 def test_an_arrival_at_a_known_place_is_an_event_there() -> None:
     recap = "You continued northward for a second day, rushed on past sunset to rest in the city of Alfield."
-    assert names(recap) == [("Arrival at Alfield", [], "Alfield")]
+    assert names(recap, recap=True) == [("Arrival at Alfield", [], "Alfield")]
     assert names("Grog arrives at Whitestone at dawn.") == [("Arrival at Whitestone", ["Grog Strongjaw"], "Whitestone")]
     assert names("All right, so you make your way to Emon, then you charter a ship.") == [
         ("Arrival at Emon", [], "Emon")
     ]
-    assert names("As it currently stands, Vox Machina found itself in the city of Vasselheim, as of late.") == [
+    recap = "As it currently stands, Vox Machina throughout its ventures found itself in the city of Vasselheim."
+    assert names(recap, recap=True) == [
         ("Arrival at Vasselheim", ["Vox Machina"], "Vasselheim")  # a party takes part too
     ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # CRD3 C1E050 (places changed to known ones): "you" by number or in part, after a clause of its own
+        "All right, so all of you guys head into Whitestone.",
+        "You, darting in a forward way, find your way to the outskirts of Whitestone.",
+        "You guys, easy enough, find your way back to Whitestone.",
+        "Eventually you make your way to the central town square of Whitestone.",
+        "Vox Machina arrives at Whitestone.",  # the party by its name
+    ],
+)
+def test_an_arrival_in_play_is_the_partys(line: str) -> None:
+    assert [e.name for e in told(line)] == ["Arrival at Whitestone"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # CRD3 C1E001 (places changed to known ones): an npc goes somewhere
+        '"Anyway, I\'m probably going to go rest for the evening." She heads back to Whitestone.',
+        "He runs back into Whitestone.",
+        "Gilmore arrives at Whitestone.",  # a known npc
+        "They nod, and head back to Whitestone.",  # in play, "they" are the npcs around the party
+        "He gives you a nod and walks back into Whitestone.",  # "you" the object, not the subject
+        "It takes you two hours to find your way to Whitestone.",
+        "You watch as the guards make their way to Whitestone.",  # the subject of a clause of its own
+    ],
+)
+def test_no_arrival_in_play_of_anyone_but_the_party(line: str) -> None:
+    assert told(line) == []
 
 
 @pytest.mark.parametrize(
@@ -375,7 +408,7 @@ def in_play(line: str) -> list[tuple[str, list[str], str | None]]:
             ("Arrival at Foramere Basin", [], "Foramere Basin"),
         ),
         (
-            "It's a completely wrong direction, so it takes you a good two hours to eventually find your way to Emon.",
+            "It's a completely wrong direction, so you eventually find your way to Emon.",
             ("Arrival at Emon", [], "Emon"),
         ),
         # an acquisition: the item given to the party, or found in any tense
