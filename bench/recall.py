@@ -58,6 +58,7 @@ from typing import Any
 
 import bm25s
 import numpy as np
+import yaml
 from bm25s.stopwords import STOPWORDS_EN
 
 from bench.baselines.recall_v1 import recall_v1
@@ -74,6 +75,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("LOREKEEPER_DATA", ROOT.parent / "shared" / "data"))
 LME = DATA / "longmemeval" / "longmemeval_oracle.json"
 CRD3 = DATA / "crd3"
+EXAMPLE = ROOT / "campaigns" / "examples" / "critical_role.yaml"
 DM_QUESTIONS = ROOT / "tests" / "data" / "dm_questions.json"
 BUDGETS = (("10 lines", 10, None), ("25 lines", 25, None), ("300 words", None, 300), ("1,000 words", None, 1000))
 SYSTEMS = (
@@ -303,6 +305,7 @@ class Case:
     gold_lines: set[int]
     gold_sessions: set[int] = field(default_factory=set)
     kind: str = ""  # LongMemEval's question type
+    asker: str | None = None  # as the lines name them: LongMemEval's questions are the user's
 
 
 def lme_sample(questions: list[dict], n: int, seed: int) -> list[dict]:
@@ -378,7 +381,9 @@ async def load_longmemeval(memory: Memory, args: argparse.Namespace) -> list[Cas
         }
         gold_sessions = {h.session_titled[s] for s in q["answer_session_ids"] if s in h.session_titled}
         cases.append(
-            Case("LongMemEval", half(q["question_id"]), q["question"], h, gold, gold_sessions, q["question_type"])
+            Case(
+                "LongMemEval", half(q["question_id"]), q["question"], h, gold, gold_sessions, q["question_type"], "user"
+            )
         )
     return cases
 
@@ -416,12 +421,12 @@ async def load_crd3(memory: Memory, args: argparse.Namespace, folder: Path) -> l
     from memory.ingest import ingest_file
 
     paths = crd3_episodes(args.episodes)
-    name = f"Critical Role {' '.join(p.stem for p in paths)} {args.turns or 'all'}"
+    name = f"Critical Role {' '.join(p.stem for p in paths)} {args.turns or 'all'}" + " players" * args.players
     if cid := await memory.pool.fetchval("SELECT id FROM campaigns WHERE name = $1", name):
         paths = []  # kept by an earlier run (--db)
     else:
         cid = (await memory.campaigns().create(name)).id
-        await load_wiki_entities(memory.campaign(cid), CRD3 / "crd3_wiki_entities.json")
+        await load_wiki_entities(memory.campaign(cid), CRD3 / "crd3_wiki_entities.json", players=args.players)
     mem = memory.campaign(cid)
     first = datetime(2015, 3, 12, 19, tzinfo=UTC)
     for n, path in enumerate(paths):
@@ -450,11 +455,11 @@ async def load_dm_questions(memory: Memory, args: argparse.Namespace) -> list[Ca
 
     questions = json.loads(DM_QUESTIONS.read_text())["questions"]
     episodes = sorted({q["episode"] for q in questions})
-    name = f"DM questions {' '.join(episodes)}"
+    name = f"DM questions {' '.join(episodes)}" + " players" * args.players
     fresh = not await memory.pool.fetchval("SELECT id FROM campaigns WHERE name = $1", name)
     if fresh:
         cid = (await memory.campaigns().create(name)).id
-        await load_wiki_entities(memory.campaign(cid), CRD3 / "crd3_wiki_entities.json")
+        await load_wiki_entities(memory.campaign(cid), CRD3 / "crd3_wiki_entities.json", players=args.players)
     else:  # kept by an earlier run (--db)
         cid = await memory.pool.fetchval("SELECT id FROM campaigns WHERE name = $1", name)
     first = datetime(2015, 3, 12, 19, tzinfo=UTC)
@@ -478,16 +483,31 @@ async def load_dm_questions(memory: Memory, args: argparse.Namespace) -> list[Ca
     return cases
 
 
-async def load_wiki_entities(mem: CampaignMemory, path: Path, limit: int = 300) -> None:
-    """The wiki's most mentioned entities, as a DM would register them before importing (bench/ingest.py's)."""
+async def load_wiki_entities(mem: CampaignMemory, path: Path, limit: int = 300, *, players: bool = False) -> None:
+    """The wiki's most mentioned entities, as a DM would register them before importing (bench/ingest.py's);
+    with ``players``, the player characters as the example campaign has them: their aliases ("Grog") and who
+    plays them."""
     wiki = sorted(json.loads(path.read_text()), key=lambda e: -e.get("mentions", 0))
+    characters = {
+        e["name"].casefold(): e
+        for e in yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))["entities"]
+        if players and e.get("type") == "player"
+    }
     seen: set[str] = set()
     for e in wiki[:limit]:
         name = e["canonical"].strip()
         if name and name.casefold() not in seen:
             seen.add(name.casefold())
+            pc = characters.get(name.casefold())
+            entity = EntityIn(name=name, type=EntityType.concept)
+            if pc is not None:
+                plays = {k: v for k, v in pc.get("attributes", {}).items() if k == "played_by"}
+                entity = EntityIn(name=name, type=EntityType.player, aliases=pc.get("aliases") or [], attributes=plays)
             with contextlib.suppress(MemoryError_):  # a name clashing with another's alias is skipped
-                await mem.graph.add_entity(EntityIn(name=name, type=EntityType.concept))
+                try:
+                    await mem.graph.add_entity(entity)
+                except MemoryError_:  # an alias clashing with another's name: the character without it
+                    await mem.graph.add_entity(entity.model_copy(update={"aliases": []}))
 
 
 async def _run_jobs(memory: Memory, args: argparse.Namespace, drop: tuple[str, ...]) -> None:
@@ -534,18 +554,20 @@ async def run_systems(
     h = case.haystack
     mem = memory.campaign(h.campaign_id)
     as_list = vector.tolist()
-    hits = await recall(mem, args.embedder, case.query, limit=args.limit, embedding=as_list)
+    hits = await recall(mem, args.embedder, case.query, limit=args.limit, embedding=as_list, asker=case.asker)
     old = await recall_v1(memory.pool, h.campaign_id, case.query, as_list, limit=args.limit)
     halves = {}
     for mode, name in (("fulltext", LEXICAL_ONLY), ("vector", VECTOR_ONLY)) if args.modes else ():
-        found = await recall(mem, args.embedder, case.query, limit=args.limit, embedding=as_list, mode=mode)
+        found = await recall(
+            mem, args.embedder, case.query, limit=args.limit, embedding=as_list, mode=mode, asker=case.asker
+        )
         halves[name] = _hit_units(found)
     for name, constant, value in variants(args):  # the same haystack, one of the product's constants changed
         module, attr = (lexical, constant[8:]) if constant.startswith("lexical.") else (recall_rank, constant)
         kept = getattr(module, attr)
         setattr(module, attr, value)
         try:
-            found = await recall(mem, args.embedder, case.query, limit=args.limit, embedding=as_list)
+            found = await recall(mem, args.embedder, case.query, limit=args.limit, embedding=as_list, asker=case.asker)
         finally:
             setattr(module, attr, kept)
         halves[name] = _hit_units(found)
@@ -570,6 +592,8 @@ def variants(args: argparse.Namespace) -> list[tuple[str, str, float | int | boo
     out += [(f"Lorekeeper, vector weight {w:g}", "VECTOR_WEIGHT", w) for w in args.vector_weight]
     out += [(f"Lorekeeper, entity boost {b:g}", "NAMED_BOOST", b) for b in args.named_boost]
     out += [(f"Lorekeeper, table talk x {f:g}", "TABLE_TALK_FACTOR", f) for f in args.table_talk]
+    if args.not_said_by:
+        out.append(("Lorekeeper, lines said by who is named not boosted", "SAID_BY_NAMED", False))
     for setting in args.lexical:  # "NAME=VALUE": a constant of memory.lexical
         constant, _, value = setting.partition("=")
         out.append((f"Lorekeeper, lexical {constant} {float(value):g}", f"lexical.{constant}", float(value)))
@@ -843,6 +867,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME=VALUE",
         help="also Lorekeeper with one constant of memory.lexical changed (e.g. B=0.5), the others the product's",
+    )
+    parser.add_argument(
+        "--players",
+        action="store_true",
+        help="CRD3: register the player characters as campaigns/examples/critical_role.yaml has them (aliases, "
+        "played_by), not as plain wiki entities",
+    )
+    parser.add_argument(
+        "--not-said-by",
+        action="store_true",
+        help="also Lorekeeper without boosting the lines said by a speaker the question names (SAID_BY_NAMED)",
     )
     parser.add_argument("--by-type", action="store_true", help="also LongMemEval session any@5 by question type")
     parser.add_argument("--seed", type=int, default=0)

@@ -91,7 +91,13 @@ class Recall(commands.Cog):
         await interaction.response.defer(ephemeral=True, thinking=True)
         embedder = self.bot.embedder
         hits = await recall_core.recall(
-            mem, embedder, query, limit=HITS, mode="both" if embedder else "fulltext", dm=dm
+            mem,
+            embedder,
+            query,
+            limit=HITS,
+            mode="both" if embedder else "fulltext",
+            dm=dm,
+            asker=interaction.user.display_name,  # as the voice recorder names their lines: "what did I promise"
         )
         embed = discord.Embed(title=clip(f"Recall: {query}", 256), colour=0x3498DB)
         # what the graph knows now comes first: a passage says what was true then ("Thrennick has the Ember Key")

@@ -129,11 +129,16 @@ async def recall(
     mode: Mode = "both",
     embedding: list[float] | None = None,
     dm: bool = True,
+    asker: str | None = None,
 ) -> list[RecallHit]:
     """The ``limit`` best hits for ``query`` (its first ``QUERY_CHARS`` characters): the lines that answer it,
     a short one with a line of context either side. ``embedding`` may be given when the caller embedded in bulk; ``dm``:
-    secret entities' names expand the query too (a player's query is expanded with public names only)."""
-    parsed = rank.parse(_clipped(query), await _speakers(mem, query, dm=dm))
+    secret entities' names expand the query too (a player's query is expanded with public names only). ``asker``:
+    who asks, as the session's lines name them; a question in the first person ("what did I promise her?") prefers
+    their lines."""
+    query = _clipped(query)
+    voices = await _speakers(mem, rank.named_forms(query), dm=dm)
+    parsed = rank.parse(query, voices)
     sessions = await _sessions(mem, parsed.filters)
     if sessions == []:
         return []  # "in session 12" of a campaign with 3
@@ -174,7 +179,10 @@ async def recall(
     best = _best_lines(found.scored, windows, entries, speakers, other)
     vector = [*dict.fromkeys([*(i for i in near if i in entries), *best])]
     candidates = [*dict.fromkeys([*lexical, *vector])]
-    mentioning = found.mentioning.intersection(candidates)
+    said_by = _said_by(voices, asker if rank.first_person(query) else None) if not speakers else set()
+    mentioning = found.mentioning.intersection(candidates) | {
+        i for i in candidates if i in entries and entries[i].speaker.casefold() in said_by
+    }
     # the pre-show, breaks and after-show the chunk job marked: a recap before the story says the story's words
     segments = found.off_game.intersection(candidates)
     ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=segments)
@@ -198,6 +206,15 @@ async def recall(
     places = {i: rank.Place(i, e.session_id, e.seq, len(e.text.split())) for i, e in entries.items()}
     groups = rank.group(ranked, places, limit, alone_from=rank.ALONE_FROM)  # read here: the bench varies it
     return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays(), passage)
+
+
+def _said_by(voices: list[rank.Speaker], asker: str | None) -> set[str]:
+    """The speakers (casefolded) whose lines a question ties to what it names, as lines naming it are: a speaker it
+    names by their own name ("what did Caroline paint"), the asker of a question in the first person. Not the
+    player of a character it names: what Grog did, the DM mostly tells."""
+    if not rank.SAID_BY_NAMED:
+        return set()
+    return {v.name.casefold() for v in voices if v.plays is None} | ({asker.casefold()} if asker else set())
 
 
 async def _vectors(
@@ -243,12 +260,11 @@ async def query_vector(embedder: Embedder, text: str) -> list[float]:
     return vector
 
 
-async def _speakers(mem: CampaignMemory, query: str, *, dm: bool) -> list[rank.Speaker]:
-    """The campaign's speakers a question may name ("what did Grog say"): a speaker named so, and the players of
-    an accepted character named so (name or alias) by its ``played_by`` attribute (a name or a list of names, as
-    the session's lines name the speaker, any case). Read only when it asks so; players map public characters
+async def _speakers(mem: CampaignMemory, asked: list[str], *, dm: bool) -> list[rank.Speaker]:
+    """The campaign's speakers a question names by one of the forms ``asked`` (``rank.named_forms``): a speaker
+    named so, and the players of an accepted character named so (name or alias) by its ``played_by`` attribute (a
+    name or a list of names, as the session's lines name the speaker, any case). Players map public characters
     only (a secret one's name must not pick out whose lines to show)."""
-    asked = rank.speaker_asked(query)
     if not asked:
         return []
     rows = await mem.db.fetch(
@@ -280,7 +296,7 @@ async def _speakers(mem: CampaignMemory, query: str, *, dm: bool) -> list[rank.S
         WHERE lower(s.speaker) = c.name
         """,
         mem.campaign_id,
-        [rank.name_key(form) for form in asked],
+        asked,
         dm,
     )
     return [rank.Speaker(r["speaker"], asked[r["n"] - 1], r["plays"]) for r in rows]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import islice, pairwise
 
 #: Fusion by rank with a small constant: a list's first line must beat a line both lists found far down. With
 #: RRF's usual k = 60 a line found by both at any depth (>= 2/100) beat one ranked first by one list (1/61); with
@@ -32,6 +32,9 @@ PREVIEW_WORDS = 12
 #: and its neighbours would spend the reading (3 lines a hit) before the next hit. 5 to 20 scored alike on the
 #: LongMemEval dev half (CRD3 dev did not move); the largest keeps context wherever it costs little. None: always.
 ALONE_FROM: int | None = 20
+#: A line said by a speaker the question names, or by its asker when it speaks in the first person, counts as a
+#: line naming what it asks about (``NAMED_BOOST``): "what did Caroline paint" is answered in Caroline's words.
+SAID_BY_NAMED = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +85,30 @@ def speaker_asked(query: str) -> list[str]:
         return []
     who = found.group("who")
     return list(dict.fromkeys([who, who.split()[0]]))
+
+
+_CAPITALISED = re.compile(r"\b[^\W\d_a-z][\w'’-]*")
+_POSSESSIVE = re.compile(r"['’]s$")
+#: Forms of a question probed as speakers' or characters' names at most: a question is a line.
+NAME_FORMS = 40
+
+
+def named_forms(query: str) -> list[str]:
+    """The forms a question may name a speaker or a character by: what "what did X say" asks for, then its
+    capitalised words and pairs of them ("Grog Strongjaw"), a possessive without its "'s". Lower-case words are
+    left out: a table's chorus speaks as "ALL", and "they all went" does not name it."""
+    words = [_POSSESSIVE.sub("", w) for w in _CAPITALISED.findall(query)]
+    pairs = [f"{a} {b}" for a, b in pairwise(words)]
+    forms = [*speaker_asked(query), *words, *pairs]
+    return list(dict.fromkeys(name_key(f) for f in forms if len(f) > 1))[:NAME_FORMS]
+
+
+_FIRST_PERSON = re.compile(r"\b(?:[Ii](?![.\w])|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)\b")
+
+
+def first_person(query: str) -> bool:
+    """Whether a question speaks of its asker ("what did I promise", "my sword")."""
+    return bool(_FIRST_PERSON.search(query.replace("’", "'")))
 
 
 def name_key(name: str) -> str:

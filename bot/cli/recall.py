@@ -32,12 +32,24 @@ from memory.replies import no_lines_yet
 @click.argument("query", required=False)
 @click.option("--limit", "-k", default=5, type=click.IntRange(min=1), show_default=True, help="Passages to show.")
 @click.option("--mode", type=click.Choice(["both", "vector", "fulltext"]), default="both", show_default=True)
+@click.option(
+    "--as",
+    "asker",
+    metavar="SPEAKER",
+    help="Who asks, as the session's lines name them: a question in the first person prefers their lines.",
+)
 @campaign_option
 @json_option
 @click.pass_context
 @async_command
 async def recall(
-    ctx: click.Context, query: str | None, limit: int, mode: recall_core.Mode, campaign: str | None, as_json: bool
+    ctx: click.Context,
+    query: str | None,
+    limit: int,
+    mode: recall_core.Mode,
+    asker: str | None,
+    campaign: str | None,
+    as_json: bool,
 ) -> None:
     """Recall QUERY: what the campaign's graph knows of the entities it names, then the passages said in play
     that match it best, each with where it was said, its score and its line references.
@@ -52,11 +64,11 @@ async def recall(
         if query is None:
             for line in sys.stdin:
                 if line.strip():
-                    hits = await recall_core.recall(mem, embedder, line.strip(), limit=limit, mode=mode)
+                    hits = await recall_core.recall(mem, embedder, line.strip(), limit=limit, mode=mode, asker=asker)
                     sys.stdout.write(json.dumps(to_jsonable(hits), ensure_ascii=False) + "\n")
                     sys.stdout.flush()
             return
-        hits = await recall_core.recall(mem, embedder, query, limit=limit, mode=mode)
+        hits = await recall_core.recall(mem, embedder, query, limit=limit, mode=mode, asker=asker)
         named = await recall_core.named_entities(mem, query, dm=True)  # the DM's: secrets shown, marked
         empty = not hits and not await mem.log.has_lines()
     if as_json:

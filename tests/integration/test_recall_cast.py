@@ -34,8 +34,9 @@ async def answering(
     limit: int = 5,
     mode: Mode = "fulltext",
     embedding: list[float] | None = None,
+    asker: str | None = None,
 ) -> set[int]:
-    hits = await recall(campaign, None, query, limit=limit, mode=mode, embedding=embedding, dm=dm)
+    hits = await recall(campaign, None, query, limit=limit, mode=mode, embedding=embedding, dm=dm, asker=asker)
     return {line.entry_id for hit in hits for line in hit.answering()}
 
 
@@ -96,3 +97,32 @@ async def test_what_grog_said_is_chosen_among_grogs_sessions_only(memory: Memory
     )
     query = "what did Grog say about the battle"
     assert await answering(campaign, query, limit=3, mode="vector", embedding=vec(0)) == set(asked)
+
+
+async def test_a_question_naming_a_speaker_prefers_their_own_lines(memory: Memory, campaign: CampaignMemory) -> None:
+    """Three lines that match alike, the oldest by the speaker a question names (or by its asker, asked in the
+    first person): it is lifted as a line naming them would be, past the second, into the first two hits."""
+    await campaign.graph.add_entity(EntityIn(name="Grog", type=EntityType.player, attributes={"played_by": "TRAVIS"}))
+    said = [
+        ("Caroline", "I painted a lakeside."),
+        ("Melanie", "I painted a sunrise."),
+        ("Melanie", "I painted a meadow."),
+        ("TRAVIS", "I grabbed an axe."),
+        ("SAM", "I grabbed a lute."),
+        ("SAM", "I grabbed a drum."),
+    ]
+    lines = await played(memory, campaign, "Vox Machina 35", [x for line in said for x in (line, *FILLER)])
+    caroline, melanie, _, travis, sam, _ = lines[:: len(FILLER) + 1]
+    newer_two = {sam, sam + len(FILLER) + 1}
+
+    async def first_two(query: str, asker: str | None = None) -> set[int]:
+        return await answering(campaign, query, limit=2, asker=asker)
+
+    assert caroline in await first_two("What did Caroline paint?")
+    assert await first_two("What did Melanie paint?") == {melanie, melanie + len(FILLER) + 1}
+    # the asker's own lines when the question is in the first person
+    assert travis in await first_two("what did i grab?", asker="travis")
+    assert await first_two("what did they grab?", asker="TRAVIS") == newer_two
+    # not the player of a character it names: what Grog did, the DM mostly tells
+    assert await first_two("What did Grog grab?") == newer_two
+    assert await first_two("what did we grab?") == newer_two  # no one named: the newer two

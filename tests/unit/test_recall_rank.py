@@ -8,8 +8,10 @@ from memory.recall_rank import (
     Fused,
     Place,
     Speaker,
+    first_person,
     fuse,
     group,
+    named_forms,
     parse,
     passage_span,
     preview,
@@ -77,6 +79,25 @@ def test_a_character_name_matches_either_apostrophe() -> None:
 def test_speaker_asked_offers_the_name_and_its_first_word() -> None:
     assert speaker_asked("What did Grog Strongjaw say about Pike?") == ["Grog Strongjaw", "Grog"]
     assert speaker_asked("where is the key") == []
+
+
+def test_named_forms_are_the_capitalised_words_and_their_pairs() -> None:
+    assert named_forms("What did Grog Strongjaw say about Vex's bow?") == [
+        "grog strongjaw",
+        "grog",
+        "what",
+        "strongjaw",
+        "vex",
+        "what grog",
+        "strongjaw vex",
+    ]
+    # lower-case words name no one: "all" is not the table's chorus (CRD3's speaker ALL)
+    assert named_forms("where did they all go?") == []
+
+
+def test_a_question_in_the_first_person_speaks_of_its_asker() -> None:
+    assert all(map(first_person, ["What did I buy?", "what did i promise", "I’m sure", "Where is my sword", "tell me"]))
+    assert not any(map(first_person, ["what did we find", "i.e. the sword", "Where is Mycroft?", "what did Grog say"]))
 
 
 def test_last_session_skips_the_one_still_running() -> None:
