@@ -40,6 +40,13 @@ PASSAGE_TERMS_PER_WORD = 0.5
 PASSAGE_TF = True
 #: How much a long line's best passage counts against the line whole (0: found, to be shown, but not scored).
 PASSAGE_WEIGHT = 1.0
+#: A line ranks as the hit it shows: its BM25 plus this much of what the lines shown beside it (within ``context``
+#: in its session, fetched) add, the query's terms it lacks, each once at its best neighbour's score. Conversation
+#: spreads an answer's words over adjacent turns (a question and its reply). CRD3 dev at 10 lines: .675 -> .700 for
+#: 0.25 to 1 (0.25 lost one LongMemEval dev question). Adding the neighbours' whole scores counted a word both say
+#: twice (the DM's dev questions, 10 lines: .500 -> .417); a line shown alone (``alone_from`` words) counts none:
+#: its neighbours are not read (counting them lost 1-2 of 60 on LongMemEval dev). 0: each line alone.
+NEIGHBOUR_WEIGHT = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +59,7 @@ class Term:
 @dataclass(frozen=True, slots=True)
 class LineScore:
     entry_id: int
-    score: float
+    score: float  # its BM25, with what its neighbours add (``NEIGHBOUR_WEIGHT``)
     terms: tuple[str, ...]  # the query's terms the line holds
     passage: tuple[int, int] | None = None  # a long line's best passage: its first and last term's positions
 
@@ -179,10 +186,12 @@ async def candidates(
     speakers: Sequence[str] | None = None,
     excluded: Collection[tuple[str, int]] = (),
     context: int = 1,
+    alone_from: int | None = None,
     budget: int = FETCH_BUDGET,
 ) -> Candidates:
     """In one statement (a recall's round trips were most of its time): the ``limit`` lines with the highest BM25
-    for ``query`` (the question and its expansions, each weighted; best first, ties to the newer line;
+    for ``query`` (the question and its expansions, each weighted; a line of fewer than ``alone_from`` words, None:
+    any, with what its neighbours add, see ``NEIGHBOUR_WEIGHT``; best first, ties to the newer line;
     ``session_ids`` / ``speakers``, case-insensitive, keep only those lines; ``excluded``, (speaker lowercased,
     session id) pairs, leaves out a speaker's lines of a session), the BM25 of the lines ``also`` (those
     of windows found by meaning: any session or speaker), which of them mention ``entity_ids``, and every one of
@@ -193,7 +202,7 @@ async def candidates(
     rows = await db.fetch(
         f"""
         WITH fetched AS (
-            SELECT e.id, e.tsv, true AS fetched FROM session_entries e
+            SELECT e.id, e.session_id, e.seq, e.text, e.tsv, true AS fetched FROM session_entries e
             WHERE e.campaign_id = $1 AND $6::tsquery IS NOT NULL AND e.tsv @@ $6::tsquery
               AND ($7::bigint[] IS NULL OR e.session_id = ANY($7::bigint[]))
               AND ($8::text[] IS NULL OR lower(e.speaker) = ANY($8::text[]))
@@ -202,12 +211,12 @@ async def candidates(
                   WHERE x.session_id = e.session_id AND x.speaker = lower(e.speaker))
             {bounded}
         ), also AS (
-            SELECT e.id, e.tsv, false AS fetched FROM session_entries e
+            SELECT e.id, e.session_id, e.seq, e.text, e.tsv, false AS fetched FROM session_entries e
             WHERE e.campaign_id = $1 AND e.id = ANY($9::bigint[])
         ), base AS (
             -- tf counts 1 (a line rarely says a word twice): each term is one C-level @@ on the line's own
             -- tsvector, four times faster than unnesting it; the line's length still discounts (BM25's b)
-            SELECT l.id, l.fetched, l.tsv, length(l.tsv) AS dl, m.score, m.terms
+            SELECT l.id, l.session_id, l.seq, l.text, l.fetched, l.tsv, length(l.tsv) AS dl, m.score, m.terms
             FROM (SELECT * FROM fetched UNION ALL SELECT * FROM also) l CROSS JOIN LATERAL (
                 SELECT sum(w.weight) AS score, array_agg(w.term ORDER BY w.term) AS terms
                 FROM unnest($2::text[], $3::float8[], $4::tsquery[]) AS w(term, weight, q)
@@ -236,13 +245,37 @@ async def candidates(
             ) w
             ORDER BY id, best DESC, first
         ), scored AS (
-            SELECT b.id, b.fetched, b.terms, CASE WHEN p.id IS NOT NULL THEN ARRAY[p.first, p.last] END AS passage,
+            SELECT b.id, b.session_id, b.seq, b.text, b.dl, b.fetched, b.terms,
+                   CASE WHEN p.id IS NOT NULL THEN ARRAY[p.first, p.last] END AS passage,
                    greatest(b.score * ({K1} + 1) / (1 + {K1} * (1 - {B} + {B} * b.dl / $5::float8)),
-                            {float(PASSAGE_WEIGHT)} * p.best) AS score
+                            {float(PASSAGE_WEIGHT)} * p.best) AS score,
+                   ({K1} + 1) / (1 + {K1} * (1 - {B} + {B} * b.dl / $5::float8)) AS norm
             FROM base b LEFT JOIN passages p ON p.id = b.id
+        ), places AS MATERIALIZED (  -- each short fetched line at each place beside it (shown alone: none)
+            SELECT s.id, s.session_id, s.seq + d AS seq, s.terms FROM (
+                SELECT id, session_id, seq, terms FROM scored
+                WHERE {float(NEIGHBOUR_WEIGHT)} <> 0 AND fetched AND ($16::int IS NULL OR dl < $16::int AND cardinality(
+                    -- its words split at ASCII whitespace as recall_rank counts them: 6x faster than a regexp
+                    array_remove(string_to_array(translate(text, E'\\t\\n\\r\\f\\v', '     '), ' '), '')) < $16::int)
+                OFFSET 0  -- words counted once a line, not once a place
+            ) s CROSS JOIN generate_series(-$12::int, $12::int) d
+            WHERE d <> 0  -- materialized: else joined by session alone, every pair of a session's lines
+        ), beside AS (  -- the query's terms a fetched line lacks that a fetched line shown beside it says
+            SELECT id, sum(best) AS score FROM (
+                SELECT p.id, max(w.weight * n.norm) AS best
+                FROM places p JOIN scored n ON n.fetched AND n.session_id = p.session_id AND n.seq = p.seq
+                CROSS JOIN unnest(n.terms) said(term)
+                JOIN unnest($2::text[], $3::float8[]) AS w(term, weight) ON w.term = said.term
+                WHERE NOT said.term = ANY(p.terms)
+                GROUP BY p.id, w.term
+            ) t GROUP BY id
         ), lexical AS (
             SELECT id, score, terms, passage, row_number() OVER (ORDER BY score DESC, id DESC) AS rank
-            FROM (SELECT * FROM scored WHERE fetched ORDER BY score DESC, id DESC LIMIT $10) best
+            FROM (
+                SELECT s.id, s.terms, s.passage, s.score + {float(NEIGHBOUR_WEIGHT)} * coalesce(n.score, 0) AS score
+                FROM scored s LEFT JOIN beside n ON n.id = s.id
+                WHERE s.fetched ORDER BY score DESC, s.id DESC LIMIT $10
+            ) best
         ), found AS (
             SELECT e.id, e.session_id, e.seq FROM session_entries e
             WHERE e.campaign_id = $1 AND e.id = ANY(ARRAY(SELECT id FROM lexical) || $9::bigint[])
@@ -281,6 +314,7 @@ async def candidates(
         int(PASSAGE_WORDS),  # the bench may set it as a float
         [speaker for speaker, _ in excluded],
         [session for _, session in excluded],
+        alone_from,
     )
     lines = [
         Line(

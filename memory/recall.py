@@ -173,6 +173,7 @@ async def recall(
         speakers=speakers,
         excluded=other,
         context=rank.CONTEXT,
+        alone_from=rank.ALONE_FROM,
     )
     entries = found.lines
     lexical = [f.entry_id for f in found.lexical]
