@@ -137,8 +137,10 @@ async def recall(
     who asks, as the session's lines name them; a question in the first person ("what did I promise her?") prefers
     their lines."""
     query = _clipped(query)
-    voices = await _speakers(mem, rank.named_forms(query), dm=dm)
-    parsed = rank.parse(query, voices)
+    forms = rank.named_forms(query)
+    # "what did Grog say" filters by who said it: known first; else who it names only lifts lines, read beside
+    voices = await _speakers(mem, forms, dm=dm) if rank.speaker_asked(query) else None
+    parsed = rank.parse(query, voices or ())
     sessions = await _sessions(mem, parsed.filters)
     if sessions == []:
         return []  # "in session 12" of a campaign with 3
@@ -157,11 +159,14 @@ async def recall(
             return [], []
         return await _vectors(mem, embedder, embedding or query, sessions, speakers, other)
 
-    # the names and the vectors need nothing of each other: on a pool, each on its own connection at once
+    async def named_voices() -> list[rank.Speaker]:
+        return voices if voices is not None else await _speakers(mem, forms, dm=dm)
+
+    # the names, the vectors and the speakers need nothing of each other: on a pool, each on its own connection
     if isinstance(mem.db, asyncpg.Pool):
-        (named, terms), (near, windows) = await asyncio.gather(lexical_query(), nearest())
+        (named, terms), (near, windows), said = await asyncio.gather(lexical_query(), nearest(), named_voices())
     else:
-        (named, terms), (near, windows) = await lexical_query(), await nearest()
+        (named, terms), (near, windows), said = await lexical_query(), await nearest(), await named_voices()
     found = await lexical_ranker.candidates(
         mem.db,
         mem.campaign_id,
@@ -180,7 +185,7 @@ async def recall(
     best = _best_lines(found.scored, windows, entries, speakers, other)
     vector = [*dict.fromkeys([*(i for i in near if i in entries), *best])]
     candidates = [*dict.fromkeys([*lexical, *vector])]
-    said_by = _said_by(voices, asker if rank.first_person(query) else None) if not speakers else set()
+    said_by = _said_by(said, asker if rank.first_person(query) else None) if not speakers else set()
     mentioning = found.mentioning.intersection(candidates) | {
         i for i in candidates if i in entries and entries[i].speaker.casefold() in said_by
     }
