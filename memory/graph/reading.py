@@ -67,8 +67,8 @@ class Reading(EntityLookup):
                 WHERE r.campaign_id = $1 AND {touching} AND r.valid_to IS NULL AND {visible("r", include_secret)}
                   AND {visible("s", include_secret)} AND (t.id IS NULL OR {visible("t", include_secret)})
             ), kept AS (
-                SELECT f.*, (f.type = 'took_part_in' AND f.source_id = $2 AND starts_with(f.target_name, $5))
-                    AS session_link
+                SELECT f.*, coalesce(f.type = 'took_part_in' AND f.source_id = $2 AND starts_with(f.target_name, $5),
+                    false) AS session_link  -- a value has no target name: a fact
                 FROM f
             )
             (SELECT kept.*, count(*) OVER () AS total FROM kept WHERE NOT session_link ORDER BY id DESC LIMIT $3)

@@ -111,10 +111,12 @@ async def test_the_sessions_an_entity_took_part_in_are_one_fact(campaign: Campai
     grog = await grog_with_his_axe(campaign, nights=5)
     death = await g.add_entity(EntityIn(name="Death of Jazna", type=EntityType.event))  # of the story: a fact
     await g.add_relationship(RelationshipIn(source_id=grog.id, type="took_part_in", target_id=death.id))
+    await g.add_relationship(RelationshipIn(source_id=grog.id, type="took_part_in", value="Session: the heist"))
     (named,) = await named_entities(campaign, "what did Grog do?", dm=False)
     assert named.fact_lines() == [
         "Craven Edge —owned_by→ Grog",
         "Grog —took_part_in→ Death of Jazna",
+        "Grog —took_part_in→ Session: the heist",  # a value, no session's event: a fact
         "took part in 5 sessions: Session: Night 5, Session: Night 4, Session: Night 3 and 2 earlier",
     ]
     (night,) = await named_entities(campaign, "what happened in Session: Night 2?", dm=True)
