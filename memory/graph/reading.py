@@ -11,6 +11,7 @@ from memory.graph.sql import (
     REL_SELECT,
     REL_SELECT_FROM,
     entity_from_row,
+    played_at,
     readable_facts,
     rel_select,
     relationship_from_row,
@@ -74,11 +75,7 @@ class Reading(EntityLookup):
             (SELECT kept.*, count(*) OVER () AS total FROM kept WHERE NOT session_link ORDER BY id DESC LIMIT $3)
             UNION ALL
             (SELECT kept.*, count(*) OVER () AS total FROM kept WHERE session_link
-             ORDER BY (  -- in the order the sessions were played, which an import may set long after
-                SELECT started_at FROM sessions WHERE campaign_id = $1 AND id = coalesce(
-                    kept.provenance ->> 'session_id',
-                    (SELECT t.provenance ->> 'session_id' FROM entities t WHERE t.id = kept.target_id))::bigint
-             ) DESC NULLS LAST, id DESC LIMIT $4)
+             ORDER BY {played_at("kept")} DESC NULLS LAST, id DESC LIMIT $4)
             """,
             self.campaign_id,
             entity_id,
@@ -155,12 +152,7 @@ class Reading(EntityLookup):
             WHERE r.campaign_id = $1 AND r.valid_to IS NULL AND {visible("r", include_secret)}
               AND r.source_id = ANY($2::bigint[]) AND (r.target_id IS NULL OR r.target_id = ANY($2::bigint[]))
               AND (r.source_id = $3 OR r.target_id = $3 OR $4 > 1)
-            ORDER BY r.source_id <> $3, r.type, (
-                -- took_part_in: in the order the sessions were played, which an import may set long after
-                SELECT started_at FROM sessions
-                WHERE campaign_id = $1
-                  AND id = coalesce(r.provenance ->> 'session_id', t.provenance ->> 'session_id')::bigint
-            ) NULLS FIRST, r.id
+            ORDER BY r.source_id <> $3, r.type, {played_at("r")} NULLS FIRST, r.id
             """,
             self.campaign_id,
             ids,
@@ -313,13 +305,10 @@ def _identity_sql(include_secret: bool, mention: bool) -> str:
     )
     SELECT ent.*,
         coalesce((
-            SELECT jsonb_agg(to_jsonb(facts) - 'other' ORDER BY facts.source_id <> ent.id, facts.type, (
-                -- took_part_in: in the order the sessions were played, which an import may set long after
-                SELECT started_at FROM sessions s
-                WHERE s.campaign_id = $1 AND s.id = coalesce(
-                    facts.provenance ->> 'session_id',
-                    (SELECT t.provenance ->> 'session_id' FROM entities t WHERE t.id = facts.target_id))::bigint
-            ) NULLS FIRST, facts.id)
+            SELECT jsonb_agg(
+                to_jsonb(facts) - 'other'
+                ORDER BY facts.source_id <> ent.id, facts.type, {played_at("facts")} NULLS FIRST, facts.id
+            )
             FROM facts
         ), '[]'::jsonb) AS facts,
         coalesce((

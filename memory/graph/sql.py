@@ -125,6 +125,17 @@ def said_at(provenance: str) -> str:
     ))"""
 
 
+def played_at(fact: str) -> str:
+    """SQL: when the session a fact (alias ``fact``; ``$1`` the campaign) was heard in was played, else the session
+    its target stands for (a ``took_part_in`` edge to the session's event): the order sessions were played in, which
+    an import may set long after they were written."""
+    return f"""(
+        SELECT started_at FROM sessions WHERE campaign_id = $1 AND id = coalesce(
+            {fact}.provenance ->> 'session_id',
+            (SELECT t.provenance ->> 'session_id' FROM entities t WHERE t.id = {fact}.target_id))::bigint
+    )"""
+
+
 def bare(text: str) -> str:
     """SQL: the text ``text`` (an expression) as the recogniser's matcher tells names apart, by their letters and
     digits only: "ironhold" of "Iron Hold", "Iron-hold" and "ironhold" (casefolded and accents dropped as in
