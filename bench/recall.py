@@ -503,11 +503,11 @@ async def load_wiki_entities(mem: CampaignMemory, path: Path, limit: int = 300, 
             if pc is not None:
                 plays = {k: v for k, v in pc.get("attributes", {}).items() if k == "played_by"}
                 entity = EntityIn(name=name, type=EntityType.player, aliases=pc.get("aliases") or [], attributes=plays)
-            with contextlib.suppress(MemoryError_):  # a name clashing with another's alias is skipped
-                try:
-                    await mem.graph.add_entity(entity)
-                except MemoryError_:  # an alias clashing with another's name: the character without it
-                    await mem.graph.add_entity(entity.model_copy(update={"aliases": []}))
+            # an alias clashing with another's name: the character without it; a name clashing: skipped
+            for version in (entity, entity.model_copy(update={"aliases": []})) if entity.aliases else (entity,):
+                with contextlib.suppress(MemoryError_):
+                    await mem.graph.add_entity(version)
+                    break
 
 
 async def _run_jobs(memory: Memory, args: argparse.Namespace, drop: tuple[str, ...]) -> None:
