@@ -80,3 +80,26 @@ async def test_a_line_shown_alone_counts_no_neighbour(campaign: CampaignMemory) 
         return next(line.score for line in found.lexical if line.entry_id == ids[5])
 
     assert await score(ALONE_FROM) < await score(None)  # None: every line is read with its neighbours
+
+
+async def test_a_line_saying_the_questions_rarest_word_outranks_a_short_one_saying_its_commonest(
+    campaign: CampaignMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BM25 adds up its terms, so "Come on." (two words, the common "come") beat a narration saying "festival";
+    scaled by the share of the question each covers, the narration comes first."""
+    narration = (
+        "The innkeeper wipes the bar and tells you the whole town is busy hanging lanterns, because the "
+        "Winter's Crest festival begins in two weeks and the mayor wants the square ready."
+    )
+    ids = await said(
+        campaign,
+        "One",
+        [*FILLER[:6], ("LAURA", "Come on."), *FILLER[6:12], ("DM", narration), *FILLER[12:18], ("SAM", "Come on!")],
+    )
+    later = await said(campaign, "Two", [*FILLER[18:22], ("TRAVIS", "Come on, come on."), ("LIAM", "They come back.")])
+    question = "what festival is coming up?"
+    assert lexical.COVERAGE_POWER > 0
+    assert (await ranked(campaign, question))[0] == ids[13]
+
+    monkeypatch.setattr(lexical, "COVERAGE_POWER", 0.0)  # BM25 alone: a short line of the common word first
+    assert (await ranked(campaign, question))[0] in {ids[6], ids[-1], later[4], later[5]}
