@@ -61,6 +61,7 @@ class Term:
     text: str  # a stem as the tsvector holds it
     lines: int  # document frequency
     weight: float  # the query's weight for it (1 for its own words; less for an alias it was expanded with)
+    expanded: bool = False  # also a word of a name or alias the query was expanded with
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,12 +125,13 @@ async def query_terms(
     rows = await db.fetch(
         """
         WITH stems AS (
-            SELECT u AS term, max(p.weight) AS weight
+            SELECT u AS term, max(p.weight) AS weight, bool_or(p.weight < 1) AS expanded
             FROM unnest($2::text[], $3::float8[]) AS p(phrase, weight),
                  unnest(tsvector_to_array(to_tsvector('english', searchable(p.phrase)))) u
             GROUP BY u
         )
-        SELECT s.term, s.weight, coalesce(t.lines, 0) AS lines, c.lines AS corpus_lines, c.terms AS corpus_terms
+        SELECT s.term, s.weight, s.expanded, coalesce(t.lines, 0) AS lines,
+               c.lines AS corpus_lines, c.terms AS corpus_terms
         FROM (SELECT 1) one
         LEFT JOIN recall_corpus c ON c.campaign_id = $1
         LEFT JOIN stems s ON true
@@ -141,7 +143,11 @@ async def query_terms(
     )
     first = rows[0]  # the LEFT JOINs from one row always give one
     lines, length = (first["corpus_lines"], first["corpus_terms"]) if first["corpus_lines"] is not None else (0, 0)
-    terms = [Term(r["term"], r["lines"], r["weight"]) for r in rows if r["term"] is not None and r["lines"] > 0]
+    terms = [
+        Term(r["term"], r["lines"], r["weight"], r["expanded"])
+        for r in rows
+        if r["term"] is not None and r["lines"] > 0
+    ]
     return sorted(terms, key=lambda t: t.text), lines, length / lines if lines else 1.0
 
 
@@ -223,10 +229,12 @@ async def candidates(
         ), base AS (
             -- tf counts 1 (a line rarely says a word twice): each term is one C-level @@ on the line's own
             -- tsvector, four times faster than unnesting it; the line's length still discounts (BM25's b)
-            SELECT l.id, l.session_id, l.seq, l.text, l.fetched, l.tsv, length(l.tsv) AS dl, m.score, m.terms
+            SELECT l.id, l.session_id, l.seq, l.text, l.fetched, l.tsv, length(l.tsv) AS dl, m.score, m.terms,
+                   m.plain, m.named, m.alias
             FROM (SELECT * FROM fetched UNION ALL SELECT * FROM also) l CROSS JOIN LATERAL (
-                SELECT sum(w.weight) AS score, array_agg(w.term ORDER BY w.term) AS terms
-                FROM unnest($2::text[], $3::float8[], $4::tsquery[]) AS w(term, weight, q)
+                SELECT {_aliases_once("w.weight", "w")} AS score, array_agg(w.term ORDER BY w.term) AS terms,
+                       {_COVERED.format(w="w")}
+                FROM unnest($2::text[], $3::float8[], $4::tsquery[], $17::int[]) AS w(term, weight, q, kind)
                 WHERE l.tsv @@ w.q
             ) m
             WHERE m.score > 0
@@ -234,25 +242,27 @@ async def candidates(
             -- a long line also scores as its best passage: where it says each term, from its tsvector's positions
             -- (only long lines, all at once: a subquery a line cost more; setweight + ts_filter keep the query's
             -- lexemes in C, a third of the cost of unnesting them all)
-            SELECT b.id, w.term, w.weight, p AS pos
+            SELECT b.id, w.term, w.weight, w.kind, p AS pos
             FROM (SELECT DISTINCT ON (id) id, tsv FROM base WHERE dl > $13::int * {PASSAGE_TERMS_PER_WORD}) b,
                  unnest(ts_filter(setweight(b.tsv, 'A', $2::text[]), '{{a}}')) u,
-                 unnest($2::text[], $3::float8[]) AS w(term, weight), unnest(u.positions) p
+                 unnest($2::text[], $3::float8[], $17::int[]) AS w(term, weight, kind), unnest(u.positions) p
             WHERE $13::int > 0 AND w.term = u.lexeme  -- a line both fetched and found by meaning: once
         ), windows AS (  -- each window of $13 words that starts at a term, by term
-            SELECT s.id, s.pos AS first, h.term, h.weight, max(h.pos) AS last, {"count(*)" if PASSAGE_TF else "1"} AS tf
+            SELECT s.id, s.pos AS first, h.term, h.weight, h.kind, max(h.pos) AS last,
+                   {"count(*)" if PASSAGE_TF else "1"} AS tf
             FROM hits s JOIN hits h ON h.id = s.id AND h.pos >= s.pos AND h.pos < s.pos + $13::int
-            GROUP BY s.id, s.pos, h.term, h.weight
+            GROUP BY s.id, s.pos, h.term, h.weight, h.kind
         ), passages AS (  -- each long line's best window, scored as a line of a passage's length
             SELECT DISTINCT ON (id) id, first, last, best FROM (
-                SELECT id, first, max(last) AS last,
-                       sum(weight * tf * ({K1} + 1)
-                           / (tf + {K1} * (1 - {B} + {B} * $13::int * {PASSAGE_TERMS_PER_WORD} / $5::float8))) AS best
-                FROM windows GROUP BY id, first
+                SELECT id, first, max(last) AS last, {_aliases_once("t.score", "t")} AS best FROM (
+                    SELECT id, first, last, kind, weight * tf * ({K1} + 1)
+                           / (tf + {K1} * (1 - {B} + {B} * $13::int * {PASSAGE_TERMS_PER_WORD} / $5::float8)) AS score
+                    FROM windows
+                ) t GROUP BY id, first
             ) w
             ORDER BY id, best DESC, first
         ), scored AS (
-            SELECT b.id, b.session_id, b.seq, b.text, b.dl, b.fetched, b.terms, b.score AS covered,
+            SELECT b.id, b.session_id, b.seq, b.text, b.dl, b.fetched, b.terms, b.plain, b.named, b.alias,
                    CASE WHEN p.id IS NOT NULL THEN ARRAY[p.first, p.last] END AS passage,
                    greatest(b.score * ({K1} + 1) / (1 + {K1} * (1 - {B} + {B} * b.dl / $5::float8)),
                             {float(PASSAGE_WEIGHT)} * p.best) AS score,
@@ -268,21 +278,21 @@ async def candidates(
             ) s CROSS JOIN generate_series(-$12::int, $12::int) d
             WHERE d <> 0  -- materialized: else joined by session alone, every pair of a session's lines
         ), beside AS (  -- the query's terms a fetched line lacks that a fetched line shown beside it says
-            SELECT id, sum(best) AS score, sum(weight) AS covered FROM (
-                SELECT p.id, max(w.weight * n.norm) AS best, max(w.weight) AS weight
+            SELECT id, {_aliases_once("t.best", "t")} AS score, {_COVERED.format(w="t")} FROM (
+                SELECT p.id, max(w.weight * n.norm) AS best, w.weight, w.kind
                 FROM places p JOIN scored n ON n.fetched AND n.session_id = p.session_id AND n.seq = p.seq
                 CROSS JOIN unnest(n.terms) said(term)
-                JOIN unnest($2::text[], $3::float8[]) AS w(term, weight) ON w.term = said.term
+                JOIN unnest($2::text[], $3::float8[], $17::int[]) AS w(term, weight, kind) ON w.term = said.term
                 WHERE NOT said.term = ANY(p.terms)
-                GROUP BY p.id, w.term
+                GROUP BY p.id, w.term, w.weight, w.kind
             ) t GROUP BY id
         ), lexical AS (
             SELECT id, score, terms, passage, row_number() OVER (ORDER BY score DESC, id DESC) AS rank
             FROM (
                 SELECT s.id, s.terms, s.passage,
                        (s.score + {float(NEIGHBOUR_WEIGHT)} * coalesce(n.score, 0))
-                       * power(least(1.0, (s.covered + {float(NEIGHBOUR_WEIGHT)} * coalesce(n.covered, 0))
-                                          / $17::float8), {float(COVERAGE_POWER)}) AS score
+                       * power(least(1.0, {_coverage("s", "n", NEIGHBOUR_WEIGHT)} / $18::float8),
+                               {float(COVERAGE_POWER)}) AS score
                 FROM scored s LEFT JOIN beside n ON n.id = s.id
                 WHERE s.fetched ORDER BY score DESC, s.id DESC LIMIT $10
             ) best
@@ -325,8 +335,9 @@ async def candidates(
         [speaker for speaker, _ in excluded],
         [session for _, session in excluded],
         alone_from,
-        # the question's own terms: a line saying an alias it was expanded with covers its name's share
-        sum(idf(t.lines, query.lines) for t in query.terms if t.weight >= 1) or 1.0,
+        [_kind(t) for t in query.terms],
+        sum(idf(t.lines, query.lines) for t in query.terms if _kind(t) != ALIAS) or 1.0,
+        sum(idf(t.lines, query.lines) for t in query.terms if _kind(t) == NAMED),
     )
     lines = [
         Line(
@@ -344,6 +355,43 @@ async def candidates(
         off_game={r["id"] for r in rows if r["off_game"]},
         around=lines,
     )
+
+
+#: What a query's term is to coverage: one of the question's words, one that also names an entity it names, or only
+#: a word of a name or alias the question was expanded with.
+PLAIN, NAMED, ALIAS = 0, 1, 2
+#: A line's (or its neighbours') IDF-weights of the query's terms it says, by kind (SQL; ``w``: the terms' alias).
+_COVERED = (
+    "coalesce(sum({w}.weight) FILTER (WHERE {w}.kind = 0), 0) AS plain, "
+    "coalesce(sum({w}.weight) FILTER (WHERE {w}.kind = 1), 0) AS named, "
+    "coalesce(sum({w}.weight) FILTER (WHERE {w}.kind = 2), 0) AS alias"
+)
+
+
+def _aliases_once(score: str, term: str) -> str:
+    """SQL aggregate: the sum of the terms' ``score`` but the aliases a question was expanded with, which count as one,
+    the best of them (``term``: the terms' alias): a name is said once, however many words its full form has
+    ("Percival Fredrickstein von Musel Klossowski de Rolo" for "Percy")."""
+    return (
+        f"coalesce(sum({score}) FILTER (WHERE {term}.kind <> {ALIAS}), 0)"
+        f" + coalesce(max({score}) FILTER (WHERE {term}.kind = {ALIAS}), 0)"
+    )
+
+
+def _kind(term: Term) -> int:
+    return ALIAS if term.weight < 1 else NAMED if term.expanded else PLAIN
+
+
+def _coverage(line: str, beside: str, weight: float) -> str:
+    """SQL: the IDF-weight of the question a line covers, what is said beside it counting ``weight``. A name's share
+    (``$19``, its words in the question) is covered once: by the question's own words for it or by the aliases it
+    was expanded with, whichever says more ("Eldrinax" covers "the Ember Wyrm", "Percival ... de Rolo" only
+    "Percy")."""
+
+    def said(kind: str) -> str:
+        return f"({line}.{kind} + {float(weight)} * coalesce({beside}.{kind}, 0))"
+
+    return f"({said('plain')} + greatest({said('named')}, least({said('alias')}, $19::float8)))"
 
 
 def _span(passage: list[int] | None) -> tuple[int, int] | None:

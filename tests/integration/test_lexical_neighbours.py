@@ -103,3 +103,21 @@ async def test_a_line_saying_the_questions_rarest_word_outranks_a_short_one_sayi
 
     monkeypatch.setattr(lexical, "COVERAGE_POWER", 0.0)  # BM25 alone: a short line of the common word first
     assert (await ranked(campaign, question))[0] in {ids[6], ids[-1], later[4], later[5]}
+
+
+async def test_a_long_alias_counts_as_the_name_it_stands_for(campaign: CampaignMemory) -> None:
+    """A question naming Percy is expanded with his full name. Said whole, its seven rare words count as one name,
+    not seven of the question's words: the line about the smoke in his gun comes first, not his introduction."""
+    full = "Percival Fredrickstein von Musel Klossowski de Rolo"
+    ids = await said(
+        campaign,
+        "One",
+        [*FILLER[:6], ("TALIESIN", f"{full}, at your service."), *FILLER[6:12]]
+        + [("DM", "The smoke pours from Percy's gun and takes the shape of a figure."), *FILLER[12:18]],
+    )
+    await said(campaign, "Two", [*FILLER[18:22], ("DM", "Smoke rises from the chimney.")])
+    question = "what was the smoke creature in Percy's gun called?"
+    query = await lexical.prepare(campaign.db, campaign.campaign_id, [(question, 1.0), ("Percy", 0.7), (full, 0.7)])
+    found = await lexical.candidates(campaign.db, campaign.campaign_id, query, limit=10, alone_from=ALONE_FROM)
+    ranked = [line.entry_id for line in found.lexical]
+    assert ranked[0] == ids[13] and ranked[-1] == ids[6]
