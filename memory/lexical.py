@@ -6,6 +6,8 @@ triggers keep in step with ``session_entries`` in the writing transaction (migra
 nothing another campaign can see. ``ts_rank_cd`` has no IDF, so a line saying only a common name tied with the
 line holding the question's rare words; here the rare words weigh what they should. A long line also scores as its
 best passage (``PASSAGE_WORDS``), read from its tsvector's positions, which recall shows instead of the whole line.
+A line's score is scaled by the share of the question it says (``COVERAGE_POWER``), and a name's aliases the
+question was expanded with count as one word.
 
 To stay flat as a campaign grows, candidate lines are fetched through the GIN index by the query's rarest terms
 only, up to ``FETCH_BUDGET`` lines; the commoner terms score those lines but fetch none (a line holding only
@@ -70,6 +72,46 @@ class LineScore:
     score: float  # its BM25, with what its neighbours add (``NEIGHBOUR_WEIGHT``)
     terms: tuple[str, ...]  # the query's terms the line holds
     passage: tuple[int, int] | None = None  # a long line's best passage: its first and last term's positions
+
+
+#: What a query's term is to coverage: one of the question's words, one that also names an entity it names, or only
+#: a word of a name or alias the question was expanded with.
+PLAIN, NAMED, ALIAS = 0, 1, 2
+
+
+def _covered(term: str) -> str:
+    """SQL aggregates: a line's (or its neighbours') IDF-weights of the query's terms it says, by kind (``term``: the
+    terms' alias)."""
+    return ", ".join(
+        f"coalesce(sum({term}.weight) FILTER (WHERE {term}.kind = {kind}), 0) AS {name}"
+        for name, kind in (("plain", PLAIN), ("named", NAMED), ("alias", ALIAS))
+    )
+
+
+def _aliases_once(score: str, term: str) -> str:
+    """SQL aggregate: the sum of the terms' ``score`` but the aliases a question was expanded with, which count as one,
+    the best of them (``term``: the terms' alias): a name is said once, however many words its full form has
+    ("Percival Fredrickstein von Musel Klossowski de Rolo" for "Percy")."""
+    return (
+        f"coalesce(sum({score}) FILTER (WHERE {term}.kind <> {ALIAS}), 0)"
+        f" + coalesce(max({score}) FILTER (WHERE {term}.kind = {ALIAS}), 0)"
+    )
+
+
+def _kind(term: Term) -> int:
+    return ALIAS if term.weight < 1 else NAMED if term.expanded else PLAIN
+
+
+def _coverage(line: str, beside: str, weight: float) -> str:
+    """SQL: the IDF-weight of the question a line covers, what is said beside it counting ``weight``. A name's share
+    (``$19``, its words in the question) is covered once: by the question's own words for it or by the aliases it
+    was expanded with, whichever says more ("Eldrinax" covers "the Ember Wyrm", "Percival ... de Rolo" only
+    "Percy")."""
+
+    def said(kind: str) -> str:
+        return f"({line}.{kind} + {float(weight)} * coalesce({beside}.{kind}, 0))"
+
+    return f"({said('plain')} + greatest({said('named')}, least({said('alias')}, $19::float8)))"
 
 
 def idf(lines_with_term: int, lines: int) -> float:
@@ -233,7 +275,7 @@ async def candidates(
                    m.plain, m.named, m.alias
             FROM (SELECT * FROM fetched UNION ALL SELECT * FROM also) l CROSS JOIN LATERAL (
                 SELECT {_aliases_once("w.weight", "w")} AS score, array_agg(w.term ORDER BY w.term) AS terms,
-                       {_COVERED.format(w="w")}
+                       {_covered("w")}
                 FROM unnest($2::text[], $3::float8[], $4::tsquery[], $17::int[]) AS w(term, weight, q, kind)
                 WHERE l.tsv @@ w.q
             ) m
@@ -278,7 +320,7 @@ async def candidates(
             ) s CROSS JOIN generate_series(-$12::int, $12::int) d
             WHERE d <> 0  -- materialized: else joined by session alone, every pair of a session's lines
         ), beside AS (  -- the query's terms a fetched line lacks that a fetched line shown beside it says
-            SELECT id, {_aliases_once("t.best", "t")} AS score, {_COVERED.format(w="t")} FROM (
+            SELECT id, {_aliases_once("t.best", "t")} AS score, {_covered("t")} FROM (
                 SELECT p.id, max(w.weight * n.norm) AS best, w.weight, w.kind
                 FROM places p JOIN scored n ON n.fetched AND n.session_id = p.session_id AND n.seq = p.seq
                 CROSS JOIN unnest(n.terms) said(term)
@@ -355,43 +397,6 @@ async def candidates(
         off_game={r["id"] for r in rows if r["off_game"]},
         around=lines,
     )
-
-
-#: What a query's term is to coverage: one of the question's words, one that also names an entity it names, or only
-#: a word of a name or alias the question was expanded with.
-PLAIN, NAMED, ALIAS = 0, 1, 2
-#: A line's (or its neighbours') IDF-weights of the query's terms it says, by kind (SQL; ``w``: the terms' alias).
-_COVERED = (
-    "coalesce(sum({w}.weight) FILTER (WHERE {w}.kind = 0), 0) AS plain, "
-    "coalesce(sum({w}.weight) FILTER (WHERE {w}.kind = 1), 0) AS named, "
-    "coalesce(sum({w}.weight) FILTER (WHERE {w}.kind = 2), 0) AS alias"
-)
-
-
-def _aliases_once(score: str, term: str) -> str:
-    """SQL aggregate: the sum of the terms' ``score`` but the aliases a question was expanded with, which count as one,
-    the best of them (``term``: the terms' alias): a name is said once, however many words its full form has
-    ("Percival Fredrickstein von Musel Klossowski de Rolo" for "Percy")."""
-    return (
-        f"coalesce(sum({score}) FILTER (WHERE {term}.kind <> {ALIAS}), 0)"
-        f" + coalesce(max({score}) FILTER (WHERE {term}.kind = {ALIAS}), 0)"
-    )
-
-
-def _kind(term: Term) -> int:
-    return ALIAS if term.weight < 1 else NAMED if term.expanded else PLAIN
-
-
-def _coverage(line: str, beside: str, weight: float) -> str:
-    """SQL: the IDF-weight of the question a line covers, what is said beside it counting ``weight``. A name's share
-    (``$19``, its words in the question) is covered once: by the question's own words for it or by the aliases it
-    was expanded with, whichever says more ("Eldrinax" covers "the Ember Wyrm", "Percival ... de Rolo" only
-    "Percy")."""
-
-    def said(kind: str) -> str:
-        return f"({line}.{kind} + {float(weight)} * coalesce({beside}.{kind}, 0))"
-
-    return f"({said('plain')} + greatest({said('named')}, least({said('alias')}, $19::float8)))"
 
 
 def _span(passage: list[int] | None) -> tuple[int, int] | None:
