@@ -50,6 +50,8 @@ async def search(
                     f"no session titled {quoted(session_title)}; recent ones: {recent}", param_hint="--session"
                 )
             session_id = session.id
+        if speaker is not None:
+            await mem.log.check_speaker(speaker)
         hits = await mem.log.search(text, session_id=session_id, speaker=speaker, limit=limit)
         titles = {s.id: s.title for s in await mem.log.sessions()}
     if as_json:

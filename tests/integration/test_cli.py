@@ -781,6 +781,27 @@ def test_recall_of_nothing_is_a_usage_error(lk) -> None:
         assert "QUERY is empty: give words to look for" in empty.stderr
 
 
+def test_a_speaker_no_line_was_said_by_is_one_error_not_an_empty_answer(lk, tmp_path: Path) -> None:
+    """`recall --as Marsha` (for Marisha) answered as if no one asked, and `search --speaker Marsha` said "no
+    matches": the DM could not tell a typo from a question the memory cannot answer."""
+    assert lk("campaign", "create", "Whitestone").returncode == 0
+    empty = lk("recall", "--as", "Zed", "--mode", "fulltext", "what did I say")
+    assert empty.returncode == 0 and "has no lines yet" in empty.stdout  # no speakers to check against: the news
+    (tmp_path / "night.txt").write_text(
+        "DM: The Sun Tree stirs.\nMarisha: Good morning, old friend.\nMarisha: It is evening.\nSam: Hello.\n"
+    )
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night 1").returncode == 0
+    typo = lk("recall", "--as", "Marsha", "--mode", "fulltext", "what did I say to the tree")
+    assert typo.returncode == 1 and typo.stdout == ""
+    assert typo.stderr == "error: no line was said by 'Marsha' (did you mean 'Marisha'?)\n"
+    unknown = lk("search", "--speaker", "Zed", "morning")
+    assert unknown.returncode == 1
+    assert unknown.stderr == "error: no line was said by 'Zed' (the speakers: 'Marisha', 'DM', 'Sam')\n"
+    asked = lk("recall", "--as", "marisha", "--mode", "fulltext", "what did I say to the tree")
+    assert asked.returncode == 0 and "Good morning, old friend." in asked.stdout
+    assert "Good morning, old friend." in lk("search", "--speaker", "MARISHA", "morning").stdout
+
+
 async def test_a_deleted_campaign_leaves_no_job_and_ingest_warns_of_its_own_failures_only(lk, fresh_dsn: str) -> None:
     assert lk("campaign", "create", "Old").returncode == 0
     assert "background jobs queued" in lk("ingest", str(SAMPLE), "--campaign", "Old").stdout
