@@ -96,7 +96,7 @@ class RecallHit(BaseModel):
     score: float
     refs: list[str]  # source references of the L1 entries the hit covers
     entry_ids: list[int]
-    matched: list[str]  # how it was found: "vector", "fulltext"
+    matched: list[str]  # how it was found: "fulltext", "vector", "entity" (names one asked of), "speaker" (said by)
     lines: list[HitLine] = []  # what the DM reads, in reading order
 
     def answering(self) -> list[HitLine]:
@@ -186,12 +186,11 @@ async def recall(
     vector = [*dict.fromkeys([*(i for i in near if i in entries), *best])]
     candidates = [*dict.fromkeys([*lexical, *vector])]
     said_by = _said_by(said, asker if rank.first_person(query) else None) if not speakers else set()
-    mentioning = found.mentioning.intersection(candidates) | {
-        i for i in candidates if i in entries and entries[i].speaker.casefold() in said_by
-    }
+    mentioning = found.mentioning.intersection(candidates)
+    said_ids = {i for i in candidates if i in entries and entries[i].speaker.casefold() in said_by}
     # the pre-show, breaks and after-show the chunk job marked: a recap before the story says the story's words
     segments = found.off_game.intersection(candidates)
-    ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=segments)
+    ranked = rank.fuse(lexical, vector, named=mentioning, said=said_ids, table_talk=segments)
     spans: dict[int, tuple[int, int] | None] = {}
 
     def passage(i: int) -> tuple[int, int] | None:
@@ -208,7 +207,7 @@ async def recall(
         *(i for i in top if i not in segments and line_talk(_judged(entries[i].text, passage(i))) is not None),
     ]
     if len(talk) > len(segments):
-        ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=talk)
+        ranked = rank.fuse(lexical, vector, named=mentioning, said=said_ids, table_talk=talk)
     places = {i: rank.Place(i, e.session_id, e.seq, len(e.text.split())) for i, e in entries.items()}
     groups = rank.group(ranked, places, limit, alone_from=rank.ALONE_FROM)  # read here: the bench varies it
     return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays(), passage)
