@@ -787,6 +787,8 @@ def test_a_speaker_no_line_was_said_by_is_one_error_not_an_empty_answer(lk, tmp_
     assert lk("campaign", "create", "Whitestone").returncode == 0
     empty = lk("recall", "--as", "Zed", "--mode", "fulltext", "what did I say")
     assert empty.returncode == 0 and "has no lines yet" in empty.stdout  # no speakers to check against: the news
+    nothing = lk("search", "--speaker", "Zed", "morning")
+    assert nothing.returncode == 0 and nothing.stdout.startswith("'Whitestone' has no lines yet: import")
     (tmp_path / "night.txt").write_text(
         "DM: The Sun Tree stirs.\nMarisha: Good morning, old friend.\nMarisha: It is evening.\nSam: Hello.\n"
     )
