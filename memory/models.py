@@ -454,6 +454,14 @@ class Neighbourhood(BaseModel):
     relationships: list[Relationship]
     connected: list[Entity]
 
+    def hidden_from_players(self, fact: Relationship) -> bool:
+        """Whether players do not read ``fact`` on this card: it is secret, or its other end is a secret entity
+        ("Grog —enemy_of→ Vecna" with Vecna the DM's). The DM's card marks both alike."""
+        ends = {fact.source_id, fact.target_id} - {self.entity.id, None}
+        return fact.visibility == Visibility.secret or any(
+            e.id in ends and e.visibility == Visibility.secret for e in self.connected
+        )
+
     def facts_and_sessions(self, shown: int = 3, clip: Callable[[str], str] = str) -> tuple[list[Relationship], str]:
         """The relationships other than the sessions the entity took part in, and those sessions as one line
         ("" if none): the last ``shown`` played by title, the rest counted. A two-year campaign has a hundred.
