@@ -169,6 +169,10 @@ async def pending(mem: CampaignMemory) -> list[ImportBatch]:
 def batch_id(ref: str) -> int:
     """``b3`` (or ``3``) → 3."""
     text = ref.strip().casefold().removeprefix("b")
+    if text[:1] in ("e", "f") and text[1:].isdigit():  # what `review list` calls its items: a DM copies one here
+        raise InvalidInputError(
+            f"{ref!r} is a review item, not an import batch (b1, b2 …): `lorekeeper review list` shows the items"
+        )
     if not text.isdigit():
         raise InvalidInputError(f"{ref!r} is not an import batch: they are b1, b2 … (`lorekeeper review list`)")
     return int(text)

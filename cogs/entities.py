@@ -210,7 +210,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         snap, last = await visible_identity(mem, name, dm=dm, mask=mask)
         # masked before clipped: a secret name cut in half would be left whole enough to read
         others, sessions = snap.facts_and_sessions(SESSIONS_SHOWN, lambda title: clip(mask(title), 60))
-        lines = [r.describe() + (" 🔒" if r.visibility == Visibility.secret else "") for r in others]
+        lines = [r.describe() + " 🔒" * snap.hidden_from_players(r) for r in others]
         if sessions:
             lines.append(sessions)
         mentioned = await mentions(mem.db, mem.campaign_id, snap.entity.id, limit=0)

@@ -454,6 +454,14 @@ class Neighbourhood(BaseModel):
     relationships: list[Relationship]
     connected: list[Entity]
 
+    def hidden_from_players(self, fact: Relationship) -> bool:
+        """Whether players do not read ``fact`` on this card: it is secret, or its other end is a secret entity
+        ("Grog —enemy_of→ Vecna" with Vecna the DM's). The DM's card marks both alike."""
+        ends = {fact.source_id, fact.target_id} - {self.entity.id, None}
+        return fact.visibility == Visibility.secret or any(
+            e.id in ends and e.visibility == Visibility.secret for e in self.connected
+        )
+
     def facts_and_sessions(self, shown: int = 3, clip: Callable[[str], str] = str) -> tuple[list[Relationship], str]:
         """The relationships other than the sessions the entity took part in, and those sessions as one line
         ("" if none): the last ``shown`` played by title, the rest counted. A two-year campaign has a hundred.
@@ -465,11 +473,12 @@ class Neighbourhood(BaseModel):
 
 
 def took_part_line(latest: list[str], count: int, clip: Callable[[str], str] = str) -> str:
-    """The sessions an entity took part in as one line ("" if none): ``latest`` titles, the last played first, of
-    ``count`` in all, the rest counted."""
+    """The sessions an entity took part in as one line ("" if none): ``latest`` titles (of their recap events,
+    "Session: Night 4", or the sessions'), the last played first, of ``count`` in all, the rest counted."""
     if not count:
         return ""
-    titles = ", ".join(clip(title) for title in latest)
+    # the line already says "session": "Night 5, Night 4", not "Session: Night 5, Session: Night 4"
+    titles = ", ".join(clip(title.removeprefix(RECAP_PREFIX)) for title in latest)
     more = f" and {count - len(latest)} earlier" if count > len(latest) else ""
     return f"took part in {count} session{'s' * (count != 1)}: {titles}{more}"
 

@@ -24,7 +24,7 @@ from memory import lexical as lexical_ranker
 from memory import recall_rank as rank
 from memory.correction.text import normalize, spaced_form, tokenize
 from memory.gazetteer import Gazetteer
-from memory.models import ChunkHit, EntityType, Visibility, took_part_line, where_said
+from memory.models import ChunkHit, Entity, EntityType, FactsInBrief, Visibility, took_part_line, where_said
 from memory.offgame import line_talk
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
@@ -96,7 +96,7 @@ class RecallHit(BaseModel):
     score: float
     refs: list[str]  # source references of the L1 entries the hit covers
     entry_ids: list[int]
-    matched: list[str]  # how it was found: "vector", "fulltext"
+    matched: list[str]  # how it was found: "fulltext", "vector", "entity" (names one asked of), "speaker" (said by)
     lines: list[HitLine] = []  # what the DM reads, in reading order
 
     def answering(self) -> list[HitLine]:
@@ -186,12 +186,11 @@ async def recall(
     vector = [*dict.fromkeys([*(i for i in near if i in entries), *best])]
     candidates = [*dict.fromkeys([*lexical, *vector])]
     said_by = _said_by(said, asker if rank.first_person(query) else None) if not speakers else set()
-    mentioning = found.mentioning.intersection(candidates) | {
-        i for i in candidates if i in entries and entries[i].speaker.casefold() in said_by
-    }
+    mentioning = found.mentioning.intersection(candidates)
+    said_ids = {i for i in candidates if i in entries and entries[i].speaker.casefold() in said_by}
     # the pre-show, breaks and after-show the chunk job marked: a recap before the story says the story's words
     segments = found.off_game.intersection(candidates)
-    ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=segments)
+    ranked = rank.fuse(lexical, vector, named=mentioning, said=said_ids, table_talk=segments)
     spans: dict[int, tuple[int, int] | None] = {}
 
     def passage(i: int) -> tuple[int, int] | None:
@@ -208,7 +207,7 @@ async def recall(
         *(i for i in top if i not in segments and line_talk(_judged(entries[i].text, passage(i))) is not None),
     ]
     if len(talk) > len(segments):
-        ranked = rank.fuse(lexical, vector, named=mentioning, table_talk=talk)
+        ranked = rank.fuse(lexical, vector, named=mentioning, said=said_ids, table_talk=talk)
     places = {i: rank.Place(i, e.session_id, e.seq, len(e.text.split())) for i, e in entries.items()}
     groups = rank.group(ranked, places, limit, alone_from=rank.ALONE_FROM)  # read here: the bench varies it
     return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays(), passage)
@@ -497,7 +496,8 @@ async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: in
         )
         # the sessions it took part in as one line, as on its card: a player of a long campaign has a hundred
         sessions = took_part_line(brief.sessions, brief.session_count, mask)
-        known = [KnownFact(text=mask(f.describe()), secret=f.visibility == Visibility.secret) for f in brief.facts]
+        hidden = await _hidden_from_players(mem, entity, brief) if dm else set()
+        known = [KnownFact(text=mask(f.describe()), secret=f.id in hidden) for f in brief.facts]
         out.append(
             NamedEntity(
                 name=mask(entity.name),
@@ -509,6 +509,23 @@ async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: in
             )
         )
     return out
+
+
+async def _hidden_from_players(mem: CampaignMemory, entity: Entity, brief: FactsInBrief) -> set[int]:
+    """The ids of ``brief``'s facts players do not read, as its card marks them: secret, or of a secret other end
+    ("Grog —enemy_of→ Vecna" with Vecna the DM's). A secret entity's own facts are its heading's: marked when
+    secret themselves."""
+    secret = {f.id for f in brief.facts if f.visibility == Visibility.secret}
+    if entity.visibility == Visibility.secret:
+        return secret
+    ends = {f.id: {f.source_id, f.target_id} - {entity.id, None} for f in brief.facts}
+    hidden = await mem.db.fetch(
+        "SELECT id FROM entities WHERE campaign_id = $1 AND id = ANY($2::bigint[]) AND visibility = 'secret'",
+        mem.campaign_id,
+        sorted({i for other in ends.values() for i in other if i is not None}),
+    )
+    secret_ends = {r["id"] for r in hidden}
+    return secret | {f for f, other in ends.items() if other & secret_ends}
 
 
 def _shortened(description: str) -> str:

@@ -178,7 +178,7 @@ class Fused:
     vector_rank: int | None = None
     named: bool = False
     table_talk: bool = False
-    matched: list[str] = field(default_factory=list)  # "fulltext", "vector", "entity"
+    matched: list[str] = field(default_factory=list)  # "fulltext", "vector", "entity", "speaker"
 
 
 def fuse(
@@ -186,14 +186,16 @@ def fuse(
     vector: Sequence[int],
     *,
     named: Iterable[int] = (),
+    said: Iterable[int] = (),
     table_talk: Iterable[int] = (),
     k: float | None = None,
     lexical_weight: float | None = None,
     vector_weight: float | None = None,
 ) -> list[Fused]:
     """Lines ranked by both lists (entry ids, best first; a vector window is credited to its best line), each
-    counting ``weight / (k + rank)``; a line naming an entity of the question gains ``NAMED_BOOST``, table talk
-    keeps ``TABLE_TALK_FACTOR`` of its score. Ties go to the lexical list's order, then the vector list's."""
+    counting ``weight / (k + rank)``; a line naming an entity of the question, or ``said`` by a speaker it names
+    or by its asker (``SAID_BY_NAMED``), gains ``NAMED_BOOST`` once, table talk keeps ``TABLE_TALK_FACTOR`` of its
+    score. Ties go to the lexical list's order, then the vector list's."""
     k = FUSE_K if k is None else k
     lexical_weight = LEXICAL_WEIGHT if lexical_weight is None else lexical_weight
     vector_weight = VECTOR_WEIGHT if vector_weight is None else vector_weight
@@ -210,12 +212,13 @@ def fuse(
             line.vector_rank = rank
             line.score += vector_weight / (k + rank)
             line.matched.append("vector")
-    named_ids, talk_ids = set(named), set(table_talk)
+    named_ids, said_ids, talk_ids = set(named), set(said), set(table_talk)
     for line in out.values():
-        if line.entry_id in named_ids:
+        if line.entry_id in named_ids or line.entry_id in said_ids:
             line.named = True
             line.score *= 1 + NAMED_BOOST
-            line.matched.append("entity")
+            # what a DM reads as why it came up: a line said by the one asked about names no entity
+            line.matched += ["entity"] * (line.entry_id in named_ids) + ["speaker"] * (line.entry_id in said_ids)
         if line.entry_id in talk_ids:
             line.table_talk = True
             line.score *= TABLE_TALK_FACTOR

@@ -33,6 +33,8 @@ def _saying(phrases: Sequence[str]) -> str:
     return rf"\m(?:{words})"
 
 
+#: Speakers an error about a name no line was said by lists, who said most first, when none is close to it.
+SPEAKERS_LISTED = 8
 #: Advisory-lock key space of session appends (far from the migration lock's key).
 _APPEND_LOCK = 1 << 48
 #: Advisory-lock key space of a campaign's imports (:meth:`SessionLog.importing`); the graph's is ``2 << 48``.
@@ -541,6 +543,29 @@ class SessionLog:
                 "SELECT EXISTS (SELECT 1 FROM session_entries WHERE campaign_id = $1)", self.campaign_id
             )
         )
+
+    async def check_speaker(self, name: str) -> None:
+        """Raise :class:`NotFoundError` when the campaign has lines but none said by ``name`` (any case): a name
+        mistyped in who asks or who said it would otherwise find nothing, or prefer no one, without a word."""
+        said = await self.db.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM session_entries WHERE campaign_id = $1 AND lower(speaker) = lower($2))",
+            self.campaign_id,
+            name,
+        )
+        if said:
+            return
+        rows = await self.db.fetch(
+            """
+            SELECT speaker FROM session_entries WHERE campaign_id = $1 GROUP BY speaker ORDER BY count(*) DESC, speaker
+            """,
+            self.campaign_id,
+        )
+        if not rows:  # no lines yet: what a recall or a search says then is the news
+            return
+        speakers = [r["speaker"] for r in rows]
+        listed = ", ".join(map(quoted, speakers[:SPEAKERS_LISTED])) + " …" * (len(speakers) > SPEAKERS_LISTED)
+        hint = did_you_mean(name, speakers) or f" (the speakers: {listed})"
+        raise NotFoundError(f"no line was said by {quoted(name)}{hint}", subject="speaker", name=name)
 
     async def recent(
         self, session_id: int, window_s: float, *, until_s: float | None = None, limit: int = 500

@@ -33,16 +33,17 @@ def clip(text: str, limit: int) -> str:
 
 def excerpt(text: str, names: Iterable[str], limit: int) -> str:
     """``text`` cut to at most ``limit`` characters around the first place it says one of ``names`` (case aside,
-    whole words, a plural or possessive too), from its start when it says none; cut between words, an ellipsis
-    at each end that was cut. A narrator's paragraph may name the entity only in its fifth sentence."""
+    whole words, a plural or possessive too), else around the longest capitalised end of a name it says ("Whitestone
+    Castle" of "Arrival at Whitestone Castle"), else from its start; cut between words, an ellipsis at each end that
+    was cut. A narrator's paragraph may name the entity only in its fifth sentence."""
     if len(text) <= limit:
         return text
-    found = [
-        match.start()
-        for name in names
-        if name.strip()
-        and (match := re.search(rf"(?<!\w){re.escape(name.strip())}(?:s|['’]s)?(?!\w)", text, re.IGNORECASE))
-    ]
+    names = [name.strip() for name in names if name.strip()]
+    found = [match.start() for name in names if (match := _said_at(text, name))]
+    if not found:
+        # an event the extractor named ("Death of Sylas Briarwood") is said by the name it ends with
+        tails = [" ".join(w[i:]) for w in (n.split() for n in names) for i in range(1, len(w)) if w[i][:1].isupper()]
+        found = next(([m.start()] for tail in tails if (m := _said_at(text, tail))), [])
     at = min(found, default=0)
     # a third of the room before the name: what leads up to it, and more of what is said of it
     start = max(0, min(at - (limit - 2) // 3, len(text) - (limit - 2)))
@@ -54,6 +55,11 @@ def excerpt(text: str, names: Iterable[str], limit: int) -> str:
     cut = text.rfind(" ", start, end + 1)
     end = cut if cut > at else end  # a word longer than the room is cut in it
     return ("…" if start else "") + text[start:end].rstrip(" ,;:") + "…"
+
+
+def _said_at(text: str, name: str) -> re.Match[str] | None:
+    """Where ``text`` first says ``name``: case aside, whole words, a plural or possessive too."""
+    return re.search(rf"(?<!\w){re.escape(name)}(?:s|['’]s)?(?!\w)", text, re.IGNORECASE)
 
 
 def counted(n: int, one: str, many: str | None = None) -> str:

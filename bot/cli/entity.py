@@ -200,7 +200,7 @@ async def show(ctx: click.Context, name: str, history: bool, campaign: str | Non
         click.echo(f"  {key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
     others, sessions = snap.facts_and_sessions()  # as on /entity show
     for r in others:
-        click.echo(f"  - {r.describe()}" + (" (secret)" if r.visibility == Visibility.secret else ""))
+        click.echo(f"  - {r.describe()}" + " (secret)" * snap.hidden_from_players(r))
     if sessions:
         click.echo(f"  {sessions}")
     if history:

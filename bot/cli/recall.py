@@ -60,6 +60,8 @@ async def recall(
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, name = await campaign_memory(memory, settings, campaign)
+        if asker is not None:
+            await mem.log.check_speaker(asker)
         embedder = make_job_context(memory, settings).embedder  # loaded once for every query
         if query is None:
             for line in sys.stdin:

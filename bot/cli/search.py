@@ -17,6 +17,7 @@ from bot.cli.common import (
 )
 from memory.errors import quoted
 from memory.models import where_said
+from memory.replies import no_lines_yet
 
 
 @cli.command()
@@ -40,7 +41,7 @@ async def search(
     """Search what was said (web-search syntax: "a phrase", -word, or)."""
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
-        mem, _ = await campaign_memory(memory, settings, campaign)
+        mem, name = await campaign_memory(memory, settings, campaign)
         session_id = None
         if session_title:
             session = await mem.log.session_by_title(session_title)
@@ -50,12 +51,15 @@ async def search(
                     f"no session titled {quoted(session_title)}; recent ones: {recent}", param_hint="--session"
                 )
             session_id = session.id
+        if speaker is not None:
+            await mem.log.check_speaker(speaker)
         hits = await mem.log.search(text, session_id=session_id, speaker=speaker, limit=limit)
         titles = {s.id: s.title for s in await mem.log.sessions()}
+        empty = not hits and not await mem.log.has_lines()
     if as_json:
         emit_json(hits)
     elif not hits:
-        click.echo("no matches")
+        click.echo(no_lines_yet(name) if empty else "no matches")  # "no matches" alone says the words were wrong
     else:
         table(  # where as recall and review say it: a line of an untimed transcript is its turn, not "0s"
             [[where_said(titles[h.session_id], h.start_s, h.ref), h.speaker, h.text, h.ref or ""] for h in hits],

@@ -629,7 +629,7 @@ async def test_entity_show_says_the_sessions_it_took_part_in_in_one_line(lk, fre
     shown = lk("entity", "show", "Grog")
     assert shown.stdout == (
         "Grog (player)\n  - Grog —took_part_in→ Death of Jazna\n"
-        "  took part in 5 sessions: Session: Night 5, Session: Night 4, Session: Night 3 and 2 earlier\n"
+        "  took part in 5 sessions: Night 5, Night 4, Night 3 and 2 earlier\n"
     )
     night = lk("entity", "show", "Session: Night 1").stdout  # the session's own card still lists who took part
     assert "  - Grog —took_part_in→ Session: Night 1\n" in night
@@ -655,7 +655,7 @@ def test_an_entity_added_after_the_recaps_that_named_it_took_part_in_those_sessi
     added = lk("entity", "add", "Vell Sorrowmere", "npc", "--alias", "The Grey Widow", "--secret")
     assert added.returncode == 0, added.stderr
     shown = lk("entity", "show", "Vell Sorrowmere").stdout
-    assert "  took part in 2 sessions: Session: Night 3, Session: Night 1\n" in shown, shown
+    assert "  took part in 2 sessions: Night 3, Night 1\n" in shown, shown
     assert lk("entity", "add", "Mira Quell", "npc").returncode == 0
     assert lk("entity", "show", "Mira Quell").stdout == "Mira Quell (npc)\n"
 
@@ -779,6 +779,29 @@ def test_recall_of_nothing_is_a_usage_error(lk) -> None:
         empty = lk("recall", query)
         assert empty.returncode == 2 and empty.stdout == ""
         assert "QUERY is empty: give words to look for" in empty.stderr
+
+
+def test_a_speaker_no_line_was_said_by_is_one_error_not_an_empty_answer(lk, tmp_path: Path) -> None:
+    """`recall --as Marsha` (for Marisha) answered as if no one asked, and `search --speaker Marsha` said "no
+    matches": the DM could not tell a typo from a question the memory cannot answer."""
+    assert lk("campaign", "create", "Whitestone").returncode == 0
+    empty = lk("recall", "--as", "Zed", "--mode", "fulltext", "what did I say")
+    assert empty.returncode == 0 and "has no lines yet" in empty.stdout  # no speakers to check against: the news
+    nothing = lk("search", "--speaker", "Zed", "morning")
+    assert nothing.returncode == 0 and nothing.stdout.startswith("'Whitestone' has no lines yet: import")
+    (tmp_path / "night.txt").write_text(
+        "DM: The Sun Tree stirs.\nMarisha: Good morning, old friend.\nMarisha: It is evening.\nSam: Hello.\n"
+    )
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night 1").returncode == 0
+    typo = lk("recall", "--as", "Marsha", "--mode", "fulltext", "what did I say to the tree")
+    assert typo.returncode == 1 and typo.stdout == ""
+    assert typo.stderr == "error: no line was said by 'Marsha' (did you mean 'Marisha'?)\n"
+    unknown = lk("search", "--speaker", "Zed", "morning")
+    assert unknown.returncode == 1
+    assert unknown.stderr == "error: no line was said by 'Zed' (the speakers: 'Marisha', 'DM', 'Sam')\n"
+    asked = lk("recall", "--as", "marisha", "--mode", "fulltext", "what did I say to the tree")
+    assert asked.returncode == 0 and "Good morning, old friend." in asked.stdout
+    assert "Good morning, old friend." in lk("search", "--speaker", "MARISHA", "morning").stdout
 
 
 async def test_a_deleted_campaign_leaves_no_job_and_ingest_warns_of_its_own_failures_only(lk, fresh_dsn: str) -> None:

@@ -59,6 +59,33 @@ async def test_players_see_no_secret_or_unreviewed_entity_and_no_secret_fact(cam
     )
 
 
+async def test_the_dm_reads_a_public_fact_about_a_secret_entity_marked_as_players_miss_it(
+    campaign: CampaignMemory,
+) -> None:
+    """The fact "Pip —allied_with→ Vaskerrin Holt" is public, but players do not read it (Holt is the DM's): the DM's
+    answer showed it unmarked, as if it were told at the table."""
+    await ember_key(campaign)
+    g = campaign.graph
+    pip, holt = await g.get_entity("Pip"), await g.get_entity("Vaskerrin Holt")
+    await g.add_relationship(RelationshipIn(source_id=pip.id, type="allied_with", target_id=holt.id))
+    question = "who is Pip allied with?"
+    (players,) = await named_entities(campaign, question, dm=False)
+    assert all("Vaskerrin" not in f.text for f in players.facts)
+    (dms,) = await named_entities(campaign, question, dm=True)
+    assert [(f.text, f.secret) for f in dms.facts] == [
+        ("Pip —allied_with→ Vaskerrin Holt", True),
+        ("Ember Key —owned_by→ Pip", False),
+        ("Pip —status→ hiding", True),
+        ("Pip —works_for→ Vaskerrin Holt", True),
+    ]
+    card = await g.neighbourhood("Pip", include_secret=True)
+    assert [f.describe() for f in card.relationships if card.hidden_from_players(f)] == [
+        "Pip —allied_with→ Vaskerrin Holt",
+        "Pip —status→ hiding",
+        "Pip —works_for→ Vaskerrin Holt",
+    ]
+
+
 async def test_a_players_guess_of_a_secret_inside_a_public_name_is_not_confirmed(campaign: CampaignMemory) -> None:
     """A recap's entity is named after its session's title, which players read masked: naming it by the secret
     it holds must not find it, nor may its heading show that name."""
@@ -117,7 +144,7 @@ async def test_the_sessions_an_entity_took_part_in_are_one_fact(campaign: Campai
         "Craven Edge —owned_by→ Grog",
         "Grog —took_part_in→ Death of Jazna",
         "Grog —took_part_in→ Session: the heist",  # a value, no session's event: a fact
-        "took part in 5 sessions: Session: Night 5, Session: Night 4, Session: Night 3 and 2 earlier",
+        "took part in 5 sessions: Night 5, Night 4, Night 3 and 2 earlier",
     ]
     (night,) = await named_entities(campaign, "what happened in Session: Night 2?", dm=True)
     assert night.fact_lines() == ["Grog —took_part_in→ Session: Night 2"]  # the session's own card lists who did
@@ -136,7 +163,7 @@ async def test_a_busy_entity_shows_its_facts_learned_last_and_counts_the_rest(ca
     (seen,) = await named_entities(campaign, "what did Grog do?", dm=False)
     assert seen.fact_lines() == [
         *(f"Grog —knows→ Friend {n}" for n in range(4, 16)),  # the 12 learned last; the axe is older
-        "took part in 4 sessions: Session: Night 4, Session: Night 3, Session: Night 2 and 1 earlier",
+        "took part in 4 sessions: Night 4, Night 3, Night 2 and 1 earlier",
         "… and 4 earlier facts on its card",
     ]
     (known,) = await named_entities(campaign, "what did Grog do?", dm=True)

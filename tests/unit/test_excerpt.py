@@ -37,3 +37,13 @@ def test_a_line_not_naming_it_is_shown_from_its_start() -> None:
 def test_the_end_of_the_line_is_shown_without_an_ellipsis_there() -> None:
     shown = excerpt(NARRATION, ["dagger"], 100)
     assert shown.startswith("…") and shown.endswith("center of her back.") and len(shown) <= 100
+
+
+def test_an_event_named_for_what_befell_a_name_shows_where_the_line_says_that_name() -> None:
+    """`review list` quoted the first 300 characters of a recap paragraph for the event 'Arrival at Whitestone
+    Castle', which the paragraph says only halfway through, as "Whitestone Castle"."""
+    line = "x " * 80 + "They made their way into Whitestone Castle, where they had uncovered the ziggurat. " + "y " * 80
+    assert "into Whitestone Castle, where" in excerpt(line, ["Arrival at Whitestone Castle"], 80)
+    assert "into Whitestone Castle, where" in excerpt(line, ["Siege of the Castle", "Whitestone Castle"], 80)
+    # a name said whole comes first; a lower-case end ("the ziggurat") is no name to look for
+    assert excerpt(line, ["Arrival at the ziggurat"], 80).startswith("x x")

@@ -162,6 +162,17 @@ def test_table_talk_ranks_below_the_story_and_named_lines_above() -> None:
     assert ranked[-1].table_talk
 
 
+def test_a_line_said_by_who_is_asked_about_is_lifted_once_and_says_why() -> None:
+    """A "(fulltext+entity)" on a line of the asker's naming no entity sent the DM looking for one in it."""
+    ranked = {f.entry_id: f for f in fuse([1, 2, 3], [], named=[3], said=[2, 3])}
+    assert ranked[1].matched == ["fulltext"]
+    assert ranked[2].matched == ["fulltext", "speaker"]
+    assert ranked[3].matched == ["fulltext", "entity", "speaker"]
+    # lifted as a line naming an entity is, and once when it is both
+    alike = {f.entry_id: f.score for f in fuse([1, 2, 3], [], named=[2, 3])}
+    assert {i: f.score for i, f in ranked.items()} == alike
+
+
 def _places(*seqs: tuple[int, int, int]) -> dict[int, Place]:
     return {i: Place(i, s, q) for i, s, q in seqs}
 
