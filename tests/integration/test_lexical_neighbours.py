@@ -109,11 +109,9 @@ async def test_a_long_alias_counts_as_the_name_it_stands_for(campaign: CampaignM
     """A question naming Percy is expanded with his full name. Said whole, its seven rare words count as one name,
     not seven of the question's words: the line about the smoke in his gun comes first, not his introduction."""
     full = "Percival Fredrickstein von Musel Klossowski de Rolo"
+    smoke = ("DM", "The smoke pours from Percy's gun and takes the shape of a figure.")
     ids = await said(
-        campaign,
-        "One",
-        [*FILLER[:6], ("TALIESIN", f"{full}, at your service."), *FILLER[6:12]]
-        + [("DM", "The smoke pours from Percy's gun and takes the shape of a figure."), *FILLER[12:18]],
+        campaign, "One", [*FILLER[:6], ("TALIESIN", f"{full}, at your service."), *FILLER[6:12], smoke, *FILLER[12:18]]
     )
     await said(campaign, "Two", [*FILLER[18:22], ("DM", "Smoke rises from the chimney.")])
     question = "what was the smoke creature in Percy's gun called?"
