@@ -473,12 +473,11 @@ class Neighbourhood(BaseModel):
 
 
 def took_part_line(latest: list[str], count: int, clip: Callable[[str], str] = str) -> str:
-    """The sessions an entity took part in as one line ("" if none): ``latest`` titles (of their recap events,
-    "Session: Night 4", or the sessions'), the last played first, of ``count`` in all, the rest counted."""
+    """The sessions an entity took part in as one line ("" if none): ``latest`` titles, the last played first, of
+    ``count`` in all, the rest counted."""
     if not count:
         return ""
-    # the line already says "session": "Night 5, Night 4", not "Session: Night 5, Session: Night 4"
-    titles = ", ".join(clip(title.removeprefix(RECAP_PREFIX)) for title in latest)
+    titles = ", ".join(clip(title) for title in latest)
     more = f" and {count - len(latest)} earlier" if count > len(latest) else ""
     return f"took part in {count} session{'s' * (count != 1)}: {titles}{more}"
 
