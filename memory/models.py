@@ -491,6 +491,7 @@ class FactsInBrief(BaseModel):
     more: int
     sessions: list[str]
     session_count: int
+    secret_ends: list[int] = []  # of ``facts``, those whose other end is a secret entity
 
 
 class MergeResult(BaseModel):

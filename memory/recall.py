@@ -24,7 +24,7 @@ from memory import lexical as lexical_ranker
 from memory import recall_rank as rank
 from memory.correction.text import normalize, spaced_form, tokenize
 from memory.gazetteer import Gazetteer
-from memory.models import ChunkHit, Entity, EntityType, FactsInBrief, Visibility, took_part_line, where_said
+from memory.models import ChunkHit, EntityType, Visibility, took_part_line, where_said
 from memory.offgame import line_talk
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
@@ -496,7 +496,10 @@ async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: in
         )
         # the sessions it took part in as one line, as on its card: a player of a long campaign has a hundred
         sessions = took_part_line(brief.sessions, brief.session_count, mask)
-        hidden = await _hidden_from_players(mem, entity, brief) if dm else set()
+        # marked as its card marks them: secret, or about a secret entity; a secret entity's facts are its heading's
+        hidden = {f.id for f in brief.facts if f.visibility == Visibility.secret} if dm else set()
+        if dm and entity.visibility != Visibility.secret:
+            hidden |= set(brief.secret_ends)
         known = [KnownFact(text=mask(f.describe()), secret=f.id in hidden) for f in brief.facts]
         out.append(
             NamedEntity(
@@ -509,23 +512,6 @@ async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: in
             )
         )
     return out
-
-
-async def _hidden_from_players(mem: CampaignMemory, entity: Entity, brief: FactsInBrief) -> set[int]:
-    """The ids of ``brief``'s facts players do not read, as its card marks them: secret, or of a secret other end
-    ("Grog —enemy_of→ Vecna" with Vecna the DM's). A secret entity's own facts are its heading's: marked when
-    secret themselves."""
-    secret = {f.id for f in brief.facts if f.visibility == Visibility.secret}
-    if entity.visibility == Visibility.secret:
-        return secret
-    ends = {f.id: {f.source_id, f.target_id} - {entity.id, None} for f in brief.facts}
-    hidden = await mem.db.fetch(
-        "SELECT id FROM entities WHERE campaign_id = $1 AND id = ANY($2::bigint[]) AND visibility = 'secret'",
-        mem.campaign_id,
-        sorted({i for other in ends.values() for i in other if i is not None}),
-    )
-    secret_ends = {r["id"] for r in hidden}
-    return secret | {f for f, other in ends.items() if other & secret_ends}
 
 
 def _shortened(description: str) -> str:

@@ -11,6 +11,7 @@ from memory.graph.sql import (
     REL_SELECT,
     REL_SELECT_FROM,
     entity_from_row,
+    other_end,
     played_at,
     readable_facts,
     rel_select,
@@ -69,7 +70,9 @@ class Reading(EntityLookup):
                   AND {visible("s", include_secret)} AND (t.id IS NULL OR {visible("t", include_secret)})
             ), kept AS (
                 SELECT f.*, coalesce(f.type = 'took_part_in' AND f.source_id = $2 AND starts_with(f.target_name, $5),
-                    false) AS session_link  -- a value has no target name: a fact
+                    false) AS session_link,  -- a value has no target name: a fact
+                    EXISTS (SELECT 1 FROM entities o WHERE o.campaign_id = $1 AND o.id = {other_end("f", "$2")}
+                            AND o.visibility = 'secret') AS secret_end
                 FROM f
             )
             (SELECT kept.*, count(*) OVER () AS total FROM kept WHERE NOT session_link ORDER BY id DESC LIMIT $3)
@@ -90,6 +93,7 @@ class Reading(EntityLookup):
             more=facts[0]["total"] - len(facts) if facts else 0,
             sessions=[r["target_name"] for r in links],
             session_count=links[0]["total"] if links else 0,
+            secret_ends=[r["id"] for r in facts if r["secret_end"]],
         )
 
     async def facts_by_source(self) -> dict[int, list[Relationship]]:
@@ -282,7 +286,7 @@ def _identity_sql(include_secret: bool, mention: bool) -> str:
     touching it whose other end the reader sees, in the neighbourhood's order; the connected entities those ends.
     A row with the entity however visible (the caller says "not found"); none when no entity has the name."""
     touching = "(r.source_id = (SELECT id FROM ent) OR r.target_id = (SELECT id FROM ent))"
-    other = "CASE WHEN f.source_id = (SELECT id FROM ent) THEN f.target_id ELSE f.source_id END"
+    other = other_end("f", "(SELECT id FROM ent)")
     last = f"(SELECT to_jsonb(l) FROM ({said_lines('ent.id', '1')}) l)" if mention else "NULL::jsonb"
     return f"""
     WITH hit AS (

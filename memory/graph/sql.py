@@ -136,6 +136,12 @@ def played_at(fact: str) -> str:
     )"""
 
 
+def other_end(fact: str, entity: str) -> str:
+    """SQL: the entity at the other end of fact ``fact`` (an alias) from ``entity`` (an id expression); NULL for a
+    value."""
+    return f"CASE WHEN {fact}.source_id = {entity} THEN {fact}.target_id ELSE {fact}.source_id END"
+
+
 def bare(text: str) -> str:
     """SQL: the text ``text`` (an expression) as the recogniser's matcher tells names apart, by their letters and
     digits only: "ironhold" of "Iron Hold", "Iron-hold" and "ironhold" (casefolded and accents dropped as in
