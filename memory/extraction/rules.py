@@ -83,6 +83,9 @@ _VERB_LINK = re.compile(
 _HOLDING = frozenset(
     "has had owns owned holds held carries carried wields wielded takes took gives gave steals stole".split()
 )
+#: A person right after "gives" is who receives, not what is given: "Vex gave Scanlan a gun".
+_GIVING = frozenset({"gives", "gave"})
+_PERSONS = frozenset({EntityType.npc, EntityType.player})
 #: A death the DM tells: "Sylas is dead", "Jazna dies", "Grog beheads Jazna" ("Grog killed" alone is Grog killing).
 #: Only of known entities and only in the DM's words: a player's "I'm dead" is a joke as often as not.
 _DEATH = re.compile(
@@ -175,6 +178,8 @@ class RuleExtractor:
             x, y = _resolve(m.group("x"), found), _resolve(m.group("y"), found)
             verb = m.group("verb")
             if x is None or y is None or x.name == y.name or verb not in _HOLDING:
+                continue
+            if verb in _GIVING and not m.group("prep") and y.known is not None and y.known.type in _PERSONS:
                 continue
             out.fact(x.name, "_".join(filter(None, (verb, m.group("prep")))), y.name, None, entry.id)
 

@@ -64,6 +64,7 @@ async def test_rules_read_having_giving_and_taking_between_two_known_names() -> 
             "Vex'ahlia takes Tim.",
             "The Hold fears Eldrinax.",  # any other verb: a moment more often than a fact (CRD3 dev: 3 in 12)
             "Tim stabs Vex'ahlia.",
+            "Vex'ahlia gave Tim a gun.",  # Tim is who receives: no "Vex'ahlia gave Tim"
         ),
         KNOWN,
     )
