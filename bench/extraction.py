@@ -169,8 +169,10 @@ def aligned(name: str) -> list[dict]:
     return [c for c in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if c["episode"] == name]
 
 
-def turning_points(chunks: list[dict], offgame: set[int], known: list[KnownEntity]) -> list[dict]:
-    """The episode's most summarised turning points (see the module's doc), the most summarised first."""
+def turning_points(
+    chunks: list[dict], offgame: set[int], known: list[KnownEntity], top: int = TOP_TURNING_POINTS
+) -> list[dict]:
+    """The episode's ``top`` most summarised turning points (see the module's doc), the most summarised first."""
     gazetteer = Gazetteer(known)
     usable = [c for c in chunks if c["score"] > 0 and c["turn_end"] - c["turn_start"] <= MAX_SPAN]
     points = []
@@ -183,7 +185,7 @@ def turning_points(chunks: list[dict], offgame: set[int], known: list[KnownEntit
         if kinds:
             weight = sum(1 for u in usable if u["turn_start"] <= c["turn_end"] and c["turn_start"] <= u["turn_end"])
             points.append({**c, "kinds": kinds, "weight": weight})
-    return sorted(points, key=lambda p: (-p["weight"], p["turn_start"]))[:TOP_TURNING_POINTS]
+    return sorted(points, key=lambda p: (-p["weight"], p["turn_start"]))[:top]
 
 
 def covers(item: Item, point: dict, window: int, gazetteer: Gazetteer[KnownEntity]) -> bool:
@@ -230,6 +232,9 @@ def coverage(name: str, items: list[Item], known: list[KnownEntity]) -> tuple[in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--show", metavar="EPISODE", help="list one episode's items with their best line")
+    parser.add_argument(
+        "--top", type=int, default=TOP_TURNING_POINTS, help="turning points an episode (the issue's target: 3)"
+    )
     parser.add_argument("--window", type=int, default=10, help="turns around a turning point's range (default 10)")
     args = parser.parse_args()
     known = known_entities()
@@ -252,7 +257,7 @@ def main() -> None:
         items = asyncio.run(review_items(lines, known))
         covered, chunks = coverage(path.stem, items, known)
         offgame = set(out_of_game(lines, None))  # entry ids are turn numbers here
-        points = turning_points(aligned(path.stem), offgame, known)
+        points = turning_points(aligned(path.stem), offgame, known, args.top)
         hit = [p for p in points if any(covers(i, p, args.window, gazetteer) for i in items)]
         events = sum(1 for i in items if i.key.startswith("new event "))
         recap = opening_recap(lines, out_of_game(lines, None), None)
@@ -324,7 +329,7 @@ def main() -> None:
         whys = ", ".join(f"{why.removeprefix('why missed: ')} {n}" for why, n in totals.items() if "missed" in why)
         print(f"{half}: turning points covered {totals['why covered']}; missed: {whys or 'none'}; "
               f"in the DM's opening recap: {totals['recap points']} of {totals['points']}")  # fmt: skip
-    print("\nThe turning points (the 3 most summarised of each episode):")
+    print(f"\nThe turning points (the {args.top} most summarised of each episode):")
     for line in shown:
         print(f"    {line}")
 
