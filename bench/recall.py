@@ -511,9 +511,7 @@ async def load_wiki_entities(mem: CampaignMemory, path: Path, limit: int = 300, 
 
 
 async def _run_jobs(memory: Memory, args: argparse.Namespace, drop: tuple[str, ...]) -> None:
-    """The queued jobs, but those of ``drop``. Session summaries play no part in recall, and today's summary job
-    is quadratic in a session's lines (``out_of_game`` is called once per line in ``summarize_session``): 20+
-    minutes for one CRD3 episode on this machine."""
+    """The queued jobs, but those of ``drop``: session summaries play no part in recall."""
     started = time.perf_counter()
     await memory.pool.execute("DELETE FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status = 'queued'", drop)
     ctx = jobs.JobContext(memory=memory, embedder=args.embedder, embedding_model=args.embedder.model_name)
