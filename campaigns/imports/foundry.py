@@ -283,7 +283,7 @@ def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
             if not isinstance(page, dict) or page.get("type", "text") != "text":
                 continue
             text, hidden = html_to_text(_get(page, "text", "content") or "")
-            hidden_page = _gm_only(page)
+            hidden_page = _gm_only(page, page=True)
             title = as_text(page.get("name"))
             if text:
                 (secret_parts if hidden_page else public_parts).append(
@@ -305,10 +305,13 @@ def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
     )
 
 
-def _gm_only(doc: dict[str, Any]) -> bool:
+def _gm_only(doc: dict[str, Any], *, page: bool = False) -> bool:
     """A document players cannot see: its default ownership (v10+ ``ownership``, v9 ``permission``) is NONE and
-    no player is given more. Absent, it is not hidden."""
+    no player is given more. Absent, it is not hidden. A journal page's INHERIT (-1, what Foundry writes for every
+    page unless the GM sets it) is its entry's: not hidden on its own."""
     ownership = doc.get("ownership", doc.get("permission"))
     if not isinstance(ownership, dict) or "default" not in ownership:
+        return False
+    if page and ownership["default"] == -1:
         return False
     return all(level in (0, -1) for level in ownership.values() if isinstance(level, int))

@@ -113,6 +113,27 @@ def test_a_leveldb_pack_is_refused_with_what_to_do() -> None:
     assert "foundryvtt-cli" in refused([("000005.ldb", b"\x00\x01\x02binary")])
 
 
+def test_a_journal_page_inheriting_its_entrys_ownership_is_public() -> None:
+    """Foundry writes ``"ownership": {"default": -1}`` (INHERIT) on every page it exports: a page players may read
+    through its entry, whose text is the entity's description, not DM notes."""
+    page = {"_id": "p1", "name": "Bell", "type": "text", "ownership": {"default": -1}}
+    pages = [
+        {**page, "text": {"format": 1, "content": "<p>It rings at low tide.</p>"}},
+        {
+            **page,
+            "_id": "p2",
+            "name": "GM",
+            "text": {"content": "<p>It wakes the drowned.</p>"},
+            "ownership": {"default": 0},
+        },
+    ]
+    doc = {"_id": "j1", "name": "The Sunken Bell", "pages": pages, "ownership": {"default": 2}, "folder": None}
+    world = read_import([("bell.json", json.dumps(doc).encode())])
+    bell = entity(world, "The Sunken Bell")
+    assert "It rings at low tide." in bell.description and not bell.secret
+    assert facts(world) == {("The Sunken Bell", "dm_notes", "GM\nIt wakes the drowned.", True)}
+
+
 # ------------------------------------------------------------------------------------------------ Roll20
 
 
