@@ -152,6 +152,15 @@ def test_roll20_vttes_character() -> None:
     }  # thieves' tools are mundane
 
 
+def test_a_roll20_mundane_shield_is_not_notable_for_its_ac_bonus() -> None:
+    """The 5e OGL sheet writes a plain shield's modifiers as "AC +2": a bonus counts in the item's name only."""
+    rows = {"-Ma_itemname": "Shield", "-Ma_itemmodifiers": "Item Type: Shield, AC +2", "-Mb_itemname": "Mace +1"}
+    attribs = [{"name": f"repeating_inventory_{k}", "current": v, "max": "", "id": k} for k, v in rows.items()]
+    doc = {"schema_version": 3, "name": "Brannoc", "bio": "", "controlledby": "-Mp1", "attribs": attribs}
+    world = read_import([("brannoc.json", json.dumps(doc).encode())])
+    assert facts(world) == {("Brannoc", "owns", "Mace +1", False)}
+
+
 def test_roll20_campaign_export_and_handouts() -> None:
     world = imported("roll20_campaign.json")
     assert entity(world, "Brannoc").type is EntityType.player  # a player controls it
