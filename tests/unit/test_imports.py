@@ -288,6 +288,16 @@ def test_bad_files_are_one_clear_error(files: list[tuple[str, bytes]], wanted: s
     assert message.startswith(files[-1][0] if "one tool" in wanted else files[0][0]) and wanted in message, message
 
 
+def test_a_json_export_cut_short_is_said_so_not_sent_to_format() -> None:
+    """A download cut short is JSON that does not parse: passing --format would not help, so the error says where
+    it breaks; an empty file is said to be empty."""
+    cut = b'{\n "characters": [\n  {"name": "Grog", "bio": "<p>A goliath</p>",\n'
+    for format in (None, "roll20"):
+        message = refused([("campaign.json", cut)], format)
+        assert "broken JSON at line 4" in message and "cut short" in message and "--format" not in message, message
+    assert refused([("empty.json", b"  \n")]) == "empty.json: an empty file"
+
+
 def test_a_bad_name_names_file_record_and_field() -> None:
     doc = {"_id": "x", "name": "V\u0430x", "type": "npc", "system": {}, "items": []}  # a Cyrillic а
     message = refused([("vax.json", json.dumps(doc).encode())])
