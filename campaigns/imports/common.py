@@ -44,6 +44,7 @@ def problem(file: str, record: str | int | None, field_name: str | None, message
 
 _BLOCKS = frozenset(
     {"p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "table", "section", "blockquote"}
+    | {"hr", "dt", "dd", "pre", "figcaption", "article", "aside", "header", "footer", "details", "summary"}
 )
 _SKIPPED = frozenset({"script", "style", "template"})
 
@@ -59,12 +60,18 @@ class _Text(HTMLParser):
         self._stack: list[tuple[str, bool]] = []  # (tag, opens a secret block)
         self._secret_depth = 0
         self._skip_depth = 0
+        self._cells = 0  # cells of the table row read so far
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         classes = " ".join(value or "" for key, value in attrs if key == "class").split()
         opens = "secret" in classes
         if tag in _BLOCKS:
             self._out("\n")
+        if tag == "tr":
+            self._cells = 0
+        elif tag in ("td", "th"):  # a table's cells apart, not glued into one word ("Goblin7")
+            self._out(" | " if self._cells else "")
+            self._cells += 1
         if tag in ("br", "hr", "img", "input", "meta", "link"):  # void elements: no end tag follows
             return
         self._stack.append((tag, opens))

@@ -329,6 +329,8 @@ def test_html_and_javascript_escapes() -> None:
         "hid\nden",
     )
     assert js_unescape("%3Cp%3Ecaf%E9 %u2019%3C/p%3E") == "<p>café ’</p>"
+    table = "<table><tr><th>Name</th><th>HP</th></tr><tr><td>Goblin</td><td>7</td></tr></table>a<hr>b"
+    assert html_to_text(table) == ("Name | HP\n\nGoblin | 7\n\na\nb", "")  # cells and rules apart, not "Goblin7"
 
 
 def test_duplicates_fold_and_symmetric_facts_are_one() -> None:
