@@ -134,6 +134,23 @@ def test_a_journal_page_inheriting_its_entrys_ownership_is_public() -> None:
     assert facts(world) == {("The Sunken Bell", "dm_notes", "GM\nIt wakes the drowned.", True)}
 
 
+def test_foundry_links_and_inline_rolls_read_as_foundry_shows_them() -> None:
+    """A journal written in Foundry links documents (@UUID[…]{label}) and rolls inline ([[/r 2d6]]): the entity's
+    text says what Foundry shows, not the markup."""
+    content = (
+        "<p>Ask @UUID[Actor.wact000000000002]{Brother Hale} about @UUID[JournalEntry.Ab3dEf6hIj9kLm0n]. "
+        "The trap deals [[/r 2d6]]{2d6 fire} damage for [[1d4]] rounds; see &amp;Reference[prone].</p>"
+        '<section class="secret"><p>@UUID[Actor.wact000000000009]{Vaskerrin} rang it.</p></section>'
+    )
+    page = {"_id": "p1", "name": "Bell", "type": "text", "text": {"content": content}}
+    doc = {"_id": "j1", "name": "The Sunken Bell", "pages": [page], "ownership": {"default": 2}}
+    world = read_import([("bell.json", json.dumps(doc).encode())])
+    assert entity(world, "The Sunken Bell").description == (
+        "Bell\nAsk Brother Hale about. The trap deals 2d6 fire damage for 1d4 rounds; see prone."
+    )
+    assert facts(world) == {("The Sunken Bell", "dm_notes", "Vaskerrin rang it.", True)}
+
+
 # ------------------------------------------------------------------------------------------------ Roll20
 
 
