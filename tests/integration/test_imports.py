@@ -79,6 +79,25 @@ async def test_a_name_or_alias_the_campaign_has_is_an_update_not_a_duplicate(cam
     assert (await campaign.graph.get_entity("Ironhold")).type is EntityType.location
 
 
+async def test_two_records_naming_one_entity_update_it_once(campaign: CampaignMemory) -> None:
+    """A Roll20 character "Pike Trickfoot" and a handout "Pike" (the campaign's alias of her) both update her: one
+    entry, not two the load refuses as one name twice; the card says whom the alias updates."""
+    await campaign.add_entity(EntityIn(name="Pike Trickfoot", type=EntityType.player, aliases=["Pike"]))
+    csv = b"name,type,aliases,description,deity\nPike,npc,Pikey,A gnome cleric,Sarenrae\nPike Trickfoot,npc,,,\n"
+    batch = await batches.stage(campaign, read_import([("party.csv", csv)]))
+    assert batch.updates == ["Pike Trickfoot"]
+    card = batch.card()
+    assert "1 entity (0 new, 1 updated)" in card and "- Pike (npc) (updates Pike Trickfoot): A gnome cleric" in card
+    await batches.accept(campaign, batch.ref)
+    pike = await campaign.graph.get_entity("Pike Trickfoot")
+    assert await count(campaign, "entities") == 1 and pike.type is EntityType.player
+    assert (pike.description, sorted(pike.aliases), pike.attributes) == (
+        "A gnome cleric",
+        ["Pike", "Pikey"],
+        {"deity": "Sarenrae"},
+    )
+
+
 async def test_a_rejected_batch_writes_nothing(campaign: CampaignMemory) -> None:
     batch = await batches.stage(campaign, read_import(files([FIXTURES / "roll20_campaign.json"])))
     rejected = await batches.reject(campaign, batch.ref)
