@@ -159,6 +159,7 @@ class World:
     relationships: list[RelationshipSpec] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     _names: dict[str, int] = field(default_factory=dict)
+    _aliases: dict[str, int] = field(default_factory=dict)
 
     def entity(
         self,
@@ -192,16 +193,26 @@ class World:
             spec = EntitySpec.model_validate(fields)
         except ValidationError as exc:
             raise problem(file, _record(record, text_name), *_first(exc)) from None
-        key = name_key(spec.name)
-        if key in self._names:  # one world, one entity of a name: the second record adds to the first
-            index = self._names[key]
+        index = self._holder(spec.name)
+        taken = [a for a in spec.aliases if self._holder(a) not in (None, index)]
+        if taken:  # another record's name (Roll20's token "Vex" of Vex'ahlia, and a handout "Vex"): it keeps it
+            self.skipped.append(f"{file}: {spec.name}: alias {', '.join(map(repr, taken))} left out, another's name")
+            spec = spec.model_copy(update={"aliases": [a for a in spec.aliases if a not in taken]})
+        if index is not None:  # one world, one entity of a name (or alias): the second record adds to the first
             self.entities[index] = _folded(self.entities[index], spec)
         else:
-            self._names[key] = len(self.entities)
+            index = self._names[name_key(spec.name)] = len(self.entities)
             self.entities.append(spec)
+        for alias in self.entities[index].aliases:
+            self._aliases.setdefault(name_key(alias), index)
+        name = self.entities[index].name
         if dm_notes:
-            self.notes(where, spec.name, dm_notes)
-        return spec.name
+            self.notes(where, name, dm_notes)
+        return name
+
+    def _holder(self, name: str) -> int | None:
+        """The entry already read that is called ``name``, by its name or an alias."""
+        return self._names.get(name_key(name), self._aliases.get(name_key(name)))
 
     def describe(self, name: str, description: str) -> None:
         """Replace the description of the entity ``name`` (read before, under that name)."""

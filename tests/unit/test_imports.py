@@ -178,6 +178,36 @@ def test_a_roll20_mundane_shield_is_not_notable_for_its_ac_bonus() -> None:
     assert facts(world) == {("Brannoc", "owns", "Mace +1", False)}
 
 
+def test_a_record_named_by_another_records_alias_is_that_entity() -> None:
+    """Roll20 makes a token's name an alias ("Vex" of Vex'ahlia); a handout titled "Vex" is then her, not a second
+    entity the campaign file refuses; an alias that is another record's name stays that record's."""
+    token = json.dumps({"name": "Vex"})
+    campaign = {
+        "characters": [{"name": "Vex'ahlia", "bio": "<p>A ranger.</p>", "controlledby": "p1", "defaulttoken": token}],
+        "handouts": [
+            {
+                "name": "Vex",
+                "notes": "<p>Her bounty notice.</p>",
+                "gmnotes": "<p>Wanted alive.</p>",
+                "inplayerjournals": "all",
+            },
+            {"name": "Trinket", "notes": "", "inplayerjournals": "all"},
+        ],
+        "pages": [{"name": "Whitestone"}],
+    }
+    world = read_import([("vm.json", json.dumps(campaign).encode())])
+    world.campaign_file()  # loads: one name, one entity
+    assert [(e.name, e.aliases, e.description) for e in world.entities[:2]] == [
+        ("Vex'ahlia", ["Vex"], "A ranger."),
+        ("Trinket", [], ""),
+    ]
+    assert ("Vex'ahlia", "dm_notes", "Wanted alive.", True) in facts(world)
+    rows = "name,type,aliases\nVexx,npc,\nVexxahlia,npc,Vexx\n"
+    world = read_import([("twins.csv", rows.encode())])
+    assert [(e.name, e.aliases) for e in world.entities] == [("Vexx", []), ("Vexxahlia", [])]
+    assert "twins.csv: Vexxahlia: alias 'Vexx' left out, another's name" in world.skipped
+
+
 def test_roll20_campaign_export_and_handouts() -> None:
     world = imported("roll20_campaign.json")
     assert entity(world, "Brannoc").type is EntityType.player  # a player controls it
