@@ -7,6 +7,7 @@ Pure (no database): :func:`read_import` takes the files' bytes and returns an :c
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import zipfile
@@ -63,6 +64,13 @@ def _size(file: str, data: bytes) -> None:
 
 def _decode(file: str, data: bytes) -> str:
     _size(file, data)
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) and not data.startswith(codecs.BOM_UTF32_LE):
+        try:  # Excel's "Unicode text", Notepad's and PowerShell's "Unicode": UTF-16 with its byte-order mark
+            return data.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise problem(
+                file, None, None, f"not UTF-16 text after all (byte {exc.start + 3}); save it as UTF-8"
+            ) from None
     if data.startswith(b"\x00") or b"\x00" in data[:4096]:
         raise problem(
             file,

@@ -3,6 +3,7 @@ from content, and every bad file refused once, naming file, record and field."""
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import zipfile
@@ -343,6 +344,18 @@ def test_a_json_export_cut_short_is_said_so_not_sent_to_format() -> None:
         message = refused([("campaign.json", cut)], format)
         assert "broken JSON at line 4" in message and "cut short" in message and "--format" not in message, message
     assert refused([("empty.json", b"  \n")]) == "empty.json: an empty file"
+
+
+def test_utf16_text_with_its_byte_order_mark_is_read_not_called_binary() -> None:
+    """Excel's "Unicode text" (tab-separated) and Notepad's "Unicode" are UTF-16 with a byte-order mark: their
+    zero bytes are text, not a Foundry LevelDB pack."""
+    sheet = "name\ttype\tdescription\nCafé Noir\tlocation\tUn café\n".encode("utf-16")
+    assert [(e.name, e.description) for e in read_import([("places.txt", sheet)]).entities] == [
+        ("Café Noir", "Un café")
+    ]
+    handout = json.dumps({"name": "Letter", "notes": "<p>Meet me.</p>", "inplayerjournals": "all"}).encode("utf-16-be")
+    world = read_import([("letter.json", codecs.BOM_UTF16_BE + handout)])
+    assert world.format == "roll20" and world.entities[0].description == "Meet me."
 
 
 def test_a_bad_name_names_file_record_and_field() -> None:
