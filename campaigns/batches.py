@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from campaigns.imports import ImportedWorld
+from campaigns.imports.common import World, secret_text
 from campaigns.load import LoadReport, apply_campaign_file
 from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec, name_key
 from memory.errors import InvalidInputError, NotFoundError
@@ -86,6 +87,7 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> tuple[CampaignFi
     updates: list[str] = []
     renamed: dict[str, str] = {}
     updating: dict[int, int] = {}  # an entity of the campaign → its entry: two records naming it make one
+    hidden: list[tuple[str, str]] = []  # a public entity's name, and the secret text a record of it holds
     for spec in world.entities:
         existing = await mem.graph.find_entity(spec.name)
         if existing is None:
@@ -93,6 +95,9 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> tuple[CampaignFi
             continue
         if name_key(existing.name) != name_key(spec.name):
             renamed[name_key(spec.name)] = existing.name
+        if spec.secret and existing.visibility != Visibility.secret:  # a GM-only journal of a public NPC's name
+            hidden.append((existing.name, secret_text(spec)))  # its text is GM notes, never the NPC's description
+            spec = EntitySpec(name=spec.name, type=spec.type, secret=True)
         before = entities[updating[existing.id]] if existing.id in updating else None
         aliases = [*(before.aliases if before else existing.aliases), *spec.aliases]
         if name_key(spec.name) != name_key(existing.name):
@@ -120,6 +125,11 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> tuple[CampaignFi
         )
         for fact in world.relationships
     ]
+    notes = World(relationships=facts)
+    for name, text in hidden:
+        if text:
+            notes.notes((", ".join(world.sources), None), name, text)
+    facts = notes.relationships
     return (
         CampaignFile(entities=entities, relationships=[RelationshipSpec.model_validate(f.model_dump()) for f in facts]),
         updates,

@@ -3,6 +3,7 @@ that turns a format's records into campaign-file entries (checked by the campaig
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import unicodedata
@@ -199,7 +200,13 @@ class World:
             self.skipped.append(f"{file}: {spec.name}: alias {', '.join(map(repr, taken))} left out, another's name")
             spec = spec.model_copy(update={"aliases": [a for a in spec.aliases if a not in taken]})
         if index is not None:  # one world, one entity of a name (or alias): the second record adds to the first
-            self.entities[index] = _folded(self.entities[index], spec)
+            first = self.entities[index]
+            if first.secret == spec.secret:
+                self.entities[index] = _folded(first, spec)
+            else:  # a GM-only journal and a public actor of one name: what is secret stays so, as GM notes
+                public, hidden = (first, spec) if spec.secret else (spec, first)
+                self.entities[index] = public.model_copy(update={"name": first.name})
+                dm_notes = "\n\n".join(t for t in (secret_text(hidden), dm_notes) if t)
         else:
             index = self._names[name_key(spec.name)] = len(self.entities)
             self.entities.append(spec)
@@ -222,10 +229,11 @@ class World:
     def notes(self, where: tuple[str, str | int | None], name: str, text: str) -> None:
         """GM-only text of an entity, as secret ``dm_notes`` facts (a fact's value holds 500 characters; a longer
         text goes in numbered parts, nothing cut)."""
-        parts = _split(text, MAX_FACT_VALUE_CHARS)
-        for number, part in enumerate(parts, start=1):
-            kind = DM_NOTES if number == 1 else f"{DM_NOTES}_{number}"
-            self.fact(where, source=name, type=kind, value=part, secret=True)
+        taken = {r.type for r in self.relationships if name_key(r.source) == name_key(name)}
+        kinds = (DM_NOTES if number == 1 else f"{DM_NOTES}_{number}" for number in itertools.count(1))
+        free = (kind for kind in kinds if kind not in taken)  # two records' notes: the second's after the first's
+        for part in _split(text, MAX_FACT_VALUE_CHARS):
+            self.fact(where, source=name, type=next(free), value=part, secret=True)
 
     def fact(
         self,
@@ -274,6 +282,18 @@ def _folded(first: EntitySpec, second: EntitySpec) -> EntitySpec:
             "secret": first.secret and second.secret,
         }
     )
+
+
+def secret_text(spec: EntitySpec) -> str:
+    """What a secret record says (its description, aliases and attributes), as GM notes for a public entity of its
+    name: nothing of it is for players."""
+    parts = [spec.description] if spec.description else []
+    if spec.aliases:
+        parts.append(f"also called {', '.join(spec.aliases)}")
+    parts += [
+        f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}" for k, v in spec.attributes.items()
+    ]
+    return "\n".join(parts)
 
 
 def _split(text: str, limit: int) -> list[str]:

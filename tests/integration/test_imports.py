@@ -98,6 +98,21 @@ async def test_two_records_naming_one_entity_update_it_once(campaign: CampaignMe
     )
 
 
+async def test_a_secret_record_never_makes_a_public_entity_say_its_text(campaign: CampaignMemory) -> None:
+    """A GM-only journal named like a public NPC updates the NPC: its text becomes the NPC's secret GM notes, not
+    the description players read."""
+    await campaign.add_entity(EntityIn(name="Brother Hale", type=EntityType.npc, description="A monk of the tide."))
+    page = {"_id": "p1", "name": "Hale", "type": "text", "text": {"content": "<p>He serves the lich.</p>"}}
+    journal = {"_id": "j1", "name": "Brother Hale", "pages": [page], "ownership": {"default": 0}}
+    batch = await batches.stage(campaign, read_import([("hale.json", json.dumps(journal).encode())]))
+    await batches.accept(campaign, batch.ref)
+    hale = await campaign.graph.get_entity("Brother Hale")
+    assert (hale.description, hale.visibility, hale.type) == ("A monk of the tide.", Visibility.public, EntityType.npc)
+    [notes] = await campaign.graph.relationships_of(hale.id, include_secret=True)
+    assert (notes.type, notes.value, notes.visibility) == ("dm_notes", "Hale\nHe serves the lich.", Visibility.secret)
+    assert await campaign.graph.relationships_of(hale.id) == []  # players read none of it
+
+
 async def test_a_rejected_batch_writes_nothing(campaign: CampaignMemory) -> None:
     batch = await batches.stage(campaign, read_import(files([FIXTURES / "roll20_campaign.json"])))
     rejected = await batches.reject(campaign, batch.ref)

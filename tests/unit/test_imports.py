@@ -152,6 +152,30 @@ def test_foundry_links_and_inline_rolls_read_as_foundry_shows_them() -> None:
     assert facts(world) == {("The Sunken Bell", "dm_notes", "Vaskerrin rang it.", True)}
 
 
+def test_a_gm_only_journal_named_like_a_public_actor_stays_gm_only() -> None:
+    """A world often holds an NPC's actor and the GM's journal of the same name: one entity, public as the actor
+    is, and the journal's text GM notes, never its description (whichever file is read first); both records'
+    GM notes are kept, the second's after the first's."""
+    actor = {
+        "_id": "a1",
+        "name": "Brother Hale",
+        "type": "npc",
+        "system": {
+            "details": {"biography": {"value": '<p>A monk.</p><section class="secret"><p>A liar.</p></section>'}}
+        },
+        "items": [],
+    }
+    page = {"_id": "p1", "name": "Brother Hale", "type": "text", "text": {"content": "<p>He sank the first ship.</p>"}}
+    journal = {"_id": "j1", "name": "Brother Hale", "pages": [page], "ownership": {"default": 0}}
+    for order in ([actor, journal], [journal, actor]):
+        world = read_import([(f"{d['_id']}.json", json.dumps(d).encode()) for d in order])
+        hale = entity(world, "Brother Hale")
+        assert (len(world.entities), hale.type, hale.description, hale.secret) == (1, "npc", "A monk.", False), order
+        notes = [r.value or "" for r in world.relationships if r.type.startswith("dm_notes") and r.secret]
+        assert "A liar." in " ".join(notes) and "He sank the first ship." in " ".join(notes), order
+        assert len(notes) == len(world.relationships)  # dm_notes_2 after dm_notes: neither dropped
+
+
 # ------------------------------------------------------------------------------------------------ Roll20
 
 
