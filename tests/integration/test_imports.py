@@ -159,3 +159,17 @@ def test_the_cli_imports_for_review_and_with_accept(lk: Callable[..., CompletedP
     assert typo.returncode == 2 and "did you mean 'location'?" in typo.stderr
     bad = lk("campaign", "import", str(FIXTURES / "roll20_handout.json"), "--format", "csv")
     assert bad.returncode != 0 and "roll20_handout.json" in bad.stderr
+
+
+def test_a_foundry_v11_world_folder_says_to_unpack_it(lk: Callable[..., CompletedProcess[str]], tmp_path: Path) -> None:
+    """Foundry v11+ keeps a world's data as LevelDB: its folder holds only world.json to read, and the DM is told
+    to extract the data, not just that nothing was found."""
+    assert lk("campaign", "create", "Tides").returncode == 0
+    world = tmp_path / "tides"
+    (world / "data" / "actors").mkdir(parents=True)
+    (world / "world.json").write_text('{"id": "tides", "title": "Tides", "system": "dnd5e", "compatibility": {}}')
+    (world / "data" / "actors" / "000005.ldb").write_bytes(b"\x00\x01binary")
+    (world / "data" / "actors" / "CURRENT").write_text("MANIFEST-000002\n")
+    for folder in (world, world / "data"):
+        refused = lk("campaign", "import", str(folder))
+        assert refused.returncode != 0 and "foundryvtt-cli `unpack`" in refused.stderr, refused.stderr
