@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from campaigns.imports import ImportedWorld
+from campaigns.imports.common import World, secret_text
 from campaigns.load import LoadReport, apply_campaign_file
 from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec, name_key
 from memory.errors import InvalidInputError, NotFoundError
@@ -40,6 +41,8 @@ class ImportBatch(BaseModel):
     world: ImportedWorld
     #: Names of entities the campaign had when the batch was staged (updates, not new entities).
     updates: list[str] = []
+    #: An imported name that updates an entity of another name (by its alias) → that entity's name.
+    updates_as: dict[str, str] = {}
 
     @property
     def ref(self) -> str:
@@ -65,6 +68,8 @@ class ImportBatch(BaseModel):
             update = (
                 " (updates the entity of that name)" if name_key(e.name) in {name_key(u) for u in self.updates} else ""
             )
+            if (other := self.updates_as.get(name_key(e.name))) is not None:
+                update = f" (updates {other})"
             lines.append(f"- {e.name} ({e.type.value}){mark}{update}{said}")
         if len(world.entities) > sample:
             lines.append(f"- and {len(world.entities) - sample:,} more entities")
@@ -75,32 +80,42 @@ class ImportBatch(BaseModel):
         return "\n".join(lines)
 
 
-async def resolve(mem: CampaignMemory, world: ImportedWorld) -> tuple[CampaignFile, list[str]]:
-    """The world as a campaign file against what the campaign has now, and the names it updates."""
+async def resolve(mem: CampaignMemory, world: ImportedWorld) -> tuple[CampaignFile, list[str], dict[str, str]]:
+    """The world as a campaign file against what the campaign has now, the names it updates, and the imported
+    names (keys) that update an entity of another name."""
     entities: list[EntitySpec] = []
     updates: list[str] = []
     renamed: dict[str, str] = {}
+    updating: dict[int, int] = {}  # an entity of the campaign → its entry: two records naming it make one
+    hidden: list[tuple[str, str]] = []  # a public entity's name, and the secret text a record of it holds
     for spec in world.entities:
         existing = await mem.graph.find_entity(spec.name)
         if existing is None:
             entities.append(spec)
             continue
-        updates.append(existing.name)
         if name_key(existing.name) != name_key(spec.name):
             renamed[name_key(spec.name)] = existing.name
-        aliases = [*existing.aliases, *spec.aliases]
+        if spec.secret and existing.visibility != Visibility.secret:  # a GM-only journal of a public NPC's name
+            hidden.append((existing.name, secret_text(spec)))  # its text is GM notes, never the NPC's description
+            spec = EntitySpec(name=spec.name, type=spec.type, secret=True)
+        before = entities[updating[existing.id]] if existing.id in updating else None
+        aliases = [*(before.aliases if before else existing.aliases), *spec.aliases]
         if name_key(spec.name) != name_key(existing.name):
             aliases.append(spec.name)
-        entities.append(
-            EntitySpec(
-                name=existing.name,
-                type=existing.type,
-                aliases=list(dict.fromkeys(a for a in aliases if name_key(a) != name_key(existing.name))),
-                description=spec.description or existing.description,
-                attributes={**existing.attributes, **spec.attributes},
-                secret=existing.visibility == Visibility.secret,
-            )
+        entry = EntitySpec(
+            name=existing.name,
+            type=existing.type,
+            aliases=list(dict.fromkeys(a for a in aliases if name_key(a) != name_key(existing.name))),
+            description=(before.description if before else "") or spec.description or existing.description,
+            attributes={**existing.attributes, **spec.attributes, **(before.attributes if before else {})},
+            secret=existing.visibility == Visibility.secret,
         )
+        if before is not None:  # "Pike" and "Pike Trickfoot" of one import: the second adds to the first
+            entities[updating[existing.id]] = entry
+            continue
+        updates.append(existing.name)
+        updating[existing.id] = len(entities)
+        entities.append(entry)
     facts = [
         fact.model_copy(
             update={
@@ -110,9 +125,16 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> tuple[CampaignFi
         )
         for fact in world.relationships
     ]
-    return CampaignFile(
-        entities=entities, relationships=[RelationshipSpec.model_validate(f.model_dump()) for f in facts]
-    ), updates
+    notes = World(relationships=facts)
+    for name, text in hidden:
+        if text:
+            notes.notes((", ".join(world.sources), None), name, text)
+    facts = notes.relationships
+    return (
+        CampaignFile(entities=entities, relationships=[RelationshipSpec.model_validate(f.model_dump()) for f in facts]),
+        updates,
+        renamed,
+    )
 
 
 async def stage(mem: CampaignMemory, world: ImportedWorld) -> ImportBatch:
@@ -120,7 +142,7 @@ async def stage(mem: CampaignMemory, world: ImportedWorld) -> ImportBatch:
     load is refused now, with what is wrong, and nothing is kept."""
     async with mem.transaction() as tx:
         await tx.graph.lock()
-        file, updates = await resolve(tx, world)
+        file, updates, renamed = await resolve(tx, world)
         trial = tx.db.transaction()
         await trial.start()
         try:
@@ -135,7 +157,7 @@ async def stage(mem: CampaignMemory, world: ImportedWorld) -> ImportBatch:
             tx.campaign_id,
             world.format,
             world.sources,
-            {"world": world.model_dump(mode="json"), "updates": updates},
+            {"world": world.model_dump(mode="json"), "updates": updates, "updates_as": renamed},
             len(file.entities),
             len(file.relationships),
         )
@@ -156,6 +178,7 @@ def _batch(row: Any) -> ImportBatch:
         decided_at=row["decided_at"],
         world=ImportedWorld.model_validate(content["world"]),
         updates=content.get("updates", []),
+        updates_as=content.get("updates_as", {}),
     )
 
 
@@ -191,7 +214,7 @@ async def accept(mem: CampaignMemory, ref: str) -> tuple[ImportBatch, LoadReport
     """Load the batch into the graph, all or nothing, matched against the campaign as it is now."""
     async with mem.transaction() as tx:
         batch = await _pending(tx, ref)
-        file, _ = await resolve(tx, batch.world)
+        file, _, _ = await resolve(tx, batch.world)
         report = await apply_campaign_file(tx, file)
         return await _decided(tx, batch, "accepted"), report
 

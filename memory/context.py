@@ -9,6 +9,7 @@ token budget. Players' view (``dm=False``) masks secrets exactly as /entity show
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Callable
 from typing import TypedDict
@@ -204,7 +205,7 @@ class HotContext(BaseModel):
         facts = [f"- {k}: {v}" for k, v in e.attributes.items()] + [f"- {f}" for f in e.facts]
         facts += [f"- {e.took_part}"] if e.took_part else []
         facts += [clip(f"- last mentioned: {e.last_mentioned}", 300)] if e.last_mentioned else []
-        known = section("## Facts", [clip(f, 300) for f in facts])
+        known = section("## Facts", [clip(" ".join(f.split()), 300) for f in facts])  # one line each: GM notes
         title = f"## Last {self.minutes:g} minutes of {self.session or 'the session'}"
         newest_first = section(title, [clip(line.render(), 400) for line in reversed(self.lines)])
         lines = newest_first[:1] + newest_first[:0:-1]  # the title, then oldest first
@@ -292,7 +293,10 @@ def identity(snap: Neighbourhood, last: Mention | None, mask: Callable[[str], st
         type=e.type,
         description=mask(e.description),
         aliases=list(e.aliases),
-        attributes={k: mask(str(v)) for k, v in e.attributes.items()},
+        # as a campaign file and `entity show` write them (["a", "b"], true), not as Python prints them
+        attributes={
+            k: mask(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)) for k, v in e.attributes.items()
+        },
         secret=e.visibility == Visibility.secret,
         facts=[mask(r.describe()) + mark * (dm and r.visibility == Visibility.secret) for r in others],
         took_part=sessions,

@@ -56,7 +56,7 @@ from memory.models import (
 from memory.providers.embeddings import Embedder
 from memory.recap import recap_for_players
 from memory.store import CampaignMemory
-from memory.text import clip
+from memory.text import clip, fact_value
 
 log = logging.getLogger("lorekeeper.mcp")
 
@@ -186,6 +186,8 @@ class CampaignTools:
         return self._embedder
 
     async def search_sessions(self, query: str, limit: int = 5) -> SearchResult:
+        if not query.strip():  # as `lorekeeper recall` says: blanks would match passages at random
+            raise InvalidInputError("query is empty: give words or names to look for")
         embedder = self.embedder()
         hits = await recall_core.recall(
             self.mem, embedder, query, limit=limit, mode="both" if embedder is not None else "fulltext", dm=self.dm
@@ -368,6 +370,8 @@ class CampaignTools:
             raise InvalidInputError(
                 "give either target (another entity) or value (a state, e.g. 'dead'), not both or none"
             )
+        if value is not None:
+            value = fact_value(value)  # trimmed and not empty, as a fact the DM links
         mask = await reader_mask(self.mem, self.dm)
         source = (await visible_snapshot(self.mem, entity, dm=self.dm, mask=mask)).entity
         other = (await visible_snapshot(self.mem, target, dm=self.dm, mask=mask)).entity if target else None

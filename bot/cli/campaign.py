@@ -321,8 +321,16 @@ async def import_(
             else [path]
         )
     ]
+    # Foundry v11+ keeps a world's data/ and packs/ as LevelDB: binary, never read here, and worth saying so
+    leveldb = any(next(path.rglob("*.ldb"), None) for path in files if path.is_dir())
+    unpack = (
+        "; its Foundry data is LevelDB (.ldb), as v11+ keeps it: extract it to JSON first with the foundryvtt-cli "
+        "`unpack` command"
+        if leveldb
+        else ""
+    )
     if not paths:
-        raise CliError(f"no {', '.join(READABLE)} files in {', '.join(map(str, files))}")
+        raise CliError(f"no {', '.join(READABLE)} files in {', '.join(map(str, files))}{unpack}")
     for path in paths:
         if path.stat().st_size > MAX_IMPORT_BYTES:
             raise CliError(
@@ -335,7 +343,9 @@ async def import_(
     except ImportFileError as exc:
         raise CliError(str(exc)) from None
     if not world.entities:
-        raise CliError(f"nothing to import: {len(world.skipped)} records left out ({'; '.join(world.skipped[:3])})")
+        raise CliError(
+            f"nothing to import: {len(world.skipped)} records left out ({'; '.join(world.skipped[:3])}){unpack}"
+        )
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, name = await campaign_memory(memory, settings, campaign)

@@ -7,6 +7,7 @@ Pure (no database): :func:`read_import` takes the files' bytes and returns an :c
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import zipfile
@@ -63,6 +64,13 @@ def _size(file: str, data: bytes) -> None:
 
 def _decode(file: str, data: bytes) -> str:
     _size(file, data)
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) and not data.startswith(codecs.BOM_UTF32_LE):
+        try:  # Excel's "Unicode text", Notepad's and PowerShell's "Unicode": UTF-16 with its byte-order mark
+            return data.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise problem(
+                file, None, None, f"not UTF-16 text after all (byte {exc.start + 3}); save it as UTF-8"
+            ) from None
     if data.startswith(b"\x00") or b"\x00" in data[:4096]:
         raise problem(
             file,
@@ -115,7 +123,23 @@ def detect_format(file: str, text: str) -> Format:
         return "foundry"  # a compendium source written as YAML
     if csv_format.looks_like(text):
         return "csv"
+    if broken := _broken_json(text) or ("an empty file" if not text.strip() else None):  # --format would not help
+        raise problem(file, None, None, broken)
     raise problem(file, None, None, "not JSON, a Foundry .db or .yml source nor CSV with a header: pass --format")
+
+
+def _broken_json(text: str) -> str | None:
+    """What is wrong with a text that begins as JSON but does not parse (a download cut short, a bad hand edit),
+    else None."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return None
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return (
+            f"broken JSON at line {exc.lineno}, column {exc.colno} ({exc.msg}): is the file cut short? export it again"
+        )
+    return None
 
 
 #: What a zip's members may hold unpacked, all together: a Kanka export or a zipped Foundry world, not a bomb.
@@ -185,7 +209,7 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
             else:
                 foundry.parse_json(file, parsed, world)
         elif parsed is None:
-            raise problem(file, None, None, f"not JSON, which a {found} export is")
+            raise problem(file, None, None, _broken_json(text) or f"not JSON, which a {found} export is")
         elif found == "roll20":
             roll20.parse_json(file, parsed, world)
         else:

@@ -3,6 +3,7 @@ that turns a format's records into campaign-file entries (checked by the campaig
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import unicodedata
@@ -44,6 +45,7 @@ def problem(file: str, record: str | int | None, field_name: str | None, message
 
 _BLOCKS = frozenset(
     {"p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "table", "section", "blockquote"}
+    | {"hr", "dt", "dd", "pre", "figcaption", "article", "aside", "header", "footer", "details", "summary"}
 )
 _SKIPPED = frozenset({"script", "style", "template"})
 
@@ -59,12 +61,18 @@ class _Text(HTMLParser):
         self._stack: list[tuple[str, bool]] = []  # (tag, opens a secret block)
         self._secret_depth = 0
         self._skip_depth = 0
+        self._cells = 0  # cells of the table row read so far
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         classes = " ".join(value or "" for key, value in attrs if key == "class").split()
         opens = "secret" in classes
         if tag in _BLOCKS:
             self._out("\n")
+        if tag == "tr":
+            self._cells = 0
+        elif tag in ("td", "th"):  # a table's cells apart, not glued into one word ("Goblin7")
+            self._out(" | " if self._cells else "")
+            self._cells += 1
         if tag in ("br", "hr", "img", "input", "meta", "link"):  # void elements: no end tag follows
             return
         self._stack.append((tag, opens))
@@ -152,6 +160,7 @@ class World:
     relationships: list[RelationshipSpec] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     _names: dict[str, int] = field(default_factory=dict)
+    _aliases: dict[str, int] = field(default_factory=dict)
 
     def entity(
         self,
@@ -185,16 +194,32 @@ class World:
             spec = EntitySpec.model_validate(fields)
         except ValidationError as exc:
             raise problem(file, _record(record, text_name), *_first(exc)) from None
-        key = name_key(spec.name)
-        if key in self._names:  # one world, one entity of a name: the second record adds to the first
-            index = self._names[key]
-            self.entities[index] = _folded(self.entities[index], spec)
+        index = self._holder(spec.name)
+        taken = [a for a in spec.aliases if self._holder(a) not in (None, index)]
+        if taken:  # another record's name (Roll20's token "Vex" of Vex'ahlia, and a handout "Vex"): it keeps it
+            self.skipped.append(f"{file}: {spec.name}: alias {', '.join(map(repr, taken))} left out, another's name")
+            spec = spec.model_copy(update={"aliases": [a for a in spec.aliases if a not in taken]})
+        if index is not None:  # one world, one entity of a name (or alias): the second record adds to the first
+            first = self.entities[index]
+            if first.secret == spec.secret:
+                self.entities[index] = _folded(first, spec)
+            else:  # a GM-only journal and a public actor of one name: what is secret stays so, as GM notes
+                public, hidden = (first, spec) if spec.secret else (spec, first)
+                self.entities[index] = public.model_copy(update={"name": first.name})
+                dm_notes = "\n\n".join(t for t in (secret_text(hidden), dm_notes) if t)
         else:
-            self._names[key] = len(self.entities)
+            index = self._names[name_key(spec.name)] = len(self.entities)
             self.entities.append(spec)
+        for alias in self.entities[index].aliases:
+            self._aliases.setdefault(name_key(alias), index)
+        name = self.entities[index].name
         if dm_notes:
-            self.notes(where, spec.name, dm_notes)
-        return spec.name
+            self.notes(where, name, dm_notes)
+        return name
+
+    def _holder(self, name: str) -> int | None:
+        """The entry already read that is called ``name``, by its name or an alias."""
+        return self._names.get(name_key(name), self._aliases.get(name_key(name)))
 
     def describe(self, name: str, description: str) -> None:
         """Replace the description of the entity ``name`` (read before, under that name)."""
@@ -204,10 +229,11 @@ class World:
     def notes(self, where: tuple[str, str | int | None], name: str, text: str) -> None:
         """GM-only text of an entity, as secret ``dm_notes`` facts (a fact's value holds 500 characters; a longer
         text goes in numbered parts, nothing cut)."""
-        parts = _split(text, MAX_FACT_VALUE_CHARS)
-        for number, part in enumerate(parts, start=1):
-            kind = DM_NOTES if number == 1 else f"{DM_NOTES}_{number}"
-            self.fact(where, source=name, type=kind, value=part, secret=True)
+        taken = {r.type for r in self.relationships if name_key(r.source) == name_key(name)}
+        kinds = (DM_NOTES if number == 1 else f"{DM_NOTES}_{number}" for number in itertools.count(1))
+        free = (kind for kind in kinds if kind not in taken)  # two records' notes: the second's after the first's
+        for part in _split(text, MAX_FACT_VALUE_CHARS):
+            self.fact(where, source=name, type=next(free), value=part, secret=True)
 
     def fact(
         self,
@@ -256,6 +282,18 @@ def _folded(first: EntitySpec, second: EntitySpec) -> EntitySpec:
             "secret": first.secret and second.secret,
         }
     )
+
+
+def secret_text(spec: EntitySpec) -> str:
+    """What a secret record says (its description, aliases and attributes), as GM notes for a public entity of its
+    name: nothing of it is for players."""
+    parts = [spec.description] if spec.description else []
+    if spec.aliases:
+        parts.append(f"also called {', '.join(spec.aliases)}")
+    parts += [
+        f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}" for k, v in spec.attributes.items()
+    ]
+    return "\n".join(parts)
 
 
 def _split(text: str, limit: int) -> list[str]:

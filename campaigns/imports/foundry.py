@@ -138,7 +138,33 @@ def _get(data: Any, *path: str) -> Any:
 def _html(value: Any) -> tuple[str, str]:
     if isinstance(value, dict):  # {"value": "<p>…</p>"}
         value = value.get("value")
-    return html_to_text(value if isinstance(value, str) else "")
+    return _text(value if isinstance(value, str) else "")
+
+
+# Foundry's text enrichers, shown in Foundry as their label: a content link (@UUID[Actor.x]{Brother Hale}), an
+# inline roll ([[/r 2d6]]{damage}, [[/check dex 15]], [[1d4]]) and the dnd5e system's &Reference[prone].
+_LINK = re.compile(r"( ?)[@&](\w+)\[([^\]\n]*)\](?:\{([^}\n]*)\})?")
+_ROLL = re.compile(r"\[\[(?:/\w+\s*)?([^\]\n]*)\]\](?:\{([^}\n]*)\})?")
+
+
+def _unlinked(text: str) -> str:
+    """``text`` with Foundry's enrichers as their labels; an unlabelled link to a document by its id (which only
+    Foundry can name) left out, any other by what it names."""
+
+    def link(match: re.Match[str]) -> str:
+        if match.group(4) is not None:
+            return match.group(1) + match.group(4)
+        tail = match.group(3).split(".")[-1].strip()
+        return "" if re.fullmatch(r"[A-Za-z0-9]{16}", tail) else match.group(1) + tail
+
+    text = _ROLL.sub(lambda m: m.group(2) if m.group(2) is not None else m.group(1).strip(), _LINK.sub(link, text))
+    return re.sub(r"[ \t]{2,}", " ", text)
+
+
+def _text(html: str | None) -> tuple[str, str]:
+    """(public text, GM-only text) of a Foundry HTML field, its enrichers as Foundry shows them."""
+    public, secret = html_to_text(html)
+    return _unlinked(public), _unlinked(secret)
 
 
 def _document(file: str, record: str | int | None, doc: dict[str, Any], world: World) -> None:
@@ -263,7 +289,7 @@ def _item(where: tuple[str, Any], doc: dict[str, Any], world: World, *, owned: b
 
 
 def _scene(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
-    public, secret = html_to_text(doc.get("description") if isinstance(doc.get("description"), str) else "")
+    public, secret = _text(doc.get("description") if isinstance(doc.get("description"), str) else "")
     nav = as_text(doc.get("navName"))
     world.entity(
         where,
@@ -282,8 +308,8 @@ def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
         for page in doc["pages"]:
             if not isinstance(page, dict) or page.get("type", "text") != "text":
                 continue
-            text, hidden = html_to_text(_get(page, "text", "content") or "")
-            hidden_page = _gm_only(page)
+            text, hidden = _text(_get(page, "text", "content") or "")
+            hidden_page = _gm_only(page, page=True)
             title = as_text(page.get("name"))
             if text:
                 (secret_parts if hidden_page else public_parts).append(
@@ -292,7 +318,7 @@ def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
             if hidden:
                 secret_parts.append(hidden)
     else:
-        text, hidden = html_to_text(doc.get("content") if isinstance(doc.get("content"), str) else "")
+        text, hidden = _text(doc.get("content") if isinstance(doc.get("content"), str) else "")
         public_parts.append(text)
         secret_parts.append(hidden)
     world.entity(
@@ -305,10 +331,13 @@ def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
     )
 
 
-def _gm_only(doc: dict[str, Any]) -> bool:
+def _gm_only(doc: dict[str, Any], *, page: bool = False) -> bool:
     """A document players cannot see: its default ownership (v10+ ``ownership``, v9 ``permission``) is NONE and
-    no player is given more. Absent, it is not hidden."""
+    no player is given more. Absent, it is not hidden. A journal page's INHERIT (-1, what Foundry writes for every
+    page unless the GM sets it) is its entry's: not hidden on its own."""
     ownership = doc.get("ownership", doc.get("permission"))
     if not isinstance(ownership, dict) or "default" not in ownership:
+        return False
+    if page and ownership["default"] == -1:
         return False
     return all(level in (0, -1) for level in ownership.values() if isinstance(level, int))

@@ -19,7 +19,9 @@ from campaigns.imports.common import World, as_text, html_to_text, js_unescape, 
 from memory.models import EntityType
 
 _ITEM_NAME = re.compile(r"^repeating_(inventory|equipment|items?[-\w]*)_(-?[-\w]+?)_(itemname|name|item_name)$")
-_MAGIC = re.compile(r"\b(magic(al)?|attun\w*|uncommon|rare|legendary|artifact|artefact|wondrous)\b|\+\d\b", re.I)
+_MAGIC = re.compile(r"\b(magic(al)?|attun\w*|uncommon|rare|legendary|artifact|artefact|wondrous)\b", re.I)
+#: A bonus in an item's name ("Dagger +1"); in its other fields a "+2" is a mundane rule ("AC +2" of a shield).
+_BONUS = re.compile(r"\+\d\b")
 
 
 def looks_like(obj: Any) -> bool:
@@ -118,7 +120,7 @@ def _character(file: str, record: str | int | None, doc: dict[str, Any], world: 
         return
     for row, item in _inventory(doc).items():
         text = " ".join(item.values())
-        if not _MAGIC.search(text):
+        if not (_MAGIC.search(text) or _BONUS.search(item["name"])):
             continue
         description = as_text(item.get("content") or item.get("itemcontent") or "")
         owned = world.entity(

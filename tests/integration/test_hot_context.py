@@ -58,6 +58,19 @@ async def test_text_block_keeps_within_budget_newest_lines_first(campaign: Campa
         assert "[21:00]" in mid
 
 
+async def test_attributes_and_facts_read_as_the_card_writes_them(campaign: CampaignMemory) -> None:
+    """A list attribute (Roll20's tags) reads as a campaign file writes it, not as Python prints it; a fact whose
+    value holds lines (imported GM notes) is one line of the block, not lines that look like others."""
+    await build_world(campaign)
+    await campaign.graph.update_entity("Grom", attributes={"tags": ["smith", "exile"], "level": 3})
+    await campaign.graph.link("Grom", "dm_notes", value="GM\nHe forged the Ember Key.", secret=True)
+    ctx = await hot_context(campaign, "Grom", minutes=30, dm=True)
+    assert ctx.entity.attributes["tags"] == '["smith", "exile"]' and ctx.entity.attributes["level"] == "3"
+    text = ctx.text(2000)
+    assert '- tags: ["smith", "exile"]' in text
+    assert "- Grom —dm_notes→ GM He forged the Ember Key. [DM only]" in text.splitlines()
+
+
 async def test_no_session_and_bad_window(campaign: CampaignMemory) -> None:
     await build_world(campaign)
     with pytest.raises(InvalidInputError):

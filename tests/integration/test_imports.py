@@ -79,6 +79,40 @@ async def test_a_name_or_alias_the_campaign_has_is_an_update_not_a_duplicate(cam
     assert (await campaign.graph.get_entity("Ironhold")).type is EntityType.location
 
 
+async def test_two_records_naming_one_entity_update_it_once(campaign: CampaignMemory) -> None:
+    """A Roll20 character "Pike Trickfoot" and a handout "Pike" (the campaign's alias of her) both update her: one
+    entry, not two the load refuses as one name twice; the card says whom the alias updates."""
+    await campaign.add_entity(EntityIn(name="Pike Trickfoot", type=EntityType.player, aliases=["Pike"]))
+    csv = b"name,type,aliases,description,deity\nPike,npc,Pikey,A gnome cleric,Sarenrae\nPike Trickfoot,npc,,,\n"
+    batch = await batches.stage(campaign, read_import([("party.csv", csv)]))
+    assert batch.updates == ["Pike Trickfoot"]
+    card = batch.card()
+    assert "1 entity (0 new, 1 updated)" in card and "- Pike (npc) (updates Pike Trickfoot): A gnome cleric" in card
+    await batches.accept(campaign, batch.ref)
+    pike = await campaign.graph.get_entity("Pike Trickfoot")
+    assert await count(campaign, "entities") == 1 and pike.type is EntityType.player
+    assert (pike.description, sorted(pike.aliases), pike.attributes) == (
+        "A gnome cleric",
+        ["Pike", "Pikey"],
+        {"deity": "Sarenrae"},
+    )
+
+
+async def test_a_secret_record_never_makes_a_public_entity_say_its_text(campaign: CampaignMemory) -> None:
+    """A GM-only journal named like a public NPC updates the NPC: its text becomes the NPC's secret GM notes, not
+    the description players read."""
+    await campaign.add_entity(EntityIn(name="Brother Hale", type=EntityType.npc, description="A monk of the tide."))
+    page = {"_id": "p1", "name": "Hale", "type": "text", "text": {"content": "<p>He serves the lich.</p>"}}
+    journal = {"_id": "j1", "name": "Brother Hale", "pages": [page], "ownership": {"default": 0}}
+    batch = await batches.stage(campaign, read_import([("hale.json", json.dumps(journal).encode())]))
+    await batches.accept(campaign, batch.ref)
+    hale = await campaign.graph.get_entity("Brother Hale")
+    assert (hale.description, hale.visibility, hale.type) == ("A monk of the tide.", Visibility.public, EntityType.npc)
+    [notes] = await campaign.graph.relationships_of(hale.id, include_secret=True)
+    assert (notes.type, notes.value, notes.visibility) == ("dm_notes", "Hale\nHe serves the lich.", Visibility.secret)
+    assert await campaign.graph.relationships_of(hale.id) == []  # players read none of it
+
+
 async def test_a_rejected_batch_writes_nothing(campaign: CampaignMemory) -> None:
     batch = await batches.stage(campaign, read_import(files([FIXTURES / "roll20_campaign.json"])))
     rejected = await batches.reject(campaign, batch.ref)
@@ -125,3 +159,17 @@ def test_the_cli_imports_for_review_and_with_accept(lk: Callable[..., CompletedP
     assert typo.returncode == 2 and "did you mean 'location'?" in typo.stderr
     bad = lk("campaign", "import", str(FIXTURES / "roll20_handout.json"), "--format", "csv")
     assert bad.returncode != 0 and "roll20_handout.json" in bad.stderr
+
+
+def test_a_foundry_v11_world_folder_says_to_unpack_it(lk: Callable[..., CompletedProcess[str]], tmp_path: Path) -> None:
+    """Foundry v11+ keeps a world's data as LevelDB: its folder holds only world.json to read, and the DM is told
+    to extract the data, not just that nothing was found."""
+    assert lk("campaign", "create", "Tides").returncode == 0
+    world = tmp_path / "tides"
+    (world / "data" / "actors").mkdir(parents=True)
+    (world / "world.json").write_text('{"id": "tides", "title": "Tides", "system": "dnd5e", "compatibility": {}}')
+    (world / "data" / "actors" / "000005.ldb").write_bytes(b"\x00\x01binary")
+    (world / "data" / "actors" / "CURRENT").write_text("MANIFEST-000002\n")
+    for folder in (world, world / "data"):
+        refused = lk("campaign", "import", str(folder))
+        assert refused.returncode != 0 and "foundryvtt-cli `unpack`" in refused.stderr, refused.stderr

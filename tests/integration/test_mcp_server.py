@@ -176,6 +176,22 @@ async def test_bad_arguments_are_tool_errors(campaign: CampaignMemory, fresh_dsn
     assert await campaign.review.pending() == []
 
 
+async def test_blank_query_and_empty_state_are_refused(
+    campaign: CampaignMemory, fresh_dsn: str, tmp_path: Path
+) -> None:
+    """A query of blanks would return passages at random, and an empty state a review item saying nothing: both
+    are refused as `lorekeeper recall` and `entity link` refuse them; a state is trimmed as the DM's is."""
+    await build_world(campaign)
+    async with mcp_client(fresh_dsn, tmp_path, "--as", "player", "--allow-proposals") as s:
+        assert "query is empty" in await error_of(s, "search_sessions", query="   ")
+        assert "value: must not be empty" in await error_of(
+            s, "propose_fact", entity="Grom", relation="status", value=" "
+        )
+        fact = await call(s, "propose_fact", entity="Grom", relation="status", value="  wounded  ")
+        assert fact["said"].endswith("—status→ wounded"), fact
+    assert [i.ref for i in await campaign.review.pending()] == [fact["ref"]]
+
+
 async def test_http_needs_the_bearer_token(campaign: CampaignMemory, fresh_dsn: str, tmp_path: Path) -> None:
     import asyncio
     import socket

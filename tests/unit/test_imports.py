@@ -3,6 +3,7 @@ from content, and every bad file refused once, naming file, record and field."""
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import zipfile
@@ -113,6 +114,68 @@ def test_a_leveldb_pack_is_refused_with_what_to_do() -> None:
     assert "foundryvtt-cli" in refused([("000005.ldb", b"\x00\x01\x02binary")])
 
 
+def test_a_journal_page_inheriting_its_entrys_ownership_is_public() -> None:
+    """Foundry writes ``"ownership": {"default": -1}`` (INHERIT) on every page it exports: a page players may read
+    through its entry, whose text is the entity's description, not DM notes."""
+    page = {"_id": "p1", "name": "Bell", "type": "text", "ownership": {"default": -1}}
+    pages = [
+        {**page, "text": {"format": 1, "content": "<p>It rings at low tide.</p>"}},
+        {
+            **page,
+            "_id": "p2",
+            "name": "GM",
+            "text": {"content": "<p>It wakes the drowned.</p>"},
+            "ownership": {"default": 0},
+        },
+    ]
+    doc = {"_id": "j1", "name": "The Sunken Bell", "pages": pages, "ownership": {"default": 2}, "folder": None}
+    world = read_import([("bell.json", json.dumps(doc).encode())])
+    bell = entity(world, "The Sunken Bell")
+    assert "It rings at low tide." in bell.description and not bell.secret
+    assert facts(world) == {("The Sunken Bell", "dm_notes", "GM\nIt wakes the drowned.", True)}
+
+
+def test_foundry_links_and_inline_rolls_read_as_foundry_shows_them() -> None:
+    """A journal written in Foundry links documents (@UUID[…]{label}) and rolls inline ([[/r 2d6]]): the entity's
+    text says what Foundry shows, not the markup."""
+    content = (
+        "<p>Ask @UUID[Actor.wact000000000002]{Brother Hale} about @UUID[JournalEntry.Ab3dEf6hIj9kLm0n]. "
+        "The trap deals [[/r 2d6]]{2d6 fire} damage for [[1d4]] rounds; see &amp;Reference[prone].</p>"
+        '<section class="secret"><p>@UUID[Actor.wact000000000009]{Vaskerrin} rang it.</p></section>'
+    )
+    page = {"_id": "p1", "name": "Bell", "type": "text", "text": {"content": content}}
+    doc = {"_id": "j1", "name": "The Sunken Bell", "pages": [page], "ownership": {"default": 2}}
+    world = read_import([("bell.json", json.dumps(doc).encode())])
+    assert entity(world, "The Sunken Bell").description == (
+        "Bell\nAsk Brother Hale about. The trap deals 2d6 fire damage for 1d4 rounds; see prone."
+    )
+    assert facts(world) == {("The Sunken Bell", "dm_notes", "Vaskerrin rang it.", True)}
+
+
+def test_a_gm_only_journal_named_like_a_public_actor_stays_gm_only() -> None:
+    """A world often holds an NPC's actor and the GM's journal of the same name: one entity, public as the actor
+    is, and the journal's text GM notes, never its description (whichever file is read first); both records'
+    GM notes are kept, the second's after the first's."""
+    actor = {
+        "_id": "a1",
+        "name": "Brother Hale",
+        "type": "npc",
+        "system": {
+            "details": {"biography": {"value": '<p>A monk.</p><section class="secret"><p>A liar.</p></section>'}}
+        },
+        "items": [],
+    }
+    page = {"_id": "p1", "name": "Brother Hale", "type": "text", "text": {"content": "<p>He sank the first ship.</p>"}}
+    journal = {"_id": "j1", "name": "Brother Hale", "pages": [page], "ownership": {"default": 0}}
+    for order in ([actor, journal], [journal, actor]):
+        world = read_import([(f"{d['_id']}.json", json.dumps(d).encode()) for d in order])
+        hale = entity(world, "Brother Hale")
+        assert (len(world.entities), hale.type, hale.description, hale.secret) == (1, "npc", "A monk.", False), order
+        notes = [r.value or "" for r in world.relationships if r.type.startswith("dm_notes") and r.secret]
+        assert "A liar." in " ".join(notes) and "He sank the first ship." in " ".join(notes), order
+        assert len(notes) == len(world.relationships)  # dm_notes_2 after dm_notes: neither dropped
+
+
 # ------------------------------------------------------------------------------------------------ Roll20
 
 
@@ -129,6 +192,45 @@ def test_roll20_vttes_character() -> None:
         ("Pip Thistledown", "owns", "Cloak of Elvenkind", False),
         ("Pip Thistledown", "owns", "Dagger +1", False),
     }  # thieves' tools are mundane
+
+
+def test_a_roll20_mundane_shield_is_not_notable_for_its_ac_bonus() -> None:
+    """The 5e OGL sheet writes a plain shield's modifiers as "AC +2": a bonus counts in the item's name only."""
+    rows = {"-Ma_itemname": "Shield", "-Ma_itemmodifiers": "Item Type: Shield, AC +2", "-Mb_itemname": "Mace +1"}
+    attribs = [{"name": f"repeating_inventory_{k}", "current": v, "max": "", "id": k} for k, v in rows.items()]
+    doc = {"schema_version": 3, "name": "Brannoc", "bio": "", "controlledby": "-Mp1", "attribs": attribs}
+    world = read_import([("brannoc.json", json.dumps(doc).encode())])
+    assert facts(world) == {("Brannoc", "owns", "Mace +1", False)}
+
+
+def test_a_record_named_by_another_records_alias_is_that_entity() -> None:
+    """Roll20 makes a token's name an alias ("Vex" of Vex'ahlia); a handout titled "Vex" is then her, not a second
+    entity the campaign file refuses; an alias that is another record's name stays that record's."""
+    token = json.dumps({"name": "Vex"})
+    campaign = {
+        "characters": [{"name": "Vex'ahlia", "bio": "<p>A ranger.</p>", "controlledby": "p1", "defaulttoken": token}],
+        "handouts": [
+            {
+                "name": "Vex",
+                "notes": "<p>Her bounty notice.</p>",
+                "gmnotes": "<p>Wanted alive.</p>",
+                "inplayerjournals": "all",
+            },
+            {"name": "Trinket", "notes": "", "inplayerjournals": "all"},
+        ],
+        "pages": [{"name": "Whitestone"}],
+    }
+    world = read_import([("vm.json", json.dumps(campaign).encode())])
+    world.campaign_file()  # loads: one name, one entity
+    assert [(e.name, e.aliases, e.description) for e in world.entities[:2]] == [
+        ("Vex'ahlia", ["Vex"], "A ranger."),
+        ("Trinket", [], ""),
+    ]
+    assert ("Vex'ahlia", "dm_notes", "Wanted alive.", True) in facts(world)
+    rows = "name,type,aliases\nVexx,npc,\nVexxahlia,npc,Vexx\n"
+    world = read_import([("twins.csv", rows.encode())])
+    assert [(e.name, e.aliases) for e in world.entities] == [("Vexx", []), ("Vexxahlia", [])]
+    assert "twins.csv: Vexxahlia: alias 'Vexx' left out, another's name" in world.skipped
 
 
 def test_roll20_campaign_export_and_handouts() -> None:
@@ -258,6 +360,28 @@ def test_bad_files_are_one_clear_error(files: list[tuple[str, bytes]], wanted: s
     assert message.startswith(files[-1][0] if "one tool" in wanted else files[0][0]) and wanted in message, message
 
 
+def test_a_json_export_cut_short_is_said_so_not_sent_to_format() -> None:
+    """A download cut short is JSON that does not parse: passing --format would not help, so the error says where
+    it breaks; an empty file is said to be empty."""
+    cut = b'{\n "characters": [\n  {"name": "Grog", "bio": "<p>A goliath</p>",\n'
+    for format in (None, "roll20"):
+        message = refused([("campaign.json", cut)], format)
+        assert "broken JSON at line 4" in message and "cut short" in message and "--format" not in message, message
+    assert refused([("empty.json", b"  \n")]) == "empty.json: an empty file"
+
+
+def test_utf16_text_with_its_byte_order_mark_is_read_not_called_binary() -> None:
+    """Excel's "Unicode text" (tab-separated) and Notepad's "Unicode" are UTF-16 with a byte-order mark: their
+    zero bytes are text, not a Foundry LevelDB pack."""
+    sheet = "name\ttype\tdescription\nCafé Noir\tlocation\tUn café\n".encode("utf-16")
+    assert [(e.name, e.description) for e in read_import([("places.txt", sheet)]).entities] == [
+        ("Café Noir", "Un café")
+    ]
+    handout = json.dumps({"name": "Letter", "notes": "<p>Meet me.</p>", "inplayerjournals": "all"}).encode("utf-16-be")
+    world = read_import([("letter.json", codecs.BOM_UTF16_BE + handout)])
+    assert world.format == "roll20" and world.entities[0].description == "Meet me."
+
+
 def test_a_bad_name_names_file_record_and_field() -> None:
     doc = {"_id": "x", "name": "V\u0430x", "type": "npc", "system": {}, "items": []}  # a Cyrillic а
     message = refused([("vax.json", json.dumps(doc).encode())])
@@ -289,6 +413,8 @@ def test_html_and_javascript_escapes() -> None:
         "hid\nden",
     )
     assert js_unescape("%3Cp%3Ecaf%E9 %u2019%3C/p%3E") == "<p>café ’</p>"
+    table = "<table><tr><th>Name</th><th>HP</th></tr><tr><td>Goblin</td><td>7</td></tr></table>a<hr>b"
+    assert html_to_text(table) == ("Name | HP\n\nGoblin | 7\n\na\nb", "")  # cells and rules apart, not "Goblin7"
 
 
 def test_duplicates_fold_and_symmetric_facts_are_one() -> None:
