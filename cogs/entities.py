@@ -28,6 +28,7 @@ from memory.models import Entity, EntityIn, EntityType, Mention, Provenance, Rev
 from memory.replies import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
 from memory.text import (
     MAX_FACT_VALUE_CHARS,
+    attribute_text,
     check_attributes,
     counted,
     heard_as_phrases,
@@ -103,7 +104,7 @@ def entity_embed(
     if dm and entity.not_heard_as:
         add_field_within(embed, "Never heard as", ", ".join(entity.not_heard_as), inline=False)
     if entity.attributes:
-        lines = [f"**{k}**: {mask(str(v))}" for k, v in entity.attributes.items()]
+        lines = [f"**{k}**: {mask(attribute_text(v))}" for k, v in entity.attributes.items()]
         add_field_within(embed, "Attributes", lines, inline=False)
     if relationships:
         add_field_within(embed, "Relationships", [mask(r) for r in relationships], inline=False)

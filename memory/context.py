@@ -9,7 +9,6 @@ token budget. Players' view (``dm=False``) masks secrets exactly as /entity show
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Callable
 from typing import TypedDict
@@ -21,7 +20,7 @@ from memory.errors import InvalidInputError, NotFoundError
 from memory.graph import SecretMask
 from memory.models import Entity, EntityType, Mention, Neighbourhood, ReviewStatus, Visibility
 from memory.store import CampaignMemory
-from memory.text import clip
+from memory.text import attribute_text, clip
 
 #: Lines of L1 the context reads at most: a window of minutes in a talkative scene, or a whole untimed import.
 MAX_LINES = 200
@@ -293,10 +292,7 @@ def identity(snap: Neighbourhood, last: Mention | None, mask: Callable[[str], st
         type=e.type,
         description=mask(e.description),
         aliases=list(e.aliases),
-        # as a campaign file and `entity show` write them (["a", "b"], true), not as Python prints them
-        attributes={
-            k: mask(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)) for k, v in e.attributes.items()
-        },
+        attributes={k: mask(attribute_text(v)) for k, v in e.attributes.items()},
         secret=e.visibility == Visibility.secret,
         facts=[mask(r.describe()) + mark * (dm and r.visibility == Visibility.secret) for r in others],
         took_part=sessions,

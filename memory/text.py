@@ -416,6 +416,12 @@ def typed_attribute(text: str) -> Any:
         return text
 
 
+def attribute_text(value: Any) -> str:
+    """An attribute's value as a DM types it (:func:`typed_attribute`): text as it is, anything else as JSON
+    (``true``, ``[1, 2]``), not as Python prints it (``True``, ``['a']``)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def seconds(value: float | None) -> float | None:
     """A time into the session (``start_s``, ``end_s``): nothing is said before the session starts."""
     if value is not None and value < 0:

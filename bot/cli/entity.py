@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from bot.cli import cli
@@ -21,6 +19,7 @@ from bot.cli.common import (
 from memory.errors import InvalidInputError
 from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, suggest_entity_type
 from memory.text import (
+    attribute_text,
     check_attributes,
     counted,
     excerpt,
@@ -196,8 +195,7 @@ async def show(ctx: click.Context, name: str, history: bool, campaign: str | Non
     if e.description:  # a recap's several lines too, each under the name
         click.echo("\n".join(f"  {line}" for line in e.description.splitlines()))
     for key, value in e.attributes.items():
-        # as a campaign file or --attr writes it (true, ["a", "b"]), not as Python prints it
-        click.echo(f"  {key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
+        click.echo(f"  {key}: {attribute_text(value)}")
     others, sessions = snap.facts_and_sessions()  # as on /entity show
     for r in others:
         click.echo(f"  - {r.describe()}" + " (secret)" * snap.hidden_from_players(r))

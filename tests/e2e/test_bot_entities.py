@@ -65,6 +65,8 @@ async def test_attributes_are_typed_as_the_command_line_types_them(
         "ruler": "Thane Borin",
         "kin": [1, 2],
     }
+    card = "\n".join((await fake_discord.invoke("entity show", {"name": "Borin"}, user_id=dm)).texts())
+    assert "**alive**: true" in card and "**kin**: [1, 2]" in card  # as typed, not Python's True / [1, 2]
     nested = await fake_discord.invoke("entity edit", {"name": "Borin", "attributes": 'kin={"a": 1}'}, user_id=dm)
     assert nested.texts() == [
         "attribute 'kin' must be text, a number, true/false or empty, or a list of those, not a mapping"
