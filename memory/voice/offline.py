@@ -172,6 +172,10 @@ async def ingest_audio(
     done = None if again else await mem.log.recorded_in(title, digests)
     names = names or CampaignNames(mem)
     utterances = [] if done is not None else await _transcribe(mem, tracks, stt, on_utterance, on_position, names)
+    if done is None and not utterances:
+        # silence, or too short to hold a word: no session is started for it, as none is for an empty transcript
+        # (an empty one would stay in the session list, unrecapped, and hold the recording as imported)
+        return IngestReport(l1_seconds=time.perf_counter() - started)
     async with mem.log.importing():
         if not again:
             await refuse_known_recording()  # again: one imported while this one was transcribed

@@ -242,3 +242,22 @@ async def test_a_recording_imported_again_into_its_session_is_not_transcribed_ag
     [session] = await campaign.log.listed()
     assert (session.title, session.lines, session.started_at) == ("night-four", first.written, played)
     assert await campaign.log.session_entries(session.id) == stored
+
+
+async def test_a_recording_with_no_speech_leaves_no_session(campaign: CampaignMemory, tmp_path: Path) -> None:
+    """`ingest silence.wav` (a muted phone, a file too short to hold a word) says "nothing imported: no speech was
+    heard", yet left an empty session behind: in `session list` with 0 lines and no recap, one more for every such
+    file. Nothing is heard, so nothing is started, as for an empty transcript."""
+    silent = tmp_path / "silence.wav"
+    with wave.open(str(silent), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16_000)
+        w.writeframes(b"\0" * 2 * 16_000 * 5)
+    stt = WhisperSTT("tiny.en")
+    try:
+        report = await offline.ingest_audio(campaign, [offline.AudioTrack(silent, "Ana")], stt)
+    finally:
+        stt.close()
+    assert (report.lines, report.written, report.sessions) == (0, 0, [])
+    assert await campaign.log.listed() == []
