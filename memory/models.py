@@ -423,10 +423,15 @@ class Mention(BaseModel):
         return where_said(self.title, self.start_s, self.ref)
 
 
+#: The refs of lines from speech, whose time is always that of the audio (``audio:night.wav:0``, ``voice:…``).
+TIMED_REFS = ("audio:", "voice:")
+
+
 def where_said(title: str, start_s: float | None, ref: str | None) -> str:
     """The session and the line's time in it, or its source ("turn 1098") when the transcript had no times
-    (a CRD3 episode, an untimed file): every such line is "at 0:00", which says nothing."""
-    if start_s or (start_s is not None and not ref):
+    (a CRD3 episode, an untimed file): every such line is "at 0:00", which says nothing. Speech heard (a recording's
+    ``audio:`` line, live ``voice:``) always has its time: its first word at 0:00 is "at 0:00", not its ref."""
+    if start_s or (start_s is not None and (not ref or ref.startswith(TIMED_REFS))):
         minutes, secs = divmod(int(start_s), 60)
         hours, minutes = divmod(minutes, 60)
         return f"{title} at {f'{hours}:{minutes:02d}' if hours else minutes}:{secs:02d}"

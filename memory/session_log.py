@@ -226,6 +226,26 @@ class SessionLog:
         )
         return ListedSession(**dict(row)) if row else None
 
+    async def held_from_elsewhere(self, title: str, ref_prefixes: Sequence[str]) -> ListedSession | None:
+        """The session titled ``title`` if it holds lines and none of them has a ref starting with one of
+        ``ref_prefixes``: its lines are of another recording or transcript, which lines of these would clash with."""
+        row = await self.db.fetchrow(
+            f"""
+            SELECT s.*, {_LINES}
+            FROM sessions s
+            WHERE s.campaign_id = $1 AND lower(s.title) = lower($2)
+            AND EXISTS (SELECT 1 FROM session_entries e WHERE e.campaign_id = s.campaign_id AND e.session_id = s.id)
+            AND NOT EXISTS (
+                SELECT 1 FROM session_entries e, unnest($3::text[]) AS p
+                WHERE e.campaign_id = s.campaign_id AND e.session_id = s.id AND starts_with(e.ref, p)
+            )
+            """,
+            self.campaign_id,
+            session_title(title),
+            list(ref_prefixes),
+        )
+        return ListedSession(**dict(row)) if row else None
+
     async def add_recordings(self, session_id: int, recordings: Sequence[tuple[bytes, str]]) -> None:
         """Remember the audio files (SHA-256, file name) ``session_id`` was transcribed from."""
         await self.db.execute(

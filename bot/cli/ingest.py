@@ -133,7 +133,7 @@ async def ingest(
                     "run `lorekeeper worker --drain` to finish them",
                     stopped_by[0],
                 )
-            click.echo(f"this import ({report.written:,} new lines):")
+            click.echo(f"this import ({report.written:,} new line{'s' * (report.written != 1)}):")
             print_import_counts(await import_counts(mem, session_ids))
             click.echo(f"campaign {name}:")
             await print_counts(mem, memory.pool)

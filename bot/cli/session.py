@@ -138,8 +138,8 @@ async def names(ctx: click.Context, title: str | None, campaign: str | None, as_
         click.echo(f"no names corrected in session {report.session.title!r} of {name}")
         return
     click.echo(
-        f"session {report.session.title!r} of {name}: {len(report.changes):,} phrases corrected in "
-        f"{report.lines:,} lines"
+        f"session {report.session.title!r} of {name}: {counted(len(report.changes), 'phrase')} corrected in "
+        f"{counted(report.lines, 'line')}"
     )
     table(
         [[c.heard, "→", c.name, f"×{c.count:,}", ", ".join(c.how), undo_command(c)] for c in report.changes],

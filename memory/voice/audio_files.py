@@ -6,12 +6,15 @@ FFmpeg knows works; the suffix check only gives a clear message for files that a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
 import av
 import numpy as np
 from faster_whisper import decode_audio
+
+log = logging.getLogger(__name__)
 
 SAMPLE_RATE = 16_000
 SUPPORTED_SUFFIXES = frozenset({".wav", ".ogg", ".oga", ".opus", ".mp3", ".flac", ".m4a", ".webm"})
@@ -70,8 +73,7 @@ def iter_audio_blocks(path: str | Path, block_seconds: float = 30.0) -> Iterator
             if not container.streams.audio:
                 raise AudioFileError(f"{path}: no audio stream")
             resampler = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
-            decoded = (frame for packet in container.demux(audio=0) for frame in packet.decode() if frame is not None)
-            for frame in _with_flush(decoded):
+            for frame in _with_flush(_frames(container, path)):
                 for out in resampler.resample(frame):
                     samples = out.to_ndarray().reshape(-1)
                     pending.append(samples)
@@ -84,6 +86,43 @@ def iter_audio_blocks(path: str | Path, block_seconds: float = 30.0) -> Iterator
         raise AudioFileError(f"{path}: cannot decode audio: {exc}") from exc
     if pending_len:
         yield np.concatenate(pending).astype(np.float32) / 32768.0
+
+
+def _frames(container: av.container.InputContainer, path: Path) -> Iterator[av.AudioFrame]:
+    """The audio frames decoded; a damaged packet is skipped, and a file cut short ends where it breaks off (a copy
+    stopped part way: the FLAC of a whole evening, truncated, raised at its end and lost the hours before it), said
+    in the log. A file nothing of which decodes is refused."""
+    decoded = damaged = 0
+    end = cut_at = 0.0
+    error: av.FFmpegError | None = None
+    packets = container.demux(audio=0)
+    while True:
+        try:
+            packet = next(packets)
+        except StopIteration:
+            break
+        except av.FFmpegError as exc:  # the container itself breaks off
+            error, cut_at = exc, end
+            break
+        try:
+            frames = packet.decode()
+        except av.FFmpegError as exc:
+            damaged, error, cut_at = damaged + 1, exc, end
+            continue
+        for frame in frames:
+            if frame is not None:
+                decoded += 1
+                if frame.time is not None and frame.sample_rate:
+                    end = frame.time + frame.samples / frame.sample_rate
+                yield frame
+    if error is not None:
+        if not decoded:
+            raise error
+        if cut_at == end:  # nothing decoded after it: the file breaks off there
+            at = f"{int(end) // 60}:{int(end) % 60:02}"
+            log.warning("%s is cut short (%s): its audio up to %s is imported", path.name, error, at)
+        else:
+            log.warning("%s is damaged (%s): %d damaged parts of it are skipped", path.name, error, damaged)
 
 
 def _with_flush(frames: Iterator[av.AudioFrame]) -> Iterator[av.AudioFrame | None]:

@@ -21,10 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
+from memory.errors import AlreadyExistsError, quoted
 from memory.ingest import COMPARED_LINES, IngestReport, already_imported, refuse_stored_copy
 from memory.providers.stt import SpeechToText
 from memory.recorder import SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory
+from memory.text import counted
 from memory.transcripts import UNKNOWN_SPEAKER
 from memory.voice.audio_files import SUPPORTED_SUFFIXES, iter_audio_blocks
 from memory.voice.prompt import CampaignNames, NameSource, transcribe_heard
@@ -34,6 +36,11 @@ from memory.voice.segmenter import Utterance as Segment
 AUDIO_SUFFIXES = SUPPORTED_SUFFIXES
 DEFAULT_SPEAKER = UNKNOWN_SPEAKER  # a track without --speaker, as a subtitle cue without a name
 _UP = INPUT_RATE // OUTPUT_RATE
+
+
+def audio_ref(path: Path, ms: int | str) -> str:
+    """A line's ref: the file and the milliseconds into it it was said at (``audio:night.wav:12500``)."""
+    return f"audio:{path.name}:{ms}"
 
 
 def is_audio(path: str | Path) -> bool:
@@ -104,7 +111,7 @@ async def transcribe_track(
                 start_s=round(segment.start, 3),
                 end_s=round(segment.end, 3),
                 words=[Word(word=w.word, confidence=w.confidence) for w in transcript.words],
-                ref=f"audio:{track.path.name}:{round(segment.start * 1000)}",
+                ref=audio_ref(track.path, round(segment.start * 1000)),
             )
             out.append(utterance)
             if on_utterance is not None:
@@ -170,8 +177,20 @@ async def ingest_audio(
     # grew since, write other words, which the session's lines refuse ("a different transcript"): nothing to add
     # but its date, if given again.
     done = None if again else await mem.log.recorded_in(title, digests)
+    if done is None and (held := await mem.log.held_from_elsewhere(title, [audio_ref(t.path, "") for t in tracks])):
+        # its lines would clash with theirs at line 1 ("a different transcript"): said before speech-to-text,
+        # which takes minutes, not after (clip.wav, then clip.ogg of another evening into session "clip")
+        raise AlreadyExistsError(
+            f"session {quoted(held.title)} holds {counted(held.lines, 'line')} of another recording or transcript: "
+            "a different recording needs a session of its own",
+            subject="transcript",
+        )
     names = names or CampaignNames(mem)
     utterances = [] if done is not None else await _transcribe(mem, tracks, stt, on_utterance, on_position, names)
+    if done is None and not utterances:
+        # silence, or too short to hold a word: no session is started for it, as none is for an empty transcript
+        # (an empty one would stay in the session list, unrecapped, and hold the recording as imported)
+        return IngestReport(l1_seconds=time.perf_counter() - started)
     async with mem.log.importing():
         if not again:
             await refuse_known_recording()  # again: one imported while this one was transcribed

@@ -1625,3 +1625,14 @@ def test_a_bidi_override_is_refused_where_a_dm_or_a_file_gives_it(lk, tmp_path: 
     assert (campaign.returncode, campaign.stderr) == (1, f"error: description {said}\n")
     shown = json.loads(lk("entity", "show", "غوريم", "--json").stdout)
     assert shown["entity"]["description"] == "גורים 🧙\u200d\u2642\ufe0f\nof Ironhold"
+
+
+def test_session_names_says_one_phrase_in_one_line_in_the_singular(lk, tmp_path: Path) -> None:
+    """A short recording with one name mended ("white stone" → Whitestone) said "1 phrases corrected in 1 lines"."""
+    assert lk("campaign", "create", "Exandria").returncode == 0
+    assert lk("entity", "add", "Eldrinax", "npc").returncode == 0
+    (night := tmp_path / "night1.txt").write_text("DM: The elder nacks wakes.\nDM: Nothing here.\n")
+    assert lk("ingest", str(night), "--session", "Night 1").returncode == 0
+    shown = lk("session", "names", "Night 1")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0] == "session 'Night 1' of Exandria: 1 phrase corrected in 1 line"

@@ -83,3 +83,14 @@ def test_campaign_names_are_suggested_and_info_says_what_one_holds(lk: Lk, tmp_p
     assert (as_json["name"], as_json["entities"], as_json["sessions"], as_json["pending"]) == ("Vox Machina", 1, 0, 0)
     missing = lk("campaign", "info", "nein")
     assert missing.returncode == 1 and "(did you mean 'Mighty Nein'?)" in missing.stderr
+
+
+def test_wait_says_one_new_line_in_the_singular(lk: Lk, tmp_path: Path) -> None:
+    """A clip of one sentence (an `unheard/` WAV, a one-line note) ended its import with "this import (1 new
+    lines):", where the line above says "1 line read"."""
+    assert lk("campaign", "create", "Saltmere").returncode == 0
+    (one := tmp_path / "one.txt").write_text("DM: The bell rings once.\n")
+    done = lk("ingest", str(one), "--wait")
+    assert done.returncode == 0, done.stderr
+    assert "1 line read, 1 new" in done.stdout
+    assert "this import (1 new line):" in done.stdout.splitlines()

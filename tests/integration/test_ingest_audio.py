@@ -242,3 +242,55 @@ async def test_a_recording_imported_again_into_its_session_is_not_transcribed_ag
     [session] = await campaign.log.listed()
     assert (session.title, session.lines, session.started_at) == ("night-four", first.written, played)
     assert await campaign.log.session_entries(session.id) == stored
+
+
+async def test_a_recording_with_no_speech_leaves_no_session(campaign: CampaignMemory, tmp_path: Path) -> None:
+    """`ingest silence.wav` (a muted phone, a file too short to hold a word) says "nothing imported: no speech was
+    heard", yet left an empty session behind: in `session list` with 0 lines and no recap, one more for every such
+    file. Nothing is heard, so nothing is started, as for an empty transcript."""
+    silent = tmp_path / "silence.wav"
+    with wave.open(str(silent), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16_000)
+        w.writeframes(b"\0" * 2 * 16_000 * 5)
+    stt = WhisperSTT("tiny.en")
+    try:
+        report = await offline.ingest_audio(campaign, [offline.AudioTrack(silent, "Ana")], stt)
+    finally:
+        stt.close()
+    assert (report.lines, report.written, report.sessions) == (0, 0, [])
+    assert await campaign.log.listed() == []
+
+
+async def test_a_recording_for_a_session_of_another_is_refused_before_speech_to_text(
+    campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ingest clip.flac`, then `ingest clip.ogg` of another evening: both go to session "clip" by their file name,
+    and the second was transcribed to its end (minutes for an evening) before its line 1 clashed with the session's
+    ("a different transcript needs a session of its own"). The session's lines say so before speech-to-text."""
+    first = speak(SENTENCES[0], tmp_path / "clip.wav")
+    other = speak(SENTENCES[1], tmp_path / "other-evening.wav")
+    heard: list[Path] = []
+    transcribe = offline.transcribe_track
+
+    async def counted(track: offline.AudioTrack, *args: Any, **kwargs: Any) -> list[Utterance]:
+        heard.append(track.path)
+        return await transcribe(track, *args, **kwargs)
+
+    monkeypatch.setattr(offline, "transcribe_track", counted)
+    stt = WhisperSTT("tiny.en")
+    try:
+        done = await offline.ingest_audio(campaign, [offline.AudioTrack(first, "DM")], stt)
+        with pytest.raises(AlreadyExistsError) as refused:
+            await offline.ingest_audio(campaign, [offline.AudioTrack(other, "DM")], stt, session_title="clip")
+        # its own session is no clash
+        own = await offline.ingest_audio(campaign, [offline.AudioTrack(other, "DM")], stt, session_title="Week 2")
+    finally:
+        stt.close()
+    assert str(refused.value) == (
+        f"session 'clip' holds {done.written} line{'s' * (done.written != 1)} of another recording or transcript: "
+        "a different recording needs a session of its own"
+    )
+    assert heard == [first, other]  # not the refused one
+    assert {s.title: s.lines for s in await campaign.log.listed()} == {"clip": done.written, "Week 2": own.written}

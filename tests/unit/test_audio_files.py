@@ -77,3 +77,25 @@ def test_bad_files_name_the_file(tmp_path: Path) -> None:
         load_audio(tmp_path / "missing.mp3")
     with pytest.raises(AudioFileError, match=r"unsupported audio file type '\.txt'"):
         load_audio(tmp_path / "session.txt")
+
+
+def test_a_file_cut_short_gives_its_audio_up_to_there_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A FLAC of an evening whose copy stopped part way raised "cannot decode audio" at its end: the import failed
+    after speech-to-text of everything before it, which was lost. What is there is used now, and the log says the
+    file is cut short."""
+    whole = tmp_path / "whole.flac"
+    write_encoded(whole, np.concatenate([tone(10.0), 0.5 * tone(10.0)]), "flac")
+    cut = tmp_path / "evening.flac"
+    cut.write_bytes(whole.read_bytes()[: int(whole.stat().st_size * 0.6) + 7])
+    with caplog.at_level("WARNING", logger="memory.voice.audio_files"):
+        seconds = sum(len(b) for b in iter_audio_blocks(cut, block_seconds=5.0)) / 16_000
+    assert 8 < seconds < 19
+    [said] = [r.getMessage() for r in caplog.records]
+    assert said.startswith("evening.flac is cut short (") and said.endswith(
+        f"its audio up to 0:{int(seconds):02} is imported"
+    )
+    (garbage := tmp_path / "noise.flac").write_bytes(whole.read_bytes()[:42] + bytes(range(256)) * 64)
+    with pytest.raises(AudioFileError, match=r"noise\.flac: cannot decode audio"):
+        list(iter_audio_blocks(garbage))  # nothing of it decodes: still refused

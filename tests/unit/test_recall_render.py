@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import discord
 
 from cogs.recall import add_entity_field, cite, recap_embed
-from memory.models import EntityType, Session
+from memory.models import EntityType, Session, where_said
 from memory.recall import HitLine, KnownFact, NamedEntity, RecallHit
 
 
@@ -85,3 +85,16 @@ def test_an_underscore_inside_a_word_is_left_as_typed() -> None:
     )
     add_entity_field(embed, known)
     assert embed.fields[0].value == "\\_Opens\\_ a vault\nEmber Key —owned_by→ Pip"
+
+
+def test_a_line_said_as_a_recording_starts_is_at_0_00_not_its_ref() -> None:
+    """`recall`, `entity show` and `search` showed the first words of an imported recording as
+    "Night 35 (audio:track_SAM.wav:0)", where every later line reads "Night 35 at 0:16": 0 s into speech is a time,
+    unlike the 0 s of a transcript without times, which its ref finds ("C1E010 (turn 3)")."""
+    said = _hit("Sam", "Night 35").lines[0].model_copy(update={"start_s": 0.0, "ref": "audio:track_SAM.wav:0"})
+    hit = _hit("Sam", "Night 35").model_copy(update={"start_s": 0.0, "lines": [said]})
+    assert hit.where() == "Night 35 at 0:00"
+    assert cite(hit).endswith("— **Sam**, Night 35 at 0:00")
+    assert where_said("Night 2", 0.0, "voice:42:0") == "Night 2 at 0:00"
+    assert where_said("C1E010", 0.0, "turn 3") == "C1E010 (turn 3)"
+    assert where_said("night", 0.0, "night.txt:2") == "night (night.txt:2)"
