@@ -7,6 +7,7 @@ FFmpeg knows works; the suffix check only gives a clear message for files that a
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -86,6 +87,37 @@ def iter_audio_blocks(path: str | Path, block_seconds: float = 30.0) -> Iterator
         raise AudioFileError(f"{path}: cannot decode audio: {exc}") from exc
     if pending_len:
         yield np.concatenate(pending).astype(np.float32) / 32768.0
+    if (held := wav_cut_short(path)) is not None:  # FFmpeg reads a cut WAV to its end without a word
+        log.warning("%s is cut short: its audio up to %s is imported", path.name, _clock(held))
+
+
+def wav_cut_short(path: Path) -> float | None:
+    """The seconds of audio a WAV file holds when it holds less than its header says (a copy stopped part way),
+    else None (whole, not a WAV, or a header of a recorder that never wrote the size)."""
+    try:
+        with path.open("rb") as f:
+            riff, _, form = struct.unpack("<4sI4s", f.read(12))
+            if riff != b"RIFF" or form != b"WAVE":
+                return None
+            byte_rate = 0
+            while len(chunk := f.read(8)) == 8:
+                kind, size = struct.unpack("<4sI", chunk)
+                if kind == b"fmt ":
+                    byte_rate = struct.unpack("<HHII", f.read(12))[3]
+                    f.seek(size - 12 + size % 2, 1)
+                elif kind == b"data":
+                    held = path.stat().st_size - f.tell()
+                    unknown = size in (0, 0xFFFFFFFF)  # streamed: the size left for the end and never written
+                    return held / byte_rate if byte_rate and not unknown and held < size else None
+                else:
+                    f.seek(size + size % 2, 1)
+    except (OSError, struct.error):
+        pass
+    return None
+
+
+def _clock(seconds: float) -> str:
+    return f"{int(seconds) // 60}:{int(seconds) % 60:02}"
 
 
 def _frames(container: av.container.InputContainer, path: Path) -> Iterator[av.AudioFrame]:
@@ -119,8 +151,7 @@ def _frames(container: av.container.InputContainer, path: Path) -> Iterator[av.A
         if not decoded:
             raise error
         if cut_at == end:  # nothing decoded after it: the file breaks off there
-            at = f"{int(end) // 60}:{int(end) % 60:02}"
-            log.warning("%s is cut short (%s): its audio up to %s is imported", path.name, error, at)
+            log.warning("%s is cut short (%s): its audio up to %s is imported", path.name, error, _clock(end))
         else:
             log.warning("%s is damaged (%s): %d damaged parts of it are skipped", path.name, error, damaged)
 

@@ -96,6 +96,15 @@ def test_a_file_cut_short_gives_its_audio_up_to_there_and_says_so(
     assert said.startswith("evening.flac is cut short (") and said.endswith(
         f"its audio up to 0:{int(seconds):02} is imported"
     )
+    wav = tmp_path / "whole.wav"
+    write_wav(wav, tone(10.0))
+    (cut_wav := tmp_path / "evening.wav").write_bytes(wav.read_bytes()[: int(wav.stat().st_size * 0.6)])
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="memory.voice.audio_files"):
+        seconds = sum(len(b) for b in iter_audio_blocks(cut_wav)) / 16_000
+        list(iter_audio_blocks(wav))  # whole: nothing said
+    assert 5.5 < seconds < 6.5
+    assert [r.getMessage() for r in caplog.records] == ["evening.wav is cut short: its audio up to 0:05 is imported"]
     (garbage := tmp_path / "noise.flac").write_bytes(whole.read_bytes()[:42] + bytes(range(256)) * 64)
     with pytest.raises(AudioFileError, match=r"noise\.flac: cannot decode audio"):
         list(iter_audio_blocks(garbage))  # nothing of it decodes: still refused
