@@ -36,8 +36,9 @@ from memory.providers.stt import SpeechToText
 from memory.store import CampaignMemory
 from memory.voice.backoff import Backoff, GaveUp, retry
 from memory.voice.capture import FrameDecryptor, FrameQueueSource, VoicePipeline
-from memory.voice.guard import GuardStatus, MemoryGuard, unheard_dir
+from memory.voice.guard import GuardStatus, MemoryGuard
 from memory.voice.prompt import CampaignNames
+from memory.voice.unheard import unheard_dir
 
 try:
     import davey

@@ -246,6 +246,29 @@ class SessionLog:
         )
         return ListedSession(**dict(row)) if row else None
 
+    async def speaker_names(self, session_id: int) -> dict[str, str]:
+        """The name each speaker id (a Discord user's) last spoke under in the session."""
+        rows = await self.db.fetch(
+            """
+            SELECT DISTINCT ON (speaker_id) speaker_id, speaker FROM session_entries
+            WHERE campaign_id = $1 AND session_id = $2 AND speaker_id IS NOT NULL
+            ORDER BY speaker_id, seq DESC
+            """,
+            self.campaign_id,
+            session_id,
+        )
+        return {r["speaker_id"]: r["speaker"] for r in rows}
+
+    async def held_refs(self, session_id: int, refs: Sequence[str]) -> set[str]:
+        """Which of ``refs`` the session's lines have."""
+        rows = await self.db.fetch(
+            "SELECT DISTINCT ref FROM session_entries WHERE campaign_id = $1 AND session_id = $2 AND ref = ANY($3)",
+            self.campaign_id,
+            session_id,
+            list(refs),
+        )
+        return {r["ref"] for r in rows}
+
     async def add_recordings(self, session_id: int, recordings: Sequence[tuple[bytes, str]]) -> None:
         """Remember the audio files (SHA-256, file name) ``session_id`` was transcribed from."""
         await self.db.execute(

@@ -1,14 +1,16 @@
 """`lorekeeper session …`: the campaign's sessions, recorded or imported: list them, delete a mistaken one, see
-what name correction changed in one."""
+what name correction changed in one, hear again the lines speech-to-text failed on."""
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import click
 
 from bot.cli import cli
 from bot.cli.common import (
+    CliError,
     async_command,
     campaign_memory,
     campaign_option,
@@ -18,10 +20,13 @@ from bot.cli.common import (
     settings_from,
     table,
 )
-from memory.errors import quoted
+from memory.errors import NotFoundError, quoted
 from memory.name_report import NameChange, names_changed
 from memory.replies import deleted_session_said
 from memory.text import counted
+
+if TYPE_CHECKING:
+    from memory.recorder import Utterance
 
 
 @cli.group()
@@ -145,3 +150,74 @@ async def names(ctx: click.Context, title: str | None, campaign: str | None, as_
         [[c.heard, "→", c.name, f"×{c.count:,}", ", ".join(c.how), undo_command(c)] for c in report.changes],
         ["heard", "", "name", "times", "how", "if it is wrong"],
     )
+
+
+@session.command("unheard")
+@click.argument("title", required=False)
+@campaign_option
+@click.option("--model", default="auto", show_default=True, help="Whisper model (tiny.en, base, auto).")
+@click.option("--list", "only_list", is_flag=True, help="Only say which sessions have unheard lines.")
+@click.pass_context
+@async_command
+async def unheard(ctx: click.Context, title: str | None, campaign: str | None, model: str, only_list: bool) -> None:
+    """Hear again the lines speech-to-text failed on in play (their audio waits in the data folder's unheard/):
+    each goes into its session, under its speaker's name and at its time, and its audio is deleted once stored.
+    TITLE: only that session (default: every one with unheard lines)."""
+    # heavy (Whisper, FFmpeg): only for this command, not for `session list`
+    from memory.providers.stt import STTError, WhisperSTT
+    from memory.voice.audio_files import AudioFileError
+    from memory.voice.unheard import hear_again, unheard_dir, unheard_sessions
+
+    settings = settings_from(ctx)
+    async with open_memory(settings) as memory:
+        mem, name = await campaign_memory(memory, settings, campaign)
+        waiting = unheard_sessions(settings.data_dir, mem.campaign_id)
+        if title is not None:
+            chosen = await mem.log.session_by_title(title)
+            if chosen is None:
+                raise CliError(f"no session titled {quoted(title)} in {name}")
+            waiting = {chosen.id: waiting[chosen.id]} if chosen.id in waiting else {}
+        if not waiting:
+            click.echo(f"no unheard lines in {f'session {quoted(title)}' if title else name}")
+            return
+        found = []
+        for session_id, files in waiting.items():
+            try:
+                found.append((await mem.log.session(session_id), files))
+            except NotFoundError:  # deleted since: its audio is no line of any session now
+                where = unheard_dir(settings.data_dir, mem.campaign_id, session_id)
+                click.echo(f"{where}: {counted(len(files), 'unheard line')} of a deleted session, left there")
+        for session_, files in found:
+            click.echo(f"session {quoted(session_.title)}: {counted(len(files), 'unheard line')}")
+        if only_list or not found:
+            return
+        stt = WhisperSTT(model)
+        try:
+            for session_, files in found:
+                if session_.ended_at is None:  # its lines are being written by the bot
+                    click.echo(f"session {quoted(session_.title)} is still being recorded: after /session stop")
+                    continue
+                said = False
+
+                def heard(u: Utterance) -> None:
+                    nonlocal said
+                    if not said:
+                        click.echo(f"speech-to-text: Whisper {stt.loaded}", err=True)
+                        said = True
+                    click.echo(f"  {u.start_s:8.1f}s {u.speaker}: {u.text}")
+
+                done = await hear_again(mem, session_, files, stt, on_line=heard)
+                click.echo(
+                    f"session {quoted(session_.title)}: {counted(len(done.written), 'line')} added, "
+                    f"{done.corrections} name{'s' * (done.corrections != 1)} corrected"
+                    + (f", {done.known} already there" if done.known else "")
+                )
+                for path in done.silent:
+                    click.echo(f"  no speech heard in {path}: kept", err=True)
+                for why in done.unreadable:
+                    click.echo(f"  {why}: kept", err=True)
+        except (AudioFileError, STTError) as exc:
+            raise CliError(str(exc)) from None
+        finally:
+            stt.close()
+        click.echo("the recaps and the rest are written again by the bot or `lorekeeper worker --drain`")

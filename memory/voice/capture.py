@@ -29,6 +29,7 @@ from memory.recorder import Utterance, Word
 from memory.voice import segmenter as seg
 from memory.voice.prompt import NameSource, transcribe_heard
 from memory.voice.segmenter import UtteranceSegmenter
+from memory.voice.unheard import unheard_name, voice_ref
 
 log = logging.getLogger(__name__)
 
@@ -302,7 +303,7 @@ class VoicePipeline:
             start_s=round(start_s, 3),
             end_s=round(end_s, 3),
             words=[Word(word=w.word, confidence=w.confidence) for w in transcript.words],
-            ref=f"voice:{segment.user_id}:{round(start_s * 1000)}",
+            ref=voice_ref(segment.user_id, round(start_s * 1000)),
         )
         stored = await self.sink.add(utterance)
         self.stats.utterances += 1
@@ -324,7 +325,8 @@ class VoicePipeline:
                         segment.duration,
                         segment.user_id,
                         exc,
-                        f"the audio is in {kept}: import it with `lorekeeper ingest {kept} --speaker NAME`"
+                        f"the audio is in {kept}: after the session, `lorekeeper session unheard` hears it into "
+                        f"its session (`lorekeeper ingest {kept} --speaker NAME`: into a session of its own)"
                         if kept
                         else "the utterance is lost",
                     )
@@ -342,7 +344,7 @@ class VoicePipeline:
         if self.unheard_dir is None:
             return None
         start_ms = round(max(0.0, segment.start - self.session_start) * 1000)
-        path = self.unheard_dir / f"{segment.user_id}-{start_ms:09d}.wav"
+        path = self.unheard_dir / unheard_name(segment.user_id, start_ms)
         try:
             # players' voices: for the bot's own user only, whatever the umask (unheard/ and the session's folder)
             self.unheard_dir.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

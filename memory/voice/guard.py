@@ -101,11 +101,6 @@ def spool_path(data_dir: Path, campaign_id: int, session_id: int) -> Path:
     return spool_dir(data_dir) / f"{campaign_id}-{session_id}.jsonl"
 
 
-def unheard_dir(data_dir: Path, campaign_id: int, session_id: int) -> Path:
-    """Where a session's utterances that speech-to-text failed on are kept as audio files."""
-    return data_dir / "unheard" / f"{campaign_id}-{session_id}"
-
-
 def journal_dir(data_dir: Path) -> Path:
     return data_dir / "journal"
 

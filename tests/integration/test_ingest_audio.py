@@ -29,7 +29,7 @@ from memory.errors import AlreadyExistsError
 from memory.ingest import IngestReport
 from memory.models import Correction
 from memory.providers.stt import WhisperSTT, installed_whisper_models
-from memory.recorder import Utterance, apply_corrections
+from memory.recorder import SessionRecorder, Utterance, apply_corrections
 from memory.store import CampaignMemory
 from memory.voice import offline
 from memory.voice.audio_files import audio_duration
@@ -294,3 +294,57 @@ async def test_a_recording_for_a_session_of_another_is_refused_before_speech_to_
     )
     assert heard == [first, other]  # not the refused one
     assert {s.title: s.lines for s in await campaign.log.listed()} == {"clip": done.written, "Week 2": own.written}
+
+
+async def test_lines_speech_to_text_failed_on_are_heard_again_into_their_session(
+    lk, campaign: CampaignMemory, tmp_path: Path
+) -> None:
+    """The bot keeps an utterance speech-to-text failed on three times in unheard/, and said to import it with
+    `ingest FILE --speaker NAME`: that made a session of its own per line, named like the file, and never its own
+    session (whose line 1 clashes). `session unheard` writes each into its session, as its speaker, at its time."""
+    recorder = await SessionRecorder.start(campaign, "Night 2")
+    await recorder.add_many(
+        [
+            Utterance(speaker="Ana", speaker_id="111", text="We ride north.", start_s=5.0, ref="voice:111:5000"),
+            Utterance(speaker="Ben", speaker_id="222", text="I keep watch.", start_s=20.0, ref="voice:222:20000"),
+        ]
+    )
+    session = await recorder.end()
+    live = await campaign.log.start_session("Night 3")
+    folder = tmp_path / "unheard" / f"{campaign.campaign_id}-{session.id}"
+    folder.mkdir(parents=True)
+    speak("The blacksmith waits at the northern gate.", folder / "111-000012000.wav")
+    speak("Nobody answers the door.", folder / "999-000030000.wav")  # a voice the session never wrote down
+    speak("I keep watch.", folder / "222-000020000.wav")  # heard before: a run cut short after storing it
+    silent = folder / "111-000040000.wav"
+    with wave.open(str(silent), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16_000)
+        w.writeframes(b"\0" * 2 * 16_000 * 2)
+    (broken := folder / "222-000050000.wav").write_text("not audio")
+    (later := tmp_path / "unheard" / f"{campaign.campaign_id}-{live.id}").mkdir()
+    speak("Not yet.", later / "111-000001000.wav")
+
+    await campaign.db.execute("DELETE FROM pgqueuer")  # the jobs of the lines above
+    listed = lk("session", "unheard", "--list", "--campaign", "Test Campaign")
+    assert listed.returncode == 0, listed.stderr
+    assert "session 'Night 2': 5 unheard lines" in listed.stdout
+    assert "session 'Night 3': 1 unheard line" in listed.stdout
+    assert len(list(folder.iterdir())) == 5  # only listed
+
+    done = lk("session", "unheard", "--campaign", "Test Campaign", "--model", "tiny.en")
+    assert done.returncode == 0, done.stderr
+    assert "session 'Night 2': 2 lines added, 0 names corrected, 1 already there" in done.stdout
+    assert "session 'Night 3' is still being recorded" in done.stdout
+    assert f"no speech heard in {silent}: kept" in done.stderr
+    assert f"{broken}: cannot decode audio" in done.stderr  # the others are heard all the same
+    rows = {r.ref: r for r in await campaign.log.session_entries(session.id)}
+    heard = rows["voice:111:12000"]
+    assert (heard.speaker, heard.speaker_id, heard.start_s) == ("Ana", "111", 12.0)
+    assert "northern gate" in heard.text.lower()
+    assert rows["voice:999:30000"].speaker == "Unknown speaker"
+    assert len(rows) == 4  # "I keep watch." once
+    assert sorted(folder.iterdir()) == [silent, broken] and len(list(later.iterdir())) == 1
+    queued = await campaign.db.fetch("SELECT entrypoint, payload FROM pgqueuer WHERE status = 'queued'")
+    assert {r["entrypoint"] for r in queued} >= {"lk_summary", "lk_extract", "lk_chunk"}  # its recap written again
