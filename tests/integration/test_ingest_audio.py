@@ -73,6 +73,28 @@ def lk(fresh_dsn: str, tmp_path: Path):
     return run
 
 
+def silence(path: Path, seconds: int) -> Path:
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16_000)
+        w.writeframes(b"\0" * 2 * 16_000 * seconds)
+    return path
+
+
+def transcribed_tracks(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The tracks speech-to-text will be run on, in order, as it runs (it takes minutes for an evening)."""
+    heard: list[Path] = []
+    transcribe = offline.transcribe_track
+
+    async def counted(track: offline.AudioTrack, *args: Any, **kwargs: Any) -> list[Utterance]:
+        heard.append(track.path)
+        return await transcribe(track, *args, **kwargs)
+
+    monkeypatch.setattr(offline, "transcribe_track", counted)
+    return heard
+
+
 def join_with_pause(parts: list[Path], out: Path, pause_s: float = 1.5) -> Path:
     """One recording with a pause between the sentences, as at the table."""
     with wave.open(str(parts[0])) as first:
@@ -221,14 +243,7 @@ async def test_a_recording_imported_again_into_its_session_is_not_transcribed_ag
     "line 1 of this session already says …: a different transcript needs a session of its own". A recording its
     session holds has nothing to add: nothing changes but the date given again."""
     wav = speak(SENTENCES[0], tmp_path / "night-four.wav")
-    heard: list[Path] = []
-    transcribe = offline.transcribe_track
-
-    async def counted(track: offline.AudioTrack, *args: Any, **kwargs: Any) -> list[Utterance]:
-        heard.append(track.path)
-        return await transcribe(track, *args, **kwargs)
-
-    monkeypatch.setattr(offline, "transcribe_track", counted)
+    heard = transcribed_tracks(monkeypatch)
     stt = WhisperSTT("tiny.en")
     try:
         first = await offline.ingest_audio(campaign, [offline.AudioTrack(wav, "DM")], stt)
@@ -248,12 +263,7 @@ async def test_a_recording_with_no_speech_leaves_no_session(campaign: CampaignMe
     """`ingest silence.wav` (a muted phone, a file too short to hold a word) says "nothing imported: no speech was
     heard", yet left an empty session behind: in `session list` with 0 lines and no recap, one more for every such
     file. Nothing is heard, so nothing is started, as for an empty transcript."""
-    silent = tmp_path / "silence.wav"
-    with wave.open(str(silent), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(16_000)
-        w.writeframes(b"\0" * 2 * 16_000 * 5)
+    silent = silence(tmp_path / "silence.wav", 5)
     stt = WhisperSTT("tiny.en")
     try:
         report = await offline.ingest_audio(campaign, [offline.AudioTrack(silent, "Ana")], stt)
@@ -271,14 +281,7 @@ async def test_a_recording_for_a_session_of_another_is_refused_before_speech_to_
     ("a different transcript needs a session of its own"). The session's lines say so before speech-to-text."""
     first = speak(SENTENCES[0], tmp_path / "clip.wav")
     other = speak(SENTENCES[1], tmp_path / "other-evening.wav")
-    heard: list[Path] = []
-    transcribe = offline.transcribe_track
-
-    async def counted(track: offline.AudioTrack, *args: Any, **kwargs: Any) -> list[Utterance]:
-        heard.append(track.path)
-        return await transcribe(track, *args, **kwargs)
-
-    monkeypatch.setattr(offline, "transcribe_track", counted)
+    heard = transcribed_tracks(monkeypatch)
     stt = WhisperSTT("tiny.en")
     try:
         done = await offline.ingest_audio(campaign, [offline.AudioTrack(first, "DM")], stt)
@@ -316,12 +319,7 @@ async def test_lines_speech_to_text_failed_on_are_heard_again_into_their_session
     speak("The blacksmith waits at the northern gate.", folder / "111-000012000.wav")
     speak("Nobody answers the door.", folder / "999-000030000.wav")  # a voice the session never wrote down
     speak("I keep watch.", folder / "222-000020000.wav")  # heard before: a run cut short after storing it
-    silent = folder / "111-000040000.wav"
-    with wave.open(str(silent), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(16_000)
-        w.writeframes(b"\0" * 2 * 16_000 * 2)
+    silent = silence(folder / "111-000040000.wav", 2)
     (broken := folder / "222-000050000.wav").write_text("not audio")
     (later := tmp_path / "unheard" / f"{campaign.campaign_id}-{live.id}").mkdir()
     speak("Not yet.", later / "111-000001000.wav")
