@@ -192,20 +192,22 @@ async def unheard(ctx: click.Context, title: str | None, campaign: str | None, m
         if only_list or not found:
             return
         stt = WhisperSTT(model)
+        added = 0
+
+        def heard(u: Utterance) -> None:
+            nonlocal added
+            if not added:  # loaded for the first line: files all heard before cost no model
+                click.echo(f"speech-to-text: Whisper {stt.loaded}", err=True)
+            added += 1
+            click.echo(f"  {u.start_s:8.1f}s {u.speaker}: {u.text}")
+
         try:
             for session_, files in found:
                 if session_.ended_at is None:  # its lines are being written by the bot
-                    click.echo(f"session {quoted(session_.title)} is still being recorded: after /session stop")
+                    click.echo(
+                        f"session {quoted(session_.title)} is still being recorded: run this again after /session stop"
+                    )
                     continue
-                said = False
-
-                def heard(u: Utterance) -> None:
-                    nonlocal said
-                    if not said:
-                        click.echo(f"speech-to-text: Whisper {stt.loaded}", err=True)
-                        said = True
-                    click.echo(f"  {u.start_s:8.1f}s {u.speaker}: {u.text}")
-
                 done = await hear_again(mem, session_, files, stt, on_line=heard)
                 click.echo(
                     f"session {quoted(session_.title)}: {counted(len(done.written), 'line')} added, "
@@ -220,4 +222,5 @@ async def unheard(ctx: click.Context, title: str | None, campaign: str | None, m
             raise CliError(str(exc)) from None
         finally:
             stt.close()
-        click.echo("the recaps and the rest are written again by the bot or `lorekeeper worker --drain`")
+        if added:
+            click.echo("their sessions' recaps are written again by the bot or `lorekeeper worker --drain`")
