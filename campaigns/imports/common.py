@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from campaigns.schema import EntitySpec, RelationshipSpec, name_key
 from memory.models import EntityType
-from memory.text import MAX_FACT_VALUE_CHARS
+from memory.text import MAX_FACT_VALUE_CHARS, attribute_text
 
 #: An import file may be at most this big (the bot's upload limit is lower): a world's `actors.db` with embedded
 #: items is a few megabytes; more is a media file or a whole data folder.
@@ -290,9 +290,7 @@ def secret_text(spec: EntitySpec) -> str:
     parts = [spec.description] if spec.description else []
     if spec.aliases:
         parts.append(f"also called {', '.join(spec.aliases)}")
-    parts += [
-        f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}" for k, v in spec.attributes.items()
-    ]
+    parts += [f"{k}: {attribute_text(v)}" for k, v in spec.attributes.items()]
     return "\n".join(parts)
 
 
