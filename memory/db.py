@@ -696,10 +696,16 @@ async def migrate(pool: asyncpg.Pool, embedding: EmbeddingSpec) -> list[str]:
                     "INSERT INTO embedding_config (model, dim) VALUES ($1, $2)", embedding.model, embedding.dim
                 )
             elif (recorded["model"], recorded["dim"]) != (embedding.model, embedding.dim):
+                # the same model with another size: it is LOREKEEPER_EMBEDDING_DIM that changed, not the model
+                again = (
+                    f"LOREKEEPER_EMBEDDING_MODEL={recorded['model']}"
+                    if recorded["model"] != embedding.model
+                    else f"LOREKEEPER_EMBEDDING_DIM={recorded['dim']}"
+                )
                 raise EmbeddingMismatchError(
                     f"this database holds embeddings from {recorded['model']} ({recorded['dim']} dimensions) "
                     f"but the configured model is {embedding.model} ({embedding.dim} dimensions). "
-                    f"Either set LOREKEEPER_EMBEDDING_MODEL={recorded['model']} again, or run "
+                    f"Either set {again} again, or run "
                     "`lorekeeper db reembed` to switch the database to the new model "
                     "(it re-embeds every chunk; nothing else changes)."
                 )
