@@ -686,6 +686,24 @@ def test_db_status_and_migrate(lk) -> None:
     assert json.loads(lk("db", "migrate", "--json").stdout) == {"applied": []}
 
 
+def test_db_status_of_a_new_database_says_no_model_yet(tmp_path: Path) -> None:
+    # it said "embedding: None (None dimensions)"
+    env = {**os.environ, "LOREKEEPER_DATA_DIR": str(tmp_path / "new")}
+    env.pop("LOREKEEPER_CONFIG", None)
+    env.pop("DATABASE_URL", None)
+    res = subprocess.run(
+        [sys.executable, "-c", "from bot.cli import main; main()", "db", "status"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[1] == "applied:   -" and lines[2].startswith("pending:   0001_init.sql")
+    assert lines[3] == "embedding: - (chosen when the migrations are applied: all-MiniLM-L6-v2, 384 dimensions)"
+
+
 def test_config_file_and_env(lk, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("accept_threshold: 7\n")
