@@ -704,6 +704,19 @@ def test_db_status_of_a_new_database_says_no_model_yet(tmp_path: Path) -> None:
     assert lines[3] == "embedding: - (chosen when the migrations are applied: all-MiniLM-L6-v2, 384 dimensions)"
 
 
+def test_an_embedder_no_provider_runs_is_one_line_naming_the_variables(lk) -> None:
+    # the openai provider with the default model (MiniLM, a size it does not know): recall and the worker made
+    # the embedder and died on a ValueError's traceback
+    assert lk("campaign", "create", "C").returncode == 0
+    for args in (["recall", "dragon"], ["worker", "--drain"]):
+        res = lk(*args, env={"LOREKEEPER_EMBEDDING_PROVIDER": "openai", "OPENAI_API_KEY": "sk-test"})
+        assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+        assert res.stderr.splitlines()[-1] == (
+            "error: the dimension of embedding model 'all-MiniLM-L6-v2' is unknown: set LOREKEEPER_EMBEDDING_DIM "
+            "(check LOREKEEPER_EMBEDDING_PROVIDER, LOREKEEPER_EMBEDDING_MODEL and LOREKEEPER_EMBEDDING_DIM)"
+        )
+
+
 def test_config_file_and_env(lk, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("accept_threshold: 7\n")
