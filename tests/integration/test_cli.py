@@ -7,6 +7,7 @@ import os
 import pty
 import re
 import select
+import stat
 import subprocess
 import sys
 import time
@@ -94,6 +95,10 @@ def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
         nowhere.returncode == 1
         and nowhere.stderr == f"error: {tmp_path / 'missing' / 'c.yaml'}: No such file or directory\n"
     )
+    # an export holds the secrets: a new file is readable by its owner alone, whatever the umask
+    exported = tmp_path / "world.yaml"
+    assert lk("campaign", "export", "-o", str(exported)).returncode == 0
+    assert stat.S_IMODE(exported.stat().st_mode) == 0o600
     # a clash only the database finds ("İstanbul" is "istanbul" to it): the campaign the file named is not made
     clash = tmp_path / "clash.yaml"
     clash.write_text(
