@@ -99,7 +99,7 @@ class EmbeddedPostgres:
 
     def start(self) -> str:
         pgserver = _pgserver()
-        self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        self._usable_data_dir()
         with self._exclusive():
             self._forget_dead_handles()
             self._clear_stale_postmaster()
@@ -132,6 +132,23 @@ class EmbeddedPostgres:
         if threading.current_thread() is threading.main_thread():  # not when ``keep_running`` starts it again
             _stop_on_sigterm()
         return server.get_uri()
+
+    def _usable_data_dir(self) -> None:
+        """Make the data dir, or say in one line why it cannot be used: the OS's own error ("File exists") named
+        neither the setting nor what to do."""
+        folder = self.pgdata.parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with open(folder / ".pg.lock", "a"), tempfile.TemporaryFile(dir=folder):
+                pass  # the lock may be there already: a file made and gone says the folder takes new ones
+        except OSError as exc:
+            why = "it is a file, not a folder" if folder.exists() and not folder.is_dir() else exc.strerror or exc
+            if isinstance(exc, NotADirectoryError) and not folder.exists():
+                why = "a part of its path is a file, not a folder"
+            raise DatabaseError(
+                f"cannot use the data folder {folder} (LOREKEEPER_DATA_DIR): {why}; set LOREKEEPER_DATA_DIR to a "
+                "folder this user can write to"
+            ) from None
 
     @property
     def old_copy(self) -> Path:
@@ -696,10 +713,16 @@ async def migrate(pool: asyncpg.Pool, embedding: EmbeddingSpec) -> list[str]:
                     "INSERT INTO embedding_config (model, dim) VALUES ($1, $2)", embedding.model, embedding.dim
                 )
             elif (recorded["model"], recorded["dim"]) != (embedding.model, embedding.dim):
+                # the same model with another size: it is LOREKEEPER_EMBEDDING_DIM that changed, not the model
+                again = (
+                    f"LOREKEEPER_EMBEDDING_MODEL={recorded['model']}"
+                    if recorded["model"] != embedding.model
+                    else f"LOREKEEPER_EMBEDDING_DIM={recorded['dim']}"
+                )
                 raise EmbeddingMismatchError(
                     f"this database holds embeddings from {recorded['model']} ({recorded['dim']} dimensions) "
                     f"but the configured model is {embedding.model} ({embedding.dim} dimensions). "
-                    f"Either set LOREKEEPER_EMBEDDING_MODEL={recorded['model']} again, or run "
+                    f"Either set {again} again, or run "
                     "`lorekeeper db reembed` to switch the database to the new model "
                     "(it re-embeds every chunk; nothing else changes)."
                 )

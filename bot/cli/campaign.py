@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -249,7 +250,9 @@ async def export(ctx: click.Context, campaign: str | None, output: Path | None) 
         )
     text = dump_campaign_file(exported)
     if output:
-        output.write_text(text, encoding="utf-8")
+        # it holds the campaign's secrets: a new file is the DM's alone, as backups are (an existing one keeps its mode)
+        with os.fdopen(os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
+            fh.write(text)
         click.echo(f"wrote {len(exported.entities)} entities to {output}", err=True)
     else:
         click.echo(text, nl=False)

@@ -80,7 +80,15 @@ def explain(exc: Exception) -> None:
         click.echo(f"error: {exc.filename}: {exc.strerror or exc}", err=True)
         sys.exit(1)
     from memory.jobs import is_outage, outage_said, short_reason  # slow to import: only on this path
+    from memory.providers.embeddings import EmbeddingConfigError
 
+    if isinstance(exc, EmbeddingConfigError):  # found once the embedder is made: the settings looked well-formed
+        click.echo(
+            f"error: {exc} (check LOREKEEPER_EMBEDDING_PROVIDER, LOREKEEPER_EMBEDDING_MODEL and "
+            "LOREKEEPER_EMBEDDING_DIM)",
+            err=True,
+        )
+        sys.exit(1)
     if not is_outage(exc):
         raise exc
     away, first = outage_said(exc)

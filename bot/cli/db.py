@@ -52,7 +52,11 @@ async def db_status(ctx: click.Context, as_json: bool) -> None:
     click.echo(f"database:  {status['database']}")
     click.echo(f"applied:   {', '.join(status['applied']) or '-'}")  # type: ignore[arg-type]
     click.echo(f"pending:   {', '.join(status['pending']) or '-'}")  # type: ignore[arg-type]
-    click.echo(f"embedding: {status['embedding_model']} ({status['embedding_dim']} dimensions)")
+    if status["embedding_model"] is None:  # a new database: the first command that opens it chooses
+        model, dim = settings.embedding.model, settings.embedding.dim
+        click.echo(f"embedding: - (chosen when the migrations are applied: {model}, {dim} dimensions)")
+    else:
+        click.echo(f"embedding: {status['embedding_model']} ({status['embedding_dim']} dimensions)")
 
 
 @db.command("reembed")

@@ -27,6 +27,10 @@ class EmbeddingError(Exception):
     """Embedding failed: the model could not be loaded or the endpoint gave no usable answer."""
 
 
+class EmbeddingConfigError(ValueError):
+    """A configuration no embedder can run (see :func:`make_embedder`): the user's to fix, not a bug."""
+
+
 class EmbeddingUnavailable(EmbeddingError, Unavailable):
     """The embeddings endpoint gave no answer at all (see :class:`memory.errors.Unavailable`)."""
 
@@ -222,24 +226,26 @@ def make_embedder(
 ) -> Embedder:
     """Build the embedder a configuration names: ``"minilm"`` (offline default) or ``"openai"``.
 
-    Raises ``ValueError`` for a configuration that cannot work (unknown provider, MiniLM with another
-    model or dimension, an OpenAI-compatible model of unknown dimension without ``dim``).
+    Raises :class:`EmbeddingConfigError` (a ``ValueError``) for a configuration that cannot work (unknown provider,
+    MiniLM with another model or dimension, an OpenAI-compatible model of unknown dimension without ``dim``).
     """
     kind = provider.strip().lower()
     if kind == "minilm":
         names = (None, MiniLMEmbedder.model_name, f"sentence-transformers/{MiniLMEmbedder.model_name}")
         if model not in names:
-            raise ValueError(f"the minilm provider only runs {MiniLMEmbedder.model_name}, not {model!r}")
+            raise EmbeddingConfigError(f"the minilm provider only runs {MiniLMEmbedder.model_name}, not {model!r}")
         if dim not in (None, MiniLMEmbedder.dim):
-            raise ValueError(f"{MiniLMEmbedder.model_name} has {MiniLMEmbedder.dim} dimensions, not {dim}")
+            raise EmbeddingConfigError(f"{MiniLMEmbedder.model_name} has {MiniLMEmbedder.dim} dimensions, not {dim}")
         return MiniLMEmbedder()
     if kind == "openai":
         name = model or "text-embedding-3-small"
         size = dim or _KNOWN_DIMS.get(name.split(":")[0])
         if size is None:
-            raise ValueError(f"the dimension of embedding model {name!r} is unknown: set it explicitly")
+            raise EmbeddingConfigError(
+                f"the dimension of embedding model {name!r} is unknown: set LOREKEEPER_EMBEDDING_DIM"
+            )
         try:
             return OpenAIEmbedder(base_url, api_key, name, size)
         except ValueError as exc:
-            raise ValueError(f"cannot use the openai embedding provider: {exc}") from exc
-    raise ValueError(f"unknown embedding provider {provider!r}: use 'minilm' or 'openai'")
+            raise EmbeddingConfigError(f"cannot use the openai embedding provider: {exc}") from exc
+    raise EmbeddingConfigError(f"unknown embedding provider {provider!r}: use 'minilm' or 'openai'")

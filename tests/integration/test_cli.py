@@ -7,6 +7,7 @@ import os
 import pty
 import re
 import select
+import stat
 import subprocess
 import sys
 import time
@@ -94,6 +95,10 @@ def test_exit_codes_and_messages(lk, tmp_path: Path) -> None:
         nowhere.returncode == 1
         and nowhere.stderr == f"error: {tmp_path / 'missing' / 'c.yaml'}: No such file or directory\n"
     )
+    # an export holds the secrets: a new file is readable by its owner alone, whatever the umask
+    exported = tmp_path / "world.yaml"
+    assert lk("campaign", "export", "-o", str(exported)).returncode == 0
+    assert stat.S_IMODE(exported.stat().st_mode) == 0o600
     # a clash only the database finds ("İstanbul" is "istanbul" to it): the campaign the file named is not made
     clash = tmp_path / "clash.yaml"
     clash.write_text(
@@ -684,6 +689,37 @@ def test_db_status_and_migrate(lk) -> None:
     status = json.loads(lk("db", "status", "--json").stdout)
     assert status["pending"] == [] and status["embedding_model"] == "all-MiniLM-L6-v2"
     assert json.loads(lk("db", "migrate", "--json").stdout) == {"applied": []}
+
+
+def test_db_status_of_a_new_database_says_no_model_yet(tmp_path: Path) -> None:
+    # it said "embedding: None (None dimensions)"
+    env = {**os.environ, "LOREKEEPER_DATA_DIR": str(tmp_path / "new")}
+    env.pop("LOREKEEPER_CONFIG", None)
+    env.pop("DATABASE_URL", None)
+    res = subprocess.run(
+        [sys.executable, "-c", "from bot.cli import main; main()", "db", "status"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[1] == "applied:   -" and lines[2].startswith("pending:   0001_init.sql")
+    assert lines[3] == "embedding: - (chosen when the migrations are applied: all-MiniLM-L6-v2, 384 dimensions)"
+
+
+def test_an_embedder_no_provider_runs_is_one_line_naming_the_variables(lk) -> None:
+    # the openai provider with the default model (MiniLM, a size it does not know): recall and the worker made
+    # the embedder and died on a ValueError's traceback
+    assert lk("campaign", "create", "C").returncode == 0
+    for args in (["recall", "dragon"], ["worker", "--drain"]):
+        res = lk(*args, env={"LOREKEEPER_EMBEDDING_PROVIDER": "openai", "OPENAI_API_KEY": "sk-test"})
+        assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+        assert res.stderr.splitlines()[-1] == (
+            "error: the dimension of embedding model 'all-MiniLM-L6-v2' is unknown: set LOREKEEPER_EMBEDDING_DIM "
+            "(check LOREKEEPER_EMBEDDING_PROVIDER, LOREKEEPER_EMBEDDING_MODEL and LOREKEEPER_EMBEDDING_DIM)"
+        )
 
 
 def test_config_file_and_env(lk, tmp_path: Path) -> None:

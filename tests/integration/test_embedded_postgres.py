@@ -577,3 +577,23 @@ def test_an_old_copy_left_by_an_earlier_db_upgrade_is_named_before_the_next_one_
     assert (pgdata / "PG_VERSION").read_text() == "16\n"
     assert (earlier / "PG_VERSION").read_text() == "15\n"
     assert postmaster_pid(data_dir) is None
+
+
+def test_a_data_dir_that_cannot_be_used_is_one_line_naming_the_variable(data_dir: Path) -> None:
+    """LOREKEEPER_DATA_DIR on a file, or under one, said only the OS's "error: /srv/lk: File exists": neither the
+    setting nor what to do."""
+    a_file = data_dir / "lorekeeper.tgz"
+    a_file.write_text("not a folder")
+    cases = {a_file: "it is a file, not a folder", a_file / "data": "a part of its path is a file, not a folder"}
+    if os.geteuid() != 0:  # root writes anywhere
+        read_only = data_dir / "read-only"
+        read_only.mkdir(mode=0o500)
+        cases[read_only] = "Permission denied"
+    for where, why in cases.items():
+        proc = cli(where, "campaign", "list")
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 1 and out == ""
+        assert err == (
+            f"error: cannot use the data folder {where} (LOREKEEPER_DATA_DIR): {why}; set LOREKEEPER_DATA_DIR to a "
+            "folder this user can write to\n"
+        )

@@ -62,9 +62,11 @@ async def test_embedding_mismatch_stops_with_what_to_do(empty_dsn: str) -> None:
         message = str(err.value)
         assert "all-MiniLM-L6-v2 (384 dimensions)" in message and "nomic-embed-text (768" in message
         assert "LOREKEEPER_EMBEDDING_MODEL=all-MiniLM-L6-v2" in message and "lorekeeper db reembed" in message
-        # the same name with another dimension is a mismatch too
-        with pytest.raises(EmbeddingMismatchError):
+        # the same name with another dimension is a mismatch too: LOREKEEPER_EMBEDDING_DIM changed, not the model
+        with pytest.raises(EmbeddingMismatchError) as err:
             await migrate(pool, EmbeddingSpec("all-MiniLM-L6-v2", 768))
+        message = str(err.value)
+        assert "set LOREKEEPER_EMBEDDING_DIM=384 again" in message and "EMBEDDING_MODEL" not in message
     finally:
         await pool.close()
 
