@@ -422,6 +422,13 @@ def attribute_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def clock(seconds: float) -> str:
+    """A time into a recording, whole seconds down: 1:02:03 or 2:03."""
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02}:{secs:02}" if hours else f"{minutes}:{secs:02}"
+
+
 def seconds(value: float | None) -> float | None:
     """A time into the session (``start_s``, ``end_s``): nothing is said before the session starts."""
     if value is not None and value < 0:

@@ -29,6 +29,7 @@ from memory.jobs.queue import pending_jobs
 from memory.jobs.worker import run_workers
 from memory.recorder import Utterance
 from memory.store import CampaignMemory
+from memory.text import clock
 from memory.transcripts import TranscriptError
 from memory.voice.audio_files import AudioFileError, audio_duration
 from memory.voice.offline import DEFAULT_SPEAKER, AudioTrack, ingest_audio, is_audio
@@ -259,8 +260,8 @@ async def ingest_audio_files(
 
     def at(track: AudioTrack, seconds: float) -> None:
         length = lengths.get(track.path)
-        of = f" of {_clock(length)}" if length else ""
-        shown(lambda: f"{track.path.name}: transcribed {_clock(seconds)}{of}")
+        of = f" of {clock(length)}" if length else ""
+        shown(lambda: f"{track.path.name}: transcribed {clock(seconds)}{of}")
 
     stt = WhisperSTT(model)
     try:
@@ -279,13 +280,6 @@ async def ingest_audio_files(
         raise CliError(str(exc)) from None
     finally:
         stt.close()
-
-
-def _clock(seconds: float) -> str:
-    """1:02:03 or 2:03."""
-    minutes, secs = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02}:{secs:02}" if hours else f"{minutes}:{secs:02}"
 
 
 #: The campaign's totals under the words this import's table above them uses, not the tables' names.

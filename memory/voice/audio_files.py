@@ -15,6 +15,8 @@ import av
 import numpy as np
 from faster_whisper import decode_audio
 
+from memory.text import clock
+
 log = logging.getLogger(__name__)
 
 SAMPLE_RATE = 16_000
@@ -88,7 +90,7 @@ def iter_audio_blocks(path: str | Path, block_seconds: float = 30.0) -> Iterator
     if pending_len:
         yield np.concatenate(pending).astype(np.float32) / 32768.0
     if (held := wav_cut_short(path)) is not None:  # FFmpeg reads a cut WAV to its end without a word
-        log.warning("%s is cut short: its audio up to %s is imported", path.name, _clock(held))
+        log.warning("%s is cut short: its audio up to %s is imported", path.name, clock(held))
 
 
 def wav_cut_short(path: Path) -> float | None:
@@ -114,10 +116,6 @@ def wav_cut_short(path: Path) -> float | None:
     except (OSError, struct.error):
         pass
     return None
-
-
-def _clock(seconds: float) -> str:
-    return f"{int(seconds) // 60}:{int(seconds) % 60:02}"
 
 
 def _frames(container: av.container.InputContainer, path: Path) -> Iterator[av.AudioFrame]:
@@ -151,7 +149,7 @@ def _frames(container: av.container.InputContainer, path: Path) -> Iterator[av.A
         if not decoded:
             raise error
         if cut_at == end:  # nothing decoded after it: the file breaks off there
-            log.warning("%s is cut short (%s): its audio up to %s is imported", path.name, error, _clock(end))
+            log.warning("%s is cut short (%s): its audio up to %s is imported", path.name, error, clock(end))
         else:
             log.warning("%s is damaged (%s): %d damaged parts of it are skipped", path.name, error, damaged)
 
