@@ -24,12 +24,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from memory.extraction.schema import KnownEntity
+from memory.extraction.schema import PERSON_TYPES, KnownEntity
 from memory.models import EntityType
 
 _K = r"\ue000(?P<{}>\d+)\ue001"  # a known name, tagged
 _UPPER = "A-ZÀ-ÖØ-Þ"
-_PERSON = frozenset({EntityType.npc, EntityType.player})
+_PERSON = PERSON_TYPES
 #: "The Briarwoods are dead": a faction of people can die too.
 _MORTAL = _PERSON | {EntityType.faction}
 #: Who the party is, when the recap names it: a player or the party's own name ("Vox Machina").

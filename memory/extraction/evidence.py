@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memory.correction.text import name_norm
+from memory.extraction.schema import PERSON_TYPES
 from memory.gazetteer import Gazetteer
 from memory.models import EntityType, Entry
 
-_PERSON = frozenset({EntityType.npc, EntityType.player})
+_PERSON = PERSON_TYPES
 _AGENT = _PERSON | {EntityType.faction}
 _ANY = frozenset(EntityType)
 _THINGS = _ANY - {EntityType.concept}

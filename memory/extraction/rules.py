@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from memory.extraction.events import Event, EventKind, SceneLine, events, scene_deaths, scene_named
 from memory.extraction.lexicon import FAMILY_ROLES, NOUN_TYPE, OCCUPATIONS, RULER_ROLES
 from memory.extraction.salience import COMMON_WORDS
-from memory.extraction.schema import ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
+from memory.extraction.schema import PERSON_TYPES, ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
 from memory.gazetteer import Gazetteer
 from memory.models import EntityType, Entry
 from memory.offgame import narrator
@@ -85,7 +85,6 @@ _HOLDING = frozenset(
 )
 #: A person right after "gives" is who receives, not what is given: "Vex gave Scanlan a gun".
 _GIVING = frozenset({"gives", "gave"})
-_PERSONS = frozenset({EntityType.npc, EntityType.player})
 #: A death the DM tells: "Sylas is dead", "Jazna dies", "Grog beheads Jazna" ("Grog killed" alone is Grog killing).
 #: Only of known entities and only in the DM's words: a player's "I'm dead" is a joke as often as not.
 _DEATH = re.compile(
@@ -179,7 +178,7 @@ class RuleExtractor:
             verb = m.group("verb")
             if x is None or y is None or x.name == y.name or verb not in _HOLDING:
                 continue
-            if verb in _GIVING and not m.group("prep") and y.known is not None and y.known.type in _PERSONS:
+            if verb in _GIVING and not m.group("prep") and y.known is not None and y.known.type in PERSON_TYPES:
                 continue
             out.fact(x.name, "_".join(filter(None, (verb, m.group("prep")))), y.name, None, entry.id)
 
