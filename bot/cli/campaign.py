@@ -324,16 +324,19 @@ async def import_(
             else [path]
         )
     ]
-    # Foundry v11+ keeps a world's data/ and packs/ as LevelDB: binary, never read here, and worth saying so
-    leveldb = any(next(path.rglob("*.ldb"), None) for path in files if path.is_dir())
-    unpack = (
-        "; its Foundry data is LevelDB (.ldb), as v11+ keeps it: extract it to JSON first with the foundryvtt-cli "
-        "`unpack` command"
-        if leveldb
-        else ""
-    )
+
+    def unpack() -> str:
+        """Foundry v11+ keeps a world's data/ and packs/ as LevelDB: binary, never read here, and worth saying so
+        when nothing could be read."""
+        if any(next(path.rglob("*.ldb"), None) for path in files if path.is_dir()):
+            return (
+                "; its Foundry data is LevelDB (.ldb), as v11+ keeps it: extract it to JSON first with the "
+                "foundryvtt-cli `unpack` command"
+            )
+        return ""
+
     if not paths:
-        raise CliError(f"no {', '.join(READABLE)} files in {', '.join(map(str, files))}{unpack}")
+        raise CliError(f"no {', '.join(READABLE)} files in {', '.join(map(str, files))}{unpack()}")
     for path in paths:
         if path.stat().st_size > MAX_IMPORT_BYTES:
             raise CliError(
@@ -347,7 +350,7 @@ async def import_(
         raise CliError(str(exc)) from None
     if not world.entities:
         raise CliError(
-            f"nothing to import: {len(world.skipped)} records left out ({'; '.join(world.skipped[:3])}){unpack}"
+            f"nothing to import: {len(world.skipped)} records left out ({'; '.join(world.skipped[:3])}){unpack()}"
         )
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:

@@ -154,8 +154,10 @@ async def hear_again(
             await recorder.end()  # its recap and the rest are written again with the new lines
         done.written, done.known = new, done.known + len(heard) - len(new)
         done.corrections = recorder.corrections
-    for file in [f for f, _ in heard] + [f for f in files if f.ref in held]:
-        file.path.unlink(missing_ok=True)  # its line is stored
+    stored = held | {f.ref for f, _ in heard}
+    for file in files:
+        if file.ref in stored:
+            file.path.unlink(missing_ok=True)  # its line is in the session (another run may have gone first)
     for folder in {f.path.parent for f in files}:
         if not any(folder.iterdir()):
             folder.rmdir()
