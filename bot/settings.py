@@ -9,6 +9,7 @@ import re
 from difflib import get_close_matches
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
@@ -82,6 +83,14 @@ class Settings(BaseSettings):
     def _absolute(cls, v: Path) -> Path:
         return v.expanduser().resolve()
 
+    @field_validator("database_url")
+    @classmethod
+    def _ports_in_range(cls, v: SecretStr | None) -> SecretStr | None:
+        # the socket layer wraps a port past 65535 (70000 is 4464): a connection refused on a port never written
+        if v is not None and (port := _port_out_of_range(v.get_secret_value())) is not None:
+            raise ValueError(f"port {port} is out of range (1-65535)")
+        return v
+
     @property
     def embedding(self) -> EmbeddingSpec:
         dim = self.embedding_dim or EMBEDDING_DIMS.get(self.embedding_model)
@@ -106,6 +115,15 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Explicit values (the config file is passed in as init values) lose to the environment.
         return env_settings, init_settings
+
+
+def _port_out_of_range(url: str) -> str | None:
+    """The first port of ``url`` (each host of a multi-host URL, or a ``port=`` parameter) that is no TCP port."""
+    parts = urlsplit(url)
+    hosts = parts.netloc.rpartition("@")[2].split(",")
+    ports = [host.rpartition("]")[2].rpartition(":")[2] for host in hosts if ":" in host.rpartition("]")[2]]
+    ports += [p for given in parse_qs(parts.query).get("port", []) for p in given.split(",")]
+    return next((p for p in ports if p.strip().isdigit() and not 0 < int(p) <= 65535), None)
 
 
 def _yaml_problem(path: Path, exc: yaml.MarkedYAMLError) -> str:

@@ -78,3 +78,24 @@ def test_a_config_file_that_is_not_yaml_is_one_line_that_quotes_none_of_it(
         load_settings(config)
     assert str(raised.value).startswith(f"{config}: not valid YAML: unacceptable character #x0000")
     assert "secret" not in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_database_port_past_65535_is_one_error_naming_database_url(
+    tmp_path: Path, no_settings_in_env: pytest.MonkeyPatch
+) -> None:
+    """Port 70000 went to the socket layer, which wrapped it: "Connect call failed ('127.0.0.1', 4464)"."""
+    no_settings_in_env.setenv("DATABASE_URL", "postgresql://u:s3cret@localhost:70000/db")
+    with pytest.raises(ConfigFileError) as raised:
+        load_settings()
+    assert str(raised.value) == "DATABASE_URL: port 70000 is out of range (1-65535)"
+    for url in ("postgresql://u@a:5432,b:99999/db", "postgresql://u@[::1]:65536/db", "postgresql:///db?port=70000"):
+        no_settings_in_env.setenv("DATABASE_URL", url)
+        with pytest.raises(ConfigFileError, match=r"^DATABASE_URL: port \d+ is out of range"):
+            load_settings()
+    for url in ("postgresql://u@a:5432,b:65535/db", "postgresql://u@[::1]/db", "postgresql:///db?host=/run/pg"):
+        no_settings_in_env.setenv("DATABASE_URL", url)
+        assert load_settings().database_url is not None
+    (config := tmp_path / "lorekeeper.yaml").write_text("database_url: postgresql://u@localhost:123456/db\n")
+    no_settings_in_env.delenv("DATABASE_URL")
+    with pytest.raises(ConfigFileError, match=f"^{config}: database_url: port 123456 is out of range"):
+        load_settings(config)
