@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from memory import lexical as lexical_ranker
 from memory import recall_rank as rank
 from memory.correction.text import normalize, spaced_form, tokenize
+from memory.errors import InvalidInputError
 from memory.gazetteer import Gazetteer
 from memory.models import ChunkHit, EntityType, Visibility, took_part_line, where_said
 from memory.offgame import line_talk
@@ -136,6 +137,8 @@ async def recall(
     secret entities' names expand the query too (a player's query is expanded with public names only). ``asker``:
     who asks, as the session's lines name them; a question in the first person ("what did I promise her?") prefers
     their lines."""
+    if not query.strip():  # blanks are nearest to nothing: passages at random, as if they answered
+        raise InvalidInputError("query is empty: give words or names to look for")
     query = _clipped(query)
     forms = rank.named_forms(query)
     # "what did Grog say" filters by who said it: known first; else who it names only lifts lines, read beside

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from cogs.recall import cite, cited
+from memory.errors import InvalidInputError
 from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Visibility
 from memory.recall import recall
@@ -317,3 +320,11 @@ async def test_a_long_line_scores_the_same_by_words_and_by_meaning(campaign: Cam
     assert line.entry_id == ids[5] and line.passage is not None
     assert both.lexical == alone.lexical and both.scored == {ids[5]: line.score}
     assert both.passages == alone.passages == {ids[5]: line.passage}
+
+
+async def test_a_blank_query_is_refused_by_the_core(campaign: CampaignMemory) -> None:
+    """Only the command line and the MCP tool refused it: any other caller got passages at random."""
+    await said(campaign, "One", FILLER[:6])
+    for query in ("", "   ", "\n\t"):
+        with pytest.raises(InvalidInputError, match="query is empty"):
+            await recall(campaign, None, query, mode="fulltext")
