@@ -106,14 +106,16 @@ async def ingest(
         else:
             path = paths[0]
             report = await ingest_transcript(mem, path, session_title, settings.llm_enabled, started_at, again)
+        # several recordings are one session: each file is named, not only the first
+        read = ", ".join(p.name for p in audio) if audio else path.name
         click.echo(
-            f"{path.name} → {name}: {report.lines:,} line{'s' * (report.lines != 1)} read, {report.written:,} new, "
+            f"{read} → {name}: {report.lines:,} line{'s' * (report.lines != 1)} read, {report.written:,} new, "
             f"{report.corrections} name{'s' * (report.corrections != 1)} corrected, "
             f"{len(report.skipped)} line{'s' * (len(report.skipped) != 1)} skipped "
             f"(session{'s' if len(report.sessions) != 1 else ''}: {', '.join(report.sessions) or '-'})"
         )
         if not report.lines:
-            raise CliError(nothing_imported(path, report))
+            raise CliError(nothing_imported(path, report, read))
         session_ids = [s.id for t in report.sessions if (s := await mem.log.session_by_title(t)) is not None]
         if wait:
             stopped_by: list[int] = []
@@ -146,13 +148,14 @@ async def ingest(
             )
 
 
-def nothing_imported(path: Path, report: IngestReport) -> str:
-    """Why an import stored no line, for its error (exit 1: a script must not carry on as if it had)."""
+def nothing_imported(path: Path, report: IngestReport, read: str | None = None) -> str:
+    """Why an import stored no line, for its error (exit 1: a script must not carry on as if it had); ``read``
+    names the files of a recording in several."""
     if report.skipped:
         first = report.skipped[0].split(": skipped: ", 1)[-1]
         return f"nothing imported: every line of {path.name} was skipped ({len(report.skipped):,}; the first: {first})"
     if is_audio(path):
-        return f"nothing imported: no speech was heard in {path.name}"
+        return f"nothing imported: no speech was heard in {read or path.name}"
     return f"nothing imported: {path.name} has no lines"
 
 

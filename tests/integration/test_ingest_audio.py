@@ -173,6 +173,21 @@ async def test_ingest_wav_stores_corrected_and_raw_text(lk, fresh_dsn: str, tmp_
     assert {r["title"] for r in await entries(fresh_dsn)} == {"renamed"}
 
 
+def test_a_recording_in_several_files_names_each_in_its_summary(lk, tmp_path: Path) -> None:
+    """`ingest ana.wav --speaker Ana ben.wav --speaker Ben` said "ana.wav → …": the DM could not tell ben.wav was
+    read into the session too."""
+    assert lk("campaign", "load", str(EXAMPLE)).returncode == 0
+    ana, ben = (speak(s, tmp_path / f"{who}.wav") for who, s in zip(("ana", "ben"), SENTENCES, strict=True))
+    done = lk("ingest", str(ana), "--speaker", "Ana", str(ben), "--speaker", "Ben", "--model", "tiny.en")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^ana.wav, ben.wav → The Sunken Crown: \d+ lines read, \d+ new,", done.stdout, re.M)
+    assert "(session: ana)" in done.stdout
+    quiet = [silence(tmp_path / f"quiet-{n}.wav", 2) for n in (1, 2)]
+    none = lk("ingest", *map(str, quiet), "--model", "tiny.en")
+    assert none.returncode == 1
+    assert "error: nothing imported: no speech was heard in quiet-1.wav, quiet-2.wav" in none.stderr
+
+
 async def test_one_recording_imported_twice_at_once_is_written_once(
     campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
