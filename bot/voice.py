@@ -173,6 +173,7 @@ class SessionStatus:
     decrypt_failures: int
     connected: bool
     unknown_packets: int = 0  # audio of a user Discord had not named yet (no SPEAKING event): dropped
+    unheard: int = 0  # lines speech-to-text failed on, kept as audio for `lorekeeper session unheard`
 
 
 class CouldNotJoin(Exception):
@@ -308,6 +309,7 @@ class VoiceSession:
             decrypt_failures=self._gate.failed if self._gate else 0,
             connected=bool(self.voice and self.voice.is_connected()),
             unknown_packets=sum(sink.unknown for sink in self._sinks),
+            unheard=self.pipeline.stats.unheard,
         )
 
     async def stop(self) -> Session:

@@ -53,6 +53,17 @@ def _line(session: ListedSession, mask: Callable[[str], str] = str) -> str:
     return f"**{mask(session.title)}** — {discord.utils.format_dt(session.started_at, 'f')} · {lines} · {state}"
 
 
+def unheard_said(unheard: int) -> str:
+    """For the stop reply: the lines speech-to-text failed on, and the command that hears them again."""
+    if not unheard:
+        return ""
+    them = "it" if unheard == 1 else "them"
+    return (
+        f" {counted(unheard, 'line')} went unheard (speech-to-text failed): "
+        f"`lorekeeper session unheard` hears {them} again."
+    )
+
+
 def undo_slash(change: NameChange) -> str:
     """The /entity edit that stops a wrong correction, as ``bot.cli.session.undo_command`` says it for the CLI."""
     if "heard-as" in change.how:
@@ -264,9 +275,12 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
         finally:
             self._busy.discard(guild_id)
         stored = session.guard.status().stored
+        # read after the stop: the tail transcribed while stopping may fail too; only the log said so before
+        unheard = session.status().unheard
         await interaction.followup.send(
             f"⏹️ Stopped recording **{ended.title}** after {duration(status.duration_s)}: "
             f"{stored} utterance{'' if stored == 1 else 's'} stored. The recap is written in the background (/recap)."
+            + unheard_said(unheard)
         )
 
     def recording_into(self, guild_id: int) -> Campaign | None:

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import asyncpg
 import discord
+import numpy as np
 import pytest
 
 from bot.app import LorekeeperBot
@@ -22,9 +23,12 @@ from bot.voice import SessionStatus, VoiceSession
 from cogs.sessions import NOT_IN_VOICE
 from memory.errors import InvalidInputError
 from memory.models import Campaign, EntityIn, EntityType, EntryIn, Session
+from memory.providers.stt import STTError, Transcript
 from memory.recorder import Utterance
 from memory.store import CampaignMemory, Memory
 from memory.voice.guard import MemoryGuard
+from memory.voice.segmenter import Utterance as Segment
+from memory.voice.unheard import unheard_files
 from tests.e2e.fake_discord import FakeChannel, FakeDiscord, FakeGuild, FakeMember
 
 
@@ -34,9 +38,10 @@ class Recording:
     def __init__(self, campaign: Campaign, mem: CampaignMemory, guard: MemoryGuard) -> None:
         self.campaign, self.mem, self.guard = campaign, mem, guard
         self.before_end: Callable[[], Awaitable[None]] | None = None  # what happens while the tail is transcribed
+        self.unheard = 0  # lines speech-to-text failed on, as VoiceSession's pipeline counts them
 
     def status(self) -> SessionStatus:
-        return SessionStatus(self.guard.session.title, 60.0, {}, self.guard.status(), 0, True)
+        return SessionStatus(self.guard.session.title, 60.0, {}, self.guard.status(), 0, True, unheard=self.unheard)
 
     async def stop(self) -> Session:
         if self.before_end is not None:
@@ -409,3 +414,59 @@ async def test_a_stop_that_fails_on_a_bug_still_frees_the_guild_and_says_so(
     # what the session still held is stored
     [line] = await recording.mem.log.session_entries(recording.guard.session.id)
     assert line.text == "We ride to Ironhold."
+
+
+async def test_a_stop_says_how_many_lines_went_unheard_and_the_command_for_them(
+    recording: Recording, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """Speech-to-text failing on a line was said in the bot's log only: the DM never learned to hear it again."""
+    recording.unheard = 1
+    [said] = (await fake_discord.invoke("session stop", user_id=dm)).texts()
+    assert said.endswith(
+        "The recap is written in the background (/recap). 1 line went unheard (speech-to-text failed): "
+        "`lorekeeper session unheard` hears it again."
+    ), said
+
+
+class FailingSTT:
+    """Speech-to-text that fails on every utterance, as a model that cannot run would."""
+
+    async def transcribe(self, *args: object, **kwargs: object) -> Transcript:
+        raise STTError("the model cannot run")
+
+
+async def test_a_voice_session_counts_the_lines_it_could_not_hear_in_its_stop_reply(
+    table: FakeChannel,
+    bot: LorekeeperBot,
+    fake_discord: FakeDiscord,
+    guild: FakeGuild,
+    dm: FakeMember,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The real VoiceSession, voice left out: two utterances speech-to-text fails on, one while the session
+    stops, are kept as audio and counted in what /session stop says."""
+    await fake_discord.invoke("campaign create", {"name": "Ashes"}, user_id=dm)
+
+    async def join(self: VoiceSession) -> None:
+        pass
+
+    monkeypatch.setattr(VoiceSession, "_connect", join)
+    in_voice(bot, guild, dm, table)
+    bot.stt = FailingSTT()  # type: ignore[attr-defined]
+    start = await fake_discord.invoke("session start", {"title": "Night one"}, user_id=dm)
+    assert start.texts()[0].startswith("🔴 **Recording**"), start.texts()
+    live = bot.get_cog("Sessions").live[guild.id]  # type: ignore[union-attr]
+    for n in range(2):
+        await live.pipeline._enqueue(
+            Segment(
+                user_id=dm.id,
+                start=live.started + n,
+                end=live.started + n + 1,
+                pcm16k=np.zeros(16_000, dtype=np.float32),
+            )
+        )
+    [said] = (await fake_discord.invoke("session stop", user_id=dm)).texts()
+    assert said.startswith("⏹️ Stopped recording **Night one**") and said.endswith(
+        " 2 lines went unheard (speech-to-text failed): `lorekeeper session unheard` hears them again."
+    ), said
+    assert len(unheard_files(live.pipeline.unheard_dir)) == 2
