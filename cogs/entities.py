@@ -24,7 +24,17 @@ from bot.views import (
 )
 from memory.context import visible_identity
 from memory.mentions import Mentions, mentions
-from memory.models import Entity, EntityIn, EntityType, Mention, Provenance, ReviewStatus, Source, Visibility
+from memory.models import (
+    Entity,
+    EntityIn,
+    EntityType,
+    Mention,
+    Provenance,
+    ReviewStatus,
+    Source,
+    Visibility,
+    who_took_part_line,
+)
 from memory.replies import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
 from memory.text import (
     MAX_FACT_VALUE_CHARS,
@@ -38,6 +48,8 @@ from memory.text import (
 
 #: Sessions an entity took part in that its card names (the newest); the rest are counted.
 SESSIONS_SHOWN = 3
+#: Characters of an event's card that say who took part in it (a field holds 1,024).
+TOOK_PART_ROOM = 600
 #: An entity's description, in the command option and in the /entity describe box (the card shows it whole).
 MAX_DESCRIPTION_CHARS = 2000
 
@@ -211,7 +223,11 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         snap, last = await visible_identity(mem, name, dm=dm, mask=mask)
         # masked before clipped: a secret name cut in half would be left whole enough to read
         others, sessions = snap.facts_and_sessions(SESSIONS_SHOWN, lambda title: clip(mask(title), 60))
+        others, took_part = snap.who_took_part(others)
         lines = [r.describe() + " 🔒" * snap.hidden_from_players(r) for r in others]
+        if took_part:
+            names = [(r.source_name or "") + " 🔒" * snap.hidden_from_players(r) for r in took_part]
+            lines.append(who_took_part_line(names, TOOK_PART_ROOM))  # whole, beside the facts in one field
         if sessions:
             lines.append(sessions)
         mentioned = await mentions(mem.db, mem.campaign_id, snap.entity.id, limit=0)

@@ -476,6 +476,35 @@ class Neighbourhood(BaseModel):
         latest = [r.target_name or "" for r in sessions[::-1][:shown]]
         return others, took_part_line(latest, len(sessions), clip)
 
+    def who_took_part(self, facts: list[Relationship]) -> tuple[list[Relationship], list[Relationship]]:
+        """``facts`` without the links of those who took part in this entity (an event), and those links, when
+        there are several: a battle's card read one "X —took_part_in→ it" line each, eighteen of them above the
+        rest. One link stays a fact."""
+        took_part = [
+            r
+            for r in facts
+            if r.type == "took_part_in" and r.target_id == self.entity.id and r.source_id != self.entity.id
+        ]
+        if len(took_part) < 2:
+            return facts, []
+        return [r for r in facts if r not in took_part], took_part
+
+
+def who_took_part_line(names: list[str], room: int | None = None) -> str:
+    """Those who took part in an event, as its card says them in one line ("" if none); within ``room``
+    characters, the names that fit, then how many more."""
+    if not names:
+        return ""
+    head = f"who took part ({len(names):,}): "
+    shown, size = 0, len(head)
+    for name in names:  # room kept for " and 1,234 more"
+        if room is not None and shown and size + 2 + len(name) > room - 20:
+            break
+        size += 2 * bool(shown) + len(name)
+        shown += 1
+    more = f" and {len(names) - shown:,} more" if shown < len(names) else ""
+    return head + ", ".join(names[:shown]) + more
+
 
 def took_part_line(latest: list[str], count: int, clip: Callable[[str], str] = str) -> str:
     """The sessions an entity took part in as one line ("" if none): ``latest`` titles, the last played first, of

@@ -17,7 +17,7 @@ from bot.cli.common import (
     table,
 )
 from memory.errors import InvalidInputError
-from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, suggest_entity_type
+from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, suggest_entity_type, who_took_part_line
 from memory.text import (
     attribute_text,
     check_attributes,
@@ -197,8 +197,12 @@ async def show(ctx: click.Context, name: str, history: bool, campaign: str | Non
     for key, value in e.attributes.items():
         click.echo(f"  {key}: {attribute_text(value)}")
     others, sessions = snap.facts_and_sessions()  # as on /entity show
+    others, took_part = snap.who_took_part(others)
     for r in others:
         click.echo(f"  - {r.describe()}" + " (secret)" * snap.hidden_from_players(r))
+    if took_part:
+        names = [(r.source_name or "") + " (secret)" * snap.hidden_from_players(r) for r in took_part]
+        click.echo(f"  - {who_took_part_line(names)}")
     if sessions:
         click.echo(f"  {sessions}")
     if history:

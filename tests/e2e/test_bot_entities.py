@@ -420,6 +420,27 @@ async def test_the_sessions_an_entity_took_part_in_are_one_line_on_its_card(
     assert "Eldrinax —took_part_in→ Session: Night 1" in night
 
 
+async def test_who_took_part_in_an_event_is_one_line_on_its_card(
+    world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    """A battle the recap links 18 entities to showed 18 "X —took_part_in→ it" lines, the rest of its card below."""
+    battle = await world.graph.add_entity(EntityIn(name="Battle of Ironhold", type=EntityType.event))
+    mab = await world.graph.get_entity("Queen Mab")
+    fighters = [await world.graph.add_entity(EntityIn(name=f"Fighter {n}", type=EntityType.npc)) for n in range(18)]
+    for who in [*fighters, mab]:
+        await world.graph.add_relationship(RelationshipIn(source_id=who.id, type="took_part_in", target_id=battle.id))
+    dm_card = "\n".join((await fake_discord.invoke("entity show", {"name": "Battle of Ironhold"}, user_id=dm)).texts())
+    names = ", ".join(f"Fighter {n}" for n in range(18))
+    assert f"who took part (19): {names}, Queen Mab 🔒" in dm_card, dm_card
+    assert "—took_part_in→" not in dm_card
+    as_player = await fake_discord.invoke("entity show", {"name": "Battle of Ironhold"}, user_id=player)
+    card = "\n".join(as_player.texts())
+    assert f"who took part (18): {names}" in card and "Mab" not in card, card
+    # the fighter's own card keeps the fact
+    fighter = "\n".join((await fake_discord.invoke("entity show", {"name": "Fighter 3"}, user_id=dm)).texts())
+    assert "Fighter 3 —took_part_in→ Battle of Ironhold" in fighter
+
+
 async def test_the_card_places_a_line_of_an_untimed_transcript_by_its_turn(
     world: CampaignMemory, fake_discord: FakeDiscord, player: FakeMember
 ) -> None:

@@ -640,6 +640,25 @@ async def test_entity_show_says_the_sessions_it_took_part_in_in_one_line(lk, fre
     assert "  - Grog —took_part_in→ Session: Night 1\n" in night
 
 
+async def test_entity_show_says_who_took_part_in_an_event_in_one_line(lk, fresh_dsn: str) -> None:
+    """The recap's event of a battle showed one "X —took_part_in→ it" line for each of 18 who took part."""
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        mem = Memory(pool).campaign((await Memory(pool).campaigns().get("C")).id)
+        death = await mem.graph.add_entity(EntityIn(name="Death of Sylas Briarwood", type=EntityType.event))
+        for name, secret in (("Vex'ahlia", False), ("Percy", False), ("The Raven Queen", True)):
+            visibility = Visibility.secret if secret else Visibility.public
+            who = await mem.graph.add_entity(EntityIn(name=name, type=EntityType.npc, visibility=visibility))
+            await mem.graph.add_relationship(RelationshipIn(source_id=who.id, type="took_part_in", target_id=death.id))
+    finally:
+        await pool.close()
+    shown = lk("entity", "show", "Death of Sylas Briarwood")
+    assert shown.stdout == (
+        "Death of Sylas Briarwood (event)\n  - who took part (3): Vex'ahlia, Percy, The Raven Queen (secret)\n"
+    ), shown.stdout
+
+
 def test_an_entity_added_after_the_recaps_that_named_it_took_part_in_those_sessions(lk, tmp_path: Path) -> None:
     """The recaps were written before the DM added Vell Sorrowmere (secret; the table knows her as the Grey Widow):
     the two sessions that named her are on her card, the one that did not is not; an entity no session named took

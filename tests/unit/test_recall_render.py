@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import discord
 
 from cogs.recall import add_entity_field, cite, recap_embed
-from memory.models import EntityType, Session, where_said
+from memory.models import EntityType, Session, where_said, who_took_part_line
 from memory.recall import HitLine, KnownFact, NamedEntity, RecallHit
 
 
@@ -98,3 +98,13 @@ def test_a_line_said_as_a_recording_starts_is_at_0_00_not_its_ref() -> None:
     assert where_said("Night 2", 0.0, "voice:42:0") == "Night 2 at 0:00"
     assert where_said("C1E010", 0.0, "turn 3") == "C1E010 (turn 3)"
     assert where_said("night", 0.0, "night.txt:2") == "night (night.txt:2)"
+
+
+def test_who_took_part_in_an_event_fits_the_room_given_then_is_counted() -> None:
+    """A card field holds 1,024 characters: a battle of a hundred names would push the rest of the card out."""
+    names = [f"Fighter number {n}" for n in range(100)]
+    line = who_took_part_line(names, 600)
+    assert len(line) <= 600 and line.startswith("who took part (100): Fighter number 0, Fighter number 1, ")
+    assert line.endswith(" more") and int(line.split(" and ")[-1].split()[0]) == 100 - 1 - line.count(", ")
+    assert who_took_part_line(names[:2]) == "who took part (2): Fighter number 0, Fighter number 1"
+    assert who_took_part_line([]) == ""
