@@ -156,3 +156,17 @@ def test_a_short_line_amid_rules_talk_is_not_quoted_unless_it_tells_what_happens
     assert not any("With Eldrinax" in line for line in summarise(said))
     said[12] = ("Mira", "You see Eldrinax and the Pale Magister fall.")
     assert "Mira: You see Eldrinax and the Pale Magister fall." in summarise(said)
+
+
+def test_a_sentence_that_is_mostly_a_list_of_names_is_not_quoted() -> None:
+    """ "So, that's Grog, Pike, Vex, Vax, and Percy." (CRD3 C1E080: a player counting who her spell reaches) names
+    five entities and tells nothing: the table counting heads, not the story. A sentence whose list of names is the
+    subject of what happens is still quoted."""
+    said = chatter(40)
+    said[10] = ("Mira", "So, that's Eldrinax, Ironhold, the Pale Magister, and the Ember Key.")
+    said[20] = ("Mira", "The bells of Ironhold ring out over the frozen lake as night falls.")
+    lines = summarise(said)
+    assert not any("So, that's" in line for line in lines)
+    assert "Mira: The bells of Ironhold ring out over the frozen lake as night falls." in lines
+    said[10] = ("Mira", "Eldrinax, Ironhold and the Pale Magister all fall silent as the Ember Key begins to glow.")
+    assert any("all fall silent" in line for line in summarise(said))
