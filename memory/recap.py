@@ -70,6 +70,14 @@ def _roll_call(text: str, mentions: Sequence[tuple[int, int, int]]) -> bool:
     ) and not tells_story(text)
 
 
+#: A sentence that sets a condition and says what could then follow tells what might happen, not what did: a
+#: plan at the table ("If she gets near Vex, then she can get Grog, Gilmore, Percy.").
+_HYPOTHETICAL = re.compile(
+    r"\b(?:if|unless)\b[^.!?]*?,?\s+then\b[^.!?]*?\b(?:can|could|would|will|might|may|should|\w+['’](?:ll|d))\b",
+    re.IGNORECASE,
+)
+
+
 @dataclass(frozen=True, slots=True)
 class _Line:
     score: float
@@ -91,6 +99,7 @@ def _best_line(entry: Entry, mentions: Sequence[tuple[int, int, int]], narrator:
         _roll_call(text[a:b], [(x - a, y - a, e) for x, y, e in mentions if a <= x and y <= b]) for a, b in sentences
     ]
     table = [is_table_talk(text[a:b]) or roll_call for (a, b), roll_call in zip(sentences, called, strict=True)]
+    unreal = [_HYPOTHETICAL.search(text[a:b]) is not None for a, b in sentences]
     beside = {
         k
         for k in range(len(sentences))
@@ -99,10 +108,10 @@ def _best_line(entry: Entry, mentions: Sequence[tuple[int, int, int]], narrator:
     }
     best: _Line | None = None
     for i, (start, _) in enumerate(sentences):
-        if i in beside:
+        if i in beside or unreal[i]:
             continue
         for j, (_, end) in enumerate(sentences[i:], i):
-            if j in beside:
+            if j in beside or unreal[j]:
                 break
             said = " ".join(text[start:end].split())
             words = len(said.split())

@@ -170,3 +170,16 @@ def test_a_sentence_that_is_mostly_a_list_of_names_is_not_quoted() -> None:
     assert "Mira: The bells of Ironhold ring out over the frozen lake as night falls." in lines
     said[10] = ("Mira", "Eldrinax, Ironhold and the Pale Magister all fall silent as the Ember Key begins to glow.")
     assert any("all fall silent" in line for line in summarise(said))
+
+
+def test_a_plan_if_this_then_that_is_not_quoted_as_what_happened() -> None:
+    """ "If she gets near Vex, then she can get Grog, Gilmore, Percy." (CRD3 C1E080) is a player weighing a move,
+    not the story. A sentence that only starts with a condition and tells what is there is still quoted."""
+    said = chatter(40)
+    said[10] = ("Mira", "If the Pale Magister gets near Ironhold, then he can take the Ember Key from Eldrinax.")
+    said[20] = ("Mira", "The bells of Ironhold ring out over the frozen lake as night falls.")
+    lines = summarise(said)
+    assert not any("If the Pale Magister" in line for line in lines)
+    assert "Mira: The bells of Ironhold ring out over the frozen lake as night falls." in lines
+    said[10] = ("Mira", "If you look up, you see Eldrinax and the Pale Magister circling over Ironhold.")
+    assert "Mira: If you look up, you see Eldrinax and the Pale Magister circling over Ironhold." in summarise(said)
