@@ -46,6 +46,38 @@ _SHORT = 4
 _ENTITY, _NARRATOR = 1.0, 1.0
 
 
+#: What stands between two names of a list: "Grog, Pike, and Vex", "Grog, Gilmore, Percy", "Kima and the bear".
+_LIST_GAP = re.compile(r"(?:\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+)(?:the\s+)?", re.IGNORECASE)
+#: A list of this many names or more that is most of its sentence is the table counting heads (who is hit, who
+#: saves, who a spell reaches: "So, that's Grog, Pike, Vex, Vax, and Percy."), not what happens.
+_ROLL_CALL = 3
+
+
+def _roll_call(text: str, mentions: Sequence[tuple[int, int, int]]) -> bool:
+    """Whether the sentence ``text`` is mostly a list of ``_ROLL_CALL`` names or more (``mentions`` in it)."""
+    outer = sorted(
+        {(a, b) for a, b, _ in mentions if not any(x <= a and b <= y and (x, y) != (a, b) for x, y, _ in mentions)}
+    )
+    runs: list[list[tuple[int, int]]] = []
+    for a, b in outer:
+        if runs and _LIST_GAP.fullmatch(text[runs[-1][-1][1] : a]):
+            runs[-1].append((a, b))
+        else:
+            runs.append([(a, b)])
+    words = len(text.split())
+    return any(
+        len(run) >= _ROLL_CALL and 2 * len(text[run[0][0] : run[-1][1]].split()) >= words for run in runs
+    ) and not tells_story(text)
+
+
+#: A sentence that sets a condition and says what could then follow tells what might happen, not what did: a
+#: plan at the table ("If she gets near Vex, then she can get Grog, Gilmore, Percy.").
+_HYPOTHETICAL = re.compile(
+    r"\b(?:if|unless)\b[^.!?]*?,?\s+then\b[^.!?]*?\b(?:can|could|would|will|might|may|should|\w+['’](?:ll|d))\b",
+    re.IGNORECASE,
+)
+
+
 @dataclass(frozen=True, slots=True)
 class _Line:
     score: float
@@ -63,7 +95,11 @@ def _best_line(entry: Entry, mentions: Sequence[tuple[int, int, int]], narrator:
     sentences = [(a, b) for a, b in itertools.pairwise(bounds) if len(text[a:b].split()) >= _SHORT]
     # rules talk comes in runs: what the DM says beside it is its continuation ("Both of you get a brief move.
     # Grog, that's going to pull you this way"), unless it tells what happens
-    table = [is_table_talk(text[a:b]) for a, b in sentences]
+    called = [
+        _roll_call(text[a:b], [(x - a, y - a, e) for x, y, e in mentions if a <= x and y <= b]) for a, b in sentences
+    ]
+    table = [is_table_talk(text[a:b]) or roll_call for (a, b), roll_call in zip(sentences, called, strict=True)]
+    unreal = [_HYPOTHETICAL.search(text[a:b]) is not None for a, b in sentences]
     beside = {
         k
         for k in range(len(sentences))
@@ -72,16 +108,16 @@ def _best_line(entry: Entry, mentions: Sequence[tuple[int, int, int]], narrator:
     }
     best: _Line | None = None
     for i, (start, _) in enumerate(sentences):
-        if i in beside:
+        if i in beside or unreal[i]:
             continue
         for j, (_, end) in enumerate(sentences[i:], i):
-            if j in beside:
+            if j in beside or unreal[j]:
                 break
             said = " ".join(text[start:end].split())
             words = len(said.split())
             if end != sentences[i][1] and words > _LINE_WORDS:
                 break
-            if said.endswith("?") or is_table_talk(said):
+            if said.endswith("?") or is_table_talk(said) or any(called[i : j + 1]):
                 break
             named = {entity for a, b, entity in mentions if a < end and b > start}
             score = _ENTITY * len(named) + min(words, _LINE_WORDS) / _LINE_WORDS + (_NARRATOR if narrator else 0.0)

@@ -9,6 +9,7 @@ can hold. The models (:mod:`memory.models`) validate their fields with these.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
 import re
@@ -41,8 +42,10 @@ def excerpt(text: str, names: Iterable[str], limit: int) -> str:
     names = [name.strip() for name in names if name.strip()]
     found = [match.start() for name in names if (match := _said_at(text, name))]
     if not found:
-        # an event the extractor named ("Death of Sylas Briarwood") is said by the name it ends with
+        # an event the extractor named ("Death of Sylas Briarwood") is said by the name it ends with, and a person
+        # by one word of it ("Watchmaster Bryce" for "Quest from Bryce Feelid" or "Bryce Feelid")
         tails = [" ".join(w[i:]) for w in (n.split() for n in names) for i in range(1, len(w)) if w[i][:1].isupper()]
+        tails += [word for name in names for word in _capitalised_end(name)]
         found = next(([m.start()] for tail in tails if (m := _said_at(text, tail))), [])
     at = min(found, default=0)
     # a third of the room before the name: what leads up to it, and more of what is said of it
@@ -55,6 +58,14 @@ def excerpt(text: str, names: Iterable[str], limit: int) -> str:
     cut = text.rfind(" ", start, end + 1)
     end = cut if cut > at else end  # a word longer than the room is cut in it
     return ("…" if start else "") + text[start:end].rstrip(" ,;:") + "…"
+
+
+def _capitalised_end(name: str) -> list[str]:
+    """The words of the run of capitalised words ``name`` ends with: "Bryce", "Feelid" of "Quest from Bryce Feelid"
+    (none of "Arrival at the ziggurat")."""
+    words = name.split()
+    run = list(itertools.takewhile(lambda word: word[:1].isupper(), reversed(words)))
+    return run[::-1]
 
 
 def _said_at(text: str, name: str) -> re.Match[str] | None:

@@ -47,3 +47,11 @@ def test_an_event_named_for_what_befell_a_name_shows_where_the_line_says_that_na
     assert "into Whitestone Castle, where" in excerpt(line, ["Siege of the Castle", "Whitestone Castle"], 80)
     # a name said whole comes first; a lower-case end ("the ziggurat") is no name to look for
     assert excerpt(line, ["Arrival at the ziggurat"], 80).startswith("x x")
+
+
+def test_a_person_said_by_one_word_of_their_name_shows_where_the_line_says_it() -> None:
+    """`review list` quoted the DM's "Welcome back. You guys are getting sloppy." for 'Bryce Feelid —took_part_in→
+    Quest from Bryce Feelid' (CRD3 C2E006): the line names him "Watchmaster Bryce", half a page in."""
+    line = "x " * 80 + "You were brought in by Watchmaster Bryce, who offered to pay you for gnoll ears. " + "y " * 80
+    for names in (["Quest from Bryce Feelid"], ["Bryce Feelid", "Quest from Bryce Feelid"]):
+        assert "Watchmaster Bryce, who offered" in excerpt(line, names, 80)

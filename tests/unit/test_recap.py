@@ -156,3 +156,30 @@ def test_a_short_line_amid_rules_talk_is_not_quoted_unless_it_tells_what_happens
     assert not any("With Eldrinax" in line for line in summarise(said))
     said[12] = ("Mira", "You see Eldrinax and the Pale Magister fall.")
     assert "Mira: You see Eldrinax and the Pale Magister fall." in summarise(said)
+
+
+def test_a_sentence_that_is_mostly_a_list_of_names_is_not_quoted() -> None:
+    """ "So, that's Grog, Pike, Vex, Vax, and Percy." (CRD3 C1E080: a player counting who her spell reaches) names
+    five entities and tells nothing: the table counting heads, not the story. A sentence whose list of names is the
+    subject of what happens is still quoted."""
+    said = chatter(40)
+    said[10] = ("Mira", "So, that's Eldrinax, Ironhold, the Pale Magister, and the Ember Key.")
+    said[20] = ("Mira", "The bells of Ironhold ring out over the frozen lake as night falls.")
+    lines = summarise(said)
+    assert not any("So, that's" in line for line in lines)
+    assert "Mira: The bells of Ironhold ring out over the frozen lake as night falls." in lines
+    said[10] = ("Mira", "Eldrinax, Ironhold and the Pale Magister all fall silent as the Ember Key begins to glow.")
+    assert any("all fall silent" in line for line in summarise(said))
+
+
+def test_a_plan_if_this_then_that_is_not_quoted_as_what_happened() -> None:
+    """ "If she gets near Vex, then she can get Grog, Gilmore, Percy." (CRD3 C1E080) is a player weighing a move,
+    not the story. A sentence that only starts with a condition and tells what is there is still quoted."""
+    said = chatter(40)
+    said[10] = ("Mira", "If the Pale Magister gets near Ironhold, then he can take the Ember Key from Eldrinax.")
+    said[20] = ("Mira", "The bells of Ironhold ring out over the frozen lake as night falls.")
+    lines = summarise(said)
+    assert not any("If the Pale Magister" in line for line in lines)
+    assert "Mira: The bells of Ironhold ring out over the frozen lake as night falls." in lines
+    said[10] = ("Mira", "If you look up, you see Eldrinax and the Pale Magister circling over Ironhold.")
+    assert "Mira: If you look up, you see Eldrinax and the Pale Magister circling over Ironhold." in summarise(said)
