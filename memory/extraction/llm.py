@@ -10,8 +10,10 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 
-from memory.extraction.schema import ExtractionAnswer, ExtractionResult, KnownEntity
+from memory.extraction.names import NameResolver
+from memory.extraction.schema import ExtractionAnswer, ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
 from memory.extraction.validate import validate_result
 from memory.gazetteer import Gazetteer
 from memory.models import EntityType, Entry
@@ -104,6 +106,7 @@ class LLMExtractor:
                 merged.errors.append(str(exc))
                 merged.unread.extend(e.id for e in batch)
                 continue
+            answer = _cite_naming(answer, batch, known)
             if answer.dropped:
                 log.warning(
                     "extraction dropped %d malformed items: %s%s",
@@ -124,6 +127,47 @@ class LLMExtractor:
             errors=merged.errors,
             unread=merged.unread,
         )
+
+
+@dataclass(frozen=True)
+class _Said:
+    id: int
+    name: str
+    aliases: tuple[str, ...]
+
+
+def _cite_naming(answer: ExtractionAnswer, batch: Sequence[Entry], known: Sequence[KnownEntity]) -> ExtractionAnswer:
+    """An item citing no line cites the batch's lines that name it (a fact: both its ends), not the whole batch,
+    whose first line the review card would show; one no line names is dropped: nothing in the lines says it."""
+    resolver = NameResolver(known)
+
+    def names(name: str) -> tuple[str, ...]:
+        hit, _ = resolver.resolve(name)
+        return (*hit.aliases, *hit.heard_as, hit.name) if hit is not None else ()
+
+    def naming(ends: list[str]) -> list[int]:
+        # negative ids: a line's corrections name entities by their (positive) ids
+        wanted = {-1 - n for n in range(len(ends))}
+        gazetteer = Gazetteer([_Said(-1 - n, end, names(end)) for n, end in enumerate(ends)])
+        return [e.id for e in batch if wanted <= set(gazetteer.mentioned_ids(e))]
+
+    dropped = list(answer.dropped)
+    entities: list[ProposedEntity] = []
+    for n, entity in enumerate(answer.entities):
+        if entity.entry_ids or (ids := naming([entity.name])):
+            entities.append(entity if entity.entry_ids else entity.model_copy(update={"entry_ids": ids}))
+        else:
+            dropped.append(f"entities.{n}: {entity.name!r} cites no line and no line names it")
+    facts: list[ProposedFact] = []
+    for n, fact in enumerate(answer.facts):
+        ends = [fact.source] if fact.target is None else [fact.source, fact.target]
+        if fact.entry_ids or (ids := naming(ends)):
+            facts.append(fact if fact.entry_ids else fact.model_copy(update={"entry_ids": ids}))
+        else:
+            dropped.append(f"facts.{n}: {' and '.join(map(repr, ends))} cite no line and no line names them")
+    cited = ExtractionAnswer(entities=entities, facts=facts)
+    cited._dropped = dropped
+    return cited
 
 
 def answer_cap(batch: Sequence[Entry]) -> int:

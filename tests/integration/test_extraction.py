@@ -914,3 +914,38 @@ async def test_the_llm_path_reads_no_out_of_game_line_and_its_items_carry_their_
     assert not any("Lao" in key for key in items), items
     korvash = items["new npc 'Korvash': a dwarf"]
     assert korvash.said is not None and (korvash.said.speaker, korvash.said.text) == ("DM", entries[3].text)
+
+
+async def test_an_llm_item_citing_no_line_carries_the_line_that_names_it_and_one_no_line_names_is_dropped(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Citing no line meant citing the whole batch: the card showed its first line, unrelated, "(7 lines)"."""
+    lines = [
+        ("DM", "You walk into the forge. The fire roars."),
+        *[("Grog", "I look around the forge.")] * 4,
+        ("DM", "Behind the anvil stands a dwarf named Korvash, arms crossed."),
+        ("DM", "Korvash has lived in Ironhold all his life."),
+    ]
+    entries = await write(world, lines)
+    answer = {
+        "entities": [
+            {"name": "Korvash", "type": "npc", "description": "a dwarf", "confidence": 0.9, "entry_ids": []},
+            {"name": "Phantom Queen", "type": "npc", "description": "", "confidence": 0.99, "entry_ids": []},
+        ],
+        "facts": [
+            fact("Korvash", "lives_in", "Ironhold", None, 0.9, []),
+            fact("Phantom Queen", "ally_of", "Korvash", None, 0.99, []),
+        ],
+    }
+    fake_openai.queue_chat(json.dumps(answer))
+    stats = await run(world, entries, make_extractor(llm))
+
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    assert not any("Phantom Queen" in key for key in items), items
+    assert stats.items_invalid == 2
+    assert "'Phantom Queen' cites no line and no line names it" in caplog.text
+    korvash = items["new npc 'Korvash': a dwarf"]
+    assert korvash.said is not None and korvash.said.text == entries[5].text
+    assert korvash.lines == 2
+    lives = items["Korvash —lives_in→ Ironhold"]
+    assert lives.said is not None and (lives.lines, lives.said.text) == (1, entries[6].text)
