@@ -60,8 +60,9 @@ def _distinct_facts(
     facts: list[ProposedFact] = []
     seen: set[tuple[str, str, str | None, str | None]] = set()
     invalid = 0
+    too_long: list[str] = []
     for item in items:
-        cleaned = _fact(item, entry_ids)
+        cleaned = _fact(item, entry_ids, too_long)
         if cleaned is None:
             invalid += 1
             continue
@@ -73,6 +74,9 @@ def _distinct_facts(
             continue
         seen.add(key)
         facts.append(cleaned)
+    if too_long:  # one warning an answer: a model writing paragraphs as values must not flood the log
+        more = f" (and {len(too_long) - 1:,} more facts too long)" if len(too_long) > 1 else ""
+        log.warning("extraction dropped a fact: %s%s", too_long[0], more)
     return facts, invalid
 
 
@@ -112,7 +116,8 @@ def _entity(item: ProposedEntity, entry_ids: Collection[int]) -> ProposedEntity 
     )
 
 
-def _fact(item: ProposedFact, entry_ids: Collection[int]) -> ProposedFact | None:
+def _fact(item: ProposedFact, entry_ids: Collection[int], too_long: list[str] | None = None) -> ProposedFact | None:
+    """The item cleaned, or None; a value too long is said in ``too_long`` (else in the log)."""
     rel_type = "_".join(item.type.strip().casefold().replace("-", " ").split())
     basis = item.basis.strip().casefold()
     value = without_hidden(" ".join(item.value.split())) if item.value is not None else None
@@ -135,7 +140,11 @@ def _fact(item: ProposedFact, entry_ids: Collection[int]) -> ProposedFact | None
     try:
         value_within_limit(value or "")
     except ValueError as exc:  # dropped, not cut: a state cut short and accepted would be wrong
-        log.warning("extraction dropped a fact: %s —%s→ %s %s", source, rel_type, clip(value or "", 11), exc)
+        said = f"{source} —{rel_type}→ {clip(value or '', 11)} {exc}"
+        if too_long is None:
+            log.warning("extraction dropped a fact: %s", said)
+        else:
+            too_long.append(said)
         return None
     return ProposedFact(
         source=source,

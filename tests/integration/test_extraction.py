@@ -554,6 +554,24 @@ async def test_an_llm_value_longer_than_a_fact_holds_is_dropped_and_logged_not_c
     assert "extraction dropped a fact: Brom —title→ xxxxxxxxxx… has 501 characters" in caplog.text
 
 
+async def test_many_llm_values_too_long_are_one_warning_and_the_rest_of_the_answer_kept(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A model writing paragraphs as values logged a warning per fact, each naming another value."""
+    entries = await write(world, TRANSCRIPT)
+    ids = [e.id for e in entries]
+    long = [fact("Brom", "title", None, f"{n} " + "x" * MAX_FACT_VALUE_CHARS, 0.9, [ids[0]]) for n in range(30)]
+    answer = {"entities": [], "facts": [*long, fact("Brom", "works_in", "Ironhold", None, 0.9, [ids[0]])]}
+    fake_openai.queue_chat(json.dumps(answer))
+    stats = await run(world, entries, LLMExtractor(llm))
+    assert stats.items_invalid == 30
+    assert await facts(world) == [("Brom", "works_in", "Ironhold", "accepted")]
+    dropped = [r.getMessage() for r in caplog.records if "extraction dropped a fact" in r.getMessage()]
+    assert len(dropped) == 1, dropped
+    assert "Brom —title→ 0 xxxxxxxx… has 502 characters" in dropped[0]
+    assert dropped[0].endswith("(and 29 more facts too long)")
+
+
 async def test_a_wrong_typed_llm_item_is_dropped_and_the_rest_of_the_answer_kept(
     world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
 ) -> None:
