@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 
@@ -13,11 +14,14 @@ from discord import app_commands
 
 from bot.app import LorekeeperBot
 from memory import jobs
+from memory.extraction import extract_into_graph, make_extractor
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
+from memory.providers.llm import OpenAILLM
 from memory.store import CampaignMemory, Memory
 from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeChannel, FakeDiscord, FakeGuild, FakeMember, FakeRole, Upload
 from tests.e2e.helpers import active, make_bot, modal_field, until_true
+from tests.fakes.openai_server import FakeOpenAI
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
@@ -362,6 +366,44 @@ async def test_review_card_says_the_session_and_the_line(
     fields = {f["name"]: f["value"] for f in record.followups[0]["embeds"][0]["fields"]}
     assert fields["Said in"] == "Night one at 0:06"
     assert fields["Said"] == "Ana: “Mira runs to the Cinder Cup.”"
+
+
+async def test_review_cards_of_the_llms_proposals_say_their_line_and_none_come_from_the_pre_show(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, fake_openai: FakeOpenAI
+) -> None:
+    """With an LLM configured, its proposals reach the card as the rules' do: with the line that says them, and
+    nothing from table talk, even when the model proposes it (citing a line it was not given, or none)."""
+    night = await ashes.log.start_session("Night one")
+    lines = [
+        ("DM", "Welcome to the show! A few announcements before we start."),
+        ("Sam", "I voice a pilot named Lao in Xenoblade Chronicles X, out this week."),
+        ("DM", "All right. Last we left off, you stood in the forge."),
+        ("DM", "Behind the anvil stands a dwarf named Korvash, arms crossed."),
+        *[("Ana", "I look around the forge.")] * 3,
+    ]
+    entries = await ashes.log.write_many(
+        night.id, [EntryIn(speaker=s, text=t, start_s=10.0 * n) for n, (s, t) in enumerate(lines)]
+    )
+
+    def npc(name: str, ids: list[int]) -> dict[str, object]:
+        return {"name": name, "type": "npc", "description": "", "confidence": 0.9, "entry_ids": ids}
+
+    answer = {"entities": [npc("Lao", [entries[1].id]), npc("Xenoblade", []), npc("Korvash", [])], "facts": []}
+    fake_openai.queue_chat(json.dumps(answer))
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-gpt", timeout=5, max_retries=0)
+    try:
+        await extract_into_graph(ashes, session_id=night.id, entries=entries, extractor=make_extractor(llm))
+    finally:
+        await llm.aclose()
+    assert "Xenoblade" not in fake_openai.chat_requests[0]["messages"][1]["content"]
+
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 1)
+    (card,) = record.followups
+    assert card["embeds"][0]["title"].startswith("New entity")
+    fields = {f["name"]: f["value"] for f in card["embeds"][0]["fields"]}
+    assert fields["Said in"] == "Night one at 0:30"
+    assert fields["Said"] == "DM: “Behind the anvil stands a dwarf named Korvash, arms crossed.”"
 
 
 async def test_review_card_of_long_texts_stays_within_discord_limits(
