@@ -45,6 +45,14 @@ def parse_ref(ref: str) -> tuple[ReviewKind, int]:
     return kind, number
 
 
+def said_names(item: ReviewItem) -> list[str]:
+    """What the line says of the item, to show its part that says it: the entity's names, the fact's two ends."""
+    if item.entity is not None:
+        return [item.entity.name, *item.entity.aliases]
+    assert item.fact is not None
+    return [name for name in (item.fact.source_name, item.fact.target_name or item.fact.value) if name]
+
+
 #: Where the database says a campaign filed new items for review (migrations/0005), its id as payload.
 NEW_ITEMS_CHANNEL = "lorekeeper_review"
 
