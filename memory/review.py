@@ -156,6 +156,10 @@ class ReviewQueue:
         said = await self._said(ids)
         return ReviewItem(kind=kind, id=item_id, created_at=fact.created_at, fact=fact, said=said, lines=len(set(ids)))
 
+    async def said(self, entry_ids: list[int]) -> Mention | None:
+        """The best of the lines an item was drawn from (:meth:`_said`), for a card of what it became."""
+        return await self._said(entry_ids)
+
     async def _said(self, entry_ids: list[int]) -> Mention | None:
         """The best of the lines an item was drawn from: the DM's (who ran the session, or a speaker the transcript
         calls DM or GM), whose word is the world's, else the first."""
