@@ -12,6 +12,7 @@ from discord.ext import commands
 from bot.app import LorekeeperBot
 from bot.checks import UserError, active_campaign, dm_campaign, dm_campaign_by_id, member_is_dm
 from bot.views import (
+    MAX_FIELD_VALUE,
     MAX_TITLE,
     Confirm,
     OwnedModal,
@@ -41,6 +42,7 @@ from memory.text import (
     attribute_text,
     check_attributes,
     counted,
+    excerpt,
     heard_as_phrases,
     not_heard_as_phrases,
     typed_attribute,
@@ -124,7 +126,10 @@ def entity_embed(
         past = [mask(line) for line in history] or ["no fact about it has changed yet"]
         add_field_within(embed, "History, newest first", past, inline=False)
     if last_mention:
-        said = f"{mask(last_mention.where())}, {last_mention.speaker}: “{mask(last_mention.text)}”"
+        # a narrator's paragraph may name it only past a field's 1,024 characters: the part that does
+        where = f"{mask(last_mention.where())}, {last_mention.speaker}: "
+        text = excerpt(last_mention.text, [entity.name, *entity.aliases], MAX_FIELD_VALUE - len(where) - 2)
+        said = f"{where}“{mask(text)}”"
         add_field_within(embed, "Last mentioned", said, inline=False)
     if mentioned is not None and mentioned.total:
         shown = mentioned.sessions[:SESSIONS_SHOWN]
@@ -221,6 +226,9 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         dm = member_is_dm(interaction, campaign)
         mask = str if dm else await mem.graph.player_mask()
         snap, last = await visible_identity(mem, name, dm=dm, mask=mask)
+        if last is None and snap.entity.provenance.entry_ids:
+            # an event the review proposed is told, not named ("you stop by the Foramere Basin"): its own line
+            last = await mem.review.said(snap.entity.provenance.entry_ids)
         # masked before clipped: a secret name cut in half would be left whole enough to read
         others, sessions = snap.facts_and_sessions(SESSIONS_SHOWN, lambda title: clip(mask(title), 60))
         others, took_part = snap.who_took_part(others)

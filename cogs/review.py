@@ -32,14 +32,14 @@ from bot.checks import (
     open_to_players,
     reply_error,
 )
-from bot.views import OwnedModal, add_field_within, clip
+from bot.views import MAX_FIELD_VALUE, OwnedModal, add_field_within, clip
 from campaigns import batches
 from memory.errors import AlreadyDecidedError, MemoryError_, NotFoundError
 from memory.models import Campaign, EntityType, MergeResult, ReviewItem, ReviewStatus
 from memory.replies import describe_same_as, kept_old_name
-from memory.review import ReviewQueue, watch_new_items
+from memory.review import ReviewQueue, said_names, watch_new_items
 from memory.store import CampaignMemory
-from memory.text import MAX_FACT_VALUE_CHARS, counted
+from memory.text import MAX_FACT_VALUE_CHARS, counted, excerpt
 
 log = logging.getLogger("lorekeeper.review")
 
@@ -80,7 +80,9 @@ def item_embed(item: ReviewItem, *, decided_by: str | None = None, footer: str |
     if item.said is not None:
         more = f" and {counted(item.lines - 1, 'other line')}" if item.lines > 1 else ""
         add_field_within(embed, "Said in", item.said.where() + more)
-        add_field_within(embed, "Said", f"{item.said.speaker}: “{item.said.text}”", inline=False)
+        # a narrator's paragraph may name the item only past a field's 1,024 characters: show the part that does
+        text = excerpt(item.said.text, said_names(item), MAX_FIELD_VALUE - len(item.said.speaker) - 4)
+        add_field_within(embed, "Said", f"{item.said.speaker}: “{text}”", inline=False)
     if settled := item.settled():
         add_field_within(embed, "Accepting it", settled, inline=False)
     return embed

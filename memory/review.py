@@ -45,6 +45,14 @@ def parse_ref(ref: str) -> tuple[ReviewKind, int]:
     return kind, number
 
 
+def said_names(item: ReviewItem) -> list[str]:
+    """What the line says of the item, to show its part that says it: the entity's names, the fact's two ends."""
+    if item.entity is not None:
+        return [item.entity.name, *item.entity.aliases]
+    assert item.fact is not None
+    return [name for name in (item.fact.source_name, item.fact.target_name or item.fact.value) if name]
+
+
 #: Where the database says a campaign filed new items for review (migrations/0005), its id as payload.
 NEW_ITEMS_CHANNEL = "lorekeeper_review"
 
@@ -147,6 +155,10 @@ class ReviewQueue:
         ids = fact.provenance.entry_ids
         said = await self._said(ids)
         return ReviewItem(kind=kind, id=item_id, created_at=fact.created_at, fact=fact, said=said, lines=len(set(ids)))
+
+    async def said(self, entry_ids: list[int]) -> Mention | None:
+        """The best of the lines an item was drawn from (:meth:`_said`), for a card of what it became."""
+        return await self._said(entry_ids)
 
     async def _said(self, entry_ids: list[int]) -> Mention | None:
         """The best of the lines an item was drawn from: the DM's (who ran the session, or a speaker the transcript

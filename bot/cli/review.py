@@ -22,7 +22,7 @@ from campaigns import batches
 from memory.errors import NotFoundError
 from memory.models import ReviewItem, ReviewKind
 from memory.replies import describe_same_as, kept_old_name
-from memory.review import parse_ref
+from memory.review import parse_ref, said_names
 from memory.store import CampaignMemory
 from memory.text import excerpt
 
@@ -62,7 +62,9 @@ async def list_(ctx: click.Context, limit: int, campaign: str | None, as_json: b
     for i in items:
         # an item holds its entity or else its fact (ReviewItem names no type for either)
         prov = i.entity.provenance if i.entity else i.fact.provenance  # type: ignore[union-attr]
-        said = f"{i.said.where()}: {i.said.speaker}: “{excerpt(i.said.text, _names(i), SAID_CHARS)}”" if i.said else ""
+        said = (
+            f"{i.said.where()}: {i.said.speaker}: “{excerpt(i.said.text, said_names(i), SAID_CHARS)}”" if i.said else ""
+        )
         said = f"({i.lines} lines) {said}" if i.lines > 1 else said
         rows.append([i.ref, i.kind.value, i.describe(), f"{prov.confidence:.2f}", said, prov.review_reason or ""])
     # why a sure fact waits (its lines do not say it), a column only when one does
@@ -76,14 +78,6 @@ async def list_(ctx: click.Context, limit: int, campaign: str | None, as_json: b
 
 #: Of the line an item was read from: a narrator's paragraph of 400 words, whole, filled a screen for one item.
 SAID_CHARS = 300
-
-
-def _names(item: ReviewItem) -> list[str]:
-    """What the line says of the item, to show its part that says it: the entity's names, the fact's two ends."""
-    if item.entity is not None:
-        return [item.entity.name, *item.entity.aliases]
-    assert item.fact is not None
-    return [name for name in (item.fact.source_name, item.fact.target_name or item.fact.value) if name]
 
 
 def _decided(item: ReviewItem) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.app import LorekeeperBot
-from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, Source, Visibility
+from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, Source, Visibility
 from memory.store import CampaignMemory, Memory
 from memory.text import MAX_FACT_VALUE_CHARS
 from tests.e2e.conftest import BotRunner
@@ -919,3 +919,26 @@ async def test_the_card_says_in_which_sessions_the_mention_index_found_the_entit
         await index_lines(world.db, world.campaign_id, session.id, {e.id: [eldrinax.id] for e in lines})
     card = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts())
     assert "Mentioned in: 3 lines: Night 2 (1 line), Night 1 (2 lines)" in card, card
+
+
+async def test_show_an_accepted_event_says_the_line_it_was_told_in(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """An event the review proposed is told ("you stop by the Foramere Basin"), never said by its name: accepted,
+    its card named no line and no session, so the DM could not see when it happened."""
+    night = await ashes.log.start_session("Night one")
+    story = "You ride along the Amber Road, trading stories with the guards of the caravan. " * 14
+    told = story + "You guys stop by the Foramere Basin, where the survivors camp. " + story
+    line = await ashes.log.write(night.id, EntryIn(speaker="DM", text=told, start_s=6.0))
+    said = Provenance(source=Source.stated, confidence=0.55, session_id=night.id, timestamp=6.0, entry_ids=[line.id])
+    await ashes.graph.add_entity(EntityIn(name="Foramere Basin", type=EntityType.location))
+    event = await ashes.graph.add_entity(
+        EntityIn(name="Arrival at Foramere Basin", type=EntityType.event, status="pending", provenance=said)
+    )
+    await ashes.review.accept(f"e{event.id}")
+
+    card = await fake_discord.invoke("entity show", {"name": "Arrival at Foramere Basin"}, user_id=dm)
+    [said_in] = [t.removeprefix("Last mentioned: ") for t in card.texts() if t.startswith("Last mentioned: ")]
+    assert said_in.startswith("Night one at 0:06, DM: “…") and said_in.endswith("…”"), said_in
+    assert "You guys stop by the Foramere Basin, where the survivors camp." in said_in
+    assert len(said_in) <= 1024

@@ -406,6 +406,27 @@ async def test_review_cards_of_the_llms_proposals_say_their_line_and_none_come_f
     assert fields["Said"] == "DM: “Behind the anvil stands a dwarf named Korvash, arms crossed.”"
 
 
+async def test_review_card_of_a_long_narration_shows_the_part_that_names_the_item(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """A DM's opening recap runs to 2,500 characters and told the arrival in its middle: the card showed the first
+    1,024, so "Said" never named the place the DM was asked to confirm."""
+    night = await ashes.log.start_session("Night one")
+    story = "You walked the long road north, trading stories and blows with the bandits of the pass. " * 12
+    recap = story + "At last Grog leapt through a portal into the Elemental Plane of Air, set adrift. " + story
+    line = await ashes.log.write(night.id, EntryIn(speaker="DM", text=recap, start_s=6.0))
+    said = Provenance(source=Source.stated, confidence=0.55, session_id=night.id, timestamp=6.0, entry_ids=[line.id])
+    await ashes.graph.add_entity(
+        EntityIn(name="Arrival at Elemental Plane of Air", type=EntityType.event, status="pending", provenance=said)
+    )
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 1)
+    fields = {f["name"]: f["value"] for f in record.followups[0]["embeds"][0]["fields"]}
+    assert fields["Said"].startswith("DM: “…") and fields["Said"].endswith("…”"), fields["Said"]
+    assert "a portal into the Elemental Plane of Air, set adrift." in fields["Said"]
+    assert len(fields["Said"]) <= 1024
+
+
 async def test_review_card_of_long_texts_stays_within_discord_limits(
     ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
 ) -> None:
