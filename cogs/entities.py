@@ -128,8 +128,9 @@ def entity_embed(
     if last_mention:
         # a narrator's paragraph may name it only past a field's 1,024 characters: the part that does
         where = f"{mask(last_mention.where())}, {last_mention.speaker}: "
-        text = excerpt(last_mention.text, [entity.name, *entity.aliases], MAX_FIELD_VALUE - len(where) - 2)
-        said = f"{where}“{mask(text)}”"
+        # masked before cut: a secret name cut in half would be left whole enough to read
+        text = excerpt(mask(last_mention.text), [entity.name, *entity.aliases], MAX_FIELD_VALUE - len(where) - 2)
+        said = f"{where}“{text}”"
         add_field_within(embed, "Last mentioned", said, inline=False)
     if mentioned is not None and mentioned.total:
         shown = mentioned.sessions[:SESSIONS_SHOWN]
