@@ -147,22 +147,18 @@ class ReviewQueue:
         if kind == ReviewKind.entity:
             entity = await self.graph.get_entity_by_id(item_id)
             ids = entity.provenance.entry_ids
-            said = await self._said(ids)
+            said = await self.said(ids)
             return ReviewItem(
                 kind=kind, id=item_id, created_at=entity.created_at, entity=entity, said=said, lines=len(set(ids))
             )
         fact = await self.graph.get_relationship(item_id)
         ids = fact.provenance.entry_ids
-        said = await self._said(ids)
+        said = await self.said(ids)
         return ReviewItem(kind=kind, id=item_id, created_at=fact.created_at, fact=fact, said=said, lines=len(set(ids)))
 
     async def said(self, entry_ids: list[int]) -> Mention | None:
-        """The best of the lines an item was drawn from (:meth:`_said`), for a card of what it became."""
-        return await self._said(entry_ids)
-
-    async def _said(self, entry_ids: list[int]) -> Mention | None:
         """The best of the lines an item was drawn from: the DM's (who ran the session, or a speaker the transcript
-        calls DM or GM), whose word is the world's, else the first."""
+        calls DM or GM), whose word is the world's, else the first. Also for the card of what an item became."""
         if not entry_ids:
             return None
         row = await self.graph.db.fetchrow(
