@@ -3,7 +3,8 @@ with the session and the time. It answers "where was X said" (``/entity show``, 
 entity boost, the MCP tools); being named together is evidence of that, not a fact for the DM to review.
 
 The chunk job writes it for the lines it reads, with the gazetteer it finds a passage's entities with (a line
-revised is read again); :func:`memory.graph.took_part.link_to_recaps` adds the lines of an entity accepted later.
+revised is read again); :func:`memory.graph.took_part.link_to_recaps` adds the lines of an entity accepted later,
+and an accepted event's the lines it was drawn from (:func:`index_told`).
 """
 
 from __future__ import annotations
@@ -147,8 +148,14 @@ async def index_lines(
     if not named:
         return
     if replace:
+        # an event stays mentioned by the lines it was told in (:func:`index_told`), which never say its name
         await db.execute(
-            "DELETE FROM entity_mentions WHERE campaign_id = $1 AND entry_id = ANY($2::bigint[])",
+            """
+            DELETE FROM entity_mentions m WHERE m.campaign_id = $1 AND m.entry_id = ANY($2::bigint[])
+              AND NOT EXISTS (
+                  SELECT FROM entities e WHERE e.campaign_id = $1 AND e.id = m.entity_id AND e.type = 'event'
+                    AND e.provenance -> 'entry_ids' @> to_jsonb(m.entry_id))
+            """,
             campaign_id,
             list(named),
         )
@@ -169,4 +176,24 @@ async def index_lines(
         session_id,
         [p[0] for p in pairs],
         [p[1] for p in pairs],
+    )
+
+
+async def index_told(db: Executor, campaign_id: int, entity_ids: Sequence[int]) -> None:
+    """Index the lines each accepted event of ``entity_ids`` was drawn from as its mentions: an event is told, not
+    named ("you stop by the Foramere Basin"), and without them its card says no line or session."""
+    await db.execute(
+        """
+        INSERT INTO entity_mentions (campaign_id, entity_id, entry_id, session_id)
+        SELECT $1, e.id, se.id, se.session_id
+        FROM entities e
+        CROSS JOIN LATERAL jsonb_array_elements_text(
+            CASE jsonb_typeof(e.provenance -> 'entry_ids') WHEN 'array' THEN e.provenance -> 'entry_ids' END
+        ) AS told(entry_id)
+        JOIN session_entries se ON se.campaign_id = $1 AND se.id = told.entry_id::bigint
+        WHERE e.campaign_id = $1 AND e.id = ANY($2::bigint[]) AND e.type = 'event' AND e.status = 'accepted'
+        ON CONFLICT DO NOTHING
+        """,
+        campaign_id,
+        list(entity_ids),
     )

@@ -41,13 +41,17 @@ async def link_to_recaps(
 ) -> int:
     """Link each of these entities that is accepted to the recap of every ended session (of ``sessions`` only, when
     given) whose lines name it (its name or an alias), secret ones too, as the recap job does; returns the links
-    made. ``names``: only the lines saying one of these, names new to an accepted entity; the lines saying its
-    others were looked at when it got them (a busy entity's old name is in thousands). The recap job's gazetteer of
-    every accepted entity decides, among the lines full-text search finds, so a name inside a longer one ("Vell" in
-    "Vell Sorrowmere") counts as it does there. Measured on 100 sessions of 2,000 lines: 0.1-0.2 s for one entity; 20 s
-    for the 1,269 of a campaign file loaded after the sessions, 49,000 links."""
+    made. An accepted event gets the lines it was drawn from as its mentions. ``names``: only the lines saying one
+    of these, names new to an accepted entity; the lines saying its others were looked at when it got them (a busy
+    entity's old name is in thousands). The recap job's gazetteer of every accepted entity decides, among the lines
+    full-text search finds, so a name inside a longer one ("Vell" in "Vell Sorrowmere") counts as it does there.
+    Measured on 100 sessions of 2,000 lines: 0.1-0.2 s for one entity; 20 s for the 1,269 of a campaign file loaded
+    after the sessions, 49,000 links."""
     if not entity_ids:
         return 0
+    from memory.mentions import index_lines, index_told
+
+    await index_told(graph.db, graph.campaign_id, list(entity_ids))
     recaps = await _recaps(graph, sessions)
     accepted = await graph.list_entities() if recaps else []
     wanted = set(entity_ids)
@@ -56,7 +60,6 @@ async def link_to_recaps(
         return 0
     ids = {e.id for e in targets}
     from memory.gazetteer import Gazetteer  # the write path's: reading the graph needs none of it
-    from memory.mentions import index_lines
 
     def named(entries: list[Entry]) -> set[tuple[int, int, int]]:
         gazetteer = Gazetteer(accepted)  # here, in the thread: 0.7 s for 20,000 entities

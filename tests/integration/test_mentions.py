@@ -8,7 +8,7 @@ import pytest
 
 from memory import jobs
 from memory.graph.took_part import link_to_recaps
-from memory.mentions import latest, mentions
+from memory.mentions import index_lines, latest, mentions
 from memory.models import Correction, EntityIn, EntityType, EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.store import CampaignMemory, Memory
@@ -170,3 +170,37 @@ async def test_where_said_reads_the_index_and_the_lines_it_does_not_hold_yet(
     assert await said(korvash.id) == ["Brom returns with Korvash.", "Korvash laughs."]
     await pool.execute("DELETE FROM entity_mentions WHERE entity_id = $1", korvash.id)
     assert await said(korvash.id) == ["Brom returns with Korvash."]
+
+
+async def test_an_accepted_event_is_mentioned_by_the_lines_it_was_told_in(campaign: CampaignMemory) -> None:
+    """An event is told ("you make your way into Vasselheim"), never said by its name: accepted, its card and
+    `entity mentions` had no line and no session for it, at the command line, in MCP and in the hot context."""
+    from memory.models import Provenance, Source
+
+    await campaign.graph.add_entity(EntityIn(name="Vasselheim", type=EntityType.location))
+    session = await campaign.log.start_session("Night 4")
+    talk = [("TRAVIS", f"Are we there yet? Day {n}.") for n in range(6)]
+    told = ("MATT", "The great gates open, and you make your way into Vasselheim, the Dawn City.")
+    lines = await campaign.log.write_many(
+        session.id, [EntryIn(speaker=s, text=t, start_s=60.0 * i) for i, (s, t) in enumerate([*talk, told])]
+    )
+    line = lines[-1]
+    said = Provenance(source=Source.stated, confidence=0.55, session_id=session.id, entry_ids=[line.id])
+    event = await campaign.graph.add_entity(
+        EntityIn(name="Arrival at Vasselheim", type=EntityType.event, status="pending", provenance=said)
+    )
+    assert (await mentions(campaign.db, campaign.campaign_id, event.id)).total == 0  # pending: not canon yet
+    await campaign.review.accept(f"e{event.id}")
+
+    said_in = await mentions(campaign.db, campaign.campaign_id, event.id)
+    assert said_in.total == 1 and [(m.entry_id, m.where()) for m in said_in.lines] == [(line.id, "Night 4 at 6:00")]
+    _, last = await campaign.graph.identity("Arrival at Vasselheim", include_secret=True)
+    assert last is not None and last.text == told[1]
+
+    # the line read again (its text revised) keeps it: the gazetteer never finds the event's name in it
+    await index_lines(campaign.db, campaign.campaign_id, session.id, {line.id: []})
+    assert [m.entry_id for m in (await mentions(campaign.db, campaign.campaign_id, event.id)).lines] == [line.id]
+    # and another entity's rows on a revised line still go
+    await index_lines(campaign.db, campaign.campaign_id, session.id, {lines[0].id: [event.id]}, replace=False)
+    await index_lines(campaign.db, campaign.campaign_id, session.id, {lines[0].id: []})
+    assert (await mentions(campaign.db, campaign.campaign_id, event.id)).total == 1

@@ -272,3 +272,42 @@ async def test_confidences_migration_keeps_older_lines_as_without_confidences(
         assert new.confidences == pytest.approx([0.9, None, 0.25])
     finally:
         await pool.close()
+
+
+async def test_events_told_migration_gives_accepted_events_their_lines(
+    empty_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0022: an event accepted before events were indexed by the lines they were told in gets them; a pending one
+    does not (it is not canon), nor an entity of another type."""
+    import memory.db as db
+    from memory.mentions import mentions
+    from memory.models import EntityIn, EntityType, EntryIn, Provenance, Source
+    from memory.store import Memory
+
+    spec = EmbeddingSpec("all-MiniLM-L6-v2", 384)
+    every = migration_files()
+    monkeypatch.setattr(db, "migration_files", lambda: [m for m in every if m[0] < 22])
+    pool = await create_pool(empty_dsn)
+    try:
+        await migrate(pool, spec)
+        mem = Memory(pool).campaign((await Memory(pool).campaigns().create("Old")).id)
+        session = await mem.log.start_session("S1")
+        line = await mem.log.write(session.id, EntryIn(speaker="DM", text="You ride into Westruun.", start_s=3.0))
+        told = Provenance(source=Source.stated, confidence=0.55, session_id=session.id, entry_ids=[line.id])
+        made = {
+            name: await mem.graph.add_entity(EntityIn(name=name, type=kind, status=status, provenance=told))
+            for name, kind, status in [
+                ("Arrival at Westruun", EntityType.event, "accepted"),
+                ("Battle of Westruun", EntityType.event, "pending"),
+                ("Westruun Gate", EntityType.location, "accepted"),
+            ]
+        }
+        await pool.execute("DELETE FROM entity_mentions")  # as older code left them: none for a told event
+        monkeypatch.setattr(db, "migration_files", lambda: every)
+        assert await migrate(pool, spec) == [name for v, name, _ in every if v >= 22]
+
+        lines = {n: (await mentions(mem.db, mem.campaign_id, e.id)).lines for n, e in made.items()}
+        assert [m.entry_id for m in lines["Arrival at Westruun"]] == [line.id]
+        assert lines["Battle of Westruun"] == [] and lines["Westruun Gate"] == []
+    finally:
+        await pool.close()
