@@ -7,7 +7,8 @@ keeping.
 Each episode is read as the extraction job reads an imported transcript, without a database: the entities of
 campaigns/examples/critical_role.yaml are known, lines go in slices of 200, out-of-game talk (memory.offgame) and
 table talk (the salience gate) are skipped, the rule extractor proposes (told which lines are the DM's opening recap,
-which it reads in the recap's register), validation drops what it must, and items
+which it reads in the recap's register, and where the session's scene moved, found over the whole episode as the job
+finds it), validation drops what it must, and items
 are counted once (as ``ensure_relationship`` and the name resolver keep them once). Stage-1 correction is left out:
 CRD3's text spells the names already. Per episode:
 
@@ -51,7 +52,7 @@ from bench.offgame import DM, data_dir, episode  # noqa: E402
 from campaigns.files import read_campaign_file  # noqa: E402
 from memory.extraction import KnownEntity, RuleExtractor  # noqa: E402
 from memory.extraction.names import NameResolver, normalize_name  # noqa: E402
-from memory.extraction.pipeline import opening_recap  # noqa: E402
+from memory.extraction.pipeline import opening_recap, scene_moves  # noqa: E402
 from memory.extraction.salience import is_trivial  # noqa: E402
 from memory.extraction.validate import validate_result  # noqa: E402
 from memory.gazetteer import Gazetteer  # noqa: E402
@@ -126,6 +127,7 @@ async def review_items(lines: list[Entry], known: list[KnownEntity]) -> list[Ite
     retold = opening_recap(lines, talk, None)
     gazetteer = Gazetteer(known)
     resolver = NameResolver(known)
+    scenes = scene_moves(lines, None, gazetteer)
     items: dict[str, Item] = {}
     for start in range(0, len(lines), SLICE):
         part = [e for e in lines[start : start + SLICE] if e.id not in talk]
@@ -133,7 +135,9 @@ async def review_items(lines: list[Entry], known: list[KnownEntity]) -> list[Ite
         if not part:
             continue
         result = validate_result(
-            await RuleExtractor().extract(part, known, narrates=narrates, retold=retold), known, {e.id for e in part}
+            await RuleExtractor().extract(part, known, narrates=narrates, retold=retold, scenes=scenes),
+            known,
+            {e.id for e in part},
         )
         for proposed in result.entities:
             if resolver.resolve(proposed.name)[0] is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from memory.extraction.names import NameResolver
@@ -80,6 +80,7 @@ class LLMExtractor:
         *,
         narrates: Callable[[Entry], bool] | None = None,  # the lines say who speaks: "DM" or "player NAME"
         retold: Collection[int] = frozenset(),  # the model reads a recap's past tense itself
+        scenes: Mapping[int, Sequence[KnownEntity]] | None = None,  # and where the scene is
     ) -> ExtractionResult:
         merged = ExtractionResult(entities=[], facts=[])
         gazetteer = Gazetteer(known)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory.errors import AlreadyExistsError, InvalidInputError
+from memory.extraction.events import narration, scene_arrivals
 from memory.extraction.evidence import End, evidence_gap
 from memory.extraction.llm import LLMExtractor
 from memory.extraction.names import NameResolver, normalize_name
@@ -100,14 +101,15 @@ async def propose(
     kept = by_role(kept, session.dm_speaker_id)
     narrates = narrator(everything, session.dm_speaker_id)
     retold = opening_recap(everything, talk, session.dm_speaker_id)
-    raw = await extractor.extract(kept, known, narrates=narrates, retold=retold)
+    scenes = scene_moves(everything, session.dm_speaker_id, gazetteer)
+    raw = await extractor.extract(kept, known, narrates=narrates, retold=retold, scenes=scenes)
     result = validate_result(raw, known, {e.id for e in kept})
     stats.llm_errors = len(result.errors)
     fallback = None
     if unread := set(result.unread):
         lines = [e for e in kept if e.id in unread]
         fallback = validate_result(
-            await RuleExtractor().extract(lines, known, narrates=narrates, retold=retold), known, unread
+            await RuleExtractor().extract(lines, known, narrates=narrates, retold=retold, scenes=scenes), known, unread
         )
         stats.entries_fallback = len(lines)
     stats.items_invalid = result.invalid + (fallback.invalid if fallback else 0)
@@ -122,6 +124,18 @@ def opening_recap(entries: Sequence[Entry], talk: dict[int, Talk], dm_speaker_id
     by_dm = narrator(entries, dm_speaker_id)
     start = next((n for n, e in enumerate(entries) if talk.get(e.id) != Talk.pre_show), len(entries))
     return frozenset(e.id for e in entries[start : start + RECAP_LINES] if by_dm(e))
+
+
+def scene_moves(
+    entries: Sequence[Entry], dm_speaker_id: str | None, gazetteer: Gazetteer[KnownEntity]
+) -> dict[int, list[KnownEntity]]:
+    """The places a session's scene moved to (``events.scene_arrivals``), by the ids of the lines that tell it;
+    ``entries``: all the session's lines, in order."""
+    by_dm = narrator(entries, dm_speaker_id)
+    named = {e.id: [x for _, _, x in gazetteer.find(narration(e.text))] for e in entries if by_dm(e)}
+    # only the DM's lines naming something are asked whether they are out of game: each one costs
+    talk = out_of_game(entries, dm_speaker_id, only={i for i, found in named.items() if found})
+    return scene_arrivals([(e.id, named.get(e.id, []) if e.id not in talk else []) for e in entries])
 
 
 async def file_proposal(mem: CampaignMemory, proposal: Proposal) -> ExtractionStats:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from memory.extraction.events import Event, EventKind, SceneLine, events, scene_deaths, scene_named
@@ -127,6 +127,7 @@ class RuleExtractor:
         *,
         narrates: Callable[[Entry], bool] | None = None,
         retold: Collection[int] = frozenset(),
+        scenes: Mapping[int, Sequence[KnownEntity]] | None = None,
     ) -> ExtractionResult:
         gazetteer = Gazetteer(known)
         # Without the session's narrator: a speaker called DM (a recorded session's, named by role), else who says
@@ -140,6 +141,9 @@ class RuleExtractor:
                 self._deaths(entry, text, found, out)
                 told = events(text, found, retold=entry.id in retold)
                 told += [e for e in scene_deaths(text, found, list(scene)) if e.name not in {t.name for t in told}]
+                for place in (scenes or {}).get(entry.id, ()):  # the scene moved there: see scene_arrivals
+                    if (name := f"Arrival at {place.name}") not in {t.name for t in told}:
+                        told.append(Event(EventKind.arrival, name, place=place))
                 self._events(entry, told, out)
             self._patterns(entry, text, found, out)
             scene.append(SceneLine(scene_named(text, found)))

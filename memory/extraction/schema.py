@@ -7,7 +7,7 @@ validation, not make pydantic reject the whole answer.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol, Self
 
 from pydantic import BaseModel, Field, ModelWrapValidatorHandler, PrivateAttr, ValidationError, model_validator
@@ -99,10 +99,12 @@ class Extractor(Protocol):
         *,
         narrates: Callable[[Entry], bool] | None = None,
         retold: Collection[int] = frozenset(),
+        scenes: Mapping[int, Sequence[KnownEntity]] | None = None,
     ) -> ExtractionResult:
         """Propose entities and facts found in ``entries``; ``known`` are the campaign's entities; ``narrates``
         tells the DM's lines, as found over the whole session (a slice alone may be a player's monologue);
-        ``retold``: the ids of the DM's recap of the story so far at the session's opening."""
+        ``retold``: the ids of the DM's recap of the story so far at the session's opening; ``scenes``: the places
+        the session's scene moved to, by the ids of the lines that tell it (``events.scene_arrivals``)."""
         ...
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -670,11 +670,12 @@ class SlowRules(RuleExtractor):
         *,
         narrates: Callable[[Entry], bool] | None = None,
         retold: Collection[int] = frozenset(),
+        scenes: Mapping[int, Sequence[KnownEntity]] | None = None,
     ) -> ExtractionResult:
         self.calls += 1
         if self.calls == 1:
             await self.meanwhile()
-        return await super().extract(entries, known, narrates=narrates, retold=retold)
+        return await super().extract(entries, known, narrates=narrates, retold=retold, scenes=scenes)
 
 
 async def run_job(
@@ -842,6 +843,33 @@ async def test_the_dms_turning_points_reach_review_as_events_with_their_line_and
     assert (await g.get_entity("Death of Jazna")).status == ReviewStatus.accepted
     await world.review.reject(items["new event 'Arrival at Whitestone': an arrival"].ref)
     assert ("Arrival at Whitestone", "located_in", "Whitestone", "rejected") in await facts(world)
+
+
+@pytest.mark.parametrize("slice_size", [200, 1])
+async def test_a_place_the_dm_keeps_naming_is_where_the_scene_moved_whatever_the_jobs_slices(
+    world: CampaignMemory, memory: Memory, slice_size: int
+) -> None:
+    await world.graph.add_entity(EntityIn(name="Kraghammer", type=EntityType.place))
+    # no verb of arriving: the DM names the new place again and again in narration
+    entries = await write(
+        world,
+        [
+            ("DM", "The guards grumble, stamp your papers and wave you through. Welcome to Kraghammer!"),
+            ("Grog", "Whoa."),
+            ("DM", "Red stone glows along the entry thoroughfare of Kraghammer."),
+            ("Vex", "Where do we sleep?"),
+            ("DM", 'A guard points up the ramp: "The Iron Hearth, best beds in Kraghammer."'),  # an npc's words
+            ("DM", "Taverns ring the central forge of Kraghammer, loud with dwarven song."),
+        ],
+    )
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    # the burst is the session's: a slice of one line still knows the lines after it
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id, slice_size=slice_size)
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    arrival = items["new event 'Arrival at Kraghammer': an arrival"]
+    assert arrival.lines == (3 if slice_size > len(entries) else 1)  # a later slice's lines add none to it
+    assert arrival.said is not None and arrival.said.text == entries[0].text
+    assert ("Arrival at Kraghammer", "located_in", "Kraghammer") in {(s, t, o) for s, t, o, _ in await facts(world)}
 
 
 async def test_a_turning_point_of_another_session_is_another_event_unless_the_recap_retells_it(

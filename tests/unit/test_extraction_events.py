@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memory.extraction import KnownEntity, RuleExtractor
-from memory.extraction.events import Event, EventKind, events
+from memory.extraction.events import SCENE_LINES, Event, EventKind, events, narration, scene_arrivals
 from memory.extraction.rules import _tag
 from memory.gazetteer import Gazetteer
 from memory.models import EntityType, Entry
@@ -454,3 +454,72 @@ async def test_a_dying_told_of_him_or_her_in_play_goes_to_the_scenes_npc() -> No
     }
     assert await scene(("TRAVIS", "I attack Jazna."), ("MATT", "You finish her off.")) == {"Death of Jazna": ["Jazna"]}
     assert await scene(("TRAVIS", "I attack Jazna."), ("MATT", "She has fallen unconscious.")) == {}
+
+
+# the scene moving to a place, told in no particular phrasing ------------------------------------------------------
+
+KRAGHAMMER, JAZNA, GROG = KNOWN[19], KNOWN[2], KNOWN[3]
+
+
+def bursts(*named: list[KnownEntity], gap: int = 0) -> dict[int, list[str]]:
+    """The scene's arrivals of lines naming ``named`` in the DM's narration, ``gap`` lines of no name between them."""
+    lines: list[tuple[int, list[KnownEntity]]] = []
+    for found in named:
+        lines += [(len(lines) + i, []) for i in range(gap)]
+        lines.append((len(lines), found))
+    return {i: [p.name for p in places] for i, places in scene_arrivals(lines).items()}
+
+
+def test_a_place_the_dm_names_for_the_first_time_and_keeps_naming_is_where_the_scene_moved() -> None:
+    assert bursts([KRAGHAMMER], [], [KRAGHAMMER, GROG], [KRAGHAMMER]) == {
+        0: ["Kraghammer"], 2: ["Kraghammer"], 3: ["Kraghammer"]
+    }  # fmt: skip
+    assert bursts([KRAGHAMMER], [KRAGHAMMER], [KRAGHAMMER], gap=SCENE_LINES // 2 - 1) != {}
+
+
+@pytest.mark.parametrize(
+    ("named", "gap"),
+    [
+        (([KRAGHAMMER], [KRAGHAMMER]), 0),  # named twice: a place talked of
+        (([KRAGHAMMER], [KRAGHAMMER], [KRAGHAMMER]), SCENE_LINES // 2),  # too far apart
+        (([JAZNA], [JAZNA], [JAZNA]), 0),  # a person the DM keeps naming: no place
+    ],
+)
+def test_no_scene_moved_from_a_place_named_less_often_or_further_apart_or_a_person(
+    named: tuple[list[KnownEntity], ...], gap: int
+) -> None:
+    assert bursts(*named, gap=gap) == {}
+
+
+def test_a_place_named_before_is_where_the_scene_moved_only_the_first_time() -> None:
+    lines = [(0, [KRAGHAMMER]), *((i, []) for i in range(1, 2 * SCENE_LINES)), (100, [KRAGHAMMER])]
+    lines += [(101, [KRAGHAMMER]), (102, [KRAGHAMMER])]
+    assert scene_arrivals(lines) == {}
+
+
+def test_the_dms_narration_leaves_out_the_speech_they_voice() -> None:
+    assert narration('He goes, "Heading to Kraghammer yourself, now?" and walks off.') == "He goes,   and walks off."
+    assert narration("Welcome to Kraghammer!") == "Welcome to Kraghammer!"
+
+
+async def test_the_rules_propose_the_scenes_arrival_with_every_line_of_its_burst() -> None:
+    lines = entries(
+        ("MATT", "The gate opens. Welcome to Kraghammer!"),
+        ("TRAVIS", "Whoa."),
+        ("MATT", "You stand in the entry thoroughfare of Kraghammer, red stone glowing around you."),
+    )
+    scenes = {lines[0].id: [KRAGHAMMER], lines[2].id: [KRAGHAMMER]}
+    result = await RuleExtractor().extract(lines, KNOWN, scenes=scenes)
+    assert [(e.name, e.type, e.entry_ids) for e in result.entities] == [
+        ("Arrival at Kraghammer", "event", [lines[0].id, lines[2].id])
+    ]
+    assert [(f.source, f.type, f.target, f.entry_ids) for f in result.facts] == [
+        ("Arrival at Kraghammer", "located_in", "Kraghammer", [lines[0].id, lines[2].id])
+    ]
+    # the rules' own telling of it is the same event, its people kept
+    told = await RuleExtractor().extract(
+        entries(("MATT", "Grog arrives at Kraghammer.")), KNOWN, scenes={100: [KRAGHAMMER]}
+    )
+    assert sorted((f.source, f.type) for f in told.facts) == [
+        ("Arrival at Kraghammer", "located_in"), ("Grog Strongjaw", "took_part_in")
+    ]  # fmt: skip
