@@ -449,11 +449,16 @@ def _clause(text: str, m: re.Match[str]) -> int:
 
 
 def _whole(text: str, m: re.Match[str], group: str) -> bool:
-    """The known name is the whole name said: "Greyspine" of "Greyspine Manor" or of "House Greyspine" is another
-    place than Greyspine's. A capital word before it counts unless it begins a sentence."""
-    if re.match(rf"\s+[{_UPPER}]", text[m.end(group) + 1 :]):
+    """The known name tagged in group ``group`` is the whole name said (:func:`said_whole`)."""
+    return said_whole(text, m.start(group) - 1, m.end(group) + 1)  # the tag's marks are either side of its number
+
+
+def said_whole(text: str, start: int, end: int) -> bool:
+    """The known name at ``text[start:end]`` is the whole name said: "Greyspine" of "Greyspine Manor" or of "House
+    Greyspine" is another place than Greyspine's. A capital word before it counts unless it begins a sentence."""
+    if re.match(rf"\s+[{_UPPER}]", text[end:]):
         return False
-    head = text[: m.start(group) - 1]  # the tag's opening mark is just before its number
+    head = text[:start]
     word = re.search(rf"(?:^|(?<=\s))[{_UPPER}][\w'’-]*\s+$", head)
     return (
         word is None

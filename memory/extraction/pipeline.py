@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory.errors import AlreadyExistsError, InvalidInputError
-from memory.extraction.events import narration, scene_arrivals
+from memory.extraction.events import narration, said_whole, scene_arrivals
 from memory.extraction.evidence import End, evidence_gap
 from memory.extraction.llm import LLMExtractor
 from memory.extraction.names import NameResolver, normalize_name
@@ -132,7 +132,8 @@ def scene_moves(
     """The places a session's scene moved to (``events.scene_arrivals``), by the ids of the lines that tell it;
     ``entries``: all the session's lines, in order."""
     by_dm = narrator(entries, dm_speaker_id)
-    named = {e.id: [x for _, _, x in gazetteer.find(narration(e.text))] for e in entries if by_dm(e)}
+    said = {e.id: narration(e.text) for e in entries if by_dm(e)}
+    named = {i: [x for a, b, x in gazetteer.find(text) if said_whole(text, a, b)] for i, text in said.items()}
     # only the DM's lines naming something are asked whether they are out of game: each one costs
     talk = out_of_game(entries, dm_speaker_id, only={i for i, found in named.items() if found})
     return scene_arrivals([(e.id, named.get(e.id, []) if e.id not in talk else []) for e in entries])

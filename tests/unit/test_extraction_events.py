@@ -9,6 +9,7 @@ import pytest
 
 from memory.extraction import KnownEntity, RuleExtractor
 from memory.extraction.events import SCENE_LINES, Event, EventKind, events, narration, scene_arrivals
+from memory.extraction.pipeline import scene_moves
 from memory.extraction.rules import _tag
 from memory.gazetteer import Gazetteer
 from memory.models import EntityType, Entry
@@ -523,3 +524,14 @@ async def test_the_rules_propose_the_scenes_arrival_with_every_line_of_its_burst
     assert sorted((f.source, f.type) for f in told.facts) == [
         ("Arrival at Kraghammer", "located_in"), ("Grog Strongjaw", "took_part_in")
     ]  # fmt: skip
+
+
+def test_a_place_inside_a_longer_name_is_not_where_the_scene_moved() -> None:
+    """ "House Greyspine" is not Greyspine Quarry, however often the DM names the house."""
+    said = ["The banner of House Greyspine hangs here.", "House Greyspine's guards nod.", "House Greyspine waits."]
+    house = entries(*(("MATT", t) for t in said))
+    assert scene_moves(house, None, Gazetteer(KNOWN)) == {}
+    quarry = entries(*(("MATT", t.replace("House Greyspine", "the Greyspine")) for t in said))
+    assert {i: [p.name for p in found] for i, found in scene_moves(quarry, None, Gazetteer(KNOWN)).items()} == {
+        e.id: ["Greyspine Quarry"] for e in quarry
+    }
