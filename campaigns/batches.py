@@ -10,14 +10,15 @@ entity has; its type and who may see it stay as the DM set them.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from campaigns.imports import ImportedWorld
-from campaigns.imports.common import World, secret_text
-from campaigns.load import LoadReport, apply_campaign_file
+from campaigns.imports.common import DM_NOTES, World, secret_text
+from campaigns.load import LoadChange, LoadReport, apply_campaign_file
 from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec, name_key
 from memory.errors import InvalidInputError, NotFoundError
 from memory.models import Visibility
@@ -216,7 +217,44 @@ async def accept(mem: CampaignMemory, ref: str) -> tuple[ImportBatch, LoadReport
         batch = await _pending(tx, ref)
         file, _, _ = await resolve(tx, batch.world)
         report = await apply_campaign_file(tx, file)
+        await _close_stale_notes(tx, file, report)
         return await _decided(tx, batch, "accepted"), report
+
+
+#: The numbered parts GM notes longer than a fact are split into (``dm_notes_2`` …; the first is ``dm_notes``).
+_NOTES_PART = re.compile(rf"{DM_NOTES}_\d+")
+
+
+async def _close_stale_notes(tx: CampaignMemory, file: CampaignFile, report: LoadReport) -> None:
+    """End the parts of an entity's GM notes that the notes it was given now have no more of: shorter notes leave
+    the old ``dm_notes_3`` current otherwise, and the DM reads stale text after the new one."""
+    parts: dict[str, set[str]] = {}
+    for fact in file.relationships:
+        if fact.type == DM_NOTES or _NOTES_PART.fullmatch(fact.type):
+            parts.setdefault(fact.source, set()).add(fact.type)
+    for name, kept in parts.items():
+        entity = await tx.graph.get_entity(name)
+        rows = await tx.db.fetch(
+            """
+            UPDATE relationships r SET valid_to = now(), superseded_by = (
+                SELECT n.id FROM relationships n
+                WHERE n.campaign_id = $1 AND n.source_id = $2 AND n.type = $4 AND n.valid_to IS NULL
+                  AND n.status = 'accepted' LIMIT 1)
+            WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.valid_to IS NULL AND r.status = 'accepted'
+              AND r.type ~ $5 AND NOT r.type = ANY($3::text[])
+            RETURNING r.type
+            """,
+            tx.campaign_id,
+            entity.id,
+            sorted(kept),
+            DM_NOTES,
+            f"^{_NOTES_PART.pattern}$",
+        )
+        report.relationships_updated += len(rows)
+        report.changes += [
+            LoadChange(entity=entity.name, change=f"fact {row['type']}: ended (the GM notes are shorter now)")
+            for row in sorted(rows, key=lambda r: int(r["type"].rsplit("_", 1)[1]))
+        ]
 
 
 async def reject(mem: CampaignMemory, ref: str) -> ImportBatch:

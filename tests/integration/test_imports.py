@@ -173,3 +173,47 @@ def test_a_foundry_v11_world_folder_says_to_unpack_it(lk: Callable[..., Complete
     for folder in (world, world / "data"):
         refused = lk("campaign", "import", str(folder))
         assert refused.returncode != 0 and "foundryvtt-cli `unpack`" in refused.stderr, refused.stderr
+
+
+def _vask(secret_notes: str, **changes: str) -> list[tuple[str, bytes]]:
+    """The Foundry NPC fixture, its GM-only block (and any top-level field) as given: what the DM exports again."""
+    actor = json.loads((FIXTURES / "foundry_dnd5e_npc_v10.json").read_text())
+    actor["system"]["details"]["biography"]["value"] = (
+        f'<p>A smith.</p><section class="secret"><p>{secret_notes}</p></section>'
+    )
+    return [("vask.json", json.dumps({**actor, **changes}).encode())]
+
+
+async def _import(campaign: CampaignMemory, files: list[tuple[str, bytes]]) -> tuple[batches.ImportBatch, str]:
+    """As `lorekeeper campaign import --accept` does: staged and accepted in one transaction; the batch's card and
+    what the load said of the changes."""
+    async with campaign.transaction() as tx:
+        batch = await batches.stage(tx, read_import(files))
+        _, report = await batches.accept(tx, batch.ref)
+    return batch, report.said()
+
+
+async def test_gm_notes_that_got_shorter_end_their_old_parts(campaign: CampaignMemory) -> None:
+    """GM notes of three parts imported again as one: the old ``dm_notes_2`` and ``_3`` are ended, not left current
+    beside the new text; players read none of it either way."""
+    debt = " ".join(["The smith owes the Red Hand a debt of blood."] * 30)
+    await _import(campaign, _vask(debt))
+    vask = await campaign.graph.get_entity("Vask the Ashen")
+    notes = await campaign.graph.relationships_of(vask.id, include_secret=True)
+    assert sorted(r.type for r in notes if r.type.startswith("dm_notes")) == ["dm_notes", "dm_notes_2", "dm_notes_3"]
+
+    _, said = await _import(campaign, _vask("Paid the debt."))
+    notes = await campaign.graph.relationships_of(vask.id, include_secret=True)
+    assert [(r.type, r.value) for r in notes if r.type.startswith("dm_notes")] == [("dm_notes", "Paid the debt.")]
+    assert "- Vask the Ashen: fact dm_notes_2: ended (the GM notes are shorter now)" in said
+    ended = await campaign.db.fetch(
+        "SELECT type, valid_to, superseded_by FROM relationships WHERE campaign_id = $1 AND type LIKE 'dm_notes_%'",
+        campaign.campaign_id,
+    )
+    assert len(ended) == 2 and all(r["valid_to"] is not None and r["superseded_by"] for r in ended)  # kept, closed
+    assert [r.type for r in await campaign.graph.relationships_of(vask.id)] == ["owns"]  # players: no notes
+
+    # an import that carries no GM notes of it leaves the ones it has alone
+    await _import(campaign, [("world.csv", b"name,type,description\nVask the Ashen,npc,A smith.\n")])
+    notes = await campaign.graph.relationships_of(vask.id, include_secret=True)
+    assert [r.type for r in notes if r.type.startswith("dm_notes")] == ["dm_notes"]
