@@ -4,23 +4,26 @@ Nothing of a batch is in the graph before it is accepted. Staging tries the load
 so a batch that could not load (a name another entity holds as an alias …) is refused then, naming the entry, and
 the counts the DM sees are what accepting will do. An imported entity named like an existing one, by its name or
 an alias, updates it: the import's description when it has one, its aliases and attributes added to those the
-entity has; its type and who may see it stay as the DM set them.
+entity has; its type and who may see it stay as the DM set them. A record an import made an entity of before is
+found by its tool's id first (``entity_source_ids``): renamed in the tool, it renames its entity.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from campaigns.imports import ImportedWorld
-from campaigns.imports.common import World, secret_text
-from campaigns.load import LoadReport, apply_campaign_file
+from campaigns.imports.common import DM_NOTES, World, secret_text
+from campaigns.load import LoadChange, LoadReport, apply_campaign_file
 from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec, name_key
 from memory.errors import InvalidInputError, NotFoundError
-from memory.models import Visibility
+from memory.models import Entity, Visibility
 from memory.store import CampaignMemory
 from memory.text import clip, counted
 
@@ -43,6 +46,8 @@ class ImportBatch(BaseModel):
     updates: list[str] = []
     #: An imported name that updates an entity of another name (by its alias) → that entity's name.
     updates_as: dict[str, str] = {}
+    #: An imported name that renames an entity (its record renamed in the tool since) → that entity's old name.
+    renames: dict[str, str] = {}
 
     @property
     def ref(self) -> str:
@@ -70,6 +75,8 @@ class ImportBatch(BaseModel):
             )
             if (other := self.updates_as.get(name_key(e.name))) is not None:
                 update = f" (updates {other})"
+            if (old := self.renames.get(name_key(e.name))) is not None:
+                update = f" (renames {old})"
             lines.append(f"- {e.name} ({e.type.value}){mark}{update}{said}")
         if len(world.entities) > sample:
             lines.append(f"- and {len(world.entities) - sample:,} more entities")
@@ -80,42 +87,100 @@ class ImportBatch(BaseModel):
         return "\n".join(lines)
 
 
-async def resolve(mem: CampaignMemory, world: ImportedWorld) -> tuple[CampaignFile, list[str], dict[str, str]]:
-    """The world as a campaign file against what the campaign has now, the names it updates, and the imported
-    names (keys) that update an entity of another name."""
+@dataclass
+class Resolved:
+    """An import as a campaign file against what the campaign has now, and what it does to the entities it had."""
+
+    file: CampaignFile
+    #: Names of the entities it updates (as they were).
+    updates: list[str]
+    #: An imported name (key) that updates an entity of another name → that entity's name.
+    updates_as: dict[str, str]
+    #: An imported name (key) that renames an entity, its record renamed in the tool since → its old name.
+    renames: dict[str, str]
+    #: The tool's ids to keep for an entry (its name): of the records it was read from, with their names, and the
+    #: entity they name (None: new, known by the entry's name once loaded).
+    sourced: list[tuple[str, dict[str, str], int | None]]
+
+
+async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
+    """The world as a campaign file against what the campaign has now: a record is the entity of its tool's id
+    (imported from it before), else the entity of its name or alias."""
     entities: list[EntitySpec] = []
     updates: list[str] = []
-    renamed: dict[str, str] = {}
+    renames: dict[str, str] = {}
+    sourced: list[tuple[str, dict[str, str], int | None]] = []
+    named: dict[str, int] = {}  # an imported name (key) → the entity it updates, when that entity's name differs
     updating: dict[int, int] = {}  # an entity of the campaign → its entry: two records naming it make one
     hidden: list[tuple[str, str]] = []  # a public entity's name, and the secret text a record of it holds
-    for spec in world.entities:
-        existing = await mem.graph.find_entity(spec.name)
+    found = [await _by_source(mem, world.format, world.source_ids.get(spec.name, {})) for spec in world.entities]
+    # entities a record renames: their old name is no longer theirs for another record of the import to match
+    renaming = {
+        entity.id
+        for spec, (entity, retitled) in zip(world.entities, found, strict=True)
+        if entity is not None
+        and retitled
+        and name_key(spec.name) != name_key(entity.name)
+        and not (spec.secret and entity.visibility != Visibility.secret)
+    }
+    names = {name_key(spec.name) for spec in world.entities}
+    for spec, (existing, retitled) in zip(world.entities, found, strict=True):
+        ids = world.source_ids.get(spec.name, {})
+        by_id = existing is not None
+        existing = existing or await mem.graph.find_entity(spec.name)
+        if (
+            not by_id
+            and existing is not None
+            and existing.id in renaming
+            and name_key(existing.name) == name_key(spec.name)
+        ):
+            existing = None  # a new record of the name another record's entity had: a new entity
         if existing is None:
             entities.append(spec)
+            if ids:
+                sourced.append((spec.name, ids, None))
             continue
-        if name_key(existing.name) != name_key(spec.name):
-            renamed[name_key(spec.name)] = existing.name
-        if spec.secret and existing.visibility != Visibility.secret:  # a GM-only journal of a public NPC's name
+        if ids and (by_id or await _imported(mem, existing, world.format)):  # never an entity the DM made by hand
+            sourced.append((spec.name, ids, existing.id))
+        secret = spec.secret and existing.visibility != Visibility.secret
+        if secret:  # a GM-only journal of a public NPC's name
             hidden.append((existing.name, secret_text(spec)))  # its text is GM notes, never the NPC's description
             spec = EntitySpec(name=spec.name, type=spec.type, secret=True)
+        # renamed in the tool since it was imported: renamed here too (a name the DM gave it here stays, and a
+        # secret record's name is never a public entity's)
+        rename = by_id and retitled and not secret and name_key(spec.name) != name_key(existing.name)
+        if rename and (holder := await mem.graph.find_entity(spec.name)) is not None and holder.id != existing.id:
+            rename = False  # the new name is another entity's: updated under its name, the DM may merge the two
         before = entities[updating[existing.id]] if existing.id in updating else None
+        name = spec.name if rename else before.name if before else existing.name
+        renamed_from = existing.name if rename else before.renamed_from if before else None
         aliases = [*(before.aliases if before else existing.aliases), *spec.aliases]
-        if name_key(spec.name) != name_key(existing.name):
+        if rename and name_key(existing.name) not in names:
+            aliases.append(existing.name)
+        elif not by_id and name_key(spec.name) != name_key(existing.name):
             aliases.append(spec.name)
         entry = EntitySpec(
-            name=existing.name,
+            name=name,
             type=existing.type,
-            aliases=list(dict.fromkeys(a for a in aliases if name_key(a) != name_key(existing.name))),
+            aliases=list(dict.fromkeys(a for a in aliases if name_key(a) != name_key(name))),
             description=(before.description if before else "") or spec.description or existing.description,
             attributes={**existing.attributes, **spec.attributes, **(before.attributes if before else {})},
             secret=existing.visibility == Visibility.secret,
+            renamed_from=renamed_from,
         )
+        if rename:
+            renames[name_key(spec.name)] = existing.name
+        named[name_key(spec.name)] = existing.id
         if before is not None:  # "Pike" and "Pike Trickfoot" of one import: the second adds to the first
             entities[updating[existing.id]] = entry
             continue
         updates.append(existing.name)
         updating[existing.id] = len(entities)
         entities.append(entry)
+    # what each record's name stands for in the file: its entity's entry, as named once every record is read
+    renamed = {
+        key: entities[updating[i]].name for key, i in named.items() if name_key(entities[updating[i]].name) != key
+    }
     facts = [
         fact.model_copy(
             update={
@@ -126,14 +191,84 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> tuple[CampaignFi
         for fact in world.relationships
     ]
     notes = World(relationships=facts)
-    for name, text in hidden:
+    for hidden_name, text in hidden:
         if text:
-            notes.notes((", ".join(world.sources), None), name, text)
+            notes.notes((", ".join(world.sources), None), hidden_name, text)
     facts = notes.relationships
-    return (
+    return Resolved(
         CampaignFile(entities=entities, relationships=[RelationshipSpec.model_validate(f.model_dump()) for f in facts]),
         updates,
-        renamed,
+        {key: name for key, name in renamed.items() if key not in renames},
+        renames,
+        sourced,
+    )
+
+
+async def _by_source(mem: CampaignMemory, kind: str, ids: dict[str, str]) -> tuple[Entity | None, bool]:
+    """The entity imported before from a record of one of ``ids`` (the tool's ids → the records' names now), of
+    this tool only, and whether the tool renamed that record since."""
+    if not ids:
+        return None, False
+    rows = await mem.db.fetch(
+        """
+        SELECT s.entity_id, s.source_id, s.name FROM entity_source_ids s
+        JOIN entities e ON e.campaign_id = s.campaign_id AND e.id = s.entity_id
+        WHERE s.campaign_id = $1 AND s.kind = $2 AND s.source_id = ANY($3::text[]) AND e.status <> 'rejected'
+        ORDER BY array_position($3::text[], s.source_id)
+        """,
+        mem.campaign_id,
+        kind,
+        list(ids),
+    )
+    if not rows:
+        return None, False
+    entity_id = rows[0]["entity_id"]
+    retitled = any(name_key(r["name"]) != name_key(ids[r["source_id"]]) for r in rows if r["entity_id"] == entity_id)
+    return await mem.graph.get_entity_by_id(entity_id), retitled
+
+
+async def _imported(mem: CampaignMemory, entity: Entity, kind: str) -> bool:
+    """Whether an import made the entity: it holds a tool's ids, or an accepted batch of this tool added it by its
+    name (imported before ids were kept). One the DM made, which a batch only updated, is never matched by an id."""
+    return bool(
+        await mem.db.fetchval(
+            """
+            SELECT EXISTS (SELECT 1 FROM entity_source_ids WHERE campaign_id = $1 AND entity_id = $2)
+                OR EXISTS (
+                    SELECT 1 FROM import_batches b
+                    CROSS JOIN LATERAL jsonb_array_elements(b.content -> 'world' -> 'entities') w
+                    WHERE b.campaign_id = $1 AND b.status = 'accepted' AND b.format = $4
+                      AND lower(w ->> 'name') = lower($3)
+                      AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(b.content -> 'updates') u
+                                      WHERE lower(u) = lower($3))
+                )
+            """,
+            mem.campaign_id,
+            entity.id,
+            entity.name,
+            kind,
+        )
+    )
+
+
+async def _keep_source_ids(
+    tx: CampaignMemory, kind: str, sourced: list[tuple[str, dict[str, str], int | None]]
+) -> None:
+    """Remember, for the next import, which entity each record of an accepted batch is, and its name now."""
+    rows = []
+    for name, ids, entity_id in sourced:
+        if entity_id is None:
+            entity = await tx.graph.find_entity(name)
+            if entity is None:
+                continue
+            entity_id = entity.id
+        rows += [(tx.campaign_id, kind, source_id, entity_id, record) for source_id, record in ids.items()]
+    await tx.db.executemany(
+        """
+        INSERT INTO entity_source_ids (campaign_id, kind, source_id, entity_id, name) VALUES ($1, $2, $3, $4, $5)
+        ON CONFLICT (campaign_id, kind, source_id) DO UPDATE SET entity_id = EXCLUDED.entity_id, name = EXCLUDED.name
+        """,
+        rows,
     )
 
 
@@ -142,11 +277,11 @@ async def stage(mem: CampaignMemory, world: ImportedWorld) -> ImportBatch:
     load is refused now, with what is wrong, and nothing is kept."""
     async with mem.transaction() as tx:
         await tx.graph.lock()
-        file, updates, renamed = await resolve(tx, world)
+        resolved = await resolve(tx, world)
         trial = tx.db.transaction()
         await trial.start()
         try:
-            await apply_campaign_file(tx, file)
+            await apply_campaign_file(tx, resolved.file)
         finally:
             await trial.rollback()
         row = await tx.db.fetchrow(
@@ -157,9 +292,14 @@ async def stage(mem: CampaignMemory, world: ImportedWorld) -> ImportBatch:
             tx.campaign_id,
             world.format,
             world.sources,
-            {"world": world.model_dump(mode="json"), "updates": updates, "updates_as": renamed},
-            len(file.entities),
-            len(file.relationships),
+            {
+                "world": world.model_dump(mode="json"),
+                "updates": resolved.updates,
+                "updates_as": resolved.updates_as,
+                "renames": resolved.renames,
+            },
+            len(resolved.file.entities),
+            len(resolved.file.relationships),
         )
     return _batch(row)
 
@@ -179,6 +319,7 @@ def _batch(row: Any) -> ImportBatch:
         world=ImportedWorld.model_validate(content["world"]),
         updates=content.get("updates", []),
         updates_as=content.get("updates_as", {}),
+        renames=content.get("renames", {}),
     )
 
 
@@ -214,9 +355,47 @@ async def accept(mem: CampaignMemory, ref: str) -> tuple[ImportBatch, LoadReport
     """Load the batch into the graph, all or nothing, matched against the campaign as it is now."""
     async with mem.transaction() as tx:
         batch = await _pending(tx, ref)
-        file, _, _ = await resolve(tx, batch.world)
-        report = await apply_campaign_file(tx, file)
+        resolved = await resolve(tx, batch.world)
+        report = await apply_campaign_file(tx, resolved.file)
+        await _keep_source_ids(tx, batch.world.format, resolved.sourced)
+        await _close_stale_notes(tx, resolved.file, report)
         return await _decided(tx, batch, "accepted"), report
+
+
+#: The numbered parts GM notes longer than a fact are split into (``dm_notes_2`` …; the first is ``dm_notes``).
+_NOTES_PART = re.compile(rf"{DM_NOTES}_\d+")
+
+
+async def _close_stale_notes(tx: CampaignMemory, file: CampaignFile, report: LoadReport) -> None:
+    """End the parts of an entity's GM notes that the notes it was given now have no more of: shorter notes leave
+    the old ``dm_notes_3`` current otherwise, and the DM reads stale text after the new one."""
+    parts: dict[str, set[str]] = {}
+    for fact in file.relationships:
+        if fact.type == DM_NOTES or _NOTES_PART.fullmatch(fact.type):
+            parts.setdefault(fact.source, set()).add(fact.type)
+    for name, kept in parts.items():
+        entity = await tx.graph.get_entity(name)
+        rows = await tx.db.fetch(
+            """
+            UPDATE relationships r SET valid_to = now(), superseded_by = (
+                SELECT n.id FROM relationships n
+                WHERE n.campaign_id = $1 AND n.source_id = $2 AND n.type = $4 AND n.valid_to IS NULL
+                  AND n.status = 'accepted' LIMIT 1)
+            WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.valid_to IS NULL AND r.status = 'accepted'
+              AND r.type ~ $5 AND NOT r.type = ANY($3::text[])
+            RETURNING r.type
+            """,
+            tx.campaign_id,
+            entity.id,
+            sorted(kept),
+            DM_NOTES,
+            f"^{_NOTES_PART.pattern}$",
+        )
+        report.relationships_updated += len(rows)
+        report.changes += [
+            LoadChange(entity=entity.name, change=f"fact {row['type']}: ended (the GM notes are shorter now)")
+            for row in sorted(rows, key=lambda r: int(r["type"].rsplit("_", 1)[1]))
+        ]
 
 
 async def reject(mem: CampaignMemory, ref: str) -> ImportBatch:

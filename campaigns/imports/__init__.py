@@ -46,6 +46,8 @@ class ImportedWorld(BaseModel):
     entities: list[EntitySpec] = Field(default_factory=list)
     relationships: list[RelationshipSpec] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
+    #: An entity's name → the tool's ids of the records it was read from, each with that record's name.
+    source_ids: dict[str, dict[str, str]] = Field(default_factory=dict)
 
     def campaign_file(self) -> CampaignFile:
         return CampaignFile(entities=self.entities, relationships=self.relationships)
@@ -221,6 +223,7 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
         entities=world.entities,
         relationships=_consistent(world.entities, world.relationships, world.skipped),
         skipped=world.skipped,
+        source_ids={world.entities[index].name: ids for index, ids in world.source_ids.items()},
     )
 
 

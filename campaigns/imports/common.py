@@ -7,6 +7,7 @@ import itertools
 import json
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import unescape
 from html.parser import HTMLParser
@@ -159,6 +160,9 @@ class World:
     entities: list[EntitySpec] = field(default_factory=list)
     relationships: list[RelationshipSpec] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    #: The tool's own ids of the records each entry was read from (its index) → the record's name: a re-import
+    #: finds the entity by them, renamed or not.
+    source_ids: dict[int, dict[str, str]] = field(default_factory=dict)
     _names: dict[str, int] = field(default_factory=dict)
     _aliases: dict[str, int] = field(default_factory=dict)
 
@@ -173,6 +177,7 @@ class World:
         attributes: dict[str, Any] | None = None,
         secret: bool = False,
         dm_notes: str = "",
+        source_ids: Sequence[Any] = (),
     ) -> str | None:
         """Add an entity (or fold it into the one of that name already read); returns its name, or None when the
         record has no name at all (skipped and said)."""
@@ -212,6 +217,9 @@ class World:
             self.entities.append(spec)
         for alias in self.entities[index].aliases:
             self._aliases.setdefault(name_key(alias), index)
+        for source_id in source_ids:
+            if isinstance(source_id, str) and source_id.strip():
+                self.source_ids.setdefault(index, {})[source_id.strip()[:300]] = spec.name
         name = self.entities[index].name
         if dm_notes:
             self.notes(where, name, dm_notes)

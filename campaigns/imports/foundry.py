@@ -194,6 +194,15 @@ def _document(file: str, record: str | int | None, doc: dict[str, Any], world: W
         )
 
 
+def _uuids(kind: str, doc: dict[str, Any], parent: str | None = None) -> list[str]:
+    """The document's id as Foundry's UUID writes it (``Actor.<id>``, an owned item ``Actor.<id>.Item.<id>``: an
+    embedded id is unique only within its parent), or none when the export has no ``_id``."""
+    doc_id = doc.get("_id")
+    if not isinstance(doc_id, str) or not doc_id.strip() or (parent is not None and not parent):
+        return []
+    return [f"{parent + '.' if parent else ''}{kind}.{doc_id.strip()}"]
+
+
 def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
     system = _system(doc)
     kind = ACTOR_TYPES.get(str(doc.get("type", "")).casefold(), EntityType.npc)
@@ -221,8 +230,15 @@ def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
         "race": _race(details.get("race")),
         "foundry_type": as_text(doc.get("type")),
     }
+    uuids = _uuids("Actor", doc)
     name = world.entity(
-        where, name=doc.get("name"), type=kind, description=public, attributes=attributes, dm_notes=secret
+        where,
+        name=doc.get("name"),
+        type=kind,
+        description=public,
+        attributes=attributes,
+        dm_notes=secret,
+        source_ids=uuids,
     )
     if name is None:
         return
@@ -231,7 +247,8 @@ def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
         if not isinstance(item, dict):
             continue
         if _notable(item):
-            owned = _item((where[0], f"{where[1] or 'actor'} item #{number}"), item, world, owned=True)
+            item_where = (where[0], f"{where[1] or 'actor'} item #{number}")
+            owned = _item(item_where, item, world, owned=True, parent=uuids[0] if uuids else "")
             if owned is not None and owned.casefold() != name.casefold():
                 world.fact(where, source=name, type="owns", target=owned)
         else:
@@ -269,7 +286,9 @@ def _notable(item: dict[str, Any]) -> bool:
     return isinstance(traits, list) and bool({"magical", "invested", "artifact"} & {str(t) for t in traits})
 
 
-def _item(where: tuple[str, Any], doc: dict[str, Any], world: World, *, owned: bool) -> str | None:
+def _item(
+    where: tuple[str, Any], doc: dict[str, Any], world: World, *, owned: bool, parent: str | None = None
+) -> str | None:
     kind = str(doc.get("type", "")).casefold()
     if not owned and kind not in PHYSICAL:
         world.skipped.append(f"{where[0]}: {as_text(doc.get('name'))} ({kind or 'no type'}: rules, not a thing)")
@@ -285,6 +304,7 @@ def _item(where: tuple[str, Any], doc: dict[str, Any], world: World, *, owned: b
         description=public,
         attributes={"rarity": as_text(rarity), "foundry_type": kind},
         dm_notes="\n\n".join(s for s in (gm, gm_hidden, secret) if s),
+        source_ids=_uuids("Item", doc, parent),
     )
 
 
@@ -298,6 +318,7 @@ def _scene(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
         description=public,
         aliases=[nav] if nav else [],
         dm_notes=secret,
+        source_ids=_uuids("Scene", doc),
     )
 
 
@@ -328,6 +349,7 @@ def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
         description="\n\n".join(p for p in public_parts if p),
         secret=_gm_only(doc),
         dm_notes="\n\n".join(p for p in secret_parts if p),
+        source_ids=_uuids("JournalEntry", doc),
     )
 
 

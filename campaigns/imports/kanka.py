@@ -142,6 +142,11 @@ class KankaReader:
         kind = MODULES[module]
         if module == "character" and as_text(record.get("type")).casefold() in _PLAYER_TYPES:
             kind = EntityType.player  # Kanka has no player flag: DMs type their PCs so
+        entity_id = record.get("entity_id", entity.get("id"))
+        ids = [f"entity:{entity_id}"] if isinstance(entity_id, int) else []  # unique in the campaign
+        if isinstance(record.get("id"), int):
+            # unique in its module (one spelling of it): an export may lack the entity's
+            ids.append(f"{module.replace('organization', 'organisation')}:{record['id']}")
         name = self.world.entity(
             where,
             name=record.get("name"),
@@ -156,12 +161,12 @@ class KankaReader:
             },
             secret=record.get("is_private") is True,
             dm_notes=hidden,
+            source_ids=ids,
         )
         if name is None:
             return
         if _MENTION.search(entry):  # named once every file is read: a mention may be of an entity read later
             self.mentions.append((name, entry))
-        entity_id = record.get("entity_id", entity.get("id"))
         if isinstance(entity_id, int):
             self.by_entity_id[entity_id] = name
         if isinstance(record.get("id"), int):

@@ -64,7 +64,12 @@ def parse_json(file: str, obj: Any, world: World) -> None:
             for index, page in enumerate(doc.get("pages") or [], start=1):
                 page = _dict(file, f"page #{index}", page)
                 if as_text(page.get("name")):
-                    world.entity((file, f"page #{index}"), name=page.get("name"), type=EntityType.location)
+                    world.entity(
+                        (file, f"page #{index}"),
+                        name=page.get("name"),
+                        type=EntityType.location,
+                        source_ids=_ids("page", page),
+                    )
         elif _is_handout(doc):
             _handout(file, record, doc, world)
         else:
@@ -75,6 +80,12 @@ def _dict(file: str, record: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise problem(file, record, None, f"expected an object, found {type(value).__name__}")
     return value
+
+
+def _ids(kind: str, doc: dict[str, Any]) -> list[str]:
+    """The record's Roll20 id (``id``; VTTES keeps a character's as ``oldId``) with its kind, or none."""
+    record_id = as_text(doc.get("id") or doc.get("oldId"))
+    return [f"{kind}:{record_id}"] if record_id else []
 
 
 def _attributes(doc: dict[str, Any]) -> dict[str, str]:
@@ -115,6 +126,7 @@ def _character(file: str, record: str | int | None, doc: dict[str, Any], world: 
             "level": attribs.get("level", ""),
         },
         dm_notes="\n\n".join(s for s in (gm, hidden, gm_hidden) if s),
+        source_ids=(ids := _ids("character", doc)),
     )
     if name is None:
         return
@@ -128,6 +140,7 @@ def _character(file: str, record: str | int | None, doc: dict[str, Any], world: 
             name=item["name"],
             type=EntityType.item,
             description=description,
+            source_ids=[f"{ids[0]}/inventory:{row}"] if ids else [],  # a row's id is its character's own
         )
         if owned is not None and owned.casefold() != name.casefold():
             world.fact(where, source=name, type="owns", target=owned)
@@ -158,4 +171,5 @@ def _handout(file: str, record: str | int | None, doc: dict[str, Any], world: Wo
         description=public,
         secret="inplayerjournals" in doc and not shared,
         dm_notes="\n\n".join(s for s in (gm, hidden, gm_hidden) if s),
+        source_ids=_ids("handout", doc),
     )

@@ -75,6 +75,12 @@ class Merging(Entities, Facts):
         )
         await self._move_mentions(s.id, t.id)
         await self._move_phrases(s.id, t.id)
+        await self.db.execute(  # the tools' records it was imported from are ``into`` now: a re-import finds it
+            "UPDATE entity_source_ids SET entity_id = $3 WHERE campaign_id = $1 AND entity_id = $2",
+            self.campaign_id,
+            s.id,
+            t.id,
+        )
         await self.db.execute(
             "DELETE FROM review_posted WHERE campaign_id = $1 AND kind = 'entity' AND item_id = $2",
             self.campaign_id,

@@ -173,3 +173,165 @@ def test_a_foundry_v11_world_folder_says_to_unpack_it(lk: Callable[..., Complete
     for folder in (world, world / "data"):
         refused = lk("campaign", "import", str(folder))
         assert refused.returncode != 0 and "foundryvtt-cli `unpack`" in refused.stderr, refused.stderr
+
+
+def _vask(secret_notes: str, **changes: str) -> list[tuple[str, bytes]]:
+    """The Foundry NPC fixture, its GM-only block (and any top-level field) as given: what the DM exports again."""
+    actor = json.loads((FIXTURES / "foundry_dnd5e_npc_v10.json").read_text())
+    actor["system"]["details"]["biography"]["value"] = (
+        f'<p>A smith.</p><section class="secret"><p>{secret_notes}</p></section>'
+    )
+    return [("vask.json", json.dumps({**actor, **changes}).encode())]
+
+
+async def _import(campaign: CampaignMemory, files: list[tuple[str, bytes]]) -> tuple[batches.ImportBatch, str]:
+    """As `lorekeeper campaign import --accept` does: staged and accepted in one transaction; the batch's card and
+    what the load said of the changes."""
+    async with campaign.transaction() as tx:
+        batch = await batches.stage(tx, read_import(files))
+        _, report = await batches.accept(tx, batch.ref)
+    return batch, report.said()
+
+
+async def test_gm_notes_that_got_shorter_end_their_old_parts(campaign: CampaignMemory) -> None:
+    """GM notes of three parts imported again as one: the old ``dm_notes_2`` and ``_3`` are ended, not left current
+    beside the new text; players read none of it either way."""
+    debt = " ".join(["The smith owes the Red Hand a debt of blood."] * 30)
+    await _import(campaign, _vask(debt))
+    vask = await campaign.graph.get_entity("Vask the Ashen")
+    notes = await campaign.graph.relationships_of(vask.id, include_secret=True)
+    assert sorted(r.type for r in notes if r.type.startswith("dm_notes")) == ["dm_notes", "dm_notes_2", "dm_notes_3"]
+
+    _, said = await _import(campaign, _vask("Paid the debt."))
+    notes = await campaign.graph.relationships_of(vask.id, include_secret=True)
+    assert [(r.type, r.value) for r in notes if r.type.startswith("dm_notes")] == [("dm_notes", "Paid the debt.")]
+    assert "- Vask the Ashen: fact dm_notes_2: ended (the GM notes are shorter now)" in said
+    ended = await campaign.db.fetch(
+        "SELECT type, valid_to, superseded_by FROM relationships WHERE campaign_id = $1 AND type LIKE 'dm_notes_%'",
+        campaign.campaign_id,
+    )
+    assert len(ended) == 2 and all(r["valid_to"] is not None and r["superseded_by"] for r in ended)  # kept, closed
+    assert [r.type for r in await campaign.graph.relationships_of(vask.id)] == ["owns"]  # players: no notes
+
+    # an import that carries no GM notes of it leaves the ones it has alone
+    await _import(campaign, [("world.csv", b"name,type,description\nVask the Ashen,npc,A smith.\n")])
+    notes = await campaign.graph.relationships_of(vask.id, include_secret=True)
+    assert [r.type for r in notes if r.type.startswith("dm_notes")] == ["dm_notes"]
+
+
+async def test_a_record_renamed_in_the_tool_renames_its_entity(campaign: CampaignMemory) -> None:
+    """Foundry keeps an actor's ``_id`` through a rename: the import finds the entity by it, renames it (the old
+    name an alias) and says so on the card, instead of adding a second Vask beside the first."""
+    await _import(campaign, _vask("Owes the Red Hand."))
+    vask = await campaign.graph.get_entity("Vask the Ashen")
+    async with campaign.transaction() as tx:
+        batch = await batches.stage(tx, read_import(_vask("Owes the Red Hand.", name="Vask Emberhand")))
+        card = batch.card()
+        _, report = await batches.accept(tx, batch.ref)
+    assert (
+        "2 entities (0 new, 2 updated)" in card and "- Vask Emberhand (npc) (renames Vask the Ashen): A smith" in card
+    )
+    assert "- Vask Emberhand: renamed from Vask the Ashen" in report.said()
+    renamed = await campaign.graph.get_entity("Vask Emberhand")
+    assert (renamed.id, renamed.aliases) == (vask.id, ["Vask the Ashen"])
+    assert await count(campaign, "entities") == 2  # Vask and his sword
+    assert [r.target_name for r in await campaign.graph.relationships_of(vask.id)] == ["Emberbrand"]
+    # exported again as it is: nothing to rename, nothing new
+    batch, _ = await _import(campaign, _vask("Owes the Red Hand.", name="Vask Emberhand"))
+    assert "(0 new, 2 updated)" in batch.card() and "renames" not in batch.card()
+    assert await count(campaign, "entities") == 2
+
+
+async def test_an_id_matches_only_the_tool_and_the_entities_it_made(campaign: CampaignMemory) -> None:
+    """A Foundry id never matches a record of another tool; and an entity the DM made is never matched by an id,
+    even once an import updated it by its name."""
+    await _import(campaign, _vask("Owes the Red Hand."))
+    foundry = read_import(_vask("", name="Vask Emberhand"))
+    kanka = foundry.model_copy(update={"format": "kanka"})  # the same ids, said to be Kanka's
+    batch = await batches.stage(campaign, kanka)
+    assert "- Vask Emberhand (npc): A smith" in batch.card()  # new, not a rename
+    await batches.reject(campaign, batch.ref)
+
+    await campaign.add_entity(EntityIn(name="Ilse", type=EntityType.npc, description="The DM's own captain."))
+    actor = {"_id": "wact000000000009", "name": "Ilse", "type": "npc", "system": {}, "items": []}
+    await _import(campaign, [("ilse.json", json.dumps(actor).encode())])  # updates her by name
+    renamed = {**actor, "name": "Captain Ilse"}
+    batch, _ = await _import(campaign, [("ilse.json", json.dumps(renamed).encode())])
+    assert "- Captain Ilse (npc)\n" in batch.card() + "\n" and "renames" not in batch.card()
+    assert (await campaign.graph.get_entity("Ilse")).description == "The DM's own captain."
+
+    # renamed to the name of an entity the DM made: updated under its own name, not refused nor a third entity
+    await campaign.add_entity(EntityIn(name="Vask Emberhand", type=EntityType.npc))
+    batch, _ = await _import(campaign, _vask("", name="Vask Emberhand"))
+    assert "- Vask Emberhand (npc) (updates Vask the Ashen): A smith" in batch.card()
+    assert (await campaign.graph.get_entity("Vask the Ashen")).description == "A smith."
+
+
+async def test_a_name_the_dm_gave_stays_and_a_secret_record_never_renames_a_public_entity(
+    campaign: CampaignMemory,
+) -> None:
+    """Matched by its id, a record the tool did not rename updates the entity under the name the DM gave it here
+    (no duplicate, the old name not brought back); a GM-only journal renamed in Foundry, whose entity the DM made
+    public, gives it neither its new name nor an alias: its text stays GM notes."""
+    await _import(campaign, _vask("Owes the Red Hand."))
+    await campaign.graph.update_entity("Vask the Ashen", new_name="Vask", aliases=[], visibility=Visibility.secret)
+    batch, _ = await _import(campaign, _vask("Owes the Red Hand."))
+    assert "- Vask the Ashen (npc) (updates Vask): A smith" in batch.card()
+    vask = await campaign.graph.get_entity("Vask")
+    assert (vask.name, vask.aliases, await count(campaign, "entities")) == ("Vask", [], 2)
+
+    page = {"_id": "p1", "name": "Page", "type": "text", "text": {"content": "<p>He serves the lich.</p>"}}
+    journal = {"_id": "wjnl00000000000c", "name": "The Tide Pact", "pages": [page], "ownership": {"default": 0}}
+    await _import(campaign, [("j.json", json.dumps(journal).encode())])
+    await campaign.graph.update_entity("The Tide Pact", visibility=Visibility.public)
+    secret_name = {**journal, "name": "Hale Serves the Lich"}
+    batch, _ = await _import(campaign, [("j.json", json.dumps(secret_name).encode())])
+    assert "renames" not in batch.card()
+    pact = await campaign.graph.get_entity("The Tide Pact")
+    assert (pact.aliases, pact.visibility) == ([], Visibility.public)
+    assert await campaign.graph.find_entity("Hale Serves the Lich") is None
+    assert all(
+        r.visibility == Visibility.secret for r in await campaign.graph.relationships_of(pact.id, include_secret=True)
+    )
+
+
+def test_the_cli_renames_an_entity_whose_record_was_renamed(
+    lk: Callable[..., CompletedProcess[str]], tmp_path: Path
+) -> None:
+    assert lk("campaign", "create", "Tides").returncode == 0
+    first = lk("campaign", "import", str(FIXTURES / "foundry_dnd5e_npc_v10.json"), "--accept")
+    assert first.returncode == 0, first.stderr
+    actor = json.loads((FIXTURES / "foundry_dnd5e_npc_v10.json").read_text())
+    (tmp_path / "vask.json").write_text(json.dumps({**actor, "name": "Vask Emberhand"}))
+    staged = lk("campaign", "import", str(tmp_path / "vask.json"))
+    assert "- Vask Emberhand (npc) (renames Vask the Ashen)" in staged.stdout, staged.stderr
+    accepted = lk("review", "accept", "b2")
+    assert "- Vask Emberhand: renamed from Vask the Ashen" in accepted.stdout, accepted.stderr
+    shown = lk("entity", "show", "Vask the Ashen")  # the old name finds it, as an alias
+    assert shown.returncode == 0 and shown.stdout.startswith("Vask Emberhand (npc)"), shown.stderr
+    listed = lk("entity", "list")
+    assert listed.stdout.count("Vask") == 2  # one row: its name and the old one as its alias
+
+
+async def test_a_merged_entity_keeps_the_records_it_was_imported_from(campaign: CampaignMemory) -> None:
+    """The DM merges an imported entity into another: the tool's ids go with it, so the record renamed later renames
+    the entity it is part of now, not a new one."""
+    await _import(campaign, _vask("Owes the Red Hand."))
+    await _import(campaign, [("party.csv", b"name,type\nVask Emberhand,npc\n")])
+    await campaign.graph.merge_entities("Vask the Ashen", "Vask Emberhand")
+    batch, _ = await _import(campaign, _vask("Owes the Red Hand.", name="Vask the Red"))
+    assert "- Vask the Red (npc) (renames Vask Emberhand)" in batch.card()
+    assert sorted((await campaign.graph.get_entity("Vask the Red")).aliases) == ["Vask Emberhand", "Vask the Ashen"]
+
+
+async def test_a_world_imported_before_ids_were_kept_gets_them_when_imported_again(campaign: CampaignMemory) -> None:
+    """A world imported by a version that kept no ids: imported again unchanged, the entities its batch made take
+    their records' ids (not one the batch only updated), so a rename after that renames."""
+    await campaign.add_entity(EntityIn(name="Emberbrand", type=EntityType.item, description="The DM's own sword."))
+    await _import(campaign, _vask("Owes the Red Hand."))
+    await campaign.db.execute("DELETE FROM entity_source_ids WHERE campaign_id = $1", campaign.campaign_id)
+    await _import(campaign, _vask("Owes the Red Hand."))
+    kept = await campaign.db.fetch("SELECT name FROM entity_source_ids WHERE campaign_id = $1", campaign.campaign_id)
+    assert [r["name"] for r in kept] == ["Vask the Ashen"]  # Emberbrand was the DM's: never matched by an id
+    batch, _ = await _import(campaign, _vask("Owes the Red Hand.", name="Vask Emberhand"))
+    assert "- Vask Emberhand (npc) (renames Vask the Ashen)" in batch.card()

@@ -437,3 +437,19 @@ def test_duplicates_fold_and_symmetric_facts_are_one() -> None:
     assert [(e.name, e.description) for e in world.entities] == [("A", "Same as A."), ("B", "")]
     assert [(r.source, r.type, r.target) for r in world.relationships] == [("A", "allied_with", "B")]
     world.campaign_file()  # and it is a valid campaign file
+
+
+def test_each_tool_s_own_ids_are_kept_with_the_record_s_name() -> None:
+    """What a re-import finds an entity by: Foundry's document ids as its UUIDs write them (an owned item's within its
+    actor), Roll20's ids by kind, Kanka's entity and module ids."""
+    vask = imported("foundry_dnd5e_npc_v10.json").source_ids
+    assert vask == {
+        "Vask the Ashen": {"Actor.aB3dE5gH7jK9mN1p": "Vask the Ashen"},
+        "Emberbrand": {"Actor.aB3dE5gH7jK9mN1p.Item.it000000000000a1": "Emberbrand"},
+    }
+    pip = imported("roll20_campaign.json").source_ids
+    assert pip["Pip Thistledown"] == {"character:-Mchar0001": "Pip Thistledown"}
+    assert pip["Dagger +1"] == {"character:-Mchar0001/inventory:-MinvC": "Dagger +1"}
+    jonah = imported("kanka_characters.json").source_ids["Jonah Greave"]
+    assert jonah == {"entity:11": "Jonah Greave", "character:1": "Jonah Greave"}
+    assert imported("world.csv").source_ids == {}  # a CSV has no ids: matched by name only
