@@ -404,7 +404,9 @@ def crd3_queries(episodes: set[str], per_episode: int, seed: int, turns: int) ->
     out = []
     for episode in sorted(episodes):
         rows = sorted((r for (e, _), r in best.items() if e == episode), key=lambda r: (r["turn_start"], r["summary"]))
-        out += rng.sample(rows, min(per_episode, len(rows)))
+        # after the sample, so the others stay the same: a blank sentence (the data has one an episode) asks
+        # nothing, and recall refuses a blank query
+        out += [r for r in rng.sample(rows, min(per_episode, len(rows))) if r["summary"].strip()]
     return out
 
 

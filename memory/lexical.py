@@ -56,6 +56,12 @@ NEIGHBOUR_WEIGHT = 0.5
 #: Dev at 10 lines (bench/recall.py): the DM's questions .500 -> .667, CRD3 .700 -> .713, LongMemEval .883 both
 #: (1 of 60 lost at 25 lines); 1 and 2 the same but LongMemEval all@5 .883 -> .850. 0: BM25 alone.
 COVERAGE_POWER = 0.5
+#: A line counts at least this many terms long in BM25's length factor: a passage's (``PASSAGE_WORDS`` x
+#: ``PASSAGE_TERMS_PER_WORD``). A two-word line is no more about its word than a passage (it is read with its
+#: neighbours): "I die." and "No one else die." had twice the weight of "die" a passage had, and ranked above the
+#: DM's "... Vex has fallen" for "how did Vex die?". Dev (bench/recall.py): 5 and 10 tie, the DM's questions in the
+#: first 3 hits .500 -> .583; 15 loses. 0: a line's own length.
+LENGTH_FLOOR = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,10 +312,11 @@ async def candidates(
         ), scored AS (
             SELECT b.id, b.session_id, b.seq, b.text, b.dl, b.fetched, b.terms, b.plain, b.named, b.alias,
                    CASE WHEN p.id IS NOT NULL THEN ARRAY[p.first, p.last] END AS passage,
-                   greatest(b.score * ({K1} + 1) / (1 + {K1} * (1 - {B} + {B} * b.dl / $5::float8)),
-                            {float(PASSAGE_WEIGHT)} * p.best) AS score,
-                   ({K1} + 1) / (1 + {K1} * (1 - {B} + {B} * b.dl / $5::float8)) AS norm
-            FROM base b LEFT JOIN passages p ON p.id = b.id
+                   greatest(b.score * n.norm, {float(PASSAGE_WEIGHT)} * p.best) AS score, n.norm
+            FROM base b LEFT JOIN passages p ON p.id = b.id CROSS JOIN LATERAL (
+                SELECT ({K1} + 1)
+                       / (1 + {K1} * (1 - {B} + {B} * greatest(b.dl, {float(LENGTH_FLOOR)}) / $5::float8)) AS norm
+            ) n
         ), places AS MATERIALIZED (  -- each short fetched line at each place beside it (shown alone: none)
             SELECT s.id, s.session_id, s.seq + d AS seq, s.terms FROM (
                 SELECT id, session_id, seq, terms FROM scored

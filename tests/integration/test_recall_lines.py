@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from cogs.recall import cite, cited
+from memory import lexical
 from memory.errors import InvalidInputError
 from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Visibility
@@ -108,6 +109,46 @@ async def test_an_alias_expands_the_query(campaign: CampaignMemory) -> None:
     ids = await said(campaign, "One", [*FILLER[:5], ("DM", "Eldrinax sleeps beneath the lake."), *FILLER[5:9]])
     (hit,) = await recall(campaign, None, "where does the ember wyrm sleep", limit=1, mode="fulltext")
     assert [line.entry_id for line in hit.lines if line.matched] == [ids[5]]
+
+
+async def test_short_banter_saying_the_question_word_does_not_outrank_the_story(
+    campaign: CampaignMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Critical Role's "how did Vex die?": the players' "I die." and "No one else die." ranked above the DM's
+    "... Vex has fallen.", each saying one of the question's two words; BM25's length factor gave the two-word
+    lines twice a passage's weight for the same word."""
+    vex = await campaign.graph.add_entity(EntityIn(name="Vex'ahlia", type=EntityType.player, aliases=["Vex"]))
+    fallen = (
+        "Five. There, on the banks of the lava flow in the dragon's lair, the breath escapes Vex. Her body going "
+        "still and not cold because of the flames nearby, but Vex has fallen."
+    )
+    ids = await said(
+        campaign,
+        "One",
+        [
+            *FILLER[:3],
+            ("SAM", "I die."),
+            *FILLER[3:6],
+            ("MARISHA", "No one else die."),
+            *FILLER[6:9],
+            ("MATT", fallen),
+            *FILLER[9:12],
+            *[("MATT", f"Vex, the {w} guard is up.") for w in WORDS[:6]],
+            *[("MATT", f"The {w} goblin will die soon.") for w in WORDS[6:10]],
+        ],
+    )
+    session_id = (await campaign.log.sessions())[0].id
+    await index_lines(campaign.db, campaign.campaign_id, session_id, {ids[11]: [vex.id]})
+
+    async def answering() -> list[int]:
+        hits = await recall(campaign, None, "how did Vex die?", limit=5, mode="fulltext")
+        return [line.entry_id for hit in hits for line in hit.answering()]
+
+    found = await answering()
+    assert found.index(ids[11]) < min(found.index(ids[3]), found.index(ids[7]))
+    monkeypatch.setattr(lexical, "LENGTH_FLOOR", 0)  # each line its own length: the banter first
+    found = await answering()
+    assert found.index(ids[11]) > max(found.index(ids[3]), found.index(ids[7]))
 
 
 async def test_a_secret_entity_expands_the_query_for_the_dm_only(campaign: CampaignMemory) -> None:

@@ -1,9 +1,16 @@
 """The recall benchmark's scoring: what a DM reads, counted at equal budgets (bench/recall.py)."""
 
+import json
+from pathlib import Path
+
+import pytest
+
+import bench.recall
 from bench.recall import (
     Unit,
     _pools,
     build_parser,
+    crd3_queries,
     half,
     reading,
     session_recall,
@@ -91,3 +98,14 @@ def test_long_lines_shown_whole_is_the_same_ranking_another_display() -> None:
         ("Lorekeeper, long lines shown whole", "SHOW_PASSAGES", False),
         ("Lorekeeper, lexical PASSAGE_WORDS 0", "lexical.PASSAGE_WORDS", 0.0),
     ]
+
+
+def test_a_blank_summary_sentence_is_not_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The aligned summaries hold a blank sentence an episode; recall refuses a blank query (the run stopped)."""
+    rows = [
+        {"episode": "C1E020", "summary": s, "turn_start": n, "turn_end": n + 2, "score": 0.5}
+        for n, s in enumerate(["Grog rages.", "", "Vex flies.", " "])
+    ]
+    (tmp_path / "aligned_index.dev.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(bench.recall, "CRD3", tmp_path)
+    assert sorted(r["summary"] for r in crd3_queries({"C1E020"}, 10, 0, 0)) == ["Grog rages.", "Vex flies."]
