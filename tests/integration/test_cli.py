@@ -848,6 +848,31 @@ def test_json_gives_a_line_of_an_untimed_transcript_no_time_not_0_00(lk, tmp_pat
     assert sorted((h["ref"], h["start_s"]) for h in found) == [("night.txt:2", None), ("timed.txt:1", 65.0)]
 
 
+def test_as_player_previews_recall_entity_show_and_recap_as_a_player_reads_them(lk, tmp_path: Path) -> None:
+    """The DM could not see what a player would read without a player's Discord account: `--as-player` shows
+    recall, an entity's card and a recap as /recall, /entity show and /recap show them to a player."""
+    assert lk("campaign", "create", "Reeds").returncode == 0
+    assert lk("entity", "add", "Vaskerrin", "npc", "--secret").returncode == 0
+    assert lk("entity", "add", "Mira", "npc", "--description", "She owes Vaskerrin a debt.").returncode == 0
+    assert lk("entity", "link", "Mira", "ally_of", "Vaskerrin").returncode == 0
+    (tmp_path / "night.txt").write_text("DM: Mira poles the ferry.\nAna: Mira says Vaskerrin paid her in silver.\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night 1", "--wait").returncode == 0
+    for args in (["recall", "Mira silver", "--mode", "fulltext"], ["entity", "show", "Mira"], ["recap"]):
+        dm, player = lk(*args), lk(*args, "--as-player")
+        assert dm.returncode == player.returncode == 0, player.stderr
+        assert "Mira says Vaskerrin paid her in silver." in dm.stdout, args
+        assert "Mira says [secret] paid her in silver." in player.stdout and "Vaskerrin" not in player.stdout, args
+    assert "Mira —ally_of→ Vaskerrin (secret)" in lk("entity", "show", "Mira").stdout
+    assert "She owes [secret] a debt." in lk("entity", "show", "Mira", "--as-player").stdout
+    hidden = lk("entity", "show", "Vaskerrin", "--as-player")
+    assert hidden.returncode == 1 and hidden.stderr == "error: no entity named 'Vaskerrin' in campaign 'Reeds'\n"
+    assert lk("entity", "show", "Vaskerrin").stdout.startswith("Vaskerrin (npc, secret)")
+    data = lk("recap", "--as-player", "--json")
+    assert data.returncode == 2 and "--as-player shows the text a player reads: give it without --json" in data.stderr
+    batch = lk("recall", "--as-player", input="Mira\n")
+    assert batch.returncode == 2 and "give it a QUERY, not queries on stdin" in batch.stderr
+
+
 def test_recall_of_nothing_is_a_usage_error(lk) -> None:
     """`lorekeeper recall ""` (or a variable left empty) answered with five arbitrary passages, the nearest
     vectors to an empty text, as if they were what the memory knows."""
