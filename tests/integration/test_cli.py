@@ -320,6 +320,23 @@ def test_a_transcript_not_in_utf8_is_refused_with_a_non_zero_exit(lk, tmp_path: 
     )
 
 
+def test_ingest_help_says_which_session_a_line_goes_to(lk, tmp_path: Path) -> None:
+    """`--session` said "Session title (default: the file name)": the default is the name without its extension,
+    and a .jsonl line naming its session goes to that one whatever --session says."""
+    assert lk("campaign", "create", "T").returncode == 0
+    (tmp_path / "week_one.txt").write_text("DM: Hello there.\n")
+    assert "(session: week_one)" in lk("ingest", str(tmp_path / "week_one.txt")).stdout
+    (tmp_path / "export.jsonl").write_text(
+        '{"speaker": "DM", "text": "Hi again.", "session": "Night 10"}\n{"speaker": "DM", "text": "No title."}\n'
+    )
+    assert "(sessions: Night 10, Foo)" in lk("ingest", str(tmp_path / "export.jsonl"), "--session", "Foo").stdout
+    shown = " ".join(lk("ingest", "--help").stdout.split())
+    assert (
+        "--session TITLE Session title (default: the file's name without its extension); a .jsonl line naming "
+        'its "session" goes to that one instead.'
+    ) in shown
+
+
 def test_a_transcript_refused_for_a_session_of_another_says_how_to_give_it_its_own(lk, tmp_path: Path) -> None:
     """Two weeks each saved as transcript.txt: the second goes into the first's session by its file name."""
     assert lk("campaign", "create", "C").returncode == 0
