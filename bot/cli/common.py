@@ -283,6 +283,18 @@ campaign_option = click.option(
     "--campaign", "-c", "campaign", metavar="NAME", help="Campaign to work on (default: the active one)."
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+player_option = click.option(
+    "--as-player",
+    is_flag=True,
+    help="Show what a player reads in Discord: secret entities and facts left out, secret names masked "
+    "(not with --json).",
+)
+
+
+def player_text_only(as_player: bool, as_json: bool) -> None:
+    """--as-player previews what a player reads: text, as Discord shows it; JSON is the DM's, whole."""
+    if as_player and as_json:
+        raise click.UsageError("--as-player shows the text a player reads: give it without --json")
 
 
 def to_jsonable(value: Any) -> Any:

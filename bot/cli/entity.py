@@ -13,6 +13,8 @@ from bot.cli.common import (
     emit_json,
     json_option,
     open_memory,
+    player_option,
+    player_text_only,
     settings_from,
     table,
 )
@@ -168,50 +170,58 @@ async def list_(ctx: click.Context, type_: str | None, campaign: str | None, as_
 @entity.command("show")
 @click.argument("name")
 @click.option("--history", is_flag=True, help="Also the facts that no longer hold, newest first.")
+@player_option
 @campaign_option
 @json_option
 @click.pass_context
 @async_command
-async def show(ctx: click.Context, name: str, history: bool, campaign: str | None, as_json: bool) -> None:
+async def show(
+    ctx: click.Context, name: str, history: bool, as_player: bool, campaign: str | None, as_json: bool
+) -> None:
     """An entity with its attributes, relationships and where it was last mentioned."""
+    from memory.context import reader_mask, visible_identity
+
+    player_text_only(as_player, as_json)
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
-        snap, last = await mem.graph.identity(name, include_secret=True)
-        past = await mem.graph.history(snap.entity.id, include_secret=True) if history else []
+        dm = not as_player  # a player finds no secret entity, reads no secret fact, and secret names masked
+        mask = await reader_mask(mem, dm)
+        snap, last = await visible_identity(mem, name, dm=dm, mask=mask)
+        past = await mem.graph.history(snap.entity.id, include_secret=dm) if history else []
     if as_json:
         shown = {**snap.model_dump(mode="json"), "last_mention": last.model_dump(mode="json") if last else None}
         emit_json(shown | ({"history": [p.model_dump(mode="json") for p in past]} if history else {}))
         return
     e = snap.entity
     marks = [e.type.value] + ["secret"] * (e.visibility == "secret") + ["waiting for review"] * (e.status == "pending")
-    click.echo(f"{e.name} ({', '.join(marks)})")
+    click.echo(f"{mask(e.name)} ({', '.join(marks)})")
     if e.aliases:
         click.echo(f"  aliases: {', '.join(e.aliases)}")
-    if e.heard_as:
+    if dm and e.heard_as:  # what the recogniser heard may hold a guess at a secret name: the DM's alone
         click.echo(f"  heard as: {', '.join(e.heard_as)}")
-    if e.not_heard_as:
+    if dm and e.not_heard_as:
         click.echo(f"  never heard as: {', '.join(e.not_heard_as)}")
     if e.description:  # a recap's several lines too, each under the name
-        click.echo("\n".join(f"  {line}" for line in e.description.splitlines()))
+        click.echo("\n".join(f"  {line}" for line in mask(e.description).splitlines()))
     for key, value in e.attributes.items():
-        click.echo(f"  {key}: {attribute_text(value)}")
-    others, sessions = snap.facts_and_sessions()  # as on /entity show
+        click.echo(f"  {key}: {mask(attribute_text(value))}")
+    others, sessions = snap.facts_and_sessions(clip=mask)  # as on /entity show
     others, took_part = snap.who_took_part(others)
     for r in others:
-        click.echo(f"  - {r.describe()}" + " (secret)" * snap.hidden_from_players(r))
+        click.echo(f"  - {mask(r.describe())}" + " (secret)" * snap.hidden_from_players(r))
     if took_part:
         names = [(r.source_name or "") + " (secret)" * snap.hidden_from_players(r) for r in took_part]
-        click.echo(f"  - {who_took_part_line(names)}")
+        click.echo(f"  - {mask(who_took_part_line(names))}")
     if sessions:
         click.echo(f"  {sessions}")
     if history:
         click.echo("  history, newest first:" if past else "  history: no fact about it has changed yet")
         for p in past:
-            click.echo(f"  - {p.describe_past(' (secret)')}")
+            click.echo(f"  - {mask(p.describe_past(' (secret)'))}")
     if last:
-        said = excerpt(last.text, [e.name, *e.aliases], 100)
-        click.echo(f"  last mentioned in {last.where()} by {last.speaker}: {said}")
+        said = excerpt(mask(last.text), [e.name, *e.aliases], 100)  # masked before cut, as on the card
+        click.echo(f"  last mentioned in {mask(last.where())} by {last.speaker}: {said}")
 
 
 @entity.command("mentions")

@@ -47,7 +47,13 @@ class Interrupted(CliError):
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @campaign_option
-@click.option("--session", "session_title", metavar="TITLE", help="Session title (default: the file name).")
+@click.option(
+    "--session",
+    "session_title",
+    metavar="TITLE",
+    help='Session title (default: the file\'s name without its extension); a .jsonl line naming its "session" '
+    "goes to that one instead.",
+)
 @click.option(
     "--speaker", "speakers", multiple=True, metavar="NAME", help="Audio only: who speaks in each file, in order."
 )

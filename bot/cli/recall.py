@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 
 import click
 
@@ -19,12 +20,16 @@ from bot.cli.common import (
     emit_json,
     json_option,
     open_memory,
+    player_option,
+    player_text_only,
     settings_from,
     to_jsonable,
     wrapped,
 )
+from memory.context import reader_mask
 from memory.errors import quoted
 from memory.jobs import make_job_context
+from memory.recap import recap_for_players
 from memory.replies import no_lines_yet
 
 
@@ -38,6 +43,7 @@ from memory.replies import no_lines_yet
     metavar="SPEAKER",
     help="Who asks, as the session's lines name them: a question in the first person prefers their lines.",
 )
+@player_option
 @campaign_option
 @json_option
 @click.pass_context
@@ -48,6 +54,7 @@ async def recall(
     limit: int,
     mode: recall_core.Mode,
     asker: str | None,
+    as_player: bool,
     campaign: str | None,
     as_json: bool,
 ) -> None:
@@ -57,6 +64,9 @@ async def recall(
     Without QUERY, read one query per stdin line and print one JSON array of passages per line."""
     if query is not None and not query.strip():  # `recall ""`: the nearest passages to nothing, any at all
         raise click.UsageError("QUERY is empty: give words to look for (or none, to read queries from stdin)")
+    if as_player and query is None:  # queries from stdin are answered in JSON, the DM's
+        raise click.UsageError("--as-player shows the text a player reads: give it a QUERY, not queries on stdin")
+    player_text_only(as_player, as_json)
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, name = await campaign_memory(memory, settings, campaign)
@@ -70,26 +80,30 @@ async def recall(
                     sys.stdout.write(json.dumps(to_jsonable(hits), ensure_ascii=False) + "\n")
                     sys.stdout.flush()
             return
-        hits = await recall_core.recall(mem, embedder, query, limit=limit, mode=mode, asker=asker)
-        named = await recall_core.named_entities(mem, query, dm=True)  # the DM's: secrets shown, marked
+        dm = not as_player  # the DM's: secrets shown, marked; a player's as /recall answers them
+        hits = await recall_core.recall(mem, embedder, query, limit=limit, mode=mode, asker=asker, dm=dm)
+        named = await recall_core.named_entities(mem, query, dm=dm)
+        mask = await reader_mask(mem, dm)
         empty = not hits and not await mem.log.has_lines()
     if as_json:
         emit_json({"entities": named, "hits": hits})
     else:
         print_named(named)
-        print_hits(hits)
+        print_hits(hits, mask)
         if empty:  # "nothing found" alone would say the words were wrong
             click.echo(no_lines_yet(name))
 
 
 @cli.command()
 @click.argument("session", required=False)
+@player_option
 @campaign_option
 @json_option
 @click.pass_context
 @async_command
-async def recap(ctx: click.Context, session: str | None, campaign: str | None, as_json: bool) -> None:
+async def recap(ctx: click.Context, session: str | None, as_player: bool, campaign: str | None, as_json: bool) -> None:
     """The summary of SESSION (its title; default: the latest), as /recap shows it to the DM."""
+    player_text_only(as_player, as_json)
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, name = await campaign_memory(memory, settings, campaign)
@@ -102,12 +116,14 @@ async def recap(ctx: click.Context, session: str | None, campaign: str | None, a
                 f"no session titled {quoted(session or '')}; "
                 f"recent ones: {', '.join(quoted(s.title) for s in sessions[-5:])}"
             )
+        players_mask = await mem.graph.player_mask() if as_player else None
     if as_json:
         emit_json(chosen)
         return
-    click.echo(f"Recap: {chosen.title} (started {chosen.started_at.astimezone():%Y-%m-%d %H:%M})")
+    title = players_mask(chosen.title) if players_mask else chosen.title
+    click.echo(f"Recap: {title} (started {chosen.started_at.astimezone():%Y-%m-%d %H:%M})")
     if chosen.summary:
-        click.echo(chosen.summary)
+        click.echo(recap_for_players(chosen.summary, players_mask) if players_mask else chosen.summary)
     elif chosen.ended_at is None:
         click.echo("still running: its recap is written when it ends")
     else:
@@ -122,12 +138,13 @@ def print_named(named: list[recall_core.NamedEntity]) -> None:
             click.echo(f"     {line}")
 
 
-def print_hits(hits: list[recall_core.RecallHit]) -> None:
+def print_hits(hits: list[recall_core.RecallHit], mask: Callable[[str], str] = str) -> None:
+    """``mask`` hides what the reader may not see (secret names, for a player), as /recall's passages do."""
     if not hits:
         click.echo("nothing found")
     for n, h in enumerate(hits, 1):
         refs = ", ".join(h.refs[:3]) + (" …" if len(h.refs) > 3 else "")
-        click.echo(f"{n}. [{h.where()}] score {h.score:.4f} ({'+'.join(h.matched)})  refs: {refs}")
+        click.echo(f"{n}. [{mask(h.where())}] score {h.score:.4f} ({'+'.join(h.matched)})  refs: {refs}")
         for line in h.lines:  # the lines that answer (›), whole: the answer may be their last words; context previewed
-            for i, part in enumerate(wrapped(f"{line.who()}: {line.shown()}", indent=5)):
+            for i, part in enumerate(wrapped(f"{line.who(mask)}: {line.shown(mask)}", indent=5)):
                 click.echo(f"   › {part}" if line.matched and i == 0 else f"     {part}")

@@ -139,9 +139,10 @@ def scene_moves(
     return scene_arrivals([(e.id, named.get(e.id, []) if e.id not in talk else []) for e in entries])
 
 
-async def file_proposal(mem: CampaignMemory, proposal: Proposal) -> ExtractionStats:
+async def file_proposal(mem: CampaignMemory, proposal: Proposal, *, warn: bool = True) -> ExtractionStats:
     """Write a proposal into the graph, in the caller's transaction if it holds one. Names resolve against the
-    entities as they are now: the DM may have added, merged or rejected some while the extractor ran."""
+    entities as they are now: the DM may have added, merged or rejected some while the extractor ran. ``warn``
+    False: the caller says the LLM's unusable answers itself (:class:`Fallbacks`, once for many proposals)."""
     stats = proposal.stats.model_copy()
     async with mem.transaction() as tx:
         await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
@@ -151,7 +152,8 @@ async def file_proposal(mem: CampaignMemory, proposal: Proposal) -> ExtractionSt
         await writer.write(proposal.result, review_only=proposal.review_only)
         if proposal.fallback is not None:  # after the LLM's: a fact both propose keeps the status the LLM's gets
             await writer.write(proposal.fallback, review_only=True)
-            await _warn_fallback(tx, proposal, stats)
+            if warn:
+                (await Fallbacks(proposal.session_id).add(tx, proposal, stats)).warn()
     return stats
 
 
@@ -165,24 +167,47 @@ async def extract_into_graph(
     return await file_proposal(mem, proposal)
 
 
-async def _warn_fallback(mem: CampaignMemory, proposal: Proposal, stats: ExtractionStats) -> None:
-    # The DM's notice (the worker's log, `ingest --wait`): a model answering nonsense must not go unnoticed.
-    row = await mem.db.fetchrow(
-        "SELECT c.name, s.title FROM sessions s JOIN campaigns c ON c.id = s.campaign_id "
-        "WHERE s.campaign_id = $1 AND s.id = $2",
-        mem.campaign_id,
-        proposal.session_id,
-    )
-    log.warning(
-        "campaign %r, session %r: unusable LLM answers (%d; the first: %s), so the offline rules read those %d "
-        "lines instead; what they found waits in review (`lorekeeper review list`). If this keeps happening, the "
-        "model (LOREKEEPER_LLM_MODEL) is not fit for extraction",
-        row["name"] if row else mem.campaign_id,
-        row["title"] if row else proposal.session_id,
-        stats.llm_errors,
-        proposal.result.errors[0],
-        stats.entries_fallback,
-    )
+@dataclass
+class Fallbacks:
+    """The proposals of one session whose LLM answers were unusable, said in one warning: the DM's notice (the
+    worker's log, `ingest --wait`) that a model answering nonsense must not go unnoticed, nor repeated a slice."""
+
+    session_id: int
+    names: tuple[object, object] = ("", "")  # the campaign's and the session's, read at the first one
+    errors: int = 0
+    first: str = ""
+    lines: int = 0
+    slices: int = 0
+
+    async def add(self, mem: CampaignMemory, proposal: Proposal, stats: ExtractionStats) -> Fallbacks:
+        if not self.slices:
+            row = await mem.db.fetchrow(
+                "SELECT c.name, s.title FROM sessions s JOIN campaigns c ON c.id = s.campaign_id "
+                "WHERE s.campaign_id = $1 AND s.id = $2",
+                mem.campaign_id,
+                self.session_id,
+            )
+            self.names = (row["name"], row["title"]) if row else (mem.campaign_id, self.session_id)
+            self.first = proposal.result.errors[0]
+        self.errors += stats.llm_errors
+        self.lines += stats.entries_fallback
+        self.slices += 1
+        return self
+
+    def warn(self, of_slices: int | None = None) -> None:
+        """Log the warning if there is anything to say; ``of_slices``: how many slices the job read."""
+        if not self.slices:
+            return
+        log.warning(
+            "campaign %r, session %r: unusable LLM answers (%d; the first: %s)%s, so the offline rules read those "
+            "%d lines instead; what they found waits in review (`lorekeeper review list`). If this keeps "
+            "happening, the model (LOREKEEPER_LLM_MODEL) is not fit for extraction",
+            *self.names,
+            self.errors,
+            self.first,
+            "" if of_slices is None else f" in {self.slices} of {of_slices} slices of its lines",
+            self.lines,
+        )
 
 
 def by_role(entries: Sequence[Entry], dm_speaker_id: str | None) -> list[Entry]:

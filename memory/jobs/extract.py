@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memory.extraction import file_proposal, make_extractor, propose
+from memory.extraction.pipeline import Fallbacks
 from memory.jobs.context import JobContext
 from memory.jobs.queue import CORRECT2, EXTRACT, claim_progress, progress, set_progress
 
@@ -17,24 +18,33 @@ async def extract_session(ctx: JobContext, campaign_id: int, session_id: int, *,
     """
     extractor = make_extractor(ctx.llm)
     mem = ctx.memory.campaign(campaign_id)
-    while True:
-        done = await progress(mem.db, mem, session_id, EXTRACT)
-        # Lines waiting for correction stage 2 are extracted after it, from their corrected text: the stage-2
-        # job enqueues this one again when it is through. (Its progress is read first: a line it revises after
-        # this read still waits.)
-        corrected_to = await progress(mem.db, mem, session_id, CORRECT2)
-        entries = await mem.log.session_entries(session_id, after_seq=done, limit=slice_size)
-        waiting = next((i for i, e in enumerate(entries) if e.suspects and e.seq > corrected_to), None)
-        entries = entries[:waiting]
-        if not entries:
-            return
-        proposal = await propose(mem, session_id=session_id, entries=entries, extractor=extractor)
-        async with mem.transaction() as tx:
-            if not await claim_progress(tx.db, tx, session_id, EXTRACT, done):
-                continue
-            now = await tx.log.session_entries(session_id, after_seq=done, limit=len(entries))
-            if [(e.id, e.text) for e in now] != [(e.id, e.text) for e in entries]:
-                continue  # a line arrived inside the slice, or one was revised, while the extractor ran
-            if proposal is not None:
-                await file_proposal(tx, proposal)
-            await set_progress(tx.db, tx, session_id, EXTRACT, entries[-1].seq)
+    # a model unusable for a whole session is one warning for this run, not one a slice (13 on a long episode);
+    # said even if the run stops on an error, for the slices it filed
+    fallbacks, slices = Fallbacks(session_id), 0
+    try:
+        while True:
+            done = await progress(mem.db, mem, session_id, EXTRACT)
+            # Lines waiting for correction stage 2 are extracted after it, from their corrected text: the stage-2
+            # job enqueues this one again when it is through. (Its progress is read first: a line it revises after
+            # this read still waits.)
+            corrected_to = await progress(mem.db, mem, session_id, CORRECT2)
+            entries = await mem.log.session_entries(session_id, after_seq=done, limit=slice_size)
+            waiting = next((i for i, e in enumerate(entries) if e.suspects and e.seq > corrected_to), None)
+            entries = entries[:waiting]
+            if not entries:
+                return
+            proposal = await propose(mem, session_id=session_id, entries=entries, extractor=extractor)
+            async with mem.transaction() as tx:
+                if not await claim_progress(tx.db, tx, session_id, EXTRACT, done):
+                    continue
+                now = await tx.log.session_entries(session_id, after_seq=done, limit=len(entries))
+                if [(e.id, e.text) for e in now] != [(e.id, e.text) for e in entries]:
+                    continue  # a line arrived inside the slice, or one was revised, while the extractor ran
+                if proposal is not None:
+                    stats = await file_proposal(tx, proposal, warn=False)
+                await set_progress(tx.db, tx, session_id, EXTRACT, entries[-1].seq)
+            slices += 1  # committed
+            if proposal is not None and proposal.fallback is not None:
+                await fallbacks.add(mem, proposal, stats)
+    finally:
+        fallbacks.warn(of_slices=slices)

@@ -320,6 +320,23 @@ def test_a_transcript_not_in_utf8_is_refused_with_a_non_zero_exit(lk, tmp_path: 
     )
 
 
+def test_ingest_help_says_which_session_a_line_goes_to(lk, tmp_path: Path) -> None:
+    """`--session` said "Session title (default: the file name)": the default is the name without its extension,
+    and a .jsonl line naming its session goes to that one whatever --session says."""
+    assert lk("campaign", "create", "T").returncode == 0
+    (tmp_path / "week_one.txt").write_text("DM: Hello there.\n")
+    assert "(session: week_one)" in lk("ingest", str(tmp_path / "week_one.txt")).stdout
+    (tmp_path / "export.jsonl").write_text(
+        '{"speaker": "DM", "text": "Hi again.", "session": "Night 10"}\n{"speaker": "DM", "text": "No title."}\n'
+    )
+    assert "(sessions: Night 10, Foo)" in lk("ingest", str(tmp_path / "export.jsonl"), "--session", "Foo").stdout
+    shown = " ".join(lk("ingest", "--help").stdout.split())
+    assert (
+        "--session TITLE Session title (default: the file's name without its extension); a .jsonl line naming "
+        'its "session" goes to that one instead.'
+    ) in shown
+
+
 def test_a_transcript_refused_for_a_session_of_another_says_how_to_give_it_its_own(lk, tmp_path: Path) -> None:
     """Two weeks each saved as transcript.txt: the second goes into the first's session by its file name."""
     assert lk("campaign", "create", "C").returncode == 0
@@ -823,6 +840,54 @@ def test_a_campaign_named_with_an_emoji_is_said_as_typed_so_the_dm_can_copy_it_b
         assert "\\u200d" not in said.stdout + said.stderr
     gone = lk("campaign", "delete", wizard, "--yes")
     assert gone.stdout == f"deleted campaign '{wizard}'\n"
+
+
+def test_json_gives_a_line_of_an_untimed_transcript_no_time_not_0_00(lk, tmp_path: Path) -> None:
+    """A plain-text transcript without times is stored "at 0:00": `--json` said "start_s": 0.0 for its lines, which
+    a script cannot tell from a line said at 0:00. Such a line's time is null; a timed line keeps its seconds."""
+    assert lk("campaign", "create", "Reeds").returncode == 0
+    assert lk("entity", "add", "Quelloth", "npc").returncode == 0
+    (tmp_path / "timed.txt").write_text("[00:01:05] DM: Quelloth sinks into the lake.\n")
+    (tmp_path / "night.txt").write_text("DM: The barge drifts at dusk.\nAna: Quelloth hides in the reeds.\n")
+    assert lk("ingest", str(tmp_path / "timed.txt"), "--session", "Night 1").returncode == 0
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night 2").returncode == 0
+    assert lk("worker", "--drain").returncode == 0  # the mention index
+
+    hits = json.loads(lk("recall", "Quelloth", "--mode", "fulltext", "--json").stdout)["hits"]
+    times = {h["session"]: (h["start_s"], h["end_s"], [line["start_s"] for line in h["lines"]]) for h in hits}
+    assert times == {"Night 1": (65.0, 65.0, [65.0]), "Night 2": (None, None, [None, None])}
+    batch = json.loads(lk("recall", "--mode", "fulltext", input="Quelloth hides\n").stdout)
+    assert [(h["session"], h["start_s"]) for h in batch][:1] == [("Night 2", None)]
+    lines = json.loads(lk("entity", "mentions", "Quelloth", "--json").stdout)["lines"]
+    assert [(line["title"], line["start_s"]) for line in lines] == [("Night 2", None), ("Night 1", 65.0)]
+    assert json.loads(lk("entity", "show", "Quelloth", "--json").stdout)["last_mention"]["start_s"] is None
+    found = json.loads(lk("search", "Quelloth", "--json").stdout)
+    assert sorted((h["ref"], h["start_s"]) for h in found) == [("night.txt:2", None), ("timed.txt:1", 65.0)]
+
+
+def test_as_player_previews_recall_entity_show_and_recap_as_a_player_reads_them(lk, tmp_path: Path) -> None:
+    """The DM could not see what a player would read without a player's Discord account: `--as-player` shows
+    recall, an entity's card and a recap as /recall, /entity show and /recap show them to a player."""
+    assert lk("campaign", "create", "Reeds").returncode == 0
+    assert lk("entity", "add", "Vaskerrin", "npc", "--secret").returncode == 0
+    assert lk("entity", "add", "Mira", "npc", "--description", "She owes Vaskerrin a debt.").returncode == 0
+    assert lk("entity", "link", "Mira", "ally_of", "Vaskerrin").returncode == 0
+    (tmp_path / "night.txt").write_text("DM: Mira poles the ferry.\nAna: Mira says Vaskerrin paid her in silver.\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night 1", "--wait").returncode == 0
+    for args in (["recall", "Mira silver", "--mode", "fulltext"], ["entity", "show", "Mira"], ["recap"]):
+        dm, player = lk(*args), lk(*args, "--as-player")
+        assert dm.returncode == player.returncode == 0, player.stderr
+        assert "Mira says Vaskerrin paid her in silver." in dm.stdout, args
+        assert "Mira says [secret] paid her in silver." in player.stdout and "Vaskerrin" not in player.stdout, args
+    assert "Mira —ally_of→ Vaskerrin (secret)" in lk("entity", "show", "Mira").stdout
+    assert "She owes [secret] a debt." in lk("entity", "show", "Mira", "--as-player").stdout
+    hidden = lk("entity", "show", "Vaskerrin", "--as-player")
+    assert hidden.returncode == 1 and hidden.stderr == "error: no entity named 'Vaskerrin' in campaign 'Reeds'\n"
+    assert lk("entity", "show", "Vaskerrin").stdout.startswith("Vaskerrin (npc, secret)")
+    data = lk("recap", "--as-player", "--json")
+    assert data.returncode == 2 and "--as-player shows the text a player reads: give it without --json" in data.stderr
+    batch = lk("recall", "--as-player", input="Mira\n")
+    assert batch.returncode == 2 and "give it a QUERY, not queries on stdin" in batch.stderr
 
 
 def test_recall_of_nothing_is_a_usage_error(lk) -> None:

@@ -766,6 +766,28 @@ async def test_a_line_arriving_inside_the_slice_meanwhile_is_extracted(
     assert await extracted_to(world, session_id) == 4
 
 
+async def test_a_model_unusable_for_a_whole_session_is_one_warning_per_run_of_the_job(
+    world: CampaignMemory, memory: Memory, llm: OpenAILLM, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The job reads a session slice by slice: a model answering nonsense to every request warned once a slice
+    (13 warnings on C1E020). One run of the job is one warning, saying how many slices it failed on."""
+    entries = await write(world, TRANSCRIPT * 3)
+    fake_openai.chat_handler = "Sure! Brom is in the Silver Hand."
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name, llm=llm)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id, slice_size=6)
+    assert len(fake_openai.chat_requests) == 3  # one request a slice: the model was asked of each
+    warned = [r.getMessage() for r in caplog.records if "unusable LLM answers" in r.getMessage()]
+    assert len(warned) == 1, warned
+    assert warned[0].startswith(
+        "campaign 'Test Campaign', session 'Session 1': unusable LLM answers (3; the first: LLM answer is not "
+        "valid JSON"
+    )
+    assert "in 3 of 3 slices of its lines, so the offline rules read those 12 lines instead" in warned[0]
+    # what the DM reviews is what a warning a slice came with: the rules' findings, pending
+    assert ("Brom", "member_of", "Silver Hand", "pending") in await facts(world)
+    assert await extracted_to(world, entries[0].session_id) == entries[-1].seq
+
+
 async def test_nothing_is_proposed_from_the_pre_show_or_a_sponsor_read(world: CampaignMemory) -> None:
     """The issue's queue held "Xenoblade Chronicles X" and "Lao", from a voice actor's plug before the game."""
     lines = [
