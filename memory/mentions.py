@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, field_serializer
+from pydantic import BaseModel
 
 from memory.db import Executor
-from memory.models import untimed_as_null, where_said
+from memory.models import where_said
 
 
 class LineMention(BaseModel):
@@ -28,8 +28,6 @@ class LineMention(BaseModel):
     start_s: float
     text: str
     ref: str | None
-
-    _untimed = field_serializer("start_s", when_used="json")(untimed_as_null)
 
     def where(self) -> str:
         return where_said(self.title, self.start_s, self.ref)

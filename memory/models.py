@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory.text import (
     INVISIBLE,
@@ -186,23 +186,6 @@ class Correction(BaseModel):
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
-#: The refs of lines from speech, whose time is always that of the audio (``audio:night.wav:0``, ``voice:…``).
-TIMED_REFS = ("audio:", "voice:")
-
-
-def line_time(start_s: float | None, ref: str | None) -> float | None:
-    """A line's time into its session, or None when its transcript had no times (a CRD3 episode, an untimed file):
-    the store keeps such a line at 0.0, "at 0:00", which says nothing. Speech heard (a recording's ``audio:`` line,
-    live ``voice:``) always has its time: its first word at 0:00 is at 0:00."""
-    return start_s if start_s or (start_s is not None and (not ref or ref.startswith(TIMED_REFS))) else None
-
-
-def untimed_as_null(self: Any, seconds: float | None) -> float | None:
-    """A line's ``start_s`` or ``end_s`` in JSON (a field serializer of a model with a ``ref``): null when the line
-    has no time, so a script can tell "at 0:00" from "untimed"."""
-    return line_time(seconds, self.ref)
-
-
 class EntryIn(BaseModel):
     """One utterance for L1."""
 
@@ -239,8 +222,6 @@ class Entry(BaseModel):
     suspects: list[tuple[int, int]] = Field(default_factory=list)
     confidences: list[float | None] | None = None
     created_at: datetime
-
-    _untimed = field_serializer("start_s", "end_s", when_used="json")(untimed_as_null)
 
 
 class EntryHit(Entry):
@@ -438,16 +419,19 @@ class Mention(BaseModel):
     text: str
     ref: str | None
 
-    _untimed = field_serializer("start_s", when_used="json")(untimed_as_null)
-
     def where(self) -> str:
         return where_said(self.title, self.start_s, self.ref)
 
 
+#: The refs of lines from speech, whose time is always that of the audio (``audio:night.wav:0``, ``voice:…``).
+TIMED_REFS = ("audio:", "voice:")
+
+
 def where_said(title: str, start_s: float | None, ref: str | None) -> str:
-    """The session and the line's time in it (:func:`line_time`), or its source ("turn 1098") when the transcript
-    had no times."""
-    if (start_s := line_time(start_s, ref)) is not None:
+    """The session and the line's time in it, or its source ("turn 1098") when the transcript had no times
+    (a CRD3 episode, an untimed file): every such line is "at 0:00", which says nothing. Speech heard (a recording's
+    ``audio:`` line, live ``voice:``) always has its time: its first word at 0:00 is "at 0:00", not its ref."""
+    if start_s or (start_s is not None and (not ref or ref.startswith(TIMED_REFS))):
         minutes, secs = divmod(int(start_s), 60)
         hours, minutes = divmod(minutes, 60)
         return f"{title} at {f'{hours}:{minutes:02d}' if hours else minutes}:{secs:02d}"

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 import asyncpg
-from pydantic import BaseModel, field_serializer
+from pydantic import BaseModel
 
 from memory import lexical as lexical_ranker
 from memory import recall_rank as rank
 from memory.correction.text import normalize, spaced_form, tokenize
 from memory.errors import InvalidInputError
 from memory.gazetteer import Gazetteer
-from memory.models import ChunkHit, EntityType, Visibility, line_time, took_part_line, untimed_as_null, where_said
+from memory.models import ChunkHit, EntityType, Visibility, took_part_line, where_said
 from memory.offgame import line_talk
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
@@ -73,8 +73,6 @@ class HitLine(BaseModel):
     #: a long line that scored by a passage: the characters of ``text`` shown (whole sentences around it)
     passage: tuple[int, int] | None = None
 
-    _untimed = field_serializer("start_s", when_used="json")(untimed_as_null)
-
     def who(self, mask: Callable[[str], str] = str) -> str:
         """The speaker as a reader sees them: "TRAVIS (Grog Strongjaw)" when the question asked for Grog."""
         return mask(f"{self.speaker} ({self.plays})" if self.plays else self.speaker)
@@ -101,11 +99,6 @@ class RecallHit(BaseModel):
     entry_ids: list[int]
     matched: list[str]  # how it was found: "fulltext", "vector", "entity" (names one asked of), "speaker" (said by)
     lines: list[HitLine] = []  # what the DM reads, in reading order
-
-    @field_serializer("start_s", "end_s", when_used="json")
-    def _untimed(self, seconds: float | None) -> float | None:
-        # the hit's times are its first line's (an untimed transcript's lines all end "at 0:00" too)
-        return line_time(seconds, self.lines[0].ref if self.lines else self.refs[0] if self.refs else None)
 
     def answering(self) -> list[HitLine]:
         """The lines that scored (the answer), without their context."""

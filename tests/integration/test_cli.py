@@ -842,29 +842,6 @@ def test_a_campaign_named_with_an_emoji_is_said_as_typed_so_the_dm_can_copy_it_b
     assert gone.stdout == f"deleted campaign '{wizard}'\n"
 
 
-def test_json_gives_a_line_of_an_untimed_transcript_no_time_not_0_00(lk, tmp_path: Path) -> None:
-    """A plain-text transcript without times is stored "at 0:00": `--json` said "start_s": 0.0 for its lines, which
-    a script cannot tell from a line said at 0:00. Such a line's time is null; a timed line keeps its seconds."""
-    assert lk("campaign", "create", "Reeds").returncode == 0
-    assert lk("entity", "add", "Quelloth", "npc").returncode == 0
-    (tmp_path / "timed.txt").write_text("[00:01:05] DM: Quelloth sinks into the lake.\n")
-    (tmp_path / "night.txt").write_text("DM: The barge drifts at dusk.\nAna: Quelloth hides in the reeds.\n")
-    assert lk("ingest", str(tmp_path / "timed.txt"), "--session", "Night 1").returncode == 0
-    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night 2").returncode == 0
-    assert lk("worker", "--drain").returncode == 0  # the mention index
-
-    hits = json.loads(lk("recall", "Quelloth", "--mode", "fulltext", "--json").stdout)["hits"]
-    times = {h["session"]: (h["start_s"], h["end_s"], [line["start_s"] for line in h["lines"]]) for h in hits}
-    assert times == {"Night 1": (65.0, 65.0, [65.0]), "Night 2": (None, None, [None, None])}
-    batch = json.loads(lk("recall", "--mode", "fulltext", input="Quelloth hides\n").stdout)
-    assert [(h["session"], h["start_s"]) for h in batch][:1] == [("Night 2", None)]
-    lines = json.loads(lk("entity", "mentions", "Quelloth", "--json").stdout)["lines"]
-    assert [(line["title"], line["start_s"]) for line in lines] == [("Night 2", None), ("Night 1", 65.0)]
-    assert json.loads(lk("entity", "show", "Quelloth", "--json").stdout)["last_mention"]["start_s"] is None
-    found = json.loads(lk("search", "Quelloth", "--json").stdout)
-    assert sorted((h["ref"], h["start_s"]) for h in found) == [("night.txt:2", None), ("timed.txt:1", 65.0)]
-
-
 def test_as_player_previews_recall_entity_show_and_recap_as_a_player_reads_them(lk, tmp_path: Path) -> None:
     """The DM could not see what a player would read without a player's Discord account: `--as-player` shows
     recall, an entity's card and a recap as /recall, /entity show and /recap show them to a player."""
