@@ -23,6 +23,7 @@ from campaigns.imports.common import DM_NOTES, World, secret_text
 from campaigns.load import LoadChange, LoadReport, apply_campaign_file
 from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec, name_key
 from memory.errors import InvalidInputError, NotFoundError
+from memory.graph.sql import ENTITY_SELECT, entity_from_row
 from memory.models import Entity, Visibility
 from memory.store import CampaignMemory
 from memory.text import clip, counted
@@ -113,7 +114,8 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
     named: dict[str, int] = {}  # an imported name (key) → the entity it updates, when that entity's name differs
     updating: dict[int, int] = {}  # an entity of the campaign → its entry: two records naming it make one
     hidden: list[tuple[str, str]] = []  # a public entity's name, and the secret text a record of it holds
-    found = [await _by_source(mem, world.format, world.source_ids.get(spec.name, {})) for spec in world.entities]
+    found = await _by_source(mem, world.format, [world.source_ids.get(spec.name, {}) for spec in world.entities])
+    made: set[int] | None = None  # the entities an import made, read once when a record first needs it
     # entities a record renames: their old name is no longer theirs for another record of the import to match
     renaming = {
         entity.id
@@ -140,7 +142,9 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
             if ids:
                 sourced.append((spec.name, ids, None))
             continue
-        if ids and (by_id or await _imported(mem, existing, world.format)):  # never an entity the DM made by hand
+        if ids and not by_id and made is None:
+            made = await _imported(mem, world.format)
+        if ids and (by_id or existing.id in (made or ())):  # never an entity the DM made by hand
             sourced.append((spec.name, ids, existing.id))
         secret = spec.secret and existing.visibility != Visibility.secret
         if secret:  # a GM-only journal of a public NPC's name
@@ -204,51 +208,70 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
     )
 
 
-async def _by_source(mem: CampaignMemory, kind: str, ids: dict[str, str]) -> tuple[Entity | None, bool]:
-    """The entity imported before from a record of one of ``ids`` (the tool's ids → the records' names now), of
-    this tool only, and whether the tool renamed that record since."""
-    if not ids:
-        return None, False
+async def _by_source(mem: CampaignMemory, kind: str, records: list[dict[str, str]]) -> list[tuple[Entity | None, bool]]:
+    """For each record's ids (the tool's ids → the records' names now): the entity imported before from one of
+    them, of this tool only, and whether the tool renamed that record since. Two queries for the whole import, not
+    one a record: a world of thousands of records is matched in a moment."""
+    wanted = sorted({source_id for ids in records for source_id in ids})
+    if not wanted:
+        return [(None, False)] * len(records)
     rows = await mem.db.fetch(
         """
         SELECT s.entity_id, s.source_id, s.name FROM entity_source_ids s
         JOIN entities e ON e.campaign_id = s.campaign_id AND e.id = s.entity_id
         WHERE s.campaign_id = $1 AND s.kind = $2 AND s.source_id = ANY($3::text[]) AND e.status <> 'rejected'
-        ORDER BY array_position($3::text[], s.source_id)
         """,
         mem.campaign_id,
         kind,
-        list(ids),
+        wanted,
     )
-    if not rows:
-        return None, False
-    entity_id = rows[0]["entity_id"]
-    retitled = any(name_key(r["name"]) != name_key(ids[r["source_id"]]) for r in rows if r["entity_id"] == entity_id)
-    return await mem.graph.get_entity_by_id(entity_id), retitled
-
-
-async def _imported(mem: CampaignMemory, entity: Entity, kind: str) -> bool:
-    """Whether an import made the entity: it holds a tool's ids, or an accepted batch of this tool added it by its
-    name (imported before ids were kept). One the DM made, which a batch only updated, is never matched by an id."""
-    return bool(
-        await mem.db.fetchval(
-            """
-            SELECT EXISTS (SELECT 1 FROM entity_source_ids WHERE campaign_id = $1 AND entity_id = $2)
-                OR EXISTS (
-                    SELECT 1 FROM import_batches b
-                    CROSS JOIN LATERAL jsonb_array_elements(b.content -> 'world' -> 'entities') w
-                    WHERE b.campaign_id = $1 AND b.status = 'accepted' AND b.format = $4
-                      AND lower(w ->> 'name') = lower($3)
-                      AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(b.content -> 'updates') u
-                                      WHERE lower(u) = lower($3))
-                )
-            """,
+    known: dict[str, tuple[int, str]] = {r["source_id"]: (r["entity_id"], r["name"]) for r in rows}
+    entities = {
+        row["id"]: entity_from_row(row)
+        for row in await mem.db.fetch(
+            f"{ENTITY_SELECT} WHERE e.campaign_id = $1 AND e.id = ANY($2::bigint[])",
             mem.campaign_id,
-            entity.id,
-            entity.name,
-            kind,
+            sorted({entity_id for entity_id, _ in known.values()}),
         )
+    }
+    found: list[tuple[Entity | None, bool]] = []
+    for ids in records:
+        hits = [(known[source_id], source_id) for source_id in ids if source_id in known]  # in the record's order
+        if not hits:
+            found.append((None, False))
+            continue
+        entity_id = hits[0][0][0]
+        retitled = any(name_key(name) != name_key(ids[s]) for (e, name), s in hits if e == entity_id)
+        found.append((entities[entity_id], retitled))
+    return found
+
+
+async def _imported(mem: CampaignMemory, kind: str) -> set[int]:
+    """The entities an import made: those holding a tool's ids, and those an accepted batch of this tool added by
+    their name (imported before ids were kept). One the DM made, which a batch only updated, is never matched by an
+    id. One scan of the batches for the whole import, not one a record."""
+    rows = await mem.db.fetch(
+        """
+        SELECT e.id FROM entities e
+        WHERE e.campaign_id = $1 AND (
+            EXISTS (SELECT 1 FROM entity_source_ids s WHERE s.campaign_id = $1 AND s.entity_id = e.id)
+            OR lower(e.name) IN (
+                SELECT made.name FROM (
+                    SELECT b.id, lower(w ->> 'name') AS name FROM import_batches b
+                    CROSS JOIN LATERAL jsonb_array_elements(b.content -> 'world' -> 'entities') w
+                    WHERE b.campaign_id = $1 AND b.status = 'accepted' AND b.format = $2
+                    EXCEPT
+                    SELECT b.id, lower(u) FROM import_batches b
+                    CROSS JOIN LATERAL jsonb_array_elements_text(b.content -> 'updates') u
+                    WHERE b.campaign_id = $1 AND b.status = 'accepted' AND b.format = $2
+                ) made
+            )
+        )
+        """,
+        mem.campaign_id,
+        kind,
     )
+    return {r["id"] for r in rows}
 
 
 async def _keep_source_ids(
