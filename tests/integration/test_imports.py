@@ -12,7 +12,7 @@ import pytest
 from campaigns import batches
 from campaigns.imports import read_import
 from memory.errors import AlreadyExistsError, InvalidInputError
-from memory.models import EntityIn, EntityType, Visibility
+from memory.models import EntityIn, EntityType, Relationship, RelationshipIn, Visibility
 from memory.store import CampaignMemory
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
@@ -375,3 +375,53 @@ async def test_a_big_world_is_matched_in_as_many_queries_as_a_small_one(campaign
     small, _ = await queries(_actors(4))
     big, resolved = await queries(_actors(40))
     assert small == big and len([s for s in resolved.sourced if s[2] is not None]) == 40
+
+
+def _crew(trident: str, *others: str) -> list[tuple[str, bytes]]:
+    """A Foundry world's actors.db: Ilse and Hale, the magic trident on ``trident``'s sheet; ``others`` more NPCs,
+    each with a trident of their own."""
+    item = {"_id": "itm1", "name": "Tidecaller Trident", "type": "weapon", "system": {"rarity": "rare"}}
+    actors = [(f"wact00000000000{i}", name) for i, name in enumerate(("Captain Ilse", "Abbot Hale", *others))]
+    lines = [
+        json.dumps(
+            {"_id": i, "name": n, "type": "npc", "system": {}, "items": [item] if n in (trident, *others) else []}
+        )
+        for i, n in actors
+    ]
+    return [("actors.db", "\n".join(lines).encode())]
+
+
+async def test_an_item_moved_to_another_actor_is_no_longer_the_first_ones(campaign: CampaignMemory) -> None:
+    """The DM moves the trident from Ilse's sheet to Hale's in Foundry: imported again, Hale owns it and Ilse no
+    longer does (kept in her history), instead of both owning it. An owner the import does not read, and what the
+    DM said by hand, stay."""
+    await _import(campaign, _crew("Captain Ilse"))
+    ilse, hale = await campaign.graph.get_entity("Captain Ilse"), await campaign.graph.get_entity("Abbot Hale")
+    trident = await campaign.graph.get_entity("Tidecaller Trident")
+    await campaign.graph.add_relationship(RelationshipIn(source_id=hale.id, type="wields", target_id=trident.id))
+
+    def owners(facts: list[Relationship]) -> list[str]:
+        return sorted(f.source_name for f in facts if f.type == "owns")
+
+    _, said = await _import(campaign, _crew("Abbot Hale"))
+    assert owners(await campaign.graph.relationships_of(trident.id)) == ["Abbot Hale"]
+    assert owners(await campaign.graph.history(ilse.id)) == ["Captain Ilse"]
+    assert "- Captain Ilse: fact owns Tidecaller Trident: ended (another owns it now)" in said
+    assert [r.type for r in await campaign.graph.relationships_of(hale.id)] == ["owns", "wields"]  # the DM's stays
+
+    # only Ilse's sheet exported, without the trident: nothing says who has it now, Hale keeps it
+    await _import(
+        campaign,
+        [
+            (
+                "ilse.json",
+                json.dumps(
+                    {"_id": "wact000000000000", "name": "Captain Ilse", "type": "npc", "system": {}, "items": []}
+                ).encode(),
+            )
+        ],
+    )
+    assert owners(await campaign.graph.relationships_of(trident.id)) == ["Abbot Hale"]
+    # a trident on two sheets (one entity of that name): both own it; Hale, whose sheet has none now, does not
+    await _import(campaign, _crew("Captain Ilse", "Mara"))
+    assert owners(await campaign.graph.relationships_of(trident.id)) == ["Captain Ilse", "Mara"]
