@@ -163,12 +163,23 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
             aliases.append(existing.name)
         elif not by_id and name_key(spec.name) != name_key(existing.name):
             aliases.append(spec.name)
+        # of two records of one entity (one merged into it), the one of its name has the last word: the merged
+        # one read first never replaces the description the merge kept
+        first, second = (
+            (before, spec) if before is not None and name_key(spec.name) != name_key(existing.name) else (spec, before)
+        )
         entry = EntitySpec(
             name=name,
             type=existing.type,
             aliases=list(dict.fromkeys(a for a in aliases if name_key(a) != name_key(name))),
-            description=(before.description if before else "") or spec.description or existing.description,
-            attributes={**existing.attributes, **spec.attributes, **(before.attributes if before else {})},
+            description=(first.description if first else "")
+            or (second.description if second else "")
+            or existing.description,
+            attributes={
+                **existing.attributes,
+                **(second.attributes if second else {}),
+                **(first.attributes if first else {}),
+            },
             secret=existing.visibility == Visibility.secret,
             renamed_from=renamed_from,
         )

@@ -425,3 +425,24 @@ async def test_an_item_moved_to_another_actor_is_no_longer_the_first_ones(campai
     # a trident on two sheets (one entity of that name): both own it; Hale, whose sheet has none now, does not
     await _import(campaign, _crew("Captain Ilse", "Mara"))
     assert owners(await campaign.graph.relationships_of(trident.id)) == ["Captain Ilse", "Mara"]
+
+
+async def test_a_record_merged_into_an_entity_never_replaces_what_the_merge_kept(campaign: CampaignMemory) -> None:
+    """The DM merges the actor "The Smith" into "Vask" (one NPC in Foundry twice), keeping Vask's words. The world
+    imported again has both records, "The Smith" first: Vask keeps his own record's description and attributes."""
+
+    def actor(i: int, name: str, bio: str, kind: str) -> str:
+        details = {"biography": {"value": f"<p>{bio}</p>"}, "alignment": kind}
+        return json.dumps(
+            {"_id": f"wact00000000000{i}", "name": name, "type": "npc", "system": {"details": details}, "items": []}
+        )
+
+    smith, vask = actor(0, "The Smith", "Works the forge.", "Neutral"), actor(1, "Vask", "A smith.", "Lawful Evil")
+    world = [("actors.db", f"{smith}\n{vask}".encode())]
+    await _import(campaign, world)
+    await campaign.graph.merge_entities("The Smith", "Vask")
+    batch, _ = await _import(campaign, world)
+    merged = await campaign.graph.get_entity("Vask")
+    assert (merged.description, merged.attributes["alignment"]) == ("A smith.", "Lawful Evil")
+    assert "- The Smith (npc) (updates Vask): Works the forge." in batch.card()
+    assert await count(campaign, "entities") == 1
