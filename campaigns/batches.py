@@ -23,6 +23,7 @@ from campaigns.imports.common import DM_NOTES, World, secret_text
 from campaigns.load import LoadChange, LoadReport, apply_campaign_file
 from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec, name_key
 from memory.errors import InvalidInputError, NotFoundError
+from memory.graph.sql import ENTITY_SELECT, entity_from_row
 from memory.models import Entity, Visibility
 from memory.store import CampaignMemory
 from memory.text import clip, counted
@@ -113,7 +114,8 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
     named: dict[str, int] = {}  # an imported name (key) → the entity it updates, when that entity's name differs
     updating: dict[int, int] = {}  # an entity of the campaign → its entry: two records naming it make one
     hidden: list[tuple[str, str]] = []  # a public entity's name, and the secret text a record of it holds
-    found = [await _by_source(mem, world.format, world.source_ids.get(spec.name, {})) for spec in world.entities]
+    found = await _by_source(mem, world.format, [world.source_ids.get(spec.name, {}) for spec in world.entities])
+    made: set[int] | None = None  # the entities an import made, read once when a record first needs it
     # entities a record renames: their old name is no longer theirs for another record of the import to match
     renaming = {
         entity.id
@@ -140,7 +142,9 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
             if ids:
                 sourced.append((spec.name, ids, None))
             continue
-        if ids and (by_id or await _imported(mem, existing, world.format)):  # never an entity the DM made by hand
+        if ids and not by_id and made is None:
+            made = await _imported(mem, world.format)
+        if ids and (by_id or existing.id in (made or ())):  # never an entity the DM made by hand
             sourced.append((spec.name, ids, existing.id))
         secret = spec.secret and existing.visibility != Visibility.secret
         if secret:  # a GM-only journal of a public NPC's name
@@ -159,12 +163,23 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
             aliases.append(existing.name)
         elif not by_id and name_key(spec.name) != name_key(existing.name):
             aliases.append(spec.name)
+        # of two records of one entity (one merged into it), the one of its name has the last word: the merged
+        # one read first never replaces the description the merge kept
+        first, second = (
+            (before, spec) if before is not None and name_key(spec.name) != name_key(existing.name) else (spec, before)
+        )
         entry = EntitySpec(
             name=name,
             type=existing.type,
             aliases=list(dict.fromkeys(a for a in aliases if name_key(a) != name_key(name))),
-            description=(before.description if before else "") or spec.description or existing.description,
-            attributes={**existing.attributes, **spec.attributes, **(before.attributes if before else {})},
+            description=(first.description if first else "")
+            or (second.description if second else "")
+            or existing.description,
+            attributes={
+                **existing.attributes,
+                **(second.attributes if second else {}),
+                **(first.attributes if first else {}),
+            },
             secret=existing.visibility == Visibility.secret,
             renamed_from=renamed_from,
         )
@@ -204,51 +219,70 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
     )
 
 
-async def _by_source(mem: CampaignMemory, kind: str, ids: dict[str, str]) -> tuple[Entity | None, bool]:
-    """The entity imported before from a record of one of ``ids`` (the tool's ids → the records' names now), of
-    this tool only, and whether the tool renamed that record since."""
-    if not ids:
-        return None, False
+async def _by_source(mem: CampaignMemory, kind: str, records: list[dict[str, str]]) -> list[tuple[Entity | None, bool]]:
+    """For each record's ids (the tool's ids → the records' names now): the entity imported before from one of
+    them, of this tool only, and whether the tool renamed that record since. Two queries for the whole import, not
+    one a record: a world of thousands of records is matched in a moment."""
+    wanted = sorted({source_id for ids in records for source_id in ids})
+    if not wanted:
+        return [(None, False)] * len(records)
     rows = await mem.db.fetch(
         """
         SELECT s.entity_id, s.source_id, s.name FROM entity_source_ids s
         JOIN entities e ON e.campaign_id = s.campaign_id AND e.id = s.entity_id
         WHERE s.campaign_id = $1 AND s.kind = $2 AND s.source_id = ANY($3::text[]) AND e.status <> 'rejected'
-        ORDER BY array_position($3::text[], s.source_id)
         """,
         mem.campaign_id,
         kind,
-        list(ids),
+        wanted,
     )
-    if not rows:
-        return None, False
-    entity_id = rows[0]["entity_id"]
-    retitled = any(name_key(r["name"]) != name_key(ids[r["source_id"]]) for r in rows if r["entity_id"] == entity_id)
-    return await mem.graph.get_entity_by_id(entity_id), retitled
-
-
-async def _imported(mem: CampaignMemory, entity: Entity, kind: str) -> bool:
-    """Whether an import made the entity: it holds a tool's ids, or an accepted batch of this tool added it by its
-    name (imported before ids were kept). One the DM made, which a batch only updated, is never matched by an id."""
-    return bool(
-        await mem.db.fetchval(
-            """
-            SELECT EXISTS (SELECT 1 FROM entity_source_ids WHERE campaign_id = $1 AND entity_id = $2)
-                OR EXISTS (
-                    SELECT 1 FROM import_batches b
-                    CROSS JOIN LATERAL jsonb_array_elements(b.content -> 'world' -> 'entities') w
-                    WHERE b.campaign_id = $1 AND b.status = 'accepted' AND b.format = $4
-                      AND lower(w ->> 'name') = lower($3)
-                      AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(b.content -> 'updates') u
-                                      WHERE lower(u) = lower($3))
-                )
-            """,
+    known: dict[str, tuple[int, str]] = {r["source_id"]: (r["entity_id"], r["name"]) for r in rows}
+    entities = {
+        row["id"]: entity_from_row(row)
+        for row in await mem.db.fetch(
+            f"{ENTITY_SELECT} WHERE e.campaign_id = $1 AND e.id = ANY($2::bigint[])",
             mem.campaign_id,
-            entity.id,
-            entity.name,
-            kind,
+            sorted({entity_id for entity_id, _ in known.values()}),
         )
+    }
+    found: list[tuple[Entity | None, bool]] = []
+    for ids in records:
+        hits = [(known[source_id], source_id) for source_id in ids if source_id in known]  # in the record's order
+        if not hits:
+            found.append((None, False))
+            continue
+        entity_id = hits[0][0][0]
+        retitled = any(name_key(name) != name_key(ids[s]) for (e, name), s in hits if e == entity_id)
+        found.append((entities[entity_id], retitled))
+    return found
+
+
+async def _imported(mem: CampaignMemory, kind: str) -> set[int]:
+    """The entities an import made: those holding a tool's ids, and those an accepted batch of this tool added by
+    their name (imported before ids were kept). One the DM made, which a batch only updated, is never matched by an
+    id. One scan of the batches for the whole import, not one a record."""
+    rows = await mem.db.fetch(
+        """
+        SELECT e.id FROM entities e
+        WHERE e.campaign_id = $1 AND (
+            EXISTS (SELECT 1 FROM entity_source_ids s WHERE s.campaign_id = $1 AND s.entity_id = e.id)
+            OR lower(e.name) IN (
+                SELECT made.name FROM (
+                    SELECT b.id, lower(w ->> 'name') AS name FROM import_batches b
+                    CROSS JOIN LATERAL jsonb_array_elements(b.content -> 'world' -> 'entities') w
+                    WHERE b.campaign_id = $1 AND b.status = 'accepted' AND b.format = $2
+                    EXCEPT
+                    SELECT b.id, lower(u) FROM import_batches b
+                    CROSS JOIN LATERAL jsonb_array_elements_text(b.content -> 'updates') u
+                    WHERE b.campaign_id = $1 AND b.status = 'accepted' AND b.format = $2
+                ) made
+            )
+        )
+        """,
+        mem.campaign_id,
+        kind,
     )
+    return {r["id"] for r in rows}
 
 
 async def _keep_source_ids(
@@ -359,6 +393,7 @@ async def accept(mem: CampaignMemory, ref: str) -> tuple[ImportBatch, LoadReport
         report = await apply_campaign_file(tx, resolved.file)
         await _keep_source_ids(tx, batch.world.format, resolved.sourced)
         await _close_stale_notes(tx, resolved.file, report)
+        await _end_moved_items(tx, resolved.file, report)
         return await _decided(tx, batch, "accepted"), report
 
 
@@ -396,6 +431,53 @@ async def _close_stale_notes(tx: CampaignMemory, file: CampaignFile, report: Loa
             LoadChange(entity=entity.name, change=f"fact {row['type']}: ended (the GM notes are shorter now)")
             for row in sorted(rows, key=lambda r: int(r["type"].rsplit("_", 1)[1]))
         ]
+
+
+async def _end_moved_items(tx: CampaignMemory, file: CampaignFile, report: LoadReport) -> None:
+    """An item the import says another of its records owns now (moved between actors in the tool): the owner it
+    had, a record of this import too that no longer has it, no longer owns it. Else both own it, the old holder's
+    claim current beside the new one. An owner the import does not read, or the DM's own word, is left as it is."""
+    owners: dict[str, list[str]] = {}
+    for fact in file.relationships:
+        if fact.type == "owns" and fact.target is not None:
+            owners.setdefault(fact.target, []).append(fact.source)
+    if not owners:
+        return
+    rows = await tx.db.fetch(
+        """
+        WITH owned(item, owner) AS (SELECT * FROM unnest($2::text[], $3::text[])),
+        read AS (
+            SELECT e.id FROM entities e
+            WHERE e.campaign_id = $1 AND e.status <> 'rejected'
+              AND lower(e.name) IN (SELECT lower(n) FROM unnest($4::text[]) n)
+        ),
+        now_owned AS (
+            SELECT n.id, n.source_id, n.target_id FROM owned o
+            JOIN entities i ON i.campaign_id = $1 AND lower(i.name) = lower(o.item) AND i.status <> 'rejected'
+            JOIN entities w ON w.campaign_id = $1 AND lower(w.name) = lower(o.owner) AND w.status <> 'rejected'
+            JOIN relationships n ON n.campaign_id = $1 AND n.source_id = w.id AND n.target_id = i.id
+             AND n.type = 'owns' AND n.valid_to IS NULL AND n.status = 'accepted'
+        )
+        UPDATE relationships r
+        SET valid_to = now(), superseded_by = (SELECT min(n.id) FROM now_owned n WHERE n.target_id = r.target_id)
+        WHERE r.campaign_id = $1 AND r.type = 'owns' AND r.valid_to IS NULL AND r.status = 'accepted'
+          AND r.target_id IN (SELECT target_id FROM now_owned)
+          AND r.id NOT IN (SELECT id FROM now_owned)
+          AND r.source_id IN (SELECT id FROM read)
+          AND coalesce(r.provenance ->> 'source', 'dm') = 'campaign_file'
+        RETURNING (SELECT name FROM entities WHERE id = r.source_id) AS owner,
+                  (SELECT name FROM entities WHERE id = r.target_id) AS item
+        """,
+        tx.campaign_id,
+        [item for item, names in owners.items() for _ in names],
+        [owner for names in owners.values() for owner in names],
+        [e.name for e in file.entities],
+    )
+    report.relationships_updated += len(rows)
+    report.changes += [
+        LoadChange(entity=row["owner"], change=f"fact owns {row['item']}: ended (another owns it now)")
+        for row in sorted(rows, key=lambda r: (r["owner"], r["item"]))
+    ]
 
 
 async def reject(mem: CampaignMemory, ref: str) -> ImportBatch:

@@ -165,6 +165,10 @@ class World:
     source_ids: dict[int, dict[str, str]] = field(default_factory=dict)
     _names: dict[str, int] = field(default_factory=dict)
     _aliases: dict[str, int] = field(default_factory=dict)
+    #: The fact types each entity (its name's key) has among the first ``_typed`` relationships: GM notes of
+    #: thousands of records find their free part without reading every fact each time.
+    _types: dict[str, set[str]] = field(default_factory=dict)
+    _typed: int = 0
 
     def entity(
         self,
@@ -237,7 +241,10 @@ class World:
     def notes(self, where: tuple[str, str | int | None], name: str, text: str) -> None:
         """GM-only text of an entity, as secret ``dm_notes`` facts (a fact's value holds 500 characters; a longer
         text goes in numbered parts, nothing cut)."""
-        taken = {r.type for r in self.relationships if name_key(r.source) == name_key(name)}
+        for fact in self.relationships[self._typed :]:  # facts are only ever appended
+            self._types.setdefault(name_key(fact.source), set()).add(fact.type)
+        self._typed = len(self.relationships)
+        taken = set(self._types.get(name_key(name), ()))
         kinds = (DM_NOTES if number == 1 else f"{DM_NOTES}_{number}" for number in itertools.count(1))
         free = (kind for kind in kinds if kind not in taken)  # two records' notes: the second's after the first's
         for part in _split(text, MAX_FACT_VALUE_CHARS):

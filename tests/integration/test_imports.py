@@ -12,7 +12,7 @@ import pytest
 from campaigns import batches
 from campaigns.imports import read_import
 from memory.errors import AlreadyExistsError, InvalidInputError
-from memory.models import EntityIn, EntityType, Visibility
+from memory.models import EntityIn, EntityType, Relationship, RelationshipIn, Visibility
 from memory.store import CampaignMemory
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
@@ -335,3 +335,114 @@ async def test_a_world_imported_before_ids_were_kept_gets_them_when_imported_aga
     assert [r["name"] for r in kept] == ["Vask the Ashen"]  # Emberbrand was the DM's: never matched by an id
     batch, _ = await _import(campaign, _vask("Owes the Red Hand.", name="Vask Emberhand"))
     assert "- Vask Emberhand (npc) (renames Vask the Ashen)" in batch.card()
+
+
+def _actors(count: int, renamed: int = 0) -> list[tuple[str, bytes]]:
+    """A Foundry world's actors.db of ``count`` NPCs, the first ``renamed`` of them renamed in Foundry since."""
+    lines = [
+        json.dumps(
+            {
+                "_id": f"wact{i:012d}",
+                "name": f"Sailor {i}" + (" the Bold" if i < renamed else ""),
+                "type": "npc",
+                "system": {},
+                "items": [],
+            }
+        )
+        for i in range(count)
+    ]
+    return [("actors.db", "\n".join(lines).encode())]
+
+
+async def test_a_big_world_is_matched_in_as_many_queries_as_a_small_one(campaign: CampaignMemory) -> None:
+    """Matching records to entities by their ids, and telling which entities an import made, take the same few
+    queries for 40 records as for 4: a world of thousands re-imported in seconds, not one query a record."""
+
+    async def queries(world: list[tuple[str, bytes]]) -> tuple[int, batches.Resolved]:
+        async with campaign.transaction() as tx:
+            sent: list[str] = []
+            tx.db.add_query_logger(lambda record: sent.append(record.query))
+            resolved = await batches.resolve(tx, read_import(world))
+            return len([q for q in sent if "entity_source_ids" in q or "import_batches" in q]), resolved
+
+    await _import(campaign, _actors(40))
+    small, _ = await queries(_actors(4, renamed=2))
+    big, resolved = await queries(_actors(40, renamed=20))
+    assert small == big and len(resolved.renames) == 20
+    assert resolved.renames["sailor 3 the bold"] == "Sailor 3" and "sailor 30" not in resolved.renames
+    # a world imported before ids were kept: its entities told apart from the DM's in one scan of its batches
+    await campaign.db.execute("DELETE FROM entity_source_ids WHERE campaign_id = $1", campaign.campaign_id)
+    small, _ = await queries(_actors(4))
+    big, resolved = await queries(_actors(40))
+    assert small == big and len([s for s in resolved.sourced if s[2] is not None]) == 40
+
+
+def _crew(trident: str, *others: str) -> list[tuple[str, bytes]]:
+    """A Foundry world's actors.db: Ilse and Hale, the magic trident on ``trident``'s sheet; ``others`` more NPCs,
+    each with a trident of their own."""
+    item = {"_id": "itm1", "name": "Tidecaller Trident", "type": "weapon", "system": {"rarity": "rare"}}
+    actors = [(f"wact00000000000{i}", name) for i, name in enumerate(("Captain Ilse", "Abbot Hale", *others))]
+    lines = [
+        json.dumps(
+            {"_id": i, "name": n, "type": "npc", "system": {}, "items": [item] if n in (trident, *others) else []}
+        )
+        for i, n in actors
+    ]
+    return [("actors.db", "\n".join(lines).encode())]
+
+
+async def test_an_item_moved_to_another_actor_is_no_longer_the_first_ones(campaign: CampaignMemory) -> None:
+    """The DM moves the trident from Ilse's sheet to Hale's in Foundry: imported again, Hale owns it and Ilse no
+    longer does (kept in her history), instead of both owning it. An owner the import does not read, and what the
+    DM said by hand, stay."""
+    await _import(campaign, _crew("Captain Ilse"))
+    ilse, hale = await campaign.graph.get_entity("Captain Ilse"), await campaign.graph.get_entity("Abbot Hale")
+    trident = await campaign.graph.get_entity("Tidecaller Trident")
+    await campaign.graph.add_relationship(RelationshipIn(source_id=hale.id, type="wields", target_id=trident.id))
+
+    def owners(facts: list[Relationship]) -> list[str]:
+        return sorted(f.source_name for f in facts if f.type == "owns")
+
+    _, said = await _import(campaign, _crew("Abbot Hale"))
+    assert owners(await campaign.graph.relationships_of(trident.id)) == ["Abbot Hale"]
+    assert owners(await campaign.graph.history(ilse.id)) == ["Captain Ilse"]
+    assert "- Captain Ilse: fact owns Tidecaller Trident: ended (another owns it now)" in said
+    assert [r.type for r in await campaign.graph.relationships_of(hale.id)] == ["owns", "wields"]  # the DM's stays
+
+    # only Ilse's sheet exported, without the trident: nothing says who has it now, Hale keeps it
+    await _import(
+        campaign,
+        [
+            (
+                "ilse.json",
+                json.dumps(
+                    {"_id": "wact000000000000", "name": "Captain Ilse", "type": "npc", "system": {}, "items": []}
+                ).encode(),
+            )
+        ],
+    )
+    assert owners(await campaign.graph.relationships_of(trident.id)) == ["Abbot Hale"]
+    # a trident on two sheets (one entity of that name): both own it; Hale, whose sheet has none now, does not
+    await _import(campaign, _crew("Captain Ilse", "Mara"))
+    assert owners(await campaign.graph.relationships_of(trident.id)) == ["Captain Ilse", "Mara"]
+
+
+async def test_a_record_merged_into_an_entity_never_replaces_what_the_merge_kept(campaign: CampaignMemory) -> None:
+    """The DM merges the actor "The Smith" into "Vask" (one NPC in Foundry twice), keeping Vask's words. The world
+    imported again has both records, "The Smith" first: Vask keeps his own record's description and attributes."""
+
+    def actor(i: int, name: str, bio: str, kind: str) -> str:
+        details = {"biography": {"value": f"<p>{bio}</p>"}, "alignment": kind}
+        return json.dumps(
+            {"_id": f"wact00000000000{i}", "name": name, "type": "npc", "system": {"details": details}, "items": []}
+        )
+
+    smith, vask = actor(0, "The Smith", "Works the forge.", "Neutral"), actor(1, "Vask", "A smith.", "Lawful Evil")
+    world = [("actors.db", f"{smith}\n{vask}".encode())]
+    await _import(campaign, world)
+    await campaign.graph.merge_entities("The Smith", "Vask")
+    batch, _ = await _import(campaign, world)
+    merged = await campaign.graph.get_entity("Vask")
+    assert (merged.description, merged.attributes["alignment"]) == ("A smith.", "Lawful Evil")
+    assert "- The Smith (npc) (updates Vask): Works the forge." in batch.card()
+    assert await count(campaign, "entities") == 1
