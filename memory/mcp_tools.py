@@ -514,8 +514,8 @@ def _read_tools(server: MCPServer, tools: CampaignTools) -> None:  # 73 lines: e
     @server.tool(annotations=READ)
     @_answering
     async def entity_mentions(name: Name, limit: Annotated[int, Field(ge=1, le=MAX_RESULTS)] = 10) -> Mentions:
-        """Where an entity was mentioned in the sessions (by its name or an alias), newest first, each line with
-        its session, time, speaker and source ref."""
+        """Where an entity was mentioned in the sessions (by its name or an alias; an event, where it was told),
+        newest first, each line with its session, time, speaker and source ref."""
         return await tools.entity_mentions(name, limit)
 
     @server.tool(annotations=READ)

@@ -232,7 +232,8 @@ async def show(
 @click.pass_context
 @async_command
 async def mentions_(ctx: click.Context, name: str, limit: int, campaign: str | None, as_json: bool) -> None:
-    """Where an entity was said: the lines naming it (name, alias or heard-as), newest first."""
+    """Where an entity was said: the lines naming it (name, alias or heard-as; an event, the lines it was told
+    in), newest first."""
     from memory.mentions import mentions
 
     settings = settings_from(ctx)

@@ -110,18 +110,22 @@ async def recap(ctx: click.Context, session: str | None, as_player: bool, campai
         sessions = await mem.log.sessions()
         if not sessions:
             raise CliError(f"no sessions in {name} yet: `lorekeeper ingest FILE` imports one")
-        chosen = await mem.log.session_by_title(session) if session else sessions[-1]
+        players_mask = await mem.graph.player_mask() if as_player else None
+        shown: Callable[[str], str] = players_mask or str
+        if session and players_mask:  # as /recap: a player picks a masked title, and a guess of a secret one fails
+            wanted = session.strip().lower()
+            chosen = next((s for s in reversed(sessions) if shown(s.title).lower() == wanted), None)
+        else:
+            chosen = await mem.log.session_by_title(session) if session else sessions[-1]
         if chosen is None:  # only a title asked for can be missing
             raise CliError(
                 f"no session titled {quoted(session or '')}; "
-                f"recent ones: {', '.join(quoted(s.title) for s in sessions[-5:])}"
+                f"recent ones: {', '.join(quoted(shown(s.title)) for s in sessions[-5:])}"
             )
-        players_mask = await mem.graph.player_mask() if as_player else None
     if as_json:
         emit_json(chosen)
         return
-    title = players_mask(chosen.title) if players_mask else chosen.title
-    click.echo(f"Recap: {title} (started {chosen.started_at.astimezone():%Y-%m-%d %H:%M})")
+    click.echo(f"Recap: {shown(chosen.title)} (started {chosen.started_at.astimezone():%Y-%m-%d %H:%M})")
     if chosen.summary:
         click.echo(recap_for_players(chosen.summary, players_mask) if players_mask else chosen.summary)
     elif chosen.ended_at is None:

@@ -23,6 +23,7 @@ from memory.graph.took_part import link_to_recaps
 from memory.jobs.queue import enqueue_restoration
 from memory.models import (
     Entity,
+    EntityType,
     MergeResult,
     ReviewStatus,
     Visibility,
@@ -73,6 +74,18 @@ class Merging(Entities, Facts):
             "" if plan.hide else s.description,
             {} if plan.hide else s.attributes,
         )
+        if t.type == EntityType.event and (
+            told := [i for i in s.provenance.entry_ids if i not in t.provenance.entry_ids]
+        ):
+            # an event is told, not named: the lines ``source`` was told in stay ``into``'s mentions (index_told),
+            # which a line read again keeps only for the event whose provenance holds it
+            await self.db.execute(
+                "UPDATE entities SET provenance = jsonb_set(provenance, '{entry_ids}', $3::jsonb) "
+                "WHERE campaign_id = $1 AND id = $2",
+                self.campaign_id,
+                t.id,
+                [*t.provenance.entry_ids, *told],
+            )
         await self._move_mentions(s.id, t.id)
         await self._move_phrases(s.id, t.id)
         await self.db.execute(  # the tools' records it was imported from are ``into`` now: a re-import finds it

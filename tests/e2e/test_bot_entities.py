@@ -942,3 +942,23 @@ async def test_show_an_accepted_event_says_the_line_it_was_told_in(
     assert said_in.startswith("Night one at 0:06, DM: “…") and said_in.endswith("…”"), said_in
     assert "You guys stop by the Foramere Basin, where the survivors camp." in said_in
     assert len(said_in) <= 1024
+
+
+async def test_show_a_pending_event_says_the_line_it_was_told_in(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """A proposed event's told lines are indexed only once it is accepted: while the DM weighs it, its card still
+    names the line it was drawn from."""
+    night = await ashes.log.start_session("Night one")
+    line = await ashes.log.write(
+        night.id, EntryIn(speaker="DM", text="You guys stop by the Foramere Basin, where the survivors camp.")
+    )
+    said = Provenance(source=Source.stated, confidence=0.55, session_id=night.id, entry_ids=[line.id])
+    await ashes.graph.add_entity(EntityIn(name="Foramere Basin", type=EntityType.location))
+    await ashes.graph.add_entity(
+        EntityIn(name="Arrival at Foramere Basin", type=EntityType.event, status="pending", provenance=said)
+    )
+
+    card = await fake_discord.invoke("entity show", {"name": "Arrival at Foramere Basin"}, user_id=dm)
+    [said_in] = [t.removeprefix("Last mentioned: ") for t in card.texts() if t.startswith("Last mentioned: ")]
+    assert "You guys stop by the Foramere Basin" in said_in, said_in

@@ -867,6 +867,21 @@ def test_as_player_previews_recall_entity_show_and_recap_as_a_player_reads_them(
     assert batch.returncode == 2 and "give it a QUERY, not queries on stdin" in batch.stderr
 
 
+def test_recap_as_player_finds_and_lists_sessions_by_the_titles_a_player_reads(lk, tmp_path: Path) -> None:
+    """`recap --as-player` listed the recent sessions by their secret titles, which /recap masks for a player, and
+    did not find one by the masked title a player picks."""
+    assert lk("campaign", "create", "Reeds").returncode == 0
+    assert lk("entity", "add", "Vaskerrin", "npc", "--secret").returncode == 0
+    (tmp_path / "night.txt").write_text("DM: Mira poles the ferry.\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night of Vaskerrin").returncode == 0
+    missing = lk("recap", "Night 2", "--as-player")
+    assert missing.returncode == 1 and "recent ones: 'Night of [secret]'" in missing.stderr, missing.stderr
+    masked = lk("recap", "Night of [secret]", "--as-player")
+    assert masked.returncode == 0 and masked.stdout.startswith("Recap: Night of [secret] ("), masked.stderr
+    guessed = lk("recap", "Night of Vaskerrin", "--as-player")
+    assert guessed.returncode == 1 and "Vaskerrin" not in guessed.stderr.replace("'Night of Vaskerrin';", "")
+
+
 def test_recall_of_nothing_is_a_usage_error(lk) -> None:
     """`lorekeeper recall ""` (or a variable left empty) answered with five arbitrary passages, the nearest
     vectors to an empty text, as if they were what the memory knows."""

@@ -204,3 +204,36 @@ async def test_an_accepted_event_is_mentioned_by_the_lines_it_was_told_in(campai
     await index_lines(campaign.db, campaign.campaign_id, session.id, {lines[0].id: [event.id]}, replace=False)
     await index_lines(campaign.db, campaign.campaign_id, session.id, {lines[0].id: []})
     assert (await mentions(campaign.db, campaign.campaign_id, event.id)).total == 1
+
+
+async def test_an_event_merged_into_another_keeps_the_lines_it_was_told_in(campaign: CampaignMemory) -> None:
+    """Two accepted events the DM merges are one told in both lines: the merged one's line, read again (its text
+    revised), was dropped from the index, since only ``into``'s own provenance was asked."""
+    from memory.mentions import Mentions
+    from memory.models import Provenance, Source
+
+    await campaign.graph.add_entity(EntityIn(name="Vasselheim", type=EntityType.location))
+    session = await campaign.log.start_session("Night 4")
+    lines = await campaign.log.write_many(
+        session.id,
+        [
+            EntryIn(speaker="MATT", text="You make your way into Vasselheim, the Dawn City."),
+            EntryIn(speaker="MATT", text="The great gates of Vasselheim open before you."),
+        ],
+    )
+    events = []
+    for name, line in zip(["Arrival at Vasselheim", "Entry into Vasselheim"], lines, strict=True):
+        said = Provenance(source=Source.stated, confidence=0.55, session_id=session.id, entry_ids=[line.id])
+        event = await campaign.graph.add_entity(
+            EntityIn(name=name, type=EntityType.event, status="pending", provenance=said)
+        )
+        await campaign.review.accept(f"e{event.id}")
+        events.append(event)
+    await campaign.graph.merge_entities(events[1].id, events[0].id)
+
+    def told(m: Mentions) -> list[int]:
+        return sorted(x.entry_id for x in m.lines)
+
+    assert told(await mentions(campaign.db, campaign.campaign_id, events[0].id)) == [lines[0].id, lines[1].id]
+    await index_lines(campaign.db, campaign.campaign_id, session.id, {lines[1].id: []})
+    assert told(await mentions(campaign.db, campaign.campaign_id, events[0].id)) == [lines[0].id, lines[1].id]
