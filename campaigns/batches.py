@@ -465,8 +465,8 @@ async def _end_moved_items(tx: CampaignMemory, file: CampaignFile, report: LoadR
           AND r.id NOT IN (SELECT id FROM now_owned)
           AND r.source_id IN (SELECT id FROM read)
           AND coalesce(r.provenance ->> 'source', 'dm') = 'campaign_file'
-        RETURNING (SELECT name FROM entities WHERE id = r.source_id) AS owner,
-                  (SELECT name FROM entities WHERE id = r.target_id) AS item
+        RETURNING (SELECT name FROM entities WHERE campaign_id = $1 AND id = r.source_id) AS owner,
+                  (SELECT name FROM entities WHERE campaign_id = $1 AND id = r.target_id) AS item
         """,
         tx.campaign_id,
         [item for item, names in owners.items() for _ in names],
