@@ -227,9 +227,6 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         dm = member_is_dm(interaction, campaign)
         mask = str if dm else await mem.graph.player_mask()
         snap, last = await visible_identity(mem, name, dm=dm, mask=mask)
-        if last is None and snap.entity.status == ReviewStatus.pending and snap.entity.provenance.entry_ids:
-            # a proposed event is told, not named, and its told lines are indexed only once accepted
-            last = await mem.review.said(snap.entity.provenance.entry_ids)
         # masked before clipped: a secret name cut in half would be left whole enough to read
         others, sessions = snap.facts_and_sessions(SESSIONS_SHOWN, lambda title: clip(mask(title), 60))
         others, took_part = snap.who_took_part(others)

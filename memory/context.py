@@ -224,8 +224,12 @@ async def visible_snapshot(mem: CampaignMemory, name: str, *, dm: bool, mask: Ca
 async def visible_identity(
     mem: CampaignMemory, name: str, *, dm: bool, mask: Callable[[str], str]
 ) -> tuple[Neighbourhood, Mention | None]:
-    """:func:`visible_snapshot` and where the entity was last said, read in the same round trip."""
-    return await _visible(mem, name, dm=dm, mask=mask, mention=True)
+    """:func:`visible_snapshot` and where the entity was last said, read in the same round trip. A proposed event
+    is told, not named, and its told lines are indexed once it is accepted: until then, the line it was drawn from."""
+    snap, last = await _visible(mem, name, dm=dm, mask=mask, mention=True)
+    if last is None and snap.entity.status == ReviewStatus.pending and snap.entity.provenance.entry_ids:
+        last = await mem.review.said(snap.entity.provenance.entry_ids)
+    return snap, last
 
 
 async def _visible(

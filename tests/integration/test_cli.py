@@ -1748,3 +1748,17 @@ def test_session_names_says_one_phrase_in_one_line_in_the_singular(lk, tmp_path:
     shown = lk("session", "names", "Night 1")
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[0] == "session 'Night 1' of Exandria: 1 phrase corrected in 1 line"
+
+
+def test_entity_show_of_a_proposed_event_says_the_line_it_was_told_in(lk, tmp_path: Path) -> None:
+    """A proposed event is told, never named: its card at the command line said no line, so the DM could not see
+    what it was drawn from before deciding on it (the Discord card could)."""
+    assert lk("campaign", "create", "Reeds").returncode == 0
+    assert lk("entity", "add", "Kraghammer", "location").returncode == 0
+    (tmp_path / "night.txt").write_text("DM: The road bends north.\nDM: You make your way to Kraghammer at dusk.\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night 1", "--wait").returncode == 0
+    assert "new event 'Arrival at Kraghammer'" in lk("review", "list").stdout
+    card = lk("entity", "show", "Arrival at Kraghammer")
+    assert card.returncode == 0, card.stderr
+    assert "waiting for review" in card.stdout
+    assert "by DM: You make your way to Kraghammer at dusk." in card.stdout, card.stdout
