@@ -279,6 +279,8 @@ class _Writer:
         if existing is not None:
             self.stats.entities_merged += 1
             self.bound[norm] = existing
+            if existing.type == EntityType.event == proposed.type and existing.status == ReviewStatus.pending:
+                await self._told_again(existing, proposed.entry_ids)
             return
         if self.rejected.resolve(proposed.name)[0] is not None:
             self.bound[norm] = None
@@ -338,6 +340,33 @@ class _Writer:
             return False
         session = (await self.graph.get_entity_by_id(existing.id)).provenance.session_id
         return session is not None and session != self.session_id
+
+    async def _told_again(self, existing: KnownEntity, entry_ids: list[int]) -> None:
+        """Add the lines a later slice tells a pending event of this session in to its provenance: the DM reviews
+        it with every line it was told in, not the first slice's only."""
+        entity = await self.graph.get_entity_by_id(existing.id)
+        provenance = entity.provenance
+        new = [i for i in dict.fromkeys(entry_ids) if i not in provenance.entry_ids]
+        # an accepted or rejected one is the DM's; a recap retelling another session's event is not its lines
+        if not new or entity.status != ReviewStatus.pending or provenance.session_id != self.session_id:
+            return
+        seqs = dict(
+            await self.graph.db.fetch(
+                "SELECT id, seq FROM session_entries WHERE campaign_id = $1 AND id = ANY($2::bigint[])",
+                self.graph.campaign_id,
+                [*provenance.entry_ids, *new],
+            )
+        )
+        told = sorted([*provenance.entry_ids, *new], key=lambda i: seqs.get(i, float("inf")))  # stable: in order
+        first = min(self.start_s[i] for i in new)
+        timestamp = first if provenance.timestamp is None else min(provenance.timestamp, first)
+        provenance = provenance.model_copy(update={"entry_ids": told, "timestamp": timestamp})
+        await self.graph.db.execute(
+            "UPDATE entities SET provenance = $3 WHERE campaign_id = $1 AND id = $2",
+            self.graph.campaign_id,
+            existing.id,
+            provenance.model_dump(mode="json"),
+        )
 
     def _evidence_gap(self, fact: ProposedFact, source: KnownEntity, target: KnownEntity | None) -> str | None:
         cited = [self.entries[i] for i in fact.entry_ids]

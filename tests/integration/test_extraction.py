@@ -889,9 +889,46 @@ async def test_a_place_the_dm_keeps_naming_is_where_the_scene_moved_whatever_the
     await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id, slice_size=slice_size)
     items = {item.describe(): item for item in await world.review.pending(limit=100)}
     arrival = items["new event 'Arrival at Kraghammer': an arrival"]
-    assert arrival.lines == (3 if slice_size > len(entries) else 1)  # a later slice's lines add none to it
+    assert arrival.lines == 3  # a later slice telling it again adds its line
     assert arrival.said is not None and arrival.said.text == entries[0].text
     assert ("Arrival at Kraghammer", "located_in", "Kraghammer") in {(s, t, o) for s, t, o, _ in await facts(world)}
+
+
+async def test_an_event_told_again_in_a_later_slice_gains_its_lines_while_it_waits_for_review(
+    world: CampaignMemory, memory: Memory
+) -> None:
+    g = world.graph
+    await g.add_entity(EntityIn(name="Jazna", type=EntityType.npc))
+    await g.add_entity(EntityIn(name="Kash", type=EntityType.npc))
+    lines = [
+        ("DM", "Grog, without hesitation, beheads Jazna so swiftly that it stuns the crowd."),
+        ("Grog", "Whoa."),
+        ("DM", "Kash is dead, struck down by the last bolt."),
+        ("DM", "Jazna is dead, and the crowd falls silent."),
+    ]
+    entries = await write(world, lines)
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id, slice_size=1)
+
+    async def told(name: str) -> tuple[ReviewStatus, list[int]]:
+        entity = next(e for e in await g.list_entities(status=None) if e.name == name)  # rejected ones too
+        return entity.status, entity.provenance.entry_ids
+
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    assert items["new event 'Death of Jazna': a death"].lines == 2  # the second slice's line too
+    assert await told("Death of Jazna") == (ReviewStatus.pending, [entries[0].id, entries[3].id])
+    await run(world, [entries[3]])  # read again: no line twice
+    assert await told("Death of Jazna") == (ReviewStatus.pending, [entries[0].id, entries[3].id])
+
+    # Once the DM decided, a line telling it again changes nothing, nor proposes a rejected one again.
+    await world.review.accept(items["new event 'Death of Jazna': a death"].ref)
+    await world.review.reject(items["new event 'Death of Kash': a death"].ref)
+    again = await write(world, [("DM", "Jazna is dead, and Kash is dead too, both cold on the stones.")])
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id, slice_size=1)
+    assert await told("Death of Jazna") == (ReviewStatus.accepted, [entries[0].id, entries[3].id])
+    assert await told("Death of Kash") == (ReviewStatus.rejected, [entries[2].id])
+    assert again[0].id not in (await told("Death of Jazna"))[1]
+    assert not [i for i in await world.review.pending(limit=100) if i.entity is not None], "re-proposed"
 
 
 async def test_a_turning_point_of_another_session_is_another_event_unless_the_recap_retells_it(
