@@ -114,8 +114,10 @@ async def test_deleting_a_copied_import_removes_its_lines_guesses_and_recap_only
         "title": "Copy",
         "lines": 60,
         "chunks": chunks,
-        "pending_entities": 1,  # Brother Quill (and its fact); Old Mossback and Tully have others standing on them
-        "pending_facts": 2,
+        # Brother Quill (and its fact) and the copy's own "Arrival at Ironhold (Copy)" (and its place); Old Mossback
+        # and Tully have others standing on them
+        "pending_entities": 2,
+        "pending_facts": 3,
         "recap": True,
         "recap_links": took_part,
         "kept_recap": None,
@@ -125,7 +127,7 @@ async def test_deleting_a_copied_import_removes_its_lines_guesses_and_recap_only
         "kept_facts": 1,
     }
     assert deleted_session_said(deleted) == (
-        f"Deleted session 'Copy': 60 lines, {chunks} passages, 1 entity and 2 facts waiting for review, its recap "
+        f"Deleted session 'Copy': 60 lines, {chunks} passages, 2 entities and 3 facts waiting for review, its recap "
         f"entity with {took_part} links to who took part, 1 waiting background job. Kept 0 entities and 1 fact heard "
         "in it that were accepted or rejected."
     )
@@ -133,7 +135,8 @@ async def test_deleting_a_copied_import_removes_its_lines_guesses_and_recap_only
     assert await counts(campaign, copy.id) == (0, 0)
     assert await campaign.db.fetchval("SELECT count(*) FROM ingest_progress WHERE session_id = $1", copy.id) == 0
     assert await g.find_entity("Session: Copy") is None
-    assert await g.find_entity("Brother Quill") is None
+    assert await g.find_entity("Brother Quill") is None and await g.find_entity("Arrival at Ironhold (Copy)") is None
+    assert await g.find_entity("Arrival at Ironhold") is not None  # Night 1's
     assert (await g.find_entity("Old Mossback")) is not None and (await g.find_entity("Tully")) is not None
     assert (await g.get_relationship(accepted.id)).status == ReviewStatus.accepted
     assert (await g.get_relationship(night1_guess.id)).status == ReviewStatus.pending
