@@ -22,7 +22,7 @@ from memory import recall as recall_core
 from memory.graph import SecretMask
 from memory.models import Session
 from memory.recall import NamedEntity, RecallHit
-from memory.recap import recap_for_players
+from memory.recap import recap_for_players, session_titled
 from memory.replies import no_lines_yet
 
 HITS = 5
@@ -130,8 +130,7 @@ class Recall(commands.Cog):
         # a player reads titles masked, and picks one so from the autocomplete
         mask: Callable[[str], str] = players_mask or str
         if session:
-            wanted = session.strip().lower()  # a player's guess of a secret title does not match its masked form
-            chosen = next((s for s in reversed(sessions) if mask(s.title).lower() == wanted), None)
+            chosen = session_titled(sessions, session, mask)
             if chosen is None:
                 names = ", ".join(repr(mask(s.title)) for s in sessions[-5:])
                 raise UserError(f"No session titled {session!r}; recent ones: {names}.")

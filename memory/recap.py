@@ -8,7 +8,7 @@ import itertools
 import logging
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -17,7 +17,7 @@ from pydantic import BaseModel, field_validator
 from memory.extraction.salience import is_trivial
 from memory.gazetteer import Gazetteer
 from memory.graph import SecretMask
-from memory.models import Entry
+from memory.models import Entry, Session
 from memory.offgame import Talk, is_table_talk, narrator, out_of_game, tells_story
 from memory.text import storable, without_hidden
 
@@ -180,6 +180,13 @@ def extractive_summary(
     while len(said) > 1 and len("\n".join([*said.values(), *tail])) > _MAX_CHARS:  # long speakers' names
         del said[min(said, key=lambda n: found[n].score)]
     return "\n".join([*said.values(), *tail]), involved
+
+
+def session_titled(sessions: Sequence[Session], title: str, mask: Callable[[str], str]) -> Session | None:
+    """The latest of ``sessions`` whose title, as the reader reads it (``mask``: masked for a player), is ``title``:
+    a player picks a masked title, and a guess of a secret one does not match it."""
+    wanted = title.strip().lower()
+    return next((s for s in reversed(sessions) if mask(s.title).lower() == wanted), None)
 
 
 def recap_for_players(summary: str, mask: SecretMask) -> str:

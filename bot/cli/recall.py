@@ -29,7 +29,7 @@ from bot.cli.common import (
 from memory.context import reader_mask
 from memory.errors import quoted
 from memory.jobs import make_job_context
-from memory.recap import recap_for_players
+from memory.recap import recap_for_players, session_titled
 from memory.replies import no_lines_yet
 
 
@@ -112,9 +112,8 @@ async def recap(ctx: click.Context, session: str | None, as_player: bool, campai
             raise CliError(f"no sessions in {name} yet: `lorekeeper ingest FILE` imports one")
         players_mask = await mem.graph.player_mask() if as_player else None
         shown: Callable[[str], str] = players_mask or str
-        if session and players_mask:  # as /recap: a player picks a masked title, and a guess of a secret one fails
-            wanted = session.strip().lower()
-            chosen = next((s for s in reversed(sessions) if shown(s.title).lower() == wanted), None)
+        if session and players_mask:  # as /recap: by the title a player reads
+            chosen = session_titled(sessions, session, shown)
         else:
             chosen = await mem.log.session_by_title(session) if session else sessions[-1]
         if chosen is None:  # only a title asked for can be missing
