@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memory.extraction import file_proposal, make_extractor, propose
-from memory.extraction.pipeline import Fallbacks
+from memory.extraction.pipeline import Fallbacks, SceneMoves
 from memory.jobs.context import JobContext
 from memory.jobs.queue import CORRECT2, EXTRACT, claim_progress, progress, set_progress
 
@@ -21,6 +21,7 @@ async def extract_session(ctx: JobContext, campaign_id: int, session_id: int, *,
     # a model unusable for a whole session is one warning for this run, not one a slice (13 on a long episode);
     # said even if the run stops on an error, for the slices it filed
     fallbacks, slices = Fallbacks(session_id), 0
+    scenes = SceneMoves()  # the whole session's, read once for every slice while it and the entities stay as they are
     try:
         while True:
             done = await progress(mem.db, mem, session_id, EXTRACT)
@@ -33,7 +34,7 @@ async def extract_session(ctx: JobContext, campaign_id: int, session_id: int, *,
             entries = entries[:waiting]
             if not entries:
                 return
-            proposal = await propose(mem, session_id=session_id, entries=entries, extractor=extractor)
+            proposal = await propose(mem, session_id=session_id, entries=entries, extractor=extractor, scenes=scenes)
             async with mem.transaction() as tx:
                 if not await claim_progress(tx.db, tx, session_id, EXTRACT, done):
                     continue

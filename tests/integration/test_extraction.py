@@ -22,6 +22,7 @@ from memory.extraction import (
     make_extractor,
 )
 from memory.extraction import llm as llm_extraction
+from memory.extraction import pipeline as extraction_pipeline
 from memory.extraction.llm import _line
 from memory.extraction.pipeline import RECAP_LINES
 from memory.jobs import extract as extract_job
@@ -892,6 +893,29 @@ async def test_a_place_the_dm_keeps_naming_is_where_the_scene_moved_whatever_the
     assert arrival.lines == 3  # a later slice telling it again adds its line
     assert arrival.said is not None and arrival.said.text == entries[0].text
     assert ("Arrival at Kraghammer", "located_in", "Kraghammer") in {(s, t, o) for s, t, o, _ in await facts(world)}
+
+
+async def test_where_the_scene_moved_is_read_once_a_job_run_while_the_lines_and_entities_stay(
+    world: CampaignMemory, memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read: list[int] = []
+
+    def counted(entries: Sequence[Entry], *args: object) -> dict[int, list[KnownEntity]]:
+        read.append(len(entries))
+        return scene_moves(entries, *args)  # type: ignore[arg-type]
+
+    scene_moves = extraction_pipeline.scene_moves
+    monkeypatch.setattr(extraction_pipeline, "scene_moves", counted)
+    # nothing new is proposed: every slice reads the same lines and entities, a long session's a dozen times
+    entries = await write(world, [("DM", "Brom hammers at the anvil, sparks flying."), ("Vex", "lol")] * 3)
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id, slice_size=1)
+    assert read == [6]
+
+    # a line more (or an entity more) is read again, by the next run as by this one
+    await write(world, [("DM", "Brom wipes his brow.")])
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id, slice_size=1)
+    assert read == [6, 7]
 
 
 async def test_an_event_told_again_in_a_later_slice_gains_its_lines_while_it_waits_for_review(
