@@ -46,10 +46,18 @@ _SPONSOR = re.compile(
     r"(?:this|last|next) (?:week's )?episode|tickets? (?:go|are) on sale)\b",
     re.IGNORECASE,
 )
+# One die, the noun: after a determiner or what a die is ("the necrotic die", "my bonus die", "Scanlan's die"), never
+# after a subject, a modal or "to", which make the story's verb ("you die", "going to die", "let's die", "no one die").
+_DIE = (
+    r"(?:(?<!\bno )(?<!\bany )(?:a|an|the|this|my|your|his|its|our|their|one|another|each|every)|"
+    r"(?!(?:let|it|that|he|she|who|what|there|here)['’]s)\w+['’]s|"
+    r"hit|damage|bonus|extra|additional|inspiration|superiority|percentile|custom|\w+-sided|d\d+|acid|cold|fire|force|"
+    r"lightning|necrotic|poison|psychic|radiant|thunder|bludgeoning|piercing|slashing) die(?! (?:down|out|off|away)\b)"
+)
 # Rules and dice: each match counts once. Words a story seldom says in a D&D transcript: dice and their notation
 # ("2d4"), checks and saves, the turn and its parts (a move, an action, melee), the DM calling the next in turn.
 _MECHANICS = re.compile(
-    r"\b(?:roll(?:s|ed|ing)?|re-?roll|dice|\d*d(?:4|6|8|10|12|20|100)s?|nat(?:ural)? (?:20|twenty|1|one)|"
+    rf"\b(?:roll(?:s|ed|ing)?|re-?roll|dice|{_DIE}|\d*d(?:4|6|8|10|12|20|100)s?|nat(?:ural)? (?:20|twenty|1|one)|"
     r"saving throws?|(?:\w+ )?saves?|\w+ checks?|initiative|armou?r class|AC|DC|(?:\d+|plus \w+|bonus) to hit|"
     r"hit points?|HP|damage|"
     r"bonus action|spell slots?|(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|\d(?:st|nd|rd|th))"

@@ -33,6 +33,12 @@ LABELS = Path(__file__).resolve().parents[1] / "data" / "offgame_crd3_labels.jso
             "if you move it will get an attack of opportunity if it chooses to take it.",
             Talk.dice,
         ),
+        # one die, the noun (CRD3 lines): after a determiner or what kind of die it is
+        ("Plus don't forget you double the necrotic die.", Talk.dice),
+        ("I'm adding my bonus die.", Talk.dice),
+        ("I used Scanlan's die.", Talk.dice),
+        ("That was my eight-sided die.", Talk.dice),
+        ("It's one die of necrotic.", Talk.dice),
         ("If only that were true in real life.", Talk.banter),
         ("Yep. (laughter)", Talk.banter),
         # the story's, numbers and all
@@ -41,6 +47,13 @@ LABELS = Path(__file__).resolve().parents[1] / "data" / "offgame_crd3_labels.jso
         ("The ogre takes 24 points of damage and collapses, dead.", None),
         ("Trinket is gaining on you. (laughter)", None),
         ("Jazna spits at your feet. She refuses to aid Whitestone and chooses death.", None),
+        # the story's "die": a death, after a subject, a modal or "to" (CRD3 lines, and what a table says too)
+        ("No one else die.", None),
+        ("Let's die together.", None),
+        ("I'm just a man who saw another man die yesterday.", None),
+        ("Don't let her die.", None),
+        ("We're all going to die.", None),
+        ("Let the fire die down.", None),
         # rules words beside a sentence that tells what happens, or words the story says too
         (
             "Eight! Yeah! All right. First and foremost, Vex, you're up with the initiative on this. You go ahead and "
