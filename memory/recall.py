@@ -152,10 +152,14 @@ async def recall(
     # best lines are chosen, so those of the character asked for fill the hits
     other = await _playing_another(mem, parsed.filters.plays(), dm=dm)
 
-    async def lexical_query() -> tuple[list[_Called], lexical_ranker.Query]:
+    async def lexical_query() -> tuple[list[_Called], lexical_ranker.Query, list[int]]:
         named = await _named(mem, parsed.text, dm=dm)
         phrases = [(parsed.text, 1.0)] + [(form, EXPANSION_WEIGHT) for e in named for form in (e.name, *e.aliases)]
-        return named, await lexical_ranker.prepare(mem.db, mem.campaign_id, phrases)
+        return (
+            named,
+            await lexical_ranker.prepare(mem.db, mem.campaign_id, phrases),
+            await _telling(mem, named, parsed.text),
+        )
 
     async def nearest() -> tuple[list[int], list[ChunkHit]]:
         if mode not in ("both", "vector"):
@@ -167,15 +171,17 @@ async def recall(
 
     # the names, the vectors and the speakers need nothing of each other: on a pool, each on its own connection
     if isinstance(mem.db, asyncpg.Pool):
-        (named, terms), (near, windows), said = await asyncio.gather(lexical_query(), nearest(), named_voices())
+        (named, terms, telling), (near, windows), said = await asyncio.gather(
+            lexical_query(), nearest(), named_voices()
+        )
     else:
-        (named, terms), (near, windows), said = await lexical_query(), await nearest(), await named_voices()
+        (named, terms, telling), (near, windows), said = await lexical_query(), await nearest(), await named_voices()
     found = await lexical_ranker.candidates(
         mem.db,
         mem.campaign_id,
         terms,
         limit=LEXICAL_DEPTH if mode in ("both", "fulltext") else 0,
-        also=sorted({*near, *(i for w in windows for i in w.entry_ids)}),
+        also=sorted({*near, *(i for w in windows for i in w.entry_ids), *telling}),
         entity_ids=[e.id for e in named],
         session_ids=sessions,
         speakers=speakers,
@@ -188,12 +194,13 @@ async def recall(
     best = _best_lines(found.scored, windows, entries, speakers, other)
     vector = [*dict.fromkeys([*(i for i in near if i in entries), *best])]
     candidates = [*dict.fromkeys([*lexical, *vector])]
+    told = [i for i in telling if i in entries and _kept(entries[i], sessions, speakers, other)]
     said_by = _said_by(said, asker if rank.first_person(query) else None) if not speakers else set()
     mentioning = found.mentioning.intersection(candidates)
     said_ids = {i for i in candidates if i in entries and entries[i].speaker.casefold() in said_by}
     # the pre-show, breaks and after-show the chunk job marked: a recap before the story says the story's words
     segments = found.off_game.intersection(candidates)
-    ranked = rank.fuse(lexical, vector, named=mentioning, said=said_ids, table_talk=segments)
+    ranked = rank.fuse(lexical, vector, named=mentioning, said=said_ids, table_talk=segments, told=told)
     spans: dict[int, tuple[int, int] | None] = {}
 
     def passage(i: int) -> tuple[int, int] | None:
@@ -210,7 +217,7 @@ async def recall(
         *(i for i in top if i not in segments and line_talk(_judged(entries[i].text, passage(i))) is not None),
     ]
     if len(talk) > len(segments):
-        ranked = rank.fuse(lexical, vector, named=mentioning, said=said_ids, table_talk=talk)
+        ranked = rank.fuse(lexical, vector, named=mentioning, said=said_ids, table_talk=talk, told=told)
     places = {i: rank.Place(i, e.session_id, e.seq, len(e.text.split())) for i, e in entries.items()}
     groups = rank.group(ranked, places, limit, alone_from=rank.ALONE_FROM)  # read here: the bench varies it
     return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays(), passage)
@@ -358,6 +365,33 @@ async def _named(mem: CampaignMemory, text: str, *, dm: bool) -> list[_Called]:
     called = await _names(mem, include_secret=dm)
     found = await asyncio.to_thread(lambda: Gazetteer(_worded(called, text)).find(text))
     return list({e.id: e for _, _, e in found}.values())[:NAMED_LIMIT]
+
+
+async def _telling(mem: CampaignMemory, named: list[_Called], text: str) -> list[int]:
+    """The lines that tell the entity ``text`` is the name or an alias of, in order: those it was proposed from (an
+    event's: every line telling it). Others' words for it ("we arrive at Vasselheim tomorrow?") may rank higher,
+    and the mention index only lifts the lines found."""
+    asked = _words(text)
+    whole = next((e for e in named if asked in {_words(form) for form in (e.name, *e.aliases)}), None)
+    if whole is None or not asked:
+        return []
+    return list((await mem.graph.get_entity_by_id(whole.id)).provenance.entry_ids)
+
+
+def _words(text: str) -> str:
+    return " ".join(t.norm for t in tokenize(text))
+
+
+def _kept(
+    line: lexical_ranker.Line, sessions: list[int] | None, speakers: list[str] | None, excluded: set[tuple[str, int]]
+) -> bool:
+    """Whether the filters of a question keep ``line``: its session, its speakers, and the (speaker, session) pairs
+    ``excluded`` (lines found by meaning are filtered so too)."""
+    return (
+        (sessions is None or line.session_id in sessions)
+        and (not speakers or line.speaker.casefold() in {s.casefold() for s in speakers})
+        and (line.speaker.casefold(), line.session_id) not in excluded
+    )
 
 
 def _judged(text: str, span: tuple[int, int] | None) -> str:

@@ -178,6 +178,7 @@ class Fused:
     vector_rank: int | None = None
     named: bool = False
     table_talk: bool = False
+    told: bool = False  # a line telling the entity the question is the name of
     matched: list[str] = field(default_factory=list)  # "fulltext", "vector", "entity", "speaker"
 
 
@@ -188,6 +189,7 @@ def fuse(
     named: Iterable[int] = (),
     said: Iterable[int] = (),
     table_talk: Iterable[int] = (),
+    told: Sequence[int] = (),
     k: float | None = None,
     lexical_weight: float | None = None,
     vector_weight: float | None = None,
@@ -195,7 +197,8 @@ def fuse(
     """Lines ranked by both lists (entry ids, best first; a vector window is credited to its best line), each
     counting ``weight / (k + rank)``; a line naming an entity of the question, or ``said`` by a speaker it names
     or by its asker (``SAID_BY_NAMED``), gains ``NAMED_BOOST`` once, table talk keeps ``TABLE_TALK_FACTOR`` of its
-    score. Ties go to the lexical list's order, then the vector list's."""
+    score. Ties go to the lexical list's order, then the vector list's. The lines that ``told`` the entity a question
+    is the name of come first, in their order: "Arrival at Vasselheim" asks for the lines telling that arrival."""
     k = FUSE_K if k is None else k
     lexical_weight = LEXICAL_WEIGHT if lexical_weight is None else lexical_weight
     vector_weight = VECTOR_WEIGHT if vector_weight is None else vector_weight
@@ -222,10 +225,16 @@ def fuse(
         if line.entry_id in talk_ids:
             line.table_talk = True
             line.score *= TABLE_TALK_FACTOR
+    order = {entry_id: n for n, entry_id in enumerate(dict.fromkeys(told))}
+    top = max((line.score for line in out.values() if line.entry_id not in order), default=0.0)
+    for entry_id in order:
+        line = out.setdefault(entry_id, Fused(entry_id))
+        line.told, line.score = True, max(line.score, top)  # scores still fall down the list
+        line.matched += ["entity"] * ("entity" not in line.matched)
     big = len(lexical) + len(vector) + 1
     return sorted(
         out.values(),
-        key=lambda f: (-f.score, f.lexical_rank or big, f.vector_rank or big),
+        key=lambda f: (order.get(f.entry_id, len(order)), -f.score, f.lexical_rank or big, f.vector_rank or big),
     )
 
 

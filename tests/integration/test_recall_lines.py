@@ -11,7 +11,7 @@ from cogs.recall import cite, cited
 from memory import lexical
 from memory.errors import InvalidInputError
 from memory.mentions import index_lines
-from memory.models import EntityIn, EntityType, EntryIn, Visibility
+from memory.models import EntityIn, EntityType, EntryIn, Provenance, Visibility
 from memory.recall import recall
 from memory.recall_rank import ALONE_FROM, PREVIEW_WORDS
 from memory.store import CampaignMemory, Memory
@@ -178,6 +178,37 @@ async def test_lines_mentioning_a_named_entity_come_first(campaign: CampaignMemo
     hits = await recall(campaign, None, "Pike temple bell", limit=2, mode="fulltext")
     assert ids[7] in [line.entry_id for line in hits[0].lines if line.matched]
     assert "entity" in hits[0].matched
+
+
+async def test_a_question_that_is_an_events_name_shows_the_lines_that_tell_it(campaign: CampaignMemory) -> None:
+    """The event's name as a question lost to a player's "We arrive at Vasselheim tomorrow?", which says its words in
+    fewer: the event's own lines were boosted once, and only when found."""
+    ids = await said(
+        campaign,
+        "One",
+        [
+            *FILLER[:4],
+            ("DM", "As it currently stands, Vox Machina found itself in the city of Vasselheim, as of late."),
+            *FILLER[4:8],
+            ("LIAM", "We arrive at Vasselheim tomorrow?"),
+            ("TRAVIS", "Arrive, arrive, arrive at Vasselheim!"),
+            *FILLER[8:12],
+        ],
+    )
+    session_id = (await campaign.log.sessions())[0].id
+    told = Provenance(session_id=session_id, entry_ids=[ids[4]])
+    await campaign.graph.add_entity(EntityIn(name="Arrival at Vasselheim", type=EntityType.event, provenance=told))
+    for asked in ("Arrival at Vasselheim", "arrival at vasselheim?"):
+        for dm in (True, False):
+            hits = await recall(campaign, None, asked, limit=2, mode="fulltext", dm=dm)
+            assert [line.entry_id for line in hits[0].lines if line.matched] == [ids[4]]
+            assert "entity" in hits[0].matched
+    # a question naming it among other words asks something else; a session it was not told in has none of it
+    hits = await recall(campaign, None, "who said we arrive at Vasselheim", limit=2, mode="fulltext")
+    assert ids[4] not in hits[0].entry_ids
+    await said(campaign, "Two", [("LIAM", "We arrive at Vasselheim tomorrow?")])
+    hits = await recall(campaign, None, "Arrival at Vasselheim last session", limit=2, mode="fulltext")
+    assert [h.session for h in hits] == ["Two"]
 
 
 async def test_last_session_and_a_numbered_session_filter(campaign: CampaignMemory) -> None:

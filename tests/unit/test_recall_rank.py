@@ -162,6 +162,15 @@ def test_table_talk_ranks_below_the_story_and_named_lines_above() -> None:
     assert ranked[-1].table_talk
 
 
+def test_the_lines_telling_the_entity_a_question_names_come_first_in_their_order() -> None:
+    """For "Arrival at Vasselheim": the event's lines, found by the words (3) or not at all (9), before the rest."""
+    ranked = fuse([1, 2, 3], [4, 1], named=[2], told=[9, 3])
+    assert [f.entry_id for f in ranked] == [9, 3, 1, 2, 4]
+    assert ranked[0].matched == ["entity"] and ranked[1].matched == ["fulltext", "entity"]
+    assert [f.score for f in ranked] == sorted((f.score for f in ranked), reverse=True)
+    assert [f.entry_id for f in fuse([1, 2, 3], [4, 1], named=[2])] == [1, 2, 3, 4]  # none told: as before
+
+
 def test_a_line_said_by_who_is_asked_about_is_lifted_once_and_says_why() -> None:
     """A "(fulltext+entity)" on a line of the asker's naming no entity sent the DM looking for one in it."""
     ranked = {f.entry_id: f for f in fuse([1, 2, 3], [], named=[3], said=[2, 3])}
