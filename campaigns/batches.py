@@ -49,6 +49,9 @@ class ImportBatch(BaseModel):
     updates_as: dict[str, str] = {}
     #: An imported name that renames an entity (its record renamed in the tool since) → that entity's old name.
     renames: dict[str, str] = {}
+    #: How many of its facts are DM-only, as planned (GM notes a secret record gives a public entity among them);
+    #: None for a batch staged before this was kept.
+    secret_facts: int | None = None
 
     @property
     def ref(self) -> str:
@@ -58,7 +61,9 @@ class ImportBatch(BaseModel):
         """The batch as one card: where it came from, its counts and a sample, for the DM to decide on."""
         world = self.world
         new = self.entities - len(self.updates)
-        secret = sum(1 for e in world.entities if e.secret) + sum(1 for r in world.relationships if r.secret)
+        secret = self.secret_facts
+        if secret is None:
+            secret = sum(1 for r in world.relationships if r.secret)
         lines = [
             f"Import {self.ref} ({self.format}: {clip(', '.join(self.sources), 80)}), {self.status}",
             f"{counted(self.entities, 'entity', 'entities')} ({new:,} new, {len(self.updates):,} updated), "
@@ -331,6 +336,7 @@ async def stage(mem: CampaignMemory, world: ImportedWorld) -> ImportBatch:
                 "updates": resolved.updates,
                 "updates_as": resolved.updates_as,
                 "renames": resolved.renames,
+                "secret_facts": sum(1 for r in resolved.file.relationships if r.secret),
             },
             len(resolved.file.entities),
             len(resolved.file.relationships),
@@ -354,6 +360,7 @@ def _batch(row: Any) -> ImportBatch:
         updates=content.get("updates", []),
         updates_as=content.get("updates_as", {}),
         renames=content.get("renames", {}),
+        secret_facts=content.get("secret_facts"),
     )
 
 

@@ -33,7 +33,7 @@ async def test_an_import_waits_as_one_batch_then_is_accepted_whole(campaign: Cam
     assert (await count(campaign, "entities"), await count(campaign, "relationships")) == (0, 0)  # nothing yet
     card = batch.card()
     assert card.startswith(f"Import {batch.ref} (foundry: actors.db, folders.db, journal.db, scenes.db, world.json)")
-    assert "7 entities (7 new, 0 updated), 1 fact, 2 of them DM-only" in card
+    assert "7 entities (7 new, 0 updated), 1 fact, 1 of them DM-only" in card
     assert "- Captain Ilse (player): Our fearless captain." in card
     assert [b.id for b in await batches.pending(campaign)] == [batch.id]
 
@@ -111,6 +111,19 @@ async def test_a_secret_record_never_makes_a_public_entity_say_its_text(campaign
     [notes] = await campaign.graph.relationships_of(hale.id, include_secret=True)
     assert (notes.type, notes.value, notes.visibility) == ("dm_notes", "Hale\nHe serves the lich.", Visibility.secret)
     assert await campaign.graph.relationships_of(hale.id) == []  # players read none of it
+
+
+async def test_the_card_counts_dm_only_facts_not_entities(campaign: CampaignMemory) -> None:
+    """The card's "N facts, M of them DM-only" counts facts alone: a secret entity is not a fact, and the GM notes
+    a secret record gives a public entity of its name are one."""
+    await campaign.add_entity(EntityIn(name="Brother Hale", type=EntityType.npc))
+    journals = [
+        {"_id": "j1", "name": "Brother Hale", "content": "<p>He serves the lich.</p>"},
+        {"_id": "j2", "name": "The Drowned Pact", "content": "<p>Sworn in the deep.</p>"},
+    ]
+    world = "\n".join(json.dumps({**j, "ownership": {"default": 0}}) for j in journals)
+    batch = await batches.stage(campaign, read_import([("journal.db", world.encode())]))
+    assert "2 entities (1 new, 1 updated), 1 fact, 1 of them DM-only" in batch.card()
 
 
 async def test_a_rejected_batch_writes_nothing(campaign: CampaignMemory) -> None:
