@@ -395,6 +395,8 @@ async def get(mem: CampaignMemory, ref: str) -> ImportBatch:
 async def accept(mem: CampaignMemory, ref: str) -> tuple[ImportBatch, LoadReport]:
     """Load the batch into the graph, all or nothing, matched against the campaign as it is now."""
     async with mem.transaction() as tx:
+        # planned under the lock the load takes: an edit or another accept meanwhile would make the plan stale
+        await tx.graph.lock()
         batch = await _pending(tx, ref)
         resolved = await resolve(tx, batch.world)
         report = await apply_campaign_file(tx, resolved.file)

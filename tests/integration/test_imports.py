@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
 
+import asyncpg
 import pytest
 
 from campaigns import batches
@@ -459,3 +461,30 @@ async def test_a_record_merged_into_an_entity_never_replaces_what_the_merge_kept
     assert (merged.description, merged.attributes["alignment"]) == ("A smith.", "Lawful Evil")
     assert "- The Smith (npc) (updates Vask): Works the forge." in batch.card()
     assert await count(campaign, "entities") == 1
+
+
+async def test_an_accept_plans_against_the_campaign_as_it_is_once_it_may_write(
+    pool: asyncpg.Pool, campaign: CampaignMemory
+) -> None:
+    """The DM adds "Vask Emberhand" by hand while a batch renaming Vask the Ashen to it is being accepted: the
+    accept waits for the edit, then plans against it (Vask updated under his own name), instead of acting on what
+    it read before and renaming him onto a name taken meanwhile."""
+    await _import(campaign, _vask("Owes the Red Hand."))
+    batch = await batches.stage(campaign, read_import(_vask("Owes the Red Hand.", name="Vask Emberhand")))
+    assert "(renames Vask the Ashen)" in batch.card()
+    async with pool.acquire() as conn:
+        edit = conn.transaction()
+        await edit.start()
+        dm = CampaignMemory(conn, campaign.campaign_id)
+        await dm.graph.lock()
+        await dm.add_entity(EntityIn(name="Vask Emberhand", type=EntityType.npc, description="The DM's own."))
+        accepting = asyncio.ensure_future(batches.accept(campaign, batch.ref))
+        for _ in range(200):  # until the accept waits for the edit's lock
+            if await pool.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"):
+                break
+            assert not accepting.done(), accepting.result()
+            await asyncio.sleep(0.025)
+        await edit.commit()
+    await accepting
+    assert (await campaign.graph.get_entity("Vask the Ashen")).description == "A smith."
+    assert (await campaign.graph.get_entity("Vask Emberhand")).description == "The DM's own."
