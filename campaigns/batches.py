@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -107,6 +107,8 @@ class Resolved:
     #: The tool's ids to keep for an entry (its name): of the records it was read from, with their names, and the
     #: entity they name (None: new, known by the entry's name once loaded).
     sourced: list[tuple[str, dict[str, str], int | None]]
+    #: Entries (their names) whose records have a place for GM notes: the notes they carry are all they have now.
+    notes_stated: list[str] = field(default_factory=list)
 
 
 async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
@@ -221,6 +223,7 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
         {key: name for key, name in renamed.items() if key not in renames},
         renames,
         sourced,
+        list(dict.fromkeys(renamed.get(name_key(n), n) for n in world.notes_stated)),
     )
 
 
@@ -401,7 +404,7 @@ async def accept(mem: CampaignMemory, ref: str) -> tuple[ImportBatch, LoadReport
         resolved = await resolve(tx, batch.world)
         report = await apply_campaign_file(tx, resolved.file)
         await _keep_source_ids(tx, batch.world.format, resolved.sourced)
-        await _close_stale_notes(tx, resolved.file, report)
+        await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated)
         await _end_moved_items(tx, resolved.file, report)
         return await _decided(tx, batch, "accepted"), report
 
@@ -410,13 +413,16 @@ async def accept(mem: CampaignMemory, ref: str) -> tuple[ImportBatch, LoadReport
 _NOTES_PART = re.compile(rf"{DM_NOTES}_\d+")
 
 
-async def _close_stale_notes(tx: CampaignMemory, file: CampaignFile, report: LoadReport) -> None:
+async def _close_stale_notes(tx: CampaignMemory, file: CampaignFile, report: LoadReport, stated: list[str]) -> None:
     """End the parts of an entity's GM notes that the notes it was given now have no more of: shorter notes leave
-    the old ``dm_notes_3`` current otherwise, and the DM reads stale text after the new one."""
+    the old ``dm_notes_3`` current otherwise, and the DM reads stale text after the new one. An entity of
+    ``stated`` (its records have a place for GM notes) given none now has its notes ended: deleted in the tool."""
     parts: dict[str, set[str]] = {}
     for fact in file.relationships:
         if fact.type == DM_NOTES or _NOTES_PART.fullmatch(fact.type):
             parts.setdefault(fact.source, set()).add(fact.type)
+    noted = {name_key(entry.name if (entry := file.find_entity(name)) else name) for name in parts}
+    await _close_deleted_notes(tx, [name for name in stated if name_key(name) not in noted], report)
     for name, kept in parts.items():
         entity = await tx.graph.get_entity(name)
         rows = await tx.db.fetch(
@@ -440,6 +446,32 @@ async def _close_stale_notes(tx: CampaignMemory, file: CampaignFile, report: Loa
             LoadChange(entity=entity.name, change=f"fact {row['type']}: ended (the GM notes are shorter now)")
             for row in sorted(rows, key=lambda r: int(r["type"].rsplit("_", 1)[1]))
         ]
+
+
+async def _close_deleted_notes(tx: CampaignMemory, names: list[str], report: LoadReport) -> None:
+    """End the GM notes an import or a file gave these entities, whose records have none now. One query for the
+    whole import: most records of a world have no notes. Notes the DM wrote here are not the tool's to delete."""
+    if not names:
+        return
+    rows = await tx.db.fetch(
+        """
+        UPDATE relationships r SET valid_to = now()
+        FROM entities e
+        WHERE e.campaign_id = $1 AND e.status <> 'rejected'
+          AND lower(e.name) IN (SELECT lower(n) FROM unnest($2::text[]) n)
+          AND r.campaign_id = $1 AND r.source_id = e.id AND r.valid_to IS NULL AND r.status = 'accepted'
+          AND r.type ~ $3 AND coalesce(r.provenance ->> 'source', 'dm') = 'campaign_file'
+        RETURNING e.name, r.type
+        """,
+        tx.campaign_id,
+        names,
+        rf"^{DM_NOTES}(_\d+)?$",
+    )
+    report.relationships_updated += len(rows)
+    report.changes += [
+        LoadChange(entity=row["name"], change=f"fact {row['type']}: ended (the GM notes were deleted)")
+        for row in sorted(rows, key=lambda r: (r["name"], r["type"] != DM_NOTES, len(r["type"]), r["type"]))
+    ]
 
 
 async def _end_moved_items(tx: CampaignMemory, file: CampaignFile, report: LoadReport) -> None:

@@ -234,6 +234,33 @@ async def test_gm_notes_that_got_shorter_end_their_old_parts(campaign: CampaignM
     assert [r.type for r in notes if r.type.startswith("dm_notes")] == ["dm_notes"]
 
 
+async def test_gm_notes_deleted_in_the_tool_are_ended(campaign: CampaignMemory) -> None:
+    """The DM deletes an NPC's GM notes in Foundry: imported again, every part is ended (kept in its history),
+    not left current. A CSV with a ``dm_notes`` column says so by an empty cell; notes the DM wrote here stay."""
+    debt = " ".join(["The smith owes the Red Hand a debt of blood."] * 30)
+    await _import(campaign, _vask(debt))
+    vask = await campaign.graph.get_entity("Vask the Ashen")
+
+    def notes(facts: list[Relationship]) -> list[str]:
+        return sorted(r.type for r in facts if r.type.startswith("dm_notes"))
+
+    actor = json.loads(_vask("")[0][1])
+    actor["system"]["details"]["biography"]["value"] = "<p>A smith.</p>"
+    _, said = await _import(campaign, [("vask.json", json.dumps(actor).encode())])
+    assert notes(await campaign.graph.relationships_of(vask.id, include_secret=True)) == []
+    assert notes(await campaign.graph.history(vask.id, include_secret=True)) == ["dm_notes", "dm_notes_2", "dm_notes_3"]
+    assert "- Vask the Ashen: fact dm_notes: ended (the GM notes were deleted)" in said
+
+    await _import(campaign, [("w.csv", b"name,type,dm_notes\nIronhold,location,Hides the crown.\n")])
+    ironhold = await campaign.graph.get_entity("Ironhold")
+    await campaign.graph.add_relationship(
+        RelationshipIn(source_id=ironhold.id, type="dm_notes_9", value="The DM's own.", visibility=Visibility.secret)
+    )
+    await _import(campaign, [("w.csv", b"name,type,dm_notes\nIronhold,location,\n")])
+    current = await campaign.graph.relationships_of(ironhold.id, include_secret=True)
+    assert [(r.type, r.value) for r in current] == [("dm_notes_9", "The DM's own.")]
+
+
 async def test_a_record_renamed_in_the_tool_renames_its_entity(campaign: CampaignMemory) -> None:
     """Foundry keeps an actor's ``_id`` through a rename: the import finds the entity by it, renames it (the old
     name an alias) and says so on the card, instead of adding a second Vask beside the first."""
