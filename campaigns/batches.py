@@ -126,14 +126,14 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
     # entities a record renames: their old name is no longer theirs for another record of the import to match
     renaming = {
         entity.id
-        for spec, (entity, retitled) in zip(world.entities, found, strict=True)
+        for spec, (entity, retitled, _) in zip(world.entities, found, strict=True)
         if entity is not None
         and retitled
         and name_key(spec.name) != name_key(entity.name)
         and not (spec.secret and entity.visibility != Visibility.secret)
     }
     names = {name_key(spec.name) for spec in world.entities}
-    for spec, (existing, retitled) in zip(world.entities, found, strict=True):
+    for spec, (existing, retitled, known) in zip(world.entities, found, strict=True):
         ids = world.source_ids.get(spec.name, {})
         by_id = existing is not None
         existing = existing or await mem.graph.find_entity(spec.name)
@@ -151,9 +151,11 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
             continue
         if ids and not by_id and made is None:
             made = await _imported(mem, world.format)
-        if ids and (by_id or existing.id in (made or ())):  # never an entity the DM made by hand
-            sourced.append((spec.name, ids, existing.id))
         secret = spec.secret and existing.visibility != Visibility.secret
+        if ids and (by_id or existing.id in (made or ())):  # never an entity the DM made by hand
+            if retitled and secret:  # the rename withheld: kept as not yet seen, for when the record may give it
+                ids = {source_id: known.get(source_id, record) for source_id, record in ids.items()}
+            sourced.append((spec.name, ids, existing.id))
         if secret:  # a GM-only journal of a public NPC's name
             hidden.append((existing.name, secret_text(spec)))  # its text is GM notes, never the NPC's description
             spec = EntitySpec(name=spec.name, type=spec.type, secret=True)
@@ -227,13 +229,16 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
     )
 
 
-async def _by_source(mem: CampaignMemory, kind: str, records: list[dict[str, str]]) -> list[tuple[Entity | None, bool]]:
+async def _by_source(
+    mem: CampaignMemory, kind: str, records: list[dict[str, str]]
+) -> list[tuple[Entity | None, bool, dict[str, str]]]:
     """For each record's ids (the tool's ids → the records' names now): the entity imported before from one of
-    them, of this tool only, and whether the tool renamed that record since. Two queries for the whole import, not
-    one a record: a world of thousands of records is matched in a moment."""
+    them, of this tool only, whether the tool renamed that record since, and the names its ids were last kept
+    with. Two queries for the whole import, not one a record: a world of thousands of records is matched in a
+    moment."""
     wanted = sorted({source_id for ids in records for source_id in ids})
     if not wanted:
-        return [(None, False)] * len(records)
+        return [(None, False, {})] * len(records)
     rows = await mem.db.fetch(
         """
         SELECT s.entity_id, s.source_id, s.name FROM entity_source_ids s
@@ -253,15 +258,15 @@ async def _by_source(mem: CampaignMemory, kind: str, records: list[dict[str, str
             sorted({entity_id for entity_id, _ in known.values()}),
         )
     }
-    found: list[tuple[Entity | None, bool]] = []
+    found: list[tuple[Entity | None, bool, dict[str, str]]] = []
     for ids in records:
         hits = [(known[source_id], source_id) for source_id in ids if source_id in known]  # in the record's order
         if not hits:
-            found.append((None, False))
+            found.append((None, False, {}))
             continue
         entity_id = hits[0][0][0]
         retitled = any(name_key(name) != name_key(ids[s]) for (e, name), s in hits if e == entity_id)
-        found.append((entities[entity_id], retitled))
+        found.append((entities[entity_id], retitled, {s: name for (e, name), s in hits if e == entity_id}))
     return found
 
 

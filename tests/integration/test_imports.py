@@ -337,6 +337,32 @@ async def test_a_name_the_dm_gave_stays_and_a_secret_record_never_renames_a_publ
     )
 
 
+async def test_a_rename_withheld_while_the_record_was_secret_comes_when_it_may(campaign: CampaignMemory) -> None:
+    """A journal renamed in Foundry and made GM-only in one export does not rename its public entity; exported
+    again shared with the players, or once the DM made the entity secret here, the rename comes then, instead of
+    the new name being taken as already seen."""
+    page = {"_id": "p1", "name": "Page", "type": "text", "text": {"content": "<p>An old pact.</p>"}}
+
+    def journal(name: str, default: int) -> list[tuple[str, bytes]]:
+        doc = {"_id": "wjnl00000000000c", "name": name, "pages": [page], "ownership": {"default": default}}
+        return [("j.json", json.dumps(doc).encode())]
+
+    await _import(campaign, journal("The Tide Pact", 2))
+    batch, _ = await _import(campaign, journal("Hale's Pact", 0))
+    assert "renames" not in batch.card() and await campaign.graph.find_entity("Hale's Pact") is None
+    batch, _ = await _import(campaign, journal("Hale's Pact", 0))  # still secret: still withheld
+    assert "renames" not in batch.card() and await campaign.graph.find_entity("Hale's Pact") is None
+    batch, _ = await _import(campaign, journal("Hale's Pact", 2))
+    assert "- Hale's Pact (concept) (renames The Tide Pact)" in batch.card()
+    assert (await campaign.graph.get_entity("Hale's Pact")).aliases == ["The Tide Pact"]
+
+    await _import(campaign, journal("The Sea Oath", 0))
+    assert await campaign.graph.find_entity("The Sea Oath") is None
+    await campaign.graph.update_entity("Hale's Pact", visibility=Visibility.secret)
+    batch, _ = await _import(campaign, journal("The Sea Oath", 0))
+    assert "- The Sea Oath (concept) (DM-only) (renames Hale's Pact)" in batch.card()
+
+
 def test_the_cli_renames_an_entity_whose_record_was_renamed(
     lk: Callable[..., CompletedProcess[str]], tmp_path: Path
 ) -> None:
