@@ -52,6 +52,10 @@ class ImportBatch(BaseModel):
     #: How many of its facts are DM-only, as planned (GM notes a secret record gives a public entity among them);
     #: None for a batch staged before this was kept.
     secret_facts: int | None = None
+    #: The batch accepted while this one waited, after which it was planned again (its counts are as of then).
+    replanned_after: str | None = None
+    #: The batch accepted while this one waited, when planning it again failed: its counts are from before.
+    stale_after: str | None = None
 
     @property
     def ref(self) -> str:
@@ -69,6 +73,10 @@ class ImportBatch(BaseModel):
             f"{counted(self.entities, 'entity', 'entities')} ({new:,} new, {len(self.updates):,} updated), "
             f"{counted(self.relationships, 'fact')}, {secret:,} of them DM-only",
         ]
+        if self.status == "pending" and self.stale_after:
+            lines.append(f"{self.stale_after} was accepted since: these counts are from before it")
+        elif self.status == "pending" and self.replanned_after:
+            lines.append(f"planned again after {self.replanned_after} was accepted, against the campaign as it is now")
         kinds: dict[str, int] = {}
         for e in world.entities:
             kinds[e.type.value] = kinds.get(e.type.value, 0) + 1
@@ -339,17 +347,21 @@ async def stage(mem: CampaignMemory, world: ImportedWorld) -> ImportBatch:
             tx.campaign_id,
             world.format,
             world.sources,
-            {
-                "world": world.model_dump(mode="json"),
-                "updates": resolved.updates,
-                "updates_as": resolved.updates_as,
-                "renames": resolved.renames,
-                "secret_facts": sum(1 for r in resolved.file.relationships if r.secret),
-            },
+            {"world": world.model_dump(mode="json"), **_plan(resolved)},
             len(resolved.file.entities),
             len(resolved.file.relationships),
         )
     return _batch(row)
+
+
+def _plan(resolved: Resolved) -> dict[str, Any]:
+    """What a batch's card says of what accepting it does, as kept with the batch."""
+    return {
+        "updates": resolved.updates,
+        "updates_as": resolved.updates_as,
+        "renames": resolved.renames,
+        "secret_facts": sum(1 for r in resolved.file.relationships if r.secret),
+    }
 
 
 def _batch(row: Any) -> ImportBatch:
@@ -369,6 +381,8 @@ def _batch(row: Any) -> ImportBatch:
         updates_as=content.get("updates_as", {}),
         renames=content.get("renames", {}),
         secret_facts=content.get("secret_facts"),
+        replanned_after=content.get("replanned_after"),
+        stale_after=content.get("stale_after"),
     )
 
 
@@ -411,7 +425,34 @@ async def accept(mem: CampaignMemory, ref: str) -> tuple[ImportBatch, LoadReport
         await _keep_source_ids(tx, batch.world.format, resolved.sourced)
         await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated)
         await _end_moved_items(tx, resolved.file, report)
-        return await _decided(tx, batch, "accepted"), report
+        decided = await _decided(tx, batch, "accepted")
+        await _plan_again(tx, decided)
+        return decided, report
+
+
+async def _plan_again(tx: CampaignMemory, accepted: ImportBatch) -> None:
+    """Plan again the batches still waiting, against the campaign ``accepted`` changed: their cards said what they
+    would do before it (new entities it has made since, renames it made), and now say it changed. Not tried on the
+    campaign as staging does: accepting one still refuses it whole if it can no longer load."""
+    for other in await pending(tx):
+        try:
+            resolved = await resolve(tx, other.world)
+        except ValueError:  # a plan the campaign file refuses now: the accept says why; the card says it is old
+            changed: dict[str, Any] = {"stale_after": accepted.ref}
+            counts = (other.entities, other.relationships)
+        else:
+            changed = {**_plan(resolved), "replanned_after": accepted.ref, "stale_after": None}
+            counts = (len(resolved.file.entities), len(resolved.file.relationships))
+        await tx.db.execute(
+            """
+            UPDATE import_batches SET content = content || $3::jsonb, entities = $4, relationships = $5
+            WHERE campaign_id = $1 AND id = $2
+            """,
+            tx.campaign_id,
+            other.id,
+            changed,
+            *counts,
+        )
 
 
 #: The numbered parts GM notes longer than a fact are split into (``dm_notes_2`` …; the first is ``dm_notes``).

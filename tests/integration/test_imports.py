@@ -128,6 +128,31 @@ async def test_the_card_counts_dm_only_facts_not_entities(campaign: CampaignMemo
     assert "2 entities (1 new, 1 updated), 1 fact, 1 of them DM-only" in batch.card()
 
 
+async def test_a_batch_waiting_is_planned_again_when_another_is_accepted(campaign: CampaignMemory) -> None:
+    """Two batches wait, both planned against the campaign before either was accepted. Accepting one plans the
+    other again: its card no longer says "7 new" of entities the first made, nor a rename the first did, and says
+    why it changed."""
+    first = await batches.stage(campaign, read_import(files(WORLD)))
+    second = await batches.stage(campaign, read_import(files(WORLD)))
+    assert "7 entities (7 new, 0 updated)" in second.card()
+    await batches.accept(campaign, first.ref)
+    card = (await batches.get(campaign, second.ref)).card()
+    assert "7 entities (0 new, 7 updated), 1 fact, 1 of them DM-only" in card
+    assert f"planned again after {first.ref} was accepted, against the campaign as it is now" in card
+    await batches.reject(campaign, second.ref)
+
+    await _import(campaign, _vask("Owes the Red Hand."))
+    renamed = read_import(_vask("Owes the Red Hand.", name="Vask Emberhand"))
+    one, two = await batches.stage(campaign, renamed), await batches.stage(campaign, renamed)
+    assert "(renames Vask the Ashen)" in two.card()
+    await batches.accept(campaign, one.ref)
+    card = (await batches.get(campaign, two.ref)).card()
+    assert "renames" not in card and "- Vask Emberhand (npc) (updates the entity of that name)" in card
+    _, report = await batches.accept(campaign, two.ref)
+    assert not report.changed  # as its card now says: nothing left to do
+    assert "planned again" not in (await batches.get(campaign, two.ref)).card()  # said only while it waits
+
+
 async def test_a_rejected_batch_writes_nothing(campaign: CampaignMemory) -> None:
     batch = await batches.stage(campaign, read_import(files([FIXTURES / "roll20_campaign.json"])))
     rejected = await batches.reject(campaign, batch.ref)
