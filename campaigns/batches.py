@@ -309,14 +309,21 @@ async def _imported(mem: CampaignMemory, kind: str) -> set[int]:
 async def _keep_source_ids(
     tx: CampaignMemory, kind: str, sourced: list[tuple[str, dict[str, str], int | None]]
 ) -> None:
-    """Remember, for the next import, which entity each record of an accepted batch is, and its name now."""
+    """Remember, for the next import, which entity each record of an accepted batch is, and its name now. The new
+    entities are found by their names in one query: a first import of thousands took a query each."""
+    made = await tx.db.fetch(
+        """
+        SELECT n AS name, e.id FROM unnest($2::text[]) n
+        JOIN entities e ON e.campaign_id = $1 AND e.status <> 'rejected' AND lower(e.name) = lower(n)
+        """,
+        tx.campaign_id,
+        [name for name, _, entity_id in sourced if entity_id is None],
+    )
+    named = {row["name"]: row["id"] for row in made}
     rows = []
     for name, ids, entity_id in sourced:
-        if entity_id is None:
-            entity = await tx.graph.find_entity(name)
-            if entity is None:
-                continue
-            entity_id = entity.id
+        if entity_id is None and (entity_id := named.get(name)) is None:
+            continue
         rows += [(tx.campaign_id, kind, source_id, entity_id, record) for source_id, record in ids.items()]
     await tx.db.executemany(
         """
@@ -466,32 +473,42 @@ async def _close_stale_notes(tx: CampaignMemory, file: CampaignFile, report: Loa
     parts: dict[str, set[str]] = {}
     for fact in file.relationships:
         if fact.type == DM_NOTES or _NOTES_PART.fullmatch(fact.type):
-            parts.setdefault(fact.source, set()).add(fact.type)
-    noted = {name_key(entry.name if (entry := file.find_entity(name)) else name) for name in parts}
+            entry = file.find_entity(fact.source)  # the entity's name, as loaded, of a fact named by an alias
+            parts.setdefault(entry.name if entry else fact.source, set()).add(fact.type)
+    noted = {name_key(name) for name in parts}
     await _close_deleted_notes(tx, [name for name in stated if name_key(name) not in noted], report)
-    for name, kept in parts.items():
-        entity = await tx.graph.get_entity(name)
-        rows = await tx.db.fetch(
-            """
-            UPDATE relationships r SET valid_to = now(), superseded_by = (
-                SELECT n.id FROM relationships n
-                WHERE n.campaign_id = $1 AND n.source_id = $2 AND n.type = $4 AND n.valid_to IS NULL
-                  AND n.status = 'accepted' LIMIT 1)
-            WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.valid_to IS NULL AND r.status = 'accepted'
-              AND r.type ~ $5 AND NOT r.type = ANY($3::text[])
-            RETURNING r.type
-            """,
-            tx.campaign_id,
-            entity.id,
-            sorted(kept),
-            DM_NOTES,
-            f"^{_NOTES_PART.pattern}$",
+    if not parts:
+        return
+    kept = [(name, kind) for name, kinds in parts.items() for kind in sorted(kinds)]
+    # one query for the whole import, not two an entity: a world of thousands of GM-noted records took seconds
+    rows = await tx.db.fetch(
+        """
+        WITH kept(name, type) AS (SELECT * FROM unnest($2::text[], $3::text[])),
+        noted AS (
+            SELECT DISTINCT e.id, e.name FROM kept k
+            JOIN entities e ON e.campaign_id = $1 AND e.status <> 'rejected' AND lower(e.name) = lower(k.name)
         )
-        report.relationships_updated += len(rows)
-        report.changes += [
-            LoadChange(entity=entity.name, change=f"fact {row['type']}: ended (the GM notes are shorter now)")
-            for row in sorted(rows, key=lambda r: int(r["type"].rsplit("_", 1)[1]))
-        ]
+        UPDATE relationships r SET valid_to = now(), superseded_by = (
+            SELECT n.id FROM relationships n
+            WHERE n.campaign_id = $1 AND n.source_id = r.source_id AND n.type = $4 AND n.valid_to IS NULL
+              AND n.status = 'accepted' LIMIT 1)
+        FROM noted e
+        WHERE r.campaign_id = $1 AND r.source_id = e.id AND r.valid_to IS NULL AND r.status = 'accepted'
+          AND r.type ~ $5
+          AND NOT EXISTS (SELECT 1 FROM kept k WHERE lower(k.name) = lower(e.name) AND k.type = r.type)
+        RETURNING e.name, r.type
+        """,
+        tx.campaign_id,
+        [name for name, _ in kept],
+        [kind for _, kind in kept],
+        DM_NOTES,
+        f"^{_NOTES_PART.pattern}$",
+    )
+    report.relationships_updated += len(rows)
+    report.changes += [
+        LoadChange(entity=row["name"], change=f"fact {row['type']}: ended (the GM notes are shorter now)")
+        for row in sorted(rows, key=lambda r: (r["name"], int(r["type"].rsplit("_", 1)[1])))
+    ]
 
 
 async def _close_deleted_notes(tx: CampaignMemory, names: list[str], report: LoadReport) -> None:
