@@ -334,18 +334,20 @@ async def _keep_source_ids(
     )
 
 
-async def stage(mem: CampaignMemory, world: ImportedWorld) -> ImportBatch:
+async def stage(mem: CampaignMemory, world: ImportedWorld, *, trial: bool = True) -> ImportBatch:
     """Keep ``world`` as a batch waiting for review, after trying its load (rolled back): a batch that could not
-    load is refused now, with what is wrong, and nothing is kept."""
+    load is refused now, with what is wrong, and nothing is kept. ``trial=False``: the caller accepts it in the
+    same transaction, whose load refuses it as well (a big world's load, twice, was most of the wait)."""
     async with mem.transaction() as tx:
         await tx.graph.lock()
         resolved = await resolve(tx, world)
-        trial = tx.db.transaction()
-        await trial.start()
-        try:
-            await apply_campaign_file(tx, resolved.file)
-        finally:
-            await trial.rollback()
+        if trial:
+            tried = tx.db.transaction()
+            await tried.start()
+            try:
+                await apply_campaign_file(tx, resolved.file)
+            finally:
+                await tried.rollback()
         row = await tx.db.fetchrow(
             """
             INSERT INTO import_batches (campaign_id, format, sources, content, entities, relationships)

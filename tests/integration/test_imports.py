@@ -201,6 +201,20 @@ def test_the_cli_imports_for_review_and_with_accept(lk: Callable[..., CompletedP
     assert bad.returncode != 0 and "roll20_handout.json" in bad.stderr
 
 
+def test_an_import_accepted_at_once_that_could_not_load_keeps_nothing(
+    lk: Callable[..., CompletedProcess[str]], tmp_path: Path
+) -> None:
+    """`--accept` loads the batch once, in the transaction that stages it: a batch that could not load is refused
+    naming the entry, and neither the batch nor any entity of it is kept."""
+    assert lk("campaign", "create", "Tides").returncode == 0
+    assert lk("entity", "add", "Eldrinax", "npc", "--alias", "Eldri").returncode == 0
+    (tmp_path / "clash.csv").write_text("name,type,aliases\nSaltmere,location,\nIronhold,location,Eldri\n")
+    refused = lk("campaign", "import", str(tmp_path / "clash.csv"), "--accept")
+    assert refused.returncode != 0 and "Ironhold" in refused.stderr and "nothing was imported" in refused.stderr
+    assert "Import b" not in lk("review", "list").stdout
+    assert lk("entity", "show", "Saltmere").returncode != 0
+
+
 def test_a_foundry_v11_world_folder_says_to_unpack_it(lk: Callable[..., CompletedProcess[str]], tmp_path: Path) -> None:
     """Foundry v11+ keeps a world's data as LevelDB: its folder holds only world.json to read, and the DM is told
     to extract the data, not just that nothing was found."""
