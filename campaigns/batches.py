@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -49,6 +49,13 @@ class ImportBatch(BaseModel):
     updates_as: dict[str, str] = {}
     #: An imported name that renames an entity (its record renamed in the tool since) → that entity's old name.
     renames: dict[str, str] = {}
+    #: How many of its facts are DM-only, as planned (GM notes a secret record gives a public entity among them);
+    #: None for a batch staged before this was kept.
+    secret_facts: int | None = None
+    #: The batch accepted while this one waited, after which it was planned again (its counts are as of then).
+    replanned_after: str | None = None
+    #: The batch accepted while this one waited, when planning it again failed: its counts are from before.
+    stale_after: str | None = None
 
     @property
     def ref(self) -> str:
@@ -58,12 +65,18 @@ class ImportBatch(BaseModel):
         """The batch as one card: where it came from, its counts and a sample, for the DM to decide on."""
         world = self.world
         new = self.entities - len(self.updates)
-        secret = sum(1 for e in world.entities if e.secret) + sum(1 for r in world.relationships if r.secret)
+        secret = self.secret_facts
+        if secret is None:
+            secret = sum(1 for r in world.relationships if r.secret)
         lines = [
             f"Import {self.ref} ({self.format}: {clip(', '.join(self.sources), 80)}), {self.status}",
             f"{counted(self.entities, 'entity', 'entities')} ({new:,} new, {len(self.updates):,} updated), "
             f"{counted(self.relationships, 'fact')}, {secret:,} of them DM-only",
         ]
+        if self.status == "pending" and self.stale_after:
+            lines.append(f"{self.stale_after} was accepted since: these counts are from before it")
+        elif self.status == "pending" and self.replanned_after:
+            lines.append(f"planned again after {self.replanned_after} was accepted, against the campaign as it is now")
         kinds: dict[str, int] = {}
         for e in world.entities:
             kinds[e.type.value] = kinds.get(e.type.value, 0) + 1
@@ -102,6 +115,8 @@ class Resolved:
     #: The tool's ids to keep for an entry (its name): of the records it was read from, with their names, and the
     #: entity they name (None: new, known by the entry's name once loaded).
     sourced: list[tuple[str, dict[str, str], int | None]]
+    #: Entries (their names) whose records have a place for GM notes: the notes they carry are all they have now.
+    notes_stated: list[str] = field(default_factory=list)
 
 
 async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
@@ -119,14 +134,14 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
     # entities a record renames: their old name is no longer theirs for another record of the import to match
     renaming = {
         entity.id
-        for spec, (entity, retitled) in zip(world.entities, found, strict=True)
+        for spec, (entity, retitled, _) in zip(world.entities, found, strict=True)
         if entity is not None
         and retitled
         and name_key(spec.name) != name_key(entity.name)
         and not (spec.secret and entity.visibility != Visibility.secret)
     }
     names = {name_key(spec.name) for spec in world.entities}
-    for spec, (existing, retitled) in zip(world.entities, found, strict=True):
+    for spec, (existing, retitled, known) in zip(world.entities, found, strict=True):
         ids = world.source_ids.get(spec.name, {})
         by_id = existing is not None
         existing = existing or await mem.graph.find_entity(spec.name)
@@ -144,9 +159,11 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
             continue
         if ids and not by_id and made is None:
             made = await _imported(mem, world.format)
-        if ids and (by_id or existing.id in (made or ())):  # never an entity the DM made by hand
-            sourced.append((spec.name, ids, existing.id))
         secret = spec.secret and existing.visibility != Visibility.secret
+        if ids and (by_id or existing.id in (made or ())):  # never an entity the DM made by hand
+            if retitled and secret:  # the rename withheld: kept as not yet seen, for when the record may give it
+                ids = {source_id: known.get(source_id, record) for source_id, record in ids.items()}
+            sourced.append((spec.name, ids, existing.id))
         if secret:  # a GM-only journal of a public NPC's name
             hidden.append((existing.name, secret_text(spec)))  # its text is GM notes, never the NPC's description
             spec = EntitySpec(name=spec.name, type=spec.type, secret=True)
@@ -216,16 +233,20 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
         {key: name for key, name in renamed.items() if key not in renames},
         renames,
         sourced,
+        list(dict.fromkeys(renamed.get(name_key(n), n) for n in world.notes_stated)),
     )
 
 
-async def _by_source(mem: CampaignMemory, kind: str, records: list[dict[str, str]]) -> list[tuple[Entity | None, bool]]:
+async def _by_source(
+    mem: CampaignMemory, kind: str, records: list[dict[str, str]]
+) -> list[tuple[Entity | None, bool, dict[str, str]]]:
     """For each record's ids (the tool's ids → the records' names now): the entity imported before from one of
-    them, of this tool only, and whether the tool renamed that record since. Two queries for the whole import, not
-    one a record: a world of thousands of records is matched in a moment."""
+    them, of this tool only, whether the tool renamed that record since, and the names its ids were last kept
+    with. Two queries for the whole import, not one a record: a world of thousands of records is matched in a
+    moment."""
     wanted = sorted({source_id for ids in records for source_id in ids})
     if not wanted:
-        return [(None, False)] * len(records)
+        return [(None, False, {})] * len(records)
     rows = await mem.db.fetch(
         """
         SELECT s.entity_id, s.source_id, s.name FROM entity_source_ids s
@@ -245,15 +266,15 @@ async def _by_source(mem: CampaignMemory, kind: str, records: list[dict[str, str
             sorted({entity_id for entity_id, _ in known.values()}),
         )
     }
-    found: list[tuple[Entity | None, bool]] = []
+    found: list[tuple[Entity | None, bool, dict[str, str]]] = []
     for ids in records:
         hits = [(known[source_id], source_id) for source_id in ids if source_id in known]  # in the record's order
         if not hits:
-            found.append((None, False))
+            found.append((None, False, {}))
             continue
         entity_id = hits[0][0][0]
         retitled = any(name_key(name) != name_key(ids[s]) for (e, name), s in hits if e == entity_id)
-        found.append((entities[entity_id], retitled))
+        found.append((entities[entity_id], retitled, {s: name for (e, name), s in hits if e == entity_id}))
     return found
 
 
@@ -288,14 +309,21 @@ async def _imported(mem: CampaignMemory, kind: str) -> set[int]:
 async def _keep_source_ids(
     tx: CampaignMemory, kind: str, sourced: list[tuple[str, dict[str, str], int | None]]
 ) -> None:
-    """Remember, for the next import, which entity each record of an accepted batch is, and its name now."""
+    """Remember, for the next import, which entity each record of an accepted batch is, and its name now. The new
+    entities are found by their names in one query: a first import of thousands took a query each."""
+    made = await tx.db.fetch(
+        """
+        SELECT n AS name, e.id FROM unnest($2::text[]) n
+        JOIN entities e ON e.campaign_id = $1 AND e.status <> 'rejected' AND lower(e.name) = lower(n)
+        """,
+        tx.campaign_id,
+        [name for name, _, entity_id in sourced if entity_id is None],
+    )
+    named = {row["name"]: row["id"] for row in made}
     rows = []
     for name, ids, entity_id in sourced:
-        if entity_id is None:
-            entity = await tx.graph.find_entity(name)
-            if entity is None:
-                continue
-            entity_id = entity.id
+        if entity_id is None and (entity_id := named.get(name)) is None:
+            continue
         rows += [(tx.campaign_id, kind, source_id, entity_id, record) for source_id, record in ids.items()]
     await tx.db.executemany(
         """
@@ -306,18 +334,20 @@ async def _keep_source_ids(
     )
 
 
-async def stage(mem: CampaignMemory, world: ImportedWorld) -> ImportBatch:
+async def stage(mem: CampaignMemory, world: ImportedWorld, *, trial: bool = True) -> ImportBatch:
     """Keep ``world`` as a batch waiting for review, after trying its load (rolled back): a batch that could not
-    load is refused now, with what is wrong, and nothing is kept."""
+    load is refused now, with what is wrong, and nothing is kept. ``trial=False``: the caller accepts it in the
+    same transaction, whose load refuses it as well (a big world's load, twice, was most of the wait)."""
     async with mem.transaction() as tx:
         await tx.graph.lock()
         resolved = await resolve(tx, world)
-        trial = tx.db.transaction()
-        await trial.start()
-        try:
-            await apply_campaign_file(tx, resolved.file)
-        finally:
-            await trial.rollback()
+        if trial:
+            tried = tx.db.transaction()
+            await tried.start()
+            try:
+                await apply_campaign_file(tx, resolved.file)
+            finally:
+                await tried.rollback()
         row = await tx.db.fetchrow(
             """
             INSERT INTO import_batches (campaign_id, format, sources, content, entities, relationships)
@@ -326,16 +356,21 @@ async def stage(mem: CampaignMemory, world: ImportedWorld) -> ImportBatch:
             tx.campaign_id,
             world.format,
             world.sources,
-            {
-                "world": world.model_dump(mode="json"),
-                "updates": resolved.updates,
-                "updates_as": resolved.updates_as,
-                "renames": resolved.renames,
-            },
+            {"world": world.model_dump(mode="json"), **_plan(resolved)},
             len(resolved.file.entities),
             len(resolved.file.relationships),
         )
     return _batch(row)
+
+
+def _plan(resolved: Resolved) -> dict[str, Any]:
+    """What a batch's card says of what accepting it does, as kept with the batch."""
+    return {
+        "updates": resolved.updates,
+        "updates_as": resolved.updates_as,
+        "renames": resolved.renames,
+        "secret_facts": sum(1 for r in resolved.file.relationships if r.secret),
+    }
 
 
 def _batch(row: Any) -> ImportBatch:
@@ -354,6 +389,9 @@ def _batch(row: Any) -> ImportBatch:
         updates=content.get("updates", []),
         updates_as=content.get("updates_as", {}),
         renames=content.get("renames", {}),
+        secret_facts=content.get("secret_facts"),
+        replanned_after=content.get("replanned_after"),
+        stale_after=content.get("stale_after"),
     )
 
 
@@ -388,49 +426,117 @@ async def get(mem: CampaignMemory, ref: str) -> ImportBatch:
 async def accept(mem: CampaignMemory, ref: str) -> tuple[ImportBatch, LoadReport]:
     """Load the batch into the graph, all or nothing, matched against the campaign as it is now."""
     async with mem.transaction() as tx:
+        # planned under the lock the load takes: an edit or another accept meanwhile would make the plan stale
+        await tx.graph.lock()
         batch = await _pending(tx, ref)
         resolved = await resolve(tx, batch.world)
         report = await apply_campaign_file(tx, resolved.file)
         await _keep_source_ids(tx, batch.world.format, resolved.sourced)
-        await _close_stale_notes(tx, resolved.file, report)
+        await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated)
         await _end_moved_items(tx, resolved.file, report)
-        return await _decided(tx, batch, "accepted"), report
+        decided = await _decided(tx, batch, "accepted")
+        await _plan_again(tx, decided)
+        return decided, report
+
+
+async def _plan_again(tx: CampaignMemory, accepted: ImportBatch) -> None:
+    """Plan again the batches still waiting, against the campaign ``accepted`` changed: their cards said what they
+    would do before it (new entities it has made since, renames it made), and now say it changed. Not tried on the
+    campaign as staging does: accepting one still refuses it whole if it can no longer load."""
+    for other in await pending(tx):
+        try:
+            resolved = await resolve(tx, other.world)
+        except ValueError:  # a plan the campaign file refuses now: the accept says why; the card says it is old
+            changed: dict[str, Any] = {"stale_after": accepted.ref}
+            counts = (other.entities, other.relationships)
+        else:
+            changed = {**_plan(resolved), "replanned_after": accepted.ref, "stale_after": None}
+            counts = (len(resolved.file.entities), len(resolved.file.relationships))
+        await tx.db.execute(
+            """
+            UPDATE import_batches SET content = content || $3::jsonb, entities = $4, relationships = $5
+            WHERE campaign_id = $1 AND id = $2
+            """,
+            tx.campaign_id,
+            other.id,
+            changed,
+            *counts,
+        )
 
 
 #: The numbered parts GM notes longer than a fact are split into (``dm_notes_2`` …; the first is ``dm_notes``).
 _NOTES_PART = re.compile(rf"{DM_NOTES}_\d+")
 
 
-async def _close_stale_notes(tx: CampaignMemory, file: CampaignFile, report: LoadReport) -> None:
+async def _close_stale_notes(tx: CampaignMemory, file: CampaignFile, report: LoadReport, stated: list[str]) -> None:
     """End the parts of an entity's GM notes that the notes it was given now have no more of: shorter notes leave
-    the old ``dm_notes_3`` current otherwise, and the DM reads stale text after the new one."""
+    the old ``dm_notes_3`` current otherwise, and the DM reads stale text after the new one. An entity of
+    ``stated`` (its records have a place for GM notes) given none now has its notes ended: deleted in the tool."""
     parts: dict[str, set[str]] = {}
     for fact in file.relationships:
         if fact.type == DM_NOTES or _NOTES_PART.fullmatch(fact.type):
-            parts.setdefault(fact.source, set()).add(fact.type)
-    for name, kept in parts.items():
-        entity = await tx.graph.get_entity(name)
-        rows = await tx.db.fetch(
-            """
-            UPDATE relationships r SET valid_to = now(), superseded_by = (
-                SELECT n.id FROM relationships n
-                WHERE n.campaign_id = $1 AND n.source_id = $2 AND n.type = $4 AND n.valid_to IS NULL
-                  AND n.status = 'accepted' LIMIT 1)
-            WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.valid_to IS NULL AND r.status = 'accepted'
-              AND r.type ~ $5 AND NOT r.type = ANY($3::text[])
-            RETURNING r.type
-            """,
-            tx.campaign_id,
-            entity.id,
-            sorted(kept),
-            DM_NOTES,
-            f"^{_NOTES_PART.pattern}$",
+            entry = file.find_entity(fact.source)  # the entity's name, as loaded, of a fact named by an alias
+            parts.setdefault(entry.name if entry else fact.source, set()).add(fact.type)
+    noted = {name_key(name) for name in parts}
+    await _close_deleted_notes(tx, [name for name in stated if name_key(name) not in noted], report)
+    if not parts:
+        return
+    kept = [(name, kind) for name, kinds in parts.items() for kind in sorted(kinds)]
+    # one query for the whole import, not two an entity: a world of thousands of GM-noted records took seconds
+    rows = await tx.db.fetch(
+        """
+        WITH kept(name, type) AS (SELECT * FROM unnest($2::text[], $3::text[])),
+        noted AS (
+            SELECT DISTINCT e.id, e.name FROM kept k
+            JOIN entities e ON e.campaign_id = $1 AND e.status <> 'rejected' AND lower(e.name) = lower(k.name)
         )
-        report.relationships_updated += len(rows)
-        report.changes += [
-            LoadChange(entity=entity.name, change=f"fact {row['type']}: ended (the GM notes are shorter now)")
-            for row in sorted(rows, key=lambda r: int(r["type"].rsplit("_", 1)[1]))
-        ]
+        UPDATE relationships r SET valid_to = now(), superseded_by = (
+            SELECT n.id FROM relationships n
+            WHERE n.campaign_id = $1 AND n.source_id = r.source_id AND n.type = $4 AND n.valid_to IS NULL
+              AND n.status = 'accepted' LIMIT 1)
+        FROM noted e
+        WHERE r.campaign_id = $1 AND r.source_id = e.id AND r.valid_to IS NULL AND r.status = 'accepted'
+          AND r.type ~ $5
+          AND NOT EXISTS (SELECT 1 FROM kept k WHERE lower(k.name) = lower(e.name) AND k.type = r.type)
+        RETURNING e.name, r.type
+        """,
+        tx.campaign_id,
+        [name for name, _ in kept],
+        [kind for _, kind in kept],
+        DM_NOTES,
+        f"^{_NOTES_PART.pattern}$",
+    )
+    report.relationships_updated += len(rows)
+    report.changes += [
+        LoadChange(entity=row["name"], change=f"fact {row['type']}: ended (the GM notes are shorter now)")
+        for row in sorted(rows, key=lambda r: (r["name"], int(r["type"].rsplit("_", 1)[1])))
+    ]
+
+
+async def _close_deleted_notes(tx: CampaignMemory, names: list[str], report: LoadReport) -> None:
+    """End the GM notes an import or a file gave these entities, whose records have none now. One query for the
+    whole import: most records of a world have no notes. Notes the DM wrote here are not the tool's to delete."""
+    if not names:
+        return
+    rows = await tx.db.fetch(
+        """
+        UPDATE relationships r SET valid_to = now()
+        FROM entities e
+        WHERE e.campaign_id = $1 AND e.status <> 'rejected'
+          AND lower(e.name) IN (SELECT lower(n) FROM unnest($2::text[]) n)
+          AND r.campaign_id = $1 AND r.source_id = e.id AND r.valid_to IS NULL AND r.status = 'accepted'
+          AND r.type ~ $3 AND coalesce(r.provenance ->> 'source', 'dm') = 'campaign_file'
+        RETURNING e.name, r.type
+        """,
+        tx.campaign_id,
+        names,
+        rf"^{DM_NOTES}(_\d+)?$",
+    )
+    report.relationships_updated += len(rows)
+    report.changes += [
+        LoadChange(entity=row["name"], change=f"fact {row['type']}: ended (the GM notes were deleted)")
+        for row in sorted(rows, key=lambda r: (r["name"], r["type"] != DM_NOTES, len(r["type"]), r["type"]))
+    ]
 
 
 async def _end_moved_items(tx: CampaignMemory, file: CampaignFile, report: LoadReport) -> None:

@@ -357,7 +357,7 @@ async def import_(
         mem, name = await campaign_memory(memory, settings, campaign)
         try:
             async with mem.transaction() as tx:  # --accept: staged and accepted, or neither
-                batch = await batches.stage(tx, world)
+                batch = await batches.stage(tx, world, trial=not accept)
                 report = (await batches.accept(tx, batch.ref))[1] if accept else None
         except MemoryError_ as exc:
             raise CliError(f"{', '.join(world.sources)}: {exc}; nothing was imported") from None

@@ -48,6 +48,8 @@ class ImportedWorld(BaseModel):
     skipped: list[str] = Field(default_factory=list)
     #: An entity's name → the tool's ids of the records it was read from, each with that record's name.
     source_ids: dict[str, dict[str, str]] = Field(default_factory=dict)
+    #: Entities whose records have a place for GM notes: notes they had and the import lacks were deleted.
+    notes_stated: list[str] = Field(default_factory=list)
 
     def campaign_file(self) -> CampaignFile:
         return CampaignFile(entities=self.entities, relationships=self.relationships)
@@ -224,6 +226,7 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
         relationships=_consistent(world.entities, world.relationships, world.skipped),
         skipped=world.skipped,
         source_ids={world.entities[index].name: ids for index, ids in world.source_ids.items()},
+        notes_stated=[world.entities[index].name for index in sorted(world.notes_stated)],
     )
 
 

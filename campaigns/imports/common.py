@@ -163,6 +163,9 @@ class World:
     #: The tool's own ids of the records each entry was read from (its index) → the record's name: a re-import
     #: finds the entity by them, renamed or not.
     source_ids: dict[int, dict[str, str]] = field(default_factory=dict)
+    #: Entries (their index) a record of which has a place for GM notes: the notes read are all it has now, so
+    #: notes it had before and lacks now were deleted in the tool.
+    notes_stated: set[int] = field(default_factory=set)
     _names: dict[str, int] = field(default_factory=dict)
     _aliases: dict[str, int] = field(default_factory=dict)
     #: The fact types each entity (its name's key) has among the first ``_typed`` relationships: GM notes of
@@ -182,9 +185,11 @@ class World:
         secret: bool = False,
         dm_notes: str = "",
         source_ids: Sequence[Any] = (),
+        states_notes: bool = False,
     ) -> str | None:
         """Add an entity (or fold it into the one of that name already read); returns its name, or None when the
-        record has no name at all (skipped and said)."""
+        record has no name at all (skipped and said). ``states_notes``: the record has a field for GM notes, so
+        ``dm_notes`` empty means it has none."""
         file, record = where
         text_name = clean_text(str(name)) if isinstance(name, str | int | float) else ""
         text_name = " ".join(text_name.split())
@@ -224,6 +229,8 @@ class World:
         for source_id in source_ids:
             if isinstance(source_id, str) and source_id.strip():
                 self.source_ids.setdefault(index, {})[source_id.strip()[:300]] = spec.name
+        if states_notes:
+            self.notes_stated.add(index)
         name = self.entities[index].name
         if dm_notes:
             self.notes(where, name, dm_notes)

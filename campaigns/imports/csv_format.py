@@ -97,4 +97,5 @@ def _row(file: str, line: int, cells: dict[str, str], world: World) -> None:
         attributes=attributes,
         secret=secret_cell in _TRUE,
         dm_notes=clean_text(cells.get("dm_notes", "")),
+        states_notes="dm_notes" in cells,  # no such column: the file says nothing of GM notes
     )

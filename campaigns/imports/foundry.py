@@ -239,6 +239,7 @@ def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
         attributes=attributes,
         dm_notes=secret,
         source_ids=uuids,
+        states_notes=True,
     )
     if name is None:
         return
@@ -305,6 +306,7 @@ def _item(
         attributes={"rarity": as_text(rarity), "foundry_type": kind},
         dm_notes="\n\n".join(s for s in (gm, gm_hidden, secret) if s),
         source_ids=_uuids("Item", doc, parent),
+        states_notes=True,
     )
 
 
@@ -319,6 +321,7 @@ def _scene(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
         aliases=[nav] if nav else [],
         dm_notes=secret,
         source_ids=_uuids("Scene", doc),
+        states_notes=True,
     )
 
 
@@ -350,6 +353,7 @@ def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
         secret=_gm_only(doc),
         dm_notes="\n\n".join(p for p in secret_parts if p),
         source_ids=_uuids("JournalEntry", doc),
+        states_notes=True,
     )
 
 

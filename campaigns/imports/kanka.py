@@ -162,6 +162,7 @@ class KankaReader:
             secret=record.get("is_private") is True,
             dm_notes=hidden,
             source_ids=ids,
+            states_notes="entry" in record,
         )
         if name is None:
             return

@@ -127,6 +127,7 @@ def _character(file: str, record: str | int | None, doc: dict[str, Any], world: 
         },
         dm_notes="\n\n".join(s for s in (gm, hidden, gm_hidden) if s),
         source_ids=(ids := _ids("character", doc)),
+        states_notes="bio" in doc or "gmnotes" in doc,
     )
     if name is None:
         return
@@ -172,4 +173,5 @@ def _handout(file: str, record: str | int | None, doc: dict[str, Any], world: Wo
         secret="inplayerjournals" in doc and not shared,
         dm_notes="\n\n".join(s for s in (gm, hidden, gm_hidden) if s),
         source_ids=_ids("handout", doc),
+        states_notes=True,
     )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
 
+import asyncpg
 import pytest
 
 from campaigns import batches
@@ -33,7 +35,7 @@ async def test_an_import_waits_as_one_batch_then_is_accepted_whole(campaign: Cam
     assert (await count(campaign, "entities"), await count(campaign, "relationships")) == (0, 0)  # nothing yet
     card = batch.card()
     assert card.startswith(f"Import {batch.ref} (foundry: actors.db, folders.db, journal.db, scenes.db, world.json)")
-    assert "7 entities (7 new, 0 updated), 1 fact, 2 of them DM-only" in card
+    assert "7 entities (7 new, 0 updated), 1 fact, 1 of them DM-only" in card
     assert "- Captain Ilse (player): Our fearless captain." in card
     assert [b.id for b in await batches.pending(campaign)] == [batch.id]
 
@@ -113,6 +115,44 @@ async def test_a_secret_record_never_makes_a_public_entity_say_its_text(campaign
     assert await campaign.graph.relationships_of(hale.id) == []  # players read none of it
 
 
+async def test_the_card_counts_dm_only_facts_not_entities(campaign: CampaignMemory) -> None:
+    """The card's "N facts, M of them DM-only" counts facts alone: a secret entity is not a fact, and the GM notes
+    a secret record gives a public entity of its name are one."""
+    await campaign.add_entity(EntityIn(name="Brother Hale", type=EntityType.npc))
+    journals = [
+        {"_id": "j1", "name": "Brother Hale", "content": "<p>He serves the lich.</p>"},
+        {"_id": "j2", "name": "The Drowned Pact", "content": "<p>Sworn in the deep.</p>"},
+    ]
+    world = "\n".join(json.dumps({**j, "ownership": {"default": 0}}) for j in journals)
+    batch = await batches.stage(campaign, read_import([("journal.db", world.encode())]))
+    assert "2 entities (1 new, 1 updated), 1 fact, 1 of them DM-only" in batch.card()
+
+
+async def test_a_batch_waiting_is_planned_again_when_another_is_accepted(campaign: CampaignMemory) -> None:
+    """Two batches wait, both planned against the campaign before either was accepted. Accepting one plans the
+    other again: its card no longer says "7 new" of entities the first made, nor a rename the first did, and says
+    why it changed."""
+    first = await batches.stage(campaign, read_import(files(WORLD)))
+    second = await batches.stage(campaign, read_import(files(WORLD)))
+    assert "7 entities (7 new, 0 updated)" in second.card()
+    await batches.accept(campaign, first.ref)
+    card = (await batches.get(campaign, second.ref)).card()
+    assert "7 entities (0 new, 7 updated), 1 fact, 1 of them DM-only" in card
+    assert f"planned again after {first.ref} was accepted, against the campaign as it is now" in card
+    await batches.reject(campaign, second.ref)
+
+    await _import(campaign, _vask("Owes the Red Hand."))
+    renamed = read_import(_vask("Owes the Red Hand.", name="Vask Emberhand"))
+    one, two = await batches.stage(campaign, renamed), await batches.stage(campaign, renamed)
+    assert "(renames Vask the Ashen)" in two.card()
+    await batches.accept(campaign, one.ref)
+    card = (await batches.get(campaign, two.ref)).card()
+    assert "renames" not in card and "- Vask Emberhand (npc) (updates the entity of that name)" in card
+    _, report = await batches.accept(campaign, two.ref)
+    assert not report.changed  # as its card now says: nothing left to do
+    assert "planned again" not in (await batches.get(campaign, two.ref)).card()  # said only while it waits
+
+
 async def test_a_rejected_batch_writes_nothing(campaign: CampaignMemory) -> None:
     batch = await batches.stage(campaign, read_import(files([FIXTURES / "roll20_campaign.json"])))
     rejected = await batches.reject(campaign, batch.ref)
@@ -159,6 +199,20 @@ def test_the_cli_imports_for_review_and_with_accept(lk: Callable[..., CompletedP
     assert typo.returncode == 2 and "did you mean 'location'?" in typo.stderr
     bad = lk("campaign", "import", str(FIXTURES / "roll20_handout.json"), "--format", "csv")
     assert bad.returncode != 0 and "roll20_handout.json" in bad.stderr
+
+
+def test_an_import_accepted_at_once_that_could_not_load_keeps_nothing(
+    lk: Callable[..., CompletedProcess[str]], tmp_path: Path
+) -> None:
+    """`--accept` loads the batch once, in the transaction that stages it: a batch that could not load is refused
+    naming the entry, and neither the batch nor any entity of it is kept."""
+    assert lk("campaign", "create", "Tides").returncode == 0
+    assert lk("entity", "add", "Eldrinax", "npc", "--alias", "Eldri").returncode == 0
+    (tmp_path / "clash.csv").write_text("name,type,aliases\nSaltmere,location,\nIronhold,location,Eldri\n")
+    refused = lk("campaign", "import", str(tmp_path / "clash.csv"), "--accept")
+    assert refused.returncode != 0 and "Ironhold" in refused.stderr and "nothing was imported" in refused.stderr
+    assert "Import b" not in lk("review", "list").stdout
+    assert lk("entity", "show", "Saltmere").returncode != 0
 
 
 def test_a_foundry_v11_world_folder_says_to_unpack_it(lk: Callable[..., CompletedProcess[str]], tmp_path: Path) -> None:
@@ -217,6 +271,33 @@ async def test_gm_notes_that_got_shorter_end_their_old_parts(campaign: CampaignM
     await _import(campaign, [("world.csv", b"name,type,description\nVask the Ashen,npc,A smith.\n")])
     notes = await campaign.graph.relationships_of(vask.id, include_secret=True)
     assert [r.type for r in notes if r.type.startswith("dm_notes")] == ["dm_notes"]
+
+
+async def test_gm_notes_deleted_in_the_tool_are_ended(campaign: CampaignMemory) -> None:
+    """The DM deletes an NPC's GM notes in Foundry: imported again, every part is ended (kept in its history),
+    not left current. A CSV with a ``dm_notes`` column says so by an empty cell; notes the DM wrote here stay."""
+    debt = " ".join(["The smith owes the Red Hand a debt of blood."] * 30)
+    await _import(campaign, _vask(debt))
+    vask = await campaign.graph.get_entity("Vask the Ashen")
+
+    def notes(facts: list[Relationship]) -> list[str]:
+        return sorted(r.type for r in facts if r.type.startswith("dm_notes"))
+
+    actor = json.loads(_vask("")[0][1])
+    actor["system"]["details"]["biography"]["value"] = "<p>A smith.</p>"
+    _, said = await _import(campaign, [("vask.json", json.dumps(actor).encode())])
+    assert notes(await campaign.graph.relationships_of(vask.id, include_secret=True)) == []
+    assert notes(await campaign.graph.history(vask.id, include_secret=True)) == ["dm_notes", "dm_notes_2", "dm_notes_3"]
+    assert "- Vask the Ashen: fact dm_notes: ended (the GM notes were deleted)" in said
+
+    await _import(campaign, [("w.csv", b"name,type,dm_notes\nIronhold,location,Hides the crown.\n")])
+    ironhold = await campaign.graph.get_entity("Ironhold")
+    await campaign.graph.add_relationship(
+        RelationshipIn(source_id=ironhold.id, type="dm_notes_9", value="The DM's own.", visibility=Visibility.secret)
+    )
+    await _import(campaign, [("w.csv", b"name,type,dm_notes\nIronhold,location,\n")])
+    current = await campaign.graph.relationships_of(ironhold.id, include_secret=True)
+    assert [(r.type, r.value) for r in current] == [("dm_notes_9", "The DM's own.")]
 
 
 async def test_a_record_renamed_in_the_tool_renames_its_entity(campaign: CampaignMemory) -> None:
@@ -293,6 +374,32 @@ async def test_a_name_the_dm_gave_stays_and_a_secret_record_never_renames_a_publ
     assert all(
         r.visibility == Visibility.secret for r in await campaign.graph.relationships_of(pact.id, include_secret=True)
     )
+
+
+async def test_a_rename_withheld_while_the_record_was_secret_comes_when_it_may(campaign: CampaignMemory) -> None:
+    """A journal renamed in Foundry and made GM-only in one export does not rename its public entity; exported
+    again shared with the players, or once the DM made the entity secret here, the rename comes then, instead of
+    the new name being taken as already seen."""
+    page = {"_id": "p1", "name": "Page", "type": "text", "text": {"content": "<p>An old pact.</p>"}}
+
+    def journal(name: str, default: int) -> list[tuple[str, bytes]]:
+        doc = {"_id": "wjnl00000000000c", "name": name, "pages": [page], "ownership": {"default": default}}
+        return [("j.json", json.dumps(doc).encode())]
+
+    await _import(campaign, journal("The Tide Pact", 2))
+    batch, _ = await _import(campaign, journal("Hale's Pact", 0))
+    assert "renames" not in batch.card() and await campaign.graph.find_entity("Hale's Pact") is None
+    batch, _ = await _import(campaign, journal("Hale's Pact", 0))  # still secret: still withheld
+    assert "renames" not in batch.card() and await campaign.graph.find_entity("Hale's Pact") is None
+    batch, _ = await _import(campaign, journal("Hale's Pact", 2))
+    assert "- Hale's Pact (concept) (renames The Tide Pact)" in batch.card()
+    assert (await campaign.graph.get_entity("Hale's Pact")).aliases == ["The Tide Pact"]
+
+    await _import(campaign, journal("The Sea Oath", 0))
+    assert await campaign.graph.find_entity("The Sea Oath") is None
+    await campaign.graph.update_entity("Hale's Pact", visibility=Visibility.secret)
+    batch, _ = await _import(campaign, journal("The Sea Oath", 0))
+    assert "- The Sea Oath (concept) (DM-only) (renames Hale's Pact)" in batch.card()
 
 
 def test_the_cli_renames_an_entity_whose_record_was_renamed(
@@ -446,3 +553,30 @@ async def test_a_record_merged_into_an_entity_never_replaces_what_the_merge_kept
     assert (merged.description, merged.attributes["alignment"]) == ("A smith.", "Lawful Evil")
     assert "- The Smith (npc) (updates Vask): Works the forge." in batch.card()
     assert await count(campaign, "entities") == 1
+
+
+async def test_an_accept_plans_against_the_campaign_as_it_is_once_it_may_write(
+    pool: asyncpg.Pool, campaign: CampaignMemory
+) -> None:
+    """The DM adds "Vask Emberhand" by hand while a batch renaming Vask the Ashen to it is being accepted: the
+    accept waits for the edit, then plans against it (Vask updated under his own name), instead of acting on what
+    it read before and renaming him onto a name taken meanwhile."""
+    await _import(campaign, _vask("Owes the Red Hand."))
+    batch = await batches.stage(campaign, read_import(_vask("Owes the Red Hand.", name="Vask Emberhand")))
+    assert "(renames Vask the Ashen)" in batch.card()
+    async with pool.acquire() as conn:
+        edit = conn.transaction()
+        await edit.start()
+        dm = CampaignMemory(conn, campaign.campaign_id)
+        await dm.graph.lock()
+        await dm.add_entity(EntityIn(name="Vask Emberhand", type=EntityType.npc, description="The DM's own."))
+        accepting = asyncio.ensure_future(batches.accept(campaign, batch.ref))
+        for _ in range(200):  # until the accept waits for the edit's lock
+            if await pool.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"):
+                break
+            assert not accepting.done(), accepting.result()
+            await asyncio.sleep(0.025)
+        await edit.commit()
+    await accepting
+    assert (await campaign.graph.get_entity("Vask the Ashen")).description == "A smith."
+    assert (await campaign.graph.get_entity("Vask Emberhand")).description == "The DM's own."

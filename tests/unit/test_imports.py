@@ -455,6 +455,18 @@ def test_each_tool_s_own_ids_are_kept_with_the_record_s_name() -> None:
     assert imported("world.csv").source_ids == {}  # a CSV has no ids: matched by name only
 
 
+def test_records_with_a_place_for_gm_notes_say_all_of_them() -> None:
+    """An entity whose record has a field for GM notes, empty or not, has no others: notes it had before and lacks
+    now were deleted in the tool. A map, an inventory row or a CSV without a ``dm_notes`` column says nothing."""
+    assert imported("foundry_dnd5e_npc_v10.json").notes_stated == ["Vask the Ashen", "Emberbrand"]
+    roll20 = imported("roll20_campaign.json")
+    assert {"Pip Thistledown", "Brannoc"} <= set(roll20.notes_stated)
+    assert not {"Cindergate Streets", "Dagger +1"} & set(roll20.notes_stated)
+    assert imported("world.csv").notes_stated == []
+    with_column = read_import([("w.csv", b"name,type,dm_notes\nIronhold,location,\nVel,npc,Hides.\n")])
+    assert with_column.notes_stated == ["Ironhold", "Vel"]
+
+
 def test_gm_notes_of_a_big_world_are_read_in_time_linear_in_its_records(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each journal's GM page finds its free dm_notes part without comparing against every fact read before: a
     world of thousands of GM-noted journals reads in seconds, not minutes."""
