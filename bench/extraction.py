@@ -7,8 +7,9 @@ keeping.
 Each episode is read as the extraction job reads an imported transcript, without a database: the entities of
 campaigns/examples/critical_role.yaml are known, lines go in slices of 200, out-of-game talk (memory.offgame) and
 table talk (the salience gate) are skipped, the rule extractor proposes (told which lines are the DM's opening recap,
-which it reads in the recap's register, and where the session's scene moved, found over the whole episode as the job
-finds it), validation drops what it must, and items
+which it reads in the recap's register, where the session's scene moved, found over the whole episode as the job
+finds it, and the turning points the DM's sentences tell by meaning, with MiniLM; ``--no-meaning`` leaves those out),
+validation drops what it must, and items
 are counted once (as ``ensure_relationship`` and the name resolver keep them once). Stage-1 correction is left out:
 CRD3's text spells the names already. Per episode:
 
@@ -52,12 +53,13 @@ from bench.offgame import DM, data_dir, episode  # noqa: E402
 from campaigns.files import read_campaign_file  # noqa: E402
 from memory.extraction import KnownEntity, RuleExtractor  # noqa: E402
 from memory.extraction.names import NameResolver, normalize_name  # noqa: E402
-from memory.extraction.pipeline import opening_recap, scene_moves  # noqa: E402
+from memory.extraction.pipeline import meaning_events, opening_recap, scene_moves  # noqa: E402
 from memory.extraction.salience import is_trivial  # noqa: E402
 from memory.extraction.validate import validate_result  # noqa: E402
 from memory.gazetteer import Gazetteer  # noqa: E402
 from memory.models import EntityType, Entry  # noqa: E402
 from memory.offgame import narrator, out_of_game  # noqa: E402
+from memory.providers.embeddings import MiniLMEmbedder  # noqa: E402
 
 EXAMPLE = ROOT / "campaigns" / "examples" / "critical_role.yaml"
 JUDGEMENTS = ROOT / "tests" / "data" / "extraction_judgements.json"
@@ -121,7 +123,7 @@ class Item:
         self.names: set[str] = set()
 
 
-async def review_items(lines: list[Entry], known: list[KnownEntity]) -> list[Item]:
+async def review_items(lines: list[Entry], known: list[KnownEntity], embedder: MiniLMEmbedder | None) -> list[Item]:
     talk = out_of_game(lines, None)
     narrates = narrator(lines, None)  # over the whole episode, as the extraction job finds it
     retold = opening_recap(lines, talk, None)
@@ -134,8 +136,9 @@ async def review_items(lines: list[Entry], known: list[KnownEntity]) -> list[Ite
         part = [e for e in part if not is_trivial(e.text) or gazetteer.mentions(e.text)]
         if not part:
             continue
+        meant = await meaning_events(part, narrates, gazetteer, embedder) if embedder else None
         result = validate_result(
-            await RuleExtractor().extract(part, known, narrates=narrates, retold=retold, scenes=scenes),
+            await RuleExtractor().extract(part, known, narrates=narrates, retold=retold, scenes=scenes, meant=meant),
             known,
             {e.id for e in part},
         )
@@ -239,9 +242,11 @@ def main() -> None:
     parser.add_argument(
         "--top", type=int, default=TOP_TURNING_POINTS, help="turning points an episode (the issue's target: 3)"
     )
+    parser.add_argument("--no-meaning", action="store_true", help="without the turning points read by meaning")
     parser.add_argument("--window", type=int, default=10, help="turns around a turning point's range (default 10)")
     args = parser.parse_args()
     known = known_entities()
+    embedder = None if args.no_meaning else MiniLMEmbedder()
     judged: dict[str, dict[str, list[str]]] = (
         json.loads(JUDGEMENTS.read_text(encoding="utf-8"))["episodes"] if JUDGEMENTS.exists() else {}
     )
@@ -258,7 +263,7 @@ def main() -> None:
         totals = halves[half]
         turns = episode(path.stem)
         lines = entries(turns)
-        items = asyncio.run(review_items(lines, known))
+        items = asyncio.run(review_items(lines, known, embedder))
         covered, chunks = coverage(path.stem, items, known)
         offgame = set(out_of_game(lines, None))  # entry ids are turn numbers here
         points = turning_points(aligned(path.stem), offgame, known, args.top)

@@ -15,6 +15,10 @@ is no event.
 A turning point needs no phrasing when the scene moves: a known place the DM names for the first time in the session
 and keeps naming in narration is an arrival there (:func:`scene_arrivals`, over the whole session).
 
+Nor when a sentence of the DM's narration means one: naming one known person, place or item, its MiniLM embedding near
+enough a generic sentence of a death, an arrival or an acquisition (:func:`meaning_sentences`, :func:`meant_events`;
+the pipeline embeds).
+
 The DM's recap at the session's opening is the DM's own summary of the story's turning points, told in the past tense
 about the party ("you traveled south to the Frostweald", "you all did battle with Thordak"): there memories are the
 point, and the recap's register is read too, which adds a battle with a known foe.
@@ -23,7 +27,7 @@ point, and the recap's register is read too, which adds a battle with a known fo
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -536,3 +540,101 @@ def scene_arrivals(lines: Sequence[tuple[int, Sequence[KnownEntity]]]) -> dict[i
                     out.setdefault(entry_id, []).append(place)
         said |= {e.id for e in named}
     return out
+
+
+# A turning point by its meaning, whatever its phrasing: a sentence of the DM's narration naming one known entity of a
+# kind's type, whose embedding (MiniLM) is near enough a generic sentence of that kind, and clearly nearer it than any
+# near-miss. The sentence, not the line: the DM's long lines tell many things at once.
+
+#: Generic sentences of each kind (none taken from a transcript), and the kind's entity types.
+PROTOTYPES: dict[EventKind, tuple[str, ...]] = {
+    EventKind.death: (
+        "He dies.", "She is killed.", "The man falls to the ground, dead.", "You kill him.",
+        "His lifeless body collapses.", "She breathes her last breath.", "The creature is slain.",
+        "You cut off his head.", "He is executed.", "The life fades from her eyes.",
+    ),
+    EventKind.arrival: (
+        "You arrive at the city.", "You reach the gates of the town.", "You enter the temple.",
+        "You step into the tavern.", "After days of travel, you finally arrive in the village.",
+        "The party makes its way into the castle.", "You walk through the doors into the great hall.",
+        "You come upon the ruins.",
+    ),
+    EventKind.acquisition: (
+        "You find a sword.", "He hands you the amulet.", "You pick up the ring.", "She gives you the book.",
+        "You receive a magic staff.", "Inside the chest you discover a golden crown.", "You take the key.",
+        "You now hold the ancient artifact.",
+    ),
+}  # fmt: skip
+#: Near-misses of the same words: a sentence not clearly nearer a prototype than these tells no turning point.
+NEAR_MISSES: tuple[str, ...] = (
+    "He falls unconscious.", "She wakes up, gasping for breath.", "He is badly wounded.", "You head toward the city.",
+    "You leave the town behind.", "You reach into your bag.", "You put the sword away.",
+)  # fmt: skip
+#: The cosine a sentence needs to its kind's nearest prototype (MiniLM's unit vectors), and how much nearer it must be
+#: than to any near-miss; chosen on the CRD3 dev episodes.
+MEANING_THRESHOLD: dict[EventKind, float] = {EventKind.death: 0.55, EventKind.arrival: 0.56, EventKind.acquisition: 0.5}
+MEANING_MARGIN = 0.05
+_MEANT_TYPES: dict[EventKind, frozenset[EntityType]] = {
+    EventKind.death: frozenset({EntityType.npc, EntityType.player}),
+    EventKind.arrival: frozenset({EntityType.location}),
+    EventKind.acquisition: frozenset({EntityType.item}),
+}
+_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+
+
+@dataclass
+class Sentence:
+    """A sentence of the DM's narration to read by meaning: its words, the one known entity it names of a kind's type,
+    and that kind."""
+
+    text: str
+    entity: KnownEntity
+    kind: EventKind
+
+
+def meaning_sentences(text: str, spans: Sequence[tuple[int, int, KnownEntity]]) -> list[Sentence]:
+    """The sentences of ``text`` (the DM's narration, quoted speech left out: :func:`narration`) to read by meaning:
+    each names one known entity of a turning point's type (``spans``: the known names in ``text`` with their place,
+    whole names only) and is no question, condition, denial, intention or memory (:func:`_told`'s words)."""
+    out: list[Sentence] = []
+    for s in _SENTENCE.finditer(text):
+        words = s.group().strip()
+        if words.endswith("?") or _IF.search(words) or len(words.split()) < 3:
+            continue
+        if _UNREAL.search(words) or _MEMORY.search(words):
+            continue
+        named = {e.id: e for a, b, e in spans if s.start() <= a and b <= s.end()}
+        for kind, types in _MEANT_TYPES.items():
+            of_kind = [e for e in named.values() if e.type in types]
+            if len(of_kind) == 1:  # "Grog kills Jazna": which of two died is for the clause rules to tell
+                out.append(Sentence(words, of_kind[0], kind))
+    return out
+
+
+def meant_events(
+    sentences: Sequence[Sentence],
+    vectors: Sequence[Sequence[float]],
+    prototypes: Mapping[EventKind, Sequence[Sequence[float]]],
+    near_misses: Sequence[Sequence[float]],
+) -> list[Event]:
+    """The turning points ``sentences`` tell by meaning. ``vectors``: each one's unit vector; ``prototypes``: those
+    of :data:`PROTOTYPES` by kind; ``near_misses``: those of :data:`NEAR_MISSES`, by the same embedder."""
+    out: list[Event] = []
+    for sentence, v in zip(sentences, vectors, strict=True):
+        miss = max((_dot(v, p) for p in near_misses), default=-1.0)
+        kind = sentence.kind
+        score = max(_dot(v, p) for p in prototypes[kind])
+        if score < MEANING_THRESHOLD[kind] or score < miss + MEANING_MARGIN:
+            continue
+        e = sentence.entity
+        if kind == EventKind.death:
+            out.append(Event(kind, f"Death of {e.name}", [e]))
+        elif kind == EventKind.arrival:
+            out.append(Event(kind, f"Arrival at {e.name}", place=e))
+        else:
+            out.append(Event(kind, f"Acquisition of {e.name}", [e]))
+    return _once(out)
+
+
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from memory.extraction.events import Event
 from memory.extraction.names import NameResolver
 from memory.extraction.schema import ExtractionAnswer, ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
 from memory.extraction.validate import validate_result
@@ -81,6 +82,7 @@ class LLMExtractor:
         narrates: Callable[[Entry], bool] | None = None,  # the lines say who speaks: "DM" or "player NAME"
         retold: Collection[int] = frozenset(),  # the model reads a recap's past tense itself
         scenes: Mapping[int, Sequence[KnownEntity]] | None = None,  # and where the scene is
+        meant: Mapping[int, Sequence[Event]] | None = None,  # and what the lines mean
     ) -> ExtractionResult:
         merged = ExtractionResult(entities=[], facts=[])
         gazetteer = Gazetteer(known)

@@ -11,11 +11,23 @@ from __future__ import annotations
 
 import logging
 import unicodedata
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memory.errors import AlreadyExistsError, InvalidInputError
-from memory.extraction.events import narration, said_whole, scene_arrivals
+from memory.extraction.events import (
+    NEAR_MISSES,
+    PROTOTYPES,
+    Event,
+    EventKind,
+    Sentence,
+    meaning_sentences,
+    meant_events,
+    narration,
+    said_whole,
+    scene_arrivals,
+)
 from memory.extraction.evidence import End, evidence_gap
 from memory.extraction.llm import LLMExtractor
 from memory.extraction.names import NameResolver, normalize_name
@@ -34,6 +46,7 @@ from memory.gazetteer import Gazetteer
 from memory.graph import KnowledgeGraph
 from memory.models import EntityIn, EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
 from memory.offgame import Talk, narrator, out_of_game
+from memory.providers.embeddings import Embedder, MiniLMEmbedder
 from memory.providers.llm import LLMClient
 from memory.store import CampaignMemory
 
@@ -82,10 +95,12 @@ async def propose(
     entries: Sequence[Entry],
     extractor: Extractor,
     scenes: SceneMoves | None = None,
+    embedder: Embedder | None = None,
 ) -> Proposal | None:
     """Run the extractor (maybe a slow LLM call) on ``entries`` (one session's L1 entries); None when every entry
     is table talk. Nothing is written: call it outside a transaction, then :func:`file_proposal` in a short one.
-    ``scenes``: where the session's scene moved, kept from an earlier slice of the same job run."""
+    ``scenes``: where the session's scene moved, kept from an earlier slice of the same job run. ``embedder``: the
+    rules also read the DM's lines by meaning (:func:`meaning_events`), with MiniLM only."""
     foreign = [e.id for e in entries if e.campaign_id != mem.campaign_id or e.session_id != session_id]
     if foreign:
         raise InvalidInputError(f"entries {foreign[:5]} are not from session {session_id} of this campaign")
@@ -108,14 +123,20 @@ async def propose(
     narrates = narrator(everything, session.dm_speaker_id)
     retold = opening_recap(everything, talk, session.dm_speaker_id)
     moves = (scenes or SceneMoves())(everything, session.dm_speaker_id, known, gazetteer)
-    raw = await extractor.extract(kept, known, narrates=narrates, retold=retold, scenes=moves)
+    meant = None
+    if embedder is not None and isinstance(extractor, RuleExtractor):  # an LLM reads what a line means itself
+        meant = await meaning_events(kept, narrates, gazetteer, embedder)
+    raw = await extractor.extract(kept, known, narrates=narrates, retold=retold, scenes=moves, meant=meant)
     result = validate_result(raw, known, {e.id for e in kept})
     stats.llm_errors = len(result.errors)
     fallback = None
     if unread := set(result.unread):
         lines = [e for e in kept if e.id in unread]
+        meant = await meaning_events(lines, narrates, gazetteer, embedder) if embedder else None
         fallback = validate_result(
-            await RuleExtractor().extract(lines, known, narrates=narrates, retold=retold, scenes=moves), known, unread
+            await RuleExtractor().extract(lines, known, narrates=narrates, retold=retold, scenes=moves, meant=meant),
+            known,
+            unread,
         )
         stats.entries_fallback = len(lines)
     stats.items_invalid = result.invalid + (fallback.invalid if fallback else 0)
@@ -167,6 +188,44 @@ class SceneMoves:
             self._moves = scene_moves(entries, dm_speaker_id, gazetteer)
             self._read = read
         return self._moves
+
+
+#: The prototypes' vectors, by embedder: embedded once for each (weakly held: a dropped embedder frees its model).
+_prototypes: weakref.WeakKeyDictionary[Embedder, tuple[dict[EventKind, list[list[float]]], list[list[float]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def meaning_events(
+    entries: Sequence[Entry], narrates: Callable[[Entry], bool], gazetteer: Gazetteer[KnownEntity], embedder: Embedder
+) -> dict[int, list[Event]]:
+    """The turning points the DM's lines among ``entries`` (in game, in order) tell by meaning
+    (``events.meant_events``), by entry id. Only MiniLM's: the thresholds are its cosines."""
+    if embedder.model_name != MiniLMEmbedder.model_name:
+        return {}
+    sentences: dict[int, list[Sentence]] = {}
+    for e in entries:
+        if narrates(e):
+            text = narration(e.text)
+            spans = [(a, b, x) for a, b, x in gazetteer.find(text) if said_whole(text, a, b)]
+            if spans and (found := meaning_sentences(text, spans)):
+                sentences[e.id] = found
+    if not sentences:
+        return {}
+    if embedder not in _prototypes:
+        vectors = await embedder.embed([p for kind in PROTOTYPES for p in PROTOTYPES[kind]] + list(NEAR_MISSES))
+        by_kind: dict[EventKind, list[list[float]]] = {}
+        n = 0
+        for kind, texts in PROTOTYPES.items():
+            by_kind[kind], n = vectors[n : n + len(texts)], n + len(texts)
+        _prototypes[embedder] = (by_kind, vectors[n:])
+    prototypes, near_misses = _prototypes[embedder]
+    said = iter(await embedder.embed([c.text for found in sentences.values() for c in found]))
+    out: dict[int, list[Event]] = {}
+    for entry_id, found in sentences.items():
+        if told := meant_events(found, [next(said) for _ in found], prototypes, near_misses):
+            out[entry_id] = told
+    return out
 
 
 async def file_proposal(mem: CampaignMemory, proposal: Proposal, *, warn: bool = True) -> ExtractionStats:

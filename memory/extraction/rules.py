@@ -128,6 +128,7 @@ class RuleExtractor:
         narrates: Callable[[Entry], bool] | None = None,
         retold: Collection[int] = frozenset(),
         scenes: Mapping[int, Sequence[KnownEntity]] | None = None,
+        meant: Mapping[int, Sequence[Event]] | None = None,
     ) -> ExtractionResult:
         gazetteer = Gazetteer(known)
         # Without the session's narrator: a speaker called DM (a recorded session's, named by role), else who says
@@ -144,6 +145,7 @@ class RuleExtractor:
                 for place in (scenes or {}).get(entry.id, ()):  # the scene moved there: see scene_arrivals
                     if (name := f"Arrival at {place.name}") not in {t.name for t in told}:
                         told.append(Event(EventKind.arrival, name, place=place))
+                told += [e for e in (meant or {}).get(entry.id, ()) if e.name not in {t.name for t in told}]
                 self._events(entry, told, out)
             self._patterns(entry, text, found, out)
             scene.append(SceneLine(scene_named(text, found)))

@@ -8,12 +8,15 @@ validation, not make pydantic reject the whole answer.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from pydantic import BaseModel, Field, ModelWrapValidatorHandler, PrivateAttr, ValidationError, model_validator
 
 from memory.errors import validation_problems
 from memory.models import EntityType, Entry, ReviewStatus
+
+if TYPE_CHECKING:
+    from memory.extraction.events import Event
 
 #: The entity types that are people: who dies, gives, receives or is kin.
 PERSON_TYPES = frozenset({EntityType.npc, EntityType.player})
@@ -100,11 +103,13 @@ class Extractor(Protocol):
         narrates: Callable[[Entry], bool] | None = None,
         retold: Collection[int] = frozenset(),
         scenes: Mapping[int, Sequence[KnownEntity]] | None = None,
+        meant: Mapping[int, Sequence[Event]] | None = None,
     ) -> ExtractionResult:
         """Propose entities and facts found in ``entries``; ``known`` are the campaign's entities; ``narrates``
         tells the DM's lines, as found over the whole session (a slice alone may be a player's monologue);
         ``retold``: the ids of the DM's recap of the story so far at the session's opening; ``scenes``: the places
-        the session's scene moved to, by the ids of the lines that tell it (``events.scene_arrivals``)."""
+        the session's scene moved to, by the ids of the lines that tell it (``events.scene_arrivals``); ``meant``: the
+        turning points the DM's lines tell by meaning, by line id (``pipeline.meaning_events``)."""
         ...
 
 

@@ -34,7 +34,9 @@ async def extract_session(ctx: JobContext, campaign_id: int, session_id: int, *,
             entries = entries[:waiting]
             if not entries:
                 return
-            proposal = await propose(mem, session_id=session_id, entries=entries, extractor=extractor, scenes=scenes)
+            proposal = await propose(
+                mem, session_id=session_id, entries=entries, extractor=extractor, scenes=scenes, embedder=ctx.embedder
+            )
             async with mem.transaction() as tx:
                 if not await claim_progress(tx.db, tx, session_id, EXTRACT, done):
                     continue

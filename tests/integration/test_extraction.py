@@ -23,6 +23,7 @@ from memory.extraction import (
 )
 from memory.extraction import llm as llm_extraction
 from memory.extraction import pipeline as extraction_pipeline
+from memory.extraction.events import Event
 from memory.extraction.llm import _line
 from memory.extraction.pipeline import RECAP_LINES
 from memory.jobs import extract as extract_job
@@ -672,11 +673,12 @@ class SlowRules(RuleExtractor):
         narrates: Callable[[Entry], bool] | None = None,
         retold: Collection[int] = frozenset(),
         scenes: Mapping[int, Sequence[KnownEntity]] | None = None,
+        meant: Mapping[int, Sequence[Event]] | None = None,
     ) -> ExtractionResult:
         self.calls += 1
         if self.calls == 1:
             await self.meanwhile()
-        return await super().extract(entries, known, narrates=narrates, retold=retold, scenes=scenes)
+        return await super().extract(entries, known, narrates=narrates, retold=retold, scenes=scenes, meant=meant)
 
 
 async def run_job(
@@ -916,6 +918,23 @@ async def test_where_the_scene_moved_is_read_once_a_job_run_while_the_lines_and_
     await write(world, [("DM", "Brom wipes his brow.")])
     await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id, slice_size=1)
     assert read == [6, 7]
+
+
+async def test_the_job_proposes_a_turning_point_the_dms_line_tells_by_meaning(
+    world: CampaignMemory, memory: Memory
+) -> None:
+    await world.graph.add_entity(EntityIn(name="The Nestled Nook Inn", type=EntityType.place))
+    line = (  # CRD3 C2E002 turn 371: "they" escort the party, no subject the clause rules read as the party's
+        "They escort you guys to the actual inn itself, to the bottom floor of the Nestled Nook Inn, watch you enter, "
+        "and then post up right outside the main entrance to the tavern."
+    )
+    entries = await write(world, [("DM", line), ("Vex", "Home sweet home.")])
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    arrival = items["new event 'Arrival at The Nestled Nook Inn': an arrival"]
+    assert arrival.said is not None and arrival.said.text == line
+    assert ("Arrival at The Nestled Nook Inn", "located_in", "The Nestled Nook Inn", "pending") in await facts(world)
 
 
 async def test_an_event_told_again_in_a_later_slice_gains_its_lines_while_it_waits_for_review(

@@ -3,16 +3,33 @@ are CRD3's (Critical Role, CC BY-SA 4.0) or written like them."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
 
 from memory.extraction import KnownEntity, RuleExtractor
-from memory.extraction.events import SCENE_LINES, Event, EventKind, events, narration, scene_arrivals
-from memory.extraction.pipeline import scene_moves
+from memory.extraction.events import (
+    MEANING_MARGIN,
+    MEANING_THRESHOLD,
+    SCENE_LINES,
+    Event,
+    EventKind,
+    Sentence,
+    events,
+    meaning_sentences,
+    meant_events,
+    narration,
+    said_whole,
+    scene_arrivals,
+)
+from memory.extraction.pipeline import meaning_events, scene_moves
 from memory.extraction.rules import _tag
 from memory.gazetteer import Gazetteer
 from memory.models import EntityType, Entry
+from memory.offgame import narrator
+from memory.providers.embeddings import MiniLMEmbedder
 
 KNOWN = [
     KnownEntity(id=1, name="Sylas Briarwood", type=EntityType.npc, aliases=["Sylas"]),
@@ -535,3 +552,106 @@ def test_a_place_inside_a_longer_name_is_not_where_the_scene_moved() -> None:
     assert {i: [p.name for p in found] for i, found in scene_moves(quarry, None, Gazetteer(KNOWN)).items()} == {
         e.id: ["Greyspine Quarry"] for e in quarry
     }
+
+
+# Turning points read by meaning (events.meaning_sentences, events.meant_events, pipeline.meaning_events)
+
+WHITESTONE, BAG = KNOWN[5], KNOWN[7]
+
+
+def to_read(line: str) -> list[tuple[str, str, list[str]]]:
+    text = narration(line)
+    spans = [(a, b, x) for a, b, x in Gazetteer(KNOWN).find(text) if said_whole(text, a, b)]
+    return [(s.text, s.entity.name, str(s.kind)) for s in meaning_sentences(text, spans)]
+
+
+def test_the_sentences_read_by_meaning_name_one_entity_of_a_kinds_type_and_tell() -> None:
+    assert to_read("They escort you guys to the bottom floor of Whitestone, and watch you enter. Roll.") == [
+        ("They escort you guys to the bottom floor of Whitestone, and watch you enter.", "Whitestone", "arrival")
+    ]
+    assert to_read("Grog's still rolled on his back, eyes just dead.") == [
+        ("Grog's still rolled on his back, eyes just dead.", "Grog Strongjaw", "death")
+    ]
+    # a question, a condition, a denial, an intention, a memory, the speech the DM voices: nothing is told
+    for line in (
+        "Is Jazna dead?", "If you enter Whitestone, the guards see you.", "Jazna does not die.",
+        "You want to reach Whitestone.", "A year ago you entered Whitestone.", '"Jazna is dead," he says.',
+    ):  # fmt: skip
+        assert to_read(line) == [], line
+    # two of a kind's type: which of them died is for the clause rules to tell
+    assert to_read("Grog swings at Jazna, and the blow lands.") == []
+
+
+def unit(*xs: float) -> list[float]:
+    return [x / math.hypot(*xs) for x in xs]
+
+
+# A fake of the embedder's space: 4 axes, one per kind's prototype and one for the near-misses, so each cosine is set
+# by hand. meant_events only compares given unit vectors: the real model's part is pipeline.meaning_events' test.
+PROTOS = {EventKind.death: [unit(1, 0, 0, 0)], EventKind.arrival: [unit(0, 1, 0, 0)],
+          EventKind.acquisition: [unit(0, 0, 1, 0)]}  # fmt: skip
+MISSES = [unit(0, 0, 0, 1)]
+
+
+def meant(entity: KnownEntity, kind: EventKind, vector: list[float]) -> list[tuple[str, str | None]]:
+    said = meant_events([Sentence("a line", entity, kind)], [vector], PROTOS, MISSES)
+    return [(e.name, e.place.name if e.place else None) for e in said]
+
+
+def test_a_sentence_near_enough_a_kinds_prototype_tells_its_turning_point() -> None:
+    cos = MEANING_THRESHOLD[EventKind.arrival] + 0.02
+    near = [cos, math.sqrt(1 - cos * cos)]
+    assert meant(WHITESTONE, EventKind.arrival, [0, near[0], 0, near[1] / 3]) == [
+        ("Arrival at Whitestone", "Whitestone")
+    ]
+    assert meant(JAZNA, EventKind.death, [0.9, 0, 0, 0.1]) == [("Death of Jazna", None)]
+    assert meant(BAG, EventKind.acquisition, [0, 0, 0.9, 0.1]) == [("Acquisition of Bag of Holding", None)]
+
+
+def test_no_turning_point_below_the_threshold_near_a_near_miss_or_near_another_kind() -> None:
+    low = MEANING_THRESHOLD[EventKind.death] - 0.02
+    assert meant(JAZNA, EventKind.death, [low, 0.3, 0, 0]) == []  # not near enough
+    assert meant(JAZNA, EventKind.death, [0.7, 0, 0, 0.7 - MEANING_MARGIN / 2]) == []  # as near a near-miss
+    assert meant(JAZNA, EventKind.death, [0, 0.95, 0, 0]) == []  # an arrival's words about a person
+
+
+class OtherModel:
+    model_name, dim = "text-embedding-3-small", 4
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        raise AssertionError("the thresholds are MiniLM's cosines: another model is not asked")
+
+
+@pytest.mark.slow
+async def test_the_dms_lines_tell_turning_points_by_meaning_with_minilm() -> None:
+    inn = KnownEntity(id=90, name="The Nestled Nook Inn", type=EntityType.location, aliases=["Nestled Nook Inn"])
+    gazetteer = Gazetteer([*KNOWN, inn])
+    lines = entries(  # CRD3 C2E002 turn 371: "they", not "you", escort: no clause rule reads it
+        ("MATT", "They escort you guys to the actual inn itself, to the bottom floor of the Nestled Nook Inn, watch "
+                 "you enter, and then post up right outside the main entrance to the tavern."),
+        ("TRAVIS", "We arrive at Whitestone!"),  # a player's line: only the DM's are read
+        ("MATT", "You continue your trek northward toward Whitestone."),  # a journey, not yet an arrival
+        ("MATT", "Grog's still rolled on his back, eyes just dead, lifeless."),
+        ("MATT", "So, Grog, he falls unconscious."),  # a near-miss
+    )  # fmt: skip
+    narrates = narrator(lines, None)
+    found = await meaning_events(lines, narrates, gazetteer, MiniLMEmbedder())
+    assert {i: [e.name for e in told] for i, told in found.items()} == {
+        lines[0].id: ["Arrival at The Nestled Nook Inn"], lines[3].id: ["Death of Grog Strongjaw"]
+    }  # fmt: skip
+    assert await meaning_events(lines, narrates, gazetteer, OtherModel()) == {}
+
+
+async def test_the_rules_propose_a_turning_point_told_by_meaning_once() -> None:
+    lines = entries(("MATT", "They escort you to the gates of Whitestone, where Grog arrives at Whitestone."))
+    meant_here = {lines[0].id: [Event(EventKind.arrival, "Arrival at Whitestone", place=WHITESTONE)]}
+    result = await RuleExtractor().extract(lines, KNOWN, meant=meant_here)
+    assert [(e.name, e.entry_ids) for e in result.entities] == [("Arrival at Whitestone", [lines[0].id])]
+    # the rules' own telling keeps its people; the meaning adds no second event
+    assert sorted((f.source, f.type, f.target) for f in result.facts) == [
+        ("Arrival at Whitestone", "located_in", "Whitestone"),
+        ("Grog Strongjaw", "took_part_in", "Arrival at Whitestone"),
+    ]
+    alone = await RuleExtractor().extract(entries(("MATT", "The doors close behind you.")), KNOWN,
+                                          meant={100: meant_here[lines[0].id]})  # fmt: skip
+    assert [(e.name, e.type) for e in alone.entities] == [("Arrival at Whitestone", "event")]
