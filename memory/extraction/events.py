@@ -28,10 +28,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 
-from memory.extraction.schema import PERSON_TYPES, KnownEntity
+from memory.extraction.schema import PERSON_TYPES, Event, EventKind, KnownEntity
 from memory.models import EntityType
 
 _K = r"\ue000(?P<{}>\d+)\ue001"  # a known name, tagged
@@ -41,24 +40,6 @@ _PERSON = PERSON_TYPES
 _MORTAL = _PERSON | {EntityType.faction}
 #: Who the party is, when the recap names it: a player or the party's own name ("Vox Machina").
 _PARTY_TYPES = frozenset({EntityType.player, EntityType.faction})
-
-
-class EventKind(StrEnum):
-    death = "death"
-    arrival = "arrival"
-    acquisition = "acquisition"
-    quest = "quest"
-    battle = "battle"
-
-
-@dataclass
-class Event:
-    """A turning point one line tells: its name, its kind, who took part, and where it happened."""
-
-    kind: EventKind
-    name: str
-    participants: list[KnownEntity] = field(default_factory=list)
-    place: KnownEntity | None = None
 
 
 # The DM's telling in play: a clause whose verb is of a turning point's class, with a known entity of the class's

@@ -8,15 +8,14 @@ validation, not make pydantic reject the whole answer.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, Self
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol, Self
 
 from pydantic import BaseModel, Field, ModelWrapValidatorHandler, PrivateAttr, ValidationError, model_validator
 
 from memory.errors import validation_problems
 from memory.models import EntityType, Entry, ReviewStatus
-
-if TYPE_CHECKING:
-    from memory.extraction.events import Event
 
 #: The entity types that are people: who dies, gives, receives or is kin.
 PERSON_TYPES = frozenset({EntityType.npc, EntityType.player})
@@ -31,6 +30,24 @@ class KnownEntity(BaseModel):
     aliases: list[str] = Field(default_factory=list)
     status: ReviewStatus = ReviewStatus.accepted
     heard_as: list[str] = Field(default_factory=list)  # what the recogniser writes for it: evidence of a mention
+
+
+class EventKind(StrEnum):
+    death = "death"
+    arrival = "arrival"
+    acquisition = "acquisition"
+    quest = "quest"
+    battle = "battle"
+
+
+@dataclass
+class Event:
+    """A turning point one line tells: its name, its kind, who took part, and where it happened."""
+
+    kind: EventKind
+    name: str
+    participants: list[KnownEntity] = field(default_factory=list)
+    place: KnownEntity | None = None
 
 
 class ProposedEntity(BaseModel):
