@@ -233,8 +233,22 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
         {key: name for key, name in renamed.items() if key not in renames},
         renames,
         sourced,
-        list(dict.fromkeys(renamed.get(name_key(n), n) for n in world.notes_stated)),
+        _notes_stated(world, found, renamed),
     )
+
+
+def _notes_stated(
+    world: ImportedWorld, found: list[tuple[Entity | None, bool, dict[str, str]]], renamed: dict[str, str]
+) -> list[str]:
+    """The entries (as named in the file) whose GM notes the import ends when it has none: those of the tool's
+    records (matched by id) or of a file without ids (a CSV's explicit column), not an entity that only shares a
+    record's name (the DM's own campaign file gave its notes)."""
+    own = {
+        name_key(spec.name)
+        for spec, (entity, _, _) in zip(world.entities, found, strict=True)
+        if entity is not None or not world.source_ids.get(spec.name)
+    }
+    return list(dict.fromkeys(renamed.get(name_key(n), n) for n in world.notes_stated if name_key(n) in own))
 
 
 async def _by_source(

@@ -12,7 +12,9 @@ import asyncpg
 import pytest
 
 from campaigns import batches
+from campaigns.files import parse_campaign_file
 from campaigns.imports import read_import
+from campaigns.load import apply_campaign_file
 from memory.errors import AlreadyExistsError, InvalidInputError
 from memory.models import EntityIn, EntityType, Relationship, RelationshipIn, Visibility
 from memory.store import CampaignMemory
@@ -298,6 +300,25 @@ async def test_gm_notes_deleted_in_the_tool_are_ended(campaign: CampaignMemory) 
     await _import(campaign, [("w.csv", b"name,type,dm_notes\nIronhold,location,\n")])
     current = await campaign.graph.relationships_of(ironhold.id, include_secret=True)
     assert [(r.type, r.value) for r in current] == [("dm_notes_9", "The DM's own.")]
+
+
+async def test_a_first_import_without_gm_notes_keeps_the_notes_the_campaign_file_gave(campaign: CampaignMemory) -> None:
+    """The DM's own campaign file gave Vask GM notes; the Foundry actor of his name, imported for the first time,
+    has none: nothing was deleted in the tool, so his notes stay current."""
+    await apply_campaign_file(
+        campaign,
+        parse_campaign_file(
+            b"entities:\n  - {name: Vask the Ashen, type: npc}\nrelationships:\n"
+            b"  - {source: Vask the Ashen, type: dm_notes, value: Owes the Red Hand., secret: true}\n",
+            "world.yaml",
+        ),
+    )
+    actor = json.loads(_vask("")[0][1])
+    actor["system"]["details"]["biography"]["value"] = "<p>A smith.</p>"
+    await _import(campaign, [("vask.json", json.dumps(actor).encode())])
+    vask = await campaign.graph.get_entity("Vask the Ashen")
+    current = await campaign.graph.relationships_of(vask.id, include_secret=True)
+    assert [(r.type, r.value) for r in current if r.type.startswith("dm_notes")] == [("dm_notes", "Owes the Red Hand.")]
 
 
 async def test_a_record_renamed_in_the_tool_renames_its_entity(campaign: CampaignMemory) -> None:
