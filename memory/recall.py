@@ -411,11 +411,7 @@ def _best_lines(
     when given, but for a speaker's lines of a session ``excluded`` names."""
     out: list[int] = []
     for w in windows:
-        lines = [entries[i] for i in w.entry_ids if i in entries]
-        if speakers:
-            lines = [e for e in lines if e.speaker.casefold() in {s.casefold() for s in speakers}]
-        if excluded:
-            lines = [e for e in lines if (e.speaker.casefold(), e.session_id) not in excluded]
+        lines = [entries[i] for i in w.entry_ids if i in entries and _kept(entries[i], None, speakers, excluded)]
         if lines:
             out.append(max(lines, key=lambda e: (scored.get(e.id, 0.0), len(e.text.split()))).id)
     return out

@@ -230,7 +230,8 @@ def fuse(
     for entry_id in order:
         line = out.setdefault(entry_id, Fused(entry_id))
         line.told, line.score = True, max(line.score, top)  # scores still fall down the list
-        line.matched += ["entity"] * ("entity" not in line.matched)
+        if "entity" not in line.matched:
+            line.matched.append("entity")
     big = len(lexical) + len(vector) + 1
     return sorted(
         out.values(),

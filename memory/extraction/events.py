@@ -556,7 +556,7 @@ NEAR_MISSES: tuple[str, ...] = (
 MEANING_THRESHOLD: dict[EventKind, float] = {EventKind.death: 0.55, EventKind.arrival: 0.56, EventKind.acquisition: 0.5}
 MEANING_MARGIN = 0.05
 _MEANT_TYPES: dict[EventKind, frozenset[EntityType]] = {
-    EventKind.death: frozenset({EntityType.npc, EntityType.player}),
+    EventKind.death: _PERSON,
     EventKind.arrival: frozenset({EntityType.location}),
     EventKind.acquisition: frozenset({EntityType.item}),
 }

@@ -12,9 +12,15 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from memory.extraction.events import Event
 from memory.extraction.names import NameResolver
-from memory.extraction.schema import ExtractionAnswer, ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
+from memory.extraction.schema import (
+    Event,
+    ExtractionAnswer,
+    ExtractionResult,
+    KnownEntity,
+    ProposedEntity,
+    ProposedFact,
+)
 from memory.extraction.validate import validate_result
 from memory.gazetteer import Gazetteer
 from memory.models import EntityType, Entry

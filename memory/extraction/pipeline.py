@@ -213,12 +213,8 @@ async def meaning_events(
     if not sentences:
         return {}
     if embedder not in _prototypes:
-        vectors = await embedder.embed([p for kind in PROTOTYPES for p in PROTOTYPES[kind]] + list(NEAR_MISSES))
-        by_kind: dict[EventKind, list[list[float]]] = {}
-        n = 0
-        for kind, texts in PROTOTYPES.items():
-            by_kind[kind], n = vectors[n : n + len(texts)], n + len(texts)
-        _prototypes[embedder] = (by_kind, vectors[n:])
+        by_kind = {kind: await embedder.embed(texts) for kind, texts in PROTOTYPES.items()}
+        _prototypes[embedder] = (by_kind, await embedder.embed(NEAR_MISSES))
     prototypes, near_misses = _prototypes[embedder]
     said = iter(await embedder.embed([c.text for found in sentences.values() for c in found]))
     out: dict[int, list[Event]] = {}
