@@ -54,6 +54,7 @@ from campaigns.files import read_campaign_file  # noqa: E402
 from memory.extraction import KnownEntity, RuleExtractor  # noqa: E402
 from memory.extraction.names import NameResolver, normalize_name  # noqa: E402
 from memory.extraction.pipeline import meaning_events, opening_recap, scene_moves  # noqa: E402
+from memory.extraction.rules import telling_line  # noqa: E402
 from memory.extraction.salience import is_trivial  # noqa: E402
 from memory.extraction.validate import validate_result  # noqa: E402
 from memory.gazetteer import Gazetteer  # noqa: E402
@@ -121,6 +122,7 @@ class Item:
         self.key = key
         self.turns = sorted(set(turns))
         self.names: set[str] = set()
+        self.ends: set[str] = set()  # its entity's name, or its fact's two ends, as proposed
 
 
 async def review_items(lines: list[Entry], known: list[KnownEntity], embedder: MiniLMEmbedder | None) -> list[Item]:
@@ -148,11 +150,13 @@ async def review_items(lines: list[Entry], known: list[KnownEntity], embedder: M
             item = items.setdefault(f"new {proposed.type} {proposed.name}", Item("", []))
             item.key, item.turns = f"new {proposed.type} {proposed.name}", sorted({*item.turns, *proposed.entry_ids})
             item.names.add(normalize_name(proposed.name))
+            item.ends.add(proposed.name)
         for fact in result.facts:
             key = f"{fact.source} —{fact.type}→ {fact.target if fact.target is not None else repr(fact.value)}"
             item = items.setdefault(key.casefold(), Item(key, []))
             item.turns = sorted({*item.turns, *fact.entry_ids})
             item.names |= {normalize_name(n) for n in (fact.source, fact.target) if n}
+            item.ends |= {n for n in (fact.source, fact.target) if n}
     return list(items.values())
 
 
@@ -305,7 +309,9 @@ def main() -> None:
                     totals[f"{key} keep"] += marks.get(item.key, [""])[0] == "keep"
         if args.show in (path.stem, "all"):
             for item in items:
-                best = next((t for t in item.turns if turns[t][0] == DM), item.turns[0])
+                # as the review queue shows it: the DM's line that tells its turning point, else the DM's first
+                said = [t for t in item.turns if turns[t][0] == DM] or item.turns
+                best = said[telling_line(item.ends, [turns[t][1] for t in said], gazetteer)]
                 mark = marks.get(item.key, ["?"])[0]
                 print(f"    [{mark}] {item.key}  ({len(item.turns)} lines) turn {best} {turns[best][0]}: "
                       f"{turns[best][1][:160]}")  # fmt: skip

@@ -334,3 +334,22 @@ class _Collector:
             entities=[e for key, e in self._entities.items() if key not in unsaid],
             facts=[f for (s, _, t, _), f in self._facts.items() if s not in unsaid and t not in unsaid],
         )
+
+
+def telling_line(named: Collection[str], lines: Sequence[str], gazetteer: Gazetteer[KnownEntity]) -> int:
+    """Which of an item's lines (``lines``, in order) shows the DM the turning point ``named`` names (its event's
+    name, or a session's: "Arrival at Whitestone (Session 3)"): the first the clause rules read as telling it in
+    play, else the first they read as it in the DM's recap, else the first. The scene rule cites every line naming the
+    place ("The town up on the cliffs is Ironhold"), the meaning rule another way of saying it: neither needs telling.
+    """
+    wanted = [name.casefold() for name in named]
+    tagged = [_tag(gazetteer, text) for text in lines]
+
+    def tells(text: str, found: list[KnownEntity], retold: bool) -> bool:
+        said = [e.name.casefold() for e in events(text, found, retold=retold)]
+        return any(w == s or w.startswith(f"{s} (") for w in wanted for s in said)
+
+    for retold in (False, True):
+        if (n := next((n for n, (text, found) in enumerate(tagged) if tells(text, found, retold)), None)) is not None:
+            return n
+    return 0

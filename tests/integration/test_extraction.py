@@ -897,6 +897,26 @@ async def test_a_place_the_dm_keeps_naming_is_where_the_scene_moved_whatever_the
     assert ("Arrival at Kraghammer", "located_in", "Kraghammer") in {(s, t, o) for s, t, o, _ in await facts(world)}
 
 
+async def test_an_arrival_cited_by_its_scenes_lines_shows_the_line_where_the_party_gets_there(
+    world: CampaignMemory, memory: Memory
+) -> None:
+    entries = await write(
+        world,
+        [
+            ("DM", "The town up on the cliffs is Ironhold."),
+            ("Grog", "Looks cold."),
+            ("DM", "Smoke rises from the forges of Ironhold as the road climbs."),
+            ("DM", "Finally, you reach the gates of Ironhold, and the guards wave you in."),
+        ],
+    )
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    for key in ("new event 'Arrival at Ironhold': an arrival", "Arrival at Ironhold —located_in→ Ironhold"):
+        assert items[key].lines == 3  # the scene's burst, as cited
+        assert items[key].said is not None and items[key].said.text == entries[3].text, key
+
+
 async def test_where_the_scene_moved_is_read_once_a_job_run_while_the_lines_and_entities_stay(
     world: CampaignMemory, memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

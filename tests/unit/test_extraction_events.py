@@ -25,7 +25,7 @@ from memory.extraction.events import (
     scene_arrivals,
 )
 from memory.extraction.pipeline import meaning_events, scene_moves
-from memory.extraction.rules import _tag
+from memory.extraction.rules import _tag, telling_line
 from memory.gazetteer import Gazetteer
 from memory.models import EntityType, Entry
 from memory.offgame import narrator
@@ -552,6 +552,29 @@ def test_a_place_inside_a_longer_name_is_not_where_the_scene_moved() -> None:
     assert {i: [p.name for p in found] for i, found in scene_moves(quarry, None, Gazetteer(KNOWN)).items()} == {
         e.id: ["Greyspine Quarry"] for e in quarry
     }
+
+
+def test_an_items_line_shown_is_the_one_that_tells_its_turning_point_else_the_first() -> None:
+    """The scene rule cites every line naming the place: the one where the party gets there is the one to show."""
+    gazetteer = Gazetteer(KNOWN)
+    burst = [
+        "The town up on the cliffs is Kraghammer.",
+        "Smoke rises from the forges of Kraghammer.",
+        "Finally, you reach the gates of Kraghammer.",
+    ]
+    assert telling_line(["Arrival at Kraghammer"], burst, gazetteer) == 2
+    assert telling_line(["Grog Strongjaw", "Arrival at Kraghammer"], burst, gazetteer) == 2  # a fact's two ends
+    assert telling_line(["Arrival at Kraghammer (Session 3)"], burst, gazetteer) == 2  # named for its session
+    # the DM's recap tells it in its own register (CRD3 C1E001 turn 55), read when no line tells it in play
+    recap = "You continued on your way to Kraghammer, presented your paperwork, were given entry into the city."
+    assert telling_line(["Arrival at Kraghammer"], [*burst[:2], recap, burst[2]], gazetteer) == 3
+    assert telling_line(["Arrival at Kraghammer"], [*burst[:2], recap], gazetteer) == 2
+    # none tells it, or it is another event: the first
+    assert telling_line(["Arrival at Kraghammer"], burst[:2], gazetteer) == 0
+    assert telling_line(["Arrival at Whitestone"], burst, gazetteer) == 0
+    # a death cited twice (CRD3 C1E050 turns 311 and 337: the meaning rule's line, then the clause rules')
+    grog = ["Grog's still rolled on his back, eyes just dead, lifeless.", "Right now, Grog in the snow is dead."]
+    assert telling_line(["Death of Grog Strongjaw"], grog, gazetteer) == 1
 
 
 # Turning points read by meaning (events.meaning_sentences, events.meant_events, pipeline.meaning_events)
