@@ -47,12 +47,14 @@ _SPONSOR = re.compile(
     re.IGNORECASE,
 )
 # One die, the noun: after a determiner or what a die is ("the necrotic die", "my bonus die", "Scanlan's die"), never
-# after a subject, a modal or "to", which make the story's verb ("you die", "going to die", "let's die", "no one die").
+# after a subject, a modal or "to", which make the story's verb ("you die", "going to die", "let's die", "no one die"),
+# nor in the idiom "the die is cast" (a choice made for good, in the story as often as not).
 _DIE = (
     r"(?:(?<!\bno )(?<!\bany )(?:a|an|the|this|my|your|his|its|our|their|one|another|each|every)|"
     r"(?!(?:let|it|that|he|she|who|what|there|here)['’]s)\w+['’]s|"
     r"hit|damage|bonus|extra|additional|inspiration|superiority|percentile|custom|\w+-sided|d\d+|acid|cold|fire|force|"
-    r"lightning|necrotic|poison|psychic|radiant|thunder|bludgeoning|piercing|slashing) die(?! (?:down|out|off|away)\b)"
+    r"lightning|necrotic|poison|psychic|radiant|thunder|bludgeoning|piercing|slashing) die"
+    r"(?! (?:down|out|off|away)\b)(?! (?:is|was|has been|had been) cast\b)"
 )
 # Rules and dice: each match counts once. Words a story seldom says in a D&D transcript: dice and their notation
 # ("2d4"), checks and saves, the turn and its parts (a move, an action, melee), the DM calling the next in turn.

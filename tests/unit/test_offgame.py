@@ -54,6 +54,12 @@ LABELS = Path(__file__).resolve().parents[1] / "data" / "offgame_crd3_labels.jso
         ("Don't let her die.", None),
         ("We're all going to die.", None),
         ("Let the fire die down.", None),
+        # the idiom: a choice made, not a die at the table, unless the line rolls one too
+        ("The die is cast.", None),
+        ("the die is cast", None),
+        ("And so the die has been cast, Percival says.", None),
+        ("The die is cast and you roll a 17.", Talk.dice),
+        ("The die is a 4.", Talk.dice),
         # rules words beside a sentence that tells what happens, or words the story says too
         (
             "Eight! Yeah! All right. First and foremost, Vex, you're up with the initiative on this. You go ahead and "
