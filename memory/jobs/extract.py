@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memory.extraction import file_proposal, make_extractor, propose
-from memory.extraction.pipeline import Fallbacks, SceneMoves
+from memory.extraction.pipeline import Fallbacks, SceneMoves, SessionTalk
 from memory.jobs.context import JobContext
 from memory.jobs.queue import CORRECT2, EXTRACT, claim_progress, progress, set_progress
 
@@ -22,6 +22,7 @@ async def extract_session(ctx: JobContext, campaign_id: int, session_id: int, *,
     # said even if the run stops on an error, for the slices it filed
     fallbacks, slices = Fallbacks(session_id), 0
     scenes = SceneMoves()  # the whole session's, read once for every slice while it and the entities stay as they are
+    talk = SessionTalk()  # likewise, while its lines stay as they are
     try:
         while True:
             done = await progress(mem.db, mem, session_id, EXTRACT)
@@ -35,7 +36,13 @@ async def extract_session(ctx: JobContext, campaign_id: int, session_id: int, *,
             if not entries:
                 return
             proposal = await propose(
-                mem, session_id=session_id, entries=entries, extractor=extractor, scenes=scenes, embedder=ctx.embedder
+                mem,
+                session_id=session_id,
+                entries=entries,
+                extractor=extractor,
+                scenes=scenes,
+                embedder=ctx.embedder,
+                talk=talk,
             )
             async with mem.transaction() as tx:
                 if not await claim_progress(tx.db, tx, session_id, EXTRACT, done):

@@ -6,6 +6,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -938,6 +939,43 @@ async def test_where_the_scene_moved_is_read_once_a_job_run_while_the_lines_and_
     await write(world, [("DM", "Brom wipes his brow.")])
     await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id, slice_size=1)
     assert read == [6, 7]
+
+
+async def test_the_sessions_table_talk_and_opening_recap_are_read_once_a_job_run_while_its_lines_stay(
+    world: CampaignMemory, memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read: list[tuple[str, int]] = []
+
+    def counted(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def reading(entries: Sequence[Entry], *args: object, **kwargs: object) -> Any:
+            read.append((name, len(entries)))
+            return real(entries, *args, **kwargs)
+
+        return reading
+
+    for name in ("out_of_game", "opening_recap"):
+        monkeypatch.setattr(extraction_pipeline, name, counted(name, getattr(extraction_pipeline, name)))
+    lines = [
+        ("DM", "Welcome, everyone! Grab your snacks."),  # the pre-show, before the recap's cue
+        ("DM", "Last we left off, you stood in the forge of Ironhold."),
+        ("Vex", "lol"),
+        ("DM", "Brom is a member of the Silver Hand. Roll a d20 for me."),  # dice talk: nothing proposed from it
+        ("DM", "Brom hammers at the anvil, sparks flying."),
+        ("Grog", "I rolled a 12"),
+    ]
+    entries = await write(world, lines)
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id, slice_size=1)
+    # the session's segments and recap once, and once where its scene moved (SceneMoves): not once a slice
+    assert sorted(read) == [("opening_recap", 6), ("out_of_game", 6), ("out_of_game", 6)]
+    # each slice's lines are still judged on their own
+    assert not [i for i in await world.review.pending(limit=100) if "Silver Hand" in i.describe()]
+
+    # a line more is read again, by the next run as by this one
+    read.clear()
+    await write(world, [("DM", "Brom wipes his brow.")])
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id, slice_size=1)
+    assert sorted(read) == [("opening_recap", 7), ("out_of_game", 7), ("out_of_game", 7)]
 
 
 async def test_the_job_proposes_a_turning_point_the_dms_line_tells_by_meaning(
