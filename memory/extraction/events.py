@@ -30,6 +30,8 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from memory.extraction.schema import PERSON_TYPES, Event, EventKind, KnownEntity
 from memory.models import EntityType
 
@@ -600,11 +602,22 @@ def meant_events(
 ) -> list[Event]:
     """The turning points ``sentences`` tell by meaning. ``vectors``: each one's unit vector; ``prototypes``: those
     of :data:`PROTOTYPES` by kind; ``near_misses``: those of :data:`NEAR_MISSES`, by the same embedder."""
+    if len(vectors) != len(sentences):
+        raise ValueError(f"{len(vectors)} vectors for {len(sentences)} sentences")
+    if not sentences:
+        return []
+    # every cosine at once (float64, as Python's sums were: they differ by 1e-15 at most)
+    said = np.asarray(vectors, dtype=np.float64)
+    misses = (said @ np.asarray(near_misses, dtype=np.float64).T).max(axis=1) if len(near_misses) else None
+    nearest = {
+        kind: (said @ np.asarray(prototypes[kind], dtype=np.float64).T).max(axis=1)
+        for kind in {s.kind for s in sentences}
+    }
     out: list[Event] = []
-    for sentence, v in zip(sentences, vectors, strict=True):
-        miss = max((_dot(v, p) for p in near_misses), default=-1.0)
+    for n, sentence in enumerate(sentences):
+        miss = -1.0 if misses is None else float(misses[n])
         kind = sentence.kind
-        score = max(_dot(v, p) for p in prototypes[kind])
+        score = float(nearest[kind][n])
         if score < MEANING_THRESHOLD[kind] or score < miss + MEANING_MARGIN:
             continue
         e = sentence.entity
@@ -615,7 +628,3 @@ def meant_events(
         else:
             out.append(Event(kind, f"Acquisition of {e.name}", [e]))
     return _once(out)
-
-
-def _dot(a: Sequence[float], b: Sequence[float]) -> float:
-    return sum(x * y for x, y in zip(a, b, strict=True))

@@ -4,6 +4,7 @@ are CRD3's (Critical Role, CC BY-SA 4.0) or written like them."""
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -636,6 +637,34 @@ def test_no_turning_point_below_the_threshold_near_a_near_miss_or_near_another_k
     assert meant(JAZNA, EventKind.death, [low, 0.3, 0, 0]) == []  # not near enough
     assert meant(JAZNA, EventKind.death, [0.7, 0, 0, 0.7 - MEANING_MARGIN / 2]) == []  # as near a near-miss
     assert meant(JAZNA, EventKind.death, [0, 0.95, 0, 0]) == []  # an arrival's words about a person
+
+
+def test_the_cosines_read_at_once_tell_what_each_sum_of_products_told() -> None:
+    """meant_events takes every cosine in one product of matrices: the same turning points as summing each pair's
+    products one by one, for vectors near and far from the prototypes and the near-misses."""
+    rng = random.Random(7)
+    types = {EventKind.death: EntityType.npc, EventKind.arrival: EntityType.location,
+             EventKind.acquisition: EntityType.item}  # fmt: skip
+    sentences, vectors = [], []
+    for n in range(300):
+        kind = rng.choice(list(types))
+        sentences.append(Sentence(f"line {n}", KnownEntity(id=100 + n, name=f"Thing {n}", type=types[kind]), kind))
+        toward = [PROTOS[kind][0], *(MISSES if rng.random() < 0.5 else [])]
+        vectors.append(unit(*(rng.gauss(0, 0.4) + sum(rng.random() * v[i] for v in toward) for i in range(4))))
+
+    def cos(a: Sequence[float], b: Sequence[float]) -> float:
+        return sum(x * y for x, y in zip(a, b, strict=True))
+
+    summed = {
+        s.entity.name
+        for s, v in zip(sentences, vectors, strict=True)
+        if (score := max(cos(v, p) for p in PROTOS[s.kind])) >= MEANING_THRESHOLD[s.kind]
+        and score >= max(cos(v, p) for p in MISSES) + MEANING_MARGIN
+    }
+    told = meant_events(sentences, vectors, PROTOS, MISSES)
+    assert {e.place.name if e.place else e.participants[0].name for e in told} == summed
+    assert 0 < len(summed) < len(sentences)
+    assert meant_events([], [], PROTOS, MISSES) == []
 
 
 class OtherModel:
