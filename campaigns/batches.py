@@ -128,7 +128,7 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
     sourced: list[tuple[str, dict[str, str], int | None]] = []
     named: dict[str, int] = {}  # an imported name (key) → the entity it updates, when that entity's name differs
     updating: dict[int, int] = {}  # an entity of the campaign → its entry: two records naming it make one
-    hidden: list[tuple[str, str]] = []  # a public entity's name, and the secret text a record of it holds
+    hidden: list[tuple[int, str]] = []  # a public entity, and the secret text a record of it holds
     found = await _by_source(mem, world.format, [world.source_ids.get(spec.name, {}) for spec in world.entities])
     made: set[int] | None = None  # the entities an import made, read once when a record first needs it
     # entities a record renames: their old name is no longer theirs for another record of the import to match
@@ -165,7 +165,7 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
                 ids = {source_id: known.get(source_id, record) for source_id, record in ids.items()}
             sourced.append((spec.name, ids, existing.id))
         if secret:  # a GM-only journal of a public NPC's name
-            hidden.append((existing.name, secret_text(spec)))  # its text is GM notes, never the NPC's description
+            hidden.append((existing.id, secret_text(spec)))  # its text is GM notes, never the NPC's description
             spec = EntitySpec(name=spec.name, type=spec.type, secret=True)
         # renamed in the tool since it was imported: renamed here too (a name the DM gave it here stays, and a
         # secret record's name is never a public entity's)
@@ -223,9 +223,9 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
         for fact in world.relationships
     ]
     notes = World(relationships=facts)
-    for hidden_name, text in hidden:
-        if text:
-            notes.notes((", ".join(world.sources), None), hidden_name, text)
+    for entity_id, text in hidden:
+        if text:  # under the entity's name in the file: another record may rename it, its old name no longer its
+            notes.notes((", ".join(world.sources), None), entities[updating[entity_id]].name, text)
     facts = notes.relationships
     return Resolved(
         CampaignFile(entities=entities, relationships=[RelationshipSpec.model_validate(f.model_dump()) for f in facts]),

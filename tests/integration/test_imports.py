@@ -423,6 +423,35 @@ async def test_a_rename_withheld_while_the_record_was_secret_comes_when_it_may(c
     assert "- The Sea Oath (concept) (DM-only) (renames Hale's Pact)" in batch.card()
 
 
+async def test_a_secret_records_notes_go_to_its_entity_as_another_record_renames_it(campaign: CampaignMemory) -> None:
+    """A GM-only journal folded into Vask's actor, both renamed in Foundry: the actor renames the entity, the
+    journal's rename is withheld, and its text is GM notes on the entity under the name it now has, after the
+    actor's own notes, not on the old name (no longer the entity's, or another record's)."""
+
+    def world(actor_name: str, journal_name: str) -> list[tuple[str, bytes]]:
+        [(_, actor)] = _vask("Owes the Red Hand.", name=actor_name)
+        page = {"_id": "p1", "name": "Page", "type": "text", "text": {"content": "<p>He serves the lich.</p>"}}
+        journal = {"_id": "wjnl00000000000v", "name": journal_name, "pages": [page], "ownership": {"default": 0}}
+        return [("world.db", actor + b"\n" + json.dumps(journal).encode() + b"\n")]
+
+    def notes(relationships: list[Relationship]) -> list[tuple[str, str | None]]:
+        return [(r.type, r.value) for r in relationships if r.type.startswith("dm_notes")]
+
+    await _import(campaign, world("Vask the Ashen", "Vask the Ashen"))
+    vask = await campaign.graph.get_entity("Vask the Ashen")
+    expected = [("dm_notes", "Owes the Red Hand."), ("dm_notes_2", "Page\nHe serves the lich.")]
+    assert notes(await campaign.graph.relationships_of(vask.id, include_secret=True)) == expected
+    batch, _ = await _import(campaign, world("Vask Emberhand", "Vask's Debts"))
+    assert "- Vask Emberhand (npc) (renames Vask the Ashen)" in batch.card()
+    assert (await campaign.graph.get_entity("Vask Emberhand")).id == vask.id
+    assert notes(await campaign.graph.relationships_of(vask.id, include_secret=True)) == expected
+    # the journal now has the name the entity had: still its GM notes, on the entity as the actor renames it
+    await _import(campaign, world("Vask Cinderhand", "Vask Emberhand"))
+    assert (await campaign.graph.get_entity("Vask Cinderhand")).id == vask.id
+    assert notes(await campaign.graph.relationships_of(vask.id, include_secret=True)) == expected
+    assert await count(campaign, "entities") == 2  # Vask and his sword
+
+
 def test_the_cli_renames_an_entity_whose_record_was_renamed(
     lk: Callable[..., CompletedProcess[str]], tmp_path: Path
 ) -> None:
