@@ -302,6 +302,16 @@ async def test_gm_notes_deleted_in_the_tool_are_ended(campaign: CampaignMemory) 
     assert [(r.type, r.value) for r in current] == [("dm_notes_9", "The DM's own.")]
 
 
+async def test_a_csv_row_shorter_than_its_header_has_empty_gm_notes(campaign: CampaignMemory) -> None:
+    """A spreadsheet drops a row's trailing empty cells: ``Vel,npc`` under ``name,type,dm_notes`` is an empty
+    ``dm_notes`` cell, so notes deleted there are ended as a full row's empty cell ends them."""
+    await _import(campaign, [("w.csv", b"name,type,dm_notes\nVel,npc,Hides.\nIronhold,location,Holds the crown.\n")])
+    _, said = await _import(campaign, [("w.csv", b"name,type,dm_notes\nVel,npc\nIronhold,location,Holds the crown.\n")])
+    vel = await campaign.graph.get_entity("Vel")
+    assert [r.type for r in await campaign.graph.relationships_of(vel.id, include_secret=True)] == []
+    assert "- Vel: fact dm_notes: ended (the GM notes were deleted)" in said
+
+
 async def test_a_first_import_without_gm_notes_keeps_the_notes_the_campaign_file_gave(campaign: CampaignMemory) -> None:
     """The DM's own campaign file gave Vask GM notes; the Foundry actor of his name, imported for the first time,
     has none: nothing was deleted in the tool, so his notes stay current."""
