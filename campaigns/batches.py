@@ -482,6 +482,12 @@ async def _plan_again(tx: CampaignMemory, accepted: ImportBatch) -> None:
 _NOTES_PART = re.compile(rf"{DM_NOTES}_\d+")
 
 
+def _notes_order(row: Any) -> tuple[str, int]:
+    """GM-note facts ended, as the DM reads them: by entity, then part (``dm_notes``, ``dm_notes_2`` … ``_10``)."""
+    kind: str = row["type"]
+    return row["name"], 1 if kind == DM_NOTES else int(kind.rsplit("_", 1)[1])
+
+
 async def _close_stale_notes(tx: CampaignMemory, file: CampaignFile, report: LoadReport, stated: list[str]) -> None:
     """End the parts of an entity's GM notes that the notes it was given now have no more of: shorter notes leave
     the old ``dm_notes_3`` current otherwise, and the DM reads stale text after the new one. An entity of
@@ -523,7 +529,7 @@ async def _close_stale_notes(tx: CampaignMemory, file: CampaignFile, report: Loa
     report.relationships_updated += len(rows)
     report.changes += [
         LoadChange(entity=row["name"], change=f"fact {row['type']}: ended (the GM notes are shorter now)")
-        for row in sorted(rows, key=lambda r: (r["name"], int(r["type"].rsplit("_", 1)[1])))
+        for row in sorted(rows, key=_notes_order)
     ]
 
 
@@ -549,7 +555,7 @@ async def _close_deleted_notes(tx: CampaignMemory, names: list[str], report: Loa
     report.relationships_updated += len(rows)
     report.changes += [
         LoadChange(entity=row["name"], change=f"fact {row['type']}: ended (the GM notes were deleted)")
-        for row in sorted(rows, key=lambda r: (r["name"], r["type"] != DM_NOTES, len(r["type"]), r["type"]))
+        for row in sorted(rows, key=_notes_order)
     ]
 
 
