@@ -141,10 +141,13 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
         and not (spec.secret and entity.visibility != Visibility.secret)
     }
     names = {name_key(spec.name) for spec in world.entities}
-    for spec, (existing, retitled, known) in zip(world.entities, found, strict=True):
+    # the entity of each record's name, for those not found by id: one lookup for the whole import
+    by_names = await mem.graph.find_entities(
+        ["" if entity else spec.name for spec, (entity, _, _) in zip(world.entities, found, strict=True)]
+    )
+    for spec, (existing, retitled, known), by_name in zip(world.entities, found, by_names, strict=True):
         ids = world.source_ids.get(spec.name, {})
-        by_id = existing is not None
-        existing = existing or await mem.graph.find_entity(spec.name)
+        existing, by_id = existing or by_name, existing is not None
         if (
             not by_id
             and existing is not None
