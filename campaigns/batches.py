@@ -128,7 +128,7 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
     sourced: list[tuple[str, dict[str, str], int | None]] = []
     named: dict[str, int] = {}  # an imported name (key) → the entity it updates, when that entity's name differs
     updating: dict[int, int] = {}  # an entity of the campaign → its entry: two records naming it make one
-    hidden: list[tuple[str, str]] = []  # a public entity's name, and the secret text a record of it holds
+    hidden: list[tuple[int, str]] = []  # a public entity, and the secret text a record of it holds
     found = await _by_source(mem, world.format, [world.source_ids.get(spec.name, {}) for spec in world.entities])
     made: set[int] | None = None  # the entities an import made, read once when a record first needs it
     # entities a record renames: their old name is no longer theirs for another record of the import to match
@@ -141,10 +141,13 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
         and not (spec.secret and entity.visibility != Visibility.secret)
     }
     names = {name_key(spec.name) for spec in world.entities}
-    for spec, (existing, retitled, known) in zip(world.entities, found, strict=True):
+    # the entity of each record's name, for those not found by id: one lookup for the whole import
+    by_names = await mem.graph.find_entities(
+        ["" if entity else spec.name for spec, (entity, _, _) in zip(world.entities, found, strict=True)]
+    )
+    for spec, (existing, retitled, known), by_name in zip(world.entities, found, by_names, strict=True):
         ids = world.source_ids.get(spec.name, {})
-        by_id = existing is not None
-        existing = existing or await mem.graph.find_entity(spec.name)
+        existing, by_id = existing or by_name, existing is not None
         if (
             not by_id
             and existing is not None
@@ -165,7 +168,7 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
                 ids = {source_id: known.get(source_id, record) for source_id, record in ids.items()}
             sourced.append((spec.name, ids, existing.id))
         if secret:  # a GM-only journal of a public NPC's name
-            hidden.append((existing.name, secret_text(spec)))  # its text is GM notes, never the NPC's description
+            hidden.append((existing.id, secret_text(spec)))  # its text is GM notes, never the NPC's description
             spec = EntitySpec(name=spec.name, type=spec.type, secret=True)
         # renamed in the tool since it was imported: renamed here too (a name the DM gave it here stays, and a
         # secret record's name is never a public entity's)
@@ -223,9 +226,9 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
         for fact in world.relationships
     ]
     notes = World(relationships=facts)
-    for hidden_name, text in hidden:
-        if text:
-            notes.notes((", ".join(world.sources), None), hidden_name, text)
+    for entity_id, text in hidden:
+        if text:  # under the entity's name in the file: another record may rename it, its old name no longer its
+            notes.notes((", ".join(world.sources), None), entities[updating[entity_id]].name, text)
     facts = notes.relationships
     return Resolved(
         CampaignFile(entities=entities, relationships=[RelationshipSpec.model_validate(f.model_dump()) for f in facts]),
@@ -482,6 +485,12 @@ async def _plan_again(tx: CampaignMemory, accepted: ImportBatch) -> None:
 _NOTES_PART = re.compile(rf"{DM_NOTES}_\d+")
 
 
+def _notes_order(row: Any) -> tuple[str, int]:
+    """GM-note facts ended, as the DM reads them: by entity, then part (``dm_notes``, ``dm_notes_2`` … ``_10``)."""
+    kind: str = row["type"]
+    return row["name"], 1 if kind == DM_NOTES else int(kind.rsplit("_", 1)[1])
+
+
 async def _close_stale_notes(tx: CampaignMemory, file: CampaignFile, report: LoadReport, stated: list[str]) -> None:
     """End the parts of an entity's GM notes that the notes it was given now have no more of: shorter notes leave
     the old ``dm_notes_3`` current otherwise, and the DM reads stale text after the new one. An entity of
@@ -523,7 +532,7 @@ async def _close_stale_notes(tx: CampaignMemory, file: CampaignFile, report: Loa
     report.relationships_updated += len(rows)
     report.changes += [
         LoadChange(entity=row["name"], change=f"fact {row['type']}: ended (the GM notes are shorter now)")
-        for row in sorted(rows, key=lambda r: (r["name"], int(r["type"].rsplit("_", 1)[1])))
+        for row in sorted(rows, key=_notes_order)
     ]
 
 
@@ -549,7 +558,7 @@ async def _close_deleted_notes(tx: CampaignMemory, names: list[str], report: Loa
     report.relationships_updated += len(rows)
     report.changes += [
         LoadChange(entity=row["name"], change=f"fact {row['type']}: ended (the GM notes were deleted)")
-        for row in sorted(rows, key=lambda r: (r["name"], r["type"] != DM_NOTES, len(r["type"]), r["type"]))
+        for row in sorted(rows, key=_notes_order)
     ]
 
 

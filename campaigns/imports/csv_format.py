@@ -63,7 +63,8 @@ def parse(file: str, text: str, world: World) -> None:
                 continue
             if len(row) > len(columns):
                 raise problem(file, line, None, f"{len(row)} fields, but the header has {len(columns)}")
-            cells = dict(zip(columns, row, strict=False))
+            # a spreadsheet drops a row's trailing empty cells: they are empty, not columns the row lacks
+            cells = dict(zip(columns, [*row, *[""] * (len(columns) - len(row))], strict=True))
             _row(file, line, cells, world)
     except csv.Error as exc:
         raise problem(file, reader.line_num, None, f"not CSV: {exc}") from None

@@ -13,6 +13,7 @@ from memory.errors import AlreadyExistsError, InvalidInputError
 from memory.graph.masking import Masking
 from memory.graph.names import Names
 from memory.graph.rules import as_stated, keeping_old_name, keeping_unstated, new_names, vouched
+from memory.graph.sql import entity_from_row
 from memory.graph.took_part import link_to_recaps
 from memory.models import Entity, EntityIn, EntityType, ReviewStatus, Visibility
 from memory.text import check_attributes, clean_name, heard_as_phrases, not_heard_as_phrases, shown_text, storable
@@ -28,11 +29,15 @@ class Entities(Names, Masking):
     async def _add_entity(self, entity: EntityIn) -> Entity:
         await self._check_names_free([entity.name, *entity.aliases])
         try:
-            entity_id = await self.db.fetchval(
+            # the row as ENTITY_SELECT reads it, names none yet: read again only if it is given some below
+            row = await self.db.fetchrow(
                 """
                 INSERT INTO entities (campaign_id, type, name, description, attributes, visibility, status,
                                       provenance)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                RETURNING id, campaign_id, name, type, description, attributes, visibility, status, provenance,
+                          created_at, updated_at, '{}'::text[] AS aliases, '{}'::text[] AS heard_as,
+                          '{}'::text[] AS not_heard_as
                 """,
                 self.campaign_id,
                 entity.type,
@@ -47,10 +52,16 @@ class Entities(Names, Masking):
             raise AlreadyExistsError(
                 f"an entity named {entity.name!r} already exists", subject="entity", name=entity.name
             ) from None
-        await self._set_aliases(entity_id, entity.aliases)
-        await self._set_heard_as(entity_id, entity.heard_as)
-        await self._set_not_heard_as(entity_id, entity.not_heard_as, restore=False)  # no line names it yet
-        return await self.get_entity_by_id(entity_id)
+        # a new entity has no names to replace: only those it has are written (a big import's round trips)
+        if not (entity.aliases or entity.heard_as or entity.not_heard_as):
+            return entity_from_row(row)
+        if entity.aliases:
+            await self._set_aliases(row["id"], entity.aliases)
+        if entity.heard_as:
+            await self._set_heard_as(row["id"], entity.heard_as)
+        if entity.not_heard_as:
+            await self._set_not_heard_as(row["id"], entity.not_heard_as, restore=False)  # no line names it yet
+        return await self.get_entity_by_id(row["id"])
 
     async def update_entity(
         self,

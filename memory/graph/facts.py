@@ -67,12 +67,12 @@ class Facts(EntityLookup):
             return relationship_from_row(existing), False
         if existing is not None:
             return await self._accept_waiting(existing, rel), True
-        rel_id = await self._insert_fact(rel, status)
-        if rel_id is None:
+        fact = await self._insert_fact(rel, status)
+        if fact is None:
             return await self._ensure_relationship(rel)  # someone stored the same fact a moment ago: use theirs
-        if status == ReviewStatus.accepted:
-            await self.close_contradicted(rel_id)
-        return await self.get_relationship(rel_id), True
+        if status == ReviewStatus.accepted and fact.id in await self._close_contradicted(fact):
+            fact = await self.get_relationship(fact.id)  # a newer fact outdates it: history now
+        return fact, True
 
     async def _current_copy(self, rel: RelationshipIn) -> asyncpg.Record | None:
         """The current, not rejected copy of the fact ``rel`` states, the accepted one first, if one is stored."""
@@ -111,37 +111,41 @@ class Facts(EntityLookup):
         await self.close_contradicted(existing["id"])
         return await self.get_relationship(existing["id"])
 
-    async def _insert_fact(self, rel: RelationshipIn, status: ReviewStatus) -> int | None:
-        """Store a new fact; None if the same fact was stored a moment ago by another writer."""
+    async def _insert_fact(self, rel: RelationshipIn, status: ReviewStatus) -> Relationship | None:
+        """Store a new fact, read back as REL_SELECT reads it (not a second query); None if the same fact was stored
+        a moment ago by another writer."""
+        # No savepoint of its own: a copy another writer stored a moment ago is no error (ON CONFLICT), and any other
+        # error ends the savepoint or transaction ``ensure_relationship`` holds.
         try:
-            async with transaction(self.db) as conn:  # a savepoint: a lost race must not abort the caller's work
-                # True from when it was said, if heard in a session (an older session imported late must not
-                # outdate what is known since: accepted, it is history); else from now. Of two facts an untimed
-                # transcript gives, the one said later holds whichever the DM accepts first.
-                rel_id: int = await conn.fetchval(
-                    f"""
-                INSERT INTO relationships (campaign_id, source_id, type, target_id, value, attributes, visibility,
-                                           status, provenance, valid_from)
+            # True from when it was said, if heard in a session (an older session imported late must not
+            # outdate what is known since: accepted, it is history); else from now. Of two facts an untimed
+            # transcript gives, the one said later holds whichever the DM accepts first.
+            row = await self.db.fetchrow(
+                f"""
+                INSERT INTO relationships AS r (campaign_id, source_id, type, target_id, value, attributes,
+                                                visibility, status, provenance, valid_from)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, {said_at("$9")})
-                RETURNING id
+                ON CONFLICT DO NOTHING
+                RETURNING r.id, r.campaign_id, r.source_id,
+                    (SELECT s.name FROM entities s WHERE s.id = r.source_id) AS source_name, r.type, r.target_id,
+                    (SELECT t.name FROM entities t WHERE t.id = r.target_id) AS target_name, r.value, r.attributes,
+                    r.visibility, r.status, r.provenance, r.valid_from, r.valid_to, r.superseded_by, r.created_at
                 """,
-                    self.campaign_id,
-                    rel.source_id,
-                    rel.type,
-                    rel.target_id,
-                    rel.value,
-                    rel.attributes,
-                    rel.visibility,
-                    status,
-                    rel.provenance.model_dump(mode="json"),
-                )
-        except asyncpg.UniqueViolationError:
-            return None
+                self.campaign_id,
+                rel.source_id,
+                rel.type,
+                rel.target_id,
+                rel.value,
+                rel.attributes,
+                rel.visibility,
+                status,
+                rel.provenance.model_dump(mode="json"),
+            )
         except asyncpg.ForeignKeyViolationError:
             raise NotFoundError("the relationship names an entity that is not in this campaign") from None
         except asyncpg.CheckViolationError:
             raise InvalidInputError("a relationship needs either a target entity or a value, not both") from None
-        return rel_id
+        return relationship_from_row(row) if row is not None else None
 
     async def _would_close_vouched(self, rel: RelationshipIn, said: Provenance | None) -> bool:
         """Whether ``rel``, accepted as true from when ``said`` says (None: from now), would close a fact the DM
@@ -171,7 +175,9 @@ class Facts(EntityLookup):
         """Settle validity between the accepted fact ``rel_id`` and the accepted, current facts it contradicts,
         by when each became true: older ones are closed; if a newer one exists, ``rel_id`` itself is history
         (accepting an old "alive" must not undo a later "dead"). Returns the ids closed."""
-        rel = await self.get_relationship(rel_id)
+        return await self._close_contradicted(await self.get_relationship(rel_id))
+
+    async def _close_contradicted(self, rel: Relationship) -> list[int]:
         if not can_contradict(rel.type, rel.value):
             return []
         single = rel.type in SINGLE_VALUED

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from memory.errors import NotFoundError
 from memory.graph.base import GraphBase
 from memory.graph.sql import (
@@ -39,6 +41,36 @@ class EntityLookup(GraphBase):
             include_rejected,
         )
         return entity_from_row(row) if row else None
+
+    async def find_entities(self, names: Sequence[str]) -> list[Entity | None]:
+        """:meth:`find_entity` of each name, in two queries for them all: an import of thousands of records looked
+        each up alone."""
+        hits = await self.db.fetch(
+            """
+            WITH wanted AS (SELECT lower(n) AS n, i FROM unnest($2::text[]) WITH ORDINALITY w(n, i)),
+            hit AS (
+                SELECT w.i, e.id, 0 AS rank FROM wanted w
+                JOIN entities e ON e.campaign_id = $1 AND lower(e.name) = w.n AND e.status <> 'rejected'
+                UNION ALL
+                SELECT w.i, a.entity_id, 1 FROM wanted w
+                JOIN entity_aliases a ON a.campaign_id = $1 AND lower(a.alias) = w.n
+                JOIN entities e ON e.campaign_id = $1 AND e.id = a.entity_id AND e.status <> 'rejected'
+            )
+            SELECT DISTINCT ON (i) i, id FROM hit ORDER BY i, rank
+            """,
+            self.campaign_id,
+            [name_query(name) for name in names],
+        )
+        rows = await self.db.fetch(
+            f"{ENTITY_SELECT} WHERE e.campaign_id = $1 AND e.id = ANY($2::bigint[])",
+            self.campaign_id,
+            sorted({hit["id"] for hit in hits}),
+        )
+        entities = {row["id"]: entity_from_row(row) for row in rows}
+        found: list[Entity | None] = [None] * len(names)
+        for hit in hits:
+            found[hit["i"] - 1] = entities[hit["id"]]
+        return found
 
     async def heard_as_of(self, phrase: str) -> Entity | None:
         """The entity the recogniser is known to write ``phrase`` for (one of its heard-as phrases, spacing and

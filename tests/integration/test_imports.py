@@ -302,6 +302,16 @@ async def test_gm_notes_deleted_in_the_tool_are_ended(campaign: CampaignMemory) 
     assert [(r.type, r.value) for r in current] == [("dm_notes_9", "The DM's own.")]
 
 
+async def test_a_csv_row_shorter_than_its_header_has_empty_gm_notes(campaign: CampaignMemory) -> None:
+    """A spreadsheet drops a row's trailing empty cells: ``Vel,npc`` under ``name,type,dm_notes`` is an empty
+    ``dm_notes`` cell, so notes deleted there are ended as a full row's empty cell ends them."""
+    await _import(campaign, [("w.csv", b"name,type,dm_notes\nVel,npc,Hides.\nIronhold,location,Holds the crown.\n")])
+    _, said = await _import(campaign, [("w.csv", b"name,type,dm_notes\nVel,npc\nIronhold,location,Holds the crown.\n")])
+    vel = await campaign.graph.get_entity("Vel")
+    assert [r.type for r in await campaign.graph.relationships_of(vel.id, include_secret=True)] == []
+    assert "- Vel: fact dm_notes: ended (the GM notes were deleted)" in said
+
+
 async def test_a_first_import_without_gm_notes_keeps_the_notes_the_campaign_file_gave(campaign: CampaignMemory) -> None:
     """The DM's own campaign file gave Vask GM notes; the Foundry actor of his name, imported for the first time,
     has none: nothing was deleted in the tool, so his notes stay current."""
@@ -423,6 +433,35 @@ async def test_a_rename_withheld_while_the_record_was_secret_comes_when_it_may(c
     assert "- The Sea Oath (concept) (DM-only) (renames Hale's Pact)" in batch.card()
 
 
+async def test_a_secret_records_notes_go_to_its_entity_as_another_record_renames_it(campaign: CampaignMemory) -> None:
+    """A GM-only journal folded into Vask's actor, both renamed in Foundry: the actor renames the entity, the
+    journal's rename is withheld, and its text is GM notes on the entity under the name it now has, after the
+    actor's own notes, not on the old name (no longer the entity's, or another record's)."""
+
+    def world(actor_name: str, journal_name: str) -> list[tuple[str, bytes]]:
+        [(_, actor)] = _vask("Owes the Red Hand.", name=actor_name)
+        page = {"_id": "p1", "name": "Page", "type": "text", "text": {"content": "<p>He serves the lich.</p>"}}
+        journal = {"_id": "wjnl00000000000v", "name": journal_name, "pages": [page], "ownership": {"default": 0}}
+        return [("world.db", actor + b"\n" + json.dumps(journal).encode() + b"\n")]
+
+    def notes(relationships: list[Relationship]) -> list[tuple[str, str | None]]:
+        return [(r.type, r.value) for r in relationships if r.type.startswith("dm_notes")]
+
+    await _import(campaign, world("Vask the Ashen", "Vask the Ashen"))
+    vask = await campaign.graph.get_entity("Vask the Ashen")
+    expected = [("dm_notes", "Owes the Red Hand."), ("dm_notes_2", "Page\nHe serves the lich.")]
+    assert notes(await campaign.graph.relationships_of(vask.id, include_secret=True)) == expected
+    batch, _ = await _import(campaign, world("Vask Emberhand", "Vask's Debts"))
+    assert "- Vask Emberhand (npc) (renames Vask the Ashen)" in batch.card()
+    assert (await campaign.graph.get_entity("Vask Emberhand")).id == vask.id
+    assert notes(await campaign.graph.relationships_of(vask.id, include_secret=True)) == expected
+    # the journal now has the name the entity had: still its GM notes, on the entity as the actor renames it
+    await _import(campaign, world("Vask Cinderhand", "Vask Emberhand"))
+    assert (await campaign.graph.get_entity("Vask Cinderhand")).id == vask.id
+    assert notes(await campaign.graph.relationships_of(vask.id, include_secret=True)) == expected
+    assert await count(campaign, "entities") == 2  # Vask and his sword
+
+
 def test_the_cli_renames_an_entity_whose_record_was_renamed(
     lk: Callable[..., CompletedProcess[str]], tmp_path: Path
 ) -> None:
@@ -503,6 +542,38 @@ async def test_a_big_world_is_matched_in_as_many_queries_as_a_small_one(campaign
     small, _ = await queries(_actors(4))
     big, resolved = await queries(_actors(40))
     assert small == big and len([s for s in resolved.sourced if s[2] is not None]) == 40
+
+
+async def test_a_new_world_is_staged_in_a_few_queries_a_record(campaign: CampaignMemory) -> None:
+    """Staging tries the load, and a big first import waited on its round trips (4,000 entities and their facts:
+    about 25 s): each record's name is looked up once for the whole import, and a new entity or fact is written
+    without reading it back or clearing names it never had."""
+
+    def world(count: int) -> list[tuple[str, bytes]]:
+        blade = {"_id": "m1", "name": "Blade", "type": "weapon", "system": {"rarity": "rare", "properties": ["mgc"]}}
+        bio = "<p>A sailor.</p><section class='secret'><p>A spy.</p></section>"
+        actors = [
+            {
+                "_id": f"wact{i:012d}",
+                "name": f"Sailor {i}",
+                "type": "npc",
+                "system": {"details": {"biography": {"value": bio}}},
+                "items": [{**blade, "name": f"Blade {i}"}],
+            }
+            for i in range(count)
+        ]
+        return [("actors.db", "\n".join(map(json.dumps, actors)).encode())]
+
+    async def queries(count: int) -> int:
+        async with campaign.transaction() as tx:
+            sent: list[str] = []
+            tx.db.add_query_logger(lambda record: sent.append(record.query))
+            batch = await batches.stage(tx, read_import(world(count)))
+            assert (batch.entities, batch.relationships) == (2 * count, 2 * count)  # each its blade and notes
+            return len(sent)
+
+    small, big = await queries(10), await queries(20)
+    assert (big - small) / 10 <= 26  # an actor: two entities, two facts (42 queries when each was read back)
 
 
 def _crew(trident: str, *others: str) -> list[tuple[str, bytes]]:
