@@ -81,9 +81,8 @@ SAID_CHARS = 300
 
 
 def _decided(item: ReviewItem) -> str:
-    """The item and what accepting it closed, or that it was history at once."""
-    settled = item.settled()
-    return f"{item.describe()}; {settled}" if settled else item.describe()
+    """The item, what accepting it closed (or that it was history at once), and the items decided with it."""
+    return "; ".join(filter(None, (item.describe(), item.settled(), item.with_it())))
 
 
 def _decide(verb: str) -> click.Command:

@@ -499,6 +499,49 @@ async def test_review_accept_reports_what_it_did_before_a_bad_id(lk, fresh_dsn: 
         await pool.close()
 
 
+async def test_review_accept_and_reject_name_the_items_decided_with_it(lk, fresh_dsn: str) -> None:
+    """A DM's first evening: four items waited (an event, its link, a quest, its link); `accept f1` and `reject
+    e1800` each named one item, and `review list` then said "nothing to review"."""
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        guess = Provenance(source=Source.inferred, confidence=0.55)
+        alfield = await mem.graph.add_entity(EntityIn(name="Alfield", type=EntityType.location))
+        arrival, quest = [
+            await mem.graph.add_entity(
+                EntityIn(name=n, type=EntityType.event, description=d, status="pending", provenance=guess)
+            )
+            for n, d in (("Arrival at Alfield", "an arrival"), ("Quest from Bryce", "a quest taken"))
+        ]
+        located = await mem.graph.add_relationship(
+            RelationshipIn(
+                source_id=arrival.id, type="located_in", target_id=alfield.id, status="pending", provenance=guess
+            )
+        )
+        took = await mem.graph.add_relationship(
+            RelationshipIn(
+                source_id=alfield.id, type="took_part_in", target_id=quest.id, status="pending", provenance=guess
+            )
+        )
+        res = lk("review", "accept", f"f{located.id}")
+        assert res.returncode == 0, res.stderr
+        assert res.stdout == (
+            f"accepted f{located.id}: Arrival at Alfield —located_in→ Alfield; "
+            f"with it e{arrival.id}: new event 'Arrival at Alfield': an arrival\n"
+        )
+        res = lk("review", "reject", f"e{quest.id}")
+        assert res.returncode == 0, res.stderr
+        assert res.stdout == (
+            f"rejected e{quest.id}: new event 'Quest from Bryce': a quest taken; "
+            f"with it f{took.id}: Alfield —took_part_in→ Quest from Bryce\n"
+        )
+        assert lk("review", "list").stdout == "nothing to review in C\n"
+    finally:
+        await pool.close()
+
+
 async def test_review_list_shows_where_and_what_was_said(lk, fresh_dsn: str) -> None:
     """The DM checks what the table said before accepting: the session's title, the time and the line."""
     assert lk("campaign", "create", "C").returncode == 0
