@@ -4,6 +4,7 @@ names are suggested, `-c` says where a campaign file goes, and `campaign info` s
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -94,3 +95,23 @@ def test_wait_says_one_new_line_in_the_singular(lk: Lk, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "1 line read, 1 new" in done.stdout
     assert "this import (1 new line):" in done.stdout.splitlines()
+
+
+def test_wait_counts_the_campaigns_facts_as_it_counts_this_imports(lk: Lk, tmp_path: Path) -> None:
+    """The first table said "facts 45" of the import; the campaign's below it had no facts column at all, where
+    `campaign info` says how many the campaign holds."""
+    assert lk("campaign", "create", "Saltmere").returncode == 0
+    (world := tmp_path / "world.yaml").write_text(
+        "entities:\n  - {name: Vord, type: npc}\n  - {name: Saltmere, type: location}\n"
+        "relationships:\n  - {source: Vord, type: lives_in, target: Saltmere}\n"
+    )
+    assert lk("campaign", "load", str(world)).returncode == 0, "load"
+    (night := tmp_path / "night.txt").write_text("DM: Vord rings the bell of Saltmere.\nAna: I count the ropes.\n")
+    done = lk("ingest", str(night), "--wait")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.splitlines()
+    theirs = out.index("campaign Saltmere:")
+    headers = re.split(r"\s{2,}", out[theirs + 1].strip())
+    row = dict(zip(headers, out[theirs + 3].split(), strict=True))
+    facts = json.loads(lk("campaign", "info", "--json").stdout)["facts"]
+    assert facts >= 1 and row["facts"] == str(facts), out
