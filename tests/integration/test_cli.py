@@ -1805,3 +1805,18 @@ def test_entity_show_of_a_proposed_event_says_the_line_it_was_told_in(lk, tmp_pa
     assert card.returncode == 0, card.stderr
     assert "waiting for review" in card.stdout
     assert "by DM: You make your way to Kraghammer at dusk." in card.stdout, card.stdout
+
+
+def test_entity_mentions_of_a_proposed_event_names_the_line_entity_show_does(lk, tmp_path: Path) -> None:
+    """`entity show` named the line a proposed event was drawn from; `entity mentions` of it said only "no line
+    names it yet", as if the two disagreed."""
+    assert lk("campaign", "create", "Reeds").returncode == 0
+    assert lk("entity", "add", "Kraghammer", "location").returncode == 0
+    (tmp_path / "night.txt").write_text("DM: The road bends north.\nDM: You make your way to Kraghammer at dusk.\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night 1", "--wait").returncode == 0
+    said = lk("entity", "mentions", "Arrival at Kraghammer")
+    assert said.returncode == 0, said.stderr
+    assert said.stdout == (
+        "Arrival at Kraghammer: no line names it yet; it waits for review, drawn from Night 1 (night.txt:2) by DM\n"
+    )
+    assert lk("entity", "mentions", "Kraghammer").stdout.startswith("Kraghammer: named in 1 line of 1 session\n")
