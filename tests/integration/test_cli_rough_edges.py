@@ -115,3 +115,17 @@ def test_wait_counts_the_campaigns_facts_as_it_counts_this_imports(lk: Lk, tmp_p
     row = dict(zip(headers, out[theirs + 3].split(), strict=True))
     facts = json.loads(lk("campaign", "info", "--json").stdout)["facts"]
     assert facts >= 1 and row["facts"] == str(facts), out
+
+
+def test_a_file_imported_again_says_it_corrected_no_name(lk: Lk, tmp_path: Path) -> None:
+    """Imported again, C2E006 said "2,532 lines read, 0 new, 2 names corrected": the lines stored the first time
+    keep their text, and nothing was corrected."""
+    assert lk("campaign", "create", "Saltmere").returncode == 0
+    assert lk("entity", "add", "Eldrinax", "npc").returncode == 0
+    (night := tmp_path / "night.txt").write_text("DM: The fishermen blame elder nacks.\nAna: Who?\n")
+    first = lk("ingest", str(night))
+    assert first.returncode == 0, first.stderr
+    assert "2 lines read, 2 new, 1 name corrected" in first.stdout
+    again = lk("ingest", str(night))
+    assert again.returncode == 0, again.stderr
+    assert "2 lines read, 0 new, 0 names corrected" in again.stdout
