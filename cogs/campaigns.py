@@ -33,6 +33,7 @@ from memory.db import transaction
 from memory.errors import MemoryError_
 from memory.models import Campaign
 from memory.store import CampaignMemory
+from memory.text import counted
 
 #: Campaign files bigger than this are refused before they are downloaded.
 MAX_UPLOAD_BYTES = 2 * 1024 * 1024
@@ -129,8 +130,9 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
             return f"Deleted campaign **{target.name}**."
 
         await interaction.response.send_message(
-            f"Delete **{target.name}** with {counts['sessions']} sessions, {counts['entries']} utterances and "
-            f"{counts['entities']} entities? This cannot be undone.",
+            f"Delete **{target.name}** with {counted(counts['sessions'], 'session')}, "
+            f"{counted(counts['entries'], 'utterance')} and {counted(counts['entities'], 'entity', 'entities')}? "
+            "This cannot be undone.",
             view=Confirm(interaction, delete, dm_of=target.id),
             ephemeral=True,
         )

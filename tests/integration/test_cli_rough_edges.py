@@ -129,3 +129,12 @@ def test_a_file_imported_again_says_it_corrected_no_name(lk: Lk, tmp_path: Path)
     again = lk("ingest", str(night))
     assert again.returncode == 0, again.stderr
     assert "2 lines read, 0 new, 0 names corrected" in again.stdout
+
+
+def test_campaign_delete_asks_in_the_singular_for_one(lk: Lk) -> None:
+    """A campaign of one entity asked "delete 'T' with 0 sessions, 0 log entries and 1 entities?"."""
+    assert lk("campaign", "create", "T").returncode == 0
+    assert lk("entity", "add", "Korvash", "npc").returncode == 0
+    asked = lk("campaign", "delete", "T", input="n\n")
+    assert asked.returncode == 1
+    assert "delete 'T' with 0 sessions, 0 log entries and 1 entity? This cannot be undone" in asked.stderr
