@@ -138,3 +138,13 @@ def test_campaign_delete_asks_in_the_singular_for_one(lk: Lk) -> None:
     asked = lk("campaign", "delete", "T", input="n\n")
     assert asked.returncode == 1
     assert "delete 'T' with 0 sessions, 0 log entries and 1 entity? This cannot be undone" in asked.stderr
+
+
+def test_worker_drain_says_one_chunk_in_the_singular(lk: Lk, tmp_path: Path) -> None:
+    """`lorekeeper worker --drain` after a short import ended with "worker stopped: 1 chunks written"."""
+    assert lk("campaign", "create", "T").returncode == 0
+    (night := tmp_path / "night.txt").write_text("DM: Korvash slams the door.\nAna: We should ask Korvash.\n")
+    assert lk("ingest", str(night)).returncode == 0
+    done = lk("worker", "--drain")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == "worker stopped: 1 chunk written"
