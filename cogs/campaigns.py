@@ -32,6 +32,7 @@ from memory.campaigns import MAX_NAME, Campaigns
 from memory.db import transaction
 from memory.errors import MemoryError_
 from memory.models import Campaign
+from memory.replies import awaiting_review
 from memory.store import CampaignMemory
 from memory.text import counted
 
@@ -108,7 +109,7 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         embed.add_field(name="Sessions", value=str(counts["sessions"]))
         embed.add_field(name="Utterances", value=str(counts["entries"]))
         if dm:
-            embed.add_field(name="Awaiting review", value=str(counts["pending"]))
+            embed.add_field(name="Awaiting review", value=awaiting_review(counts))
         await interaction.response.send_message(embed=embed, ephemeral=True)
 
     @app_commands.command(description="Delete a campaign and everything in it (DM only)")

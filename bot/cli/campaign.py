@@ -26,6 +26,7 @@ from bot.cli.common import (
 from memory.campaigns import Campaigns
 from memory.db import transaction
 from memory.errors import MemoryError_, NotFoundError, quoted
+from memory.replies import awaiting_review
 from memory.store import CampaignMemory
 from memory.text import counted
 
@@ -133,7 +134,7 @@ async def info(ctx: click.Context, name: str | None, campaign: str | None, as_js
         ("sessions", counts["sessions"]),
         ("lines", counts["entries"]),
         ("passages", counts["chunks"]),
-        ("awaiting review", counts["pending"]),
+        ("awaiting review", awaiting_review(counts)),
     ]
     for label, value in rows:
         if value != "":

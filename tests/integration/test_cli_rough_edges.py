@@ -148,3 +148,17 @@ def test_worker_drain_says_one_chunk_in_the_singular(lk: Lk, tmp_path: Path) -> 
     done = lk("worker", "--drain")
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[-1] == "worker stopped: 1 chunk written"
+
+
+def test_campaign_info_counts_an_import_waiting_for_review(lk: Lk, tmp_path: Path) -> None:
+    """A CSV import waited in `review list` as one card while `campaign info` said "awaiting review: 0"."""
+    assert lk("campaign", "create", "T").returncode == 0
+    (world := tmp_path / "world.csv").write_text("name,type,description\nKosh,npc,Starosta of Alfield\n")
+    assert lk("campaign", "import", str(world)).returncode == 0
+    assert "lorekeeper review accept b1" in lk("review", "list").stdout
+    info = lk("campaign", "info")
+    assert info.returncode == 0, info.stderr
+    assert "  awaiting review: 0 items and 1 import" in info.stdout.splitlines(), info.stdout
+    assert json.loads(lk("campaign", "info", "--json").stdout)["pending_imports"] == 1
+    assert lk("review", "accept", "b1").returncode == 0
+    assert "  awaiting review: 0" in lk("campaign", "info").stdout.splitlines()
