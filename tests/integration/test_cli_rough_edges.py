@@ -162,3 +162,19 @@ def test_campaign_info_counts_an_import_waiting_for_review(lk: Lk, tmp_path: Pat
     assert json.loads(lk("campaign", "info", "--json").stdout)["pending_imports"] == 1
     assert lk("review", "accept", "b1").returncode == 0
     assert "  awaiting review: 0" in lk("campaign", "info").stdout.splitlines()
+
+
+def test_review_list_says_when_lines_are_still_to_be_read(lk: Lk, tmp_path: Path) -> None:
+    """Imported without --wait and no bot running, `review list` said "nothing to review", as if the session had
+    proposed nothing; `recap` said its summary was not written yet."""
+    assert lk("campaign", "create", "T").returncode == 0
+    (night := tmp_path / "night.txt").write_text("DM: A dwarf named Korvash waits at the gate.\nAna: Hi.\n")
+    assert lk("ingest", str(night)).returncode == 0
+    listed = lk("review", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout == (
+        "nothing to review in T yet: 2 lines still to be read for entities and facts (the bot reads them if it is "
+        "running, else `lorekeeper worker --drain`)\n"
+    )
+    assert lk("worker", "--drain").returncode == 0
+    assert "still to be read" not in lk("review", "list").stdout
