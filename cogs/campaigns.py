@@ -32,7 +32,9 @@ from memory.campaigns import MAX_NAME, Campaigns
 from memory.db import transaction
 from memory.errors import MemoryError_
 from memory.models import Campaign
+from memory.replies import awaiting_review
 from memory.store import CampaignMemory
+from memory.text import counted
 
 #: Campaign files bigger than this are refused before they are downloaded.
 MAX_UPLOAD_BYTES = 2 * 1024 * 1024
@@ -107,7 +109,7 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         embed.add_field(name="Sessions", value=str(counts["sessions"]))
         embed.add_field(name="Utterances", value=str(counts["entries"]))
         if dm:
-            embed.add_field(name="Awaiting review", value=str(counts["pending"]))
+            embed.add_field(name="Awaiting review", value=awaiting_review(counts))
         await interaction.response.send_message(embed=embed, ephemeral=True)
 
     @app_commands.command(description="Delete a campaign and everything in it (DM only)")
@@ -129,8 +131,9 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
             return f"Deleted campaign **{target.name}**."
 
         await interaction.response.send_message(
-            f"Delete **{target.name}** with {counts['sessions']} sessions, {counts['entries']} utterances and "
-            f"{counts['entities']} entities? This cannot be undone.",
+            f"Delete **{target.name}** with {counted(counts['sessions'], 'session')}, "
+            f"{counted(counts['entries'], 'utterance')} and {counted(counts['entities'], 'entity', 'entities')}? "
+            "This cannot be undone.",
             view=Confirm(interaction, delete, dm_of=target.id),
             ephemeral=True,
         )

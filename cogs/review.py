@@ -85,6 +85,8 @@ def item_embed(item: ReviewItem, *, decided_by: str | None = None, footer: str |
         add_field_within(embed, "Said", f"{item.said.speaker}: “{text}”", inline=False)
     if settled := item.settled():
         add_field_within(embed, "Accepting it", settled, inline=False)
+    if item.decided_with:  # their own cards would only say "already decided" when clicked
+        add_field_within(embed, f"{status.value.capitalize()} with it", "\n".join(item.decided_with), inline=False)
     return embed
 
 

@@ -227,7 +227,10 @@ class Campaigns:
                    (SELECT count(*) FROM relationships
                      WHERE campaign_id = $1 AND status = 'accepted' AND valid_to IS NULL) AS facts,
                    (SELECT count(*) FROM entities WHERE campaign_id = $1 AND status = 'pending')
-                 + (SELECT count(*) FROM relationships WHERE campaign_id = $1 AND status = 'pending') AS pending
+                 + (SELECT count(*) FROM relationships WHERE campaign_id = $1 AND status = 'pending') AS pending,
+                   -- an import waits whole, as one card of the review queue: its entities are not pending rows
+                   (SELECT count(*) FROM import_batches WHERE campaign_id = $1 AND status = 'pending')
+                     AS pending_imports
             """,
             campaign_id,
         )

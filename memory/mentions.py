@@ -105,28 +105,18 @@ async def latest(db: Executor, campaign_id: int, entity_id: int, *, limit: int =
 
 async def mentions(db: Executor, campaign_id: int, entity_id: int, *, limit: int = 10) -> Mentions:
     """The newest ``limit`` lines of the campaign that name the entity: sessions by when they were played, lines by
-    their place in the session, as ``KnowledgeGraph.last_mention`` orders them."""
-    rows = await db.fetch(
-        """
-        SELECT se.id AS entry_id, se.session_id, s.title, se.seq, se.speaker, se.start_s, se.text, se.ref
-        FROM entity_mentions m
-        JOIN session_entries se ON se.campaign_id = m.campaign_id AND se.id = m.entry_id
-        JOIN sessions s ON s.campaign_id = m.campaign_id AND s.id = se.session_id
-        WHERE m.campaign_id = $1 AND m.entity_id = $2
-        ORDER BY s.started_at DESC, se.session_id DESC, se.seq DESC
-        LIMIT $3
-        """,
-        campaign_id,
-        entity_id,
-        max(0, limit),
-    )
+    their place in the session, as ``KnowledgeGraph.last_mention`` orders them. Counted as :func:`latest` finds
+    them, the lines the index does not hold yet included: else a line just imported was the card's last mention
+    while this said no line named it."""
+    rows = await db.fetch(said_lines("$2::bigint", "$3"), campaign_id, entity_id, limit) if limit > 0 else []
     per_session = await db.fetch(
-        """
-        SELECT m.session_id, s.title, count(*) AS lines
-        FROM entity_mentions m JOIN sessions s ON s.campaign_id = m.campaign_id AND s.id = m.session_id
-        WHERE m.campaign_id = $1 AND m.entity_id = $2
-        GROUP BY m.session_id, s.title, s.started_at
-        ORDER BY s.started_at DESC, m.session_id DESC
+        f"""
+        SELECT se.session_id, s.title, count(*) AS lines
+        FROM {said_ids("$2::bigint")} said
+        JOIN session_entries se ON se.campaign_id = $1 AND se.id = said.id
+        JOIN sessions s ON s.campaign_id = $1 AND s.id = se.session_id
+        GROUP BY se.session_id, s.title, s.started_at
+        ORDER BY s.started_at DESC, se.session_id DESC
         """,
         campaign_id,
         entity_id,

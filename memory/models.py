@@ -643,10 +643,17 @@ class ReviewItem(BaseModel):
     lines: int = 0  # how many lines it was drawn from: the weight of its evidence
     closed: list[Relationship] = Field(default_factory=list)  # accepting the fact closed these: now history
     outdated_by: Relationship | None = None  # accepted, the fact was history at once: this later one stands
+    # decided with it, each as "e12: new npc 'Korvash'": a fact's proposed ends accepted with it, a rejected entity's
+    # pending facts rejected with it; else they leave the queue unsaid
+    decided_with: list[str] = Field(default_factory=list)
 
     @property
     def ref(self) -> str:
         return f"{self.kind.value[0]}{self.id}"
+
+    def with_it(self) -> str:
+        """The items decided with this one, for the DM's reply ('' when none)."""
+        return "with it " + "; ".join(self.decided_with) if self.decided_with else ""
 
     def settled(self) -> str:
         """What accepting the fact did to the facts it contradicts, for the DM's reply ('' when nothing)."""

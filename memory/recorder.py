@@ -220,7 +220,6 @@ class SessionRecorder:
                 confidences = align_confidences(u.text, tokenize(u.text), words) if words else None
             cast = self.cast(u.start_s) if self.cast else frozenset()
             result = matcher.correct(u.text, confidences, cast, self._people)
-            self.corrections += len(result.corrections)
             rows.append(
                 EntryIn(
                     speaker=u.speaker,
@@ -238,7 +237,8 @@ class SessionRecorder:
                 )
             )
         async with self.mem.transaction() as tx:
-            new = await self._new_count(tx, rows)
+            stored = await self._stored_seqs(tx, rows)
+            new = len(rows) - len(stored)
             written = await tx.log.write_many(self.session.id, rows)
             if new:
                 # A line arriving after later ones were extracted (a fixed line re-imported) must not be skipped:
@@ -250,19 +250,22 @@ class SessionRecorder:
                     tx.db, self.mem.campaign_id, self.session.id, written[-1].seq, stage2=self.stage2
                 )
         self.written += new
+        # of the new lines only: a line stored before keeps its text, so a file imported again corrects nothing
+        self.corrections += sum(len(r.corrections) for r in rows if r.seq is None or r.seq not in stored)
         return new
 
-    async def _new_count(self, tx: CampaignMemory, rows: Sequence[EntryIn]) -> int:
+    async def _stored_seqs(self, tx: CampaignMemory, rows: Sequence[EntryIn]) -> set[int]:
+        """The seqs of ``rows`` the session holds already (a replay: they are not written again)."""
         seqs = [r.seq for r in rows if r.seq is not None]
         if len(seqs) < len(rows):
-            return len(rows)  # unsequenced rows are always appended
-        existing = await tx.db.fetchval(
-            "SELECT count(*) FROM session_entries WHERE campaign_id = $1 AND session_id = $2 AND seq = ANY($3)",
+            return set()  # unsequenced rows are always appended
+        existing = await tx.db.fetch(
+            "SELECT seq FROM session_entries WHERE campaign_id = $1 AND session_id = $2 AND seq = ANY($3)",
             self.mem.campaign_id,
             self.session.id,
             seqs,
         )
-        return len(rows) - int(existing)
+        return {r["seq"] for r in existing}
 
     async def end(self) -> Session:
         """Flush, close the session and enqueue its summary (which waits for the session's other jobs)."""

@@ -192,3 +192,11 @@ def no_lines_yet(campaign: str) -> str:
         f"{quoted(campaign)} has no lines yet: import a transcript with `lorekeeper ingest FILE`, "
         "or record a session with /session start"
     )
+
+
+def awaiting_review(counts: dict[str, int]) -> str:
+    """The review queue's items, and the imports waiting whole beside them (`review list` shows both)."""
+    imports = counts.get("pending_imports", 0)
+    if not imports:
+        return str(counts["pending"])
+    return f"{counted(counts['pending'], 'item')} and {counted(imports, 'import')}"

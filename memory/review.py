@@ -233,6 +233,7 @@ class ReviewQueue:
         else:
             fact = item.fact
             assert fact is not None
+            along: list[ReviewItem] = []
             for entity_id in (fact.source_id, fact.target_id):
                 if entity_id is not None:
                     e = await g.get_entity_by_id(entity_id)
@@ -241,9 +242,11 @@ class ReviewQueue:
                     if e.status == ReviewStatus.pending:
                         await g.set_entity_status(entity_id, ReviewStatus.accepted, dm_confirmed=True)
                         await link_to_recaps(g, [entity_id])
+                        along.append(await self._item(ReviewKind.entity, entity_id))
             await g.set_relationship(item.id, ReviewStatus.accepted, dm_confirmed=True)
             closed = await g.close_contradicted(item.id)
             decided = await self._item(item.kind, item.id)
+            decided.decided_with = [f"{e.ref}: {e.describe()}" for e in along]
             if item.id in closed:  # said in an older session than a fact accepted since
                 assert decided.fact is not None and decided.fact.superseded_by is not None
                 decided.outdated_by = await g.get_relationship(decided.fact.superseded_by)
@@ -261,19 +264,24 @@ class ReviewQueue:
         Rejecting an entity rejects the pending facts that depend on it."""
         g = self.graph
         item = await self._pending_item(ref)
+        along: list[int] = []
         if item.entity is not None:
             await g.set_entity_status(item.id, ReviewStatus.rejected, dm_confirmed=True)
-            await g.db.execute(
+            rows = await g.db.fetch(
                 """
                 UPDATE relationships SET status = 'rejected' WHERE campaign_id = $1 AND status = 'pending'
                   AND (source_id = $2 OR target_id = $2)
+                RETURNING id
                 """,
                 g.campaign_id,
                 item.id,
             )
+            along = sorted(r["id"] for r in rows)
         else:
             await g.set_relationship(item.id, ReviewStatus.rejected, dm_confirmed=True)
-        return await self._item(item.kind, item.id)
+        decided = await self._item(item.kind, item.id)
+        decided.decided_with = [f"f{i}: {(await g.get_relationship(i)).describe()}" for i in along]
+        return decided
 
     async def same_as(self, ref: str, existing: str) -> MergeResult:
         async with transaction(self.graph.db) as conn:  # all of the decision or none of it

@@ -74,14 +74,16 @@ class CampaignMemory:
         return await delete_session_rows(self.db, self.campaign_id, session)
 
     async def totals(self) -> dict[str, int]:
-        """What the campaign holds, as an import's end shows it: lines, passages, accepted entities, and the
-        entities and facts waiting for review."""
+        """What the campaign holds, as an import's end shows it: lines, passages, accepted entities and current
+        facts (as `campaign info` counts them), and the entities and facts waiting for review."""
         row = await self.db.fetchrow(
             """
             SELECT (SELECT count(*) FROM session_entries WHERE campaign_id = $1) AS entries,
                    (SELECT count(*) FROM chunks WHERE campaign_id = $1) AS chunks,
                    (SELECT count(*) FROM entities WHERE campaign_id = $1 AND status = 'accepted') AS entities,
                    (SELECT count(*) FROM entities WHERE campaign_id = $1 AND status = 'pending') AS pending_entities,
+                   (SELECT count(*) FROM relationships
+                     WHERE campaign_id = $1 AND status = 'accepted' AND valid_to IS NULL) AS facts,
                    (SELECT count(*) FROM relationships WHERE campaign_id = $1 AND status = 'pending') AS pending_facts
             """,
             self.campaign_id,

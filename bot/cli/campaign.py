@@ -26,7 +26,9 @@ from bot.cli.common import (
 from memory.campaigns import Campaigns
 from memory.db import transaction
 from memory.errors import MemoryError_, NotFoundError, quoted
+from memory.replies import awaiting_review
 from memory.store import CampaignMemory
+from memory.text import counted
 
 if TYPE_CHECKING:
     from campaigns.imports import Format
@@ -132,7 +134,7 @@ async def info(ctx: click.Context, name: str | None, campaign: str | None, as_js
         ("sessions", counts["sessions"]),
         ("lines", counts["entries"]),
         ("passages", counts["chunks"]),
-        ("awaiting review", counts["pending"]),
+        ("awaiting review", awaiting_review(counts)),
     ]
     for label, value in rows:
         if value != "":
@@ -274,8 +276,9 @@ async def delete(ctx: click.Context, name: str, yes: bool) -> None:
         counts = await campaigns.counts(target.id)
         if not yes:
             click.confirm(
-                f"delete {quoted(target.name)} with {counts['sessions']} sessions, {counts['entries']} log entries and "
-                f"{counts['entities']} entities? This cannot be undone",
+                f"delete {quoted(target.name)} with {counted(counts['sessions'], 'session')}, "
+                f"{counted(counts['entries'], 'log entry', 'log entries')} and "
+                f"{counted(counts['entities'], 'entity', 'entities')}? This cannot be undone",
                 abort=True,
                 err=True,
             )

@@ -19,7 +19,16 @@ from bot.cli.common import (
     table,
 )
 from memory.errors import InvalidInputError
-from memory.models import EntityIn, EntityType, Provenance, Source, Visibility, suggest_entity_type, who_took_part_line
+from memory.models import (
+    EntityIn,
+    EntityType,
+    Provenance,
+    ReviewStatus,
+    Source,
+    Visibility,
+    suggest_entity_type,
+    who_took_part_line,
+)
 from memory.text import (
     attribute_text,
     check_attributes,
@@ -241,11 +250,16 @@ async def mentions_(ctx: click.Context, name: str, limit: int, campaign: str | N
         mem, _ = await campaign_memory(memory, settings, campaign)
         found = await mem.graph.get_entity(name)
         said = await mentions(mem.db, mem.campaign_id, found.id, limit=limit)
+        # a proposed event is told, not named, and `entity show` names the line it was drawn from: say it here too
+        drawn = None
+        if not said.total and found.status == ReviewStatus.pending and found.provenance.entry_ids:
+            drawn = await mem.review.said(found.provenance.entry_ids)
     if as_json:
         emit_json({"entity": found.name, **said.model_dump(mode="json")})
         return
     if not said.total:
-        click.echo(f"{found.name}: no line names it yet")
+        waits = f"; it waits for review, drawn from {drawn.where()} by {drawn.speaker}" if drawn else ""
+        click.echo(f"{found.name}: no line names it yet{waits}")
         return
     click.echo(f"{found.name}: named in {counted(said.total, 'line')} of {counted(len(said.sessions), 'session')}")
     for line in said.lines:

@@ -20,11 +20,12 @@ from bot.cli.common import (
 )
 from campaigns import batches
 from memory.errors import NotFoundError
+from memory.jobs.queue import lines_not_extracted
 from memory.models import ReviewItem, ReviewKind
 from memory.replies import describe_same_as, kept_old_name
 from memory.review import parse_ref, said_names
 from memory.store import CampaignMemory
-from memory.text import excerpt
+from memory.text import counted, excerpt
 
 
 @cli.group()
@@ -46,6 +47,7 @@ async def list_(ctx: click.Context, limit: int, campaign: str | None, as_json: b
         items = await mem.review.pending(limit=limit)
         total = await mem.review.count()
         waiting = await batches.pending(mem)
+        unread = await lines_not_extracted(mem.db, mem.campaign_id) if not items else 0
     if as_json:
         emit_json(
             [{"ref": b.ref, "kind": "import", **b.model_dump(mode="json", exclude={"world"})} for b in waiting]
@@ -56,7 +58,14 @@ async def list_(ctx: click.Context, limit: int, campaign: str | None, as_json: b
         click.echo(b.card(sample=3))
         click.echo(f"  `lorekeeper review accept {b.ref}` or `lorekeeper review reject {b.ref}`\n")
     if not items:
-        click.echo(f"nothing {'else ' * bool(waiting)}to review in {name}")
+        # imported without --wait and no bot running: the queue is empty only for now
+        later = (
+            f" yet: {counted(unread, 'line')} still to be read for entities and facts (the bot reads them if it is "
+            "running, else `lorekeeper worker --drain`)"
+            if unread
+            else ""
+        )
+        click.echo(f"nothing {'else ' * bool(waiting)}to review in {name}{later}")
         return
     rows = []
     for i in items:
@@ -81,9 +90,8 @@ SAID_CHARS = 300
 
 
 def _decided(item: ReviewItem) -> str:
-    """The item and what accepting it closed, or that it was history at once."""
-    settled = item.settled()
-    return f"{item.describe()}; {settled}" if settled else item.describe()
+    """The item, what accepting it closed (or that it was history at once), and the items decided with it."""
+    return "; ".join(filter(None, (item.describe(), item.settled(), item.with_it())))
 
 
 def _decide(verb: str) -> click.Command:

@@ -15,6 +15,7 @@ from bot.cli import cli
 from bot.cli.common import async_command, database_of, freeze_start_up, log, log_progress, open_memory, settings_from
 from bot.cli.progress import Stage, StageProgress, watch
 from memory import jobs
+from memory.text import counted
 
 
 @cli.command()
@@ -46,7 +47,7 @@ async def worker(ctx: click.Context, drain: bool, heartbeat_timeout: int) -> Non
             memory.pool, settings, stop, drain=drain, heartbeat_timeout=timedelta(seconds=heartbeat_timeout)
         )
         ctx_ = await (drained_showing(memory.pool, work) if drain else work)
-    click.echo(f"worker stopped: {ctx_.chunks_written} chunks written", err=True)
+    click.echo(f"worker stopped: {counted(ctx_.chunks_written, 'chunk')} written", err=True)
 
 
 async def drained_showing(

@@ -239,6 +239,25 @@ async def last_seq(mem: Scoped, session_id: int) -> int:
     )
 
 
+async def lines_not_extracted(db: Executor, campaign_id: int) -> int:
+    """The campaign's lines the extraction step has not read yet: what may still propose review items."""
+    return int(
+        await db.fetchval(
+            """
+            SELECT coalesce(sum((
+                       -- per session, past its progress only: a campaign of two years holds a million lines
+                       SELECT count(*) FROM session_entries se
+                       WHERE se.campaign_id = $1 AND se.session_id = s.id AND se.seq > coalesce(p.last_seq, 0))), 0)
+            FROM sessions s
+            LEFT JOIN ingest_progress p ON p.campaign_id = s.campaign_id AND p.session_id = s.id AND p.step = $2
+            WHERE s.campaign_id = $1
+            """,
+            campaign_id,
+            EXTRACT,
+        )
+    )
+
+
 # the queue's rows ----------------------------------------------------------------------------------------------
 
 

@@ -499,6 +499,49 @@ async def test_review_accept_reports_what_it_did_before_a_bad_id(lk, fresh_dsn: 
         await pool.close()
 
 
+async def test_review_accept_and_reject_name_the_items_decided_with_it(lk, fresh_dsn: str) -> None:
+    """A DM's first evening: four items waited (an event, its link, a quest, its link); `accept f1` and `reject
+    e1800` each named one item, and `review list` then said "nothing to review"."""
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        guess = Provenance(source=Source.inferred, confidence=0.55)
+        alfield = await mem.graph.add_entity(EntityIn(name="Alfield", type=EntityType.location))
+        arrival, quest = [
+            await mem.graph.add_entity(
+                EntityIn(name=n, type=EntityType.event, description=d, status="pending", provenance=guess)
+            )
+            for n, d in (("Arrival at Alfield", "an arrival"), ("Quest from Bryce", "a quest taken"))
+        ]
+        located = await mem.graph.add_relationship(
+            RelationshipIn(
+                source_id=arrival.id, type="located_in", target_id=alfield.id, status="pending", provenance=guess
+            )
+        )
+        took = await mem.graph.add_relationship(
+            RelationshipIn(
+                source_id=alfield.id, type="took_part_in", target_id=quest.id, status="pending", provenance=guess
+            )
+        )
+        res = lk("review", "accept", f"f{located.id}")
+        assert res.returncode == 0, res.stderr
+        assert res.stdout == (
+            f"accepted f{located.id}: Arrival at Alfield —located_in→ Alfield; "
+            f"with it e{arrival.id}: new event 'Arrival at Alfield': an arrival\n"
+        )
+        res = lk("review", "reject", f"e{quest.id}")
+        assert res.returncode == 0, res.stderr
+        assert res.stdout == (
+            f"rejected e{quest.id}: new event 'Quest from Bryce': a quest taken; "
+            f"with it f{took.id}: Alfield —took_part_in→ Quest from Bryce\n"
+        )
+        assert lk("review", "list").stdout == "nothing to review in C\n"
+    finally:
+        await pool.close()
+
+
 async def test_review_list_shows_where_and_what_was_said(lk, fresh_dsn: str) -> None:
     """The DM checks what the table said before accepting: the session's title, the time and the line."""
     assert lk("campaign", "create", "C").returncode == 0
@@ -1762,3 +1805,18 @@ def test_entity_show_of_a_proposed_event_says_the_line_it_was_told_in(lk, tmp_pa
     assert card.returncode == 0, card.stderr
     assert "waiting for review" in card.stdout
     assert "by DM: You make your way to Kraghammer at dusk." in card.stdout, card.stdout
+
+
+def test_entity_mentions_of_a_proposed_event_names_the_line_entity_show_does(lk, tmp_path: Path) -> None:
+    """`entity show` named the line a proposed event was drawn from; `entity mentions` of it said only "no line
+    names it yet", as if the two disagreed."""
+    assert lk("campaign", "create", "Reeds").returncode == 0
+    assert lk("entity", "add", "Kraghammer", "location").returncode == 0
+    (tmp_path / "night.txt").write_text("DM: The road bends north.\nDM: You make your way to Kraghammer at dusk.\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night 1", "--wait").returncode == 0
+    said = lk("entity", "mentions", "Arrival at Kraghammer")
+    assert said.returncode == 0, said.stderr
+    assert said.stdout == (
+        "Arrival at Kraghammer: no line names it yet; it waits for review, drawn from Night 1 (night.txt:2) by DM\n"
+    )
+    assert lk("entity", "mentions", "Kraghammer").stdout.startswith("Kraghammer: named in 1 line of 1 session\n")

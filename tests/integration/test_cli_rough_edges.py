@@ -4,6 +4,7 @@ names are suggested, `-c` says where a campaign file goes, and `campaign info` s
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -94,3 +95,86 @@ def test_wait_says_one_new_line_in_the_singular(lk: Lk, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "1 line read, 1 new" in done.stdout
     assert "this import (1 new line):" in done.stdout.splitlines()
+
+
+def test_wait_counts_the_campaigns_facts_as_it_counts_this_imports(lk: Lk, tmp_path: Path) -> None:
+    """The first table said "facts 45" of the import; the campaign's below it had no facts column at all, where
+    `campaign info` says how many the campaign holds."""
+    assert lk("campaign", "create", "Saltmere").returncode == 0
+    (world := tmp_path / "world.yaml").write_text(
+        "entities:\n  - {name: Vord, type: npc}\n  - {name: Saltmere, type: location}\n"
+        "relationships:\n  - {source: Vord, type: lives_in, target: Saltmere}\n"
+    )
+    assert lk("campaign", "load", str(world)).returncode == 0, "load"
+    (night := tmp_path / "night.txt").write_text("DM: Vord rings the bell of Saltmere.\nAna: I count the ropes.\n")
+    done = lk("ingest", str(night), "--wait")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.splitlines()
+    theirs = out.index("campaign Saltmere:")
+    headers = re.split(r"\s{2,}", out[theirs + 1].strip())
+    row = dict(zip(headers, out[theirs + 3].split(), strict=True))
+    facts = json.loads(lk("campaign", "info", "--json").stdout)["facts"]
+    assert facts >= 1 and row["facts"] == str(facts), out
+
+
+def test_a_file_imported_again_says_it_corrected_no_name(lk: Lk, tmp_path: Path) -> None:
+    """Imported again, C2E006 said "2,532 lines read, 0 new, 2 names corrected": the lines stored the first time
+    keep their text, and nothing was corrected."""
+    assert lk("campaign", "create", "Saltmere").returncode == 0
+    assert lk("entity", "add", "Eldrinax", "npc").returncode == 0
+    (night := tmp_path / "night.txt").write_text("DM: The fishermen blame elder nacks.\nAna: Who?\n")
+    first = lk("ingest", str(night))
+    assert first.returncode == 0, first.stderr
+    assert "2 lines read, 2 new, 1 name corrected" in first.stdout
+    again = lk("ingest", str(night))
+    assert again.returncode == 0, again.stderr
+    assert "2 lines read, 0 new, 0 names corrected" in again.stdout
+
+
+def test_campaign_delete_asks_in_the_singular_for_one(lk: Lk) -> None:
+    """A campaign of one entity asked "delete 'T' with 0 sessions, 0 log entries and 1 entities?"."""
+    assert lk("campaign", "create", "T").returncode == 0
+    assert lk("entity", "add", "Korvash", "npc").returncode == 0
+    asked = lk("campaign", "delete", "T", input="n\n")
+    assert asked.returncode == 1
+    assert "delete 'T' with 0 sessions, 0 log entries and 1 entity? This cannot be undone" in asked.stderr
+
+
+def test_worker_drain_says_one_chunk_in_the_singular(lk: Lk, tmp_path: Path) -> None:
+    """`lorekeeper worker --drain` after a short import ended with "worker stopped: 1 chunks written"."""
+    assert lk("campaign", "create", "T").returncode == 0
+    (night := tmp_path / "night.txt").write_text("DM: Korvash slams the door.\nAna: We should ask Korvash.\n")
+    assert lk("ingest", str(night)).returncode == 0
+    done = lk("worker", "--drain")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == "worker stopped: 1 chunk written"
+
+
+def test_campaign_info_counts_an_import_waiting_for_review(lk: Lk, tmp_path: Path) -> None:
+    """A CSV import waited in `review list` as one card while `campaign info` said "awaiting review: 0"."""
+    assert lk("campaign", "create", "T").returncode == 0
+    (world := tmp_path / "world.csv").write_text("name,type,description\nKosh,npc,Starosta of Alfield\n")
+    assert lk("campaign", "import", str(world)).returncode == 0
+    assert "lorekeeper review accept b1" in lk("review", "list").stdout
+    info = lk("campaign", "info")
+    assert info.returncode == 0, info.stderr
+    assert "  awaiting review: 0 items and 1 import" in info.stdout.splitlines(), info.stdout
+    assert json.loads(lk("campaign", "info", "--json").stdout)["pending_imports"] == 1
+    assert lk("review", "accept", "b1").returncode == 0
+    assert "  awaiting review: 0" in lk("campaign", "info").stdout.splitlines()
+
+
+def test_review_list_says_when_lines_are_still_to_be_read(lk: Lk, tmp_path: Path) -> None:
+    """Imported without --wait and no bot running, `review list` said "nothing to review", as if the session had
+    proposed nothing; `recap` said its summary was not written yet."""
+    assert lk("campaign", "create", "T").returncode == 0
+    (night := tmp_path / "night.txt").write_text("DM: A dwarf named Korvash waits at the gate.\nAna: Hi.\n")
+    assert lk("ingest", str(night)).returncode == 0
+    listed = lk("review", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout == (
+        "nothing to review in T yet: 2 lines still to be read for entities and facts (the bot reads them if it is "
+        "running, else `lorekeeper worker --drain`)\n"
+    )
+    assert lk("worker", "--drain").returncode == 0
+    assert "still to be read" not in lk("review", "list").stdout

@@ -113,6 +113,23 @@ def test_entity_mentions_on_the_cli(lk, tmp_path) -> None:  # type: ignore[no-un
     assert missing.returncode != 0 and "Nobody" in missing.stderr
 
 
+def test_entity_mentions_lists_lines_imported_before_the_jobs_ran(lk, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Imported without --wait (no bot running), `entity show` named the last line saying Korvash and `search`
+    found both, while `entity mentions` said "no line names it yet"."""
+    assert lk("campaign", "create", "C").returncode == 0
+    assert lk("entity", "add", "Korvash", "npc").returncode == 0
+    (tmp_path / "night.txt").write_text("DM: Korvash slams the door.\nVex: Hi.\nAna: We should ask Korvash.\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night").returncode == 0
+    shown = lk("entity", "mentions", "Korvash")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == (
+        "Korvash: named in 2 lines of 1 session\n"
+        "  Night (night.txt:3), Ana: We should ask Korvash.\n"
+        "  Night (night.txt:1), DM: Korvash slams the door.\n"
+    )
+    assert "last mentioned in Night (night.txt:3) by Ana" in lk("entity", "show", "Korvash").stdout
+
+
 async def test_where_said_reads_the_index_and_the_lines_it_does_not_hold_yet(
     campaign: CampaignMemory, memory: Memory, embedder: MiniLMEmbedder, pool: asyncpg.Pool
 ) -> None:

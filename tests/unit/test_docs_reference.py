@@ -88,3 +88,15 @@ def test_the_readmes_campaign_file_is_a_valid_campaign_file(tmp_path) -> None:
     parsed = read_campaign_file(example)
     assert parsed.campaign is not None and parsed.campaign.name == "The Sunken Crown"
     assert {e.name for e in parsed.entities} >= {"Eldrinax", "Ironhold", "Mira Tolvanek"}
+
+
+def test_the_progress_bars_say_what_the_recap_waits_for_as_the_worker_does() -> None:
+    """The page said the recap waits for the embedding and the extraction; it waits for the extraction only, and a
+    DM saw "recapped 1 of 1" with the embedding at 40 %."""
+    from memory.jobs.queue import CHUNK, EXTRACT
+    from memory.jobs.worker import _SUMMARY_WAITS_FOR
+
+    page = (reference.ROOT / "docs" / "guide" / "command-line.md").read_text(encoding="utf-8")
+    [said] = re.findall(r"^- \*\*recapped\*\*: (.*?)(?=\n\S|\n\n)", page, re.M | re.S)
+    assert EXTRACT in _SUMMARY_WAITS_FOR and CHUNK not in _SUMMARY_WAITS_FOR
+    assert "waits for the extraction, not for the embedding" in " ".join(said.split()), said

@@ -25,3 +25,15 @@ def test_the_card_says_why_a_sure_fact_waits() -> None:
     assert fields["Confidence"] == "0.99"
     assert fields["Waits because"] == "the cited line does not name Taliesin or Sarenrae"
     assert "Waits because" not in {f.name for f in item_embed(_item(None)).fields}
+
+
+def test_the_decided_card_names_the_items_decided_with_it() -> None:
+    """Accepting a fact accepts its proposed event: the card said only the fact, and the event's own card then
+    answered "already accepted" to a click."""
+    item = _item(None)
+    assert item.fact is not None
+    item.fact.status = ReviewStatus.accepted
+    item.decided_with = ["e2: new event 'Death of Sarenrae'"]
+    fields = {f.name: f.value for f in item_embed(item).fields}
+    assert fields["Accepted with it"] == "e2: new event 'Death of Sarenrae'"
+    assert "Pending with it" not in {f.name for f in item_embed(_item(None)).fields}
