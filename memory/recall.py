@@ -29,7 +29,7 @@ from memory.models import ChunkHit, EntityType, Visibility, took_part_line, wher
 from memory.offgame import line_talk
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
-from memory.text import clip
+from memory.text import excerpt
 
 Mode = Literal["both", "vector", "fulltext"]
 #: Entities of a query shown with their facts: a question names one or two; more would bury the passages.
@@ -549,7 +549,8 @@ async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: in
 
 def _shortened(description: str) -> str:
     """A description as a recall shows it: its start, so the current facts after it are not crowded out."""
-    return clip(" ".join(description.split()), DESCRIPTION_SHOWN)
+    # no names: its start, cut between words with "…" as line previews are, not in a word
+    return excerpt(" ".join(description.split()), (), DESCRIPTION_SHOWN)
 
 
 @dataclass(frozen=True, slots=True)

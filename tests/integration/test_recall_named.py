@@ -115,8 +115,16 @@ async def test_a_long_description_is_shortened_so_the_current_facts_follow_it(ca
     await ember_key(campaign)
     await campaign.graph.update_entity("Pip", description="A halfling thief who " + "talks and talks " * 100)
     (pip,) = await named_entities(campaign, "where is Pip?", dm=True)
-    assert len(pip.description) == 300 and pip.description.startswith("A halfling thief who talks")
+    assert len(pip.description) <= 300 and pip.description.startswith("A halfling thief who talks")
     assert pip.description.endswith("…") and len(pip.facts) == 3
+
+
+async def test_a_long_description_is_cut_between_words(campaign: CampaignMemory) -> None:
+    await ember_key(campaign)
+    # the 300th character falls inside a word: the cut goes back to the space before it
+    await campaign.graph.update_entity("Pip", description="A halfling thief who " + "talkative, " * 40)
+    (pip,) = await named_entities(campaign, "where is Pip?", dm=True)
+    assert pip.description == "A halfling thief who " + ", ".join(["talkative"] * 25) + "…"
 
 
 async def grog_with_his_axe(campaign: CampaignMemory, *, nights: int) -> Entity:
