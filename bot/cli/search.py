@@ -39,6 +39,8 @@ async def search(
     as_json: bool,
 ) -> None:
     """Search what was said (web-search syntax: "a phrase", -word, or)."""
+    if not text.strip():  # `search ""` said "no matches", as if the words were wrong: refused as `recall ""` is
+        raise click.UsageError("TEXT is empty: give words to look for")
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, name = await campaign_memory(memory, settings, campaign)

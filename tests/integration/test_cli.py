@@ -936,6 +936,18 @@ def test_recall_of_nothing_is_a_usage_error(lk) -> None:
         assert "QUERY is empty: give words to look for" in empty.stderr
 
 
+def test_search_for_nothing_is_a_usage_error_as_recall_is(lk, tmp_path: Path) -> None:
+    """`lorekeeper search ""` said "no matches", as if the words were wrong, where `recall ""` refuses."""
+    assert lk("campaign", "create", "Reeds").returncode == 0
+    (tmp_path / "night.txt").write_text("DM: Mira poles the ferry.\n")
+    assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night 1").returncode == 0
+    for text in ("", "   "):
+        empty = lk("search", text)
+        assert empty.returncode == 2 and empty.stdout == ""
+        assert "TEXT is empty: give words to look for" in empty.stderr
+    assert "Mira poles the ferry." in lk("search", "ferry").stdout
+
+
 def test_a_speaker_no_line_was_said_by_is_one_error_not_an_empty_answer(lk, tmp_path: Path) -> None:
     """`recall --as Marsha` (for Marisha) answered as if no one asked, and `search --speaker Marsha` said "no
     matches": the DM could not tell a typo from a question the memory cannot answer."""
