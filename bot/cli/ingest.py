@@ -194,13 +194,16 @@ def print_import_counts(counts: ImportCounts) -> None:
     table(
         [
             [
-                counts.lines,
-                counts.passages,
-                counts.entities,
-                counts.pending_entities,
-                counts.facts,
-                counts.pending_facts,
-                counts.recapped,
+                f"{n:,}"  # as the lines above say them: "2,532 lines read"
+                for n in (
+                    counts.lines,
+                    counts.passages,
+                    counts.entities,
+                    counts.pending_entities,
+                    counts.facts,
+                    counts.pending_facts,
+                    counts.recapped,
+                )
             ]
         ],
         ["session lines", "passages", "entities", "pending entities", "facts", "pending facts", "recaps"],
@@ -298,7 +301,7 @@ TOTALS_SAID = {"entries": "session lines", "chunks": "passages"}
 async def print_counts(mem: CampaignMemory, pool: object) -> None:
     row = await mem.totals()
     names = list(row.keys())
-    table([[row[k] for k in names]], [TOTALS_SAID.get(k, k.replace("_", " ")) for k in names])
+    table([[f"{row[k]:,}" for k in names]], [TOTALS_SAID.get(k, k.replace("_", " ")) for k in names])
     await refuse_held(mem)
 
 

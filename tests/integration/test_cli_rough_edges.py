@@ -97,6 +97,19 @@ def test_wait_says_one_new_line_in_the_singular(lk: Lk, tmp_path: Path) -> None:
     assert "this import (1 new line):" in done.stdout.splitlines()
 
 
+def test_wait_says_its_counts_in_one_number_format(lk: Lk, tmp_path: Path) -> None:
+    """The tables under "this import (2,532 new lines):" said 2532: one number, two formats."""
+    assert lk("campaign", "create", "Saltmere").returncode == 0
+    (night := tmp_path / "night.txt").write_text("".join(f"Ana: I count rope {n}.\n" for n in range(1000)))
+    done = lk("ingest", str(night), "--wait", timeout=300)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.splitlines()
+    mine = out.index("this import (1,000 new lines):")
+    assert out[mine + 3].split()[0] == "1,000", out
+    theirs = out.index("campaign Saltmere:")
+    assert out[theirs + 3].split()[0] == "1,000", out
+
+
 def test_wait_counts_the_campaigns_facts_as_it_counts_this_imports(lk: Lk, tmp_path: Path) -> None:
     """The first table said "facts 45" of the import; the campaign's below it had no facts column at all, where
     `campaign info` says how many the campaign holds."""
