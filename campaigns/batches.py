@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from campaigns.imports import ImportedWorld
 from campaigns.imports.common import DM_NOTES, World, secret_text
 from campaigns.load import LoadChange, LoadReport, apply_campaign_file
-from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec, name_key
+from campaigns.schema import RENAMES_FIRST, CampaignFile, EntitySpec, RelationshipSpec, name_key
 from memory.errors import InvalidInputError, NotFoundError
 from memory.graph.sql import ENTITY_SELECT, entity_from_row
 from memory.models import Entity, Visibility
@@ -81,12 +81,12 @@ class ImportBatch(BaseModel):
         for e in world.entities:
             kinds[e.type.value] = kinds.get(e.type.value, 0) + 1
         lines.append("by type: " + ", ".join(f"{n:,} {k}" for k, n in sorted(kinds.items(), key=lambda x: -x[1])))
+        # the old name of an entity a record renames is no update: another record of that name is a new entity
+        updated = {name_key(u) for u in self.updates} - {name_key(old) for old in self.renames.values()}
         for e in world.entities[:sample]:
             said = f": {clip(e.description.splitlines()[0], 60)}" if e.description else ""
             mark = " (DM-only)" if e.secret else ""
-            update = (
-                " (updates the entity of that name)" if name_key(e.name) in {name_key(u) for u in self.updates} else ""
-            )
+            update = " (updates the entity of that name)" if name_key(e.name) in updated else ""
             if (other := self.updates_as.get(name_key(e.name))) is not None:
                 update = f" (updates {other})"
             if (old := self.renames.get(name_key(e.name))) is not None:
@@ -229,14 +229,28 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
     for entity_id, text in hidden:
         if text:  # under the entity's name in the file: another record may rename it, its old name no longer its
             notes.notes((", ".join(world.sources), None), entities[updating[entity_id]].name, text)
-    facts = notes.relationships
     return Resolved(
-        CampaignFile(entities=entities, relationships=[RelationshipSpec.model_validate(f.model_dump()) for f in facts]),
+        _import_file(entities, notes.relationships),
         updates,
         {key: name for key, name in renamed.items() if key not in renames},
         renames,
         sourced,
         _notes_stated(world, found, renamed),
+    )
+
+
+def _import_file(entities: list[EntitySpec], facts: list[RelationshipSpec]) -> CampaignFile:
+    """The entries and facts as a campaign file to load. A record renamed in the tool and a new record of its old
+    name: the rename is loaded first, freeing the name for the new entity (a file a DM writes may not say that)."""
+    taken = {name_key(entry.name) for entry in entities}
+    frees = [entry.renamed_from is not None and name_key(entry.renamed_from) in taken for entry in entities]
+    if any(frees):
+        entities = [e for e, first in zip(entities, frees, strict=True) if first] + [
+            e for e, first in zip(entities, frees, strict=True) if not first
+        ]
+    return CampaignFile.model_validate(
+        {"entities": entities, "relationships": [RelationshipSpec.model_validate(f.model_dump()) for f in facts]},
+        context={RENAMES_FIRST: True},
     )
 
 

@@ -278,12 +278,16 @@ def find_conflicts(
     entities: Sequence[tuple[int, EntitySpec]],
     relationships: Sequence[tuple[int, RelationshipSpec]],
     unchecked_names: frozenset[str] = frozenset(),
+    *,
+    renames_first: bool = False,
 ) -> list[Conflict]:
     """Duplicate names/aliases, relationships naming no entity, and repeated relationships.
 
     Items come with their position in the file so conflicts can point back at them. ``unchecked_names``
     (as :func:`name_key`) are entities that exist in the file but failed their own validation: relationships
     to them are not reported as unknown, because the real error is already reported on the entity.
+    ``renames_first``: a ``renamed_from`` may be the name of a later entry, a new entity of the name the rename
+    frees (an import tells the rename by the tool's id; loaded in order, the rename comes first).
     """
     conflicts: list[Conflict] = []
     owner: dict[str, tuple[int, EntitySpec, str]] = {}  # name_key → (index, entity, "name"/"alias")
@@ -305,7 +309,11 @@ def find_conflicts(
         if entity.renamed_from is None:
             continue
         key = name_key(entity.renamed_from)
-        if key in owner and owner[key][0] != index:
+        if (
+            key in owner
+            and owner[key][0] != index
+            and not (renames_first and owner[key][0] > index and owner[key][2] == "name")
+        ):
             other_index, other, _ = owner[key]
             message = f"renamed_from {entity.renamed_from!r} is entity #{other_index + 1} {other.name!r} of this file"
             conflicts.append(Conflict("entities", index, ("renamed_from",), message, other_index))
@@ -385,6 +393,10 @@ def find_conflicts(
     return conflicts
 
 
+#: The validation context key of a file an import made: see ``find_conflicts``'s ``renames_first``.
+RENAMES_FIRST = "renames_first"
+
+
 class CampaignFile(_Strict):
     """A whole campaign file. Constructing one directly runs the same cross-item checks as loading a file."""
 
@@ -395,8 +407,11 @@ class CampaignFile(_Strict):
     _index: dict[str, EntitySpec] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
-    def _consistent(self) -> CampaignFile:
-        conflicts = find_conflicts(list(enumerate(self.entities)), list(enumerate(self.relationships)))
+    def _consistent(self, info: ValidationInfo) -> CampaignFile:
+        renames_first = bool(info.context and info.context.get(RENAMES_FIRST))
+        conflicts = find_conflicts(
+            list(enumerate(self.entities)), list(enumerate(self.relationships)), renames_first=renames_first
+        )
         if conflicts:
             first = conflicts[0]
             noun = "entity" if first.section == "entities" else "relationship"

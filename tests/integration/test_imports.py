@@ -354,6 +354,35 @@ async def test_a_record_renamed_in_the_tool_renames_its_entity(campaign: Campaig
     assert await count(campaign, "entities") == 2
 
 
+@pytest.mark.parametrize("new_first", [False, True])
+async def test_a_rename_and_a_new_record_of_the_old_name_make_two_entities(
+    campaign: CampaignMemory, new_first: bool
+) -> None:
+    """Renamed in Foundry, and a new actor given the old name: the file the import made was refused ("renamed_from
+    'Vask the Ashen' is entity #3 'Vask the Ashen' of this file"). The id tells the rename: the entity is renamed
+    (its old name no alias, as another has it now) and the new actor is a new entity, whichever comes first."""
+
+    def actors(*named: tuple[int, str]) -> list[tuple[str, bytes]]:
+        docs = [{"_id": f"wact{i:012d}", "name": name, "type": "npc", "system": {}, "items": []} for i, name in named]
+        return [("actors.db", "\n".join(json.dumps(d) for d in docs).encode())]
+
+    await _import(campaign, actors((1, "Vask the Ashen"), (2, "Ilse")))
+    vask = await campaign.graph.get_entity("Vask the Ashen")
+    now = [(1, "Vask Emberhand"), (2, "Ilse"), (3, "Vask the Ashen")]
+    batch, said = await _import(campaign, actors(*(now[::-1] if new_first else now)))
+    card = batch.card()
+    assert "3 entities (1 new, 2 updated)" in card and "- Vask Emberhand (npc) (renames Vask the Ashen)" in card
+    assert "- Vask the Ashen (npc)\n" in card + "\n"  # new: not "updates the entity of that name"
+    assert "- Vask Emberhand: renamed from Vask the Ashen" in said
+    renamed, new = await campaign.graph.get_entity("Vask Emberhand"), await campaign.graph.get_entity("Vask the Ashen")
+    assert (renamed.id, renamed.aliases) == (vask.id, []) and new.id != vask.id
+    assert await count(campaign, "entities") == 3
+    # exported again as it is: each record finds its own entity by its id
+    batch, _ = await _import(campaign, actors(*now))
+    assert "(0 new, 3 updated)" in batch.card() and "renames" not in batch.card()
+    assert await count(campaign, "entities") == 3
+
+
 async def test_an_id_matches_only_the_tool_and_the_entities_it_made(campaign: CampaignMemory) -> None:
     """A Foundry id never matches a record of another tool; and an entity the DM made is never matched by an id,
     even once an import updated it by its name."""
