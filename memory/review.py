@@ -287,7 +287,9 @@ class ReviewQueue:
         else:
             await g.set_relationship(item.id, ReviewStatus.rejected, dm_confirmed=True)
         decided = await self._item(item.kind, item.id)
-        decided.decided_with = [f"f{i}: {(await g.get_relationship(i)).describe()}" for i in along]
+        rejected = [await g.get_relationship(i) for i in along]
+        with_it = [ReviewItem(kind=ReviewKind.fact, id=f.id, created_at=f.created_at, fact=f) for f in rejected]
+        decided.decided_with = [f"{e.ref}: {e.describe()}" for e in with_it]  # as accepting names its items
         return decided
 
     async def same_as(self, ref: str, existing: str) -> MergeResult:
