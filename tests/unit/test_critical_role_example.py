@@ -76,6 +76,7 @@ def test_no_wiki_pages_or_cast(campaign: CampaignFile) -> None:
         ("Greyskull Keep", EntityType.place), ("Boots of Haste", EntityType.item), ("Fenthras", EntityType.item),
         ("Chroma Conclave", EntityType.faction), ("The Clasp", EntityType.faction),
         ("Whitestone Rebellion", EntityType.event), ("Beholder", EntityType.concept),
+        ("Forscythia", EntityType.npc),  # the hag who tells fortunes in Vasselheim: no default concept
     ],
 )  # fmt: skip
 def test_known_things_are_typed_as_the_wiki_files_them(campaign: CampaignFile, name: str, kind: EntityType) -> None:
