@@ -138,7 +138,8 @@ async def info(ctx: click.Context, name: str | None, campaign: str | None, as_js
     ]
     for label, value in rows:
         if value != "":
-            click.echo(f"  {label + ':':<17}{value}")
+            # counts as the other commands say them ("2,532 lines"): a two-year campaign has five-digit ones
+            click.echo(f"  {label + ':':<17}{f'{value:,}' if isinstance(value, int) else value}")
 
 
 @campaign.command("load")

@@ -108,6 +108,8 @@ def test_wait_says_its_counts_in_one_number_format(lk: Lk, tmp_path: Path) -> No
     assert out[mine + 3].split()[0] == "1,000", out
     theirs = out.index("campaign Saltmere:")
     assert out[theirs + 3].split()[0] == "1,000", out
+    info = lk("campaign", "info")  # and what the campaign holds, said the same way
+    assert "  lines:           1,000" in info.stdout.splitlines(), info.stdout
 
 
 def test_wait_counts_the_campaigns_facts_as_it_counts_this_imports(lk: Lk, tmp_path: Path) -> None:
