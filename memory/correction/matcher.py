@@ -126,6 +126,9 @@ class _Span:
     written: tuple[str, ...] = ()
     #: The window ends with an article that has no noun after it ("back in vest a."): it belongs to the window.
     dangling: bool = False
+    #: Common words after a determiner, up to an article with a noun after it ("the guild a month"): a noun and
+    #: the next one's article, ordinary speech whatever name they sound like (see ``_may_sound_like``).
+    between_phrases: bool = False
 
 
 #: Names a window may be heard as (the index answers an empty tuple for none).
@@ -227,6 +230,18 @@ def _span(
 ) -> _Span:
     inside = words[first : last + 1]
     window = [w.token for w in inside]
+    closing = words[last]
+    between = (
+        first < last
+        and not doubtful
+        and first > 0
+        and words[first - 1].joins_next
+        and words[first - 1].token.norm in _DETERMINERS
+        and closing.token.norm in _ARTICLES
+        and closing.joins_next
+        and not closing.dangling
+        and not any(w.facts.uncommon for w in inside)
+    )
     return _Span(
         window,
         doubtful,
@@ -235,7 +250,8 @@ def _span(
         phrase,
         any(w.named_exact for w in inside),
         () if doubtful else tuple(written),
-        words[last].dangling,
+        closing.dangling,
+        between,
     )
 
 
@@ -915,6 +931,8 @@ class PhoneticMatcher:
         settings = self.settings
         if span.written and not all(w in form.words for w in span.written):
             return False  # a word the transcript writes as a name stays unless it is a word of this one
+        if span.between_phrases and span.tokens[0].norm not in form.words:
+            return False  # "The guild a month ago" is not Gilda, however exactly "guild a" sounds like it
         size = len(form.phones)
         if size < settings.sound_min_phones or (common_word and size < settings.sound_common_word_phones):
             return False

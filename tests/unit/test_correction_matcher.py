@@ -715,3 +715,19 @@ def test_of_two_entities_written_alike_a_line_names_the_one_listed_first_every_t
         matcher = PhoneticMatcher(PhoneticIndex.build(names))
         [c] = matcher.correct("Welcome to told oh re, friends.", [0.9, 0.9, 0.3, 0.3, 0.3, 0.9]).corrections
         assert (c.replacement, c.entity_id) == ("Tal'Dorei", 1)
+
+
+def test_a_noun_and_the_next_ones_article_are_not_a_name_they_sound_like() -> None:
+    # As ingest corrects a line (memory/recorder.py): the campaign's names, the speakers' words.
+    names = [
+        EntityName(id=1, name="Gilda Shuster", aliases=["Gilda Schuster", "Gilda"]),
+        EntityName(id=2, name="Zahra Hydris", aliases=["Zahra"]),
+    ]
+    matcher = PhoneticMatcher(PhoneticIndex.build(names))
+    people = frozenset({"matt", "liam"})
+    # "guild a" sounds just like the alias Gilda, but "the" makes "guild" a noun and "a" opens "a month"
+    for text in ("The guild a month ago, they came.", "You will have done the guild a great service."):
+        assert matcher.correct(text, None, frozenset(), people).corrections == [], text
+    # a name heard as a word and an article, with no determiner before it, is still the name
+    [c] = matcher.correct("We could see tsar a wander in.", None, frozenset(), people).corrections
+    assert (c.span, c.entity_id) == ("tsar a", 2)
