@@ -731,3 +731,14 @@ def test_a_noun_and_the_next_ones_article_are_not_a_name_they_sound_like() -> No
     # a name heard as a word and an article, with no determiner before it, is still the name
     [c] = matcher.correct("We could see tsar a wander in.", None, frozenset(), people).corrections
     assert (c.span, c.entity_id) == ("tsar a", 2)
+
+
+def test_a_very_common_word_at_the_edge_of_a_near_name_is_a_word_of_its_own() -> None:
+    names = [EntityName(id=1, name="Wuyun Gates"), EntityName(id=2, name="Yeenoghu"), EntityName(id=3, name="Zadash")]
+    matcher = PhoneticMatcher(PhoneticIndex.build(names))
+    # "one gets" is a phone off Wuyun Gates, but "one" is among English's commonest words: a word next to the name
+    for text in ("This one gets partway over and then falls prone.", "One gets lost, the other one--"):
+        assert matcher.correct(text, None, frozenset(), frozenset({"matt"})).corrections == [], text
+    # less common edge words still make the name ("who" and "had" are a little rarer than "one")
+    assert [c.replacement for c in matcher.correct("they worship ye not who").corrections] == ["Yeenoghu"]
+    assert [c.replacement for c in matcher.correct("we ride back to had ash tonight").corrections] == ["Zadash"]
