@@ -743,13 +743,15 @@ class PhoneticMatcher:
             heard_plural = {f for f in heard_plural if f.entity_key not in refused}
         spelled, rejected = self._spelled(window, refused)
         if spelled is not None:
-            return spelled, False
+            return (None, True) if self._rhymes(window, spelled) else (spelled, False)
         if heard_as and (said_as := self._sound(span, window.phones, heard_as)) is not None:
             form, score = said_as
-            return _Candidate(first, last, form, score, False, score - _SOUND_RANK_GAP), False
+            candidate = _Candidate(first, last, form, score, False, score - _SOUND_RANK_GAP)
+            return (None, True) if self._rhymes(window, candidate) else (candidate, False)
         if heard_plural and (said_as := self._sound(span, window.singular, heard_plural, plural=True)) is not None:
             form, score = said_as
-            return _Candidate(first, last, form, score, True, score - _SOUND_RANK_GAP), False
+            candidate = _Candidate(first, last, form, score, True, score - _SOUND_RANK_GAP)
+            return (None, True) if self._rhymes(window, candidate) else (candidate, False)
         near = rejected or (
             no_confidences
             and bool(heard_as)
@@ -757,6 +759,23 @@ class PhoneticMatcher:
             and self._sounds_near(span, window.phones, heard_as)
         )
         return None, near
+
+    def _rhymes(self, window: _Window, c: _Candidate) -> bool:
+        """Whether one word English does not know, not doubted, sounds like the name but for its first consonant
+        ("grumpkins" / Frumpkin): a word made on the name's pattern, which stage 2 may judge, not the name misheard."""
+        if window.first != window.last or window.span.doubtful:
+            return False
+        facts = self._word_facts(window.span.tokens[0])
+        heard = facts.said[:-1] if c.plural else facts.said
+        name = c.form.phones
+        return (
+            facts.unfamiliar
+            and len(heard) == len(name) > 1
+            and heard[0] != name[0]
+            and heard[1:] == name[1:]
+            and heard[0] not in _VOWELS
+            and name[0] not in _VOWELS
+        )
 
     def _spelled(self, window: _Window, refused: frozenset[int] | None) -> tuple[_Candidate | None, bool]:
         """The window's name by spelling, where spelling is evidence; and whether a good match was refused."""

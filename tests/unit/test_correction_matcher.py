@@ -742,3 +742,12 @@ def test_a_very_common_word_at_the_edge_of_a_near_name_is_a_word_of_its_own() ->
     # less common edge words still make the name ("who" and "had" are a little rarer than "one")
     assert [c.replacement for c in matcher.correct("they worship ye not who").corrections] == ["Yeenoghu"]
     assert [c.replacement for c in matcher.correct("we ride back to had ash tonight").corrections] == ["Zadash"]
+
+
+def test_a_word_made_on_a_names_pattern_is_not_the_name() -> None:
+    matcher = PhoneticMatcher(PhoneticIndex.build([EntityName(id=1, name="Frumpkin")]))
+    # "grumpkins" sounds like Frumpkins but for its first consonant: a word coined after the name, left to stage 2
+    result = matcher.correct("Are there any grumpkins you want us to find?", None, frozenset(), frozenset({"liam"}))
+    assert result.corrections == [] and result.suspects == [(14, 23)]
+    # the name heard with a sound missing inside it is still the name
+    assert [c.replacement for c in matcher.correct("we pet frumkin").corrections] == ["Frumpkin"]
