@@ -126,6 +126,9 @@ class _Span:
     written: tuple[str, ...] = ()
     #: The window ends with an article that has no noun after it ("back in vest a."): it belongs to the window.
     dangling: bool = False
+    #: Common words after a determiner, up to an article with a noun after it ("the guild a month"): a noun and
+    #: the next one's article, ordinary speech whatever name they sound like (see ``_may_sound_like``).
+    between_phrases: bool = False
 
 
 #: Names a window may be heard as (the index answers an empty tuple for none).
@@ -227,6 +230,18 @@ def _span(
 ) -> _Span:
     inside = words[first : last + 1]
     window = [w.token for w in inside]
+    closing = words[last]
+    between = (
+        first < last
+        and not doubtful
+        and first > 0
+        and words[first - 1].joins_next
+        and words[first - 1].token.norm in _DETERMINERS
+        and closing.token.norm in _ARTICLES
+        and closing.joins_next
+        and not closing.dangling
+        and not any(w.facts.uncommon for w in inside)
+    )
     return _Span(
         window,
         doubtful,
@@ -235,7 +250,8 @@ def _span(
         phrase,
         any(w.named_exact for w in inside),
         () if doubtful else tuple(written),
-        words[last].dangling,
+        closing.dangling,
+        between,
     )
 
 
@@ -727,13 +743,15 @@ class PhoneticMatcher:
             heard_plural = {f for f in heard_plural if f.entity_key not in refused}
         spelled, rejected = self._spelled(window, refused)
         if spelled is not None:
-            return spelled, False
+            return (None, True) if self._rhymes(window, spelled) else (spelled, False)
         if heard_as and (said_as := self._sound(span, window.phones, heard_as)) is not None:
             form, score = said_as
-            return _Candidate(first, last, form, score, False, score - _SOUND_RANK_GAP), False
+            candidate = _Candidate(first, last, form, score, False, score - _SOUND_RANK_GAP)
+            return (None, True) if self._rhymes(window, candidate) else (candidate, False)
         if heard_plural and (said_as := self._sound(span, window.singular, heard_plural, plural=True)) is not None:
             form, score = said_as
-            return _Candidate(first, last, form, score, True, score - _SOUND_RANK_GAP), False
+            candidate = _Candidate(first, last, form, score, True, score - _SOUND_RANK_GAP)
+            return (None, True) if self._rhymes(window, candidate) else (candidate, False)
         near = rejected or (
             no_confidences
             and bool(heard_as)
@@ -741,6 +759,23 @@ class PhoneticMatcher:
             and self._sounds_near(span, window.phones, heard_as)
         )
         return None, near
+
+    def _rhymes(self, window: _Window, c: _Candidate) -> bool:
+        """Whether one word English does not know, not doubted, sounds like the name but for its first consonant
+        ("grumpkins" / Frumpkin): a word made on the name's pattern, which stage 2 may judge, not the name misheard."""
+        if window.first != window.last or window.span.doubtful:
+            return False
+        facts = self._word_facts(window.span.tokens[0])
+        heard = facts.said[:-1] if c.plural else facts.said
+        name = c.form.phones
+        return (
+            facts.unfamiliar
+            and len(heard) == len(name) > 1
+            and heard[0] != name[0]
+            and heard[1:] == name[1:]
+            and heard[0] not in _VOWELS
+            and name[0] not in _VOWELS
+        )
 
     def _spelled(self, window: _Window, refused: frozenset[int] | None) -> tuple[_Candidate | None, bool]:
         """The window's name by spelling, where spelling is evidence; and whether a good match was refused."""
@@ -915,6 +950,8 @@ class PhoneticMatcher:
         settings = self.settings
         if span.written and not all(w in form.words for w in span.written):
             return False  # a word the transcript writes as a name stays unless it is a word of this one
+        if span.between_phrases and span.tokens[0].norm not in form.words:
+            return False  # "The guild a month ago" is not Gilda, however exactly "guild a" sounds like it
         size = len(form.phones)
         if size < settings.sound_min_phones or (common_word and size < settings.sound_common_word_phones):
             return False

@@ -715,3 +715,39 @@ def test_of_two_entities_written_alike_a_line_names_the_one_listed_first_every_t
         matcher = PhoneticMatcher(PhoneticIndex.build(names))
         [c] = matcher.correct("Welcome to told oh re, friends.", [0.9, 0.9, 0.3, 0.3, 0.3, 0.9]).corrections
         assert (c.replacement, c.entity_id) == ("Tal'Dorei", 1)
+
+
+def test_a_noun_and_the_next_ones_article_are_not_a_name_they_sound_like() -> None:
+    # As ingest corrects a line (memory/recorder.py): the campaign's names, the speakers' words.
+    names = [
+        EntityName(id=1, name="Gilda Shuster", aliases=["Gilda Schuster", "Gilda"]),
+        EntityName(id=2, name="Zahra Hydris", aliases=["Zahra"]),
+    ]
+    matcher = PhoneticMatcher(PhoneticIndex.build(names))
+    people = frozenset({"matt", "liam"})
+    # "guild a" sounds just like the alias Gilda, but "the" makes "guild" a noun and "a" opens "a month"
+    for text in ("The guild a month ago, they came.", "You will have done the guild a great service."):
+        assert matcher.correct(text, None, frozenset(), people).corrections == [], text
+    # a name heard as a word and an article, with no determiner before it, is still the name
+    [c] = matcher.correct("We could see tsar a wander in.", None, frozenset(), people).corrections
+    assert (c.span, c.entity_id) == ("tsar a", 2)
+
+
+def test_a_very_common_word_at_the_edge_of_a_near_name_is_a_word_of_its_own() -> None:
+    names = [EntityName(id=1, name="Wuyun Gates"), EntityName(id=2, name="Yeenoghu"), EntityName(id=3, name="Zadash")]
+    matcher = PhoneticMatcher(PhoneticIndex.build(names))
+    # "one gets" is a phone off Wuyun Gates, but "one" is among English's commonest words: a word next to the name
+    for text in ("This one gets partway over and then falls prone.", "One gets lost, the other one--"):
+        assert matcher.correct(text, None, frozenset(), frozenset({"matt"})).corrections == [], text
+    # less common edge words still make the name ("who" and "had" are a little rarer than "one")
+    assert [c.replacement for c in matcher.correct("they worship ye not who").corrections] == ["Yeenoghu"]
+    assert [c.replacement for c in matcher.correct("we ride back to had ash tonight").corrections] == ["Zadash"]
+
+
+def test_a_word_made_on_a_names_pattern_is_not_the_name() -> None:
+    matcher = PhoneticMatcher(PhoneticIndex.build([EntityName(id=1, name="Frumpkin")]))
+    # "grumpkins" sounds like Frumpkins but for its first consonant: a word coined after the name, left to stage 2
+    result = matcher.correct("Are there any grumpkins you want us to find?", None, frozenset(), frozenset({"liam"}))
+    assert result.corrections == [] and result.suspects == [(14, 23)]
+    # the name heard with a sound missing inside it is still the name
+    assert [c.replacement for c in matcher.correct("we pet frumkin").corrections] == ["Frumpkin"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from memory.extraction.schema import KnownEntity
 from memory.gazetteer import Gazetteer
-from memory.models import EntityType
+from memory.models import Correction, EntityType, Entry
 
 
 def known(i: int, name: str, *aliases: str) -> KnownEntity:
@@ -69,3 +71,52 @@ def test_a_name_does_not_run_across_punctuation() -> None:
     assert [text[s:e] for s, e, _ in GAZETTEER.find(text)] == ["Vox"]  # the alias alone, not the two-word name
     # unless the punctuation is the name's own
     assert ids('St. Cuthbert, Bo "The Breaker" said, and St Cuthbert again') == [10, 11]
+
+
+def line(text: str, *corrections: Correction) -> Entry:
+    return Entry(
+        id=1,
+        campaign_id=1,
+        session_id=1,
+        seq=1,
+        speaker="DM",
+        speaker_id=None,
+        raw_text=text,
+        text=text,
+        start_s=0.0,
+        end_s=None,
+        duration_s=None,
+        ref=None,
+        corrections=list(corrections),
+        created_at=datetime.now(UTC),
+    )
+
+
+def test_a_line_names_an_entity_called_by_an_ordinary_word_only_where_it_writes_it_as_a_name() -> None:
+    words = Gazetteer(
+        [
+            known(1, "Tiny"),
+            known(2, "Whisper"),
+            known(3, "The List"),
+            known(4, "Caleb Widogast", "Caleb"),
+            known(5, "Bag of Holding"),
+            known(6, "Zyx'ara"),
+        ]
+    )
+
+    def named(text: str) -> list[int]:
+        return words.mentioned_ids(line(text))
+
+    # the mention index: a line saying the word is not about the entity so called
+    assert named("You hear hundreds of tiny metal clangs. I whisper to him and check the list.") == []
+    assert named("I'm going to turn around and whisper to Caleb.") == [4]
+    # written as a name: inside a sentence, at its start (there far more often a name than the word), in capitals
+    assert named("You watch as Tiny grins. Whisper glows. THE LIST!") == [1, 2, 3]
+    # names of several words and invented ones, as written; a line without capitals says nothing by its case
+    assert named("put it in the bag of holding, zyx'ara") == [5, 6]
+    assert named("tiny and caleb whisper") == [1, 4, 2]
+    # an entity a correction named is named, however the line writes it
+    fix = Correction(span="tiny", replacement="tiny", start=0, end=4, entity_id=1, score=1.0, stage=1)
+    assert named("tiny. The end.") == [] and words.mentioned_ids(line("tiny. The end.", fix)) == [1]
+    # a query or a tag reads every mention (a question is often typed in lower case)
+    assert [e.id for e in words.mentions("what did tiny say")] == [1]
