@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from memory.errors import InvalidInputError, NotFoundError
 from memory.graph import SecretMask
-from memory.models import Entity, EntityType, Mention, Neighbourhood, ReviewStatus, Visibility
+from memory.models import TIMED_REFS, Entity, EntityType, Mention, Neighbourhood, ReviewStatus, Visibility
 from memory.store import CampaignMemory
 from memory.text import attribute_text, clip
 
@@ -128,6 +128,9 @@ class ContextLine(BaseModel):
     ref: str | None = None
 
     def render(self) -> str:
+        # an untimed transcript's lines (a CRD3 episode) are all at 0:00: its ref says where, as `where_said` does
+        if not self.start_s and self.ref and not self.ref.startswith(TIMED_REFS):
+            return f"[{self.ref}] {self.speaker}: {self.text}"
         minutes, secs = divmod(int(self.start_s), 60)
         return f"[{minutes}:{secs:02d}] {self.speaker}: {self.text}"
 
