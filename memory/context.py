@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from memory.errors import InvalidInputError, NotFoundError
 from memory.graph import SecretMask
-from memory.models import Entity, EntityType, Mention, Neighbourhood, ReviewStatus, Visibility
+from memory.models import TIMED_REFS, Entity, EntityType, Mention, Neighbourhood, ReviewStatus, Visibility
 from memory.store import CampaignMemory
 from memory.text import attribute_text, clip
 
@@ -127,7 +127,15 @@ class ContextLine(BaseModel):
     start_s: float
     ref: str | None = None
 
+    @property
+    def untimed(self) -> bool:
+        """An untimed transcript's line (a CRD3 episode): at 0:00 like all its lines, its ref says where."""
+        ref = self.ref or ""
+        return not self.start_s and ref != "" and not ref.startswith(TIMED_REFS)
+
     def render(self) -> str:
+        if self.untimed:  # as `where_said` shows it
+            return f"[{self.ref}] {self.speaker}: {self.text}"
         minutes, secs = divmod(int(self.start_s), 60)
         return f"[{minutes}:{secs:02d}] {self.speaker}: {self.text}"
 
@@ -205,7 +213,9 @@ class HotContext(BaseModel):
         facts += [f"- {e.took_part}"] if e.took_part else []
         facts += [clip(f"- last mentioned: {e.last_mentioned}", 300)] if e.last_mentioned else []
         known = section("## Facts", [clip(" ".join(f.split()), 300) for f in facts])  # one line each: GM notes
-        title = f"## Last {self.minutes:g} minutes of {self.session or 'the session'}"
+        # an untimed session's lines are all in any window: what is shown is its last lines, not minutes
+        span = "lines" if self.lines and all(line.untimed for line in self.lines) else f"{self.minutes:g} minutes"
+        title = f"## Last {span} of {self.session or 'the session'}"
         newest_first = section(title, [clip(line.render(), 400) for line in reversed(self.lines)])
         lines = newest_first[:1] + newest_first[:0:-1]  # the title, then oldest first
         scene_ids = {s.id for s in self.scene}

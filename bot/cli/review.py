@@ -19,7 +19,7 @@ from bot.cli.common import (
     table,
 )
 from campaigns import batches
-from memory.errors import NotFoundError
+from memory.errors import InvalidInputError, NotFoundError
 from memory.jobs.queue import lines_not_extracted
 from memory.models import ReviewItem, ReviewKind
 from memory.replies import describe_same_as, kept_old_name
@@ -110,6 +110,13 @@ def _decide(verb: str) -> click.Command:
                     if ref.strip().casefold().startswith("b"):  # an import batch, whole
                         await _decide_batch(mem, verb, ref, as_json)
                         continue
+                    # the DM names an entity and its facts as the list shows them: one decided with an item
+                    # before it in this command is not an error that leaves the ids after it undecided
+                    if by := _decided_with(done, ref):
+                        if not as_json:
+                            kind, number = parse_ref(ref)
+                            click.echo(f"{verb}ed {kind.value[0]}{number}: with {by.ref} above")
+                        continue
                     done.append(item := await getattr(mem.review, verb)(ref))
                     if not as_json:
                         click.echo(f"{verb}ed {item.ref}: {_decided(item)}")
@@ -121,6 +128,18 @@ def _decide(verb: str) -> click.Command:
 
     decide.__doc__ = f"{verb.capitalize()} review items by id (e12, f34 …), or a whole import batch (b3)."
     return review.command(verb)(decide)
+
+
+def _decided_with(done: list[ReviewItem], ref: str) -> ReviewItem | None:
+    """The item of ``done`` that ``ref`` was decided with, if any."""
+    try:
+        key = parse_ref(ref)
+    except (InvalidInputError, NotFoundError):
+        return None  # the queue says what is wrong with it
+    for item in done:
+        if any(parse_ref(w.split(":", 1)[0]) == key for w in item.decided_with):
+            return item
+    return None
 
 
 async def _decide_batch(mem: CampaignMemory, verb: str, ref: str, as_json: bool) -> None:

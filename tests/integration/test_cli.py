@@ -542,6 +542,63 @@ async def test_review_accept_and_reject_name_the_items_decided_with_it(lk, fresh
         await pool.close()
 
 
+async def test_review_reject_of_an_entity_and_its_fact_goes_on_to_the_next_ids(lk, fresh_dsn: str) -> None:
+    """A DM months in rejected an event and its link as the list showed them, then the next event: `review reject
+    e904 f58 e905 f59` stopped at "f58 was already rejected" (rejected with e904) and left e905 and f59 waiting."""
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        guess = Provenance(source=Source.inferred, confidence=0.55)
+        grog = await mem.graph.add_entity(EntityIn(name="Grog", type=EntityType.player))
+        first, second = [
+            await mem.graph.add_entity(EntityIn(name=n, type=EntityType.event, status="pending", provenance=guess))
+            for n in ("Death of Grog", "Arrival at Westruun")
+        ]
+        f1, f2 = [
+            await mem.graph.add_relationship(
+                RelationshipIn(
+                    source_id=grog.id, type="took_part_in", target_id=e.id, status="pending", provenance=guess
+                )
+            )
+            for e in (first, second)
+        ]
+        res = lk("review", "reject", f"e{first.id}", f"f{f1.id}", f"e{second.id}", f"f{f2.id}")
+        assert res.returncode == 0, res.stderr
+        assert f"rejected f{f1.id}: with e{first.id} above\n" in res.stdout
+        assert f"rejected f{f2.id}: with e{second.id} above\n" in res.stdout
+        assert lk("review", "list").stdout == "nothing to review in C\n"
+
+        # accepting a fact accepts its entity: the entity named after it is no error either
+        third = await mem.graph.add_entity(
+            EntityIn(name="Arrival at Emon", type=EntityType.event, status="pending", provenance=guess)
+        )
+        f3 = await mem.graph.add_relationship(
+            RelationshipIn(
+                source_id=grog.id, type="took_part_in", target_id=third.id, status="pending", provenance=guess
+            )
+        )
+        res = lk("review", "accept", f"F{f3.id}", f" E{third.id}")
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.endswith(f"accepted e{third.id}: with f{f3.id} above\n")
+        assert lk("review", "list").stdout == "nothing to review in C\n"
+
+        fourth = await mem.graph.add_entity(
+            EntityIn(name="Arrival at Kymal", type=EntityType.event, status="pending", provenance=guess)
+        )
+        f4 = await mem.graph.add_relationship(
+            RelationshipIn(
+                source_id=grog.id, type="took_part_in", target_id=fourth.id, status="pending", provenance=guess
+            )
+        )
+        res = lk("review", "accept", f"f{f4.id}", f"e{fourth.id}", "--json")
+        assert res.returncode == 0, res.stderr
+        assert [i["ref"] for i in json.loads(res.stdout)] == [f"f{f4.id}"]
+    finally:
+        await pool.close()
+
+
 async def test_review_list_shows_where_and_what_was_said(lk, fresh_dsn: str) -> None:
     """The DM checks what the table said before accepting: the session's title, the time and the line."""
     assert lk("campaign", "create", "C").returncode == 0
