@@ -68,7 +68,12 @@ class Parsed:
     filters: Filters
 
 
-_LAST = re.compile(r"\b(?:in |from |during |at )?(?:the )?(?:last|previous|latest) (?:session|game|episode)\b", re.I)
+#: "Last time" only at a question's end ("what happened last time?"): "the last time we saw Kevdak" asks when.
+_LAST = re.compile(
+    r"\b(?:in |from |during |at )?(?:the )?(?:(?:last|previous|latest) (?:session|game|episode)\b"
+    r"|last (?:week|night)\b|(?<!the )last time(?=\W*$))",
+    re.I,
+)
 _NUMBERED = re.compile(r"\b(?:in |from |during |at )?(?:the )?(?:session|episode|game) #?(\d{1,4})\b", re.I)
 _SAID = re.compile(
     r"\b(?:what|when|where|why|how|who)\s+(?:did|does|has|had)\s+(?P<who>[^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*)?)"

@@ -30,6 +30,16 @@ def test_last_session_is_a_filter_not_words() -> None:
     assert "loot" in parsed.text
 
 
+def test_last_time_at_a_questions_end_and_last_week_are_the_last_session() -> None:
+    for question in ("what happened last time?", "what did we find last week", "who did Grog punch last night?"):
+        parsed = parse(question)
+        assert parsed.filters == Filters(last_session=True), question
+        assert "last" not in parsed.text, question
+    # when did it last happen: a question about the story, not a session
+    for question in ("when was the last time we saw Kevdak?", "last time we met Kevdak, what did he want?"):
+        assert parse(question).filters == Filters(), question
+
+
 def test_a_numbered_session_is_a_filter() -> None:
     parsed = parse("who did we meet in session 3")
     assert parsed.filters.session_number == 3
