@@ -82,16 +82,17 @@ def said_ids(entity_id: str) -> str:
     )"""
 
 
-def said_lines(entity_id: str, limit: str) -> str:
-    """SQL: the newest ``limit`` lines of campaign ``$1`` naming the entity ``entity_id`` (see :func:`said_ids`),
-    sessions by when they were played, lines by their place in the session (a line's time may be missing, its place
-    never is)."""
+def said_lines(entity_id: str, limit: str, *, newest: bool = True) -> str:
+    """SQL: the newest (``newest=False``: the oldest) ``limit`` lines of campaign ``$1`` naming the entity
+    ``entity_id`` (see :func:`said_ids`), sessions by when they were played, lines by their place in the session (a
+    line's time may be missing, its place never is)."""
+    order = "DESC" if newest else "ASC"
     return f"""
         SELECT se.id AS entry_id, se.session_id, s.title, se.seq, se.speaker, se.start_s, se.text, se.ref
         FROM {said_ids(entity_id)} said
         JOIN session_entries se ON se.campaign_id = $1 AND se.id = said.id
         JOIN sessions s ON s.campaign_id = $1 AND s.id = se.session_id
-        ORDER BY s.started_at DESC, se.session_id DESC, se.seq DESC
+        ORDER BY s.started_at {order}, se.session_id {order}, se.seq {order}
         LIMIT {limit}
     """
 
@@ -101,6 +102,13 @@ async def latest(db: Executor, campaign_id: int, entity_id: int, *, limit: int =
     where it was last said, for the MCP tools and the identity snapshot."""
     rows = await db.fetch(said_lines("$2::bigint", "$3"), campaign_id, entity_id, max(0, limit))
     return [LineMention(**r) for r in rows]
+
+
+async def first_said(db: Executor, campaign_id: int, entity_id: int, *, newest: bool, limit: int) -> list[int]:
+    """The ids of the first ``limit`` lines naming the entity, in the order played (``newest``: the last ones, the
+    latest first): where "when did we first meet Kevdak?" is answered."""
+    rows = await db.fetch(said_lines("$2::bigint", "$3", newest=newest), campaign_id, entity_id, max(0, limit))
+    return [r["entry_id"] for r in rows]
 
 
 async def mentions(db: Executor, campaign_id: int, entity_id: int, *, limit: int = 10) -> Mentions:

@@ -25,6 +25,7 @@ from memory import recall_rank as rank
 from memory.correction.text import normalize, spaced_form, tokenize
 from memory.errors import InvalidInputError
 from memory.gazetteer import Gazetteer
+from memory.mentions import first_said
 from memory.models import ChunkHit, EntityType, Visibility, took_part_line, where_said
 from memory.offgame import line_talk
 from memory.providers.embeddings import Embedder
@@ -34,6 +35,8 @@ from memory.text import excerpt
 Mode = Literal["both", "vector", "fulltext"]
 #: Entities of a query shown with their facts: a question names one or two; more would bury the passages.
 NAMED_LIMIT = 3
+#: Lines shown first for "when did we first (last) meet X": the first (last) that name X.
+TOLD_IN = 3
 #: Sessions a named entity took part in, named by title (the latest); the rest are counted.
 SESSIONS_SHOWN = 3
 #: Current facts of a named entity shown, the last learned: about what one embed field holds after a description.
@@ -154,11 +157,13 @@ async def recall(
 
     async def lexical_query() -> tuple[list[_Called], lexical_ranker.Query, list[int]]:
         named = await _named(mem, parsed.text, dm=dm)
-        phrases = [(parsed.text, 1.0)] + [(form, EXPANSION_WEIGHT) for e in named for form in (e.name, *e.aliases)]
+        # "when did we first meet Kevdak": his lines in order come first (``_told_in``); "first", "meet" find noise
+        text = parsed.unordered if parsed.filters.told_in and named else parsed.text
+        phrases = [(text, 1.0)] + [(form, EXPANSION_WEIGHT) for e in named for form in (e.name, *e.aliases)]
         return (
             named,
             await lexical_ranker.prepare(mem.db, mem.campaign_id, phrases),
-            await _telling(mem, named, parsed.text),
+            await _telling(mem, named, parsed.text) or await _told_in(mem, named, parsed.filters),
         )
 
     async def nearest() -> tuple[list[int], list[ChunkHit]]:
@@ -376,6 +381,15 @@ async def _telling(mem: CampaignMemory, named: list[_Called], text: str) -> list
     if whole is None or not asked:
         return []
     return list((await mem.graph.get_entity_by_id(whole.id)).provenance.entry_ids)
+
+
+async def _told_in(mem: CampaignMemory, named: list[_Called], filters: rank.Filters) -> list[int]:
+    """The lines naming the entity a question asks about first or last ("when did we first meet Kevdak?"), in the
+    order played (the last: the latest first). Their words ("first", "meet") are no search: any line saying "meet"
+    ranked above the 30 naming Kevdak."""
+    if filters.told_in is None or not named:
+        return []
+    return await first_said(mem.db, mem.campaign_id, named[0].id, newest=filters.told_in == "last", limit=TOLD_IN)
 
 
 def _words(text: str) -> str:

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice, pairwise
+from typing import Literal
 
 #: Fusion by rank with a small constant: a list's first line must beat a line both lists found far down. With
 #: RRF's usual k = 60 a line found by both at any depth (>= 2/100) beat one ranked first by one list (1/61); with
@@ -55,6 +56,8 @@ class Filters:
     last_session: bool = False
     session_number: int | None = None
     speakers: tuple[Speaker, ...] = ()
+    #: "when did we first meet X" ("first") or "last see X" ("last"): the lines naming X, in the order played
+    told_in: Literal["first", "last"] | None = None
 
     def plays(self) -> dict[str, str]:
         """The character each speaker kept (casefolded) plays, to show their lines as "TRAVIS (Grog)"; none for a
@@ -66,6 +69,8 @@ class Filters:
 class Parsed:
     text: str  # the words left to search for
     filters: Filters
+    #: the words without "first met" (``Filters.told_in``): searched when the question names whom it asks about
+    unordered: str = ""
 
 
 #: "Last time" only at a question's end ("what happened last time?"): "the last time we saw Kevdak" asks when.
@@ -74,6 +79,13 @@ _LAST = re.compile(
     r"|last (?:week|night)\b|(?<!the )last time(?=\W*$))",
     re.I,
 )
+#: When someone was first or last met, seen or heard of: asked with "when", a question of the order of the lines.
+_ORDERED = re.compile(
+    r"\b(?P<which>first|last)\s+(?:time\s+)?(?:(?:we|I|you|they|the party)\s+)?"
+    r"(?:met|meet|saw|see|seen|heard|hear|encountered|encounter|mentioned|mention|visited|visit|fought|fight)\b",
+    re.I,
+)
+_WHEN = re.compile(r"\bwhen\b", re.I)
 _NUMBERED = re.compile(r"\b(?:in |from |during |at )?(?:the )?(?:session|episode|game) #?(\d{1,4})\b", re.I)
 _SAID = re.compile(
     r"\b(?:what|when|where|why|how|who)\s+(?:did|does|has|had)\s+(?P<who>[^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*)?)"
@@ -148,6 +160,12 @@ def parse(query: str, speakers: Iterable[Speaker | str] = ()) -> Parsed:
         last, text = True, text[: found.start()] + " " + text[found.end() :]
     elif found := _NUMBERED.search(text):
         number, text = int(found.group(1)), text[: found.start()] + " " + text[found.end() :]
+    told_in: Literal["first", "last"] | None = None
+    unordered = ""
+    # "when": a time, told by the order of the lines; "how she first met Trinket" asks for a story
+    if (found := _ORDERED.search(text)) and _WHEN.search(text, 0, found.start()):
+        told_in = "first" if found.group("which").casefold() == "first" else "last"
+        unordered = text[: found.start()] + " " + text[found.end() :]
     if found := _SAID.search(text):
         known = [Speaker(s, s) if isinstance(s, str) else s for s in speakers]
         who = found.group("who")
@@ -155,8 +173,10 @@ def parse(query: str, speakers: Iterable[Speaker | str] = ()) -> Parsed:
             chosen = tuple(dict.fromkeys(s for s in known if name_key(s.called) == form))
             if chosen:
                 text = text[: found.start()] + " " + text[found.end() :]
+                unordered = unordered and _SAID.sub(" ", unordered, count=1)
                 break
-    return Parsed(" ".join(text.split()), Filters(last, number, chosen))
+    filters = Filters(last, number, chosen, told_in)
+    return Parsed(" ".join(text.split()), filters, " ".join(unordered.split()))
 
 
 _WORD = re.compile(r"\S+")

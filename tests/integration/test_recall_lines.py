@@ -222,6 +222,37 @@ async def test_last_session_and_a_numbered_session_filter(campaign: CampaignMemo
     assert await recall(campaign, None, "the key in session 9", limit=5, mode="fulltext") == []
 
 
+async def test_when_we_first_or_last_met_someone_shows_the_first_or_last_lines_naming_them(
+    campaign: CampaignMemory,
+) -> None:
+    """ "When did we first meet Kevdak?" ranked lines saying "first" and "meet" above every line naming Kevdak."""
+    await campaign.graph.add_entity(EntityIn(name="Kevdak", type=EntityType.npc))
+    one = await said(campaign, "One", [*FILLER[:4], ("DM", "A hulking goliath, Kevdak, steps out."), *FILLER[4:8]])
+    two = await said(
+        campaign,
+        "Two",
+        [
+            ("LIAM", "We meet back here first, at the very least."),
+            ("DM", "Kevdak's horn sounds over the camp."),
+            *FILLER[:4],
+            ("SAM", "First we meet, then we see."),
+            ("DM", "Kevdak falls."),
+            *FILLER[4:8],
+        ],
+    )
+    for asked, told in (
+        ("when did we first meet Kevdak?", one[4]),
+        ("When was Kevdak first mentioned", one[4]),
+        ("when was the last time we saw Kevdak?", two[7]),
+    ):
+        hits = await recall(campaign, None, asked, limit=3, mode="fulltext")
+        assert told in [line.entry_id for line in hits[0].lines if line.matched], asked
+        assert "entity" in hits[0].matched
+    # someone the campaign does not know has no first line
+    hits = await recall(campaign, None, "when did we first meet Zorbo?", limit=3, mode="fulltext")
+    assert all(one[4] not in h.entry_ids for h in hits)
+
+
 async def test_what_a_speaker_said(campaign: CampaignMemory) -> None:
     ids = await said(
         campaign,

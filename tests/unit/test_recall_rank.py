@@ -37,7 +37,27 @@ def test_last_time_at_a_questions_end_and_last_week_are_the_last_session() -> No
         assert "last" not in parsed.text, question
     # when did it last happen: a question about the story, not a session
     for question in ("when was the last time we saw Kevdak?", "last time we met Kevdak, what did he want?"):
-        assert parse(question).filters == Filters(), question
+        assert not parse(question).filters.last_session, question
+
+
+def test_first_or_last_met_seen_or_heard_asks_for_the_order_of_the_lines() -> None:
+    for question, which in (
+        ("when did we first meet Kevdak?", "first"),
+        ("when was the first time we saw Vecna", "first"),
+        ("when was Kevdak first mentioned", "first"),
+        ("when did we last see Kevdak", "last"),
+        ("when was the last time we heard of Vecna?", "last"),
+    ):
+        parsed = parse(question)
+        assert parsed.filters.told_in == which, question
+        assert which not in parsed.unordered.casefold() and which in parsed.text.casefold(), question
+    for question in (
+        "who was the first to die?",
+        "what did we find last session?",
+        "when did the last of the dragons die?",
+        "how did Vex first meet Trinket?",  # a story, not a time
+    ):
+        assert parse(question).filters.told_in is None, question
 
 
 def test_a_numbered_session_is_a_filter() -> None:
