@@ -108,6 +108,10 @@ class MatchSettings:
     #: ... and words all common two phones off a name of this many ("trust en world" / Trostenwald). 9 costs
     #: precision on the holdout half.
     sound_two_edit_common_phones: int = 10
+    #: Several words undoubted, each at least this common ("even take", "may not care"), none of them the name's,
+    #: must sound exactly like the name: a text transcript has no doubt, and a run of everyday words is what was
+    #: said. Mishearings keep a less common word ("had ash" / Zadash, "ill in id" / Illithid: 4.16, 4.61).
+    sound_everyday_run_zipf: float = 4.75
     #: A doubted span of uncommon words holding a word of the name may be two phones off in the rest of the
     #: name from this many phones of it ("malemauk tealeaf" / Mollymauk Tealeaf); measured on real Whisper
     #: transcripts (``bench.stt``), as the CRD3 set has no doubt of its own.

@@ -968,6 +968,16 @@ class PhoneticMatcher:
         settings = self.settings
         lead, trail = shared
         allowed = 1 if size >= self._one_edit_from(rest, span.doubtful) else 0
+        if (
+            allowed
+            and not (lead or trail)
+            and len(rest) > 1
+            and not span.doubtful
+            and min(word_zipf(w) for w in rest) >= settings.sound_everyday_run_zipf
+        ):
+            # Everyday words nobody doubted must say the name exactly, not a phone or a vowel off ("may not care" /
+            # Manticore); a word of the name heard among them vouches for the rest ("tide collar horn").
+            return 0
         if not allowed and self._vouched(words, rest, form, shared, size):
             allowed = 1
         if (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from memory.correction import EntityName, Pipeline
+from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher, Pipeline
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
 
@@ -53,3 +53,24 @@ def test_the_example_sessions_mishearings_are_corrected_and_nothing_else() -> No
     }
     expected = {ref: [(heard, written)] for ref, heard, written in SCRIPTED}
     assert {ref: pairs for ref, pairs in made.items() if pairs} == expected
+
+
+def test_ordinary_words_of_a_human_transcript_stay_with_the_critical_role_campaign() -> None:
+    """A text transcript has no doubt: ordinary words a phone or a vowel off a short name are what was said."""
+    campaign = yaml.safe_load((EXAMPLES / "critical_role.yaml").read_text())
+    names = [EntityName(id=i, name=e["name"], aliases=e.get("aliases", [])) for i, e in enumerate(campaign["entities"])]
+    matcher = PhoneticMatcher(PhoneticIndex.build(names))  # as the recorder builds it for `lorekeeper ingest`
+
+    def changed(text: str) -> list[tuple[str, str]]:
+        return [(c.span, c.replacement) for c in matcher.correct(text).corrections]
+
+    for said in [
+        "I can't get a clean shot at him.",
+        "And then she cast a spell.",
+        "I don't even take the money.",
+        "They may not care about us.",
+    ]:
+        assert changed(said) == [], said
+    # Mishearings with an uncommon word, or words all common a phone off a long name, are still put right.
+    assert changed("We ride for vassal high mm at dawn.") == [("vassal high mm", "Vasselheim")]
+    assert changed("We head for trust en world tomorrow.") == [("trust en world", "Trostenwald")]
