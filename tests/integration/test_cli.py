@@ -552,49 +552,35 @@ async def test_review_reject_of_an_entity_and_its_fact_goes_on_to_the_next_ids(l
         mem = memory.campaign((await memory.campaigns().get("C")).id)
         guess = Provenance(source=Source.inferred, confidence=0.55)
         grog = await mem.graph.add_entity(EntityIn(name="Grog", type=EntityType.player))
-        first, second = [
-            await mem.graph.add_entity(EntityIn(name=n, type=EntityType.event, status="pending", provenance=guess))
-            for n in ("Death of Grog", "Arrival at Westruun")
-        ]
-        f1, f2 = [
-            await mem.graph.add_relationship(
-                RelationshipIn(
-                    source_id=grog.id, type="took_part_in", target_id=e.id, status="pending", provenance=guess
-                )
+
+        async def proposed(name: str) -> tuple[int, int]:
+            """A pending event and Grog's pending link to it, as the review queue lists them: (e id, f id)."""
+            event = await mem.graph.add_entity(
+                EntityIn(name=name, type=EntityType.event, status="pending", provenance=guess)
             )
-            for e in (first, second)
-        ]
-        res = lk("review", "reject", f"e{first.id}", f"f{f1.id}", f"e{second.id}", f"f{f2.id}")
+            link = RelationshipIn(
+                source_id=grog.id, type="took_part_in", target_id=event.id, status="pending", provenance=guess
+            )
+            return event.id, (await mem.graph.add_relationship(link)).id
+
+        (e1, f1), (e2, f2) = [await proposed(n) for n in ("Death of Grog", "Arrival at Westruun")]
+        res = lk("review", "reject", f"e{e1}", f"f{f1}", f"e{e2}", f"f{f2}")
         assert res.returncode == 0, res.stderr
-        assert f"rejected f{f1.id}: with e{first.id} above\n" in res.stdout
-        assert f"rejected f{f2.id}: with e{second.id} above\n" in res.stdout
+        assert f"rejected f{f1}: with e{e1} above\n" in res.stdout
+        assert f"rejected f{f2}: with e{e2} above\n" in res.stdout
         assert lk("review", "list").stdout == "nothing to review in C\n"
 
         # accepting a fact accepts its entity: the entity named after it is no error either
-        third = await mem.graph.add_entity(
-            EntityIn(name="Arrival at Emon", type=EntityType.event, status="pending", provenance=guess)
-        )
-        f3 = await mem.graph.add_relationship(
-            RelationshipIn(
-                source_id=grog.id, type="took_part_in", target_id=third.id, status="pending", provenance=guess
-            )
-        )
-        res = lk("review", "accept", f"F{f3.id}", f" E{third.id}")
+        e3, f3 = await proposed("Arrival at Emon")
+        res = lk("review", "accept", f"F{f3}", f" E{e3}")
         assert res.returncode == 0, res.stderr
-        assert res.stdout.endswith(f"accepted e{third.id}: with f{f3.id} above\n")
+        assert res.stdout.endswith(f"accepted e{e3}: with f{f3} above\n")
         assert lk("review", "list").stdout == "nothing to review in C\n"
 
-        fourth = await mem.graph.add_entity(
-            EntityIn(name="Arrival at Kymal", type=EntityType.event, status="pending", provenance=guess)
-        )
-        f4 = await mem.graph.add_relationship(
-            RelationshipIn(
-                source_id=grog.id, type="took_part_in", target_id=fourth.id, status="pending", provenance=guess
-            )
-        )
-        res = lk("review", "accept", f"f{f4.id}", f"e{fourth.id}", "--json")
+        e4, f4 = await proposed("Arrival at Kymal")
+        res = lk("review", "accept", f"f{f4}", f"e{e4}", "--json")
         assert res.returncode == 0, res.stderr
-        assert [i["ref"] for i in json.loads(res.stdout)] == [f"f{f4.id}"]
+        assert [i["ref"] for i in json.loads(res.stdout)] == [f"f{f4}"]
     finally:
         await pool.close()
 
