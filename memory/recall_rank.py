@@ -73,12 +73,7 @@ class Parsed:
     unordered: str = ""
 
 
-#: "Last time" only at a question's end ("what happened last time?"): "the last time we saw Kevdak" asks when.
-_LAST = re.compile(
-    r"\b(?:in |from |during |at )?(?:the )?(?:(?:last|previous|latest) (?:session|game|episode)\b"
-    r"|last (?:week|night)\b|(?<!the )last time(?=\W*$))",
-    re.I,
-)
+_LAST = re.compile(r"\b(?:in |from |during |at )?(?:the )?(?:last|previous|latest) (?:session|game|episode)\b", re.I)
 #: When someone was first or last met, seen or heard of: asked with "when", a question of the order of the lines.
 _ORDERED = re.compile(
     r"\b(?P<which>first|last)\s+(?:time\s+)?(?:(?:we|I|you|they|the party)\s+)?"

@@ -30,13 +30,10 @@ def test_last_session_is_a_filter_not_words() -> None:
     assert "loot" in parsed.text
 
 
-def test_last_time_at_a_questions_end_and_last_week_are_the_last_session() -> None:
-    for question in ("what happened last time?", "what did we find last week", "who did Grog punch last night?"):
-        parsed = parse(question)
-        assert parsed.filters == Filters(last_session=True), question
-        assert "last" not in parsed.text, question
-    # when did it last happen: a question about the story, not a session
-    for question in ("when was the last time we saw Kevdak?", "last time we met Kevdak, what did he want?"):
+def test_last_time_or_last_week_is_no_session_filter() -> None:
+    """ "What did you recommend last time?" may mean the last time it came up, not the last session: filtered so,
+    LongMemEval dev lost 3 of 60 questions at 10 lines."""
+    for question in ("what did you recommend last time?", "where did I go last week?", "the last time we met"):
         assert not parse(question).filters.last_session, question
 
 
