@@ -69,8 +69,7 @@ def cited(hits: list[RecallHit], mask: Callable[[str], str], room: int) -> str:
         if len("\n\n".join([*out, text])) <= room:
             out.append(text)
         elif not out:
-            cut = text[: room - 1]
-            out.append((cut[: cut.rfind(" ")] if " " in cut else cut) + "…")
+            out.append(clip(text, room))
         else:
             break
     return "\n\n".join(out)

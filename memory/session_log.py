@@ -12,7 +12,7 @@ import asyncpg
 from memory.db import Executor, connection, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError, did_you_mean, quoted
 from memory.models import Correction, Entry, EntryHit, EntryIn, Session
-from memory.text import session_title
+from memory.text import clip, session_title
 
 _ENTRY_COLUMNS = """id, campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s,
                     duration_s, ref, corrections, suspects, confidences, created_at"""
@@ -67,7 +67,7 @@ _LINES = "(SELECT count(*) FROM session_entries l WHERE l.campaign_id = s.campai
 
 def _clipped(said: str) -> str:
     """A line quoted in a message, its first 60 characters."""
-    return quoted(said if len(said) <= 60 else said[:59] + "…")
+    return quoted(clip(said, 60))
 
 
 class ListedSession(Session):

@@ -28,8 +28,13 @@ MAX_HEARD_AS_WORDS = 7
 
 
 def clip(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` characters, an ellipsis saying it was."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``text`` cut to at most ``limit`` characters between words, an ellipsis saying it was; a word longer than
+    two thirds of the room is cut in it."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    cut = limit - 1 if text[limit - 1].isspace() else max(head.rfind(" "), head.rfind("\n"))
+    return (head[:cut] if cut > limit // 3 else head).rstrip(" \n,;:") + "…"
 
 
 def excerpt(text: str, names: Iterable[str], limit: int) -> str:

@@ -237,7 +237,7 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, dry_run: bo
 @async_command
 async def export(ctx: click.Context, campaign: str | None, output: Path | None) -> None:
     """Write the campaign's entities and relationships as a campaign YAML file (not the session log: to back up
-    everything, see README, Backups)."""
+    everything, see docs/guide/backups.md)."""
     from campaigns.files import dump_campaign_file, too_big_to_load
     from campaigns.load import export_campaign_file
     from campaigns.schema import CampaignHeader

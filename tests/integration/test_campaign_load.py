@@ -522,7 +522,7 @@ async def test_export_writes_a_value_longer_than_a_file_loads_whole_and_says_so(
     text = dump_campaign_file(await export_campaign_file(mem, on_skip=warned.append))
     assert hoard in " ".join(text.split())
     assert warned == [
-        "wrote Eldrinax —'hoards'→ drowned gold drowne… whole: its value has 649 characters, more than the 500 a "
+        "wrote Eldrinax —'hoards'→ drowned gold… whole: its value has 649 characters, more than the 500 a "
         "campaign file loads; shorten it (longer notes go in the description) before loading the file back"
     ]
     with pytest.raises(CampaignFileError, match="value has 649 characters; a fact's value has at most 500"):

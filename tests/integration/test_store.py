@@ -80,8 +80,8 @@ async def test_l1_replaying_a_line_does_not_duplicate_and_other_words_are_refuse
     with pytest.raises(AlreadyExistsError) as refused:
         await campaign.log.write_many(s.id, [EntryIn(speaker="Unknown speaker", text=long, seq=2)])
     assert str(refused.value) == (
-        "line 2 of this session already says 'The gate of Ironhold is shut, and the guard will not open i…' (DM), "
-        "not 'The gate of Ironhold is shut, and the guard will not open i…' (Unknown speaker): a different "
+        "line 2 of this session already says 'The gate of Ironhold is shut, and the guard will not open…' (DM), "
+        "not 'The gate of Ironhold is shut, and the guard will not open…' (Unknown speaker): a different "
         "transcript needs a session of its own"
     )
 

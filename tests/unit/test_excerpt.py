@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from memory.text import excerpt
+import pytest
+
+from memory.text import clip, excerpt
 
 NARRATION = (
     "At this point, as you're running, you're rushing forward. To the left of your ear, you hear a thud and you "
@@ -55,3 +57,17 @@ def test_a_person_said_by_one_word_of_their_name_shows_where_the_line_says_it() 
     line = "x " * 80 + "You were brought in by Watchmaster Bryce, who offered to pay you for gnoll ears. " + "y " * 80
     for names in (["Quest from Bryce Feelid"], ["Bryce Feelid", "Quest from Bryce Feelid"]):
         assert "Watchmaster Bryce, who offered" in excerpt(line, names, 80)
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "shown"),
+    [
+        ("The festival of Winter's Crest", 30, "The festival of Winter's Crest"),  # fits: whole
+        ("The festival of Winter's Crest begins", 30, "The festival of Winter's…"),
+        ("Mira, the smith of Ironhold", 12, "Mira, the…"),  # no comma before the ellipsis
+        ("Ironhold\nMira the smith", 12, "Ironhold…"),  # a line break is between words too
+        ("A Tarrasque-sized-description-with-no-spaces", 20, "A Tarrasque-sized-d…"),  # one long word: cut in it
+    ],
+)
+def test_clip_cuts_between_words(text: str, limit: int, shown: str) -> None:
+    assert clip(text, limit) == shown and len(shown) <= limit
