@@ -311,7 +311,7 @@ def identity(snap: Neighbourhood, last: Mention | None, mask: Callable[[str], st
         facts=[mask(r.describe()) + mark * (dm and r.visibility == Visibility.secret) for r in others],
         took_part=sessions,
         connected=[_scene_entity(c, mask) for c in snap.connected if c.status == ReviewStatus.accepted],
-        last_mentioned=f"{mask(last.where())}, {last.speaker}: “{mask(last.text)}”" if last else None,
+        last_mentioned=f"{mask(last.where())}, {mask(last.speaker)}: “{mask(last.text)}”" if last else None,
     )
 
 

@@ -197,7 +197,13 @@ class CampaignTools:
         return SearchResult(
             entities=named,
             passages=[
-                Passage(where=mask(h.where()), speakers=h.speakers, text=mask(h.text), refs=h.refs, score=h.score)
+                Passage(
+                    where=mask(h.where()),
+                    speakers=list(dict.fromkeys(map(mask, h.speakers))),
+                    text=mask(h.text),
+                    refs=h.refs,
+                    score=h.score,
+                )
                 for h in hits
             ],
         )
@@ -282,7 +288,9 @@ class CampaignTools:
         said = await mentions_of(self.mem, entity, limit)
         return Mentions(
             entity=mask(entity.name),
-            mentions=[MentionOut(where=mask(m.where()), speaker=m.speaker, text=mask(m.text), ref=m.ref) for m in said],
+            mentions=[
+                MentionOut(where=mask(m.where()), speaker=mask(m.speaker), text=mask(m.text), ref=m.ref) for m in said
+            ],
         )
 
     async def _session(self, title: str | None) -> tuple[Session, Callable[[str], str]]:
