@@ -180,8 +180,9 @@ class HotContext(BaseModel):
     def text(self, budget_tokens: int = 800) -> str:
         """The context as a compact prompt block of at most ``budget_tokens`` (estimated at four characters a
         token, the usual figure for English with BPE tokenizers). The parts go in by importance: who the entity
-        is, its facts, the newest lines, the scene, then the entities it is connected to; what does not fit is
-        left out whole, never cut mid-line (a line's own length is capped)."""
+        is (its name always, as many aliases as fit), its facts, the newest lines, its attributes (an import's
+        "foundry_type: npc"), the scene, then the entities it is connected to; what does not fit is left out whole,
+        never cut mid-line (a line's own length is capped)."""
         room = max(budget_tokens, 1) * 4
         e = self.entity
 
@@ -202,26 +203,33 @@ class HotContext(BaseModel):
                 kept.append(item)
             return kept if len(kept) > 1 else []
 
+        # whose context it is, always; the aliases that fit in a quarter of the room, whole
         head = f"# {e.name} ({e.type.value}{', DM only' if e.secret else ''})"
-        if e.aliases:
-            head += f", also called {', '.join(e.aliases)}"
-        identity = [clip(head, 300)]
-        if e.description:
-            identity.append(clip(" ".join(e.description.split()), max(room // 4, 80)))
-        identity = [line for line in identity if fit(line)]
-        facts = [f"- {k}: {v}" for k, v in e.attributes.items()] + [f"- {f}" for f in e.facts]
-        facts += [f"- {e.took_part}"] if e.took_part else []
-        facts += [clip(f"- last mentioned: {e.last_mentioned}", 300)] if e.last_mentioned else []
+        called: list[str] = []
+        for alias in e.aliases:
+            if len(head) + len(", also called ") + len(", ".join([*called, alias])) > min(300, room // 4):
+                break
+            called.append(alias)
+        head = clip(head + (f", also called {', '.join(called)}" if called else ""), room - 1)
+        identity = [head] if fit(head) else []
+        if e.description and fit(description := clip(" ".join(e.description.split()), max(room // 4, 80))):
+            identity.append(description)
+        facts = [f"- {f}" for f in e.facts] + ([f"- {e.took_part}"] if e.took_part else [])
+        facts += [f"- last mentioned: {e.last_mentioned}"] if e.last_mentioned else []
         known = section("## Facts", [clip(" ".join(f.split()), 300) for f in facts])  # one line each: GM notes
         # an untimed session's lines are all in any window: what is shown is its last lines, not minutes
         span = "lines" if self.lines and all(line.untimed for line in self.lines) else f"{self.minutes:g} minutes"
         title = f"## Last {span} of {self.session or 'the session'}"
         newest_first = section(title, [clip(line.render(), 400) for line in reversed(self.lines)])
         lines = newest_first[:1] + newest_first[:0:-1]  # the title, then oldest first
+        # an import's attributes ("foundry_type: npc") say less than what was just said to it: they go in after
+        attributes = section(
+            "## Attributes", [clip(f"- {k}: {' '.join(str(v).split())}", 300) for k, v in e.attributes.items()]
+        )
         scene_ids = {s.id for s in self.scene}
         scene = section("## In the scene", [clip(s.render(), 250) for s in self.scene if s.id != e.id])
         connected = section("## Connected", [clip(c.render(), 200) for c in e.connected if c.id not in scene_ids])
-        return "\n".join([*identity, *known, *lines, *scene, *connected])
+        return "\n".join([*identity, *known, *attributes, *lines, *scene, *connected])
 
 
 async def visible_snapshot(mem: CampaignMemory, name: str, *, dm: bool, mask: Callable[[str], str]) -> Neighbourhood:
