@@ -11,12 +11,13 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Annotated, ParamSpec, TypeVar
+from typing import Annotated, Any, ParamSpec, TypeVar
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
-from mcp_types import ToolAnnotations
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
+from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 import memory.recall as recall_core
 from memory.context import (
@@ -440,6 +441,57 @@ def _answering(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     return wrapper
 
 
+def argument_problems(exc: ValidationError, schema: dict[str, Any]) -> str:
+    """What is wrong with a tool's arguments, in plain words from its input ``schema`` ("limit must be between 1
+    and 50"), never the values given (they are the caller's data) nor pydantic's wording and links."""
+    return "; ".join(_argument_problem(error, schema) for error in exc.errors())
+
+
+def _argument_problem(error: ErrorDetails, schema: dict[str, Any]) -> str:
+    loc = error["loc"]
+    name = ".".join(str(p) for p in loc) or "the arguments"
+    field: dict[str, Any] = schema.get("properties", {}).get(str(loc[0]), {}) if loc else {}
+    field = next((f for f in field.get("anyOf", []) if f.get("type") != "null"), field)  # optional: its kind
+    kind, ctx = error["type"], error.get("ctx", {})
+    if kind == "missing":
+        return f"{name} is required"
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        low = f"more than {field['exclusiveMinimum']:g}" if "exclusiveMinimum" in field else None
+        low = low or (f"at least {field['minimum']:g}" if "minimum" in field else None)
+        high = f"less than {field['exclusiveMaximum']:g}" if "exclusiveMaximum" in field else None
+        high = high or (f"at most {field['maximum']:g}" if "maximum" in field else None)
+        if "minimum" in field and "maximum" in field:
+            return f"{name} must be between {field['minimum']:g} and {field['maximum']:g}"
+        return f"{name} must be {' and '.join(b for b in (low, high) if b)}"
+    if kind == "string_too_short":
+        return f"{name} must not be empty" if ctx.get("min_length") == 1 else f"{name} is too short"
+    if kind in ("string_too_long", "too_long"):
+        unit = "characters" if kind == "string_too_long" else "items"
+        return f"{name} must be at most {ctx.get('max_length')} {unit}"
+    if kind in ("enum", "literal_error"):
+        return f"{name} must be one of {ctx.get('expected')}"
+    said = {"int": "a whole number", "float": "a number", "string": "text", "bool": "true or false", "list": "a list"}
+    what = said.get(kind.split("_")[0]) if kind.endswith(("_type", "_parsing", "_from_float")) else None
+    return f"{name} must be {what}" if what else f"{name}: {error['msg']}"
+
+
+class _Server(MCPServer):
+    """The SDK's server, but a call whose arguments its schema refuses is answered in plain words: the SDK checks
+    them before a tool runs, and would answer with pydantic's dump and a URL."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
+            said = argument_problems(exc.__cause__, schema)
+            raise ToolError(f"Error executing tool {name}: {said}") from exc.__cause__  # the SDK logs its fields
+
+
 Text = Annotated[str, Field(min_length=1, max_length=1000)]
 Name = Annotated[str, Field(min_length=1, max_length=300, description="An entity's name or one of its aliases.")]
 SessionTitle = Annotated[
@@ -458,7 +510,7 @@ def _proposed() -> Provenance:
 def build_server(tools: CampaignTools, *, allow_proposals: bool = False) -> MCPServer:
     """An MCP server over ``tools``: the read tools always, the proposal tools only when allowed."""
     view = "DM" if tools.dm else "players'"
-    server = MCPServer(
+    server = _Server(
         name="lorekeeper",
         title=f"Lorekeeper: {tools.campaign.name}",
         instructions=(

@@ -164,6 +164,21 @@ async def test_bad_arguments_are_tool_errors(campaign: CampaignMemory, fresh_dsn
         assert "no entity named 'Gorm'" in await error_of(s, "entity_card", name="Gorm")
         assert "did you mean 'Grom'" in await error_of(s, "entity_facts", name="Gorm")
         assert "minutes" in await error_of(s, "recent_log", minutes=-1)
+        # the SDK checks the arguments against the schema first: its refusals in plain words too
+        plain = {
+            "limit must be between 1 and 50": ("find_entities", {"limit": 1000}),
+            "name must not be empty": ("entity_card", {"name": ""}),
+            "name must be text": ("entity_card", {"name": 42}),
+            "minutes must be more than 0 and at most 60": ("recent_log", {"minutes": 0}),
+            "minutes must be a number": ("recent_log", {"minutes": "abc"}),
+            "limit must be a whole number": ("entity_mentions", {"name": "Grom", "limit": 2.5}),
+            "history must be true or false": ("entity_facts", {"name": "Grom", "history": "maybe"}),
+            "name is required": ("entity_card", {}),
+        }
+        for said, (tool, arguments) in plain.items():
+            error = await error_of(s, tool, **arguments)
+            assert error == f"Error executing tool {tool}: {said}", error
+        assert "type must be one of 'npc'" in await error_of(s, "find_entities", type="dragon")
         assert "no session titled" in await error_of(s, "session_recap", session="Night 9")
         # proposals are not offered read-only: calling one is an error, nothing is written
         assert "propose_fact" in await error_of(s, "propose_fact", entity="Grom", relation="x", value="y")
