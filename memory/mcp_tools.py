@@ -152,7 +152,7 @@ class HotContextOut(BaseModel):
 
 
 class Proposal(BaseModel):
-    ref: str  # "e12" / "f34": the review item, as /review and `lorekeeper review` name it
+    ref: str  # "e12" / "f34": the review item, as /review and `lorekeeper review` name it ("" for players' entities)
     status: ReviewStatus
     said: str
 
@@ -352,25 +352,33 @@ class CampaignTools:
     async def propose_entity(
         self, name: str, type: EntityType, description: str = "", aliases: list[str] | None = None
     ) -> Proposal:
+        proposed = EntityIn(
+            name=name,
+            type=type,
+            description=description,
+            aliases=aliases or [],
+            status=ReviewStatus.pending,
+            provenance=_proposed(),
+        )
+        said = f"proposed new {type.value} {proposed.name!r}"
         try:
-            entity = await self.mem.graph.add_entity(
-                EntityIn(
-                    name=name,
-                    type=type,
-                    description=description,
-                    aliases=aliases or [],
-                    status=ReviewStatus.pending,
-                    provenance=_proposed(),
-                )
-            )
-        except AlreadyExistsError:
+            entity = await self.mem.graph.add_entity(proposed)
+        except AlreadyExistsError as exc:
             if self.dm:
                 raise
-            # the DM's error names what holds the name, which may be secret: players learn only that it is taken
+            holder = await self.mem.graph.find_entity(exc.name) if exc.name else None
+            if holder is not None and holder.visibility == Visibility.secret:
+                # "taken" would confirm a guess at a secret name that every other tool says is unknown: answered
+                # as a new name is, and nothing filed (the DM has it already); the DM reads it in the server's log
+                log.warning("a players' proposal of %r names a secret entity: nothing filed", proposed.name)
+                return Proposal(ref="", status=ReviewStatus.pending, said=said)
+            # the DM's error names what holds the name: players learn only that it is taken
             raise AlreadyExistsError(
                 f"{quoted(name)} cannot be proposed: that name (or an alias of it) is taken or waiting for review"
             ) from None
-        return Proposal(ref=f"e{entity.id}", status=entity.status, said=f"proposed new {type.value} {entity.name!r}")
+        # a review item's ref is the DM's: players have no use for it, and a missing one would stand out
+        ref = f"e{entity.id}" if self.dm else ""
+        return Proposal(ref=ref, status=entity.status, said=said)
 
     async def propose_fact(
         self, entity: str, relation: str, target: str | None = None, value: str | None = None
