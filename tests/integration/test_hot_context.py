@@ -154,3 +154,19 @@ async def test_a_secret_npcs_name_as_a_speaker_is_masked_for_players(campaign: C
     assert last is not None and last.speaker == SECRET_NPC and "Vaskerrin" not in str(embed.to_dict())
     (hit,) = await recall(campaign, None, "you have failed me", limit=1, mode="fulltext", dm=False)
     assert "Vaskerrin" not in cite(hit.model_copy(update={"lines": []}), mask)  # by its speakers alone
+
+
+async def test_a_speaker_is_in_the_scene_and_a_past_session_says_it_is_past(campaign: CampaignMemory) -> None:
+    """Only what the lines said counted: Pip, who speaks in the window but is named by nobody, was not in the
+    scene. With no session live, the block titled an ended session's last minutes as if they were now."""
+    import re
+
+    ids = await build_world(campaign)
+    ctx = await hot_context(campaign, "Ironhold", minutes=5, dm=True)
+    assert "Pip" in {s.name for s in ctx.scene}
+    assert "## Last 5 minutes of Night 2\n" in ctx.text(2000)  # live: no note
+    await campaign.log.end_session(ids["live"])
+    past = await hot_context(campaign, "Ironhold", minutes=5, dm=True)
+    assert not past.live and past.played is not None
+    title = f"## Last 5 minutes of Night 2 (a past session of {past.played}, not what is happening now)"
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", past.played) and title in past.text(2000)

@@ -32,9 +32,10 @@ def test_an_untimed_sessions_lines_are_not_called_its_last_minutes() -> None:
         return ctx.text(800)
 
     turn = ContextLine(speaker="Matt", text="Vex, you're up.", start_s=0.0, ref="turn 2411")
-    assert "## Last lines of Episode 110\n[turn 2411] Matt: Vex, you're up." in block(turn)
+    past = "(a past session, not what is happening now)"
+    assert f"## Last lines of Episode 110 {past}\n[turn 2411] Matt: Vex, you're up." in block(turn)
     timed = ContextLine(speaker="Ana", text="Hi.", start_s=0.0, ref="voice:42:0")
-    assert "## Last 5 minutes of Episode 110\n[0:00] Ana: Hi." in block(timed)
+    assert f"## Last 5 minutes of Episode 110 {past}\n[0:00] Ana: Hi." in block(timed)
 
 
 def test_the_block_always_says_whose_context_it_is_and_what_was_just_said() -> None:
