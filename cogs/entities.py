@@ -127,7 +127,7 @@ def entity_embed(
         add_field_within(embed, "History, newest first", past, inline=False)
     if last_mention:
         # a narrator's paragraph may name it only past a field's 1,024 characters: the part that does
-        where = f"{mask(last_mention.where())}, {last_mention.speaker}: "
+        where = f"{mask(last_mention.where())}, {mask(last_mention.speaker)}: "
         # masked before cut: a secret name cut in half would be left whole enough to read
         text = excerpt(mask(last_mention.text), [entity.name, *entity.aliases], MAX_FIELD_VALUE - len(where) - 2)
         said = f"{where}“{text}”"

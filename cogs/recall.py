@@ -42,7 +42,7 @@ def cite(hit: RecallHit, mask: Callable[[str], str] = str) -> str:
         for line in hit.lines
         if (text := _plain(f"{line.who(mask)}: {line.shown(mask)}"))
     ] or [_plain(mask(hit.text))]
-    who = ", ".join(dict.fromkeys(line.who(mask) for line in hit.answering())) or ", ".join(hit.speakers)
+    who = ", ".join(dict.fromkeys([line.who(mask) for line in hit.answering()] or map(mask, hit.speakers)))
     # display names and titles are the users' too: "*Grog*" is a name here, not emphasis
     return "\n".join(f"> {line}" for line in said) + f"\n— **{_plain(who)}**, {_plain(mask(hit.where()))}"
 

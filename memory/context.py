@@ -2,8 +2,8 @@
 
 For one entity (the NPC speaking) and a live session: its identity snapshot from L3 (description, current facts,
 relationships, connected entities, where it was last mentioned), the last minutes of L1, and the entities of the
-current scene (those named in those minutes). A typed model, and :meth:`HotContext.text` for a prompt within a
-token budget. Players' view (``dm=False``) masks secrets exactly as /entity show and /recall do.
+current scene (those who speak or are named in those minutes). A typed model, and :meth:`HotContext.text` for a
+prompt within a token budget. Players' view (``dm=False``) masks secrets exactly as /entity show and /recall do.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ _NAMES_NOW = """
 #: :class:`NamesCache` needs to know whether what it holds is still right.
 _RECENT = f"""
 WITH s AS (
-    SELECT id, title, ended_at IS NULL AS live FROM sessions
+    SELECT id, title, ended_at IS NULL AS live, started_at::date AS played FROM sessions
     WHERE campaign_id = $1 AND ($2::bigint IS NULL OR id = $2)
     ORDER BY ended_at IS NULL DESC, started_at DESC, id DESC LIMIT 1
 ),
@@ -61,7 +61,7 @@ recent AS (
     ORDER BY se.start_s DESC, se.seq DESC LIMIT $4
 )
 SELECT
-    (SELECT jsonb_build_object('id', id, 'title', title, 'live', live) FROM s) AS session,
+    (SELECT jsonb_build_object('id', id, 'title', title, 'live', live, 'played', played) FROM s) AS session,
     (SELECT coalesce(jsonb_agg(jsonb_build_object(
                 'speaker', speaker, 'text', text, 'start_s', start_s, 'ref', ref) ORDER BY start_s, seq), '[]')
      FROM recent) AS lines,
@@ -173,6 +173,7 @@ class HotContext(BaseModel):
     session_id: int | None
     session: str | None
     live: bool
+    played: str | None = None  # the day the session began, "2026-11-27"
     minutes: float
     lines: list[ContextLine]
     scene: list[SceneEntity]
@@ -180,8 +181,9 @@ class HotContext(BaseModel):
     def text(self, budget_tokens: int = 800) -> str:
         """The context as a compact prompt block of at most ``budget_tokens`` (estimated at four characters a
         token, the usual figure for English with BPE tokenizers). The parts go in by importance: who the entity
-        is, its facts, the newest lines, the scene, then the entities it is connected to; what does not fit is
-        left out whole, never cut mid-line (a line's own length is capped)."""
+        is (its name always, as many aliases as fit), its facts, the newest lines, its attributes (an import's
+        "foundry_type: npc"), the scene, then the entities it is connected to; what does not fit is left out whole,
+        never cut mid-line (a line's own length is capped)."""
         room = max(budget_tokens, 1) * 4
         e = self.entity
 
@@ -202,26 +204,35 @@ class HotContext(BaseModel):
                 kept.append(item)
             return kept if len(kept) > 1 else []
 
+        # whose context it is, always; the aliases that fit in a quarter of the room, whole
         head = f"# {e.name} ({e.type.value}{', DM only' if e.secret else ''})"
-        if e.aliases:
-            head += f", also called {', '.join(e.aliases)}"
-        identity = [clip(head, 300)]
-        if e.description:
-            identity.append(clip(" ".join(e.description.split()), max(room // 4, 80)))
-        identity = [line for line in identity if fit(line)]
-        facts = [f"- {k}: {v}" for k, v in e.attributes.items()] + [f"- {f}" for f in e.facts]
-        facts += [f"- {e.took_part}"] if e.took_part else []
-        facts += [clip(f"- last mentioned: {e.last_mentioned}", 300)] if e.last_mentioned else []
+        called: list[str] = []
+        for alias in e.aliases:
+            if len(head) + len(", also called ") + len(", ".join([*called, alias])) > min(300, room // 4):
+                break
+            called.append(alias)
+        head = clip(head + (f", also called {', '.join(called)}" if called else ""), room - 1)
+        identity = [head] if fit(head) else []
+        if e.description and fit(description := clip(" ".join(e.description.split()), max(room // 4, 80))):
+            identity.append(description)
+        facts = [f"- {f}" for f in e.facts] + ([f"- {e.took_part}"] if e.took_part else [])
+        facts += [f"- last mentioned: {e.last_mentioned}"] if e.last_mentioned else []
         known = section("## Facts", [clip(" ".join(f.split()), 300) for f in facts])  # one line each: GM notes
         # an untimed session's lines are all in any window: what is shown is its last lines, not minutes
         span = "lines" if self.lines and all(line.untimed for line in self.lines) else f"{self.minutes:g} minutes"
         title = f"## Last {span} of {self.session or 'the session'}"
+        if not self.live:  # an agent would read the last minutes of a past session as what is happening now
+            title += f" (a past session{f' of {self.played}' if self.played else ''}, not what is happening now)"
         newest_first = section(title, [clip(line.render(), 400) for line in reversed(self.lines)])
         lines = newest_first[:1] + newest_first[:0:-1]  # the title, then oldest first
+        # an import's attributes ("foundry_type: npc") say less than what was just said to it: they go in after
+        attributes = section(
+            "## Attributes", [clip(f"- {k}: {' '.join(str(v).split())}", 300) for k, v in e.attributes.items()]
+        )
         scene_ids = {s.id for s in self.scene}
         scene = section("## In the scene", [clip(s.render(), 250) for s in self.scene if s.id != e.id])
         connected = section("## Connected", [clip(c.render(), 200) for c in e.connected if c.id not in scene_ids])
-        return "\n".join([*identity, *known, *lines, *scene, *connected])
+        return "\n".join([*identity, *known, *attributes, *lines, *scene, *connected])
 
 
 async def visible_snapshot(mem: CampaignMemory, name: str, *, dm: bool, mask: Callable[[str], str]) -> Neighbourhood:
@@ -311,7 +322,7 @@ def identity(snap: Neighbourhood, last: Mention | None, mask: Callable[[str], st
         facts=[mask(r.describe()) + mark * (dm and r.visibility == Visibility.secret) for r in others],
         took_part=sessions,
         connected=[_scene_entity(c, mask) for c in snap.connected if c.status == ReviewStatus.accepted],
-        last_mentioned=f"{mask(last.where())}, {last.speaker}: “{mask(last.text)}”" if last else None,
+        last_mentioned=f"{mask(last.where())}, {mask(last.speaker)}: “{mask(last.text)}”" if last else None,
     )
 
 
@@ -321,6 +332,7 @@ class SessionRead(TypedDict):
     id: int
     title: str
     live: bool
+    played: str  # the day it began, "2026-11-27"
 
 
 async def recent_and_scene(
@@ -344,7 +356,8 @@ async def recent_and_scene(
         return None, [], [], mask
     lines = [ContextLine(**line) for line in row["lines"]]
     scene: list[SceneEntity] = []
-    ids = names.index.named_in([line.text for line in lines]) | set(row["corrected"])
+    # who speaks is in the scene as much as who is named: an NPC the DM voices names nobody when it talks
+    ids = names.index.named_in([part for line in lines for part in (line.speaker, line.text)]) | set(row["corrected"])
     if ids:
         found = await mem.db.fetch(_SCENE, mem.campaign_id, sorted(ids), dm)
         scene = [SceneEntity(**dict(r)) for r in found]
@@ -413,6 +426,7 @@ async def hot_context(
         session_id=session["id"] if session else None,
         session=mask(session["title"]) if session else None,
         live=bool(session and session["live"]),
+        played=session["played"] if session else None,
         minutes=minutes,
         lines=[line.model_copy(update={"speaker": mask(line.speaker), "text": mask(line.text)}) for line in lines],
         scene=[s.model_copy(update={"name": mask(s.name), "description": _short(mask(s.description))}) for s in scene],

@@ -11,12 +11,13 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Annotated, ParamSpec, TypeVar
+from typing import Annotated, Any, ParamSpec, TypeVar
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
-from mcp_types import ToolAnnotations
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
+from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 import memory.recall as recall_core
 from memory.context import (
@@ -151,7 +152,7 @@ class HotContextOut(BaseModel):
 
 
 class Proposal(BaseModel):
-    ref: str  # "e12" / "f34": the review item, as /review and `lorekeeper review` name it
+    ref: str  # "e12" / "f34": the review item, as /review and `lorekeeper review` name it ("" for players' entities)
     status: ReviewStatus
     said: str
 
@@ -197,7 +198,13 @@ class CampaignTools:
         return SearchResult(
             entities=named,
             passages=[
-                Passage(where=mask(h.where()), speakers=h.speakers, text=mask(h.text), refs=h.refs, score=h.score)
+                Passage(
+                    where=mask(h.where()),
+                    speakers=list(dict.fromkeys(map(mask, h.speakers))),
+                    text=mask(h.text),
+                    refs=h.refs,
+                    score=h.score,
+                )
                 for h in hits
             ],
         )
@@ -282,7 +289,9 @@ class CampaignTools:
         said = await mentions_of(self.mem, entity, limit)
         return Mentions(
             entity=mask(entity.name),
-            mentions=[MentionOut(where=mask(m.where()), speaker=m.speaker, text=mask(m.text), ref=m.ref) for m in said],
+            mentions=[
+                MentionOut(where=mask(m.where()), speaker=mask(m.speaker), text=mask(m.text), ref=m.ref) for m in said
+            ],
         )
 
     async def _session(self, title: str | None) -> tuple[Session, Callable[[str], str]]:
@@ -343,25 +352,33 @@ class CampaignTools:
     async def propose_entity(
         self, name: str, type: EntityType, description: str = "", aliases: list[str] | None = None
     ) -> Proposal:
+        proposed = EntityIn(
+            name=name,
+            type=type,
+            description=description,
+            aliases=aliases or [],
+            status=ReviewStatus.pending,
+            provenance=_proposed(),
+        )
+        said = f"proposed new {type.value} {proposed.name!r}"
         try:
-            entity = await self.mem.graph.add_entity(
-                EntityIn(
-                    name=name,
-                    type=type,
-                    description=description,
-                    aliases=aliases or [],
-                    status=ReviewStatus.pending,
-                    provenance=_proposed(),
-                )
-            )
-        except AlreadyExistsError:
+            entity = await self.mem.graph.add_entity(proposed)
+        except AlreadyExistsError as exc:
             if self.dm:
                 raise
-            # the DM's error names what holds the name, which may be secret: players learn only that it is taken
+            holder = await self.mem.graph.find_entity(exc.name) if exc.name else None
+            if holder is not None and holder.visibility == Visibility.secret:
+                # "taken" would confirm a guess at a secret name that every other tool says is unknown: answered
+                # as a new name is, and nothing filed (the DM has it already); the DM reads it in the server's log
+                log.warning("a players' proposal of %r names a secret entity: nothing filed", proposed.name)
+                return Proposal(ref="", status=ReviewStatus.pending, said=said)
+            # the DM's error names what holds the name: players learn only that it is taken
             raise AlreadyExistsError(
                 f"{quoted(name)} cannot be proposed: that name (or an alias of it) is taken or waiting for review"
             ) from None
-        return Proposal(ref=f"e{entity.id}", status=entity.status, said=f"proposed new {type.value} {entity.name!r}")
+        # a review item's ref is the DM's: players have no use for it, and a missing one would stand out
+        ref = f"e{entity.id}" if self.dm else ""
+        return Proposal(ref=ref, status=entity.status, said=said)
 
     async def propose_fact(
         self, entity: str, relation: str, target: str | None = None, value: str | None = None
@@ -432,6 +449,57 @@ def _answering(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     return wrapper
 
 
+def argument_problems(exc: ValidationError, schema: dict[str, Any]) -> str:
+    """What is wrong with a tool's arguments, in plain words from its input ``schema`` ("limit must be between 1
+    and 50"), never the values given (they are the caller's data) nor pydantic's wording and links."""
+    return "; ".join(_argument_problem(error, schema) for error in exc.errors())
+
+
+def _argument_problem(error: ErrorDetails, schema: dict[str, Any]) -> str:
+    loc = error["loc"]
+    name = ".".join(str(p) for p in loc) or "the arguments"
+    field: dict[str, Any] = schema.get("properties", {}).get(str(loc[0]), {}) if loc else {}
+    field = next((f for f in field.get("anyOf", []) if f.get("type") != "null"), field)  # optional: its kind
+    kind, ctx = error["type"], error.get("ctx", {})
+    if kind == "missing":
+        return f"{name} is required"
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        low = f"more than {field['exclusiveMinimum']:g}" if "exclusiveMinimum" in field else None
+        low = low or (f"at least {field['minimum']:g}" if "minimum" in field else None)
+        high = f"less than {field['exclusiveMaximum']:g}" if "exclusiveMaximum" in field else None
+        high = high or (f"at most {field['maximum']:g}" if "maximum" in field else None)
+        if "minimum" in field and "maximum" in field:
+            return f"{name} must be between {field['minimum']:g} and {field['maximum']:g}"
+        return f"{name} must be {' and '.join(b for b in (low, high) if b)}"
+    if kind == "string_too_short":
+        return f"{name} must not be empty" if ctx.get("min_length") == 1 else f"{name} is too short"
+    if kind in ("string_too_long", "too_long"):
+        unit = "characters" if kind == "string_too_long" else "items"
+        return f"{name} must be at most {ctx.get('max_length')} {unit}"
+    if kind in ("enum", "literal_error"):
+        return f"{name} must be one of {ctx.get('expected')}"
+    said = {"int": "a whole number", "float": "a number", "string": "text", "bool": "true or false", "list": "a list"}
+    what = said.get(kind.split("_")[0]) if kind.endswith(("_type", "_parsing", "_from_float")) else None
+    return f"{name} must be {what}" if what else f"{name}: {error['msg']}"
+
+
+class _Server(MCPServer):
+    """The SDK's server, but a call whose arguments its schema refuses is answered in plain words: the SDK checks
+    them before a tool runs, and would answer with pydantic's dump and a URL."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
+            said = argument_problems(exc.__cause__, schema)
+            raise ToolError(f"Error executing tool {name}: {said}") from exc.__cause__  # the SDK logs its fields
+
+
 Text = Annotated[str, Field(min_length=1, max_length=1000)]
 Name = Annotated[str, Field(min_length=1, max_length=300, description="An entity's name or one of its aliases.")]
 SessionTitle = Annotated[
@@ -450,7 +518,7 @@ def _proposed() -> Provenance:
 def build_server(tools: CampaignTools, *, allow_proposals: bool = False) -> MCPServer:
     """An MCP server over ``tools``: the read tools always, the proposal tools only when allowed."""
     view = "DM" if tools.dm else "players'"
-    server = MCPServer(
+    server = _Server(
         name="lorekeeper",
         title=f"Lorekeeper: {tools.campaign.name}",
         instructions=(

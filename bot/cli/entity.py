@@ -230,7 +230,7 @@ async def show(
             click.echo(f"  - {mask(p.describe_past(' (secret)'))}")
     if last:
         said = excerpt(mask(last.text), [e.name, *e.aliases], 100)  # masked before cut, as on the card
-        click.echo(f"  last mentioned in {mask(last.where())} by {last.speaker}: {said}")
+        click.echo(f"  last mentioned in {mask(last.where())} by {mask(last.speaker)}: {said}")
 
 
 @entity.command("mentions")

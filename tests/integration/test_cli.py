@@ -951,6 +951,13 @@ def test_as_player_previews_recall_entity_show_and_recap_as_a_player_reads_them(
     assert data.returncode == 2 and "--as-player shows the text a player reads: give it without --json" in data.stderr
     batch = lk("recall", "--as-player", input="Mira\n")
     assert batch.returncode == 2 and "give it a QUERY, not queries on stdin" in batch.stderr
+    # a line spoken under the secret name: the speaker is masked as the text is
+    (tmp_path / "night2.txt").write_text("Vaskerrin: Mira, bring the silver.\n")
+    assert lk("ingest", str(tmp_path / "night2.txt"), "--session", "Night 2", "--wait").returncode == 0
+    card = lk("entity", "show", "Mira", "--as-player").stdout
+    assert "by [secret]: Mira, bring the silver." in card and "Vaskerrin" not in card, card
+    found = lk("recall", "bring the silver", "--mode", "fulltext", "--as-player").stdout
+    assert "[secret]: Mira, bring the silver." in found and "Vaskerrin" not in found, found
 
 
 def test_recap_as_player_finds_and_lists_sessions_by_the_titles_a_player_reads(lk, tmp_path: Path) -> None:

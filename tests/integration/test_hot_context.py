@@ -118,3 +118,55 @@ async def test_mentions_from_the_index_are_masked_for_players(campaign: Campaign
         "I ask Grom about the Pale Magister.",
         f"In the shadows, {SECRET_NPC} watches.",
     ]
+
+
+async def test_a_secret_npcs_name_as_a_speaker_is_masked_for_players(campaign: CampaignMemory, memory: Memory) -> None:
+    """A line spoken under a secret NPC's name: its text was masked, but search_sessions' speakers, entity_mentions,
+    the card's and the hot context's "last mentioned", /entity show and a /recall cite named the speaker whole."""
+    from cogs.entities import entity_embed
+    from cogs.recall import cite
+    from memory.models import EntryIn
+    from memory.recall import recall
+
+    ids = await build_world(campaign)
+    await campaign.log.write_many(
+        ids["live"], [EntryIn(speaker=SECRET_NPC, text="Grom, you have failed me.", start_s=1290)]
+    )
+    chosen = await memory.campaigns().get("Test Campaign")
+    players = CampaignTools(campaign, chosen, dm=False)
+    found = await players.search_sessions("failed me")
+    assert any("[secret]" in p.speakers for p in found.passages)
+    ctx = await hot_context(campaign, "Grom", minutes=5, dm=False)
+    assert (
+        ctx.entity.last_mentioned is not None and "[secret]: “Grom, you have failed me.”" in ctx.entity.last_mentioned
+    )
+    said = [
+        found,
+        await players.entity_mentions("Grom"),
+        await players.entity_card("Grom"),
+        (await players.hot_context("Grom", budget_tokens=2000)).text,
+    ]
+    assert "failed me" in str(said[1]) and "Vaskerrin" not in str(said)
+
+    mask = await campaign.graph.player_mask()
+    snap, last = await campaign.graph.identity("Grom")
+    embed = entity_embed(snap.entity, relationships=[], last_mention=last, mask=mask, dm=False)
+    assert last is not None and last.speaker == SECRET_NPC and "Vaskerrin" not in str(embed.to_dict())
+    (hit,) = await recall(campaign, None, "you have failed me", limit=1, mode="fulltext", dm=False)
+    assert "Vaskerrin" not in cite(hit.model_copy(update={"lines": []}), mask)  # by its speakers alone
+
+
+async def test_a_speaker_is_in_the_scene_and_a_past_session_says_it_is_past(campaign: CampaignMemory) -> None:
+    """Only what the lines said counted: Pip, who speaks in the window but is named by nobody, was not in the
+    scene. With no session live, the block titled an ended session's last minutes as if they were now."""
+    import re
+
+    ids = await build_world(campaign)
+    ctx = await hot_context(campaign, "Ironhold", minutes=5, dm=True)
+    assert "Pip" in {s.name for s in ctx.scene}
+    assert "## Last 5 minutes of Night 2\n" in ctx.text(2000)  # live: no note
+    await campaign.log.end_session(ids["live"])
+    past = await hot_context(campaign, "Ironhold", minutes=5, dm=True)
+    assert not past.live and past.played is not None
+    title = f"## Last 5 minutes of Night 2 (a past session of {past.played}, not what is happening now)"
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", past.played) and title in past.text(2000)

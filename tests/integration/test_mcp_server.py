@@ -139,16 +139,24 @@ async def test_player_view_hides_secrets_and_proposals_wait_for_review(
         assert "1 npc" in overview and "Vaskerrin" not in overview
 
         proposed = await call(s, "propose_entity", name="Sister Ash", type="npc", description="A wandering nun.")
-        assert proposed["status"] == "pending" and proposed["ref"].startswith("e")
+        assert proposed == {"ref": "", "status": "pending", "said": "proposed new npc 'Sister Ash'"}
         fact = await call(s, "propose_fact", entity="Grom", relation="owes_money_to", target="Pip")
         assert fact["status"] == "pending" and fact["ref"].startswith("f")
-        # a name a secret entity holds is refused without saying whose
-        taken = await error_of(s, "propose_entity", name="the Pale Magister", type="npc")
-        assert "cannot be proposed" in taken and "Vaskerrin" not in taken
+        # a name a public entity holds is refused without saying whose; a secret one's is answered as an unknown
+        # name is (a refusal would confirm the guess), and nothing is filed: the DM has it already
+        taken = await error_of(s, "propose_entity", name="the smith", type="npc")
+        assert "cannot be proposed" in taken and "Grom" not in taken
+        for guess in (SECRET_NPC, "the Pale Magister"):
+            said = await call(s, "propose_entity", name=guess, type="npc")
+            assert said == {"ref": "", "status": "pending", "said": f"proposed new npc {guess!r}"}
 
     pending = await campaign.review.pending()
-    assert {(i.kind, i.ref) for i in pending} == {(ReviewKind.entity, proposed["ref"]), (ReviewKind.fact, fact["ref"])}
-    assert (await campaign.graph.find_entity("Sister Ash")).status == "pending"  # type: ignore[union-attr]
+    assert (
+        "proposal of 'the Pale Magister' names a secret entity: nothing filed" in (tmp_path / "server.log").read_text()
+    )
+    ash = await campaign.graph.find_entity("Sister Ash")
+    assert ash is not None and ash.status == "pending"
+    assert {(i.kind, i.ref) for i in pending} == {(ReviewKind.entity, f"e{ash.id}"), (ReviewKind.fact, fact["ref"])}
     grom = await campaign.graph.get_entity("Grom")
     canon = await campaign.graph.relationships_of(grom.id, include_secret=True)  # accepted facts only
     assert "owes_money_to" not in {r.type for r in canon}
@@ -164,6 +172,21 @@ async def test_bad_arguments_are_tool_errors(campaign: CampaignMemory, fresh_dsn
         assert "no entity named 'Gorm'" in await error_of(s, "entity_card", name="Gorm")
         assert "did you mean 'Grom'" in await error_of(s, "entity_facts", name="Gorm")
         assert "minutes" in await error_of(s, "recent_log", minutes=-1)
+        # the SDK checks the arguments against the schema first: its refusals in plain words too
+        plain = {
+            "limit must be between 1 and 50": ("find_entities", {"limit": 1000}),
+            "name must not be empty": ("entity_card", {"name": ""}),
+            "name must be text": ("entity_card", {"name": 42}),
+            "minutes must be more than 0 and at most 60": ("recent_log", {"minutes": 0}),
+            "minutes must be a number": ("recent_log", {"minutes": "abc"}),
+            "limit must be a whole number": ("entity_mentions", {"name": "Grom", "limit": 2.5}),
+            "history must be true or false": ("entity_facts", {"name": "Grom", "history": "maybe"}),
+            "name is required": ("entity_card", {}),
+        }
+        for said, (tool, arguments) in plain.items():
+            error = await error_of(s, tool, **arguments)
+            assert error == f"Error executing tool {tool}: {said}", error
+        assert "type must be one of 'npc'" in await error_of(s, "find_entities", type="dragon")
         assert "no session titled" in await error_of(s, "session_recap", session="Night 9")
         # proposals are not offered read-only: calling one is an error, nothing is written
         assert "propose_fact" in await error_of(s, "propose_fact", entity="Grom", relation="x", value="y")

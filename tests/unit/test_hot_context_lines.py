@@ -32,6 +32,38 @@ def test_an_untimed_sessions_lines_are_not_called_its_last_minutes() -> None:
         return ctx.text(800)
 
     turn = ContextLine(speaker="Matt", text="Vex, you're up.", start_s=0.0, ref="turn 2411")
-    assert "## Last lines of Episode 110\n[turn 2411] Matt: Vex, you're up." in block(turn)
+    past = "(a past session, not what is happening now)"
+    assert f"## Last lines of Episode 110 {past}\n[turn 2411] Matt: Vex, you're up." in block(turn)
     timed = ContextLine(speaker="Ana", text="Hi.", start_s=0.0, ref="voice:42:0")
-    assert "## Last 5 minutes of Episode 110\n[0:00] Ana: Hi." in block(timed)
+    assert f"## Last 5 minutes of Episode 110 {past}\n[0:00] Ana: Hi." in block(timed)
+
+
+def test_the_block_always_says_whose_context_it_is_and_what_was_just_said() -> None:
+    """An NPC with long aliases lost its whole "# name" line at a small budget, and at a medium one an import's
+    attributes ("foundry_type: npc") kept their place while the scene's newest lines were all left out."""
+    aliases = ["The Grey Archivist of the Northern Reaches", "Keeper of the Sevenfold Library", "Old Q"] * 3
+    who = IdentitySnapshot(
+        id=1,
+        name="Quentillius",
+        type=EntityType.npc,
+        description="An old archmage who keeps the library of Vellium and remembers every book in it.",
+        aliases=aliases,
+        attributes={"foundry_type": "npc", "creature_type": "humanoid", "alignment": "neutral", "cr": "9"},
+        secret=False,
+        facts=["Quentillius —enemy_of→ Szass", "Quentillius —lives_in→ Vellium"],
+        connected=[],
+    )
+    said = [
+        ContextLine(speaker="Kael", text=f"Quentillius, what of the lich? ({n})", start_s=60.0 * n) for n in range(5)
+    ]
+    ctx = HotContext(entity=who, session_id=1, session="Night 5", live=True, minutes=5, lines=said, scene=[])
+    for budget in (1, 10, 50, 80, 120, 800):
+        text = ctx.text(budget)
+        assert len(text) <= budget * 4
+        if budget >= 10:
+            assert text.startswith("# Quentillius (npc)"), (budget, text)
+    assert ctx.text(50).splitlines()[0] == "# Quentillius (npc)"  # no alias fits: the name alone
+    assert ctx.text(200).startswith("# Quentillius (npc), also called The Grey Archivist of the Northern Reaches, ")
+    tight = ctx.text(80)
+    assert "[4:00] Kael: Quentillius, what of the lich? (4)" in tight and "foundry_type" not in tight
+    assert "## Attributes\n- foundry_type: npc\n- creature_type: humanoid" in ctx.text(800)
