@@ -96,6 +96,8 @@ class ImportBatch(BaseModel):
             lines.append(f"- and {len(world.entities) - sample:,} more entities")
         shown = [r for r in world.relationships if not r.type.startswith("dm_notes")][:sample]
         lines += [f"- {clip(r.describe(), 80)}" + (" (DM-only)" if r.secret else "") for r in shown]
+        for what, names in world.assumed.items():
+            lines.append(f"assumed: {what}: {clip(', '.join(names), 120)}")
         if world.skipped:
             lines.append(f"left out: {counted(len(world.skipped), 'record')} (e.g. {clip(world.skipped[0], 90)})")
         return "\n".join(lines)

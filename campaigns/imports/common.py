@@ -166,6 +166,8 @@ class World:
     #: Entries (their index) a record of which has a place for GM notes: the notes read are all it has now, so
     #: notes it had before and lacks now were deleted in the tool.
     notes_stated: set[int] = field(default_factory=set)
+    #: What the import assumed where the files do not say (said to the DM on the card) → the entities it concerns.
+    assumed: dict[str, list[str]] = field(default_factory=dict)
     _names: dict[str, int] = field(default_factory=dict)
     _aliases: dict[str, int] = field(default_factory=dict)
     #: The fact types each entity (its name's key) has among the first ``_typed`` relationships: GM notes of
@@ -235,6 +237,12 @@ class World:
         if dm_notes:
             self.notes(where, name, dm_notes)
         return name
+
+    def assume(self, what: str, name: str) -> None:
+        """Say on the card that ``what`` was assumed of the entity ``name``, the files not saying."""
+        names = self.assumed.setdefault(what, [])
+        if name not in names:
+            names.append(name)
 
     def _holder(self, name: str) -> int | None:
         """The entry already read that is called ``name``, by its name or an alias."""

@@ -12,7 +12,7 @@ holding all of those.
 - Scenes → location, journal entries → concept with their text as the description.
 - HTML becomes plain text. GM-only text (pf2e ``privateNotes`` and ``description.gm``, ``<section class="secret">``
   blocks) is kept DM-only, as secret ``dm_notes`` facts. A journal entry players cannot see (default ownership
-  NONE) is secret.
+  NONE, or no ownership in the file) is secret.
 - Folders, manifests (``world.json``, ``module.json``, ``system.json``), macros, playlists, roll tables, chat
   messages and users are not entities.
 """
@@ -345,7 +345,7 @@ def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
         text, hidden = _text(doc.get("content") if isinstance(doc.get("content"), str) else "")
         public_parts.append(text)
         secret_parts.append(hidden)
-    world.entity(
+    name = world.entity(
         where,
         name=doc.get("name"),
         type=EntityType.concept,
@@ -355,14 +355,24 @@ def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
         source_ids=_uuids("JournalEntry", doc),
         states_notes=True,
     )
+    if name and not isinstance(doc.get("ownership", doc.get("permission")), dict):
+        world.assume(NO_OWNERSHIP, name)
+
+
+#: What the card says of a journal entry exported without its ownership.
+NO_OWNERSHIP = 'no ownership in the export ("Export Data" drops it), so DM-only, as Foundry\'s default is'
 
 
 def _gm_only(doc: dict[str, Any], *, page: bool = False) -> bool:
     """A document players cannot see: its default ownership (v10+ ``ownership``, v9 ``permission``) is NONE and
-    no player is given more. Absent, it is not hidden. A journal page's INHERIT (-1, what Foundry writes for every
-    page unless the GM sets it) is its entry's: not hidden on its own."""
+    no player is given more. Absent (Foundry's "Export Data" and compendium packs drop it), an entry is taken as
+    Foundry's own default, NONE: nothing says players may read it. A journal page's INHERIT (-1, what Foundry
+    writes for every page unless the GM sets it) is its entry's: not hidden on its own, nor is a page without
+    ownership."""
     ownership = doc.get("ownership", doc.get("permission"))
-    if not isinstance(ownership, dict) or "default" not in ownership:
+    if not isinstance(ownership, dict):
+        return not page
+    if "default" not in ownership:
         return False
     if page and ownership["default"] == -1:
         return False

@@ -117,6 +117,23 @@ async def test_a_secret_record_never_makes_a_public_entity_say_its_text(campaign
     assert await campaign.graph.relationships_of(hale.id) == []  # players read none of it
 
 
+async def test_a_journal_exported_without_ownership_never_replaces_a_public_description(
+    campaign: CampaignMemory,
+) -> None:
+    """A GM-only journal saved with "Export Data" has no ownership: it is taken as DM-only (Foundry's default),
+    so its text is the public NPC's GM notes, not the description players read, and the card says why."""
+    await campaign.add_entity(EntityIn(name="Vask Emberhand", type=EntityType.npc, description="A smith."))
+    page = {"name": "Vask Emberhand", "type": "text", "text": {"format": 1, "content": "<p>He poisoned the king.</p>"}}
+    journal = {"name": "Vask Emberhand", "pages": [page], "flags": {"exportSource": {"coreVersion": "12.331"}}}
+    batch = await batches.stage(campaign, read_import([("vask-gm.json", json.dumps(journal).encode())]))
+    assert "assumed: no ownership in the export" in batch.card() and "DM-only" in batch.card()
+    await batches.accept(campaign, batch.ref)
+    vask = await campaign.graph.get_entity("Vask Emberhand")
+    assert (vask.description, vask.visibility) == ("A smith.", Visibility.public)
+    [notes] = await campaign.graph.relationships_of(vask.id, include_secret=True)
+    assert (notes.value, notes.visibility) == ("He poisoned the king.", Visibility.secret)
+
+
 async def test_the_card_counts_dm_only_facts_not_entities(campaign: CampaignMemory) -> None:
     """The card's "N facts, M of them DM-only" counts facts alone: a secret entity is not a fact, and the GM notes
     a secret record gives a public entity of its name are one."""

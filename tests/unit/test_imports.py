@@ -135,6 +135,20 @@ def test_a_journal_page_inheriting_its_entrys_ownership_is_public() -> None:
     assert facts(world) == {("The Sunken Bell", "dm_notes", "GM\nIt wakes the drowned.", True)}
 
 
+def test_a_journal_exported_without_ownership_is_dm_only_and_the_card_says_so() -> None:
+    """Foundry's "Export Data" drops ``ownership`` (and ``_id``): nothing says players may read the journal, and
+    Foundry's own default is NONE, so it is secret, and the import says what it assumed."""
+    page = {"name": "Secret", "type": "text", "text": {"content": "<p>Vask is Szass Tam.</p>"}, "ownership": {}}
+    doc = {"name": "The Lich's True Name", "pages": [page], "flags": {"exportSource": {"coreVersion": "12.331"}}}
+    world = read_import([("lich.json", json.dumps(doc).encode())])
+    lich = entity(world, "The Lich's True Name")
+    assert lich.secret and "Vask is Szass Tam." in lich.description
+    [(what, names)] = world.assumed.items()
+    assert "DM-only" in what and names == ["The Lich's True Name"]
+    shared = read_import([("lich.json", json.dumps({**doc, "ownership": {"default": 2}}).encode())])
+    assert not entity(shared, "The Lich's True Name").secret and shared.assumed == {}
+
+
 def test_foundry_links_and_inline_rolls_read_as_foundry_shows_them() -> None:
     """A journal written in Foundry links documents (@UUID[…]{label}) and rolls inline ([[/r 2d6]]): the entity's
     text says what Foundry shows, not the markup."""
