@@ -111,15 +111,16 @@ def _at_most(lines: list[str], shown: int) -> list[str]:
 
 
 async def apply_campaign_file(
-    mem: CampaignMemory, file: CampaignFile, *, progress: Progress | None = None
+    mem: CampaignMemory, file: CampaignFile, *, progress: Progress | None = None, imported_from: str | None = None
 ) -> LoadReport:
-    """Bring the campaign's graph in line with ``file``, all or nothing."""
+    """Bring the campaign's graph in line with ``file``, all or nothing. ``imported_from``: the tool an import's
+    file was read from, kept in its facts' provenance (a later import ends only the GM notes its tool gave)."""
     async with mem.transaction() as tx:
         await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
         # Removals first: a phrase one entry takes from an entity of a later entry is checked against the file's end
         # state, not refused because the later one holds it still. What they had is what the load reports against.
         had_before = await _give_up_moved_phrases(tx.graph, file)
-        load = _Loading(tx, len(file.entities) + len(file.relationships), progress)
+        load = _Loading(tx, len(file.entities) + len(file.relationships), progress, imported_from)
         for number, spec in enumerate(file.entities, start=1):
             await load.entity(number, spec, had_before)
         if file.campaign is not None and file.campaign.hidden_names:
@@ -137,11 +138,16 @@ class _Loading:
     """One load's running state inside its transaction: the report, the ids the file's entities got, what the
     campaign had before, and the progress told."""
 
-    def __init__(self, tx: CampaignMemory, total: int, progress: Progress | None) -> None:
+    def __init__(
+        self, tx: CampaignMemory, total: int, progress: Progress | None, imported_from: str | None = None
+    ) -> None:
         self.tx = tx
         self.report = LoadReport()
         self.total, self.done, self.progress = total, 0, progress
-        self.provenance = Provenance(source=Source.campaign_file, confidence=1.0, dm_confirmed=True)
+        self.provenance = Provenance.model_validate(
+            {"source": Source.campaign_file, "confidence": 1.0, "dm_confirmed": True}
+            | ({"imported_from": imported_from} if imported_from else {})
+        )
         self.statistics_due = _STATISTICS_AFTER
         self.ids: dict[str, int] = {}  # the file's entity names → their ids in the campaign
         self.known: set[int] = set()  # entities the campaign had before this load: only their facts can be closed

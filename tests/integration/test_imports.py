@@ -319,6 +319,34 @@ async def test_gm_notes_deleted_in_the_tool_are_ended(campaign: CampaignMemory) 
     assert [(r.type, r.value) for r in current] == [("dm_notes_9", "The DM's own.")]
 
 
+async def test_only_the_record_that_gave_gm_notes_ends_them_and_the_card_says_so(campaign: CampaignMemory) -> None:
+    """GM notes end only when the record (or tool) that gave them has none now: a Foundry journal without an id
+    that shares the NPC's name, or a CSV row of a place a Foundry journal described, is another record. The card
+    of a batch lists the notes accepting it ends."""
+    await _import(campaign, _vask("He is a spy."))
+    page = {"name": "Vask the Ashen", "type": "text", "text": {"content": "<p>A smith of Cindergate.</p>"}}
+    journal = {"name": "Vask the Ashen", "pages": [page], "ownership": {"default": 2}}
+    _, said = await _import(campaign, [("vask-journal.json", json.dumps(journal).encode())])
+    vask = await campaign.graph.get_entity("Vask the Ashen")
+    current = await campaign.graph.relationships_of(vask.id, include_secret=True)
+    assert [(r.type, r.value) for r in current if r.type == "dm_notes"] == [("dm_notes", "He is a spy.")], said
+
+    content = '<p>A hold.</p><section class="secret">Dead king.</section>'
+    ironhold = {"_id": "j9", "name": "Ironhold", "content": content}
+    await _import(campaign, [("journal.db", json.dumps({**ironhold, "ownership": {"default": 2}}).encode())])
+    await _import(campaign, [("w.csv", b"name,type,description,dm_notes\nIronhold,location,Dwarven hold,\n")])
+    hold = await campaign.graph.get_entity("Ironhold")
+    current = await campaign.graph.relationships_of(hold.id, include_secret=True)
+    assert [(r.type, r.value) for r in current] == [("dm_notes", "Dead king.")]
+
+    actor = json.loads(_vask("")[0][1])
+    actor["system"]["details"]["biography"]["value"] = "<p>A smith.</p>"
+    batch = await batches.stage(campaign, read_import([("vask.json", json.dumps(actor).encode())]))
+    assert "GM notes it ends or replaces (kept in their history):\n- Vask the Ashen: fact dm_notes: ended" in (
+        batch.card()
+    )
+
+
 async def test_a_csv_row_shorter_than_its_header_has_empty_gm_notes(campaign: CampaignMemory) -> None:
     """A spreadsheet drops a row's trailing empty cells: ``Vel,npc`` under ``name,type,dm_notes`` is an empty
     ``dm_notes`` cell, so notes deleted there are ended as a full row's empty cell ends them."""
