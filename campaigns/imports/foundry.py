@@ -212,6 +212,14 @@ def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
         text, hidden = _html(_get(details, *path))
         public = public or text
         secret = "\n\n".join(s for s in (secret, hidden) if s)
+    shared, shared_hidden = _html(_get(details, "biography", "public"))
+    secret = "\n\n".join(s for s in (secret, shared_hidden) if s)
+    # dnd5e's public biography is what players see of an actor they do not own, its full biography the GM's: the
+    # first is the description of any actor but a player's (whose sheet its player reads whole), the second GM notes
+    if shared and kind is not EntityType.player:
+        full = _html(_get(details, "biography"))[0]
+        public, secret = shared, "\n\n".join(s for s in (full if full != shared else "", secret) if s)
+    public = public or shared
     if not public and isinstance(details.get("biography"), dict):  # pf2e characters: appearance, backstory …
         parts = [_html(v)[0] for k, v in details["biography"].items() if k in ("appearance", "backstory")]
         public = "\n\n".join(p for p in parts if p)

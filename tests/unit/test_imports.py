@@ -58,6 +58,24 @@ def test_foundry_v10_actor_with_its_notable_items_and_secret_block() -> None:
     assert any("3 mundane items" in s for s in world.skipped)
 
 
+def test_a_dnd5e_public_biography_is_what_players_read_of_an_npc() -> None:
+    """dnd5e's ``biography.public`` is the text shown to players who do not own the actor: an NPC's description,
+    its full ``biography.value`` GM notes; alone, it still arrives. A player's own sheet is read whole."""
+
+    def actor(kind: str, value: str) -> ImportedWorld:
+        bio = {"value": value, "public": "<p>A cloaked stranger.</p>"}
+        doc = {"name": "Hooded Figure", "type": kind, "system": {"details": {"biography": bio}}, "prototypeToken": {}}
+        return read_import([("a.json", json.dumps(doc).encode())])
+
+    alone = actor("npc", "")
+    assert entity(alone, "Hooded Figure").description == "A cloaked stranger." and alone.relationships == []
+    both = actor("npc", "<p>The lich's spy.</p>")
+    assert entity(both, "Hooded Figure").description == "A cloaked stranger."
+    assert facts(both) == {("Hooded Figure", "dm_notes", "The lich's spy.", True)}
+    player = actor("character", "<p>Raised by wolves.</p>")
+    assert entity(player, "Hooded Figure").description == "Raised by wolves." and player.relationships == []
+
+
 def test_foundry_v9_data_layout_item() -> None:
     world = imported("foundry_v9_item.json")
     lantern = entity(world, "Lantern of Whispers")
