@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from campaigns.imports import ImportedWorld
 from campaigns.imports.common import DM_NOTES, World, secret_text
-from campaigns.load import LoadChange, LoadReport, apply_campaign_file
+from campaigns.load import LoadChange, LoadReport, Progress, apply_campaign_file
 from campaigns.schema import RENAMES_FIRST, CampaignFile, EntitySpec, RelationshipSpec, name_key
 from memory.errors import InvalidInputError, NotFoundError
 from memory.graph.sql import ENTITY_SELECT, entity_from_row
@@ -374,7 +374,9 @@ async def _keep_source_ids(
     )
 
 
-async def stage(mem: CampaignMemory, world: ImportedWorld, *, trial: bool = True) -> ImportBatch:
+async def stage(
+    mem: CampaignMemory, world: ImportedWorld, *, trial: bool = True, progress: Progress | None = None
+) -> ImportBatch:
     """Keep ``world`` as a batch waiting for review, after trying its load (rolled back): a batch that could not
     load is refused now, with what is wrong, and nothing is kept. ``trial=False``: the caller accepts it in the
     same transaction, whose load refuses it as well (a big world's load, twice, was most of the wait)."""
@@ -386,7 +388,7 @@ async def stage(mem: CampaignMemory, world: ImportedWorld, *, trial: bool = True
             tried = tx.db.transaction()
             await tried.start()
             try:
-                report = await apply_campaign_file(tx, resolved.file, imported_from=world.format)
+                report = await apply_campaign_file(tx, resolved.file, imported_from=world.format, progress=progress)
                 await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, world.format)
                 notes = [f"{c.entity}: {c.change}" for c in report.changes if _NOTES_CHANGE.match(c.change)]
             finally:
@@ -467,14 +469,15 @@ async def get(mem: CampaignMemory, ref: str) -> ImportBatch:
     return _batch(row)
 
 
-async def accept(mem: CampaignMemory, ref: str) -> tuple[ImportBatch, LoadReport]:
-    """Load the batch into the graph, all or nothing, matched against the campaign as it is now."""
+async def accept(mem: CampaignMemory, ref: str, *, progress: Progress | None = None) -> tuple[ImportBatch, LoadReport]:
+    """Load the batch into the graph, all or nothing, matched against the campaign as it is now; ``progress`` is
+    told how far the load is."""
     async with mem.transaction() as tx:
         # planned under the lock the load takes: an edit or another accept meanwhile would make the plan stale
         await tx.graph.lock()
         batch = await _pending(tx, ref)
         resolved = await resolve(tx, batch.world)
-        report = await apply_campaign_file(tx, resolved.file, imported_from=batch.world.format)
+        report = await apply_campaign_file(tx, resolved.file, imported_from=batch.world.format, progress=progress)
         await _keep_source_ids(tx, batch.world.format, resolved.sourced)
         await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, batch.world.format)
         await _end_moved_items(tx, resolved.file, report)

@@ -172,6 +172,17 @@ async def test_a_batch_waiting_is_planned_again_when_another_is_accepted(campaig
     assert "planned again" not in (await batches.get(campaign, two.ref)).card()  # said only while it waits
 
 
+async def test_staging_and_accepting_a_batch_say_how_far_the_load_is(campaign: CampaignMemory) -> None:
+    """A world of thousands of actors took half a minute to stage and as long to accept, silently: both tell a
+    progress callback how far their load is, as a campaign file's load does."""
+    said: list[tuple[int, int]] = []
+    batch = await batches.stage(campaign, read_import(files(WORLD)), progress=lambda *done: said.append(done))
+    assert said and said[-1] == (8, 8)  # 7 entities and a fact
+    said.clear()
+    await batches.accept(campaign, batch.ref, progress=lambda *done: said.append(done))
+    assert said[-1] == (8, 8)
+
+
 async def test_a_rejected_batch_writes_nothing(campaign: CampaignMemory) -> None:
     batch = await batches.stage(campaign, read_import(files([FIXTURES / "roll20_campaign.json"])))
     rejected = await batches.reject(campaign, batch.ref)
@@ -198,11 +209,13 @@ def test_the_cli_imports_for_review_and_with_accept(lk: Callable[..., CompletedP
     assert staged.returncode == 0, staged.stderr
     assert "6 entities (6 new, 0 updated), 8 facts" in staged.stdout
     assert "`lorekeeper review accept b1`" in staged.stdout
+    assert "trying 6 entities" in staged.stderr  # a progress bar on stderr, as `campaign load` shows
     listed = lk("review", "list")
     assert "Import b1 (kanka:" in listed.stdout and "nothing else to review" in listed.stdout
     assert lk("entity", "show", "Jonah Greave").returncode != 0  # not in the graph before the DM accepts
     accepted = lk("review", "accept", "b1")
     assert accepted.returncode == 0 and "accepted b1: entities: 6 new" in accepted.stdout, accepted.stderr
+    assert "accepting b1" in accepted.stderr
     shown = lk("entity", "show", "Greave Marsh")
     assert "Jonah Greave —located_in→ Greave Marsh" in shown.stdout
 
