@@ -302,11 +302,13 @@ def _record(record: str | int | None, name: str) -> str:
 
 
 def _folded(first: EntitySpec, second: EntitySpec) -> EntitySpec:
-    """Two records of one name (a world actor and its compendium copy): the first's fields, the second's where
-    the first has none, aliases and attributes of both, secret only if both are."""
+    """Two records of one name (a world actor and its compendium copy, two journals "Ironhold"): the first's
+    fields, the second's where the first has none, the second's description after the first's unless the first
+    says it already (nothing of either lost), aliases and attributes of both, secret only if both are."""
+    more = second.description if second.description not in first.description else ""
     return first.model_copy(
         update={
-            "description": first.description or second.description,
+            "description": "\n\n".join(d for d in (first.description, more) if d),
             "aliases": list(dict.fromkeys([*first.aliases, *second.aliases])),
             "attributes": {**second.attributes, **first.attributes},
             "secret": first.secret and second.secret,

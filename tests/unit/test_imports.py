@@ -255,7 +255,7 @@ def test_a_record_named_by_another_records_alias_is_that_entity() -> None:
     world = read_import([("vm.json", json.dumps(campaign).encode())])
     world.campaign_file()  # loads: one name, one entity
     assert [(e.name, e.aliases, e.description) for e in world.entities[:2]] == [
-        ("Vex'ahlia", ["Vex"], "A ranger."),
+        ("Vex'ahlia", ["Vex"], "A ranger.\n\nHer bounty notice."),  # the handout's text after hers
         ("Trinket", [], ""),
     ]
     assert ("Vex'ahlia", "dm_notes", "Wanted alive.", True) in facts(world)
@@ -469,6 +469,18 @@ def test_duplicates_fold_and_symmetric_facts_are_one() -> None:
     assert [(e.name, e.description) for e in world.entities] == [("A", "Same as A."), ("B", "")]
     assert [(r.source, r.type, r.target) for r in world.relationships] == [("A", "allied_with", "B")]
     world.campaign_file()  # and it is a valid campaign file
+
+
+def test_a_second_record_of_a_name_adds_its_text_not_drops_it() -> None:
+    """Two journals "Ironhold" in one world make one entity: the second's text follows the first's, and a copy
+    that says nothing new (an actor and its compendium twin) adds nothing."""
+    docs = [
+        {"_id": "j1", "name": "Ironhold", "content": "<p>Dwarven hold.</p>", "ownership": {"default": 2}},
+        {"_id": "j2", "name": "Ironhold", "content": "<p>Second Ironhold journal.</p>", "ownership": {"default": 2}},
+        {"_id": "j3", "name": "Ironhold", "content": "<p>Dwarven hold.</p>", "ownership": {"default": 2}},
+    ]
+    world = read_import([("journal.db", "\n".join(json.dumps(d) for d in docs).encode())])
+    assert [e.description for e in world.entities] == ["Dwarven hold.\n\nSecond Ironhold journal."]
 
 
 def test_each_tool_s_own_ids_are_kept_with_the_record_s_name() -> None:
