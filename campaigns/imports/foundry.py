@@ -305,13 +305,24 @@ def _item(
     system = _system(doc)
     public, secret = _html(system.get("description"))
     gm, gm_hidden = _html(_get(system, "description", "gm"))
-    rarity = system.get("rarity") or _get(system, "traits", "rarity")
+    rarity = as_text(system.get("rarity") or _get(system, "traits", "rarity"))
+    name, hidden = doc.get("name"), False
+    if system.get("identified") is False:  # dnd5e: players know only its unidentified name and text
+        known_name = as_text(_get(system, "unidentified", "name"))
+        if known_name:  # the true name, text and rarity are the DM's until the party identifies it
+            known, known_hidden = _html(_get(system, "unidentified", "description"))
+            true = "\n".join(t for t in (f"Identified: {as_text(name)}", rarity and f"rarity: {rarity}", public) if t)
+            secret = "\n\n".join(t for t in (true, known_hidden, secret) if t)
+            name, public, rarity = known_name, known, ""
+        else:  # nothing players may call it: the whole item is the DM's
+            hidden = True
     return world.entity(
         where,
-        name=doc.get("name"),
+        name=name,
         type=EntityType.item,
         description=public,
-        attributes={"rarity": as_text(rarity), "foundry_type": kind},
+        attributes={"rarity": rarity, "foundry_type": kind},
+        secret=hidden,
         dm_notes="\n\n".join(s for s in (gm, gm_hidden, secret) if s),
         source_ids=_uuids("Item", doc, parent),
         states_notes=True,

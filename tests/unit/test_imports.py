@@ -76,6 +76,35 @@ def test_a_dnd5e_public_biography_is_what_players_read_of_an_npc() -> None:
     assert entity(player, "Hooded Figure").description == "Raised by wolves." and player.relationships == []
 
 
+def test_an_unidentified_dnd5e_item_is_what_players_know_of_it() -> None:
+    """dnd5e's ``identified: false``: players see the unidentified name and text; the true name, rarity and text
+    are GM notes. Without an unidentified name there is nothing players may call it: the item is DM-only."""
+    ring = {
+        "name": "Ring of Spite",
+        "type": "equipment",
+        "system": {
+            "identified": False,
+            "unidentified": {"name": "Plain Ring", "description": "<p>A plain iron ring.</p>"},
+            "description": {"value": "<p>Cursed: the wearer betrays friends.</p>"},
+            "rarity": "rare",
+        },
+    }
+    world = read_import([("ring.json", json.dumps(ring).encode())])
+    [plain] = world.entities
+    assert (plain.name, plain.description, plain.secret, plain.attributes) == (
+        "Plain Ring",
+        "A plain iron ring.",
+        False,
+        {"foundry_type": "equipment"},
+    )
+    assert facts(world) == {
+        ("Plain Ring", "dm_notes", "Identified: Ring of Spite\nrarity: rare\nCursed: the wearer betrays friends.", True)
+    }
+    ring["system"]["unidentified"] = {"name": "", "description": ""}  # type: ignore[index]
+    [unnamed] = read_import([("ring.json", json.dumps(ring).encode())]).entities
+    assert (unnamed.name, unnamed.secret) == ("Ring of Spite", True)
+
+
 def test_foundry_v9_data_layout_item() -> None:
     world = imported("foundry_v9_item.json")
     lantern = entity(world, "Lantern of Whispers")
