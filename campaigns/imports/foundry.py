@@ -181,17 +181,27 @@ def _document(file: str, record: str | int | None, doc: dict[str, Any], world: W
                     _document(file, f"{key} #{number}", inner, world)
         return
     if isinstance(doc.get("pages"), list) or ("content" in doc and "type" not in doc and "speaker" not in doc):
-        _journal(where, doc, world)
+        name = _journal(where, doc, world)
     elif any(key in doc for key in ("walls", "tokens", "grid", "navName", "initial")) and "type" not in doc:
-        _scene(where, doc, world)
+        name = _scene(where, doc, world)
     elif isinstance(doc.get("items"), list) or "prototypeToken" in doc or "token" in doc:
-        _actor(where, doc, world)
+        name = _actor(where, doc, world)
     elif "type" in doc and ("system" in doc or "data" in doc):
-        _item(where, doc, world, owned=False)
+        name = _item(where, doc, world, owned=False)
     else:
         world.skipped.append(
             f"{file}: {as_text(doc.get('name')) or 'a document'} (not an actor, item, scene or journal)"
         )
+        return
+    if name is not None and not _uuids("Document", doc):  # no _id
+        world.assume(NO_ID, name)
+
+
+#: What the card says of a document exported without its id ("Export Data" drops it).
+NO_ID = (
+    'no Foundry id in the export ("Export Data" drops it), so found again by name alone: renamed in Foundry, it '
+    "imports as a new entity (rename it here too, or import the world's .db files, which keep ids)"
+)
 
 
 def _uuids(kind: str, doc: dict[str, Any], parent: str | None = None) -> list[str]:
@@ -203,7 +213,7 @@ def _uuids(kind: str, doc: dict[str, Any], parent: str | None = None) -> list[st
     return [f"{parent + '.' if parent else ''}{kind}.{doc_id.strip()}"]
 
 
-def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
+def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> str | None:
     system = _system(doc)
     kind = ACTOR_TYPES.get(str(doc.get("type", "")).casefold(), EntityType.npc)
     details = as_object(system.get("details"))
@@ -250,7 +260,7 @@ def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
         states_notes=True,
     )
     if name is None:
-        return
+        return None
     left = 0
     for number, item in enumerate(doc.get("items") or [], start=1):
         if not isinstance(item, dict):
@@ -264,6 +274,7 @@ def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
             left += 1
     if left:
         world.skipped.append(f"{where[0]}: {name}: {left} mundane items, spells and features left on the sheet")
+    return name
 
 
 def _race(value: Any) -> str:
@@ -329,10 +340,10 @@ def _item(
     )
 
 
-def _scene(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
+def _scene(where: tuple[str, Any], doc: dict[str, Any], world: World) -> str | None:
     public, secret = _text(doc.get("description") if isinstance(doc.get("description"), str) else "")
     nav = as_text(doc.get("navName"))
-    world.entity(
+    return world.entity(
         where,
         name=doc.get("name"),
         type=EntityType.location,
@@ -344,7 +355,7 @@ def _scene(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
     )
 
 
-def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
+def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> str | None:
     public_parts: list[str] = []
     secret_parts: list[str] = []
     if isinstance(doc.get("pages"), list):
@@ -376,6 +387,7 @@ def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
     )
     if name and not isinstance(doc.get("ownership", doc.get("permission")), dict):
         world.assume(NO_OWNERSHIP, name)
+    return name
 
 
 #: What the card says of a journal entry exported without its ownership.

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from campaigns.imports import MAX_IMPORT_BYTES, ImportedWorld, ImportFileError, detect_format, read_import
+from campaigns.imports import MAX_IMPORT_BYTES, ImportedWorld, ImportFileError, detect_format, foundry, read_import
 from campaigns.imports.common import html_to_text, js_unescape
 from campaigns.schema import EntitySpec
 from memory.models import EntityType
@@ -190,10 +190,18 @@ def test_a_journal_exported_without_ownership_is_dm_only_and_the_card_says_so() 
     world = read_import([("lich.json", json.dumps(doc).encode())])
     lich = entity(world, "The Lich's True Name")
     assert lich.secret and "Vask is Szass Tam." in lich.description
-    [(what, names)] = world.assumed.items()
-    assert "DM-only" in what and names == ["The Lich's True Name"]
+    assert world.assumed[foundry.NO_OWNERSHIP] == ["The Lich's True Name"]
     shared = read_import([("lich.json", json.dumps({**doc, "ownership": {"default": 2}}).encode())])
-    assert not entity(shared, "The Lich's True Name").secret and shared.assumed == {}
+    assert not entity(shared, "The Lich's True Name").secret and foundry.NO_OWNERSHIP not in shared.assumed
+
+
+def test_a_document_exported_without_its_id_says_a_rename_will_make_a_new_entity() -> None:
+    """ "Export Data" drops ``_id``: a rename in Foundry cannot be followed, and the card says so; a world's .db
+    documents have their ids and say nothing."""
+    actor = {"name": "Brother Hale", "type": "npc", "system": {}, "prototypeToken": {}, "items": []}
+    world = read_import([("hale.json", json.dumps(actor).encode())])
+    assert world.assumed == {foundry.NO_ID: ["Brother Hale"]}
+    assert imported("foundry_world/actors.db", "foundry_world/journal.db").assumed == {}
 
 
 def test_foundry_links_and_inline_rolls_read_as_foundry_shows_them() -> None:
