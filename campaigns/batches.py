@@ -388,7 +388,9 @@ async def stage(
             tried = tx.db.transaction()
             await tried.start()
             try:
-                report = await apply_campaign_file(tx, resolved.file, imported_from=world.format, progress=progress)
+                report = await apply_campaign_file(
+                    tx, resolved.file, imported_from=world.format, progress=progress, records=world.records
+                )
                 await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, world.format)
                 notes = [f"{c.entity}: {c.change}" for c in report.changes if _NOTES_CHANGE.match(c.change)]
             finally:
@@ -477,7 +479,9 @@ async def accept(mem: CampaignMemory, ref: str, *, progress: Progress | None = N
         await tx.graph.lock()
         batch = await _pending(tx, ref)
         resolved = await resolve(tx, batch.world)
-        report = await apply_campaign_file(tx, resolved.file, imported_from=batch.world.format, progress=progress)
+        report = await apply_campaign_file(
+            tx, resolved.file, imported_from=batch.world.format, progress=progress, records=batch.world.records
+        )
         await _keep_source_ids(tx, batch.world.format, resolved.sourced)
         await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, batch.world.format)
         await _end_moved_items(tx, resolved.file, report)

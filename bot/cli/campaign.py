@@ -350,12 +350,14 @@ async def import_(
     async with open_memory(settings) as memory:
         mem, name = await campaign_memory(memory, settings, campaign)
         try:
-            with load_progress(f"{'importing' if accept else 'trying'} {len(world.entities):,} entities") as progress:
+            label = f"{'importing' if accept else 'trying'} {counted(len(world.entities), 'entity', 'entities')}"
+            with load_progress(label) as progress:
                 async with mem.transaction() as tx:  # --accept: staged and accepted, or neither
                     batch = await batches.stage(tx, world, trial=not accept, progress=progress)
                     report = (await batches.accept(tx, batch.ref, progress=progress))[1] if accept else None
         except MemoryError_ as exc:
-            raise CliError(f"{', '.join(world.sources)}: {exc}; nothing was imported") from None
+            named = str(exc).startswith(tuple(world.sources))  # the record's file and line said already
+            raise CliError(f"{'' if named else ', '.join(world.sources) + ': '}{exc}; nothing was imported") from None
         if report is not None:
             batch = await batches.get(mem, batch.ref)
     if as_json:

@@ -52,6 +52,8 @@ class ImportedWorld(BaseModel):
     notes_stated: list[str] = Field(default_factory=list)
     #: What the import assumed where the files do not say → the entities it concerns (said on the card).
     assumed: dict[str, list[str]] = Field(default_factory=dict)
+    #: An entity's name → where its first record is ("world.csv: line 2 ('Vexy')"), for a problem to name.
+    records: dict[str, str] = Field(default_factory=dict)
 
     def campaign_file(self) -> CampaignFile:
         return CampaignFile(entities=self.entities, relationships=self.relationships)
@@ -230,6 +232,7 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
         source_ids={world.entities[index].name: ids for index, ids in world.source_ids.items()},
         notes_stated=[world.entities[index].name for index in sorted(world.notes_stated)],
         assumed=world.assumed,
+        records={world.entities[index].name: where for index, where in world.records.items()},
     )
 
 

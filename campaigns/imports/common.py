@@ -168,6 +168,9 @@ class World:
     notes_stated: set[int] = field(default_factory=set)
     #: What the import assumed where the files do not say (said to the DM on the card) → the entities it concerns.
     assumed: dict[str, list[str]] = field(default_factory=dict)
+    #: Where each entry (its index) was first read, as a problem names it ("world.csv: line 2"): a load that
+    #: refuses the entry says the record, not the campaign file's "entity #1" the DM never wrote.
+    records: dict[int, str] = field(default_factory=dict)
     _names: dict[str, int] = field(default_factory=dict)
     _aliases: dict[str, int] = field(default_factory=dict)
     #: The fact types each entity (its name's key) has among the first ``_typed`` relationships: GM notes of
@@ -226,6 +229,7 @@ class World:
         else:
             index = self._names[name_key(spec.name)] = len(self.entities)
             self.entities.append(spec)
+            self.records[index] = ": ".join([file, _record(record, spec.name)])
         for alias in self.entities[index].aliases:
             self._aliases.setdefault(name_key(alias), index)
         for source_id in source_ids:

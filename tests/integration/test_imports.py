@@ -245,6 +245,11 @@ def test_an_import_accepted_at_once_that_could_not_load_keeps_nothing(
     assert refused.returncode != 0 and "Ironhold" in refused.stderr and "nothing was imported" in refused.stderr
     assert "Import b" not in lk("review", "list").stdout
     assert lk("entity", "show", "Saltmere").returncode != 0
+    # the CSV's line, not a campaign file's "entity #1" and its renamed_from: a CSV has no such column
+    (tmp_path / "alias.csv").write_text("name,type,aliases\nVexy,npc,Eldri\n")
+    clash = lk("campaign", "import", str(tmp_path / "alias.csv"))
+    assert f"error: {tmp_path / 'alias.csv'}: line 2 ('Vexy'): 'Eldri' is already an alias of" in clash.stderr
+    assert "entity #" not in clash.stderr and "renamed_from" not in clash.stderr
 
 
 def test_a_foundry_v11_world_folder_says_to_unpack_it(lk: Callable[..., CompletedProcess[str]], tmp_path: Path) -> None:

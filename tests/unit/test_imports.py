@@ -415,6 +415,10 @@ def imported_text(text: str, name: str = "x.csv") -> ImportedWorld:
         ([("x.json", b'{"hello": 1}')], "not a Foundry VTT, Roll20 or Kanka export"),
         ([("a.db", b'{"_id":"1","name":"A","type":"npc","system":{},"items":[]}\n{"_id": broken\n')], "line 2"),
         ([("n.csv", b"type,description\nnpc,x\n")], "no 'name' column"),
+        (  # where the quote opened, not the file's last line the lenient reader ran to
+            [("q.csv", b'name,type,description\nA,npc,"two\nlines"\n"Quote, unclosed,npc,x\nNext,npc,y\n')],
+            "q.csv: line 4: a quoted field opens on this line and is never closed",
+        ),
         (
             [("one.csv", b"name,type\nA,npc\n"), ("two.json", b'{"_id":"x","name":"B","type":"npc","system":{}}')],
             "import one tool's files at a time",
