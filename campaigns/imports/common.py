@@ -63,12 +63,22 @@ class _Text(HTMLParser):
         self._secret_depth = 0
         self._skip_depth = 0
         self._cells = 0  # cells of the table row read so far
+        self._lists: list[list[Any]] = []  # the lists open: [tag, items so far]
+        self._marker = ""  # a list item's "- " or "2. ", written before its first text
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         classes = " ".join(value or "" for key, value in attrs if key == "class").split()
         opens = "secret" in classes
-        if tag in _BLOCKS:
+        if tag == "li":  # one line an item, as the editor shows it: "- item", or "1. item" in a numbered list
+            self._line()
+            if self._lists:
+                self._lists[-1][1] += 1
+            numbered = bool(self._lists) and self._lists[-1][0] == "ol"
+            self._marker = f"{self._lists[-1][1]}. " if numbered else "- "
+        elif tag in _BLOCKS and not self._marker:  # ProseMirror writes <li><p>…</p></li>: the item's own line
             self._out("\n")
+        if tag in ("ul", "ol"):
+            self._lists.append([tag, 0])
         if tag == "tr":
             self._cells = 0
         elif tag in ("td", "th"):  # a table's cells apart, not glued into one word ("Goblin7")
@@ -89,12 +99,24 @@ class _Text(HTMLParser):
                     self._skip_depth -= closed in _SKIPPED
                 del self._stack[index:]
                 break
+        if tag in ("ul", "ol") and self._lists:
+            self._lists.pop()
         if tag in _BLOCKS:
             self._out("\n")
 
     def handle_data(self, data: str) -> None:
         if not self._skip_depth:
+            if self._marker and data.strip():
+                self._out(self._marker)
+                self._marker = ""
             self._out(data)
+
+    def _line(self) -> None:
+        """Start a new line, not a blank one: a list's items are not paragraphs."""
+        out = self.secret if self._secret_depth else self.public
+        while out and not out[-1].strip(" \t\n") and "\n" in out[-1]:
+            out.pop()
+        out.append("\n")
 
     def _out(self, text: str) -> None:
         (self.secret if self._secret_depth else self.public).append(text)

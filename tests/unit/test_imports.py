@@ -476,6 +476,16 @@ def test_long_gm_text_is_kept_whole_in_parts() -> None:
     assert " ".join(r.value or "" for r in parts) == long
 
 
+def test_html_lists_keep_their_bullets_and_numbers() -> None:
+    """A list reads as the editor shows it: one line an item, "- " or "1. ", even as ProseMirror writes it
+    (``<li><p>…</p></li>``), not items run together as paragraphs."""
+    assert html_to_text("<p>Clues:</p><ol><li>The mayor lies</li><li>The well is poisoned</li></ol><p>Then</p>") == (
+        "Clues:\n1. The mayor lies\n2. The well is poisoned\n\nThen",
+        "",
+    )
+    assert html_to_text("<ul>\n <li><p>Rope</p></li>\n <li><p>Lantern</p></li>\n</ul>") == ("- Rope\n- Lantern", "")
+
+
 def test_html_and_javascript_escapes() -> None:
     assert html_to_text("<p>One<br>two &amp; <b>three</b></p><script>x()</script><p>four</p>") == (
         "One\ntwo & three\n\nfour",
