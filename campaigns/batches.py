@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from campaigns.imports import ImportedWorld
 from campaigns.imports.common import DM_NOTES, World, secret_text
-from campaigns.load import LoadChange, LoadReport, apply_campaign_file
+from campaigns.load import LoadChange, LoadReport, Progress, apply_campaign_file
 from campaigns.schema import RENAMES_FIRST, CampaignFile, EntitySpec, RelationshipSpec, name_key
 from memory.errors import InvalidInputError, NotFoundError
 from memory.graph.sql import ENTITY_SELECT, entity_from_row
@@ -52,6 +52,8 @@ class ImportBatch(BaseModel):
     #: How many of its facts are DM-only, as planned (GM notes a secret record gives a public entity among them);
     #: None for a batch staged before this was kept.
     secret_facts: int | None = None
+    #: GM notes the campaign has that accepting ends or replaces, as tried when staged ("Vask: fact dm_notes: …").
+    notes_changed: list[str] = []
     #: The batch accepted while this one waited, after which it was planned again (its counts are as of then).
     replanned_after: str | None = None
     #: The batch accepted while this one waited, when planning it again failed: its counts are from before.
@@ -96,6 +98,13 @@ class ImportBatch(BaseModel):
             lines.append(f"- and {len(world.entities) - sample:,} more entities")
         shown = [r for r in world.relationships if not r.type.startswith("dm_notes")][:sample]
         lines += [f"- {clip(r.describe(), 80)}" + (" (DM-only)" if r.secret else "") for r in shown]
+        if self.notes_changed:
+            lines.append("GM notes it ends or replaces (kept in their history):")
+            lines += [f"- {clip(change, 100)}" for change in self.notes_changed[:sample]]
+            if len(self.notes_changed) > sample:
+                lines.append(f"- and {len(self.notes_changed) - sample:,} more")
+        for what, names in world.assumed.items():
+            lines.append(f"assumed: {what}: {clip(', '.join(names), 120)}")
         if world.skipped:
             lines.append(f"left out: {counted(len(world.skipped), 'record')} (e.g. {clip(world.skipped[0], 90)})")
         return "\n".join(lines)
@@ -258,12 +267,12 @@ def _notes_stated(
     world: ImportedWorld, found: list[tuple[Entity | None, bool, dict[str, str]]], renamed: dict[str, str]
 ) -> list[str]:
     """The entries (as named in the file) whose GM notes the import ends when it has none: those of the tool's
-    records (matched by id) or of a file without ids (a CSV's explicit column), not an entity that only shares a
-    record's name (the DM's own campaign file gave its notes)."""
+    records (matched by id) or of a CSV (its explicit column), not an entity that only shares a record's name (the
+    DM's own campaign file, or another record, gave its notes: a Foundry "Export Data" file has no id to tell)."""
     own = {
         name_key(spec.name)
         for spec, (entity, _, _) in zip(world.entities, found, strict=True)
-        if entity is not None or not world.source_ids.get(spec.name)
+        if entity is not None or (world.format == "csv" and not world.source_ids.get(spec.name))
     }
     return list(dict.fromkeys(renamed.get(name_key(n), n) for n in world.notes_stated if name_key(n) in own))
 
@@ -365,18 +374,25 @@ async def _keep_source_ids(
     )
 
 
-async def stage(mem: CampaignMemory, world: ImportedWorld, *, trial: bool = True) -> ImportBatch:
+async def stage(
+    mem: CampaignMemory, world: ImportedWorld, *, trial: bool = True, progress: Progress | None = None
+) -> ImportBatch:
     """Keep ``world`` as a batch waiting for review, after trying its load (rolled back): a batch that could not
     load is refused now, with what is wrong, and nothing is kept. ``trial=False``: the caller accepts it in the
     same transaction, whose load refuses it as well (a big world's load, twice, was most of the wait)."""
     async with mem.transaction() as tx:
         await tx.graph.lock()
         resolved = await resolve(tx, world)
+        notes: list[str] = []
         if trial:
             tried = tx.db.transaction()
             await tried.start()
             try:
-                await apply_campaign_file(tx, resolved.file)
+                report = await apply_campaign_file(
+                    tx, resolved.file, imported_from=world.format, progress=progress, records=world.records
+                )
+                await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, world.format)
+                notes = [f"{c.entity}: {c.change}" for c in report.changes if _NOTES_CHANGE.match(c.change)]
             finally:
                 await tried.rollback()
         row = await tx.db.fetchrow(
@@ -387,7 +403,7 @@ async def stage(mem: CampaignMemory, world: ImportedWorld, *, trial: bool = True
             tx.campaign_id,
             world.format,
             world.sources,
-            {"world": world.model_dump(mode="json"), **_plan(resolved)},
+            {"world": world.model_dump(mode="json"), **_plan(resolved), "notes_changed": notes},
             len(resolved.file.entities),
             len(resolved.file.relationships),
         )
@@ -421,6 +437,7 @@ def _batch(row: Any) -> ImportBatch:
         updates_as=content.get("updates_as", {}),
         renames=content.get("renames", {}),
         secret_facts=content.get("secret_facts"),
+        notes_changed=content.get("notes_changed", []),
         replanned_after=content.get("replanned_after"),
         stale_after=content.get("stale_after"),
     )
@@ -454,16 +471,19 @@ async def get(mem: CampaignMemory, ref: str) -> ImportBatch:
     return _batch(row)
 
 
-async def accept(mem: CampaignMemory, ref: str) -> tuple[ImportBatch, LoadReport]:
-    """Load the batch into the graph, all or nothing, matched against the campaign as it is now."""
+async def accept(mem: CampaignMemory, ref: str, *, progress: Progress | None = None) -> tuple[ImportBatch, LoadReport]:
+    """Load the batch into the graph, all or nothing, matched against the campaign as it is now; ``progress`` is
+    told how far the load is."""
     async with mem.transaction() as tx:
         # planned under the lock the load takes: an edit or another accept meanwhile would make the plan stale
         await tx.graph.lock()
         batch = await _pending(tx, ref)
         resolved = await resolve(tx, batch.world)
-        report = await apply_campaign_file(tx, resolved.file)
+        report = await apply_campaign_file(
+            tx, resolved.file, imported_from=batch.world.format, progress=progress, records=batch.world.records
+        )
         await _keep_source_ids(tx, batch.world.format, resolved.sourced)
-        await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated)
+        await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, batch.world.format)
         await _end_moved_items(tx, resolved.file, report)
         decided = await _decided(tx, batch, "accepted")
         await _plan_again(tx, decided)
@@ -497,6 +517,8 @@ async def _plan_again(tx: CampaignMemory, accepted: ImportBatch) -> None:
 
 #: The numbered parts GM notes longer than a fact are split into (``dm_notes_2`` …; the first is ``dm_notes``).
 _NOTES_PART = re.compile(rf"{DM_NOTES}_\d+")
+#: A load's change to GM notes the campaign had (ended, or replaced by other text), as the card previews it.
+_NOTES_CHANGE = re.compile(rf"fact {DM_NOTES}(_\d+)?: ")
 
 
 def _notes_order(row: Any) -> tuple[str, int]:
@@ -505,7 +527,9 @@ def _notes_order(row: Any) -> tuple[str, int]:
     return row["name"], 1 if kind == DM_NOTES else int(kind.rsplit("_", 1)[1])
 
 
-async def _close_stale_notes(tx: CampaignMemory, file: CampaignFile, report: LoadReport, stated: list[str]) -> None:
+async def _close_stale_notes(
+    tx: CampaignMemory, file: CampaignFile, report: LoadReport, stated: list[str], kind: str
+) -> None:
     """End the parts of an entity's GM notes that the notes it was given now have no more of: shorter notes leave
     the old ``dm_notes_3`` current otherwise, and the DM reads stale text after the new one. An entity of
     ``stated`` (its records have a place for GM notes) given none now has its notes ended: deleted in the tool."""
@@ -515,7 +539,7 @@ async def _close_stale_notes(tx: CampaignMemory, file: CampaignFile, report: Loa
             entry = file.find_entity(fact.source)  # the entity's name, as loaded, of a fact named by an alias
             parts.setdefault(entry.name if entry else fact.source, set()).add(fact.type)
     noted = {name_key(name) for name in parts}
-    await _close_deleted_notes(tx, [name for name in stated if name_key(name) not in noted], report)
+    await _close_deleted_notes(tx, [name for name in stated if name_key(name) not in noted], report, kind)
     if not parts:
         return
     kept = [(name, kind) for name, kinds in parts.items() for kind in sorted(kinds)]
@@ -550,9 +574,11 @@ async def _close_stale_notes(tx: CampaignMemory, file: CampaignFile, report: Loa
     ]
 
 
-async def _close_deleted_notes(tx: CampaignMemory, names: list[str], report: LoadReport) -> None:
-    """End the GM notes an import or a file gave these entities, whose records have none now. One query for the
-    whole import: most records of a world have no notes. Notes the DM wrote here are not the tool's to delete."""
+async def _close_deleted_notes(tx: CampaignMemory, names: list[str], report: LoadReport, kind: str) -> None:
+    """End the GM notes an import of the tool ``kind`` gave these entities, whose records have none now. One query
+    for the whole import: most records of a world have no notes. Notes the DM wrote here, or another tool gave,
+    are not the tool's to delete; nor, for a CSV, notes of a campaign file or of an import before the tool was
+    kept (a tool with ids matched the record itself: its notes then were that record's)."""
     if not names:
         return
     rows = await tx.db.fetch(
@@ -563,11 +589,13 @@ async def _close_deleted_notes(tx: CampaignMemory, names: list[str], report: Loa
           AND lower(e.name) IN (SELECT lower(n) FROM unnest($2::text[]) n)
           AND r.campaign_id = $1 AND r.source_id = e.id AND r.valid_to IS NULL AND r.status = 'accepted'
           AND r.type ~ $3 AND coalesce(r.provenance ->> 'source', 'dm') = 'campaign_file'
+          AND coalesce(r.provenance ->> 'imported_from', CASE WHEN $4 = 'csv' THEN NULL ELSE $4 END) = $4
         RETURNING e.name, r.type
         """,
         tx.campaign_id,
         names,
         rf"^{DM_NOTES}(_\d+)?$",
+        kind,
     )
     report.relationships_updated += len(rows)
     report.changes += [

@@ -17,7 +17,7 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, Field
 
-from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, RelationshipSpec, find_conflicts
+from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, RelationshipSpec, find_conflicts, name_key
 from memory.correction.evidence import everyday
 from memory.correction.text import spaceless
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_
@@ -111,15 +111,23 @@ def _at_most(lines: list[str], shown: int) -> list[str]:
 
 
 async def apply_campaign_file(
-    mem: CampaignMemory, file: CampaignFile, *, progress: Progress | None = None
+    mem: CampaignMemory,
+    file: CampaignFile,
+    *,
+    progress: Progress | None = None,
+    imported_from: str | None = None,
+    records: dict[str, str] | None = None,
 ) -> LoadReport:
-    """Bring the campaign's graph in line with ``file``, all or nothing."""
+    """Bring the campaign's graph in line with ``file``, all or nothing. ``imported_from``: the tool an import's
+    file was read from, kept in its facts' provenance (a later import ends only the GM notes its tool gave);
+    ``records``: where an import read each entry (its name → "world.csv: line 2 ('Vexy')"), which a refused entry
+    is named by, the DM having written no campaign file."""
     async with mem.transaction() as tx:
         await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
         # Removals first: a phrase one entry takes from an entity of a later entry is checked against the file's end
         # state, not refused because the later one holds it still. What they had is what the load reports against.
         had_before = await _give_up_moved_phrases(tx.graph, file)
-        load = _Loading(tx, len(file.entities) + len(file.relationships), progress)
+        load = _Loading(tx, len(file.entities) + len(file.relationships), progress, imported_from, records)
         for number, spec in enumerate(file.entities, start=1):
             await load.entity(number, spec, had_before)
         if file.campaign is not None and file.campaign.hidden_names:
@@ -137,11 +145,22 @@ class _Loading:
     """One load's running state inside its transaction: the report, the ids the file's entities got, what the
     campaign had before, and the progress told."""
 
-    def __init__(self, tx: CampaignMemory, total: int, progress: Progress | None) -> None:
+    def __init__(
+        self,
+        tx: CampaignMemory,
+        total: int,
+        progress: Progress | None,
+        imported_from: str | None = None,
+        records: dict[str, str] | None = None,
+    ) -> None:
         self.tx = tx
+        self.records = {name_key(name): where for name, where in records.items()} if records is not None else None
         self.report = LoadReport()
         self.total, self.done, self.progress = total, 0, progress
-        self.provenance = Provenance(source=Source.campaign_file, confidence=1.0, dm_confirmed=True)
+        self.provenance = Provenance.model_validate(
+            {"source": Source.campaign_file, "confidence": 1.0, "dm_confirmed": True}
+            | ({"imported_from": imported_from} if imported_from else {})
+        )
         self.statistics_due = _STATISTICS_AFTER
         self.ids: dict[str, int] = {}  # the file's entity names → their ids in the campaign
         self.known: set[int] = set()  # entities the campaign had before this load: only their facts can be closed
@@ -167,6 +186,9 @@ class _Loading:
                 spec.to_entity_in(), renamed_from=spec.renamed_from, keep=spec.left_out()
             )
         except MemoryError_ as exc:  # a clash with the database: the file could not know, so say where it is
+            if self.records is not None:  # an import's record, whose tool has no renamed_from: to give
+                where = self.records.get(name_key(spec.name)) or repr(spec.name)
+                raise type(exc)(f"{where}: {exc}") from None
             hint = RENAME_HINT if isinstance(exc, AlreadyExistsError) else ""
             raise type(exc)(f"{spec.located(number)}: {exc}{hint}") from None
         if entity.id in had_before:  # it gave up a phrase before the entries were loaded: the load changed it

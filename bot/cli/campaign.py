@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +17,7 @@ from bot.cli.common import (
     campaign_option,
     emit_json,
     json_option,
+    load_progress,
     open_memory,
     other_guilds,
     settings_from,
@@ -194,17 +194,7 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, dry_run: bo
                 raise CliError("no active campaign and the file names none: pass --campaign NAME")
             target = active
         mem = CampaignMemory(conn, target.id, accept_threshold=memory.accept_threshold)
-        with click.progressbar(
-            length=len(parsed.entities) + len(parsed.relationships),
-            label=f"loading {file.name}",
-            file=sys.stderr,  # click.get_text_stream is deprecated since Click 8.3
-        ) as bar:
-            last = [0]
-
-            def progress(done: int, total: int) -> None:
-                bar.update(done - last[0])
-                last[0] = done
-
+        with load_progress(f"loading {file.name}") as progress:
             report = await apply_campaign_file(mem, parsed, progress=progress)
         elsewhere = bool(campaign and header.name and target.name.casefold() != header.name.casefold())
         if (header.description or header.system) and not elsewhere:
@@ -360,11 +350,14 @@ async def import_(
     async with open_memory(settings) as memory:
         mem, name = await campaign_memory(memory, settings, campaign)
         try:
-            async with mem.transaction() as tx:  # --accept: staged and accepted, or neither
-                batch = await batches.stage(tx, world, trial=not accept)
-                report = (await batches.accept(tx, batch.ref))[1] if accept else None
+            label = f"{'importing' if accept else 'trying'} {counted(len(world.entities), 'entity', 'entities')}"
+            with load_progress(label) as progress:
+                async with mem.transaction() as tx:  # --accept: staged and accepted, or neither
+                    batch = await batches.stage(tx, world, trial=not accept, progress=progress)
+                    report = (await batches.accept(tx, batch.ref, progress=progress))[1] if accept else None
         except MemoryError_ as exc:
-            raise CliError(f"{', '.join(world.sources)}: {exc}; nothing was imported") from None
+            named = str(exc).startswith(tuple(world.sources))  # the record's file and line said already
+            raise CliError(f"{'' if named else ', '.join(world.sources) + ': '}{exc}; nothing was imported") from None
         if report is not None:
             batch = await batches.get(mem, batch.ref)
     if as_json:

@@ -12,8 +12,8 @@ import shutil
 import sys
 import textwrap
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Coroutine
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from typing import Any, TextIO
 from urllib.parse import parse_qs, urlsplit
@@ -148,6 +148,21 @@ def log_progress() -> None:
     at the CLI's level (-v), so a refused token is still exactly one line."""
     lorekeeper_log = logging.getLogger("lorekeeper")
     lorekeeper_log.setLevel(min(logging.getLogger().getEffectiveLevel(), logging.INFO))
+
+
+@contextmanager
+def load_progress(label: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr (stdout may be JSON for a script) for a campaign file's load: the callback
+    ``apply_campaign_file`` (and an import's stage and accept, which load one) calls with done and total."""
+    with click.progressbar(length=0, label=label, file=sys.stderr) as bar:  # click.get_text_stream is deprecated
+        last = [0]
+
+        def progress(done: int, total: int) -> None:
+            bar.length = total  # known once the load has the file
+            bar.update(done - last[0])
+            last[0] = done
+
+        yield progress
 
 
 class Progress:

@@ -14,6 +14,7 @@ from bot.cli.common import (
     campaign_option,
     emit_json,
     json_option,
+    load_progress,
     open_memory,
     settings_from,
     table,
@@ -144,7 +145,8 @@ def _decided_with(done: list[ReviewItem], ref: str) -> ReviewItem | None:
 
 async def _decide_batch(mem: CampaignMemory, verb: str, ref: str, as_json: bool) -> None:
     if verb == "accept":
-        batch, report = await batches.accept(mem, ref)
+        with load_progress(f"accepting {ref.strip()}") as progress:
+            batch, report = await batches.accept(mem, ref, progress=progress)
         said = f"accepted {batch.ref}: {report.summary()}"
         if extra := report.said():
             said += "\n" + extra

@@ -50,6 +50,10 @@ class ImportedWorld(BaseModel):
     source_ids: dict[str, dict[str, str]] = Field(default_factory=dict)
     #: Entities whose records have a place for GM notes: notes they had and the import lacks were deleted.
     notes_stated: list[str] = Field(default_factory=list)
+    #: What the import assumed where the files do not say → the entities it concerns (said on the card).
+    assumed: dict[str, list[str]] = Field(default_factory=dict)
+    #: An entity's name → where its first record is ("world.csv: line 2 ('Vexy')"), for a problem to name.
+    records: dict[str, str] = Field(default_factory=dict)
 
     def campaign_file(self) -> CampaignFile:
         return CampaignFile(entities=self.entities, relationships=self.relationships)
@@ -227,6 +231,8 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
         skipped=world.skipped,
         source_ids={world.entities[index].name: ids for index, ids in world.source_ids.items()},
         notes_stated=[world.entities[index].name for index in sorted(world.notes_stated)],
+        assumed=world.assumed,
+        records={world.entities[index].name: where for index, where in world.records.items()},
     )
 
 

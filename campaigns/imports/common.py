@@ -63,12 +63,22 @@ class _Text(HTMLParser):
         self._secret_depth = 0
         self._skip_depth = 0
         self._cells = 0  # cells of the table row read so far
+        self._lists: list[list[Any]] = []  # the lists open: [tag, items so far]
+        self._marker = ""  # a list item's "- " or "2. ", written before its first text
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         classes = " ".join(value or "" for key, value in attrs if key == "class").split()
         opens = "secret" in classes
-        if tag in _BLOCKS:
+        if tag == "li":  # one line an item, as the editor shows it: "- item", or "1. item" in a numbered list
+            self._line()
+            if self._lists:
+                self._lists[-1][1] += 1
+            numbered = bool(self._lists) and self._lists[-1][0] == "ol"
+            self._marker = f"{self._lists[-1][1]}. " if numbered else "- "
+        elif tag in _BLOCKS and not self._marker:  # ProseMirror writes <li><p>…</p></li>: the item's own line
             self._out("\n")
+        if tag in ("ul", "ol"):
+            self._lists.append([tag, 0])
         if tag == "tr":
             self._cells = 0
         elif tag in ("td", "th"):  # a table's cells apart, not glued into one word ("Goblin7")
@@ -89,12 +99,24 @@ class _Text(HTMLParser):
                     self._skip_depth -= closed in _SKIPPED
                 del self._stack[index:]
                 break
+        if tag in ("ul", "ol") and self._lists:
+            self._lists.pop()
         if tag in _BLOCKS:
             self._out("\n")
 
     def handle_data(self, data: str) -> None:
         if not self._skip_depth:
+            if self._marker and data.strip():
+                self._out(self._marker)
+                self._marker = ""
             self._out(data)
+
+    def _line(self) -> None:
+        """Start a new line, not a blank one: a list's items are not paragraphs."""
+        out = self.secret if self._secret_depth else self.public
+        while out and not out[-1].strip(" \t\n") and "\n" in out[-1]:
+            out.pop()
+        out.append("\n")
 
     def _out(self, text: str) -> None:
         (self.secret if self._secret_depth else self.public).append(text)
@@ -166,6 +188,11 @@ class World:
     #: Entries (their index) a record of which has a place for GM notes: the notes read are all it has now, so
     #: notes it had before and lacks now were deleted in the tool.
     notes_stated: set[int] = field(default_factory=set)
+    #: What the import assumed where the files do not say (said to the DM on the card) → the entities it concerns.
+    assumed: dict[str, list[str]] = field(default_factory=dict)
+    #: Where each entry (its index) was first read, as a problem names it ("world.csv: line 2"): a load that
+    #: refuses the entry says the record, not the campaign file's "entity #1" the DM never wrote.
+    records: dict[int, str] = field(default_factory=dict)
     _names: dict[str, int] = field(default_factory=dict)
     _aliases: dict[str, int] = field(default_factory=dict)
     #: The fact types each entity (its name's key) has among the first ``_typed`` relationships: GM notes of
@@ -224,6 +251,7 @@ class World:
         else:
             index = self._names[name_key(spec.name)] = len(self.entities)
             self.entities.append(spec)
+            self.records[index] = ": ".join([file, _record(record, spec.name)])
         for alias in self.entities[index].aliases:
             self._aliases.setdefault(name_key(alias), index)
         for source_id in source_ids:
@@ -235,6 +263,12 @@ class World:
         if dm_notes:
             self.notes(where, name, dm_notes)
         return name
+
+    def assume(self, what: str, name: str) -> None:
+        """Say on the card that ``what`` was assumed of the entity ``name``, the files not saying."""
+        names = self.assumed.setdefault(what, [])
+        if name not in names:
+            names.append(name)
 
     def _holder(self, name: str) -> int | None:
         """The entry already read that is called ``name``, by its name or an alias."""
@@ -294,11 +328,13 @@ def _record(record: str | int | None, name: str) -> str:
 
 
 def _folded(first: EntitySpec, second: EntitySpec) -> EntitySpec:
-    """Two records of one name (a world actor and its compendium copy): the first's fields, the second's where
-    the first has none, aliases and attributes of both, secret only if both are."""
+    """Two records of one name (a world actor and its compendium copy, two journals "Ironhold"): the first's
+    fields, the second's where the first has none, the second's description after the first's unless the first
+    says it already (nothing of either lost), aliases and attributes of both, secret only if both are."""
+    more = second.description if second.description not in first.description else ""
     return first.model_copy(
         update={
-            "description": first.description or second.description,
+            "description": "\n\n".join(d for d in (first.description, more) if d),
             "aliases": list(dict.fromkeys([*first.aliases, *second.aliases])),
             "attributes": {**second.attributes, **first.attributes},
             "secret": first.secret and second.secret,

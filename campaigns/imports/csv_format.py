@@ -39,8 +39,27 @@ def looks_like(text: str) -> bool:
     return len(header) >= 2 and all(0 < len(h.strip()) <= 60 for h in header)
 
 
+def _unclosed_quote(text: str, separator: str) -> int | None:
+    """The line a quoted field opens on that no quote closes, else None. The lenient reader :func:`parse` uses
+    reads such a field to the end of the file, and its row's problem would name the last line."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=separator, strict=True)
+    start = 1
+    try:
+        for _ in reader:
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        if "unexpected end of data" in str(exc):
+            return start
+    return None  # another strictness the lenient reader forgives
+
+
 def parse(file: str, text: str, world: World) -> None:
-    reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""), delimiter=delimiter(text))
+    text = text.lstrip("\ufeff")
+    if (line := _unclosed_quote(text, delimiter(text))) is not None:
+        raise problem(
+            file, f"line {line}", None, 'a quoted field opens on this line and is never closed (a " missing?)'
+        )
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter(text))
     try:
         header = next(reader)
     except StopIteration:

@@ -12,7 +12,7 @@ holding all of those.
 - Scenes → location, journal entries → concept with their text as the description.
 - HTML becomes plain text. GM-only text (pf2e ``privateNotes`` and ``description.gm``, ``<section class="secret">``
   blocks) is kept DM-only, as secret ``dm_notes`` facts. A journal entry players cannot see (default ownership
-  NONE) is secret.
+  NONE, or no ownership in the file) is secret.
 - Folders, manifests (``world.json``, ``module.json``, ``system.json``), macros, playlists, roll tables, chat
   messages and users are not entities.
 """
@@ -181,17 +181,27 @@ def _document(file: str, record: str | int | None, doc: dict[str, Any], world: W
                     _document(file, f"{key} #{number}", inner, world)
         return
     if isinstance(doc.get("pages"), list) or ("content" in doc and "type" not in doc and "speaker" not in doc):
-        _journal(where, doc, world)
+        name = _journal(where, doc, world)
     elif any(key in doc for key in ("walls", "tokens", "grid", "navName", "initial")) and "type" not in doc:
-        _scene(where, doc, world)
+        name = _scene(where, doc, world)
     elif isinstance(doc.get("items"), list) or "prototypeToken" in doc or "token" in doc:
-        _actor(where, doc, world)
+        name = _actor(where, doc, world)
     elif "type" in doc and ("system" in doc or "data" in doc):
-        _item(where, doc, world, owned=False)
+        name = _item(where, doc, world, owned=False)
     else:
         world.skipped.append(
             f"{file}: {as_text(doc.get('name')) or 'a document'} (not an actor, item, scene or journal)"
         )
+        return
+    if name is not None and not _uuids("Document", doc):  # no _id
+        world.assume(NO_ID, name)
+
+
+#: What the card says of a document exported without its id ("Export Data" drops it).
+NO_ID = (
+    'no Foundry id in the export ("Export Data" drops it), so found again by name alone: renamed in Foundry, it '
+    "imports as a new entity (rename it here too, or import the world's .db files, which keep ids)"
+)
 
 
 def _uuids(kind: str, doc: dict[str, Any], parent: str | None = None) -> list[str]:
@@ -203,7 +213,7 @@ def _uuids(kind: str, doc: dict[str, Any], parent: str | None = None) -> list[st
     return [f"{parent + '.' if parent else ''}{kind}.{doc_id.strip()}"]
 
 
-def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
+def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> str | None:
     system = _system(doc)
     kind = ACTOR_TYPES.get(str(doc.get("type", "")).casefold(), EntityType.npc)
     details = as_object(system.get("details"))
@@ -212,6 +222,14 @@ def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
         text, hidden = _html(_get(details, *path))
         public = public or text
         secret = "\n\n".join(s for s in (secret, hidden) if s)
+    shared, shared_hidden = _html(_get(details, "biography", "public"))
+    secret = "\n\n".join(s for s in (secret, shared_hidden) if s)
+    # dnd5e's public biography is what players see of an actor they do not own, its full biography the GM's: the
+    # first is the description of any actor but a player's (whose sheet its player reads whole), the second GM notes
+    if shared and kind is not EntityType.player:
+        full = _html(_get(details, "biography"))[0]
+        public, secret = shared, "\n\n".join(s for s in (full if full != shared else "", secret) if s)
+    public = public or shared
     if not public and isinstance(details.get("biography"), dict):  # pf2e characters: appearance, backstory …
         parts = [_html(v)[0] for k, v in details["biography"].items() if k in ("appearance", "backstory")]
         public = "\n\n".join(p for p in parts if p)
@@ -242,7 +260,7 @@ def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
         states_notes=True,
     )
     if name is None:
-        return
+        return None
     left = 0
     for number, item in enumerate(doc.get("items") or [], start=1):
         if not isinstance(item, dict):
@@ -256,6 +274,7 @@ def _actor(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
             left += 1
     if left:
         world.skipped.append(f"{where[0]}: {name}: {left} mundane items, spells and features left on the sheet")
+    return name
 
 
 def _race(value: Any) -> str:
@@ -297,23 +316,34 @@ def _item(
     system = _system(doc)
     public, secret = _html(system.get("description"))
     gm, gm_hidden = _html(_get(system, "description", "gm"))
-    rarity = system.get("rarity") or _get(system, "traits", "rarity")
+    rarity = as_text(system.get("rarity") or _get(system, "traits", "rarity"))
+    name, hidden = doc.get("name"), False
+    if system.get("identified") is False:  # dnd5e: players know only its unidentified name and text
+        known_name = as_text(_get(system, "unidentified", "name"))
+        if known_name:  # the true name, text and rarity are the DM's until the party identifies it
+            known, known_hidden = _html(_get(system, "unidentified", "description"))
+            true = "\n".join(t for t in (f"Identified: {as_text(name)}", rarity and f"rarity: {rarity}", public) if t)
+            secret = "\n\n".join(t for t in (true, known_hidden, secret) if t)
+            name, public, rarity = known_name, known, ""
+        else:  # nothing players may call it: the whole item is the DM's
+            hidden = True
     return world.entity(
         where,
-        name=doc.get("name"),
+        name=name,
         type=EntityType.item,
         description=public,
-        attributes={"rarity": as_text(rarity), "foundry_type": kind},
+        attributes={"rarity": rarity, "foundry_type": kind},
+        secret=hidden,
         dm_notes="\n\n".join(s for s in (gm, gm_hidden, secret) if s),
         source_ids=_uuids("Item", doc, parent),
         states_notes=True,
     )
 
 
-def _scene(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
+def _scene(where: tuple[str, Any], doc: dict[str, Any], world: World) -> str | None:
     public, secret = _text(doc.get("description") if isinstance(doc.get("description"), str) else "")
     nav = as_text(doc.get("navName"))
-    world.entity(
+    return world.entity(
         where,
         name=doc.get("name"),
         type=EntityType.location,
@@ -325,7 +355,7 @@ def _scene(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
     )
 
 
-def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
+def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> str | None:
     public_parts: list[str] = []
     secret_parts: list[str] = []
     if isinstance(doc.get("pages"), list):
@@ -345,7 +375,7 @@ def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
         text, hidden = _text(doc.get("content") if isinstance(doc.get("content"), str) else "")
         public_parts.append(text)
         secret_parts.append(hidden)
-    world.entity(
+    name = world.entity(
         where,
         name=doc.get("name"),
         type=EntityType.concept,
@@ -355,14 +385,25 @@ def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> None:
         source_ids=_uuids("JournalEntry", doc),
         states_notes=True,
     )
+    if name and not isinstance(doc.get("ownership", doc.get("permission")), dict):
+        world.assume(NO_OWNERSHIP, name)
+    return name
+
+
+#: What the card says of a journal entry exported without its ownership.
+NO_OWNERSHIP = 'no ownership in the export ("Export Data" drops it), so DM-only, as Foundry\'s default is'
 
 
 def _gm_only(doc: dict[str, Any], *, page: bool = False) -> bool:
     """A document players cannot see: its default ownership (v10+ ``ownership``, v9 ``permission``) is NONE and
-    no player is given more. Absent, it is not hidden. A journal page's INHERIT (-1, what Foundry writes for every
-    page unless the GM sets it) is its entry's: not hidden on its own."""
+    no player is given more. Absent (Foundry's "Export Data" and compendium packs drop it), an entry is taken as
+    Foundry's own default, NONE: nothing says players may read it. A journal page's INHERIT (-1, what Foundry
+    writes for every page unless the GM sets it) is its entry's: not hidden on its own, nor is a page without
+    ownership."""
     ownership = doc.get("ownership", doc.get("permission"))
-    if not isinstance(ownership, dict) or "default" not in ownership:
+    if not isinstance(ownership, dict):
+        return not page
+    if "default" not in ownership:
         return False
     if page and ownership["default"] == -1:
         return False

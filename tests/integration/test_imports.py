@@ -117,6 +117,23 @@ async def test_a_secret_record_never_makes_a_public_entity_say_its_text(campaign
     assert await campaign.graph.relationships_of(hale.id) == []  # players read none of it
 
 
+async def test_a_journal_exported_without_ownership_never_replaces_a_public_description(
+    campaign: CampaignMemory,
+) -> None:
+    """A GM-only journal saved with "Export Data" has no ownership: it is taken as DM-only (Foundry's default),
+    so its text is the public NPC's GM notes, not the description players read, and the card says why."""
+    await campaign.add_entity(EntityIn(name="Vask Emberhand", type=EntityType.npc, description="A smith."))
+    page = {"name": "Vask Emberhand", "type": "text", "text": {"format": 1, "content": "<p>He poisoned the king.</p>"}}
+    journal = {"name": "Vask Emberhand", "pages": [page], "flags": {"exportSource": {"coreVersion": "12.331"}}}
+    batch = await batches.stage(campaign, read_import([("vask-gm.json", json.dumps(journal).encode())]))
+    assert "assumed: no ownership in the export" in batch.card() and "DM-only" in batch.card()
+    await batches.accept(campaign, batch.ref)
+    vask = await campaign.graph.get_entity("Vask Emberhand")
+    assert (vask.description, vask.visibility) == ("A smith.", Visibility.public)
+    [notes] = await campaign.graph.relationships_of(vask.id, include_secret=True)
+    assert (notes.value, notes.visibility) == ("He poisoned the king.", Visibility.secret)
+
+
 async def test_the_card_counts_dm_only_facts_not_entities(campaign: CampaignMemory) -> None:
     """The card's "N facts, M of them DM-only" counts facts alone: a secret entity is not a fact, and the GM notes
     a secret record gives a public entity of its name are one."""
@@ -155,6 +172,17 @@ async def test_a_batch_waiting_is_planned_again_when_another_is_accepted(campaig
     assert "planned again" not in (await batches.get(campaign, two.ref)).card()  # said only while it waits
 
 
+async def test_staging_and_accepting_a_batch_say_how_far_the_load_is(campaign: CampaignMemory) -> None:
+    """A world of thousands of actors took half a minute to stage and as long to accept, silently: both tell a
+    progress callback how far their load is, as a campaign file's load does."""
+    said: list[tuple[int, int]] = []
+    batch = await batches.stage(campaign, read_import(files(WORLD)), progress=lambda *done: said.append(done))
+    assert said and said[-1] == (8, 8)  # 7 entities and a fact
+    said.clear()
+    await batches.accept(campaign, batch.ref, progress=lambda *done: said.append(done))
+    assert said[-1] == (8, 8)
+
+
 async def test_a_rejected_batch_writes_nothing(campaign: CampaignMemory) -> None:
     batch = await batches.stage(campaign, read_import(files([FIXTURES / "roll20_campaign.json"])))
     rejected = await batches.reject(campaign, batch.ref)
@@ -181,11 +209,13 @@ def test_the_cli_imports_for_review_and_with_accept(lk: Callable[..., CompletedP
     assert staged.returncode == 0, staged.stderr
     assert "6 entities (6 new, 0 updated), 8 facts" in staged.stdout
     assert "`lorekeeper review accept b1`" in staged.stdout
+    assert "trying 6 entities" in staged.stderr  # a progress bar on stderr, as `campaign load` shows
     listed = lk("review", "list")
     assert "Import b1 (kanka:" in listed.stdout and "nothing else to review" in listed.stdout
     assert lk("entity", "show", "Jonah Greave").returncode != 0  # not in the graph before the DM accepts
     accepted = lk("review", "accept", "b1")
     assert accepted.returncode == 0 and "accepted b1: entities: 6 new" in accepted.stdout, accepted.stderr
+    assert "accepting b1" in accepted.stderr
     shown = lk("entity", "show", "Greave Marsh")
     assert "Jonah Greave —located_in→ Greave Marsh" in shown.stdout
 
@@ -215,6 +245,11 @@ def test_an_import_accepted_at_once_that_could_not_load_keeps_nothing(
     assert refused.returncode != 0 and "Ironhold" in refused.stderr and "nothing was imported" in refused.stderr
     assert "Import b" not in lk("review", "list").stdout
     assert lk("entity", "show", "Saltmere").returncode != 0
+    # the CSV's line, not a campaign file's "entity #1" and its renamed_from: a CSV has no such column
+    (tmp_path / "alias.csv").write_text("name,type,aliases\nVexy,npc,Eldri\n")
+    clash = lk("campaign", "import", str(tmp_path / "alias.csv"))
+    assert f"error: {tmp_path / 'alias.csv'}: line 2 ('Vexy'): 'Eldri' is already an alias of" in clash.stderr
+    assert "entity #" not in clash.stderr and "renamed_from" not in clash.stderr
 
 
 def test_a_foundry_v11_world_folder_says_to_unpack_it(lk: Callable[..., CompletedProcess[str]], tmp_path: Path) -> None:
@@ -300,6 +335,34 @@ async def test_gm_notes_deleted_in_the_tool_are_ended(campaign: CampaignMemory) 
     await _import(campaign, [("w.csv", b"name,type,dm_notes\nIronhold,location,\n")])
     current = await campaign.graph.relationships_of(ironhold.id, include_secret=True)
     assert [(r.type, r.value) for r in current] == [("dm_notes_9", "The DM's own.")]
+
+
+async def test_only_the_record_that_gave_gm_notes_ends_them_and_the_card_says_so(campaign: CampaignMemory) -> None:
+    """GM notes end only when the record (or tool) that gave them has none now: a Foundry journal without an id
+    that shares the NPC's name, or a CSV row of a place a Foundry journal described, is another record. The card
+    of a batch lists the notes accepting it ends."""
+    await _import(campaign, _vask("He is a spy."))
+    page = {"name": "Vask the Ashen", "type": "text", "text": {"content": "<p>A smith of Cindergate.</p>"}}
+    journal = {"name": "Vask the Ashen", "pages": [page], "ownership": {"default": 2}}
+    _, said = await _import(campaign, [("vask-journal.json", json.dumps(journal).encode())])
+    vask = await campaign.graph.get_entity("Vask the Ashen")
+    current = await campaign.graph.relationships_of(vask.id, include_secret=True)
+    assert [(r.type, r.value) for r in current if r.type == "dm_notes"] == [("dm_notes", "He is a spy.")], said
+
+    content = '<p>A hold.</p><section class="secret">Dead king.</section>'
+    ironhold = {"_id": "j9", "name": "Ironhold", "content": content}
+    await _import(campaign, [("journal.db", json.dumps({**ironhold, "ownership": {"default": 2}}).encode())])
+    await _import(campaign, [("w.csv", b"name,type,description,dm_notes\nIronhold,location,Dwarven hold,\n")])
+    hold = await campaign.graph.get_entity("Ironhold")
+    current = await campaign.graph.relationships_of(hold.id, include_secret=True)
+    assert [(r.type, r.value) for r in current] == [("dm_notes", "Dead king.")]
+
+    actor = json.loads(_vask("")[0][1])
+    actor["system"]["details"]["biography"]["value"] = "<p>A smith.</p>"
+    batch = await batches.stage(campaign, read_import([("vask.json", json.dumps(actor).encode())]))
+    assert "GM notes it ends or replaces (kept in their history):\n- Vask the Ashen: fact dm_notes: ended" in (
+        batch.card()
+    )
 
 
 async def test_a_csv_row_shorter_than_its_header_has_empty_gm_notes(campaign: CampaignMemory) -> None:

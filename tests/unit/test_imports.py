@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from campaigns.imports import MAX_IMPORT_BYTES, ImportedWorld, ImportFileError, detect_format, read_import
+from campaigns.imports import MAX_IMPORT_BYTES, ImportedWorld, ImportFileError, detect_format, foundry, read_import
 from campaigns.imports.common import html_to_text, js_unescape
 from campaigns.schema import EntitySpec
 from memory.models import EntityType
@@ -56,6 +56,53 @@ def test_foundry_v10_actor_with_its_notable_items_and_secret_block() -> None:
         ("Vask the Ashen", "dm_notes", "Secretly forges weapons for the Red Hand.", True),
     }
     assert any("3 mundane items" in s for s in world.skipped)
+
+
+def test_a_dnd5e_public_biography_is_what_players_read_of_an_npc() -> None:
+    """dnd5e's ``biography.public`` is the text shown to players who do not own the actor: an NPC's description,
+    its full ``biography.value`` GM notes; alone, it still arrives. A player's own sheet is read whole."""
+
+    def actor(kind: str, value: str) -> ImportedWorld:
+        bio = {"value": value, "public": "<p>A cloaked stranger.</p>"}
+        doc = {"name": "Hooded Figure", "type": kind, "system": {"details": {"biography": bio}}, "prototypeToken": {}}
+        return read_import([("a.json", json.dumps(doc).encode())])
+
+    alone = actor("npc", "")
+    assert entity(alone, "Hooded Figure").description == "A cloaked stranger." and alone.relationships == []
+    both = actor("npc", "<p>The lich's spy.</p>")
+    assert entity(both, "Hooded Figure").description == "A cloaked stranger."
+    assert facts(both) == {("Hooded Figure", "dm_notes", "The lich's spy.", True)}
+    player = actor("character", "<p>Raised by wolves.</p>")
+    assert entity(player, "Hooded Figure").description == "Raised by wolves." and player.relationships == []
+
+
+def test_an_unidentified_dnd5e_item_is_what_players_know_of_it() -> None:
+    """dnd5e's ``identified: false``: players see the unidentified name and text; the true name, rarity and text
+    are GM notes. Without an unidentified name there is nothing players may call it: the item is DM-only."""
+    ring = {
+        "name": "Ring of Spite",
+        "type": "equipment",
+        "system": {
+            "identified": False,
+            "unidentified": {"name": "Plain Ring", "description": "<p>A plain iron ring.</p>"},
+            "description": {"value": "<p>Cursed: the wearer betrays friends.</p>"},
+            "rarity": "rare",
+        },
+    }
+    world = read_import([("ring.json", json.dumps(ring).encode())])
+    [plain] = world.entities
+    assert (plain.name, plain.description, plain.secret, plain.attributes) == (
+        "Plain Ring",
+        "A plain iron ring.",
+        False,
+        {"foundry_type": "equipment"},
+    )
+    assert facts(world) == {
+        ("Plain Ring", "dm_notes", "Identified: Ring of Spite\nrarity: rare\nCursed: the wearer betrays friends.", True)
+    }
+    ring["system"]["unidentified"] = {"name": "", "description": ""}  # type: ignore[index]
+    [unnamed] = read_import([("ring.json", json.dumps(ring).encode())]).entities
+    assert (unnamed.name, unnamed.secret) == ("Ring of Spite", True)
 
 
 def test_foundry_v9_data_layout_item() -> None:
@@ -133,6 +180,28 @@ def test_a_journal_page_inheriting_its_entrys_ownership_is_public() -> None:
     bell = entity(world, "The Sunken Bell")
     assert "It rings at low tide." in bell.description and not bell.secret
     assert facts(world) == {("The Sunken Bell", "dm_notes", "GM\nIt wakes the drowned.", True)}
+
+
+def test_a_journal_exported_without_ownership_is_dm_only_and_the_card_says_so() -> None:
+    """Foundry's "Export Data" drops ``ownership`` (and ``_id``): nothing says players may read the journal, and
+    Foundry's own default is NONE, so it is secret, and the import says what it assumed."""
+    page = {"name": "Secret", "type": "text", "text": {"content": "<p>Vask is Szass Tam.</p>"}, "ownership": {}}
+    doc = {"name": "The Lich's True Name", "pages": [page], "flags": {"exportSource": {"coreVersion": "12.331"}}}
+    world = read_import([("lich.json", json.dumps(doc).encode())])
+    lich = entity(world, "The Lich's True Name")
+    assert lich.secret and "Vask is Szass Tam." in lich.description
+    assert world.assumed[foundry.NO_OWNERSHIP] == ["The Lich's True Name"]
+    shared = read_import([("lich.json", json.dumps({**doc, "ownership": {"default": 2}}).encode())])
+    assert not entity(shared, "The Lich's True Name").secret and foundry.NO_OWNERSHIP not in shared.assumed
+
+
+def test_a_document_exported_without_its_id_says_a_rename_will_make_a_new_entity() -> None:
+    """ "Export Data" drops ``_id``: a rename in Foundry cannot be followed, and the card says so; a world's .db
+    documents have their ids and say nothing."""
+    actor = {"name": "Brother Hale", "type": "npc", "system": {}, "prototypeToken": {}, "items": []}
+    world = read_import([("hale.json", json.dumps(actor).encode())])
+    assert world.assumed == {foundry.NO_ID: ["Brother Hale"]}
+    assert imported("foundry_world/actors.db", "foundry_world/journal.db").assumed == {}
 
 
 def test_foundry_links_and_inline_rolls_read_as_foundry_shows_them() -> None:
@@ -223,7 +292,7 @@ def test_a_record_named_by_another_records_alias_is_that_entity() -> None:
     world = read_import([("vm.json", json.dumps(campaign).encode())])
     world.campaign_file()  # loads: one name, one entity
     assert [(e.name, e.aliases, e.description) for e in world.entities[:2]] == [
-        ("Vex'ahlia", ["Vex"], "A ranger."),
+        ("Vex'ahlia", ["Vex"], "A ranger.\n\nHer bounty notice."),  # the handout's text after hers
         ("Trinket", [], ""),
     ]
     assert ("Vex'ahlia", "dm_notes", "Wanted alive.", True) in facts(world)
@@ -346,6 +415,10 @@ def imported_text(text: str, name: str = "x.csv") -> ImportedWorld:
         ([("x.json", b'{"hello": 1}')], "not a Foundry VTT, Roll20 or Kanka export"),
         ([("a.db", b'{"_id":"1","name":"A","type":"npc","system":{},"items":[]}\n{"_id": broken\n')], "line 2"),
         ([("n.csv", b"type,description\nnpc,x\n")], "no 'name' column"),
+        (  # where the quote opened, not the file's last line the lenient reader ran to
+            [("q.csv", b'name,type,description\nA,npc,"two\nlines"\n"Quote, unclosed,npc,x\nNext,npc,y\n')],
+            "q.csv: line 4: a quoted field opens on this line and is never closed",
+        ),
         (
             [("one.csv", b"name,type\nA,npc\n"), ("two.json", b'{"_id":"x","name":"B","type":"npc","system":{}}')],
             "import one tool's files at a time",
@@ -403,6 +476,16 @@ def test_long_gm_text_is_kept_whole_in_parts() -> None:
     assert " ".join(r.value or "" for r in parts) == long
 
 
+def test_html_lists_keep_their_bullets_and_numbers() -> None:
+    """A list reads as the editor shows it: one line an item, "- " or "1. ", even as ProseMirror writes it
+    (``<li><p>…</p></li>``), not items run together as paragraphs."""
+    assert html_to_text("<p>Clues:</p><ol><li>The mayor lies</li><li>The well is poisoned</li></ol><p>Then</p>") == (
+        "Clues:\n1. The mayor lies\n2. The well is poisoned\n\nThen",
+        "",
+    )
+    assert html_to_text("<ul>\n <li><p>Rope</p></li>\n <li><p>Lantern</p></li>\n</ul>") == ("- Rope\n- Lantern", "")
+
+
 def test_html_and_javascript_escapes() -> None:
     assert html_to_text("<p>One<br>two &amp; <b>three</b></p><script>x()</script><p>four</p>") == (
         "One\ntwo & three\n\nfour",
@@ -437,6 +520,18 @@ def test_duplicates_fold_and_symmetric_facts_are_one() -> None:
     assert [(e.name, e.description) for e in world.entities] == [("A", "Same as A."), ("B", "")]
     assert [(r.source, r.type, r.target) for r in world.relationships] == [("A", "allied_with", "B")]
     world.campaign_file()  # and it is a valid campaign file
+
+
+def test_a_second_record_of_a_name_adds_its_text_not_drops_it() -> None:
+    """Two journals "Ironhold" in one world make one entity: the second's text follows the first's, and a copy
+    that says nothing new (an actor and its compendium twin) adds nothing."""
+    docs = [
+        {"_id": "j1", "name": "Ironhold", "content": "<p>Dwarven hold.</p>", "ownership": {"default": 2}},
+        {"_id": "j2", "name": "Ironhold", "content": "<p>Second Ironhold journal.</p>", "ownership": {"default": 2}},
+        {"_id": "j3", "name": "Ironhold", "content": "<p>Dwarven hold.</p>", "ownership": {"default": 2}},
+    ]
+    world = read_import([("journal.db", "\n".join(json.dumps(d) for d in docs).encode())])
+    assert [e.description for e in world.entities] == ["Dwarven hold.\n\nSecond Ironhold journal."]
 
 
 def test_each_tool_s_own_ids_are_kept_with_the_record_s_name() -> None:
