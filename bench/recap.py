@@ -196,8 +196,9 @@ def lorekeeper(
 
 
 def _within(said: str, text: str) -> bool:
-    """A recap line is its turn's text, or a part of it (a cut ends in "…")."""
-    return all(part in text for part in said.split("…") if part.strip())
+    """A recap line is its turn's text, or a part of it (a cut ends in "…", the quotation marks it cuts through
+    are added)."""
+    return all(part in text or part.strip('"') in text for part in said.split("…") if part.strip())
 
 
 def cut(lines: Iterable[tuple[int, str]], budget: int) -> Recap:
@@ -381,8 +382,11 @@ def main() -> None:
     judged = json.loads(QUOTES.read_text(encoding="utf-8"))["episodes"]
     for name in wanted:
         episode = load_episode(name, aligned)
-        new = lorekeeper(extractive_summary, episode, gazetteer, names)
-        old = lorekeeper(old_summary, episode, gazetteer, names)
+        # the wiki lists the cast ("Matt" of Matthew Mercer) among its entities; a campaign lists its world only
+        cast = {w for e in episode.entries for w in re.findall(r"[A-Z][a-z]{2,}", e.speaker)}
+        world = Gazetteer([e for e in entities if not {e.name, *e.aliases} & cast])
+        new = lorekeeper(extractive_summary, episode, world, names)
+        old = lorekeeper(old_summary, episode, world, names)
         budget = new.words
         recaps = {
             "new": new,

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, field_validator
 
+from memory.correction.evidence import word_zipf
 from memory.extraction.salience import is_trivial
 from memory.gazetteer import Gazetteer
 from memory.graph import SecretMask
 from memory.models import Entry, Session
-from memory.offgame import Talk, is_table_talk, narrator, out_of_game, tells_story
+from memory.offgame import DM_NAMES, Talk, is_table_talk, narrator, out_of_game, tells_story
 from memory.text import storable, without_hidden
 
 if TYPE_CHECKING:
@@ -84,10 +85,13 @@ class _Line:
     text: str
 
 
-def _best_line(entry: Entry, mentions: Sequence[tuple[int, int, int]], narrator: bool) -> _Line | None:
+def _best_line(
+    entry: Entry, mentions: Sequence[tuple[int, int, int]], narrator: bool, at_table: re.Pattern[str] | None = None
+) -> _Line | None:
     """The run of sentences of ``entry`` (at most ``_LINE_WORDS`` words, a longer sentence cut) that tells most:
     the entities it names, its length, and whether the narrator says it; none that asks, or talks rules or table
-    business. A run starts and ends on a sentence of a few words ("All right." is no part of the story)."""
+    business, or names someone ``at_table`` ("Ashley, Matt is whispering in Taliesin's ear"). A run starts and
+    ends on a sentence of a few words ("All right." is no part of the story)."""
     text = entry.text
     if len(text.split()) < 5 or is_trivial(text):
         return None
@@ -98,7 +102,10 @@ def _best_line(entry: Entry, mentions: Sequence[tuple[int, int, int]], narrator:
     called = [
         _roll_call(text[a:b], [(x - a, y - a, e) for x, y, e in mentions if a <= x and y <= b]) for a, b in sentences
     ]
-    table = [is_table_talk(text[a:b]) or roll_call for (a, b), roll_call in zip(sentences, called, strict=True)]
+    table = [
+        is_table_talk(text[a:b]) or roll_call or bool(at_table and at_table.search(text[a:b]))
+        for (a, b), roll_call in zip(sentences, called, strict=True)
+    ]
     unreal = [_HYPOTHETICAL.search(text[a:b]) is not None for a, b in sentences]
     beside = {
         k
@@ -117,13 +124,37 @@ def _best_line(entry: Entry, mentions: Sequence[tuple[int, int, int]], narrator:
             words = len(said.split())
             if end != sentences[i][1] and words > _LINE_WORDS:
                 break
-            if said.endswith("?") or is_table_talk(said) or any(called[i : j + 1]):
+            if said.endswith("?") or is_table_talk(said) or any(table[i : j + 1]):
                 break
+            if words > _LINE_WORDS:  # one long sentence: what is shown of it is what counts
+                words = _clause_words(said.split())
+                said = " ".join(said.split()[:words]).rstrip(",;:—–- ") + "…"
+                end = start + [m.end() for m in re.finditer(r"\S+", text[start:end])][words - 1]
             named = {entity for a, b, entity in mentions if a < end and b > start}
-            score = _ENTITY * len(named) + min(words, _LINE_WORDS) / _LINE_WORDS + (_NARRATOR if narrator else 0.0)
+            score = _ENTITY * len(named) + words / _LINE_WORDS + (_NARRATOR if narrator else 0.0)
             if best is None or score > best.score:
-                best = _Line(score, said if words <= _LINE_WORDS else " ".join(said.split()[:_LINE_WORDS]) + "…")
+                best = _Line(score, _quoted_whole(said))
     return best
+
+
+#: A clause of a long sentence ends at a comma, semicolon, colon or dash ("…that kept the townsfolk indoors, and").
+_CLAUSE_END = re.compile(r"[,;:—]$|^[-–—]+$")
+
+
+def _clause_words(words: Sequence[str]) -> int:
+    """How many words of a sentence longer than ``_LINE_WORDS`` a line quotes: up to its last clause end within
+    them if that keeps half of them, else all of them. "…" then ends a thought, not a phrase ("you feel this…")."""
+    ends = [k for k in range(_LINE_WORDS // 2, _LINE_WORDS + 1) if _CLAUSE_END.search(words[k - 1])]
+    return ends[-1] if ends else _LINE_WORDS
+
+
+def _quoted_whole(said: str) -> str:
+    """``said`` with the quotation marks its cut goes through: she goes, "I am Norda." (the line goes on inside the
+    quotation); "Whitestone is free!" he says (it began before). A mark before a word opens, one after closes."""
+    marks = [m.start() == 0 or said[m.start() - 1].isspace() for m in re.finditer('"', said)]
+    if not marks:
+        return said
+    return '"' * (not marks[0]) + said + '"' * marks[-1]
 
 
 _INVOLVED = "Involved: "
@@ -138,6 +169,20 @@ def _amid_rules_talk(entries: Sequence[Entry], n: int, talk: Mapping[int, Talk])
     text = entries[n].text
     near = entries[max(0, n - _RULES_NEAR) : n + _RULES_NEAR + 1]
     return len(text.split()) < _RULES_SHORT and any(talk.get(e.id) == Talk.dice for e in near) and not tells_story(text)
+
+
+#: A speaker's name at least this frequent in English ("All", "Will") is read as the word, not as the speaker.
+_EVERYDAY = 5.0
+
+
+def _table_names(entries: Sequence[Entry], gazetteer: Gazetteer) -> re.Pattern[str] | None:
+    """The names the session's speakers go by that are no entity's and no everyday word ("Matt", "Taliesin"; not
+    CRD3's "All"): a sentence saying one speaks of the people at the table, not of the story."""
+    words = {w for e in entries for w in re.findall(r"[A-Z][a-z]{2,}", e.speaker.title())}
+    names = sorted(
+        w for w in words if w.upper() not in DM_NAMES and word_zipf(w.lower()) < _EVERYDAY and not gazetteer.find(w)
+    )
+    return re.compile(rf"\b(?:{'|'.join(names)})\b") if names else None
 
 
 def extractive_summary(
@@ -158,6 +203,7 @@ def extractive_summary(
     narrates = narrator(entries, dm_speaker_id)
     talk = out_of_game(entries, dm_speaker_id)  # the pre-show, breaks, sponsor reads and dice: never quoted
     found: dict[int, _Line] = {}
+    at_table = _table_names(entries, gazetteer)
     for n, e in enumerate(entries):
         counts.update(gazetteer.mentioned_ids(e))
         if e.id in talk:
@@ -165,7 +211,7 @@ def extractive_summary(
         if _amid_rules_talk(entries, n, talk):
             continue
         mentions = [(a, b, entity.id) for a, b, entity in gazetteer.find(e.text, nested=True)]
-        if line := _best_line(e, mentions, narrates(e)):
+        if line := _best_line(e, mentions, narrates(e), at_table):
             found[n] = line
     parts = min(len(entries), _MAX_LINES, max(5, len(entries) // _TURNS_PER_LINE))
     said: dict[int, str] = {}

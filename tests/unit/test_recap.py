@@ -183,3 +183,47 @@ def test_a_plan_if_this_then_that_is_not_quoted_as_what_happened() -> None:
     assert "Mira: The bells of Ironhold ring out over the frozen lake as night falls." in lines
     said[10] = ("Mira", "If you look up, you see Eldrinax and the Pale Magister circling over Ironhold.")
     assert "Mira: If you look up, you see Eldrinax and the Pale Magister circling over Ironhold." in summarise(said)
+
+
+def test_a_long_sentence_is_quoted_to_a_clause_end_and_by_the_names_it_shows() -> None:
+    """A narrator's run-on sentence is cut where a clause ends, not mid-phrase ("and you feel this…"), and a name
+    past the cut does not count for it: the shorter line naming Ironhold is the story of the part."""
+    run_on = (
+        "As you make your way through the streets, the townsfolk begin to gather along the road in twos and "
+        "threes, and you feel this strange warmth as the shadow of Eldrinax passes over the city walls."
+    )
+    alone = summarise([("Mira", run_on)] * 5)
+    assert (
+        alone[:-1]
+        == [
+            "Mira: As you make your way through the streets, the townsfolk begin to gather along the road in twos and "
+            "threes…"
+        ]
+        * 5
+    )
+    lines = summarise([("Mira", run_on), ("Mira", "The guards of Ironhold bar the gate.")] * 5)
+    assert lines[:-1] == ["Mira: The guards of Ironhold bar the gate."] * 5
+
+
+def test_a_quotation_the_line_ends_in_is_closed() -> None:
+    """The sentences end inside the quotation, so the line would show it open: she goes, "I am the last.…"""
+    said = (
+        'Eldrinax rises and says, "I am the last of my kind. There were once a hundred of us circling these '
+        "peaks above the lake, and we ruled from the mountains to the sea for a thousand years and more before "
+        'the dwarves came."'
+    )
+    lines = summarise([("Mira", said)] * 5)
+    assert lines[:-1] == ['Mira: Eldrinax rises and says, "I am the last of my kind."'] * 5
+
+
+def test_a_sentence_naming_someone_at_the_table_is_not_the_story() -> None:
+    """ "Ashley, Matt is whispering in Taliesin's ear": a player speaks of the table by the names its speakers go
+    by, which are no entity's. A speaker named as an entity is (a player called Eldrinax on Discord) is not."""
+    said = [
+        ("Mira", "The bells ring out over the frozen lake tonight."),
+        ("Bo", "Mira is whispering to the others about Eldrinax again, just so you know."),
+        ("Ana", "Okay."),
+    ] * 5
+    assert summarise(said)[:-1] == ["Mira: The bells ring out over the frozen lake tonight."] * 5
+    named = [(who.replace("Mira", "Eldrinax"), what.replace("Eldrinax", "Ironhold")) for who, what in said]
+    assert summarise(named)[0].startswith("Bo: ")  # "Eldrinax" is the dragon's name too: not the table's
