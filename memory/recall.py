@@ -122,6 +122,9 @@ LEXICAL_DEPTH, VECTOR_DEPTH, LINE_VECTOR_DEPTH = 40, 15, 20
 TALK_CHECKED = 3
 #: An alias or name a question is expanded with counts less than the question's own words.
 EXPANSION_WEIGHT = 0.7
+#: The cosine a line found by meaning alone must reach when no line says a word of the question: "zzzzqqq", "?"
+#: and "the" have lines at 0.23–0.39 (MiniLM, the Critical Role example), a question's answers come above.
+MEANING_ALONE = 0.45
 
 
 async def recall(
@@ -166,9 +169,9 @@ async def recall(
             await _telling(mem, named, parsed.text) or await _told_in(mem, named, parsed.filters),
         )
 
-    async def nearest() -> tuple[list[int], list[ChunkHit]]:
+    async def nearest() -> tuple[list[int], list[ChunkHit], float]:
         if mode not in ("both", "vector"):
-            return [], []
+            return [], [], 0.0
         return await _vectors(mem, embedder, embedding or query, sessions, speakers, other)
 
     async def named_voices() -> list[rank.Speaker]:
@@ -176,11 +179,12 @@ async def recall(
 
     # the names, the vectors and the speakers need nothing of each other: on a pool, each on its own connection
     if isinstance(mem.db, asyncpg.Pool):
-        (named, terms, telling), (near, windows), said = await asyncio.gather(
+        (named, terms, telling), (near, windows, closest), said = await asyncio.gather(
             lexical_query(), nearest(), named_voices()
         )
     else:
-        (named, terms, telling), (near, windows), said = await lexical_query(), await nearest(), await named_voices()
+        (named, terms, telling), (near, windows, closest) = await lexical_query(), await nearest()
+        said = await named_voices()
     found = await lexical_ranker.candidates(
         mem.db,
         mem.campaign_id,
@@ -196,6 +200,8 @@ async def recall(
     )
     entries = found.lines
     lexical = [f.entry_id for f in found.lexical]
+    if mode == "both" and not lexical and not telling and closest < MEANING_ALONE:
+        return []  # no line says a word of it and none comes close in meaning: the nearest are no answer
     best = _best_lines(found.scored, windows, entries, speakers, other)
     vector = [*dict.fromkeys([*(i for i in near if i in entries), *best])]
     candidates = [*dict.fromkeys([*lexical, *vector])]
@@ -244,10 +250,10 @@ async def _vectors(
     sessions: list[int] | None,
     speakers: list[str] | None,
     excluded: set[tuple[str, int]],
-) -> tuple[list[int], list[ChunkHit]]:
-    """The lines nearest the query's meaning (``query``: its text, or its embedding when the caller has it), and
-    the nearest windows when the campaign's lines have no vectors yet (chunked before lines were embedded);
-    ``excluded``: (speaker casefolded, session id) pairs whose lines are left out."""
+) -> tuple[list[int], list[ChunkHit], float]:
+    """The lines nearest the query's meaning (``query``: its text, or its embedding when the caller has it), or
+    the nearest windows when the campaign's lines have no vectors yet (chunked before lines were embedded), and
+    the closest one's cosine; ``excluded``: (speaker casefolded, session id) pairs whose lines are left out."""
     if isinstance(query, str):
         assert embedder is not None, "vector recall needs an embedder"
         query = await query_vector(embedder, query)
@@ -256,10 +262,11 @@ async def _vectors(
         query, k=LINE_VECTOR_DEPTH, session_id=session_id, speakers=speakers, excluded=excluded
     )
     if lines:
-        return [line.entry_id for line in lines], []
-    return [], await mem.semantic.nearest(
+        return [line.entry_id for line in lines], [], max(line.score for line in lines)
+    windows = await mem.semantic.nearest(
         query, k=VECTOR_DEPTH, session_id=session_id, speakers=speakers, excluded=excluded
     )
+    return [], windows, max((w.score for w in windows), default=0.0)
 
 
 #: Questions whose vectors each embedder keeps: a DM asks one again (or a player the DM's) for nothing.
