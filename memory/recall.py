@@ -26,7 +26,7 @@ from memory.correction.text import normalize, spaced_form, tokenize
 from memory.errors import InvalidInputError
 from memory.gazetteer import Gazetteer
 from memory.mentions import first_said
-from memory.models import ChunkHit, EntityType, Visibility, took_part_line, where_said
+from memory.models import ChunkHit, EntityType, Session, Visibility, took_part_line, where_said
 from memory.offgame import line_talk
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
@@ -361,6 +361,17 @@ async def _playing_another(mem: CampaignMemory, plays: dict[str, str], *, dm: bo
         dm,
     )
     return {(r["speaker"], r["session_id"]) for r in rows}
+
+
+async def recap_asked(mem: CampaignMemory, query: str) -> Session | None:
+    """The session whose recap a question asks for ("what happened last session?", "recap session 3"), shown
+    before the lines that answer it; None when it asks something else or names a session the campaign lacks."""
+    parsed = rank.parse(_clipped(query))
+    if not rank.recap_asked(parsed):
+        return None
+    sessions = await mem.log.sessions()
+    chosen = rank.session_asked(parsed.filters, [(s.id, s.title, s.ended_at is not None) for s in sessions])
+    return next((s for s in sessions if s.id == chosen), None)
 
 
 async def _sessions(mem: CampaignMemory, filters: rank.Filters) -> list[int] | None:
