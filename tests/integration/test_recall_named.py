@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memory.models import Entity, EntityIn, EntityType, EntryIn, RelationshipIn, ReviewStatus, Visibility
-from memory.recall import KnownFact, named_entities, recall
+from memory.models import Entity, EntityIn, EntityType, RelationshipIn, ReviewStatus, Visibility
+from memory.recall import KnownFact, named_entities
 from memory.store import CampaignMemory, Memory
 
 
@@ -200,15 +200,3 @@ async def test_a_person_is_named_by_a_first_or_last_name_that_is_theirs_alone(ca
     assert await named("where is the Keeper?") == await named("where is Keeper?") == []  # an everyday word
     assert await named("who killed jazna?") == []  # written as a name only
     assert await named("is Whitestone safe?") == []  # a place's first word is no name of it
-
-    # recall's words are expanded with the whole name: a line saying "Grebin" answers
-    session = await campaign.log.start_session("C1E035")
-    await campaign.log.write_many(
-        session.id,
-        [
-            EntryIn(speaker="Matt", text="The road to the square is quiet."),
-            EntryIn(speaker="Matt", text="Grebin falls to the axe."),
-        ],
-    )
-    (hit,) = await recall(campaign, None, "who killed Jazna?", limit=1, mode="fulltext")
-    assert [line.text for line in hit.answering()] == ["Grebin falls to the axe."]
