@@ -30,6 +30,8 @@ _INTRAWORD_UNDERSCORE = re.compile(r"(?<=[^\W_])\\_(?=[^\W_])")
 #: /recall embeds its query and searches vectors and text: a few rephrasings in a row are play, more is a loop
 #: that would hold the shared cores (and the bot's answers to everyone else) for one user.
 RECALL_RATE, RECALL_PER_SECONDS = 4, 30.0
+#: Characters left for the passages below which a recall shows none (after a long recap): a clipped first line.
+MIN_ROOM = 200
 
 
 def cite(hit: RecallHit, mask: Callable[[str], str] = str) -> str:
@@ -98,23 +100,27 @@ class Recall(commands.Cog):
             dm=dm,
             asker=interaction.user.display_name,  # as the voice recorder names their lines: "what did I promise"
         )
+        players_mask = None if dm else await mem.graph.player_mask()
+        # "what happened last session?": the session's recap answers it, before the lines
+        recap = await recall_core.recap_asked(mem, query)
+        recaps = [recap_embed(recap, players_mask)] if recap else []
         embed = discord.Embed(title=clip(f"Recall: {query}", 256), colour=0x3498DB)
         # what the graph knows now comes first: a passage says what was true then ("Thrennick has the Ember Key")
         for known in await recall_core.named_entities(mem, query, dm=dm):
             add_entity_field(embed, known)
         # Discord shows an embed's fields below its description: passages after facts need an embed of their own
         passages = discord.Embed(colour=0x3498DB) if embed.fields else embed
-        if hits:
+        # a message's embeds share Discord's 6,000 characters: a long recap leaves the passages out
+        room = min(4000, MAX_EMBED_TOTAL - len(embed) - sum(map(len, recaps)))
+        if hits and room >= MIN_ROOM:
             # players heard what was said, but a name the DM keeps secret stays hidden in what they read back
-            mask = str if dm else await mem.graph.player_mask()
-            room = min(4000, MAX_EMBED_TOTAL - len(embed))  # a message's embeds share Discord's 6,000 characters
-            passages.description = cited(hits, mask, room)
-        elif not embed.fields:
+            passages.description = cited(hits, players_mask or str, room)
+        elif not embed.fields and not recaps:
             embed.description = "Nothing in this campaign's sessions matches that."
             if not await mem.log.has_lines():
                 embed.set_footer(text=no_lines_yet(campaign.name) + ".")
-        embeds = [embed, passages] if hits and passages is not embed else [embed]
-        await interaction.followup.send(embeds=embeds, ephemeral=True)
+        shown = [embed, passages] if passages.description and passages is not embed else [embed]
+        await interaction.followup.send(embeds=[*recaps, *shown], ephemeral=True)
 
     @app_commands.command(description="The summary of a session (default: the latest)")
     @app_commands.guild_only()

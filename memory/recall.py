@@ -14,7 +14,7 @@ import asyncio
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import asyncpg
@@ -22,11 +22,12 @@ from pydantic import BaseModel
 
 from memory import lexical as lexical_ranker
 from memory import recall_rank as rank
+from memory.correction.evidence import MatchSettings, word_zipf
 from memory.correction.text import normalize, spaced_form, tokenize
 from memory.errors import InvalidInputError
 from memory.gazetteer import Gazetteer
 from memory.mentions import first_said
-from memory.models import ChunkHit, EntityType, Visibility, took_part_line, where_said
+from memory.models import ChunkHit, EntityType, Session, Visibility, took_part_line, where_said
 from memory.offgame import line_talk
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
@@ -122,6 +123,9 @@ LEXICAL_DEPTH, VECTOR_DEPTH, LINE_VECTOR_DEPTH = 40, 15, 20
 TALK_CHECKED = 3
 #: An alias or name a question is expanded with counts less than the question's own words.
 EXPANSION_WEIGHT = 0.7
+#: The cosine a line found by meaning alone must reach when no line says a word of the question: "zzzzqqq", "?"
+#: and "the" have lines at 0.23–0.39 (MiniLM, the Critical Role example), a question's answers come above.
+MEANING_ALONE = 0.45
 
 
 async def recall(
@@ -166,9 +170,9 @@ async def recall(
             await _telling(mem, named, parsed.text) or await _told_in(mem, named, parsed.filters),
         )
 
-    async def nearest() -> tuple[list[int], list[ChunkHit]]:
+    async def nearest() -> tuple[list[int], list[ChunkHit], float]:
         if mode not in ("both", "vector"):
-            return [], []
+            return [], [], 0.0
         return await _vectors(mem, embedder, embedding or query, sessions, speakers, other)
 
     async def named_voices() -> list[rank.Speaker]:
@@ -176,11 +180,12 @@ async def recall(
 
     # the names, the vectors and the speakers need nothing of each other: on a pool, each on its own connection
     if isinstance(mem.db, asyncpg.Pool):
-        (named, terms, telling), (near, windows), said = await asyncio.gather(
+        (named, terms, telling), (near, windows, closest), said = await asyncio.gather(
             lexical_query(), nearest(), named_voices()
         )
     else:
-        (named, terms, telling), (near, windows), said = await lexical_query(), await nearest(), await named_voices()
+        (named, terms, telling), (near, windows, closest) = await lexical_query(), await nearest()
+        said = await named_voices()
     found = await lexical_ranker.candidates(
         mem.db,
         mem.campaign_id,
@@ -196,6 +201,8 @@ async def recall(
     )
     entries = found.lines
     lexical = [f.entry_id for f in found.lexical]
+    if mode == "both" and not lexical and not telling and closest < MEANING_ALONE:
+        return []  # no line says a word of it and none comes close in meaning: the nearest are no answer
     best = _best_lines(found.scored, windows, entries, speakers, other)
     vector = [*dict.fromkeys([*(i for i in near if i in entries), *best])]
     candidates = [*dict.fromkeys([*lexical, *vector])]
@@ -244,10 +251,10 @@ async def _vectors(
     sessions: list[int] | None,
     speakers: list[str] | None,
     excluded: set[tuple[str, int]],
-) -> tuple[list[int], list[ChunkHit]]:
-    """The lines nearest the query's meaning (``query``: its text, or its embedding when the caller has it), and
-    the nearest windows when the campaign's lines have no vectors yet (chunked before lines were embedded);
-    ``excluded``: (speaker casefolded, session id) pairs whose lines are left out."""
+) -> tuple[list[int], list[ChunkHit], float]:
+    """The lines nearest the query's meaning (``query``: its text, or its embedding when the caller has it), or
+    the nearest windows when the campaign's lines have no vectors yet (chunked before lines were embedded), and
+    the closest one's cosine; ``excluded``: (speaker casefolded, session id) pairs whose lines are left out."""
     if isinstance(query, str):
         assert embedder is not None, "vector recall needs an embedder"
         query = await query_vector(embedder, query)
@@ -256,10 +263,11 @@ async def _vectors(
         query, k=LINE_VECTOR_DEPTH, session_id=session_id, speakers=speakers, excluded=excluded
     )
     if lines:
-        return [line.entry_id for line in lines], []
-    return [], await mem.semantic.nearest(
+        return [line.entry_id for line in lines], [], max(line.score for line in lines)
+    windows = await mem.semantic.nearest(
         query, k=VECTOR_DEPTH, session_id=session_id, speakers=speakers, excluded=excluded
     )
+    return [], windows, max((w.score for w in windows), default=0.0)
 
 
 #: Questions whose vectors each embedder keeps: a DM asks one again (or a player the DM's) for nothing.
@@ -354,6 +362,17 @@ async def _playing_another(mem: CampaignMemory, plays: dict[str, str], *, dm: bo
         dm,
     )
     return {(r["speaker"], r["session_id"]) for r in rows}
+
+
+async def recap_asked(mem: CampaignMemory, query: str) -> Session | None:
+    """The session whose recap a question asks for ("what happened last session?", "recap session 3"), shown
+    before the lines that answer it; None when it asks something else or names a session the campaign lacks."""
+    parsed = rank.parse(_clipped(query))
+    if not rank.recap_asked(parsed):
+        return None
+    sessions = await mem.log.sessions()
+    chosen = rank.session_asked(parsed.filters, [(s.id, s.title, s.ended_at is not None) for s in sessions])
+    return next((s for s in sessions if s.id == chosen), None)
 
 
 async def _sessions(mem: CampaignMemory, filters: rank.Filters) -> list[int] | None:
@@ -529,8 +548,8 @@ async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: in
     mask = str if dm else await mem.graph.player_mask()
 
     def find() -> list[tuple[int, int, _Called]]:
-        shown = called if dm else [_Called(e.id, mask(e.name), list(map(mask, e.aliases))) for e in called]
-        return Gazetteer(_worded(shown, query)).find(query)
+        shown = called if dm else [_Called(e.id, mask(e.name), list(map(mask, e.aliases)), e.person) for e in called]
+        return Gazetteer(_worded(_by_first_name(shown, query), query)).find(query)
 
     # pure Python over every name (0.2–0.3 s for 20,000 entities): off the event loop, which serves the bot
     found = await asyncio.to_thread(find)
@@ -574,12 +593,14 @@ class _Called:
     id: int
     name: str
     aliases: list[str]
+    person: bool = False  # an npc or a player: named by a first (or last) name alone
 
 
 async def _names(mem: CampaignMemory, *, include_secret: bool) -> list[_Called]:
     rows = await mem.db.fetch(
         """
-        SELECT e.id, e.name, coalesce(array_agg(a.alias) FILTER (WHERE a.alias IS NOT NULL), '{}') AS aliases
+        SELECT e.id, e.name, coalesce(array_agg(a.alias) FILTER (WHERE a.alias IS NOT NULL), '{}') AS aliases,
+               e.type IN ('npc', 'player') AS person
         FROM entities e LEFT JOIN entity_aliases a ON a.campaign_id = $1 AND a.entity_id = e.id
         WHERE e.campaign_id = $1 AND e.status = 'accepted' AND ($2 OR e.visibility = 'public')
         GROUP BY e.id
@@ -587,7 +608,37 @@ async def _names(mem: CampaignMemory, *, include_secret: bool) -> list[_Called]:
         mem.campaign_id,
         include_secret,
     )
-    return [_Called(r["id"], r["name"], r["aliases"]) for r in rows]
+    return [_Called(r["id"], r["name"], r["aliases"], r["person"]) for r in rows]
+
+
+#: From this Zipf frequency a word is everyday English ("Keeper", "Lady"): no first name alone.
+_COMMON_ZIPF = MatchSettings().common_zipf
+
+
+def _by_first_name(entities: list[_Called], query: str) -> list[_Called]:
+    """``entities`` with a person's first or last name as an alias where the query writes it with a capital, it
+    is that one person's alone, no entity's whole name or alias and no everyday English word: a table says "who
+    killed Jazna?" of Jazna Grebin. For the cards a recall shows only: expanding the search with the whole name
+    ("Briarwood") lost one of the DM's 12 dev questions in the first 3 hits (wiki entities typed npc), and what
+    lines mention stays the mention index's."""
+    asked = {
+        t.norm
+        for t in tokenize(query)
+        if query[t.start].isupper() and len(t.norm) >= 3 and word_zipf(t.norm) < _COMMON_ZIPF
+    }
+    if not asked:
+        return entities
+    owners: dict[str, set[int]] = {}
+    for e in entities:
+        words = [t.norm for t in tokenize(e.name)] if e.person else []
+        for word in {words[0], words[-1]} & asked if len(words) > 1 else ():
+            owners.setdefault(word, set()).add(e.id)
+    whole = {normalize(form) for e in entities for form in (e.name, *e.aliases)}
+    alone = {word: ids.pop() for word, ids in owners.items() if len(ids) == 1 and word not in whole}
+    return [
+        replace(e, aliases=[*e.aliases, *(w for w, i in alone.items() if i == e.id)]) if e.id in alone.values() else e
+        for e in entities
+    ]
 
 
 def _worded(entities: list[_Called], query: str) -> list[_Called]:

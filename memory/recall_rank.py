@@ -128,6 +128,22 @@ def name_key(name: str) -> str:
     return name.replace("’", "'").casefold()
 
 
+#: A question that asks what happened and nothing more ("what happened last session?", "recap session 3"): the
+#: session's recap answers it (its words alone find lines saying "happened").
+_RECAP = re.compile(
+    r"(?:so\s+)?(?:what\s+(?:happened|went\s+on|did\s+we\s+do)|(?:give\s+(?:me|us)\s+)?(?:a\s+|the\s+)?"
+    r"(?:recap|summary|summari[sz]e)(?:\s+(?:of|for))?)",
+    re.I,
+)
+
+
+def recap_asked(parsed: Parsed) -> bool:
+    """Whether a question asks for the recap of the session it names: "what happened last session?", "what
+    happened in session 3", "recap last session"."""
+    named = parsed.filters.last_session or parsed.filters.session_number is not None
+    return named and _RECAP.fullmatch(parsed.text.strip(" ?!.,:;")) is not None
+
+
 def session_asked(filters: Filters, sessions: Sequence[tuple[int, str, bool]]) -> int | None:
     """The session id ``filters`` name among ``sessions`` (id, title, ended; in the order played): "last session"
     is the latest one ended (the one running is this session), "session 3" the one titled so, else the third."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 
@@ -31,6 +32,19 @@ def _saying(phrases: Sequence[str]) -> str:
     said = sorted({tuple(name_norm(p).split()) for p in phrases} - {()})
     words = "|".join(r"[[:space:]\-‐‑]*".join("['’‘]?".join(word) for word in phrase) for phrase in said)
     return rf"\m(?:{words})"
+
+
+#: A quoted phrase of a web-search query, not a negated one (``-"…"``).
+_QUOTED = re.compile(r'(?<![-\w])"([^"]+)"')
+
+
+def _quoted_said(query: str) -> str | None:
+    """A regular expression (PostgreSQL's) for any quoted phrase of a web-search ``query`` said word for word
+    (case and the punctuation between words aside); None when it quotes none. English full text drops a phrase's
+    stop words: "between him and Lady Briarwood" would find every "Lady Briarwood"."""
+    phrases = [re.findall(r"\w+", phrase) for phrase in _QUOTED.findall(query)]
+    said = "|".join(r"\W+".join(words) for words in phrases if words)
+    return rf"\m(?:{said})\M" if said else None
 
 
 #: Speakers an error about a name no line was said by lists, who said most first, when none is close to it.
@@ -644,7 +658,8 @@ class SessionLog:
         end_s: float | None = None,
         limit: int = 10,
     ) -> list[EntryHit]:
-        """Full-text search over the corrected text (web-search syntax: "quoted phrase", -not, or)."""
+        """Full-text search over the corrected text (web-search syntax: "quoted phrase", -not, or); a line found
+        through a quoted phrase says one of them word for word."""
         rows = await self.db.fetch(
             f"""
             SELECT {_ENTRY_COLUMNS}, ts_rank_cd(tsv, q) AS score
@@ -654,6 +669,7 @@ class SessionLog:
               AND ($4::text IS NULL OR lower(speaker) = lower($4))
               AND ($5::float8 IS NULL OR start_s >= $5)
               AND ($6::float8 IS NULL OR start_s <= $6)
+              AND ($8::text IS NULL OR searchable(text) ~* $8)
             ORDER BY score DESC, session_id, seq
             LIMIT $7
             """,
@@ -664,6 +680,7 @@ class SessionLog:
             start_s,
             end_s,
             limit,
+            _quoted_said(query),
         )
         return [EntryHit(**{k: r[k] for k in EntryHit.model_fields}) for r in rows]
 

@@ -28,7 +28,9 @@ from bot.cli.common import (
 )
 from memory.context import reader_mask
 from memory.errors import quoted
+from memory.graph import SecretMask
 from memory.jobs import make_job_context
+from memory.models import Session
 from memory.recap import recap_for_players, session_titled
 from memory.replies import no_lines_yet
 
@@ -59,7 +61,8 @@ async def recall(
     as_json: bool,
 ) -> None:
     """Recall QUERY: what the campaign's graph knows of the entities it names, then the passages said in play
-    that match it best, each with where it was said, its score and its line references.
+    that match it best, each with where it was said, its score and its line references. "What happened last
+    session?" ("in session N", "recap last session") shows that session's recap first.
 
     Without QUERY, read one query per stdin line and print one JSON array of passages per line."""
     if query is not None and not query.strip():  # `recall ""`: the nearest passages to nothing, any at all
@@ -83,11 +86,16 @@ async def recall(
         dm = not as_player  # the DM's: secrets shown, marked; a player's as /recall answers them
         hits = await recall_core.recall(mem, embedder, query, limit=limit, mode=mode, asker=asker, dm=dm)
         named = await recall_core.named_entities(mem, query, dm=dm)
+        recap = await recall_core.recap_asked(mem, query)  # "what happened last session?": its recap first
         mask = await reader_mask(mem, dm)
+        players_mask = None if dm else await mem.graph.player_mask()
         empty = not hits and not await mem.log.has_lines()
     if as_json:
-        emit_json({"entities": named, "hits": hits})
+        emit_json({"recap": recap, "entities": named, "hits": hits})
     else:
+        if recap is not None:
+            print_recap(recap, players_mask)
+            click.echo()
         print_named(named)
         print_hits(hits, mask)
         if empty:  # "nothing found" alone would say the words were wrong
@@ -124,6 +132,12 @@ async def recap(ctx: click.Context, session: str | None, as_player: bool, campai
     if as_json:
         emit_json(chosen)
         return
+    print_recap(chosen, players_mask)
+
+
+def print_recap(chosen: Session, players_mask: SecretMask | None) -> None:
+    """A session's summary as /recap shows it (``players_mask``: to a player), or why it has none yet."""
+    shown: Callable[[str], str] = players_mask or str
     click.echo(f"Recap: {shown(chosen.title)} (started {chosen.started_at.astimezone():%Y-%m-%d %H:%M})")
     if chosen.summary:
         click.echo(recap_for_players(chosen.summary, players_mask) if players_mask else chosen.summary)

@@ -1131,6 +1131,27 @@ async def test_recall_cites_session_speaker_time_and_hides_secrets(
     assert nothing.texts() == ["Recall: zeppelin", "Nothing in this campaign's sessions matches that."]
 
 
+async def test_recall_of_what_happened_in_a_session_shows_its_recap_first(
+    session_log: CampaignMemory, fake_discord: FakeDiscord, player: FakeMember
+) -> None:
+    """ "What happened last session?" answered with lines saying "happened"; the session's recap answers it."""
+    for query in ("what happened last session?", "recap session 1"):
+        asked = await fake_discord.invoke("recall", {"query": query}, user_id=player)
+        assert asked.texts()[:3] == [
+            "Recap: The Drowned Road",
+            "The party reached Lake Vhaldris and guessed Eldrinax sleeps there.",
+            f"Recall: {query}",
+        ]
+    running = await fake_discord.invoke("recall", {"query": "what happened in session 2"}, user_id=player)
+    assert running.texts()[:2] == [
+        "Recap: Into the Deep",
+        "*This session is still running; its recap is written when it ends.*",
+    ]
+    # a question about something in the session is answered by its lines
+    asked = await fake_discord.invoke("recall", {"query": "what happened to the lake last session?"}, user_id=player)
+    assert asked.texts()[0] == "Recall: what happened to the lake last session?"
+
+
 async def test_recall_of_what_a_character_said_reads_its_players_lines(
     session_log: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
 ) -> None:

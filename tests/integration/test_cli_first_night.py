@@ -147,3 +147,13 @@ def test_a_mistyped_variable_is_named_with_the_setting_meant(lk) -> None:
     assert res.returncode == 0
     assert "LOREKEEPER_ACCEPT_TRESHOLD is not a setting (did you mean LOREKEEPER_ACCEPT_THRESHOLD?)" in res.stderr
     assert "not a setting" not in lk("campaign", "list").stderr  # LOREKEEPER_DATA_DIR and the rest are settings
+
+
+def test_recall_of_what_happened_last_session_shows_its_recap_first(lk, session_file: Path) -> None:
+    assert lk("ingest", str(session_file), "--session", "Night 1", "--wait").returncode == 0
+    recap = lk("recap").stdout
+    asked = lk("recall", "what happened last session?", "--mode", "fulltext")
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout.startswith(recap + "\n")  # the recap as `recap` prints it, then the lines
+    assert json.loads(lk("recall", "recap last session", "--json").stdout)["recap"]["title"] == "Night 1"
+    assert json.loads(lk("recall", "who sells lanterns", "--json").stdout)["recap"] is None

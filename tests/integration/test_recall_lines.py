@@ -3,6 +3,7 @@ session and speaker filters, table talk below the story — on the real embedded
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pytest
@@ -12,8 +13,9 @@ from memory import lexical
 from memory.errors import InvalidInputError
 from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, Visibility
-from memory.recall import recall
+from memory.recall import MEANING_ALONE, recall
 from memory.recall_rank import ALONE_FROM, PREVIEW_WORDS
+from memory.semantic import LineVectorIn
 from memory.store import CampaignMemory, Memory
 
 
@@ -431,3 +433,26 @@ async def test_a_blank_query_is_refused_by_the_core(campaign: CampaignMemory) ->
     for query in ("", "   ", "\n\t"):
         with pytest.raises(InvalidInputError, match="query is empty"):
             await recall(campaign, None, query, mode="fulltext")
+
+
+async def test_nothing_found_when_no_word_is_said_and_no_line_is_close_in_meaning(campaign: CampaignMemory) -> None:
+    """ "zzzzqqq", "?" and "the" showed the nearest lines as answers: with no word of a question said, a line found
+    by meaning alone must be close (MEANING_ALONE)."""
+    ids = await said(campaign, "One", [*FILLER[:5], ("DM", "The ziggurat hums beneath the city.")])
+    session_id = (await campaign.log.sessions())[0].id
+    question = [1.0, *([0.0] * 383)]
+
+    def at(cosine: float) -> list[float]:  # a unit vector at this cosine to the question's
+        return [cosine, math.sqrt(1 - cosine**2), *([0.0] * 382)]
+
+    for nearest, found in ((0.3, False), (MEANING_ALONE - 0.02, False), (MEANING_ALONE + 0.05, True)):
+        cosines = [0.25] * (len(ids) - 1) + [nearest]
+        await campaign.semantic.upsert_lines(
+            [LineVectorIn(i, session_id, "x", at(c)) for i, c in zip(ids, cosines, strict=True)]
+        )
+        for query in ("zzzzqqq", "?", "the"):
+            assert bool(await recall(campaign, None, query, embedding=question)) is found, (query, nearest)
+    # a line saying a word of the question is an answer however far its meaning: the full text found it
+    await campaign.semantic.upsert_lines([LineVectorIn(i, session_id, "x", at(0.1)) for i in ids])
+    (hit,) = await recall(campaign, None, "ziggurat", limit=1, embedding=question)
+    assert [line.entry_id for line in hit.answering()] == [ids[-1]]

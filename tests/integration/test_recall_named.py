@@ -176,3 +176,27 @@ async def test_a_busy_entity_shows_its_facts_learned_last_and_counts_the_rest(ca
     ]
     (known,) = await named_entities(campaign, "what did Grog do?", dm=True)
     assert known.more_facts == 5 and known.fact_lines()[0] == "Grog —fears→ books 🔒"
+
+
+async def test_a_person_is_named_by_a_first_or_last_name_that_is_theirs_alone(campaign: CampaignMemory) -> None:
+    """A table says "Jazna", "Yennen", "Vedmire": the example campaign has no such aliases, and "who killed
+    Jazna?" showed no card and no fact of Jazna Grebin."""
+    g = campaign.graph
+    jazna = await g.add_entity(EntityIn(name="Jazna Grebin", type=EntityType.npc))
+    grog = await g.add_entity(EntityIn(name="Grog Strongjaw", type=EntityType.player))
+    await g.add_relationship(RelationshipIn(source_id=grog.id, type="killed", target_id=jazna.id))
+    for name in ("Keeper Yennen", "Sylas Briarwood", "Delilah Briarwood"):
+        await g.add_entity(EntityIn(name=name, type=EntityType.npc))
+    await g.add_entity(EntityIn(name="Whitestone Castle", type=EntityType.place))
+
+    async def named(query: str) -> list[str]:
+        return [n.name for n in await named_entities(campaign, query, dm=True)]
+
+    (card,) = await named_entities(campaign, "who killed Jazna?", dm=False)
+    assert card.name == "Jazna Grebin" and card.facts[0].text == "Grog Strongjaw —killed→ Jazna Grebin"
+    assert await named("where is Yennen now? Grebin's guards?") == ["Keeper Yennen", "Jazna Grebin"]
+    assert await named("what did Sylas say to Grog?") == ["Sylas Briarwood", "Grog Strongjaw"]
+    assert await named("what did Briarwood do?") == []  # two people's: neither
+    assert await named("where is the Keeper?") == await named("where is Keeper?") == []  # an everyday word
+    assert await named("who killed jazna?") == []  # written as a name only
+    assert await named("is Whitestone safe?") == []  # a place's first word is no name of it

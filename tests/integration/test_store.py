@@ -135,6 +135,27 @@ async def test_l1_search_reads_through_invisible_characters(campaign: CampaignMe
     assert [h.text for h in await campaign.log.search("ahd")] == []  # no longer a word of its own
 
 
+async def test_l1_search_quoted_phrase_must_be_said(campaign: CampaignMemory) -> None:
+    s = await campaign.log.start_session("C1E035")
+    exact = "I have you right here between him and Lady Briarwood."
+    await campaign.log.write_many(
+        s.id,
+        [
+            EntryIn(speaker="Matt", text="Lady Briarwood turns, and between the pillars, Lady Briarwood waits."),
+            EntryIn(speaker="Matt", text=exact),
+            EntryIn(speaker="Liam", text="I shrug and look."),
+            EntryIn(speaker="Matt", text="You shrug it off."),
+        ],
+    )
+    # English full text drops "between him and": only the exact phrase's line is an answer
+    assert [h.text for h in await campaign.log.search('"between him and Lady Briarwood"')] == [exact]
+    assert [h.text for h in await campaign.log.search('"shrug it off"')] == ["You shrug it off."]
+    assert [h.text for h in await campaign.log.search('"SHRUG  it off" -lady')] == ["You shrug it off."]
+    either = await campaign.log.search('"shrug it off" or "him and lady"')
+    assert sorted(h.text for h in either) == sorted([exact, "You shrug it off."])
+    assert len(await campaign.log.search("shrug")) == 2  # unquoted words stay stemmed and stop-word free
+
+
 # L2 ------------------------------------------------------------------------------------------------------
 
 

@@ -15,12 +15,33 @@ from memory.recall_rank import (
     parse,
     passage_span,
     preview,
+    recap_asked,
     sentence_spans,
     session_asked,
     shown_passage,
     speaker_asked,
     token_spans,
 )
+
+
+def test_what_happened_in_a_named_session_asks_for_its_recap() -> None:
+    for query in (
+        "what happened last session?",
+        "What happened in session 3",
+        "recap last session",
+        "give me a recap of the previous game",
+        "So what happened in episode 2?",
+    ):
+        assert recap_asked(parse(query)), query
+    # no session named, or something asked about in it: the lines answer
+    for query in (
+        "what happened?",
+        "recap",
+        "what happened to the ziggurat last session?",
+        "what happened last time",
+        "what did Grog say last session?",
+    ):
+        assert not recap_asked(parse(query)), query
 
 
 def test_last_session_is_a_filter_not_words() -> None:
