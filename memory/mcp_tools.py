@@ -404,12 +404,15 @@ class CampaignTools:
                 provenance=_proposed(),
             )
         )
-        if not created:
+        proposed = Proposal(ref=f"f{fact.id}" if self.dm else "", status=ReviewStatus.pending, said="")
+        if not created and (self.dm or fact.visibility != Visibility.secret):
             known = "already recorded" if fact.status == ReviewStatus.accepted else "already waiting for review"
-            if not self.dm:  # a secret fact's existence is not for players to learn
+            if not self.dm:  # a fact still waiting may be the DM's to decide: players learn only that it is known
                 known = "already recorded or waiting for review"
-            return Proposal(ref=f"f{fact.id}" if self.dm else "", status=fact.status, said=known)
-        return Proposal(ref=f"f{fact.id}", status=fact.status, said=f"proposed {mask(fact.describe())}")
+            return proposed.model_copy(update={"status": fact.status, "said": known})
+        if not created:  # "known" would confirm a guess at a secret fact: answered as a new one, nothing filed
+            log.warning("a players' proposal repeats a secret fact (f%s): nothing filed", fact.id)
+        return proposed.model_copy(update={"said": f"proposed {mask(fact.describe())}"})
 
     async def overview(self) -> str:
         """The campaign in a few lines: what it is, what the graph holds, its sessions and their recap URIs."""
