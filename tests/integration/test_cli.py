@@ -887,7 +887,8 @@ def test_ingest_wait_recall_and_batch_recall(lk, tmp_path: Path) -> None:
     batch = lk("recall", "--limit", "2", input="the harbour master\n\nthe Sunken Crown\n")
     assert batch.returncode == 0, batch.stderr
     lines = [json.loads(line) for line in batch.stdout.splitlines()]
-    assert len(lines) == 2 and all(1 <= len(hits) <= 2 for hits in lines)  # the blank line is skipped
+    assert [len(hits) >= 1 for hits in lines] == [True, False, True]  # a blank line answers [], in its place
+    assert all(len(hits) <= 2 for hits in lines)
 
     poisoned = tmp_path / "poisoned.jsonl"
     poisoned.write_bytes(
