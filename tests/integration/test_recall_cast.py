@@ -63,6 +63,28 @@ async def test_what_grog_said_leaves_out_the_sessions_travis_played_fjord(
     assert fjord[-1] in await answering(campaign, "what did Grog say about rage", dm=False)
 
 
+async def test_a_players_one_joke_as_his_other_character_does_not_make_it_take_part(
+    memory: Memory, campaign: CampaignMemory
+) -> None:
+    """C2E002: TRAVIS played Fjord all night and once joked "(as Grog) …": Grog did not take part, so what Grog
+    said is not read from that session's lines, and Fjord's lines are not shown as Grog's."""
+    for name in ("Grog", "Fjord"):
+        await campaign.graph.add_entity(EntityIn(name=name, type=EntityType.player, attributes={"played_by": "TRAVIS"}))
+    fjord = await played(
+        memory,
+        campaign,
+        "Mighty Nein 2",
+        [
+            ("DM", "Fjord, the watchmen close in."),
+            ("TRAVIS", "We're under watch."),
+            ("DM", "Fjord, they are right behind you."),
+            ("TRAVIS", "Let's go. (as Grog) That worked way better than I thought."),
+        ],
+    )
+    assert await answering(campaign, "what did Fjord say about the watch?") == {fjord[1]}
+    assert await answering(campaign, "what did Grog say about the watch?") == set()
+
+
 def vec(*hot: int, dim: int = 384) -> list[float]:
     """A unit vector spread evenly over the ``hot`` dimensions."""
     return [(1.0 if i in hot else 0.0) / len(hot) ** 0.5 for i in range(dim)]
@@ -126,3 +148,4 @@ async def test_a_question_naming_a_speaker_prefers_their_own_lines(memory: Memor
     # not the player of a character it names: what Grog did, the DM mostly tells
     assert await first_two("What did Grog grab?") == newer_two
     assert await first_two("what did we grab?") == newer_two  # no one named: the newer two
+

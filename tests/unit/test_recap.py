@@ -183,3 +183,16 @@ def test_a_plan_if_this_then_that_is_not_quoted_as_what_happened() -> None:
     assert "Mira: The bells of Ironhold ring out over the frozen lake as night falls." in lines
     said[10] = ("Mira", "If you look up, you see Eldrinax and the Pale Magister circling over Ironhold.")
     assert "Mira: If you look up, you see Eldrinax and the Pale Magister circling over Ironhold." in summarise(said)
+
+
+def test_only_who_the_narrator_names_in_the_story_takes_part() -> None:
+    """A player's joke as another campaign's character ("(as Grog)"), or the players talking of one, is no
+    evidence: the narrator names Eldrinax and Ironhold; the players Eldrinax once and Vaskerrin Holt three times."""
+    said = [("Mira", "The dragon Eldrinax circles the tower of Ironhold.")]
+    said += chatter(50)
+    said += [("Ana", "I swing at Eldrinax!"), ("Bo", "(as Vaskerrin Holt) That worked way better than I thought.")]
+    said += [("Ana", "Vaskerrin Holt never lied."), ("Bo", "I don't care what Vaskerrin Holt did.")]
+    entries = [entry(n, who, what) for n, (who, what) in enumerate(said, 1)]
+    text, involved = extractive_summary(entries, Gazetteer(ENTITIES), NAMES)
+    assert involved == [1, 2]
+    assert text.splitlines()[-1] == "Involved: Eldrinax, Ironhold"
