@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from memory import jobs
+from memory.errors import NotFoundError
 from memory.models import EntityIn, EntityType, EntryIn, Visibility
 from memory.recall import LEXICAL_DEPTH, LINE_VECTOR_DEPTH, Mode, recall
 from memory.semantic import LineVectorIn
@@ -149,3 +152,23 @@ async def test_a_question_naming_a_speaker_prefers_their_own_lines(memory: Memor
     assert await first_two("What did Grog grab?") == newer_two
     assert await first_two("what did we grab?") == newer_two  # no one named: the newer two
 
+
+async def test_a_speaker_asked_for_by_their_characters_name_is_told_the_player(
+    memory: Memory, campaign: CampaignMemory
+) -> None:
+    """`search --speaker Scanlan` found no line said by "Scanlan" and listed the speakers: the error says who plays
+    him (a public character only: a secret one's name must not tell who plays it)."""
+    await campaign.graph.add_entity(
+        EntityIn(name="Scanlan Shorthalt", aliases=["Scanlan"], type=EntityType.player, attributes={"played_by": "SAM"})
+    )
+    await campaign.graph.add_entity(
+        EntityIn(name="Kaylie", type=EntityType.npc, visibility=Visibility.secret, attributes={"played_by": "SAM"})
+    )
+    await played(memory, campaign, "Night 1", [("DM", "Scanlan, roll."), ("Sam", "I play the lute.")])
+    for asked in ("Scanlan", "scanlan shorthalt"):
+        with pytest.raises(NotFoundError) as error:
+            await campaign.log.check_speaker(asked)
+        assert str(error.value) == f"no line was said by '{asked}' ({asked} is played by 'Sam': give the player's name)"
+    with pytest.raises(NotFoundError) as error:
+        await campaign.log.check_speaker("Kaylie")
+    assert "played by" not in str(error.value)
