@@ -122,7 +122,7 @@ async def test_show_hides_secrets_from_players(world, fake_discord: FakeDiscord,
 
 async def test_show_unknown_name_suggests(world, fake_discord: FakeDiscord) -> None:
     record = await fake_discord.invoke("entity show", {"name": "Eldrinex"})
-    assert record.texts() == ["no entity named 'Eldrinex' in this campaign (did you mean 'Eldri', 'Eldrinax'?)"]
+    assert record.texts() == ["no entity named 'Eldrinex' in this campaign (did you mean 'Eldrinax'?)"]
 
 
 async def test_autocomplete_prefix_then_fuzzy_and_no_secrets_for_players(
