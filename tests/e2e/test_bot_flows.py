@@ -1242,6 +1242,7 @@ async def test_players_never_read_a_secret_name(
         ("DM", "You reach the gates of Ironhold as the sun goes down over the mountains."),
         ("DM", "Unseen by anyone, Eldrinax watches the party from the shadows of Ironhold tonight."),
         ("Ana", "I ask Borin about the old beggar we saw by the gates of Ironhold."),
+        ("DM", "Borin shrugs: the old beggar comes and goes by the gates."),  # the DM's: Borin took part
     ]
     await ashes.log.write_many(
         session.id, [EntryIn(speaker=s, text=t, start_s=10.0 * i, ref=f"l{i}") for i, (s, t) in enumerate(said)]
