@@ -507,11 +507,12 @@ def who_took_part_line(names: list[str], room: int | None = None) -> str:
 
 
 def took_part_line(latest: list[str], count: int, clip: Callable[[str], str] = str) -> str:
-    """The sessions an entity took part in as one line ("" if none): ``latest`` titles, the last played first, of
-    ``count`` in all, the rest counted."""
+    """The sessions an entity took part in as one line ("" if none): ``latest`` titles (their recaps' names: the
+    line says "session" once, not "Session: " before each), the last played first, of ``count`` in all, the rest
+    counted."""
     if not count:
         return ""
-    titles = ", ".join(clip(title) for title in latest)
+    titles = ", ".join(clip(title.removeprefix(RECAP_PREFIX)) for title in latest)
     more = f" and {count - len(latest)} earlier" if count > len(latest) else ""
     return f"took part in {count} session{'s' * (count != 1)}: {titles}{more}"
 

@@ -36,7 +36,8 @@ from memory.text import excerpt
 Mode = Literal["both", "vector", "fulltext"]
 #: Entities of a query shown with their facts: a question names one or two; more would bury the passages.
 NAMED_LIMIT = 3
-#: Lines shown first for "when did we first (last) meet X": the first (last) that name X.
+#: Lines read per hit asked for, for "when did we first (last) meet X": the first (last) that name X fill the hits
+#: in the order played, before any later line scoring alike (neighbours join one hit: a hit may hold several).
 TOLD_IN = 3
 #: Sessions a named entity took part in, named by title (the latest); the rest are counted.
 SESSIONS_SHOWN = 3
@@ -167,7 +168,7 @@ async def recall(
         return (
             named,
             await lexical_ranker.prepare(mem.db, mem.campaign_id, phrases),
-            await _telling(mem, named, parsed.text) or await _told_in(mem, named, parsed.filters),
+            await _telling(mem, named, parsed.text) or await _told_in(mem, named, parsed.filters, limit),
         )
 
     async def nearest() -> tuple[list[int], list[ChunkHit], float]:
@@ -402,13 +403,14 @@ async def _telling(mem: CampaignMemory, named: list[_Called], text: str) -> list
     return list((await mem.graph.get_entity_by_id(whole.id)).provenance.entry_ids)
 
 
-async def _told_in(mem: CampaignMemory, named: list[_Called], filters: rank.Filters) -> list[int]:
+async def _told_in(mem: CampaignMemory, named: list[_Called], filters: rank.Filters, hits: int) -> list[int]:
     """The lines naming the entity a question asks about first or last ("when did we first meet Kevdak?"), in the
-    order played (the last: the latest first). Their words ("first", "meet") are no search: any line saying "meet"
-    ranked above the 30 naming Kevdak."""
+    order played (the last: the latest first), enough for ``hits`` hits. Their words ("first", "meet") are no
+    search: any line saying "meet" ranked above the 30 naming Kevdak."""
     if filters.told_in is None or not named:
         return []
-    return await first_said(mem.db, mem.campaign_id, named[0].id, newest=filters.told_in == "last", limit=TOLD_IN)
+    newest = filters.told_in == "last"
+    return await first_said(mem.db, mem.campaign_id, named[0].id, newest=newest, limit=TOLD_IN * hits)
 
 
 def _words(text: str) -> str:

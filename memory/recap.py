@@ -193,21 +193,27 @@ def extractive_summary(
     secret: Set[int] = frozenset(),
     dm_speaker_id: str | None = None,
 ) -> tuple[str, list[int]]:
-    """A line for each part of the session, in story order, and the entities involved, most mentioned first.
+    """A line for each part of the session, in story order, and the entities involved, most mentioned first: those
+    the narrator names in the story (table talk aside). Players' jokes and asides ("(as Grog) That worked", "Vex
+    never lied") do not make a character of another campaign take part.
 
     The session is cut into parts of equal length (one per 200 lines, 5 to 12), and each part gives its most
     telling line (:func:`_best_line`): the recap tells the story from its start to its end, not only where names
     crowd. The recap is the players' too: it names no ``secret`` entity, which may have been mentioned by an alias
     ("the old beggar") that is all they know of it. ``dm_speaker_id``: the user id of a recorded session's DM."""
-    counts: Counter[int] = Counter()
+    counts: Counter[int] = Counter()  # the story's lines naming each entity
+    told: set[int] = set()  # those the narrator names
     narrates = narrator(entries, dm_speaker_id)
     talk = out_of_game(entries, dm_speaker_id)  # the pre-show, breaks, sponsor reads and dice: never quoted
     found: dict[int, _Line] = {}
     at_table = _table_names(entries, gazetteer)
     for n, e in enumerate(entries):
-        counts.update(gazetteer.mentioned_ids(e))
         if e.id in talk:
             continue
+        named = gazetteer.mentioned_ids(e)
+        counts.update(named)
+        if narrates(e):
+            told.update(named)
         if _amid_rules_talk(entries, n, talk):
             continue
         mentions = [(a, b, entity.id) for a, b, entity in gazetteer.find(e.text, nested=True)]
@@ -220,7 +226,7 @@ def extractive_summary(
         if part:
             best = max(part, key=lambda n: found[n].score)  # the first of equals
             said[best] = f"{entries[best].speaker}: {found[best].text}"
-    involved = [i for i, _ in counts.most_common() if i in names]
+    involved = [i for i, _ in counts.most_common() if i in names and i in told]
     shown = [names[i] for i in involved if i not in secret]
     tail = [_INVOLVED + ", ".join(shown[:12])] if shown else []
     while len(said) > 1 and len("\n".join([*said.values(), *tail])) > _MAX_CHARS:  # long speakers' names

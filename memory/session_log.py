@@ -620,8 +620,27 @@ class SessionLog:
         if not rows:  # no lines yet: what a recall or a search says then is the news
             return
         speakers = [r["speaker"] for r in rows]
+        # a public character asked for by its name or an alias: its player said its lines
+        players = await self.db.fetch(
+            """
+            SELECT DISTINCT lower(btrim(p.player)) AS player FROM entities e
+            CROSS JOIN LATERAL jsonb_array_elements_text(CASE jsonb_typeof(e.attributes -> 'played_by')
+                WHEN 'array' THEN e.attributes -> 'played_by'
+                WHEN 'string' THEN jsonb_build_array(e.attributes -> 'played_by') ELSE '[]' END) AS p(player)
+            WHERE e.campaign_id = $1 AND e.status = 'accepted' AND e.visibility = 'public'
+              AND (lower(e.name) = lower($2) OR e.id IN (
+                SELECT entity_id FROM entity_aliases WHERE campaign_id = $1 AND lower(alias) = lower($2)))
+            """,
+            self.campaign_id,
+            name,
+        )
+        played_by = [s for s in speakers if s.lower() in {r["player"] for r in players}]
         listed = ", ".join(map(quoted, speakers[:SPEAKERS_LISTED])) + " …" * (len(speakers) > SPEAKERS_LISTED)
-        hint = did_you_mean(name, speakers) or f" (the speakers: {listed})"
+        hint = (
+            f" ({name} is played by {' or '.join(map(quoted, played_by))}: give the player's name)"
+            if played_by
+            else did_you_mean(name, speakers) or f" (the speakers: {listed})"
+        )
         raise NotFoundError(f"no line was said by {quoted(name)}{hint}", subject="speaker", name=name)
 
     async def recent(

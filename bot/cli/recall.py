@@ -64,7 +64,8 @@ async def recall(
     that match it best, each with where it was said, its score and its line references. "What happened last
     session?" ("in session N", "recap last session") shows that session's recap first.
 
-    Without QUERY, read one query per stdin line and print one JSON array of passages per line."""
+    Without QUERY, read one query per stdin line and print one JSON array of passages per line ([] for a blank
+    line)."""
     if query is not None and not query.strip():  # `recall ""`: the nearest passages to nothing, any at all
         raise click.UsageError("QUERY is empty: give words to look for (or none, to read queries from stdin)")
     if as_player and query is None:  # queries from stdin are answered in JSON, the DM's
@@ -78,10 +79,11 @@ async def recall(
         embedder = make_job_context(memory, settings).embedder  # loaded once for every query
         if query is None:
             for line in sys.stdin:
+                hits = []  # a blank line is answered too: a script zips its questions with the answers line by line
                 if line.strip():
                     hits = await recall_core.recall(mem, embedder, line.strip(), limit=limit, mode=mode, asker=asker)
-                    sys.stdout.write(json.dumps(to_jsonable(hits), ensure_ascii=False) + "\n")
-                    sys.stdout.flush()
+                sys.stdout.write(json.dumps(to_jsonable(hits), ensure_ascii=False) + "\n")
+                sys.stdout.flush()
             return
         dm = not as_player  # the DM's: secrets shown, marked; a player's as /recall answers them
         hits = await recall_core.recall(mem, embedder, query, limit=limit, mode=mode, asker=asker, dm=dm)

@@ -36,6 +36,8 @@ _JOINERS = frozenset(" \t-‐‑")
 #: What may come before the first word of a sentence, which is capitalised whatever it is.
 _SENTENCE_OPENERS = frozenset(".!?:;\"“”'‘’()[]{}-–—…*")
 _APOSTROPHES = "'’‘"
+#: A parenthesised aside of a transcript: a stage direction or a sound ("(laughs)", "(thoom)", "(as Grog)").
+_ASIDE = re.compile(r"\([^()]*\)")
 _ARTICLES = frozenset({"a", "an", "the"})
 #: Words before a noun, not before a person's name.
 _DETERMINERS = frozenset(
@@ -465,6 +467,11 @@ class PhoneticMatcher:
                 candidates.append(candidate)
             elif near:
                 near_misses.append((tokens[window.first].start, tokens[window.last].base_end))
+        if "(" in text:
+            # An aside was written, not heard: "(thoom)" is a sound, not Tooma misheard. Windows stop at brackets.
+            asides = [m.span() for m in _ASIDE.finditer(text)]
+            candidates = [c for c in candidates if not any(a < tokens[c.first].start < b for a, b in asides)]
+            near_misses = [s for s in near_misses if not any(a < s[0] < b for a, b in asides)]
         if people:
             candidates = [c for c in candidates if any(t.norm not in people for t in tokens[c.first : c.last + 1])]
         return self._resolve(text, tokens, words, candidates, near_misses)

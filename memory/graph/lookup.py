@@ -89,10 +89,19 @@ class EntityLookup(GraphBase):
 
     async def get_entity(self, name: str, *, secret_hints: bool = False) -> Entity:
         """``secret_hints``: the did-you-mean may name secret and pending entities, for an answer only the DM reads."""
-        found = await self.find_entity(name)
+        found = await self.find_entity(name) or await self._spelled_otherwise(name)
         if found is None:
             raise NotFoundError(await self._not_found_message(name, secret_hints), subject="entity", name=name)
         return found
+
+    async def _spelled_otherwise(self, name: str) -> Entity | None:
+        """The one entity ``name`` means as typed another way: a phone's or Discord's apostrophe (’) for ', or the
+        other way, and a leading "The" left out or added ("Nestled Nook Inn", "the Vex'ahlia"). None if none, or if
+        the spellings name several."""
+        typed = {name, name.replace("’", "'").replace("‘", "'"), name.replace("'", "’")}
+        forms = {form for t in typed for form in (t, _other_article(t))} - {name}
+        found = {e.id: e for form in sorted(forms) if (e := await self.find_entity(form)) is not None}
+        return next(iter(found.values())) if len(found) == 1 else None
 
     async def get_entity_by_id(self, entity_id: int) -> Entity:
         row = await self.db.fetchrow(
@@ -130,25 +139,35 @@ class EntityLookup(GraphBase):
         from rapidfuzz import process
 
         # Hints come from public, accepted names only, unless told: a player's typo must not reveal a secret entity.
-        names = await self.all_names(include_secret=include_secret)
-        close = [m[0] for m in process.extract(name, names, limit=3, score_cutoff=70)]
-        hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+        forms = await self._forms(include_secret)
+        # each entity once ("Jazna Grebin", not its title "Countess Jazna Grebin" too): its name if close, else the
+        # closest alias
+        close: dict[int, str] = {}
+        for form, _, i in process.extract(name, [f for _, f, _ in forms], limit=None, score_cutoff=70):
+            entity_id, _, alias = forms[i]
+            if entity_id not in close or not alias:  # in the order of its closest form
+                close[entity_id] = form
+        hint = f" (did you mean {', '.join(repr(c) for c in list(close.values())[:3])}?)" if close else ""
         return f"no entity named {name!r} in this campaign{hint}"
 
     async def all_names(self, *, include_secret: bool = True) -> list[str]:
         """Names and aliases of the entities that are not rejected (public and accepted ones only, unless
         ``include_secret``)."""
+        return [form for _, form, _ in await self._forms(include_secret)]
+
+    async def _forms(self, include_secret: bool) -> list[tuple[int, str, bool]]:
+        """(entity id, name or alias, whether an alias) of :meth:`all_names`."""
         visible = "" if include_secret else "AND e.status = 'accepted' AND e.visibility = 'public'"
         rows = await self.db.fetch(
             f"""
-            SELECT e.name FROM entities e WHERE e.campaign_id = $1 AND e.status <> 'rejected' {visible}
+            SELECT e.id, e.name, false FROM entities e WHERE e.campaign_id = $1 AND e.status <> 'rejected' {visible}
             UNION ALL
-            SELECT a.alias FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
+            SELECT e.id, a.alias, true FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
             WHERE a.campaign_id = $1 AND e.status <> 'rejected' {visible}
             """,
             self.campaign_id,
         )
-        return [r[0] for r in rows]
+        return [(r[0], r[1], r[2]) for r in rows]
 
     async def list_entities(
         self,
@@ -205,3 +224,9 @@ class EntityLookup(GraphBase):
             f"{ENTITY_SELECT} WHERE e.campaign_id = $1 AND e.pinned ORDER BY lower(e.name)", self.campaign_id
         )
         return [entity_from_row(r) for r in rows]
+
+
+def _other_article(name: str) -> str:
+    """``name`` without its leading "The", or with one."""
+    first, _, rest = name.partition(" ")
+    return rest if first.lower() == "the" and rest else f"The {name}"

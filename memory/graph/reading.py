@@ -186,6 +186,8 @@ class Reading(EntityLookup):
         self, name: str, include_secret: bool, *, mention: bool
     ) -> tuple[Neighbourhood, Mention | None]:
         row = await self.db.fetchrow(_identity_sql(include_secret, mention), self.campaign_id, name_query(name))
+        if row is None and (meant := await self._spelled_otherwise(name)) is not None:  # "Vex’ahlia", "Nook Inn"
+            row = await self.db.fetchrow(_identity_sql(include_secret, mention), self.campaign_id, meant.name)
         if row is None:
             raise NotFoundError(await self._not_found_message(name), subject="entity", name=name)
         entity = entity_from_row(row)

@@ -1263,6 +1263,7 @@ async def test_players_never_read_a_secret_name(
         ("DM", "You reach the gates of Ironhold as the sun goes down over the mountains."),
         ("DM", "Unseen by anyone, Eldrinax watches the party from the shadows of Ironhold tonight."),
         ("Ana", "I ask Borin about the old beggar we saw by the gates of Ironhold."),
+        ("DM", "Borin shrugs: the old beggar comes and goes by the gates."),  # the DM's: Borin took part
     ]
     await ashes.log.write_many(
         session.id, [EntryIn(speaker=s, text=t, start_s=10.0 * i, ref=f"l{i}") for i, (s, t) in enumerate(said)]
@@ -1350,7 +1351,7 @@ async def test_players_read_a_sessions_event_entity_and_last_mention_with_secret
 ) -> None:
     card = await read(fake_discord, player, "entity show", {"name": "Eldrinax"})
     assert "Last mentioned: [secret] unmasked at 0:03, DM: " in card and "Mab" not in card
-    assert "took part in 1 session: Session: [secret] unmasked" in card
+    assert "took part in 1 session: [secret] unmasked" in card
     dm_card = await read(fake_discord, dm, "entity show", {"name": "Eldrinax"})
     assert "Last mentioned: Queen Mab unmasked at 0:03, DM: " in dm_card
 

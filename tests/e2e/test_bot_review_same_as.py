@@ -64,7 +64,7 @@ async def test_same_as_merges_a_proposed_entity_into_the_known_one_after_a_resta
     forged = await fake_discord.submit_modal(modal_id, {"existing": "Vaskerrin"}, user_id=player)
     assert forged.ephemeral and forged.texts() == ["This edit form is not yours."]
     for typed, said in [
-        ("Vaskerin", "no entity named 'Vaskerin' in this campaign (did you mean 'Vaskerrin', 'Vaskerrin Holt'?)"),
+        ("Vaskerin", "no entity named 'Vaskerin' in this campaign (did you mean 'Vaskerrin Holt'?)"),
         ("The Old Man", f"'The Old Man' is {ref} itself: name the known entity it is the same as"),
     ]:
         answer = await fake_discord.submit_modal(modal_id, {"existing": typed}, user_id=dm)

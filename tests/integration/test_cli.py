@@ -737,7 +737,7 @@ async def test_entity_show_says_the_sessions_it_took_part_in_in_one_line(lk, fre
     shown = lk("entity", "show", "Grog")
     assert shown.stdout == (
         "Grog (player)\n  - Grog —took_part_in→ Death of Jazna\n"
-        "  took part in 5 sessions: Session: Night 5, Session: Night 4, Session: Night 3 and 2 earlier\n"
+        "  took part in 5 sessions: Night 5, Night 4, Night 3 and 2 earlier\n"
     )
     night = lk("entity", "show", "Session: Night 1").stdout  # the session's own card still lists who took part
     assert "  - Grog —took_part_in→ Session: Night 1\n" in night
@@ -782,7 +782,7 @@ def test_an_entity_added_after_the_recaps_that_named_it_took_part_in_those_sessi
     added = lk("entity", "add", "Vell Sorrowmere", "npc", "--alias", "The Grey Widow", "--secret")
     assert added.returncode == 0, added.stderr
     shown = lk("entity", "show", "Vell Sorrowmere").stdout
-    assert "  took part in 2 sessions: Session: Night 3, Session: Night 1\n" in shown, shown
+    assert "  took part in 2 sessions: Night 3, Night 1\n" in shown, shown
     assert lk("entity", "add", "Mira Quell", "npc").returncode == 0
     assert lk("entity", "show", "Mira Quell").stdout == "Mira Quell (npc)\n"
 
@@ -887,7 +887,8 @@ def test_ingest_wait_recall_and_batch_recall(lk, tmp_path: Path) -> None:
     batch = lk("recall", "--limit", "2", input="the harbour master\n\nthe Sunken Crown\n")
     assert batch.returncode == 0, batch.stderr
     lines = [json.loads(line) for line in batch.stdout.splitlines()]
-    assert len(lines) == 2 and all(1 <= len(hits) <= 2 for hits in lines)  # the blank line is skipped
+    assert [len(hits) >= 1 for hits in lines] == [True, False, True]  # a blank line answers [], in its place
+    assert all(len(hits) <= 2 for hits in lines)
 
     poisoned = tmp_path / "poisoned.jsonl"
     poisoned.write_bytes(

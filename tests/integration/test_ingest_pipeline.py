@@ -647,7 +647,7 @@ async def test_a_card_lists_sessions_as_played_and_places_an_untimed_line_by_its
         await jobs.summarize_session(ctx, crown.campaign_id, session.id)
 
     _, sessions = (await crown.graph.snapshot("Eldrinax")).facts_and_sessions()
-    assert sessions == "took part in 2 sessions: Session: Newer, Session: Older"
+    assert sessions == "took part in 2 sessions: Newer, Older"
     last = await crown.graph.last_mention(await crown.graph.get_entity("Eldrinax"))
     assert last is not None and last.where() == "Newer (newer.txt:2)"
     assert last.model_copy(update={"start_s": 3723.5}).where() == "Newer at 1:02:03"

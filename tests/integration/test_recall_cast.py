@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from memory import jobs
+from memory.errors import NotFoundError
 from memory.models import EntityIn, EntityType, EntryIn, Visibility
 from memory.recall import LEXICAL_DEPTH, LINE_VECTOR_DEPTH, Mode, recall
 from memory.semantic import LineVectorIn
@@ -61,6 +64,28 @@ async def test_what_grog_said_leaves_out_the_sessions_travis_played_fjord(
     # a player's question reads public characters' sessions only: a secret one's must not pick lines out
     await campaign.graph.update_entity("Fjord", visibility=Visibility.secret)
     assert fjord[-1] in await answering(campaign, "what did Grog say about rage", dm=False)
+
+
+async def test_a_players_one_joke_as_his_other_character_does_not_make_it_take_part(
+    memory: Memory, campaign: CampaignMemory
+) -> None:
+    """C2E002: TRAVIS played Fjord all night and once joked "(as Grog) …": Grog did not take part, so what Grog
+    said is not read from that session's lines, and Fjord's lines are not shown as Grog's."""
+    for name in ("Grog", "Fjord"):
+        await campaign.graph.add_entity(EntityIn(name=name, type=EntityType.player, attributes={"played_by": "TRAVIS"}))
+    fjord = await played(
+        memory,
+        campaign,
+        "Mighty Nein 2",
+        [
+            ("DM", "Fjord, the watchmen close in."),
+            ("TRAVIS", "We're under watch."),
+            ("DM", "Fjord, they are right behind you."),
+            ("TRAVIS", "Let's go. (as Grog) That worked way better than I thought."),
+        ],
+    )
+    assert await answering(campaign, "what did Fjord say about the watch?") == {fjord[1]}
+    assert await answering(campaign, "what did Grog say about the watch?") == set()
 
 
 def vec(*hot: int, dim: int = 384) -> list[float]:
@@ -126,3 +151,24 @@ async def test_a_question_naming_a_speaker_prefers_their_own_lines(memory: Memor
     # not the player of a character it names: what Grog did, the DM mostly tells
     assert await first_two("What did Grog grab?") == newer_two
     assert await first_two("what did we grab?") == newer_two  # no one named: the newer two
+
+
+async def test_a_speaker_asked_for_by_their_characters_name_is_told_the_player(
+    memory: Memory, campaign: CampaignMemory
+) -> None:
+    """`search --speaker Scanlan` found no line said by "Scanlan" and listed the speakers: the error says who plays
+    him (a public character only: a secret one's name must not tell who plays it)."""
+    await campaign.graph.add_entity(
+        EntityIn(name="Scanlan Shorthalt", aliases=["Scanlan"], type=EntityType.player, attributes={"played_by": "SAM"})
+    )
+    await campaign.graph.add_entity(
+        EntityIn(name="Kaylie", type=EntityType.npc, visibility=Visibility.secret, attributes={"played_by": "SAM"})
+    )
+    await played(memory, campaign, "Night 1", [("DM", "Scanlan, roll."), ("Sam", "I play the lute.")])
+    for asked in ("Scanlan", "scanlan shorthalt"):
+        with pytest.raises(NotFoundError) as error:
+            await campaign.log.check_speaker(asked)
+        assert str(error.value) == f"no line was said by '{asked}' ({asked} is played by 'Sam': give the player's name)"
+    with pytest.raises(NotFoundError) as error:
+        await campaign.log.check_speaker("Kaylie")
+    assert "played by" not in str(error.value)

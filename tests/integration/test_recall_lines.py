@@ -255,6 +255,18 @@ async def test_when_we_first_or_last_met_someone_shows_the_first_or_last_lines_n
     assert all(one[4] not in h.entry_ids for h in hits)
 
 
+async def test_the_first_lines_naming_someone_fill_the_hits_in_the_order_played(campaign: CampaignMemory) -> None:
+    """ "When did we first meet Cassandra?" -k 4 showed her first three lines, then a line of a later session that
+    scored alike, before her fourth."""
+    await campaign.graph.add_entity(EntityIn(name="Cassandra", type=EntityType.npc))
+    lines = [line for n in range(5) for line in (("DM", f"Cassandra waits by gate {n}."), *FILLER[4 * n : 4 * n + 4])]
+    one = await said(campaign, "One", lines)
+    later = await said(campaign, "Two", [("DM", "We meet Cassandra again, and meet her we did."), *FILLER[:4]])
+    hits = await recall(campaign, None, "when did we first meet Cassandra?", limit=4, mode="fulltext")
+    assert [[line.entry_id for line in h.lines if line.matched] for h in hits] == [[i] for i in one[0:20:5]]
+    assert later[0] not in {i for h in hits for i in h.entry_ids}
+
+
 async def test_what_a_speaker_said(campaign: CampaignMemory) -> None:
     ids = await said(
         campaign,

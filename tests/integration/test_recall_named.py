@@ -152,7 +152,7 @@ async def test_the_sessions_an_entity_took_part_in_are_one_fact(campaign: Campai
         "Craven Edge —owned_by→ Grog",
         "Grog —took_part_in→ Death of Jazna",
         "Grog —took_part_in→ Session: the heist",  # a value, no session's event: a fact
-        "took part in 5 sessions: Session: Night 5, Session: Night 4, Session: Night 3 and 2 earlier",
+        "took part in 5 sessions: Night 5, Night 4, Night 3 and 2 earlier",
     ]
     (night,) = await named_entities(campaign, "what happened in Session: Night 2?", dm=True)
     assert night.fact_lines() == ["Grog —took_part_in→ Session: Night 2"]  # the session's own card lists who did
@@ -171,7 +171,7 @@ async def test_a_busy_entity_shows_its_facts_learned_last_and_counts_the_rest(ca
     (seen,) = await named_entities(campaign, "what did Grog do?", dm=False)
     assert seen.fact_lines() == [
         *(f"Grog —knows→ Friend {n}" for n in range(4, 16)),  # the 12 learned last; the axe is older
-        "took part in 4 sessions: Session: Night 4, Session: Night 3, Session: Night 2 and 1 earlier",
+        "took part in 4 sessions: Night 4, Night 3, Night 2 and 1 earlier",
         "… and 4 earlier facts on its card",
     ]
     (known,) = await named_entities(campaign, "what did Grog do?", dm=True)

@@ -230,6 +230,31 @@ async def test_entities_crud_case_insensitive_and_aliases(campaign: CampaignMemo
     assert await g.find_entity("Elly") is None
 
 
+async def test_a_name_typed_with_another_apostrophe_or_the_is_found_when_it_means_one_entity(
+    campaign: CampaignMemory,
+) -> None:
+    """Phones and Discord type ’ for ', and a table says "Nestled Nook Inn" for The Nestled Nook Inn: every lookup
+    by name (`entity show` and the subcommands, MCP, slash) finds the one entity meant; did-you-mean lists an
+    entity once, not its name and its alias as two."""
+    g = campaign.graph
+    vex = await g.add_entity(EntityIn(name="Vex'ahlia", type=EntityType.player))
+    inn = await g.add_entity(EntityIn(name="The Nestled Nook Inn", type=EntityType.place))
+    grog = await g.add_entity(EntityIn(name="Grog Strongjaw", type=EntityType.player))
+    jazna = await g.add_entity(EntityIn(name="Jazna Grebin", type=EntityType.npc, aliases=["Countess Jazna Grebin"]))
+    assert (await g.get_entity("Vex’ahlia")).id == vex.id
+    assert (await g.get_entity("nestled nook inn")).id == inn.id
+    assert (await g.get_entity("the Grog Strongjaw")).id == grog.id
+    assert (await g.snapshot("Vex’ahlia")).entity.id == vex.id
+    assert (await g.identity("Nestled Nook Inn"))[0].entity.id == inn.id
+    assert (await g.update_entity("Vex’ahlia", description="A ranger")).description == "A ranger"
+    await g.add_entity(EntityIn(name="Forge", type=EntityType.place))
+    await g.add_entity(EntityIn(name="The Forge", type=EntityType.item))
+    assert (await g.get_entity("forge")).type == EntityType.place  # the name as typed wins
+    with pytest.raises(NotFoundError) as missing:
+        await g.get_entity("Jazna")
+    assert str(missing.value).count("Jazna Grebin") == 1 and jazna.aliases == ["Countess Jazna Grebin"]
+
+
 async def test_a_renamed_public_entity_keeps_its_old_name_as_an_alias_so_its_mentions_stay(
     campaign: CampaignMemory,
 ) -> None:

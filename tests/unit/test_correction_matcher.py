@@ -751,3 +751,13 @@ def test_a_word_made_on_a_names_pattern_is_not_the_name() -> None:
     assert result.corrections == [] and result.suspects == [(14, 23)]
     # the name heard with a sound missing inside it is still the name
     assert [c.replacement for c in matcher.correct("we pet frumkin").corrections] == ["Frumpkin"]
+
+
+def test_a_parenthesised_aside_is_written_not_heard_and_never_corrected() -> None:
+    # A human transcript's "(thoom)" is a sound effect; outside brackets the same word may be Tooma misheard.
+    matcher = PhoneticMatcher(PhoneticIndex.build([EntityName(id=1, name="Tooma"), EntityName(id=2, name="Vecna")]))
+    for text in ["(thoom) The gun itself seems warmer.", "then (thoom) the gun fires", "(as vekna) Hello."]:
+        result = matcher.correct(text)
+        assert (result.corrections, result.suspects) == ([], []), text
+    [c] = matcher.correct("then thoom the gun fires").corrections
+    assert c.replacement == "Tooma"

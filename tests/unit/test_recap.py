@@ -227,3 +227,16 @@ def test_a_sentence_naming_someone_at_the_table_is_not_the_story() -> None:
     assert summarise(said)[:-1] == ["Mira: The bells ring out over the frozen lake tonight."] * 5
     named = [(who.replace("Mira", "Eldrinax"), what.replace("Eldrinax", "Ironhold")) for who, what in said]
     assert summarise(named)[0].startswith("Bo: ")  # "Eldrinax" is the dragon's name too: not the table's
+
+
+def test_only_who_the_narrator_names_in_the_story_takes_part() -> None:
+    """A player's joke as another campaign's character ("(as Grog)"), or the players talking of one, is no
+    evidence: the narrator names Eldrinax and Ironhold; the players Eldrinax once and Vaskerrin Holt three times."""
+    said = [("Mira", "The dragon Eldrinax circles the tower of Ironhold.")]
+    said += chatter(50)
+    said += [("Ana", "I swing at Eldrinax!"), ("Bo", "(as Vaskerrin Holt) That worked way better than I thought.")]
+    said += [("Ana", "Vaskerrin Holt never lied."), ("Bo", "I don't care what Vaskerrin Holt did.")]
+    entries = [entry(n, who, what) for n, (who, what) in enumerate(said, 1)]
+    text, involved = extractive_summary(entries, Gazetteer(ENTITIES), NAMES)
+    assert involved == [1, 2]
+    assert text.splitlines()[-1] == "Involved: Eldrinax, Ironhold"
