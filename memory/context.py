@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TypedDict
 
 import asyncpg
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from memory.errors import InvalidInputError, NotFoundError
 from memory.graph import SecretMask
@@ -41,11 +41,15 @@ _NAMES_NOW = """
 """
 
 #: The live session's last minutes, in one statement. ``$1`` campaign, ``$2`` session id (NULL: the live one, else the
-#: latest), ``$3`` window in seconds, ``$4`` line cap. With the entity ids correction wrote into the lines, and what
-#: :class:`NamesCache` needs to know whether what it holds is still right.
+#: latest), ``$3`` window in seconds, ``$4`` line cap, the window ending at the session's last line (a live session's
+#: is cut to the minutes before now by :func:`recent_and_scene`). With the entity ids correction wrote into the lines,
+#: and what :class:`NamesCache` needs to know whether what it holds is still right.
 _RECENT = f"""
 WITH s AS (
-    SELECT id, title, ended_at IS NULL AS live, started_at::date AS played FROM sessions
+    SELECT id, title, ended_at IS NULL AS live, started_at::date AS played,
+           -- a live session's clock: its lines' times are seconds from its start (a recording's, a resumed one's)
+           CASE WHEN ended_at IS NULL THEN extract(epoch FROM now() - started_at)::float8 END AS now_s
+    FROM sessions
     WHERE campaign_id = $1 AND ($2::bigint IS NULL OR id = $2)
     ORDER BY ended_at IS NULL DESC, started_at DESC, id DESC LIMIT 1
 ),
@@ -61,7 +65,8 @@ recent AS (
     ORDER BY se.start_s DESC, se.seq DESC LIMIT $4
 )
 SELECT
-    (SELECT jsonb_build_object('id', id, 'title', title, 'live', live, 'played', played) FROM s) AS session,
+    (SELECT jsonb_build_object('id', id, 'title', title, 'live', live, 'played', played, 'now_s', now_s)
+     FROM s) AS session,
     (SELECT coalesce(jsonb_agg(jsonb_build_object(
                 'speaker', speaker, 'text', text, 'start_s', start_s, 'ref', ref) ORDER BY start_s, seq), '[]')
      FROM recent) AS lines,
@@ -133,11 +138,20 @@ class ContextLine(BaseModel):
         ref = self.ref or ""
         return not self.start_s and ref != "" and not ref.startswith(TIMED_REFS)
 
-    def render(self) -> str:
+    @property
+    def when(self) -> str:
         if self.untimed:  # as `where_said` shows it
-            return f"[{self.ref}] {self.speaker}: {self.text}"
+            return str(self.ref)
         minutes, secs = divmod(int(self.start_s), 60)
-        return f"[{minutes}:{secs:02d}] {self.speaker}: {self.text}"
+        return f"{minutes}:{secs:02d}"
+
+    def render(self) -> str:
+        return f"[{self.when}] {self.speaker}: {self.text}"
+
+
+def is_quiet(lines: list[ContextLine], now_s: float | None, minutes: float) -> bool:
+    """Whether a live session's ``lines`` (:func:`recent_and_scene`'s) are from before its last ``minutes``."""
+    return bool(lines) and now_s is not None and not lines[-1].untimed and lines[-1].start_s < now_s - minutes * 60
 
 
 class SceneEntity(BaseModel):
@@ -174,9 +188,16 @@ class HotContext(BaseModel):
     session: str | None
     live: bool
     played: str | None = None  # the day the session began, "2026-11-27"
+    now_s: float | None = None  # a live session: seconds into it now (its clock, or its last line if that is later)
     minutes: float
     lines: list[ContextLine]
     scene: list[SceneEntity]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def quiet(self) -> bool:
+        """A live session where nobody spoke within the window: its lines are the last said, from before it."""
+        return is_quiet(self.lines, self.now_s, self.minutes)
 
     def text(self, budget_tokens: int = 800) -> str:
         """The context as a compact prompt block of at most ``budget_tokens`` (estimated at four characters a
@@ -221,6 +242,8 @@ class HotContext(BaseModel):
         # an untimed session's lines are all in any window: what is shown is its last lines, not minutes
         span = "lines" if self.lines and all(line.untimed for line in self.lines) else f"{self.minutes:g} minutes"
         title = f"## Last {span} of {self.session or 'the session'}"
+        if self.quiet:  # the lines are older than the window: an agent must not answer them as just said
+            title = f"## Nothing said in the last {span} of {self.session}; its last lines, from {self.lines[0].when}"
         if not self.live:  # an agent would read the last minutes of a past session as what is happening now
             title += f" (a past session{f' of {self.played}' if self.played else ''}, not what is happening now)"
         newest_first = section(title, [clip(line.render(), 400) for line in reversed(self.lines)])
@@ -333,6 +356,7 @@ class SessionRead(TypedDict):
     title: str
     live: bool
     played: str  # the day it began, "2026-11-27"
+    now_s: float | None  # live: seconds into it now, by its clock or its last line if later; ended: None
 
 
 async def recent_and_scene(
@@ -354,14 +378,20 @@ async def recent_and_scene(
         if session_id is not None:
             raise NotFoundError(f"no session with id {session_id} in this campaign", subject="session")
         return None, [], [], mask
+    session: SessionRead = row["session"]
     lines = [ContextLine(**line) for line in row["lines"]]
+    if session["now_s"] is not None and lines and not lines[-1].untimed:
+        # a live session's minutes end now, not at its last line: after 20 quiet minutes, the lines of 20 minutes
+        # ago are not "the last 5" (they stay, marked, if nothing was said since: see HotContext.quiet)
+        now = session["now_s"] = max(session["now_s"], lines[-1].start_s)  # times ahead of the clock: a paste
+        lines = [line for line in lines if line.start_s >= now - minutes * 60] or lines
     scene: list[SceneEntity] = []
     # who speaks is in the scene as much as who is named: an NPC the DM voices names nobody when it talks
     ids = names.index.named_in([part for line in lines for part in (line.speaker, line.text)]) | set(row["corrected"])
     if ids:
         found = await mem.db.fetch(_SCENE, mem.campaign_id, sorted(ids), dm)
         scene = [SceneEntity(**dict(r)) for r in found]
-    return row["session"], lines, scene, mask
+    return session, lines, scene, mask
 
 
 class _Names:
@@ -427,6 +457,7 @@ async def hot_context(
         session=mask(session["title"]) if session else None,
         live=bool(session and session["live"]),
         played=session["played"] if session else None,
+        now_s=session["now_s"] if session else None,
         minutes=minutes,
         lines=[line.model_copy(update={"speaker": mask(line.speaker), "text": mask(line.text)}) for line in lines],
         scene=[s.model_copy(update={"name": mask(s.name), "description": _short(mask(s.description))}) for s in scene],

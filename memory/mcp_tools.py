@@ -27,6 +27,7 @@ from memory.context import (
     IdentitySnapshot,
     hot_context,
     identity,
+    is_quiet,
     reader_mask,
     recent_and_scene,
     visible_identity,
@@ -143,6 +144,7 @@ class RecentLog(BaseModel):
     session_id: int | None
     session: str | None
     live: bool
+    quiet: bool = False  # nothing said within the minutes asked: the lines are the last said, before them
     lines: list[ContextLine]
 
 
@@ -339,6 +341,7 @@ class CampaignTools:
             session_id=found["id"] if found else None,
             session=mask(str(found["title"])) if found else None,
             live=bool(found and found["live"]),
+            quiet=is_quiet(lines, found["now_s"] if found else None, minutes),
             lines=[line.model_copy(update={"speaker": mask(line.speaker), "text": mask(line.text)}) for line in lines],
         )
 

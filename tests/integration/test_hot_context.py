@@ -170,3 +170,29 @@ async def test_a_speaker_is_in_the_scene_and_a_past_session_says_it_is_past(camp
     assert not past.live and past.played is not None
     title = f"## Last 5 minutes of Night 2 (a past session of {past.played}, not what is happening now)"
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", past.played) and title in past.text(2000)
+
+
+async def test_a_live_sessions_minutes_end_now_not_at_its_last_line(campaign: CampaignMemory, memory: Memory) -> None:
+    """The window was measured back from the last line: a live session quiet for 20 minutes served the lines of
+    20 minutes ago as "the last 5 minutes", untold."""
+    from datetime import UTC, datetime, timedelta
+
+    ids = await build_world(campaign)
+    # nearly 23 minutes into Night 2 by the clock, its last line said at 21:00
+    await campaign.log.set_started(ids["live"], datetime.now(UTC) - timedelta(seconds=1370))
+    ctx = await hot_context(campaign, "Grom", minutes=2, dm=True)
+    assert [line.start_s for line in ctx.lines] == [1260]  # 20:50–22:50, not 19:00–21:00–23:00, not 19:00–21:00
+    assert not ctx.quiet and "## Last 2 minutes of Night 2\n" in ctx.text(2000)
+    quiet = await hot_context(campaign, "Grom", minutes=1, dm=True)
+    assert quiet.quiet and [line.start_s for line in quiet.lines] == [1200, 1230, 1260]  # the last said, marked
+    text = quiet.text(2000)
+    assert "## Nothing said in the last 1 minutes of Night 2; its last lines, from 20:00\n[20:00] DM:" in text
+    log = await CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False).recent_log(1)
+    assert log.quiet and len(log.lines) == 3
+    # a transcript's times ahead of the clock (pasted in at once): its last line is now
+    await campaign.log.set_started(ids["live"], datetime.now(UTC))
+    ahead = await hot_context(campaign, "Grom", minutes=1, dm=True)
+    assert not ahead.quiet and [line.start_s for line in ahead.lines] == [1200, 1230, 1260]
+    await campaign.log.end_session(ids["live"])  # an ended session: its last minutes, as before
+    past = await hot_context(campaign, "Grom", minutes=1, dm=True)
+    assert not past.quiet and past.now_s is None and [line.start_s for line in past.lines] == [1200, 1230, 1260]
