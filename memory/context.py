@@ -16,6 +16,7 @@ from typing import TypedDict
 import asyncpg
 from pydantic import BaseModel, Field, computed_field
 
+from memory.correction.text import normalize
 from memory.errors import InvalidInputError, NotFoundError
 from memory.graph import SecretMask
 from memory.models import TIMED_REFS, Entity, EntityType, Mention, Neighbourhood, ReviewStatus, Visibility
@@ -297,10 +298,11 @@ async def _visible(
         pass
     entities = await mem.graph.list_entities(include_secret=False)
     visible = {mask(n): e.name for e in entities for n in (e.name, *e.aliases)}
-    wanted = name.strip().lower()
-    if (real := next((e for n, e in visible.items() if n.lower() == wanted), None)) is not None:
-        return await read(real)
-    close = [m[0] for m in process.extract(name, list(visible), limit=3, score_cutoff=70)]
+    # as typed (case aside), else accents and apostrophes aside, as the graph's lookup finds names
+    for same in (str.casefold, normalize):
+        if (real := next((e for n, e in visible.items() if same(n) == same(name.strip())), None)) is not None:
+            return await read(real)
+    close = [m[0] for m in process.extract(name, list(visible), processor=normalize, limit=3, score_cutoff=70)]
     hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
     raise NotFoundError(f"no entity named {name!r} in this campaign{hint}", subject="entity", name=name)
 

@@ -33,6 +33,7 @@ from memory.context import (
     visible_identity,
     visible_snapshot,
 )
+from memory.correction.text import normalize
 from memory.errors import (
     AlreadyExistsError,
     InvalidInputError,
@@ -216,26 +217,31 @@ class CampaignTools:
 
         mask = await reader_mask(self.mem, self.dm)
         entities = await self.mem.graph.list_entities(type, include_secret=self.dm)
-        wanted = query.strip().casefold()
+        wanted = normalize(query)
 
         def names(e: Entity) -> list[str]:
             return [mask(e.name), *e.aliases]
 
         def rank(e: Entity) -> int | None:
-            forms = [n.casefold() for n in names(e)]
+            # accents and apostrophes aside ("cafe" finds Café), a name as typed first ("Zoë" before Zoe)
+            forms = [normalize(n) for n in names(e)]
             if not wanted:
-                return 3
-            if wanted in forms:
+                return 4
+            if query.strip().casefold() in (n.casefold() for n in names(e)):
                 return 0
-            if any(f.startswith(wanted) for f in forms):
+            if wanted in forms:
                 return 1
-            return 2 if any(wanted in f for f in forms) else None
+            if any(f.startswith(wanted) for f in forms):
+                return 2
+            return 3 if any(wanted in f for f in forms) else None
 
         ranked = sorted(((r, e) for e in entities if (r := rank(e)) is not None), key=lambda p: p[0])
         found = [e for _, e in ranked]
         if wanted and not found:  # a misspelt name: the closest ones
             choices = {n: e for e in entities for n in names(e)}
-            close = process.extract(query, list(choices), scorer=fuzz.WRatio, limit=limit, score_cutoff=80)
+            close = process.extract(
+                query, list(choices), scorer=fuzz.WRatio, processor=normalize, limit=limit, score_cutoff=80
+            )
             found = list({choices[n].id: choices[n] for n, _, _ in close}.values())
         return FoundEntities(
             entities=[

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memory.correction.text import normalize
 from memory.errors import NotFoundError
 from memory.graph.base import GraphBase
 from memory.graph.sql import (
@@ -95,13 +96,12 @@ class EntityLookup(GraphBase):
         return found
 
     async def _spelled_otherwise(self, name: str) -> Entity | None:
-        """The one entity ``name`` means as typed another way: a phone's or Discord's apostrophe (’) for ', or the
-        other way, and a leading "The" left out or added ("Nestled Nook Inn", "the Vex'ahlia"). None if none, or if
-        the spellings name several."""
-        typed = {name, name.replace("’", "'").replace("‘", "'"), name.replace("'", "’")}
-        forms = {form for t in typed for form in (t, _other_article(t))} - {name}
-        found = {e.id: e for form in sorted(forms) if (e := await self.find_entity(form)) is not None}
-        return next(iter(found.values())) if len(found) == 1 else None
+        """The one entity ``name`` means as typed another way: accents, apostrophes (a phone's ’ for ') and hyphens
+        aside as the matcher reads names ("cafe" for Café, "Vex’ahlia"), and a leading "The" left out or added
+        ("Nestled Nook Inn", "the Vex'ahlia"). None if none, or if the spellings name several."""
+        wanted = {normalize(name), normalize(_other_article(name))} - {""}
+        found = {entity_id for entity_id, form, _ in await self._forms(True) if normalize(form) in wanted}
+        return await self.get_entity_by_id(found.pop()) if len(found) == 1 else None
 
     async def get_entity_by_id(self, entity_id: int) -> Entity:
         row = await self.db.fetchrow(
@@ -143,7 +143,8 @@ class EntityLookup(GraphBase):
         # each entity once ("Jazna Grebin", not its title "Countess Jazna Grebin" too): its name if close, else the
         # closest alias
         close: dict[int, str] = {}
-        for form, _, i in process.extract(name, [f for _, f, _ in forms], limit=None, score_cutoff=70):
+        choices = [f for _, f, _ in forms]
+        for form, _, i in process.extract(name, choices, processor=normalize, limit=None, score_cutoff=70):
             entity_id, _, alias = forms[i]
             if entity_id not in close or not alias:  # in the order of its closest form
                 close[entity_id] = form

@@ -255,6 +255,32 @@ async def test_a_name_typed_with_another_apostrophe_or_the_is_found_when_it_mean
     assert str(missing.value).count("Jazna Grebin") == 1 and jazna.aliases == ["Countess Jazna Grebin"]
 
 
+async def test_a_name_typed_without_its_accents_is_found_and_hinted(campaign: CampaignMemory, memory: Memory) -> None:
+    """`find_entities {"query": "cafe"}` found nothing for "Café Ünïcødé 東京", and `entity_card "cafe unicode 東京"`
+    gave no did-you-mean: lookups and hints compared names with their accents."""
+    from memory.mcp_tools import CampaignTools
+
+    g = campaign.graph
+    cafe = await g.add_entity(EntityIn(name="Café Ünïcødé 東京", type=EntityType.place))
+    zoe = await g.add_entity(EntityIn(name="Zoë", type=EntityType.npc, aliases=["Łukasz's Daughter"]))
+    assert (await g.get_entity("CAFE UNICØDE 東京")).id == cafe.id
+    assert (await g.identity("zoe"))[0].entity.id == zoe.id
+    assert (await g.snapshot("Łukasz’s daughter")).entity.id == zoe.id
+    zoe_plain = await g.add_entity(EntityIn(name="Zoe", type=EntityType.player))
+    assert (await g.get_entity("zoe")).id == zoe_plain.id and (await g.get_entity("Zoë")).id == zoe.id  # exact first
+    with pytest.raises(NotFoundError) as missing:
+        await g.get_entity("cafe unicode 東京")  # ø is a letter of its own, not o with a mark: close, not the same
+    assert "did you mean 'Café Ünïcødé 東京'" in str(missing.value)
+
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False)
+    assert [e.name for e in (await tools.find_entities("cafe")).entities] == ["Café Ünïcødé 東京"]
+    assert [e.name for e in (await tools.find_entities("zoe")).entities] == ["Zoe", "Zoë"]  # as typed first
+    assert [e.name for e in (await tools.find_entities("Zoë")).entities] == ["Zoë", "Zoe"]
+    with pytest.raises(NotFoundError) as hinted:
+        await tools.entity_card("cafe unicode 東京")
+    assert "did you mean 'Café Ünïcødé 東京'" in str(hinted.value)
+
+
 async def test_a_renamed_public_entity_keeps_its_old_name_as_an_alias_so_its_mentions_stay(
     campaign: CampaignMemory,
 ) -> None:
