@@ -359,15 +359,15 @@ def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> str |
     public_parts: list[str] = []
     secret_parts: list[str] = []
     if isinstance(doc.get("pages"), list):
-        for page in doc["pages"]:
-            if not isinstance(page, dict) or page.get("type", "text") != "text":
-                continue
-            text, hidden = _text(_get(page, "text", "content") or "")
-            hidden_page = _gm_only(page, page=True)
+        pages = [p for p in doc["pages"] if isinstance(p, dict) and p.get("type", "text") == "text"]
+        read = [(page, *_text(_get(page, "text", "content") or "")) for page in pages]
+        # a page's title heads its text among others; one page is the entry itself, whatever it is titled
+        several = sum(1 for _, text, _ in read if text) > 1
+        for page, text, hidden in read:
             title = as_text(page.get("name"))
             if text:
-                (secret_parts if hidden_page else public_parts).append(
-                    f"{title}\n{text}" if title and title != doc.get("name") else text
+                (secret_parts if _gm_only(page, page=True) else public_parts).append(
+                    f"{title}\n{text}" if several and title and title != doc.get("name") else text
                 )
             if hidden:
                 secret_parts.append(hidden)

@@ -113,7 +113,7 @@ async def test_a_secret_record_never_makes_a_public_entity_say_its_text(campaign
     hale = await campaign.graph.get_entity("Brother Hale")
     assert (hale.description, hale.visibility, hale.type) == ("A monk of the tide.", Visibility.public, EntityType.npc)
     [notes] = await campaign.graph.relationships_of(hale.id, include_secret=True)
-    assert (notes.type, notes.value, notes.visibility) == ("dm_notes", "Hale\nHe serves the lich.", Visibility.secret)
+    assert (notes.type, notes.value, notes.visibility) == ("dm_notes", "He serves the lich.", Visibility.secret)
     assert await campaign.graph.relationships_of(hale.id) == []  # players read none of it
 
 
@@ -541,7 +541,7 @@ async def test_a_secret_records_notes_go_to_its_entity_as_another_record_renames
 
     await _import(campaign, world("Vask the Ashen", "Vask the Ashen"))
     vask = await campaign.graph.get_entity("Vask the Ashen")
-    expected = [("dm_notes", "Owes the Red Hand."), ("dm_notes_2", "Page\nHe serves the lich.")]
+    expected = [("dm_notes", "Owes the Red Hand."), ("dm_notes_2", "He serves the lich.")]
     assert notes(await campaign.graph.relationships_of(vask.id, include_secret=True)) == expected
     batch, _ = await _import(campaign, world("Vask Emberhand", "Vask's Debts"))
     assert "- Vask Emberhand (npc) (renames Vask the Ashen)" in batch.card()

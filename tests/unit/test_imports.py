@@ -182,6 +182,18 @@ def test_a_journal_page_inheriting_its_entrys_ownership_is_public() -> None:
     assert facts(world) == {("The Sunken Bell", "dm_notes", "GM\nIt wakes the drowned.", True)}
 
 
+def test_a_single_page_journals_page_title_is_not_a_line_of_its_description() -> None:
+    """A journal of one page got that page's title as a bare first line ("x\nZoë & Łukasz …", the card showing
+    ": x"): one page is the entry, whatever it is titled. Several pages keep their titles, each over its text."""
+    page = {"_id": "p3", "name": "x", "type": "text", "text": {"content": "<p>Zoë &amp; Łukasz meet here.</p>"}}
+    doc = {"_id": "j2", "name": "Café Ünïcødé 東京", "pages": [page], "ownership": {"default": 2}}
+    world = read_import([("cafe.json", json.dumps(doc).encode())])
+    assert entity(world, "Café Ünïcødé 東京").description == "Zoë & Łukasz meet here."
+    second = {**page, "_id": "p4", "name": "Menu", "text": {"content": "<p>Tea.</p>"}}
+    world = read_import([("cafe.json", json.dumps({**doc, "pages": [page, second]}).encode())])
+    assert entity(world, "Café Ünïcødé 東京").description == "x\nZoë & Łukasz meet here.\n\nMenu\nTea."
+
+
 def test_a_journal_exported_without_ownership_is_dm_only_and_the_card_says_so() -> None:
     """Foundry's "Export Data" drops ``ownership`` (and ``_id``): nothing says players may read the journal, and
     Foundry's own default is NONE, so it is secret, and the import says what it assumed."""
@@ -216,7 +228,7 @@ def test_foundry_links_and_inline_rolls_read_as_foundry_shows_them() -> None:
     doc = {"_id": "j1", "name": "The Sunken Bell", "pages": [page], "ownership": {"default": 2}}
     world = read_import([("bell.json", json.dumps(doc).encode())])
     assert entity(world, "The Sunken Bell").description == (
-        "Bell\nAsk Brother Hale about. The trap deals 2d6 fire damage for 1d4 rounds; see prone."
+        "Ask Brother Hale about. The trap deals 2d6 fire damage for 1d4 rounds; see prone."
     )
     assert facts(world) == {("The Sunken Bell", "dm_notes", "Vaskerrin rang it.", True)}
 
