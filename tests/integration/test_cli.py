@@ -1402,6 +1402,22 @@ def test_entity_list_is_one_row_per_entity_whatever_its_description_holds(lk) ->
     ]
 
 
+def test_entity_list_fits_the_terminal_wrapping_long_names_and_aliases(lk) -> None:
+    """A 60-character name and a long alias list padded every row to 238 columns in a 120-column terminal."""
+    assert lk("campaign", "create", "C").returncode == 0
+    name = "The Abandoned Research Facility Beneath the Ziggurat of Whitestone"
+    aliases = ["Countess of the Ziggurat", "Lady Delilah Briarwood of Whitestone", "the Mistress of the Undercroft"]
+    assert lk("entity", "add", name, "location", *[a for x in aliases for a in ("--alias", x)]).returncode == 0
+    assert lk("entity", "add", "Korvash", "npc", "-d", "A smith").returncode == 0
+    listed = lk("entity", "list", env={"COLUMNS": "90"}).stdout.splitlines()
+    assert listed[0].split() == ["name", "type", "aliases", "secret", "description"]
+    assert all(len(line) <= 90 for line in listed), max(map(len, listed))
+    alias_column = listed[0].index("aliases")
+    assert listed[2].split() == ["Korvash", "npc", "A", "smith"]
+    assert " ".join(line[: listed[0].index("type")].strip() for line in listed[3:]).strip() == name  # wrapped
+    assert " ".join(line[alias_column:].split("  ")[0] for line in listed[3:]).strip() == ", ".join(aliases)
+
+
 def test_entity_link_sets_visibility_only_when_asked(lk) -> None:
     assert lk("campaign", "create", "C").returncode == 0
     for name, kind in (("Eldrinax", "npc"), ("Ironhold", "place")):
