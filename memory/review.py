@@ -321,11 +321,11 @@ class ReviewQueue:
         if (item.entity.type == EntityType.event) != (known.type == EntityType.event):
             # a happening is never a person, place or thing: "Arrival at The Alcove" is not The Alcove, and merged
             # the place would answer to the event's name. The DM who means it says so by changing the type first.
-            proposed, kind = item.entity, known.type.value
+            proposed, to = item.entity, known.type.value
             raise InvalidInputError(
-                f"{item.ref} {proposed.name!r} is {_a(proposed.type.value)} and {known.name!r} {_a(kind)}: an event "
+                f"{item.ref} {proposed.name!r} is {_a(proposed.type.value)} and {known.name!r} {_a(to)}: an event "
                 f"is only ever the same as another event. Accept or reject {item.ref}; if it is {known.name} after "
-                f"all, give it that type first (Edit, or `lorekeeper review edit {item.ref} --type {kind}`), then "
+                f"all, give it that type first (Edit, or `lorekeeper review edit {item.ref} --type {to}`), then "
                 f"merge the two (/entity merge, or `lorekeeper entity merge "
                 f"{shlex.quote(proposed.name)} {shlex.quote(known.name)}`)"
             )
