@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -317,6 +318,17 @@ class ReviewQueue:
                 f"{known.name!r} is waiting for review too (e{known.id}): accept it first, then say {item.ref} "
                 "is the same as it"
             )
+        if (item.entity.type == EntityType.event) != (known.type == EntityType.event):
+            # a happening is never a person, place or thing: "Arrival at The Alcove" is not The Alcove, and merged
+            # the place would answer to the event's name. The DM who means it says so by changing the type first.
+            proposed, to = item.entity, known.type.value
+            raise InvalidInputError(
+                f"{item.ref} {proposed.name!r} is {_a(proposed.type.value)} and {known.name!r} {_a(to)}: an event "
+                f"is only ever the same as another event. Accept or reject {item.ref}; if it is {known.name} after "
+                f"all, give it that type first (Edit, or `lorekeeper review edit {item.ref} --type {to}`), then "
+                f"merge the two (/entity merge, or `lorekeeper entity merge "
+                f"{shlex.quote(proposed.name)} {shlex.quote(known.name)}`)"
+            )
         return await g.merge_entities(item.entity.name, known.name)
 
     async def edit(self, ref: str, **changes: Any) -> ReviewItem:
@@ -355,6 +367,10 @@ class ReviewQueue:
                 update["visibility"] = Visibility(changes["visibility"])
             await g.set_relationship(item.id, ReviewStatus.pending, dm_confirmed=False, **update)
         return await self._accept(item.ref)
+
+
+def _a(word: str) -> str:
+    return f"{'an' if word[:1] in 'aeiou' or word == 'npc' else 'a'} {word}"  # "an npc": an en-pee-see
 
 
 def _entity_type(text: str) -> EntityType:

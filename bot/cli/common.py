@@ -346,9 +346,11 @@ def table(rows: list[list[Any]], headers: list[str], *, wrap: Collection[int] = 
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     if wrap:
         fixed = sum(w for i, w in enumerate(widths) if i not in wrap) + 2 * (len(widths) - 1)
-        room = max(((width or output_width()) - fixed) // len(wrap), 24)
-        for i in wrap:
-            widths[i] = max(min(widths[i], room), len(cells[0][i]))
+        room = (width or output_width()) - fixed
+        # the narrowest first: a column shorter than its share keeps its width and leaves the rest to the others
+        for n, i in enumerate(sorted(wrap, key=lambda i: widths[i])):
+            widths[i] = max(min(widths[i], max(room // (len(wrap) - n), 24)), len(cells[0][i]))
+            room -= widths[i]
     for n, row in enumerate(cells):
         parts = [
             textwrap.wrap(c, widths[i], break_long_words=False, break_on_hyphens=False) or [""] if i in wrap else [c]

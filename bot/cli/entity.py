@@ -173,6 +173,7 @@ async def list_(ctx: click.Context, type_: str | None, campaign: str | None, as_
                 for e in entities
             ],
             ["name", "type", "aliases", "secret", "description"],
+            wrap={0, 2, 4},  # a long name or alias list fits the width as search's lines do, never cut
         )
 
 

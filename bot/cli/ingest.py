@@ -142,7 +142,9 @@ async def ingest(
                     "run `lorekeeper worker --drain` to finish them",
                     stopped_by[0],
                 )
-            click.echo(f"this import ({report.written:,} new line{'s' * (report.written != 1)}):")
+            # the table counts the whole session, not this import's lines: a re-import adds none to it
+            held = f"session{'s' * (len(report.sessions) != 1)} {', '.join(map(repr, report.sessions))}"
+            click.echo(f"{held} in all (this import: {report.written:,} new line{'s' * (report.written != 1)}):")
             print_import_counts(await import_counts(mem, session_ids))
             click.echo(f"campaign {name}:")
             await print_counts(mem, memory.pool)

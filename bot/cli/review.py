@@ -18,11 +18,12 @@ from bot.cli.common import (
     open_memory,
     settings_from,
     table,
+    wrapped,
 )
 from campaigns import batches
 from memory.errors import InvalidInputError, NotFoundError
 from memory.jobs.queue import lines_not_extracted
-from memory.models import ReviewItem, ReviewKind
+from memory.models import ReviewItem, ReviewKind, ReviewStatus, where_said
 from memory.replies import describe_same_as, kept_old_name
 from memory.review import parse_ref, said_names
 from memory.store import CampaignMemory
@@ -165,12 +166,43 @@ async def _decide_batch(mem: CampaignMemory, verb: str, ref: str, as_json: bool)
 @click.pass_context
 @async_command
 async def show(ctx: click.Context, ref: str, campaign: str | None) -> None:
-    """Show an import batch (b3) as one card: where it came from, its counts and a sample."""
+    """Show a review item (e12, f34) or an import batch (b3): an item with what it proposes, its status and the
+    lines it was read from, whole; a batch as one card: where it came from, its counts and a sample."""
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
-        batch = await batches.get(mem, ref)
-    click.echo(batch.card(sample=10))
+        if ref.strip().casefold().startswith("b"):
+            batch = await batches.get(mem, ref)
+            click.echo(batch.card(sample=10))
+            return
+        item = await mem.review.get(ref)
+        prov = item.entity.provenance if item.entity else item.fact.provenance  # type: ignore[union-attr]
+        lines = await mem.log.entries(prov.entry_ids)
+        titles = {s.id: s.title for s in await mem.log.sessions()}
+    status = item.entity.status if item.entity else item.fact.status  # type: ignore[union-attr]
+    click.echo(f"{item.ref} ({item.kind.value}, {status.value}): {item.describe()}")
+    click.echo(
+        f"  confidence {prov.confidence:.2f}" + (f"; waits because {prov.review_reason}" if prov.review_reason else "")
+    )
+    if lines:
+        click.echo(f"  said in {counted(len(lines), 'line')}:" if len(lines) > 1 else "  said in:")
+    # each whole (review list shows the part naming the item): the DM decides on what was said
+    for line in lines[:SHOWN_LINES]:
+        said = f"{where_said(titles[line.session_id], line.start_s, line.ref)}: {line.speaker}: “{line.text}”"
+        click.echo("\n".join("    " + row for row in wrapped(said, indent=4)))
+    if len(lines) > SHOWN_LINES:
+        click.echo(f"    … and {counted(len(lines) - SHOWN_LINES, 'more line')}")
+    if status != ReviewStatus.pending:
+        return
+    edit = "--name, --type, --description, --alias" if item.entity else "--type, --target, --value"
+    click.echo(f"  `lorekeeper review accept {item.ref}`, `lorekeeper review reject {item.ref}`")
+    click.echo(f"  `lorekeeper review edit {item.ref}` with {edit} corrects and accepts it")
+    if item.entity:
+        click.echo(f"  `lorekeeper review same {item.ref} ENTITY` if it is one already known under another name")
+
+
+#: The lines of an item ``review show`` prints whole: an NPC named all evening was read from a hundred.
+SHOWN_LINES = 5
 
 
 _decide("accept")

@@ -613,6 +613,38 @@ async def test_review_list_shows_where_and_what_was_said(lk, fresh_dsn: str) -> 
         await pool.close()
 
 
+async def test_review_show_shows_an_item_with_its_lines_whole(lk, fresh_dsn: str) -> None:
+    """`review show f7` said "'f7' is a review item, not an import batch": the DM expects the item itself."""
+    assert lk("campaign", "create", "C").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        memory = Memory(pool)
+        mem = memory.campaign((await memory.campaigns().get("C")).id)
+        night = await mem.log.start_session("Night one")
+        said = "Korvash runs to the Cinder Cup every night after the bells of the old chapel have rung twice. " * 3
+        line = await mem.log.write(night.id, EntryIn(speaker="Ana", text=said.strip(), start_s=6.0))
+        unsure = Provenance(source=Source.stated, confidence=0.55, session_id=night.id, entry_ids=[line.id])
+        korvash = await mem.graph.add_entity(
+            EntityIn(name="Korvash", type=EntityType.npc, status="pending", provenance=unsure)
+        )
+        shown = lk("review", "show", f"e{korvash.id}", env={"COLUMNS": "100"})
+        assert shown.returncode == 0, shown.stderr
+        rows = shown.stdout.splitlines()
+        assert rows[:3] == [f"e{korvash.id} (entity, pending): new npc 'Korvash'", "  confidence 0.55", "  said in:"]
+        assert all(len(row) <= 100 for row in rows)
+        assert " ".join(row.strip() for row in rows[3:-3]) == f"Night one at 0:06: Ana: “{said.strip()}”"  # whole
+        assert f"`lorekeeper review accept e{korvash.id}`, `lorekeeper review reject e{korvash.id}`" in rows[-3]
+        assert f"`lorekeeper review same e{korvash.id} ENTITY`" in rows[-1]
+        assert lk("review", "accept", f"e{korvash.id}").returncode == 0
+        decided = lk("review", "show", f"e{korvash.id}").stdout.splitlines()
+        assert decided[0] == f"e{korvash.id} (entity, accepted): new npc 'Korvash'"
+        assert not any("review accept" in row for row in decided)  # decided: nothing left to do
+        missing = lk("review", "show", "f999")
+        assert missing.returncode == 1 and missing.stderr.startswith("error: no review item f999 in campaign 'C'")
+    finally:
+        await pool.close()
+
+
 #: A narrator's paragraph that names its entity late, as a DM's long descriptions (CRD3's run to 400 words) do.
 NARRATION = (
     "At this point, as you're running, you're rushing forward through the undercroft, past the broken shackles and "
@@ -1400,6 +1432,22 @@ def test_entity_list_is_one_row_per_entity_whatever_its_description_holds(lk) ->
         "  - Korvash lied",
         "  - the\tgate fell",
     ]
+
+
+def test_entity_list_fits_the_terminal_wrapping_long_names_and_aliases(lk) -> None:
+    """A 60-character name and a long alias list padded every row to 238 columns in a 120-column terminal."""
+    assert lk("campaign", "create", "C").returncode == 0
+    name = "The Abandoned Research Facility Beneath the Ziggurat of Whitestone"
+    aliases = ["Countess of the Ziggurat", "Lady Delilah Briarwood of Whitestone", "the Mistress of the Undercroft"]
+    assert lk("entity", "add", name, "location", *[a for x in aliases for a in ("--alias", x)]).returncode == 0
+    assert lk("entity", "add", "Korvash", "npc", "-d", "A smith").returncode == 0
+    listed = lk("entity", "list", env={"COLUMNS": "90"}).stdout.splitlines()
+    assert listed[0].split() == ["name", "type", "aliases", "secret", "description"]
+    assert all(len(line) <= 90 for line in listed), max(map(len, listed))
+    alias_column = listed[0].index("aliases")
+    assert listed[2].split() == ["Korvash", "npc", "A", "smith"]
+    assert " ".join(line[: listed[0].index("type")].strip() for line in listed[3:]).strip() == name  # wrapped
+    assert " ".join(line[alias_column:].split("  ")[0] for line in listed[3:]).strip() == ", ".join(aliases)
 
 
 def test_entity_link_sets_visibility_only_when_asked(lk) -> None:

@@ -40,7 +40,7 @@ def test_wait_sums_up_this_import_then_the_campaign_and_a_reimport_queues_nothin
     # not a terminal: no bars; a line every 5 s, if the machine is slow
     assert all(line.startswith("background jobs: ") for line in done.stderr.splitlines()), done.stderr
     out = done.stdout.splitlines()
-    mine = out.index("this import (2 new lines):")
+    mine = out.index("session 'second' in all (this import: 2 new lines):")
     assert out[mine + 1].split()[:2] == ["session", "lines"]
     assert out[mine + 3].split()[0] == "2" and out[mine + 3].split()[-1] == "1"  # 2 lines, 1 recap
     theirs = out.index("campaign Saltmere:")
@@ -51,6 +51,10 @@ def test_wait_sums_up_this_import_then_the_campaign_and_a_reimport_queues_nothin
     assert again.returncode == 0, again.stderr
     assert "2 lines read, 0 new" in again.stdout
     assert "0 background jobs queued" in again.stdout  # no summary job to write the same recap again
+    # with --wait, the table is the session's: said as such, not as if this import brought its lines
+    waited = lk("ingest", str(second), "--wait").stdout.splitlines()
+    mine = waited.index("session 'second' in all (this import: 0 new lines):")
+    assert waited[mine + 3].split()[0] == "2"
 
 
 def test_campaign_names_are_suggested_and_info_says_what_one_holds(lk: Lk, tmp_path: Path) -> None:
@@ -94,7 +98,7 @@ def test_wait_says_one_new_line_in_the_singular(lk: Lk, tmp_path: Path) -> None:
     done = lk("ingest", str(one), "--wait")
     assert done.returncode == 0, done.stderr
     assert "1 line read, 1 new" in done.stdout
-    assert "this import (1 new line):" in done.stdout.splitlines()
+    assert "session 'one' in all (this import: 1 new line):" in done.stdout.splitlines()
 
 
 def test_wait_says_its_counts_in_one_number_format(lk: Lk, tmp_path: Path) -> None:
@@ -104,7 +108,7 @@ def test_wait_says_its_counts_in_one_number_format(lk: Lk, tmp_path: Path) -> No
     done = lk("ingest", str(night), "--wait", timeout=300)
     assert done.returncode == 0, done.stderr
     out = done.stdout.splitlines()
-    mine = out.index("this import (1,000 new lines):")
+    mine = out.index("session 'night' in all (this import: 1,000 new lines):")
     assert out[mine + 3].split()[0] == "1,000", out
     theirs = out.index("campaign Saltmere:")
     assert out[theirs + 3].split()[0] == "1,000", out

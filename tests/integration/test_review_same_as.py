@@ -121,6 +121,10 @@ async def test_same_as_refuses_what_it_cannot_merge_and_changes_nothing(campaign
     holt_id, old_id, keep_id = await _table(campaign)
     fact = (await q.pending())[1].ref
     grog = await g.add_entity(EntityIn(name="Grog", type=EntityType.npc, status=ReviewStatus.pending, provenance=HEARD))
+    arrival = await g.add_entity(
+        EntityIn(name="Arrival at Caddo Keep", type=EntityType.event, status=ReviewStatus.pending, provenance=HEARD)
+    )
+    await g.add_entity(EntityIn(name="The Siege", type=EntityType.event))
     before = [i.model_dump() for i in await q.pending()]
 
     refusals: list[tuple[str, str, type[Exception], str]] = [
@@ -131,6 +135,17 @@ async def test_same_as_refuses_what_it_cannot_merge_and_changes_nothing(campaign
         (f"e{holt_id}", "Caddo Keep", AlreadyDecidedError, f"e{holt_id} was already accepted"),
         ("e999999", "Vaskerrin Holt", NotFoundError, "no review item e999999 in this campaign"),
         ("x1", "Vaskerrin Holt", InvalidInputError, "'x1' is not a review item id"),
+        # an event is never a place (merged, the place answered to "Arrival at Caddo Keep"), nor a place an event
+        (
+            f"e{arrival.id}",
+            "Caddo Keep",
+            InvalidInputError,
+            f"e{arrival.id} 'Arrival at Caddo Keep' is an event and 'Caddo Keep' a location: an event is only ever "
+            f"the same as another event. Accept or reject e{arrival.id}; if it is Caddo Keep after all, give it that "
+            f"type first (Edit, or `lorekeeper review edit e{arrival.id} --type location`), then merge the two "
+            "(/entity merge, or `lorekeeper entity merge 'Arrival at Caddo Keep' 'Caddo Keep'`)",
+        ),
+        (f"e{old_id}", "The Siege", InvalidInputError, f"e{old_id} 'the old man' is an npc and 'The Siege' an event"),
     ]
     for ref, name, error, message in refusals:
         with pytest.raises(error) as raised:
