@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory.correction.text import normalize
 from memory.errors import NotFoundError
 from memory.graph.base import GraphBase
 from memory.graph.sql import (
@@ -90,17 +89,21 @@ class EntityLookup(GraphBase):
 
     async def get_entity(self, name: str, *, secret_hints: bool = False) -> Entity:
         """``secret_hints``: the did-you-mean may name secret and pending entities, for an answer only the DM reads."""
-        found = await self.find_entity(name) or await self._spelled_otherwise(name)
+        found = await self.find_entity(name) or await self._spelled_otherwise(name, include_secret=True)
         if found is None:
             raise NotFoundError(await self._not_found_message(name, secret_hints), subject="entity", name=name)
         return found
 
-    async def _spelled_otherwise(self, name: str) -> Entity | None:
+    async def _spelled_otherwise(self, name: str, *, include_secret: bool) -> Entity | None:
         """The one entity ``name`` means as typed another way: accents, apostrophes (a phone's ’ for ') and hyphens
         aside as the matcher reads names ("cafe" for Café, "Vex’ahlia"), and a leading "The" left out or added
-        ("Nestled Nook Inn", "the Vex'ahlia"). None if none, or if the spellings name several."""
+        ("Nestled Nook Inn", "the Vex'ahlia"). None if none, or if the spellings name several (of those a player
+        sees, unless ``include_secret``: a secret one must not make a public one unfound)."""
+        from memory.correction.text import normalize  # the matcher's package: not for a command reading by name
+
         wanted = {normalize(name), normalize(_other_article(name))} - {""}
-        found = {entity_id for entity_id, form, _ in await self._forms(True) if normalize(form) in wanted}
+        forms = await self._forms(include_secret)
+        found = {entity_id for entity_id, form, _ in forms if normalize(form) in wanted}
         return await self.get_entity_by_id(found.pop()) if len(found) == 1 else None
 
     async def get_entity_by_id(self, entity_id: int) -> Entity:
@@ -137,6 +140,8 @@ class EntityLookup(GraphBase):
 
     async def _not_found_message(self, name: str, include_secret: bool = False) -> str:
         from rapidfuzz import process
+
+        from memory.correction.text import normalize
 
         # Hints come from public, accepted names only, unless told: a player's typo must not reveal a secret entity.
         forms = await self._forms(include_secret)

@@ -185,14 +185,17 @@ class Reading(EntityLookup):
     async def _identity(
         self, name: str, include_secret: bool, *, mention: bool
     ) -> tuple[Neighbourhood, Mention | None]:
-        row = await self.db.fetchrow(_identity_sql(include_secret, mention), self.campaign_id, name_query(name))
-        if row is None and (meant := await self._spelled_otherwise(name)) is not None:  # "Vex’ahlia", "Nook Inn"
-            row = await self.db.fetchrow(_identity_sql(include_secret, mention), self.campaign_id, meant.name)
+        sql = _identity_sql(include_secret, mention)
+        row = await self.db.fetchrow(sql, self.campaign_id, name_query(name))
+        if row is not None and not include_secret and not players_see(entity_from_row(row)):
+            row = None  # a name the reader may not see is as unknown to them as one nobody has
+        # "Vex’ahlia", "Nook Inn": another spelling of the one name the reader may see
+        meant = await self._spelled_otherwise(name, include_secret=include_secret) if row is None else None
+        if meant is not None:
+            row = await self.db.fetchrow(sql, self.campaign_id, meant.name)
         if row is None:
             raise NotFoundError(await self._not_found_message(name), subject="entity", name=name)
         entity = entity_from_row(row)
-        if not include_secret and not players_see(entity):
-            raise NotFoundError(await self._not_found_message(name))
         snap = Neighbourhood(
             entity=entity,
             relationships=[Relationship(**r) for r in row["facts"]],

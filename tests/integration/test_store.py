@@ -281,6 +281,22 @@ async def test_a_name_typed_without_its_accents_is_found_and_hinted(campaign: Ca
     assert "did you mean 'Café Ünïcødé 東京'" in str(hinted.value)
 
 
+async def test_a_secret_spelling_neither_hides_nor_betrays_the_public_entity_a_player_means(
+    campaign: CampaignMemory,
+) -> None:
+    """A player's "The Whispering Gate" means the public Whispering Gate, though a secret entity has that very
+    name: another spelling is looked for among what the reader may see, so the secret neither hides the public
+    entity ("not found" would say something holds the name) nor is read."""
+    g = campaign.graph
+    gate = await g.add_entity(EntityIn(name="Whispering Gate", type=EntityType.place))
+    hidden = await g.add_entity(
+        EntityIn(name="The Whispering Gate", type=EntityType.faction, visibility=Visibility.secret)
+    )
+    assert (await g.snapshot("The Whispering Gate")).entity.id == gate.id
+    assert (await g.snapshot("The Whispering Gate", include_secret=True)).entity.id == hidden.id
+    assert (await g.snapshot("the whispering gate’s".removesuffix("’s"))).entity.id == gate.id
+
+
 async def test_a_renamed_public_entity_keeps_its_old_name_as_an_alias_so_its_mentions_stay(
     campaign: CampaignMemory,
 ) -> None:
