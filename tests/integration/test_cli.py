@@ -18,7 +18,7 @@ import asyncpg
 from memory.db import create_pool
 from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
-from memory.store import Memory
+from memory.store import CampaignMemory, Memory
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "campaigns" / "examples" / "sunken_crown.yaml"
@@ -585,6 +585,15 @@ async def test_review_reject_of_an_entity_and_its_fact_goes_on_to_the_next_ids(l
         await pool.close()
 
 
+async def _korvash_heard(mem: CampaignMemory, said: str) -> int:
+    """Korvash's id, waiting for review, read at 0:06 of "Night one" from Ana's line ``said``."""
+    night = await mem.log.start_session("Night one")
+    line = await mem.log.write(night.id, EntryIn(speaker="Ana", text=said, start_s=6.0))
+    unsure = Provenance(source=Source.stated, confidence=0.55, session_id=night.id, entry_ids=[line.id])
+    korvash = EntityIn(name="Korvash", type=EntityType.npc, status="pending", provenance=unsure)
+    return (await mem.graph.add_entity(korvash)).id
+
+
 async def test_review_list_shows_where_and_what_was_said(lk, fresh_dsn: str) -> None:
     """The DM checks what the table said before accepting: the session's title, the time and the line."""
     assert lk("campaign", "create", "C").returncode == 0
@@ -592,11 +601,8 @@ async def test_review_list_shows_where_and_what_was_said(lk, fresh_dsn: str) -> 
     try:
         memory = Memory(pool)
         mem = memory.campaign((await memory.campaigns().get("C")).id)
-        night = await mem.log.start_session("Night one")
         said = "Korvash runs to the Cinder Cup every night after the bells of the old chapel have rung twice."
-        line = await mem.log.write(night.id, EntryIn(speaker="Ana", text=said, start_s=6.0))
-        unsure = Provenance(source=Source.stated, confidence=0.55, session_id=night.id, entry_ids=[line.id])
-        await mem.graph.add_entity(EntityIn(name="Korvash", type=EntityType.npc, status="pending", provenance=unsure))
+        await _korvash_heard(mem, said)
         await mem.graph.add_entity(EntityIn(name="Mirelle", type=EntityType.npc, status="pending"))
         shown = lk("review", "list", env={"COLUMNS": "100"}).stdout
         listed = shown.splitlines()
@@ -620,24 +626,19 @@ async def test_review_show_shows_an_item_with_its_lines_whole(lk, fresh_dsn: str
     try:
         memory = Memory(pool)
         mem = memory.campaign((await memory.campaigns().get("C")).id)
-        night = await mem.log.start_session("Night one")
         said = "Korvash runs to the Cinder Cup every night after the bells of the old chapel have rung twice. " * 3
-        line = await mem.log.write(night.id, EntryIn(speaker="Ana", text=said.strip(), start_s=6.0))
-        unsure = Provenance(source=Source.stated, confidence=0.55, session_id=night.id, entry_ids=[line.id])
-        korvash = await mem.graph.add_entity(
-            EntityIn(name="Korvash", type=EntityType.npc, status="pending", provenance=unsure)
-        )
-        shown = lk("review", "show", f"e{korvash.id}", env={"COLUMNS": "100"})
+        e = await _korvash_heard(mem, said.strip())
+        shown = lk("review", "show", f"e{e}", env={"COLUMNS": "100"})
         assert shown.returncode == 0, shown.stderr
         rows = shown.stdout.splitlines()
-        assert rows[:3] == [f"e{korvash.id} (entity, pending): new npc 'Korvash'", "  confidence 0.55", "  said in:"]
+        assert rows[:3] == [f"e{e} (entity, pending): new npc 'Korvash'", "  confidence 0.55", "  said in:"]
         assert all(len(row) <= 100 for row in rows)
         assert " ".join(row.strip() for row in rows[3:-3]) == f"Night one at 0:06: Ana: “{said.strip()}”"  # whole
-        assert f"`lorekeeper review accept e{korvash.id}`, `lorekeeper review reject e{korvash.id}`" in rows[-3]
-        assert f"`lorekeeper review same e{korvash.id} ENTITY`" in rows[-1]
-        assert lk("review", "accept", f"e{korvash.id}").returncode == 0
-        decided = lk("review", "show", f"e{korvash.id}").stdout.splitlines()
-        assert decided[0] == f"e{korvash.id} (entity, accepted): new npc 'Korvash'"
+        assert f"`lorekeeper review accept e{e}`, `lorekeeper review reject e{e}`" in rows[-3]
+        assert f"`lorekeeper review same e{e} ENTITY`" in rows[-1]
+        assert lk("review", "accept", f"e{e}").returncode == 0
+        decided = lk("review", "show", f"e{e}").stdout.splitlines()
+        assert decided[0] == f"e{e} (entity, accepted): new npc 'Korvash'"
         assert not any("review accept" in row for row in decided)  # decided: nothing left to do
         missing = lk("review", "show", "f999")
         assert missing.returncode == 1 and missing.stderr.startswith("error: no review item f999 in campaign 'C'")
