@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from campaigns.imports import ImportedWorld
-from campaigns.imports.common import DM_NOTES, World, secret_text
+from campaigns.imports.common import NOTES_TYPE, World, notes_of, secret_text
 from campaigns.load import LoadChange, LoadReport, Progress, apply_campaign_file
 from campaigns.schema import RENAMES_FIRST, CampaignFile, EntitySpec, RelationshipSpec, name_key
 from memory.errors import InvalidInputError, NotFoundError
@@ -124,8 +124,9 @@ class Resolved:
     #: The tool's ids to keep for an entry (its name): of the records it was read from, with their names, and the
     #: entity they name (None: new, known by the entry's name once loaded).
     sourced: list[tuple[str, dict[str, str], int | None]]
-    #: Entries (their names) whose records have a place for GM notes: the notes they carry are all they have now.
-    notes_stated: list[str] = field(default_factory=list)
+    #: Entries (their names) whose records have a place for GM notes, with those notes' label: the notes they
+    #: carry are all they have now.
+    notes_stated: list[tuple[str, str]] = field(default_factory=list)
 
 
 async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
@@ -137,7 +138,7 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
     sourced: list[tuple[str, dict[str, str], int | None]] = []
     named: dict[str, int] = {}  # an imported name (key) → the entity it updates, when that entity's name differs
     updating: dict[int, int] = {}  # an entity of the campaign → its entry: two records naming it make one
-    hidden: list[tuple[int, str]] = []  # a public entity, and the secret text a record of it holds
+    hidden: list[tuple[int, str, str]] = []  # a public entity, the secret text a record of it holds, its label
     found = await _by_source(mem, world.format, [world.source_ids.get(spec.name, {}) for spec in world.entities])
     made: set[int] | None = None  # the entities an import made, read once when a record first needs it
     # entities a record renames: their old name is no longer theirs for another record of the import to match
@@ -177,7 +178,8 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
                 ids = {source_id: known.get(source_id, record) for source_id, record in ids.items()}
             sourced.append((spec.name, ids, existing.id))
         if secret:  # a GM-only journal of a public NPC's name
-            hidden.append((existing.id, secret_text(spec)))  # its text is GM notes, never the NPC's description
+            # its text is GM notes (its record's own), never the NPC's description
+            hidden.append((existing.id, secret_text(spec), world.notes_labels.get(spec.name, "")))
             spec = EntitySpec(name=spec.name, type=spec.type, secret=True)
         # renamed in the tool since it was imported: renamed here too (a name the DM gave it here stays, and a
         # secret record's name is never a public entity's)
@@ -235,9 +237,9 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
         for fact in world.relationships
     ]
     notes = World(relationships=facts)
-    for entity_id, text in hidden:
+    for entity_id, text, label in hidden:
         if text:  # under the entity's name in the file: another record may rename it, its old name no longer its
-            notes.notes((", ".join(world.sources), None), entities[updating[entity_id]].name, text)
+            notes.notes((", ".join(world.sources), None), entities[updating[entity_id]].name, text, label)
     return Resolved(
         _import_file(entities, notes.relationships),
         updates,
@@ -265,7 +267,7 @@ def _import_file(entities: list[EntitySpec], facts: list[RelationshipSpec]) -> C
 
 def _notes_stated(
     world: ImportedWorld, found: list[tuple[Entity | None, bool, dict[str, str]]], renamed: dict[str, str]
-) -> list[str]:
+) -> list[tuple[str, str]]:
     """The entries (as named in the file) whose GM notes the import ends when it has none: those of the tool's
     records (matched by id) or of a CSV (its explicit column), not an entity that only shares a record's name (the
     DM's own campaign file, or another record, gave its notes: a Foundry "Export Data" file has no id to tell)."""
@@ -274,7 +276,14 @@ def _notes_stated(
         for spec, (entity, _, _) in zip(world.entities, found, strict=True)
         if entity is not None or (world.format == "csv" and not world.source_ids.get(spec.name))
     }
-    return list(dict.fromkeys(renamed.get(name_key(n), n) for n in world.notes_stated if name_key(n) in own))
+    return list(
+        dict.fromkeys(
+            (renamed.get(name_key(n), n), label)
+            for n in world.notes_stated
+            if name_key(n) in own
+            for label in world.notes_stated_as.get(n, [""])
+        )
+    )
 
 
 async def _by_source(
@@ -515,57 +524,61 @@ async def _plan_again(tx: CampaignMemory, accepted: ImportBatch) -> None:
         )
 
 
-#: The numbered parts GM notes longer than a fact are split into (``dm_notes_2`` …; the first is ``dm_notes``).
-_NOTES_PART = re.compile(rf"{DM_NOTES}_\d+")
 #: A load's change to GM notes the campaign had (ended, or replaced by other text), as the card previews it.
-_NOTES_CHANGE = re.compile(rf"fact {DM_NOTES}(_\d+)?: ")
+_NOTES_CHANGE = re.compile(rf"fact {NOTES_TYPE.pattern}: ")
 
 
-def _notes_order(row: Any) -> tuple[str, int]:
-    """GM-note facts ended, as the DM reads them: by entity, then part (``dm_notes``, ``dm_notes_2`` … ``_10``)."""
-    kind: str = row["type"]
-    return row["name"], 1 if kind == DM_NOTES else int(kind.rsplit("_", 1)[1])
+def _notes_order(row: Any) -> tuple[str, str, int]:
+    """GM-note facts ended, as the DM reads them: by entity, then record, then part (``dm_notes``, ``dm_notes_2``
+    … ``_10``)."""
+    match = NOTES_TYPE.fullmatch(row["type"])
+    assert match is not None  # the queries end only facts of that pattern
+    return row["name"], match.group(1), int(match.group(2) or 1)
 
 
 async def _close_stale_notes(
-    tx: CampaignMemory, file: CampaignFile, report: LoadReport, stated: list[str], kind: str
+    tx: CampaignMemory, file: CampaignFile, report: LoadReport, stated: list[tuple[str, str]], kind: str
 ) -> None:
-    """End the parts of an entity's GM notes that the notes it was given now have no more of: shorter notes leave
-    the old ``dm_notes_3`` current otherwise, and the DM reads stale text after the new one. An entity of
-    ``stated`` (its records have a place for GM notes) given none now has its notes ended: deleted in the tool."""
-    parts: dict[str, set[str]] = {}
+    """End the parts of a record's GM notes that the notes it gave now have no more of: shorter notes leave the old
+    ``dm_notes_3`` current otherwise, and the DM reads stale text after the new one. An entity of ``stated`` (a
+    record of it has a place for GM notes, with those notes' label) given none now under that label has those
+    notes ended: deleted in the tool. The notes of the entity's other records (``dm_notes_journal`` beside an
+    actor's ``dm_notes``) are theirs to replace or end, whichever file is imported."""
+    parts: dict[tuple[str, str], set[str]] = {}
     for fact in file.relationships:
-        if fact.type == DM_NOTES or _NOTES_PART.fullmatch(fact.type):
+        if match := NOTES_TYPE.fullmatch(fact.type):
             entry = file.find_entity(fact.source)  # the entity's name, as loaded, of a fact named by an alias
-            parts.setdefault(entry.name if entry else fact.source, set()).add(fact.type)
-    noted = {name_key(name) for name in parts}
-    await _close_deleted_notes(tx, [name for name in stated if name_key(name) not in noted], report, kind)
+            parts.setdefault((entry.name if entry else fact.source, match.group(1)), set()).add(fact.type)
+    noted = {(name_key(name), notes) for name, notes in parts}
+    deleted = [(name, notes_of(label)) for name, label in stated]
+    await _close_deleted_notes(
+        tx, [(n, notes) for n, notes in deleted if (name_key(n), notes) not in noted], report, kind
+    )
     if not parts:
         return
-    kept = [(name, kind) for name, kinds in parts.items() for kind in sorted(kinds)]
+    kept = [(name, notes, kind) for (name, notes), kinds in parts.items() for kind in sorted(kinds)]
     # one query for the whole import, not two an entity: a world of thousands of GM-noted records took seconds
     rows = await tx.db.fetch(
         """
-        WITH kept(name, type) AS (SELECT * FROM unnest($2::text[], $3::text[])),
+        WITH kept(name, notes, type) AS (SELECT * FROM unnest($2::text[], $3::text[], $4::text[])),
         noted AS (
-            SELECT DISTINCT e.id, e.name FROM kept k
+            SELECT DISTINCT e.id, e.name, k.notes FROM kept k
             JOIN entities e ON e.campaign_id = $1 AND e.status <> 'rejected' AND lower(e.name) = lower(k.name)
         )
         UPDATE relationships r SET valid_to = now(), superseded_by = (
             SELECT n.id FROM relationships n
-            WHERE n.campaign_id = $1 AND n.source_id = r.source_id AND n.type = $4 AND n.valid_to IS NULL
+            WHERE n.campaign_id = $1 AND n.source_id = r.source_id AND n.type = e.notes AND n.valid_to IS NULL
               AND n.status = 'accepted' LIMIT 1)
         FROM noted e
         WHERE r.campaign_id = $1 AND r.source_id = e.id AND r.valid_to IS NULL AND r.status = 'accepted'
-          AND r.type ~ $5
+          AND r.type ~ ('^' || e.notes || '(_[0-9]+)?$')
           AND NOT EXISTS (SELECT 1 FROM kept k WHERE lower(k.name) = lower(e.name) AND k.type = r.type)
         RETURNING e.name, r.type
         """,
         tx.campaign_id,
-        [name for name, _ in kept],
-        [kind for _, kind in kept],
-        DM_NOTES,
-        f"^{_NOTES_PART.pattern}$",
+        [name for name, _, _ in kept],
+        [notes for _, notes, _ in kept],
+        [kind for _, _, kind in kept],
     )
     report.relationships_updated += len(rows)
     report.changes += [
@@ -574,27 +587,28 @@ async def _close_stale_notes(
     ]
 
 
-async def _close_deleted_notes(tx: CampaignMemory, names: list[str], report: LoadReport, kind: str) -> None:
-    """End the GM notes an import of the tool ``kind`` gave these entities, whose records have none now. One query
-    for the whole import: most records of a world have no notes. Notes the DM wrote here, or another tool gave,
-    are not the tool's to delete; nor, for a CSV, notes of a campaign file or of an import before the tool was
-    kept (a tool with ids matched the record itself: its notes then were that record's)."""
-    if not names:
+async def _close_deleted_notes(tx: CampaignMemory, noted: list[tuple[str, str]], report: LoadReport, kind: str) -> None:
+    """End the GM notes (of an entity, the type of their first part) an import of the tool ``kind`` gave, whose
+    records have none now. One query for the whole import: most records of a world have no notes. Notes the DM
+    wrote here, or another tool gave, are not the tool's to delete; nor, for a CSV, notes of a campaign file or of
+    an import before the tool was kept (a tool with ids matched the record itself: its notes then were that
+    record's)."""
+    if not noted:
         return
     rows = await tx.db.fetch(
         """
         UPDATE relationships r SET valid_to = now()
-        FROM entities e
-        WHERE e.campaign_id = $1 AND e.status <> 'rejected'
-          AND lower(e.name) IN (SELECT lower(n) FROM unnest($2::text[]) n)
+        FROM entities e, unnest($2::text[], $3::text[]) AS n(name, notes)
+        WHERE e.campaign_id = $1 AND e.status <> 'rejected' AND lower(e.name) = lower(n.name)
           AND r.campaign_id = $1 AND r.source_id = e.id AND r.valid_to IS NULL AND r.status = 'accepted'
-          AND r.type ~ $3 AND coalesce(r.provenance ->> 'source', 'dm') = 'campaign_file'
+          AND r.type ~ ('^' || n.notes || '(_[0-9]+)?$')
+          AND coalesce(r.provenance ->> 'source', 'dm') = 'campaign_file'
           AND coalesce(r.provenance ->> 'imported_from', CASE WHEN $4 = 'csv' THEN NULL ELSE $4 END) = $4
         RETURNING e.name, r.type
         """,
         tx.campaign_id,
-        names,
-        rf"^{DM_NOTES}(_\d+)?$",
+        [name for name, _ in noted],
+        [notes for _, notes in noted],
         kind,
     )
     report.relationships_updated += len(rows)

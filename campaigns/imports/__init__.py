@@ -50,6 +50,11 @@ class ImportedWorld(BaseModel):
     source_ids: dict[str, dict[str, str]] = Field(default_factory=dict)
     #: Entities whose records have a place for GM notes: notes they had and the import lacks were deleted.
     notes_stated: list[str] = Field(default_factory=list)
+    #: Of those, an entity whose such records include labelled ones → the labels ("" unlabelled; an entity not
+    #: here, as in a batch staged before labels were kept, has only unlabelled records).
+    notes_stated_as: dict[str, list[str]] = Field(default_factory=dict)
+    #: An entity → the label its first record's GM notes have (``journal``: ``dm_notes_journal``), where it has one.
+    notes_labels: dict[str, str] = Field(default_factory=dict)
     #: What the import assumed where the files do not say → the entities it concerns (said on the card).
     assumed: dict[str, list[str]] = Field(default_factory=dict)
     #: An entity's name → where its first record is ("world.csv: line 2 ('Vexy')"), for a problem to name.
@@ -231,6 +236,10 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
         skipped=world.skipped,
         source_ids={world.entities[index].name: ids for index, ids in world.source_ids.items()},
         notes_stated=[world.entities[index].name for index in sorted(world.notes_stated)],
+        notes_stated_as={
+            world.entities[index].name: sorted(labels) for index, labels in world.notes_stated.items() if labels != {""}
+        },
+        notes_labels={world.entities[index].name: label for index, label in world.notes_labels.items() if label},
         assumed=world.assumed,
         records={world.entities[index].name: where for index, where in world.records.items()},
     )

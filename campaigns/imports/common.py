@@ -26,6 +26,15 @@ MAX_IMPORT_BYTES = 20 * 1024 * 1024
 #: The secret attribute fact that holds an entity's GM-only text (pf2e `privateNotes`, Roll20 `gmnotes`, Foundry
 #: secret blocks): a fact, because a fact can be secret on a public entity, and a description cannot.
 DM_NOTES = "dm_notes"
+#: Any part of an entity's GM notes: ``dm_notes``, ``dm_notes_2`` …, and those of a labelled record
+#: (``dm_notes_journal``, ``dm_notes_journal_2`` …). Group 1 is the set of notes (one record's), group 2 the part.
+NOTES_TYPE = re.compile(rf"({DM_NOTES}(?:_[a-z]+)?)(?:_(\d+))?")
+
+
+def notes_of(label: str) -> str:
+    """The fact type of the first part of a record's GM notes: ``dm_notes``, or ``dm_notes_journal`` for a record
+    labelled ``journal``."""
+    return f"{DM_NOTES}_{label}" if label else DM_NOTES
 
 
 class ImportFileError(ValueError):
@@ -185,9 +194,11 @@ class World:
     #: The tool's own ids of the records each entry was read from (its index) → the record's name: a re-import
     #: finds the entity by them, renamed or not.
     source_ids: dict[int, dict[str, str]] = field(default_factory=dict)
-    #: Entries (their index) a record of which has a place for GM notes: the notes read are all it has now, so
-    #: notes it had before and lacks now were deleted in the tool.
-    notes_stated: set[int] = field(default_factory=set)
+    #: Entries (their index) a record of which has a place for GM notes → the labels of those records' notes (""
+    #: unlabelled): the notes read are all it has now, so notes it had before and lacks now were deleted in the tool.
+    notes_stated: dict[int, set[str]] = field(default_factory=dict)
+    #: An entry (its index) → the label of its first record's GM notes, where it has one.
+    notes_labels: dict[int, str] = field(default_factory=dict)
     #: What the import assumed where the files do not say (said to the DM on the card) → the entities it concerns.
     assumed: dict[str, list[str]] = field(default_factory=dict)
     #: Where each entry (its index) was first read, as a problem names it ("world.csv: line 2"): a load that
@@ -213,10 +224,12 @@ class World:
         dm_notes: str = "",
         source_ids: Sequence[Any] = (),
         states_notes: bool = False,
+        notes_label: str = "",
     ) -> str | None:
         """Add an entity (or fold it into the one of that name already read); returns its name, or None when the
         record has no name at all (skipped and said). ``states_notes``: the record has a field for GM notes, so
-        ``dm_notes`` empty means it has none."""
+        ``dm_notes`` empty means it has none. ``notes_label``: its notes are kept apart from those of the entity's
+        other records (``dm_notes_journal``), so that each record imported again replaces or ends only its own."""
         file, record = where
         text_name = clean_text(str(name)) if isinstance(name, str | int | float) else ""
         text_name = " ".join(text_name.split())
@@ -240,6 +253,7 @@ class World:
         if taken:  # another record's name (Roll20's token "Vex" of Vex'ahlia, and a handout "Vex"): it keeps it
             self.skipped.append(f"{file}: {spec.name}: alias {', '.join(map(repr, taken))} left out, another's name")
             spec = spec.model_copy(update={"aliases": [a for a in spec.aliases if a not in taken]})
+        hidden_notes, hidden_label = "", notes_label  # what a secret record says, as its record's GM notes
         if index is not None:  # one world, one entity of a name (or alias): the second record adds to the first
             first = self.entities[index]
             if first.secret == spec.secret:
@@ -247,21 +261,26 @@ class World:
             else:  # a GM-only journal and a public actor of one name: what is secret stays so, as GM notes
                 public, hidden = (first, spec) if spec.secret else (spec, first)
                 self.entities[index] = public.model_copy(update={"name": first.name})
-                dm_notes = "\n\n".join(t for t in (secret_text(hidden), dm_notes) if t)
+                hidden_notes = secret_text(hidden)  # after the record's own notes, as when imported on its own
+                if hidden is first:  # the entry is the public record's now
+                    hidden_label, self.notes_labels[index] = self.notes_labels.get(index, ""), notes_label
         else:
             index = self._names[name_key(spec.name)] = len(self.entities)
             self.entities.append(spec)
             self.records[index] = ": ".join([file, _record(record, spec.name)])
+            self.notes_labels[index] = notes_label
         for alias in self.entities[index].aliases:
             self._aliases.setdefault(name_key(alias), index)
         for source_id in source_ids:
             if isinstance(source_id, str) and source_id.strip():
                 self.source_ids.setdefault(index, {})[source_id.strip()[:300]] = spec.name
         if states_notes:
-            self.notes_stated.add(index)
+            self.notes_stated.setdefault(index, set()).add(notes_label)
         name = self.entities[index].name
         if dm_notes:
-            self.notes(where, name, dm_notes)
+            self.notes(where, name, dm_notes, notes_label)
+        if hidden_notes:
+            self.notes(where, name, hidden_notes, hidden_label)
         return name
 
     def assume(self, what: str, name: str) -> None:
@@ -279,14 +298,15 @@ class World:
         index = self._names[name_key(name)]
         self.entities[index] = self.entities[index].model_copy(update={"description": description})
 
-    def notes(self, where: tuple[str, str | int | None], name: str, text: str) -> None:
+    def notes(self, where: tuple[str, str | int | None], name: str, text: str, label: str = "") -> None:
         """GM-only text of an entity, as secret ``dm_notes`` facts (a fact's value holds 500 characters; a longer
-        text goes in numbered parts, nothing cut)."""
+        text goes in numbered parts, nothing cut); a labelled record's as ``dm_notes_<label>`` facts."""
         for fact in self.relationships[self._typed :]:  # facts are only ever appended
             self._types.setdefault(name_key(fact.source), set()).add(fact.type)
         self._typed = len(self.relationships)
         taken = set(self._types.get(name_key(name), ()))
-        kinds = (DM_NOTES if number == 1 else f"{DM_NOTES}_{number}" for number in itertools.count(1))
+        first = notes_of(label)
+        kinds = (first if number == 1 else f"{first}_{number}" for number in itertools.count(1))
         free = (kind for kind in kinds if kind not in taken)  # two records' notes: the second's after the first's
         for part in _split(text, MAX_FACT_VALUE_CHARS):
             self.fact(where, source=name, type=next(free), value=part, secret=True)

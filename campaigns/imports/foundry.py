@@ -11,8 +11,9 @@ holding all of those.
   features stay on the sheet. Items exported on their own become items when physical, whatever their rarity.
 - Scenes → location, journal entries → concept with their text as the description.
 - HTML becomes plain text. GM-only text (pf2e ``privateNotes`` and ``description.gm``, ``<section class="secret">``
-  blocks) is kept DM-only, as secret ``dm_notes`` facts. A journal entry players cannot see (default ownership
-  NONE, or no ownership in the file) is secret.
+  blocks) is kept DM-only, as secret ``dm_notes`` facts; a journal entry's as ``dm_notes_journal``, apart from
+  those of an actor of its name, so that importing either again replaces only its own. A journal entry players
+  cannot see (default ownership NONE, or no ownership in the file) is secret.
 - Folders, manifests (``world.json``, ``module.json``, ``system.json``), macros, playlists, roll tables, chat
   messages and users are not entities.
 """
@@ -384,6 +385,7 @@ def _journal(where: tuple[str, Any], doc: dict[str, Any], world: World) -> str |
         dm_notes="\n\n".join(p for p in secret_parts if p),
         source_ids=_uuids("JournalEntry", doc),
         states_notes=True,
+        notes_label="journal",  # an actor's notes and a journal's of its name: each imported again apart
     )
     if name and not isinstance(doc.get("ownership", doc.get("permission")), dict):
         world.assume(NO_OWNERSHIP, name)

@@ -7,7 +7,8 @@ exporters write it (``characters``, ``handouts``, journal folders, pages).
   ``repeating_equipment_*``) become items it ``owns``: those whose name carries a bonus (``+1``) or whose
   properties or text say magic, attunement or a rarity above common. The rest stays on the sheet.
 - Handouts → concept (``notes`` the description); one in no player's journal is secret. ``gmnotes`` of either are
-  GM-only: kept DM-only. Pages (maps) → location. Journal folders are not entities.
+  GM-only: kept DM-only (a handout's as ``dm_notes_handout``, apart from a character's of its name). Pages (maps)
+  → location. Journal folders are not entities.
 """
 
 from __future__ import annotations
@@ -174,4 +175,5 @@ def _handout(file: str, record: str | int | None, doc: dict[str, Any], world: Wo
         dm_notes="\n\n".join(s for s in (gm, hidden, gm_hidden) if s),
         source_ids=_ids("handout", doc),
         states_notes=True,
+        notes_label="handout",  # a character's notes and a handout's of its name: each imported again apart
     )

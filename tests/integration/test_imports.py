@@ -48,7 +48,7 @@ async def test_an_import_waits_as_one_batch_then_is_accepted_whole(campaign: Cam
     assert confession.visibility == Visibility.secret and confession.type is EntityType.concept
     pact = await campaign.graph.get_entity("The Pact of Tides")
     [notes] = await campaign.graph.relationships_of(pact.id, include_secret=True)
-    assert notes.type == "dm_notes" and notes.visibility == Visibility.secret
+    assert notes.type == "dm_notes_journal" and notes.visibility == Visibility.secret  # the journal's GM notes
     assert await campaign.graph.relationships_of(pact.id) == []  # players never read the GM's page
     assert await batches.pending(campaign) == []
     with pytest.raises(InvalidInputError, match="was accepted already"):
@@ -113,7 +113,7 @@ async def test_a_secret_record_never_makes_a_public_entity_say_its_text(campaign
     hale = await campaign.graph.get_entity("Brother Hale")
     assert (hale.description, hale.visibility, hale.type) == ("A monk of the tide.", Visibility.public, EntityType.npc)
     [notes] = await campaign.graph.relationships_of(hale.id, include_secret=True)
-    assert (notes.type, notes.value, notes.visibility) == ("dm_notes", "He serves the lich.", Visibility.secret)
+    assert (notes.type, notes.value, notes.visibility) == ("dm_notes_journal", "He serves the lich.", Visibility.secret)
     assert await campaign.graph.relationships_of(hale.id) == []  # players read none of it
 
 
@@ -355,7 +355,7 @@ async def test_only_the_record_that_gave_gm_notes_ends_them_and_the_card_says_so
     await _import(campaign, [("w.csv", b"name,type,description,dm_notes\nIronhold,location,Dwarven hold,\n")])
     hold = await campaign.graph.get_entity("Ironhold")
     current = await campaign.graph.relationships_of(hold.id, include_secret=True)
-    assert [(r.type, r.value) for r in current] == [("dm_notes", "Dead king.")]
+    assert [(r.type, r.value) for r in current] == [("dm_notes_journal", "Dead king.")]
 
     actor = json.loads(_vask("")[0][1])
     actor["system"]["details"]["biography"]["value"] = "<p>A smith.</p>"
@@ -541,7 +541,7 @@ async def test_a_secret_records_notes_go_to_its_entity_as_another_record_renames
 
     await _import(campaign, world("Vask the Ashen", "Vask the Ashen"))
     vask = await campaign.graph.get_entity("Vask the Ashen")
-    expected = [("dm_notes", "Owes the Red Hand."), ("dm_notes_2", "He serves the lich.")]
+    expected = [("dm_notes", "Owes the Red Hand."), ("dm_notes_journal", "He serves the lich.")]
     assert notes(await campaign.graph.relationships_of(vask.id, include_secret=True)) == expected
     batch, _ = await _import(campaign, world("Vask Emberhand", "Vask's Debts"))
     assert "- Vask Emberhand (npc) (renames Vask the Ashen)" in batch.card()
@@ -552,6 +552,49 @@ async def test_a_secret_records_notes_go_to_its_entity_as_another_record_renames
     assert (await campaign.graph.get_entity("Vask Cinderhand")).id == vask.id
     assert notes(await campaign.graph.relationships_of(vask.id, include_secret=True)) == expected
     assert await count(campaign, "entities") == 2  # Vask and his sword
+
+
+async def test_an_actor_and_a_gm_journal_of_one_name_each_keep_their_own_gm_notes(campaign: CampaignMemory) -> None:
+    """Vask's actor has GM notes and so does a GM-only journal of his name (one entity): both are kept, apart,
+    whichever file is imported again; each record updates or ends only its own notes, an unchanged export changes
+    nothing, and players read none of it."""
+
+    def world(actor_notes: str, journal_notes: str) -> tuple[tuple[str, bytes], tuple[str, bytes]]:
+        [(_, actor)] = _vask(actor_notes)
+        content = f'<p>{journal_notes}</p><section class="secret"><p>Fears fire.</p></section>'
+        page = {"_id": "p1", "name": "Page", "type": "text", "text": {"content": content}}
+        journal = {"_id": "wjnl00000000000v", "name": "Vask the Ashen", "pages": [page], "ownership": {"default": 0}}
+        return ("actors.db", actor + b"\n"), ("journal.db", json.dumps(journal).encode() + b"\n")
+
+    async def notes() -> list[tuple[str, str | None]]:
+        facts = await campaign.graph.relationships_of(vask.id, include_secret=True)
+        return sorted((r.type, r.value) for r in facts if r.type.startswith("dm_notes"))
+
+    actors, journal = world("Owes the Red Hand.", "He serves the lich.")
+    await _import(campaign, [actors, journal])
+    vask = await campaign.graph.get_entity("Vask the Ashen")
+    lich = [("dm_notes_journal", "Fears fire."), ("dm_notes_journal_2", "He serves the lich.")]
+    both = [("dm_notes", "Owes the Red Hand."), *lich]
+    assert await notes() == both
+    assert [r.type for r in await campaign.graph.relationships_of(vask.id)] == ["owns"]  # players: no notes
+
+    for files in ([actors, journal], [actors], [journal], [journal, actors]):  # the same records, in any way
+        batch, said = await _import(campaign, files)
+        assert await notes() == both and said == "" and "GM notes it ends" not in batch.card()
+
+    actors, journal = world("Paid the debt.", "He betrayed the lich.")
+    await _import(campaign, [journal])  # only the journal's notes change
+    betrayed = [("dm_notes_journal", "Fears fire."), ("dm_notes_journal_2", "He betrayed the lich.")]
+    assert await notes() == [("dm_notes", "Owes the Red Hand."), *betrayed]
+    await _import(campaign, [actors])
+    assert await notes() == [("dm_notes", "Paid the debt."), *betrayed]
+
+    actor = json.loads(actors[1])
+    actor["system"]["details"]["biography"]["value"] = "<p>A smith.</p>"  # the actor's notes deleted in Foundry
+    _, said = await _import(campaign, [("actors.db", json.dumps(actor).encode() + b"\n"), journal])
+    assert await notes() == betrayed
+    assert "- Vask the Ashen: fact dm_notes: ended (the GM notes were deleted)" in said
+    assert [r.type for r in await campaign.graph.relationships_of(vask.id)] == ["owns"]
 
 
 def test_the_cli_renames_an_entity_whose_record_was_renamed(

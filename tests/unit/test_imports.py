@@ -179,7 +179,7 @@ def test_a_journal_page_inheriting_its_entrys_ownership_is_public() -> None:
     world = read_import([("bell.json", json.dumps(doc).encode())])
     bell = entity(world, "The Sunken Bell")
     assert "It rings at low tide." in bell.description and not bell.secret
-    assert facts(world) == {("The Sunken Bell", "dm_notes", "GM\nIt wakes the drowned.", True)}
+    assert facts(world) == {("The Sunken Bell", "dm_notes_journal", "GM\nIt wakes the drowned.", True)}
 
 
 def test_a_single_page_journals_page_title_is_not_a_line_of_its_description() -> None:
@@ -230,7 +230,7 @@ def test_foundry_links_and_inline_rolls_read_as_foundry_shows_them() -> None:
     assert entity(world, "The Sunken Bell").description == (
         "Ask Brother Hale about. The trap deals 2d6 fire damage for 1d4 rounds; see prone."
     )
-    assert facts(world) == {("The Sunken Bell", "dm_notes", "Vaskerrin rang it.", True)}
+    assert facts(world) == {("The Sunken Bell", "dm_notes_journal", "Vaskerrin rang it.", True)}
 
 
 def test_a_gm_only_journal_named_like_a_public_actor_stays_gm_only() -> None:
@@ -307,7 +307,7 @@ def test_a_record_named_by_another_records_alias_is_that_entity() -> None:
         ("Vex'ahlia", ["Vex"], "A ranger.\n\nHer bounty notice."),  # the handout's text after hers
         ("Trinket", [], ""),
     ]
-    assert ("Vex'ahlia", "dm_notes", "Wanted alive.", True) in facts(world)
+    assert ("Vex'ahlia", "dm_notes_handout", "Wanted alive.", True) in facts(world)
     rows = "name,type,aliases\nVexx,npc,\nVexxahlia,npc,Vexx\n"
     world = read_import([("twins.csv", rows.encode())])
     assert [(e.name, e.aliases) for e in world.entities] == [("Vexx", []), ("Vexxahlia", [])]
@@ -321,7 +321,7 @@ def test_roll20_campaign_export_and_handouts() -> None:
     assert letter.type is EntityType.concept and letter.secret  # in no player's journal
     assert not entity(world, "Map of Cindergate").secret
     assert entity(world, "Cindergate Streets").type is EntityType.location
-    assert ("Letter from the Duke", "dm_notes", "The Duke is dead; this is forged.", True) in facts(world)
+    assert ("Letter from the Duke", "dm_notes_handout", "The Duke is dead; this is forged.", True) in facts(world)
     assert "NPCs" not in {e.name for e in world.entities}  # journal folders are not entities
 
 
@@ -604,7 +604,7 @@ def test_gm_notes_of_a_big_world_are_read_in_time_linear_in_its_records(monkeypa
         ]
         compared = 0
         world = read_import([("journal.db", "\n".join(lines).encode())])
-        assert len([r for r in world.relationships if r.type == "dm_notes"]) == count
+        assert len([r for r in world.relationships if r.type == "dm_notes_journal"]) == count
         return compared
 
     assert read(400) < 2.5 * read(200)
