@@ -9,6 +9,8 @@ holding all of those.
   equipment, armor, consumable, tool, loot, treasure, container) that is magical (dnd5e's ``mgc`` property, pf2e's
   ``magical``/``invested`` trait), needs attunement, or is rarer than common. Mundane gear, spells, feats and class
   features stay on the sheet. Items exported on their own become items when physical, whatever their rarity.
+- An item not yet identified (dnd5e ``identified: false``, pf2e ``identification.status: "unidentified"``) is
+  what players know of it, its unidentified name and text; its true name, rarity and text GM notes.
 - Scenes → location, journal entries → concept with their text as the description.
 - HTML becomes plain text. GM-only text (pf2e ``privateNotes`` and ``description.gm``, ``<section class="secret">``
   blocks) is kept DM-only, as secret ``dm_notes`` facts; a journal entry's as ``dm_notes_journal``, apart from
@@ -319,10 +321,10 @@ def _item(
     gm, gm_hidden = _html(_get(system, "description", "gm"))
     rarity = as_text(system.get("rarity") or _get(system, "traits", "rarity"))
     name, hidden = doc.get("name"), False
-    if system.get("identified") is False:  # dnd5e: players know only its unidentified name and text
-        known_name = as_text(_get(system, "unidentified", "name"))
+    if (unidentified := _unidentified(system)) is not None:  # players know only its unidentified name and text
+        known_name, known_text = unidentified
         if known_name:  # the true name, text and rarity are the DM's until the party identifies it
-            known, known_hidden = _html(_get(system, "unidentified", "description"))
+            known, known_hidden = _html(known_text)
             true = "\n".join(t for t in (f"Identified: {as_text(name)}", rarity and f"rarity: {rarity}", public) if t)
             secret = "\n\n".join(t for t in (true, known_hidden, secret) if t)
             name, public, rarity = known_name, known, ""
@@ -339,6 +341,19 @@ def _item(
         source_ids=_uuids("Item", doc, parent),
         states_notes=True,
     )
+
+
+def _unidentified(system: dict[str, Any]) -> tuple[str, Any] | None:
+    """What players know an item not yet identified by (its unidentified name, and description as the item keeps
+    it), or None for an identified item. dnd5e: ``identified: false``, ``unidentified.name`` and ``description``;
+    pf2e: ``identification.status: "unidentified"``, ``identification.unidentified.name`` and
+    ``data.description``."""
+    if system.get("identified") is False:
+        return as_text(_get(system, "unidentified", "name")), _get(system, "unidentified", "description")
+    if _get(system, "identification", "status") == "unidentified":
+        known = as_object(_get(system, "identification", "unidentified"))
+        return as_text(known.get("name")), _get(known, "data", "description")
+    return None
 
 
 def _scene(where: tuple[str, Any], doc: dict[str, Any], world: World) -> str | None:

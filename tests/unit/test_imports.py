@@ -105,6 +105,61 @@ def test_an_unidentified_dnd5e_item_is_what_players_know_of_it() -> None:
     assert (unnamed.name, unnamed.secret) == ("Ring of Spite", True)
 
 
+def test_an_unidentified_pf2e_item_is_what_players_know_of_it() -> None:
+    """pf2e keeps the same idea in ``identification``: ``status: "unidentified"``, and what players see in
+    ``unidentified.name`` and ``unidentified.data.description``. Public only as that, its true name, rarity and text
+    GM notes, on its own or on an actor's sheet; identified, it is itself; with no unidentified name, DM-only."""
+    band = {
+        "_id": "pf2eit0000000002",
+        "name": "Band of the Drowned Oath",
+        "type": "equipment",
+        "img": "icons/equipment/finger/ring-band-thin-gold.webp",
+        "system": {
+            "description": {"value": "<p>The wearer cannot lie to the tide's priests.</p>", "gm": ""},
+            "rules": [],
+            "slug": "band-of-the-drowned-oath",
+            "traits": {"rarity": "uncommon", "value": ["invested", "magical"], "otherTags": []},
+            "level": {"value": 6},
+            "quantity": 1,
+            "price": {"value": {"gp": 230}},
+            "equipped": {"carryType": "worn", "invested": None},
+            "usage": {"value": "worn-ring"},
+            "identification": {
+                "status": "unidentified",
+                "unidentified": {
+                    "name": "Green Copper Band",
+                    "img": "systems/pf2e/icons/unidentified_item_icons/adventuring_gear.webp",
+                    "data": {"description": {"value": "<p>A band green with verdigris.</p>"}},
+                },
+                "misidentified": {},
+            },
+        },
+    }
+    world = read_import([("band.json", json.dumps(band).encode())])
+    [green] = world.entities
+    assert (green.name, green.description, green.secret, green.attributes) == (
+        "Green Copper Band",
+        "A band green with verdigris.",
+        False,
+        {"foundry_type": "equipment"},
+    )
+    true = "Identified: Band of the Drowned Oath\nrarity: uncommon\nThe wearer cannot lie to the tide's priests."
+    assert facts(world) == {("Green Copper Band", "dm_notes", true, True)}
+
+    actor = json.loads((FIXTURES / "foundry_pf2e_npc.json").read_text())
+    actor["items"].append(band)
+    owned = read_import([("npc.json", json.dumps(actor).encode())])
+    assert ("Band of the Drowned Oath" not in {e.name for e in owned.entities}) and entity(owned, "Green Copper Band")
+    assert (actor["name"], "owns", "Green Copper Band", False) in facts(owned)
+
+    band["system"]["identification"]["status"] = "identified"  # type: ignore[index]
+    [known] = read_import([("band.json", json.dumps(band).encode())]).entities
+    assert (known.name, known.attributes["rarity"], known.secret) == ("Band of the Drowned Oath", "uncommon", False)
+    band["system"]["identification"] = {"status": "unidentified", "unidentified": {"name": ""}}  # type: ignore[index]
+    [unnamed] = read_import([("band.json", json.dumps(band).encode())]).entities
+    assert (unnamed.name, unnamed.secret) == ("Band of the Drowned Oath", True)
+
+
 def test_foundry_v9_data_layout_item() -> None:
     world = imported("foundry_v9_item.json")
     lantern = entity(world, "Lantern of Whispers")
