@@ -184,3 +184,6 @@ def test_players_are_kept_from_a_secret_name_and_its_rare_words_they_cannot_read
     alike = [("The Whispering Gate", True), ("Whispering Gate", False), ("Café Noir", True), ("the cafe noir", False)]
     assert names_to_mask(alike, lambda w: 0.0) == []
     assert names_to_mask([("Café Vrask", True), ("Cafe", False)], lambda w: 0.0) == ["Café Vrask", "vrask"]
+    # what the recogniser writes for a secret name: whole, not its ordinary words
+    heard = ["vast carrion", "the Whispering gate"]
+    assert names_to_mask(alike, lambda w: 9.0, heard=heard) == ["vast carrion"]
