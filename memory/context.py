@@ -30,8 +30,8 @@ MAX_MINUTES = 60.0
 #: Characters of a scene entity's description in the context: who it is, not its whole story.
 SCENE_DESCRIPTION = 160
 
-#: A fingerprint of every name and alias of campaign ``$1`` and of their visibility: what a players' mask is built
-#: from (:meth:`KnowledgeGraph.player_mask`). One aggregate over the names, not the names.
+#: A fingerprint of every name, alias and heard-as phrase of campaign ``$1`` and of their visibility: what a players'
+#: mask is built from (:meth:`KnowledgeGraph.player_mask`). One aggregate over the names, not the names.
 _NAMES_NOW = """
     SELECT (SELECT array[count(*), sum(hashtext(concat_ws('|', id, name, type, visibility, status)))]
             FROM entities WHERE campaign_id = $1)
@@ -39,6 +39,8 @@ _NAMES_NOW = """
             FROM entity_aliases WHERE campaign_id = $1)
         || (SELECT array[count(*), sum(hashtext(concat_ws('|', entity_id, name)))]
             FROM masked_names WHERE campaign_id = $1)
+        || (SELECT array[count(*), sum(hashtext(concat_ws('|', entity_id, phrase)))]
+            FROM entity_heard_as WHERE campaign_id = $1)
 """
 
 #: The live session's last minutes, in one statement. ``$1`` campaign, ``$2`` session id (NULL: the live one, else the

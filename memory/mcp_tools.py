@@ -370,17 +370,13 @@ class CampaignTools:
             provenance=_proposed(),
         )
         said = f"proposed new {type.value} {proposed.name!r}"
+        if not self.dm:
+            proposed = await self._without_secret_names(proposed)
         try:
             entity = await self.mem.graph.add_entity(proposed)
-        except AlreadyExistsError as exc:
+        except AlreadyExistsError:
             if self.dm:
                 raise
-            holder = await self.mem.graph.find_entity(exc.name) if exc.name else None
-            if holder is not None and holder.visibility == Visibility.secret:
-                # "taken" would confirm a guess at a secret name that every other tool says is unknown: answered
-                # as a new name is, and nothing filed (the DM has it already); the DM reads it in the server's log
-                log.warning("a players' proposal of %r names a secret entity: nothing filed", proposed.name)
-                return Proposal(ref="", status=ReviewStatus.pending, said=said)
             # the DM's error names what holds the name: players learn only that it is taken
             raise AlreadyExistsError(
                 f"{quoted(name)} cannot be proposed: that name (or an alias of it) is taken or waiting for review"
@@ -388,6 +384,27 @@ class CampaignTools:
         # a review item's ref is the DM's: players have no use for it, and a missing one would stand out
         ref = f"e{entity.id}" if self.dm else ""
         return Proposal(ref=ref, status=entity.status, said=said)
+
+    async def _without_secret_names(self, proposed: EntityIn) -> EntityIn:
+        """A players' proposal without the names secret entities hold, with a note saying so for the DM's review:
+        "taken" would confirm a guess at a secret name, and dropping the proposal would lose what the player said
+        (and that the table has the name). A name is one entity's: named by secret names alone, it is filed under
+        its name marked "(proposed)"."""
+        g = self.mem.graph
+        held: dict[str, Entity] = {}
+        for n in [proposed.name, *proposed.aliases]:
+            holder = await g.find_entity(n) or await g.heard_as_of(n)
+            if holder is not None and holder.visibility == Visibility.secret:
+                held[n] = holder
+        if not held:
+            return proposed
+        free = [n for n in [proposed.name, *proposed.aliases] if n not in held]
+        named = free[0] if free else f"{clip(proposed.name, 180)} (proposed)"
+        said = "; ".join(f"{n!r} names the secret {h.type.value} {h.name!r}" for n, h in held.items())
+        without = "it" if len(held) == 1 else "them"
+        note = f"a player's proposal: {said}, so it is filed without {without}; Same as… if it is that one"
+        provenance = proposed.provenance.model_copy(update={"review_reason": note})
+        return proposed.model_copy(update={"name": named, "aliases": free[1:], "provenance": provenance})
 
     async def propose_fact(
         self, entity: str, relation: str, target: str | None = None, value: str | None = None

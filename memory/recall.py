@@ -148,6 +148,13 @@ async def recall(
     if not query.strip():  # blanks are nearest to nothing: passages at random, as if they answered
         raise InvalidInputError("query is empty: give words or names to look for")
     query = _clipped(query)
+    if not dm:  # a secret name is no word a player read: a guess at one finds only what its other words find
+        mask = await mem.graph.player_mask()
+        unsaid = " ".join(mask(query).replace(mask.MASK, " ").split())
+        if unsaid != " ".join(query.split()):
+            query, embedding = unsaid, None
+        if not query:
+            return []
     forms = rank.named_forms(query)
     # "what did Grog say" filters by who said it: known first; else who it names only lifts lines, read beside
     voices = await _speakers(mem, forms, dm=dm) if rank.speaker_asked(query) else None

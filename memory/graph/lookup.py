@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from memory.errors import NotFoundError
 from memory.graph.base import GraphBase
+from memory.graph.rules import spelled_alike
 from memory.graph.sql import (
     ENTITY_SELECT,
     REL_SELECT,
@@ -99,11 +100,10 @@ class EntityLookup(GraphBase):
         aside as the matcher reads names ("cafe" for Café, "Vex’ahlia"), and a leading "The" left out or added
         ("Nestled Nook Inn", "the Vex'ahlia"). None if none, or if the spellings name several (of those a player
         sees, unless ``include_secret``: a secret one must not make a public one unfound)."""
-        from memory.correction.text import normalize  # the matcher's package: not for a command reading by name
-
-        wanted = {normalize(name), normalize(_other_article(name))} - {""}
+        if not (wanted := spelled_alike(name)):
+            return None
         forms = await self._forms(include_secret)
-        found = {entity_id for entity_id, form, _ in forms if normalize(form) in wanted}
+        found = {entity_id for entity_id, form, _ in forms if spelled_alike(form) == wanted}
         return await self.get_entity_by_id(found.pop()) if len(found) == 1 else None
 
     async def get_entity_by_id(self, entity_id: int) -> Entity:
@@ -230,9 +230,3 @@ class EntityLookup(GraphBase):
             f"{ENTITY_SELECT} WHERE e.campaign_id = $1 AND e.pinned ORDER BY lower(e.name)", self.campaign_id
         )
         return [entity_from_row(r) for r in rows]
-
-
-def _other_article(name: str) -> str:
-    """``name`` without its leading "The", or with one."""
-    first, _, rest = name.partition(" ")
-    return rest if first.lower() == "the" and rest else f"The {name}"

@@ -67,7 +67,7 @@ class Masking(EntityLookup):
         """What hides this campaign's secret names from players (see :class:`SecretMask`): each name, and each of
         its words that names it alone ("Vaskerrin" of Vaskerrin Holt) — one English hardly uses, and no name
         players may read holds: an accepted public entity's name or an accepted entity's alias (a proposal waiting
-        for review is the DM's to read, however the table named it)."""
+        for review is the DM's to read, however the table named it); and what the recogniser writes for each."""
         from memory.correction.evidence import word_zipf  # wordfreq's table loads on first use
 
         rows = await self.db.fetch(
@@ -89,7 +89,17 @@ class Masking(EntityLookup):
             """,
             self.campaign_id,
         )
-        return SecretMask(names_to_mask([(r["name"], r["secret"]) for r in rows], word_zipf))
+        # what the recogniser writes for a secret name is the name said, in a line not corrected yet or a recap
+        # written from one: hidden whole, its words being ordinary ones
+        heard = await self.db.fetch(
+            """
+            SELECT h.phrase FROM entity_heard_as h JOIN entities e ON e.id = h.entity_id
+            WHERE h.campaign_id = $1 AND e.campaign_id = $1 AND e.visibility = 'secret' AND e.status <> 'rejected'
+            """,
+            self.campaign_id,
+        )
+        names = [(r["name"], r["secret"]) for r in rows]
+        return SecretMask(names_to_mask(names, word_zipf, heard=[r["phrase"] for r in heard]))
 
     async def hidden_names(self) -> dict[int | None, list[str]]:
         """The names players never read that no secret entity bears as its name (see migration 0008), by the secret

@@ -59,17 +59,37 @@ def status_for(provenance: Provenance, accept_threshold: float) -> ReviewStatus:
 NAMING_ZIPF = 4.0
 
 
-def names_to_mask(names: Iterable[tuple[str, bool]], zipf: Callable[[str], float]) -> list[str]:
+def names_to_mask(
+    names: Iterable[tuple[str, bool]], zipf: Callable[[str], float], *, heard: Iterable[str] = ()
+) -> list[str]:
     """What players must not read, of the campaign's ``names`` (each with whether it is secret): every secret name
     no name they may read is (a name a public entity or an alias bears now is theirs to read, whatever once bore
     it), and each word of one that names it alone: rare in English (``zipf``, a word's Zipf frequency) and in no
-    name they may read."""
+    name they may read; and what the recogniser writes for a secret name (``heard``), whole."""
+    from memory.correction.text import normalize  # the matcher's package: loaded once names are compared
+
     names = list(names)
-    readable = {name.casefold() for name, secret in names if not secret}
-    hidden = [name for name, secret in names if secret and name.casefold() not in readable]
-    shown = {w for name, secret in names if not secret for w in name_words(name)}
-    own = {w for name in hidden for w in name_words(name) if len(w) >= 3 and w not in shown and zipf(w) < NAMING_ZIPF}
-    return [*hidden, *own]
+    # "The Whispering Gate" or "whispering gáte" is the public Whispering Gate to a player: hiding it would mask the
+    # public entity where it is said so, and tell that a secret one is spelled alike
+    readable = {spelled_alike(name) for name, secret in names if not secret}
+    hidden = [name for name, secret in names if secret and spelled_alike(name) not in readable]
+    misheard = [phrase for phrase in heard if spelled_alike(phrase) not in readable]
+    shown = {normalize(w) for name, secret in names if not secret for w in name_words(name)}
+    own = {
+        w
+        for name in hidden
+        for w in name_words(name)
+        if len(w) >= 3 and normalize(w) not in shown and zipf(w) < NAMING_ZIPF
+    }
+    return [*hidden, *misheard, *own]
+
+
+def spelled_alike(name: str) -> str:
+    """What two spellings of one name share: case, accents, apostrophes and hyphens aside as the matcher reads
+    names ("cafe" for Café, "Vex’ahlia"), and a leading "The" ("Nestled Nook Inn", "the Vex'ahlia")."""
+    from memory.correction.text import normalize
+
+    return normalize(name).removeprefix("the ")
 
 
 def name_words(name: str) -> list[str]:

@@ -12,12 +12,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from memory.models import ReviewKind
-from memory.store import CampaignMemory
+from memory.errors import AlreadyExistsError
+from memory.mcp_tools import CampaignTools
+from memory.models import EntityType, ReviewKind
+from memory.store import CampaignMemory, Memory
 from tests.integration.conftest import ROOT
 from tests.integration.mcp_world import SECRET_FACT_VALUE, SECRET_NPC, build_world
 
@@ -146,7 +149,7 @@ async def test_player_view_hides_secrets_and_proposals_wait_for_review(
         guess = await call(s, "propose_fact", entity="Grom", relation="curse", value=SECRET_FACT_VALUE)
         assert guess == {"ref": "", "status": "pending", "said": f"proposed Grom —curse→ {SECRET_FACT_VALUE}"}
         # a name a public entity holds is refused without saying whose; a secret one's is answered as an unknown
-        # name is (a refusal would confirm the guess), and nothing is filed: the DM has it already
+        # name is (a refusal would confirm the guess), and filed for the DM with a note (see the test below)
         taken = await error_of(s, "propose_entity", name="the smith", type="npc")
         assert "cannot be proposed" in taken and "Grom" not in taken
         for guess in (SECRET_NPC, "the Pale Magister"):
@@ -154,16 +157,48 @@ async def test_player_view_hides_secrets_and_proposals_wait_for_review(
             assert said == {"ref": "", "status": "pending", "said": f"proposed new npc {guess!r}"}
 
     pending = await campaign.review.pending()
-    assert (
-        "proposal of 'the Pale Magister' names a secret entity: nothing filed" in (tmp_path / "server.log").read_text()
-    )
     ash = await campaign.graph.find_entity("Sister Ash")
     assert ash is not None and ash.status == "pending"
-    assert sorted((i.kind, i.ref[0]) for i in pending) == [(ReviewKind.entity, "e"), (ReviewKind.fact, "f")]
+    assert sorted((i.kind, i.ref[0]) for i in pending) == [(ReviewKind.entity, "e")] * 3 + [(ReviewKind.fact, "f")]
     assert f"e{ash.id}" in {i.ref for i in pending}  # a fact of the owes_money_to proposal only: the guess filed none
     grom = await campaign.graph.get_entity("Grom")
     canon = await campaign.graph.relationships_of(grom.id, include_secret=True)  # accepted facts only
     assert "owes_money_to" not in {r.type for r in canon}
+
+
+async def test_a_players_proposal_naming_a_secret_entity_is_answered_as_any_and_filed_for_the_dm(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    """A proposal whose aliases held a secret entity's name was dropped unseen, as was one named by it: the player
+    is answered as for any new proposal, and the DM gets it in review without the secret names, saying whose."""
+    await build_world(campaign)
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False)
+    answers = [
+        await tools.propose_entity("Old Man", EntityType.npc, "Feeds the crows.", aliases=["the Pale Magister"]),
+        await tools.propose_entity(SECRET_NPC, EntityType.npc, "The tower's mage."),
+        await tools.propose_entity("Sister Ash", EntityType.npc),
+    ]
+    assert [a.model_dump() for a in answers] == [
+        {"ref": "", "status": "pending", "said": f"proposed new npc {n!r}"}
+        for n in ("Old Man", SECRET_NPC, "Sister Ash")
+    ]
+    filed = {i.entity.name: i.entity for i in await campaign.review.pending() if i.entity}
+    assert set(filed) == {"Old Man", f"{SECRET_NPC} (proposed)", "Sister Ash"}
+    assert filed["Old Man"].aliases == [] and filed["Old Man"].description == "Feeds the crows."
+    assert filed["Old Man"].provenance.review_reason == (
+        f"a player's proposal: 'the Pale Magister' names the secret npc {SECRET_NPC!r}, so it is filed without it; "
+        "Same as… if it is that one"
+    )
+    assert f"{SECRET_NPC!r} names the secret npc" in str(filed[f"{SECRET_NPC} (proposed)"].provenance.review_reason)
+    assert filed["Sister Ash"].provenance.review_reason is None
+    # proposed again, as any proposal waiting for review, and a name a public entity holds: "taken", nothing more
+    for again in (SECRET_NPC, "Sister Ash"):
+        with pytest.raises(AlreadyExistsError, match="taken or waiting for review"):
+            await tools.propose_entity(again, EntityType.npc)
+    with pytest.raises(AlreadyExistsError, match="taken or waiting for review") as taken:
+        await tools.propose_entity("Crow Keeper", EntityType.npc, aliases=["the smith", "the Pale Magister"])
+    assert "Grom" not in str(taken.value) and "Crow Keeper" not in {e.name for e in filed.values()}
+    assert len(await campaign.review.pending()) == 3
 
 
 async def test_bad_arguments_are_tool_errors(campaign: CampaignMemory, fresh_dsn: str, tmp_path: Path) -> None:

@@ -166,6 +166,11 @@ async def test_a_secret_entity_expands_the_query_for_the_dm_only(campaign: Campa
     (hit,) = await recall(campaign, None, "who signs the letter", limit=1, mode="fulltext", dm=False)
     shown = cite(hit, await campaign.graph.player_mask())
     assert "Vaskerrin" not in shown and "[secret] signs the letter" in shown
+    # nor does a guess at its name: the lines that say it were found by it, "[secret]" where the guess was
+    for guess in ("Vaskerrin Holt", "who is vaskerrin?", "Vaskerrin"):
+        assert not await recall(campaign, None, guess, limit=1, mode="fulltext", dm=False), guess
+    (hit,) = await recall(campaign, None, "what did Vaskerrin Holt sign", limit=1, mode="fulltext", dm=False)
+    assert "[secret] signs the letter" in cite(hit, await campaign.graph.player_mask())  # by its other words
 
 
 async def test_lines_mentioning_a_named_entity_come_first(campaign: CampaignMemory) -> None:

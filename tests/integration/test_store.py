@@ -297,6 +297,31 @@ async def test_a_secret_spelling_neither_hides_nor_betrays_the_public_entity_a_p
     assert (await g.snapshot("the whispering gate’s".removesuffix("’s"))).entity.id == gate.id
 
 
+async def test_a_secret_name_spelled_as_a_public_one_leaves_the_public_one_plain_to_a_player(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    """A secret "The Whispering Gate" beside a public Whispering Gate masked the public one in a player's card
+    ("Travellers say [secret] hums"), and so told that a secret one is spelled alike: a secret name that differs
+    from one players read only by a leading "The", case or accents is theirs to read, as the public one's."""
+    from memory.mcp_tools import CampaignTools
+
+    g = campaign.graph
+    said = "Travellers say the Whispering Gate hums, and the old Café Noir too."
+    await g.add_entity(EntityIn(name="Whispering Gate", type=EntityType.place, description=said))
+    await g.add_entity(EntityIn(name="The Whispering Gate", type=EntityType.faction, visibility=Visibility.secret))
+    await g.add_entity(EntityIn(name="Cafe Noir", type=EntityType.place))
+    hidden = await g.add_entity(EntityIn(name="Vrask", type=EntityType.npc, visibility=Visibility.secret))
+    await g.update_entity("Vrask", new_name="Whispering Gates")  # its old name stays hidden
+    await g.hide_names(hidden.id, ["café noir"])  # as a merge into it would
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False)
+    for name in ("Whispering Gate", "the whispering gate"):
+        card = await tools.entity_card(name)
+        assert (card.name, card.description) == ("Whispering Gate", said)
+    assert (await g.player_mask())("Vrask waits at the Whispering Gates.") == "[secret] waits at the [secret]."
+    found = await tools.find_entities("whispering gate")
+    assert [(e.name, e.secret) for e in found.entities] == [("Whispering Gate", False)]
+
+
 async def test_a_renamed_public_entity_keeps_its_old_name_as_an_alias_so_its_mentions_stay(
     campaign: CampaignMemory,
 ) -> None:

@@ -180,3 +180,10 @@ def test_players_are_kept_from_a_secret_name_and_its_rare_words_they_cannot_read
     assert set(masked[2:]) == {"vaskerrin", "holt"}  # "pale" and "magister": in a name players read
     # a name a public entity bears now is players' to read, whatever once bore it
     assert names_to_mask([("Mira", True), ("mira", False)], lambda w: 0.0) == []
+    # so is one spelled as theirs but for a leading "The" or accents: hiding it would mask the public one
+    alike = [("The Whispering Gate", True), ("Whispering Gate", False), ("Café Noir", True), ("the cafe noir", False)]
+    assert names_to_mask(alike, lambda w: 0.0) == []
+    assert names_to_mask([("Café Vrask", True), ("Cafe", False)], lambda w: 0.0) == ["Café Vrask", "vrask"]
+    # what the recogniser writes for a secret name: whole, not its ordinary words
+    heard = ["vast carrion", "the Whispering gate"]
+    assert names_to_mask(alike, lambda w: 9.0, heard=heard) == ["vast carrion"]
