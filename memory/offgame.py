@@ -191,8 +191,16 @@ def tells_story(text: str) -> bool:
     return _STORY.search(text) is not None
 
 
-# Table business a recap sentence must not hold, beyond the rules words above.
-_TABLE = re.compile(r"\b(?:turn is over|bathroom|episodes?|stream|the chat|(?:this|next|the) round)\b", re.IGNORECASE)
+# Table business a recap sentence must not hold, beyond the rules words above; and the DM placing the players'
+# characters on the map or calling them to roll ("I have you right here between him and Lady Briarwood.", "I need
+# Pike, Percy, and Scanlan to make another.", "I need you and you"; not an errand, "I need you to find her"); a
+# save's outcome ("You shrug it off.", "you succeed").
+_TABLE = re.compile(
+    r"\b(?:turn is over|bathroom|episodes?|stream|the chat|(?:this|next|the) round|"
+    r"I need (?-i:[A-Z])\w*|(?:we|I) have you (?:right )?(?:here|there)|I need you(?! to)|"
+    r"(?:shrugs?|shrugged|shakes?|shook) (?:it|this|that) off|you succeed(?:ed)?)\b",
+    re.IGNORECASE,
+)
 
 
 def is_table_talk(sentence: str) -> bool:
