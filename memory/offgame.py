@@ -241,6 +241,15 @@ def out_of_game(
     return {e.id: kind for e, kind in zip(entries, kinds, strict=True) if kind is not None}
 
 
+def told_lines(entries: Sequence[Entry], dm_speaker_id: str | None, *, only: Collection[int] | None = None) -> set[int]:
+    """The ids of a session's ``entries`` (all of them, in order) that the narrator says in the story, out-of-game
+    talk aside (of ``only``, when given): who they name took part, as the recap finds them
+    (:func:`memory.recap.extractive_summary`), and so an entity accepted after it (:mod:`memory.graph.took_part`)."""
+    narrates = narrator(entries, dm_speaker_id)
+    talk = out_of_game(entries, dm_speaker_id, only=only)
+    return {e.id for e in entries if (only is None or e.id in only) and narrates(e) and e.id not in talk}
+
+
 def session_talk(lines: Sequence[tuple[str, bool]], *, only: Collection[int] | None = None) -> list[Talk | None]:
     """Each line's kind of out-of-game talk, for a session's lines in order as ``(text, said by the DM)``: the
     pre-show, breaks and after-show the DM's words mark, and each other line by :func:`line_talk`. ``only``: the

@@ -203,8 +203,8 @@ def extractive_summary(
     dm_speaker_id: str | None = None,
 ) -> tuple[str, list[int]]:
     """A line for each part of the session, in story order, and the entities involved, most mentioned first: those
-    the narrator names in the story (table talk aside). Players' jokes and asides ("(as Grog) That worked", "Vex
-    never lied") do not make a character of another campaign take part.
+    the narrator names in the story (table talk aside: :func:`memory.offgame.told_lines`). Players' jokes and
+    asides ("(as Grog) That worked", "Vex never lied") do not make a character of another campaign take part.
 
     The session is cut into parts of equal length (one per 200 lines, 5 to 12), and each part gives its most
     telling line (:func:`_best_line`): the recap tells the story from its start to its end, not only where names
