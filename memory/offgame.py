@@ -191,8 +191,16 @@ def tells_story(text: str) -> bool:
     return _STORY.search(text) is not None
 
 
-# Table business a recap sentence must not hold, beyond the rules words above.
-_TABLE = re.compile(r"\b(?:turn is over|bathroom|episodes?|stream|the chat|(?:this|next|the) round)\b", re.IGNORECASE)
+# Table business a recap sentence must not hold, beyond the rules words above; and the DM placing the players'
+# characters on the map or calling them to roll ("I have you right here between him and Lady Briarwood.", "I need
+# Pike, Percy, and Scanlan to make another.", "I need you and you"; not an errand, "I need you to find her"); a
+# save's outcome ("You shrug it off.", "you succeed").
+_TABLE = re.compile(
+    r"\b(?:turn is over|bathroom|episodes?|stream|the chat|(?:this|next|the) round|"
+    r"I need (?-i:[A-Z])\w*|(?:we|I) have you (?:right )?(?:here|there)|I need you(?! to)|"
+    r"(?:shrugs?|shrugged|shakes?|shook) (?:it|this|that) off|you succeed(?:ed)?)\b",
+    re.IGNORECASE,
+)
 
 
 def is_table_talk(sentence: str) -> bool:
@@ -231,6 +239,15 @@ def out_of_game(
     wanted = None if only is None else [n for n, e in enumerate(entries) if e.id in only]
     kinds = session_talk([(e.text, by_dm(e)) for e in entries], only=wanted)
     return {e.id: kind for e, kind in zip(entries, kinds, strict=True) if kind is not None}
+
+
+def told_lines(entries: Sequence[Entry], dm_speaker_id: str | None, *, only: Collection[int] | None = None) -> set[int]:
+    """The ids of a session's ``entries`` (all of them, in order) that the narrator says in the story, out-of-game
+    talk aside (of ``only``, when given): who they name took part, as the recap finds them
+    (:func:`memory.recap.extractive_summary`), and so an entity accepted after it (:mod:`memory.graph.took_part`)."""
+    narrates = narrator(entries, dm_speaker_id)
+    talk = out_of_game(entries, dm_speaker_id, only=only)
+    return {e.id for e in entries if (only is None or e.id in only) and narrates(e) and e.id not in talk}
 
 
 def session_talk(lines: Sequence[tuple[str, bool]], *, only: Collection[int] | None = None) -> list[Talk | None]:

@@ -96,7 +96,16 @@ def _best_line(
     if len(text.split()) < 5 or is_trivial(text):
         return None
     bounds = [0, *(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]
-    sentences = [(a, b) for a, b in itertools.pairwise(bounds) if len(text[a:b].split()) >= _SHORT]
+    spans = list(itertools.pairwise(bounds))
+    sentences = [(a, b) for a, b in spans if len(text[a:b].split()) >= _SHORT]
+    # a short sentence of rules talk closes the one before it ("We have Nott and Fjord. 20 to 15?": the initiative
+    # order's die results asked for); one before a sentence opens the telling of a roll's outcome ("Rolled a 13.
+    # Pike, you look over your shoulder as…")
+    asked = {
+        end
+        for (_, end), (a, b) in itertools.pairwise(spans)
+        if len(text[a:b].split()) < _SHORT and is_table_talk(text[a:b])
+    }
     # rules talk comes in runs: what the DM says beside it is its continuation ("Both of you get a brief move.
     # Grog, that's going to pull you this way"), unless it tells what happens
     called = [
@@ -110,7 +119,7 @@ def _best_line(
     beside = {
         k
         for k in range(len(sentences))
-        if ((k > 0 and table[k - 1]) or (k + 1 < len(table) and table[k + 1]))
+        if ((k > 0 and table[k - 1]) or (k + 1 < len(table) and table[k + 1]) or sentences[k][1] in asked)
         and not tells_story(text[slice(*sentences[k])])
     }
     best: _Line | None = None
@@ -194,8 +203,8 @@ def extractive_summary(
     dm_speaker_id: str | None = None,
 ) -> tuple[str, list[int]]:
     """A line for each part of the session, in story order, and the entities involved, most mentioned first: those
-    the narrator names in the story (table talk aside). Players' jokes and asides ("(as Grog) That worked", "Vex
-    never lied") do not make a character of another campaign take part.
+    the narrator names in the story (table talk aside: :func:`memory.offgame.told_lines`). Players' jokes and
+    asides ("(as Grog) That worked", "Vex never lied") do not make a character of another campaign take part.
 
     The session is cut into parts of equal length (one per 200 lines, 5 to 12), and each part gives its most
     telling line (:func:`_best_line`): the recap tells the story from its start to its end, not only where names

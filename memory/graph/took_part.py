@@ -1,4 +1,5 @@
-"""Who took part in a session: links from the accepted entities its lines name to its recap's event entity.
+"""Who took part in a session: links from the accepted entities the DM names in its story (its narrator's lines,
+out-of-game talk aside: :func:`memory.offgame.told_lines`) to its recap's event entity.
 
 The recap job links those accepted when it writes the recap, by the names they have then. An entity accepted later
 (from the review queue, added by the DM, loaded from a campaign file), or given a name or alias later (the table's
@@ -40,13 +41,14 @@ async def link_to_recaps(
     names: Collection[str] | None = None,
 ) -> int:
     """Link each of these entities that is accepted to the recap of every ended session (of ``sessions`` only, when
-    given) whose lines name it (its name or an alias), secret ones too, as the recap job does; returns the links
-    made. An accepted event gets the lines it was drawn from as its mentions. ``names``: only the lines saying one
-    of these, names new to an accepted entity; the lines saying its others were looked at when it got them (a busy
-    entity's old name is in thousands). The recap job's gazetteer of every accepted entity decides, among the lines
-    full-text search finds, so a name inside a longer one ("Vell" in "Vell Sorrowmere") counts as it does there.
-    Measured on 100 sessions of 2,000 lines: 0.1-0.2 s for one entity; 20 s for the 1,269 of a campaign file loaded
-    after the sessions, 49,000 links."""
+    given) whose story names it (its name or an alias), secret ones too, as the recap job does; returns the links
+    made. Every line naming it goes to the mention index, a player's too; an accepted event gets the lines it was
+    drawn from as its mentions. ``names``: only the lines saying one of these, names new to an accepted entity; the
+    lines saying its others were looked at when it got them (a busy entity's old name is in thousands). The recap
+    job's gazetteer of every accepted entity decides, among the lines full-text search finds, so a name inside a
+    longer one ("Vell" in "Vell Sorrowmere") counts as it does there. Measured on 100 sessions of 2,000 lines:
+    0.1-0.2 s for one entity; 20 s for the 1,269 of a campaign file loaded after the sessions, 49,000 links (before
+    the sessions' lines were read for who narrates and what is out of game)."""
     if not entity_ids:
         return 0
     from memory.mentions import index_lines, index_told
@@ -68,7 +70,8 @@ async def link_to_recaps(
     lines = await _lines_saying(graph, targets, names, list(recaps))
     # every accepted name, and thousands of lines for a campaign file's names: the bot's other work goes on meanwhile
     said_in = await asyncio.to_thread(named, lines) if lines else set()
-    found = {(entity_id, session_id) for entity_id, session_id, _ in said_in}
+    told = await _told(graph, {(session_id, entry_id) for _, session_id, entry_id in said_in})
+    found = {(entity_id, session_id) for entity_id, session_id, entry_id in said_in if entry_id in told}
     links = [took_part(entity_id, recaps[session_id], session_id) for entity_id, session_id in sorted(found)]
     await graph.lock()  # see ``KnowledgeGraph.lock``
     by_session: dict[int, dict[int, list[int]]] = {}
@@ -77,6 +80,23 @@ async def link_to_recaps(
     for session_id, named_in in by_session.items():
         await index_lines(graph.db, graph.campaign_id, session_id, named_in, replace=False)
     return await _insert_links(graph, links)
+
+
+async def _told(graph: EntityLookup, lines: Collection[tuple[int, int]]) -> set[int]:
+    """Of these lines (``(session id, entry id)``), those the narrator says in the story: as at recap time, only who
+    the DM names in the story takes part, not who a player asks about or the DM's rules talk names. Whether a line
+    is out of game needs its whole session (the DM's cues of a break or the after-show)."""
+    from memory.offgame import told_lines
+    from memory.session_log import SessionLog
+
+    log = SessionLog(graph.db, graph.campaign_id)
+    told: set[int] = set()
+    for session_id in sorted({s for s, _ in lines}):
+        entries = await log.session_entries(session_id)
+        dm = (await log.session(session_id)).dm_speaker_id
+        wanted = {e for s, e in lines if s == session_id}
+        told |= await asyncio.to_thread(told_lines, entries, dm, only=wanted)
+    return told
 
 
 async def _recaps(graph: EntityLookup, sessions: Collection[int] | None) -> dict[int, int]:
@@ -141,9 +161,9 @@ async def _insert_links(graph: EntityLookup, links: list[RelationshipIn]) -> int
 
 
 async def unlink_unnamed(graph: EntityLookup, entity_id: int, session_id: int) -> int:
-    """Take away the link from the entity ``entity_id`` to the session's recap if no line of the session names it
-    any longer (a heard-as phrase taken away, its lines restored): it took part by its lines, as the recap job and
-    :func:`link_to_recaps` found it, and the same gazetteer decides here, over all the session's lines. Only a link
+    """Take away the link from the entity ``entity_id`` to the session's recap if no line of the session's story
+    names it any longer (a heard-as phrase taken away, its lines restored): it took part by its lines, as the recap
+    job and :func:`link_to_recaps` found it, and the same gazetteer decides here, over the session's story. Only a link
     made so (inferred from the lines); returns how many went. Without one (most sessions), one query."""
     linked = """
         FROM relationships r JOIN entities e ON e.campaign_id = r.campaign_id AND e.id = r.target_id
@@ -155,15 +175,18 @@ async def unlink_unnamed(graph: EntityLookup, entity_id: int, session_id: int) -
     if not await graph.db.fetchval(f"SELECT EXISTS (SELECT 1 {linked})", graph.campaign_id, entity_id, session_id):
         return 0
     from memory.gazetteer import Gazetteer
+    from memory.offgame import told_lines
     from memory.session_log import SessionLog
 
     log = SessionLog(graph.db, graph.campaign_id)
     entries = await log.session_entries(session_id)
+    dm = (await log.session(session_id)).dm_speaker_id
     accepted = await graph.list_entities()
 
     def named() -> bool:
         gazetteer = Gazetteer(accepted)
-        return any(entity_id in gazetteer.mentioned_ids(e) for e in entries)
+        told = told_lines(entries, dm)
+        return any(entity_id in gazetteer.mentioned_ids(e) for e in entries if e.id in told)
 
     if any(e.id == entity_id for e in accepted) and await asyncio.to_thread(named):
         return 0

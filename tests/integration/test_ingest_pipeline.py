@@ -1062,6 +1062,34 @@ async def test_an_entity_a_campaign_file_adds_took_part_in_the_recapped_sessions
     assert await sessions_of(crown, "Corvin Ash") == ["Session: Night 1"]
 
 
+async def test_who_takes_part_is_who_the_dm_names_in_the_story_whether_accepted_before_or_after_the_recap(
+    memory: Memory, crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """At recap time only those the DM names in the story take part: a player's question ("We ask Corvin Ash…") or
+    the DM's rules talk does not make it so. An entity accepted from review after the recap is held to the same
+    rule: before, any line naming it did."""
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    await crown.graph.add_entity(EntityIn(name="Ilse Marrow", type=EntityType.npc))
+    night = tmp_path / "night.txt"
+    night.write_text(
+        "DM: Old Tam rows you across the lake to Ironhold.\n"
+        "Ana: We ask Corvin Ash and Ilse Marrow about the drowned city.\n"
+        "DM: Make a persuasion check, Bram Oakes.\n"
+        "DM: The water is black and still.\n"
+    )
+    await ingest_file(crown, night, session_title="Night 1")
+    session = await crown.log.session_by_title("Night 1")
+    assert session is not None
+    await jobs.summarize_session(ctx, crown.campaign_id, session.id)
+    assert await sessions_of(crown, "Ilse Marrow") == []  # accepted before the recap
+    for name in ("Corvin Ash", "Bram Oakes", "Old Tam"):  # accepted after it
+        entity = await crown.graph.add_entity(EntityIn(name=name, type=EntityType.npc, status=ReviewStatus.pending))
+        await crown.review.accept(f"e{entity.id}")
+    assert await sessions_of(crown, "Corvin Ash") == []
+    assert await sessions_of(crown, "Bram Oakes") == []
+    assert await sessions_of(crown, "Old Tam") == ["Session: Night 1"]
+
+
 async def test_the_same_transcript_imported_twice_at_once_is_written_once(
     crown: CampaignMemory, tmp_path: Path
 ) -> None:

@@ -82,7 +82,12 @@ def test_the_recap_quotes_no_sentence_of_rules_dice_or_the_show() -> None:
     assert is_table_talk("Pike and Grog and technically Trinket, as well, are all in melee.")
     assert is_table_talk("All right, the gnolls are up first.")
     assert is_table_talk("Both of you get a brief move.")
+    assert is_table_talk("I have you right here between him and Lady Briarwood.")
+    assert is_table_talk("Not you, Vax, you've already made it, but I need Pike, Percy, and Scanlan to make another.")
+    assert is_table_talk("Scanlan, Pike, and Vax, I need you and you because you're still in the back--")
+    assert is_table_talk("You shrug it off.")
     assert not is_table_talk("Grog beheads Jazna so swiftly that it stuns the crowd.")
+    assert not is_table_talk("I need you to find my daughter before the Briarwoods do.")
 
 
 def _session(*lines: tuple[str, str]) -> list[Talk | None]:

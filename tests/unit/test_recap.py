@@ -172,6 +172,25 @@ def test_a_sentence_that_is_mostly_a_list_of_names_is_not_quoted() -> None:
     assert any("all fall silent" in line for line in summarise(said))
 
 
+def test_the_dm_placing_calling_or_ruling_on_the_characters_is_not_quoted() -> None:
+    """The DM's rules talk among the characters' names (CRD3 C2E010, C1E035, C1E110): the initiative order before
+    its die results are asked for, a miniature placed on the map, a save called for and its outcome. A die result
+    before a sentence opens the telling of what the roll did: that sentence is the story's."""
+    said = chatter(40)
+    said[10] = ("Mira", "Oh, that's right. We have Eldrinax and the Pale Magister. 20 to 15?")
+    said[14] = ("Mira", "I have you right here between him and the Pale Magister. Right there.")
+    said[18] = ("Mira", "Not you, Eldrinax, you've already made it, but I need Vaskerrin Holt to make another.")
+    said[22] = ("Mira", "You shrug it off. The might of Ironhold is too strong for the Pale Magister's grasp.")
+    quoted = [line for line in summarise(said) if not line.startswith("Involved: ")]
+    assert not any(name in line for line in quoted for name in ("Eldrinax", "Pale Magister", "Holt"))
+    said[10] = (
+        "Mira",
+        "Rolled a 13. Eldrinax, you look over your shoulder as the Pale Magister lunges at you. You whip around "
+        "with your shield and deflect the blade across the dark air of this tunnel, harmlessly.",
+    )
+    assert "Mira: Eldrinax, you look over your shoulder as the Pale Magister lunges at you." in summarise(said)
+
+
 def test_a_plan_if_this_then_that_is_not_quoted_as_what_happened() -> None:
     """ "If she gets near Vex, then she can get Grog, Gilmore, Percy." (CRD3 C1E080) is a player weighing a move,
     not the story. A sentence that only starts with a condition and tells what is there is still quoted."""
