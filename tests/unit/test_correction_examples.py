@@ -89,3 +89,8 @@ def test_a_common_word_where_the_name_has_another_stays() -> None:
     assert changed("We ride back to white stone.") == [("white stone", "Whitestone")]
     # "collar" and "caller" are one vowel apart only in CMUdict: "tide collar horn" is still Tidecaller Horn
     # (the session test above).
+
+
+def test_ordinary_words_said_like_a_misread_name_stay() -> None:
+    """K'ryyn is one syllable after the K; "cry in" is two, whatever a reading of "yy" as two vowels says."""
+    assert changed("Then I cry in the corner and rock back and forth.") == []
