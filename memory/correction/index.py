@@ -8,6 +8,7 @@ from what was said). Lookups are dictionary hits, so the cost per utterance hard
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
@@ -19,6 +20,9 @@ from rapidfuzz.distance import Levenshtein
 from memory.correction.phonetics import MIN_FUZZY_CODE, codes, deletions
 from memory.correction.pronounce import dictionary_phones, name_phones
 from memory.correction.text import name_norm, spaced_form
+
+#: "+2" of "Armor, +2" is said "plus two", never "two" alone ("armor to" is not the item).
+_PLUS = re.compile(r"\+(?=\s*\d)")
 
 _MEMO_SIZE = 65536
 #: Names shorter than this many phones are not indexed by sound: too many words sound like them.
@@ -224,8 +228,9 @@ class PhoneticIndex:
                         )
                     )
             for i, surface in enumerate([entity.name, *entity.aliases]):
-                # Quotes and other punctuation inside a name (Bo "The Breaker") are never heard.
-                norm = name_norm(surface)
+                # Quotes and other punctuation inside a name (Bo "The Breaker") are never heard; a plus sign is.
+                said = _PLUS.sub(" plus ", surface)
+                norm = name_norm(said)
                 if not norm or (norm, key) in seen:
                     continue
                 seen.add((norm, key))
@@ -236,7 +241,7 @@ class PhoneticIndex:
                     entity_id=entity.id,
                     entity_key=key,
                     norm=norm,
-                    spaced=norm if surface.isalpha() else spaced_form(surface),  # letters only: no hyphens
+                    spaced=norm if surface.isalpha() else spaced_form(said),  # letters only: no hyphens
                     spaceless=spaceless,
                     words=words,
                     codes=codes(spaceless),

@@ -27,7 +27,14 @@ from memory.correction.evidence import (
 )
 from memory.correction.index import MIN_SOUND_PHONES, NameForm, PhoneticIndex, near_edits
 from memory.correction.phonetics import codes
-from memory.correction.pronounce import arpabet_code, name_phones, phrase_phones, warm, word_phones
+from memory.correction.pronounce import (
+    arpabet_code,
+    dictionary_phones,
+    name_phones,
+    phrase_phones,
+    warm,
+    word_phones,
+)
 from memory.correction.text import Token, may_be_plural, name_norm, normalize, spaced_form, spaceless, tokenize
 from memory.models import Correction
 
@@ -66,6 +73,8 @@ _CONSONANTS = str.maketrans("", "", "".join(_VOWELS))
 #: The last phone of a plural said with its "s" ("hammers", "nacks").
 _PLURAL_PHONES = frozenset(arpabet_code(["S", "Z"]))
 _NAME_CONSONANTS = str.maketrans("", "", "".join(_VOWELS) + arpabet_code(["HH"]))
+#: "collar" and "caller" (AA, AO) are one vowel to most North American ears, whatever CMUdict writes.
+_COT_CAUGHT = str.maketrans(arpabet_code(["AO"]), arpabet_code(["AA"]))
 # Rank added per extra word when overlapping windows compete.
 _LENGTH_BONUS = 0.01
 #: Phone edits per phone (of the longer) from which a run of words no longer sounds near a name for a second
@@ -364,6 +373,27 @@ def _dangles(text: str, tokens: list[Token], i: int, zipfs: list[float], edge_zi
     if between.isspace():
         return zipfs[i + 1] >= edge_zipf
     return between.strip()[:1] in _SENTENCE_ENDS
+
+
+@functools.lru_cache(maxsize=65536)
+def _word_parts(words: tuple[str, ...], common_zipf: float) -> tuple[str, ...]:
+    """A name's words, one not common itself but said as two common words of four letters or more as those two
+    ("whitestone" is "white stone", "goodberry" "good berry"; not "keeper", "message" nor "northerners")."""
+    parts: list[str] = []
+    for word in words:
+        splits = [(word[:i], word[i:]) for i in range(4, len(word) - 3)] if word_zipf(word) < common_zipf else []
+        said = word_phones(word)
+        parts.extend(
+            next(
+                (
+                    pair
+                    for pair in splits
+                    if min(map(word_zipf, pair)) >= common_zipf and dictionary_phones(pair) == said
+                ),
+                (word,),
+            )
+        )
+    return tuple(parts)
 
 
 def _english(word: str, settings: MatchSettings) -> bool:
@@ -932,6 +962,8 @@ class PhoneticMatcher:
         """How many phones the window is off the name, if it may be that name by sound at all."""
         if not self._may_sound_like(span, words, form, common_word):
             return None
+        if not span.doubtful and self._other_word(words, form):
+            return None
         size = len(form.phones)
         # Words shared with the name ("the" of "the pounding" / The Founding) prove nothing: the rest must
         # be long enough for the edit allowed, and is judged as what it is (one word, or several).
@@ -965,6 +997,19 @@ class PhoneticMatcher:
         # "Pass Without a Trace" said with a word more, or "arcane" of Arcane Eye: no mishearing
         return not (
             len(form.words) > 1 and (all(w in words for w in form.words) or all(w in form.words for w in words))
+        )
+
+    def _other_word(self, words: list[str], form: NameForm) -> bool:
+        """Whether, of several words, a common one nobody doubted stands where the name has another common word
+        ("wet stone" / Whitestone, "could bury" / Goodberry, "jaunty bear" / Giant Boar): the name's English
+        words are heard as English words, and one said otherwise is that other word, as it would be alone."""
+        common = self.settings.common_zipf
+        parts = _word_parts(form.words, common)
+        return len(parts) == len(words) > 1 and any(
+            word != part
+            and min(word_zipf(word), word_zipf(part)) >= common
+            and word_phones(word).translate(_COT_CAUGHT) != word_phones(part).translate(_COT_CAUGHT)
+            for word, part in zip(words, parts, strict=True)
         )
 
     def _edits_allowed(

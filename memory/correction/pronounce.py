@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import re
 import threading
 from functools import lru_cache
 from itertools import pairwise
@@ -42,6 +43,10 @@ _ESPEAK_CODE = {k: "".join(_CHAR[p] for p in v.split()) for k, v in _ESPEAK.item
 # linking "r-" between words.
 _MERGED = {"e@": "EH", "o@": "OW", "O@": "AO", "i@3": "IH"}
 _MERGED_LINKING = {**_MERGED, "A@": "AA", "U@": "UH"}
+#: A doubled "y" after a consonant, which no English word has, is one vowel of an invented name (K'ryyn: K R IH N);
+#: eSpeak NG's rules read two syllables into it (K R AY IH N, and "cry in" would be the name). After a vowel it is
+#: a consonant said long (Khayyam) and stays.
+_DOUBLED_Y = re.compile(r"(?<=[^aeiouy\W])yy+")
 
 
 def arpabet_code(phones: list[str]) -> str:
@@ -127,7 +132,7 @@ def word_phones(word: str) -> str:
     if found is not None:
         return found
     espeak = _espeak()
-    return _from_espeak(espeak.phonemes(word)) if espeak is not None else ""
+    return _from_espeak(espeak.phonemes(_DOUBLED_Y.sub("y", word))) if espeak is not None else ""
 
 
 def phrase_phones(words: tuple[str, ...] | list[str]) -> str:
@@ -155,7 +160,7 @@ def name_phones(words: tuple[str, ...]) -> str:
     espeak = _espeak()
     if espeak is None:
         return phrase_phones(words)
-    return _from_espeak(espeak.phonemes(" ".join(words)))
+    return _from_espeak(espeak.phonemes(_DOUBLED_Y.sub("y", " ".join(words))))
 
 
 def warm() -> None:

@@ -3,6 +3,7 @@ in that session is changed."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -55,15 +56,19 @@ def test_the_example_sessions_mishearings_are_corrected_and_nothing_else() -> No
     assert {ref: pairs for ref, pairs in made.items() if pairs} == expected
 
 
-def test_ordinary_words_of_a_human_transcript_stay_with_the_critical_role_campaign() -> None:
-    """A text transcript has no doubt: ordinary words a phone or a vowel off a short name are what was said."""
+@functools.cache
+def _critical_role() -> PhoneticMatcher:
     campaign = yaml.safe_load((EXAMPLES / "critical_role.yaml").read_text())
     names = [EntityName(id=i, name=e["name"], aliases=e.get("aliases", [])) for i, e in enumerate(campaign["entities"])]
-    matcher = PhoneticMatcher(PhoneticIndex.build(names))  # as the recorder builds it for `lorekeeper ingest`
+    return PhoneticMatcher(PhoneticIndex.build(names))  # as the recorder builds it for `lorekeeper ingest`
 
-    def changed(text: str) -> list[tuple[str, str]]:
-        return [(c.span, c.replacement) for c in matcher.correct(text).corrections]
 
+def changed(text: str) -> list[tuple[str, str]]:
+    return [(c.span, c.replacement) for c in _critical_role().correct(text).corrections]
+
+
+def test_ordinary_words_of_a_human_transcript_stay_with_the_critical_role_campaign() -> None:
+    """A text transcript has no doubt: ordinary words a phone or a vowel off a short name are what was said."""
     for said in [
         "I can't get a clean shot at him.",
         "And then she cast a spell.",
@@ -74,3 +79,18 @@ def test_ordinary_words_of_a_human_transcript_stay_with_the_critical_role_campai
     # Mishearings with an uncommon word, or words all common a phone off a long name, are still put right.
     assert changed("We ride for vassal high mm at dawn.") == [("vassal high mm", "Vasselheim")]
     assert changed("We head for trust en world tomorrow.") == [("trust en world", "Trostenwald")]
+
+
+def test_a_common_word_where_the_name_has_another_stays() -> None:
+    """Whitestone is "white stone" said as one word: "wet" in the place of "white" is the word "wet", as it would
+    be alone, not a phone off the name."""
+    assert changed("We need a wet stone to sharpen the blade.") == []
+    assert changed("We need wet stones.") == []
+    assert changed("We ride back to white stone.") == [("white stone", "Whitestone")]
+    # "collar" and "caller" are one vowel apart only in CMUdict: "tide collar horn" is still Tidecaller Horn
+    # (the session test above).
+
+
+def test_ordinary_words_said_like_a_misread_name_stay() -> None:
+    """K'ryyn is one syllable after the K; "cry in" is two, whatever a reading of "yy" as two vowels says."""
+    assert changed("Then I cry in the corner and rock back and forth.") == []

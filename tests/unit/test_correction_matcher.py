@@ -445,6 +445,14 @@ def test_words_shared_with_the_name_are_not_held_against_it() -> None:
     assert pipeline.correct_fast("we ride to why un gorge today").text == "we ride to Wuyun Gorge today"
 
 
+def test_a_plus_sign_of_the_name_is_said() -> None:
+    # "+2" is "plus two": "armor to" and "armor too" are speech, not the item
+    pipeline = Pipeline([EntityName(id=1, name="Armor, +2")])
+    assert pipeline.correct_fast("I have some armor to spare.").corrections == []
+    assert pipeline.correct_fast("He wears armor too.").corrections == []
+    assert pipeline.correct_fast("He wears armor plus two.").text == "He wears Armor, +2."
+
+
 def test_two_entities_written_alike_are_not_ambiguous() -> None:
     pipeline = Pipeline([EntityName(id=1, name="K'Varn"), EntityName(id=2, name="K'varn")])  # a list made twice
     result = pipeline.correct_fast("we fought cave arne there")

@@ -27,6 +27,13 @@ def test_espeak_is_read_the_way_its_ipa_writes_it() -> None:
     assert name_phones(("fire", "ashari")) == arpabet_code("F AY ER R AH SH AA R R IY".split())
 
 
+def test_a_doubled_y_is_one_vowel() -> None:
+    # eSpeak NG reads "kryyn" as k r 'aI I n, two syllables, as if it were "cry in"; after a vowel the y is a
+    # consonant and stays doubled ("khayyam": k 'A: j j a m).
+    assert word_phones("kryyn") == name_phones(("kryyn",)) == arpabet_code("K R IH N".split())
+    assert word_phones("khayyam") == arpabet_code("K AA Y Y AE M".split())
+
+
 def test_odd_input_has_no_pronunciation_or_a_harmless_one() -> None:
     assert word_phones("") == ""
     assert phrase_phones([]) == ""
