@@ -441,6 +441,10 @@ def where_said(title: str, start_s: float | None, ref: str | None) -> str:
 #: How a session's recap event is named ("Session: Night 4"): the entity who took part in the session links to it.
 RECAP_PREFIX = "Session: "
 
+#: What never takes part in a session, however often its lines name it: a happening, a place ("Westruun", "the
+#: Material Plane") and an idea (a race, a spell). The session's card listed them among who took part.
+TAKES_NO_PART = frozenset({EntityType.event, EntityType.location, EntityType.concept})
+
 
 def session_link(fact: Relationship, entity_id: int) -> bool:
     """Whether ``fact`` says the entity took part in a session (its recap's event), not in an event of the story

@@ -10,7 +10,16 @@ from memory.graph.took_part import link_to_recaps, took_part
 from memory.jobs.context import JobContext
 from memory.jobs.queue import SUMMARY, claim_progress, progress, set_progress
 from memory.mentions import index_lines
-from memory.models import RECAP_PREFIX, EntityIn, EntityType, Provenance, ReviewStatus, Source, Visibility
+from memory.models import (
+    RECAP_PREFIX,
+    TAKES_NO_PART,
+    EntityIn,
+    EntityType,
+    Provenance,
+    ReviewStatus,
+    Source,
+    Visibility,
+)
 from memory.offgame import out_of_game
 from memory.recap import abstractive, extractive_summary
 from memory.text import without_hidden
@@ -28,6 +37,7 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
         return session.summary
     entities = [e for e in await mem.graph.list_entities(status=None) if e.status == ReviewStatus.accepted]
     names = {e.id: e.name for e in entities if e.type != EntityType.event}
+    kinds = {e.id: e.type for e in entities}
     secret = {e.id for e in entities if e.visibility == Visibility.secret}
     gazetteer = Gazetteer(entities)
     summary, involved = extractive_summary(
@@ -57,7 +67,8 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
             )
         )
         for entity_id in involved:
-            await tx.graph.ensure_relationship(took_part(entity_id, event.id, session_id))
+            if kinds[entity_id] not in TAKES_NO_PART:
+                await tx.graph.ensure_relationship(took_part(entity_id, event.id, session_id))
         await index_lines(tx.db, campaign_id, session_id, named, replace=False)
         # accepted while the recap was being written: their own look found no recap yet, and this one's list of
         # who took part was read before them

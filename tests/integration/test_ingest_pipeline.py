@@ -24,7 +24,7 @@ from cogs.recall import cite
 from memory import jobs
 from memory.chunking import windows
 from memory.errors import AlreadyDecidedError, AlreadyExistsError, InvalidInputError
-from memory.ingest import IngestReport, ingest_file
+from memory.ingest import IngestReport, import_counts, ingest_file
 from memory.models import Entity, EntityIn, EntityType, Entry, EntryIn, ReviewStatus
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recall import QUERY_CHARS, named_entities, recall
@@ -975,7 +975,7 @@ async def test_an_entity_accepted_after_its_sessions_recap_took_part_in_it(
     await ingest_file(crown, night, session_title="Night 1")
     await run_jobs(memory, embedder)
     (corvin,) = [i for i in await crown.review.pending(limit=100) if i.entity and i.entity.name == "Corvin Ash"]
-    assert await sessions_of(crown, "Ironhold") == ["Session: Night 1"]
+    assert await sessions_of(crown, "Ironhold") == []  # a place named takes no part
     assert await sessions_of(crown, "Corvin Ash") == []  # waiting for review when the recap was written
 
     await crown.review.accept(corvin.ref)
@@ -1060,6 +1060,31 @@ async def test_an_entity_a_campaign_file_adds_took_part_in_the_recapped_sessions
     assert await sessions_of(crown, "Ilse Marrow") == []
     await apply_campaign_file(crown, read_campaign_file(more))  # loaded again: nothing new
     assert await sessions_of(crown, "Corvin Ash") == ["Session: Night 1"]
+
+
+async def test_a_place_named_takes_no_part_and_the_import_counts_what_was_learned(
+    memory: Memory, crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """Eight sessions in, a DM read "entities 1, facts 33" after an import that taught nothing: the session's recap
+    event and its links of who took part; among those, "Westruun —took_part_in→ Session: Session 2", a place the DM
+    merely named. A place does not take part, whether accepted before the recap or after it."""
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    night = tmp_path / "night.txt"
+    night.write_text("DM: Eldrinax stirs beneath Ironhold, and the road to Greyfen is quiet.\nAna: We rest.\n")
+    await ingest_file(crown, night, session_title="Night 1")
+    session = await crown.log.session_by_title("Night 1")
+    assert session is not None
+    await jobs.summarize_session(ctx, crown.campaign_id, session.id)
+    assert await sessions_of(crown, "Eldrinax") == ["Session: Night 1"]
+    assert await sessions_of(crown, "Ironhold") == []
+    more = tmp_path / "more.yaml"
+    more.write_text("entities:\n  - {name: Greyfen, type: location}\n")
+    await apply_campaign_file(crown, read_campaign_file(more))
+    assert await sessions_of(crown, "Greyfen") == []
+    last = await crown.graph.last_mention(await crown.graph.get_entity("Greyfen"))
+    assert last is not None and last.title == "Night 1"  # its line is still found
+    counts = await import_counts(crown, [session.id])
+    assert (counts.entities, counts.facts) == (0, 0)  # nothing was learned: the recap is not counted
 
 
 async def test_the_same_transcript_imported_twice_at_once_is_written_once(
