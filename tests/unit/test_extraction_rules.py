@@ -89,6 +89,18 @@ async def test_a_death_the_dm_tells_is_proposed_and_a_players_is_not() -> None:
     assert joke.facts == []
 
 
+async def test_a_battle_whose_foe_dies_in_the_same_line_is_that_death_alone() -> None:
+    """CRD3 C1E080's opening recap: "There you all did battle with the great colossal Thordak … upon the corpse of
+    Thordak laying cut, bleeding and dead" gave "Battle with Thordak" and "Death of Thordak", one happening twice."""
+    recap = entries(
+        "There you all did battle with the great colossal Eldrinax. Vex'ahlia stood upon the corpse of Eldrinax.",
+        "Later you did battle with Tim.",
+    )
+    told = await RuleExtractor().extract(recap, KNOWN, retold={e.id for e in recap})
+    assert sorted(e.name for e in told.entities) == ["Battle with Tim", "Death of Eldrinax"]
+    assert ("Eldrinax", "took_part_in", "Death of Eldrinax") in {(f.source, f.type, f.target) for f in told.facts}
+
+
 async def test_names_said_together_again_and_again_are_no_review_item() -> None:
     thrice = entries("Eldrinax and Ironhold.", "Ironhold, Eldrinax.", "Eldrinax over Ironhold.")
     assert (await RuleExtractor().extract(thrice, KNOWN)).facts == []
