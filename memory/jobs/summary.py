@@ -19,6 +19,7 @@ from memory.models import (
     ReviewStatus,
     Source,
     Visibility,
+    recap_name,
 )
 from memory.offgame import out_of_game
 from memory.recap import abstractive, extractive_summary
@@ -58,9 +59,12 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
             return (await tx.log.session(session_id)).summary or summary
         await set_progress(tx.db, tx, session_id, SUMMARY, len(entries))
         await tx.log.set_summary(session_id, summary)
+        name = recap_name(title)[:200]  # an entity name's limit; titles may be file names
+        if (old := f"{RECAP_PREFIX}{title}"[:200]) != name and await tx.graph.find_entity(old) is not None:
+            name = old  # recapped before "Session 2" lost its doubled word: the same event, its links kept
         event, _, _ = await tx.graph.upsert_entity(
             EntityIn(
-                name=f"{RECAP_PREFIX}{title}"[:200],  # an entity name's limit; titles may be file names
+                name=name,
                 type=EntityType.event,
                 description=without_hidden(summary[:2000]),  # a recap is the model's text: see without_hidden
                 provenance=Provenance(source=Source.inferred, confidence=1.0, session_id=session_id),

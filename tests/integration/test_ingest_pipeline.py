@@ -131,7 +131,7 @@ async def test_sample_session_end_to_end_and_idempotent(
 
     # The summary: stored with the session and as an event linked to those who took part.
     assert session.summary and "Eldrinax" in session.summary
-    event = await crown.graph.get_entity("Session: Session 1")
+    event = await crown.graph.get_entity("Session 1")  # not "Session: Session 1"
     assert event.type == "event" and event.description == session.summary[:2000]
     links = await crown.graph.relationships_of(event.id)
     linked = {r.source_id for r in links if r.type == "took_part_in"}
@@ -1085,6 +1085,27 @@ async def test_a_place_named_takes_no_part_and_the_import_counts_what_was_learne
     assert last is not None and last.title == "Night 1"  # its line is still found
     counts = await import_counts(crown, [session.id])
     assert (counts.entities, counts.facts) == (0, 0)  # nothing was learned: the recap is not counted
+
+
+async def test_a_session_titled_session_n_names_its_recap_event_without_the_doubled_word(
+    memory: Memory, crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """ "Session: Session 2" said "session" twice; "Night 1" keeps its "Session: " before it. A session recapped
+    under the old name keeps its event when recapped again."""
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    for title, day in (("Night 1", 2), ("Session 2", 9), ("Session 3", 16)):
+        path = tmp_path / f"{title}.txt"
+        path.write_text(f"DM: Eldrinax stirs beneath Ironhold on night {day}.\n")
+        await ingest_file(crown, path, session_title=title, started_at=datetime(2024, 3, day, 19, tzinfo=UTC))
+    sessions = {s.title: s for s in await crown.log.sessions()}
+    # recapped before: its event under the old name
+    await crown.graph.add_entity(EntityIn(name="Session: Session 3", type=EntityType.event))
+    for session in sessions.values():
+        await jobs.summarize_session(ctx, crown.campaign_id, session.id)
+    assert await sessions_of(crown, "Eldrinax") == ["Session: Night 1", "Session 2", "Session: Session 3"]
+    _, took_part = (await crown.graph.snapshot("Eldrinax")).facts_and_sessions()
+    assert took_part == "took part in 3 sessions: Session 3, Session 2, Night 1"
+    assert (await crown.graph.get_entity("Session 2")).type == EntityType.event
 
 
 async def test_the_same_transcript_imported_twice_at_once_is_written_once(
