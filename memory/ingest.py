@@ -106,13 +106,18 @@ class ImportCounts(BaseModel):
     pending_facts: int = 0
 
 
+#: A row the summary job wrote, the session's recap event or a link to it (``memory.graph.took_part``): inferred,
+#: and from no line of its own, as nothing the extraction proposes is.
+_RECAPPED = "(provenance ->> 'source' = 'inferred' AND coalesce(jsonb_array_length(provenance -> 'entry_ids'), 0) = 0)"
+
+
 async def import_counts(mem: CampaignMemory, session_ids: Sequence[int]) -> ImportCounts:
     """How far the background work on ``session_ids`` is, and what it has stored (entities and facts by their
     provenance's session)."""
     from memory.jobs.queue import CHUNK, EXTRACT  # pgqueuer is slow to import: only for a wait
 
     row = await mem.db.fetchrow(
-        """
+        f"""
         WITH lines AS (
                 SELECT id, session_id, seq FROM session_entries WHERE campaign_id = $1 AND session_id = ANY($2)
              ),
@@ -136,12 +141,14 @@ async def import_counts(mem: CampaignMemory, session_ids: Sequence[int]) -> Impo
                (SELECT count(*) FROM sessions WHERE campaign_id = $1 AND id = ANY($2) AND summary IS NOT NULL)
                  AS recapped,
                (SELECT count(*) FROM chunks WHERE campaign_id = $1 AND session_id = ANY($2)) AS passages,
+               -- what was learned: not the session's recap event and its links of who took part, the summary
+               -- job's (inferred from no line in particular), which a session of 30 names made "33 facts"
                (SELECT count(*) FROM entities WHERE campaign_id = $1 AND status = 'accepted'
-                  AND provenance ->> 'session_id' = ANY($5::text[])) AS entities,
+                  AND provenance ->> 'session_id' = ANY($5::text[]) AND NOT {_RECAPPED}) AS entities,
                (SELECT count(*) FROM entities WHERE campaign_id = $1 AND status = 'pending'
                   AND provenance ->> 'session_id' = ANY($5::text[])) AS pending_entities,
                (SELECT count(*) FROM relationships WHERE campaign_id = $1 AND status = 'accepted'
-                  AND provenance ->> 'session_id' = ANY($5::text[])) AS facts,
+                  AND provenance ->> 'session_id' = ANY($5::text[]) AND NOT {_RECAPPED}) AS facts,
                (SELECT count(*) FROM relationships WHERE campaign_id = $1 AND status = 'pending'
                   AND provenance ->> 'session_id' = ANY($5::text[])) AS pending_facts
         """,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 import unicodedata
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -440,16 +441,31 @@ def where_said(title: str, start_s: float | None, ref: str | None) -> str:
 
 #: How a session's recap event is named ("Session: Night 4"): the entity who took part in the session links to it.
 RECAP_PREFIX = "Session: "
+#: A recap event's name: "Session: Night 4", or the title alone when it says "session" itself ("Session 2", not
+#: "Session: Session 2"). In SQL, :data:`RECAP_NAME_SQL`.
+_RECAP_NAME = re.compile(r"session\b", re.IGNORECASE)
+RECAP_NAME_SQL = r"~* '^session\M'"
+
+
+def recap_name(title: str) -> str:
+    """The name of the recap event of the session titled ``title`` (see :data:`RECAP_PREFIX`)."""
+    return title if _RECAP_NAME.match(title) else f"{RECAP_PREFIX}{title}"
+
+
+def is_recap_name(name: str) -> bool:
+    """Whether ``name`` is one :func:`recap_name` gives."""
+    return _RECAP_NAME.match(name) is not None
+
+
+#: What never takes part in a session, however often its lines name it: a happening, a place ("Westruun", "the
+#: Material Plane") and an idea (a race, a spell). The session's card listed them among who took part.
+TAKES_NO_PART = frozenset({EntityType.event, EntityType.location, EntityType.concept})
 
 
 def session_link(fact: Relationship, entity_id: int) -> bool:
     """Whether ``fact`` says the entity took part in a session (its recap's event), not in an event of the story
     ("Grog —took_part_in→ Death of Jazna"), which is a fact like any other."""
-    return (
-        fact.type == "took_part_in"
-        and fact.source_id == entity_id
-        and (fact.target_name or "").startswith(RECAP_PREFIX)
-    )
+    return fact.type == "took_part_in" and fact.source_id == entity_id and is_recap_name(fact.target_name or "")
 
 
 class Neighbourhood(BaseModel):

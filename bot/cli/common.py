@@ -253,6 +253,17 @@ async def _placed(memory: Memory, campaign: Campaign, exc: NotFoundError) -> Mem
     return CliError(f"{message}; {what} is in campaigns {listed}: pass `--campaign NAME` with one of them")
 
 
+async def error_said(memory: Memory, exc: MemoryError_) -> str:
+    """What ending the command with ``exc`` would say after "error: ", for a command that says it and goes on (one
+    of several review ids)."""
+    placed: MemoryError_ | CliError = exc
+    if isinstance(exc, NotFoundError) and (campaign := _working_on.get()) is not None:
+        placed = await _placed(memory, campaign, exc)
+    if isinstance(placed, CliError):
+        return placed.format_message()
+    return with_next_step(placed, NEXT_STEPS, shlex.quote)
+
+
 async def campaign_memory(memory: Memory, settings: Settings, name: str | None) -> tuple[CampaignMemory, str]:
     """The named campaign, or the active one when no name is given."""
     campaigns = memory.campaigns(settings.guild_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import sys
 
 import click
 
@@ -13,6 +14,7 @@ from bot.cli.common import (
     campaign_memory,
     campaign_option,
     emit_json,
+    error_said,
     json_option,
     load_progress,
     open_memory,
@@ -21,7 +23,7 @@ from bot.cli.common import (
     wrapped,
 )
 from campaigns import batches
-from memory.errors import InvalidInputError, NotFoundError
+from memory.errors import InvalidInputError, MemoryError_, NotFoundError
 from memory.jobs.queue import lines_not_extracted
 from memory.models import ReviewItem, ReviewKind, ReviewStatus, where_said
 from memory.replies import describe_same_as, kept_old_name
@@ -107,26 +109,37 @@ def _decide(verb: str) -> click.Command:
         async with open_memory(settings) as memory:
             mem, _ = await campaign_memory(memory, settings, campaign)
             done: list[ReviewItem] = []
+            # Each id is decided on its own, as each /review button is: one that cannot be (decided already by an
+            # earlier command, or not there) is said and skipped, and the ids after it are still decided.
+            skipped: list[str] = []
             try:
                 for ref in ids:
-                    if ref.strip().casefold().startswith("b"):  # an import batch, whole
-                        await _decide_batch(mem, verb, ref, as_json)
+                    try:
+                        if ref.strip().casefold().startswith("b"):  # an import batch, whole
+                            await _decide_batch(mem, verb, ref, as_json)
+                            continue
+                        # the DM names an entity and its facts as the list shows them: one decided with an item
+                        # before it in this command is no error
+                        if by := _decided_with(done, ref):
+                            if not as_json:
+                                kind, number = parse_ref(ref)
+                                click.echo(f"{verb}ed {kind.value[0]}{number}: with {by.ref} above")
+                            continue
+                        done.append(item := await getattr(mem.review, verb)(ref))
+                    except MemoryError_ as exc:
+                        skipped.append(ref.strip())
+                        click.echo(f"error: {await error_said(memory, exc)}", err=True)
                         continue
-                    # the DM names an entity and its facts as the list shows them: one decided with an item
-                    # before it in this command is not an error that leaves the ids after it undecided
-                    if by := _decided_with(done, ref):
-                        if not as_json:
-                            kind, number = parse_ref(ref)
-                            click.echo(f"{verb}ed {kind.value[0]}{number}: with {by.ref} above")
-                        continue
-                    done.append(item := await getattr(mem.review, verb)(ref))
                     if not as_json:
                         click.echo(f"{verb}ed {item.ref}: {_decided(item)}")
             finally:
-                # Each id is decided on its own, as each /review button is: those before a bad id stay decided,
-                # and the DM must see that before the error.
                 if as_json:
                     emit_json([{"ref": i.ref, **i.model_dump(mode="json")} for i in done])
+        if len(ids) > 1 and skipped:  # among many lines, which ids to look at again
+            others = "; the others were" if len(skipped) < len(ids) else ""
+            raise CliError(f"{', '.join(skipped)} not {verb}ed (said above){others}")
+        if skipped:
+            sys.exit(1)  # said above
 
     decide.__doc__ = f"{verb.capitalize()} review items by id (e12, f34 …), or a whole import batch (b3)."
     return review.command(verb)(decide)

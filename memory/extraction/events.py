@@ -480,6 +480,23 @@ def _with(named: list[KnownEntity], *ends: KnownEntity | None) -> list[KnownEnti
     return list({e.id: e for e in (*ends, *named) if e is not None}.values())
 
 
+def one_each(told: list[Event]) -> list[Event]:
+    """One turning point of a line per entity: a battle with a foe whose death the same line tells is that death
+    ("There you all did battle with the great colossal Thordak … upon the corpse of Thordak"), its party taking part
+    in it. Two events of one happening made the DM review both."""
+    deaths = {e.name.removeprefix("Death of ").casefold(): e for e in told if e.kind == EventKind.death}
+    out: list[Event] = []
+    for event in told:
+        dead = (
+            deaths.get(event.name.removeprefix("Battle with ").casefold()) if event.kind == EventKind.battle else None
+        )
+        if dead is None:
+            out.append(event)
+        else:
+            dead.participants = _with(dead.participants, *event.participants)
+    return out
+
+
 def _once(found: list[Event]) -> list[Event]:
     """One event per name: a line telling a death twice ("kills Jazna; Jazna is dead") is one death."""
     by_name: dict[str, Event] = {}

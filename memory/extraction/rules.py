@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from memory.extraction.events import Event, EventKind, SceneLine, events, scene_deaths, scene_named
+from memory.extraction.events import Event, EventKind, SceneLine, events, one_each, scene_deaths, scene_named
 from memory.extraction.lexicon import FAMILY_ROLES, NOUN_TYPE, OCCUPATIONS, RULER_ROLES
 from memory.extraction.salience import COMMON_WORDS
 from memory.extraction.schema import PERSON_TYPES, ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
@@ -146,7 +146,7 @@ class RuleExtractor:
                     if (name := f"Arrival at {place.name}") not in {t.name for t in told}:
                         told.append(Event(EventKind.arrival, name, place=place))
                 told += [e for e in (meant or {}).get(entry.id, ()) if e.name not in {t.name for t in told}]
-                self._events(entry, told, out)
+                self._events(entry, one_each(told), out)
             self._patterns(entry, text, found, out)
             scene.append(SceneLine(scene_named(text, found)))
         return out.result()

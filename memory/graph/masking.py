@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from memory.graph.lookup import EntityLookup
 from memory.graph.rules import names_to_mask
 from memory.models import (
+    RECAP_NAME_SQL,
     Visibility,
 )
 
@@ -71,12 +72,12 @@ class Masking(EntityLookup):
         from memory.correction.evidence import word_zipf  # wordfreq's table loads on first use
 
         rows = await self.db.fetch(
-            """
+            f"""
             SELECT e.name, e.visibility = 'secret' AS secret FROM entities e
             WHERE e.campaign_id = $1 AND (e.status = 'accepted' OR e.visibility = 'secret' AND e.status <> 'rejected')
               -- a recap's event is named after its session's title ("Session: Vaskerrin's betrayal"), which
               -- players read masked: it does not make a word of a secret name one they may read
-              AND NOT (e.type = 'event' AND e.visibility = 'public' AND e.name LIKE 'Session: %')
+              AND NOT (e.type = 'event' AND e.visibility = 'public' AND e.name {RECAP_NAME_SQL})
             UNION ALL
             SELECT a.alias, false FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
             WHERE a.campaign_id = $1 AND e.status = 'accepted' AND NOT EXISTS (

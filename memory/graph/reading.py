@@ -20,7 +20,7 @@ from memory.graph.sql import (
 )
 from memory.mentions import latest, said_lines
 from memory.models import (
-    RECAP_PREFIX,
+    RECAP_NAME_SQL,
     Entity,
     EntityType,
     FactsInBrief,
@@ -69,7 +69,7 @@ class Reading(EntityLookup):
                 WHERE r.campaign_id = $1 AND {touching} AND r.valid_to IS NULL AND {visible("r", include_secret)}
                   AND {visible("s", include_secret)} AND (t.id IS NULL OR {visible("t", include_secret)})
             ), kept AS (
-                SELECT f.*, coalesce(f.type = 'took_part_in' AND f.source_id = $2 AND starts_with(f.target_name, $5),
+                SELECT f.*, coalesce(f.type = 'took_part_in' AND f.source_id = $2 AND f.target_name {RECAP_NAME_SQL},
                     false) AS session_link,  -- a value has no target name: a fact
                     EXISTS (SELECT 1 FROM entities o WHERE o.campaign_id = $1 AND o.id = {other_end("f", "$2")}
                             AND o.visibility = 'secret') AS secret_end
@@ -84,7 +84,6 @@ class Reading(EntityLookup):
             entity_id,
             shown,
             sessions_shown,
-            RECAP_PREFIX,
         )
         facts = [r for r in rows if not r["session_link"]]
         links = [r for r in rows if r["session_link"]]

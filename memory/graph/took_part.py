@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Collection
 
 from memory.graph.lookup import EntityLookup
-from memory.models import Entity, EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
+from memory.models import TAKES_NO_PART, Entity, EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
 
 #: Entities looked for by one full-text query: a campaign file may add thousands at once.
 _BATCH = 200
@@ -71,7 +71,12 @@ async def link_to_recaps(
     # every accepted name, and thousands of lines for a campaign file's names: the bot's other work goes on meanwhile
     said_in = await asyncio.to_thread(named, lines) if lines else set()
     told = await _told(graph, {(session_id, entry_id) for _, session_id, entry_id in said_in})
-    found = {(entity_id, session_id) for entity_id, session_id, entry_id in said_in if entry_id in told}
+    parts = {e.id for e in targets if e.type not in TAKES_NO_PART}  # a place named is indexed, takes no part
+    found = {
+        (entity_id, session_id)
+        for entity_id, session_id, entry_id in said_in
+        if entry_id in told and entity_id in parts
+    }
     links = [took_part(entity_id, recaps[session_id], session_id) for entity_id, session_id in sorted(found)]
     await graph.lock()  # see ``KnowledgeGraph.lock``
     by_session: dict[int, dict[int, list[int]]] = {}

@@ -10,7 +10,17 @@ from memory.graph.took_part import link_to_recaps, took_part
 from memory.jobs.context import JobContext
 from memory.jobs.queue import SUMMARY, claim_progress, progress, set_progress
 from memory.mentions import index_lines
-from memory.models import RECAP_PREFIX, EntityIn, EntityType, Provenance, ReviewStatus, Source, Visibility
+from memory.models import (
+    RECAP_PREFIX,
+    TAKES_NO_PART,
+    EntityIn,
+    EntityType,
+    Provenance,
+    ReviewStatus,
+    Source,
+    Visibility,
+    recap_name,
+)
 from memory.offgame import out_of_game
 from memory.recap import abstractive, extractive_summary
 from memory.text import without_hidden
@@ -28,6 +38,7 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
         return session.summary
     entities = [e for e in await mem.graph.list_entities(status=None) if e.status == ReviewStatus.accepted]
     names = {e.id: e.name for e in entities if e.type != EntityType.event}
+    kinds = {e.id: e.type for e in entities}
     secret = {e.id for e in entities if e.visibility == Visibility.secret}
     gazetteer = Gazetteer(entities)
     summary, involved = extractive_summary(
@@ -48,16 +59,20 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
             return (await tx.log.session(session_id)).summary or summary
         await set_progress(tx.db, tx, session_id, SUMMARY, len(entries))
         await tx.log.set_summary(session_id, summary)
+        name = recap_name(title)[:200]  # an entity name's limit; titles may be file names
+        if (old := f"{RECAP_PREFIX}{title}"[:200]) != name and await tx.graph.find_entity(old) is not None:
+            name = old  # recapped before "Session 2" lost its doubled word: the same event, its links kept
         event, _, _ = await tx.graph.upsert_entity(
             EntityIn(
-                name=f"{RECAP_PREFIX}{title}"[:200],  # an entity name's limit; titles may be file names
+                name=name,
                 type=EntityType.event,
                 description=without_hidden(summary[:2000]),  # a recap is the model's text: see without_hidden
                 provenance=Provenance(source=Source.inferred, confidence=1.0, session_id=session_id),
             )
         )
         for entity_id in involved:
-            await tx.graph.ensure_relationship(took_part(entity_id, event.id, session_id))
+            if kinds[entity_id] not in TAKES_NO_PART:
+                await tx.graph.ensure_relationship(took_part(entity_id, event.id, session_id))
         await index_lines(tx.db, campaign_id, session_id, named, replace=False)
         # accepted while the recap was being written: their own look found no recap yet, and this one's list of
         # who took part was read before them

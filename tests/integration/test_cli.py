@@ -474,27 +474,34 @@ async def test_session_delete_undoes_an_import_under_the_wrong_title(lk, fresh_d
         await conn.close()
 
 
-async def test_review_accept_reports_what_it_did_before_a_bad_id(lk, fresh_dsn: str) -> None:
+async def test_review_accept_decides_every_id_it_can_and_says_which_it_could_not(lk, fresh_dsn: str) -> None:
+    """A DM months in: `review accept … f153 f154 e914 …` stopped at "f154 was already rejected" (rejected with its
+    entity by an earlier command) and left the six ids after it waiting, without saying so."""
     assert lk("campaign", "create", "C").returncode == 0
     pool = await create_pool(fresh_dsn)
     try:
         memory = Memory(pool)
         mem = memory.campaign((await memory.campaigns().get("C")).id)
         guess = Provenance(source=Source.inferred, confidence=0.3)
-        a, b = [
+        a, b, c = [
             await mem.graph.add_entity(EntityIn(name=n, type=EntityType.npc, status="pending", provenance=guess))
-            for n in ("Korvash", "Mirelle")
+            for n in ("Korvash", "Mirelle", "Tobin")
         ]
-        res = lk("review", "accept", f"e{a.id}", "e999999", f"e{b.id}")
+        assert lk("review", "reject", f"e{c.id}").returncode == 0
+        res = lk("review", "accept", f"e{a.id}", "e999999", f"e{c.id}", f"e{b.id}")
         assert res.returncode == 1
-        assert res.stdout == f"accepted e{a.id}: new npc 'Korvash'\n"  # the DM sees it was done
-        assert res.stderr.startswith("error: no review item e999999 in campaign 'C': `lorekeeper review list`")
+        assert res.stdout == f"accepted e{a.id}: new npc 'Korvash'\naccepted e{b.id}: new npc 'Mirelle'\n"
+        assert res.stderr.splitlines() == [
+            "error: no review item e999999 in campaign 'C': `lorekeeper review list` shows those waiting",
+            f"error: e{c.id} was already rejected: new npc 'Tobin'",
+            f"error: e999999, e{c.id} not accepted (said above); the others were",
+        ]
         statuses = {e.name: e.status for e in await mem.graph.list_entities(status=None)}
-        assert statuses == {"Korvash": ReviewStatus.accepted, "Mirelle": ReviewStatus.pending}
+        assert statuses == {"Korvash": "accepted", "Mirelle": "accepted", "Tobin": "rejected"}
 
-        res = lk("review", "reject", f"e{b.id}", f"e{a.id}", "--json")
-        assert res.returncode == 1 and res.stderr.startswith(f"error: e{a.id} was already accepted")
-        assert [i["ref"] for i in json.loads(res.stdout)] == [f"e{b.id}"]
+        res = lk("review", "reject", f"e{b.id}", "--json")
+        assert res.returncode == 1 and res.stderr == f"error: e{b.id} was already accepted: new npc 'Mirelle'\n"
+        assert json.loads(res.stdout) == []
     finally:
         await pool.close()
 

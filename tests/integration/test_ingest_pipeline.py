@@ -24,7 +24,7 @@ from cogs.recall import cite
 from memory import jobs
 from memory.chunking import windows
 from memory.errors import AlreadyDecidedError, AlreadyExistsError, InvalidInputError
-from memory.ingest import IngestReport, ingest_file
+from memory.ingest import IngestReport, import_counts, ingest_file
 from memory.models import Entity, EntityIn, EntityType, Entry, EntryIn, ReviewStatus
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recall import QUERY_CHARS, named_entities, recall
@@ -131,7 +131,7 @@ async def test_sample_session_end_to_end_and_idempotent(
 
     # The summary: stored with the session and as an event linked to those who took part.
     assert session.summary and "Eldrinax" in session.summary
-    event = await crown.graph.get_entity("Session: Session 1")
+    event = await crown.graph.get_entity("Session 1")  # not "Session: Session 1"
     assert event.type == "event" and event.description == session.summary[:2000]
     links = await crown.graph.relationships_of(event.id)
     linked = {r.source_id for r in links if r.type == "took_part_in"}
@@ -975,7 +975,7 @@ async def test_an_entity_accepted_after_its_sessions_recap_took_part_in_it(
     await ingest_file(crown, night, session_title="Night 1")
     await run_jobs(memory, embedder)
     (corvin,) = [i for i in await crown.review.pending(limit=100) if i.entity and i.entity.name == "Corvin Ash"]
-    assert await sessions_of(crown, "Ironhold") == ["Session: Night 1"]
+    assert await sessions_of(crown, "Ironhold") == []  # a place named takes no part
     assert await sessions_of(crown, "Corvin Ash") == []  # waiting for review when the recap was written
 
     await crown.review.accept(corvin.ref)
@@ -1088,6 +1088,52 @@ async def test_who_takes_part_is_who_the_dm_names_in_the_story_whether_accepted_
     assert await sessions_of(crown, "Corvin Ash") == []
     assert await sessions_of(crown, "Bram Oakes") == []
     assert await sessions_of(crown, "Old Tam") == ["Session: Night 1"]
+
+
+async def test_a_place_named_takes_no_part_and_the_import_counts_what_was_learned(
+    memory: Memory, crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """Eight sessions in, a DM read "entities 1, facts 33" after an import that taught nothing: the session's recap
+    event and its links of who took part; among those, "Westruun —took_part_in→ Session: Session 2", a place the DM
+    merely named. A place does not take part, whether accepted before the recap or after it."""
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    night = tmp_path / "night.txt"
+    night.write_text("DM: Eldrinax stirs beneath Ironhold, and the road to Greyfen is quiet.\nAna: We rest.\n")
+    await ingest_file(crown, night, session_title="Night 1")
+    session = await crown.log.session_by_title("Night 1")
+    assert session is not None
+    await jobs.summarize_session(ctx, crown.campaign_id, session.id)
+    assert await sessions_of(crown, "Eldrinax") == ["Session: Night 1"]
+    assert await sessions_of(crown, "Ironhold") == []
+    more = tmp_path / "more.yaml"
+    more.write_text("entities:\n  - {name: Greyfen, type: location}\n")
+    await apply_campaign_file(crown, read_campaign_file(more))
+    assert await sessions_of(crown, "Greyfen") == []
+    last = await crown.graph.last_mention(await crown.graph.get_entity("Greyfen"))
+    assert last is not None and last.title == "Night 1"  # its line is still found
+    counts = await import_counts(crown, [session.id])
+    assert (counts.entities, counts.facts) == (0, 0)  # nothing was learned: the recap is not counted
+
+
+async def test_a_session_titled_session_n_names_its_recap_event_without_the_doubled_word(
+    memory: Memory, crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """ "Session: Session 2" said "session" twice; "Night 1" keeps its "Session: " before it. A session recapped
+    under the old name keeps its event when recapped again."""
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    for title, day in (("Night 1", 2), ("Session 2", 9), ("Session 3", 16)):
+        path = tmp_path / f"{title}.txt"
+        path.write_text(f"DM: Eldrinax stirs beneath Ironhold on night {day}.\n")
+        await ingest_file(crown, path, session_title=title, started_at=datetime(2024, 3, day, 19, tzinfo=UTC))
+    sessions = {s.title: s for s in await crown.log.sessions()}
+    # recapped before: its event under the old name
+    await crown.graph.add_entity(EntityIn(name="Session: Session 3", type=EntityType.event))
+    for session in sessions.values():
+        await jobs.summarize_session(ctx, crown.campaign_id, session.id)
+    assert await sessions_of(crown, "Eldrinax") == ["Session: Night 1", "Session 2", "Session: Session 3"]
+    _, took_part = (await crown.graph.snapshot("Eldrinax")).facts_and_sessions()
+    assert took_part == "took part in 3 sessions: Session 3, Session 2, Night 1"
+    assert (await crown.graph.get_entity("Session 2")).type == EntityType.event
 
 
 async def test_the_same_transcript_imported_twice_at_once_is_written_once(

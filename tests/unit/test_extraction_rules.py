@@ -89,6 +89,32 @@ async def test_a_death_the_dm_tells_is_proposed_and_a_players_is_not() -> None:
     assert joke.facts == []
 
 
+async def test_a_battle_whose_foe_dies_in_the_same_line_is_that_death_alone() -> None:
+    """CRD3 C1E080's opening recap: "There you all did battle with the great colossal Thordak … upon the corpse of
+    Thordak laying cut, bleeding and dead" gave "Battle with Thordak" and "Death of Thordak", one happening twice."""
+    recap = entries(
+        "There you all did battle with the great colossal Eldrinax. Vex'ahlia stood upon the corpse of Eldrinax.",
+        "Later you did battle with Tim.",
+    )
+    told = await RuleExtractor().extract(recap, KNOWN, retold={e.id for e in recap})
+    assert sorted(e.name for e in told.entities) == ["Battle with Tim", "Death of Eldrinax"]
+    assert ("Eldrinax", "took_part_in", "Death of Eldrinax") in {(f.source, f.type, f.target) for f in told.facts}
+
+
+async def test_a_turning_point_is_read_from_the_dms_lines_and_a_lone_unknown_speaker_is_the_dm() -> None:
+    """A DM's first night by voice: "Kaelith walked into the Gilded Griffin" proposed nothing from Ana (Kaelith's
+    player) and an arrival from "Unknown speaker" of a one-file recording. The rule is one: only the narrator's
+    lines tell turning points, and the narrator of a recording where nobody is told apart is its one speaker
+    (docs/guide/review-and-mentions.md)."""
+    known = [*KNOWN, KnownEntity(id=5, name="Gilded Griffin", type=EntityType.place)]
+    said = "Vex'ahlia walked into the Gilded Griffin and ordered a drink."
+    dm, ana = entries("The rain falls on the town all evening long, and the lamps are lit one by one.", said)
+    table = [dm, ana.model_copy(update={"speaker": "Ana"})]
+    assert (await RuleExtractor().extract(table, known)).entities == []
+    alone = entries("The rain falls on the town.", said, speaker="Unknown speaker")
+    assert [e.name for e in (await RuleExtractor().extract(alone, known)).entities] == ["Arrival at Gilded Griffin"]
+
+
 async def test_names_said_together_again_and_again_are_no_review_item() -> None:
     thrice = entries("Eldrinax and Ironhold.", "Ironhold, Eldrinax.", "Eldrinax over Ironhold.")
     assert (await RuleExtractor().extract(thrice, KNOWN)).facts == []
