@@ -424,6 +424,8 @@ class WhisperSTT:
                 beam_size=self.beam_size,
             )
             segments = list(segments)  # the generator runs the decoder: consume it inside the lock
+        # a segment of dots alone (". . .") is no words: it would only end the stored line in stray dots
+        segments = [seg for seg in segments if any(c.isalnum() for c in seg.text)]
         if self.hallucination_silence_threshold is not None:
             segments = drop_hallucinated_ending(segments, duration, self.hallucination_silence_threshold)
         words = [

@@ -1,4 +1,4 @@
-"""What WhisperSTT keeps of faster-whisper's segments: nothing invented after the speech."""
+"""What WhisperSTT keeps of faster-whisper's segments: no dots alone, nothing invented after the speech."""
 
 from __future__ import annotations
 
@@ -41,6 +41,11 @@ def transcribe(segments: list[SimpleNamespace], seconds: float = 2.4) -> str:
         return stt.transcribe_sync(np.zeros(int(seconds * 16_000), dtype=np.float32)).text
     finally:
         stt.close()
+
+
+def test_a_segment_of_dots_alone_is_not_joined_to_the_line() -> None:
+    dots = SimpleNamespace(text=" . . .", words=[], start=1.9, end=2.3, seek=0, avg_logprob=-0.5)
+    assert transcribe([SPEECH, dots]) == "Everyone gains one level."
 
 
 def test_words_squeezed_into_the_padding_after_the_speech_are_dropped() -> None:
