@@ -56,6 +56,8 @@ DEEPGRAM_KEYTERM_TOKENS = 500
 #: got 18/18 names right on two espeak recordings with tiny.en and base, and kept the prose intact.
 PROMPT_PREFIX = "Names:"
 NAME_SEPARATOR = " - "
+#: faster-whisper's default ``log_prob_threshold``: a decode below it failed, and a higher temperature is tried.
+WHISPER_LOG_PROB_THRESHOLD = -1.0
 
 
 class STTError(RuntimeError):
@@ -266,6 +268,39 @@ def resolve_whisper_model(model: str | Path, *, cache_dir: Path | None = None) -
     return path
 
 
+def _anomalous(words: Sequence[Any]) -> bool:
+    """faster-whisper's ``is_segment_anomaly``: the first 8 words score 3 or more, or about one each, for being
+    improbable (< 0.15), shorter than 0.133 s or longer than 2 s."""
+    said = [w for w in words if any(c.isalnum() for c in w.word)][:8]
+    score = 0.0
+    for w in said:
+        length = w.end - w.start
+        score += (w.probability < 0.15) + max(0.0, 0.133 - length) * 15 + max(0.0, length - 2.0)
+    return bool(said) and (score >= 3 or score + 0.01 >= len(said))
+
+
+def drop_hallucinated_ending(segments: list[Any], duration: float, silence: float) -> list[Any]:
+    """``segments`` without what Whisper invented after the speech, in the padding at the end of the audio.
+
+    After the last word Whisper reads the half second left as a window of its own and writes something there:
+    "I urge you to subscribe to the channel and press the bell icon…" (19 words in 0.5 s), "Thank you very
+    much.", "I am". faster-whisper keeps it: it drops an anomalous segment (its own score: words too improbable,
+    too short) only when silence follows, and the end of the audio is no silence to it; and when every
+    temperature fails its log-probability check (< -1) it keeps the best failure. So a segment that follows the
+    speech (in a later window, or after a pause of ``silence`` seconds) and ends the audio goes when it is
+    anomalous or no decode of it passed (words left over after a window Whisper ended early should pass).
+    """
+    kept = list(segments)
+    while len(kept) > 1 and duration - kept[-1].end < silence:
+        seg, previous = kept[-1], kept[-2]
+        after_speech = seg.seek > previous.seek or seg.start - previous.end > silence
+        if not (after_speech and (_anomalous(seg.words or ()) or seg.avg_logprob < WHISPER_LOG_PROB_THRESHOLD)):
+            break
+        kept.pop()
+        duration = seg.start  # what it followed may be invented too
+    return kept
+
+
 class WhisperSTT:
     """faster-whisper on CPU (int8), loaded lazily once, run on its own single worker thread.
 
@@ -389,6 +424,10 @@ class WhisperSTT:
                 beam_size=self.beam_size,
             )
             segments = list(segments)  # the generator runs the decoder: consume it inside the lock
+        # a segment of dots alone (". . .") is no words: it would only end the stored line in stray dots
+        segments = [seg for seg in segments if any(c.isalnum() for c in seg.text)]
+        if self.hallucination_silence_threshold is not None:
+            segments = drop_hallucinated_ending(segments, duration, self.hallucination_silence_threshold)
         words = [
             Word(
                 word=w.word.strip(),

@@ -19,7 +19,8 @@ from faster_whisper import decode_audio
 
 from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher
 from memory.providers.stt import STTError, Transcript, WhisperSTT, installed_whisper_models, whisper_candidates
-from memory.voice.audio_files import load_audio
+from memory.voice.audio_files import iter_audio_blocks, load_audio
+from memory.voice.offline import discord_frames
 from memory.voice.prompt import StaticNames, names_nearly_heard, transcribe_heard
 from memory.voice.segmenter import FRAME_SAMPLES, UtteranceSegmenter
 
@@ -38,8 +39,8 @@ NAMES = ["Eldrinax", "Ironhold", "Vexmora", "Thornwick", "Quillothar", "Sunspire
 MODELS = [m for m in ("tiny.en", "base") if m in installed_whisper_models()]
 
 
-def speak(text: str, path: Path) -> Path:
-    subprocess.run(["espeak-ng", "-v", "en-us", "-s", "140", "-w", str(path), text], check=True)
+def speak(text: str, path: Path, words_a_minute: int = 140) -> Path:
+    subprocess.run(["espeak-ng", "-v", "en-us", "-s", str(words_a_minute), "-w", str(path), text], check=True)
     return path
 
 
@@ -230,3 +231,44 @@ async def test_auto_falls_back_to_tiny_en_when_base_will_not_load(
         whisper.close()
     with pytest.raises(STTError, match="Whisper base could not be loaded"):
         WhisperSTT("base", cache_dir=tmp_path / "cache").load()
+
+
+#: The Ashen Vale's prompt when the DM said the line below (a tester's campaign): with it, base wrote "I urge you
+#: to subscribe to the channel and press the bell icon…" after the last word, and tiny.en "Thank you very much.".
+VALE_NAMES = [
+    "Brumwick Stonefist",
+    "Brumwick",
+    "Kaelith Dawnsong",
+    "Kaelith",
+    "Duskmere",
+    "Sylvarra Nightbloom",
+    "Sylvarra",
+    "The Drowned Bell",
+    "Vorlag the Undying",
+    "Hollowfang",
+    "Order of the Silver Thorn",
+    "Quillon Brask",
+    "Grimmholt",
+    "The Gilded Griffin",
+    "Morwenna Ashgrave",
+    "Zephyrine Spire",
+]
+
+
+@pytest.mark.parametrize("model", MODELS)
+async def test_nothing_is_invented_after_the_last_word(model: str, tmp_path: Path) -> None:
+    """The half second of padding after the speech, which Whisper reads as a window of its own, adds no words."""
+    said = "Everyone gains one level. Roll your hit dice and add your constitution modifier."
+    path = speak(said, tmp_path / "s.wav", 155)
+    segmenter = UtteranceSegmenter()
+    utterances = [u for frame, t in discord_frames(iter_audio_blocks(path)) for u in segmenter.feed(0, frame, t)]
+    utterances += segmenter.flush()
+    assert len(utterances) == 1
+    stt = WhisperSTT(model)
+    try:
+        heard = [(await stt.transcribe(utterances[0].pcm16k, prompt_names=VALE_NAMES)).text for _ in range(3)]
+    finally:
+        stt.close()
+    for text in heard:  # a failed decode is sampled again at higher temperatures: each run may invent anew
+        assert text.endswith("modifier."), heard
+        assert text.casefold().startswith("everyone gains one level"), heard
