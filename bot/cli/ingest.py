@@ -262,13 +262,8 @@ async def ingest_audio_files(
     tracks = [AudioTrack(p, names[i] if names else DEFAULT_SPEAKER) for i, p in enumerate(paths)]
     shown = progress or Progress()
     lengths = {t.path: audio_duration(t.path) for t in tracks} if shown.enabled else {}
-    model_said = False
 
     def heard(u: Utterance) -> None:
-        nonlocal model_said
-        if not model_said:  # loaded for the first utterance: a recording refused before costs no model
-            click.echo(f"speech-to-text: Whisper {stt.loaded}", err=True)
-            model_said = True
         click.echo(f"  {u.start_s:8.1f}s {u.speaker}: {u.text}")
         shown.touch()  # its time is how far speech-to-text is
 
@@ -279,6 +274,9 @@ async def ingest_audio_files(
 
     stt = WhisperSTT(model)
     try:
+        # loaded before any file is read: a wrong --model on a silent file said only "no speech was heard"
+        await asyncio.to_thread(stt.load)
+        click.echo(f"speech-to-text: Whisper {stt.loaded}", err=True)
         return await ingest_audio(
             mem,
             tracks,

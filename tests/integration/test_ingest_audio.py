@@ -188,6 +188,15 @@ def test_a_recording_in_several_files_names_each_in_its_summary(lk, tmp_path: Pa
     assert "error: nothing imported: no speech was heard in quiet-1.wav, quiet-2.wav" in none.stderr
 
 
+def test_a_wrong_model_is_said_before_a_silent_file_is_read(lk, tmp_path: Path) -> None:
+    """`ingest silence.wav --model large-v3` said only "no speech was heard": the model was loaded (and named) at
+    the first utterance, which a silent file never has."""
+    assert lk("campaign", "create", "Saltmere").returncode == 0
+    done = lk("ingest", str(silence(tmp_path / "quiet.wav", 1)), "--model", "large-v3")
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: Whisper large-v3 could not be loaded: neither a Whisper model name")
+
+
 async def test_one_recording_imported_twice_at_once_is_written_once(
     campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
