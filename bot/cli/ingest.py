@@ -57,7 +57,11 @@ class Interrupted(CliError):
 @click.option(
     "--speaker", "speakers", multiple=True, metavar="NAME", help="Audio only: who speaks in each file, in order."
 )
-@click.option("--model", default="auto", show_default=True, help="Audio only: Whisper model (tiny.en, base, auto).")
+@click.option(
+    "--model",
+    metavar="MODEL",
+    help="Audio only: Whisper model (tiny.en, base, auto, a model directory); default: LOREKEEPER_STT_MODEL, else auto.",
+)
 @click.option(
     "--started",
     type=click.DateTime(["%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"]),
@@ -77,7 +81,7 @@ async def ingest(
     campaign: str | None,
     session_title: str | None,
     speakers: tuple[str, ...],
-    model: str,
+    model: str | None,
     started: datetime | None,
     again: bool,
     wait: bool,
@@ -107,7 +111,14 @@ async def ingest(
         if audio:
             path = audio[0]
             report = await ingest_audio_files(
-                mem, audio, speakers, model, session_title, settings.llm_enabled, started_at, again
+                mem,
+                audio,
+                speakers,
+                model or settings.stt_model,
+                session_title,
+                settings.llm_enabled,
+                started_at,
+                again,
             )
         else:
             path = paths[0]

@@ -60,10 +60,10 @@ def lk(fresh_dsn: str, tmp_path: Path):
     env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
     env.pop("LOREKEEPER_CONFIG", None)
 
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
+    def run(*args: str, **settings: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-c", "from bot.cli import main; main()", *args],
-            env=env,
+            env={**env, **settings},
             capture_output=True,
             text=True,
             timeout=300,
@@ -186,6 +186,19 @@ def test_a_recording_in_several_files_names_each_in_its_summary(lk, tmp_path: Pa
     none = lk("ingest", *map(str, quiet), "--model", "tiny.en")
     assert none.returncode == 1
     assert "error: nothing imported: no speech was heard in quiet-1.wav, quiet-2.wav" in none.stderr
+
+
+def test_the_model_setting_is_what_ingest_uses_without_model(lk, tmp_path: Path) -> None:
+    """`LOREKEEPER_STT_MODEL=tiny.en lorekeeper ingest …` said "speech-to-text: Whisper base": --model defaulted
+    to auto, not to the setting the docs name."""
+    assert lk("campaign", "create", "Saltmere").returncode == 0
+    quiet = silence(tmp_path / "quiet.wav", 1)
+    done = lk("ingest", str(quiet), LOREKEEPER_STT_MODEL="large-v3")
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: Whisper large-v3 could not be loaded: "), done.stderr
+    assert lk("ingest", str(quiet), "--model", "tiny.en", LOREKEEPER_STT_MODEL="large-v3").stderr == (
+        "speech-to-text: Whisper tiny.en\nerror: nothing imported: no speech was heard in quiet.wav\n"
+    )
 
 
 def test_a_wrong_model_is_said_before_a_silent_file_is_read(lk, tmp_path: Path) -> None:
