@@ -32,7 +32,7 @@ from memory.store import CampaignMemory
 from memory.text import clock
 from memory.transcripts import TranscriptError
 from memory.voice.audio_files import AudioFileError, audio_duration
-from memory.voice.offline import DEFAULT_SPEAKER, AudioTrack, ingest_audio, is_audio
+from memory.voice.offline import DEFAULT_SPEAKER, AudioTrack, ingest_audio, is_audio, unsupported
 
 
 class Interrupted(CliError):
@@ -60,7 +60,8 @@ class Interrupted(CliError):
 @click.option(
     "--model",
     metavar="MODEL",
-    help="Audio only: Whisper model (tiny.en, base, auto, a model directory); default: LOREKEEPER_STT_MODEL, else auto.",
+    help="Audio only: Whisper model (tiny.en, base, auto, a model directory); default: LOREKEEPER_STT_MODEL, "
+    "else auto.",
 )
 @click.option(
     "--started",
@@ -95,9 +96,11 @@ async def ingest(
     .json   CRD3 episode {"TURNS": [{"NAMES": [...], "UTTERANCES": [...], "NUMBER": n}]}
     .srt .vtt  subtitles: a turn per cue, at its start time; its speaker a WebVTT voice <v Name>
                or a "Name: text" prefix (else the last one named, else "Unknown speaker")
-    .wav .ogg .mp3 .flac …  one speaker per file: `ingest a.wav --speaker Ana b.wav --speaker Ben`
-                            (several files become one session, merged by time)"""
+    .wav .mp3 .ogg .flac .m4a .aac …  one speaker per file: `ingest a.wav --speaker Ana b.wav --speaker Ben`
+                                      (several files become one session, merged by time)"""
     settings = settings_from(ctx)
+    if why := next(filter(None, map(unsupported, paths)), None):  # before --speaker says it is no audio
+        raise CliError(why)
     audio = [p for p in paths if is_audio(p)]
     if audio and len(audio) != len(paths):
         raise CliError("give either audio files or one transcript, not both")

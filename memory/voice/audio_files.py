@@ -20,7 +20,12 @@ from memory.text import clock
 log = logging.getLogger(__name__)
 
 SAMPLE_RATE = 16_000
-SUPPORTED_SUFFIXES = frozenset({".wav", ".ogg", ".oga", ".opus", ".mp3", ".flac", ".m4a", ".webm"})
+SUPPORTED_SUFFIXES = frozenset(
+    {".wav", ".ogg", ".oga", ".opus", ".mp3", ".flac", ".m4a", ".webm", ".aac", ".wma", ".aif", ".aiff"}
+)
+
+
+AUDIO_SAID = " ".join(sorted(SUPPORTED_SUFFIXES))
 
 
 class AudioFileError(ValueError):
@@ -30,8 +35,7 @@ class AudioFileError(ValueError):
 def _check(path: str | Path) -> Path:
     path = Path(path)
     if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-        supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
-        raise AudioFileError(f"{path}: unsupported audio file type {path.suffix!r} (supported: {supported})")
+        raise AudioFileError(f"{path}: unsupported audio file type {path.suffix!r} (supported: {AUDIO_SAID})")
     if not path.is_file():
         raise AudioFileError(f"{path}: no such file")
     return path

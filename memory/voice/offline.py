@@ -27,8 +27,8 @@ from memory.providers.stt import SpeechToText
 from memory.recorder import SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory
 from memory.text import counted
-from memory.transcripts import UNKNOWN_SPEAKER
-from memory.voice.audio_files import SUPPORTED_SUFFIXES, iter_audio_blocks
+from memory.transcripts import TRANSCRIPT_SUFFIXES, TRANSCRIPTS_SAID, UNKNOWN_SPEAKER
+from memory.voice.audio_files import AUDIO_SAID, SUPPORTED_SUFFIXES, iter_audio_blocks
 from memory.voice.prompt import CampaignNames, NameSource, transcribe_heard
 from memory.voice.segmenter import FRAME_SAMPLES, INPUT_RATE, OUTPUT_RATE, UtteranceSegmenter
 from memory.voice.segmenter import Utterance as Segment
@@ -45,6 +45,16 @@ def audio_ref(path: Path, ms: int | str) -> str:
 
 def is_audio(path: str | Path) -> bool:
     return Path(path).suffix.lower() in AUDIO_SUFFIXES
+
+
+def unsupported(path: Path) -> str | None:
+    """Why ``lorekeeper ingest`` cannot read the file by its type, naming both kinds it reads, or None: a
+    recording's .wav or .aac was told it was an unknown transcript format."""
+    if is_audio(path) or path.suffix.lower() in TRANSCRIPT_SUFFIXES:
+        return None
+    return (
+        f"{path.name}: unsupported file type {path.suffix!r}: audio is {AUDIO_SAID}; a transcript is {TRANSCRIPTS_SAID}"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,10 @@ def write_encoded(path: Path, signal: np.ndarray, codec: str) -> None:
         out.mux(stream.encode(None))
 
 
-@pytest.mark.parametrize(("suffix", "codec"), [(".wav", None), (".flac", "flac"), (".ogg", "libopus"), (".mp3", "mp3")])
+@pytest.mark.parametrize(
+    ("suffix", "codec"),
+    [(".wav", None), (".flac", "flac"), (".ogg", "libopus"), (".mp3", "mp3"), (".aac", "aac"), (".aiff", "pcm_s16be")],
+)
 def test_formats_decode_to_16k_mono(tmp_path: Path, suffix: str, codec: str | None) -> None:
     path = tmp_path / f"session{suffix}"
     if codec is None:
