@@ -38,7 +38,14 @@ def _check(path: str | Path) -> Path:
         raise AudioFileError(f"{path}: unsupported audio file type {path.suffix!r} (supported: {AUDIO_SAID})")
     if not path.is_file():
         raise AudioFileError(f"{path}: no such file")
+    if not path.stat().st_size:
+        raise AudioFileError(f"{path}: the file is empty")
     return path
+
+
+def _why(exc: av.FFmpegError) -> str:
+    """FFmpeg's reason alone: its str() adds the errno and the file name, which the message names already."""
+    return exc.strerror or str(exc)
 
 
 def load_audio(path: str | Path) -> np.ndarray:
@@ -47,7 +54,8 @@ def load_audio(path: str | Path) -> np.ndarray:
     try:
         return decode_audio(str(path), sampling_rate=SAMPLE_RATE)
     except (av.FFmpegError, IndexError, ValueError) as exc:  # IndexError: a file without an audio stream
-        raise AudioFileError(f"{path}: cannot decode audio: {exc}") from exc
+        why = _why(exc) if isinstance(exc, av.FFmpegError) else exc
+        raise AudioFileError(f"{path}: cannot decode audio: {why}") from exc
 
 
 def audio_duration(path: str | Path) -> float | None:
@@ -90,7 +98,7 @@ def iter_audio_blocks(path: str | Path, block_seconds: float = 30.0) -> Iterator
                         yield joined[:block].astype(np.float32) / 32768.0
                         pending, pending_len = [joined[block:]], len(joined) - block
     except av.FFmpegError as exc:
-        raise AudioFileError(f"{path}: cannot decode audio: {exc}") from exc
+        raise AudioFileError(f"{path}: cannot decode audio: {_why(exc)}") from exc
     if pending_len:
         yield np.concatenate(pending).astype(np.float32) / 32768.0
     if (held := wav_cut_short(path)) is not None:  # FFmpeg reads a cut WAV to its end without a word
