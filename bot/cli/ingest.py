@@ -134,6 +134,8 @@ async def ingest(
             f"{len(report.skipped)} line{'s' * (len(report.skipped) != 1)} skipped "
             f"(session{'s' if len(report.sessions) != 1 else ''}: {', '.join(report.sessions) or '-'})"
         )
+        for warning in report.warnings:  # said at the end, under the counts it qualifies
+            click.echo(f"warning: {warning}", err=True)
         if not report.lines:
             raise CliError(nothing_imported(path, report, read))
         session_ids = [s.id for t in report.sessions if (s := await mem.log.session_by_title(t)) is not None]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import av
@@ -73,13 +73,17 @@ def audio_duration(path: str | Path) -> float | None:
     return None
 
 
-def iter_audio_blocks(path: str | Path, block_seconds: float = 30.0) -> Iterator[np.ndarray]:
-    """Stream the file as consecutive 16 kHz mono float32 blocks of ``block_seconds`` (the last one shorter).
+def iter_audio_blocks(
+    path: str | Path, block_seconds: float = 30.0, warn: Callable[[str], None] | None = None
+) -> Iterator[np.ndarray]:
+    """Stream the file as consecutive 16 kHz mono float32 blocks of ``block_seconds`` (the last one shorter);
+    ``warn`` hears that the file is cut short or damaged (default: the log).
 
     A four-hour session is ~0.9 GB as float32; streaming keeps ingest memory flat. Concatenated, the blocks
     equal :func:`load_audio`.
     """
     path = _check(path)
+    warn = warn or log.warning
     block = max(1, int(block_seconds * SAMPLE_RATE))
     pending: list[np.ndarray] = []
     pending_len = 0
@@ -88,7 +92,7 @@ def iter_audio_blocks(path: str | Path, block_seconds: float = 30.0) -> Iterator
             if not container.streams.audio:
                 raise AudioFileError(f"{path}: no audio stream")
             resampler = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
-            for frame in _with_flush(_frames(container, path)):
+            for frame in _with_flush(_frames(container, path, warn)):
                 for out in resampler.resample(frame):
                     samples = out.to_ndarray().reshape(-1)
                     pending.append(samples)
@@ -102,7 +106,7 @@ def iter_audio_blocks(path: str | Path, block_seconds: float = 30.0) -> Iterator
     if pending_len:
         yield np.concatenate(pending).astype(np.float32) / 32768.0
     if (held := wav_cut_short(path)) is not None:  # FFmpeg reads a cut WAV to its end without a word
-        log.warning("%s is cut short: its audio up to %s is imported", path.name, clock(held))
+        warn(f"{path.name} is cut short: its audio up to {clock(held)} is imported")
 
 
 def wav_cut_short(path: Path) -> float | None:
@@ -130,10 +134,10 @@ def wav_cut_short(path: Path) -> float | None:
     return None
 
 
-def _frames(container: av.container.InputContainer, path: Path) -> Iterator[av.AudioFrame]:
+def _frames(container: av.container.InputContainer, path: Path, warn: Callable[[str], None]) -> Iterator[av.AudioFrame]:
     """The audio frames decoded; a damaged packet is skipped, and a file cut short ends where it breaks off (a copy
     stopped part way: the FLAC of a whole evening, truncated, raised at its end and lost the hours before it), said
-    in the log. A file nothing of which decodes is refused."""
+    to ``warn``. A file nothing of which decodes is refused."""
     decoded = damaged = 0
     end = cut_at = 0.0
     error: av.FFmpegError | None = None
@@ -161,9 +165,9 @@ def _frames(container: av.container.InputContainer, path: Path) -> Iterator[av.A
         if not decoded:
             raise error
         if cut_at == end:  # nothing decoded after it: the file breaks off there
-            log.warning("%s is cut short (%s): its audio up to %s is imported", path.name, error, clock(end))
+            warn(f"{path.name} is cut short ({_why(error)}): its audio up to {clock(end)} is imported")
         else:
-            log.warning("%s is damaged (%s): %d damaged parts of it are skipped", path.name, error, damaged)
+            warn(f"{path.name} is damaged ({_why(error)}): {damaged} damaged parts of it are skipped")
 
 
 def _with_flush(frames: Iterator[av.AudioFrame]) -> Iterator[av.AudioFrame | None]:

@@ -101,10 +101,11 @@ async def transcribe_track(
     segmenter: UtteranceSegmenter | None = None,
     on_utterance: Callable[[Utterance], None] | None = None,
     on_position: Callable[[float], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> list[Utterance]:
     """The utterances of one speaker's recording, with times from the start of the file; ``names`` gives each
     utterance its prompt and hears what it said; ``on_position`` hears how many seconds of it were read, after
-    each 20 ms of it (the utterances ended there handed out first)."""
+    each 20 ms of it (the utterances ended there handed out first); ``on_warning`` that the file is not whole."""
     segmenter = segmenter or UtteranceSegmenter()
     out: list[Utterance] = []
 
@@ -127,7 +128,7 @@ async def transcribe_track(
             if on_utterance is not None:
                 on_utterance(utterance)
 
-    for frame, t in discord_frames(iter_audio_blocks(track.path)):
+    for frame, t in discord_frames(iter_audio_blocks(track.path, warn=on_warning)):
         await emit(segmenter.feed(0, frame, t))
         if on_position is not None:
             on_position(t)
@@ -142,13 +143,16 @@ async def _transcribe(
     on_utterance: Callable[[Utterance], None] | None,
     on_position: Callable[[AudioTrack, float], None] | None,
     names: NameSource | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> list[Utterance]:
     """Every track's utterances, numbered in the order they were said."""
     names = names or CampaignNames(mem)  # one for all tracks: a name one speaker said is in the others' prompt then
     utterances: list[Utterance] = []
     for track in tracks:
         at = functools.partial(on_position, track) if on_position is not None else None
-        utterances += await transcribe_track(track, stt, names, on_utterance=on_utterance, on_position=at)
+        utterances += await transcribe_track(
+            track, stt, names, on_utterance=on_utterance, on_position=at, on_warning=on_warning
+        )
     # Speakers' tracks interleave by time; the seq follows that order, so a re-import lands on the same rows.
     utterances.sort(key=lambda u: (u.start_s, u.speaker))
     return [u.model_copy(update={"seq": i}) for i, u in enumerate(utterances, 1)]
@@ -196,11 +200,16 @@ async def ingest_audio(
             subject="transcript",
         )
     names = names or CampaignNames(mem)
-    utterances = [] if done is not None else await _transcribe(mem, tracks, stt, on_utterance, on_position, names)
+    warnings: list[str] = []  # a file cut short: said in the report, which the summary repeats
+    utterances = (
+        []
+        if done is not None
+        else await _transcribe(mem, tracks, stt, on_utterance, on_position, names, warnings.append)
+    )
     if done is None and not utterances:
         # silence, or too short to hold a word: no session is started for it, as none is for an empty transcript
         # (an empty one would stay in the session list, unrecapped, and hold the recording as imported)
-        return IngestReport(l1_seconds=time.perf_counter() - started)
+        return IngestReport(l1_seconds=time.perf_counter() - started, warnings=warnings)
     async with mem.log.importing():
         if not again:
             await refuse_known_recording()  # again: one imported while this one was transcribed
@@ -219,5 +228,6 @@ async def ingest_audio(
         lines=len(utterances) if done is None else done.lines,  # those it holds, as a transcript's re-import reads
         written=recorder.written,
         corrections=recorder.corrections,
+        warnings=warnings,
         l1_seconds=time.perf_counter() - started,
     )

@@ -210,6 +210,20 @@ def test_a_wrong_model_is_said_before_a_silent_file_is_read(lk, tmp_path: Path) 
     assert done.stderr.startswith("error: Whisper large-v3 could not be loaded: neither a Whisper model name")
 
 
+def test_a_recording_cut_short_is_said_with_the_summary(lk, tmp_path: Path) -> None:
+    """`ingest dm_cut.wav` said "WARNING memory.voice.audio_files: dm_cut.wav is cut short…", a log line amid the
+    utterances, and its summary did not repeat it."""
+    assert lk("campaign", "create", "Saltmere").returncode == 0
+    whole = silence(tmp_path / "whole.wav", 3)
+    (cut := tmp_path / "cut.wav").write_bytes(whole.read_bytes()[: int(whole.stat().st_size * 0.6)])
+    done = lk("ingest", str(cut), "--model", "tiny.en")
+    assert done.stderr == (
+        "speech-to-text: Whisper tiny.en\n"
+        "warning: cut.wav is cut short: its audio up to 0:01 is imported\n"
+        "error: nothing imported: no speech was heard in cut.wav\n"
+    )
+
+
 async def test_one_recording_imported_twice_at_once_is_written_once(
     campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
