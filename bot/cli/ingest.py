@@ -270,20 +270,37 @@ async def ingest_audio_files(
     again: bool,
     progress: Progress | None = None,
 ) -> IngestReport:
-    """Transcribe and import recordings; each utterance is printed as it is heard, and after a few seconds without
-    one (silence, a slow model), how far into which file speech-to-text is (see :class:`Progress`)."""
+    """Transcribe and import recordings; each utterance of one file is printed as it is heard, those of several
+    once all are heard, in the order said; after a few seconds without one (silence, a slow model), how far into
+    which file speech-to-text is (see :class:`Progress`)."""
     from memory.providers.stt import STTError, WhisperSTT  # heavy: only for audio
 
     names = list(speakers) * len(paths) if len(speakers) == 1 else list(speakers)
     tracks = [AudioTrack(p, names[i] if names else DEFAULT_SPEAKER) for i, p in enumerate(paths)]
     shown = progress or Progress()
     lengths = {t.path: audio_duration(t.path) for t in tracks} if shown.enabled else {}
+    # Speakers' files are heard one after another, not side by side: printed as heard, the DM's lines came
+    # first, then Ana's from the start again. So they wait for the last file, and a line per file says how far.
+    several = len(tracks) > 1
+    held: list[Utterance] = []
+    begun: list[AudioTrack] = []
+
+    def said(u: Utterance) -> str:
+        return f"  {u.start_s:8.1f}s {u.speaker}: {u.text}"
 
     def heard(u: Utterance) -> None:
-        click.echo(f"  {u.start_s:8.1f}s {u.speaker}: {u.text}")
+        if several:
+            held.append(u)
+        else:
+            click.echo(said(u))
         shown.touch()  # its time is how far speech-to-text is
 
     def at(track: AudioTrack, seconds: float) -> None:
+        if several and track not in begun:
+            begun.append(track)
+            click.echo(f"hearing {track.path.name} ({track.speaker}), file {len(begun)} of {len(tracks)}", err=True)
+        if not shown.enabled:
+            return
         length = lengths.get(track.path)
         of = f" of {clock(length)}" if length else ""
         shown(lambda: f"{track.path.name}: transcribed {clock(seconds)}{of}")
@@ -293,7 +310,7 @@ async def ingest_audio_files(
         # loaded before any file is read: a wrong --model on a silent file said only "no speech was heard"
         await asyncio.to_thread(stt.load)
         click.echo(f"speech-to-text: Whisper {stt.loaded}", err=True)
-        return await ingest_audio(
+        report = await ingest_audio(
             mem,
             tracks,
             stt,
@@ -302,8 +319,11 @@ async def ingest_audio_files(
             started_at=started_at,
             again=again,
             on_utterance=heard,
-            on_position=at if shown.enabled else None,
+            on_position=at if shown.enabled or several else None,
         )
+        for u in sorted(held, key=lambda u: (u.start_s, u.speaker)):  # the order they are stored in
+            click.echo(said(u))
+        return report
     except (AudioFileError, STTError) as exc:
         raise CliError(str(exc)) from None
     finally:

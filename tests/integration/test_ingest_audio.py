@@ -28,7 +28,8 @@ from bot.cli.ingest import ingest_audio_files
 from memory.errors import AlreadyExistsError
 from memory.ingest import IngestReport
 from memory.models import Correction
-from memory.providers.stt import WhisperSTT, installed_whisper_models
+from memory.providers import stt as stt_module
+from memory.providers.stt import Transcript, WhisperSTT, installed_whisper_models
 from memory.recorder import SessionRecorder, Utterance, apply_corrections
 from memory.store import CampaignMemory
 from memory.voice import offline
@@ -222,6 +223,40 @@ def test_a_recording_cut_short_is_said_with_the_summary(lk, tmp_path: Path) -> N
         "warning: cut.wav is cut short: its audio up to 0:01 is imported\n"
         "error: nothing imported: no speech was heard in cut.wav\n"
     )
+
+
+async def test_several_files_are_printed_in_the_order_said(
+    campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ingest dm.wav --speaker DM ana.wav --speaker Ana` printed the DM's lines, then Ana's from the start again:
+    each file is heard whole, one after the other. The lines are stored in the order said; now printed so too."""
+    ana = speak(SENTENCES[0], tmp_path / "ana.wav")
+    with wave.open(str(ana)) as w:
+        params, speech = w.getparams(), w.readframes(w.getnframes())
+    with wave.open(str(dm := tmp_path / "dm.wav"), "wb") as w:  # the DM speaks 3 s after Ana
+        w.setparams(params)
+        w.writeframes(b"\0" * params.sampwidth * 3 * params.framerate + speech)
+
+    class Heard:
+        """Whisper stood in for: the order things are printed in is what matters here, not the words."""
+
+        loaded = "stand-in"
+
+        def load(self) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+        async def transcribe(self, pcm: Any, *, prompt_names: Any = ()) -> Transcript:
+            return Transcript(text="Something was said.", duration=len(pcm) / 16_000)
+
+    monkeypatch.setattr(stt_module, "WhisperSTT", lambda model: Heard())
+    report = await ingest_audio_files(campaign, [dm, ana], ("DM", "Ana"), "auto", None, False, None, False)
+    assert report.written == 2
+    out, err = capsys.readouterr()
+    assert [line.split()[1] for line in out.splitlines()] == ["Ana:", "DM:"], out
+    assert err.splitlines()[1:] == ["hearing dm.wav (DM), file 1 of 2", "hearing ana.wav (Ana), file 2 of 2"], err
 
 
 async def test_one_recording_imported_twice_at_once_is_written_once(
