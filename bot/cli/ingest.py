@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import time
 from collections.abc import Awaitable
 from datetime import datetime
 from pathlib import Path
@@ -284,6 +285,7 @@ async def ingest_audio_files(
     several = len(tracks) > 1
     held: list[Utterance] = []
     begun: list[AudioTrack] = []
+    reached: dict[Path, float] = {}  # how far into each file: the audio heard, for the real-time factor
 
     def said(u: Utterance) -> str:
         return f"  {u.start_s:8.1f}s {u.speaker}: {u.text}"
@@ -296,6 +298,7 @@ async def ingest_audio_files(
         shown.touch()  # its time is how far speech-to-text is
 
     def at(track: AudioTrack, seconds: float) -> None:
+        reached[track.path] = seconds + 0.02  # a frame's start: heard to its end
         if several and track not in begun:
             begun.append(track)
             click.echo(f"hearing {track.path.name} ({track.speaker}), file {len(begun)} of {len(tracks)}", err=True)
@@ -306,6 +309,7 @@ async def ingest_audio_files(
         shown(lambda: f"{track.path.name}: transcribed {clock(seconds)}{of}")
 
     stt = WhisperSTT(model)
+    began = time.perf_counter()
     try:
         # loaded before any file is read: a wrong --model on a silent file said only "no speech was heard"
         await asyncio.to_thread(stt.load)
@@ -319,10 +323,14 @@ async def ingest_audio_files(
             started_at=started_at,
             again=again,
             on_utterance=heard,
-            on_position=at if shown.enabled or several else None,
+            on_position=at,
         )
         for u in sorted(held, key=lambda u: (u.start_s, u.speaker)):  # the order they are stored in
             click.echo(said(u))
+        if audio := sum(reached.values()):  # none when the recording was imported before: nothing was heard
+            took = time.perf_counter() - began
+            # how long an evening takes to import, said so a DM can plan the next: RTF 0.5 is half its length
+            click.echo(f"{clock(audio)} of audio in {clock(took)}, RTF {took / audio:.2f}, Whisper {stt.loaded}")
         return report
     except (AudioFileError, STTError) as exc:
         raise CliError(str(exc)) from None

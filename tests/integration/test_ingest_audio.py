@@ -225,6 +225,21 @@ def test_a_recording_cut_short_is_said_with_the_summary(lk, tmp_path: Path) -> N
     )
 
 
+class Heard:
+    """Whisper stood in for, where what is printed matters, not the words."""
+
+    loaded = "stand-in"
+
+    def load(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    async def transcribe(self, pcm: Any, *, prompt_names: Any = ()) -> Transcript:
+        return Transcript(text="Something was said.", duration=len(pcm) / 16_000)
+
+
 async def test_several_files_are_printed_in_the_order_said(
     campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -237,26 +252,27 @@ async def test_several_files_are_printed_in_the_order_said(
         w.setparams(params)
         w.writeframes(b"\0" * params.sampwidth * 3 * params.framerate + speech)
 
-    class Heard:
-        """Whisper stood in for: the order things are printed in is what matters here, not the words."""
-
-        loaded = "stand-in"
-
-        def load(self) -> None:
-            pass
-
-        def close(self) -> None:
-            pass
-
-        async def transcribe(self, pcm: Any, *, prompt_names: Any = ()) -> Transcript:
-            return Transcript(text="Something was said.", duration=len(pcm) / 16_000)
-
     monkeypatch.setattr(stt_module, "WhisperSTT", lambda model: Heard())
     report = await ingest_audio_files(campaign, [dm, ana], ("DM", "Ana"), "auto", None, False, None, False)
     assert report.written == 2
     out, err = capsys.readouterr()
-    assert [line.split()[1] for line in out.splitlines()] == ["Ana:", "DM:"], out
+    assert [line.split()[1] for line in out.splitlines() if line.startswith("  ")] == ["Ana:", "DM:"], out
     assert err.splitlines()[1:] == ["hearing dm.wav (DM), file 1 of 2", "hearing ana.wav (Ana), file 2 of 2"], err
+
+
+async def test_the_time_taken_and_the_real_time_factor_are_said(
+    campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A DM importing a four-hour night wants to know how long the next will take: only counts were printed."""
+    wav = join_with_pause([speak(SENTENCES[0], tmp_path / "0.wav")], tmp_path / "night.wav", pause_s=2.0)
+    length = audio_duration(wav)
+    assert length is not None
+    monkeypatch.setattr(stt_module, "WhisperSTT", lambda model: Heard())
+    await ingest_audio_files(campaign, [wav], ("DM",), "auto", None, False, None, False)
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert re.fullmatch(rf"0:0{int(length)} of audio in 0:0\d, RTF \d+\.\d\d, Whisper stand-in", last), last
+    await ingest_audio_files(campaign, [wav], ("DM",), "auto", None, False, None, False)
+    assert "of audio in" not in capsys.readouterr().out  # imported before: nothing heard again
 
 
 async def test_one_recording_imported_twice_at_once_is_written_once(
