@@ -68,7 +68,8 @@ class Interrupted(CliError):
     "--started",
     type=click.DateTime(["%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"]),
     metavar="DATE",
-    help="When the session was played, local time (2024-03-02 or '2024-03-02 19:30'); default: now. "
+    help="When the session was played, local time (2024-03-02 or '2024-03-02 19:30'); default: when the import "
+    "began. "
     "Given again for a session imported before, it corrects its date.",
 )
 @click.option(

@@ -16,7 +16,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -172,11 +172,15 @@ async def ingest_audio(
     names: NameSource | None = None,
 ) -> IngestReport:
     """Transcribe ``tracks`` (one speaker each) into one session (default title: the first file's name), played
-    at ``started_at`` (default: now, for a new session); refused before anything is written if the recording is
-    stored as another session already, unless ``again``. ``names`` gives the prompt (default: the campaign's)."""
+    at ``started_at`` (default, for a new session: when this import began); refused before anything is written
+    if the recording is stored as another session already, unless ``again``. ``names`` gives the prompt (default:
+    the campaign's)."""
     if not tracks:
         raise ValueError("no audio files given")
     started = time.perf_counter()
+    # a new session's date when none is given: transcribing an evening takes hours, and "now" after it was that
+    # much late (the files' times say when they were last copied as often as when they were recorded)
+    began = datetime.now(UTC)
     title = session_title or tracks[0].path.stem
     digests = [await asyncio.to_thread(file_digest, track.path) for track in tracks]
 
@@ -215,6 +219,8 @@ async def ingest_audio(
             await refuse_known_recording()  # again: one imported while this one was transcribed
             # a recording imported before its files were remembered, or the same speech re-encoded
             await refuse_stored_copy(mem, tracks[0].path.name, {title: utterances[:COMPARED_LINES]})
+        if started_at is None and await mem.log.session_by_title(title) is None:
+            started_at = began
         recorder = await SessionRecorder.start(
             mem, title, started_at=started_at, batch_size=500, max_delay_s=1e9, stage2=stage2, cast=names.cast
         )

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import wave
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -273,6 +273,21 @@ async def test_the_time_taken_and_the_real_time_factor_are_said(
     assert re.fullmatch(rf"0:0{int(length)} of audio in 0:0\d, RTF \d+\.\d\d, Whisper stand-in", last), last
     await ingest_audio_files(campaign, [wav], ("DM",), "auto", None, False, None, False)
     assert "of audio in" not in capsys.readouterr().out  # imported before: nothing heard again
+
+
+async def test_a_recording_is_dated_when_its_import_began(campaign: CampaignMemory, tmp_path: Path) -> None:
+    """A recording's session was dated when speech-to-text ended: for a four-hour night, hours late."""
+
+    class Slow(Heard):
+        async def transcribe(self, pcm: Any, *, prompt_names: Any = ()) -> Transcript:
+            await asyncio.sleep(2.0)  # an evening's speech-to-text, shortened
+            return await super().transcribe(pcm, prompt_names=prompt_names)
+
+    wav = speak(SENTENCES[0], tmp_path / "night.wav")
+    began = datetime.now(UTC)
+    await offline.ingest_audio(campaign, [offline.AudioTrack(wav, "DM")], Slow())
+    session = await campaign.log.session_by_title("night")
+    assert session is not None and began <= session.started_at < began + timedelta(seconds=1.5)
 
 
 async def test_one_recording_imported_twice_at_once_is_written_once(
