@@ -332,6 +332,12 @@ async def ingest_audio_files(
             took = time.perf_counter() - began
             # how long an evening takes to import, said so a DM can plan the next: RTF 0.5 is half its length
             click.echo(f"{clock(audio)} of audio in {clock(took)}, RTF {took / audio:.2f}, Whisper {stt.loaded}")
+        if report.written and not speakers:  # one voice or several: speech-to-text cannot tell them apart
+            click.echo(
+                f"hint: every line is {DEFAULT_SPEAKER!r}: one file per speaker, each with --speaker NAME, lets the "
+                "memory tell who said what",
+                err=True,
+            )
         return report
     except (AudioFileError, STTError) as exc:
         raise CliError(str(exc)) from None

@@ -275,6 +275,23 @@ async def test_the_time_taken_and_the_real_time_factor_are_said(
     assert "of audio in" not in capsys.readouterr().out  # imported before: nothing heard again
 
 
+async def test_a_recording_without_speaker_hints_at_one_file_per_speaker(
+    campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ingest mixed.wav` stored every line as "Unknown speaker" and said nothing of it: "what did Ana say" and
+    the players' characters cannot work for that session."""
+    wav = speak(SENTENCES[0], tmp_path / "mixed.wav")
+    monkeypatch.setattr(stt_module, "WhisperSTT", lambda model: Heard())
+    await ingest_audio_files(campaign, [wav], (), "auto", None, False, None, False)
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "hint: every line is 'Unknown speaker': one file per speaker, each with --speaker NAME, lets the memory "
+        "tell who said what"
+    )
+    ana = speak(SENTENCES[1], tmp_path / "ana.wav")
+    await ingest_audio_files(campaign, [ana], ("Ana",), "auto", None, False, None, False)
+    assert "hint:" not in capsys.readouterr().err
+
+
 async def test_a_recording_is_dated_when_its_import_began(campaign: CampaignMemory, tmp_path: Path) -> None:
     """A recording's session was dated when speech-to-text ended: for a four-hour night, hours late."""
 
