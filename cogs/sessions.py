@@ -319,6 +319,9 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
         embed.add_field(name="Memory", value=state)
         embed.add_field(name="Voice", value="connected" if s.connected else "reconnecting…")
         embed.add_field(name="Speakers", value=speakers[:1024], inline=False)
+        if isinstance(self.stt, WhisperSTT):  # which model hears them was said only in the log, at start
+            loaded = self.stt.loaded or f"{self.stt.model_ref} (loaded at the first line heard)"
+            embed.add_field(name="Speech-to-text", value=f"Whisper {loaded}")
         # why a recording stays empty while people talk: the hint says what the DM can do about it
         if s.decrypt_failures:
             embed.add_field(

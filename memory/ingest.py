@@ -26,6 +26,7 @@ class IngestReport(BaseModel):
     written: int = 0  # new to L1 (0 when the same file is imported again)
     corrections: int = 0
     skipped: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)  # a recording read, but not whole (cut short, damaged)
     l1_seconds: float = 0.0  # wall time of the L1 path (correction + write + enqueue)
 
 

@@ -69,6 +69,11 @@ class Line:
     utterance: Utterance
 
 
+#: What ``read_transcript`` reads, as its error says them.
+TRANSCRIPT_SUFFIXES = frozenset({".jsonl", ".txt", ".json", ".srt", ".vtt"})
+TRANSCRIPTS_SAID = ".jsonl, .txt, CRD3 .json, or subtitles .srt or .vtt"
+
+
 class TranscriptError(ValueError):
     """The file as a whole cannot be read (unknown format, not the JSON it claims to be)."""
 
@@ -86,9 +91,7 @@ def read_transcript(path: str | Path) -> Iterator[Line | Skipped]:
         return _crd3(path)
     if suffix in (".srt", ".vtt"):
         return iter(_subtitles(path))  # read whole here: a file refused is refused before anything is stored
-    raise TranscriptError(
-        f"{path.name}: unknown transcript format {suffix!r} (use .jsonl, .txt, CRD3 .json, or subtitles .srt or .vtt)"
-    )
+    raise TranscriptError(f"{path.name}: unknown transcript format {suffix!r} (use {TRANSCRIPTS_SAID})")
 
 
 #: A campaign file's top-level keys, alone on their line: no transcript line says them so.

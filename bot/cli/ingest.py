@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import time
 from collections.abc import Awaitable
 from datetime import datetime
 from pathlib import Path
@@ -32,7 +33,7 @@ from memory.store import CampaignMemory
 from memory.text import clock
 from memory.transcripts import TranscriptError
 from memory.voice.audio_files import AudioFileError, audio_duration
-from memory.voice.offline import DEFAULT_SPEAKER, AudioTrack, ingest_audio, is_audio
+from memory.voice.offline import DEFAULT_SPEAKER, AudioTrack, ingest_audio, is_audio, unsupported
 
 
 class Interrupted(CliError):
@@ -57,12 +58,18 @@ class Interrupted(CliError):
 @click.option(
     "--speaker", "speakers", multiple=True, metavar="NAME", help="Audio only: who speaks in each file, in order."
 )
-@click.option("--model", default="auto", show_default=True, help="Audio only: Whisper model (tiny.en, base, auto).")
+@click.option(
+    "--model",
+    metavar="MODEL",
+    help="Audio only: Whisper model (tiny.en, base, auto, a model directory); default: LOREKEEPER_STT_MODEL, "
+    "else auto.",
+)
 @click.option(
     "--started",
     type=click.DateTime(["%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"]),
     metavar="DATE",
-    help="When the session was played, local time (2024-03-02 or '2024-03-02 19:30'); default: now. "
+    help="When the session was played, local time (2024-03-02 or '2024-03-02 19:30'); default: when the import "
+    "began. "
     "Given again for a session imported before, it corrects its date.",
 )
 @click.option(
@@ -77,7 +84,7 @@ async def ingest(
     campaign: str | None,
     session_title: str | None,
     speakers: tuple[str, ...],
-    model: str,
+    model: str | None,
     started: datetime | None,
     again: bool,
     wait: bool,
@@ -91,9 +98,11 @@ async def ingest(
     .json   CRD3 episode {"TURNS": [{"NAMES": [...], "UTTERANCES": [...], "NUMBER": n}]}
     .srt .vtt  subtitles: a turn per cue, at its start time; its speaker a WebVTT voice <v Name>
                or a "Name: text" prefix (else the last one named, else "Unknown speaker")
-    .wav .ogg .mp3 .flac …  one speaker per file: `ingest a.wav --speaker Ana b.wav --speaker Ben`
-                            (several files become one session, merged by time)"""
+    .wav .mp3 .ogg .flac .m4a .aac …  one speaker per file: `ingest a.wav --speaker Ana b.wav --speaker Ben`
+                                      (several files become one session, merged by time)"""
     settings = settings_from(ctx)
+    if why := next(filter(None, map(unsupported, paths)), None):  # before --speaker says it is no audio
+        raise CliError(why)
     audio = [p for p in paths if is_audio(p)]
     if audio and len(audio) != len(paths):
         raise CliError("give either audio files or one transcript, not both")
@@ -107,7 +116,14 @@ async def ingest(
         if audio:
             path = audio[0]
             report = await ingest_audio_files(
-                mem, audio, speakers, model, session_title, settings.llm_enabled, started_at, again
+                mem,
+                audio,
+                speakers,
+                model or settings.stt_model,
+                session_title,
+                settings.llm_enabled,
+                started_at,
+                again,
             )
         else:
             path = paths[0]
@@ -120,6 +136,8 @@ async def ingest(
             f"{len(report.skipped)} line{'s' * (len(report.skipped) != 1)} skipped "
             f"(session{'s' if len(report.sessions) != 1 else ''}: {', '.join(report.sessions) or '-'})"
         )
+        for warning in report.warnings:  # said at the end, under the counts it qualifies
+            click.echo(f"warning: {warning}", err=True)
         if not report.lines:
             raise CliError(nothing_imported(path, report, read))
         session_ids = [s.id for t in report.sessions if (s := await mem.log.session_by_title(t)) is not None]
@@ -254,32 +272,50 @@ async def ingest_audio_files(
     again: bool,
     progress: Progress | None = None,
 ) -> IngestReport:
-    """Transcribe and import recordings; each utterance is printed as it is heard, and after a few seconds without
-    one (silence, a slow model), how far into which file speech-to-text is (see :class:`Progress`)."""
+    """Transcribe and import recordings; each utterance of one file is printed as it is heard, those of several
+    once all are heard, in the order said; after a few seconds without one (silence, a slow model), how far into
+    which file speech-to-text is (see :class:`Progress`)."""
     from memory.providers.stt import STTError, WhisperSTT  # heavy: only for audio
 
     names = list(speakers) * len(paths) if len(speakers) == 1 else list(speakers)
     tracks = [AudioTrack(p, names[i] if names else DEFAULT_SPEAKER) for i, p in enumerate(paths)]
     shown = progress or Progress()
     lengths = {t.path: audio_duration(t.path) for t in tracks} if shown.enabled else {}
-    model_said = False
+    # Speakers' files are heard one after another, not side by side: printed as heard, the DM's lines came
+    # first, then Ana's from the start again. So they wait for the last file, and a line per file says how far.
+    several = len(tracks) > 1
+    held: list[Utterance] = []
+    begun: list[AudioTrack] = []
+    reached: dict[Path, float] = {}  # how far into each file: the audio heard, for the real-time factor
+
+    def said(u: Utterance) -> str:
+        return f"  {u.start_s:8.1f}s {u.speaker}: {u.text}"
 
     def heard(u: Utterance) -> None:
-        nonlocal model_said
-        if not model_said:  # loaded for the first utterance: a recording refused before costs no model
-            click.echo(f"speech-to-text: Whisper {stt.loaded}", err=True)
-            model_said = True
-        click.echo(f"  {u.start_s:8.1f}s {u.speaker}: {u.text}")
+        if several:
+            held.append(u)
+        else:
+            click.echo(said(u))
         shown.touch()  # its time is how far speech-to-text is
 
     def at(track: AudioTrack, seconds: float) -> None:
+        reached[track.path] = seconds + 0.02  # a frame's start: heard to its end
+        if several and track not in begun:
+            begun.append(track)
+            click.echo(f"hearing {track.path.name} ({track.speaker}), file {len(begun)} of {len(tracks)}", err=True)
+        if not shown.enabled:
+            return
         length = lengths.get(track.path)
         of = f" of {clock(length)}" if length else ""
         shown(lambda: f"{track.path.name}: transcribed {clock(seconds)}{of}")
 
     stt = WhisperSTT(model)
+    began = time.perf_counter()
     try:
-        return await ingest_audio(
+        # loaded before any file is read: a wrong --model on a silent file said only "no speech was heard"
+        await asyncio.to_thread(stt.load)
+        click.echo(f"speech-to-text: Whisper {stt.loaded}", err=True)
+        report = await ingest_audio(
             mem,
             tracks,
             stt,
@@ -288,8 +324,21 @@ async def ingest_audio_files(
             started_at=started_at,
             again=again,
             on_utterance=heard,
-            on_position=at if shown.enabled else None,
+            on_position=at,
         )
+        for u in sorted(held, key=lambda u: (u.start_s, u.speaker)):  # the order they are stored in
+            click.echo(said(u))
+        if audio := sum(reached.values()):  # none when the recording was imported before: nothing was heard
+            took = time.perf_counter() - began
+            # how long an evening takes to import, said so a DM can plan the next: RTF 0.5 is half its length
+            click.echo(f"{clock(audio)} of audio in {clock(took)}, RTF {took / audio:.2f}, Whisper {stt.loaded}")
+        if report.written and not speakers:  # one voice or several: speech-to-text cannot tell them apart
+            click.echo(
+                f"hint: every line is {DEFAULT_SPEAKER!r}: one file per speaker, each with --speaker NAME, lets the "
+                "memory tell who said what",
+                err=True,
+            )
+        return report
     except (AudioFileError, STTError) as exc:
         raise CliError(str(exc)) from None
     finally:

@@ -155,11 +155,17 @@ async def names(ctx: click.Context, title: str | None, campaign: str | None, as_
 @session.command("unheard")
 @click.argument("title", required=False)
 @campaign_option
-@click.option("--model", default="auto", show_default=True, help="Whisper model (tiny.en, base, auto).")
+@click.option(
+    "--model",
+    metavar="MODEL",
+    help="Whisper model (tiny.en, base, auto, a model directory); default: LOREKEEPER_STT_MODEL, else auto.",
+)
 @click.option("--list", "only_list", is_flag=True, help="Only say which sessions have unheard lines.")
 @click.pass_context
 @async_command
-async def unheard(ctx: click.Context, title: str | None, campaign: str | None, model: str, only_list: bool) -> None:
+async def unheard(
+    ctx: click.Context, title: str | None, campaign: str | None, model: str | None, only_list: bool
+) -> None:
     """Hear again the lines speech-to-text failed on in play (their audio waits in the data folder's unheard/):
     each goes into its session, under its speaker's name and at its time, and its audio is deleted once stored.
     TITLE: only that session (default: every one with unheard lines)."""
@@ -191,7 +197,7 @@ async def unheard(ctx: click.Context, title: str | None, campaign: str | None, m
             click.echo(f"session {quoted(session_.title)}: {counted(len(files), 'unheard line')}")
         if only_list or not found:
             return
-        stt = WhisperSTT(model)
+        stt = WhisperSTT(model or settings.stt_model)
         added = 0
 
         def heard(u: Utterance) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import av
@@ -20,7 +20,12 @@ from memory.text import clock
 log = logging.getLogger(__name__)
 
 SAMPLE_RATE = 16_000
-SUPPORTED_SUFFIXES = frozenset({".wav", ".ogg", ".oga", ".opus", ".mp3", ".flac", ".m4a", ".webm"})
+SUPPORTED_SUFFIXES = frozenset(
+    {".wav", ".ogg", ".oga", ".opus", ".mp3", ".flac", ".m4a", ".webm", ".aac", ".wma", ".aif", ".aiff"}
+)
+
+
+AUDIO_SAID = " ".join(sorted(SUPPORTED_SUFFIXES))
 
 
 class AudioFileError(ValueError):
@@ -30,11 +35,17 @@ class AudioFileError(ValueError):
 def _check(path: str | Path) -> Path:
     path = Path(path)
     if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-        supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
-        raise AudioFileError(f"{path}: unsupported audio file type {path.suffix!r} (supported: {supported})")
+        raise AudioFileError(f"{path}: unsupported audio file type {path.suffix!r} (supported: {AUDIO_SAID})")
     if not path.is_file():
         raise AudioFileError(f"{path}: no such file")
+    if not path.stat().st_size:
+        raise AudioFileError(f"{path}: the file is empty")
     return path
+
+
+def _why(exc: av.FFmpegError) -> str:
+    """FFmpeg's reason alone: its str() adds the errno and the file name, which the message names already."""
+    return exc.strerror or str(exc)
 
 
 def load_audio(path: str | Path) -> np.ndarray:
@@ -43,7 +54,8 @@ def load_audio(path: str | Path) -> np.ndarray:
     try:
         return decode_audio(str(path), sampling_rate=SAMPLE_RATE)
     except (av.FFmpegError, IndexError, ValueError) as exc:  # IndexError: a file without an audio stream
-        raise AudioFileError(f"{path}: cannot decode audio: {exc}") from exc
+        why = _why(exc) if isinstance(exc, av.FFmpegError) else exc
+        raise AudioFileError(f"{path}: cannot decode audio: {why}") from exc
 
 
 def audio_duration(path: str | Path) -> float | None:
@@ -61,13 +73,17 @@ def audio_duration(path: str | Path) -> float | None:
     return None
 
 
-def iter_audio_blocks(path: str | Path, block_seconds: float = 30.0) -> Iterator[np.ndarray]:
-    """Stream the file as consecutive 16 kHz mono float32 blocks of ``block_seconds`` (the last one shorter).
+def iter_audio_blocks(
+    path: str | Path, block_seconds: float = 30.0, warn: Callable[[str], None] | None = None
+) -> Iterator[np.ndarray]:
+    """Stream the file as consecutive 16 kHz mono float32 blocks of ``block_seconds`` (the last one shorter);
+    ``warn`` hears that the file is cut short or damaged (default: the log).
 
     A four-hour session is ~0.9 GB as float32; streaming keeps ingest memory flat. Concatenated, the blocks
     equal :func:`load_audio`.
     """
     path = _check(path)
+    warn = warn or log.warning
     block = max(1, int(block_seconds * SAMPLE_RATE))
     pending: list[np.ndarray] = []
     pending_len = 0
@@ -76,7 +92,7 @@ def iter_audio_blocks(path: str | Path, block_seconds: float = 30.0) -> Iterator
             if not container.streams.audio:
                 raise AudioFileError(f"{path}: no audio stream")
             resampler = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
-            for frame in _with_flush(_frames(container, path)):
+            for frame in _with_flush(_frames(container, path, warn)):
                 for out in resampler.resample(frame):
                     samples = out.to_ndarray().reshape(-1)
                     pending.append(samples)
@@ -86,11 +102,11 @@ def iter_audio_blocks(path: str | Path, block_seconds: float = 30.0) -> Iterator
                         yield joined[:block].astype(np.float32) / 32768.0
                         pending, pending_len = [joined[block:]], len(joined) - block
     except av.FFmpegError as exc:
-        raise AudioFileError(f"{path}: cannot decode audio: {exc}") from exc
+        raise AudioFileError(f"{path}: cannot decode audio: {_why(exc)}") from exc
     if pending_len:
         yield np.concatenate(pending).astype(np.float32) / 32768.0
     if (held := wav_cut_short(path)) is not None:  # FFmpeg reads a cut WAV to its end without a word
-        log.warning("%s is cut short: its audio up to %s is imported", path.name, clock(held))
+        warn(f"{path.name} is cut short: its audio up to {clock(held)} is imported")
 
 
 def wav_cut_short(path: Path) -> float | None:
@@ -118,10 +134,10 @@ def wav_cut_short(path: Path) -> float | None:
     return None
 
 
-def _frames(container: av.container.InputContainer, path: Path) -> Iterator[av.AudioFrame]:
+def _frames(container: av.container.InputContainer, path: Path, warn: Callable[[str], None]) -> Iterator[av.AudioFrame]:
     """The audio frames decoded; a damaged packet is skipped, and a file cut short ends where it breaks off (a copy
     stopped part way: the FLAC of a whole evening, truncated, raised at its end and lost the hours before it), said
-    in the log. A file nothing of which decodes is refused."""
+    to ``warn``. A file nothing of which decodes is refused."""
     decoded = damaged = 0
     end = cut_at = 0.0
     error: av.FFmpegError | None = None
@@ -149,9 +165,9 @@ def _frames(container: av.container.InputContainer, path: Path) -> Iterator[av.A
         if not decoded:
             raise error
         if cut_at == end:  # nothing decoded after it: the file breaks off there
-            log.warning("%s is cut short (%s): its audio up to %s is imported", path.name, error, clock(end))
+            warn(f"{path.name} is cut short ({_why(error)}): its audio up to {clock(end)} is imported")
         else:
-            log.warning("%s is damaged (%s): %d damaged parts of it are skipped", path.name, error, damaged)
+            warn(f"{path.name} is damaged ({_why(error)}): {damaged} damaged parts of it are skipped")
 
 
 def _with_flush(frames: Iterator[av.AudioFrame]) -> Iterator[av.AudioFrame | None]:

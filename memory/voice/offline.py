@@ -16,7 +16,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +27,8 @@ from memory.providers.stt import SpeechToText
 from memory.recorder import SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory
 from memory.text import counted
-from memory.transcripts import UNKNOWN_SPEAKER
-from memory.voice.audio_files import SUPPORTED_SUFFIXES, iter_audio_blocks
+from memory.transcripts import TRANSCRIPT_SUFFIXES, TRANSCRIPTS_SAID, UNKNOWN_SPEAKER
+from memory.voice.audio_files import AUDIO_SAID, SUPPORTED_SUFFIXES, iter_audio_blocks
 from memory.voice.prompt import CampaignNames, NameSource, transcribe_heard
 from memory.voice.segmenter import FRAME_SAMPLES, INPUT_RATE, OUTPUT_RATE, UtteranceSegmenter
 from memory.voice.segmenter import Utterance as Segment
@@ -45,6 +45,16 @@ def audio_ref(path: Path, ms: int | str) -> str:
 
 def is_audio(path: str | Path) -> bool:
     return Path(path).suffix.lower() in AUDIO_SUFFIXES
+
+
+def unsupported(path: Path) -> str | None:
+    """Why ``lorekeeper ingest`` cannot read the file by its type, naming both kinds it reads, or None: a
+    recording's .wav or .aac was told it was an unknown transcript format."""
+    if is_audio(path) or path.suffix.lower() in TRANSCRIPT_SUFFIXES:
+        return None
+    return (
+        f"{path.name}: unsupported file type {path.suffix!r}: audio is {AUDIO_SAID}; a transcript is {TRANSCRIPTS_SAID}"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +101,11 @@ async def transcribe_track(
     segmenter: UtteranceSegmenter | None = None,
     on_utterance: Callable[[Utterance], None] | None = None,
     on_position: Callable[[float], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> list[Utterance]:
     """The utterances of one speaker's recording, with times from the start of the file; ``names`` gives each
     utterance its prompt and hears what it said; ``on_position`` hears how many seconds of it were read, after
-    each 20 ms of it (the utterances ended there handed out first)."""
+    each 20 ms of it (the utterances ended there handed out first); ``on_warning`` that the file is not whole."""
     segmenter = segmenter or UtteranceSegmenter()
     out: list[Utterance] = []
 
@@ -117,7 +128,7 @@ async def transcribe_track(
             if on_utterance is not None:
                 on_utterance(utterance)
 
-    for frame, t in discord_frames(iter_audio_blocks(track.path)):
+    for frame, t in discord_frames(iter_audio_blocks(track.path, warn=on_warning)):
         await emit(segmenter.feed(0, frame, t))
         if on_position is not None:
             on_position(t)
@@ -132,13 +143,16 @@ async def _transcribe(
     on_utterance: Callable[[Utterance], None] | None,
     on_position: Callable[[AudioTrack, float], None] | None,
     names: NameSource | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> list[Utterance]:
     """Every track's utterances, numbered in the order they were said."""
     names = names or CampaignNames(mem)  # one for all tracks: a name one speaker said is in the others' prompt then
     utterances: list[Utterance] = []
     for track in tracks:
         at = functools.partial(on_position, track) if on_position is not None else None
-        utterances += await transcribe_track(track, stt, names, on_utterance=on_utterance, on_position=at)
+        utterances += await transcribe_track(
+            track, stt, names, on_utterance=on_utterance, on_position=at, on_warning=on_warning
+        )
     # Speakers' tracks interleave by time; the seq follows that order, so a re-import lands on the same rows.
     utterances.sort(key=lambda u: (u.start_s, u.speaker))
     return [u.model_copy(update={"seq": i}) for i, u in enumerate(utterances, 1)]
@@ -158,11 +172,15 @@ async def ingest_audio(
     names: NameSource | None = None,
 ) -> IngestReport:
     """Transcribe ``tracks`` (one speaker each) into one session (default title: the first file's name), played
-    at ``started_at`` (default: now, for a new session); refused before anything is written if the recording is
-    stored as another session already, unless ``again``. ``names`` gives the prompt (default: the campaign's)."""
+    at ``started_at`` (default, for a new session: when this import began); refused before anything is written
+    if the recording is stored as another session already, unless ``again``. ``names`` gives the prompt (default:
+    the campaign's)."""
     if not tracks:
         raise ValueError("no audio files given")
     started = time.perf_counter()
+    # a new session's date when none is given: transcribing an evening takes hours, and "now" after it was that
+    # much late (the files' times say when they were last copied as often as when they were recorded)
+    began = datetime.now(UTC)
     title = session_title or tracks[0].path.stem
     digests = [await asyncio.to_thread(file_digest, track.path) for track in tracks]
 
@@ -186,16 +204,23 @@ async def ingest_audio(
             subject="transcript",
         )
     names = names or CampaignNames(mem)
-    utterances = [] if done is not None else await _transcribe(mem, tracks, stt, on_utterance, on_position, names)
+    warnings: list[str] = []  # a file cut short: said in the report, which the summary repeats
+    utterances = (
+        []
+        if done is not None
+        else await _transcribe(mem, tracks, stt, on_utterance, on_position, names, warnings.append)
+    )
     if done is None and not utterances:
         # silence, or too short to hold a word: no session is started for it, as none is for an empty transcript
         # (an empty one would stay in the session list, unrecapped, and hold the recording as imported)
-        return IngestReport(l1_seconds=time.perf_counter() - started)
+        return IngestReport(l1_seconds=time.perf_counter() - started, warnings=warnings)
     async with mem.log.importing():
         if not again:
             await refuse_known_recording()  # again: one imported while this one was transcribed
             # a recording imported before its files were remembered, or the same speech re-encoded
             await refuse_stored_copy(mem, tracks[0].path.name, {title: utterances[:COMPARED_LINES]})
+        if started_at is None and await mem.log.session_by_title(title) is None:
+            started_at = began
         recorder = await SessionRecorder.start(
             mem, title, started_at=started_at, batch_size=500, max_delay_s=1e9, stage2=stage2, cast=names.cast
         )
@@ -209,5 +234,6 @@ async def ingest_audio(
         lines=len(utterances) if done is None else done.lines,  # those it holds, as a transcript's re-import reads
         written=recorder.written,
         corrections=recorder.corrections,
+        warnings=warnings,
         l1_seconds=time.perf_counter() - started,
     )

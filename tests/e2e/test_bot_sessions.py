@@ -90,6 +90,8 @@ async def test_status_shows_pending_facts_only_to_the_dm(
     try:
         as_dm = await fake_discord.invoke("session status", user_id=dm)
         assert "Pending facts: 1" in as_dm.texts() and "Utterances stored: 3" in as_dm.texts()
+        # the model hearing them, said in the log only before
+        assert "Speech-to-text: Whisper auto (loaded at the first line heard)" in as_dm.texts(), as_dm.texts()
         as_player = await fake_discord.invoke("session status", user_id=player)
         assert "Utterances stored: 3" in as_player.texts()
         assert not any(t.startswith("Pending") for t in as_player.texts()), as_player.texts()

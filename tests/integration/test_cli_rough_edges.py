@@ -197,3 +197,16 @@ def test_review_list_says_when_lines_are_still_to_be_read(lk: Lk, tmp_path: Path
     )
     assert lk("worker", "--drain").returncode == 0
     assert "still to be read" not in lk("review", "list").stdout
+
+
+def test_a_file_of_no_type_ingest_reads_is_refused_naming_both_kinds_it_reads(lk: Lk, tmp_path: Path) -> None:
+    """`ingest clip.wma` said "unknown transcript format", and with --speaker that the file was no audio."""
+    assert lk("campaign", "create", "Saltmere").returncode == 0
+    (odd := tmp_path / "night.mka").write_bytes(b"\0" * 64)
+    said = (
+        "error: night.mka: unsupported file type '.mka': audio is .aac .aif .aiff .flac .m4a .mp3 .oga .ogg .opus "
+        ".wav .webm .wma; a transcript is .jsonl, .txt, CRD3 .json, or subtitles .srt or .vtt\n"
+    )
+    for args in ([], ["--speaker", "DM"]):
+        done = lk("ingest", str(odd), *args)
+        assert (done.returncode, done.stderr) == (1, said)

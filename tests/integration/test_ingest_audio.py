@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import wave
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,8 @@ from bot.cli.ingest import ingest_audio_files
 from memory.errors import AlreadyExistsError
 from memory.ingest import IngestReport
 from memory.models import Correction
-from memory.providers.stt import WhisperSTT, installed_whisper_models
+from memory.providers import stt as stt_module
+from memory.providers.stt import Transcript, WhisperSTT, installed_whisper_models
 from memory.recorder import SessionRecorder, Utterance, apply_corrections
 from memory.store import CampaignMemory
 from memory.voice import offline
@@ -60,10 +61,10 @@ def lk(fresh_dsn: str, tmp_path: Path):
     env = {**os.environ, "DATABASE_URL": fresh_dsn, "LOREKEEPER_DATA_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
     env.pop("LOREKEEPER_CONFIG", None)
 
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
+    def run(*args: str, **settings: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-c", "from bot.cli import main; main()", *args],
-            env=env,
+            env={**env, **settings},
             capture_output=True,
             text=True,
             timeout=300,
@@ -154,13 +155,14 @@ async def test_ingest_wav_stores_corrected_and_raw_text(lk, fresh_dsn: str, tmp_
     assert len(await entries(fresh_dsn)) == len(rows)
     # under another title it would be a second session of the same lines: refused, naming the first
     copy = lk("ingest", str(wav), "--campaign", CAMPAIGN, "--speaker", "Ana", "--model", "tiny.en", "--session", "N2")
-    assert copy.returncode == 1 and copy.stderr.startswith(
+    # the model is loaded (and named) first, so that a wrong one is said at once: a second, not minutes
+    assert copy.returncode == 1 and copy.stderr.split("\n", 1)[1].startswith(
         f"error: night-one.wav is already imported as session 'night-one' ({len(rows)} lines): "
     )
     assert copy.stdout == ""  # known by its bytes: refused before speech-to-text, which takes minutes
     renamed = shutil.copy(wav, tmp_path / "renamed.wav")
     copy = lk("ingest", renamed, "--campaign", CAMPAIGN, "--speaker", "Ana", "--model", "tiny.en")
-    assert copy.returncode == 1 and copy.stderr.startswith(
+    assert copy.returncode == 1 and copy.stderr.split("\n", 1)[1].startswith(
         "error: renamed.wav is already imported as session 'night-one'"
     )
     assert copy.stdout == ""
@@ -186,6 +188,124 @@ def test_a_recording_in_several_files_names_each_in_its_summary(lk, tmp_path: Pa
     none = lk("ingest", *map(str, quiet), "--model", "tiny.en")
     assert none.returncode == 1
     assert "error: nothing imported: no speech was heard in quiet-1.wav, quiet-2.wav" in none.stderr
+
+
+def test_the_model_setting_is_what_ingest_uses_without_model(lk, tmp_path: Path) -> None:
+    """`LOREKEEPER_STT_MODEL=tiny.en lorekeeper ingest …` said "speech-to-text: Whisper base": --model defaulted
+    to auto, not to the setting the docs name."""
+    assert lk("campaign", "create", "Saltmere").returncode == 0
+    quiet = silence(tmp_path / "quiet.wav", 1)
+    done = lk("ingest", str(quiet), LOREKEEPER_STT_MODEL="large-v3")
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: Whisper large-v3 could not be loaded: "), done.stderr
+    assert lk("ingest", str(quiet), "--model", "tiny.en", LOREKEEPER_STT_MODEL="large-v3").stderr == (
+        "speech-to-text: Whisper tiny.en\nerror: nothing imported: no speech was heard in quiet.wav\n"
+    )
+
+
+def test_a_wrong_model_is_said_before_a_silent_file_is_read(lk, tmp_path: Path) -> None:
+    """`ingest silence.wav --model large-v3` said only "no speech was heard": the model was loaded (and named) at
+    the first utterance, which a silent file never has."""
+    assert lk("campaign", "create", "Saltmere").returncode == 0
+    done = lk("ingest", str(silence(tmp_path / "quiet.wav", 1)), "--model", "large-v3")
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: Whisper large-v3 could not be loaded: neither a Whisper model name")
+
+
+def test_a_recording_cut_short_is_said_with_the_summary(lk, tmp_path: Path) -> None:
+    """`ingest dm_cut.wav` said "WARNING memory.voice.audio_files: dm_cut.wav is cut short…", a log line amid the
+    utterances, and its summary did not repeat it."""
+    assert lk("campaign", "create", "Saltmere").returncode == 0
+    whole = silence(tmp_path / "whole.wav", 3)
+    (cut := tmp_path / "cut.wav").write_bytes(whole.read_bytes()[: int(whole.stat().st_size * 0.6)])
+    done = lk("ingest", str(cut), "--model", "tiny.en")
+    assert done.stderr == (
+        "speech-to-text: Whisper tiny.en\n"
+        "warning: cut.wav is cut short: its audio up to 0:01 is imported\n"
+        "error: nothing imported: no speech was heard in cut.wav\n"
+    )
+
+
+class Heard:
+    """Whisper stood in for, where what is printed matters, not the words."""
+
+    loaded = "stand-in"
+
+    def load(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    async def transcribe(self, pcm: Any, *, prompt_names: Any = ()) -> Transcript:
+        return Transcript(text="Something was said.", duration=len(pcm) / 16_000)
+
+
+async def test_several_files_are_printed_in_the_order_said(
+    campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ingest dm.wav --speaker DM ana.wav --speaker Ana` printed the DM's lines, then Ana's from the start again:
+    each file is heard whole, one after the other. The lines are stored in the order said; now printed so too."""
+    ana = speak(SENTENCES[0], tmp_path / "ana.wav")
+    with wave.open(str(ana)) as w:
+        params, speech = w.getparams(), w.readframes(w.getnframes())
+    with wave.open(str(dm := tmp_path / "dm.wav"), "wb") as w:  # the DM speaks 3 s after Ana
+        w.setparams(params)
+        w.writeframes(b"\0" * params.sampwidth * 3 * params.framerate + speech)
+
+    monkeypatch.setattr(stt_module, "WhisperSTT", lambda model: Heard())
+    report = await ingest_audio_files(campaign, [dm, ana], ("DM", "Ana"), "auto", None, False, None, False)
+    assert report.written == 2
+    out, err = capsys.readouterr()
+    assert [line.split()[1] for line in out.splitlines() if line.startswith("  ")] == ["Ana:", "DM:"], out
+    assert err.splitlines()[1:] == ["hearing dm.wav (DM), file 1 of 2", "hearing ana.wav (Ana), file 2 of 2"], err
+
+
+async def test_the_time_taken_and_the_real_time_factor_are_said(
+    campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A DM importing a four-hour night wants to know how long the next will take: only counts were printed."""
+    wav = join_with_pause([speak(SENTENCES[0], tmp_path / "0.wav")], tmp_path / "night.wav", pause_s=2.0)
+    length = audio_duration(wav)
+    assert length is not None
+    monkeypatch.setattr(stt_module, "WhisperSTT", lambda model: Heard())
+    await ingest_audio_files(campaign, [wav], ("DM",), "auto", None, False, None, False)
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert re.fullmatch(rf"0:0{int(length)} of audio in 0:0\d, RTF \d+\.\d\d, Whisper stand-in", last), last
+    await ingest_audio_files(campaign, [wav], ("DM",), "auto", None, False, None, False)
+    assert "of audio in" not in capsys.readouterr().out  # imported before: nothing heard again
+
+
+async def test_a_recording_without_speaker_hints_at_one_file_per_speaker(
+    campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ingest mixed.wav` stored every line as "Unknown speaker" and said nothing of it: "what did Ana say" and
+    the players' characters cannot work for that session."""
+    wav = speak(SENTENCES[0], tmp_path / "mixed.wav")
+    monkeypatch.setattr(stt_module, "WhisperSTT", lambda model: Heard())
+    await ingest_audio_files(campaign, [wav], (), "auto", None, False, None, False)
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "hint: every line is 'Unknown speaker': one file per speaker, each with --speaker NAME, lets the memory "
+        "tell who said what"
+    )
+    ana = speak(SENTENCES[1], tmp_path / "ana.wav")
+    await ingest_audio_files(campaign, [ana], ("Ana",), "auto", None, False, None, False)
+    assert "hint:" not in capsys.readouterr().err
+
+
+async def test_a_recording_is_dated_when_its_import_began(campaign: CampaignMemory, tmp_path: Path) -> None:
+    """A recording's session was dated when speech-to-text ended: for a four-hour night, hours late."""
+
+    class Slow(Heard):
+        async def transcribe(self, pcm: Any, *, prompt_names: Any = ()) -> Transcript:
+            await asyncio.sleep(2.0)  # an evening's speech-to-text, shortened
+            return await super().transcribe(pcm, prompt_names=prompt_names)
+
+    wav = speak(SENTENCES[0], tmp_path / "night.wav")
+    began = datetime.now(UTC)
+    await offline.ingest_audio(campaign, [offline.AudioTrack(wav, "DM")], Slow())
+    session = await campaign.log.session_by_title("night")
+    assert session is not None and began <= session.started_at < began + timedelta(seconds=1.5)
 
 
 async def test_one_recording_imported_twice_at_once_is_written_once(

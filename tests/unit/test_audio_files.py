@@ -42,7 +42,10 @@ def write_encoded(path: Path, signal: np.ndarray, codec: str) -> None:
         out.mux(stream.encode(None))
 
 
-@pytest.mark.parametrize(("suffix", "codec"), [(".wav", None), (".flac", "flac"), (".ogg", "libopus"), (".mp3", "mp3")])
+@pytest.mark.parametrize(
+    ("suffix", "codec"),
+    [(".wav", None), (".flac", "flac"), (".ogg", "libopus"), (".mp3", "mp3"), (".aac", "aac"), (".aiff", "pcm_s16be")],
+)
 def test_formats_decode_to_16k_mono(tmp_path: Path, suffix: str, codec: str | None) -> None:
     path = tmp_path / f"session{suffix}"
     if codec is None:
@@ -71,8 +74,14 @@ def test_bad_files_name_the_file(tmp_path: Path) -> None:
     not_audio.write_text("the dragon sleeps")
     with pytest.raises(AudioFileError, match=r"notes\.wav: cannot decode audio"):
         load_audio(not_audio)
-    with pytest.raises(AudioFileError, match=r"notes\.wav: cannot decode audio"):
+    with pytest.raises(AudioFileError) as refused:
         list(iter_audio_blocks(not_audio))
+    # FFmpeg's reason, without its errno ("[Errno 1094995529] …") and the file named twice
+    assert str(refused.value) == f"{not_audio}: cannot decode audio: Invalid data found when processing input"
+    (empty := tmp_path / "empty.wav").write_bytes(b"")
+    for read in (load_audio, lambda p: list(iter_audio_blocks(p))):
+        with pytest.raises(AudioFileError, match=r"^.*empty\.wav: the file is empty$"):
+            read(empty)
     with pytest.raises(AudioFileError, match=r"missing\.mp3: no such file"):
         load_audio(tmp_path / "missing.mp3")
     with pytest.raises(AudioFileError, match=r"unsupported audio file type '\.txt'"):
