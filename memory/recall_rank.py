@@ -56,7 +56,8 @@ class Filters:
     last_session: bool = False
     session_number: int | None = None
     speakers: tuple[Speaker, ...] = ()
-    #: "when did we first meet X" ("first") or "last see X" ("last"): the lines naming X, in the order played
+    #: "when did we first meet X" ("first") or "last see X", "where is X" ("last"): the lines naming X, in the
+    #: order played
     told_in: Literal["first", "last"] | None = None
 
     def plays(self) -> dict[str, str]:
@@ -81,6 +82,8 @@ _ORDERED = re.compile(
     re.I,
 )
 _WHEN = re.compile(r"\bwhen\b", re.I)
+#: "Where is X (now)?" asks where X is at present: told by the latest lines naming X, as "when did we last see X".
+_WHERE_NOW = re.compile(r"\bwhere(?:\s+(?:is|are)|['’](?:s|re))\b", re.I)
 _NUMBERED = re.compile(r"\b(?:in |from |during |at )?(?:the )?(?:session|episode|game) #?(\d{1,4})\b", re.I)
 _SAID = re.compile(
     r"\b(?:what|when|where|why|how|who)\s+(?:did|does|has|had)\s+(?P<who>[^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*)?)"
@@ -177,6 +180,8 @@ def parse(query: str, speakers: Iterable[Speaker | str] = ()) -> Parsed:
     if (found := _ORDERED.search(text)) and _WHEN.search(text, 0, found.start()):
         told_in = "first" if found.group("which").casefold() == "first" else "last"
         unordered = text[: found.start()] + " " + text[found.end() :]
+    elif _WHERE_NOW.search(text):
+        told_in, unordered = "last", text
     if found := _SAID.search(text):
         known = [Speaker(s, s) if isinstance(s, str) else s for s in speakers]
         who = found.group("who")

@@ -260,6 +260,19 @@ async def test_when_we_first_or_last_met_someone_shows_the_first_or_last_lines_n
     assert all(one[4] not in h.entry_ids for h in hits)
 
 
+async def test_where_someone_is_shows_the_latest_lines_naming_them(campaign: CampaignMemory) -> None:
+    """ "Where is Lady Kima?" showed five lines of sessions 1-2 (where she was sought) above her latest session."""
+    await campaign.graph.add_entity(EntityIn(name="Kima", type=EntityType.npc))
+    await said(
+        campaign,
+        "One",
+        [line for n in range(5) for line in (("DM", "Kima is hiding, they say."), *FILLER[4 * n : 4 * n + 4])],
+    )
+    two = await said(campaign, "Two", [*FILLER[:4], ("DM", "Kima stands by the dragon's body."), *FILLER[4:8]])
+    hits = await recall(campaign, None, "where is Kima hiding now?", limit=3, mode="fulltext")
+    assert two[4] in [line.entry_id for line in hits[0].lines if line.matched]
+
+
 async def test_the_first_lines_naming_someone_fill_the_hits_in_the_order_played(campaign: CampaignMemory) -> None:
     """ "When did we first meet Cassandra?" -k 4 showed her first three lines, then a line of a later session that
     scored alike, before her fourth."""
