@@ -239,7 +239,10 @@ async def recall(
     if len(talk) > len(segments):
         ranked = rank.fuse(lexical, vector, named=mentioning, said=said_ids, table_talk=talk, told=told)
     places = {i: rank.Place(i, e.session_id, e.seq, len(e.text.split())) for i, e in entries.items()}
-    groups = rank.group(ranked, places, limit, alone_from=rank.ALONE_FROM)  # read here: the bench varies it
+    # read here: the bench varies it; a repeat is told by what a DM would read of it
+    groups = rank.group(
+        ranked, places, limit, alone_from=rank.ALONE_FROM, shown=lambda i: _judged(entries[i].text, passage(i))
+    )
     return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays(), passage)
 
 

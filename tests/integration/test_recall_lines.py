@@ -70,6 +70,18 @@ async def test_a_long_line_is_shown_whole_and_alone(campaign: CampaignMemory) ->
     assert len(short) <= 200 and short.endswith("…") and not short[:-1].endswith(" ")
 
 
+async def test_a_long_line_said_again_in_another_session_is_one_hit(campaign: CampaignMemory) -> None:
+    """A character's intro said each session filled four of five hits ("when did we first meet Kevdak?")."""
+    intro = "Beaten bloody and banished by the herd leader, his uncle Kevdak, Grog was abandoned and left to die. "
+    intro += "Grog wanders the land with his friends, looking for a fight and a drink. " * 3
+    one = await said(campaign, "One", [*FILLER[:4], ("TRAVIS", intro), *FILLER[4:8]])
+    two = await said(campaign, "Two", [*FILLER[:4], ("TRAVIS", intro.replace("uncle", "Uncle")), *FILLER[4:8]])
+    three = await said(campaign, "Three", [*FILLER[:4], ("DM", "Kevdak waits in the herd's camp."), *FILLER[4:8]])
+    hits = await recall(campaign, None, "Kevdak", limit=5, mode="fulltext")
+    shown = {i for h in hits for i in h.entry_ids}
+    assert len({one[4], two[4]} & shown) == 1 and three[4] in shown
+
+
 async def test_a_long_narration_scores_and_shows_by_its_best_passage(campaign: CampaignMemory) -> None:
     """Whole, a long narration holding the question's rare word lost to "Come on." saying its common one: BM25
     divided the rare word's weight by the narration's length. Its best passage scores as a line of a passage's

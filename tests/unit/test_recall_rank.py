@@ -278,6 +278,17 @@ def test_a_line_next_to_a_long_line_shown_alone_joins_it_and_one_further_does_no
     assert [(g.first, g.last, g.matched) for g in hits] == [(10, 13, [1, 2, 3])]
 
 
+def test_a_line_shown_alone_nearly_as_a_hit_says_it_is_left_out() -> None:
+    """Grog's intro, said each session, filled four of five hits for "when did we first meet Kevdak?"."""
+    intro = "Beaten bloody and banished by the herd leader his uncle Kevdak Grog was abandoned and left to die"
+    texts = {1: intro, 2: intro.replace("uncle", "Uncle,") + " (weapon crack)", 3: "Kevdak has the knuckles " * 5}
+    places = {i: Place(i, i, 10, words=30) for i in texts}
+    ranked = [Fused(1, 0.9), Fused(2, 0.8), Fused(3, 0.7)]
+    assert [g.matched for g in group(ranked, places, limit=5, alone_from=20, shown=texts.__getitem__)] == [[1], [3]]
+    # a short line is read with its context: another moment, however alike its words
+    assert len(group(ranked, places, limit=5, alone_from=40, shown=texts.__getitem__)) == 3
+
+
 def test_group_stops_at_the_limit() -> None:
     places = _places((1, 1, 10), (2, 1, 50), (3, 1, 90))
     hits = group([Fused(1, 3), Fused(2, 2), Fused(3, 1)], places, limit=2)
