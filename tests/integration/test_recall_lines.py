@@ -13,7 +13,7 @@ from memory import lexical
 from memory.errors import InvalidInputError
 from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, Visibility
-from memory.recall import MEANING_ALONE, recall
+from memory.recall import MEANING_ALONE, MEANING_BESIDE_WORDS, recall
 from memory.recall_rank import ALONE_FROM, PREVIEW_WORDS
 from memory.semantic import LineVectorIn
 from memory.store import CampaignMemory, Memory
@@ -498,3 +498,23 @@ async def test_nothing_found_when_no_word_is_said_and_no_line_is_close_in_meanin
     await campaign.semantic.upsert_lines([LineVectorIn(i, session_id, "x", at(0.1)) for i in ids])
     (hit,) = await recall(campaign, None, "ziggurat", limit=1, embedding=question)
     assert [line.entry_id for line in hit.answering()] == [ids[-1]]
+
+
+async def test_a_line_found_by_meaning_alone_and_not_close_does_not_pad_the_lines_saying_its_words(
+    campaign: CampaignMemory,
+) -> None:
+    """ "Who is Eskil Ryndarien?" showed its one answer, then "His name is Balan." (cosine under
+    MEANING_BESIDE_WORDS) and three more lines found by meaning alone."""
+    lines = [("DM", "There was Eskil Ryndarien, the archmage in Westruun."), *FILLER[:6]]
+    lines += [("MARISHA", "His name is Balan."), *FILLER[6:12], ("DM", "The old mage of the west has a tower.")]
+    ids = await said(campaign, "One", lines)
+    session_id = (await campaign.log.sessions())[0].id
+    question = [1.0, *([0.0] * 383)]
+
+    def at(cosine: float) -> list[float]:  # a unit vector at this cosine to the question's
+        return [cosine, math.sqrt(1 - cosine**2), *([0.0] * 382)]
+
+    cosines = {ids[0]: 0.6, ids[7]: MEANING_BESIDE_WORDS - 0.05, ids[-1]: MEANING_BESIDE_WORDS + 0.05}
+    await campaign.semantic.upsert_lines([LineVectorIn(i, session_id, "x", at(c)) for i, c in cosines.items()])
+    hits = await recall(campaign, None, "who is Eskil Ryndarien?", limit=5, embedding=question)
+    assert [[line.entry_id for line in h.answering()] for h in hits] == [[ids[0]], [ids[-1]]]
