@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from itertools import islice, pairwise
 from typing import Literal
 
@@ -33,6 +34,10 @@ PREVIEW_WORDS = 12
 #: and its neighbours would spend the reading (3 lines a hit) before the next hit. 5 to 20 scored alike on the
 #: LongMemEval dev half (CRD3 dev did not move); the largest keeps context wherever it costs little. None: always.
 ALONE_FROM: int | None = 20
+#: A line shown alone whose words are this much those of a hit's line shown alone (difflib's ratio) is that hit
+#: again, left out: a character's intro said each session, a "previously on" (0.88-1.0 between the sessions' takes
+#: of Grog's intro, 0.02 to a line about him).
+SAME_TEXT = 0.8
 #: A line said by a speaker the question names, or by its asker when it speaks in the first person, counts as a
 #: line naming what it asks about (``NAMED_BOOST``): "what did Caroline paint" is answered in Caroline's words.
 SAID_BY_NAMED = True
@@ -56,7 +61,8 @@ class Filters:
     last_session: bool = False
     session_number: int | None = None
     speakers: tuple[Speaker, ...] = ()
-    #: "when did we first meet X" ("first") or "last see X" ("last"): the lines naming X, in the order played
+    #: "when did we first meet X" ("first") or "last see X", "where is X" ("last"): the lines naming X, in the
+    #: order played
     told_in: Literal["first", "last"] | None = None
 
     def plays(self) -> dict[str, str]:
@@ -81,6 +87,8 @@ _ORDERED = re.compile(
     re.I,
 )
 _WHEN = re.compile(r"\bwhen\b", re.I)
+#: "Where is X (now)?" asks where X is at present: told by the latest lines naming X, as "when did we last see X".
+_WHERE_NOW = re.compile(r"\bwhere(?:\s+(?:is|are)|['’](?:s|re))\b", re.I)
 _NUMBERED = re.compile(r"\b(?:in |from |during |at )?(?:the )?(?:session|episode|game) #?(\d{1,4})\b", re.I)
 _SAID = re.compile(
     r"\b(?:what|when|where|why|how|who)\s+(?:did|does|has|had)\s+(?P<who>[^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*)?)"
@@ -177,6 +185,8 @@ def parse(query: str, speakers: Iterable[Speaker | str] = ()) -> Parsed:
     if (found := _ORDERED.search(text)) and _WHEN.search(text, 0, found.start()):
         told_in = "first" if found.group("which").casefold() == "first" else "last"
         unordered = text[: found.start()] + " " + text[found.end() :]
+    elif _WHERE_NOW.search(text):
+        told_in, unordered = "last", text
     if found := _SAID.search(text):
         known = [Speaker(s, s) if isinstance(s, str) else s for s in speakers]
         who = found.group("who")
@@ -303,11 +313,15 @@ def group(
     *,
     context: int = CONTEXT,
     alone_from: int | None = ALONE_FROM,
+    shown: Callable[[int], str] | None = None,
 ) -> list[Group]:
     """The first ``limit`` hits: each ranked line with ``context`` lines either side, none when it has at least
     ``alone_from`` words (None: always context). A line already shown by a hit, or next to its span, joins that hit
-    (one passage, read once; it grows by the line, not by more context) instead of making another."""
+    (one passage, read once; it grows by the line, not by more context) instead of making another. A line shown
+    alone whose ``shown`` text (by entry id) is nearly a hit's shown alone (``SAME_TEXT``) is left out: one stands
+    for its repeats."""
     out: list[Group] = []
+    alone: list[list[str]] = []  # the words of the hits shown alone
     for line in ranked:
         if len(out) >= limit:
             break
@@ -327,6 +341,11 @@ def group(
             joined.first, joined.last = min(joined.first, place.seq), max(joined.last, place.seq)
             joined.matched.append(line.entry_id)
             continue
+        if shown is not None and not around:
+            words = _WORD.findall(shown(line.entry_id).casefold())
+            if any(SequenceMatcher(None, words, seen, autojunk=False).ratio() >= SAME_TEXT for seen in alone):
+                continue
+            alone.append(words)
         out.append(Group(place.session_id, place.seq - around, place.seq + around, [line.entry_id], line.score))
     return out
 

@@ -98,7 +98,8 @@ async def test_what_grog_said_is_chosen_among_grogs_sessions_only(memory: Memory
     ``LINE_VECTOR_DEPTH`` by meaning), each better than any Grog line: the Grog lines still fill the hits."""
     for name in ("Grog", "Fjord"):
         await campaign.graph.add_entity(EntityIn(name=name, type=EntityType.player, attributes={"played_by": "TRAVIS"}))
-    said = "I swing the great axe at it, and I rage the whole time, because that is what I do best."
+    # short: a long line said again word for word is one hit (``SAME_TEXT``)
+    said = "I swing the great axe at it, and I rage the whole time."
     grog = await played(
         memory, campaign, "Vox Machina 35", [("DM", "Grog, the ogre charges."), *([*FILLER, ("TRAVIS", said)] * 3)]
     )

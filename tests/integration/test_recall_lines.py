@@ -13,7 +13,7 @@ from memory import lexical
 from memory.errors import InvalidInputError
 from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, Visibility
-from memory.recall import MEANING_ALONE, recall
+from memory.recall import MEANING_ALONE, MEANING_BESIDE_WORDS, recall
 from memory.recall_rank import ALONE_FROM, PREVIEW_WORDS
 from memory.semantic import LineVectorIn
 from memory.store import CampaignMemory, Memory
@@ -68,6 +68,18 @@ async def test_a_long_line_is_shown_whole_and_alone(campaign: CampaignMemory) ->
     # an embed clips at its limit between words, with "…"
     short = cited([hit], str, 200)
     assert len(short) <= 200 and short.endswith("…") and not short[:-1].endswith(" ")
+
+
+async def test_a_long_line_said_again_in_another_session_is_one_hit(campaign: CampaignMemory) -> None:
+    """A character's intro said each session filled four of five hits ("when did we first meet Kevdak?")."""
+    intro = "Beaten bloody and banished by the herd leader, his uncle Kevdak, Grog was abandoned and left to die. "
+    intro += "Grog wanders the land with his friends, looking for a fight and a drink. " * 3
+    one = await said(campaign, "One", [*FILLER[:4], ("TRAVIS", intro), *FILLER[4:8]])
+    two = await said(campaign, "Two", [*FILLER[:4], ("TRAVIS", intro.replace("uncle", "Uncle")), *FILLER[4:8]])
+    three = await said(campaign, "Three", [*FILLER[:4], ("DM", "Kevdak waits in the herd's camp."), *FILLER[4:8]])
+    hits = await recall(campaign, None, "Kevdak", limit=5, mode="fulltext")
+    shown = {i for h in hits for i in h.entry_ids}
+    assert len({one[4], two[4]} & shown) == 1 and three[4] in shown
 
 
 async def test_a_long_narration_scores_and_shows_by_its_best_passage(campaign: CampaignMemory) -> None:
@@ -258,6 +270,19 @@ async def test_when_we_first_or_last_met_someone_shows_the_first_or_last_lines_n
     # someone the campaign does not know has no first line
     hits = await recall(campaign, None, "when did we first meet Zorbo?", limit=3, mode="fulltext")
     assert all(one[4] not in h.entry_ids for h in hits)
+
+
+async def test_where_someone_is_shows_the_latest_lines_naming_them(campaign: CampaignMemory) -> None:
+    """ "Where is Lady Kima?" showed five lines of sessions 1-2 (where she was sought) above her latest session."""
+    await campaign.graph.add_entity(EntityIn(name="Kima", type=EntityType.npc))
+    await said(
+        campaign,
+        "One",
+        [line for n in range(5) for line in (("DM", "Kima is hiding, they say."), *FILLER[4 * n : 4 * n + 4])],
+    )
+    two = await said(campaign, "Two", [*FILLER[:4], ("DM", "Kima stands by the dragon's body."), *FILLER[4:8]])
+    hits = await recall(campaign, None, "where is Kima hiding now?", limit=3, mode="fulltext")
+    assert two[4] in [line.entry_id for line in hits[0].lines if line.matched]
 
 
 async def test_the_first_lines_naming_someone_fill_the_hits_in_the_order_played(campaign: CampaignMemory) -> None:
@@ -473,3 +498,23 @@ async def test_nothing_found_when_no_word_is_said_and_no_line_is_close_in_meanin
     await campaign.semantic.upsert_lines([LineVectorIn(i, session_id, "x", at(0.1)) for i in ids])
     (hit,) = await recall(campaign, None, "ziggurat", limit=1, embedding=question)
     assert [line.entry_id for line in hit.answering()] == [ids[-1]]
+
+
+async def test_a_line_found_by_meaning_alone_and_not_close_does_not_pad_the_lines_saying_its_words(
+    campaign: CampaignMemory,
+) -> None:
+    """ "Who is Eskil Ryndarien?" showed its one answer, then "His name is Balan." (cosine under
+    MEANING_BESIDE_WORDS) and three more lines found by meaning alone."""
+    lines = [("DM", "There was Eskil Ryndarien, the archmage in Westruun."), *FILLER[:6]]
+    lines += [("MARISHA", "His name is Balan."), *FILLER[6:12], ("DM", "The old mage of the west has a tower.")]
+    ids = await said(campaign, "One", lines)
+    session_id = (await campaign.log.sessions())[0].id
+    question = [1.0, *([0.0] * 383)]
+
+    def at(cosine: float) -> list[float]:  # a unit vector at this cosine to the question's
+        return [cosine, math.sqrt(1 - cosine**2), *([0.0] * 382)]
+
+    cosines = {ids[0]: 0.6, ids[7]: MEANING_BESIDE_WORDS - 0.05, ids[-1]: MEANING_BESIDE_WORDS + 0.05}
+    await campaign.semantic.upsert_lines([LineVectorIn(i, session_id, "x", at(c)) for i, c in cosines.items()])
+    hits = await recall(campaign, None, "who is Eskil Ryndarien?", limit=5, embedding=question)
+    assert [[line.entry_id for line in h.answering()] for h in hits] == [[ids[0]], [ids[-1]]]

@@ -78,6 +78,16 @@ def test_first_or_last_met_seen_or_heard_asks_for_the_order_of_the_lines() -> No
         assert parse(question).filters.told_in is None, question
 
 
+def test_where_someone_is_asks_for_the_latest_lines() -> None:
+    """ "Where is Lady Kima?" showed five lines of sessions 1-2, though session 7 named her 54 times."""
+    for question in ("where is Lady Kima?", "Where are the Briarwoods now", "where's Kima"):
+        parsed = parse(question)
+        assert parsed.filters.told_in == "last", question
+        assert parsed.unordered == parsed.text, question
+    for question in ("where was Kima?", "where did Grog bury the dagger?", "somewhere is a key"):
+        assert parse(question).filters.told_in is None, question
+
+
 def test_a_numbered_session_is_a_filter() -> None:
     parsed = parse("who did we meet in session 3")
     assert parsed.filters.session_number == 3
@@ -266,6 +276,17 @@ def test_a_line_next_to_a_long_line_shown_alone_joins_it_and_one_further_does_no
     places[3] = Place(3, 1, 13, words=5)
     hits = group([Fused(1, 0.9), Fused(2, 0.8), Fused(3, 0.7)], places, limit=5, alone_from=40)
     assert [(g.first, g.last, g.matched) for g in hits] == [(10, 13, [1, 2, 3])]
+
+
+def test_a_line_shown_alone_nearly_as_a_hit_says_it_is_left_out() -> None:
+    """Grog's intro, said each session, filled four of five hits for "when did we first meet Kevdak?"."""
+    intro = "Beaten bloody and banished by the herd leader his uncle Kevdak Grog was abandoned and left to die"
+    texts = {1: intro, 2: intro.replace("uncle", "Uncle,") + " (weapon crack)", 3: "Kevdak has the knuckles " * 5}
+    places = {i: Place(i, i, 10, words=30) for i in texts}
+    ranked = [Fused(1, 0.9), Fused(2, 0.8), Fused(3, 0.7)]
+    assert [g.matched for g in group(ranked, places, limit=5, alone_from=20, shown=texts.__getitem__)] == [[1], [3]]
+    # a short line is read with its context: another moment, however alike its words
+    assert len(group(ranked, places, limit=5, alone_from=40, shown=texts.__getitem__)) == 3
 
 
 def test_group_stops_at_the_limit() -> None:
