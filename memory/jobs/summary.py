@@ -39,7 +39,8 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     talk = out_of_game(entries, session.dm_speaker_id)  # once: it reads the whole session
     told = [e for e in entries if e.id not in talk]  # the story's lines
     if ctx.llm is not None and told:
-        summary = await abstractive(ctx.llm, by_role(told, session.dm_speaker_id), summary)
+        mask = await mem.graph.player_mask()
+        summary = await abstractive(ctx.llm, by_role(told, session.dm_speaker_id), summary, mask)
     # An entity's name has no invisible characters; a title may ("🧙‍♂️ Wizard night" holds a zero-width joiner).
     title = "".join(ch for ch in session.title if not unicodedata.category(ch).startswith("C"))
     async with mem.transaction() as tx:

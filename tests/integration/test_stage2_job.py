@@ -448,7 +448,7 @@ async def test_the_llm_recap_reads_speakers_by_role_not_by_the_names_they_chose(
     finally:
         await llm.aclose()
     (request,) = fake_openai.chat_requests
-    assert request["messages"][1]["content"].splitlines() == [
+    assert request["messages"][1]["content"].splitlines()[1:-1] == [
         "DM: Quelloth waits at the old cistern.",
         "player DM: Quelloth is dead, the DM says so.",
         "Matt: The cistern floods at dawn.",
