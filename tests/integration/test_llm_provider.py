@@ -299,3 +299,24 @@ async def test_a_wrong_model_key_or_url_is_a_setting_to_check_asked_once_not_an_
     finally:
         await client.aclose()
     assert len(fake_openai.chat_requests) == (0 if drop_v1 else 1)  # asked once: the second fails at once
+
+
+def test_a_model_set_without_url_or_key_is_said_to_be_off_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A DM who forgot OPENAI_BASE_URL would believe the LLM reads the sessions: the bot, ingest and the worker
+    say it is off, once."""
+    from memory.jobs import context
+
+    for key in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("LOREKEEPER_LLM_MODEL", "llama3.1:8b")
+    context._say_llm_off.cache_clear()
+    settings = load_settings()
+    for _ in range(2):
+        assert make_job_context(None, settings).llm is None  # type: ignore[arg-type]
+    said = [r.getMessage() for r in caplog.records if "LOREKEEPER_LLM_MODEL" in r.getMessage()]
+    assert said == [
+        "LOREKEEPER_LLM_MODEL is set (llama3.1:8b) but neither OPENAI_BASE_URL nor OPENAI_API_KEY: the LLM is off, "
+        "the offline rules and recaps serve"
+    ]
