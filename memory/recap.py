@@ -283,7 +283,7 @@ async def abstractive(llm: LLMClient, entries: Sequence[Entry], fallback: str, m
     """The LLM's recap of ``entries``, its speakers named by role (see :func:`by_role`): a player calling themself
     "DM" must not narrate the session to the model. Players read it: the model never sees a line that names a
     secret (``mask``), and a recap that still names one, or spells one nearly, is not used."""
-    from memory.providers.llm import LLMError
+    from memory.providers.llm import LLMError, LLMUnavailable
 
     told = [e for e in entries if mask(e.text) == e.text]
     transcript = "\n".join(_fenced(f"{e.speaker}: {e.text}") for e in told)[-24000:]
@@ -294,6 +294,8 @@ async def abstractive(llm: LLMClient, entries: Sequence[Entry], fallback: str, m
             schema=Recap,
             max_tokens=RECAP_MAX_TOKENS,
         )
+    except LLMUnavailable:
+        raise  # an outage: the summary job writes the extractive summary for now and tries again
     except LLMError as exc:
         log.warning("LLM recap failed (%s); keeping the extractive summary", exc)
         return fallback

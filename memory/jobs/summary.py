@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import unicodedata
 
 from memory.extraction.pipeline import by_role
@@ -12,8 +13,11 @@ from memory.jobs.queue import SUMMARY, claim_progress, progress, set_progress
 from memory.mentions import index_lines
 from memory.models import RECAP_PREFIX, EntityIn, EntityType, Provenance, ReviewStatus, Source, Visibility
 from memory.offgame import out_of_game
+from memory.providers.llm import LLMUnavailable
 from memory.recap import abstractive, extractive_summary
 from memory.text import without_hidden
+
+log = logging.getLogger(__name__)
 
 
 async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) -> str:
@@ -21,6 +25,7 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     and whichever of its summary jobs runs first, gets one recap, and another only once lines were added. (The
     summary's progress is the number of lines the recap covers: a late line may come before the last.)"""
     mem = ctx.memory.campaign(campaign_id)
+    outage: LLMUnavailable | None = None
     session = await mem.log.session(session_id)
     entries = await mem.log.session_entries(session_id)
     done = await progress(mem.db, mem, session_id, SUMMARY)
@@ -40,14 +45,21 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     told = [e for e in entries if e.id not in talk]  # the story's lines
     if ctx.llm is not None and told:
         mask = await mem.graph.player_mask()
-        summary = await abstractive(ctx.llm, by_role(told, session.dm_speaker_id), summary, mask)
+        try:
+            summary = await abstractive(ctx.llm, by_role(told, session.dm_speaker_id), summary, mask)
+        except LLMUnavailable as exc:
+            # players get the extractive summary now, and the job is retried (held, then run again with the
+            # extraction held beside it): a 429 burst must not cost the session its written recap for good
+            outage = exc
+            log.warning("LLM recap failed (%s); the extractive summary stands until the LLM answers", exc)
     # An entity's name has no invisible characters; a title may ("🧙‍♂️ Wizard night" holds a zero-width joiner).
     title = "".join(ch for ch in session.title if not unicodedata.category(ch).startswith("C"))
     async with mem.transaction() as tx:
         await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
         if not await claim_progress(tx.db, tx, session_id, SUMMARY, done):  # another job wrote it meanwhile
             return (await tx.log.session(session_id)).summary or summary
-        await set_progress(tx.db, tx, session_id, SUMMARY, len(entries))
+        if outage is None:  # else it stays short of the lines: the next run writes the LLM's recap
+            await set_progress(tx.db, tx, session_id, SUMMARY, len(entries))
         await tx.log.set_summary(session_id, summary)
         event, _, _ = await tx.graph.upsert_entity(
             EntityIn(
@@ -64,4 +76,6 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
         # who took part was read before them
         late = {e.id for e in await tx.graph.list_entities()} - {e.id for e in entities}
         await link_to_recaps(tx.graph, late)
+    if outage is not None:
+        raise outage
     return summary

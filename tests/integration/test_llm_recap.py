@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from memory import jobs
 from memory.extraction.llm import FENCE_CLOSE, FENCE_OPEN
 from memory.models import EntityIn, EntityType, Visibility
 from memory.providers.embeddings import MiniLMEmbedder
-from memory.providers.llm import OpenAILLM
+from memory.providers.llm import LLMUnavailable, OpenAILLM
 from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory, Memory
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeHTTPError, FakeOpenAI
 
 LINES = [
     ("DM", "Quelloth waits for you at the old cistern tonight, under the broken arch."),
@@ -42,7 +44,7 @@ async def recap_of(
         asked.append(request)
         return json.dumps({"recap": recap})
 
-    fake.chat_handler = answer
+    fake.chat_handler = answer  # after any answer the test queued
     llm = OpenAILLM(fake.base_url, fake.api_key, "fake-model", max_retries=0)
     ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2", llm=llm)
     try:
@@ -70,3 +72,25 @@ async def test_a_recap_that_spells_a_secret_nearly_is_not_used(
         memory, campaign, fake_openai, "Vaskerin Holt is the Pale Magister, and Quelloth waits at the cistern."
     )
     assert "Vaskerin" not in summary and summary.startswith("DM: ")  # the extractive summary stands
+
+
+async def test_after_an_outage_the_recap_is_written_again_when_the_llm_answers(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI
+) -> None:
+    """A 429 burst leaves the extractive summary for now and fails the job as an outage (retried, held, run again
+    with the extraction): the next run writes the LLM's recap."""
+    fake_openai.queue_chat(FakeHTTPError(429, "Too many requests"))
+    with pytest.raises(LLMUnavailable):
+        await recap_of(memory, campaign, fake_openai, "unused")
+    (session,) = await campaign.log.sessions()
+    assert session.summary is not None and session.summary.startswith("DM: ")  # players have a recap meanwhile
+    fake_openai.chat_handler = lambda request: json.dumps({"recap": "Quelloth waits at the old cistern."})
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2", llm=llm)
+    try:
+        summary = await jobs.summarize_session(ctx, campaign.campaign_id, session.id)
+    finally:
+        await llm.aclose()
+    assert summary.startswith("Quelloth waits at the old cistern.")
+    assert (await campaign.log.session(session.id)).summary == summary
+
