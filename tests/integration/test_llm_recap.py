@@ -94,3 +94,20 @@ async def test_after_an_outage_the_recap_is_written_again_when_the_llm_answers(
     assert summary.startswith("Quelloth waits at the old cistern.")
     assert (await campaign.log.session(session.id)).summary == summary
 
+
+async def test_the_recap_model_reads_a_long_session_from_start_to_end_within_its_budget(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI
+) -> None:
+    """A session longer than the model reads is not cut to its end: each part gives its longest lines."""
+    lines = [
+        (
+            "DM" if n % 2 else "Cleo",
+            f"Night part {n // 50}, line {n}: " + ("the rain falls on the road. " * (1 + n % 3)),
+        )
+        for n in range(1000)
+    ]
+    _, asked = await recap_of(memory, campaign, fake_openai, "The rain falls on the road.", lines)
+    user = asked[0]["messages"][1]["content"]
+    assert len(user) <= 24_000 + 100
+    assert "Night part 0," in user and "Night part 19," in user  # its start and its end
+    assert all(f"Night part {p}," in user for p in range(20))
