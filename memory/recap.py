@@ -280,10 +280,14 @@ Of a long session you are given its most telling lines from start to end: tell a
 """
 
 
-async def abstractive(llm: LLMClient, entries: Sequence[Entry], fallback: str, mask: SecretMask) -> str:
+async def abstractive(
+    llm: LLMClient, entries: Sequence[Entry], fallback: str, mask: SecretMask, names: Iterable[str] = ()
+) -> str:
     """The LLM's recap of ``entries``, its speakers named by role (see :func:`by_role`): a player calling themself
     "DM" must not narrate the session to the model. Players read it: the model never sees a line that names a
-    secret (``mask``), and a recap that still names one, or spells one nearly, is not used."""
+    secret (``mask``), and a recap that fails the checks a DM would make (:func:`_unfit`; ``names``: the
+    campaign's public names) is not used: the extractive summary ``fallback`` stands. The recap keeps its
+    "Involved:" list."""
     from memory.providers.llm import LLMError, LLMUnavailable
 
     told = [e for e in entries if mask(e.text) == e.text]
@@ -300,11 +304,45 @@ async def abstractive(llm: LLMClient, entries: Sequence[Entry], fallback: str, m
     except LLMError as exc:
         log.warning("LLM recap failed (%s); keeping the extractive summary", exc)
         return fallback
-    recap = answer.recap.strip()
-    if recap and mask.near(recap):
-        log.warning("the LLM recap names a secret, or something spelled like one; keeping the extractive summary")
+    recap = " ".join(answer.recap.split())
+    tail = [line for line in fallback.splitlines() if line.startswith(_INVOLVED)]
+    known = {w for text in [*names, *read] for w in _WORDS.findall(text.casefold())}
+    if not recap:
         return fallback
-    return recap or fallback
+    if why := _unfit(recap, known, mask, _MAX_CHARS - len("\n".join(["", *tail]))):
+        log.warning("the LLM recap %s; keeping the extractive summary", why)
+        return fallback
+    return "\n".join([recap, *tail])
+
+
+_WORDS = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
+#: A recap whose words are less than this share the transcript's or the campaign's is in another language, or
+#: tells another story.
+_SHARED_WORDS = 0.5
+
+
+def _unfit(recap: str, known: Set[str], mask: SecretMask, room: int) -> str | None:
+    """Why ``recap`` may not stand for the session, if it may not: it names a secret or spells one nearly (what
+    players read must not), runs longer than the ``room`` asked for, names someone neither the session nor the
+    campaign does (``known``: their words), or is in another language than the transcript."""
+    if mask.near(recap):
+        return "names a secret, or something spelled like one"
+    if len(recap) > room:
+        return f"is {len(recap):,} characters long, more than the {room:,} it has"
+    sentences = [m.group() for m in re.finditer(r"[^.!?]+[.!?]*", recap)]
+    named = {w for s in sentences for w in _WORDS.findall(s)[1:] if w[:1].isupper() and len(w) > 1}
+    invented = sorted(w for w in named if w.casefold() not in known and _possessor(w).casefold() not in known)
+    if invented:
+        return f"names {', '.join(invented[:5])}, which the session and the campaign do not"
+    words = [w.casefold() for w in _WORDS.findall(recap) if len(w) >= 3]
+    if words and sum(w in known for w in words) < _SHARED_WORDS * len(words):
+        return "shares too few words with the session: another language, or another story"
+    return None
+
+
+def _possessor(word: str) -> str:
+    """ "Grog" of "Grog's"."""
+    return re.sub(r"['’]s$", "", word)
 
 
 #: What of a session the recap model reads, in characters (about 6,000 tokens: within a small local model's

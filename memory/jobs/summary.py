@@ -45,8 +45,9 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     told = [e for e in entries if e.id not in talk]  # the story's lines
     if ctx.llm is not None and told:
         mask = await mem.graph.player_mask()
+        public = [n for e in entities if e.id not in secret for n in [e.name, *e.aliases]]
         try:
-            summary = await abstractive(ctx.llm, by_role(told, session.dm_speaker_id), summary, mask)
+            summary = await abstractive(ctx.llm, by_role(told, session.dm_speaker_id), summary, mask, public)
         except LLMUnavailable as exc:
             # players get the extractive summary now, and the job is retried (held, then run again with the
             # extraction held beside it): a 429 burst must not cost the session its written recap for good

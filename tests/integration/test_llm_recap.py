@@ -111,3 +111,25 @@ async def test_the_recap_model_reads_a_long_session_from_start_to_end_within_its
     assert len(user) <= 24_000 + 100
     assert "Night part 0," in user and "Night part 19," in user  # its start and its end
     assert all(f"Night part {p}," in user for p in range(20))
+
+
+async def test_the_llm_recap_keeps_the_involved_list(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI
+) -> None:
+    summary, _ = await recap_of(memory, campaign, fake_openai, "Quelloth waits at the old cistern.")
+    assert summary == "Quelloth waits at the old cistern.\nInvolved: Quelloth"
+
+
+@pytest.mark.parametrize(
+    "recap",
+    [
+        "Lord Vexmoor, the lich king, slew Quelloth and the party fled to Waterdeep.",  # nobody the session names
+        "Quelloth attend les aventuriers à la vieille citerne, sous l'arche brisée.",  # not the table's language
+        "Quelloth waits for you at the old cistern tonight. " * 40,  # far over the length asked for
+    ],
+)
+async def test_a_recap_that_fails_the_checks_leaves_the_extractive_one(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI, recap: str
+) -> None:
+    summary, _ = await recap_of(memory, campaign, fake_openai, recap)
+    assert summary.startswith("DM: Quelloth waits for you at the old cistern")
