@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # openai takes ~0.9 s to import: only where a request is made
     from openai.types.chat import ChatCompletion
     from openai.types.chat.completion_create_params import ResponseFormat
 
-__all__ = ["DEFAULT_MAX_TOKENS", "LLMClient", "LLMError", "LLMUnavailable", "OpenAILLM"]
+__all__ = ["DEFAULT_MAX_TOKENS", "LLMClient", "LLMError", "LLMTimeout", "LLMUnavailable", "OpenAILLM"]
 
 T = TypeVar("T", bound=pydantic.BaseModel)
 
@@ -41,6 +41,11 @@ class LLMError(Exception):
 
 class LLMUnavailable(LLMError, Unavailable):
     """No answer came at all (see :class:`memory.errors.Unavailable`)."""
+
+
+class LLMTimeout(LLMUnavailable):
+    """The LLM did not answer within its timeout, however often the client asked: a background job is held at once
+    instead of asking a slow server again and again (it would go on generating every abandoned request)."""
 
 
 class LLMClient(Protocol):
@@ -152,7 +157,12 @@ class OpenAILLM:
             failed = LLMError if exc.status_code in BAD_REQUEST else LLMUnavailable
             return failed(said)
         if isinstance(exc, openai.APITimeoutError):
-            return LLMUnavailable("LLM request timed out")
+            tries = self._client.max_retries + 1
+            return LLMTimeout(
+                f"LLM request timed out after {self._client.timeout} s ({tries} tr{'y' if tries == 1 else 'ies'}) at "
+                f"{self._client.base_url}: "
+                "raise LOREKEEPER_LLM_TIMEOUT, or use a faster model"
+            )
         if isinstance(exc, openai.APIConnectionError):
             return LLMUnavailable(f"LLM unreachable: {self._said(str(exc))}")
         if isinstance(exc, openai.OpenAIError):
