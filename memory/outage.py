@@ -51,4 +51,7 @@ def _first_outage(exc: BaseException) -> BaseException:
     chain = [exc]
     while (earlier := chain[-1].__cause__ or chain[-1].__context__) is not None and earlier not in chain:
         chain.append(earlier)
-    return next((e for e in reversed(chain) if isinstance(e, (*_OUTAGES, Unavailable))), chain[-1])
+    # a provider's error says what is away in its own words ("LLM request timed out after 60 s at …"), where what
+    # it wraps may be a bare TimeoutError
+    provider = next((e for e in chain if isinstance(e, Unavailable)), None)
+    return provider or next((e for e in reversed(chain) if isinstance(e, _OUTAGES)), chain[-1])

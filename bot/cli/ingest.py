@@ -26,6 +26,7 @@ from bot.cli.common import (
 from bot.cli.progress import Stage, StageProgress, watch
 from memory.ingest import ImportCounts, IngestReport, import_counts, ingest_file
 from memory.jobs.admin import held_jobs
+from memory.jobs.context import warn_if_llm_off
 from memory.jobs.queue import pending_jobs
 from memory.jobs.worker import run_workers
 from memory.recorder import Utterance
@@ -103,6 +104,7 @@ async def ingest(
     settings = settings_from(ctx)
     if why := next(filter(None, map(unsupported, paths)), None):  # before --speaker says it is no audio
         raise CliError(why)
+    warn_if_llm_off(settings)  # its stage 2 and, with --wait, its jobs would use it
     audio = [p for p in paths if is_audio(p)]
     if audio and len(audio) != len(paths):
         raise CliError("give either audio files or one transcript, not both")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Sequence
+from difflib import SequenceMatcher
 
 from memory.graph.lookup import EntityLookup
 from memory.graph.rules import names_to_mask
@@ -59,6 +60,29 @@ class SecretMask:
         if not which and not self._always:
             return text
         return self._pattern_of(tuple(sorted(which.union(self._always)))).sub(self.MASK, text)
+
+    def near(self, text: str) -> bool:
+        """Whether ``text`` names a secret name or spells one nearly ("Vaskerin Holt", "Pact of Ash & Water"): the
+        check for a model's text, where masking the exact name would leave a near spelling, and half a masked
+        sentence may tie a public alias to the secret it hides."""
+        words = _spelled(text)
+        for name in self._spellings:
+            said = " ".join(wanted := _spelled(name))
+            if len(said) < 4:
+                continue
+            for i in range(len(words) - len(wanted) + 1):
+                seen = SequenceMatcher(None, " ".join(words[i : i + len(wanted)]), said)
+                if seen.real_quick_ratio() >= _NEAR and seen.quick_ratio() >= _NEAR and seen.ratio() >= _NEAR:
+                    return True
+        return False
+
+
+#: How alike two spellings are (difflib's ratio) to be one name: one letter off in "Vaskerrin".
+_NEAR = 0.85
+
+
+def _spelled(text: str) -> list[str]:
+    return _WORD_RUN.findall(text.casefold().replace("&", " and "))
 
 
 class Masking(EntityLookup):

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memory.chunking import ChunkSettings
 from memory.jobs.embedding import EmbedStats
 from memory.store import Memory
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from memory.providers.embeddings import Embedder
@@ -41,8 +45,24 @@ def make_job_context(memory: Memory, settings: Any) -> JobContext:
         settings.embedding_dim,
     )
     llm = None
+    warn_if_llm_off(settings)
     if settings.llm_enabled:
         from memory.providers.llm import OpenAILLM
 
         llm = OpenAILLM(settings.openai_base_url, api_key, settings.llm_model, timeout=settings.llm_timeout)
     return JobContext(memory=memory, embedder=embedder, embedding_model=settings.embedding.model, llm=llm)
+
+
+def warn_if_llm_off(settings: Any) -> None:
+    """Say (once a process) that the LLM model set is not used: a DM who forgot the URL believes the LLM reads."""
+    if settings.llm_model and not settings.llm_enabled:
+        _say_llm_off(settings.llm_model)
+
+
+@functools.cache
+def _say_llm_off(model: str) -> None:
+    log.warning(
+        "LOREKEEPER_LLM_MODEL is set (%s) but neither OPENAI_BASE_URL nor OPENAI_API_KEY: the LLM is off, "
+        "the offline rules and recaps serve",
+        model,
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import unicodedata
 
 from memory.extraction.pipeline import by_role
@@ -22,8 +23,11 @@ from memory.models import (
     recap_name,
 )
 from memory.offgame import out_of_game
+from memory.providers.llm import LLMUnavailable
 from memory.recap import abstractive, extractive_summary
 from memory.text import without_hidden
+
+log = logging.getLogger(__name__)
 
 
 async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) -> str:
@@ -31,6 +35,7 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     and whichever of its summary jobs runs first, gets one recap, and another only once lines were added. (The
     summary's progress is the number of lines the recap covers: a late line may come before the last.)"""
     mem = ctx.memory.campaign(campaign_id)
+    outage: LLMUnavailable | None = None
     session = await mem.log.session(session_id)
     entries = await mem.log.session_entries(session_id)
     done = await progress(mem.db, mem, session_id, SUMMARY)
@@ -50,14 +55,23 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     talk = out_of_game(entries, session.dm_speaker_id)  # once: it reads the whole session
     told = [e for e in entries if e.id not in talk]  # the story's lines
     if ctx.llm is not None and told:
-        summary = await abstractive(ctx.llm, by_role(told, session.dm_speaker_id), summary)
+        mask = await mem.graph.player_mask()
+        public = [n for e in entities if e.id not in secret for n in [e.name, *e.aliases]]
+        try:
+            summary = await abstractive(ctx.llm, by_role(told, session.dm_speaker_id), summary, mask, public)
+        except LLMUnavailable as exc:
+            # players get the extractive summary now, and the job is retried (held, then run again with the
+            # extraction held beside it): a 429 burst must not cost the session its written recap for good
+            outage = exc
+            log.warning("LLM recap failed (%s); the extractive summary stands until the LLM answers", exc)
     # An entity's name has no invisible characters; a title may ("🧙‍♂️ Wizard night" holds a zero-width joiner).
     title = "".join(ch for ch in session.title if not unicodedata.category(ch).startswith("C"))
     async with mem.transaction() as tx:
         await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
         if not await claim_progress(tx.db, tx, session_id, SUMMARY, done):  # another job wrote it meanwhile
             return (await tx.log.session(session_id)).summary or summary
-        await set_progress(tx.db, tx, session_id, SUMMARY, len(entries))
+        if outage is None:  # else it stays short of the lines: the next run writes the LLM's recap
+            await set_progress(tx.db, tx, session_id, SUMMARY, len(entries))
         await tx.log.set_summary(session_id, summary)
         name = recap_name(title)[:200]  # an entity name's limit; titles may be file names
         if (old := f"{RECAP_PREFIX}{title}"[:200]) != name and await tx.graph.find_entity(old) is not None:
@@ -78,4 +92,6 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
         # who took part was read before them
         late = {e.id for e in await tx.graph.list_entities()} - {e.id for e in entities}
         await link_to_recaps(tx.graph, late)
+    if outage is not None:
+        raise outage
     return summary

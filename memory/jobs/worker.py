@@ -30,6 +30,7 @@ from memory.jobs.queue import CHUNK, CORRECT2, EXTRACT, HEARD, SUMMARY, UNHEARD,
 from memory.jobs.stage2 import correct_stage2
 from memory.jobs.summary import summarize_session
 from memory.outage import is_outage, outage_said, short_reason
+from memory.providers.llm import LLMTimeout
 from memory.store import Memory
 from memory.voice.backoff import Backoff
 
@@ -119,7 +120,9 @@ class _RetryOutages(DatabaseRetryEntrypointExecutor):
         try:
             await super().execute(job, context)
         except pgq_errors.RetryRequested as retry:
-            if isinstance(retry.__cause__, BadJobError):  # the base class turns every error into a retry
+            # the base class turns every error into a retry; a slow LLM was asked three times already by the
+            # client: the job is held (run again at the next worker start or `jobs retry`), not asked 15 times more
+            if isinstance(retry.__cause__, BadJobError | LLMTimeout):
                 raise retry.__cause__ from retry.__cause__.__cause__
             raise
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # openai takes ~0.9 s to import: only where a request is made
     from openai.types.chat import ChatCompletion
     from openai.types.chat.completion_create_params import ResponseFormat
 
-__all__ = ["DEFAULT_MAX_TOKENS", "LLMClient", "LLMError", "LLMUnavailable", "OpenAILLM"]
+__all__ = ["DEFAULT_MAX_TOKENS", "LLMClient", "LLMError", "LLMTimeout", "LLMUnavailable", "OpenAILLM"]
 
 T = TypeVar("T", bound=pydantic.BaseModel)
 
@@ -41,6 +41,11 @@ class LLMError(Exception):
 
 class LLMUnavailable(LLMError, Unavailable):
     """No answer came at all (see :class:`memory.errors.Unavailable`)."""
+
+
+class LLMTimeout(LLMUnavailable):
+    """The LLM did not answer within its timeout, however often the client asked: a background job is held at once
+    instead of asking a slow server again and again (it would go on generating every abandoned request)."""
 
 
 class LLMClient(Protocol):
@@ -82,6 +87,7 @@ class OpenAILLM:
         self.model = model
         self.strict = strict
         self.json_object = False  # set when the server refuses JSON-schema output
+        self._misconfigured: LLMError | None = None  # a wrong model, key or URL: said once, then no more requests
         try:
             self._client = make_openai_client(base_url, api_key, timeout=timeout, max_retries=max_retries)
         except ValueError as exc:
@@ -100,6 +106,8 @@ class OpenAILLM:
 
         from memory.providers.openai_client import api_error_detail
 
+        if self._misconfigured is not None:
+            raise self._misconfigured
         asked_system, response_format = self._format(system, schema)
         try:
             completion = await self._client.chat.completions.create(
@@ -139,16 +147,43 @@ class OpenAILLM:
         from memory.providers.openai_client import api_error_detail
 
         if isinstance(exc, openai.APIStatusError):
+            said = f"LLM request failed: HTTP {exc.status_code}: {self._said(api_error_detail(exc))}"
+            if check := self._setting_to_check(exc):
+                # asking again will not help, nor will a job's retries: the request fails the same until the DM
+                # fixes the setting, so the callers' offline path serves at once
+                log.error("%s — %s", said, check)
+                self._misconfigured = LLMError(f"{said} — {check}")
+                return self._misconfigured
             failed = LLMError if exc.status_code in BAD_REQUEST else LLMUnavailable
-            return failed(f"LLM request failed: HTTP {exc.status_code}: {self._said(api_error_detail(exc))}")
+            return failed(said)
         if isinstance(exc, openai.APITimeoutError):
-            return LLMUnavailable("LLM request timed out")
+            tries = self._client.max_retries + 1
+            return LLMTimeout(
+                f"LLM request timed out after {self._client.timeout} s ({tries} tr{'y' if tries == 1 else 'ies'}) at "
+                f"{self._client.base_url}: "
+                "raise LOREKEEPER_LLM_TIMEOUT, or use a faster model"
+            )
         if isinstance(exc, openai.APIConnectionError):
             return LLMUnavailable(f"LLM unreachable: {self._said(str(exc))}")
         if isinstance(exc, openai.OpenAIError):
             return LLMError(f"LLM request failed: {type(exc).__name__}: {self._said(str(exc))}")
         # a 200 whose body is not JSON (a proxy's error page): no answer at all
         return LLMUnavailable(f"LLM answer is not JSON: {self._said(str(exc))}")
+
+    def _setting_to_check(self, exc: Exception) -> str | None:
+        """What the DM should check when the server refuses the settings rather than the request: a key it does
+        not take (401, 403), a model it does not have or a URL it does not serve (404)."""
+        import openai
+
+        url = str(self._client.base_url).rstrip("/")
+        if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (401, 403, 404):
+            return None
+        if exc.status_code != 404:
+            return f"check OPENAI_API_KEY (the server at {url} refuses it)"
+        if "model" in str(exc).lower():
+            return f"check LOREKEEPER_LLM_MODEL: {self.model!r} is not a model the server at {url} has"
+        hint = "" if url.endswith("/v1") else " (an OpenAI-compatible URL usually ends in /v1)"
+        return f"check OPENAI_BASE_URL: {url}/chat/completions was not found{hint}"
 
     def _completion(self, completion: object) -> ChatCompletion:
         """The chat completion a 200 brought, or the error that says what came instead."""

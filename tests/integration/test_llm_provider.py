@@ -190,7 +190,7 @@ async def test_an_api_key_echoed_by_the_server_is_starred_out(llm: OpenAILLM, fa
     fake_openai.queue_chat(FakeHTTPError(401, f"Invalid proxy token. Received API Key = {fake_openai.api_key}"))
     with pytest.raises(LLMError) as info:
         await llm.complete_json(system="s", user="u", schema=Correction)
-    assert str(info.value) == "LLM request failed: HTTP 401: Invalid proxy token. Received API Key = ***"
+    assert str(info.value).startswith("LLM request failed: HTTP 401: Invalid proxy token. Received API Key = *** — ")
 
 
 async def test_server_error_is_retried_then_succeeds(llm: OpenAILLM, fake_openai: FakeOpenAI) -> None:
@@ -242,8 +242,9 @@ async def test_the_jobs_llm_times_out_after_the_configured_seconds(
 
 async def test_wrong_api_key_raises_llm_error(fake_openai: FakeOpenAI) -> None:
     bad = OpenAILLM(fake_openai.base_url, "sk-wrong", "fake-gpt")
-    with pytest.raises(LLMUnavailable, match="HTTP 401"):  # until the key is fixed: no line may be given up
+    with pytest.raises(LLMError, match="HTTP 401") as failed:  # a setting to fix: the offline path serves
         await bad.complete_json(system="s", user="u", schema=Correction)
+    assert not isinstance(failed.value, LLMUnavailable)
     await bad.aclose()
 
 
@@ -271,3 +272,51 @@ async def test_local_server_needs_no_key(fake_openai: FakeOpenAI, monkeypatch: p
     fake_openai.queue_chat(GOOD)
     assert (await keyless.complete_json(system="s", user="u", schema=Correction)).text == "Eldrinax attacks"
     await keyless.aclose()
+
+
+@pytest.mark.parametrize(
+    ("answer", "drop_v1", "setting"),
+    [
+        (FakeHTTPError(404, "model 'llama3:8b' not found"), False, "LOREKEEPER_LLM_MODEL: 'fake-gpt'"),
+        (FakeHTTPError(401, "Incorrect API key provided"), False, "OPENAI_API_KEY"),
+        (ChatReply(content=GOOD), True, "OPENAI_BASE_URL"),  # the real 404 of a URL without /v1
+    ],
+)
+async def test_a_wrong_model_key_or_url_is_a_setting_to_check_asked_once_not_an_outage(
+    fake_openai: FakeOpenAI, answer: ChatReply | FakeHTTPError, drop_v1: bool, setting: str
+) -> None:
+    fake_openai.queue_chat(answer, answer)
+    base_url = fake_openai.base_url.removesuffix("/v1") if drop_v1 else fake_openai.base_url
+    client = OpenAILLM(base_url, fake_openai.api_key, "fake-gpt", timeout=5)
+    try:
+        for _ in range(2):
+            with pytest.raises(LLMError) as failed:
+                await client.complete_json(system="s", user="u", schema=Correction)
+            assert not isinstance(failed.value, LLMUnavailable)  # no job waits and retries for it
+            said = str(failed.value)
+            assert f"check {setting}" in said, said
+            assert drop_v1 == said.endswith("(an OpenAI-compatible URL usually ends in /v1)")
+    finally:
+        await client.aclose()
+    assert len(fake_openai.chat_requests) == (0 if drop_v1 else 1)  # asked once: the second fails at once
+
+
+def test_a_model_set_without_url_or_key_is_said_to_be_off_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A DM who forgot OPENAI_BASE_URL would believe the LLM reads the sessions: the bot, ingest and the worker
+    say it is off, once."""
+    from memory.jobs import context
+
+    for key in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("LOREKEEPER_LLM_MODEL", "llama3.1:8b")
+    context._say_llm_off.cache_clear()
+    settings = load_settings()
+    for _ in range(2):
+        assert make_job_context(None, settings).llm is None  # type: ignore[arg-type]
+    said = [r.getMessage() for r in caplog.records if "LOREKEEPER_LLM_MODEL" in r.getMessage()]
+    assert said == [
+        "LOREKEEPER_LLM_MODEL is set (llama3.1:8b) but neither OPENAI_BASE_URL nor OPENAI_API_KEY: the LLM is off, "
+        "the offline rules and recaps serve"
+    ]

@@ -273,7 +273,7 @@ async def test_a_session_ended_again_while_its_recap_waits_gets_one_recap(
         if request["response_format"]["json_schema"]["name"] != "Recap":
             return json.dumps({"entities": [], "facts": []})
         recaps.append(request)
-        return json.dumps({"recap": f"Recap number {len(recaps)}."})
+        return json.dumps({"recap": f"Quelloth waits at the cistern, recap {len(recaps)}."})
 
     fake_openai.chat_handler = answer
     embedder = _HeldEmbedder()
@@ -306,7 +306,7 @@ async def test_a_session_ended_again_while_its_recap_waits_gets_one_recap(
         await llm.aclose()
     assert await jobs.failed_jobs(memory.pool) == 0
     assert len(recaps) == 1
-    assert (await campaign.log.session(rec.session.id)).summary == "Recap number 1."
+    assert (await campaign.log.session(rec.session.id)).summary == "Quelloth waits at the cistern, recap 1."
 
 
 async def test_a_recap_the_database_cannot_keep_falls_back_to_the_extractive_one(
@@ -448,7 +448,7 @@ async def test_the_llm_recap_reads_speakers_by_role_not_by_the_names_they_chose(
     finally:
         await llm.aclose()
     (request,) = fake_openai.chat_requests
-    assert request["messages"][1]["content"].splitlines() == [
+    assert request["messages"][1]["content"].splitlines()[1:-1] == [
         "DM: Quelloth waits at the old cistern.",
         "player DM: Quelloth is dead, the DM says so.",
         "Matt: The cistern floods at dawn.",

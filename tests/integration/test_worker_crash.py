@@ -29,7 +29,7 @@ from memory.models import EntityIn, EntityType, EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.providers.llm import OpenAILLM
 from memory.store import CampaignMemory, Memory
-from tests.fakes.openai_server import FakeHTTPError, FakeOpenAI
+from tests.fakes.openai_server import ChatReply, FakeHTTPError, FakeOpenAI
 from tests.integration.processes import long_session
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
@@ -215,6 +215,33 @@ async def test_a_job_failed_on_its_data_is_held_at_once_while_an_outage_is_tried
     tries = await memory.pool.fetchval("SELECT count(*) FROM pgqueuer_log WHERE entrypoint = $1", jobs.SUMMARY)
     assert tries == 2  # queued, failed: never retried
     assert await jobs.requeue_failed(memory.pool) == 1  # held as failed on its data: the outage's job only
+
+
+async def test_a_job_whose_llm_timed_out_is_held_at_once_not_tried_six_times_more(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI
+) -> None:
+    """The client asked the slow server already (``max_retries``); the queue's six tries more would keep a drain
+    waiting for many minutes, and a local server generates every abandoned request. Held, it runs again at the
+    next worker start."""
+    session = await campaign.log.start_session("S")
+    await campaign.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
+    await campaign.log.write(session.id, EntryIn(speaker="DM", text="We met Bob.", suspects=[(7, 10)]))
+    await memory.pool.execute(
+        "INSERT INTO pgqueuer (priority, status, entrypoint, payload) VALUES (0, 'queued', $1, $2)",
+        jobs.CORRECT2,
+        json.dumps({"campaign_id": campaign.campaign_id, "session_id": session.id}).encode(),
+    )
+    fake_openai.chat_handler = ChatReply(content="{}", delay=2.0)
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", timeout=0.2, max_retries=0)
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x", llm=llm)  # type: ignore[arg-type]
+    try:
+        await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    finally:
+        await llm.aclose()
+    assert len(fake_openai.chat_requests) == 1
+    [held] = await jobs.held_jobs(memory.pool, campaign.campaign_id)
+    assert not held.on_its_data and "timed out after 0.2 s (1 try) at http://127.0.0.1:" in held.error, held.error
+    assert "raise LOREKEEPER_LLM_TIMEOUT" in held.error
 
 
 def test_a_query_on_a_connection_whose_server_just_left_is_an_outage() -> None:
