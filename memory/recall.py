@@ -24,7 +24,7 @@ from memory import lexical as lexical_ranker
 from memory import recall_rank as rank
 from memory.correction.evidence import MatchSettings, word_zipf
 from memory.correction.text import normalize, spaced_form, tokenize
-from memory.errors import InvalidInputError
+from memory.errors import InvalidInputError, NotFoundError
 from memory.gazetteer import Gazetteer
 from memory.mentions import first_said
 from memory.models import ChunkHit, EntityType, Session, Visibility, took_part_line, where_said
@@ -160,8 +160,8 @@ async def recall(
     voices = await _speakers(mem, forms, dm=dm) if rank.speaker_asked(query) else None
     parsed = rank.parse(query, voices or ())
     sessions = await _sessions(mem, parsed.filters)
-    if sessions == []:
-        return []  # "in session 12" of a campaign with 3
+    if sessions == [] or rank.recap_asked(parsed):
+        return []  # "in session 12" of a campaign with 3; "what happened last session?": its recap answers it
     speakers = list(dict.fromkeys(s.name for s in parsed.filters.speakers)) or None
     # a player's lines of the sessions where they played another character than asked for: left out where the
     # best lines are chosen, so those of the character asked for fill the hits
@@ -374,18 +374,23 @@ async def _playing_another(mem: CampaignMemory, plays: dict[str, str], *, dm: bo
 
 async def recap_asked(mem: CampaignMemory, query: str) -> Session | None:
     """The session whose recap a question asks for ("what happened last session?", "recap session 3"), shown
-    before the lines that answer it; None when it asks something else or names a session the campaign lacks."""
+    before the lines that answer it (its recall finds none: the recap answers it); None when it asks something
+    else. A question naming a session the campaign lacks is told so, with the recent ones, as `recap` tells it."""
     parsed = rank.parse(_clipped(query))
-    if not rank.recap_asked(parsed):
+    if not parsed.session:
         return None
     sessions = await mem.log.sessions()
     chosen = rank.session_asked(parsed.filters, [(s.id, s.title, s.ended_at is not None) for s in sessions])
-    return next((s for s in sessions if s.id == chosen), None)
+    if chosen is None:
+        recent = ", ".join(repr(s.title) for s in sessions[-5:]) or "none yet"
+        said = f"session {parsed.session}" if parsed.session.casefold().endswith(" ago") else parsed.session
+        raise NotFoundError(f"no {said} in this campaign; recent ones: {recent}", subject="session")
+    return next((s for s in sessions if s.id == chosen), None) if rank.recap_asked(parsed) else None
 
 
 async def _sessions(mem: CampaignMemory, filters: rank.Filters) -> list[int] | None:
     """The session a question names, None when it names none, [] when it names one the campaign does not have."""
-    if not filters.last_session and filters.session_number is None:
+    if filters.sessions_ago is None and filters.session_number is None:
         return None
     sessions = await mem.log.sessions()
     chosen = rank.session_asked(filters, [(s.id, s.title, s.ended_at is not None) for s in sessions])

@@ -99,7 +99,8 @@ async def recall(
             print_recap(recap, players_mask)
             click.echo()
         print_named(named)
-        print_hits(hits, mask)
+        if hits or recap is None:  # under a recap, "nothing found" would say it found nothing
+            print_hits(hits, mask)
         if empty:  # "nothing found" alone would say the words were wrong
             click.echo(no_lines_yet(name))
 
