@@ -62,7 +62,7 @@ async def recall(
 ) -> None:
     """Recall QUERY: what the campaign's graph knows of the entities it names, then the passages said in play
     that match it best, each with where it was said, its score and its line references. "What happened last
-    session?" ("in session N", "recap last session") shows that session's recap first.
+    session?" ("in session N", "recap two sessions ago") is answered by that session's recap.
 
     Without QUERY, read one query per stdin line and print one JSON array of passages per line ([] for a blank
     line)."""
