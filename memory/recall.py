@@ -11,6 +11,7 @@ with their current facts from the graph (:func:`named_entities`), so an answer s
 from __future__ import annotations
 
 import asyncio
+import math
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -127,6 +128,9 @@ EXPANSION_WEIGHT = 0.7
 #: The cosine a line found by meaning alone must reach when no line says a word of the question: "zzzzqqq", "?"
 #: and "the" have lines at 0.23–0.39 (MiniLM, the Critical Role example), a question's answers come above.
 MEANING_ALONE = 0.45
+#: Words from which a line found by meaning alone is shown by its sentences nearest the question's meaning, as one
+#: found by a word is by its passage: a DM's 400-word narration whole pushes the other hits off the screen.
+MEANING_PASSAGE_FROM = 40
 
 
 async def recall(
@@ -240,7 +244,40 @@ async def recall(
         ranked = rank.fuse(lexical, vector, named=mentioning, said=said_ids, table_talk=talk, told=told)
     places = {i: rank.Place(i, e.session_id, e.seq, len(e.text.split())) for i, e in entries.items()}
     groups = rank.group(ranked, places, limit, alone_from=rank.ALONE_FROM)  # read here: the bench varies it
+    if embedder is not None and rank.SHOW_PASSAGES:
+        # a long line no word of the question found: its sentences nearest the question's meaning
+        worded = {*lexical, *found.scored}
+        unworded = [i for g in groups for i in g.matched if i not in worded and passage(i) is None]
+        long = {i: entries[i].text for i in unworded if len(entries[i].text.split()) >= MEANING_PASSAGE_FROM}
+        if long:
+            vector = embedding or await query_vector(embedder, query)
+            spans.update(await _nearest_sentences(embedder, vector, long))
     return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays(), passage)
+
+
+async def _nearest_sentences(
+    embedder: Embedder, vector: list[float], texts: dict[int, str]
+) -> dict[int, tuple[int, int] | None]:
+    """The characters each long line of ``texts`` shows, found by meaning: its sentence nearest ``vector`` (all
+    sentences of all lines embedded at once), with the sentences that make it a passage (``rank.passage_span``)."""
+    sentences = {i: rank.sentence_spans(text) for i, text in texts.items()}
+    flat = [(i, span) for i, spans in sentences.items() for span in spans]
+    vectors = await embedder.embed([texts[i][a:b] for i, (a, b) in flat])
+    best: dict[int, tuple[float, tuple[int, int]]] = {}
+    for (i, span), v in zip(flat, vectors, strict=True):
+        score = _cosine(vector, v)
+        if i not in best or score > best[i][0]:
+            best[i] = (score, span)
+    out: dict[int, tuple[int, int] | None] = {}
+    for i, (_, (a, b)) in best.items():
+        tokens = [k for k, (start, end) in enumerate(rank.token_spans(texts[i]), 1) if a <= start and end <= b]
+        out[i] = rank.passage_span(texts[i], tokens[0], tokens[-1]) if tokens else None
+    return out
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    norm = math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
 
 
 def _said_by(voices: list[rank.Speaker], asker: str | None) -> set[str]:
