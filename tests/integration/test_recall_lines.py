@@ -131,6 +131,13 @@ async def test_a_long_line_found_by_meaning_alone_shows_its_sentences_nearest_th
     )
 
 
+async def test_an_irregular_plural_finds_its_singular(campaign: CampaignMemory) -> None:
+    """ "What did Scanlan say about the dwarves" found his intro by meaning and no line saying "dwarf"."""
+    ids = await said(campaign, "One", [*FILLER[:5], ("SAM", "The dwarf is a feminist."), *FILLER[5:10]])
+    (hit,) = await recall(campaign, None, "what about the dwarves?", limit=1, mode="fulltext")
+    assert [line.entry_id for line in hit.answering()] == [ids[5]] and hit.matched == ["fulltext"]
+
+
 async def test_neighbouring_lines_that_score_are_one_hit(campaign: CampaignMemory) -> None:
     ids = await said(
         campaign,
