@@ -250,8 +250,8 @@ async def recall(
         unworded = [i for g in groups for i in g.matched if i not in worded and passage(i) is None]
         long = {i: entries[i].text for i in unworded if len(entries[i].text.split()) >= MEANING_PASSAGE_FROM}
         if long:
-            vector = embedding or await query_vector(embedder, query)
-            spans.update(await _nearest_sentences(embedder, vector, long))
+            meaning = embedding or await query_vector(embedder, query)
+            spans.update(await _nearest_sentences(embedder, meaning, long))
     return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays(), passage)
 
 
