@@ -120,6 +120,8 @@ class Recall(commands.Cog):
             if not await mem.log.has_lines():
                 embed.set_footer(text=no_lines_yet(campaign.name) + ".")
         shown = [embed, passages] if passages.description and passages is not embed else [embed]
+        if recaps and not embed.fields and not embed.description:  # the recap answers it: an empty heading adds nothing
+            shown = []
         await interaction.followup.send(embeds=[*recaps, *shown], ephemeral=True)
 
     @app_commands.command(description="The summary of a session (default: the latest)")

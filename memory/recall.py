@@ -11,6 +11,7 @@ with their current facts from the graph (:func:`named_entities`), so an answer s
 from __future__ import annotations
 
 import asyncio
+import math
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from memory import lexical as lexical_ranker
 from memory import recall_rank as rank
 from memory.correction.evidence import MatchSettings, word_zipf
 from memory.correction.text import normalize, spaced_form, tokenize
-from memory.errors import InvalidInputError
+from memory.errors import InvalidInputError, NotFoundError
 from memory.gazetteer import Gazetteer
 from memory.mentions import first_said
 from memory.models import ChunkHit, EntityType, Session, Visibility, took_part_line, where_said
@@ -131,6 +132,9 @@ MEANING_ALONE = 0.45
 #: Balan."). At 0.45 LongMemEval dev lost a question's evidence session from the first 5 (0.983 → 0.967); 0.35 and
 #: 0.40 lose none, and gain at 300 words (0.883 → 0.900) and session all@5 (0.867 → 0.883) (bench/README.md).
 MEANING_BESIDE_WORDS = 0.40
+#: Words from which a line found by meaning alone is shown by its sentences nearest the question's meaning, as one
+#: found by a word is by its passage: a DM's 400-word narration whole pushes the other hits off the screen.
+MEANING_PASSAGE_FROM = 40
 
 
 async def recall(
@@ -164,8 +168,8 @@ async def recall(
     voices = await _speakers(mem, forms, dm=dm) if rank.speaker_asked(query) else None
     parsed = rank.parse(query, voices or ())
     sessions = await _sessions(mem, parsed.filters)
-    if sessions == []:
-        return []  # "in session 12" of a campaign with 3
+    if sessions == [] or rank.recap_asked(parsed):
+        return []  # "in session 12" of a campaign with 3; "what happened last session?": its recap answers it
     speakers = list(dict.fromkeys(s.name for s in parsed.filters.speakers)) or None
     # a player's lines of the sessions where they played another character than asked for: left out where the
     # best lines are chosen, so those of the character asked for fill the hits
@@ -250,7 +254,42 @@ async def recall(
     groups = rank.group(
         ranked, places, limit, alone_from=rank.ALONE_FROM, shown=lambda i: _judged(entries[i].text, passage(i))
     )
+    if embedder is not None and rank.SHOW_PASSAGES:
+        # a long line no word of the question found: its sentences nearest the question's meaning
+        worded = {*lexical, *found.scored}
+        unworded = [i for g in groups for i in g.matched if i not in worded and passage(i) is None]
+        spans.update(await _nearest_sentences(embedder, embedding or query, {i: entries[i].text for i in unworded}))
     return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays(), passage)
+
+
+async def _nearest_sentences(
+    embedder: Embedder, question: list[float] | str, texts: dict[int, str]
+) -> dict[int, tuple[int, int] | None]:
+    """The characters each long line of ``texts`` (``MEANING_PASSAGE_FROM`` words or more) shows, found by
+    meaning: its sentence nearest the ``question`` (its vector, embedded here only when there are such lines; all
+    sentences of all lines embedded at once), with the sentences that make it a passage (``rank.passage_span``)."""
+    texts = {i: text for i, text in texts.items() if len(text.split()) >= MEANING_PASSAGE_FROM}
+    if not texts:
+        return {}
+    vector = await query_vector(embedder, question) if isinstance(question, str) else question
+    sentences = {i: rank.sentence_spans(text) for i, text in texts.items()}
+    flat = [(i, span) for i, spans in sentences.items() for span in spans]
+    vectors = await embedder.embed([texts[i][a:b] for i, (a, b) in flat])
+    best: dict[int, tuple[float, tuple[int, int]]] = {}
+    for (i, span), v in zip(flat, vectors, strict=True):
+        score = _cosine(vector, v)
+        if i not in best or score > best[i][0]:
+            best[i] = (score, span)
+    out: dict[int, tuple[int, int] | None] = {}
+    for i, (_, (a, b)) in best.items():
+        tokens = [k for k, (start, end) in enumerate(rank.token_spans(texts[i]), 1) if a <= start and end <= b]
+        out[i] = rank.passage_span(texts[i], tokens[0], tokens[-1]) if tokens else None
+    return out
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    norm = math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
 
 
 def _said_by(voices: list[rank.Speaker], asker: str | None) -> set[str]:
@@ -385,18 +424,23 @@ async def _playing_another(mem: CampaignMemory, plays: dict[str, str], *, dm: bo
 
 async def recap_asked(mem: CampaignMemory, query: str) -> Session | None:
     """The session whose recap a question asks for ("what happened last session?", "recap session 3"), shown
-    before the lines that answer it; None when it asks something else or names a session the campaign lacks."""
+    before the lines that answer it (its recall finds none: the recap answers it); None when it asks something
+    else. A question naming a session the campaign lacks is told so, with the recent ones, as `recap` tells it."""
     parsed = rank.parse(_clipped(query))
-    if not rank.recap_asked(parsed):
+    if not parsed.session:
         return None
     sessions = await mem.log.sessions()
     chosen = rank.session_asked(parsed.filters, [(s.id, s.title, s.ended_at is not None) for s in sessions])
-    return next((s for s in sessions if s.id == chosen), None)
+    if chosen is None:
+        recent = ", ".join(repr(s.title) for s in sessions[-5:]) or "none yet"
+        said = f"session {parsed.session}" if parsed.session.casefold().endswith(" ago") else parsed.session
+        raise NotFoundError(f"no {said} in this campaign; recent ones: {recent}", subject="session")
+    return next((s for s in sessions if s.id == chosen), None) if rank.recap_asked(parsed) else None
 
 
 async def _sessions(mem: CampaignMemory, filters: rank.Filters) -> list[int] | None:
     """The session a question names, None when it names none, [] when it names one the campaign does not have."""
-    if not filters.last_session and filters.session_number is None:
+    if filters.sessions_ago is None and filters.session_number is None:
         return None
     sessions = await mem.log.sessions()
     chosen = rank.session_asked(filters, [(s.id, s.title, s.ended_at is not None) for s in sessions])

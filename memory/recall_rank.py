@@ -55,10 +55,10 @@ class Speaker:
 
 @dataclass(frozen=True, slots=True)
 class Filters:
-    """What a question asks beyond its words: a session (``last`` or the ``number``-th) and who said it (the
-    speaker named, or the players of the character named)."""
+    """What a question asks beyond its words: a session (``ago``: the latest ended is 1 ago; or the ``number``-th)
+    and who said it (the speaker named, or the players of the character named)."""
 
-    last_session: bool = False
+    sessions_ago: int | None = None
     session_number: int | None = None
     speakers: tuple[Speaker, ...] = ()
     #: "when did we first meet X" ("first") or "last see X", "where is X" ("last"): the lines naming X, in the
@@ -77,9 +77,24 @@ class Parsed:
     filters: Filters
     #: the words without "first met" (``Filters.told_in``): searched when the question names whom it asks about
     unordered: str = ""
+    #: how it named the session it filters by ("last session", "session 9"); "" when it names none
+    session: str = ""
 
 
-_LAST = re.compile(r"\b(?:in |from |during |at )?(?:the )?(?:last|previous|latest) (?:session|game|episode)\b", re.I)
+_NTH = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
+_COUNT = ["a", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+_PLAYED = r"(?:session|game|episode)"
+#: A session a question names, one rule: counted back from the latest ("last session", "two sessions ago") or
+#: from the first ("the first session", "the 3rd session", "session 3"); ``said`` is how it named it. Counted, it
+#: is a "session": "the very first game", "the 10th episode" are how a summary of the show speaks (CRD3 held-out
+#: lost 5 of 79 questions to them).
+_SESSION = re.compile(
+    rf"\b(?:(?:in|from|during|at) )?(?:the )?(?P<said>(?P<last>last|previous|latest) {_PLAYED}"
+    rf"|(?P<ago>\d{{1,3}}|{'|'.join(_COUNT)}) sessions? ago"
+    rf"|(?:(?P<nth>{'|'.join(_NTH)})|(?P<th>\d{{1,4}})(?:st|nd|rd|th)) session"
+    rf"|{_PLAYED} #?(?P<number>\d{{1,4}}))\b",
+    re.I,
+)
 #: When someone was first or last met, seen or heard of: asked with "when", a question of the order of the lines.
 _ORDERED = re.compile(
     r"\b(?P<which>first|last)\s+(?:time\s+)?(?:(?:we|I|you|they|the party)\s+)?"
@@ -89,7 +104,6 @@ _ORDERED = re.compile(
 _WHEN = re.compile(r"\bwhen\b", re.I)
 #: "Where is X (now)?" asks where X is at present: told by the latest lines naming X, as "when did we last see X".
 _WHERE_NOW = re.compile(r"\bwhere(?:\s+(?:is|are)|['’](?:s|re))\b", re.I)
-_NUMBERED = re.compile(r"\b(?:in |from |during |at )?(?:the )?(?:session|episode|game) #?(\d{1,4})\b", re.I)
 _SAID = re.compile(
     r"\b(?:what|when|where|why|how|who)\s+(?:did|does|has|had)\s+(?P<who>[^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*)?)"
     r"\s+(?:say|said|tell|told|mention|ask|asked|talk)\b(?:\s+(?:about|of|to))?",
@@ -148,16 +162,16 @@ _RECAP = re.compile(
 def recap_asked(parsed: Parsed) -> bool:
     """Whether a question asks for the recap of the session it names: "what happened last session?", "what
     happened in session 3", "recap last session"."""
-    named = parsed.filters.last_session or parsed.filters.session_number is not None
-    return named and _RECAP.fullmatch(parsed.text.strip(" ?!.,:;")) is not None
+    return bool(parsed.session) and _RECAP.fullmatch(parsed.text.strip(" ?!.,:;")) is not None
 
 
 def session_asked(filters: Filters, sessions: Sequence[tuple[int, str, bool]]) -> int | None:
     """The session id ``filters`` name among ``sessions`` (id, title, ended; in the order played): "last session"
-    is the latest one ended (the one running is this session), "session 3" the one titled so, else the third."""
-    if filters.last_session:
-        ended = [s for s in sessions if s[2]]
-        return ended[-1][0] if ended else (sessions[-1][0] if sessions else None)
+    is the latest one ended (the one running is this session; else the latest), "two sessions ago" the one before,
+    "session 3" the one titled so, else the third."""
+    if filters.sessions_ago is not None:
+        ended = [s for s in sessions if s[2]] or list(sessions[-1:])
+        return ended[-filters.sessions_ago][0] if 1 <= filters.sessions_ago <= len(ended) else None
     if filters.session_number is None:
         return None
     n = filters.session_number
@@ -173,12 +187,15 @@ def parse(query: str, speakers: Iterable[Speaker | str] = ()) -> Parsed:
     words without them. "What did Grog say" keeps the lines of every speaker ``called`` Grog (any case): a speaker
     named so and the players of a character named so; its whole name first ("Grog Strongjaw"), else its first word.
     A name no speaker is called by filters nothing: "what did the dragon say" keeps its words."""
-    text, last, number = query, False, None
+    text, ago, number, said = query, None, None, ""
     chosen: tuple[Speaker, ...] = ()
-    if found := _LAST.search(text):
-        last, text = True, text[: found.start()] + " " + text[found.end() :]
-    elif found := _NUMBERED.search(text):
-        number, text = int(found.group(1)), text[: found.start()] + " " + text[found.end() :]
+    if found := _SESSION.search(text):
+        said, text = found.group("said"), text[: found.start()] + " " + text[found.end() :]
+        if found.group("last") or found.group("ago"):
+            ago = 1 if found.group("last") else _count(found.group("ago"))
+        else:
+            nth = found.group("nth")
+            number = _NTH.index(nth.casefold()) + 1 if nth else int(found.group("th") or found.group("number"))
     told_in: Literal["first", "last"] | None = None
     unordered = ""
     # "when": a time, told by the order of the lines; "how she first met Trinket" asks for a story
@@ -196,8 +213,12 @@ def parse(query: str, speakers: Iterable[Speaker | str] = ()) -> Parsed:
                 text = text[: found.start()] + " " + text[found.end() :]
                 unordered = unordered and _SAID.sub(" ", unordered, count=1)
                 break
-    filters = Filters(last, number, chosen, told_in)
-    return Parsed(" ".join(text.split()), filters, " ".join(unordered.split()))
+    filters = Filters(ago, number, chosen, told_in)
+    return Parsed(" ".join(text.split()), filters, " ".join(unordered.split()), said)
+
+
+def _count(word: str) -> int:
+    return int(word) if word.isdigit() else _COUNT.index(word.casefold()) + 1
 
 
 _WORD = re.compile(r"\S+")

@@ -62,7 +62,7 @@ async def recall(
 ) -> None:
     """Recall QUERY: what the campaign's graph knows of the entities it names, then the passages said in play
     that match it best, each with where it was said, its score and its line references. "What happened last
-    session?" ("in session N", "recap last session") shows that session's recap first.
+    session?" ("in session N", "recap two sessions ago") is answered by that session's recap.
 
     Without QUERY, read one query per stdin line and print one JSON array of passages per line ([] for a blank
     line)."""
@@ -99,7 +99,8 @@ async def recall(
             print_recap(recap, players_mask)
             click.echo()
         print_named(named)
-        print_hits(hits, mask)
+        if hits or recap is None:  # under a recap, "nothing found" would say it found nothing
+            print_hits(hits, mask)
         if empty:  # "nothing found" alone would say the words were wrong
             click.echo(no_lines_yet(name))
 

@@ -1132,16 +1132,19 @@ async def test_recall_cites_session_speaker_time_and_hides_secrets(
 
 
 async def test_recall_of_what_happened_in_a_session_shows_its_recap_first(
-    session_log: CampaignMemory, fake_discord: FakeDiscord, player: FakeMember
+    session_log: CampaignMemory, fake_discord: FakeDiscord, player: FakeMember, dm: FakeMember
 ) -> None:
-    """ "What happened last session?" answered with lines saying "happened"; the session's recap answers it."""
+    """ "What happened last session?" answered with lines saying "happened"; the session's recap answers it, alone."""
     for query in ("what happened last session?", "recap session 1"):
         asked = await fake_discord.invoke("recall", {"query": query}, user_id=player)
-        assert asked.texts()[:3] == [
+        assert asked.texts() == [
             "Recap: The Drowned Road",
             "The party reached Lake Vhaldris and guessed Eldrinax sleeps there.",
-            f"Recall: {query}",
         ]
+    first = await fake_discord.invoke("recall", {"query": "what happened in the first session"}, user_id=dm)
+    assert first.texts()[0] == "Recap: The Drowned Road" and len(first.texts()) == 2
+    missing = await fake_discord.invoke("recall", {"query": "what happened in session 9"}, user_id=dm)
+    assert "no session 9" in missing.texts()[0] and "'The Drowned Road'" in missing.texts()[0]
     running = await fake_discord.invoke("recall", {"query": "what happened in session 2"}, user_id=player)
     assert running.texts()[:2] == [
         "Recap: Into the Deep",

@@ -157,3 +157,18 @@ def test_recall_of_what_happened_last_session_shows_its_recap_first(lk, session_
     assert asked.stdout.startswith(recap + "\n")  # the recap as `recap` prints it, then the lines
     assert json.loads(lk("recall", "recap last session", "--json").stdout)["recap"]["title"] == "Night 1"
     assert json.loads(lk("recall", "who sells lanterns", "--json").stdout)["recap"] is None
+
+
+def test_recall_of_a_recap_shows_it_alone_and_names_a_missing_session(lk, session_file: Path) -> None:
+    assert lk("ingest", str(session_file), "--session", "Night 1", "--wait").returncode == 0
+    recap = lk("recap").stdout
+    # its words ("happened") would find only lines saying them, and "nothing found" under it would deny it
+    for question in ("recap last session", "what happened in the first session?"):
+        asked = lk("recall", question, "--mode", "fulltext")
+        assert asked.returncode == 0, asked.stderr
+        assert asked.stdout.rstrip("\n") == recap.rstrip("\n"), question
+        assert json.loads(lk("recall", question, "--json").stdout)["hits"] == []
+    missing = lk("recall", "what happened two sessions ago")
+    assert missing.returncode == 1
+    assert "no session two sessions ago in campaign" in missing.stderr and "'Night 1'" in missing.stderr
+    assert "no session 9 in campaign" in lk("recall", "what did we find in session 9").stderr

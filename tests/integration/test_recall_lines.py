@@ -105,6 +105,51 @@ async def test_a_long_narration_scores_and_shows_by_its_best_passage(campaign: C
     assert line.shown() in cite(hits[0]) and narration not in cite(hits[0])
 
 
+class _FestivalEmbedder:
+    """Meaning as one axis: a text about a festival or celebration points one way, any other the other way."""
+
+    model_name, dim = "festival", 384
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [
+            [1.0, 0.0, *([0.0] * 382)] if "festival" in t or "celebration" in t else [0.0, 1.0, *([0.0] * 382)]
+            for t in texts
+        ]
+
+
+async def test_a_long_line_found_by_meaning_alone_shows_its_sentences_nearest_the_question(
+    campaign: CampaignMemory,
+) -> None:
+    """A narration that no word of the question found was shown whole (hundreds of words): it shows its sentence
+    nearest the question's meaning, with the next one to make a passage, "…" where it goes on; ``text`` whole."""
+    narration = (
+        " ".join(f"The {w} guards of the keep watch the gates while the rain falls on the old stones." for w in WORDS)
+        + " In two weeks the Winter's Crest festival begins here in Whitestone. "
+        + " ".join(f"Torches burn along the {w} walls as the night comes on and the town sleeps." for w in WORDS)
+    )
+    ids = await said(campaign, "One", [*FILLER[:5], ("MATT", narration), *FILLER[5:10]])
+    session_id = (await campaign.log.sessions())[0].id
+    embedder = _FestivalEmbedder()
+    vectors = await embedder.embed([text for _, text in [*FILLER[:5], ("MATT", narration), *FILLER[5:10]]])
+    await campaign.semantic.upsert_lines(
+        [LineVectorIn(i, session_id, "x", v) for i, v in zip(ids, vectors, strict=True)]
+    )
+    hit = (await recall(campaign, embedder, "when is the celebration?", limit=3))[0]
+    (line,) = [line for line in hit.lines if line.entry_id == ids[5]]
+    assert line.matched and line.text == narration and hit.matched == ["vector"]
+    assert line.shown() == (
+        "…In two weeks the Winter's Crest festival begins here in Whitestone. "
+        "Torches burn along the tall walls as the night comes on and the town sleeps.…"
+    )
+
+
+async def test_an_irregular_plural_finds_its_singular(campaign: CampaignMemory) -> None:
+    """ "What did Scanlan say about the dwarves" found his intro by meaning and no line saying "dwarf"."""
+    ids = await said(campaign, "One", [*FILLER[:5], ("SAM", "The dwarf is a feminist."), *FILLER[5:10]])
+    (hit,) = await recall(campaign, None, "what about the dwarves?", limit=1, mode="fulltext")
+    assert [line.entry_id for line in hit.answering()] == [ids[5]] and hit.matched == ["fulltext"]
+
+
 async def test_neighbouring_lines_that_score_are_one_hit(campaign: CampaignMemory) -> None:
     ids = await said(
         campaign,

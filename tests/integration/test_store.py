@@ -135,6 +135,33 @@ async def test_l1_search_reads_through_invisible_characters(campaign: CampaignMe
     assert [h.text for h in await campaign.log.search("ahd")] == []  # no longer a word of its own
 
 
+async def test_l1_search_matches_an_irregular_plural_with_its_singular(campaign: CampaignMemory) -> None:
+    """The English stemmer makes "dwarv" of "dwarves" and "dwarf" of "dwarf": neither found the other."""
+    s = await campaign.log.start_session("Kraghammer")
+    lines = [
+        "Are you a dwarf still?",
+        "The Elves of Syngorn never forget.",
+        "Two wolves circle the camp, and thieves hide their knives.",
+        "Three men and two women wait with the children.",
+        "She leaves at dawn.",
+    ]
+    await campaign.log.write_many(s.id, [EntryIn(speaker="DM", text=t) for t in lines])
+    for query, found in (
+        ("dwarves", 0),
+        ("Dwarves'", 0),
+        ("elf", 1),
+        ("wolf", 2),
+        ("thief", 2),
+        ("knife", 2),
+        ("woman", 3),
+        ("man", 3),
+        ("child", 3),
+        ("leave", 4),  # "leaves" is also leave's: no leaf
+    ):
+        assert [h.text for h in await campaign.log.search(query)] == [lines[found]], query
+    assert await campaign.log.search("leaf") == []
+
+
 async def test_l1_search_quoted_phrase_must_be_said(campaign: CampaignMemory) -> None:
     s = await campaign.log.start_session("C1E035")
     exact = "I have you right here between him and Lady Briarwood."

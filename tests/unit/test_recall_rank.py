@@ -46,7 +46,7 @@ def test_what_happened_in_a_named_session_asks_for_its_recap() -> None:
 
 def test_last_session_is_a_filter_not_words() -> None:
     parsed = parse("what loot did we find last session?")
-    assert parsed.filters == Filters(last_session=True)
+    assert parsed.filters == Filters(sessions_ago=1)
     assert "last" not in parsed.text and "session" not in parsed.text
     assert "loot" in parsed.text
 
@@ -55,7 +55,7 @@ def test_last_time_or_last_week_is_no_session_filter() -> None:
     """ "What did you recommend last time?" may mean the last time it came up, not the last session: filtered so,
     LongMemEval dev lost 3 of 60 questions at 10 lines."""
     for question in ("what did you recommend last time?", "where did I go last week?", "the last time we met"):
-        assert not parse(question).filters.last_session, question
+        assert not parse(question).filters.sessions_ago, question
 
 
 def test_first_or_last_met_seen_or_heard_asks_for_the_order_of_the_lines() -> None:
@@ -92,6 +92,22 @@ def test_a_numbered_session_is_a_filter() -> None:
     parsed = parse("who did we meet in session 3")
     assert parsed.filters.session_number == 3
     assert parsed.text == "who did we meet"
+
+
+def test_a_session_counted_back_or_from_the_first_is_one_filter() -> None:
+    sessions = [(1, "One", True), (2, "Two", True), (3, "Three", True), (4, "Tonight", False)]
+    for question, chosen in (
+        ("what happened two sessions ago?", 2),
+        ("what did we find 3 sessions ago", 1),
+        ("what happened in the first session", 1),
+        ("recap the 2nd session", 2),
+        ("what happened in the previous game?", 3),
+    ):
+        parsed = parse(question)
+        assert session_asked(parsed.filters, sessions) == chosen, question
+        assert recap_asked(parsed) == question.startswith(("what happened", "recap")), question
+    assert parse("what happened in session 9").session == "session 9"
+    assert session_asked(parse("what happened four sessions ago").filters, sessions) is None
 
 
 def test_a_speaker_filters_only_when_the_campaign_has_that_speaker() -> None:
@@ -160,8 +176,8 @@ def test_a_question_in_the_first_person_speaks_of_its_asker() -> None:
 
 def test_last_session_skips_the_one_still_running() -> None:
     sessions = [(1, "One", True), (2, "Two", True), (3, "Tonight", False)]
-    assert session_asked(Filters(last_session=True), sessions) == 2
-    assert session_asked(Filters(last_session=True), sessions[:2]) == 2
+    assert session_asked(Filters(sessions_ago=1), sessions) == 2
+    assert session_asked(Filters(sessions_ago=1), sessions[:2]) == 2
 
 
 def test_a_session_number_prefers_its_title_then_its_place() -> None:
