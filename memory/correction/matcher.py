@@ -38,6 +38,8 @@ _SENTENCE_OPENERS = frozenset(".!?:;\"“”'‘’()[]{}-–—…*")
 _APOSTROPHES = "'’‘"
 #: A parenthesised aside of a transcript: a stage direction or a sound ("(laughs)", "(thoom)", "(as Grog)").
 _ASIDE = re.compile(r"\([^()]*\)")
+#: A word a name writes with a full stop inside it: a title ("Dr. Dranzel", "St. Ives").
+_ABBREVIATION = re.compile(r"([^\W\d_]+)\. ")
 _ARTICLES = frozenset({"a", "an", "the"})
 #: Words before a noun, not before a person's name.
 _DETERMINERS = frozenset(
@@ -435,6 +437,8 @@ class PhoneticMatcher:
             {*index.spaceless_prefixes, *names, *(n + "s" for n in names)}
             | {n[:-1] + "ves" for n in names if n.endswith("f")}
         )
+        # Words a name writes with a full stop ("Dr. Dranzel"): that stop does not end its exact mention.
+        self._abbreviated = frozenset(w.casefold() for f in index.forms for w in _ABBREVIATION.findall(f.surface))
         load_tables()
 
     def correct(
@@ -592,7 +596,16 @@ class PhoneticMatcher:
     ) -> tuple[list[_Word], list[_Candidate]]:
         """Each word where it is said (see ``_Word``), and the exact mentions spaced unlike their name."""
         joinable = [_joined(text, [a, b]) for a, b in pairwise(tokens)]
-        exact, respaced = self._exact_mentions(text, tokens, joinable)
+        # A name written out with its own full stop is an exact mention ("Dr. Dranzel's" is not "Dr. Dr. Dranzel's").
+        abbreviated = self._abbreviated
+        exact, respaced = self._exact_mentions(
+            text,
+            tokens,
+            [
+                j or (a.norm in abbreviated and text[a.end : b.start].strip() == ".")
+                for j, (a, b) in zip(joinable, pairwise(tokens), strict=True)
+            ],
+        )
         facts = [self._word_facts(t) for t in tokens]
         zipfs = [f.zipf for f in facts]
         capitalised = _named(text, tokens)

@@ -4,8 +4,10 @@ in that session is changed."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import yaml
 
 from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher, Pipeline
@@ -55,8 +57,9 @@ def test_the_example_sessions_mishearings_are_corrected_and_nothing_else() -> No
     assert {ref: pairs for ref, pairs in made.items() if pairs} == expected
 
 
-def test_ordinary_words_of_a_human_transcript_stay_with_the_critical_role_campaign() -> None:
-    """A text transcript has no doubt: ordinary words a phone or a vowel off a short name are what was said."""
+@pytest.fixture(scope="module")
+def critical_role() -> Callable[[str], list[tuple[str, str]]]:
+    """What stage 1 changes in a line, with the Critical Role example campaign (span, replacement)."""
     campaign = yaml.safe_load((EXAMPLES / "critical_role.yaml").read_text())
     names = [EntityName(id=i, name=e["name"], aliases=e.get("aliases", [])) for i, e in enumerate(campaign["entities"])]
     matcher = PhoneticMatcher(PhoneticIndex.build(names))  # as the recorder builds it for `lorekeeper ingest`
@@ -64,6 +67,14 @@ def test_ordinary_words_of_a_human_transcript_stay_with_the_critical_role_campai
     def changed(text: str) -> list[tuple[str, str]]:
         return [(c.span, c.replacement) for c in matcher.correct(text).corrections]
 
+    return changed
+
+
+def test_ordinary_words_of_a_human_transcript_stay_with_the_critical_role_campaign(
+    critical_role: Callable[[str], list[tuple[str, str]]],
+) -> None:
+    """A text transcript has no doubt: ordinary words a phone or a vowel off a short name are what was said."""
+    changed = critical_role
     for said in [
         "I can't get a clean shot at him.",
         "And then she cast a spell.",
@@ -74,3 +85,14 @@ def test_ordinary_words_of_a_human_transcript_stay_with_the_critical_role_campai
     # Mishearings with an uncommon word, or words all common a phone off a long name, are still put right.
     assert changed("We ride for vassal high mm at dawn.") == [("vassal high mm", "Vasselheim")]
     assert changed("We head for trust en world tomorrow.") == [("trust en world", "Trostenwald")]
+
+
+def test_a_name_written_out_with_its_title_is_left_alone(critical_role: Callable[[str], list[tuple[str, str]]]) -> None:
+    """The full stop of "Dr." is the name's own: "Dr. Dranzel's" is the name written out, not "Dranzel" misheard
+    after a sentence ending in "Dr." (it became "Dr. Dr. Dranzel's")."""
+    for said in [
+        "Matt: … as you did with Dr. Dranzel's troupe.",
+        "We locate Dr. Dranzel in the city.",
+        "She joined Dr. Dranzel's Spectacular Traveling Troupe years ago.",
+    ]:
+        assert critical_role(said) == [], said
