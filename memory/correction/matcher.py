@@ -18,6 +18,7 @@ from memory.correction.evidence import (
     Evidence,
     MatchKind,
     MatchSettings,
+    another_language,
     derived,
     inflected,
     inflection,
@@ -70,6 +71,8 @@ _PLURAL_PHONES = frozenset(arpabet_code(["S", "Z"]))
 _NAME_CONSONANTS = str.maketrans("", "", "".join(_VOWELS) + arpabet_code(["HH"]))
 # Rank added per extra word when overlapping windows compete.
 _LENGTH_BONUS = 0.01
+#: The fewest letters of each part of a compound (see ``PhoneticMatcher._compound``).
+_COMPOUND_LETTERS = 4
 #: Phone edits per phone (of the longer) from which a run of words no longer sounds near a name for a second
 #: pass (see ``PhoneticMatcher.nearly_heard``): a phone off a name of 4, two of 6, three of 9; 0.45 doubled the
 #: second passes on dev lines and wrote no name more.
@@ -460,6 +463,10 @@ class PhoneticMatcher:
             return Stage1Result()
         conf: Sequence[float | None] = confidences if confidences is not None else [None] * len(tokens)
         words, respaced = self._words(text, tokens, conf)
+        low = self.settings.low_confidence
+        unknown = [w.token.norm for w in words if w.unknown and (w.conf is None or w.conf >= low)]
+        if len(unknown) > 1 and another_language(unknown, self.settings):
+            return self._resolve(text, tokens, words, respaced, [])  # a line in Spanish has no names misheard
         no_confidences = all(c is None for c in conf)  # then stage 2 looks at spans sounding near a name
         candidates: list[_Candidate] = list(respaced)
         if cast:
@@ -782,10 +789,14 @@ class PhoneticMatcher:
 
     def _rhymes(self, window: _Window, c: _Candidate) -> bool:
         """Whether one word English does not know, not doubted, sounds like the name but for its first consonant
-        ("grumpkins" / Frumpkin): a word made on the name's pattern, which stage 2 may judge, not the name misheard."""
+        ("grumpkins" / Frumpkin), or is an English word before the name's end ("sandkheg" / Ankheg): a word made
+        on the name's pattern, which stage 2 may judge, not the name misheard."""
         if window.first != window.last or window.span.doubtful:
             return False
-        facts = self._word_facts(window.span.tokens[0])
+        token = window.span.tokens[0]
+        facts = self._word_facts(token)
+        if facts.unfamiliar and self._compound(token.norm, c.form.spaceless):
+            return True
         heard = facts.said[:-1] if c.plural else facts.said
         name = c.form.phones
         return (
@@ -795,6 +806,18 @@ class PhoneticMatcher:
             and heard[1:] == name[1:]
             and heard[0] not in _VOWELS
             and name[0] not in _VOWELS
+        )
+
+    def _compound(self, word: str, name: str) -> bool:
+        """Whether a word is an ordinary English word before the name's own invented ending, which the name does not
+        start with: "sandkheg" (sand + kheg) is not Ankheg; "Thunderdark" (thunder + dark) may be Underdark."""
+        settings = self.settings
+        return any(
+            name.endswith(word[i:])
+            and not name.startswith(word[:i])
+            and word_zipf(word[:i]) >= settings.common_zipf
+            and word_zipf(word[i:]) < settings.known_zipf
+            for i in range(_COMPOUND_LETTERS, len(word) - _COMPOUND_LETTERS + 1)
         )
 
     def _spelled(self, window: _Window, refused: frozenset[int] | None) -> tuple[_Candidate | None, bool]:
@@ -1046,19 +1069,27 @@ class PhoneticMatcher:
         settings = self.settings
         if (edits or span.names_written) and span.exact_runs and not _extends(form.spaceless, span.exact_runs):
             return False  # "a dragonborn" is the name Dragonborn said after "a"; "to Beau" is not Tubo
-        if not edits:
-            return True
         own = set(form.words)
+        name = form.spaceless
         if any(
             len(w) > 3
             and w not in own
             and (
-                (len(w) >= len(form.spaceless) - 2 and derived(w, form.spaceless) and _english(w, settings))
-                or any(inflection(w, n) for n in form.words)
+                (
+                    len(w) >= len(name) - 2
+                    and derived(w, name)
+                    and _english(w, settings)
+                    # said exactly like the name, the commoner spelling is what was said: "desire" / Desir and
+                    # "sprig" / Sprigg are words, "lorn" / lorne the name
+                    and (edits > 0 or word_zipf(w) > word_zipf(name))
+                )
+                or (edits > 0 and any(inflection(w, n) for n in form.words))
             )
             for w in words
         ):
             return False  # "entangled" / Entangle: a word of its own ("omelet" / Omelette is the same word)
+        if not edits:
+            return True
         edges = (words[0],) if span.dangling else (words[0], words[-1])
         # "tent or" / Centaur: a real word plus a neighbour (not an article left without a noun)
         return not any(w not in own and word_zipf(w) >= settings.sound_edge_zipf for w in edges)

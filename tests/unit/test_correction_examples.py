@@ -96,3 +96,25 @@ def test_a_name_written_out_with_its_title_is_left_alone(critical_role: Callable
         "She joined Dr. Dranzel's Spectacular Traveling Troupe years ago.",
     ]:
         assert critical_role(said) == [], said
+
+
+def test_dictionary_words_are_not_made_names_with_the_critical_role_campaign(
+    critical_role: Callable[[str], list[tuple[str, str]]],
+) -> None:
+    """Lines of a human transcript (CRD3 campaign 1) that stage 1 turned into names the example campaign has."""
+    for said in [
+        # an English word said like a name spelled after it: the commoner spelling is what was said (Desir, Sprigg)
+        "Acting with a desire for a bad haircut.",
+        "I grabbed a little sprig off of the Sun Tree.",
+        # an English word before a name's invented ending is a creature of its own, not Ankheg
+        "The sandkheg bursts out of the ground.",
+        # a line in Spanish: its words are Spanish, not Lamor, Camilla and Vander
+        "Hola, me llamo Sam Riegel, dos camisas t-shirt para vender.",
+    ]:
+        assert critical_role(said) == [], said
+    # An English line with several words English does not know is still corrected.
+    assert critical_role("vex ahlia and frumkin wait at westrun") == [
+        ("vex ahlia", "Vex'ahlia"),
+        ("frumkin", "Frumpkin"),
+        ("westrun", "Westruun"),
+    ]
