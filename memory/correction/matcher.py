@@ -440,6 +440,12 @@ class PhoneticMatcher:
             {*index.spaceless_prefixes, *names, *(n + "s" for n in names)}
             | {n[:-1] + "ves" for n in names if n.endswith("f")}
         )
+        # The words after the first of each name of several, one of them not ordinary English ("the undying" of
+        # Vorlag the Undying; not "road" of another road): see ``_heads``
+        common = self.settings.common_zipf
+        self._tails = frozenset(
+            f.words[1:] for f in index.forms if len(f.words) > 1 and any(word_zipf(w) < common for w in f.words[1:])
+        )
         # Words a name writes with a full stop ("Dr. Dranzel"): that stop does not end its exact mention.
         self._abbreviated = frozenset(w.casefold() for f in index.forms for w in _ABBREVIATION.findall(f.surface))
         load_tables()
@@ -621,13 +627,31 @@ class PhoneticMatcher:
         for i, (token, f, c, x, cap) in enumerate(zip(tokens, facts, conf, exact, capitalised, strict=True)):
             # A capitalised word the index does not know as a name: the transcript's own name for something,
             # unless a recogniser was unsure of a spelling no word list has: its capital is a guess
-            # ("Thunderdark" / Underdark; "Marian" stays Marian).
-            named = cap and (c is None or c >= sure_from or f.zipf > 0) and not x
+            # ("Thunderdark" / Underdark; "Marian" stays Marian); nor is a spelling no word list has with the rest of
+            # a name after it ("Morlag the Undying" / Vorlag the Undying; "Ashley Burch" stays).
+            named = (
+                cap
+                and (c is None or c >= sure_from or f.zipf > 0)
+                and not x
+                and not (f.unfamiliar and self._heads(tokens, joinable, i))
+            )
             unknown = f.unfamiliar and not named
             dangling = token.norm in _ARTICLES and _dangles(text, tokens, i, zipfs, edge_zipf)
             joins_next = i < len(joinable) and joinable[i]
             words.append(_Word(token, f, c, x, x or f.number, named, cap and x, unknown, dangling, joins_next))
         return words, respaced
+
+    def _heads(self, tokens: list[Token], joinable: list[bool], i: int) -> bool:
+        """Whether the words after token ``i`` are all of a name but its first word ("the Undying" of Vorlag the
+        Undying)."""
+        rest: tuple[str, ...] = ()
+        for j in range(i + 1, min(len(tokens), i + self.settings.max_window_words)):
+            if not joinable[j - 1]:
+                break
+            rest = (*rest, tokens[j].norm)
+            if rest in self._tails:
+                return True
+        return False
 
     def _windows(self, words: list[_Word]) -> Iterator[_Window]:
         """Every run of words that may be a misheard name and sounds or is spelled near one, in order: from each
