@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import lru_cache
+from functools import cache, lru_cache
 
 
 class MatchKind(StrEnum):
@@ -152,6 +152,31 @@ def word_zipf(word: str) -> float:
         return zipf_frequency(word, "en")  # digits, accents, a closing apostrophe: wordfreq's own rules
     frequency = _frequencies().get(word, 0.0)
     return round(math.log10(frequency) + 9, 2) if frequency > 0 else 0.0
+
+
+#: Languages a table may speak a line of besides English (wordfreq's small lists: 0.02 s each to load).
+_OTHER_LANGUAGES = ("es", "fr", "de", "it", "pt")
+#: Words unknown to English, common in one other language, from which a line is in that language.
+_FOREIGN_WORDS = 2
+
+
+@cache
+def _other_frequencies(language: str) -> dict[str, float]:
+    from wordfreq import get_frequency_dict
+
+    return get_frequency_dict(language, wordlist="small")
+
+
+def another_language(unknown: list[str], settings: MatchSettings) -> bool:
+    """Whether words English does not know are common words of one other language, enough of them to say the
+    line is in it ("me llamo ... dos camisas para vender"): its words, not names misheard."""
+    if len(unknown) < _FOREIGN_WORDS:
+        return False
+    least = 10 ** (settings.common_zipf - 9)
+    return any(
+        sum(_other_frequencies(language).get(w, 0.0) >= least for w in unknown) >= _FOREIGN_WORDS
+        for language in _OTHER_LANGUAGES
+    )
 
 
 def everyday(phrase: str, settings: MatchSettings = MatchSettings()) -> bool:

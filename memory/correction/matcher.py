@@ -18,6 +18,7 @@ from memory.correction.evidence import (
     Evidence,
     MatchKind,
     MatchSettings,
+    another_language,
     derived,
     inflected,
     inflection,
@@ -45,6 +46,8 @@ _SENTENCE_OPENERS = frozenset(".!?:;\"“”'‘’()[]{}-–—…*")
 _APOSTROPHES = "'’‘"
 #: A parenthesised aside of a transcript: a stage direction or a sound ("(laughs)", "(thoom)", "(as Grog)").
 _ASIDE = re.compile(r"\([^()]*\)")
+#: A word a name writes with a full stop inside it: a title ("Dr. Dranzel", "St. Ives").
+_ABBREVIATION = re.compile(r"([^\W\d_]+)\. ")
 _ARTICLES = frozenset({"a", "an", "the"})
 #: Words before a noun, not before a person's name.
 _DETERMINERS = frozenset(
@@ -77,6 +80,8 @@ _NAME_CONSONANTS = str.maketrans("", "", "".join(_VOWELS) + arpabet_code(["HH"])
 _COT_CAUGHT = str.maketrans(arpabet_code(["AO"]), arpabet_code(["AA"]))
 # Rank added per extra word when overlapping windows compete.
 _LENGTH_BONUS = 0.01
+#: The fewest letters of each part of a compound (see ``PhoneticMatcher._compound``).
+_COMPOUND_LETTERS = 4
 #: Phone edits per phone (of the longer) from which a run of words no longer sounds near a name for a second
 #: pass (see ``PhoneticMatcher.nearly_heard``): a phone off a name of 4, two of 6, three of 9; 0.45 doubled the
 #: second passes on dev lines and wrote no name more.
@@ -465,6 +470,14 @@ class PhoneticMatcher:
             {*index.spaceless_prefixes, *names, *(n + "s" for n in names)}
             | {n[:-1] + "ves" for n in names if n.endswith("f")}
         )
+        # The words after the first of each name of several, one of them not ordinary English ("the undying" of
+        # Vorlag the Undying; not "road" of another road): see ``_heads``
+        common = self.settings.common_zipf
+        self._tails = frozenset(
+            f.words[1:] for f in index.forms if len(f.words) > 1 and any(word_zipf(w) < common for w in f.words[1:])
+        )
+        # Words a name writes with a full stop ("Dr. Dranzel"): that stop does not end its exact mention.
+        self._abbreviated = frozenset(w.casefold() for f in index.forms for w in _ABBREVIATION.findall(f.surface))
         load_tables()
 
     def correct(
@@ -486,6 +499,10 @@ class PhoneticMatcher:
             return Stage1Result()
         conf: Sequence[float | None] = confidences if confidences is not None else [None] * len(tokens)
         words, respaced = self._words(text, tokens, conf)
+        low = self.settings.low_confidence
+        unknown = [w.token.norm for w in words if w.unknown and (w.conf is None or w.conf >= low)]
+        if len(unknown) > 1 and another_language(unknown, self.settings):
+            return self._resolve(text, tokens, words, respaced, [])  # a line in Spanish has no names misheard
         no_confidences = all(c is None for c in conf)  # then stage 2 looks at spans sounding near a name
         candidates: list[_Candidate] = list(respaced)
         if cast:
@@ -622,7 +639,16 @@ class PhoneticMatcher:
     ) -> tuple[list[_Word], list[_Candidate]]:
         """Each word where it is said (see ``_Word``), and the exact mentions spaced unlike their name."""
         joinable = [_joined(text, [a, b]) for a, b in pairwise(tokens)]
-        exact, respaced = self._exact_mentions(text, tokens, joinable)
+        # A name written out with its own full stop is an exact mention ("Dr. Dranzel's" is not "Dr. Dr. Dranzel's").
+        abbreviated = self._abbreviated
+        exact, respaced = self._exact_mentions(
+            text,
+            tokens,
+            [
+                j or (a.norm in abbreviated and text[a.end : b.start].strip() == ".")
+                for j, (a, b) in zip(joinable, pairwise(tokens), strict=True)
+            ],
+        )
         facts = [self._word_facts(t) for t in tokens]
         zipfs = [f.zipf for f in facts]
         capitalised = _named(text, tokens)
@@ -631,13 +657,31 @@ class PhoneticMatcher:
         for i, (token, f, c, x, cap) in enumerate(zip(tokens, facts, conf, exact, capitalised, strict=True)):
             # A capitalised word the index does not know as a name: the transcript's own name for something,
             # unless a recogniser was unsure of a spelling no word list has: its capital is a guess
-            # ("Thunderdark" / Underdark; "Marian" stays Marian).
-            named = cap and (c is None or c >= sure_from or f.zipf > 0) and not x
+            # ("Thunderdark" / Underdark; "Marian" stays Marian); nor is a spelling no word list has with the rest of
+            # a name after it ("Morlag the Undying" / Vorlag the Undying; "Ashley Burch" stays).
+            named = (
+                cap
+                and (c is None or c >= sure_from or f.zipf > 0)
+                and not x
+                and not (f.unfamiliar and self._heads(tokens, joinable, i))
+            )
             unknown = f.unfamiliar and not named
             dangling = token.norm in _ARTICLES and _dangles(text, tokens, i, zipfs, edge_zipf)
             joins_next = i < len(joinable) and joinable[i]
             words.append(_Word(token, f, c, x, x or f.number, named, cap and x, unknown, dangling, joins_next))
         return words, respaced
+
+    def _heads(self, tokens: list[Token], joinable: list[bool], i: int) -> bool:
+        """Whether the words after token ``i`` are all of a name but its first word ("the Undying" of Vorlag the
+        Undying)."""
+        rest: tuple[str, ...] = ()
+        for j in range(i + 1, min(len(tokens), i + self.settings.max_window_words)):
+            if not joinable[j - 1]:
+                break
+            rest = (*rest, tokens[j].norm)
+            if rest in self._tails:
+                return True
+        return False
 
     def _windows(self, words: list[_Word]) -> Iterator[_Window]:
         """Every run of words that may be a misheard name and sounds or is spelled near one, in order: from each
@@ -799,10 +843,14 @@ class PhoneticMatcher:
 
     def _rhymes(self, window: _Window, c: _Candidate) -> bool:
         """Whether one word English does not know, not doubted, sounds like the name but for its first consonant
-        ("grumpkins" / Frumpkin): a word made on the name's pattern, which stage 2 may judge, not the name misheard."""
+        ("grumpkins" / Frumpkin), or is an English word before the name's end ("sandkheg" / Ankheg): a word made
+        on the name's pattern, which stage 2 may judge, not the name misheard."""
         if window.first != window.last or window.span.doubtful:
             return False
-        facts = self._word_facts(window.span.tokens[0])
+        token = window.span.tokens[0]
+        facts = self._word_facts(token)
+        if facts.unfamiliar and self._compound(token.norm, c.form.spaceless):
+            return True
         heard = facts.said[:-1] if c.plural else facts.said
         name = c.form.phones
         return (
@@ -812,6 +860,18 @@ class PhoneticMatcher:
             and heard[1:] == name[1:]
             and heard[0] not in _VOWELS
             and name[0] not in _VOWELS
+        )
+
+    def _compound(self, word: str, name: str) -> bool:
+        """Whether a word is an ordinary English word before the name's own invented ending, which the name does not
+        start with: "sandkheg" (sand + kheg) is not Ankheg; "Thunderdark" (thunder + dark) may be Underdark."""
+        settings = self.settings
+        return any(
+            name.endswith(word[i:])
+            and not name.startswith(word[:i])
+            and word_zipf(word[:i]) >= settings.common_zipf
+            and word_zipf(word[i:]) < settings.known_zipf
+            for i in range(_COMPOUND_LETTERS, len(word) - _COMPOUND_LETTERS + 1)
         )
 
     def _spelled(self, window: _Window, refused: frozenset[int] | None) -> tuple[_Candidate | None, bool]:
@@ -1078,19 +1138,27 @@ class PhoneticMatcher:
         settings = self.settings
         if (edits or span.names_written) and span.exact_runs and not _extends(form.spaceless, span.exact_runs):
             return False  # "a dragonborn" is the name Dragonborn said after "a"; "to Beau" is not Tubo
-        if not edits:
-            return True
         own = set(form.words)
+        name = form.spaceless
         if any(
             len(w) > 3
             and w not in own
             and (
-                (len(w) >= len(form.spaceless) - 2 and derived(w, form.spaceless) and _english(w, settings))
-                or any(inflection(w, n) for n in form.words)
+                (
+                    len(w) >= len(name) - 2
+                    and derived(w, name)
+                    and _english(w, settings)
+                    # said exactly like the name, the commoner spelling is what was said: "desire" / Desir and
+                    # "sprig" / Sprigg are words, "lorn" / lorne the name
+                    and (edits > 0 or word_zipf(w) > word_zipf(name))
+                )
+                or (edits > 0 and any(inflection(w, n) for n in form.words))
             )
             for w in words
         ):
             return False  # "entangled" / Entangle: a word of its own ("omelet" / Omelette is the same word)
+        if not edits:
+            return True
         edges = (words[0],) if span.dangling else (words[0], words[-1])
         # "tent or" / Centaur: a real word plus a neighbour (not an article left without a noun)
         return not any(w not in own and word_zipf(w) >= settings.sound_edge_zipf for w in edges)

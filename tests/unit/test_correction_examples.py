@@ -94,3 +94,34 @@ def test_a_common_word_where_the_name_has_another_stays() -> None:
 def test_ordinary_words_said_like_a_misread_name_stay() -> None:
     """K'ryyn is one syllable after the K; "cry in" is two, whatever a reading of "yy" as two vowels says."""
     assert changed("Then I cry in the corner and rock back and forth.") == []
+
+
+def test_a_name_written_out_with_its_title_is_left_alone() -> None:
+    """The full stop of "Dr." is the name's own: "Dr. Dranzel's" is the name written out, not "Dranzel" misheard
+    after a sentence ending in "Dr." (it became "Dr. Dr. Dranzel's")."""
+    for said in [
+        "Matt: … as you did with Dr. Dranzel's troupe.",
+        "We locate Dr. Dranzel in the city.",
+        "She joined Dr. Dranzel's Spectacular Traveling Troupe years ago.",
+    ]:
+        assert changed(said) == [], said
+
+
+def test_dictionary_words_are_not_made_names_with_the_critical_role_campaign() -> None:
+    """Lines of a human transcript (CRD3 campaign 1) that stage 1 turned into names the example campaign has."""
+    for said in [
+        # an English word said like a name spelled after it: the commoner spelling is what was said (Desir, Sprigg)
+        "Acting with a desire for a bad haircut.",
+        "I grabbed a little sprig off of the Sun Tree.",
+        # an English word before a name's invented ending is a creature of its own, not Ankheg
+        "The sandkheg bursts out of the ground.",
+        # a line in Spanish: its words are Spanish, not Lamor, Camilla and Vander
+        "Hola, me llamo Sam Riegel, dos camisas t-shirt para vender.",
+    ]:
+        assert changed(said) == [], said
+    # An English line with several words English does not know is still corrected.
+    assert changed("vex ahlia and frumkin wait at westrun") == [
+        ("vex ahlia", "Vex'ahlia"),
+        ("frumkin", "Frumpkin"),
+        ("westrun", "Westruun"),
+    ]

@@ -769,3 +769,21 @@ def test_a_parenthesised_aside_is_written_not_heard_and_never_corrected() -> Non
         assert (result.corrections, result.suspects) == ([], []), text
     [c] = matcher.correct("then thoom the gun fires").corrections
     assert c.replacement == "Tooma"
+
+
+def test_a_name_whose_other_words_are_heard_right_is_mended_in_its_first_word() -> None:
+    pipeline = Pipeline(
+        [
+            EntityName(id=1, name="Vorlag the Undying", aliases=["Vorlag"]),
+            EntityName(id=2, name="Sylvarra Nightbloom", aliases=["Sylvarra"]),
+            EntityName(id=3, name="Ren"),
+            EntityName(id=4, name="Silk Road"),
+        ]
+    )
+    # a capitalised spelling no word list has, with the rest of the name after it: the name misheard
+    assert pipeline.correct_fast("the sigil of Morlag the Undying").text == "the sigil of Vorlag the Undying"
+    # alone, it is the transcript's own name, and so it is before ordinary words another name ends with
+    assert pipeline.correct_fast("We met Morlag today.").corrections == []
+    assert pipeline.correct_fast("at the corner of Ruen Road and Dewmist").corrections == []
+    # an English word there is that word
+    assert pipeline.correct_fast("We should find Silver Nightbloom.").corrections == []
