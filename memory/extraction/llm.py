@@ -2,7 +2,8 @@
 
 The LLM only proposes. Its confidence decides acceptance against the threshold, but nothing it says can mark a
 fact as confirmed by the DM. An unusable answer (bad JSON, wrong schema) leaves its batch's lines ``unread``, for
-the pipeline to give to the rule extractor; no answer at all (an outage) fails the job, to be retried.
+the pipeline to give to the rule extractor, as do malformed items the lines no usable item comes from; no answer at
+all (an outage) fails the job, to be retried.
 """
 
 from __future__ import annotations
@@ -108,11 +109,6 @@ class LLMExtractor:
                     temperature=self.temperature,
                     max_tokens=answer_cap(batch),
                 )
-                if answer.dropped and not answer.entities and not answer.facts:
-                    # items, but not one of the fields asked for: a model that ignores the schema, not a quiet batch
-                    raise LLMError(
-                        f"LLM answer has no usable item ({len(answer.dropped):,} malformed: {answer.dropped[0]})"
-                    )
             except LLMUnavailable:
                 raise  # the job is retried later; going on would mark these lines extracted without their facts
             except LLMError as exc:
@@ -121,6 +117,7 @@ class LLMExtractor:
                 merged.errors.append(str(exc))
                 merged.unread.extend(e.id for e in batch)
                 continue
+            malformed = answer.dropped
             answer = _cite_naming(answer, batch, known)
             if answer.dropped:
                 log.warning(
@@ -133,6 +130,12 @@ class LLMExtractor:
             merged.entities.extend(valid.entities)
             merged.facts.extend(valid.facts)
             merged.invalid += valid.invalid
+            # Items missing a field (a small model's habit) are lost, not their lines: the rules read those no kept
+            # item comes from (all of them when no item was usable: a model that ignores the schema).
+            cited = {i for item in (*valid.entities, *valid.facts) for i in item.entry_ids}
+            if malformed and (lost := [e.id for e in batch if e.id not in cited]):
+                merged.errors.append(f"LLM answer has {len(malformed):,} malformed items (the first: {malformed[0]})")
+                merged.unread.extend(lost)
         # Batches may repeat each other's items; a final pass keeps one of each (not counted as invalid).
         deduped = validate_result(ExtractionAnswer(entities=merged.entities, facts=merged.facts), known, _ids(entries))
         return ExtractionResult(
