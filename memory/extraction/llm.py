@@ -156,7 +156,8 @@ class _Said:
 
 def _cite_naming(answer: ExtractionAnswer, batch: Sequence[Entry], known: Sequence[KnownEntity]) -> ExtractionAnswer:
     """An item citing no line cites the batch's lines that name it (a fact: both its ends), not the whole batch,
-    whose first line the review card would show; one no line names is dropped: nothing in the lines says it."""
+    whose first line the review card would show; one no line names is dropped: nothing in the lines says it. An
+    entity cites only lines that name it (a fact citing others waits: the evidence check says why)."""
     resolver = NameResolver(known)
 
     def names(name: str) -> tuple[str, ...]:
@@ -172,10 +173,13 @@ def _cite_naming(answer: ExtractionAnswer, batch: Sequence[Entry], known: Sequen
     dropped = list(answer.dropped)
     entities: list[ProposedEntity] = []
     for n, entity in enumerate(answer.entities):
-        if entity.entry_ids or (ids := naming([entity.name])):
-            entities.append(entity if entity.entry_ids else entity.model_copy(update={"entry_ids": ids}))
+        named = naming([entity.name])
+        # the review card shows its first line: one that names it ("Lord Vexmoor" cited the DM's "settle in")
+        if ids := [i for i in entity.entry_ids if i in named] or named:
+            entities.append(entity.model_copy(update={"entry_ids": ids}))
         else:
-            dropped.append(f"entities.{n}: {entity.name!r} cites no line and no line names it")
+            cites = "cites lines that do not name it" if entity.entry_ids else "cites no line"
+            dropped.append(f"entities.{n}: {entity.name!r} {cites} and no line names it")
     facts: list[ProposedFact] = []
     for n, fact in enumerate(answer.facts):
         ends = [fact.source] if fact.target is None else [fact.source, fact.target]

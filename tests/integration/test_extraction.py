@@ -1147,6 +1147,35 @@ async def test_the_llm_path_reads_no_out_of_game_line_and_its_items_carry_their_
     assert korvash.said is not None and (korvash.said.speaker, korvash.said.text) == ("DM", entries[3].text)
 
 
+async def test_an_llm_entity_citing_a_line_that_does_not_name_it_carries_one_that_does_or_is_dropped(
+    world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ "Lord Vexmoor, the lich king" waited for review with the DM's "Okay everyone, settle in" as its line."""
+    lines = [
+        ("DM", "Okay everyone, settle in. The fire roars in the forge."),
+        ("DM", "Behind the anvil stands a dwarf named Korvash, arms crossed."),
+    ]
+    entries = await write(world, lines)
+    ids = [e.id for e in entries]
+    answer = {
+        "entities": [
+            {"name": "Lord Vexmoor", "type": "npc", "description": "the lich king", "confidence": 0.9,
+             "entry_ids": [ids[0]]},
+            {"name": "Korvash", "type": "npc", "description": "a dwarf", "confidence": 0.9, "entry_ids": ids},
+        ],
+        "facts": [],
+    }  # fmt: skip
+    fake_openai.queue_chat(json.dumps(answer))
+    stats = await run(world, entries, make_extractor(llm))
+
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    assert not any("Vexmoor" in key for key in items), items
+    assert stats.items_invalid == 1
+    assert "'Lord Vexmoor' cites lines that do not name it and no line names it" in caplog.text
+    korvash = items["new npc 'Korvash': a dwarf"]
+    assert korvash.said is not None and (korvash.lines, korvash.said.text) == (1, entries[1].text)
+
+
 async def test_an_llm_item_citing_no_line_carries_the_line_that_names_it_and_one_no_line_names_is_dropped(
     world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI, caplog: pytest.LogCaptureFixture
 ) -> None:
