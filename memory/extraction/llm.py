@@ -132,7 +132,7 @@ class LLMExtractor:
             merged.invalid += valid.invalid
             # Items missing a field (a small model's habit) are lost, not their lines: the rules read those no kept
             # item comes from (all of them when no item was usable: a model that ignores the schema).
-            cited = {i for item in (*valid.entities, *valid.facts) for i in item.entry_ids}
+            cited = {i for e in valid.entities for i in e.entry_ids} | {i for f in valid.facts for i in f.entry_ids}
             if malformed and (lost := [e.id for e in batch if e.id not in cited]):
                 merged.errors.append(f"LLM answer has {len(malformed):,} malformed items (the first: {malformed[0]})")
                 merged.unread.extend(lost)
