@@ -86,6 +86,8 @@ class Proposal:
     #: The session's title, and its opening's lines where the DM tells the story so far ("last we left off").
     title: str = ""
     retold: frozenset[int] = frozenset()
+    #: The ids of the kept lines the narrator says: a fact no such line cites is only a player's word.
+    narrated: frozenset[int] = frozenset()
 
 
 async def propose(
@@ -142,7 +144,8 @@ async def propose(
     stats.items_invalid = result.invalid + (fallback.invalid if fallback else 0)
     # An entity's name has no invisible characters; a title may ("🧙‍♂️ Wizard night" holds a zero-width joiner).
     title = "".join(ch for ch in session.title if not unicodedata.category(ch).startswith("C"))
-    return Proposal(session_id, kept, result, stats, _review_only(extractor), fallback, title, retold)
+    narrated = frozenset(e.id for e in kept if narrates(e))
+    return Proposal(session_id, kept, result, stats, _review_only(extractor), fallback, title, retold, narrated)
 
 
 def opening_recap(entries: Sequence[Entry], talk: dict[int, Talk], dm_speaker_id: str | None) -> frozenset[int]:
@@ -358,6 +361,7 @@ class _Writer:
         self.session_id = proposal.session_id
         self.title = proposal.title
         self.retold = proposal.retold
+        self.narrated = proposal.narrated
         self.start_s = {e.id: e.start_s for e in entries}
         self.entries = {e.id: e for e in entries}
         self.resolver = NameResolver(known)
@@ -483,8 +487,13 @@ class _Writer:
         )
 
     def _evidence_gap(self, fact: ProposedFact, source: KnownEntity, target: KnownEntity | None) -> str | None:
+        ends = _end(source), fact.type, _end(target) if target else None, fact.value
         cited = [self.entries[i] for i in fact.entry_ids]
-        return evidence_gap(_end(source), fact.type, _end(target) if target else None, fact.value, cited)
+        if (gap := evidence_gap(*ends, cited)) is not None:
+            return gap
+        # A player's word is not canon, however sure the model (or the player: "the DM says so, it is canon") is.
+        told = [e for e in cited if e.id in self.narrated]
+        return None if told and evidence_gap(*ends, told) is None else "only a player's line says it"
 
     def _entity(self, name: str) -> KnownEntity | None:
         norm = normalize_name(name)

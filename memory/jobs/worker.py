@@ -68,16 +68,35 @@ _SUMMARY_RECHECK = timedelta(seconds=3)
 _SUMMARY_MAX_WAIT = timedelta(minutes=30)
 
 
+_OF_SESSION = """
+        convert_from(payload, 'UTF8')::jsonb ->> 'campaign_id' = $2::bigint::text
+        AND convert_from(payload, 'UTF8')::jsonb ->> 'session_id' = $3::bigint::text"""
+
+#: The jobs that do all the work owed on their session when they run, whatever else their payload says.
+_SESSION_WIDE = (CHUNK, EXTRACT, CORRECT2)
+
+
+async def _another_queued(pool: asyncpg.Pool, job: pgq_models.Job, campaign_id: int, session_id: int) -> bool:
+    """Whether another job of ``job``'s kind and session is queued: it will do ``job``'s work."""
+    return bool(
+        await pool.fetchval(
+            f"SELECT EXISTS (SELECT 1 FROM pgqueuer WHERE entrypoint = $1 AND status = 'queued' AND id <> $4 AND "
+            f"{_OF_SESSION})",
+            job.entrypoint,
+            campaign_id,
+            session_id,
+            job.id,
+        )
+    )
+
+
 async def _summary_put_off(pool: asyncpg.Pool, job: pgq_models.Job, campaign_id: int, session_id: int) -> bool:
     """Whether the summary ``job`` is put off: another summary job of its session is queued (it reads every line
     when it runs), or its session still has work queued or running, so a summary job a few seconds later takes
     its place (no worker slot is held while it waits)."""
     since = json.loads(job.payload or b"{}").get("waiting_since") or job.created.isoformat()
-    of_session = """
-        convert_from(payload, 'UTF8')::jsonb ->> 'campaign_id' = $2::bigint::text
-        AND convert_from(payload, 'UTF8')::jsonb ->> 'session_id' = $3::bigint::text"""
     if await pool.fetchval(
-        f"SELECT EXISTS (SELECT 1 FROM pgqueuer WHERE entrypoint = $1 AND status = 'queued' AND {of_session})",
+        f"SELECT EXISTS (SELECT 1 FROM pgqueuer WHERE entrypoint = $1 AND status = 'queued' AND {_OF_SESSION})",
         SUMMARY,
         campaign_id,
         session_id,
@@ -87,7 +106,7 @@ async def _summary_put_off(pool: asyncpg.Pool, job: pgq_models.Job, campaign_id:
         f"""
         SELECT now() - $4::text::timestamptz < $5::interval AND EXISTS (
             SELECT 1 FROM pgqueuer WHERE entrypoint = ANY($1::text[]) AND status IN ('queued', 'picked')
-              AND {of_session})
+              AND {_OF_SESSION})
         """,
         list(_SUMMARY_WAITS_FOR),
         campaign_id,
@@ -145,6 +164,11 @@ def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
                     return
             except Exception as exc:
                 if is_outage(exc):
+                    if name in _SESSION_WIDE and await _another_queued(pool, job, campaign_id, session_id):
+                        # Two rounds of one session (the import's, the one after stage 2) retried in turn asked a
+                        # failing LLM twice each time: the one queued does this one's work, and is retried alone.
+                        log.info("%s job %s: %s; another queued does its work", name, job.id, short_reason(exc))
+                        return
                     raise
                 if await _session_exists(pool, campaign_id, session_id):
                     raise BadJobError(f"{type(exc).__name__}: {exc}") from exc

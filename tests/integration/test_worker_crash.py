@@ -244,6 +244,31 @@ async def test_a_job_whose_llm_timed_out_is_held_at_once_not_tried_six_times_mor
     assert "raise LOREKEEPER_LLM_TIMEOUT" in held.error
 
 
+async def test_two_extract_jobs_of_a_session_do_not_both_retry_a_failing_llm(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The import's extract job and the one stage 2 queued after it asked a failing LLM in turn, each retried:
+    twice the requests on a server answering 429, and two jobs held. The one queued does the other's work."""
+    monkeypatch.setattr(job_worker, "_MAX_ATTEMPTS", 2)  # each retry waits for the queue's next poll: seconds
+    monkeypatch.setattr(job_worker, "_RETRY_DELAYS", (timedelta(milliseconds=1), timedelta(milliseconds=1)))
+    session = await campaign.log.start_session("S1")
+    await campaign.log.write_many(session.id, [EntryIn(speaker="DM", text="Brom the blacksmith waves.")])
+    payload = job_worker.job_payload(campaign.campaign_id, session.id, upto_seq=1)
+    await job_worker.queries_on(memory.pool).enqueue(
+        [jobs.EXTRACT] * 2, [payload] * 2, [10] * 2, dedupe_key=[f"x:{session.id}:1", f"x:{session.id}:1:2"]
+    )
+    fake_openai.chat_handler = lambda request: FakeHTTPError(429, "too many requests")
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x", llm=llm)  # type: ignore[arg-type]
+    try:
+        await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    finally:
+        await llm.aclose()
+    rows = await memory.pool.fetch("SELECT entrypoint, status, attempts FROM pgqueuer")
+    assert [tuple(r) for r in rows] == [(jobs.EXTRACT, "failed", 2)]  # one held
+    assert len(fake_openai.chat_requests) == 1 + 3  # the other's one try, then this one's first and two retries
+
+
 def test_a_query_on_a_connection_whose_server_just_left_is_an_outage() -> None:
     """What asyncpg raises for a query on a pooled connection whose server's goodbye it has read but whose
     closed socket it has not yet seen (the voice guard met it at a database stop): the job is tried again
