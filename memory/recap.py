@@ -42,6 +42,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 #: than a few long ones of as many words (bench/recap.py). With the "Involved:" list a recap stays within the
 #: 2,000 characters of the session event's description, well inside a Discord embed's 4,096.
 _LINE_WORDS, _TURNS_PER_LINE, _MAX_LINES, _MAX_CHARS = 25, 200, 12, 2000
+#: A longer sentence is quoted whole up to this many words: a cut would lose its end ("…with a single dagger
+#: sticking out of the center of her back.").
+_WHOLE_WORDS = 30
 #: A sentence shorter than this ("All right.", "Okay, cool.") neither starts nor ends a line.
 _SHORT = 4
 #: What makes a line telling: each entity it names, its length (up to ``_LINE_WORDS`` words), the narrator.
@@ -137,9 +140,13 @@ def _best_line(
             if said.endswith("?") or is_table_talk(said) or any(table[i : j + 1]):
                 break
             if words > _LINE_WORDS:  # one long sentence: what is shown of it is what counts
-                words = _clause_words(said.split())
-                said = " ".join(said.split()[:words]).rstrip(",;:—–- ") + "…"
-                end = start + [m.end() for m in re.finditer(r"\S+", text[start:end])][words - 1]
+                cut = _clause_words(said.split())
+                if cut is None:  # every cut would end on a function word
+                    break
+                if cut < words:
+                    said = " ".join(said.split()[:cut]).rstrip(",;:—–- ") + "…"
+                    end = start + [m.end() for m in re.finditer(r"\S+", text[start:end])][cut - 1]
+                words = min(cut, _LINE_WORDS)
             named = {entity for a, b, entity in mentions if a < end and b > start}
             score = _ENTITY * len(named) + words / _LINE_WORDS + (_NARRATOR if narrator else 0.0)
             if best is None or score > best.score:
@@ -149,13 +156,48 @@ def _best_line(
 
 #: A clause of a long sentence ends at a comma, semicolon, colon or dash ("…that kept the townsfolk indoors, and").
 _CLAUSE_END = re.compile(r"[,;:—]$|^[-–—]+$")
+#: Words a clause never ends on: articles, prepositions, auxiliaries, conjunctions, possessives and subject
+#: pronouns ("…the atmospheric glow of Kraghammer is…", "…a spray of--"): a cut after one ends mid-phrase.
+_FUNCTION_WORDS = frozenset(
+    """a an the this these those of in on at to for from with by into onto upon over under about across through
+    toward towards behind beneath below above between against around among along past like than is are was were be
+    been being am has have had do does did will would can could shall should may might must and or but nor so as if
+    that because while when where which who whom whose then my your his her its our their i he she we they just
+    very not no""".split()
+)
+#: Words that open a clause: the one before them ends one if it is no function word ("…as the rock splits" | "and
+#: you…"). "and", "or" and "but" join names as often ("both Kima and Gilmore"): they open one before a pronoun.
+_CLAUSE_OPENS = frozenset("as while when where which who whom whose because until unless since though although".split())
+_JOINS, _SUBJECTS = frozenset("and or but so then".split()), frozenset("i you he she it we they".split())
 
 
-def _clause_words(words: Sequence[str]) -> int:
-    """How many words of a sentence longer than ``_LINE_WORDS`` a line quotes: up to its last clause end within
-    them if that keeps half of them, else all of them. "…" then ends a thought, not a phrase ("you feel this…")."""
-    ends = [k for k in range(_LINE_WORDS // 2, _LINE_WORDS + 1) if _CLAUSE_END.search(words[k - 1])]
-    return ends[-1] if ends else _LINE_WORDS
+def _bare(word: str) -> str:
+    return word.strip("\"'“”‘’()[],;:.!?…—–-").lower()
+
+
+def _clause_words(words: Sequence[str]) -> int | None:
+    """How many words of a sentence longer than ``_LINE_WORDS`` a line quotes: all of them up to
+    ``_WHOLE_WORDS``, else up to its last clause end within ``_LINE_WORDS`` if that keeps half of them (a comma or
+    dash, or before a word that opens a clause), else up to its last word within them that is no function word,
+    else none. "…" then never follows a function word ("…to you for…", "…glow of Kraghammer is…")."""
+
+    def ends_phrase(k: int) -> bool:  # on a function word: "…a spray of --"
+        return (_bare(words[k - 1]) or _bare(words[k - 2])) in _FUNCTION_WORDS
+
+    def ends(k: int) -> bool:
+        if ends_phrase(k):
+            return False
+        after = _bare(words[k])
+        return bool(
+            _CLAUSE_END.search(words[k - 1])
+            or after in _CLAUSE_OPENS
+            or (after in _JOINS and k + 1 < len(words) and _bare(words[k + 1]) in _SUBJECTS)
+        )
+
+    if len(words) <= _WHOLE_WORDS:
+        return len(words)
+    cuts = range(_LINE_WORDS, _LINE_WORDS // 2 - 1, -1)
+    return next((k for k in cuts if ends(k)), None) or next((k for k in cuts if not ends_phrase(k)), None)
 
 
 def _quoted_whole(said: str) -> str:

@@ -224,6 +224,30 @@ def test_a_long_sentence_is_quoted_to_a_clause_end_and_by_the_names_it_shows() -
     assert lines[:-1] == ["Mira: The guards of Ironhold bar the gate."] * 5
 
 
+def test_a_long_sentence_is_quoted_whole_or_cut_never_after_a_function_word() -> None:
+    """With no comma among its first 25 words, a long sentence was cut at the 25th whatever it was ("…to you for…",
+    "…glow of Kraghammer is…", "…Kima and Gilmore from the…"): one of up to 30 words is quoted whole, a longer one
+    cut where a clause ends, else after its last word within 25 that is no article, preposition or auxiliary."""
+    said = {
+        "You glance over and you're more distracted by the fact that Keyleth is doing this awkward field goal thing "
+        "in the door to you for no reason, and you forget what you were in the middle of doing.": "You glance over "
+        "and you're more distracted by the fact that Keyleth is doing this awkward field goal thing in the door to "
+        "you…",
+        "As you continue downward into the lower area, you can see the red stone that lets a lot of the atmospheric "
+        "glow of Kraghammer is used less and less and a lot more central torches are now in place; sconces.": "As "
+        "you continue downward into the lower area, you can see the red stone that lets a lot of the atmospheric "
+        "glow of Kraghammer…",
+        "As it hits, it just curls across and spreads across the side of the walls as the dragon shields both Kima "
+        "and Gilmore from the blast.": "As it hits, it just curls across and spreads across the side of the walls "
+        "as the dragon shields both Kima and Gilmore from the blast.",
+        "You hear a sound and you look down just as the rock below splits apart and from the crack a spray of molten "
+        "rock just sprays outward across the stone floor of the long hall and up the walls.": "You hear a sound and "
+        "you look down just as the rock below splits apart and from the crack a spray of molten rock…",
+    }
+    for sentence, quoted in said.items():
+        assert summarise([("Matt", sentence)] * 5) == [f"Matt: {quoted}"] * 5
+
+
 def test_a_quotation_the_line_ends_in_is_closed() -> None:
     """The sentences end inside the quotation, so the line would show it open: she goes, "I am the last.…"""
     said = (
