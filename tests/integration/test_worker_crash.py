@@ -13,6 +13,7 @@ import sys
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -160,6 +161,16 @@ async def test_failed_jobs_run_again_at_the_next_worker_start(pool: asyncpg.Pool
     assert await jobs.failed_jobs(pool) == 0 and await jobs.requeue_failed(pool) == 0
 
 
+async def _drain_asking(memory: Memory, fake_openai: FakeOpenAI, **client: Any) -> None:
+    """Run the queue's jobs until none is left, with the real client asking the fake LLM server."""
+    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", **client)
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x", llm=llm)  # type: ignore[arg-type]
+    try:
+        await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    finally:
+        await llm.aclose()
+
+
 async def _run_a_bad_job_and_one_during_an_outage(
     memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI
 ) -> None:
@@ -173,12 +184,7 @@ async def _run_a_bad_job_and_one_during_an_outage(
     await campaign.graph.add_entity(EntityIn(name="Quelloth", type=EntityType.npc))
     await campaign.log.write(session.id, EntryIn(speaker="DM", text="We met Bob.", suspects=[(7, 10)]))
     fake_openai.chat_handler = lambda request: FakeHTTPError(503, "overloaded")
-    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
-    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x", llm=llm)  # type: ignore[arg-type]
-    try:
-        await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
-    finally:
-        await llm.aclose()
+    await _drain_asking(memory, fake_openai, max_retries=0)
 
 
 async def test_a_job_failed_on_its_data_is_not_run_again_at_every_start(
@@ -232,12 +238,7 @@ async def test_a_job_whose_llm_timed_out_is_held_at_once_not_tried_six_times_mor
         json.dumps({"campaign_id": campaign.campaign_id, "session_id": session.id}).encode(),
     )
     fake_openai.chat_handler = ChatReply(content="{}", delay=2.0)
-    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", timeout=0.2, max_retries=0)
-    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x", llm=llm)  # type: ignore[arg-type]
-    try:
-        await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
-    finally:
-        await llm.aclose()
+    await _drain_asking(memory, fake_openai, timeout=0.2, max_retries=0)
     assert len(fake_openai.chat_requests) == 1
     [held] = await jobs.held_jobs(memory.pool, campaign.campaign_id)
     assert not held.on_its_data and "timed out after 0.2 s (1 try) at http://127.0.0.1:" in held.error, held.error
@@ -258,12 +259,7 @@ async def test_two_extract_jobs_of_a_session_do_not_both_retry_a_failing_llm(
         [jobs.EXTRACT] * 2, [payload] * 2, [10] * 2, dedupe_key=[f"x:{session.id}:1", f"x:{session.id}:1:2"]
     )
     fake_openai.chat_handler = lambda request: FakeHTTPError(429, "too many requests")
-    llm = OpenAILLM(fake_openai.base_url, fake_openai.api_key, "fake-model", max_retries=0)
-    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x", llm=llm)  # type: ignore[arg-type]
-    try:
-        await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
-    finally:
-        await llm.aclose()
+    await _drain_asking(memory, fake_openai, max_retries=0)
     rows = await memory.pool.fetch("SELECT entrypoint, status, attempts FROM pgqueuer")
     assert [tuple(r) for r in rows] == [(jobs.EXTRACT, "failed", 2)]  # one held
     assert len(fake_openai.chat_requests) == 1 + 3  # the other's one try, then this one's first and two retries
