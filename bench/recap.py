@@ -47,10 +47,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.correction import CRD3, crd3_entities, table
+from campaigns.files import read_campaign_file
 from memory.correction import EntityName
+from memory.correction.text import normalize
+from memory.extraction.schema import KnownEntity
 from memory.gazetteer import Gazetteer
 from memory.jobs import extractive_summary
-from memory.models import Entry
+from memory.models import EntityType, Entry
 
 ALIGNED = CRD3 / "aligned_index.dev.jsonl"
 QUOTES = Path(__file__).resolve().parents[1] / "tests" / "data" / "recap_quote_labels.json"
@@ -115,6 +118,19 @@ def load_episode(name: str, aligned: list[dict]) -> Episode:
                 if s not in tightest or span[0] < tightest[s][0]:
                     tightest[s] = span
     return Episode(name, entries, list(reference), [(a, b) for _, a, b in tightest.values()])
+
+
+def typed(entities: list[EntityName]) -> list[EntityName | KnownEntity]:
+    """``entities`` with their types where the example campaign file (campaigns/examples/critical_role.yaml) names
+    them, by name or alias: the recap finds the turning points a DM's campaign would (a death needs a person)."""
+    example = read_campaign_file(EXAMPLE)
+    types = {normalize(n): EntityType(e.type) for e in example.entities for n in [e.name, *e.aliases]}
+    return [
+        KnownEntity(id=e.id, name=e.name, type=kind, aliases=e.aliases, heard_as=e.heard_as)
+        if e.id is not None and (kind := types.get(normalize(e.name)))
+        else e
+        for e in entities
+    ]
 
 
 # --- the measures -------------------------------------------------------------------------------------------
@@ -255,7 +271,6 @@ async def time_one_import(episode: Path, embedder: Any, *, waits_for_vectors: bo
     import shutil
     import tempfile
 
-    from campaigns.files import read_campaign_file
     from campaigns.load import apply_campaign_file
     from memory import jobs
     from memory.db import EmbeddedPostgres, EmbeddingSpec, create_pool, migrate
@@ -372,7 +387,7 @@ def main() -> None:
         return
     aligned = [json.loads(line) for line in ALIGNED.read_text().splitlines()]
     wanted = args.episodes.split(",") if args.episodes else sorted({r["episode"] for r in aligned})
-    entities = crd3_entities()
+    entities = typed(crd3_entities())
     gazetteer = Gazetteer(entities)
     names = {e.id: e.name for e in entities}
 
