@@ -419,6 +419,7 @@ class Mention(BaseModel):
     start_s: float
     text: str
     ref: str | None
+    told: str | None = None  # the clause of ``text`` that tells the event the item is about, to show that part
 
     def where(self) -> str:
         return where_said(self.title, self.start_s, self.ref)

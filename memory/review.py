@@ -47,7 +47,10 @@ def parse_ref(ref: str) -> tuple[ReviewKind, int]:
 
 
 def said_names(item: ReviewItem) -> list[str]:
-    """What the line says of the item, to show its part that says it: the entity's names, the fact's two ends."""
+    """What the line says of the item, to show its part that says it: the clause telling its event, else the entity's
+    names, else the fact's two ends."""
+    if item.said is not None and item.said.told:
+        return [item.said.told]
     if item.entity is not None:
         return [item.entity.name, *item.entity.aliases]
     assert item.fact is not None
@@ -163,7 +166,8 @@ class ReviewQueue:
     async def said(self, entry_ids: list[int], *, about: Sequence[int] = ()) -> Mention | None:
         """The best of the lines an item was drawn from: the DM's (who ran the session, or a speaker the transcript
         calls DM or GM), whose word is the world's; of those, the one that tells the turning point the item is about
-        (``about``: its entities, an event among them; :func:`memory.extraction.rules.telling_line`), else the first.
+        (``about``: its entities, an event among them; :func:`memory.extraction.rules.telling_line`), else the first;
+        with the clause of it telling that turning point, to show the DM that part of a long line.
         Also for the card of what an item became."""
         if not entry_ids:
             return None
@@ -182,11 +186,12 @@ class ReviewQueue:
         if not rows:
             return None
         best = [r for r in rows if r["by_dm"] == rows[0]["by_dm"]]
-        n = await self._telling(about, [r["text"] for r in best]) if len(best) > 1 and about else 0
-        return Mention(**{k: v for k, v in best[n].items() if k != "by_dm"})
+        n, told = await self._telling(about, [r["text"] for r in best]) if about else (0, None)
+        return Mention(**{k: v for k, v in best[n].items() if k != "by_dm"}, told=told)
 
-    async def _telling(self, about: Sequence[int], lines: list[str]) -> int:
-        """Which of ``lines`` tells the turning point of the events among ``about`` (0 when none is an event)."""
+    async def _telling(self, about: Sequence[int], lines: list[str]) -> tuple[int, str | None]:
+        """Which of ``lines`` tells the turning point of the events among ``about`` (0 when none is an event), and
+        the clause of it that tells it (None when none does)."""
         g = self.graph
         named = await g.db.fetch(
             "SELECT name FROM entities WHERE campaign_id = $1 AND id = ANY($2::bigint[]) AND type = 'event'",
@@ -194,9 +199,9 @@ class ReviewQueue:
             list(about),
         )
         if not named:
-            return 0
+            return 0, None
         # the write path's rules and name matching: a queue without such items loads none of them
-        from memory.extraction.rules import telling_line
+        from memory.extraction.rules import telling_clause, telling_line
         from memory.extraction.schema import KnownEntity
         from memory.gazetteer import Gazetteer
 
@@ -211,7 +216,9 @@ class ReviewQueue:
             # 0.7 s for 20,000 entities: in a thread, once while the names stay the same
             self._names = key, await asyncio.to_thread(Gazetteer, known)
         gazetteer = self._names[1]
-        return await asyncio.to_thread(telling_line, [r["name"] for r in named], lines, gazetteer)
+        names = [r["name"] for r in named]
+        n = await asyncio.to_thread(telling_line, names, lines, gazetteer) if len(lines) > 1 else 0
+        return n, await asyncio.to_thread(telling_clause, names, lines[n], gazetteer)
 
     async def _status(self, item: ReviewItem) -> ReviewStatus:
         return item.entity.status if item.entity else item.fact.status  # type: ignore[union-attr]

@@ -3,6 +3,7 @@ what name correction changed in one, hear again the lines speech-to-text failed 
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import TYPE_CHECKING
 
@@ -202,12 +203,14 @@ async def unheard(
 
         def heard(u: Utterance) -> None:
             nonlocal added
-            if not added:  # loaded for the first line: files all heard before cost no model
-                click.echo(f"speech-to-text: Whisper {stt.loaded}", err=True)
             added += 1
             click.echo(f"  {u.start_s:8.1f}s {u.speaker}: {u.text}")
 
         try:
+            if any(s.ended_at is not None for s, _ in found):  # some session's lines can be heard now
+                # loaded before any file is read, as by `ingest`: a wrong --model on silent files said nothing of it
+                await asyncio.to_thread(stt.load)
+                click.echo(f"speech-to-text: Whisper {stt.loaded}", err=True)
             for session_, files in found:
                 if session_.ended_at is None:  # its lines are being written by the bot
                     click.echo(

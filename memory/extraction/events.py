@@ -329,7 +329,7 @@ def _register_events(text: str, found: list[KnownEntity]) -> list[Event]:
                 continue
             place = y if y.type == EntityType.location else None
             who = _with(_persons(text, m, found), party, None if place else y)
-            out.append(Event(kind, name.format(y.name), who, place=place))
+            out.append(Event(kind, name.format(y.name), who, place=place, span=_span(text, m)))
     return out
 
 
@@ -341,28 +341,31 @@ def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list
     for m in _DIES.finditer(text):
         x = found[int(m.group("x") or m.group("c"))]
         if x.type in _MORTAL and _told(text, m, retold):
-            out.append(Event(EventKind.death, f"Death of {x.name}", [x]))
+            out.append(Event(EventKind.death, f"Death of {x.name}", [x], span=_span(text, m)))
     for m in _KILLS.finditer(text):
         victim = found[int(m.group("y") or m.group("y2"))]
         killer = found[int(m.group("x"))] if m.group("x") else None
         if not _particle(m):
             continue  # "you cut Jazna off" is no killing
         if victim.type in _MORTAL and (killer is None or killer.id != victim.id) and _told(text, m, retold):
-            out.append(Event(EventKind.death, f"Death of {victim.name}", _with([], victim, killer)))
+            who = _with([], victim, killer)
+            out.append(Event(EventKind.death, f"Death of {victim.name}", who, span=_span(text, m)))
     for m in _ARRIVES.finditer(text) if retold else _party_arrivals(text, found):
         y = found[int(m.group("y"))]
         if y.type == EntityType.location and _whole(text, m, "y") and _told(text, m, retold):
-            out.append(Event(EventKind.arrival, f"Arrival at {y.name}", _persons(text, m, found), place=y))
+            who = _persons(text, m, found)
+            out.append(Event(EventKind.arrival, f"Arrival at {y.name}", who, place=y, span=_span(text, m)))
     for pattern in (_GIVES, _FINDS):
         for m in pattern.finditer(text):
             item = found[int(m.group("y"))]
             if item.type == EntityType.item and _whole(text, m, "y") and _told(text, m, retold):
                 who = _with(_persons(text, m, found), item)
-                out.append(Event(EventKind.acquisition, f"Acquisition of {item.name}", who))
+                out.append(Event(EventKind.acquisition, f"Acquisition of {item.name}", who, span=_span(text, m)))
     for m in _ASKS.finditer(text):
         x = found[int(m.group("x"))]
         if x.type in _MORTAL and _told(text, m, retold):
-            out.append(Event(EventKind.quest, f"Quest from {x.name}", _with(_persons(text, m, found), x)))
+            who = _with(_persons(text, m, found), x)
+            out.append(Event(EventKind.quest, f"Quest from {x.name}", who, span=_span(text, m)))
     if retold:  # in play, the DM's past tense is a memory ("no, you went back to the tavern"), not a turning point
         out += _register_events(text, found)
     return _once(out)
@@ -433,6 +436,11 @@ def _clause(text: str, m: re.Match[str]) -> int:
     """Where the match's clause begins."""
     start, _ = _sentence(text, m)
     return max((c.end() for c in _CLAUSE_START.finditer(text, start, m.start())), default=start)
+
+
+def _span(text: str, m: re.Match[str]) -> tuple[int, int]:
+    """The match's clause up to its end: what tells the turning point."""
+    return _clause(text, m), m.end()
 
 
 def _whole(text: str, m: re.Match[str], group: str) -> bool:

@@ -353,3 +353,32 @@ def telling_line(named: Collection[str], lines: Sequence[str], gazetteer: Gazett
         if (n := next((n for n, (text, found) in enumerate(tagged) if tells(text, found, retold)), None)) is not None:
             return n
     return 0
+
+
+def telling_clause(named: Collection[str], line: str, gazetteer: Gazetteer[KnownEntity]) -> str | None:
+    """The clause of ``line`` that tells the turning point ``named`` names (as :func:`telling_line` reads it), as
+    said: a line may name the place before it tells the party getting there ("dragons tearing through distant
+    Wildemount … you traveled across to the continent of Wildemount"). None when no clause rule reads it there."""
+    wanted = [name.casefold() for name in named]
+    text, found = _tag(gazetteer, line)
+    for retold in (False, True):
+        for event in events(text, found, retold=retold):
+            said = event.name.casefold()
+            if event.span and any(w == said or w.startswith(f"{said} (") for w in wanted):
+                start, end = (_untagged(gazetteer, line, at) for at in event.span)
+                return line[start:end].strip()
+    return None
+
+
+def _untagged(gazetteer: Gazetteer[KnownEntity], line: str, at: int) -> int:
+    """Where offset ``at`` of ``line`` tagged (:func:`_tag`) is in ``line``; in a tag, its name's start."""
+    shift = 0  # how much longer the line is than its tagged text, up to here
+    for n, (start, end, _) in enumerate(gazetteer.find(line)):
+        tagged_start = start - shift
+        if at <= tagged_start:
+            break
+        tag = len(_PLACEHOLDER.format(n))
+        if at < tagged_start + tag:
+            return start
+        shift += (end - start) - tag
+    return at + shift

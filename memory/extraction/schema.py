@@ -42,12 +42,14 @@ class EventKind(StrEnum):
 
 @dataclass
 class Event:
-    """A turning point one line tells: its name, its kind, who took part, and where it happened."""
+    """A turning point one line tells: its name, its kind, who took part, and where it happened; ``span``: where the
+    clause rule read it in the tagged line (its clause up to the rule's end), to show the DM that part of the line."""
 
     kind: EventKind
     name: str
     participants: list[KnownEntity] = field(default_factory=list)
     place: KnownEntity | None = None
+    span: tuple[int, int] | None = None
 
 
 class ProposedEntity(BaseModel):

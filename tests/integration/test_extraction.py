@@ -42,8 +42,9 @@ from memory.models import (
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.providers.llm import LLMUnavailable, OpenAILLM
 from memory.recorder import SessionRecorder, Utterance
+from memory.review import said_names
 from memory.store import CampaignMemory, Memory
-from memory.text import MAX_FACT_VALUE_CHARS
+from memory.text import MAX_FACT_VALUE_CHARS, excerpt
 from memory.voice.guard import MemoryGuard
 from tests.fakes.openai_server import ChatReply, FakeOpenAI, FakeRawReply
 
@@ -1018,6 +1019,33 @@ async def test_the_job_proposes_a_turning_point_the_dms_line_tells_by_meaning(
     arrival = items["new event 'Arrival at The Nestled Nook Inn': an arrival"]
     assert arrival.said is not None and arrival.said.text == line
     assert ("Arrival at The Nestled Nook Inn", "located_in", "The Nestled Nook Inn", "pending") in await facts(world)
+
+
+async def test_an_events_item_shows_the_clause_telling_it_not_the_first_mention_of_its_place(
+    world: CampaignMemory,
+) -> None:
+    """A recap names the place long before it tells the party getting there: the DM is shown where it is told."""
+    await world.graph.add_entity(EntityIn(name="Wildemount", type=EntityType.place))
+    line = (  # CRD3 C1E065 turn 44, its first sentences
+        "Hello, and welcome back. So to get you guys caught up: our band of adventurers, Vox Machina, in raising an "
+        "army, hopefully, of allies and powerful artifacts to face the Chroma Conclave, a gathering of powerful, "
+        "dangerous chromatic dragons that have been tearing through the countryside of Tal'Dorei and distant "
+        "Wildemount. They have recently found some information, had a close call with the Frigid Doom known as "
+        "Vorugal. You then decided to go ahead and using that cue, before the dragon returned to its current roost "
+        "that it has created over the ruins of the city of Draconia, you traveled across to the continent of "
+        "Wildemount. You had a meeting with the Ravenites, a rather subverted, long-enslaved offshoot species of "
+        "dragonborn kin."
+    )
+    [entry] = await write(world, [("DM", line)])
+    heard = Provenance(source=Source.stated, confidence=0.6, entry_ids=[entry.id])
+    await world.graph.add_entity(
+        EntityIn(name="Arrival at Wildemount", type=EntityType.event, provenance=heard, status="pending")
+    )
+    [item] = [i for i in await world.review.pending(limit=100) if "Arrival at Wildemount" in i.describe()]
+    assert item.said is not None
+    assert item.said.told is not None and item.said.told.endswith("you traveled across to the continent of Wildemount")
+    shown = excerpt(item.said.text, said_names(item), 300)
+    assert "traveled across to the continent of Wildemount" in shown and "distant" not in shown
 
 
 async def test_an_event_told_again_in_a_later_slice_gains_its_lines_while_it_waits_for_review(

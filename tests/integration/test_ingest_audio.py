@@ -434,6 +434,24 @@ async def test_a_recording_for_a_session_of_another_is_refused_before_speech_to_
     assert {s.title: s.lines for s in await campaign.log.listed()} == {"clip": done.written, "Week 2": own.written}
 
 
+async def test_session_unheard_names_its_model_before_any_line_is_heard(
+    lk, campaign: CampaignMemory, tmp_path: Path
+) -> None:
+    """`session unheard` named Whisper only at the first line it heard: files all silent never said which model
+    heard them. It is loaded and named before any file is read, as by `ingest`."""
+    recorder = await SessionRecorder.start(campaign, "Night 2")
+    session = await recorder.end()
+    folder = tmp_path / "unheard" / f"{campaign.campaign_id}-{session.id}"
+    folder.mkdir(parents=True)
+    silence(folder / "111-000040000.wav", 1)
+    wrong = lk("session", "unheard", "--campaign", "Test Campaign", "--model", "large-v3")
+    assert wrong.returncode == 1
+    assert wrong.stderr.startswith("error: Whisper large-v3 could not be loaded: "), wrong.stderr
+    done = lk("session", "unheard", "--campaign", "Test Campaign", "--model", "tiny.en")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("speech-to-text: Whisper tiny.en\n"), done.stderr
+
+
 async def test_lines_speech_to_text_failed_on_are_heard_again_into_their_session(
     lk, campaign: CampaignMemory, tmp_path: Path
 ) -> None:

@@ -26,7 +26,7 @@ from memory.extraction.events import (
     scene_arrivals,
 )
 from memory.extraction.pipeline import meaning_events, scene_moves
-from memory.extraction.rules import _tag, telling_line
+from memory.extraction.rules import _tag, telling_clause, telling_line
 from memory.gazetteer import Gazetteer
 from memory.models import EntityType, Entry
 from memory.offgame import narrator
@@ -564,6 +564,9 @@ def test_an_items_line_shown_is_the_one_that_tells_its_turning_point_else_the_fi
         "Finally, you reach the gates of Kraghammer.",
     ]
     assert telling_line(["Arrival at Kraghammer"], burst, gazetteer) == 2
+    # and the clause of it that tells it, as said (the DM is shown that part of a long line)
+    assert telling_clause(["Arrival at Kraghammer"], burst[2], gazetteer) == "you reach the gates of Kraghammer"
+    assert telling_clause(["Arrival at Kraghammer"], burst[0], gazetteer) is None
     assert telling_line(["Grog Strongjaw", "Arrival at Kraghammer"], burst, gazetteer) == 2  # a fact's two ends
     assert telling_line(["Arrival at Kraghammer (Session 3)"], burst, gazetteer) == 2  # named for its session
     # the DM's recap tells it in its own register (CRD3 C1E001 turn 55), read when no line tells it in play
