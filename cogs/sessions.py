@@ -20,13 +20,14 @@ from bot.app import LorekeeperBot
 from bot.checks import NotDMError, UserError, active_campaign, dm_campaign, guild_id_of, member_is_dm
 from bot.views import Confirm, Paginator, name_choices, paged_embeds, safe_autocomplete
 from bot.voice import CouldNotJoin, VoiceSession
+from memory.jobs.admin import HeldJob, held_jobs
 from memory.models import Campaign
 from memory.name_report import NameChange, names_changed
 from memory.providers.stt import SpeechToText, STTError, WhisperSTT, whisper_candidates
 from memory.replies import deleted_session_said
 from memory.session_log import ListedSession
 from memory.store import CampaignMemory
-from memory.text import counted
+from memory.text import clip, counted
 from memory.voice.guard import GuardState, SpoolPending, recover_leftover_spools
 
 log = logging.getLogger("lorekeeper.bot")
@@ -61,6 +62,16 @@ def unheard_said(unheard: int) -> str:
     return (
         f" {counted(unheard, 'line')} went unheard (speech-to-text failed): "
         f"`lorekeeper session unheard` hears {them} again."
+    )
+
+
+def held_said(held: list[HeldJob]) -> str:
+    """For the DM's /session status: the campaign's held jobs, the first one's last error as `lorekeeper jobs list`
+    shows it, and the command that runs them again."""
+    first = held[0]
+    return (
+        f"{len(held)}, first {first.kind}{f' of {first.session!r}' if first.session else ''}: "
+        f"{clip(first.error, 100)} · `lorekeeper jobs retry` runs them again"
     )
 
 
@@ -296,11 +307,14 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
             raise UserError(NO_SESSION)
         s = session.status()
         pending: str | None = None
+        held: list[HeldJob] = []
         title: str | None = s.title
-        # what waits for review (secrets included) is the DM's business
+        # what waits for review (secrets included) and job errors are the DM's business
         if member_is_dm(interaction, session.campaign):
             try:
                 pending = str(await session.mem.review.count())
+                # held after an LLM outage or a wrong LLM setting: else the DM never learns facts stopped coming
+                held = await held_jobs(session.mem.db, session.mem.campaign_id)
             except Exception:  # the database may be the very thing that is down
                 pending = "?"
         else:
@@ -319,6 +333,8 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
         embed.add_field(name="Memory", value=state)
         embed.add_field(name="Voice", value="connected" if s.connected else "reconnecting…")
         embed.add_field(name="Speakers", value=speakers[:1024], inline=False)
+        if held:
+            embed.add_field(name="Background jobs held", value=held_said(held)[:1024], inline=False)
         if isinstance(self.stt, WhisperSTT):  # which model hears them was said only in the log, at start
             loaded = self.stt.loaded or f"{self.stt.model_ref} (loaded at the first line heard)"
             embed.add_field(name="Speech-to-text", value=f"Whisper {loaded}")

@@ -8,6 +8,7 @@ tests/integration/test_voice_guard.py.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
@@ -95,6 +96,44 @@ async def test_status_shows_pending_facts_only_to_the_dm(
         as_player = await fake_discord.invoke("session status", user_id=player)
         assert "Utterances stored: 3" in as_player.texts()
         assert not any(t.startswith("Pending") for t in as_player.texts()), as_player.texts()
+    finally:
+        bot.get_cog("Sessions").live.clear()
+
+
+async def test_status_tells_the_dm_of_held_jobs_and_players_nothing(
+    campaign, bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    guild_id = next(iter(fake_discord.guilds))
+    active = await bot.memory.campaigns(guild_id).active()
+    assert active is not None
+    mem = bot.memory.campaign(active.id)
+    bot.get_cog("Sessions").live[guild_id] = RecordingStub("Night one", active, mem)
+    try:
+        assert not any(
+            t.startswith("Background jobs held")
+            for t in (await fake_discord.invoke("session status", user_id=dm)).texts()
+        )
+        for n in range(2):  # two extractions held after an LLM outage
+            await bot.memory.pool.execute(
+                """
+                WITH j AS (INSERT INTO pgqueuer (priority, status, entrypoint, payload)
+                           VALUES (0, 'failed', 'lk_extract', $1) RETURNING id)
+                INSERT INTO pgqueuer_log (job_id, status, priority, entrypoint, traceback)
+                SELECT id, 'failed', 0, 'lk_extract', $2::jsonb FROM j
+                """,
+                json.dumps({"campaign_id": active.id, "n": n}).encode(),
+                json.dumps(
+                    {"exception_type": "LLMUnavailable", "exception_message": "LLM request failed: HTTP 503 " * 9}
+                ),
+            )
+        as_dm = (await fake_discord.invoke("session status", user_id=dm)).texts()
+        [held] = [t for t in as_dm if t.startswith("Background jobs held")]
+        assert held.startswith(
+            "Background jobs held: 2, first extract: LLMUnavailable: LLM request failed: HTTP 503"
+        ), held
+        assert "…" in held and "`lorekeeper jobs retry`" in held, held
+        as_player = (await fake_discord.invoke("session status", user_id=player)).texts()
+        assert not any("held" in t or "LLM" in t for t in as_player), as_player
     finally:
         bot.get_cog("Sessions").live.clear()
 
