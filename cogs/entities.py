@@ -36,7 +36,14 @@ from memory.models import (
     Visibility,
     who_took_part_line,
 )
-from memory.replies import count_phrase_lines, heard_as_said, kept_old_name, not_heard_as_said, phrases_said
+from memory.replies import (
+    count_phrase_lines,
+    heard_as_said,
+    kept_old_name,
+    not_heard_as_said,
+    phrases_said,
+    unhidden_said,
+)
 from memory.text import (
     MAX_FACT_VALUE_CHARS,
     attribute_text,
@@ -197,7 +204,9 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
                 provenance=Provenance(source=Source.dm, dm_confirmed=True),
             )
         )
-        heard = " ".join(s for s in (heard_as_said(None, entity, lines), not_heard_as_said(None, entity, None)) if s)
+        said = [heard_as_said(None, entity, lines), not_heard_as_said(None, entity, None)]
+        said += [f"⚠️ {s}" for s in unhidden_said(await mem.graph.unhidden_secrets(entity))]
+        heard = " ".join(s for s in said if s)
         embed = entity_embed(entity, relationships=[], last_mention=None)
         await interaction.response.send_message(
             f"Added {entity.type.value} **{entity.name}**.{f' {heard}' if heard else ''}", embed=embed, ephemeral=True
@@ -301,6 +310,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         kept = kept_old_name(before, entity)
         said = f" Its old name **{before.name}** stays as an alias (`aliases: -` clears it)." if kept else ""
         said += "".join(f" {s}" for s in phrases_said(before, entity, lines))
+        said += "".join(f" ⚠️ {s}" for s in unhidden_said(await mem.graph.unhidden_secrets(entity)))
         embed = entity_embed(entity, relationships=[], last_mention=None)
         await interaction.response.send_message(f"Updated **{entity.name}**.{said}", embed=embed, ephemeral=True)
 

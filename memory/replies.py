@@ -119,6 +119,16 @@ def everyday_said(phrases: Sequence[str], name: str) -> list[str]:
     return [f"{', '.join(f'“{p}”' for p in common)} are everyday English: each said from now on is written {name}."]
 
 
+def unhidden_said(pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """The warning for the DM when a secret name is spelled like one players may read (see
+    :func:`memory.graph.rules.unhidden_secrets`): players read it, the public name winning. [] if none is."""
+    return [
+        f"The secret name “{secret}” is spelled like “{public}”, which players may read: it cannot be hidden from "
+        "them; give one of the two a name of its own."
+        for secret, public in pairs
+    ]
+
+
 def describe_same_as(result: MergeResult) -> str:
     """The DM's answer to "Same as…": what became of the proposed entity's names and facts."""
     known, proposed = result.entity, result.merged

@@ -114,7 +114,11 @@ async def add(
     """Add an entity NAME of TYPE: npc, location (or place), item, faction, quest, event, concept or player. A
     phrase given with --heard-as becomes the name wherever it is said, in the lines already stored too (a
     background job); one given with --not-heard-as never does."""
-    from memory.replies import heard_as_said, not_heard_as_said  # the replies of the writes: `list` needs none
+    from memory.replies import (  # the replies of the writes: `list` needs none
+        heard_as_said,
+        not_heard_as_said,
+        unhidden_said,
+    )
 
     settings = settings_from(ctx)
     phrases = heard_as_phrases(list(heard_as))  # refused as entity edit refuses it, not as a field of EntityIn
@@ -134,6 +138,7 @@ async def add(
         mem, _ = await campaign_memory(memory, settings, campaign)
         lines = await mem.log.count_heard(phrases) if phrases else None  # before a job corrects them
         created = await mem.add_entity(entity_in)
+        unhidden = await mem.graph.unhidden_secrets(created)
     if as_json:
         emit_json(created)
         return
@@ -142,6 +147,8 @@ async def add(
         click.echo(said)
     if said := not_heard_as_said(None, created, None):
         click.echo(said)
+    for said in unhidden_said(unhidden):
+        click.echo(f"warning: {said}", err=True)
 
 
 @entity.command("list")
@@ -312,7 +319,7 @@ async def edit(
     """Change the entity NAME (its name or an alias), as /entity edit does. A phrase given with --heard-as becomes
     the name wherever it is said from now on, and in the lines already stored (a background job); one given with
     --not-heard-as never does, there too."""
-    from memory.replies import count_phrase_lines, kept_old_name, phrases_said
+    from memory.replies import count_phrase_lines, kept_old_name, phrases_said, unhidden_said
 
     if (
         not (new_name or type_ or description is not None or aliases or attrs or heard_as or not_heard_as)
@@ -348,6 +355,7 @@ async def edit(
             heard_as=phrases if heard_as else None,
             not_heard_as=never if not_heard_as else None,
         )
+        unhidden = await mem.graph.unhidden_secrets(updated)
     if as_json:
         emit_json(updated)
         return
@@ -356,6 +364,8 @@ async def edit(
         click.echo(f"its old name {before.name!r} stays as an alias (`--alias -` clears it)")
     for said in phrases_said(before, updated, lines):
         click.echo(said)
+    for said in unhidden_said(unhidden):
+        click.echo(f"warning: {said}", err=True)
 
 
 @entity.command("remove")

@@ -9,9 +9,10 @@ from collections.abc import Iterable, Sequence
 from difflib import SequenceMatcher
 
 from memory.graph.lookup import EntityLookup
-from memory.graph.rules import names_to_mask
+from memory.graph.rules import names_to_mask, unhidden_secrets
 from memory.models import (
     RECAP_NAME_SQL,
+    Entity,
     Visibility,
 )
 
@@ -95,6 +96,25 @@ class Masking(EntityLookup):
         for review is the DM's to read, however the table named it); and what the recogniser writes for each."""
         from memory.correction.evidence import word_zipf  # wordfreq's table loads on first use
 
+        # what the recogniser writes for a secret name is the name said, in a line not corrected yet or a recap
+        # written from one: hidden whole, its words being ordinary ones
+        heard = await self.db.fetch(
+            """
+            SELECT h.phrase FROM entity_heard_as h JOIN entities e ON e.id = h.entity_id
+            WHERE h.campaign_id = $1 AND e.campaign_id = $1 AND e.visibility = 'secret' AND e.status <> 'rejected'
+            """,
+            self.campaign_id,
+        )
+        return SecretMask(names_to_mask(await self._names(), word_zipf, heard=[r["phrase"] for r in heard]))
+
+    async def unhidden_secrets(self, entity: Entity) -> list[tuple[str, str]]:
+        """The secret names players read anyway because a name they may read is spelled alike (see
+        :func:`unhidden_secrets`), of those the DM just gave ``entity``: allowed, as a campaign file holding them
+        must load, but the DM is told."""
+        return unhidden_secrets(await self._names(), [entity.name, *entity.aliases])
+
+    async def _names(self) -> list[tuple[str, bool]]:
+        """The campaign's names, each with whether players must not read it, as :meth:`player_mask` weighs them."""
         rows = await self.db.fetch(
             f"""
             SELECT e.name, e.visibility = 'secret' AS secret FROM entities e
@@ -114,17 +134,7 @@ class Masking(EntityLookup):
             """,
             self.campaign_id,
         )
-        # what the recogniser writes for a secret name is the name said, in a line not corrected yet or a recap
-        # written from one: hidden whole, its words being ordinary ones
-        heard = await self.db.fetch(
-            """
-            SELECT h.phrase FROM entity_heard_as h JOIN entities e ON e.id = h.entity_id
-            WHERE h.campaign_id = $1 AND e.campaign_id = $1 AND e.visibility = 'secret' AND e.status <> 'rejected'
-            """,
-            self.campaign_id,
-        )
-        names = [(r["name"], r["secret"]) for r in rows]
-        return SecretMask(names_to_mask(names, word_zipf, heard=[r["phrase"] for r in heard]))
+        return [(r["name"], r["secret"]) for r in rows]
 
     async def hidden_names(self) -> dict[int | None, list[str]]:
         """The names players never read that no secret entity bears as its name (see migration 0008), by the secret

@@ -84,6 +84,22 @@ def names_to_mask(
     return [*hidden, *misheard, *own]
 
 
+def unhidden_secrets(names: Iterable[tuple[str, bool]], of: Iterable[str]) -> list[tuple[str, str]]:
+    """Each secret name of ``names`` (as :func:`names_to_mask` takes them) that one players may read is spelled
+    alike, so it is never hidden ("The Gate" beside a public Gate), paired with that readable name: those where one
+    of the two is a name ``of`` an entity just added or changed, for a warning to its DM."""
+    names = list(names)
+    readable = {spelled_alike(name): name for name, secret in names if not secret}
+    mine = {spelled_alike(name) for name in of}
+    return sorted(
+        {
+            (name, readable[alike])
+            for name, secret in names
+            if secret and (alike := spelled_alike(name)) in readable and alike in mine
+        }
+    )
+
+
 def spelled_alike(name: str) -> str:
     """What two spellings of one name share: case, accents, apostrophes and hyphens aside as the matcher reads
     names ("cafe" for Café, "Vex’ahlia"), and a leading "The" ("Nestled Nook Inn", "the Vex'ahlia")."""

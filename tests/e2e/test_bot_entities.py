@@ -962,3 +962,22 @@ async def test_show_a_pending_event_says_the_line_it_was_told_in(
     card = await fake_discord.invoke("entity show", {"name": "Arrival at Foramere Basin"}, user_id=dm)
     [said_in] = [t.removeprefix("Last mentioned: ") for t in card.texts() if t.startswith("Last mentioned: ")]
     assert "You guys stop by the Foramere Basin" in said_in, said_in
+
+
+async def test_a_secret_name_spelled_like_a_public_one_is_warned_of(
+    world, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """Players read "The Ironhold" as the public Ironhold: such a secret name is never masked, so the DM is told
+    (not refused: a campaign file holding it must still load)."""
+    added = await fake_discord.invoke(
+        "entity add", {"name": "The Ironhold", "type": "location", "secret": True}, user_id=dm
+    )
+    assert added.texts()[0].startswith(
+        "Added location **The Ironhold**. ⚠️ The secret name “The Ironhold” is spelled "
+        "like “Ironhold”, which players may read"
+    ), added.texts()
+    plain = await fake_discord.invoke("entity add", {"name": "Kestrel", "type": "npc"}, user_id=dm)
+    assert "⚠️" not in plain.texts()[0], plain.texts()
+    # a rename to a public name spelled like the secret Queen Mab, accents and case aside
+    renamed = await fake_discord.invoke("entity edit", {"name": "Kestrel", "new_name": "queen mäb"}, user_id=dm)
+    assert "⚠️ The secret name “Queen Mab” is spelled like “queen mäb”" in renamed.texts()[0], renamed.texts()

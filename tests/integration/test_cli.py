@@ -59,6 +59,13 @@ def test_campaign_entity_review_search_flow(lk, tmp_path: Path) -> None:
     assert (
         taken.stderr == "error: 'Korv' is already an alias of 'Korvash': see it with `lorekeeper entity show Korvash`\n"
     )
+    # a secret name players read anyway, spelled like a public one: added, with a warning
+    hidden = lk("entity", "add", "The Korvash", "npc", "--secret")
+    assert hidden.returncode == 0 and hidden.stderr == (
+        "warning: The secret name “The Korvash” is spelled like “Korvash”, which players may read: it cannot be "
+        "hidden from them; give one of the two a name of its own.\n"
+    ), hidden.stderr
+    assert lk("entity", "edit", "The Korvash", "--new-name", "Korvash the Grey").stderr == ""
     assert lk("entity", "remove", "Korvash", "--yes").returncode == 0
     missing = lk("entity", "show", "Korvash")
     assert missing.returncode == 1 and "no entity named 'Korvash'" in missing.stderr

@@ -22,6 +22,7 @@ from memory.graph.rules import (
     players_see,
     players_see_fact,
     status_for,
+    unhidden_secrets,
     vouched,
 )
 from memory.models import Entity, EntityType, Provenance, ReviewStatus, Source, Visibility
@@ -187,3 +188,12 @@ def test_players_are_kept_from_a_secret_name_and_its_rare_words_they_cannot_read
     # what the recogniser writes for a secret name: whole, not its ordinary words
     heard = ["vast carrion", "the Whispering gate"]
     assert names_to_mask(alike, lambda w: 9.0, heard=heard) == ["vast carrion"]
+
+
+def test_a_secret_name_players_read_anyway_is_found_for_the_entity_just_named() -> None:
+    """What the DM is warned of: a secret name unmasked because a readable one is spelled alike."""
+    names = [("The Whispering Gate", True), ("Whispering Gate", False), ("Café Noir", True), ("Mira", False)]
+    gate = [("The Whispering Gate", "Whispering Gate")]
+    assert unhidden_secrets(names, ["The Whispering Gate"]) == gate  # the secret one added
+    assert unhidden_secrets(names, ["whispering gáte"]) == gate  # or the public one, accents and case aside
+    assert unhidden_secrets(names, ["Mira", "Café Noir"]) == []  # a secret name of its own, or another pair
