@@ -178,9 +178,10 @@ _ASKS = re.compile(
 #: Words anywhere in the sentence that make it a memory, not what happens now (the recap is all memory: not there).
 _PAST = re.compile(r"\b(?:ago|remember|remembers|recall|previously|last\s+time|years?\s+back)\b", re.IGNORECASE)
 #: Words that make the clause of a match no telling of what happened: conditions, intentions, futures,
-#: denials.
+#: denials, concessions (a state said in passing: "even though Thordak is dead, the lair ..." tells no death now).
 _UNREAL = re.compile(
-    r"\b(?:if|unless|whether|would|could|should|might|may|must|can|cannot|can't|will|won't|gonna|going\s+to|"
+    r"\b(?:if|unless|whether|though|although|despite|would|could|should|might|may|must|can|cannot|can't|will|"
+    r"won't|gonna|going\s+to|"
     r"want|wants|wanted|try|tries|trying|tried|attempt|attempts|about\s+to|before|until|not|n't|never|nearly|"
     r"almost|plan|plans|hope|hopes|chance|kill\s+or)\b|'ll\b|’ll\b",
     re.IGNORECASE,

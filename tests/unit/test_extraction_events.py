@@ -100,6 +100,9 @@ def test_a_death_the_dm_tells_is_an_event_with_the_dead_and_the_killer() -> None
         "You killed it with a 20.",  # dice talk: nothing named
         "Sylas is a dead man walking.",  # a figure of speech
         "A year ago, Sylas killed Jazna.",  # a memory
+        # CRD3 C1E080: a death already known, said in passing
+        "This is Raishan's lair, but even though Thordak is dead, the lair has its own dangers.",
+        "Although Jazna is dead, her guards still stand watch.",
     ],
 )
 def test_no_death_in_hypotheticals_questions_denials_or_dice_talk(line: str) -> None:
