@@ -111,11 +111,17 @@ _DEAD = (
 #: A body that tells its owner is dead: "the corpse of Horace", "the lifeless body of Reginald".
 _CORPSE = r"(?i:corpse|carcass|(?:lifeless|dead)\s+(?:body|form))"
 
+#: The dead's own verbs before the dying: "staggers back and", "lets out a scream, then crumples and". None begins
+#: with a new subject ("Vex staggers back and Grog dies" is Grog's death) or holds a conjunction of its own.
+_SUBJECT_WORD = r"(?i:he|she|they|you|we|it|i|the|a|an|his|her|their|its|this|that|there|and|then)\b"
+_STEP = rf"(?!{_SUBJECT_WORD})[a-z]+(?:\s+(?!(?i:and|then)\b)[^\s.!?;:,\"“”\ue000\ue001]+){{0,5}}?"
+_RUN = rf"(?:{_STEP},?\s+(?i:and\s+then|and|then)\s+){{0,2}}"
+
 _DIES = re.compile(
     _K.format("x")
     + r"(?:['’](?=\s))?(?:\s+(?i:in|on|at)\s+(?i:the)\s+[a-z]+)?(?:\s+|(?=['’]s\s))"  # "Grog in the snow is dead"
     + _ADVERB
-    + rf"(?:{_DEAD}|{_DIE}|{_FALL})"
+    + rf"(?:{_DEAD}|{_RUN}(?:{_DIE}|{_FALL}))"
     + r"|\b(?i:the|a)\s+(?:[a-z-]+\s+){0,2}?"
     + _CORPSE
     + r"\s+(?i:of)\s+"
@@ -178,9 +184,10 @@ _ASKS = re.compile(
 #: Words anywhere in the sentence that make it a memory, not what happens now (the recap is all memory: not there).
 _PAST = re.compile(r"\b(?:ago|remember|remembers|recall|previously|last\s+time|years?\s+back)\b", re.IGNORECASE)
 #: Words that make the clause of a match no telling of what happened: conditions, intentions, futures,
-#: denials.
+#: denials, concessions (a state said in passing: "even though Thordak is dead, the lair ..." tells no death now).
 _UNREAL = re.compile(
-    r"\b(?:if|unless|whether|would|could|should|might|may|must|can|cannot|can't|will|won't|gonna|going\s+to|"
+    r"\b(?:if|unless|whether|though|although|despite|would|could|should|might|may|must|can|cannot|can't|will|"
+    r"won't|gonna|going\s+to|"
     r"want|wants|wanted|try|tries|trying|tried|attempt|attempts|about\s+to|before|until|not|n't|never|nearly|"
     r"almost|plan|plans|hope|hopes|chance|kill\s+or)\b|'ll\b|’ll\b",
     re.IGNORECASE,

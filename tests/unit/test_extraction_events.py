@@ -100,6 +100,9 @@ def test_a_death_the_dm_tells_is_an_event_with_the_dead_and_the_killer() -> None
         "You killed it with a 20.",  # dice talk: nothing named
         "Sylas is a dead man walking.",  # a figure of speech
         "A year ago, Sylas killed Jazna.",  # a memory
+        # CRD3 C1E080: a death already known, said in passing
+        "This is Raishan's lair, but even though Thordak is dead, the lair has its own dangers.",
+        "Although Jazna is dead, her guards still stand watch.",
     ],
 )
 def test_no_death_in_hypotheticals_questions_denials_or_dice_talk(line: str) -> None:
@@ -415,6 +418,11 @@ def in_play(line: str) -> list[tuple[str, list[str], str | None]]:
         ("Jazna crumples to the ground, lifeless.", ("Death of Jazna", ["Jazna"], None)),
         ("Sylas breathes his last.", ("Death of Sylas Briarwood", ["Sylas Briarwood"], None)),
         ("Grog slew Jazna.", ("Death of Jazna", ["Jazna", "Grog Strongjaw"], None)),
+        # the dead's own verbs before the dying
+        ("Jazna staggers back and dies.", ("Death of Jazna", ["Jazna"], None)),
+        ("Jazna lets out a scream, then crumples and dies.", ("Death of Jazna", ["Jazna"], None)),
+        # ... not another subject's: Grog dies, not Vex
+        ("Vex staggers back and Grog dies.", ("Death of Grog Strongjaw", ["Grog Strongjaw"], None)),
         # a killing verb split around its victim
         ("Grog finishes Jazna off.", ("Death of Jazna", ["Jazna", "Grog Strongjaw"], None)),
         # an arrival: a place word before the name, a verb phrase in the past
@@ -455,6 +463,8 @@ def test_the_dm_tells_a_turning_point_in_play_in_a_clause_of_its_kind(
         "You watch the energy arc across the body of Raishan, the dragon.",  # CRD3 C1E080: a body, alive
         "There is no Raishan corpse.",  # no body: no death
         "Jazna has fallen unconscious.",  # a fall, not a death
+        "Jazna staggers back and the guard dies.",  # a new subject between: not Jazna's death
+        "Jazna staggers back and he dies.",
         "Jazna falls to one knee, dead tired.",  # "dead" of a manner
         "Grog goes dead silent.",
         "You cut Jazna off mid-sentence.",  # the particle of no killing
