@@ -76,18 +76,24 @@ class RecordingStub:
         )
 
 
-async def test_status_shows_pending_facts_only_to_the_dm(
-    campaign, bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
-) -> None:
+async def _recording(bot: LorekeeperBot, fake_discord: FakeDiscord) -> CampaignMemory:
+    """The guild's active campaign, recording "Night one" as /session status sees it."""
     guild_id = next(iter(fake_discord.guilds))
     active = await bot.memory.campaigns(guild_id).active()
     assert active is not None
     mem = bot.memory.campaign(active.id)
+    bot.get_cog("Sessions").live[guild_id] = RecordingStub("Night one", active, mem)
+    return mem
+
+
+async def test_status_shows_pending_facts_only_to_the_dm(
+    campaign, bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    mem = await _recording(bot, fake_discord)
     unsure = Provenance(source=Source.inferred, confidence=0.4)
     await mem.graph.add_entity(
         EntityIn(name="Secret heir", type=EntityType.npc, status=ReviewStatus.pending, provenance=unsure)
     )
-    bot.get_cog("Sessions").live[guild_id] = RecordingStub("Night one", active, mem)
     try:
         as_dm = await fake_discord.invoke("session status", user_id=dm)
         assert "Pending facts: 1" in as_dm.texts() and "Utterances stored: 3" in as_dm.texts()
@@ -103,11 +109,7 @@ async def test_status_shows_pending_facts_only_to_the_dm(
 async def test_status_tells_the_dm_of_held_jobs_and_players_nothing(
     campaign, bot: LorekeeperBot, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
 ) -> None:
-    guild_id = next(iter(fake_discord.guilds))
-    active = await bot.memory.campaigns(guild_id).active()
-    assert active is not None
-    mem = bot.memory.campaign(active.id)
-    bot.get_cog("Sessions").live[guild_id] = RecordingStub("Night one", active, mem)
+    mem = await _recording(bot, fake_discord)
     try:
         assert not any(
             t.startswith("Background jobs held")
@@ -121,7 +123,7 @@ async def test_status_tells_the_dm_of_held_jobs_and_players_nothing(
                 INSERT INTO pgqueuer_log (job_id, status, priority, entrypoint, traceback)
                 SELECT id, 'failed', 0, 'lk_extract', $2::jsonb FROM j
                 """,
-                json.dumps({"campaign_id": active.id, "n": n}).encode(),
+                json.dumps({"campaign_id": mem.campaign_id, "n": n}).encode(),
                 json.dumps(
                     {"exception_type": "LLMUnavailable", "exception_message": "LLM request failed: HTTP 503 " * 9}
                 ),
