@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from memory.errors import AlreadyExistsError, quoted
+from memory.offgame import dm_speaker
 from memory.recorder import SessionRecorder, Utterance
 from memory.session_log import ListedSession
 from memory.store import CampaignMemory
@@ -27,6 +29,8 @@ class IngestReport(BaseModel):
     corrections: int = 0
     skipped: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)  # a recording read, but not whole (cut short, damaged)
+    # a session's narrator taken as the speaker who said the most, as no label ("DM", "Marcus (DM)") said who
+    guessed_dm: dict[str, str] = Field(default_factory=dict)
     l1_seconds: float = 0.0  # wall time of the L1 path (correction + write + enqueue)
 
 
@@ -63,6 +67,7 @@ async def ingest_file(
         if not again:
             await refuse_stored_copy(mem, path.name, firsts)
         recorders: dict[str, SessionRecorder] = {}
+        words: dict[str, Counter[str]] = {}
         started = time.perf_counter()
         for item in read_transcript(path):
             if isinstance(item, Skipped):
@@ -81,6 +86,7 @@ async def ingest_file(
                 recorders[title] = recorder
                 report.sessions.append(title)
             await recorder.add(item.utterance)
+            words.setdefault(title, Counter())[item.utterance.speaker] += len(item.utterance.text.split())
             report.lines += 1
             if on_progress is not None:
                 on_progress(report.lines, max(total, report.lines))  # the file may have grown since
@@ -89,6 +95,10 @@ async def ingest_file(
             report.written += recorder.written
             report.corrections += recorder.corrections
     report.l1_seconds = time.perf_counter() - started
+    for title, said in words.items():
+        dm, guessed = dm_speaker(said)
+        if guessed and len(said) > 1:
+            report.guessed_dm[title] = dm
     return report
 
 

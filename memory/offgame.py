@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from enum import StrEnum
 
 from memory.models import Entry
@@ -214,19 +214,30 @@ def is_table_talk(sentence: str) -> bool:
 #: What a transcript calls its game master.
 DM_NAMES = frozenset({"DM", "GM", "DUNGEON MASTER", "GAME MASTER", "NARRATOR"})
 
+# The label of a game master's lines, alone or beside a name as a home table's transcript or a Discord display name
+# gives it: "DM", "Marcus (DM)", "GM - Marcus", "Dungeon Master"; a word of its own, not "Admiral" or "Dmitri".
+_DM_LABEL = re.compile(r"(?<![^\W\d_])(?:DM|GM|NARRATOR|(?:DUNGEON|GAME)\s+MASTER)(?![^\W\d_])", re.IGNORECASE)
+
+
+def dm_speaker(words: Mapping[str, int]) -> tuple[str, bool]:
+    """Who narrates of these speakers, with the words each said: one whose label names the game master ("Marcus
+    (DM)"), else the one who said the most words (the game master describes the world, voices its people and rules
+    on the rest: MATT in a Critical Role transcript); and whether that was a guess (no label said it)."""
+    labelled = next((speaker for speaker in words if _DM_LABEL.search(speaker)), None)
+    if labelled is not None:
+        return labelled, False
+    return max(words, key=words.__getitem__, default=""), True
+
 
 def narrator(entries: Sequence[Entry], dm_speaker_id: str | None) -> Callable[[Entry], bool]:
     """Who narrates: in a recorded session the user who ran it (``dm_speaker_id``: a player may call themself
-    "DM"); else a speaker called DM or GM, else the one who said the most words (the game master describes the
-    world, voices its people and rules on the rest: MATT in a Critical Role transcript)."""
+    "DM"); else :func:`dm_speaker`."""
     if dm_speaker_id is not None and any(e.speaker_id == dm_speaker_id for e in entries):
         return lambda e: e.speaker_id == dm_speaker_id
-    named = next((e.speaker for e in entries if " ".join(e.speaker.upper().split()) in DM_NAMES), None)
-    if named is None:
-        words: Counter[str] = Counter()
-        for e in entries:
-            words[e.speaker] += len(e.text.split())
-        named = words.most_common(1)[0][0] if words else ""
+    words: Counter[str] = Counter()
+    for e in entries:
+        words[e.speaker] += len(e.text.split())
+    named, _ = dm_speaker(words)
     return lambda e: e.speaker == named
 
 

@@ -140,6 +140,11 @@ async def ingest(
         )
         for warning in report.warnings:  # said at the end, under the counts it qualifies
             click.echo(f"warning: {warning}", err=True)
+        for title, dm in report.guessed_dm.items():  # the recap, events and "the DM" in questions follow it
+            click.echo(
+                f"the DM of {title!r} taken to be {dm!r}, who said the most; if that is wrong, label the DM's lines "
+                f'"DM" (or "Name (DM)") in the file, `lorekeeper session delete {title!r}` and import it again'
+            )
         if not report.lines:
             raise CliError(nothing_imported(path, report, read))
         session_ids = [s.id for t in report.sessions if (s := await mem.log.session_by_title(t)) is not None]

@@ -1237,6 +1237,27 @@ async def test_ingest_started_says_when_the_session_was_played(lk, fresh_dsn: st
     ]
 
 
+def test_ingest_says_whom_it_took_for_the_dm_when_no_label_said_it(lk, tmp_path: Path) -> None:
+    """A home table's most talkative player may out-talk the DM: the guess is said, with how to put it right; a
+    label beside the DM's name is no guess, and the DM's lines tell the story (an arrival), not the player's."""
+    assert lk("campaign", "create", "Home").returncode == 0
+    assert lk("entity", "add", "Greywater", "location").returncode == 0
+    plan = "Rob: Okay so my plan, and hear me out, is that Oz walks into the tavern and talks to everybody there.\n"
+    guessed = tmp_path / "guessed.txt"
+    guessed.write_text(plan + "Marcus: You arrive at Greywater.\n")
+    out = lk("ingest", str(guessed), "--wait")
+    assert out.returncode == 0, out.stderr
+    assert "the DM of 'guessed' taken to be 'Rob', who said the most" in out.stdout
+    assert "`lorekeeper session delete 'guessed'` and import it again" in out.stdout
+    assert "Arrival at Greywater" not in lk("review", "list").stdout  # Marcus taken for a player
+    labelled = tmp_path / "labelled.txt"
+    labelled.write_text(plan + "Marcus (DM): You arrive at Greywater.\n")
+    out = lk("ingest", str(labelled), "--wait")
+    assert out.returncode == 0, out.stderr
+    assert "taken to be" not in out.stdout
+    assert "Arrival at Greywater" in lk("review", "list").stdout
+
+
 def _demo(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")}
     env["LOREKEEPER_DATA_DIR"] = str(tmp_path / "real")  # the DM's own, exported in their shell: left alone

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.offgame import Talk, is_table_talk, line_talk, session_talk
+from memory.offgame import Talk, dm_speaker, is_table_talk, line_talk, session_talk
 
 LABELS = Path(__file__).resolve().parents[1] / "data" / "offgame_crd3_labels.json"
 
@@ -185,3 +185,19 @@ def test_only_the_lines_asked_for_are_read_one_by_one_and_the_segments_still_hol
     lines += [("17.", False), ("You walk on.", True), ("13 for Trinket.", False)]
     assert session_talk(lines, only=[2]) == [Talk.pre_show, None, Talk.dice, None, None]
     assert session_talk(lines) == [Talk.pre_show, None, Talk.dice, None, Talk.dice]
+
+
+@pytest.mark.parametrize("label", ["DM", "Marcus (DM)", "DM Marcus", "Marcus [GM]", "GM - Marcus", "Dungeon Master"])
+def test_a_label_naming_the_game_master_is_the_dm_however_the_table_writes_it(label: str) -> None:
+    """A home table's transcript or a Discord name puts the role beside the name: the wordiest player is no DM."""
+    assert dm_speaker({"Rob": 900, label: 300, "Dana": 200}) == (label, False)
+
+
+@pytest.mark.parametrize("label", ["Dmitri", "Admiral Vey", "Gemma", "Ragnar the Master"])
+def test_dm_inside_a_word_or_a_master_alone_names_no_game_master(label: str) -> None:
+    assert dm_speaker({"Rob": 900, label: 300}) == ("Rob", True)
+
+
+def test_with_no_label_the_dm_is_who_said_the_most_and_that_is_a_guess() -> None:
+    assert dm_speaker({"MATT": 5000, "SAM": 900}) == ("MATT", True)
+    assert dm_speaker({}) == ("", True)
