@@ -192,22 +192,65 @@ def tells_story(text: str) -> bool:
 
 
 # Table business a recap sentence must not hold, beyond the rules words above; and the DM placing the players'
-# characters on the map or calling them to roll ("I have you right here between him and Lady Briarwood.", "I need
-# Pike, Percy, and Scanlan to make another.", "I need you and you"; not an errand, "I need you to find her"); a
-# save's outcome ("You shrug it off.", "you succeed").
+# characters on the map or calling them to roll ("I have you right here between him and Lady Briarwood.", "We have
+# the two of you by the door.", "I need Pike, Percy, and Scanlan to make another.", "I need you and you"; not an
+# errand, "I need you to find her"); a save's outcome ("You shrug it off.", "you succeed").
 _TABLE = re.compile(
     r"\b(?:turn is over|bathroom|episodes?|stream|the chat|(?:this|next|the) round|"
     r"I need (?-i:[A-Z])\w*|(?:we|I) have you (?:right )?(?:here|there)|I need you(?! to)|"
+    r"we have (?:(?:the \w+|all|both|each) of you|you (?:guys|all|two|three))|"
     r"(?:shrugs?|shrugged|shakes?|shook) (?:it|this|that) off|you succeed(?:ed)?)\b",
     re.IGNORECASE,
 )
 
 
+# A ruling's register: the DM telling a player what the rules let them do, or what a kind of creature is under
+# the rules; the present tense, no story verb. Its words: the turn's economy, a move allowed rather than told ("you
+# can still move", not "you move to the door"), a creature's immunities, and its kind as the rules read it, said of
+# the kind itself ("it's a fiend, so…", "oozes can't be…"; not "the fiend rises" or "a fiend's claw").
+_RULING_WORDS = re.compile(
+    r"\b(?:movement|squares?|reactions?|range|legendary (?:actions?|resistances?)|"
+    r"(?:can|can't|cannot|could|may|want to|wish to|go ahead and|get to|have to|need to|able to) (?:\w+ )?move)\b",
+    re.IGNORECASE,
+)
+_IMMUNE = re.compile(r"\b(?:immun(?:e|ity)|resistant|resistances? to|vulnerab(?:le|ility))\b", re.IGNORECASE)
+_KINDS = (
+    r"(?:aberration|beast|celestial|construct|dragon|elemental|fey|fiend|giant|humanoid|monstrosit(?:y|ie)|ooze|"
+    r"plant|undead)s?"
+)
+_KIND_RULE = re.compile(
+    rf"\b(?:(?:isn't|is not|aren't|are not|'s not|'re not) (?:an? )?{_KINDS}\b(?![\w-]|\s+\w)|"
+    rf"(?:it's|it is|is|are|they're) (?:an? )?{_KINDS},? so\b|"
+    rf"(?<!\bthe )(?<!\bthese )(?<!\bthose )(?<!\btwo ){_KINDS} "
+    r"(?:don't|do not|can't|cannot|aren't|are not|need|get)\b)",
+    re.IGNORECASE,
+)
+_ADDRESSED = re.compile(r"\byour?\b|^\W*(?:\w+, )?go ahead and\b", re.IGNORECASE)
+# What the story says and a ruling does not: the past, and what is seen or heard ("the rest of you just see it").
+_NOT_RULING = re.compile(r"\b(?:was|were|had|did|see|sees|hear|hears|watch|watches|notice|notices)\b", re.IGNORECASE)
+
+
+def _ruling(sentence: str) -> bool:
+    """Whether a sentence is the DM ruling: on a creature's kind or immunities, or to a player on the turn's
+    economy, densely enough that it tells nothing beside it ("You still have some movement if you want it.",
+    "Constructs don't sleep, so…", "He's resistant."); never what happened ("you were too far", "you see it move")."""
+    if _STORY.search(sentence) or _NOT_RULING.search(sentence):
+        return False
+    if _KIND_RULE.search(sentence):
+        return True
+    economy, immune = len(_RULING_WORDS.findall(sentence)), len(_IMMUNE.findall(sentence))
+    said_to = immune or (economy and _ADDRESSED.search(sentence))  # a creature's immunity is ruled on to anyone
+    beside = len(_RULES_TOO.findall(sentence))  # "feet", "turn": rules talk beside a ruling's words, as above
+    return bool(said_to) and (economy + immune + beside) * _DENSITY >= len(_WORD.findall(sentence))
+
+
 def is_table_talk(sentence: str) -> bool:
     """Whether a sentence talks rules, dice or the show, however long: for the recap, which quotes a sentence or
     a few and must quote none of those ("That will be the end of its turn. Let's see if that recharges.")."""
-    return any(ch.isdigit() for ch in sentence) or any(
-        p.search(sentence) for p in (_MECHANICS, _SPONSOR, _BANTER, _TABLE)
+    return (
+        any(ch.isdigit() for ch in sentence)
+        or any(p.search(sentence) for p in (_MECHANICS, _SPONSOR, _BANTER, _TABLE))
+        or _ruling(sentence)
     )
 
 

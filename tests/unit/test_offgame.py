@@ -90,6 +90,42 @@ def test_the_recap_quotes_no_sentence_of_rules_dice_or_the_show() -> None:
     assert not is_table_talk("I need you to find my daughter before the Briarwoods do.")
 
 
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        # a player told what the turn allows: second person, its economy, the present, no story verb
+        "Mira, you still have fifteen feet of movement left.",
+        "You can still move, but only up to the door.",
+        "Go ahead and move, Bo.",
+        # a creature's kind or immunities as the rules read them
+        "The Pale Magister is undead, so the sleep spell does nothing to him.",
+        "Oozes don't have eyes, so it can't be blinded.",
+        "The golem is immune to fire.",
+        "It isn't a fiend.",
+        # the DM staging the table
+        "We have both of you at the top of the stairs.",
+    ],
+)
+def test_a_ruling_is_table_talk(sentence: str) -> None:
+    assert is_table_talk(sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "You move to the window and look out over the harbour.",  # a move told, not allowed
+        "The undead rise from the marsh as the bell tolls.",  # creatures of a kind, doing
+        "The fiend's claws rake across his chest.",
+        "It's a dragon!",  # a kind seen, not ruled on
+        "You were immune to her charms once.",  # the past: the story
+        "We have Ironhold to protect, she says.",  # a character's "we"
+        "You don't even notice the resistance of the lock.",
+    ],
+)
+def test_the_story_is_no_ruling(sentence: str) -> None:
+    assert not is_table_talk(sentence)
+
+
 def _session(*lines: tuple[str, str]) -> list[Talk | None]:
     return session_talk([(text, speaker == "DM") for speaker, text in lines])
 

@@ -283,3 +283,17 @@ def test_only_who_the_narrator_names_in_the_story_takes_part() -> None:
     text, involved = extractive_summary(entries, Gazetteer(ENTITIES), NAMES)
     assert involved == [1, 2]
     assert text.splitlines()[-1] == "Involved: Eldrinax, Ironhold"
+
+
+def test_the_recap_quotes_no_ruling_on_a_kind_or_on_the_turn_and_no_staging() -> None:
+    """The DM ruling on what a creature is under the rules, telling a player what the turn allows, or placing the
+    characters speaks of the table, however many names it holds: the story's line of the same part is quoted."""
+    said = chatter(40)
+    said[3] = ("Mira", "The Pale Magister is undead, so Eldrinax's sleep spell does nothing to him at Ironhold.")
+    said[5] = ("Mira", "The Pale Magister bows to Eldrinax.")
+    said[10] = ("Mira", "Eldrinax, you can still move, you just lose your reaction to the Pale Magister.")
+    said[19] = ("Mira", "We have the two of you at the gates of Ironhold. Eldrinax waits beside the Pale Magister.")
+    lines = summarise(said)
+    text = "\n".join(lines)
+    assert "undead" not in text and "move" not in text and "two of you" not in text and "waits beside" not in text
+    assert "Mira: The Pale Magister bows to Eldrinax." in lines
