@@ -8,6 +8,7 @@ or rejects, never canon. What a caller passes is data: names are looked up, neve
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -81,7 +82,17 @@ class Passage(BaseModel):
     score: float
 
 
+class Recap(BaseModel):
+    session_id: int
+    session: str
+    started_at: datetime
+    ended: bool
+    summary: str | None
+
+
 class SearchResult(BaseModel):
+    # the recap a question asks for ("what happened last session?"): it answers it, and no passage does
+    recap: Recap | None = None
     entities: list[recall_core.NamedEntity]  # the entities the query names, with their current facts
     passages: list[Passage]
 
@@ -131,14 +142,6 @@ class MentionOut(BaseModel):
 class Mentions(BaseModel):
     entity: str
     mentions: list[MentionOut]
-
-
-class Recap(BaseModel):
-    session_id: int
-    session: str
-    started_at: datetime
-    ended: bool
-    summary: str | None
 
 
 class RecentLog(BaseModel):
@@ -197,8 +200,10 @@ class CampaignTools:
             self.mem, embedder, query, limit=limit, mode="both" if embedder is not None else "fulltext", dm=self.dm
         )
         named = await recall_core.named_entities(self.mem, query, dm=self.dm)
+        asked = await recall_core.recap_asked(self.mem, query)
         mask = await reader_mask(self.mem, self.dm)
         return SearchResult(
+            recap=None if asked is None else self._recap(asked, mask),
             entities=named,
             passages=[
                 Passage(
@@ -475,6 +480,7 @@ def _answering(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         except ValidationError as exc:
             raise ToolError(validation_problems(exc)) from None
 
+    wrapper.__doc__ = inspect.cleandoc(fn.__doc__ or "")  # the tool's description: not the source's indent
     return wrapper
 
 
@@ -519,6 +525,14 @@ class _Server(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        # the SDK drops an argument its schema lacks: a caller would believe it filtered by "session" it made up
+        schema = next((t.input_schema for t in await self.list_tools() if t.name == name), None)
+        known = (schema or {}).get("properties", {})
+        if schema is not None and (unknown := [a for a in arguments if a not in known]):
+            takes = ", ".join(known) or "no arguments"
+            raise ToolError(
+                f"Error executing tool {name}: unknown argument {', '.join(map(repr, unknown))} ({name} takes {takes})"
+            )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -576,7 +590,9 @@ def _read_tools(server: MCPServer, tools: CampaignTools) -> None:  # 73 lines: e
     ) -> SearchResult:
         """Search what was said in every session of the campaign (meaning and exact words, fused). Returns the best
         passages with their citation (session, time, source refs) and the current facts of the entities the query
-        names: a passage says what was true when it was said."""
+        names: a passage says what was true when it was said. The query itself narrows it: "in session 3", "last
+        session", "two sessions ago", "what did Grog say about …" (a speaker or their character). A question for a
+        session's story ("what happened last session?") is answered by that session's recap, with no passages."""
         return await tools.search_sessions(query, limit)
 
     @server.tool(annotations=READ)

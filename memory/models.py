@@ -49,6 +49,13 @@ class EntityType(StrEnum):
     place = "location"
 
     @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        # pydantic lists each member by name, the alias too: a tool's schema and its errors said "location" twice
+        schema = handler(source)
+        schema["members"] = list(dict.fromkeys(schema["members"]))
+        return schema
+
+    @classmethod
     def _missing_(cls, value: object) -> EntityType | None:
         # "place", "Location": what a DM or an older file writes; anything else stays an error.
         if isinstance(value, str):

@@ -71,6 +71,10 @@ async def test_dm_view_every_tool(campaign: CampaignMemory, fresh_dsn: str, tmp_
             "hot_context",
         }  # read-only: no proposal tools
         assert all(t.description and t.input_schema["type"] == "object" for t in listed.values())
+        # what an LLM reads to call them: no source indentation, each kind of entity once
+        assert not any("\n    " in (t.description or "") for t in listed.values())
+        kinds = listed["find_entities"].input_schema["$defs"]["EntityType"]["enum"]
+        assert sorted(kinds) == sorted(set(kinds)) and "location" in kinds
 
         found = await call(s, "search_sessions", query="Ember Key", limit=3)
         assert found["passages"] and "Night 1" in found["passages"][0]["where"]
@@ -97,6 +101,10 @@ async def test_dm_view_every_tool(campaign: CampaignMemory, fresh_dsn: str, tmp_
 
         recap = await call(s, "session_recap", session="Night 1")
         assert recap["ended"] and SECRET_NPC in recap["summary"]
+        # a question for a session's story is answered by its recap, as `lorekeeper recall` answers it
+        asked = await call(s, "search_sessions", query="what happened last session?")
+        assert asked["recap"] == recap and asked["passages"] == []
+        assert found["recap"] is None
 
         log = await call(s, "recent_log", minutes=2)
         assert log["session"] == "Night 2" and log["live"]
@@ -227,6 +235,11 @@ async def test_bad_arguments_are_tool_errors(campaign: CampaignMemory, fresh_dsn
             assert error == f"Error executing tool {tool}: {said}", error
         assert "type must be one of 'npc'" in await error_of(s, "find_entities", type="dragon")
         assert "no session titled" in await error_of(s, "session_recap", session="Night 9")
+        # the SDK would drop an argument its schema lacks, and the caller believe it filtered by it
+        made_up = await error_of(s, "search_sessions", query="Grom", session="Night 1")
+        assert made_up == (
+            "Error executing tool search_sessions: unknown argument 'session' (search_sessions takes query, limit)"
+        )
         # proposals are not offered read-only: calling one is an error, nothing is written
         assert "propose_fact" in await error_of(s, "propose_fact", entity="Grom", relation="x", value="y")
         try:
