@@ -138,3 +138,11 @@ def test_the_benchs_crd3_corrections_change_only_the_name() -> None:
         if (why := changes_only_the_name(text, pipeline.correct_fast(text).corrections, misheard))
     ]
     assert wrong == []
+
+
+def test_one_word_of_a_longer_name_is_corrected_once_it_is_an_alias(pipeline: Pipeline) -> None:
+    """(docs/guide/names.md) The index holds names and aliases, not their words: "Kestral" alone is no mishearing of
+    Kestrel Vane until the DM gives "Kestrel" as an alias."""
+    assert pipeline.correct_fast("then kestral stabs him").corrections == []
+    aliased = Pipeline([EntityName(id=4, name="Kestrel Vane", aliases=["Kes", "Kestrel"])])
+    assert aliased.correct_fast("then kestral stabs him").text == "then Kestrel Vane stabs him"
