@@ -1359,8 +1359,7 @@ class PhoneticMatcher:
         tide warden"; "Eldrinax, the drowned worm"; an uncommon word of it, or the name corrected just before:
         ``named_before``) the alias is written as registered, not the name again."""
         name = name_norm(form.canonical).split()
-        size = len(form.words)
-        at = next((i for i in range(len(name) - size + 1) if tuple(name[i : i + size]) == form.words), None)
+        at = _alias_at(name, form)
         said = _name_said_before(text, tokens, first, form, name, at)
         if said:
             return first - said, form.canonical
@@ -1422,12 +1421,19 @@ class PhoneticMatcher:
         first, last, heard = _alias_words_kept(tokens, c)
         # An alias becomes the canonical name, said once (see ``_alias_mention``).
         replacement = c.form.canonical
+        after = 0
         if first == c.first and not c.form.primary:
             named = (
                 previous is not None and previous.last == first - 1 and previous.form.entity_key == c.form.entity_key
             )
             first, replacement = self._alias_mention(text, tokens, first, c.form, named_before=named)
-        if not c.plural:
+            if not c.plural and (after := _name_said_after(text, tokens, last, c.form)):
+                # The name's words said just after the alias are its own, written once: "ottily brand" (the alias
+                # Ottilie of Sister Ottilie Brand) is "Ottilie Brand", not "Sister Ottilie Brand brand".
+                last += after
+                if first == c.first:  # none of the name said before the alias: the part of it said
+                    replacement = _name_part(c.form, after)
+        if not c.plural and not after:
             last = _rest_said_after(text, tokens, last, heard, spaceless(c.form.canonical))
         start = tokens[first].start
         end = tokens[last].base_end - (1 if c.plural else 0)
@@ -1500,6 +1506,45 @@ def _rest_said_after(text: str, tokens: list[Token], last: int, heard: str, cano
     return last if rest else after
 
 
+def _alias_at(name: list[str], form: NameForm) -> int | None:
+    """Where the alias ``form``'s words run inside the canonical ``name`` (its words), if they do."""
+    size = len(form.words)
+    return next((i for i in range(len(name) - size + 1) if tuple(name[i : i + size]) == form.words), None)
+
+
+def _name_said_after(text: str, tokens: list[Token], last: int, form: NameForm) -> int:
+    """How many of the canonical name's words after its alias ``form`` (a run of its words) are said just after the
+    alias's last word ``last``; not ending on a small word ("ottily brand": one, of Sister Ottilie Brand; "kima of
+    the": none, of Lady Kima of Vord)."""
+    name = name_norm(form.canonical).split()
+    at = _alias_at(name, form)
+    if at is None:
+        return 0
+    rest, said = name[at + len(form.words) :], 0
+    while (
+        said < len(rest)
+        and last + said + 1 < len(tokens)
+        and tokens[last + said + 1].norm == rest[said]
+        and _joined(text, tokens[last + said : last + said + 2])
+    ):
+        said += 1
+    while said and rest[said - 1] in _LINKS:
+        said -= 1
+    return said
+
+
+def _name_part(form: NameForm, after: int) -> str:
+    """The canonical name's words from its alias ``form`` on, ``after`` more than the alias's, as the name writes
+    them ("Ottilie Brand" of Sister Ottilie Brand); the whole name when that is all of it, or when its written words
+    are not its words one for one."""
+    written = form.canonical.split()
+    name = name_norm(form.canonical).split()
+    at = _alias_at(name, form)
+    if at is None or [name_norm(w) for w in written] != name:
+        return form.canonical
+    return " ".join(written[at : at + len(form.words) + after])
+
+
 def _name_said_before(
     text: str, tokens: list[Token], first: int, form: NameForm, name: list[str], at: int | None
 ) -> int:
@@ -1559,23 +1604,20 @@ def _resolve_overlaps(candidates: list[_Candidate]) -> list[_Candidate]:
     ("west rune we"), so the bonus can reward words that belong to the name.
     """
     # A window holding a shorter one whose name is part of its own ranks as well as it: "greg strong jaw" /
-    # Grog Strongjaw holds "strong jaw", the alias Strongjaw respaced, and is the whole of that mention. (A
-    # window holding one of the same name has caught a neighbour: "estaphania who" / Estafania.) Holding is
-    # transitive, so each window takes the best rank it holds directly; windows are short, so looking only at
-    # those starting inside it keeps a long utterance linear.
+    # Grog Strongjaw holds "strong jaw", the alias Strongjaw respaced, and is the whole of that mention. A
+    # window holding one of the same name has caught a neighbour, and takes no rank from what it holds:
+    # "estaphania who" / Estafania, "Fenwik Tull buys" / Fenwick Tull (holding "Fenwik", the alias Fenwick,
+    # it ate "buy" into the name). Holding is transitive, so each window takes the best rank it holds directly;
+    # windows are short, so looking only at those starting inside it keeps a long utterance linear.
     by_first = sorted(candidates, key=lambda c: c.first)
     firsts = [c.first for c in by_first]
-    ranks = [
-        max(
-            [c.rank]
-            + [
-                o.rank
-                for o in by_first[bisect_left(firsts, c.first) : bisect_right(firsts, c.last)]
-                if o.last <= c.last and o.form.spaceless != c.form.spaceless and o.form.spaceless in c.form.spaceless
-            ]
-        )
-        for c in candidates
-    ]
+    ranks = []
+    for c in candidates:
+        inside = [o for o in by_first[bisect_left(firsts, c.first) : bisect_right(firsts, c.last)] if o.last <= c.last]
+        name = c.form.spaceless
+        parts = [o.rank for o in inside if o.form.spaceless != name and o.form.spaceless in name]
+        caught = any(o.form.spaceless == name and o.last - o.first < c.last - c.first for o in inside)
+        ranks.append(c.rank if caught else max([c.rank, *parts]))
     for c, rank in zip(candidates, ranks, strict=True):
         c.rank = rank
     ranked = sorted(candidates, key=lambda c: c.rank + _LENGTH_BONUS * (c.last - c.first), reverse=True)
