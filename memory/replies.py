@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from memory.errors import quoted
+from memory.errors import InvalidInputError, quoted
 from memory.graph.rules import removed_heard_as
 from memory.models import Entity, MergeResult
 from memory.text import counted
@@ -18,6 +18,30 @@ if TYPE_CHECKING:
 def kept_old_name(before: Entity, after: Entity) -> bool:
     """Whether an edit renamed ``before`` and kept its old name as an alias: the DM is told, and how to clear it."""
     return before.name != after.name and before.name in after.aliases
+
+
+def edited_aliases(entity: Entity, add: Sequence[str], drop: Sequence[str]) -> list[str]:
+    """The aliases of ``entity`` with ``add`` added and ``drop`` taken away (case aside), in their order: one
+    alias changed keeps the others, which replacing them all would silently lose."""
+    held = {a.casefold(): a for a in entity.aliases}
+    if missing := [d for d in drop if d.casefold() not in held]:
+        has = ", ".join(map(quoted, entity.aliases)) or "none"
+        raise InvalidInputError(
+            f"{', '.join(map(quoted, missing))} is no alias of {quoted(entity.name)} (its aliases: {has})"
+        )
+    gone = {d.casefold() for d in drop}
+    kept = [a for a in entity.aliases if a.casefold() not in gone]
+    aliases: dict[str, str] = {}
+    for alias in [*kept, *add]:
+        aliases.setdefault(alias.casefold(), alias)  # one already held keeps its spelling
+    return list(aliases.values())
+
+
+def aliases_dropped(before: Entity, after: Entity) -> list[str]:
+    """The aliases an edit took away (a rename's old name kept aside): lines saying one no longer name the entity,
+    and the next session may propose it as someone new, so the DM is told."""
+    kept = {a.casefold() for a in (after.name, *after.aliases)}
+    return [a for a in before.aliases if a.casefold() not in kept]
 
 
 def heard_as_said(before: Entity | None, after: Entity, lines: int | None) -> str:

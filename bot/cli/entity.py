@@ -282,6 +282,8 @@ async def mentions_(ctx: click.Context, name: str, limit: int, campaign: str | N
 @click.option("--type", "type_", type=TYPE_CHOICE, help="Its new type.")
 @click.option("--description", "-d", help="A new description (replaces the old one).")
 @click.option("--alias", "aliases", multiple=True, help="Replaces all aliases (repeatable; '--alias -' clears them).")
+@click.option("--add-alias", "add_aliases", multiple=True, metavar="ALIAS", help="Adds an alias (repeatable).")
+@click.option("--drop-alias", "drop_aliases", multiple=True, metavar="ALIAS", help="Takes an alias away (repeatable).")
 @click.option("--attr", "attrs", multiple=True, metavar="KEY=VALUE", help="Merged into its attributes (repeatable).")
 @click.option(
     "--heard-as",
@@ -309,6 +311,8 @@ async def edit(
     type_: str | None,
     description: str | None,
     aliases: tuple[str, ...],
+    add_aliases: tuple[str, ...],
+    drop_aliases: tuple[str, ...],
     attrs: tuple[str, ...],
     heard_as: tuple[str, ...],
     not_heard_as: tuple[str, ...],
@@ -319,16 +323,23 @@ async def edit(
     """Change the entity NAME (its name or an alias), as /entity edit does. A phrase given with --heard-as becomes
     the name wherever it is said from now on, and in the lines already stored (a background job); one given with
     --not-heard-as never does, there too."""
-    from memory.replies import count_phrase_lines, kept_old_name, phrases_said, unhidden_said
+    from memory.replies import (
+        aliases_dropped,
+        count_phrase_lines,
+        edited_aliases,
+        kept_old_name,
+        phrases_said,
+        unhidden_said,
+    )
 
-    if (
-        not (new_name or type_ or description is not None or aliases or attrs or heard_as or not_heard_as)
-        and secret is None
-    ):
+    changed = new_name or type_ or description is not None or aliases or add_aliases or drop_aliases
+    if not (changed or attrs or heard_as or not_heard_as) and secret is None:
         raise CliError(
-            "nothing to change: give at least one of --new-name, --type, --description, --alias, --attr, "
-            "--heard-as, --not-heard-as, --secret/--public"
+            "nothing to change: give at least one of --new-name, --type, --description, --alias, --add-alias, "
+            "--drop-alias, --attr, --heard-as, --not-heard-as, --secret/--public"
         )
+    if aliases and (add_aliases or drop_aliases):
+        raise CliError("--alias replaces all aliases: give it, or --add-alias/--drop-alias, not both")
     if "-" in aliases and len(aliases) > 1:
         raise CliError("--alias - clears the aliases: give it alone, or give only the aliases to keep")
     if "-" in heard_as and len(heard_as) > 1:
@@ -339,6 +350,8 @@ async def edit(
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
         before = await mem.graph.get_entity(name)
+        if add_aliases or drop_aliases:
+            aliases = tuple(edited_aliases(before, add_aliases, drop_aliases)) or ("-",)
         phrases = [] if heard_as == ("-",) else list(heard_as)
         never = [] if not_heard_as == ("-",) else list(not_heard_as)
         lines = await count_phrase_lines(  # before the edit's jobs change them
@@ -362,6 +375,9 @@ async def edit(
     click.echo(f"updated {updated.type.value} {updated.name!r}")
     if kept_old_name(before, updated):
         click.echo(f"its old name {before.name!r} stays as an alias (`--alias -` clears it)")
+    if dropped := aliases_dropped(before, updated):
+        said = ", ".join(map(repr, dropped))
+        click.echo(f"no longer its alias{'es' * (len(dropped) > 1)}: {said} (`--add-alias` gives one back)")
     for said in phrases_said(before, updated, lines):
         click.echo(said)
     for said in unhidden_said(unhidden):

@@ -1435,13 +1435,36 @@ def test_entity_edit_changes_what_it_is_given_and_says_the_old_name_stays(lk) ->
     assert (edited["aliases"], edited["visibility"], edited["description"]) == ([], "secret", "A liar")
     nothing = lk("entity", "edit", "Korvash the Smith")
     assert nothing.returncode == 1 and nothing.stderr == (
-        "error: nothing to change: give at least one of --new-name, --type, --description, --alias, --attr, "
-        "--heard-as, --not-heard-as, --secret/--public\n"
+        "error: nothing to change: give at least one of --new-name, --type, --description, --alias, --add-alias, "
+        "--drop-alias, --attr, --heard-as, --not-heard-as, --secret/--public\n"
     )
     missing = lk("entity", "edit", "Korvosh", "--type", "place")
     assert missing.returncode == 1 and missing.stderr.startswith("error: no entity named 'Korvosh' in campaign 'C'")
     mixed = lk("entity", "edit", "Korvash the Smith", "--alias", "-", "--alias", "Korv")  # "-" is no alias
     assert mixed.returncode == 1 and "--alias - clears the aliases: give it alone" in mixed.stderr
+
+
+def test_entity_edit_adds_or_drops_one_alias_and_says_which_a_replacement_took_away(lk) -> None:
+    """Replacing the aliases to add one lost the name the table used, and the next session proposed it as a new
+    npc: one alias is added or dropped alone, and a replacement names what it took away."""
+    assert lk("campaign", "create", "C").returncode == 0
+    assert lk("entity", "add", "Korrin the Red", "npc", "--alias", "Korrin Vale").returncode == 0
+    added = lk("entity", "edit", "Korrin the Red", "--add-alias", "The Red Captain", "--add-alias", "korrin vale")
+    assert added.returncode == 0 and added.stdout == "updated npc 'Korrin the Red'\n", added.stderr
+    aliases = json.loads(lk("entity", "show", "Korrin the Red", "--json").stdout)["entity"]["aliases"]
+    assert aliases == ["Korrin Vale", "The Red Captain"]  # one kept as it was, none twice
+    dropped = lk("entity", "edit", "Korrin the Red", "--drop-alias", "the red captain")
+    assert dropped.returncode == 0, dropped.stderr
+    assert "no longer its alias: 'The Red Captain'" in dropped.stdout
+    unknown = lk("entity", "edit", "Korrin the Red", "--drop-alias", "Red")
+    assert unknown.returncode == 1 and "'Red' is no alias of 'Korrin the Red' (its aliases: 'Korrin Vale')" in (
+        unknown.stderr
+    )
+    replaced = lk("entity", "edit", "Korrin the Red", "--alias", "The Red")
+    assert replaced.returncode == 0, replaced.stderr
+    assert "no longer its alias: 'Korrin Vale' (`--add-alias` gives one back)" in replaced.stdout
+    both = lk("entity", "edit", "Korrin the Red", "--alias", "A", "--add-alias", "B")
+    assert both.returncode == 1 and "not both" in both.stderr
 
 
 def test_entity_list_is_one_row_per_entity_whatever_its_description_holds(lk) -> None:
