@@ -240,15 +240,20 @@ def phrase_required(heard: tuple[str, ...], name_part: str, settings: MatchSetti
     # "fun character" / Characters, "mornings at" / Morningstar: a word of its own that the name extends.
     if any(len(w) >= 6 and name_part.startswith(w.replace("'", "")[:-1]) for w in heard):
         return None
-    if len(name_part) < 8:
-        needed = settings.phrase_short_threshold
-    elif len(name_part) < 11:
-        needed = settings.phrase_medium_threshold
-    else:
-        needed = settings.phrase_long_threshold
+    needed = phrase_threshold(name_part, settings)
     if max(word_zipf(heard[0]), word_zipf(heard[-1])) >= settings.phrase_edge_zipf:
         needed += settings.phrase_edge_penalty
     return needed
+
+
+def phrase_threshold(name_part: str, settings: MatchSettings) -> float:
+    """The phrase score words must reach to spell a name (part) of this length: a long name spelled by chance
+    is rare, a short one is everywhere."""
+    if len(name_part) < 8:
+        return settings.phrase_short_threshold
+    if len(name_part) < 11:
+        return settings.phrase_medium_threshold
+    return settings.phrase_long_threshold
 
 
 #: A stem this common makes an unlisted word an inflection of it ("scrawl" of "scrawling").

@@ -402,6 +402,15 @@ def test_a_long_name_may_be_heard_two_phones_or_its_vowels_off() -> None:
     assert lake.correct_fast("the waters of lake val dress rose").text == "the waters of Lake Vhaldris rose"
 
 
+def test_words_with_a_names_consonants_must_spell_its_vowels_too() -> None:
+    # M AE N T AH R EY / eSpeak NG's M EH N T IY AH R IY: three vowels off, the consonants alike, the letters not
+    for name, said in [("Mentiri", "a flying manta ray"), ("Kattelfesh", "a cuttle fish swam by")]:
+        assert Pipeline([EntityName(name=name)]).correct_fast(said).corrections == [], said
+    # the letters of "toll van eck" are Tolvanek's (see above), and so are those of "lake val dress"
+    pipeline = Pipeline([EntityName(name="Mentiri"), EntityName(name="Mira Tolvanek")])
+    assert pipeline.correct_fast("ask mira toll van eck").text == "ask Mira Tolvanek"
+
+
 def test_vowels_may_differ_but_not_consonants() -> None:
     # C AE M P EY N T UW: "came upon" has the vowels' count and all but one consonant, which is not enough
     pipeline = Pipeline([EntityName(name="Campaign 2")])
@@ -667,19 +676,22 @@ def test_a_heard_as_phrase_is_matched_by_its_words_only() -> None:
 
 
 def test_a_phrase_the_dm_says_is_never_the_name_is_not_corrected_to_it() -> None:
-    """ "manta ray" became Mentiri on CRD3 transcripts; once the DM says it is never Mentiri, stage 1 leaves it (the
-    name itself misheard is still corrected), and another entity it sounds like may still be heard there."""
+    """Ordinary words a phone off a name become it ("bitter salt" / Bittersolt); once the DM says they are never
+    that name, stage 1 leaves them (the name itself misheard is still corrected), and another entity they sound
+    like may still be heard there."""
 
     def corrected(names: list[EntityName], text: str) -> list[tuple[str, str]]:
         return [(c.span, c.replacement) for c in PhoneticMatcher(PhoneticIndex.build(names)).correct(text).corrections]
 
-    line = "A manta ray swims past men tiri."
-    assert corrected([EntityName(id=1, name="Mentiri")], line) == [("manta ray", "Mentiri"), ("men tiri", "Mentiri")]
-    never = EntityName(id=1, name="Mentiri", not_heard_as=["Manta-Ray"])  # spacing and punctuation aside
-    assert corrected([never], line) == [("men tiri", "Mentiri")]
-    assert corrected([never, EntityName(id=2, name="Manteray")], "A manta ray swims.") == [("manta ray", "Manteray")]
+    line = "A bitter salt wind blows past bitter soult."
+    heard = [("bitter salt", "Bittersolt"), ("bitter soult", "Bittersolt")]
+    assert corrected([EntityName(id=1, name="Bittersolt")], line) == heard
+    never = EntityName(id=1, name="Bittersolt", not_heard_as=["Bitter-Salt"])  # spacing and punctuation aside
+    assert corrected([never], line) == heard[1:]
+    other = EntityName(id=2, name="Bittersalte")
+    assert corrected([never, other], "A bitter salt wind.") == [("bitter salt", "Bittersalte")]
     # of that entity only
-    assert corrected([EntityName(id=2, name="Manteray", not_heard_as=["manta ray"])], "A manta ray swims.") == []
+    assert corrected([EntityName(id=2, name="Bittersalte", not_heard_as=["bitter salt"])], "A bitter salt wind.") == []
 
 
 def test_a_plural_heard_by_sound_keeps_its_s_outside_the_name() -> None:
