@@ -112,9 +112,10 @@ class MatchSettings:
     #: must sound exactly like the name: a text transcript has no doubt, and a run of everyday words is what was
     #: said. Mishearings keep a less common word ("had ash" / Zadash, "ill in id" / Illithid: 4.16, 4.61).
     sound_everyday_run_zipf: float = 4.75
-    #: A doubted span of uncommon words holding a word of the name may be two phones off in the rest of the
-    #: name from this many phones of it ("malemauk tealeaf" / Mollymauk Tealeaf); measured on real Whisper
-    #: transcripts (``bench.stt``), as the CRD3 set has no doubt of its own.
+    #: A span of uncommon words holding a word of the name, doubted or with one word English does not know for the
+    #: rest, may be two phones off in that rest from this many phones of it ("malemauk tealeaf" / Mollymauk
+    #: Tealeaf, "Sylvara Nightbloom" / Sylvarra Nightbloom); measured on real Whisper transcripts (``bench.stt``),
+    #: as the CRD3 set has no doubt of its own.
     sound_shared_two_edit_phones: int = 5
     #: A span sharing a word with a name (not a function word) may be one phone off in one other word at most
     #: this common, where the name has an invented word ("lady coma" / Lady Kima; not "giant dark" / Giant

@@ -1108,12 +1108,13 @@ class PhoneticMatcher:
         if (
             (lead or trail)
             and allowed
-            and span.doubtful
+            and (span.doubtful or (len(rest) == 1 and not _english(rest[0], settings)))
             and size >= settings.sound_shared_two_edit_phones
             and all(word_zipf(w) < settings.common_zipf for w in words)
         ):
             # The name's own uncommon word vouches for the rest of a doubted span, itself no ordinary word
-            # ("Malemauk Tealeaf"; not "Master Bramble" / Sister Bramble).
+            # ("Malemauk Tealeaf"; not "Master Bramble" / Sister Bramble), or for one word English does not know,
+            # undoubted ("Sylvara Nightbloom" / Sylvarra Nightbloom).
             return 2
         return allowed
 

@@ -572,11 +572,13 @@ def test_a_doubted_name_heard_with_its_own_uncommon_word_may_be_two_phones_off_i
     # "Tealeaf" heard right vouches for "Malemauk" (Mollymauk, two phones off), as Whisper heard them
     assert doubted("we reach Malemauk Tealeaf today", {"Malemauk", "Tealeaf"}) == "we reach Mollymauk Tealeaf today"
     assert doubted("back to Adden Trickfoot now", {"Adden", "Trickfoot"}) == "back to Ogden Trickfoot now"
-    # not without the recogniser's doubt
-    assert pipeline.correct_fast("we reach malemauk tealeaf today").corrections == []
-    # nor on the strength of a common word ("dark"), nor for an ordinary word in the rest ("master")
+    # undoubted too, the rest being one word English does not know (see the Nightbloom test below)
+    assert pipeline.correct_fast("we reach malemauk tealeaf today").text == "we reach Mollymauk Tealeaf today"
+    # not on the strength of a common word ("dark"), nor for an ordinary word in the rest ("master")
     assert doubted("the dark ravenhall", {"the", "dark", "ravenhall"}) == "the dark ravenhall"
     assert doubted("then Master Bramble opened it", {"Master", "Bramble"}) == "then Master Bramble opened it"
+    for text in ["the dark ravenhall", "then Master Bramble opened it"]:
+        assert pipeline.correct_fast(text).corrections == [], text
 
 
 def test_a_capital_the_recogniser_was_unsure_of_does_not_make_a_name() -> None:
@@ -799,3 +801,7 @@ def test_a_name_whose_other_words_are_heard_right_is_mended_in_its_first_word() 
     assert pipeline.correct_fast("at the corner of Ruen Road and Dewmist").corrections == []
     # an English word there is that word
     assert pipeline.correct_fast("We should find Silver Nightbloom.").corrections == []
+    # one English does not know, two phones off (S IH L V AA R R AH / S IH L V AE R AH), is the name's first word
+    # misheard: the name's own uncommon word said right vouches for it
+    assert pipeline.correct_fast("We should find Sylvara Nightbloom.").text == "We should find Sylvarra Nightbloom."
+    assert pipeline.correct_fast("we should find sylvara nightbloom").text == "we should find Sylvarra Nightbloom"
