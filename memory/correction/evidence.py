@@ -112,9 +112,10 @@ class MatchSettings:
     #: must sound exactly like the name: a text transcript has no doubt, and a run of everyday words is what was
     #: said. Mishearings keep a less common word ("had ash" / Zadash, "ill in id" / Illithid: 4.16, 4.61).
     sound_everyday_run_zipf: float = 4.75
-    #: A doubted span of uncommon words holding a word of the name may be two phones off in the rest of the
-    #: name from this many phones of it ("malemauk tealeaf" / Mollymauk Tealeaf); measured on real Whisper
-    #: transcripts (``bench.stt``), as the CRD3 set has no doubt of its own.
+    #: A span of uncommon words holding a word of the name, doubted or with one word English does not know for the
+    #: rest, may be two phones off in that rest from this many phones of it ("malemauk tealeaf" / Mollymauk
+    #: Tealeaf, "Sylvara Nightbloom" / Sylvarra Nightbloom); measured on real Whisper transcripts (``bench.stt``),
+    #: as the CRD3 set has no doubt of its own.
     sound_shared_two_edit_phones: int = 5
     #: A span sharing a word with a name (not a function word) may be one phone off in one other word at most
     #: this common, where the name has an invented word ("lady coma" / Lady Kima; not "giant dark" / Giant
@@ -240,15 +241,20 @@ def phrase_required(heard: tuple[str, ...], name_part: str, settings: MatchSetti
     # "fun character" / Characters, "mornings at" / Morningstar: a word of its own that the name extends.
     if any(len(w) >= 6 and name_part.startswith(w.replace("'", "")[:-1]) for w in heard):
         return None
-    if len(name_part) < 8:
-        needed = settings.phrase_short_threshold
-    elif len(name_part) < 11:
-        needed = settings.phrase_medium_threshold
-    else:
-        needed = settings.phrase_long_threshold
+    needed = phrase_threshold(name_part, settings)
     if max(word_zipf(heard[0]), word_zipf(heard[-1])) >= settings.phrase_edge_zipf:
         needed += settings.phrase_edge_penalty
     return needed
+
+
+def phrase_threshold(name_part: str, settings: MatchSettings) -> float:
+    """The phrase score words must reach to spell a name (part) of this length: a long name spelled by chance
+    is rare, a short one is everywhere."""
+    if len(name_part) < 8:
+        return settings.phrase_short_threshold
+    if len(name_part) < 11:
+        return settings.phrase_medium_threshold
+    return settings.phrase_long_threshold
 
 
 #: A stem this common makes an unlisted word an inflection of it ("scrawl" of "scrawling").

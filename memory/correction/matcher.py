@@ -23,6 +23,7 @@ from memory.correction.evidence import (
     inflected,
     inflection,
     phrase_required,
+    phrase_threshold,
     required_score,
     word_zipf,
 )
@@ -1039,7 +1040,7 @@ class PhoneticMatcher:
             # The shared words are the same words, however eSpeak NG says them inside the name ("why un
             # gorge" / Wuyun Gorge): the rest alone must sound like the rest of the name.
             edits = min(edits, Levenshtein.distance(phrase_phones(rest), name_rest, score_cutoff=allowed + 1))
-        if edits > allowed and not (allowed and len(rest) > 1 and self._same_consonants(span, phones, form)):
+        if edits > allowed and not (allowed and len(rest) > 1 and self._same_consonants(words, phones, form)):
             return None
         edits = min(edits, allowed)
         return edits if self._sound_stands(span, words, form, edits) else None
@@ -1107,12 +1108,13 @@ class PhoneticMatcher:
         if (
             (lead or trail)
             and allowed
-            and span.doubtful
+            and (span.doubtful or (len(rest) == 1 and not _english(rest[0], settings)))
             and size >= settings.sound_shared_two_edit_phones
             and all(word_zipf(w) < settings.common_zipf for w in words)
         ):
             # The name's own uncommon word vouches for the rest of a doubted span, itself no ordinary word
-            # ("Malemauk Tealeaf"; not "Master Bramble" / Sister Bramble).
+            # ("Malemauk Tealeaf"; not "Master Bramble" / Sister Bramble), or for one word English does not know,
+            # undoubted ("Sylvara Nightbloom" / Sylvarra Nightbloom).
             return 2
         return allowed
 
@@ -1195,12 +1197,18 @@ class PhoneticMatcher:
                 return True
         return False
 
-    def _same_consonants(self, span: _Span, phones: str, form: NameForm) -> bool:
-        """Several words spelled like the name (a shared Double Metaphone code) and sounding like it but for
-        its vowels, which eSpeak NG guesses for invented names ("toll van eck" / Tolvanek, T L V N K)."""
+    def _same_consonants(self, words: list[str], phones: str, form: NameForm) -> bool:
+        """Several words spelled like the name and sounding like it but for its vowels, which eSpeak NG guesses for
+        invented names ("toll van eck" / Tolvanek, T L V N K). Spelled like it as a phrase must be (the part not
+        shared with the name; see ``phrase_threshold``), vowels too: English words have the consonants of a name
+        and none of its vowels all the time ("manta ray" / Mentiri, M N T R; "cuttle fish" / Kattelfesh)."""
         if len(form.phones) < self.settings.sound_two_edit_phones - 1:
             return False
-        if not set(codes("".join(t.norm for t in span.tokens))) & set(form.codes):
+        lead, trail = _shared_ends(words, form.words)
+        name_part = "".join(form.words[lead : len(form.words) - trail])
+        if _sound_alike("".join(words[lead : len(words) - trail]), name_part) < phrase_threshold(
+            name_part, self.settings
+        ):
             return False
         vowels, name_vowels = sum(p in _VOWELS for p in phones), sum(p in _VOWELS for p in form.phones)
         heard = phones.translate(_CONSONANTS)

@@ -1664,30 +1664,30 @@ def test_entity_edit_heard_as_is_shown_and_counts_the_lines_to_correct(lk, tmp_p
 
 def test_entity_not_heard_as_is_set_shown_checked_and_counts_the_lines_to_restore(lk, tmp_path: Path) -> None:
     assert lk("campaign", "create", "Sea").returncode == 0
-    added = lk("entity", "add", "Mentiri", "npc", "--not-heard-as", "manta rays")
+    added = lk("entity", "add", "Bittersolt", "npc", "--not-heard-as", "bitter salts")
     assert added.returncode == 0, added.stderr
-    assert added.stdout.splitlines()[1:] == ["From now on “manta rays” is never written Mentiri."]
+    assert added.stdout.splitlines()[1:] == ["From now on “bitter salts” is never written Bittersolt."]
     night = tmp_path / "night.txt"
-    night.write_text("DM: A manta ray swims by.\nDM: Two manta ray bites.\nSam: nothing here\n")
+    night.write_text("DM: A bitter salt wind blows by.\nDM: Two bitter salt bites.\nSam: nothing here\n")
     assert lk("ingest", str(night), "--session", "Night 1").returncode == 0
     # stage 1 wrote the name in both lines: the edit counts them, a job restores them
-    taught = lk("entity", "edit", "Mentiri", "--not-heard-as", "manta ray", "--not-heard-as", "manta rays")
+    taught = lk("entity", "edit", "Bittersolt", "--not-heard-as", "bitter salt", "--not-heard-as", "bitter salts")
     assert taught.returncode == 0, taught.stderr
     assert taught.stdout.splitlines() == [
-        "updated npc 'Mentiri'",
-        "From now on “manta ray” is never written Mentiri; it is restored in 2 lines already stored, in the "
+        "updated npc 'Bittersolt'",
+        "From now on “bitter salt” is never written Bittersolt; it is restored in 2 lines already stored, in the "
         "background.",
     ]
-    assert "  never heard as: manta ray, manta rays" in lk("entity", "show", "Mentiri").stdout.splitlines()
-    shown = json.loads(lk("entity", "show", "Mentiri", "--json").stdout)["entity"]
-    assert shown["not_heard_as"] == ["manta ray", "manta rays"]
-    mixed = lk("entity", "edit", "Mentiri", "--not-heard-as", "-", "--not-heard-as", "x")
+    assert "  never heard as: bitter salt, bitter salts" in lk("entity", "show", "Bittersolt").stdout.splitlines()
+    shown = json.loads(lk("entity", "show", "Bittersolt", "--json").stdout)["entity"]
+    assert shown["not_heard_as"] == ["bitter salt", "bitter salts"]
+    mixed = lk("entity", "edit", "Bittersolt", "--not-heard-as", "-", "--not-heard-as", "x")
     assert mixed.returncode == 1 and "--not-heard-as - clears the phrases" in mixed.stderr
-    own = lk("entity", "edit", "Mentiri", "--not-heard-as", "men tiri")
+    own = lk("entity", "edit", "Bittersolt", "--not-heard-as", "bitter solt")
     assert own.returncode == 1
-    assert "not heard as: 'men tiri' (read as 'Mentiri') is the name of 'Mentiri'" in own.stderr
-    assert lk("entity", "edit", "Mentiri", "--not-heard-as", "-").returncode == 0
-    assert "never heard as" not in lk("entity", "show", "Mentiri").stdout
+    assert "not heard as: 'bitter solt' (read as 'Bittersolt') is the name of 'Bittersolt'" in own.stderr
+    assert lk("entity", "edit", "Bittersolt", "--not-heard-as", "-").returncode == 0
+    assert "never heard as" not in lk("entity", "show", "Bittersolt").stdout
 
 
 def test_entity_add_heard_as_is_checked_and_said_as_entity_edit_says_it(lk, tmp_path: Path) -> None:

@@ -85,13 +85,14 @@ async def test_the_undo_keeps_the_entitys_other_not_heard_as_phrases_and_a_respe
     from bot.cli.session import undo_command
     from cogs.sessions import undo_slash
 
-    await campaign.graph.add_entity(EntityIn(name="Mentiri", type=EntityType.npc, not_heard_as=["sea cow"]))
+    await campaign.graph.add_entity(EntityIn(name="Bittersolt", type=EntityType.npc, not_heard_as=["sea cow"]))
     await campaign.graph.add_entity(EntityIn(name="Vex'ahlia", type=EntityType.player))
-    await _said(campaign, "Night 1", ["A manta ray glides by.", "vexahlia draws her bow."])
+    await _said(campaign, "Night 1", ["A bitter salt wind blows.", "vexahlia draws her bow."])
     changes = {c.heard: c for c in (await names_changed(campaign)).changes}
-    assert set(changes) == {"manta ray", "vexahlia"}
-    manta, vex = changes["manta ray"], changes["vexahlia"]
-    assert (manta.not_heard_as, manta.respelled, vex.respelled) == (["sea cow"], False, True)
-    assert undo_command(manta) == 'lorekeeper entity edit Mentiri --not-heard-as "sea cow" --not-heard-as "manta ray"'
-    assert undo_slash(manta) == "/entity edit Mentiri not_heard_as: sea cow, manta ray"
+    assert set(changes) == {"bitter salt", "vexahlia"}
+    salt, vex = changes["bitter salt"], changes["vexahlia"]
+    assert (salt.not_heard_as, salt.respelled, vex.respelled) == (["sea cow"], False, True)
+    undo = 'lorekeeper entity edit Bittersolt --not-heard-as "sea cow" --not-heard-as "bitter salt"'
+    assert undo_command(salt) == undo
+    assert undo_slash(salt) == "/entity edit Bittersolt not_heard_as: sea cow, bitter salt"
     assert undo_command(vex) == "(a spelling of its name or an alias)"

@@ -62,8 +62,8 @@ async def test_not_heard_as_phrases_are_stored_checked_and_moved_by_a_merge(camp
 
 async def test_a_phrase_said_never_the_name_is_restored_in_stored_lines_and_left_in_new_ones(memory: Memory) -> None:
     camp = memory.campaign((await memory.campaigns().create("Ours")).id)
-    mentiri = await camp.graph.add_entity(EntityIn(name="Mentiri", type=EntityType.npc))
-    lines = ["A manta ray swims past men tiri.", "Two manta ray bites.", "Nothing here."]
+    bittersolt = await camp.graph.add_entity(EntityIn(name="Bittersolt", type=EntityType.npc))
+    lines = ["A bitter salt wind blows past bitter soult.", "Two bitter salt bites.", "Nothing here."]
     rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
     await rec.add_many([Utterance(speaker="DM", text=t) for t in lines])
     await rec.end()
@@ -71,25 +71,33 @@ async def test_a_phrase_said_never_the_name_is_restored_in_stored_lines_and_left
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
     session = await camp.log.session_by_title("Night 1")
     stored = await camp.log.session_entries(session.id)
-    assert [e.text for e in stored] == ["A Mentiri swims past Mentiri.", "Two Mentiri bites.", "Nothing here."]
+    assert [e.text for e in stored] == [
+        "A Bittersolt wind blows past Bittersolt.",
+        "Two Bittersolt bites.",
+        "Nothing here.",
+    ]
 
-    await camp.graph.update_entity("Mentiri", not_heard_as=["manta ray"])
+    await camp.graph.update_entity("Bittersolt", not_heard_as=["bitter salt"])
     queued = await memory.pool.fetch("SELECT entrypoint FROM pgqueuer WHERE status = 'queued'")
     assert [r["entrypoint"] for r in queued] == [jobs.UNHEARD]
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
     assert await jobs.failed_jobs(memory.pool) == 0
     now = await camp.log.session_entries(session.id)
-    assert [e.text for e in now] == ["A manta ray swims past Mentiri.", "Two manta ray bites.", "Nothing here."]
-    assert [(c.span, c.entity_id) for c in now[0].corrections] == [("men tiri", mentiri.id)]
+    assert [e.text for e in now] == [
+        "A bitter salt wind blows past Bittersolt.",
+        "Two bitter salt bites.",
+        "Nothing here.",
+    ]
+    assert [(c.span, c.entity_id) for c in now[0].corrections] == [("bitter soult", bittersolt.id)]
     chunks = await camp.db.fetch("SELECT text FROM chunks WHERE campaign_id = $1", camp.campaign_id)
-    assert chunks and all("Mentiri swims" not in r["text"] for r in chunks)  # embedded again
-    assert await jobs.restore_heard_as_lines(camp, session.id, mentiri.id, ["manta ray"], any_stage=True) == 0
+    assert chunks and all("Bittersolt wind" not in r["text"] for r in chunks)  # embedded again
+    assert await jobs.restore_heard_as_lines(camp, session.id, bittersolt.id, ["bitter salt"], any_stage=True) == 0
     # a line said from now on keeps it
     rec = await SessionRecorder.start(camp, "Night 2", index_cache=CorrectionIndexCache())
-    await rec.add(Utterance(speaker="DM", text="The manta ray returns."))
+    await rec.add(Utterance(speaker="DM", text="The bitter salt returns."))
     await rec.end()
     [line] = await camp.log.session_entries(rec.session.id)
-    assert line.text == "The manta ray returns."
+    assert line.text == "The bitter salt returns."
 
 
 async def test_a_speaker_s_name_said_at_the_table_is_never_corrected_into_an_entity(memory: Memory) -> None:
@@ -112,22 +120,24 @@ async def test_a_speaker_s_name_said_at_the_table_is_never_corrected_into_an_ent
 
 
 async def test_a_merge_giving_an_entity_a_not_heard_as_phrase_restores_its_lines(memory: Memory) -> None:
-    """Mentiri recorded twice, the copy with "manta ray" said never to be it: merged, Mentiri is never heard there
-    either, in the lines already stored too."""
+    """Bittersolt recorded twice, the copy with "bitter salt" said never to be it: merged, Bittersolt is never heard
+    there either, in the lines already stored too."""
     camp = memory.campaign((await memory.campaigns().create("Ours")).id)
-    await camp.graph.add_entity(EntityIn(name="Mentiri", type=EntityType.npc))
+    await camp.graph.add_entity(EntityIn(name="Bittersolt", type=EntityType.npc))
     rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
-    await rec.add(Utterance(speaker="DM", text="A manta ray swims by."))
+    await rec.add(Utterance(speaker="DM", text="A bitter salt wind blows by."))
     await rec.end()
     ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
-    assert [e.text for e in await camp.log.session_entries(rec.session.id)] == ["A Mentiri swims by."]
-    await camp.graph.add_entity(EntityIn(name="Mentiri the Ferryman", type=EntityType.npc, not_heard_as=["manta ray"]))
-    merged = await camp.graph.merge_entities("Mentiri the Ferryman", "Mentiri")
-    assert merged.entity.not_heard_as == ["manta ray"]
+    assert [e.text for e in await camp.log.session_entries(rec.session.id)] == ["A Bittersolt wind blows by."]
+    await camp.graph.add_entity(
+        EntityIn(name="Bittersolt the Ferryman", type=EntityType.npc, not_heard_as=["bitter salt"])
+    )
+    merged = await camp.graph.merge_entities("Bittersolt the Ferryman", "Bittersolt")
+    assert merged.entity.not_heard_as == ["bitter salt"]
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
     assert await jobs.failed_jobs(memory.pool) == 0
-    assert [e.text for e in await camp.log.session_entries(rec.session.id)] == ["A manta ray swims by."]
+    assert [e.text for e in await camp.log.session_entries(rec.session.id)] == ["A bitter salt wind blows by."]
 
 
 async def test_a_restoration_puts_back_only_what_the_entity_still_is_never_or_no_longer_heard_as(
@@ -171,26 +181,28 @@ async def test_a_restoration_puts_back_only_what_the_entity_still_is_never_or_no
 async def test_a_merge_bringing_lines_corrected_to_the_copy_restores_those_into_is_never_heard_as(
     memory: Memory,
 ) -> None:
-    """The other way round: "manta ray" is never Mentiri, but lines were corrected to its copy Mentiry before the DM
-    merged it. Merged, they would say Mentiri where the DM said it is never heard: they are put back too."""
+    """The other way round: "bitter salt" is never Bittersolt, but lines were corrected to its copy Bittersolte before
+    the DM merged it. Merged, they would say Bittersolt where the DM said it is never heard: they are put back too."""
     camp = memory.campaign((await memory.campaigns().create("Ours")).id)
-    copy = await camp.graph.add_entity(EntityIn(name="Mentiri", type=EntityType.npc))
+    copy = await camp.graph.add_entity(EntityIn(name="Bittersolt", type=EntityType.npc))
     rec = await SessionRecorder.start(camp, "Night 1", index_cache=CorrectionIndexCache())
-    await rec.add(Utterance(speaker="DM", text="A manta ray swims by."))
+    await rec.add(Utterance(speaker="DM", text="A bitter salt wind blows by."))
     await rec.end()
     ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model="all-MiniLM-L6-v2")
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
     [line] = await camp.log.session_entries(rec.session.id)
-    assert [(c.span, c.entity_id) for c in line.corrections] == [("manta ray", copy.id)]
-    await camp.graph.update_entity("Mentiri", new_name="Mentiry", aliases=[])  # the copy, as the extractor named it
-    await camp.graph.add_entity(EntityIn(name="Mentiri", type=EntityType.npc, not_heard_as=["manta ray"]))
+    assert [(c.span, c.entity_id) for c in line.corrections] == [("bitter salt", copy.id)]
+    await camp.graph.update_entity(
+        "Bittersolt", new_name="Bittersolte", aliases=[]
+    )  # the copy, as the extractor named it
+    await camp.graph.add_entity(EntityIn(name="Bittersolt", type=EntityType.npc, not_heard_as=["bitter salt"]))
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
-    merged = await camp.graph.merge_entities("Mentiry", "Mentiri")
-    assert merged.entity.not_heard_as == ["manta ray"]
+    merged = await camp.graph.merge_entities("Bittersolte", "Bittersolt")
+    assert merged.entity.not_heard_as == ["bitter salt"]
     await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
     assert await jobs.failed_jobs(memory.pool) == 0
     [line] = await camp.log.session_entries(rec.session.id)
-    assert line.text == "A manta ray swims by." and line.corrections == []
+    assert line.text == "A bitter salt wind blows by." and line.corrections == []
 
 
 async def test_a_plural_stage_2_made_the_name_is_restored_when_its_singular_is_said_never_the_name(

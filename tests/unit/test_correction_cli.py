@@ -121,13 +121,13 @@ def test_campaign_yaml_heard_as_phrases_are_corrected_too(tmp_path: Path) -> Non
 
 def test_campaign_yaml_not_heard_as_phrases_are_left_as_said(tmp_path: Path) -> None:
     campaign = tmp_path / "c.yaml"
-    line = "a manta ray swims past men tiri\n"
-    campaign.write_text("entities:\n  - {name: Mentiri, type: npc}\n")
+    line = "a bitter salt wind blows past bitter soult\n"
+    campaign.write_text("entities:\n  - {name: Bittersolt, type: npc}\n")
     result = CliRunner().invoke(correct, ["--entities", str(campaign)], input=line)
-    assert _lines(result.output)[0]["text"] == "a Mentiri swims past Mentiri"
-    campaign.write_text("entities:\n  - {name: Mentiri, type: npc, not_heard_as: [manta ray]}\n")
+    assert _lines(result.output)[0]["text"] == "a Bittersolt wind blows past Bittersolt"
+    campaign.write_text("entities:\n  - {name: Bittersolt, type: npc, not_heard_as: [bitter salt]}\n")
     result = CliRunner().invoke(correct, ["--entities", str(campaign)], input=line)
-    assert _lines(result.output)[0]["text"] == "a manta ray swims past Mentiri"
+    assert _lines(result.output)[0]["text"] == "a bitter salt wind blows past Bittersolt"
 
 
 def test_bad_campaign_yaml_is_a_usage_error(tmp_path: Path) -> None:

@@ -115,6 +115,8 @@ def test_dictionary_words_are_not_made_names_with_the_critical_role_campaign() -
         "I grabbed a little sprig off of the Sun Tree.",
         # an English word before a name's invented ending is a creature of its own, not Ankheg
         "The sandkheg bursts out of the ground.",
+        # English words with a name's consonants, not its vowels nor its letters (M N T R: Mentiri)
+        "It does look like a flying manta ray.",
         # a line in Spanish: its words are Spanish, not Lamor, Camilla and Vander
         "Hola, me llamo Sam Riegel, dos camisas t-shirt para vender.",
     ]:
