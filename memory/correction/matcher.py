@@ -1206,7 +1206,9 @@ class PhoneticMatcher:
             return False
         lead, trail = _shared_ends(words, form.words)
         name_part = "".join(form.words[lead : len(form.words) - trail])
-        if _sound_alike("".join(words[lead : len(words) - trail]), name_part) < phrase_threshold(
+        # the name's other words said right vouch for the rest ("sister auto lee brand" / Sister Ottilie Brand)
+        vouched = lead + trail > 0 and bool(set(codes("".join(words))) & set(form.codes))
+        if not vouched and _sound_alike("".join(words[lead : len(words) - trail]), name_part) < phrase_threshold(
             name_part, self.settings
         ):
             return False
