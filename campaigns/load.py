@@ -35,6 +35,7 @@ from memory.models import (
     Visibility,
     relationship_type,
 )
+from memory.replies import unhidden_said
 from memory.store import CampaignMemory
 from memory.text import MAX_FACT_VALUE_CHARS, attribute_value, clean_name, clip, look_alikes, without_look_alikes
 
@@ -74,6 +75,10 @@ class LoadReport(BaseModel):
     #: Heard-as phrases this load taught that are ordinary English (``change``: the phrase): each is the name
     #: wherever it is said, which the DM may mean but should know.
     everyday: list[LoadChange] = Field(default_factory=list)
+    #: Secret names of the file's entities (or a public name of theirs) players read anyway, each beside the name
+    #: they may read that it is spelled like (see :func:`memory.graph.rules.unhidden_secrets`): loaded, as an
+    #: export holding them must load, but the DM is warned, as ``entity add`` warns.
+    unhidden: list[tuple[str, str]] = Field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -91,12 +96,13 @@ class LoadReport(BaseModel):
     def said(self, shown: int = _SHOWN) -> str:
         """The changes to what the campaign had, entity by entity, for the DM (the CLI and ``/campaign load`` say
         the same): a committed load cannot be undone, so what it replaced must be seen. Then the heard-as phrases
-        of everyday English it taught. "" if neither."""
+        of everyday English it taught. First, a warning for each secret name players read anyway. "" if none."""
+        warned = _at_most([f"warning: {s}" for s in unhidden_said(self.unhidden)], shown)
         grouped: dict[str, list[str]] = {}
         for c in self.changes:
             grouped.setdefault(c.entity, []).append(c.change)
         lines = [clip(f"- {entity}: {change}", _LINE) for entity, changes in grouped.items() for change in changes]
-        said = ["Changes to what the campaign had:", *_at_most(lines, shown)] if lines else []
+        said = [*warned, *(["Changes to what the campaign had:", *_at_most(lines, shown)] if lines else [])]
         phrases: dict[str, list[str]] = {}
         for c in self.everyday:
             phrases.setdefault(c.entity, []).append(f"“{c.change}”")
@@ -132,6 +138,7 @@ async def apply_campaign_file(
             await load.entity(number, spec, had_before)
         if file.campaign is not None and file.campaign.hidden_names:
             await tx.graph.hide_names(None, file.campaign.hidden_names)
+        load.report.unhidden = await tx.graph.unhidden_secrets(*load.loaded)
         await link_to_recaps(tx.graph, load.accepted)
         # A file loaded again holds mostly facts the campaign has as they are: known in one query, they are counted
         # unchanged without a fact's round trips each (16,000 facts: 16 s).
@@ -169,6 +176,7 @@ class _Loading:
         ] = []  # new to the campaign, accepted or newly named by this load: no recap links them yet
         self.created: set[int] = set()  # facts of this load: one closing another of them changes nothing the DM had
         self.written: set[tuple[int, str]] = set()  # (source, type) of the facts this load wrote
+        self.loaded: list[Entity] = []  # the file's entities as loaded: a secret name of theirs is warned of
 
     def _tick(self) -> None:
         self.done += 1
@@ -204,6 +212,7 @@ class _Loading:
         report.everyday += _everyday_taught(before, entity)
         await self._refresh_statistics()
         self.ids[spec.name] = entity.id
+        self.loaded.append(entity)
         self._tick()
 
     async def relationship(self, file: CampaignFile, rel: RelationshipSpec, held: dict[_FactKey, Visibility]) -> None:

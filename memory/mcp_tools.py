@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, Any, ParamSpec, TypeVar
@@ -45,12 +44,14 @@ from memory.errors import (
 )
 from memory.mentions import latest
 from memory.models import (
+    MAX_RELATIONSHIP_TYPE_CHARS,
     Campaign,
     Entity,
     EntityIn,
     EntityType,
     Mention,
     Provenance,
+    Relationship,
     RelationshipIn,
     ReviewStatus,
     Session,
@@ -61,8 +62,6 @@ from memory.providers.embeddings import Embedder
 from memory.recap import recap_for_players
 from memory.store import CampaignMemory
 from memory.text import clip, fact_value
-
-log = logging.getLogger("lorekeeper.mcp")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -425,25 +424,41 @@ class CampaignTools:
         other = (await visible_snapshot(self.mem, target, dm=self.dm, mask=mask)).entity if target else None
         if other is not None and other.id == source.id:
             raise InvalidInputError(f"{target!r} is {mask(source.name)!r} itself: a fact about it alone is a value")
-        fact, created = await self.mem.graph.ensure_relationship(
-            RelationshipIn(
-                source_id=source.id,
-                type=relation,
-                target_id=other.id if other else None,
-                value=value,
-                status=ReviewStatus.pending,
-                provenance=_proposed(),
-            )
+        fact_in = RelationshipIn(
+            source_id=source.id,
+            type=relation,
+            target_id=other.id if other else None,
+            value=value,
+            status=ReviewStatus.pending,
+            provenance=_proposed(),
         )
+        fact, created = await self.mem.graph.ensure_relationship(fact_in)
+        said = f"proposed {mask(fact.describe())}"
+        if not created and not self.dm and fact.visibility == Visibility.secret:
+            # "known" would confirm a guess at a secret fact: filed for the DM, and answered as that proposal is
+            # (new, then waiting for review), as any other
+            fact, created = await self._file_guess(fact_in, fact)
         proposed = Proposal(ref=f"f{fact.id}" if self.dm else "", status=ReviewStatus.pending, said="")
-        if not created and (self.dm or fact.visibility != Visibility.secret):
+        if not created:
             known = "already recorded" if fact.status == ReviewStatus.accepted else "already waiting for review"
             if not self.dm:  # a fact still waiting may be the DM's to decide: players learn only that it is known
                 known = "already recorded or waiting for review"
             return proposed.model_copy(update={"status": fact.status, "said": known})
-        if not created:  # "known" would confirm a guess at a secret fact: answered as a new one, nothing filed
-            log.warning("a players' proposal repeats a secret fact (f%s): nothing filed", fact.id)
-        return proposed.model_copy(update={"said": f"proposed {mask(fact.describe())}"})
+        return proposed.model_copy(update={"said": said})
+
+    async def _file_guess(self, proposed: RelationshipIn, secret: Relationship) -> tuple[Relationship, bool]:
+        """A players' proposal that repeats the ``secret`` fact, filed for the DM's review with a note saying so, as
+        one naming a secret entity is: dropped, the DM would never learn the table guessed it. A fact has one
+        current copy, so it is filed under its type marked "_proposed" (as such a name is "NAME (proposed)"), and
+        secret: accepting it tells players nothing."""
+        kind = f"{secret.type[: MAX_RELATIONSHIP_TYPE_CHARS - len('_proposed')]}_proposed"
+        note = (
+            f"a player's proposal: it repeats the secret fact f{secret.id} ({secret.describe()}), so it is filed as "
+            f"{kind}; make that fact public if the players know it now"
+        )
+        provenance = proposed.provenance.model_copy(update={"review_reason": note})
+        guess = proposed.model_copy(update={"type": kind, "visibility": Visibility.secret, "provenance": provenance})
+        return await self.mem.graph.ensure_relationship(guess)
 
     async def overview(self) -> str:
         """The campaign in a few lines: what it is, what the graph holds, its sessions and their recap URIs."""

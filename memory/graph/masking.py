@@ -107,11 +107,11 @@ class Masking(EntityLookup):
         )
         return SecretMask(names_to_mask(await self._names(), word_zipf, heard=[r["phrase"] for r in heard]))
 
-    async def unhidden_secrets(self, entity: Entity) -> list[tuple[str, str]]:
+    async def unhidden_secrets(self, *entities: Entity) -> list[tuple[str, str]]:
         """The secret names players read anyway because a name they may read is spelled alike (see
-        :func:`unhidden_secrets`), of those the DM just gave ``entity``: allowed, as a campaign file holding them
+        :func:`unhidden_secrets`), of those the DM just gave ``entities``: allowed, as a campaign file holding them
         must load, but the DM is told."""
-        return unhidden_secrets(await self._names(), [entity.name, *entity.aliases])
+        return unhidden_secrets(await self._names(), [n for e in entities for n in (e.name, *e.aliases)])
 
     async def _names(self) -> list[tuple[str, bool]]:
         """The campaign's names, each with whether players must not read it, as :meth:`player_mask` weighs them."""

@@ -4,6 +4,7 @@ set-based says the same in :mod:`memory.graph.sql`; the tests in ``tests/unit/te
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
@@ -66,15 +67,15 @@ def names_to_mask(
     no name they may read is (a name a public entity or an alias bears now is theirs to read, whatever once bore
     it), and each word of one that names it alone: rare in English (``zipf``, a word's Zipf frequency) and in no
     name they may read; and what the recogniser writes for a secret name (``heard``), whole."""
-    from memory.correction.text import normalize  # the matcher's package: loaded once names are compared
-
+    normalize = _normalize()
     names = list(names)
     # "The Whispering Gate" or "whispering gáte" is the public Whispering Gate to a player: hiding it would mask the
     # public entity where it is said so, and tell that a secret one is spelled alike
     readable = {spelled_alike(name) for name, secret in names if not secret}
     hidden = [name for name, secret in names if secret and spelled_alike(name) not in readable]
     misheard = [phrase for phrase in heard if spelled_alike(phrase) not in readable]
-    shown = {normalize(w) for name, secret in names if not secret for w in name_words(name)}
+    # each word once: 20,000 names say a few thousand
+    shown = set(map(normalize, {w for name, secret in names if not secret for w in name_words(name)}))
     own = {
         w
         for name in hidden
@@ -103,14 +104,25 @@ def unhidden_secrets(names: Iterable[tuple[str, bool]], of: Iterable[str]) -> li
 def spelled_alike(name: str) -> str:
     """What two spellings of one name share: case, accents, apostrophes and hyphens aside as the matcher reads
     names ("cafe" for Café, "Vex’ahlia"), and a leading "The" ("Nestled Nook Inn", "the Vex'ahlia")."""
+    return _normalize()(name).removeprefix("the ")
+
+
+@functools.cache
+def _normalize() -> Callable[[str], str]:
+    """The matcher's normal form (:func:`memory.correction.text.normalize`), its package loaded once names are
+    compared, not when the command line starts; imported once, as the players' mask asks it of every name (an
+    import a call was a quarter of the mask's build at 20,000 names)."""
     from memory.correction.text import normalize
 
-    return normalize(name).removeprefix("the ")
+    return normalize
+
+
+_WORD = re.compile(r"\w+")
 
 
 def name_words(name: str) -> list[str]:
     """The words of a name, casefolded."""
-    return re.findall(r"\w+", name.casefold())
+    return _WORD.findall(name.casefold())
 
 
 class FactCopy(BaseModel):

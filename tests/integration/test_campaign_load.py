@@ -14,6 +14,7 @@ from memory import jobs
 from memory.errors import AlreadyExistsError, InvalidInputError
 from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
 from memory.recorder import SessionRecorder, Utterance
+from memory.replies import unhidden_said
 from memory.store import CampaignMemory, Memory
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "campaigns" / "examples"
@@ -226,6 +227,33 @@ entities:
         "Heard-as phrases of everyday English (each is written as the name wherever it is said):",
         "- Frumpkin: “from skin”, “pumpkin”",
     ]
+
+
+async def test_a_load_warns_of_a_secret_name_spelled_like_a_public_one(campaign: CampaignMemory) -> None:
+    """Players read "The Whispering Gate" as the public Whispering Gate: such a secret name is never masked. A file
+    holding one still loads (an export may), and the DM is warned of each pair, as `entity add` warns."""
+    text = """
+entities:
+  - {name: Whispering Gate, type: location}
+  - {name: The Whispering Gate, type: location, secret: true}
+  - {name: Queen Mab, type: npc, secret: true}
+  - {name: Mira, type: npc}
+"""
+    report = await apply_campaign_file(campaign, parse_campaign_file(text, "gate.yaml"))
+    assert report.entities_created == 4 and report.unhidden == [("The Whispering Gate", "Whispering Gate")]
+    assert report.said() == (
+        "warning: The secret name “The Whispering Gate” is spelled like “Whispering Gate”, which players may read: "
+        "it cannot be hidden from them; give one of the two a name of its own."
+    )
+    # loaded again it is said again; a public alias spelled like a secret name of the campaign is warned of too
+    again = await apply_campaign_file(
+        campaign,
+        parse_campaign_file(text.replace("Mira, type: npc", "Mira, type: npc, aliases: [queen mäb]"), "gate.yaml"),
+    )
+    assert again.unhidden == [("Queen Mab", "queen mäb"), ("The Whispering Gate", "Whispering Gate")]
+    assert again.said().splitlines()[:2] == [f"warning: {s}" for s in unhidden_said(again.unhidden)]
+    plain = await apply_campaign_file(campaign, parse_campaign_file("entities: [{name: Kestrel, type: npc}]", "k.yaml"))
+    assert plain.unhidden == [] and plain.said() == ""  # the pairs are of the file's entities
 
 
 async def test_load_conflicting_with_database_changes_nothing(campaign: CampaignMemory) -> None:

@@ -284,6 +284,17 @@ async def _import(campaign: CampaignMemory, files: list[tuple[str, bytes]]) -> t
     return batch, report.said()
 
 
+async def test_an_import_warns_of_a_secret_name_spelled_like_a_public_one_it_brings(campaign: CampaignMemory) -> None:
+    """An import loads as a campaign file does: a public "Ironhold" beside the campaign's secret "The Ironhold"
+    makes the secret name one players read, and accepting it warns the DM."""
+    await campaign.add_entity(EntityIn(name="The Ironhold", type=EntityType.location, visibility=Visibility.secret))
+    _, said = await _import(campaign, [("world.csv", b"name,type\nIronhold,location\nSaltmere,location\n")])
+    assert said == (
+        "warning: The secret name “The Ironhold” is spelled like “Ironhold”, which players may read: it cannot be "
+        "hidden from them; give one of the two a name of its own."
+    )
+
+
 async def test_gm_notes_that_got_shorter_end_their_old_parts(campaign: CampaignMemory) -> None:
     """GM notes of three parts imported again as one: the old ``dm_notes_2`` and ``_3`` are ended, not left current
     beside the new text; players read none of it either way."""

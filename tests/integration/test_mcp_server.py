@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 
 from memory.errors import AlreadyExistsError
 from memory.mcp_tools import CampaignTools
-from memory.models import EntityType, ReviewKind
+from memory.models import EntityType, ReviewKind, Visibility
 from memory.store import CampaignMemory, Memory
 from tests.integration.conftest import ROOT
 from tests.integration.mcp_world import SECRET_FACT_VALUE, SECRET_NPC, build_world
@@ -167,11 +167,50 @@ async def test_player_view_hides_secrets_and_proposals_wait_for_review(
     pending = await campaign.review.pending()
     ash = await campaign.graph.find_entity("Sister Ash")
     assert ash is not None and ash.status == "pending"
-    assert sorted((i.kind, i.ref[0]) for i in pending) == [(ReviewKind.entity, "e")] * 3 + [(ReviewKind.fact, "f")]
-    assert f"e{ash.id}" in {i.ref for i in pending}  # a fact of the owes_money_to proposal only: the guess filed none
+    assert sorted((i.kind, i.ref[0]) for i in pending) == [(ReviewKind.entity, "e")] * 3 + [(ReviewKind.fact, "f")] * 2
+    assert f"e{ash.id}" in {i.ref for i in pending}  # the owes_money_to proposal, and the guess (see the test below)
     grom = await campaign.graph.get_entity("Grom")
     canon = await campaign.graph.relationships_of(grom.id, include_secret=True)  # accepted facts only
     assert "owes_money_to" not in {r.type for r in canon}
+
+
+async def test_a_players_proposal_repeating_a_secret_fact_is_answered_as_any_and_filed_for_the_dm(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    """A players' proposal of a fact the DM holds as secret was dropped as a duplicate: the DM never learned the
+    table guessed it. The player is answered as for any new proposal; the DM gets it in review, secret, saying which
+    fact it repeats; the secret fact itself is unchanged."""
+    ids = await build_world(campaign)
+    [curse] = [r for r in await campaign.graph.relationships_of(ids["grom"], include_secret=True) if r.type == "curse"]
+    players = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False)
+    guess = await players.propose_fact("Grom", "curse", value=SECRET_FACT_VALUE)
+    other = await players.propose_fact("Grom", "owes_money_to", target="Pip")
+    assert guess.model_dump() == {"ref": "", "status": "pending", "said": f"proposed Grom —curse→ {SECRET_FACT_VALUE}"}
+    assert other.model_dump() == {"ref": "", "status": "pending", "said": "proposed Grom —owes_money_to→ Pip"}
+    # proposed again, each is answered as a proposal waiting for review is
+    again = [
+        await players.propose_fact("Grom", r, **kw)
+        for r, kw in [("curse", {"value": SECRET_FACT_VALUE}), ("owes_money_to", {"target": "Pip"})]
+    ]
+    assert [a.model_dump() for a in again] == [
+        {"ref": "", "status": "pending", "said": "already recorded or waiting for review"}
+    ] * 2
+
+    [filed] = [i.fact for i in await campaign.review.pending() if i.fact and i.fact.type == "curse_proposed"]
+    assert (filed.value, filed.visibility, filed.status) == (SECRET_FACT_VALUE, Visibility.secret, "pending")
+    assert filed.provenance.review_reason == (
+        f"a player's proposal: it repeats the secret fact f{curse.id} (Grom —curse→ {SECRET_FACT_VALUE}), so it is "
+        "filed as curse_proposed; make that fact public if the players know it now"
+    )
+    assert len(await campaign.review.pending()) == 2  # the guess once, and the other proposal
+    assert (await campaign.graph.get_relationship(curse.id)).model_dump() == curse.model_dump()
+    # players read none of it: not on the card, not as a fact
+    card = json.dumps((await players.entity_facts("Grom")).model_dump(mode="json"))
+    assert SECRET_FACT_VALUE not in card and "curse" not in card
+    # the DM proposing it is told it is recorded, as before
+    dm = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=True)
+    known = await dm.propose_fact("Grom", "curse", value=SECRET_FACT_VALUE)
+    assert (known.ref, known.status, known.said) == (f"f{curse.id}", "accepted", "already recorded")
 
 
 async def test_a_players_proposal_naming_a_secret_entity_is_answered_as_any_and_filed_for_the_dm(

@@ -197,3 +197,24 @@ def test_a_secret_name_players_read_anyway_is_found_for_the_entity_just_named() 
     assert unhidden_secrets(names, ["The Whispering Gate"]) == gate  # the secret one added
     assert unhidden_secrets(names, ["whispering gáte"]) == gate  # or the public one, accents and case aside
     assert unhidden_secrets(names, ["Mira", "Café Noir"]) == []  # a secret name of its own, or another pair
+
+
+def test_the_players_mask_of_a_mixed_campaign_keeps_its_names() -> None:
+    """What is masked, pinned for a campaign of every kind of name (accents, apostrophes, hyphens, a leading
+    "The", look-alikes of public names, heard phrases): a faster build must hide the same names."""
+    zipf = {"the": 7.0, "gate": 5.0, "queen": 5.2, "holt": 3.7, "pale": 4.1, "crow": 3.9, "sister": 4.8, "ash": 4.2}
+    zipf |= {"black": 5.5, "hand": 5.6, "old": 6.0, "road": 5.0}
+    names = [
+        ("Vaskerrin Holt", True), ("the Pale Magister", False), ("Queen Mab", True), ("queen mäb", False),
+        ("The Whispering Gate", True), ("Whispering Gate", False), ("Vex'ahlia", True), ("Vexahlia's Crow", True),
+        ("Café Noir", True), ("the cafe", False), ("Sister Ash-Wyn", True), ("Ashwyn Road", False),
+        ("Black Hand", True), ("Grom", False), ("the smith", False), ("Éldrïn Korvash", True), ("Korvash", False),
+        ("Old Tom", True), ("Tom", False), ("Ironhold", False), ("Eldrin", False),
+    ]  # fmt: skip
+    heard = ["vast carrion", "whispering gáte", "pale magister", "mob queen"]
+    masked = names_to_mask(names, lambda w: zipf.get(w, 0.0), heard=heard)
+    whole = ["Vaskerrin Holt", "Vex'ahlia", "Vexahlia's Crow", "Café Noir", "Sister Ash-Wyn", "Black Hand"]
+    whole += ["Éldrïn Korvash", "Old Tom", "vast carrion", "mob queen"]
+    assert masked[: len(whole)] == whole
+    # "éldrïn" is Eldrin's to players, accents aside; "ash", "road", "old": English or theirs
+    assert set(masked[len(whole) :]) == {"vaskerrin", "holt", "vex", "ahlia", "vexahlia", "crow", "noir", "wyn"}
