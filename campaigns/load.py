@@ -22,6 +22,7 @@ from memory.correction.evidence import everyday
 from memory.correction.text import spaceless
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_
 from memory.graph import SINGLE_VALUED, KnowledgeGraph
+from memory.graph.reading import HeldFact
 from memory.graph.rules import named_anew
 from memory.graph.took_part import link_to_recaps
 from memory.models import (
@@ -32,7 +33,6 @@ from memory.models import (
     RelationshipIn,
     ReviewStatus,
     Source,
-    Visibility,
     relationship_type,
 )
 from memory.replies import unhidden_said
@@ -145,6 +145,7 @@ async def apply_campaign_file(
         held = await tx.graph.accepted_fact_keys()
         for rel in file.relationships:
             await load.relationship(file, rel, held)
+        await tx.graph.mark_filed(load.restated)
     return load.report
 
 
@@ -177,6 +178,7 @@ class _Loading:
         self.created: set[int] = set()  # facts of this load: one closing another of them changes nothing the DM had
         self.written: set[tuple[int, str]] = set()  # (source, type) of the facts this load wrote
         self.loaded: list[Entity] = []  # the file's entities as loaded: a secret name of theirs is warned of
+        self.restated: list[int] = []  # facts from play or the DM that the file now states too
 
     def _tick(self) -> None:
         self.done += 1
@@ -215,12 +217,21 @@ class _Loading:
         self.loaded.append(entity)
         self._tick()
 
-    async def relationship(self, file: CampaignFile, rel: RelationshipSpec, held: dict[_FactKey, Visibility]) -> None:
+    async def relationship(self, file: CampaignFile, rel: RelationshipSpec, held: dict[_FactKey, HeldFact]) -> None:
         """Load a relationship of the file; ``held``: the facts the campaign had accepted before, unchanged when
-        the file restates one, unless a fact this load wrote of the same entity and type may have closed it."""
+        the file restates one, unless a fact this load wrote of the same entity and type may have closed it. A
+        fact the file stated before and play has since replaced is unchanged too: the file did not change it."""
         fact_in = self._fact_in(file, rel)
         key = (fact_in.source_id, fact_in.type, fact_in.target_id, fact_in.value)
-        if key[:2] not in self.written and held.get(key) == fact_in.visibility:
+        fresh = key[:2] not in self.written
+        had = held.get(key) if fresh else None
+        if had is not None and had.visibility == fact_in.visibility:
+            self.report.relationships_unchanged += 1
+            if not had.filed:
+                self.restated.append(had.id)
+        elif (
+            had is None and fresh and fact_in.source_id in self.known and await self.tx.graph.replaced_in_play(fact_in)
+        ):
             self.report.relationships_unchanged += 1
         else:
             await self._write(fact_in)
@@ -244,6 +255,8 @@ class _Loading:
     async def _write(self, fact_in: RelationshipIn) -> None:
         graph, report = self.tx.graph, self.report
         fact, is_new = await graph.ensure_relationship(fact_in)
+        if not is_new and fact.provenance.source != Source.campaign_file:
+            self.restated.append(fact.id)
         if is_new:
             await self._created(fact)
         elif fact.visibility != fact_in.visibility:

@@ -410,9 +410,12 @@ class PastFact(Relationship):
         )
 
     def describe_past(self, secret_mark: str = "") -> str:
-        """``Ember Key —owned_by→ Kael (2025-04-01 → 2025-05-01, heard in Night 2)``, dates in UTC."""
+        """``Ember Key —owned_by→ Kael (2025-04-01 → 2025-05-01, heard in Night 2)``, dates in UTC; ``until
+        2025-05-01`` for a campaign file's fact that a night played before it was loaded ended."""
         assert self.valid_to is not None
         held = f"{self.valid_from.astimezone(UTC):%Y-%m-%d} → {self.valid_to.astimezone(UTC):%Y-%m-%d}"
+        if self.valid_to < self.valid_from:
+            held = f"until {self.valid_to.astimezone(UTC):%Y-%m-%d}"
         mark = secret_mark if self.visibility == Visibility.secret else ""
         return f"{self.describe()}{mark} ({held}, {self.heard()})"
 

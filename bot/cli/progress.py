@@ -132,9 +132,14 @@ class StageProgress:
             return False
 
     def close(self, stages: Sequence[Stage] | None = None) -> None:
-        """The last counts, then the bars closed (left on screen); none if none was drawn (a quick wait)."""
+        """The last counts, then the bars closed (left on screen); none if none was drawn (a quick wait). Without
+        a terminal, the last counts as a line if they moved since the last one said, with no time left: the
+        wait is over, and a summary after it must not read "recapped 0 of 1" above a table that says 1."""
         if stages is not None and self._bars:
             self._draw(stages)
+        if stages is not None and self._said is not None and [(s.label, s.done, s.total) for s in stages] != self._said:
+            self.stream.write(stages_line(stages, None) + "\n")
+            self.stream.flush()
         for bar in self._bars.values():
             bar.close()
         self._bars.clear()

@@ -16,10 +16,12 @@ from memory.graph.lookup import EntityLookup
 from memory.graph.rules import SINGLE_VALUED, can_contradict, status_for, vouched
 from memory.graph.sql import (
     CONTRADICTED,
+    FILED,
     REL_SELECT,
     VOUCHED,
     relationship_from_row,
     said_at,
+    stands_over,
 )
 from memory.models import (
     SYMMETRIC,
@@ -157,7 +159,7 @@ class Facts(EntityLookup):
                 f"""
                 SELECT EXISTS (
                     SELECT 1 FROM relationships WHERE {CONTRADICTED} AND {VOUCHED}
-                      AND valid_from <= {said_at("$7")}
+                      AND NOT {stands_over("$7::jsonb", said_at("$7"), "now()")}
                 )
                 """,
                 self.campaign_id,
@@ -174,17 +176,19 @@ class Facts(EntityLookup):
     async def close_contradicted(self, rel_id: int) -> list[int]:
         """Settle validity between the accepted fact ``rel_id`` and the accepted, current facts it contradicts,
         by when each became true: older ones are closed; if a newer one exists, ``rel_id`` itself is history
-        (accepting an old "alive" must not undo a later "dead"). Returns the ids closed."""
+        (accepting an old "alive" must not undo a later "dead"). Between a campaign file's fact and one heard in
+        play, the one learned later is the newer (see :func:`stands_over`). Returns the ids closed."""
         return await self._close_contradicted(await self.get_relationship(rel_id))
 
     async def _close_contradicted(self, rel: Relationship) -> list[int]:
         if not can_contradict(rel.type, rel.value):
             return []
         single = rel.type in SINGLE_VALUED
-        args = (self.campaign_id, rel.id, rel.source_id, rel.type, rel.target_id, rel.value, rel.valid_from, single)
+        fact = (self.campaign_id, rel.id, rel.source_id, rel.type, rel.target_id, rel.value, rel.valid_from, single)
+        args = (*fact, rel.provenance.model_dump(mode="json"), rel.created_at)
+        later = stands_over("$9::jsonb", "$7", "$10")
         newer = await self.db.fetchrow(
-            f"SELECT id, valid_from FROM relationships WHERE {CONTRADICTED} AND valid_from > $7"
-            " ORDER BY valid_from LIMIT 1",
+            f"SELECT id, valid_from FROM relationships WHERE {CONTRADICTED} AND {later} ORDER BY valid_from LIMIT 1",
             *args,
         )
         if newer is not None:
@@ -196,13 +200,51 @@ class Facts(EntityLookup):
                 newer["id"],
             )
             return [rel.id]
-        # they held until it became true (said in a session imported today: then, not today), as above
+        # they held until it became true (said in a session imported today: then, not today), as above; a file's
+        # fact, dated when it was loaded, may so end before that date
         rows = await self.db.fetch(
             f"UPDATE relationships SET valid_to = $7, superseded_by = $2 WHERE {CONTRADICTED}"
-            " AND valid_from <= $7 RETURNING id",
+            f" AND NOT {later} RETURNING id",
             *args,
         )
         return [r["id"] for r in rows]
+
+    async def mark_filed(self, ids: list[int]) -> None:
+        """A campaign file restated the facts ``ids``, which play or the DM had recorded: that is what the file
+        says now (see :meth:`replaced_in_play`)."""
+        await self.db.execute(
+            """UPDATE relationships SET provenance = provenance || '{"in_file": true}'
+               WHERE campaign_id = $1 AND id = ANY($2::bigint[])""",
+            self.campaign_id,
+            ids,
+        )
+
+    async def replaced_in_play(self, rel: RelationshipIn) -> bool:
+        """Whether a campaign file stating ``rel`` again says what it said before, which play or the DM has since
+        replaced by a fact no file stated ("alive" loaded, "dead" heard in Night 2, the same file loaded again):
+        only a value the file changed is the DM's newer word; reloading an unchanged file revives nothing."""
+        if not can_contradict(rel.type, rel.value):
+            return False
+        # what would close the file's fact now (CONTRADICTED's rule)
+        current = """(valid_to IS NULL AND (target_id IS DISTINCT FROM $4 OR value IS DISTINCT FROM $5)
+                      AND ((target_id IS NULL) = ($4::bigint IS NULL) OR $6))"""
+        return bool(
+            await self.db.fetchval(
+                f"""
+                SELECT bool_or(valid_to IS NOT NULL AND target_id IS NOT DISTINCT FROM $4
+                               AND value IS NOT DISTINCT FROM $5 AND {FILED})
+                       AND bool_or({current}) AND NOT bool_or({current} AND {FILED})
+                FROM relationships
+                WHERE campaign_id = $1 AND source_id = $2 AND type = $3 AND status = 'accepted'
+                """,
+                self.campaign_id,
+                rel.source_id,
+                rel.type,
+                rel.target_id,
+                rel.value,
+                rel.type in SINGLE_VALUED,
+            )
+        )
 
     async def set_relationship(self, rel_id: int, status: ReviewStatus, *, dm_confirmed: bool, **changes: Any) -> None:
         allowed = {"type", "target_id", "value", "visibility"}

@@ -3,11 +3,14 @@ what ranks it for the speech recogniser's prompt."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from memory.errors import InvalidInputError, NotFoundError
 from memory.graph.lookup import EntityLookup
 from memory.graph.rules import players_see
 from memory.graph.sql import (
     ENTITY_SELECT,
+    FILED,
     REL_SELECT,
     REL_SELECT_FROM,
     entity_from_row,
@@ -33,6 +36,14 @@ from memory.models import (
     Visibility,
 )
 from memory.text import name_query
+
+
+class HeldFact(NamedTuple):
+    """An accepted current fact as a campaign load weighs the file's restating it."""
+
+    id: int
+    visibility: Visibility
+    filed: bool  # a campaign file stated it (see :data:`memory.graph.sql.FILED`)
 
 
 class Reading(EntityLookup):
@@ -111,17 +122,23 @@ class Reading(EntityLookup):
             facts.setdefault(row["source_id"], []).append(relationship_from_row(row))
         return facts
 
-    async def accepted_fact_keys(self) -> dict[tuple[int, str, int | None, str | None], Visibility]:
-        """The campaign's accepted current facts as (source, type, target, value), each with its visibility: what
-        :meth:`ensure_relationship` would find and leave as it is, known in one query."""
+    async def accepted_fact_keys(self) -> dict[tuple[int, str, int | None, str | None], HeldFact]:
+        """The campaign's accepted current facts as (source, type, target, value), each with its id, visibility and
+        whether a campaign file stated it: what :meth:`ensure_relationship` would find and leave as it is, known in
+        one query."""
         rows = await self.db.fetch(
-            """
-            SELECT source_id, type, target_id, value, visibility FROM relationships
+            f"""
+            SELECT id, source_id, type, target_id, value, visibility, {FILED} AS filed FROM relationships
             WHERE campaign_id = $1 AND status = 'accepted' AND valid_to IS NULL
             """,
             self.campaign_id,
         )
-        return {(r["source_id"], r["type"], r["target_id"], r["value"]): Visibility(r["visibility"]) for r in rows}
+        return {
+            (r["source_id"], r["type"], r["target_id"], r["value"]): HeldFact(
+                r["id"], Visibility(r["visibility"]), r["filed"]
+            )
+            for r in rows
+        }
 
     async def history(self, entity_id: int, *, include_secret: bool = False) -> list[PastFact]:
         """The accepted facts touching an entity that no longer hold, the last to end first, each with the title of

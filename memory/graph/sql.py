@@ -10,6 +10,7 @@ from memory.models import (
     Entity,
     Provenance,
     Relationship,
+    Source,
 )
 
 ENTITY_SELECT = """
@@ -105,6 +106,34 @@ CONTRADICTED = """
     AND valid_to IS NULL AND (target_id IS DISTINCT FROM $5 OR value IS DISTINCT FROM $6)
     AND ((target_id IS NULL) = ($5::bigint IS NULL) OR $8)
 """
+
+
+#: Whether a campaign file stated the stored fact (its columns unqualified): written by one, or restated by a load
+#: since (``in_file``, see :meth:`KnowledgeGraph.mark_filed`). What a reload compares the file with.
+FILED = f"""(provenance ->> 'source' = '{Source.campaign_file.value}'
+             OR coalesce((provenance ->> 'in_file')::boolean, false))"""
+
+
+def _word(provenance: str) -> str:
+    """SQL: whose word a fact (``provenance``, a jsonb expression) is, for :func:`stands_over`: a campaign file's,
+    one heard in a session, or another (the DM's)."""
+    return f"""(CASE WHEN {provenance} ->> 'source' = '{Source.campaign_file.value}' THEN 'file'
+                     WHEN {provenance} ->> 'session_id' IS NOT NULL THEN 'heard' ELSE 'other' END)"""
+
+
+def stands_over(provenance: str, valid_from: str, created_at: str) -> str:
+    """SQL on a stored fact (its columns unqualified): whether it stands over a fact it contradicts, of
+    ``provenance`` (a jsonb expression), true from ``valid_from``, stored at ``created_at``: it became true later
+    (an older session imported late does not outdate what is known since). But a campaign file's fact is dated
+    when it was loaded, not when it held in the world: between it and a fact heard in play, the one the memory
+    learned later stands (a death heard in a past night imported after the file is news the file did not know; a
+    file loaded since, saying something else, is the DM's newer word). The file's fact was learned when it was
+    loaded (its ``valid_from``: a waiting copy it accepted was stored earlier), the heard one when it was stored.
+    :meth:`KnowledgeGraph.close_contradicted` and :meth:`KnowledgeGraph._would_close_vouched` both ask it."""
+    mine, theirs = _word("provenance"), _word(provenance)
+    return f"""(CASE WHEN {mine} = 'file' AND {theirs} = 'heard' THEN valid_from > {created_at}
+                     WHEN {mine} = 'heard' AND {theirs} = 'file' THEN created_at > {valid_from}
+                     ELSE valid_from > {valid_from} END)"""
 
 
 def said_at(provenance: str) -> str:

@@ -120,8 +120,9 @@ relationships:
 
 async def test_a_reload_after_play_says_what_it_replaced(campaign: CampaignMemory) -> None:
     """A DM's walkthrough: play added an alias (Same as…), a second file made Vaskerrin angry and Brannagh died;
-    reloading the prep file for one new NPC put all three back and said only "1 updated". The rules stay (what an
-    entry lists replaces), but the load now says what it replaced, and loading again says nothing."""
+    reloading the prep file for one new NPC put all three back and said only "1 updated". The rules stay for
+    entities (what an entry lists replaces), but the load now says what it replaced, and loading again says
+    nothing. A fact the file states as it did before is no newer word: Brannagh stays dead."""
     g = campaign.graph
     await apply_campaign_file(campaign, parse_campaign_file(PREP, "prep.yaml"))
     heard = Provenance(source=Source.inferred, confidence=0.4)
@@ -136,18 +137,18 @@ async def test_a_reload_after_play_says_what_it_replaced(campaign: CampaignMemor
     prep = PREP.replace("relationships:", "  - {name: Mira, type: npc}\nrelationships:")
     report = await apply_campaign_file(campaign, parse_campaign_file(prep, "prep.yaml"))
 
-    assert (report.entities_created, report.entities_updated, report.relationships_created) == (1, 1, 1)
+    assert (report.entities_created, report.entities_updated, report.relationships_created) == (1, 1, 0)
     assert [(c.entity, c.change) for c in report.changes] == [
         ("Vaskerrin Holt", "alias removed: the old man"),
         ("Vaskerrin Holt", 'attribute mood: "angry" → "restless"'),
-        ("Brannagh", "fact status: dead → alive"),
     ]
     assert report.said() == (
         "Changes to what the campaign had:\n"
         "- Vaskerrin Holt: alias removed: the old man\n"
-        '- Vaskerrin Holt: attribute mood: "angry" → "restless"\n'
-        "- Brannagh: fact status: dead → alive"
+        '- Vaskerrin Holt: attribute mood: "angry" → "restless"'
     )
+    brannagh = await g.get_entity("Brannagh")
+    assert [r.describe() for r in await g.relationships_of(brannagh.id)] == ["Brannagh —status→ dead"]
     again = await apply_campaign_file(campaign, parse_campaign_file(prep, "prep.yaml"))
     assert not again.changed and again.changes == [] and again.said() == ""
 

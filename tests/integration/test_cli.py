@@ -1741,6 +1741,8 @@ def test_campaign_load_says_what_it_replaced_and_a_dry_run_says_the_same_writing
     )
     assert lk("entity", "link", "Brannagh", "status", "--value", "dead").returncode == 0
     played = lk("campaign", "export").stdout
+    # the prep file brings her back: a value it changed is the DM's newer word (one it did not is not)
+    prep.write_text(prep.read_text().replace("value: alive", "value: undead"))
 
     dry = lk("campaign", "load", str(prep), "--dry-run")
     assert dry.returncode == 0, dry.stderr
@@ -1753,13 +1755,13 @@ def test_campaign_load_says_what_it_replaced_and_a_dry_run_says_the_same_writing
         "Changes to what the campaign had:\n"
         "- Vaskerrin Holt: alias removed: the old man\n"
         '- Vaskerrin Holt: attribute mood: "angry" → "restless"\n'
-        "- Brannagh: fact status: dead → alive\n"
+        "- Brannagh: fact status: dead → undead\n"
     )
     assert dry.stdout == loaded.stdout + "dry run: nothing was written\n"
     assert dry_json["dry_run"] and dry_json["changes"] == [
         {"entity": "Vaskerrin Holt", "change": "alias removed: the old man"},
         {"entity": "Vaskerrin Holt", "change": 'attribute mood: "angry" → "restless"'},
-        {"entity": "Brannagh", "change": "fact status: dead → alive"},
+        {"entity": "Brannagh", "change": "fact status: dead → undead"},
     ]
     again = lk("campaign", "load", str(prep))
     assert again.stdout == (
@@ -1787,6 +1789,70 @@ def test_a_fact_from_an_older_session_imported_late_is_accepted_as_history_and_s
     )
     shown = json.loads(lk("entity", "show", "Corvin", "--json").stdout)
     assert [r["target_name"] for r in shown["relationships"] if r["type"] == "lives_in"] == ["Marsh"]
+
+
+def test_a_death_heard_in_a_night_imported_after_the_campaign_file_stands_and_a_reload_keeps_it(
+    lk, tmp_path: Path
+) -> None:
+    """A DM's walkthrough: the world file loaded (Ottilie alive), Night 2 imported with `--started` as the guide
+    says, its "Ottilie is dead" accepted: "kept as history, as a later fact stands: … alive", the file's fact
+    being dated at the load. The memory learned of the death after the file: it stands, and loading the file
+    again (or with one NPC added) revives no one nor gives back what the DM linked since. Only a value the file
+    changes is the DM's newer word."""
+    world = tmp_path / "world.yaml"
+    entries = ["{name: Ottilie Brand, type: npc}", "{name: Thalia, type: npc}", "{name: Mira, type: npc}"]
+    entries.append("{name: Sunblade, type: item}")
+
+    def write(status: str, *more: str) -> None:
+        world.write_text(
+            "campaign: {name: Choir}\nentities:\n"
+            + "".join(f"  - {e}\n" for e in [*entries, *more])
+            + "relationships:\n"
+            f"  - {{source: Ottilie Brand, type: status, value: {status}}}\n"
+            "  - {source: Sunblade, type: owned_by, target: Thalia}\n"
+        )
+
+    def statuses() -> list[str]:
+        return [
+            line for line in lk("entity", "show", "Ottilie Brand", "--history").stdout.splitlines() if "status" in line
+        ]
+
+    write("alive")
+    assert lk("campaign", "load", str(world)).returncode == 0
+    (tmp_path / "night2.txt").write_text("[00:00:10] DM: Ottilie Brand is dead.\n")
+    done = lk("ingest", str(tmp_path / "night2.txt"), "--session", "Night 2", "--started", "2026-11-13", "--wait")
+    assert done.returncode == 0, done.stderr
+    [fact] = [
+        i
+        for i in json.loads(lk("review", "list", "--json").stdout)
+        if i["kind"] == "fact" and i["fact"]["type"] == "status"
+    ]
+    accepted = lk("review", "accept", fact["ref"])
+    assert accepted.stdout == (
+        f"accepted {fact['ref']}: Ottilie Brand —status→ dead; closed: Ottilie Brand —status→ alive\n"
+    ), accepted.stderr
+    dead = [
+        "  - Ottilie Brand —status→ dead",
+        "  - Ottilie Brand —status→ alive (until 2026-11-13, from the campaign file)",
+    ]
+    assert statuses() == dead
+    assert lk("entity", "link", "Sunblade", "owned_by", "Mira").returncode == 0
+    # the same file, then with one NPC added: the file did not change what play did
+    for more in [(), ("{name: Fenwick, type: npc}",)]:
+        write("alive", *more)
+        again = lk("campaign", "load", str(world))
+        assert again.stdout.endswith("relationships: 0 new, 0 updated, 2 unchanged\n"), again.stdout
+        assert statuses() == dead
+        assert "  - Sunblade —owned_by→ Mira" in lk("entity", "show", "Sunblade").stdout.splitlines()
+    # the DM writes the death into the file, then brings her back: a changed value is the DM's newer word
+    write("dead")
+    assert lk("campaign", "load", str(world)).stdout.endswith("relationships: 0 new, 0 updated, 2 unchanged\n")
+    write("alive")
+    revived = lk("campaign", "load", str(world))
+    assert revived.stdout.endswith("\nChanges to what the campaign had:\n- Ottilie Brand: fact status: dead → alive\n")
+    now, *past = statuses()
+    assert now == "  - Ottilie Brand —status→ alive"
+    assert past[0].startswith("  - Ottilie Brand —status→ dead (2026-11-13 → ") and past[0].endswith("in Night 2)")
 
 
 async def test_recall_says_what_the_graph_knows_now_before_what_was_said_then(lk, fresh_dsn: str) -> None:

@@ -61,6 +61,32 @@ def test_without_a_terminal_counts_that_did_not_move_are_not_said_again_for_a_mi
     assert log.getvalue().splitlines()[-1].endswith("recapped 1 of 1 sessions")  # moved: said at once
 
 
+def test_without_a_terminal_the_wait_ends_on_the_last_counts_with_no_time_left() -> None:
+    """`ingest --wait` said "recapped 0 of 1 sessions (about 0:03 left)", then a table with 1 recap."""
+    now = [0.0]
+    log = io.StringIO()
+    shown = StageProgress(log, every=5.0, clock=lambda: now[0])
+    for second, extracted in [(0, 0), (5, 200)]:
+        now[0] = float(second)
+        shown.show([Stage("extracted", extracted, 400, "lines")])
+    shown.close(stages(400, 400, 1))
+    assert log.getvalue().splitlines() == [
+        "background jobs: extracted 200 of 400 lines (about 0:05 left)",
+        "background jobs: embedded 400 of 400 lines, extracted 400 of 400 lines, recapped 1 of 1 sessions",
+    ]
+    # a quick wait says nothing, nor do counts said already
+    for said in ([], [stages(400, 400, 1)]):
+        quiet = io.StringIO()
+        now[0] = 0.0
+        shown = StageProgress(quiet, every=5.0, clock=lambda: now[0])
+        shown.show(stages(0, 0, 0))
+        now[0] = 10.0
+        for counts in said:
+            shown.show(counts)
+        shown.close(stages(400, 400, 1))
+        assert len(quiet.getvalue().splitlines()) == len(said)
+
+
 def test_at_a_terminal_a_bar_per_stage_once_the_wait_is_two_seconds_old() -> None:
     now = [0.0]
     screen = io.StringIO()
