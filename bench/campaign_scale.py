@@ -39,6 +39,8 @@ from memory import jobs, semantic
 from memory.chunking import LINE_MIN_WORDS
 from memory.db import EmbeddedPostgres, EmbeddingSpec, create_pool, migrate
 from memory.gazetteer import Gazetteer
+from memory.graph.took_part import link_to_recaps, told_in, unlink_unnamed
+from memory.models import EntityType
 from memory.recall import named_entities, recall
 from memory.recorder import CorrectionIndexCache
 from memory.store import CampaignMemory, Memory
@@ -426,9 +428,9 @@ async def measure(memory: Memory, cid: int, args: argparse.Namespace) -> list[tu
         if not args.only or any(o.casefold() in label.casefold() for o in args.only):
             rows.append((label, await timed(fn, repeat)))
 
-    async def add_written(label: str, fn: Callable[[CampaignMemory], Awaitable[object]]) -> None:
+    async def add_written(label: str, fn: Callable[[CampaignMemory], Awaitable[object]], repeat: int = 1) -> None:
         if not args.only or any(o.casefold() in label.casefold() for o in args.only):
-            rows.append((label, await rolled_back(memory, cid, fn)))
+            rows.append((label, statistics.median([await rolled_back(memory, cid, fn) for _ in range(repeat)])))
 
     await add("entity list (DM: all, for the pages)", lambda: listing(True))
     await add("entity list (a player: public, masked)", lambda: listing(False))
@@ -487,6 +489,29 @@ async def measure(memory: Memory, cid: int, args: argparse.Namespace) -> list[tu
         f"entity edit {BUSY[0]} --new-name", lambda m: m.graph.update_entity(BUSY[0], new_name="Grog the Mighty")
     )
     await add_written(f"entity merge {BUSY[1]} into {BUSY[0]}", lambda m: m.graph.merge_entities(BUSY[1], BUSY[0]))
+    # who took part, found again from the sessions' lines: an entity accepted, a campaign file loaded after the
+    # sessions (every entity), a heard-as phrase taken away (one session's lines read again); with each session's
+    # told lines kept (as the first look after its recap leaves them), and with none kept yet
+    busy = (await mem.graph.get_entity(BUSY[0])).id
+    everyone = [e.id for e in await mem.graph.list_entities() if e.type != EntityType.event]
+    took_part: list[tuple[str, Callable[[CampaignMemory], Awaitable[object]]]] = [
+        (f"{BUSY[0]} accepted", lambda m: link_to_recaps(m.graph, [busy])),
+        (f"a campaign file's {len(everyone):,} entities", lambda m: link_to_recaps(m.graph, everyone)),
+        (f"heard-as undone, {BUSY[0]} in a session", lambda m: unlink_unnamed(m.graph, busy, middle.id)),
+    ]
+    if not args.only or any(o.casefold() in "took part" for o in args.only):
+        await told_in(mem.graph, [s.id for s in sessions])
+
+    def none_kept(fn: Callable[[CampaignMemory], Awaitable[object]]) -> Callable[[CampaignMemory], Awaitable[object]]:
+        async def run(m: CampaignMemory) -> object:
+            await m.db.execute("DELETE FROM session_told")
+            return await fn(m)
+
+        return run
+
+    for label, fn in took_part:
+        await add_written(f"took part: {label}", fn, n)
+        await add_written(f"took part: {label}, none kept", none_kept(fn), n)
     await add_written(f"session delete (one of {middle_lines:,} lines)", lambda m: m.delete_session(middle.title))
     return rows
 

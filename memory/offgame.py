@@ -300,8 +300,9 @@ def told_lines(entries: Sequence[Entry], dm_speaker_id: str | None, *, only: Col
     talk aside (of ``only``, when given): who they name took part, as the recap finds them
     (:func:`memory.recap.extractive_summary`), and so an entity accepted after it (:mod:`memory.graph.took_part`)."""
     narrates = narrator(entries, dm_speaker_id)
-    talk = out_of_game(entries, dm_speaker_id, only=only)
-    return {e.id for e in entries if (only is None or e.id in only) and narrates(e) and e.id not in talk}
+    # only the narrator's lines are judged one by one: a player's is not told, whatever it says
+    told = {e.id for e in entries if (only is None or e.id in only) and narrates(e)}
+    return told - out_of_game(entries, dm_speaker_id, only=told).keys()
 
 
 def session_talk(lines: Sequence[tuple[str, bool]], *, only: Collection[int] | None = None) -> list[Talk | None]:

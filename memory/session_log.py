@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from datetime import datetime
 
 import asyncpg
@@ -585,6 +585,40 @@ class SessionLog:
             limit,
         )
         return [_entry(r) for r in rows]
+
+    async def told(self, session_ids: Sequence[int]) -> dict[int, tuple[str, set[int] | None]]:
+        """Of each of these sessions that has lines: the digest of its lines and DM as they are now, and the ids of
+        the lines its narrator tells in the story kept for them (:meth:`keep_told`), None when none are (never
+        found, or found from lines since changed)."""
+        rows = await self.db.fetch(
+            """
+            SELECT d.session_id, d.lines, t.entry_ids FROM (
+                SELECT s.id AS session_id, md5(concat_ws(E'\\x1e', s.dm_speaker_id, string_agg(
+                    concat_ws(E'\\x1f', e.id, e.speaker, e.speaker_id, e.text), E'\\x1e' ORDER BY e.seq
+                ))) AS lines
+                FROM sessions s JOIN session_entries e ON e.campaign_id = s.campaign_id AND e.session_id = s.id
+                WHERE s.campaign_id = $1 AND s.id = ANY($2::bigint[])
+                GROUP BY s.id
+            ) d
+            LEFT JOIN session_told t ON t.campaign_id = $1 AND t.session_id = d.session_id AND t.lines = d.lines
+            """,
+            self.campaign_id,
+            list(session_ids),
+        )
+        return {r["session_id"]: (r["lines"], None if r["entry_ids"] is None else set(r["entry_ids"])) for r in rows}
+
+    async def keep_told(self, session_id: int, lines: str, entry_ids: Collection[int]) -> None:
+        """Keep the lines the session's narrator tells in the story, found from its lines of digest ``lines``."""
+        await self.db.execute(
+            """
+            INSERT INTO session_told (campaign_id, session_id, lines, entry_ids) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (campaign_id, session_id) DO UPDATE SET lines = excluded.lines, entry_ids = excluded.entry_ids
+            """,
+            self.campaign_id,
+            session_id,
+            lines,
+            sorted(entry_ids),
+        )
 
     async def entry_count(self, session_id: int) -> int:
         return await self.db.fetchval(

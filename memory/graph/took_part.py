@@ -46,9 +46,10 @@ async def link_to_recaps(
     drawn from as its mentions. ``names``: only the lines saying one of these, names new to an accepted entity; the
     lines saying its others were looked at when it got them (a busy entity's old name is in thousands). The recap
     job's gazetteer of every accepted entity decides, among the lines full-text search finds, so a name inside a
-    longer one ("Vell" in "Vell Sorrowmere") counts as it does there. Measured on 100 sessions of 2,000 lines:
-    0.1-0.2 s for one entity; 20 s for the 1,269 of a campaign file loaded after the sessions, 49,000 links (before
-    the sessions' lines were read for who narrates and what is out of game)."""
+    longer one ("Vell" in "Vell Sorrowmere") counts as it does there. Measured on 100 sessions of 2,000 lines
+    (bench/README.md, a busy machine): 2.2-2.7 s for Grog Strongjaw, named in every session (16 s when each session
+    was read whole again for its told lines); 32-50 s for the 1,492 entities of a campaign file loaded after the
+    sessions, two thirds of it the full-text search for the lines naming them, 0.4 s their told lines."""
     if not entity_ids:
         return 0
     from memory.mentions import index_lines, index_told
@@ -70,7 +71,7 @@ async def link_to_recaps(
     lines = await _lines_saying(graph, targets, names, list(recaps))
     # every accepted name, and thousands of lines for a campaign file's names: the bot's other work goes on meanwhile
     said_in = await asyncio.to_thread(named, lines) if lines else set()
-    told = await _told(graph, {(session_id, entry_id) for _, session_id, entry_id in said_in})
+    told = await told_in(graph, {session_id for _, session_id, _ in said_in})
     parts = {e.id for e in targets if e.type not in TAKES_NO_PART}  # a place named is indexed, takes no part
     found = {
         (entity_id, session_id)
@@ -87,20 +88,24 @@ async def link_to_recaps(
     return await _insert_links(graph, links)
 
 
-async def _told(graph: EntityLookup, lines: Collection[tuple[int, int]]) -> set[int]:
-    """Of these lines (``(session id, entry id)``), those the narrator says in the story: as at recap time, only who
-    the DM names in the story takes part, not who a player asks about or the DM's rules talk names. Whether a line
-    is out of game needs its whole session (the DM's cues of a break or the after-show)."""
+async def told_in(graph: EntityLookup, sessions: Collection[int]) -> set[int]:
+    """The lines of these sessions the narrator says in the story: as at recap time, only who the DM names in the
+    story takes part, not who a player asks about or the DM's rules talk names. Whether a line is out of game needs
+    its whole session (the DM's cues of a break or the after-show): a session's are found once and kept until its
+    lines or DM change (:meth:`memory.session_log.SessionLog.told`)."""
     from memory.offgame import told_lines
     from memory.session_log import SessionLog
 
     log = SessionLog(graph.db, graph.campaign_id)
     told: set[int] = set()
-    for session_id in sorted({s for s, _ in lines}):
-        entries = await log.session_entries(session_id)
-        dm = (await log.session(session_id)).dm_speaker_id
-        wanted = {e for s, e in lines if s == session_id}
-        told |= await asyncio.to_thread(told_lines, entries, dm, only=wanted)
+    for session_id, (lines, kept) in (await log.told(sorted(sessions))).items():
+        if kept is None:
+            await graph.lock()  # before the row it writes: see ``KnowledgeGraph.lock``
+            entries = await log.session_entries(session_id)
+            dm = (await log.session(session_id)).dm_speaker_id
+            kept = await asyncio.to_thread(told_lines, entries, dm)
+            await log.keep_told(session_id, lines, kept)
+        told |= kept
     return told
 
 
@@ -180,18 +185,15 @@ async def unlink_unnamed(graph: EntityLookup, entity_id: int, session_id: int) -
     if not await graph.db.fetchval(f"SELECT EXISTS (SELECT 1 {linked})", graph.campaign_id, entity_id, session_id):
         return 0
     from memory.gazetteer import Gazetteer
-    from memory.offgame import told_lines
     from memory.session_log import SessionLog
 
-    log = SessionLog(graph.db, graph.campaign_id)
-    entries = await log.session_entries(session_id)
-    dm = (await log.session(session_id)).dm_speaker_id
+    told = await told_in(graph, [session_id])
+    entries = await SessionLog(graph.db, graph.campaign_id).entries(sorted(told))
     accepted = await graph.list_entities()
 
     def named() -> bool:
         gazetteer = Gazetteer(accepted)
-        told = told_lines(entries, dm)
-        return any(entity_id in gazetteer.mentioned_ids(e) for e in entries if e.id in told)
+        return any(entity_id in gazetteer.mentioned_ids(e) for e in entries)
 
     if any(e.id == entity_id for e in accepted) and await asyncio.to_thread(named):
         return 0

@@ -24,8 +24,10 @@ from cogs.recall import cite
 from memory import jobs
 from memory.chunking import windows
 from memory.errors import AlreadyDecidedError, AlreadyExistsError, InvalidInputError
+from memory.graph.took_part import told_in
 from memory.ingest import IngestReport, import_counts, ingest_file
 from memory.models import Entity, EntityIn, EntityType, Entry, EntryIn, ReviewStatus
+from memory.offgame import told_lines
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recall import QUERY_CHARS, named_entities, recall
 from memory.recorder import SessionRecorder, Utterance, Word
@@ -1088,6 +1090,53 @@ async def test_who_takes_part_is_who_the_dm_names_in_the_story_whether_accepted_
     assert await sessions_of(crown, "Corvin Ash") == []
     assert await sessions_of(crown, "Bram Oakes") == []
     assert await sessions_of(crown, "Old Tam") == ["Session: Night 1"]
+
+
+async def test_who_took_part_is_found_from_told_lines_kept_until_the_sessions_lines_change(
+    memory: Memory, crown: CampaignMemory, tmp_path: Path
+) -> None:
+    """Each accept read every session's lines again for who narrates and what is out of game (seconds at 100
+    sessions): a session's told lines are found once and kept, the same as found from its lines each time, and
+    found again once a line is added (or changed, or the DM)."""
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    night = tmp_path / "night.txt"
+    night.write_text(
+        "DM: Old Tam rows you across the lake to Ironhold.\n"
+        "Ana: We ask Corvin Ash about the drowned city.\n"
+        "DM: Make a persuasion check, Bram Oakes.\n"
+        "DM: The water is black and still.\n"
+    )
+    await ingest_file(crown, night, session_title="Night 1")
+    session = await crown.log.session_by_title("Night 1")
+    assert session is not None
+    await jobs.summarize_session(ctx, crown.campaign_id, session.id)
+
+    async def as_found_each_time() -> set[int]:
+        return told_lines(await crown.log.session_entries(session.id), None)
+
+    assert (await crown.log.told([session.id]))[session.id][1] is None  # none kept yet
+    more = tmp_path / "more.yaml"
+    more.write_text(
+        "entities:\n" + "".join(f"  - {{name: {n}, type: npc}}\n" for n in ("Old Tam", "Corvin Ash", "Bram Oakes"))
+    )
+    await apply_campaign_file(crown, read_campaign_file(more))
+    assert [await sessions_of(crown, n) for n in ("Old Tam", "Corvin Ash", "Bram Oakes")] == [
+        ["Session: Night 1"],
+        [],
+        [],
+    ]
+    (_, kept) = (await crown.log.told([session.id]))[session.id]
+    assert kept == await as_found_each_time() and len(kept) == 2
+    assert await told_in(crown.graph, [session.id]) == kept
+
+    # A line added after: the lines kept are of the lines before, so they are found again, with it.
+    await crown.log.write_many(session.id, [EntryIn(speaker="DM", text="Ilse Marrow waves from the shore.", seq=5)])
+    assert (await crown.log.told([session.id]))[session.id][1] is None
+    ilse = await crown.graph.add_entity(EntityIn(name="Ilse Marrow", type=EntityType.npc, status=ReviewStatus.pending))
+    await crown.review.accept(f"e{ilse.id}")
+    assert await sessions_of(crown, "Ilse Marrow") == ["Session: Night 1"]
+    (_, kept) = (await crown.log.told([session.id]))[session.id]
+    assert kept == await as_found_each_time() and len(kept) == 3
 
 
 async def test_a_place_named_takes_no_part_and_the_import_counts_what_was_learned(
