@@ -586,14 +586,14 @@ class SessionLog:
         )
         return [_entry(r) for r in rows]
 
-    async def told(self, session_ids: Sequence[int]) -> dict[int, tuple[str, set[int] | None]]:
-        """Of each of these sessions that has lines: the digest of its lines and DM as they are now, and the ids of
-        the lines its narrator tells in the story kept for them (:meth:`keep_told`), None when none are (never
-        found, or found from lines since changed)."""
+    async def told(self, session_ids: Sequence[int], rules: str) -> dict[int, tuple[str, set[int] | None]]:
+        """Of each of these sessions that has lines: the digest of its lines and DM as they are now (and of the
+        ``rules`` that read them), and the ids of the lines its narrator tells in the story kept for them
+        (:meth:`keep_told`), None when none are (never found, or found from lines or rules since changed)."""
         rows = await self.db.fetch(
             """
             SELECT d.session_id, d.lines, t.entry_ids FROM (
-                SELECT s.id AS session_id, md5(concat_ws(E'\\x1e', s.dm_speaker_id, string_agg(
+                SELECT s.id AS session_id, md5(concat_ws(E'\\x1e', $3::text, s.dm_speaker_id, string_agg(
                     concat_ws(E'\\x1f', e.id, e.speaker, e.speaker_id, e.text), E'\\x1e' ORDER BY e.seq
                 ))) AS lines
                 FROM sessions s JOIN session_entries e ON e.campaign_id = s.campaign_id AND e.session_id = s.id
@@ -604,6 +604,7 @@ class SessionLog:
             """,
             self.campaign_id,
             list(session_ids),
+            rules,
         )
         return {r["session_id"]: (r["lines"], None if r["entry_ids"] is None else set(r["entry_ids"])) for r in rows}
 

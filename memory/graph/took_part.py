@@ -12,7 +12,10 @@ lines then no longer name it (:func:`unlink_unnamed`).
 from __future__ import annotations
 
 import asyncio
+import functools
+import hashlib
 from collections.abc import Collection
+from pathlib import Path
 
 from memory.graph.lookup import EntityLookup
 from memory.models import TAKES_NO_PART, Entity, EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
@@ -88,6 +91,15 @@ async def link_to_recaps(
     return await _insert_links(graph, links)
 
 
+@functools.cache
+def told_rules() -> str:
+    """What the told lines were found by: the out-of-game rules' source, so an upgrade that changes them finds
+    every session's again rather than keep what the old rules found."""
+    import memory.offgame
+
+    return hashlib.md5(Path(memory.offgame.__file__).read_bytes()).hexdigest()
+
+
 async def told_in(graph: EntityLookup, sessions: Collection[int]) -> set[int]:
     """The lines of these sessions the narrator says in the story: as at recap time, only who the DM names in the
     story takes part, not who a player asks about or the DM's rules talk names. Whether a line is out of game needs
@@ -98,7 +110,7 @@ async def told_in(graph: EntityLookup, sessions: Collection[int]) -> set[int]:
 
     log = SessionLog(graph.db, graph.campaign_id)
     told: set[int] = set()
-    for session_id, (lines, kept) in (await log.told(sorted(sessions))).items():
+    for session_id, (lines, kept) in (await log.told(sorted(sessions), told_rules())).items():
         if kept is None:
             await graph.lock()  # before the row it writes: see ``KnowledgeGraph.lock``
             entries = await log.session_entries(session_id)

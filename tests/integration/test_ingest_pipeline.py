@@ -24,7 +24,7 @@ from cogs.recall import cite
 from memory import jobs
 from memory.chunking import windows
 from memory.errors import AlreadyDecidedError, AlreadyExistsError, InvalidInputError
-from memory.graph.took_part import told_in
+from memory.graph.took_part import told_in, told_rules
 from memory.ingest import IngestReport, import_counts, ingest_file
 from memory.models import Entity, EntityIn, EntityType, Entry, EntryIn, ReviewStatus
 from memory.offgame import told_lines
@@ -1114,7 +1114,7 @@ async def test_who_took_part_is_found_from_told_lines_kept_until_the_sessions_li
     async def as_found_each_time() -> set[int]:
         return told_lines(await crown.log.session_entries(session.id), None)
 
-    assert (await crown.log.told([session.id]))[session.id][1] is None  # none kept yet
+    assert (await crown.log.told([session.id], told_rules()))[session.id][1] is None  # none kept yet
     more = tmp_path / "more.yaml"
     more.write_text(
         "entities:\n" + "".join(f"  - {{name: {n}, type: npc}}\n" for n in ("Old Tam", "Corvin Ash", "Bram Oakes"))
@@ -1125,18 +1125,20 @@ async def test_who_took_part_is_found_from_told_lines_kept_until_the_sessions_li
         [],
         [],
     ]
-    (_, kept) = (await crown.log.told([session.id]))[session.id]
+    (_, kept) = (await crown.log.told([session.id], told_rules()))[session.id]
     assert kept == await as_found_each_time() and len(kept) == 2
     assert await told_in(crown.graph, [session.id]) == kept
 
     # A line added after: the lines kept are of the lines before, so they are found again, with it.
     await crown.log.write_many(session.id, [EntryIn(speaker="DM", text="Ilse Marrow waves from the shore.", seq=5)])
-    assert (await crown.log.told([session.id]))[session.id][1] is None
+    assert (await crown.log.told([session.id], told_rules()))[session.id][1] is None
     ilse = await crown.graph.add_entity(EntityIn(name="Ilse Marrow", type=EntityType.npc, status=ReviewStatus.pending))
     await crown.review.accept(f"e{ilse.id}")
     assert await sessions_of(crown, "Ilse Marrow") == ["Session: Night 1"]
-    (_, kept) = (await crown.log.told([session.id]))[session.id]
+    (_, kept) = (await crown.log.told([session.id], told_rules()))[session.id]
     assert kept == await as_found_each_time() and len(kept) == 3
+    # rules changed by an upgrade: what the old ones found is not kept
+    assert (await crown.log.told([session.id], "other rules"))[session.id][1] is None
 
 
 async def test_a_place_named_takes_no_part_and_the_import_counts_what_was_learned(
