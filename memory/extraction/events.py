@@ -532,7 +532,8 @@ SCENE_BURST = 3
 SCENE_LINES = 30
 #: An npc's words the DM voices in quotes ("Heading to Westruun yourself, now?") are where they talk of, not where
 #: the scene is.
-_QUOTED = re.compile(r"\"[^\"]*\"?|“[^”]*”?")
+# quoted speech, and a home table's voice marker: "(as Hobb) Not since the abbey went under." is Hobb's to the end
+_QUOTED = re.compile(r"\"[^\"]*\"?|“[^”]*”?|[(\[](?i:as)\s+[A-Z][^)\]\n]{0,40}[)\]].*", re.DOTALL)
 
 
 def narration(text: str) -> str:

@@ -208,7 +208,9 @@ class RuleExtractor:
     @staticmethod
     def _deaths(entry: Entry, text: str, found: list[KnownEntity], out: _Collector) -> None:
         for m in _DEATH.finditer(text):
-            if (x := _resolve(m.group("x"), found)) is not None:
+            x = _resolve(m.group("x"), found)
+            # who dies is a being, and the subject: not the place of "everyone from the abbey is dead"
+            if x is not None and _mortal(x) and not _AFTER_PREPOSITION.search(text, 0, m.start("x")):
                 out.fact(x.name, "status", None, "dead", entry.id)
         for m in _KILL.finditer(text):
             y = _resolve(m.group("y"), found)
@@ -258,6 +260,15 @@ def _tag(gazetteer: Gazetteer[KnownEntity], text: str) -> tuple[str, list[KnownE
         done = end
     parts.append(text[done:])
     return "".join(parts), found
+
+
+#: A name right after a preposition is its object, not a clause's subject ("the captain of the guard is dead").
+_AFTER_PREPOSITION = re.compile(r"\b(?i:of|from|in|at|near|with|by|for|to|into|under|inside)\s+(?:(?i:the)\s+)?$")
+
+
+def _mortal(x: _Mention) -> bool:
+    """Whether a death may be told of it: a person or a faction ("the Briarwoods are dead"), not a place or thing."""
+    return x.known is None or x.known.type in PERSON_TYPES | {EntityType.faction}
 
 
 def _resolve(slot: str, found: list[KnownEntity]) -> _Mention | None:

@@ -529,6 +529,23 @@ def test_a_place_named_before_is_where_the_scene_moved_only_the_first_time() -> 
 def test_the_dms_narration_leaves_out_the_speech_they_voice() -> None:
     assert narration('He goes, "Heading to Kraghammer yourself, now?" and walks off.') == "He goes,   and walks off."
     assert narration("Welcome to Kraghammer!") == "Welcome to Kraghammer!"
+    # a home table marks a voice with "(as Name)": what follows is that character's, to the line's end
+    assert narration("(as Tobin) Nobody goes to the mill since the flood.").strip() == ""
+    assert narration("Tobin shrugs. [As Tobin] The mill? Gone.").strip() == "Tobin shrugs."
+    assert narration("You take the coin (as you should) and go.") == "You take the coin (as you should) and go."
+
+
+async def test_a_death_is_a_beings_and_told_of_the_clauses_subject() -> None:
+    """ "Everyone from the abbey is dead" tells no death of the abbey: a place dies no death, and a name after a
+    preposition is no clause's subject."""
+    lines = entries(
+        ("MATT", "(as Sylas) Everyone from Whitestone is dead."),
+        ("MATT", "The captain of the Briarwoods is dead."),
+        ("MATT", "The Sun Tree was killed by the frost."),
+        ("MATT", "Jazna is dead."),
+    )
+    result = await RuleExtractor().extract(lines, KNOWN)
+    assert [(f.source, f.value) for f in result.facts if f.type == "status"] == [("Jazna", "dead")]
 
 
 async def test_the_rules_propose_the_scenes_arrival_with_every_line_of_its_burst() -> None:
