@@ -688,7 +688,7 @@ class SessionLog:
               AND ($4::text IS NULL OR lower(speaker) = lower($4))
               AND ($5::float8 IS NULL OR start_s >= $5)
               AND ($6::float8 IS NULL OR start_s <= $6)
-              AND ($8::text IS NULL OR searchable(text) ~* $8)
+              AND ($8::text IS NULL OR visible(text) ~* $8)
             ORDER BY score DESC, session_id, seq
             LIMIT $7
             """,

@@ -150,6 +150,27 @@ async def test_an_irregular_plural_finds_its_singular(campaign: CampaignMemory) 
     assert [line.entry_id for line in hit.answering()] == [ids[5]] and hit.matched == ["fulltext"]
 
 
+async def test_an_irregular_verb_finds_its_other_forms(campaign: CampaignMemory) -> None:
+    """ "Who died?" found nothing: the stemmer keeps "died" apart from "dead" and "death" (and "gave" from
+    "given", "slain" from "killed"); searchable() writes each as its base verb. "The second session": Session 2."""
+    await said(campaign, "Night 1", [*FILLER[:5], ("DM", "Sister Ottilie is dead."), *FILLER[5:10]])
+    ids = await said(
+        campaign,
+        "Night 2",
+        [*FILLER[:5], ("DM", "Brother Oz is dead."), *FILLER[5:9], ("DM", "The wyrm was slain."), *FILLER[9:12]],
+    )
+    hits = await recall(campaign, None, "who died in the second session?", limit=5, mode="fulltext")
+    assert [line.entry_id for line in hits[0].answering()] == [ids[5]] and {h.session for h in hits} == {"Night 2"}
+    (hit,) = await recall(campaign, None, "who killed the wyrm?", limit=1, mode="fulltext")
+    assert [line.entry_id for line in hit.answering()] == [ids[10]]
+    # a quoted phrase of `search` is still matched as written
+    assert sorted(h.text for h in await campaign.log.search('"is dead"')) == [
+        "Brother Oz is dead.",
+        "Sister Ottilie is dead.",
+    ]
+    assert await campaign.log.search('"is die"') == []
+
+
 async def test_neighbouring_lines_that_score_are_one_hit(campaign: CampaignMemory) -> None:
     ids = await said(
         campaign,
