@@ -14,7 +14,7 @@ import asyncio
 import math
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -166,8 +166,7 @@ async def recall(
     forms = rank.named_forms(query)
     # "what did Grog say" filters by who said it: known first; else who it names only lifts lines, read beside
     voices = await _speakers(mem, forms, dm=dm) if rank.speaker_asked(query) else None
-    parsed = rank.parse(query, voices or ())
-    sessions = await _sessions(mem, parsed.filters)
+    parsed, sessions = await _parsed(mem, query, voices or ())
     if sessions == [] or rank.recap_asked(parsed):
         return []  # "in session 12" of a campaign with 3; "what happened last session?": its recap answers it
     speakers = list(dict.fromkeys(s.name for s in parsed.filters.speakers)) or None
@@ -426,10 +425,11 @@ async def recap_asked(mem: CampaignMemory, query: str) -> Session | None:
     """The session whose recap a question asks for ("what happened last session?", "recap session 3"), shown
     before the lines that answer it (its recall finds none: the recap answers it); None when it asks something
     else. A question naming a session the campaign lacks is told so, with the recent ones, as `recap` tells it."""
-    parsed = rank.parse(_clipped(query))
+    played = await _titled(mem, _clipped(query))
+    parsed = rank.parse(_clipped(query), titles=[s.title for s in played or ()])
     if not parsed.session:
         return None
-    sessions = await mem.log.sessions()
+    sessions = played if played is not None else await mem.log.sessions()
     chosen = rank.session_asked(parsed.filters, [(s.id, s.title, s.ended_at is not None) for s in sessions])
     if chosen is None:
         recent = ", ".join(repr(s.title) for s in sessions[-5:]) or "none yet"
@@ -438,11 +438,29 @@ async def recap_asked(mem: CampaignMemory, query: str) -> Session | None:
     return next((s for s in sessions if s.id == chosen), None) if rank.recap_asked(parsed) else None
 
 
-async def _sessions(mem: CampaignMemory, filters: rank.Filters) -> list[int] | None:
-    """The session a question names, None when it names none, [] when it names one the campaign does not have."""
-    if filters.sessions_ago is None and filters.session_number is None:
+async def _titled(mem: CampaignMemory, query: str) -> list[Session] | None:
+    """The campaign's sessions, whose titles with a number a question may name ("what happened in Night 2?"); None
+    when it has no number to name one by (the sessions are read only then)."""
+    return await mem.log.sessions() if any(c.isdigit() for c in query) else None
+
+
+async def _parsed(
+    mem: CampaignMemory, query: str, voices: Sequence[rank.Speaker]
+) -> tuple[rank.Parsed, list[int] | None]:
+    """The question's filters and words (:func:`memory.recall_rank.parse`), and the session it names (``_sessions``)."""
+    played = await _titled(mem, query)
+    parsed = rank.parse(query, voices, [s.title for s in played or ()])
+    return parsed, await _sessions(mem, parsed.filters, played)
+
+
+async def _sessions(
+    mem: CampaignMemory, filters: rank.Filters, played: list[Session] | None = None
+) -> list[int] | None:
+    """The session a question names, None when it names none, [] when it names one the campaign does not have
+    (``played``: the campaign's sessions, when read already)."""
+    if not filters.names_session():
         return None
-    sessions = await mem.log.sessions()
+    sessions = played if played is not None else await mem.log.sessions()
     chosen = rank.session_asked(filters, [(s.id, s.title, s.ended_at is not None) for s in sessions])
     return [] if chosen is None else [chosen]
 

@@ -13,7 +13,7 @@ from memory import lexical
 from memory.errors import InvalidInputError
 from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, Visibility
-from memory.recall import MEANING_ALONE, MEANING_BESIDE_WORDS, recall
+from memory.recall import MEANING_ALONE, MEANING_BESIDE_WORDS, recall, recap_asked
 from memory.recall_rank import ALONE_FROM, PREVIEW_WORDS
 from memory.semantic import LineVectorIn
 from memory.store import CampaignMemory, Memory
@@ -169,6 +169,15 @@ async def test_an_irregular_verb_finds_its_other_forms(campaign: CampaignMemory)
         "Sister Ottilie is dead.",
     ]
     assert await campaign.log.search('"is die"') == []
+
+
+async def test_a_session_is_asked_for_by_its_title(campaign: CampaignMemory) -> None:
+    """ "Who fell in Night 2?" searched "night" and "2": a line of Night 1 saying "night" came first."""
+    await said(campaign, "Night 1", [*FILLER[:5], ("DM", "Night falls. Sister Ottilie falls into the river.")])
+    ids = await said(campaign, "Night 2", [*FILLER[:5], ("DM", "Brother Oz falls from the bridge."), *FILLER[5:9]])
+    hits = await recall(campaign, None, "who fell in Night 2?", limit=5, mode="fulltext")
+    assert [line.entry_id for line in hits[0].answering()] == [ids[5]] and {h.session for h in hits} == {"Night 2"}
+    assert (await recap_asked(campaign, "what happened last time?")) is not None
 
 
 async def test_neighbouring_lines_that_score_are_one_hit(campaign: CampaignMemory) -> None:
