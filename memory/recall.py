@@ -29,7 +29,7 @@ from memory.errors import InvalidInputError, NotFoundError
 from memory.gazetteer import Gazetteer
 from memory.mentions import first_said
 from memory.models import ChunkHit, EntityType, Session, Visibility, took_part_line, where_said
-from memory.offgame import line_talk
+from memory.offgame import dm_speaker, line_talk
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
 from memory.text import excerpt
@@ -165,14 +165,14 @@ async def recall(
             return []
     forms = rank.named_forms(query)
     # "what did Grog say" filters by who said it: known first; else who it names only lifts lines, read beside
-    voices = await _speakers(mem, forms, dm=dm) if rank.speaker_asked(query) else None
+    voices = await _speakers(mem, forms, dm=dm, narrators=True) if rank.speaker_asked(query) else None
     parsed, sessions = await _parsed(mem, query, voices or ())
     if sessions == [] or rank.recap_asked(parsed):
         return []  # "in session 12" of a campaign with 3; "what happened last session?": its recap answers it
     speakers = list(dict.fromkeys(s.name for s in parsed.filters.speakers)) or None
     # a player's lines of the sessions where they played another character than asked for: left out where the
     # best lines are chosen, so those of the character asked for fill the hits
-    other = await _playing_another(mem, parsed.filters.plays(), dm=dm)
+    other = await _playing_another(mem, parsed.filters.plays(), dm=dm) | rank.not_narrating(parsed.filters.speakers)
 
     async def lexical_query() -> tuple[list[_Called], lexical_ranker.Query, list[int]]:
         named = await _named(mem, parsed.text, dm=dm)
@@ -345,11 +345,12 @@ async def query_vector(embedder: Embedder, text: str) -> list[float]:
     return vector
 
 
-async def _speakers(mem: CampaignMemory, asked: list[str], *, dm: bool) -> list[rank.Speaker]:
+async def _speakers(mem: CampaignMemory, asked: list[str], *, dm: bool, narrators: bool = False) -> list[rank.Speaker]:
     """The campaign's speakers a question names by one of the forms ``asked`` (``rank.named_forms``): a speaker
     named so, and the players of an accepted character named so (name or alias) by its ``played_by`` attribute (a
     name or a list of names, as the session's lines name the speaker, any case). Players map public characters
-    only (a secret one's name must not pick out whose lines to show)."""
+    only (a secret one's name must not pick out whose lines to show). ``narrators``: "DM", "GM" also name each
+    session's narrator (``_narrators``)."""
     if not asked:
         return []
     rows = await mem.db.fetch(
@@ -384,7 +385,26 @@ async def _speakers(mem: CampaignMemory, asked: list[str], *, dm: bool) -> list[
         asked,
         dm,
     )
-    return [rank.Speaker(r["speaker"], asked[r["n"] - 1], r["plays"]) for r in rows]
+    found = [rank.Speaker(r["speaker"], asked[r["n"] - 1], r["plays"]) for r in rows]
+    return found + await _narrators(mem, [form for form in asked if narrators and form in rank.DM_CALLED])
+
+
+async def _narrators(mem: CampaignMemory, called: list[str]) -> list[rank.Speaker]:
+    """Who "the DM" (each form of ``called``) is: each session's narrator (:func:`memory.offgame.narrator`: the
+    user who ran a recorded session, else the speaker labelled DM, "Marcus (DM)", else who said the most), with
+    the sessions they narrate. A campaign's DM may be "DM" one night and "Marcus" the next."""
+    if not called:
+        return []
+    words: dict[int, dict[str, int]] = {}
+    ran: dict[int, str] = {}
+    for session_id, speaker, said, runs in await mem.log.words_said():
+        words.setdefault(session_id, {})[speaker] = said
+        if runs:
+            ran[session_id] = speaker
+    narrates: dict[str, list[int]] = {}
+    for session_id, said_by in words.items():
+        narrates.setdefault(ran.get(session_id) or dm_speaker(said_by)[0], []).append(session_id)
+    return [rank.Speaker(name, form, narrates=tuple(ids)) for form in called for name, ids in narrates.items()]
 
 
 async def _playing_another(mem: CampaignMemory, plays: dict[str, str], *, dm: bool) -> set[tuple[str, int]]:

@@ -51,6 +51,8 @@ class Speaker:
     name: str  # as the session's lines have it ("TRAVIS", a Discord display name)
     called: str
     plays: str | None = None
+    #: asked for as "the DM": the sessions they narrate (their lines of the others are left out)
+    narrates: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,14 +121,31 @@ _SAID = re.compile(
 )
 
 
+#: "What did the DM say": "the" is no name.
+_ARTICLE = re.compile(r"^(?:the|our)\s+(?=\S)", re.I)
+
+
 def speaker_asked(query: str) -> list[str]:
-    """Who a question asks about as a speaker ("what did Grog say": Grog), as its one or two words and its first
-    word; the caller keeps the ones that are the campaign's speakers or the characters they play."""
+    """Who a question asks about as a speaker ("what did Grog say": Grog; "what did the DM say": DM), as its one
+    or two words and its first word; the caller keeps the ones that are the campaign's speakers or the characters
+    they play."""
     found = _SAID.search(query)
     if not found:
         return []
-    who = found.group("who")
+    who = _ARTICLE.sub("", found.group("who"))
     return list(dict.fromkeys([who, who.split()[0]]))
+
+
+#: How a question names whoever narrates a session (the label :func:`memory.offgame.dm_speaker` reads).
+DM_CALLED = frozenset({"dm", "gm", "dungeon master", "game master", "narrator"})
+
+
+def not_narrating(speakers: Iterable[Speaker]) -> set[tuple[str, int]]:
+    """(speaker casefolded, session id) of the lines "the DM" leaves out: a narrator's lines of the sessions someone
+    else narrates (the DM of Night 3 plays in Night 4)."""
+    narrators = [s for s in speakers if s.narrates]
+    every = {sid for s in narrators for sid in s.narrates}
+    return {(s.name.casefold(), sid) for s in narrators for sid in every.difference(s.narrates)}
 
 
 _CAPITALISED = re.compile(r"\b[^\W\d_a-z][\w'’-]*")
@@ -223,7 +242,7 @@ def parse(query: str, speakers: Iterable[Speaker | str] = (), titles: Iterable[s
         told_in, unordered = "last", text
     if found := _SAID.search(text):
         known = [Speaker(s, s) if isinstance(s, str) else s for s in speakers]
-        who = found.group("who")
+        who = _ARTICLE.sub("", found.group("who"))
         for form in dict.fromkeys([name_key(who), name_key(who.split()[0])]):
             chosen = tuple(dict.fromkeys(s for s in known if name_key(s.called) == form))
             if chosen:

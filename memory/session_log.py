@@ -157,6 +157,21 @@ class SessionLog:
         )
         return [Session(**dict(r)) for r in rows]
 
+    async def words_said(self) -> list[tuple[int, str, int, bool]]:
+        """(session id, speaker, words said, whether they ran the session: its recorded ``dm_speaker_id``) of every
+        speaker of every session: who narrates each (:func:`memory.offgame.dm_speaker`)."""
+        rows = await self.db.fetch(
+            """
+            SELECT e.session_id, e.speaker, bool_or(e.speaker_id = s.dm_speaker_id) AS ran,
+                   sum(cardinality(array_remove(string_to_array(translate(e.text, E'\\t\\n\\r', '   '), ' '), '')))
+                   AS words
+            FROM session_entries e JOIN sessions s ON s.campaign_id = e.campaign_id AND s.id = e.session_id
+            WHERE e.campaign_id = $1 GROUP BY e.session_id, e.speaker
+            """,
+            self.campaign_id,
+        )
+        return [(r["session_id"], r["speaker"], int(r["words"]), bool(r["ran"])) for r in rows]
+
     async def stored_as(self, title: str, lines: Sequence[tuple[int, str, str]]) -> ListedSession | None:
         """The session other than ``title``'s that already holds more than half of ``lines`` (seq, speaker,
         words as given): the same transcript imported again under another title. None when

@@ -180,6 +180,18 @@ async def test_a_session_is_asked_for_by_its_title(campaign: CampaignMemory) -> 
     assert (await recap_asked(campaign, "what happened last time?")) is not None
 
 
+async def test_the_dm_is_each_sessions_narrator(campaign: CampaignMemory) -> None:
+    """ "What did the DM say about the bell?" took "the DM" for a name no one has and showed the players' lines;
+    the DM of Night 2 is Marcus (he says the most), a player of Night 1."""
+    dm = [("DM", f"The road winds on past farm {n} and its fences, and the fen beyond.") for n in range(10)]
+    one = await said(campaign, "Night 1", [*dm[:5], ("DM", "The bell rings."), ("Marcus", "I hate that bell."), *dm])
+    marcus = [("Marcus", text) for _, text in dm]
+    two = await said(campaign, "Night 2", [*marcus, ("Marcus", "The bell cracks."), ("Dana", "bell bell bell")])
+    for question in ("what did the DM say about the bell?", "what did the GM say about the bell"):
+        hits = await recall(campaign, None, question, limit=5, mode="fulltext")
+        assert {line.entry_id for h in hits for line in h.answering()} == {one[5], two[10]}, question
+
+
 async def test_neighbouring_lines_that_score_are_one_hit(campaign: CampaignMemory) -> None:
     ids = await said(
         campaign,

@@ -170,6 +170,7 @@ def test_a_character_name_matches_either_apostrophe() -> None:
 
 def test_speaker_asked_offers_the_name_and_its_first_word() -> None:
     assert speaker_asked("What did Grog Strongjaw say about Pike?") == ["Grog Strongjaw", "Grog"]
+    assert speaker_asked("what did the DM say about the bell?") == ["DM"]
     assert speaker_asked("where is the key") == []
 
 
