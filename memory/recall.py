@@ -179,10 +179,14 @@ async def recall(
         # "when did we first meet Kevdak": his lines in order come first (``_told_in``); "first", "meet" find noise
         text = parsed.unordered if parsed.filters.told_in and named else parsed.text
         phrases = [(text, 1.0)] + [(form, EXPANSION_WEIGHT) for e in named for form in (e.name, *e.aliases)]
+        terms = await lexical_ranker.prepare(mem.db, mem.campaign_id, phrases)
+        # "what did Grog say last session?": no word left to search, his lines answer it
         return (
             named,
-            await lexical_ranker.prepare(mem.db, mem.campaign_id, phrases),
-            await _telling(mem, named, parsed.text) or await _told_in(mem, named, parsed.filters, limit),
+            terms,
+            await _telling(mem, named, parsed.text)
+            or await _told_in(mem, named, parsed.filters, limit)
+            or await _spoken(mem, None if terms.terms else speakers, sessions, other, limit),
         )
 
     async def nearest() -> tuple[dict[int, float], list[ChunkHit], float]:
@@ -511,6 +515,22 @@ async def _told_in(mem: CampaignMemory, named: list[_Called], filters: rank.Filt
         return []
     newest = filters.told_in == "last"
     return await first_said(mem.db, mem.campaign_id, named[0].id, newest=newest, limit=TOLD_IN * hits)
+
+
+async def _spoken(
+    mem: CampaignMemory,
+    speakers: list[str] | None,
+    sessions: list[int] | None,
+    excluded: set[tuple[str, int]],
+    hits: int,
+) -> list[int]:
+    """The lines of ``speakers`` a question asks for with no topic ("what did Grog say in session 7?"), enough for
+    ``hits`` hits: their story first (table talk last), the longest first, as the one who says most of them says
+    it. Meaning alone ranked their "What did you do?" by how near it is to "say"."""
+    if not speakers:
+        return []
+    lines = await mem.log.longest_said(speakers, sessions, excluded, TOLD_IN * hits)
+    return [e.id for e in sorted(lines, key=lambda e: line_talk(e.text) is not None)]
 
 
 def _words(text: str) -> str:

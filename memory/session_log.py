@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from datetime import datetime
 
 import asyncpg
@@ -171,6 +171,37 @@ class SessionLog:
             self.campaign_id,
         )
         return [(r["session_id"], r["speaker"], int(r["words"]), bool(r["ran"])) for r in rows]
+
+    async def longest_said(
+        self,
+        speakers: Sequence[str],
+        session_ids: Sequence[int] | None,
+        excluded: Collection[tuple[str, int]],
+        limit: int,
+    ) -> list[Entry]:
+        """The ``limit`` longest lines ``speakers`` said (any case) in ``session_ids`` (None: any), longest first;
+        none of a (speaker lowercased, session id) pair ``excluded``, none the chunk job marked as the pre-show, a
+        break or the after-show."""
+        rows = await self.db.fetch(
+            f"""
+            SELECT {_ENTRY_COLUMNS} FROM session_entries e
+            WHERE e.campaign_id = $1 AND lower(e.speaker) = ANY($2::text[])
+              AND ($3::bigint[] IS NULL OR e.session_id = ANY($3::bigint[]))
+              AND NOT EXISTS (
+                  SELECT FROM unnest($4::text[], $5::bigint[]) AS x(speaker, session_id)
+                  WHERE x.session_id = e.session_id AND x.speaker = lower(e.speaker))
+              AND NOT EXISTS (
+                  SELECT FROM line_vectors v WHERE v.campaign_id = $1 AND v.entry_id = e.id AND v.talk IS NOT NULL)
+            ORDER BY length(e.text) DESC, e.id LIMIT $6
+            """,
+            self.campaign_id,
+            [s.lower() for s in speakers],
+            None if session_ids is None else list(session_ids),
+            [speaker for speaker, _ in excluded],
+            [session for _, session in excluded],
+            limit,
+        )
+        return [_entry(r) for r in rows]
 
     async def stored_as(self, title: str, lines: Sequence[tuple[int, str, str]]) -> ListedSession | None:
         """The session other than ``title``'s that already holds more than half of ``lines`` (seq, speaker,

@@ -173,3 +173,28 @@ async def test_a_speaker_asked_for_by_their_characters_name_is_told_the_player(
     with pytest.raises(NotFoundError) as error:
         await campaign.log.check_speaker("Kaylie")
     assert "played by" not in str(error.value)
+
+
+async def test_what_a_character_said_in_a_session_lists_their_lines(memory: Memory, campaign: CampaignMemory) -> None:
+    """ "What did Grog say last session?" left no word to search once the speaker and the session were read:
+    nothing found, or lines by how near "say" they were. His lines of that session answer it, story first."""
+    await campaign.graph.add_entity(EntityIn(name="Grog", type=EntityType.player, attributes={"played_by": "TRAVIS"}))
+    smash = (await played(memory, campaign, "Session 1", [*FILLER, ("TRAVIS", "I smash the mill's door down.")]))[-1]
+    lines = await played(
+        memory,
+        campaign,
+        "Session 2",
+        [
+            ("TRAVIS", "I make a strength check, roll a d20 plus 5, and that is a natural 20 on the die."),
+            *FILLER[:4],
+            ("TRAVIS", "I rage."),
+            *FILLER[4:],
+            ("TRAVIS", "I pick up the bard and carry him over the river."),
+        ],
+    )
+    dice, rage, carry = lines[0], lines[5], lines[-1]
+    for query in ("what did Grog say in session 2?", "what did Grog say last session?", "what did Travis say"):
+        hits = await recall(campaign, None, query, limit=3, mode="fulltext")
+        shown = [line.entry_id for hit in hits for line in hit.answering()]
+        # the story, the longest first, then the dice
+        assert shown == ([carry, rage, dice] if "session" in query else [carry, smash, rage]), query
