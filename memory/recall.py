@@ -165,7 +165,7 @@ async def recall(
             return []
     forms = rank.named_forms(query)
     # "what did Grog say" filters by who said it: known first; else who it names only lifts lines, read beside
-    voices = await _speakers(mem, forms, dm=dm, narrators=True) if rank.speaker_asked(query) else None
+    voices = await _speakers(mem, forms, dm=dm, narrators=True, asker=asker) if rank.speaker_asked(query) else None
     parsed, sessions = await _parsed(mem, query, voices or ())
     if sessions == [] or rank.recap_asked(parsed):
         return []  # "in session 12" of a campaign with 3; "what happened last session?": its recap answers it
@@ -349,12 +349,14 @@ async def query_vector(embedder: Embedder, text: str) -> list[float]:
     return vector
 
 
-async def _speakers(mem: CampaignMemory, asked: list[str], *, dm: bool, narrators: bool = False) -> list[rank.Speaker]:
+async def _speakers(
+    mem: CampaignMemory, asked: list[str], *, dm: bool, narrators: bool = False, asker: str | None = None
+) -> list[rank.Speaker]:
     """The campaign's speakers a question names by one of the forms ``asked`` (``rank.named_forms``): a speaker
     named so, and the players of an accepted character named so (name or alias) by its ``played_by`` attribute (a
     name or a list of names, as the session's lines name the speaker, any case). Players map public characters
     only (a secret one's name must not pick out whose lines to show). ``narrators``: "DM", "GM" also name each
-    session's narrator (``_narrators``)."""
+    session's narrator (``_narrators``), and "I" the ``asker`` ("what did I say last session?")."""
     if not asked:
         return []
     rows = await mem.db.fetch(
@@ -390,7 +392,10 @@ async def _speakers(mem: CampaignMemory, asked: list[str], *, dm: bool, narrator
         dm,
     )
     found = [rank.Speaker(r["speaker"], asked[r["n"] - 1], r["plays"]) for r in rows]
-    return found + await _narrators(mem, [form for form in asked if narrators and form in rank.DM_CALLED])
+    me: list[rank.Speaker] = []
+    if asker and "i" in asked:  # the asker as the lines name them, when they said any (on Discord: whoever asks)
+        me = [rank.Speaker(s.name, "i") for s in await _speakers(mem, [rank.name_key(asker)], dm=dm) if not s.plays]
+    return found + me + await _narrators(mem, [form for form in asked if narrators and form in rank.DM_CALLED])
 
 
 async def _narrators(mem: CampaignMemory, called: list[str]) -> list[rank.Speaker]:

@@ -160,8 +160,9 @@ def named_forms(query: str) -> list[str]:
     left out: a table's chorus speaks as "ALL", and "they all went" does not name it."""
     words = [_POSSESSIVE.sub("", w) for w in _CAPITALISED.findall(query)]
     pairs = [f"{a} {b}" for a, b in pairwise(words)]
-    forms = [*speaker_asked(query), *words, *pairs]
-    return list(dict.fromkeys(name_key(f) for f in forms if len(f) > 1))[:NAME_FORMS]
+    asked = speaker_asked(query)  # "what did I say": the asker
+    forms = [*asked, *words, *pairs]
+    return list(dict.fromkeys(name_key(f) for f in forms if len(f) > 1 or f in asked))[:NAME_FORMS]
 
 
 _FIRST_PERSON = re.compile(r"\b(?:[Ii](?![.\w])|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)\b")

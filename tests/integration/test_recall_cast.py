@@ -198,3 +198,21 @@ async def test_what_a_character_said_in_a_session_lists_their_lines(memory: Memo
         shown = [line.entry_id for hit in hits for line in hit.answering()]
         # the story, the longest first, then the dice
         assert shown == ([carry, rage, dice] if "session" in query else [carry, smash, rage]), query
+
+
+async def test_what_i_said_is_the_askers_lines(memory: Memory, campaign: CampaignMemory) -> None:
+    """`recall --as Travis "what did I say last session?"` searched "say": Sam's "he can say one word" came first."""
+    lines = await played(
+        memory,
+        campaign,
+        "Session 1",
+        [("SAM", "He can say one word."), *FILLER, ("TRAVIS", "I rage."), ("TRAVIS", "I carry the bard over.")],
+    )
+    for asker, query in (("TRAVIS", "what did I say last session?"), ("travis", "what did i say in session 1")):
+        hits = await recall(campaign, None, query, limit=3, mode="fulltext", asker=asker)
+        assert [line.entry_id for hit in hits for line in hit.answering()] == [lines[-2], lines[-1]], query
+    hits = await recall(campaign, None, "what did I say about the bard?", limit=3, mode="fulltext", asker="TRAVIS")
+    assert [line.entry_id for hit in hits for line in hit.answering()] == [lines[-1]]
+    # an asker who said nothing (on Discord, whoever asks) filters nothing
+    hits = await recall(campaign, None, "what did I say about the bard?", limit=3, mode="fulltext", asker="Nobody")
+    assert [line.entry_id for line in hits[0].answering()] == [lines[-1]] and len(hits) == 2  # "say" found too
