@@ -29,7 +29,7 @@ from memory.errors import InvalidInputError, NotFoundError
 from memory.gazetteer import Gazetteer
 from memory.mentions import first_said
 from memory.models import ChunkHit, EntityType, Session, Visibility, took_part_line, where_said
-from memory.offgame import dm_speaker, line_talk
+from memory.offgame import line_talk
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
 from memory.text import excerpt
@@ -404,15 +404,9 @@ async def _narrators(mem: CampaignMemory, called: list[str]) -> list[rank.Speake
     the sessions they narrate. A campaign's DM may be "DM" one night and "Marcus" the next."""
     if not called:
         return []
-    words: dict[int, dict[str, int]] = {}
-    ran: dict[int, str] = {}
-    for session_id, speaker, said, runs in await mem.log.words_said():
-        words.setdefault(session_id, {})[speaker] = said
-        if runs:
-            ran[session_id] = speaker
     narrates: dict[str, list[int]] = {}
-    for session_id, said_by in words.items():
-        narrates.setdefault(ran.get(session_id) or dm_speaker(said_by)[0], []).append(session_id)
+    for session_id, narrator in (await mem.log.narrators()).items():
+        narrates.setdefault(narrator, []).append(session_id)
     return [rank.Speaker(name, form, narrates=tuple(ids)) for form in called for name, ids in narrates.items()]
 
 

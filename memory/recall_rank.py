@@ -13,6 +13,8 @@ from difflib import SequenceMatcher
 from itertools import islice, pairwise
 from typing import Literal
 
+from memory.offgame import DM_NAMES
+
 #: Fusion by rank with a small constant: a list's first line must beat a line both lists found far down. With
 #: RRF's usual k = 60 a line found by both at any depth (>= 2/100) beat one ranked first by one list (1/61); with
 #: k = 2, rank 1 of one list (1/3) beats a line both rank 5th or lower (2/7).
@@ -136,8 +138,8 @@ def speaker_asked(query: str) -> list[str]:
     return list(dict.fromkeys([who, who.split()[0]]))
 
 
-#: How a question names whoever narrates a session (the label :func:`memory.offgame.dm_speaker` reads).
-DM_CALLED = frozenset({"dm", "gm", "dungeon master", "game master", "narrator"})
+#: How a question names whoever narrates a session (the labels :func:`memory.offgame.dm_speaker` reads).
+DM_CALLED = frozenset(name.casefold() for name in DM_NAMES)
 
 
 def not_narrating(speakers: Iterable[Speaker]) -> set[tuple[str, int]]:
@@ -211,6 +213,15 @@ def session_asked(filters: Filters, sessions: Sequence[tuple[int, str, bool]]) -
         if titled.search(title):
             return sid
     return sessions[n - 1][0] if 1 <= n <= len(sessions) else None
+
+
+def session_said(text: str, sessions: Sequence[tuple[int, str, bool]]) -> int | None:
+    """The session id ``text`` names whole as a question names one ("last session", "two sessions ago", "session
+    3", "the first session", a title with a number) among ``sessions`` (as :func:`session_asked` reads them)."""
+    parsed = parse(text, titles=[title for _, title, _ in sessions])
+    if not parsed.session or parsed.text.strip(" ?!.,:;"):
+        return None
+    return session_asked(parsed.filters, sessions)
 
 
 def parse(query: str, speakers: Iterable[Speaker | str] = (), titles: Iterable[str] = ()) -> Parsed:
