@@ -14,7 +14,7 @@ import asyncio
 import math
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -165,25 +165,28 @@ async def recall(
             return []
     forms = rank.named_forms(query)
     # "what did Grog say" filters by who said it: known first; else who it names only lifts lines, read beside
-    voices = await _speakers(mem, forms, dm=dm) if rank.speaker_asked(query) else None
-    parsed = rank.parse(query, voices or ())
-    sessions = await _sessions(mem, parsed.filters)
+    voices = await _speakers(mem, forms, dm=dm, narrators=True, asker=asker) if rank.speaker_asked(query) else None
+    parsed, sessions = await _parsed(mem, query, voices or ())
     if sessions == [] or rank.recap_asked(parsed):
         return []  # "in session 12" of a campaign with 3; "what happened last session?": its recap answers it
     speakers = list(dict.fromkeys(s.name for s in parsed.filters.speakers)) or None
     # a player's lines of the sessions where they played another character than asked for: left out where the
     # best lines are chosen, so those of the character asked for fill the hits
-    other = await _playing_another(mem, parsed.filters.plays(), dm=dm)
+    other = await _playing_another(mem, parsed.filters.plays(), dm=dm) | rank.not_narrating(parsed.filters.speakers)
 
     async def lexical_query() -> tuple[list[_Called], lexical_ranker.Query, list[int]]:
         named = await _named(mem, parsed.text, dm=dm)
         # "when did we first meet Kevdak": his lines in order come first (``_told_in``); "first", "meet" find noise
         text = parsed.unordered if parsed.filters.told_in and named else parsed.text
         phrases = [(text, 1.0)] + [(form, EXPANSION_WEIGHT) for e in named for form in (e.name, *e.aliases)]
+        terms = await lexical_ranker.prepare(mem.db, mem.campaign_id, phrases)
+        # "what did Grog say last session?": no word left to search, his lines answer it
         return (
             named,
-            await lexical_ranker.prepare(mem.db, mem.campaign_id, phrases),
-            await _telling(mem, named, parsed.text) or await _told_in(mem, named, parsed.filters, limit),
+            terms,
+            await _telling(mem, named, parsed.text)
+            or await _told_in(mem, named, parsed.filters, limit)
+            or await _spoken(mem, None if terms.terms else speakers, sessions, other, limit),
         )
 
     async def nearest() -> tuple[dict[int, float], list[ChunkHit], float]:
@@ -346,11 +349,14 @@ async def query_vector(embedder: Embedder, text: str) -> list[float]:
     return vector
 
 
-async def _speakers(mem: CampaignMemory, asked: list[str], *, dm: bool) -> list[rank.Speaker]:
+async def _speakers(
+    mem: CampaignMemory, asked: list[str], *, dm: bool, narrators: bool = False, asker: str | None = None
+) -> list[rank.Speaker]:
     """The campaign's speakers a question names by one of the forms ``asked`` (``rank.named_forms``): a speaker
     named so, and the players of an accepted character named so (name or alias) by its ``played_by`` attribute (a
     name or a list of names, as the session's lines name the speaker, any case). Players map public characters
-    only (a secret one's name must not pick out whose lines to show)."""
+    only (a secret one's name must not pick out whose lines to show). ``narrators``: "DM", "GM" also name each
+    session's narrator (``_narrators``), and "I" the ``asker`` ("what did I say last session?")."""
     if not asked:
         return []
     rows = await mem.db.fetch(
@@ -385,7 +391,23 @@ async def _speakers(mem: CampaignMemory, asked: list[str], *, dm: bool) -> list[
         asked,
         dm,
     )
-    return [rank.Speaker(r["speaker"], asked[r["n"] - 1], r["plays"]) for r in rows]
+    found = [rank.Speaker(r["speaker"], asked[r["n"] - 1], r["plays"]) for r in rows]
+    me: list[rank.Speaker] = []
+    if asker and "i" in asked:  # the asker as the lines name them, when they said any (on Discord: whoever asks)
+        me = [rank.Speaker(s.name, "i") for s in await _speakers(mem, [rank.name_key(asker)], dm=dm) if not s.plays]
+    return found + me + await _narrators(mem, [form for form in asked if narrators and form in rank.DM_CALLED])
+
+
+async def _narrators(mem: CampaignMemory, called: list[str]) -> list[rank.Speaker]:
+    """Who "the DM" (each form of ``called``) is: each session's narrator (:func:`memory.offgame.narrator`: the
+    user who ran a recorded session, else the speaker labelled DM, "Marcus (DM)", else who said the most), with
+    the sessions they narrate. A campaign's DM may be "DM" one night and "Marcus" the next."""
+    if not called:
+        return []
+    narrates: dict[str, list[int]] = {}
+    for session_id, narrator in (await mem.log.narrators()).items():
+        narrates.setdefault(narrator, []).append(session_id)
+    return [rank.Speaker(name, form, narrates=tuple(ids)) for form in called for name, ids in narrates.items()]
 
 
 async def _playing_another(mem: CampaignMemory, plays: dict[str, str], *, dm: bool) -> set[tuple[str, int]]:
@@ -426,10 +448,11 @@ async def recap_asked(mem: CampaignMemory, query: str) -> Session | None:
     """The session whose recap a question asks for ("what happened last session?", "recap session 3"), shown
     before the lines that answer it (its recall finds none: the recap answers it); None when it asks something
     else. A question naming a session the campaign lacks is told so, with the recent ones, as `recap` tells it."""
-    parsed = rank.parse(_clipped(query))
+    played = await _titled(mem, _clipped(query))
+    parsed = rank.parse(_clipped(query), titles=[s.title for s in played or ()])
     if not parsed.session:
         return None
-    sessions = await mem.log.sessions()
+    sessions = played if played is not None else await mem.log.sessions()
     chosen = rank.session_asked(parsed.filters, [(s.id, s.title, s.ended_at is not None) for s in sessions])
     if chosen is None:
         recent = ", ".join(repr(s.title) for s in sessions[-5:]) or "none yet"
@@ -438,11 +461,29 @@ async def recap_asked(mem: CampaignMemory, query: str) -> Session | None:
     return next((s for s in sessions if s.id == chosen), None) if rank.recap_asked(parsed) else None
 
 
-async def _sessions(mem: CampaignMemory, filters: rank.Filters) -> list[int] | None:
-    """The session a question names, None when it names none, [] when it names one the campaign does not have."""
-    if filters.sessions_ago is None and filters.session_number is None:
+async def _titled(mem: CampaignMemory, query: str) -> list[Session] | None:
+    """The campaign's sessions, whose titles with a number a question may name ("what happened in Night 2?"); None
+    when it has no number to name one by (the sessions are read only then)."""
+    return await mem.log.sessions() if any(c.isdigit() for c in query) else None
+
+
+async def _parsed(
+    mem: CampaignMemory, query: str, voices: Sequence[rank.Speaker]
+) -> tuple[rank.Parsed, list[int] | None]:
+    """The question's filters and words (:func:`memory.recall_rank.parse`), and the session it names (``_sessions``)."""
+    played = await _titled(mem, query)
+    parsed = rank.parse(query, voices, [s.title for s in played or ()])
+    return parsed, await _sessions(mem, parsed.filters, played)
+
+
+async def _sessions(
+    mem: CampaignMemory, filters: rank.Filters, played: list[Session] | None = None
+) -> list[int] | None:
+    """The session a question names, None when it names none, [] when it names one the campaign does not have
+    (``played``: the campaign's sessions, when read already)."""
+    if not filters.names_session():
         return None
-    sessions = await mem.log.sessions()
+    sessions = played if played is not None else await mem.log.sessions()
     chosen = rank.session_asked(filters, [(s.id, s.title, s.ended_at is not None) for s in sessions])
     return [] if chosen is None else [chosen]
 
@@ -473,6 +514,22 @@ async def _told_in(mem: CampaignMemory, named: list[_Called], filters: rank.Filt
         return []
     newest = filters.told_in == "last"
     return await first_said(mem.db, mem.campaign_id, named[0].id, newest=newest, limit=TOLD_IN * hits)
+
+
+async def _spoken(
+    mem: CampaignMemory,
+    speakers: list[str] | None,
+    sessions: list[int] | None,
+    excluded: set[tuple[str, int]],
+    hits: int,
+) -> list[int]:
+    """The lines of ``speakers`` a question asks for with no topic ("what did Grog say in session 7?"), enough for
+    ``hits`` hits: their story first (table talk last), the longest first, as the one who says most of them says
+    it. Meaning alone ranked their "What did you do?" by how near it is to "say"."""
+    if not speakers:
+        return []
+    lines = await mem.log.longest_said(speakers, sessions, excluded, TOLD_IN * hits)
+    return [e.id for e in sorted(lines, key=lambda e: line_talk(e.text) is not None)]
 
 
 def _words(text: str) -> str:

@@ -13,6 +13,8 @@ from difflib import SequenceMatcher
 from itertools import islice, pairwise
 from typing import Literal
 
+from memory.offgame import DM_NAMES
+
 #: Fusion by rank with a small constant: a list's first line must beat a line both lists found far down. With
 #: RRF's usual k = 60 a line found by both at any depth (>= 2/100) beat one ranked first by one list (1/61); with
 #: k = 2, rank 1 of one list (1/3) beats a line both rank 5th or lower (2/7).
@@ -51,6 +53,8 @@ class Speaker:
     name: str  # as the session's lines have it ("TRAVIS", a Discord display name)
     called: str
     plays: str | None = None
+    #: asked for as "the DM": the sessions they narrate (their lines of the others are left out)
+    narrates: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +64,15 @@ class Filters:
 
     sessions_ago: int | None = None
     session_number: int | None = None
+    #: the campaign's own title of the session it names ("what happened in Night 2?")
+    session_title: str | None = None
     speakers: tuple[Speaker, ...] = ()
     #: "when did we first meet X" ("first") or "last see X", "where is X" ("last"): the lines naming X, in the
     #: order played
     told_in: Literal["first", "last"] | None = None
+
+    def names_session(self) -> bool:
+        return self.sessions_ago is not None or self.session_number is not None or self.session_title is not None
 
     def plays(self) -> dict[str, str]:
         """The character each speaker kept (casefolded) plays, to show their lines as "TRAVIS (Grog)"; none for a
@@ -101,6 +110,9 @@ _ORDERED = re.compile(
     r"(?:met|meet|saw|see|seen|heard|hear|encountered|encounter|mentioned|mention|visited|visit|fought|fight)\b",
     re.I,
 )
+#: "Last time", "last week" name the last session only in a question asking what happened: "what did you
+#: recommend last time?" may mean the last time it came up (filtered so, LongMemEval dev lost 3 of 60 questions).
+_LAST_TIME = re.compile(r"\b(?:(?:in|from|during) )?(?:the )?(?P<said>last (?:time|week))\b", re.I)
 _WHEN = re.compile(r"\bwhen\b", re.I)
 #: "Where is X (now)?" asks where X is at present: told by the latest lines naming X, as "when did we last see X".
 _WHERE_NOW = re.compile(r"\bwhere(?:\s+(?:is|are)|['’](?:s|re))\b", re.I)
@@ -111,14 +123,31 @@ _SAID = re.compile(
 )
 
 
+#: "What did the DM say": "the" is no name.
+_ARTICLE = re.compile(r"^(?:the|our)\s+(?=\S)", re.I)
+
+
 def speaker_asked(query: str) -> list[str]:
-    """Who a question asks about as a speaker ("what did Grog say": Grog), as its one or two words and its first
-    word; the caller keeps the ones that are the campaign's speakers or the characters they play."""
+    """Who a question asks about as a speaker ("what did Grog say": Grog; "what did the DM say": DM), as its one
+    or two words and its first word; the caller keeps the ones that are the campaign's speakers or the characters
+    they play."""
     found = _SAID.search(query)
     if not found:
         return []
-    who = found.group("who")
+    who = _ARTICLE.sub("", found.group("who"))
     return list(dict.fromkeys([who, who.split()[0]]))
+
+
+#: How a question names whoever narrates a session (the labels :func:`memory.offgame.dm_speaker` reads).
+DM_CALLED = frozenset(name.casefold() for name in DM_NAMES)
+
+
+def not_narrating(speakers: Iterable[Speaker]) -> set[tuple[str, int]]:
+    """(speaker casefolded, session id) of the lines "the DM" leaves out: a narrator's lines of the sessions someone
+    else narrates (the DM of Night 3 plays in Night 4)."""
+    narrators = [s for s in speakers if s.narrates]
+    every = {sid for s in narrators for sid in s.narrates}
+    return {(s.name.casefold(), sid) for s in narrators for sid in every.difference(s.narrates)}
 
 
 _CAPITALISED = re.compile(r"\b[^\W\d_a-z][\w'’-]*")
@@ -133,8 +162,9 @@ def named_forms(query: str) -> list[str]:
     left out: a table's chorus speaks as "ALL", and "they all went" does not name it."""
     words = [_POSSESSIVE.sub("", w) for w in _CAPITALISED.findall(query)]
     pairs = [f"{a} {b}" for a, b in pairwise(words)]
-    forms = [*speaker_asked(query), *words, *pairs]
-    return list(dict.fromkeys(name_key(f) for f in forms if len(f) > 1))[:NAME_FORMS]
+    asked = speaker_asked(query)  # "what did I say": the asker
+    forms = [*asked, *words, *pairs]
+    return list(dict.fromkeys(name_key(f) for f in forms if len(f) > 1 or f in asked))[:NAME_FORMS]
 
 
 _FIRST_PERSON = re.compile(r"\b(?:[Ii](?![.\w])|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)\b")
@@ -172,6 +202,9 @@ def session_asked(filters: Filters, sessions: Sequence[tuple[int, str, bool]]) -
     if filters.sessions_ago is not None:
         ended = [s for s in sessions if s[2]] or list(sessions[-1:])
         return ended[-filters.sessions_ago][0] if 1 <= filters.sessions_ago <= len(ended) else None
+    if filters.session_title is not None:
+        asked = name_key(filters.session_title)
+        return next((sid for sid, title, _ in sessions if name_key(title) == asked), None)
     if filters.session_number is None:
         return None
     n = filters.session_number
@@ -182,12 +215,22 @@ def session_asked(filters: Filters, sessions: Sequence[tuple[int, str, bool]]) -
     return sessions[n - 1][0] if 1 <= n <= len(sessions) else None
 
 
-def parse(query: str, speakers: Iterable[Speaker | str] = ()) -> Parsed:
-    """The filters a question states ("last session", "in session 3", "what did Grog say about …"), and its
-    words without them. "What did Grog say" keeps the lines of every speaker ``called`` Grog (any case): a speaker
+def session_said(text: str, sessions: Sequence[tuple[int, str, bool]]) -> int | None:
+    """The session id ``text`` names whole as a question names one ("last session", "two sessions ago", "session
+    3", "the first session", a title with a number) among ``sessions`` (as :func:`session_asked` reads them)."""
+    parsed = parse(text, titles=[title for _, title, _ in sessions])
+    if not parsed.session or parsed.text.strip(" ?!.,:;"):
+        return None
+    return session_asked(parsed.filters, sessions)
+
+
+def parse(query: str, speakers: Iterable[Speaker | str] = (), titles: Iterable[str] = ()) -> Parsed:
+    """The filters a question states ("last session", "in session 3", "in Night 2": one of the campaign's session
+    ``titles`` that has a number, "what did Grog say about …"), and its words without them.
+    "What did Grog say" keeps the lines of every speaker ``called`` Grog (any case): a speaker
     named so and the players of a character named so; its whole name first ("Grog Strongjaw"), else its first word.
     A name no speaker is called by filters nothing: "what did the dragon say" keeps its words."""
-    text, ago, number, said = query, None, None, ""
+    text, ago, number, title, said = query, None, None, None, ""
     chosen: tuple[Speaker, ...] = ()
     if found := _SESSION.search(text):
         said, text = found.group("said"), text[: found.start()] + " " + text[found.end() :]
@@ -196,6 +239,11 @@ def parse(query: str, speakers: Iterable[Speaker | str] = ()) -> Parsed:
         else:
             nth = found.group("nth")
             number = _NTH.index(nth.casefold()) + 1 if nth else int(found.group("th") or found.group("number"))
+    elif found := _titled(text, titles):
+        said = title = found.group("said")
+        text = text[: found.start()] + " " + text[found.end() :]
+    elif (found := _LAST_TIME.search(text)) and _RECAP.fullmatch(_without(text, found).strip(" ?!.,:;")):
+        ago, said, text = 1, found.group("said"), _without(text, found)
     told_in: Literal["first", "last"] | None = None
     unordered = ""
     # "when": a time, told by the order of the lines; "how she first met Trinket" asks for a story
@@ -206,15 +254,30 @@ def parse(query: str, speakers: Iterable[Speaker | str] = ()) -> Parsed:
         told_in, unordered = "last", text
     if found := _SAID.search(text):
         known = [Speaker(s, s) if isinstance(s, str) else s for s in speakers]
-        who = found.group("who")
+        who = _ARTICLE.sub("", found.group("who"))
         for form in dict.fromkeys([name_key(who), name_key(who.split()[0])]):
             chosen = tuple(dict.fromkeys(s for s in known if name_key(s.called) == form))
             if chosen:
                 text = text[: found.start()] + " " + text[found.end() :]
                 unordered = unordered and _SAID.sub(" ", unordered, count=1)
                 break
-    filters = Filters(ago, number, chosen, told_in)
+    filters = Filters(ago, number, title, chosen, told_in)
     return Parsed(" ".join(text.split()), filters, " ".join(unordered.split()), said)
+
+
+def _titled(text: str, titles: Iterable[str]) -> re.Match[str] | None:
+    """Where the question says one of the session ``titles`` that has a number ("Night 2", "C1E035"), the longest
+    first; a title of words alone ("The Heist", "One") is as often the question's own words."""
+    numbered = {t.strip() for t in titles if re.search(r"\d", t) and re.search(r"[^\W\d_]", t)}
+    for title in sorted(numbered, key=len, reverse=True):
+        said = rf"(?<!\w)(?P<said>{re.escape(title)})(?!\w)"
+        if found := re.search(rf"(?:\b(?:in|from|during|at) )?(?:the )?{said}", text, re.I):
+            return found
+    return None
+
+
+def _without(text: str, found: re.Match[str]) -> str:
+    return text[: found.start()] + " " + text[found.end() :]
 
 
 def _count(word: str) -> int:

@@ -13,6 +13,7 @@ import asyncpg
 from memory.db import Executor, connection, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError, did_you_mean, quoted
 from memory.models import Correction, Entry, EntryHit, EntryIn, Session
+from memory.offgame import DM_NAMES, dm_speaker
 from memory.text import clip, session_title
 
 _ENTRY_COLUMNS = """id, campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s,
@@ -47,6 +48,8 @@ def _quoted_said(query: str) -> str | None:
     return rf"\m(?:{said})\M" if said else None
 
 
+#: How "the DM" is asked for as a speaker (`search --speaker GM`; "what did the DM say"): each session's narrator.
+DM_NAMES_ASKED = frozenset(name.casefold() for name in DM_NAMES)
 #: Speakers an error about a name no line was said by lists, who said most first, when none is close to it.
 SPEAKERS_LISTED = 8
 #: Advisory-lock key space of session appends (far from the migration lock's key).
@@ -156,6 +159,86 @@ class SessionLog:
             "SELECT * FROM sessions WHERE campaign_id = $1 ORDER BY started_at, id", self.campaign_id
         )
         return [Session(**dict(r)) for r in rows]
+
+    async def narrators(self) -> dict[int, str]:
+        """Who narrates each session with lines, by session id (:func:`memory.offgame.narrator`): the user who ran a
+        recorded one, else the speaker labelled DM ("Marcus (DM)"), else who said the most words."""
+        rows = await self.db.fetch(
+            """
+            SELECT e.session_id, e.speaker, bool_or(e.speaker_id = s.dm_speaker_id) AS ran,
+                   sum(cardinality(array_remove(string_to_array(translate(e.text, E'\\t\\n\\r', '   '), ' '), '')))
+                   AS words
+            FROM session_entries e JOIN sessions s ON s.campaign_id = e.campaign_id AND s.id = e.session_id
+            WHERE e.campaign_id = $1 GROUP BY e.session_id, e.speaker
+            """,
+            self.campaign_id,
+        )
+        words: dict[int, dict[str, int]] = {}
+        ran: dict[int, str] = {}
+        for r in rows:
+            words.setdefault(r["session_id"], {})[r["speaker"]] = int(r["words"])
+            if r["ran"]:
+                ran[r["session_id"]] = r["speaker"]
+        return {session_id: ran.get(session_id) or dm_speaker(said)[0] for session_id, said in words.items()}
+
+    async def speakers_called(self, name: str) -> tuple[list[str], set[tuple[str, int]]]:
+        """The speakers whose lines ``name`` asks for, and the (speaker lowercased, session id) pairs of them it
+        leaves out, as recall reads "what did X say": "DM", "GM" each session's narrator (their lines of the
+        sessions another narrates left out: "DM" one night, "Marcus" the next); else a speaker named so; else the
+        players of a public character named so; else the :class:`NotFoundError` of :meth:`check_speaker`."""
+        if name.strip().casefold() in DM_NAMES_ASKED:
+            narrators = await self.narrators()
+            names = list(dict.fromkeys(narrators.values()))
+            left = {(n.casefold(), sid) for sid, by in narrators.items() for n in names if n != by}
+            if names:
+                return names, left
+        if await self._said_by(name):
+            return [name], set()
+        players = await self._players_of(name)
+        if players:
+            return players, set()
+        await self.check_speaker(name)
+        return [name], set()  # no lines yet
+
+    async def _said_by(self, name: str) -> bool:
+        return bool(
+            await self.db.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM session_entries WHERE campaign_id = $1 AND lower(speaker) = lower($2))",
+                self.campaign_id,
+                name,
+            )
+        )
+
+    async def longest_said(
+        self,
+        speakers: Sequence[str],
+        session_ids: Sequence[int] | None,
+        excluded: Collection[tuple[str, int]],
+        limit: int,
+    ) -> list[Entry]:
+        """The ``limit`` longest lines ``speakers`` said (any case) in ``session_ids`` (None: any), longest first;
+        none of a (speaker lowercased, session id) pair ``excluded``, none the chunk job marked as the pre-show, a
+        break or the after-show."""
+        rows = await self.db.fetch(
+            f"""
+            SELECT {_ENTRY_COLUMNS} FROM session_entries e
+            WHERE e.campaign_id = $1 AND lower(e.speaker) = ANY($2::text[])
+              AND ($3::bigint[] IS NULL OR e.session_id = ANY($3::bigint[]))
+              AND NOT EXISTS (
+                  SELECT FROM unnest($4::text[], $5::bigint[]) AS x(speaker, session_id)
+                  WHERE x.session_id = e.session_id AND x.speaker = lower(e.speaker))
+              AND NOT EXISTS (
+                  SELECT FROM line_vectors v WHERE v.campaign_id = $1 AND v.entry_id = e.id AND v.talk IS NOT NULL)
+            ORDER BY length(e.text) DESC, e.id LIMIT $6
+            """,
+            self.campaign_id,
+            [s.lower() for s in speakers],
+            None if session_ids is None else list(session_ids),
+            [speaker for speaker, _ in excluded],
+            [session for _, session in excluded],
+            limit,
+        )
+        return [_entry(r) for r in rows]
 
     async def stored_as(self, title: str, lines: Sequence[tuple[int, str, str]]) -> ListedSession | None:
         """The session other than ``title``'s that already holds more than half of ``lines`` (seq, speaker,
@@ -639,12 +722,7 @@ class SessionLog:
     async def check_speaker(self, name: str) -> None:
         """Raise :class:`NotFoundError` when the campaign has lines but none said by ``name`` (any case): a name
         mistyped in who asks or who said it would otherwise find nothing, or prefer no one, without a word."""
-        said = await self.db.fetchval(
-            "SELECT EXISTS (SELECT 1 FROM session_entries WHERE campaign_id = $1 AND lower(speaker) = lower($2))",
-            self.campaign_id,
-            name,
-        )
-        if said:
+        if await self._said_by(name):
             return
         rows = await self.db.fetch(
             """
@@ -655,6 +733,18 @@ class SessionLog:
         if not rows:  # no lines yet: what a recall or a search says then is the news
             return
         speakers = [r["speaker"] for r in rows]
+        played_by = await self._players_of(name)
+        listed = ", ".join(map(quoted, speakers[:SPEAKERS_LISTED])) + " …" * (len(speakers) > SPEAKERS_LISTED)
+        hint = (
+            f" ({name} is played by {' or '.join(map(quoted, played_by))}: give the player's name)"
+            if played_by
+            else did_you_mean(name, speakers) or f" (the speakers: {listed})"
+        )
+        raise NotFoundError(f"no line was said by {quoted(name)}{hint}", subject="speaker", name=name)
+
+    async def _players_of(self, name: str) -> list[str]:
+        """The speakers who play a public character called ``name`` (its name or an alias), as the lines name
+        them."""
         # a public character asked for by its name or an alias: its player said its lines
         players = await self.db.fetch(
             """
@@ -669,14 +759,17 @@ class SessionLog:
             self.campaign_id,
             name,
         )
-        played_by = [s for s in speakers if s.lower() in {r["player"] for r in players}]
-        listed = ", ".join(map(quoted, speakers[:SPEAKERS_LISTED])) + " …" * (len(speakers) > SPEAKERS_LISTED)
-        hint = (
-            f" ({name} is played by {' or '.join(map(quoted, played_by))}: give the player's name)"
-            if played_by
-            else did_you_mean(name, speakers) or f" (the speakers: {listed})"
+        if not players:
+            return []
+        rows = await self.db.fetch(
+            """
+            SELECT speaker FROM session_entries WHERE campaign_id = $1 AND lower(speaker) = ANY($2::text[])
+            GROUP BY speaker ORDER BY count(*) DESC, speaker
+            """,
+            self.campaign_id,
+            [r["player"] for r in players],
         )
-        raise NotFoundError(f"no line was said by {quoted(name)}{hint}", subject="speaker", name=name)
+        return [r["speaker"] for r in rows]
 
     async def recent(
         self, session_id: int, window_s: float, *, until_s: float | None = None, limit: int = 500
@@ -707,34 +800,41 @@ class SessionLog:
         query: str,
         *,
         session_id: int | None = None,
-        speaker: str | None = None,
+        speakers: Sequence[str] | None = None,
         start_s: float | None = None,
         end_s: float | None = None,
         limit: int = 10,
+        excluded: Collection[tuple[str, int]] = (),
     ) -> list[EntryHit]:
         """Full-text search over the corrected text (web-search syntax: "quoted phrase", -not, or); a line found
-        through a quoted phrase says one of them word for word."""
+        through a quoted phrase says one of them word for word. ``speakers``: said by one of them (any case), but
+        for the (speaker lowercased, session id) pairs ``excluded`` (see :meth:`speakers_called`)."""
         rows = await self.db.fetch(
             f"""
             SELECT {_ENTRY_COLUMNS}, ts_rank_cd(tsv, q) AS score
             FROM session_entries, websearch_to_tsquery('english', searchable($2)) AS q
             WHERE campaign_id = $1 AND tsv @@ q
               AND ($3::bigint IS NULL OR session_id = $3)
-              AND ($4::text IS NULL OR lower(speaker) = lower($4))
+              AND ($4::text[] IS NULL OR lower(speaker) = ANY($4::text[]))
+              AND NOT EXISTS (
+                  SELECT FROM unnest($9::text[], $10::bigint[]) AS x(speaker, session_id)
+                  WHERE x.session_id = session_entries.session_id AND x.speaker = lower(session_entries.speaker))
               AND ($5::float8 IS NULL OR start_s >= $5)
               AND ($6::float8 IS NULL OR start_s <= $6)
-              AND ($8::text IS NULL OR searchable(text) ~* $8)
+              AND ($8::text IS NULL OR visible(text) ~* $8)
             ORDER BY score DESC, session_id, seq
             LIMIT $7
             """,
             self.campaign_id,
             query,
             session_id,
-            speaker,
+            None if speakers is None else [s.lower() for s in speakers],
             start_s,
             end_s,
             limit,
             _quoted_said(query),
+            [speaker for speaker, _ in excluded],
+            [session for _, session in excluded],
         )
         return [EntryHit(**{k: r[k] for k in EntryHit.model_fields}) for r in rows]
 

@@ -15,6 +15,7 @@ from bot.cli.common import (
     settings_from,
     table,
 )
+from memory import recall_rank as rank
 from memory.errors import quoted
 from memory.models import where_said
 from memory.replies import no_lines_yet
@@ -22,8 +23,14 @@ from memory.replies import no_lines_yet
 
 @cli.command()
 @click.argument("text")
-@click.option("--speaker", help="Only what this speaker said.")
-@click.option("--session", "session_title", help="Only this session (by title).")
+@click.option(
+    "--speaker", help="Only what this speaker said: a speaker, a character (its player), DM (each session's narrator)."
+)
+@click.option(
+    "--session",
+    "session_title",
+    help="Only this session: its title, or 'last session', 'two sessions ago', 'session N'.",
+)
 @click.option("--limit", default=10, type=click.IntRange(min=1), show_default=True, help="Matching lines to show.")
 @campaign_option
 @json_option
@@ -47,15 +54,18 @@ async def search(
         session_id = None
         if session_title:
             session = await mem.log.session_by_title(session_title)
-            if session is None:
-                recent = ", ".join(quoted(s.title) for s in (await mem.log.sessions())[-5:]) or "none yet"
+            # else as recall names one: "last session", "session 3"
+            played = [(s.id, s.title, s.ended_at is not None) for s in await mem.log.sessions()]
+            session_id = session.id if session else rank.session_said(session_title, played)
+            if session_id is None:
+                recent = ", ".join(quoted(title) for _, title, _ in played[-5:]) or "none yet"
                 raise click.BadParameter(
-                    f"no session titled {quoted(session_title)}; recent ones: {recent}", param_hint="--session"
+                    f"no session titled {quoted(session_title)} (or named as 'last session', 'session N');"
+                    f" recent ones: {recent}",
+                    param_hint="--session",
                 )
-            session_id = session.id
-        if speaker is not None:
-            await mem.log.check_speaker(speaker)
-        hits = await mem.log.search(text, session_id=session_id, speaker=speaker, limit=limit)
+        speakers, excluded = await mem.log.speakers_called(speaker) if speaker is not None else (None, set())
+        hits = await mem.log.search(text, session_id=session_id, speakers=speakers, excluded=excluded, limit=limit)
         titles = {s.id: s.title for s in await mem.log.sessions()}
         empty = not hits and not await mem.log.has_lines()
     if as_json:

@@ -1064,9 +1064,36 @@ def test_a_speaker_no_line_was_said_by_is_one_error_not_an_empty_answer(lk, tmp_
     unknown = lk("search", "--speaker", "Zed", "morning")
     assert unknown.returncode == 1
     assert unknown.stderr == "error: no line was said by 'Zed' (the speakers: 'Marisha', 'DM', 'Sam')\n"
-    asked = lk("recall", "--as", "marisha", "--mode", "fulltext", "what did I say to the tree")
+    asked = lk("recall", "--as", "marisha", "--mode", "fulltext", "what did I say about the morning")
     assert asked.returncode == 0 and "Good morning, old friend." in asked.stdout
     assert "Good morning, old friend." in lk("search", "--speaker", "MARISHA", "morning").stdout
+
+
+def test_search_takes_the_session_and_the_speaker_as_recall_names_them(lk, tmp_path: Path) -> None:
+    """`search Kern --session "last session"` was "no session titled", and `--speaker Grog` an error telling who
+    plays him, where recall reads both; `--speaker GM` listed the speakers."""
+    assert lk("campaign", "create", "Reeds").returncode == 0
+    assert lk("entity", "add", "Grog", "player", "--attr", "played_by=Travis").returncode == 0
+    (tmp_path / "one.txt").write_text("DM: The bell rings. Kern waits.\nTravis: Kern again.\nMarcus: A bell!\n")
+    (tmp_path / "two.txt").write_text("Marcus: The bell cracks in two. Kern runs off.\nTravis: Kern, wait.\n")
+    for n, name in ((1, "one"), (2, "two")):
+        assert lk("ingest", str(tmp_path / f"{name}.txt"), "--session", f"Night {n}").returncode == 0
+
+    def said(*args: str) -> list[str]:
+        found = lk("search", *args, "--json")
+        assert found.returncode == 0, found.stderr
+        return [hit["text"] for hit in json.loads(found.stdout)]
+
+    assert said("kern", "--session", "last session") == [
+        "The bell cracks in two. Kern runs off.",
+        "Kern, wait.",
+    ]
+    assert sorted(said("kern", "--speaker", "Grog")) == ["Kern again.", "Kern, wait."]
+    # the DM is each night's narrator: Marcus the player of Night 1 is left out
+    assert sorted(said("bell", "--speaker", "GM")) == [
+        "The bell cracks in two. Kern runs off.",
+        "The bell rings. Kern waits.",
+    ]
 
 
 async def test_a_deleted_campaign_leaves_no_job_and_ingest_warns_of_its_own_failures_only(lk, fresh_dsn: str) -> None:

@@ -111,7 +111,11 @@ def test_search_names_the_session_by_the_title_it_takes(lk, session_file: Path) 
     assert rows[0].startswith("Night 1 at 0:20  DM ")
     assert lk("search", "lantern", "--session", "Night 1").stdout == res.stdout
     missing = lk("search", "lantern", "--session", "Night 9")
-    assert missing.returncode == 2 and "no session titled 'Night 9'; recent ones: 'Night 1'" in missing.stderr
+    assert (
+        missing.returncode == 2
+        and "no session titled 'Night 9' (or named as 'last session', 'session N'); recent ones: 'Night 1'"
+        in missing.stderr
+    )
 
 
 def test_search_says_where_a_line_of_an_untimed_transcript_is_as_recall_does(lk, tmp_path: Path) -> None:

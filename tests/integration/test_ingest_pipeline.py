@@ -605,7 +605,7 @@ async def test_txt_with_a_byte_order_mark_and_start_times(crown: CampaignMemory,
         ("Ben", "Quietly.", 0.0),
         ("Ana", "Now.", 724.0),
     ]
-    assert [h.text for h in await crown.log.search("gates", speaker="DM")] == ["The gates of Ironhold open."]
+    assert [h.text for h in await crown.log.search("gates", speakers=["DM"])] == ["The gates of Ironhold open."]
 
     jsonl = tmp_path / "bom.jsonl"
     jsonl.write_bytes(b"\xef\xbb\xbf" + json.dumps({"speaker": "DM", "text": "Roll."}).encode() + b"\n")

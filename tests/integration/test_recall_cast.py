@@ -173,3 +173,46 @@ async def test_a_speaker_asked_for_by_their_characters_name_is_told_the_player(
     with pytest.raises(NotFoundError) as error:
         await campaign.log.check_speaker("Kaylie")
     assert "played by" not in str(error.value)
+
+
+async def test_what_a_character_said_in_a_session_lists_their_lines(memory: Memory, campaign: CampaignMemory) -> None:
+    """ "What did Grog say last session?" left no word to search once the speaker and the session were read:
+    nothing found, or lines by how near "say" they were. His lines of that session answer it, story first."""
+    await campaign.graph.add_entity(EntityIn(name="Grog", type=EntityType.player, attributes={"played_by": "TRAVIS"}))
+    smash = (await played(memory, campaign, "Session 1", [*FILLER, ("TRAVIS", "I smash the mill's door down.")]))[-1]
+    lines = await played(
+        memory,
+        campaign,
+        "Session 2",
+        [
+            ("TRAVIS", "I make a strength check, roll a d20 plus 5, and that is a natural 20 on the die."),
+            *FILLER[:4],
+            ("TRAVIS", "I rage."),
+            *FILLER[4:],
+            ("TRAVIS", "I pick up the bard and carry him over the river."),
+        ],
+    )
+    dice, rage, carry = lines[0], lines[5], lines[-1]
+    for query in ("what did Grog say in session 2?", "what did Grog say last session?", "what did Travis say"):
+        hits = await recall(campaign, None, query, limit=3, mode="fulltext")
+        shown = [line.entry_id for hit in hits for line in hit.answering()]
+        # the story, the longest first, then the dice
+        assert shown == ([carry, rage, dice] if "session" in query else [carry, smash, rage]), query
+
+
+async def test_what_i_said_is_the_askers_lines(memory: Memory, campaign: CampaignMemory) -> None:
+    """`recall --as Travis "what did I say last session?"` searched "say": Sam's "he can say one word" came first."""
+    lines = await played(
+        memory,
+        campaign,
+        "Session 1",
+        [("SAM", "He can say one word."), *FILLER, ("TRAVIS", "I rage."), ("TRAVIS", "I carry the bard over.")],
+    )
+    for asker, query in (("TRAVIS", "what did I say last session?"), ("travis", "what did i say in session 1")):
+        hits = await recall(campaign, None, query, limit=3, mode="fulltext", asker=asker)
+        assert [line.entry_id for hit in hits for line in hit.answering()] == [lines[-2], lines[-1]], query
+    hits = await recall(campaign, None, "what did I say about the bard?", limit=3, mode="fulltext", asker="TRAVIS")
+    assert [line.entry_id for hit in hits for line in hit.answering()] == [lines[-1]]
+    # an asker who said nothing (on Discord, whoever asks) filters nothing
+    hits = await recall(campaign, None, "what did I say about the bard?", limit=3, mode="fulltext", asker="Nobody")
+    assert [line.entry_id for line in hits[0].answering()] == [lines[-1]] and len(hits) == 2  # "say" found too

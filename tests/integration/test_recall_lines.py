@@ -13,7 +13,7 @@ from memory import lexical
 from memory.errors import InvalidInputError
 from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, Visibility
-from memory.recall import MEANING_ALONE, MEANING_BESIDE_WORDS, recall
+from memory.recall import MEANING_ALONE, MEANING_BESIDE_WORDS, recall, recap_asked
 from memory.recall_rank import ALONE_FROM, PREVIEW_WORDS
 from memory.semantic import LineVectorIn
 from memory.store import CampaignMemory, Memory
@@ -148,6 +148,48 @@ async def test_an_irregular_plural_finds_its_singular(campaign: CampaignMemory) 
     ids = await said(campaign, "One", [*FILLER[:5], ("SAM", "The dwarf is a feminist."), *FILLER[5:10]])
     (hit,) = await recall(campaign, None, "what about the dwarves?", limit=1, mode="fulltext")
     assert [line.entry_id for line in hit.answering()] == [ids[5]] and hit.matched == ["fulltext"]
+
+
+async def test_an_irregular_verb_finds_its_other_forms(campaign: CampaignMemory) -> None:
+    """ "Who died?" found nothing: the stemmer keeps "died" apart from "dead" and "death" (and "gave" from
+    "given", "slain" from "killed"); searchable() writes each as its base verb. "The second session": Session 2."""
+    await said(campaign, "Night 1", [*FILLER[:5], ("DM", "Sister Ottilie is dead."), *FILLER[5:10]])
+    ids = await said(
+        campaign,
+        "Night 2",
+        [*FILLER[:5], ("DM", "Brother Oz is dead."), *FILLER[5:9], ("DM", "The wyrm was slain."), *FILLER[9:12]],
+    )
+    hits = await recall(campaign, None, "who died in the second session?", limit=5, mode="fulltext")
+    assert [line.entry_id for line in hits[0].answering()] == [ids[5]] and {h.session for h in hits} == {"Night 2"}
+    (hit,) = await recall(campaign, None, "who killed the wyrm?", limit=1, mode="fulltext")
+    assert [line.entry_id for line in hit.answering()] == [ids[10]]
+    # a quoted phrase of `search` is still matched as written
+    assert sorted(h.text for h in await campaign.log.search('"is dead"')) == [
+        "Brother Oz is dead.",
+        "Sister Ottilie is dead.",
+    ]
+    assert await campaign.log.search('"is die"') == []
+
+
+async def test_a_session_is_asked_for_by_its_title(campaign: CampaignMemory) -> None:
+    """ "Who fell in Night 2?" searched "night" and "2": a line of Night 1 saying "night" came first."""
+    await said(campaign, "Night 1", [*FILLER[:5], ("DM", "Night falls. Sister Ottilie falls into the river.")])
+    ids = await said(campaign, "Night 2", [*FILLER[:5], ("DM", "Brother Oz falls from the bridge."), *FILLER[5:9]])
+    hits = await recall(campaign, None, "who fell in Night 2?", limit=5, mode="fulltext")
+    assert [line.entry_id for line in hits[0].answering()] == [ids[5]] and {h.session for h in hits} == {"Night 2"}
+    assert (await recap_asked(campaign, "what happened last time?")) is not None
+
+
+async def test_the_dm_is_each_sessions_narrator(campaign: CampaignMemory) -> None:
+    """ "What did the DM say about the bell?" took "the DM" for a name no one has and showed the players' lines;
+    the DM of Night 2 is Marcus (he says the most), a player of Night 1."""
+    dm = [("DM", f"The road winds on past farm {n} and its fences, and the fen beyond.") for n in range(10)]
+    one = await said(campaign, "Night 1", [*dm[:5], ("DM", "The bell rings."), ("Marcus", "I hate that bell."), *dm])
+    marcus = [("Marcus", text) for _, text in dm]
+    two = await said(campaign, "Night 2", [*marcus, ("Marcus", "The bell cracks."), ("Dana", "bell bell bell")])
+    for question in ("what did the DM say about the bell?", "what did the GM say about the bell"):
+        hits = await recall(campaign, None, question, limit=5, mode="fulltext")
+        assert {line.entry_id for h in hits for line in h.answering()} == {one[5], two[10]}, question
 
 
 async def test_neighbouring_lines_that_score_are_one_hit(campaign: CampaignMemory) -> None:

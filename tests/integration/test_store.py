@@ -118,7 +118,7 @@ async def test_l1_full_text_search_with_filters(campaign: CampaignMemory) -> Non
     )
     await campaign.log.write(s2.id, EntryIn(speaker="DM", text="A dragon circles the tower.", start_s=7))
     assert len(await campaign.log.search("dragon")) == 3  # stemming: dragons ~ dragon
-    assert [h.speaker for h in await campaign.log.search("dragon", speaker="grog")] == ["Grog"]
+    assert [h.speaker for h in await campaign.log.search("dragon", speakers=["grog"])] == ["Grog"]
     assert {h.session_id for h in await campaign.log.search("dragon", session_id=s2.id)} == {s2.id}
     hits = await campaign.log.search("dragon", session_id=s1.id, start_s=0, end_s=10)
     assert [h.text for h in hits] == ["The dragons of Ironhold are waking."]

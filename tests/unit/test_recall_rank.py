@@ -31,6 +31,8 @@ def test_what_happened_in_a_named_session_asks_for_its_recap() -> None:
         "recap last session",
         "give me a recap of the previous game",
         "So what happened in episode 2?",
+        "what happened last time?",  # what else it can mean: the last session
+        "recap last week",
     ):
         assert recap_asked(parse(query)), query
     # no session named, or something asked about in it: the lines answer
@@ -38,7 +40,6 @@ def test_what_happened_in_a_named_session_asks_for_its_recap() -> None:
         "what happened?",
         "recap",
         "what happened to the ziggurat last session?",
-        "what happened last time",
         "what did Grog say last session?",
     ):
         assert not recap_asked(parse(query)), query
@@ -86,6 +87,23 @@ def test_where_someone_is_asks_for_the_latest_lines() -> None:
         assert parsed.unordered == parsed.text, question
     for question in ("where was Kima?", "where did Grog bury the dagger?", "somewhere is a key"):
         assert parse(question).filters.told_in is None, question
+
+
+def test_a_session_named_by_its_title_is_a_filter() -> None:
+    """The guide's own sessions are "Night 1", "Night 2": "what happened in Night 2?" searched "night" and "2"."""
+    titles = ["Night 1", "Night 2", "Night 12", "The Heist", "One"]
+    sessions = [(n, title, True) for n, title in enumerate(titles, 1)]
+    for question, chosen, text in (
+        ("what happened in Night 2?", 2, "what happened ?"),
+        ("who died in night 12", 3, "who died"),
+        ("what did Ottilie give us in Night 2?", 2, "what did Ottilie give us ?"),
+    ):
+        parsed = parse(question, titles=titles)
+        assert session_asked(parsed.filters, sessions) == chosen and parsed.text == text, question
+    assert recap_asked(parse("what happened in Night 2?", titles=titles))
+    # a title of words alone is as often the question's words
+    for question in ("what happened in the heist?", "which one has the key?", "who died in Night 3"):
+        assert not parse(question, titles=titles).filters.names_session(), question
 
 
 def test_a_numbered_session_is_a_filter() -> None:
@@ -152,6 +170,7 @@ def test_a_character_name_matches_either_apostrophe() -> None:
 
 def test_speaker_asked_offers_the_name_and_its_first_word() -> None:
     assert speaker_asked("What did Grog Strongjaw say about Pike?") == ["Grog Strongjaw", "Grog"]
+    assert speaker_asked("what did the DM say about the bell?") == ["DM"]
     assert speaker_asked("where is the key") == []
 
 
