@@ -561,7 +561,12 @@ class _Server(MCPServer):
 Text = Annotated[str, Field(min_length=1, max_length=1000)]
 Name = Annotated[str, Field(min_length=1, max_length=300, description="An entity's name or one of its aliases.")]
 SessionTitle = Annotated[
-    str | None, Field(default=None, description="A session's title; omitted: the live one, else the latest.")
+    str | None,
+    Field(
+        default=None,
+        description="A session's title as the campaign names it, e.g. 'Session 3' (the lorekeeper://campaign "
+        "resource lists them); omitted: the live one, else the latest.",
+    ),
 ]
 Minutes = Annotated[float, Field(gt=0, le=MAX_MINUTES, description="How many minutes of the log, back from its end.")]
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -615,7 +620,7 @@ def _read_tools(server: MCPServer, tools: CampaignTools) -> None:  # 73 lines: e
     async def find_entities(
         query: Annotated[str, Field(max_length=300, description="Part of a name or alias; empty: all.")] = "",
         type: Annotated[EntityType | None, Field(description="Only entities of this type.")] = None,
-        limit: Annotated[int, Field(ge=1, le=MAX_RESULTS)] = 20,
+        limit: Annotated[int, Field(ge=1, le=MAX_RESULTS, description="Entities to return.")] = 20,
     ) -> FoundEntities:
         """Find the campaign's entities (NPCs, players, places, items, factions, quests, events, concepts) by name,
         alias or type: exact names first, then those starting with or containing the query, else the closest
@@ -641,7 +646,9 @@ def _read_tools(server: MCPServer, tools: CampaignTools) -> None:  # 73 lines: e
 
     @server.tool(annotations=READ)
     @_answering
-    async def entity_mentions(name: Name, limit: Annotated[int, Field(ge=1, le=MAX_RESULTS)] = 10) -> Mentions:
+    async def entity_mentions(
+        name: Name, limit: Annotated[int, Field(ge=1, le=MAX_RESULTS, description="Mentions to return.")] = 10
+    ) -> Mentions:
         """Where an entity was mentioned in the sessions (by its name or an alias; an event, where it was told),
         newest first, each line with its session, time, speaker and source ref."""
         return await tools.entity_mentions(name, limit)
@@ -677,10 +684,12 @@ def _proposal_tools(server: MCPServer, tools: CampaignTools) -> None:
     @server.tool(annotations=PROPOSE)
     @_answering
     async def propose_entity(
-        name: Annotated[str, Field(min_length=1, max_length=300)],
-        type: EntityType,
-        description: Annotated[str, Field(max_length=2000)] = "",
-        aliases: Annotated[list[str], Field(max_length=20)] = [],  # noqa: B006  # the schema's default
+        name: Annotated[str, Field(min_length=1, max_length=300, description="The new entity's name.")],
+        type: Annotated[EntityType, Field(description="What kind of entity it is.")],
+        description: Annotated[str, Field(max_length=2000, description="Who or what it is, in a few words.")] = "",
+        aliases: Annotated[
+            list[str], Field(max_length=20, description="Other names it goes by ('the smith').")
+        ] = [],  # noqa: B006  # the schema's default
     ) -> Proposal:
         """Propose a new entity. It waits in the DM's review queue (pending) and is not part of the campaign
         until the DM accepts it."""

@@ -128,6 +128,11 @@ async def test_player_view_hides_secrets_and_proposals_wait_for_review(
 ) -> None:
     await build_world(campaign)
     async with mcp_client(fresh_dsn, tmp_path, "--as", "player", "--allow-proposals") as s:
+        # an LLM fills in what the schema describes: every argument of every tool says what it is
+        tools = (await s.list_tools()).tools
+        arguments = [(t.name, a, f) for t in tools for a, f in t.input_schema["properties"].items()]
+        assert len({t for t, _, _ in arguments}) == 10
+        assert [f"{t}.{a}" for t, a, f in arguments if not f.get("description")] == []
         everything = []
         npcs = await call(s, "find_entities", type="npc")
         assert {e["name"] for e in npcs["entities"]} == {"Grom"}
