@@ -7,6 +7,7 @@ or rejects, never canon. What a caller passes is data: names are looked up, neve
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
@@ -42,6 +43,8 @@ from memory.errors import (
     quoted,
     validation_problems,
 )
+from memory.extraction.evidence import ATTRIBUTES
+from memory.graph.rules import FactKey, contradicts, state_type
 from memory.mentions import latest
 from memory.models import (
     MAX_RELATIONSHIP_TYPE_CHARS,
@@ -419,8 +422,14 @@ class CampaignTools:
             )
         if value is not None:
             value = fact_value(value)  # trimmed and not empty, as a fact the DM links
+        relation = state_type(relation, value)
         mask = await reader_mask(self.mem, self.dm)
         source = (await visible_snapshot(self.mem, entity, dm=self.dm, mask=mask)).entity
+        if value is not None and "_".join(relation.casefold().split()) not in ATTRIBUTES:
+            # "located_in: Whitestone" names the entity: linked to it, as the DM's review would, not kept as text
+            with contextlib.suppress(NotFoundError):
+                await visible_snapshot(self.mem, value, dm=self.dm, mask=mask)
+                target, value = value, None
         other = (await visible_snapshot(self.mem, target, dm=self.dm, mask=mask)).entity if target else None
         if other is not None and other.id == source.id:
             raise InvalidInputError(f"{target!r} is {mask(source.name)!r} itself: a fact about it alone is a value")
@@ -444,6 +453,12 @@ class CampaignTools:
             if not self.dm:  # a fact still waiting may be the DM's to decide: players learn only that it is known
                 known = "already recorded or waiting for review"
             return proposed.model_copy(update={"status": fact.status, "said": known})
+        # the caller may not know what it overturns ("alive" while "dead" stands): accepted, it would replace it
+        new = FactKey(source_id=source.id, type=fact.type, target_id=fact.target_id, value=fact.value)
+        current = await self.mem.graph.relationships_of(source.id, include_secret=self.dm)
+        clashes = [mask(r.describe()) for r in current if contradicts(new, FactKey.model_validate(r.model_dump()))]
+        if clashes:
+            said += f"; it contradicts the accepted {', '.join(clashes)}, which it replaces if the DM accepts it"
         return proposed.model_copy(update={"said": said})
 
     async def _file_guess(self, proposed: RelationshipIn, secret: Relationship) -> tuple[Relationship, bool]:
@@ -687,9 +702,7 @@ def _proposal_tools(server: MCPServer, tools: CampaignTools) -> None:
         name: Annotated[str, Field(min_length=1, max_length=300, description="The new entity's name.")],
         type: Annotated[EntityType, Field(description="What kind of entity it is.")],
         description: Annotated[str, Field(max_length=2000, description="Who or what it is, in a few words.")] = "",
-        aliases: Annotated[
-            list[str], Field(max_length=20, description="Other names it goes by ('the smith').")
-        ] = [],  # noqa: B006  # the schema's default
+        aliases: Annotated[list[str], Field(max_length=20, description="Other names it goes by ('the smith').")] = [],  # noqa: B006  # the schema's default
     ) -> Proposal:
         """Propose a new entity. It waits in the DM's review queue (pending) and is not part of the campaign
         until the DM accepts it."""
@@ -699,12 +712,24 @@ def _proposal_tools(server: MCPServer, tools: CampaignTools) -> None:
     @_answering
     async def propose_fact(
         entity: Name,
-        relation: Annotated[str, Field(min_length=1, max_length=100, description="e.g. owns, located_in")],
+        relation: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=100,
+                description="snake_case. To another entity: located_in, lives_in, member_of, leader_of, works_for, "
+                "ally_of, enemy_of, knows, owns, child_of, killed_by. A state: status ('dead', 'missing'), mood, "
+                "title, occupation, age.",
+            ),
+        ],
         target: Annotated[str | None, Field(description="Another entity (name or alias).")] = None,
-        value: Annotated[str | None, Field(max_length=500, description="A state instead: 'dead'.")] = None,
+        value: Annotated[
+            str | None, Field(max_length=500, description="A state instead of a target: 'dead' (relation status).")
+        ] = None,
     ) -> Proposal:
         """Propose a fact about an entity: a relation to another entity (target) or a state (value). It waits in
-        the DM's review queue and is not canon until the DM accepts it."""
+        the DM's review queue and is not canon until the DM accepts it. A state said as "is" is filed as status, a
+        value naming an entity is linked to it, and the answer says which accepted fact a proposal contradicts."""
         return await tools.propose_fact(entity, relation, target, value)
 
 

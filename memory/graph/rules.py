@@ -39,6 +39,15 @@ SINGLE_VALUED = frozenset(
     }
 )
 
+#: A state said in plain words ("Thordak is dead"): the graph holds a state as ``status`` (``entity link Thordak
+#: status --value dead``, the extractor's "status dead"), so "is dead" must not stand beside it as another fact.
+STATE_WORDS = frozenset({"is", "are", "was", "is_now", "now", "became", "becomes", "state"})
+
+
+def state_type(type: str, value: str | None) -> str:
+    """A fact's type as the graph files it: a state said as "is"/"became"… (a value, not a target) is ``status``."""
+    return "status" if value is not None and "_".join(type.casefold().split()) in STATE_WORDS else type
+
 
 #: Who speaks for the DM: a fact from one of these sources is the DM's word (and so is one the DM confirmed).
 VOUCHING_SOURCES = (Source.dm, Source.campaign_file)

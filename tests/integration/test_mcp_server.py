@@ -133,6 +133,8 @@ async def test_player_view_hides_secrets_and_proposals_wait_for_review(
         arguments = [(t.name, a, f) for t in tools for a, f in t.input_schema["properties"].items()]
         assert len({t for t, _, _ in arguments}) == 10
         assert [f"{t}.{a}" for t, a, f in arguments if not f.get("description")] == []
+        relation = next(f for t, a, f in arguments if (t, a) == ("propose_fact", "relation"))
+        assert "located_in" in relation["description"] and "status ('dead'" in relation["description"]
         everything = []
         npcs = await call(s, "find_entities", type="npc")
         assert {e["name"] for e in npcs["entities"]} == {"Grom"}
@@ -253,6 +255,34 @@ async def test_a_players_proposal_naming_a_secret_entity_is_answered_as_any_and_
     assert len(await campaign.review.pending()) == 3
 
 
+async def test_a_proposed_fact_is_filed_as_the_graph_holds_it_and_says_what_it_contradicts(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    """An LLM wrote "is dead" beside an accepted "status dead", kept "located_in: Ironhold" as text beside the
+    entity Ironhold, and filed "alive" over "dead" without a word: a state said as "is" is status, a value naming
+    an entity links it, and the answer names the accepted fact a proposal would replace."""
+    await build_world(campaign)
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=True)
+    same = await tools.propose_fact("Grom", "is", value="alive")
+    assert (same.status, same.said) == ("accepted", "already recorded")
+    placed = await tools.propose_fact("Grom", "located_in", value="ironhold")
+    ironhold = await campaign.graph.get_entity("Ironhold")
+    [filed] = [i.fact for i in await campaign.review.pending() if i.fact]
+    assert (filed.type, filed.target_id, filed.value) == ("located_in", ironhold.id, None)
+    assert placed.said == "proposed Grom —located_in→ Ironhold"
+    assert (await tools.propose_fact("Grom", "mood", value="Ironhold")).said == "proposed Grom —mood→ Ironhold"
+    dead = await tools.propose_fact("Grom", "became", value="dead")
+    assert dead.said == (
+        "proposed Grom —status→ dead; it contradicts the accepted Grom —status→ alive, which it replaces if the DM "
+        "accepts it"
+    )
+    # an edge that adds to the others contradicts nothing; players learn of no secret fact it would replace
+    assert (await tools.propose_fact("Grom", "knows", target="Pip")).said == "proposed Grom —knows→ Pip"
+    players = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False)
+    said = (await players.propose_fact("Grom", "curse", value="none")).said
+    assert said == "proposed Grom —curse→ none"
+
+
 async def test_bad_arguments_are_tool_errors(campaign: CampaignMemory, fresh_dsn: str, tmp_path: Path) -> None:
     await build_world(campaign)
     async with mcp_client(fresh_dsn, tmp_path, "--as", "dm") as s:
@@ -307,7 +337,7 @@ async def test_blank_query_and_empty_state_are_refused(
             s, "propose_fact", entity="Grom", relation="status", value=" "
         )
         fact = await call(s, "propose_fact", entity="Grom", relation="status", value="  wounded  ")
-        assert fact["said"].endswith("—status→ wounded"), fact
+        assert fact["said"].startswith("proposed Grom —status→ wounded; it contradicts"), fact
     (item,) = await campaign.review.pending()
     assert item.kind == ReviewKind.fact and "wounded" in item.describe()
 
