@@ -52,7 +52,9 @@ from memory.models import (
     Entity,
     EntityIn,
     EntityType,
+    Entry,
     Mention,
+    PastFact,
     Provenance,
     Relationship,
     RelationshipIn,
@@ -117,6 +119,10 @@ class Fact(BaseModel):
     target: str | None
     value: str | None
     since: datetime
+    heard: str  # "heard in Night 2", "said by the DM"
+    # the line it was drawn from, where its provenance holds one: what an assistant quotes for "why do we say so?"
+    where: str | None = None  # "Night 2 at 12:30", "Session 7 (turn 2850)"
+    speaker: str | None = None
     secret: bool
 
 
@@ -165,6 +171,34 @@ class Proposal(BaseModel):
     said: str
 
 
+def _seconds(at: datetime) -> datetime:
+    """A fact's time to the second: the store orders facts of one moment by microseconds, which say nothing."""
+    return at.replace(microsecond=0)
+
+
+def heard(fact: Relationship, titles: dict[int, str]) -> str:
+    """Where a current fact was heard, as :meth:`PastFact.heard` says it of a past one."""
+    title = titles.get(fact.provenance.session_id) if fact.provenance.session_id is not None else None
+    return PastFact(**fact.model_dump(), session_title=title).heard()
+
+
+def cited(summary: str, entries: list[Entry]) -> str:
+    """A recap's quoted lines each with where it was said, as the hot context's block cites a line ("[turn 2475]
+    Matt: …", "[42:10] DM: …"): an assistant can quote it. A line that quotes none (a written recap's) is kept."""
+    by_speaker: dict[str, list[Entry]] = {}
+    for e in entries:
+        by_speaker.setdefault(e.speaker, []).append(e)
+    out = []
+    for line in summary.splitlines():
+        speaker, _, said = line.partition(": ")
+        # the quote is cut to whole words ("…") and its cut quotation closed: its longest run is the line's own
+        run = max(said.split("…"), key=len).strip().strip('"')
+        said_in = next((e for e in by_speaker.get(speaker, ()) if run and run in e.text), None)
+        when = ContextLine(speaker=speaker, text="", start_s=said_in.start_s, ref=said_in.ref).when if said_in else ""
+        out.append(f"[{when}] {line}" if said_in else line)
+    return "\n".join(out)
+
+
 async def mentions_of(mem: CampaignMemory, entity: Entity, limit: int) -> list[Mention]:
     """Where an entity was named (name, alias, heard-as or a correction), newest first: the mention index, and the
     lines it may not hold yet (:func:`memory.mentions.said_ids`)."""
@@ -205,7 +239,7 @@ class CampaignTools:
         asked = await recall_core.recap_asked(self.mem, query)
         mask = await reader_mask(self.mem, self.dm)
         return SearchResult(
-            recap=None if asked is None else self._recap(asked, mask),
+            recap=None if asked is None else await self._recap(asked, mask),
             entities=named,
             passages=[
                 Passage(
@@ -273,6 +307,8 @@ class CampaignTools:
         entity = (await visible_snapshot(self.mem, name, dm=self.dm, mask=mask)).entity
         current = await self.mem.graph.relationships_of(entity.id, include_secret=self.dm)
         past = await self.mem.graph.history(entity.id, include_secret=self.dm) if history else []
+        titles = {s.id: s.title for s in await self.mem.log.sessions()}
+        lines = {r.id: said for r in current if (said := await self.mem.review.said(r.provenance.entry_ids))}
         return Facts(
             entity=mask(entity.name),
             current=[
@@ -281,16 +317,20 @@ class CampaignTools:
                     type=r.type,
                     target=mask(r.target_name) if r.target_name else None,
                     value=mask(r.value) if r.value is not None else None,
-                    since=r.valid_from,
+                    since=_seconds(r.valid_from),
+                    heard=mask(heard(r, titles)),
+                    where=mask(line.where()) if line else None,
+                    speaker=mask(line.speaker) if line else None,
                     secret=r.visibility == Visibility.secret,
                 )
                 for r in current
+                for line in [lines.get(r.id)]
             ],
             history=[
                 PastFactOut(
                     text=mask(p.describe()),
-                    held_from=p.valid_from,
-                    held_to=p.valid_to,  # type: ignore[arg-type]  # history holds closed facts only
+                    held_from=_seconds(p.valid_from),
+                    held_to=_seconds(p.valid_to),  # type: ignore[arg-type]  # history holds closed facts only
                     heard=mask(p.heard()),
                     secret=p.visibility == Visibility.secret,
                 )
@@ -326,17 +366,19 @@ class CampaignTools:
 
     async def session_recap(self, session: str | None = None) -> Recap:
         chosen, mask = await self._session(session)
-        return self._recap(chosen, mask)
+        return await self._recap(chosen, mask)
 
     async def recap_by_id(self, session_id: int) -> Recap:
         mask = await reader_mask(self.mem, self.dm)
         chosen = next((s for s in await self.mem.log.sessions() if s.id == session_id), None)
         if chosen is None:
             raise NotFoundError(f"no session with id {session_id} in this campaign", subject="session")
-        return self._recap(chosen, mask)
+        return await self._recap(chosen, mask)
 
-    def _recap(self, chosen: Session, mask: Callable[[str], str]) -> Recap:
+    async def _recap(self, chosen: Session, mask: Callable[[str], str]) -> Recap:
         summary = chosen.summary
+        if summary:
+            summary = cited(summary, await self.mem.log.session_entries(chosen.id))
         if summary and not self.dm:
             summary = recap_for_players(summary, mask)  # type: ignore[arg-type]  # a SecretMask for players
         return Recap(

@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 
 from memory.errors import AlreadyExistsError
 from memory.mcp_tools import CampaignTools
-from memory.models import EntityType, ReviewKind, Visibility
+from memory.models import EntityType, Provenance, RelationshipIn, ReviewKind, Source, Visibility
 from memory.store import CampaignMemory, Memory
 from tests.integration.conftest import ROOT
 from tests.integration.mcp_world import SECRET_FACT_VALUE, SECRET_NPC, build_world
@@ -281,6 +281,32 @@ async def test_a_proposed_fact_is_filed_as_the_graph_holds_it_and_says_what_it_c
     players = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False)
     said = (await players.propose_fact("Grom", "curse", value="none")).said
     assert said == "proposed Grom —curse→ none"
+
+
+async def test_facts_and_recap_lines_say_where_they_were_said(campaign: CampaignMemory, memory: Memory) -> None:
+    """ "Why do we say Pip has the key?" had no answer: a current fact carried no line, its time fake microseconds,
+    and a recap's quoted lines no turn or time. A fact drawn from a line cites it; one the DM gave says so."""
+    ids = await build_world(campaign)
+    night1 = await campaign.log.session_entries(ids["old"])
+    pip, key = await campaign.graph.get_entity("Pip"), await campaign.graph.get_entity("Ember Key")
+    heard = Provenance(source=Source.stated, confidence=0.9, session_id=ids["old"], entry_ids=[night1[1].id])
+    await campaign.graph.add_relationship(
+        RelationshipIn(source_id=pip.id, type="carries", target_id=key.id, provenance=heard, status="accepted")
+    )
+    summary = "DM: Grom hands the Ember Key to Pip.\nPip: I pocket the key and…\nA written line.\nInvolved: Grom, Pip"
+    await campaign.log.set_summary(ids["old"], summary)
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False)
+    facts = {f.text: f for f in (await tools.entity_facts("Pip")).current}
+    carries = facts["Pip —carries→ Ember Key"]
+    assert (carries.heard, carries.where, carries.speaker) == ("heard in Night 1", "Night 1 at 0:20", "Pip")
+    owned = facts["Ember Key —owned_by→ Pip"]
+    assert (owned.heard, owned.where, owned.speaker) == ("said by the DM", None, None)
+    assert all(f.since.microsecond == 0 for f in facts.values())
+    recap = await tools.session_recap("Night 1")
+    assert recap.summary == (
+        "[0:10] DM: Grom hands the Ember Key to Pip.\n[0:20] Pip: I pocket the key and…\nA written line.\n"
+        "Involved: Grom, Pip"
+    )
 
 
 async def test_bad_arguments_are_tool_errors(campaign: CampaignMemory, fresh_dsn: str, tmp_path: Path) -> None:
