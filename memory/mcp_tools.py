@@ -10,13 +10,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import json
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
-from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_core import ErrorDetails
 
@@ -245,7 +246,8 @@ class CampaignTools:
                 Passage(
                     where=mask(h.where()),
                     speakers=list(dict.fromkeys(map(mask, h.speakers))),
-                    text=mask(h.text),
+                    # as recall shows it: context lines previewed, a long line by its passage, cut at words with "…"
+                    text="\n".join(f"{line.who(mask)}: {line.shown(mask)}" for line in h.lines) or mask(h.text),
                     refs=h.refs,
                     score=h.score,
                 )
@@ -606,13 +608,26 @@ class _Server(MCPServer):
                 f"Error executing tool {name}: unknown argument {', '.join(map(repr, unknown))} ({name} takes {takes})"
             )
         try:
-            return await super().call_tool(name, arguments, context)
+            result = await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
                 raise
             schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
             said = argument_problems(exc.__cause__, schema)
             raise ToolError(f"Error executing tool {name}: {said}") from exc.__cause__  # the SDK logs its fields
+        if isinstance(result, CallToolResult) and result.structured_content is not None:
+            # what the client's model reads: the SDK indents it (a third more tokens), and "secret": false on every
+            # item says nothing ("secret": true marks what is)
+            text = json.dumps(_unmarked(result.structured_content), ensure_ascii=False, separators=(",", ":"))
+            result = result.model_copy(update={"content": [TextContent(type="text", text=text)]})
+        return result
+
+
+def _unmarked(data: Any) -> Any:
+    """``data`` without its ``"secret": false`` items."""
+    if isinstance(data, dict):
+        return {k: _unmarked(v) for k, v in data.items() if not (k == "secret" and v is False)}
+    return [_unmarked(v) for v in data] if isinstance(data, list) else data
 
 
 Text = Annotated[str, Field(min_length=1, max_length=1000)]

@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 
 from memory.errors import AlreadyExistsError
 from memory.mcp_tools import CampaignTools
-from memory.models import EntityType, Provenance, RelationshipIn, ReviewKind, Source, Visibility
+from memory.models import EntityType, EntryIn, Provenance, RelationshipIn, ReviewKind, Source, Visibility
 from memory.store import CampaignMemory, Memory
 from tests.integration.conftest import ROOT
 from tests.integration.mcp_world import SECRET_FACT_VALUE, SECRET_NPC, build_world
@@ -77,6 +77,10 @@ async def test_dm_view_every_tool(campaign: CampaignMemory, fresh_dsn: str, tmp_
         assert sorted(kinds) == sorted(set(kinds)) and "location" in kinds
 
         found = await call(s, "search_sessions", query="Ember Key", limit=3)
+        # what the client's model reads: compact, and only what is secret marked so
+        read = (await s.call_tool("find_entities", {"type": "npc"})).content[0].text  # type: ignore[union-attr]
+        assert "\n" not in read and '": ' not in read
+        assert '"secret":true' in read and '"secret":false' not in read
         assert found["passages"] and "Night 1" in found["passages"][0]["where"]
         assert "Ember Key" in found["passages"][0]["text"] and found["passages"][0]["refs"] is not None
         assert found["entities"][0]["name"] == "Ember Key"
@@ -307,6 +311,19 @@ async def test_facts_and_recap_lines_say_where_they_were_said(campaign: Campaign
         "[0:10] DM: Grom hands the Ember Key to Pip.\n[0:20] Pip: I pocket the key and…\nA written line.\n"
         "Involved: Grom, Pip"
     )
+
+
+async def test_a_long_line_is_shown_by_its_passage(campaign: CampaignMemory, memory: Memory) -> None:
+    """A narrator's long paragraph came whole in every passage (8,000 characters for five): it is shown as recall
+    shows it in Discord, by the sentences around what was asked, cut at words with "…"."""
+    ids = await build_world(campaign)
+    filler = " ".join(f"The hall of the dwarves is cold and quiet on day {n}." for n in range(40))
+    long = f"{filler} Grom strikes the moonforged anvil twice. {filler}"
+    await campaign.log.write_many(ids["old"], [EntryIn(speaker="DM", text=long, start_s=40)])
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=True)
+    [passage, *_] = (await tools.search_sessions("moonforged anvil")).passages
+    assert "Grom strikes the moonforged anvil twice." in passage.text and len(passage.text) < len(long) // 4
+    assert passage.text.startswith("DM: …") and passage.text.endswith("…")
 
 
 async def test_bad_arguments_are_tool_errors(campaign: CampaignMemory, fresh_dsn: str, tmp_path: Path) -> None:
