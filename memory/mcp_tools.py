@@ -45,7 +45,7 @@ from memory.errors import (
     validation_problems,
 )
 from memory.extraction.evidence import ATTRIBUTES
-from memory.graph.rules import FactKey, contradicts, state_type
+from memory.graph.rules import CLOSE_NAME, FactKey, contradicts, name_closeness, state_type
 from memory.mentions import latest
 from memory.models import (
     MAX_RELATIONSHIP_TYPE_CHARS,
@@ -256,7 +256,7 @@ class CampaignTools:
         )
 
     async def find_entities(self, query: str = "", type: EntityType | None = None, limit: int = 20) -> FoundEntities:
-        from rapidfuzz import fuzz, process
+        from rapidfuzz import process
 
         mask = await reader_mask(self.mem, self.dm)
         entities = await self.mem.graph.list_entities(type, include_secret=self.dm)
@@ -283,7 +283,7 @@ class CampaignTools:
         if wanted and not found:  # a misspelt name: the closest ones
             choices = {n: e for e in entities for n in names(e)}
             close = process.extract(
-                query, list(choices), scorer=fuzz.WRatio, processor=normalize, limit=limit, score_cutoff=80
+                query, list(choices), scorer=name_closeness, processor=normalize, limit=limit, score_cutoff=CLOSE_NAME
             )
             found = list({choices[n].id: choices[n] for n, _, _ in close}.values())
         return FoundEntities(
