@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, computed_field
 from memory.correction.text import normalize
 from memory.errors import InvalidInputError, NotFoundError
 from memory.graph import SecretMask
+from memory.graph.rules import CLOSE_NAME, name_closeness
 from memory.models import TIMED_REFS, Entity, EntityType, Mention, Neighbourhood, ReviewStatus, Visibility
 from memory.store import CampaignMemory
 from memory.text import attribute_text, clip
@@ -304,7 +305,12 @@ async def _visible(
     for same in (str.casefold, normalize):
         if (real := next((e for n, e in visible.items() if same(n) == same(name.strip())), None)) is not None:
             return await read(real)
-    close = [m[0] for m in process.extract(name, list(visible), processor=normalize, limit=3, score_cutoff=70)]
+    close = [
+        m[0]
+        for m in process.extract(
+            name, list(visible), scorer=name_closeness, processor=normalize, limit=3, score_cutoff=CLOSE_NAME
+        )
+    ]
     hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
     raise NotFoundError(f"no entity named {name!r} in this campaign{hint}", subject="entity", name=name)
 

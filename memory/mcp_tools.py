@@ -7,15 +7,17 @@ or rejects, never canon. What a caller passes is data: names are looked up, neve
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import json
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
-from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_core import ErrorDetails
 
@@ -42,6 +44,8 @@ from memory.errors import (
     quoted,
     validation_problems,
 )
+from memory.extraction.evidence import ATTRIBUTES
+from memory.graph.rules import CLOSE_NAME, FactKey, contradicts, name_closeness, state_type
 from memory.mentions import latest
 from memory.models import (
     MAX_RELATIONSHIP_TYPE_CHARS,
@@ -49,7 +53,9 @@ from memory.models import (
     Entity,
     EntityIn,
     EntityType,
+    Entry,
     Mention,
+    PastFact,
     Provenance,
     Relationship,
     RelationshipIn,
@@ -114,6 +120,10 @@ class Fact(BaseModel):
     target: str | None
     value: str | None
     since: datetime
+    heard: str  # "heard in Night 2", "said by the DM"
+    # the line it was drawn from, where its provenance holds one: what an assistant quotes for "why do we say so?"
+    where: str | None = None  # "Night 2 at 12:30", "Session 7 (turn 2850)"
+    speaker: str | None = None
     secret: bool
 
 
@@ -162,6 +172,34 @@ class Proposal(BaseModel):
     said: str
 
 
+def _seconds(at: datetime) -> datetime:
+    """A fact's time to the second: the store orders facts of one moment by microseconds, which say nothing."""
+    return at.replace(microsecond=0)
+
+
+def heard(fact: Relationship, titles: dict[int, str]) -> str:
+    """Where a current fact was heard, as :meth:`PastFact.heard` says it of a past one."""
+    title = titles.get(fact.provenance.session_id) if fact.provenance.session_id is not None else None
+    return PastFact(**fact.model_dump(), session_title=title).heard()
+
+
+def cited(summary: str, entries: list[Entry]) -> str:
+    """A recap's quoted lines each with where it was said, as the hot context's block cites a line ("[turn 2475]
+    Matt: …", "[42:10] DM: …"): an assistant can quote it. A line that quotes none (a written recap's) is kept."""
+    by_speaker: dict[str, list[Entry]] = {}
+    for e in entries:
+        by_speaker.setdefault(e.speaker, []).append(e)
+    out = []
+    for line in summary.splitlines():
+        speaker, _, said = line.partition(": ")
+        # the quote is cut to whole words ("…") and its cut quotation closed: its longest run is the line's own
+        run = max(said.split("…"), key=len).strip().strip('"')
+        said_in = next((e for e in by_speaker.get(speaker, ()) if run and run in e.text), None)
+        when = ContextLine(speaker=speaker, text="", start_s=said_in.start_s, ref=said_in.ref).when if said_in else ""
+        out.append(f"[{when}] {line}" if said_in else line)
+    return "\n".join(out)
+
+
 async def mentions_of(mem: CampaignMemory, entity: Entity, limit: int) -> list[Mention]:
     """Where an entity was named (name, alias, heard-as or a correction), newest first: the mention index, and the
     lines it may not hold yet (:func:`memory.mentions.said_ids`)."""
@@ -202,13 +240,14 @@ class CampaignTools:
         asked = await recall_core.recap_asked(self.mem, query)
         mask = await reader_mask(self.mem, self.dm)
         return SearchResult(
-            recap=None if asked is None else self._recap(asked, mask),
+            recap=None if asked is None else await self._recap(asked, mask),
             entities=named,
             passages=[
                 Passage(
                     where=mask(h.where()),
                     speakers=list(dict.fromkeys(map(mask, h.speakers))),
-                    text=mask(h.text),
+                    # as recall shows it: context lines previewed, a long line by its passage, cut at words with "…"
+                    text="\n".join(f"{line.who(mask)}: {line.shown(mask)}" for line in h.lines) or mask(h.text),
                     refs=h.refs,
                     score=h.score,
                 )
@@ -217,7 +256,7 @@ class CampaignTools:
         )
 
     async def find_entities(self, query: str = "", type: EntityType | None = None, limit: int = 20) -> FoundEntities:
-        from rapidfuzz import fuzz, process
+        from rapidfuzz import process
 
         mask = await reader_mask(self.mem, self.dm)
         entities = await self.mem.graph.list_entities(type, include_secret=self.dm)
@@ -244,7 +283,7 @@ class CampaignTools:
         if wanted and not found:  # a misspelt name: the closest ones
             choices = {n: e for e in entities for n in names(e)}
             close = process.extract(
-                query, list(choices), scorer=fuzz.WRatio, processor=normalize, limit=limit, score_cutoff=80
+                query, list(choices), scorer=name_closeness, processor=normalize, limit=limit, score_cutoff=CLOSE_NAME
             )
             found = list({choices[n].id: choices[n] for n, _, _ in close}.values())
         return FoundEntities(
@@ -270,6 +309,8 @@ class CampaignTools:
         entity = (await visible_snapshot(self.mem, name, dm=self.dm, mask=mask)).entity
         current = await self.mem.graph.relationships_of(entity.id, include_secret=self.dm)
         past = await self.mem.graph.history(entity.id, include_secret=self.dm) if history else []
+        titles = {s.id: s.title for s in await self.mem.log.sessions()}
+        lines = {r.id: said for r in current if (said := await self.mem.review.said(r.provenance.entry_ids))}
         return Facts(
             entity=mask(entity.name),
             current=[
@@ -278,16 +319,20 @@ class CampaignTools:
                     type=r.type,
                     target=mask(r.target_name) if r.target_name else None,
                     value=mask(r.value) if r.value is not None else None,
-                    since=r.valid_from,
+                    since=_seconds(r.valid_from),
+                    heard=mask(heard(r, titles)),
+                    where=mask(line.where()) if line else None,
+                    speaker=mask(line.speaker) if line else None,
                     secret=r.visibility == Visibility.secret,
                 )
                 for r in current
+                for line in [lines.get(r.id)]
             ],
             history=[
                 PastFactOut(
                     text=mask(p.describe()),
-                    held_from=p.valid_from,
-                    held_to=p.valid_to,  # type: ignore[arg-type]  # history holds closed facts only
+                    held_from=_seconds(p.valid_from),
+                    held_to=_seconds(p.valid_to),  # type: ignore[arg-type]  # history holds closed facts only
                     heard=mask(p.heard()),
                     secret=p.visibility == Visibility.secret,
                 )
@@ -323,17 +368,19 @@ class CampaignTools:
 
     async def session_recap(self, session: str | None = None) -> Recap:
         chosen, mask = await self._session(session)
-        return self._recap(chosen, mask)
+        return await self._recap(chosen, mask)
 
     async def recap_by_id(self, session_id: int) -> Recap:
         mask = await reader_mask(self.mem, self.dm)
         chosen = next((s for s in await self.mem.log.sessions() if s.id == session_id), None)
         if chosen is None:
             raise NotFoundError(f"no session with id {session_id} in this campaign", subject="session")
-        return self._recap(chosen, mask)
+        return await self._recap(chosen, mask)
 
-    def _recap(self, chosen: Session, mask: Callable[[str], str]) -> Recap:
+    async def _recap(self, chosen: Session, mask: Callable[[str], str]) -> Recap:
         summary = chosen.summary
+        if summary:
+            summary = cited(summary, await self.mem.log.session_entries(chosen.id))
         if summary and not self.dm:
             summary = recap_for_players(summary, mask)  # type: ignore[arg-type]  # a SecretMask for players
         return Recap(
@@ -419,8 +466,14 @@ class CampaignTools:
             )
         if value is not None:
             value = fact_value(value)  # trimmed and not empty, as a fact the DM links
+        relation = state_type(relation, value)
         mask = await reader_mask(self.mem, self.dm)
         source = (await visible_snapshot(self.mem, entity, dm=self.dm, mask=mask)).entity
+        if value is not None and "_".join(relation.casefold().split()) not in ATTRIBUTES:
+            # "located_in: Whitestone" names the entity: linked to it, as the DM's review would, not kept as text
+            with contextlib.suppress(NotFoundError):
+                await visible_snapshot(self.mem, value, dm=self.dm, mask=mask)
+                target, value = value, None
         other = (await visible_snapshot(self.mem, target, dm=self.dm, mask=mask)).entity if target else None
         if other is not None and other.id == source.id:
             raise InvalidInputError(f"{target!r} is {mask(source.name)!r} itself: a fact about it alone is a value")
@@ -444,6 +497,12 @@ class CampaignTools:
             if not self.dm:  # a fact still waiting may be the DM's to decide: players learn only that it is known
                 known = "already recorded or waiting for review"
             return proposed.model_copy(update={"status": fact.status, "said": known})
+        # the caller may not know what it overturns ("alive" while "dead" stands): accepted, it would replace it
+        new = FactKey(source_id=source.id, type=fact.type, target_id=fact.target_id, value=fact.value)
+        current = await self.mem.graph.relationships_of(source.id, include_secret=self.dm)
+        clashes = [mask(r.describe()) for r in current if contradicts(new, FactKey.model_validate(r.model_dump()))]
+        if clashes:
+            said += f"; it contradicts the accepted {', '.join(clashes)}, which it replaces if the DM accepts it"
         return proposed.model_copy(update={"said": said})
 
     async def _file_guess(self, proposed: RelationshipIn, secret: Relationship) -> tuple[Relationship, bool]:
@@ -549,19 +608,37 @@ class _Server(MCPServer):
                 f"Error executing tool {name}: unknown argument {', '.join(map(repr, unknown))} ({name} takes {takes})"
             )
         try:
-            return await super().call_tool(name, arguments, context)
+            result = await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
                 raise
             schema = next((t.input_schema for t in await self.list_tools() if t.name == name), {})
             said = argument_problems(exc.__cause__, schema)
             raise ToolError(f"Error executing tool {name}: {said}") from exc.__cause__  # the SDK logs its fields
+        if isinstance(result, CallToolResult) and result.structured_content is not None:
+            # what the client's model reads: the SDK indents it (a third more tokens), and "secret": false on every
+            # item says nothing ("secret": true marks what is)
+            text = json.dumps(_unmarked(result.structured_content), ensure_ascii=False, separators=(",", ":"))
+            result = result.model_copy(update={"content": [TextContent(type="text", text=text)]})
+        return result
+
+
+def _unmarked(data: Any) -> Any:
+    """``data`` without its ``"secret": false`` items."""
+    if isinstance(data, dict):
+        return {k: _unmarked(v) for k, v in data.items() if not (k == "secret" and v is False)}
+    return [_unmarked(v) for v in data] if isinstance(data, list) else data
 
 
 Text = Annotated[str, Field(min_length=1, max_length=1000)]
 Name = Annotated[str, Field(min_length=1, max_length=300, description="An entity's name or one of its aliases.")]
 SessionTitle = Annotated[
-    str | None, Field(default=None, description="A session's title; omitted: the live one, else the latest.")
+    str | None,
+    Field(
+        default=None,
+        description="A session's title as the campaign names it, e.g. 'Session 3' (the lorekeeper://campaign "
+        "resource lists them); omitted: the live one, else the latest.",
+    ),
 ]
 Minutes = Annotated[float, Field(gt=0, le=MAX_MINUTES, description="How many minutes of the log, back from its end.")]
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -615,7 +692,7 @@ def _read_tools(server: MCPServer, tools: CampaignTools) -> None:  # 73 lines: e
     async def find_entities(
         query: Annotated[str, Field(max_length=300, description="Part of a name or alias; empty: all.")] = "",
         type: Annotated[EntityType | None, Field(description="Only entities of this type.")] = None,
-        limit: Annotated[int, Field(ge=1, le=MAX_RESULTS)] = 20,
+        limit: Annotated[int, Field(ge=1, le=MAX_RESULTS, description="Entities to return.")] = 20,
     ) -> FoundEntities:
         """Find the campaign's entities (NPCs, players, places, items, factions, quests, events, concepts) by name,
         alias or type: exact names first, then those starting with or containing the query, else the closest
@@ -641,7 +718,9 @@ def _read_tools(server: MCPServer, tools: CampaignTools) -> None:  # 73 lines: e
 
     @server.tool(annotations=READ)
     @_answering
-    async def entity_mentions(name: Name, limit: Annotated[int, Field(ge=1, le=MAX_RESULTS)] = 10) -> Mentions:
+    async def entity_mentions(
+        name: Name, limit: Annotated[int, Field(ge=1, le=MAX_RESULTS, description="Mentions to return.")] = 10
+    ) -> Mentions:
         """Where an entity was mentioned in the sessions (by its name or an alias; an event, where it was told),
         newest first, each line with its session, time, speaker and source ref."""
         return await tools.entity_mentions(name, limit)
@@ -677,10 +756,10 @@ def _proposal_tools(server: MCPServer, tools: CampaignTools) -> None:
     @server.tool(annotations=PROPOSE)
     @_answering
     async def propose_entity(
-        name: Annotated[str, Field(min_length=1, max_length=300)],
-        type: EntityType,
-        description: Annotated[str, Field(max_length=2000)] = "",
-        aliases: Annotated[list[str], Field(max_length=20)] = [],  # noqa: B006  # the schema's default
+        name: Annotated[str, Field(min_length=1, max_length=300, description="The new entity's name.")],
+        type: Annotated[EntityType, Field(description="What kind of entity it is.")],
+        description: Annotated[str, Field(max_length=2000, description="Who or what it is, in a few words.")] = "",
+        aliases: Annotated[list[str], Field(max_length=20, description="Other names it goes by ('the smith').")] = [],  # noqa: B006  # the schema's default
     ) -> Proposal:
         """Propose a new entity. It waits in the DM's review queue (pending) and is not part of the campaign
         until the DM accepts it."""
@@ -690,12 +769,24 @@ def _proposal_tools(server: MCPServer, tools: CampaignTools) -> None:
     @_answering
     async def propose_fact(
         entity: Name,
-        relation: Annotated[str, Field(min_length=1, max_length=100, description="e.g. owns, located_in")],
+        relation: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=100,
+                description="snake_case. To another entity: located_in, lives_in, member_of, leader_of, works_for, "
+                "ally_of, enemy_of, knows, owns, child_of, killed_by. A state: status ('dead', 'missing'), mood, "
+                "title, occupation, age.",
+            ),
+        ],
         target: Annotated[str | None, Field(description="Another entity (name or alias).")] = None,
-        value: Annotated[str | None, Field(max_length=500, description="A state instead: 'dead'.")] = None,
+        value: Annotated[
+            str | None, Field(max_length=500, description="A state instead of a target: 'dead' (relation status).")
+        ] = None,
     ) -> Proposal:
         """Propose a fact about an entity: a relation to another entity (target) or a state (value). It waits in
-        the DM's review queue and is not canon until the DM accepts it."""
+        the DM's review queue and is not canon until the DM accepts it. A state said as "is" is filed as status, a
+        value naming an entity is linked to it, and the answer says which accepted fact a proposal contradicts."""
         return await tools.propose_fact(entity, relation, target, value)
 
 

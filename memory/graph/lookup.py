@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from memory.errors import NotFoundError
 from memory.graph.base import GraphBase
-from memory.graph.rules import spelled_alike
+from memory.graph.rules import CLOSE_NAME, name_closeness, spelled_alike
 from memory.graph.sql import (
     ENTITY_SELECT,
     REL_SELECT,
@@ -149,7 +149,10 @@ class EntityLookup(GraphBase):
         # closest alias
         close: dict[int, str] = {}
         choices = [f for _, f, _ in forms]
-        for form, _, i in process.extract(name, choices, processor=normalize, limit=None, score_cutoff=70):
+        close_forms = process.extract(
+            name, choices, scorer=name_closeness, processor=normalize, limit=None, score_cutoff=CLOSE_NAME
+        )
+        for form, _, i in close_forms:
             entity_id, _, alias = forms[i]
             if entity_id not in close or not alias:  # in the order of its closest form
                 close[entity_id] = form

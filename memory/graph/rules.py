@@ -39,6 +39,15 @@ SINGLE_VALUED = frozenset(
     }
 )
 
+#: A state said in plain words ("Thordak is dead"): the graph holds a state as ``status`` (``entity link Thordak
+#: status --value dead``, the extractor's "status dead"), so "is dead" must not stand beside it as another fact.
+STATE_WORDS = frozenset({"is", "are", "was", "is_now", "now", "became", "becomes", "state"})
+
+
+def state_type(type: str, value: str | None) -> str:
+    """A fact's type as the graph files it: a state said as "is"/"became"… (a value, not a target) is ``status``."""
+    return "status" if value is not None and "_".join(type.casefold().split()) in STATE_WORDS else type
+
 
 #: Who speaks for the DM: a fact from one of these sources is the DM's word (and so is one the DM confirmed).
 VOUCHING_SOURCES = (Source.dm, Source.campaign_file)
@@ -105,6 +114,31 @@ def spelled_alike(name: str) -> str:
     """What two spellings of one name share: case, accents, apostrophes and hyphens aside as the matcher reads
     names ("cafe" for Café, "Vex’ahlia"), and a leading "The" ("Nestled Nook Inn", "the Vex'ahlia")."""
     return _normalize()(name).removeprefix("the ")
+
+
+#: How close a mistyped name must be to one the campaign holds for a "did you mean" (:func:`name_closeness`).
+CLOSE_NAME = 70
+
+
+def name_closeness(typed: str, name: str, **_: Any) -> float:
+    """How close ``typed`` is to ``name`` (both in :func:`memory.correction.text.normalize` form), 0-100, for "did
+    you mean": the whole names, or ``typed`` against as many consecutive words of ``name`` ("Thordack" for "Death
+    of Thordak"; a start of them, "Tary" for Taryon), or a name within the words typed ("Doty the robot"). Never a
+    run of letters inside a word: rapidfuzz's WRatio found "Oni" in "Nonexistent Person" and "Goristro" for "Gorm".
+    A rapidfuzz scorer (it passes ``score_cutoff``)."""
+    from rapidfuzz.fuzz import ratio
+
+    best = ratio(typed, name)
+    for short, long in ((typed, name), (name, typed)):
+        size, words = len(short.split()), long.split()
+        for i in range(len(words) - size + 1):
+            run = " ".join(words[i : i + size])
+            if short is typed:
+                within = 100.0 if run.startswith(short) else ratio(short, run)
+            else:  # a name among other words typed, as it is: "Kash" is not in "Sister Ash"
+                within = 100.0 if run == short else 0.0
+            best = max(best, 0.9 * within)  # a part of the name, never as close as the whole
+    return best
 
 
 @functools.cache

@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 
 from memory.errors import AlreadyExistsError
 from memory.mcp_tools import CampaignTools
-from memory.models import EntityType, ReviewKind, Visibility
+from memory.models import EntityType, EntryIn, Provenance, RelationshipIn, ReviewKind, Source, Visibility
 from memory.store import CampaignMemory, Memory
 from tests.integration.conftest import ROOT
 from tests.integration.mcp_world import SECRET_FACT_VALUE, SECRET_NPC, build_world
@@ -77,6 +77,10 @@ async def test_dm_view_every_tool(campaign: CampaignMemory, fresh_dsn: str, tmp_
         assert sorted(kinds) == sorted(set(kinds)) and "location" in kinds
 
         found = await call(s, "search_sessions", query="Ember Key", limit=3)
+        # what the client's model reads: compact, and only what is secret marked so
+        read = (await s.call_tool("find_entities", {"type": "npc"})).content[0].text  # type: ignore[union-attr]
+        assert "\n" not in read and '": ' not in read
+        assert '"secret":true' in read and '"secret":false' not in read
         assert found["passages"] and "Night 1" in found["passages"][0]["where"]
         assert "Ember Key" in found["passages"][0]["text"] and found["passages"][0]["refs"] is not None
         assert found["entities"][0]["name"] == "Ember Key"
@@ -128,6 +132,13 @@ async def test_player_view_hides_secrets_and_proposals_wait_for_review(
 ) -> None:
     await build_world(campaign)
     async with mcp_client(fresh_dsn, tmp_path, "--as", "player", "--allow-proposals") as s:
+        # an LLM fills in what the schema describes: every argument of every tool says what it is
+        tools = (await s.list_tools()).tools
+        arguments = [(t.name, a, f) for t in tools for a, f in t.input_schema["properties"].items()]
+        assert len({t for t, _, _ in arguments}) == 10
+        assert [f"{t}.{a}" for t, a, f in arguments if not f.get("description")] == []
+        relation = next(f for t, a, f in arguments if (t, a) == ("propose_fact", "relation"))
+        assert "located_in" in relation["description"] and "status ('dead'" in relation["description"]
         everything = []
         npcs = await call(s, "find_entities", type="npc")
         assert {e["name"] for e in npcs["entities"]} == {"Grom"}
@@ -248,6 +259,73 @@ async def test_a_players_proposal_naming_a_secret_entity_is_answered_as_any_and_
     assert len(await campaign.review.pending()) == 3
 
 
+async def test_a_proposed_fact_is_filed_as_the_graph_holds_it_and_says_what_it_contradicts(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    """An LLM wrote "is dead" beside an accepted "status dead", kept "located_in: Ironhold" as text beside the
+    entity Ironhold, and filed "alive" over "dead" without a word: a state said as "is" is status, a value naming
+    an entity links it, and the answer names the accepted fact a proposal would replace."""
+    await build_world(campaign)
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=True)
+    same = await tools.propose_fact("Grom", "is", value="alive")
+    assert (same.status, same.said) == ("accepted", "already recorded")
+    placed = await tools.propose_fact("Grom", "located_in", value="ironhold")
+    ironhold = await campaign.graph.get_entity("Ironhold")
+    [filed] = [i.fact for i in await campaign.review.pending() if i.fact]
+    assert (filed.type, filed.target_id, filed.value) == ("located_in", ironhold.id, None)
+    assert placed.said == "proposed Grom —located_in→ Ironhold"
+    assert (await tools.propose_fact("Grom", "mood", value="Ironhold")).said == "proposed Grom —mood→ Ironhold"
+    dead = await tools.propose_fact("Grom", "became", value="dead")
+    assert dead.said == (
+        "proposed Grom —status→ dead; it contradicts the accepted Grom —status→ alive, which it replaces if the DM "
+        "accepts it"
+    )
+    # an edge that adds to the others contradicts nothing; players learn of no secret fact it would replace
+    assert (await tools.propose_fact("Grom", "knows", target="Pip")).said == "proposed Grom —knows→ Pip"
+    players = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False)
+    said = (await players.propose_fact("Grom", "curse", value="none")).said
+    assert said == "proposed Grom —curse→ none"
+
+
+async def test_facts_and_recap_lines_say_where_they_were_said(campaign: CampaignMemory, memory: Memory) -> None:
+    """ "Why do we say Pip has the key?" had no answer: a current fact carried no line, its time fake microseconds,
+    and a recap's quoted lines no turn or time. A fact drawn from a line cites it; one the DM gave says so."""
+    ids = await build_world(campaign)
+    night1 = await campaign.log.session_entries(ids["old"])
+    pip, key = await campaign.graph.get_entity("Pip"), await campaign.graph.get_entity("Ember Key")
+    heard = Provenance(source=Source.stated, confidence=0.9, session_id=ids["old"], entry_ids=[night1[1].id])
+    await campaign.graph.add_relationship(
+        RelationshipIn(source_id=pip.id, type="carries", target_id=key.id, provenance=heard, status="accepted")
+    )
+    summary = "DM: Grom hands the Ember Key to Pip.\nPip: I pocket the key and…\nA written line.\nInvolved: Grom, Pip"
+    await campaign.log.set_summary(ids["old"], summary)
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False)
+    facts = {f.text: f for f in (await tools.entity_facts("Pip")).current}
+    carries = facts["Pip —carries→ Ember Key"]
+    assert (carries.heard, carries.where, carries.speaker) == ("heard in Night 1", "Night 1 at 0:20", "Pip")
+    owned = facts["Ember Key —owned_by→ Pip"]
+    assert (owned.heard, owned.where, owned.speaker) == ("said by the DM", None, None)
+    assert all(f.since.microsecond == 0 for f in facts.values())
+    recap = await tools.session_recap("Night 1")
+    assert recap.summary == (
+        "[0:10] DM: Grom hands the Ember Key to Pip.\n[0:20] Pip: I pocket the key and…\nA written line.\n"
+        "Involved: Grom, Pip"
+    )
+
+
+async def test_a_long_line_is_shown_by_its_passage(campaign: CampaignMemory, memory: Memory) -> None:
+    """A narrator's long paragraph came whole in every passage (8,000 characters for five): it is shown as recall
+    shows it in Discord, by the sentences around what was asked, cut at words with "…"."""
+    ids = await build_world(campaign)
+    filler = " ".join(f"The hall of the dwarves is cold and quiet on day {n}." for n in range(40))
+    long = f"{filler} Grom strikes the moonforged anvil twice. {filler}"
+    await campaign.log.write_many(ids["old"], [EntryIn(speaker="DM", text=long, start_s=40)])
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=True)
+    [passage, *_] = (await tools.search_sessions("moonforged anvil")).passages
+    assert "Grom strikes the moonforged anvil twice." in passage.text and len(passage.text) < len(long) // 4
+    assert passage.text.startswith("DM: …") and passage.text.endswith("…")
+
+
 async def test_bad_arguments_are_tool_errors(campaign: CampaignMemory, fresh_dsn: str, tmp_path: Path) -> None:
     await build_world(campaign)
     async with mcp_client(fresh_dsn, tmp_path, "--as", "dm") as s:
@@ -302,7 +380,7 @@ async def test_blank_query_and_empty_state_are_refused(
             s, "propose_fact", entity="Grom", relation="status", value=" "
         )
         fact = await call(s, "propose_fact", entity="Grom", relation="status", value="  wounded  ")
-        assert fact["said"].endswith("—status→ wounded"), fact
+        assert fact["said"].startswith("proposed Grom —status→ wounded; it contradicts"), fact
     (item,) = await campaign.review.pending()
     assert item.kind == ReviewKind.fact and "wounded" in item.describe()
 

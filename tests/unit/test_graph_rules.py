@@ -9,6 +9,7 @@ import pytest
 
 from memory.errors import InvalidInputError
 from memory.graph.rules import (
+    CLOSE_NAME,
     FactCopy,
     FactKey,
     can_contradict,
@@ -16,6 +17,7 @@ from memory.graph.rules import (
     copy_rank,
     hidden_by_merge,
     merge_drops,
+    name_closeness,
     names_to_mask,
     new_never_heard_as,
     plan_merge,
@@ -218,3 +220,25 @@ def test_the_players_mask_of_a_mixed_campaign_keeps_its_names() -> None:
     assert masked[: len(whole)] == whole
     # "éldrïn" is Eldrin's to players, accents aside; "ash", "road", "old": English or theirs
     assert set(masked[len(whole) :]) == {"vaskerrin", "holt", "vex", "ahlia", "vexahlia", "crow", "noir", "wyn"}
+
+
+def test_did_you_mean_matches_whole_words_never_letters_inside_one() -> None:
+    """WRatio suggested "Oni" for "Nonexistent Person" and "Goristro" or "Herd of the Storm" for "Gorm": a run of
+    letters inside a word. A name is close as a whole, by as many of its words as typed, or among the words typed."""
+    from rapidfuzz import process
+
+    from memory.correction.text import normalize
+
+    names = ["Oni", "Orn", "Senth", "Goran Vedmire", "Goristro", "Herd of the Storm", "Grom", "Taryon Darrington"]
+    names += ["Death of Thordak", "Doty", "Thed", "Kash"]
+
+    def close(typed: str) -> list[str]:
+        found = process.extract(typed, names, scorer=name_closeness, processor=normalize, score_cutoff=CLOSE_NAME)
+        return [name for name, _, _ in found]
+
+    assert close("Nonexistent Person") == []
+    assert close("Gorm") == ["Grom"]
+    assert close("Tary") == ["Taryon Darrington"]
+    assert close("Thordack") == ["Death of Thordak"]
+    assert close("Doty the robot") == ["Doty"]
+    assert close("Sister Ash") == []
