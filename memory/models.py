@@ -322,6 +322,16 @@ MAX_RELATIONSHIP_TYPE_CHARS = 100
 #: it was stated from; each end's card shows it.
 SYMMETRIC = frozenset({"allied_with", "hostile_to"})
 
+#: Relationship types that state another type's fact from its other end: "Mira has the Sunblade" is "the Sunblade
+#: owned_by Mira", "Balcor leader_of Greywatch" is "Greywatch ruled_by Balcor". The graph reads an edge of one as
+#: the other (:func:`memory.graph.rules.one_way`), so a new holder or ruler, stated from either end, closes the old.
+#: The holding verbs are those the rule extractor once filed as the type ("Mira carried the Sunblade").
+INVERSE = {
+    **dict.fromkeys("has had owns owned holds held carries carried takes took steals stole".split(), "owned_by"),
+    **dict.fromkeys(["wields", "wielded"], "wielded_by"),
+    "leader_of": "ruled_by",
+}
+
 
 @functools.lru_cache(maxsize=4096)  # pure, and a file's thousands of facts use a few dozen types
 def relationship_type(value: str) -> str:

@@ -13,11 +13,12 @@ import asyncpg
 from memory.db import transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.graph.lookup import EntityLookup
-from memory.graph.rules import SINGLE_VALUED, can_contradict, status_for, vouched
+from memory.graph.rules import SINGLE_VALUED, can_contradict, other_end, status_for, vouched
 from memory.graph.sql import (
     CONTRADICTED,
     REL_SELECT,
     VOUCHED,
+    contradicting,
     relationship_from_row,
     said_at,
 )
@@ -77,16 +78,16 @@ class Facts(EntityLookup):
     async def _current_copy(self, rel: RelationshipIn) -> asyncpg.Record | None:
         """The current, not rejected copy of the fact ``rel`` states, the accepted one first, if one is stored."""
         query = f"""{REL_SELECT}
-            WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.type = $3
+            WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.type = ANY($3::text[])
               AND r.target_id IS NOT DISTINCT FROM $4 AND r.value IS NOT DISTINCT FROM $5
               AND r.valid_to IS NULL AND r.status <> 'rejected'
             ORDER BY r.status = 'accepted' DESC LIMIT 1
             """
-        existing = await self.db.fetchrow(query, self.campaign_id, rel.source_id, rel.type, rel.target_id, rel.value)
-        if existing is None and rel.type in SYMMETRIC and rel.target_id is not None:
-            # a symmetric fact (allied_with) stated from the other end is the same fact; asked apart, so the usual
-            # lookup keeps its index
-            existing = await self.db.fetchrow(query, self.campaign_id, rel.target_id, rel.type, rel.source_id, None)
+        existing = await self.db.fetchrow(query, self.campaign_id, rel.source_id, [rel.type], rel.target_id, rel.value)
+        if existing is None and rel.target_id is not None and (others := other_end(rel.type)):
+            # a symmetric fact (allied_with) or an inverse one ("Mira has the Sunblade", "the Sunblade owned_by
+            # Mira") stated from the other end is the same fact; asked apart, so the usual lookup keeps its index
+            existing = await self.db.fetchrow(query, self.campaign_id, rel.target_id, others, rel.source_id, None)
         return existing
 
     async def _accept_waiting(self, existing: asyncpg.Record, rel: RelationshipIn) -> Relationship:
@@ -152,6 +153,7 @@ class Facts(EntityLookup):
         vouched for (see :func:`vouched`), by :meth:`close_contradicted`'s rule."""
         if not can_contradict(rel.type, rel.value):
             return False
+        *fact, single = contradicting(rel.type, rel.source_id, rel.target_id, rel.value)
         return bool(
             await self.db.fetchval(
                 f"""
@@ -162,12 +164,9 @@ class Facts(EntityLookup):
                 """,
                 self.campaign_id,
                 None,
-                rel.source_id,
-                rel.type,
-                rel.target_id,
-                rel.value,
+                *fact,
                 said.model_dump(mode="json") if said else None,
-                rel.type in SINGLE_VALUED,
+                single,
             )
         )
 
@@ -180,8 +179,8 @@ class Facts(EntityLookup):
     async def _close_contradicted(self, rel: Relationship) -> list[int]:
         if not can_contradict(rel.type, rel.value):
             return []
-        single = rel.type in SINGLE_VALUED
-        args = (self.campaign_id, rel.id, rel.source_id, rel.type, rel.target_id, rel.value, rel.valid_from, single)
+        *fact, single = contradicting(rel.type, rel.source_id, rel.target_id, rel.value)
+        args = (self.campaign_id, rel.id, *fact, rel.valid_from, single)
         newer = await self.db.fetchrow(
             f"SELECT id, valid_from FROM relationships WHERE {CONTRADICTED} AND valid_from > $7"
             " ORDER BY valid_from LIMIT 1",

@@ -1,0 +1,51 @@
+"""The graph says what is true now: one holder of an item and one ruler of a place, whichever end a fact was stated
+from (tester report ud)."""
+
+from __future__ import annotations
+
+from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, Source
+from memory.store import CampaignMemory
+
+
+async def test_an_item_passed_hand_to_hand_and_a_place_changing_ruler_have_one_current_holder_and_ruler(
+    campaign: CampaignMemory,
+) -> None:
+    g = campaign.graph
+    for name, kind in [("Sunblade", EntityType.item), ("Greywatch", EntityType.place)]:
+        await g.add_entity(EntityIn(name=name, type=kind))
+    for name in ("Thalia", "Mira", "Korrin", "Serah", "Balcor", "Greta"):
+        await g.add_entity(EntityIn(name=name, type=EntityType.npc))
+    await g.link("Sunblade", "owned_by", "Thalia")
+    await g.link("Greywatch", "ruled_by", "Serah")
+    night = await campaign.log.start_session("Night 2")
+
+    async def heard(source: str, type: str, target: str, at: float) -> str:
+        said = Provenance(source=Source.stated, confidence=0.5, session_id=night.id, timestamp=at)
+        fact, _ = await g.ensure_relationship(
+            RelationshipIn(
+                source_id=(await g.get_entity(source)).id,
+                type=type,
+                target_id=(await g.get_entity(target)).id,
+                provenance=said,
+            )
+        )
+        return (await campaign.review.accept(f"f{fact.id}")).settled()
+
+    # what the extractor files: the verb it read, the holder as the source
+    assert await heard("Mira", "has", "Sunblade", 1.0) == "closed: Sunblade —owned_by→ Thalia"
+    assert await heard("Korrin", "carried", "Sunblade", 2.0) == "closed: Mira —has→ Sunblade"
+    assert await heard("Balcor", "leader_of", "Greywatch", 3.0) == "closed: Greywatch —ruled_by→ Serah"
+    sunblade, greywatch = await g.get_entity("Sunblade"), await g.get_entity("Greywatch")
+    assert [r.describe() for r in await g.relationships_of(sunblade.id)] == ["Korrin —carried→ Sunblade"]
+    assert [r.describe() for r in await g.relationships_of(greywatch.id)] == ["Balcor —leader_of→ Greywatch"]
+
+    # the DM's word from the other end: the same fact again, or a new holder and ruler closing the old
+    assert (await g.link("Sunblade", "owned_by", "Korrin")).outcome == "already linked"
+    linked = await g.link("Sunblade", "owned_by", "Mira")
+    assert [r.describe() for r in linked.closed] == ["Korrin —carried→ Sunblade"]
+    linked = await g.link("Greywatch", "ruled_by", "Greta")
+    assert [r.describe() for r in linked.closed] == ["Balcor —leader_of→ Greywatch"]
+    assert [r.describe() for r in await g.relationships_of(greywatch.id)] == ["Greywatch —ruled_by→ Greta"]
+    # one may lead a city and a guild: only the place has one ruler at a time
+    guild = await g.add_entity(EntityIn(name="The Iron Circle", type=EntityType.faction))
+    assert (await g.link("Greta", "leader_of", guild.name)).closed == []
