@@ -501,9 +501,9 @@ async def link(
 async def unlink(
     ctx: click.Context, source: str, relation: str, target: str, campaign: str | None, as_json: bool
 ) -> None:
-    """Remove a fact recorded by mistake: SOURCE's RELATION to TARGET, or its attribute fact of value TARGET (status
-    dead). It is an undo: the fact it had replaced (status alive) is current again, unless a later one contradicts
-    it."""
+    """Undo a current fact recorded by mistake: SOURCE's RELATION to TARGET, or its attribute fact of value TARGET
+    (status dead). The fact it had replaced (status alive) is current again, unless a later one contradicts it; the
+    mistake counts as rejected, and history stays."""
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)

@@ -281,8 +281,9 @@ class Facts(EntityLookup):
         )
 
     async def unlink(self, source: str, type: str, target: str) -> UnlinkResult:
-        """Remove the relationships ``source —type→ target`` (names or aliases) and the attribute facts whose value
-        ``target`` is, as ``describe`` writes both: a value accepted by mistake has no other way out.
+        """Reject the current relationship ``source —type→ target`` (names or aliases) or the attribute fact whose
+        value ``target`` is, as ``describe`` writes both: a value accepted by mistake has no other way out. Like a
+        fact rejected in review, it is not proposed again; its history and earlier rejections stay.
 
         Unlinking says the fact was wrong (an undo), not that it ended: a fact it had closed ("alive", closed by a
         mistaken "dead") is current again, unless another current fact contradicts it. A change in the world is
@@ -297,7 +298,7 @@ class Facts(EntityLookup):
         rel_type = RelationshipIn(source_id=s.id, type=type).type
         rows = await self.db.fetch(
             """
-            SELECT id FROM relationships WHERE campaign_id = $1 AND type = $3
+            SELECT id, status, valid_to, superseded_by FROM relationships WHERE campaign_id = $1 AND type = $3
               AND ((source_id = $2 AND (target_id = $4 OR (target_id IS NULL AND lower(value) = lower($5))))
                    OR ($6 AND source_id = $4 AND target_id = $2))  -- a symmetric fact, stated from the other end
             ORDER BY id DESC
@@ -315,18 +316,28 @@ class Facts(EntityLookup):
             )
         if not rows:
             raise NotFoundError(f"{s.name} has no {rel_type!r} relationship to {t.name if t else target}")
+        # Only the current fact is undone, and what it closed in the same words ("dead" closed by "Dead"): history
+        # (a "dead" since ended by "alive") is what was true then, and a fact rejected in review stays rejected.
+        doomed: set[int] = set()
+        for row in rows:  # newest first
+            if row["status"] == "accepted" and (row["valid_to"] is None or row["superseded_by"] in doomed):
+                doomed.add(row["id"])
+        if not doomed:
+            raise NotFoundError(
+                f"{s.name} has no current {rel_type!r} fact of {t.name if t else target.strip()}: unlink undoes a "
+                "current fact; what is history or was rejected stays"
+            )
         removed: list[Relationship] = []
         reopened: list[int] = []
-        doomed = {row["id"] for row in rows}  # newest first: "dead" closed by "Dead", both removed, reopen "alive"
-        for row in rows:
-            removed.append(await self.get_relationship(row["id"]))
-            reopened += await self._remove_fact(row["id"], doomed)
+        for rel_id in sorted(doomed, reverse=True):
+            removed.append(await self.get_relationship(rel_id))
+            reopened += await self._remove_fact(rel_id, doomed)
         return UnlinkResult(removed=removed, reopened=[await self.get_relationship(i) for i in reopened])
 
     async def _remove_fact(self, rel_id: int, doomed: set[int]) -> list[int]:
-        """Delete a fact as a mistake; returns the ids of the facts it had closed that are current again (none of
-        ``doomed``, removed too). One that stays closed (a later fact contradicts it too) is now superseded by
-        what superseded the removed one."""
+        """Reject a fact as a mistake, as review does (never proposed again, in no history); returns the ids of the
+        facts it had closed that are current again (none of ``doomed``, rejected too). One that stays closed (a later
+        fact contradicts it too) is now superseded by what superseded the rejected one."""
         closed = await self.db.fetch(
             """
             UPDATE relationships o SET superseded_by = r.superseded_by FROM relationships r
@@ -336,7 +347,7 @@ class Facts(EntityLookup):
             self.campaign_id,
             rel_id,
         )
-        await self.db.execute("DELETE FROM relationships WHERE campaign_id = $1 AND id = $2", self.campaign_id, rel_id)
+        await self.set_relationship(rel_id, ReviewStatus.rejected, dm_confirmed=True)
         reopened: list[int] = []
         # newest first: once one is current again, it contradicts the older ones
         for row in sorted(closed, key=lambda r: (r["valid_from"], r["id"]), reverse=True):

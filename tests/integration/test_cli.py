@@ -1606,7 +1606,12 @@ async def test_entity_unlink_undoes_a_fact_accepted_by_mistake(lk, fresh_dsn: st
     again = lk("entity", "unlink", "Old Tom", "status", "alive")
     assert again.returncode == 1
     assert again.stderr == (
-        "error: no entity named 'alive' in campaign 'C', and Old Tom has no 'status' fact of that value\n"
+        "error: Old Tom has no current 'status' fact of alive: unlink undoes a current fact; what is history or was "
+        "rejected stays\n"
+    )
+    never = lk("entity", "unlink", "Old Tom", "status", "asleep")
+    assert never.stderr == (
+        "error: no entity named 'asleep' in campaign 'C', and Old Tom has no 'status' fact of that value\n"
     )
 
 

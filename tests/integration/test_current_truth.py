@@ -3,7 +3,11 @@ from (tester report ud)."""
 
 from __future__ import annotations
 
-from memory.models import EntityIn, EntityType, Provenance, RelationshipIn, Source
+import pytest
+
+from memory.errors import NotFoundError
+from memory.extraction import RuleExtractor, extract_into_graph
+from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewItem, ReviewStatus, Source
 from memory.store import CampaignMemory
 
 
@@ -49,3 +53,35 @@ async def test_an_item_passed_hand_to_hand_and_a_place_changing_ruler_have_one_c
     # one may lead a city and a guild: only the place has one ruler at a time
     guild = await g.add_entity(EntityIn(name="The Iron Circle", type=EntityType.faction))
     assert (await g.link("Greta", "leader_of", guild.name)).closed == []
+
+
+async def test_unlink_undoes_only_the_current_fact_and_keeps_history_and_rejections(campaign: CampaignMemory) -> None:
+    """ "entity unlink" deleted every record of the value: the history of a death, and a fact rejected in review,
+    which the next session then proposed again (tester report ud, item 3)."""
+    g = campaign.graph
+    bram = await g.add_entity(EntityIn(name="Bram", type=EntityType.npc))
+    await g.link("Bram", "status", value="dead")
+    await g.link("Bram", "status", value="alive")
+    with pytest.raises(NotFoundError, match=r"^Bram has no current 'status' fact of dead: unlink undoes a current"):
+        await g.unlink("Bram", "status", "dead")  # what was true before
+    assert [r.describe() for r in await g.history(bram.id)] == ["Bram —status→ dead"]
+
+    async def night(title: str) -> list[ReviewItem]:
+        session = await campaign.log.start_session(title)
+        said = await campaign.log.write_many(session.id, [EntryIn(speaker="DM", text="Bram is dead.")])
+        await extract_into_graph(campaign, session_id=session.id, entries=said, extractor=RuleExtractor())
+        return [i for i in await campaign.review.pending() if i.fact is not None and i.fact.type == "status"]
+
+    (heard,) = await night("Night 1")  # it waits: it would end the DM's "alive"
+    await campaign.review.reject(f"f{heard.id}")
+    with pytest.raises(NotFoundError, match="no current 'status' fact of dead"):
+        await g.unlink("Bram", "status", "dead")
+    # the DM records the death, then undoes it as a mistake: "alive" comes back, and neither the mistake nor the
+    # rejection is proposed again
+    await g.link("Bram", "status", value="dead")
+    undone = await g.unlink("Bram", "status", "dead")
+    assert undone.describe() == "Unlinked Bram —status→ dead; current again: Bram —status→ alive"
+    assert (await campaign.review.get(f"f{heard.id}")).fact.status == ReviewStatus.rejected  # type: ignore[union-attr]
+    assert await night("Night 2") == []
+    assert [r.describe() for r in await g.history(bram.id)] == ["Bram —status→ dead"]
+    assert [r.describe() for r in await g.relationships_of(bram.id)] == ["Bram —status→ alive"]
