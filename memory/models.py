@@ -577,6 +577,7 @@ class MergeResult(BaseModel):
     names_withheld: list[str]  # of a secret entity merged into a public one: aliases are public
     description_dropped: str = ""  # ``merged``'s, not kept: ``entity`` has its own
     attributes_dropped: dict[str, Any] = Field(default_factory=dict)  # ``merged``'s where ``entity``'s differ
+    ended: list[Relationship] = Field(default_factory=list)  # current facts of either, history now: the newer stands
 
     def hidden_from_players(self) -> str:
         """For the DM, after the new aliases: those players read masked ('' when none)."""
@@ -615,7 +616,15 @@ class MergeResult(BaseModel):
             )
         if dropped := self.dropped():
             done.append(dropped)
+        if ended := self.history_now():
+            done.append(ended)
         return f"Merged {self.merged.name} into {self.entity.name}: {'; '.join(done)}."
+
+    def history_now(self) -> str:
+        """The current facts the merge ends, as the newer of two that disagree stands ('' when none)."""
+        if not self.ended:
+            return ""
+        return "now history, as a newer fact says otherwise: " + "; ".join(r.describe() for r in self.ended)
 
 
 class LinkResult(BaseModel):

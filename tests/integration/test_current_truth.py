@@ -85,3 +85,22 @@ async def test_unlink_undoes_only_the_current_fact_and_keeps_history_and_rejecti
     assert await night("Night 2") == []
     assert [r.describe() for r in await g.history(bram.id)] == ["Bram —status→ dead"]
     assert [r.describe() for r in await g.relationships_of(bram.id)] == ["Bram —status→ alive"]
+
+
+async def test_a_merge_settles_two_facts_that_disagree_and_says_which_is_history(campaign: CampaignMemory) -> None:
+    """A merge brought a dead NPC back to life without a word (tester report ud, item 4): the newer fact stands,
+    whichever entity had it, and the preview and the result name the one that is history now."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Osric", type=EntityType.npc))
+    pell = await g.add_entity(EntityIn(name="Osric Pell", type=EntityType.npc))
+    await g.link("Osric", "status", value="alive")
+    await g.link("Osric Pell", "status", value="dead")  # the newer
+    preview = await g.merge_entities("Osric", "Osric Pell", preview=True)
+    assert preview.history_now() == "now history, as a newer fact says otherwise: Osric Pell —status→ alive"
+    assert await g.find_entity("Osric") is not None  # nothing changed
+    merged = await g.merge_entities("Osric", "Osric Pell")
+    assert merged.describe() == (
+        "Merged Osric into Osric Pell: 1 fact moved; new aliases: Osric; now history, as a newer fact says "
+        "otherwise: Osric Pell —status→ alive."
+    )
+    assert [r.describe() for r in await g.relationships_of(pell.id)] == ["Osric Pell —status→ dead"]
