@@ -318,9 +318,23 @@ class Entity(BaseModel):
 MAX_RELATIONSHIP_TYPE_CHARS = 100
 
 
-#: Relationship types that read the same both ways (the design's ALLIED_WITH, HOSTILE_TO): one fact, whichever end
-#: it was stated from; each end's card shows it.
-SYMMETRIC = frozenset({"allied_with", "hostile_to"})
+#: Relationship types that read the same both ways (the design's ALLIED_WITH, HOSTILE_TO, and ties of family or
+#: friendship, as the rule extractor's "the sister of" gives sibling_of): one fact, whichever end it was stated from;
+#: each end's card shows it.
+SYMMETRIC = frozenset(
+    {
+        "allied_with",
+        "ally_of",
+        "hostile_to",
+        "enemy_of",
+        "sibling_of",
+        "spouse_of",
+        "married_to",
+        "cousin_of",
+        "friend_of",
+        "friends_with",
+    }
+)
 
 #: Relationship types that state another type's fact from its other end: "Mira has the Sunblade" is "the Sunblade
 #: owned_by Mira", "Balcor leader_of Greywatch" is "Greywatch ruled_by Balcor". The graph reads an edge of one as

@@ -104,3 +104,23 @@ async def test_a_merge_settles_two_facts_that_disagree_and_says_which_is_history
         "otherwise: Osric Pell —status→ alive."
     )
     assert [r.describe() for r in await g.relationships_of(pell.id)] == ["Osric Pell —status→ dead"]
+
+
+async def test_a_family_tie_said_from_the_other_side_is_the_same_fact(campaign: CampaignMemory) -> None:
+    """ "Serah Dunmore, the sister of Ilsa Varn" after "Ilsa Varn —sibling_of→ Serah Dunmore" was a second current
+    fact (tester report ud, item 9)."""
+    g = campaign.graph
+    ilsa = await g.add_entity(EntityIn(name="Ilsa Varn", type=EntityType.npc))
+    serah = await g.add_entity(EntityIn(name="Serah Dunmore", type=EntityType.npc))
+    await g.link("Ilsa Varn", "sibling_of", "Serah Dunmore")
+    heard = Provenance(source=Source.stated, confidence=0.5)
+    fact, created = await g.ensure_relationship(
+        RelationshipIn(source_id=serah.id, type="sibling_of", target_id=ilsa.id, provenance=heard)
+    )
+    assert not created and fact.describe() == "Ilsa Varn —sibling_of→ Serah Dunmore"  # nothing to review
+    assert (await g.link("Serah Dunmore", "spouse_of", "Ilsa Varn")).outcome == "linked"
+    assert (await g.link("Ilsa Varn", "spouse_of", "Serah Dunmore")).outcome == "already linked"
+    assert [r.describe() for r in await g.relationships_of(serah.id)] == [
+        "Ilsa Varn —sibling_of→ Serah Dunmore",
+        "Serah Dunmore —spouse_of→ Ilsa Varn",
+    ]
