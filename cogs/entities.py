@@ -378,9 +378,10 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         async def merge() -> str:
             return (await mem.graph.merge_entities(s.id, t.id)).describe()  # those asked about, by id
 
+        ends = (await mem.graph.merge_entities(s.id, t.id, preview=True)).history_now()
         await interaction.response.send_message(
             f"Merge **{s.name}** ({s.type.value}) into **{t.name}** ({t.type.value})? Its facts, names and mentions "
-            f"move to {t.name} and {s.name} is deleted. This cannot be undone.",
+            f"move to {t.name} and {s.name} is deleted{f' ({ends})' if ends else ''}. This cannot be undone.",
             view=Confirm(interaction, merge, dm_of=campaign.id),
             ephemeral=True,
         )

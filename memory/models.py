@@ -318,9 +318,34 @@ class Entity(BaseModel):
 MAX_RELATIONSHIP_TYPE_CHARS = 100
 
 
-#: Relationship types that read the same both ways (the design's ALLIED_WITH, HOSTILE_TO): one fact, whichever end
-#: it was stated from; each end's card shows it.
-SYMMETRIC = frozenset({"allied_with", "hostile_to"})
+#: Relationship types that read the same both ways (the design's ALLIED_WITH, HOSTILE_TO, and ties of family or
+#: friendship, as the rule extractor's "the sister of" gives sibling_of): one fact, whichever end it was stated from;
+#: each end's card shows it.
+SYMMETRIC = frozenset(
+    {
+        "allied_with",
+        "ally_of",
+        "hostile_to",
+        "enemy_of",
+        "sibling_of",
+        "spouse_of",
+        "married_to",
+        "cousin_of",
+        "friend_of",
+        "friends_with",
+    }
+)
+
+#: Relationship types that state another type's fact from its other end: "Mira has the Sunblade" is "the Sunblade
+#: owned_by Mira", "Balcor leader_of Greywatch" is "Greywatch ruled_by Balcor". The graph reads an edge of one as
+#: the other (:func:`memory.graph.rules.one_way`), so a new holder or ruler, stated from either end, closes the old.
+#: The holding verbs are those the rule extractor files as the type ("Mira carried the Sunblade"); not ``owns``,
+#: which a VTT import writes for an item on a character sheet, as many sheets may hold a "Potion of Healing".
+INVERSE = {
+    **dict.fromkeys("has had owned holds held carries carried takes took steals stole".split(), "owned_by"),
+    **dict.fromkeys(["wields", "wielded"], "wielded_by"),
+    "leader_of": "ruled_by",
+}
 
 
 @functools.lru_cache(maxsize=4096)  # pure, and a file's thousands of facts use a few dozen types
@@ -570,6 +595,7 @@ class MergeResult(BaseModel):
     names_withheld: list[str]  # of a secret entity merged into a public one: aliases are public
     description_dropped: str = ""  # ``merged``'s, not kept: ``entity`` has its own
     attributes_dropped: dict[str, Any] = Field(default_factory=dict)  # ``merged``'s where ``entity``'s differ
+    ended: list[Relationship] = Field(default_factory=list)  # current facts of either, history now: the newer stands
 
     def hidden_from_players(self) -> str:
         """For the DM, after the new aliases: those players read masked ('' when none)."""
@@ -608,7 +634,15 @@ class MergeResult(BaseModel):
             )
         if dropped := self.dropped():
             done.append(dropped)
+        if ended := self.history_now():
+            done.append(ended)
         return f"Merged {self.merged.name} into {self.entity.name}: {'; '.join(done)}."
+
+    def history_now(self) -> str:
+        """The current facts the merge ends, as the newer of two that disagree stands ('' when none)."""
+        if not self.ended:
+            return ""
+        return "now history, as a newer fact says otherwise: " + "; ".join(r.describe() for r in self.ended)
 
 
 class LinkResult(BaseModel):

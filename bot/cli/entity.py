@@ -437,13 +437,19 @@ async def pin(ctx: click.Context, names: tuple[str, ...], off: bool, campaign: s
 @async_command
 async def merge(ctx: click.Context, source: str, into: str, campaign: str | None, as_json: bool, yes: bool) -> None:
     """Merge SOURCE into INTO (one NPC recorded twice): its facts, names and mentions move to INTO, then SOURCE is
-    deleted."""
+    deleted. Of two facts that disagree (status dead, status alive) the newer stands and the older is history: the
+    question and the reply name it."""
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
         s, t = await mem.graph.get_entity(source), await mem.graph.get_entity(into)
         if not yes and s.id != t.id:
-            click.confirm(f"merge {s.type.value} {s.name!r} into {t.type.value} {t.name!r}?", abort=True, err=True)
+            ends = (await mem.graph.merge_entities(source, into, preview=True)).history_now()
+            click.confirm(
+                f"merge {s.type.value} {s.name!r} into {t.type.value} {t.name!r}{f' ({ends})' if ends else ''}?",
+                abort=True,
+                err=True,
+            )
         result = await mem.graph.merge_entities(source, into)
     if as_json:
         emit_json(result)
@@ -501,9 +507,9 @@ async def link(
 async def unlink(
     ctx: click.Context, source: str, relation: str, target: str, campaign: str | None, as_json: bool
 ) -> None:
-    """Remove a fact recorded by mistake: SOURCE's RELATION to TARGET, or its attribute fact of value TARGET (status
-    dead). It is an undo: the fact it had replaced (status alive) is current again, unless a later one contradicts
-    it."""
+    """Undo a current fact recorded by mistake: SOURCE's RELATION to TARGET, or its attribute fact of value TARGET
+    (status dead). The fact it had replaced (status alive) is current again, unless a later one contradicts it; the
+    mistake counts as rejected, and history stays."""
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)

@@ -13,12 +13,13 @@ import asyncpg
 from memory.db import transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.graph.lookup import EntityLookup
-from memory.graph.rules import SINGLE_VALUED, can_contradict, status_for, vouched
+from memory.graph.rules import SINGLE_VALUED, can_contradict, other_end, status_for, vouched
 from memory.graph.sql import (
     CONTRADICTED,
     FILED,
     REL_SELECT,
     VOUCHED,
+    contradicting,
     relationship_from_row,
     said_at,
     stands_over,
@@ -79,16 +80,16 @@ class Facts(EntityLookup):
     async def _current_copy(self, rel: RelationshipIn) -> asyncpg.Record | None:
         """The current, not rejected copy of the fact ``rel`` states, the accepted one first, if one is stored."""
         query = f"""{REL_SELECT}
-            WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.type = $3
+            WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.type = ANY($3::text[])
               AND r.target_id IS NOT DISTINCT FROM $4 AND r.value IS NOT DISTINCT FROM $5
               AND r.valid_to IS NULL AND r.status <> 'rejected'
             ORDER BY r.status = 'accepted' DESC LIMIT 1
             """
-        existing = await self.db.fetchrow(query, self.campaign_id, rel.source_id, rel.type, rel.target_id, rel.value)
-        if existing is None and rel.type in SYMMETRIC and rel.target_id is not None:
-            # a symmetric fact (allied_with) stated from the other end is the same fact; asked apart, so the usual
-            # lookup keeps its index
-            existing = await self.db.fetchrow(query, self.campaign_id, rel.target_id, rel.type, rel.source_id, None)
+        existing = await self.db.fetchrow(query, self.campaign_id, rel.source_id, [rel.type], rel.target_id, rel.value)
+        if existing is None and rel.target_id is not None and (others := other_end(rel.type)):
+            # a symmetric fact (allied_with) or an inverse one ("Mira has the Sunblade", "the Sunblade owned_by
+            # Mira") stated from the other end is the same fact; asked apart, so the usual lookup keeps its index
+            existing = await self.db.fetchrow(query, self.campaign_id, rel.target_id, others, rel.source_id, None)
         return existing
 
     async def _accept_waiting(self, existing: asyncpg.Record, rel: RelationshipIn) -> Relationship:
@@ -154,6 +155,7 @@ class Facts(EntityLookup):
         vouched for (see :func:`vouched`), by :meth:`close_contradicted`'s rule."""
         if not can_contradict(rel.type, rel.value):
             return False
+        *fact, single = contradicting(rel.type, rel.source_id, rel.target_id, rel.value)
         return bool(
             await self.db.fetchval(
                 f"""
@@ -164,12 +166,9 @@ class Facts(EntityLookup):
                 """,
                 self.campaign_id,
                 None,
-                rel.source_id,
-                rel.type,
-                rel.target_id,
-                rel.value,
+                *fact,
                 said.model_dump(mode="json") if said else None,
-                rel.type in SINGLE_VALUED,
+                single,
             )
         )
 
@@ -183,9 +182,9 @@ class Facts(EntityLookup):
     async def _close_contradicted(self, rel: Relationship) -> list[int]:
         if not can_contradict(rel.type, rel.value):
             return []
-        single = rel.type in SINGLE_VALUED
-        fact = (self.campaign_id, rel.id, rel.source_id, rel.type, rel.target_id, rel.value, rel.valid_from, single)
-        args = (*fact, rel.provenance.model_dump(mode="json"), rel.created_at)
+        *fact, single = contradicting(rel.type, rel.source_id, rel.target_id, rel.value)
+        args = (self.campaign_id, rel.id, *fact, rel.valid_from, single, rel.provenance.model_dump(mode="json"))
+        args = (*args, rel.created_at)
         later = stands_over("$9::jsonb", "$7", "$10")
         newer = await self.db.fetchrow(
             f"SELECT id, valid_from FROM relationships WHERE {CONTRADICTED} AND {later} ORDER BY valid_from LIMIT 1",
@@ -324,8 +323,9 @@ class Facts(EntityLookup):
         )
 
     async def unlink(self, source: str, type: str, target: str) -> UnlinkResult:
-        """Remove the relationships ``source —type→ target`` (names or aliases) and the attribute facts whose value
-        ``target`` is, as ``describe`` writes both: a value accepted by mistake has no other way out.
+        """Reject the current relationship ``source —type→ target`` (names or aliases) or the attribute fact whose
+        value ``target`` is, as ``describe`` writes both: a value accepted by mistake has no other way out. Like a
+        fact rejected in review, it is not proposed again; its history and earlier rejections stay.
 
         Unlinking says the fact was wrong (an undo), not that it ended: a fact it had closed ("alive", closed by a
         mistaken "dead") is current again, unless another current fact contradicts it. A change in the world is
@@ -340,7 +340,7 @@ class Facts(EntityLookup):
         rel_type = RelationshipIn(source_id=s.id, type=type).type
         rows = await self.db.fetch(
             """
-            SELECT id FROM relationships WHERE campaign_id = $1 AND type = $3
+            SELECT id, status, valid_to, superseded_by FROM relationships WHERE campaign_id = $1 AND type = $3
               AND ((source_id = $2 AND (target_id = $4 OR (target_id IS NULL AND lower(value) = lower($5))))
                    OR ($6 AND source_id = $4 AND target_id = $2))  -- a symmetric fact, stated from the other end
             ORDER BY id DESC
@@ -358,18 +358,28 @@ class Facts(EntityLookup):
             )
         if not rows:
             raise NotFoundError(f"{s.name} has no {rel_type!r} relationship to {t.name if t else target}")
+        # Only the current fact is undone, and what it closed in the same words ("dead" closed by "Dead"): history
+        # (a "dead" since ended by "alive") is what was true then, and a fact rejected in review stays rejected.
+        doomed: set[int] = set()
+        for row in rows:  # newest first
+            if row["status"] == "accepted" and (row["valid_to"] is None or row["superseded_by"] in doomed):
+                doomed.add(row["id"])
+        if not doomed:
+            raise NotFoundError(
+                f"{s.name} has no current {rel_type!r} fact of {t.name if t else target.strip()}: unlink undoes a "
+                "current fact; what is history or was rejected stays"
+            )
         removed: list[Relationship] = []
         reopened: list[int] = []
-        doomed = {row["id"] for row in rows}  # newest first: "dead" closed by "Dead", both removed, reopen "alive"
-        for row in rows:
-            removed.append(await self.get_relationship(row["id"]))
-            reopened += await self._remove_fact(row["id"], doomed)
+        for rel_id in sorted(doomed, reverse=True):
+            removed.append(await self.get_relationship(rel_id))
+            reopened += await self._remove_fact(rel_id, doomed)
         return UnlinkResult(removed=removed, reopened=[await self.get_relationship(i) for i in reopened])
 
     async def _remove_fact(self, rel_id: int, doomed: set[int]) -> list[int]:
-        """Delete a fact as a mistake; returns the ids of the facts it had closed that are current again (none of
-        ``doomed``, removed too). One that stays closed (a later fact contradicts it too) is now superseded by
-        what superseded the removed one."""
+        """Reject a fact as a mistake, as review does (never proposed again, in no history); returns the ids of the
+        facts it had closed that are current again (none of ``doomed``, rejected too). One that stays closed (a later
+        fact contradicts it too) is now superseded by what superseded the rejected one."""
         closed = await self.db.fetch(
             """
             UPDATE relationships o SET superseded_by = r.superseded_by FROM relationships r
@@ -379,7 +389,7 @@ class Facts(EntityLookup):
             self.campaign_id,
             rel_id,
         )
-        await self.db.execute("DELETE FROM relationships WHERE campaign_id = $1 AND id = $2", self.campaign_id, rel_id)
+        await self.set_relationship(rel_id, ReviewStatus.rejected, dm_confirmed=True)
         reopened: list[int] = []
         # newest first: once one is current again, it contradicts the older ones
         for row in sorted(closed, key=lambda r: (r["valid_from"], r["id"]), reverse=True):

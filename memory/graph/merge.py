@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import asyncpg
 
@@ -33,7 +33,7 @@ from memory.models import (
 class Merging(Entities, Facts):
     """Merging two entities into one."""
 
-    async def merge_entities(self, source: str | int, into: str | int) -> MergeResult:
+    async def merge_entities(self, source: str | int, into: str | int, *, preview: bool = False) -> MergeResult:
         """Make ``source`` (a name or alias) part of ``into``: the DM's answer to one NPC recorded twice ("Gorrim"
         and "Gorrim Ashfoot"). Every fact of ``source`` moves to ``into`` with its status (a pending one stays in
         the review queue), visibility, provenance and validity; a fact ``into`` has already keeps one copy, the
@@ -48,14 +48,24 @@ class Merging(Entities, Facts):
         secret ``into``, ``source``'s name (and a proposal's aliases) stays hidden from players while ``into`` is
         secret: aliases are what players know a secret entity by, and they did not know it by those. A merge that
         would give ``into`` more aliases or heard-as phrases than their caps is refused before anything changes.
-        Either may be its id."""
-        async with transaction(self.db) as conn:
-            graph = self.bound_to(conn)
-            await graph.lock()
-            merged = await graph._merge_entities(source, into)
-            # ``into`` may be accepted only now, or have names of a proposal's now: the recapped sessions they name
-            await link_to_recaps(graph, [merged.entity.id])
-            return merged
+        Either may be its id.
+
+        A fact of one that contradicts the other's ("dead" and "alive") settles as any new fact does: the newer
+        stands, the older is history, and the result names it (``ended``). ``preview``: what the merge would do,
+        for the DM to confirm, and nothing changed."""
+        try:
+            async with transaction(self.db) as conn:
+                graph = self.bound_to(conn)
+                await graph.lock()
+                merged = await graph._merge_entities(source, into)
+                # ``into`` may be accepted only now, or have names of a proposal's now: the recapped sessions they
+                # name
+                await link_to_recaps(graph, [merged.entity.id])
+                if preview:
+                    raise _Previewed(merged)  # rolls the merge back
+                return merged
+        except _Previewed as previewed:
+            return previewed.result
 
     async def _merge_entities(self, source: str | int, into: str | int) -> MergeResult:
         s, t = await self._entity(source), await self._entity(into)
@@ -119,6 +129,7 @@ class Merging(Entities, Facts):
             duplicates_dropped=counts.dropped,
             self_loops_dropped=counts.loops,
             facts_made_secret=counts.made_secret,
+            ended=[await self.get_relationship(i) for i in counts.ended],
             aliases_added=[] if plan.hide else plan.names,
             aliases_hidden=hidden,
             names_withheld=plan.names if plan.hide else [],
@@ -154,7 +165,7 @@ class Merging(Entities, Facts):
             counts.dropped += copy is not None
             counts.moved += copy is None
             if keep is row:
-                await self._move_fact(row, src, dst, secret)
+                counts.ended += await self._move_fact(row, src, dst, secret)
         return counts
 
     async def _copy_in_into(self, row: asyncpg.Record, src: int, dst: int | None) -> asyncpg.Record | None:
@@ -202,7 +213,8 @@ class Merging(Entities, Facts):
         )
         return keep
 
-    async def _move_fact(self, row: asyncpg.Record, src: int, dst: int | None, secret: bool) -> None:
+    async def _move_fact(self, row: asyncpg.Record, src: int, dst: int | None, secret: bool) -> list[int]:
+        """Move a fact to ``src`` → ``dst``; returns the ids of the facts it ends or that end it (history now)."""
         await self.db.execute(
             """
             UPDATE relationships SET source_id = $3, target_id = $4,
@@ -219,7 +231,8 @@ class Merging(Entities, Facts):
         # a query each for nothing, thousands for a busy entity)
         current = row["status"] == ReviewStatus.accepted and row["valid_to"] is None
         if current and can_contradict(row["type"], row["value"]):
-            await self.close_contradicted(row["id"])
+            return await self.close_contradicted(row["id"])
+        return []
 
     async def _move_mentions(self, source_id: int, into_id: int) -> None:
         """Where ``source`` was said becomes where ``into`` was: chunks found by entity, the mention index, the
@@ -308,3 +321,12 @@ class _Moved:
     dropped: int = 0
     loops: int = 0
     made_secret: int = 0
+    ended: list[int] = field(default_factory=list)  # current facts of either the merge made history
+
+
+class _Previewed(Exception):
+    """Raised to roll back a merge asked only to be previewed, with what it would have done."""
+
+    def __init__(self, result: MergeResult) -> None:
+        super().__init__("a merge previewed")
+        self.result = result

@@ -13,11 +13,12 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from memory.errors import InvalidInputError
-from memory.models import Entity, EntityIn, Provenance, ReviewStatus, Source, Visibility
+from memory.models import INVERSE, SYMMETRIC, Entity, EntityIn, Provenance, ReviewStatus, Source, Visibility
 from memory.text import MAX_ALIASES, MAX_HEARD_AS, clean_name
 
 #: Relationship types an entity has at most one of at a time, edge or value: a new accepted one closes the old one.
-#: Attribute facts (a value instead of a target) are always single-valued per type.
+#: Attribute facts (a value instead of a target) are always single-valued per type. An edge of an inverse type
+#: (:data:`~memory.models.INVERSE`: "Balcor leader_of Greywatch") counts as its other end's ("Greywatch ruled_by").
 SINGLE_VALUED = frozenset(
     {
         "located_in",
@@ -25,7 +26,6 @@ SINGLE_VALUED = frozenset(
         "lives_in",
         "ruled_by",
         "led_by",
-        "leader_of",
         "owned_by",
         "wielded_by",
         "killed_by",
@@ -191,21 +191,47 @@ class FactKey(BaseModel):
     status: ReviewStatus = ReviewStatus.accepted
     current: bool = True
 
+    def one_way(self) -> FactKey:
+        """The fact as :func:`one_way` weighs it."""
+        type, source_id, target_id = one_way(self.type, self.source_id, self.target_id)
+        return self.model_copy(update={"type": type, "source_id": source_id, "target_id": target_id})
+
+
+def one_way(type: str, source_id: int, target_id: int | None) -> tuple[str, int, int | None]:
+    """An edge as the graph weighs it, ``(type, source, target)``: one of an inverse type as its other end states it
+    ("Mira has the Sunblade" as "Sunblade owned_by Mira"), any other fact as it is."""
+    if target_id is not None and type in INVERSE:
+        return INVERSE[type], target_id, source_id
+    return type, source_id, target_id
+
+
+def other_end(type: str) -> list[str]:
+    """The types that state an edge of ``type`` from its other end: itself if symmetric (allied_with), its
+    inverse's ("has": owned_by; "owned_by": has, carried …)."""
+    if type in SYMMETRIC:
+        return [type]
+    if type in INVERSE:
+        return [INVERSE[type]]
+    return sorted(t for t, of in INVERSE.items() if of == type)
+
 
 def can_contradict(type: str, value: str | None) -> bool:
     """Whether a fact of this type and value may close another: a value does, as does an edge of a single-valued
-    type ("home: the road" closes "home Caddo Keep"); "knows Bob" closes nothing."""
-    return value is not None or type in SINGLE_VALUED
+    type or of its inverse ("home: the road" closes "home Caddo Keep", "Korrin has the Sunblade" the Sunblade's
+    owner); "knows Bob" closes nothing."""
+    return value is not None or INVERSE.get(type, type) in SINGLE_VALUED
 
 
 def contradicts(new: FactKey, old: FactKey) -> bool:
     """Whether ``new``, accepted, closes ``old`` (:data:`memory.graph.sql.CONTRADICTED` in SQL): an accepted,
     current fact of the same entity and type that says something else, of its kind (both edges or both values)
-    unless the type is single-valued; never itself."""
+    unless the type is single-valued; never itself. An inverse edge is weighed as its other end states it
+    (:func:`one_way`)."""
     if not can_contradict(new.type, new.value):
         return False
     if (new.id is not None and new.id == old.id) or old.status != ReviewStatus.accepted or not old.current:
         return False
+    new, old = new.one_way(), old.one_way()
     if (old.source_id, old.type) != (new.source_id, new.type):
         return False
     if (old.target_id, old.value) == (new.target_id, new.value):

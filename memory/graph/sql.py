@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncpg
 
-from memory.graph.rules import SINGLE_VALUED, VOUCHING_SOURCES
+from memory.graph.rules import SINGLE_VALUED, VOUCHING_SOURCES, one_way
 from memory.models import (
+    INVERSE,
     Entity,
     Provenance,
     Relationship,
@@ -97,14 +98,27 @@ def relationship_from_row(row: asyncpg.Record) -> Relationship:
     return Relationship(**{k: row[k] for k in Relationship.model_fields})
 
 
+#: SQL: the inverse types of type $4 (:data:`~memory.models.INVERSE`), an array.
+_INVERSES_OF_4 = "CASE $4 {} ELSE ARRAY[]::text[] END".format(
+    " ".join(
+        f"WHEN '{of}' THEN ARRAY[{', '.join(repr(t) for t in sorted(INVERSE) if INVERSE[t] == of)}]"
+        for of in sorted(set(INVERSE.values()))
+    )
+)
+
+
 #: The accepted, current facts that a fact ($3 —$4→ target $5 or value $6; $8: of a single-valued type) contradicts,
 #: but itself ($2). An attribute fact contradicts the other values of its type, a single-valued edge the other edges
 #: and values of its type ("home: the road" closes "home Caddo Keep"): "knows: Elvish" does not close "knows Bob".
+#: The fact is given as :func:`memory.graph.rules.one_way` weighs it, and an edge of an inverse type ("Mira has the
+#: Sunblade") is weighed so too (the types: constants, not input).
 #: :func:`memory.graph.rules.contradicts` in Python; callers ask only when :func:`~memory.graph.rules.can_contradict`.
-CONTRADICTED = """
-    campaign_id = $1 AND id IS DISTINCT FROM $2 AND source_id = $3 AND type = $4 AND status = 'accepted'
-    AND valid_to IS NULL AND (target_id IS DISTINCT FROM $5 OR value IS DISTINCT FROM $6)
-    AND ((target_id IS NULL) = ($5::bigint IS NULL) OR $8)
+CONTRADICTED = f"""
+    campaign_id = $1 AND id IS DISTINCT FROM $2 AND status = 'accepted' AND valid_to IS NULL
+    AND ((source_id = $3 AND type = $4 AND (target_id IS DISTINCT FROM $5 OR value IS DISTINCT FROM $6)
+          AND ((target_id IS NULL) = ($5::bigint IS NULL) OR $8))
+         OR (target_id = $3 AND source_id IS DISTINCT FROM $5 AND ($5::bigint IS NOT NULL OR $8)
+             AND type = ANY({_INVERSES_OF_4})))
 """
 
 
@@ -134,6 +148,14 @@ def stands_over(provenance: str, valid_from: str, created_at: str) -> str:
     return f"""(CASE WHEN {mine} = 'file' AND {theirs} = 'heard' THEN valid_from > {created_at}
                      WHEN {mine} = 'heard' AND {theirs} = 'file' THEN created_at > {valid_from}
                      ELSE valid_from > {valid_from} END)"""
+
+
+def contradicting(
+    type: str, source_id: int, target_id: int | None, value: str | None
+) -> tuple[int, str, int | None, str | None, bool]:
+    """:data:`CONTRADICTED`'s $3 to $6 and $8 for a fact, as :func:`~memory.graph.rules.one_way` weighs it."""
+    type, source_id, target_id = one_way(type, source_id, target_id)
+    return source_id, type, target_id, value, type in SINGLE_VALUED
 
 
 def said_at(provenance: str) -> str:

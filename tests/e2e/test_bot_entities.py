@@ -472,7 +472,10 @@ async def test_link_unlink(world, fake_discord: FakeDiscord, dm: FakeMember) -> 
     missing = await fake_discord.invoke(
         "entity unlink", {"source": "Eldrinax", "relation": "ally_of", "target": "Ironhold"}, user_id=dm
     )
-    assert missing.texts() == ["Eldrinax has no 'ally_of' relationship to Ironhold"]
+    assert missing.texts() == [  # it is rejected now: undone, not forgotten
+        "Eldrinax has no current 'ally_of' fact of Ironhold: unlink undoes a current fact; what is history or was "
+        "rejected stays"
+    ]
 
 
 async def test_link_a_value_records_a_change_in_the_world(

@@ -1427,17 +1427,25 @@ async def test_entity_merge_asks_then_says_what_moved(lk, fresh_dsn: str) -> Non
         gorrim = await mem.graph.add_entity(EntityIn(name="Gorrim", type=EntityType.npc, aliases=["Old Gor"]))
         keep = await mem.graph.add_entity(EntityIn(name="Caddo Keep", type=EntityType.place))
         await mem.graph.add_relationship(RelationshipIn(source_id=gorrim.id, type="lives_in", target_id=keep.id))
+        # the two disagree: the newer stands, and the question and the reply say which is history now
+        await mem.graph.link("Gorrim Ashfoot", "status", value="dead")
+        await mem.graph.link("Gorrim", "status", value="alive")
     finally:
         await pool.close()
+    ended = "now history, as a newer fact says otherwise: Gorrim Ashfoot —status→ dead"
     declined = lk("entity", "merge", "Gorrim", "Gorrim Ashfoot", input="n\n")
-    assert declined.returncode == 1 and "merge npc 'Gorrim' into npc 'Gorrim Ashfoot'?" in declined.stderr
+    assert declined.returncode == 1 and f"merge npc 'Gorrim' into npc 'Gorrim Ashfoot' ({ended})?" in declined.stderr
     assert json.loads(lk("entity", "show", "Gorrim", "--json").stdout)["entity"]["name"] == "Gorrim"
+    assert "status→ dead" in lk("entity", "show", "Gorrim Ashfoot").stdout  # the question changed nothing
 
     merged = lk("entity", "merge", "old gor", "Gorrim Ashfoot", input="y\n")
     assert merged.returncode == 0, merged.stderr
-    assert merged.stdout == "Merged Gorrim into Gorrim Ashfoot: 1 fact moved; new aliases: Gorrim, Old Gor.\n"
+    assert (
+        merged.stdout == f"Merged Gorrim into Gorrim Ashfoot: 2 facts moved; new aliases: Gorrim, Old Gor; {ended}.\n"
+    )
     assert lk("entity", "show", "Gorrim").stdout == (
         "Gorrim Ashfoot (npc)\n  aliases: Gorrim, Old Gor\n  - Gorrim Ashfoot —lives_in→ Caddo Keep\n"
+        "  - Gorrim Ashfoot —status→ alive\n"
     )
     same = lk("entity", "merge", "Gorrim", "Gorrim Ashfoot", "--yes")
     assert same.returncode == 1
@@ -1633,7 +1641,12 @@ async def test_entity_unlink_undoes_a_fact_accepted_by_mistake(lk, fresh_dsn: st
     again = lk("entity", "unlink", "Old Tom", "status", "alive")
     assert again.returncode == 1
     assert again.stderr == (
-        "error: no entity named 'alive' in campaign 'C', and Old Tom has no 'status' fact of that value\n"
+        "error: Old Tom has no current 'status' fact of alive: unlink undoes a current fact; what is history or was "
+        "rejected stays\n"
+    )
+    never = lk("entity", "unlink", "Old Tom", "status", "asleep")
+    assert never.stderr == (
+        "error: no entity named 'asleep' in campaign 'C', and Old Tom has no 'status' fact of that value\n"
     )
 
 

@@ -103,10 +103,10 @@ async def test_writers_of_several_entities_in_opposite_orders_take_turns(
         async def other_order() -> None:
             async with campaign.transaction() as tx:
                 await tx.graph.add_relationship(RelationshipIn(source_id=ilsa.id, type="lives_in", value="Saltmere"))
-                await tx.graph.add_relationship(RelationshipIn(source_id=brom.id, type="ally_of", target_id=ilsa.id))
+                await tx.graph.add_relationship(RelationshipIn(source_id=brom.id, type="knows", target_id=ilsa.id))
 
         second = await _second_waits(pool, other_order())
-        await one.add_relationship(RelationshipIn(source_id=ilsa.id, type="ally_of", target_id=brom.id))
+        await one.add_relationship(RelationshipIn(source_id=ilsa.id, type="knows", target_id=brom.id))
         await first.commit()
     await asyncio.wait_for(second, 10)
     assert len(await g.relationships_of(brom.id)) == 3

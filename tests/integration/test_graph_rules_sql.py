@@ -6,8 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 
-from memory.graph.rules import SINGLE_VALUED, FactKey, can_contradict, contradicts, vouched
-from memory.graph.sql import CONTRADICTED, VOUCHED
+from memory.graph.rules import FactKey, can_contradict, contradicts, vouched
+from memory.graph.sql import CONTRADICTED, VOUCHED, contradicting
 from memory.models import EntityIn, EntityType, Provenance
 from memory.store import CampaignMemory
 
@@ -47,16 +47,23 @@ async def test_the_sql_of_what_a_fact_closes_says_what_the_rule_says(campaign: C
     stored: list[FactKey] = []
     kinds = [("status", None, "alive"), ("status", None, "dead"), ("home", keep.id, None), ("knows", road.id, None)]
     kinds += [("knows", None, "Elvish"), ("home", None, "the road")]
+    # an inverse edge is weighed as its other end states it: "Pip has Vell" is "Vell owned_by Pip"
+    kinds += [("owned_by", road.id, None), ("owned_by", keep.id, None), ("has", None, "a scar")]
+    kinds += [("has", road.id, None), ("leader_of", keep.id, None), ("ruled_by", keep.id, None)]
     facts = list(itertools.product(kinds, [("accepted", True), ("accepted", False), ("rejected", True)]))
     # a pending copy of an accepted current fact would be a second current copy (migration 0004): others wait
     facts += [(k, ("pending", True)) for k in [("status", None, "missing"), ("home", road.id, None)]]
     facts += [(("knows", keep.id, None), ("pending", True))]
-    for (type, target, value), (status, current) in facts:
+    stated = [(vell.id, fact) for fact in facts]
+    # and from the other end: "Pip has Vell" ("Vell owned_by Pip"), "Caddo Keep leader_of Vell"
+    stated += [(road.id, ((t, vell.id, None), ("accepted", True))) for t in ("has", "carried", "owned_by")]
+    stated += [(keep.id, ((t, vell.id, None), ("accepted", True))) for t in ("leader_of", "has", "knows")]
+    for source, ((type, target, value), (status, current)) in stated:
         rel_id = await campaign.db.fetchval(
             "INSERT INTO relationships (campaign_id, source_id, type, target_id, value, status, valid_to)"
             " VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN NULL ELSE now() END) RETURNING id",
             campaign.campaign_id,
-            vell.id,
+            source,
             type,
             target,
             value,
@@ -65,7 +72,7 @@ async def test_the_sql_of_what_a_fact_closes_says_what_the_rule_says(campaign: C
         )
         stored.append(
             FactKey(
-                id=rel_id, source_id=vell.id, type=type, target_id=target, value=value, status=status, current=current
+                id=rel_id, source_id=source, type=type, target_id=target, value=value, status=status, current=current
             )
         )
     for new in stored:
@@ -74,12 +81,9 @@ async def test_the_sql_of_what_a_fact_closes_says_what_the_rule_says(campaign: C
             f"SELECT id FROM relationships WHERE {CONTRADICTED} AND valid_from <= $7 ORDER BY id",
             campaign.campaign_id,
             new.id,
-            new.source_id,
-            new.type,
-            new.target_id,
-            new.value,
+            *(weighed := contradicting(new.type, new.source_id, new.target_id, new.value))[:4],
             dt.datetime.now(dt.UTC) + dt.timedelta(days=1),
-            new.type in SINGLE_VALUED,
+            weighed[4],
         )
         # the graph asks only of a fact that can close another (see ``Facts.close_contradicted``)
         closed_by_sql = [r["id"] for r in rows] if can_contradict(new.type, new.value) else []

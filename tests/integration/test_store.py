@@ -831,20 +831,21 @@ async def test_unlinking_a_mistaken_fact_reopens_what_it_closed_unless_something
         "Old Tom —status→ alive",
     ]
 
-    # alive → dead → undead: removing the middle one leaves "alive" history, now superseded by "undead"
-    await g.add_relationship(RelationshipIn(source_id=tom.id, type="status", value="dead"))
+    # alive → dead → undead: "dead" is history, which unlink leaves alone (it undoes only a current fact)
+    dead = await g.add_relationship(RelationshipIn(source_id=tom.id, type="status", value="dead"))
     undead = await g.add_relationship(RelationshipIn(source_id=tom.id, type="status", value="undead"))
-    assert (await g.unlink("Old Tom", "status", "dead")).reopened == []
-    history = await g.get_relationship(alive.id)
-    assert history.valid_to is not None and history.superseded_by == undead.id
+    with pytest.raises(NotFoundError, match=r"^Old Tom has no current 'status' fact of dead: unlink undoes a current"):
+        await g.unlink("Old Tom", "status", "dead")
+    history = await g.get_relationship(dead.id)
+    assert history.status == ReviewStatus.accepted and history.superseded_by == undead.id
     assert [r.value for r in await g.relationships_of(tom.id) if r.type == "status"] == ["undead"]
 
-    # "alive" heard again waits for review: the closed copy is not made current beside it (migration 0004)
+    # "dead" heard again waits for review: the closed copy is not made current beside it (migration 0004)
     heard = Provenance(source=Source.stated, confidence=0.3)
-    again = await g.add_relationship(RelationshipIn(source_id=tom.id, type="status", value="alive", provenance=heard))
+    again = await g.add_relationship(RelationshipIn(source_id=tom.id, type="status", value="dead", provenance=heard))
     assert again.status == ReviewStatus.pending
     assert (await g.unlink("Old Tom", "status", "undead")).reopened == []
-    assert (await g.get_relationship(alive.id)).valid_to is not None
+    assert (await g.get_relationship(dead.id)).valid_to is not None
 
 
 async def test_unlinking_a_value_written_twice_in_other_cases_removes_both_and_reopens_what_they_closed(

@@ -242,3 +242,24 @@ def test_did_you_mean_matches_whole_words_never_letters_inside_one() -> None:
     assert close("Thordack") == ["Death of Thordak"]
     assert close("Doty the robot") == ["Doty"]
     assert close("Sister Ash") == []
+
+
+def test_an_inverse_edge_is_weighed_as_its_other_end_states_it() -> None:
+    """ "Mira has the Sunblade" is "the Sunblade owned_by Mira": a new holder closes the old, stated from either end;
+    "Balcor leader_of Greywatch" is "Greywatch ruled_by Balcor" (tester report ud, items 1 and 2)."""
+    sunblade, thalia, mira, korrin, dagger = 1, 2, 3, 4, 5
+    owned_by_thalia = FactKey(id=1, source_id=sunblade, type="owned_by", target_id=thalia)
+    mira_has = FactKey(id=2, source_id=mira, type="has", target_id=sunblade)
+    assert can_contradict("has", None) and can_contradict("carried", None)
+    assert contradicts(mira_has, owned_by_thalia)
+    assert contradicts(FactKey(id=3, source_id=korrin, type="carried", target_id=sunblade), mira_has)
+    assert contradicts(FactKey(id=4, source_id=sunblade, type="owned_by", target_id=korrin), mira_has)
+    assert not contradicts(FactKey(id=5, source_id=sunblade, type="owned_by", target_id=mira), mira_has)  # the same
+    assert not contradicts(FactKey(id=6, source_id=mira, type="has", target_id=dagger), mira_has)  # two items
+    assert not contradicts(FactKey(id=7, source_id=mira, type="has", value="a scar"), mira_has)  # a value of hers
+    greywatch, serah, balcor, circle = 1, 2, 3, 4
+    serah_rules = FactKey(id=1, source_id=greywatch, type="ruled_by", target_id=serah)
+    balcor_leads = FactKey(id=2, source_id=balcor, type="leader_of", target_id=greywatch)
+    assert contradicts(balcor_leads, serah_rules)
+    assert contradicts(FactKey(id=3, source_id=greywatch, type="ruled_by", target_id=serah), balcor_leads)
+    assert not contradicts(FactKey(id=4, source_id=balcor, type="leader_of", target_id=circle), balcor_leads)

@@ -1,0 +1,126 @@
+"""The graph says what is true now: one holder of an item and one ruler of a place, whichever end a fact was stated
+from (tester report ud)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.errors import NotFoundError
+from memory.extraction import RuleExtractor, extract_into_graph
+from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewItem, ReviewStatus, Source
+from memory.store import CampaignMemory
+
+
+async def test_an_item_passed_hand_to_hand_and_a_place_changing_ruler_have_one_current_holder_and_ruler(
+    campaign: CampaignMemory,
+) -> None:
+    g = campaign.graph
+    for name, kind in [("Sunblade", EntityType.item), ("Greywatch", EntityType.place)]:
+        await g.add_entity(EntityIn(name=name, type=kind))
+    for name in ("Thalia", "Mira", "Korrin", "Serah", "Balcor", "Greta"):
+        await g.add_entity(EntityIn(name=name, type=EntityType.npc))
+    await g.link("Sunblade", "owned_by", "Thalia")
+    await g.link("Greywatch", "ruled_by", "Serah")
+    night = await campaign.log.start_session("Night 2")
+
+    async def heard(source: str, type: str, target: str, at: float) -> str:
+        said = Provenance(source=Source.stated, confidence=0.5, session_id=night.id, timestamp=at)
+        fact, _ = await g.ensure_relationship(
+            RelationshipIn(
+                source_id=(await g.get_entity(source)).id,
+                type=type,
+                target_id=(await g.get_entity(target)).id,
+                provenance=said,
+            )
+        )
+        return (await campaign.review.accept(f"f{fact.id}")).settled()
+
+    # what the extractor files: the verb it read, the holder as the source
+    assert await heard("Mira", "has", "Sunblade", 1.0) == "closed: Sunblade —owned_by→ Thalia"
+    assert await heard("Korrin", "carried", "Sunblade", 2.0) == "closed: Mira —has→ Sunblade"
+    assert await heard("Balcor", "leader_of", "Greywatch", 3.0) == "closed: Greywatch —ruled_by→ Serah"
+    sunblade, greywatch = await g.get_entity("Sunblade"), await g.get_entity("Greywatch")
+    assert [r.describe() for r in await g.relationships_of(sunblade.id)] == ["Korrin —carried→ Sunblade"]
+    assert [r.describe() for r in await g.relationships_of(greywatch.id)] == ["Balcor —leader_of→ Greywatch"]
+
+    # the DM's word from the other end: the same fact again, or a new holder and ruler closing the old
+    assert (await g.link("Sunblade", "owned_by", "Korrin")).outcome == "already linked"
+    linked = await g.link("Sunblade", "owned_by", "Mira")
+    assert [r.describe() for r in linked.closed] == ["Korrin —carried→ Sunblade"]
+    linked = await g.link("Greywatch", "ruled_by", "Greta")
+    assert [r.describe() for r in linked.closed] == ["Balcor —leader_of→ Greywatch"]
+    assert [r.describe() for r in await g.relationships_of(greywatch.id)] == ["Greywatch —ruled_by→ Greta"]
+    # one may lead a city and a guild: only the place has one ruler at a time
+    guild = await g.add_entity(EntityIn(name="The Iron Circle", type=EntityType.faction))
+    assert (await g.link("Greta", "leader_of", guild.name)).closed == []
+
+
+async def test_unlink_undoes_only_the_current_fact_and_keeps_history_and_rejections(campaign: CampaignMemory) -> None:
+    """ "entity unlink" deleted every record of the value: the history of a death, and a fact rejected in review,
+    which the next session then proposed again (tester report ud, item 3)."""
+    g = campaign.graph
+    bram = await g.add_entity(EntityIn(name="Bram", type=EntityType.npc))
+    await g.link("Bram", "status", value="dead")
+    await g.link("Bram", "status", value="alive")
+    with pytest.raises(NotFoundError, match=r"^Bram has no current 'status' fact of dead: unlink undoes a current"):
+        await g.unlink("Bram", "status", "dead")  # what was true before
+    assert [r.describe() for r in await g.history(bram.id)] == ["Bram —status→ dead"]
+
+    async def night(title: str) -> list[ReviewItem]:
+        session = await campaign.log.start_session(title)
+        said = await campaign.log.write_many(session.id, [EntryIn(speaker="DM", text="Bram is dead.")])
+        await extract_into_graph(campaign, session_id=session.id, entries=said, extractor=RuleExtractor())
+        return [i for i in await campaign.review.pending() if i.fact is not None and i.fact.type == "status"]
+
+    (heard,) = await night("Night 1")  # it waits: it would end the DM's "alive"
+    await campaign.review.reject(f"f{heard.id}")
+    with pytest.raises(NotFoundError, match="no current 'status' fact of dead"):
+        await g.unlink("Bram", "status", "dead")
+    # the DM records the death, then undoes it as a mistake: "alive" comes back, and neither the mistake nor the
+    # rejection is proposed again
+    await g.link("Bram", "status", value="dead")
+    undone = await g.unlink("Bram", "status", "dead")
+    assert undone.describe() == "Unlinked Bram —status→ dead; current again: Bram —status→ alive"
+    assert (await campaign.review.get(f"f{heard.id}")).fact.status == ReviewStatus.rejected  # type: ignore[union-attr]
+    assert await night("Night 2") == []
+    assert [r.describe() for r in await g.history(bram.id)] == ["Bram —status→ dead"]
+    assert [r.describe() for r in await g.relationships_of(bram.id)] == ["Bram —status→ alive"]
+
+
+async def test_a_merge_settles_two_facts_that_disagree_and_says_which_is_history(campaign: CampaignMemory) -> None:
+    """A merge brought a dead NPC back to life without a word (tester report ud, item 4): the newer fact stands,
+    whichever entity had it, and the preview and the result name the one that is history now."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Osric", type=EntityType.npc))
+    pell = await g.add_entity(EntityIn(name="Osric Pell", type=EntityType.npc))
+    await g.link("Osric", "status", value="alive")
+    await g.link("Osric Pell", "status", value="dead")  # the newer
+    preview = await g.merge_entities("Osric", "Osric Pell", preview=True)
+    assert preview.history_now() == "now history, as a newer fact says otherwise: Osric Pell —status→ alive"
+    assert await g.find_entity("Osric") is not None  # nothing changed
+    merged = await g.merge_entities("Osric", "Osric Pell")
+    assert merged.describe() == (
+        "Merged Osric into Osric Pell: 1 fact moved; new aliases: Osric; now history, as a newer fact says "
+        "otherwise: Osric Pell —status→ alive."
+    )
+    assert [r.describe() for r in await g.relationships_of(pell.id)] == ["Osric Pell —status→ dead"]
+
+
+async def test_a_family_tie_said_from_the_other_side_is_the_same_fact(campaign: CampaignMemory) -> None:
+    """ "Serah Dunmore, the sister of Ilsa Varn" after "Ilsa Varn —sibling_of→ Serah Dunmore" was a second current
+    fact (tester report ud, item 9)."""
+    g = campaign.graph
+    ilsa = await g.add_entity(EntityIn(name="Ilsa Varn", type=EntityType.npc))
+    serah = await g.add_entity(EntityIn(name="Serah Dunmore", type=EntityType.npc))
+    await g.link("Ilsa Varn", "sibling_of", "Serah Dunmore")
+    heard = Provenance(source=Source.stated, confidence=0.5)
+    fact, created = await g.ensure_relationship(
+        RelationshipIn(source_id=serah.id, type="sibling_of", target_id=ilsa.id, provenance=heard)
+    )
+    assert not created and fact.describe() == "Ilsa Varn —sibling_of→ Serah Dunmore"  # nothing to review
+    assert (await g.link("Serah Dunmore", "spouse_of", "Ilsa Varn")).outcome == "linked"
+    assert (await g.link("Ilsa Varn", "spouse_of", "Serah Dunmore")).outcome == "already linked"
+    assert [r.describe() for r in await g.relationships_of(serah.id)] == [
+        "Ilsa Varn —sibling_of→ Serah Dunmore",
+        "Serah Dunmore —spouse_of→ Ilsa Varn",
+    ]
