@@ -5,7 +5,8 @@ Two levels, pure Python over the text:
 
 * a line on its own (:func:`line_talk`): sponsor reads and announcements, dice results and rules talk, cast banter
   ("(laughter)", "in real life");
-* a session's lines in order (:func:`session_talk`): the pre-show before the DM's "last we left off", a break
+* a session's lines in order (:func:`session_talk`): the pre-show before the DM's "last we left off" (or after a
+  player's "okay so last time, we…", which tells the last session), a break
   between "we'll take a break" (a home table's "let's do ten minutes") and "welcome back" ("okay, we're back"),
   the after-show from "we'll pick it up next week" on. The DM's words mark those, since a player's "let's take a
   break" is often in character; a player's "okay, back" only ends a break the DM announced and never closed.
@@ -108,6 +109,13 @@ _START_STRONG = re.compile(
     r"\b(?:last (?:time )?we left off|previously on|when we last left|"
     r"(?:get|getting) (?:you|us|everyone)(?: guys| all)? (?:caught up|up to speed)|"
     r"catch(?:ing)? (?:you|us|everyone)(?: guys| all)? up|pick up where we left off)\b",
+    re.IGNORECASE,
+)
+# A player retelling the last session for the table ("Okay so last time, we met on a barge…", "Last time, we crossed
+# the fen…"): talk of a past session, before this one's story.
+_RETOLD = re.compile(
+    r"(?:^|[.!?]\s+)\W*(?:(?:okay|ok|so|alright|all right|right|well|and)\W+)*"
+    r"(?:last (?:time|session|week|game)|previously)\W+(?:on \w+\W+)?(?:we|you|our|the party)\b",
     re.IGNORECASE,
 )
 _START_WEAK = re.compile(
@@ -365,10 +373,25 @@ def _show_start(lines: Sequence[tuple[str, bool]], dm: list[int]) -> int:
     opening = [i for i in dm if i < max(_MIN_OPENING, int(n * _OPENING_SHARE))]
     # The last recap cue of the opening: "Last we left off was crazy, but first, announcements" comes before them.
     start = next((i for i in reversed(opening) if _START_STRONG.search(lines[i][0])), None)
+    retold = _players_recap(lines, dm, start)
     if start is not None:
-        return start
+        return max(start, retold)
     weak = [i for i in opening if _START_WEAK.search(lines[i][0])]
-    return weak[-1] + (0 if _story_before(lines[weak[-1]][0], _START_WEAK) else 1) if weak else 0
+    return max(weak[-1] + (0 if _story_before(lines[weak[-1]][0], _START_WEAK) else 1) if weak else 0, retold)
+
+
+def _players_recap(lines: Sequence[tuple[str, bool]], dm: list[int], cue: int | None) -> int:
+    """The DM's first line after the players retell the last session in the first lines of this one (before the DM's
+    recap ``cue``, or answering it: "Who wants to catch us up?"), else 0: the DM's own recap is the game's and a
+    player adding to it is part of it; a player's "last time we…" later on is the story's."""
+    told = [
+        i
+        for i in range(min(len(lines), _MIN_OPENING))
+        if not lines[i][1]
+        and _RETOLD.search(lines[i][0])
+        and (cue is None or i < cue or ("?" in lines[cue][0] and not any(cue < j < i for j in dm)))
+    ]
+    return next((j for j in dm if j > told[-1]), 0) if told else 0
 
 
 def _mark_break(lines: Sequence[tuple[str, bool]], dm: list[int], i: int, kinds: list[Talk | None]) -> None:

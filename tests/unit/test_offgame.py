@@ -209,6 +209,24 @@ def test_a_break_of_the_story_is_no_break(told: str) -> None:
     assert set(_session(*lines)) == {None}
 
 
+def test_a_players_retelling_of_the_last_session_is_pre_show_up_to_the_dms_next_line() -> None:
+    lines = [("DM", "You walk on along the road past the mill.")] * 30
+    lines[:5] = [
+        ("DM", "Hi all! Who wants to catch us up?"),
+        ("Ana", "Me. Okay so last time, we found the mill burned and the miller gone."),
+        ("Bo", "And I stole his hat."),
+        ("DM", "Nice. So. Morning comes grey over the valley."),
+        ("Ana", "Last time we did that, the hat bit me."),  # the story's now: the DM has gone on
+    ]
+    assert _session(*lines)[:5] == [Talk.pre_show] * 3 + [None, None]
+    lines[3] = ("DM", "Right. Can I see your sheet a second?")
+    lines[5] = ("Ana", "Okay so last time, we ate all the bread.")  # the DM has spoken since asking: the story's
+    assert _session(*lines)[:6] == [Talk.pre_show] * 3 + [None] * 3
+    lines[0] = ("DM", "Hi all! Last we left off, you stood at the burned mill.")  # the DM's recap is the game's
+    lines[1] = ("Ana", "Right, and last time we found the miller gone.")  # a player adding to it too
+    assert set(_session(*lines)) == {None}
+
+
 def test_a_players_cue_and_a_session_without_cues_mark_nothing() -> None:
     lines = [("DM", "You enter the crypt. Bones crunch under your feet.")] * 20
     lines[3] = ("Grog", "Let's take a break and drink. Last we left off I was thirsty.")
