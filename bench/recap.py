@@ -201,12 +201,17 @@ def lorekeeper(
     t = time.perf_counter()
     summary, _ = summarise(episode.entries, gazetteer, names, **options)
     seconds = time.perf_counter() - t
-    lines = []
+    lines: list[tuple[int, str]] = []
     for line in summary.splitlines():
         if line.startswith("Involved: "):
             continue
         speaker, _, said = line.partition(": ")
-        i = next(i for i, e in enumerate(episode.entries) if e.speaker == speaker and _within(said, e.text))
+        # the lines are in story order: a turn said again later (CRD3 C1E001 plays the cast's intro videos in its
+        # pre-show and again in its break) is the one after the line before
+        after = lines[-1][0] + 1 if lines else 0
+        i = next(
+            i for i, e in enumerate(episode.entries) if i >= after and e.speaker == speaker and _within(said, e.text)
+        )
         lines.append((i, said))
     return Recap(lines, seconds)
 

@@ -5,9 +5,11 @@ Two levels, pure Python over the text:
 
 * a line on its own (:func:`line_talk`): sponsor reads and announcements, dice results and rules talk, cast banter
   ("(laughter)", "in real life");
-* a session's lines in order (:func:`session_talk`): the pre-show before the DM's "last we left off", a break
-  between "we'll take a break" and "welcome back", the after-show from "we'll pick it up next week" on. Only the
-  DM's words mark those, since a player's "let's take a break" is often in character.
+* a session's lines in order (:func:`session_talk`): the pre-show before the DM's "last we left off" (or after a
+  player's "okay so last time, we…", which tells the last session), a break
+  between "we'll take a break" (a home table's "let's do ten minutes") and "welcome back" ("okay, we're back"),
+  the after-show from "we'll pick it up next week" on. The DM's words mark those, since a player's "let's take a
+  break" is often in character; a player's "okay, back" only ends a break the DM announced and never closed.
 
 Precision first: a line that also tells the story ("As you make your way to the docks, we'll take a break") is
 kept as game; a missed out-of-game line costs less than a lost event. Measured on hand-labelled CRD3 turns by
@@ -109,18 +111,42 @@ _START_STRONG = re.compile(
     r"catch(?:ing)? (?:you|us|everyone)(?: guys| all)? up|pick up where we left off)\b",
     re.IGNORECASE,
 )
+# A player retelling the last session for the table ("Okay so last time, we met on a barge…", "Last time, we crossed
+# the fen…"): talk of a past session, before this one's story.
+_RETOLD = re.compile(
+    r"(?:^|[.!?]\s+)\W*(?:(?:okay|ok|so|alright|all right|right|well|and)\W+)*"
+    r"(?:last (?:time|session|week|game)|previously)\W+(?:on \w+\W+)?(?:we|you|our|the party)\b",
+    re.IGNORECASE,
+)
 _START_WEAK = re.compile(
     r"\b(?:let's|let us) (?:go ahead and )?(?:jump|dive|hop|get started|begin|start|get into it)\b|"
     r"without further ado",
     re.IGNORECASE,
 )
+# A break as the table announces it: a break word the table's way ("take a break", "let's have a quick break", "a
+# bathroom break"; not "break the seal", nor the farmers "having a break" of the story), a few minutes off ("let's do
+# ten minutes", "take five"), or the show's "back here in a few minutes".
+_PAUSE = r"(?:break|intermission)"
+_OFF = r"(?:quick|short|little|brief|bathroom|restroom|pee|pizza|snack|food|dinner|smoke|coffee|\w+[- ]minute)"
 _BREAK = re.compile(
-    r"\b(?:take (?:a|our) (?:quick |little |short |bathroom |quick bathroom )?break|"
+    rf"\b(?:(?:take|(?:let's|let us|we|we'll|I|I'll|gonna|going to|want to) (?:\w+ )?(?:have|grab|do|need|call))"
+    rf" (?:a |an |our |the |some )?(?:{_OFF} )*{_PAUSE}|{_OFF} {_PAUSE}|"
+    r"(?:let's|let us|we'll|we will|going to|gonna) (?:take|do|have) (?:a )?(?:few|couple|five|ten|fifteen|twenty|\d+)"
+    r"(?: of)? (?:minutes|mins)|(?:let's|let us|we'll|we will|going to|gonna) (?:take (?:a )?)?pause|"
+    r"(?:let's|we'll) take (?:five|ten|fifteen)|"
     r"(?:we'll be|be right) back(?: here)? in|(?:back|see you)(?: guys)? (?:here )?in (?:just )?a (?:few|couple)"
     r"(?: of)? minutes|meet you(?: guys)? back here)\b",
     re.IGNORECASE,
 )
-_BACK = re.compile(r"\b(?:welcome back|and we're back|returning from (?:the )?break)\b", re.IGNORECASE)
+# The table back from it: "welcome back", "okay, we're back", "alright, back in", "back to it".
+_BACK = re.compile(
+    r"\b(?:welcome back|we(?:'re| are) back|returning from (?:the )?break|"
+    r"back to (?:it|the game|the table)|(?:get|getting|jump|jumping|dive|diving|hop|hopping) back in(?:to it)?|"
+    r"(?:let's|let us) (?:resume|continue))\b|"
+    r"^\W*(?:(?:okay|ok|alright|all right|right|so|and)\W+)*(?:I'm |I am )?back\b",
+    re.IGNORECASE,
+)
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I'll|I've|me|my|we|we're|we'll|we've|us|our|let's)\b", re.IGNORECASE)
 _END = re.compile(
     r"\b(?:pick (?:this|it|that)?\s?up (?:again |there |from there )?"
     r"(?:next (?:week|time|thursday)|in (?:a couple|two) weeks)|until we pick (?:this |it )?up|"
@@ -141,6 +167,8 @@ _OPENING_SHARE, _CLOSING_SHARE = 0.25, 0.15
 _MIN_OPENING = 60
 #: A break lasts at most this many lines before "welcome back" (else only its announcement is out of game).
 _MAX_BREAK = 40
+#: A player's line saying they are back ("Okay back, the rolls are fine.") ends a break in at most this many words.
+_SHORT_BACK = 10
 #: A cue line with at least this many words before the cue tells the story too: it stays game.
 _STORY_WORDS = 8
 
@@ -346,24 +374,52 @@ def _show_start(lines: Sequence[tuple[str, bool]], dm: list[int]) -> int:
     opening = [i for i in dm if i < max(_MIN_OPENING, int(n * _OPENING_SHARE))]
     # The last recap cue of the opening: "Last we left off was crazy, but first, announcements" comes before them.
     start = next((i for i in reversed(opening) if _START_STRONG.search(lines[i][0])), None)
+    retold = _players_recap(lines, dm, start)
     if start is not None:
-        return start
+        return max(start, retold)
     weak = [i for i in opening if _START_WEAK.search(lines[i][0])]
-    return weak[-1] + (0 if _story_before(lines[weak[-1]][0], _START_WEAK) else 1) if weak else 0
+    return max(weak[-1] + (0 if _story_before(lines[weak[-1]][0], _START_WEAK) else 1) if weak else 0, retold)
+
+
+def _players_recap(lines: Sequence[tuple[str, bool]], dm: list[int], cue: int | None) -> int:
+    """The DM's first line after the players retell the last session in the first lines of this one (before the DM's
+    recap ``cue``, or answering it: "Who wants to catch us up?"), else 0: the DM's own recap is the game's and a
+    player adding to it is part of it; a player's "last time we…" later on is the story's."""
+    told = [
+        i
+        for i in range(min(len(lines), _MIN_OPENING))
+        if not lines[i][1]
+        and _RETOLD.search(lines[i][0])
+        and (cue is None or i < cue or ("?" in lines[cue][0] and not any(cue < j < i for j in dm)))
+    ]
+    return next((j for j in dm if j > told[-1]), 0) if told else 0
 
 
 def _mark_break(lines: Sequence[tuple[str, bool]], dm: list[int], i: int, kinds: list[Talk | None]) -> None:
     """A break the DM announces at line ``i``: its announcement (unless it tells the story too) and, up to the
-    DM's "welcome back" within :data:`_MAX_BREAK` lines, the lines of the break."""
+    DM's "welcome back" within :data:`_MAX_BREAK` lines, the lines of the break. A DM who says no such thing and
+    goes on with the story once the table is back: up to a player's short "okay, back"."""
     if not _story_before(lines[i][0], _BREAK):
         kinds[i] = Talk.break_
-    back = next((j for j in dm if i < j <= i + _MAX_BREAK and _BACK.search(lines[j][0])), None)
+    within = range(i + 1, min(i + _MAX_BREAK + 1, len(lines)))
+    back = next((j for j in dm if j in within and _BACK.search(lines[j][0])), None)
+    if back is None:
+        back = next((j for j in within if _BACK.match(lines[j][0]) and len(lines[j][0].split()) <= _SHORT_BACK), None)
     if back is None:
         return
     for j in range(i + 1, back):
         kinds[j] = Talk.break_
-    if len(_WORD.findall(lines[back][0])) < 3 * _STORY_WORDS:
-        kinds[back] = Talk.break_  # "Welcome back, everyone!" with no story after it
+    text = lines[back][0]
+    cue = _BACK.search(text)
+    after = _SENTENCE.split(text[cue.end() :] if cue else "", maxsplit=1)[1:]  # the sentences after the cue's
+    goes_on = (  # the DM's story in the second or third person, not the table's "we" ("I assume we'll have Liam")
+        bool(after)
+        and len(_WORD.findall(after[0])) >= _STORY_WORDS // 2
+        and not is_table_talk(after[0])
+        and _FIRST_PERSON.search(after[0]) is None
+    )
+    if len(_WORD.findall(text)) < 3 * _STORY_WORDS and not goes_on:
+        kinds[back] = Talk.break_  # "Welcome back, everyone!" with no story after it ("Back in. Night falls.")
 
 
 def _story_before(text: str, cue: re.Pattern[str]) -> bool:

@@ -54,24 +54,38 @@ _ENTITY, _NARRATOR = 1.0, 1.0
 #: What stands between two names of a list: "Grog, Pike, and Vex", "Grog, Gilmore, Percy", "Kima and the bear".
 _LIST_GAP = re.compile(r"(?:\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+)(?:the\s+)?", re.IGNORECASE)
 #: A list of this many names or more that is most of its sentence is the table counting heads (who is hit, who
-#: saves, who a spell reaches: "So, that's Grog, Pike, Vex, Vax, and Percy."), not what happens.
+#: saves, who a spell reaches: "So, that's Grog, Pike, Vex, Vax, and Percy."; the DM's turn order: "Okay, I've got
+#: Kes, Wren, the drowned, Oz."), not what happens.
 _ROLL_CALL = 3
+#: A name of the list, beside the entities it names: a capitalised word or a few (a character whose name is also an
+#: English word, "Wren"; a nickname, "Thess"), or one word after "the" (the monsters by their kind, "the drowned")
+#: among proper names (not "the cold, the dark, and the wet").
+_CAPITALISED = re.compile(r"\b(?!I\b|I['’])[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*")
+_KIND = re.compile(r"(?<=\bthe )[a-z][\w'’-]*\b")
 
 
 def _roll_call(text: str, mentions: Sequence[tuple[int, int, int]]) -> bool:
-    """Whether the sentence ``text`` is mostly a list of ``_ROLL_CALL`` names or more (``mentions`` in it)."""
-    outer = sorted(
-        {(a, b) for a, b, _ in mentions if not any(x <= a and b <= y and (x, y) != (a, b) for x, y, _ in mentions)}
-    )
-    runs: list[list[tuple[int, int]]] = []
-    for a, b in outer:
-        if runs and _LIST_GAP.fullmatch(text[runs[-1][-1][1] : a]):
-            runs[-1].append((a, b))
+    """Whether the sentence ``text`` is mostly a list of ``_ROLL_CALL`` names or more (``mentions`` in it, or the
+    :data:`_CAPITALISED`), at least two of them proper names rather than a :data:`_KIND`."""
+    proper = [(a, b) for a, b, _ in mentions] + [m.span() for m in _CAPITALISED.finditer(text)]
+    outer: list[tuple[int, int, bool]] = []  # a name the entities and the capitals both find is one name
+    for a, b, named in sorted([(a, b, True) for a, b in proper] + [(*m.span(), False) for m in _KIND.finditer(text)]):
+        if outer and a < outer[-1][1]:
+            outer[-1] = (outer[-1][0], max(b, outer[-1][1]), outer[-1][2] or named)
         else:
-            runs.append([(a, b)])
+            outer.append((a, b, named))
+    runs: list[list[tuple[int, int, bool]]] = []
+    for a, b, named in outer:
+        if runs and _LIST_GAP.fullmatch(text[runs[-1][-1][1] : a]):
+            runs[-1].append((a, b, named))
+        else:
+            runs.append([(a, b, named)])
     words = len(text.split())
     return any(
-        len(run) >= _ROLL_CALL and 2 * len(text[run[0][0] : run[-1][1]].split()) >= words for run in runs
+        sum(named for _, _, named in run) >= _ROLL_CALL - 1
+        and len(run) >= _ROLL_CALL
+        and 2 * len(text[run[0][0] : run[-1][1]].split()) >= words
+        for run in runs
     ) and not tells_story(text)
 
 

@@ -1,6 +1,6 @@
 """Line vectors (migration 0019): the chunk job embeds each line long enough to mean something alone, recall's
 vector half finds the line by meaning (the windows when a campaign has no line vectors yet), a session chunked
-before lines had vectors gets them, and the pre-show the DM's cues mark ranks below the story."""
+before lines had vectors gets them, and the pre-show and breaks the table's cues mark rank below the story."""
 
 from __future__ import annotations
 
@@ -128,3 +128,32 @@ async def test_the_pre_show_ranks_below_the_story(
     hits = await recall(campaign, embedder, "the dragon", limit=2, mode="fulltext")
     assert [line.entry_id for line in hits[0].lines if line.matched] == [ids[3 + len(STORY)]]
     assert [line.entry_id for line in hits[1].lines if line.matched] == [ids[0]]
+
+
+async def test_a_home_tables_break_ranks_below_the_story(
+    campaign: CampaignMemory, memory: Memory, embedder: MiniLMEmbedder
+) -> None:
+    """A home table breaks its own way ("let's have a quick break" … "alright, back in"): the chatter between is
+    marked a break by the chunk job, and recall ranks a joke there below the story that says the same words."""
+    ids = await _said(
+        campaign,
+        "One",
+        [
+            *STORY,
+            ("DM", "Okay, let's have a quick break, the pizza's here."),
+            ("ANA", "my dragon mug fell behind the couch lol"),
+            ("BO", "brb"),
+            ("DM", "Alright, back in."),
+            *STORY,
+            ("DM", "High above the ruined tower of Westruun, the great red dragon circles and waits."),
+        ],
+    )
+    await _run(memory, embedder)
+    talk = await campaign.db.fetch(
+        "SELECT entry_id FROM line_vectors WHERE campaign_id = $1 AND talk = 'break'", campaign.campaign_id
+    )
+    n = len(STORY)
+    assert {r["entry_id"] for r in talk} >= {ids[n + 1]}  # only lines long enough to mean something have vectors
+    hits = await recall(campaign, embedder, "the dragon", limit=2, mode="fulltext")
+    assert [line.entry_id for line in hits[0].lines if line.matched] == [ids[-1]]
+    assert [line.entry_id for line in hits[1].lines if line.matched] == [ids[n + 1]]

@@ -166,6 +166,67 @@ def test_the_game_said_to_end_tonight_starts_the_after_show_from_the_middle_of_a
     assert Talk.after_show not in _session(*early)  # before the middle
 
 
+@pytest.mark.parametrize(
+    ("announced", "back"),
+    [
+        ("Right, let's have a short break, the food's arrived.", "Okay, we're back. Everybody set?"),
+        ("Let's do five minutes.", "All right, back in. The fog lifts off the marsh."),
+        ("Okay. Bathroom break, I need to look up the ogre's stats.", "Right, back to it."),
+        ("We'll take fifteen, I need more coffee.", "Let's get back into it."),
+    ],
+)
+def test_a_home_tables_break_is_out_of_game_up_to_its_back(announced: str, back: str) -> None:
+    """A home table says its breaks its own way; the lines between its break and its back are out of game."""
+    lines = [("DM", "The road climbs into the hills past the old watchtower.")] * 20
+    lines[8] = ("DM", announced)
+    lines[9:12] = [("Ana", "my cat just knocked over the dice"), ("DM", "Ha, she wants a turn."), ("Bo", "brb")]
+    lines[12] = ("DM", back)
+    kinds = _session(*lines)
+    assert kinds[7] is None and kinds[8:12] == [Talk.break_] * 4
+    # the back line is the table's, unless it goes on with the story
+    assert kinds[12] is (None if back.endswith("marsh.") else Talk.break_) and kinds[13] is None
+
+
+def test_a_break_the_dm_does_not_close_ends_at_a_players_short_back() -> None:
+    lines = [("DM", "The road climbs into the hills past the old watchtower.")] * 20
+    lines[5] = ("DM", "Quick break, I have to feed the dog.")
+    lines[6:9] = [("Ana", "Same."), ("Bo", "Anyone want a drink?"), ("Ana", "Okay back, sorry, the dog is fed too.")]
+    kinds = _session(*lines)
+    assert kinds[5:9] == [Talk.break_] * 4 and kinds[9] is None
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        "The farmers are taking a break by the well when you ride in.",
+        "You hear the ice break under the wagon.",
+        "Tell him you'll be back in an hour, and he shrugs.",
+    ],
+)
+def test_a_break_of_the_story_is_no_break(told: str) -> None:
+    lines = [("DM", "The road climbs into the hills past the old watchtower.")] * 20
+    lines[5], lines[7] = ("DM", told), ("DM", "Okay, we're back at the gate.")
+    assert set(_session(*lines)) == {None}
+
+
+def test_a_players_retelling_of_the_last_session_is_pre_show_up_to_the_dms_next_line() -> None:
+    lines = [("DM", "You walk on along the road past the mill.")] * 30
+    lines[:5] = [
+        ("DM", "Hi all! Who wants to catch us up?"),
+        ("Ana", "Me. Okay so last time, we found the mill burned and the miller gone."),
+        ("Bo", "And I stole his hat."),
+        ("DM", "Nice. So. Morning comes grey over the valley."),
+        ("Ana", "Last time we did that, the hat bit me."),  # the story's now: the DM has gone on
+    ]
+    assert _session(*lines)[:5] == [Talk.pre_show] * 3 + [None, None]
+    lines[3] = ("DM", "Right. Can I see your sheet a second?")
+    lines[5] = ("Ana", "Okay so last time, we ate all the bread.")  # the DM has spoken since asking: the story's
+    assert _session(*lines)[:6] == [Talk.pre_show] * 3 + [None] * 3
+    lines[0] = ("DM", "Hi all! Last we left off, you stood at the burned mill.")  # the DM's recap is the game's
+    lines[1] = ("Ana", "Right, and last time we found the miller gone.")  # a player adding to it too
+    assert set(_session(*lines)) == {None}
+
+
 def test_a_players_cue_and_a_session_without_cues_mark_nothing() -> None:
     lines = [("DM", "You enter the crypt. Bones crunch under your feet.")] * 20
     lines[3] = ("Grog", "Let's take a break and drink. Last we left off I was thirsty.")

@@ -172,6 +172,32 @@ def test_a_sentence_that_is_mostly_a_list_of_names_is_not_quoted() -> None:
     assert any("all fall silent" in line for line in summarise(said))
 
 
+def test_the_dms_turn_order_is_not_quoted_whatever_its_names_are() -> None:
+    """ "Okay, I've got Kes, Wren, the drowned, Oz, Ottilie, Thess." (a home table's initiative order): nicknames the
+    campaign does not know, a name that is an English word and the monsters by their kind are a list of names too."""
+    said = chatter(40)
+    said[10] = ("Mira", "Okay, so I have Brin, Fox, the ghouls, Eldrinax, Tam.")
+    said[20] = ("Mira", "The bells of Ironhold ring out over the frozen lake as night falls.")
+    lines = summarise(said)
+    assert not any("Brin" in line for line in lines)
+    assert "Mira: The bells of Ironhold ring out over the frozen lake as night falls." in lines
+    said[10] = ("Mira", "Then the cold, the dark and the silence of Ironhold close in around you.")
+    assert any("the cold, the dark" in line for line in summarise(said))
+
+
+def test_a_players_retelling_of_the_last_session_does_not_open_the_recap() -> None:
+    """At a home table a player often recaps the last session ("Okay so last time, we …"): that session's story, not
+    this one's. The recap opens with the DM's story after it."""
+    said = [("Mira", "Welcome back, all. Who wants to do the recap?")]
+    said += [("Bo", "Me! Okay so last time, we found the Ember Key in Ironhold and Eldrinax burned the gates.")]
+    said += [("Ana", "And the Pale Magister got away with it.")]
+    said += [("Mira", "Great recap. So, it's dawn, and the road to Ironhold is white with frost.")]
+    said += [("Mira", f"You walk on towards Ironhold, past the mill {n}, Eldrinax circling above.") for n in range(30)]
+    lines = summarise(said)
+    assert not any("last time" in line or "got away" in line for line in lines)
+    assert lines[0] == "Mira: So, it's dawn, and the road to Ironhold is white with frost."
+
+
 def test_the_dm_placing_calling_or_ruling_on_the_characters_is_not_quoted() -> None:
     """The DM's rules talk among the characters' names (CRD3 C2E010, C1E035, C1E110): the initiative order before
     its die results are asked for, a miniature placed on the map, a save called for and its outcome. A die result
