@@ -23,7 +23,6 @@ import memory.recall as recall_core
 from memory.context import (
     MAX_MINUTES,
     ContextLine,
-    HotContext,
     IdentitySnapshot,
     hot_context,
     identity,
@@ -150,7 +149,14 @@ class RecentLog(BaseModel):
 
 
 class HotContextOut(BaseModel):
-    context: HotContext
+    """The prompt block and what it was read from: no copy of its lines or scene, which the block holds as far as
+    the budget allows (an MCP client puts the whole answer in the model's context)."""
+
+    entity: str
+    session_id: int | None
+    session: str | None
+    live: bool
+    quiet: bool
     text: str  # the prompt block within the budget
 
 
@@ -356,7 +362,14 @@ class CampaignTools:
     ) -> HotContextOut:
         session_id = (await self._session(session))[0].id if session else None
         ctx = await hot_context(self.mem, entity, session_id=session_id, minutes=minutes, dm=self.dm)
-        return HotContextOut(context=ctx, text=ctx.text(budget_tokens))
+        return HotContextOut(
+            entity=ctx.entity.name,
+            session_id=ctx.session_id,
+            session=ctx.session,
+            live=ctx.live,
+            quiet=ctx.quiet,
+            text=ctx.text(budget_tokens),
+        )
 
     async def propose_entity(
         self, name: str, type: EntityType, description: str = "", aliases: list[str] | None = None
@@ -632,11 +645,14 @@ def _read_tools(server: MCPServer, tools: CampaignTools) -> None:  # 73 lines: e
     async def hot_context(
         entity: Name,
         minutes: Minutes = 5.0,
-        budget_tokens: Annotated[int, Field(ge=50, le=8000, description="Size of the text block.")] = 800,
+        budget_tokens: Annotated[
+            int, Field(ge=50, le=8000, description="Size of the answer's text block, in tokens (4 characters each).")
+        ] = 800,
         session: SessionTitle = None,
     ) -> HotContextOut:
         """What an NPC (or any entity) needs before it speaks: its identity snapshot, the last minutes of the live
-        session and the entities of the current scene, as data and as a compact text block for a prompt."""
+        session and the entities of the current scene, as one compact text block for a prompt within the budget (and
+        which session it read, whether it is live)."""
         return await tools.hot_context(entity, minutes, budget_tokens, session)
 
 

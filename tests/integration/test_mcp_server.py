@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 
 from memory.errors import AlreadyExistsError
 from memory.mcp_tools import CampaignTools
-from memory.models import EntityType, ReviewKind
+from memory.models import EntityType, EntryIn, ReviewKind
 from memory.store import CampaignMemory, Memory
 from tests.integration.conftest import ROOT
 from tests.integration.mcp_world import SECRET_FACT_VALUE, SECRET_NPC, build_world
@@ -104,7 +104,8 @@ async def test_dm_view_every_tool(campaign: CampaignMemory, fresh_dsn: str, tmp_
 
         hot = await call(s, "hot_context", entity="Grom", minutes=5, budget_tokens=300)
         assert hot["text"].startswith("# Grom (npc)") and len(hot["text"]) <= 1200
-        assert {e["name"] for e in hot["context"]["scene"]} >= {"Ironhold", SECRET_NPC}
+        assert "## In the scene\n- Ironhold (location)" in hot["text"] and SECRET_NPC in hot["text"]
+        assert hot["session"] == "Night 2" and hot["live"] and not hot["quiet"]
 
         resources = {str(r.uri) for r in (await s.list_resources()).resources}
         assert "lorekeeper://campaign" in resources
@@ -113,6 +114,27 @@ async def test_dm_view_every_tool(campaign: CampaignMemory, fresh_dsn: str, tmp_
         old = next(x for x in await campaign.log.sessions() if x.title == "Night 1")
         recap_text = (await s.read_resource(f"lorekeeper://sessions/{old.id}/recap")).contents[0].text  # type: ignore[union-attr]
         assert recap_text.startswith("# Night 1") and "Ember Key" in recap_text
+
+
+async def test_hot_context_answer_fits_its_budget(campaign: CampaignMemory, fresh_dsn: str, tmp_path: Path) -> None:
+    """The answer held the whole context as data beside the block (a whole untimed session's 200 lines twice, ~10,000
+    tokens at any budget): an MCP client puts all of it in the model's context. Now the block and a few fields."""
+    ids = await build_world(campaign)
+    said = "Grom hammers at the anvil while the travellers argue about the price of the road to the north."
+    await campaign.log.write_many(
+        ids["live"], [EntryIn(speaker="Pip", text=f"{said} ({n})", start_s=1261 + n) for n in range(200)]
+    )
+    async with mcp_client(fresh_dsn, tmp_path, "--as", "dm") as s:
+        sizes = {}
+        for budget in (100, 400, 2000):
+            result = await s.call_tool("hot_context", {"entity": "Grom", "budget_tokens": budget})
+            assert not result.is_error and result.structured_content is not None
+            answer = " ".join(c.text for c in result.content if c.type == "text")
+            assert len(result.structured_content["text"]) <= budget * 4
+            assert len(answer) <= budget * 4 * 1.1 + 300, (budget, len(answer))  # JSON escapes and a few fields
+            assert answer.count("Grom hammers") == result.structured_content["text"].count("Grom hammers")  # once
+            sizes[budget] = len(answer)
+    assert sizes[100] < sizes[400] < sizes[2000]
 
 
 async def test_player_view_hides_secrets_and_proposals_wait_for_review(
