@@ -23,8 +23,11 @@ from memory.models import TIMED_REFS, Entity, EntityType, Mention, Neighbourhood
 from memory.store import CampaignMemory
 from memory.text import attribute_text, clip
 
-#: Lines of L1 the context reads at most: a window of minutes in a talkative scene, or a whole untimed import.
+#: Lines of L1 the context reads at most: a window of minutes in a talkative scene.
 MAX_LINES = 200
+#: An untimed session's window (an imported transcript, every line at 0:00) unless a line count is asked: minutes
+#: mean nothing there, and its last 200 lines are 30 KB of text; about a scene's worth.
+UNTIMED_LINES = 30
 #: The longest window asked for: an hour is a whole scene and more.
 MAX_MINUTES = 60.0
 #: Characters of a scene entity's description in the context: who it is, not its whole story.
@@ -152,6 +155,11 @@ class ContextLine(BaseModel):
         return f"[{self.when}] {self.speaker}: {self.text}"
 
 
+def untimed(lines: list[ContextLine]) -> bool:
+    """Whether ``lines`` are an untimed session's: their window is its last lines, not minutes."""
+    return bool(lines) and all(line.untimed for line in lines)
+
+
 def is_quiet(lines: list[ContextLine], now_s: float | None, minutes: float) -> bool:
     """Whether a live session's ``lines`` (:func:`recent_and_scene`'s) are from before its last ``minutes``."""
     return bool(lines) and now_s is not None and not lines[-1].untimed and lines[-1].start_s < now_s - minutes * 60
@@ -243,7 +251,7 @@ class HotContext(BaseModel):
         facts += [f"- last mentioned: {e.last_mentioned}"] if e.last_mentioned else []
         known = section("## Facts", [clip(" ".join(f.split()), 300) for f in facts])  # one line each: GM notes
         # an untimed session's lines are all in any window: what is shown is its last lines, not minutes
-        span = "lines" if self.lines and all(line.untimed for line in self.lines) else f"{self.minutes:g} minutes"
+        span = "lines" if untimed(self.lines) else f"{self.minutes:g} minutes"
         title = f"## Last {span} of {self.session or 'the session'}"
         if self.quiet:  # the lines are older than the window: an agent must not answer them as just said
             title = f"## Nothing said in the last {span} of {self.session}; its last lines, from {self.lines[0].when}"
@@ -364,14 +372,17 @@ class SessionRead(TypedDict):
 
 
 async def recent_and_scene(
-    mem: CampaignMemory, *, session_id: int | None, minutes: float, dm: bool, limit: int = MAX_LINES
+    mem: CampaignMemory, *, session_id: int | None, minutes: float, dm: bool, limit: int | None = None
 ) -> tuple[SessionRead | None, list[ContextLine], list[SceneEntity], Callable[[str], str]]:
-    """The session read (the live one unless ``session_id``), its last ``minutes`` of lines, the entities they
-    name (unmasked) and the reader's mask: one round trip for the lines, one for the scene's entities (and, after a
-    change of names, one to learn them again)."""
+    """The session read (the live one unless ``session_id``), its last ``minutes`` of lines (at most ``limit``,
+    the newest; an untimed session's last ``limit`` or :data:`UNTIMED_LINES`), the entities they name (unmasked)
+    and the reader's mask: one round trip for the lines, one for the scene's entities (and, after a change of
+    names, one to learn them again)."""
     if not 0 < minutes <= MAX_MINUTES:
         raise InvalidInputError(f"minutes must be more than 0 and at most {MAX_MINUTES:g}, not {minutes:g}")
-    row = await mem.db.fetchrow(_RECENT, mem.campaign_id, session_id, minutes * 60, limit)
+    if limit is not None and not 0 < limit <= MAX_LINES:
+        raise InvalidInputError(f"lines must be between 1 and {MAX_LINES}, not {limit}")
+    row = await mem.db.fetchrow(_RECENT, mem.campaign_id, session_id, minutes * 60, limit or MAX_LINES)
     assert row is not None
     names = await _names.get(mem, tuple(row["names_now"]), mask=not dm)
     mask: Callable[[str], str] = str
@@ -384,6 +395,8 @@ async def recent_and_scene(
         return None, [], [], mask
     session: SessionRead = row["session"]
     lines = [ContextLine(**line) for line in row["lines"]]
+    if limit is None and untimed(lines):
+        lines = lines[-UNTIMED_LINES:]
     if session["now_s"] is not None and lines and not lines[-1].untimed:
         # a live session's minutes end now, not at its last line: after 20 quiet minutes, the lines of 20 minutes
         # ago are not "the last 5" (they stay, marked, if nothing was said since: see HotContext.quiet)

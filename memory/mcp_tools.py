@@ -11,7 +11,7 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
@@ -21,7 +21,9 @@ from pydantic_core import ErrorDetails
 
 import memory.recall as recall_core
 from memory.context import (
+    MAX_LINES,
     MAX_MINUTES,
+    UNTIMED_LINES,
     ContextLine,
     IdentitySnapshot,
     hot_context,
@@ -29,6 +31,7 @@ from memory.context import (
     is_quiet,
     reader_mask,
     recent_and_scene,
+    untimed,
     visible_identity,
     visible_snapshot,
 )
@@ -145,6 +148,9 @@ class RecentLog(BaseModel):
     session: str | None
     live: bool
     quiet: bool = False  # nothing said within the minutes asked: the lines are the last said, before them
+    # "minutes": the lines said in the minutes asked (at most the lines asked); "lines": the session has no times
+    # (an imported transcript), so the window is its last lines, whatever the minutes
+    window: Literal["minutes", "lines"]
     lines: list[ContextLine]
 
 
@@ -346,15 +352,18 @@ class CampaignTools:
             summary=summary,
         )
 
-    async def recent_log(self, minutes: float = 5.0, session: str | None = None) -> RecentLog:
+    async def recent_log(self, minutes: float = 5.0, session: str | None = None, lines: int | None = None) -> RecentLog:
         session_id = (await self._session(session))[0].id if session else None
-        found, lines, _, mask = await recent_and_scene(self.mem, session_id=session_id, minutes=minutes, dm=self.dm)
+        found, said, _, mask = await recent_and_scene(
+            self.mem, session_id=session_id, minutes=minutes, dm=self.dm, limit=lines
+        )
         return RecentLog(
             session_id=found["id"] if found else None,
             session=mask(str(found["title"])) if found else None,
             live=bool(found and found["live"]),
-            quiet=is_quiet(lines, found["now_s"] if found else None, minutes),
-            lines=[line.model_copy(update={"speaker": mask(line.speaker), "text": mask(line.text)}) for line in lines],
+            quiet=is_quiet(said, found["now_s"] if found else None, minutes),
+            window="lines" if untimed(said) else "minutes",
+            lines=[line.model_copy(update={"speaker": mask(line.speaker), "text": mask(line.text)}) for line in said],
         )
 
     async def hot_context(
@@ -547,7 +556,10 @@ Name = Annotated[str, Field(min_length=1, max_length=300, description="An entity
 SessionTitle = Annotated[
     str | None, Field(default=None, description="A session's title; omitted: the live one, else the latest.")
 ]
-Minutes = Annotated[float, Field(gt=0, le=MAX_MINUTES, description="How many minutes of the log, back from its end.")]
+Minutes = Annotated[
+    float,
+    Field(gt=0, le=MAX_MINUTES, description="How many minutes of the log, back from its end (a timed session's)."),
+]
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 PROPOSE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
@@ -636,9 +648,23 @@ def _read_tools(server: MCPServer, tools: CampaignTools) -> None:  # 73 lines: e
 
     @server.tool(annotations=READ)
     @_answering
-    async def recent_log(minutes: Minutes = 5.0, session: SessionTitle = None) -> RecentLog:
-        """The last minutes of the live session's log (or a given session's), oldest line first: who said what."""
-        return await tools.recent_log(minutes, session)
+    async def recent_log(
+        minutes: Minutes = 5.0,
+        session: SessionTitle = None,
+        lines: Annotated[
+            int | None,
+            Field(
+                ge=1,
+                le=MAX_LINES,
+                description=f"At most this many lines, the newest (default {MAX_LINES}; a session without times, "
+                f"such as an imported transcript: its last {UNTIMED_LINES}).",
+            ),
+        ] = None,
+    ) -> RecentLog:
+        """The last minutes of the live session's log (or a given session's), oldest line first: who said what. A
+        session without times (an imported transcript) has no minutes: its last lines instead, and `window` says
+        which it was ("minutes" or "lines")."""
+        return await tools.recent_log(minutes, session, lines)
 
     @server.tool(annotations=READ)
     @_answering

@@ -10,6 +10,7 @@ from memory.errors import InvalidInputError, NotFoundError
 from memory.jobs.queue import CHUNK, set_progress
 from memory.mcp_tools import CampaignTools
 from memory.mentions import index_lines
+from memory.models import EntryIn
 from memory.store import CampaignMemory, Memory
 from tests.integration.mcp_world import SECRET_FACT_VALUE, SECRET_NPC, build_world
 
@@ -125,7 +126,6 @@ async def test_a_secret_npcs_name_as_a_speaker_is_masked_for_players(campaign: C
     the card's and the hot context's "last mentioned", /entity show and a /recall cite named the speaker whole."""
     from cogs.entities import entity_embed
     from cogs.recall import cite
-    from memory.models import EntryIn
     from memory.recall import recall
 
     ids = await build_world(campaign)
@@ -196,3 +196,33 @@ async def test_a_live_sessions_minutes_end_now_not_at_its_last_line(campaign: Ca
     await campaign.log.end_session(ids["live"])  # an ended session: its last minutes, as before
     past = await hot_context(campaign, "Grom", minutes=1, dm=True)
     assert not past.quiet and past.now_s is None and [line.start_s for line in past.lines] == [1200, 1230, 1260]
+
+
+async def test_an_untimed_sessions_recent_log_is_its_last_lines_and_says_so(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    """An imported transcript has no times: every minutes asked gave its last 200 lines (32 KB), and nothing said
+    the window was lines. Now its last 30 unless a line count is asked, and `window` says "lines"."""
+    from memory.context import UNTIMED_LINES
+
+    await build_world(campaign)
+    imported = await campaign.log.start_session("Episode 1")
+    await campaign.log.write_many(
+        imported.id,
+        [EntryIn(speaker="Matt", text=f"The road goes on ({n}).", start_s=0, ref=f"turn {n}") for n in range(250)],
+    )
+    await campaign.log.end_session(imported.id)
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False)
+    for minutes in (5, 0.1):
+        log = await tools.recent_log(minutes, "Episode 1")
+        assert log.window == "lines" and [line.ref for line in log.lines] == [f"turn {n}" for n in range(220, 250)]
+    assert len(log.lines) == UNTIMED_LINES
+    few = await tools.recent_log(5, "Episode 1", lines=3)
+    assert few.window == "lines" and [line.ref for line in few.lines] == ["turn 247", "turn 248", "turn 249"]
+    assert len((await tools.recent_log(5, "Episode 1", lines=200)).lines) == 200
+    # a timed session: the minutes, at most the lines asked
+    timed = await tools.recent_log(5, "Night 2")
+    assert timed.window == "minutes" and [line.start_s for line in timed.lines] == [1200, 1230, 1260]
+    assert [line.start_s for line in (await tools.recent_log(5, "Night 2", lines=1)).lines] == [1260]
+    with pytest.raises(InvalidInputError, match="lines must be between 1 and 200"):
+        await tools.recent_log(5, lines=0)
