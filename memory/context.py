@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from itertools import islice
 from typing import TypedDict
 
 import asyncpg
@@ -19,6 +20,7 @@ from pydantic import BaseModel, Field, computed_field
 from memory.correction.text import normalize
 from memory.errors import InvalidInputError, NotFoundError
 from memory.graph import SecretMask
+from memory.mentions import in_game
 from memory.models import TIMED_REFS, Entity, EntityType, Mention, Neighbourhood, ReviewStatus, Visibility
 from memory.store import CampaignMemory
 from memory.text import attribute_text, clip
@@ -46,10 +48,15 @@ _NAMES_NOW = """
             FROM entity_heard_as WHERE campaign_id = $1)
 """
 
+#: A line ``se`` in a pre-show, a break or an after-show, as the chunk job marks them (a line it has not read yet is
+#: not: the newest of a live session).
+_SEGMENT = "EXISTS (SELECT FROM line_vectors v WHERE v.campaign_id = $1 AND v.entry_id = se.id AND v.talk IS NOT NULL)"
+
 #: The live session's last minutes, in one statement. ``$1`` campaign, ``$2`` session id (NULL: the live one, else the
 #: latest), ``$3`` window in seconds, ``$4`` line cap, the window ending at the session's last line (a live session's
-#: is cut to the minutes before now by :func:`recent_and_scene`). With the entity ids correction wrote into the lines,
-#: and what :class:`NamesCache` needs to know whether what it holds is still right.
+#: is cut to the minutes before now by :func:`recent_and_scene`); ``$5``: the game's lines only, none of the pre-show,
+#: a break or the after-show the chunk job marked (:mod:`memory.offgame`). With the entity ids correction wrote into
+#: the lines, and what :class:`NamesCache` needs to know whether what it holds is still right.
 _RECENT = f"""
 WITH s AS (
     SELECT id, title, ended_at IS NULL AS live, started_at::date AS played,
@@ -61,13 +68,14 @@ WITH s AS (
 ),
 stop AS (  -- the session's last line, by the time index backwards: a long session's lines are not all read
     SELECT (SELECT se.start_s FROM session_entries se WHERE se.campaign_id = $1 AND se.session_id = s.id
+              AND NOT ($5 AND {_SEGMENT})
             ORDER BY se.start_s DESC LIMIT 1) AS t
     FROM s
 ),
 recent AS (
     SELECT se.id, se.seq, se.speaker, se.text, se.start_s, se.ref, se.corrections
     FROM session_entries se JOIN s ON se.session_id = s.id, stop
-    WHERE se.campaign_id = $1 AND se.start_s >= stop.t - $3
+    WHERE se.campaign_id = $1 AND se.start_s >= stop.t - $3 AND NOT ($5 AND {_SEGMENT})
     ORDER BY se.start_s DESC, se.seq DESC LIMIT $4
 )
 SELECT
@@ -372,17 +380,24 @@ class SessionRead(TypedDict):
 
 
 async def recent_and_scene(
-    mem: CampaignMemory, *, session_id: int | None, minutes: float, dm: bool, limit: int | None = None
+    mem: CampaignMemory,
+    *,
+    session_id: int | None,
+    minutes: float,
+    dm: bool,
+    limit: int | None = None,
+    game_only: bool = False,
 ) -> tuple[SessionRead | None, list[ContextLine], list[SceneEntity], Callable[[str], str]]:
     """The session read (the live one unless ``session_id``), its last ``minutes`` of lines (at most ``limit``,
     the newest; an untimed session's last ``limit`` or :data:`UNTIMED_LINES`), the entities they name (unmasked)
     and the reader's mask: one round trip for the lines, one for the scene's entities (and, after a change of
-    names, one to learn them again)."""
+    names, one to learn them again). ``game_only``: out-of-game talk left out (:mod:`memory.offgame`), the window
+    ending at the game's last line."""
     if not 0 < minutes <= MAX_MINUTES:
         raise InvalidInputError(f"minutes must be more than 0 and at most {MAX_MINUTES:g}, not {minutes:g}")
     if limit is not None and not 0 < limit <= MAX_LINES:
         raise InvalidInputError(f"lines must be between 1 and {MAX_LINES}, not {limit}")
-    row = await mem.db.fetchrow(_RECENT, mem.campaign_id, session_id, minutes * 60, limit or MAX_LINES)
+    row = await mem.db.fetchrow(_RECENT, mem.campaign_id, session_id, minutes * 60, limit or MAX_LINES, game_only)
     assert row is not None
     names = await _names.get(mem, tuple(row["names_now"]), mask=not dm)
     mask: Callable[[str], str] = str
@@ -395,8 +410,11 @@ async def recent_and_scene(
         return None, [], [], mask
     session: SessionRead = row["session"]
     lines = [ContextLine(**line) for line in row["lines"]]
-    if limit is None and untimed(lines):
-        lines = lines[-UNTIMED_LINES:]
+    keep = limit or (UNTIMED_LINES if untimed(lines) else len(lines))
+    newest: Iterator[ContextLine] = reversed(lines)
+    if game_only:  # a line's own table talk (a sponsor read, a roll asked for), judged newest first until enough
+        newest = in_game(lines[::-1], lambda line: line.text)
+    lines = list(islice(newest, keep))[::-1]
     if session["now_s"] is not None and lines and not lines[-1].untimed:
         # a live session's minutes end now, not at its last line: after 20 quiet minutes, the lines of 20 minutes
         # ago are not "the last 5" (they stay, marked, if nothing was said since: see HotContext.quiet)
@@ -460,7 +478,8 @@ async def hot_context(
                 raise
             return None, None  # perhaps named as players read it: looked up again with their mask
 
-    l1_part = recent_and_scene(mem, session_id=session_id, minutes=minutes, dm=dm)
+    # what an agent takes as just said: none of the table's talk about the game or the show
+    l1_part = recent_and_scene(mem, session_id=session_id, minutes=minutes, dm=dm, game_only=True)
     if isinstance(mem.db, asyncpg.Pool):  # two connections: the parts run side by side
         (snap, last), (session, lines, scene, mask) = await asyncio.gather(identity_part(), l1_part)
     else:  # one connection runs one statement at a time

@@ -226,3 +226,50 @@ async def test_an_untimed_sessions_recent_log_is_its_last_lines_and_says_so(
     assert [line.start_s for line in (await tools.recent_log(5, "Night 2", lines=1)).lines] == [1260]
     with pytest.raises(InvalidInputError, match="lines must be between 1 and 200"):
         await tools.recent_log(5, lines=0)
+
+
+async def test_the_after_show_and_table_talk_are_not_what_was_just_said(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    """An NPC agent was handed the after-show ("thank you for watching … go follow Grom on Twitter") and sponsor
+    reads as the last lines said, and as where Grom was last mentioned. Out-of-game talk is left out of both (the
+    segments the chunk job marks, and a line's own table talk); the log and `entity mentions` keep it."""
+    from memory.jobs.chunk import _mark_segments
+    from memory.mentions import latest, mentions
+    from memory.semantic import LineVectorIn
+
+    await build_world(campaign)
+    night = await campaign.log.start_session("Night 3")
+    said = [("DM", "The road winds on through the pines toward the pass.")] * 36 + [
+        ("DM", "Grom sets the Ember Key on the anvil and starts to hammer."),
+        ("Pip", "This part of the show is sponsored by Grom's Forge, use the code GROM for dice."),
+        ("Pip", "I thank Grom and walk out into the snow."),
+        ("DM", "And we'll end it there. Thank you all so much for watching!"),
+        ("Pip", "Go follow Grom on Twitter, everyone!"),
+        ("DM", "Grom says goodnight to all of you at home."),
+    ]
+    written = await campaign.log.write_many(
+        night.id, [EntryIn(speaker=who, text=text, start_s=10.0 * n) for n, (who, text) in enumerate(said)]
+    )
+    await campaign.log.end_session(night.id)
+    # as the chunk job leaves a session: a line vector row for each line, its segments marked
+    await campaign.semantic.upsert_lines([LineVectorIn(e.id, night.id, "x", None) for e in written])
+    await _mark_segments(campaign, night.id)
+
+    ctx = await hot_context(campaign, "Grom", session_id=night.id, minutes=5, dm=True)
+    assert [line.text for line in ctx.lines][-2:] == [said[36][1], said[38][1]]  # no sponsor read, no after-show
+    assert ctx.entity.last_mentioned is not None and "walk out into the snow" in ctx.entity.last_mentioned
+    assert "Twitter" not in ctx.text(8000) and "watching" not in ctx.text(8000)
+    grom = await campaign.graph.get_entity("Grom")
+    assert [m.text for m in await latest(campaign.db, campaign.campaign_id, grom.id, limit=2)] == [
+        said[38][1],
+        said[36][1],
+    ]
+    last = await campaign.graph.last_mention(grom)
+    assert last is not None and last.text == said[38][1]
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=True)
+    assert (await tools.entity_card("Grom")).last_mentioned == ctx.entity.last_mentioned
+    # the DM still sees them: in the log, and in `lorekeeper entity mentions`
+    assert (await tools.recent_log(5, "Night 3")).lines[-1].text == said[-1][1]
+    everything = await mentions(campaign.db, campaign.campaign_id, grom.id, limit=3)
+    assert [m.text for m in everything.lines] == [said[-1][1], said[-2][1], said[-4][1]]
