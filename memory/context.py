@@ -21,7 +21,16 @@ from memory.correction.text import normalize
 from memory.errors import InvalidInputError, NotFoundError
 from memory.graph import SecretMask
 from memory.mentions import in_game
-from memory.models import TIMED_REFS, Entity, EntityType, Mention, Neighbourhood, ReviewStatus, Visibility
+from memory.models import (
+    TIMED_REFS,
+    Entity,
+    EntityType,
+    Mention,
+    Neighbourhood,
+    ReviewStatus,
+    Visibility,
+    session_link,
+)
 from memory.store import CampaignMemory
 from memory.text import attribute_text, clip
 
@@ -34,6 +43,10 @@ UNTIMED_LINES = 30
 MAX_MINUTES = 60.0
 #: Characters of a scene entity's description in the context: who it is, not its whole story.
 SCENE_DESCRIPTION = 160
+#: The tools a world is read from (the importers of ``campaigns.imports``, the CRD3 example's builder): an attribute
+#: named after one ("crd3_mentions", "foundry_type", "kanka_type") is the import's bookkeeping, what the tool counted
+#: or called its record, not who the entity is.
+IMPORTED_FROM = frozenset({"crd3", "foundry", "kanka", "roll20"})
 
 #: A fingerprint of every name, alias and heard-as phrase of campaign ``$1`` and of their visibility: what a players'
 #: mask is built from (:meth:`KnowledgeGraph.player_mask`). One aggregate over the names, not the names.
@@ -222,7 +235,7 @@ class HotContext(BaseModel):
         """The context as a compact prompt block of at most ``budget_tokens`` (estimated at four characters a
         token, the usual figure for English with BPE tokenizers). The parts go in by importance: who the entity
         is (its name always, as many aliases as fit), its facts, the newest lines, its attributes (an import's
-        "foundry_type: npc"), the scene, then the entities it is connected to; what does not fit is left out whole,
+        "race: dwarf"), the scene, then the entities it is connected to; what does not fit is left out whole,
         never cut mid-line (a line's own length is capped)."""
         room = max(budget_tokens, 1) * 4
         e = self.entity
@@ -267,7 +280,7 @@ class HotContext(BaseModel):
             title += f" (a past session{f' of {self.played}' if self.played else ''}, not what is happening now)"
         newest_first = section(title, [clip(line.render(), 400) for line in reversed(self.lines)])
         lines = newest_first[:1] + newest_first[:0:-1]  # the title, then oldest first
-        # an import's attributes ("foundry_type: npc") say less than what was just said to it: they go in after
+        # an import's attributes ("race: dwarf") say less than what was just said to it: they go in after
         attributes = section(
             "## Attributes", [clip(f"- {k}: {' '.join(str(v).split())}", 300) for k, v in e.attributes.items()]
         )
@@ -334,6 +347,13 @@ async def reader_mask(mem: CampaignMemory, dm: bool) -> Callable[[str], str]:
     return names.mask
 
 
+def bookkeeping(key: str) -> bool:
+    """Whether an attribute is an import's record of itself (:data:`IMPORTED_FROM`): an NPC's prompt spent its
+    attributes on "crd3_episodes: 135". /entity show and the campaign file keep it."""
+    tool, underscore, _ = key.casefold().partition("_")
+    return bool(underscore) and tool in IMPORTED_FROM
+
+
 def _short(description: str) -> str:
     return clip(" ".join(description.split()), SCENE_DESCRIPTION)
 
@@ -353,6 +373,8 @@ def identity(snap: Neighbourhood, last: Mention | None, mask: Callable[[str], st
     and a secret name in what the table or the DM wrote is masked."""
     e = snap.entity
     others, sessions = snap.facts_and_sessions(3, mask)
+    # the sessions it took part in are one line (``took_part``), not connected entities too
+    recaps = {r.target_id for r in snap.relationships if session_link(r, e.id)}
     mark = " [DM only]"
     return IdentitySnapshot(
         id=e.id,
@@ -360,11 +382,13 @@ def identity(snap: Neighbourhood, last: Mention | None, mask: Callable[[str], st
         type=e.type,
         description=mask(e.description),
         aliases=list(e.aliases),
-        attributes={k: mask(attribute_text(v)) for k, v in e.attributes.items()},
+        attributes={k: mask(attribute_text(v)) for k, v in e.attributes.items() if not bookkeeping(k)},
         secret=e.visibility == Visibility.secret,
         facts=[mask(r.describe()) + mark * (dm and r.visibility == Visibility.secret) for r in others],
         took_part=sessions,
-        connected=[_scene_entity(c, mask) for c in snap.connected if c.status == ReviewStatus.accepted],
+        connected=[
+            _scene_entity(c, mask) for c in snap.connected if c.status == ReviewStatus.accepted and c.id not in recaps
+        ],
         last_mentioned=f"{mask(last.where())}, {mask(last.speaker)}: “{mask(last.text)}”" if last else None,
     )
 

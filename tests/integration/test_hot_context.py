@@ -273,3 +273,35 @@ async def test_the_after_show_and_table_talk_are_not_what_was_just_said(
     assert (await tools.recent_log(5, "Night 3")).lines[-1].text == said[-1][1]
     everything = await mentions(campaign.db, campaign.campaign_id, grom.id, limit=3)
     assert [m.text for m in everything.lines] == [said[-1][1], said[-2][1], said[-4][1]]
+
+
+async def test_an_npcs_prompt_has_no_import_bookkeeping_and_its_sessions_once(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    """The block spent its attributes on the import's statistics ("crd3_episodes: 135") and said the sessions the
+    entity took part in twice more, as connected "Session: Night 1" events beside "took part in". Now an attribute
+    named after the tool it was imported from is left out (the card of /entity show keeps it), and the sessions are
+    the one "took part in" line."""
+    from memory.models import EntityIn, EntityType, recap_name
+
+    await build_world(campaign)
+    g = campaign.graph
+    attributes = {"crd3_mentions": 563, "crd3_episodes": 135, "Foundry_Type": "npc", "race": "dwarf", "kanka": "x"}
+    await g.add_entity(EntityIn(name="Old Tam", type=EntityType.npc, attributes=attributes))
+    for title in ("Night 1", "Night 2"):
+        await g.add_entity(EntityIn(name=recap_name(title), type=EntityType.event, description=f"{title}: a road."))
+        await g.link("Old Tam", "took_part_in", recap_name(title))
+    await g.link("Old Tam", "lives_in", "Ironhold")
+
+    ctx = await hot_context(campaign, "Old Tam", minutes=5, dm=True)
+    assert ctx.entity.attributes == {"race": "dwarf", "kanka": "x"}
+    assert [c.name for c in ctx.entity.connected] == ["Ironhold"]
+    assert ctx.entity.took_part.startswith("took part in 2 sessions") and ctx.entity.facts == [
+        "Old Tam —lives_in→ Ironhold"
+    ]
+    text = ctx.text(2000)
+    assert "crd3" not in text and "Foundry" not in text and "- race: dwarf" in text
+    assert text.count("Night 1") == 1 and recap_name("Night 1") not in text
+    card = await CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False).entity_card("Old Tam")
+    assert card.attributes == ctx.entity.attributes and [c.name for c in card.connected] == ["Ironhold"]
+    assert (await g.get_entity("Old Tam")).attributes["crd3_mentions"] == 563  # kept: only the prompt leaves it out
