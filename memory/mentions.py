@@ -10,6 +10,7 @@ and an accepted event's the lines it was drawn from (:func:`index_told`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import lru_cache
 from itertools import islice
 from typing import TypeVar
 
@@ -113,10 +114,15 @@ def said_lines(entity_id: str, limit: str, *, newest: bool = True, in_game: bool
 OFF_GAME_SLACK = 10
 
 
+#: :func:`memory.offgame.line_talk`, remembered: a line costs a tenth of a millisecond or two, and a live session's
+#: window slides a few lines between two hot contexts (an agent asks before every reply), so each is judged once.
+_talk = lru_cache(maxsize=4096)(line_talk)
+
+
 def in_game(lines: Sequence[T], text: Callable[[T], str]) -> Iterator[T]:
     """Those of ``lines`` that are not table talk on their own (sponsor reads, dice and rules, the cast's banter:
-    :func:`memory.offgame.line_talk`), lazily: a line costs a tenth of a millisecond, so only as many as needed."""
-    return (line for line in lines if line_talk(text(line)) is None)
+    :func:`memory.offgame.line_talk`), lazily: only as many as are taken."""
+    return (line for line in lines if _talk(text(line)) is None)
 
 
 async def latest(db: Executor, campaign_id: int, entity_id: int, *, limit: int = 10) -> list[LineMention]:
