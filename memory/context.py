@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from itertools import islice
 from typing import TypedDict
 
 import asyncpg
@@ -20,16 +21,33 @@ from memory.correction.text import normalize
 from memory.errors import InvalidInputError, NotFoundError
 from memory.graph import SecretMask
 from memory.graph.rules import CLOSE_NAME, name_closeness
-from memory.models import TIMED_REFS, Entity, EntityType, Mention, Neighbourhood, ReviewStatus, Visibility
+from memory.mentions import in_game
+from memory.models import (
+    TIMED_REFS,
+    Entity,
+    EntityType,
+    Mention,
+    Neighbourhood,
+    ReviewStatus,
+    Visibility,
+    session_link,
+)
 from memory.store import CampaignMemory
 from memory.text import attribute_text, clip
 
-#: Lines of L1 the context reads at most: a window of minutes in a talkative scene, or a whole untimed import.
+#: Lines of L1 the context reads at most: a window of minutes in a talkative scene.
 MAX_LINES = 200
+#: An untimed session's window (an imported transcript, every line at 0:00) unless a line count is asked: minutes
+#: mean nothing there, and its last 200 lines are 30 KB of text; about a scene's worth.
+UNTIMED_LINES = 30
 #: The longest window asked for: an hour is a whole scene and more.
 MAX_MINUTES = 60.0
 #: Characters of a scene entity's description in the context: who it is, not its whole story.
 SCENE_DESCRIPTION = 160
+#: The tools a world is read from (the importers of ``campaigns.imports``, the CRD3 example's builder): an attribute
+#: named after one ("crd3_mentions", "foundry_type", "kanka_type") is the import's bookkeeping, what the tool counted
+#: or called its record, not who the entity is.
+IMPORTED_FROM = frozenset({"crd3", "foundry", "kanka", "roll20"})
 
 #: A fingerprint of every name, alias and heard-as phrase of campaign ``$1`` and of their visibility: what a players'
 #: mask is built from (:meth:`KnowledgeGraph.player_mask`). One aggregate over the names, not the names.
@@ -44,10 +62,15 @@ _NAMES_NOW = """
             FROM entity_heard_as WHERE campaign_id = $1)
 """
 
+#: A line ``se`` in a pre-show, a break or an after-show, as the chunk job marks them (a line it has not read yet is
+#: not: the newest of a live session).
+_SEGMENT = "EXISTS (SELECT FROM line_vectors v WHERE v.campaign_id = $1 AND v.entry_id = se.id AND v.talk IS NOT NULL)"
+
 #: The live session's last minutes, in one statement. ``$1`` campaign, ``$2`` session id (NULL: the live one, else the
 #: latest), ``$3`` window in seconds, ``$4`` line cap, the window ending at the session's last line (a live session's
-#: is cut to the minutes before now by :func:`recent_and_scene`). With the entity ids correction wrote into the lines,
-#: and what :class:`NamesCache` needs to know whether what it holds is still right.
+#: is cut to the minutes before now by :func:`recent_and_scene`); ``$5``: the game's lines only, none of the pre-show,
+#: a break or the after-show the chunk job marked (:mod:`memory.offgame`). With the entity ids correction wrote into
+#: the lines, and what :class:`NamesCache` needs to know whether what it holds is still right.
 _RECENT = f"""
 WITH s AS (
     SELECT id, title, ended_at IS NULL AS live, started_at::date AS played,
@@ -59,13 +82,14 @@ WITH s AS (
 ),
 stop AS (  -- the session's last line, by the time index backwards: a long session's lines are not all read
     SELECT (SELECT se.start_s FROM session_entries se WHERE se.campaign_id = $1 AND se.session_id = s.id
+              AND NOT ($5 AND {_SEGMENT})
             ORDER BY se.start_s DESC LIMIT 1) AS t
     FROM s
 ),
 recent AS (
     SELECT se.id, se.seq, se.speaker, se.text, se.start_s, se.ref, se.corrections
     FROM session_entries se JOIN s ON se.session_id = s.id, stop
-    WHERE se.campaign_id = $1 AND se.start_s >= stop.t - $3
+    WHERE se.campaign_id = $1 AND se.start_s >= stop.t - $3 AND NOT ($5 AND {_SEGMENT})
     ORDER BY se.start_s DESC, se.seq DESC LIMIT $4
 )
 SELECT
@@ -153,6 +177,11 @@ class ContextLine(BaseModel):
         return f"[{self.when}] {self.speaker}: {self.text}"
 
 
+def untimed(lines: list[ContextLine]) -> bool:
+    """Whether ``lines`` are an untimed session's: their window is its last lines, not minutes."""
+    return bool(lines) and all(line.untimed for line in lines)
+
+
 def is_quiet(lines: list[ContextLine], now_s: float | None, minutes: float) -> bool:
     """Whether a live session's ``lines`` (:func:`recent_and_scene`'s) are from before its last ``minutes``."""
     return bool(lines) and now_s is not None and not lines[-1].untimed and lines[-1].start_s < now_s - minutes * 60
@@ -207,7 +236,7 @@ class HotContext(BaseModel):
         """The context as a compact prompt block of at most ``budget_tokens`` (estimated at four characters a
         token, the usual figure for English with BPE tokenizers). The parts go in by importance: who the entity
         is (its name always, as many aliases as fit), its facts, the newest lines, its attributes (an import's
-        "foundry_type: npc"), the scene, then the entities it is connected to; what does not fit is left out whole,
+        "race: dwarf"), the scene, then the entities it is connected to; what does not fit is left out whole,
         never cut mid-line (a line's own length is capped)."""
         room = max(budget_tokens, 1) * 4
         e = self.entity
@@ -244,7 +273,7 @@ class HotContext(BaseModel):
         facts += [f"- last mentioned: {e.last_mentioned}"] if e.last_mentioned else []
         known = section("## Facts", [clip(" ".join(f.split()), 300) for f in facts])  # one line each: GM notes
         # an untimed session's lines are all in any window: what is shown is its last lines, not minutes
-        span = "lines" if self.lines and all(line.untimed for line in self.lines) else f"{self.minutes:g} minutes"
+        span = "lines" if untimed(self.lines) else f"{self.minutes:g} minutes"
         title = f"## Last {span} of {self.session or 'the session'}"
         if self.quiet:  # the lines are older than the window: an agent must not answer them as just said
             title = f"## Nothing said in the last {span} of {self.session}; its last lines, from {self.lines[0].when}"
@@ -252,7 +281,7 @@ class HotContext(BaseModel):
             title += f" (a past session{f' of {self.played}' if self.played else ''}, not what is happening now)"
         newest_first = section(title, [clip(line.render(), 400) for line in reversed(self.lines)])
         lines = newest_first[:1] + newest_first[:0:-1]  # the title, then oldest first
-        # an import's attributes ("foundry_type: npc") say less than what was just said to it: they go in after
+        # an import's attributes ("race: dwarf") say less than what was just said to it: they go in after
         attributes = section(
             "## Attributes", [clip(f"- {k}: {' '.join(str(v).split())}", 300) for k, v in e.attributes.items()]
         )
@@ -324,6 +353,13 @@ async def reader_mask(mem: CampaignMemory, dm: bool) -> Callable[[str], str]:
     return names.mask
 
 
+def bookkeeping(key: str) -> bool:
+    """Whether an attribute is an import's record of itself (:data:`IMPORTED_FROM`): an NPC's prompt spent its
+    attributes on "crd3_episodes: 135". /entity show and the campaign file keep it."""
+    tool, underscore, _ = key.casefold().partition("_")
+    return bool(underscore) and tool in IMPORTED_FROM
+
+
 def _short(description: str) -> str:
     return clip(" ".join(description.split()), SCENE_DESCRIPTION)
 
@@ -343,6 +379,8 @@ def identity(snap: Neighbourhood, last: Mention | None, mask: Callable[[str], st
     and a secret name in what the table or the DM wrote is masked."""
     e = snap.entity
     others, sessions = snap.facts_and_sessions(3, mask)
+    # the sessions it took part in are one line (``took_part``), not connected entities too
+    recaps = {r.target_id for r in snap.relationships if session_link(r, e.id)}
     mark = " [DM only]"
     return IdentitySnapshot(
         id=e.id,
@@ -350,11 +388,13 @@ def identity(snap: Neighbourhood, last: Mention | None, mask: Callable[[str], st
         type=e.type,
         description=mask(e.description),
         aliases=list(e.aliases),
-        attributes={k: mask(attribute_text(v)) for k, v in e.attributes.items()},
+        attributes={k: mask(attribute_text(v)) for k, v in e.attributes.items() if not bookkeeping(k)},
         secret=e.visibility == Visibility.secret,
         facts=[mask(r.describe()) + mark * (dm and r.visibility == Visibility.secret) for r in others],
         took_part=sessions,
-        connected=[_scene_entity(c, mask) for c in snap.connected if c.status == ReviewStatus.accepted],
+        connected=[
+            _scene_entity(c, mask) for c in snap.connected if c.status == ReviewStatus.accepted and c.id not in recaps
+        ],
         last_mentioned=f"{mask(last.where())}, {mask(last.speaker)}: “{mask(last.text)}”" if last else None,
     )
 
@@ -370,14 +410,24 @@ class SessionRead(TypedDict):
 
 
 async def recent_and_scene(
-    mem: CampaignMemory, *, session_id: int | None, minutes: float, dm: bool, limit: int = MAX_LINES
+    mem: CampaignMemory,
+    *,
+    session_id: int | None,
+    minutes: float,
+    dm: bool,
+    limit: int | None = None,
+    game_only: bool = False,
 ) -> tuple[SessionRead | None, list[ContextLine], list[SceneEntity], Callable[[str], str]]:
-    """The session read (the live one unless ``session_id``), its last ``minutes`` of lines, the entities they
-    name (unmasked) and the reader's mask: one round trip for the lines, one for the scene's entities (and, after a
-    change of names, one to learn them again)."""
+    """The session read (the live one unless ``session_id``), its last ``minutes`` of lines (at most ``limit``,
+    the newest; an untimed session's last ``limit`` or :data:`UNTIMED_LINES`), the entities they name (unmasked)
+    and the reader's mask: one round trip for the lines, one for the scene's entities (and, after a change of
+    names, one to learn them again). ``game_only``: out-of-game talk left out (:mod:`memory.offgame`), the window
+    ending at the game's last line."""
     if not 0 < minutes <= MAX_MINUTES:
         raise InvalidInputError(f"minutes must be more than 0 and at most {MAX_MINUTES:g}, not {minutes:g}")
-    row = await mem.db.fetchrow(_RECENT, mem.campaign_id, session_id, minutes * 60, limit)
+    if limit is not None and not 0 < limit <= MAX_LINES:
+        raise InvalidInputError(f"lines must be between 1 and {MAX_LINES}, not {limit}")
+    row = await mem.db.fetchrow(_RECENT, mem.campaign_id, session_id, minutes * 60, limit or MAX_LINES, game_only)
     assert row is not None
     names = await _names.get(mem, tuple(row["names_now"]), mask=not dm)
     mask: Callable[[str], str] = str
@@ -390,6 +440,11 @@ async def recent_and_scene(
         return None, [], [], mask
     session: SessionRead = row["session"]
     lines = [ContextLine(**line) for line in row["lines"]]
+    keep = limit or (UNTIMED_LINES if untimed(lines) else len(lines))
+    newest: Iterator[ContextLine] = reversed(lines)
+    if game_only:  # a line's own table talk (a sponsor read, a roll asked for), judged newest first until enough
+        newest = in_game(lines[::-1], lambda line: line.text)
+    lines = list(islice(newest, keep))[::-1]
     if session["now_s"] is not None and lines and not lines[-1].untimed:
         # a live session's minutes end now, not at its last line: after 20 quiet minutes, the lines of 20 minutes
         # ago are not "the last 5" (they stay, marked, if nothing was said since: see HotContext.quiet)
@@ -453,7 +508,8 @@ async def hot_context(
                 raise
             return None, None  # perhaps named as players read it: looked up again with their mask
 
-    l1_part = recent_and_scene(mem, session_id=session_id, minutes=minutes, dm=dm)
+    # what an agent takes as just said: none of the table's talk about the game or the show
+    l1_part = recent_and_scene(mem, session_id=session_id, minutes=minutes, dm=dm, game_only=True)
     if isinstance(mem.db, asyncpg.Pool):  # two connections: the parts run side by side
         (snap, last), (session, lines, scene, mask) = await asyncio.gather(identity_part(), l1_part)
     else:  # one connection runs one statement at a time

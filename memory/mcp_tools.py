@@ -13,7 +13,7 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
@@ -23,15 +23,17 @@ from pydantic_core import ErrorDetails
 
 import memory.recall as recall_core
 from memory.context import (
+    MAX_LINES,
     MAX_MINUTES,
+    UNTIMED_LINES,
     ContextLine,
-    HotContext,
     IdentitySnapshot,
     hot_context,
     identity,
     is_quiet,
     reader_mask,
     recent_and_scene,
+    untimed,
     visible_identity,
     visible_snapshot,
 )
@@ -158,11 +160,21 @@ class RecentLog(BaseModel):
     session: str | None
     live: bool
     quiet: bool = False  # nothing said within the minutes asked: the lines are the last said, before them
+    # "minutes": the lines said in the minutes asked (at most the lines asked); "lines": the session has no times
+    # (an imported transcript), so the window is its last lines, whatever the minutes
+    window: Literal["minutes", "lines"]
     lines: list[ContextLine]
 
 
 class HotContextOut(BaseModel):
-    context: HotContext
+    """The prompt block and what it was read from: no copy of its lines or scene, which the block holds as far as
+    the budget allows (an MCP client puts the whole answer in the model's context)."""
+
+    entity: str
+    session_id: int | None
+    session: str | None
+    live: bool
+    quiet: bool
     text: str  # the prompt block within the budget
 
 
@@ -391,15 +403,18 @@ class CampaignTools:
             summary=summary,
         )
 
-    async def recent_log(self, minutes: float = 5.0, session: str | None = None) -> RecentLog:
+    async def recent_log(self, minutes: float = 5.0, session: str | None = None, lines: int | None = None) -> RecentLog:
         session_id = (await self._session(session))[0].id if session else None
-        found, lines, _, mask = await recent_and_scene(self.mem, session_id=session_id, minutes=minutes, dm=self.dm)
+        found, said, _, mask = await recent_and_scene(
+            self.mem, session_id=session_id, minutes=minutes, dm=self.dm, limit=lines
+        )
         return RecentLog(
             session_id=found["id"] if found else None,
             session=mask(str(found["title"])) if found else None,
             live=bool(found and found["live"]),
-            quiet=is_quiet(lines, found["now_s"] if found else None, minutes),
-            lines=[line.model_copy(update={"speaker": mask(line.speaker), "text": mask(line.text)}) for line in lines],
+            quiet=is_quiet(said, found["now_s"] if found else None, minutes),
+            window="lines" if untimed(said) else "minutes",
+            lines=[line.model_copy(update={"speaker": mask(line.speaker), "text": mask(line.text)}) for line in said],
         )
 
     async def hot_context(
@@ -407,7 +422,14 @@ class CampaignTools:
     ) -> HotContextOut:
         session_id = (await self._session(session))[0].id if session else None
         ctx = await hot_context(self.mem, entity, session_id=session_id, minutes=minutes, dm=self.dm)
-        return HotContextOut(context=ctx, text=ctx.text(budget_tokens))
+        return HotContextOut(
+            entity=ctx.entity.name,
+            session_id=ctx.session_id,
+            session=ctx.session,
+            live=ctx.live,
+            quiet=ctx.quiet,
+            text=ctx.text(budget_tokens),
+        )
 
     async def propose_entity(
         self, name: str, type: EntityType, description: str = "", aliases: list[str] | None = None
@@ -640,7 +662,10 @@ SessionTitle = Annotated[
         "resource lists them); omitted: the live one, else the latest.",
     ),
 ]
-Minutes = Annotated[float, Field(gt=0, le=MAX_MINUTES, description="How many minutes of the log, back from its end.")]
+Minutes = Annotated[
+    float,
+    Field(gt=0, le=MAX_MINUTES, description="How many minutes of the log, back from its end (a timed session's)."),
+]
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 PROPOSE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
@@ -733,20 +758,37 @@ def _read_tools(server: MCPServer, tools: CampaignTools) -> None:  # 73 lines: e
 
     @server.tool(annotations=READ)
     @_answering
-    async def recent_log(minutes: Minutes = 5.0, session: SessionTitle = None) -> RecentLog:
-        """The last minutes of the live session's log (or a given session's), oldest line first: who said what."""
-        return await tools.recent_log(minutes, session)
+    async def recent_log(
+        minutes: Minutes = 5.0,
+        session: SessionTitle = None,
+        lines: Annotated[
+            int | None,
+            Field(
+                ge=1,
+                le=MAX_LINES,
+                description=f"At most this many lines, the newest (default {MAX_LINES}; a session without times, "
+                f"such as an imported transcript: its last {UNTIMED_LINES}).",
+            ),
+        ] = None,
+    ) -> RecentLog:
+        """The last minutes of the live session's log (or a given session's), oldest line first: who said what. A
+        session without times (an imported transcript) has no minutes: its last lines instead, and `window` says
+        which it was ("minutes" or "lines")."""
+        return await tools.recent_log(minutes, session, lines)
 
     @server.tool(annotations=READ)
     @_answering
     async def hot_context(
         entity: Name,
         minutes: Minutes = 5.0,
-        budget_tokens: Annotated[int, Field(ge=50, le=8000, description="Size of the text block.")] = 800,
+        budget_tokens: Annotated[
+            int, Field(ge=50, le=8000, description="Size of the answer's text block, in tokens (4 characters each).")
+        ] = 800,
         session: SessionTitle = None,
     ) -> HotContextOut:
         """What an NPC (or any entity) needs before it speaks: its identity snapshot, the last minutes of the live
-        session and the entities of the current scene, as data and as a compact text block for a prompt."""
+        session and the entities of the current scene, as one compact text block for a prompt within the budget (and
+        which session it read, whether it is live)."""
         return await tools.hot_context(entity, minutes, budget_tokens, session)
 
 

@@ -9,12 +9,18 @@ and an accepted event's the lines it was drawn from (:func:`index_told`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import lru_cache
+from itertools import islice
+from typing import TypeVar
 
 from pydantic import BaseModel
 
 from memory.db import Executor
 from memory.models import where_said
+from memory.offgame import line_talk
+
+T = TypeVar("T")
 
 
 class LineMention(BaseModel):
@@ -82,26 +88,51 @@ def said_ids(entity_id: str) -> str:
     )"""
 
 
-def said_lines(entity_id: str, limit: str, *, newest: bool = True) -> str:
+def said_lines(entity_id: str, limit: str, *, newest: bool = True, in_game: bool = False) -> str:
     """SQL: the newest (``newest=False``: the oldest) ``limit`` lines of campaign ``$1`` naming the entity
     ``entity_id`` (see :func:`said_ids`), sessions by when they were played, lines by their place in the session (a
-    line's time may be missing, its place never is)."""
+    line's time may be missing, its place never is). ``in_game``: none of a pre-show, a break or an after-show (the
+    segments the chunk job marks, :mod:`memory.offgame`); a line's own table talk is :func:`in_game`'s to judge."""
     order = "DESC" if newest else "ASC"
+    segments = (
+        "AND NOT EXISTS (SELECT FROM line_vectors v WHERE v.campaign_id = $1 AND v.entry_id = se.id "
+        "AND v.talk IS NOT NULL)"
+        if in_game
+        else ""
+    )
     return f"""
         SELECT se.id AS entry_id, se.session_id, s.title, se.seq, se.speaker, se.start_s, se.text, se.ref
         FROM {said_ids(entity_id)} said
-        JOIN session_entries se ON se.campaign_id = $1 AND se.id = said.id
+        JOIN session_entries se ON se.campaign_id = $1 AND se.id = said.id {segments}
         JOIN sessions s ON s.campaign_id = $1 AND s.id = se.session_id
         ORDER BY s.started_at {order}, se.session_id {order}, se.seq {order}
         LIMIT {limit}
     """
 
 
+#: Lines read beyond those asked for, for those :func:`in_game` drops (a sponsor read, a roll asked for).
+OFF_GAME_SLACK = 10
+
+
+#: :func:`memory.offgame.line_talk`, remembered: a line costs a tenth of a millisecond or two, and a live session's
+#: window slides a few lines between two hot contexts (an agent asks before every reply), so each is judged once.
+_talk = lru_cache(maxsize=4096)(line_talk)
+
+
+def in_game(lines: Sequence[T], text: Callable[[T], str]) -> Iterator[T]:
+    """Those of ``lines`` that are not table talk on their own (sponsor reads, dice and rules, the cast's banter:
+    :func:`memory.offgame.line_talk`), lazily: only as many as are taken."""
+    return (line for line in lines if _talk(text(line)) is None)
+
+
 async def latest(db: Executor, campaign_id: int, entity_id: int, *, limit: int = 10) -> list[LineMention]:
-    """The newest ``limit`` lines naming the entity, the index's and those it may not hold yet (:func:`said_ids`):
-    where it was last said, for the MCP tools and the identity snapshot."""
-    rows = await db.fetch(said_lines("$2::bigint", "$3"), campaign_id, entity_id, max(0, limit))
-    return [LineMention(**r) for r in rows]
+    """The newest ``limit`` lines of the game naming the entity, the index's and those it may not hold yet
+    (:func:`said_ids`): where it was last said, for the MCP tools and the identity snapshot. Out-of-game talk is
+    left out (the after-show's "find out where Raishan is", a merch read); :func:`mentions` keeps it."""
+    rows = await db.fetch(
+        said_lines("$2::bigint", "$3", in_game=True), campaign_id, entity_id, max(0, limit) + OFF_GAME_SLACK
+    )
+    return list(islice(in_game([LineMention(**r) for r in rows], lambda m: m.text), max(0, limit)))
 
 
 async def first_said(db: Executor, campaign_id: int, entity_id: int, *, newest: bool, limit: int) -> list[int]:

@@ -21,7 +21,7 @@ from memory.graph.sql import (
     relationship_from_row,
     visible,
 )
-from memory.mentions import latest, said_lines
+from memory.mentions import OFF_GAME_SLACK, in_game, latest, said_lines
 from memory.models import (
     RECAP_NAME_SQL,
     Entity,
@@ -217,7 +217,7 @@ class Reading(EntityLookup):
             relationships=[Relationship(**r) for r in row["facts"]],
             connected=[Entity(**c) for c in row["connected"]],
         )
-        last = row["last"] if mention else None
+        last = next(in_game(row["last"] or [], lambda m: m["text"]), None) if mention else None
         return snap, Mention(**last) if last else None
 
     async def traverse(self, start_id: int, *, max_depth: int = 3, include_secret: bool = False) -> list[PathStep]:
@@ -260,8 +260,8 @@ class Reading(EntityLookup):
     async def last_mention(self, entity: Entity) -> Mention | None:
         """Where an entity was last named (by name, alias, heard-as or a correction): session, speaker, time, text,
         from the mention index and the lines it may not hold yet (:func:`memory.mentions.said_ids`). Sessions go by
-        when they were played, lines by their place in the session. A secret entity renamed keeps no alias, but
-        its lines stay indexed under its id."""
+        when they were played, lines by their place in the session; out-of-game talk aside. A secret entity renamed
+        keeps no alias, but its lines stay indexed under its id."""
         said = await latest(self.db, self.campaign_id, entity.id, limit=1)
         return Mention(**said[0].model_dump()) if said else None
 
@@ -308,7 +308,9 @@ def _identity_sql(include_secret: bool, mention: bool) -> str:
     A row with the entity however visible (the caller says "not found"); none when no entity has the name."""
     touching = "(r.source_id = (SELECT id FROM ent) OR r.target_id = (SELECT id FROM ent))"
     other = other_end("f", "(SELECT id FROM ent)")
-    last = f"(SELECT to_jsonb(l) FROM ({said_lines('ent.id', '1')}) l)" if mention else "NULL::jsonb"
+    # the newest lines of the game, a few more than one: :meth:`Reading._identity` drops a line's own table talk
+    newest = said_lines("ent.id", str(1 + OFF_GAME_SLACK), in_game=True)
+    last = f"(SELECT jsonb_agg(to_jsonb(l)) FROM ({newest}) l)" if mention else "NULL::jsonb"
     return f"""
     WITH hit AS (
         SELECT id, 0 AS rank FROM entities WHERE campaign_id = $1 AND lower(name) = lower($2) AND status <> 'rejected'

@@ -10,6 +10,7 @@ from memory.errors import InvalidInputError, NotFoundError
 from memory.jobs.queue import CHUNK, set_progress
 from memory.mcp_tools import CampaignTools
 from memory.mentions import index_lines
+from memory.models import EntryIn
 from memory.store import CampaignMemory, Memory
 from tests.integration.mcp_world import SECRET_FACT_VALUE, SECRET_NPC, build_world
 
@@ -125,7 +126,6 @@ async def test_a_secret_npcs_name_as_a_speaker_is_masked_for_players(campaign: C
     the card's and the hot context's "last mentioned", /entity show and a /recall cite named the speaker whole."""
     from cogs.entities import entity_embed
     from cogs.recall import cite
-    from memory.models import EntryIn
     from memory.recall import recall
 
     ids = await build_world(campaign)
@@ -196,3 +196,112 @@ async def test_a_live_sessions_minutes_end_now_not_at_its_last_line(campaign: Ca
     await campaign.log.end_session(ids["live"])  # an ended session: its last minutes, as before
     past = await hot_context(campaign, "Grom", minutes=1, dm=True)
     assert not past.quiet and past.now_s is None and [line.start_s for line in past.lines] == [1200, 1230, 1260]
+
+
+async def test_an_untimed_sessions_recent_log_is_its_last_lines_and_says_so(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    """An imported transcript has no times: every minutes asked gave its last 200 lines (32 KB), and nothing said
+    the window was lines. Now its last 30 unless a line count is asked, and `window` says "lines"."""
+    from memory.context import UNTIMED_LINES
+
+    await build_world(campaign)
+    imported = await campaign.log.start_session("Episode 1")
+    await campaign.log.write_many(
+        imported.id,
+        [EntryIn(speaker="Matt", text=f"The road goes on ({n}).", start_s=0, ref=f"turn {n}") for n in range(250)],
+    )
+    await campaign.log.end_session(imported.id)
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False)
+    for minutes in (5, 0.1):
+        log = await tools.recent_log(minutes, "Episode 1")
+        assert log.window == "lines" and [line.ref for line in log.lines] == [f"turn {n}" for n in range(220, 250)]
+    assert len(log.lines) == UNTIMED_LINES
+    few = await tools.recent_log(5, "Episode 1", lines=3)
+    assert few.window == "lines" and [line.ref for line in few.lines] == ["turn 247", "turn 248", "turn 249"]
+    assert len((await tools.recent_log(5, "Episode 1", lines=200)).lines) == 200
+    # a timed session: the minutes, at most the lines asked
+    timed = await tools.recent_log(5, "Night 2")
+    assert timed.window == "minutes" and [line.start_s for line in timed.lines] == [1200, 1230, 1260]
+    assert [line.start_s for line in (await tools.recent_log(5, "Night 2", lines=1)).lines] == [1260]
+    with pytest.raises(InvalidInputError, match="lines must be between 1 and 200"):
+        await tools.recent_log(5, lines=0)
+
+
+async def test_the_after_show_and_table_talk_are_not_what_was_just_said(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    """An NPC agent was handed the after-show ("thank you for watching … go follow Grom on Twitter") and sponsor
+    reads as the last lines said, and as where Grom was last mentioned. Out-of-game talk is left out of both (the
+    segments the chunk job marks, and a line's own table talk); the log and `entity mentions` keep it."""
+    from memory.jobs.chunk import _mark_segments
+    from memory.mentions import latest, mentions
+    from memory.semantic import LineVectorIn
+
+    await build_world(campaign)
+    night = await campaign.log.start_session("Night 3")
+    said = [("DM", "The road winds on through the pines toward the pass.")] * 36 + [
+        ("DM", "Grom sets the Ember Key on the anvil and starts to hammer."),
+        ("Pip", "This part of the show is sponsored by Grom's Forge, use the code GROM for dice."),
+        ("Pip", "I thank Grom and walk out into the snow."),
+        ("DM", "And we'll end it there. Thank you all so much for watching!"),
+        ("Pip", "Go follow Grom on Twitter, everyone!"),
+        ("DM", "Grom says goodnight to all of you at home."),
+    ]
+    written = await campaign.log.write_many(
+        night.id, [EntryIn(speaker=who, text=text, start_s=10.0 * n) for n, (who, text) in enumerate(said)]
+    )
+    await campaign.log.end_session(night.id)
+    # as the chunk job leaves a session: a line vector row for each line, its segments marked
+    await campaign.semantic.upsert_lines([LineVectorIn(e.id, night.id, "x", None) for e in written])
+    await _mark_segments(campaign, night.id)
+
+    ctx = await hot_context(campaign, "Grom", session_id=night.id, minutes=5, dm=True)
+    assert [line.text for line in ctx.lines][-2:] == [said[36][1], said[38][1]]  # no sponsor read, no after-show
+    assert ctx.entity.last_mentioned is not None and "walk out into the snow" in ctx.entity.last_mentioned
+    assert "Twitter" not in ctx.text(8000) and "watching" not in ctx.text(8000)
+    grom = await campaign.graph.get_entity("Grom")
+    assert [m.text for m in await latest(campaign.db, campaign.campaign_id, grom.id, limit=2)] == [
+        said[38][1],
+        said[36][1],
+    ]
+    last = await campaign.graph.last_mention(grom)
+    assert last is not None and last.text == said[38][1]
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=True)
+    assert (await tools.entity_card("Grom")).last_mentioned == ctx.entity.last_mentioned
+    # the DM still sees them: in the log, and in `lorekeeper entity mentions`
+    assert (await tools.recent_log(5, "Night 3")).lines[-1].text == said[-1][1]
+    everything = await mentions(campaign.db, campaign.campaign_id, grom.id, limit=3)
+    assert [m.text for m in everything.lines] == [said[-1][1], said[-2][1], said[-4][1]]
+
+
+async def test_an_npcs_prompt_has_no_import_bookkeeping_and_its_sessions_once(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    """The block spent its attributes on the import's statistics ("crd3_episodes: 135") and said the sessions the
+    entity took part in twice more, as connected "Session: Night 1" events beside "took part in". Now an attribute
+    named after the tool it was imported from is left out (the card of /entity show keeps it), and the sessions are
+    the one "took part in" line."""
+    from memory.models import EntityIn, EntityType, recap_name
+
+    await build_world(campaign)
+    g = campaign.graph
+    attributes = {"crd3_mentions": 563, "crd3_episodes": 135, "Foundry_Type": "npc", "race": "dwarf", "kanka": "x"}
+    await g.add_entity(EntityIn(name="Old Tam", type=EntityType.npc, attributes=attributes))
+    for title in ("Night 1", "Night 2"):
+        await g.add_entity(EntityIn(name=recap_name(title), type=EntityType.event, description=f"{title}: a road."))
+        await g.link("Old Tam", "took_part_in", recap_name(title))
+    await g.link("Old Tam", "lives_in", "Ironhold")
+
+    ctx = await hot_context(campaign, "Old Tam", minutes=5, dm=True)
+    assert ctx.entity.attributes == {"race": "dwarf", "kanka": "x"}
+    assert [c.name for c in ctx.entity.connected] == ["Ironhold"]
+    assert ctx.entity.took_part.startswith("took part in 2 sessions") and ctx.entity.facts == [
+        "Old Tam —lives_in→ Ironhold"
+    ]
+    text = ctx.text(2000)
+    assert "crd3" not in text and "Foundry" not in text and "- race: dwarf" in text
+    assert text.count("Night 1") == 1 and recap_name("Night 1") not in text
+    card = await CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False).entity_card("Old Tam")
+    assert card.attributes == ctx.entity.attributes and [c.name for c in card.connected] == ["Ironhold"]
+    assert (await g.get_entity("Old Tam")).attributes["crd3_mentions"] == 563  # kept: only the prompt leaves it out
