@@ -246,6 +246,22 @@ class Facts(EntityLookup):
             )
         )
 
+    async def has_fact(self, rel: RelationshipIn) -> bool:
+        """Whether the campaign has accepted ``rel`` (the same source, type, target or value), current or not."""
+        return bool(
+            await self.db.fetchval(
+                """
+                SELECT EXISTS (SELECT 1 FROM relationships WHERE campaign_id = $1 AND source_id = $2 AND type = $3
+                  AND target_id IS NOT DISTINCT FROM $4 AND value IS NOT DISTINCT FROM $5 AND status = 'accepted')
+                """,
+                self.campaign_id,
+                rel.source_id,
+                rel.type,
+                rel.target_id,
+                rel.value,
+            )
+        )
+
     async def set_relationship(self, rel_id: int, status: ReviewStatus, *, dm_confirmed: bool, **changes: Any) -> None:
         allowed = {"type", "target_id", "value", "visibility"}
         if set(changes) - allowed:

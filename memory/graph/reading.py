@@ -11,7 +11,6 @@ from memory.graph.rules import players_see
 from memory.graph.sql import (
     ENTITY_SELECT,
     FILED,
-    REL_SELECT,
     REL_SELECT_FROM,
     entity_from_row,
     other_end,
@@ -106,12 +105,16 @@ class Reading(EntityLookup):
             secret_ends=[r["id"] for r in facts if r["secret_end"]],
         )
 
-    async def facts_by_source(self) -> dict[int, list[Relationship]]:
+    async def facts_by_source(self, *, players_read: bool = False) -> dict[int, list[Relationship]]:
         """Every accepted current fact of the campaign, secret ones too, under its source entity, each entity's in
-        :meth:`relationships_of`'s order: one query for a campaign's thousands (an export), not one per entity."""
+        :meth:`relationships_of`'s order: one query for a campaign's thousands (an export), not one per entity.
+        ``players_read``: instead, the facts the DM's view has closed that players still read as current, a fact
+        they cannot see having replaced them (see ``PLAYERS_FACTS``)."""
+        closed = "EXISTS (SELECT 1 FROM relationships d WHERE d.id = r.id AND d.valid_to IS NOT NULL)"
         rows = await self.db.fetch(
-            f"""{REL_SELECT}
+            f"""{REL_SELECT_FROM.format(facts=readable_facts(not players_read))}
             WHERE r.campaign_id = $1 AND r.status = 'accepted' AND r.valid_to IS NULL
+              AND {closed if players_read else "true"}
               AND {visible("s", True)} AND (t.id IS NULL OR {visible("t", True)})
             ORDER BY r.source_id, r.type, r.id
             """,
