@@ -617,6 +617,8 @@ class LinkResult(BaseModel):
     relationship: Relationship
     outcome: Literal["linked", "already linked", "made public", "made secret"]
     closed: list[Relationship] = Field(default_factory=list)  # the facts it contradicted, now history
+    #: Made secret: the public facts it had closed, which players read again (a secret fact ends none for them).
+    players_read: list[Relationship] = Field(default_factory=list)
 
     def describe(self, secret_mark: str = "") -> str:
         """``secret_mark`` follows each secret fact (" 🔒"), so it cannot be read as the closed one's."""
@@ -631,6 +633,12 @@ class LinkResult(BaseModel):
             "made secret": "Now secret:",
         }
         closed = "; closed: " + "; ".join(fact(r) for r in self.closed) if self.closed else ""
+        if self.players_read:
+            closed += (
+                "\nwarning: players now read instead the fact it had replaced: "
+                + "; ".join(r.describe() for r in self.players_read)
+                + " (link a public fact of its kind to tell them otherwise)"
+            )
         return f"{said[self.outcome]} {fact(self.relationship)}{closed}"
 
 

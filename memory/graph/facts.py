@@ -19,9 +19,11 @@ from memory.graph.sql import (
     FILED,
     REL_SELECT,
     VOUCHED,
+    rel_select,
     relationship_from_row,
     said_at,
     stands_over,
+    visible,
 )
 from memory.models import (
     SYMMETRIC,
@@ -335,8 +337,18 @@ class Facts(EntityLookup):
         if secret is None or rel.visibility == visibility:
             return LinkResult(relationship=rel, outcome="already linked")
         await self.set_relationship(rel.id, ReviewStatus.accepted, dm_confirmed=True, visibility=visibility)
+        # A secret fact does not end a public one for players: what this one had closed, they read again.
+        closed = [r.id for r in await self.closed_by(rel.id)] if secret else []
+        rows = await self.db.fetch(
+            f"""{rel_select(False)} WHERE r.campaign_id = $1 AND r.id = ANY($2::bigint[]) AND {visible("r", False)}
+              AND (t.id IS NULL OR {visible("t", False)})""",
+            self.campaign_id,
+            closed,
+        )
         return LinkResult(
-            relationship=await self.get_relationship(rel.id), outcome="made secret" if secret else "made public"
+            relationship=await self.get_relationship(rel.id),
+            outcome="made secret" if secret else "made public",
+            players_read=[relationship_from_row(r) for r in rows],
         )
 
     async def unlink(self, source: str, type: str, target: str) -> UnlinkResult:

@@ -760,6 +760,28 @@ async def test_linking_a_value_records_a_change_in_the_world_and_says_what_it_cl
         await g.link("Xethrilaun", "status", value="  ")
 
 
+async def test_making_a_public_fact_secret_warns_of_the_stale_fact_players_read_again(campaign: CampaignMemory) -> None:
+    """A secret fact ends no public one for players, so hiding the allegiance they knew brings back the one it had
+    replaced: the DM is told what players now read instead (the rule itself stays)."""
+    g = campaign.graph
+    balcor = await g.add_entity(EntityIn(name="Lord Balcor", type=EntityType.npc))
+    for faction in ("The Iron Circle", "The Silver Hand"):
+        await g.add_entity(EntityIn(name=faction, type=EntityType.faction))
+    await g.link("Lord Balcor", "allegiance", "The Iron Circle")
+    await g.link("Lord Balcor", "allegiance", "The Silver Hand")
+    hidden = await g.link("Lord Balcor", "allegiance", "The Silver Hand", secret=True)
+    assert [r.describe() for r in hidden.players_read] == ["Lord Balcor —allegiance→ The Iron Circle"]
+    assert hidden.describe() == (
+        "Now secret: Lord Balcor —allegiance→ The Silver Hand\nwarning: players now read instead the fact it had "
+        "replaced: Lord Balcor —allegiance→ The Iron Circle (link a public fact of its kind to tell them otherwise)"
+    )
+    assert [r.target_name for r in await g.relationships_of(balcor.id)] == ["The Iron Circle"]
+    # made public again, or a fact that replaced nothing: no warning
+    assert (await g.link("Lord Balcor", "allegiance", "The Silver Hand", secret=False)).players_read == []
+    await g.link("Lord Balcor", "mood", value="calm")
+    assert (await g.link("Lord Balcor", "mood", value="calm", secret=True)).players_read == []
+
+
 async def test_a_fact_heard_in_an_older_session_imported_late_is_history_once_accepted(
     campaign: CampaignMemory,
 ) -> None:
