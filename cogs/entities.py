@@ -248,7 +248,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         mentioned = await mentions(mem.db, mem.campaign_id, snap.entity.id, limit=0)
         past = await mem.graph.history(snap.entity.id, include_secret=dm) if history else None
         embed = entity_embed(
-            snap.entity,
+            snap.entity.model_copy(update={"attributes": snap.attributes()}),  # a current fact's name: the fact's
             relationships=lines,
             last_mention=last,
             mask=mask,

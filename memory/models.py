@@ -494,6 +494,12 @@ class Neighbourhood(BaseModel):
             e.id in ends and e.visibility == Visibility.secret for e in self.connected
         )
 
+    def attributes(self) -> dict[str, Any]:
+        """The entity's attributes but those a current fact of it is of the same name of ("status: alive" beside
+        "—status→ dead"): an attribute has no history, so the fact is the current word, and both would contradict."""
+        stated = {r.type for r in self.relationships if r.source_id == self.entity.id}
+        return {k: v for k, v in self.entity.attributes.items() if "_".join(k.casefold().split()) not in stated}
+
     def facts_and_sessions(self, shown: int = 3, clip: Callable[[str], str] = str) -> tuple[list[Relationship], str]:
         """The relationships other than the sessions the entity took part in, and those sessions as one line
         ("" if none): the last ``shown`` played by title, the rest counted. A two-year campaign has a hundred.

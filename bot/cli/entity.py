@@ -221,7 +221,7 @@ async def show(
         click.echo(f"  never heard as: {', '.join(e.not_heard_as)}")
     if e.description:  # a recap's several lines too, each under the name
         click.echo("\n".join(f"  {line}" for line in mask(e.description).splitlines()))
-    for key, value in e.attributes.items():
+    for key, value in snap.attributes().items():  # one named like a current fact gives way to it
         click.echo(f"  {key}: {mask(attribute_text(value))}")
     others, sessions = snap.facts_and_sessions(clip=mask)  # as on /entity show
     others, took_part = snap.who_took_part(others)

@@ -163,6 +163,18 @@ async def test_an_export_larger_than_one_load_is_written_with_a_warning_to_split
     assert "limit is 20,000 entities" in lk("campaign", "load", str(out)).stderr
 
 
+def test_entity_show_gives_an_attribute_way_to_the_current_fact_of_its_name(lk) -> None:
+    """An attribute "status: alive" (no history) beside "—status→ dead" (the fact) contradicted each other on the
+    card: the current fact is shown alone, for the DM and players; other attributes stay."""
+    assert lk("campaign", "create", "Ashfall").returncode == 0
+    assert lk("entity", "add", "Thalia", "player", "--attr", "played_by=Ana").returncode == 0
+    assert lk("entity", "link", "Thalia", "status", "--value", "dead").returncode == 0
+    assert lk("entity", "edit", "Thalia", "--attr", "Status=alive", "--attr", "played_by=Ana").returncode == 0
+    for view in ([], ["--as-player"]):
+        shown = lk("entity", "show", "Thalia", *view).stdout
+        assert "played_by: Ana" in shown and "- Thalia —status→ dead" in shown and "alive" not in shown
+
+
 def test_campaign_name_over_100_characters_is_one_line(lk) -> None:
     long = lk("campaign", "create", "L" * 101)
     assert long.returncode == 1
