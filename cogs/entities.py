@@ -239,7 +239,9 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         # masked before clipped: a secret name cut in half would be left whole enough to read
         others, sessions = snap.facts_and_sessions(SESSIONS_SHOWN, lambda title: clip(mask(title), 60))
         others, took_part = snap.who_took_part(others)
-        lines = [r.describe() + " 🔒" * snap.hidden_from_players(r) for r in others]
+        # asked for history, the current facts say where they were heard too
+        said = {p.id: f" ({p.since()})" for p in await mem.graph.heard_where(snap.relationships)} if history else {}
+        lines = [r.describe() + " 🔒" * snap.hidden_from_players(r) + said.get(r.id, "") for r in others]
         if took_part:
             names = [(r.source_name or "") + " 🔒" * snap.hidden_from_players(r) for r in took_part]
             lines.append(who_took_part_line(names, TOOK_PART_ROOM))  # whole, beside the facts in one field

@@ -396,13 +396,14 @@ class Relationship(BaseModel):
 
 
 class PastFact(Relationship):
-    """A fact that no longer holds (a later one closed it): when it held and where it was heard."""
+    """A fact that no longer holds (a later one closed it): when it held and where it was heard. Or one that holds,
+    with where it was heard (:meth:`since`)."""
 
     session_title: str | None = None  # of the session it was heard in, while that session is kept
 
     def heard(self) -> str:
-        if self.session_title is not None:
-            return f"heard in {self.session_title}"
+        if self.session_title is not None:  # and when in it: the line the DM would look up
+            return f"heard in {where_said(self.session_title, self.provenance.timestamp, None)}"
         if self.provenance.session_id is not None:
             return "heard in a session since deleted"
         return {Source.dm: "said by the DM", Source.campaign_file: "from the campaign file"}.get(
@@ -413,11 +414,15 @@ class PastFact(Relationship):
         """``Ember Key —owned_by→ Kael (2025-04-01 → 2025-05-01, heard in Night 2)``, dates in UTC; ``until
         2025-05-01`` for a campaign file's fact that a night played before it was loaded ended."""
         assert self.valid_to is not None
-        held = f"{self.valid_from.astimezone(UTC):%Y-%m-%d} → {self.valid_to.astimezone(UTC):%Y-%m-%d}"
-        if self.valid_to < self.valid_from:
-            held = f"until {self.valid_to.astimezone(UTC):%Y-%m-%d}"
+        start, end = self.valid_from.astimezone(UTC), self.valid_to.astimezone(UTC)
+        day = "%Y-%m-%d %H:%M" if start.date() == end.date() else "%Y-%m-%d"  # changed the same day: when
+        held = f"{start:{day}} → {end:{day}}" if end >= start else f"until {end:{day}}"
         mark = secret_mark if self.visibility == Visibility.secret else ""
         return f"{self.describe()}{mark} ({held}, {self.heard()})"
+
+    def since(self) -> str:
+        """A current fact's source: ``since 2025-05-01, heard in Night 3 at 1:00``."""
+        return f"since {self.valid_from.astimezone(UTC):%Y-%m-%d}, {self.heard()}"
 
 
 class Mention(BaseModel):

@@ -147,20 +147,26 @@ class Reading(EntityLookup):
         """The accepted facts touching an entity that no longer hold, the last to end first, each with the title of
         the session it was heard in: what was true before (the Ember Key's owners, "status: alive"). Visible as
         :meth:`relationships_of` filters them."""
-        past = [
-            r
-            for r in await self.relationships_of(entity_id, include_secret=include_secret, include_history=True)
-            if r.valid_to is not None
-        ]
-        said_in = {r.provenance.session_id for r in past if r.provenance.session_id is not None}
+        past = await self.heard_where(
+            [
+                r
+                for r in await self.relationships_of(entity_id, include_secret=include_secret, include_history=True)
+                if r.valid_to is not None
+            ]
+        )
+        past.sort(key=lambda r: (r.valid_to, r.valid_from, r.id), reverse=True)
+        return past
+
+    async def heard_where(self, facts: list[Relationship]) -> list[PastFact]:
+        """``facts``, each with the title of the session it was heard in (see :meth:`PastFact.heard`)."""
+        said_in = {r.provenance.session_id for r in facts if r.provenance.session_id is not None}
         rows = await self.db.fetch(
             "SELECT id, title FROM sessions WHERE campaign_id = $1 AND id = ANY($2::bigint[])",
             self.campaign_id,
             sorted(said_in),
         )
         titles: dict[int | None, str] = {r["id"]: r["title"] for r in rows}
-        past.sort(key=lambda r: (r.valid_to, r.valid_from, r.id), reverse=True)
-        return [PastFact(**r.model_dump(), session_title=titles.get(r.provenance.session_id)) for r in past]
+        return [PastFact(**r.model_dump(), session_title=titles.get(r.provenance.session_id)) for r in facts]
 
     async def neighbourhood(self, name: str, *, depth: int = 1, include_secret: bool = False) -> Neighbourhood:
         """The visible subgraph around an entity: its current relationships up to ``depth`` hops and the

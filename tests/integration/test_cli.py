@@ -1844,7 +1844,7 @@ def test_a_death_heard_in_a_night_imported_after_the_campaign_file_stands_and_a_
         f"accepted {fact['ref']}: Ottilie Brand —status→ dead; closed: Ottilie Brand —status→ alive\n"
     ), accepted.stderr
     dead = [
-        "  - Ottilie Brand —status→ dead",
+        "  - Ottilie Brand —status→ dead (since 2026-11-13, heard in Night 2 at 0:10)",
         "  - Ottilie Brand —status→ alive (until 2026-11-13, from the campaign file)",
     ]
     assert statuses() == dead
@@ -1863,8 +1863,9 @@ def test_a_death_heard_in_a_night_imported_after_the_campaign_file_stands_and_a_
     revived = lk("campaign", "load", str(world))
     assert revived.stdout.endswith("\nChanges to what the campaign had:\n- Ottilie Brand: fact status: dead → alive\n")
     now, *past = statuses()
-    assert now == "  - Ottilie Brand —status→ alive"
-    assert past[0].startswith("  - Ottilie Brand —status→ dead (2026-11-13 → ") and past[0].endswith("in Night 2)")
+    assert now.startswith("  - Ottilie Brand —status→ alive (since ") and now.endswith(", from the campaign file)")
+    assert past[0].startswith("  - Ottilie Brand —status→ dead (2026-11-13 → ")
+    assert past[0].endswith("in Night 2 at 0:10)")
 
 
 async def test_recall_says_what_the_graph_knows_now_before_what_was_said_then(lk, fresh_dsn: str) -> None:
