@@ -42,6 +42,7 @@ from memory.replies import (
     kept_old_name,
     not_heard_as_said,
     phrases_said,
+    removed_facts_said,
     unhidden_said,
 )
 from memory.text import (
@@ -355,15 +356,14 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
     async def remove(self, interaction: discord.Interaction, name: str) -> None:
         campaign, mem = await dm_campaign(interaction)
         entity = await mem.graph.get_entity(name)
-        facts = await mem.graph.relationships_of(entity.id, include_secret=True)
+        facts = removed_facts_said(*await mem.graph.facts_touching(entity.id))
 
         async def delete() -> str:
             removed = await mem.graph.remove_entity(entity.id)  # the one asked about, renamed or not
-            return f"Removed **{removed.name}** and {len(facts)} relationships."
+            return f"Removed **{removed.name}** and {facts}."
 
         await interaction.response.send_message(
-            f"Remove **{entity.name}** ({entity.type.value}) and its {len(facts)} relationships? "
-            "This cannot be undone.",
+            f"Remove **{entity.name}** ({entity.type.value}) and its {facts}? This cannot be undone.",
             view=Confirm(interaction, delete, dm_of=campaign.id),
             ephemeral=True,
         )

@@ -394,17 +394,17 @@ async def edit(
 @async_command
 async def remove(ctx: click.Context, name: str, campaign: str | None, yes: bool) -> None:
     """Remove an entity and its relationships."""
+    from memory.replies import removed_facts_said
+
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
         target = await mem.graph.get_entity(name)
-        facts = await mem.graph.relationships_of(target.id, include_secret=True)  # as /entity remove counts them
+        facts = removed_facts_said(*await mem.graph.facts_touching(target.id))  # as /entity remove says them
         if not yes:
-            click.confirm(
-                f"remove {target.type.value} {target.name!r} and its {len(facts)} relationships?", abort=True, err=True
-            )
+            click.confirm(f"remove {target.type.value} {target.name!r} and its {facts}?", abort=True, err=True)
         await mem.graph.remove_entity(target.name)
-    click.echo(f"removed {target.name!r} and {len(facts)} relationships")
+    click.echo(f"removed {target.name!r} and {facts}")
 
 
 @entity.command("pin")

@@ -1536,8 +1536,32 @@ def test_entity_link_sets_visibility_only_when_asked(lk) -> None:
     unknown = lk("entity", "link", "Eldrinax", "ally_of", "Nowhere")
     assert unknown.returncode == 1 and unknown.stderr.startswith("error: no entity named 'Nowhere'")
     declined = lk("entity", "remove", "Ironhold", input="n\n")
-    assert declined.returncode == 1 and "remove location 'Ironhold' and its 1 relationships?" in declined.stderr
-    assert lk("entity", "remove", "Ironhold", "--yes").stdout == "removed 'Ironhold' and 1 relationships\n"
+    assert declined.returncode == 1 and "remove location 'Ironhold' and its 1 relationship?" in declined.stderr
+    assert lk("entity", "remove", "Ironhold", "--yes").stdout == "removed 'Ironhold' and 1 relationship\n"
+
+
+async def test_entity_remove_says_the_history_and_review_items_it_deletes(lk, fresh_dsn: str) -> None:
+    """Removing Greywatch deletes Osric's past "lives_in Greywatch" and a fact about it waiting for review too: the
+    prompt and the reply counted only the current facts."""
+    assert lk("campaign", "create", "C").returncode == 0
+    for name, kind in (("Greywatch", "place"), ("Osric Pell", "npc"), ("The Mill", "place"), ("Pike", "npc")):
+        assert lk("entity", "add", name, kind).returncode == 0
+    assert lk("entity", "link", "Osric Pell", "lives_in", "Greywatch").returncode == 0
+    assert lk("entity", "link", "Osric Pell", "lives_in", "The Mill").returncode == 0
+    assert lk("entity", "link", "Pike", "ally_of", "Greywatch").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        mem = Memory(pool).campaign((await Memory(pool).campaigns().get("C")).id)
+        pike, grey = await mem.graph.get_entity("Pike"), await mem.graph.get_entity("Greywatch")
+        heard = Provenance(source=Source.stated, confidence=0.4)
+        guess = RelationshipIn(source_id=pike.id, type="leader_of", target_id=grey.id, provenance=heard)
+        assert (await mem.graph.add_relationship(guess)).status == ReviewStatus.pending
+    finally:
+        await pool.close()
+    said = "1 relationship, 1 past fact and 1 fact waiting for review"
+    declined = lk("entity", "remove", "Greywatch", input="n\n")
+    assert f"remove location 'Greywatch' and its {said}?" in declined.stderr
+    assert lk("entity", "remove", "Greywatch", "--yes").stdout == f"removed 'Greywatch' and {said}\n"
 
 
 def test_entity_link_refuses_a_type_a_campaign_file_could_not_hold(lk) -> None:
