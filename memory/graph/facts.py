@@ -68,7 +68,7 @@ class Facts(EntityLookup):
         if guess and await self._would_close_vouched(rel, rel.provenance if existing is None else None):
             status = ReviewStatus.pending
         if existing is not None and (existing["status"] == "accepted" or status == ReviewStatus.pending):
-            return relationship_from_row(existing), False
+            return await self._add_evidence(relationship_from_row(existing), rel.provenance), False
         if existing is not None:
             return await self._accept_waiting(existing, rel), True
         fact = await self._insert_fact(rel, status)
@@ -92,6 +92,21 @@ class Facts(EntityLookup):
             # lookup keeps its index
             existing = await self.db.fetchrow(query, self.campaign_id, rel.target_id, rel.type, rel.source_id, None)
         return existing
+
+    async def _add_evidence(self, fact: Relationship, said: Provenance) -> Relationship:
+        """``fact`` said again (Night 3 repeats Night 2's "Mira has the Sunblade"): the new lines join the ones it
+        cites, for review and recall to show; when and where it was first heard stay."""
+        if not (new := [i for i in said.entry_ids if i not in fact.provenance.entry_ids]):
+            return fact
+        entry_ids = [*fact.provenance.entry_ids, *new]
+        await self.db.execute(
+            "UPDATE relationships SET provenance = jsonb_set(provenance, '{entry_ids}', $3::jsonb) "
+            "WHERE campaign_id = $1 AND id = $2",
+            self.campaign_id,
+            fact.id,
+            entry_ids,
+        )
+        return fact.model_copy(update={"provenance": fact.provenance.model_copy(update={"entry_ids": entry_ids})})
 
     async def _accept_waiting(self, existing: asyncpg.Record, rel: RelationshipIn) -> Relationship:
         """The same fact waits for review and now arrives accepted (the DM, a campaign file): accept the waiting one

@@ -782,6 +782,31 @@ async def test_making_a_public_fact_secret_warns_of_the_stale_fact_players_read_
     assert (await g.link("Lord Balcor", "mood", value="calm", secret=True)).players_read == []
 
 
+async def test_a_fact_said_again_in_a_later_session_cites_that_line_too(campaign: CampaignMemory) -> None:
+    """Night 3 repeats Night 2's "Mira has the Sunblade": one fact, as before, but its evidence gains Night 3's line
+    (review showed only Night 2's); where and when it was first heard stay."""
+    g = campaign.graph
+    mira = await g.add_entity(EntityIn(name="Mira", type=EntityType.npc))
+    blade = await g.add_entity(EntityIn(name="Sunblade", type=EntityType.item))
+    lines = []
+    for month, title in ((3, "Night 2"), (4, "Night 3")):
+        night = await campaign.log.start_session(title, started_at=dt.datetime(2025, month, 1, 20, tzinfo=dt.UTC))
+        (entry,) = await campaign.log.write_many(night.id, [EntryIn(speaker="DM", text="Mira has the Sunblade.")])
+        lines.append((night.id, entry.id))
+    facts = []
+    for session_id, entry_id in lines:
+        said = Provenance(source=Source.stated, confidence=0.4, session_id=session_id, entry_ids=[entry_id])
+        facts.append(
+            await g.add_relationship(RelationshipIn(source_id=mira.id, type="has", target_id=blade.id, provenance=said))
+        )
+    first, again = facts
+    assert again.id == first.id and again.provenance.entry_ids == [entry for _, entry in lines]
+    stored = await g.get_relationship(first.id)
+    assert (stored.provenance.entry_ids, stored.provenance.session_id) == ([e for _, e in lines], lines[0][0])
+    assert stored.valid_from == first.valid_from
+    assert (await campaign.review.get(f"f{first.id}")).lines == 2
+
+
 async def test_a_fact_heard_in_an_older_session_imported_late_is_history_once_accepted(
     campaign: CampaignMemory,
 ) -> None:
