@@ -540,6 +540,13 @@ async def test_review_queue_accept_reject_edit_oldest_first(campaign: CampaignMe
     assert [r.value for r in await g.relationships_of(mira.id)] == ["mayor"]
     with pytest.raises(AlreadyDecidedError, match="already accepted"):
         await q.accept(f"f{fact.id}")
+    # an accepted fact found wrong is corrected in the graph: the error says how
+    with pytest.raises(AlreadyDecidedError) as decided:
+        await q.edit(f"f{fact.id}", value="archduke")
+    assert str(decided.value) == (
+        f"f{fact.id} was already accepted: Mira —occupation→ mayor; to correct it, `entity link` the right one (this "
+        "one is kept as history), or `entity unlink` it if it was never true"
+    )
 
     edited = await q.edit(f"e{pending_e.id}", name="Korvax", description="A dwarven smith")
     assert edited.entity and edited.entity.name == "Korvax" and edited.entity.status == ReviewStatus.accepted
