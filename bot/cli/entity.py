@@ -207,7 +207,7 @@ async def show(
         snap, last = await visible_identity(mem, name, dm=dm, mask=mask)
         past = await mem.graph.history(snap.entity.id, include_secret=dm) if history else []
         # asked for history, the current facts say where they were heard too
-        said = {p.id: f" ({p.since()})" for p in await mem.graph.heard_where(snap.relationships)} if history else {}
+        sources = {p.id: f" ({p.since()})" for p in await mem.graph.heard_where(snap.relationships)} if history else {}
     if as_json:
         shown = {**snap.model_dump(mode="json"), "last_mention": last.model_dump(mode="json") if last else None}
         emit_json(shown | ({"history": [p.model_dump(mode="json") for p in past]} if history else {}))
@@ -228,7 +228,8 @@ async def show(
     others, sessions = snap.facts_and_sessions(clip=mask)  # as on /entity show
     others, took_part = snap.who_took_part(others)
     for r in others:
-        click.echo(f"  - {mask(r.describe())}" + " (secret)" * snap.hidden_from_players(r) + mask(said.get(r.id, "")))
+        secret = " (secret)" * snap.hidden_from_players(r)
+        click.echo(f"  - {mask(r.describe())}{secret}{mask(sources.get(r.id, ''))}")
     if took_part:
         names = [(r.source_name or "") + " (secret)" * snap.hidden_from_players(r) for r in took_part]
         click.echo(f"  - {mask(who_took_part_line(names))}")
