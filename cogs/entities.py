@@ -360,10 +360,10 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
 
         async def delete() -> str:
             removed = await mem.graph.remove_entity(entity.id)  # the one asked about, renamed or not
-            return f"Removed **{removed.name}** and {facts}."
+            return f"Removed **{removed.name}** with {facts}."
 
         await interaction.response.send_message(
-            f"Remove **{entity.name}** ({entity.type.value}) and its {facts}? This cannot be undone.",
+            f"Remove **{entity.name}** ({entity.type.value}) with its {facts}? This cannot be undone.",
             view=Confirm(interaction, delete, dm_of=campaign.id),
             ephemeral=True,
         )

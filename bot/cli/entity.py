@@ -403,9 +403,9 @@ async def remove(ctx: click.Context, name: str, campaign: str | None, yes: bool)
         target = await mem.graph.get_entity(name)
         facts = removed_facts_said(*await mem.graph.facts_touching(target.id))  # as /entity remove says them
         if not yes:
-            click.confirm(f"remove {target.type.value} {target.name!r} and its {facts}?", abort=True, err=True)
+            click.confirm(f"remove {target.type.value} {target.name!r} with its {facts}?", abort=True, err=True)
         await mem.graph.remove_entity(target.name)
-    click.echo(f"removed {target.name!r} and {facts}")
+    click.echo(f"removed {target.name!r} with {facts}")
 
 
 @entity.command("pin")

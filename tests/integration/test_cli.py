@@ -1536,8 +1536,8 @@ def test_entity_link_sets_visibility_only_when_asked(lk) -> None:
     unknown = lk("entity", "link", "Eldrinax", "ally_of", "Nowhere")
     assert unknown.returncode == 1 and unknown.stderr.startswith("error: no entity named 'Nowhere'")
     declined = lk("entity", "remove", "Ironhold", input="n\n")
-    assert declined.returncode == 1 and "remove location 'Ironhold' and its 1 relationship?" in declined.stderr
-    assert lk("entity", "remove", "Ironhold", "--yes").stdout == "removed 'Ironhold' and 1 relationship\n"
+    assert declined.returncode == 1 and "remove location 'Ironhold' with its 1 relationship?" in declined.stderr
+    assert lk("entity", "remove", "Ironhold", "--yes").stdout == "removed 'Ironhold' with 1 relationship\n"
 
 
 async def test_entity_remove_says_the_history_and_review_items_it_deletes(lk, fresh_dsn: str) -> None:
@@ -1560,8 +1560,8 @@ async def test_entity_remove_says_the_history_and_review_items_it_deletes(lk, fr
         await pool.close()
     said = "1 relationship, 1 past fact and 1 fact waiting for review"
     declined = lk("entity", "remove", "Greywatch", input="n\n")
-    assert f"remove location 'Greywatch' and its {said}?" in declined.stderr
-    assert lk("entity", "remove", "Greywatch", "--yes").stdout == f"removed 'Greywatch' and {said}\n"
+    assert f"remove location 'Greywatch' with its {said}?" in declined.stderr
+    assert lk("entity", "remove", "Greywatch", "--yes").stdout == f"removed 'Greywatch' with {said}\n"
 
 
 def test_entity_link_refuses_a_type_a_campaign_file_could_not_hold(lk) -> None:
