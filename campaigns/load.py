@@ -143,7 +143,8 @@ async def apply_campaign_file(
         # A file loaded again holds mostly facts the campaign has as they are: known in one query, they are counted
         # unchanged without a fact's round trips each (16,000 facts: 16 s).
         held = await tx.graph.accepted_fact_keys()
-        for rel in file.relationships:
+        # What players still read first: the file's current facts then close it, as they had before the export.
+        for rel in sorted(file.relationships, key=lambda r: not r.players_read):
             await load.relationship(file, rel, held)
         await tx.graph.mark_filed(load.restated)
     return load.report
@@ -225,7 +226,9 @@ class _Loading:
         key = (fact_in.source_id, fact_in.type, fact_in.target_id, fact_in.value)
         fresh = key[:2] not in self.written
         had = held.get(key) if fresh else None
-        if had is not None and had.visibility == fact_in.visibility:
+        if rel.players_read and had is None and await self.tx.graph.has_fact(fact_in):
+            self.report.relationships_unchanged += 1  # kept as history already: writing it would close the current
+        elif had is not None and had.visibility == fact_in.visibility:
             self.report.relationships_unchanged += 1
             if not had.filed:
                 self.restated.append(had.id)
@@ -423,6 +426,10 @@ async def export_campaign_file(
     specs = _give_way(entities, specs, {e.id for e in entities if cleaned[e.id][2]}, on_skip)
     names = {e.id: spec.name for e, spec in zip(entities, specs, strict=True)}
     rels, changed = _file_facts(entities, names, await mem.graph.facts_by_source(), on_skip)
+    # What players still read of a fact a secret one replaced goes first, so the load has it for the secret to close.
+    still_read = await mem.graph.facts_by_source(players_read=True)
+    read, read_changed = _file_facts(entities, names, still_read, on_skip, players_read=True)
+    rels, changed = read + rels, read_changed + changed
     clean = len(rels)
     rels += [spec for _, spec in changed]
     clashing = {c.index for c in find_conflicts(list(enumerate(specs)), list(enumerate(rels))) if c.index >= clean}
@@ -437,6 +444,8 @@ def _file_facts(
     names: dict[int, str],
     facts: dict[int, list[Relationship]],
     on_skip: Callable[[str], None],
+    *,
+    players_read: bool = False,
 ) -> tuple[list[RelationshipSpec], list[tuple[str, RelationshipSpec]]]:
     """The entities' facts as a file holds them: those kept as they are, and those written without a control
     character (each with the fact as said), which give way to a fact they now repeat. A fact of an entity left
@@ -455,7 +464,7 @@ def _file_facts(
             if (filed := _file_type(r.type, fact, on_skip)) is None:
                 continue
             kind, was_cleaned = filed
-            spec = _fact_spec(r, source, kind, target, fact, on_skip)
+            spec = _fact_spec(r, source, kind, target, fact, on_skip, players_read)
             if was_cleaned:
                 changed.append((fact, spec))
             else:
@@ -464,7 +473,13 @@ def _file_facts(
 
 
 def _fact_spec(
-    r: Relationship, source: str, kind: str, target: str | None, fact: str, on_skip: Callable[[str], None]
+    r: Relationship,
+    source: str,
+    kind: str,
+    target: str | None,
+    fact: str,
+    on_skip: Callable[[str], None],
+    players_read: bool = False,
 ) -> RelationshipSpec:
     """One fact as a file entry; a value longer than a file loads is written whole all the same (told)."""
     fields: dict[str, Any] = {
@@ -475,6 +490,8 @@ def _fact_spec(
         "attributes": _file_attributes(r.attributes),
         "secret": r.visibility == "secret",
     }
+    if players_read:
+        fields["players_read"] = True
     if r.value is not None and len(r.value) > MAX_FACT_VALUE_CHARS:  # stored before every edge kept it
         on_skip(
             f"wrote {clip(fact, 40)} whole: its value has {len(r.value):,} characters, more than the "

@@ -10,6 +10,7 @@ entities:
 relationships:
   - {source: Eldrinax, type: guards, target: The Sunken Crown}
   - {source: Eldrinax, type: hoards, value: drowned gold, secret: true}   # an attribute fact
+  - {source: Eldrinax, type: status, value: asleep, players_read: true}   # replaced by a secret fact: players' view
 ```
 
 Every model forbids unknown keys: a typo such as ``alias:`` must be an error, not a silently empty field.
@@ -246,6 +247,9 @@ class RelationshipSpec(_Strict):
     ) = None
     attributes: Attributes = Field(default_factory=dict)
     secret: StrictBool = False  # DM-only, even between public entities
+    #: A public fact a secret one has replaced: history for the DM, but what players still read (see
+    #: ``memory.graph.sql.PLAYERS_FACTS``). Loaded before the file's other facts, which then close it.
+    players_read: StrictBool = False
 
     @model_validator(mode="after")
     def _target_or_value(self) -> RelationshipSpec:
@@ -374,7 +378,7 @@ def find_conflicts(
                 )
             else:
                 seen_edges[edge] = index
-                if rel.value is not None or rel.type in SINGLE_VALUED:
+                if (rel.value is not None or rel.type in SINGLE_VALUED) and not rel.players_read:
                     key2 = (resolved[0], rel.type, rel.value is None)  # values and edges are settled apart
                     if key2 in single:
                         conflicts.append(

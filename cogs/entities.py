@@ -42,6 +42,7 @@ from memory.replies import (
     kept_old_name,
     not_heard_as_said,
     phrases_said,
+    removed_facts_said,
     unhidden_said,
 )
 from memory.text import (
@@ -239,7 +240,9 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         # masked before clipped: a secret name cut in half would be left whole enough to read
         others, sessions = snap.facts_and_sessions(SESSIONS_SHOWN, lambda title: clip(mask(title), 60))
         others, took_part = snap.who_took_part(others)
-        lines = [r.describe() + " 🔒" * snap.hidden_from_players(r) for r in others]
+        # asked for history, the current facts say where they were heard too
+        said = {p.id: f" ({p.since()})" for p in await mem.graph.heard_where(snap.relationships)} if history else {}
+        lines = [r.describe() + " 🔒" * snap.hidden_from_players(r) + said.get(r.id, "") for r in others]
         if took_part:
             names = [(r.source_name or "") + " 🔒" * snap.hidden_from_players(r) for r in took_part]
             lines.append(who_took_part_line(names, TOOK_PART_ROOM))  # whole, beside the facts in one field
@@ -248,7 +251,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         mentioned = await mentions(mem.db, mem.campaign_id, snap.entity.id, limit=0)
         past = await mem.graph.history(snap.entity.id, include_secret=dm) if history else None
         embed = entity_embed(
-            snap.entity,
+            snap.entity.model_copy(update={"attributes": snap.attributes()}),  # a current fact's name: the fact's
             relationships=lines,
             last_mention=last,
             mask=mask,
@@ -353,15 +356,14 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
     async def remove(self, interaction: discord.Interaction, name: str) -> None:
         campaign, mem = await dm_campaign(interaction)
         entity = await mem.graph.get_entity(name)
-        facts = await mem.graph.relationships_of(entity.id, include_secret=True)
+        facts = removed_facts_said(*await mem.graph.facts_touching(entity.id))
 
         async def delete() -> str:
             removed = await mem.graph.remove_entity(entity.id)  # the one asked about, renamed or not
-            return f"Removed **{removed.name}** and {len(facts)} relationships."
+            return f"Removed **{removed.name}** with {facts}."
 
         await interaction.response.send_message(
-            f"Remove **{entity.name}** ({entity.type.value}) and its {len(facts)} relationships? "
-            "This cannot be undone.",
+            f"Remove **{entity.name}** ({entity.type.value}) with its {facts}? This cannot be undone.",
             view=Confirm(interaction, delete, dm_of=campaign.id),
             ephemeral=True,
         )

@@ -388,7 +388,7 @@ def identity(snap: Neighbourhood, last: Mention | None, mask: Callable[[str], st
         type=e.type,
         description=mask(e.description),
         aliases=list(e.aliases),
-        attributes={k: mask(attribute_text(v)) for k, v in e.attributes.items() if not bookkeeping(k)},
+        attributes={k: mask(attribute_text(v)) for k, v in snap.attributes().items() if not bookkeeping(k)},
         secret=e.visibility == Visibility.secret,
         facts=[mask(r.describe()) + mark * (dm and r.visibility == Visibility.secret) for r in others],
         took_part=sessions,

@@ -421,13 +421,14 @@ class Relationship(BaseModel):
 
 
 class PastFact(Relationship):
-    """A fact that no longer holds (a later one closed it): when it held and where it was heard."""
+    """A fact that no longer holds (a later one closed it): when it held and where it was heard. Or one that holds,
+    with where it was heard (:meth:`since`)."""
 
     session_title: str | None = None  # of the session it was heard in, while that session is kept
 
     def heard(self) -> str:
-        if self.session_title is not None:
-            return f"heard in {self.session_title}"
+        if self.session_title is not None:  # and when in it: the line the DM would look up
+            return f"heard in {where_said(self.session_title, self.provenance.timestamp, None)}"
         if self.provenance.session_id is not None:
             return "heard in a session since deleted"
         return {Source.dm: "said by the DM", Source.campaign_file: "from the campaign file"}.get(
@@ -438,11 +439,15 @@ class PastFact(Relationship):
         """``Ember Key —owned_by→ Kael (2025-04-01 → 2025-05-01, heard in Night 2)``, dates in UTC; ``until
         2025-05-01`` for a campaign file's fact that a night played before it was loaded ended."""
         assert self.valid_to is not None
-        held = f"{self.valid_from.astimezone(UTC):%Y-%m-%d} → {self.valid_to.astimezone(UTC):%Y-%m-%d}"
-        if self.valid_to < self.valid_from:
-            held = f"until {self.valid_to.astimezone(UTC):%Y-%m-%d}"
+        start, end = self.valid_from.astimezone(UTC), self.valid_to.astimezone(UTC)
+        day = "%Y-%m-%d %H:%M" if start.date() == end.date() else "%Y-%m-%d"  # changed the same day: when
+        held = f"{start:{day}} → {end:{day}}" if end >= start else f"until {end:{day}}"
         mark = secret_mark if self.visibility == Visibility.secret else ""
         return f"{self.describe()}{mark} ({held}, {self.heard()})"
+
+    def since(self) -> str:
+        """A current fact's source: ``since 2025-05-01, heard in Night 3 at 1:00``."""
+        return f"since {self.valid_from.astimezone(UTC):%Y-%m-%d}, {self.heard()}"
 
 
 class Mention(BaseModel):
@@ -518,6 +523,12 @@ class Neighbourhood(BaseModel):
         return fact.visibility == Visibility.secret or any(
             e.id in ends and e.visibility == Visibility.secret for e in self.connected
         )
+
+    def attributes(self) -> dict[str, Any]:
+        """The entity's attributes but those a current fact of it is of the same name of ("status: alive" beside
+        "—status→ dead"): an attribute has no history, so the fact is the current word, and both would contradict."""
+        stated = {r.type for r in self.relationships if r.source_id == self.entity.id}
+        return {k: v for k, v in self.entity.attributes.items() if "_".join(k.casefold().split()) not in stated}
 
     def facts_and_sessions(self, shown: int = 3, clip: Callable[[str], str] = str) -> tuple[list[Relationship], str]:
         """The relationships other than the sessions the entity took part in, and those sessions as one line
@@ -651,6 +662,8 @@ class LinkResult(BaseModel):
     relationship: Relationship
     outcome: Literal["linked", "already linked", "made public", "made secret"]
     closed: list[Relationship] = Field(default_factory=list)  # the facts it contradicted, now history
+    #: Made secret: the public facts it had closed, which players read again (a secret fact ends none for them).
+    players_read: list[Relationship] = Field(default_factory=list)
 
     def describe(self, secret_mark: str = "") -> str:
         """``secret_mark`` follows each secret fact (" 🔒"), so it cannot be read as the closed one's."""
@@ -665,6 +678,12 @@ class LinkResult(BaseModel):
             "made secret": "Now secret:",
         }
         closed = "; closed: " + "; ".join(fact(r) for r in self.closed) if self.closed else ""
+        if self.players_read:
+            closed += (
+                "\nwarning: players now read instead the fact it had replaced: "
+                + "; ".join(r.describe() for r in self.players_read)
+                + " (link a public fact of its kind to tell them otherwise)"
+            )
         return f"{said[self.outcome]} {fact(self.relationship)}{closed}"
 
 

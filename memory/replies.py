@@ -220,6 +220,16 @@ def deleted_session_said(deleted: DeletedCounts) -> str:
     return text
 
 
+def removed_facts_said(current: int, past: int, waiting: int) -> str:
+    """The facts removing an entity deletes (see ``KnowledgeGraph.facts_touching``): "3 relationships, 1 past fact
+    and 1 fact waiting for review". A count of the current ones alone hid the history and the review items lost."""
+    said = [counted(current, "relationship")]
+    said += [counted(past, "past fact")] * bool(past) + [f"{counted(waiting, 'fact')} waiting for review"] * bool(
+        waiting
+    )
+    return ", ".join(said[:-1]) + " and " * (len(said) > 1) + said[-1]
+
+
 def no_lines_yet(campaign: str) -> str:
     """Why a recall found nothing in a campaign that has no line at all, and how lines get there."""
     return (

@@ -230,7 +230,12 @@ class ReviewQueue:
         item = await self.get(ref)
         status = await self._status(item)
         if status != ReviewStatus.pending:
-            raise AlreadyDecidedError(f"{item.ref} was already {status.value}: {item.describe()}")
+            # review decides once; an accepted fact found wrong is corrected in the graph, which the DM must be told
+            fix = (
+                "; to correct it, `entity link` the right one (this one is kept as history), or `entity unlink` it "
+                "if it was never true"
+            ) * (status == ReviewStatus.accepted and item.fact is not None)
+            raise AlreadyDecidedError(f"{item.ref} was already {status.value}: {item.describe()}{fix}")
         return item
 
     async def accept(self, ref: str) -> ReviewItem:

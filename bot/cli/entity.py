@@ -206,6 +206,8 @@ async def show(
         mask = await reader_mask(mem, dm)
         snap, last = await visible_identity(mem, name, dm=dm, mask=mask)
         past = await mem.graph.history(snap.entity.id, include_secret=dm) if history else []
+        # asked for history, the current facts say where they were heard too
+        sources = {p.id: f" ({p.since()})" for p in await mem.graph.heard_where(snap.relationships)} if history else {}
     if as_json:
         shown = {**snap.model_dump(mode="json"), "last_mention": last.model_dump(mode="json") if last else None}
         emit_json(shown | ({"history": [p.model_dump(mode="json") for p in past]} if history else {}))
@@ -221,12 +223,13 @@ async def show(
         click.echo(f"  never heard as: {', '.join(e.not_heard_as)}")
     if e.description:  # a recap's several lines too, each under the name
         click.echo("\n".join(f"  {line}" for line in mask(e.description).splitlines()))
-    for key, value in e.attributes.items():
+    for key, value in snap.attributes().items():  # one named like a current fact gives way to it
         click.echo(f"  {key}: {mask(attribute_text(value))}")
     others, sessions = snap.facts_and_sessions(clip=mask)  # as on /entity show
     others, took_part = snap.who_took_part(others)
     for r in others:
-        click.echo(f"  - {mask(r.describe())}" + " (secret)" * snap.hidden_from_players(r))
+        secret = " (secret)" * snap.hidden_from_players(r)
+        click.echo(f"  - {mask(r.describe())}{secret}{mask(sources.get(r.id, ''))}")
     if took_part:
         names = [(r.source_name or "") + " (secret)" * snap.hidden_from_players(r) for r in took_part]
         click.echo(f"  - {mask(who_took_part_line(names))}")
@@ -392,17 +395,17 @@ async def edit(
 @async_command
 async def remove(ctx: click.Context, name: str, campaign: str | None, yes: bool) -> None:
     """Remove an entity and its relationships."""
+    from memory.replies import removed_facts_said
+
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
         target = await mem.graph.get_entity(name)
-        facts = await mem.graph.relationships_of(target.id, include_secret=True)  # as /entity remove counts them
+        facts = removed_facts_said(*await mem.graph.facts_touching(target.id))  # as /entity remove says them
         if not yes:
-            click.confirm(
-                f"remove {target.type.value} {target.name!r} and its {len(facts)} relationships?", abort=True, err=True
-            )
+            click.confirm(f"remove {target.type.value} {target.name!r} with its {facts}?", abort=True, err=True)
         await mem.graph.remove_entity(target.name)
-    click.echo(f"removed {target.name!r} and {len(facts)} relationships")
+    click.echo(f"removed {target.name!r} with {facts}")
 
 
 @entity.command("pin")

@@ -239,6 +239,22 @@ class Entities(Names, Masking):
             await conn.execute("DELETE FROM entities WHERE campaign_id = $1 AND id = $2", self.campaign_id, entity.id)
             return entity
 
+    async def facts_touching(self, entity_id: int) -> tuple[int, int, int]:
+        """How many facts touching an entity (secret ones too) removing it deletes: current, history (its own and
+        other entities', "Osric lived in Greywatch") and waiting for review. The DM is told all three."""
+        row = await self.db.fetchrow(
+            """
+            SELECT count(*) FILTER (WHERE status = 'accepted' AND valid_to IS NULL) AS current,
+                   count(*) FILTER (WHERE status = 'accepted' AND valid_to IS NOT NULL) AS past,
+                   count(*) FILTER (WHERE status = 'pending') AS waiting
+            FROM relationships WHERE campaign_id = $1 AND (source_id = $2 OR target_id = $2)
+            """,
+            self.campaign_id,
+            entity_id,
+        )
+        assert row is not None
+        return row["current"], row["past"], row["waiting"]
+
     async def set_entity_status(self, entity_id: int, status: ReviewStatus, *, dm_confirmed: bool) -> None:
         if status == ReviewStatus.rejected:
             # a rejected proposal keeps its row, not its names: they are free for the DM to use again

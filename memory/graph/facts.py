@@ -20,9 +20,11 @@ from memory.graph.sql import (
     REL_SELECT,
     VOUCHED,
     contradicting,
+    rel_select,
     relationship_from_row,
     said_at,
     stands_over,
+    visible,
 )
 from memory.models import (
     SYMMETRIC,
@@ -67,7 +69,7 @@ class Facts(EntityLookup):
         if guess and await self._would_close_vouched(rel, rel.provenance if existing is None else None):
             status = ReviewStatus.pending
         if existing is not None and (existing["status"] == "accepted" or status == ReviewStatus.pending):
-            return relationship_from_row(existing), False
+            return await self._add_evidence(relationship_from_row(existing), rel.provenance), False
         if existing is not None:
             return await self._accept_waiting(existing, rel), True
         fact = await self._insert_fact(rel, status)
@@ -91,6 +93,21 @@ class Facts(EntityLookup):
             # Mira") stated from the other end is the same fact; asked apart, so the usual lookup keeps its index
             existing = await self.db.fetchrow(query, self.campaign_id, rel.target_id, others, rel.source_id, None)
         return existing
+
+    async def _add_evidence(self, fact: Relationship, said: Provenance) -> Relationship:
+        """``fact`` said again (Night 3 repeats Night 2's "Mira has the Sunblade"): the new lines join the ones it
+        cites, for review and recall to show; when and where it was first heard stay."""
+        if not (new := [i for i in said.entry_ids if i not in fact.provenance.entry_ids]):
+            return fact
+        entry_ids = [*fact.provenance.entry_ids, *new]
+        await self.db.execute(
+            "UPDATE relationships SET provenance = jsonb_set(provenance, '{entry_ids}', $3::jsonb) "
+            "WHERE campaign_id = $1 AND id = $2",
+            self.campaign_id,
+            fact.id,
+            entry_ids,
+        )
+        return fact.model_copy(update={"provenance": fact.provenance.model_copy(update={"entry_ids": entry_ids})})
 
     async def _accept_waiting(self, existing: asyncpg.Record, rel: RelationshipIn) -> Relationship:
         """The same fact waits for review and now arrives accepted (the DM, a campaign file): accept the waiting one
@@ -245,6 +262,22 @@ class Facts(EntityLookup):
             )
         )
 
+    async def has_fact(self, rel: RelationshipIn) -> bool:
+        """Whether the campaign has accepted ``rel`` (the same source, type, target or value), current or not."""
+        return bool(
+            await self.db.fetchval(
+                """
+                SELECT EXISTS (SELECT 1 FROM relationships WHERE campaign_id = $1 AND source_id = $2 AND type = $3
+                  AND target_id IS NOT DISTINCT FROM $4 AND value IS NOT DISTINCT FROM $5 AND status = 'accepted')
+                """,
+                self.campaign_id,
+                rel.source_id,
+                rel.type,
+                rel.target_id,
+                rel.value,
+            )
+        )
+
     async def set_relationship(self, rel_id: int, status: ReviewStatus, *, dm_confirmed: bool, **changes: Any) -> None:
         allowed = {"type", "target_id", "value", "visibility"}
         if set(changes) - allowed:
@@ -318,8 +351,18 @@ class Facts(EntityLookup):
         if secret is None or rel.visibility == visibility:
             return LinkResult(relationship=rel, outcome="already linked")
         await self.set_relationship(rel.id, ReviewStatus.accepted, dm_confirmed=True, visibility=visibility)
+        # A secret fact does not end a public one for players: what this one had closed, they read again.
+        closed = [r.id for r in await self.closed_by(rel.id)] if secret else []
+        rows = await self.db.fetch(
+            f"""{rel_select(False)} WHERE r.campaign_id = $1 AND r.id = ANY($2::bigint[]) AND {visible("r", False)}
+              AND (t.id IS NULL OR {visible("t", False)})""",
+            self.campaign_id,
+            closed,
+        )
         return LinkResult(
-            relationship=await self.get_relationship(rel.id), outcome="made secret" if secret else "made public"
+            relationship=await self.get_relationship(rel.id),
+            outcome="made secret" if secret else "made public",
+            players_read=[relationship_from_row(r) for r in rows],
         )
 
     async def unlink(self, source: str, type: str, target: str) -> UnlinkResult:

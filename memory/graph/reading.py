@@ -11,7 +11,6 @@ from memory.graph.rules import players_see
 from memory.graph.sql import (
     ENTITY_SELECT,
     FILED,
-    REL_SELECT,
     REL_SELECT_FROM,
     entity_from_row,
     other_end,
@@ -106,12 +105,16 @@ class Reading(EntityLookup):
             secret_ends=[r["id"] for r in facts if r["secret_end"]],
         )
 
-    async def facts_by_source(self) -> dict[int, list[Relationship]]:
+    async def facts_by_source(self, *, players_read: bool = False) -> dict[int, list[Relationship]]:
         """Every accepted current fact of the campaign, secret ones too, under its source entity, each entity's in
-        :meth:`relationships_of`'s order: one query for a campaign's thousands (an export), not one per entity."""
+        :meth:`relationships_of`'s order: one query for a campaign's thousands (an export), not one per entity.
+        ``players_read``: instead, the facts the DM's view has closed that players still read as current, a fact
+        they cannot see having replaced them (see ``PLAYERS_FACTS``)."""
+        closed = "EXISTS (SELECT 1 FROM relationships d WHERE d.id = r.id AND d.valid_to IS NOT NULL)"
         rows = await self.db.fetch(
-            f"""{REL_SELECT}
+            f"""{REL_SELECT_FROM.format(facts=readable_facts(not players_read))}
             WHERE r.campaign_id = $1 AND r.status = 'accepted' AND r.valid_to IS NULL
+              AND {closed if players_read else "true"}
               AND {visible("s", True)} AND (t.id IS NULL OR {visible("t", True)})
             ORDER BY r.source_id, r.type, r.id
             """,
@@ -144,20 +147,26 @@ class Reading(EntityLookup):
         """The accepted facts touching an entity that no longer hold, the last to end first, each with the title of
         the session it was heard in: what was true before (the Ember Key's owners, "status: alive"). Visible as
         :meth:`relationships_of` filters them."""
-        past = [
-            r
-            for r in await self.relationships_of(entity_id, include_secret=include_secret, include_history=True)
-            if r.valid_to is not None
-        ]
-        said_in = {r.provenance.session_id for r in past if r.provenance.session_id is not None}
+        past = await self.heard_where(
+            [
+                r
+                for r in await self.relationships_of(entity_id, include_secret=include_secret, include_history=True)
+                if r.valid_to is not None
+            ]
+        )
+        past.sort(key=lambda r: (r.valid_to, r.valid_from, r.id), reverse=True)
+        return past
+
+    async def heard_where(self, facts: list[Relationship]) -> list[PastFact]:
+        """``facts``, each with the title of the session it was heard in (see :meth:`PastFact.heard`)."""
+        said_in = {r.provenance.session_id for r in facts if r.provenance.session_id is not None}
         rows = await self.db.fetch(
             "SELECT id, title FROM sessions WHERE campaign_id = $1 AND id = ANY($2::bigint[])",
             self.campaign_id,
             sorted(said_in),
         )
         titles: dict[int | None, str] = {r["id"]: r["title"] for r in rows}
-        past.sort(key=lambda r: (r.valid_to, r.valid_from, r.id), reverse=True)
-        return [PastFact(**r.model_dump(), session_title=titles.get(r.provenance.session_id)) for r in past]
+        return [PastFact(**r.model_dump(), session_title=titles.get(r.provenance.session_id)) for r in facts]
 
     async def neighbourhood(self, name: str, *, depth: int = 1, include_secret: bool = False) -> Neighbourhood:
         """The visible subgraph around an entity: its current relationships up to ``depth`` hops and the

@@ -779,6 +779,33 @@ async def test_a_big_file_into_a_new_campaign_reads_each_name_a_few_times(memory
     assert read < 1_000 * 500, f"{read} entity rows read: every name check scans the campaign"  # 42 million, unfixed
 
 
+async def test_export_keeps_what_players_read_of_a_fact_a_secret_one_replaced(memory: Memory) -> None:
+    """A secret status replaces a public one for the DM; players still read the public one. An export must keep
+    it (as ``players_read``), so the copy shows both views as the campaign did, and loading it again is a no-op."""
+    played = await loaded(memory, "Played", SMALL, "small.yaml")
+    await played.graph.link("Eldrinax", "status", value="alive")
+    await played.graph.link("Eldrinax", "status", value="a traitor", secret=True)
+    await played.graph.link("Eldrinax", "allied_with", "Ironhold")
+
+    async def views(mem: CampaignMemory) -> list[set[tuple[object, ...]]]:
+        wyrm = await mem.graph.get_entity("Eldrinax")
+        return [
+            {(r.type, r.target_name, r.value, r.visibility) for r in await mem.graph.relationships_of(wyrm.id, **kw)}
+            for kw in ({}, {"include_secret": True})
+        ]
+
+    players, dm = await views(played)
+    assert ("status", None, "alive", "public") in players and ("status", None, "a traitor", "secret") in dm
+    text = dump_campaign_file(await export_campaign_file(played))
+    assert "value: alive\n  players_read: true" in text
+    copy = await loaded(memory, "Copy", text, "export.yaml")
+    assert await views(copy) == [players, dm]
+    assert await current_facts(copy) == await current_facts(played)
+    again = await apply_campaign_file(copy, parse_campaign_file(text, "export.yaml"))
+    assert not again.changed and await views(copy) == [players, dm]
+    assert dump_campaign_file(await export_campaign_file(copy)) == text
+
+
 async def test_names_hidden_from_players_travel_with_an_export(memory: Memory) -> None:
     """A secret entity's name before its rename, a name merged into it (an alias players never read) and a removed
     secret entity's name stay hidden from players in the campaign an export is loaded into, as in the one it came

@@ -163,6 +163,18 @@ async def test_an_export_larger_than_one_load_is_written_with_a_warning_to_split
     assert "limit is 20,000 entities" in lk("campaign", "load", str(out)).stderr
 
 
+def test_entity_show_gives_an_attribute_way_to_the_current_fact_of_its_name(lk) -> None:
+    """An attribute "status: alive" (no history) beside "—status→ dead" (the fact) contradicted each other on the
+    card: the current fact is shown alone, for the DM and players; other attributes stay."""
+    assert lk("campaign", "create", "Ashfall").returncode == 0
+    assert lk("entity", "add", "Thalia", "player", "--attr", "played_by=Ana").returncode == 0
+    assert lk("entity", "link", "Thalia", "status", "--value", "dead").returncode == 0
+    assert lk("entity", "edit", "Thalia", "--attr", "Status=alive", "--attr", "played_by=Ana").returncode == 0
+    for view in ([], ["--as-player"]):
+        shown = lk("entity", "show", "Thalia", *view).stdout
+        assert "played_by: Ana" in shown and "- Thalia —status→ dead" in shown and "alive" not in shown
+
+
 def test_campaign_name_over_100_characters_is_one_line(lk) -> None:
     long = lk("campaign", "create", "L" * 101)
     assert long.returncode == 1
@@ -1559,8 +1571,32 @@ def test_entity_link_sets_visibility_only_when_asked(lk) -> None:
     unknown = lk("entity", "link", "Eldrinax", "ally_of", "Nowhere")
     assert unknown.returncode == 1 and unknown.stderr.startswith("error: no entity named 'Nowhere'")
     declined = lk("entity", "remove", "Ironhold", input="n\n")
-    assert declined.returncode == 1 and "remove location 'Ironhold' and its 1 relationships?" in declined.stderr
-    assert lk("entity", "remove", "Ironhold", "--yes").stdout == "removed 'Ironhold' and 1 relationships\n"
+    assert declined.returncode == 1 and "remove location 'Ironhold' with its 1 relationship?" in declined.stderr
+    assert lk("entity", "remove", "Ironhold", "--yes").stdout == "removed 'Ironhold' with 1 relationship\n"
+
+
+async def test_entity_remove_says_the_history_and_review_items_it_deletes(lk, fresh_dsn: str) -> None:
+    """Removing Greywatch deletes Osric's past "lives_in Greywatch" and a fact about it waiting for review too: the
+    prompt and the reply counted only the current facts."""
+    assert lk("campaign", "create", "C").returncode == 0
+    for name, kind in (("Greywatch", "place"), ("Osric Pell", "npc"), ("The Mill", "place"), ("Pike", "npc")):
+        assert lk("entity", "add", name, kind).returncode == 0
+    assert lk("entity", "link", "Osric Pell", "lives_in", "Greywatch").returncode == 0
+    assert lk("entity", "link", "Osric Pell", "lives_in", "The Mill").returncode == 0
+    assert lk("entity", "link", "Pike", "ally_of", "Greywatch").returncode == 0
+    pool = await create_pool(fresh_dsn)
+    try:
+        mem = Memory(pool).campaign((await Memory(pool).campaigns().get("C")).id)
+        pike, grey = await mem.graph.get_entity("Pike"), await mem.graph.get_entity("Greywatch")
+        heard = Provenance(source=Source.stated, confidence=0.4)
+        guess = RelationshipIn(source_id=pike.id, type="leader_of", target_id=grey.id, provenance=heard)
+        assert (await mem.graph.add_relationship(guess)).status == ReviewStatus.pending
+    finally:
+        await pool.close()
+    said = "1 relationship, 1 past fact and 1 fact waiting for review"
+    declined = lk("entity", "remove", "Greywatch", input="n\n")
+    assert f"remove location 'Greywatch' with its {said}?" in declined.stderr
+    assert lk("entity", "remove", "Greywatch", "--yes").stdout == f"removed 'Greywatch' with {said}\n"
 
 
 def test_entity_link_refuses_a_type_a_campaign_file_could_not_hold(lk) -> None:
@@ -1872,7 +1908,7 @@ def test_a_death_heard_in_a_night_imported_after_the_campaign_file_stands_and_a_
         f"accepted {fact['ref']}: Ottilie Brand —status→ dead; closed: Ottilie Brand —status→ alive\n"
     ), accepted.stderr
     dead = [
-        "  - Ottilie Brand —status→ dead",
+        "  - Ottilie Brand —status→ dead (since 2026-11-13, heard in Night 2 at 0:10)",
         "  - Ottilie Brand —status→ alive (until 2026-11-13, from the campaign file)",
     ]
     assert statuses() == dead
@@ -1891,8 +1927,9 @@ def test_a_death_heard_in_a_night_imported_after_the_campaign_file_stands_and_a_
     revived = lk("campaign", "load", str(world))
     assert revived.stdout.endswith("\nChanges to what the campaign had:\n- Ottilie Brand: fact status: dead → alive\n")
     now, *past = statuses()
-    assert now == "  - Ottilie Brand —status→ alive"
-    assert past[0].startswith("  - Ottilie Brand —status→ dead (2026-11-13 → ") and past[0].endswith("in Night 2)")
+    assert now.startswith("  - Ottilie Brand —status→ alive (since ") and now.endswith(", from the campaign file)")
+    assert past[0].startswith("  - Ottilie Brand —status→ dead (2026-11-13 → ")
+    assert past[0].endswith("in Night 2 at 0:10)")
 
 
 async def test_recall_says_what_the_graph_knows_now_before_what_was_said_then(lk, fresh_dsn: str) -> None:

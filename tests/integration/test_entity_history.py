@@ -47,14 +47,14 @@ async def test_history_is_the_closed_facts_newest_first_with_where_they_were_hea
     past = await g.history(key.id, include_secret=True)
     assert [(p.describe(), p.heard()) for p in past] == [
         ("Ember Key —status→ cursed", "said by the DM"),
-        ("Ember Key —owned_by→ Kael", "heard in Night 2"),
-        ("Ember Key —owned_by→ Thrennick", "heard in Night 1"),
-    ]  # not the guess the DM rejected (owned_by Vex), nor what holds now (Pip, cleansed)
+        ("Ember Key —owned_by→ Kael", "heard in Night 2 at 1:00"),
+        ("Ember Key —owned_by→ Thrennick", "heard in Night 1 at 1:00"),
+    ]  # where in the session too; not the guess the DM rejected (owned_by Vex), nor what holds now (Pip, cleansed)
     assert past[0].describe_past(" 🔒").startswith("Ember Key —status→ cursed 🔒 (")
     # each held until the next was said, not until the import that filed the next one
     assert [p.describe_past(" 🔒") for p in past[1:]] == [
-        "Ember Key —owned_by→ Kael (2025-04-01 → 2025-05-01, heard in Night 2)",
-        "Ember Key —owned_by→ Thrennick (2025-03-01 → 2025-04-01, heard in Night 1)",
+        "Ember Key —owned_by→ Kael (2025-04-01 → 2025-05-01, heard in Night 2 at 1:00)",
+        "Ember Key —owned_by→ Thrennick (2025-03-01 → 2025-04-01, heard in Night 1 at 1:00)",
     ]
     # the players' view: the secret state is left out
     assert [p.describe() for p in await g.history(key.id)] == [
@@ -64,8 +64,9 @@ async def test_history_is_the_closed_facts_newest_first_with_where_they_were_hea
     tavian = await g.get_entity("Tavian")
     (alive,) = await g.history(tavian.id)
     assert re.fullmatch(
-        r"Tavian —status→ alive \(\d{4}-\d\d-\d\d → \d{4}-\d\d-\d\d, from the campaign file\)", alive.describe_past()
-    )
+        r"Tavian —status→ alive \(\d{4}-\d\d-\d\d \d\d:\d\d → \d\d\d\d-\d\d-\d\d \d\d:\d\d, from the campaign file\)",
+        alive.describe_past(),
+    )  # changed the same day: the times tell when
 
 
 async def test_history_leaves_out_a_secret_entity_for_players(campaign: CampaignMemory) -> None:
@@ -93,7 +94,11 @@ async def test_entity_show_history_on_the_command_line(lk: Callable, fresh_dsn: 
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     at = lines.index("  history, newest first:")
-    assert lines[at - 2 : at] == ["  - Ember Key —owned_by→ Pip", "  - Ember Key —status→ cleansed"]
+    # asked for history, the current facts say where they were heard too
+    assert lines[at - 2 : at] == [
+        "  - Ember Key —owned_by→ Pip (since 2025-05-01, heard in Night 3 at 1:00)",
+        f"  - Ember Key —status→ cleansed (since {dt.datetime.now(dt.UTC):%Y-%m-%d}, said by the DM)",
+    ]
     assert [line.split(" (")[0] for line in lines[at + 1 :]] == [
         "  - Ember Key —status→ cursed",
         "  - Ember Key —owned_by→ Kael",
@@ -101,7 +106,8 @@ async def test_entity_show_history_on_the_command_line(lk: Callable, fresh_dsn: 
     ]
     assert lines[at + 1].endswith(", said by the DM)") and " (secret) (" in lines[at + 1]
     assert lines[at + 2].startswith("  - Ember Key —owned_by→ Kael (2025-04-01 → ")
-    assert "history" not in lk("entity", "show", "Ember Key").stdout  # only when asked
+    assert "history" not in (plain_show := lk("entity", "show", "Ember Key").stdout)  # only when asked
+    assert "  - Ember Key —owned_by→ Pip\n" in plain_show
     assert lk("entity", "show", "Vex", "--history").stdout == "Vex (npc)\n  history: no fact about it has changed yet\n"
 
     plain = json.loads(lk("entity", "show", "Ember Key", "--json").stdout)

@@ -540,6 +540,13 @@ async def test_review_queue_accept_reject_edit_oldest_first(campaign: CampaignMe
     assert [r.value for r in await g.relationships_of(mira.id)] == ["mayor"]
     with pytest.raises(AlreadyDecidedError, match="already accepted"):
         await q.accept(f"f{fact.id}")
+    # an accepted fact found wrong is corrected in the graph: the error says how
+    with pytest.raises(AlreadyDecidedError) as decided:
+        await q.edit(f"f{fact.id}", value="archduke")
+    assert str(decided.value) == (
+        f"f{fact.id} was already accepted: Mira —occupation→ mayor; to correct it, `entity link` the right one (this "
+        "one is kept as history), or `entity unlink` it if it was never true"
+    )
 
     edited = await q.edit(f"e{pending_e.id}", name="Korvax", description="A dwarven smith")
     assert edited.entity and edited.entity.name == "Korvax" and edited.entity.status == ReviewStatus.accepted
@@ -758,6 +765,53 @@ async def test_linking_a_value_records_a_change_in_the_world_and_says_what_it_cl
         await g.link("Xethrilaun", "status")
     with pytest.raises(InvalidInputError, match="value: must not be empty"):
         await g.link("Xethrilaun", "status", value="  ")
+
+
+async def test_making_a_public_fact_secret_warns_of_the_stale_fact_players_read_again(campaign: CampaignMemory) -> None:
+    """A secret fact ends no public one for players, so hiding the allegiance they knew brings back the one it had
+    replaced: the DM is told what players now read instead (the rule itself stays)."""
+    g = campaign.graph
+    balcor = await g.add_entity(EntityIn(name="Lord Balcor", type=EntityType.npc))
+    for faction in ("The Iron Circle", "The Silver Hand"):
+        await g.add_entity(EntityIn(name=faction, type=EntityType.faction))
+    await g.link("Lord Balcor", "allegiance", "The Iron Circle")
+    await g.link("Lord Balcor", "allegiance", "The Silver Hand")
+    hidden = await g.link("Lord Balcor", "allegiance", "The Silver Hand", secret=True)
+    assert [r.describe() for r in hidden.players_read] == ["Lord Balcor —allegiance→ The Iron Circle"]
+    assert hidden.describe() == (
+        "Now secret: Lord Balcor —allegiance→ The Silver Hand\nwarning: players now read instead the fact it had "
+        "replaced: Lord Balcor —allegiance→ The Iron Circle (link a public fact of its kind to tell them otherwise)"
+    )
+    assert [r.target_name for r in await g.relationships_of(balcor.id)] == ["The Iron Circle"]
+    # made public again, or a fact that replaced nothing: no warning
+    assert (await g.link("Lord Balcor", "allegiance", "The Silver Hand", secret=False)).players_read == []
+    await g.link("Lord Balcor", "mood", value="calm")
+    assert (await g.link("Lord Balcor", "mood", value="calm", secret=True)).players_read == []
+
+
+async def test_a_fact_said_again_in_a_later_session_cites_that_line_too(campaign: CampaignMemory) -> None:
+    """Night 3 repeats Night 2's "Mira has the Sunblade": one fact, as before, but its evidence gains Night 3's line
+    (review showed only Night 2's); where and when it was first heard stay."""
+    g = campaign.graph
+    mira = await g.add_entity(EntityIn(name="Mira", type=EntityType.npc))
+    blade = await g.add_entity(EntityIn(name="Sunblade", type=EntityType.item))
+    lines = []
+    for month, title in ((3, "Night 2"), (4, "Night 3")):
+        night = await campaign.log.start_session(title, started_at=dt.datetime(2025, month, 1, 20, tzinfo=dt.UTC))
+        (entry,) = await campaign.log.write_many(night.id, [EntryIn(speaker="DM", text="Mira has the Sunblade.")])
+        lines.append((night.id, entry.id))
+    facts = []
+    for session_id, entry_id in lines:
+        said = Provenance(source=Source.stated, confidence=0.4, session_id=session_id, entry_ids=[entry_id])
+        facts.append(
+            await g.add_relationship(RelationshipIn(source_id=mira.id, type="has", target_id=blade.id, provenance=said))
+        )
+    first, again = facts
+    assert again.id == first.id and again.provenance.entry_ids == [entry for _, entry in lines]
+    stored = await g.get_relationship(first.id)
+    assert (stored.provenance.entry_ids, stored.provenance.session_id) == ([e for _, e in lines], lines[0][0])
+    assert stored.valid_from == first.valid_from
+    assert (await campaign.review.get(f"f{first.id}")).lines == 2
 
 
 async def test_a_fact_heard_in_an_older_session_imported_late_is_history_once_accepted(
