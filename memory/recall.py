@@ -16,6 +16,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Literal
 
 import asyncpg
@@ -251,15 +252,38 @@ async def recall(
         ranked = [f for f in ranked if f.lexical_rank is not None or f.told or f.entry_id not in weak]
     places = {i: rank.Place(i, e.session_id, e.seq, len(e.text.split())) for i, e in entries.items()}
     # read here: the bench varies it; a repeat is told by what a DM would read of it
-    groups = rank.group(
-        ranked, places, limit, alone_from=rank.ALONE_FROM, shown=lambda i: _judged(entries[i].text, passage(i))
+    grouping = partial(
+        rank.group,
+        ranked,
+        places,
+        limit,
+        alone_from=rank.ALONE_FROM,
+        shown=lambda i: _judged(entries[i].text, passage(i)),
     )
+    groups = grouping()
     if embedder is not None and rank.SHOW_PASSAGES:
-        # a long line no word of the question found: its sentences nearest the question's meaning
-        worded = {*lexical, *found.scored}
-        unworded = [i for g in groups for i in g.matched if i not in worded and passage(i) is None]
-        spans.update(await _nearest_sentences(embedder, embedding or query, {i: entries[i].text for i in unworded}))
+        texts = {i: e.text for i, e in entries.items() if i not in lexical and i not in found.scored}
+        groups = await _shown_by_meaning(embedder, embedding or query, groups, texts, spans, grouping)
     return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays(), passage)
+
+
+async def _shown_by_meaning(
+    embedder: Embedder,
+    question: list[float] | str,
+    groups: list[rank.Group],
+    unworded: dict[int, str],
+    spans: dict[int, tuple[int, int] | None],
+    grouping: Callable[[], list[rank.Group]],
+) -> list[rank.Group]:
+    """The hits once each long line no word of the question found (``unworded``) shows its sentences nearest the
+    question's meaning (into ``spans``), grouped again by ``grouping``: a repeat is told by what is shown, and two
+    cuts of a character's intro differ whole but show the same sentence."""
+    read: set[int] = set()
+    while todo := [i for g in groups for i in g.matched if i in unworded and i not in read and spans.get(i) is None]:
+        read.update(todo)
+        spans.update(await _nearest_sentences(embedder, question, {i: unworded[i] for i in todo}))
+        groups = grouping()
+    return groups
 
 
 async def _nearest_sentences(

@@ -143,6 +143,29 @@ async def test_a_long_line_found_by_meaning_alone_shows_its_sentences_nearest_th
     )
 
 
+async def test_two_long_lines_showing_the_same_sentence_are_one_hit(campaign: CampaignMemory) -> None:
+    """Scanlan's intro, cut differently in two sessions (0.79 alike whole), was shown twice: the sentence nearest
+    the question was the same in both. A repeat is told by what is shown, once that sentence is chosen."""
+    festival = " In two weeks the Winter's Crest festival begins in Whitestone, with music and lanterns on the walls. "
+    one = " ".join(f"The {w} guards of the keep watch the gates while the rain falls." for w in WORDS) + festival
+    two = festival + " ".join(f"A {w} bard sings of kings and of ships lost at sea long ago." for w in WORDS)
+    embedder = _FestivalEmbedder()
+    long: list[int] = []
+    for title, text in (("One", one), ("Two", two)):
+        lines = [*FILLER[:5], ("MATT", text), *FILLER[5:10]]
+        ids = await said(campaign, title, lines)
+        vectors = await embedder.embed([t for _, t in lines])
+        session_id = (await campaign.log.sessions())[-1].id
+        await campaign.semantic.upsert_lines(
+            [LineVectorIn(i, session_id, "x", v) for i, v in zip(ids, vectors, strict=True)]
+        )
+        long.append(ids[5])
+    hits = await recall(campaign, embedder, "when is the celebration?", limit=3)
+    shown = [line for hit in hits for line in hit.answering() if line.entry_id in long]
+    assert len(shown) == 1, [line.shown() for line in shown]
+    assert "Winter's Crest festival" in shown[0].shown()
+
+
 async def test_an_irregular_plural_finds_its_singular(campaign: CampaignMemory) -> None:
     """ "What did Scanlan say about the dwarves" found his intro by meaning and no line saying "dwarf"."""
     ids = await said(campaign, "One", [*FILLER[:5], ("SAM", "The dwarf is a feminist."), *FILLER[5:10]])
