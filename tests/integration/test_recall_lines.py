@@ -193,6 +193,17 @@ async def test_an_alias_expands_the_query(campaign: CampaignMemory) -> None:
     assert [line.entry_id for line in hit.lines if line.matched] == [ids[5]]
 
 
+async def test_an_alias_expands_the_query_as_a_phrase(campaign: CampaignMemory) -> None:
+    """ "Kern" found "Grog lifting this giant hammer" and "needle-and-hammer style": the alias "Kern the Hammer" was
+    searched word by word. Its words count where the line says the alias."""
+    await campaign.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc, aliases=["the Ember Wyrm"]))
+    lines = [("DM", "The ember wyrm stirs beneath the lake."), ("DM", "An ember glows in the hearth.")]
+    lines += [("DM", f"The {w} wyrm of the tale is only a song.") for w in WORDS[:3]]
+    ids = await said(campaign, "One", [*FILLER[:5], *lines, *FILLER[5:9]])
+    hits = await recall(campaign, None, "Eldrinax", limit=5, mode="fulltext")
+    assert [line.entry_id for hit in hits for line in hit.answering()] == [ids[5]]
+
+
 async def test_short_banter_saying_the_question_word_does_not_outrank_the_story(
     campaign: CampaignMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
