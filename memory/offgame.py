@@ -67,6 +67,7 @@ _MECHANICS = re.compile(
     r"turn|(?:your|my|his|her|its|their|[a-z]+'s) turn|you're up|recharges?|proficiency|modifier|"
     r"inspiration(?: die)?|sneak attack|(?:dis)?advantage|short rest|long rest|reaction|round|"
     r"(?:brings?|bringing) us (?:back )?to|(?:is|are|'s|'re) up (?:first|next)|next up|(?:full|brief|free) move|"
+    r"you(?:'re| are) on deck(?=\s*[.,!?]|$)|"
     r"(?:your|its|his|her|their|full|brief|free|held|readied) (?:movement|action)|melee|"
     r"attack rolls?|hit dice|prone|grappled|restrained|incapacitated|what(?: did|'d) you (?:get|roll))\b",
     re.IGNORECASE,
@@ -170,6 +171,9 @@ def line_talk(text: str) -> Talk | None:
     if rules and (rules + len(_RULES_TOO.findall(text))) * _DENSITY >= len(words) and not _tells(text):
         return Talk.dice
     if results and len(words) <= _SHORT_NUMBER:
+        return Talk.dice
+    # the DM ruling, as the recap reads it ("You still have some movement, Keyleth.", "He's not immune to poison.")
+    if any(_ruling(sentence) for sentence in _SENTENCE.split(text)) and not _tells(text):
         return Talk.dice
     return None
 

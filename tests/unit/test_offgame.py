@@ -39,6 +39,12 @@ LABELS = Path(__file__).resolve().parents[1] / "data" / "offgame_crd3_labels.jso
         ("I used Scanlan's die.", Talk.dice),
         ("That was my eight-sided die.", Talk.dice),
         ("It's one die of necrotic.", Talk.dice),
+        # the turn order called and the DM ruling, as the recap reads them (CRD3 lines)
+        ("Grog, you're on deck.", Talk.dice),
+        ("Grog? Vex, you're up. And you're on deck, Vax.", Talk.dice),
+        ("Perfect. You still have some movement, Keyleth, if you want to move still.", Talk.dice),
+        ("He's not immune to poison.", Talk.dice),
+        ("You are on deck of the ship as the storm hits.", None),
         ("If only that were true in real life.", Talk.banter),
         ("Yep. (laughter)", Talk.banter),
         # the story's, numbers and all
@@ -124,6 +130,7 @@ def test_a_ruling_is_table_talk(sentence: str) -> None:
 )
 def test_the_story_is_no_ruling(sentence: str) -> None:
     assert not is_table_talk(sentence)
+    assert line_talk(sentence) is None
 
 
 def _session(*lines: tuple[str, str]) -> list[Talk | None]:
