@@ -190,6 +190,20 @@ def _tells(text: str) -> bool:
     )
 
 
+# The last session told again at the start of this one ("Okay so last time, we met on a barge…", "Previously, you
+# crossed the fen"): what happened then, in fewer words than the lines that told it.
+_PAST_SESSION = re.compile(
+    r"\b(?:last (?:time|session|week|game)|previously(?: on [\w ]{1,30})?)[,:]?\s+(?:we|you|the party|our)\b|"
+    r"\b(?:last we left off|when we last left)\b",
+    re.IGNORECASE,
+)
+
+
+def tells_last_session(text: str, seq: int) -> bool:
+    """Whether line ``seq`` (from 0) of a session tells the last session again, in the session's first lines."""
+    return seq < _MIN_OPENING and _PAST_SESSION.search(text) is not None
+
+
 def tells_story(text: str) -> bool:
     """Whether ``text`` says that something happened in the story ("You see …", "… and dies")."""
     return _STORY.search(text) is not None

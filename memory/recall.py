@@ -30,7 +30,7 @@ from memory.errors import InvalidInputError, NotFoundError
 from memory.gazetteer import Gazetteer
 from memory.mentions import first_said
 from memory.models import ChunkHit, EntityType, Session, Visibility, took_part_line, where_said
-from memory.offgame import line_talk
+from memory.offgame import line_talk, tells_last_session
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
 from memory.text import excerpt
@@ -244,6 +244,8 @@ async def recall(
     talk = [
         *segments,
         *(i for i in top if i not in segments and line_talk(_judged(entries[i].text, passage(i))) is not None),
+        # "Okay so last time, we …" at a session's start: the event in fewer words than the lines that told it
+        *(i for i in top if tells_last_session(entries[i].text, entries[i].seq)),
     ]
     if len(talk) > len(segments):
         ranked = rank.fuse(lexical, vector, named=mentioning, said=said_ids, table_talk=talk, told=told)

@@ -463,6 +463,21 @@ async def test_table_talk_ranks_below_the_story(campaign: CampaignMemory) -> Non
     assert [line.entry_id for line in hits[1].lines if line.matched] == [ids[0]]
 
 
+async def test_the_last_session_told_again_at_a_sessions_start_ranks_below_the_line_that_told_it(
+    campaign: CampaignMemory,
+) -> None:
+    """ "Who gave Wren the bone key?" ranked a player's "Last time, we … she gave Wren the bone key" at the next
+    session's start above the night it happened: it says the question's words, and tells nothing new."""
+    event = await said(campaign, "One", [*FILLER[:5], ("DM", "Ottilie hands the bone key to Wren."), *FILLER[5:9]])
+    told = await said(
+        campaign,
+        "Two",
+        [("DM", "Who's doing recap?"), ("PRIYA", "Last time, we met Ottilie and she gave Wren the bone key."), *FILLER],
+    )
+    hits = await recall(campaign, None, "who gave Wren the bone key?", limit=2, mode="fulltext")
+    assert [[line.entry_id for line in hit.answering()] for hit in hits] == [[event[5]], [told[1]]]
+
+
 async def test_term_counts_follow_every_write_and_stay_in_their_campaign(
     campaign: CampaignMemory, memory: Memory
 ) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.offgame import Talk, dm_speaker, is_table_talk, line_talk, session_talk
+from memory.offgame import Talk, dm_speaker, is_table_talk, line_talk, session_talk, tells_last_session
 
 LABELS = Path(__file__).resolve().parents[1] / "data" / "offgame_crd3_labels.json"
 
@@ -131,6 +131,14 @@ def test_a_ruling_is_table_talk(sentence: str) -> None:
 def test_the_story_is_no_ruling(sentence: str) -> None:
     assert not is_table_talk(sentence)
     assert line_talk(sentence) is None
+
+
+def test_the_last_session_told_again_at_a_sessions_start() -> None:
+    assert tells_last_session("Me! Okay so last time, we met on a barge, went to the Gutted Eel.", 1)
+    assert tells_last_session("I'll do it. Last time, we crossed the fen with Mira.", 17)
+    assert tells_last_session("Previously on Critical Role, you faced the dragon.", 40)
+    assert not tells_last_session("Last time, we crossed the fen with Mira.", 900)  # mid-session: a memory
+    assert not tells_last_session("The last time I saw him he was alive.", 3)
 
 
 def _session(*lines: tuple[str, str]) -> list[Talk | None]:
