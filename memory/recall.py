@@ -169,6 +169,7 @@ async def recall(
     voices = await _speakers(mem, forms, dm=dm) if rank.speaker_asked(query) else None
     parsed = rank.parse(query, voices or ())
     sessions = await _sessions(mem, parsed.filters)
+    meant = _meaning(query, parsed, embedding, embedder)
     if sessions == [] or rank.recap_asked(parsed):
         return []  # "in session 12" of a campaign with 3; "what happened last session?": its recap answers it
     speakers = list(dict.fromkeys(s.name for s in parsed.filters.speakers)) or None
@@ -190,7 +191,7 @@ async def recall(
     async def nearest() -> tuple[dict[int, float], list[ChunkHit], float]:
         if mode not in ("both", "vector"):
             return {}, [], 0.0
-        return await _vectors(mem, embedder, embedding or query, sessions, speakers, other)
+        return await _vectors(mem, embedder, meant, sessions, speakers, other)
 
     async def named_voices() -> list[rank.Speaker]:
         return voices if voices is not None else await _speakers(mem, forms, dm=dm)
@@ -262,15 +263,26 @@ async def recall(
         alone_from=rank.ALONE_FROM,
         shown=lambda i: _judged(entries[i].text, passage(i)),
     )
-    groups = grouping()
-    if embedder is not None and rank.SHOW_PASSAGES:
-        texts = {i: e.text for i, e in entries.items() if i not in lexical and i not in found.scored}
-        groups = await _shown_by_meaning(embedder, embedding or query, groups, texts, spans, grouping)
+    # a long line no word of the question found shows its sentences nearest the question's meaning (with an embedder)
+    shown = embedder is not None and rank.SHOW_PASSAGES
+    unworded = {i: e.text for i, e in entries.items() if shown and i not in lexical and i not in found.scored}
+    groups = await _shown_by_meaning(embedder, meant, grouping(), unworded, spans, grouping)
     return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays(), passage)
 
 
+def _meaning(
+    query: str, parsed: rank.Parsed, embedding: list[float] | None, embedder: Embedder | None
+) -> list[float] | str:
+    """What a question is searched for by meaning: its vector (``embedding`` when given) or text; its topic alone
+    when its filters took words from it ("what did Vax say about the Briarwoods?" was near every line of Liam's
+    saying "Vax says")."""
+    if embedder is not None and parsed.text and parsed.text != " ".join(query.split()):
+        return parsed.text
+    return embedding or query
+
+
 async def _shown_by_meaning(
-    embedder: Embedder,
+    embedder: Embedder | None,
     question: list[float] | str,
     groups: list[rank.Group],
     unworded: dict[int, str],
@@ -282,6 +294,7 @@ async def _shown_by_meaning(
     cuts of a character's intro differ whole but show the same sentence."""
     read: set[int] = set()
     while todo := [i for g in groups for i in g.matched if i in unworded and i not in read and spans.get(i) is None]:
+        assert embedder is not None, "a line is shown by meaning with an embedder"
         read.update(todo)
         spans.update(await _nearest_sentences(embedder, question, {i: unworded[i] for i in todo}))
         groups = grouping()

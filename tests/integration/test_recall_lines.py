@@ -166,6 +166,36 @@ async def test_two_long_lines_showing_the_same_sentence_are_one_hit(campaign: Ca
     assert "Winter's Crest festival" in shown[0].shown()
 
 
+class _SayEmbedder:
+    """Meaning as two axes: saying something, and a festival; a text about both points between them."""
+
+    model_name, dim = "say", 384
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        def one(t: str) -> list[float]:
+            axes = [float("say" in t), float("festival" in t)]
+            norm = math.hypot(*axes) or 1.0
+            return [axes[0] / norm, axes[1] / norm, float(not any(axes)), *([0.0] * 381)]
+
+        return [one(t) for t in texts]
+
+
+async def test_a_filtered_question_is_searched_by_meaning_for_its_topic_alone(campaign: CampaignMemory) -> None:
+    """ "What did Vax say about the Briarwoods?" was padded with "Vax says, all right." and "Vax is falling.": its
+    vector was the whole question's, near any line of his saying something. The filter's words are no meaning."""
+    lines = [*FILLER[:5], ("ANA", "The festival starts tomorrow at dawn."), *FILLER[5:10]]
+    lines += [("ANA", "I say we go now, before the others wake."), *FILLER[10:15]]
+    ids = await said(campaign, "One", lines)
+    embedder = _SayEmbedder()
+    session_id = (await campaign.log.sessions())[0].id
+    vectors = await embedder.embed([text for _, text in lines])
+    await campaign.semantic.upsert_lines(
+        [LineVectorIn(i, session_id, "x", v) for i, v in zip(ids, vectors, strict=True)]
+    )
+    hits = await recall(campaign, embedder, "what did Ana say about the festival?", limit=3)
+    assert [[line.entry_id for line in hit.answering()] for hit in hits] == [[ids[5]]]
+
+
 async def test_an_irregular_plural_finds_its_singular(campaign: CampaignMemory) -> None:
     """ "What did Scanlan say about the dwarves" found his intro by meaning and no line saying "dwarf"."""
     ids = await said(campaign, "One", [*FILLER[:5], ("SAM", "The dwarf is a feminist."), *FILLER[5:10]])
