@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -156,7 +157,7 @@ async def recall(
     their lines."""
     if not query.strip():  # blanks are nearest to nothing: passages at random, as if they answered
         raise InvalidInputError("query is empty: give words or names to look for")
-    query = _clipped(query)
+    query, embedding = await _as_heard(mem, _clipped(query), embedding, dm=dm)
     if not dm:  # a secret name is no word a player read: a guess at one finds only what its other words find
         mask = await mem.graph.player_mask()
         unsaid = " ".join(mask(query).replace(mask.MASK, " ").split())
@@ -646,7 +647,7 @@ async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: in
     names them, with their current facts. Players (not ``dm``) see neither a secret entity nor a secret fact, and
     a secret name in what they read is masked: they name an entity as they read it ("Session: [secret] unmasked"),
     so a guess of the secret its name holds is not confirmed. Only the query's first ``QUERY_CHARS`` count."""
-    query = _clipped(query)
+    query, _ = await _as_heard(mem, _clipped(query), None, dm=dm)
     called = await _names(mem, include_secret=dm)
     mask = str if dm else await mem.graph.player_mask()
 
@@ -697,6 +698,28 @@ class _Called:
     name: str
     aliases: list[str]
     person: bool = False  # an npc or a player: named by a first (or last) name alone
+
+
+async def _as_heard(
+    mem: CampaignMemory, query: str, embedding: list[float] | None, *, dm: bool
+) -> tuple[str, list[float] | None]:
+    """``query`` with what the recogniser writes for a name (its heard-as phrases, the longest first) read as the
+    name, as stage-1 correction reads a line: a DM types "what did key love say" as the bot wrote it in voice. Its
+    ``embedding`` is kept when it is unchanged."""
+    rows = await mem.db.fetch(
+        """
+        SELECT h.phrase, e.name FROM entity_heard_as h JOIN entities e ON e.campaign_id = $1 AND e.id = h.entity_id
+        WHERE h.campaign_id = $1 AND e.status = 'accepted' AND ($2 OR e.visibility = 'public')
+        ORDER BY length(h.phrase) DESC
+        """,
+        mem.campaign_id,
+        dm,
+    )
+    read = query
+    for r in rows:
+        said = re.compile(rf"(?<![\w'’]){re.escape(r['phrase'])}(?![\w'’])", re.IGNORECASE)
+        read = said.sub(str(r["name"]).replace("\\", "\\\\"), read)  # a name with a backslash is no group
+    return read, embedding if read == query else None
 
 
 async def _names(mem: CampaignMemory, *, include_secret: bool) -> list[_Called]:

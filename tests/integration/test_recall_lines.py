@@ -13,7 +13,7 @@ from memory import lexical
 from memory.errors import InvalidInputError
 from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, Visibility
-from memory.recall import MEANING_ALONE, MEANING_BESIDE_WORDS, recall
+from memory.recall import MEANING_ALONE, MEANING_BESIDE_WORDS, named_entities, recall
 from memory.recall_rank import ALONE_FROM, PREVIEW_WORDS
 from memory.semantic import LineVectorIn
 from memory.store import CampaignMemory, Memory
@@ -232,6 +232,24 @@ async def test_an_alias_expands_the_query_as_a_phrase(campaign: CampaignMemory) 
     ids = await said(campaign, "One", [*FILLER[:5], *lines, *FILLER[5:9]])
     hits = await recall(campaign, None, "Eldrinax", limit=5, mode="fulltext")
     assert [line.entry_id for hit in hits for line in hit.answering()] == [ids[5]]
+
+
+async def test_a_question_names_an_entity_as_the_recogniser_wrote_it(campaign: CampaignMemory) -> None:
+    """A DM typing "key love" as the bot wrote it in voice got lines about keys, and no card for Keyleth: the
+    question is read as stage-1 correction reads a line, its heard-as phrases as the name."""
+    from memory.recall import recall
+    from tests.integration.test_recall_lines import FILLER, said
+
+    await campaign.graph.add_entity(EntityIn(name="Keyleth", type=EntityType.player, heard_as=["key love"]))
+    ids = await said(
+        campaign,
+        "One",
+        [*FILLER[:5], ("MARISHA", "Keyleth climbs the Sun Tree."), *FILLER[5:10], ("DM", "He tosses her the key.")],
+    )
+    assert [n.name for n in await named_entities(campaign, "what did key love climb?", dm=True)] == ["Keyleth"]
+    hits = await recall(campaign, None, "what did key love climb?", limit=2, mode="fulltext")
+    assert [line.entry_id for line in hits[0].answering()] == [ids[5]]
+    assert ids[-1] not in {line.entry_id for hit in hits for line in hit.answering()}
 
 
 async def test_short_banter_saying_the_question_word_does_not_outrank_the_story(
