@@ -17,6 +17,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from difflib import SequenceMatcher
 from functools import partial
 from typing import Literal
 
@@ -719,7 +720,43 @@ async def _as_heard(
     for r in rows:
         said = re.compile(rf"(?<![\w'’]){re.escape(r['phrase'])}(?![\w'’])", re.IGNORECASE)
         read = said.sub(str(r["name"]).replace("\\", "\\\\"), read)  # a name with a backslash is no group
+    for word, name in (await _misspelt(mem, read, dm=dm)).items():
+        read = re.sub(rf"(?<![\w'’]){re.escape(word)}(?![\w'’])", name.replace("\\", "\\\\"), read)
     return read, embedding if read == query else None
+
+
+#: How alike (difflib's ratio) a word no line says must be to a word of a name to be read as it: "Tordak" is
+#: Thordak (0.92), "Skanlan" Scanlan (0.86); "Grig" is not Grog (0.75).
+MISSPELT = 0.85
+
+
+async def _misspelt(mem: CampaignMemory, query: str, *, dm: bool) -> dict[str, str]:
+    """The capitalised words of ``query`` that no line of the campaign says and no everyday English word is, each
+    with the one word of the names and aliases spelled nearly like it ("Tordak": "Thordak"): searched as it is, such
+    a word finds nothing."""
+    asked = {w for w in re.findall(r"\b[^\W\d_a-z][^\W\d_]{3,}\b", query) if word_zipf(w.casefold()) < _COMMON_ZIPF}
+    if not asked:
+        return {}
+    said = await mem.db.fetch(
+        """
+        SELECT w FROM unnest($2::text[]) w WHERE EXISTS (
+            SELECT FROM recall_terms t WHERE t.campaign_id = $1 AND t.lines > 0
+              AND t.term = ANY(tsvector_to_array(to_tsvector('english', searchable(w)))))
+        """,
+        mem.campaign_id,
+        sorted(asked),
+    )
+    unsaid = asked - {r["w"] for r in said}
+    if not unsaid:
+        return {}
+    words = {t for e in await _names(mem, include_secret=dm) for f in (e.name, *e.aliases) for t in f.split()}
+    out: dict[str, str] = {}
+    for word in unsaid:
+        near = {w.strip(".,'’").casefold(): w.strip(".,'’") for w in words}
+        close = [w for key, w in near.items() if SequenceMatcher(None, word.casefold(), key).ratio() >= MISSPELT]
+        if len(close) == 1:
+            out[word] = close[0]
+    return out
 
 
 async def _names(mem: CampaignMemory, *, include_secret: bool) -> list[_Called]:

@@ -252,6 +252,22 @@ async def test_a_question_names_an_entity_as_the_recogniser_wrote_it(campaign: C
     assert ids[-1] not in {line.entry_id for hit in hits for line in hit.answering()}
 
 
+async def test_a_name_misspelt_in_a_question_is_read_as_the_name(campaign: CampaignMemory) -> None:
+    """ "Tordak" found nothing and showed no card: a capitalised word no line says, spelled nearly like one word of
+    the names, is read as it. A word the lines say, or one not near enough, is searched as it is."""
+    await campaign.graph.add_entity(EntityIn(name="Thordak", type=EntityType.npc))
+    await campaign.graph.add_entity(EntityIn(name="Grog Strongjaw", type=EntityType.player))
+    ids = await said(
+        campaign, "One", [*FILLER[:5], ("DM", "Thordak's lair burns."), *FILLER[5:10], ("DM", "Thordan waves.")]
+    )
+    assert [n.name for n in await named_entities(campaign, "where is Tordak?", dm=True)] == ["Thordak"]
+    (hit,) = await recall(campaign, None, "where is Tordak?", limit=1, mode="fulltext")
+    assert [line.entry_id for line in hit.answering()] == [ids[5]]
+    (hit,) = await recall(campaign, None, "Thordan", limit=1, mode="fulltext")  # said: no misspelling
+    assert [line.entry_id for line in hit.answering()] == [ids[-1]]
+    assert await named_entities(campaign, "what did Grig say?", dm=True) == []  # 0.75 alike: not Grog
+
+
 async def test_short_banter_saying_the_question_word_does_not_outrank_the_story(
     campaign: CampaignMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
