@@ -190,13 +190,10 @@ def _tells(text: str) -> bool:
     )
 
 
-# The last session told again at the start of this one ("Okay so last time, we met on a barge…", "Previously, you
-# crossed the fen"): what happened then, in fewer words than the lines that told it.
-_PAST_SESSION = re.compile(
-    r"\b(?:last (?:time|session|week|game)|previously(?: on [\w ]{1,30})?)[,:]?\s+(?:we|you|the party|our)\b|"
-    r"\b(?:last we left off|when we last left)\b",
-    re.IGNORECASE,
-)
+# The last session told again at the start of this one ("Okay so last time, we met on a barge…"): what happened
+# then, in fewer words than the lines that told it. Not the DM's "Last we left off, …", which starts the show and may
+# tell what no line did (C1E001's backstory: a DM question's answer).
+_PAST_SESSION = re.compile(r"\blast (?:time|session|week|game)[,:]?\s+(?:we|you|the party|our)\b", re.IGNORECASE)
 
 
 def tells_last_session(text: str, seq: int) -> bool:
