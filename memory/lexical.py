@@ -70,6 +70,13 @@ class Term:
     lines: int  # document frequency
     weight: float  # the query's weight for it (1 for its own words; less for an alias it was expanded with)
     expanded: bool = False  # also a word of a name or alias the query was expanded with
+    #: what a line must say for it to count, as tsquery text: the names and aliases it is a word of, as phrases,
+    #: when the question does not say it ("" its stem alone): "Kern the Hammer" is no search for "hammer"
+    phrases: str = ""
+
+    def operand(self) -> str:
+        """The term as a tsquery operand."""
+        return self.phrases or tsquery_literal(self.text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +152,7 @@ def fetch_terms(terms: Sequence[Term], *, budget: int = FETCH_BUDGET) -> tuple[l
 
 def tsquery_of(terms: Sequence[Term]) -> str | None:
     """Any of ``terms``, as tsquery text."""
-    return " | ".join(tsquery_literal(t.text) for t in terms) or None
+    return " | ".join(t.operand() for t in terms) or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,12 +180,14 @@ async def query_terms(
     rows = await db.fetch(
         """
         WITH stems AS (
-            SELECT u AS term, max(p.weight) AS weight, bool_or(p.weight < 1) AS expanded
+            SELECT u AS term, max(p.weight) AS weight, bool_or(p.weight < 1) AS expanded,
+                   string_agg(DISTINCT '(' || phraseto_tsquery('english', searchable(p.phrase))::text || ')', ' | ')
+                       FILTER (WHERE p.weight < 1) AS phrases
             FROM unnest($2::text[], $3::float8[]) AS p(phrase, weight),
                  unnest(tsvector_to_array(to_tsvector('english', searchable(p.phrase)))) u
             GROUP BY u
         )
-        SELECT s.term, s.weight, s.expanded, coalesce(t.lines, 0) AS lines,
+        SELECT s.term, s.weight, s.expanded, s.phrases, coalesce(t.lines, 0) AS lines,
                c.lines AS corpus_lines, c.terms AS corpus_terms
         FROM (SELECT 1) one
         LEFT JOIN recall_corpus c ON c.campaign_id = $1
@@ -192,7 +201,7 @@ async def query_terms(
     first = rows[0]  # the LEFT JOINs from one row always give one
     lines, length = (first["corpus_lines"], first["corpus_terms"]) if first["corpus_lines"] is not None else (0, 0)
     terms = [
-        Term(r["term"], r["lines"], r["weight"], r["expanded"])
+        Term(r["term"], r["lines"], r["weight"], r["expanded"], r["phrases"] if r["weight"] < 1 else "")
         for r in rows
         if r["term"] is not None and r["lines"] > 0
     ]
@@ -293,8 +302,10 @@ async def candidates(
             SELECT b.id, w.term, w.weight, w.kind, p AS pos
             FROM (SELECT DISTINCT ON (id) id, tsv FROM base WHERE dl > $13::int * {PASSAGE_TERMS_PER_WORD}) b,
                  unnest(ts_filter(setweight(b.tsv, 'A', $2::text[]), '{{a}}')) u,
-                 unnest($2::text[], $3::float8[], $17::int[]) AS w(term, weight, kind), unnest(u.positions) p
+                 unnest($2::text[], $3::float8[], $17::int[], $4::tsquery[]) AS w(term, weight, kind, q),
+                 unnest(u.positions) p
             WHERE $13::int > 0 AND w.term = u.lexeme  -- a line both fetched and found by meaning: once
+              AND (w.kind <> {ALIAS} OR b.tsv @@ w.q)  -- a word of an alias, where the line says the alias
         ), windows AS (  -- each window of $13 words that starts at a term, by term
             SELECT s.id, s.pos AS first, h.term, h.weight, h.kind, max(h.pos) AS last,
                    {"count(*)" if PASSAGE_TF else "1"} AS tf
@@ -371,7 +382,7 @@ async def candidates(
         campaign_id,
         [t.text for t in query.terms],
         [t.weight * idf(t.lines, query.lines) for t in query.terms],  # the query's weight × IDF
-        [tsquery_literal(t.text) for t in query.terms],
+        [t.operand() for t in query.terms],
         query.mean_length,
         fetch,
         None if session_ids is None else list(session_ids),

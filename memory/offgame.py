@@ -69,6 +69,7 @@ _MECHANICS = re.compile(
     r"turn|(?:your|my|his|her|its|their|[a-z]+'s) turn|you're up|recharges?|proficiency|modifier|"
     r"inspiration(?: die)?|sneak attack|(?:dis)?advantage|short rest|long rest|reaction|round|"
     r"(?:brings?|bringing) us (?:back )?to|(?:is|are|'s|'re) up (?:first|next)|next up|(?:full|brief|free) move|"
+    r"you(?:'re| are) on deck(?=\s*[.,!?]|$)|"
     r"(?:your|its|his|her|their|full|brief|free|held|readied) (?:movement|action)|melee|"
     r"attack rolls?|hit dice|prone|grappled|restrained|incapacitated|what(?: did|'d) you (?:get|roll))\b",
     re.IGNORECASE,
@@ -199,6 +200,9 @@ def line_talk(text: str) -> Talk | None:
         return Talk.dice
     if results and len(words) <= _SHORT_NUMBER:
         return Talk.dice
+    # the DM ruling, as the recap reads it ("You still have some movement, Keyleth.", "He's not immune to poison.")
+    if any(_ruling(sentence) for sentence in _SENTENCE.split(text)) and not _tells(text):
+        return Talk.dice
     return None
 
 
@@ -212,6 +216,17 @@ def _tells(text: str) -> bool:
         len(_WORD.findall(part)) >= _STORY_WORDS and not _MECHANICS.search(part) and not _RULES_TOO.search(part)
         for part in _SENTENCE.split(text)
     )
+
+
+# The last session told again at the start of this one ("Okay so last time, we met on a barge…"): what happened
+# then, in fewer words than the lines that told it. Not the DM's "Last we left off, …", which starts the show and may
+# tell what no line did (C1E001's backstory: a DM question's answer).
+_PAST_SESSION = re.compile(r"\blast (?:time|session|week|game)[,:]?\s+(?:we|you|the party|our)\b", re.IGNORECASE)
+
+
+def tells_last_session(text: str, seq: int) -> bool:
+    """Whether line ``seq`` (from 0) of a session tells the last session again, in the session's first lines."""
+    return seq < _MIN_OPENING and _PAST_SESSION.search(text) is not None
 
 
 def tells_story(text: str) -> bool:

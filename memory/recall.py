@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from difflib import SequenceMatcher
+from functools import partial
 from typing import Literal
 
 import asyncpg
@@ -29,7 +32,7 @@ from memory.errors import InvalidInputError, NotFoundError
 from memory.gazetteer import Gazetteer
 from memory.mentions import first_said
 from memory.models import ChunkHit, EntityType, Session, Visibility, took_part_line, where_said
-from memory.offgame import line_talk
+from memory.offgame import line_talk, tells_last_session
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
 from memory.text import excerpt
@@ -155,7 +158,7 @@ async def recall(
     their lines."""
     if not query.strip():  # blanks are nearest to nothing: passages at random, as if they answered
         raise InvalidInputError("query is empty: give words or names to look for")
-    query = _clipped(query)
+    query, embedding = await _as_heard(mem, _clipped(query), embedding, dm=dm)
     if not dm:  # a secret name is no word a player read: a guess at one finds only what its other words find
         mask = await mem.graph.player_mask()
         unsaid = " ".join(mask(query).replace(mask.MASK, " ").split())
@@ -167,6 +170,7 @@ async def recall(
     # "what did Grog say" filters by who said it: known first; else who it names only lifts lines, read beside
     voices = await _speakers(mem, forms, dm=dm, narrators=True, asker=asker) if rank.speaker_asked(query) else None
     parsed, sessions = await _parsed(mem, query, voices or ())
+    meant = _meaning(query, parsed, embedding, embedder)
     if sessions == [] or rank.recap_asked(parsed):
         return []  # "in session 12" of a campaign with 3; "what happened last session?": its recap answers it
     speakers = list(dict.fromkeys(s.name for s in parsed.filters.speakers)) or None
@@ -192,7 +196,7 @@ async def recall(
     async def nearest() -> tuple[dict[int, float], list[ChunkHit], float]:
         if mode not in ("both", "vector"):
             return {}, [], 0.0
-        return await _vectors(mem, embedder, embedding or query, sessions, speakers, other)
+        return await _vectors(mem, embedder, meant, sessions, speakers, other)
 
     async def named_voices() -> list[rank.Speaker]:
         return voices if voices is not None else await _speakers(mem, forms, dm=dm)
@@ -246,6 +250,8 @@ async def recall(
     talk = [
         *segments,
         *(i for i in top if i not in segments and line_talk(_judged(entries[i].text, passage(i))) is not None),
+        # "Okay so last time, we …" at a session's start: the event in fewer words than the lines that told it
+        *(i for i in top if tells_last_session(entries[i].text, entries[i].seq)),
     ]
     if len(talk) > len(segments):
         ranked = rank.fuse(lexical, vector, named=mentioning, said=said_ids, table_talk=talk, told=told)
@@ -254,15 +260,50 @@ async def recall(
         ranked = [f for f in ranked if f.lexical_rank is not None or f.told or f.entry_id not in weak]
     places = {i: rank.Place(i, e.session_id, e.seq, len(e.text.split())) for i, e in entries.items()}
     # read here: the bench varies it; a repeat is told by what a DM would read of it
-    groups = rank.group(
-        ranked, places, limit, alone_from=rank.ALONE_FROM, shown=lambda i: _judged(entries[i].text, passage(i))
+    grouping = partial(
+        rank.group,
+        ranked,
+        places,
+        limit,
+        alone_from=rank.ALONE_FROM,
+        shown=lambda i: _judged(entries[i].text, passage(i)),
     )
-    if embedder is not None and rank.SHOW_PASSAGES:
-        # a long line no word of the question found: its sentences nearest the question's meaning
-        worded = {*lexical, *found.scored}
-        unworded = [i for g in groups for i in g.matched if i not in worded and passage(i) is None]
-        spans.update(await _nearest_sentences(embedder, embedding or query, {i: entries[i].text for i in unworded}))
+    # a long line no word of the question found shows its sentences nearest the question's meaning (with an embedder)
+    shown = embedder is not None and rank.SHOW_PASSAGES
+    unworded = {i: e.text for i, e in entries.items() if shown and i not in lexical and i not in found.scored}
+    groups = await _shown_by_meaning(embedder, meant, grouping(), unworded, spans, grouping)
     return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays(), passage)
+
+
+def _meaning(
+    query: str, parsed: rank.Parsed, embedding: list[float] | None, embedder: Embedder | None
+) -> list[float] | str:
+    """What a question is searched for by meaning: its vector (``embedding`` when given) or text; its topic alone
+    when its filters took words from it ("what did Vax say about the Briarwoods?" was near every line of Liam's
+    saying "Vax says")."""
+    if embedder is not None and parsed.text and parsed.text != " ".join(query.split()):
+        return parsed.text
+    return embedding or query
+
+
+async def _shown_by_meaning(
+    embedder: Embedder | None,
+    question: list[float] | str,
+    groups: list[rank.Group],
+    unworded: dict[int, str],
+    spans: dict[int, tuple[int, int] | None],
+    grouping: Callable[[], list[rank.Group]],
+) -> list[rank.Group]:
+    """The hits once each long line no word of the question found (``unworded``) shows its sentences nearest the
+    question's meaning (into ``spans``), grouped again by ``grouping``: a repeat is told by what is shown, and two
+    cuts of a character's intro differ whole but show the same sentence."""
+    read: set[int] = set()
+    while todo := [i for g in groups for i in g.matched if i in unworded and i not in read and spans.get(i) is None]:
+        assert embedder is not None, "a line is shown by meaning with an embedder"
+        read.update(todo)
+        spans.update(await _nearest_sentences(embedder, question, {i: unworded[i] for i in todo}))
+        groups = grouping()
+    return groups
 
 
 async def _nearest_sentences(
@@ -664,7 +705,7 @@ async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: in
     names them, with their current facts. Players (not ``dm``) see neither a secret entity nor a secret fact, and
     a secret name in what they read is masked: they name an entity as they read it ("Session: [secret] unmasked"),
     so a guess of the secret its name holds is not confirmed. Only the query's first ``QUERY_CHARS`` count."""
-    query = _clipped(query)
+    query, _ = await _as_heard(mem, _clipped(query), None, dm=dm)
     called = await _names(mem, include_secret=dm)
     mask = str if dm else await mem.graph.player_mask()
 
@@ -715,6 +756,64 @@ class _Called:
     name: str
     aliases: list[str]
     person: bool = False  # an npc or a player: named by a first (or last) name alone
+
+
+async def _as_heard(
+    mem: CampaignMemory, query: str, embedding: list[float] | None, *, dm: bool
+) -> tuple[str, list[float] | None]:
+    """``query`` with what the recogniser writes for a name (its heard-as phrases, the longest first) read as the
+    name, as stage-1 correction reads a line: a DM types "what did key love say" as the bot wrote it in voice. Its
+    ``embedding`` is kept when it is unchanged."""
+    rows = await mem.db.fetch(
+        """
+        SELECT h.phrase, e.name FROM entity_heard_as h JOIN entities e ON e.campaign_id = $1 AND e.id = h.entity_id
+        WHERE h.campaign_id = $1 AND e.status = 'accepted' AND ($2 OR e.visibility = 'public')
+        ORDER BY length(h.phrase) DESC
+        """,
+        mem.campaign_id,
+        dm,
+    )
+    read = query
+    for r in rows:
+        said = re.compile(rf"(?<![\w'’]){re.escape(r['phrase'])}(?![\w'’])", re.IGNORECASE)
+        read = said.sub(str(r["name"]).replace("\\", "\\\\"), read)  # a name with a backslash is no group
+    for word, name in (await _misspelt(mem, read, dm=dm)).items():
+        read = re.sub(rf"(?<![\w'’]){re.escape(word)}(?![\w'’])", name.replace("\\", "\\\\"), read)
+    return read, embedding if read == query else None
+
+
+#: How alike (difflib's ratio) a word no line says must be to a word of a name to be read as it: "Tordak" is
+#: Thordak (0.92), "Skanlan" Scanlan (0.86); "Grig" is not Grog (0.75).
+MISSPELT = 0.85
+
+
+async def _misspelt(mem: CampaignMemory, query: str, *, dm: bool) -> dict[str, str]:
+    """The capitalised words of ``query`` that no line of the campaign says and no everyday English word is, each
+    with the one word of the names and aliases spelled nearly like it ("Tordak": "Thordak"): searched as it is, such
+    a word finds nothing."""
+    asked = {w for w in re.findall(r"\b[^\W\d_a-z][^\W\d_]{3,}\b", query) if word_zipf(w.casefold()) < _COMMON_ZIPF}
+    if not asked:
+        return {}
+    said = await mem.db.fetch(
+        """
+        SELECT w FROM unnest($2::text[]) w WHERE EXISTS (
+            SELECT FROM recall_terms t WHERE t.campaign_id = $1 AND t.lines > 0
+              AND t.term = ANY(tsvector_to_array(to_tsvector('english', searchable(w)))))
+        """,
+        mem.campaign_id,
+        sorted(asked),
+    )
+    unsaid = asked - {r["w"] for r in said}
+    if not unsaid:
+        return {}
+    words = {t for e in await _names(mem, include_secret=dm) for f in (e.name, *e.aliases) for t in f.split()}
+    out: dict[str, str] = {}
+    for word in unsaid:
+        near = {w.strip(".,'’").casefold(): w.strip(".,'’") for w in words}
+        close = [w for key, w in near.items() if SequenceMatcher(None, word.casefold(), key).ratio() >= MISSPELT]
+        if len(close) == 1:
+            out[word] = close[0]
+    return out
 
 
 async def _names(mem: CampaignMemory, *, include_secret: bool) -> list[_Called]:

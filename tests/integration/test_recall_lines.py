@@ -13,7 +13,7 @@ from memory import lexical
 from memory.errors import InvalidInputError
 from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, Visibility
-from memory.recall import MEANING_ALONE, MEANING_BESIDE_WORDS, recall, recap_asked
+from memory.recall import MEANING_ALONE, MEANING_BESIDE_WORDS, named_entities, recall, recap_asked
 from memory.recall_rank import ALONE_FROM, PREVIEW_WORDS
 from memory.semantic import LineVectorIn
 from memory.store import CampaignMemory, Memory
@@ -143,6 +143,59 @@ async def test_a_long_line_found_by_meaning_alone_shows_its_sentences_nearest_th
     )
 
 
+async def test_two_long_lines_showing_the_same_sentence_are_one_hit(campaign: CampaignMemory) -> None:
+    """Scanlan's intro, cut differently in two sessions (0.79 alike whole), was shown twice: the sentence nearest
+    the question was the same in both. A repeat is told by what is shown, once that sentence is chosen."""
+    festival = " In two weeks the Winter's Crest festival begins in Whitestone, with music and lanterns on the walls. "
+    one = " ".join(f"The {w} guards of the keep watch the gates while the rain falls." for w in WORDS) + festival
+    two = festival + " ".join(f"A {w} bard sings of kings and of ships lost at sea long ago." for w in WORDS)
+    embedder = _FestivalEmbedder()
+    long: list[int] = []
+    for title, text in (("One", one), ("Two", two)):
+        lines = [*FILLER[:5], ("MATT", text), *FILLER[5:10]]
+        ids = await said(campaign, title, lines)
+        vectors = await embedder.embed([t for _, t in lines])
+        session_id = (await campaign.log.sessions())[-1].id
+        await campaign.semantic.upsert_lines(
+            [LineVectorIn(i, session_id, "x", v) for i, v in zip(ids, vectors, strict=True)]
+        )
+        long.append(ids[5])
+    hits = await recall(campaign, embedder, "when is the celebration?", limit=3)
+    shown = [line for hit in hits for line in hit.answering() if line.entry_id in long]
+    assert len(shown) == 1, [line.shown() for line in shown]
+    assert "Winter's Crest festival" in shown[0].shown()
+
+
+class _SayEmbedder:
+    """Meaning as two axes: saying something, and a festival; a text about both points between them."""
+
+    model_name, dim = "say", 384
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        def one(t: str) -> list[float]:
+            axes = [float("say" in t), float("festival" in t)]
+            norm = math.hypot(*axes) or 1.0
+            return [axes[0] / norm, axes[1] / norm, float(not any(axes)), *([0.0] * 381)]
+
+        return [one(t) for t in texts]
+
+
+async def test_a_filtered_question_is_searched_by_meaning_for_its_topic_alone(campaign: CampaignMemory) -> None:
+    """ "What did Vax say about the Briarwoods?" was padded with "Vax says, all right." and "Vax is falling.": its
+    vector was the whole question's, near any line of his saying something. The filter's words are no meaning."""
+    lines = [*FILLER[:5], ("ANA", "The festival starts tomorrow at dawn."), *FILLER[5:10]]
+    lines += [("ANA", "I say we go now, before the others wake."), *FILLER[10:15]]
+    ids = await said(campaign, "One", lines)
+    embedder = _SayEmbedder()
+    session_id = (await campaign.log.sessions())[0].id
+    vectors = await embedder.embed([text for _, text in lines])
+    await campaign.semantic.upsert_lines(
+        [LineVectorIn(i, session_id, "x", v) for i, v in zip(ids, vectors, strict=True)]
+    )
+    hits = await recall(campaign, embedder, "what did Ana say about the festival?", limit=3)
+    assert [[line.entry_id for line in hit.answering()] for hit in hits] == [[ids[5]]]
+
+
 async def test_an_irregular_plural_finds_its_singular(campaign: CampaignMemory) -> None:
     """ "What did Scanlan say about the dwarves" found his intro by meaning and no line saying "dwarf"."""
     ids = await said(campaign, "One", [*FILLER[:5], ("SAM", "The dwarf is a feminist."), *FILLER[5:10]])
@@ -210,6 +263,51 @@ async def test_an_alias_expands_the_query(campaign: CampaignMemory) -> None:
     ids = await said(campaign, "One", [*FILLER[:5], ("DM", "Eldrinax sleeps beneath the lake."), *FILLER[5:9]])
     (hit,) = await recall(campaign, None, "where does the ember wyrm sleep", limit=1, mode="fulltext")
     assert [line.entry_id for line in hit.lines if line.matched] == [ids[5]]
+
+
+async def test_an_alias_expands_the_query_as_a_phrase(campaign: CampaignMemory) -> None:
+    """ "Kern" found "Grog lifting this giant hammer" and "needle-and-hammer style": the alias "Kern the Hammer" was
+    searched word by word. Its words count where the line says the alias."""
+    await campaign.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc, aliases=["the Ember Wyrm"]))
+    lines = [("DM", "The ember wyrm stirs beneath the lake."), ("DM", "An ember glows in the hearth.")]
+    lines += [("DM", f"The {w} wyrm of the tale is only a song.") for w in WORDS[:3]]
+    ids = await said(campaign, "One", [*FILLER[:5], *lines, *FILLER[5:9]])
+    hits = await recall(campaign, None, "Eldrinax", limit=5, mode="fulltext")
+    assert [line.entry_id for hit in hits for line in hit.answering()] == [ids[5]]
+
+
+async def test_a_question_names_an_entity_as_the_recogniser_wrote_it(campaign: CampaignMemory) -> None:
+    """A DM typing "key love" as the bot wrote it in voice got lines about keys, and no card for Keyleth: the
+    question is read as stage-1 correction reads a line, its heard-as phrases as the name."""
+    from memory.recall import recall
+    from tests.integration.test_recall_lines import FILLER, said
+
+    await campaign.graph.add_entity(EntityIn(name="Keyleth", type=EntityType.player, heard_as=["key love"]))
+    ids = await said(
+        campaign,
+        "One",
+        [*FILLER[:5], ("MARISHA", "Keyleth climbs the Sun Tree."), *FILLER[5:10], ("DM", "He tosses her the key.")],
+    )
+    assert [n.name for n in await named_entities(campaign, "what did key love climb?", dm=True)] == ["Keyleth"]
+    hits = await recall(campaign, None, "what did key love climb?", limit=2, mode="fulltext")
+    assert [line.entry_id for line in hits[0].answering()] == [ids[5]]
+    assert ids[-1] not in {line.entry_id for hit in hits for line in hit.answering()}
+
+
+async def test_a_name_misspelt_in_a_question_is_read_as_the_name(campaign: CampaignMemory) -> None:
+    """ "Tordak" found nothing and showed no card: a capitalised word no line says, spelled nearly like one word of
+    the names, is read as it. A word the lines say, or one not near enough, is searched as it is."""
+    await campaign.graph.add_entity(EntityIn(name="Thordak", type=EntityType.npc))
+    await campaign.graph.add_entity(EntityIn(name="Grog Strongjaw", type=EntityType.player))
+    ids = await said(
+        campaign, "One", [*FILLER[:5], ("DM", "Thordak's lair burns."), *FILLER[5:10], ("DM", "Thordan waves.")]
+    )
+    assert [n.name for n in await named_entities(campaign, "where is Tordak?", dm=True)] == ["Thordak"]
+    (hit,) = await recall(campaign, None, "where is Tordak?", limit=1, mode="fulltext")
+    assert [line.entry_id for line in hit.answering()] == [ids[5]]
+    (hit,) = await recall(campaign, None, "Thordan", limit=1, mode="fulltext")  # said: no misspelling
+    assert [line.entry_id for line in hit.answering()] == [ids[-1]]
+    assert await named_entities(campaign, "what did Grig say?", dm=True) == []  # 0.75 alike: not Grog
 
 
 async def test_short_banter_saying_the_question_word_does_not_outrank_the_story(
@@ -469,6 +567,21 @@ async def test_table_talk_ranks_below_the_story(campaign: CampaignMemory) -> Non
     hits = await recall(campaign, None, "the dragon", limit=2, mode="fulltext")
     assert [line.entry_id for line in hits[0].lines if line.matched] == [ids[6]]
     assert [line.entry_id for line in hits[1].lines if line.matched] == [ids[0]]
+
+
+async def test_the_last_session_told_again_at_a_sessions_start_ranks_below_the_line_that_told_it(
+    campaign: CampaignMemory,
+) -> None:
+    """ "Who gave Wren the bone key?" ranked a player's "Last time, we … she gave Wren the bone key" at the next
+    session's start above the night it happened: it says the question's words, and tells nothing new."""
+    event = await said(campaign, "One", [*FILLER[:5], ("DM", "Ottilie hands the bone key to Wren."), *FILLER[5:9]])
+    told = await said(
+        campaign,
+        "Two",
+        [("DM", "Who's doing recap?"), ("PRIYA", "Last time, we met Ottilie and she gave Wren the bone key."), *FILLER],
+    )
+    hits = await recall(campaign, None, "who gave Wren the bone key?", limit=2, mode="fulltext")
+    assert [[line.entry_id for line in hit.answering()] for hit in hits] == [[event[5]], [told[1]]]
 
 
 async def test_term_counts_follow_every_write_and_stay_in_their_campaign(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.offgame import Talk, dm_speaker, is_table_talk, line_talk, session_talk
+from memory.offgame import Talk, dm_speaker, is_table_talk, line_talk, session_talk, tells_last_session
 
 LABELS = Path(__file__).resolve().parents[1] / "data" / "offgame_crd3_labels.json"
 
@@ -39,6 +39,12 @@ LABELS = Path(__file__).resolve().parents[1] / "data" / "offgame_crd3_labels.jso
         ("I used Scanlan's die.", Talk.dice),
         ("That was my eight-sided die.", Talk.dice),
         ("It's one die of necrotic.", Talk.dice),
+        # the turn order called and the DM ruling, as the recap reads them (CRD3 lines)
+        ("Grog, you're on deck.", Talk.dice),
+        ("Grog? Vex, you're up. And you're on deck, Vax.", Talk.dice),
+        ("Perfect. You still have some movement, Keyleth, if you want to move still.", Talk.dice),
+        ("He's not immune to poison.", Talk.dice),
+        ("You are on deck of the ship as the storm hits.", None),
         ("If only that were true in real life.", Talk.banter),
         ("Yep. (laughter)", Talk.banter),
         # the story's, numbers and all
@@ -124,6 +130,17 @@ def test_a_ruling_is_table_talk(sentence: str) -> None:
 )
 def test_the_story_is_no_ruling(sentence: str) -> None:
     assert not is_table_talk(sentence)
+    assert line_talk(sentence) is None
+
+
+def test_the_last_session_told_again_at_a_sessions_start() -> None:
+    assert tells_last_session("Me! Okay so last time, we met on a barge, went to the Gutted Eel.", 1)
+    assert tells_last_session("I'll do it. Last time, we crossed the fen with Mira.", 17)
+    assert tells_last_session("So last session, you guys faced the dragon.", 40)
+    # the DM starting the show: it may tell what no line did (C1E001's backstory)
+    assert not tells_last_session("Last we left off, to give you a little backstory, the party arrived.", 40)
+    assert not tells_last_session("Last time, we crossed the fen with Mira.", 900)  # mid-session: a memory
+    assert not tells_last_session("The last time I saw him he was alive.", 3)
 
 
 def _session(*lines: tuple[str, str]) -> list[Talk | None]:
