@@ -56,6 +56,7 @@ KNOWN = [
     KnownEntity(id=22, name="Bryce Feelid", type=EntityType.npc, aliases=["Watchmaster Bryce", "Bryce"]),
     KnownEntity(id=23, name="Raishan", type=EntityType.npc),
     KnownEntity(id=24, name="Chain of Returning", type=EntityType.item),
+    KnownEntity(id=25, name="Silence the Choir Bell", type=EntityType.quest),
 ]
 
 
@@ -259,6 +260,30 @@ def test_a_quest_from_someone_who_offered_to_pay_the_party() -> None:
     line = "You were immediately brought in by Watchmaster Bryce, who offered to pay you for each set of gnoll ears."
     assert names(line) == [("Quest from Bryce Feelid", ["Bryce Feelid"], None)]
     assert told("Bryce might offer to pay you for the ears.") == []
+
+
+def test_a_known_quest_the_party_accepts_is_its_acceptance() -> None:
+    """A home DM tells the quest taken, its giver speaking in the first person ("I need someone to ...")."""
+    quest = [("Acceptance of Silence the Choir Bell", ["Silence the Choir Bell"], None)]
+    assert names("Great, so you've accepted the quest to silence the Choir Bell. Gilmore shakes your hands.") == quest
+    assert names("So you have a second quest: silence the Choir Bell. Mark it down.") == quest
+    assert names("Grog takes on the job to silence the Choir Bell.") == [
+        ("Acceptance of Silence the Choir Bell", ["Silence the Choir Bell", "Grog Strongjaw"], None)
+    ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "If you accept the quest to silence the Choir Bell, he pays.",  # a condition
+        "Have you accepted the quest to silence the Choir Bell?",  # a question
+        "Jazna accepts the quest to silence the Choir Bell.",  # an npc's
+        "Gilmore asks you to accept the quest to silence the Choir Bell.",  # "you" its object
+        "You accepted the quest to find the Bag of Holding.",  # no known quest
+    ],
+)
+def test_no_acceptance_of_a_quest_supposed_asked_of_others_or_unknown(line: str) -> None:
+    assert [e for e in told(line) if e.name.startswith("Acceptance")] == []
 
 
 def entries(*lines: tuple[str, str]) -> list[Entry]:
