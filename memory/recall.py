@@ -32,7 +32,7 @@ from memory.models import ChunkHit, EntityType, Session, Visibility, took_part_l
 from memory.offgame import line_talk
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
-from memory.text import excerpt
+from memory.text import excerpt, voiced
 
 Mode = Literal["both", "vector", "fulltext"]
 #: Entities of a query shown with their facts: a question names one or two; more would bury the passages.
@@ -302,9 +302,9 @@ def _cosine(a: list[float], b: list[float]) -> float:
 def _voicing(
     candidates: Sequence[int], entries: dict[int, lexical_ranker.Line], named: Sequence[_Called], query: str
 ) -> list[int]:
-    """The ``candidates`` (in order) whose marker at the line's start (:func:`rank.voice`) voices someone ``query``
-    asks about as a speaker ("what did Mira say"): by the name asked, or a person's name, alias or first name
-    ("(as Quillon)" voices Quillon Ashgrove)."""
+    """The ``candidates`` (in order) whose marker at the line's start (:func:`memory.text.voiced`) voices someone
+    ``query`` asks about as a speaker ("what did Mira say"): by the name asked, or a person's name, alias or first
+    name ("(as Quillon)" voices Quillon Ashgrove)."""
     asked = {w.casefold() for w in rank.speaker_asked(query)}
     if not asked:
         return []
@@ -313,8 +313,8 @@ def _voicing(
         called = {" ".join(f.casefold().split()) for f in (e.name, *e.aliases, e.name.split()[0])}
         if e.person and called & asked:
             forms |= called
-    voices = {i: rank.voice(entries[i].text) for i in candidates if i in entries}
-    return [i for i, v in voices.items() if v is not None and (v in forms or v.split()[0] in forms)]
+    voices = {i: voice[0].casefold() for i in candidates if i in entries and (voice := voiced(entries[i].text))}
+    return [i for i, v in voices.items() if v in forms or v.split()[0] in forms]
 
 
 def _said_by(voices: list[rank.Speaker], asker: str | None) -> set[str]:

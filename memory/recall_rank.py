@@ -127,20 +127,6 @@ _SAID = re.compile(
 _ARTICLE = re.compile(r"^(?:the|our)\s+(?=\S)", re.I)
 
 
-#: The DM voicing a character, marked at the line's start: "(as Mira) Because ...", "[as Mira]", "I'm Quillon now.",
-#: "I'm Mira: grab the pole!".
-_VOICE = re.compile(
-    r"\s*(?:[(\[](?i:as)\s+(?P<as>[^)\]]{1,40})[)\]]"
-    r"|I['’]m\s+(?P<im>[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?)(?:\s+now)?\s*[.:!;,])"
-)
-
-
-def voice(text: str) -> str | None:
-    """Who a line's marker at its start says the speaker voices (casefolded), else None."""
-    m = _VOICE.match(text)
-    return " ".join((m.group("as") or m.group("im")).casefold().split()) if m else None
-
-
 def speaker_asked(query: str) -> list[str]:
     """Who a question asks about as a speaker ("what did Grog say": Grog; "what did the DM say": DM), as its one
     or two words and its first word; the caller keeps the ones that are the campaign's speakers or the characters

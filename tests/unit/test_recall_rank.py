@@ -23,8 +23,8 @@ from memory.recall_rank import (
     shown_passage,
     speaker_asked,
     token_spans,
-    voice,
 )
+from memory.text import voiced
 
 
 def test_what_happened_in_a_named_session_asks_for_its_recap() -> None:
@@ -178,20 +178,23 @@ def test_speaker_asked_offers_the_name_and_its_first_word() -> None:
 
 
 @pytest.mark.parametrize(
-    ("line", "voiced"),
+    ("line", "voice"),
     [
-        ("(as Mira) Because things in the fen follow a light, dwarf.", "mira"),
-        ("[As Old Hobb] Sit down, sit down.", "old hobb"),
-        ("I'm Quillon now. Thank you, Brother Ozzick.", "quillon"),
-        ("I'm Mira: grab the pole, you fools!", "mira"),
-        ("I'm Mira. It came up on its own.", "mira"),
+        (
+            "(as Mira) Because things in the fen follow a light, dwarf.",
+            ("Mira", "Because things in the fen follow a light, dwarf."),
+        ),
+        ("[As Old Hobb] Sit down, sit down.", ("Old Hobb", "Sit down, sit down.")),
+        ("I'm Quillon now. Thank you, Brother Ozzick.", ("Quillon", "Thank you, Brother Ozzick.")),
+        ("I'm Mira: grab the pole, you fools!", ("Mira", "grab the pole, you fools!")),
+        ("I'm Mira. It came up on its own.", ("Mira", "It came up on its own.")),
         ("Mira finishes her ale.", None),  # narration naming her
         ("I'm tired.", None),  # no name
         ("You take the coin (as Mira said) and go.", None),  # not at the line's start
     ],
 )
-def test_a_voice_marker_at_the_lines_start_names_who_the_dm_voices(line: str, voiced: str | None) -> None:
-    assert voice(line) == voiced
+def test_a_voice_marker_at_the_lines_start_names_who_the_dm_voices(line: str, voice: tuple[str, str] | None) -> None:
+    assert voiced(line) == voice
 
 
 def test_named_forms_are_the_capitalised_words_and_their_pairs() -> None:
