@@ -35,7 +35,7 @@ from memory.models import ChunkHit, EntityType, Session, Visibility, took_part_l
 from memory.offgame import line_talk, tells_last_session
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
-from memory.text import excerpt
+from memory.text import excerpt, voiced
 
 Mode = Literal["both", "vector", "fulltext"]
 #: Entities of a query shown with their facts: a question names one or two; more would bury the passages.
@@ -229,7 +229,11 @@ async def recall(
     best = _best_lines(found.scored, windows, entries, speakers, other)
     vector = [*dict.fromkeys([*(i for i in near if i in entries), *best])]
     candidates = [*dict.fromkeys([*lexical, *vector])]
-    told = [i for i in telling if i in entries and _kept(entries[i], sessions, speakers, other)]
+    # "what did Mira say": the DM's lines voicing her by a marker ("(as Mira) ...", "I'm Mira now.") come first, as a
+    # speaker's own lines are the only ones shown when the question names a speaker
+    told = [i for i in telling if i in entries and _kept(entries[i], sessions, speakers, other)] + _voicing(
+        candidates, entries, named, query
+    )
     said_by = _said_by(said, asker if rank.first_person(query) else None) if not speakers else set()
     mentioning = found.mentioning.intersection(candidates)
     said_ids = {i for i in candidates if i in entries and entries[i].speaker.casefold() in said_by}
@@ -334,6 +338,24 @@ async def _nearest_sentences(
 def _cosine(a: list[float], b: list[float]) -> float:
     norm = math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
     return sum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
+
+
+def _voicing(
+    candidates: Sequence[int], entries: dict[int, lexical_ranker.Line], named: Sequence[_Called], query: str
+) -> list[int]:
+    """The ``candidates`` (in order) whose marker at the line's start (:func:`memory.text.voiced`) voices someone
+    ``query`` asks about as a speaker ("what did Mira say"): by the name asked, or a person's name, alias or first
+    name ("(as Quillon)" voices Quillon Ashgrove)."""
+    asked = {w.casefold() for w in rank.speaker_asked(query)}
+    if not asked:
+        return []
+    forms = set(asked)
+    for e in named:
+        called = {" ".join(f.casefold().split()) for f in (e.name, *e.aliases, e.name.split()[0])}
+        if e.person and called & asked:
+            forms |= called
+    voices = {i: voice[0].casefold() for i in candidates if i in entries and (voice := voiced(entries[i].text))}
+    return [i for i, v in voices.items() if v in forms or v.split()[0] in forms]
 
 
 def _said_by(voices: list[rank.Speaker], asker: str | None) -> set[str]:

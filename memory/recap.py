@@ -21,7 +21,7 @@ from memory.gazetteer import Gazetteer
 from memory.graph import SecretMask
 from memory.models import Entry, Session
 from memory.offgame import DM_NAMES, Talk, is_table_talk, narrator, out_of_game, tells_story
-from memory.text import clip, storable, without_hidden
+from memory.text import clip, storable, voiced, without_hidden
 
 if TYPE_CHECKING:
     from memory.providers.llm import LLMClient
@@ -291,13 +291,25 @@ def extractive_summary(
         part = [n for n in range(p * len(entries) // parts, (p + 1) * len(entries) // parts) if n in found]
         if part:
             best = max(part, key=lambda n: found[n].score)  # the first of equals
-            said[best] = f"{entries[best].speaker}: {found[best].text}"
+            said[best] = _said_by(entries[best], found[best].text, narrates(entries[best]), gazetteer)
     involved = [i for i, _ in counts.most_common() if i in names and i in told]
     shown = [names[i] for i in involved if i not in secret]
     tail = [_INVOLVED + ", ".join(shown[:12])] if shown else []
     while len(said) > 1 and len("\n".join([*said.values(), *tail])) > _MAX_CHARS:  # long speakers' names
         del said[min(said, key=lambda n: found[n].score)]
     return "\n".join([*said.values(), *tail]), involved
+
+
+def _said_by(entry: Entry, shown: str, narrating: bool, gazetteer: Gazetteer) -> str:
+    """``shown`` (of ``entry``) with who says it: the character the narrator voices by a marker at the line's start
+    naming a known one ("(as Quillon) I serve the Tidemother" is "Marcus (as Quillon Ashgrove): I serve ..."), else
+    the speaker."""
+    voice = voiced(entry.text) if narrating else None
+    known = gazetteer.find(voice[0]) if voice else []
+    if not voice or len(known) != 1 or known[0][1] - known[0][0] != len(voice[0]):
+        return f"{entry.speaker}: {shown}"
+    marker = entry.text[: len(entry.text) - len(voice[1])].strip()
+    return f"{entry.speaker} (as {known[0][2].name}): {shown.removeprefix(marker).strip()}"
 
 
 def session_titled(sessions: Sequence[Session], title: str, mask: Callable[[str], str]) -> Session | None:

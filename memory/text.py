@@ -27,6 +27,21 @@ MAX_HEARD_AS = 50
 MAX_HEARD_AS_WORDS = 7
 
 
+#: The DM voicing a character, marked at the line's start: "(as Mira) Because ...", "[as Mira]", "I'm Quillon now.",
+#: "I'm Mira: grab the pole!".
+_VOICE = re.compile(
+    r"\s*(?:[(\[](?i:as)\s+(?P<as>[^)\]]{1,40})[)\]]"
+    r"|I['’]m\s+(?P<im>[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?)(?:\s+now)?\s*[.:!;,])\s*"
+)
+
+
+def voiced(text: str) -> tuple[str, str] | None:
+    """Whom a line's marker at its start says its speaker voices, as written, and the line after the marker; None
+    without one."""
+    m = _VOICE.match(text)
+    return (" ".join((m.group("as") or m.group("im")).split()), text[m.end() :]) if m else None
+
+
 def clip(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` characters between words, an ellipsis saying it was; a word longer than
     two thirds of the room is cut in it."""

@@ -1,7 +1,7 @@
 """A session's turning points in the DM's narration: deaths, arrivals at a known place, a named item changing
-hands, a quest taken from a known giver. Each is an ``event`` named from its line ("Death of Sylas Briarwood",
-"Arrival at Whitestone") with who took part in it. Pure: the line comes tagged by the rule extractor (each known
-name a placeholder).
+hands, a quest taken from a known giver or a known quest accepted. Each is an ``event`` named from its line ("Death
+of Sylas Briarwood", "Arrival at Whitestone") with who took part in it. Pure: the line comes tagged by the rule
+extractor (each known name a placeholder).
 
 In play a turning point is a clause: a verb of its kind (killing, dying, arriving, finding or being given), in any
 tense, with a known entity of the kind's type as its subject or object ("Vex has fallen", "the lifeless body of
@@ -13,7 +13,8 @@ hypothetical, a question, a denial or a memory ("if you kill Sylas", "is Sylas d
 is no event.
 
 A turning point needs no phrasing when the scene moves: a known place the DM names for the first time in the session
-and keeps naming in narration is an arrival there (:func:`scene_arrivals`, over the whole session).
+and keeps naming in narration, once at least with the party by it, is an arrival there (:func:`scene_arrivals`, over
+the whole session).
 
 Nor when a sentence of the DM's narration means one: naming one known person, place or item, its MiniLM embedding near
 enough a generic sentence of a death, an arrival or an acquisition (:func:`meaning_sentences`, :func:`meant_events`;
@@ -27,7 +28,7 @@ point, and the recap's register is read too, which adds a battle with a known fo
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -254,6 +255,14 @@ _PLAY_ARRIVES = re.compile(
     rf"(?P<subject>{_PLAYERS})(?:\s*,[^,.!?;:\"“”\ue000\ue001]{{1,60}},)?"  # "You, darting in a forward way, find"
     rf"{_CHAIN}(?:(?i:have|has|had|all|both)\s+)*{_ADVERB}{_GOES}"
 )
+#: A known quest the party takes on: "so you've accepted the quest to silence the Choir Bell", "you have a second
+#: quest: find Tamsin". A home DM tells it so, the giver speaking in the first person ("I need someone to ...").
+_TAKES = re.compile(
+    rf"{_PLAYERS}(?:['’]ve|\s+(?i:have|has|had))?\s+" + _ADVERB
+    + r"(?:(?i:accept|accepts|accepted|take|takes|took|taken)(?:\s+(?i:on|up))?\s+(?i:the|a|this|your|their)\s+"
+    r"(?:[a-z]+\s+)?(?i:quest|job|task|mission)(?:\s+(?i:to|of))?"
+    r"|(?i:a|an|the|your|their)\s+(?:[a-z]+\s+)?(?i:quest)\s*:)\s+" + _K.format("y")
+)  # fmt: skip
 #: What comes before a clause's subject: its sentence's or clause's start, a conjunction or an adverb, never a verb
 #: or a preposition ("she gives you a nod and walks back to the palace": "you" is her object).
 _BEFORE_SUBJECT = re.compile(
@@ -373,6 +382,13 @@ def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list
         if x.type in _MORTAL and _told(text, m, retold):
             who = _with(_persons(text, m, found), x)
             out.append(Event(EventKind.quest, f"Quest from {x.name}", who, span=_span(text, m)))
+    for m in _TAKES.finditer(text):
+        quest = found[int(m.group("y"))]
+        s = m.group("s")
+        subject = s is None or found[int(s)].type in _PARTY_TYPES
+        if quest.type == EntityType.quest and subject and _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
+            who = _with(_persons(text, m, found), quest)
+            out.append(Event(EventKind.quest, f"Acceptance of {quest.name}", who, span=_span(text, m)))
     if retold:  # in play, the DM's past tense is a memory ("no, you went back to the tavern"), not a turning point
         out += _register_events(text, found)
     return _once(out)
@@ -541,17 +557,43 @@ def narration(text: str) -> str:
     return _QUOTED.sub(" ", text)
 
 
-def scene_arrivals(lines: Sequence[tuple[int, Sequence[KnownEntity]]]) -> dict[int, list[KnownEntity]]:
+#: Who a line tells of before a place it names: the party ("The barge drops you at the foot of a crooked tavern. This
+#: is the Gutted Eel.") or someone else ("Hobb glances toward the fen", "you get the sense he is frightened of it").
+_PARTY_WORD = re.compile(r"\b(?:you|we|us|the\s+party)\b", re.IGNORECASE)
+_OTHER_WORD = re.compile(r"\b(?:he|she)\b", re.IGNORECASE)
+
+
+def party_places(text: str, spans: Sequence[tuple[int, int, KnownEntity]]) -> set[int]:
+    """The known places ``text`` (the DM's narration) names with the party by them: the last person it names before
+    the place is the party (you, we, the party, a player), not an npc or "he" or "she". ``spans``: the known names in
+    ``text`` with their place."""
+    out: set[int] = set()
+    for a, _, place in spans:
+        if place.type != EntityType.location:
+            continue
+        who = [(m.start(), True) for m in _PARTY_WORD.finditer(text, 0, a)]
+        who += [(m.start(), False) for m in _OTHER_WORD.finditer(text, 0, a)]
+        who += [(x, e.type == EntityType.player) for x, _, e in spans if x < a and e.type in _PERSON]
+        if who and max(who)[1]:
+            out.add(place.id)
+    return out
+
+
+def scene_arrivals(
+    lines: Sequence[tuple[int, Sequence[KnownEntity]]], placed: Mapping[int, Collection[int]]
+) -> dict[int, list[KnownEntity]]:
     """The places the scene moved to, by the entry id of each line of their burst. ``lines``: each line of a session in
     order, by its entry id, with the known entities the DM's narration names in it (none for another speaker's line
-    or out-of-game talk). A burst: a known place named for the first time, named in :data:`SCENE_BURST` lines within
-    :data:`SCENE_LINES` lines."""
+    or out-of-game talk); ``placed``: by entry id, the places a line names with the party by them
+    (:func:`party_places`). A burst: a known place named for the first time, named in :data:`SCENE_BURST` lines
+    within :data:`SCENE_LINES` lines, one of them with the party by it (a fen the DM keeps naming while the party sits
+    in a tavern is talked of, not reached)."""
     out: dict[int, list[KnownEntity]] = {}
     said: set[int] = set()
     for n, (_, named) in enumerate(lines):
         for place in {e.id: e for e in named if e.type == EntityType.location and e.id not in said}.values():
             burst = [i for i, later in lines[n : n + SCENE_LINES + 1] if any(e.id == place.id for e in later)]
-            if len(burst) >= SCENE_BURST:
+            if len(burst) >= SCENE_BURST and any(place.id in placed.get(i, ()) for i in burst):
                 for entry_id in burst:
                     out.setdefault(entry_id, []).append(place)
         said |= {e.id for e in named}

@@ -245,6 +245,30 @@ async def test_the_dm_is_each_sessions_narrator(campaign: CampaignMemory) -> Non
         assert {line.entry_id for h in hits for line in h.answering()} == {one[5], two[10]}, question
 
 
+async def test_what_an_npc_said_is_what_the_dm_voiced_her_saying(campaign: CampaignMemory) -> None:
+    """A home DM marks a voice at the line's start ("(as Mira) ...", "I'm Quillon now."): "what did Mira say?"
+    showed the narration naming her first."""
+    await campaign.graph.add_entity(EntityIn(name="Mira Sallowmere", type=EntityType.npc, aliases=["Mira"]))
+    await campaign.graph.add_entity(EntityIn(name="Quillon Ashgrove", type=EntityType.npc))
+    ids = await said(
+        campaign,
+        "Night 1",
+        [
+            ("DM", "Mira nods."),
+            *FILLER[:4],
+            ("DM", "(as Mira) Because things in the water follow a light, dwarf. That is why we row at noon."),
+            *FILLER[4:8],
+            ("DM", "I'm Quillon now. Thank you, Brother Ozzick. The lantern was never a ward, it is a beacon."),
+            *FILLER[8:12],
+            ("DM", "Quillon smiles at the lantern."),
+            *FILLER[12:16],
+        ],
+    )
+    for question, line in (("what did Mira say?", ids[5]), ("what did Quillon say about the lantern?", ids[10])):
+        (first, *_) = await recall(campaign, None, question, limit=3, mode="fulltext")
+        assert [line.entry_id for line in first.lines if line.matched] == [line], question
+
+
 async def test_neighbouring_lines_that_score_are_one_hit(campaign: CampaignMemory) -> None:
     ids = await said(
         campaign,

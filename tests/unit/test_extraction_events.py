@@ -56,6 +56,7 @@ KNOWN = [
     KnownEntity(id=22, name="Bryce Feelid", type=EntityType.npc, aliases=["Watchmaster Bryce", "Bryce"]),
     KnownEntity(id=23, name="Raishan", type=EntityType.npc),
     KnownEntity(id=24, name="Chain of Returning", type=EntityType.item),
+    KnownEntity(id=25, name="Silence the Choir Bell", type=EntityType.quest),
 ]
 
 
@@ -259,6 +260,30 @@ def test_a_quest_from_someone_who_offered_to_pay_the_party() -> None:
     line = "You were immediately brought in by Watchmaster Bryce, who offered to pay you for each set of gnoll ears."
     assert names(line) == [("Quest from Bryce Feelid", ["Bryce Feelid"], None)]
     assert told("Bryce might offer to pay you for the ears.") == []
+
+
+def test_a_known_quest_the_party_accepts_is_its_acceptance() -> None:
+    """A home DM tells the quest taken, its giver speaking in the first person ("I need someone to ...")."""
+    quest = [("Acceptance of Silence the Choir Bell", ["Silence the Choir Bell"], None)]
+    assert names("Great, so you've accepted the quest to silence the Choir Bell. Gilmore shakes your hands.") == quest
+    assert names("So you have a second quest: silence the Choir Bell. Mark it down.") == quest
+    assert names("Grog takes on the job to silence the Choir Bell.") == [
+        ("Acceptance of Silence the Choir Bell", ["Silence the Choir Bell", "Grog Strongjaw"], None)
+    ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "If you accept the quest to silence the Choir Bell, he pays.",  # a condition
+        "Have you accepted the quest to silence the Choir Bell?",  # a question
+        "Jazna accepts the quest to silence the Choir Bell.",  # an npc's
+        "Gilmore asks you to accept the quest to silence the Choir Bell.",  # "you" its object
+        "You accepted the quest to find the Bag of Holding.",  # no known quest
+    ],
+)
+def test_no_acceptance_of_a_quest_supposed_asked_of_others_or_unknown(line: str) -> None:
+    assert [e for e in told(line) if e.name.startswith("Acceptance")] == []
 
 
 def entries(*lines: tuple[str, str]) -> list[Entry]:
@@ -496,7 +521,8 @@ def bursts(*named: list[KnownEntity], gap: int = 0) -> dict[int, list[str]]:
     for found in named:
         lines += [(len(lines) + i, []) for i in range(gap)]
         lines.append((len(lines), found))
-    return {i: [p.name for p in places] for i, places in scene_arrivals(lines).items()}
+    placed = {i: {e.id for e in found} for i, found in lines}  # the party by every place named
+    return {i: [p.name for p in places] for i, places in scene_arrivals(lines, placed).items()}
 
 
 def test_a_place_the_dm_names_for_the_first_time_and_keeps_naming_is_where_the_scene_moved() -> None:
@@ -523,7 +549,20 @@ def test_no_scene_moved_from_a_place_named_less_often_or_further_apart_or_a_pers
 def test_a_place_named_before_is_where_the_scene_moved_only_the_first_time() -> None:
     lines = [(0, [KRAGHAMMER]), *((i, []) for i in range(1, 2 * SCENE_LINES)), (100, [KRAGHAMMER])]
     lines += [(101, [KRAGHAMMER]), (102, [KRAGHAMMER])]
-    assert scene_arrivals(lines) == {}
+    assert scene_arrivals(lines, {i: {KRAGHAMMER.id} for i, _ in lines}) == {}
+
+
+def test_a_place_the_dm_keeps_naming_with_no_one_of_the_party_by_it_is_no_arrival() -> None:
+    """A home table: the fen named in three lines while the party sits in the tavern is talked of, not reached."""
+    said = [
+        "Jazna glances at the window, toward the Greyspine. She doesn't answer right away.",
+        "You get the sense Jazna is genuinely frightened of the Greyspine.",
+        "It says: Wanted, stout hearts for holy work in the Greyspine.",
+    ]
+    assert scene_moves(entries(*(("MATT", t) for t in said)), None, Gazetteer(KNOWN)) == {}
+    # one line with the party by it, even a sentence before, and the scene moved there
+    said[2] = "The barge drops you at the foot of the cliffs. This is the Greyspine."
+    assert list(scene_moves(entries(*(("MATT", t) for t in said)), None, Gazetteer(KNOWN)).values()) == [[KNOWN[6]]] * 3
 
 
 def test_the_dms_narration_leaves_out_the_speech_they_voice() -> None:
@@ -573,7 +612,7 @@ async def test_the_rules_propose_the_scenes_arrival_with_every_line_of_its_burst
 
 def test_a_place_inside_a_longer_name_is_not_where_the_scene_moved() -> None:
     """ "House Greyspine" is not Greyspine Quarry, however often the DM names the house."""
-    said = ["The banner of House Greyspine hangs here.", "House Greyspine's guards nod.", "House Greyspine waits."]
+    said = ["You pass the banner of House Greyspine.", "House Greyspine's guards nod.", "House Greyspine waits."]
     house = entries(*(("MATT", t) for t in said))
     assert scene_moves(house, None, Gazetteer(KNOWN)) == {}
     quarry = entries(*(("MATT", t.replace("House Greyspine", "the Greyspine")) for t in said))

@@ -2,6 +2,8 @@
 
 import math
 
+import pytest
+
 from memory.lexical import Term, fetch_terms, idf, tsquery_literal, tsquery_of
 from memory.recall_rank import (
     Filters,
@@ -22,6 +24,7 @@ from memory.recall_rank import (
     speaker_asked,
     token_spans,
 )
+from memory.text import voiced
 
 
 def test_what_happened_in_a_named_session_asks_for_its_recap() -> None:
@@ -172,6 +175,26 @@ def test_speaker_asked_offers_the_name_and_its_first_word() -> None:
     assert speaker_asked("What did Grog Strongjaw say about Pike?") == ["Grog Strongjaw", "Grog"]
     assert speaker_asked("what did the DM say about the bell?") == ["DM"]
     assert speaker_asked("where is the key") == []
+
+
+@pytest.mark.parametrize(
+    ("line", "voice"),
+    [
+        (
+            "(as Mira) Because things in the fen follow a light, dwarf.",
+            ("Mira", "Because things in the fen follow a light, dwarf."),
+        ),
+        ("[As Old Hobb] Sit down, sit down.", ("Old Hobb", "Sit down, sit down.")),
+        ("I'm Quillon now. Thank you, Brother Ozzick.", ("Quillon", "Thank you, Brother Ozzick.")),
+        ("I'm Mira: grab the pole, you fools!", ("Mira", "grab the pole, you fools!")),
+        ("I'm Mira. It came up on its own.", ("Mira", "It came up on its own.")),
+        ("Mira finishes her ale.", None),  # narration naming her
+        ("I'm tired.", None),  # no name
+        ("You take the coin (as Mira said) and go.", None),  # not at the line's start
+    ],
+)
+def test_a_voice_marker_at_the_lines_start_names_who_the_dm_voices(line: str, voice: tuple[str, str] | None) -> None:
+    assert voiced(line) == voice
 
 
 def test_named_forms_are_the_capitalised_words_and_their_pairs() -> None:

@@ -62,6 +62,18 @@ def test_a_long_session_is_told_from_its_beginning_middle_and_end() -> None:
     assert len(lines) - 1 == 6  # a line a part: the story's four, and the table's talk where nothing happened
 
 
+def test_the_recap_credits_the_character_the_dm_voices_by_a_marker() -> None:
+    """A home DM voices a character with "(as Eldrinax) …" or "I'm Eldrinax now.": the recap said the DM said it."""
+    for marker in ("(as Eldrinax)", "I'm Eldrinax now."):
+        said = [*chatter(3), ("Mira", f"{marker} The Ember Key is mine, and Ironhold will burn before the dawn.")]
+        said += [("Mira", "The road to Ironhold is long and cold.")] * 3
+        lines = summarise(said)
+        assert "Mira (as Eldrinax): The Ember Key is mine, and Ironhold will burn before the dawn." in lines, lines
+    # a marker naming no one known, or a player's: as said
+    said = [*chatter(3), ("Mira", "(as the guard) The Ember Key stays in Ironhold tonight, friends.")]
+    assert "Mira: (as the guard) The Ember Key stays in Ironhold tonight, friends." in summarise(said)
+
+
 def test_rules_and_table_talk_are_not_the_recap() -> None:
     """Each part holds a line of rules talk naming two entities and a line of story naming one: the story is told."""
     said = []
