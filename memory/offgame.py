@@ -200,9 +200,6 @@ def line_talk(text: str) -> Talk | None:
         return Talk.dice
     if results and len(words) <= _SHORT_NUMBER:
         return Talk.dice
-    # the DM ruling, as the recap reads it ("You still have some movement, Keyleth.", "He's not immune to poison.")
-    if any(_ruling(sentence) for sentence in _SENTENCE.split(text)) and not _tells(text):
-        return Talk.dice
     return None
 
 

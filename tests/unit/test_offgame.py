@@ -39,11 +39,10 @@ LABELS = Path(__file__).resolve().parents[1] / "data" / "offgame_crd3_labels.jso
         ("I used Scanlan's die.", Talk.dice),
         ("That was my eight-sided die.", Talk.dice),
         ("It's one die of necrotic.", Talk.dice),
-        # the turn order called and the DM ruling, as the recap reads them (CRD3 lines)
+        # the turn order called (CRD3 lines); a ruling is the recap's alone (``is_table_talk``): read as dice talk,
+        # a short story line beside it was taken for the exchange's continuation and left out of the recap
         ("Grog, you're on deck.", Talk.dice),
         ("Grog? Vex, you're up. And you're on deck, Vax.", Talk.dice),
-        ("Perfect. You still have some movement, Keyleth, if you want to move still.", Talk.dice),
-        ("He's not immune to poison.", Talk.dice),
         ("You are on deck of the ship as the storm hits.", None),
         ("If only that were true in real life.", Talk.banter),
         ("Yep. (laughter)", Talk.banter),
