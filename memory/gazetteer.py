@@ -157,9 +157,11 @@ class Gazetteer(Generic[E]):
     def mentioned_ids(self, entry: Entry) -> list[int]:
         """Ids of the entities an entry mentions, with those its corrections named (an alias of another
         spelling still carries the entity's id). A line of the log names an entity called by an ordinary word
-        ("Tiny", "Whisper") only where it writes the word as a name: "a tiny dagger" names nobody."""
+        ("Tiny", "Whisper") only where it writes the word as a name: "a tiny dagger" names nobody. The longest
+        name at a place wins: "the Order of the Pale Lantern" names the order, not the item The Pale Lantern (a
+        query or the extraction's list of known entities reads the names inside names too, :meth:`mentions`)."""
         ids = dict.fromkeys(c.entity_id for c in entry.corrections if c.entity_id is not None)
-        ids.update(dict.fromkeys(e.id for e in self.mentions(entry.text, written=True)))
+        ids.update(dict.fromkeys(e.id for _, _, e in self.find(entry.text, written=True)))
         return list(ids)
 
 

@@ -299,6 +299,8 @@ async def test_a_person_called_by_first_name_is_mentioned_and_a_pc_played_takes_
     assert await lines(quillon.id) == [said[0][1]]
     assert await lines(wren.id) == [said[0][1]]
     assert await lines(sister.id) == []
+    assert await lines(lantern.id) == [said[0][1]]  # not "the Order of the Pale Lantern"
+    assert await lines(order.id) == [said[2][1]]
     took_part = {
         r["source_id"]
         for r in await pool.fetch(

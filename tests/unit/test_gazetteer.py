@@ -120,3 +120,9 @@ def test_a_line_names_an_entity_called_by_an_ordinary_word_only_where_it_writes_
     assert named("tiny. The end.") == [] and words.mentioned_ids(line("tiny. The end.", fix)) == [1]
     # a query or a tag reads every mention (a question is often typed in lower case)
     assert [e.id for e in words.mentions("what did tiny say")] == [1]
+
+
+def test_a_line_names_the_longest_name_at_a_place_a_query_the_names_inside_it_too() -> None:
+    text = "We must raise the Sunken Crown."
+    assert GAZETTEER.mentioned_ids(line(text)) == [9]  # the quest, not the item inside its name
+    assert ids(text) == [9, 8]
