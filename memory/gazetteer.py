@@ -53,6 +53,7 @@ class _Entry(Generic[E]):
     written: str  # the name casefolded, spaces collapsed
     possessive: bool  # the name ends in a possessive ("Gilmore's")
     first: bool = False  # a person's first name alone: only where written as a name (see :func:`_written_as_name`)
+    lowered: bool = False  # the DM wrote it in lower case, of several words ("the abbey"): it counts as written
 
 
 def _marks(between: str) -> str:
@@ -76,6 +77,7 @@ class Gazetteer(Generic[E]):
         entities = list(entities)
         surfaces = [(entity, surface) for entity in entities for surface in (entity.name, *entity.aliases)]
         for form in (normalize, spaced_form):
+            lowered = {(id(entity), form(surface)) for entity, surface in surfaces if _lowered(surface)}
             for entity, surface in surfaces:
                 key = form(surface)
                 listed = self._by_words.setdefault(key, []) if key else []
@@ -87,6 +89,7 @@ class Gazetteer(Generic[E]):
                             _separators(surface),
                             " ".join(surface.casefold().split()),
                             bool(tokens) and tokens[-1].base_end != tokens[-1].end,
+                            lowered=(id(entity), key) in lowered,
                         )
                     )
         for word, person in first_names(people, entities).items():
@@ -120,7 +123,7 @@ class Gazetteer(Generic[E]):
                         continue
                     if entry.first and not _written_as_first_name(text, tokens[i]):
                         continue
-                    if not cased or _written_as_name(text, tokens[i : j + 1]):
+                    if not cased or entry.lowered or _written_as_name(text, tokens[i : j + 1]):
                         best = (j, entry.entity)
                         break
                 said = f"{said} {whole[j]}" if said else whole[j]
@@ -211,6 +214,19 @@ def _written_as_first_name(text: str, word: Token) -> bool:
         return True
     before = text[: word.start].rstrip(" \t\"'“‘([*_-—")
     return bool(before) and before[-1] not in ".!?;…"
+
+
+def _lowered(surface: str) -> bool:
+    """Whether a name or alias is written in lower case on purpose, of several words ("the abbey", "the old
+    smith"): the DM means the phrase as a line writes it, so it counts without a capital."""
+    return surface == surface.lower() and len(tokenize(surface)) > 1
+
+
+def capital_only(surface: str) -> bool:
+    """Whether a name or alias counts only where a line writes it with a capital (:func:`_written_as_name`): one
+    everyday English word, articles aside ("Wren", "abbey"), unless written in lower case with its article."""
+    words = [t.norm for t in tokenize(surface) if t.norm not in _ARTICLES]
+    return len(words) == 1 and word_zipf(words[0]) >= _COMMON_ZIPF and not _lowered(surface)
 
 
 def _written_as_name(text: str, window: Sequence[Token]) -> bool:
