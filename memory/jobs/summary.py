@@ -102,14 +102,15 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
 
 def _played(entities: Sequence[Entity], entries: Sequence[Entry]) -> list[int]:
     """The player characters whose player (``played_by``, one name or several) speaks in the session: a character
-    played at the table takes part in it, named or not."""
+    played at the table takes part in it, named or not. Not a player's who plays several (Grog and Fjord, both
+    TRAVIS's): their voice says not which one was played, the lines naming one do (recall's "what did Grog say")."""
     speakers = {e.speaker.casefold() for e in entries}
-    return [
-        e.id
-        for e in entities
-        if e.type == EntityType.player
-        and speakers & {str(p).casefold() for p in _listed(e.attributes.get("played_by"))}
-    ]
+    plays: dict[str, list[int]] = {}
+    for e in entities:
+        if e.type == EntityType.player:
+            for player in _listed(e.attributes.get("played_by")):
+                plays.setdefault(str(player).strip().casefold(), []).append(e.id)
+    return [ids[0] for player, ids in plays.items() if player in speakers and len(ids) == 1]
 
 
 def _listed(value: object) -> list[object]:
