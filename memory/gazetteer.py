@@ -99,11 +99,14 @@ class Gazetteer(Generic[E]):
             " ".join(words[:n]) for key in self._by_words if (words := key.split()) for n in range(1, len(words) + 1)
         }
 
-    def find(self, text: str, *, nested: bool = False, written: bool = False) -> list[tuple[int, int, E]]:
+    def find(
+        self, text: str, *, nested: bool = False, written: bool = False, first_names: bool = True
+    ) -> list[tuple[int, int, E]]:
         """Each mention as (start, end, entity), ``text[start:end]`` with its possessive ending, in text order,
         the longest first; ``nested``: also the names inside a longer one ("The Sunken Crown" in the quest "Raise
         the Sunken Crown"), else mentions never overlap; ``written``: a name that is one ordinary English word
-        only where the text writes it as a name (see :func:`_written_as_name`)."""
+        only where the text writes it as a name (see :func:`_written_as_name`); ``first_names``: a person's first
+        name alone too, where the gazetteer knows ``people``."""
         tokens = tokenize(text)
         cased = written and any(ch.isupper() for ch in text)
         # Words before a name's last keep a possessive of the name's own ("Hunter's Mark"); the last may add one.
@@ -121,7 +124,7 @@ class Gazetteer(Generic[E]):
                     entry = self._entry(f"{said} {last}" if said else last, text, tokens[i : j + 1], possessive)
                     if entry is None:
                         continue
-                    if entry.first and not _written_as_first_name(text, tokens[i]):
+                    if entry.first and not (first_names and _written_as_first_name(text, tokens[i])):
                         continue
                     if not cased or entry.lowered or _written_as_name(text, tokens[i : j + 1]):
                         best = (j, entry.entity)

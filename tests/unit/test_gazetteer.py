@@ -129,7 +129,7 @@ def test_a_line_names_the_longest_name_at_a_place_a_query_the_names_inside_it_to
 
 
 def test_an_alias_written_in_lower_case_with_its_article_counts_as_written() -> None:
-    """"the abbey" typed by the DM never counted (one everyday word, no capital), while "the Abbot" did where
+    """The alias "the abbey" typed by the DM never counted (one everyday word, no capital), while "the Abbot" did where
     capitalised: an alias of several words written in lower case is the phrase the DM means."""
     places = Gazetteer([known(1, "The Sunken Abbey", "the abbey"), known(2, "Quillon Ashgrove", "the Abbot")])
 
