@@ -50,7 +50,7 @@ from bench.correction import CRD3, crd3_entities, table
 from campaigns.files import read_campaign_file
 from memory.correction import EntityName
 from memory.correction.text import normalize
-from memory.extraction.schema import PERSON_TYPES, KnownEntity
+from memory.extraction.schema import KnownEntity
 from memory.gazetteer import Gazetteer
 from memory.jobs import extractive_summary
 from memory.models import EntityType, Entry
@@ -399,9 +399,7 @@ def main() -> None:
         episode = load_episode(name, aligned)
         # the wiki lists the cast ("Matt" of Matthew Mercer) among its entities; a campaign lists its world only
         cast = {w for e in episode.entries for w in re.findall(r"[A-Z][a-z]{2,}", e.speaker)}
-        listed = [e for e in entities if not {e.name, *e.aliases} & cast]
-        # as the summary job's (memory.gazetteer.of_mentions): the characters' first names too
-        world = Gazetteer(listed, people=[e for e in listed if isinstance(e, KnownEntity) and e.type in PERSON_TYPES])
+        world = Gazetteer([e for e in entities if not {e.name, *e.aliases} & cast])
         new = lorekeeper(extractive_summary, episode, world, names)
         old = lorekeeper(old_summary, episode, world, names)
         budget = new.words
