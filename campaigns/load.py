@@ -21,6 +21,7 @@ from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, Relations
 from memory.correction.evidence import everyday
 from memory.correction.text import spaceless
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_
+from memory.gazetteer import capital_only
 from memory.graph import SINGLE_VALUED, KnowledgeGraph
 from memory.graph.reading import HeldFact
 from memory.graph.rules import named_anew
@@ -79,6 +80,10 @@ class LoadReport(BaseModel):
     #: they may read that it is spelled like (see :func:`memory.graph.rules.unhidden_secrets`): loaded, as an
     #: export holding them must load, but the DM is warned, as ``entity add`` warns.
     unhidden: list[tuple[str, str]] = Field(default_factory=list)
+    #: Names and aliases of one everyday English word the file writes in lower case (``change``: the name, "abbey"):
+    #: a line names the entity by one only where it writes it with a capital (:func:`memory.gazetteer.capital_only`),
+    #: which the DM who typed it lower case may not expect.
+    capital_only: list[LoadChange] = Field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -109,6 +114,12 @@ class LoadReport(BaseModel):
         if phrases:
             said.append("Heard-as phrases of everyday English (each is written as the name wherever it is said):")
             said += _at_most([clip(f"- {entity}: {', '.join(p)}", _LINE) for entity, p in phrases.items()], shown)
+        if self.capital_only:
+            said.append(
+                "Names of one everyday English word, counted only where a line writes them with a capital"
+                " (write “the abbey” to count it in lower case too):"
+            )
+            said += _at_most([clip(f"- {c.entity}: “{c.change}”", _LINE) for c in self.capital_only], shown)
         return "\n".join(said)
 
 
@@ -213,6 +224,7 @@ class _Loading:
             self.known.add(entity.id)
             report.changes += [LoadChange(entity=entity.name, change=c) for c in _entity_changes(before, entity)]
         report.everyday += _everyday_taught(before, entity)
+        report.capital_only += _capital_only(before, entity)
         await self._refresh_statistics()
         self.ids[spec.name] = entity.id
         self.loaded.append(entity)
@@ -293,6 +305,16 @@ def _everyday_taught(before: Entity | None, entity: Entity) -> list[LoadChange]:
     had = {h.casefold() for h in before.heard_as} if before is not None else set()
     return [
         LoadChange(entity=entity.name, change=h) for h in entity.heard_as if h.casefold() not in had and everyday(h)
+    ]
+
+
+def _capital_only(before: Entity | None, entity: Entity) -> list[LoadChange]:
+    """The names new to ``entity`` (it had not them ``before``) written in lower case that a line names it by only
+    with a capital: one everyday English word ("abbey")."""
+    had = {before.name, *before.aliases} if before is not None else set()
+    names = (entity.name, *entity.aliases)
+    return [
+        LoadChange(entity=entity.name, change=n) for n in names if n not in had and n == n.lower() and capital_only(n)
     ]
 
 

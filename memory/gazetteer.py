@@ -8,14 +8,14 @@ this finds only what the transcript spells.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import dropwhile, pairwise
 from typing import Generic, Protocol, TypeVar
 
 from memory.correction.evidence import MatchSettings, word_zipf
 from memory.correction.text import Token, normalize, spaced_form, tokenize
-from memory.models import Entry
+from memory.models import Entity, EntityType, Entry
 
 
 class Named(Protocol):
@@ -36,12 +36,24 @@ _ARTICLES = frozenset({"a", "an", "the"})
 _COMMON_ZIPF = MatchSettings().common_zipf
 
 
+#: Words a person's name may start with that are no first name: "Sister" of Sister Ottilie Brand, "Old" of Old Hobb.
+TITLES = frozenset(
+    """
+    sister brother father mother abbot abbess captain commander general lieutenant sergeant lord lady sir ser dame
+    master mistress madam madame king queen prince princess duke duchess count countess baron baroness emperor
+    empress doctor dr professor mister mr mrs ms miss saint st old young little big grand high elder
+    """.split()
+)
+
+
 @dataclass(frozen=True, slots=True)
 class _Entry(Generic[E]):
     entity: E
     separators: frozenset[str]  # the punctuation the name has between its words ("." of "St. Cuthbert")
     written: str  # the name casefolded, spaces collapsed
     possessive: bool  # the name ends in a possessive ("Gilmore's")
+    first: bool = False  # a person's first name alone: only where written as a name (see :func:`_written_as_name`)
+    lowered: bool = False  # the DM wrote it in lower case, of several words ("the abbey"): it counts as written
 
 
 def _marks(between: str) -> str:
@@ -56,12 +68,16 @@ def _separators(surface: str) -> frozenset[str]:
 
 
 class Gazetteer(Generic[E]):
-    def __init__(self, entities: Iterable[E]) -> None:
+    def __init__(self, entities: Iterable[E], *, people: Iterable[E] = ()) -> None:
+        """``people``: those of ``entities`` (npcs and player characters) a table calls by their first name alone
+        (:func:`first_names`): "Quillon picks up the lantern" names Quillon Ashgrove."""
         # A name's words -> the entities so called, each with the punctuation it has between its words ("." of
         # "St. Cuthbert"); names as written first, then spaced at their hyphens.
         self._by_words: dict[str, list[_Entry[E]]] = {}
+        entities = list(entities)
         surfaces = [(entity, surface) for entity in entities for surface in (entity.name, *entity.aliases)]
         for form in (normalize, spaced_form):
+            lowered = {(id(entity), form(surface)) for entity, surface in surfaces if _lowered(surface)}
             for entity, surface in surfaces:
                 key = form(surface)
                 listed = self._by_words.setdefault(key, []) if key else []
@@ -73,18 +89,24 @@ class Gazetteer(Generic[E]):
                             _separators(surface),
                             " ".join(surface.casefold().split()),
                             bool(tokens) and tokens[-1].base_end != tokens[-1].end,
+                            lowered=(id(entity), key) in lowered,
                         )
                     )
+        for word, person in first_names(people, entities).items():
+            self._by_words[word] = [_Entry(person, frozenset(), word, False, first=True)]
         # Where a run of words may still become a name: the scan stops extending a window at the first miss.
         self._prefixes = {
             " ".join(words[:n]) for key in self._by_words if (words := key.split()) for n in range(1, len(words) + 1)
         }
 
-    def find(self, text: str, *, nested: bool = False, written: bool = False) -> list[tuple[int, int, E]]:
+    def find(
+        self, text: str, *, nested: bool = False, written: bool = False, first_names: bool = True
+    ) -> list[tuple[int, int, E]]:
         """Each mention as (start, end, entity), ``text[start:end]`` with its possessive ending, in text order,
         the longest first; ``nested``: also the names inside a longer one ("The Sunken Crown" in the quest "Raise
         the Sunken Crown"), else mentions never overlap; ``written``: a name that is one ordinary English word
-        only where the text writes it as a name (see :func:`_written_as_name`)."""
+        only where the text writes it as a name (see :func:`_written_as_name`); ``first_names``: a person's first
+        name alone too, where the gazetteer knows ``people``."""
         tokens = tokenize(text)
         cased = written and any(ch.isupper() for ch in text)
         # Words before a name's last keep a possessive of the name's own ("Hunter's Mark"); the last may add one.
@@ -99,9 +121,13 @@ class Gazetteer(Generic[E]):
                     # the possessive read as part of the name only where the name ends in one ("Gilmore's"; "the
                     # hell's" is not The Hells), and then first
                     possessive = last != tokens[j].norm
-                    entity = self._entity(f"{said} {last}" if said else last, text, tokens[i : j + 1], possessive)
-                    if entity is not None and (not cased or _written_as_name(text, tokens[i : j + 1])):
-                        best = (j, entity)
+                    entry = self._entry(f"{said} {last}" if said else last, text, tokens[i : j + 1], possessive)
+                    if entry is None:
+                        continue
+                    if entry.first and not (first_names and _written_as_first_name(text, tokens[i])):
+                        continue
+                    if not cased or entry.lowered or _written_as_name(text, tokens[i : j + 1]):
+                        best = (j, entry.entity)
                         break
                 said = f"{said} {whole[j]}" if said else whole[j]
                 if said not in self._prefixes:
@@ -113,7 +139,7 @@ class Gazetteer(Generic[E]):
             i = i + 1 if nested else best[0] + 1
         return found
 
-    def _entity(self, key: str, text: str, window: list[Token], possessive: bool = False) -> E | None:
+    def _entry(self, key: str, text: str, window: list[Token], possessive: bool = False) -> _Entry[E] | None:
         """The entity a window names, if its words are a name's and the punctuation between them is allowed: none,
         a hyphen, or the name's own ("Dr. Who", not "Vox. Machina"); ``possessive`` (the last word read with its
         possessive ending): only a name that ends in one. Of several, the one written as heard first
@@ -127,7 +153,7 @@ class Gazetteer(Generic[E]):
         if not listed:
             return None
         heard = " ".join(text[window[0].start : window[-1].end].casefold().split())
-        return min(listed, key=lambda entry: (entry.written != heard, not marks <= entry.separators)).entity
+        return min(listed, key=lambda entry: (entry.written != heard, not marks <= entry.separators))
 
     def mentions(self, text: str, *, written: bool = False) -> list[E]:
         """The entities ``text`` mentions, each once, in order of first mention, names inside names too
@@ -137,10 +163,73 @@ class Gazetteer(Generic[E]):
     def mentioned_ids(self, entry: Entry) -> list[int]:
         """Ids of the entities an entry mentions, with those its corrections named (an alias of another
         spelling still carries the entity's id). A line of the log names an entity called by an ordinary word
-        ("Tiny", "Whisper") only where it writes the word as a name: "a tiny dagger" names nobody."""
+        ("Tiny", "Whisper") only where it writes the word as a name: "a tiny dagger" names nobody. The longest
+        name at a place wins: "the Order of the Pale Lantern" names the order, not the item The Pale Lantern (a
+        query or the extraction's list of known entities reads the names inside names too, :meth:`mentions`)."""
         ids = dict.fromkeys(c.entity_id for c in entry.corrections if c.entity_id is not None)
-        ids.update(dict.fromkeys(e.id for e in self.mentions(entry.text, written=True)))
+        ids.update(dict.fromkeys(e.id for _, _, e in self.find(entry.text, written=True)))
         return list(ids)
+
+
+def of_mentions(entities: Iterable[Entity]) -> Gazetteer[Entity]:
+    """The mention index's gazetteer (who a line names, who took part, a recap's Involved): every name and alias,
+    and the npcs' and player characters' first names."""
+    entities = list(entities)
+    return Gazetteer(entities, people=[e for e in entities if e.type in (EntityType.npc, EntityType.player)])
+
+
+def first_name(name: str) -> str | None:
+    """A person's first name: the first word of a name of several, titles aside ("Ottilie" of Sister Ottilie
+    Brand, "Hobb" of Old Hobb), of 3 letters or more; none of a name of one word or one starting with an article
+    ("The Tidemother")."""
+    words = [t.norm for t in tokenize(name)]
+    if len(words) < 2 or words[0] in _ARTICLES:
+        return None
+    rest = list(dropwhile(TITLES.__contains__, words))
+    return rest[0] if rest and len(rest[0]) >= 3 else None
+
+
+P = TypeVar("P", bound=Named)
+
+
+def sole_names(people: Iterable[P], everyone: Iterable[Named], words: Callable[[P], Iterable[str]]) -> dict[str, P]:
+    """Each word of a person's name (``words`` picks them) that is that one person's alone and no entity's whole
+    name or alias: a word two people share names neither."""
+    owners: dict[str, dict[int, P]] = {}
+    for person in people:
+        for word in words(person):
+            owners.setdefault(word, {})[person.id] = person
+    whole = {normalize(form) for e in everyone for form in (e.name, *e.aliases)}
+    return {word: next(iter(ps.values())) for word, ps in owners.items() if len(ps) == 1 and word not in whole}
+
+
+def first_names(people: Iterable[P], everyone: Iterable[Named]) -> dict[str, P]:
+    """The first names (:func:`first_name`) a person of ``people`` is called by alone among ``everyone``."""
+    return sole_names(people, everyone, lambda person: filter(None, [first_name(person.name)]))
+
+
+def _written_as_first_name(text: str, word: Token) -> bool:
+    """Whether a person's first name alone is written as their name: with a capital ("Quillon picks it up",
+    not "quillon"), and one that is also an English word ("Wren") inside a sentence, where only a name has one."""
+    if not text[word.start].isupper():
+        return False
+    if word_zipf(word.norm) < _COMMON_ZIPF:
+        return True
+    before = text[: word.start].rstrip(" \t\"'“‘([*_-—")
+    return bool(before) and before[-1] not in ".!?;…"
+
+
+def _lowered(surface: str) -> bool:
+    """Whether a name or alias is written in lower case on purpose, of several words ("the abbey", "the old
+    smith"): the DM means the phrase as a line writes it, so it counts without a capital."""
+    return surface == surface.lower() and len(tokenize(surface)) > 1
+
+
+def capital_only(surface: str) -> bool:
+    """Whether a name or alias counts only where a line writes it with a capital (:func:`_written_as_name`): one
+    everyday English word, articles aside ("Wren", "abbey"), unless written in lower case with its article."""
+    words = [t.norm for t in tokenize(surface) if t.norm not in _ARTICLES]
+    return len(words) == 1 and word_zipf(words[0]) >= _COMMON_ZIPF and not _lowered(surface)
 
 
 def _written_as_name(text: str, window: Sequence[Token]) -> bool:

@@ -29,7 +29,7 @@ from memory import recall_rank as rank
 from memory.correction.evidence import MatchSettings, word_zipf
 from memory.correction.text import normalize, spaced_form, tokenize
 from memory.errors import InvalidInputError, NotFoundError
-from memory.gazetteer import Gazetteer
+from memory.gazetteer import Gazetteer, sole_names
 from memory.mentions import first_said
 from memory.models import ChunkHit, EntityType, Session, Visibility, took_part_line, where_said
 from memory.offgame import line_talk, tells_last_session
@@ -870,15 +870,14 @@ def _by_first_name(entities: list[_Called], query: str) -> list[_Called]:
     }
     if not asked:
         return entities
-    owners: dict[str, set[int]] = {}
-    for e in entities:
-        words = [t.norm for t in tokenize(e.name)] if e.person else []
-        for word in {words[0], words[-1]} & asked if len(words) > 1 else ():
-            owners.setdefault(word, set()).add(e.id)
-    whole = {normalize(form) for e in entities for form in (e.name, *e.aliases)}
-    alone = {word: ids.pop() for word, ids in owners.items() if len(ids) == 1 and word not in whole}
+
+    def ends(e: _Called) -> set[str]:
+        words = [t.norm for t in tokenize(e.name)]
+        return {words[0], words[-1]} & asked if len(words) > 1 else set()
+
+    alone = sole_names([e for e in entities if e.person], entities, ends)
     return [
-        replace(e, aliases=[*e.aliases, *(w for w, i in alone.items() if i == e.id)]) if e.id in alone.values() else e
+        replace(e, aliases=[*e.aliases, *(w for w, p in alone.items() if p.id == e.id)]) if e in alone.values() else e
         for e in entities
     ]
 

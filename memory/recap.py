@@ -282,7 +282,8 @@ def extractive_summary(
             told.update(named)
         if _amid_rules_talk(entries, n, talk):
             continue
-        mentions = [(a, b, entity.id) for a, b, entity in gazetteer.find(e.text, nested=True)]
+        # a line's score counts names as it was tuned (CRD3's recap bench), first names alone aside
+        mentions = [(a, b, entity.id) for a, b, entity in gazetteer.find(e.text, nested=True, first_names=False)]
         if line := _best_line(e, mentions, narrates(e), at_table):
             found[n] = line
     parts = min(len(entries), _MAX_LINES, max(5, len(entries) // _TURNS_PER_LINE))

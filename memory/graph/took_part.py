@@ -65,10 +65,10 @@ async def link_to_recaps(
     if not targets:
         return 0
     ids = {e.id for e in targets}
-    from memory.gazetteer import Gazetteer  # the write path's: reading the graph needs none of it
+    from memory.gazetteer import of_mentions  # the write path's: reading the graph needs none of it
 
     def named(entries: list[Entry]) -> set[tuple[int, int, int]]:
-        gazetteer = Gazetteer(accepted)  # here, in the thread: 0.7 s for 20,000 entities
+        gazetteer = of_mentions(accepted)  # here, in the thread: 0.7 s for 20,000 entities
         return {(i, e.session_id, e.id) for e in entries for i in gazetteer.mentioned_ids(e) if i in ids}
 
     lines = await _lines_saying(graph, targets, names, list(recaps))
@@ -144,6 +144,7 @@ async def _lines_saying(
     """The lines of these sessions that full-text search finds saying a name or alias of ``targets`` (``names``
     only, when given), for the gazetteer to decide."""
     from memory.correction.text import normalize, spaced_form
+    from memory.gazetteer import first_name
     from memory.session_log import SessionLog
 
     log = SessionLog(graph.db, graph.campaign_id)
@@ -151,7 +152,10 @@ async def _lines_saying(
     for start in range(0, len(targets), _BATCH):
         batch = targets[start : start + _BATCH]
         # as written, and in the gazetteer's normal forms ("Zyxara" of Zyx'ara, "half orc" of Half-Orc)
-        said = [n for e in batch for n in (e.name, *e.aliases)] if names is None else list(names)
+        # a person's first name too: the gazetteer says whether it is theirs alone, and written as a name
+        said = (
+            [n for e in batch for n in (e.name, *e.aliases, first_name(e.name) or "")] if names is None else list(names)
+        )
         phrases = [form(n) for n in said for form in (str, normalize, spaced_form)]
         lines.update((entry.id, entry) for entry in await log.saying(phrases, sessions))
     return list(lines.values())
@@ -196,7 +200,7 @@ async def unlink_unnamed(graph: EntityLookup, entity_id: int, session_id: int) -
     """
     if not await graph.db.fetchval(f"SELECT EXISTS (SELECT 1 {linked})", graph.campaign_id, entity_id, session_id):
         return 0
-    from memory.gazetteer import Gazetteer
+    from memory.gazetteer import of_mentions
     from memory.session_log import SessionLog
 
     told = await told_in(graph, [session_id])
@@ -204,7 +208,7 @@ async def unlink_unnamed(graph: EntityLookup, entity_id: int, session_id: int) -
     accepted = await graph.list_entities()
 
     def named() -> bool:
-        gazetteer = Gazetteer(accepted)
+        gazetteer = of_mentions(accepted)
         return any(entity_id in gazetteer.mentioned_ids(e) for e in entries)
 
     if any(e.id == entity_id for e in accepted) and await asyncio.to_thread(named):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from memory.chunking import ChunkSettings, embeds_alone, line_text, window_key, windows
-from memory.gazetteer import Gazetteer
+from memory.gazetteer import Gazetteer, of_mentions
 from memory.jobs.context import JobContext
 from memory.jobs.embedding import embed_cached
 from memory.jobs.queue import CHUNK, claim_progress, progress, set_progress
@@ -24,7 +24,7 @@ from memory.store import CampaignMemory
 
 async def _gazetteer(mem: CampaignMemory) -> Gazetteer[Entity]:
     entities = await mem.graph.list_entities(status=None)
-    return Gazetteer(e for e in entities if e.status != ReviewStatus.rejected)
+    return of_mentions(e for e in entities if e.status != ReviewStatus.rejected)
 
 
 async def chunk_session(ctx: JobContext, campaign_id: int, session_id: int, *, slice_size: int = 64) -> int:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import unicodedata
+from collections.abc import Sequence
 
 from memory.extraction.pipeline import by_role
-from memory.gazetteer import Gazetteer
+from memory.gazetteer import of_mentions
 from memory.graph.took_part import link_to_recaps, took_part
 from memory.jobs.context import JobContext
 from memory.jobs.queue import SUMMARY, claim_progress, progress, set_progress
@@ -14,8 +15,10 @@ from memory.mentions import index_lines
 from memory.models import (
     RECAP_PREFIX,
     TAKES_NO_PART,
+    Entity,
     EntityIn,
     EntityType,
+    Entry,
     Provenance,
     ReviewStatus,
     Source,
@@ -45,7 +48,7 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     names = {e.id: e.name for e in entities if e.type != EntityType.event}
     kinds = {e.id: e.type for e in entities}
     secret = {e.id for e in entities if e.visibility == Visibility.secret}
-    gazetteer = Gazetteer(entities)
+    gazetteer = of_mentions(entities)
     summary, involved = extractive_summary(
         entries, gazetteer, names, secret=secret, dm_speaker_id=session.dm_speaker_id
     )
@@ -84,7 +87,7 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
                 provenance=Provenance(source=Source.inferred, confidence=1.0, session_id=session_id),
             )
         )
-        for entity_id in involved:
+        for entity_id in [*involved, *_played(entities, entries)]:
             if kinds[entity_id] not in TAKES_NO_PART:
                 await tx.graph.ensure_relationship(took_part(entity_id, event.id, session_id))
         await index_lines(tx.db, campaign_id, session_id, named, replace=False)
@@ -95,3 +98,20 @@ async def summarize_session(ctx: JobContext, campaign_id: int, session_id: int) 
     if outage is not None:
         raise outage
     return summary
+
+
+def _played(entities: Sequence[Entity], entries: Sequence[Entry]) -> list[int]:
+    """The player characters whose player (``played_by``, one name or several) speaks in the session: a character
+    played at the table takes part in it, named or not. Not a player's who plays several (Grog and Fjord, both
+    TRAVIS's): their voice says not which one was played, the lines naming one do (recall's "what did Grog say")."""
+    speakers = {e.speaker.casefold() for e in entries}
+    plays: dict[str, list[int]] = {}
+    for e in entities:
+        if e.type == EntityType.player:
+            for player in _listed(e.attributes.get("played_by")):
+                plays.setdefault(str(player).strip().casefold(), []).append(e.id)
+    return [ids[0] for player, ids in plays.items() if player in speakers and len(ids) == 1]
+
+
+def _listed(value: object) -> list[object]:
+    return value if isinstance(value, list) else [] if value is None else [value]

@@ -230,6 +230,23 @@ entities:
     ]
 
 
+async def test_a_load_warns_of_a_lower_case_alias_of_one_everyday_word(campaign: CampaignMemory) -> None:
+    """A line names an entity by one everyday English word only where it writes it with a capital: the DM who typed
+    "abbey" is told so; "the abbey", lower case with its article, counts as written and is not warned of."""
+    first = """
+entities:
+  - {name: The Sunken Abbey, type: location, aliases: [abbey, the abbey, Abbey]}
+  - {name: Blackreed Fen, type: location, aliases: [fen]}
+"""
+    report = await apply_campaign_file(campaign, parse_campaign_file(first, "first.yaml"))
+    assert report.said() == (
+        "Names of one everyday English word, counted only where a line writes them with a capital (write “the abbey”"
+        " to count it in lower case too):\n"
+        "- The Sunken Abbey: “abbey”"
+    )
+    assert (await apply_campaign_file(campaign, parse_campaign_file(first, "first.yaml"))).said() == ""
+
+
 async def test_a_load_warns_of_a_secret_name_spelled_like_a_public_one(campaign: CampaignMemory) -> None:
     """Players read "The Whispering Gate" as the public Whispering Gate: such a secret name is never masked. A file
     holding one still loads (an export may), and the DM is warned of each pair, as `entity add` warns."""

@@ -254,3 +254,60 @@ async def test_an_event_merged_into_another_keeps_the_lines_it_was_told_in(campa
     assert told(await mentions(campaign.db, campaign.campaign_id, events[0].id)) == [lines[0].id, lines[1].id]
     await index_lines(campaign.db, campaign.campaign_id, session.id, {lines[1].id: []})
     assert told(await mentions(campaign.db, campaign.campaign_id, events[0].id)) == [lines[0].id, lines[1].id]
+
+
+async def test_a_person_called_by_first_name_is_mentioned_and_a_pc_played_takes_part(
+    campaign: CampaignMemory, memory: Memory, embedder: MiniLMEmbedder, pool: asyncpg.Pool
+) -> None:
+    """A home table calls characters by their first name ("Quillon", for Quillon Ashgrove), and "Wren" is also an
+    English word: none of those lines named them, nor did a PC whose player spoke but was never named take part.
+    The longest name at a place wins: "the Order of the Pale Lantern" names the order, not the item."""
+    graph = campaign.graph
+    quillon = await graph.add_entity(EntityIn(name="Quillon Ashgrove", type=EntityType.npc))
+    wren = await graph.add_entity(
+        EntityIn(name="Wren Halloway", type=EntityType.player, attributes={"played_by": "Priya"})
+    )
+    kes = await graph.add_entity(
+        EntityIn(name="Kestrel Vane", type=EntityType.player, attributes={"played_by": "jules"})
+    )
+    absent = await graph.add_entity(
+        EntityIn(name="Dana Quorn", type=EntityType.player, attributes={"played_by": "Dee"})
+    )
+    lantern = await graph.add_entity(EntityIn(name="The Pale Lantern", type=EntityType.item))
+    order = await graph.add_entity(EntityIn(name="Order of the Pale Lantern", type=EntityType.faction))
+    sister = await graph.add_entity(EntityIn(name="Sister Ottilie Brand", type=EntityType.npc))
+    session = await campaign.log.start_session("Night 1")
+    said = [
+        ("DM", "You meet Quillon at the docks. He hands Wren the Pale Lantern."),
+        ("Priya", "Wren bows."),  # an English word at a sentence's start: the word as often as the name
+        ("DM", "The Order of the Pale Lantern guards the fen. Sister waits."),  # "Sister" is a title
+        ("JULES", "I pick the lock."),
+        ("DM", "the wren sings. quillon"),  # no capital: no name
+    ]
+    await campaign.log.write_many(
+        session.id, [EntryIn(speaker=s, text=t, start_s=5.0 * i) for i, (s, t) in enumerate(said)]
+    )
+    await campaign.log.end_session(session.id)
+    async with campaign.transaction() as tx:
+        await jobs.enqueue_session_work(tx.db, campaign.campaign_id, session.id, len(said))
+        await jobs.enqueue_summary(tx.db, campaign.campaign_id, session.id)
+    await _run(memory, embedder)
+
+    async def lines(entity_id: int) -> list[str]:
+        return [m.text for m in (await mentions(campaign.db, campaign.campaign_id, entity_id)).lines][::-1]
+
+    assert await lines(quillon.id) == [said[0][1]]
+    assert await lines(wren.id) == [said[0][1]]
+    assert await lines(sister.id) == []
+    assert await lines(lantern.id) == [said[0][1]]  # not "the Order of the Pale Lantern"
+    assert await lines(order.id) == [said[2][1]]
+    took_part = {
+        r["source_id"]
+        for r in await pool.fetch(
+            "SELECT source_id FROM relationships WHERE campaign_id = $1 AND type = 'took_part_in'", campaign.campaign_id
+        )
+    }
+    assert {quillon.id, wren.id, kes.id} <= took_part and absent.id not in took_part
+    # a summary's Involved list names them as the index does
+    summary = (await campaign.log.session(session.id)).summary or ""
+    assert "Quillon Ashgrove" in summary.splitlines()[-1]

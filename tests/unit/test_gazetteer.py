@@ -120,3 +120,21 @@ def test_a_line_names_an_entity_called_by_an_ordinary_word_only_where_it_writes_
     assert named("tiny. The end.") == [] and words.mentioned_ids(line("tiny. The end.", fix)) == [1]
     # a query or a tag reads every mention (a question is often typed in lower case)
     assert [e.id for e in words.mentions("what did tiny say")] == [1]
+
+
+def test_a_line_names_the_longest_name_at_a_place_a_query_the_names_inside_it_too() -> None:
+    text = "We must raise the Sunken Crown."
+    assert GAZETTEER.mentioned_ids(line(text)) == [9]  # the quest, not the item inside its name
+    assert ids(text) == [9, 8]
+
+
+def test_an_alias_written_in_lower_case_with_its_article_counts_as_written() -> None:
+    """The alias "the abbey" typed by the DM never counted (one everyday word, no capital), while "the Abbot" did where
+    capitalised: an alias of several words written in lower case is the phrase the DM means."""
+    places = Gazetteer([known(1, "The Sunken Abbey", "the abbey"), known(2, "Quillon Ashgrove", "the Abbot")])
+
+    def named(text: str) -> list[int]:
+        return places.mentioned_ids(line(text))
+
+    assert named("We row out to the abbey.") == [1] and named("The Abbey sinks.") == [1]
+    assert named("Then the abbot laughs.") == [] and named("Then the Abbot laughs.") == [2]

@@ -335,3 +335,16 @@ def test_the_recap_quotes_no_ruling_on_a_kind_or_on_the_turn_and_no_staging() ->
     text = "\n".join(lines)
     assert "undead" not in text and "move" not in text and "two of you" not in text and "waits beside" not in text
     assert "Mira: The Pale Magister bows to Eldrinax." in lines
+
+
+def test_a_first_name_makes_a_character_involved_but_scores_no_line() -> None:
+    """A line "Vaskerrin sneers." names Vaskerrin Holt, so he is involved (the villain dropped out of his own session's
+    list); which line a part quotes is scored by names as it was tuned, first names alone aside."""
+    people = Gazetteer(ENTITIES, people=[ENTITIES[2]])
+    said = [("Mira", "Vaskerrin sneers at you from the old tower."), ("Mira", "The tower of Ironhold looms over you.")]
+    said += chatter(8)
+    entries = [entry(n, who, what) for n, (who, what) in enumerate(said, 1)]
+    text, involved = extractive_summary(entries, people, NAMES)
+    assert involved == [3, 2] and text.splitlines()[-1] == "Involved: Vaskerrin Holt, Ironhold"
+    assert text.splitlines()[0] == "Mira: The tower of Ironhold looms over you."
+    assert text.splitlines()[:-1] == extractive_summary(entries, Gazetteer(ENTITIES), NAMES)[0].splitlines()[:-1]
