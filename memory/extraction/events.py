@@ -13,8 +13,7 @@ hypothetical, a question, a denial or a memory ("if you kill Sylas", "is Sylas d
 is no event.
 
 A turning point needs no phrasing when the scene moves: a known place the DM names for the first time in the session
-and keeps naming in narration, once at least with the party by it, is an arrival there (:func:`scene_arrivals`, over
-the whole session).
+and keeps naming in narration is an arrival there (:func:`scene_arrivals`, over the whole session).
 
 Nor when a sentence of the DM's narration means one: naming one known person, place or item, its MiniLM embedding near
 enough a generic sentence of a death, an arrival or an acquisition (:func:`meaning_sentences`, :func:`meant_events`;
@@ -28,7 +27,7 @@ point, and the recap's register is read too, which adds a battle with a known fo
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -557,43 +556,17 @@ def narration(text: str) -> str:
     return _QUOTED.sub(" ", text)
 
 
-#: Who a line tells of before a place it names: the party ("The barge drops you at the foot of a crooked tavern. This
-#: is the Gutted Eel.") or someone else ("Hobb glances toward the fen", "you get the sense he is frightened of it").
-_PARTY_WORD = re.compile(r"\b(?:you|we|us|the\s+party)\b", re.IGNORECASE)
-_OTHER_WORD = re.compile(r"\b(?:he|she)\b", re.IGNORECASE)
-
-
-def party_places(text: str, spans: Sequence[tuple[int, int, KnownEntity]]) -> set[int]:
-    """The known places ``text`` (the DM's narration) names with the party by them: the last person it names before
-    the place is the party (you, we, the party, a player), not an npc or "he" or "she". ``spans``: the known names in
-    ``text`` with their place."""
-    out: set[int] = set()
-    for a, _, place in spans:
-        if place.type != EntityType.location:
-            continue
-        who = [(m.start(), True) for m in _PARTY_WORD.finditer(text, 0, a)]
-        who += [(m.start(), False) for m in _OTHER_WORD.finditer(text, 0, a)]
-        who += [(x, e.type == EntityType.player) for x, _, e in spans if x < a and e.type in _PERSON]
-        if who and max(who)[1]:
-            out.add(place.id)
-    return out
-
-
-def scene_arrivals(
-    lines: Sequence[tuple[int, Sequence[KnownEntity]]], placed: Mapping[int, Collection[int]]
-) -> dict[int, list[KnownEntity]]:
+def scene_arrivals(lines: Sequence[tuple[int, Sequence[KnownEntity]]]) -> dict[int, list[KnownEntity]]:
     """The places the scene moved to, by the entry id of each line of their burst. ``lines``: each line of a session in
     order, by its entry id, with the known entities the DM's narration names in it (none for another speaker's line
-    or out-of-game talk); ``placed``: by entry id, the places a line names with the party by them
-    (:func:`party_places`). A burst: a known place named for the first time, named in :data:`SCENE_BURST` lines
-    within :data:`SCENE_LINES` lines, one of them with the party by it (a fen the DM keeps naming while the party sits
-    in a tavern is talked of, not reached)."""
+    or out-of-game talk). A burst: a known place named for the first time, named in :data:`SCENE_BURST` lines within
+    :data:`SCENE_LINES` lines."""
     out: dict[int, list[KnownEntity]] = {}
     said: set[int] = set()
     for n, (_, named) in enumerate(lines):
         for place in {e.id: e for e in named if e.type == EntityType.location and e.id not in said}.values():
             burst = [i for i, later in lines[n : n + SCENE_LINES + 1] if any(e.id == place.id for e in later)]
-            if len(burst) >= SCENE_BURST and any(place.id in placed.get(i, ()) for i in burst):
+            if len(burst) >= SCENE_BURST:
                 for entry_id in burst:
                     out.setdefault(entry_id, []).append(place)
         said |= {e.id for e in named}

@@ -25,7 +25,6 @@ from memory.extraction.events import (
     meaning_sentences,
     meant_events,
     narration,
-    party_places,
     said_whole,
     scene_arrivals,
 )
@@ -164,12 +163,10 @@ def scene_moves(
     ``entries``: all the session's lines, in order."""
     by_dm = narrator(entries, dm_speaker_id)
     said = {e.id: narration(e.text) for e in entries if by_dm(e)}
-    spans = {i: [(a, b, x) for a, b, x in gazetteer.find(text) if said_whole(text, a, b)] for i, text in said.items()}
+    named = {i: [x for a, b, x in gazetteer.find(text) if said_whole(text, a, b)] for i, text in said.items()}
     # only the DM's lines naming something are asked whether they are out of game: each one costs
-    talk = out_of_game(entries, dm_speaker_id, only={i for i, found in spans.items() if found})
-    named = {i: [x for _, _, x in found] for i, found in spans.items() if i not in talk}
-    placed = {i: party_places(said[i], found) for i, found in spans.items() if i not in talk}
-    return scene_arrivals([(e.id, named.get(e.id, [])) for e in entries], placed)
+    talk = out_of_game(entries, dm_speaker_id, only={i for i, found in named.items() if found})
+    return scene_arrivals([(e.id, named.get(e.id, []) if e.id not in talk else []) for e in entries])
 
 
 class SceneMoves:
