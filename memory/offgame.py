@@ -24,6 +24,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from enum import StrEnum
 
 from memory.models import Entry
+from memory.text import voice_left, voiced
 
 
 class Talk(StrEnum):
@@ -292,6 +293,46 @@ def is_table_talk(sentence: str) -> bool:
         or any(p.search(sentence) for p in (_MECHANICS, _SPONSOR, _BANTER, _TABLE))
         or _ruling(sentence)
     )
+
+
+#: A voice a marker starts holds for at most this many lines of the session after the marker's (anyone's).
+VOICE_LINES = 20
+
+
+# A character's own words: the first person, not the DM's "let's" to the table.
+_SPEAKING = re.compile(r"\b(?:I|I'm|I'll|I've|I'd|me|my|mine|myself|we|we're|we'll|we've|us|our)\b", re.IGNORECASE)
+# The DM back to the table: "Okay, let's wrap there.", "Alright, roll me a check."
+_TO_TABLE = re.compile(r"^\W*(?:okay|ok|alright|all right)\b", re.IGNORECASE)
+
+
+def in_voice(text: str) -> bool:
+    """Whether a line may go on in the voice of a character its speaker voiced by a marker just before: in the first
+    person or opening in quotes ("I did not kill her."), with no rules, dice or break in it, nor opening with "Okay"
+    or "Alright" to the table. Narration ("Mira is very surprised by the hug.") is not."""
+    return (
+        (_SPEAKING.search(text) is not None or text.lstrip().startswith(('"', "“")))
+        and not _TO_TABLE.match(text)
+        and line_talk(text) is None
+        and not any(cue.search(text) for cue in (_BREAK, _BACK, _END, _END_SESSION))
+    )
+
+
+def voice_of(text: str, before: Sequence[str]) -> str | None:
+    """Whom a line is said in the voice of, as a marker names them (:func:`memory.text.voiced`): its own at its
+    start, else the last of its speaker's ``before`` lines (those of the :data:`VOICE_LINES` lines of the session
+    before it, latest first) while the line and those between stay :func:`in_voice`. A DM voicing Quillon goes on as
+    him over their next lines, the players answering between; their narration, rules talk or another marker ends
+    it."""
+    if marked := voiced(text):
+        return marked[0]
+    if voice_left(text) is not None or not in_voice(text):  # "She smiles. (as Ottilie) …" opens in narration
+        return None
+    for earlier in before:
+        if (voice := voice_left(earlier)) is not None:
+            return voice
+        if not in_voice(earlier):
+            return None
+    return None
 
 
 #: What a transcript calls its game master.

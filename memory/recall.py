@@ -15,7 +15,7 @@ import math
 import re
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from functools import partial
@@ -32,10 +32,10 @@ from memory.errors import InvalidInputError, NotFoundError
 from memory.gazetteer import Gazetteer, sole_names
 from memory.mentions import first_said
 from memory.models import ChunkHit, EntityType, Session, Visibility, took_part_line, where_said
-from memory.offgame import line_talk, tells_last_session
+from memory.offgame import VOICE_LINES, line_talk, tells_last_session, voice_of
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
-from memory.text import excerpt, voiced
+from memory.text import excerpt, voice_left
 
 Mode = Literal["both", "vector", "fulltext"]
 #: Entities of a query shown with their facts: a question names one or two; more would bury the passages.
@@ -124,6 +124,8 @@ class RecallHit(BaseModel):
 #: Lines read from each list: enough for the fused ranking's top lines to be found by both when both know them.
 #: Windows are read only while a campaign has no line vectors; reading them beside the lines did not help (dev).
 LEXICAL_DEPTH, VECTOR_DEPTH, LINE_VECTOR_DEPTH = 40, 15, 20
+#: "What did Mira say": the lines that may voice her by a marker read, the latest (each with the lines on from it).
+VOICING_DEPTH = 100
 #: Lines per hit asked for that are checked for table talk (dice, rules, the show), best first.
 TALK_CHECKED = 3
 #: An alias or name a question is expanded with counts less than the question's own words.
@@ -178,7 +180,7 @@ async def recall(
     # best lines are chosen, so those of the character asked for fill the hits
     other = await _playing_another(mem, parsed.filters.plays(), dm=dm) | rank.not_narrating(parsed.filters.speakers)
 
-    async def lexical_query() -> tuple[list[_Called], lexical_ranker.Query, list[int]]:
+    async def lexical_query() -> tuple[list[_Called], lexical_ranker.Query, list[int], list[int]]:
         named = await _named(mem, parsed.text, dm=dm)
         # "when did we first meet Kevdak": his lines in order come first (``_told_in``); "first", "meet" find noise
         text = parsed.unordered if parsed.filters.told_in and named else parsed.text
@@ -191,6 +193,8 @@ async def recall(
             await _telling(mem, named, parsed.text)
             or await _told_in(mem, named, parsed.filters, limit)
             or await _spoken(mem, None if terms.terms else speakers, sessions, other, limit),
+            # "what did Mira say": the lines the DM says in her voice ("(as Mira) ...", "I'm Mira now." and on)
+            await _voicing(mem, named, query, sessions) if voices is not None else [],
         )
 
     async def nearest() -> tuple[dict[int, float], list[ChunkHit], float]:
@@ -203,18 +207,18 @@ async def recall(
 
     # the names, the vectors and the speakers need nothing of each other: on a pool, each on its own connection
     if isinstance(mem.db, asyncpg.Pool):
-        (named, terms, telling), (near, windows, closest), said = await asyncio.gather(
+        (named, terms, telling, voicing), (near, windows, closest), said = await asyncio.gather(
             lexical_query(), nearest(), named_voices()
         )
     else:
-        (named, terms, telling), (near, windows, closest) = await lexical_query(), await nearest()
+        (named, terms, telling, voicing), (near, windows, closest) = await lexical_query(), await nearest()
         said = await named_voices()
     found = await lexical_ranker.candidates(
         mem.db,
         mem.campaign_id,
         terms,
         limit=LEXICAL_DEPTH if mode in ("both", "fulltext") else 0,
-        also=sorted({*near, *(i for w in windows for i in w.entry_ids), *telling}),
+        also=sorted({*near, *(i for w in windows for i in w.entry_ids), *telling, *voicing}),
         entity_ids=[e.id for e in named],
         session_ids=sessions,
         speakers=speakers,
@@ -229,11 +233,13 @@ async def recall(
     best = _best_lines(found.scored, windows, entries, speakers, other)
     vector = [*dict.fromkeys([*(i for i in near if i in entries), *best])]
     candidates = [*dict.fromkeys([*lexical, *vector])]
-    # "what did Mira say": the DM's lines voicing her by a marker ("(as Mira) ...", "I'm Mira now.") come first, as a
-    # speaker's own lines are the only ones shown when the question names a speaker
-    told = [i for i in telling if i in entries and _kept(entries[i], sessions, speakers, other)] + _voicing(
-        candidates, entries, named, query
-    )
+    # "what did Mira say": the lines in her voice come first, as a speaker's own lines are the only ones shown when
+    # the question names a speaker
+    told = [
+        i
+        for i in [*telling, *_voiced_first(voicing, candidates, entries, _topic(terms, named, query))]
+        if i in entries and _kept(entries[i], sessions, speakers, other)
+    ]
     said_by = _said_by(said, asker if rank.first_person(query) else None) if not speakers else set()
     mentioning = found.mentioning.intersection(candidates)
     said_ids = {i for i in candidates if i in entries and entries[i].speaker.casefold() in said_by}
@@ -340,22 +346,66 @@ def _cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
 
 
-def _voicing(
-    candidates: Sequence[int], entries: dict[int, lexical_ranker.Line], named: Sequence[_Called], query: str
-) -> list[int]:
-    """The ``candidates`` (in order) whose marker at the line's start (:func:`memory.text.voiced`) voices someone
-    ``query`` asks about as a speaker ("what did Mira say"): by the name asked, or a person's name, alias or first
-    name ("(as Quillon)" voices Quillon Ashgrove)."""
-    asked = {w.casefold() for w in rank.speaker_asked(query)}
-    if not asked:
-        return []
+def _voiced_forms(named: Sequence[_Called], query: str) -> set[str]:
+    """The names (casefolded) of whom ``query`` asks about as a speaker ("what did Mira say"): as asked, and a named
+    person's name, aliases and first name."""
+    asked = {" ".join(w.casefold().split()) for w in rank.speaker_asked(query)}
     forms = set(asked)
     for e in named:
         called = {" ".join(f.casefold().split()) for f in (e.name, *e.aliases, e.name.split()[0])}
         if e.person and called & asked:
             forms |= called
-    voices = {i: voice[0].casefold() for i in candidates if i in entries and (voice := voiced(entries[i].text))}
-    return [i for i, v in voices.items() if v in forms or v.split()[0] in forms]
+    return forms
+
+
+async def _voicing(mem: CampaignMemory, named: Sequence[_Called], query: str, sessions: list[int] | None) -> list[int]:
+    """The lines (the latest first) the session's narrator says in the voice of someone ``query`` asks about as a
+    speaker ("what did Mira say"), by the name asked, or a person's name, alias or first name ("(as Quillon)" voices
+    Quillon Ashgrove): by a marker at the line's start (:func:`memory.text.voiced`), and going on in it
+    (:func:`memory.offgame.voice_of`). Not a player's joke in a character's voice."""
+    forms = _voiced_forms(named, query)
+    if not forms:
+        return []
+
+    def asked_for(voice: str | None) -> bool:
+        words = (voice or "").casefold().split()
+        return bool(words) and (" ".join(words) in forms or words[0] in forms)
+
+    voicing: list[tuple[int, int, str]] = []  # (entry id, session id, speaker) of each line in the voice
+    for marked, *after in await mem.log.voicing(sorted(forms), sessions, reach=VOICE_LINES, limit=VOICING_DEPTH):
+        if not asked_for(voice_left(marked[3])):
+            continue
+        voicing += [marked[:3]] * asked_for(voice_of(marked[3], []))
+        for n, (entry_id, session_id, speaker, text) in enumerate(after):
+            # the lines between, latest first: the walk back stops at the marker
+            if asked_for(voice_of(text, [t for *_, t in reversed([marked, *after[:n]])])):
+                voicing.append((entry_id, session_id, speaker))
+    narrators = await mem.log.narrators() if voicing else {}
+    return list(dict.fromkeys(i for i, sid, who in voicing if narrators.get(sid) == who))
+
+
+def _voiced_first(
+    voicing: Sequence[int], candidates: Sequence[int], entries: Mapping[int, lexical_ranker.Line], topic: Sequence[str]
+) -> list[int]:
+    """The lines in a voice asked about (the latest first): those saying more of ``topic`` (stems) first, then those
+    found for the question, in order."""
+    place = {i: n for n, i in enumerate(candidates)}
+
+    def saying(i: int) -> int:
+        words = _WORDS.findall(entries[i].text.casefold())
+        return sum(any(w.startswith(stem) for w in words) for stem in topic)
+
+    return sorted((i for i in voicing if i in entries), key=lambda i: (-saying(i), place.get(i, len(place))))
+
+
+def _topic(terms: lexical_ranker.Query, named: Sequence[_Called], query: str) -> list[str]:
+    """The stems of the question but the words of whom it asks about as a speaker: what "what did Quillon say about
+    the lantern" asks him to have said."""
+    called = {w for form in _voiced_forms(named, query) for w in form.split()}
+    return [t.text for t in terms.terms if not any(w.startswith(t.text) or t.text.startswith(w) for w in called)]
+
+
+_WORDS = re.compile(r"\w+")
 
 
 def _said_by(voices: list[rank.Speaker], asker: str | None) -> set[str]:

@@ -20,7 +20,7 @@ from memory.extraction.salience import is_trivial
 from memory.gazetteer import Gazetteer
 from memory.graph import SecretMask
 from memory.models import Entry, Session
-from memory.offgame import DM_NAMES, Talk, is_table_talk, narrator, out_of_game, tells_story
+from memory.offgame import DM_NAMES, VOICE_LINES, Talk, is_table_talk, narrator, out_of_game, tells_story, voice_of
 from memory.text import clip, storable, voiced, without_hidden
 
 if TYPE_CHECKING:
@@ -292,7 +292,7 @@ def extractive_summary(
         part = [n for n in range(p * len(entries) // parts, (p + 1) * len(entries) // parts) if n in found]
         if part:
             best = max(part, key=lambda n: found[n].score)  # the first of equals
-            said[best] = _said_by(entries[best], found[best].text, narrates(entries[best]), gazetteer)
+            said[best] = _said_by(entries, best, found[best].text, narrates(entries[best]), gazetteer)
     involved = [i for i, _ in counts.most_common() if i in names and i in told]
     shown = [names[i] for i in involved if i not in secret]
     tail = [_INVOLVED + ", ".join(shown[:12])] if shown else []
@@ -301,15 +301,19 @@ def extractive_summary(
     return "\n".join([*said.values(), *tail]), involved
 
 
-def _said_by(entry: Entry, shown: str, narrating: bool, gazetteer: Gazetteer) -> str:
-    """``shown`` (of ``entry``) with who says it: the character the narrator voices by a marker at the line's start
-    naming a known one ("(as Quillon) I serve the Tidemother" is "Marcus (as Quillon Ashgrove): I serve ..."), else
-    the speaker."""
-    voice = voiced(entry.text) if narrating else None
-    known = gazetteer.find(voice[0]) if voice else []
-    if not voice or len(known) != 1 or known[0][1] - known[0][0] != len(voice[0]):
+def _said_by(entries: Sequence[Entry], n: int, shown: str, narrating: bool, gazetteer: Gazetteer) -> str:
+    """``shown`` (of line ``n`` of the session's ``entries``) with who says it: the known character the narrator
+    voices by a marker (:func:`memory.offgame.voice_of`: at the line's start, or at one of theirs just before it that
+    this one goes on from) naming one ("(as Quillon) I serve the Tidemother" is "Marcus (as Quillon Ashgrove): I
+    serve ..."), else the speaker."""
+    entry = entries[n]
+    before = [e.text for e in reversed(entries[max(0, n - VOICE_LINES) : n]) if e.speaker == entry.speaker]
+    voice = voice_of(entry.text, before) if narrating else None
+    known = gazetteer.find(voice) if voice else []
+    if not voice or len(known) != 1 or known[0][1] - known[0][0] != len(voice):
         return f"{entry.speaker}: {shown}"
-    marker = entry.text[: len(entry.text) - len(voice[1])].strip()
+    marked = voiced(entry.text)
+    marker = entry.text[: len(entry.text) - len(marked[1])].strip() if marked else ""
     return f"{entry.speaker} (as {known[0][2].name}): {shown.removeprefix(marker).strip()}"
 
 

@@ -669,6 +669,40 @@ class SessionLog:
         )
         return [_entry(r) for r in rows]
 
+    async def voicing(
+        self, names: Sequence[str], session_ids: Sequence[int] | None, *, reach: int, limit: int
+    ) -> list[list[tuple[int, int, str, str]]]:
+        """The latest ``limit`` lines (of ``session_ids``; None: any) saying one of ``names`` where a voice marker may
+        be (":func:`memory.text.voiced`"), each with its speaker's lines among the ``reach`` lines after it: (entry
+        id, session id, speaker, text) of each, in order (a DM voicing Mira goes on as her:
+        :func:`memory.offgame.voice_of`)."""
+        terms = " OR ".join(f'"{n}"' for n in dict.fromkeys(names) if n.strip() and '"' not in n)
+        if not terms:
+            return []
+        rows = await self.db.fetch(
+            r"""
+            WITH marked AS (
+                SELECT id, session_id, seq, speaker FROM session_entries
+                WHERE campaign_id = $1 AND tsv @@ websearch_to_tsquery('english', searchable($2))
+                  AND ($3::bigint[] IS NULL OR session_id = ANY($3::bigint[])) AND text ~ '[(\[][Aa][Ss]\s|I[''’]m\s'
+                ORDER BY id DESC LIMIT $5
+            )
+            SELECT m.id AS marked, e.id, e.session_id, e.speaker, e.text
+            FROM marked m JOIN session_entries e ON e.campaign_id = $1 AND e.session_id = m.session_id
+             AND e.seq BETWEEN m.seq AND m.seq + $4::int AND e.speaker = m.speaker
+            ORDER BY m.id DESC, e.seq
+            """,
+            self.campaign_id,
+            terms,
+            None if session_ids is None else list(session_ids),
+            reach,
+            limit,
+        )
+        out: dict[int, list[tuple[int, int, str, str]]] = {}
+        for r in rows:
+            out.setdefault(r["marked"], []).append((r["id"], r["session_id"], r["speaker"], r["text"]))
+        return list(out.values())
+
     async def told(self, session_ids: Sequence[int], rules: str) -> dict[int, tuple[str, set[int] | None]]:
         """Of each of these sessions that has lines: the digest of its lines and DM as they are now (and of the
         ``rules`` that read them), and the ids of the lines its narrator tells in the story kept for them

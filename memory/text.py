@@ -42,6 +42,19 @@ def voiced(text: str) -> tuple[str, str] | None:
     return (" ".join((m.group("as") or m.group("im")).split()), text[m.end() :]) if m else None
 
 
+#: A voice marker after narration: "She relaxes a little. (as Ottilie) A brother." (a name, not "(as usual)").
+_VOICE_LATER = re.compile(r"[(\[](?i:as)\s+([A-Z][^)\]\n]{0,39})[)\]]")
+
+
+def voice_left(text: str) -> str | None:
+    """Whom a line leaves its speaker voicing, as written: its last marker, at its start or after narration."""
+    later = _VOICE_LATER.findall(text)
+    if later:
+        return " ".join(later[-1].split())
+    marked = voiced(text)
+    return marked[0] if marked else None
+
+
 def clip(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` characters between words, an ellipsis saying it was; a word longer than
     two thirds of the room is cut in it."""

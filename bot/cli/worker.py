@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import time
 from collections.abc import Awaitable
 from datetime import timedelta
 
@@ -13,7 +14,7 @@ import click
 
 from bot.cli import cli
 from bot.cli.common import async_command, database_of, freeze_start_up, log, log_progress, open_memory, settings_from
-from bot.cli.progress import Stage, StageProgress, watch
+from bot.cli.progress import Stage, StageProgress, clock, watch
 from memory import jobs
 from memory.text import counted
 
@@ -42,12 +43,22 @@ async def worker(ctx: click.Context, drain: bool, heartbeat_timeout: int) -> Non
     async with open_memory(settings, keep_running=not drain) as memory:
         freeze_start_up(tables=settings.llm_enabled)  # stage 2 needs the campaign's correction index
         click.echo("worker started", err=True)
+        started = time.monotonic()
         log.info("database: %s; the jobs of every campaign", database_of(settings))
         work = jobs.run_workers(
             memory.pool, settings, stop, drain=drain, heartbeat_timeout=timedelta(seconds=heartbeat_timeout)
         )
         ctx_ = await (drained_showing(memory.pool, work) if drain else work)
-    click.echo(f"worker stopped: {counted(ctx_.chunks_written, 'chunk')} written", err=True)
+    click.echo(stopped_line(ctx_, time.monotonic() - started), err=True)
+
+
+def stopped_line(ctx: jobs.JobContext, seconds: float) -> str:
+    """What a worker did, said as it stops: the last line a drain prints, under its progress bar."""
+    held = " (`lorekeeper jobs list` says why)" if ctx.jobs_failed else ""
+    return (
+        f"worker stopped: {counted(ctx.jobs_done + ctx.jobs_failed, 'job')} run, {ctx.jobs_failed} failed{held}, "
+        f"in {clock(seconds)}; {counted(ctx.chunks_written, 'chunk')} written"
+    )
 
 
 async def drained_showing(
@@ -71,10 +82,14 @@ async def drained_showing(
 
     shown = shown or StageProgress()
     watcher = asyncio.create_task(watch(poll, shown, interval=interval))
+    ended = False
     try:
-        return await work
+        result = await work
+        ended = True
     finally:
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
-        shown.close()
+        # the bar ends at what was done, not where its last look left it ("2 of 3" above "worker stopped")
+        shown.close(await poll() if ended else None)
+    return result

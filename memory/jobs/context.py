@@ -29,6 +29,8 @@ class JobContext:
     chunk_settings: ChunkSettings = field(default_factory=ChunkSettings)
     embed_stats: EmbedStats = field(default_factory=EmbedStats)
     chunks_written: int = 0
+    jobs_done: int = 0  # the jobs this worker ran to their end (their session gone: skipped)
+    jobs_failed: int = 0  # those held after their last try
 
 
 def make_job_context(memory: Memory, settings: Any) -> JobContext:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 from datetime import timedelta
@@ -131,9 +132,12 @@ _MAX_ATTEMPTS = 6
 _RETRY_DELAYS = (timedelta(seconds=2), timedelta(seconds=30))  # the first and the longest
 
 
+@dataclasses.dataclass
 class _RetryOutages(DatabaseRetryEntrypointExecutor):
     """pgqueuer's retries with backoff, for outages only: a :class:`BadJobError` would fail the same way every
-    time, so it is held at once instead of delaying a drain by a minute of tries."""
+    time, so it is held at once instead of delaying a drain by a minute of tries. ``ctx`` counts the jobs held."""
+
+    ctx: JobContext | None = None
 
     async def execute(self, job: pgq_models.Job, context: pgq_models.Context) -> None:
         try:
@@ -142,8 +146,16 @@ class _RetryOutages(DatabaseRetryEntrypointExecutor):
             # the base class turns every error into a retry; a slow LLM was asked three times already by the
             # client: the job is held (run again at the next worker start or `jobs retry`), not asked 15 times more
             if isinstance(retry.__cause__, BadJobError | LLMTimeout):
+                self._held()
                 raise retry.__cause__ from retry.__cause__.__cause__
             raise
+        except Exception:
+            self._held()  # its last try
+            raise
+
+    def _held(self) -> None:
+        if self.ctx is not None:
+            self.ctx.jobs_failed += 1
 
 
 def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
@@ -159,8 +171,9 @@ def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
             try:
                 if await _session_exists(pool, campaign_id, session_id):
                     if name == SUMMARY and await _summary_put_off(pool, job, campaign_id, session_id):
-                        return
+                        return  # the one queued in its place is counted
                     await fn(ctx, campaign_id, session_id, **extra)
+                    ctx.jobs_done += 1
                     return
             except Exception as exc:
                 if is_outage(exc):
@@ -173,6 +186,7 @@ def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
                 if await _session_exists(pool, campaign_id, session_id):
                     raise BadJobError(f"{type(exc).__name__}: {exc}") from exc
             # Its campaign (or the session, one nothing was said in) was deleted before or while it ran.
+            ctx.jobs_done += 1
             log.info(
                 "%s job %s skipped: session %d of campaign %d no longer exists", name, job.id, session_id, campaign_id
             )
@@ -188,6 +202,7 @@ def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
                 max_attempts=_MAX_ATTEMPTS,
                 initial_delay=_RETRY_DELAYS[0],
                 max_delay=_RETRY_DELAYS[1],
+                ctx=ctx,
             ),
         )
 

@@ -3,11 +3,16 @@ names are suggested, `-c` says where a campaign file goes, and `campaign info` s
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+
+import asyncpg
+
+from memory import jobs
 
 Lk = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -159,14 +164,30 @@ def test_campaign_delete_asks_in_the_singular_for_one(lk: Lk) -> None:
     assert "delete 'T' with 0 sessions, 0 log entries and 1 entity? This cannot be undone" in asked.stderr
 
 
-def test_worker_drain_says_one_chunk_in_the_singular(lk: Lk, tmp_path: Path) -> None:
-    """`lorekeeper worker --drain` after a short import ended with "worker stopped: 1 chunks written"."""
+def test_worker_drain_ends_saying_what_it_did(lk: Lk, tmp_path: Path, fresh_dsn: str) -> None:
+    """`lorekeeper worker --drain` ended under its last look at the queue ("jobs done 2 of 3 jobs (about 0:03
+    left)") with "worker stopped: 1 chunks written": not how many jobs ran or failed, nor how long it took."""
     assert lk("campaign", "create", "T").returncode == 0
     (night := tmp_path / "night.txt").write_text("DM: Korvash slams the door.\nAna: We should ask Korvash.\n")
-    assert lk("ingest", str(night)).returncode == 0
+    assert lk("ingest", str(night)).returncode == 0  # a chunk, an extract and a summary job
+
+    async def queue_a_bad_job() -> None:  # a summary job of no session: held at once
+        conn = await asyncpg.connect(fresh_dsn)
+        try:
+            await conn.execute(
+                "INSERT INTO pgqueuer (priority, status, entrypoint, payload) VALUES (0, 'queued', $1, $2)",
+                jobs.SUMMARY,
+                json.dumps({"campaign_id": 1}).encode(),
+            )
+        finally:
+            await conn.close()
+
+    asyncio.run(queue_a_bad_job())
     done = lk("worker", "--drain")
     assert done.returncode == 0, done.stderr
-    assert done.stderr.splitlines()[-1] == "worker stopped: 1 chunk written"
+    last = done.stderr.splitlines()[-1]
+    said = r"worker stopped: 4 jobs run, 1 failed \(`lorekeeper jobs list` says why\), in 0:\d\d; 1 chunk written"
+    assert re.fullmatch(said, last), done.stderr
 
 
 def test_campaign_info_counts_an_import_waiting_for_review(lk: Lk, tmp_path: Path) -> None:

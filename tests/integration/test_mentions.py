@@ -260,8 +260,8 @@ async def test_a_person_called_by_first_name_is_mentioned_and_a_pc_played_takes_
     campaign: CampaignMemory, memory: Memory, embedder: MiniLMEmbedder, pool: asyncpg.Pool
 ) -> None:
     """A home table calls characters by their first name ("Quillon", for Quillon Ashgrove), and "Wren" is also an
-    English word: none of those lines named them, nor did a PC whose player spoke but was never named take part.
-    The longest name at a place wins: "the Order of the Pale Lantern" names the order, not the item."""
+    English word ("Wren bows."): none of those lines named them, nor did a PC whose player spoke but was never named
+    take part. The longest name at a place wins: "the Order of the Pale Lantern" names the order, not the item."""
     graph = campaign.graph
     quillon = await graph.add_entity(EntityIn(name="Quillon Ashgrove", type=EntityType.npc))
     wren = await graph.add_entity(
@@ -279,7 +279,8 @@ async def test_a_person_called_by_first_name_is_mentioned_and_a_pc_played_takes_
     session = await campaign.log.start_session("Night 1")
     said = [
         ("DM", "You meet Quillon at the docks. He hands Wren the Pale Lantern."),
-        ("Priya", "Wren bows."),  # an English word at a sentence's start: the word as often as the name
+        ("Priya", "Wren bows."),  # an English word at a sentence's start, doing something: the name
+        ("Priya", "Wren is a bird, right?"),  # at a sentence's start, nothing done: the word as often as the name
         ("DM", "The Order of the Pale Lantern guards the fen. Sister waits."),  # "Sister" is a title
         ("JULES", "I pick the lock."),
         ("DM", "the wren sings. quillon"),  # no capital: no name
@@ -297,10 +298,10 @@ async def test_a_person_called_by_first_name_is_mentioned_and_a_pc_played_takes_
         return [m.text for m in (await mentions(campaign.db, campaign.campaign_id, entity_id)).lines][::-1]
 
     assert await lines(quillon.id) == [said[0][1]]
-    assert await lines(wren.id) == [said[0][1]]
+    assert await lines(wren.id) == [said[0][1], said[1][1]]
     assert await lines(sister.id) == []
     assert await lines(lantern.id) == [said[0][1]]  # not "the Order of the Pale Lantern"
-    assert await lines(order.id) == [said[2][1]]
+    assert await lines(order.id) == [said[3][1]]
     took_part = {
         r["source_id"]
         for r in await pool.fetch(

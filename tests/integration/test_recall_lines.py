@@ -269,6 +269,31 @@ async def test_what_an_npc_said_is_what_the_dm_voiced_her_saying(campaign: Campa
         assert [line.entry_id for line in first.lines if line.matched] == [line], question
 
 
+async def test_what_an_npc_said_is_every_line_the_dm_says_in_her_voice(campaign: CampaignMemory) -> None:
+    """A DM marks a voice once and goes on in it, the players answering between: "what did Quillon say about the
+    lantern?" missed "I betrayed no one. … The lantern was never a ward." two lines after "I'm Quillon now."."""
+    await campaign.graph.add_entity(EntityIn(name="Quillon Ashgrove", type=EntityType.npc))
+    table = [("Dana", "Wait, what?"), ("Priya", "Oh no."), ("Rob", "Hmm.")]
+    quillon = [
+        ("Marcus", "I'm Quillon now. Thank you, Brother Ozzick. You were cheap."),
+        ("Rob", "Oz says, you killed her."),
+        *table,
+        ("Marcus", "I betrayed no one. I serve the Tidemother. The lantern was never a ward, it is a beacon."),
+        *table,
+        ("Marcus", "The lantern in your hand is getting colder. You hear singing."),  # narration: not his
+        *table,
+        ("Marcus", "I told you, the lantern is a beacon."),  # the voice ended there: the DM's
+        *table,
+        ("Rob", "(as Quillon) I love my lantern so much."),  # a player's joke
+    ]
+    filler = [("Marcus", text) for _, text in FILLER]  # the DM of Night 3 (he says the most)
+    ids = await said(campaign, "Night 3", [*filler, *quillon, *filler[:4]])
+    hits = await recall(campaign, None, "what did Quillon say about the lantern?", limit=3, mode="fulltext")
+    assert [line.entry_id for line in hits[0].answering()] == [ids[35]]
+    hits = await recall(campaign, None, "what did Quillon say?", limit=3, mode="fulltext")
+    assert [hit.answering()[0].entry_id for hit in hits[:2]] == [ids[30], ids[35]]
+
+
 async def test_neighbouring_lines_that_score_are_one_hit(campaign: CampaignMemory) -> None:
     ids = await said(
         campaign,

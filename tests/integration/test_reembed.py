@@ -147,3 +147,4 @@ async def test_the_drain_of_a_reembed_says_how_many_jobs_are_done_in_a_log(
     assert lines[0] == "background jobs: jobs done 0 of 4 jobs" and all(said), lines
     done = [int(m[1]) for m in said if m]
     assert done == sorted(done) and done[-1] >= 2, lines
+    assert lines[-1] == "background jobs: jobs done 4 of 4 jobs"  # where it ended, not where it was last looked at

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from memory.extraction.schema import KnownEntity
 from memory.gazetteer import Gazetteer
 from memory.models import Correction, EntityType, Entry
@@ -138,3 +140,29 @@ def test_an_alias_written_in_lower_case_with_its_article_counts_as_written() -> 
 
     assert named("We row out to the abbey.") == [1] and named("The Abbey sinks.") == [1]
     assert named("Then the abbot laughs.") == [] and named("Then the Abbot laughs.") == [2]
+
+
+PEOPLE = [known(1, "Wren Halloway"), known(2, "Quillon Ashgrove")]
+WREN = Gazetteer(PEOPLE, people=PEOPLE)
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("Wren stands up.", True),  # an English word at a sentence's start, doing something: the name
+        ("Ooh. Wren makes a note.", True),
+        ("Wren says, we'll do it.", True),
+        ("It staggers. Wren, you're up.", True),  # spoken to
+        ("He hands Wren the lantern.", True),  # inside a sentence, as before
+        ("Wren is a small brown bird.", False),  # "is", "was", "has": not what the person does
+        ("Wren.", False),  # alone: "Mark.", "Grace." are the word as often
+        ("Wren's bow is strung.", False),
+        ("the wren stands up.", False),  # no capital
+        ("Quillon nods.", True),  # not an English word: anywhere, as before
+    ],
+)
+def test_an_english_first_name_at_a_sentences_start_names_the_person_doing_something(text: str, named: bool) -> None:
+    """ "Wren stands up." named no one: a first name that is an English word counted only inside a sentence. At its
+    start, followed by a verb in -s or "you", it is the person (CRD3: 40 of Pike, Percy and Caleb's sentence starts,
+    one of 73 of 127 everyday words a name could be)."""
+    assert bool(WREN.find(text)) is named

@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from memory.offgame import Talk, dm_speaker, is_table_talk, line_talk, session_talk, tells_last_session
+from memory.offgame import (
+    VOICE_LINES,
+    Talk,
+    dm_speaker,
+    is_table_talk,
+    line_talk,
+    session_talk,
+    tells_last_session,
+    voice_of,
+)
 
 LABELS = Path(__file__).resolve().parents[1] / "data" / "offgame_crd3_labels.json"
 
@@ -314,3 +323,39 @@ def test_dm_inside_a_word_or_a_master_alone_names_no_game_master(label: str) -> 
 def test_with_no_label_the_dm_is_who_said_the_most_and_that_is_a_guess() -> None:
     assert dm_speaker({"MATT": 5000, "SAM": 900}) == ("MATT", True)
     assert dm_speaker({}) == ("", True)
+
+
+#: Night 3 of a home campaign: the DM voices Quillon by a marker, the players answer him, the DM goes on as him.
+VOICED = [
+    ("Marcus", "He stands up and turns around, and he's smiling."),
+    ("Marcus", "I'm Quillon now. Thank you, Brother Ozzick. I could not carry the lantern down the stair myself."),
+    ("Rob", "Oz says, you killed her."),
+    ("Marcus", "I did not kill her. The Choir took her home. As they took my brothers."),
+    ("Priya", "Wren draws her bow. Why us?"),
+    ("Marcus", "\u201cThe lantern must be carried down by a faithful hand. You were cheap.\u201d"),
+    ("Dana", "Thess says, you betrayed us."),
+    ("Marcus", "I betrayed no one. I serve the Tidemother. The lantern was never a ward. It is a beacon."),
+    ("Rob", "Can I roll religion to know about the Tidemother?"),
+    ("Marcus", "Sure, religion check."),  # the DM to the table: the voice ends
+    ("Marcus", "Oz has never heard that name. I think you'd know it if you had."),  # no marker since
+    ("Marcus", "(as Mira) Grab the pole, you fools!"),
+    ("Marcus", "Mira hauls you up. She is furious."),  # narration ends it
+    ("Marcus", "I told you not to bring that light onto the water."),
+    ("Marcus", "She smiles. (as Tamsin) You came for me."),  # a marker after narration: the line is narration
+    ("Marcus", "I thought no one would come."),
+    ("Marcus", "Okay, I think we'll wrap there."),  # the DM back to the table
+]
+
+
+def test_a_dm_voicing_a_character_goes_on_in_the_voice_until_they_narrate() -> None:
+    """A home DM marks a voice once ("I'm Quillon now.", "(as Mira)") and goes on in it over their next lines, the
+    players answering between; their narration, rules talk, "Okay…" to the table or another marker ends it."""
+    voices = [
+        voice_of(text, [t for who, t in reversed(VOICED[max(0, n - VOICE_LINES) : n]) if who == speaker])
+        for n, (speaker, text) in enumerate(VOICED)
+    ]
+    held = [None, "Quillon", None, "Quillon", None, "Quillon", None, "Quillon", None, None, None, "Mira", None, None]
+    assert voices == [*held, None, "Tamsin", None]
+    # no further than VOICE_LINES lines of the session on
+    far = [("Marcus", "(as Mira) Sit low."), *[("Rob", "I row.")] * VOICE_LINES, ("Marcus", "I said sit low.")]
+    assert voice_of(far[-1][1], [t for who, t in reversed(far[-VOICE_LINES - 1 : -1]) if who == "Marcus"]) is None

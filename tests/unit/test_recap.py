@@ -74,6 +74,19 @@ def test_the_recap_credits_the_character_the_dm_voices_by_a_marker() -> None:
     assert "Mira: (as the guard) The Ember Key stays in Ironhold tonight, friends." in summarise(said)
 
 
+def test_the_dms_next_lines_in_the_voice_are_the_characters_too() -> None:
+    """ "(as Eldrinax) …" then the players answer and the DM goes on in his voice: only the marked line was his. The
+    voice lasts until the DM narrates again."""
+    said = [("Mira", "(as Eldrinax) Kneel."), ("Ana", "Never! Where is the key?")]
+    said += [("Mira", "I have waited a thousand years for the Ember Key, and Ironhold will burn for it.")]
+    said += [*chatter(3), ("Mira", "The dragon Eldrinax spreads his wings over the towers of Ironhold at dawn.")]
+    lines = summarise(said)
+    assert (
+        "Mira (as Eldrinax): I have waited a thousand years for the Ember Key, and Ironhold will burn for it." in lines
+    )
+    assert "Mira: The dragon Eldrinax spreads his wings over the towers of Ironhold at dawn." in lines, lines
+
+
 def test_rules_and_table_talk_are_not_the_recap() -> None:
     """Each part holds a line of rules talk naming two entities and a line of story naming one: the story is told."""
     said = []
