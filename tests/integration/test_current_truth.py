@@ -124,3 +124,40 @@ async def test_a_family_tie_said_from_the_other_side_is_the_same_fact(campaign: 
         "Ilsa Varn —sibling_of→ Serah Dunmore",
         "Serah Dunmore —spouse_of→ Ilsa Varn",
     ]
+
+
+async def test_players_read_a_new_holder_stated_from_either_end_as_closing_the_one_a_secret_fact_replaced(
+    campaign: CampaignMemory,
+) -> None:
+    """A secret fact closes the public one only for the DM: players read that one until a fact they see closes it,
+    by the DM's rule, inverses too. "Vex has the Bow" after "the Bow owned_by Keyleth" and a secret holder left
+    players two current holders (task yb, item 1)."""
+    g = campaign.graph
+    for name, kind in [("Bow", EntityType.item), ("Greywatch", EntityType.place)]:
+        await g.add_entity(EntityIn(name=name, type=kind))
+    for name in ("Keyleth", "Percy", "Vex", "Serah", "Balcor", "Greta"):
+        await g.add_entity(EntityIn(name=name, type=EntityType.npc))
+    bow, greywatch = await g.get_entity("Bow"), await g.get_entity("Greywatch")
+
+    async def players_read(entity_id: int) -> list[str]:
+        return [r.describe() for r in await g.relationships_of(entity_id)]
+
+    await g.link("Bow", "owned_by", "Keyleth")
+    await g.link("Bow", "owned_by", "Percy", secret=True)
+    assert await players_read(bow.id) == ["Bow —owned_by→ Keyleth"]  # they never learned of Percy
+    await g.link("Vex", "has", "Bow")
+    assert await players_read(bow.id) == ["Vex —has→ Bow"]
+    # and the other way round: a ruler stated as leader_of, closed for players by a ruled_by
+    await g.link("Serah", "leader_of", "Greywatch")
+    await g.link("Greywatch", "ruled_by", "Balcor", secret=True)
+    assert await players_read(greywatch.id) == ["Serah —leader_of→ Greywatch"]
+    await g.link("Greywatch", "ruled_by", "Greta")
+    assert await players_read(greywatch.id) == ["Greywatch —ruled_by→ Greta"]
+    past = await g.relationships_of(greywatch.id, include_history=True)
+    assert [(r.describe(), r.valid_to is None) for r in past if r.source_id != greywatch.id] == [
+        ("Serah —leader_of→ Greywatch", False)
+    ]
+    # Vex may hold other things: a holder of another item closes nothing for players either
+    await g.add_entity(EntityIn(name="Dagger", type=EntityType.item))
+    await g.link("Vex", "has", "Dagger")
+    assert await players_read(bow.id) == ["Vex —has→ Bow"]
