@@ -8,7 +8,7 @@ import functools
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -197,9 +197,13 @@ class FactKey(BaseModel):
         return self.model_copy(update={"type": type, "source_id": source_id, "target_id": target_id})
 
 
-def one_way(type: str, source_id: int, target_id: int | None) -> tuple[str, int, int | None]:
+_End = TypeVar("_End", int, str)  # an entity's id, or its name in a campaign file
+
+
+def one_way(type: str, source_id: _End, target_id: _End | None) -> tuple[str, _End, _End | None]:
     """An edge as the graph weighs it, ``(type, source, target)``: one of an inverse type as its other end states it
-    ("Mira has the Sunblade" as "Sunblade owned_by Mira"), any other fact as it is."""
+    ("Mira has the Sunblade" as "Sunblade owned_by Mira"), any other fact as it is. The ends are ids, or the names
+    a campaign file gives them (its conflict check weighs its facts so)."""
     if target_id is not None and type in INVERSE:
         return INVERSE[type], target_id, source_id
     return type, source_id, target_id
