@@ -13,7 +13,7 @@ import asyncpg
 from memory.db import transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.graph.lookup import EntityLookup
-from memory.graph.rules import SINGLE_VALUED, can_contradict, other_end, status_for, vouched
+from memory.graph.rules import SINGLE_VALUED, can_contradict, stated_as, status_for, vouched
 from memory.graph.sql import (
     CONTRADICTED,
     FILED,
@@ -88,11 +88,15 @@ class Facts(EntityLookup):
             ORDER BY r.status = 'accepted' DESC LIMIT 1
             """
         existing = await self.db.fetchrow(query, self.campaign_id, rel.source_id, [rel.type], rel.target_id, rel.value)
-        if existing is None and rel.target_id is not None and (others := other_end(rel.type)):
-            # a symmetric fact (allied_with) or an inverse one ("Mira has the Sunblade", "the Sunblade owned_by
-            # Mira") stated from the other end is the same fact; asked apart, so the usual lookup keeps its index
-            existing = await self.db.fetchrow(query, self.campaign_id, rel.target_id, others, rel.source_id, None)
-        return existing
+        if existing is not None or rel.target_id is None:
+            return existing
+        # the same fact in other words ("the Circle led_by Greta", "ruled_by") or from the other end (allied_with;
+        # "Mira has the Sunblade", "the Sunblade owned_by Mira"); asked apart, so the usual lookup keeps its index
+        same, other = stated_as(rel.type)
+        for source, types, target in ((rel.source_id, same, rel.target_id), (rel.target_id, other, rel.source_id)):
+            if types and (existing := await self.db.fetchrow(query, self.campaign_id, source, types, target, None)):
+                return existing
+        return None
 
     async def _add_evidence(self, fact: Relationship, said: Provenance) -> Relationship:
         """``fact`` said again (Night 3 repeats Night 2's "Mira has the Sunblade"): the new lines join the ones it

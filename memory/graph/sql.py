@@ -10,6 +10,7 @@ import asyncpg
 from memory.graph.rules import SINGLE_VALUED, VOUCHING_SOURCES, one_way
 from memory.models import (
     INVERSE,
+    SYNONYM,
     Entity,
     Provenance,
     Relationship,
@@ -48,11 +49,13 @@ FACT_COLUMNS = (
 )
 
 
-def _inverses_of(type: str) -> str:
-    """SQL: the inverse types of the type ``type`` (an expression; :data:`~memory.models.INVERSE`), an array."""
+def _stated_as(type: str, turned: bool) -> str:
+    """SQL: the types that state an edge of the type ``type`` (an expression, as :func:`~memory.graph.rules.one_way`
+    weighs a fact) from the same end in other words (:data:`~memory.models.SYNONYM`), or if ``turned`` from the
+    other end (:data:`~memory.models.INVERSE`), an array."""
+    kin = INVERSE if turned else SYNONYM
     whens = " ".join(
-        f"WHEN '{of}' THEN ARRAY[{', '.join(repr(t) for t in sorted(INVERSE) if INVERSE[t] == of)}]"
-        for of in sorted(set(INVERSE.values()))
+        f"WHEN '{of}' THEN ARRAY[{_listed(t for t in kin if kin[t] == of)}]" for of in sorted(set(kin.values()))
     )
     return f"CASE {type} {whens} ELSE ARRAY[]::text[] END"
 
@@ -62,7 +65,9 @@ def _one_way(fact: str) -> tuple[str, str, str, str]:
     and target, and whether that type is single-valued (the types: constants, not input)."""
     inverse = f"({fact}.target_id IS NOT NULL AND {fact}.type IN ({_listed(INVERSE)}))"
     turned = " ".join(f"WHEN '{t}' THEN '{of}'" for t, of in sorted(INVERSE.items()))
-    type = f"(CASE WHEN {inverse} THEN CASE {fact}.type {turned} END ELSE {fact}.type END)"
+    worded = " ".join(f"WHEN '{t}' THEN '{of}'" for t, of in sorted(SYNONYM.items()))
+    type = f"""(CASE WHEN {inverse} THEN CASE {fact}.type {turned} END
+                  ELSE CASE {fact}.type {worded} ELSE {fact}.type END END)"""
     return (
         f"(CASE WHEN {inverse} THEN {fact}.target_id ELSE {fact}.source_id END)",
         type,
@@ -79,13 +84,14 @@ def _listed(types: Iterable[str]) -> str:
 def weighs_against(fact: str, source: str, type: str, target: str, single: str) -> str:
     """SQL: whether the stored fact ``fact`` (an alias) is one a fact given as :func:`memory.graph.rules.one_way`
     weighs it (SQL: its entity ``source``, ``type``, ``target``, NULL for a value, and whether the type is
-    ``single``-valued) would close, but for saying the same: of that entity and type, stated so or from its other
-    end ("Vex has the Bow" beside "the Bow owned_by Keyleth"), and of its kind (both edges or both values) unless
-    the type is single-valued. The one rule of what closes what: the DM's (:data:`CONTRADICTED`) and the players'
-    (``PLAYERS_FACTS``)."""
-    return f"""(({fact}.source_id = {source} AND {fact}.type = {type}
+    ``single``-valued) would close, but for saying the same: of that entity and type, stated so, in other words
+    ("the Circle led_by Greta" for "ruled_by") or from its other end ("Vex has the Bow" beside "the Bow owned_by
+    Keyleth"), and of its kind (both edges or both values) unless the type is single-valued. The one rule of what
+    closes what: the DM's (:data:`CONTRADICTED`) and the players' (``PLAYERS_FACTS``)."""
+    worded = f"{fact}.type = ANY({_stated_as(type, False)})"
+    return f"""(({fact}.source_id = {source} AND ({fact}.type = {type} OR {worded})
                   AND (({fact}.target_id IS NULL) = ({target} IS NULL) OR {single}))
-                 OR ({fact}.target_id = {source} AND {fact}.type = ANY({_inverses_of(type)})
+                 OR ({fact}.target_id = {source} AND {fact}.type = ANY({_stated_as(type, True)})
                      AND ({target} IS NOT NULL OR {single})))"""
 
 
@@ -148,7 +154,7 @@ def relationship_from_row(row: asyncpg.Record) -> Relationship:
 CONTRADICTED = f"""
     campaign_id = $1 AND id IS DISTINCT FROM $2 AND status = 'accepted' AND valid_to IS NULL
     AND {weighs_against("relationships", "$3", "$4", "$5::bigint", "$8")}
-    AND (CASE WHEN source_id = $3 AND type = $4 THEN target_id ELSE source_id END, value)
+    AND (CASE WHEN target_id = $3 AND type = ANY({_stated_as("$4", True)}) THEN source_id ELSE target_id END, value)
         IS DISTINCT FROM ($5::bigint, $6::text)
 """
 

@@ -161,3 +161,33 @@ async def test_players_read_a_new_holder_stated_from_either_end_as_closing_the_o
     await g.add_entity(EntityIn(name="Dagger", type=EntityType.item))
     await g.link("Vex", "has", "Dagger")
     assert await players_read(bow.id) == ["Vex —has→ Bow"]
+
+
+async def test_a_leader_or_a_killer_in_other_words_is_the_same_relation(campaign: CampaignMemory) -> None:
+    """ "led_by" is "ruled_by" in other words, so the other end of "leader_of": a new leader stated any of the three
+    ways closes the old, and the same one again is "already linked"; "killed" and "killed_by", kin and allies stated
+    from either end or in other words are one fact (task yb, item 3)."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="The Iron Circle", type=EntityType.faction))
+    for name in ("Greta", "Balcor", "Serah", "Jazna", "Grog", "Ilsa"):
+        await g.add_entity(EntityIn(name=name, type=EntityType.npc))
+    circle = await g.get_entity("The Iron Circle")
+    await g.link("The Iron Circle", "led_by", "Greta")
+    assert (await g.link("Greta", "leader_of", "The Iron Circle")).outcome == "already linked"
+    assert (await g.link("The Iron Circle", "ruled_by", "Greta")).outcome == "already linked"
+    linked = await g.link("Balcor", "leader_of", "The Iron Circle")
+    assert [r.describe() for r in linked.closed] == ["The Iron Circle —led_by→ Greta"]
+    linked = await g.link("The Iron Circle", "led_by", "Serah")
+    assert [r.describe() for r in linked.closed] == ["Balcor —leader_of→ The Iron Circle"]
+    assert [r.describe() for r in await g.relationships_of(circle.id)] == ["The Iron Circle —led_by→ Serah"]
+
+    await g.link("Grog", "killed", "Jazna")
+    assert (await g.link("Jazna", "killed_by", "Grog")).outcome == "already linked"
+    await g.link("Ilsa", "parent_of", "Serah")
+    assert (await g.link("Serah", "child_of", "Ilsa")).outcome == "already linked"
+    await g.link("Ilsa", "ally_of", "Greta")
+    assert (await g.link("Greta", "allied_with", "Ilsa")).outcome == "already linked"
+    assert (await g.link("Ilsa", "allied_with", "Greta")).outcome == "already linked"
+    # one may have several children and allies
+    assert (await g.link("Ilsa", "parent_of", "Jazna")).closed == []
+    assert (await g.link("Ilsa", "ally_of", "Grog")).closed == []

@@ -452,6 +452,9 @@ def test_a_relation_stated_from_its_other_end_is_weighed_as_the_graph_weighs_it(
     holders += "  - {source: Bow, type: owned_by, target: Serah}\n  - {source: Serah, type: has, target: Bow}\n"
     assert len(parse_campaign_file(holders, "castle.yaml").relationships) == 4  # each fact once, from either end
     assert [p.line for p in refused(holders + "  - {source: Balcor, type: carried, target: Bow}\n").problems] == [11]
+    # "led_by" is "ruled_by" in other words
+    led = text.replace("type: ruled_by, target: Serah", "type: led_by, target: Serah")
+    assert [p.line for p in refused(led).problems] == [8]
     # one may lead several places, and hold several things
     many = (
         holders
