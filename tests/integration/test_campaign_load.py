@@ -205,6 +205,33 @@ relationships:
     ]
 
 
+async def test_a_load_says_which_holder_or_ruler_a_fact_stated_from_the_other_end_replaced(
+    campaign: CampaignMemory,
+) -> None:
+    """A reload's "Vex has the Bow" closes "the Bow owned_by Keyleth" but the load did not say so, as it weighed
+    the fact as Vex's: it is the Bow's, told as its owner (task yb)."""
+    world = """
+entities:
+  - {name: Bow, type: item}
+  - {name: Keyleth, type: npc}
+  - {name: Vex, type: npc}
+  - {name: The Circle, type: faction}
+relationships:
+"""
+    first = (
+        world
+        + "  - {source: Bow, type: owned_by, target: Keyleth}\n"
+        + "  - {source: Keyleth, type: leader_of, target: The Circle}\n"
+    )
+    await apply_campaign_file(campaign, parse_campaign_file(first, "first.yaml"))
+    second = world + "  - {source: Vex, type: has, target: Bow}\n  - {source: The Circle, type: led_by, target: Vex}\n"
+    report = await apply_campaign_file(campaign, parse_campaign_file(second, "second.yaml"))
+    assert [(c.entity, c.change) for c in report.changes] == [
+        ("Bow", "fact owned_by: Keyleth → Vex"),
+        ("The Circle", "fact led_by: Keyleth → Vex"),
+    ]
+
+
 async def test_a_load_says_which_heard_as_phrases_it_taught_are_everyday_english(campaign: CampaignMemory) -> None:
     """As `/entity edit` says it: every "card" said at the table is written the name from then on."""
     first = """
