@@ -20,14 +20,15 @@ from memory.graph.sql import (
     REL_SELECT,
     VOUCHED,
     contradicting,
+    one_way_of,
     rel_select,
     relationship_from_row,
     said_at,
     stands_over,
     visible,
+    weighs_against,
 )
 from memory.models import (
-    SYMMETRIC,
     LinkResult,
     Provenance,
     Relationship,
@@ -387,17 +388,19 @@ class Facts(EntityLookup):
         rel_type = RelationshipIn(source_id=s.id, type=type).type
         rows = await self.db.fetch(
             """
-            SELECT id, status, valid_to, superseded_by FROM relationships WHERE campaign_id = $1 AND type = $3
-              AND ((source_id = $2 AND (target_id = $4 OR (target_id IS NULL AND lower(value) = lower($5))))
-                   OR ($6 AND source_id = $4 AND target_id = $2))  -- a symmetric fact, stated from the other end
+            SELECT id, status, valid_to, superseded_by FROM relationships WHERE campaign_id = $1
+              AND ((type = ANY($3::text[]) AND source_id = $2
+                    AND (target_id = $4 OR (target_id IS NULL AND lower(value) = lower($5))))
+                   -- the fact from the other end ("Vex has the Bow" of "the Bow owned_by Vex"; allied_with)
+                   OR (type = ANY($6::text[]) AND source_id = $4 AND target_id = $2))
             ORDER BY id DESC
             """,
             self.campaign_id,
             s.id,
-            rel_type,
+            [rel_type, *(stated := stated_as(rel_type))[0]],  # or in other words: "led_by" of "ruled_by"
             t.id if t is not None else None,
             target.strip(),
-            rel_type in SYMMETRIC,
+            stated[1],
         )
         if not rows and t is None:
             raise NotFoundError(
@@ -442,26 +445,25 @@ class Facts(EntityLookup):
         for row in sorted(closed, key=lambda r: (r["valid_from"], r["id"]), reverse=True):
             if row["id"] in doomed:
                 continue
-            # Another accepted current fact of its type and kind either contradicts it or is the same fact, and any
-            # current copy of it (pending too) is one copy too many (migration 0004).
+            # Another accepted current fact of its type and kind, stated from either end (the one rule of
+            # ``weighs_against``), either contradicts it or is the same fact, and any current copy of it (pending
+            # too) is one copy too many (migration 0004).
             opened = await self.db.fetchval(
-                """
+                f"""
                 UPDATE relationships o SET valid_to = NULL, superseded_by = NULL
                 WHERE o.campaign_id = $1 AND o.id = $2 AND o.status = 'accepted' AND o.valid_to IS NOT NULL
                   AND NOT EXISTS (
                     SELECT 1 FROM relationships c
-                    WHERE c.campaign_id = $1 AND c.source_id = o.source_id AND c.type = o.type
-                      AND c.valid_to IS NULL AND c.id <> o.id
-                      AND ((c.status = 'accepted' AND ((c.target_id IS NULL) = (o.target_id IS NULL)
-                                                       OR o.type = ANY($3::text[])))
-                           OR (c.status <> 'rejected' AND c.target_id IS NOT DISTINCT FROM o.target_id
+                    WHERE c.campaign_id = $1 AND c.valid_to IS NULL AND c.id <> o.id
+                      AND ((c.status = 'accepted' AND {weighs_against("c", *one_way_of("o"))})
+                           OR (c.status <> 'rejected' AND c.source_id = o.source_id AND c.type = o.type
+                               AND c.target_id IS NOT DISTINCT FROM o.target_id
                                AND c.value IS NOT DISTINCT FROM o.value))
                   )
                 RETURNING o.id
                 """,
                 self.campaign_id,
                 row["id"],
-                sorted(SINGLE_VALUED),
             )
             if opened is not None:
                 reopened.append(opened)

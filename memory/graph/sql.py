@@ -60,7 +60,7 @@ def _stated_as(type: str, turned: bool) -> str:
     return f"CASE {type} {whens} ELSE ARRAY[]::text[] END"
 
 
-def _one_way(fact: str) -> tuple[str, str, str, str]:
+def one_way_of(fact: str) -> tuple[str, str, str, str]:
     """SQL: the stored fact ``fact`` (an alias) as :func:`memory.graph.rules.one_way` weighs it: its entity, type
     and target, and whether that type is single-valued (the types: constants, not input)."""
     inverse = f"({fact}.target_id IS NOT NULL AND {fact}.type IN ({_listed(INVERSE)}))"
@@ -118,7 +118,7 @@ PLAYERS_FACTS = f"""(
     LEFT JOIN LATERAL (
         SELECT c.id, c.valid_from FROM relationships c
         WHERE c.campaign_id = $1 AND c.id <> r.id AND {SEEN.format(f="c")}
-          AND {weighs_against("c", *_one_way("r"))}
+          AND {weighs_against("c", *one_way_of("r"))}
           AND (c.valid_from, c.id) > (r.valid_from, r.id)
         ORDER BY c.valid_from, c.id LIMIT 1
     ) seen ON true

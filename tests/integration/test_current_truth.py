@@ -191,3 +191,22 @@ async def test_a_leader_or_a_killer_in_other_words_is_the_same_relation(campaign
     # one may have several children and allies
     assert (await g.link("Ilsa", "parent_of", "Jazna")).closed == []
     assert (await g.link("Ilsa", "ally_of", "Grog")).closed == []
+
+
+async def test_unlink_finds_a_fact_stated_from_its_other_end_or_in_other_words(campaign: CampaignMemory) -> None:
+    """ "entity unlink Bow owned_by Vex" after "Vex has Bow" said Bow had no such fact, though the graph reads the
+    two as one; so did "ruled_by" for "led_by". What the mistake closed comes back (task yb)."""
+    g = campaign.graph
+    bow = await g.add_entity(EntityIn(name="Bow", type=EntityType.item))
+    await g.add_entity(EntityIn(name="The Circle", type=EntityType.faction))
+    for name in ("Keyleth", "Vex"):
+        await g.add_entity(EntityIn(name=name, type=EntityType.npc))
+    await g.link("Bow", "owned_by", "Keyleth")
+    await g.link("Vex", "has", "Bow")
+    undone = await g.unlink("Bow", "owned_by", "Vex")
+    assert undone.describe() == "Unlinked Vex —has→ Bow; current again: Bow —owned_by→ Keyleth"
+    assert [r.describe() for r in await g.relationships_of(bow.id)] == ["Bow —owned_by→ Keyleth"]
+    await g.link("Keyleth", "leader_of", "The Circle")
+    await g.link("The Circle", "led_by", "Vex")
+    undone = await g.unlink("The Circle", "ruled_by", "Vex")
+    assert undone.describe() == "Unlinked The Circle —led_by→ Vex; current again: Keyleth —leader_of→ The Circle"
