@@ -13,7 +13,7 @@ import asyncpg
 from memory.db import transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.graph.lookup import EntityLookup
-from memory.graph.rules import SINGLE_VALUED, can_contradict, stated_as, status_for, vouched
+from memory.graph.rules import can_contradict, stated_as, status_for, vouched
 from memory.graph.sql import (
     CONTRADICTED,
     FILED,
@@ -26,6 +26,7 @@ from memory.graph.sql import (
     said_at,
     stands_over,
     visible,
+    weighed_target,
     weighs_against,
 )
 from memory.models import (
@@ -246,24 +247,21 @@ class Facts(EntityLookup):
         only a value the file changed is the DM's newer word; reloading an unchanged file revives nothing."""
         if not can_contradict(rel.type, rel.value):
             return False
-        # what would close the file's fact now (CONTRADICTED's rule)
-        current = """(valid_to IS NULL AND (target_id IS DISTINCT FROM $4 OR value IS DISTINCT FROM $5)
-                      AND ((target_id IS NULL) = ($4::bigint IS NULL) OR $6))"""
+        # what would close the file's fact now (CONTRADICTED's rule), stated from either end or in other words
+        same = f"""({weighed_target("relationships", "$2", "$3")} IS NOT DISTINCT FROM $4
+                    AND value IS NOT DISTINCT FROM $5)"""
+        current = f"(valid_to IS NULL AND NOT {same})"
         return bool(
             await self.db.fetchval(
                 f"""
-                SELECT bool_or(valid_to IS NOT NULL AND target_id IS NOT DISTINCT FROM $4
-                               AND value IS NOT DISTINCT FROM $5 AND {FILED})
+                SELECT bool_or(valid_to IS NOT NULL AND {same} AND {FILED})
                        AND bool_or({current}) AND NOT bool_or({current} AND {FILED})
                 FROM relationships
-                WHERE campaign_id = $1 AND source_id = $2 AND type = $3 AND status = 'accepted'
+                WHERE campaign_id = $1 AND status = 'accepted'
+                  AND {weighs_against("relationships", "$2", "$3", "$4::bigint", "$6")}
                 """,
                 self.campaign_id,
-                rel.source_id,
-                rel.type,
-                rel.target_id,
-                rel.value,
-                rel.type in SINGLE_VALUED,
+                *contradicting(rel.type, rel.source_id, rel.target_id, rel.value),
             )
         )
 

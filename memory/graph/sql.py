@@ -95,6 +95,14 @@ def weighs_against(fact: str, source: str, type: str, target: str, single: str) 
                      AND ({target} IS NOT NULL OR {single})))"""
 
 
+def weighed_target(fact: str, source: str, type: str) -> str:
+    """SQL: the target of the stored fact ``fact`` (an alias) that :func:`weighs_against` found of the entity
+    ``source`` and the type ``type``, as :func:`memory.graph.rules.one_way` weighs it: its source if it states the
+    fact from the other end ("Vex has the Bow", of the Bow)."""
+    turned = f"{fact}.target_id = {source} AND {fact}.type = ANY({_stated_as(type, True)})"
+    return f"(CASE WHEN {turned} THEN {fact}.source_id ELSE {fact}.target_id END)"
+
+
 #: Whether players see fact ``{f}``: public and accepted, about a public, accepted entity (its source is the fact's
 #: own entity, which players see, or they would not be reading its facts).
 SEEN = """({f}.visibility = 'public' AND {f}.status = 'accepted' AND ({f}.target_id IS NULL OR EXISTS (
@@ -154,8 +162,7 @@ def relationship_from_row(row: asyncpg.Record) -> Relationship:
 CONTRADICTED = f"""
     campaign_id = $1 AND id IS DISTINCT FROM $2 AND status = 'accepted' AND valid_to IS NULL
     AND {weighs_against("relationships", "$3", "$4", "$5::bigint", "$8")}
-    AND (CASE WHEN target_id = $3 AND type = ANY({_stated_as("$4", True)}) THEN source_id ELSE target_id END, value)
-        IS DISTINCT FROM ($5::bigint, $6::text)
+    AND ({weighed_target("relationships", "$3", "$4")}, value) IS DISTINCT FROM ($5::bigint, $6::text)
 """
 
 

@@ -232,6 +232,31 @@ relationships:
     ]
 
 
+async def test_a_reload_keeps_a_holder_or_ruler_play_gave_from_the_other_end(campaign: CampaignMemory) -> None:
+    """The file's "the Bow owned_by Keyleth", then "Vex has the Bow" in play: loading the same file again gave the
+    Bow back to Keyleth, as the check of what play replaced looked only at the Bow's own "owned_by" facts. A holder
+    or a ruler from the other end or in other words ("led_by") is what play said since, as "owned_by" is."""
+    g = campaign.graph
+    prep = """
+entities:
+  - {name: Bow, type: item}
+  - {name: Keyleth, type: npc}
+  - {name: Vex, type: npc}
+  - {name: The Circle, type: faction}
+relationships:
+  - {source: Bow, type: owned_by, target: Keyleth}
+  - {source: Keyleth, type: leader_of, target: The Circle}
+"""
+    await apply_campaign_file(campaign, parse_campaign_file(prep, "prep.yaml"))
+    await g.link("Vex", "has", "Bow")
+    await g.link("The Circle", "led_by", "Vex")
+    again = await apply_campaign_file(campaign, parse_campaign_file(prep, "prep.yaml"))
+    assert not again.changed and again.changes == []
+    bow, circle = await g.get_entity("Bow"), await g.get_entity("The Circle")
+    assert [r.describe() for r in await g.relationships_of(bow.id)] == ["Vex —has→ Bow"]
+    assert [r.describe() for r in await g.relationships_of(circle.id)] == ["The Circle —led_by→ Vex"]
+
+
 async def test_a_load_says_which_heard_as_phrases_it_taught_are_everyday_english(campaign: CampaignMemory) -> None:
     """As `/entity edit` says it: every "card" said at the table is written the name from then on."""
     first = """
