@@ -467,9 +467,16 @@ async def export_campaign_file(
     rels, changed = read + rels, read_changed + changed
     clean = len(rels)
     rels += [spec for _, spec in changed]
-    clashing = {c.index for c in find_conflicts(list(enumerate(specs)), list(enumerate(rels))) if c.index >= clean}
-    for index in sorted(clashing):
-        on_skip(f"left out the fact {changed[index - clean][0]}: without its control character it repeats another")
+    clashing = {c.index: c for c in find_conflicts(list(enumerate(specs)), list(enumerate(rels)))}
+    for index, conflict in sorted(clashing.items()):
+        if index >= clean:
+            on_skip(f"left out the fact {changed[index - clean][0]}: without its control character it repeats another")
+        else:  # two current facts an older version kept, now read as one relation ("led_by" and "ruled_by")
+            kept = rels[conflict.other_index].describe() if conflict.other_index is not None else "another"
+            on_skip(
+                f"left out the fact {rels[index].describe()}: it says what {kept}, current too, says otherwise (an "
+                "older version kept both): unlink the wrong one"
+            )
     rels = [r for i, r in enumerate(rels) if i not in clashing]
     return CampaignFile(campaign=header, entities=specs, relationships=rels)
 

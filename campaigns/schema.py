@@ -400,9 +400,9 @@ def _two_at_a_time(
     ``type``, which it has one of at a time, beside relationship ``other_index``; either may state it from its other
     end (``leader_of`` for ``ruled_by``), which the message says, as the DM wrote neither as ``type``."""
     turned = "; ".join(
-        f"{r.source} {r.type} {r.target} is {r.target} {type} {r.source}"
+        f"{r.source} {r.type} {r.target} is {' '.join(map(str, (ends[1], ends[0], ends[2])))}"
         for r in (other, rel)
-        if r.type != type and r.target is not None
+        if r.type != type and r.target is not None and (ends := one_way(r.type, r.source, r.target))
     )
     return Conflict(
         "relationships",

@@ -257,6 +257,33 @@ relationships:
     assert [r.describe() for r in await g.relationships_of(circle.id)] == ["The Circle —led_by→ Vex"]
 
 
+async def test_an_export_leaves_out_a_second_ruler_an_older_version_kept_current(campaign: CampaignMemory) -> None:
+    """Before "led_by" was read as "ruled_by", a faction could hold one of each as current: the file check now
+    refuses such a pair, so an export left it in and wrote a file that would not load back. The second is left
+    out, and said (task yb)."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="The Circle", type=EntityType.faction))
+    for name in ("Keyleth", "Vex"):
+        await g.add_entity(EntityIn(name=name, type=EntityType.npc))
+    await g.link("The Circle", "led_by", "Keyleth")
+    circle, vex = await g.get_entity("The Circle"), await g.get_entity("Vex")
+    await campaign.db.execute(  # as an older version stored it: two current facts
+        "INSERT INTO relationships (campaign_id, source_id, type, target_id, status) VALUES ($1, $2, 'ruled_by', $3,"
+        " 'accepted')",
+        campaign.campaign_id,
+        circle.id,
+        vex.id,
+    )
+    skipped: list[str] = []
+    exported = await export_campaign_file(campaign, on_skip=skipped.append)
+    assert [r.describe() for r in exported.relationships] == ["The Circle -[led_by]-> Keyleth"]
+    assert skipped == [
+        "left out the fact The Circle -[ruled_by]-> Vex: it says what The Circle -[led_by]-> Keyleth, current too, "
+        "says otherwise (an older version kept both): unlink the wrong one"
+    ]
+    parse_campaign_file(dump_campaign_file(exported), "copy.yaml")  # it loads back
+
+
 async def test_a_load_says_which_heard_as_phrases_it_taught_are_everyday_english(campaign: CampaignMemory) -> None:
     """As `/entity edit` says it: every "card" said at the table is written the name from then on."""
     first = """

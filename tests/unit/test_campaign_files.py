@@ -455,6 +455,7 @@ def test_a_relation_stated_from_its_other_end_is_weighed_as_the_graph_weighs_it(
     # "led_by" is "ruled_by" in other words
     led = text.replace("type: ruled_by, target: Serah", "type: led_by, target: Serah")
     assert [p.line for p in refused(led).problems] == [8]
+    assert "gives another (Greywatch led_by Serah is Greywatch ruled_by Serah; Balcor leader_of" in str(refused(led))
     # one may lead several places, and hold several things
     many = (
         holders
