@@ -22,9 +22,9 @@ from memory.correction.evidence import everyday
 from memory.correction.text import spaceless
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_
 from memory.gazetteer import capital_only
-from memory.graph import SINGLE_VALUED, KnowledgeGraph
+from memory.graph import KnowledgeGraph
 from memory.graph.reading import HeldFact
-from memory.graph.rules import named_anew
+from memory.graph.rules import can_contradict, named_anew, one_way
 from memory.graph.took_part import link_to_recaps
 from memory.models import (
     Entity,
@@ -292,9 +292,14 @@ class _Loading:
         self.created.add(fact.id)
         self.written.add((fact.source_id, fact.type))
         await self._refresh_statistics()
-        if fact.source_id in self.known and (fact.value is not None or fact.type in SINGLE_VALUED):
+        # the entity whose fact it is, as the graph weighs it: the Bow's, of "Vex has the Bow"
+        type, entity, _ = one_way(fact.type, fact.source_id, fact.target_id)
+        type = fact.type if entity == fact.source_id else type  # "led_by" as the file says it
+        if entity in self.known and can_contradict(fact.type, fact.value):
             self.report.changes += [
-                LoadChange(entity=fact.source_name, change=f"fact {fact.type}: {_other(old)} → {_other(fact)}")
+                LoadChange(
+                    entity=_end(fact, entity), change=f"fact {type}: {_other(old, entity)} → {_other(fact, entity)}"
+                )
                 for old in await self.tx.graph.closed_by(fact.id)
                 if old.id not in self.created
             ]
@@ -391,9 +396,17 @@ def _removed_added(before: list[str], after: list[str]) -> list[tuple[str, list[
     return said
 
 
-def _other(fact: Relationship) -> str:
-    """A fact's target entity or value, as ``Relationship.describe`` writes it."""
+def _other(fact: Relationship, entity: int | None = None) -> str:
+    """A fact's target entity or value, as ``Relationship.describe`` writes it; of an edge stated from the other end
+    of ``entity`` ("Vex has the Bow", of the Bow), its source."""
+    if fact.target_id is not None and fact.target_id == entity:
+        return fact.source_name
     return str(fact.target_name if fact.target_id is not None else fact.value)
+
+
+def _end(fact: Relationship, entity: int) -> str:
+    """The name of ``entity``, an end of ``fact``."""
+    return fact.target_name if fact.target_id == entity and fact.target_name is not None else fact.source_name
 
 
 def _quoted(value: Any) -> str:
@@ -454,9 +467,16 @@ async def export_campaign_file(
     rels, changed = read + rels, read_changed + changed
     clean = len(rels)
     rels += [spec for _, spec in changed]
-    clashing = {c.index for c in find_conflicts(list(enumerate(specs)), list(enumerate(rels))) if c.index >= clean}
-    for index in sorted(clashing):
-        on_skip(f"left out the fact {changed[index - clean][0]}: without its control character it repeats another")
+    clashing = {c.index: c for c in find_conflicts(list(enumerate(specs)), list(enumerate(rels)))}
+    for index, conflict in sorted(clashing.items()):
+        if index >= clean:
+            on_skip(f"left out the fact {changed[index - clean][0]}: without its control character it repeats another")
+        else:  # two current facts an older version kept, now read as one relation ("led_by" and "ruled_by")
+            kept = rels[conflict.other_index].describe() if conflict.other_index is not None else "another"
+            on_skip(
+                f"left out the fact {rels[index].describe()}: it says what {kept}, current too, says otherwise (an "
+                "older version kept both): unlink the wrong one"
+            )
     rels = [r for i, r in enumerate(rels) if i not in clashing]
     return CampaignFile(campaign=header, entities=specs, relationships=rels)
 

@@ -43,6 +43,7 @@ from pydantic_core import PydanticCustomError
 
 from memory.campaigns import MAX_NAME
 from memory.graph import SINGLE_VALUED
+from memory.graph.rules import one_way
 from memory.models import SYMMETRIC, EntityIn, EntityType, Provenance, Source, Visibility, relationship_type
 from memory.text import (
     attribute_value,
@@ -327,10 +328,10 @@ def find_conflicts(
         else:
             renamed[key] = index
 
-    seen_edges: dict[tuple[str, str, str | None, str | None], int] = {}
+    seen_edges: dict[tuple[str, str, str | None, str | None], tuple[int, tuple[str, str, str | None, str | None]]] = {}
     # An attribute fact, or an edge of a type one has once ("lives_in"), closes the other current one of its
     # source and type: two in one file would close each other at every load, and only one would survive.
-    single: dict[tuple[str, str, bool], int] = {}
+    single: dict[tuple[str, str, bool], tuple[int, RelationshipSpec]] = {}
     for index, rel in relationships:
         fields = ("source", "target") if rel.target is not None else ("source",)
         resolved: list[str] = []
@@ -363,38 +364,55 @@ def find_conflicts(
                 )
             )
         elif len(resolved) == len(fields):
-            edge = (resolved[0], rel.type, resolved[1] if rel.target is not None else None, rel.value)
-            if rel.type in SYMMETRIC and (resolved[1], rel.type, resolved[0], None) in seen_edges:
+            stated = (resolved[0], rel.type, resolved[1] if rel.target is not None else None, rel.value)
+            # weighed as the graph weighs it: "Balcor leader_of Greywatch" is "Greywatch ruled_by Balcor"
+            type, source, target = one_way(rel.type, stated[0], stated[2])
+            edge = (source, type, target, rel.value)
+            if rel.type in SYMMETRIC and (target, type, source, None) in seen_edges:
                 continue  # the same symmetric fact from the other end ("A allied_with B", "B allied_with A"): one fact
             if edge in seen_edges:
+                if seen_edges[edge][1] != stated:
+                    continue  # the same fact from its other end ("Bow owned_by Vex", "Vex has Bow"): one fact
                 conflicts.append(
                     Conflict(
                         "relationships",
                         index,
                         (),
-                        f"repeats relationship #{seen_edges[edge] + 1}",
-                        seen_edges[edge],
+                        f"repeats relationship #{seen_edges[edge][0] + 1}",
+                        seen_edges[edge][0],
                     )
                 )
             else:
-                seen_edges[edge] = index
-                if (rel.value is not None or rel.type in SINGLE_VALUED) and not rel.players_read:
-                    key2 = (resolved[0], rel.type, rel.value is None)  # values and edges are settled apart
+                seen_edges[edge] = (index, stated)
+                if (rel.value is not None or type in SINGLE_VALUED) and not rel.players_read:
+                    key2 = (source, type, rel.value is None)  # values and edges are settled apart
                     if key2 in single:
-                        conflicts.append(
-                            Conflict(
-                                "relationships",
-                                index,
-                                (),
-                                f"{rel.source} has one {rel.type!r} at a time, and relationship #{single[key2] + 1} "
-                                "gives another: keep one (several values of an attribute go in the entity's "
-                                "attributes, as a list)",
-                                single[key2],
-                            )
-                        )
+                        conflicts.append(_two_at_a_time(index, rel, *single[key2], type, source == resolved[0]))
                     else:
-                        single[key2] = index
+                        single[key2] = (index, rel)
     return conflicts
+
+
+def _two_at_a_time(
+    index: int, rel: RelationshipSpec, other_index: int, other: RelationshipSpec, type: str, from_source: bool
+) -> Conflict:
+    """Relationship ``index`` gives its entity (its source, or its target if not ``from_source``) a second fact of
+    ``type``, which it has one of at a time, beside relationship ``other_index``; either may state it from its other
+    end (``leader_of`` for ``ruled_by``), which the message says, as the DM wrote neither as ``type``."""
+    turned = "; ".join(
+        f"{r.source} {r.type} {r.target} is {' '.join(map(str, (ends[1], ends[0], ends[2])))}"
+        for r in (other, rel)
+        if r.type != type and r.target is not None and (ends := one_way(r.type, r.source, r.target))
+    )
+    return Conflict(
+        "relationships",
+        index,
+        (),
+        f"{rel.source if from_source else rel.target} has one {type!r} at a time, and relationship #{other_index + 1} "
+        f"gives another{f' ({turned})' if turned else ''}: keep one (several values of an attribute go in the "
+        "entity's attributes, as a list)",
+        other_index,
+    )
 
 
 #: The validation context key of a file an import made: see ``find_conflicts``'s ``renames_first``.

@@ -341,10 +341,26 @@ SYMMETRIC = frozenset(
 #: the other (:func:`memory.graph.rules.one_way`), so a new holder or ruler, stated from either end, closes the old.
 #: The holding verbs are those the rule extractor files as the type ("Mira carried the Sunblade"); not ``owns``,
 #: which a VTT import writes for an item on a character sheet, as many sheets may hold a "Potion of Healing".
+#: "killed" is what the rule extractor files for "Grog slew Jazna"; kin and teachers are one fact from either end.
 INVERSE = {
     **dict.fromkeys("has had owned holds held carries carried takes took steals stole".split(), "owned_by"),
     **dict.fromkeys(["wields", "wielded"], "wielded_by"),
     "leader_of": "ruled_by",
+    "killed": "killed_by",
+    "parent_of": "child_of",
+    "mentor_of": "student_of",
+}
+
+#: Relationship types that state another type's fact from the same end, in other words: "the Iron Circle led_by
+#: Greta" is "the Iron Circle ruled_by Greta" (and so the other end of "Greta leader_of the Iron Circle"), "Ilsa
+#: ally_of Serah" is "Ilsa allied_with Serah". Weighed as that type, as :data:`INVERSE` is. Not ``located_at`` for
+#: ``located_in``, nor ``belongs_to`` for ``member_of`` (an item belongs to its holder): alike, not the same.
+SYNONYM = {
+    "led_by": "ruled_by",
+    "ally_of": "allied_with",
+    "enemy_of": "hostile_to",
+    "friends_with": "friend_of",
+    "married_to": "spouse_of",
 }
 
 

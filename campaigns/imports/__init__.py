@@ -21,6 +21,7 @@ from campaigns.imports import csv_format, foundry, kanka, roll20
 from campaigns.imports.common import MAX_IMPORT_BYTES, ImportFileError, World, problem
 from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec, name_key
 from memory.graph import SINGLE_VALUED
+from memory.graph.rules import one_way
 from memory.models import SYMMETRIC
 
 Format = Literal["foundry", "roll20", "kanka", "csv"]
@@ -248,7 +249,7 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
 def _consistent(
     entities: list[EntitySpec], facts: list[RelationshipSpec], skipped: list[str]
 ) -> list[RelationshipSpec]:
-    """The facts a campaign file can hold: once each (a symmetric one once from either end), one of a
+    """The facts a campaign file can hold: once each (a symmetric or inverse one once from either end), one of a
     one-at-a-time type per entity (the first; the others said), none naming an entity the import lacks."""
     names = {name_key(e.name) for e in entities} | {name_key(a) for e in entities for a in e.aliases}
     kept: list[RelationshipSpec] = []
@@ -259,13 +260,16 @@ def _consistent(
         if source not in names or (target is not None and target not in names):
             skipped.append(f"fact {fact.describe()}: names an entity not in the import")
             continue
-        key = (source, fact.type, target, fact.value)
-        if key in seen or (fact.type in SYMMETRIC and (target or "", fact.type, source, None) in seen):
+        # as the graph weighs it: "Balcor leader_of Greywatch" is "Greywatch ruled_by Balcor" (see ``find_conflicts``)
+        type, source, target = one_way(fact.type, source, target)
+        key = (source, type, target, fact.value)
+        if key in seen or (type in SYMMETRIC and (target or "", type, source, None) in seen):
             continue
-        if fact.value is not None or fact.type in SINGLE_VALUED:
-            one = (source, fact.type, fact.value is None)
+        if fact.value is not None or type in SINGLE_VALUED:
+            one = (source, type, fact.value is None)
             if one in single:
-                skipped.append(f"fact {fact.describe()}: {fact.source} has one {fact.type!r} already")
+                held = fact.source if source == name_key(fact.source) else fact.target
+                skipped.append(f"fact {fact.describe()}: {held} has one {type!r} already")
                 continue
             single.add(one)
         seen.add(key)

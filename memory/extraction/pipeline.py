@@ -44,6 +44,7 @@ from memory.extraction.schema import (
 from memory.extraction.validate import validate_result
 from memory.gazetteer import Gazetteer
 from memory.graph import KnowledgeGraph
+from memory.graph.rules import stated_as
 from memory.models import EntityIn, EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
 from memory.offgame import Talk, line_talk, narrator, out_of_game
 from memory.providers.embeddings import Embedder, MiniLMEmbedder
@@ -519,18 +520,24 @@ class _Writer:
         )
 
     async def _was_rejected(self, rel: RelationshipIn) -> bool:
+        """Whether the DM rejected ``rel``, stated so, in other words or from its other end ("Jazna killed_by Grog"
+        after "Grog killed Jazna", the types :func:`stated_as` gives)."""
+        same, other = stated_as(rel.type)
         return bool(
             await self.graph.db.fetchval(
                 """
                 SELECT EXISTS (SELECT 1 FROM relationships
-                               WHERE campaign_id = $1 AND source_id = $2 AND type = $3 AND status = 'rejected'
-                                 AND target_id IS NOT DISTINCT FROM $4 AND value IS NOT DISTINCT FROM $5)
+                               WHERE campaign_id = $1 AND status = 'rejected'
+                                 AND ((source_id = $2 AND type = ANY($3::text[])
+                                       AND target_id IS NOT DISTINCT FROM $4 AND value IS NOT DISTINCT FROM $5)
+                                      OR (source_id = $4 AND type = ANY($6::text[]) AND target_id = $2)))
                 """,
                 self.graph.campaign_id,
                 rel.source_id,
-                rel.type,
+                [rel.type, *same],
                 rel.target_id,
                 rel.value,
+                other if rel.target_id is not None else [],
             )
         )
 

@@ -13,21 +13,23 @@ import asyncpg
 from memory.db import transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.graph.lookup import EntityLookup
-from memory.graph.rules import SINGLE_VALUED, can_contradict, other_end, status_for, vouched
+from memory.graph.rules import can_contradict, stated_as, status_for, vouched
 from memory.graph.sql import (
     CONTRADICTED,
     FILED,
     REL_SELECT,
     VOUCHED,
     contradicting,
+    one_way_of,
     rel_select,
     relationship_from_row,
     said_at,
     stands_over,
     visible,
+    weighed_target,
+    weighs_against,
 )
 from memory.models import (
-    SYMMETRIC,
     LinkResult,
     Provenance,
     Relationship,
@@ -88,11 +90,15 @@ class Facts(EntityLookup):
             ORDER BY r.status = 'accepted' DESC LIMIT 1
             """
         existing = await self.db.fetchrow(query, self.campaign_id, rel.source_id, [rel.type], rel.target_id, rel.value)
-        if existing is None and rel.target_id is not None and (others := other_end(rel.type)):
-            # a symmetric fact (allied_with) or an inverse one ("Mira has the Sunblade", "the Sunblade owned_by
-            # Mira") stated from the other end is the same fact; asked apart, so the usual lookup keeps its index
-            existing = await self.db.fetchrow(query, self.campaign_id, rel.target_id, others, rel.source_id, None)
-        return existing
+        if existing is not None or rel.target_id is None:
+            return existing
+        # the same fact in other words ("the Circle led_by Greta", "ruled_by") or from the other end (allied_with;
+        # "Mira has the Sunblade", "the Sunblade owned_by Mira"); asked apart, so the usual lookup keeps its index
+        same, other = stated_as(rel.type)
+        for source, types, target in ((rel.source_id, same, rel.target_id), (rel.target_id, other, rel.source_id)):
+            if types and (existing := await self.db.fetchrow(query, self.campaign_id, source, types, target, None)):
+                return existing
+        return None
 
     async def _add_evidence(self, fact: Relationship, said: Provenance) -> Relationship:
         """``fact`` said again (Night 3 repeats Night 2's "Mira has the Sunblade"): the new lines join the ones it
@@ -241,24 +247,21 @@ class Facts(EntityLookup):
         only a value the file changed is the DM's newer word; reloading an unchanged file revives nothing."""
         if not can_contradict(rel.type, rel.value):
             return False
-        # what would close the file's fact now (CONTRADICTED's rule)
-        current = """(valid_to IS NULL AND (target_id IS DISTINCT FROM $4 OR value IS DISTINCT FROM $5)
-                      AND ((target_id IS NULL) = ($4::bigint IS NULL) OR $6))"""
+        # what would close the file's fact now (CONTRADICTED's rule), stated from either end or in other words
+        same = f"""({weighed_target("relationships", "$2", "$3")} IS NOT DISTINCT FROM $4
+                    AND value IS NOT DISTINCT FROM $5)"""
+        current = f"(valid_to IS NULL AND NOT {same})"
         return bool(
             await self.db.fetchval(
                 f"""
-                SELECT bool_or(valid_to IS NOT NULL AND target_id IS NOT DISTINCT FROM $4
-                               AND value IS NOT DISTINCT FROM $5 AND {FILED})
+                SELECT bool_or(valid_to IS NOT NULL AND {same} AND {FILED})
                        AND bool_or({current}) AND NOT bool_or({current} AND {FILED})
                 FROM relationships
-                WHERE campaign_id = $1 AND source_id = $2 AND type = $3 AND status = 'accepted'
+                WHERE campaign_id = $1 AND status = 'accepted'
+                  AND {weighs_against("relationships", "$2", "$3", "$4::bigint", "$6")}
                 """,
                 self.campaign_id,
-                rel.source_id,
-                rel.type,
-                rel.target_id,
-                rel.value,
-                rel.type in SINGLE_VALUED,
+                *contradicting(rel.type, rel.source_id, rel.target_id, rel.value),
             )
         )
 
@@ -383,17 +386,19 @@ class Facts(EntityLookup):
         rel_type = RelationshipIn(source_id=s.id, type=type).type
         rows = await self.db.fetch(
             """
-            SELECT id, status, valid_to, superseded_by FROM relationships WHERE campaign_id = $1 AND type = $3
-              AND ((source_id = $2 AND (target_id = $4 OR (target_id IS NULL AND lower(value) = lower($5))))
-                   OR ($6 AND source_id = $4 AND target_id = $2))  -- a symmetric fact, stated from the other end
+            SELECT id, status, valid_to, superseded_by FROM relationships WHERE campaign_id = $1
+              AND ((type = ANY($3::text[]) AND source_id = $2
+                    AND (target_id = $4 OR (target_id IS NULL AND lower(value) = lower($5))))
+                   -- the fact from the other end ("Vex has the Bow" of "the Bow owned_by Vex"; allied_with)
+                   OR (type = ANY($6::text[]) AND source_id = $4 AND target_id = $2))
             ORDER BY id DESC
             """,
             self.campaign_id,
             s.id,
-            rel_type,
+            [rel_type, *(stated := stated_as(rel_type))[0]],  # or in other words: "led_by" of "ruled_by"
             t.id if t is not None else None,
             target.strip(),
-            rel_type in SYMMETRIC,
+            stated[1],
         )
         if not rows and t is None:
             raise NotFoundError(
@@ -438,26 +443,25 @@ class Facts(EntityLookup):
         for row in sorted(closed, key=lambda r: (r["valid_from"], r["id"]), reverse=True):
             if row["id"] in doomed:
                 continue
-            # Another accepted current fact of its type and kind either contradicts it or is the same fact, and any
-            # current copy of it (pending too) is one copy too many (migration 0004).
+            # Another accepted current fact of its type and kind, stated from either end (the one rule of
+            # ``weighs_against``), either contradicts it or is the same fact, and any current copy of it (pending
+            # too) is one copy too many (migration 0004).
             opened = await self.db.fetchval(
-                """
+                f"""
                 UPDATE relationships o SET valid_to = NULL, superseded_by = NULL
                 WHERE o.campaign_id = $1 AND o.id = $2 AND o.status = 'accepted' AND o.valid_to IS NOT NULL
                   AND NOT EXISTS (
                     SELECT 1 FROM relationships c
-                    WHERE c.campaign_id = $1 AND c.source_id = o.source_id AND c.type = o.type
-                      AND c.valid_to IS NULL AND c.id <> o.id
-                      AND ((c.status = 'accepted' AND ((c.target_id IS NULL) = (o.target_id IS NULL)
-                                                       OR o.type = ANY($3::text[])))
-                           OR (c.status <> 'rejected' AND c.target_id IS NOT DISTINCT FROM o.target_id
+                    WHERE c.campaign_id = $1 AND c.valid_to IS NULL AND c.id <> o.id
+                      AND ((c.status = 'accepted' AND {weighs_against("c", *one_way_of("o"))})
+                           OR (c.status <> 'rejected' AND c.source_id = o.source_id AND c.type = o.type
+                               AND c.target_id IS NOT DISTINCT FROM o.target_id
                                AND c.value IS NOT DISTINCT FROM o.value))
                   )
                 RETURNING o.id
                 """,
                 self.campaign_id,
                 row["id"],
-                sorted(SINGLE_VALUED),
             )
             if opened is not None:
                 reopened.append(opened)

@@ -8,12 +8,12 @@ import functools
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from memory.errors import InvalidInputError
-from memory.models import INVERSE, SYMMETRIC, Entity, EntityIn, Provenance, ReviewStatus, Source, Visibility
+from memory.models import INVERSE, SYMMETRIC, SYNONYM, Entity, EntityIn, Provenance, ReviewStatus, Source, Visibility
 from memory.text import MAX_ALIASES, MAX_HEARD_AS, clean_name
 
 #: Relationship types an entity has at most one of at a time, edge or value: a new accepted one closes the old one.
@@ -197,29 +197,36 @@ class FactKey(BaseModel):
         return self.model_copy(update={"type": type, "source_id": source_id, "target_id": target_id})
 
 
-def one_way(type: str, source_id: int, target_id: int | None) -> tuple[str, int, int | None]:
+_End = TypeVar("_End", int, str)  # an entity's id, or its name in a campaign file
+
+
+def one_way(type: str, source_id: _End, target_id: _End | None) -> tuple[str, _End, _End | None]:
     """An edge as the graph weighs it, ``(type, source, target)``: one of an inverse type as its other end states it
-    ("Mira has the Sunblade" as "Sunblade owned_by Mira"), any other fact as it is."""
+    ("Mira has the Sunblade" as "Sunblade owned_by Mira"), a fact of a synonym as the type it is a synonym of
+    ("led_by" as "ruled_by"), any other fact as it is. The ends are ids, or the names a campaign file gives them
+    (its conflict check weighs its facts so)."""
     if target_id is not None and type in INVERSE:
         return INVERSE[type], target_id, source_id
-    return type, source_id, target_id
+    return SYNONYM.get(type, type), source_id, target_id
 
 
-def other_end(type: str) -> list[str]:
-    """The types that state an edge of ``type`` from its other end: itself if symmetric (allied_with), its
-    inverse's ("has": owned_by; "owned_by": has, carried …)."""
-    if type in SYMMETRIC:
-        return [type]
-    if type in INVERSE:
-        return [INVERSE[type]]
-    return sorted(t for t, of in INVERSE.items() if of == type)
+def stated_as(type: str) -> tuple[list[str], list[str]]:
+    """The other types an edge of ``type`` is stated in, as :func:`one_way` weighs them: from the same end ("led_by"
+    for "ruled_by", "carried" for "has"), and from the other end ("leader_of" for "ruled_by"; a symmetric type
+    and its synonyms: "allied_with", "ally_of")."""
+    weighed = INVERSE.get(type) or SYNONYM.get(type, type)
+    same = {weighed, *(t for t, of in SYNONYM.items() if of == weighed)}
+    turned = {t for t, of in INVERSE.items() if of == weighed}
+    if type in turned:
+        same, turned = turned, same
+    return sorted(same - {type}), sorted(same if weighed in SYMMETRIC else turned)
 
 
 def can_contradict(type: str, value: str | None) -> bool:
     """Whether a fact of this type and value may close another: a value does, as does an edge of a single-valued
-    type or of its inverse ("home: the road" closes "home Caddo Keep", "Korrin has the Sunblade" the Sunblade's
-    owner); "knows Bob" closes nothing."""
-    return value is not None or INVERSE.get(type, type) in SINGLE_VALUED
+    type as :func:`one_way` weighs it ("home: the road" closes "home Caddo Keep", "Korrin has the Sunblade" the
+    Sunblade's owner, "the Circle led_by Greta" its ruler); "knows Bob" closes nothing."""
+    return value is not None or one_way(type, 0, 0)[0] in SINGLE_VALUED
 
 
 def contradicts(new: FactKey, old: FactKey) -> bool:

@@ -3,11 +3,14 @@ rules in :mod:`memory.graph.rules` (what players see, what a fact contradicts, w
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import asyncpg
 
 from memory.graph.rules import SINGLE_VALUED, VOUCHING_SOURCES, one_way
 from memory.models import (
     INVERSE,
+    SYNONYM,
     Entity,
     Provenance,
     Relationship,
@@ -46,6 +49,60 @@ FACT_COLUMNS = (
 )
 
 
+def _stated_as(type: str, turned: bool) -> str:
+    """SQL: the types that state an edge of the type ``type`` (an expression, as :func:`~memory.graph.rules.one_way`
+    weighs a fact) from the same end in other words (:data:`~memory.models.SYNONYM`), or if ``turned`` from the
+    other end (:data:`~memory.models.INVERSE`), an array."""
+    kin = INVERSE if turned else SYNONYM
+    whens = " ".join(
+        f"WHEN '{of}' THEN ARRAY[{_listed(t for t in kin if kin[t] == of)}]" for of in sorted(set(kin.values()))
+    )
+    return f"CASE {type} {whens} ELSE ARRAY[]::text[] END"
+
+
+def one_way_of(fact: str) -> tuple[str, str, str, str]:
+    """SQL: the stored fact ``fact`` (an alias) as :func:`memory.graph.rules.one_way` weighs it: its entity, type
+    and target, and whether that type is single-valued (the types: constants, not input)."""
+    inverse = f"({fact}.target_id IS NOT NULL AND {fact}.type IN ({_listed(INVERSE)}))"
+    turned = " ".join(f"WHEN '{t}' THEN '{of}'" for t, of in sorted(INVERSE.items()))
+    worded = " ".join(f"WHEN '{t}' THEN '{of}'" for t, of in sorted(SYNONYM.items()))
+    type = f"""(CASE WHEN {inverse} THEN CASE {fact}.type {turned} END
+                  ELSE CASE {fact}.type {worded} ELSE {fact}.type END END)"""
+    return (
+        f"(CASE WHEN {inverse} THEN {fact}.target_id ELSE {fact}.source_id END)",
+        type,
+        f"(CASE WHEN {inverse} THEN {fact}.source_id ELSE {fact}.target_id END)",
+        f"({type} IN ({_listed(SINGLE_VALUED)}))",
+    )
+
+
+def _listed(types: Iterable[str]) -> str:
+    """SQL: a list of ``types`` (constants, not input)."""
+    return ", ".join(f"'{t}'" for t in sorted(types))
+
+
+def weighs_against(fact: str, source: str, type: str, target: str, single: str) -> str:
+    """SQL: whether the stored fact ``fact`` (an alias) is one a fact given as :func:`memory.graph.rules.one_way`
+    weighs it (SQL: its entity ``source``, ``type``, ``target``, NULL for a value, and whether the type is
+    ``single``-valued) would close, but for saying the same: of that entity and type, stated so, in other words
+    ("the Circle led_by Greta" for "ruled_by") or from its other end ("Vex has the Bow" beside "the Bow owned_by
+    Keyleth"), and of its kind (both edges or both values) unless the type is single-valued. The one rule of what
+    closes what: the DM's (:data:`CONTRADICTED`) and the players' (``PLAYERS_FACTS``)."""
+    worded = f"{fact}.type = ANY({_stated_as(type, False)})"
+    return f"""(({fact}.source_id = {source} AND ({fact}.type = {type} OR {worded})
+                  AND (({fact}.target_id IS NULL) = ({target} IS NULL) OR {single}))
+                 OR ({fact}.target_id = {source} AND {fact}.type = ANY({_stated_as(type, True)})
+                     AND ({target} IS NOT NULL OR {single})))"""
+
+
+def weighed_target(fact: str, source: str, type: str) -> str:
+    """SQL: the target of the stored fact ``fact`` (an alias) that :func:`weighs_against` found of the entity
+    ``source`` and the type ``type``, as :func:`memory.graph.rules.one_way` weighs it: its source if it states the
+    fact from the other end ("Vex has the Bow", of the Bow)."""
+    turned = f"{fact}.target_id = {source} AND {fact}.type = ANY({_stated_as(type, True)})"
+    return f"(CASE WHEN {turned} THEN {fact}.source_id ELSE {fact}.target_id END)"
+
+
 #: Whether players see fact ``{f}``: public and accepted, about a public, accepted entity (its source is the fact's
 #: own entity, which players see, or they would not be reading its facts).
 SEEN = """({f}.visibility = 'public' AND {f}.status = 'accepted' AND ({f}.target_id IS NULL OR EXISTS (
@@ -68,10 +125,8 @@ PLAYERS_FACTS = f"""(
     JOIN relationships h ON h.campaign_id = $1 AND h.id = r.superseded_by
     LEFT JOIN LATERAL (
         SELECT c.id, c.valid_from FROM relationships c
-        WHERE c.campaign_id = $1 AND c.source_id = r.source_id AND c.type = r.type AND c.id <> r.id
-          AND {SEEN.format(f="c")}
-          AND ((c.target_id IS NULL) = (r.target_id IS NULL)
-               OR r.type IN ({", ".join(f"'{t}'" for t in sorted(SINGLE_VALUED))}))
+        WHERE c.campaign_id = $1 AND c.id <> r.id AND {SEEN.format(f="c")}
+          AND {weighs_against("c", *one_way_of("r"))}
           AND (c.valid_from, c.id) > (r.valid_from, r.id)
         ORDER BY c.valid_from, c.id LIMIT 1
     ) seen ON true
@@ -98,15 +153,6 @@ def relationship_from_row(row: asyncpg.Record) -> Relationship:
     return Relationship(**{k: row[k] for k in Relationship.model_fields})
 
 
-#: SQL: the inverse types of type $4 (:data:`~memory.models.INVERSE`), an array.
-_INVERSES_OF_4 = "CASE $4 {} ELSE ARRAY[]::text[] END".format(
-    " ".join(
-        f"WHEN '{of}' THEN ARRAY[{', '.join(repr(t) for t in sorted(INVERSE) if INVERSE[t] == of)}]"
-        for of in sorted(set(INVERSE.values()))
-    )
-)
-
-
 #: The accepted, current facts that a fact ($3 —$4→ target $5 or value $6; $8: of a single-valued type) contradicts,
 #: but itself ($2). An attribute fact contradicts the other values of its type, a single-valued edge the other edges
 #: and values of its type ("home: the road" closes "home Caddo Keep"): "knows: Elvish" does not close "knows Bob".
@@ -115,10 +161,8 @@ _INVERSES_OF_4 = "CASE $4 {} ELSE ARRAY[]::text[] END".format(
 #: :func:`memory.graph.rules.contradicts` in Python; callers ask only when :func:`~memory.graph.rules.can_contradict`.
 CONTRADICTED = f"""
     campaign_id = $1 AND id IS DISTINCT FROM $2 AND status = 'accepted' AND valid_to IS NULL
-    AND ((source_id = $3 AND type = $4 AND (target_id IS DISTINCT FROM $5 OR value IS DISTINCT FROM $6)
-          AND ((target_id IS NULL) = ($5::bigint IS NULL) OR $8))
-         OR (target_id = $3 AND source_id IS DISTINCT FROM $5 AND ($5::bigint IS NOT NULL OR $8)
-             AND type = ANY({_INVERSES_OF_4})))
+    AND {weighs_against("relationships", "$3", "$4", "$5::bigint", "$8")}
+    AND ({weighed_target("relationships", "$3", "$4")}, value) IS DISTINCT FROM ($5::bigint, $6::text)
 """
 
 

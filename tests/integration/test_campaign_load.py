@@ -205,6 +205,85 @@ relationships:
     ]
 
 
+async def test_a_load_says_which_holder_or_ruler_a_fact_stated_from_the_other_end_replaced(
+    campaign: CampaignMemory,
+) -> None:
+    """A reload's "Vex has the Bow" closes "the Bow owned_by Keyleth" but the load did not say so, as it weighed
+    the fact as Vex's: it is the Bow's, told as its owner (task yb)."""
+    world = """
+entities:
+  - {name: Bow, type: item}
+  - {name: Keyleth, type: npc}
+  - {name: Vex, type: npc}
+  - {name: The Circle, type: faction}
+relationships:
+"""
+    first = (
+        world
+        + "  - {source: Bow, type: owned_by, target: Keyleth}\n"
+        + "  - {source: Keyleth, type: leader_of, target: The Circle}\n"
+    )
+    await apply_campaign_file(campaign, parse_campaign_file(first, "first.yaml"))
+    second = world + "  - {source: Vex, type: has, target: Bow}\n  - {source: The Circle, type: led_by, target: Vex}\n"
+    report = await apply_campaign_file(campaign, parse_campaign_file(second, "second.yaml"))
+    assert [(c.entity, c.change) for c in report.changes] == [
+        ("Bow", "fact owned_by: Keyleth → Vex"),
+        ("The Circle", "fact led_by: Keyleth → Vex"),
+    ]
+
+
+async def test_a_reload_keeps_a_holder_or_ruler_play_gave_from_the_other_end(campaign: CampaignMemory) -> None:
+    """The file's "the Bow owned_by Keyleth", then "Vex has the Bow" in play: loading the same file again gave the
+    Bow back to Keyleth, as the check of what play replaced looked only at the Bow's own "owned_by" facts. A holder
+    or a ruler from the other end or in other words ("led_by") is what play said since, as "owned_by" is."""
+    g = campaign.graph
+    prep = """
+entities:
+  - {name: Bow, type: item}
+  - {name: Keyleth, type: npc}
+  - {name: Vex, type: npc}
+  - {name: The Circle, type: faction}
+relationships:
+  - {source: Bow, type: owned_by, target: Keyleth}
+  - {source: Keyleth, type: leader_of, target: The Circle}
+"""
+    await apply_campaign_file(campaign, parse_campaign_file(prep, "prep.yaml"))
+    await g.link("Vex", "has", "Bow")
+    await g.link("The Circle", "led_by", "Vex")
+    again = await apply_campaign_file(campaign, parse_campaign_file(prep, "prep.yaml"))
+    assert not again.changed and again.changes == []
+    bow, circle = await g.get_entity("Bow"), await g.get_entity("The Circle")
+    assert [r.describe() for r in await g.relationships_of(bow.id)] == ["Vex —has→ Bow"]
+    assert [r.describe() for r in await g.relationships_of(circle.id)] == ["The Circle —led_by→ Vex"]
+
+
+async def test_an_export_leaves_out_a_second_ruler_an_older_version_kept_current(campaign: CampaignMemory) -> None:
+    """Before "led_by" was read as "ruled_by", a faction could hold one of each as current: the file check now
+    refuses such a pair, so an export left it in and wrote a file that would not load back. The second is left
+    out, and said (task yb)."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="The Circle", type=EntityType.faction))
+    for name in ("Keyleth", "Vex"):
+        await g.add_entity(EntityIn(name=name, type=EntityType.npc))
+    await g.link("The Circle", "led_by", "Keyleth")
+    circle, vex = await g.get_entity("The Circle"), await g.get_entity("Vex")
+    await campaign.db.execute(  # as an older version stored it: two current facts
+        "INSERT INTO relationships (campaign_id, source_id, type, target_id, status) VALUES ($1, $2, 'ruled_by', $3,"
+        " 'accepted')",
+        campaign.campaign_id,
+        circle.id,
+        vex.id,
+    )
+    skipped: list[str] = []
+    exported = await export_campaign_file(campaign, on_skip=skipped.append)
+    assert [r.describe() for r in exported.relationships] == ["The Circle -[led_by]-> Keyleth"]
+    assert skipped == [
+        "left out the fact The Circle -[ruled_by]-> Vex: it says what The Circle -[led_by]-> Keyleth, current too, "
+        "says otherwise (an older version kept both): unlink the wrong one"
+    ]
+    parse_campaign_file(dump_campaign_file(exported), "copy.yaml")  # it loads back
+
+
 async def test_a_load_says_which_heard_as_phrases_it_taught_are_everyday_english(campaign: CampaignMemory) -> None:
     """As `/entity edit` says it: every "card" said at the table is written the name from then on."""
     first = """

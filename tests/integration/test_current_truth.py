@@ -124,3 +124,89 @@ async def test_a_family_tie_said_from_the_other_side_is_the_same_fact(campaign: 
         "Ilsa Varn —sibling_of→ Serah Dunmore",
         "Serah Dunmore —spouse_of→ Ilsa Varn",
     ]
+
+
+async def test_players_read_a_new_holder_stated_from_either_end_as_closing_the_one_a_secret_fact_replaced(
+    campaign: CampaignMemory,
+) -> None:
+    """A secret fact closes the public one only for the DM: players read that one until a fact they see closes it,
+    by the DM's rule, inverses too. "Vex has the Bow" after "the Bow owned_by Keyleth" and a secret holder left
+    players two current holders (task yb, item 1)."""
+    g = campaign.graph
+    for name, kind in [("Bow", EntityType.item), ("Greywatch", EntityType.place)]:
+        await g.add_entity(EntityIn(name=name, type=kind))
+    for name in ("Keyleth", "Percy", "Vex", "Serah", "Balcor", "Greta"):
+        await g.add_entity(EntityIn(name=name, type=EntityType.npc))
+    bow, greywatch = await g.get_entity("Bow"), await g.get_entity("Greywatch")
+
+    async def players_read(entity_id: int) -> list[str]:
+        return [r.describe() for r in await g.relationships_of(entity_id)]
+
+    await g.link("Bow", "owned_by", "Keyleth")
+    await g.link("Bow", "owned_by", "Percy", secret=True)
+    assert await players_read(bow.id) == ["Bow —owned_by→ Keyleth"]  # they never learned of Percy
+    await g.link("Vex", "has", "Bow")
+    assert await players_read(bow.id) == ["Vex —has→ Bow"]
+    # and the other way round: a ruler stated as leader_of, closed for players by a ruled_by
+    await g.link("Serah", "leader_of", "Greywatch")
+    await g.link("Greywatch", "ruled_by", "Balcor", secret=True)
+    assert await players_read(greywatch.id) == ["Serah —leader_of→ Greywatch"]
+    await g.link("Greywatch", "ruled_by", "Greta")
+    assert await players_read(greywatch.id) == ["Greywatch —ruled_by→ Greta"]
+    past = await g.relationships_of(greywatch.id, include_history=True)
+    assert [(r.describe(), r.valid_to is None) for r in past if r.source_id != greywatch.id] == [
+        ("Serah —leader_of→ Greywatch", False)
+    ]
+    # Vex may hold other things: a holder of another item closes nothing for players either
+    await g.add_entity(EntityIn(name="Dagger", type=EntityType.item))
+    await g.link("Vex", "has", "Dagger")
+    assert await players_read(bow.id) == ["Vex —has→ Bow"]
+
+
+async def test_a_leader_or_a_killer_in_other_words_is_the_same_relation(campaign: CampaignMemory) -> None:
+    """ "led_by" is "ruled_by" in other words, so the other end of "leader_of": a new leader stated any of the three
+    ways closes the old, and the same one again is "already linked"; "killed" and "killed_by", kin and allies stated
+    from either end or in other words are one fact (task yb, item 3)."""
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="The Iron Circle", type=EntityType.faction))
+    for name in ("Greta", "Balcor", "Serah", "Jazna", "Grog", "Ilsa"):
+        await g.add_entity(EntityIn(name=name, type=EntityType.npc))
+    circle = await g.get_entity("The Iron Circle")
+    await g.link("The Iron Circle", "led_by", "Greta")
+    assert (await g.link("Greta", "leader_of", "The Iron Circle")).outcome == "already linked"
+    assert (await g.link("The Iron Circle", "ruled_by", "Greta")).outcome == "already linked"
+    linked = await g.link("Balcor", "leader_of", "The Iron Circle")
+    assert [r.describe() for r in linked.closed] == ["The Iron Circle —led_by→ Greta"]
+    linked = await g.link("The Iron Circle", "led_by", "Serah")
+    assert [r.describe() for r in linked.closed] == ["Balcor —leader_of→ The Iron Circle"]
+    assert [r.describe() for r in await g.relationships_of(circle.id)] == ["The Iron Circle —led_by→ Serah"]
+
+    await g.link("Grog", "killed", "Jazna")
+    assert (await g.link("Jazna", "killed_by", "Grog")).outcome == "already linked"
+    await g.link("Ilsa", "parent_of", "Serah")
+    assert (await g.link("Serah", "child_of", "Ilsa")).outcome == "already linked"
+    await g.link("Ilsa", "ally_of", "Greta")
+    assert (await g.link("Greta", "allied_with", "Ilsa")).outcome == "already linked"
+    assert (await g.link("Ilsa", "allied_with", "Greta")).outcome == "already linked"
+    # one may have several children and allies
+    assert (await g.link("Ilsa", "parent_of", "Jazna")).closed == []
+    assert (await g.link("Ilsa", "ally_of", "Grog")).closed == []
+
+
+async def test_unlink_finds_a_fact_stated_from_its_other_end_or_in_other_words(campaign: CampaignMemory) -> None:
+    """ "entity unlink Bow owned_by Vex" after "Vex has Bow" said Bow had no such fact, though the graph reads the
+    two as one; so did "ruled_by" for "led_by". What the mistake closed comes back (task yb)."""
+    g = campaign.graph
+    bow = await g.add_entity(EntityIn(name="Bow", type=EntityType.item))
+    await g.add_entity(EntityIn(name="The Circle", type=EntityType.faction))
+    for name in ("Keyleth", "Vex"):
+        await g.add_entity(EntityIn(name=name, type=EntityType.npc))
+    await g.link("Bow", "owned_by", "Keyleth")
+    await g.link("Vex", "has", "Bow")
+    undone = await g.unlink("Bow", "owned_by", "Vex")
+    assert undone.describe() == "Unlinked Vex —has→ Bow; current again: Bow —owned_by→ Keyleth"
+    assert [r.describe() for r in await g.relationships_of(bow.id)] == ["Bow —owned_by→ Keyleth"]
+    await g.link("Keyleth", "leader_of", "The Circle")
+    await g.link("The Circle", "led_by", "Vex")
+    undone = await g.unlink("The Circle", "ruled_by", "Vex")
+    assert undone.describe() == "Unlinked The Circle —led_by→ Vex; current again: Keyleth —leader_of→ The Circle"

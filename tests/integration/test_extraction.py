@@ -1237,3 +1237,18 @@ async def test_an_llm_item_citing_no_line_carries_the_line_that_names_it_and_one
     assert korvash.lines == 2
     lives = items["Korvash —lives_in→ Ironhold"]
     assert lives.said is not None and (lives.lines, lives.said.text) == (1, entries[6].text)
+
+
+async def test_a_fact_rejected_is_not_proposed_again_in_other_words_or_from_its_other_end(
+    world: CampaignMemory,
+) -> None:
+    """The DM rejected "Grog has the Blade"; "Grog carried the Blade" next session, the same fact in the graph's
+    reading, was proposed again (task yb)."""
+    for name, kind in [("Grog", EntityType.npc), ("Blade of Doom", EntityType.item)]:
+        await world.graph.add_entity(EntityIn(name=name, type=kind))
+    await run(world, await write(world, [("DM", "Grog has the Blade of Doom.")]))
+    (item,) = [i for i in await world.review.pending() if i.fact is not None]
+    assert (item.fact.type, item.fact.source_name) == ("has", "Grog")  # type: ignore[union-attr]
+    await world.review.reject(item.ref)
+    stats = await run(world, await write(world, [("DM", "Grog carried the Blade of Doom.")], "Session 2"))
+    assert stats.facts_pending == 0 and await world.review.count() == 0

@@ -50,6 +50,8 @@ async def test_the_sql_of_what_a_fact_closes_says_what_the_rule_says(campaign: C
     # an inverse edge is weighed as its other end states it: "Pip has Vell" is "Vell owned_by Pip"
     kinds += [("owned_by", road.id, None), ("owned_by", keep.id, None), ("has", None, "a scar")]
     kinds += [("has", road.id, None), ("leader_of", keep.id, None), ("ruled_by", keep.id, None)]
+    # and in other words: "Vell led_by Pip" is "Vell ruled_by Pip"; a value of the type is its own
+    kinds += [("led_by", road.id, None), ("led_by", None, "Pip"), ("killed_by", road.id, None)]
     facts = list(itertools.product(kinds, [("accepted", True), ("accepted", False), ("rejected", True)]))
     # a pending copy of an accepted current fact would be a second current copy (migration 0004): others wait
     facts += [(k, ("pending", True)) for k in [("status", None, "missing"), ("home", road.id, None)]]
@@ -57,7 +59,8 @@ async def test_the_sql_of_what_a_fact_closes_says_what_the_rule_says(campaign: C
     stated = [(vell.id, fact) for fact in facts]
     # and from the other end: "Pip has Vell" ("Vell owned_by Pip"), "Caddo Keep leader_of Vell"
     stated += [(road.id, ((t, vell.id, None), ("accepted", True))) for t in ("has", "carried", "owned_by")]
-    stated += [(keep.id, ((t, vell.id, None), ("accepted", True))) for t in ("leader_of", "has", "knows")]
+    stated += [(keep.id, ((t, vell.id, None), ("accepted", True))) for t in ("leader_of", "has", "knows", "killed")]
+    stated += [(road.id, ((t, vell.id, None), ("accepted", True))) for t in ("led_by", "killed_by", "leader_of")]
     for source, ((type, target, value), (status, current)) in stated:
         rel_id = await campaign.db.fetchval(
             "INSERT INTO relationships (campaign_id, source_id, type, target_id, value, status, valid_to)"

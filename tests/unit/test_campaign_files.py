@@ -427,6 +427,43 @@ def test_attribute_facts_have_a_value_instead_of_a_target() -> None:
     assert [p.line for p in refused(homes).problems] == [7]
 
 
+def test_a_relation_stated_from_its_other_end_is_weighed_as_the_graph_weighs_it() -> None:
+    """ "Greywatch ruled_by Serah" beside "Balcor leader_of Greywatch" is two rulers of Greywatch, stated from either
+    end: the load would keep one, so the file is refused naming both lines; the same holder from both ends is one
+    fact, as the graph stores it once (task yb, item 2)."""
+    text = yaml_text(
+        """
+        entities:
+          - {name: Greywatch, type: place}
+          - {name: Serah, type: npc}
+          - {name: Balcor, type: npc}
+          - {name: Bow, type: item}
+        relationships:
+          - {source: Greywatch, type: ruled_by, target: Serah}
+          - {source: Balcor, type: leader of, target: Greywatch}
+        """
+    )
+    assert str(refused(text)) == (
+        "castle.yaml:8: relationship #2 (Balcor -[leader of]-> Greywatch): Greywatch has one 'ruled_by' at a time, "
+        "and relationship #1 gives another (Balcor leader_of Greywatch is Greywatch ruled_by Balcor): keep one "
+        "(several values of an attribute go in the entity's attributes, as a list) (line 7)"
+    )
+    holders = text.replace("type: ruled_by, target: Serah", "type: ruled_by, target: Balcor")
+    holders += "  - {source: Bow, type: owned_by, target: Serah}\n  - {source: Serah, type: has, target: Bow}\n"
+    assert len(parse_campaign_file(holders, "castle.yaml").relationships) == 4  # each fact once, from either end
+    assert [p.line for p in refused(holders + "  - {source: Balcor, type: carried, target: Bow}\n").problems] == [11]
+    # "led_by" is "ruled_by" in other words
+    led = text.replace("type: ruled_by, target: Serah", "type: led_by, target: Serah")
+    assert [p.line for p in refused(led).problems] == [8]
+    assert "gives another (Greywatch led_by Serah is Greywatch ruled_by Serah; Balcor leader_of" in str(refused(led))
+    # one may lead several places, and hold several things
+    many = (
+        holders
+        + "  - {source: Balcor, type: leader_of, target: Serah}\n  - {source: Serah, type: has, target: Balcor}\n"
+    )
+    assert len(parse_campaign_file(many, "castle.yaml").relationships) == 6
+
+
 def test_a_value_is_a_state_as_long_as_the_dm_may_type_one() -> None:
     """One limit for a fact's value, whoever gives it: a file's longer value is refused where it is (the load is
     all or nothing, so nothing the DM wrote is lost), not stored to outgrow the reply that quotes it."""

@@ -20,9 +20,11 @@ from memory.graph.rules import (
     name_closeness,
     names_to_mask,
     new_never_heard_as,
+    one_way,
     plan_merge,
     players_see,
     players_see_fact,
+    stated_as,
     status_for,
     unhidden_secrets,
     vouched,
@@ -263,3 +265,28 @@ def test_an_inverse_edge_is_weighed_as_its_other_end_states_it() -> None:
     assert contradicts(balcor_leads, serah_rules)
     assert contradicts(FactKey(id=3, source_id=greywatch, type="ruled_by", target_id=serah), balcor_leads)
     assert not contradicts(FactKey(id=4, source_id=balcor, type="leader_of", target_id=circle), balcor_leads)
+
+
+def test_a_synonym_is_weighed_as_the_type_it_says_in_other_words() -> None:
+    """ "the Iron Circle led_by Greta" is "the Iron Circle ruled_by Greta", so the other end of "Greta leader_of the
+    Iron Circle"; "killed" is "killed_by" from the other end, kin and allies one fact either way (task yb, item 3)."""
+    circle, greta, balcor = 1, 2, 3
+    led_by_greta = FactKey(id=1, source_id=circle, type="led_by", target_id=greta)
+    assert one_way("led_by", circle, greta) == ("ruled_by", circle, greta)
+    assert one_way("led_by", circle, None) == ("ruled_by", circle, None)  # a value in other words too
+    assert can_contradict("led_by", None) and can_contradict("killed", None)
+    assert contradicts(FactKey(id=2, source_id=balcor, type="leader_of", target_id=circle), led_by_greta)
+    assert contradicts(FactKey(id=3, source_id=circle, type="ruled_by", target_id=balcor), led_by_greta)
+    assert not contradicts(FactKey(id=4, source_id=greta, type="leader_of", target_id=circle), led_by_greta)
+    assert not contradicts(FactKey(id=5, source_id=greta, type="led_by", target_id=balcor), led_by_greta)
+    assert one_way("killed", greta, balcor) == ("killed_by", balcor, greta)
+    assert not can_contradict("parent_of", None) and not can_contradict("ally_of", None)  # one of many
+    # what a stored copy of the same fact may be typed as: from the same end, and from the other
+    assert stated_as("led_by") == (["ruled_by"], ["leader_of"])
+    assert stated_as("ruled_by") == (["led_by"], ["leader_of"])
+    assert stated_as("leader_of") == ([], ["led_by", "ruled_by"])
+    assert stated_as("has")[1] == ["owned_by"] and "carried" in stated_as("has")[0]
+    assert stated_as("child_of") == ([], ["parent_of"])
+    assert stated_as("ally_of") == (["allied_with"], ["allied_with", "ally_of"])
+    assert stated_as("knows") == ([], [])
+    assert stated_as("sibling_of") == ([], ["sibling_of"])

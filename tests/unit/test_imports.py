@@ -589,6 +589,32 @@ def test_duplicates_fold_and_symmetric_facts_are_one() -> None:
     world.campaign_file()  # and it is a valid campaign file
 
 
+def test_an_import_keeps_one_ruler_stated_from_either_end() -> None:
+    """A world whose relations give Greywatch two rulers, one as "ruled_by" and one as "leader_of", kept both, and
+    so made a campaign file its own check refuses: the second is said and left out (task yb, item 2)."""
+    rels = {
+        "data": [
+            {"id": 1, "owner_id": 1, "target_id": 2, "relation": "ruled_by", "visibility_id": 1},
+            {"id": 2, "owner_id": 3, "target_id": 1, "relation": "leader_of", "visibility_id": 1},
+            {"id": 3, "owner_id": 2, "target_id": 1, "relation": "leader_of", "visibility_id": 1},
+        ]
+    }
+    chars = {
+        "data": [
+            {"id": i, "name": name, "entry": "", "entity_id": i, "sex": ""}
+            for i, name in [(1, "Greywatch"), (2, "Serah"), (3, "Balcor")]
+        ]
+    }
+    world = read_import(
+        [("characters.json", json.dumps(chars).encode()), ("relations.json", json.dumps(rels).encode())]
+    )
+    assert [(r.source, r.type, r.target) for r in world.relationships] == [("Greywatch", "ruled_by", "Serah")]
+    assert [s for s in world.skipped if "ruled_by" in s] == [
+        "fact Balcor -[leader_of]-> Greywatch: Greywatch has one 'ruled_by' already"
+    ]
+    world.campaign_file()  # and it is a valid campaign file
+
+
 def test_a_second_record_of_a_name_adds_its_text_not_drops_it() -> None:
     """Two journals "Ironhold" in one world make one entity: the second's text follows the first's, and a copy
     that says nothing new (an actor and its compendium twin) adds nothing."""
