@@ -1422,7 +1422,10 @@ class PhoneticMatcher:
         """``previous``: the correction chosen just before this one, if any; ``stop``: the first word of the next."""
         tokens = [w.token for w in words]
         if c.form.heard:  # the whole phrase is the name, as the DM said: no word of it is kept
-            start, end = tokens[c.first].start, tokens[c.last].base_end - (1 if c.plural else 0)
+            # ... and its surname misheard just after it goes too ("a sold" taught for Ysolde Varrow: "a sold Marrow")
+            name = name_norm(c.form.canonical).split()
+            last = c.last if c.plural else _rest_sounded_after(words, c.last, name[1:], stop)
+            start, end = tokens[c.first].start, tokens[last].base_end - (1 if c.plural else 0)
             return Correction(
                 span=text[start:end],
                 replacement=c.form.canonical,
@@ -1450,7 +1453,9 @@ class PhoneticMatcher:
         if not c.plural and not after:
             last = _rest_said_after(text, tokens, last, heard, spaceless(c.form.canonical))
             if replacement == c.form.canonical and last == c.last:
-                last = _rest_sounded_after(words, last, c.form, stop)
+                name = name_norm(c.form.canonical).split()
+                at = _alias_at(name, c.form)
+                last = _rest_sounded_after(words, last, name[at + len(c.form.words) :] if at is not None else [], stop)
         start = tokens[first].start
         end = tokens[last].base_end - (1 if c.plural else 0)
         return Correction(
@@ -1522,15 +1527,12 @@ def _rest_said_after(text: str, tokens: list[Token], last: int, heard: str, cano
     return last if rest else after
 
 
-def _rest_sounded_after(words: list[_Word], last: int, form: NameForm, stop: int) -> int:
-    """The last word of an alias correction that writes the whole name, taking a word or two just after it (before
-    word ``stop``) that are the rest of the name misheard: a phone off it in four, or, written as a name, a letter
-    in five: "a sold Marrow" (the alias Ysolde of Ysolde Varrow) is "Ysolde Varrow", not "Ysolde Varrow Marrow".
-    Not another name said, a number, nor a word as common as "the"; "Quill and Hunz" (Quillon ... hands) keeps
-    "Hunz", far from Ashgrove."""
-    name = name_norm(form.canonical).split()
-    at = _alias_at(name, form)
-    rest = name[at + len(form.words) :] if at is not None else []
+def _rest_sounded_after(words: list[_Word], last: int, rest: list[str], stop: int) -> int:
+    """The last word of a correction that writes the whole name, taking a word or two just after it (before word
+    ``stop``) that are the ``rest`` of the name (its words after those said) misheard: a phone off it in four, or,
+    written as a name, a letter in five: "a sold Marrow" (the alias Ysolde of Ysolde Varrow) is "Ysolde Varrow",
+    not "Ysolde Varrow Marrow". Not another name said, a number, nor a word as common as "the"; "Quill and Hunz"
+    (Quillon ... hands) keeps "Hunz", far from Ashgrove."""
     sound = name_phones(tuple(rest)) if rest else ""
     if len(sound) < MIN_SOUND_PHONES:
         return last

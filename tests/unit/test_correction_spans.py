@@ -169,5 +169,9 @@ def test_a_misheard_surname_after_a_misheard_first_name_is_consumed() -> None:
     heard = "Quill and Hunz, Thessaly the key."
     doubted = [(w, 0.3 if i < 2 else 0.95) for i, w in enumerate(heard.split())]
     assert pipeline.correct_fast(heard, doubted).text == "Quillon Ashgrove Hunz, Thessaly the key."
+    # the same after a phrase the DM taught for the name
+    taught = Pipeline([EntityName(id=1, name="Ysolde Varrow", heard_as=["a sold"])])
+    assert taught.correct_fast(line).text == "Brannoch Seymour only Ysolde Varrow takes her ferry"
+    assert taught.correct_fast("a sold marrow bone").text == "Ysolde Varrow marrow bone"
     marrow = Pipeline([*names, EntityName(id=3, name="Old Marrow", aliases=["Marrow"])])
     assert marrow.correct_fast("a sold Marrow met Quill").text == "Ysolde Varrow Marrow met Quill"
