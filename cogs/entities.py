@@ -55,6 +55,7 @@ from memory.text import (
     not_heard_as_phrases,
     typed_attribute,
 )
+from memory.voice.prompt import ALREADY_PROMPTED, prompted_unpinned
 
 #: Sessions an entity took part in that its card names (the newest); the rest are counted.
 SESSIONS_SHOWN = 3
@@ -348,6 +349,8 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             )
         else:
             reply = f"**{entity.name}** was pinned already."
+        if pinned and await prompted_unpinned(mem, entity.id):
+            reply += f" But {ALREADY_PROMPTED}"
         await interaction.response.send_message(reply, ephemeral=True)
 
     @app_commands.command(description="Remove an entity and its relationships (DM only)")

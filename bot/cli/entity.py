@@ -417,6 +417,8 @@ async def remove(ctx: click.Context, name: str, campaign: str | None, yes: bool)
 async def pin(ctx: click.Context, names: tuple[str, ...], off: bool, campaign: str | None) -> None:
     """Keep entities' names (and aliases) in the speech recogniser's prompt, which holds a few dozen of a campaign's
     names: the villain of tonight's session, a place about to be visited. Without NAMES: the pinned ones."""
+    from memory.voice.prompt import ALREADY_PROMPTED, prompted_unpinned  # numpy and the recogniser's helpers
+
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, _ = await campaign_memory(memory, settings, campaign)
@@ -425,6 +427,8 @@ async def pin(ctx: click.Context, names: tuple[str, ...], off: bool, campaign: s
             changed = await mem.graph.set_pinned(target, not off)
             state = "unpinned" if off else "pinned"
             click.echo(f"{state} {target.name!r}" if changed else f"{target.name!r} was {state} already")
+            if not off and await prompted_unpinned(mem, target.id):
+                click.echo(f"  {ALREADY_PROMPTED}")
         if not names:
             pinned = await mem.graph.pinned_entities()
             click.echo("\n".join(f"{e.name} ({e.type.value})" for e in pinned) or "nothing is pinned")

@@ -629,9 +629,10 @@ class PhoneticMatcher:
     ) -> Stage1Result:
         """The windows that win where they overlap, as corrections, and the spans stage 2 should look at."""
         chosen = _resolve_overlaps(candidates)
+        ends = [c.first for c in chosen[1:]] + [len(tokens)]
         corrections = [
-            self._correction(text, tokens, c, previous)
-            for previous, c in zip([None, *chosen], chosen, strict=False)  # each with the one before it
+            self._correction(text, words, c, previous, stop)
+            for previous, c, stop in zip([None, *chosen], chosen, ends, strict=False)  # each with the one before it
         ]
         return Stage1Result(corrections, self._suspects(text, words, chosen, near_misses))
 
@@ -1415,10 +1416,16 @@ class PhoneticMatcher:
         # Reported (and ranked against overlapping windows) by Jaro-Winkler, like every other candidate.
         return best.form, best.score, best.plural
 
-    def _correction(self, text: str, tokens: list[Token], c: _Candidate, previous: _Candidate | None) -> Correction:
-        """``previous``: the correction chosen just before this one, if any."""
+    def _correction(
+        self, text: str, words: list[_Word], c: _Candidate, previous: _Candidate | None, stop: int
+    ) -> Correction:
+        """``previous``: the correction chosen just before this one, if any; ``stop``: the first word of the next."""
+        tokens = [w.token for w in words]
         if c.form.heard:  # the whole phrase is the name, as the DM said: no word of it is kept
-            start, end = tokens[c.first].start, tokens[c.last].base_end - (1 if c.plural else 0)
+            # ... and its surname misheard just after it goes too ("a sold" taught for Ysolde Varrow: "a sold Marrow")
+            name = name_norm(c.form.canonical).split()
+            last = c.last if c.plural else _rest_sounded_after(words, c.last, name[1:], stop)
+            start, end = tokens[c.first].start, tokens[last].base_end - (1 if c.plural else 0)
             return Correction(
                 span=text[start:end],
                 replacement=c.form.canonical,
@@ -1445,6 +1452,10 @@ class PhoneticMatcher:
                     replacement = _name_part(c.form, after)
         if not c.plural and not after:
             last = _rest_said_after(text, tokens, last, heard, spaceless(c.form.canonical))
+            if replacement == c.form.canonical and last == c.last:
+                name = name_norm(c.form.canonical).split()
+                at = _alias_at(name, c.form)
+                last = _rest_sounded_after(words, last, name[at + len(c.form.words) :] if at is not None else [], stop)
         start = tokens[first].start
         end = tokens[last].base_end - (1 if c.plural else 0)
         return Correction(
@@ -1514,6 +1525,30 @@ def _rest_said_after(text: str, tokens: list[Token], last: int, heard: str, cano
     ):
         rest, after = rest[len(tokens[after + 1].norm) :], after + 1
     return last if rest else after
+
+
+def _rest_sounded_after(words: list[_Word], last: int, rest: list[str], stop: int) -> int:
+    """The last word of a correction that writes the whole name, taking a word or two just after it (before word
+    ``stop``) that are the ``rest`` of the name (its words after those said) misheard: a phone off it in four, or,
+    written as a name, a letter in five: "a sold Marrow" (the alias Ysolde of Ysolde Varrow) is "Ysolde Varrow",
+    not "Ysolde Varrow Marrow". Not another name said, a number, nor a word as common as "the"; "Quill and Hunz"
+    (Quillon ... hands) keeps "Hunz", far from Ashgrove."""
+    sound = name_phones(tuple(rest)) if rest else ""
+    if len(sound) < MIN_SOUND_PHONES:
+        return last
+    letters = "".join(rest)
+    for end in range(last + 1, min(last + len(rest) + 2, stop)):
+        word = words[end]
+        if word.locked or word.facts.edgy or not word.facts.said or not words[end - 1].joins_next:
+            break
+        run = words[last + 1 : end + 1]
+        heard = phrase_phones([w.token.norm for w in run])
+        spelt = "".join(w.token.norm for w in run)
+        if (heard and Levenshtein.distance(heard, sound) <= len(sound) // 4) or (
+            all(w.named for w in run) and Levenshtein.distance(spelt, letters) <= len(letters) // 5
+        ):
+            return end
+    return last
 
 
 def _alias_at(name: list[str], form: NameForm) -> int | None:

@@ -11,7 +11,8 @@ corrector can mend. So the prompt holds the names most likely to be said next, i
    read after stage-1 correction: a name misheard and mended counts as said);
 3. names said most in the campaign's last sessions (their passages, and the stored lines of the last two, whose
    passages may not be written yet), then the player characters not in this session's cast;
-4. the rest, the most connected first, then their aliases (a small campaign's prompt holds them all).
+4. the rest, the most connected first, then every alias not listed yet (a small campaign's prompt holds them
+   all: pinning adds nothing there, see :func:`held_unpinned`).
 
 Each name once. The ranked list changes only when the entities change or a name enters or leaves the recent
 minutes, so the prompt (counted with the model's tokenizer) is rebuilt then, not for every utterance.
@@ -38,7 +39,7 @@ from memory.correction.edits import apply_corrections
 from memory.correction.text import align_confidences, normalize, tokenize
 from memory.gazetteer import Gazetteer
 from memory.models import PromptEntity
-from memory.providers.stt import SpeechToText, Transcript, prompted_names
+from memory.providers.stt import SpeechToText, Transcript, fit_names, prompted_names
 from memory.recorder import default_index_cache, names_version
 from memory.store import CampaignMemory
 
@@ -84,14 +85,15 @@ def rank_names(
         forms = [f for f in heard.forms if normalize(f) != normalize(e.name)] if heard else []
         if e.pinned or (e.cast and (cast is None or e.id in cast)):
             tiers[0].append(((-(heard.at if heard else -1.0), -e.said_lately, -e.degree), [e.name, *e.aliases]))
-        elif heard is not None:
+            continue
+        if heard is not None:
             tiers[1].append(((-heard.at,), [e.name, *forms]))
         elif e.said_lately or e.cast:  # a player character of another table still comes before unsaid lore
             tiers[2].append(((-e.said_lately, -e.degree), [e.name, *(e.aliases if e.cast else ())]))
         else:
             tiers[3].append(((-e.degree,), [e.name]))
-            if e.aliases:
-                tiers[4].append(((-e.degree,), list(e.aliases)))
+        if e.aliases:  # last, every alias not listed yet: a small campaign's prompt holds them all, pinned or not
+            tiers[4].append(((-e.degree,), list(e.aliases)))
     names: list[str] = []
     seen: set[str] = set()
     for tier in tiers:
@@ -101,6 +103,30 @@ def rank_names(
                     seen.add(key)
                     names.append(name)
     return names
+
+
+#: What ``entity pin`` adds when :func:`prompted_unpinned` holds (docs/guide/voice-names.md says what to do then).
+ALREADY_PROMPTED = (
+    "its names are in the voice recogniser's prompt pinned or not (this campaign's names all fit in it); pinned, "
+    "a name Whisper writes a sound off it is only taken for it. A name still misheard: see "
+    "docs/guide/voice-names.md."
+)
+
+
+def held_unpinned(entities: Sequence[PromptEntity], entity_id: int) -> bool:
+    """Whether the prompt holds the entity's name and aliases without a pin: when every name ranked fits it (by
+    :func:`fit_names`' estimate, which errs high), as in a small campaign, pinning adds nothing to it (the pinned
+    are still the cast a written name may be taken for, see ``PhoneticMatcher._cast_names``)."""
+    ranked = rank_names([e.model_copy(update={"pinned": False}) if e.id == entity_id else e for e in entities])
+    kept = {normalize(n) for n in fit_names(ranked)}
+    if len(kept) < len({normalize(n) for n in ranked}):
+        return False
+    return all(normalize(n) in kept for e in entities if e.id == entity_id for n in (e.name, *e.aliases))
+
+
+async def prompted_unpinned(mem: CampaignMemory, entity_id: int) -> bool:
+    """:func:`held_unpinned` for the campaign's entities, between sessions (no name said lately in one)."""
+    return held_unpinned(await mem.graph.prompt_entities(recent_sessions=RECENT_SESSIONS), entity_id)
 
 
 class NameSource(Protocol):

@@ -291,7 +291,11 @@ async def test_pin_puts_an_entity_s_names_in_the_voice_prompt_for_the_dm_only(
     """The prompt holds a few dozen names: a pinned entity's come first, with its aliases, however unconnected."""
     from memory.voice.prompt import CampaignNames
 
-    for i in range(60):  # more names than the prompt holds
+    # a small campaign's prompt holds every name already: pinning adds nothing, and the DM is told so
+    small = await fake_discord.invoke("entity pin", {"name": "Eldrinax"}, user_id=dm)
+    assert "its names are in the voice recogniser's prompt pinned or not" in small.texts()[0]
+    await fake_discord.invoke("entity pin", {"name": "Eldrinax", "pinned": False}, user_id=dm)
+    for i in range(80):  # more names than the prompt holds
         await world.graph.add_entity(EntityIn(name=f"Lore{i:02d}", type=EntityType.concept))
     assert (await CampaignNames(world).names())[:3] != ["Eldrinax", "Eldri", "The Red"]
     refused = await fake_discord.invoke("entity pin", {"name": "The Red"}, user_id=player)

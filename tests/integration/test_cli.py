@@ -2133,3 +2133,16 @@ def test_entity_mentions_of_a_proposed_event_names_the_line_entity_show_does(lk,
         "Arrival at Kraghammer: no line names it yet; it waits for review, drawn from Night 1 (night.txt:2) by DM\n"
     )
     assert lk("entity", "mentions", "Kraghammer").stdout.startswith("Kraghammer: named in 1 line of 1 session\n")
+
+
+def test_entity_pin_says_when_the_names_are_in_the_prompt_pinned_or_not(lk) -> None:
+    """(tester ye, item 7) In a small campaign the prompt holds every name: pinning changes nothing, and the DM
+    is told so, with where to look for a name Whisper still mishears."""
+    assert lk("campaign", "create", "Drowned Bells").returncode == 0
+    assert lk("entity", "add", "Ysolde Varrow", "npc", "--alias", "Ysolde").returncode == 0
+    pinned = lk("entity", "pin", "Ysolde Varrow")
+    assert pinned.returncode == 0, pinned.stderr
+    said = "pinned 'Ysolde Varrow'\n  its names are in the voice recogniser's prompt pinned or not"
+    assert pinned.stdout.startswith(said)
+    assert "voice-names.md" in pinned.stdout
+    assert lk("entity", "pin", "--off", "Ysolde Varrow").stdout == "unpinned 'Ysolde Varrow'\n"

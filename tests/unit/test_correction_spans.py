@@ -146,3 +146,32 @@ def test_one_word_of_a_longer_name_is_corrected_once_it_is_an_alias(pipeline: Pi
     assert pipeline.correct_fast("then kestral stabs him").corrections == []
     aliased = Pipeline([EntityName(id=4, name="Kestrel Vane", aliases=["Kes", "Kestrel"])])
     assert aliased.correct_fast("then kestral stabs him").text == "then Kestrel Vane stabs him"
+
+
+def test_a_misheard_surname_after_a_misheard_first_name_is_consumed() -> None:
+    """(tester ye, item 5) "a sold" is the alias Ysolde, written as the whole name; "Marrow" just after it is the
+    surname Varrow a phone off, written as a name: it goes, not "Ysolde Varrow Marrow". What is not the rest of the
+    name stays: another name said ("Marrow" of Old Marrow), a word far from it ("Hunz", the verb "hands", is no
+    Ashgrove), one after a comma, and a lower-case word two phones off ("marrow bone")."""
+    names = [
+        EntityName(id=1, name="Ysolde Varrow", aliases=["Ysolde"]),
+        EntityName(id=2, name="Quillon Ashgrove", aliases=["Quillon"]),
+    ]
+    pipeline = Pipeline(names)
+    line = "Brannoch Seymour only a sold Marrow takes her ferry"
+    result = pipeline.correct_fast(line)
+    assert result.text == "Brannoch Seymour only Ysolde Varrow takes her ferry"
+    start = line.index("a sold Marrow")
+    assert changes_only_the_name(line, result.corrections, (start, start + len("a sold Marrow"))) == ""
+    assert pipeline.correct_fast("a sold Marrow's boat").text == "Ysolde Varrow's boat"
+    assert pipeline.correct_fast("a sold, Marrow").text == "Ysolde Varrow, Marrow"
+    assert pipeline.correct_fast("a sold marrow bone").text == "Ysolde Varrow marrow bone"
+    heard = "Quill and Hunz, Thessaly the key."
+    doubted = [(w, 0.3 if i < 2 else 0.95) for i, w in enumerate(heard.split())]
+    assert pipeline.correct_fast(heard, doubted).text == "Quillon Ashgrove Hunz, Thessaly the key."
+    # the same after a phrase the DM taught for the name
+    taught = Pipeline([EntityName(id=1, name="Ysolde Varrow", heard_as=["a sold"])])
+    assert taught.correct_fast(line).text == "Brannoch Seymour only Ysolde Varrow takes her ferry"
+    assert taught.correct_fast("a sold marrow bone").text == "Ysolde Varrow marrow bone"
+    marrow = Pipeline([*names, EntityName(id=3, name="Old Marrow", aliases=["Marrow"])])
+    assert marrow.correct_fast("a sold Marrow met Quill").text == "Ysolde Varrow Marrow met Quill"

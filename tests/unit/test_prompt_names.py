@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memory.models import PromptEntity
 from memory.providers.stt import build_name_prompt
-from memory.voice.prompt import RECENT_WINDOW_S, Said, rank_names
+from memory.voice.prompt import RECENT_WINDOW_S, Said, held_unpinned, rank_names
 
 
 def campaign(size: int = 1_000) -> list[PromptEntity]:
@@ -97,3 +97,18 @@ def test_without_a_session_cast_every_player_is_in_the_first_tier() -> None:
     # a pinned entity stays in the first tier whatever the cast
     pinned = [*two_tables(), PromptEntity(id=400, name="Eldrinax", pinned=True)]
     assert rank_names(pinned, cast={101})[:3] == ["Eldrinax", "Secondparty1", "Sp1"]
+
+
+def test_a_small_campaign_s_prompt_holds_every_alias_so_pinning_changes_nothing() -> None:
+    """(tester ye, item 7) A name said in the last sessions went in without its alias ("Ysolde" of Ysolde Varrow),
+    though a small campaign's prompt has room for all: every alias comes last, and pinning adds nothing there,
+    which ``entity pin`` says; in a campaign larger than the prompt, pinning does."""
+    small = [
+        PromptEntity(id=1, name="Ysolde Varrow", aliases=("Ysolde",), said_lately=3),
+        PromptEntity(id=2, name="Quillon Ashgrove", aliases=("Quillon",), degree=2),
+        PromptEntity(id=3, name="Wren Halloway", aliases=("Wren",), cast=True),
+    ]
+    names = rank_names(small, {2: Said(at=5.0, forms={"Quillon Ashgrove": None})}, now=10.0)
+    assert names == ["Wren Halloway", "Wren", "Quillon Ashgrove", "Ysolde Varrow", "Quillon", "Ysolde"]
+    assert held_unpinned(small, 1) and held_unpinned([*small[:2], small[2].model_copy(update={"pinned": True})], 3)
+    assert not held_unpinned(campaign(), 10_003)  # Eldrinax, pinned in a campaign of a thousand names
