@@ -439,6 +439,9 @@ async def measure(memory: Memory, cid: int, args: argparse.Namespace) -> list[tu
         await add(f"entity show {name} history", lambda name=name: show(name, history=True))
     await add(f"recall ({len(QUERIES)} queries, with named entities)", recalls)
     await add(f"recall ({len(QUERIES)} queries), the search alone", searches)
+    # "the DM" is each session's narrator, found from the words each speaker said in it
+    asked = f"what did the DM say about {QUERIES[-1]}"
+    await add(f"recall '{asked}'", lambda: recall(mem, None, asked, embedding=query_vectors[-1].tolist()))
     for query in QUERIES:
         await add(f"named entities of '{query}'", lambda query=query: named_entities(mem, query, dm=True))
     # the vector half under a filter: always the HNSW walk (EXACT_SCAN_LINES -1) against today's choice

@@ -162,14 +162,13 @@ class SessionLog:
 
     async def narrators(self) -> dict[int, str]:
         """Who narrates each session with lines, by session id (:func:`memory.offgame.narrator`): the user who ran a
-        recorded one, else the speaker labelled DM ("Marcus (DM)"), else who said the most words."""
+        recorded one, else the speaker labelled DM ("Marcus (DM)"), else who said the most words. From the words
+        each speaker said in each session, which triggers keep (migration 0027): a question reads no line."""
         rows = await self.db.fetch(
             """
-            SELECT e.session_id, e.speaker, bool_or(e.speaker_id = s.dm_speaker_id) AS ran,
-                   sum(cardinality(array_remove(string_to_array(translate(e.text, E'\\t\\n\\r', '   '), ' '), '')))
-                   AS words
-            FROM session_entries e JOIN sessions s ON s.campaign_id = e.campaign_id AND s.id = e.session_id
-            WHERE e.campaign_id = $1 GROUP BY e.session_id, e.speaker
+            SELECT w.session_id, w.speaker, bool_or(w.speaker_id = s.dm_speaker_id) AS ran, sum(w.words) AS words
+            FROM session_speakers w JOIN sessions s ON s.campaign_id = w.campaign_id AND s.id = w.session_id
+            WHERE w.campaign_id = $1 GROUP BY w.session_id, w.speaker
             """,
             self.campaign_id,
         )
