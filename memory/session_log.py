@@ -680,6 +680,7 @@ class SessionLog:
                 ))) AS lines
                 FROM sessions s JOIN session_entries e ON e.campaign_id = s.campaign_id AND e.session_id = s.id
                 WHERE s.campaign_id = $1 AND s.id = ANY($2::bigint[])
+                  AND e.session_id = ANY($2::bigint[])  -- the sessions' lines by their index, not every line
                 GROUP BY s.id
             ) d
             LEFT JOIN session_told t ON t.campaign_id = $1 AND t.session_id = d.session_id AND t.lines = d.lines
@@ -839,19 +840,27 @@ class SessionLog:
 
     async def saying(self, phrases: Sequence[str], session_ids: Sequence[int]) -> list[Entry]:
         """The lines of these sessions whose words may be one of ``phrases`` (full text, stemmed: more than say
-        them, for a closer look), in session order."""
-        terms = " OR ".join(f'"{p}"' for p in dict.fromkeys(phrases) if p.strip() and '"' not in p)
-        if not terms or not session_ids:
+        them, for a closer look), in session order. One index probe a phrase: the phrases OR'd into one query, the
+        planner read every line of the campaign against all of them (a campaign file's 200 names a query, 24 s a
+        query at 100 sessions, where their probes take 0.3 s)."""
+        said = [p for p in dict.fromkeys(phrases) if p.strip() and '"' not in p]
+        if not said or not session_ids:
             return []
         rows = await self.db.fetch(
             f"""
-            SELECT {_ENTRY_COLUMNS} FROM session_entries
-            WHERE campaign_id = $1 AND session_id = ANY($3::bigint[])
-              AND tsv @@ websearch_to_tsquery('english', searchable($2))
-            ORDER BY session_id, seq
+            SELECT DISTINCT ON (e.session_id, e.seq) e.* FROM (
+                SELECT DISTINCT websearch_to_tsquery('english', searchable('"' || p || '"')) AS q
+                FROM unnest($2::text[]) AS p
+            ) w
+            CROSS JOIN LATERAL (
+                SELECT {_ENTRY_COLUMNS} FROM session_entries
+                WHERE campaign_id = $1 AND session_id = ANY($3::bigint[]) AND tsv @@ w.q
+            ) e
+            WHERE numnode(w.q) > 0  -- a phrase of stop words only ("The") says nothing
+            ORDER BY e.session_id, e.seq
             """,
             self.campaign_id,
-            terms,
+            said,
             list(session_ids),
         )
         return [_entry(r) for r in rows]
