@@ -162,14 +162,13 @@ class SessionLog:
 
     async def narrators(self) -> dict[int, str]:
         """Who narrates each session with lines, by session id (:func:`memory.offgame.narrator`): the user who ran a
-        recorded one, else the speaker labelled DM ("Marcus (DM)"), else who said the most words."""
+        recorded one, else the speaker labelled DM ("Marcus (DM)"), else who said the most words. From the words
+        each speaker said in each session, which triggers keep (migration 0027): a question reads no line."""
         rows = await self.db.fetch(
             """
-            SELECT e.session_id, e.speaker, bool_or(e.speaker_id = s.dm_speaker_id) AS ran,
-                   sum(cardinality(array_remove(string_to_array(translate(e.text, E'\\t\\n\\r', '   '), ' '), '')))
-                   AS words
-            FROM session_entries e JOIN sessions s ON s.campaign_id = e.campaign_id AND s.id = e.session_id
-            WHERE e.campaign_id = $1 GROUP BY e.session_id, e.speaker
+            SELECT w.session_id, w.speaker, bool_or(w.speaker_id = s.dm_speaker_id) AS ran, sum(w.words) AS words
+            FROM session_speakers w JOIN sessions s ON s.campaign_id = w.campaign_id AND s.id = w.session_id
+            WHERE w.campaign_id = $1 GROUP BY w.session_id, w.speaker
             """,
             self.campaign_id,
         )
@@ -715,6 +714,7 @@ class SessionLog:
                 ))) AS lines
                 FROM sessions s JOIN session_entries e ON e.campaign_id = s.campaign_id AND e.session_id = s.id
                 WHERE s.campaign_id = $1 AND s.id = ANY($2::bigint[])
+                  AND e.session_id = ANY($2::bigint[])  -- the sessions' lines by their index, not every line
                 GROUP BY s.id
             ) d
             LEFT JOIN session_told t ON t.campaign_id = $1 AND t.session_id = d.session_id AND t.lines = d.lines
@@ -874,19 +874,27 @@ class SessionLog:
 
     async def saying(self, phrases: Sequence[str], session_ids: Sequence[int]) -> list[Entry]:
         """The lines of these sessions whose words may be one of ``phrases`` (full text, stemmed: more than say
-        them, for a closer look), in session order."""
-        terms = " OR ".join(f'"{p}"' for p in dict.fromkeys(phrases) if p.strip() and '"' not in p)
-        if not terms or not session_ids:
+        them, for a closer look), in session order. One index probe a phrase: the phrases OR'd into one query, the
+        planner read every line of the campaign against all of them (a campaign file's 200 names a query, 24 s a
+        query at 100 sessions, where their probes take 0.3 s)."""
+        said = [p for p in dict.fromkeys(phrases) if p.strip() and '"' not in p]
+        if not said or not session_ids:
             return []
         rows = await self.db.fetch(
             f"""
-            SELECT {_ENTRY_COLUMNS} FROM session_entries
-            WHERE campaign_id = $1 AND session_id = ANY($3::bigint[])
-              AND tsv @@ websearch_to_tsquery('english', searchable($2))
-            ORDER BY session_id, seq
+            SELECT DISTINCT ON (e.session_id, e.seq) e.* FROM (
+                SELECT DISTINCT websearch_to_tsquery('english', searchable('"' || p || '"')) AS q
+                FROM unnest($2::text[]) AS p
+            ) w
+            CROSS JOIN LATERAL (
+                SELECT {_ENTRY_COLUMNS} FROM session_entries
+                WHERE campaign_id = $1 AND session_id = ANY($3::bigint[]) AND tsv @@ w.q
+            ) e
+            WHERE numnode(w.q) > 0  -- a phrase of stop words only ("The") says nothing
+            ORDER BY e.session_id, e.seq
             """,
             self.campaign_id,
-            terms,
+            said,
             list(session_ids),
         )
         return [_entry(r) for r in rows]

@@ -20,9 +20,6 @@ from pathlib import Path
 from memory.graph.lookup import EntityLookup
 from memory.models import TAKES_NO_PART, Entity, EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
 
-#: Entities looked for by one full-text query: a campaign file may add thousands at once.
-_BATCH = 200
-
 
 def took_part(entity_id: int, event_id: int, session_id: int) -> RelationshipIn:
     """The link from an entity a session's lines name to the session's recap event."""
@@ -52,7 +49,8 @@ async def link_to_recaps(
     longer one ("Vell" in "Vell Sorrowmere") counts as it does there. Measured on 100 sessions of 2,000 lines
     (bench/README.md, a busy machine): 2.2-2.7 s for Grog Strongjaw, named in every session (16 s when each session
     was read whole again for its told lines); 32-50 s for the 1,492 entities of a campaign file loaded after the
-    sessions, two thirds of it the full-text search for the lines naming them, 0.4 s their told lines."""
+    sessions, two thirds of it the full-text search for the lines naming them while their names were OR'd into one
+    query (:meth:`memory.session_log.SessionLog.saying` now probes the index once a name), 0.4 s their told lines."""
     if not entity_ids:
         return 0
     from memory.mentions import index_lines, index_told
@@ -147,18 +145,11 @@ async def _lines_saying(
     from memory.gazetteer import first_name
     from memory.session_log import SessionLog
 
-    log = SessionLog(graph.db, graph.campaign_id)
-    lines: dict[int, Entry] = {}
-    for start in range(0, len(targets), _BATCH):
-        batch = targets[start : start + _BATCH]
-        # as written, and in the gazetteer's normal forms ("Zyxara" of Zyx'ara, "half orc" of Half-Orc)
-        # a person's first name too: the gazetteer says whether it is theirs alone, and written as a name
-        said = (
-            [n for e in batch for n in (e.name, *e.aliases, first_name(e.name) or "")] if names is None else list(names)
-        )
-        phrases = [form(n) for n in said for form in (str, normalize, spaced_form)]
-        lines.update((entry.id, entry) for entry in await log.saying(phrases, sessions))
-    return list(lines.values())
+    # as written, and in the gazetteer's normal forms ("Zyxara" of Zyx'ara, "half orc" of Half-Orc)
+    # a person's first name too: the gazetteer says whether it is theirs alone, and written as a name
+    said = [n for e in targets for n in (e.name, *e.aliases, first_name(e.name) or "")] if names is None else names
+    phrases = [form(n) for n in said for form in (str, normalize, spaced_form)]
+    return await SessionLog(graph.db, graph.campaign_id).saying(phrases, sessions)
 
 
 async def _insert_links(graph: EntityLookup, links: list[RelationshipIn]) -> int:

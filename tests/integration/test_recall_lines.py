@@ -245,6 +245,44 @@ async def test_the_dm_is_each_sessions_narrator(campaign: CampaignMemory) -> Non
         assert {line.entry_id for h in hits for line in h.answering()} == {one[5], two[10]}, question
 
 
+async def test_each_sessions_narrator_is_kept_and_follows_its_lines(memory: Memory, campaign: CampaignMemory) -> None:
+    """ "What did the DM say" summed every line's words by session and speaker at each question (150,000 lines at
+    100 sessions); the words are kept per session and speaker as the lines are written, revised or deleted, and a
+    question reads none of the lines. Another campaign's sessions, speakers of the same names, change nothing."""
+    other = memory.campaign((await memory.campaigns().create("Other Campaign")).id)
+    await said(other, "Night 1", [("Dana", "The fen is dark and cold and very wide tonight.")] * 20)
+    one = await said(campaign, "Night 1", [("Marcus", "The road winds on past the farm."), ("Dana", "I wave.")])
+    (night,) = await campaign.log.sessions()
+    assert await campaign.log.narrators() == {night.id: "Marcus"}
+    # more of the session imported: Dana says the most now
+    more = await campaign.log.write_many(night.id, [EntryIn(speaker="Dana", text="I sing of the fen all night.")])
+    assert await campaign.log.narrators() == {night.id: "Dana"}
+    await campaign.log.revise(more[0].id, "Hm.", [])  # a correction's new text
+    assert await campaign.log.narrators() == {night.id: "Marcus"}
+    await campaign.log.revise(one[0], "Go.", [])
+    assert await campaign.log.narrators() == {night.id: "Dana"}
+    # a recorded session: the user who ran it narrates, whatever they are called
+    rec = await campaign.log.start_session("Night 2")
+    await campaign.log.write_many(
+        rec.id,
+        [
+            EntryIn(speaker="Marcus", speaker_id="100", text="Rain."),
+            EntryIn(speaker="DM", speaker_id="200", text="I am the DM tonight, I say, and I say a lot."),
+        ],
+    )
+    assert (await campaign.log.narrators())[rec.id] == "DM"
+    await campaign.log.set_dm(rec.id, "100")
+    assert (await campaign.log.narrators())[rec.id] == "Marcus"
+    await campaign.delete_session("Night 1")
+    assert await campaign.log.narrators() == {rec.id: "Marcus"}
+    assert list((await other.log.narrators()).values()) == ["Dana"]
+    read = "SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) FROM pg_stat_xact_user_tables"
+    async with campaign.transaction() as tx:
+        before = await tx.db.fetchval(f"{read} WHERE relid = 'session_entries'::regclass")
+        await tx.log.narrators()
+        assert await tx.db.fetchval(f"{read} WHERE relid = 'session_entries'::regclass") == before
+
+
 async def test_what_an_npc_said_is_what_the_dm_voiced_her_saying(campaign: CampaignMemory) -> None:
     """A home DM marks a voice at the line's start ("(as Mira) ...", "I'm Quillon now."): "what did Mira say?"
     showed the narration naming her first."""

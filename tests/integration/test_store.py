@@ -13,6 +13,7 @@ from memory.db import create_pool
 from memory.errors import AlreadyDecidedError, AlreadyExistsError, InvalidInputError, NotFoundError
 from memory.extraction import RuleExtractor, extract_into_graph
 from memory.graph import KnowledgeGraph
+from memory.graph.took_part import told_in
 from memory.models import (
     ChunkIn,
     Correction,
@@ -1043,6 +1044,55 @@ async def test_a_name_check_reads_the_names_asked_for_not_the_whole_campaign(cam
         with pytest.raises(AlreadyExistsError, match="'Alias of Entity 2999' is already an alias of 'Entity 2999'"):
             await tx.graph.add_entity(EntityIn(name="Alias of Entity 2999", type=EntityType.npc))
         assert await tx.db.fetchval(read) - before < 50
+
+
+async def test_the_lines_saying_a_campaign_files_names_are_found_by_the_index_not_by_reading_every_line(
+    campaign: CampaignMemory,
+) -> None:
+    # Who took part, for a file's names loaded after the sessions: the names were OR'd into one full-text query of
+    # 200, and the planner read every line against all of them (24 s a query at 100 sessions). One probe a name.
+    syllables = "ba de fi go ku la me no pi ro sa tu vi xo ze ha jo ny qu wa".split()
+    words = [f"{syllables[n // 15]}{syllables[n % 15]}rin".capitalize() for n in range(300)]
+    session = await campaign.log.start_session("Night 1")
+    lines = [", ".join(words[(n * 7 + k) % 300] for k in range(10)) + " wave." for n in range(1000)]
+    lines += [f"The road winds on past farm {n}." for n in range(19000)]
+    await campaign.db.execute(
+        """
+        INSERT INTO session_entries (campaign_id, session_id, seq, speaker, raw_text, text)
+        SELECT $1, $2, n, 'DM', t, t FROM unnest($3::text[]) WITH ORDINALITY AS l(t, n)
+        """,
+        campaign.campaign_id,
+        session.id,
+        lines,
+    )
+    await campaign.db.execute("ANALYZE session_entries")
+    read = "SELECT seq_tup_read + coalesce(idx_tup_fetch, 0) FROM pg_stat_xact_user_tables WHERE relid = $1::regclass"
+    async with campaign.transaction() as tx:
+        before = await tx.db.fetchval(read, "session_entries")
+        said = await tx.log.saying([*words[:200], *(f"{w} Marrow" for w in words[:200])], [session.id])
+        asked = set(words[:200])
+        assert [e.seq for e in said] == [n + 1 for n, line in enumerate(lines) if asked & set(line[:-6].split(", "))]
+        assert await tx.db.fetchval(read, "session_entries") - before < 10_000  # a line once for each name it says
+
+
+async def test_a_sessions_told_lines_read_its_lines_not_the_campaigns(campaign: CampaignMemory) -> None:
+    # The digest a session's told lines are kept by joined sessions to their lines: with a long night beside it,
+    # the planner read every line of the campaign to find a short night's two.
+    short = await campaign.log.start_session("Night 1")
+    await campaign.log.write_many(short.id, [EntryIn(speaker="DM", text="Corvin Ash rows you across.")] * 2)
+    long = await campaign.log.start_session("Night 2")
+    await campaign.db.execute(
+        "INSERT INTO session_entries (campaign_id, session_id, seq, speaker, raw_text, text)"
+        " SELECT $1, $2, n, 'DM', 'The road winds on.', 'The road winds on.' FROM generate_series(1, 20000) n",
+        campaign.campaign_id,
+        long.id,
+    )
+    await campaign.db.execute("ANALYZE sessions, session_entries")
+    read = "SELECT seq_tup_read + coalesce(idx_tup_fetch, 0) FROM pg_stat_xact_user_tables WHERE relid = $1::regclass"
+    async with campaign.transaction() as tx:
+        before = await tx.db.fetchval(read, "session_entries")
+        assert len(await told_in(tx.graph, [short.id])) == 2
+        assert await tx.db.fetchval(read, "session_entries") - before < 100
 
 
 async def test_players_mask_hides_a_secret_name_and_the_words_that_name_it_alone(campaign: CampaignMemory) -> None:
