@@ -7,8 +7,7 @@ nothing another campaign can see. ``ts_rank_cd`` has no IDF, so a line saying on
 line holding the question's rare words; here the rare words weigh what they should. A long line also scores as its
 best passage (``PASSAGE_WORDS``), read from its tsvector's positions, which recall shows instead of the whole line.
 A line's score is scaled by the share of the question it says (``COVERAGE_POWER``), and a name's aliases the
-question was expanded with count as one word. When the question names entities, a word of it that their lines
-say more often than the campaign's do weighs its rarity among those lines (``ENTITY_RARITY``).
+question was expanded with count as one word.
 
 To stay flat as a campaign grows, candidate lines are fetched through the GIN index by the query's rarest terms
 only, up to ``FETCH_BUDGET`` lines; the commoner terms score those lines but fetch none (a line holding only
@@ -63,18 +62,6 @@ COVERAGE_POWER = 0.5
 #: DM's "... Vex has fallen" for "how did Vex die?". Dev (bench/recall.py): 5 and 10 tie, the DM's questions in the
 #: first 3 hits .500 -> .583; 15 loses. 0: a line's own length.
 LENGTH_FLOOR = 10
-#: A question naming an entity weighs each of its other words by its rarity among the lines that mention that
-#: entity, where it is commoner there than in the campaign (the lowest over the entities named): every line of
-#: Thordak's lair says "lair", rarer campaign-wide than "egg", so "what was in the eggs in Thordak's lair?" ranked the
-#: lair's lines, each saying both "Thordak" and "lair", above the one line with the egg. The IDF becomes
-#: -ln P(term | entity) (BM25's own IDF is -ln P(term) with its +0.5 counts), ``P`` smoothed by ``ENTITY_PRIOR``
-#: lines at the campaign's rate, so an entity named in two lines does not decide. 1: so; 0: the campaign's IDF.
-ENTITY_RARITY = 1.0
-#: Lines at the campaign's rate a named entity's lines are smoothed with (see ``ENTITY_RARITY``).
-ENTITY_PRIOR = 10
-#: The lines of a named entity read for its words' rarity at most, its newest: a campaign's main character is
-#: named in thousands, and a sample says which words its lines share as well.
-ENTITY_LINES = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +73,6 @@ class Term:
     #: what a line must say for it to count, as tsquery text: the names and aliases it is a word of, as phrases,
     #: when the question does not say it ("" its stem alone): "Kern the Hammer" is no search for "hammer"
     phrases: str = ""
-    #: for each entity the question names: how many of its lines (``ENTITY_LINES`` at most) say it, of how many
-    said_with: tuple[tuple[int, int], ...] = ()
 
     def operand(self) -> str:
         """The term as a tsquery operand."""
@@ -147,18 +132,6 @@ def idf(lines_with_term: int, lines: int) -> float:
     return math.log(1 + (lines - lines_with_term + 0.5) / (lines_with_term + 0.5))
 
 
-def entity_idf(lines_with_term: int, lines: int, said_with: Sequence[tuple[int, int]] = ()) -> float:
-    """A term's IDF as a question naming entities weighs it: the campaign's (:func:`idf`), or where the lines of an
-    entity it names say it more often than the campaign's do, -ln of its rate among them (``said_with``: the lines
-    of each entity saying it, of how many), smoothed by ``ENTITY_PRIOR`` lines at the campaign's rate; the lowest
-    over the entities, ``ENTITY_RARITY`` of the way from the campaign's."""
-    campaign = idf(lines_with_term, lines)
-    rate = (lines_with_term + 0.5) / (lines + 1)  # idf() is -ln of it
-    among = [(said + ENTITY_PRIOR * rate) / (of + ENTITY_PRIOR) for said, of in said_with if of]
-    conditional = min((-math.log(min(1.0, p)) for p in among), default=campaign)
-    return campaign - ENTITY_RARITY * max(0.0, campaign - conditional)
-
-
 def tsquery_literal(term: str) -> str:
     """A stem as a quoted tsquery operand: quotes doubled and backslashes escaped, so any word is one operand."""
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
@@ -190,33 +163,22 @@ class Query:
     lines: int  # the campaign's
     mean_length: float
 
-    def idf(self, term: Term) -> float:
-        """The IDF ``term`` weighs: a word of the question that is no name, by its rarity among the lines of the
-        entities the question names (:func:`entity_idf`); a name's words, by the campaign's."""
-        if _kind(term) == PLAIN:
-            return entity_idf(term.lines, self.lines, term.said_with)
-        return idf(term.lines, self.lines)
 
-
-async def prepare(
-    db: Executor, campaign_id: int, phrases: Sequence[tuple[str, float]], entity_ids: Sequence[int] = ()
-) -> Query:
-    """The query ``phrases`` (text, weight) make, against the campaign's counts and the lines of the entities it
-    names (``entity_ids``)."""
-    terms, lines, mean_length = await query_terms(db, campaign_id, phrases, entity_ids)
+async def prepare(db: Executor, campaign_id: int, phrases: Sequence[tuple[str, float]]) -> Query:
+    """The query ``phrases`` (text, weight) make, against the campaign's counts."""
+    terms, lines, mean_length = await query_terms(db, campaign_id, phrases)
     # a pasted page: its rarest words count
     return Query(sorted(terms, key=lambda t: (t.lines, t.text))[:MAX_TERMS], lines, mean_length)
 
 
 async def query_terms(
-    db: Executor, campaign_id: int, phrases: Sequence[tuple[str, float]], entity_ids: Sequence[int] = ()
+    db: Executor, campaign_id: int, phrases: Sequence[tuple[str, float]]
 ) -> tuple[list[Term], int, float]:
     """The stems of ``phrases`` (text, weight; a stem keeps its highest weight) with their document frequency in
-    the campaign and among the lines mentioning each of ``entity_ids`` (the newest ``ENTITY_LINES``), and the
-    campaign's line count and mean line length."""
+    the campaign, and the campaign's line count and mean line length."""
     # the campaign's counts ride along on every row (a LEFT JOIN keeps them when no stem is known): one round trip
     rows = await db.fetch(
-        f"""
+        """
         WITH stems AS (
             SELECT u AS term, max(p.weight) AS weight, bool_or(p.weight < 1) AS expanded,
                    string_agg(DISTINCT '(' || phraseto_tsquery('english', searchable(p.phrase))::text || ')', ' | ')
@@ -224,46 +186,22 @@ async def query_terms(
             FROM unnest($2::text[], $3::float8[]) AS p(phrase, weight),
                  unnest(tsvector_to_array(to_tsvector('english', searchable(p.phrase)))) u
             GROUP BY u
-        ), among AS MATERIALIZED (  -- the newest lines mentioning each entity named, the query's stems they say
-            SELECT x.id AS entity,
-                   tsvector_to_array(ts_filter(setweight(e.tsv, 'A', (SELECT array_agg(term) FROM stems)), '{{a}}'))
-                       AS said
-            FROM unnest($4::bigint[]) x(id) CROSS JOIN LATERAL (
-                SELECT m.entry_id FROM entity_mentions m WHERE m.campaign_id = $1 AND m.entity_id = x.id
-                ORDER BY m.entry_id DESC LIMIT {int(ENTITY_LINES)}
-            ) m JOIN session_entries e ON e.campaign_id = $1 AND e.id = m.entry_id
-        ), sizes AS (
-            SELECT entity, count(*) AS lines FROM among GROUP BY entity
-        ), said AS (
-            SELECT a.entity, u AS term, count(*) AS lines FROM among a, unnest(a.said) u GROUP BY a.entity, u
         )
         SELECT s.term, s.weight, s.expanded, s.phrases, coalesce(t.lines, 0) AS lines,
-               c.lines AS corpus_lines, c.terms AS corpus_terms, w.said, w.of
+               c.lines AS corpus_lines, c.terms AS corpus_terms
         FROM (SELECT 1) one
         LEFT JOIN recall_corpus c ON c.campaign_id = $1
         LEFT JOIN stems s ON true
         LEFT JOIN recall_terms t ON t.campaign_id = $1 AND t.term = s.term
-        LEFT JOIN LATERAL (
-            SELECT array_agg(coalesce(d.lines, 0) ORDER BY z.entity) AS said, array_agg(z.lines ORDER BY z.entity) AS of
-            FROM sizes z LEFT JOIN said d ON d.entity = z.entity AND d.term = s.term
-        ) w ON true
         """,
         campaign_id,
         [p for p, _ in phrases],
         [w for _, w in phrases],
-        list(entity_ids),
     )
     first = rows[0]  # the LEFT JOINs from one row always give one
     lines, length = (first["corpus_lines"], first["corpus_terms"]) if first["corpus_lines"] is not None else (0, 0)
     terms = [
-        Term(
-            r["term"],
-            r["lines"],
-            r["weight"],
-            r["expanded"],
-            r["phrases"] if r["weight"] < 1 else "",
-            tuple(zip(r["said"] or (), r["of"] or (), strict=True)),
-        )
+        Term(r["term"], r["lines"], r["weight"], r["expanded"], r["phrases"] if r["weight"] < 1 else "")
         for r in rows
         if r["term"] is not None and r["lines"] > 0
     ]
@@ -443,7 +381,7 @@ async def candidates(
         """,
         campaign_id,
         [t.text for t in query.terms],
-        [t.weight * query.idf(t) for t in query.terms],  # the query's weight × IDF
+        [t.weight * idf(t.lines, query.lines) for t in query.terms],  # the query's weight × IDF
         [t.operand() for t in query.terms],
         query.mean_length,
         fetch,
@@ -458,8 +396,8 @@ async def candidates(
         [session for _, session in excluded],
         alone_from,
         [_kind(t) for t in query.terms],
-        sum(query.idf(t) for t in query.terms if _kind(t) != ALIAS) or 1.0,
-        sum(query.idf(t) for t in query.terms if _kind(t) == NAMED),
+        sum(idf(t.lines, query.lines) for t in query.terms if _kind(t) != ALIAS) or 1.0,
+        sum(idf(t.lines, query.lines) for t in query.terms if _kind(t) == NAMED),
     )
     lines = [
         Line(
