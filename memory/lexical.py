@@ -7,7 +7,8 @@ nothing another campaign can see. ``ts_rank_cd`` has no IDF, so a line saying on
 line holding the question's rare words; here the rare words weigh what they should. A long line also scores as its
 best passage (``PASSAGE_WORDS``), read from its tsvector's positions, which recall shows instead of the whole line.
 A line's score is scaled by the share of the question it says (``COVERAGE_POWER``), and a name's aliases the
-question was expanded with count as one word.
+question was expanded with count as one word. When the question names entities, a line naming one weighs a word of
+the question its other lines say more often than the campaign's by its rarity among them (``ENTITY_RARITY``).
 
 To stay flat as a campaign grows, candidate lines are fetched through the GIN index by the query's rarest terms
 only, up to ``FETCH_BUDGET`` lines; the commoner terms score those lines but fetch none (a line holding only
@@ -62,6 +63,21 @@ COVERAGE_POWER = 0.5
 #: DM's "... Vex has fallen" for "how did Vex die?". Dev (bench/recall.py): 5 and 10 tie, the DM's questions in the
 #: first 3 hits .500 -> .583; 15 loses. 0: a line's own length.
 LENGTH_FLOOR = 10
+#: In a line naming an entity the question names, each of the question's other words weighs its rarity among that
+#: entity's other lines, where they say it more often than the campaign's (the lowest over the entities named):
+#: every line of Thordak's lair says "lair", rarer campaign-wide than "egg", so "what was in the eggs in Thordak's
+#: lair?" ranked the lair's lines, each saying "Thordak" and "lair", above his egg's. The IDF becomes
+#: -ln P(term | entity) (BM25's own IDF is -ln P(term) with its +0.5 counts), ``P`` smoothed by ``ENTITY_PRIOR``
+#: lines at the campaign's rate and counted without the line weighed (Pike's one line is no evidence against its
+#: words). Lines naming none keep the campaign's IDF: weighed so too, "sun" and "tree" of "what did Keyleth learn
+#: from the Sun Tree?" (4 of her 39 lines) lost the answer that does not name her. Dev (bench/recall.py): the DM's
+#: questions in the first 3 hits .583 -> .667, the rest the same. 1: so; 0: the campaign's IDF everywhere.
+ENTITY_RARITY = 1.0
+#: Lines at the campaign's rate a named entity's lines are smoothed with (see ``ENTITY_RARITY``).
+ENTITY_PRIOR = 10
+#: The lines of a named entity read for its words' rarity at most, its newest: a campaign's main character is
+#: named in thousands, and a sample says which words its lines share as well.
+ENTITY_LINES = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +89,8 @@ class Term:
     #: what a line must say for it to count, as tsquery text: the names and aliases it is a word of, as phrases,
     #: when the question does not say it ("" its stem alone): "Kern the Hammer" is no search for "hammer"
     phrases: str = ""
+    #: for each entity the question names: how many of its lines (``ENTITY_LINES`` at most) say it, of how many
+    said_with: tuple[tuple[int, int], ...] = ()
 
     def operand(self) -> str:
         """The term as a tsquery operand."""
@@ -132,6 +150,18 @@ def idf(lines_with_term: int, lines: int) -> float:
     return math.log(1 + (lines - lines_with_term + 0.5) / (lines_with_term + 0.5))
 
 
+def entity_idf(lines_with_term: int, lines: int, said_with: Sequence[tuple[int, int]] = ()) -> float:
+    """A term's IDF as a question naming entities weighs it: the campaign's (:func:`idf`), or where the lines of an
+    entity it names say it more often than the campaign's do, -ln of its rate among them (``said_with``: the lines
+    of each entity saying it, of how many), smoothed by ``ENTITY_PRIOR`` lines at the campaign's rate; the lowest
+    over the entities, ``ENTITY_RARITY`` of the way from the campaign's."""
+    campaign = idf(lines_with_term, lines)
+    rate = (lines_with_term + 0.5) / (lines + 1)  # idf() is -ln of it
+    among = [(said + ENTITY_PRIOR * rate) / (of + ENTITY_PRIOR) for said, of in said_with if of]
+    conditional = min((-math.log(min(1.0, p)) for p in among), default=campaign)
+    return campaign - ENTITY_RARITY * max(0.0, campaign - conditional)
+
+
 def tsquery_literal(term: str) -> str:
     """A stem as a quoted tsquery operand: quotes doubled and backslashes escaped, so any word is one operand."""
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
@@ -163,22 +193,37 @@ class Query:
     lines: int  # the campaign's
     mean_length: float
 
+    def idf(self, term: Term) -> float:
+        """The campaign's IDF of ``term``."""
+        return idf(term.lines, self.lines)
 
-async def prepare(db: Executor, campaign_id: int, phrases: Sequence[tuple[str, float]]) -> Query:
-    """The query ``phrases`` (text, weight) make, against the campaign's counts."""
-    terms, lines, mean_length = await query_terms(db, campaign_id, phrases)
+    def among_named(self, term: Term) -> float:
+        """The IDF ``term`` weighs in a line naming an entity the question names: a word of the question that is no
+        name, by its rarity among those entities' lines (:func:`entity_idf`); a name's words, by the campaign's."""
+        if _kind(term) == PLAIN:  # counted without the line itself: a line is no evidence against its own word
+            return entity_idf(term.lines, self.lines, [(max(0, said - 1), of - 1) for said, of in term.said_with])
+        return idf(term.lines, self.lines)
+
+
+async def prepare(
+    db: Executor, campaign_id: int, phrases: Sequence[tuple[str, float]], entity_ids: Sequence[int] = ()
+) -> Query:
+    """The query ``phrases`` (text, weight) make, against the campaign's counts and the lines of the entities it
+    names (``entity_ids``)."""
+    terms, lines, mean_length = await query_terms(db, campaign_id, phrases, entity_ids)
     # a pasted page: its rarest words count
     return Query(sorted(terms, key=lambda t: (t.lines, t.text))[:MAX_TERMS], lines, mean_length)
 
 
 async def query_terms(
-    db: Executor, campaign_id: int, phrases: Sequence[tuple[str, float]]
+    db: Executor, campaign_id: int, phrases: Sequence[tuple[str, float]], entity_ids: Sequence[int] = ()
 ) -> tuple[list[Term], int, float]:
     """The stems of ``phrases`` (text, weight; a stem keeps its highest weight) with their document frequency in
-    the campaign, and the campaign's line count and mean line length."""
+    the campaign and among the lines mentioning each of ``entity_ids`` (the newest ``ENTITY_LINES``), and the
+    campaign's line count and mean line length."""
     # the campaign's counts ride along on every row (a LEFT JOIN keeps them when no stem is known): one round trip
     rows = await db.fetch(
-        """
+        f"""
         WITH stems AS (
             SELECT u AS term, max(p.weight) AS weight, bool_or(p.weight < 1) AS expanded,
                    string_agg(DISTINCT '(' || phraseto_tsquery('english', searchable(p.phrase))::text || ')', ' | ')
@@ -186,22 +231,46 @@ async def query_terms(
             FROM unnest($2::text[], $3::float8[]) AS p(phrase, weight),
                  unnest(tsvector_to_array(to_tsvector('english', searchable(p.phrase)))) u
             GROUP BY u
+        ), among AS MATERIALIZED (  -- the newest lines mentioning each entity named, the query's stems they say
+            SELECT x.id AS entity,
+                   tsvector_to_array(ts_filter(setweight(e.tsv, 'A', (SELECT array_agg(term) FROM stems)), '{{a}}'))
+                       AS said
+            FROM unnest($4::bigint[]) x(id) CROSS JOIN LATERAL (
+                SELECT m.entry_id FROM entity_mentions m WHERE m.campaign_id = $1 AND m.entity_id = x.id
+                ORDER BY m.entry_id DESC LIMIT {int(ENTITY_LINES)}
+            ) m JOIN session_entries e ON e.campaign_id = $1 AND e.id = m.entry_id
+        ), sizes AS (
+            SELECT entity, count(*) AS lines FROM among GROUP BY entity
+        ), said AS (
+            SELECT a.entity, u AS term, count(*) AS lines FROM among a, unnest(a.said) u GROUP BY a.entity, u
         )
         SELECT s.term, s.weight, s.expanded, s.phrases, coalesce(t.lines, 0) AS lines,
-               c.lines AS corpus_lines, c.terms AS corpus_terms
+               c.lines AS corpus_lines, c.terms AS corpus_terms, w.said, w.of
         FROM (SELECT 1) one
         LEFT JOIN recall_corpus c ON c.campaign_id = $1
         LEFT JOIN stems s ON true
         LEFT JOIN recall_terms t ON t.campaign_id = $1 AND t.term = s.term
+        LEFT JOIN LATERAL (
+            SELECT array_agg(coalesce(d.lines, 0) ORDER BY z.entity) AS said, array_agg(z.lines ORDER BY z.entity) AS of
+            FROM sizes z LEFT JOIN said d ON d.entity = z.entity AND d.term = s.term
+        ) w ON true
         """,
         campaign_id,
         [p for p, _ in phrases],
         [w for _, w in phrases],
+        list(entity_ids),
     )
     first = rows[0]  # the LEFT JOINs from one row always give one
     lines, length = (first["corpus_lines"], first["corpus_terms"]) if first["corpus_lines"] is not None else (0, 0)
     terms = [
-        Term(r["term"], r["lines"], r["weight"], r["expanded"], r["phrases"] if r["weight"] < 1 else "")
+        Term(
+            r["term"],
+            r["lines"],
+            r["weight"],
+            r["expanded"],
+            r["phrases"] if r["weight"] < 1 else "",
+            tuple(zip(r["said"] or (), r["of"] or (), strict=True)),
+        )
         for r in rows
         if r["term"] is not None and r["lines"] > 0
     ]
@@ -272,7 +341,10 @@ async def candidates(
     rows = await db.fetch(
         f"""
         WITH fetched AS (
-            SELECT e.id, e.session_id, e.seq, e.text, e.tsv, true AS fetched FROM session_entries e
+            SELECT e.id, e.session_id, e.seq, e.text, e.tsv, true AS fetched, EXISTS (
+                  SELECT FROM entity_mentions m
+                  WHERE m.campaign_id = $1 AND m.entry_id = e.id AND m.entity_id = ANY($11::bigint[])) AS entity
+            FROM session_entries e
             WHERE e.campaign_id = $1 AND $6::tsquery IS NOT NULL AND e.tsv @@ $6::tsquery
               AND ($7::bigint[] IS NULL OR e.session_id = ANY($7::bigint[]))
               AND ($8::text[] IS NULL OR lower(e.speaker) = ANY($8::text[]))
@@ -281,17 +353,24 @@ async def candidates(
                   WHERE x.session_id = e.session_id AND x.speaker = lower(e.speaker))
             {bounded}
         ), also AS (
-            SELECT e.id, e.session_id, e.seq, e.text, e.tsv, false AS fetched FROM session_entries e
+            SELECT e.id, e.session_id, e.seq, e.text, e.tsv, false AS fetched, EXISTS (
+                  SELECT FROM entity_mentions m
+                  WHERE m.campaign_id = $1 AND m.entry_id = e.id AND m.entity_id = ANY($11::bigint[])) AS entity
+            FROM session_entries e
             WHERE e.campaign_id = $1 AND e.id = ANY($9::bigint[])
         ), base AS (
             -- tf counts 1 (a line rarely says a word twice): each term is one C-level @@ on the line's own
             -- tsvector, four times faster than unnesting it; the line's length still discounts (BM25's b)
-            SELECT l.id, l.session_id, l.seq, l.text, l.fetched, l.tsv, length(l.tsv) AS dl, m.score, m.terms,
-                   m.plain, m.named, m.alias
+            SELECT l.id, l.session_id, l.seq, l.text, l.fetched, l.tsv, l.entity, length(l.tsv) AS dl, m.score,
+                   m.terms, m.plain, m.named, m.alias
             FROM (SELECT * FROM fetched UNION ALL SELECT * FROM also) l CROSS JOIN LATERAL (
                 SELECT {_aliases_once("w.weight", "w")} AS score, array_agg(w.term ORDER BY w.term) AS terms,
                        {_covered("w")}
-                FROM unnest($2::text[], $3::float8[], $4::tsquery[], $17::int[]) AS w(term, weight, q, kind)
+                FROM (
+                    SELECT v.term, v.q, v.kind, CASE WHEN l.entity THEN v.cond ELSE v.weight END AS weight
+                    FROM unnest($2::text[], $3::float8[], $4::tsquery[], $17::int[], $20::float8[])
+                         AS v(term, weight, q, kind, cond)
+                ) w
                 WHERE l.tsv @@ w.q
             ) m
             WHERE m.score > 0
@@ -299,10 +378,11 @@ async def candidates(
             -- a long line also scores as its best passage: where it says each term, from its tsvector's positions
             -- (only long lines, all at once: a subquery a line cost more; setweight + ts_filter keep the query's
             -- lexemes in C, a third of the cost of unnesting them all)
-            SELECT b.id, w.term, w.weight, w.kind, p AS pos
-            FROM (SELECT DISTINCT ON (id) id, tsv FROM base WHERE dl > $13::int * {PASSAGE_TERMS_PER_WORD}) b,
+            SELECT b.id, w.term, CASE WHEN b.entity THEN w.cond ELSE w.weight END AS weight, w.kind, p AS pos
+            FROM (SELECT DISTINCT ON (id) id, tsv, entity FROM base WHERE dl > $13::int * {PASSAGE_TERMS_PER_WORD}) b,
                  unnest(ts_filter(setweight(b.tsv, 'A', $2::text[]), '{{a}}')) u,
-                 unnest($2::text[], $3::float8[], $17::int[], $4::tsquery[]) AS w(term, weight, kind, q),
+                 unnest($2::text[], $3::float8[], $17::int[], $4::tsquery[], $20::float8[])
+                     AS w(term, weight, kind, q, cond),
                  unnest(u.positions) p
             WHERE $13::int > 0 AND w.term = u.lexeme  -- a line both fetched and found by meaning: once
               AND (w.kind <> {ALIAS} OR b.tsv @@ w.q)  -- a word of an alias, where the line says the alias
@@ -321,7 +401,7 @@ async def candidates(
             ) w
             ORDER BY id, best DESC, first
         ), scored AS (
-            SELECT b.id, b.session_id, b.seq, b.text, b.dl, b.fetched, b.terms, b.plain, b.named, b.alias,
+            SELECT b.id, b.session_id, b.seq, b.text, b.dl, b.fetched, b.entity, b.terms, b.plain, b.named, b.alias,
                    CASE WHEN p.id IS NOT NULL THEN ARRAY[p.first, p.last] END AS passage,
                    greatest(b.score * n.norm, {float(PASSAGE_WEIGHT)} * p.best) AS score, n.norm
             FROM base b LEFT JOIN passages p ON p.id = b.id CROSS JOIN LATERAL (
@@ -339,10 +419,11 @@ async def candidates(
             WHERE d <> 0  -- materialized: else joined by session alone, every pair of a session's lines
         ), beside AS (  -- the query's terms a fetched line lacks that a fetched line shown beside it says
             SELECT id, {_aliases_once("t.best", "t")} AS score, {_covered("t")} FROM (
-                SELECT p.id, max(w.weight * n.norm) AS best, w.weight, w.kind
+                SELECT p.id, max(CASE WHEN n.entity THEN w.cond ELSE w.weight END * n.norm) AS best, w.weight, w.kind
                 FROM places p JOIN scored n ON n.fetched AND n.session_id = p.session_id AND n.seq = p.seq
                 CROSS JOIN unnest(n.terms) said(term)
-                JOIN unnest($2::text[], $3::float8[], $17::int[]) AS w(term, weight, kind) ON w.term = said.term
+                JOIN unnest($2::text[], $3::float8[], $17::int[], $20::float8[]) AS w(term, weight, kind, cond)
+                  ON w.term = said.term
                 WHERE NOT said.term = ANY(p.terms)
                 GROUP BY p.id, w.term, w.weight, w.kind
             ) t GROUP BY id
@@ -351,7 +432,8 @@ async def candidates(
             FROM (
                 SELECT s.id, s.terms, s.passage,
                        (s.score + {float(NEIGHBOUR_WEIGHT)} * coalesce(n.score, 0))
-                       * power(least(1.0, {_coverage("s", "n", NEIGHBOUR_WEIGHT)} / $18::float8),
+                       * power(least(1.0, {_coverage("s", "n", NEIGHBOUR_WEIGHT)}
+                                          / CASE WHEN s.entity THEN $21::float8 ELSE $18::float8 END),
                                {float(COVERAGE_POWER)}) AS score
                 FROM scored s LEFT JOIN beside n ON n.id = s.id
                 WHERE s.fetched ORDER BY score DESC, s.id DESC LIMIT $10
@@ -381,7 +463,7 @@ async def candidates(
         """,
         campaign_id,
         [t.text for t in query.terms],
-        [t.weight * idf(t.lines, query.lines) for t in query.terms],  # the query's weight × IDF
+        [t.weight * query.idf(t) for t in query.terms],  # the query's weight × IDF
         [t.operand() for t in query.terms],
         query.mean_length,
         fetch,
@@ -396,8 +478,10 @@ async def candidates(
         [session for _, session in excluded],
         alone_from,
         [_kind(t) for t in query.terms],
-        sum(idf(t.lines, query.lines) for t in query.terms if _kind(t) != ALIAS) or 1.0,
-        sum(idf(t.lines, query.lines) for t in query.terms if _kind(t) == NAMED),
+        sum(query.idf(t) for t in query.terms if _kind(t) != ALIAS) or 1.0,
+        sum(query.idf(t) for t in query.terms if _kind(t) == NAMED),
+        [t.weight * query.among_named(t) for t in query.terms],  # the same in a line naming a named entity
+        sum(query.among_named(t) for t in query.terms if _kind(t) != ALIAS) or 1.0,
     )
     lines = [
         Line(

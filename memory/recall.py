@@ -185,7 +185,8 @@ async def recall(
         # "when did we first meet Kevdak": his lines in order come first (``_told_in``); "first", "meet" find noise
         text = parsed.unordered if parsed.filters.told_in and named else parsed.text
         phrases = [(text, 1.0)] + [(form, EXPANSION_WEIGHT) for e in named for form in (e.name, *e.aliases)]
-        terms = await lexical_ranker.prepare(mem.db, mem.campaign_id, phrases)
+        # its other words weigh their rarity among the lines of those it names: "egg", not "lair", of Thordak's lair
+        terms = await lexical_ranker.prepare(mem.db, mem.campaign_id, phrases, [e.id for e in named])
         # "what did Grog say last session?": no word left to search, his lines answer it
         return (
             named,

@@ -471,6 +471,31 @@ async def test_lines_mentioning_a_named_entity_come_first(campaign: CampaignMemo
     assert "entity" in hits[0].matched
 
 
+async def test_a_word_every_line_of_a_named_entity_says_counts_less_than_one_that_tells_them_apart(
+    campaign: CampaignMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every line of Thordak's lair says "lair", rarer in the campaign than "egg" (the cook's eggs): each of them
+    said both "Thordak" and "lair" and outranked the one line of his egg. Among the lines naming Thordak, "lair"
+    tells none apart and "egg" does."""
+    thordak = await campaign.graph.add_entity(EntityIn(name="Thordak", type=EntityType.npc))
+    lair = [("DM", f"Thordak's lair is {word} with smoke.") for word in WORDS[:8]]
+    cook = [("DM", f"The cook cracks egg {n} into the pan.") for n in range(14)]
+    answer = ("DM", "You pull the snout of a tiny red Thordak from the egg.")
+    lines = [*FILLER[:15], *lair, *FILLER[15:], *cook[:7], answer, *cook[7:]]  # no lair line beside an egg
+    ids = await said(campaign, "One", lines)
+    session_id = (await campaign.log.sessions())[0].id
+    naming = {i: [thordak.id] for i, (_, text) in zip(ids, lines, strict=True) if "Thordak" in text}
+    await index_lines(campaign.db, campaign.campaign_id, session_id, naming)
+    question = "what was in the egg in Thordak's lair?"
+    assert lexical.ENTITY_RARITY > 0
+    hits = await recall(campaign, None, question, limit=1, mode="fulltext")
+    assert [line.entry_id for line in hits[0].lines if line.matched] == [ids[lines.index(answer)]]
+
+    monkeypatch.setattr(lexical, "ENTITY_RARITY", 0.0)  # the campaign's rarity: a line of the lair first
+    hits = await recall(campaign, None, question, limit=1, mode="fulltext")
+    assert lines[ids.index(hits[0].lines[0].entry_id)] in lair
+
+
 async def test_a_question_that_is_an_events_name_shows_the_lines_that_tell_it(campaign: CampaignMemory) -> None:
     """The event's name as a question lost to a player's "We arrive at Vasselheim tomorrow?", which says its words in
     fewer: the event's own lines were boosted once, and only when found."""

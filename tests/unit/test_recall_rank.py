@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from memory.lexical import Term, fetch_terms, idf, tsquery_literal, tsquery_of
+from memory.lexical import Query, Term, entity_idf, fetch_terms, idf, tsquery_literal, tsquery_of
 from memory.recall_rank import (
     Filters,
     Fused,
@@ -232,6 +232,36 @@ def test_a_session_number_prefers_its_title_then_its_place() -> None:
 def test_idf_weighs_rare_terms_over_common_ones() -> None:
     assert idf(1, 10_000) > idf(100, 10_000) > idf(9_000, 10_000) > 0
     assert math.isclose(idf(1, 1), math.log(1 + 0.5 / 1.5))
+
+
+def test_a_word_the_named_entitys_lines_share_weighs_its_rarity_among_them() -> None:
+    """Every line of Thordak's lair says "lair" (7 of his 20), rarer campaign-wide than "egg" (3 of his): among his
+    lines the egg is what tells one apart."""
+    lair, egg = entity_idf(22, 2937, [(7, 20)]), entity_idf(90, 2937, [(3, 20)])
+    assert idf(22, 2937) > idf(90, 2937) and egg > lair
+    assert lair < idf(22, 2937) and egg < idf(90, 2937)
+    # a word the entity's lines say no more often than the campaign's keeps the campaign's IDF
+    assert entity_idf(90, 2937, [(0, 20)]) == entity_idf(90, 2937) == idf(90, 2937)
+    assert entity_idf(90, 2937, [(1, 40)]) == idf(90, 2937)
+    # the lowest over the entities named; an entity with no line says nothing
+    assert entity_idf(22, 2937, [(0, 40), (7, 20), (0, 0)]) == lair
+    # two lines are no evidence: smoothed toward the campaign's rate, one of an entity's two lines discounts less
+    assert entity_idf(22, 2937, [(1, 2)]) > entity_idf(22, 2937, [(10, 20)])
+    # a word in every line of the entity still weighs something
+    assert 0 < entity_idf(22, 2937, [(20, 20)]) < lair
+
+
+def test_a_line_naming_the_entity_weighs_its_words_by_the_entitys_other_lines() -> None:
+    """A name's words keep the campaign's IDF: they are what the entity's lines are found by. The line weighed is
+    left out of the counts: Pike's one line saying "temple" is no evidence that her lines all say it."""
+    query = Query(
+        [Term("lair", 22, 1.0, said_with=((7, 20),)), Term("thordak", 20, 1.0, True, said_with=((20, 20),))], 2937, 5.0
+    )
+    lair, thordak = query.terms
+    assert query.among_named(lair) == entity_idf(22, 2937, [(6, 19)]) < idf(22, 2937) == query.idf(lair)
+    assert query.among_named(thordak) == idf(20, 2937) == query.idf(thordak)
+    (temple,) = Query([Term("temple", 2, 1.0, said_with=((1, 1),))], 11, 5.0).terms
+    assert Query([temple], 11, 5.0).among_named(temple) == idf(2, 11)
 
 
 def test_tsquery_literal_quotes_any_word() -> None:
