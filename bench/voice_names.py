@@ -42,6 +42,7 @@ import argparse
 import asyncio
 import json
 import os
+import pickle
 import random
 import re
 import shutil
@@ -154,6 +155,8 @@ class Timed:
     def __init__(self, stt: WhisperSTT, names: Sequence[str] | None) -> None:
         self.stt, self.names, self.seconds, self.cpu_seconds = stt, names, 0.0, 0.0
         self.words: dict[str, list[tuple[str, float | None]]] = {}  # text heard -> its words (for ``--dump``)
+        #: text heard -> the audio and the prompt's names it was heard with (for ``--dump``: a replay set)
+        self.heard: dict[str, tuple[np.ndarray, list[str]]] = {}
 
     def prompted(self, names: Sequence[str]) -> list[str]:
         return self.stt.prompted(names if self.names is None else self.names)
@@ -163,6 +166,7 @@ class Timed:
         try:
             heard = await self.stt.transcribe(pcm, prompt_names=prompt_names if self.names is None else self.names)
             self.words[heard.text.strip()] = [(w.word, w.confidence) for w in heard.words]
+            self.heard[heard.text.strip()] = (pcm, list(prompt_names if self.names is None else self.names))
             return heard
         finally:
             self.seconds += time.perf_counter() - started
@@ -343,6 +347,10 @@ async def run(args: argparse.Namespace) -> int:
                                     parts = line.parts[condition]
                                     row = {**said, "said": line.text, "parts": parts, "cast": casts[line.episode]}
                                     out.write(json.dumps(row) + "\n")
+                            # each text heard with its audio and prompt: segments to replay without transcribing
+                            # (bench/name_check_replay.py)
+                            with args.dump.with_suffix(".segments.pkl").open("ab") as out:
+                                pickle.dump({"condition": condition, "heard": stt.heard}, out)
                         for stage, label in ((0, ""), (1, " + stage 1")):
                             cells = [model, f"{beam}/{budget}", condition.rsplit("/", 1)[1] + label]
                             for half in (True, False, None):
@@ -385,7 +393,10 @@ def main() -> None:
     )
     parser.add_argument("--verbose", action="store_true", help="print each line as said and as stored")
     parser.add_argument(
-        "--dump", type=Path, help="append each line (said; heard raw, stored, word confidences; the cast) as JSON"
+        "--dump",
+        type=Path,
+        help="append each line (said; heard raw, stored, word confidences; the cast) as JSON, and each text heard "
+        "with its audio and prompt to the same name .segments.pkl",
     )
     raise SystemExit(asyncio.run(run(parser.parse_args())))
 
