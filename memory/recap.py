@@ -45,6 +45,9 @@ _LINE_WORDS, _TURNS_PER_LINE, _MAX_LINES, _MAX_CHARS = 25, 200, 12, 2000
 #: A longer sentence is quoted whole up to this many words: a cut would lose its end ("…with a single dagger
 #: sticking out of the center of her back.").
 _WHOLE_WORDS = 30
+#: A long sentence with no clause end to cut at is quoted whole up to this many words, else not at all: a line
+#: ends at a sentence's or a clause's end, never mid-clause ("…his face contorts into horrible…").
+_LONG_WORDS = 45
 #: A sentence shorter than this ("All right.", "Okay, cool.") neither starts nor ends a line.
 _SHORT = 4
 #: What makes a line telling: each entity it names, its length (up to ``_LINE_WORDS`` words), the narrator.
@@ -179,10 +182,6 @@ _FUNCTION_WORDS = frozenset(
     that because while when where which who whom whose then my your his her its our their i he she we they just
     very not no""".split()
 )
-#: Words that open a clause: the one before them ends one if it is no function word ("…as the rock splits" | "and
-#: you…"). "and", "or" and "but" join names as often ("both Kima and Gilmore"): they open one before a pronoun.
-_CLAUSE_OPENS = frozenset("as while when where which who whom whose because until unless since though although".split())
-_JOINS, _SUBJECTS = frozenset("and or but so then".split()), frozenset("i you he she it we they".split())
 
 
 def _bare(word: str) -> str:
@@ -191,27 +190,20 @@ def _bare(word: str) -> str:
 
 def _clause_words(words: Sequence[str]) -> int | None:
     """How many words of a sentence longer than ``_LINE_WORDS`` a line quotes: all of them up to
-    ``_WHOLE_WORDS``, else up to its last clause end within ``_LINE_WORDS`` if that keeps half of them (a comma or
-    dash, or before a word that opens a clause), else up to its last word within them that is no function word,
-    else none. "…" then never follows a function word ("…to you for…", "…glow of Kraghammer is…")."""
+    ``_WHOLE_WORDS``, else up to its last clause end within ``_LINE_WORDS`` if that keeps half of them (a comma,
+    semicolon, colon or dash not after a function word), else all of them up to ``_LONG_WORDS``, else none: a line
+    never stops mid-clause ("…pulls out a mottled mass of really filthy rags from the Bag…")."""
 
-    def ends_phrase(k: int) -> bool:  # on a function word: "…a spray of --"
-        return (_bare(words[k - 1]) or _bare(words[k - 2])) in _FUNCTION_WORDS
-
-    def ends(k: int) -> bool:
-        if ends_phrase(k):
-            return False
-        after = _bare(words[k])
-        return bool(
-            _CLAUSE_END.search(words[k - 1])
-            or after in _CLAUSE_OPENS
-            or (after in _JOINS and k + 1 < len(words) and _bare(words[k + 1]) in _SUBJECTS)
+    def ends(k: int) -> bool:  # not after a function word: "…a spray of --"
+        return (
+            bool(_CLAUSE_END.search(words[k - 1]))
+            and (_bare(words[k - 1]) or _bare(words[k - 2])) not in _FUNCTION_WORDS
         )
 
     if len(words) <= _WHOLE_WORDS:
         return len(words)
-    cuts = range(_LINE_WORDS, _LINE_WORDS // 2 - 1, -1)
-    return next((k for k in cuts if ends(k)), None) or next((k for k in cuts if not ends_phrase(k)), None)
+    cut = next((k for k in range(_LINE_WORDS, _LINE_WORDS // 2 - 1, -1) if ends(k)), None)
+    return cut or (len(words) if len(words) <= _LONG_WORDS else None)
 
 
 def _quoted_whole(said: str) -> str:

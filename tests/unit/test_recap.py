@@ -275,28 +275,36 @@ def test_a_long_sentence_is_quoted_to_a_clause_end_and_by_the_names_it_shows() -
     assert lines[:-1] == ["Mira: The guards of Ironhold bar the gate."] * 5
 
 
-def test_a_long_sentence_is_quoted_whole_or_cut_never_after_a_function_word() -> None:
-    """With no comma among its first 25 words, a long sentence was cut at the 25th whatever it was ("…to you for…",
-    "…glow of Kraghammer is…", "…Kima and Gilmore from the…"): one of up to 30 words is quoted whole, a longer one
-    cut where a clause ends, else after its last word within 25 that is no article, preposition or auxiliary."""
-    said = {
+def test_a_long_sentence_is_quoted_whole_or_cut_at_a_clause_end() -> None:
+    """A long sentence with no comma among its words 13-25 was cut after its last word within 25 that is no
+    function word: mid-clause ("…rags from the Bag…", "…his face contorts into horrible…"). One of up to 45 words is
+    now quoted whole; a longer one is cut at a clause end (a comma, semicolon, colon or dash), else not quoted."""
+    whole = [
         "You glance over and you're more distracted by the fact that Keyleth is doing this awkward field goal thing "
-        "in the door to you for no reason, and you forget what you were in the middle of doing.": "You glance over "
-        "and you're more distracted by the fact that Keyleth is doing this awkward field goal thing in the door to "
-        "you…",
-        "As you continue downward into the lower area, you can see the red stone that lets a lot of the atmospheric "
-        "glow of Kraghammer is used less and less and a lot more central torches are now in place; sconces.": "As "
-        "you continue downward into the lower area, you can see the red stone that lets a lot of the atmospheric "
-        "glow of Kraghammer…",
-        "As it hits, it just curls across and spreads across the side of the walls as the dragon shields both Kima "
-        "and Gilmore from the blast.": "As it hits, it just curls across and spreads across the side of the walls "
-        "as the dragon shields both Kima and Gilmore from the blast.",
+        "in the door to you for no reason, and you forget what you were in the middle of doing.",
+        "So yeah, as you guys are having this conversation, Grog comes over and pulls out a mottled mass of really "
+        "filthy rags from the Bag of Holding, probably used in various nose-wiping circumstances.",
+        "Where once Percy's face existed, it twists into this shimmering apparition of Sylas Briarwood looking down "
+        "at her as his face contorts into horrible, screaming pain.",
         "You hear a sound and you look down just as the rock below splits apart and from the crack a spray of molten "
-        "rock just sprays outward across the stone floor of the long hall and up the walls.": "You hear a sound and "
-        "you look down just as the rock below splits apart and from the crack a spray of molten rock…",
-    }
-    for sentence, quoted in said.items():
-        assert summarise([("Matt", sentence)] * 5) == [f"Matt: {quoted}"] * 5
+        "rock just sprays outward across the stone floor of the long hall and up the walls.",
+    ]
+    for sentence in whole:
+        assert summarise([("Matt", sentence)] * 5) == [f"Matt: {sentence}"] * 5
+    very_long = (
+        "The wind picks up across the plain of Ironhold and the banners of the guard snap in the cold, and beyond "
+        "the wall the fires of the camp burn low as the scouts return one by one with news of the dragon that "
+        "nobody in the keep wants to hear tonight before the bells ring out across the whole of the valley below"
+    )
+    assert (
+        summarise([("Matt", very_long + ".")] * 5)[:-1]
+        == ["Matt: The wind picks up across the plain of Ironhold and the banners of the guard snap in the cold…"] * 5
+    )
+    no_clause = very_long.replace(", and", " and") + "."
+    assert (
+        summarise([("Matt", no_clause), ("Matt", "The guards of Ironhold bar the gate.")] * 5)[:-1]
+        == ["Matt: The guards of Ironhold bar the gate."] * 5
+    )
 
 
 def test_a_quotation_the_line_ends_in_is_closed() -> None:
