@@ -1135,8 +1135,10 @@ async def test_recall_of_what_happened_in_a_session_shows_its_recap_first(
     session_log: CampaignMemory, fake_discord: FakeDiscord, player: FakeMember, dm: FakeMember
 ) -> None:
     """ "What happened last session?" answered with lines saying "happened"; the session's recap answers it, alone."""
-    for query in ("what happened last session?", "recap session 1"):
-        asked = await fake_discord.invoke("recall", {"query": query}, user_id=player)
+    for query, asker in [(q, player) for q in ("what happened last session?", "recap session 1")] + [
+        (q, dm) for q in ("last session", "session 1")  # a session named alone asks for its recap
+    ]:
+        asked = await fake_discord.invoke("recall", {"query": query}, user_id=asker)
         assert asked.texts() == [
             "Recap: The Drowned Road",
             "The party reached Lake Vhaldris and guessed Eldrinax sleeps there.",
