@@ -102,13 +102,16 @@ def entity_embed(
     history: list[str] | None = None,
     dm: bool = True,
     mentioned: Mentions | None = None,
+    took_part: tuple[int, str] = (0, ""),
 ) -> discord.Embed:
     """The entity card; every part is trimmed against a running total, so the embed always stays within
     Discord's 6,000 characters (the parts come in order of importance: the last ones are cut first). ``mask``
     hides what its reader may not see in the text the DM or the table wrote (secret names, for players).
     ``history``: the facts that no longer hold, when asked for (None: not asked). ``dm``: the reader is the DM,
     who alone sees what the recogniser writes for the name (it may hold a guess at a secret one). ``mentioned``:
-    the mention index's lines naming it, shown as the sessions they are in."""
+    the mention index's lines naming it, shown as the sessions they are in. ``took_part``: how many sessions it
+    took part in (the DM's story named it: the recaps' links) and their titles; the two counts differ (a
+    player's backstory names Delilah in sessions she is not in), so each field says what it counts."""
     title = mask(entity.name) + (" 🔒" if entity.visibility == Visibility.secret else "")
     embed = discord.Embed(
         title=clip(title, MAX_TITLE),
@@ -140,13 +143,16 @@ def entity_embed(
         text = excerpt(mask(last_mention.text), [entity.name, *entity.aliases], MAX_FIELD_VALUE - len(where) - 2)
         said = f"{where}“{text}”"
         add_field_within(embed, "Last mentioned", said, inline=False)
+    if took_part[0]:
+        said = f"the DM's story names it there: {took_part[1]}"
+        add_field_within(embed, f"Took part in {counted(took_part[0], 'session')}", said, inline=False)
     if mentioned is not None and mentioned.total:
         shown = mentioned.sessions[:SESSIONS_SHOWN]
         parts = [f"{clip(mask(s.title), 60)} ({counted(s.lines, 'line')})" for s in shown]
         if more := len(mentioned.sessions) - len(shown):
             parts.append(f"{counted(more, 'more session')}")
-        said = f"{counted(mentioned.total, 'line')}: " + ", ".join(parts)
-        add_field_within(embed, "Mentioned in", said, inline=False)
+        said = f"{counted(mentioned.total, 'line')}, anyone's: " + ", ".join(parts)
+        add_field_within(embed, f"Mentioned in {counted(len(mentioned.sessions), 'session')}", said, inline=False)
     return embed
 
 
@@ -238,7 +244,9 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         mask = str if dm else await mem.graph.player_mask()
         snap, last = await visible_identity(mem, name, dm=dm, mask=mask)
         # masked before clipped: a secret name cut in half would be left whole enough to read
-        others, sessions = snap.facts_and_sessions(SESSIONS_SHOWN, lambda title: clip(mask(title), 60))
+        others, _ = snap.facts_and_sessions()
+        # the sessions it took part in: their own field, beside those naming it, not a relationship
+        sessions = snap.sessions_taken_part(SESSIONS_SHOWN, lambda title: clip(mask(title), 60))
         others, took_part = snap.who_took_part(others)
         # asked for history, the current facts say where they were heard too
         said = {p.id: f" ({p.since()})" for p in await mem.graph.heard_where(snap.relationships)} if history else {}
@@ -246,8 +254,6 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         if took_part:
             names = [(r.source_name or "") + " 🔒" * snap.hidden_from_players(r) for r in took_part]
             lines.append(who_took_part_line(names, TOOK_PART_ROOM))  # whole, beside the facts in one field
-        if sessions:
-            lines.append(sessions)
         mentioned = await mentions(mem.db, mem.campaign_id, snap.entity.id, limit=0)
         past = await mem.graph.history(snap.entity.id, include_secret=dm) if history else None
         embed = entity_embed(
@@ -258,6 +264,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             history=None if past is None else [p.describe_past(" 🔒") for p in past],
             dm=dm,
             mentioned=mentioned,
+            took_part=sessions,
         )
         await interaction.response.send_message(embed=embed, ephemeral=True)
 

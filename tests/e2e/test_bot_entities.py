@@ -398,7 +398,7 @@ async def test_an_entity_added_after_the_recap_of_a_session_that_named_it_took_p
     added = await fake_discord.invoke("entity add", {"name": "Corvin Ash", "type": "npc"}, user_id=dm)
     assert added.texts()[0].startswith("Added"), added.texts()
     card = "\n".join((await fake_discord.invoke("entity show", {"name": "Corvin Ash"}, user_id=dm)).texts())
-    assert "took part in 1 session: Night 1" in card, card
+    assert "Took part in 1 session: the DM's story names it there: Night 1" in card, card
 
 
 async def test_the_sessions_an_entity_took_part_in_are_one_line_on_its_card(
@@ -412,9 +412,11 @@ async def test_the_sessions_an_entity_took_part_in_are_one_line_on_its_card(
         await world.graph.add_relationship(
             RelationshipIn(source_id=eldrinax.id, type="took_part_in", target_id=event.id)
         )
-    card = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts())
-    assert "took part in 5 sessions: Night 5, Night 4, Night 3 and 2 earlier" in card
-    assert "—took_part_in→" not in card
+    texts = (await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts()
+    card = "\n".join(texts)
+    # its own field, saying what it counts; not among the relationships
+    assert "Took part in 5 sessions: the DM's story names it there: Night 5, Night 4, Night 3 and 2 earlier" in texts
+    assert "—took_part_in→" not in card and "took part in 5" not in card
     # the session's own card still lists who took part
     night = "\n".join((await fake_discord.invoke("entity show", {"name": "Session: Night 1"}, user_id=player)).texts())
     assert "Eldrinax —took_part_in→ Session: Night 1" in night
@@ -921,7 +923,7 @@ async def test_the_card_says_in_which_sessions_the_mention_index_found_the_entit
         )
         await index_lines(world.db, world.campaign_id, session.id, {e.id: [eldrinax.id] for e in lines})
     card = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts())
-    assert "Mentioned in: 3 lines: Night 2 (1 line), Night 1 (2 lines)" in card, card
+    assert "Mentioned in 2 sessions: 3 lines, anyone's: Night 2 (1 line), Night 1 (2 lines)" in card, card
 
 
 async def test_show_an_accepted_event_says_the_line_it_was_told_in(

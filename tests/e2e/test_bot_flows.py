@@ -1136,7 +1136,8 @@ async def test_recall_of_what_happened_in_a_session_shows_its_recap_first(
 ) -> None:
     """ "What happened last session?" answered with lines saying "happened"; the session's recap answers it, alone."""
     for query, asker in [(q, player) for q in ("what happened last session?", "recap session 1")] + [
-        (q, dm) for q in ("last session", "session 1")  # a session named alone asks for its recap
+        (q, dm)
+        for q in ("last session", "session 1")  # a session named alone asks for its recap
     ]:
         asked = await fake_discord.invoke("recall", {"query": query}, user_id=asker)
         assert asked.texts() == [
@@ -1356,7 +1357,7 @@ async def test_players_read_a_sessions_event_entity_and_last_mention_with_secret
 ) -> None:
     card = await read(fake_discord, player, "entity show", {"name": "Eldrinax"})
     assert "Last mentioned: [secret] unmasked at 0:03, DM: " in card and "Mab" not in card
-    assert "took part in 1 session: [secret] unmasked" in card
+    assert "Took part in 1 session: the DM's story names it there: [secret] unmasked" in card
     dm_card = await read(fake_discord, dm, "entity show", {"name": "Eldrinax"})
     assert "Last mentioned: Queen Mab unmasked at 0:03, DM: " in dm_card
 
