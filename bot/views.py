@@ -24,6 +24,15 @@ MAX_CHOICES, MAX_CHOICE_NAME = 25, 100
 MAX_FIELD_VALUE, MAX_DESCRIPTION, MAX_EMBED_TOTAL = 1024, 4096, 6000
 MAX_TITLE, MAX_FIELDS = 256, 25
 
+_INTRAWORD_UNDERSCORE = re.compile(r"(?<=[^\W_])\\_(?=[^\W_])")
+
+
+def plain(text: str) -> str:
+    """``text`` as written: Discord markdown in it (a transcript's "*rolls*", "> quote", a name like ``__x__``)
+    shown, not applied. Every card showing what the table said or an import wrote puts it through this."""
+    # an underscore inside a word ("owned_by") never styles in Discord: left as is, it stays searchable and copyable
+    return _INTRAWORD_UNDERSCORE.sub("_", discord.utils.escape_markdown(text))
+
 
 def name_choices(names: Iterable[str], current: str, *, ordered: bool = False) -> list[app_commands.Choice[str]]:
     """Up to 25 names for an autocomplete: prefix matches first, then substring, then fuzzy (typos); each group

@@ -21,6 +21,7 @@ from bot.views import (
     clip,
     name_choices,
     paged_embeds,
+    plain,
     safe_autocomplete,
 )
 from memory.context import visible_identity
@@ -112,43 +113,47 @@ def entity_embed(
     the mention index's lines naming it, shown as the sessions they are in. ``took_part``: how many sessions it
     took part in (the DM's story named it: the recaps' links) and their titles; the two counts differ (a
     player's backstory names Delilah in sessions she is not in), so each field says what it counts."""
-    title = mask(entity.name) + (" 🔒" if entity.visibility == Visibility.secret else "")
+
+    def as_said(text: str) -> str:  # what the table said or an import wrote: its "*" or ">" must not restyle the card
+        return plain(mask(text))
+
+    title = as_said(entity.name) + (" 🔒" if entity.visibility == Visibility.secret else "")
     embed = discord.Embed(
         title=clip(title, MAX_TITLE),
         # leaves at least ~1,600 characters of the total for the fields
-        description=clip(mask(entity.description or "") or "*no description*", 2000),
+        description=clip(as_said(entity.description or "") or "*no description*", 2000),
         colour=TYPE_COLOURS.get(entity.type, 0x5865F2),
     )
     add_field_within(embed, "Type", entity.type.value)
     if entity.status != ReviewStatus.accepted:
         add_field_within(embed, "Status", entity.status.value)
     if entity.aliases:
-        add_field_within(embed, "Aliases", ", ".join(entity.aliases), inline=False)
+        add_field_within(embed, "Aliases", plain(", ".join(entity.aliases)), inline=False)
     if dm and entity.heard_as:
-        add_field_within(embed, "Heard as", ", ".join(entity.heard_as), inline=False)
+        add_field_within(embed, "Heard as", plain(", ".join(entity.heard_as)), inline=False)
     if dm and entity.not_heard_as:
-        add_field_within(embed, "Never heard as", ", ".join(entity.not_heard_as), inline=False)
+        add_field_within(embed, "Never heard as", plain(", ".join(entity.not_heard_as)), inline=False)
     if entity.attributes:
-        lines = [f"**{k}**: {mask(attribute_text(v))}" for k, v in entity.attributes.items()]
+        lines = [f"**{plain(k)}**: {as_said(attribute_text(v))}" for k, v in entity.attributes.items()]
         add_field_within(embed, "Attributes", lines, inline=False)
     if relationships:
-        add_field_within(embed, "Relationships", [mask(r) for r in relationships], inline=False)
+        add_field_within(embed, "Relationships", [as_said(r) for r in relationships], inline=False)
     if history is not None:
-        past = [mask(line) for line in history] or ["no fact about it has changed yet"]
+        past = [as_said(line) for line in history] or ["no fact about it has changed yet"]
         add_field_within(embed, "History, newest first", past, inline=False)
     if last_mention:
         # a narrator's paragraph may name it only past a field's 1,024 characters: the part that does
-        where = f"{mask(last_mention.where())}, {mask(last_mention.speaker)}: "
+        where = f"{as_said(last_mention.where())}, {as_said(last_mention.speaker)}: "
         # masked before cut: a secret name cut in half would be left whole enough to read
         text = excerpt(mask(last_mention.text), [entity.name, *entity.aliases], MAX_FIELD_VALUE - len(where) - 2)
-        said = f"{where}“{text}”"
+        said = f"{where}“{plain(text)}”"
         add_field_within(embed, "Last mentioned", said, inline=False)
     if took_part[0]:
-        said = f"the DM's story names it there: {took_part[1]}"
+        said = f"the DM's story names it there: {plain(took_part[1])}"
         add_field_within(embed, f"Took part in {counted(took_part[0], 'session')}", said, inline=False)
     if mentioned is not None and mentioned.total:
         shown = mentioned.sessions[:SESSIONS_SHOWN]
-        parts = [f"{clip(mask(s.title), 60)} ({counted(s.lines, 'line')})" for s in shown]
+        parts = [f"{plain(clip(mask(s.title), 60))} ({counted(s.lines, 'line')})" for s in shown]
         if more := len(mentioned.sessions) - len(shown):
             parts.append(f"{counted(more, 'more session')}")
         said = f"{counted(mentioned.total, 'line')}, anyone's: " + ", ".join(parts)

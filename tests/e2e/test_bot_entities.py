@@ -926,6 +926,27 @@ async def test_the_card_says_in_which_sessions_the_mention_index_found_the_entit
     assert "Mentioned in 2 sessions: 3 lines, anyone's: Night 2 (1 line), Night 1 (2 lines)" in card, card
 
 
+async def test_the_card_shows_what_was_said_and_imported_as_written_not_as_markdown(
+    world: CampaignMemory, fake_discord: FakeDiscord, player: FakeMember
+) -> None:
+    """/recall escapes a line's "*", "_", ">", "|"; the entity card applied them as styling."""
+    from memory.mentions import index_lines
+    from memory.models import EntryIn
+
+    eldrinax = await world.graph.get_entity("Eldrinax")
+    await world.graph.update_entity("Eldrinax", description="> *imported* __lore__ | x")
+    session = await world.log.start_session("Night 1")
+    said = "The *vast* Eldrinax stirs; Grog_the_great says > a|b"
+    lines = await world.log.write_many(session.id, [EntryIn(speaker="DM", text=said, start_s=6.0)])
+    await index_lines(world.db, world.campaign_id, session.id, {e.id: [eldrinax.id] for e in lines})
+    embed = (await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).messages[0]["embeds"][0]
+    assert embed["description"] == "\\> \\*imported\\* \\_\\_lore\\_\\_ \\| x"
+    fields = {f["name"]: f["value"] for f in embed["fields"]}
+    assert (
+        "The \\*vast\\* Eldrinax stirs; Grog_the_great says > a\\|b" in fields["Last mentioned"]
+    )  # ">" quotes only first
+
+
 async def test_show_an_accepted_event_says_the_line_it_was_told_in(
     ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
 ) -> None:

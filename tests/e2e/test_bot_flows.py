@@ -368,6 +368,25 @@ async def test_review_card_says_the_session_and_the_line(
     assert fields["Said"] == "Ana: “Mira runs to the Cinder Cup.”"
 
 
+async def test_review_card_shows_the_line_as_written_not_as_markdown(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """A typed line's "*rolls*", "> quote" or "||" restyled the card (/recall escapes them): shown as written."""
+    night = await ashes.log.start_session("Night one")
+    text = "> *rolls* Mira_the_great __waves__ at a|b"
+    line = await ashes.log.write(night.id, EntryIn(speaker="Ana", text=text, start_s=6.0))
+    said = Provenance(source=Source.stated, confidence=0.55, session_id=night.id, timestamp=6.0, entry_ids=[line.id])
+    await ashes.graph.add_entity(
+        EntityIn(name="Mira", type=EntityType.npc, description="*the* smith", status="pending", provenance=said)
+    )
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 1)
+    embed = record.followups[0]["embeds"][0]
+    fields = {f["name"]: f["value"] for f in embed["fields"]}
+    assert fields["Said"] == "Ana: “\\> \\*rolls\\* Mira_the_great \\_\\_waves\\_\\_ at a\\|b”", fields["Said"]
+    assert embed["description"] == "new npc 'Mira': \\*the\\* smith"
+
+
 async def test_review_cards_of_the_llms_proposals_say_their_line_and_none_come_from_the_pre_show(
     ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, fake_openai: FakeOpenAI
 ) -> None:
