@@ -12,7 +12,6 @@ from discord.ext import commands
 from bot.app import LorekeeperBot
 from bot.checks import UserError, active_campaign, dm_campaign, dm_campaign_by_id, member_is_dm
 from bot.views import (
-    MAX_FIELD_VALUE,
     MAX_TITLE,
     Confirm,
     OwnedModal,
@@ -22,6 +21,7 @@ from bot.views import (
     name_choices,
     paged_embeds,
     plain,
+    plain_naming,
     safe_autocomplete,
 )
 from memory.context import visible_identity
@@ -63,6 +63,9 @@ SESSIONS_SHOWN = 3
 TOOK_PART_ROOM = 600
 #: An entity's description, in the command option and in the /entity describe box (the card shows it whole).
 MAX_DESCRIPTION_CHARS = 2000
+#: Characters of the line an entity was last named in that its card quotes: the part around its name, a phone
+#: screen's few lines (a narrator's paragraph of 700 filled it).
+LAST_MENTION_CHARS = 280
 
 TYPE_COLOURS = {
     EntityType.npc: 0xE67E22,
@@ -145,8 +148,8 @@ def entity_embed(
         # a narrator's paragraph may name it only past a field's 1,024 characters: the part that does
         where = f"{as_said(last_mention.where())}, {as_said(last_mention.speaker)}: "
         # masked before cut: a secret name cut in half would be left whole enough to read
-        text = excerpt(mask(last_mention.text), [entity.name, *entity.aliases], MAX_FIELD_VALUE - len(where) - 2)
-        said = f"{where}“{plain(text)}”"
+        names = [entity.name, *entity.aliases]
+        said = f"{where}“{plain_naming(excerpt(mask(last_mention.text), names, LAST_MENTION_CHARS), names)}”"
         add_field_within(embed, "Last mentioned", said, inline=False)
     if took_part[0]:
         said = f"the DM's story names it there: {plain(took_part[1])}"

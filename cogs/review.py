@@ -32,7 +32,7 @@ from bot.checks import (
     open_to_players,
     reply_error,
 )
-from bot.views import MAX_FIELD_VALUE, OwnedModal, add_field_within, clip, plain
+from bot.views import MAX_FIELD_VALUE, OwnedModal, add_field_within, clip, plain, plain_naming
 from campaigns import batches
 from memory.errors import AlreadyDecidedError, MemoryError_, NotFoundError
 from memory.models import Campaign, EntityType, MergeResult, ReviewItem, ReviewStatus
@@ -82,7 +82,9 @@ def item_embed(item: ReviewItem, *, decided_by: str | None = None, footer: str |
         add_field_within(embed, "Said in", plain(item.said.where()) + more)
         # a narrator's paragraph may name the item only past a field's 1,024 characters: show the part that does
         text = excerpt(item.said.text, said_names(item), MAX_FIELD_VALUE - len(item.said.speaker) - 4)
-        add_field_within(embed, "Said", f"{plain(item.said.speaker)}: “{plain(text)}”", inline=False)
+        add_field_within(
+            embed, "Said", f"{plain(item.said.speaker)}: “{plain_naming(text, said_names(item))}”", inline=False
+        )
     if settled := item.settled():
         add_field_within(embed, "Accepting it", settled, inline=False)
     if item.decided_with:  # their own cards would only say "already decided" when clicked

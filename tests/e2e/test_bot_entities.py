@@ -943,7 +943,7 @@ async def test_the_card_shows_what_was_said_and_imported_as_written_not_as_markd
     assert embed["description"] == "\\> \\*imported\\* \\_\\_lore\\_\\_ \\| x"
     fields = {f["name"]: f["value"] for f in embed["fields"]}
     assert (
-        "The \\*vast\\* Eldrinax stirs; Grog_the_great says > a\\|b" in fields["Last mentioned"]
+        "The \\*vast\\* **Eldrinax** stirs; Grog_the_great says > a\\|b" in fields["Last mentioned"]
     )  # ">" quotes only first
 
 
@@ -966,8 +966,9 @@ async def test_show_an_accepted_event_says_the_line_it_was_told_in(
     card = await fake_discord.invoke("entity show", {"name": "Arrival at Foramere Basin"}, user_id=dm)
     [said_in] = [t.removeprefix("Last mentioned: ") for t in card.texts() if t.startswith("Last mentioned: ")]
     assert said_in.startswith("Night one at 0:06, DM: “…") and said_in.endswith("…”"), said_in
-    assert "You guys stop by the Foramere Basin, where the survivors camp." in said_in
-    assert len(said_in) <= 1024
+    # the part naming it, the name in bold, a phone screen's few lines (a narrator's 700-character paragraph filled it)
+    assert "You guys stop by the **Foramere Basin**, where the survivors camp." in said_in
+    assert len(said_in) <= 320
 
 
 async def test_show_a_pending_event_says_the_line_it_was_told_in(
@@ -987,7 +988,7 @@ async def test_show_a_pending_event_says_the_line_it_was_told_in(
 
     card = await fake_discord.invoke("entity show", {"name": "Arrival at Foramere Basin"}, user_id=dm)
     [said_in] = [t.removeprefix("Last mentioned: ") for t in card.texts() if t.startswith("Last mentioned: ")]
-    assert "You guys stop by the Foramere Basin" in said_in, said_in
+    assert "You guys stop by the **Foramere Basin**" in said_in, said_in
 
 
 async def test_a_secret_name_spelled_like_a_public_one_is_warned_of(

@@ -365,7 +365,7 @@ async def test_review_card_says_the_session_and_the_line(
     await record.wait_for(lambda r: len(r.followups) == 1)
     fields = {f["name"]: f["value"] for f in record.followups[0]["embeds"][0]["fields"]}
     assert fields["Said in"] == "Night one at 0:06"
-    assert fields["Said"] == "Ana: “Mira runs to the Cinder Cup.”"
+    assert fields["Said"] == "Ana: “**Mira** runs to the Cinder Cup.”"  # the name it asks about, in bold
 
 
 async def test_review_card_shows_the_line_as_written_not_as_markdown(
@@ -422,7 +422,7 @@ async def test_review_cards_of_the_llms_proposals_say_their_line_and_none_come_f
     assert card["embeds"][0]["title"].startswith("New entity")
     fields = {f["name"]: f["value"] for f in card["embeds"][0]["fields"]}
     assert fields["Said in"] == "Night one at 0:30"
-    assert fields["Said"] == "DM: “Behind the anvil stands a dwarf named Korvash, arms crossed.”"
+    assert fields["Said"] == "DM: “Behind the anvil stands a dwarf named **Korvash**, arms crossed.”"
 
 
 async def test_review_card_of_a_long_narration_shows_the_part_that_names_the_item(
@@ -442,7 +442,7 @@ async def test_review_card_of_a_long_narration_shows_the_part_that_names_the_ite
     await record.wait_for(lambda r: len(r.followups) == 1)
     fields = {f["name"]: f["value"] for f in record.followups[0]["embeds"][0]["fields"]}
     assert fields["Said"].startswith("DM: “…") and fields["Said"].endswith("…”"), fields["Said"]
-    assert "a portal into the Elemental Plane of Air, set adrift." in fields["Said"]
+    assert "a portal into the **Elemental Plane of Air**, set adrift." in fields["Said"]
     assert len(fields["Said"]) <= 1024
 
 
@@ -471,7 +471,7 @@ async def test_review_card_of_long_texts_stays_within_discord_limits(
     assert fake_discord.messages[int(card["id"])]["components"] == []
     assert embed["footer"]["text"] == "accepted by dm"
     fields = {f["name"]: f["value"] for f in embed["fields"]}
-    assert fields["Said"].startswith("Ana: “Eldrinax hoards gold gold")
+    assert fields["Said"].startswith("Ana: “**Eldrinax** hoards gold gold")
     assert fields["Accepting it"].startswith("closed: Eldrinax —hoards→ old gold")
     assert fake_discord.rejected == []
 
