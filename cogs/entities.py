@@ -114,8 +114,9 @@ def entity_embed(
     ``history``: the facts that no longer hold, when asked for (None: not asked). ``dm``: the reader is the DM,
     who alone sees what the recogniser writes for the name (it may hold a guess at a secret one). ``mentioned``:
     the mention index's lines naming it, shown as the sessions they are in. ``took_part``: how many sessions it
-    took part in (the DM's story named it: the recaps' links) and their titles; the two counts differ (a
-    player's backstory names Delilah in sessions she is not in), so each field says what it counts."""
+    took part in (their recaps' links: the DM's story named it, or its player spoke) and their titles; the two
+    counts differ (a player's backstory names Delilah in sessions she is not in), so each field says what it
+    counts."""
 
     def as_said(text: str) -> str:  # what the table said or an import wrote: its "*" or ">" must not restyle the card
         return plain(mask(text))
@@ -152,7 +153,7 @@ def entity_embed(
         said = f"{where}“{plain_naming(excerpt(mask(last_mention.text), names, LAST_MENTION_CHARS), names)}”"
         add_field_within(embed, "Last mentioned", said, inline=False)
     if took_part[0]:
-        said = f"the DM's story names it there: {plain(took_part[1])}"
+        said = f"per their recaps: {plain(took_part[1])}"
         add_field_within(embed, f"Took part in {counted(took_part[0], 'session')}", said, inline=False)
     if mentioned is not None and mentioned.total:
         shown = mentioned.sessions[:SESSIONS_SHOWN]

@@ -398,7 +398,7 @@ async def test_an_entity_added_after_the_recap_of_a_session_that_named_it_took_p
     added = await fake_discord.invoke("entity add", {"name": "Corvin Ash", "type": "npc"}, user_id=dm)
     assert added.texts()[0].startswith("Added"), added.texts()
     card = "\n".join((await fake_discord.invoke("entity show", {"name": "Corvin Ash"}, user_id=dm)).texts())
-    assert "Took part in 1 session: the DM's story names it there: Night 1" in card, card
+    assert "Took part in 1 session: per their recaps: Night 1" in card, card
 
 
 async def test_the_sessions_an_entity_took_part_in_are_one_line_on_its_card(
@@ -415,7 +415,7 @@ async def test_the_sessions_an_entity_took_part_in_are_one_line_on_its_card(
     texts = (await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts()
     card = "\n".join(texts)
     # its own field, saying what it counts; not among the relationships
-    assert "Took part in 5 sessions: the DM's story names it there: Night 5, Night 4, Night 3 and 2 earlier" in texts
+    assert "Took part in 5 sessions: per their recaps: Night 5, Night 4, Night 3 and 2 earlier" in texts
     assert "—took_part_in→" not in card and "took part in 5" not in card
     # the session's own card still lists who took part
     night = "\n".join((await fake_discord.invoke("entity show", {"name": "Session: Night 1"}, user_id=player)).texts())

@@ -1376,7 +1376,7 @@ async def test_players_read_a_sessions_event_entity_and_last_mention_with_secret
 ) -> None:
     card = await read(fake_discord, player, "entity show", {"name": "Eldrinax"})
     assert "Last mentioned: [secret] unmasked at 0:03, DM: " in card and "Mab" not in card
-    assert "Took part in 1 session: the DM's story names it there: [secret] unmasked" in card
+    assert "Took part in 1 session: per their recaps: [secret] unmasked" in card
     dm_card = await read(fake_discord, dm, "entity show", {"name": "Eldrinax"})
     assert "Last mentioned: Queen Mab unmasked at 0:03, DM: " in dm_card
 
