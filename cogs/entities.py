@@ -287,7 +287,10 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         aliases="Replaces all aliases, comma-separated ('-' clears them)",
         attributes="key=value;key=value, merged into its attributes",
         heard_as="What speech-to-text writes for its name (from skin), comma-separated; replaces all ('-' clears)",
-        not_heard_as="What it writes that is never its name (manta ray), comma-separated; replaces all ('-' clears)",
+        not_heard_as=(
+            "What it writes that is never its name (manta ray), comma-separated; replaces all ('-' clears, '+' first "
+            "adds to them)"
+        ),
         secret="True: DM-only, never shown to players",
     )
     async def edit(
@@ -314,6 +317,9 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         before = await mem.graph.get_entity(name)
         phrases = None if heard_as is None else ([] if heard_as.strip() == "-" else parse_aliases(heard_as))
         never = None if not_heard_as is None else ([] if not_heard_as.strip() == "-" else parse_aliases(not_heard_as))
+        if never is not None and not_heard_as and not_heard_as.lstrip().startswith("+"):
+            # "+elder nacks": one more, as /session names hints it; a second hint followed must not wipe the first
+            never = list(dict.fromkeys([*before.not_heard_as, *parse_aliases(not_heard_as.lstrip()[1:])]))
         lines = await count_phrase_lines(mem.log, before, phrases, never)  # before the edit's jobs change them
         entity = await mem.graph.update_entity(
             name,
