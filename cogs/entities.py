@@ -24,7 +24,7 @@ from bot.views import (
     plain_naming,
     safe_autocomplete,
 )
-from memory.context import visible_identity
+from memory.context import bookkeeping, visible_identity
 from memory.mentions import Mentions, mentions
 from memory.models import (
     Entity,
@@ -125,7 +125,7 @@ def entity_embed(
     embed = discord.Embed(
         title=clip(title, MAX_TITLE),
         # leaves at least ~1,600 characters of the total for the fields
-        description=clip(as_said(entity.description or "") or "*no description*", 2000),
+        description=clip(as_said(entity.description), 2000) or None,  # none written: the fields say who it is
         colour=TYPE_COLOURS.get(entity.type, 0x5865F2),
     )
     add_field_within(embed, "Type", entity.type.value)
@@ -137,8 +137,9 @@ def entity_embed(
         add_field_within(embed, "Heard as", plain(", ".join(entity.heard_as)), inline=False)
     if dm and entity.not_heard_as:
         add_field_within(embed, "Never heard as", plain(", ".join(entity.not_heard_as)), inline=False)
-    if entity.attributes:
-        lines = [f"**{plain(k)}**: {as_said(attribute_text(v))}" for k, v in entity.attributes.items()]
+    # an import's counters ("crd3_mentions: 563") are its own, not who the entity is: hidden, as the MCP card does
+    if attributes := {k: v for k, v in entity.attributes.items() if not bookkeeping(k)}:
+        lines = [f"**{plain(k)}**: {as_said(attribute_text(v))}" for k, v in attributes.items()]
         add_field_within(embed, "Attributes", lines, inline=False)
     if relationships:
         add_field_within(embed, "Relationships", [as_said(r) for r in relationships], inline=False)

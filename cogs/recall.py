@@ -49,9 +49,11 @@ def cite(hit: RecallHit, mask: Callable[[str], str] = str) -> str:
 
 def add_entity_field(embed: discord.Embed, known: NamedEntity) -> None:
     """A field of what the graph knows now of an entity the query names: its description, then its facts."""
-    about = plain(known.description) if known.description else "*no description*"
+    # no description written: its facts lead, and a placeholder only where there is nothing else to say
+    about = [plain(known.description)] if known.description else []
     facts = [plain(line) for line in known.fact_lines()]
-    add_field_within(embed, clip(plain(known.heading()), 256), [about, *facts], inline=False)
+    said = [*about, *facts] or ["*nothing known of it yet but its name*"]
+    add_field_within(embed, clip(plain(known.heading()), 256), said, inline=False)
 
 
 def cited(hits: list[RecallHit], mask: Callable[[str], str], room: int) -> str:

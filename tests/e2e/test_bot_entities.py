@@ -451,7 +451,7 @@ async def test_the_card_places_a_line_of_an_untimed_transcript_by_its_turn(
     session = await world.log.start_session("C1E010")
     await world.log.write(session.id, EntryIn(speaker="Grog", text="Eldrinax is awake.", ref="turn 1098"))
     card = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts())
-    assert "C1E010 (turn 1098), Grog: “Eldrinax is awake.”" in card
+    assert "C1E010 (turn 1098), Grog: “**Eldrinax** is awake.”" in card
 
 
 async def test_link_unlink(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:
@@ -945,6 +945,26 @@ async def test_the_card_shows_what_was_said_and_imported_as_written_not_as_markd
     assert (
         "The \\*vast\\* **Eldrinax** stirs; Grog_the_great says > a\\|b" in fields["Last mentioned"]
     )  # ">" quotes only first
+
+
+async def test_the_card_has_no_import_counters_or_placeholder(
+    world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """The CRD3 cards led with "crd3_episodes: 135" and an italic "*no description*"."""
+    from memory.models import RelationshipIn
+
+    await world.graph.add_entity(
+        EntityIn(name="Delilah", type=EntityType.npc, attributes={"crd3_mentions": 563, "age": 40})
+    )
+    delilah, ironhold = await world.graph.get_entity("Delilah"), await world.graph.get_entity("Ironhold")
+    await world.graph.add_relationship(
+        RelationshipIn(source_id=delilah.id, type="secretly_controls", target_id=ironhold.id)
+    )
+    embed = (await fake_discord.invoke("entity show", {"name": "Delilah"}, user_id=dm)).messages[0]["embeds"][0]
+    fields = {f["name"]: f["value"] for f in embed["fields"]}
+    assert "description" not in embed  # none written: no placeholder in its place
+    assert fields["Attributes"] == "**age**: 40"  # the import's counter is its own
+    assert fields["Relationships"] == "Delilah —secretly_controls→ Ironhold"
 
 
 async def test_show_an_accepted_event_says_the_line_it_was_told_in(

@@ -1222,12 +1222,12 @@ async def test_recall_shows_what_the_graph_knows_now_of_each_entity_named_before
     # a secret entity and a secret fact are as good as unknown to players
     assert as_player.texts() == [
         "Recall: Does Pip work for Vaskerrin Holt?",
-        "Pip: *no description*\nEmber Key —owned_by→ Pip",
+        "Pip: Ember Key —owned_by→ Pip",
     ]
     as_dm = await fake_discord.invoke("recall", question, user_id=dm)
     assert as_dm.texts()[1:] == [
-        "Pip: *no description*\nEmber Key —owned_by→ Pip\nPip —works_for→ Vaskerrin Holt 🔒",
-        "Vaskerrin Holt 🔒: *no description*\nPip —works_for→ Vaskerrin Holt 🔒",
+        "Pip: Ember Key —owned_by→ Pip\nPip —works_for→ Vaskerrin Holt 🔒",
+        "Vaskerrin Holt 🔒: Pip —works_for→ Vaskerrin Holt 🔒",
     ]
 
 
