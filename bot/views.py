@@ -15,7 +15,7 @@ from discord import app_commands
 from rapidfuzz import fuzz, process
 
 from bot.checks import UserError, describe_interaction, dm_campaign_by_id, reply_error
-from memory.text import clip
+from memory.text import clip, name_said
 
 log = logging.getLogger("lorekeeper.bot")
 
@@ -23,6 +23,24 @@ log = logging.getLogger("lorekeeper.bot")
 MAX_CHOICES, MAX_CHOICE_NAME = 25, 100
 MAX_FIELD_VALUE, MAX_DESCRIPTION, MAX_EMBED_TOTAL = 1024, 4096, 6000
 MAX_TITLE, MAX_FIELDS = 256, 25
+
+_INTRAWORD_UNDERSCORE = re.compile(r"(?<=[^\W_])\\_(?=[^\W_])")
+
+
+def plain(text: str) -> str:
+    """``text`` as written: Discord markdown in it (a transcript's "*rolls*", "> quote", a name like ``__x__``)
+    shown, not applied. Every card showing what the table said or an import wrote puts it through this."""
+    # an underscore inside a word ("owned_by") never styles in Discord: left as is, it stays searchable and copyable
+    return _INTRAWORD_UNDERSCORE.sub("_", discord.utils.escape_markdown(text))
+
+
+def plain_naming(text: str, names: Iterable[str]) -> str:
+    """``text`` as written (:func:`plain`), the first place it says one of ``names`` in bold: the word a DM looks
+    for in a quoted paragraph, as /recall bolds the line that answers."""
+    said = name_said(text, names)
+    if said is None:
+        return plain(text)
+    return f"{plain(text[: said.start()])}**{plain(said.group())}**{plain(text[said.end() :])}"
 
 
 def name_choices(names: Iterable[str], current: str, *, ordered: bool = False) -> list[app_commands.Choice[str]]:

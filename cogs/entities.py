@@ -12,7 +12,6 @@ from discord.ext import commands
 from bot.app import LorekeeperBot
 from bot.checks import UserError, active_campaign, dm_campaign, dm_campaign_by_id, member_is_dm
 from bot.views import (
-    MAX_FIELD_VALUE,
     MAX_TITLE,
     Confirm,
     OwnedModal,
@@ -21,9 +20,11 @@ from bot.views import (
     clip,
     name_choices,
     paged_embeds,
+    plain,
+    plain_naming,
     safe_autocomplete,
 )
-from memory.context import visible_identity
+from memory.context import bookkeeping, visible_identity
 from memory.mentions import Mentions, mentions
 from memory.models import (
     Entity,
@@ -63,6 +64,9 @@ SESSIONS_SHOWN = 3
 TOOK_PART_ROOM = 600
 #: An entity's description, in the command option and in the /entity describe box (the card shows it whole).
 MAX_DESCRIPTION_CHARS = 2000
+#: Characters of the line an entity was last named in that its card quotes: the part around its name, a phone
+#: screen's few lines (a narrator's paragraph of 700 filled it).
+LAST_MENTION_CHARS = 280
 
 TYPE_COLOURS = {
     EntityType.npc: 0xE67E22,
@@ -103,51 +107,63 @@ def entity_embed(
     history: list[str] | None = None,
     dm: bool = True,
     mentioned: Mentions | None = None,
+    took_part: tuple[int, str] = (0, ""),
 ) -> discord.Embed:
     """The entity card; every part is trimmed against a running total, so the embed always stays within
     Discord's 6,000 characters (the parts come in order of importance: the last ones are cut first). ``mask``
     hides what its reader may not see in the text the DM or the table wrote (secret names, for players).
     ``history``: the facts that no longer hold, when asked for (None: not asked). ``dm``: the reader is the DM,
     who alone sees what the recogniser writes for the name (it may hold a guess at a secret one). ``mentioned``:
-    the mention index's lines naming it, shown as the sessions they are in."""
-    title = mask(entity.name) + (" 🔒" if entity.visibility == Visibility.secret else "")
+    the mention index's lines naming it, shown as the sessions they are in. ``took_part``: how many sessions it
+    took part in (their recaps' links: the DM's story named it, or its player spoke) and their titles; the two
+    counts differ (a player's backstory names Delilah in sessions she is not in), so each field says what it
+    counts."""
+
+    def as_said(text: str) -> str:  # what the table said or an import wrote: its "*" or ">" must not restyle the card
+        return plain(mask(text))
+
+    title = as_said(entity.name) + (" 🔒" if entity.visibility == Visibility.secret else "")
     embed = discord.Embed(
         title=clip(title, MAX_TITLE),
         # leaves at least ~1,600 characters of the total for the fields
-        description=clip(mask(entity.description or "") or "*no description*", 2000),
+        description=clip(as_said(entity.description), 2000) or None,  # none written: the fields say who it is
         colour=TYPE_COLOURS.get(entity.type, 0x5865F2),
     )
     add_field_within(embed, "Type", entity.type.value)
     if entity.status != ReviewStatus.accepted:
         add_field_within(embed, "Status", entity.status.value)
     if entity.aliases:
-        add_field_within(embed, "Aliases", ", ".join(entity.aliases), inline=False)
+        add_field_within(embed, "Aliases", plain(", ".join(entity.aliases)), inline=False)
     if dm and entity.heard_as:
-        add_field_within(embed, "Heard as", ", ".join(entity.heard_as), inline=False)
+        add_field_within(embed, "Heard as", plain(", ".join(entity.heard_as)), inline=False)
     if dm and entity.not_heard_as:
-        add_field_within(embed, "Never heard as", ", ".join(entity.not_heard_as), inline=False)
-    if entity.attributes:
-        lines = [f"**{k}**: {mask(attribute_text(v))}" for k, v in entity.attributes.items()]
+        add_field_within(embed, "Never heard as", plain(", ".join(entity.not_heard_as)), inline=False)
+    # an import's counters ("crd3_mentions: 563") are its own, not who the entity is: hidden, as the MCP card does
+    if attributes := {k: v for k, v in entity.attributes.items() if not bookkeeping(k)}:
+        lines = [f"**{plain(k)}**: {as_said(attribute_text(v))}" for k, v in attributes.items()]
         add_field_within(embed, "Attributes", lines, inline=False)
     if relationships:
-        add_field_within(embed, "Relationships", [mask(r) for r in relationships], inline=False)
+        add_field_within(embed, "Relationships", [as_said(r) for r in relationships], inline=False)
     if history is not None:
-        past = [mask(line) for line in history] or ["no fact about it has changed yet"]
+        past = [as_said(line) for line in history] or ["no fact about it has changed yet"]
         add_field_within(embed, "History, newest first", past, inline=False)
     if last_mention:
         # a narrator's paragraph may name it only past a field's 1,024 characters: the part that does
-        where = f"{mask(last_mention.where())}, {mask(last_mention.speaker)}: "
+        where = f"{as_said(last_mention.where())}, {as_said(last_mention.speaker)}: "
         # masked before cut: a secret name cut in half would be left whole enough to read
-        text = excerpt(mask(last_mention.text), [entity.name, *entity.aliases], MAX_FIELD_VALUE - len(where) - 2)
-        said = f"{where}“{text}”"
+        names = [entity.name, *entity.aliases]
+        said = f"{where}“{plain_naming(excerpt(mask(last_mention.text), names, LAST_MENTION_CHARS), names)}”"
         add_field_within(embed, "Last mentioned", said, inline=False)
+    if took_part[0]:
+        said = f"per their recaps: {plain(took_part[1])}"
+        add_field_within(embed, f"Took part in {counted(took_part[0], 'session')}", said, inline=False)
     if mentioned is not None and mentioned.total:
         shown = mentioned.sessions[:SESSIONS_SHOWN]
-        parts = [f"{clip(mask(s.title), 60)} ({counted(s.lines, 'line')})" for s in shown]
+        parts = [f"{plain(clip(mask(s.title), 60))} ({counted(s.lines, 'line')})" for s in shown]
         if more := len(mentioned.sessions) - len(shown):
             parts.append(f"{counted(more, 'more session')}")
-        said = f"{counted(mentioned.total, 'line')}: " + ", ".join(parts)
-        add_field_within(embed, "Mentioned in", said, inline=False)
+        said = f"{counted(mentioned.total, 'line')}, anyone's: " + ", ".join(parts)
+        add_field_within(embed, f"Mentioned in {counted(len(mentioned.sessions), 'session')}", said, inline=False)
     return embed
 
 
@@ -239,7 +255,9 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         mask = str if dm else await mem.graph.player_mask()
         snap, last = await visible_identity(mem, name, dm=dm, mask=mask)
         # masked before clipped: a secret name cut in half would be left whole enough to read
-        others, sessions = snap.facts_and_sessions(SESSIONS_SHOWN, lambda title: clip(mask(title), 60))
+        others, _ = snap.facts_and_sessions()
+        # the sessions it took part in: their own field, beside those naming it, not a relationship
+        sessions = snap.sessions_taken_part(SESSIONS_SHOWN, lambda title: clip(mask(title), 60))
         others, took_part = snap.who_took_part(others)
         # asked for history, the current facts say where they were heard too
         said = {p.id: f" ({p.since()})" for p in await mem.graph.heard_where(snap.relationships)} if history else {}
@@ -247,8 +265,6 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         if took_part:
             names = [(r.source_name or "") + " 🔒" * snap.hidden_from_players(r) for r in took_part]
             lines.append(who_took_part_line(names, TOOK_PART_ROOM))  # whole, beside the facts in one field
-        if sessions:
-            lines.append(sessions)
         mentioned = await mentions(mem.db, mem.campaign_id, snap.entity.id, limit=0)
         past = await mem.graph.history(snap.entity.id, include_secret=dm) if history else None
         embed = entity_embed(
@@ -259,6 +275,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             history=None if past is None else [p.describe_past(" 🔒") for p in past],
             dm=dm,
             mentioned=mentioned,
+            took_part=sessions,
         )
         await interaction.response.send_message(embed=embed, ephemeral=True)
 
@@ -272,7 +289,10 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         aliases="Replaces all aliases, comma-separated ('-' clears them)",
         attributes="key=value;key=value, merged into its attributes",
         heard_as="What speech-to-text writes for its name (from skin), comma-separated; replaces all ('-' clears)",
-        not_heard_as="What it writes that is never its name (manta ray), comma-separated; replaces all ('-' clears)",
+        not_heard_as=(
+            "What it writes that is never its name (manta ray), comma-separated; replaces all ('-' clears, '+' first "
+            "adds to them)"
+        ),
         secret="True: DM-only, never shown to players",
     )
     async def edit(
@@ -299,6 +319,9 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         before = await mem.graph.get_entity(name)
         phrases = None if heard_as is None else ([] if heard_as.strip() == "-" else parse_aliases(heard_as))
         never = None if not_heard_as is None else ([] if not_heard_as.strip() == "-" else parse_aliases(not_heard_as))
+        if never is not None and not_heard_as and not_heard_as.lstrip().startswith("+"):
+            # "+elder nacks": one more, as /session names hints it; a second hint followed must not wipe the first
+            never = list(dict.fromkeys([*before.not_heard_as, *parse_aliases(not_heard_as.lstrip()[1:])]))
         lines = await count_phrase_lines(mem.log, before, phrases, never)  # before the edit's jobs change them
         entity = await mem.graph.update_entity(
             name,

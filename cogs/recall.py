@@ -7,7 +7,6 @@ Each hit is its best lines, whole, a short one with a line of context either sid
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 import discord
@@ -16,7 +15,7 @@ from discord.ext import commands
 
 from bot.app import LorekeeperBot
 from bot.checks import UserError, active_campaign, member_is_dm
-from bot.views import MAX_EMBED_TOTAL, add_field_within, clip
+from bot.views import MAX_EMBED_TOTAL, add_field_within, clip, plain
 from cogs.sessions import session_titles
 from memory import recall as recall_core
 from memory.graph import SecretMask
@@ -26,7 +25,6 @@ from memory.recap import recap_for_players, session_titled
 from memory.replies import no_lines_yet
 
 HITS = 5
-_INTRAWORD_UNDERSCORE = re.compile(r"(?<=[^\W_])\\_(?=[^\W_])")
 #: /recall embeds its query and searches vectors and text: a few rephrasings in a row are play, more is a loop
 #: that would hold the shared cores (and the bot's answers to everyone else) for one user.
 RECALL_RATE, RECALL_PER_SECONDS = 4, 30.0
@@ -42,24 +40,20 @@ def cite(hit: RecallHit, mask: Callable[[str], str] = str) -> str:
     said = [
         f"**{text}**" if line.matched else text
         for line in hit.lines
-        if (text := _plain(f"{line.who(mask)}: {line.shown(mask)}"))
-    ] or [_plain(mask(hit.text))]
+        if (text := plain(f"{line.who(mask)}: {line.shown(mask)}"))
+    ] or [plain(mask(hit.text))]
     who = ", ".join(dict.fromkeys([line.who(mask) for line in hit.answering()] or map(mask, hit.speakers)))
     # display names and titles are the users' too: "*Grog*" is a name here, not emphasis
-    return "\n".join(f"> {line}" for line in said) + f"\n— **{_plain(who)}**, {_plain(mask(hit.where()))}"
-
-
-def _plain(text: str) -> str:
-    """``text`` as written: Discord markdown in it (a name like ``__x__``) shown, not applied."""
-    # an underscore inside a word ("owned_by") never styles in Discord: left as is, it stays searchable and copyable
-    return _INTRAWORD_UNDERSCORE.sub("_", discord.utils.escape_markdown(text))
+    return "\n".join(f"> {line}" for line in said) + f"\n— **{plain(who)}**, {plain(mask(hit.where()))}"
 
 
 def add_entity_field(embed: discord.Embed, known: NamedEntity) -> None:
     """A field of what the graph knows now of an entity the query names: its description, then its facts."""
-    about = _plain(known.description) if known.description else "*no description*"
-    facts = [_plain(line) for line in known.fact_lines()]
-    add_field_within(embed, clip(_plain(known.heading()), 256), [about, *facts], inline=False)
+    # no description written: its facts lead, and a placeholder only where there is nothing else to say
+    about = [plain(known.description)] if known.description else []
+    facts = [plain(line) for line in known.fact_lines()]
+    said = [*about, *facts] or ["*nothing known of it yet but its name*"]
+    add_field_within(embed, clip(plain(known.heading()), 256), said, inline=False)
 
 
 def cited(hits: list[RecallHit], mask: Callable[[str], str], room: int) -> str:
@@ -151,15 +145,15 @@ def recap_embed(chosen: Session, players_mask: SecretMask | None) -> discord.Emb
     summary quotes speakers by name ("*Grog*: …") and the title is the DM's: neither is Discord markdown."""
     mask: Callable[[str], str] = players_mask or str
     if chosen.summary and players_mask is None:
-        text = _plain(chosen.summary)
+        text = plain(chosen.summary)
     elif chosen.summary and players_mask is not None:
-        text = _plain(recap_for_players(chosen.summary, players_mask))
+        text = plain(recap_for_players(chosen.summary, players_mask))
     elif chosen.ended_at is None:
         text = "*This session is still running; its recap is written when it ends.*"
     else:
         text = "*No summary for this session yet.*"
     embed = discord.Embed(
-        title=clip(f"Recap: {_plain(mask(chosen.title))}", 256), description=clip(text, 4096), colour=0x9B59B6
+        title=clip(f"Recap: {plain(mask(chosen.title))}", 256), description=clip(text, 4096), colour=0x9B59B6
     )
     embed.set_footer(text=f"started {chosen.started_at:%Y-%m-%d %H:%M} UTC")
     return embed

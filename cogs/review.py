@@ -32,7 +32,7 @@ from bot.checks import (
     open_to_players,
     reply_error,
 )
-from bot.views import MAX_FIELD_VALUE, OwnedModal, add_field_within, clip
+from bot.views import MAX_FIELD_VALUE, OwnedModal, add_field_within, clip, plain, plain_naming
 from campaigns import batches
 from memory.errors import AlreadyDecidedError, MemoryError_, NotFoundError
 from memory.models import Campaign, EntityType, MergeResult, ReviewItem, ReviewStatus
@@ -65,7 +65,7 @@ def item_embed(item: ReviewItem, *, decided_by: str | None = None, footer: str |
     kind = "New entity" if item.entity else "New fact"
     # a description of 3,000 leaves the fields room within Discord's 6,000 in total: what was said always shows
     embed = discord.Embed(
-        title=clip(f"{kind} · {item.ref}", 256), description=clip(item.describe(), 3000), colour=COLOURS[status]
+        title=clip(f"{kind} · {item.ref}", 256), description=clip(plain(item.describe()), 3000), colour=COLOURS[status]
     )
     if footer is None and status != ReviewStatus.pending:
         footer = f"{status.value}" + (f" by {decided_by}" if decided_by else "")
@@ -79,10 +79,12 @@ def item_embed(item: ReviewItem, *, decided_by: str | None = None, footer: str |
         add_field_within(embed, "Waits because", provenance.review_reason, inline=False)
     if item.said is not None:
         more = f" and {counted(item.lines - 1, 'other line')}" if item.lines > 1 else ""
-        add_field_within(embed, "Said in", item.said.where() + more)
+        add_field_within(embed, "Said in", plain(item.said.where()) + more)
         # a narrator's paragraph may name the item only past a field's 1,024 characters: show the part that does
         text = excerpt(item.said.text, said_names(item), MAX_FIELD_VALUE - len(item.said.speaker) - 4)
-        add_field_within(embed, "Said", f"{item.said.speaker}: “{text}”", inline=False)
+        add_field_within(
+            embed, "Said", f"{plain(item.said.speaker)}: “{plain_naming(text, said_names(item))}”", inline=False
+        )
     if settled := item.settled():
         add_field_within(embed, "Accepting it", settled, inline=False)
     if item.decided_with:  # their own cards would only say "already decided" when clicked

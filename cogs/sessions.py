@@ -80,7 +80,7 @@ def undo_slash(change: NameChange) -> str:
     if "heard-as" in change.how:
         kept = [h for h in change.heard_as if h.casefold() != change.heard]
         return f"/entity edit {change.name} heard_as: {', '.join(kept) or '-'}"
-    return f"/entity edit {change.name} not_heard_as: {', '.join([*change.not_heard_as, change.heard])}"
+    return f"/entity edit {change.name} not_heard_as: +{change.heard}"  # added: the phrases it has stay
 
 
 def _name_row(change: NameChange) -> str:
@@ -405,7 +405,8 @@ class Sessions(commands.GroupCog, group_name="session", group_description="Recor
             rows.append(f"… and {more:,} more: `lorekeeper session names` lists them all")
         intro = (
             f"{counted(len(report.changes), 'phrase')} heard became a name in {counted(report.lines, 'line')}, "
-            "most frequent first (sound: stage 1, LLM: stage 2, heard-as: a phrase you taught)."
+            "most frequent first, with how it was recognised: sound (it sounds like the name), LLM (the language "
+            "model chose it) or heard-as (a phrase you taught)."
         )
         await Paginator.reply(interaction, paged_embeds(title, [intro, *rows]))
 

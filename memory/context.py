@@ -355,7 +355,7 @@ async def reader_mask(mem: CampaignMemory, dm: bool) -> Callable[[str], str]:
 
 def bookkeeping(key: str) -> bool:
     """Whether an attribute is an import's record of itself (:data:`IMPORTED_FROM`): an NPC's prompt spent its
-    attributes on "crd3_episodes: 135". /entity show and the campaign file keep it."""
+    attributes on "crd3_episodes: 135", and /entity show led with it. The campaign file and the CLI keep it."""
     tool, underscore, _ = key.casefold().partition("_")
     return bool(underscore) and tool in IMPORTED_FROM
 

@@ -555,6 +555,13 @@ class Neighbourhood(BaseModel):
         latest = [r.target_name or "" for r in sessions[::-1][:shown]]
         return others, took_part_line(latest, len(sessions), clip)
 
+    def sessions_taken_part(self, shown: int = 3, clip: Callable[[str], str] = str) -> tuple[int, str]:
+        """How many sessions the entity took part in (its recap's links: the DM's story named it there), and
+        them as :meth:`facts_and_sessions` names them ("Night 5, Night 4 and 2 earlier")."""
+        sessions = [r for r in self.relationships if session_link(r, self.entity.id)]
+        latest = [r.target_name or "" for r in sessions[::-1][:shown]]
+        return len(sessions), session_titles(latest, len(sessions), clip)
+
     def who_took_part(self, facts: list[Relationship]) -> tuple[list[Relationship], list[Relationship]]:
         """``facts`` without the links of those who took part in this entity (an event), and those links, when
         there are several: a battle's card read one "X —took_part_in→ it" line each, eighteen of them above the
@@ -591,9 +598,13 @@ def took_part_line(latest: list[str], count: int, clip: Callable[[str], str] = s
     counted."""
     if not count:
         return ""
+    return f"took part in {count} session{'s' * (count != 1)}: {session_titles(latest, count, clip)}"
+
+
+def session_titles(latest: list[str], count: int, clip: Callable[[str], str] = str) -> str:
+    """``latest`` sessions' titles (their recaps' names, without "Session: "), of ``count``, the rest counted."""
     titles = ", ".join(clip(title.removeprefix(RECAP_PREFIX)) for title in latest)
-    more = f" and {count - len(latest)} earlier" if count > len(latest) else ""
-    return f"took part in {count} session{'s' * (count != 1)}: {titles}{more}"
+    return titles + (f" and {count - len(latest)} earlier" if count > len(latest) else "")
 
 
 class FactsInBrief(BaseModel):

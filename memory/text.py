@@ -72,15 +72,7 @@ def excerpt(text: str, names: Iterable[str], limit: int) -> str:
     was cut. A narrator's paragraph may name the entity only in its fifth sentence."""
     if len(text) <= limit:
         return text
-    names = [name.strip() for name in names if name.strip()]
-    found = [match.start() for name in names if (match := _said_at(text, name))]
-    if not found:
-        # an event the extractor named ("Death of Sylas Briarwood") is said by the name it ends with, and a person
-        # by one word of it ("Watchmaster Bryce" for "Quest from Bryce Feelid" or "Bryce Feelid")
-        tails = [" ".join(w[i:]) for w in (n.split() for n in names) for i in range(1, len(w)) if w[i][:1].isupper()]
-        tails += [word for name in names for word in _capitalised_end(name)]
-        found = next(([m.start()] for tail in tails if (m := _said_at(text, tail))), [])
-    at = min(found, default=0)
+    at = said.start() if (said := name_said(text, names)) else 0
     # a third of the room before the name: what leads up to it, and more of what is said of it
     start = max(0, min(at - (limit - 2) // 3, len(text) - (limit - 2)))
     if start > 0 and not text[start - 1].isspace():
@@ -91,6 +83,21 @@ def excerpt(text: str, names: Iterable[str], limit: int) -> str:
     cut = text.rfind(" ", start, end + 1)
     end = cut if cut > at else end  # a word longer than the room is cut in it
     return ("…" if start else "") + text[start:end].rstrip(" ,;:") + "…"
+
+
+def name_said(text: str, names: Iterable[str]) -> re.Match[str] | None:
+    """Where ``text`` first says one of ``names`` (case aside, whole words, a plural or possessive too), else the
+    longest capitalised end of a name it says ("Whitestone Castle" of "Arrival at Whitestone Castle"); None if
+    neither."""
+    names = [name.strip() for name in names if name.strip()]
+    found = [match for name in names if (match := _said_at(text, name))]
+    if not found:
+        # an event the extractor named ("Death of Sylas Briarwood") is said by the name it ends with, and a person
+        # by one word of it ("Watchmaster Bryce" for "Quest from Bryce Feelid" or "Bryce Feelid")
+        tails = [" ".join(w[i:]) for w in (n.split() for n in names) for i in range(1, len(w)) if w[i][:1].isupper()]
+        tails += [word for name in names for word in _capitalised_end(name)]
+        found = next(([m] for tail in tails if (m := _said_at(text, tail))), [])
+    return min(found, key=lambda m: m.start(), default=None)
 
 
 def _capitalised_end(name: str) -> list[str]:

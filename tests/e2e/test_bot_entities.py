@@ -402,7 +402,7 @@ async def test_an_entity_added_after_the_recap_of_a_session_that_named_it_took_p
     added = await fake_discord.invoke("entity add", {"name": "Corvin Ash", "type": "npc"}, user_id=dm)
     assert added.texts()[0].startswith("Added"), added.texts()
     card = "\n".join((await fake_discord.invoke("entity show", {"name": "Corvin Ash"}, user_id=dm)).texts())
-    assert "took part in 1 session: Night 1" in card, card
+    assert "Took part in 1 session: per their recaps: Night 1" in card, card
 
 
 async def test_the_sessions_an_entity_took_part_in_are_one_line_on_its_card(
@@ -416,9 +416,11 @@ async def test_the_sessions_an_entity_took_part_in_are_one_line_on_its_card(
         await world.graph.add_relationship(
             RelationshipIn(source_id=eldrinax.id, type="took_part_in", target_id=event.id)
         )
-    card = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts())
-    assert "took part in 5 sessions: Night 5, Night 4, Night 3 and 2 earlier" in card
-    assert "—took_part_in→" not in card
+    texts = (await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts()
+    card = "\n".join(texts)
+    # its own field, saying what it counts; not among the relationships
+    assert "Took part in 5 sessions: per their recaps: Night 5, Night 4, Night 3 and 2 earlier" in texts
+    assert "—took_part_in→" not in card and "took part in 5" not in card
     # the session's own card still lists who took part
     night = "\n".join((await fake_discord.invoke("entity show", {"name": "Session: Night 1"}, user_id=player)).texts())
     assert "Eldrinax —took_part_in→ Session: Night 1" in night
@@ -453,7 +455,7 @@ async def test_the_card_places_a_line_of_an_untimed_transcript_by_its_turn(
     session = await world.log.start_session("C1E010")
     await world.log.write(session.id, EntryIn(speaker="Grog", text="Eldrinax is awake.", ref="turn 1098"))
     card = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts())
-    assert "C1E010 (turn 1098), Grog: “Eldrinax is awake.”" in card
+    assert "C1E010 (turn 1098), Grog: “**Eldrinax** is awake.”" in card
 
 
 async def test_link_unlink(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:
@@ -925,7 +927,48 @@ async def test_the_card_says_in_which_sessions_the_mention_index_found_the_entit
         )
         await index_lines(world.db, world.campaign_id, session.id, {e.id: [eldrinax.id] for e in lines})
     card = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts())
-    assert "Mentioned in: 3 lines: Night 2 (1 line), Night 1 (2 lines)" in card, card
+    assert "Mentioned in 2 sessions: 3 lines, anyone's: Night 2 (1 line), Night 1 (2 lines)" in card, card
+
+
+async def test_the_card_shows_what_was_said_and_imported_as_written_not_as_markdown(
+    world: CampaignMemory, fake_discord: FakeDiscord, player: FakeMember
+) -> None:
+    """/recall escapes a line's "*", "_", ">", "|"; the entity card applied them as styling."""
+    from memory.mentions import index_lines
+    from memory.models import EntryIn
+
+    eldrinax = await world.graph.get_entity("Eldrinax")
+    await world.graph.update_entity("Eldrinax", description="> *imported* __lore__ | x")
+    session = await world.log.start_session("Night 1")
+    said = "The *vast* Eldrinax stirs; Grog_the_great says > a|b"
+    lines = await world.log.write_many(session.id, [EntryIn(speaker="DM", text=said, start_s=6.0)])
+    await index_lines(world.db, world.campaign_id, session.id, {e.id: [eldrinax.id] for e in lines})
+    embed = (await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).messages[0]["embeds"][0]
+    assert embed["description"] == "\\> \\*imported\\* \\_\\_lore\\_\\_ \\| x"
+    fields = {f["name"]: f["value"] for f in embed["fields"]}
+    assert (
+        "The \\*vast\\* **Eldrinax** stirs; Grog_the_great says > a\\|b" in fields["Last mentioned"]
+    )  # ">" quotes only first
+
+
+async def test_the_card_has_no_import_counters_or_placeholder(
+    world: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """The CRD3 cards led with "crd3_episodes: 135" and an italic "*no description*"."""
+    from memory.models import RelationshipIn
+
+    await world.graph.add_entity(
+        EntityIn(name="Delilah", type=EntityType.npc, attributes={"crd3_mentions": 563, "age": 40})
+    )
+    delilah, ironhold = await world.graph.get_entity("Delilah"), await world.graph.get_entity("Ironhold")
+    await world.graph.add_relationship(
+        RelationshipIn(source_id=delilah.id, type="secretly_controls", target_id=ironhold.id)
+    )
+    embed = (await fake_discord.invoke("entity show", {"name": "Delilah"}, user_id=dm)).messages[0]["embeds"][0]
+    fields = {f["name"]: f["value"] for f in embed["fields"]}
+    assert "description" not in embed  # none written: no placeholder in its place
+    assert fields["Attributes"] == "**age**: 40"  # the import's counter is its own
+    assert fields["Relationships"] == "Delilah —secretly_controls→ Ironhold"
 
 
 async def test_show_an_accepted_event_says_the_line_it_was_told_in(
@@ -947,8 +990,9 @@ async def test_show_an_accepted_event_says_the_line_it_was_told_in(
     card = await fake_discord.invoke("entity show", {"name": "Arrival at Foramere Basin"}, user_id=dm)
     [said_in] = [t.removeprefix("Last mentioned: ") for t in card.texts() if t.startswith("Last mentioned: ")]
     assert said_in.startswith("Night one at 0:06, DM: “…") and said_in.endswith("…”"), said_in
-    assert "You guys stop by the Foramere Basin, where the survivors camp." in said_in
-    assert len(said_in) <= 1024
+    # the part naming it, the name in bold, a phone screen's few lines (a narrator's 700-character paragraph filled it)
+    assert "You guys stop by the **Foramere Basin**, where the survivors camp." in said_in
+    assert len(said_in) <= 320
 
 
 async def test_show_a_pending_event_says_the_line_it_was_told_in(
@@ -968,7 +1012,7 @@ async def test_show_a_pending_event_says_the_line_it_was_told_in(
 
     card = await fake_discord.invoke("entity show", {"name": "Arrival at Foramere Basin"}, user_id=dm)
     [said_in] = [t.removeprefix("Last mentioned: ") for t in card.texts() if t.startswith("Last mentioned: ")]
-    assert "You guys stop by the Foramere Basin" in said_in, said_in
+    assert "You guys stop by the **Foramere Basin**" in said_in, said_in
 
 
 async def test_a_secret_name_spelled_like_a_public_one_is_warned_of(

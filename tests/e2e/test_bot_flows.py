@@ -365,7 +365,26 @@ async def test_review_card_says_the_session_and_the_line(
     await record.wait_for(lambda r: len(r.followups) == 1)
     fields = {f["name"]: f["value"] for f in record.followups[0]["embeds"][0]["fields"]}
     assert fields["Said in"] == "Night one at 0:06"
-    assert fields["Said"] == "Ana: “Mira runs to the Cinder Cup.”"
+    assert fields["Said"] == "Ana: “**Mira** runs to the Cinder Cup.”"  # the name it asks about, in bold
+
+
+async def test_review_card_shows_the_line_as_written_not_as_markdown(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """A typed line's "*rolls*", "> quote" or "||" restyled the card (/recall escapes them): shown as written."""
+    night = await ashes.log.start_session("Night one")
+    text = "> *rolls* Mira_the_great __waves__ at a|b"
+    line = await ashes.log.write(night.id, EntryIn(speaker="Ana", text=text, start_s=6.0))
+    said = Provenance(source=Source.stated, confidence=0.55, session_id=night.id, timestamp=6.0, entry_ids=[line.id])
+    await ashes.graph.add_entity(
+        EntityIn(name="Mira", type=EntityType.npc, description="*the* smith", status="pending", provenance=said)
+    )
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 1)
+    embed = record.followups[0]["embeds"][0]
+    fields = {f["name"]: f["value"] for f in embed["fields"]}
+    assert fields["Said"] == "Ana: “\\> \\*rolls\\* Mira_the_great \\_\\_waves\\_\\_ at a\\|b”", fields["Said"]
+    assert embed["description"] == "new npc 'Mira': \\*the\\* smith"
 
 
 async def test_review_cards_of_the_llms_proposals_say_their_line_and_none_come_from_the_pre_show(
@@ -403,7 +422,7 @@ async def test_review_cards_of_the_llms_proposals_say_their_line_and_none_come_f
     assert card["embeds"][0]["title"].startswith("New entity")
     fields = {f["name"]: f["value"] for f in card["embeds"][0]["fields"]}
     assert fields["Said in"] == "Night one at 0:30"
-    assert fields["Said"] == "DM: “Behind the anvil stands a dwarf named Korvash, arms crossed.”"
+    assert fields["Said"] == "DM: “Behind the anvil stands a dwarf named **Korvash**, arms crossed.”"
 
 
 async def test_review_card_of_a_long_narration_shows_the_part_that_names_the_item(
@@ -423,7 +442,7 @@ async def test_review_card_of_a_long_narration_shows_the_part_that_names_the_ite
     await record.wait_for(lambda r: len(r.followups) == 1)
     fields = {f["name"]: f["value"] for f in record.followups[0]["embeds"][0]["fields"]}
     assert fields["Said"].startswith("DM: “…") and fields["Said"].endswith("…”"), fields["Said"]
-    assert "a portal into the Elemental Plane of Air, set adrift." in fields["Said"]
+    assert "a portal into the **Elemental Plane of Air**, set adrift." in fields["Said"]
     assert len(fields["Said"]) <= 1024
 
 
@@ -452,7 +471,7 @@ async def test_review_card_of_long_texts_stays_within_discord_limits(
     assert fake_discord.messages[int(card["id"])]["components"] == []
     assert embed["footer"]["text"] == "accepted by dm"
     fields = {f["name"]: f["value"] for f in embed["fields"]}
-    assert fields["Said"].startswith("Ana: “Eldrinax hoards gold gold")
+    assert fields["Said"].startswith("Ana: “**Eldrinax** hoards gold gold")
     assert fields["Accepting it"].startswith("closed: Eldrinax —hoards→ old gold")
     assert fake_discord.rejected == []
 
@@ -1135,8 +1154,11 @@ async def test_recall_of_what_happened_in_a_session_shows_its_recap_first(
     session_log: CampaignMemory, fake_discord: FakeDiscord, player: FakeMember, dm: FakeMember
 ) -> None:
     """ "What happened last session?" answered with lines saying "happened"; the session's recap answers it, alone."""
-    for query in ("what happened last session?", "recap session 1"):
-        asked = await fake_discord.invoke("recall", {"query": query}, user_id=player)
+    for query, asker in [(q, player) for q in ("what happened last session?", "recap session 1")] + [
+        (q, dm)
+        for q in ("last session", "session 1")  # a session named alone asks for its recap
+    ]:
+        asked = await fake_discord.invoke("recall", {"query": query}, user_id=asker)
         assert asked.texts() == [
             "Recap: The Drowned Road",
             "The party reached Lake Vhaldris and guessed Eldrinax sleeps there.",
@@ -1200,12 +1222,12 @@ async def test_recall_shows_what_the_graph_knows_now_of_each_entity_named_before
     # a secret entity and a secret fact are as good as unknown to players
     assert as_player.texts() == [
         "Recall: Does Pip work for Vaskerrin Holt?",
-        "Pip: *no description*\nEmber Key —owned_by→ Pip",
+        "Pip: Ember Key —owned_by→ Pip",
     ]
     as_dm = await fake_discord.invoke("recall", question, user_id=dm)
     assert as_dm.texts()[1:] == [
-        "Pip: *no description*\nEmber Key —owned_by→ Pip\nPip —works_for→ Vaskerrin Holt 🔒",
-        "Vaskerrin Holt 🔒: *no description*\nPip —works_for→ Vaskerrin Holt 🔒",
+        "Pip: Ember Key —owned_by→ Pip\nPip —works_for→ Vaskerrin Holt 🔒",
+        "Vaskerrin Holt 🔒: Pip —works_for→ Vaskerrin Holt 🔒",
     ]
 
 
@@ -1354,7 +1376,7 @@ async def test_players_read_a_sessions_event_entity_and_last_mention_with_secret
 ) -> None:
     card = await read(fake_discord, player, "entity show", {"name": "Eldrinax"})
     assert "Last mentioned: [secret] unmasked at 0:03, DM: " in card and "Mab" not in card
-    assert "took part in 1 session: [secret] unmasked" in card
+    assert "Took part in 1 session: per their recaps: [secret] unmasked" in card
     dm_card = await read(fake_discord, dm, "entity show", {"name": "Eldrinax"})
     assert "Last mentioned: Queen Mab unmasked at 0:03, DM: " in dm_card
 

@@ -371,12 +371,16 @@ async def test_names_shows_the_dm_what_correction_changed_with_the_edit_that_und
     shown = await fake_discord.invoke("session names", {"session": "night 1"}, user_id=dm)
     assert shown.ephemeral and shown.texts() == [
         "Names corrected: Night 1",
-        "2 phrases heard became a name in 3 lines, most frequent first (sound: stage 1, LLM: stage 2, heard-as: a "
-        "phrase you taught).\n"
-        "**elder nacks** → **Eldrinax** ×2 (sound) · wrong? `/entity edit Eldrinax not_heard_as: elder nacks`\n"
+        "2 phrases heard became a name in 3 lines, most frequent first, with how it was recognised: sound (it sounds "
+        "like the name), LLM (the language model chose it) or heard-as (a phrase you taught).\n"
+        "**elder nacks** → **Eldrinax** ×2 (sound) · wrong? `/entity edit Eldrinax not_heard_as: +elder nacks`\n"
         "**from skin** → **Frumpkin** ×1 (heard-as) · wrong? `/entity edit Frumpkin heard_as: frump kin`",
     ]
     unknown = await fake_discord.invoke("session names", {"session": "Nigth 1"}, user_id=dm)
     assert unknown.texts() == [
         "no session titled 'Nigth 1' in this campaign (did you mean 'Night 1'?): /session list shows them"
     ]
+    # the hint adds the phrase: a second one followed keeps the first (the option alone replaces them all)
+    for phrase in ("elder nacks", "elder nox"):
+        await fake_discord.invoke("entity edit", {"name": "Eldrinax", "not_heard_as": f"+{phrase}"}, user_id=dm)
+    assert (await mem.graph.get_entity("Eldrinax")).not_heard_as == ["elder nacks", "elder nox"]

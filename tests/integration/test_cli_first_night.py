@@ -167,7 +167,7 @@ def test_recall_of_a_recap_shows_it_alone_and_names_a_missing_session(lk, sessio
     assert lk("ingest", str(session_file), "--session", "Night 1", "--wait").returncode == 0
     recap = lk("recap").stdout
     # its words ("happened") would find only lines saying them, and "nothing found" under it would deny it
-    for question in ("recap last session", "what happened in the first session?"):
+    for question in ("recap last session", "what happened in the first session?", "last session"):
         asked = lk("recall", question, "--mode", "fulltext")
         assert asked.returncode == 0, asked.stderr
         assert asked.stdout.rstrip("\n") == recap.rstrip("\n"), question

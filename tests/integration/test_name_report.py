@@ -94,5 +94,5 @@ async def test_the_undo_keeps_the_entitys_other_not_heard_as_phrases_and_a_respe
     assert (salt.not_heard_as, salt.respelled, vex.respelled) == (["sea cow"], False, True)
     undo = 'lorekeeper entity edit Bittersolt --not-heard-as "sea cow" --not-heard-as "bitter salt"'
     assert undo_command(salt) == undo
-    assert undo_slash(salt) == "/entity edit Bittersolt not_heard_as: sea cow, bitter salt"
+    assert undo_slash(salt) == "/entity edit Bittersolt not_heard_as: +bitter salt"  # added: "sea cow" stays
     assert undo_command(vex) == "(a spelling of its name or an alias)"

@@ -36,6 +36,9 @@ def test_what_happened_in_a_named_session_asks_for_its_recap() -> None:
         "So what happened in episode 2?",
         "what happened last time?",  # what else it can mean: the last session
         "recap last week",
+        "last session",  # a session named alone: nothing else to search for
+        "previous session?",
+        "session 3",
     ):
         assert recap_asked(parse(query)), query
     # no session named, or something asked about in it: the lines answer
