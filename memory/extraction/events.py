@@ -127,6 +127,8 @@ _DIES = re.compile(
     + r"\s+(?i:of)\s+"
     + _K.format("c")
 )
+#: A name right after a preposition is its object, not a clause's subject ("the captain of the guard is dead").
+AFTER_PREPOSITION = re.compile(r"\b(?i:of|from|in|at|near|with|by|for|to|into|under|inside)\s+(?:(?i:the)\s+)?$")
 _KILLS = re.compile(
     r"(?:" + _K.format("x") + r"(?:\s*,[^,.!?;\ue000]{1,40},)?\s+" + _ADVERB + r")?"  # "Grog, without hesitation,"
     rf"(?:{_KILL}\s+" + _K.format("y") + rf"|{_KILL_SPLIT}\s+" + _K.format("y2") + r"\s+(?P<particle>off|down)\b)"
@@ -355,6 +357,8 @@ def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list
     out: list[Event] = []
     for m in _DIES.finditer(text):
         x = found[int(m.group("x") or m.group("c"))]
+        if m.group("x") and AFTER_PREPOSITION.search(text, 0, m.start()):
+            continue  # "the captain of the Briarwoods is dead": the captain's death
         if x.type in _MORTAL and _told(text, m, retold):
             out.append(Event(EventKind.death, f"Death of {x.name}", [x], span=_span(text, m)))
     for m in _KILLS.finditer(text):

@@ -12,7 +12,16 @@ from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from memory.extraction.events import Event, EventKind, SceneLine, events, one_each, scene_deaths, scene_named
+from memory.extraction.events import (
+    AFTER_PREPOSITION,
+    Event,
+    EventKind,
+    SceneLine,
+    events,
+    one_each,
+    scene_deaths,
+    scene_named,
+)
 from memory.extraction.lexicon import FAMILY_ROLES, NOUN_TYPE, OCCUPATIONS, RULER_ROLES
 from memory.extraction.salience import COMMON_WORDS
 from memory.extraction.schema import PERSON_TYPES, ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
@@ -210,7 +219,7 @@ class RuleExtractor:
         for m in _DEATH.finditer(text):
             x = _resolve(m.group("x"), found)
             # who dies is a being, and the subject: not the place of "everyone from the abbey is dead"
-            if x is not None and _mortal(x) and not _AFTER_PREPOSITION.search(text, 0, m.start("x")):
+            if x is not None and _mortal(x) and not AFTER_PREPOSITION.search(text, 0, m.start("x")):
                 out.fact(x.name, "status", None, "dead", entry.id)
         for m in _KILL.finditer(text):
             y = _resolve(m.group("y"), found)
@@ -226,6 +235,10 @@ class RuleExtractor:
         """The turning points the DM tells, each an event linked to who took part and where."""
         for event in told:
             out.entity(event.name, EntityType.event, _EVENT_KINDS[event.kind], PATTERN_CONFIDENCE, entry)
+            # the dead's state with the death, from the same line: accepted, it closes the "alive" a file loaded
+            for who in event.participants if event.kind == EventKind.death else ():
+                if event.name == f"Death of {who.name}":
+                    out.fact(who.name, "status", None, "dead", entry.id)
             for who in event.participants:
                 out.fact(who.name, "took_part_in", event.name, None, entry.id)
             if event.place is not None:
@@ -260,10 +273,6 @@ def _tag(gazetteer: Gazetteer[KnownEntity], text: str) -> tuple[str, list[KnownE
         done = end
     parts.append(text[done:])
     return "".join(parts), found
-
-
-#: A name right after a preposition is its object, not a clause's subject ("the captain of the guard is dead").
-_AFTER_PREPOSITION = re.compile(r"\b(?i:of|from|in|at|near|with|by|for|to|into|under|inside)\s+(?:(?i:the)\s+)?$")
 
 
 def _mortal(x: _Mention) -> bool:

@@ -897,6 +897,28 @@ async def test_the_dms_turning_points_reach_review_as_events_with_their_line_and
     assert ("Arrival at Whitestone", "located_in", "Whitestone", "rejected") in await facts(world)
 
 
+async def test_a_death_told_of_him_proposes_the_dead_status_with_it_and_accepted_closes_alive(
+    world: CampaignMemory,
+) -> None:
+    """The loaded "status: alive" must not stand beside the death: the death proposes "status dead" from its line,
+    and the DM accepting it closes "alive" (a value closes a value of its type)."""
+    g = world.graph
+    await g.add_entity(EntityIn(name="Quillon Ashgrove", type=EntityType.npc, aliases=["Quillon"]))
+    await g.link("Quillon Ashgrove", "status", value="alive")
+    entries = await write(
+        world, [("DM", "At the top you find Quillon Ashgrove on the floor. He is dead. Water pours from his mouth.")]
+    )
+    await run(world, entries)
+
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    assert "new event 'Death of Quillon Ashgrove': a death" in items
+    dead = items["Quillon Ashgrove —status→ dead"]
+    assert dead.fact is not None and dead.fact.provenance.entry_ids == [entries[0].id]
+    await world.review.accept(dead.ref)
+    quillon = await g.get_entity("Quillon Ashgrove")
+    assert {r.value for r in await g.relationships_of(quillon.id) if r.type == "status"} == {"dead"}
+
+
 @pytest.mark.parametrize("slice_size", [200, 1])
 async def test_a_place_the_dm_keeps_naming_is_where_the_scene_moved_whatever_the_jobs_slices(
     world: CampaignMemory, memory: Memory, slice_size: int
