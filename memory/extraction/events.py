@@ -176,6 +176,42 @@ _FINDS = re.compile(
     + rf"(?:{_FIND}|{_GIVEN})\s+(?:(?i:the|a|an)\s+)?" + _K.format("y")
 )  # fmt: skip
 
+# A hand-over, said by anyone: a known item passing to a known person, who has it now ("Quillon hands Thessaly the
+# Ashgrove Key", "Corvin picks up the Bellstone", a player's "I give the Cloak of Tides to Wren"). The giver or taker
+# is the clause's subject: a known person, or the speaker's own character ("I"); no "you", whom the DM tells of.
+
+#: Who gives or takes: a known name, or "I" (``i``: the speaker's character).
+_HANDER = r"(?:" + _K.format("x") + r"|(?P<i>\bI))\s+" + _ADVERB
+_ITEM_DET = r"(?:(?i:the|a|an|his|her|their|its|my|your)\s+)?"
+_HANDS = re.compile(
+    _HANDER + _GIVE + r"\s+(?:" + _K.format("to") + r"\s+" + _ITEM_DET + _K.format("y")
+    + r"|" + _ITEM_DET + _K.format("y2") + r"\s+(?i:to)\s+" + _K.format("to2") + r")"
+)  # fmt: skip
+#: Taking in hand, not finding: "Corvin finds the Bellstone" may leave it where it lies.
+_TAKE = _class("take", "grab", "pick up", "snatch", "pocket", "receive", "take hold of", "steal", "catch")
+_TAKES_ITEM = re.compile(_HANDER + _TAKE + r"\s+" + _ITEM_DET + _K.format("y"))
+
+
+def handovers(text: str, found: list[KnownEntity], me: KnownEntity | None) -> list[tuple[KnownEntity, KnownEntity]]:
+    """Who has which item now, by the hand-overs ``text`` (one line, tagged, by anyone) tells: ``(holder, item)``.
+    ``me``: the speaker's character, for "I" (None: the line's "I" is nobody's)."""
+    out: list[tuple[KnownEntity, KnownEntity]] = []
+    for pattern in (_HANDS, _TAKES_ITEM):
+        for m in pattern.finditer(text):
+            giver = me if m.group("i") else found[int(m.group("x"))]
+            y = "y2" if m.groupdict().get("y2") else "y"
+            item = found[int(m.group(y))]
+            to = m.groupdict().get("to") or m.groupdict().get("to2")
+            holder = found[int(to)] if to else giver
+            if giver is None or giver.type not in _MORTAL or holder.type not in _PERSON or item.type != EntityType.item:
+                continue
+            if (to and holder.id == giver.id) or not _whole(text, m, y):
+                continue
+            if _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
+                out.append((holder, item))
+    return list({(h.id, i.id): (h, i) for h, i in out}.values())
+
+
 #: A quest taken: "Allura Vysoren came to them requesting their aid", "Lord Sherri hires you to". The giver is the
 #: first known name of the sentence before the asking.
 _ASKS = re.compile(

@@ -40,6 +40,7 @@ from memory.extraction.schema import (
     KnownEntity,
     ProposedEntity,
     ProposedFact,
+    players,
 )
 from memory.extraction.validate import validate_result
 from memory.gazetteer import Gazetteer
@@ -66,7 +67,15 @@ async def known_entities(graph: KnowledgeGraph, *, status: ReviewStatus | None =
     """The campaign's entities for extractors: accepted and pending ones (``status`` narrows it)."""
     entities = await graph.list_entities(status=status)
     return [
-        KnownEntity(id=e.id, name=e.name, type=e.type, aliases=e.aliases, status=e.status, heard_as=e.heard_as)
+        KnownEntity(
+            id=e.id,
+            name=e.name,
+            type=e.type,
+            aliases=e.aliases,
+            status=e.status,
+            heard_as=e.heard_as,
+            played_by=players(e.attributes),
+        )
         for e in entities
         if status is not None or e.status != ReviewStatus.rejected
     ]

@@ -18,6 +18,7 @@ from memory.extraction.events import (
     EventKind,
     SceneLine,
     events,
+    handovers,
     one_each,
     scene_deaths,
     scene_named,
@@ -83,17 +84,16 @@ _RELATIONS: list[tuple[re.Pattern[str], str]] = [
     ),
     (re.compile(rf"{_slot('x')}\s+(?i:is|was)\s+(?i:located|found|based)\s+(?i:in|at)\s+{_slot('y')}"), "located_in"),
 ]
-#: "Kevdak has the Titanstone Knuckles", "Kylre takes Toya": two known names joined by a verb of having, giving or
-#: taking. Any verb was read before: on the CRD3 dev episodes 3 of 12 such items were worth keeping ("Gilmore stabs
-#: Vax", "Beau turns to Nott" are moments, not facts); these verbs' were 2 of 2 (bench/extraction.py).
+#: "Kevdak has the Titanstone Knuckles", "Kylre takes Toya": two known names joined by a verb of having or taking
+#: (a giving is a hand-over: ``events.handovers`` files who receives). Any verb was read before: on the CRD3 dev
+#: episodes 3 of 12 such items were worth keeping ("Gilmore stabs Vax", "Beau turns to Nott" are moments, not facts);
+#: these verbs' were 2 of 2 (bench/extraction.py).
 _VERB_LINK = re.compile(
     rf"(?P<x>{_KNOWN}){_POSS}\s+(?P<verb>[a-z]+)(?:\s+(?P<prep>to|from))?\s+(?:(?i:the)\s+)?(?P<y>{_KNOWN})"
 )
-_HOLDING = frozenset(
-    "has had owns owned holds held carries carried wields wielded takes took gives gave steals stole".split()
-)
-#: A person right after "gives" is who receives, not what is given: "Vex gave Scanlan a gun".
-_GIVING = frozenset({"gives", "gave"})
+_HOLDING = frozenset("has had owns owned holds held carries carried wields wielded takes took steals stole".split())
+#: A known item taken is a hand-over's (``events.handovers``), read with its clause's guards ("if Corvin takes ...").
+_TAKING = frozenset({"takes", "took", "steals", "stole"})
 #: A death the DM tells: "Sylas is dead", "Jazna dies", "Grog beheads Jazna" ("Grog killed" alone is Grog killing).
 #: Only of known entities and only in the DM's words: a player's "I'm dead" is a joke as often as not.
 _DEATH = re.compile(
@@ -140,6 +140,11 @@ class RuleExtractor:
         meant: Mapping[int, Sequence[Event]] | None = None,
     ) -> ExtractionResult:
         gazetteer = Gazetteer(known)
+        # who says "I": the one character a speaker plays (a player of two is neither)
+        plays: dict[str, list[KnownEntity]] = {}
+        for e in known:
+            for player in e.played_by if e.type == EntityType.player else ():
+                plays.setdefault(player, []).append(e)
         # Without the session's narrator: a speaker called DM (a recorded session's, named by role), else who says
         # the most in these lines.
         out = _Collector(narrates or narrator(entries, None))
@@ -156,7 +161,8 @@ class RuleExtractor:
                         told.append(Event(EventKind.arrival, name, place=place))
                 told += [e for e in (meant or {}).get(entry.id, ()) if e.name not in {t.name for t in told}]
                 self._events(entry, one_each(told), out)
-            self._patterns(entry, text, found, out)
+            me = plays.get(entry.speaker.strip().casefold(), [])
+            self._patterns(entry, text, found, me[0] if len(me) == 1 else None, out)
             scene.append(SceneLine(scene_named(text, found)))
         return out.result()
 
@@ -172,7 +178,9 @@ class RuleExtractor:
             conf = NEW_NAME_BY_DM_CONFIDENCE if by_dm else NEW_NAME_CONFIDENCE
             out.entity(mention.name, kind, f"a {what}" if what else "", conf, entry)
 
-    def _patterns(self, entry: Entry, text: str, found: list[KnownEntity], out: _Collector) -> None:
+    def _patterns(
+        self, entry: Entry, text: str, found: list[KnownEntity], me: KnownEntity | None, out: _Collector
+    ) -> None:
         self._roles(entry, text, found, out)
         for m in _IS_ROLE.finditer(text):
             x, role = _resolve(m.group("x"), found), m.group("role").casefold()
@@ -188,12 +196,15 @@ class RuleExtractor:
                 y_default = EntityType.faction if rel_type in ("member_of", "works_for") else EntityType.place
                 self._new_if_unknown(y, y_default, entry, out)
                 out.fact(x.name, rel_type, y.name, None, entry.id)
+        # who has an item now: the receiver of a hand-over, the taker of a taking ("Corvin picks up the Bellstone")
+        for holder, item in handovers(text, found, me):
+            out.fact(holder.name, "has", item.name, None, entry.id)
         for m in _VERB_LINK.finditer(text):
             x, y = _resolve(m.group("x"), found), _resolve(m.group("y"), found)
             verb = m.group("verb")
             if x is None or y is None or x.name == y.name or verb not in _HOLDING:
                 continue
-            if verb in _GIVING and not m.group("prep") and y.known is not None and y.known.type in PERSON_TYPES:
+            if verb in _TAKING and y.known is not None and y.known.type == EntityType.item:
                 continue
             out.fact(x.name, "_".join(filter(None, (verb, m.group("prep")))), y.name, None, entry.id)
 

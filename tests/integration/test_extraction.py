@@ -919,6 +919,37 @@ async def test_a_death_told_of_him_proposes_the_dead_status_with_it_and_accepted
     assert {r.value for r in await g.relationships_of(quillon.id) if r.type == "status"} == {"dead"}
 
 
+async def test_hand_overs_propose_who_has_the_item_now_and_a_players_i_is_their_character(
+    world: CampaignMemory,
+) -> None:
+    g = world.graph
+    await g.add_entity(EntityIn(name="Quillon Ashgrove", type=EntityType.npc, aliases=["Quillon"]))
+    for name, player in (("Thessaly Brightwater", "Ana"), ("Wren Halloway", "Cara"), ("Corvin Dusk", "Dev")):
+        await g.add_entity(
+            EntityIn(name=name, type=EntityType.player, aliases=[name.split()[0]], attributes={"played_by": player})
+        )
+    for item, aliases in (("Ashgrove Key", []), ("The Bellstone", ["Bellstone"]), ("Cloak of Tides", [])):
+        await g.add_entity(EntityIn(name=item, type=EntityType.item, aliases=aliases))
+    entries = await write(
+        world,
+        [
+            ("DM", "Quillon hands Thessaly the Ashgrove Key. It opens the crypt under the bell tower."),
+            ("Dev", "Corvin picks up the Bellstone and studies the runes."),
+            ("Ana", "I give the Cloak of Tides to Wren. She needs it more than me."),
+            ("Cara", "Should I give the Cloak of Tides to Corvin?"),  # a question
+            ("Dev", "If Quillon takes the Bellstone we are doomed."),  # a condition
+            ("Ana", "I want to grab the Ashgrove Key."),  # an intention
+        ],
+    )
+    await run(world, entries)
+    held = {(s, o, st) for s, t, o, st in await facts(world) if t in ("has", "takes", "gives")}
+    assert held == {
+        ("Thessaly Brightwater", "Ashgrove Key", "pending"),
+        ("Corvin Dusk", "The Bellstone", "pending"),
+        ("Wren Halloway", "Cloak of Tides", "pending"),
+    }
+
+
 @pytest.mark.parametrize("slice_size", [200, 1])
 async def test_a_place_the_dm_keeps_naming_is_where_the_scene_moved_whatever_the_jobs_slices(
     world: CampaignMemory, memory: Memory, slice_size: int
