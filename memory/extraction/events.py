@@ -199,11 +199,13 @@ def handovers(text: str, found: list[KnownEntity], me: KnownEntity | None) -> li
     for pattern in (_HANDS, _TAKES_ITEM):
         for m in pattern.finditer(text):
             giver = me if m.group("i") else found[int(m.group("x"))]
+            if giver is None:
+                continue  # "I" of nobody's character
             y = "y2" if m.groupdict().get("y2") else "y"
             item = found[int(m.group(y))]
             to = m.groupdict().get("to") or m.groupdict().get("to2")
             holder = found[int(to)] if to else giver
-            if giver is None or giver.type not in _MORTAL or holder.type not in _PERSON or item.type != EntityType.item:
+            if giver.type not in _MORTAL or holder.type not in _PERSON or item.type != EntityType.item:
                 continue
             if (to and holder.id == giver.id) or not _whole(text, m, y):
                 continue
