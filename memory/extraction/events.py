@@ -63,22 +63,25 @@ _IRREGULAR = {
 _DOUBLED = frozenset({"drop", "step", "grab", "snag", "slip", "stop"})
 
 
-def _forms(phrase: str) -> str:
-    """A verb phrase given by its lemma ("pick up") as a pattern of its base, present, past and participle."""
+def _forms(phrase: str, past: bool = True) -> str:
+    """A verb phrase given by its lemma ("pick up") as a pattern of its base, present, past and participle (``past``
+    False: its base and present only)."""
     verb, _, rest = phrase.partition(" ")
     if verb in _IRREGULAR:
-        forms = {verb, *_IRREGULAR[verb]}
+        forms = {verb, *_IRREGULAR[verb]} if past else {verb, _IRREGULAR[verb][0]}
     else:
         stem = verb + verb[-1] if verb in _DOUBLED else verb.removesuffix("e")
         third = verb + "es" if re.search(r"(?:s|sh|ch|x|z|o)$", verb) else verb + "s"
-        forms = {verb, third, (stem[:-1] + "i" if re.search(r"[^aeiou]y$", stem) else stem) + "ed"}
+        forms = {verb, third} | (
+            {(stem[:-1] + "i" if re.search(r"[^aeiou]y$", stem) else stem) + "ed"} if past else set()
+        )
     words = "|".join(sorted(forms, key=len, reverse=True))
     return rf"(?:{words})" + "".join(rf"\s+{w}" for w in rest.split())
 
 
-def _class(*lemmas: str) -> str:
-    """Any form of any of the verb phrases, as whole words."""
-    return r"\b(?i:" + "|".join(_forms(lemma) for lemma in lemmas) + r")\b"
+def _class(*lemmas: str, past: bool = True) -> str:
+    """Any form of any of the verb phrases, as whole words (``past`` False: in the present only)."""
+    return r"\b(?i:" + "|".join(_forms(lemma, past) for lemma in lemmas) + r")\b"
 
 
 #: Words between a subject and its verb: "Jazna finally dies", "you then make your way".
@@ -273,6 +276,32 @@ _CHAIN = (
     r"(?:\s+(?:(?!\b(?i:" + _BOUND + r")\b)[^.!?;:\"“”\ue000\ue001]){0,100}?"
     r"(?:,\s*(?:(?i:and|then)\s+)?|\s+(?i:and|then)\s+))?\s*"
 )
+#: A verb in the past: the recap's tense. "-ed" (a few adjectives too: a line held for a recap by mistake is read as
+#: before), the irregular pasts above and the commonest others.
+_PAST_TENSE = re.compile(
+    r"\b(?:\w+ed|"
+    + "|".join(sorted({past for _, past, _ in _IRREGULAR.values()}))
+    + r"|was|were|had|did|left|fought|met|saw|told|said|brought|sought|caught|kept|held|sent|lost|won|led|fled|"
+    r"began|became|knew|drew|threw|stood|heard|broke|chose|spoke|woke|tore|bought|felt|meant|slept|leapt|rose|drove|"
+    r"froze|hid|shook|forgot|flew|swam|ate|wore|swore|sat|[a-z]+['’]d)\b",
+    re.IGNORECASE,
+)
+
+
+#: A turning point's verb in the present: "arrives at", "you find", "hands".
+_NOW = re.compile(
+    _class("arrive", "reach", "enter", "step into", "walk into", "come into", "land", "travel", "head", "return",
+           "ride", "sail", "die", "kill", "slay", "give", "hand", "find", "take", "pick up", "grab", past=False)
+)  # fmt: skip
+
+
+def told_now(text: str) -> bool:
+    """Whether ``text`` tells a turning point in the present and nothing in the past: a line of the DM's opening
+    so ("In the morning a patrol boat of the Tidewardens arrives at the abbey") is play, not a recap of the story so
+    far ("Last time, Quillon drowned", or a fragment of one: "In the city of Kraghammer.")."""
+    return _PAST_TENSE.search(text) is None and _NOW.search(text) is not None
+
+
 #: The verb that makes a bare form a telling: "you managed to craft", not "you went to craft".
 _MANAGED = re.compile(r"\b(?:managed|able|proceeded|went\s+on|got)\s+to\b", re.IGNORECASE)
 _DET = r"(?:(?i:the|a|an|one\s+of\s+the|some\s+of\s+the)\s+)?"
@@ -306,7 +335,7 @@ _TAKES = re.compile(
 #: or a preposition ("she gives you a nod and walks back to the palace": "you" is her object).
 _BEFORE_SUBJECT = re.compile(
     r"(?:^|[.!?,;:\"“”—–(-]|\b(?i:and|but|so|then|as|when|once|while|after|until|where|now|soon|okay|ok|alright|"
-    r"right|well|yeah|yes|because|since|meanwhile|\w+ly))\s*$"
+    r"right|well|yeah|yes|because|since|meanwhile|tonight|today|\w+ly))\s*$"
 )
 
 

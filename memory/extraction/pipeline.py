@@ -27,6 +27,7 @@ from memory.extraction.events import (
     narration,
     said_whole,
     scene_arrivals,
+    told_now,
 )
 from memory.extraction.evidence import End, evidence_gap
 from memory.extraction.llm import LLMExtractor
@@ -159,10 +160,11 @@ async def propose(
 
 def opening_recap(entries: Sequence[Entry], talk: dict[int, Talk], dm_speaker_id: str | None) -> frozenset[int]:
     """The DM's lines of the session's opening, where a session that continues a story recaps it ("last we left
-    off, the Briarwoods were dead"): their turning points are earlier sessions'."""
+    off, the Briarwoods were dead"): their turning points are earlier sessions'. Not a line telling a turning point
+    in the present and nothing in the past ("a patrol boat arrives at the abbey"): that is this session's play."""
     by_dm = narrator(entries, dm_speaker_id)
     start = next((n for n, e in enumerate(entries) if talk.get(e.id) != Talk.pre_show), len(entries))
-    return frozenset(e.id for e in entries[start : start + RECAP_LINES] if by_dm(e))
+    return frozenset(e.id for e in entries[start : start + RECAP_LINES] if by_dm(e) and not told_now(e.text))
 
 
 def scene_moves(

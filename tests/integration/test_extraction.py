@@ -1178,6 +1178,37 @@ async def test_a_turning_point_of_another_session_is_another_event_unless_the_re
     }
 
 
+async def test_an_arrival_told_in_the_present_at_a_sessions_opening_is_that_sessions_own(
+    world: CampaignMemory,
+) -> None:
+    """The opening's recap merges into the earlier session's event; the play that follows it in the opening, told in
+    the present, is another arrival, named for its session."""
+    await world.graph.add_entity(EntityIn(name="Whitestone", type=EntityType.place))
+
+    async def session(title: str, lines: list[tuple[str, str]]) -> int:
+        entries = await write(world, lines, title=title)
+        await run(world, entries)
+        await world.log.end_session(entries[0].session_id)
+        return entries[0].session_id
+
+    async def events() -> dict[str, int | None]:
+        found = await world.graph.list_entities(status=None)
+        return {e.name: e.provenance.session_id for e in found if e.type == EntityType.event}
+
+    first = await session("Night 1", [("DM", "You make your way back to Whitestone as the sun begins to set.")])
+    second = await session(
+        "Night 2",
+        [
+            ("DM", "Last time, you made your way back to Whitestone as the sun set."),
+            ("Grog", "Good times."),
+            ("DM", "A week later, you arrive at Whitestone again with the caravan."),
+        ],
+    )
+    assert await events() == {"Arrival at Whitestone": first, "Arrival at Whitestone (Night 2)": second}
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    assert items["new event 'Arrival at Whitestone': an arrival"].lines == 1  # night 2's arrival is not its line
+
+
 async def test_the_dms_recap_is_read_as_the_story_so_far_and_the_same_words_in_play_are_not(
     world: CampaignMemory,
 ) -> None:
