@@ -56,6 +56,7 @@ from memory.extraction.names import NameResolver, normalize_name  # noqa: E402
 from memory.extraction.pipeline import meaning_events, opening_recap, scene_moves  # noqa: E402
 from memory.extraction.rules import telling_line  # noqa: E402
 from memory.extraction.salience import is_trivial  # noqa: E402
+from memory.extraction.schema import players  # noqa: E402
 from memory.extraction.validate import validate_result  # noqa: E402
 from memory.gazetteer import Gazetteer  # noqa: E402
 from memory.models import EntityType, Entry  # noqa: E402
@@ -103,7 +104,10 @@ TURNING: dict[str, tuple[re.Pattern[str], frozenset[EntityType]]] = {
 
 def known_entities() -> list[KnownEntity]:
     spec = read_campaign_file(EXAMPLE, max_bytes=50_000_000)
-    return [KnownEntity(id=i, name=e.name, type=e.type, aliases=e.aliases) for i, e in enumerate(spec.entities, 1)]
+    return [
+        KnownEntity(id=i, name=e.name, type=e.type, aliases=e.aliases, played_by=players(e.attributes))
+        for i, e in enumerate(spec.entities, 1)
+    ]
 
 
 def entries(turns: list[tuple[str, str]]) -> list[Entry]:

@@ -63,22 +63,25 @@ _IRREGULAR = {
 _DOUBLED = frozenset({"drop", "step", "grab", "snag", "slip", "stop"})
 
 
-def _forms(phrase: str) -> str:
-    """A verb phrase given by its lemma ("pick up") as a pattern of its base, present, past and participle."""
+def _forms(phrase: str, past: bool = True) -> str:
+    """A verb phrase given by its lemma ("pick up") as a pattern of its base, present, past and participle (``past``
+    False: its base and present only)."""
     verb, _, rest = phrase.partition(" ")
     if verb in _IRREGULAR:
-        forms = {verb, *_IRREGULAR[verb]}
+        forms = {verb, *_IRREGULAR[verb]} if past else {verb, _IRREGULAR[verb][0]}
     else:
         stem = verb + verb[-1] if verb in _DOUBLED else verb.removesuffix("e")
         third = verb + "es" if re.search(r"(?:s|sh|ch|x|z|o)$", verb) else verb + "s"
-        forms = {verb, third, (stem[:-1] + "i" if re.search(r"[^aeiou]y$", stem) else stem) + "ed"}
+        forms = {verb, third} | (
+            {(stem[:-1] + "i" if re.search(r"[^aeiou]y$", stem) else stem) + "ed"} if past else set()
+        )
     words = "|".join(sorted(forms, key=len, reverse=True))
     return rf"(?:{words})" + "".join(rf"\s+{w}" for w in rest.split())
 
 
-def _class(*lemmas: str) -> str:
-    """Any form of any of the verb phrases, as whole words."""
-    return r"\b(?i:" + "|".join(_forms(lemma) for lemma in lemmas) + r")\b"
+def _class(*lemmas: str, past: bool = True) -> str:
+    """Any form of any of the verb phrases, as whole words (``past`` False: in the present only)."""
+    return r"\b(?i:" + "|".join(_forms(lemma, past) for lemma in lemmas) + r")\b"
 
 
 #: Words between a subject and its verb: "Jazna finally dies", "you then make your way".
@@ -127,6 +130,8 @@ _DIES = re.compile(
     + r"\s+(?i:of)\s+"
     + _K.format("c")
 )
+#: A name right after a preposition is its object, not a clause's subject ("the captain of the guard is dead").
+AFTER_PREPOSITION = re.compile(r"\b(?i:of|from|in|at|near|with|by|for|to|into|under|inside)\s+(?:(?i:the)\s+)?$")
 _KILLS = re.compile(
     r"(?:" + _K.format("x") + r"(?:\s*,[^,.!?;\ue000]{1,40},)?\s+" + _ADVERB + r")?"  # "Grog, without hesitation,"
     rf"(?:{_KILL}\s+" + _K.format("y") + rf"|{_KILL_SPLIT}\s+" + _K.format("y2") + r"\s+(?P<particle>off|down)\b)"
@@ -173,6 +178,44 @@ _FINDS = re.compile(
     r"(?:" + _K.format("x") + r"\s+" + _ADVERB + r")?"
     + rf"(?:{_FIND}|{_GIVEN})\s+(?:(?i:the|a|an)\s+)?" + _K.format("y")
 )  # fmt: skip
+
+# A hand-over, said by anyone: a known item passing to a known person, who has it now ("Quillon hands Thessaly the
+# Ashgrove Key", "Corvin picks up the Bellstone", a player's "I give the Cloak of Tides to Wren"). The giver or taker
+# is the clause's subject: a known person, or the speaker's own character ("I"); no "you", whom the DM tells of.
+
+#: Who gives or takes: a known name, or "I" (``i``: the speaker's character).
+_HANDER = r"(?:" + _K.format("x") + r"|(?P<i>\bI))\s+" + _ADVERB
+_ITEM_DET = r"(?:(?i:the|a|an|his|her|their|its|my|your)\s+)?"
+_HANDS = re.compile(
+    _HANDER + _GIVE + r"\s+(?:" + _K.format("to") + r"\s+" + _ITEM_DET + _K.format("y")
+    + r"|" + _ITEM_DET + _K.format("y2") + r"\s+(?i:to)\s+" + _K.format("to2") + r")"
+)  # fmt: skip
+#: Taking in hand, not finding: "Corvin finds the Bellstone" may leave it where it lies.
+_TAKE = _class("take", "grab", "pick up", "snatch", "pocket", "receive", "take hold of", "steal", "catch")
+_TAKES_ITEM = re.compile(_HANDER + _TAKE + r"\s+" + _ITEM_DET + _K.format("y"))
+
+
+def handovers(text: str, found: list[KnownEntity], me: KnownEntity | None) -> list[tuple[KnownEntity, KnownEntity]]:
+    """Who has which item now, by the hand-overs ``text`` (one line, tagged, by anyone) tells: ``(holder, item)``.
+    ``me``: the speaker's character, for "I" (None: the line's "I" is nobody's)."""
+    out: list[tuple[KnownEntity, KnownEntity]] = []
+    for pattern in (_HANDS, _TAKES_ITEM):
+        for m in pattern.finditer(text):
+            giver = me if m.group("i") else found[int(m.group("x"))]
+            if giver is None:
+                continue  # "I" of nobody's character
+            y = "y2" if m.groupdict().get("y2") else "y"
+            item = found[int(m.group(y))]
+            to = m.groupdict().get("to") or m.groupdict().get("to2")
+            holder = found[int(to)] if to else giver
+            if giver.type not in _MORTAL or holder.type not in _PERSON or item.type != EntityType.item:
+                continue
+            if (to and holder.id == giver.id) or not _whole(text, m, y):
+                continue
+            if _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
+                out.append((holder, item))
+    return list({(h.id, i.id): (h, i) for h, i in out}.values())
+
 
 #: A quest taken: "Allura Vysoren came to them requesting their aid", "Lord Sherri hires you to". The giver is the
 #: first known name of the sentence before the asking.
@@ -233,6 +276,32 @@ _CHAIN = (
     r"(?:\s+(?:(?!\b(?i:" + _BOUND + r")\b)[^.!?;:\"“”\ue000\ue001]){0,100}?"
     r"(?:,\s*(?:(?i:and|then)\s+)?|\s+(?i:and|then)\s+))?\s*"
 )
+#: A verb in the past: the recap's tense. "-ed" (a few adjectives too: a line held for a recap by mistake is read as
+#: before), the irregular pasts above and the commonest others.
+_PAST_TENSE = re.compile(
+    r"\b(?:\w+ed|"
+    + "|".join(sorted({past for _, past, _ in _IRREGULAR.values()}))
+    + r"|was|were|had|did|left|fought|met|saw|told|said|brought|sought|caught|kept|held|sent|lost|won|led|fled|"
+    r"began|became|knew|drew|threw|stood|heard|broke|chose|spoke|woke|tore|bought|felt|meant|slept|leapt|rose|drove|"
+    r"froze|hid|shook|forgot|flew|swam|ate|wore|swore|sat|[a-z]+['’]d)\b",
+    re.IGNORECASE,
+)
+
+
+#: A turning point's verb in the present: "arrives at", "you find", "hands".
+_NOW = re.compile(
+    _class("arrive", "reach", "enter", "step into", "walk into", "come into", "land", "travel", "head", "return",
+           "ride", "sail", "die", "kill", "slay", "give", "hand", "find", "take", "pick up", "grab", past=False)
+)  # fmt: skip
+
+
+def told_now(text: str) -> bool:
+    """Whether ``text`` tells a turning point in the present and nothing in the past: a line of the DM's opening
+    so ("In the morning a patrol boat of the Tidewardens arrives at the abbey") is play, not a recap of the story so
+    far ("Last time, Quillon drowned", or a fragment of one: "In the city of Kraghammer.")."""
+    return _PAST_TENSE.search(text) is None and _NOW.search(text) is not None
+
+
 #: The verb that makes a bare form a telling: "you managed to craft", not "you went to craft".
 _MANAGED = re.compile(r"\b(?:managed|able|proceeded|went\s+on|got)\s+to\b", re.IGNORECASE)
 _DET = r"(?:(?i:the|a|an|one\s+of\s+the|some\s+of\s+the)\s+)?"
@@ -266,7 +335,7 @@ _TAKES = re.compile(
 #: or a preposition ("she gives you a nod and walks back to the palace": "you" is her object).
 _BEFORE_SUBJECT = re.compile(
     r"(?:^|[.!?,;:\"“”—–(-]|\b(?i:and|but|so|then|as|when|once|while|after|until|where|now|soon|okay|ok|alright|"
-    r"right|well|yeah|yes|because|since|meanwhile|\w+ly))\s*$"
+    r"right|well|yeah|yes|because|since|meanwhile|tonight|today|\w+ly))\s*$"
 )
 
 
@@ -355,6 +424,8 @@ def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list
     out: list[Event] = []
     for m in _DIES.finditer(text):
         x = found[int(m.group("x") or m.group("c"))]
+        if m.group("x") and AFTER_PREPOSITION.search(text, 0, m.start()):
+            continue  # "the captain of the Briarwoods is dead": the captain's death
         if x.type in _MORTAL and _told(text, m, retold):
             out.append(Event(EventKind.death, f"Death of {x.name}", [x], span=_span(text, m)))
     for m in _KILLS.finditer(text):

@@ -27,6 +27,7 @@ from memory.extraction.events import (
     narration,
     said_whole,
     scene_arrivals,
+    told_now,
 )
 from memory.extraction.evidence import End, evidence_gap
 from memory.extraction.llm import LLMExtractor
@@ -40,6 +41,7 @@ from memory.extraction.schema import (
     KnownEntity,
     ProposedEntity,
     ProposedFact,
+    players,
 )
 from memory.extraction.validate import validate_result
 from memory.gazetteer import Gazetteer
@@ -67,7 +69,15 @@ async def known_entities(graph: KnowledgeGraph, *, status: ReviewStatus | None =
     """The campaign's entities for extractors: accepted and pending ones (``status`` narrows it)."""
     entities = await graph.list_entities(status=status)
     return [
-        KnownEntity(id=e.id, name=e.name, type=e.type, aliases=e.aliases, status=e.status, heard_as=e.heard_as)
+        KnownEntity(
+            id=e.id,
+            name=e.name,
+            type=e.type,
+            aliases=e.aliases,
+            status=e.status,
+            heard_as=e.heard_as,
+            played_by=players(e.attributes),
+        )
         for e in entities
         if status is not None or e.status != ReviewStatus.rejected
     ]
@@ -151,10 +161,11 @@ async def propose(
 
 def opening_recap(entries: Sequence[Entry], talk: dict[int, Talk], dm_speaker_id: str | None) -> frozenset[int]:
     """The DM's lines of the session's opening, where a session that continues a story recaps it ("last we left
-    off, the Briarwoods were dead"): their turning points are earlier sessions'."""
+    off, the Briarwoods were dead"): their turning points are earlier sessions'. Not a line telling a turning point
+    in the present and nothing in the past ("a patrol boat arrives at the abbey"): that is this session's play."""
     by_dm = narrator(entries, dm_speaker_id)
     start = next((n for n, e in enumerate(entries) if talk.get(e.id) != Talk.pre_show), len(entries))
-    return frozenset(e.id for e in entries[start : start + RECAP_LINES] if by_dm(e))
+    return frozenset(e.id for e in entries[start : start + RECAP_LINES] if by_dm(e) and not told_now(e.text))
 
 
 def scene_moves(

@@ -12,7 +12,17 @@ from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from memory.extraction.events import Event, EventKind, SceneLine, events, one_each, scene_deaths, scene_named
+from memory.extraction.events import (
+    AFTER_PREPOSITION,
+    Event,
+    EventKind,
+    SceneLine,
+    events,
+    handovers,
+    one_each,
+    scene_deaths,
+    scene_named,
+)
 from memory.extraction.lexicon import FAMILY_ROLES, NOUN_TYPE, OCCUPATIONS, RULER_ROLES
 from memory.extraction.salience import COMMON_WORDS
 from memory.extraction.schema import PERSON_TYPES, ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
@@ -74,17 +84,16 @@ _RELATIONS: list[tuple[re.Pattern[str], str]] = [
     ),
     (re.compile(rf"{_slot('x')}\s+(?i:is|was)\s+(?i:located|found|based)\s+(?i:in|at)\s+{_slot('y')}"), "located_in"),
 ]
-#: "Kevdak has the Titanstone Knuckles", "Kylre takes Toya": two known names joined by a verb of having, giving or
-#: taking. Any verb was read before: on the CRD3 dev episodes 3 of 12 such items were worth keeping ("Gilmore stabs
-#: Vax", "Beau turns to Nott" are moments, not facts); these verbs' were 2 of 2 (bench/extraction.py).
+#: "Kevdak has the Titanstone Knuckles", "Kylre takes Toya": two known names joined by a verb of having or taking
+#: (a giving is a hand-over: ``events.handovers`` files who receives). Any verb was read before: on the CRD3 dev
+#: episodes 3 of 12 such items were worth keeping ("Gilmore stabs Vax", "Beau turns to Nott" are moments, not facts);
+#: these verbs' were 2 of 2 (bench/extraction.py).
 _VERB_LINK = re.compile(
     rf"(?P<x>{_KNOWN}){_POSS}\s+(?P<verb>[a-z]+)(?:\s+(?P<prep>to|from))?\s+(?:(?i:the)\s+)?(?P<y>{_KNOWN})"
 )
-_HOLDING = frozenset(
-    "has had owns owned holds held carries carried wields wielded takes took gives gave steals stole".split()
-)
-#: A person right after "gives" is who receives, not what is given: "Vex gave Scanlan a gun".
-_GIVING = frozenset({"gives", "gave"})
+_HOLDING = frozenset("has had owns owned holds held carries carried wields wielded takes took steals stole".split())
+#: A known item taken is a hand-over's (``events.handovers``), read with its clause's guards ("if Corvin takes ...").
+_TAKING = frozenset({"takes", "took", "steals", "stole"})
 #: A death the DM tells: "Sylas is dead", "Jazna dies", "Grog beheads Jazna" ("Grog killed" alone is Grog killing).
 #: Only of known entities and only in the DM's words: a player's "I'm dead" is a joke as often as not.
 _DEATH = re.compile(
@@ -131,6 +140,11 @@ class RuleExtractor:
         meant: Mapping[int, Sequence[Event]] | None = None,
     ) -> ExtractionResult:
         gazetteer = Gazetteer(known)
+        # who says "I": the one character a speaker plays (a player of two is neither)
+        plays: dict[str, list[KnownEntity]] = {}
+        for e in known:
+            for player in e.played_by if e.type == EntityType.player else ():
+                plays.setdefault(player, []).append(e)
         # Without the session's narrator: a speaker called DM (a recorded session's, named by role), else who says
         # the most in these lines.
         out = _Collector(narrates or narrator(entries, None))
@@ -147,7 +161,8 @@ class RuleExtractor:
                         told.append(Event(EventKind.arrival, name, place=place))
                 told += [e for e in (meant or {}).get(entry.id, ()) if e.name not in {t.name for t in told}]
                 self._events(entry, one_each(told), out)
-            self._patterns(entry, text, found, out)
+            me = plays.get(entry.speaker.strip().casefold(), [])
+            self._patterns(entry, text, found, me[0] if len(me) == 1 else None, out)
             scene.append(SceneLine(scene_named(text, found)))
         return out.result()
 
@@ -163,7 +178,9 @@ class RuleExtractor:
             conf = NEW_NAME_BY_DM_CONFIDENCE if by_dm else NEW_NAME_CONFIDENCE
             out.entity(mention.name, kind, f"a {what}" if what else "", conf, entry)
 
-    def _patterns(self, entry: Entry, text: str, found: list[KnownEntity], out: _Collector) -> None:
+    def _patterns(
+        self, entry: Entry, text: str, found: list[KnownEntity], me: KnownEntity | None, out: _Collector
+    ) -> None:
         self._roles(entry, text, found, out)
         for m in _IS_ROLE.finditer(text):
             x, role = _resolve(m.group("x"), found), m.group("role").casefold()
@@ -179,12 +196,15 @@ class RuleExtractor:
                 y_default = EntityType.faction if rel_type in ("member_of", "works_for") else EntityType.place
                 self._new_if_unknown(y, y_default, entry, out)
                 out.fact(x.name, rel_type, y.name, None, entry.id)
+        # who has an item now: the receiver of a hand-over, the taker of a taking ("Corvin picks up the Bellstone")
+        for holder, item in handovers(text, found, me):
+            out.fact(holder.name, "has", item.name, None, entry.id)
         for m in _VERB_LINK.finditer(text):
             x, y = _resolve(m.group("x"), found), _resolve(m.group("y"), found)
             verb = m.group("verb")
             if x is None or y is None or x.name == y.name or verb not in _HOLDING:
                 continue
-            if verb in _GIVING and not m.group("prep") and y.known is not None and y.known.type in PERSON_TYPES:
+            if verb in _TAKING and y.known is not None and y.known.type == EntityType.item:
                 continue
             out.fact(x.name, "_".join(filter(None, (verb, m.group("prep")))), y.name, None, entry.id)
 
@@ -210,7 +230,7 @@ class RuleExtractor:
         for m in _DEATH.finditer(text):
             x = _resolve(m.group("x"), found)
             # who dies is a being, and the subject: not the place of "everyone from the abbey is dead"
-            if x is not None and _mortal(x) and not _AFTER_PREPOSITION.search(text, 0, m.start("x")):
+            if x is not None and _mortal(x) and not AFTER_PREPOSITION.search(text, 0, m.start("x")):
                 out.fact(x.name, "status", None, "dead", entry.id)
         for m in _KILL.finditer(text):
             y = _resolve(m.group("y"), found)
@@ -226,6 +246,10 @@ class RuleExtractor:
         """The turning points the DM tells, each an event linked to who took part and where."""
         for event in told:
             out.entity(event.name, EntityType.event, _EVENT_KINDS[event.kind], PATTERN_CONFIDENCE, entry)
+            # the dead's state with the death, from the same line: accepted, it closes the "alive" a file loaded
+            for who in event.participants if event.kind == EventKind.death else ():
+                if event.name == f"Death of {who.name}":
+                    out.fact(who.name, "status", None, "dead", entry.id)
             for who in event.participants:
                 out.fact(who.name, "took_part_in", event.name, None, entry.id)
             if event.place is not None:
@@ -260,10 +284,6 @@ def _tag(gazetteer: Gazetteer[KnownEntity], text: str) -> tuple[str, list[KnownE
         done = end
     parts.append(text[done:])
     return "".join(parts), found
-
-
-#: A name right after a preposition is its object, not a clause's subject ("the captain of the guard is dead").
-_AFTER_PREPOSITION = re.compile(r"\b(?i:of|from|in|at|near|with|by|for|to|into|under|inside)\s+(?:(?i:the)\s+)?$")
 
 
 def _mortal(x: _Mention) -> bool:

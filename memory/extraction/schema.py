@@ -30,6 +30,14 @@ class KnownEntity(BaseModel):
     aliases: list[str] = Field(default_factory=list)
     status: ReviewStatus = ReviewStatus.accepted
     heard_as: list[str] = Field(default_factory=list)  # what the recogniser writes for it: evidence of a mention
+    played_by: list[str] = Field(default_factory=list)  # a player character's players, casefolded: who says "I"
+
+
+def players(attributes: Mapping[str, object]) -> list[str]:
+    """Who plays a character, casefolded, from its ``played_by`` attribute (one name or several)."""
+    value = attributes.get("played_by")
+    listed = value if isinstance(value, list) else [] if value is None else [value]
+    return [str(p).strip().casefold() for p in listed]
 
 
 class EventKind(StrEnum):

@@ -897,6 +897,59 @@ async def test_the_dms_turning_points_reach_review_as_events_with_their_line_and
     assert ("Arrival at Whitestone", "located_in", "Whitestone", "rejected") in await facts(world)
 
 
+async def test_a_death_told_of_him_proposes_the_dead_status_with_it_and_accepted_closes_alive(
+    world: CampaignMemory,
+) -> None:
+    """The loaded "status: alive" must not stand beside the death: the death proposes "status dead" from its line,
+    and the DM accepting it closes "alive" (a value closes a value of its type)."""
+    g = world.graph
+    await g.add_entity(EntityIn(name="Quillon Ashgrove", type=EntityType.npc, aliases=["Quillon"]))
+    await g.link("Quillon Ashgrove", "status", value="alive")
+    entries = await write(
+        world, [("DM", "At the top you find Quillon Ashgrove on the floor. He is dead. Water pours from his mouth.")]
+    )
+    await run(world, entries)
+
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    assert "new event 'Death of Quillon Ashgrove': a death" in items
+    dead = items["Quillon Ashgrove —status→ dead"]
+    assert dead.fact is not None and dead.fact.provenance.entry_ids == [entries[0].id]
+    await world.review.accept(dead.ref)
+    quillon = await g.get_entity("Quillon Ashgrove")
+    assert {r.value for r in await g.relationships_of(quillon.id) if r.type == "status"} == {"dead"}
+
+
+async def test_hand_overs_propose_who_has_the_item_now_and_a_players_i_is_their_character(
+    world: CampaignMemory,
+) -> None:
+    g = world.graph
+    await g.add_entity(EntityIn(name="Quillon Ashgrove", type=EntityType.npc, aliases=["Quillon"]))
+    for name, player in (("Thessaly Brightwater", "Ana"), ("Wren Halloway", "Cara"), ("Corvin Dusk", "Dev")):
+        await g.add_entity(
+            EntityIn(name=name, type=EntityType.player, aliases=[name.split()[0]], attributes={"played_by": player})
+        )
+    for item, aliases in (("Ashgrove Key", []), ("The Bellstone", ["Bellstone"]), ("Cloak of Tides", [])):
+        await g.add_entity(EntityIn(name=item, type=EntityType.item, aliases=aliases))
+    entries = await write(
+        world,
+        [
+            ("DM", "Quillon hands Thessaly the Ashgrove Key. It opens the crypt under the bell tower."),
+            ("Dev", "Corvin picks up the Bellstone and studies the runes."),
+            ("Ana", "I give the Cloak of Tides to Wren. She needs it more than me."),
+            ("Cara", "Should I give the Cloak of Tides to Corvin?"),  # a question
+            ("Dev", "If Quillon takes the Bellstone we are doomed."),  # a condition
+            ("Ana", "I want to grab the Ashgrove Key."),  # an intention
+        ],
+    )
+    await run(world, entries)
+    held = {(s, o, st) for s, t, o, st in await facts(world) if t in ("has", "takes", "gives")}
+    assert held == {
+        ("Thessaly Brightwater", "Ashgrove Key", "pending"),
+        ("Corvin Dusk", "The Bellstone", "pending"),
+        ("Wren Halloway", "Cloak of Tides", "pending"),
+    }
+
+
 @pytest.mark.parametrize("slice_size", [200, 1])
 async def test_a_place_the_dm_keeps_naming_is_where_the_scene_moved_whatever_the_jobs_slices(
     world: CampaignMemory, memory: Memory, slice_size: int
@@ -1123,6 +1176,37 @@ async def test_a_turning_point_of_another_session_is_another_event_unless_the_re
         ("Arrival at Whitestone", "located_in", "Whitestone"),
         ("Arrival at Whitestone (Session 3)", "located_in", "Whitestone"),
     }
+
+
+async def test_an_arrival_told_in_the_present_at_a_sessions_opening_is_that_sessions_own(
+    world: CampaignMemory,
+) -> None:
+    """The opening's recap merges into the earlier session's event; the play that follows it in the opening, told in
+    the present, is another arrival, named for its session."""
+    await world.graph.add_entity(EntityIn(name="Whitestone", type=EntityType.place))
+
+    async def session(title: str, lines: list[tuple[str, str]]) -> int:
+        entries = await write(world, lines, title=title)
+        await run(world, entries)
+        await world.log.end_session(entries[0].session_id)
+        return entries[0].session_id
+
+    async def events() -> dict[str, int | None]:
+        found = await world.graph.list_entities(status=None)
+        return {e.name: e.provenance.session_id for e in found if e.type == EntityType.event}
+
+    first = await session("Night 1", [("DM", "You make your way back to Whitestone as the sun begins to set.")])
+    second = await session(
+        "Night 2",
+        [
+            ("DM", "Last time, you made your way back to Whitestone as the sun set."),
+            ("Grog", "Good times."),
+            ("DM", "A week later, you arrive at Whitestone again with the caravan."),
+        ],
+    )
+    assert await events() == {"Arrival at Whitestone": first, "Arrival at Whitestone (Night 2)": second}
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    assert items["new event 'Arrival at Whitestone': an arrival"].lines == 1  # night 2's arrival is not its line
 
 
 async def test_the_dms_recap_is_read_as_the_story_so_far_and_the_same_words_in_play_are_not(

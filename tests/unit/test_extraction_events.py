@@ -24,6 +24,7 @@ from memory.extraction.events import (
     narration,
     said_whole,
     scene_arrivals,
+    told_now,
 )
 from memory.extraction.pipeline import meaning_events, scene_moves
 from memory.extraction.rules import _tag, telling_clause, telling_line
@@ -136,10 +137,19 @@ def test_an_arrival_at_a_known_place_is_an_event_there() -> None:
         "You guys, easy enough, find your way back to Whitestone.",
         "Eventually you make your way to the central town square of Whitestone.",
         "Vox Machina arrives at Whitestone.",  # the party by its name
+        "Welcome back everyone. Tonight you arrive in Whitestone.",  # read in play at the opening (told_now)
     ],
 )
 def test_an_arrival_in_play_is_the_partys(line: str) -> None:
     assert [e.name for e in told(line)] == ["Arrival at Whitestone"]
+
+
+def test_a_line_of_the_opening_is_play_when_it_tells_a_turning_point_in_the_present_only() -> None:
+    assert told_now("In the morning a patrol boat of the Tidewardens arrives at the abbey.")
+    assert told_now("Welcome back everyone. Tonight you arrive in Greyfen.")
+    assert not told_now("Last time, Quillon Ashgrove drowned, and you arrive at the abbey.")  # the recap
+    assert not told_now("You made your way back to Whitestone.")
+    assert not told_now("In the city of Kraghammer.")  # a fragment of the recap: no turning point of its own
 
 
 @pytest.mark.parametrize(

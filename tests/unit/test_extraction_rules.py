@@ -60,7 +60,7 @@ async def test_rules_read_having_giving_and_taking_between_two_known_names() -> 
     result = await RuleExtractor().extract(
         entries(
             "Eldrinax has the Hold.",
-            "Tim gave to Vex'ahlia a ring.",
+            "Tim gave to Vex'ahlia a ring.",  # a giving is a hand-over of a known item: no "Tim gave_to Vex'ahlia"
             "Vex'ahlia takes Tim.",
             "The Hold fears Eldrinax.",  # any other verb: a moment more often than a fact (CRD3 dev: 3 in 12)
             "Tim stabs Vex'ahlia.",
@@ -69,7 +69,7 @@ async def test_rules_read_having_giving_and_taking_between_two_known_names() -> 
         KNOWN,
     )
     got = {(f.source, f.type, f.target) for f in result.facts}
-    assert got == {("Eldrinax", "has", "Ironhold"), ("Tim", "gave_to", "Vex'ahlia"), ("Vex'ahlia", "takes", "Tim")}
+    assert got == {("Eldrinax", "has", "Ironhold"), ("Vex'ahlia", "takes", "Tim")}
     assert all(f.confidence < 0.7 for f in result.facts)
 
 
