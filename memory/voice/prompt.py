@@ -19,6 +19,9 @@ minutes, so the prompt (counted with the model's tokenizer) is rebuilt then, not
 A name first said at this very line is in no tier. So a line is heard twice when its text has words that sound
 near a name the prompt left out (:func:`transcribe_heard`): the second time those names lead the prompt, and the
 recogniser writes one only where the audio fits it.
+
+A short line that is nothing but prompt names ("Seventeen." written "Thessaly Brightwater") is Whisper repeating
+its prompt over a word it could not place: it is heard again without names, and that text is kept.
 """
 
 from __future__ import annotations
@@ -52,6 +55,9 @@ RECENT_SESSIONS = 5
 LINES_SESSIONS = 2
 #: At most this many names nearly heard lead a second pass's prompt (more found nothing more on dev lines).
 SECOND_PASS_NAMES = 3
+#: A line at most this long (seconds of audio) that is nothing but prompt names is heard again without them:
+#: Whisper wrote a player character's name for a 0.6 s "Seventeen." (padded to about 1.5 s).
+ECHO_MAX_S = 3.0
 
 
 @dataclass(slots=True)
@@ -126,11 +132,28 @@ async def transcribe_heard(stt: SpeechToText, pcm: np.ndarray, names: NameSource
         return first
     # the prompt's names are counted under the recogniser's lock, mostly cached: off the event loop all the same
     prompted = await asyncio.to_thread(prompted_names, stt, ranked)
+    if first.duration <= ECHO_MAX_S and only_names(first.text, prompted):
+        # the prompt echoed over a short word (a roll): what the audio says without it is kept, a name said
+        # alone included (written as it sounds, the corrector mends it as any other)
+        log.debug("heard again without names: %r", first.text)
+        return await stt.transcribe(pcm)
     nearly = names.nearly_heard(first, prompted)
     if not nearly:
         return first
     log.debug("heard again with %s first: %r", list(nearly), first.text)
     return await stt.transcribe(pcm, prompt_names=[*nearly, *ranked])
+
+
+def only_names(text: str, names: Sequence[str]) -> bool:
+    """Whether ``text`` is nothing but some of ``names``, one after another ("Thessaly Brightwater.", "Wren,
+    Corvin"), words compared in their normal form."""
+    words = [t.norm for t in tokenize(text)]
+    forms = {tuple(n.norm for n in tokenize(name)) for name in names} - {()}
+    ends = {0}  # how many of the words names can make up: a name may follow at each
+    for i in range(len(words)):
+        if i in ends:
+            ends |= {i + len(f) for f in forms if tuple(words[i : i + len(f)]) == f}
+    return bool(words) and len(words) in ends
 
 
 def names_nearly_heard(matcher: PhoneticMatcher, heard: Transcript, prompted: Sequence[str]) -> list[str]:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
+
 from memory.models import PromptEntity
-from memory.providers.stt import build_name_prompt
-from memory.voice.prompt import RECENT_WINDOW_S, Said, rank_names
+from memory.providers.stt import Transcript, build_name_prompt
+from memory.voice.prompt import RECENT_WINDOW_S, Said, StaticNames, only_names, rank_names, transcribe_heard
 
 
 def campaign(size: int = 1_000) -> list[PromptEntity]:
@@ -97,3 +101,42 @@ def test_without_a_session_cast_every_player_is_in_the_first_tier() -> None:
     # a pinned entity stays in the first tier whatever the cast
     pinned = [*two_tables(), PromptEntity(id=400, name="Eldrinax", pinned=True)]
     assert rank_names(pinned, cast={101})[:3] == ["Eldrinax", "Secondparty1", "Sp1"]
+
+
+def test_a_line_of_nothing_but_names_is_told() -> None:
+    names = ["Thessaly Brightwater", "Thessaly", "Wren Halloway", "Khar-Duun"]
+    assert only_names("Thessaly Brightwater", names)
+    assert only_names("Thessaly Brightwater.", names)
+    assert only_names("Wren Halloway, Thessaly!", names)
+    assert only_names("khar duun", names)
+    assert not only_names("Thessaly rolls.", names)
+    assert not only_names("Brightwater", names)  # a surname alone is no prompt name
+    assert not only_names("Wren", names)
+    assert not only_names("17.", names)
+    assert not only_names("", names)
+
+
+class Echo:
+    """A recogniser that writes its first prompt name when it has one, what was said otherwise."""
+
+    def __init__(self, said: str, seconds: float = 1.5) -> None:
+        self.said, self.seconds = said, seconds
+        self.prompts: list[list[str]] = []
+
+    async def transcribe(self, pcm: np.ndarray, *, prompt_names: Sequence[str] = ()) -> Transcript:
+        self.prompts.append(list(prompt_names))
+        return Transcript(text=prompt_names[0] if prompt_names else self.said, duration=self.seconds)
+
+
+async def test_a_short_line_that_echoes_the_prompt_is_heard_again_without_names() -> None:
+    stt = Echo("17.")
+    heard = await transcribe_heard(stt, np.zeros(100, np.float32), StaticNames(), ["Thessaly Brightwater", "Wren"])
+    assert heard.text == "17."
+    assert stt.prompts == [["Thessaly Brightwater", "Wren"], []]
+
+
+async def test_a_long_line_of_names_is_kept() -> None:
+    stt = Echo("17.", seconds=6.0)  # a roll call: a minute of names is no echo of a word
+    heard = await transcribe_heard(stt, np.zeros(100, np.float32), StaticNames(), ["Thessaly Brightwater"])
+    assert heard.text == "Thessaly Brightwater"
+    assert len(stt.prompts) == 1
