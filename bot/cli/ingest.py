@@ -279,8 +279,8 @@ async def ingest_audio_files(
     again: bool,
     progress: Progress | None = None,
 ) -> IngestReport:
-    """Transcribe and import recordings; each utterance of one file is printed as it is heard, those of several
-    once all are heard, in the order said; after a few seconds without one (silence, a slow model), how far into
+    """Transcribe and import recordings; each utterance of one file is printed as it is heard (before names are
+    corrected), those of several once all are stored, as stored, in the order said; after a few seconds without one (silence, a slow model), how far into
     which file speech-to-text is (see :class:`Progress`)."""
     from memory.providers.stt import STTError, WhisperSTT  # heavy: only for audio
 
@@ -333,8 +333,11 @@ async def ingest_audio_files(
             on_utterance=heard,
             on_position=at,
         )
-        for u in sorted(held, key=lambda u: (u.start_s, u.speaker)):  # the order they are stored in
-            click.echo(said(u))
+        if held and report.sessions and (session := await mem.log.session_by_title(report.sessions[0])):
+            # as stored: names mended by the corrector ("Brayfen" heard, "Greyfen" stored), in the order said
+            stored = {e.ref: e.text for e in await mem.log.session_entries(session.id)}
+            for u in sorted(held, key=lambda u: (u.start_s, u.speaker)):
+                click.echo(said(u.model_copy(update={"text": stored.get(u.ref, u.text)})))
         if audio := sum(reached.values()):  # none when the recording was imported before: nothing was heard
             took = time.perf_counter() - began
             # how long an evening takes to import, said so a DM can plan the next: RTF 0.5 is half its length

@@ -27,7 +27,7 @@ from bot.cli.common import Progress
 from bot.cli.ingest import ingest_audio_files
 from memory.errors import AlreadyExistsError
 from memory.ingest import IngestReport
-from memory.models import Correction
+from memory.models import Correction, EntityIn, EntityType
 from memory.providers import stt as stt_module
 from memory.providers.stt import Transcript, WhisperSTT, installed_whisper_models
 from memory.recorder import SessionRecorder, Utterance, apply_corrections
@@ -259,6 +259,25 @@ async def test_several_files_are_printed_in_the_order_said(
     out, err = capsys.readouterr()
     assert [line.split()[1] for line in out.splitlines() if line.startswith("  ")] == ["Ana:", "DM:"], out
     assert err.splitlines()[1:] == ["hearing dm.wav (DM), file 1 of 2", "hearing ana.wav (Ana), file 2 of 2"], err
+
+
+class Misheard(Heard):
+    async def transcribe(self, pcm: Any, *, prompt_names: Any = ()) -> Transcript:
+        return Transcript(text="Elrinax sleeps.", duration=len(pcm) / 16_000)
+
+
+async def test_several_files_are_printed_as_stored(
+    campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A night in five files printed "Brayfen" while the log held "Greyfen" under "4 names corrected": the DM
+    read that nothing was corrected. The lines of several files (heard "Elrinax") are printed once stored, as stored."""
+    await campaign.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc))
+    dm, ana = speak(SENTENCES[0], tmp_path / "dm.wav"), speak(SENTENCES[1], tmp_path / "ana.wav")
+    monkeypatch.setattr(stt_module, "WhisperSTT", lambda model: Misheard())
+    report = await ingest_audio_files(campaign, [dm, ana], ("DM", "Ana"), "auto", None, False, None, False)
+    assert report.corrections == 2
+    lines = [line.split(": ", 1)[1] for line in capsys.readouterr().out.splitlines() if line.startswith("  ")]
+    assert lines == ["Eldrinax sleeps.", "Eldrinax sleeps."]
 
 
 async def test_the_time_taken_and_the_real_time_factor_are_said(
