@@ -338,10 +338,17 @@ async def ingest_audio_files(
             stored = {e.ref: e.text for e in await mem.log.session_entries(session.id)}
             for u in sorted(held, key=lambda u: (u.start_s, u.speaker)):
                 click.echo(said(u.model_copy(update={"text": stored.get(u.ref, u.text)})))
-        if audio := sum(reached.values()):  # none when the recording was imported before: nothing was heard
+        if length := max(reached.values(), default=0.0):  # none when imported before: nothing was heard
             took = time.perf_counter() - began
-            # how long an evening takes to import, said so a DM can plan the next: RTF 0.5 is half its length
-            click.echo(f"{clock(audio)} of audio in {clock(took)}, RTF {took / audio:.2f}, Whisper {stt.loaded}")
+            # how long an evening takes to import, said so a DM can plan the next: RTF 0.5 is half its length.
+            # Per the session's length (the longest file), not the files' sum: each speaker's file is heard in
+            # turn, so five full-length tracks of a 4:17 night took 12:05, which a sum's "RTF 0.56" hid.
+            heard = (
+                f"{clock(length)} of session ({len(reached)} files, {clock(sum(reached.values()))} of audio)"
+                if len(reached) > 1
+                else f"{clock(length)} of audio"
+            )
+            click.echo(f"{heard} in {clock(took)}, RTF {took / length:.2f}, Whisper {stt.loaded}")
         if report.written and not speakers:  # one voice or several: speech-to-text cannot tell them apart
             click.echo(
                 f"hint: every line is {DEFAULT_SPEAKER!r}: one file per speaker, each with --speaker NAME, lets the "

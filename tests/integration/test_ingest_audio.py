@@ -33,6 +33,7 @@ from memory.providers.stt import Transcript, WhisperSTT, installed_whisper_model
 from memory.recorder import SessionRecorder, Utterance, apply_corrections
 from memory.store import CampaignMemory
 from memory.voice import offline
+from memory.text import clock
 from memory.voice.audio_files import audio_duration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -293,6 +294,23 @@ async def test_the_time_taken_and_the_real_time_factor_are_said(
     assert re.fullmatch(rf"0:0{int(length)} of audio in 0:0\d, RTF \d+\.\d\d, Whisper stand-in", last), last
     await ingest_audio_files(campaign, [wav], ("DM",), "auto", None, False, None, False)
     assert "of audio in" not in capsys.readouterr().out  # imported before: nothing heard again
+
+
+async def test_the_real_time_factor_of_several_files_is_by_the_session_s_length(
+    campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Five full-length tracks of a 4:17 night: "21:27 of audio in 12:05, RTF 0.56", while the night took 2.8
+    times its length to import. The factor is per the session's length (the longest file)."""
+    dm = join_with_pause([speak(SENTENCES[0], tmp_path / "0.wav")], tmp_path / "dm.wav", pause_s=4.0)
+    ana = join_with_pause([speak(SENTENCES[1], tmp_path / "1.wav")], tmp_path / "ana.wav", pause_s=1.0)
+    monkeypatch.setattr(stt_module, "WhisperSTT", lambda model: Heard())
+    await ingest_audio_files(campaign, [dm, ana], ("DM", "Ana"), "auto", None, False, None, False)
+    last = capsys.readouterr().out.splitlines()[-1]
+    longest, both = (clock(audio_duration(dm) or 0), clock((audio_duration(dm) or 0) + (audio_duration(ana) or 0)))
+    found = re.fullmatch(rf"{longest} of session \(2 files, {both} of audio\) in 0:(\d\d), RTF (\d+\.\d\d), .*", last)
+    assert found, last
+    took, rtf = int(found[1]), float(found[2])
+    assert took - 0.1 <= rtf * (audio_duration(dm) or 0) < took + 1.1, last  # per the longest file, not the sum
 
 
 async def test_a_recording_without_speaker_hints_at_one_file_per_speaker(
