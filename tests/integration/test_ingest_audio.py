@@ -32,8 +32,8 @@ from memory.providers import stt as stt_module
 from memory.providers.stt import Transcript, WhisperSTT, installed_whisper_models
 from memory.recorder import SessionRecorder, Utterance, apply_corrections
 from memory.store import CampaignMemory
-from memory.voice import offline
 from memory.text import clock
+from memory.voice import offline
 from memory.voice.audio_files import audio_duration
 
 ROOT = Path(__file__).resolve().parents[2]

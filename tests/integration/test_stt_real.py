@@ -277,8 +277,7 @@ async def test_nothing_is_invented_after_the_last_word(model: str, tmp_path: Pat
 async def test_a_roll_said_alone_is_not_written_as_a_prompt_name(tmp_path: Path) -> None:
     """Base wrote "Thessaly Brightwater" for a player's "Seventeen." (espeak en-us at 185 wpm, as on a tester's
     night): a short line of nothing but prompt names is heard again without them."""
-    path = tmp_path / "roll.wav"
-    subprocess.run(["espeak-ng", "-v", "en-us", "-s", "185", "-w", str(path), "Seventeen."], check=True)
+    path = speak("Seventeen.", tmp_path / "roll.wav", 185)
     names = [  # the tester's campaign, the cast first
         *("Thessaly Brightwater", "Thessaly", "Thess", "Gorrik Emberhand", "Gorrik", "Wren Halloway", "Wren"),
         *("Corvin Dusk", "Corvin", "Brannoch Tull", "Brannoch", "Ysolde Varrow", "Ysolde", "The Sunken Abbey"),
