@@ -20,6 +20,7 @@ from bot.cli.common import (
     campaign_memory,
     campaign_option,
     open_memory,
+    queued_said,
     settings_from,
     table,
 )
@@ -175,10 +176,7 @@ async def ingest(
             await print_counts(mem, memory.pool)
         else:
             pending = await pending_jobs(memory.pool, mem.campaign_id)
-            click.echo(
-                f"{pending} background jobs queued: the bot runs them if it is running, else "
-                "`lorekeeper worker --drain` (or ingest with --wait)"
-            )
+            click.echo(f"{queued_said(pending)} (or ingest with --wait)")
 
 
 def nothing_imported(path: Path, report: IngestReport, read: str | None = None) -> str:
@@ -280,8 +278,8 @@ async def ingest_audio_files(
     progress: Progress | None = None,
 ) -> IngestReport:
     """Transcribe and import recordings; each utterance of one file is printed as it is heard (before names are
-    corrected), those of several once all are stored, as stored, in the order said; after a few seconds without one (silence, a slow model), how far into
-    which file speech-to-text is (see :class:`Progress`)."""
+    corrected), those of several once all are stored, as stored, in the order said; after a few seconds without
+    one (silence, a slow model), how far into which file speech-to-text is (see :class:`Progress`)."""
     from memory.providers.stt import STTError, WhisperSTT  # heavy: only for audio
 
     names = list(speakers) * len(paths) if len(speakers) == 1 else list(speakers)
