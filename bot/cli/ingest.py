@@ -341,12 +341,12 @@ async def ingest_audio_files(
             # how long an evening takes to import, said so a DM can plan the next: RTF 0.5 is half its length.
             # Per the session's length (the longest file), not the files' sum: each speaker's file is heard in
             # turn, so five full-length tracks of a 4:17 night took 12:05, which a sum's "RTF 0.56" hid.
-            heard = (
+            span = (
                 f"{clock(length)} of session ({len(reached)} files, {clock(sum(reached.values()))} of audio)"
                 if len(reached) > 1
                 else f"{clock(length)} of audio"
             )
-            click.echo(f"{heard} in {clock(took)}, RTF {took / length:.2f}, Whisper {stt.loaded}")
+            click.echo(f"{span} in {clock(took)}, RTF {took / length:.2f}, Whisper {stt.loaded}")
         if report.written and not speakers:  # one voice or several: speech-to-text cannot tell them apart
             click.echo(
                 f"hint: every line is {DEFAULT_SPEAKER!r}: one file per speaker, each with --speaker NAME, lets the "
