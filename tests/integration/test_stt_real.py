@@ -293,3 +293,13 @@ async def test_a_roll_said_alone_is_not_written_as_a_prompt_name(tmp_path: Path)
     assert stt.prompts[1] == [], "heard again without names"
     # base without a prompt hears this espeak "Seventeen." as "Seventy" or "17.": a number, as the audio says
     assert len(heard) == 1 and re.fullmatch(r"(?i)(17|seventeen|seventy)\.?", heard[0].text), stt.texts
+
+    # a name said alone is kept: base is surer of one of its words (0.29 in another espeak voice, which without
+    # the prompt came out as "Thessaly Wright Walker.")
+    said = speak_as("Thessaly Brightwater.", tmp_path / "name.wav")
+    stt = Prompts(WhisperSTT("base"))
+    try:
+        heard = await transcribe_track(AudioTrack(said, "Ana"), stt, StaticNames(names))
+    finally:
+        stt.whisper.close()
+    assert [u.text for u in heard] == ["Thessaly Brightwater"] and len(stt.prompts) == 1, stt.texts

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memory.models import PromptEntity
-from memory.providers.stt import Transcript, build_name_prompt
+from memory.providers.stt import Transcript, Word, build_name_prompt
 from memory.voice.prompt import RECENT_WINDOW_S, Said, StaticNames, only_names, rank_names, transcribe_heard
 
 
@@ -117,15 +117,19 @@ def test_a_line_of_nothing_but_names_is_told() -> None:
 
 
 class Echo:
-    """A recogniser that writes its first prompt name when it has one, what was said otherwise."""
+    """A recogniser that writes its first prompt name when it has one, each word at ``sure``, what was said
+    otherwise."""
 
-    def __init__(self, said: str, seconds: float = 1.5) -> None:
-        self.said, self.seconds = said, seconds
+    def __init__(self, said: str, seconds: float = 1.5, sure: float | None = 0.0) -> None:
+        self.said, self.seconds, self.sure = said, seconds, sure
         self.prompts: list[list[str]] = []
 
     async def transcribe(self, pcm: np.ndarray, *, prompt_names: Sequence[str] = ()) -> Transcript:
         self.prompts.append(list(prompt_names))
-        return Transcript(text=prompt_names[0] if prompt_names else self.said, duration=self.seconds)
+        if not prompt_names:
+            return Transcript(text=self.said, duration=self.seconds)
+        words = [Word(word=w, start=0.0, end=0.1, confidence=self.sure) for w in prompt_names[0].split()]
+        return Transcript(text=prompt_names[0], words=words, duration=self.seconds)
 
 
 async def test_a_short_line_that_echoes_the_prompt_is_heard_again_without_names() -> None:
@@ -135,8 +139,10 @@ async def test_a_short_line_that_echoes_the_prompt_is_heard_again_without_names(
     assert stt.prompts == [["Thessaly Brightwater", "Wren"], []]
 
 
-async def test_a_long_line_of_names_is_kept() -> None:
-    stt = Echo("17.", seconds=6.0)  # a roll call: a minute of names is no echo of a word
-    heard = await transcribe_heard(stt, np.zeros(100, np.float32), StaticNames(), ["Thessaly Brightwater"])
-    assert heard.text == "Thessaly Brightwater"
-    assert len(stt.prompts) == 1
+async def test_a_long_line_of_names_or_a_name_heard_surely_is_kept() -> None:
+    # a roll call: a minute of names is no echo of a word; a name said alone had a word at 0.12 or more; and
+    # without word confidences nothing tells an echo
+    for stt in (Echo("17.", seconds=6.0), Echo("Affiliate.", sure=0.18), Echo("Affiliate.", sure=None)):
+        heard = await transcribe_heard(stt, np.zeros(100, np.float32), StaticNames(), ["Thessaly Brightwater"])
+        assert heard.text == "Thessaly Brightwater"
+        assert len(stt.prompts) == 1
