@@ -317,6 +317,15 @@ player_option = click.option(
 )
 
 
+def queued_said(pending: int) -> str:
+    """That ``pending`` background jobs wait for a worker: the command line runs none, and a DM without the bot
+    running saw a remedy "in the background" never happen."""
+    return (
+        f"{pending} background job{'s' * (pending != 1)} queued: the bot runs them if it is running, else "
+        "`lorekeeper worker --drain`"
+    )
+
+
 def player_text_only(as_player: bool, as_json: bool) -> None:
     """--as-player previews what a player reads: text, as Discord shows it; JSON is the DM's, whole."""
     if as_player and as_json:

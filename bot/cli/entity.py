@@ -15,10 +15,12 @@ from bot.cli.common import (
     open_memory,
     player_option,
     player_text_only,
+    queued_said,
     settings_from,
     table,
 )
 from memory.errors import InvalidInputError
+from memory.jobs.queue import pending_jobs
 from memory.models import (
     EntityIn,
     EntityType,
@@ -139,6 +141,7 @@ async def add(
         lines = await mem.log.count_heard(phrases) if phrases else None  # before a job corrects them
         created = await mem.add_entity(entity_in)
         unhidden = await mem.graph.unhidden_secrets(created)
+        pending = await pending_jobs(memory.pool, mem.campaign_id) if lines else 0
     if as_json:
         emit_json(created)
         return
@@ -147,6 +150,8 @@ async def add(
         click.echo(said)
     if said := not_heard_as_said(None, created, None):
         click.echo(said)
+    if pending:  # "corrected again in the background": by a worker, which the command line is not
+        click.echo(queued_said(pending))
     for said in unhidden_said(unhidden):
         click.echo(f"warning: {said}", err=True)
 
@@ -372,6 +377,7 @@ async def edit(
             not_heard_as=never if not_heard_as else None,
         )
         unhidden = await mem.graph.unhidden_secrets(updated)
+        pending = await pending_jobs(memory.pool, mem.campaign_id) if any(lines) else 0
     if as_json:
         emit_json(updated)
         return
@@ -383,6 +389,8 @@ async def edit(
         click.echo(f"no longer its alias{'es' * (len(dropped) > 1)}: {said} (`--add-alias` gives one back)")
     for said in phrases_said(before, updated, lines):
         click.echo(said)
+    if pending:  # "corrected again in the background": by a worker, which the command line is not
+        click.echo(queued_said(pending))
     for said in unhidden_said(unhidden):
         click.echo(f"warning: {said}", err=True)
 

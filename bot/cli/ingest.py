@@ -20,6 +20,7 @@ from bot.cli.common import (
     campaign_memory,
     campaign_option,
     open_memory,
+    queued_said,
     settings_from,
     table,
 )
@@ -175,10 +176,7 @@ async def ingest(
             await print_counts(mem, memory.pool)
         else:
             pending = await pending_jobs(memory.pool, mem.campaign_id)
-            click.echo(
-                f"{pending} background jobs queued: the bot runs them if it is running, else "
-                "`lorekeeper worker --drain` (or ingest with --wait)"
-            )
+            click.echo(f"{queued_said(pending)} (or ingest with --wait)")
 
 
 def nothing_imported(path: Path, report: IngestReport, read: str | None = None) -> str:
@@ -279,9 +277,9 @@ async def ingest_audio_files(
     again: bool,
     progress: Progress | None = None,
 ) -> IngestReport:
-    """Transcribe and import recordings; each utterance of one file is printed as it is heard, those of several
-    once all are heard, in the order said; after a few seconds without one (silence, a slow model), how far into
-    which file speech-to-text is (see :class:`Progress`)."""
+    """Transcribe and import recordings; each utterance of one file is printed as it is heard (before names are
+    corrected), those of several once all are stored, as stored, in the order said; after a few seconds without
+    one (silence, a slow model), how far into which file speech-to-text is (see :class:`Progress`)."""
     from memory.providers.stt import STTError, WhisperSTT  # heavy: only for audio
 
     names = list(speakers) * len(paths) if len(speakers) == 1 else list(speakers)
@@ -333,12 +331,22 @@ async def ingest_audio_files(
             on_utterance=heard,
             on_position=at,
         )
-        for u in sorted(held, key=lambda u: (u.start_s, u.speaker)):  # the order they are stored in
-            click.echo(said(u))
-        if audio := sum(reached.values()):  # none when the recording was imported before: nothing was heard
+        if held and report.sessions and (session := await mem.log.session_by_title(report.sessions[0])):
+            # as stored: names mended by the corrector ("Brayfen" heard, "Greyfen" stored), in the order said
+            stored = {e.ref: e.text for e in await mem.log.session_entries(session.id)}
+            for u in sorted(held, key=lambda u: (u.start_s, u.speaker)):
+                click.echo(said(u.model_copy(update={"text": stored.get(u.ref, u.text)})))
+        if length := max(reached.values(), default=0.0):  # none when imported before: nothing was heard
             took = time.perf_counter() - began
-            # how long an evening takes to import, said so a DM can plan the next: RTF 0.5 is half its length
-            click.echo(f"{clock(audio)} of audio in {clock(took)}, RTF {took / audio:.2f}, Whisper {stt.loaded}")
+            # how long an evening takes to import, said so a DM can plan the next: RTF 0.5 is half its length.
+            # Per the session's length (the longest file), not the files' sum: each speaker's file is heard in
+            # turn, so five full-length tracks of a 4:17 night took 12:05, which a sum's "RTF 0.56" hid.
+            span = (
+                f"{clock(length)} of session ({len(reached)} files, {clock(sum(reached.values()))} of audio)"
+                if len(reached) > 1
+                else f"{clock(length)} of audio"
+            )
+            click.echo(f"{span} in {clock(took)}, RTF {took / length:.2f}, Whisper {stt.loaded}")
         if report.written and not speakers:  # one voice or several: speech-to-text cannot tell them apart
             click.echo(
                 f"hint: every line is {DEFAULT_SPEAKER!r}: one file per speaker, each with --speaker NAME, lets the "

@@ -1716,6 +1716,8 @@ def test_entity_edit_heard_as_is_shown_and_counts_the_lines_to_correct(lk, tmp_p
         "From now on “from skin”, “frump kin” are written Frumpkin; 2 lines already stored say it: they are "
         "corrected again in the background. “from skin” is everyday English: every “from skin” said from now on "
         "is written Frumpkin.",
+        # the command line runs no job: without the bot or a worker running, nothing would be corrected
+        "4 background jobs queued: the bot runs them if it is running, else `lorekeeper worker --drain`",
     ]
     shown = lk("entity", "show", "Frumpkin")
     assert "  heard as: from skin, frump kin" in shown.stdout.splitlines()
@@ -1734,6 +1736,7 @@ def test_entity_edit_heard_as_is_shown_and_counts_the_lines_to_correct(lk, tmp_p
         "updated npc 'Frumpkin'",
         "“from skin”, “frump kin” are no longer written Frumpkin; they are restored in 2 lines already stored, in "
         "the background.",
+        "9 background jobs queued: the bot runs them if it is running, else `lorekeeper worker --drain`",
     ]
     assert "heard as" not in lk("entity", "show", "Frumpkin").stdout
 
@@ -1753,6 +1756,7 @@ def test_entity_not_heard_as_is_set_shown_checked_and_counts_the_lines_to_restor
         "updated npc 'Bittersolt'",
         "From now on “bitter salt” is never written Bittersolt; it is restored in 2 lines already stored, in the "
         "background.",
+        "4 background jobs queued: the bot runs them if it is running, else `lorekeeper worker --drain`",
     ]
     assert "  never heard as: bitter salt, bitter salts" in lk("entity", "show", "Bittersolt").stdout.splitlines()
     shown = json.loads(lk("entity", "show", "Bittersolt", "--json").stdout)["entity"]
@@ -1776,7 +1780,8 @@ def test_entity_add_heard_as_is_checked_and_said_as_entity_edit_says_it(lk, tmp_
     assert added.stdout.splitlines()[1:] == [
         "From now on “card”, “storm lored” are written The Stormlord; 2 lines already stored say it: they are "
         "corrected again in the background. “card” is everyday English: every “card” said from now on is written "
-        "The Stormlord."
+        "The Stormlord.",
+        "4 background jobs queued: the bot runs them if it is running, else `lorekeeper worker --drain`",
     ]
     assert "  heard as: card, storm lored" in lk("entity", "show", "The Stormlord").stdout.splitlines()
     # refused as entity edit refuses them, and nothing is added

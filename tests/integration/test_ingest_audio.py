@@ -27,11 +27,12 @@ from bot.cli.common import Progress
 from bot.cli.ingest import ingest_audio_files
 from memory.errors import AlreadyExistsError
 from memory.ingest import IngestReport
-from memory.models import Correction
+from memory.models import Correction, EntityIn, EntityType
 from memory.providers import stt as stt_module
 from memory.providers.stt import Transcript, WhisperSTT, installed_whisper_models
 from memory.recorder import SessionRecorder, Utterance, apply_corrections
 from memory.store import CampaignMemory
+from memory.text import clock
 from memory.voice import offline
 from memory.voice.audio_files import audio_duration
 
@@ -261,6 +262,25 @@ async def test_several_files_are_printed_in_the_order_said(
     assert err.splitlines()[1:] == ["hearing dm.wav (DM), file 1 of 2", "hearing ana.wav (Ana), file 2 of 2"], err
 
 
+class Misheard(Heard):
+    async def transcribe(self, pcm: Any, *, prompt_names: Any = ()) -> Transcript:
+        return Transcript(text="Elrinax sleeps.", duration=len(pcm) / 16_000)
+
+
+async def test_several_files_are_printed_as_stored(
+    campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A night in five files printed "Brayfen" while the log held "Greyfen" under "4 names corrected": the DM
+    read that nothing was corrected. The lines of several files (heard "Elrinax") are printed once stored, as stored."""
+    await campaign.graph.add_entity(EntityIn(name="Eldrinax", type=EntityType.npc))
+    dm, ana = speak(SENTENCES[0], tmp_path / "dm.wav"), speak(SENTENCES[1], tmp_path / "ana.wav")
+    monkeypatch.setattr(stt_module, "WhisperSTT", lambda model: Misheard())
+    report = await ingest_audio_files(campaign, [dm, ana], ("DM", "Ana"), "auto", None, False, None, False)
+    assert report.corrections == 2
+    lines = [line.split(": ", 1)[1] for line in capsys.readouterr().out.splitlines() if line.startswith("  ")]
+    assert lines == ["Eldrinax sleeps.", "Eldrinax sleeps."]
+
+
 async def test_the_time_taken_and_the_real_time_factor_are_said(
     campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -274,6 +294,23 @@ async def test_the_time_taken_and_the_real_time_factor_are_said(
     assert re.fullmatch(rf"0:0{int(length)} of audio in 0:0\d, RTF \d+\.\d\d, Whisper stand-in", last), last
     await ingest_audio_files(campaign, [wav], ("DM",), "auto", None, False, None, False)
     assert "of audio in" not in capsys.readouterr().out  # imported before: nothing heard again
+
+
+async def test_the_real_time_factor_of_several_files_is_by_the_session_s_length(
+    campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Five full-length tracks of a 4:17 night: "21:27 of audio in 12:05, RTF 0.56", while the night took 2.8
+    times its length to import. The factor is per the session's length (the longest file)."""
+    dm = join_with_pause([speak(SENTENCES[0], tmp_path / "0.wav")], tmp_path / "dm.wav", pause_s=4.0)
+    ana = join_with_pause([speak(SENTENCES[1], tmp_path / "1.wav")], tmp_path / "ana.wav", pause_s=1.0)
+    monkeypatch.setattr(stt_module, "WhisperSTT", lambda model: Heard())
+    await ingest_audio_files(campaign, [dm, ana], ("DM", "Ana"), "auto", None, False, None, False)
+    last = capsys.readouterr().out.splitlines()[-1]
+    longest, both = (clock(audio_duration(dm) or 0), clock((audio_duration(dm) or 0) + (audio_duration(ana) or 0)))
+    found = re.fullmatch(rf"{longest} of session \(2 files, {both} of audio\) in 0:(\d\d), RTF (\d+\.\d\d), .*", last)
+    assert found, last
+    took, rtf = int(found[1]), float(found[2])
+    assert took - 0.1 <= rtf * (audio_duration(dm) or 0) < took + 1.1, last  # per the longest file, not the sum
 
 
 async def test_a_recording_without_speaker_hints_at_one_file_per_speaker(

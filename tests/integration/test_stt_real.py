@@ -20,7 +20,7 @@ from faster_whisper import decode_audio
 from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher
 from memory.providers.stt import STTError, Transcript, WhisperSTT, installed_whisper_models, whisper_candidates
 from memory.voice.audio_files import iter_audio_blocks, load_audio
-from memory.voice.offline import discord_frames
+from memory.voice.offline import AudioTrack, discord_frames, transcribe_track
 from memory.voice.prompt import StaticNames, names_nearly_heard, transcribe_heard
 from memory.voice.segmenter import FRAME_SAMPLES, UtteranceSegmenter
 
@@ -272,3 +272,34 @@ async def test_nothing_is_invented_after_the_last_word(model: str, tmp_path: Pat
     for text in heard:  # a failed decode is sampled again at higher temperatures: each run may invent anew
         assert text.endswith("modifier."), heard
         assert text.casefold().startswith("everyone gains one level"), heard
+
+
+async def test_a_roll_said_alone_is_not_written_as_a_prompt_name(tmp_path: Path) -> None:
+    """Base wrote "Thessaly Brightwater" for a player's "Seventeen." (espeak en-us at 185 wpm, as on a tester's
+    night): a short line of nothing but prompt names is heard again without them."""
+    path = speak("Seventeen.", tmp_path / "roll.wav", 185)
+    names = [  # the tester's campaign, the cast first
+        *("Thessaly Brightwater", "Thessaly", "Thess", "Gorrik Emberhand", "Gorrik", "Wren Halloway", "Wren"),
+        *("Corvin Dusk", "Corvin", "Brannoch Tull", "Brannoch", "Ysolde Varrow", "Ysolde", "The Sunken Abbey"),
+        *("Greyfen", "Quillon Ashgrove", "Quillon", "Sister Maelis", "The Lantern and Eel", "Velmora", "Odrin Vesk"),
+        *("Pell Marrowby", "Khar-Duun", "The Bellstone", "Ashgrove Key", "Cloak of Tides", "The Tidewardens"),
+    ]
+    stt = Prompts(WhisperSTT("base"))
+    try:
+        heard = await transcribe_track(AudioTrack(path, "Cara"), stt, StaticNames(names))
+    finally:
+        stt.whisper.close()
+    assert stt.texts[0] == "Thessaly Brightwater", "the echo this guards against no longer happens: " + stt.texts[0]
+    assert stt.prompts[1] == [], "heard again without names"
+    # base without a prompt hears this espeak "Seventeen." as "Seventy" or "17.": a number, as the audio says
+    assert len(heard) == 1 and re.fullmatch(r"(?i)(17|seventeen|seventy)\.?", heard[0].text), stt.texts
+
+    # a name said alone is kept: base is surer of one of its words (0.29 in another espeak voice, which without
+    # the prompt came out as "Thessaly Wright Walker.")
+    said = speak_as("Thessaly Brightwater.", tmp_path / "name.wav")
+    stt = Prompts(WhisperSTT("base"))
+    try:
+        heard = await transcribe_track(AudioTrack(said, "Ana"), stt, StaticNames(names))
+    finally:
+        stt.whisper.close()
+    assert [u.text for u in heard] == ["Thessaly Brightwater"] and len(stt.prompts) == 1, stt.texts

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
+
 from memory.models import PromptEntity
-from memory.providers.stt import build_name_prompt
-from memory.voice.prompt import RECENT_WINDOW_S, Said, held_unpinned, rank_names
+from memory.providers.stt import Transcript, Word, build_name_prompt
+from memory.voice.prompt import (
+    RECENT_WINDOW_S,
+    Said,
+    StaticNames,
+    held_unpinned,
+    only_names,
+    rank_names,
+    transcribe_heard,
+)
 
 
 def campaign(size: int = 1_000) -> list[PromptEntity]:
@@ -112,3 +124,48 @@ def test_a_small_campaign_s_prompt_holds_every_alias_so_pinning_changes_nothing(
     assert names == ["Wren Halloway", "Wren", "Quillon Ashgrove", "Ysolde Varrow", "Quillon", "Ysolde"]
     assert held_unpinned(small, 1) and held_unpinned([*small[:2], small[2].model_copy(update={"pinned": True})], 3)
     assert not held_unpinned(campaign(), 10_003)  # Eldrinax, pinned in a campaign of a thousand names
+
+
+def test_a_line_of_nothing_but_names_is_told() -> None:
+    names = ["Thessaly Brightwater", "Thessaly", "Wren Halloway", "Khar-Duun"]
+    assert only_names("Thessaly Brightwater", names)
+    assert only_names("Thessaly Brightwater.", names)
+    assert only_names("Wren Halloway, Thessaly!", names)
+    assert only_names("khar duun", names)
+    assert not only_names("Thessaly rolls.", names)
+    assert not only_names("Brightwater", names)  # a surname alone is no prompt name
+    assert not only_names("Wren", names)
+    assert not only_names("17.", names)
+    assert not only_names("", names)
+
+
+class Echo:
+    """A recogniser that writes its first prompt name when it has one, each word at ``sure``, what was said
+    otherwise."""
+
+    def __init__(self, said: str, seconds: float = 1.5, sure: float | None = 0.0) -> None:
+        self.said, self.seconds, self.sure = said, seconds, sure
+        self.prompts: list[list[str]] = []
+
+    async def transcribe(self, pcm: np.ndarray, *, prompt_names: Sequence[str] = ()) -> Transcript:
+        self.prompts.append(list(prompt_names))
+        if not prompt_names:
+            return Transcript(text=self.said, duration=self.seconds)
+        words = [Word(word=w, start=0.0, end=0.1, confidence=self.sure) for w in prompt_names[0].split()]
+        return Transcript(text=prompt_names[0], words=words, duration=self.seconds)
+
+
+async def test_a_short_line_that_echoes_the_prompt_is_heard_again_without_names() -> None:
+    stt = Echo("17.")
+    heard = await transcribe_heard(stt, np.zeros(100, np.float32), StaticNames(), ["Thessaly Brightwater", "Wren"])
+    assert heard.text == "17."
+    assert stt.prompts == [["Thessaly Brightwater", "Wren"], []]
+
+
+async def test_a_long_line_of_names_or_a_name_heard_surely_is_kept() -> None:
+    # a roll call: a minute of names is no echo of a word; a name said alone had a word at 0.12 or more; and
+    # without word confidences nothing tells an echo
+    for stt in (Echo("17.", seconds=6.0), Echo("Affiliate.", sure=0.18), Echo("Affiliate.", sure=None)):
+        heard = await transcribe_heard(stt, np.zeros(100, np.float32), StaticNames(), ["Thessaly Brightwater"])
+        assert heard.text == "Thessaly Brightwater"
+        assert len(stt.prompts) == 1
