@@ -363,6 +363,17 @@ async def test_an_alias_expands_the_query_as_a_phrase(campaign: CampaignMemory) 
     assert [line.entry_id for hit in hits for line in hit.answering()] == [ids[5]]
 
 
+async def test_an_everyday_word_of_a_name_asked_counts_where_the_name_is_said(campaign: CampaignMemory) -> None:
+    """ "greyskull keep": 4 of 5 hits said only "keep" ("Keeping busy"), above the one line naming the keep. An
+    everyday word of a name the question says counts where a line says the name; its rare words count alone."""
+    await campaign.graph.add_entity(EntityIn(name="Greyskull Keep", type=EntityType.location))
+    lines = [("DM", "Grog wants to guard Greyskull Keep himself."), ("DM", "The Greyskull banners fly.")]
+    lines += [("DM", f"Keep the {w} one close, keeping busy.") for w in WORDS[:4]]
+    ids = await said(campaign, "One", [*FILLER[:5], *lines, *FILLER[5:9]])
+    hits = await recall(campaign, None, "greyskull keep", limit=5, mode="fulltext")
+    assert [line.entry_id for hit in hits for line in hit.answering()] == [ids[5], ids[6]]
+
+
 async def test_a_question_names_an_entity_as_the_recogniser_wrote_it(campaign: CampaignMemory) -> None:
     """A DM typing "key love" as the bot wrote it in voice got lines about keys, and no card for Keyleth: the
     question is read as stage-1 correction reads a line, its heard-as phrases as the name."""
