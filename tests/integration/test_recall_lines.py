@@ -408,6 +408,18 @@ async def test_a_name_misspelt_in_a_question_is_read_as_the_name(campaign: Campa
     assert await named_entities(campaign, "what did Grig say?", dm=True) == []  # 0.75 alike: not Grog
 
 
+async def test_a_name_misspelt_as_its_stem_shows_its_entity(campaign: CampaignMemory) -> None:
+    """ "Gilmor" found Gilmore's lines (the same stem) but showed no entity, which "Gilmore" did: a word the
+    lines say only as a name's stem is read as the name. "Kerr" said is no "Kerry": it stems otherwise."""
+    await campaign.graph.add_entity(EntityIn(name="Shaun Gilmore", type=EntityType.npc, aliases=["Gilmore"]))
+    await campaign.graph.add_entity(EntityIn(name="Kerry Dale", type=EntityType.npc))
+    ids = await said(campaign, "One", [*FILLER[:5], ("DM", "Gilmore smiles."), ("DM", "Kerr waves."), *FILLER[5:9]])
+    assert [n.name for n in await named_entities(campaign, "Gilmor", dm=True)] == ["Shaun Gilmore"]
+    (hit,) = await recall(campaign, None, "Gilmor", limit=1, mode="fulltext")
+    assert [line.entry_id for line in hit.answering()] == [ids[5]]
+    assert await named_entities(campaign, "what did Kerr say?", dm=True) == []
+
+
 async def test_short_banter_saying_the_question_word_does_not_outrank_the_story(
     campaign: CampaignMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
