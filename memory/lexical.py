@@ -21,6 +21,7 @@ import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from memory.correction.evidence import word_zipf
 from memory.db import Executor
 
 #: BM25's usual constants (Robertson; Lucene and bm25s use these or close): term-frequency saturation and how much
@@ -75,6 +76,10 @@ LENGTH_FLOOR = 10
 ENTITY_RARITY = 1.0
 #: Lines at the campaign's rate a named entity's lines are smoothed with (see ``ENTITY_RARITY``).
 ENTITY_PRIOR = 10
+#: From this Zipf frequency a word of a name the question says is an everyday word ("keep" of "Greyskull Keep",
+#: 5.7), which counts only where a line says the name: "keeping busy" ranked above the one line naming the keep.
+#: "Gilmore" (3.3) and "Shaun" (3.6) count alone. Stems that are no word ("palac") count alone too.
+EVERYDAY_ZIPF = 4.0
 #: The lines of a named entity read for its words' rarity at most, its newest: a campaign's main character is
 #: named in thousands, and a sample says which words its lines share as well.
 ENTITY_LINES = 2000
@@ -87,7 +92,8 @@ class Term:
     weight: float  # the query's weight for it (1 for its own words; less for an alias it was expanded with)
     expanded: bool = False  # also a word of a name or alias the query was expanded with
     #: what a line must say for it to count, as tsquery text: the names and aliases it is a word of, as phrases,
-    #: when the question does not say it ("" its stem alone): "Kern the Hammer" is no search for "hammer"
+    #: when the question does not say it or it is an everyday word (``EVERYDAY_ZIPF``; "" its stem alone): "Kern the
+    #: Hammer" is no search for "hammer"
     phrases: str = ""
     #: for each entity the question names: how many of its lines (``ENTITY_LINES`` at most) say it, of how many
     said_with: tuple[tuple[int, int], ...] = ()
@@ -268,7 +274,7 @@ async def query_terms(
             r["lines"],
             r["weight"],
             r["expanded"],
-            r["phrases"] if r["weight"] < 1 else "",
+            r["phrases"] if r["weight"] < 1 or word_zipf(r["term"]) >= EVERYDAY_ZIPF else "",
             tuple(zip(r["said"] or (), r["of"] or (), strict=True)),
         )
         for r in rows
@@ -385,7 +391,7 @@ async def candidates(
                      AS w(term, weight, kind, q, cond),
                  unnest(u.positions) p
             WHERE $13::int > 0 AND w.term = u.lexeme  -- a line both fetched and found by meaning: once
-              AND (w.kind <> {ALIAS} OR b.tsv @@ w.q)  -- a word of an alias, where the line says the alias
+              AND (numnode(w.q) = 1 OR b.tsv @@ w.q)  -- a word of a name, where the line says the name
         ), windows AS (  -- each window of $13 words that starts at a term, by term
             SELECT s.id, s.pos AS first, h.term, h.weight, h.kind, max(h.pos) AS last,
                    {"count(*)" if PASSAGE_TF else "1"} AS tf

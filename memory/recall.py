@@ -861,32 +861,44 @@ MISSPELT = 0.85
 
 
 async def _misspelt(mem: CampaignMemory, query: str, *, dm: bool) -> dict[str, str]:
-    """The capitalised words of ``query`` that no line of the campaign says and no everyday English word is, each
-    with the one word of the names and aliases spelled nearly like it ("Tordak": "Thordak"): searched as it is, such
-    a word finds nothing."""
+    """The capitalised words of ``query`` that are no everyday English word, each with the one word of the names and
+    aliases spelled nearly like it ("Tordak": "Thordak") where no line of the campaign says it, or it is that word to
+    the search (its stem: "Gilmor" of Gilmore): searched as it is, the first finds nothing, and neither shows the
+    entity."""
     asked = {w for w in re.findall(r"\b[^\W\d_a-z][^\W\d_]{3,}\b", query) if word_zipf(w.casefold()) < _COMMON_ZIPF}
     if not asked:
         return {}
-    said = await mem.db.fetch(
+    rows = await mem.db.fetch(
         """
-        SELECT w FROM unnest($2::text[]) w WHERE EXISTS (
-            SELECT FROM recall_terms t WHERE t.campaign_id = $1 AND t.lines > 0
-              AND t.term = ANY(tsvector_to_array(to_tsvector('english', searchable(w)))))
+        SELECT w, s.stems, EXISTS (
+            SELECT FROM recall_terms t WHERE t.campaign_id = $1 AND t.lines > 0 AND t.term = ANY(s.stems)) AS said
+        FROM unnest($2::text[]) w, LATERAL (SELECT tsvector_to_array(to_tsvector('english', searchable(w))) AS stems) s
         """,
         mem.campaign_id,
         sorted(asked),
     )
-    unsaid = asked - {r["w"] for r in said}
-    if not unsaid:
-        return {}
     words = {t for e in await _names(mem, include_secret=dm) for f in (e.name, *e.aliases) for t in f.split()}
-    out: dict[str, str] = {}
-    for word in unsaid:
-        near = {w.strip(".,'’").casefold(): w.strip(".,'’") for w in words}
-        close = [w for key, w in near.items() if SequenceMatcher(None, word.casefold(), key).ratio() >= MISSPELT]
-        if len(close) == 1:
-            out[word] = close[0]
-    return out
+    near = {w.strip(".,'’").casefold(): w.strip(".,'’") for w in words}
+    close: dict[str, str] = {}
+    for r in (r for r in rows if r["w"].casefold() not in near):
+        # a word said, as its stem: only a name word of that stem, which a stem begins
+        keys = [k for k in near if not r["said"] or k.startswith(tuple(r["stems"]))]
+        found = [near[k] for k in keys if SequenceMatcher(None, r["w"].casefold(), k).ratio() >= MISSPELT]
+        if len(found) == 1:
+            close[r["w"]] = found[0]
+    said = {r["w"]: r["stems"] for r in rows if r["said"] and r["w"] in close}
+    if said:  # "Kerr" said is no misspelt "Kerry": a word said counts as the name only where it stems as it
+        same = await mem.db.fetch(
+            """
+            SELECT w FROM unnest($1::text[], $2::text[]) AS p(w, name)
+            WHERE to_tsvector('english', searchable(w)) = to_tsvector('english', searchable(name))
+            """,
+            list(said),
+            [close[w] for w in said],
+        )
+        kept = {r["w"] for r in same}
+        close = {w: n for w, n in close.items() if w not in said or w in kept}
+    return close
 
 
 async def _names(mem: CampaignMemory, *, include_secret: bool) -> list[_Called]:

@@ -114,8 +114,14 @@ _ORDERED = re.compile(
 #: recommend last time?" may mean the last time it came up (filtered so, LongMemEval dev lost 3 of 60 questions).
 _LAST_TIME = re.compile(r"\b(?:(?:in|from|during) )?(?:the )?(?P<said>last (?:time|week))\b", re.I)
 _WHEN = re.compile(r"\bwhen\b", re.I)
-#: "Where is X (now)?" asks where X is at present: told by the latest lines naming X, as "when did we last see X".
-_WHERE_NOW = re.compile(r"\bwhere(?:\s+(?:is|are)|['’](?:s|re))\b", re.I)
+#: "Where is X (now)?" asks where X is at present: told by the latest lines naming X, as "when did we last see X";
+#: "where did X go?" too ("Nobody has seen Maelis since supper" of night 1 ranked above night 2's "the nun went to
+#: Velmora"); not "where did we go", which asks where the party went.
+_WHERE_NOW = re.compile(
+    r"\bwhere(?:\s+(?:is|are)|['’](?:s|re)|\s+(?:did|has|have|had)\s+(?!(?:I|we)\b)(?:\S+\s+){1,4}?"
+    r"(?:go|gone|head|headed|run off|disappear|disappeared|vanish|vanished))\b",
+    re.I,
+)
 _SAID = re.compile(
     r"\b(?:what|when|where|why|how|who)\s+(?:did|does|has|had)\s+(?P<who>[^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*)?)"
     r"\s+(?:say|said|tell|told|mention|ask|asked|talk)\b(?:\s+(?:about|of|to))?",

@@ -363,6 +363,17 @@ async def test_an_alias_expands_the_query_as_a_phrase(campaign: CampaignMemory) 
     assert [line.entry_id for hit in hits for line in hit.answering()] == [ids[5]]
 
 
+async def test_an_everyday_word_of_a_name_asked_counts_where_the_name_is_said(campaign: CampaignMemory) -> None:
+    """ "greyskull keep": 4 of 5 hits said only "keep" ("Keeping busy"), above the one line naming the keep. An
+    everyday word of a name the question says counts where a line says the name; its rare words count alone."""
+    await campaign.graph.add_entity(EntityIn(name="Greyskull Keep", type=EntityType.location))
+    lines = [("DM", "Grog wants to guard Greyskull Keep himself."), ("DM", "The Greyskull banners fly.")]
+    lines += [("DM", f"Keep the {w} one close, keeping busy.") for w in WORDS[:4]]
+    ids = await said(campaign, "One", [*FILLER[:5], *lines, *FILLER[5:9]])
+    hits = await recall(campaign, None, "greyskull keep", limit=5, mode="fulltext")
+    assert [line.entry_id for hit in hits for line in hit.answering()] == [ids[5], ids[6]]
+
+
 async def test_a_question_names_an_entity_as_the_recogniser_wrote_it(campaign: CampaignMemory) -> None:
     """A DM typing "key love" as the bot wrote it in voice got lines about keys, and no card for Keyleth: the
     question is read as stage-1 correction reads a line, its heard-as phrases as the name."""
@@ -395,6 +406,18 @@ async def test_a_name_misspelt_in_a_question_is_read_as_the_name(campaign: Campa
     (hit,) = await recall(campaign, None, "Thordan", limit=1, mode="fulltext")  # said: no misspelling
     assert [line.entry_id for line in hit.answering()] == [ids[-1]]
     assert await named_entities(campaign, "what did Grig say?", dm=True) == []  # 0.75 alike: not Grog
+
+
+async def test_a_name_misspelt_as_its_stem_shows_its_entity(campaign: CampaignMemory) -> None:
+    """ "Gilmor" found Gilmore's lines (the same stem) but showed no entity, which "Gilmore" did: a word the
+    lines say only as a name's stem is read as the name. "Kerr" said is no "Kerry": it stems otherwise."""
+    await campaign.graph.add_entity(EntityIn(name="Shaun Gilmore", type=EntityType.npc, aliases=["Gilmore"]))
+    await campaign.graph.add_entity(EntityIn(name="Kerry Dale", type=EntityType.npc))
+    ids = await said(campaign, "One", [*FILLER[:5], ("DM", "Gilmore smiles."), ("DM", "Kerr waves."), *FILLER[5:9]])
+    assert [n.name for n in await named_entities(campaign, "Gilmor", dm=True)] == ["Shaun Gilmore"]
+    (hit,) = await recall(campaign, None, "Gilmor", limit=1, mode="fulltext")
+    assert [line.entry_id for line in hit.answering()] == [ids[5]]
+    assert await named_entities(campaign, "what did Kerr say?", dm=True) == []
 
 
 async def test_short_banter_saying_the_question_word_does_not_outrank_the_story(
