@@ -198,9 +198,10 @@ _RECAP = re.compile(
 def recap_asked(parsed: Parsed) -> bool:
     """Whether a question asks for the recap of the session it names: "what happened last session?", "what
     happened in session 3", "recap last session", or a session named alone ("last session", "session 3": no
-    word is left to search, its recap is what it asks for)."""
+    word is left to search, its recap is what it asks for; "what did Grog say in session 2" asks for Grog's lines)."""
     left = parsed.text.strip(" ?!.,:;")
-    return bool(parsed.session) and (not left or _RECAP.fullmatch(left) is not None)
+    alone = not left and not parsed.filters.speakers
+    return bool(parsed.session) and (alone or _RECAP.fullmatch(left) is not None)
 
 
 def session_asked(filters: Filters, sessions: Sequence[tuple[int, str, bool]]) -> int | None:
