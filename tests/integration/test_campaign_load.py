@@ -209,7 +209,7 @@ async def test_a_load_says_which_holder_or_ruler_a_fact_stated_from_the_other_en
     campaign: CampaignMemory,
 ) -> None:
     """A reload's "Vex has the Bow" closes "the Bow owned_by Keyleth" but the load did not say so, as it weighed
-    the fact as Vex's: it is the Bow's, told as its owner (task yb)."""
+    the fact as Vex's: it is the Bow's, told as its owner."""
     world = """
 entities:
   - {name: Bow, type: item}
@@ -260,7 +260,7 @@ relationships:
 async def test_an_export_leaves_out_a_second_ruler_an_older_version_kept_current(campaign: CampaignMemory) -> None:
     """Before "led_by" was read as "ruled_by", a faction could hold one of each as current: the file check now
     refuses such a pair, so an export left it in and wrote a file that would not load back. The second is left
-    out, and said (task yb)."""
+    out, and said."""
     g = campaign.graph
     await g.add_entity(EntityIn(name="The Circle", type=EntityType.faction))
     for name in ("Keyleth", "Vex"):

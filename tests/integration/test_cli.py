@@ -2141,7 +2141,7 @@ def test_entity_mentions_of_a_proposed_event_names_the_line_entity_show_does(lk,
 
 
 def test_entity_pin_says_when_the_names_are_in_the_prompt_pinned_or_not(lk) -> None:
-    """(tester ye, item 7) In a small campaign the prompt holds every name: pinning changes nothing, and the DM
+    """In a small campaign the prompt holds every name: pinning changes nothing, and the DM
     is told so, with where to look for a name Whisper still mishears."""
     assert lk("campaign", "create", "Drowned Bells").returncode == 0
     assert lk("entity", "add", "Ysolde Varrow", "npc", "--alias", "Ysolde").returncode == 0

@@ -131,7 +131,7 @@ async def test_players_read_a_new_holder_stated_from_either_end_as_closing_the_o
 ) -> None:
     """A secret fact closes the public one only for the DM: players read that one until a fact they see closes it,
     by the DM's rule, inverses too. "Vex has the Bow" after "the Bow owned_by Keyleth" and a secret holder left
-    players two current holders (task yb, item 1)."""
+    players two current holders."""
     g = campaign.graph
     for name, kind in [("Bow", EntityType.item), ("Greywatch", EntityType.place)]:
         await g.add_entity(EntityIn(name=name, type=kind))
@@ -166,7 +166,7 @@ async def test_players_read_a_new_holder_stated_from_either_end_as_closing_the_o
 async def test_a_leader_or_a_killer_in_other_words_is_the_same_relation(campaign: CampaignMemory) -> None:
     """ "led_by" is "ruled_by" in other words, so the other end of "leader_of": a new leader stated any of the three
     ways closes the old, and the same one again is "already linked"; "killed" and "killed_by", kin and allies stated
-    from either end or in other words are one fact (task yb, item 3)."""
+    from either end or in other words are one fact."""
     g = campaign.graph
     await g.add_entity(EntityIn(name="The Iron Circle", type=EntityType.faction))
     for name in ("Greta", "Balcor", "Serah", "Jazna", "Grog", "Ilsa"):
@@ -195,7 +195,7 @@ async def test_a_leader_or_a_killer_in_other_words_is_the_same_relation(campaign
 
 async def test_unlink_finds_a_fact_stated_from_its_other_end_or_in_other_words(campaign: CampaignMemory) -> None:
     """ "entity unlink Bow owned_by Vex" after "Vex has Bow" said Bow had no such fact, though the graph reads the
-    two as one; so did "ruled_by" for "led_by". What the mistake closed comes back (task yb)."""
+    two as one; so did "ruled_by" for "led_by". What the mistake closed comes back."""
     g = campaign.graph
     bow = await g.add_entity(EntityIn(name="Bow", type=EntityType.item))
     await g.add_entity(EntityIn(name="The Circle", type=EntityType.faction))

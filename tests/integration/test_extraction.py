@@ -1327,7 +1327,7 @@ async def test_a_fact_rejected_is_not_proposed_again_in_other_words_or_from_its_
     world: CampaignMemory,
 ) -> None:
     """The DM rejected "Grog has the Blade"; "Grog carried the Blade" next session, the same fact in the graph's
-    reading, was proposed again (task yb)."""
+    reading, was proposed again."""
     for name, kind in [("Grog", EntityType.npc), ("Blade of Doom", EntityType.item)]:
         await world.graph.add_entity(EntityIn(name=name, type=kind))
     await run(world, await write(world, [("DM", "Grog has the Blade of Doom.")]))

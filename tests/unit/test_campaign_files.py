@@ -430,7 +430,7 @@ def test_attribute_facts_have_a_value_instead_of_a_target() -> None:
 def test_a_relation_stated_from_its_other_end_is_weighed_as_the_graph_weighs_it() -> None:
     """ "Greywatch ruled_by Serah" beside "Balcor leader_of Greywatch" is two rulers of Greywatch, stated from either
     end: the load would keep one, so the file is refused naming both lines; the same holder from both ends is one
-    fact, as the graph stores it once (task yb, item 2)."""
+    fact, as the graph stores it once."""
     text = yaml_text(
         """
         entities:

@@ -149,7 +149,7 @@ def test_one_word_of_a_longer_name_is_corrected_once_it_is_an_alias(pipeline: Pi
 
 
 def test_a_misheard_surname_after_a_misheard_first_name_is_consumed() -> None:
-    """(tester ye, item 5) "a sold" is the alias Ysolde, written as the whole name; "Marrow" just after it is the
+    """Heard "a sold" is the alias Ysolde, written as the whole name; "Marrow" just after it is the
     surname Varrow a phone off, written as a name: it goes, not "Ysolde Varrow Marrow". What is not the rest of the
     name stays: another name said ("Marrow" of Old Marrow), a word far from it ("Hunz", the verb "hands", is no
     Ashgrove), one after a comma, and a lower-case word two phones off ("marrow bone")."""

@@ -269,7 +269,7 @@ def test_an_inverse_edge_is_weighed_as_its_other_end_states_it() -> None:
 
 def test_a_synonym_is_weighed_as_the_type_it_says_in_other_words() -> None:
     """ "the Iron Circle led_by Greta" is "the Iron Circle ruled_by Greta", so the other end of "Greta leader_of the
-    Iron Circle"; "killed" is "killed_by" from the other end, kin and allies one fact either way (task yb, item 3)."""
+    Iron Circle"; "killed" is "killed_by" from the other end, kin and allies one fact either way."""
     circle, greta, balcor = 1, 2, 3
     led_by_greta = FactKey(id=1, source_id=circle, type="led_by", target_id=greta)
     assert one_way("led_by", circle, greta) == ("ruled_by", circle, greta)

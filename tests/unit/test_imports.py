@@ -591,7 +591,7 @@ def test_duplicates_fold_and_symmetric_facts_are_one() -> None:
 
 def test_an_import_keeps_one_ruler_stated_from_either_end() -> None:
     """A world whose relations give Greywatch two rulers, one as "ruled_by" and one as "leader_of", kept both, and
-    so made a campaign file its own check refuses: the second is said and left out (task yb, item 2)."""
+    so made a campaign file its own check refuses: the second is said and left out."""
     rels = {
         "data": [
             {"id": 1, "owner_id": 1, "target_id": 2, "relation": "ruled_by", "visibility_id": 1},

@@ -112,7 +112,7 @@ def test_without_a_session_cast_every_player_is_in_the_first_tier() -> None:
 
 
 def test_a_small_campaign_s_prompt_holds_every_alias_so_pinning_changes_nothing() -> None:
-    """(tester ye, item 7) A name said in the last sessions went in without its alias ("Ysolde" of Ysolde Varrow),
+    """A name said in the last sessions went in without its alias ("Ysolde" of Ysolde Varrow),
     though a small campaign's prompt has room for all: every alias comes last, and pinning adds nothing there,
     which ``entity pin`` says; in a campaign larger than the prompt, pinning does."""
     small = [
