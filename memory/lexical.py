@@ -347,10 +347,7 @@ async def candidates(
     rows = await db.fetch(
         f"""
         WITH fetched AS (
-            SELECT e.id, e.session_id, e.seq, e.text, e.tsv, true AS fetched, EXISTS (
-                  SELECT FROM entity_mentions m
-                  WHERE m.campaign_id = $1 AND m.entry_id = e.id AND m.entity_id = ANY($11::bigint[])) AS entity
-            FROM session_entries e
+            SELECT e.id, e.session_id, e.seq, e.text, e.tsv, true AS fetched FROM session_entries e
             WHERE e.campaign_id = $1 AND $6::tsquery IS NOT NULL AND e.tsv @@ $6::tsquery
               AND ($7::bigint[] IS NULL OR e.session_id = ANY($7::bigint[]))
               AND ($8::text[] IS NULL OR lower(e.speaker) = ANY($8::text[]))
@@ -359,17 +356,19 @@ async def candidates(
                   WHERE x.session_id = e.session_id AND x.speaker = lower(e.speaker))
             {bounded}
         ), also AS (
-            SELECT e.id, e.session_id, e.seq, e.text, e.tsv, false AS fetched, EXISTS (
-                  SELECT FROM entity_mentions m
-                  WHERE m.campaign_id = $1 AND m.entry_id = e.id AND m.entity_id = ANY($11::bigint[])) AS entity
-            FROM session_entries e
+            SELECT e.id, e.session_id, e.seq, e.text, e.tsv, false AS fetched FROM session_entries e
             WHERE e.campaign_id = $1 AND e.id = ANY($9::bigint[])
         ), base AS (
             -- tf counts 1 (a line rarely says a word twice): each term is one C-level @@ on the line's own
             -- tsvector, four times faster than unnesting it; the line's length still discounts (BM25's b)
             SELECT l.id, l.session_id, l.seq, l.text, l.fetched, l.tsv, l.entity, length(l.tsv) AS dl, m.score,
                    m.terms, m.plain, m.named, m.alias
-            FROM (SELECT * FROM fetched UNION ALL SELECT * FROM also) l CROSS JOIN LATERAL (
+            FROM (  -- a line naming an entity the question names weighs its words by that entity's lines
+                SELECT u.*, EXISTS (
+                    SELECT FROM entity_mentions m
+                    WHERE m.campaign_id = $1 AND m.entry_id = u.id AND m.entity_id = ANY($11::bigint[])) AS entity
+                FROM (SELECT * FROM fetched UNION ALL SELECT * FROM also) u
+            ) l CROSS JOIN LATERAL (
                 SELECT {_aliases_once("w.weight", "w")} AS score, array_agg(w.term ORDER BY w.term) AS terms,
                        {_covered("w")}
                 FROM (
