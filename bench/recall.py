@@ -625,9 +625,39 @@ async def evaluate(memory: Memory, cases: list[Case], args: argparse.Namespace) 
             s.first3 = bool(case.gold_lines & set(reading(units[:3])))
             scores[(system, case.split)].append(s)
             scores[(system, f"{case.split}|{case.kind}")].append(s)
+            missed = case.data == "LongMemEval" and case.split == "dev" and not all5  # dev only: tuned on
+            if args.show_misses and system == SYSTEMS[0] and missed:
+                await show_miss(memory, case, vector, units, args)
         print(f"  {case.data}: {n + 1}/{len(cases)} questions asked", end="\r", flush=True)
     print()
     return scores
+
+
+#: Hits read for a miss: about every line the fusion ranks (the lexical and vector lists' depths).
+MISS_DEPTH = 60
+
+
+def evidence_places(gold: set[int], sessions: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
+    """Where each evidence session of ``gold`` comes in a reading whose hits are of ``sessions`` (in rank order): its
+    first hit's number and its place among the distinct sessions (None, None: no hit of it)."""
+    order = list(dict.fromkeys(sessions))
+    return {s: (sessions.index(s) + 1, order.index(s) + 1) if s in order else (None, None) for s in sorted(gold)}
+
+
+async def show_miss(
+    memory: Memory, case: Case, vector: np.ndarray, units: list[Unit], args: argparse.Namespace
+) -> None:
+    """Why a LongMemEval question's evidence sessions are not all in the first 5 sessions of the hits: the sessions
+    the hits read in order (evidence starred), and where each evidence session first comes among the ``MISS_DEPTH``
+    hits of the same ranking (none: no candidate line of it was ranked at all)."""
+    mem = memory.campaign(case.haystack.campaign_id)
+    deep = await recall(mem, args.embedder, case.query, limit=MISS_DEPTH, embedding=vector.tolist(), asker=case.asker)
+    hits = list(dict.fromkeys(u.session_id for u in units))
+    shown = " ".join(f"{s}{'*' * (s in case.gold_sessions)}" for s in hits)
+    places = evidence_places(case.gold_sessions, [h.session_id for h in deep])
+    where = ", ".join(f"{s}: hit {n} / session {k}" if n else f"{s}: none" for s, (n, k) in places.items())
+    print(f"\n  miss [{case.kind}] {case.query!r}\n    hits' sessions: {shown} ({len(units)} hits)")
+    print(f"    evidence in the first {MISS_DEPTH} hits: {where}")
 
 
 # latency ----------------------------------------------------------------------------------------------------------
@@ -878,6 +908,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--not-said-by",
         action="store_true",
         help="also Lorekeeper without boosting the lines said by a speaker the question names (SAID_BY_NAMED)",
+    )
+    parser.add_argument(
+        "--show-misses",
+        action="store_true",
+        help="print each LongMemEval dev question whose evidence sessions are not all in Lorekeeper's first 5, with "
+        "where they come in a deeper reading of the same ranking",
     )
     parser.add_argument("--by-type", action="store_true", help="also LongMemEval session any@5 by question type")
     parser.add_argument("--seed", type=int, default=0)

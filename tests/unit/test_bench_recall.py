@@ -11,6 +11,7 @@ from bench.recall import (
     _pools,
     build_parser,
     crd3_queries,
+    evidence_places,
     half,
     reading,
     session_recall,
@@ -46,6 +47,11 @@ def test_session_recall_reads_the_first_five_distinct_sessions() -> None:
     assert session_recall(units, {6}) == (False, False)
     assert session_recall(units, {5, 6}) == (True, False)
     assert session_recall(units, {2, 5}) == (True, True)
+
+
+def test_a_miss_says_where_each_evidence_session_first_comes() -> None:
+    # hits of sessions 7, 7, 3, 9: session 3 is the 3rd hit and the 2nd session; session 5 no hit at all
+    assert evidence_places({3, 5, 9}, [7, 7, 3, 9]) == {3: (3, 2), 5: (None, None), 9: (4, 3)}
 
 
 def test_the_halves_never_change() -> None:
