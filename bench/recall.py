@@ -592,7 +592,6 @@ def variants(args: argparse.Namespace) -> list[tuple[str, str, float | int | boo
     out += [(f"Lorekeeper, vector weight {w:g}", "VECTOR_WEIGHT", w) for w in args.vector_weight]
     out += [(f"Lorekeeper, entity boost {b:g}", "NAMED_BOOST", b) for b in args.named_boost]
     out += [(f"Lorekeeper, table talk x {f:g}", "TABLE_TALK_FACTOR", f) for f in args.table_talk]
-    out += [(f"Lorekeeper, session repeat x {f:g}", "SESSION_REPEAT", f) for f in args.session_repeat]
     if args.not_said_by:
         out.append(("Lorekeeper, lines said by who is named not boosted", "SAID_BY_NAMED", False))
     for setting in args.lexical:  # "NAME=VALUE": a constant of memory.lexical
@@ -889,7 +888,6 @@ def build_parser() -> argparse.ArgumentParser:
         ("--vector-weight", "vector list's weight", "VECTOR_WEIGHT"),
         ("--named-boost", "boost of a line naming the question's entity", "NAMED_BOOST"),
         ("--table-talk", "factor of a table-talk line", "TABLE_TALK_FACTOR"),
-        ("--session-repeat", "factor of a line for each hit shown from its session", "SESSION_REPEAT"),
     ):
         today = getattr(recall_rank, constant)
         parser.add_argument(flag, type=float, nargs="*", default=[], help=fusion.format(what, constant, today))

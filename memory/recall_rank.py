@@ -43,10 +43,6 @@ SAME_TEXT = 0.8
 #: A line said by a speaker the question names, or by its asker when it speaks in the first person, counts as a
 #: line naming what it asks about (``NAMED_BOOST``): "what did Caroline paint" is answered in Caroline's words.
 SAID_BY_NAMED = True
-#: A line's score is multiplied by this for each hit already shown from its session: a strong line of a second
-#: session comes before the fourth of the first, as a question asked across sessions needs ("what do we know
-#: about X", what changed since). 1: no discount.
-SESSION_REPEAT = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,9 +415,9 @@ def group(
     for its repeats."""
     out: list[Group] = []
     alone: list[list[str]] = []  # the words of the hits shown alone
-    pending = list(ranked)
-    while pending and len(out) < limit:
-        line, score = _next(pending, out, places)
+    for line in ranked:
+        if len(out) >= limit:
+            break
         place = places.get(line.entry_id)
         if place is None:
             continue
@@ -443,27 +439,8 @@ def group(
             if any(SequenceMatcher(None, words, seen, autojunk=False).ratio() >= SAME_TEXT for seen in alone):
                 continue
             alone.append(words)
-        out.append(Group(place.session_id, place.seq - around, place.seq + around, [line.entry_id], score))
+        out.append(Group(place.session_id, place.seq - around, place.seq + around, [line.entry_id], line.score))
     return out
-
-
-def _next(pending: list[Fused], hits: Sequence[Group], places: Mapping[int, Place]) -> tuple[Fused, float]:
-    """The next line of ``pending`` (taken out) and its score once discounted by ``SESSION_REPEAT`` for each of
-    ``hits`` from its session; the first of the best on a tie. The lines telling a named entity keep their order."""
-    if SESSION_REPEAT == 1 or pending[0].told or not hits:
-        line = pending.pop(0)
-        return line, line.score
-    shown: dict[int, int] = {}
-    for g in hits:
-        shown[g.session_id] = shown.get(g.session_id, 0) + 1
-
-    def discounted(line: Fused) -> float:
-        place = places.get(line.entry_id)
-        return line.score * SESSION_REPEAT ** shown.get(place.session_id, 0) if place else line.score
-
-    best = max(range(len(pending)), key=lambda n: (discounted(pending[n]), -n))
-    line = pending.pop(best)
-    return line, discounted(line)
 
 
 # a long line shown by its passage --------------------------------------------------------------------------------

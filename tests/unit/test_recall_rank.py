@@ -4,7 +4,6 @@ import math
 
 import pytest
 
-from memory import recall_rank
 from memory.lexical import Query, Term, entity_idf, fetch_terms, idf, tsquery_literal, tsquery_of
 from memory.recall_rank import (
     Filters,
@@ -396,23 +395,6 @@ def test_group_stops_at_the_limit() -> None:
     places = _places((1, 1, 10), (2, 1, 50), (3, 1, 90))
     hits = group([Fused(1, 3), Fused(2, 2), Fused(3, 1)], places, limit=2)
     assert [g.matched for g in hits] == [[1], [2]]
-
-
-def test_a_strong_line_of_another_session_comes_before_the_next_of_the_first(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A question needing two sessions lost the second when the first filled the hits."""
-    places = _places((1, 1, 10), (2, 1, 50), (3, 1, 90), (4, 2, 10), (5, 3, 10))
-    ranked = [Fused(1, 0.9), Fused(2, 0.8), Fused(3, 0.7), Fused(4, 0.5), Fused(5, 0.1)]
-    assert [g.matched for g in group(ranked, places, limit=3)] == [[1], [2], [3]]
-    monkeypatch.setattr(recall_rank, "SESSION_REPEAT", 0.5)
-    hits = group(ranked, places, limit=4)
-    # the first hit as ranked; 0.8 x 0.5 < 0.5: session 2's line comes second; 0.1 stays below 0.7 x 0.25
-    assert [g.matched for g in hits] == [[1], [4], [2], [3]]
-    assert [g.score for g in hits] == [0.9, 0.5, 0.4, pytest.approx(0.175)]  # as discounted: they still fall
-    # the lines telling a named entity keep the order played, whatever their session
-    told = [Fused(1, 0.9, told=True), Fused(2, 0.9, told=True), Fused(4, 0.5)]
-    assert [g.matched for g in group(told, places, limit=3)] == [[1], [2], [4]]
 
 
 def test_a_context_line_is_a_preview_of_its_words_nearest_the_answer() -> None:
