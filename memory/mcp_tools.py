@@ -508,7 +508,9 @@ class CampaignTools:
             provenance=_proposed(),
         )
         fact, created = await self.mem.graph.ensure_relationship(fact_in)
-        said = f"proposed {mask(fact.describe())}"
+        # the names as the reader reads them, the rest as typed: "possessed by [secret]" would answer a guess at it
+        names = {"source_name": mask(fact.source_name), "target_name": fact.target_name and mask(fact.target_name)}
+        said = f"proposed {fact.model_copy(update=names).describe()}"
         if not created and not self.dm and fact.visibility == Visibility.secret:
             # "known" would confirm a guess at a secret fact: filed for the DM, and answered as that proposal is
             # (new, then waiting for review), as any other

@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 
 from memory.errors import AlreadyExistsError
 from memory.mcp_tools import CampaignTools
-from memory.models import EntityType, EntryIn, Provenance, RelationshipIn, ReviewKind, Source, Visibility
+from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewKind, Source, Visibility
 from memory.store import CampaignMemory, Memory
 from tests.integration.conftest import ROOT
 from tests.integration.mcp_world import SECRET_FACT_VALUE, SECRET_NPC, build_world
@@ -279,6 +279,19 @@ async def test_a_players_proposal_naming_a_secret_entity_is_answered_as_any_and_
         await tools.propose_entity("Crow Keeper", EntityType.npc, aliases=["the smith", "the Pale Magister"])
     assert "Grom" not in str(taken.value) and "Crow Keeper" not in {e.name for e in filed.values()}
     assert len(await campaign.review.pending()) == 3
+
+
+async def test_a_players_proposed_fact_is_echoed_as_typed_a_secret_name_as_a_made_up_one(
+    campaign: CampaignMemory, fresh_dsn: str, tmp_path: Path
+) -> None:
+    """The answer masked the player's own words: "afraid of [secret]" for a secret name, "afraid of Zorblax" for a
+    made-up one — a yes to the guess. The names of the entities it links are still read as players read them."""
+    await build_world(campaign)
+    await campaign.graph.add_entity(EntityIn(name="Clarota", type=EntityType.npc, visibility=Visibility.secret))
+    async with mcp_client(fresh_dsn, tmp_path, "--as", "player", "--allow-proposals") as s:
+        for guess in ("Clarota", "Zorblax", "Vaskerrin", "Vaskerrin Holt"):
+            said = await call(s, "propose_fact", entity="Grom", relation="mood", value=f"afraid of {guess}")
+            assert said == {"ref": "", "status": "pending", "said": f"proposed Grom —mood→ afraid of {guess}"}
 
 
 async def test_a_proposed_fact_is_filed_as_the_graph_holds_it_and_says_what_it_contradicts(
