@@ -294,6 +294,30 @@ async def test_a_players_proposed_fact_is_echoed_as_typed_a_secret_name_as_a_mad
             assert said == {"ref": "", "status": "pending", "said": f"proposed Grom —mood→ afraid of {guess}"}
 
 
+async def test_a_players_proposal_of_a_name_they_read_masked_is_answered_as_a_free_name(
+    campaign: CampaignMemory, fresh_dsn: str, tmp_path: Path
+) -> None:
+    """Players read the public Clarota's Helmet as "[secret]'s Helmet": proposing "Clarota's Helmet" was refused as
+    taken, "Zorblax's Helmet" accepted — a yes to the guess at the secret word. Both are filed for the DM now, the
+    first under its name marked "(proposed)", its review item saying whose name it is."""
+    await build_world(campaign)
+    await campaign.graph.add_entity(EntityIn(name="Clarota", type=EntityType.npc, visibility=Visibility.secret))
+    helmet = await campaign.graph.add_entity(EntityIn(name="Clarota's Helmet", type=EntityType.item))
+    async with mcp_client(fresh_dsn, tmp_path, "--as", "player", "--allow-proposals") as s:
+        for guess in ("Clarota's Helmet", "Zorblax's Helmet"):
+            said = await call(s, "propose_entity", name=guess, type="item")
+            assert said == {"ref": "", "status": "pending", "said": f"proposed new item {guess!r}"}
+            again = await error_of(s, "propose_entity", name=guess, type="item")
+            assert "taken or waiting for review" in again and "[secret]" not in again
+    filed = {i.entity.name: i.entity for i in await campaign.review.pending() if i.entity}
+    assert set(filed) == {"Clarota's Helmet (proposed)", "Zorblax's Helmet"}
+    assert filed["Clarota's Helmet (proposed)"].provenance.review_reason == (
+        "a player's proposal: \"Clarota's Helmet\" names the item \"Clarota's Helmet\", which players read as "
+        "\"[secret]'s Helmet\", so it is filed without it; Same as… if it is that one"
+    )
+    assert (await campaign.graph.get_entity_by_id(helmet.id)).model_dump() == helmet.model_dump()
+
+
 async def test_a_proposed_fact_is_filed_as_the_graph_holds_it_and_says_what_it_contradicts(
     campaign: CampaignMemory, memory: Memory
 ) -> None:
