@@ -17,6 +17,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from memory import jobs
 from memory.errors import AlreadyExistsError
 from memory.mcp_tools import CampaignTools
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewKind, Source, Visibility
@@ -370,6 +371,32 @@ async def test_facts_and_recap_lines_say_where_they_were_said(campaign: Campaign
         "[0:10] DM: Grom hands the Ember Key to Pip.\n[0:20] Pip: I pocket the key and…\nA written line.\n"
         "Involved: Grom, Pip"
     )
+
+
+async def test_a_recap_names_a_secret_npc_voiced_by_its_alias_as_the_dm_said_it(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    """ "(as the Pale Magister) I serve…" was recapped "DM (as Vaskerrin Holt): I serve…", which players read
+    "DM (as [secret])": the secret behind the alias they know. The marker's words are kept for a secret one."""
+    await build_world(campaign)
+    session = await campaign.log.start_session("Night 3")
+    lines = [
+        "The road to the Underdark winds down into the dark below Ironhold.",
+        "(as the Pale Magister) I serve the Elder Brain, and I will lead you to the gates of Ironhold.",
+        "Grom shakes his head and grips the Ember Key tight in his fist.",
+        "Deep below Ironhold the tunnels open onto a lake of black water.",
+        "(as Vaskerrin Holt) You will kneel before the Elder Brain in Ironhold, all of you.",
+    ]
+    await campaign.log.write_many(
+        session.id, [EntryIn(speaker="DM", text=t, start_s=float(60 * n)) for n, t in enumerate(lines)]
+    )
+    await campaign.log.end_session(session.id)
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    await jobs.summarize_session(ctx, campaign.campaign_id, session.id)
+    players = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False)
+    recap = (await players.session_recap("Night 3")).summary or ""
+    assert "DM (as the Pale Magister): I serve the Elder Brain" in recap, recap
+    assert "DM (as [secret]): You will kneel" in recap and "Vaskerrin" not in recap, recap
 
 
 async def test_a_long_line_is_shown_by_its_passage(campaign: CampaignMemory, memory: Memory) -> None:
