@@ -313,8 +313,8 @@ async def test_a_players_proposal_of_a_name_they_read_masked_is_answered_as_a_fr
     filed = {i.entity.name: i.entity for i in await campaign.review.pending() if i.entity}
     assert set(filed) == {"Clarota's Helmet (proposed)", "Zorblax's Helmet"}
     assert filed["Clarota's Helmet (proposed)"].provenance.review_reason == (
-        "a player's proposal: \"Clarota's Helmet\" names the item \"Clarota's Helmet\", which players read as "
-        "\"[secret]'s Helmet\", so it is filed without it; Same as… if it is that one"
+        'a player\'s proposal: "Clarota\'s Helmet" names the item "Clarota\'s Helmet", which players read as '
+        '"[secret]\'s Helmet", so it is filed without it; Same as… if it is that one'
     )
     assert (await campaign.graph.get_entity_by_id(helmet.id)).model_dump() == helmet.model_dump()
 
