@@ -462,18 +462,25 @@ class CampaignTools:
         """A players' proposal without the names secret entities hold, with a note saying so for the DM's review:
         "taken" would confirm a guess at a secret name, and dropping the proposal would lose what the player said
         (and that the table has the name). A name is one entity's: named by secret names alone, it is filed under
-        its name marked "(proposed)"."""
+        its name marked "(proposed)". So are the names of public entities that players read masked ("Clarota's
+        Helmet", read "[secret]'s Helmet"): "taken" would confirm the secret word in it."""
         g = self.mem.graph
+        mask = await g.player_mask()
         held: dict[str, Entity] = {}
         for n in [proposed.name, *proposed.aliases]:
             holder = await g.find_entity(n) or await g.heard_as_of(n)
-            if holder is not None and holder.visibility == Visibility.secret:
+            if holder is not None and (holder.visibility == Visibility.secret or mask(n) != n):
                 held[n] = holder
         if not held:
             return proposed
         free = [n for n in [proposed.name, *proposed.aliases] if n not in held]
         named = free[0] if free else f"{clip(proposed.name, 180)} (proposed)"
-        said = "; ".join(f"{n!r} names the secret {h.type.value} {h.name!r}" for n, h in held.items())
+        said = "; ".join(
+            f"{n!r} names the secret {h.type.value} {h.name!r}"
+            if h.visibility == Visibility.secret
+            else f"{n!r} names the {h.type.value} {h.name!r}, which players read as {mask(h.name)!r}"
+            for n, h in held.items()
+        )
         without = "it" if len(held) == 1 else "them"
         note = f"a player's proposal: {said}, so it is filed without {without}; Same as… if it is that one"
         provenance = proposed.provenance.model_copy(update={"review_reason": note})
@@ -508,7 +515,9 @@ class CampaignTools:
             provenance=_proposed(),
         )
         fact, created = await self.mem.graph.ensure_relationship(fact_in)
-        said = f"proposed {mask(fact.describe())}"
+        # the names as the reader reads them, the rest as typed: "possessed by [secret]" would answer a guess at it
+        names = {"source_name": mask(fact.source_name), "target_name": fact.target_name and mask(fact.target_name)}
+        said = f"proposed {fact.model_copy(update=names).describe()}"
         if not created and not self.dm and fact.visibility == Visibility.secret:
             # "known" would confirm a guess at a secret fact: filed for the DM, and answered as that proposal is
             # (new, then waiting for review), as any other

@@ -162,8 +162,7 @@ async def recall(
         raise InvalidInputError("query is empty: give words or names to look for")
     query, embedding = await _as_heard(mem, _clipped(query), embedding, dm=dm)
     if not dm:  # a secret name is no word a player read: a guess at one finds only what its other words find
-        mask = await mem.graph.player_mask()
-        unsaid = " ".join(mask(query).replace(mask.MASK, " ").split())
+        unsaid = await _unsaid(mem, query)
         if unsaid != " ".join(query.split()):
             query, embedding = unsaid, None
         if not query:
@@ -899,6 +898,20 @@ async def _misspelt(mem: CampaignMemory, query: str, *, dm: bool) -> dict[str, s
         kept = {r["w"] for r in same}
         close = {w: n for w, n in close.items() if w not in said or w in kept}
     return close
+
+
+async def _unsaid(mem: CampaignMemory, query: str) -> str:
+    """A player's ``query`` without the secret names it says, in any form the search reads as one (see
+    :meth:`~memory.graph.masking.SecretMask.unsaid`)."""
+    mask = await mem.graph.player_mask()
+    words = mask(query).replace(mask.MASK, " ").split()
+    if not words or not mask.names:
+        return " ".join(words)
+    rows = await mem.db.fetch(
+        "SELECT w, tsvector_to_array(to_tsvector('english', searchable(w))) AS stems FROM unnest($1::text[]) w",
+        sorted({*words, *(w for name in mask.names for w in name.split())}),
+    )
+    return " ".join(mask.unsaid(words, {r["w"]: r["stems"] for r in rows}))
 
 
 async def _names(mem: CampaignMemory, *, include_secret: bool) -> list[_Called]:

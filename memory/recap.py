@@ -284,7 +284,7 @@ def extractive_summary(
         part = [n for n in range(p * len(entries) // parts, (p + 1) * len(entries) // parts) if n in found]
         if part:
             best = max(part, key=lambda n: found[n].score)  # the first of equals
-            said[best] = _said_by(entries, best, found[best].text, narrates(entries[best]), gazetteer)
+            said[best] = _said_by(entries, best, found[best].text, narrates(entries[best]), gazetteer, secret)
     involved = [i for i, _ in counts.most_common() if i in names and i in told]
     shown = [names[i] for i in involved if i not in secret]
     tail = [_INVOLVED + ", ".join(shown[:12])] if shown else []
@@ -293,11 +293,13 @@ def extractive_summary(
     return "\n".join([*said.values(), *tail]), involved
 
 
-def _said_by(entries: Sequence[Entry], n: int, shown: str, narrating: bool, gazetteer: Gazetteer) -> str:
+def _said_by(
+    entries: Sequence[Entry], n: int, shown: str, narrating: bool, gazetteer: Gazetteer, secret: Set[int]
+) -> str:
     """``shown`` (of line ``n`` of the session's ``entries``) with who says it: the known character the narrator
     voices by a marker (:func:`memory.offgame.voice_of`: at the line's start, or at one of theirs just before it that
     this one goes on from) naming one ("(as Quillon) I serve the Tidemother" is "Marcus (as Quillon Ashgrove): I
-    serve ..."), else the speaker."""
+    serve ..."), a ``secret`` one as the marker says it, else the speaker."""
     entry = entries[n]
     before = [e.text for e in reversed(entries[max(0, n - VOICE_LINES) : n]) if e.speaker == entry.speaker]
     voice = voice_of(entry.text, before) if narrating else None
@@ -306,7 +308,10 @@ def _said_by(entries: Sequence[Entry], n: int, shown: str, narrating: bool, gaze
         return f"{entry.speaker}: {shown}"
     marked = voiced(entry.text)
     marker = entry.text[: len(entry.text) - len(marked[1])].strip() if marked else ""
-    return f"{entry.speaker} (as {known[0][2].name}): {shown.removeprefix(marker).strip()}"
+    # a secret one by the marker's words: the alias players know it by ("the Pale Stranger") is theirs to read, and
+    # its name said is masked where they read it, as in the line; its own name would tell them whose alias it is
+    who = voice if known[0][2].id in secret else known[0][2].name
+    return f"{entry.speaker} (as {who}): {shown.removeprefix(marker).strip()}"
 
 
 def session_titled(sessions: Sequence[Session], title: str, mask: Callable[[str], str]) -> Session | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from difflib import SequenceMatcher
 
 from memory.graph.lookup import EntityLookup
@@ -61,6 +61,24 @@ class SecretMask:
         if not which and not self._always:
             return text
         return self._pattern_of(tuple(sorted(which.union(self._always)))).sub(self.MASK, text)
+
+    @property
+    def names(self) -> list[str]:
+        """What is hidden: each secret name, word of one and heard-as phrase, longest first."""
+        return list(self._spellings)
+
+    def unsaid(self, words: Sequence[str], stems: Mapping[str, Sequence[str]]) -> list[str]:
+        """``words`` without those that say a hidden name to a search that reads a word as its ``stems`` (each of
+        ``words`` and of the words of :attr:`names`): the search stems the lines unmasked, so "Clarotas",
+        "K'Varns" or "exiled" (of Clarota the Exile) find the lines that said the name, as a made-up word does not."""
+        said = [(i, stem) for i, w in enumerate(words) for stem in stems[w]]  # a stop word ("the") has none
+        gone: set[int] = set()
+        for name in self._spellings:
+            wanted = [stem for w in name.split() for stem in stems[w]]
+            for j in range(len(said) - len(wanted) + 1) if wanted else ():
+                if [stem for _, stem in said[j : j + len(wanted)]] == wanted:
+                    gone.update(i for i, _ in said[j : j + len(wanted)])
+        return [w for i, w in enumerate(words) if i not in gone]
 
     def near(self, text: str) -> bool:
         """Whether ``text`` names a secret name or spells one nearly ("Vaskerin Holt", "Pact of Ash & Water"): the

@@ -1150,6 +1150,29 @@ async def test_recall_cites_session_speaker_time_and_hides_secrets(
     assert nothing.texts() == ["Recall: zeppelin", "Nothing in this campaign's sessions matches that."]
 
 
+async def test_a_players_recall_of_a_secret_name_in_another_form_finds_what_a_made_up_word_finds(
+    session_log: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
+) -> None:
+    """The search stems the lines as said: "/recall Zanthorises" (or "exiled", of a hidden name) found the lines
+    that said the secret name, where a made-up word found nothing."""
+    secret = await session_log.graph.add_entity(
+        EntityIn(name="Zanthoris", type=EntityType.npc, visibility=Visibility.secret)
+    )
+    await session_log.graph.hide_names(secret.id, ["Zanthoris the Exile"])
+    (deep,) = [s for s in await session_log.log.sessions() if s.title == "Into the Deep"]
+    await session_log.log.write_many(
+        deep.id,
+        [
+            EntryIn(speaker="DM", text="Zanthoris floats beside you.", start_s=10.0),
+            EntryIn(speaker="Ben", text="They used to call him Zanthoris the Exile.", start_s=20.0),
+        ],
+    )
+    assert "Recall: Zanthorises" in (await fake_discord.invoke("recall", {"query": "Zanthorises"}, user_id=dm)).texts()
+    for guess in ("zeppelins", "Zanthorises", "exiled"):
+        asked = await fake_discord.invoke("recall", {"query": guess}, user_id=player)
+        assert asked.texts() == [f"Recall: {guess}", "Nothing in this campaign's sessions matches that."], guess
+
+
 async def test_recall_of_what_happened_in_a_session_shows_its_recap_first(
     session_log: CampaignMemory, fake_discord: FakeDiscord, player: FakeMember, dm: FakeMember
 ) -> None:

@@ -17,9 +17,10 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from memory import jobs
 from memory.errors import AlreadyExistsError
 from memory.mcp_tools import CampaignTools
-from memory.models import EntityType, EntryIn, Provenance, RelationshipIn, ReviewKind, Source, Visibility
+from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewKind, Source, Visibility
 from memory.store import CampaignMemory, Memory
 from tests.integration.conftest import ROOT
 from tests.integration.mcp_world import SECRET_FACT_VALUE, SECRET_NPC, build_world
@@ -281,6 +282,43 @@ async def test_a_players_proposal_naming_a_secret_entity_is_answered_as_any_and_
     assert len(await campaign.review.pending()) == 3
 
 
+async def test_a_players_proposed_fact_is_echoed_as_typed_a_secret_name_as_a_made_up_one(
+    campaign: CampaignMemory, fresh_dsn: str, tmp_path: Path
+) -> None:
+    """The answer masked the player's own words: "afraid of [secret]" for a secret name, "afraid of Zorblax" for a
+    made-up one — a yes to the guess. The names of the entities it links are still read as players read them."""
+    await build_world(campaign)
+    await campaign.graph.add_entity(EntityIn(name="Clarota", type=EntityType.npc, visibility=Visibility.secret))
+    async with mcp_client(fresh_dsn, tmp_path, "--as", "player", "--allow-proposals") as s:
+        for guess in ("Clarota", "Zorblax", "Vaskerrin", "Vaskerrin Holt"):
+            said = await call(s, "propose_fact", entity="Grom", relation="mood", value=f"afraid of {guess}")
+            assert said == {"ref": "", "status": "pending", "said": f"proposed Grom —mood→ afraid of {guess}"}
+
+
+async def test_a_players_proposal_of_a_name_they_read_masked_is_answered_as_a_free_name(
+    campaign: CampaignMemory, fresh_dsn: str, tmp_path: Path
+) -> None:
+    """Players read the public Clarota's Helmet as "[secret]'s Helmet": proposing "Clarota's Helmet" was refused as
+    taken, "Zorblax's Helmet" accepted — a yes to the guess at the secret word. Both are filed for the DM now, the
+    first under its name marked "(proposed)", its review item saying whose name it is."""
+    await build_world(campaign)
+    await campaign.graph.add_entity(EntityIn(name="Clarota", type=EntityType.npc, visibility=Visibility.secret))
+    helmet = await campaign.graph.add_entity(EntityIn(name="Clarota's Helmet", type=EntityType.item))
+    async with mcp_client(fresh_dsn, tmp_path, "--as", "player", "--allow-proposals") as s:
+        for guess in ("Clarota's Helmet", "Zorblax's Helmet"):
+            said = await call(s, "propose_entity", name=guess, type="item")
+            assert said == {"ref": "", "status": "pending", "said": f"proposed new item {guess!r}"}
+            again = await error_of(s, "propose_entity", name=guess, type="item")
+            assert "taken or waiting for review" in again and "[secret]" not in again
+    filed = {i.entity.name: i.entity for i in await campaign.review.pending() if i.entity}
+    assert set(filed) == {"Clarota's Helmet (proposed)", "Zorblax's Helmet"}
+    assert filed["Clarota's Helmet (proposed)"].provenance.review_reason == (
+        'a player\'s proposal: "Clarota\'s Helmet" names the item "Clarota\'s Helmet", which players read as '
+        '"[secret]\'s Helmet", so it is filed without it; Same as… if it is that one'
+    )
+    assert (await campaign.graph.get_entity_by_id(helmet.id)).model_dump() == helmet.model_dump()
+
+
 async def test_a_proposed_fact_is_filed_as_the_graph_holds_it_and_says_what_it_contradicts(
     campaign: CampaignMemory, memory: Memory
 ) -> None:
@@ -333,6 +371,32 @@ async def test_facts_and_recap_lines_say_where_they_were_said(campaign: Campaign
         "[0:10] DM: Grom hands the Ember Key to Pip.\n[0:20] Pip: I pocket the key and…\nA written line.\n"
         "Involved: Grom, Pip"
     )
+
+
+async def test_a_recap_names_a_secret_npc_voiced_by_its_alias_as_the_dm_said_it(
+    campaign: CampaignMemory, memory: Memory
+) -> None:
+    """ "(as the Pale Magister) I serve…" was recapped "DM (as Vaskerrin Holt): I serve…", which players read
+    "DM (as [secret])": the secret behind the alias they know. The marker's words are kept for a secret one."""
+    await build_world(campaign)
+    session = await campaign.log.start_session("Night 3")
+    lines = [
+        "The road to the Underdark winds down into the dark below Ironhold.",
+        "(as the Pale Magister) I serve the Elder Brain, and I will lead you to the gates of Ironhold.",
+        "Grom shakes his head and grips the Ember Key tight in his fist.",
+        "Deep below Ironhold the tunnels open onto a lake of black water.",
+        "(as Vaskerrin Holt) You will kneel before the Elder Brain in Ironhold, all of you.",
+    ]
+    await campaign.log.write_many(
+        session.id, [EntryIn(speaker="DM", text=t, start_s=float(60 * n)) for n, t in enumerate(lines)]
+    )
+    await campaign.log.end_session(session.id)
+    ctx = jobs.JobContext(memory=memory, embedder=None, embedding_model="x")  # type: ignore[arg-type]
+    await jobs.summarize_session(ctx, campaign.campaign_id, session.id)
+    players = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False)
+    recap = (await players.session_recap("Night 3")).summary or ""
+    assert "DM (as the Pale Magister): I serve the Elder Brain" in recap, recap
+    assert "DM (as [secret]): You will kneel" in recap and "Vaskerrin" not in recap, recap
 
 
 async def test_a_long_line_is_shown_by_its_passage(campaign: CampaignMemory, memory: Memory) -> None:

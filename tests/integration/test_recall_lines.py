@@ -480,6 +480,34 @@ async def test_a_secret_entity_expands_the_query_for_the_dm_only(campaign: Campa
     assert "[secret] signs the letter" in cite(hit, await campaign.graph.player_mask())  # by its other words
 
 
+async def test_a_players_guess_at_a_secret_name_in_another_form_finds_what_a_made_up_word_finds(
+    campaign: CampaignMemory,
+) -> None:
+    """The search stems the lines as they were said: "Vaskerrins" (or "exiled", of a hidden name) found the lines
+    that said the name, shown "[secret]", where a made-up word found nothing — a yes to the guess."""
+    holt = await campaign.graph.add_entity(
+        EntityIn(name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret)
+    )
+    await campaign.graph.hide_names(holt.id, ["Vaskerrin the Exile"])
+    await campaign.graph.add_entity(EntityIn(name="K'Varn", type=EntityType.npc, visibility=Visibility.secret))
+    await said(
+        campaign,
+        "One",
+        [
+            *FILLER[:5],
+            ("DM", "Vaskerrin Holt nods."),
+            ("BEN", "They used to call him Vaskerrin the Exile."),
+            ("DM", "The beholder K'Varn waits."),
+            *FILLER[5:9],
+        ],
+    )
+    assert await recall(campaign, None, "Vaskerrins", limit=1, mode="fulltext")  # the DM's search stems them
+    for guess in ("Zorblaxes", "Vaskerrins", "exiled", "the exiled one", "K'Varns", "Varns", "Holts"):
+        assert not await recall(campaign, None, guess, limit=1, mode="fulltext", dm=False), guess
+    (hit,) = await recall(campaign, None, "Vaskerrins nodding", limit=1, mode="fulltext", dm=False)
+    assert "[secret] nods" in cite(hit, await campaign.graph.player_mask())  # by its other words
+
+
 async def test_lines_mentioning_a_named_entity_come_first(campaign: CampaignMemory) -> None:
     pike = await campaign.graph.add_entity(EntityIn(name="Pike", type=EntityType.player))
     ids = await said(
