@@ -335,12 +335,19 @@ def voice_of(text: str, before: Sequence[str]) -> str | None:
     return None
 
 
-#: What a transcript calls its game master.
-DM_NAMES = frozenset({"DM", "GM", "DUNGEON MASTER", "GAME MASTER", "NARRATOR"})
+#: What a transcript calls its game master: D&D's DM, and other games' names for the role (Call of Cthulhu's Keeper,
+#: the World of Darkness's Storyteller, a Powered by the Apocalypse game's MC, an old-school or Traveller Referee).
+DM_NAMES = frozenset(
+    {"DM", "GM", "DUNGEON MASTER", "GAME MASTER", "NARRATOR", "KEEPER", "STORYTELLER", "MC", "REFEREE"}
+)
 
 # The label of a game master's lines, alone or beside a name as a home table's transcript or a Discord display name
-# gives it: "DM", "Marcus (DM)", "GM - Marcus", "Dungeon Master"; a word of its own, not "Admiral" or "Dmitri".
-_DM_LABEL = re.compile(r"(?<![^\W\d_])(?:DM|GM|NARRATOR|(?:DUNGEON|GAME)\s+MASTER)(?![^\W\d_])", re.IGNORECASE)
+# gives it: "DM", "Marcus (DM)", "GM - Marcus", "Dungeon Master", "Priya (Keeper)"; a word of its own, not "Admiral",
+# "Dmitri" or "Gatekeeper"; "MC" in capitals only ("Mc Bride" is a name).
+_DM_LABEL = re.compile(
+    r"(?<![^\W\d_])(?:DM|GM|NARRATOR|KEEPER|STORYTELLER|REFEREE|(?-i:MC)|(?:DUNGEON|GAME)\s+MASTER)(?![^\W\d_])",
+    re.IGNORECASE,
+)
 
 
 def dm_speaker(words: Mapping[str, int]) -> tuple[str, bool]:

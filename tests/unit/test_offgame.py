@@ -309,13 +309,19 @@ def test_only_the_lines_asked_for_are_read_one_by_one_and_the_segments_still_hol
     assert session_talk(lines) == [Talk.pre_show, None, Talk.dice, None, Talk.dice]
 
 
-@pytest.mark.parametrize("label", ["DM", "Marcus (DM)", "DM Marcus", "Marcus [GM]", "GM - Marcus", "Dungeon Master"])
+@pytest.mark.parametrize(
+    "label",
+    [
+        *["DM", "Marcus (DM)", "DM Marcus", "Marcus [GM]", "GM - Marcus", "Dungeon Master"],
+        *["Priya (Keeper)", "Keeper", "Storyteller", "MC - Priya", "Referee", "Priya (GM)"],
+    ],
+)
 def test_a_label_naming_the_game_master_is_the_dm_however_the_table_writes_it(label: str) -> None:
     """A home table's transcript or a Discord name puts the role beside the name: the wordiest player is no DM."""
     assert dm_speaker({"Rob": 900, label: 300, "Dana": 200}) == (label, False)
 
 
-@pytest.mark.parametrize("label", ["Dmitri", "Admiral Vey", "Gemma", "Ragnar the Master"])
+@pytest.mark.parametrize("label", ["Dmitri", "Admiral Vey", "Gemma", "Ragnar the Master", "Gatekeeper", "Mc Bride"])
 def test_dm_inside_a_word_or_a_master_alone_names_no_game_master(label: str) -> None:
     assert dm_speaker({"Rob": 900, label: 300}) == ("Rob", True)
 
