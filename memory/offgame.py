@@ -114,23 +114,27 @@ _STORY = re.compile(
 )
 # A die's result as the table says it: digits, not followed by what they count ("13." and "13 for Trinket", not
 # "40 days" or "three gold", which are the story's).
-# ... or followed by its outcome ("20 pass", "50 exactly"); a number after a capitalised word mid-sentence is part of a
-# name ("we head for Pier 9", "Room 101"), not a result (one fixed width a look-behind: re takes no other).
+# ... or followed by its outcome ("20 pass", "50 exactly", "88 lol"); a number after a capitalised word mid-sentence
+# is part of a name ("we head for Pier 9", "Room 101"), not a result (one fixed width a look-behind: re takes no other).
 _NAMED = "".join(rf"(?-i:(?<![a-z] [A-Z][a-z]{{{n}}} ))" for n in range(1, 9))
 _RESULT = re.compile(
     rf"(?<![\w-]){_NAMED}\d{{1,3}}(?![\w-])"
-    r"(?!\s+(?!(?:for|to|on|plus|minus)\b|(?:pass(?:es|ed)?|fail(?:s|ed)?|success|exactly|flat|total|again)\b(?!\s+[a-z]))"
-    r"[a-z])",
+    r"(?!\s+(?!(?:for|to|on|plus|minus)\b|"
+    r"(?:pass(?:es|ed)?|fail(?:s|ed)?|success|exactly|flat|total|again|lol|ugh|damn|yes)\b(?!\s+[a-z]))[a-z])",
     re.IGNORECASE,
 )
 _BANTER = re.compile(
     r"\b(?:in real life|irl|out of character|ooc|the cameras?|the mic|microphones?|headphones|the internet|"
-    r"the audience|folks at home|guys at home|voice act(?:or|ors|ing)|the show|this show|the set|in character|"
-    # the game's own sessions and telling, a phone call taken at the table, laughter typed out
-    r"(?:this|last|next|first|previous) session|narrate|phone again|babysitter|lol|lmao|"
-    r"(?:hold on|hang on|wait|sorry|one sec(?:ond)?)\W+(?:\w+\W+){0,2}phone)\b",
+    r"the audience|folks at home|guys at home|voice act(?:or|ors|ing)|the show|this show|the set|"
+    # a phone call taken at the table
+    r"phone again|babysitter|(?:hold on|hang on|wait|sorry|one sec(?:ond)?)\W+(?:\w+\W+){0,2}phone)\b",
     re.IGNORECASE,
 )
+# The table talking about the game, in a short aside ("we don't know that in character", "I lost 1 in the first
+# session", "can I narrate what happens"): a longer line with these words is often the DM's story too.
+_ASIDE = re.compile(r"\b(?:in character|(?:this|last|next|first|previous) session|narrate)\b", re.IGNORECASE)
+#: ... of at most this many words.
+_SHORT_ASIDE = 15
 _LAUGHTER = re.compile(r"\((?:laughter|laughs|laughing|giggles|giggling|groans|cheering|applause)\)", re.IGNORECASE)
 
 #: A line this short with a rules word, or a die's result among at most this many words, is dice talk; a rules
@@ -219,7 +223,11 @@ def line_talk(text: str) -> Talk | None:
         return None
     if _SPONSOR.search(text):
         return Talk.sponsor
-    if _BANTER.search(text) or (_LAUGHTER.search(text) and len(words) <= _SHORT_LAUGH):
+    if (
+        _BANTER.search(text)
+        or (_LAUGHTER.search(text) and len(words) <= _SHORT_LAUGH)
+        or (_ASIDE.search(text) and len(words) <= _SHORT_ASIDE)
+    ):
         return Talk.banter
     if _TABLE_RULES.search(text):
         return Talk.dice
@@ -328,7 +336,7 @@ def is_table_talk(sentence: str) -> bool:
     a few and must quote none of those ("That will be the end of its turn. Let's see if that recharges.")."""
     return (
         any(ch.isdigit() for ch in sentence)
-        or any(p.search(sentence) for p in (_MECHANICS, _SPONSOR, _BANTER, _TABLE))
+        or any(p.search(sentence) for p in (_MECHANICS, _SPONSOR, _BANTER, _ASIDE, _TABLE))
         or _ruling(sentence)
     )
 

@@ -99,14 +99,14 @@ def test_a_line_on_its_own(text: str, kind: Talk | None) -> None:
         ("Okay. Roll initiative. Well, in Call of Cthulhu it's DEX order. Tommy, you go first, then Ruth.", Talk.dice),
         ("20 pass", Talk.dice),
         ("50 exactly", Talk.dice),
+        ("88 lol", Talk.dice),
         ("Check your sheet. You started at 55.", Talk.dice),
         ("hey can I ask a rules question, if I punch somebody is that fighting maneuver or just brawl", Talk.dice),
-        # the table outside the fiction: a phone call, the game's sessions, who narrates, laughter typed out
+        # the table outside the fiction: a phone call, the game's sessions, who narrates
         ("wait hold on, my phone, it's the babysitter", Talk.banter),
         ("sorry, phone again. it's my mom. I'll call her back", Talk.banter),
         ("52 then. no wait 51, I lost 1 in the first session too", Talk.banter),
         ("since Doyle's dead can I at least narrate what happens to the body", Talk.banter),
-        ("88 lol", Talk.banter),
         # the story: a number in a place's name, "checks" the verb, a roll of the story, a call asked back
         ("we head for Pier 9", None),
         ("Tommy checks his revolver", None),
