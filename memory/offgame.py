@@ -59,12 +59,19 @@ _DIE = (
     r"lightning|necrotic|poison|psychic|radiant|thunder|bludgeoning|piercing|slashing) die"
     r"(?! (?:down|out|off|away)\b)(?! (?:is|was|has been|had been) cast\b)"
 )
+# What follows "checks" as a verb ("Tommy checks his revolver"), not as the noun of rolls ("make stealth checks").
+_OBJECT = r"the|a|an|his|her|their|its|my|your|our|him|them|it|this|that|out|on|in|under|behind|around|if|whether|for"
 # Rules and dice: each match counts once. Words a story seldom says in a D&D transcript: dice and their notation
 # ("2d4"), checks and saves, the turn and its parts (a move, an action, melee), the DM calling the next in turn.
 _MECHANICS = re.compile(
     rf"\b(?:roll(?:s|ed|ing)?|re-?roll|dice|{_DIE}|\d*d(?:4|6|8|10|12|20|100)s?|nat(?:ural)? (?:20|twenty|1|one)|"
-    r"saving throws?|(?:\w+ )?saves?|\w+ checks?|initiative|armou?r class|AC|DC|(?:\d+|plus \w+|bonus) to hit|"
-    r"hit points?|HP|damage|"
+    rf"saving throws?|(?:\w+ )?saves?|\w+ check|\w+ checks(?! (?:{_OBJECT})\b)|initiative|armou?r class|AC|DC|"
+    r"(?:\d+|plus \w+|bonus) to hit|hit points?|HP|damage|"
+    # other games' terms: a percentile game's successes and pushed rolls, sanity points, the ability scores in
+    # capitals ("DEX at half"), and the character sheet
+    r"(?:regular|hard|extreme|critical) success|pushed roll|sanity (?:points?|loss)|"
+    r"(?-i:SAN|STR|DEX|CON|INT|WIS|CHA|POW|SIZ|EDU|APP)|(?:my|your|his|her|their|character) sheets?|"
+    r"rules? questions?|"
     r"bonus action|spell slots?|(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|\d(?:st|nd|rd|th))"
     r"[- ]level|cantrips?|concentration|attacks? of opportunity|opportunity attacks?|end of (?:its|your|his|her|their) "
     r"turn|(?:your|my|his|her|its|their|[a-z]+'s) turn|you're up|recharges?|proficiency|modifier|"
@@ -81,8 +88,23 @@ _RULES_TOO = re.compile(
     r"\b(?:acrobatics|animal handling|arcana|athletics|deception|history|insight|intimidation|investigation|"
     r"medicine|nature|perception|performance|persuasion|religion|sleight of hand|stealth|survival|"
     r"blinded|charmed|deafened|frightened|invisible|paralyzed|petrified|poisoned|stunned|exhaust(?:ed|ion)|"
-    r"actions?|movement|move|attacks?|hits?|miss(?:es)?|range|feet|spells?|cast|level|turn|first|up)\b",
+    r"actions?|movement|move|attacks?|hits?|miss(?:es)?|range|feet|spells?|cast|level|turn|first|up|"
+    # any game's: a skill named as such, its result, sanity and luck spent, a score halved
+    r"skills?|stats?|succe(?:ss|eds?|eded)|fail(?:s|ed|ure)?|sanity|luck|half)\b",
     re.IGNORECASE,
+)
+# The DM calling for a roll, in any game: "make a Psychology roll", "give me a Spot Hidden check", "Roll initiative.",
+# "Tommy, roll Luck" (an imperative "roll" opening a sentence or after a name; not asked back, "Roll both?").
+_CALL = re.compile(
+    r"\b(?:make|give me|I need|I'll need|I want|want|try|do|take) (?:me |us )?(?:a |an |another |one more |your )?"
+    r"(?:(?!to )[\w'-]+ ){0,3}(?:roll|check|save|saving throw)s?\b|"
+    r"(?:^|[.!?]\s+|,\s*)(?:\w+,\s*)?roll\b(?! (?:the|a|an|it|them|him|her|of|over|in|out|away|back|down|up|off)\b)"
+    r"(?![^.!?]*\?)",
+    re.IGNORECASE,
+)
+# Table business said in so many words, at any length: a rules question, the character sheet.
+_TABLE_RULES = re.compile(
+    r"\b(?:rules? questions?|character sheets?|(?:check|look at|on) (?:my|your|his|her|their) sheet)\b", re.IGNORECASE
 )
 # A line saying something happened in the story is game, whatever numbers it holds ("takes 24 damage and dies").
 _STORY = re.compile(
@@ -92,12 +114,27 @@ _STORY = re.compile(
 )
 # A die's result as the table says it: digits, not followed by what they count ("13." and "13 for Trinket", not
 # "40 days" or "three gold", which are the story's).
-_RESULT = re.compile(r"(?<![\w-])\d{1,3}(?![\w-])(?!\s+(?!for\b|to\b|on\b|plus\b|minus\b)[a-z])", re.IGNORECASE)
-_BANTER = re.compile(
-    r"\b(?:in real life|irl|out of character|ooc|the cameras?|the mic|microphones?|headphones|the internet|"
-    r"the audience|folks at home|guys at home|voice act(?:or|ors|ing)|the show|this show|the set)\b",
+# ... or followed by its outcome ("20 pass", "50 exactly", "88 lol"); a number after a capitalised word mid-sentence
+# is part of a name ("we head for Pier 9", "Room 101"), not a result (one fixed width a look-behind: re takes no other).
+_NAMED = "".join(rf"(?-i:(?<![a-z] [A-Z][a-z]{{{n}}} ))" for n in range(1, 9))
+_RESULT = re.compile(
+    rf"(?<![\w-]){_NAMED}\d{{1,3}}(?![\w-])"
+    r"(?!\s+(?!(?:for|to|on|plus|minus)\b|"
+    r"(?:pass(?:es|ed)?|fail(?:s|ed)?|success|exactly|flat|total|again|lol|ugh|damn|yes)\b(?!\s+[a-z]))[a-z])",
     re.IGNORECASE,
 )
+_BANTER = re.compile(
+    r"\b(?:in real life|irl|out of character|ooc|the cameras?|the mic|microphones?|headphones|the internet|"
+    r"the audience|folks at home|guys at home|voice act(?:or|ors|ing)|the show|this show|the set|"
+    # a phone call taken at the table
+    r"phone again|babysitter|(?:hold on|hang on|wait|sorry|one sec(?:ond)?)\W+(?:\w+\W+){0,2}phone)\b",
+    re.IGNORECASE,
+)
+# The table talking about the game, in a short aside ("we don't know that in character", "I lost 1 in the first
+# session", "can I narrate what happens"): a longer line with these words is often the DM's story too.
+_ASIDE = re.compile(r"\b(?:in character|(?:this|last|next|first|previous) session|narrate)\b", re.IGNORECASE)
+#: ... of at most this many words.
+_SHORT_ASIDE = 15
 _LAUGHTER = re.compile(r"\((?:laughter|laughs|laughing|giggles|giggling|groans|cheering|applause)\)", re.IGNORECASE)
 
 #: A line this short with a rules word, or a die's result among at most this many words, is dice talk; a rules
@@ -186,10 +223,19 @@ def line_talk(text: str) -> Talk | None:
         return None
     if _SPONSOR.search(text):
         return Talk.sponsor
-    if _BANTER.search(text) or (_LAUGHTER.search(text) and len(words) <= _SHORT_LAUGH):
+    if (
+        _BANTER.search(text)
+        or (_LAUGHTER.search(text) and len(words) <= _SHORT_LAUGH)
+        or (_ASIDE.search(text) and len(words) <= _SHORT_ASIDE)
+    ):
         return Talk.banter
+    if _TABLE_RULES.search(text):
+        return Talk.dice
     if _STORY.search(text):
         return None
+    # "Okay, Kim, Dev, both of you make a Psychology roll on Wilmarth."; a longer line calling for one tells more
+    if _CALL.search(text) and len(words) <= _LONG and not _tells(text):
+        return Talk.dice
     rules = len(_MECHANICS.findall(text))
     results = len(_RESULT.findall(text))
     if rules and (len(words) <= _SHORT_RULES or rules * 7 >= len(words) or (results and len(words) <= _LONG)):
@@ -290,7 +336,7 @@ def is_table_talk(sentence: str) -> bool:
     a few and must quote none of those ("That will be the end of its turn. Let's see if that recharges.")."""
     return (
         any(ch.isdigit() for ch in sentence)
-        or any(p.search(sentence) for p in (_MECHANICS, _SPONSOR, _BANTER, _TABLE))
+        or any(p.search(sentence) for p in (_MECHANICS, _SPONSOR, _BANTER, _ASIDE, _TABLE))
         or _ruling(sentence)
     )
 
@@ -335,12 +381,19 @@ def voice_of(text: str, before: Sequence[str]) -> str | None:
     return None
 
 
-#: What a transcript calls its game master.
-DM_NAMES = frozenset({"DM", "GM", "DUNGEON MASTER", "GAME MASTER", "NARRATOR"})
+#: What a transcript calls its game master: D&D's DM, and other games' names for the role (Call of Cthulhu's Keeper,
+#: the World of Darkness's Storyteller, a Powered by the Apocalypse game's MC, an old-school or Traveller Referee).
+DM_NAMES = frozenset(
+    {"DM", "GM", "DUNGEON MASTER", "GAME MASTER", "NARRATOR", "KEEPER", "STORYTELLER", "MC", "REFEREE"}
+)
 
 # The label of a game master's lines, alone or beside a name as a home table's transcript or a Discord display name
-# gives it: "DM", "Marcus (DM)", "GM - Marcus", "Dungeon Master"; a word of its own, not "Admiral" or "Dmitri".
-_DM_LABEL = re.compile(r"(?<![^\W\d_])(?:DM|GM|NARRATOR|(?:DUNGEON|GAME)\s+MASTER)(?![^\W\d_])", re.IGNORECASE)
+# gives it: "DM", "Marcus (DM)", "GM - Marcus", "Dungeon Master", "Priya (Keeper)"; a word of its own, not "Admiral",
+# "Dmitri" or "Gatekeeper"; "MC" in capitals only ("Mc Bride" is a name).
+_DM_LABEL = re.compile(
+    r"(?<![^\W\d_])(?:DM|GM|NARRATOR|KEEPER|STORYTELLER|REFEREE|(?-i:MC)|(?:DUNGEON|GAME)\s+MASTER)(?![^\W\d_])",
+    re.IGNORECASE,
+)
 
 
 def dm_speaker(words: Mapping[str, int]) -> tuple[str, bool]:

@@ -54,6 +54,19 @@ _ARTICLES = frozenset({"a", "an", "the"})
 _DETERMINERS = frozenset(
     {*_ARTICLES, "my", "your", "his", "her", "its", "our", "their", "this", "that", "these", "those"}
 )
+#: Titles a person's name opens with, as said ("Dr." is said "Doctor"): one said before words that sound like the
+#: surname of a name with that title is evidence the name was said (see ``PhoneticMatcher._titled``).
+_TITLES = frozenset(
+    """
+    doctor professor captain mister missus miss madam madame sir dame lord lady inspector detective sergeant
+    lieutenant commander colonel major general admiral father sister brother reverend agent officer constable
+    """.split()
+)
+_TITLE_SAID = {"dr": "doctor", "mr": "mister", "mrs": "missus", "prof": "professor", "capt": "captain"}
+#: Most words a surname after its title may be heard as ("Army tage" / Armitage).
+_TITLED_WORDS = 3
+#: Phone edits a surname after its title may be heard with: one up to this many phones, two from there.
+_TITLED_ONE_EDIT = 5
 #: Small words inside a capitalised name ("Tower of Terror").
 _LINKS = frozenset({"of", "the", "de", "von", "van"})
 _SENTENCE_ENDS = ".!?…"
@@ -477,6 +490,13 @@ class PhoneticMatcher:
         self._tails = frozenset(
             f.words[1:] for f in index.forms if len(f.words) > 1 and any(word_zipf(w) < common for w in f.words[1:])
         )
+        # Surnames by the title their name opens with: "doctor" -> (phones of "armitage", Dr. Henry Armitage)
+        self._titled_names: dict[str, list[tuple[str, NameForm]]] = {}
+        for f in index.forms:
+            title = _TITLE_SAID.get(f.words[0], f.words[0]) if len(f.words) > 1 else ""
+            surname = name_norm(f.canonical).split()[-1]  # not an alias's last word ("Sister Ottilie" of … Brand)
+            if title in _TITLES and f.words[-1] == surname not in _TITLES and (sound := name_phones(f.words[-1:])):
+                self._titled_names.setdefault(title, []).append((sound, f))
         # Words a name writes with a full stop ("Dr. Dranzel"): that stop does not end its exact mention.
         self._abbreviated = frozenset(w.casefold() for f in index.forms for w in _ABBREVIATION.findall(f.surface))
         load_tables()
@@ -508,6 +528,8 @@ class PhoneticMatcher:
         candidates: list[_Candidate] = list(respaced)
         if cast:
             candidates += self._cast_names(text, words, cast)
+        if self._titled_names:
+            candidates += self._titled(words)
         near_misses: list[tuple[int, int]] = []
         for window in self._windows(words):
             candidate, near = self._judge(window, no_confidences)
@@ -552,6 +574,45 @@ class PhoneticMatcher:
             if (said_as := self._unambiguous(found)) is not None:
                 form, score = said_as
                 out.append(_Candidate(i, i, form, score, False, score - _SOUND_RANK_GAP))
+        return out
+
+    def _titled(self, words: list[_Word]) -> list[_Candidate]:
+        """A title said before a run of words that sounds like the surname of the one name opening with that title
+        ("Doctor Army tage" / Dr. Henry Armitage, "Captain race" / Captain Ilse Reyes): the title is what a table
+        says before a name, and the surname's words are everyday English the windows rightly leave alone ("army",
+        "race" and "will" are common words; "armitage" is too). The whole name replaces title and run. Not after a
+        determiner ("the captain races"), where the title is a noun; the run starts with the surname's first phone
+        and is at most one phone off it (two from ``_TITLED_ONE_EDIT`` phones), one name alone that near."""
+        out = []
+        for i, word in enumerate(words[:-1]):
+            title = _TITLE_SAID.get(word.token.norm, word.token.norm)
+            if title not in self._titled_names or (i > 0 and words[i - 1].token.norm in _DETERMINERS):
+                continue
+            found: list[tuple[int, int, NameForm]] = []  # (edits, last word, name)
+            for last in range(i + 1, min(i + 1 + _TITLED_WORDS, len(words))):
+                run = words[i + 1 : last + 1]
+                if not words[last - 1].joins_next or any(w.locked or w.token.norm in _TITLES for w in run):
+                    break
+                heard = name_phones(tuple(w.token.norm for w in run))
+                spelled = "".join(w.token.norm for w in run)
+                for sound, form in self._titled_names[title]:
+                    if spelled == form.words[-1]:
+                        continue  # "Doctor Morgan": the surname said right, no name misheard
+                    allowed = 1 if len(sound) <= _TITLED_ONE_EDIT else 2
+                    if heard[:1] == sound[:1] and abs(len(heard) - len(sound)) <= allowed:
+                        edits = Levenshtein.distance(heard, sound, score_cutoff=allowed)
+                        if edits <= allowed:
+                            found.append((edits, last, form))
+            if not found:
+                continue
+            best = min(e for e, _, _ in found)
+            at_best = {(last, form.entity_key): form for e, last, form in found if e == best}
+            if len({key for _, key in at_best}) != 1:
+                continue  # two names, or none alone, that near: left as said
+            (last, _), form = min(at_best.items(), key=lambda item: item[0][0])
+            primary = next((f for f in self.index.forms if f.entity_key == form.entity_key and f.primary), form)
+            score = 1 - best / max(len(name_phones(form.words[-1:])), 1)
+            out.append(_Candidate(i, last, primary, score, False, score - _SOUND_RANK_GAP))
         return out
 
     def nearly_heard(

@@ -1357,6 +1357,27 @@ def test_correct_with_campaign_entities(lk) -> None:
     assert missing.returncode == 1 and "no campaign named 'Nope'" in missing.stderr
 
 
+def test_correct_mends_a_surname_misheard_after_its_title(lk, tmp_path: Path) -> None:
+    """A 1920s table's names are everyday English ("Armitage", "Reyes"), and so is what the recogniser writes for
+    them ("army tage", "race"): after the title the campaign gives the name, they are that name."""
+    world = tmp_path / "arkham.yaml"
+    world.write_text(
+        "campaign: {name: The Arkham Cipher}\n"
+        "entities:\n"
+        "  - {name: Dr. Henry Armitage, type: npc, aliases: [Armitage]}\n"
+        "  - {name: Captain Ilse Reyes, type: npc, aliases: [Reyes]}\n"
+    )
+    assert lk("campaign", "load", str(world)).returncode == 0
+    said = 'Waiting behind a desk is Doctor Army tage.\nCaptain race says, "Same as you."\nThe captain races off.\n'
+    out = lk("correct", "-c", "The Arkham Cipher", input=said)
+    assert out.returncode == 0, out.stderr
+    assert [json.loads(line)["text"] for line in out.stdout.splitlines()] == [
+        "Waiting behind a desk is Dr. Henry Armitage.",
+        'Captain Ilse Reyes says, "Same as you."',
+        "The captain races off.",
+    ]
+
+
 def test_an_unknown_campaign_says_where_the_names_are_and_which_one_is_close(lk) -> None:
     assert lk("campaign", "create", "The Sunken Crown").returncode == 0
     nope = lk("entity", "list", "--campaign", "Nope")

@@ -89,6 +89,42 @@ def test_a_line_on_its_own(text: str, kind: Talk | None) -> None:
     assert line_talk(text) == kind
 
 
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        # a percentile game's table (a Call of Cthulhu night): rolls called by skill, results with their outcome,
+        # the sheet, ability scores in capitals, a rules question
+        ("Okay, Kim, Dev, both of you make a Psychology roll on Wilmarth.", Talk.dice),
+        ("Make a Sleight of Hand, or I'll let you use DEX at half.", Talk.dice),
+        ("Okay. Roll initiative. Well, in Call of Cthulhu it's DEX order. Tommy, you go first, then Ruth.", Talk.dice),
+        ("20 pass", Talk.dice),
+        ("50 exactly", Talk.dice),
+        ("88 lol", Talk.dice),
+        ("Check your sheet. You started at 55.", Talk.dice),
+        ("hey can I ask a rules question, if I punch somebody is that fighting maneuver or just brawl", Talk.dice),
+        # the table outside the fiction: a phone call, the game's sessions, who narrates
+        ("wait hold on, my phone, it's the babysitter", Talk.banter),
+        ("sorry, phone again. it's my mom. I'll call her back", Talk.banter),
+        ("52 then. no wait 51, I lost 1 in the first session too", Talk.banter),
+        ("since Doyle's dead can I at least narrate what happens to the body", Talk.banter),
+        # the story: a number in a place's name, "checks" the verb, a roll of the story, a call asked back
+        ("we head for Pier 9", None),
+        ("Tommy checks his revolver", None),
+        ("Far Cry 5!", None),
+        ("25 total pieces.", None),
+        (
+            "Roll both? Yeah. As you swing down, the gnoll manages to see you up in the air and side steps as you "
+            "hit the stonework.",
+            None,
+        ),
+    ],
+)
+def test_other_games_table_talk_and_their_story(text: str, kind: Talk | None) -> None:
+    """Not only D&D's: what a percentile game's table says between the story's lines, and story lines with a
+    number or a verb the rules use too."""
+    assert line_talk(text) == kind
+
+
 def test_the_recap_quotes_no_sentence_of_rules_dice_or_the_show() -> None:
     assert is_table_talk("That will be the end of its turn.")
     assert is_table_talk("Go check out the Twitch stream.")
@@ -244,12 +280,12 @@ def test_a_players_retelling_of_the_last_session_is_pre_show_up_to_the_dms_next_
         ("Ana", "Last time we did that, the hat bit me."),  # the story's now: the DM has gone on
     ]
     assert _session(*lines)[:5] == [Talk.pre_show] * 3 + [None, None]
-    lines[3] = ("DM", "Right. Can I see your sheet a second?")
+    lines[3] = ("DM", "Right. Can I see your sheet a second?")  # table talk of its own (the character sheet)
     lines[5] = ("Ana", "Okay so last time, we ate all the bread.")  # the DM has spoken since asking: the story's
-    assert _session(*lines)[:6] == [Talk.pre_show] * 3 + [None] * 3
+    assert _session(*lines)[:6] == [Talk.pre_show] * 3 + [Talk.dice, None, None]
     lines[0] = ("DM", "Hi all! Last we left off, you stood at the burned mill.")  # the DM's recap is the game's
     lines[1] = ("Ana", "Right, and last time we found the miller gone.")  # a player adding to it too
-    assert set(_session(*lines)) == {None}
+    assert Talk.pre_show not in _session(*lines)
 
 
 def test_a_players_cue_and_a_session_without_cues_mark_nothing() -> None:
@@ -309,13 +345,19 @@ def test_only_the_lines_asked_for_are_read_one_by_one_and_the_segments_still_hol
     assert session_talk(lines) == [Talk.pre_show, None, Talk.dice, None, Talk.dice]
 
 
-@pytest.mark.parametrize("label", ["DM", "Marcus (DM)", "DM Marcus", "Marcus [GM]", "GM - Marcus", "Dungeon Master"])
+@pytest.mark.parametrize(
+    "label",
+    [
+        *["DM", "Marcus (DM)", "DM Marcus", "Marcus [GM]", "GM - Marcus", "Dungeon Master"],
+        *["Priya (Keeper)", "Keeper", "Storyteller", "MC - Priya", "Referee", "Priya (GM)"],
+    ],
+)
 def test_a_label_naming_the_game_master_is_the_dm_however_the_table_writes_it(label: str) -> None:
     """A home table's transcript or a Discord name puts the role beside the name: the wordiest player is no DM."""
     assert dm_speaker({"Rob": 900, label: 300, "Dana": 200}) == (label, False)
 
 
-@pytest.mark.parametrize("label", ["Dmitri", "Admiral Vey", "Gemma", "Ragnar the Master"])
+@pytest.mark.parametrize("label", ["Dmitri", "Admiral Vey", "Gemma", "Ragnar the Master", "Gatekeeper", "Mc Bride"])
 def test_dm_inside_a_word_or_a_master_alone_names_no_game_master(label: str) -> None:
     assert dm_speaker({"Rob": 900, label: 300}) == ("Rob", True)
 

@@ -1,0 +1,59 @@
+"""Stage 1 and a title: words after one that sound like the surname of the name opening with it are that name."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher
+from memory.correction.edits import apply_corrections
+
+ARMITAGE, REYES, WILMARTH, MORGAN, VOSS = 1, 2, 3, 4, 5
+ENTITIES = [
+    EntityName(id=ARMITAGE, name="Dr. Henry Armitage", aliases=["Henry Armitage", "Armitage"]),
+    EntityName(id=REYES, name="Captain Ilse Reyes", aliases=["Ilse Reyes", "Reyes"]),
+    EntityName(id=WILMARTH, name="Professor Albert Wilmarth", aliases=["Wilmarth"]),
+    EntityName(id=MORGAN, name="Dr. Francis Morgan", aliases=["Francis Morgan"]),
+    EntityName(id=VOSS, name="Eleanor Voss"),
+]
+
+
+@pytest.fixture(scope="module")
+def matcher() -> PhoneticMatcher:
+    return PhoneticMatcher(PhoneticIndex.build(ENTITIES))
+
+
+def corrected(matcher: PhoneticMatcher, text: str) -> str:
+    return apply_corrections(text, matcher.correct(text).corrections)
+
+
+@pytest.mark.parametrize(
+    ("text", "fixed"),
+    [
+        ("Waiting behind a desk is Doctor Army tage.", "Waiting behind a desk is Dr. Henry Armitage."),
+        ("We meet doctor army tage at the library.", "We meet Dr. Henry Armitage at the library."),
+        ('Captain race says, "Same as you."', 'Captain Ilse Reyes says, "Same as you."'),
+        ("Professor will mouth has seen the script.", "Professor Albert Wilmarth has seen the script."),
+    ],
+)
+def test_a_title_before_words_sounding_like_its_names_surname_is_that_name(
+    matcher: PhoneticMatcher, text: str, fixed: str
+) -> None:
+    """Everyday words ("army", "race", "will") are never bent into a name alone; after the title of a name whose
+    surname they sound like, they are what the recogniser made of it."""
+    assert corrected(matcher, text) == fixed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The Captain races to the door.",  # after a determiner the title is a noun
+        "The doctor will mouth the words.",
+        "Professor will help.",  # not the surname's sound
+        "Doctor army knife",
+        "Doctor Morgan arrives.",  # the surname said right: nothing misheard
+        "Captain, raise the sails!",  # a comma between: the title is called, no name follows
+        "Sister race ahead.",  # no name opens with that title
+    ],
+)
+def test_the_title_alone_or_words_unlike_a_surname_stay_as_said(matcher: PhoneticMatcher, text: str) -> None:
+    assert matcher.correct(text).corrections == [], text
