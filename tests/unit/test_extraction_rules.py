@@ -130,6 +130,19 @@ async def test_rules_ignore_sentence_starts_and_canon_claims() -> None:
     assert result.entities == []
 
 
+async def test_a_priest_of_a_group_serves_it_and_only_a_high_priest_leads_it() -> None:
+    order = KnownEntity(id=5, name="Order of Dagon", type=EntityType.faction, aliases=["the Order"])
+    result = await RuleExtractor().extract(
+        entries("Eldrinax is Tim, a priest of the Order.", "Eldrinax, the high priest of Ironhold."), [*KNOWN, order]
+    )
+    assert {(f.source, f.type, f.target or f.value) for f in result.facts} == {
+        ("Tim", "occupation", "priest"),
+        ("Tim", "member_of", "Order of Dagon"),
+        ("Eldrinax", "occupation", "high priest"),
+        ("Eldrinax", "leader_of", "Ironhold"),
+    }
+
+
 def test_validation_drops_and_counts_bad_facts() -> None:
     def fact(source: str, target: str | None, value: str | None = None, **kw: object) -> ProposedFact:
         base = {"type": "ally_of", "confidence": 0.8, "basis": "stated", "entry_ids": [1]}
