@@ -231,10 +231,13 @@ _PAST = re.compile(r"\b(?:ago|remember|remembers|recall|previously|last\s+time|y
 _UNREAL = re.compile(
     r"\b(?:if|unless|whether|though|although|despite|would|could|should|might|may|must|can|cannot|can't|will|"
     r"won't|gonna|going\s+to|"
-    r"want|wants|wanted|try|tries|trying|tried|attempt|attempts|about\s+to|before|until|not|n't|never|nearly|"
+    r"want|wants|wanted|try|tries|trying|tried|attempt|attempts|about\s+to|not|n't|never|nearly|"
     r"almost|plan|plans|hope|hopes|chance|kill\s+or)\b|'ll\b|’ll\b",
     re.IGNORECASE,
 )
+#: ... and "before"/"until" ahead of the telling ("before you reach Emon", "wait until Sylas dies"): after it they
+#: are only when it happened ("you arrive at Innsmouth a little before noon").
+_NOT_YET = re.compile(r"\b(?:before|until)\b", re.IGNORECASE)
 #: ... and memories, in play: "a year ago you entered Emon" is no turning point of this session.
 _MEMORY = re.compile(r"\b(?:ago|remember|previously|last\s+time|once)\b", re.IGNORECASE)
 #: The DM's hedges on their own memory: "Grog leapt, if I recall, into the Plane of Air" is no condition.
@@ -564,7 +567,10 @@ def _told(text: str, m: re.Match[str], retold: bool = False) -> bool:
     if not retold and _PAST.search(text[start:end]):
         return False
     after = _CLAUSE_END.search(text, m.end(), end)  # "Sylas dies if you close it": the condition may follow
-    clause = re.sub(r"\ue000\d+\ue001", " ", text[_clause(text, m) : after.start() if after else end])
+    begin = _clause(text, m)
+    clause = re.sub(r"\ue000\d+\ue001", " ", text[begin : after.start() if after else end])
+    if _NOT_YET.search(text, begin, m.start()):
+        return False
     return _UNREAL.search(clause) is None and (retold or _MEMORY.search(clause) is None)
 
 
@@ -703,7 +709,7 @@ def meaning_sentences(text: str, spans: Sequence[tuple[int, int, KnownEntity]]) 
         words = s.group().strip()
         if words.endswith("?") or _IF.search(words) or len(words.split()) < 3:
             continue
-        if _UNREAL.search(words) or _MEMORY.search(words):
+        if _UNREAL.search(words) or _NOT_YET.search(words) or _MEMORY.search(words):
             continue
         named = {e.id: e for a, b, e in spans if s.start() <= a and b <= s.end()}
         for kind, types in _MEANT_TYPES.items():
