@@ -37,14 +37,20 @@ _ARTICLES = frozenset({"a", "an", "the"})
 _COMMON_ZIPF = MatchSettings().common_zipf
 
 
+#: Titles that are written shortened, with a full stop: "Dr. Armitage".
+_SHORT_TITLES = frozenset("dr mr mrs ms st prof rev capt sgt lt col insp det".split())
 #: Words a person's name may start with that are no first name: "Sister" of Sister Ottilie Brand, "Old" of Old Hobb.
-TITLES = frozenset(
+TITLES = _SHORT_TITLES | frozenset(
     """
     sister brother father mother abbot abbess captain commander general lieutenant sergeant lord lady sir ser dame
     master mistress madam madame king queen prince princess duke duchess count countess baron baroness emperor
-    empress doctor dr professor mister mr mrs ms miss saint st old young little big grand high elder
+    empress doctor professor mister miss saint old young little big grand high elder inspector detective
+    constable sheriff officer agent reverend colonel major admiral
     """.split()
 )
+#: The titles that are honorifics, not words of a name ("Old Town"): part of a mention before it, dropped from a
+#: name registered with one.
+_HONORIFICS = TITLES - {"old", "young", "little", "big", "grand", "high", "elder"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +61,7 @@ class _Entry(Generic[E]):
     possessive: bool  # the name ends in a possessive ("Gilmore's")
     first: bool = False  # a person's first name alone: only where written as a name (see :func:`_written_as_name`)
     lowered: bool = False  # the DM wrote it in lower case, of several words ("the abbey"): it counts as written
+    capital: bool = False  # a name registered with a title, said without it: only with a capital ("Morgan")
 
 
 def _marks(between: str) -> str:
@@ -77,6 +84,10 @@ class Gazetteer(Generic[E]):
         self._by_words: dict[str, list[_Entry[E]]] = {}
         entities = list(entities)
         surfaces = [(entity, surface) for entity in entities for surface in (entity.name, *entity.aliases)]
+        # a name registered with its title is called without it too, or with another ("Dr." of "Doctor Armitage")
+        bare = [(entity, form) for entity, surface in surfaces if (form := untitled(surface))]
+        surfaces += bare
+        capital = {(id(entity), surface) for entity, surface in bare}
         for form in (normalize, spaced_form):
             lowered = {(id(entity), form(surface)) for entity, surface in surfaces if _lowered(surface)}
             for entity, surface in surfaces:
@@ -91,6 +102,7 @@ class Gazetteer(Generic[E]):
                             " ".join(surface.casefold().split()),
                             bool(tokens) and tokens[-1].base_end != tokens[-1].end,
                             lowered=(id(entity), key) in lowered,
+                            capital=(id(entity), surface) in capital,
                         )
                     )
         for word, person in first_names(people, entities).items():
@@ -127,6 +139,8 @@ class Gazetteer(Generic[E]):
                         continue
                     if entry.first and not (first_names and _written_as_first_name(text, tokens[i])):
                         continue
+                    if entry.capital and not text[tokens[i].start].isupper():
+                        continue
                     if not cased or entry.lowered or _written_as_name(text, tokens[i : j + 1]):
                         best = (j, entry.entity)
                         break
@@ -136,7 +150,8 @@ class Gazetteer(Generic[E]):
             if best is None:
                 i += 1
                 continue
-            found.append((tokens[i].start, tokens[best[0]].end, best[1]))
+            start = _titled(text, tokens, i, found[-1][1] if found and not nested else 0)
+            found.append((start, tokens[best[0]].end, best[1]))
             i = i + 1 if nested else best[0] + 1
         return found
 
@@ -190,6 +205,16 @@ def first_name(name: str) -> str | None:
     return rest[0] if rest and len(rest[0]) >= 3 else None
 
 
+def untitled(name: str) -> str | None:
+    """A name without the titles it starts with ("Henry Armitage" of Dr. Henry Armitage), when it has some and
+    what is left starts with a capital ("of the Quadroads" of Lord of the Quadroads is no name)."""
+    tokens = tokenize(name)
+    rest = list(dropwhile(lambda t: _honorific(name, t), tokens))
+    if len(rest) == len(tokens) or not rest or rest[0].norm in _ARTICLES or not name[rest[0].start].isupper():
+        return None
+    return name[rest[0].start :]
+
+
 P = TypeVar("P", bound=Named)
 
 
@@ -230,6 +255,24 @@ def _written_as_first_name(text: str, word: Token) -> bool:
         return True
     before = text[: word.start].rstrip(" \t\"'“‘([*_-—")
     return (bool(before) and before[-1] not in ".!?;…") or _ACTS.match(text, word.end) is not None
+
+
+def _titled(text: str, tokens: Sequence[Token], i: int, after: int) -> int:
+    """Where the mention starting at word ``i`` starts with the titles written before it ("Doctor Armitage",
+    "Dr. Armitage", "Lord Commander Grey"), past ``after``: a title is part of whoever it names, registered with it
+    or without, so "gives the idol to Doctor Armitage" reads as it would without one."""
+    start = tokens[i].start
+    while i > 0 and (title := tokens[i - 1]).start >= after and _honorific(text, title):
+        between = _marks(text[title.end : start])
+        if not (between == "" or (between == "." and title.norm in _SHORT_TITLES)):
+            break
+        start, i = title.start, i - 1
+    return start
+
+
+def _honorific(text: str, word: Token) -> bool:
+    """Whether a word is written as an honorific: one of them, with a capital, no possessive ("King's Road")."""
+    return word.norm in _HONORIFICS and text[word.start].isupper() and word.base_end == word.end
 
 
 def _lowered(surface: str) -> bool:
