@@ -1,7 +1,7 @@
 """A session's turning points in the DM's narration: deaths, arrivals at a known place, a named item changing
-hands, a quest taken from a known giver or a known quest accepted. Each is an ``event`` named from its line ("Death
-of Sylas Briarwood", "Arrival at Whitestone") with who took part in it. Pure: the line comes tagged by the rule
-extractor (each known name a placeholder).
+hands, a quest taken from a known giver, a known quest accepted or completed. Each is an ``event`` named from its
+line ("Death of Sylas Briarwood", "Arrival at Whitestone") with who took part in it. Pure: the line comes tagged by
+the rule extractor (each known name a placeholder).
 
 In play a turning point is a clause: a verb of its kind (killing, dying, arriving, finding or being given), in any
 tense, with a known entity of the kind's type as its subject or object ("Vex has fallen", "the lifeless body of
@@ -334,6 +334,12 @@ _TAKES = re.compile(
     r"(?:[a-z]+\s+)?(?i:quest|job|task|mission)(?:\s+(?i:to|of))?"
     r"|(?i:a|an|the|your|their)\s+(?:[a-z]+\s+)?(?i:quest)\s*:)\s+" + _K.format("y")
 )  # fmt: skip
+#: ... and a known quest the party has done: "You have completed the quest to find Lucy Pruitt".
+_DONE = re.compile(
+    rf"{_PLAYERS}(?:['’]ve|\s+(?i:have|has|had))?\s+" + _ADVERB
+    + r"(?i:complete|completes|completed|finish|finishes|finished|fulfil|fulfils|fulfill|fulfills|fulfilled)\s+"
+    r"(?i:the|a|this|your|their)\s+(?:[a-z]+\s+)?(?i:quest|job|task|mission)(?:\s+(?i:to|of))?\s+" + _K.format("y")
+)  # fmt: skip
 #: What comes before a clause's subject: its sentence's or clause's start, a conjunction or an adverb, never a verb
 #: or a preposition ("she gives you a nod and walks back to the palace": "you" is her object).
 _BEFORE_SUBJECT = re.compile(
@@ -455,13 +461,19 @@ def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list
         if x.type in _MORTAL and _told(text, m, retold):
             who = _with(_persons(text, m, found), x)
             out.append(Event(EventKind.quest, f"Quest from {x.name}", who, span=_span(text, m)))
-    for m in _TAKES.finditer(text):
-        quest = found[int(m.group("y"))]
-        s = m.group("s")
-        subject = s is None or found[int(s)].type in _PARTY_TYPES
-        if quest.type == EntityType.quest and subject and _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
-            who = _with(_persons(text, m, found), quest)
-            out.append(Event(EventKind.quest, f"Acceptance of {quest.name}", who, span=_span(text, m)))
+    for pattern, what in ((_TAKES, "Acceptance"), (_DONE, "Completion")):
+        for m in pattern.finditer(text):
+            quest = found[int(m.group("y"))]
+            s = m.group("s")
+            subject = s is None or found[int(s)].type in _PARTY_TYPES
+            if (
+                quest.type == EntityType.quest
+                and subject
+                and _BEFORE_SUBJECT.search(text[: m.start()])
+                and _told(text, m)
+            ):
+                who = _with(_persons(text, m, found), quest)
+                out.append(Event(EventKind.quest, f"{what} of {quest.name}", who, span=_span(text, m)))
     if retold:  # in play, the DM's past tense is a memory ("no, you went back to the tavern"), not a turning point
         out += _register_events(text, found)
     return _once(out)

@@ -284,6 +284,14 @@ def test_a_known_quest_the_party_accepts_is_its_acceptance() -> None:
     ]
 
 
+def test_a_known_quest_the_party_completes_is_its_completion() -> None:
+    done = [("Completion of Silence the Choir Bell", ["Silence the Choir Bell"], None)]
+    assert names("You have completed the quest to silence the Choir Bell.") == done
+    assert names("And so you finally finish the quest of silence the Choir Bell.") == done
+    assert told("If you complete the quest to silence the Choir Bell, he pays.") == []
+    assert told("Jazna completed the quest to silence the Choir Bell.") == []  # an npc's
+
+
 @pytest.mark.parametrize(
     "line",
     [
