@@ -190,3 +190,27 @@ def test_a_title_before_a_name_is_part_of_the_mention_registered_with_one_or_not
 
 def test_a_name_without_its_title_is_no_ordinary_word() -> None:
     assert TITLED.find("the town hall") == [] and TITLED.find("Henry Armitage")[0][2].id == 1
+
+
+SURNAMED = [known(1, "Edgar Whitlock"), known(2, "Jeremiah Crane"), known(3, "Agatha Pruitt"), known(4, "Lucy Pruitt")]
+CALLED = Gazetteer([*SURNAMED, known(5, "Lady Kima of Vord")], people=[*SURNAMED, known(5, "Lady Kima of Vord")])
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("The bookseller. Whitlock.", ["Whitlock"]),  # no English word: anywhere, with a capital
+        ("Inspector Greene raids Whitlock's shop.", ["Whitlock's"]),
+        ("Mister Crane waits.", ["Mister Crane"]),  # an English word: after a title,
+        ("You find Crane on the pier.", ["Crane"]),  # inside a sentence,
+        ("Crane nods.", ["Crane"]),  # or doing something at its start
+        ("Crane is a bird.", []),
+        ("We drink at the Crane Inn.", []),  # a word of a longer name
+        ("Then Pruitt.", []),  # two people's
+        ("Vord", []),  # no last name: "of" is no name's word
+        ("whitlock", []),  # without a capital
+    ],
+)
+def test_a_persons_last_name_alone_names_them_where_written_as_a_name(text: str, said: list[str]) -> None:
+    """ "Whitlock" named no one: only a first name counted alone, though a modern table calls people by surname."""
+    assert [text[a:b] for a, b, _ in CALLED.find(text, written=True)] == said
