@@ -37,14 +37,20 @@ _ARTICLES = frozenset({"a", "an", "the"})
 _COMMON_ZIPF = MatchSettings().common_zipf
 
 
+#: Titles that are written shortened, with a full stop: "Dr. Armitage".
+_SHORT_TITLES = frozenset("dr mr mrs ms st prof rev capt sgt lt col insp det".split())
 #: Words a person's name may start with that are no first name: "Sister" of Sister Ottilie Brand, "Old" of Old Hobb.
-TITLES = frozenset(
+TITLES = _SHORT_TITLES | frozenset(
     """
     sister brother father mother abbot abbess captain commander general lieutenant sergeant lord lady sir ser dame
     master mistress madam madame king queen prince princess duke duchess count countess baron baroness emperor
-    empress doctor dr professor mister mr mrs ms miss saint st old young little big grand high elder
+    empress doctor professor mister miss saint old young little big grand high elder inspector detective
+    constable sheriff officer agent reverend colonel major admiral
     """.split()
 )
+#: The titles that are honorifics, not words of a name ("Old Town"): part of a mention before it, dropped from a
+#: name registered with one.
+_HONORIFICS = TITLES - {"old", "young", "little", "big", "grand", "high", "elder"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +60,9 @@ class _Entry(Generic[E]):
     written: str  # the name casefolded, spaces collapsed
     possessive: bool  # the name ends in a possessive ("Gilmore's")
     first: bool = False  # a person's first name alone: only where written as a name (see :func:`_written_as_name`)
+    last: bool = False  # a person's last name alone: only where written as one (see :func:`_written_as_last_name`)
     lowered: bool = False  # the DM wrote it in lower case, of several words ("the abbey"): it counts as written
+    capital: bool = False  # a name registered with a title, said without it: only with a capital ("Morgan")
 
 
 def _marks(between: str) -> str:
@@ -70,13 +78,18 @@ def _separators(surface: str) -> frozenset[str]:
 
 class Gazetteer(Generic[E]):
     def __init__(self, entities: Iterable[E], *, people: Iterable[E] = ()) -> None:
-        """``people``: those of ``entities`` (npcs and player characters) a table calls by their first name alone
-        (:func:`first_names`): "Quillon picks up the lantern" names Quillon Ashgrove."""
+        """``people``: those of ``entities`` (npcs and player characters) a table calls by their first or last name
+        alone (:func:`names_alone`): "Quillon picks up the lantern" names Quillon Ashgrove, "Mister Whitlock"
+        Edgar Whitlock."""
         # A name's words -> the entities so called, each with the punctuation it has between its words ("." of
         # "St. Cuthbert"); names as written first, then spaced at their hyphens.
         self._by_words: dict[str, list[_Entry[E]]] = {}
         entities = list(entities)
         surfaces = [(entity, surface) for entity in entities for surface in (entity.name, *entity.aliases)]
+        # a name registered with its title is called without it too, or with another ("Dr." of "Doctor Armitage")
+        bare = [(entity, plain) for entity, surface in surfaces if (plain := untitled(surface))]
+        surfaces += bare
+        capital = {(id(entity), surface) for entity, surface in bare}
         for form in (normalize, spaced_form):
             lowered = {(id(entity), form(surface)) for entity, surface in surfaces if _lowered(surface)}
             for entity, surface in surfaces:
@@ -91,10 +104,12 @@ class Gazetteer(Generic[E]):
                             " ".join(surface.casefold().split()),
                             bool(tokens) and tokens[-1].base_end != tokens[-1].end,
                             lowered=(id(entity), key) in lowered,
+                            capital=(id(entity), surface) in capital,
                         )
                     )
-        for word, person in first_names(people, entities).items():
-            self._by_words[word] = [_Entry(person, frozenset(), word, False, first=True)]
+        for word, person in names_alone(people, entities).items():
+            first = word == first_name(person.name)
+            self._by_words[word] = [_Entry(person, frozenset(), word, False, first=first, last=not first)]
         # Where a run of words may still become a name: the scan stops extending a window at the first miss.
         self._prefixes = {
             " ".join(words[:n]) for key in self._by_words if (words := key.split()) for n in range(1, len(words) + 1)
@@ -127,6 +142,10 @@ class Gazetteer(Generic[E]):
                         continue
                     if entry.first and not (first_names and _written_as_first_name(text, tokens[i])):
                         continue
+                    if entry.last and not (first_names and _written_as_last_name(text, tokens, i)):
+                        continue
+                    if entry.capital and not text[tokens[i].start].isupper():
+                        continue
                     if not cased or entry.lowered or _written_as_name(text, tokens[i : j + 1]):
                         best = (j, entry.entity)
                         break
@@ -136,7 +155,8 @@ class Gazetteer(Generic[E]):
             if best is None:
                 i += 1
                 continue
-            found.append((tokens[i].start, tokens[best[0]].end, best[1]))
+            start = _titled(text, tokens, i, found[-1][1] if found and not nested else 0)
+            found.append((start, tokens[best[0]].end, best[1]))
             i = i + 1 if nested else best[0] + 1
         return found
 
@@ -190,6 +210,16 @@ def first_name(name: str) -> str | None:
     return rest[0] if rest and len(rest[0]) >= 3 else None
 
 
+def untitled(name: str) -> str | None:
+    """A name without the titles it starts with ("Henry Armitage" of Dr. Henry Armitage), when it has some and
+    what is left starts with a capital ("of the Quadroads" of Lord of the Quadroads is no name)."""
+    tokens = tokenize(name)
+    rest = list(dropwhile(lambda t: _honorific(name, t), tokens))
+    if len(rest) == len(tokens) or not rest or rest[0].norm in _ARTICLES or not name[rest[0].start].isupper():
+        return None
+    return name[rest[0].start :]
+
+
 P = TypeVar("P", bound=Named)
 
 
@@ -204,9 +234,24 @@ def sole_names(people: Iterable[P], everyone: Iterable[Named], words: Callable[[
     return {word: next(iter(ps.values())) for word, ps in owners.items() if len(ps) == 1 and word not in whole}
 
 
-def first_names(people: Iterable[P], everyone: Iterable[Named]) -> dict[str, P]:
-    """The first names (:func:`first_name`) a person of ``people`` is called by alone among ``everyone``."""
-    return sole_names(people, everyone, lambda person: filter(None, [first_name(person.name)]))
+def last_name(name: str) -> str | None:
+    """A person's last name: the last word of a name of several, titles aside, each word with a capital
+    ("Whitlock" of Edgar Whitlock, "Armitage" of Dr. Henry Armitage; none of Kima of Vord or Percival de Rolo III),
+    of 3 letters or more."""
+    tokens = tokenize(name)
+    rest = list(dropwhile(lambda t: t.norm in TITLES, tokens))
+    if len(rest) < 2 or rest[0].norm in _ARTICLES:
+        return None
+    words = [name[t.start : t.end] for t in rest]
+    if not all(w[0].isupper() and not w.isupper() for w in words) or len(rest[-1].norm) < 3:
+        return None
+    return rest[-1].norm
+
+
+def names_alone(people: Iterable[P], everyone: Iterable[Named]) -> dict[str, P]:
+    """The first and last names (:func:`first_name`, :func:`last_name`) a person of ``people`` is called by alone
+    among ``everyone``."""
+    return sole_names(people, everyone, lambda person: filter(None, [first_name(person.name), last_name(person.name)]))
 
 
 # What follows a sentence's first word that is a person doing something or spoken to: a verb in -s ("Wren stands
@@ -230,6 +275,38 @@ def _written_as_first_name(text: str, word: Token) -> bool:
         return True
     before = text[: word.start].rstrip(" \t\"'“‘([*_-—")
     return (bool(before) and before[-1] not in ".!?;…") or _ACTS.match(text, word.end) is not None
+
+
+def _titled(text: str, tokens: Sequence[Token], i: int, after: int) -> int:
+    """Where the mention starting at word ``i`` starts with the titles written before it ("Doctor Armitage",
+    "Dr. Armitage", "Lord Commander Grey"), past ``after``: a title is part of whoever it names, registered with it
+    or without, so "gives the idol to Doctor Armitage" reads as it would without one."""
+    start = tokens[i].start
+    while i > 0 and (title := tokens[i - 1]).start >= after and _honorific(text, title):
+        between = _marks(text[title.end : start])
+        if not (between == "" or (between == "." and title.norm in _SHORT_TITLES)):
+            break
+        start, i = title.start, i - 1
+    return start
+
+
+def _honorific(text: str, word: Token) -> bool:
+    """Whether a word is written as an honorific: one of them, with a capital, no possessive ("King's Road")."""
+    return word.norm in _HONORIFICS and text[word.start].isupper() and word.base_end == word.end
+
+
+def _written_as_last_name(text: str, tokens: Sequence[Token], i: int) -> bool:
+    """Whether a person's last name alone is written as their name: with a capital, and one that is also an English
+    word ("Marsh", "Crane") not followed by another capital word ("the Crane Inn"), after a title ("Mister Crane"),
+    else as a first name is (:func:`_written_as_first_name`: "Crane nods.", not "Marsh gas rises.")."""
+    word = tokens[i]
+    if not text[word.start].isupper():
+        return False
+    if word_zipf(word.norm) < _COMMON_ZIPF:
+        return True
+    if (after := re.match(r"\s+(\w)", text[word.end :])) and after.group(1).isupper():
+        return False
+    return _titled(text, tokens, i, 0) < word.start or _written_as_first_name(text, word)
 
 
 def _lowered(surface: str) -> bool:

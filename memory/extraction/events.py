@@ -1,7 +1,7 @@
 """A session's turning points in the DM's narration: deaths, arrivals at a known place, a named item changing
-hands, a quest taken from a known giver or a known quest accepted. Each is an ``event`` named from its line ("Death
-of Sylas Briarwood", "Arrival at Whitestone") with who took part in it. Pure: the line comes tagged by the rule
-extractor (each known name a placeholder).
+hands, a quest taken from a known giver, a known quest accepted or completed. Each is an ``event`` named from its
+line ("Death of Sylas Briarwood", "Arrival at Whitestone") with who took part in it. Pure: the line comes tagged by
+the rule extractor (each known name a placeholder).
 
 In play a turning point is a clause: a verb of its kind (killing, dying, arriving, finding or being given), in any
 tense, with a known entity of the kind's type as its subject or object ("Vex has fallen", "the lifeless body of
@@ -231,10 +231,13 @@ _PAST = re.compile(r"\b(?:ago|remember|remembers|recall|previously|last\s+time|y
 _UNREAL = re.compile(
     r"\b(?:if|unless|whether|though|although|despite|would|could|should|might|may|must|can|cannot|can't|will|"
     r"won't|gonna|going\s+to|"
-    r"want|wants|wanted|try|tries|trying|tried|attempt|attempts|about\s+to|before|until|not|n't|never|nearly|"
+    r"want|wants|wanted|try|tries|trying|tried|attempt|attempts|about\s+to|not|n't|never|nearly|"
     r"almost|plan|plans|hope|hopes|chance|kill\s+or)\b|'ll\b|’ll\b",
     re.IGNORECASE,
 )
+#: ... and "before"/"until" ahead of the telling ("before you reach Emon", "wait until Sylas dies"): after it they
+#: are only when it happened ("you arrive at Innsmouth a little before noon").
+_NOT_YET = re.compile(r"\b(?:before|until)\b", re.IGNORECASE)
 #: ... and memories, in play: "a year ago you entered Emon" is no turning point of this session.
 _MEMORY = re.compile(r"\b(?:ago|remember|previously|last\s+time|once)\b", re.IGNORECASE)
 #: The DM's hedges on their own memory: "Grog leapt, if I recall, into the Plane of Air" is no condition.
@@ -330,6 +333,12 @@ _TAKES = re.compile(
     + r"(?:(?i:accept|accepts|accepted|take|takes|took|taken)(?:\s+(?i:on|up))?\s+(?i:the|a|this|your|their)\s+"
     r"(?:[a-z]+\s+)?(?i:quest|job|task|mission)(?:\s+(?i:to|of))?"
     r"|(?i:a|an|the|your|their)\s+(?:[a-z]+\s+)?(?i:quest)\s*:)\s+" + _K.format("y")
+)  # fmt: skip
+#: ... and a known quest the party has done: "You have completed the quest to find Lucy Pruitt".
+_DONE = re.compile(
+    rf"{_PLAYERS}(?:['’]ve|\s+(?i:have|has|had))?\s+" + _ADVERB
+    + r"(?i:complete|completes|completed|finish|finishes|finished|fulfil|fulfils|fulfill|fulfills|fulfilled)\s+"
+    r"(?i:the|a|this|your|their)\s+(?:[a-z]+\s+)?(?i:quest|job|task|mission)(?:\s+(?i:to|of))?\s+" + _K.format("y")
 )  # fmt: skip
 #: What comes before a clause's subject: its sentence's or clause's start, a conjunction or an adverb, never a verb
 #: or a preposition ("she gives you a nod and walks back to the palace": "you" is her object).
@@ -452,13 +461,19 @@ def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list
         if x.type in _MORTAL and _told(text, m, retold):
             who = _with(_persons(text, m, found), x)
             out.append(Event(EventKind.quest, f"Quest from {x.name}", who, span=_span(text, m)))
-    for m in _TAKES.finditer(text):
-        quest = found[int(m.group("y"))]
-        s = m.group("s")
-        subject = s is None or found[int(s)].type in _PARTY_TYPES
-        if quest.type == EntityType.quest and subject and _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
-            who = _with(_persons(text, m, found), quest)
-            out.append(Event(EventKind.quest, f"Acceptance of {quest.name}", who, span=_span(text, m)))
+    for pattern, what in ((_TAKES, "Acceptance"), (_DONE, "Completion")):
+        for m in pattern.finditer(text):
+            quest = found[int(m.group("y"))]
+            s = m.group("s")
+            subject = s is None or found[int(s)].type in _PARTY_TYPES
+            if (
+                quest.type == EntityType.quest
+                and subject
+                and _BEFORE_SUBJECT.search(text[: m.start()])
+                and _told(text, m)
+            ):
+                who = _with(_persons(text, m, found), quest)
+                out.append(Event(EventKind.quest, f"{what} of {quest.name}", who, span=_span(text, m)))
     if retold:  # in play, the DM's past tense is a memory ("no, you went back to the tavern"), not a turning point
         out += _register_events(text, found)
     return _once(out)
@@ -564,7 +579,10 @@ def _told(text: str, m: re.Match[str], retold: bool = False) -> bool:
     if not retold and _PAST.search(text[start:end]):
         return False
     after = _CLAUSE_END.search(text, m.end(), end)  # "Sylas dies if you close it": the condition may follow
-    clause = re.sub(r"\ue000\d+\ue001", " ", text[_clause(text, m) : after.start() if after else end])
+    begin = _clause(text, m)
+    clause = re.sub(r"\ue000\d+\ue001", " ", text[begin : after.start() if after else end])
+    if _NOT_YET.search(text, begin, m.start()):
+        return False
     return _UNREAL.search(clause) is None and (retold or _MEMORY.search(clause) is None)
 
 
@@ -703,7 +721,7 @@ def meaning_sentences(text: str, spans: Sequence[tuple[int, int, KnownEntity]]) 
         words = s.group().strip()
         if words.endswith("?") or _IF.search(words) or len(words.split()) < 3:
             continue
-        if _UNREAL.search(words) or _MEMORY.search(words):
+        if _UNREAL.search(words) or _NOT_YET.search(words) or _MEMORY.search(words):
             continue
         named = {e.id: e for a, b, e in spans if s.start() <= a and b <= s.end()}
         for kind, types in _MEANT_TYPES.items():

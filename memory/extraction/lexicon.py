@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from memory.models import EntityType
 
-#: Roles that make their holder the leader of the place or group named after them ("the king of Ironhold").
+#: Roles that make their holder the leader of the place or group named after them ("the king of Ironhold"). The
+#: two-word ones are whole phrases: "the high priest of X" leads X, "a priest of X" serves it.
 RULER_ROLES = frozenset(
     """
     king queen lord lady ruler duke duchess baron baroness emperor empress chief chieftain leader mayor prince
-    princess count countess master mistress head captain commander general guildmaster warden regent high king
-    high priest high priestess archmage grandmaster
+    princess count countess master mistress head captain commander general guildmaster warden regent archmage
+    grandmaster
     """.split()
-)
+) | {"high king", "high priest", "high priestess"}
 
 #: Family roles: a relation between two people, not an occupation.
 FAMILY_ROLES = {

@@ -113,7 +113,7 @@ _EVENT_KINDS = {
     EventKind.death: "a death",
     EventKind.arrival: "an arrival",
     EventKind.acquisition: "an acquisition",
-    EventKind.quest: "a quest taken",
+    EventKind.quest: "a quest taken or done",
     EventKind.battle: "a battle",
 }
 

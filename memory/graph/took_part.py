@@ -142,12 +142,17 @@ async def _lines_saying(
     """The lines of these sessions that full-text search finds saying a name or alias of ``targets`` (``names``
     only, when given), for the gazetteer to decide."""
     from memory.correction.text import normalize, spaced_form
-    from memory.gazetteer import first_name
+    from memory.gazetteer import first_name, last_name
     from memory.session_log import SessionLog
 
     # as written, and in the gazetteer's normal forms ("Zyxara" of Zyx'ara, "half orc" of Half-Orc)
-    # a person's first name too: the gazetteer says whether it is theirs alone, and written as a name
-    said = [n for e in targets for n in (e.name, *e.aliases, first_name(e.name) or "")] if names is None else names
+    # a person's first and last name too: the gazetteer says whether it is theirs alone, and written as a name
+    alone = (first_name, last_name)
+    said = (
+        names
+        if names is not None
+        else [n for e in targets for n in (e.name, *e.aliases, *(f(e.name) or "" for f in alone))]
+    )
     phrases = [form(n) for n in said for form in (str, normalize, spaced_form)]
     return await SessionLog(graph.db, graph.campaign_id).saying(phrases, sessions)
 

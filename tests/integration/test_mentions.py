@@ -312,3 +312,32 @@ async def test_a_person_called_by_first_name_is_mentioned_and_a_pc_played_takes_
     # a summary's Involved list names them as the index does
     summary = (await campaign.log.session(session.id)).summary or ""
     assert "Quillon Ashgrove" in summary.splitlines()[-1]
+
+
+async def test_a_person_called_by_last_name_is_mentioned_as_the_lines_write_it(
+    campaign: CampaignMemory, memory: Memory, embedder: MiniLMEmbedder
+) -> None:
+    """A 1920s table calls people by surname ("Mister Whitlock", "Crane"): those lines named nobody, for the index
+    or for an entity added after the session was recapped."""
+    whitlock = await campaign.graph.add_entity(EntityIn(name="Edgar Whitlock", type=EntityType.npc))
+    session = await campaign.log.start_session("Night 1")
+    said = [
+        ("DM", "The bookseller smiles. Mister Whitlock, at your service."),
+        ("Jess", "I follow Crane to the pier."),  # an English word inside a sentence
+        ("DM", "Crane is a bird, and whitlock a finger's sore."),  # at a sentence's start, nothing done; no capital
+    ]
+    await campaign.log.write_many(
+        session.id, [EntryIn(speaker=s, text=t, start_s=5.0 * i) for i, (s, t) in enumerate(said)]
+    )
+    await campaign.log.end_session(session.id)
+    async with campaign.transaction() as tx:
+        await jobs.enqueue_session_work(tx.db, campaign.campaign_id, session.id, len(said))
+        await jobs.enqueue_summary(tx.db, campaign.campaign_id, session.id)
+    await _run(memory, embedder)
+
+    async def lines(entity_id: int) -> list[str]:
+        return [m.text for m in (await mentions(campaign.db, campaign.campaign_id, entity_id)).lines][::-1]
+
+    assert await lines(whitlock.id) == [said[0][1]]
+    crane = await campaign.add_entity(EntityIn(name="Jeremiah Crane", type=EntityType.npc))  # after the recap
+    assert await lines(crane.id) == [said[1][1]]

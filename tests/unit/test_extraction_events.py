@@ -138,6 +138,7 @@ def test_an_arrival_at_a_known_place_is_an_event_there() -> None:
         "Eventually you make your way to the central town square of Whitestone.",
         "Vox Machina arrives at Whitestone.",  # the party by its name
         "Welcome back everyone. Tonight you arrive in Whitestone.",  # read in play at the opening (told_now)
+        "You arrive at Whitestone a little before noon.",  # "before" after it: only when
     ],
 )
 def test_an_arrival_in_play_is_the_partys(line: str) -> None:
@@ -174,6 +175,7 @@ def test_no_arrival_in_play_of_anyone_but_the_party(line: str) -> None:
     [
         "You'll reach Whitestone by nightfall.",  # a future
         "Before you arrive at Whitestone, roll a perception check.",
+        "Keep low until you arrive at Whitestone.",
         "Do you make your way to Whitestone?",
         "It resembles one tent you guys entered in Emon about a year or so ago.",  # a memory
         "You guys make your way to the Greyspine Manor.",  # "Greyspine" of a longer name: another place
@@ -280,6 +282,14 @@ def test_a_known_quest_the_party_accepts_is_its_acceptance() -> None:
     assert names("Grog takes on the job to silence the Choir Bell.") == [
         ("Acceptance of Silence the Choir Bell", ["Silence the Choir Bell", "Grog Strongjaw"], None)
     ]
+
+
+def test_a_known_quest_the_party_completes_is_its_completion() -> None:
+    done = [("Completion of Silence the Choir Bell", ["Silence the Choir Bell"], None)]
+    assert names("You have completed the quest to silence the Choir Bell.") == done
+    assert names("And so you finally finish the quest of silence the Choir Bell.") == done
+    assert told("If you complete the quest to silence the Choir Bell, he pays.") == []
+    assert told("Jazna completed the quest to silence the Choir Bell.") == []  # an npc's
 
 
 @pytest.mark.parametrize(

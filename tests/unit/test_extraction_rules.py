@@ -130,6 +130,30 @@ async def test_rules_ignore_sentence_starts_and_canon_claims() -> None:
     assert result.entities == []
 
 
+async def test_a_priest_of_a_group_serves_it_and_only_a_high_priest_leads_it() -> None:
+    order = KnownEntity(id=5, name="Order of Dagon", type=EntityType.faction, aliases=["the Order"])
+    result = await RuleExtractor().extract(
+        entries("Eldrinax is Tim, a priest of the Order.", "Eldrinax, the high priest of Ironhold."), [*KNOWN, order]
+    )
+    assert {(f.source, f.type, f.target or f.value) for f in result.facts} == {
+        ("Tim", "occupation", "priest"),
+        ("Tim", "member_of", "Order of Dagon"),
+        ("Eldrinax", "occupation", "high priest"),
+        ("Eldrinax", "leader_of", "Ironhold"),
+    }
+
+
+async def test_a_hand_over_to_or_from_a_titled_name_is_read_as_without_the_title() -> None:
+    doctor = KnownEntity(id=5, name="Dr. Henry Armitage", type=EntityType.npc, aliases=["Armitage"])
+    idol = KnownEntity(id=6, name="The Black Idol", type=EntityType.item, aliases=["Black Idol"])
+    result = await RuleExtractor().extract(
+        entries("Tim gives the Black Idol to Doctor Armitage.", "Dr. Armitage hands the Black Idol to Eldrinax."),
+        [*KNOWN, doctor, idol],
+    )
+    has = {(f.source, f.target) for f in result.facts if f.type == "has"}
+    assert has == {("Dr. Henry Armitage", "The Black Idol"), ("Eldrinax", "The Black Idol")}
+
+
 def test_validation_drops_and_counts_bad_facts() -> None:
     def fact(source: str, target: str | None, value: str | None = None, **kw: object) -> ProposedFact:
         base = {"type": "ally_of", "confidence": 0.8, "basis": "stated", "entry_ids": [1]}

@@ -166,3 +166,51 @@ def test_an_english_first_name_at_a_sentences_start_names_the_person_doing_somet
     start, followed by a verb in -s or "you", it is the person (CRD3: 40 of Pike, Percy and Caleb's sentence starts,
     one of 73 of 127 everyday words a name could be)."""
     assert bool(WREN.find(text)) is named
+
+
+TITLED = Gazetteer([known(1, "Dr. Henry Armitage", "Armitage"), known(2, "Doctor Morgan"), known(3, "Old Town Hall")])
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("Eleanor gives the idol to Doctor Armitage.", "Doctor Armitage"),  # a title the entity is registered without
+        ("Mr. Armitage nods.", "Mr. Armitage"),  # shortened, with its full stop
+        ("Inspector Henry Armitage, at last.", "Inspector Henry Armitage"),  # another title than its own
+        ("Dr. Morgan arrives.", "Dr. Morgan"),  # registered with another title
+        ("Morgan arrives.", "Morgan"),  # or without one
+        ("I saw the Captain. Armitage nods.", "Armitage"),  # a sentence's end: no title of his
+        ("the doctor Armitage", "Armitage"),  # without a capital: a word
+    ],
+)
+def test_a_title_before_a_name_is_part_of_the_mention_registered_with_one_or_not(text: str, said: str) -> None:
+    """ "gives the idol to Doctor Armitage" proposed no hand-over: the title stood between the verb and the name."""
+    assert [text[a:b] for a, b, _ in TITLED.find(text)] == [said]
+
+
+def test_a_name_without_its_title_is_no_ordinary_word() -> None:
+    assert TITLED.find("the town hall") == [] and TITLED.find("Henry Armitage")[0][2].id == 1
+
+
+SURNAMED = [known(1, "Edgar Whitlock"), known(2, "Jeremiah Crane"), known(3, "Agatha Pruitt"), known(4, "Lucy Pruitt")]
+CALLED = Gazetteer([*SURNAMED, known(5, "Lady Kima of Vord")], people=[*SURNAMED, known(5, "Lady Kima of Vord")])
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("The bookseller. Whitlock.", ["Whitlock"]),  # no English word: anywhere, with a capital
+        ("Inspector Greene raids Whitlock's shop.", ["Whitlock's"]),
+        ("Mister Crane waits.", ["Mister Crane"]),  # an English word: after a title,
+        ("You find Crane on the pier.", ["Crane"]),  # inside a sentence,
+        ("Crane nods.", ["Crane"]),  # or doing something at its start
+        ("Crane is a bird.", []),
+        ("We drink at the Crane Inn.", []),  # a word of a longer name
+        ("Then Pruitt.", []),  # two people's
+        ("Vord", []),  # no last name: "of" is no name's word
+        ("whitlock", []),  # without a capital
+    ],
+)
+def test_a_persons_last_name_alone_names_them_where_written_as_a_name(text: str, said: list[str]) -> None:
+    """ "Whitlock" named no one: only a first name counted alone, though a modern table calls people by surname."""
+    assert [text[a:b] for a, b, _ in CALLED.find(text, written=True)] == said
