@@ -64,13 +64,11 @@ def item_embed(item: ReviewItem, *, decided_by: str | None = None, footer: str |
     status = item_status(item)
     kind = "New entity" if item.entity else "New fact"
     # a description of 3,000 leaves the fields room within Discord's 6,000 in total: what was said always shows
-    embed = discord.Embed(
-        title=clip(f"{kind} · {item.ref}", 256), description=clip(plain(item.describe()), 3000), colour=COLOURS[status]
-    )
+    embed = discord.Embed(title=kind, description=clip(plain(item.describe()), 3000), colour=COLOURS[status])
     if footer is None and status != ReviewStatus.pending:
         footer = f"{status.value}" + (f" by {decided_by}" if decided_by else "")
-    if footer is not None:
-        embed.set_footer(text=clip(footer, 2048))  # first: the fields below fit around it
+    # the id last, in small print: the buttons carry it, the DM never types it (the command line's list shows it)
+    embed.set_footer(text=clip(f"{footer} · {item.ref}" if footer else item.ref, 2048))  # first: fields fit around it
     # an item holds its entity or else its fact (ReviewItem names no type for either)
     provenance = item.entity.provenance if item.entity else item.fact.provenance  # type: ignore[union-attr]
     embed.add_field(name="Confidence", value=f"{provenance.confidence:.2f}")
@@ -88,7 +86,9 @@ def item_embed(item: ReviewItem, *, decided_by: str | None = None, footer: str |
     if settled := item.settled():
         add_field_within(embed, "Accepting it", settled, inline=False)
     if item.decided_with:  # their own cards would only say "already decided" when clicked
-        add_field_within(embed, f"{status.value.capitalize()} with it", "\n".join(item.decided_with), inline=False)
+        # each as the queue says it, "e12: new npc 'Korvash'": without the id, as the card's title
+        decided = [said.partition(": ")[2] for said in item.decided_with]
+        add_field_within(embed, f"{status.value.capitalize()} with it", [plain(said) for said in decided], inline=False)
     return embed
 
 
@@ -213,7 +213,7 @@ class EditModal(OwnedModal):
     def __init__(self, queue: ReviewQueue, item: ReviewItem, *, campaign_id: int, user_id: int, guild_id: int) -> None:
         # the opener's id in the custom id keeps two DMs editing the same item from replacing each other's modal
         custom_id = f"lk:review:modal:{user_id}:{campaign_id}:{item.ref}"
-        super().__init__(title=f"Edit {item.ref}", custom_id=custom_id, user_id=user_id, guild_id=guild_id)
+        super().__init__(title=f"Edit the {item.kind.value}", custom_id=custom_id, user_id=user_id, guild_id=guild_id)
         self.queue = queue
         self.item = item
         self.campaign_id = campaign_id
@@ -316,7 +316,8 @@ class SameAsModal(OwnedModal):
 
     def __init__(self, item: ReviewItem, *, campaign_id: int, user_id: int, guild_id: int) -> None:
         custom_id = f"lk:review:same-modal:{user_id}:{campaign_id}:{item.ref}"
-        super().__init__(title=f"{item.ref} is the same as…", custom_id=custom_id, user_id=user_id, guild_id=guild_id)
+        title = clip(f"{item.entity.name if item.entity else 'It'} is the same as…", 45)  # a modal's holds 45
+        super().__init__(title=title, custom_id=custom_id, user_id=user_id, guild_id=guild_id)
         self.item = item
         self.campaign_id = campaign_id
         self.existing: discord.ui.TextInput[SameAsModal] = discord.ui.TextInput(

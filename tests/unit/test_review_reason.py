@@ -35,5 +35,15 @@ def test_the_decided_card_names_the_items_decided_with_it() -> None:
     item.fact.status = ReviewStatus.accepted
     item.decided_with = ["e2: new event 'Death of Sarenrae'"]
     fields = {f.name: f.value for f in item_embed(item).fields}
-    assert fields["Accepted with it"] == "e2: new event 'Death of Sarenrae'"
+    assert fields["Accepted with it"] == "new event 'Death of Sarenrae'"  # the id is the queue's, not the DM's
     assert "Pending with it" not in {f.name for f in item_embed(_item(None)).fields}
+
+
+def test_the_card_keeps_its_id_to_the_footer() -> None:
+    """The title said "New fact · f4": an id the DM never types (the buttons carry it)."""
+    pending = item_embed(_item(None))
+    assert (pending.title, pending.footer.text) == ("New fact", "f4")
+    item = _item(None)
+    assert item.fact is not None
+    item.fact.status = ReviewStatus.rejected
+    assert item_embed(item, decided_by="Matt").footer.text == "rejected by Matt · f4"
