@@ -37,7 +37,7 @@ from campaigns import batches
 from memory.errors import AlreadyDecidedError, MemoryError_, NotFoundError
 from memory.models import Campaign, EntityType, MergeResult, ReviewItem, ReviewStatus
 from memory.replies import describe_same_as, kept_old_name
-from memory.review import ReviewQueue, said_names, watch_new_items
+from memory.review import ReviewQueue, quoted_above, said_names, watch_new_items
 from memory.store import CampaignMemory
 from memory.text import MAX_FACT_VALUE_CHARS, counted, excerpt
 
@@ -59,8 +59,11 @@ def item_status(item: ReviewItem) -> ReviewStatus:
     return item.entity.status if item.entity else item.fact.status  # type: ignore[union-attr]
 
 
-def item_embed(item: ReviewItem, *, decided_by: str | None = None, footer: str | None = None) -> discord.Embed:
-    """The card of an item; ``footer`` replaces the one saying who decided it."""
+def item_embed(
+    item: ReviewItem, *, decided_by: str | None = None, footer: str | None = None, above: ReviewItem | None = None
+) -> discord.Embed:
+    """The card of an item; ``footer`` replaces the one saying who decided it; ``above``: the card before it, which
+    quotes the same line (:func:`memory.review.quoted_above`), so this one refers to it."""
     status = item_status(item)
     kind = "New entity" if item.entity else "New fact"
     # a description of 3,000 leaves the fields room within Discord's 6,000 in total: what was said always shows
@@ -78,11 +81,15 @@ def item_embed(item: ReviewItem, *, decided_by: str | None = None, footer: str |
     if item.said is not None:
         more = f" and {counted(item.lines - 1, 'other line')}" if item.lines > 1 else ""
         add_field_within(embed, "Said in", plain(item.said.where()) + more)
-        # a narrator's paragraph may name the item only past a field's 1,024 characters: show the part that does
-        text = excerpt(item.said.text, said_names(item), MAX_FIELD_VALUE - len(item.said.speaker) - 4)
-        add_field_within(
-            embed, "Said", f"{plain(item.said.speaker)}: “{plain_naming(text, said_names(item))}”", inline=False
-        )
+        if above is not None:  # the same paragraph twice filled a phone's screen with one quote
+            named = f"**{plain(above.entity.name)}**" if above.entity else "the fact"
+            add_field_within(embed, "Said", f"the line quoted above, on the card of {named}", inline=False)
+        else:
+            # a narrator's paragraph may name the item only past a field's 1,024 characters: show the part that does
+            text = excerpt(item.said.text, said_names(item), MAX_FIELD_VALUE - len(item.said.speaker) - 4)
+            add_field_within(
+                embed, "Said", f"{plain(item.said.speaker)}: “{plain_naming(text, said_names(item))}”", inline=False
+            )
     if settled := item.settled():
         add_field_within(embed, "Accepting it", settled, inline=False)
     if item.decided_with:  # their own cards would only say "already decided" when clicked
@@ -507,9 +514,9 @@ class Review(commands.Cog):
             await interaction.response.send_message(
                 f"**{campaign.name}**: {total} waiting for review{more}.{withheld}", ephemeral=True
             )
-        for item in items:
+        for item, above in zip(items, quoted_above(items), strict=True):
             await interaction.followup.send(
-                embed=item_embed(item), view=item_view(campaign.id, item.ref), ephemeral=True
+                embed=item_embed(item, above=above), view=item_view(campaign.id, item.ref), ephemeral=True
             )
 
     @tasks.loop(seconds=300)
@@ -555,10 +562,12 @@ class Review(commands.Cog):
                 "Close it to them, or choose another channel with `/lorekeeper setup`."
             )
             return 0
-        for item in fresh:
+        for item, above in zip(fresh, quoted_above(fresh), strict=True):
             # above the card, which the buttons' answers edit and keep it
             await channel.send(
-                f"Campaign: **{campaign.name}**", embed=item_embed(item), view=item_view(campaign.id, item.ref)
+                f"Campaign: **{campaign.name}**",
+                embed=item_embed(item, above=above),
+                view=item_view(campaign.id, item.ref),
             )
             await mem.review.mark_posted(item)
         return len(fresh)

@@ -449,6 +449,30 @@ async def test_review_card_of_a_long_narration_shows_the_part_that_names_the_ite
     assert len(fields["Said"]) <= 1024
 
 
+async def test_review_quotes_a_line_once_for_an_entity_and_its_fact(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """An arrival and the fact of where it is are read from one narrator's paragraph: both cards quoted the same
+    478 characters, a phone's screen twice. The fact's card refers to the entity's."""
+    night = await ashes.log.start_session("Night one")
+    text = "You make your way to Emon, then you charter a ship across the Ozmit Sea to the port city of Shamal."
+    line = await ashes.log.write(night.id, EntryIn(speaker="DM", text=text, start_s=30.0))
+    said = Provenance(source=Source.stated, confidence=0.55, session_id=night.id, timestamp=30.0, entry_ids=[line.id])
+    emon = await ashes.graph.add_entity(EntityIn(name="Emon", type=EntityType.location))
+    arrival = await ashes.graph.add_entity(
+        EntityIn(name="Arrival at Emon", type=EntityType.event, status="pending", provenance=said)
+    )
+    await ashes.graph.add_relationship(
+        RelationshipIn(source_id=arrival.id, type="located_in", target_id=emon.id, provenance=said)
+    )
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 2)
+    entity_card, fact_card = ({f["name"]: f["value"] for f in c["embeds"][0]["fields"]} for c in record.followups)
+    assert entity_card["Said"].startswith("DM: “**You make your way to Emon**, then")
+    assert fact_card["Said in"] == entity_card["Said in"] == "Night one at 0:30"
+    assert fact_card["Said"] == "the line quoted above, on the card of **Arrival at Emon**"
+
+
 async def test_review_card_of_long_texts_stays_within_discord_limits(
     ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
 ) -> None:
