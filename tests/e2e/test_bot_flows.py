@@ -471,6 +471,8 @@ async def test_review_quotes_a_line_once_for_an_entity_and_its_fact(
     assert entity_card["Said"].startswith("DM: “**You make your way to Emon**, then")
     assert fact_card["Said in"] == entity_card["Said in"] == "Night one at 0:30"
     assert fact_card["Said"] == "the line quoted above, on the card of **Arrival at Emon**"
+    # the fact in words: "—located_in→" is the graph's, not the DM's
+    assert record.followups[1]["embeds"][0]["description"] == "Arrival at Emon is located in Emon"
 
 
 async def test_review_card_of_long_texts_stays_within_discord_limits(
@@ -499,7 +501,7 @@ async def test_review_card_of_long_texts_stays_within_discord_limits(
     assert embed["footer"]["text"].startswith("accepted by dm · f")
     fields = {f["name"]: f["value"] for f in embed["fields"]}
     assert fields["Said"].startswith("Ana: “**Eldrinax** hoards gold gold")
-    assert fields["Accepting it"].startswith("closed: Eldrinax —hoards→ old gold")
+    assert fields["Accepting it"].startswith("closed: Eldrinax — hoards: old gold")
     assert fake_discord.rejected == []
 
 
@@ -656,7 +658,7 @@ async def test_accepting_a_fact_says_what_it_closed(
     card = record.followups[0]
     clicked = await fake_discord.click(card, card["components"][0]["components"][0]["custom_id"], user_id=dm)
     assert clicked.callback_type == 7
-    assert "Accepting it: closed: Mira —lives_in→ Ironhold" in clicked.texts(), clicked.texts()
+    assert "Accepting it: closed: Mira lives in Ironhold" in clicked.texts(), clicked.texts()
     assert (await g.get_relationship(moved.id)).status == ReviewStatus.accepted
 
 
