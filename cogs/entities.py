@@ -261,7 +261,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         others, took_part = snap.who_took_part(others)
         # asked for history, the current facts say where they were heard too
         said = {p.id: f" ({p.since()})" for p in await mem.graph.heard_where(snap.relationships)} if history else {}
-        lines = [r.describe() + " 🔒" * snap.hidden_from_players(r) + said.get(r.id, "") for r in others]
+        lines = [r.in_words() + " 🔒" * snap.hidden_from_players(r) + said.get(r.id, "") for r in others]
         if took_part:
             names = [(r.source_name or "") + " 🔒" * snap.hidden_from_players(r) for r in took_part]
             lines.append(who_took_part_line(names, TOOK_PART_ROOM))  # whole, beside the facts in one field

@@ -37,7 +37,7 @@ from campaigns import batches
 from memory.errors import AlreadyDecidedError, MemoryError_, NotFoundError
 from memory.models import Campaign, EntityType, MergeResult, ReviewItem, ReviewStatus
 from memory.replies import describe_same_as, kept_old_name
-from memory.review import ReviewQueue, said_names, watch_new_items
+from memory.review import ReviewQueue, quoted_above, said_names, watch_new_items
 from memory.store import CampaignMemory
 from memory.text import MAX_FACT_VALUE_CHARS, counted, excerpt
 
@@ -59,18 +59,19 @@ def item_status(item: ReviewItem) -> ReviewStatus:
     return item.entity.status if item.entity else item.fact.status  # type: ignore[union-attr]
 
 
-def item_embed(item: ReviewItem, *, decided_by: str | None = None, footer: str | None = None) -> discord.Embed:
-    """The card of an item; ``footer`` replaces the one saying who decided it."""
+def item_embed(
+    item: ReviewItem, *, decided_by: str | None = None, footer: str | None = None, above: ReviewItem | None = None
+) -> discord.Embed:
+    """The card of an item; ``footer`` replaces the one saying who decided it; ``above``: the card before it, which
+    quotes the same line (:func:`memory.review.quoted_above`), so this one refers to it."""
     status = item_status(item)
     kind = "New entity" if item.entity else "New fact"
     # a description of 3,000 leaves the fields room within Discord's 6,000 in total: what was said always shows
-    embed = discord.Embed(
-        title=clip(f"{kind} · {item.ref}", 256), description=clip(plain(item.describe()), 3000), colour=COLOURS[status]
-    )
+    embed = discord.Embed(title=kind, description=clip(plain(item.describe()), 3000), colour=COLOURS[status])
     if footer is None and status != ReviewStatus.pending:
         footer = f"{status.value}" + (f" by {decided_by}" if decided_by else "")
-    if footer is not None:
-        embed.set_footer(text=clip(footer, 2048))  # first: the fields below fit around it
+    # the id last, in small print: the buttons carry it, the DM never types it (the command line's list shows it)
+    embed.set_footer(text=clip(f"{footer} · {item.ref}" if footer else item.ref, 2048))  # first: fields fit around it
     # an item holds its entity or else its fact (ReviewItem names no type for either)
     provenance = item.entity.provenance if item.entity else item.fact.provenance  # type: ignore[union-attr]
     embed.add_field(name="Confidence", value=f"{provenance.confidence:.2f}")
@@ -80,15 +81,21 @@ def item_embed(item: ReviewItem, *, decided_by: str | None = None, footer: str |
     if item.said is not None:
         more = f" and {counted(item.lines - 1, 'other line')}" if item.lines > 1 else ""
         add_field_within(embed, "Said in", plain(item.said.where()) + more)
-        # a narrator's paragraph may name the item only past a field's 1,024 characters: show the part that does
-        text = excerpt(item.said.text, said_names(item), MAX_FIELD_VALUE - len(item.said.speaker) - 4)
-        add_field_within(
-            embed, "Said", f"{plain(item.said.speaker)}: “{plain_naming(text, said_names(item))}”", inline=False
-        )
+        if above is not None:  # the same paragraph twice filled a phone's screen with one quote
+            named = f"**{plain(above.entity.name)}**" if above.entity else "the fact"
+            add_field_within(embed, "Said", f"the line quoted above, on the card of {named}", inline=False)
+        else:
+            # a narrator's paragraph may name the item only past a field's 1,024 characters: show the part that does
+            text = excerpt(item.said.text, said_names(item), MAX_FIELD_VALUE - len(item.said.speaker) - 4)
+            add_field_within(
+                embed, "Said", f"{plain(item.said.speaker)}: “{plain_naming(text, said_names(item))}”", inline=False
+            )
     if settled := item.settled():
         add_field_within(embed, "Accepting it", settled, inline=False)
     if item.decided_with:  # their own cards would only say "already decided" when clicked
-        add_field_within(embed, f"{status.value.capitalize()} with it", "\n".join(item.decided_with), inline=False)
+        # each as the queue says it, "e12: new npc 'Korvash'": without the id, as the card's title
+        decided = [said.partition(": ")[2] for said in item.decided_with]
+        add_field_within(embed, f"{status.value.capitalize()} with it", [plain(said) for said in decided], inline=False)
     return embed
 
 
@@ -213,7 +220,7 @@ class EditModal(OwnedModal):
     def __init__(self, queue: ReviewQueue, item: ReviewItem, *, campaign_id: int, user_id: int, guild_id: int) -> None:
         # the opener's id in the custom id keeps two DMs editing the same item from replacing each other's modal
         custom_id = f"lk:review:modal:{user_id}:{campaign_id}:{item.ref}"
-        super().__init__(title=f"Edit {item.ref}", custom_id=custom_id, user_id=user_id, guild_id=guild_id)
+        super().__init__(title=f"Edit the {item.kind.value}", custom_id=custom_id, user_id=user_id, guild_id=guild_id)
         self.queue = queue
         self.item = item
         self.campaign_id = campaign_id
@@ -316,7 +323,8 @@ class SameAsModal(OwnedModal):
 
     def __init__(self, item: ReviewItem, *, campaign_id: int, user_id: int, guild_id: int) -> None:
         custom_id = f"lk:review:same-modal:{user_id}:{campaign_id}:{item.ref}"
-        super().__init__(title=f"{item.ref} is the same as…", custom_id=custom_id, user_id=user_id, guild_id=guild_id)
+        title = clip(f"{item.entity.name if item.entity else 'It'} is the same as…", 45)  # a modal's holds 45
+        super().__init__(title=title, custom_id=custom_id, user_id=user_id, guild_id=guild_id)
         self.item = item
         self.campaign_id = campaign_id
         self.existing: discord.ui.TextInput[SameAsModal] = discord.ui.TextInput(
@@ -506,9 +514,9 @@ class Review(commands.Cog):
             await interaction.response.send_message(
                 f"**{campaign.name}**: {total} waiting for review{more}.{withheld}", ephemeral=True
             )
-        for item in items:
+        for item, above in zip(items, quoted_above(items), strict=True):
             await interaction.followup.send(
-                embed=item_embed(item), view=item_view(campaign.id, item.ref), ephemeral=True
+                embed=item_embed(item, above=above), view=item_view(campaign.id, item.ref), ephemeral=True
             )
 
     @tasks.loop(seconds=300)
@@ -554,10 +562,12 @@ class Review(commands.Cog):
                 "Close it to them, or choose another channel with `/lorekeeper setup`."
             )
             return 0
-        for item in fresh:
+        for item, above in zip(fresh, quoted_above(fresh), strict=True):
             # above the card, which the buttons' answers edit and keep it
             await channel.send(
-                f"Campaign: **{campaign.name}**", embed=item_embed(item), view=item_view(campaign.id, item.ref)
+                f"Campaign: **{campaign.name}**",
+                embed=item_embed(item, above=above),
+                view=item_view(campaign.id, item.ref),
             )
             await mem.review.mark_posted(item)
         return len(fresh)

@@ -364,6 +364,58 @@ SYNONYM = {
 }
 
 
+#: How a DM reads a relationship type between two entities, where its own words do not read as English
+#: ("Vex leader_of Vox Machina" is "Vex leads Vox Machina"). Both ends of :data:`INVERSE` and :data:`SYNONYM` are
+#: here, so a fact reads right from whichever end it was stated. Any other type reads as its words
+#: (:func:`relation_words`). The machines' outputs (``--json``, the campaign file, MCP's fields) keep the type.
+RELATION_WORDS = {
+    **{
+        f"{place}_{prep}": f"is {place} {prep}"
+        for place in ("located", "based", "found", "hidden")
+        for prep in ("in", "at")
+    },
+    "born_in": "was born in",
+    "member_of": "is a member of",
+    "part_of": "is part of",
+    "leader_of": "leads",
+    "ruled_by": "is ruled by",
+    "led_by": "is led by",
+    "owned_by": "is owned by",
+    "wielded_by": "is wielded by",
+    "killed_by": "was killed by",
+    **{
+        f"{kin}_of": f"is {'an' if kin[0] in 'aeiou' else 'a'} {kin} of"
+        for kin in ("parent", "child", "sibling", "cousin", "mentor", "student", "friend", "rival", "enemy", "ally")
+    },
+    "spouse_of": "is married to",
+    "married_to": "is married to",
+    "friends_with": "is friends with",
+    "allied_with": "is allied with",
+    "hostile_to": "is hostile to",
+    "involved_in": "is involved in",
+    "quest_giver": "gives the quest",
+    "gives_quest": "gives the quest",
+}
+#: How a DM reads a state (a fact with a value): "Grog status dead" is "Grog is dead". Any other is "Brom —
+#: occupation: blacksmith".
+STATE_WORDS = {"status": "is"}
+
+
+def relation_words(type: str) -> str:
+    """A relationship type as a DM reads it: "leader_of" → "leads", "secretly_controls" → "secretly controls"."""
+    return RELATION_WORDS.get(type) or " ".join(type.split("_"))
+
+
+def fact_words(source: str, type: str, target: str | None, value: str | None = None) -> str:
+    """A fact as a DM reads it, from its source: "Vex leads Vox Machina" (``target``), "Grog is dead" or "Brom —
+    occupation: blacksmith" (a state, ``value``)."""
+    if target is not None:
+        return f"{source} {relation_words(type)} {target}"
+    if type in STATE_WORDS:
+        return f"{source} {STATE_WORDS[type]} {value}"
+    return f"{source} — {relation_words(type)}: {value}"
+
+
 @functools.lru_cache(maxsize=4096)  # pure, and a file's thousands of facts use a few dozen types
 def relationship_type(value: str) -> str:
     """``"Works At"`` → ``works_at``, however it is given (a command, a campaign file). Refused as a campaign file
@@ -417,8 +469,14 @@ class Relationship(BaseModel):
     created_at: datetime
 
     def describe(self) -> str:
+        """The fact with its type as stored, for machines and logs: "Vex —leader_of→ Vox Machina"."""
         other = self.target_name if self.target_id is not None else self.value
         return f"{self.source_name} —{self.type}→ {other}"
+
+    def in_words(self) -> str:
+        """The fact as a DM reads it: "Vex leads Vox Machina" (:func:`fact_words`)."""
+        target = (self.target_name or "") if self.target_id is not None else None
+        return fact_words(self.source_name, self.type, target, self.value)
 
     def seen_from(self, entity_id: int) -> Relationship:
         """The fact as ``entity_id``'s card says it: a symmetric one (allied_with) read from that end, so either
@@ -452,14 +510,14 @@ class PastFact(Relationship):
         )
 
     def describe_past(self, secret_mark: str = "") -> str:
-        """``Ember Key —owned_by→ Kael (2025-04-01 → 2025-05-01, heard in Night 2)``, dates in UTC; ``until
+        """``Ember Key is owned by Kael (2025-04-01 → 2025-05-01, heard in Night 2)``, dates in UTC; ``until
         2025-05-01`` for a campaign file's fact that a night played before it was loaded ended."""
         assert self.valid_to is not None
         start, end = self.valid_from.astimezone(UTC), self.valid_to.astimezone(UTC)
         day = "%Y-%m-%d %H:%M" if start.date() == end.date() else "%Y-%m-%d"  # changed the same day: when
         held = f"{start:{day}} → {end:{day}}" if end >= start else f"until {end:{day}}"
         mark = secret_mark if self.visibility == Visibility.secret else ""
-        return f"{self.describe()}{mark} ({held}, {self.heard()})"
+        return f"{self.in_words()}{mark} ({held}, {self.heard()})"
 
     def since(self) -> str:
         """A current fact's source: ``since 2025-05-01, heard in Night 3 at 1:00``."""
@@ -680,7 +738,7 @@ class MergeResult(BaseModel):
         """The current facts the merge ends, as the newer of two that disagree stands ('' when none)."""
         if not self.ended:
             return ""
-        return "now history, as a newer fact says otherwise: " + "; ".join(r.describe() for r in self.ended)
+        return "now history, as a newer fact says otherwise: " + "; ".join(r.in_words() for r in self.ended)
 
 
 class LinkResult(BaseModel):
@@ -696,7 +754,7 @@ class LinkResult(BaseModel):
         """``secret_mark`` follows each secret fact (" 🔒"), so it cannot be read as the closed one's."""
 
         def fact(r: Relationship) -> str:
-            return r.describe() + (secret_mark if r.visibility == Visibility.secret else "")
+            return r.in_words() + (secret_mark if r.visibility == Visibility.secret else "")
 
         said = {
             "linked": "Linked",
@@ -708,7 +766,7 @@ class LinkResult(BaseModel):
         if self.players_read:
             closed += (
                 "\nwarning: players now read instead the fact it had replaced: "
-                + "; ".join(r.describe() for r in self.players_read)
+                + "; ".join(r.in_words() for r in self.players_read)
                 + " (link a public fact of its kind to tell them otherwise)"
             )
         return f"{said[self.outcome]} {fact(self.relationship)}{closed}"
@@ -721,9 +779,9 @@ class UnlinkResult(BaseModel):
     reopened: list[Relationship]
 
     def describe(self) -> str:
-        said = "Unlinked " + "; ".join(r.describe() for r in self.removed)
+        said = "Unlinked " + "; ".join(r.in_words() for r in self.removed)
         if self.reopened:
-            said += "; current again: " + "; ".join(r.describe() for r in self.reopened)
+            said += "; current again: " + "; ".join(r.in_words() for r in self.reopened)
         return said
 
 
@@ -766,15 +824,15 @@ class ReviewItem(BaseModel):
     def settled(self) -> str:
         """What accepting the fact did to the facts it contradicts, for the DM's reply ('' when nothing)."""
         if self.outdated_by is not None:
-            return f"kept as history, as a later fact stands: {self.outdated_by.describe()}"
-        return "closed: " + "; ".join(r.describe() for r in self.closed) if self.closed else ""
+            return f"kept as history, as a later fact stands: {self.outdated_by.in_words()}"
+        return "closed: " + "; ".join(r.in_words() for r in self.closed) if self.closed else ""
 
     def describe(self) -> str:
         if self.entity is not None:
             e = self.entity
             return f"new {e.type.value} {e.name!r}" + (f": {e.description}" if e.description else "")
         assert self.fact is not None
-        return self.fact.describe()
+        return self.fact.in_words()
 
 
 class PromptEntity(BaseModel):

@@ -57,6 +57,20 @@ def said_names(item: ReviewItem) -> list[str]:
     return [name for name in (item.fact.source_name, item.fact.target_name or item.fact.value) if name]
 
 
+def quoted_above(items: Sequence[ReviewItem]) -> list[ReviewItem | None]:
+    """For each of ``items`` (as listed, one after another), the earlier one quoting the same line, else None: an
+    entity and the fact about it are often read from one line, a narrator's paragraph, shown once."""
+    first: dict[tuple[object, ...], ReviewItem] = {}
+    above: list[ReviewItem | None] = []
+    for item in items:
+        said = item.said
+        key = (said.session_id, said.ref, said.start_s, said.speaker, said.text) if said is not None else None
+        above.append(first.get(key) if key is not None else None)
+        if key is not None:
+            first.setdefault(key, item)
+    return above
+
+
 #: Where the database says a campaign filed new items for review (migrations/0005), its id as payload.
 NEW_ITEMS_CHANNEL = "lorekeeper_review"
 

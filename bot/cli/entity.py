@@ -234,7 +234,7 @@ async def show(
     others, took_part = snap.who_took_part(others)
     for r in others:
         secret = " (secret)" * snap.hidden_from_players(r)
-        click.echo(f"  - {mask(r.describe())}{secret}{mask(sources.get(r.id, ''))}")
+        click.echo(f"  - {mask(r.in_words())}{secret}{mask(sources.get(r.id, ''))}")
     if took_part:
         names = [(r.source_name or "") + " (secret)" * snap.hidden_from_players(r) for r in took_part]
         click.echo(f"  - {mask(who_took_part_line(names))}")

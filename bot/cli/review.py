@@ -27,7 +27,7 @@ from memory.errors import InvalidInputError, MemoryError_, NotFoundError
 from memory.jobs.queue import lines_not_extracted
 from memory.models import ReviewItem, ReviewKind, ReviewStatus, where_said
 from memory.replies import describe_same_as, kept_old_name
-from memory.review import parse_ref, said_names
+from memory.review import parse_ref, quoted_above, said_names
 from memory.store import CampaignMemory
 from memory.text import counted, excerpt
 
@@ -72,12 +72,13 @@ async def list_(ctx: click.Context, limit: int, campaign: str | None, as_json: b
         click.echo(f"nothing {'else ' * bool(waiting)}to review in {name}{later}")
         return
     rows = []
-    for i in items:
+    for i, above in zip(items, quoted_above(items), strict=True):
         # an item holds its entity or else its fact (ReviewItem names no type for either)
         prov = i.entity.provenance if i.entity else i.fact.provenance  # type: ignore[union-attr]
-        said = (
-            f"{i.said.where()}: {i.said.speaker}: “{excerpt(i.said.text, said_names(i), SAID_CHARS)}”" if i.said else ""
-        )
+        quoted = f"“{excerpt(i.said.text, said_names(i), SAID_CHARS)}”" if i.said else ""
+        if above is not None:  # the same paragraph twice, one row after another
+            quoted = f"the line quoted for {above.ref}"
+        said = f"{i.said.where()}: {i.said.speaker}: {quoted}" if i.said else ""
         said = f"({i.lines} lines) {said}" if i.lines > 1 else said
         rows.append([i.ref, i.kind.value, i.describe(), f"{prov.confidence:.2f}", said, prov.review_reason or ""])
     # why a sure fact waits (its lines do not say it), a column only when one does

@@ -320,7 +320,9 @@ async def test_review_accept_edit_reject(
     await record.wait_for(lambda r: len(r.followups) == 2)
     assert record.texts()[0] == "**Ashes**: 2 waiting for review."
     cards = record.followups
-    assert [c["embeds"][0]["title"] for c in cards] == [f"New entity · {entity_ref}", f"New fact · {fact_ref}"]
+    # the ids are the buttons', in small print: the DM reads what the item is
+    assert [c["embeds"][0]["title"] for c in cards] == ["New entity", "New fact"]
+    assert [c["embeds"][0]["footer"]["text"] for c in cards] == [entity_ref, fact_ref]
     ids = [b["custom_id"] for b in cards[0]["components"][0]["components"]]
     campaign_id = ashes.campaign_id
     assert ids == [f"lk:review:{a}:{campaign_id}:{entity_ref}" for a in ("accept", "edit", "reject", "same")]
@@ -331,7 +333,7 @@ async def test_review_accept_edit_reject(
 
     # Edit opens a modal pre-filled with what the bot understood; submitting corrects and accepts
     opened = await fake_discord.click(cards[0], ids[1], user_id=dm)
-    assert opened.modal is not None and opened.modal["title"] == f"Edit {entity_ref}"
+    assert opened.modal is not None and opened.modal["title"] == "Edit the entity"
     assert opened.modal["custom_id"] == f"lk:review:modal:{dm.id}:{campaign_id}:{entity_ref}"
     submitted = await fake_discord.submit_modal(
         opened.modal["custom_id"],
@@ -339,7 +341,8 @@ async def test_review_accept_edit_reject(
     )
     assert submitted.callback_type == 7
     edited_card = fake_discord.messages[int(cards[0]["id"])]
-    assert edited_card["components"] == [] and edited_card["embeds"][0]["footer"]["text"] == "accepted by dm (edited)"
+    assert edited_card["components"] == []
+    assert edited_card["embeds"][0]["footer"]["text"] == f"accepted by dm (edited) · {entity_ref}"
     mira = await ashes.graph.get_entity("Mira")
     assert (mira.name, mira.status, mira.aliases) == ("Mira Tolvanek", ReviewStatus.accepted, ["Mira"])
 
@@ -347,7 +350,7 @@ async def test_review_accept_edit_reject(
     rejected = await fake_discord.click(cards[1], reject_id, user_id=dm)
     assert rejected.callback_type == 7
     assert (await ashes.graph.get_relationship(int(fact_ref[1:]))).status == ReviewStatus.rejected
-    assert fake_discord.messages[int(cards[1]["id"])]["embeds"][0]["footer"]["text"] == "rejected by dm"
+    assert fake_discord.messages[int(cards[1]["id"])]["embeds"][0]["footer"]["text"] == f"rejected by dm · {fact_ref}"
 
     empty = await fake_discord.invoke("review", user_id=dm)
     assert empty.texts() == ["Nothing to review."]
@@ -446,6 +449,32 @@ async def test_review_card_of_a_long_narration_shows_the_part_that_names_the_ite
     assert len(fields["Said"]) <= 1024
 
 
+async def test_review_quotes_a_line_once_for_an_entity_and_its_fact(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """An arrival and the fact of where it is are read from one narrator's paragraph: both cards quoted the same
+    478 characters, a phone's screen twice. The fact's card refers to the entity's."""
+    night = await ashes.log.start_session("Night one")
+    text = "You make your way to Emon, then you charter a ship across the Ozmit Sea to the port city of Shamal."
+    line = await ashes.log.write(night.id, EntryIn(speaker="DM", text=text, start_s=30.0))
+    said = Provenance(source=Source.stated, confidence=0.55, session_id=night.id, timestamp=30.0, entry_ids=[line.id])
+    emon = await ashes.graph.add_entity(EntityIn(name="Emon", type=EntityType.location))
+    arrival = await ashes.graph.add_entity(
+        EntityIn(name="Arrival at Emon", type=EntityType.event, status="pending", provenance=said)
+    )
+    await ashes.graph.add_relationship(
+        RelationshipIn(source_id=arrival.id, type="located_in", target_id=emon.id, provenance=said)
+    )
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 2)
+    entity_card, fact_card = ({f["name"]: f["value"] for f in c["embeds"][0]["fields"]} for c in record.followups)
+    assert entity_card["Said"].startswith("DM: “**You make your way to Emon**, then")
+    assert fact_card["Said in"] == entity_card["Said in"] == "Night one at 0:30"
+    assert fact_card["Said"] == "the line quoted above, on the card of **Arrival at Emon**"
+    # the fact in words: "—located_in→" is the graph's, not the DM's
+    assert record.followups[1]["embeds"][0]["description"] == "Arrival at Emon is located in Emon"
+
+
 async def test_review_card_of_long_texts_stays_within_discord_limits(
     ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
 ) -> None:
@@ -469,10 +498,10 @@ async def test_review_card_of_long_texts_stays_within_discord_limits(
     assert clicked.callback_type == 7, (fake_discord.rejected, clicked.texts())
     (embed,) = fake_discord.messages[int(card["id"])]["embeds"]
     assert fake_discord.messages[int(card["id"])]["components"] == []
-    assert embed["footer"]["text"] == "accepted by dm"
+    assert embed["footer"]["text"].startswith("accepted by dm · f")
     fields = {f["name"]: f["value"] for f in embed["fields"]}
     assert fields["Said"].startswith("Ana: “**Eldrinax** hoards gold gold")
-    assert fields["Accepting it"].startswith("closed: Eldrinax —hoards→ old gold")
+    assert fields["Accepting it"].startswith("closed: Eldrinax — hoards: old gold")
     assert fake_discord.rejected == []
 
 
@@ -629,7 +658,7 @@ async def test_accepting_a_fact_says_what_it_closed(
     card = record.followups[0]
     clicked = await fake_discord.click(card, card["components"][0]["components"][0]["custom_id"], user_id=dm)
     assert clicked.callback_type == 7
-    assert "Accepting it: closed: Mira —lives_in→ Ironhold" in clicked.texts(), clicked.texts()
+    assert "Accepting it: closed: Mira lives in Ironhold" in clicked.texts(), clicked.texts()
     assert (await g.get_relationship(moved.id)).status == ReviewStatus.accepted
 
 
@@ -935,7 +964,7 @@ async def test_review_channel_gets_items_as_the_database_announces_them(
     async with asyncio.timeout(10):
         posted = await fake_discord.wait_for_channel_messages(len(names))
     titles = [m["embeds"][0]["title"] for m in posted]
-    assert sorted(t.split(" · ")[0] for t in titles) == ["New entity"] * len(names)
+    assert titles == ["New entity"] * len(names)
     # each once: a second post would come from a post the cog still has scheduled or running (its listener
     # runs until the bot stops)
     await until_true(
@@ -975,7 +1004,8 @@ async def test_review_channel_gets_the_items_of_a_campaign_not_active_each_card_
     clicked = await fake_discord.click(mira, mira["components"][0]["components"][0]["custom_id"], user_id=dm)
     assert clicked.callback_type == 7
     decided = fake_discord.messages[int(mira["id"])]
-    assert decided["content"] == "Campaign: **Ashes**" and decided["embeds"][0]["footer"]["text"] == "accepted by dm"
+    assert decided["content"] == "Campaign: **Ashes**"
+    assert decided["embeds"][0]["footer"]["text"] == f"accepted by dm · e{(await ashes.graph.get_entity('Mira')).id}"
     assert (await ashes.graph.get_entity("Mira")).status == ReviewStatus.accepted
 
 
@@ -1463,7 +1493,7 @@ async def test_transcript_of_review_accept(
     with capsys.disabled():
         print("\n" + text)
     assert "INTERACTION_CREATE type=2 /review  by 'dm'" in text
-    assert f"embed 'New entity · {pending[0]}'" in text and "lk:review:accept:" in text
+    assert "embed 'New entity'" in text and "lk:review:accept:" in text
     assert "update message, embed 'New entity" in text
     assert fake_discord.unhandled == [] and fake_discord.rejected == []
 

@@ -56,7 +56,7 @@ async def test_same_as_merges_a_proposed_entity_into_the_known_one_after_a_resta
     assert refused.modal is None
 
     opened = await fake_discord.click(card, same_id, user_id=dm)
-    assert opened.modal is not None and opened.modal["title"] == f"{ref} is the same as…"
+    assert opened.modal is not None and opened.modal["title"] == "the old man is the same as…"
     modal_id = opened.modal["custom_id"]
     assert modal_id == f"lk:review:same-modal:{dm.id}:{ashes.campaign_id}:{ref}"
 
@@ -76,7 +76,7 @@ async def test_same_as_merges_a_proposed_entity_into_the_known_one_after_a_resta
     updated = fake_discord.messages[int(card["id"])]
     assert updated["content"] == "Same as Vaskerrin Holt: 'the old man' kept as an alias, 1 fact moved."
     assert updated["components"] == []
-    assert updated["embeds"][0]["footer"]["text"] == "same as Vaskerrin Holt by dm"
+    assert updated["embeds"][0]["footer"]["text"] == f"same as Vaskerrin Holt by dm · {ref}"
     merged = await g.get_entity("the old man")
     assert merged.id == holt.id and set(merged.aliases) == {"Vaskerrin", "the old man"}
     moved = await g.get_relationship(fact.id)
@@ -86,7 +86,7 @@ async def test_same_as_merges_a_proposed_entity_into_the_known_one_after_a_resta
     after = await fake_discord.invoke("review", user_id=dm)
     await after.wait_for(lambda r: len(r.followups) == 1)
     assert after.texts()[0] == "**Ashes**: 1 waiting for review."
-    assert after.followups[0]["embeds"][0]["title"] == f"New fact · f{fact.id}"
+    assert after.followups[0]["embeds"][0]["title"] == "New fact"
 
 
 async def test_same_as_a_mistyped_secret_entity_says_did_you_mean_to_the_dm(

@@ -172,7 +172,7 @@ def test_entity_show_gives_an_attribute_way_to_the_current_fact_of_its_name(lk) 
     assert lk("entity", "edit", "Thalia", "--attr", "Status=alive", "--attr", "played_by=Ana").returncode == 0
     for view in ([], ["--as-player"]):
         shown = lk("entity", "show", "Thalia", *view).stdout
-        assert "played_by: Ana" in shown and "- Thalia —status→ dead" in shown and "alive" not in shown
+        assert "played_by: Ana" in shown and "- Thalia is dead" in shown and "alive" not in shown
 
 
 def test_campaign_name_over_100_characters_is_one_line(lk) -> None:
@@ -554,14 +554,14 @@ async def test_review_accept_and_reject_name_the_items_decided_with_it(lk, fresh
         res = lk("review", "accept", f"f{located.id}")
         assert res.returncode == 0, res.stderr
         assert res.stdout == (
-            f"accepted f{located.id}: Arrival at Alfield —located_in→ Alfield; "
+            f"accepted f{located.id}: Arrival at Alfield is located in Alfield; "
             f"with it e{arrival.id}: new event 'Arrival at Alfield': an arrival\n"
         )
         res = lk("review", "reject", f"e{quest.id}")
         assert res.returncode == 0, res.stderr
         assert res.stdout == (
             f"rejected e{quest.id}: new event 'Quest from Bryce': a quest taken; "
-            f"with it f{took.id}: Alfield —took_part_in→ Quest from Bryce\n"
+            f"with it f{took.id}: Alfield took part in Quest from Bryce\n"
         )
         assert lk("review", "list").stdout == "nothing to review in C\n"
     finally:
@@ -795,11 +795,11 @@ async def test_entity_show_says_the_sessions_it_took_part_in_in_one_line(lk, fre
         await pool.close()
     shown = lk("entity", "show", "Grog")
     assert shown.stdout == (
-        "Grog (player)\n  - Grog —took_part_in→ Death of Jazna\n"
+        "Grog (player)\n  - Grog took part in Death of Jazna\n"
         "  took part in 5 sessions: Night 5, Night 4, Night 3 and 2 earlier\n"
     )
     night = lk("entity", "show", "Session: Night 1").stdout  # the session's own card still lists who took part
-    assert "  - Grog —took_part_in→ Session: Night 1\n" in night
+    assert "  - Grog took part in Session: Night 1\n" in night
 
 
 async def test_entity_show_says_who_took_part_in_an_event_in_one_line(lk, fresh_dsn: str) -> None:
@@ -1002,7 +1002,7 @@ def test_as_player_previews_recall_entity_show_and_recap_as_a_player_reads_them(
         assert dm.returncode == player.returncode == 0, player.stderr
         assert "Mira says Vaskerrin paid her in silver." in dm.stdout, args
         assert "Mira says [secret] paid her in silver." in player.stdout and "Vaskerrin" not in player.stdout, args
-    assert "Mira —ally_of→ Vaskerrin (secret)" in lk("entity", "show", "Mira").stdout
+    assert "Mira is an ally of Vaskerrin (secret)" in lk("entity", "show", "Mira").stdout
     assert "She owes [secret] a debt." in lk("entity", "show", "Mira", "--as-player").stdout
     hidden = lk("entity", "show", "Vaskerrin", "--as-player")
     assert hidden.returncode == 1 and hidden.stderr == "error: no entity named 'Vaskerrin' in campaign 'Reeds'\n"
@@ -1465,11 +1465,11 @@ async def test_entity_merge_asks_then_says_what_moved(lk, fresh_dsn: str) -> Non
         await mem.graph.link("Gorrim", "status", value="alive")
     finally:
         await pool.close()
-    ended = "now history, as a newer fact says otherwise: Gorrim Ashfoot —status→ dead"
+    ended = "now history, as a newer fact says otherwise: Gorrim Ashfoot is dead"
     declined = lk("entity", "merge", "Gorrim", "Gorrim Ashfoot", input="n\n")
     assert declined.returncode == 1 and f"merge npc 'Gorrim' into npc 'Gorrim Ashfoot' ({ended})?" in declined.stderr
     assert json.loads(lk("entity", "show", "Gorrim", "--json").stdout)["entity"]["name"] == "Gorrim"
-    assert "status→ dead" in lk("entity", "show", "Gorrim Ashfoot").stdout  # the question changed nothing
+    assert "Gorrim Ashfoot is dead" in lk("entity", "show", "Gorrim Ashfoot").stdout  # the question changed nothing
 
     merged = lk("entity", "merge", "old gor", "Gorrim Ashfoot", input="y\n")
     assert merged.returncode == 0, merged.stderr
@@ -1477,8 +1477,8 @@ async def test_entity_merge_asks_then_says_what_moved(lk, fresh_dsn: str) -> Non
         merged.stdout == f"Merged Gorrim into Gorrim Ashfoot: 2 facts moved; new aliases: Gorrim, Old Gor; {ended}.\n"
     )
     assert lk("entity", "show", "Gorrim").stdout == (
-        "Gorrim Ashfoot (npc)\n  aliases: Gorrim, Old Gor\n  - Gorrim Ashfoot —lives_in→ Caddo Keep\n"
-        "  - Gorrim Ashfoot —status→ alive\n"
+        "Gorrim Ashfoot (npc)\n  aliases: Gorrim, Old Gor\n  - Gorrim Ashfoot lives in Caddo Keep\n"
+        "  - Gorrim Ashfoot is alive\n"
     )
     same = lk("entity", "merge", "Gorrim", "Gorrim Ashfoot", "--yes")
     assert same.returncode == 1
@@ -1583,9 +1583,9 @@ def test_entity_link_sets_visibility_only_when_asked(lk) -> None:
         assert lk("entity", "add", name, kind).returncode == 0
     linked = lk("entity", "link", "eldrinax", "Ally Of", "Ironhold")
     assert linked.returncode == 0, linked.stderr
-    assert linked.stdout == "Linked Eldrinax —ally_of→ Ironhold\n"
+    assert linked.stdout == "Linked Eldrinax is an ally of Ironhold\n"
     assert lk("entity", "link", "Eldrinax", "ally_of", "Ironhold", "--secret").stdout == (
-        "Now secret: Eldrinax —ally_of→ Ironhold (secret)\n"
+        "Now secret: Eldrinax is an ally of Ironhold (secret)\n"
     )
     again = json.loads(lk("entity", "link", "Eldrinax", "ally_of", "Ironhold", "--json").stdout)
     assert (again["outcome"], again["relationship"]["visibility"]) == ("already linked", "secret")
@@ -1647,11 +1647,11 @@ def test_entity_link_value_records_a_change_and_says_what_it_closed(lk) -> None:
     'angry'". The value is asked for by name (--value), so a mistyped name still fails rather than become one."""
     assert lk("campaign", "create", "C").returncode == 0
     assert lk("entity", "add", "Xethrilaun", "npc").returncode == 0
-    assert lk("entity", "link", "Xethrilaun", "mood", "--value", "calm").stdout == "Linked Xethrilaun —mood→ calm\n"
+    assert lk("entity", "link", "Xethrilaun", "mood", "--value", "calm").stdout == "Linked Xethrilaun — mood: calm\n"
     angry = lk("entity", "link", "xethrilaun", "Mood", "--value", "angry", "--secret")
     assert angry.returncode == 0, angry.stderr
-    assert angry.stdout == "Linked Xethrilaun —mood→ angry (secret); closed: Xethrilaun —mood→ calm\n"
-    assert lk("entity", "show", "Xethrilaun").stdout == "Xethrilaun (npc)\n  - Xethrilaun —mood→ angry (secret)\n"
+    assert angry.stdout == "Linked Xethrilaun — mood: angry (secret); closed: Xethrilaun — mood: calm\n"
+    assert lk("entity", "show", "Xethrilaun").stdout == "Xethrilaun (npc)\n  - Xethrilaun — mood: angry (secret)\n"
     typo = lk("entity", "link", "Xethrilaun", "mood", "angry")
     assert (typo.returncode, typo.stderr) == (
         1,
@@ -1672,7 +1672,7 @@ def test_entity_link_value_records_a_change_and_says_what_it_closed(lk) -> None:
         "error: value has 501 characters; a fact's value has at most 500"
     )
     undone = lk("entity", "unlink", "Xethrilaun", "mood", "angry")
-    assert undone.stdout == "Unlinked Xethrilaun —mood→ angry; current again: Xethrilaun —mood→ calm\n"
+    assert undone.stdout == "Unlinked Xethrilaun — mood: angry; current again: Xethrilaun — mood: calm\n"
 
 
 async def test_entity_unlink_undoes_a_fact_accepted_by_mistake(lk, fresh_dsn: str) -> None:
@@ -1691,8 +1691,8 @@ async def test_entity_unlink_undoes_a_fact_accepted_by_mistake(lk, fresh_dsn: st
         await pool.close()
     undone = lk("entity", "unlink", "Old Tom", "status", "Dead")
     assert undone.returncode == 0, undone.stderr
-    assert undone.stdout == "Unlinked Old Tom —status→ dead; current again: Old Tom —status→ alive\n"
-    assert lk("entity", "show", "Old Tom").stdout == "Old Tom (npc)\n  - Old Tom —status→ alive\n"
+    assert undone.stdout == "Unlinked Old Tom is dead; current again: Old Tom is alive\n"
+    assert lk("entity", "show", "Old Tom").stdout == "Old Tom (npc)\n  - Old Tom is alive\n"
     gone = json.loads(lk("entity", "unlink", "Old Tom", "status", "alive", "--json").stdout)
     assert [r["value"] for r in gone["removed"]] == ["alive"] and gone["reopened"] == []
     again = lk("entity", "unlink", "Old Tom", "status", "alive")
@@ -1886,8 +1886,8 @@ def test_a_fact_from_an_older_session_imported_late_is_accepted_as_history_and_s
     accepted = lk("review", "accept", fact["ref"])
     assert accepted.returncode == 0, accepted.stderr
     assert accepted.stdout == (
-        f"accepted {fact['ref']}: Corvin —lives_in→ Varrowmere; kept as history, as a later fact stands: "
-        "Corvin —lives_in→ Marsh\n"
+        f"accepted {fact['ref']}: Corvin lives in Varrowmere; kept as history, as a later fact stands: "
+        "Corvin lives in Marsh\n"
     )
     shown = json.loads(lk("entity", "show", "Corvin", "--json").stdout)
     assert [r["target_name"] for r in shown["relationships"] if r["type"] == "lives_in"] == ["Marsh"]
@@ -1916,7 +1916,9 @@ def test_a_death_heard_in_a_night_imported_after_the_campaign_file_stands_and_a_
 
     def statuses() -> list[str]:
         return [
-            line for line in lk("entity", "show", "Ottilie Brand", "--history").stdout.splitlines() if "status" in line
+            line
+            for line in lk("entity", "show", "Ottilie Brand", "--history").stdout.splitlines()
+            if line.startswith("  - Ottilie Brand is ")
         ]
 
     write("alive")
@@ -1930,12 +1932,11 @@ def test_a_death_heard_in_a_night_imported_after_the_campaign_file_stands_and_a_
         if i["kind"] == "fact" and i["fact"]["type"] == "status"
     ]
     accepted = lk("review", "accept", fact["ref"])
-    assert accepted.stdout == (
-        f"accepted {fact['ref']}: Ottilie Brand —status→ dead; closed: Ottilie Brand —status→ alive\n"
-    ), accepted.stderr
+    said = f"accepted {fact['ref']}: Ottilie Brand is dead; closed: Ottilie Brand is alive\n"
+    assert accepted.stdout == said, accepted.stderr
     dead = [
-        "  - Ottilie Brand —status→ dead (since 2026-11-13, heard in Night 2 at 0:10)",
-        "  - Ottilie Brand —status→ alive (until 2026-11-13, from the campaign file)",
+        "  - Ottilie Brand is dead (since 2026-11-13, heard in Night 2 at 0:10)",
+        "  - Ottilie Brand is alive (until 2026-11-13, from the campaign file)",
     ]
     assert statuses() == dead
     assert lk("entity", "link", "Sunblade", "owned_by", "Mira").returncode == 0
@@ -1945,7 +1946,7 @@ def test_a_death_heard_in_a_night_imported_after_the_campaign_file_stands_and_a_
         again = lk("campaign", "load", str(world))
         assert again.stdout.endswith("relationships: 0 new, 0 updated, 2 unchanged\n"), again.stdout
         assert statuses() == dead
-        assert "  - Sunblade —owned_by→ Mira" in lk("entity", "show", "Sunblade").stdout.splitlines()
+        assert "  - Sunblade is owned by Mira" in lk("entity", "show", "Sunblade").stdout.splitlines()
     # the DM writes the death into the file, then brings her back: a changed value is the DM's newer word
     write("dead")
     assert lk("campaign", "load", str(world)).stdout.endswith("relationships: 0 new, 0 updated, 2 unchanged\n")
@@ -1953,8 +1954,8 @@ def test_a_death_heard_in_a_night_imported_after_the_campaign_file_stands_and_a_
     revived = lk("campaign", "load", str(world))
     assert revived.stdout.endswith("\nChanges to what the campaign had:\n- Ottilie Brand: fact status: dead → alive\n")
     now, *past = statuses()
-    assert now.startswith("  - Ottilie Brand —status→ alive (since ") and now.endswith(", from the campaign file)")
-    assert past[0].startswith("  - Ottilie Brand —status→ dead (2026-11-13 → ")
+    assert now.startswith("  - Ottilie Brand is alive (since ") and now.endswith(", from the campaign file)")
+    assert past[0].startswith("  - Ottilie Brand is dead (2026-11-13 → ")
     assert past[0].endswith("in Night 2 at 0:10)")
 
 

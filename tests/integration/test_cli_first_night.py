@@ -96,8 +96,8 @@ def test_entity_show_says_which_facts_players_cannot_see(lk, tmp_path: Path) -> 
     shown = lk("entity", "show", "Thessaly Vantrim")
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
-    assert "  - Thessaly Vantrim —hides_in→ Old Wend (secret)" in lines
-    assert "  - Thessaly Vantrim —lives_near→ Old Wend" in lines
+    assert "  - Thessaly Vantrim hides in Old Wend (secret)" in lines
+    assert "  - Thessaly Vantrim lives near Old Wend" in lines
     # values as a campaign file or --attr writes them, not as Python prints them (True, ['Reeve', …])
     assert "  alive: true" in lines and '  titles: ["Reeve", "Keeper of Keys"]' in lines
 

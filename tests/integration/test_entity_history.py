@@ -50,11 +50,11 @@ async def test_history_is_the_closed_facts_newest_first_with_where_they_were_hea
         ("Ember Key —owned_by→ Kael", "heard in Night 2 at 1:00"),
         ("Ember Key —owned_by→ Thrennick", "heard in Night 1 at 1:00"),
     ]  # where in the session too; not the guess the DM rejected (owned_by Vex), nor what holds now (Pip, cleansed)
-    assert past[0].describe_past(" 🔒").startswith("Ember Key —status→ cursed 🔒 (")
+    assert past[0].describe_past(" 🔒").startswith("Ember Key is cursed 🔒 (")
     # each held until the next was said, not until the import that filed the next one
     assert [p.describe_past(" 🔒") for p in past[1:]] == [
-        "Ember Key —owned_by→ Kael (2025-04-01 → 2025-05-01, heard in Night 2 at 1:00)",
-        "Ember Key —owned_by→ Thrennick (2025-03-01 → 2025-04-01, heard in Night 1 at 1:00)",
+        "Ember Key is owned by Kael (2025-04-01 → 2025-05-01, heard in Night 2 at 1:00)",
+        "Ember Key is owned by Thrennick (2025-03-01 → 2025-04-01, heard in Night 1 at 1:00)",
     ]
     # the players' view: the secret state is left out
     assert [p.describe() for p in await g.history(key.id)] == [
@@ -64,7 +64,7 @@ async def test_history_is_the_closed_facts_newest_first_with_where_they_were_hea
     tavian = await g.get_entity("Tavian")
     (alive,) = await g.history(tavian.id)
     assert re.fullmatch(
-        r"Tavian —status→ alive \(\d{4}-\d\d-\d\d \d\d:\d\d → \d\d\d\d-\d\d-\d\d \d\d:\d\d, from the campaign file\)",
+        r"Tavian is alive \(\d{4}-\d\d-\d\d \d\d:\d\d → \d\d\d\d-\d\d-\d\d \d\d:\d\d, from the campaign file\)",
         alive.describe_past(),
     )  # changed the same day: the times tell when
 
@@ -96,18 +96,18 @@ async def test_entity_show_history_on_the_command_line(lk: Callable, fresh_dsn: 
     at = lines.index("  history, newest first:")
     # asked for history, the current facts say where they were heard too
     assert lines[at - 2 : at] == [
-        "  - Ember Key —owned_by→ Pip (since 2025-05-01, heard in Night 3 at 1:00)",
-        f"  - Ember Key —status→ cleansed (since {dt.datetime.now(dt.UTC):%Y-%m-%d}, said by the DM)",
+        "  - Ember Key is owned by Pip (since 2025-05-01, heard in Night 3 at 1:00)",
+        f"  - Ember Key is cleansed (since {dt.datetime.now(dt.UTC):%Y-%m-%d}, said by the DM)",
     ]
     assert [line.split(" (")[0] for line in lines[at + 1 :]] == [
-        "  - Ember Key —status→ cursed",
-        "  - Ember Key —owned_by→ Kael",
-        "  - Ember Key —owned_by→ Thrennick",
+        "  - Ember Key is cursed",
+        "  - Ember Key is owned by Kael",
+        "  - Ember Key is owned by Thrennick",
     ]
     assert lines[at + 1].endswith(", said by the DM)") and " (secret) (" in lines[at + 1]
-    assert lines[at + 2].startswith("  - Ember Key —owned_by→ Kael (2025-04-01 → ")
+    assert lines[at + 2].startswith("  - Ember Key is owned by Kael (2025-04-01 → ")
     assert "history" not in (plain_show := lk("entity", "show", "Ember Key").stdout)  # only when asked
-    assert "  - Ember Key —owned_by→ Pip\n" in plain_show
+    assert "  - Ember Key is owned by Pip\n" in plain_show
     assert lk("entity", "show", "Vex", "--history").stdout == "Vex (npc)\n  history: no fact about it has changed yet\n"
 
     plain = json.loads(lk("entity", "show", "Ember Key", "--json").stdout)

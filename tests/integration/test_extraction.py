@@ -119,7 +119,7 @@ async def test_rule_extractor_files_pending_facts_with_provenance(world: Campaig
     assert await _all_facts(world, (await world.graph.get_entity("Eldrinax")).id) == []
 
     refs = {item.describe() for item in await world.review.pending(limit=100)}
-    assert "Brom —works_in→ Ironhold" in refs
+    assert "Brom works in Ironhold" in refs
 
 
 async def _all_facts(mem: CampaignMemory, source_id: int) -> list[Relationship]:
@@ -469,7 +469,7 @@ async def test_a_batch_answered_with_nonsense_is_read_by_the_rules_for_review(
     brom = await lenient.graph.get_entity("Brom")
     (member_of,) = [r for r in await _all_facts(lenient, brom.id) if r.type == "member_of"]
     assert member_of.provenance.entry_ids == [ids[4]] and not member_of.provenance.dm_confirmed
-    assert "Brom —member_of→ Silver Hand" in {i.describe() for i in await lenient.review.pending(limit=100)}
+    assert "Brom is a member of Silver Hand" in {i.describe() for i in await lenient.review.pending(limit=100)}
     assert (
         "campaign 'Test Campaign', session 'Session 1': unusable LLM answers (1; the first: LLM answer is not "
         "valid JSON" in caplog.text
@@ -847,7 +847,7 @@ async def test_a_review_item_shows_its_best_line_and_how_many_lines_said_it(worl
     )
     await run(world, entries)
     items = {item.describe(): item for item in await world.review.pending(limit=100)}
-    item = items["Brom —works_in→ Ironhold"]
+    item = items["Brom works in Ironhold"]
     assert item.lines == 2  # the DM's word first, though the player said it before
     assert item.said is not None and (item.said.speaker, item.said.text) == ("DM", entries[2].text)
 
@@ -887,7 +887,7 @@ async def test_the_dms_turning_points_reach_review_as_events_with_their_line_and
         ("Arrival at Whitestone", "located_in", "Whitestone"),
     }
     assert not any("Brom" in key and "event" in key for key in items), items
-    link = items["Grog Strongjaw —took_part_in→ Death of Jazna"]
+    link = items["Grog Strongjaw took part in Death of Jazna"]
     assert link.said is not None and link.said.text == entries[0].text
 
     # Accepting the link makes the event canon with it, and rejecting an event takes its links with it.
@@ -912,7 +912,7 @@ async def test_a_death_told_of_him_proposes_the_dead_status_with_it_and_accepted
 
     items = {item.describe(): item for item in await world.review.pending(limit=100)}
     assert "new event 'Death of Quillon Ashgrove': a death" in items
-    dead = items["Quillon Ashgrove —status→ dead"]
+    dead = items["Quillon Ashgrove is dead"]
     assert dead.fact is not None and dead.fact.provenance.entry_ids == [entries[0].id]
     await world.review.accept(dead.ref)
     quillon = await g.get_entity("Quillon Ashgrove")
@@ -992,7 +992,7 @@ async def test_an_arrival_cited_by_its_scenes_lines_shows_the_line_where_the_par
     ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
     await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
     items = {item.describe(): item for item in await world.review.pending(limit=100)}
-    for key in ("new event 'Arrival at Ironhold': an arrival", "Arrival at Ironhold —located_in→ Ironhold"):
+    for key in ("new event 'Arrival at Ironhold': an arrival", "Arrival at Ironhold is located in Ironhold"):
         assert items[key].lines == 3  # the scene's burst, as cited
         assert items[key].said is not None and items[key].said.text == entries[3].text, key
 
@@ -1223,7 +1223,7 @@ async def test_the_dms_recap_is_read_as_the_story_so_far_and_the_same_words_in_p
     items = {item.describe(): item for item in await world.review.pending(limit=100)}
     event = items["new event 'Battle with Thordak': a battle"]
     assert event.said is not None and event.said.text == entries[0].text
-    assert "Thordak —took_part_in→ Battle with Thordak" in items
+    assert "Thordak took part in Battle with Thordak" in items
 
 
 async def test_the_llm_path_reads_no_out_of_game_line_and_its_items_carry_their_line(
@@ -1319,7 +1319,7 @@ async def test_an_llm_item_citing_no_line_carries_the_line_that_names_it_and_one
     korvash = items["new npc 'Korvash': a dwarf"]
     assert korvash.said is not None and korvash.said.text == entries[5].text
     assert korvash.lines == 2
-    lives = items["Korvash —lives_in→ Ironhold"]
+    lives = items["Korvash lives in Ironhold"]
     assert lives.said is not None and (lives.lines, lives.said.text) == (1, entries[6].text)
 
 

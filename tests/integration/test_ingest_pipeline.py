@@ -786,7 +786,7 @@ async def test_a_line_arriving_late_is_still_extracted(
     await rec.add(Utterance(speaker="DM", text="Eldrinax lives in Ironhold.", seq=2))
     await rec.flush()
     await run_jobs(memory, embedder)
-    assert "Eldrinax —lives_in→ Ironhold" in [i.describe() for i in await crown.review.pending(limit=100)]
+    assert "Eldrinax lives in Ironhold" in [i.describe() for i in await crown.review.pending(limit=100)]
 
 
 class _HeldEmbedder(MiniLMEmbedder):

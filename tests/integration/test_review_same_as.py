@@ -47,7 +47,7 @@ async def test_same_as_merges_the_proposed_entity_into_the_known_one(memory: Mem
         await mem.review.get(f"e{old_id}")
     # the entity left the queue; its facts, now Vaskerrin Holt's, still wait for the DM
     facts = [f.describe() for f in await mem.review.pending()]
-    assert sorted(facts) == ["Caddo Keep —shelters→ Vaskerrin Holt", "Vaskerrin Holt —lives_in→ Caddo Keep"]
+    assert sorted(facts) == ["Caddo Keep shelters Vaskerrin Holt", "Vaskerrin Holt lives in Caddo Keep"]
     assert await mem.review.count() == 2
 
     # nothing of the other campaign moved

@@ -545,7 +545,7 @@ async def test_review_queue_accept_reject_edit_oldest_first(campaign: CampaignMe
     with pytest.raises(AlreadyDecidedError) as decided:
         await q.edit(f"f{fact.id}", value="archduke")
     assert str(decided.value) == (
-        f"f{fact.id} was already accepted: Mira —occupation→ mayor; to correct it, `entity link` the right one (this "
+        f"f{fact.id} was already accepted: Mira — occupation: mayor; to correct it, `entity link` the right one (this "
         "one is kept as history), or `entity unlink` it if it was never true"
     )
 
@@ -724,7 +724,7 @@ async def test_linking_a_value_records_a_change_in_the_world_and_says_what_it_cl
     await g.add_entity(EntityIn(name="Caddo Keep", type=EntityType.place))
     await g.add_entity(EntityIn(name="The Mill", type=EntityType.place))
     alive = await g.link("xethrilaun", "Status", value=" alive ")
-    assert (alive.describe(), alive.closed) == ("Linked Xethrilaun —status→ alive", [])
+    assert (alive.describe(), alive.closed) == ("Linked Xethrilaun is alive", [])
     fact = alive.relationship
     assert (fact.status, fact.provenance.source, fact.provenance.dm_confirmed) == (
         ReviewStatus.accepted,
@@ -734,20 +734,20 @@ async def test_linking_a_value_records_a_change_in_the_world_and_says_what_it_cl
     await g.link("Xethrilaun", "mood", value="calm")
 
     dead = await g.link("Xethrilaun", "status", value="dead", secret=True)
-    assert dead.describe() == "Linked Xethrilaun —status→ dead; closed: Xethrilaun —status→ alive"
+    assert dead.describe() == "Linked Xethrilaun is dead; closed: Xethrilaun is alive"
     assert dead.relationship.visibility == Visibility.secret
     history = await g.get_relationship(fact.id)
     assert history.valid_to is not None and history.superseded_by == dead.relationship.id
     current = await g.relationships_of(xeth.id, include_secret=True)
     assert sorted(r.describe() for r in current) == ["Xethrilaun —mood→ calm", "Xethrilaun —status→ dead"]
-    assert (await g.link("Xethrilaun", "status", value="dead")).describe() == "Already linked: Xethrilaun —status→ dead"
+    assert (await g.link("Xethrilaun", "status", value="dead")).describe() == "Already linked: Xethrilaun is dead"
     # a single-valued edge says what it closed too; of a single-valued type, a value closes an edge and an edge a
     # value (one home at a time), and unlinking the mistaken one reopens the other
     await g.link("Xethrilaun", "home", "Caddo Keep")
     moved = await g.link("Xethrilaun", "home", "The Mill")
-    assert moved.describe() == "Linked Xethrilaun —home→ The Mill; closed: Xethrilaun —home→ Caddo Keep"
+    assert moved.describe() == "Linked Xethrilaun home The Mill; closed: Xethrilaun home Caddo Keep"
     road = await g.link("Xethrilaun", "home", value="the road")
-    assert road.describe() == "Linked Xethrilaun —home→ the road; closed: Xethrilaun —home→ The Mill"
+    assert road.describe() == "Linked Xethrilaun — home: the road; closed: Xethrilaun home The Mill"
     back = await g.link("Xethrilaun", "home", "The Mill")
     assert [r.describe() for r in back.closed] == ["Xethrilaun —home→ the road"]
     assert [r.describe() for r in (await g.unlink("Xethrilaun", "home", "The Mill")).reopened] == [
@@ -780,8 +780,8 @@ async def test_making_a_public_fact_secret_warns_of_the_stale_fact_players_read_
     hidden = await g.link("Lord Balcor", "allegiance", "The Silver Hand", secret=True)
     assert [r.describe() for r in hidden.players_read] == ["Lord Balcor —allegiance→ The Iron Circle"]
     assert hidden.describe() == (
-        "Now secret: Lord Balcor —allegiance→ The Silver Hand\nwarning: players now read instead the fact it had "
-        "replaced: Lord Balcor —allegiance→ The Iron Circle (link a public fact of its kind to tell them otherwise)"
+        "Now secret: Lord Balcor allegiance The Silver Hand\nwarning: players now read instead the fact it had "
+        "replaced: Lord Balcor allegiance The Iron Circle (link a public fact of its kind to tell them otherwise)"
     )
     assert [r.target_name for r in await g.relationships_of(balcor.id)] == ["The Iron Circle"]
     # made public again, or a fact that replaced nothing: no warning
@@ -834,7 +834,7 @@ async def test_a_fact_heard_in_an_older_session_imported_late_is_history_once_ac
     )
     assert heard.valid_from == dt.datetime(2025, 1, 1, 20, 1, 30, tzinfo=dt.UTC)
     accepted = await campaign.review.accept(f"f{heard.id}")
-    assert accepted.settled() == "kept as history, as a later fact stands: Corvin —lives_in→ Marsh"
+    assert accepted.settled() == "kept as history, as a later fact stands: Corvin lives in Marsh"
     assert [r.describe() for r in await g.relationships_of(corvin.id)] == ["Corvin —lives_in→ Marsh"]
     history = await g.get_relationship(heard.id)
     assert history.status == ReviewStatus.accepted and history.valid_to is not None
@@ -848,7 +848,7 @@ async def test_a_fact_heard_in_an_older_session_imported_late_is_history_once_ac
         )
     )
     accepted = await campaign.review.accept(f"f{moved.id}")
-    assert accepted.settled() == "closed: Corvin —lives_in→ Marsh"
+    assert accepted.settled() == "closed: Corvin lives in Marsh"
     assert [r.describe() for r in await g.relationships_of(corvin.id)] == ["Corvin —lives_in→ Saltmere"]
     assert (await campaign.review.get(f"f{moved.id}")).settled() == ""  # said once, when it is accepted
     # a time no session lasts (a bad transcript) is no date PostgreSQL cannot write: it is said now
@@ -876,7 +876,7 @@ async def test_unlinking_a_mistaken_fact_reopens_what_it_closed_unless_something
         await other.graph.unlink("Old Tom", "status", "dead")
 
     undone = await g.unlink("old tom", "Status", "Dead")
-    assert undone.describe() == "Unlinked Old Tom —status→ dead; current again: Old Tom —status→ alive"
+    assert undone.describe() == "Unlinked Old Tom is dead; current again: Old Tom is alive"
     assert [r.id for r in undone.reopened] == [alive.id]
     assert [r.id for r in (await g.unlink("Old Tom", "lives_in", "The Mill")).reopened] == [home.id]
     reopened = await g.get_relationship(alive.id)
