@@ -176,7 +176,8 @@ async def recall(
     forms = rank.named_forms(query)
     # "what did Grog say" filters by who said it: known first; else who it names only lifts lines, read beside
     voices = await _speakers(mem, forms, dm=dm, narrators=True, asker=asker) if rank.speaker_asked(query) else None
-    parsed, sessions = await _parsed(mem, query, voices or (), now or datetime.now(UTC))
+    # its days and the sessions' are counted in UTC, as sessions start
+    parsed, sessions = await _parsed(mem, query, voices or (), (now or datetime.now(UTC)).astimezone(UTC))
     meant = _meaning(query, parsed, embedding, embedder)
     if sessions == [] or rank.recap_asked(parsed):
         return []  # "in session 12" of a campaign with 3; "what happened last session?": its recap answers it
