@@ -306,6 +306,7 @@ class Case:
     gold_sessions: set[int] = field(default_factory=set)
     kind: str = ""  # LongMemEval's question type
     asker: str | None = None  # as the lines name them: LongMemEval's questions are the user's
+    now: datetime | None = None  # when it is asked (LongMemEval's question_date; else the run's now)
 
 
 def lme_sample(questions: list[dict], n: int, seed: int) -> list[dict]:
@@ -382,7 +383,15 @@ async def load_longmemeval(memory: Memory, args: argparse.Namespace) -> list[Cas
         gold_sessions = {h.session_titled[s] for s in q["answer_session_ids"] if s in h.session_titled}
         cases.append(
             Case(
-                "LongMemEval", half(q["question_id"]), q["question"], h, gold, gold_sessions, q["question_type"], "user"
+                "LongMemEval",
+                half(q["question_id"]),
+                q["question"],
+                h,
+                gold,
+                gold_sessions,
+                q["question_type"],
+                "user",
+                _lme_date(q["question_date"]),
             )
         )
     return cases
@@ -554,12 +563,21 @@ async def run_systems(
     h = case.haystack
     mem = memory.campaign(h.campaign_id)
     as_list = vector.tolist()
-    hits = await recall(mem, args.embedder, case.query, limit=args.limit, embedding=as_list, asker=case.asker)
+    hits = await recall(
+        mem, args.embedder, case.query, limit=args.limit, embedding=as_list, asker=case.asker, now=case.now
+    )
     old = await recall_v1(memory.pool, h.campaign_id, case.query, as_list, limit=args.limit)
     halves = {}
     for mode, name in (("fulltext", LEXICAL_ONLY), ("vector", VECTOR_ONLY)) if args.modes else ():
         found = await recall(
-            mem, args.embedder, case.query, limit=args.limit, embedding=as_list, mode=mode, asker=case.asker
+            mem,
+            args.embedder,
+            case.query,
+            limit=args.limit,
+            embedding=as_list,
+            mode=mode,
+            asker=case.asker,
+            now=case.now,
         )
         halves[name] = _hit_units(found)
     for name, constant, value in variants(args):  # the same haystack, one of the product's constants changed
@@ -567,7 +585,9 @@ async def run_systems(
         kept = getattr(module, attr)
         setattr(module, attr, value)
         try:
-            found = await recall(mem, args.embedder, case.query, limit=args.limit, embedding=as_list, asker=case.asker)
+            found = await recall(
+                mem, args.embedder, case.query, limit=args.limit, embedding=as_list, asker=case.asker, now=case.now
+            )
         finally:
             setattr(module, attr, kept)
         halves[name] = _hit_units(found)
@@ -592,8 +612,11 @@ def variants(args: argparse.Namespace) -> list[tuple[str, str, float | int | boo
     out += [(f"Lorekeeper, vector weight {w:g}", "VECTOR_WEIGHT", w) for w in args.vector_weight]
     out += [(f"Lorekeeper, entity boost {b:g}", "NAMED_BOOST", b) for b in args.named_boost]
     out += [(f"Lorekeeper, table talk x {f:g}", "TABLE_TALK_FACTOR", f) for f in args.table_talk]
+    out += [(f"Lorekeeper, time boost {b:g}", "WHEN_BOOST", b) for b in args.when_boost]
     if args.not_said_by:
         out.append(("Lorekeeper, lines said by who is named not boosted", "SAID_BY_NAMED", False))
+    if args.time_unread:
+        out.append(("Lorekeeper, the question's time searched as words", "TIME_ASKED", False))
     for setting in args.lexical:  # "NAME=VALUE": a constant of memory.lexical
         constant, _, value = setting.partition("=")
         out.append((f"Lorekeeper, lexical {constant} {float(value):g}", f"lexical.{constant}", float(value)))
@@ -651,7 +674,9 @@ async def show_miss(
     the hits read in order (evidence starred), and where each evidence session first comes among the ``MISS_DEPTH``
     hits of the same ranking (none: no candidate line of it was ranked at all)."""
     mem = memory.campaign(case.haystack.campaign_id)
-    deep = await recall(mem, args.embedder, case.query, limit=MISS_DEPTH, embedding=vector.tolist(), asker=case.asker)
+    deep = await recall(
+        mem, args.embedder, case.query, limit=MISS_DEPTH, embedding=vector.tolist(), asker=case.asker, now=case.now
+    )
     hits = list(dict.fromkeys(u.session_id for u in units))
     shown = " ".join(f"{s}{'*' * (s in case.gold_sessions)}" for s in hits)
     places = evidence_places(case.gold_sessions, [h.session_id for h in deep])
@@ -888,6 +913,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("--vector-weight", "vector list's weight", "VECTOR_WEIGHT"),
         ("--named-boost", "boost of a line naming the question's entity", "NAMED_BOOST"),
         ("--table-talk", "factor of a table-talk line", "TABLE_TALK_FACTOR"),
+        ("--when-boost", "boost of a line of a session played when the question says", "WHEN_BOOST"),
     ):
         today = getattr(recall_rank, constant)
         parser.add_argument(flag, type=float, nargs="*", default=[], help=fusion.format(what, constant, today))
@@ -908,6 +934,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--not-said-by",
         action="store_true",
         help="also Lorekeeper without boosting the lines said by a speaker the question names (SAID_BY_NAMED)",
+    )
+    parser.add_argument(
+        "--time-unread",
+        action="store_true",
+        help='also Lorekeeper with a question\'s time ("5 days ago", "last Friday") searched as its words, '
+        "not read as the days it names (TIME_ASKED)",
     )
     parser.add_argument(
         "--show-misses",

@@ -17,6 +17,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from difflib import SequenceMatcher
 from functools import partial
 from typing import Literal
@@ -106,7 +107,9 @@ class RecallHit(BaseModel):
     score: float
     refs: list[str]  # source references of the L1 entries the hit covers
     entry_ids: list[int]
-    matched: list[str]  # how it was found: "fulltext", "vector", "entity" (names one asked of), "speaker" (said by)
+    #: how it was found: "fulltext", "vector", "entity" (names one asked of), "speaker" (said by), "when" (of a
+    #: session played when the question says)
+    matched: list[str]
     lines: list[HitLine] = []  # what the DM reads, in reading order
 
     def answering(self) -> list[HitLine]:
@@ -152,12 +155,14 @@ async def recall(
     embedding: list[float] | None = None,
     dm: bool = True,
     asker: str | None = None,
+    now: datetime | None = None,
 ) -> list[RecallHit]:
     """The ``limit`` best hits for ``query`` (its first ``QUERY_CHARS`` characters): the lines that answer it,
     a short one with a line of context either side. ``embedding`` may be given when the caller embedded in bulk; ``dm``:
     secret entities' names expand the query too (a player's query is expanded with public names only). ``asker``:
     who asks, as the session's lines name them; a question in the first person ("what did I promise her?") prefers
-    their lines."""
+    their lines. ``now``: when it is asked (default: now), which a time it tells is counted from ("two weeks ago":
+    the lines of sessions played then come first)."""
     if not query.strip():  # blanks are nearest to nothing: passages at random, as if they answered
         raise InvalidInputError("query is empty: give words or names to look for")
     query, embedding = await _as_heard(mem, _clipped(query), embedding, dm=dm)
@@ -170,7 +175,8 @@ async def recall(
     forms = rank.named_forms(query)
     # "what did Grog say" filters by who said it: known first; else who it names only lifts lines, read beside
     voices = await _speakers(mem, forms, dm=dm, narrators=True, asker=asker) if rank.speaker_asked(query) else None
-    parsed, sessions = await _parsed(mem, query, voices or ())
+    # its days and the sessions' are counted in UTC, as sessions start
+    parsed, sessions = await _parsed(mem, query, voices or (), (now or datetime.now(UTC)).astimezone(UTC))
     meant = _meaning(query, parsed, embedding, embedder)
     if sessions == [] or rank.recap_asked(parsed):
         return []  # "in session 12" of a campaign with 3; "what happened last session?": its recap answers it
@@ -244,8 +250,9 @@ async def recall(
     mentioning = found.mentioning.intersection(candidates)
     said_ids = {i for i in candidates if i in entries and entries[i].speaker.casefold() in said_by}
     # the pre-show, breaks and after-show the chunk job marked: a recap before the story says the story's words
-    segments = found.off_game.intersection(candidates)
-    ranked = rank.fuse(lexical, vector, named=mentioning, said=said_ids, table_talk=segments, told=told)
+    # ... and the lines of the sessions played when the question says ("two weeks ago")
+    segments, dated = found.off_game.intersection(candidates), await _dated(mem, parsed.filters, candidates, entries)
+    ranked = rank.fuse(lexical, vector, named=mentioning, said=said_ids, table_talk=segments, told=told, dated=dated)
     spans: dict[int, tuple[int, int] | None] = {}
 
     def passage(i: int) -> tuple[int, int] | None:
@@ -264,7 +271,7 @@ async def recall(
         *(i for i in top if tells_last_session(entries[i].text, entries[i].seq)),
     ]
     if len(talk) > len(segments):
-        ranked = rank.fuse(lexical, vector, named=mentioning, said=said_ids, table_talk=talk, told=told)
+        ranked = rank.fuse(lexical, vector, named=mentioning, said=said_ids, table_talk=talk, told=told, dated=dated)
     if lexical or told:  # a line found by meaning alone, not close to it, pads the lines that say its words
         weak = {i for i, cosine in near.items() if cosine < MEANING_BESIDE_WORDS}
         ranked = [f for f in ranked if f.lexical_rank is not None or f.told or f.entry_id not in weak]
@@ -581,12 +588,25 @@ async def _titled(mem: CampaignMemory, query: str) -> list[Session] | None:
 
 
 async def _parsed(
-    mem: CampaignMemory, query: str, voices: Sequence[rank.Speaker]
+    mem: CampaignMemory, query: str, voices: Sequence[rank.Speaker], now: datetime
 ) -> tuple[rank.Parsed, list[int] | None]:
-    """The question's filters and words (:func:`memory.recall_rank.parse`), and the session it names (``_sessions``)."""
+    """The question's filters and words (:func:`memory.recall_rank.parse`, its time told against ``now``), and the
+    session it names (``_sessions``)."""
     played = await _titled(mem, query)
-    parsed = rank.parse(query, voices, [s.title for s in played or ()])
+    parsed = rank.parse(query, voices, [s.title for s in played or ()], now=now)
     return parsed, await _sessions(mem, parsed.filters, played)
+
+
+async def _dated(
+    mem: CampaignMemory, filters: rank.Filters, candidates: Sequence[int], entries: Mapping[int, lexical_ranker.Line]
+) -> set[int]:
+    """The ``candidates`` of sessions played in the days the question's time names (``filters.when``): by the day
+    each session started."""
+    if filters.when is None:
+        return set()
+    first, last = filters.when
+    played = {s.id for s in await mem.log.sessions() if first <= s.started_at.astimezone(UTC).date() <= last}
+    return {i for i in candidates if i in entries and entries[i].session_id in played}
 
 
 async def _sessions(

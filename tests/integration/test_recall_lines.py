@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -587,6 +588,30 @@ async def test_last_session_and_a_numbered_session_filter(campaign: CampaignMemo
     (hit,) = await recall(campaign, None, "the key in session 1", limit=5, mode="fulltext")
     assert hit.session == "One" and one[3] in hit.entry_ids
     assert await recall(campaign, None, "the key in session 9", limit=5, mode="fulltext") == []
+
+
+async def test_a_time_told_against_when_it_is_asked_prefers_the_sessions_played_then(campaign: CampaignMemory) -> None:
+    """ "What did we hear two weeks ago about the Ember Key?": the line of the session played two weeks ago, though
+    a shorter line of another session says the key too; "two weeks ago" is no word to search for."""
+    asked = datetime(2026, 3, 20, 21, tzinfo=UTC)
+    lines = {
+        28: ("DM", "The Ember Key hangs in the vault."),
+        14: ("DM", "A merchant in the market swears the Ember Key was sold last winter to a stranger from the north."),
+        1: ("DM", "The Ember Key glows."),
+    }
+    said_in: dict[int, int] = {}
+    for days, line in lines.items():
+        session = await campaign.log.start_session(f"{days} days ago", started_at=asked - timedelta(days=days))
+        (entry,) = await campaign.log.write_many(session.id, [EntryIn(speaker=line[0], text=line[1], start_s=0.0)])
+        await campaign.log.end_session(session.id)
+        said_in[days] = entry.id
+    question = "what did we hear two weeks ago about the Ember Key?"
+    hits = await recall(campaign, None, question, limit=3, mode="fulltext", now=asked)
+    assert [line.entry_id for line in hits[0].lines if line.matched] == [said_in[14]]
+    assert "when" in hits[0].matched
+    # asked a month later, two weeks ago is another session's time: the key's best line again
+    later = await recall(campaign, None, question, limit=3, mode="fulltext", now=asked + timedelta(days=30))
+    assert said_in[14] not in later[0].entry_ids and "when" not in later[0].matched
 
 
 async def test_when_we_first_or_last_met_someone_shows_the_first_or_last_lines_naming_them(

@@ -1,6 +1,7 @@
 """Recall's pure rules: query filters, BM25 pieces, fusion and how ranked lines become hits."""
 
 import math
+from datetime import UTC, date, datetime
 
 import pytest
 
@@ -22,6 +23,7 @@ from memory.recall_rank import (
     session_asked,
     shown_passage,
     speaker_asked,
+    time_asked,
     token_spans,
 )
 from memory.text import voiced
@@ -49,6 +51,77 @@ def test_what_happened_in_a_named_session_asks_for_its_recap() -> None:
         "what did Grog say last session?",
     ):
         assert not recap_asked(parse(query)), query
+
+
+#: Asked on a Wednesday.
+TODAY = date(2023, 4, 5)
+
+
+@pytest.mark.parametrize(
+    ("said", "first", "last"),
+    [
+        ("yesterday", date(2023, 4, 3), date(2023, 4, 5)),
+        ("a couple of days ago", date(2023, 4, 2), date(2023, 4, 4)),
+        ("5 days ago", date(2023, 3, 30), date(2023, 4, 1)),
+        ("two weeks ago", date(2023, 3, 20), date(2023, 3, 24)),  # people are vague: +-2 days
+        ("a month ago", date(2023, 2, 28), date(2023, 3, 12)),
+        ("last Friday", date(2023, 3, 30), date(2023, 4, 1)),
+        ("on Friday", date(2023, 3, 30), date(2023, 4, 1)),
+        ("last Wednesday", date(2023, 3, 28), date(2023, 3, 30)),  # "last": never today
+        ("on Wednesday", date(2023, 4, 4), date(2023, 4, 5)),
+        ("last week", date(2023, 3, 26), date(2023, 4, 3)),  # the calendar week, Monday on, +-1 day
+        ("this week", date(2023, 4, 2), date(2023, 4, 5)),
+        ("last month", date(2023, 2, 26), date(2023, 4, 3)),  # March, +-3 days
+        ("in the past two months", date(2023, 2, 3), date(2023, 4, 5)),
+        ("over the last few days", date(2023, 4, 1), date(2023, 4, 5)),
+        ("in March", date(2023, 2, 26), date(2023, 4, 3)),
+        ("in May", date(2022, 4, 28), date(2022, 6, 3)),  # the latest May: last year's
+        ("on March 5th", date(2023, 3, 4), date(2023, 3, 6)),
+        ("on the 5th of March 2022", date(2022, 3, 4), date(2022, 3, 6)),
+        ("on 2023-03-05", date(2023, 3, 4), date(2023, 3, 6)),
+        ("on the Wednesday two months ago", date(2023, 1, 23), date(2023, 2, 16)),  # the time counted back says
+    ],
+)
+def test_a_time_told_against_the_day_asked_is_the_days_it_names(said: str, first: date, last: date) -> None:
+    when, left = time_asked(f"what did we hear {said} about the Ember Key?", TODAY)
+    assert when == (first, last)
+    assert left.split() == "what did we hear about the Ember Key?".split()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "How many days ago did I go rafting?",  # asks for the count: names no days
+        "what did Grog say about the march?",
+        "we may 5 times roll for it",
+        "what is in May's shop?",  # a name, not the month
+        "who is Jan?",
+        "what did we buy at the Friday Market?",  # a weekday in a name
+        "what did we learn last time?",
+    ],
+)
+def test_words_that_tell_no_time_stay_words(query: str) -> None:
+    assert time_asked(query, TODAY) == (None, query)
+
+
+def test_a_time_is_a_filter_only_against_when_it_is_asked() -> None:
+    asked = datetime(2023, 4, 5, 15, 5, tzinfo=UTC)
+    parsed = parse("What is the artist that I started to listen to last Friday?", now=asked)
+    assert parsed.filters.when == (date(2023, 3, 30), date(2023, 4, 1))
+    assert parsed.text == "What is the artist that I started to listen to ?"
+    assert parse("artist I listened to last Friday").filters.when is None  # no moment: its words
+    # a session named wins: "last week" of a question asking what happened is the last session
+    parsed = parse("what happened last week?", now=asked)
+    assert parsed.filters.sessions_ago == 1 and parsed.filters.when is None
+
+
+def test_a_line_of_the_days_asked_is_preferred_not_filtered() -> None:
+    """A line of a session played when the question says comes first from its list's 6th place; from the 8th it
+    stays below the first line of another day; the others keep their order."""
+    ranked = fuse(list(range(1, 11)), [], dated=[6])
+    assert [f.entry_id for f in ranked][:3] == [6, 1, 2]
+    assert ranked[0].matched == ["fulltext", "when"] and ranked[0].dated and not ranked[1].dated
+    assert [f.entry_id for f in fuse(list(range(1, 11)), [], dated=[8])][:2] == [1, 8]
 
 
 def test_last_session_is_a_filter_not_words() -> None:
