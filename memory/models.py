@@ -339,11 +339,12 @@ SYMMETRIC = frozenset(
 #: Relationship types that state another type's fact from its other end: "Mira has the Sunblade" is "the Sunblade
 #: owned_by Mira", "Balcor leader_of Greywatch" is "Greywatch ruled_by Balcor". The graph reads an edge of one as
 #: the other (:func:`memory.graph.rules.one_way`), so a new holder or ruler, stated from either end, closes the old.
-#: The holding verbs are those the rule extractor files as the type ("Mira carried the Sunblade"); not ``owns``,
-#: which a VTT import writes for an item on a character sheet, as many sheets may hold a "Potion of Healing".
+#: The holding verbs are those the rule extractor files as the type ("Mira carried the Sunblade"), and ``owns``,
+#: which a VTT import writes for an item on a character sheet: "Thessaly has the Key" closes a loaded "Quillon owns
+#: the Key", and an item moved between sheets is the new sheet's alone when imported again.
 #: "killed" is what the rule extractor files for "Grog slew Jazna"; kin and teachers are one fact from either end.
 INVERSE = {
-    **dict.fromkeys("has had owned holds held carries carried takes took steals stole".split(), "owned_by"),
+    **dict.fromkeys("has had owns owned holds held carries carried takes took steals stole".split(), "owned_by"),
     **dict.fromkeys(["wields", "wielded"], "wielded_by"),
     "leader_of": "ruled_by",
     "killed": "killed_by",
