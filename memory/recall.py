@@ -17,6 +17,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from difflib import SequenceMatcher
 from functools import partial
 from typing import Literal
@@ -99,6 +100,7 @@ class HitLine(BaseModel):
 class RecallHit(BaseModel):
     session_id: int
     session: str
+    started: datetime | None = None  # when the session was played, for its citation
     speakers: list[str]
     start_s: float | None
     end_s: float | None
@@ -118,7 +120,7 @@ class RecallHit(BaseModel):
         times."""
         first = next(iter(self.answering()), None)
         start, ref = (first.start_s, first.ref) if first else (self.start_s, self.refs[0] if self.refs else None)
-        return where_said(self.session or f"session {self.session_id}", start, ref)
+        return where_said(self.session or f"session {self.session_id}", start, ref, self.started)
 
 
 #: Lines read from each list: enough for the fused ranking's top lines to be found by both when both know them.
@@ -738,6 +740,7 @@ def _hit(
     return RecallHit(
         session_id=g.session_id,
         session=rows[0].session if rows else "",
+        started=rows[0].started if rows else None,
         speakers=list(dict.fromkeys(r.speaker for r in rows)),
         start_s=rows[0].start_s if rows else None,
         end_s=max((r.end_s or r.start_s for r in rows), default=None),
