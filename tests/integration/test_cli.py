@@ -1975,7 +1975,7 @@ async def test_recall_says_what_the_graph_knows_now_before_what_was_said_then(lk
     assert asked.stdout.startswith(
         "Ember Key (item)\n     Opens a vault\n     Ember Key —owned_by→ Pip\n"
         "Pip (npc)\n     Ember Key —owned_by→ Pip\n     Pip —works_for→ Vaskerrin Holt 🔒\n"
-        "1. [Night 1 (l1)] "
+        f"1. [Night 1, {today()} (l1)] "
     ), asked.stdout
     as_json = json.loads(lk("recall", "who has the Ember Key now, Pip?", "--mode", "fulltext", "--json").stdout)
     assert [(e["name"], [f["text"] for f in e["facts"]]) for e in as_json["entities"]] == [
