@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from memory.correction.evidence import word_zipf
 from memory.db import Executor
@@ -303,9 +304,7 @@ class Line:
     end_s: float | None
     ref: str | None
     session: str  # its session's title
-
-
-_LINE_COLUMNS = ("id", "session_id", "seq", "speaker", "text", "start_s", "end_s", "ref", "title")
+    started: datetime | None = None  # and when it was played
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,7 +450,7 @@ async def candidates(
             FROM found f JOIN session_entries n
               ON n.campaign_id = $1 AND n.session_id = f.session_id AND n.seq BETWEEN f.seq - $12 AND f.seq + $12
         )
-        SELECT e.*, s.title, f.id IS NOT NULL AS found, x.rank, x.score, x.terms, a.score AS also_score,
+        SELECT e.*, s.title, s.started_at, f.id IS NOT NULL AS found, x.rank, x.score, x.terms, a.score AS also_score,
                coalesce(x.passage, a.passage) AS passage,
                f.id IS NOT NULL AND cardinality($11::bigint[]) > 0 AND EXISTS (
                    SELECT FROM entity_mentions m
@@ -490,7 +489,16 @@ async def candidates(
     )
     lines = [
         Line(
-            r["id"], r["session_id"], r["seq"], r["speaker"], r["text"], r["start_s"], r["end_s"], r["ref"], r["title"]
+            r["id"],
+            r["session_id"],
+            r["seq"],
+            r["speaker"],
+            r["text"],
+            r["start_s"],
+            r["end_s"],
+            r["ref"],
+            r["title"],
+            r["started_at"],
         )
         for r in rows
     ]

@@ -10,6 +10,7 @@ and an accepted event's the lines it was drawn from (:func:`index_told`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
 from functools import lru_cache
 from itertools import islice
 from typing import TypeVar
@@ -34,9 +35,10 @@ class LineMention(BaseModel):
     start_s: float
     text: str
     ref: str | None
+    started_at: datetime | None = None  # the session's
 
     def where(self) -> str:
-        return where_said(self.title, self.start_s, self.ref)
+        return where_said(self.title, self.start_s, self.ref, self.started_at)
 
 
 class SessionMentions(BaseModel):
@@ -101,7 +103,8 @@ def said_lines(entity_id: str, limit: str, *, newest: bool = True, in_game: bool
         else ""
     )
     return f"""
-        SELECT se.id AS entry_id, se.session_id, s.title, se.seq, se.speaker, se.start_s, se.text, se.ref
+        SELECT se.id AS entry_id, se.session_id, s.title, se.seq, se.speaker, se.start_s, se.text, se.ref,
+               s.started_at
         FROM {said_ids(entity_id)} said
         JOIN session_entries se ON se.campaign_id = $1 AND se.id = said.id {segments}
         JOIN sessions s ON s.campaign_id = $1 AND s.id = se.session_id

@@ -339,11 +339,12 @@ SYMMETRIC = frozenset(
 #: Relationship types that state another type's fact from its other end: "Mira has the Sunblade" is "the Sunblade
 #: owned_by Mira", "Balcor leader_of Greywatch" is "Greywatch ruled_by Balcor". The graph reads an edge of one as
 #: the other (:func:`memory.graph.rules.one_way`), so a new holder or ruler, stated from either end, closes the old.
-#: The holding verbs are those the rule extractor files as the type ("Mira carried the Sunblade"); not ``owns``,
-#: which a VTT import writes for an item on a character sheet, as many sheets may hold a "Potion of Healing".
+#: The holding verbs are those the rule extractor files as the type ("Mira carried the Sunblade"), and ``owns``,
+#: which a VTT import writes for an item on a character sheet: "Thessaly has the Key" closes a loaded "Quillon owns
+#: the Key", and an item moved between sheets is the new sheet's alone when imported again.
 #: "killed" is what the rule extractor files for "Grog slew Jazna"; kin and teachers are one fact from either end.
 INVERSE = {
-    **dict.fromkeys("has had owned holds held carries carried takes took steals stole".split(), "owned_by"),
+    **dict.fromkeys("has had owns owned holds held carries carried takes took steals stole".split(), "owned_by"),
     **dict.fromkeys(["wields", "wielded"], "wielded_by"),
     "leader_of": "ruled_by",
     "killed": "killed_by",
@@ -534,19 +535,24 @@ class Mention(BaseModel):
     text: str
     ref: str | None
     told: str | None = None  # the clause of ``text`` that tells the event the item is about, to show that part
+    started_at: datetime | None = None  # the session's
 
     def where(self) -> str:
-        return where_said(self.title, self.start_s, self.ref)
+        return where_said(self.title, self.start_s, self.ref, self.started_at)
 
 
 #: The refs of lines from speech, whose time is always that of the audio (``audio:night.wav:0``, ``voice:…``).
 TIMED_REFS = ("audio:", "voice:")
 
 
-def where_said(title: str, start_s: float | None, ref: str | None) -> str:
+def where_said(title: str, start_s: float | None, ref: str | None, started: datetime | None = None) -> str:
     """The session and the line's time in it, or its source ("turn 1098") when the transcript had no times
     (a CRD3 episode, an untimed file): every such line is "at 0:00", which says nothing. Speech heard (a recording's
-    ``audio:`` line, live ``voice:``) always has its time: its first word at 0:00 is "at 0:00", not its ref."""
+    ``audio:`` line, live ``voice:``) always has its time: its first word at 0:00 is "at 0:00", not its ref. The
+    session's date (``started``, UTC as every date shown) follows its title unless the title says it (a live
+    session's "Session 2026-03-02"): "Session 4, 2024-03-02 (turn 1450)"."""
+    if started is not None and (day := f"{started.astimezone(UTC):%Y-%m-%d}") not in title:
+        title = f"{title}, {day}"
     if start_s or (start_s is not None and (not ref or ref.startswith(TIMED_REFS))):
         minutes, secs = divmod(int(start_s), 60)
         hours, minutes = divmod(minutes, 60)

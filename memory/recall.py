@@ -33,7 +33,7 @@ from memory.errors import InvalidInputError, NotFoundError
 from memory.gazetteer import Gazetteer, sole_names
 from memory.mentions import first_said
 from memory.models import ChunkHit, EntityType, Session, Visibility, took_part_line, where_said
-from memory.offgame import VOICE_LINES, line_talk, tells_last_session, voice_of
+from memory.offgame import VOICE_LINES, Talk, line_talk, tells_last_session, voice_of
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
 from memory.text import excerpt, voice_left
@@ -100,6 +100,7 @@ class HitLine(BaseModel):
 class RecallHit(BaseModel):
     session_id: int
     session: str
+    started: datetime | None = None  # when the session was played, for its citation
     speakers: list[str]
     start_s: float | None
     end_s: float | None
@@ -121,7 +122,7 @@ class RecallHit(BaseModel):
         times."""
         first = next(iter(self.answering()), None)
         start, ref = (first.start_s, first.ref) if first else (self.start_s, self.refs[0] if self.refs else None)
-        return where_said(self.session or f"session {self.session_id}", start, ref)
+        return where_said(self.session or f"session {self.session_id}", start, ref, self.started)
 
 
 #: Lines read from each list: enough for the fused ranking's top lines to be found by both when both know them.
@@ -239,14 +240,23 @@ async def recall(
     best = _best_lines(found.scored, windows, entries, speakers, other)
     vector = [*dict.fromkeys([*(i for i in near if i in entries), *best])]
     candidates = [*dict.fromkeys([*lexical, *vector])]
+    said_by = _said_by(said, asker if rank.first_person(query) else None) if not speakers else set()
     # "what did Mira say": the lines in her voice come first, as a speaker's own lines are the only ones shown when
-    # the question names a speaker
+    # the question names a speaker; "what did Gorrik roll for insight?": his player's roll
     told = [
         i
-        for i in [*telling, *_voiced_first(voicing, candidates, entries, _topic(terms, named, query))]
+        for i in [
+            *telling,
+            # a character's roll is its player's, who rolls it (unlike what it did, which the DM mostly tells)
+            *(
+                _rolls(candidates, found.around, {v.name.casefold() for v in said}, entries)
+                if rank.roll_asked(query)
+                else []
+            ),
+            *_voiced_first(voicing, candidates, entries, _topic(terms, named, query)),
+        ]
         if i in entries and _kept(entries[i], sessions, speakers, other)
     ]
-    said_by = _said_by(said, asker if rank.first_person(query) else None) if not speakers else set()
     mentioning = found.mentioning.intersection(candidates)
     said_ids = {i for i in candidates if i in entries and entries[i].speaker.casefold() in said_by}
     # the pre-show, breaks and after-show the chunk job marked: a recap before the story says the story's words
@@ -413,6 +423,35 @@ def _topic(terms: lexical_ranker.Query, named: Sequence[_Called], query: str) ->
 
 
 _WORDS = re.compile(r"\w+")
+
+
+#: A roll said: dice talk with a number ("Natural 20 plus 2, 22"), not the asking ("Can I roll insight?").
+_NUMBER = re.compile(r"(?<![\w-])\d{1,3}(?![\w-])")
+
+
+def _rolls(
+    candidates: Sequence[int],
+    around: Sequence[lexical_ranker.Line],
+    rollers: set[str],
+    entries: dict[int, lexical_ranker.Line],
+) -> list[int]:
+    """The rolls ``rollers`` (speakers, casefolded) said, each a candidate line or one of the ``rank.CONTEXT`` lines
+    after one (the DM's "Sure, roll insight.", then "Natural 20 plus 2, 22"), in the candidates' order; added to
+    ``entries``, the lines hits are made of. Dice talk, ranked down elsewhere, is the answer here."""
+    at = {(line.session_id, line.seq): line for line in around}
+    out: list[int] = []
+    for asked in (entries[i] for i in candidates if i in entries):
+        for n in range(rank.CONTEXT + 1):
+            line = at.get((asked.session_id, asked.seq + n))
+            if line is not None and line.speaker.casefold() in rollers and _rolled(line.text):
+                out.append(line.id)
+                entries.setdefault(line.id, line)
+                break
+    return [*dict.fromkeys(out)]
+
+
+def _rolled(text: str) -> bool:
+    return line_talk(text) == Talk.dice and _NUMBER.search(text) is not None
 
 
 def _said_by(voices: list[rank.Speaker], asker: str | None) -> set[str]:
@@ -757,6 +796,7 @@ def _hit(
     return RecallHit(
         session_id=g.session_id,
         session=rows[0].session if rows else "",
+        started=rows[0].started if rows else None,
         speakers=list(dict.fromkeys(r.speaker for r in rows)),
         start_s=rows[0].start_s if rows else None,
         end_s=max((r.end_s or r.start_s for r in rows), default=None),

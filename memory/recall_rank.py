@@ -138,6 +138,15 @@ _SAID = re.compile(
 )
 
 
+#: "What did Gorrik roll (for insight)?": the answer is the roll its player said, dice talk ranked down elsewhere.
+_ROLLED = re.compile(r"\bwhat\s+(?:did|does|has|had)\s+[^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*)?\s+roll(?:ed)?\b", re.I)
+
+
+def roll_asked(query: str) -> bool:
+    """Whether a question asks what someone rolled ("what did Gorrik roll for insight?")."""
+    return _ROLLED.search(query) is not None
+
+
 #: "What did the DM say": "the" is no name.
 _ARTICLE = re.compile(r"^(?:the|our)\s+(?=\S)", re.I)
 

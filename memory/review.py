@@ -187,7 +187,7 @@ class ReviewQueue:
             return None
         rows = await self.graph.db.fetch(
             """
-            SELECT se.session_id, s.title, se.speaker, se.start_s, se.text, se.ref,
+            SELECT se.session_id, s.title, s.started_at, se.speaker, se.start_s, se.text, se.ref,
                    (se.speaker_id = s.dm_speaker_id
                     OR upper(btrim(se.speaker)) IN ('DM', 'GM', 'DUNGEON MASTER', 'GAME MASTER')) IS TRUE AS by_dm
             FROM session_entries se JOIN sessions s ON s.campaign_id = se.campaign_id AND s.id = se.session_id

@@ -192,7 +192,7 @@ async def show(ctx: click.Context, ref: str, campaign: str | None) -> None:
         item = await mem.review.get(ref)
         prov = item.entity.provenance if item.entity else item.fact.provenance  # type: ignore[union-attr]
         lines = await mem.log.entries(prov.entry_ids)
-        titles = {s.id: s.title for s in await mem.log.sessions()}
+        played = {s.id: s for s in await mem.log.sessions()}
     status = item.entity.status if item.entity else item.fact.status  # type: ignore[union-attr]
     click.echo(f"{item.ref} ({item.kind.value}, {status.value}): {item.describe()}")
     click.echo(
@@ -202,7 +202,8 @@ async def show(ctx: click.Context, ref: str, campaign: str | None) -> None:
         click.echo(f"  said in {counted(len(lines), 'line')}:" if len(lines) > 1 else "  said in:")
     # each whole (review list shows the part naming the item): the DM decides on what was said
     for line in lines[:SHOWN_LINES]:
-        said = f"{where_said(titles[line.session_id], line.start_s, line.ref)}: {line.speaker}: “{line.text}”"
+        s = played[line.session_id]
+        said = f"{where_said(s.title, line.start_s, line.ref, s.started_at)}: {line.speaker}: “{line.text}”"
         click.echo("\n".join("    " + row for row in wrapped(said, indent=4)))
     if len(lines) > SHOWN_LINES:
         click.echo(f"    … and {counted(len(lines) - SHOWN_LINES, 'more line')}")

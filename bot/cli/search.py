@@ -66,7 +66,7 @@ async def search(
                 )
         speakers, excluded = await mem.log.speakers_called(speaker) if speaker is not None else (None, set())
         hits = await mem.log.search(text, session_id=session_id, speakers=speakers, excluded=excluded, limit=limit)
-        titles = {s.id: s.title for s in await mem.log.sessions()}
+        by_id = {s.id: s for s in await mem.log.sessions()}
         empty = not hits and not await mem.log.has_lines()
     if as_json:
         emit_json(hits)
@@ -74,7 +74,15 @@ async def search(
         click.echo(no_lines_yet(name) if empty else "no matches")  # "no matches" alone says the words were wrong
     else:
         table(  # where as recall and review say it: a line of an untimed transcript is its turn, not "0s"
-            [[where_said(titles[h.session_id], h.start_s, h.ref), h.speaker, h.text, h.ref or ""] for h in hits],
+            [
+                [
+                    where_said(by_id[h.session_id].title, h.start_s, h.ref, by_id[h.session_id].started_at),
+                    h.speaker,
+                    h.text,
+                    h.ref or "",
+                ]
+                for h in hits
+            ],
             ["where", "speaker", "text", "ref"],
             wrap={2},  # each line whole
         )

@@ -5,8 +5,9 @@ the rule extractor (each known name a placeholder).
 
 In play a turning point is a clause: a verb of its kind (killing, dying, arriving, finding or being given), in any
 tense, with a known entity of the kind's type as its subject or object ("Vex has fallen", "the lifeless body of
-Reginald", "you make your way to the continent of Marquet", "you are handed the Bag of Holding"). An arrival is the
-party's: "you", "the party" or a known player is its subject, never an npc ("she walks back to the palace").
+Reginald", "you make your way to the continent of Marquet", "you are handed the Bag of Holding"). An arrival's
+subject is "you", "the party" or a known name: a player, a party or faction, or an npc ("Quillon arrives at Greyskull
+Keep"); never a pronoun ("she walks back to the palace").
 
 Only the DM's words are read (the caller checks): a player's "I kill it" is a wish, not what happened. A match in a
 hypothetical, a question, a denial or a memory ("if you kill Sylas", "is Sylas dead?", "a year ago you entered Emon")
@@ -42,6 +43,8 @@ _PERSON = PERSON_TYPES
 _MORTAL = _PERSON | {EntityType.faction}
 #: Who the party is, when the recap names it: a player or the party's own name ("Vox Machina").
 _PARTY_TYPES = frozenset({EntityType.player, EntityType.faction})
+#: Who may arrive in play, as the DM tells it: the party, a faction, or an npc ("Quillon arrives at Greyskull Keep").
+_ARRIVING = _PARTY_TYPES | {EntityType.npc}
 
 
 # The DM's telling in play: a clause whose verb is of a turning point's class, with a known entity of the class's
@@ -311,16 +314,18 @@ _DET = r"(?:(?i:the|a|an|one\s+of\s+the|some\s+of\s+the)\s+)?"
 #: Up to three words before a name that say what it is ("the great colossal Thordak"), none a possessive.
 _ADJ = r"(?:(?!(?i:his|her|their|your|its|my|our|him|them|you)\b)[a-z'-]+\s+){0,3}?"
 
-# An arrival in play is the party's: "you guys stop by the Foramere Basin", "Grog arrives at Whitestone", never an
-# npc's ("she walks back to the palace"). Its subject is told as in the recap, but "they" is no one's party in play
-# (the DM's "they" are the npcs around the party), and it stands where a subject stands.
+# An arrival in play: "you guys stop by the Foramere Basin", "Grog arrives at Whitestone", "the Iron Ravens ride
+# into Velmora", "Quillon arrives at Greyskull Keep". Its subject is told as in the recap, or is a known npc the DM
+# tells of; but "they" is no one's party in play (the DM's "they" are the npcs around the party), nor is "she" of
+# "she walks back to the palace" anyone known, and it stands where a subject stands.
 
-#: Who arrives in play: "you" or "we" (by number or in part: "all of you guys"), a word for the party, a known name.
+#: Who arrives in play: "you" or "we" (by number or in part: "all of you guys"), a word for the party, a known name
+#: ("the Iron Ravens").
 _PLAYERS = (
     r"(?:(?:\b(?i:all|both|each|some|most|the\s+rest|the\s+two|the\s+three)\s+of\s+)?\b(?i:you|we)"
     r"(?:\s+(?i:all|guys|two|both|three|four|five|six))?"
     r"|\b(?i:the|your|our)\s+(?i:party|group|heroes|adventurers|companions)"
-    r"|" + _K.format("s") + r")"
+    r"|(?:\b(?i:the)\s+)?" + _K.format("s") + r")"
 )
 _PLAY_ARRIVES = re.compile(
     rf"(?P<subject>{_PLAYERS})(?:\s*,[^,.!?;:\"“”\ue000\ue001]{{1,60}},)?"  # "You, darting in a forward way, find"
@@ -445,7 +450,7 @@ def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list
         if victim.type in _MORTAL and (killer is None or killer.id != victim.id) and _told(text, m, retold):
             who = _with([], victim, killer)
             out.append(Event(EventKind.death, f"Death of {victim.name}", who, span=_span(text, m)))
-    for m in _ARRIVES.finditer(text) if retold else _party_arrivals(text, found):
+    for m in _ARRIVES.finditer(text) if retold else _arrivals(text, found):
         y = found[int(m.group("y"))]
         if y.type == EntityType.location and _whole(text, m, "y") and _told(text, m, retold):
             who = _persons(text, m, found)
@@ -516,13 +521,14 @@ def scene_deaths(text: str, found: list[KnownEntity], scene: list[SceneLine]) ->
     return _once(out)
 
 
-def _party_arrivals(text: str, found: list[KnownEntity]) -> Iterator[re.Match[str]]:
-    """The arrivals ``text`` (tagged, a line of play) tells of the party: each with a subject of :data:`_PLAYERS`
-    where a subject stands, a known name only a player's or a party's. The recap needs none: it is all the party's."""
+def _arrivals(text: str, found: list[KnownEntity]) -> Iterator[re.Match[str]]:
+    """The arrivals ``text`` (tagged, a line of the DM's play) tells: each with a subject of :data:`_PLAYERS` where a
+    subject stands, a known name a player's, a party's or faction's, or an npc's. The recap needs none: it is all
+    the party's."""
     pos = 0
     while (m := _PLAY_ARRIVES.search(text, pos)) is not None:
         s = m.group("s")
-        if (s is None or found[int(s)].type in _PARTY_TYPES) and _BEFORE_SUBJECT.search(text[: m.start()]):
+        if (s is None or found[int(s)].type in _ARRIVING) and _BEFORE_SUBJECT.search(text[: m.start()]):
             yield m
             pos = m.end()
         else:  # an object's "you" may hide the subject after it: look again from the next word

@@ -87,7 +87,9 @@ _RELATIONS: list[tuple[re.Pattern[str], str]] = [
 #: "Kevdak has the Titanstone Knuckles", "Kylre takes Toya": two known names joined by a verb of having or taking
 #: (a giving is a hand-over: ``events.handovers`` files who receives). Any verb was read before: on the CRD3 dev
 #: episodes 3 of 12 such items were worth keeping ("Gilmore stabs Vax", "Beau turns to Nott" are moments, not facts);
-#: these verbs' were 2 of 2 (bench/extraction.py).
+#: these verbs' were 2 of 2 (bench/extraction.py). The verb next to the name: "Thessaly still has the Key" is not
+#: read, as it is no news (the holder the memory has, told again) or no hand-over told (of another holder), so
+#: neither a duplicate nor a change of holder to review.
 _VERB_LINK = re.compile(
     rf"(?P<x>{_KNOWN}){_POSS}\s+(?P<verb>[a-z]+)(?:\s+(?P<prep>to|from))?\s+(?:(?i:the)\s+)?(?P<y>{_KNOWN})"
 )

@@ -16,6 +16,12 @@ from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeDiscord, FakeGuild, FakeMember
 from tests.e2e.helpers import make_bot, modal_field, until_true
 
+
+def today() -> str:
+    """The date of a session started now, as a citation says it beside the session's title."""
+    return f"{datetime.now(UTC):%Y-%m-%d}"
+
+
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
 
@@ -455,7 +461,7 @@ async def test_the_card_places_a_line_of_an_untimed_transcript_by_its_turn(
     session = await world.log.start_session("C1E010")
     await world.log.write(session.id, EntryIn(speaker="Grog", text="Eldrinax is awake.", ref="turn 1098"))
     card = "\n".join((await fake_discord.invoke("entity show", {"name": "Eldrinax"}, user_id=player)).texts())
-    assert "C1E010 (turn 1098), Grog: “**Eldrinax** is awake.”" in card
+    assert f"C1E010, {today()} (turn 1098), Grog: “**Eldrinax** is awake.”" in card
 
 
 async def test_link_unlink(world, fake_discord: FakeDiscord, dm: FakeMember) -> None:
@@ -989,7 +995,7 @@ async def test_show_an_accepted_event_says_the_line_it_was_told_in(
 
     card = await fake_discord.invoke("entity show", {"name": "Arrival at Foramere Basin"}, user_id=dm)
     [said_in] = [t.removeprefix("Last mentioned: ") for t in card.texts() if t.startswith("Last mentioned: ")]
-    assert said_in.startswith("Night one at 0:06, DM: “…") and said_in.endswith("…”"), said_in
+    assert said_in.startswith(f"Night one, {today()} at 0:06, DM: “…") and said_in.endswith("…”"), said_in
     # the part naming it, the name in bold, a phone screen's few lines (a narrator's 700-character paragraph filled it)
     assert "You guys stop by the **Foramere Basin**, where the survivors camp." in said_in
     assert len(said_in) <= 320

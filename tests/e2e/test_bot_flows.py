@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import discord
@@ -22,6 +23,12 @@ from tests.e2e.conftest import BotRunner
 from tests.e2e.fake_discord import FakeChannel, FakeDiscord, FakeGuild, FakeMember, FakeRole, Upload
 from tests.e2e.helpers import active, make_bot, modal_field, until_true
 from tests.fakes.openai_server import FakeOpenAI
+
+
+def today() -> str:
+    """The date of a session started now, as a citation says it beside the session's title."""
+    return f"{datetime.now(UTC):%Y-%m-%d}"
+
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
@@ -367,7 +374,7 @@ async def test_review_card_says_the_session_and_the_line(
     record = await fake_discord.invoke("review", user_id=dm)
     await record.wait_for(lambda r: len(r.followups) == 1)
     fields = {f["name"]: f["value"] for f in record.followups[0]["embeds"][0]["fields"]}
-    assert fields["Said in"] == "Night one at 0:06"
+    assert fields["Said in"] == f"Night one, {today()} at 0:06"
     assert fields["Said"] == "Ana: “**Mira** runs to the Cinder Cup.”"  # the name it asks about, in bold
 
 
@@ -424,7 +431,7 @@ async def test_review_cards_of_the_llms_proposals_say_their_line_and_none_come_f
     (card,) = record.followups
     assert card["embeds"][0]["title"].startswith("New entity")
     fields = {f["name"]: f["value"] for f in card["embeds"][0]["fields"]}
-    assert fields["Said in"] == "Night one at 0:30"
+    assert fields["Said in"] == f"Night one, {today()} at 0:30"
     assert fields["Said"] == "DM: “Behind the anvil stands a dwarf named **Korvash**, arms crossed.”"
 
 
@@ -1172,7 +1179,7 @@ async def test_recall_cites_session_speaker_time_and_hides_secrets(
     text = "\n".join(as_player.texts())
     assert as_player.ephemeral
     assert "> **Ana: I think Eldrinax is the dragon under the lake.**\n" in text  # the answer whole, in bold
-    assert "— **Ana**, The Drowned Road at 1:15" in text  # who said it and when
+    assert f"— **Ana**, The Drowned Road, {today()} at 1:15" in text  # who said it and when
     assert "Eldrinax —sleeps_under→ Lake Vhaldris" in text and "hunts" not in text
     as_dm = await fake_discord.invoke("recall", {"query": "Eldrinax"}, user_id=dm)
     assert "Vaskerrin Holt —hunts→ Eldrinax 🔒" in "\n".join(as_dm.texts())
@@ -1241,7 +1248,7 @@ async def test_recall_of_what_a_character_said_reads_its_players_lines(
         "> DM: The lake is still. Something vast sleeps beneath it.\n"  # context only: the DM is not Thess
         "> **Ana (Thessaly Vorn): I think Eldrinax is the dragon under the lake.**\n"
         "> Ben: Let's buy rope in Ironhold first.\n"
-        "— **Ana (Thessaly Vorn)**, The Drowned Road at 1:15"
+        f"— **Ana (Thessaly Vorn)**, The Drowned Road, {today()} at 1:15"
     )
 
 
@@ -1268,7 +1275,7 @@ async def test_recall_shows_what_the_graph_knows_now_of_each_entity_named_before
     assert asked.texts() == [
         "Recall: who has the Ember Key now?",
         "Ember Key: Opens a vault\nEmber Key —owned_by→ Pip",
-        "> **DM: Thrennick has the Ember Key.**\n— **DM**, Night 1 at 0:05",
+        f"> **DM: Thrennick has the Ember Key.**\n— **DM**, Night 1, {today()} at 0:05",
     ]
     question = {"query": "Does Pip work for Vaskerrin Holt?"}
     as_player = await fake_discord.invoke("recall", question, user_id=player)
@@ -1420,18 +1427,20 @@ async def test_players_read_the_session_of_a_recalled_passage_with_secret_names_
     unmasked: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
 ) -> None:
     recalled = await read(fake_discord, player, "recall", {"query": "wakes beneath the hill"})
-    assert "— **DM**, [secret] unmasked at 0:03" in recalled and "Mab" not in recalled
-    assert "— **DM**, Queen Mab unmasked at 0:03" in await read(fake_discord, dm, "recall", {"query": "hill"})
+    assert f"— **DM**, [secret] unmasked, {today()} at 0:03" in recalled and "Mab" not in recalled
+    assert f"— **DM**, Queen Mab unmasked, {today()} at 0:03" in await read(
+        fake_discord, dm, "recall", {"query": "hill"}
+    )
 
 
 async def test_players_read_a_sessions_event_entity_and_last_mention_with_secret_names_masked(
     unmasked: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember, player: FakeMember
 ) -> None:
     card = await read(fake_discord, player, "entity show", {"name": "Eldrinax"})
-    assert "Last mentioned: [secret] unmasked at 0:03, DM: " in card and "Mab" not in card
+    assert f"Last mentioned: [secret] unmasked, {today()} at 0:03, DM: " in card and "Mab" not in card
     assert "Took part in 1 session: per their recaps: [secret] unmasked" in card
     dm_card = await read(fake_discord, dm, "entity show", {"name": "Eldrinax"})
-    assert "Last mentioned: Queen Mab unmasked at 0:03, DM: " in dm_card
+    assert f"Last mentioned: Queen Mab unmasked, {today()} at 0:03, DM: " in dm_card
 
     listed = await read(fake_discord, player, "entity list", {"type": "event"})
     assert "**Session: [secret] unmasked** · event" in listed and "Mab" not in listed
@@ -1472,7 +1481,9 @@ async def test_a_recapped_title_leaves_a_word_of_a_secret_name_masked(
 
     assert "**[secret]'s betrayal** — " in await read(fake_discord, player, "session list")
     recalled = await read(fake_discord, player, "recall", {"query": "smiles at the party"})
-    assert "> **DM: [secret] smiles at the party.**\n— **DM**, [secret]'s betrayal at 0:03" in recalled, recalled
+    assert f"> **DM: [secret] smiles at the party.**\n— **DM**, [secret]'s betrayal, {today()} at 0:03" in recalled, (
+        recalled
+    )
     assert "Vaskerrin" not in recalled
     listed = await read(fake_discord, player, "entity list", {"type": "event"})
     assert "**Session: [secret]'s betrayal** · event" in listed and "Vaskerrin" not in listed

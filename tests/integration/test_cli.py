@@ -11,6 +11,7 @@ import stat
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
@@ -19,6 +20,12 @@ from memory.db import create_pool
 from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
 from memory.store import CampaignMemory, Memory
+
+
+def today() -> str:
+    """The date of a session started now, as a citation says it beside the session's title."""
+    return f"{datetime.now(UTC):%Y-%m-%d}"
+
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "campaigns" / "examples" / "sunken_crown.yaml"
@@ -636,7 +643,7 @@ async def test_review_list_shows_where_and_what_was_said(lk, fresh_dsn: str) -> 
         # the line said is whole, wrapped between words in its column (it was cut at 80 characters, mid-word)
         column = listed[0].index("said")
         said_lines = [line[column:] for line in listed[2:-1]]
-        assert " ".join(said_lines) == f"Night one at 0:06: Ana: “{said}”"
+        assert " ".join(said_lines) == f"Night one, {today()} at 0:06: Ana: “{said}”"
         assert all(len(line) <= 100 for line in listed)
         assert listed[-1].endswith("1.00")  # no line behind it: nothing to show
         [item, _] = json.loads(lk("review", "list", "--json").stdout)
@@ -659,7 +666,9 @@ async def test_review_show_shows_an_item_with_its_lines_whole(lk, fresh_dsn: str
         rows = shown.stdout.splitlines()
         assert rows[:3] == [f"e{e} (entity, pending): new npc 'Korvash'", "  confidence 0.55", "  said in:"]
         assert all(len(row) <= 100 for row in rows)
-        assert " ".join(row.strip() for row in rows[3:-3]) == f"Night one at 0:06: Ana: “{said.strip()}”"  # whole
+        assert (
+            " ".join(row.strip() for row in rows[3:-3]) == f"Night one, {today()} at 0:06: Ana: “{said.strip()}”"
+        )  # whole
         assert f"`lorekeeper review accept e{e}`, `lorekeeper review reject e{e}`" in rows[-3]
         assert f"`lorekeeper review same e{e} ENTITY`" in rows[-1]
         assert lk("review", "accept", f"e{e}").returncode == 0
@@ -1436,7 +1445,8 @@ async def test_entity_show_says_what_waits_for_review(lk, fresh_dsn: str, tmp_pa
     assert lk("ingest", str(tmp_path / "night.txt"), "--session", "Night").returncode == 0
     shown = lk("entity", "show", "Korvash")
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout == "Korvash (npc)\n  last mentioned in Night (night.txt:1) by DM: Korvash waits at the gate.\n"
+    said = f"Night, {today()} (night.txt:1) by DM: Korvash waits at the gate."
+    assert shown.stdout == f"Korvash (npc)\n  last mentioned in {said}\n"
 
     pool = await create_pool(fresh_dsn)
     try:
@@ -1987,7 +1997,7 @@ async def test_recall_says_what_the_graph_knows_now_before_what_was_said_then(lk
     assert asked.stdout.startswith(
         "Ember Key (item)\n     Opens a vault\n     Ember Key —owned_by→ Pip\n"
         "Pip (npc)\n     Ember Key —owned_by→ Pip\n     Pip —works_for→ Vaskerrin Holt 🔒\n"
-        "1. [Night 1 (l1)] "
+        f"1. [Night 1, {today()} (l1)] "
     ), asked.stdout
     as_json = json.loads(lk("recall", "who has the Ember Key now, Pip?", "--mode", "fulltext", "--json").stdout)
     assert [(e["name"], [f["text"] for f in e["facts"]]) for e in as_json["entities"]] == [
@@ -2157,7 +2167,8 @@ def test_entity_mentions_of_a_proposed_event_names_the_line_entity_show_does(lk,
     said = lk("entity", "mentions", "Arrival at Kraghammer")
     assert said.returncode == 0, said.stderr
     assert said.stdout == (
-        "Arrival at Kraghammer: no line names it yet; it waits for review, drawn from Night 1 (night.txt:2) by DM\n"
+        f"Arrival at Kraghammer: no line names it yet; it waits for review, drawn from Night 1, {today()} (night.txt:2)"
+        " by DM\n"
     )
     assert lk("entity", "mentions", "Kraghammer").stdout.startswith("Kraghammer: named in 1 line of 1 session\n")
 

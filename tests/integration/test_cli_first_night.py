@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+
+
+def today() -> str:
+    """The date of a session started now, as a citation says it beside the session's title."""
+    return f"{datetime.now(UTC):%Y-%m-%d}"
+
 
 SESSION = """\
 [00:00:05] DM: Welcome back. You stand in the mud of Brackenmoor, rain on the stilts.
@@ -107,8 +114,9 @@ def test_search_names_the_session_by_the_title_it_takes(lk, session_file: Path) 
     res = lk("search", "lantern")
     assert res.returncode == 0, res.stderr
     rows = [row for row in res.stdout.splitlines()[2:] if not row.startswith(" ")]  # a long line wraps, whole
-    assert len(rows) == 3 and all(row.startswith("Night 1 at ") for row in rows)  # what --session takes, not an id
-    assert rows[0].startswith("Night 1 at 0:20  DM ")
+    played = f"Night 1, {today()}"  # the session's date beside its title, as every citation says it
+    assert len(rows) == 3 and all(row.startswith(f"{played} at ") for row in rows)  # what --session takes
+    assert rows[0].startswith(f"{played} at 0:20  DM ")
     assert lk("search", "lantern", "--session", "Night 1").stdout == res.stdout
     missing = lk("search", "lantern", "--session", "Night 9")
     assert (
@@ -129,7 +137,11 @@ def test_search_says_where_a_line_of_an_untimed_transcript_is_as_recall_does(lk,
     for path in (episode, night):
         assert lk("ingest", str(path)).returncode == 0
     rows = lk("search", "lantern").stdout.splitlines()
-    assert sorted(row.split("  ")[0] for row in rows[2:]) == ["C1E001 (turn 3)", "night (night.txt:2)"]
+    day = today()
+    assert sorted(row.split("  ")[0] for row in rows[2:]) == [
+        f"C1E001, {day} (turn 3)",
+        f"night, {day} (night.txt:2)",
+    ]
     assert "0s" not in "".join(rows) and rows[0].split() == ["where", "speaker", "text", "ref"]
 
 

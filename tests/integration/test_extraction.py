@@ -1336,3 +1336,32 @@ async def test_a_fact_rejected_is_not_proposed_again_in_other_words_or_from_its_
     await world.review.reject(item.ref)
     stats = await run(world, await write(world, [("DM", "Grog carried the Blade of Doom.")], "Session 2"))
     assert stats.facts_pending == 0 and await world.review.count() == 0
+
+
+async def test_an_item_still_held_proposes_no_new_holder_nor_an_acquisition(
+    world: CampaignMemory, memory: Memory
+) -> None:
+    """ "Thessaly still has the Key", "Wren is still holding the cloak": the holder the memory has, told again, is no
+    news; of another holder, no hand-over was told. Nothing to review: no duplicate, no change of holder."""
+    g = world.graph
+    await g.add_entity(EntityIn(name="Quillon Ashgrove", type=EntityType.npc, aliases=["Quillon"]))
+    for name, player in (("Thessaly Brightwater", "Ana"), ("Wren Halloway", "Cara")):
+        await g.add_entity(
+            EntityIn(name=name, type=EntityType.player, aliases=[name.split()[0]], attributes={"played_by": player})
+        )
+    for item, aliases in (("Ashgrove Key", ["the Key"]), ("Cloak of Tides", ["the cloak"])):
+        await g.add_entity(EntityIn(name=item, type=EntityType.item, aliases=aliases))
+    await g.link("Thessaly Brightwater", "has", "Ashgrove Key")
+    await g.link("Quillon Ashgrove", "owns", "Cloak of Tides")
+    entries = await write(
+        world,
+        [
+            ("DM", "Thessaly still has the Key, cold against her palm."),
+            ("DM", "Wren is still holding the Cloak of Tides as the tide comes in."),
+            ("DM", "Thessaly still has the Ashgrove Key."),
+            ("DM", "Wren still holds the Cloak of Tides."),
+        ],
+    )
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
+    assert [item.describe() for item in await world.review.pending(limit=100)] == []

@@ -651,9 +651,10 @@ async def test_a_card_lists_sessions_as_played_and_places_an_untimed_line_by_its
     _, sessions = (await crown.graph.snapshot("Eldrinax")).facts_and_sessions()
     assert sessions == "took part in 2 sessions: Newer, Older"
     last = await crown.graph.last_mention(await crown.graph.get_entity("Eldrinax"))
-    assert last is not None and last.where() == "Newer (newer.txt:2)"
-    assert last.model_copy(update={"start_s": 3723.5}).where() == "Newer at 1:02:03"
-    assert last.model_copy(update={"start_s": 75, "ref": None}).where() == "Newer at 1:15"
+    # each with the date it was played, given at import
+    assert last is not None and last.where() == "Newer, 2024-03-09 (newer.txt:2)"
+    assert last.model_copy(update={"start_s": 3723.5}).where() == "Newer, 2024-03-09 at 1:02:03"
+    assert last.model_copy(update={"start_s": 75, "ref": None}).where() == "Newer, 2024-03-09 at 1:15"
 
 
 async def test_a_recap_written_after_the_session_was_resumed_leaves_it_live(
@@ -738,25 +739,29 @@ async def test_recall_of_a_pasted_wall_of_text_answers_from_its_start(crown: Cam
 async def test_recall_cites_a_line_of_an_untimed_transcript_by_its_turn(
     crown: CampaignMemory, memory: Memory, embedder: MiniLMEmbedder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A CRD3 episode has no times: "at 0:00" on every hit says nothing, its turn number finds the line."""
+    """A CRD3 episode has no times: "at 0:00" on every hit says nothing, its turn number finds the line; the date
+    it was played, given at import, says which night, as a live session's title does."""
     crd3 = tmp_path / "C1E010.json"
     turns = [
         {"NAMES": ["MATT"], "UTTERANCES": [f"The road goes on, mile {n}."], "NUMBER": n} for n in range(1090, 1098)
     ]
     turns.append({"NAMES": ["LAURA"], "UTTERANCES": ["Quelloth hides in the reeds."], "NUMBER": 1098})
     crd3.write_text(json.dumps({"METADATA": {}, "TURNS": turns}))
-    await ingest_file(crown, crd3)
+    await ingest_file(crown, crd3, started_at=datetime(2024, 3, 2, 19, tzinfo=UTC))
     await run_jobs(memory, embedder)
     (hit,) = await recall(crown, None, "Quelloth", limit=1, mode="fulltext")
     assert hit.refs[-1] == "turn 1098" and hit.start_s == 0
     (said,) = hit.answering()  # the line, with one of context before it (it is the session's last)
     assert said.ref == "turn 1098" and [line.ref for line in hit.lines] == ["turn 1097", "turn 1098"]
-    assert cite(hit).endswith(f"— **{said.speaker}**, C1E010 (turn 1098)")
+    assert cite(hit).endswith(f"— **{said.speaker}**, C1E010, 2024-03-02 (turn 1098)")
     print_hits([hit])
-    assert capsys.readouterr().out.startswith("1. [C1E010 (turn 1098)] score")
-    assert hit.where() == "C1E010 (turn 1098)"
+    assert capsys.readouterr().out.startswith("1. [C1E010, 2024-03-02 (turn 1098)] score")
+    assert hit.where() == "C1E010, 2024-03-02 (turn 1098)"
     timed = hit.model_copy(update={"lines": [said.model_copy(update={"start_s": 3723.5})]})
-    assert "C1E010 at 1:02:03" in cite(timed) and timed.where() == "C1E010 at 1:02:03"
+    assert "C1E010, 2024-03-02 at 1:02:03" in cite(timed) and timed.where() == "C1E010, 2024-03-02 at 1:02:03"
+    # a title that says its date (a live session's "Session 2024-03-02") says it once
+    titled = hit.model_copy(update={"session": "Session 2024-03-02"})
+    assert titled.where() == "Session 2024-03-02 (turn 1098)"
 
 
 async def test_embedding_cache_hit_on_re_embed(pool: asyncpg.Pool, embedder: MiniLMEmbedder) -> None:

@@ -362,7 +362,12 @@ async def test_facts_and_recap_lines_say_where_they_were_said(campaign: Campaign
     tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False)
     facts = {f.text: f for f in (await tools.entity_facts("Pip")).current}
     trusts = facts["Pip —trusts→ Grom"]
-    assert (trusts.heard, trusts.where, trusts.speaker) == ("heard in Night 1", "Night 1 at 0:20", "Pip")
+    played = next(s for s in await campaign.log.sessions() if s.id == ids["old"]).started_at  # a week ago
+    assert (trusts.heard, trusts.where, trusts.speaker) == (
+        "heard in Night 1",
+        f"Night 1, {played:%Y-%m-%d} at 0:20",
+        "Pip",
+    )
     owned = facts["Ember Key —owned_by→ Pip"]
     assert (owned.heard, owned.where, owned.speaker) == ("said by the DM", None, None)
     assert all(f.since.microsecond == 0 for f in facts.values())

@@ -3,6 +3,8 @@ and a merge see them; names said together propose nothing for review."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import asyncpg
 import pytest
 
@@ -12,6 +14,12 @@ from memory.mentions import index_lines, latest, mentions
 from memory.models import Correction, EntityIn, EntityType, EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.store import CampaignMemory, Memory
+
+
+def today() -> str:
+    """The date of a session started now, as a citation says it beside the session's title."""
+    return f"{datetime.now(UTC):%Y-%m-%d}"
+
 
 LINES = [
     ("DM", "Brom waits at the gates of Ironhold."),
@@ -58,7 +66,7 @@ async def test_the_chunk_job_indexes_the_lines_naming_each_entity(
         (4, "DM", "The old smith, Brom, nods. Ironhold sleeps."),
         (2, "Grog", "I wave at Brom."),
     ]
-    assert said.lines[0].session_id == first and said.lines[0].where() == "Night 1 at 0:15"
+    assert said.lines[0].session_id == first and said.lines[0].where() == f"Night 1, {today()} at 0:15"
     assert (await mentions(campaign.db, campaign.campaign_id, hold.id)).total == 2
 
     # Named together in two lines: no "mentioned_with" item waits for the DM.
@@ -106,7 +114,7 @@ def test_entity_mentions_on_the_cli(lk, tmp_path) -> None:  # type: ignore[no-un
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout == (
         "Korvash: named in 2 lines of 1 session\n"
-        "  Night (night.txt:3), Grog: I punch Korvash.\n"
+        f"  Night, {today()} (night.txt:3), Grog: I punch Korvash.\n"
         "  … and 1 more (--limit)\n"
     )
     missing = lk("entity", "mentions", "Nobody")
@@ -124,10 +132,10 @@ def test_entity_mentions_lists_lines_imported_before_the_jobs_ran(lk, tmp_path) 
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout == (
         "Korvash: named in 2 lines of 1 session\n"
-        "  Night (night.txt:3), Ana: We should ask Korvash.\n"
-        "  Night (night.txt:1), DM: Korvash slams the door.\n"
+        f"  Night, {today()} (night.txt:3), Ana: We should ask Korvash.\n"
+        f"  Night, {today()} (night.txt:1), DM: Korvash slams the door.\n"
     )
-    assert "last mentioned in Night (night.txt:3) by Ana" in lk("entity", "show", "Korvash").stdout
+    assert f"last mentioned in Night, {today()} (night.txt:3) by Ana" in lk("entity", "show", "Korvash").stdout
 
 
 async def test_where_said_reads_the_index_and_the_lines_it_does_not_hold_yet(
@@ -210,7 +218,9 @@ async def test_an_accepted_event_is_mentioned_by_the_lines_it_was_told_in(campai
     await campaign.review.accept(f"e{event.id}")
 
     said_in = await mentions(campaign.db, campaign.campaign_id, event.id)
-    assert said_in.total == 1 and [(m.entry_id, m.where()) for m in said_in.lines] == [(line.id, "Night 4 at 6:00")]
+    assert said_in.total == 1 and [(m.entry_id, m.where()) for m in said_in.lines] == [
+        (line.id, f"Night 4, {today()} at 6:00")
+    ]
     _, last = await campaign.graph.identity("Arrival at Vasselheim", include_secret=True)
     assert last is not None and last.text == told[1]
 

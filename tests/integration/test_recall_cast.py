@@ -216,3 +216,36 @@ async def test_what_i_said_is_the_askers_lines(memory: Memory, campaign: Campaig
     # an asker who said nothing (on Discord, whoever asks) filters nothing
     hits = await recall(campaign, None, "what did I say about the bard?", limit=3, mode="fulltext", asker="Nobody")
     assert [line.entry_id for line in hits[0].answering()] == [lines[-1]] and len(hits) == 2  # "say" found too
+
+
+async def test_what_a_character_rolled_is_their_players_roll_after_the_line_calling_for_it(
+    memory: Memory, campaign: CampaignMemory
+) -> None:
+    """ "What did Gorrik roll for insight?": Ben's "Natural 20 plus 2, 22" after the DM's "Sure, roll insight", first,
+    though dice talk is otherwise ranked down as table talk, and lines naming Gorrik say more of his words."""
+    await campaign.graph.add_entity(
+        EntityIn(name="Gorrik Emberhand", type=EntityType.player, aliases=["Gorrik"], attributes={"played_by": "Ben"})
+    )
+    ids = await played(
+        memory,
+        campaign,
+        "Night 1",
+        [
+            ("Ben", "Gorrik Emberhand strides straight through the inn. I want a drink."),
+            *FILLER[:3],
+            ("Ben", "Can I roll insight on Brannoch?"),
+            ("DM", "Sure, roll insight."),
+            ("Ben", "Natural 20 plus 2, 22."),
+            *FILLER[3:6],
+            ("DM", "Roll perception, everyone."),
+            ("Ana", "14."),
+            *FILLER[6:],
+            ("Ben", "Gorrik sharpens his axe all night. Gorrik never pays for insight."),
+        ],
+    )
+    roll = ids[6]
+    hits = await recall(campaign, None, "what did Gorrik roll for insight?", limit=3, mode="fulltext", dm=True)
+    assert roll in {line.entry_id for line in hits[0].answering()}
+    # a question of no roll keeps dice talk down
+    hits = await recall(campaign, None, "what did Gorrik say about insight?", limit=3, mode="fulltext", dm=True)
+    assert roll not in {line.entry_id for line in hits[0].answering()}

@@ -159,15 +159,25 @@ def test_a_line_of_the_opening_is_play_when_it_tells_a_turning_point_in_the_pres
         # CRD3 C1E001 (places changed to known ones): an npc goes somewhere
         '"Anyway, I\'m probably going to go rest for the evening." She heads back to Whitestone.',
         "He runs back into Whitestone.",
-        "Gilmore arrives at Whitestone.",  # a known npc
         "They nod, and head back to Whitestone.",  # in play, "they" are the npcs around the party
         "He gives you a nod and walks back into Whitestone.",  # "you" the object, not the subject
         "It takes you two hours to find your way to Whitestone.",
         "You watch as the guards make their way to Whitestone.",  # the subject of a clause of its own
     ],
 )
-def test_no_arrival_in_play_of_anyone_but_the_party(line: str) -> None:
+def test_no_arrival_in_play_of_a_pronoun_nor_an_object(line: str) -> None:
     assert told(line) == []
+
+
+def test_a_known_npc_or_faction_the_dm_tells_arriving_is_an_arrival() -> None:
+    """ "Quillon arrives at Greyskull Keep", "The Iron Ravens ride into Velmora": a turning point of the story as
+    much as the party's own arrival, who arrived taking part."""
+    assert names("Gilmore arrives at Whitestone.") == [("Arrival at Whitestone", ["Gilmore"], "Whitestone")]
+    assert names("At dawn, Sylas rides into Emon.") == [("Arrival at Emon", ["Sylas Briarwood"], "Emon")]
+    assert names("The Tal'Dorei Council ride into Emon.") == [("Arrival at Emon", ["Tal'Dorei Council"], "Emon")]
+    assert names("Then the Briarwoods return to Whitestone.") == [
+        ("Arrival at Whitestone", ["Briarwoods"], "Whitestone")
+    ]
 
 
 @pytest.mark.parametrize(

@@ -259,6 +259,8 @@ def test_an_inverse_edge_is_weighed_as_its_other_end_states_it() -> None:
     assert not contradicts(FactKey(id=5, source_id=sunblade, type="owned_by", target_id=mira), mira_has)  # the same
     assert not contradicts(FactKey(id=6, source_id=mira, type="has", target_id=dagger), mira_has)  # two items
     assert not contradicts(FactKey(id=7, source_id=mira, type="has", value="a scar"), mira_has)  # a value of hers
+    # a sheet's "owns", as an import writes it, is a holder too: a new one told in play closes it
+    assert contradicts(mira_has, FactKey(id=8, source_id=korrin, type="owns", target_id=sunblade))
     greywatch, serah, balcor, circle = 1, 2, 3, 4
     serah_rules = FactKey(id=1, source_id=greywatch, type="ruled_by", target_id=serah)
     balcor_leads = FactKey(id=2, source_id=balcor, type="leader_of", target_id=greywatch)

@@ -19,6 +19,7 @@ from memory.recall_rank import (
     passage_span,
     preview,
     recap_asked,
+    roll_asked,
     sentence_spans,
     session_asked,
     shown_passage,
@@ -256,6 +257,11 @@ def test_a_character_name_matches_either_apostrophe() -> None:
     laura = Speaker("LAURA", called="Vex'ahlia", plays="Vex'ahlia")
     asked = parse("what did Vex’ahlia say about the bear", speakers=[laura])
     assert asked.filters.speakers == (laura,) and asked.text == "the bear"
+
+
+def test_a_question_asking_what_someone_rolled_is_told_apart() -> None:
+    assert roll_asked("what did Gorrik roll for insight?") and roll_asked("What did Grog Strongjaw roll?")
+    assert not roll_asked("what did Gorrik say about the roll?") and not roll_asked("what rolled down the hill?")
 
 
 def test_speaker_asked_offers_the_name_and_its_first_word() -> None:
