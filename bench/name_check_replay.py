@@ -124,8 +124,8 @@ def load(dump: Path) -> tuple[list[dict[str, Any]], dict[str, tuple[np.ndarray, 
     return rows, heard
 
 
-async def run(args: argparse.Namespace) -> None:
-    rows, heard = load(args.dump)
+async def campaign() -> tuple[Gazetteer[Any], Any, dict[str, int]]:
+    """The example campaign's names, stage 1's matcher and the entities' ids, from a throwaway database."""
     root = Path(tempfile.mkdtemp(prefix="lk-replay-", dir="/tmp"))
     server = EmbeddedPostgres(root / "pg")
     try:
@@ -140,8 +140,12 @@ async def run(args: argparse.Namespace) -> None:
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
-    gazetteer = Gazetteer(entities)
-    ids = {e.name: e.id for e in entities}
+    return Gazetteer(entities), matcher, {e.name: e.id for e in entities}
+
+
+async def run(args: argparse.Namespace) -> None:
+    rows, heard = load(args.dump)
+    gazetteer, matcher, ids = await campaign()
     whisper = WhisperSTT("base")
     widest = max(args.distances)
     cache = args.dump.with_suffix(".scores-unprompted.pkl" if args.unprompted else ".scores.pkl")

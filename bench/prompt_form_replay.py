@@ -30,24 +30,15 @@ import argparse
 import asyncio
 import json
 import pickle
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
-from bench.name_check_replay import load
-from bench.voice_names import CAMPAIGN, EPISODES, Score
-from campaigns.files import read_campaign_file
-from campaigns.load import apply_campaign_file
+from bench.name_check_replay import campaign, load
+from bench.voice_names import EPISODES, Score
 from memory.correction.edits import apply_corrections
 from memory.correction.text import align_confidences, normalize, tokenize
-from memory.db import EmbeddedPostgres, EmbeddingSpec, create_pool, migrate
-from memory.gazetteer import Gazetteer
 from memory.providers.stt import WHISPER_PROMPT_TOKENS, WhisperSTT, unique_names
-from memory.recorder import default_index_cache
-from memory.store import Memory
 
 Count = Callable[[str], int]
 FORMS = ["dash", "dash-last", "comma", "comma-last", "lines", "names-lines", "lines-dash"]
@@ -130,24 +121,6 @@ def history_of(episode: str, first_said: str, turns: int) -> list[str]:
     data = json.loads((EPISODES / f"{episode}.json").read_text())["TURNS"]
     whole = [" ".join(" ".join(t["UTTERANCES"]).split()) for t in data]
     return [u for u in whole[: whole.index(first_said)] if u][-turns:] if turns else []
-
-
-async def campaign() -> tuple[Gazetteer[Any], Any, dict[str, int]]:
-    root = Path(tempfile.mkdtemp(prefix="lk-replay-", dir="/tmp"))
-    server = EmbeddedPostgres(root / "pg")
-    try:
-        pool = await create_pool(server.start())
-        await migrate(pool, EmbeddingSpec("all-MiniLM-L6-v2", 384))
-        memory = Memory(pool)
-        mem = memory.campaign((await memory.campaigns().create("replay")).id)
-        await apply_campaign_file(mem, read_campaign_file(CAMPAIGN))
-        entities = await mem.graph.prompt_entities(recent_sessions=0)
-        matcher = await default_index_cache.matcher(mem)
-        await pool.close()
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
-    return Gazetteer(entities), matcher, {e.name: e.id for e in entities}
 
 
 async def run(args: argparse.Namespace) -> None:
