@@ -16,7 +16,7 @@ from typing import Generic, Protocol, TypeVar
 
 from memory.correction.evidence import MatchSettings, word_zipf
 from memory.correction.text import Token, normalize, spaced_form, tokenize
-from memory.models import Entity, EntityType, Entry
+from memory.models import EntityType, Entry
 
 
 class Named(Protocol):
@@ -29,6 +29,14 @@ class Named(Protocol):
 
 
 E = TypeVar("E", bound=Named)
+
+
+class Typed(Named, Protocol):
+    @property
+    def type(self) -> EntityType: ...
+
+
+T = TypeVar("T", bound=Typed)
 
 
 _ONE_HYPHEN = str.maketrans("‐‑", "--")
@@ -192,9 +200,10 @@ class Gazetteer(Generic[E]):
         return list(ids)
 
 
-def of_mentions(entities: Iterable[Entity]) -> Gazetteer[Entity]:
-    """The mention index's gazetteer (who a line names, who took part, a recap's Involved): every name and alias,
-    and the npcs' and player characters' first names."""
+def of_mentions(entities: Iterable[T]) -> Gazetteer[T]:
+    """The mention index's gazetteer (who a line names, who took part, a recap's Involved), and the offline
+    extractor's (a hand-over, a death "Eleanor" tells is Eleanor Voss's): every name and alias, and the npcs' and
+    player characters' first and last names alone (:func:`names_alone`)."""
     entities = list(entities)
     return Gazetteer(entities, people=[e for e in entities if e.type in (EntityType.npc, EntityType.player)])
 

@@ -217,7 +217,7 @@ class ReviewQueue:
         # the write path's rules and name matching: a queue without such items loads none of them
         from memory.extraction.rules import telling_clause, telling_line
         from memory.extraction.schema import KnownEntity
-        from memory.gazetteer import Gazetteer
+        from memory.gazetteer import of_mentions
 
         entities = await g.list_entities(status=None)
         known = [
@@ -228,7 +228,7 @@ class ReviewQueue:
         key = tuple((k.id, k.name, k.type, tuple(k.aliases)) for k in known)
         if self._names is None or self._names[0] != key:
             # 0.7 s for 20,000 entities: in a thread, once while the names stay the same
-            self._names = key, await asyncio.to_thread(Gazetteer, known)
+            self._names = key, await asyncio.to_thread(of_mentions, known)
         gazetteer = self._names[1]
         names = [r["name"] for r in named]
         n = await asyncio.to_thread(telling_line, names, lines, gazetteer) if len(lines) > 1 else 0

@@ -26,7 +26,7 @@ from memory.extraction.events import (
 from memory.extraction.lexicon import FAMILY_ROLES, NOUN_TYPE, OCCUPATIONS, RULER_ROLES
 from memory.extraction.salience import COMMON_WORDS
 from memory.extraction.schema import PERSON_TYPES, ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
-from memory.gazetteer import Gazetteer
+from memory.gazetteer import Gazetteer, of_mentions
 from memory.models import EntityType, Entry
 from memory.offgame import narrator
 
@@ -141,7 +141,8 @@ class RuleExtractor:
         scenes: Mapping[int, Sequence[KnownEntity]] | None = None,
         meant: Mapping[int, Sequence[Event]] | None = None,
     ) -> ExtractionResult:
-        gazetteer = Gazetteer(known)
+        # a person called by first or last name alone too, as the mention index reads them ("Eleanor gives ...")
+        gazetteer = of_mentions(known)
         # who says "I": the one character a speaker plays (a player of two is neither)
         plays: dict[str, list[KnownEntity]] = {}
         for e in known:

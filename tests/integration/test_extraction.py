@@ -950,6 +950,21 @@ async def test_hand_overs_propose_who_has_the_item_now_and_a_players_i_is_their_
     }
 
 
+async def test_a_hand_over_by_a_character_called_by_first_name_proposes_who_has_the_item(
+    world: CampaignMemory,
+) -> None:
+    """No alias needed: the extractor knows a person by their first or last name alone, as the mention index does."""
+    g = world.graph
+    await g.add_entity(EntityIn(name="Eleanor Voss", type=EntityType.player, attributes={"played_by": "Jess"}))
+    await g.add_entity(EntityIn(name="Dr. Henry Armitage", type=EntityType.npc))
+    await g.add_entity(EntityIn(name="The Black Idol", type=EntityType.item, aliases=["Black Idol"]))
+    entries = await write(world, [("Jess", "Eleanor gives the Black Idol to Doctor Armitage.")])
+    await run(world, entries)
+    got = {(s, t, o) for s, t, o, _ in await facts(world)}
+    assert ("Dr. Henry Armitage", "has", "The Black Idol") in got
+    assert ("Eleanor Voss", "took_part_in", "Acquisition of The Black Idol") in got
+
+
 @pytest.mark.parametrize("slice_size", [200, 1])
 async def test_a_place_the_dm_keeps_naming_is_where_the_scene_moved_whatever_the_jobs_slices(
     world: CampaignMemory, memory: Memory, slice_size: int

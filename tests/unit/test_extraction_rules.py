@@ -154,6 +154,25 @@ async def test_a_hand_over_to_or_from_a_titled_name_is_read_as_without_the_title
     assert has == {("Dr. Henry Armitage", "The Black Idol"), ("Eldrinax", "The Black Idol")}
 
 
+async def test_a_person_called_by_first_or_last_name_alone_is_read_as_the_mention_index_reads_them() -> None:
+    eleanor = KnownEntity(id=5, name="Eleanor Voss", type=EntityType.player, played_by=["jess"])
+    doctor = KnownEntity(id=6, name="Dr. Henry Armitage", type=EntityType.npc)
+    crane = KnownEntity(id=7, name="Jeremiah Crane", type=EntityType.npc)
+    idol = KnownEntity(id=8, name="The Black Idol", type=EntityType.item, aliases=["Black Idol"])
+    known = [*KNOWN, eleanor, doctor, crane, idol]
+    said = await RuleExtractor().extract(
+        entries("Eleanor gives the Black Idol to Doctor Armitage.", "Crane dies."), known
+    )
+    got = {(f.source, f.type, f.target or f.value) for f in said.facts}
+    assert {("Dr. Henry Armitage", "has", "The Black Idol"), ("Jeremiah Crane", "status", "dead")} <= got
+    assert ("Eleanor Voss", "took_part_in", "Acquisition of The Black Idol") in got
+    # the gazetteer's guards: the word, not the name ("a crane"), and a name written in lower case
+    words = await RuleExtractor().extract(
+        entries("A crane dies on the shore.", "Tim gives the Black Idol to voss."), known
+    )
+    assert not [f for f in words.facts if {f.source, f.target} & {"Jeremiah Crane", "Eleanor Voss"}]
+
+
 def test_validation_drops_and_counts_bad_facts() -> None:
     def fact(source: str, target: str | None, value: str | None = None, **kw: object) -> ProposedFact:
         base = {"type": "ally_of", "confidence": 0.8, "basis": "stated", "entry_ids": [1]}
