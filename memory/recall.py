@@ -810,7 +810,8 @@ def _hit(
 
 
 class KnownFact(BaseModel):
-    text: str  # "Ember Key —owned_by→ Pip"
+    text: str  # "Ember Key —owned_by→ Pip": its type as stored, for machines (--json, MCP)
+    words: str  # "Ember Key is owned by Pip": what a DM reads (/recall, `lorekeeper recall`)
     secret: bool
 
 
@@ -829,7 +830,7 @@ class NamedEntity(BaseModel):
 
     def fact_lines(self) -> list[str]:
         more = [f"… and {self.more_facts:,} earlier fact{'s' * (self.more_facts != 1)} on its card"]
-        return [f.text + SECRET_MARK * f.secret for f in self.facts] + more * bool(self.more_facts)
+        return [f.words + SECRET_MARK * f.secret for f in self.facts] + more * bool(self.more_facts)
 
 
 async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: int = NAMED_LIMIT) -> list[NamedEntity]:
@@ -860,14 +861,16 @@ async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: in
         hidden = {f.id for f in brief.facts if f.visibility == Visibility.secret} if dm else set()
         if dm and entity.visibility != Visibility.secret:
             hidden |= set(brief.secret_ends)
-        known = [KnownFact(text=mask(f.describe()), secret=f.id in hidden) for f in brief.facts]
+        known = [
+            KnownFact(text=mask(f.describe()), words=mask(f.in_words()), secret=f.id in hidden) for f in brief.facts
+        ]
         out.append(
             NamedEntity(
                 name=mask(entity.name),
                 type=entity.type,
                 secret=entity.visibility == Visibility.secret,
                 description=_shortened(mask(entity.description)),
-                facts=known + [KnownFact(text=sessions, secret=False)] * bool(sessions),
+                facts=known + [KnownFact(text=sessions, words=sessions, secret=False)] * bool(sessions),
                 more_facts=brief.more,
             )
         )

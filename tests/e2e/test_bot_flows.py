@@ -1180,9 +1180,9 @@ async def test_recall_cites_session_speaker_time_and_hides_secrets(
     assert as_player.ephemeral
     assert "> **Ana: I think Eldrinax is the dragon under the lake.**\n" in text  # the answer whole, in bold
     assert f"— **Ana**, The Drowned Road, {today()} at 1:15" in text  # who said it and when
-    assert "Eldrinax —sleeps_under→ Lake Vhaldris" in text and "hunts" not in text
+    assert "Eldrinax sleeps under Lake Vhaldris" in text and "hunts" not in text
     as_dm = await fake_discord.invoke("recall", {"query": "Eldrinax"}, user_id=dm)
-    assert "Vaskerrin Holt —hunts→ Eldrinax 🔒" in "\n".join(as_dm.texts())
+    assert "Vaskerrin Holt hunts Eldrinax 🔒" in "\n".join(as_dm.texts())
     nothing = await fake_discord.invoke("recall", {"query": "zeppelin"}, user_id=player)
     assert nothing.texts() == ["Recall: zeppelin", "Nothing in this campaign's sessions matches that."]
 
@@ -1274,7 +1274,7 @@ async def test_recall_shows_what_the_graph_knows_now_of_each_entity_named_before
     # the facts come first: an embed of their own, as Discord shows a description above the fields
     assert asked.texts() == [
         "Recall: who has the Ember Key now?",
-        "Ember Key: Opens a vault\nEmber Key —owned_by→ Pip",
+        "Ember Key: Opens a vault\nEmber Key is owned by Pip",
         f"> **DM: Thrennick has the Ember Key.**\n— **DM**, Night 1, {today()} at 0:05",
     ]
     question = {"query": "Does Pip work for Vaskerrin Holt?"}
@@ -1282,12 +1282,12 @@ async def test_recall_shows_what_the_graph_knows_now_of_each_entity_named_before
     # a secret entity and a secret fact are as good as unknown to players
     assert as_player.texts() == [
         "Recall: Does Pip work for Vaskerrin Holt?",
-        "Pip: Ember Key —owned_by→ Pip",
+        "Pip: Ember Key is owned by Pip",
     ]
     as_dm = await fake_discord.invoke("recall", question, user_id=dm)
     assert as_dm.texts()[1:] == [
-        "Pip: Ember Key —owned_by→ Pip\nPip —works_for→ Vaskerrin Holt 🔒",
-        "Vaskerrin Holt 🔒: Pip —works_for→ Vaskerrin Holt 🔒",
+        "Pip: Ember Key is owned by Pip\nPip works for Vaskerrin Holt 🔒",
+        "Vaskerrin Holt 🔒: Pip works for Vaskerrin Holt 🔒",
     ]
 
 

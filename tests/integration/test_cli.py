@@ -1995,8 +1995,8 @@ async def test_recall_says_what_the_graph_knows_now_before_what_was_said_then(lk
     asked = lk("recall", "who has the Ember Key now, Pip?", "--mode", "fulltext")
     assert asked.returncode == 0, asked.stderr
     assert asked.stdout.startswith(
-        "Ember Key (item)\n     Opens a vault\n     Ember Key —owned_by→ Pip\n"
-        "Pip (npc)\n     Ember Key —owned_by→ Pip\n     Pip —works_for→ Vaskerrin Holt 🔒\n"
+        "Ember Key (item)\n     Opens a vault\n     Ember Key is owned by Pip\n"
+        "Pip (npc)\n     Ember Key is owned by Pip\n     Pip works for Vaskerrin Holt 🔒\n"
         f"1. [Night 1, {today()} (l1)] "
     ), asked.stdout
     as_json = json.loads(lk("recall", "who has the Ember Key now, Pip?", "--mode", "fulltext", "--json").stdout)
@@ -2005,6 +2005,7 @@ async def test_recall_says_what_the_graph_knows_now_before_what_was_said_then(lk
         ("Pip", ["Ember Key —owned_by→ Pip", "Pip —works_for→ Vaskerrin Holt"]),
     ]
     assert [f["secret"] for f in as_json["entities"][1]["facts"]] == [False, True]
+    assert as_json["entities"][0]["facts"][0]["words"] == "Ember Key is owned by Pip"  # as the text reads it
     assert [h["text"] for h in as_json["hits"]] == ["DM: Thrennick has the Ember Key."]
 
 

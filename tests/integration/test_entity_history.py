@@ -154,7 +154,7 @@ async def test_players_do_not_learn_that_a_secret_fact_replaced_a_public_one(cam
     assert [r.describe() for r in await g.relationships_of(ironhold.id)] == ["Eldrinax —located_in→ Ironhold"]
     assert [r.describe() for r in (await g.snapshot("Ironhold")).relationships] == ["Eldrinax —located_in→ Ironhold"]
     (named,) = await named_entities(campaign, "Is Eldrinax awake?", dm=False)
-    assert named.fact_lines() == ["Eldrinax —located_in→ Ironhold", "Eldrinax —status→ sleeping"]
+    assert named.fact_lines() == ["Eldrinax is located in Ironhold", "Eldrinax is sleeping"]
 
 
 async def test_a_later_public_fact_ends_for_players_what_a_secret_one_closed(campaign: CampaignMemory) -> None:

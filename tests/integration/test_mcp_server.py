@@ -85,6 +85,9 @@ async def test_dm_view_every_tool(campaign: CampaignMemory, fresh_dsn: str, tmp_
         assert found["passages"] and "Night 1" in found["passages"][0]["where"]
         assert "Ember Key" in found["passages"][0]["text"] and found["passages"][0]["refs"] is not None
         assert found["entities"][0]["name"] == "Ember Key"
+        # the fact's type as stored, for a tool; its words beside it, as /recall reads it
+        owned = found["entities"][0]["facts"][0]
+        assert (owned["text"], owned["words"]) == ("Ember Key —owned_by→ Pip", "Ember Key is owned by Pip")
 
         names = [e["name"] for e in (await call(s, "find_entities", query="smith"))["entities"]]
         assert names == ["Grom"]  # by alias

@@ -6,6 +6,9 @@ from memory.models import Entity, EntityIn, EntityType, RelationshipIn, ReviewSt
 from memory.recall import KnownFact, named_entities
 from memory.store import CampaignMemory, Memory
 
+# its type as stored for machines (--json, MCP), its words for the DM (/recall, `lorekeeper recall`)
+PIPS_KEY = KnownFact(text="Ember Key —owned_by→ Pip", words="Ember Key is owned by Pip", secret=False)
+
 
 async def ember_key(campaign: CampaignMemory) -> None:
     """Night 1: Thrennick has the Ember Key; later Pip does. A secret patron, and an NPC still in review."""
@@ -30,14 +33,12 @@ async def test_a_question_names_entities_anywhere_and_gets_their_current_facts(c
     await ember_key(campaign)
     (key,) = await named_entities(campaign, "who has the Ember Key now?", dm=False)  # not the town of Ember
     assert (key.name, key.description) == ("Ember Key", "Opens the [secret] vault")  # the secret name masked
-    assert key.facts == [KnownFact(text="Ember Key —owned_by→ Pip", secret=False)]  # Thrennick's is history
+    assert key.facts == [PIPS_KEY]  # Thrennick's is history
 
     # an alias and a possessive, in the order the question names them, each entity once
     named = await named_entities(campaign, "Did the fence sell THE KEY to Pip's friends? The fence!", dm=False)
     assert [n.name for n in named] == ["Thrennick", "Ember Key", "Pip"]
-    assert named[2].description == "a halfling thief" and named[2].facts == [
-        KnownFact(text="Ember Key —owned_by→ Pip", secret=False)
-    ]
+    assert named[2].description == "a halfling thief" and named[2].facts == [PIPS_KEY]
     assert [n.name for n in await named_entities(campaign, "what of the Ember Key's history", dm=False)] == [
         "Ember Key"
     ]
@@ -48,14 +49,14 @@ async def test_players_see_no_secret_or_unreviewed_entity_and_no_secret_fact(cam
     await ember_key(campaign)
     question = "Is Pip working for Vaskerrin Holt, or for Mira?"
     (pip,) = await named_entities(campaign, question, dm=False)
-    assert pip.facts == [KnownFact(text="Ember Key —owned_by→ Pip", secret=False)] and not pip.secret
+    assert pip.facts == [PIPS_KEY] and not pip.secret
 
     pip, holt = await named_entities(campaign, question, dm=True)  # Mira is still waiting for review
     assert [f.text for f in pip.facts if f.secret] == ["Pip —status→ hiding", "Pip —works_for→ Vaskerrin Holt"]
     assert (
         holt.secret
         and holt.heading() == "Vaskerrin Holt 🔒"
-        and holt.fact_lines() == ["Pip —works_for→ Vaskerrin Holt 🔒"]
+        and holt.fact_lines() == ["Pip works for Vaskerrin Holt 🔒"]
     )
 
 
@@ -149,13 +150,13 @@ async def test_the_sessions_an_entity_took_part_in_are_one_fact(campaign: Campai
     await g.add_relationship(RelationshipIn(source_id=grog.id, type="took_part_in", value="Session: the heist"))
     (named,) = await named_entities(campaign, "what did Grog do?", dm=False)
     assert named.fact_lines() == [
-        "Craven Edge —owned_by→ Grog",
-        "Grog —took_part_in→ Death of Jazna",
-        "Grog —took_part_in→ Session: the heist",  # a value, no session's event: a fact
+        "Craven Edge is owned by Grog",
+        "Grog took part in Death of Jazna",
+        "Grog — took part in: Session: the heist",  # a value, no session's event: a fact
         "took part in 5 sessions: Night 5, Night 4, Night 3 and 2 earlier",
     ]
     (night,) = await named_entities(campaign, "what happened in Session: Night 2?", dm=True)
-    assert night.fact_lines() == ["Grog —took_part_in→ Session: Night 2"]  # the session's own card lists who did
+    assert night.fact_lines() == ["Grog took part in Session: Night 2"]  # the session's own card lists who did
 
 
 async def test_a_busy_entity_shows_its_facts_learned_last_and_counts_the_rest(campaign: CampaignMemory) -> None:
@@ -170,12 +171,12 @@ async def test_a_busy_entity_shows_its_facts_learned_last_and_counts_the_rest(ca
 
     (seen,) = await named_entities(campaign, "what did Grog do?", dm=False)
     assert seen.fact_lines() == [
-        *(f"Grog —knows→ Friend {n}" for n in range(4, 16)),  # the 12 learned last; the axe is older
+        *(f"Grog knows Friend {n}" for n in range(4, 16)),  # the 12 learned last; the axe is older
         "took part in 4 sessions: Night 4, Night 3, Night 2 and 1 earlier",
         "… and 4 earlier facts on its card",
     ]
     (known,) = await named_entities(campaign, "what did Grog do?", dm=True)
-    assert known.more_facts == 5 and known.fact_lines()[0] == "Grog —fears→ books 🔒"
+    assert known.more_facts == 5 and known.fact_lines()[0] == "Grog — fears: books 🔒"
 
 
 async def test_a_person_is_named_by_a_first_or_last_name_that_is_theirs_alone(campaign: CampaignMemory) -> None:

@@ -50,11 +50,11 @@ def test_an_entity_field_shows_its_names_as_written() -> None:
         type=EntityType.npc,
         secret=False,
         description="Sister of *Vax*.",
-        facts=[KnownFact(text="__Vex__ —owns→ Trinket", secret=False)],
+        facts=[KnownFact(text="__Vex__ —owns→ Trinket", words="__Vex__ owns Trinket", secret=False)],
     )
     add_entity_field(embed, known)
     assert embed.fields[0].name == "\\_\\_Vex\\_\\_"
-    assert embed.fields[0].value == "Sister of \\*Vax\\*.\n\\_\\_Vex\\_\\_ —owns→ Trinket"
+    assert embed.fields[0].value == "Sister of \\*Vax\\*.\n\\_\\_Vex\\_\\_ owns Trinket"
 
 
 def test_a_recap_quotes_speakers_and_its_title_as_written() -> None:
@@ -74,17 +74,17 @@ def test_a_recap_quotes_speakers_and_its_title_as_written() -> None:
 
 
 def test_an_underscore_inside_a_word_is_left_as_typed() -> None:
-    """Discord never styles "owned_by": it stays as typed, so a DM can copy it into /entity commands."""
+    """Discord never styles "Pip_Quick": a name stays as typed, so a DM can copy it into /entity commands."""
     embed = discord.Embed()
     known = NamedEntity(
         name="Ember Key",
         type=EntityType.item,
         secret=False,
         description="_Opens_ a vault",
-        facts=[KnownFact(text="Ember Key —owned_by→ Pip", secret=False)],
+        facts=[KnownFact(text="Ember Key —owned_by→ Pip_Quick", words="Ember Key is owned by Pip_Quick", secret=False)],
     )
     add_entity_field(embed, known)
-    assert embed.fields[0].value == "\\_Opens\\_ a vault\nEmber Key —owned_by→ Pip"
+    assert embed.fields[0].value == "\\_Opens\\_ a vault\nEmber Key is owned by Pip_Quick"
 
 
 def test_a_line_said_as_a_recording_starts_is_at_0_00_not_its_ref() -> None:
