@@ -476,7 +476,7 @@ async def test_review_quotes_a_line_once_for_an_entity_and_its_fact(
     await record.wait_for(lambda r: len(r.followups) == 2)
     entity_card, fact_card = ({f["name"]: f["value"] for f in c["embeds"][0]["fields"]} for c in record.followups)
     assert entity_card["Said"].startswith("DM: “**You make your way to Emon**, then")
-    assert fact_card["Said in"] == entity_card["Said in"] == "Night one at 0:30"
+    assert fact_card["Said in"] == entity_card["Said in"] == f"Night one, {today()} at 0:30"
     assert fact_card["Said"] == "the line quoted above, on the card of **Arrival at Emon**"
     # the fact in words: "—located_in→" is the graph's, not the DM's
     assert record.followups[1]["embeds"][0]["description"] == "Arrival at Emon is located in Emon"
