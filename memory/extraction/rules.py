@@ -93,6 +93,8 @@ _RELATIONS: list[tuple[re.Pattern[str], str]] = [
 _VERB_LINK = re.compile(
     rf"(?P<x>{_KNOWN}){_POSS}\s+(?P<verb>[a-z]+)(?:\s+(?P<prep>to|from))?\s+(?:(?i:the)\s+)?(?P<y>{_KNOWN})"
 )
+#: A sentence asked ("And Wilhand is the brother of Ogden?"): what it says is a guess, not a fact told.
+_ASKED = re.compile(r"[^.!?…]*\?")
 _HOLDING = frozenset("has had owns owned holds held carries carried wields wielded takes took steals stole".split())
 #: A known item taken is a hand-over's (``events.handovers``), read with its clause's guards ("if Corvin takes ...").
 _TAKING = frozenset({"takes", "took", "steals", "stole"})
@@ -184,6 +186,7 @@ class RuleExtractor:
     def _patterns(
         self, entry: Entry, text: str, found: list[KnownEntity], me: KnownEntity | None, out: _Collector
     ) -> None:
+        text = _ASKED.sub(lambda m: " " * len(m.group()), text)  # same length: the names' places stay
         self._roles(entry, text, found, out)
         for m in _IS_ROLE.finditer(text):
             x, role = _resolve(m.group("x"), found), m.group("role").casefold()

@@ -73,6 +73,22 @@ async def test_rules_read_having_giving_and_taking_between_two_known_names() -> 
     assert all(f.confidence < 0.7 for f in result.facts)
 
 
+async def test_a_relation_asked_is_no_fact_told_and_the_next_sentence_is_read() -> None:
+    """A player's question states nothing ("And Tim is the brother of Eldrinax?"): the sentence told after it is
+    still read, and the names in it keep their places."""
+    result = await RuleExtractor().extract(
+        entries(
+            "And Tim is the brother of Eldrinax?",
+            "Wait, Eldrinax has the Hold? Tim has the Hold.",
+            "Tim is the brother of Eldrinax.",
+            speaker="Player",
+        ),
+        KNOWN,
+    )
+    got = [(f.source, f.type, f.target, f.entry_ids) for f in result.facts]
+    assert got == [("Tim", "has", "Ironhold", [101]), ("Tim", "sibling_of", "Eldrinax", [102])]
+
+
 async def test_a_death_the_dm_tells_is_proposed_and_a_players_is_not() -> None:
     told = await RuleExtractor().extract(entries("Tim is dead.", "Eldrinax beheads Tim in one stroke."), KNOWN)
     assert {(f.source, f.type, f.target or f.value) for f in told.facts} == {
