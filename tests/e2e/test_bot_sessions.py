@@ -294,7 +294,7 @@ async def test_review_cards_of_a_deleted_session_say_their_item_is_gone(
     )
     await fake_discord.invoke("lorekeeper setup", {"review_channel": review_channel}, user_id=dm)
     assert await bot.get_cog("Review").post_new_pending(bot.get_guild(guild.id)) == 2  # type: ignore[union-attr]
-    cards = {m["embeds"][0]["title"].split(" · ")[1]: m for m in fake_discord.channel_messages}
+    cards = {m["embeds"][0]["footer"]["text"].split(" · ")[-1]: m for m in fake_discord.channel_messages}
     assert set(cards) == {f"e{stranger.id}", f"f{mood.id}"}
     edit_id = f"lk:review:edit:{active.id}:e{stranger.id}"
     opened = await fake_discord.click(cards[f"e{stranger.id}"], edit_id, user_id=dm)
