@@ -120,10 +120,10 @@ def dm_turns(labels: dict) -> None:
                 f"{len(tp) / max(1, len(tp) + len(fp)):.2f} | {len(tp) / max(1, len(tp) + len(fn)):.2f} | "
                 f"{', '.join(map(str, fn)) or '-'} | {', '.join(map(str, fp)) or '-'} |"
             )
-        tp, fp, out = total["tp"], total["fp"], total["out"]
+        hits, wrong, out = total["tp"], total["fp"], total["out"]
         print(
-            f"| {half} | all | {total['n']} | {out} | {tp + fp} | {tp / max(1, tp + fp):.2f} | "
-            f"{tp / max(1, out):.2f} | | |"
+            f"| {half} | all | {total['n']} | {out} | {hits + wrong} | {hits / max(1, hits + wrong):.2f} | "
+            f"{hits / max(1, out):.2f} | | |"
         )
 
 
