@@ -840,7 +840,7 @@ async def test_a_review_item_shows_its_best_line_and_how_many_lines_said_it(worl
     entries = await write(
         world,
         [
-            ("Vex", "Brom is the blacksmith of Ironhold, right?"),
+            ("Vex", "Brom is the blacksmith of Ironhold, I think."),
             ("Grog", "I wave."),
             ("DM", "Brom, the blacksmith of Ironhold, nods at you."),
         ],

@@ -217,7 +217,7 @@ def test_the_cli_imports_for_review_and_with_accept(lk: Callable[..., CompletedP
     assert accepted.returncode == 0 and "accepted b1: entities: 6 new" in accepted.stdout, accepted.stderr
     assert "accepting b1" in accepted.stderr
     shown = lk("entity", "show", "Greave Marsh")
-    assert "Jonah Greave —located_in→ Greave Marsh" in shown.stdout
+    assert "Jonah Greave is located in Greave Marsh" in shown.stdout
 
     csv = FIXTURES / "world.csv"
     direct = lk("campaign", "import", str(csv), "--accept")
@@ -785,7 +785,7 @@ async def test_a_holder_told_in_play_closes_the_one_a_sheet_gave(campaign: Campa
     fact, _ = await g.ensure_relationship(
         RelationshipIn(source_id=hale.id, type="has", target_id=trident.id, provenance=said)
     )
-    assert (await campaign.review.accept(f"f{fact.id}")).settled() == "closed: Captain Ilse —owns→ Tidecaller Trident"
+    assert (await campaign.review.accept(f"f{fact.id}")).settled() == "closed: Captain Ilse owns Tidecaller Trident"
     assert [r.describe() for r in await g.relationships_of(trident.id)] == ["Abbot Hale —has→ Tidecaller Trident"]
 
 
