@@ -1112,9 +1112,10 @@ async def test_players_mask_hides_a_secret_name_and_the_words_that_name_it_alone
 
 async def test_a_proposal_waiting_for_review_does_not_unmask_a_word_of_a_secret_name(campaign: CampaignMemory) -> None:
     """The rule extractor files "Vaskerrin", said alone, as a new entity: players cannot read it until the DM
-    accepts it, so it must not make the secret Vaskerrin Holt's first name one they may read."""
+    accepts it, so it must not make a word of the secret Aldric Vaskerrin Holt's name one they may read. (A first
+    or last name alone is that person's, so the word is the middle one.)"""
     g = campaign.graph
-    await g.add_entity(EntityIn(name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret))
+    await g.add_entity(EntityIn(name="Aldric Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret))
     night = await campaign.log.start_session("Night 1")
     said = await campaign.log.write_many(
         night.id, [EntryIn(speaker="DM", text="A man named Vaskerrin greets you at the gate of the old tower.")]
