@@ -51,6 +51,23 @@ async def _session(mem: CampaignMemory, title: str) -> int:
     return session.id
 
 
+async def _played(mem: CampaignMemory, memory: Memory, embedder: MiniLMEmbedder, said: list[tuple[str, str]]) -> int:
+    """A night of ``said`` (speaker, line) played, ended and through the jobs (the index, the recap)."""
+    session = await mem.log.start_session("Night 1")
+    await mem.log.write_many(session.id, [EntryIn(speaker=s, text=t, start_s=5.0 * i) for i, (s, t) in enumerate(said)])
+    await mem.log.end_session(session.id)
+    async with mem.transaction() as tx:
+        await jobs.enqueue_session_work(tx.db, mem.campaign_id, session.id, len(said))
+        await jobs.enqueue_summary(tx.db, mem.campaign_id, session.id)
+    await _run(memory, embedder)
+    return session.id
+
+
+async def _lines(mem: CampaignMemory, entity_id: int) -> list[str]:
+    """The lines the index holds for an entity, in the order said."""
+    return [m.text for m in (await mentions(mem.db, mem.campaign_id, entity_id)).lines][::-1]
+
+
 async def test_the_chunk_job_indexes_the_lines_naming_each_entity(
     campaign: CampaignMemory, memory: Memory, embedder: MiniLMEmbedder, pool: asyncpg.Pool
 ) -> None:
@@ -286,7 +303,6 @@ async def test_a_person_called_by_first_name_is_mentioned_and_a_pc_played_takes_
     lantern = await graph.add_entity(EntityIn(name="The Pale Lantern", type=EntityType.item))
     order = await graph.add_entity(EntityIn(name="Order of the Pale Lantern", type=EntityType.faction))
     sister = await graph.add_entity(EntityIn(name="Sister Ottilie Brand", type=EntityType.npc))
-    session = await campaign.log.start_session("Night 1")
     said = [
         ("DM", "You meet Quillon at the docks. He hands Wren the Pale Lantern."),
         ("Priya", "Wren bows."),  # an English word at a sentence's start, doing something: the name
@@ -295,23 +311,12 @@ async def test_a_person_called_by_first_name_is_mentioned_and_a_pc_played_takes_
         ("JULES", "I pick the lock."),
         ("DM", "the wren sings. quillon"),  # no capital: no name
     ]
-    await campaign.log.write_many(
-        session.id, [EntryIn(speaker=s, text=t, start_s=5.0 * i) for i, (s, t) in enumerate(said)]
-    )
-    await campaign.log.end_session(session.id)
-    async with campaign.transaction() as tx:
-        await jobs.enqueue_session_work(tx.db, campaign.campaign_id, session.id, len(said))
-        await jobs.enqueue_summary(tx.db, campaign.campaign_id, session.id)
-    await _run(memory, embedder)
-
-    async def lines(entity_id: int) -> list[str]:
-        return [m.text for m in (await mentions(campaign.db, campaign.campaign_id, entity_id)).lines][::-1]
-
-    assert await lines(quillon.id) == [said[0][1]]
-    assert await lines(wren.id) == [said[0][1], said[1][1]]
-    assert await lines(sister.id) == []
-    assert await lines(lantern.id) == [said[0][1]]  # not "the Order of the Pale Lantern"
-    assert await lines(order.id) == [said[3][1]]
+    session = await _played(campaign, memory, embedder, said)
+    assert await _lines(campaign, quillon.id) == [said[0][1]]
+    assert await _lines(campaign, wren.id) == [said[0][1], said[1][1]]
+    assert await _lines(campaign, sister.id) == []
+    assert await _lines(campaign, lantern.id) == [said[0][1]]  # not "the Order of the Pale Lantern"
+    assert await _lines(campaign, order.id) == [said[3][1]]
     took_part = {
         r["source_id"]
         for r in await pool.fetch(
@@ -320,7 +325,7 @@ async def test_a_person_called_by_first_name_is_mentioned_and_a_pc_played_takes_
     }
     assert {quillon.id, wren.id, kes.id} <= took_part and absent.id not in took_part
     # a summary's Involved list names them as the index does
-    summary = (await campaign.log.session(session.id)).summary or ""
+    summary = (await campaign.log.session(session)).summary or ""
     assert "Quillon Ashgrove" in summary.splitlines()[-1]
 
 
@@ -330,24 +335,12 @@ async def test_a_person_called_by_last_name_is_mentioned_as_the_lines_write_it(
     """A 1920s table calls people by surname ("Mister Whitlock", "Crane"): those lines named nobody, for the index
     or for an entity added after the session was recapped."""
     whitlock = await campaign.graph.add_entity(EntityIn(name="Edgar Whitlock", type=EntityType.npc))
-    session = await campaign.log.start_session("Night 1")
     said = [
         ("DM", "The bookseller smiles. Mister Whitlock, at your service."),
         ("Jess", "I follow Crane to the pier."),  # an English word inside a sentence
         ("DM", "Crane is a bird, and whitlock a finger's sore."),  # at a sentence's start, nothing done; no capital
     ]
-    await campaign.log.write_many(
-        session.id, [EntryIn(speaker=s, text=t, start_s=5.0 * i) for i, (s, t) in enumerate(said)]
-    )
-    await campaign.log.end_session(session.id)
-    async with campaign.transaction() as tx:
-        await jobs.enqueue_session_work(tx.db, campaign.campaign_id, session.id, len(said))
-        await jobs.enqueue_summary(tx.db, campaign.campaign_id, session.id)
-    await _run(memory, embedder)
-
-    async def lines(entity_id: int) -> list[str]:
-        return [m.text for m in (await mentions(campaign.db, campaign.campaign_id, entity_id)).lines][::-1]
-
-    assert await lines(whitlock.id) == [said[0][1]]
+    await _played(campaign, memory, embedder, said)
+    assert await _lines(campaign, whitlock.id) == [said[0][1]]
     crane = await campaign.add_entity(EntityIn(name="Jeremiah Crane", type=EntityType.npc))  # after the recap
-    assert await lines(crane.id) == [said[1][1]]
+    assert await _lines(campaign, crane.id) == [said[1][1]]
