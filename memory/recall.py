@@ -261,7 +261,7 @@ async def recall(
     said_ids = {i for i in candidates if i in entries and entries[i].speaker.casefold() in said_by}
     # the pre-show, breaks and after-show the chunk job marked: a recap before the story says the story's words
     # ... and the lines of the sessions played when the question says ("two weeks ago")
-    segments, dated = found.off_game.intersection(candidates), await _dated(mem, parsed.filters, candidates, entries)
+    segments, dated = found.off_game.intersection(candidates), _dated(parsed.filters, candidates, entries)
     ranked = rank.fuse(lexical, vector, named=mentioning, said=said_ids, table_talk=segments, told=told, dated=dated)
     spans: dict[int, tuple[int, int] | None] = {}
 
@@ -636,16 +636,17 @@ async def _parsed(
     return parsed, await _sessions(mem, parsed.filters, played)
 
 
-async def _dated(
-    mem: CampaignMemory, filters: rank.Filters, candidates: Sequence[int], entries: Mapping[int, lexical_ranker.Line]
-) -> set[int]:
+def _dated(filters: rank.Filters, candidates: Sequence[int], entries: Mapping[int, lexical_ranker.Line]) -> set[int]:
     """The ``candidates`` of sessions played in the days the question's time names (``filters.when``): by the day
-    each session started."""
+    each line's session started (read with the line: a query for the sessions cost p95 50 ms at 60 sessions)."""
     if filters.when is None:
         return set()
     first, last = filters.when
-    played = {s.id for s in await mem.log.sessions() if first <= s.started_at.astimezone(UTC).date() <= last}
-    return {i for i in candidates if i in entries and entries[i].session_id in played}
+    return {
+        i
+        for i in candidates
+        if i in entries and (day := entries[i].started) is not None and first <= day.astimezone(UTC).date() <= last
+    }
 
 
 async def _sessions(
