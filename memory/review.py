@@ -30,6 +30,7 @@ from memory.models import (
     relationship_type,
     suggest_entity_type,
 )
+from memory.offgame import DM_NAMES
 from memory.text import fact_value
 
 _REF = re.compile(r"^\s*([ef])(\d+)\s*$", re.IGNORECASE)
@@ -189,13 +190,14 @@ class ReviewQueue:
             """
             SELECT se.session_id, s.title, s.started_at, se.speaker, se.start_s, se.text, se.ref,
                    (se.speaker_id = s.dm_speaker_id
-                    OR upper(btrim(se.speaker)) IN ('DM', 'GM', 'DUNGEON MASTER', 'GAME MASTER')) IS TRUE AS by_dm
+                    OR upper(btrim(se.speaker)) = ANY($3::text[])) IS TRUE AS by_dm
             FROM session_entries se JOIN sessions s ON s.campaign_id = se.campaign_id AND s.id = se.session_id
             WHERE se.campaign_id = $1 AND se.id = ANY($2::bigint[])
             ORDER BY by_dm DESC, s.started_at, se.session_id, se.seq
             """,
             self.graph.campaign_id,
             entry_ids,
+            sorted(DM_NAMES),  # the labels transcripts give the DM, "Keeper" and "Narrator" too
         )
         if not rows:
             return None

@@ -852,6 +852,23 @@ async def test_a_review_item_shows_its_best_line_and_how_many_lines_said_it(worl
     assert item.said is not None and (item.said.speaker, item.said.text) == ("DM", entries[2].text)
 
 
+async def test_a_review_item_prefers_the_line_of_a_dm_labelled_as_another_game_calls_them(
+    world: CampaignMemory,
+) -> None:
+    """A Call of Cthulhu transcript labels its game master "Keeper": their word is the best line, as a DM's is."""
+    entries = await write(
+        world,
+        [
+            ("Vex", "Brom is the blacksmith of Ironhold, I think."),
+            ("Keeper", "Brom, the blacksmith of Ironhold, nods at you."),
+        ],
+    )
+    await run(world, entries)
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    said = items["Brom works in Ironhold"].said
+    assert said is not None and (said.speaker, said.text) == ("Keeper", entries[1].text)
+
+
 # turning points -----------------------------------------------------------------------------------------
 
 
