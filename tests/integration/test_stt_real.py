@@ -284,12 +284,19 @@ async def test_a_roll_said_alone_is_not_written_as_a_prompt_name(tmp_path: Path)
         *("Greyfen", "Quillon Ashgrove", "Quillon", "Sister Maelis", "The Lantern and Eel", "Velmora", "Odrin Vesk"),
         *("Pell Marrowby", "Khar-Duun", "The Bellstone", "Ashgrove Key", "Cloak of Tides", "The Tidewardens"),
     ]
-    stt = Prompts(WhisperSTT("base"))
+    # the first decode of this line fails its log-probability check, so Whisper samples again at a higher
+    # temperature: the echo comes on about one try in two, and is waited for
+    whisper, firsts = WhisperSTT("base"), []
     try:
-        heard = await transcribe_track(AudioTrack(path, "Cara"), stt, StaticNames(names))
+        for _ in range(30):
+            stt = Prompts(whisper)
+            heard = await transcribe_track(AudioTrack(path, "Cara"), stt, StaticNames(names))
+            firsts.append(stt.texts[0])
+            if stt.texts[0] == "Thessaly Brightwater":
+                break
     finally:
-        stt.whisper.close()
-    assert stt.texts[0] == "Thessaly Brightwater", "the echo this guards against no longer happens: " + stt.texts[0]
+        whisper.close()
+    assert firsts[-1] == "Thessaly Brightwater", f"the echo this guards against no longer happens: {firsts}"
     assert stt.prompts[1] == [], "heard again without names"
     # base without a prompt hears this espeak "Seventeen." as "Seventy" or "17.": a number, as the audio says
     assert len(heard) == 1 and re.fullmatch(r"(?i)(17|seventeen|seventy)\.?", heard[0].text), stt.texts
