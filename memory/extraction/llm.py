@@ -23,7 +23,7 @@ from memory.extraction.schema import (
     ProposedFact,
 )
 from memory.extraction.validate import validate_result
-from memory.gazetteer import Gazetteer
+from memory.gazetteer import Gazetteer, of_mentions
 from memory.models import EntityType, Entry
 from memory.providers.llm import LLMClient, LLMError, LLMUnavailable
 
@@ -96,7 +96,7 @@ class LLMExtractor:
         meant: Mapping[int, Sequence[Event]] | None = None,  # and what the lines mean
     ) -> ExtractionResult:
         merged = ExtractionResult(entities=[], facts=[])
-        gazetteer = Gazetteer(known)
+        gazetteer = of_mentions(known)  # the known entities a line names come first, as the rules read names
         for batch in _batches(entries):
             # An import's DM is "Matt", not "DM": the model is told whose word is the narrator's.
             narrators = sorted({e.speaker for e in batch if narrates(e)}) if narrates else []

@@ -44,7 +44,7 @@ from memory.extraction.schema import (
     players,
 )
 from memory.extraction.validate import validate_result
-from memory.gazetteer import Gazetteer
+from memory.gazetteer import Gazetteer, of_mentions
 from memory.graph import KnowledgeGraph
 from memory.graph.rules import stated_as
 from memory.models import EntityIn, EntityType, Entry, Provenance, RelationshipIn, ReviewStatus, Source
@@ -121,7 +121,8 @@ async def propose(
         raise InvalidInputError(f"entries {foreign[:5]} are not from session {session_id} of this campaign")
     stats = ExtractionStats(entries_seen=len(entries))
     known = await known_entities(mem.graph)
-    gazetteer = Gazetteer(known)
+    # the extractor's: a person called by first or last name alone is named too ("Pike, lol" is kept)
+    gazetteer = of_mentions(known)
     session = await mem.log.session(session_id)
     # Sponsor reads, the pre-show, breaks, dice and banter: nothing is proposed from them, whatever they name. The
     # segments need the session's lines around these (the DM's "last we left off" may come after the slice).

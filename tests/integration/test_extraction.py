@@ -982,6 +982,26 @@ async def test_a_hand_over_by_a_character_called_by_first_name_proposes_who_has_
     assert ("Eleanor Voss", "took_part_in", "Acquisition of The Black Idol") in got
 
 
+async def test_the_pipeline_reads_a_turning_point_of_a_character_called_by_first_name_by_its_meaning(
+    world: CampaignMemory, memory: Memory
+) -> None:
+    """The pipeline's own gazetteer (the lines it keeps, the sentences it reads by meaning) is the extractor's: no
+    clause rule reads this death, and without an alias "Eleanor" named no one there."""
+    g = world.graph
+    await g.add_entity(EntityIn(name="Eleanor Voss", type=EntityType.player, attributes={"played_by": "Jess"}))
+    await g.add_entity(EntityIn(name="Jeremiah Crane", type=EntityType.npc))
+    line = "The last breath leaves Eleanor's body and she goes still."
+    entries = await write(world, [("DM", "A crane lifts off the fen."), ("DM", line), ("Jess", "No!")])
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    death = items["new event 'Death of Eleanor Voss': a death"]
+    assert death.said is not None and death.said.text == line
+    got = {(s, t, o) for s, t, o, _ in await facts(world)}
+    assert {("Eleanor Voss", "status", "dead"), ("Eleanor Voss", "took_part_in", "Death of Eleanor Voss")} <= got
+    assert not [f for f in got if "Jeremiah Crane" in f]  # "a crane" is the bird
+
+
 @pytest.mark.parametrize("slice_size", [200, 1])
 async def test_a_place_the_dm_keeps_naming_is_where_the_scene_moved_whatever_the_jobs_slices(
     world: CampaignMemory, memory: Memory, slice_size: int

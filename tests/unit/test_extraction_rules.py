@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
-from memory.extraction import ExtractionAnswer, KnownEntity, ProposedFact, RuleExtractor
+from memory.extraction import ExtractionAnswer, KnownEntity, LLMExtractor, ProposedFact, RuleExtractor
+from memory.extraction.llm import MAX_KNOWN_LISTED
 from memory.extraction.names import NameResolver, normalize_name
 from memory.extraction.rules import MAX_RULE_CONFIDENCE
 from memory.extraction.validate import validate_result
@@ -187,6 +189,39 @@ async def test_a_person_called_by_first_or_last_name_alone_is_read_as_the_mentio
         entries("A crane dies on the shore.", "Tim gives the Black Idol to voss."), known
     )
     assert not [f for f in words.facts if {f.source, f.target} & {"Jeremiah Crane", "Eleanor Voss"}]
+
+
+class _Asked:
+    """An LLM that answers nothing and keeps what it was asked."""
+
+    def __init__(self) -> None:
+        self.users: list[str] = []
+
+    async def complete_json(self, *, user: str, schema: type[Any], **_: object) -> Any:
+        self.users.append(user)
+        return schema(entities=[], facts=[])
+
+
+async def _listed_for(line: str) -> str:
+    """The KNOWN ENTITIES the LLM is shown for ``line`` in a campaign larger than the list: those it names first."""
+    crowd = [KnownEntity(id=1000 + n, name=f"Townsfolk {n}", type=EntityType.npc) for n in range(MAX_KNOWN_LISTED)]
+    people = [
+        KnownEntity(id=7, name="Jeremiah Crane", type=EntityType.npc),
+        KnownEntity(id=5, name="Eleanor Voss", type=EntityType.player),
+    ]
+    llm = _Asked()
+    await LLMExtractor(llm).extract(entries(line), [*crowd, *people])
+    return llm.users[0].split("NARRATOR:")[0]
+
+
+async def test_the_llm_is_shown_a_person_a_line_calls_by_first_or_last_name_alone() -> None:
+    assert "- Eleanor Voss (player)" in await _listed_for("Eleanor draws her revolver.")
+    assert "- Jeremiah Crane (npc)" in await _listed_for("Mister Crane nods.")
+
+
+async def test_the_llm_is_not_shown_a_person_whose_surname_a_line_uses_as_a_word() -> None:
+    for line in ("A crane lifts off the fen.", "We row out to Crane Point."):
+        assert "Jeremiah Crane" not in await _listed_for(line)
 
 
 def test_validation_drops_and_counts_bad_facts() -> None:
