@@ -5,13 +5,14 @@ keeping.
     python bench/extraction.py --show C1E035   # also each item of one episode, with its best line (for judging)
 
 Each episode is read as the extraction job reads an imported transcript, without a database: the entities of
-campaigns/examples/critical_role.yaml are known, lines go in slices of 200, out-of-game talk (memory.offgame) and
-table talk (the salience gate) are skipped, the rule extractor proposes (told which lines are the DM's opening recap,
-which it reads in the recap's register, where the session's scene moved, found over the whole episode as the job
-finds it, and the turning points the DM's sentences tell by meaning, with MiniLM; ``--no-meaning`` leaves those out),
-validation drops what it must, and items
-are counted once (as ``ensure_relationship`` and the name resolver keep them once). Stage-1 correction is left out:
-CRD3's text spells the names already. Per episode:
+campaigns/examples/critical_role.yaml are known, named as the pipeline names them (``gazetteer.of_mentions``: a person
+by first or last name alone too; the wiki's sentences are read with it as well), lines go in slices of 200,
+out-of-game talk (memory.offgame) and table talk (the salience gate) are skipped, the rule extractor proposes (told
+which lines are the DM's opening recap, which it reads in the recap's register, where the session's scene moved,
+found over the whole episode as the job finds it, and the turning points the DM's sentences tell by meaning, with
+MiniLM; ``--no-meaning`` leaves those out), validation drops what it must, and items are counted once (as
+``ensure_relationship`` and the name resolver keep them once). Stage-1 correction is left out: CRD3's text spells the
+names already. Per episode:
 
 * items: the review items (new entities and facts); per 500 turns; events: the new turning-point events among
   them (their rules' items, the event and its links, are tallied by rule after the table, and apart for those
@@ -58,7 +59,7 @@ from memory.extraction.rules import telling_line  # noqa: E402
 from memory.extraction.salience import is_trivial  # noqa: E402
 from memory.extraction.schema import players  # noqa: E402
 from memory.extraction.validate import validate_result  # noqa: E402
-from memory.gazetteer import Gazetteer  # noqa: E402
+from memory.gazetteer import Gazetteer, of_mentions  # noqa: E402
 from memory.models import EntityType, Entry  # noqa: E402
 from memory.offgame import narrator, out_of_game  # noqa: E402
 from memory.providers.embeddings import MiniLMEmbedder  # noqa: E402
@@ -133,7 +134,7 @@ async def review_items(lines: list[Entry], known: list[KnownEntity], embedder: M
     talk = out_of_game(lines, None)
     narrates = narrator(lines, None)  # over the whole episode, as the extraction job finds it
     retold = opening_recap(lines, talk, None)
-    gazetteer = Gazetteer(known)
+    gazetteer = of_mentions(known)  # the pipeline's (extraction.pipeline.propose)
     resolver = NameResolver(known)
     scenes = scene_moves(lines, None, gazetteer)
     items: dict[str, Item] = {}
@@ -188,7 +189,7 @@ def turning_points(
     chunks: list[dict], offgame: set[int], known: list[KnownEntity], top: int = TOP_TURNING_POINTS
 ) -> list[dict]:
     """The episode's ``top`` most summarised turning points (see the module's doc), the most summarised first."""
-    gazetteer = Gazetteer(known)
+    gazetteer = of_mentions(known)
     usable = [c for c in chunks if c["score"] > 0 and c["turn_end"] - c["turn_start"] <= MAX_SPAN]
     points = []
     for c in usable:
@@ -231,7 +232,7 @@ def why_missed(
 def coverage(name: str, items: list[Item], known: list[KnownEntity]) -> tuple[int, int]:
     """(chunks covered, chunks) of the episode's aligned summary."""
     chunks = [c for c in aligned(name) if c["chunk_size"] == 2 and c["offset"] == 0]  # the sentences in pairs
-    gazetteer = Gazetteer(known)
+    gazetteer = of_mentions(known)
     covered = 0
     for chunk in chunks:
         named = {normalize_name(e.name) for e in gazetteer.mentions(chunk["summary"])}
@@ -265,7 +266,7 @@ def main() -> None:
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     halves: dict[str, dict[str, int]] = {"dev": defaultdict(int), "held-out": defaultdict(int)}
-    gazetteer = Gazetteer(known)
+    gazetteer = of_mentions(known)
     shown: list[str] = []
     for place, path in enumerate(sorted(data_dir().glob("*.json"))):
         half = "dev" if place % 2 == 0 else "held-out"
