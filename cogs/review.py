@@ -82,7 +82,7 @@ def item_embed(
         more = f" and {counted(item.lines - 1, 'other line')}" if item.lines > 1 else ""
         add_field_within(embed, "Said in", plain(item.said.where()) + more)
         if above is not None:  # the same paragraph twice filled a phone's screen with one quote
-            named = f"**{plain(above.entity.name)}**" if above.entity else "the fact"
+            named = f"**{plain(above.entity.name)}**" if above.entity else f"the fact “{plain(above.describe())}”"
             add_field_within(embed, "Said", f"the line quoted above, on the card of {named}", inline=False)
         else:
             # a narrator's paragraph may name the item only past a field's 1,024 characters: show the part that does

@@ -541,6 +541,8 @@ class Mention(BaseModel):
     start_s: float
     text: str
     ref: str | None
+    # the line's: two lines alike ("Roll initiative.") are two; the log's own key, not shown (--json, MCP)
+    entry_id: int | None = Field(default=None, exclude=True)
     told: str | None = None  # the clause of ``text`` that tells the event the item is about, to show that part
     started_at: datetime | None = None  # the session's
 
