@@ -493,6 +493,7 @@ async def accept(mem: CampaignMemory, ref: str, *, progress: Progress | None = N
         )
         await _keep_source_ids(tx, batch.world.format, resolved.sourced)
         await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, batch.world.format)
+        await _end_moved_items(tx, resolved.file, report)
         decided = await _decided(tx, batch, "accepted")
         await _plan_again(tx, decided)
         return decided, report
@@ -614,6 +615,54 @@ async def _close_deleted_notes(tx: CampaignMemory, noted: list[tuple[str, str]],
     report.changes += [
         LoadChange(entity=row["name"], change=f"fact {row['type']}: ended (the GM notes were deleted)")
         for row in sorted(rows, key=_notes_order)
+    ]
+
+
+async def _end_moved_items(tx: CampaignMemory, file: CampaignFile, report: LoadReport) -> None:
+    """An item the import says another of its records owns now (moved between sheets in the tool): the owner it
+    had, a record of this import too that no longer has it, no longer owns it. The graph closes it for one object,
+    not for a kind many hold (``held_by_many``: a "Longsword +1" on three sheets), whose holders add up. An owner
+    the import does not read, or the DM's own word, is left as it is."""
+    owners: dict[str, list[str]] = {}
+    for fact in file.relationships:
+        if fact.type == "owns" and fact.target is not None:
+            owners.setdefault(fact.target, []).append(fact.source)
+    if not owners:
+        return
+    rows = await tx.db.fetch(
+        """
+        WITH owned(item, owner) AS (SELECT * FROM unnest($2::text[], $3::text[])),
+        read AS (
+            SELECT e.id FROM entities e
+            WHERE e.campaign_id = $1 AND e.status <> 'rejected'
+              AND lower(e.name) IN (SELECT lower(n) FROM unnest($4::text[]) n)
+        ),
+        now_owned AS (
+            SELECT n.id, n.source_id, n.target_id FROM owned o
+            JOIN entities i ON i.campaign_id = $1 AND lower(i.name) = lower(o.item) AND i.status <> 'rejected'
+            JOIN entities w ON w.campaign_id = $1 AND lower(w.name) = lower(o.owner) AND w.status <> 'rejected'
+            JOIN relationships n ON n.campaign_id = $1 AND n.source_id = w.id AND n.target_id = i.id
+             AND n.type = 'owns' AND n.valid_to IS NULL AND n.status = 'accepted'
+        )
+        UPDATE relationships r
+        SET valid_to = now(), superseded_by = (SELECT min(n.id) FROM now_owned n WHERE n.target_id = r.target_id)
+        WHERE r.campaign_id = $1 AND r.type = 'owns' AND r.valid_to IS NULL AND r.status = 'accepted'
+          AND r.target_id IN (SELECT target_id FROM now_owned)
+          AND r.id NOT IN (SELECT id FROM now_owned)
+          AND r.source_id IN (SELECT id FROM read)
+          AND coalesce(r.provenance ->> 'source', 'dm') = 'campaign_file'
+        RETURNING (SELECT name FROM entities WHERE campaign_id = $1 AND id = r.source_id) AS owner,
+                  (SELECT name FROM entities WHERE campaign_id = $1 AND id = r.target_id) AS item
+        """,
+        tx.campaign_id,
+        [item for item, names in owners.items() for _ in names],
+        [owner for names in owners.values() for owner in names],
+        [e.name for e in file.entities],
+    )
+    report.relationships_updated += len(rows)
+    report.changes += [
+        LoadChange(entity=row["owner"], change=f"fact owns {row['item']}: ended (another owns it now)")
+        for row in sorted(rows, key=lambda r: (r["owner"], r["item"]))
     ]
 
 

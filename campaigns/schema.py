@@ -43,7 +43,7 @@ from pydantic_core import PydanticCustomError
 
 from memory.campaigns import MAX_NAME
 from memory.graph import SINGLE_VALUED
-from memory.graph.rules import one_way
+from memory.graph.rules import HOLDING, held_by_many, one_way
 from memory.models import SYMMETRIC, EntityIn, EntityType, Provenance, Source, Visibility, relationship_type
 from memory.text import (
     attribute_value,
@@ -384,13 +384,19 @@ def find_conflicts(
                 )
             else:
                 seen_edges[edge] = (index, stated)
-                if (rel.value is not None or type in SINGLE_VALUED) and not rel.players_read:
+                if (rel.value is not None or _one_at_a_time(type, owner[source][1])) and not rel.players_read:
                     key2 = (source, type, rel.value is None)  # values and edges are settled apart
                     if key2 in single:
                         conflicts.append(_two_at_a_time(index, rel, *single[key2], type, source == resolved[0]))
                     else:
                         single[key2] = (index, rel)
     return conflicts
+
+
+def _one_at_a_time(type: str, entity: EntitySpec) -> bool:
+    """Whether ``entity`` has one fact of ``type`` (as :func:`one_way` weighs it) at a time: a single-valued type,
+    but for the holders of a kind of item many hold (``held_by_many``), which add up."""
+    return type in SINGLE_VALUED and not (type in HOLDING and held_by_many(entity.attributes))
 
 
 def _two_at_a_time(

@@ -82,7 +82,7 @@ def item_embed(
         more = f" and {counted(item.lines - 1, 'other line')}" if item.lines > 1 else ""
         add_field_within(embed, "Said in", plain(item.said.where()) + more)
         if above is not None:  # the same paragraph twice filled a phone's screen with one quote
-            named = f"**{plain(above.entity.name)}**" if above.entity else "the fact"
+            named = f"**{plain(above.entity.name)}**" if above.entity else f"the fact “{plain(above.describe())}”"
             add_field_within(embed, "Said", f"the line quoted above, on the card of {named}", inline=False)
         else:
             # a narrator's paragraph may name the item only past a field's 1,024 characters: show the part that does
@@ -323,7 +323,9 @@ class SameAsModal(OwnedModal):
 
     def __init__(self, item: ReviewItem, *, campaign_id: int, user_id: int, guild_id: int) -> None:
         custom_id = f"lk:review:same-modal:{user_id}:{campaign_id}:{item.ref}"
-        title = clip(f"{item.entity.name if item.entity else 'It'} is the same as…", 45)  # a modal's holds 45
+        # a modal's title holds 45: the name is clipped, never the words saying what to type
+        said = " is the same as…"
+        title = clip(item.entity.name if item.entity else "It", 45 - len(said)) + said
         super().__init__(title=title, custom_id=custom_id, user_id=user_id, guild_id=guild_id)
         self.item = item
         self.campaign_id = campaign_id

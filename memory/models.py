@@ -342,7 +342,9 @@ SYMMETRIC = frozenset(
 #: The holding verbs are those the rule extractor files as the type ("Mira carried the Sunblade"), and ``owns``,
 #: which a VTT import writes for an item on a character sheet: "Thessaly has the Key" closes a loaded "Quillon owns
 #: the Key", and an item moved between sheets is the new sheet's alone when imported again.
-#: "killed" is what the rule extractor files for "Grog slew Jazna"; kin and teachers are one fact from either end.
+#: An item many sheets hold (a "Longsword +1", a "Potion of Healing") is a kind of item, not one object: see
+#: :data:`HELD_BY_MANY`. "killed" is what the rule extractor files for "Grog slew Jazna"; kin and teachers are one
+#: fact from either end.
 INVERSE = {
     **dict.fromkeys("has had owns owned holds held carries carried takes took steals stole".split(), "owned_by"),
     **dict.fromkeys(["wields", "wielded"], "wielded_by"),
@@ -351,6 +353,11 @@ INVERSE = {
     "parent_of": "child_of",
     "mentor_of": "student_of",
 }
+
+#: An item's attribute (``true``) saying it is a kind of item many hold, not one object: its holders (``owned_by``
+#: and ``wielded_by``, from either end) add up instead of closing each other, so "Grog has the Longsword +1" takes it
+#: from no sheet. An import sets it on an item several of its sheets hold; the DM may set it by hand.
+HELD_BY_MANY = "held_by_many"
 
 #: Relationship types that state another type's fact from the same end, in other words: "the Iron Circle led_by
 #: Greta" is "the Iron Circle ruled_by Greta" (and so the other end of "Greta leader_of the Iron Circle"), "Ilsa
@@ -534,6 +541,8 @@ class Mention(BaseModel):
     start_s: float
     text: str
     ref: str | None
+    # the line's: two lines alike ("Roll initiative.") are two; the log's own key, not shown (--json, MCP)
+    entry_id: int | None = Field(default=None, exclude=True)
     told: str | None = None  # the clause of ``text`` that tells the event the item is about, to show that part
     started_at: datetime | None = None  # the session's
 

@@ -61,11 +61,10 @@ def said_names(item: ReviewItem) -> list[str]:
 def quoted_above(items: Sequence[ReviewItem]) -> list[ReviewItem | None]:
     """For each of ``items`` (as listed, one after another), the earlier one quoting the same line, else None: an
     entity and the fact about it are often read from one line, a narrator's paragraph, shown once."""
-    first: dict[tuple[object, ...], ReviewItem] = {}
+    first: dict[int, ReviewItem] = {}
     above: list[ReviewItem | None] = []
     for item in items:
-        said = item.said
-        key = (said.session_id, said.ref, said.start_s, said.speaker, said.text) if said is not None else None
+        key = item.said.entry_id if item.said is not None else None  # by id: "Roll initiative." twice is two lines
         above.append(first.get(key) if key is not None else None)
         if key is not None:
             first.setdefault(key, item)
@@ -188,7 +187,7 @@ class ReviewQueue:
             return None
         rows = await self.graph.db.fetch(
             """
-            SELECT se.session_id, s.title, s.started_at, se.speaker, se.start_s, se.text, se.ref,
+            SELECT se.id AS entry_id, se.session_id, s.title, s.started_at, se.speaker, se.start_s, se.text, se.ref,
                    (se.speaker_id = s.dm_speaker_id
                     OR upper(btrim(se.speaker)) = ANY($3::text[])) IS TRUE AS by_dm
             FROM session_entries se JOIN sessions s ON s.campaign_id = se.campaign_id AND s.id = se.session_id

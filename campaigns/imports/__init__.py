@@ -21,8 +21,8 @@ from campaigns.imports import csv_format, foundry, kanka, roll20
 from campaigns.imports.common import MAX_IMPORT_BYTES, ImportFileError, World, problem
 from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec, name_key
 from memory.graph import SINGLE_VALUED
-from memory.graph.rules import one_way
-from memory.models import SYMMETRIC
+from memory.graph.rules import HOLDING, held_by_many, one_way
+from memory.models import HELD_BY_MANY, SYMMETRIC
 
 Format = Literal["foundry", "roll20", "kanka", "csv"]
 FORMATS: tuple[Format, ...] = ("foundry", "roll20", "kanka", "csv")
@@ -229,6 +229,7 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
         else:
             kanka_reader.read(file, parsed)
     kanka_reader.finish()
+    _mark_held_by_many(world.entities, world.relationships)
     return ImportedWorld(
         format=formats[0],
         sources=[file for file, _ in files],
@@ -246,12 +247,26 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
     )
 
 
+def _mark_held_by_many(entities: list[EntitySpec], facts: list[RelationshipSpec]) -> None:
+    """An item several sheets of the import hold (a "Longsword +1" on three) is a kind of item many hold, not one
+    object: marked so (:data:`~memory.models.HELD_BY_MANY`), each sheet keeps it, and a holder told in play adds to
+    them instead of taking it from one."""
+    holders: dict[str, set[str]] = {}
+    for fact in facts:
+        if fact.type == "owns" and fact.target is not None:
+            holders.setdefault(name_key(fact.target), set()).add(name_key(fact.source))
+    for entity in entities:
+        if len(holders.get(name_key(entity.name), ())) > 1:
+            entity.attributes[HELD_BY_MANY] = True
+
+
 def _consistent(
     entities: list[EntitySpec], facts: list[RelationshipSpec], skipped: list[str]
 ) -> list[RelationshipSpec]:
     """The facts a campaign file can hold: once each (a symmetric or inverse one once from either end), one of a
     one-at-a-time type per entity (the first; the others said), none naming an entity the import lacks."""
     names = {name_key(e.name) for e in entities} | {name_key(a) for e in entities for a in e.aliases}
+    many = {name_key(e.name) for e in entities if held_by_many(e.attributes)}
     kept: list[RelationshipSpec] = []
     seen: set[tuple[str, str, str | None, str | None]] = set()
     single: set[tuple[str, str, bool]] = set()
@@ -265,7 +280,7 @@ def _consistent(
         key = (source, type, target, fact.value)
         if key in seen or (type in SYMMETRIC and (target or "", type, source, None) in seen):
             continue
-        if fact.value is not None or type in SINGLE_VALUED:
+        if fact.value is not None or (type in SINGLE_VALUED and not (type in HOLDING and source in many)):
             one = (source, type, fact.value is None)
             if one in single:
                 held = fact.source if source == name_key(fact.source) else fact.target

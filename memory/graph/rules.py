@@ -13,8 +13,19 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel
 
 from memory.errors import InvalidInputError
-from memory.models import INVERSE, SYMMETRIC, SYNONYM, Entity, EntityIn, Provenance, ReviewStatus, Source, Visibility
-from memory.text import MAX_ALIASES, MAX_HEARD_AS, clean_name
+from memory.models import (
+    HELD_BY_MANY,
+    INVERSE,
+    SYMMETRIC,
+    SYNONYM,
+    Entity,
+    EntityIn,
+    Provenance,
+    ReviewStatus,
+    Source,
+    Visibility,
+)
+from memory.text import MAX_ALIASES, MAX_HEARD_AS, attribute_text, clean_name
 
 #: Relationship types an entity has at most one of at a time, edge or value: a new accepted one closes the old one.
 #: Attribute facts (a value instead of a target) are always single-valued per type. An edge of an inverse type
@@ -38,6 +49,17 @@ SINGLE_VALUED = frozenset(
         "age",
     }
 )
+
+#: The single-valued types that say who holds an item: one holder at a time, but for a kind of item many hold
+#: (:func:`held_by_many`).
+HOLDING = frozenset({"owned_by", "wielded_by"})
+
+
+def held_by_many(attributes: dict[str, Any]) -> bool:
+    """Whether an item of these ``attributes`` is a kind many hold (:data:`~memory.models.HELD_BY_MANY`), whose
+    holders add up, as typed in a campaign file (``true``) or by hand (``"true"``)."""
+    return attribute_text(attributes.get(HELD_BY_MANY, False)).casefold() == "true"
+
 
 #: A state said in plain words ("Thordak is dead"): the graph holds a state as ``status`` (``entity link Thordak
 #: status --value dead``, the extractor's "status dead"), so "is dead" must not stand beside it as another fact.

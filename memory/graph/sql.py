@@ -7,8 +7,9 @@ from collections.abc import Iterable
 
 import asyncpg
 
-from memory.graph.rules import SINGLE_VALUED, VOUCHING_SOURCES, one_way
+from memory.graph.rules import HOLDING, SINGLE_VALUED, VOUCHING_SOURCES, one_way
 from memory.models import (
+    HELD_BY_MANY,
     INVERSE,
     SYNONYM,
     Entity,
@@ -89,10 +90,13 @@ def weighs_against(fact: str, source: str, type: str, target: str, single: str) 
     Keyleth"), and of its kind (both edges or both values) unless the type is single-valued. The one rule of what
     closes what: the DM's (:data:`CONTRADICTED`) and the players' (``PLAYERS_FACTS``)."""
     worded = f"{fact}.type = ANY({_stated_as(type, False)})"
-    return f"""(({fact}.source_id = {source} AND ({fact}.type = {type} OR {worded})
+    # a kind of item many hold: its holders add up (rules.held_by_many)
+    many = f"""({type} IN ({_listed(HOLDING)}) AND EXISTS (
+        SELECT 1 FROM entities k WHERE k.id = {source} AND k.attributes ->> '{HELD_BY_MANY}' = 'true'))"""
+    return f"""(NOT {many} AND (({fact}.source_id = {source} AND ({fact}.type = {type} OR {worded})
                   AND (({fact}.target_id IS NULL) = ({target} IS NULL) OR {single}))
                  OR ({fact}.target_id = {source} AND {fact}.type = ANY({_stated_as(type, True)})
-                     AND ({target} IS NOT NULL OR {single})))"""
+                     AND ({target} IS NOT NULL OR {single}))))"""
 
 
 def weighed_target(fact: str, source: str, type: str) -> str:

@@ -482,6 +482,29 @@ async def test_review_quotes_a_line_once_for_an_entity_and_its_fact(
     assert record.followups[1]["embeds"][0]["description"] == "Arrival at Emon is located in Emon"
 
 
+async def test_review_quotes_each_line_alike_and_names_the_fact_above(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """Two lines alike in an untimed transcript ("Roll initiative.", both at 0:00) were taken for one, so the card
+    of the second referred to the first's quote; and a card after a fact's said "on the card of the fact", not
+    which one."""
+    night = await ashes.log.start_session("Night one")
+    first, second = [await ashes.log.write(night.id, EntryIn(speaker="DM", text="Roll initiative.")) for _ in "12"]
+    tova, aldric, wren = [
+        await ashes.graph.add_entity(EntityIn(name=n, type=EntityType.npc)) for n in ("Tova", "Aldric", "Wren")
+    ]
+    for line, source, target in ((first, tova, aldric), (first, tova, wren), (second, aldric, wren)):
+        said = Provenance(source=Source.stated, confidence=0.55, session_id=night.id, entry_ids=[line.id])
+        await ashes.graph.add_relationship(
+            RelationshipIn(source_id=source.id, type="hostile_to", target_id=target.id, provenance=said)
+        )
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 3)
+    cards = [{f["name"]: f["value"] for f in c["embeds"][0]["fields"]} for c in record.followups]
+    assert cards[0]["Said"] == cards[2]["Said"] == "DM: “Roll initiative.”"
+    assert cards[1]["Said"] == "the line quoted above, on the card of the fact “Tova is hostile to Aldric”"
+
+
 async def test_review_card_of_long_texts_stays_within_discord_limits(
     ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
 ) -> None:

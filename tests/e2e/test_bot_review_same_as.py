@@ -116,3 +116,25 @@ async def test_same_as_a_mistyped_secret_entity_says_did_you_mean_to_the_dm(
     assert typo.texts() == ["no entity named 'Vaskerin Holt' in this campaign (did you mean 'Vaskerrin Holt'?)"]
     assert (await g.get_entity_by_id(old.id)).status == ReviewStatus.pending
     assert (await g.get_relationship(fact.id)).status == ReviewStatus.pending
+
+
+async def test_same_as_form_of_a_long_name_keeps_its_words(
+    ashes: CampaignMemory, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """A modal's title holds 45 characters: "Delvers' Guild of Ironhold Deep Archive is…" lost "the same as…", the
+    words saying what the DM types. The name is clipped instead."""
+    low = Provenance(source=Source.stated, confidence=0.4)
+    guild = await ashes.graph.add_entity(
+        EntityIn(
+            name="Delvers' Guild of Ironhold Deep Archive",
+            type=EntityType.faction,
+            status=ReviewStatus.pending,
+            provenance=low,
+        )
+    )
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 1)
+    opened = await fake_discord.click(
+        record.followups[0], f"lk:review:same:{ashes.campaign_id}:e{guild.id}", user_id=dm
+    )
+    assert opened.modal is not None and opened.modal["title"] == "Delvers' Guild of Ironhold… is the same as…"

@@ -768,11 +768,38 @@ async def test_an_item_moved_to_another_actor_is_no_longer_the_first_ones(campai
         ],
     )
     assert owners(await campaign.graph.relationships_of(trident.id)) == ["Abbot Hale"]
-    # a trident on two sheets (one entity of that name): one holder at a time, the first sheet's; the card says so
-    batch, _ = await _import(campaign, _crew("Captain Ilse", "Mara"))
-    assert owners(await campaign.graph.relationships_of(trident.id)) == ["Captain Ilse"]
-    skipped = "fact Mara -[owns]-> Tidecaller Trident: Tidecaller Trident has one 'owned_by' already"
-    assert skipped in batch.world.skipped
+    # a trident on two sheets: a kind many hold, each sheet's; Hale, whose sheet has none now, no longer owns one
+    _, said = await _import(campaign, _crew("Captain Ilse", "Mara"))
+    assert owners(await campaign.graph.relationships_of(trident.id)) == ["Captain Ilse", "Mara"]
+    assert "- Abbot Hale: fact owns Tidecaller Trident: ended (another owns it now)" in said
+
+
+async def test_an_item_on_several_sheets_of_one_import_is_each_ones(campaign: CampaignMemory) -> None:
+    """Three sheets each with a "Longsword +1" (one entity of that name): a kind of item many hold, so all three own
+    it, and a holder told in play adds to them instead of taking it from one. A sheet that drops it, imported again,
+    no longer owns one."""
+    batch, _ = await _import(campaign, _crew("Captain Ilse", "Mara", "Ser Tam"))
+    assert not [s for s in batch.world.skipped if "Tidecaller" in s]
+    g = campaign.graph
+    trident, hale = await g.get_entity("Tidecaller Trident"), await g.get_entity("Abbot Hale")
+    assert trident.attributes["held_by_many"] is True
+    holders = [
+        "Captain Ilse —owns→ Tidecaller Trident",
+        "Mara —owns→ Tidecaller Trident",
+        "Ser Tam —owns→ Tidecaller Trident",
+    ]
+    assert sorted(r.describe() for r in await g.relationships_of(trident.id)) == holders
+    said = Provenance(source=Source.stated, confidence=0.5)
+    fact, _ = await g.ensure_relationship(
+        RelationshipIn(source_id=hale.id, type="has", target_id=trident.id, provenance=said)
+    )
+    assert (await campaign.review.accept(f"f{fact.id}")).settled() == ""
+    assert len(await g.relationships_of(trident.id)) == 4
+    tam = {"_id": "wact000000000003", "name": "Ser Tam", "type": "npc", "system": {}, "items": []}
+    _, said = await _import(campaign, [*_crew("Captain Ilse", "Mara"), ("tam.json", json.dumps(tam).encode())])
+    assert "- Ser Tam: fact owns Tidecaller Trident: ended (another owns it now)" in said
+    now = sorted(r.describe() for r in await g.relationships_of(trident.id))
+    assert now == ["Abbot Hale —has→ Tidecaller Trident", *holders[:2]]
 
 
 async def test_a_holder_told_in_play_closes_the_one_a_sheet_gave(campaign: CampaignMemory) -> None:

@@ -62,8 +62,8 @@ def test_the_card_keeps_its_id_to_the_footer() -> None:
 
 def test_a_line_is_quoted_once_for_the_items_read_from_it() -> None:
     """An entity and the fact about it read from one paragraph: the second refers to the first's quote."""
-    line = Mention(session_id=1, title="Night 8", speaker="Matt", start_s=0.0, text="…to Emon…", ref="turn 783")
-    other = line.model_copy(update={"ref": "turn 900"})
+    line = Mention(session_id=1, title="Night 8", speaker="Matt", start_s=0.0, text="…to Emon…", ref=None, entry_id=7)
+    other = line.model_copy(update={"entry_id": 9})  # the same words again ("Roll initiative."): another line
     entity, fact, elsewhere = (_item(None) for _ in range(3))
     entity.fact, entity.entity = None, Entity.model_construct(name="Arrival at Emon")
     entity.kind, entity.said = ReviewKind.entity, line
