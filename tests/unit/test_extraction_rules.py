@@ -189,6 +189,16 @@ async def test_a_person_called_by_first_or_last_name_alone_is_read_as_the_mentio
     assert not [f for f in words.facts if {f.source, f.target} & {"Jeremiah Crane", "Eleanor Voss"}]
 
 
+async def test_a_surname_that_is_an_english_word_tells_a_death_at_a_sentences_start() -> None:
+    """ "Crane is dead." proposed nothing: the surname guard read "Crane is ..." as the bird's, as "Hope is ..." is."""
+    crane = KnownEntity(id=7, name="Jeremiah Crane", type=EntityType.npc)
+    hope = KnownEntity(id=8, name="Hope Marrow", type=EntityType.npc)
+    said = await RuleExtractor().extract(entries("Crane is dead.", "Hope is all we have."), [*KNOWN, crane, hope])
+    got = {(f.source, f.type, f.target or f.value) for f in said.facts}
+    assert ("Jeremiah Crane", "status", "dead") in got
+    assert not [f for f in said.facts if "Hope Marrow" in (f.source, f.target)]
+
+
 def test_validation_drops_and_counts_bad_facts() -> None:
     def fact(source: str, target: str | None, value: str | None = None, **kw: object) -> ProposedFact:
         base = {"type": "ally_of", "confidence": 0.8, "basis": "stated", "entry_ids": [1]}
