@@ -171,6 +171,15 @@ EVENT_KINDS = {
 }  # fmt: skip
 
 
+#: The fact rules tallied apart (memory.extraction.rules), by how their items read: someone found alive, who holds
+#: an item now.
+FACT_RULES = {"—status→ 'alive'": "alive", "—has→ ": "has"}
+
+
+def fact_rule(key: str) -> str | None:
+    return next((rule for said, rule in FACT_RULES.items() if said in key), None)
+
+
 def event_kind(key: str) -> str | None:
     """The rule of an event item ("new event Death of X") or of one of its links ("Grog —took_part_in→ Death of X")."""
     name = key.removeprefix("new event ") if key.startswith("new event ") else None
@@ -314,6 +323,9 @@ def main() -> None:
                 for key in (kind, where):
                     totals[f"{key} items"] += 1
                     totals[f"{key} keep"] += marks.get(item.key, [""])[0] == "keep"
+            if (rule := fact_rule(item.key)) is not None:
+                totals[f"fact {rule} items"] += 1
+                totals[f"fact {rule} keep"] += marks.get(item.key, [""])[0] == "keep"
         if args.show in (path.stem, "all"):
             for item in items:
                 # as the review queue shows it: the DM's line that tells its turning point, else the DM's first
@@ -345,6 +357,11 @@ def main() -> None:
         print(f"{half}: turning-point items kept, by rule (event and links): {rules or 'none'}; from the DM's "
               f"opening recap {totals['recap keep']} of {totals['recap items']}, from play {totals['play keep']} of "
               f"{totals['play items']}")  # fmt: skip
+    for half, totals in halves.items():
+        facts = ", ".join(
+            f"{rule} {totals[f'fact {rule} keep']} of {totals[f'fact {rule} items']}" for rule in FACT_RULES.values()
+        )
+        print(f"{half}: fact items kept, by rule: {facts}")
     for half, totals in halves.items():
         print(f"{half}: events told only in the opening's recap (an earlier session's, when one has the name): "
               f"{totals['retold']} of {totals['events']}")  # fmt: skip

@@ -509,16 +509,46 @@ def scene_deaths(text: str, found: list[KnownEntity], scene: list[SceneLine]) ->
     for m in _PRONOUN_DIES.finditer(text):
         if not _particle(m) or not _told(text, m):
             continue
-        before = scene_named(text[: m.start()], found)
-        killer = found[int(m.group("k"))] if m.group("k") else None
-        named = [e for line in scene for e in line.named] + before
-        npcs = {e.id: e for e in named if e.type == EntityType.npc}
-        if len(npcs) != 1:
+        named = [e for line in scene for e in line.named] + scene_named(text[: m.start()], found)
+        if (dead := _scene_npc(named)) is None:
             continue
-        (dead,) = npcs.values()
+        killer = found[int(m.group("k"))] if m.group("k") else None
         players = [e for e in (*named, *scene_named(text, found)) if e.type == EntityType.player]
         out.append(Event(EventKind.death, f"Death of {dead.name}", _with(players, dead, killer)))
     return _once(out)
+
+
+def _scene_npc(named: list[KnownEntity]) -> KnownEntity | None:
+    """The one known npc of ``named`` (the names the scene's lines tell), None for none or several."""
+    npcs = {e.id: e for e in named if e.type == EntityType.npc}
+    return next(iter(npcs.values())) if len(npcs) == 1 else None
+
+
+#: Someone found or still alive, told by the DM: "Lucy is alive", "Crane is still breathing", "you find Lucy alive",
+#: "She's alive" (the one npc of the scene, as for a death told of "her"). "Lucy's alive" comes tagged without its
+#: "'s": a known name right before the state.
+_ALIVE = re.compile(
+    r"(?:" + _K.format("x") + r"|\b(?i:he|she)(?=\s|['’]s))"
+    r"(?:\s+(?i:is|was|remains|stays)\s+|['’]s\s+|\s+)"
+    r"(?:(?i:still|now|very\s+much|clearly|definitely|barely|somehow|just)\s+)?(?i:alive|breathing)\b"
+)
+
+
+def alive(text: str, found: list[KnownEntity], scene: list[SceneLine]) -> list[KnownEntity]:
+    """The known people ``text`` (one line of the DM's, tagged) tells are alive, told, not asked or supposed ("is she
+    alive?", "if Crane is still breathing"): a ``status → alive`` for the DM to review, which accepted closes a
+    death the memory holds (a character raised, a body that was not hers)."""
+    out: dict[int, KnownEntity] = {}
+    for m in _ALIVE.finditer(text):
+        if not _told(text, m):
+            continue
+        if m.group("x") is not None:
+            who: KnownEntity | None = found[int(m.group("x"))]
+        else:
+            who = _scene_npc([e for line in scene for e in line.named] + scene_named(text[: m.start()], found))
+        if who is not None and who.type in _PERSON and (m.group("x") is None or _whole(text, m, "x")):
+            out[who.id] = who
+    return list(out.values())
 
 
 def _arrivals(text: str, found: list[KnownEntity]) -> Iterator[re.Match[str]]:

@@ -17,6 +17,7 @@ from memory.extraction.events import (
     Event,
     EventKind,
     SceneLine,
+    alive,
     events,
     handovers,
     one_each,
@@ -159,6 +160,8 @@ class RuleExtractor:
             self._intros(entry, text, found, out.by_dm(entry), out)
             if out.by_dm(entry):
                 self._deaths(entry, text, found, out)
+                for who in alive(text, found, list(scene)):  # found alive: against a death the memory may hold
+                    out.fact(who.name, "status", None, "alive", entry.id)
                 told = events(text, found, retold=entry.id in retold)
                 told += [e for e in scene_deaths(text, found, list(scene)) if e.name not in {t.name for t in told}]
                 for place in (scenes or {}).get(entry.id, ()):  # the scene moved there: see scene_arrivals

@@ -936,6 +936,31 @@ async def test_a_death_told_of_him_proposes_the_dead_status_with_it_and_accepted
     assert {r.value for r in await g.relationships_of(quillon.id) if r.type == "status"} == {"dead"}
 
 
+async def test_someone_the_dm_tells_is_alive_proposes_the_alive_status_and_accepted_closes_dead(
+    world: CampaignMemory,
+) -> None:
+    """A death the memory holds had no way back from the transcript: "It is Lucy Pruitt. … She's alive." proposed
+    nothing, so the DM never saw that a status said dead."""
+    g = world.graph
+    await g.add_entity(EntityIn(name="Lucy Pruitt", type=EntityType.npc))
+    await g.link("Lucy Pruitt", "status", value="dead")
+    entries = await write(
+        world,
+        [
+            ("Kim", "Is she alive?"),  # a player's question
+            ("DM", "It is Lucy Pruitt. She's gagged, her wrists are raw. She's alive."),
+        ],
+    )
+    await run(world, entries)
+
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    alive = items["Lucy Pruitt is alive"]
+    assert alive.fact is not None and alive.fact.provenance.entry_ids == [entries[1].id]
+    await world.review.accept(alive.ref)
+    lucy = await g.get_entity("Lucy Pruitt")
+    assert {r.value for r in await g.relationships_of(lucy.id) if r.type == "status"} == {"alive"}
+
+
 async def test_hand_overs_propose_who_has_the_item_now_and_a_players_i_is_their_character(
     world: CampaignMemory,
 ) -> None:

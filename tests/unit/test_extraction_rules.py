@@ -239,3 +239,31 @@ async def test_a_new_name_is_proposed_when_the_dm_says_it_or_several_players_do(
         said_by(("MATT", "At the gate waits a gnome named Pip Quickfoot, smiling.")), KNOWN
     )
     assert [e.name for e in dm.entities] == ["Pip Quickfoot"]  # the narrator (who says the most) once is enough
+
+
+async def test_the_dm_telling_someone_is_alive_proposes_the_alive_status_not_a_question_or_a_condition() -> None:
+    """ "It is Lucy Pruitt. … She's alive." proposed nothing: no rule read a status but dead, so a death the memory
+    holds could not be corrected from the transcript."""
+    lucy = KnownEntity(id=7, name="Lucy Pruitt", type=EntityType.npc)
+    crane = KnownEntity(id=8, name="Jeremiah Crane", type=EntityType.npc)
+    known = [*KNOWN, lucy, crane]
+
+    async def alive(*lines: str, speaker: str = "DM") -> set[str]:
+        said = await RuleExtractor().extract(entries(*lines, speaker=speaker), known, narrates=lambda e: True)
+        return {f.source for f in said.facts if (f.type, f.value) == ("status", "alive")}
+
+    assert await alive("It is Lucy Pruitt, tied to a chair. She's alive.") == {"Lucy Pruitt"}
+    assert await alive("It is Lucy Pruitt.", "She's gagged. She's alive.") == {"Lucy Pruitt"}  # the scene's one npc
+    assert await alive("Lucy is alive.") == await alive("Lucy's alive!") == {"Lucy Pruitt"}
+    assert await alive("You find Lucy alive in the warehouse.") == {"Lucy Pruitt"}
+    assert await alive("Crane is still breathing.") == {"Jeremiah Crane"}
+    for unsaid in (
+        "Is she alive?",
+        "Is Lucy alive?",
+        "If Crane is still breathing, he can talk.",
+        "Lucy is not alive.",
+        "You hope Lucy is alive.",
+        "She's alive.",  # nobody named in the scene
+        "Crane stands beside Lucy. She's alive.",  # two npcs: which one is not told
+    ):
+        assert await alive(unsaid) == set(), unsaid
