@@ -196,13 +196,20 @@ _HANDS = re.compile(
 #: Taking in hand, not finding: "Corvin finds the Bellstone" may leave it where it lies.
 _TAKE = _class("take", "grab", "pick up", "snatch", "pocket", "receive", "take hold of", "steal", "catch")
 _TAKES_ITEM = re.compile(_HANDER + _TAKE + r"\s+" + _ITEM_DET + _K.format("y"))
+#: ... or holding it now: "Wren is carrying the Ember Key", "I'm holding the Bellstone" ("Wren's holding" comes tagged
+#: without its "'s"). Not "holding the line" (no known item), nor "still holding" (the holder the memory has, told
+#: again, or no hand-over told: see ``rules._VERB_LINK``).
+_HOLDS = re.compile(
+    r"(?:" + _K.format("x") + r"|(?P<i>\bI))(?:\s+(?i:is|was|am)\s+|['’](?i:s|m)\s+|\s+)(?:(?i:now|already)\s+)?"
+    + r"(?i:holding|carrying|wielding|clutching|wearing)\s+" + _ITEM_DET + _K.format("y")
+)  # fmt: skip
 
 
 def handovers(text: str, found: list[KnownEntity], me: KnownEntity | None) -> list[tuple[KnownEntity, KnownEntity]]:
     """Who has which item now, by the hand-overs ``text`` (one line, tagged, by anyone) tells: ``(holder, item)``.
     ``me``: the speaker's character, for "I" (None: the line's "I" is nobody's)."""
     out: list[tuple[KnownEntity, KnownEntity]] = []
-    for pattern in (_HANDS, _TAKES_ITEM):
+    for pattern in (_HANDS, _TAKES_ITEM, _HOLDS):
         for m in pattern.finditer(text):
             giver = me if m.group("i") else found[int(m.group("x"))]
             if giver is None:

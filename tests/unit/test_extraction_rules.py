@@ -267,3 +267,29 @@ async def test_the_dm_telling_someone_is_alive_proposes_the_alive_status_not_a_q
         "Crane stands beside Lucy. She's alive.",  # two npcs: which one is not told
     ):
         assert await alive(unsaid) == set(), unsaid
+
+
+async def test_someone_known_holding_or_carrying_a_known_item_has_it() -> None:
+    """ "Wren is holding the cloak" proposed nothing: only a hand-over or a taking told who has an item now."""
+    wren = KnownEntity(id=7, name="Wren Halloway", type=EntityType.player, aliases=["Wren"], played_by=["cara"])
+    cloak = KnownEntity(id=8, name="Cloak of Tides", type=EntityType.item, aliases=["the cloak"])
+    key = KnownEntity(id=9, name="Ember Key", type=EntityType.item)
+    known = [*KNOWN, wren, cloak, key]
+
+    async def has(*lines: str, speaker: str = "DM") -> set[tuple[str, str | None]]:
+        said = await RuleExtractor().extract(entries(*lines, speaker=speaker), known)
+        return {(f.source, f.target) for f in said.facts if f.type == "has"}
+
+    assert await has("Wren is holding the cloak.") == {("Wren Halloway", "Cloak of Tides")}
+    assert await has("Wren is carrying the Ember Key.") == {("Wren Halloway", "Ember Key")}
+    assert await has("Wren's holding the Ember Key.") == {("Wren Halloway", "Ember Key")}
+    assert await has("I'm carrying the Ember Key.", speaker="Cara") == {("Wren Halloway", "Ember Key")}
+    for unsaid in (
+        "Wren is holding the line.",  # no known item
+        "Wren is holding her breath.",
+        "Wren is still holding the Ember Key.",  # no news, or no hand-over told
+        "Is Wren carrying the Ember Key?",
+        "If Wren is holding the Ember Key, the door opens.",
+    ):
+        assert await has(unsaid) == set(), unsaid
+    assert await has("Tim is holding the Ember Key.") == {("Tim", "Ember Key")}  # an npc holds things too
