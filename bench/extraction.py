@@ -166,8 +166,8 @@ async def review_items(lines: list[Entry], known: list[KnownEntity], embedder: M
 
 #: How a turning-point event's name begins (memory.extraction.events), by rule.
 EVENT_KINDS = {
-    "Death of ": "death", "Arrival at ": "arrival", "Acquisition of ": "acquisition", "Quest from ": "quest",
-    "Battle with ": "battle",
+    "Death of ": "death", "Arrival at ": "arrival", "Arrival of ": "npc arrival", "Acquisition of ": "acquisition",
+    "Quest from ": "quest", "Battle with ": "battle",
 }  # fmt: skip
 
 

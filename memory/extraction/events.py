@@ -356,7 +356,9 @@ _DONE = re.compile(
 #: or a preposition ("she gives you a nod and walks back to the palace": "you" is her object).
 _BEFORE_SUBJECT = re.compile(
     r"(?:^|[.!?,;:\"“”—–(-]|\b(?i:and|but|so|then|as|when|once|while|after|until|where|now|soon|okay|ok|alright|"
-    r"right|well|yeah|yes|because|since|meanwhile|tonight|today|\w+ly))\s*$"
+    r"right|well|yeah|yes|because|since|meanwhile|tonight|today|\w+ly)"
+    # who is seen doing it: "You see Quillon enter the Lantern", "you watch Grog walk into the Feed and Mead"
+    r"|\b(?i:you|we)\s+(?:(?i:can|could|all|then|now)\s+)?(?i:see|saw|watch|watched|notice|noticed|spot|spotted))\s*$"
 )
 
 
@@ -461,7 +463,11 @@ def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list
         y = found[int(m.group("y"))]
         if y.type == EntityType.location and _whole(text, m, "y") and _told(text, m, retold):
             who = _persons(text, m, found)
-            out.append(Event(EventKind.arrival, f"Arrival at {y.name}", who, place=y, span=_span(text, m)))
+            # an npc's arrival is theirs, not the party's at the same place: two events, even in one session
+            s = m.groupdict().get("s")
+            npc = found[int(s)] if s is not None and found[int(s)].type == EntityType.npc else None
+            name = f"Arrival of {npc.name} at {y.name}" if npc else f"Arrival at {y.name}"
+            out.append(Event(EventKind.arrival, name, who, place=y, span=_span(text, m)))
     for pattern in (_GIVES, _FINDS):
         for m in pattern.finditer(text):
             item = found[int(m.group("y"))]

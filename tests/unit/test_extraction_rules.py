@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from memory.extraction import ExtractionAnswer, KnownEntity, ProposedFact, RuleExtractor
+from memory.extraction.events import Event, EventKind
 from memory.extraction.names import NameResolver, normalize_name
 from memory.extraction.rules import MAX_RULE_CONFIDENCE
 from memory.extraction.validate import validate_result
@@ -293,3 +294,16 @@ async def test_someone_known_holding_or_carrying_a_known_item_has_it() -> None:
     ):
         assert await has(unsaid) == set(), unsaid
     assert await has("Tim is holding the Ember Key.") == {("Tim", "Ember Key")}  # an npc holds things too
+
+
+async def test_a_line_telling_an_npcs_arrival_adds_no_partys_arrival_there_by_scene_or_meaning() -> None:
+    """ "Quillon walks into the Lantern" is his arrival: the scene rule (the DM naming the place again and again) or
+    the meaning rule reading the same line must not add the party's there beside it."""
+    quillon = KnownEntity(id=7, name="Quillon Ashgrove", type=EntityType.npc, aliases=["Quillon"])
+    lantern = KnownEntity(id=8, name="The Lantern and Eel", type=EntityType.place)
+    (line,) = entries("Quillon walks into the Lantern and Eel.")
+    party = Event(EventKind.arrival, "Arrival at The Lantern and Eel", place=lantern)
+    said = await RuleExtractor().extract(
+        [line], [*KNOWN, quillon, lantern], scenes={line.id: [lantern]}, meant={line.id: [party]}
+    )
+    assert [e.name for e in said.entities] == ["Arrival of Quillon Ashgrove at The Lantern and Eel"]
