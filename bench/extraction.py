@@ -15,7 +15,7 @@ CRD3's text spells the names already. Per episode:
 
 * items: the review items (new entities and facts); per 500 turns; events: the new turning-point events among
   them (their rules' items, the event and its links, are tallied by rule after the table, and apart for those
-  from the opening recap's lines and from play);
+  from the opening recap's lines and from play; so are the items of the alive and has fact rules);
 * precision: the share of items judged "keep" in tests/data/extraction_judgements.json (each item marked keep,
   wrong or noise by hand, with its line), for the episodes judged; "noise" (not part of the game) per 500 turns;
 * coverage: the share of the episode's aligned_index.dev summary chunks (chunk size 2, offset 0: two wiki sentences
