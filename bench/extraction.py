@@ -16,7 +16,7 @@ names already. Per episode:
 
 * items: the review items (new entities and facts); per 500 turns; events: the new turning-point events among
   them (their rules' items, the event and its links, are tallied by rule after the table, and apart for those
-  from the opening recap's lines and from play);
+  from the opening recap's lines and from play; so are the items of the alive and has fact rules);
 * precision: the share of items judged "keep" in tests/data/extraction_judgements.json (each item marked keep,
   wrong or noise by hand, with its line), for the episodes judged; "noise" (not part of the game) per 500 turns;
 * coverage: the share of the episode's aligned_index.dev summary chunks (chunk size 2, offset 0: two wiki sentences
@@ -167,9 +167,18 @@ async def review_items(lines: list[Entry], known: list[KnownEntity], embedder: M
 
 #: How a turning-point event's name begins (memory.extraction.events), by rule.
 EVENT_KINDS = {
-    "Death of ": "death", "Arrival at ": "arrival", "Acquisition of ": "acquisition", "Quest from ": "quest",
-    "Battle with ": "battle",
+    "Death of ": "death", "Arrival at ": "arrival", "Arrival of ": "npc arrival", "Acquisition of ": "acquisition",
+    "Quest from ": "quest", "Battle with ": "battle",
 }  # fmt: skip
+
+
+#: The fact rules tallied apart (memory.extraction.rules), by how their items read: someone found alive, who holds
+#: an item now.
+FACT_RULES = {"—status→ 'alive'": "alive", "—has→ ": "has"}
+
+
+def fact_rule(key: str) -> str | None:
+    return next((rule for said, rule in FACT_RULES.items() if said in key), None)
 
 
 def event_kind(key: str) -> str | None:
@@ -315,6 +324,9 @@ def main() -> None:
                 for key in (kind, where):
                     totals[f"{key} items"] += 1
                     totals[f"{key} keep"] += marks.get(item.key, [""])[0] == "keep"
+            if (rule := fact_rule(item.key)) is not None:
+                totals[f"fact {rule} items"] += 1
+                totals[f"fact {rule} keep"] += marks.get(item.key, [""])[0] == "keep"
         if args.show in (path.stem, "all"):
             for item in items:
                 # as the review queue shows it: the DM's line that tells its turning point, else the DM's first
@@ -346,6 +358,11 @@ def main() -> None:
         print(f"{half}: turning-point items kept, by rule (event and links): {rules or 'none'}; from the DM's "
               f"opening recap {totals['recap keep']} of {totals['recap items']}, from play {totals['play keep']} of "
               f"{totals['play items']}")  # fmt: skip
+    for half, totals in halves.items():
+        facts = ", ".join(
+            f"{rule} {totals[f'fact {rule} keep']} of {totals[f'fact {rule} items']}" for rule in FACT_RULES.values()
+        )
+        print(f"{half}: fact items kept, by rule: {facts}")
     for half, totals in halves.items():
         print(f"{half}: events told only in the opening's recap (an earlier session's, when one has the name): "
               f"{totals['retold']} of {totals['events']}")  # fmt: skip

@@ -267,23 +267,29 @@ def names_alone(people: Iterable[P], everyone: Iterable[Named]) -> dict[str, P]:
 # up.", "Wren says, …"; not "Hope is all we have.", "Will this do?") or a comma and "you" ("Wren, you're up.").
 # On CRD3's 12 episodes it found Pike, Percy, Caleb, Grog and Trinket 206 times, and never fired on 40 everyday words
 # a name could be (Will, Mark, Grace, Hope, Bell, Hunter, Stone …; their 60 sentence starts); a name alone ("Mark.",
-# "Grace.") fired on 4 of those.
+# "Grace.") fired on 4 of those. Or a person's state after "is", "was" or "'s" ("Crane is dead.", "Pike's
+# unconscious."), not the word's ("Hope is all we have.", "Crane is a bird."): on the CRD3 dev episodes these states
+# followed a capital word at a sentence's start only for pronouns and names (Pike, Ashley).
+_PERSON_STATE = (
+    r"(?:\s+(?:is|was)|['’]s)\s+(?:(?:still|now|already|not|just|finally|barely)\s+)?"
+    r"(?:dead|alive|wounded|injured|hurt|bleeding|unconscious|awake|asleep|here|gone|missing|safe|dying|breathing)\b"
+)
 _ACTS = re.compile(
     r"\s+(?!(?:this|his|its|was|has|does|always|perhaps|sometimes|towards|yes|plus|thus|unless|as)\b)"
-    r"[a-z]+s\b(?<!ss|us|is)|,\s*you(?:'re|'ve|'ll|r)?\b"
+    r"[a-z]+s\b(?<!ss|us|is)|,\s*you(?:'re|'ve|'ll|r)?\b|" + _PERSON_STATE
 )
 
 
 def _written_as_first_name(text: str, word: Token) -> bool:
     """Whether a person's first name alone is written as their name: with a capital ("Quillon picks it up",
     not "quillon"), and one that is also an English word ("Wren") inside a sentence, where only a name has one, or
-    at its start doing something or spoken to (``_ACTS``)."""
+    at its start doing something, spoken to or in a person's state (``_ACTS``)."""
     if not text[word.start].isupper():
         return False
     if word_zipf(word.norm) < _COMMON_ZIPF:
         return True
     before = text[: word.start].rstrip(" \t\"'“‘([*_-—")
-    return (bool(before) and before[-1] not in ".!?;…") or _ACTS.match(text, word.end) is not None
+    return (bool(before) and before[-1] not in ".!?;…") or _ACTS.match(text, word.base_end) is not None
 
 
 def _titled(text: str, tokens: Sequence[Token], i: int, after: int) -> int:

@@ -196,13 +196,20 @@ _HANDS = re.compile(
 #: Taking in hand, not finding: "Corvin finds the Bellstone" may leave it where it lies.
 _TAKE = _class("take", "grab", "pick up", "snatch", "pocket", "receive", "take hold of", "steal", "catch")
 _TAKES_ITEM = re.compile(_HANDER + _TAKE + r"\s+" + _ITEM_DET + _K.format("y"))
+#: ... or holding it now: "Wren is carrying the Ember Key", "I'm holding the Bellstone" ("Wren's holding" comes tagged
+#: without its "'s"). Not "holding the line" (no known item), nor "still holding" (the holder the memory has, told
+#: again, or no hand-over told: see ``rules._VERB_LINK``).
+_HOLDS = re.compile(
+    r"(?:" + _K.format("x") + r"|(?P<i>\bI))(?:\s+(?i:is|was|am)\s+|['’](?i:s|m)\s+|\s+)(?:(?i:now|already)\s+)?"
+    + r"(?i:holding|carrying|wielding|clutching|wearing)\s+" + _ITEM_DET + _K.format("y")
+)  # fmt: skip
 
 
 def handovers(text: str, found: list[KnownEntity], me: KnownEntity | None) -> list[tuple[KnownEntity, KnownEntity]]:
     """Who has which item now, by the hand-overs ``text`` (one line, tagged, by anyone) tells: ``(holder, item)``.
     ``me``: the speaker's character, for "I" (None: the line's "I" is nobody's)."""
     out: list[tuple[KnownEntity, KnownEntity]] = []
-    for pattern in (_HANDS, _TAKES_ITEM):
+    for pattern in (_HANDS, _TAKES_ITEM, _HOLDS):
         for m in pattern.finditer(text):
             giver = me if m.group("i") else found[int(m.group("x"))]
             if giver is None:
@@ -349,7 +356,9 @@ _DONE = re.compile(
 #: or a preposition ("she gives you a nod and walks back to the palace": "you" is her object).
 _BEFORE_SUBJECT = re.compile(
     r"(?:^|[.!?,;:\"“”—–(-]|\b(?i:and|but|so|then|as|when|once|while|after|until|where|now|soon|okay|ok|alright|"
-    r"right|well|yeah|yes|because|since|meanwhile|tonight|today|\w+ly))\s*$"
+    r"right|well|yeah|yes|because|since|meanwhile|tonight|today|\w+ly)"
+    # who is seen doing it: "You see Quillon enter the Lantern", "you watch Grog walk into the Feed and Mead"
+    r"|\b(?i:you|we)\s+(?:(?i:can|could|all|then|now)\s+)?(?i:see|saw|watch|watched|notice|noticed|spot|spotted))\s*$"
 )
 
 
@@ -454,7 +463,11 @@ def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list
         y = found[int(m.group("y"))]
         if y.type == EntityType.location and _whole(text, m, "y") and _told(text, m, retold):
             who = _persons(text, m, found)
-            out.append(Event(EventKind.arrival, f"Arrival at {y.name}", who, place=y, span=_span(text, m)))
+            # an npc's arrival is theirs, not the party's at the same place: two events, even in one session
+            s = m.groupdict().get("s")
+            npc = found[int(s)] if s is not None and found[int(s)].type == EntityType.npc else None
+            name = f"Arrival of {npc.name} at {y.name}" if npc else f"Arrival at {y.name}"
+            out.append(Event(EventKind.arrival, name, who, place=y, span=_span(text, m)))
     for pattern in (_GIVES, _FINDS):
         for m in pattern.finditer(text):
             item = found[int(m.group("y"))]
@@ -509,16 +522,46 @@ def scene_deaths(text: str, found: list[KnownEntity], scene: list[SceneLine]) ->
     for m in _PRONOUN_DIES.finditer(text):
         if not _particle(m) or not _told(text, m):
             continue
-        before = scene_named(text[: m.start()], found)
-        killer = found[int(m.group("k"))] if m.group("k") else None
-        named = [e for line in scene for e in line.named] + before
-        npcs = {e.id: e for e in named if e.type == EntityType.npc}
-        if len(npcs) != 1:
+        named = [e for line in scene for e in line.named] + scene_named(text[: m.start()], found)
+        if (dead := _scene_npc(named)) is None:
             continue
-        (dead,) = npcs.values()
+        killer = found[int(m.group("k"))] if m.group("k") else None
         players = [e for e in (*named, *scene_named(text, found)) if e.type == EntityType.player]
         out.append(Event(EventKind.death, f"Death of {dead.name}", _with(players, dead, killer)))
     return _once(out)
+
+
+def _scene_npc(named: list[KnownEntity]) -> KnownEntity | None:
+    """The one known npc of ``named`` (the names the scene's lines tell), None for none or several."""
+    npcs = {e.id: e for e in named if e.type == EntityType.npc}
+    return next(iter(npcs.values())) if len(npcs) == 1 else None
+
+
+#: Someone found or still alive, told by the DM: "Lucy is alive", "Crane is still breathing", "you find Lucy alive",
+#: "She's alive" (the one npc of the scene, as for a death told of "her"). "Lucy's alive" comes tagged without its
+#: "'s": a known name right before the state.
+_ALIVE = re.compile(
+    r"(?:" + _K.format("x") + r"|\b(?i:he|she)(?=\s|['’]s))"
+    r"(?:\s+(?i:is|was|remains|stays)\s+|['’]s\s+|\s+)"
+    r"(?:(?i:still|now|very\s+much|clearly|definitely|barely|somehow|just)\s+)?(?i:alive|breathing)\b"
+)
+
+
+def alive(text: str, found: list[KnownEntity], scene: list[SceneLine]) -> list[KnownEntity]:
+    """The known people ``text`` (one line of the DM's, tagged) tells are alive, told, not asked or supposed ("is she
+    alive?", "if Crane is still breathing"): a ``status → alive`` for the DM to review, which accepted closes a
+    death the memory holds (a character raised, a body that was not hers)."""
+    out: dict[int, KnownEntity] = {}
+    for m in _ALIVE.finditer(text):
+        if not _told(text, m):
+            continue
+        if m.group("x") is not None:
+            who: KnownEntity | None = found[int(m.group("x"))]
+        else:
+            who = _scene_npc([e for line in scene for e in line.named] + scene_named(text[: m.start()], found))
+        if who is not None and who.type in _PERSON and (m.group("x") is None or _whole(text, m, "x")):
+            out[who.id] = who
+    return list(out.values())
 
 
 def _arrivals(text: str, found: list[KnownEntity]) -> Iterator[re.Match[str]]:

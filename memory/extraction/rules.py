@@ -17,6 +17,7 @@ from memory.extraction.events import (
     Event,
     EventKind,
     SceneLine,
+    alive,
     events,
     handovers,
     one_each,
@@ -159,12 +160,18 @@ class RuleExtractor:
             self._intros(entry, text, found, out.by_dm(entry), out)
             if out.by_dm(entry):
                 self._deaths(entry, text, found, out)
+                for who in alive(text, found, list(scene)):  # found alive: against a death the memory may hold
+                    out.fact(who.name, "status", None, "alive", entry.id)
                 told = events(text, found, retold=entry.id in retold)
                 told += [e for e in scene_deaths(text, found, list(scene)) if e.name not in {t.name for t in told}]
                 for place in (scenes or {}).get(entry.id, ()):  # the scene moved there: see scene_arrivals
-                    if (name := f"Arrival at {place.name}") not in {t.name for t in told}:
-                        told.append(Event(EventKind.arrival, name, place=place))
-                told += [e for e in (meant or {}).get(entry.id, ()) if e.name not in {t.name for t in told}]
+                    if not _arrived(told, place):
+                        told.append(Event(EventKind.arrival, f"Arrival at {place.name}", place=place))
+                told += [
+                    e
+                    for e in (meant or {}).get(entry.id, ())
+                    if e.name not in {t.name for t in told} and not (e.place and _arrived(told, e.place))
+                ]
                 self._events(entry, one_each(told), out)
             me = plays.get(entry.speaker.strip().casefold(), [])
             self._patterns(entry, text, found, me[0] if len(me) == 1 else None, out)
@@ -265,6 +272,12 @@ class RuleExtractor:
     def _new_if_unknown(mention: _Mention, kind: EntityType, entry: Entry, out: _Collector) -> None:
         if mention.known is None:
             out.entity(mention.name, kind, "", NEW_NAME_CONFIDENCE, entry)
+
+
+def _arrived(told: list[Event], place: KnownEntity) -> bool:
+    """Whether the line's clauses tell an arrival at ``place`` already: "Quillon walks into the Lantern" is his, and
+    the scene or the meaning rule reading the same line adds no party's arrival there."""
+    return any(e.kind == EventKind.arrival and e.place is not None and e.place.id == place.id for e in told)
 
 
 def _role_link(role: str, prep: str, y_type: EntityType) -> str:

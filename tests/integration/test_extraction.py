@@ -936,6 +936,57 @@ async def test_a_death_told_of_him_proposes_the_dead_status_with_it_and_accepted
     assert {r.value for r in await g.relationships_of(quillon.id) if r.type == "status"} == {"dead"}
 
 
+async def test_someone_the_dm_tells_is_alive_proposes_the_alive_status_and_accepted_closes_dead(
+    world: CampaignMemory,
+) -> None:
+    """A death the memory holds had no way back from the transcript: "It is Lucy Pruitt. … She's alive." proposed
+    nothing, so the DM never saw that a status said dead."""
+    g = world.graph
+    await g.add_entity(EntityIn(name="Lucy Pruitt", type=EntityType.npc))
+    await g.link("Lucy Pruitt", "status", value="dead")
+    entries = await write(
+        world,
+        [
+            ("Kim", "Is she alive?"),  # a player's question
+            ("DM", "It is Lucy Pruitt. She's gagged, her wrists are raw. She's alive."),
+        ],
+    )
+    await run(world, entries)
+
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    alive = items["Lucy Pruitt is alive"]
+    assert alive.fact is not None and alive.fact.provenance.entry_ids == [entries[1].id]
+    await world.review.accept(alive.ref)
+    lucy = await g.get_entity("Lucy Pruitt")
+    assert {r.value for r in await g.relationships_of(lucy.id) if r.type == "status"} == {"alive"}
+
+
+async def test_an_npcs_arrival_and_the_partys_at_one_place_in_a_session_are_two_events(world: CampaignMemory) -> None:
+    """Both were "Arrival at The Lantern and Eel", one event: the DM reviewed Quillon's arrival as the party's (its
+    lines said "said in 2 lines"), and "You see Quillon enter …" was no arrival at all."""
+    g = world.graph
+    await g.add_entity(EntityIn(name="Quillon Ashgrove", type=EntityType.npc, aliases=["Quillon"]))
+    await g.add_entity(EntityIn(name="The Lantern and Eel", type=EntityType.place))
+    entries = await write(
+        world,
+        [
+            ("DM", "You step into the Lantern and Eel, dripping marsh water on the boards."),
+            ("Vex", "I order an ale."),
+            ("DM", "An hour later you see Quillon enter the Lantern and Eel, dripping wet."),
+        ],
+    )
+    await run(world, entries)
+
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    party = items["new event 'Arrival at The Lantern and Eel': an arrival"]
+    quillon = items["new event 'Arrival of Quillon Ashgrove at The Lantern and Eel': an arrival"]
+    assert party.entity is not None and party.entity.provenance.entry_ids == [entries[0].id]
+    assert quillon.entity is not None and quillon.entity.provenance.entry_ids == [entries[2].id]
+    assert ("Quillon Ashgrove", "took_part_in", "Arrival of Quillon Ashgrove at The Lantern and Eel") in {
+        (s, t, o) for s, t, o, _ in await facts(world)
+    }
+
+
 async def test_hand_overs_propose_who_has_the_item_now_and_a_players_i_is_their_character(
     world: CampaignMemory,
 ) -> None:

@@ -171,13 +171,29 @@ def test_no_arrival_in_play_of_a_pronoun_nor_an_object(line: str) -> None:
 
 def test_a_known_npc_or_faction_the_dm_tells_arriving_is_an_arrival() -> None:
     """ "Quillon arrives at Greyskull Keep", "The Iron Ravens ride into Velmora": a turning point of the story as
-    much as the party's own arrival, who arrived taking part."""
-    assert names("Gilmore arrives at Whitestone.") == [("Arrival at Whitestone", ["Gilmore"], "Whitestone")]
-    assert names("At dawn, Sylas rides into Emon.") == [("Arrival at Emon", ["Sylas Briarwood"], "Emon")]
+    much as the party's own arrival, who arrived taking part. An npc's is named for them: the party's arrival at the
+    same place is another event."""
+    assert names("Gilmore arrives at Whitestone.") == [("Arrival of Gilmore at Whitestone", ["Gilmore"], "Whitestone")]
+    assert names("At dawn, Sylas rides into Emon.") == [
+        ("Arrival of Sylas Briarwood at Emon", ["Sylas Briarwood"], "Emon")
+    ]
     assert names("The Tal'Dorei Council ride into Emon.") == [("Arrival at Emon", ["Tal'Dorei Council"], "Emon")]
     assert names("Then the Briarwoods return to Whitestone.") == [
         ("Arrival at Whitestone", ["Briarwoods"], "Whitestone")
     ]
+
+
+def test_an_npc_the_dm_tells_the_party_seeing_arrive_is_an_arrival() -> None:
+    """ "You see Quillon enter the Lantern and Eel" was no arrival: "you see" stood before his name, where a subject
+    stands only after a clause's start or a conjunction."""
+    assert names("You see Gilmore enter Whitestone.") == [
+        ("Arrival of Gilmore at Whitestone", ["Gilmore"], "Whitestone")
+    ]
+    assert names("You watch Gilmore walk into Whitestone, smiling.") == [
+        ("Arrival of Gilmore at Whitestone", ["Gilmore"], "Whitestone")
+    ]
+    assert names("You see Gilmore leave Whitestone.") == []
+    assert names("Do you see Gilmore enter Whitestone?") == []
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memory.extraction import ExtractionAnswer, KnownEntity, LLMExtractor, ProposedFact, RuleExtractor
+from memory.extraction.events import Event, EventKind
 from memory.extraction.llm import MAX_KNOWN_LISTED
 from memory.extraction.names import NameResolver, normalize_name
 from memory.extraction.rules import MAX_RULE_CONFIDENCE
@@ -224,6 +225,16 @@ async def test_the_llm_is_not_shown_a_person_whose_surname_a_line_uses_as_a_word
         assert "Jeremiah Crane" not in await _listed_for(line)
 
 
+async def test_a_surname_that_is_an_english_word_tells_a_death_at_a_sentences_start() -> None:
+    """ "Crane is dead." proposed nothing: the surname guard read "Crane is ..." as the bird's, as "Hope is ..." is."""
+    crane = KnownEntity(id=7, name="Jeremiah Crane", type=EntityType.npc)
+    hope = KnownEntity(id=8, name="Hope Marrow", type=EntityType.npc)
+    said = await RuleExtractor().extract(entries("Crane is dead.", "Hope is all we have."), [*KNOWN, crane, hope])
+    got = {(f.source, f.type, f.target or f.value) for f in said.facts}
+    assert ("Jeremiah Crane", "status", "dead") in got
+    assert not [f for f in said.facts if "Hope Marrow" in (f.source, f.target)]
+
+
 def test_validation_drops_and_counts_bad_facts() -> None:
     def fact(source: str, target: str | None, value: str | None = None, **kw: object) -> ProposedFact:
         base = {"type": "ally_of", "confidence": 0.8, "basis": "stated", "entry_ids": [1]}
@@ -264,3 +275,70 @@ async def test_a_new_name_is_proposed_when_the_dm_says_it_or_several_players_do(
         said_by(("MATT", "At the gate waits a gnome named Pip Quickfoot, smiling.")), KNOWN
     )
     assert [e.name for e in dm.entities] == ["Pip Quickfoot"]  # the narrator (who says the most) once is enough
+
+
+async def test_the_dm_telling_someone_is_alive_proposes_the_alive_status_not_a_question_or_a_condition() -> None:
+    """ "It is Lucy Pruitt. … She's alive." proposed nothing: no rule read a status but dead, so a death the memory
+    holds could not be corrected from the transcript."""
+    lucy = KnownEntity(id=7, name="Lucy Pruitt", type=EntityType.npc)
+    crane = KnownEntity(id=8, name="Jeremiah Crane", type=EntityType.npc)
+    known = [*KNOWN, lucy, crane]
+
+    async def alive(*lines: str, speaker: str = "DM") -> set[str]:
+        said = await RuleExtractor().extract(entries(*lines, speaker=speaker), known, narrates=lambda e: True)
+        return {f.source for f in said.facts if (f.type, f.value) == ("status", "alive")}
+
+    assert await alive("It is Lucy Pruitt, tied to a chair. She's alive.") == {"Lucy Pruitt"}
+    assert await alive("It is Lucy Pruitt.", "She's gagged. She's alive.") == {"Lucy Pruitt"}  # the scene's one npc
+    assert await alive("Lucy is alive.") == await alive("Lucy's alive!") == {"Lucy Pruitt"}
+    assert await alive("You find Lucy alive in the warehouse.") == {"Lucy Pruitt"}
+    assert await alive("Crane is still breathing.") == {"Jeremiah Crane"}
+    for unsaid in (
+        "Is she alive?",
+        "Is Lucy alive?",
+        "If Crane is still breathing, he can talk.",
+        "Lucy is not alive.",
+        "You hope Lucy is alive.",
+        "She's alive.",  # nobody named in the scene
+        "Crane stands beside Lucy. She's alive.",  # two npcs: which one is not told
+    ):
+        assert await alive(unsaid) == set(), unsaid
+
+
+async def test_someone_known_holding_or_carrying_a_known_item_has_it() -> None:
+    """ "Wren is holding the cloak" proposed nothing: only a hand-over or a taking told who has an item now."""
+    wren = KnownEntity(id=7, name="Wren Halloway", type=EntityType.player, aliases=["Wren"], played_by=["cara"])
+    cloak = KnownEntity(id=8, name="Cloak of Tides", type=EntityType.item, aliases=["the cloak"])
+    key = KnownEntity(id=9, name="Ember Key", type=EntityType.item)
+    known = [*KNOWN, wren, cloak, key]
+
+    async def has(*lines: str, speaker: str = "DM") -> set[tuple[str, str | None]]:
+        said = await RuleExtractor().extract(entries(*lines, speaker=speaker), known)
+        return {(f.source, f.target) for f in said.facts if f.type == "has"}
+
+    assert await has("Wren is holding the cloak.") == {("Wren Halloway", "Cloak of Tides")}
+    assert await has("Wren is carrying the Ember Key.") == {("Wren Halloway", "Ember Key")}
+    assert await has("Wren's holding the Ember Key.") == {("Wren Halloway", "Ember Key")}
+    assert await has("I'm carrying the Ember Key.", speaker="Cara") == {("Wren Halloway", "Ember Key")}
+    for unsaid in (
+        "Wren is holding the line.",  # no known item
+        "Wren is holding her breath.",
+        "Wren is still holding the Ember Key.",  # no news, or no hand-over told
+        "Is Wren carrying the Ember Key?",
+        "If Wren is holding the Ember Key, the door opens.",
+    ):
+        assert await has(unsaid) == set(), unsaid
+    assert await has("Tim is holding the Ember Key.") == {("Tim", "Ember Key")}  # an npc holds things too
+
+
+async def test_a_line_telling_an_npcs_arrival_adds_no_partys_arrival_there_by_scene_or_meaning() -> None:
+    """ "Quillon walks into the Lantern" is his arrival: the scene rule (the DM naming the place again and again) or
+    the meaning rule reading the same line must not add the party's there beside it."""
+    quillon = KnownEntity(id=7, name="Quillon Ashgrove", type=EntityType.npc, aliases=["Quillon"])
+    lantern = KnownEntity(id=8, name="The Lantern and Eel", type=EntityType.place)
+    (line,) = entries("Quillon walks into the Lantern and Eel.")
+    party = Event(EventKind.arrival, "Arrival at The Lantern and Eel", place=lantern)
+    said = await RuleExtractor().extract(
+        [line], [*KNOWN, quillon, lantern], scenes={line.id: [lantern]}, meant={line.id: [party]}
+    )
+    assert [e.name for e in said.entities] == ["Arrival of Quillon Ashgrove at The Lantern and Eel"]

@@ -155,6 +155,8 @@ WREN = Gazetteer(PEOPLE, people=PEOPLE)
         ("It staggers. Wren, you're up.", True),  # spoken to
         ("He hands Wren the lantern.", True),  # inside a sentence, as before
         ("Wren is a small brown bird.", False),  # "is", "was", "has": not what the person does
+        ("Wren is unconscious.", True),  # ... but a person's state after it is the person's
+        ("Wren was not here.", True),
         ("Wren.", False),  # alone: "Mark.", "Grace." are the word as often
         ("Wren's bow is strung.", False),
         ("the wren stands up.", False),  # no capital
@@ -205,6 +207,8 @@ CALLED = Gazetteer([*SURNAMED, known(5, "Lady Kima of Vord")], people=[*SURNAMED
         ("You find Crane on the pier.", ["Crane"]),  # inside a sentence,
         ("Crane nods.", ["Crane"]),  # or doing something at its start
         ("Crane is a bird.", []),
+        ("Crane is dead.", ["Crane"]),  # a person's state: the person, as "Crane dies." is
+        ("Crane's still breathing.", ["Crane's"]),
         ("We drink at the Crane Inn.", []),  # a word of a longer name
         ("Then Pruitt.", []),  # two people's
         ("Vord", []),  # no last name: "of" is no name's word
@@ -214,3 +218,16 @@ CALLED = Gazetteer([*SURNAMED, known(5, "Lady Kima of Vord")], people=[*SURNAMED
 def test_a_persons_last_name_alone_names_them_where_written_as_a_name(text: str, said: list[str]) -> None:
     """ "Whitlock" named no one: only a first name counted alone, though a modern table calls people by surname."""
     assert [text[a:b] for a, b, _ in CALLED.find(text, written=True)] == said
+
+
+def test_a_name_that_is_an_english_word_starts_a_sentence_as_the_person_in_a_persons_state() -> None:
+    """ "Crane is dead." at a sentence's start named no one: "is" was never what a person does, as for "Hope is all
+    we have". A state only a person is in (dead, alive, unconscious, gone ...) tells the name from the word."""
+    people = [known(1, "Jeremiah Crane"), known(2, "Hope Marrow")]
+    called = Gazetteer(people, people=people)
+
+    def said(text: str) -> list[str]:
+        return [text[a:b] for a, b, _ in called.find(text)]
+
+    assert said("Crane is dead.") == ["Crane"] and said("Hope is gone.") == ["Hope"]
+    assert said("Hope is all we have.") == said("Hope is a thing with feathers.") == said("Crane is tall.") == []
