@@ -651,6 +651,16 @@ async def test_a_time_told_against_when_it_is_asked_prefers_the_sessions_played_
     assert said_in[14] not in later[0].entry_ids and "when" not in later[0].matched
 
 
+async def test_march_the_verb_is_a_word_to_search_for(campaign: CampaignMemory) -> None:
+    """ "we march 5" was read as March 5th and left no word to search for: nothing found."""
+    ids = await said(campaign, "One", [*FILLER[:4], ("DEV", "We march 5 miles north to Ironhold."), *FILLER[4:8]])
+    for question in ("we march 5", "when we march 5 miles north"):
+        (hit, *_) = await recall(
+            campaign, None, question, limit=3, mode="fulltext", now=datetime(2026, 12, 5, tzinfo=UTC)
+        )
+        assert ids[4] in [line.entry_id for line in hit.lines if line.matched], question
+
+
 async def test_when_we_first_or_last_met_someone_shows_the_first_or_last_lines_naming_them(
     campaign: CampaignMemory,
 ) -> None:
