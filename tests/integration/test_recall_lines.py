@@ -661,6 +661,26 @@ async def test_march_the_verb_is_a_word_to_search_for(campaign: CampaignMemory) 
         assert ids[4] in [line.entry_id for line in hit.lines if line.matched], question
 
 
+async def test_a_time_of_the_story_is_words_to_search_for_not_the_days_asked(campaign: CampaignMemory) -> None:
+    """ "The last day of the Festival" was read as the last day before asking: "last day" left the query, and the
+    lines of the sessions played since came first."""
+    asked = datetime(2026, 12, 5, 21, tzinfo=UTC)
+    lines = {
+        30: ("DM", "On the last day of the Festival of Lanterns the mayor vanishes."),
+        0: ("DM", "The Festival of Lanterns fills the square."),
+    }
+    said_in: dict[int, int] = {}
+    for days, line in lines.items():
+        session = await campaign.log.start_session(f"{days} days ago", started_at=asked - timedelta(days=days))
+        (entry,) = await campaign.log.write_many(session.id, [EntryIn(speaker=line[0], text=line[1], start_s=0.0)])
+        await campaign.log.end_session(session.id)
+        said_in[days] = entry.id
+    question = "what happened on the last day of the Festival of Lanterns?"
+    hits = await recall(campaign, None, question, limit=3, mode="fulltext", now=asked)
+    assert [line.entry_id for line in hits[0].lines if line.matched] == [said_in[30]]
+    assert "when" not in hits[0].matched
+
+
 async def test_when_we_first_or_last_met_someone_shows_the_first_or_last_lines_naming_them(
     campaign: CampaignMemory,
 ) -> None:
