@@ -968,7 +968,7 @@ async def _unsaid(mem: CampaignMemory, query: str) -> str:
     """A player's ``query`` without the secret names it says, in any form the search reads as one (see
     :meth:`~memory.graph.masking.SecretMask.unsaid`)."""
     mask = await mem.graph.player_mask()
-    words = mask(query).replace(mask.MASK, " ").split()
+    words = query.split()
     if not words or not mask.names:
         return " ".join(words)
     rows = await mem.db.fetch(

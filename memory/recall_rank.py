@@ -302,22 +302,27 @@ def parse(
 
 #: Whether a question's time ("two weeks ago", "last Friday") is read as the days it names (False: as its words).
 TIME_ASKED = True
-_UNITS = {"day": 1, "week": 7, "month": 30, "year": 365}
+#: No year: one counted back ("who won the tourney last year?", "two years ago") is the story's, a campaign's years
+#: mostly being its world's as its days and weeks are the table's; this year is the sessions played lately.
+_UNITS = {"day": 1, "week": 7, "month": 30}
 _NUMBER = rf"\d{{1,3}}|{'|'.join(_COUNT[1:])}|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few|several|an?"
 _WEEKDAYS = [d.casefold() for d in calendar.day_name]
 _MONTHS = [m.casefold() for m in calendar.month_name[1:]]
-#: A month by its whole name, not a possessive ("in May's shop" names a person); "May" capitalised ("we may 5 …")
-_MONTH = rf"(?:{'|'.join(m if m != 'may' else '(?-i:May)' for m in _MONTHS)})(?!['’]s)"
+#: A month by its whole name, not a possessive ("in May's shop" names a person), written as one: capitalised ("we
+#: may 5 …", "we march 5 miles" are verbs), or in lower case before a day only a date has ("march 5th, 2024")
+_MONTH = rf"(?-i:{'|'.join(m.capitalize() for m in _MONTHS)})(?!['’]s)"
+_DATED_MONTH = rf"{_MONTH}|(?:{'|'.join(_MONTHS)})(?=\s+\d{{1,2}}(?:st|nd|rd|th|,?\s+\d{{4}}))"
 #: The times a DM (or LongMemEval's user) tells against the day they ask, one rule each.
 _TIME = re.compile(
     r"\b(?:(?:on|from|during|in|over|at)\s+)?(?:the\s+)?(?:"
-    rf"(?P<ago>{_NUMBER})\s+(?P<ago_unit>day|week|month|year)s?\s+ago"
+    rf"(?P<ago>{_NUMBER})\s+(?P<ago_unit>day|week|month)s?\s+ago"
     r"|(?P<yesterday>day before yesterday|yesterday|today|tonight|this morning|last night)"
-    r"|(?P<which>last|this|previous)\s+(?P<span>week(?:end)?|month|year)\b"
-    rf"|(?:past|last|previous)\s+(?:(?P<past>{_NUMBER})\s+)?(?P<past_unit>day|week|month|year)s?"
+    # a span "of" something ("the last day of the Festival", "the past week of the siege") is the story's time
+    r"|(?P<which>last|this|previous)\s+(?P<span>week(?:end)?|month|(?<=this\s)year)\b(?!\s+of\b)"
+    rf"|(?:past|last|previous)\s+(?:(?P<past>{_NUMBER})\s+)?(?P<past_unit>day|week|month)s?(?!\s+of\b)"
     rf"|(?:(?P<last_day>last|this past|past)\s+)?(?P<weekday>{'|'.join(d.capitalize() for d in _WEEKDAYS)})"
     r"(?:\s+(?:night|morning|evening))?(?!\s+(?-i:[A-HJ-Z]|I\w))"  # not a name: "the Friday Market"
-    rf"|(?P<month>{_MONTH})\s+(?P<month_day>\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(?P<year>\d{{4}}))?"
+    rf"|(?P<month>{_DATED_MONTH})\s+(?P<month_day>\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(?P<year>\d{{4}}))?"
     rf"|(?P<day_month>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month2>{_MONTH})(?:,?\s+(?P<year2>\d{{4}}))?"
     rf"|(?P<iso>\d{{4}}[-/]\d{{1,2}}[-/]\d{{1,2}})"
     rf"|(?<=in )(?P<in_month>{_MONTH})(?:\s+(?P<year3>\d{{4}}))?"
@@ -365,8 +370,7 @@ def _days(found: re.Match[str], today: date) -> tuple[date, date] | None:
         if span == "month":
             year, month = (today.year, today.month) if this else _month_before(today.year, today.month)
             return _month(year, month)
-        year = today.year - (not this)
-        return date(year, 1, 1), date(year, 12, 31)
+        return date(today.year, 1, 1), date(today.year, 12, 31)
     if weekday := g["weekday"]:
         # "last Friday" is never today; "on Friday" may be
         back = (today.weekday() - _WEEKDAYS.index(weekday.casefold())) % 7 or (7 if g["last_day"] else 0)

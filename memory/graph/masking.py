@@ -69,8 +69,11 @@ class SecretMask:
 
     def unsaid(self, words: Sequence[str], stems: Mapping[str, Sequence[str]]) -> list[str]:
         """``words`` without those that say a hidden name to a search that reads a word as its ``stems`` (each of
-        ``words`` and of the words of :attr:`names`): the search stems the lines unmasked, so "Clarotas",
-        "K'Varns" or "exiled" (of Clarota the Exile) find the lines that said the name, as a made-up word does not."""
+        ``words`` and of the words of :attr:`names`), nor what the mask hides in the rest: the search stems the
+        lines unmasked, so "Clarotas", "K'Varns" or "exiled" (of Clarota the Exile) find the lines that said the
+        name, as a made-up word does not."""
+        # the runs are read in the words as typed: a word of the name hidden first ("pact" of The Pact of Ash and
+        # Water) would break the run, and "ash", "water" find the line that said it
         said = [(i, stem) for i, w in enumerate(words) for stem in stems[w]]  # a stop word ("the") has none
         gone: set[int] = set()
         for name in self._spellings:
@@ -78,7 +81,7 @@ class SecretMask:
             for j in range(len(said) - len(wanted) + 1) if wanted else ():
                 if [stem for _, stem in said[j : j + len(wanted)]] == wanted:
                     gone.update(i for i, _ in said[j : j + len(wanted)])
-        return [w for i, w in enumerate(words) if i not in gone]
+        return self(" ".join(w for i, w in enumerate(words) if i not in gone)).replace(self.MASK, " ").split()
 
     def near(self, text: str) -> bool:
         """Whether ``text`` names a secret name or spells one nearly ("Vaskerin Holt", "Pact of Ash & Water"): the

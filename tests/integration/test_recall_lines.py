@@ -509,6 +509,43 @@ async def test_a_players_guess_at_a_secret_name_in_another_form_finds_what_a_mad
     assert "[secret] nods" in cite(hit, await campaign.graph.player_mask())  # by its other words
 
 
+class _AshEmbedder:
+    """Meaning as one axis: a text of ash or water points one way, any other the other way."""
+
+    model_name, dim = "ash", 384
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        near = [any(w in t.lower() for w in ("ash", "water")) for t in texts]
+        return [[float(n), float(not n), *([0.0] * 382)] for n in near]
+
+
+async def test_a_players_guess_at_a_secret_name_without_its_article_finds_nothing_of_it(
+    campaign: CampaignMemory,
+) -> None:
+    """ "pact" names The Pact of Ash and Water alone, and was hidden first: the name's run was broken, and "pact of
+    ash and water" found the line that said it, "[secret]" in its place — a yes to the guess, by words and meaning."""
+    await campaign.graph.add_entity(
+        EntityIn(name="The Pact of Ash and Water", type=EntityType.item, visibility=Visibility.secret)
+    )
+    lines = [*FILLER[:5], ("DM", "Deep in the mine you find a tablet: the Pact of Ash and Water, signed in blood.")]
+    ids = await said(campaign, "One", [*lines, *FILLER[5:9]])
+    embedder = _AshEmbedder()
+    session_id = (await campaign.log.sessions())[0].id
+    vectors = await embedder.embed([text for _, text in [*lines, *FILLER[5:9]]])
+    await campaign.semantic.upsert_lines(
+        [LineVectorIn(i, session_id, "x", v) for i, v in zip(ids, vectors, strict=True)]
+    )
+    assert await recall(campaign, embedder, "pact of ash and water", limit=1, mode="fulltext")  # the DM's
+    for guess in ("pact of ash and water", "the pact of ash and water", "Pacts of Ash and Water"):
+        for mode in ("fulltext", "both"):
+            # by meaning, the nearest line of ten: the filler, now the guess is no longer "ash", "water"
+            hits = await recall(campaign, embedder, guess, limit=1, mode=mode, dm=False)  # type: ignore[arg-type]
+            assert ids[5] not in [line.entry_id for hit in hits for line in hit.answering()], (guess, mode)
+    # its other words still find it, the name masked
+    (hit,) = await recall(campaign, None, "what tablet was signed in blood", limit=1, mode="fulltext", dm=False)
+    assert "tablet: [secret], signed in blood" in cite(hit, await campaign.graph.player_mask())
+
+
 async def test_lines_mentioning_a_named_entity_come_first(campaign: CampaignMemory) -> None:
     pike = await campaign.graph.add_entity(EntityIn(name="Pike", type=EntityType.player))
     ids = await said(
@@ -612,6 +649,36 @@ async def test_a_time_told_against_when_it_is_asked_prefers_the_sessions_played_
     # asked a month later, two weeks ago is another session's time: the key's best line again
     later = await recall(campaign, None, question, limit=3, mode="fulltext", now=asked + timedelta(days=30))
     assert said_in[14] not in later[0].entry_ids and "when" not in later[0].matched
+
+
+async def test_march_the_verb_is_a_word_to_search_for(campaign: CampaignMemory) -> None:
+    """ "we march 5" was read as March 5th and left no word to search for: nothing found."""
+    ids = await said(campaign, "One", [*FILLER[:4], ("DEV", "We march 5 miles north to Ironhold."), *FILLER[4:8]])
+    for question in ("we march 5", "when we march 5 miles north"):
+        (hit, *_) = await recall(
+            campaign, None, question, limit=3, mode="fulltext", now=datetime(2026, 12, 5, tzinfo=UTC)
+        )
+        assert ids[4] in [line.entry_id for line in hit.lines if line.matched], question
+
+
+async def test_a_time_of_the_story_is_words_to_search_for_not_the_days_asked(campaign: CampaignMemory) -> None:
+    """ "The last day of the Festival" was read as the last day before asking: "last day" left the query, and the
+    lines of the sessions played since came first."""
+    asked = datetime(2026, 12, 5, 21, tzinfo=UTC)
+    lines = {
+        30: ("DM", "On the last day of the Festival of Lanterns the mayor vanishes."),
+        0: ("DM", "The Festival of Lanterns fills the square."),
+    }
+    said_in: dict[int, int] = {}
+    for days, line in lines.items():
+        session = await campaign.log.start_session(f"{days} days ago", started_at=asked - timedelta(days=days))
+        (entry,) = await campaign.log.write_many(session.id, [EntryIn(speaker=line[0], text=line[1], start_s=0.0)])
+        await campaign.log.end_session(session.id)
+        said_in[days] = entry.id
+    question = "what happened on the last day of the Festival of Lanterns?"
+    hits = await recall(campaign, None, question, limit=3, mode="fulltext", now=asked)
+    assert [line.entry_id for line in hits[0].lines if line.matched] == [said_in[30]]
+    assert "when" not in hits[0].matched
 
 
 async def test_when_we_first_or_last_met_someone_shows_the_first_or_last_lines_naming_them(

@@ -72,12 +72,15 @@ TODAY = date(2023, 4, 5)
         ("on Wednesday", date(2023, 4, 4), date(2023, 4, 5)),
         ("last week", date(2023, 3, 26), date(2023, 4, 3)),  # the calendar week, Monday on, +-1 day
         ("this week", date(2023, 4, 2), date(2023, 4, 5)),
+        ("this year", date(2023, 1, 1), date(2023, 4, 5)),  # the sessions played lately
         ("last month", date(2023, 2, 26), date(2023, 4, 3)),  # March, +-3 days
         ("in the past two months", date(2023, 2, 3), date(2023, 4, 5)),
         ("over the last few days", date(2023, 4, 1), date(2023, 4, 5)),
         ("in March", date(2023, 2, 26), date(2023, 4, 3)),
         ("in May", date(2022, 4, 28), date(2022, 6, 3)),  # the latest May: last year's
         ("on March 5th", date(2023, 3, 4), date(2023, 3, 6)),
+        ("on march 5th", date(2023, 3, 4), date(2023, 3, 6)),  # in lower case, a day only a date has
+        ("on March 5", date(2023, 3, 4), date(2023, 3, 6)),
         ("on the 5th of March 2022", date(2022, 3, 4), date(2022, 3, 6)),
         ("on 2023-03-05", date(2023, 3, 4), date(2023, 3, 6)),
         ("on the Wednesday two months ago", date(2023, 1, 23), date(2023, 2, 16)),  # the time counted back says
@@ -95,6 +98,15 @@ def test_a_time_told_against_the_day_asked_is_the_days_it_names(said: str, first
         "How many days ago did I go rafting?",  # asks for the count: names no days
         "what did Grog say about the march?",
         "we may 5 times roll for it",
+        "what happened when we march 5 miles north",  # the verb: a month is written as one
+        "we march 5",
+        "what did we see as we march in silence",
+        # the story's time: a span of something, a year counted back
+        "what happened on the last day of the Festival of Lanterns",
+        "what did we eat during the past week of the siege?",
+        "who won the tourney last year?",
+        "what happened in the last months of the war?",
+        "where was the king two years ago?",
         "what is in May's shop?",  # a name, not the month
         "who is Jan?",
         "what did we buy at the Friday Market?",  # a weekday in a name

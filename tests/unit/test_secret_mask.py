@@ -30,3 +30,17 @@ def test_a_recap_for_players_hides_names_and_drops_them_from_involved() -> None:
     )
     # the list goes when only secrets were in it
     assert recap_for_players("Ana: hi there all.\nInvolved: Eldrinax", SecretMask(["Eldrinax"])) == "Ana: hi there all."
+
+
+def test_a_guess_at_a_secret_name_is_dropped_whole_though_one_of_its_words_is_hidden_alone() -> None:
+    """ "pact" names The Pact of Ash and Water alone: hidden first, it broke the name's run, and "ash", "water" were
+    left to find the line that said it. The words as the search stems them, a stop word none."""
+    mask = SecretMask(["The Pact of Ash and Water", "pact", "The Who"])
+    stem = {"pact": "pact", "pacts": "pact", "ash": "ash", "water": "water", "signed": "sign"}
+    said = "the pact pacts of ash and water who signed".split()
+    stems = {w: [stem[w.lower()]] if w.lower() in stem else [] for w in [*said, *(w.title() for w in said)]}
+    for guess in ("pact of ash and water", "the pacts of ash and water", "The Pact of Ash and Water"):
+        assert [w for w in mask.unsaid(guess.split(), stems) if stems[w]] == [], guess
+    assert mask.unsaid("who signed the pact".split(), stems) == ["who", "signed", "the"]
+    assert mask.unsaid("ash and water".split(), stems) == ["ash", "and", "water"]  # not the name: no guess at it
+    assert mask.unsaid("the who signed".split(), stems) == ["signed"]  # what the mask hides, though no word stems
