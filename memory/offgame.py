@@ -131,8 +131,14 @@ _BANTER = re.compile(
     re.IGNORECASE,
 )
 # The table talking about the game, in a short aside ("we don't know that in character", "I lost 1 in the first
-# session", "can I narrate what happens"): a longer line with these words is often the DM's story too.
-_ASIDE = re.compile(r"\b(?:in character|(?:this|last|next|first|previous) session|narrate)\b", re.IGNORECASE)
+# session", "can I narrate what happens"): a longer line with these words is often the DM's story too. A past session
+# that sets the time of a clause told after it is the story's recap ("Last session, you slew Thordak", "In the last
+# session, Mira gave you the key"), not an aside.
+_ASIDE = re.compile(
+    r"\b(?:in character|(?:this|next) session|narrate|(?:last|first|previous) session"
+    r"(?![,:]?\s+(?:we|you|they|he|she|our|your|the party|(?!I\b)(?-i:[A-Z]))))\b",
+    re.IGNORECASE,
+)
 #: ... of at most this many words.
 _SHORT_ASIDE = 15
 _LAUGHTER = re.compile(r"\((?:laughter|laughs|laughing|giggles|giggling|groans|cheering|applause)\)", re.IGNORECASE)

@@ -106,6 +106,8 @@ def test_a_line_on_its_own(text: str, kind: Talk | None) -> None:
         ("wait hold on, my phone, it's the babysitter", Talk.banter),
         ("sorry, phone again. it's my mom. I'll call her back", Talk.banter),
         ("52 then. no wait 51, I lost 1 in the first session too", Talk.banter),
+        ("Next session, we start at 7.", Talk.banter),
+        ("I missed last session, what happened?", Talk.banter),
         ("since Doyle's dead can I at least narrate what happens to the body", Talk.banter),
         # the story: a number in a place's name, "checks" the verb, a roll of the story, a call asked back
         ("we head for Pier 9", None),
@@ -123,6 +125,20 @@ def test_other_games_table_talk_and_their_story(text: str, kind: Talk | None) ->
     """Not only D&D's: what a percentile game's table says between the story's lines, and story lines with a
     number or a verb the rules use too."""
     assert line_talk(text) == kind
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Last session, you slew Thordak at Whitestone.",
+        "In the last session, Mira gave you the Ember Key.",
+        "In the first session, you met Mira at the docks.",
+    ],
+)
+def test_a_past_session_that_sets_the_time_of_what_is_told_is_the_story(text: str) -> None:
+    """The DM's short recap of a session is no aside about the game: extraction reads it and the recap quotes it."""
+    assert line_talk(text) is None
+    assert not is_table_talk(text)
 
 
 def test_the_recap_quotes_no_sentence_of_rules_dice_or_the_show() -> None:
