@@ -1258,6 +1258,23 @@ async def test_the_dms_recap_is_read_as_the_story_so_far_and_the_same_words_in_p
     assert "Thordak took part in Battle with Thordak" in items
 
 
+async def test_an_instruction_proposes_no_acquisition_and_before_dawn_is_only_when(world: CampaignMemory) -> None:
+    """The demo's voice from the lake bids the party find the horn: nothing is acquired yet. "Just before dawn"
+    says when the party arrives, not that it has not yet."""
+    await world.graph.add_entity(EntityIn(name="Tidecaller Horn", type=EntityType.item))
+    lines = [
+        (
+            "DM",
+            "You hear a voice from the lake, very faint. It says: the horn, find the Tidecaller Horn before they do.",
+        ),
+        ("DM", "Just before dawn you arrive at Ironhold."),
+    ]
+    await run(world, await write(world, [("Grog", "I look around.")] * RECAP_LINES + lines))
+    items = {item.describe() for item in await world.review.pending(limit=100)}
+    assert "new event 'Arrival at Ironhold': an arrival" in items
+    assert not any("Tidecaller" in item for item in items), items
+
+
 async def test_a_dms_short_recap_naming_the_last_session_is_read_not_skipped_as_an_aside(
     world: CampaignMemory,
 ) -> None:
