@@ -114,25 +114,36 @@ _STORY = re.compile(
 )
 # A die's result as the table says it: digits, not followed by what they count ("13." and "13 for Trinket", not
 # "40 days" or "three gold", which are the story's).
-# ... or followed by its outcome ("20 pass", "50 exactly", "88 lol"); a number after a capitalised word mid-sentence
-# is part of a name ("we head for Pier 9", "Room 101"), not a result (one fixed width a look-behind: re takes no other).
+# ... or followed by its outcome ("20 pass", "50 exactly") or typed laughter, which no story says ("88 lol"; not an
+# interjection, which a character says too: "73. damn" is a result by its full stop); a number after a capitalised
+# word mid-sentence is part of a name ("we head for Pier 9", "Room 101"), not a result (one fixed width a
+# look-behind: re takes no other).
 _NAMED = "".join(rf"(?-i:(?<![a-z] [A-Z][a-z]{{{n}}} ))" for n in range(1, 9))
 _RESULT = re.compile(
     rf"(?<![\w-]){_NAMED}\d{{1,3}}(?![\w-])"
     r"(?!\s+(?!(?:for|to|on|plus|minus)\b|"
-    r"(?:pass(?:es|ed)?|fail(?:s|ed)?|success|exactly|flat|total|again|lol|ugh|damn|yes)\b(?!\s+[a-z]))[a-z])",
+    r"(?:pass(?:es|ed)?|fail(?:s|ed)?|success|exactly|flat|total|again|lol|lmao)\b(?!\s+[a-z]))[a-z])",
     re.IGNORECASE,
 )
+# A break in the talk for the speaker's own business: "hold on", "sorry", "one sec".
+_HOLD = r"(?:hold on|hang on|wait|sorry|one sec(?:ond)?)"
 _BANTER = re.compile(
     r"\b(?:in real life|irl|out of character|ooc|the cameras?|the mic|microphones?|headphones|the internet|"
     r"the audience|folks at home|guys at home|voice act(?:or|ors|ing)|the show|this show|the set|"
-    # a phone call taken at the table
-    r"phone again|babysitter|(?:hold on|hang on|wait|sorry|one sec(?:ond)?)\W+(?:\w+\W+){0,2}phone)\b",
+    # a phone call taken at the table: the speaker's own phone ("my phone", a bare "phone") as they break off ("wait
+    # hold on, my phone", "sorry, phone again"); not a phone of the story ("hang on, the phone is ringing downstairs")
+    rf"{_HOLD}(?:\W+{_HOLD})*\W+(?:(?:\w+\W+){{0,2}}my\s+)?phone)\b",
     re.IGNORECASE,
 )
 # The table talking about the game, in a short aside ("we don't know that in character", "I lost 1 in the first
-# session", "can I narrate what happens"): a longer line with these words is often the DM's story too.
-_ASIDE = re.compile(r"\b(?:in character|(?:this|last|next|first|previous) session|narrate)\b", re.IGNORECASE)
+# session", "can I narrate what happens"): a longer line with these words is often the DM's story too. A past session
+# that sets the time of a clause told after it is the story's recap ("Last session, you slew Thordak", "In the last
+# session, Mira gave you the key"), not an aside.
+_ASIDE = re.compile(
+    r"\b(?:in character|(?:this|next) session|narrate|(?:last|first|previous) session"
+    r"(?![,:]?\s+(?:we|you|they|he|she|our|your|the party|(?!I\b)(?-i:[A-Z]))))\b",
+    re.IGNORECASE,
+)
 #: ... of at most this many words.
 _SHORT_ASIDE = 15
 _LAUGHTER = re.compile(r"\((?:laughter|laughs|laughing|giggles|giggling|groans|cheering|applause)\)", re.IGNORECASE)

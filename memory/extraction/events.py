@@ -245,9 +245,22 @@ _UNREAL = re.compile(
     r"almost|plan|plans|hope|hopes|chance|kill\s+or)\b|'ll\b|’ll\b",
     re.IGNORECASE,
 )
-#: ... and "before"/"until" ahead of the telling ("before you reach Emon", "wait until Sylas dies"): after it they
-#: are only when it happened ("you arrive at Innsmouth a little before noon").
-_NOT_YET = re.compile(r"\b(?:before|until)\b", re.IGNORECASE)
+#: ... and "before"/"until" of what has not happened yet: ahead of the telling ("before you reach Emon", "wait until
+#: Sylas dies"), or after it with a subject of its own ("find the horn before they do"). Before a time they only say
+#: when it happened, wherever they stand ("just before dawn you arrive", "you arrive a little before noon").
+_TIME = (
+    r"(?:(?:the|this|that|next|first|following|same|an?|one|\w+['’]s)\s+){0,2}(?:dawn|dusk|daybreak|daylight|"
+    r"first\s+light|sunrise|sunset|sundown|sunup|nightfall|twilight|noon|midday|midnight|mornings?|afternoons?|"
+    r"evenings?|nights?|days?|weeks?|months?|years?|hours?|minutes?|moments?|long|then|now|today|tonight|tomorrow|"
+    r"end|spring|summer|autumn|winter|\d+)\b"
+)
+_UNTIL = r"\b(?:before|until|till)\s+"
+_NOT_YET = re.compile(rf"{_UNTIL}(?!{_TIME})", re.IGNORECASE)
+#: ... a clause's subject after them: a pronoun or a known name.
+_NOT_YET_CLAUSE = re.compile(
+    rf"{_UNTIL}(?:(?:I|you|he|she|it|we|they|anyone|anybody|someone|somebody|everyone|everybody)\b|\ue000)",
+    re.IGNORECASE,
+)
 #: ... and memories, in play: "a year ago you entered Emon" is no turning point of this session.
 _MEMORY = re.compile(r"\b(?:ago|remember|previously|last\s+time|once)\b", re.IGNORECASE)
 #: The DM's hedges on their own memory: "Grog leapt, if I recall, into the Plane of Air" is no condition.
@@ -352,11 +365,13 @@ _DONE = re.compile(
     + r"(?i:complete|completes|completed|finish|finishes|finished|fulfil|fulfils|fulfill|fulfills|fulfilled)\s+"
     r"(?i:the|a|this|your|their)\s+(?:[a-z]+\s+)?(?i:quest|job|task|mission)(?:\s+(?i:to|of))?\s+" + _K.format("y")
 )  # fmt: skip
-#: What comes before a clause's subject: its sentence's or clause's start, a conjunction or an adverb, never a verb
-#: or a preposition ("she gives you a nod and walks back to the palace": "you" is her object).
+#: What comes before a clause's subject: its sentence's or clause's start, a conjunction, an adverb or a time ("just
+#: before dawn you arrive"), never a verb or a preposition ("she gives you a nod and walks back to the palace": "you"
+#: is her object).
 _BEFORE_SUBJECT = re.compile(
     r"(?:^|[.!?,;:\"“”—–(-]|\b(?i:and|but|so|then|as|when|once|while|after|until|where|now|soon|okay|ok|alright|"
-    r"right|well|yeah|yes|because|since|meanwhile|tonight|today|\w+ly)"
+    r"right|well|yeah|yes|because|since|meanwhile|tonight|today|\w+ly)|"
+    rf"\b(?i:(?:before|until|till|after|at|by)\s+{_TIME})"
     # who is seen doing it: "You see Quillon enter the Lantern", "you watch Grog walk into the Feed and Mead"
     r"|\b(?i:you|we)\s+(?:(?i:can|could|all|then|now)\s+)?(?i:see|saw|watch|watched|notice|noticed|spot|spotted))\s*$"
 )
@@ -456,6 +471,8 @@ def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list
         killer = found[int(m.group("x"))] if m.group("x") else None
         if not _particle(m):
             continue  # "you cut Jazna off" is no killing
+        if _bidden(text, m):
+            continue
         if victim.type in _MORTAL and (killer is None or killer.id != victim.id) and _told(text, m, retold):
             who = _with([], victim, killer)
             out.append(Event(EventKind.death, f"Death of {victim.name}", who, span=_span(text, m)))
@@ -471,7 +488,9 @@ def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list
     for pattern in (_GIVES, _FINDS):
         for m in pattern.finditer(text):
             item = found[int(m.group("y"))]
-            if item.type == EntityType.item and _whole(text, m, "y") and _told(text, m, retold):
+            if item.type != EntityType.item or _bidden(text, m):
+                continue
+            if _whole(text, m, "y") and _told(text, m, retold):
                 who = _with(_persons(text, m, found), item)
                 out.append(Event(EventKind.acquisition, f"Acquisition of {item.name}", who, span=_span(text, m)))
     for m in _ASKS.finditer(text):
@@ -619,6 +638,13 @@ def said_whole(text: str, start: int, end: int) -> bool:
     )
 
 
+def _bidden(text: str, m: re.Match[str]) -> bool:
+    """The match is an instruction, not a telling: its verb opens its sentence, no subject before it ("Find the
+    Tidecaller Horn.", "Kill Sylas.", '"Take the key," she says.')."""
+    start, _ = _sentence(text, m)
+    return m.group("x") is None and not text[start : m.start()].strip()
+
+
 def _told(text: str, m: re.Match[str], retold: bool = False) -> bool:
     """The match tells what happened: its sentence is no question, and nothing in its clause makes it unreal.
     ``retold``: the line is the DM's recap of the story so far, where every turning point is a memory."""
@@ -629,8 +655,9 @@ def _told(text: str, m: re.Match[str], retold: bool = False) -> bool:
         return False
     after = _CLAUSE_END.search(text, m.end(), end)  # "Sylas dies if you close it": the condition may follow
     begin = _clause(text, m)
-    clause = re.sub(r"\ue000\d+\ue001", " ", text[begin : after.start() if after else end])
-    if _NOT_YET.search(text, begin, m.start()):
+    stop = after.start() if after else end
+    clause = re.sub(r"\ue000\d+\ue001", " ", text[begin:stop])
+    if _NOT_YET.search(text, begin, m.start()) or _NOT_YET_CLAUSE.search(text, m.end(), stop):
         return False
     return _UNREAL.search(clause) is None and (retold or _MEMORY.search(clause) is None)
 

@@ -1329,6 +1329,41 @@ async def test_the_dms_recap_is_read_as_the_story_so_far_and_the_same_words_in_p
     assert "Thordak took part in Battle with Thordak" in items
 
 
+async def test_an_instruction_proposes_no_acquisition_and_before_dawn_is_only_when(world: CampaignMemory) -> None:
+    """The demo's voice from the lake bids the party find the horn: nothing is acquired yet. "Just before dawn"
+    says when the party arrives, not that it has not yet."""
+    await world.graph.add_entity(EntityIn(name="Tidecaller Horn", type=EntityType.item))
+    lines = [
+        (
+            "DM",
+            "You hear a voice from the lake, very faint. It says: the horn, find the Tidecaller Horn before they do.",
+        ),
+        ("DM", "Just before dawn you arrive at Ironhold."),
+    ]
+    await run(world, await write(world, [("Grog", "I look around.")] * RECAP_LINES + lines))
+    items = {item.describe() for item in await world.review.pending(limit=100)}
+    assert "new event 'Arrival at Ironhold': an arrival" in items
+    assert not any("Tidecaller" in item for item in items), items
+
+
+async def test_a_dms_short_recap_naming_the_last_session_is_read_not_skipped_as_an_aside(
+    world: CampaignMemory,
+) -> None:
+    """ "Last session, you slew Thordak at Whitestone." is the DM's recap, not the table's aside about its sessions:
+    it is read in the recap's register like any other, not skipped as out of game."""
+    await world.graph.add_entity(EntityIn(name="Thordak", type=EntityType.npc))
+    await world.graph.add_entity(EntityIn(name="Whitestone", type=EntityType.place))
+    lines = [
+        ("DM", "Welcome back everyone, good to see you all."),
+        ("DM", "Last session, you slew Thordak at Whitestone."),
+        ("DM", "Now you stand in the ruins of the keep, the dragon's body smoking behind you."),
+    ]
+    stats = await run(world, await write(world, lines))
+    assert stats.entries_skipped_offgame == 0
+    items = {item.describe() for item in await world.review.pending(limit=100)}
+    assert {"new event 'Death of Thordak': a death", "Thordak is dead"} <= items, items
+
+
 async def test_the_llm_path_reads_no_out_of_game_line_and_its_items_carry_their_line(
     world: CampaignMemory, llm: OpenAILLM, fake_openai: FakeOpenAI
 ) -> None:

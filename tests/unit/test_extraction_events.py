@@ -139,6 +139,8 @@ def test_an_arrival_at_a_known_place_is_an_event_there() -> None:
         "Vox Machina arrives at Whitestone.",  # the party by its name
         "Welcome back everyone. Tonight you arrive in Whitestone.",  # read in play at the opening (told_now)
         "You arrive at Whitestone a little before noon.",  # "before" after it: only when
+        "Just before dawn you arrive at Whitestone.",  # "before" a time, ahead of it too
+        "Before long you arrive at Whitestone.",
     ],
 )
 def test_an_arrival_in_play_is_the_partys(line: str) -> None:
@@ -222,6 +224,29 @@ def test_a_named_item_changing_hands_is_an_acquisition() -> None:
     ]
     assert told("You could take the Bag of Holding with you.") == []
     assert told("Gilmore hands you Jazna's letter.") == []  # no known item
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # the demo's session: a voice's instruction, with what has not happened yet after it
+        "You hear a voice from the lake. It says: the horn, find the Bag of Holding before they do.",
+        "Find the Bag of Holding.",  # an instruction: its verb opens the sentence
+        '"Take the Bag of Holding," Gilmore says.',
+        "Kill Sylas Briarwood.",
+        "You grab the Bag of Holding before Gilmore can stop you.",  # a clause of its own after "before"
+        "Hold the gate until Sylas dies.",
+    ],
+)
+def test_no_turning_point_from_an_instruction_or_what_has_not_happened_yet(line: str) -> None:
+    assert told(line) == []
+
+
+def test_before_a_time_is_when_it_happened() -> None:
+    assert names("Sylas dies before dawn.") == [("Death of Sylas Briarwood", ["Sylas Briarwood"], None)]
+    assert names("Until nightfall you search, then you find the Bag of Holding.") == [
+        ("Acquisition of Bag of Holding", ["Bag of Holding"], None)
+    ]
 
 
 def test_a_quest_from_a_known_giver_is_an_event() -> None:

@@ -99,16 +99,25 @@ def test_a_line_on_its_own(text: str, kind: Talk | None) -> None:
         ("Okay. Roll initiative. Well, in Call of Cthulhu it's DEX order. Tommy, you go first, then Ruth.", Talk.dice),
         ("20 pass", Talk.dice),
         ("50 exactly", Talk.dice),
-        ("88 lol", Talk.dice),
+        ("88 lol", Talk.dice),  # typed laughter, which no story says
+        ("73. damn", Talk.dice),  # a result by its full stop, whatever follows
+        ("4. ugh", Talk.dice),
         ("Check your sheet. You started at 55.", Talk.dice),
         ("hey can I ask a rules question, if I punch somebody is that fighting maneuver or just brawl", Talk.dice),
         # the table outside the fiction: a phone call, the game's sessions, who narrates
         ("wait hold on, my phone, it's the babysitter", Talk.banter),
         ("sorry, phone again. it's my mom. I'll call her back", Talk.banter),
+        ("one sec, my phone's ringing", Talk.banter),
         ("52 then. no wait 51, I lost 1 in the first session too", Talk.banter),
+        ("Next session, we start at 7.", Talk.banter),
+        ("I missed last session, what happened?", Talk.banter),
         ("since Doyle's dead can I at least narrate what happens to the body", Talk.banter),
         # the story: a number in a place's name, "checks" the verb, a roll of the story, a call asked back
         ("we head for Pier 9", None),
+        # a phone of the story, not the speaker's own ("my phone", a bare "phone" as they break off)
+        ("Hang on, the phone is ringing in the hallway.", None),
+        ("Wait, the phone rings downstairs and Mrs. Pruitt answers it.", None),
+        ("The babysitter screams.", None),
         ("Tommy checks his revolver", None),
         ("Far Cry 5!", None),
         ("25 total pieces.", None),
@@ -123,6 +132,20 @@ def test_other_games_table_talk_and_their_story(text: str, kind: Talk | None) ->
     """Not only D&D's: what a percentile game's table says between the story's lines, and story lines with a
     number or a verb the rules use too."""
     assert line_talk(text) == kind
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Last session, you slew Thordak at Whitestone.",
+        "In the last session, Mira gave you the Ember Key.",
+        "In the first session, you met Mira at the docks.",
+    ],
+)
+def test_a_past_session_that_sets_the_time_of_what_is_told_is_the_story(text: str) -> None:
+    """The DM's short recap of a session is no aside about the game: extraction reads it and the recap quotes it."""
+    assert line_talk(text) is None
+    assert not is_table_talk(text)
 
 
 def test_the_recap_quotes_no_sentence_of_rules_dice_or_the_show() -> None:
