@@ -525,11 +525,13 @@ class PhoneticMatcher:
         if len(unknown) > 1 and another_language(unknown, self.settings):
             return self._resolve(text, tokens, words, respaced, [])  # a line in Spanish has no names misheard
         no_confidences = all(c is None for c in conf)  # then stage 2 looks at spans sounding near a name
-        candidates: list[_Candidate] = list(respaced)
-        if cast:
-            candidates += self._cast_names(text, words, cast)
+        # Names said where the words around them say a name is: a cast member's written, after a title ...
+        said_as_names = self._cast_names(text, words, cast) if cast else []
         if self._titled_names:
-            candidates += self._titled(words)
+            said_as_names += self._titled(words)
+        if self.index.not_heard:  # ... never where the DM said the words are not that name ("captain race")
+            said_as_names = [c for c in said_as_names if c.form.entity_key not in self._not_heard(tokens, c)]
+        candidates: list[_Candidate] = [*respaced, *said_as_names]
         near_misses: list[tuple[int, int]] = []
         for window in self._windows(words):
             candidate, near = self._judge(window, no_confidences)
@@ -545,6 +547,10 @@ class PhoneticMatcher:
         if people:
             candidates = [c for c in candidates if any(t.norm not in people for t in tokens[c.first : c.last + 1])]
         return self._resolve(text, tokens, words, candidates, near_misses)
+
+    def _not_heard(self, tokens: list[Token], c: _Candidate) -> frozenset[int]:
+        """The entities (keys) the candidate's words are never corrected to (see ``_refused``)."""
+        return _refused(self.index.not_heard, tokens[c.first : c.last + 1]) or frozenset()
 
     def _cast_names(self, text: str, words: list[_Word], cast: AbstractSet[int]) -> list[_Candidate]:
         """Names the transcript writes for a cast member: a word it capitalises inside a sentence, no entity's name
