@@ -98,20 +98,28 @@ def _alias_worthy(surface: str, count: int, entity: dict) -> bool:
 
 
 def crd3_entities() -> list[EntityName]:
+    """The wiki's entities, the example campaign's npcs and player characters (513 of its 518) marked as people."""
     wiki = json.loads((CRD3 / "crd3_wiki_entities.json").read_text())
+    people = _example_names("npc", "player")
     entities = []
     for i, e in enumerate(wiki):
         name = _spoken(e["canonical"])
         aliases = [_spoken(s) for s, n in e["surfaces"].items() if s != e["canonical"] and _alias_worthy(s, n, e)]
-        entities.append(EntityName(id=i, name=name, aliases=[a for a in aliases if a and a != name]))
+        aliases = [a for a in aliases if a and a != name]
+        entities.append(EntityName(id=i, name=name, aliases=aliases, person=normalize(name) in people))
     return entities
+
+
+def _example_names(*types: str) -> set[str]:
+    """The names and aliases (normal forms) of the example campaign's entities of these types."""
+    example = read_campaign_file(Path(__file__).resolve().parents[1] / "campaigns" / "examples" / "critical_role.yaml")
+    return {normalize(n) for e in example.entities if e.type in types for n in [e.name, *e.aliases]}
 
 
 def player_ids(entities: list[EntityName]) -> frozenset[int]:
     """The ids of the entities named as the example campaign's player characters (by name or alias): a cast as
     large as a campaign's, both parties' players at once (``--cast``)."""
-    example = read_campaign_file(Path(__file__).resolve().parents[1] / "campaigns" / "examples" / "critical_role.yaml")
-    names = {normalize(n) for e in example.entities if e.type == "player" for n in [e.name, *e.aliases]}
+    names = _example_names("player")
     return frozenset(e.id for e in entities if e.id is not None and normalize(e.name) in names)
 
 

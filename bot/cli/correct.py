@@ -36,6 +36,7 @@ from bot.cli.common import campaign_memory, open_memory, settings_from
 from memory.correction import EntityName, Pipeline
 from memory.correction.evidence import MatchSettings
 from memory.correction.matcher import load_tables
+from memory.models import EntityType
 from memory.providers.llm import OpenAILLM
 
 #: Distinct per-line entity lists whose prepared pipelines are kept (biasing lists repeat across lines), and
@@ -44,6 +45,8 @@ _CACHE_SIZE = 256
 _CACHE_NAMES = 100_000
 #: Lines a worker process is handed at once, at most (see ``_run_in_processes``).
 _BATCH = 32
+#: The types a table calls by their last name alone too (see ``EntityName.person``).
+_PEOPLE = frozenset({EntityType.npc, EntityType.player})
 DEFAULT_JOBS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 #: A line is JSON when it opens as an object does: "{sighs} ..." is speech, as is "[laughs] ...".
 _JSON_OBJECT = re.compile(r'\{\s*["}]')
@@ -69,9 +72,9 @@ class LineError(ValueError):
     "--entities",
     "entities_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A campaign file (.yaml/.yml/.json: entities: [{name, aliases, heard_as, not_heard_as}], or a list of "
-    "names) or a plain "
-    "list: one name per line, blank lines and lines starting with # skipped. UTF-8, a byte-order mark allowed.",
+    help="A campaign file (.yaml/.yml/.json: entities: [{name, type, aliases, heard_as, not_heard_as}], or a list "
+    "of names; an npc's or player's last name is corrected alone too) or a plain list: one name per line, blank "
+    "lines and lines starting with # skipped. UTF-8, a byte-order mark allowed.",
 )
 @click.option(
     "--campaign", "-c", "campaign_name", metavar="NAME", help="Take the entities of this campaign from the database."
@@ -198,7 +201,14 @@ def load_campaign_names(ctx: click.Context, name: str) -> list[EntityName]:
         async with open_memory(settings) as memory:
             mem, _ = await campaign_memory(memory, settings, name)
             return [
-                EntityName(id=e.id, name=e.name, aliases=e.aliases, heard_as=e.heard_as, not_heard_as=e.not_heard_as)
+                EntityName(
+                    id=e.id,
+                    name=e.name,
+                    aliases=e.aliases,
+                    heard_as=e.heard_as,
+                    not_heard_as=e.not_heard_as,
+                    person=e.type in _PEOPLE,
+                )
                 for e in await mem.graph.list_entities()
             ]
 
@@ -258,6 +268,7 @@ def _yaml_entities(path: Path, items: Any) -> list[EntityName]:
                 aliases=names["aliases"],
                 heard_as=names["heard_as"],
                 not_heard_as=names["not_heard_as"],
+                person=str(item.get("type") or "").strip().casefold() in _PEOPLE,
             )
         )
     return entities

@@ -19,7 +19,8 @@ from rapidfuzz.distance import Levenshtein
 
 from memory.correction.phonetics import MIN_FUZZY_CODE, codes, deletions
 from memory.correction.pronounce import dictionary_phones, name_phones
-from memory.correction.text import name_norm, spaced_form
+from memory.correction.text import name_norm, spaced_form, tokenize
+from memory.gazetteer import last_name
 
 #: "+2" of "Armor, +2" is said "plus two", never "two" alone ("armor to" is not the item).
 _PLUS = re.compile(r"\+(?=\s*\d)")
@@ -66,6 +67,8 @@ class EntityName(BaseModel):
     aliases: list[str] = Field(default_factory=list)
     heard_as: list[str] = Field(default_factory=list)
     not_heard_as: list[str] = Field(default_factory=list)
+    #: An npc or a player character: a table calls them by their last name alone ("Whitlock" of Edgar Whitlock).
+    person: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # identity hashing: forms are unique objects of one index
@@ -99,6 +102,34 @@ def _sayings(forms: list[NameForm]) -> list[NameForm]:
     return sayings
 
 
+def _surnames(entities: list[EntityName], forms: list[NameForm]) -> list[NameForm]:
+    """The last names of the people among ``entities`` (as the mention index reads them: :func:`last_name`), each
+    one person's alone and no entity's name or alias (those are forms already), as forms of that person that write
+    the last name ("Whitlock"): said alone, it is what was said."""
+    owners: dict[str, set[int]] = defaultdict(set)
+    found: dict[str, NameForm] = {}
+    names = {f.spaceless for f in forms}
+    for key, entity in enumerate(entities):
+        if not entity.person or (surname := last_name(entity.name)) is None:
+            continue
+        owners[surname].add(entity.id if entity.id is not None else -1 - key)  # a secret one comes as several
+        written = next((entity.name[t.start : t.base_end] for t in tokenize(entity.name) if t.norm == surname), surname)
+        found[surname] = NameForm(
+            canonical=written,
+            entity_id=entity.id,
+            entity_key=key,
+            norm=surname,
+            spaced=surname,
+            spaceless=surname,
+            words=(surname,),
+            codes=codes(surname),
+            primary=False,
+            phones=name_phones((surname,)),
+            surface=written,
+        )
+    return [f for s, f in found.items() if len(owners[s]) == 1 and s not in names]
+
+
 class PhoneticIndex:
     """Entity names prepared for matching. Build with :meth:`build`; immutable afterwards."""
 
@@ -109,8 +140,13 @@ class PhoneticIndex:
         lazy: bool = False,
         heard: list[NameForm] | None = None,
         not_heard: dict[str, frozenset[int]] | None = None,
+        surnames: list[NameForm] | None = None,
     ) -> None:
         self.forms = forms
+        #: People's last names, one person's alone and no entity's name or alias ("whitlock" of Edgar Whitlock):
+        #: no form of their own (most are everyday English: Crane, Marsh), matched only where said as a name
+        #: (see ``PhoneticMatcher._surnamed``).
+        self.surnames = surnames or []
         #: Not-heard-as phrases, spaces removed, each with the entities (``NameForm.entity_key``) a window saying
         #: it is never corrected to: one lookup per window the matcher weighs, and only when there are any.
         self.not_heard = not_heard or {}
@@ -250,11 +286,13 @@ class PhoneticIndex:
                     surface=" ".join(surface.split()) if i else name,
                 )
                 (aliases if i else canonical).append(form)
+        forms = canonical + aliases
         return cls(
-            canonical + aliases,
+            forms,
             lazy=lazy,
             heard=heard,
             not_heard={phrase: frozenset(keys) for phrase, keys in not_heard.items()},
+            surnames=_surnames(entities, forms),
         )
 
     def __len__(self) -> int:

@@ -67,6 +67,16 @@ _TITLE_SAID = {"dr": "doctor", "mr": "mister", "mrs": "missus", "prof": "profess
 _TITLED_WORDS = 3
 #: Phone edits a surname after its title may be heard with: one up to this many phones, two from there.
 _TITLED_ONE_EDIT = 5
+#: Fewest phones of a last name said as two or three words (see ``PhoneticMatcher._surnamed``): two short words
+#: ("may son" / Mason) sound like a short name by chance.
+_SURNAME_PHONES = 5
+#: What follows a person's name at a sentence's start and no thing's: a verb of speech or gesture ("Whit lock
+#: nods"; not "Storm wind rises", "Black wood burns"), or a comma and "you" (spoken to: "Whit lock, you lied").
+_PERSON_ACTS = re.compile(
+    r"\s+(?:says|said|asks|asked|tells|told|answers|answered|replies|replied|nods|nodded|smiles|smiled|laughs|"
+    r"laughed|shrugs|shrugged|frowns|frowned|grins|grinned|sighs|sighed|whispers|whispered|shouts|shouted|yells|"
+    r"yelled|mutters|muttered|winks|winked|speaks|spoke)\b|,\s*you(?:'re|'ve|'ll|r)?\b"
+)
 #: Small words inside a capitalised name ("Tower of Terror").
 _LINKS = frozenset({"of", "the", "de", "von", "van"})
 _SENTENCE_ENDS = ".!?…"
@@ -371,6 +381,12 @@ def _named(text: str, tokens: list[Token]) -> list[bool]:
     return out
 
 
+def _opens_sentence(text: str, token: Token) -> bool:
+    """Whether a word is the first of its sentence (of the text, or after a full stop, a quote, a dash ...)."""
+    before = text[: token.start].rstrip()
+    return not before or before[-1] in _SENTENCE_OPENERS
+
+
 def _in_longer_name(text: str, tokens: list[Token], capitalised: list[bool], i: int) -> bool:
     """Whether token ``i`` is one word of a longer name, its neighbours ``capitalised`` inside the sentence too
     (see ``_named``): "Terry Gilliam", "Axe & Shield", "Tower of Terror"."""
@@ -497,6 +513,14 @@ class PhoneticMatcher:
             surname = name_norm(f.canonical).split()[-1]  # not an alias's last word ("Sister Ottilie" of … Brand)
             if title in _TITLES and f.words[-1] == surname not in _TITLES and (sound := name_phones(f.words[-1:])):
                 self._titled_names.setdefault(title, []).append((sound, f))
+        # People's last names by their sound, as eSpeak NG and as the dictionary says them ("jQeUAT": Whitlock), and
+        # by their spelling (see ``_surnamed``)
+        self._surnames: dict[str, list[NameForm]] = {}
+        for f in index.surnames:
+            for sound in {f.phones, dictionary_phones(f.words)}:
+                if len(sound) >= _SURNAME_PHONES:
+                    self._surnames.setdefault(sound, []).append(f)
+        self._surname_spellings = {f.spaceless: f for fs in self._surnames.values() for f in fs}
         # Words a name writes with a full stop ("Dr. Dranzel"): that stop does not end its exact mention.
         self._abbreviated = frozenset(w.casefold() for f in index.forms for w in _ABBREVIATION.findall(f.surface))
         load_tables()
@@ -525,11 +549,15 @@ class PhoneticMatcher:
         if len(unknown) > 1 and another_language(unknown, self.settings):
             return self._resolve(text, tokens, words, respaced, [])  # a line in Spanish has no names misheard
         no_confidences = all(c is None for c in conf)  # then stage 2 looks at spans sounding near a name
-        candidates: list[_Candidate] = list(respaced)
-        if cast:
-            candidates += self._cast_names(text, words, cast)
+        # Names said where the words around them say a name is: a cast member's written, after a title ...
+        said_as_names = self._cast_names(text, words, cast) if cast else []
         if self._titled_names:
-            candidates += self._titled(words)
+            said_as_names += self._titled(words)
+        if self._surname_spellings:
+            said_as_names += self._surnamed(text, words)
+        if self.index.not_heard:  # ... never where the DM said the words are not that name ("captain race")
+            said_as_names = [c for c in said_as_names if c.form.entity_key not in self._not_heard(tokens, c)]
+        candidates: list[_Candidate] = [*respaced, *said_as_names]
         near_misses: list[tuple[int, int]] = []
         for window in self._windows(words):
             candidate, near = self._judge(window, no_confidences)
@@ -545,6 +573,10 @@ class PhoneticMatcher:
         if people:
             candidates = [c for c in candidates if any(t.norm not in people for t in tokens[c.first : c.last + 1])]
         return self._resolve(text, tokens, words, candidates, near_misses)
+
+    def _not_heard(self, tokens: list[Token], c: _Candidate) -> frozenset[int]:
+        """The entities (keys) the candidate's words are never corrected to (see ``_refused``)."""
+        return _refused(self.index.not_heard, tokens[c.first : c.last + 1]) or frozenset()
 
     def _cast_names(self, text: str, words: list[_Word], cast: AbstractSet[int]) -> list[_Candidate]:
         """Names the transcript writes for a cast member: a word it capitalises inside a sentence, no entity's name
@@ -613,6 +645,49 @@ class PhoneticMatcher:
             primary = next((f for f in self.index.forms if f.entity_key == form.entity_key and f.primary), form)
             score = 1 - best / max(len(name_phones(form.words[-1:])), 1)
             out.append(_Candidate(i, last, primary, score, False, score - _SOUND_RANK_GAP))
+        return out
+
+    def _surnamed(self, text: str, words: list[_Word]) -> list[_Candidate]:
+        """Two or three words said exactly as one person's last name, or spelling it ("Whit lock" / Whitlock of
+        Edgar Whitlock), where they are said as a name: written with a capital inside a sentence ("we asked Whit
+        lock"), after a title ("Mister whit lock"), or opening a sentence speaking or gesturing, spoken to or alone
+        ("Whit lock nods.", "Whit lock, you ...", "Whit lock."; see ``_PERSON_ACTS``). Last names are everyday
+        English more often than not (Crane, Marsh), so none is a form the windows match anywhere, and split in two
+        they are two such words the windows rightly leave. Not after a determiner ("the black wood"), nor of
+        everyday words only (``sound_everyday_run_zipf``: what was said), nor written with a capital on each word
+        (the transcript's own name: "Black Wood"); the last name is written, as said."""
+        out = []
+        tokens = [w.token for w in words]
+        everyday = self.settings.sound_everyday_run_zipf
+        for i, opening in enumerate(words[:-1]):
+            before = tokens[i - 1].norm if i else ""
+            if opening.locked or before in _DETERMINERS:
+                continue
+            titled = i > 0 and words[i - 1].joins_next and _TITLE_SAID.get(before, before) in _TITLES
+            opens = not (titled or opening.named) and _opens_sentence(text, opening.token)
+            if not (titled or opening.named or opens):
+                continue
+            for last in range(i + 1, min(i + _TITLED_WORDS, len(words))):
+                run = words[i : last + 1]
+                if not words[last - 1].joins_next or any(w.locked or w.token.norm in _TITLES for w in run):
+                    break
+                if all(w.facts.zipf >= everyday for w in run) or all(
+                    text[t.start].isupper() for t in tokens[i : last + 1]
+                ):
+                    continue
+                if opens:
+                    after = text[tokens[last].end :].lstrip(" \t\"'”’)")
+                    if after[:1] not in ("", *_SENTENCE_ENDS) and not _PERSON_ACTS.match(text, tokens[last].end):
+                        continue
+                said = [t.norm for t in tokens[i : last + 1]]
+                spelled = self._surname_spellings.get("".join(said))
+                forms = {
+                    f.entity_key: f for f in [*self._surnames.get(phrase_phones(said), ()), *filter(None, [spelled])]
+                }
+                if len(forms) == 1:
+                    (form,) = forms.values()
+                    out.append(_Candidate(i, last, form, 1.0, False, 1.0 - _SOUND_RANK_GAP))
+                    break
         return out
 
     def nearly_heard(

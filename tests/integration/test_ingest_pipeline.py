@@ -30,7 +30,7 @@ from memory.models import Entity, EntityIn, EntityType, Entry, EntryIn, ReviewSt
 from memory.offgame import told_lines
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.recall import QUERY_CHARS, named_entities, recall
-from memory.recorder import SessionRecorder, Utterance, Word
+from memory.recorder import CorrectionIndexCache, SessionRecorder, Utterance, Word
 from memory.store import CampaignMemory, Memory
 from memory.transcripts import MAX_CRD3_BYTES, Line, TranscriptError, read_transcript
 
@@ -73,6 +73,25 @@ async def test_recorder_writes_raw_and_corrected_with_its_jobs(crown: CampaignMe
     assert entry.text == "The fishermen blame Eldrinax."
     assert [(c.span, c.replacement) for c in entry.corrections] == [("elder nacks", "Eldrinax")]
     assert await queued(pool) == [jobs.CHUNK, jobs.EXTRACT]
+
+
+async def test_a_persons_last_name_misheard_alone_is_corrected_to_that_person(campaign: CampaignMemory) -> None:
+    """A 1920s table calls an npc by the last name alone, everyday English split in two ("Whit lock" / Edgar
+    Whitlock): said as a name, it is that person's, and the line names them; the same words of a shop are not."""
+    whitlock = await campaign.graph.add_entity(EntityIn(name="Edgar Whitlock", type=EntityType.npc))
+    await campaign.graph.add_entity(EntityIn(name="Lockwood Manor", type=EntityType.location))
+    rec = await SessionRecorder.start(campaign, "Night 1", index_cache=CorrectionIndexCache())
+    await rec.add_many(
+        [
+            Utterance(speaker="Marco", text="Whit lock. Got it. Tommy writes it in his little notebook."),
+            Utterance(speaker="Jess", text="Lock wood. Like the manor."),
+        ]
+    )
+    await rec.flush()
+    said, manor = await campaign.log.session_entries(rec.session.id)
+    assert said.text == "Whitlock. Got it. Tommy writes it in his little notebook."
+    assert [(c.span, c.replacement, c.entity_id) for c in said.corrections] == [("Whit lock", "Whitlock", whitlock.id)]
+    assert manor.corrections == []  # a place's last word is no one's last name
 
 
 async def test_a_failed_write_enqueues_nothing(crown: CampaignMemory, pool: asyncpg.Pool) -> None:

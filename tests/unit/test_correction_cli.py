@@ -119,6 +119,16 @@ def test_campaign_yaml_heard_as_phrases_are_corrected_too(tmp_path: Path) -> Non
     assert refused.exit_code == 2 and "entity 'Frumpkin': heard_as must be a list of names" in refused.output
 
 
+def test_campaign_yaml_people_are_called_by_their_last_name_alone(tmp_path: Path) -> None:
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text("entities:\n  - {name: Edgar Whitlock, type: NPC}\n")
+    result = CliRunner().invoke(correct, ["--entities", str(campaign)], input="Whit lock. Got it.\n")
+    assert _lines(result.output)[0]["text"] == "Whitlock. Got it."
+    campaign.write_text("entities:\n  - {name: Edgar Whitlock, type: location}\n")  # a place has no last name
+    result = CliRunner().invoke(correct, ["--entities", str(campaign)], input="Whit lock. Got it.\n")
+    assert _lines(result.output)[0]["text"] == "Whit lock. Got it."
+
+
 def test_campaign_yaml_not_heard_as_phrases_are_left_as_said(tmp_path: Path) -> None:
     campaign = tmp_path / "c.yaml"
     line = "a bitter salt wind blows past bitter soult\n"

@@ -57,3 +57,10 @@ def test_a_title_before_words_sounding_like_its_names_surname_is_that_name(
 )
 def test_the_title_alone_or_words_unlike_a_surname_stay_as_said(matcher: PhoneticMatcher, text: str) -> None:
     assert matcher.correct(text).corrections == [], text
+
+
+def test_words_the_dm_said_are_never_the_name_stay_after_its_title() -> None:
+    """`session names` offers ``--not-heard-as "captain race"`` for a wrong correction: it holds here too."""
+    refused = EntityName(id=REYES, name="Captain Ilse Reyes", not_heard_as=["captain race"])
+    matcher = PhoneticMatcher(PhoneticIndex.build([refused]))
+    assert matcher.correct('Captain race says, "Same as you."').corrections == []
