@@ -936,6 +936,17 @@ async def test_a_death_told_of_him_proposes_the_dead_status_with_it_and_accepted
     assert {r.value for r in await g.relationships_of(quillon.id) if r.type == "status"} == {"dead"}
 
 
+async def test_the_dm_saying_someones_dead_with_s_proposes_the_death_and_the_dead_status(world: CampaignMemory) -> None:
+    """ "Brom's dead." proposed nothing: the "'s" went into the name, and "Brom dead" told no state."""
+    entries = await write(world, [("Vex", "Brom's dead!"), ("DM", "Brom's dead. The forge goes cold.")])
+    await run(world, entries)
+
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    assert "new event 'Death of Brom': a death" in items
+    dead = items["Brom is dead"]
+    assert dead.fact is not None and dead.fact.provenance.entry_ids == [entries[1].id]  # the DM's, not the player's
+
+
 async def test_someone_the_dm_tells_is_alive_proposes_the_alive_status_and_accepted_closes_dead(
     world: CampaignMemory,
 ) -> None:

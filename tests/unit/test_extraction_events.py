@@ -111,6 +111,22 @@ def test_no_death_in_hypotheticals_questions_denials_or_dice_talk(line: str) -> 
     assert told(line) == []
 
 
+def test_a_state_after_a_names_s_ending_its_clause_is_what_the_name_is() -> None:
+    """ "Grog's dead." gave no death: the tag took the "'s" into the name, leaving "Grog dead". An "'s" before a
+    state that ends its clause is "is"; before a noun it is a possessive, before a verb "has"."""
+    for line in ("Grog's dead.", "Grog's dead!", "Grog's now dead, and the room goes quiet.", "Grog's dead now."):
+        assert names(line) == [("Death of Grog Strongjaw", ["Grog Strongjaw"], None)], line
+    assert names("Sylas's slain and Jazna flees.") == [("Death of Sylas Briarwood", ["Sylas Briarwood"], None)]
+    for line in (
+        "Sylas's dead brother stands at the door.",  # a possessive
+        "Grog's dead weight pulls at the rope.",
+        "Grog's killed the guard.",  # "has"
+        "Grog's dead?",  # a question
+        "If Grog's dead, the spell ends.",
+    ):
+        assert told(line) == [], line
+
+
 def test_a_death_of_a_place_or_thing_is_no_event() -> None:
     assert told("The Sun Tree is dead, a husk.") == []
 
