@@ -7,7 +7,8 @@ In play a turning point is a clause: a verb of its kind (killing, dying, arrivin
 tense, with a known entity of the kind's type as its subject or object ("Vex has fallen", "the lifeless body of
 Reginald", "you make your way to the continent of Marquet", "you are handed the Bag of Holding"). An arrival's
 subject is "you", "the party" or a known name: a player, a party or faction, or an npc ("Quillon arrives at Greyskull
-Keep"); never a pronoun ("she walks back to the palace").
+Keep"); never a pronoun ("she walks back to the palace"). An npc's or faction's is named for them ("Arrival of
+Quillon Ashgrove at Greyskull Keep"), the party's for the place alone.
 
 Only the DM's words are read (the caller checks): a player's "I kill it" is a wish, not what happened. A match in a
 hypothetical, a question, a denial or a memory ("if you kill Sylas", "is Sylas dead?", "a year ago you entered Emon")
@@ -468,10 +469,11 @@ def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list
         y = found[int(m.group("y"))]
         if y.type == EntityType.location and _whole(text, m, "y") and _told(text, m, retold):
             who = _persons(text, m, found)
-            # an npc's arrival is theirs, not the party's at the same place: two events, even in one session
+            # an npc's or a faction's arrival is theirs, not the party's at the same place: two events, even in one
+            # session ("the Tidewardens arrive at the abbey" a night after the party did)
             s = m.groupdict().get("s")
-            npc = found[int(s)] if s is not None and found[int(s)].type == EntityType.npc else None
-            name = f"Arrival of {npc.name} at {y.name}" if npc else f"Arrival at {y.name}"
+            them = found[int(s)] if s is not None and found[int(s)].type != EntityType.player else None
+            name = f"Arrival of {them.name} at {y.name}" if them else f"Arrival at {y.name}"
             out.append(Event(EventKind.arrival, name, who, place=y, span=_span(text, m)))
     for pattern in (_GIVES, _FINDS):
         for m in pattern.finditer(text):
