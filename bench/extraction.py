@@ -167,7 +167,7 @@ async def review_items(lines: list[Entry], known: list[KnownEntity], embedder: M
 
 #: How a turning-point event's name begins (memory.extraction.events), by rule.
 EVENT_KINDS = {
-    "Death of ": "death", "Arrival at ": "arrival", "Arrival of ": "npc arrival", "Acquisition of ": "acquisition",
+    "Death of ": "death", "Arrival at ": "arrival", "Arrival of ": "their arrival", "Acquisition of ": "acquisition",
     "Quest from ": "quest", "Battle with ": "battle",
 }  # fmt: skip
 

@@ -124,13 +124,21 @@ class Gazetteer(Generic[E]):
         }
 
     def find(
-        self, text: str, *, nested: bool = False, written: bool = False, first_names: bool = True
+        self,
+        text: str,
+        *,
+        nested: bool = False,
+        written: bool = False,
+        first_names: bool = True,
+        possessive_ending: bool = True,
     ) -> list[tuple[int, int, E]]:
         """Each mention as (start, end, entity), ``text[start:end]`` with its possessive ending, in text order,
         the longest first; ``nested``: also the names inside a longer one ("The Sunken Crown" in the quest "Raise
         the Sunken Crown"), else mentions never overlap; ``written``: a name that is one ordinary English word
         only where the text writes it as a name (see :func:`_written_as_name`); ``first_names``: a person's first
-        name alone too, where the gazetteer knows ``people``."""
+        name alone too, where the gazetteer knows ``people``; ``possessive_ending`` False: an ending that is not
+        the name's own stays outside the mention, for what reads the words after it ("'s" of "Grog's dead" may be
+        "is"; "Gilmore's" of Gilmore's Glorious Goods is the name's)."""
         tokens = tokenize(text)
         cased = written and any(ch.isupper() for ch in text)
         # Words before a name's last keep a possessive of the name's own ("Hunter's Mark"); the last may add one.
@@ -138,7 +146,7 @@ class Gazetteer(Generic[E]):
         found: list[tuple[int, int, E]] = []
         i = 0
         while i < len(tokens):
-            best: tuple[int, E] | None = None
+            best: tuple[int, int, E] | None = None
             said = ""
             for j in range(i, len(tokens)):
                 for last in dict.fromkeys((whole[j], tokens[j].norm)):
@@ -155,7 +163,8 @@ class Gazetteer(Generic[E]):
                     if entry.capital and not text[tokens[i].start].isupper():
                         continue
                     if not cased or entry.lowered or _written_as_name(text, tokens[i : j + 1]):
-                        best = (j, entry.entity)
+                        end = tokens[j].end if possessive or possessive_ending else tokens[j].base_end
+                        best = (j, end, entry.entity)
                         break
                 said = f"{said} {whole[j]}" if said else whole[j]
                 if said not in self._prefixes:
@@ -164,7 +173,7 @@ class Gazetteer(Generic[E]):
                 i += 1
                 continue
             start = _titled(text, tokens, i, found[-1][1] if found and not nested else 0)
-            found.append((start, tokens[best[0]].end, best[1]))
+            found.append((start, best[1], best[2]))
             i = i + 1 if nested else best[0] + 1
         return found
 

@@ -7,7 +7,8 @@ In play a turning point is a clause: a verb of its kind (killing, dying, arrivin
 tense, with a known entity of the kind's type as its subject or object ("Vex has fallen", "the lifeless body of
 Reginald", "you make your way to the continent of Marquet", "you are handed the Bag of Holding"). An arrival's
 subject is "you", "the party" or a known name: a player, a party or faction, or an npc ("Quillon arrives at Greyskull
-Keep"); never a pronoun ("she walks back to the palace").
+Keep"); never a pronoun ("she walks back to the palace"). An npc's or faction's is named for them ("Arrival of
+Quillon Ashgrove at Greyskull Keep"), the party's for the place alone.
 
 Only the DM's words are read (the caller checks): a player's "I kill it" is a wish, not what happened. A match in a
 hypothetical, a question, a denial or a memory ("if you kill Sylas", "is Sylas dead?", "a year ago you entered Emon")
@@ -107,13 +108,18 @@ _FALL = (
     + _DEAD_WORD
     + ")"
 )
-#: What the dead are: "Sylas is dead", "the Briarwoods were destroyed", "Thordak lies slain", "Grog's dead".
-_DEAD = (
-    r"(?:(?i:is|was|are|were|lies|lay|remains)|['’]s)\s+(?:(?i:now|finally|already)\s+)?"
-    r"(?:(?i:slain|killed|executed|beheaded|murdered|destroyed|deceased|lifeless|no\s+more)\b|"
-    + _DEAD_WORD
-    + r")|(?i:has|have)\s+fallen(?=\s*(?:[.!;]|$))"  # "Vex has fallen.": not "has fallen unconscious" or "... asleep"
+_DEAD_STATE = (
+    r"\s+(?:(?i:now|finally|already)\s+)?(?:(?i:slain|killed|executed|beheaded|murdered|destroyed|deceased|lifeless|"
+    r"no\s+more)\b|" + _DEAD_WORD + ")"
 )
+#: What the dead are: "Sylas is dead", "the Briarwoods were destroyed", "Thordak lies slain", "Grog's dead". An "'s"
+#: is "is" only with the state ending its clause ("Grog's dead.", "Vex's dead and gone", "Grog's dead now"): else
+#: a possessive ("Percy's dead family") or "has" ("Grog's killed the guard").
+_DEAD = (
+    r"(?i:is|was|are|were|lies|lay|remains)" + _DEAD_STATE
+    + r"|['’]s" + _DEAD_STATE + r"(?=\s*(?:[.!?;:,—\"”]|$)|\s+(?i:and|but|now)\b)"
+    + r"|(?i:has|have)\s+fallen(?=\s*(?:[.!;]|$))"  # "Vex has fallen.": not "has fallen unconscious" or "... asleep"
+)  # fmt: skip
 #: A body that tells its owner is dead: "the corpse of Horace", "the lifeless body of Reginald".
 _CORPSE = r"(?i:corpse|carcass|(?:lifeless|dead)\s+(?:body|form))"
 
@@ -196,9 +202,9 @@ _HANDS = re.compile(
 #: Taking in hand, not finding: "Corvin finds the Bellstone" may leave it where it lies.
 _TAKE = _class("take", "grab", "pick up", "snatch", "pocket", "receive", "take hold of", "steal", "catch")
 _TAKES_ITEM = re.compile(_HANDER + _TAKE + r"\s+" + _ITEM_DET + _K.format("y"))
-#: ... or holding it now: "Wren is carrying the Ember Key", "I'm holding the Bellstone" ("Wren's holding" comes tagged
-#: without its "'s"). Not "holding the line" (no known item), nor "still holding" (the holder the memory has, told
-#: again, or no hand-over told: see ``rules._VERB_LINK``).
+#: ... or holding it now: "Wren is carrying the Ember Key", "I'm holding the Bellstone", "Wren's holding the key".
+#: Not "holding the line" (no known item), nor "still holding" (the holder the memory has, told again, or no
+#: hand-over told: see ``rules._VERB_LINK``).
 _HOLDS = re.compile(
     r"(?:" + _K.format("x") + r"|(?P<i>\bI))(?:\s+(?i:is|was|am)\s+|['’](?i:s|m)\s+|\s+)(?:(?i:now|already)\s+)?"
     + r"(?i:holding|carrying|wielding|clutching|wearing)\s+" + _ITEM_DET + _K.format("y")
@@ -480,10 +486,11 @@ def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list
         y = found[int(m.group("y"))]
         if y.type == EntityType.location and _whole(text, m, "y") and _told(text, m, retold):
             who = _persons(text, m, found)
-            # an npc's arrival is theirs, not the party's at the same place: two events, even in one session
+            # an npc's or a faction's arrival is theirs, not the party's at the same place: two events, even in one
+            # session ("the Tidewardens arrive at the abbey" a night after the party did)
             s = m.groupdict().get("s")
-            npc = found[int(s)] if s is not None and found[int(s)].type == EntityType.npc else None
-            name = f"Arrival of {npc.name} at {y.name}" if npc else f"Arrival at {y.name}"
+            them = found[int(s)] if s is not None and found[int(s)].type != EntityType.player else None
+            name = f"Arrival of {them.name} at {y.name}" if them else f"Arrival at {y.name}"
             out.append(Event(EventKind.arrival, name, who, place=y, span=_span(text, m)))
     for pattern in (_GIVES, _FINDS):
         for m in pattern.finditer(text):
@@ -557,8 +564,7 @@ def _scene_npc(named: list[KnownEntity]) -> KnownEntity | None:
 
 
 #: Someone found or still alive, told by the DM: "Lucy is alive", "Crane is still breathing", "you find Lucy alive",
-#: "She's alive" (the one npc of the scene, as for a death told of "her"). "Lucy's alive" comes tagged without its
-#: "'s": a known name right before the state.
+#: "She's alive" (the one npc of the scene, as for a death told of "her"), "Lucy's alive".
 _ALIVE = re.compile(
     r"(?:" + _K.format("x") + r"|\b(?i:he|she)(?=\s|['’]s))"
     r"(?:\s+(?i:is|was|remains|stays)\s+|['’]s\s+|\s+)"
@@ -627,7 +633,7 @@ def _whole(text: str, m: re.Match[str], group: str) -> bool:
 def said_whole(text: str, start: int, end: int) -> bool:
     """The known name at ``text[start:end]`` is the whole name said: "Greyspine" of "Greyspine Manor" or of "House
     Greyspine" is another place than Greyspine's. A capital word before it counts unless it begins a sentence."""
-    if re.match(rf"\s+[{_UPPER}]", text[end:]):
+    if re.match(rf"(?:['’]s?)?\s+[{_UPPER}]", text[end:]):  # "Emon's Gate" too
         return False
     head = text[:start]
     word = re.search(rf"(?:^|(?<=\s))[{_UPPER}][\w'’-]*\s+$", head)

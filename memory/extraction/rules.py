@@ -293,11 +293,12 @@ def _role_link(role: str, prep: str, y_type: EntityType) -> str:
 
 
 def _tag(gazetteer: Gazetteer[KnownEntity], text: str) -> tuple[str, list[KnownEntity]]:
-    """The text with each mention replaced by a placeholder naming its index in the returned list."""
+    """The text with each mention replaced by a placeholder naming its index in the returned list. A possessive
+    ending not the name's own stays in the text: "Grog's dead" is "Grog is dead", "Percy's dead family" his."""
     parts: list[str] = []
     found: list[KnownEntity] = []
     done = 0
-    for start, end, entity in gazetteer.find(text):
+    for start, end, entity in gazetteer.find(text, possessive_ending=False):
         parts += [text[done:start], _PLACEHOLDER.format(len(found))]
         found.append(entity)
         done = end
@@ -423,7 +424,7 @@ def telling_clause(named: Collection[str], line: str, gazetteer: Gazetteer[Known
 def _untagged(gazetteer: Gazetteer[KnownEntity], line: str, at: int) -> int:
     """Where offset ``at`` of ``line`` tagged (:func:`_tag`) is in ``line``; in a tag, its name's start."""
     shift = 0  # how much longer the line is than its tagged text, up to here
-    for n, (start, end, _) in enumerate(gazetteer.find(line)):
+    for n, (start, end, _) in enumerate(gazetteer.find(line, possessive_ending=False)):
         tagged_start = start - shift
         if at <= tagged_start:
             break

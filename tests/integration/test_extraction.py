@@ -936,6 +936,17 @@ async def test_a_death_told_of_him_proposes_the_dead_status_with_it_and_accepted
     assert {r.value for r in await g.relationships_of(quillon.id) if r.type == "status"} == {"dead"}
 
 
+async def test_the_dm_saying_someones_dead_with_s_proposes_the_death_and_the_dead_status(world: CampaignMemory) -> None:
+    """ "Brom's dead." proposed nothing: the "'s" went into the name, and "Brom dead" told no state."""
+    entries = await write(world, [("Vex", "Brom's dead!"), ("DM", "Brom's dead. The forge goes cold.")])
+    await run(world, entries)
+
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    assert "new event 'Death of Brom': a death" in items
+    dead = items["Brom is dead"]
+    assert dead.fact is not None and dead.fact.provenance.entry_ids == [entries[1].id]  # the DM's, not the player's
+
+
 async def test_someone_the_dm_tells_is_alive_proposes_the_alive_status_and_accepted_closes_dead(
     world: CampaignMemory,
 ) -> None:
@@ -985,6 +996,38 @@ async def test_an_npcs_arrival_and_the_partys_at_one_place_in_a_session_are_two_
     assert ("Quillon Ashgrove", "took_part_in", "Arrival of Quillon Ashgrove at The Lantern and Eel") in {
         (s, t, o) for s, t, o, _ in await facts(world)
     }
+
+
+async def test_a_factions_arrival_a_session_after_the_partys_at_one_place_is_another_event(
+    world: CampaignMemory,
+) -> None:
+    """Report ye item 9: night 2's "the Tidewardens arrive at the abbey" joined night 1's "Arrival at The Sunken
+    Abbey" (the party's), the faction taking part in the party's arrival."""
+    g = world.graph
+    await g.add_entity(EntityIn(name="The Sunken Abbey", type=EntityType.place, aliases=["the abbey"]))
+    await g.add_entity(EntityIn(name="The Tidewardens", type=EntityType.faction))
+
+    async def session(title: str, lines: list[tuple[str, str]]) -> list[Entry]:
+        entries = await write(world, lines, title=title)
+        await run(world, entries)
+        await world.log.end_session(entries[0].session_id)
+        return entries
+
+    first = await session("Night 1", [("DM", "At dusk, you arrive at the Sunken Abbey, half under the water.")])
+    second = await session(
+        "Night 2",
+        [
+            ("DM", "Last time, Quillon drowned at the top of the bell tower."),
+            ("DM", "In the morning, the Tidewardens arrive at the abbey in a patrol boat."),
+        ],
+    )
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    party = items["new event 'Arrival at The Sunken Abbey': an arrival"]
+    theirs = items["new event 'Arrival of The Tidewardens at The Sunken Abbey': an arrival"]
+    assert party.entity is not None and party.entity.provenance.entry_ids == [first[0].id]
+    assert theirs.entity is not None and theirs.entity.provenance.entry_ids == [second[1].id]
+    links = {(s, t, o) for s, t, o, _ in await facts(world) if t == "took_part_in"}
+    assert links == {("The Tidewardens", "took_part_in", "Arrival of The Tidewardens at The Sunken Abbey")}
 
 
 async def test_hand_overs_propose_who_has_the_item_now_and_a_players_i_is_their_character(

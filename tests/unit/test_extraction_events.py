@@ -111,6 +111,22 @@ def test_no_death_in_hypotheticals_questions_denials_or_dice_talk(line: str) -> 
     assert told(line) == []
 
 
+def test_a_state_after_a_names_s_ending_its_clause_is_what_the_name_is() -> None:
+    """ "Grog's dead." gave no death: the tag took the "'s" into the name, leaving "Grog dead". An "'s" before a
+    state that ends its clause is "is"; before a noun it is a possessive, before a verb "has"."""
+    for line in ("Grog's dead.", "Grog's dead!", "Grog's now dead, and the room goes quiet.", "Grog's dead now."):
+        assert names(line) == [("Death of Grog Strongjaw", ["Grog Strongjaw"], None)], line
+    assert names("Sylas's slain and Jazna flees.") == [("Death of Sylas Briarwood", ["Sylas Briarwood"], None)]
+    for line in (
+        "Sylas's dead brother stands at the door.",  # a possessive
+        "Grog's dead weight pulls at the rope.",
+        "Grog's killed the guard.",  # "has"
+        "Grog's dead?",  # a question
+        "If Grog's dead, the spell ends.",
+    ):
+        assert told(line) == [], line
+
+
 def test_a_death_of_a_place_or_thing_is_no_event() -> None:
     assert told("The Sun Tree is dead, a husk.") == []
 
@@ -136,7 +152,6 @@ def test_an_arrival_at_a_known_place_is_an_event_there() -> None:
         "You, darting in a forward way, find your way to the outskirts of Whitestone.",
         "You guys, easy enough, find your way back to Whitestone.",
         "Eventually you make your way to the central town square of Whitestone.",
-        "Vox Machina arrives at Whitestone.",  # the party by its name
         "Welcome back everyone. Tonight you arrive in Whitestone.",  # read in play at the opening (told_now)
         "You arrive at Whitestone a little before noon.",  # "before" after it: only when
         "Just before dawn you arrive at Whitestone.",  # "before" a time, ahead of it too
@@ -179,9 +194,23 @@ def test_a_known_npc_or_faction_the_dm_tells_arriving_is_an_arrival() -> None:
     assert names("At dawn, Sylas rides into Emon.") == [
         ("Arrival of Sylas Briarwood at Emon", ["Sylas Briarwood"], "Emon")
     ]
-    assert names("The Tal'Dorei Council ride into Emon.") == [("Arrival at Emon", ["Tal'Dorei Council"], "Emon")]
+
+
+def test_a_factions_arrival_is_named_for_it_and_the_partys_for_the_place() -> None:
+    """ "The Tidewardens arrive at the abbey" was "Arrival at The Sunken Abbey", one event with the party's own
+    arrival there (a home table's second night, report ye item 9)."""
+    assert names("The Tal'Dorei Council ride into Emon.") == [
+        ("Arrival of Tal'Dorei Council at Emon", ["Tal'Dorei Council"], "Emon")
+    ]
     assert names("Then the Briarwoods return to Whitestone.") == [
-        ("Arrival at Whitestone", ["Briarwoods"], "Whitestone")
+        ("Arrival of Briarwoods at Whitestone", ["Briarwoods"], "Whitestone")
+    ]
+    for party in ("You arrive at Whitestone.", "We arrive at Whitestone.", "The party arrives at Whitestone."):
+        assert names(party) == [("Arrival at Whitestone", [], "Whitestone")], party
+    assert names("Grog arrives at Whitestone.") == [("Arrival at Whitestone", ["Grog Strongjaw"], "Whitestone")]
+    # the party's own name is a faction like any other: nothing tells it apart
+    assert names("Vox Machina arrives at Whitestone.") == [
+        ("Arrival of Vox Machina at Whitestone", ["Vox Machina"], "Whitestone")
     ]
 
 

@@ -108,6 +108,19 @@ async def test_a_death_the_dm_tells_is_proposed_and_a_players_is_not() -> None:
     assert joke.facts == []
 
 
+async def test_the_dm_saying_someones_dead_with_s_proposes_the_death_and_a_player_saying_it_does_not() -> None:
+    """ "Tim's dead." proposed nothing: the "'s" went into the name. Said by the DM it is the death and the state;
+    a player's is a fear or a joke as often as not (CRD3 C1E080: "I'm one fail, he's two fails. Scanlan's dead.")."""
+    told = await RuleExtractor().extract(entries("Tim's dead."), KNOWN)
+    assert {(f.source, f.type, f.target or f.value) for f in told.facts} == {
+        ("Tim", "status", "dead"),
+        ("Tim", "took_part_in", "Death of Tim"),
+    }
+    narration = entries("You walk along the road a long while under a red and heavy sky.", speaker="DM")
+    fear = await RuleExtractor().extract([*narration, *entries("Tim's dead!", speaker="Vex")], KNOWN)
+    assert fear.facts == []
+
+
 async def test_a_battle_whose_foe_dies_in_the_same_line_is_that_death_alone() -> None:
     """CRD3 C1E080's opening recap: "There you all did battle with the great colossal Thordak … upon the corpse of
     Thordak laying cut, bleeding and dead" gave "Battle with Thordak" and "Death of Thordak", one happening twice."""

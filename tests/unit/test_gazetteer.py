@@ -55,6 +55,16 @@ def test_names_and_aliases_are_found_whole_longest_first_each_once() -> None:
     assert [text[s:e] for s, e, _ in GAZETTEER.find(text)] == ["raise the Sunken Crown"]
 
 
+def test_a_possessive_not_the_names_own_may_stay_outside_the_mention() -> None:
+    """For the extraction rules: the "'s" of "Mira's dead" may be "is", so they read it after the name."""
+    for text, said in (
+        ("Mira's dead", "Mira"),
+        ("we went to gilmore's", "gilmore's"),
+        ("the hunter's bow", "hunter's"),
+    ):
+        assert [text[s:e] for s, e, _ in GAZETTEER.find(text, possessive_ending=False)] == [said]
+
+
 def test_case_accents_apostrophes_and_hyphens_aside() -> None:
     assert ids("a half-orc, a half‐orc, a HALFORC") == [4]  # an ASCII hyphen, then U+2010
     assert ids("a Half Orc") == [12]  # an entity's own spelling before another's spaced at its hyphen
