@@ -196,7 +196,7 @@ async def _still_pending(queue: ReviewQueue, ref: str) -> ReviewItem:
     item = await queue.get(ref)
     status = item_status(item)
     if status != ReviewStatus.pending:
-        raise AlreadyDecidedError(f"{item.ref} was already {status.value}: {item.describe()}")
+        raise AlreadyDecidedError(item.ref, status.value, item.describe())
     return item
 
 
