@@ -393,6 +393,8 @@ class BatchAcceptButton(
         await interaction.response.defer()  # a big world takes longer than Discord's three seconds
         try:
             batch, report = await batches.accept(mem, self.ref)
+        except AlreadyDecidedError:  # on another copy of its card, or on the command line: said as such
+            raise
         except MemoryError_ as exc:  # the campaign changed since: nothing of it was written
             raise UserError(f"Nothing of {self.ref} was imported:\n{exc}") from None
         await interaction.edit_original_response(
