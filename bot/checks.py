@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from campaigns.files import CampaignFileError
 from memory.errors import (
+    AlreadyDecidedError,
     AlreadyExistsError,
     MemoryError_,
     NextSteps,
@@ -169,6 +170,11 @@ def _unwrap(error: BaseException) -> BaseException:
 def user_message(error: BaseException) -> str | None:
     """What to tell the user about ``error``, or None when it is a bug they cannot fix."""
     error = _unwrap(error)
+    if isinstance(error, AlreadyDecidedError):  # said under the item's own card: what it was, not its id
+        return error.in_words(
+            "To correct it, /entity link the right one (this one is kept as history), or /entity unlink it if it was "
+            "never true."
+        )
     if isinstance(error, MemoryError_):
         return with_next_step(error, NEXT_STEPS)
     if isinstance(error, app_commands.CommandOnCooldown):  # a CheckFailure, whose own text says "cooldown" only

@@ -22,7 +22,7 @@ from campaigns.imports import ImportedWorld
 from campaigns.imports.common import NOTES_TYPE, World, notes_of, secret_text
 from campaigns.load import LoadChange, LoadReport, Progress, apply_campaign_file
 from campaigns.schema import RENAMES_FIRST, CampaignFile, EntitySpec, RelationshipSpec, name_key
-from memory.errors import InvalidInputError, NotFoundError
+from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
 from memory.graph.sql import ENTITY_SELECT, entity_from_row
 from memory.models import Entity, Visibility
 from memory.store import CampaignMemory
@@ -687,6 +687,7 @@ async def _pending(mem: CampaignMemory, ref: str) -> ImportBatch:
     )
     if row is None:
         raise NotFoundError(f"no import batch {ref.strip()} in this campaign")
-    if row["status"] != "pending":
-        raise InvalidInputError(f"import batch b{row['id']} was {row['status']} already")
-    return _batch(row)
+    batch = _batch(row)
+    if batch.status != "pending":  # said as a review item decided already is: under its card, what it was
+        raise AlreadyDecidedError(batch.ref, batch.status, f"the import of {clip(', '.join(batch.sources), 80)}")
+    return batch

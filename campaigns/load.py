@@ -36,7 +36,7 @@ from memory.models import (
     Source,
     relationship_type,
 )
-from memory.replies import unhidden_said
+from memory.replies import masked_said, newly_hidden, unhidden_said
 from memory.store import CampaignMemory
 from memory.text import MAX_FACT_VALUE_CHARS, attribute_value, clean_name, clip, look_alikes, without_look_alikes
 
@@ -80,6 +80,9 @@ class LoadReport(BaseModel):
     #: they may read that it is spelled like (see :func:`memory.graph.rules.unhidden_secrets`): loaded, as an
     #: export holding them must load, but the DM is warned, as ``entity add`` warns.
     unhidden: list[tuple[str, str]] = Field(default_factory=list)
+    #: What of the secret names this load gave (a new or renamed secret entity's, ``hidden_names``) is ordinary
+    #: English, which players will read as "[secret]" wherever it is said (see :func:`memory.replies.masked_said`).
+    masked: list[str] = Field(default_factory=list)
     #: Names and aliases of one everyday English word the file writes in lower case (``change``: the name, "abbey"):
     #: a line names the entity by one only where it writes it with a capital (:func:`memory.gazetteer.capital_only`),
     #: which the DM who typed it lower case may not expect.
@@ -102,7 +105,7 @@ class LoadReport(BaseModel):
         """The changes to what the campaign had, entity by entity, for the DM (the CLI and ``/campaign load`` say
         the same): a committed load cannot be undone, so what it replaced must be seen. Then the heard-as phrases
         of everyday English it taught. First, a warning for each secret name players read anyway. "" if none."""
-        warned = _at_most([f"warning: {s}" for s in unhidden_said(self.unhidden)], shown)
+        warned = _at_most([f"warning: {s}" for s in unhidden_said(self.unhidden)], shown) + masked_said(self.masked)
         grouped: dict[str, list[str]] = {}
         for c in self.changes:
             grouped.setdefault(c.entity, []).append(c.change)
@@ -148,8 +151,9 @@ async def apply_campaign_file(
         for number, spec in enumerate(file.entities, start=1):
             await load.entity(number, spec, had_before)
         if file.campaign is not None and file.campaign.hidden_names:
-            await tx.graph.hide_names(None, file.campaign.hidden_names)
+            load.hidden += await tx.graph.hide_names(None, file.campaign.hidden_names)
         load.report.unhidden = await tx.graph.unhidden_secrets(*load.loaded)
+        load.report.masked = await tx.graph.everyday_masked(load.hidden)
         await link_to_recaps(tx.graph, load.accepted)
         # A file loaded again holds mostly facts the campaign has as they are: known in one query, they are counted
         # unchanged without a fact's round trips each (16,000 facts: 16 s).
@@ -190,6 +194,7 @@ class _Loading:
         self.created: set[int] = set()  # facts of this load: one closing another of them changes nothing the DM had
         self.written: set[tuple[int, str]] = set()  # (source, type) of the facts this load wrote
         self.loaded: list[Entity] = []  # the file's entities as loaded: a secret name of theirs is warned of
+        self.hidden: list[str] = []  # the names players read no more since this load: the DM is told of English
         self.restated: list[int] = []  # facts from play or the DM that the file now states too
 
     def _tick(self) -> None:
@@ -216,8 +221,10 @@ class _Loading:
         if entity.id in had_before:  # it gave up a phrase before the entries were loaded: the load changed it
             before, outcome = had_before[entity.id], "updated"
         setattr(report, f"entities_{outcome}", getattr(report, f"entities_{outcome}") + 1)
-        if spec.hidden_names and (hidden := await graph.hide_names(entity.id, spec.hidden_names)) and before:
+        hidden = await graph.hide_names(entity.id, spec.hidden_names) if spec.hidden_names else []
+        if hidden and before:
             report.changes.append(LoadChange(entity=entity.name, change=f"hidden from players: {', '.join(hidden)}"))
+        self.hidden += [*newly_hidden(before, entity), *hidden]
         if before is None or before.status != ReviewStatus.accepted or named_anew(before, entity):
             self.accepted.append(entity.id)
         if before is not None:

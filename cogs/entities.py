@@ -41,6 +41,8 @@ from memory.replies import (
     count_phrase_lines,
     heard_as_said,
     kept_old_name,
+    masked_said,
+    newly_hidden,
     not_heard_as_said,
     phrases_said,
     removed_facts_said,
@@ -223,6 +225,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
             )
         )
         said = [heard_as_said(None, entity, lines), not_heard_as_said(None, entity, None)]
+        said += masked_said(await mem.graph.everyday_masked(newly_hidden(None, entity)))
         said += [f"⚠️ {s}" for s in unhidden_said(await mem.graph.unhidden_secrets(entity))]
         heard = " ".join(s for s in said if s)
         embed = entity_embed(entity, relationships=[], last_mention=None)
@@ -337,6 +340,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         kept = kept_old_name(before, entity)
         said = f" Its old name **{before.name}** stays as an alias (`aliases: -` clears it)." if kept else ""
         said += "".join(f" {s}" for s in phrases_said(before, entity, lines))
+        said += "".join(f" {s}" for s in masked_said(await mem.graph.everyday_masked(newly_hidden(before, entity))))
         said += "".join(f" ⚠️ {s}" for s in unhidden_said(await mem.graph.unhidden_secrets(entity)))
         embed = entity_embed(entity, relationships=[], last_mention=None)
         await interaction.response.send_message(f"Updated **{entity.name}**.{said}", embed=embed, ephemeral=True)

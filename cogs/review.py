@@ -196,7 +196,7 @@ async def _still_pending(queue: ReviewQueue, ref: str) -> ReviewItem:
     item = await queue.get(ref)
     status = item_status(item)
     if status != ReviewStatus.pending:
-        raise AlreadyDecidedError(f"{item.ref} was already {status.value}: {item.describe()}")
+        raise AlreadyDecidedError(item.ref, status.value, item.describe())
     return item
 
 
@@ -395,6 +395,8 @@ class BatchAcceptButton(
         await interaction.response.defer()  # a big world takes longer than Discord's three seconds
         try:
             batch, report = await batches.accept(mem, self.ref)
+        except AlreadyDecidedError:  # on another copy of its card, or on the command line: said as such
+            raise
         except MemoryError_ as exc:  # the campaign changed since: nothing of it was written
             raise UserError(f"Nothing of {self.ref} was imported:\n{exc}") from None
         await interaction.edit_original_response(

@@ -31,7 +31,21 @@ class InvalidInputError(MemoryError_, ValueError):
 
 
 class AlreadyDecidedError(MemoryError_):
-    """A review item that was accepted or rejected already."""
+    """A review item that was accepted or rejected already. The message names it by id (``ref``), as a command
+    given many ids must; :meth:`in_words` says it for a reply under the item's own card, which the DM is reading.
+    ``correctable``: an accepted fact, which the graph's commands correct now, no longer review."""
+
+    def __init__(self, ref: str, status: str, what: str, *, correctable: bool = False) -> None:
+        fix = "; to correct it, `entity link` the right one (this one is kept as history), or `entity unlink` it if it "
+        fix += "was never true"
+        super().__init__(f"{ref} was already {status}: {what}{fix * correctable}", name=ref)
+        self.status, self.what, self.correctable = status, what, correctable
+
+    def in_words(self, fix: str = "") -> str:
+        """The item as its card's reader is told: ``Already accepted: Jazna leads Whitestone.``, then ``fix`` (the
+        front end's words for correcting it) when the item is an accepted fact."""
+        said = f"Already {self.status}: {self.what.rstrip('.')}."
+        return f"{said} {fix}" if fix and self.correctable else said
 
 
 class Unavailable(Exception):

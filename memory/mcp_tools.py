@@ -67,7 +67,7 @@ from memory.models import (
     Visibility,
 )
 from memory.providers.embeddings import Embedder
-from memory.recap import recap_for_players
+from memory.recap import recap_for_players, voiced_by
 from memory.store import CampaignMemory
 from memory.text import clip, fact_value
 
@@ -206,7 +206,9 @@ def cited(summary: str, entries: list[Entry]) -> str:
         speaker, _, said = line.partition(": ")
         # the quote is cut to whole words ("…") and its cut quotation closed: its longest run is the line's own
         run = max(said.split("…"), key=len).strip().strip('"')
-        said_in = next((e for e in by_speaker.get(speaker, ()) if run and run in e.text), None)
+        # a character the narrator voices is said by the narrator: "Marcus (as Quillon): …" is one of Marcus's lines
+        said_by = by_speaker.get(speaker) or by_speaker.get(voiced_by(speaker), [])
+        said_in = next((e for e in said_by if run and run in e.text), None)
         when = ContextLine(speaker=speaker, text="", start_s=said_in.start_s, ref=said_in.ref).when if said_in else ""
         out.append(f"[{when}] {line}" if said_in else line)
     return "\n".join(out)

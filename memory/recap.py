@@ -314,6 +314,12 @@ def _said_by(
     return f"{entry.speaker} (as {who}): {shown.removeprefix(marker).strip()}"
 
 
+def voiced_by(speaker: str) -> str:
+    """Who says a recap line, as the session's lines name them: "Marcus" of "Marcus (as Quillon Ashgrove)", the
+    character the narrator voices in it (:func:`_said_by`)."""
+    return speaker.split(" (as ", 1)[0]
+
+
 def session_titled(sessions: Sequence[Session], title: str, mask: Callable[[str], str]) -> Session | None:
     """The latest of ``sessions`` whose title, as the reader reads it (``mask``: masked for a player), is ``title``:
     a player picks a masked title, and a guess of a secret one does not match it."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from memory.errors import InvalidInputError, quoted
 from memory.graph.rules import removed_heard_as
-from memory.models import Entity, MergeResult
+from memory.models import Entity, MergeResult, Visibility
 from memory.text import counted
 
 if TYPE_CHECKING:
@@ -141,6 +141,23 @@ def everyday_said(phrases: Sequence[str], name: str) -> list[str]:
     if len(common) == 1:
         return [f"“{common[0]}” is everyday English: every “{common[0]}” said from now on is written {name}."]
     return [f"{', '.join(f'“{p}”' for p in common)} are everyday English: each said from now on is written {name}."]
+
+
+def newly_hidden(before: Entity | None, after: Entity) -> list[str]:
+    """The name players read no more since ``before`` (None: ``after`` was just added): ``after``'s, when it is
+    secret now and was not, or was named otherwise."""
+    secret = after.visibility == Visibility.secret
+    changed = before is None or before.visibility != Visibility.secret or before.name != after.name
+    return [after.name] if secret and changed else []
+
+
+def masked_said(said: Sequence[str]) -> list[str]:
+    """The note for the DM when a secret name they gave is, or holds, ordinary English (see
+    :func:`memory.graph.rules.everyday_masked`): players read "[secret]" wherever it is said. [] if none is."""
+    if not said:
+        return []
+    listed = ", ".join(f"“{s}”" for s in said)
+    return [f"Players will read [secret] for every {listed} said, in any sense (as it hides the secret name)."]
 
 
 def unhidden_said(pairs: Sequence[tuple[str, str]]) -> list[str]:

@@ -246,11 +246,8 @@ class ReviewQueue:
         status = await self._status(item)
         if status != ReviewStatus.pending:
             # review decides once; an accepted fact found wrong is corrected in the graph, which the DM must be told
-            fix = (
-                "; to correct it, `entity link` the right one (this one is kept as history), or `entity unlink` it "
-                "if it was never true"
-            ) * (status == ReviewStatus.accepted and item.fact is not None)
-            raise AlreadyDecidedError(f"{item.ref} was already {status.value}: {item.describe()}{fix}")
+            correctable = status == ReviewStatus.accepted and item.fact is not None
+            raise AlreadyDecidedError(item.ref, status.value, item.describe(), correctable=correctable)
         return item
 
     async def accept(self, ref: str) -> ReviewItem:

@@ -118,6 +118,8 @@ async def add(
     background job); one given with --not-heard-as never does."""
     from memory.replies import (  # the replies of the writes: `list` needs none
         heard_as_said,
+        masked_said,
+        newly_hidden,
         not_heard_as_said,
         unhidden_said,
     )
@@ -141,6 +143,7 @@ async def add(
         lines = await mem.log.count_heard(phrases) if phrases else None  # before a job corrects them
         created = await mem.add_entity(entity_in)
         unhidden = await mem.graph.unhidden_secrets(created)
+        masked = await mem.graph.everyday_masked(newly_hidden(None, created))
         pending = await pending_jobs(memory.pool, mem.campaign_id) if lines else 0
     if as_json:
         emit_json(created)
@@ -152,6 +155,8 @@ async def add(
         click.echo(said)
     if pending:  # "corrected again in the background": by a worker, which the command line is not
         click.echo(queued_said(pending))
+    for said in masked_said(masked):
+        click.echo(said)
     for said in unhidden_said(unhidden):
         click.echo(f"warning: {said}", err=True)
 
@@ -336,6 +341,8 @@ async def edit(
         count_phrase_lines,
         edited_aliases,
         kept_old_name,
+        masked_said,
+        newly_hidden,
         phrases_said,
         unhidden_said,
     )
@@ -377,6 +384,7 @@ async def edit(
             not_heard_as=never if not_heard_as else None,
         )
         unhidden = await mem.graph.unhidden_secrets(updated)
+        masked = await mem.graph.everyday_masked(newly_hidden(before, updated))
         pending = await pending_jobs(memory.pool, mem.campaign_id) if any(lines) else 0
     if as_json:
         emit_json(updated)
@@ -391,6 +399,8 @@ async def edit(
         click.echo(said)
     if pending:  # "corrected again in the background": by a worker, which the command line is not
         click.echo(queued_said(pending))
+    for said in masked_said(masked):
+        click.echo(said)
     for said in unhidden_said(unhidden):
         click.echo(f"warning: {said}", err=True)
 

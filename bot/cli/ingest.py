@@ -7,7 +7,7 @@ import contextlib
 import signal
 import time
 from collections.abc import Awaitable
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 
 import click
@@ -31,6 +31,7 @@ from memory.jobs.context import warn_if_llm_off
 from memory.jobs.queue import pending_jobs
 from memory.jobs.worker import run_workers
 from memory.recorder import Utterance
+from memory.session_log import played_on
 from memory.store import CampaignMemory
 from memory.text import clock
 from memory.transcripts import TranscriptError
@@ -45,6 +46,18 @@ class Interrupted(CliError):
         super().__init__(message)
         # click types exit_code a class variable; this one is the signal's
         self.exit_code = 128 + signum  # type: ignore[misc]
+
+
+class _DayOrTime(click.DateTime):
+    """``--started``: a day alone (``2024-03-02``) as a :class:`date`, for it is no time of day; else a datetime."""
+
+    def convert(  # type: ignore[override]  # a date as well as the datetime
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> date | datetime:
+        if isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                return datetime.strptime(value.strip(), "%Y-%m-%d").date()
+        return super().convert(value, param, ctx)
 
 
 @cli.command()
@@ -68,11 +81,10 @@ class Interrupted(CliError):
 )
 @click.option(
     "--started",
-    type=click.DateTime(["%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"]),
+    type=_DayOrTime(["%Y-%m-%d", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"]),
     metavar="DATE",
-    help="When the session was played, local time (2024-03-02 or '2024-03-02 19:30'); default: when the import "
-    "began. "
-    "Given again for a session imported before, it corrects its date.",
+    help="When the session was played: a day (2024-03-02), or a local time ('2024-03-02 19:30'); default: when "
+    "the import began. Given again for a session imported before, it corrects its date.",
 )
 @click.option(
     "--again", is_flag=True, help="Import a transcript already stored as another session as a new session anyway."
@@ -87,7 +99,7 @@ async def ingest(
     session_title: str | None,
     speakers: tuple[str, ...],
     model: str | None,
-    started: datetime | None,
+    started: date | datetime | None,
     again: bool,
     wait: bool,
 ) -> None:
@@ -113,7 +125,8 @@ async def ingest(
         raise CliError("a transcript is imported one file at a time; --speaker is for audio files")
     if speakers and len(speakers) not in (1, len(audio)):
         raise CliError(f"{len(audio)} audio files but {len(speakers)} --speaker names: give one per file")
-    started_at = started.astimezone() if started else None  # a naive time is the machine's local time
+    # a time is the machine's local time; a day alone is that day wherever it is read, not local midnight
+    started_at = started.astimezone() if isinstance(started, datetime) else played_on(started) if started else None
     async with open_memory(settings) as memory:
         mem, name = await campaign_memory(memory, settings, campaign)
         if audio:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from difflib import SequenceMatcher
 
 from memory.graph.lookup import EntityLookup
-from memory.graph.rules import names_to_mask, unhidden_secrets
+from memory.graph.rules import everyday_masked, names_to_mask, unhidden_secrets
 from memory.models import (
     RECAP_NAME_SQL,
     Entity,
@@ -127,6 +127,15 @@ class Masking(EntityLookup):
             self.campaign_id,
         )
         return SecretMask(names_to_mask(await self._names(), word_zipf, heard=[r["phrase"] for r in heard]))
+
+    async def everyday_masked(self, names: Iterable[str]) -> list[str]:
+        """What of the secret ``names`` the DM just gave players will read as "[secret]" wherever it is said, in its
+        everyday sense too (see :func:`everyday_masked`): the DM is told."""
+        if not (names := list(names)):
+            return []
+        from memory.correction.evidence import word_zipf
+
+        return everyday_masked((await self.player_mask()).names, names, word_zipf)
 
     async def unhidden_secrets(self, *entities: Entity) -> list[tuple[str, str]]:
         """The secret names players read anyway because a name they may read is spelled alike (see

@@ -116,6 +116,24 @@ def names_to_mask(
     return [*hidden, *misheard, *own]
 
 
+#: A word this common in English ("holt" 3.7, "exile" 3.8) is said at the table for what it means, not only as a
+#: name, as "Mira" (3.3), "Pip" (3.4) or "Vaskerrin" (0) are not.
+SAID_ZIPF = 3.5
+
+
+def everyday_masked(masked: Iterable[str], names: Iterable[str], zipf: Callable[[str], float]) -> list[str]:
+    """What of ``names`` (a secret entity's name, hidden names) players will read as "[secret]" wherever it is said,
+    in its everyday sense too: each of them or word of one that ``masked`` (:func:`names_to_mask`'s) hides and is
+    ordinary English ("the gate", "holt" of Vaskerrin Holt), casefolded; not a name holding a word said already
+    ("exile", not also "the exile")."""
+    mine = {" ".join(name_words(n)) for n in names}
+    mine |= {w for n in mine for w in n.split()}
+    found = {said for m in masked if (said := " ".join(name_words(m))) in mine}
+    found = {said for said in found if said and all(zipf(w) >= SAID_ZIPF for w in said.split())}
+    words = {said for said in found if " " not in said}
+    return sorted(said for said in found if said in words or not words.intersection(said.split()))
+
+
 def unhidden_secrets(names: Iterable[tuple[str, bool]], of: Iterable[str]) -> list[tuple[str, str]]:
     """Each secret name of ``names`` (as :func:`names_to_mask` takes them) that one players may read is spelled
     alike, so it is never hidden ("The Gate" beside a public Gate), paired with that readable name: those where one

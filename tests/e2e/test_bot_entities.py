@@ -1035,6 +1035,13 @@ async def test_a_secret_name_spelled_like_a_public_one_is_warned_of(
     ), added.texts()
     plain = await fake_discord.invoke("entity add", {"name": "Kestrel", "type": "npc"}, user_id=dm)
     assert "⚠️" not in plain.texts()[0], plain.texts()
+    # a secret name of English words masks them wherever players read them: the DM is told which
+    exile = await fake_discord.invoke("entity add", {"name": "The Exile", "type": "npc", "secret": True}, user_id=dm)
+    assert exile.texts()[0] == (
+        "Added npc **The Exile**. Players will read [secret] for every “exile” said, in any sense (as it hides the "
+        "secret name)."
+    ), exile.texts()
+    assert "Players will read" not in plain.texts()[0]
     # a rename to a public name spelled like the secret Queen Mab, accents and case aside
     renamed = await fake_discord.invoke("entity edit", {"name": "Kestrel", "new_name": "queen mäb"}, user_id=dm)
     assert "⚠️ The secret name “Queen Mab” is spelled like “queen mäb”" in renamed.texts()[0], renamed.texts()

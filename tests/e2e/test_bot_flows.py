@@ -737,7 +737,8 @@ async def test_review_button_works_after_restart_and_says_already_decided(
     again = await fake_discord.click(
         old_entity_card, old_entity_card["components"][0]["components"][2]["custom_id"], user_id=dm
     )
-    assert again.ephemeral and again.texts() == [f"{pending[0]} was already accepted: new npc 'Mira': a smith"]
+    # said in words under the card the DM reads, as the buttons' other replies are: not by the item's id
+    assert again.ephemeral and again.texts() == ["Already accepted: new npc 'Mira': a smith."]
 
 
 async def test_review_button_from_another_guild_is_refused(

@@ -73,6 +73,12 @@ def test_campaign_entity_review_search_flow(lk, tmp_path: Path) -> None:
         "hidden from them; give one of the two a name of its own.\n"
     ), hidden.stderr
     assert lk("entity", "edit", "The Korvash", "--new-name", "Korvash the Grey").stderr == ""
+    # a secret name of English words masks them wherever players read them: the DM is told which, once
+    told = "Players will read [secret] for every “exile” said, in any sense (as it hides the secret name)."
+    assert lk("entity", "add", "The Exile", "npc", "--secret").stdout.splitlines()[1:] == [told]
+    assert lk("entity", "edit", "The Exile", "--description", "banished").stdout.splitlines()[1:] == []
+    assert lk("entity", "add", "Holt", "npc").stdout.splitlines()[1:] == []
+    assert lk("entity", "edit", "Holt", "--secret").stdout.splitlines()[1:] == [told.replace("exile", "holt")]
     assert lk("entity", "remove", "Korvash", "--yes").returncode == 0
     missing = lk("entity", "show", "Korvash")
     assert missing.returncode == 1 and "no entity named 'Korvash'" in missing.stderr
@@ -446,7 +452,7 @@ async def test_session_list_says_when_each_was_played_its_lines_and_whether_it_i
     assert lk("session", "list", env=berlin).stdout == (
         "title    started               lines  status  recap\n"
         "-------  --------------------  -----  ------  -------\n"
-        "Night 1  2024-03-02 00:00 CET  2      ended   yes\n"
+        "Night 1  2024-03-02 13:00 CET  2      ended   yes\n"  # a day alone: noon UTC, that day everywhere
         "night2   2024-03-09 19:30 CET  1      ended   not yet\n"
         "Tonight  2024-03-16 19:00 CET  0      live\n"
     )
@@ -1283,6 +1289,25 @@ async def test_ingest_started_says_when_the_session_was_played(lk, fresh_dsn: st
     assert [(r["title"], r["started_at"].astimezone().strftime("%Y-%m-%d %H:%M")) for r in started] == [
         ("old", "2024-03-02 19:30")
     ]
+
+
+def test_ingest_started_on_a_day_alone_is_that_day_for_a_dm_east_of_utc(lk, tmp_path: Path) -> None:
+    """A DM in Tokyo imported Night 2 with `--started 2026-11-28`: local midnight, 2026-11-27 15:00 UTC, so every
+    citation (they say the day in UTC) said the night was played on the 27th."""
+    tokyo = {"TZ": "Asia/Tokyo"}
+    assert lk("campaign", "create", "T").returncode == 0
+    for name, kind in [("Corvin", "npc"), ("Varrowmere", "place")]:
+        assert lk("entity", "add", name, kind).returncode == 0
+    (tmp_path / "night2.txt").write_text("[00:00:10] DM: Corvin lives in Varrowmere.\n")
+    night = ("ingest", str(tmp_path / "night2.txt"), "--session", "Night 2", "--started", "2026-11-28", "--wait")
+    done = lk(*night, env=tokyo)
+    assert done.returncode == 0, done.stderr
+    [fact] = [i for i in json.loads(lk("review", "list", "--json").stdout) if i["kind"] == "fact"]
+    assert "Night 2, 2026-11-28 at 0:10: DM: “Corvin lives in Varrowmere.”" in lk("review", "show", fact["ref"]).stdout
+    assert "2026-11-28 21:00 JST" in lk("session", "list", env=tokyo).stdout  # noon UTC: the same day, local time
+    # so is a day given west of UTC
+    assert lk(*night, env={"TZ": "America/Los_Angeles"}).returncode == 0
+    assert "2026-11-28 04:00 PST" in lk("session", "list", env={"TZ": "America/Los_Angeles"}).stdout
 
 
 def test_ingest_says_whom_it_took_for_the_dm_when_no_label_said_it(lk, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from campaigns import batches
 from campaigns.files import parse_campaign_file
 from campaigns.imports import read_import
 from campaigns.load import apply_campaign_file
-from memory.errors import AlreadyExistsError, InvalidInputError
+from memory.errors import AlreadyDecidedError, AlreadyExistsError
 from memory.models import EntityIn, EntityType, Provenance, Relationship, RelationshipIn, Source, Visibility
 from memory.store import CampaignMemory
 
@@ -51,8 +51,10 @@ async def test_an_import_waits_as_one_batch_then_is_accepted_whole(campaign: Cam
     assert notes.type == "dm_notes_journal" and notes.visibility == Visibility.secret  # the journal's GM notes
     assert await campaign.graph.relationships_of(pact.id) == []  # players never read the GM's page
     assert await batches.pending(campaign) == []
-    with pytest.raises(InvalidInputError, match="was accepted already"):
+    with pytest.raises(AlreadyDecidedError, match=f"{batch.ref} was already accepted: the import of ") as decided:
         await batches.accept(campaign, batch.ref)
+    # its card's button says it in words, as an item's does
+    assert decided.value.in_words() == f"Already accepted: the import of {', '.join(batch.sources)}."
 
 
 async def test_a_name_or_alias_the_campaign_has_is_an_update_not_a_duplicate(campaign: CampaignMemory) -> None:
@@ -188,7 +190,7 @@ async def test_a_rejected_batch_writes_nothing(campaign: CampaignMemory) -> None
     rejected = await batches.reject(campaign, batch.ref)
     assert rejected.status == "rejected"
     assert await count(campaign, "entities") == 0
-    with pytest.raises(InvalidInputError, match="was rejected already"):
+    with pytest.raises(AlreadyDecidedError, match="was already rejected"):
         await batches.accept(campaign, batch.ref)
 
 

@@ -15,6 +15,7 @@ from memory.graph.rules import (
     can_contradict,
     contradicts,
     copy_rank,
+    everyday_masked,
     hidden_by_merge,
     merge_drops,
     name_closeness,
@@ -192,6 +193,30 @@ def test_players_are_kept_from_a_secret_name_and_its_rare_words_they_cannot_read
     # what the recogniser writes for a secret name: whole, not its ordinary words
     heard = ["vast carrion", "the Whispering gate"]
     assert names_to_mask(alike, lambda w: 9.0, heard=heard) == ["vast carrion"]
+
+
+def test_the_dm_is_told_of_the_english_words_a_secret_name_masks_wherever_they_are_said() -> None:
+    """ "The Exile" masks every "exile" a player reads, "Vaskerrin Holt" every "holt": the DM who adds one hears which
+    words; of an invented name ("Eldrinax") or one a table says only as a name ("Mira"), nothing."""
+    common = {"vaskerrin": 0.0, "holt": 3.7, "the": 7.7, "exile": 3.8, "gate": 4.5, "mira": 3.3, "raven": 3.8}
+
+    def zipf(word: str) -> float:
+        return common.get(word, 0.0)
+
+    names = ["Vaskerrin Holt", "The Exile", "Eldrinax", "Mira", "The Gate", "Raven Queen", "Holt"]
+    masked = names_to_mask([(n, True) for n in names], zipf)
+
+    def told(*given: str) -> list[str]:
+        return everyday_masked(masked, given, zipf)
+
+    assert told("Vaskerrin Holt") == ["holt"] and told("Holt") == ["holt"]
+    assert told("The Exile") == ["exile"]  # the word, which says the name too
+    assert told("The Gate") == ["the gate"]  # its words are not masked alone ("gate"), the name is, wherever said
+    assert told("Eldrinax") == told("Mira") == told() == []
+    assert told("The Exile", "Mira", "Vaskerrin Holt") == ["exile", "holt"]
+    # a word players read in a public name is not masked: nothing to tell
+    farm = names_to_mask([("Vaskerrin Holt", True), ("Holt Farm", False)], zipf)
+    assert everyday_masked(farm, ["Vaskerrin Holt"], zipf) == []
 
 
 def test_a_secret_name_players_read_anyway_is_found_for_the_entity_just_named() -> None:

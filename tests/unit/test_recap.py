@@ -369,3 +369,19 @@ def test_a_first_name_makes_a_character_involved_but_scores_no_line() -> None:
     assert involved == [3, 2] and text.splitlines()[-1] == "Involved: Vaskerrin Holt, Ironhold"
     assert text.splitlines()[0] == "Mira: The tower of Ironhold looms over you."
     assert text.splitlines()[:-1] == extractive_summary(entries, Gazetteer(ENTITIES), NAMES)[0].splitlines()[:-1]
+
+
+def test_a_voiced_line_of_a_recap_is_cited_with_its_time_as_any_other() -> None:
+    """The recap the assistant reads quotes each line with its time ("[0:02] Mira: …"); a line the DM said as a
+    character ("Mira (as Eldrinax): …") went without: its speaker was looked for as "Mira (as Eldrinax)"."""
+    from memory.mcp_tools import cited
+
+    said = [*chatter(1), ("Mira", "(as Eldrinax) The Ember Key is mine, and Ironhold will burn before the dawn.")]
+    entries = [entry(n, who, what) for n, (who, what) in enumerate(said, 1)]
+    summary = "\n".join(
+        ["Ana: I think we should probably wait here for a bit.", "Mira (as Eldrinax): The Ember Key is mine, and…"]
+    )
+    assert cited(summary, entries).splitlines() == [
+        "[0:01] Ana: I think we should probably wait here for a bit.",
+        "[0:02] Mira (as Eldrinax): The Ember Key is mine, and…",
+    ]

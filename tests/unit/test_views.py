@@ -38,3 +38,18 @@ def test_add_field_within_keeps_the_total_and_field_count() -> None:
     for n in range(30):
         add_field_within(small, f"f{n}", "v")
     assert len(small.fields) == 25
+
+
+def test_a_review_button_on_an_item_decided_already_says_what_it_was_in_words() -> None:
+    # the DM reads the card the button is on: the reply says what happened, not the item's id
+    from bot.checks import user_message
+    from memory.errors import AlreadyDecidedError
+
+    rejected = AlreadyDecidedError("e4", "rejected", "new npc 'Tobin'")
+    assert str(rejected) == "e4 was already rejected: new npc 'Tobin'"  # the command line, given many ids
+    assert user_message(rejected) == "Already rejected: new npc 'Tobin'."
+    fact = AlreadyDecidedError("f2", "accepted", "Jazna leads Whitestone", correctable=True)
+    assert user_message(fact) == (
+        "Already accepted: Jazna leads Whitestone. To correct it, /entity link the right one (this one is kept as "
+        "history), or /entity unlink it if it was never true."
+    )
