@@ -48,7 +48,8 @@ class SecretMask:
     def _pattern_of(self, which: tuple[int, ...]) -> re.Pattern[str]:
         if (pattern := self._patterns.get(which)) is None:
             words = (r"\s+".join(map(re.escape, self._spellings[i].split())) for i in which)
-            pattern = re.compile("|".join(rf"(?<!\w){w}(?!\w)" for w in words), re.IGNORECASE)
+            # a plural says the name too ("the Vaskerrins' ship"): the search finds it by its stem, so the mask must
+            pattern = re.compile("|".join(rf"(?<!\w){w}(?:e?s)?(?!\w)" for w in words), re.IGNORECASE)
             if len(self._patterns) < 10_000:  # a scene names the same few again and again
                 self._patterns[which] = pattern
         return pattern
@@ -57,6 +58,7 @@ class SecretMask:
         if not self._spellings or not text:
             return text
         said = set(_WORD_RUN.findall(text.casefold()))
+        said.update([w[:-1] for w in said if w.endswith("s")] + [w[:-2] for w in said if w.endswith("es")])
         which = {i for w in said.intersection(self._by_word) for i in self._by_word[w] if self._words[i] <= said}
         if not which and not self._always:
             return text

@@ -12,6 +12,15 @@ def test_a_secret_name_is_hidden_whatever_its_case_spacing_or_ending() -> None:
     assert mask("then vaskerrin   Holt\nspoke") == "then [secret]\nspoke"  # a multi-word name however spaced
 
 
+def test_a_plural_of_a_secret_name_is_hidden_as_the_name() -> None:
+    """The search finds "the Vaskerrins' ship" by its stem, so a player reading the line must not see it."""
+    mask = SecretMask(["Vaskerrin", "Ash"])
+    assert mask("The Vaskerrins sail; the Vaskerrins' ship, VASKERRINS.") == (
+        "The [secret] sail; the [secret]' ship, [secret]."
+    )
+    assert mask("ashes, Ashley, Vaskerrinsen") == "[secret], Ashley, Vaskerrinsen"  # a plural, not another word
+
+
 def test_only_whole_words_and_the_longest_name_first() -> None:
     mask = SecretMask(["Holt", "Vaskerrin Holt", "C++ Guild"])
     assert mask("Holton and Holtz met Vaskerrin Holt") == "Holton and Holtz met [secret]"  # one mask, not two
