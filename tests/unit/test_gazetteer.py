@@ -155,6 +155,7 @@ WREN = Gazetteer(PEOPLE, people=PEOPLE)
         ("It staggers. Wren, you're up.", True),  # spoken to
         ("He hands Wren the lantern.", True),  # inside a sentence, as before
         ("Wren is a small brown bird.", False),  # "is", "was", "has": not what the person does
+        ("Wren eggs hatch in May.", False),  # nor a noun in -s
         ("Wren.", False),  # alone: "Mark.", "Grace." are the word as often
         ("Wren's bow is strung.", False),
         ("the wren stands up.", False),  # no capital
@@ -192,7 +193,13 @@ def test_a_name_without_its_title_is_no_ordinary_word() -> None:
     assert TITLED.find("the town hall") == [] and TITLED.find("Henry Armitage")[0][2].id == 1
 
 
-SURNAMED = [known(1, "Edgar Whitlock"), known(2, "Jeremiah Crane"), known(3, "Agatha Pruitt"), known(4, "Lucy Pruitt")]
+SURNAMED = [
+    known(1, "Edgar Whitlock"),
+    known(2, "Jeremiah Crane"),
+    known(3, "Agatha Pruitt"),
+    known(4, "Lucy Pruitt"),
+    known(6, "Edgar Marsh"),
+]
 CALLED = Gazetteer([*SURNAMED, known(5, "Lady Kima of Vord")], people=[*SURNAMED, known(5, "Lady Kima of Vord")])
 
 
@@ -205,6 +212,8 @@ CALLED = Gazetteer([*SURNAMED, known(5, "Lady Kima of Vord")], people=[*SURNAMED
         ("You find Crane on the pier.", ["Crane"]),  # inside a sentence,
         ("Crane nods.", ["Crane"]),  # or doing something at its start
         ("Crane is a bird.", []),
+        ("Marsh gas rises from the bog.", []),  # a noun in -s is no verb
+        ("Marsh nods.", ["Marsh"]),
         ("We drink at the Crane Inn.", []),  # a word of a longer name
         ("Then Pruitt.", []),  # two people's
         ("Vord", []),  # no last name: "of" is no name's word
