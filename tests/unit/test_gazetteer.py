@@ -156,6 +156,9 @@ WREN = Gazetteer(PEOPLE, people=PEOPLE)
         ("He hands Wren the lantern.", True),  # inside a sentence, as before
         ("Wren is a small brown bird.", False),  # "is", "was", "has": not what the person does
         ("Wren eggs hatch in May.", False),  # nor a noun in -s
+        ("Wren lowers the boathook.", True),  # another verb in -s before its object,
+        ("Wren stays with Lucy.", True),  # or a preposition
+        ("Wren comes early.", False),  # what a season does too
         ("Wren.", False),  # alone: "Mark.", "Grace." are the word as often
         ("Wren's bow is strung.", False),
         ("the wren stands up.", False),  # no capital
