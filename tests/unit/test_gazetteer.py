@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memory.extraction.schema import KnownEntity
-from memory.gazetteer import Gazetteer
+from memory.gazetteer import Gazetteer, of_mentions
 from memory.models import Correction, EntityType, Entry
 
 
@@ -226,3 +226,35 @@ CALLED = Gazetteer([*SURNAMED, known(5, "Lady Kima of Vord")], people=[*SURNAMED
 def test_a_persons_last_name_alone_names_them_where_written_as_a_name(text: str, said: list[str]) -> None:
     """ "Whitlock" named no one: only a first name counted alone, though a modern table calls people by surname."""
     assert [text[a:b] for a, b, _ in CALLED.find(text, written=True)] == said
+
+
+@pytest.mark.parametrize(
+    ("names", "text", "said"),
+    [
+        (["Lord Grey", "Lady Grey"], "Grey nods.", []),  # two entities': neither
+        (["Lord Grey", "Lady Grey"], "You bow to Lady Grey.", ["Lady Grey"]),
+        (["Captain Morgan", "Morgan Vale"], "Morgan nods.", []),  # another person's first name
+        (["Captain Morgan", "Morgan Vale"], "Captain Morgan nods.", ["Captain Morgan"]),
+        (["Father Winter"], "Winter comes early to Ironhold.", []),  # an English word: as a first name is
+        (["Father Winter"], "Winter nods.", ["Winter"]),
+        (["Father Winter"], "You pray to Winter.", ["Winter"]),  # inside a sentence, with a capital, as "Crane" is
+        (["Father Winter"], "The winter is long.", []),
+        (["Father Winter"], "We ride to the Winter Palace.", []),  # a word of a longer name
+        (["Captain Ilse Reyes"], "Ilse Reyes nods.", ["Ilse Reyes"]),  # of several words: a name
+    ],
+)
+def test_a_name_without_its_title_is_a_short_name_as_a_first_or_last_name_is(
+    names: list[str], text: str, said: list[str]
+) -> None:
+    """ "Grey nods." named Lord Grey beside Lady Grey, "Morgan nods." Captain Morgan beside Morgan Vale, and
+    "Winter comes early to Ironhold." Father Winter: a name registered with a title was said without it with no
+    guard a first or last name has."""
+    gazetteer = of_mentions([known(i, name) for i, name in enumerate(names)])
+    assert [text[a:b] for a, b, _ in gazetteer.find(text, written=True)] == said
+
+
+def test_an_alias_without_its_title_names_one_entity_alone() -> None:
+    """ "Mrs. Pruitt" of Agatha Pruitt made "Pruitt" hers, though Lucy Pruitt is a Pruitt too."""
+    pruitts = of_mentions([known(1, "Agatha Pruitt", "Mrs. Pruitt"), known(2, "Lucy Pruitt")])
+    assert pruitts.find("You ask Pruitt.", written=True) == []
+    assert [e.id for _, _, e in pruitts.find("You ask Mrs. Pruitt.", written=True)] == [1]
