@@ -9,7 +9,7 @@ this finds only what the transcript spells.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import dropwhile, pairwise
 from typing import Generic, Protocol, TypeVar
@@ -67,10 +67,9 @@ class _Entry(Generic[E]):
     separators: frozenset[str]  # the punctuation the name has between its words ("." of "St. Cuthbert")
     written: str  # the name casefolded, spaces collapsed
     possessive: bool  # the name ends in a possessive ("Gilmore's")
-    first: bool = False  # a person's first name alone: only where written as a name (see :func:`_written_as_name`)
-    last: bool = False  # a person's last name alone: only where written as one (see :func:`_written_as_last_name`)
+    short: bool = False  # a name alone (:func:`short_names`): only where :func:`_written_as_short_name`
     lowered: bool = False  # the DM wrote it in lower case, of several words ("the abbey"): it counts as written
-    capital: bool = False  # a name registered with a title, said without it: only with a capital ("Morgan")
+    capital: bool = False  # a name registered with a title, said without it: only with a capital ("Henry Armitage")
 
 
 def _marks(between: str) -> str:
@@ -87,15 +86,16 @@ def _separators(surface: str) -> frozenset[str]:
 class Gazetteer(Generic[E]):
     def __init__(self, entities: Iterable[E], *, people: Iterable[E] = ()) -> None:
         """``people``: those of ``entities`` (npcs and player characters) a table calls by their first or last name
-        alone (:func:`names_alone`): "Quillon picks up the lantern" names Quillon Ashgrove, "Mister Whitlock"
+        alone (:func:`short_names`): "Quillon picks up the lantern" names Quillon Ashgrove, "Mister Whitlock"
         Edgar Whitlock."""
         # A name's words -> the entities so called, each with the punctuation it has between its words ("." of
         # "St. Cuthbert"); names as written first, then spaced at their hyphens.
         self._by_words: dict[str, list[_Entry[E]]] = {}
         entities = list(entities)
         surfaces = [(entity, surface) for entity in entities for surface in (entity.name, *entity.aliases)]
-        # a name registered with its title is called without it too, or with another ("Dr." of "Doctor Armitage")
-        bare = [(entity, plain) for entity, surface in surfaces if (plain := untitled(surface))]
+        # a name registered with its title is called without it too, or with another ("Dr." of "Doctor Armitage"):
+        # of several words as a name ("Henry Armitage"), of one as a short name ("Morgan", :func:`short_names`)
+        bare = [(e, plain) for e, surface in surfaces if (plain := untitled(surface)) and len(tokenize(plain)) > 1]
         surfaces += bare
         capital = {(id(entity), surface) for entity, surface in bare}
         for form in (normalize, spaced_form):
@@ -115,9 +115,8 @@ class Gazetteer(Generic[E]):
                             capital=(id(entity), surface) in capital,
                         )
                     )
-        for word, person in names_alone(people, entities).items():
-            first = word == first_name(person.name)
-            self._by_words[word] = [_Entry(person, frozenset(), word, False, first=first, last=not first)]
+        for word, entity in short_names({person.id for person in people}, entities).items():
+            self._by_words[word] = [_Entry(entity, frozenset(), word, False, short=True)]
         # Where a run of words may still become a name: the scan stops extending a window at the first miss.
         self._prefixes = {
             " ".join(words[:n]) for key in self._by_words if (words := key.split()) for n in range(1, len(words) + 1)
@@ -135,10 +134,11 @@ class Gazetteer(Generic[E]):
         """Each mention as (start, end, entity), ``text[start:end]`` with its possessive ending, in text order,
         the longest first; ``nested``: also the names inside a longer one ("The Sunken Crown" in the quest "Raise
         the Sunken Crown"), else mentions never overlap; ``written``: a name that is one ordinary English word
-        only where the text writes it as a name (see :func:`_written_as_name`); ``first_names``: a person's first
-        name alone too, where the gazetteer knows ``people``; ``possessive_ending`` False: an ending that is not
-        the name's own stays outside the mention, for what reads the words after it ("'s" of "Grog's dead" may be
-        "is"; "Gilmore's" of Gilmore's Glorious Goods is the name's)."""
+        only where the text writes it as a name (see :func:`_written_as_name`); ``first_names``: the short names
+        too (:func:`short_names`: a person's first or last name alone, a name's one word without its title);
+        ``possessive_ending`` False: an ending that is not the name's own stays outside the mention, for what reads
+        the words after it ("'s" of "Grog's dead" may be "is"; "Gilmore's" of Gilmore's Glorious Goods is the
+        name's)."""
         tokens = tokenize(text)
         cased = written and any(ch.isupper() for ch in text)
         # Words before a name's last keep a possessive of the name's own ("Hunter's Mark"); the last may add one.
@@ -156,9 +156,7 @@ class Gazetteer(Generic[E]):
                     entry = self._entry(f"{said} {last}" if said else last, text, tokens[i : j + 1], possessive)
                     if entry is None:
                         continue
-                    if entry.first and not (first_names and _written_as_first_name(text, tokens[i])):
-                        continue
-                    if entry.last and not (first_names and _written_as_last_name(text, tokens, i)):
+                    if entry.short and not (first_names and _written_as_short_name(text, tokens, i)):
                         continue
                     if entry.capital and not text[tokens[i].start].isupper():
                         continue
@@ -212,7 +210,7 @@ class Gazetteer(Generic[E]):
 def of_mentions(entities: Iterable[T]) -> Gazetteer[T]:
     """The mention index's gazetteer (who a line names, who took part, a recap's Involved), and the offline
     extractor's (a hand-over, a death "Eleanor" tells is Eleanor Voss's): every name and alias, and the npcs' and
-    player characters' first and last names alone (:func:`names_alone`)."""
+    player characters' first and last names alone (:func:`short_names`)."""
     entities = list(entities)
     return Gazetteer(entities, people=[e for e in entities if e.type in (EntityType.npc, EntityType.player)])
 
@@ -266,39 +264,69 @@ def last_name(name: str) -> str | None:
     return rest[-1].norm
 
 
-def names_alone(people: Iterable[P], everyone: Iterable[Named]) -> dict[str, P]:
-    """The first and last names (:func:`first_name`, :func:`last_name`) a person of ``people`` is called by alone
-    among ``everyone``."""
-    return sole_names(people, everyone, lambda person: filter(None, [first_name(person.name), last_name(person.name)]))
+def short_names(people: Collection[int], everyone: Iterable[P]) -> dict[str, P]:
+    """The one words an entity of ``everyone`` is called by alone, each that one entity's (:func:`sole_names`): the
+    first and last names of the people (ids ``people``, :func:`first_name`, :func:`last_name`), and what is left of
+    any name or alias without its titles, if one word ("Morgan" of Captain Morgan, :func:`untitled`). So Lord Grey
+    and Lady Grey share "Grey" and neither is called by it, nor Captain Morgan by the first name of Morgan Vale."""
+    everyone = list(everyone)
+
+    def words(entity: P) -> Iterable[str]:
+        plain = [tokenize(u) for form in (entity.name, *entity.aliases) if (u := untitled(form))]
+        named = [first_name(entity.name), last_name(entity.name)] if entity.id in people else []
+        return filter(None, [*named, *(tokens[0].norm for tokens in plain if len(tokens) == 1)])
+
+    return sole_names(everyone, everyone, words)
 
 
-# What follows a sentence's first word that is a person doing something or spoken to: a verb in -s ("Wren stands
-# up.", "Wren says, …"; not "Hope is all we have.", "Will this do?") or a comma and "you" ("Wren, you're up.").
-# On CRD3's 12 episodes it found Pike, Percy, Caleb, Grog and Trinket 206 times, and never fired on 40 everyday words
-# a name could be (Will, Mark, Grace, Hope, Bell, Hunter, Stone …; their 60 sentence starts); a name alone ("Mark.",
-# "Grace.") fired on 4 of those. Or a person's state after "is", "was" or "'s" ("Crane is dead.", "Pike's
-# unconscious."), not the word's ("Hope is all we have.", "Crane is a bird."): on the CRD3 dev episodes these states
-# followed a capital word at a sentence's start only for pronouns and names (Pike, Ashley).
+#: What a person does, said right after their name at a sentence's start ("Wren nods."), whatever follows: the verbs of
+#: 72 % of CRD3's "He …s" and "She …s" sentence starts, their kin, and those of a turning point the extraction reads
+#: (``memory.extraction.events``: "Crane dies.", "Wren arrives at …"). Not what a season, the night or time does too
+#: ("Winter comes early", "Time flies", "Night falls", "Day breaks"), nor "is", "has" ("Hope is all we have.").
+_DOES = frozenset(
+    """
+    says asks tells replies answers whispers shouts yells calls mutters screams cries laughs chuckles giggles sighs
+    smiles grins smirks nods shrugs frowns winks blinks glances stares glares looks watches sees hears listens
+    notices thinks knows wants needs likes loves hates wonders decides agrees tries reaches grabs takes gives hands
+    pulls pushes puts places picks holds drops throws tosses opens closes draws casts attacks swings strikes stabs
+    hits shoots kills charges blocks rolls walks runs rushes steps stands sits kneels leans climbs jumps leaps moves
+    heads follows leads enters leaves returns waits turns points waves bows pats claps drinks eats sings plays writes
+    reads wears carries brings offers shows helps heals pours approaches wanders wakes sleeps gasps grunts growls
+    snarls stammers pauses hesitates peeks speaks sends catches loses shakes saves manages makes keeps starts stops
+    delays dies arrives lands travels rides sails slays finds discovers receives obtains acquires loots steals
+    retrieves recovers claims pockets snatches attunes presents bestows knocks shrieks screeches groans moans sobs
+    weeps coughs gulps flinches collapses faints staggers stumbles trembles shudders
+    """.split()
+)
+#: What follows a verb of a person's doing that is no verb of ``_DOES``: an object, a particle or a preposition ("Crane
+#: lowers the boathook", "Ruth gets Lucy out", "Tommy goes up on deck", "Ruth stays with Lucy"), where a noun in -s
+#: is followed by a verb ("Marsh gas rises"), ends a clause ("Gold pieces.") or is "about" something ("Iron bars about
+#: two inches apart").
+_OBJECT = (
+    r"(?:the|a|an|his|her|their|its|my|your|our|him|them|it|me|us|you|this|that|these|those|up|down|in|out|on|off"
+    r"|over|back|away|into|onto|through|with|to|at|for|from|toward|towards|around|across|along|behind|past|inside"
+    r"|outside)\b|[A-Z]"
+)
+#: A person's state after "is", "was" or "'s" ("Crane is dead.", "Pike's unconscious."), not the word's ("Hope is
+#: all we have.", "Crane is a bird."): on the CRD3 dev episodes these states followed a capital word at a
+#: sentence's start only for pronouns and names (Pike, Ashley).
 _PERSON_STATE = (
     r"(?:\s+(?:is|was)|['’]s)\s+(?:(?:still|now|already|not|just|finally|barely)\s+)?"
     r"(?:dead|alive|wounded|injured|hurt|bleeding|unconscious|awake|asleep|here|gone|missing|safe|dying|breathing)\b"
 )
+#: What follows a sentence's first word that is a person doing something or spoken to: what a person does
+#: (``_DOES``: "Wren stands up.", "Wren says, …"), another verb in -s with what a verb takes after it (``_OBJECT``),
+#: a comma and "you" ("Wren, you're up.") or a person's state (``_PERSON_STATE``: "Crane is dead."). On CRD3's 12
+#: episodes it finds 22 characters at 148 of their 737 sentence starts (any word in -s: 156; "Kima goes, …" lost)
+#: and at none of the 90 sentence starts of 133 everyday words a name could be (Will, Mark, Grace, Hope, Marsh,
+#: Winter, Stone …), where any word in -s took 3, each a noun ("May birthdays!"); on two nights of a 1920s table
+#: ("Tommy checks his revolver", "Ruth stays with Lucy", "Crane lowers the boathook"), every line any word in -s
+#: found.
 _ACTS = re.compile(
-    r"\s+(?!(?:this|his|its|was|has|does|always|perhaps|sometimes|towards|yes|plus|thus|unless|as)\b)"
-    r"[a-z]+s\b(?<!ss|us|is)|,\s*you(?:'re|'ve|'ll|r)?\b|" + _PERSON_STATE
+    rf"\s+(?:{'|'.join(sorted(_DOES))})\b|,\s*you(?:'re|'ve|'ll|r)?\b"
+    r"|\s+(?!(?:this|his|its|was|has|does|always|perhaps|sometimes|towards|yes|plus|thus|unless|as)\b)"
+    rf"[a-z]+s\b(?<!ss|us|is)\s+(?:{_OBJECT})|" + _PERSON_STATE
 )
-
-
-def _written_as_first_name(text: str, word: Token) -> bool:
-    """Whether a person's first name alone is written as their name: with a capital ("Quillon picks it up",
-    not "quillon"), and one that is also an English word ("Wren") inside a sentence, where only a name has one, or
-    at its start doing something, spoken to or in a person's state (``_ACTS``)."""
-    if not text[word.start].isupper():
-        return False
-    if word_zipf(word.norm) < _COMMON_ZIPF:
-        return True
-    before = text[: word.start].rstrip(" \t\"'“‘([*_-—")
-    return (bool(before) and before[-1] not in ".!?;…") or _ACTS.match(text, word.base_end) is not None
 
 
 def _titled(text: str, tokens: Sequence[Token], i: int, after: int) -> int:
@@ -319,10 +347,11 @@ def _honorific(text: str, word: Token) -> bool:
     return word.norm in _HONORIFICS and text[word.start].isupper() and word.base_end == word.end
 
 
-def _written_as_last_name(text: str, tokens: Sequence[Token], i: int) -> bool:
-    """Whether a person's last name alone is written as their name: with a capital, and one that is also an English
-    word ("Marsh", "Crane") not followed by another capital word ("the Crane Inn"), after a title ("Mister Crane"),
-    else as a first name is (:func:`_written_as_first_name`: "Crane nods.", not "Marsh gas rises.")."""
+def _written_as_short_name(text: str, tokens: Sequence[Token], i: int) -> bool:
+    """Whether a short name (:func:`short_names`) is written as a name: with a capital ("Quillon picks it up", not
+    "quillon"), and one that is also an English word ("Wren", "Crane") not followed by another capital word ("the
+    Crane Inn", "the Winter Palace"), after a title ("Mister Crane"), inside a sentence, where only a name has one,
+    or at its start doing something or spoken to (``_ACTS``: "Crane nods.", not "Marsh gas rises.")."""
     word = tokens[i]
     if not text[word.start].isupper():
         return False
@@ -330,7 +359,9 @@ def _written_as_last_name(text: str, tokens: Sequence[Token], i: int) -> bool:
         return True
     if (after := re.match(r"\s+(\w)", text[word.end :])) and after.group(1).isupper():
         return False
-    return _titled(text, tokens, i, 0) < word.start or _written_as_first_name(text, word)
+    before = text[: word.start].rstrip(" \t\"'“‘([*_-—")
+    inside = bool(before) and before[-1] not in ".!?;…"
+    return inside or _titled(text, tokens, i, 0) < word.start or _ACTS.match(text, word.base_end) is not None
 
 
 def _lowered(surface: str) -> bool:

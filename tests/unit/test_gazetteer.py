@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memory.extraction.schema import KnownEntity
-from memory.gazetteer import Gazetteer
+from memory.gazetteer import Gazetteer, of_mentions
 from memory.models import Correction, EntityType, Entry
 
 
@@ -167,6 +167,10 @@ WREN = Gazetteer(PEOPLE, people=PEOPLE)
         ("Wren is a small brown bird.", False),  # "is", "was", "has": not what the person does
         ("Wren is unconscious.", True),  # ... but a person's state after it is the person's
         ("Wren was not here.", True),
+        ("Wren eggs hatch in May.", False),  # nor a noun in -s
+        ("Wren lowers the boathook.", True),  # another verb in -s before its object,
+        ("Wren stays with Lucy.", True),  # or a preposition
+        ("Wren comes early.", False),  # what a season does too
         ("Wren.", False),  # alone: "Mark.", "Grace." are the word as often
         ("Wren's bow is strung.", False),
         ("the wren stands up.", False),  # no capital
@@ -204,7 +208,13 @@ def test_a_name_without_its_title_is_no_ordinary_word() -> None:
     assert TITLED.find("the town hall") == [] and TITLED.find("Henry Armitage")[0][2].id == 1
 
 
-SURNAMED = [known(1, "Edgar Whitlock"), known(2, "Jeremiah Crane"), known(3, "Agatha Pruitt"), known(4, "Lucy Pruitt")]
+SURNAMED = [
+    known(1, "Edgar Whitlock"),
+    known(2, "Jeremiah Crane"),
+    known(3, "Agatha Pruitt"),
+    known(4, "Lucy Pruitt"),
+    known(6, "Edgar Marsh"),
+]
 CALLED = Gazetteer([*SURNAMED, known(5, "Lady Kima of Vord")], people=[*SURNAMED, known(5, "Lady Kima of Vord")])
 
 
@@ -219,6 +229,8 @@ CALLED = Gazetteer([*SURNAMED, known(5, "Lady Kima of Vord")], people=[*SURNAMED
         ("Crane is a bird.", []),
         ("Crane is dead.", ["Crane"]),  # a person's state: the person, as "Crane dies." is
         ("Crane's still breathing.", ["Crane's"]),
+        ("Marsh gas rises from the bog.", []),  # a noun in -s is no verb
+        ("Marsh nods.", ["Marsh"]),
         ("We drink at the Crane Inn.", []),  # a word of a longer name
         ("Then Pruitt.", []),  # two people's
         ("Vord", []),  # no last name: "of" is no name's word
@@ -241,3 +253,35 @@ def test_a_name_that_is_an_english_word_starts_a_sentence_as_the_person_in_a_per
 
     assert said("Crane is dead.") == ["Crane"] and said("Hope is gone.") == ["Hope"]
     assert said("Hope is all we have.") == said("Hope is a thing with feathers.") == said("Crane is tall.") == []
+
+
+@pytest.mark.parametrize(
+    ("names", "text", "said"),
+    [
+        (["Lord Grey", "Lady Grey"], "Grey nods.", []),  # two entities': neither
+        (["Lord Grey", "Lady Grey"], "You bow to Lady Grey.", ["Lady Grey"]),
+        (["Captain Morgan", "Morgan Vale"], "Morgan nods.", []),  # another person's first name
+        (["Captain Morgan", "Morgan Vale"], "Captain Morgan nods.", ["Captain Morgan"]),
+        (["Father Winter"], "Winter comes early to Ironhold.", []),  # an English word: as a first name is
+        (["Father Winter"], "Winter nods.", ["Winter"]),
+        (["Father Winter"], "You pray to Winter.", ["Winter"]),  # inside a sentence, with a capital, as "Crane" is
+        (["Father Winter"], "The winter is long.", []),
+        (["Father Winter"], "We ride to the Winter Palace.", []),  # a word of a longer name
+        (["Captain Ilse Reyes"], "Ilse Reyes nods.", ["Ilse Reyes"]),  # of several words: a name
+    ],
+)
+def test_a_name_without_its_title_is_a_short_name_as_a_first_or_last_name_is(
+    names: list[str], text: str, said: list[str]
+) -> None:
+    """ "Grey nods." named Lord Grey beside Lady Grey, "Morgan nods." Captain Morgan beside Morgan Vale, and
+    "Winter comes early to Ironhold." Father Winter: a name registered with a title was said without it with no
+    guard a first or last name has."""
+    gazetteer = of_mentions([known(i, name) for i, name in enumerate(names)])
+    assert [text[a:b] for a, b, _ in gazetteer.find(text, written=True)] == said
+
+
+def test_an_alias_without_its_title_names_one_entity_alone() -> None:
+    """ "Mrs. Pruitt" of Agatha Pruitt made "Pruitt" hers, though Lucy Pruitt is a Pruitt too."""
+    pruitts = of_mentions([known(1, "Agatha Pruitt", "Mrs. Pruitt"), known(2, "Lucy Pruitt")])
+    assert pruitts.find("You ask Pruitt.", written=True) == []
+    assert [e.id for _, _, e in pruitts.find("You ask Mrs. Pruitt.", written=True)] == [1]
