@@ -70,8 +70,9 @@ _TITLED_ONE_EDIT = 5
 #: Fewest phones of a last name said as two or three words (see ``PhoneticMatcher._surnamed``): two short words
 #: ("may son" / Mason) sound like a short name by chance.
 _SURNAME_PHONES = 5
-#: What follows a person's name at a sentence's start and no thing's: a verb of speech or gesture ("Whit lock
-#: nods"; not "Storm wind rises", "Black wood burns"), or a comma and "you" (spoken to: "Whit lock, you lied").
+#: What follows a person's name and no thing's (at a sentence's start, or one word after a title: see
+#: ``_ends_name``): a verb of speech or gesture ("Whit lock nods"; not "Storm wind rises", "Black wood burns"), or a
+#: comma and "you" (spoken to: "Whit lock, you lied").
 _PERSON_ACTS = re.compile(
     r"\s+(?:says|said|asks|asked|tells|told|answers|answered|replies|replied|nods|nodded|smiles|smiled|laughs|"
     r"laughed|shrugs|shrugged|frowns|frowned|grins|grinned|sighs|sighed|whispers|whispered|shouts|shouted|yells|"
@@ -387,6 +388,13 @@ def _opens_sentence(text: str, token: Token) -> bool:
     return not before or before[-1] in _SENTENCE_OPENERS
 
 
+def _ends_name(text: str, token: Token) -> bool:
+    """Whether the words after ``token`` say a person's name ended there: its sentence ends, or a verb of speech or
+    gesture follows, or a comma and "you" (see ``_PERSON_ACTS``): "Whit lock nods.", not "Whit lock opens"."""
+    after = text[token.end :].lstrip(" \t\"'”’)")
+    return after[:1] in ("", *_SENTENCE_ENDS) or bool(_PERSON_ACTS.match(text, token.end))
+
+
 def _in_longer_name(text: str, tokens: list[Token], capitalised: list[bool], i: int) -> bool:
     """Whether token ``i`` is one word of a longer name, its neighbours ``capitalised`` inside the sentence too
     (see ``_named``): "Terry Gilliam", "Axe & Shield", "Tower of Terror"."""
@@ -552,7 +560,7 @@ class PhoneticMatcher:
         # Names said where the words around them say a name is: a cast member's written, after a title ...
         said_as_names = self._cast_names(text, words, cast) if cast else []
         if self._titled_names:
-            said_as_names += self._titled(words)
+            said_as_names += self._titled(text, words)
         if self._surname_spellings:
             said_as_names += self._surnamed(text, words)
         if self.index.not_heard:  # ... never where the DM said the words are not that name ("captain race")
@@ -608,14 +616,18 @@ class PhoneticMatcher:
                 out.append(_Candidate(i, i, form, score, False, score - _SOUND_RANK_GAP))
         return out
 
-    def _titled(self, words: list[_Word]) -> list[_Candidate]:
+    def _titled(self, text: str, words: list[_Word]) -> list[_Candidate]:
         """A title said before a run of words that sounds like the surname of the one name opening with that title
-        ("Doctor Army tage" / Dr. Henry Armitage, "Captain race" / Captain Ilse Reyes): the title is what a table
-        says before a name, and the surname's words are everyday English the windows rightly leave alone ("army",
-        "race" and "will" are common words; "armitage" is too). The whole name replaces title and run. Not after a
-        determiner ("the captain races"), where the title is a noun; the run starts with the surname's first phone
-        and is at most one phone off it (two from ``_TITLED_ONE_EDIT`` phones), one name alone that near."""
+        ("Doctor Army tage" / Dr. Henry Armitage, "Captain race says" / Captain Ilse Reyes): the title is what a
+        table says before a name, and the surname's words are everyday English the windows rightly leave alone
+        ("army", "race" and "will" are common words; "armitage" is too). The whole name replaces title and run. Not
+        after a determiner ("the captain races"), where the title is a noun; the run starts with the surname's first
+        phone and is at most one phone off it (two from ``_TITLED_ONE_EDIT`` phones), one name alone that near.
+        One word English knows is as often the sentence's own, after a title called without its comma or used as a
+        noun ("Captain raise your sword", "Sergeant prize fighter"), however near it sounds: it needs the
+        recogniser's doubt, a capital, or a name's end after it (``_ends_name``: "Captain race says")."""
         out = []
+        low = self.settings.low_confidence
         for i, word in enumerate(words[:-1]):
             title = _TITLE_SAID.get(word.token.norm, word.token.norm)
             if title not in self._titled_names or (i > 0 and words[i - 1].token.norm in _DETERMINERS):
@@ -625,6 +637,13 @@ class PhoneticMatcher:
                 run = words[i + 1 : last + 1]
                 if not words[last - 1].joins_next or any(w.locked or w.token.norm in _TITLES for w in run):
                     break
+                one = run[0]
+                if (
+                    len(run) == 1
+                    and not (one.facts.unfamiliar or one.named or (one.conf is not None and one.conf < low))
+                    and not _ends_name(text, one.token)
+                ):
+                    continue  # "Captain raise your sword"
                 heard = name_phones(tuple(w.token.norm for w in run))
                 spelled = "".join(w.token.norm for w in run)
                 for sound, form in self._titled_names[title]:
@@ -675,10 +694,8 @@ class PhoneticMatcher:
                     text[t.start].isupper() for t in tokens[i : last + 1]
                 ):
                     continue
-                if opens:
-                    after = text[tokens[last].end :].lstrip(" \t\"'”’)")
-                    if after[:1] not in ("", *_SENTENCE_ENDS) and not _PERSON_ACTS.match(text, tokens[last].end):
-                        continue
+                if opens and not _ends_name(text, tokens[last]):
+                    continue
                 said = [t.norm for t in tokens[i : last + 1]]
                 spelled = self._surname_spellings.get("".join(said))
                 forms = {

@@ -1402,13 +1402,17 @@ def test_correct_mends_a_surname_misheard_after_its_title(lk, tmp_path: Path) ->
         "  - {name: Captain Ilse Reyes, type: npc, aliases: [Reyes]}\n"
     )
     assert lk("campaign", "load", str(world)).returncode == 0
-    said = 'Waiting behind a desk is Doctor Army tage.\nCaptain race says, "Same as you."\nThe captain races off.\n'
+    said = (
+        'Waiting behind a desk is Doctor Army tage.\nCaptain race says, "Same as you."\nThe captain races off.\n'
+        "Captain raise your sword\n"  # the title called, its comma unheard: "raise" is the sentence's own
+    )
     out = lk("correct", "-c", "The Arkham Cipher", input=said)
     assert out.returncode == 0, out.stderr
     assert [json.loads(line)["text"] for line in out.stdout.splitlines()] == [
         "Waiting behind a desk is Dr. Henry Armitage.",
         'Captain Ilse Reyes says, "Same as you."',
         "The captain races off.",
+        "Captain raise your sword",
     ]
 
 

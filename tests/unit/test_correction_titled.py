@@ -7,13 +7,14 @@ import pytest
 from memory.correction import EntityName, PhoneticIndex, PhoneticMatcher
 from memory.correction.edits import apply_corrections
 
-ARMITAGE, REYES, WILMARTH, MORGAN, VOSS = 1, 2, 3, 4, 5
+ARMITAGE, REYES, WILMARTH, MORGAN, VOSS, PRICE = 1, 2, 3, 4, 5, 6
 ENTITIES = [
     EntityName(id=ARMITAGE, name="Dr. Henry Armitage", aliases=["Henry Armitage", "Armitage"]),
     EntityName(id=REYES, name="Captain Ilse Reyes", aliases=["Ilse Reyes", "Reyes"]),
     EntityName(id=WILMARTH, name="Professor Albert Wilmarth", aliases=["Wilmarth"]),
     EntityName(id=MORGAN, name="Dr. Francis Morgan", aliases=["Francis Morgan"]),
     EntityName(id=VOSS, name="Eleanor Voss"),
+    EntityName(id=PRICE, name="Sergeant Will Price"),
 ]
 
 
@@ -33,6 +34,11 @@ def corrected(matcher: PhoneticMatcher, text: str) -> str:
         ("We meet doctor army tage at the library.", "We meet Dr. Henry Armitage at the library."),
         ('Captain race says, "Same as you."', 'Captain Ilse Reyes says, "Same as you."'),
         ("Professor will mouth has seen the script.", "Professor Albert Wilmarth has seen the script."),
+        ("Captain race, you're late.", "Captain Ilse Reyes, you're late."),
+        ("Sergeant prize nods.", "Sergeant Will Price nods."),
+        ("We sail with Captain race.", "We sail with Captain Ilse Reyes."),
+        ("We sail with Captain Race tonight.", "We sail with Captain Ilse Reyes tonight."),  # written as a name
+        ("Captain raiz raises the alarm.", "Captain Ilse Reyes raises the alarm."),  # no English word
     ],
 )
 def test_a_title_before_words_sounding_like_its_names_surname_is_that_name(
@@ -53,10 +59,24 @@ def test_a_title_before_words_sounding_like_its_names_surname_is_that_name(
         "Doctor Morgan arrives.",  # the surname said right: nothing misheard
         "Captain, raise the sails!",  # a comma between: the title is called, no name follows
         "Sister race ahead.",  # no name opens with that title
+        # one English word the sentence says, however near it sounds: the title called without its comma, or a noun
+        "Captain raise your sword",
+        "Captain raised the alarm",
+        "Sergeant prize fighter",
+        "Captain race to the door!",
+        "Sergeant pries the lid open.",
     ],
 )
 def test_the_title_alone_or_words_unlike_a_surname_stay_as_said(matcher: PhoneticMatcher, text: str) -> None:
     assert matcher.correct(text).corrections == [], text
+
+
+def test_one_english_word_the_recogniser_doubted_after_a_title_is_the_name(matcher: PhoneticMatcher) -> None:
+    """Its doubt says the word was not clearly that word; heard sure of itself, the word stays."""
+    text = "Captain raise your sword"
+    doubted = [0.95, 0.3, 0.95, 0.95]
+    assert apply_corrections(text, matcher.correct(text, doubted).corrections) == "Captain Ilse Reyes your sword"
+    assert matcher.correct(text, [0.95] * 4).corrections == []
 
 
 def test_words_the_dm_said_are_never_the_name_stay_after_its_title() -> None:
