@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from difflib import SequenceMatcher
-from functools import partial
+from functools import lru_cache, partial
 from typing import Literal
 
 import asyncpg
@@ -1043,8 +1043,11 @@ def _worded(entities: list[_Called], query: str) -> list[_Called]:
     """Those with a name or alias whose every word is one of the query's, all the gazetteer could find: building
     it for each of a large campaign's entities would take longer than the search."""
     words = {w for t in tokenize(query) for w in (t.norm, normalize(query[t.start : t.end]))}
-    return [
-        e
-        for e in entities
-        if any(set(form(s).split()) <= words for s in (e.name, *e.aliases) for form in (normalize, spaced_form))
-    ]
+    return [e for e in entities if any(said <= words for s in (e.name, *e.aliases) for said in _name_words(s))]
+
+
+@lru_cache(maxsize=65536)
+def _name_words(name: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The words of a name or alias in each form a question may say it (``normalize``, ``spaced_form``). Memoised:
+    a campaign's names are the same from one question to the next, and normalising 1,500 of them took 10 ms each."""
+    return frozenset(normalize(name).split()), frozenset(spaced_form(name).split())
