@@ -18,7 +18,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from difflib import SequenceMatcher
 from functools import lru_cache, partial
 from typing import Literal
 
@@ -948,7 +947,7 @@ async def _misspelt(mem: CampaignMemory, query: str, names: _Names) -> dict[str,
     for r in (r for r in rows if r["w"].casefold() not in near):
         # a word said, as its stem: only a name word of that stem, which a stem begins
         keys = [k for k in near if not r["said"] or k.startswith(tuple(r["stems"]))]
-        found = [near[k] for k in keys if SequenceMatcher(None, r["w"].casefold(), k).ratio() >= MISSPELT]
+        found = [near[k] for k in keys if rank.alike(r["w"].casefold(), k, MISSPELT)]
         if len(found) == 1:
             close[r["w"]] = found[0]
     said = {r["w"]: r["stems"] for r in rows if r["said"] and r["w"] in close}
