@@ -18,8 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from difflib import SequenceMatcher
-from functools import partial
+from functools import lru_cache, partial
 from typing import Literal
 
 import asyncpg
@@ -166,7 +165,8 @@ async def recall(
     the lines of sessions played then come first)."""
     if not query.strip():  # blanks are nearest to nothing: passages at random, as if they answered
         raise InvalidInputError("query is empty: give words or names to look for")
-    query, embedding = await _as_heard(mem, _clipped(query), embedding, dm=dm)
+    names = _Names(mem, include_secret=dm)  # a misspelt name and the names asked of both read them
+    query, embedding = await _as_heard(mem, _clipped(query), embedding, dm=dm, names=names)
     if not dm:  # a secret name is no word a player read: a guess at one finds only what its other words find
         unsaid = await _unsaid(mem, query)
         if unsaid != " ".join(query.split()):
@@ -187,7 +187,7 @@ async def recall(
     other = await _playing_another(mem, parsed.filters.plays(), dm=dm) | rank.not_narrating(parsed.filters.speakers)
 
     async def lexical_query() -> tuple[list[_Called], lexical_ranker.Query, list[int], list[int]]:
-        named = await _named(mem, parsed.text, dm=dm)
+        named = await _named(names, parsed.text)
         # "when did we first meet Kevdak": his lines in order come first (``_told_in``); "first", "meet" find noise
         text = parsed.unordered if parsed.filters.told_in and named else parsed.text
         phrases = [(text, 1.0)] + [(form, EXPANSION_WEIGHT) for e in named for form in (e.name, *e.aliases)]
@@ -661,9 +661,9 @@ async def _sessions(
     return [] if chosen is None else [chosen]
 
 
-async def _named(mem: CampaignMemory, text: str, *, dm: bool) -> list[_Called]:
+async def _named(names: _Names, text: str) -> list[_Called]:
     """The accepted entities the query's words name, with their names and aliases to expand it with."""
-    called = await _names(mem, include_secret=dm)
+    called = await names()
     found = await asyncio.to_thread(lambda: Gazetteer(_worded(called, text)).find(text))
     return list({e.id: e for _, _, e in found}.values())[:NAMED_LIMIT]
 
@@ -839,8 +839,9 @@ async def named_entities(mem: CampaignMemory, query: str, *, dm: bool, limit: in
     names them, with their current facts. Players (not ``dm``) see neither a secret entity nor a secret fact, and
     a secret name in what they read is masked: they name an entity as they read it ("Session: [secret] unmasked"),
     so a guess of the secret its name holds is not confirmed. Only the query's first ``QUERY_CHARS`` count."""
-    query, _ = await _as_heard(mem, _clipped(query), None, dm=dm)
-    called = await _names(mem, include_secret=dm)
+    names = _Names(mem, include_secret=dm)
+    query, _ = await _as_heard(mem, _clipped(query), None, dm=dm, names=names)
+    called = await names()
     mask = str if dm else await mem.graph.player_mask()
 
     def find() -> list[tuple[int, int, _Called]]:
@@ -895,7 +896,7 @@ class _Called:
 
 
 async def _as_heard(
-    mem: CampaignMemory, query: str, embedding: list[float] | None, *, dm: bool
+    mem: CampaignMemory, query: str, embedding: list[float] | None, *, dm: bool, names: _Names
 ) -> tuple[str, list[float] | None]:
     """``query`` with what the recogniser writes for a name (its heard-as phrases, the longest first) read as the
     name, as stage-1 correction reads a line: a DM types "what did key love say" as the bot wrote it in voice. Its
@@ -913,7 +914,7 @@ async def _as_heard(
     for r in rows:
         said = re.compile(rf"(?<![\w'’]){re.escape(r['phrase'])}(?![\w'’])", re.IGNORECASE)
         read = said.sub(str(r["name"]).replace("\\", "\\\\"), read)  # a name with a backslash is no group
-    for word, name in (await _misspelt(mem, read, dm=dm)).items():
+    for word, name in (await _misspelt(mem, read, names)).items():
         read = re.sub(rf"(?<![\w'’]){re.escape(word)}(?![\w'’])", name.replace("\\", "\\\\"), read)
     return read, embedding if read == query else None
 
@@ -923,7 +924,7 @@ async def _as_heard(
 MISSPELT = 0.85
 
 
-async def _misspelt(mem: CampaignMemory, query: str, *, dm: bool) -> dict[str, str]:
+async def _misspelt(mem: CampaignMemory, query: str, names: _Names) -> dict[str, str]:
     """The capitalised words of ``query`` that are no everyday English word, each with the one word of the names and
     aliases spelled nearly like it ("Tordak": "Thordak") where no line of the campaign says it, or it is that word to
     the search (its stem: "Gilmor" of Gilmore): searched as it is, the first finds nothing, and neither shows the
@@ -940,13 +941,13 @@ async def _misspelt(mem: CampaignMemory, query: str, *, dm: bool) -> dict[str, s
         mem.campaign_id,
         sorted(asked),
     )
-    words = {t for e in await _names(mem, include_secret=dm) for f in (e.name, *e.aliases) for t in f.split()}
+    words = {t for e in await names() for f in (e.name, *e.aliases) for t in f.split()}
     near = {w.strip(".,'’").casefold(): w.strip(".,'’") for w in words}
     close: dict[str, str] = {}
     for r in (r for r in rows if r["w"].casefold() not in near):
         # a word said, as its stem: only a name word of that stem, which a stem begins
         keys = [k for k in near if not r["said"] or k.startswith(tuple(r["stems"]))]
-        found = [near[k] for k in keys if SequenceMatcher(None, r["w"].casefold(), k).ratio() >= MISSPELT]
+        found = [near[k] for k in keys if rank.alike(r["w"].casefold(), k, MISSPELT)]
         if len(found) == 1:
             close[r["w"]] = found[0]
     said = {r["w"]: r["stems"] for r in rows if r["said"] and r["w"] in close}
@@ -993,6 +994,21 @@ async def _names(mem: CampaignMemory, *, include_secret: bool) -> list[_Called]:
     return [_Called(r["id"], r["name"], r["aliases"], r["person"]) for r in rows]
 
 
+class _Names:
+    """The campaign's accepted entities as recall reads them (``_names``), read once however many of its steps ask:
+    a campaign has thousands (1,500 rows, 5-10 ms, twice a question that named one)."""
+
+    def __init__(self, mem: CampaignMemory, *, include_secret: bool) -> None:
+        self.mem = mem
+        self.include_secret = include_secret
+        self._read: list[_Called] | None = None
+
+    async def __call__(self) -> list[_Called]:
+        if self._read is None:
+            self._read = await _names(self.mem, include_secret=self.include_secret)
+        return self._read
+
+
 #: From this Zipf frequency a word is everyday English ("Keeper", "Lady"): no first name alone.
 _COMMON_ZIPF = MatchSettings().common_zipf
 
@@ -1026,8 +1042,11 @@ def _worded(entities: list[_Called], query: str) -> list[_Called]:
     """Those with a name or alias whose every word is one of the query's, all the gazetteer could find: building
     it for each of a large campaign's entities would take longer than the search."""
     words = {w for t in tokenize(query) for w in (t.norm, normalize(query[t.start : t.end]))}
-    return [
-        e
-        for e in entities
-        if any(set(form(s).split()) <= words for s in (e.name, *e.aliases) for form in (normalize, spaced_form))
-    ]
+    return [e for e in entities if any(said <= words for s in (e.name, *e.aliases) for said in _name_words(s))]
+
+
+@lru_cache(maxsize=65536)
+def _name_words(name: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The words of a name or alias in each form a question may say it (``normalize``, ``spaced_form``). Memoised:
+    a campaign's names are the same from one question to the next, and normalising 1,500 of them took 10 ms each."""
+    return frozenset(normalize(name).split()), frozenset(spaced_form(name).split())

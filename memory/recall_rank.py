@@ -599,11 +599,22 @@ def group(
             continue
         if shown is not None and not around:
             words = _WORD.findall(shown(line.entry_id).casefold())
-            if any(SequenceMatcher(None, words, seen, autojunk=False).ratio() >= SAME_TEXT for seen in alone):
+            if any(alike(words, seen, SAME_TEXT, autojunk=False) for seen in alone):
                 continue
             alone.append(words)
         out.append(Group(place.session_id, place.seq - around, place.seq + around, [line.entry_id], line.score))
     return out
+
+
+def alike(a: Sequence[str], b: Sequence[str], least: float, *, autojunk: bool = True) -> bool:
+    """Whether difflib's ratio of ``a`` to ``b`` is at least ``least``: its bounds by length and by the elements
+    both hold are tried first, as ``difflib.get_close_matches`` does. Most pairs fail on them, in linear time; the
+    ratio itself is quadratic (two 300-word lines took ms, a recall's dozen of them 10 ms)."""
+    size = len(a) + len(b)
+    if size and 2.0 * min(len(a), len(b)) / size < least:  # real_quick_ratio, before b is indexed
+        return False
+    s = SequenceMatcher(None, a, b, autojunk=autojunk)
+    return s.quick_ratio() >= least and s.ratio() >= least
 
 
 # a long line shown by its passage --------------------------------------------------------------------------------

@@ -693,9 +693,15 @@ class SessionLog:
                   AND ($3::bigint[] IS NULL OR session_id = ANY($3::bigint[])) AND text ~ '[(\[][Aa][Ss]\s|I[''’]m\s'
                 ORDER BY id DESC LIMIT $5
             )
+            -- each marked line's next lines by the (session, seq) index: joined flat, the planner hashed every
+            -- line of the campaign to find them (150,000 read for 500, 70 ms at 60 sessions)
             SELECT m.id AS marked, e.id, e.session_id, e.speaker, e.text
-            FROM marked m JOIN session_entries e ON e.campaign_id = $1 AND e.session_id = m.session_id
-             AND e.seq BETWEEN m.seq AND m.seq + $4::int AND e.speaker = m.speaker
+            FROM marked m CROSS JOIN LATERAL (
+                SELECT e.id, e.session_id, e.seq, e.speaker, e.text FROM session_entries e
+                WHERE e.campaign_id = $1 AND e.session_id = m.session_id AND e.seq BETWEEN m.seq AND m.seq + $4::int
+                  AND e.speaker = m.speaker
+                OFFSET 0  -- not pulled up into the join
+            ) e
             ORDER BY m.id DESC, e.seq
             """,
             self.campaign_id,

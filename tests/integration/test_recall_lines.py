@@ -333,6 +333,36 @@ async def test_what_an_npc_said_is_every_line_the_dm_says_in_her_voice(campaign:
     assert [hit.answering()[0].entry_id for hit in hits[:2]] == [ids[30], ids[35]]
 
 
+async def test_the_lines_after_a_voice_marker_are_read_by_their_place(campaign: CampaignMemory) -> None:
+    """The lines after each marked line ("(as Grog) ...") were joined to every line of the campaign: at 60 sessions,
+    150,000 read for 500 (70 ms of "what did Grog say about the dragon"). Read by their session and place."""
+    speakers = ["DM", "TRAVIS", "LAURA", "SAM"]
+    for night in range(10):
+        session = await campaign.log.start_session(f"Night {night}")
+        lines = [
+            "I'm Grog now, and I want a drink." if n % 25 == 0 else f"I'm on the road past farm {n}."
+            for n in range(3000)
+        ]
+        await campaign.db.execute(
+            """
+            INSERT INTO session_entries (campaign_id, session_id, seq, speaker, raw_text, text)
+            SELECT $1, $2, n, ($4::text[])[n % 4 + 1], t, t FROM unnest($3::text[]) WITH ORDINALITY AS l(t, n)
+            """,
+            campaign.campaign_id,
+            session.id,
+            lines,
+            speakers,
+        )
+    await campaign.db.execute("ANALYZE session_entries")
+    read = "SELECT seq_tup_read + coalesce(idx_tup_fetch, 0) FROM pg_stat_xact_user_tables WHERE relid = $1::regclass"
+    async with campaign.transaction() as tx:
+        before = await tx.db.fetchval(read, "session_entries")
+        voiced = await tx.log.voicing(["grog"], None, reach=20, limit=100)
+        lines_read = await tx.db.fetchval(read, "session_entries") - before
+    assert len(voiced) == 100 and all(len(after) == 6 for after in voiced)  # its speaker's lines of the 20 after
+    assert lines_read < 5_000  # the lines saying Grog (1,200) and the 20 after each of the 100 marked, of 30,000
+
+
 async def test_neighbouring_lines_that_score_are_one_hit(campaign: CampaignMemory) -> None:
     ids = await said(
         campaign,
@@ -407,6 +437,31 @@ async def test_a_name_misspelt_in_a_question_is_read_as_the_name(campaign: Campa
     (hit,) = await recall(campaign, None, "Thordan", limit=1, mode="fulltext")  # said: no misspelling
     assert [line.entry_id for line in hit.answering()] == [ids[-1]]
     assert await named_entities(campaign, "what did Grig say?", dm=True) == []  # 0.75 alike: not Grog
+
+
+async def test_a_question_reads_the_campaign_names_once(campaign: CampaignMemory) -> None:
+    """A capitalised word ("Delilah") had every name and alias of the campaign read twice, once to tell whether it
+    is a misspelt name and once for the names it asks of: 1,500 rows and 5-10 ms more at 60 sessions."""
+    await campaign.db.execute(
+        """
+        WITH e AS (
+            INSERT INTO entities (campaign_id, type, name)
+            SELECT $1, 'npc', 'Entity ' || i FROM generate_series(1, 1000) i RETURNING id, name
+        )
+        INSERT INTO entity_aliases (campaign_id, entity_id, alias) SELECT $1, id, 'Alias of ' || name FROM e
+        """,
+        campaign.campaign_id,
+    )
+    await campaign.graph.add_entity(EntityIn(name="Delilah Briarwood", type=EntityType.npc, aliases=["Delilah"]))
+    ids = await said(campaign, "One", [*FILLER[:5], ("DM", "Delilah falls."), *FILLER[5:10]])
+    await campaign.db.execute("ANALYZE entities, entity_aliases")
+    read = "SELECT seq_tup_read + coalesce(idx_tup_fetch, 0) FROM pg_stat_xact_user_tables WHERE relid = $1::regclass"
+    async with campaign.transaction() as tx:
+        before = await tx.db.fetchval(read, "entity_aliases")
+        (hit,) = await recall(tx, None, "who killed Delilah", limit=1, mode="fulltext")
+        aliases = await tx.db.fetchval(read, "entity_aliases") - before
+    assert [line.entry_id for line in hit.answering()] == [ids[5]]
+    assert 1_001 <= aliases < 2 * 1_001  # each alias once
 
 
 async def test_a_name_misspelt_as_its_stem_shows_its_entity(campaign: CampaignMemory) -> None:
