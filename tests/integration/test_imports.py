@@ -252,18 +252,175 @@ def test_an_import_accepted_at_once_that_could_not_load_keeps_nothing(
     assert "entity #" not in clash.stderr and "renamed_from" not in clash.stderr
 
 
-def test_a_foundry_v11_world_folder_says_to_unpack_it(lk: Callable[..., CompletedProcess[str]], tmp_path: Path) -> None:
-    """Foundry v11+ keeps a world's data as LevelDB: its folder holds only world.json to read, and the DM is told
-    to extract the data, not just that nothing was found."""
-    assert lk("campaign", "create", "Tides").returncode == 0
-    world = tmp_path / "tides"
-    (world / "data" / "actors").mkdir(parents=True)
+def _leveldb(folder: Path, entries: dict[str, dict[str, object]]) -> None:
+    """A LevelDB folder as Foundry v11+ writes one: ``!actors!<id>``, an embedded document under its parent's
+    sublevel and id (``!actors.items!<actorId>.<itemId>``), the parent listing the ids; JSON values."""
+    plyvel = pytest.importorskip("plyvel")
+    folder.mkdir(parents=True, exist_ok=True)
+    db = plyvel.DB(str(folder), create_if_missing=True)
+    for key, value in entries.items():
+        db.put(key.encode(), json.dumps(value).encode())
+    db.close()
+
+
+def _v11_world(root: Path) -> Path:
+    """A Foundry v11+ world folder: world.json, data/ of LevelDB folders, and a compendium pack of its own."""
+    world = root / "tides"
+    world.mkdir(parents=True)
     (world / "world.json").write_text('{"id": "tides", "title": "Tides", "system": "dnd5e", "compatibility": {}}')
-    (world / "data" / "actors" / "000005.ldb").write_bytes(b"\x00\x01binary")
-    (world / "data" / "actors" / "CURRENT").write_text("MANIFEST-000002\n")
-    for folder in (world, world / "data"):
-        refused = lk("campaign", "import", str(folder))
-        assert refused.returncode != 0 and "foundryvtt-cli `unpack`" in refused.stderr, refused.stderr
+    _leveldb(
+        world / "data" / "actors",
+        {
+            "!actors!vask000000000001": {
+                "_id": "vask000000000001",
+                "name": "Vask the Ashen",
+                "type": "npc",
+                "system": {
+                    "details": {"biography": {"value": "<p>A smith.</p><section class='secret'>A spy.</section>"}}
+                },
+                "items": ["blade00000000001", "dagger0000000001", "ring000000000001"],
+                "effects": [],
+                "prototypeToken": {"name": "Vask"},
+            },
+            "!actors.items!vask000000000001.blade00000000001": {
+                "_id": "blade00000000001",
+                "name": "Ember Blade",
+                "type": "weapon",
+                "system": {"rarity": "rare", "description": {"value": "<p>Always warm.</p>"}},
+                "effects": ["glow000000000001"],
+            },
+            "!actors.items.effects!vask000000000001.blade00000000001.glow000000000001": {"_id": "glow000000000001"},
+            "!actors.items!vask000000000001.dagger0000000001": {
+                "_id": "dagger0000000001",
+                "name": "Dagger",
+                "type": "weapon",
+            },
+            "!actors.items!vask000000000001.ring000000000001": {
+                "_id": "ring000000000001",
+                "name": "Ring of Spite",
+                "type": "equipment",
+                "system": {"rarity": "rare", "identified": False, "unidentified": {"name": "Black Ring"}},
+            },
+        },
+    )
+    _leveldb(
+        world / "data" / "journal",
+        {
+            "!journal!pact000000000001": {
+                "_id": "pact000000000001",
+                "name": "The Pact of Tides",
+                "ownership": {"default": 2},
+                "pages": ["terms00000000001", "price00000000001"],
+            },
+            "!journal.pages!pact000000000001.terms00000000001": {
+                "_id": "terms00000000001",
+                "name": "Terms",
+                "type": "text",
+                "text": {"content": "<p>The sea takes one ship a year.</p>"},
+                "ownership": {"default": -1},
+            },
+            "!journal.pages!pact000000000001.price00000000001": {
+                "_id": "price00000000001",
+                "name": "Price",
+                "type": "text",
+                "text": {"content": "<p>The captain is the price.</p>"},
+                "ownership": {"default": 0},  # the GM's page
+            },
+        },
+    )
+    _leveldb(
+        world / "data" / "scenes",
+        {"!scenes!docks00000000001": {"_id": "docks00000000001", "name": "Saltmere Docks", "navName": "The Docks"}},
+    )
+    _leveldb(world / "data" / "folders", {"!folders!folder0000000001": {"_id": "folder0000000001", "name": "NPCs"}})
+    _leveldb(
+        world / "packs" / "priests",
+        {
+            "!actors!priest0000000001": {
+                "_id": "priest0000000001",
+                "name": "Tide Priest",
+                "type": "npc",
+                "system": {},
+                "items": [],
+                "prototypeToken": {},
+            }
+        },
+    )
+    return world
+
+
+def test_a_foundry_v11_world_folder_imports_its_leveldb_data(
+    lk: Callable[..., CompletedProcess[str]], tmp_path: Path
+) -> None:
+    """Foundry v11+ keeps a world's documents as LevelDB folders: the world folder imports as its .db files did,
+    embedded items and pages with their documents, every rule of the Foundry mapping as it was; a folder Foundry
+    holds open (its LOCK taken) is read from a copy."""
+    plyvel = pytest.importorskip("plyvel")
+    assert lk("campaign", "create", "Tides").returncode == 0
+    world = _v11_world(tmp_path / "Data" / "worlds")
+    running = plyvel.DB(str(world / "data" / "actors"))  # Foundry running: another process holds the lock
+    try:
+        imported = lk("campaign", "import", str(world), "--accept")
+    finally:
+        running.close()
+    assert imported.returncode == 0, imported.stderr
+    assert "accepted into Tides: entities: 6 new" in imported.stdout
+    assert "importing 6 entities" in imported.stderr  # the progress bar, as the other imports show
+    vask = json.loads(lk("entity", "show", "Vask the Ashen", "--json").stdout)
+    assert vask["entity"]["description"] == "A smith."
+    facts = {(r["type"], r.get("target_name") or r.get("value"), r["visibility"]) for r in vask["relationships"]}
+    assert facts == {
+        ("owns", "Ember Blade", "public"),
+        ("owns", "Black Ring", "public"),  # not yet identified: what players know of it
+        ("dm_notes", "A spy.", "secret"),
+    }
+    ring = lk("entity", "show", "Black Ring").stdout
+    assert "Identified: Ring of Spite" in ring and "(secret)" in ring
+    assert lk("entity", "show", "Dagger").returncode != 0  # mundane: left on the sheet
+    pact = json.loads(lk("entity", "show", "The Pact of Tides", "--json").stdout)
+    assert pact["entity"]["description"] == "Terms\nThe sea takes one ship a year."  # under its title, as from .db
+    [notes] = pact["relationships"]
+    assert (notes["type"], notes["value"], notes["visibility"]) == (
+        "dm_notes_journal",
+        "Price\nThe captain is the price.",
+        "secret",
+    )
+    assert "aliases: The Docks" in lk("entity", "show", "Saltmere Docks").stdout
+    assert lk("entity", "show", "Tide Priest").returncode == 0  # the world's own compendium pack
+
+    # a week of prep later: Vask renamed in Foundry; importing data/ again finds him by his id
+    _leveldb(
+        world / "data" / "actors",
+        {
+            "!actors!vask000000000001": {
+                "_id": "vask000000000001",
+                "name": "Vask Emberhand",
+                "type": "npc",
+                "system": {},
+                "items": [],
+                "prototypeToken": {},
+            }
+        },
+    )
+    again = lk("campaign", "import", str(world / "data"))
+    assert again.returncode == 0 and "- Vask Emberhand (npc) (renames Vask the Ashen)" in again.stdout, again.stderr
+
+
+def test_a_damaged_leveldb_folder_is_refused_naming_it(
+    lk: Callable[..., CompletedProcess[str]], tmp_path: Path
+) -> None:
+    assert lk("campaign", "create", "Tides").returncode == 0
+    world = _v11_world(tmp_path)
+    for table in (world / "data" / "journal").glob("*.log"):
+        data = table.read_bytes()
+        table.write_bytes(data[:20] + b"\xff" * 40 + data[60:])  # a record's checksum no longer matches
+    refused = lk("campaign", "import", str(world), "--accept")
+    assert refused.returncode != 0
+    assert f"error: {world / 'data' / 'journal'}: a damaged LevelDB folder (Corruption:" in refused.stderr, (
+        refused.stderr
+    )
+    assert "Import b" not in lk("review", "list").stdout
+    assert lk("entity", "show", "Vask the Ashen").returncode != 0  # nothing of the world kept
 
 
 def _vask(secret_notes: str, **changes: str) -> list[tuple[str, bytes]]:
