@@ -218,6 +218,13 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
     formats: list[Format] = []
     kanka_reader = kanka.KankaReader(world)
     leveldb = _leveldb_folders(files)
+    # Foundry v11+ migrates data/actors.db to the LevelDB folder data/actors/ and keeps the old file: stale
+    folders = {_folder(file) for file in leveldb}
+    migrated = [file for file, _ in files if file.casefold().endswith(".db") and file[:-3] in folders]
+    world.skipped += [
+        f"{file}: the NeDB file Foundry migrated to {_name(file[:-3])}/ (read instead)" for file in migrated
+    ]
+    files = [(file, data) for file, data in files if file not in migrated]
     for file, data in files:
         folder = leveldb.get(file)
         if folder is not None and format not in (None, "foundry"):

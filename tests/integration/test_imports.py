@@ -268,6 +268,8 @@ def _v11_world(root: Path) -> Path:
     world = root / "tides"
     world.mkdir(parents=True)
     (world / "world.json").write_text('{"id": "tides", "title": "Tides", "system": "dnd5e", "compatibility": {}}')
+    (world / "data").mkdir()  # the v10 file Foundry migrated to data/actors/ and kept: stale
+    (world / "data" / "actors.db").write_text(json.dumps({"_id": "vask000000000001", "name": "Vask", "type": "npc"}))
     _leveldb(
         world / "data" / "actors",
         {
@@ -387,6 +389,7 @@ def test_a_foundry_v11_world_folder_imports_its_leveldb_data(
     )
     assert "aliases: The Docks" in lk("entity", "show", "Saltmere Docks").stdout
     assert lk("entity", "show", "Tide Priest").returncode == 0  # the world's own compendium pack
+    assert lk("entity", "show", "Vask").returncode != 0  # not the migrated actors.db's stale Vask
 
     # a week of prep later: Vask renamed in Foundry; importing data/ again finds him by his id
     _leveldb(

@@ -258,6 +258,17 @@ def test_a_leveldb_pack_is_read_with_its_embedded_documents(tmp_path: Path) -> N
     assert any("1 folders (not entities)" in s for s in world.skipped)
 
 
+def test_the_nedb_file_foundry_migrated_and_kept_is_left_out(tmp_path: Path) -> None:
+    """Foundry v11+ migrates ``packs/priests.db`` to the LevelDB folder ``packs/priests/`` and keeps the old file
+    beside it: read too, its stale names would come back as second entities of the same ids."""
+    stale = {**PACK["!actors!tidepriest000001"], "name": "Priest of the Tide", "items": []}
+    old = (str(tmp_path / "packs" / "priests.db"), json.dumps(stale).encode() + b"\n")
+    world = read_import([old, *leveldb(tmp_path / "packs" / "priests", PACK)])
+    assert [e.name for e in world.entities] == ["Tide Priest", "Conch of Calling"]
+    assert f"{old[0]}: the NeDB file Foundry migrated to priests/ (read instead)" in world.skipped
+    assert world.sources == [str(tmp_path / "packs" / "priests")]
+
+
 def test_a_zipped_leveldb_folder_is_read(tmp_path: Path) -> None:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
