@@ -18,6 +18,7 @@ from campaigns.load import apply_campaign_file
 from memory.errors import AlreadyExistsError, InvalidInputError
 from memory.models import EntityIn, EntityType, Provenance, Relationship, RelationshipIn, Source, Visibility
 from memory.store import CampaignMemory
+from tests.integration.foundry_v11 import leveldb, v11_world
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
 WORLD = [FIXTURES / "foundry_world" / n for n in ("actors.db", "folders.db", "journal.db", "scenes.db", "world.json")]
@@ -252,105 +253,6 @@ def test_an_import_accepted_at_once_that_could_not_load_keeps_nothing(
     assert "entity #" not in clash.stderr and "renamed_from" not in clash.stderr
 
 
-def _leveldb(folder: Path, entries: dict[str, dict[str, object]]) -> None:
-    """A LevelDB folder as Foundry v11+ writes one: ``!actors!<id>``, an embedded document under its parent's
-    sublevel and id (``!actors.items!<actorId>.<itemId>``), the parent listing the ids; JSON values."""
-    plyvel = pytest.importorskip("plyvel")
-    folder.mkdir(parents=True, exist_ok=True)
-    db = plyvel.DB(str(folder), create_if_missing=True)
-    for key, value in entries.items():
-        db.put(key.encode(), json.dumps(value).encode())
-    db.close()
-
-
-def _v11_world(root: Path) -> Path:
-    """A Foundry v11+ world folder: world.json, data/ of LevelDB folders, and a compendium pack of its own."""
-    world = root / "tides"
-    world.mkdir(parents=True)
-    (world / "world.json").write_text('{"id": "tides", "title": "Tides", "system": "dnd5e", "compatibility": {}}')
-    (world / "data").mkdir()  # the v10 file Foundry migrated to data/actors/ and kept: stale
-    (world / "data" / "actors.db").write_text(json.dumps({"_id": "vask000000000001", "name": "Vask", "type": "npc"}))
-    _leveldb(
-        world / "data" / "actors",
-        {
-            "!actors!vask000000000001": {
-                "_id": "vask000000000001",
-                "name": "Vask the Ashen",
-                "type": "npc",
-                "system": {
-                    "details": {"biography": {"value": "<p>A smith.</p><section class='secret'>A spy.</section>"}}
-                },
-                "items": ["blade00000000001", "dagger0000000001", "ring000000000001"],
-                "effects": [],
-                "prototypeToken": {"name": "Vask"},
-            },
-            "!actors.items!vask000000000001.blade00000000001": {
-                "_id": "blade00000000001",
-                "name": "Ember Blade",
-                "type": "weapon",
-                "system": {"rarity": "rare", "description": {"value": "<p>Always warm.</p>"}},
-                "effects": ["glow000000000001"],
-            },
-            "!actors.items.effects!vask000000000001.blade00000000001.glow000000000001": {"_id": "glow000000000001"},
-            "!actors.items!vask000000000001.dagger0000000001": {
-                "_id": "dagger0000000001",
-                "name": "Dagger",
-                "type": "weapon",
-            },
-            "!actors.items!vask000000000001.ring000000000001": {
-                "_id": "ring000000000001",
-                "name": "Ring of Spite",
-                "type": "equipment",
-                "system": {"rarity": "rare", "identified": False, "unidentified": {"name": "Black Ring"}},
-            },
-        },
-    )
-    _leveldb(
-        world / "data" / "journal",
-        {
-            "!journal!pact000000000001": {
-                "_id": "pact000000000001",
-                "name": "The Pact of Tides",
-                "ownership": {"default": 2},
-                "pages": ["terms00000000001", "price00000000001"],
-            },
-            "!journal.pages!pact000000000001.terms00000000001": {
-                "_id": "terms00000000001",
-                "name": "Terms",
-                "type": "text",
-                "text": {"content": "<p>The sea takes one ship a year.</p>"},
-                "ownership": {"default": -1},
-            },
-            "!journal.pages!pact000000000001.price00000000001": {
-                "_id": "price00000000001",
-                "name": "Price",
-                "type": "text",
-                "text": {"content": "<p>The captain is the price.</p>"},
-                "ownership": {"default": 0},  # the GM's page
-            },
-        },
-    )
-    _leveldb(
-        world / "data" / "scenes",
-        {"!scenes!docks00000000001": {"_id": "docks00000000001", "name": "Saltmere Docks", "navName": "The Docks"}},
-    )
-    _leveldb(world / "data" / "folders", {"!folders!folder0000000001": {"_id": "folder0000000001", "name": "NPCs"}})
-    _leveldb(
-        world / "packs" / "priests",
-        {
-            "!actors!priest0000000001": {
-                "_id": "priest0000000001",
-                "name": "Tide Priest",
-                "type": "npc",
-                "system": {},
-                "items": [],
-                "prototypeToken": {},
-            }
-        },
-    )
-    return world
-
-
 def test_a_foundry_v11_world_folder_imports_its_leveldb_data(
     lk: Callable[..., CompletedProcess[str]], tmp_path: Path
 ) -> None:
@@ -359,7 +261,7 @@ def test_a_foundry_v11_world_folder_imports_its_leveldb_data(
     holds open (its LOCK taken) is read from a copy."""
     plyvel = pytest.importorskip("plyvel")
     assert lk("campaign", "create", "Tides").returncode == 0
-    world = _v11_world(tmp_path / "Data" / "worlds")
+    world = v11_world(tmp_path / "Data" / "worlds")
     running = plyvel.DB(str(world / "data" / "actors"))  # Foundry running: another process holds the lock
     try:
         imported = lk("campaign", "import", str(world), "--accept")
@@ -392,7 +294,7 @@ def test_a_foundry_v11_world_folder_imports_its_leveldb_data(
     assert lk("entity", "show", "Vask").returncode != 0  # not the migrated actors.db's stale Vask
 
     # a week of prep later: Vask renamed in Foundry; importing data/ again finds him by his id
-    _leveldb(
+    leveldb(
         world / "data" / "actors",
         {
             "!actors!vask000000000001": {
@@ -413,7 +315,7 @@ def test_a_damaged_leveldb_folder_is_refused_naming_it(
     lk: Callable[..., CompletedProcess[str]], tmp_path: Path
 ) -> None:
     assert lk("campaign", "create", "Tides").returncode == 0
-    world = _v11_world(tmp_path)
+    world = v11_world(tmp_path)
     for table in (world / "data" / "journal").glob("*.log"):
         data = table.read_bytes()
         table.write_bytes(data[:20] + b"\xff" * 40 + data[60:])  # a record's checksum no longer matches

@@ -16,6 +16,7 @@ from campaigns.imports import MAX_IMPORT_BYTES, ImportedWorld, ImportFileError, 
 from campaigns.imports.common import html_to_text, js_unescape
 from campaigns.schema import EntitySpec
 from memory.models import EntityType
+from tests.integration import foundry_v11
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
 
@@ -215,12 +216,7 @@ def test_compendium_sources_written_as_yaml() -> None:
 
 def leveldb(folder: Path, entries: dict[str, dict[str, object]]) -> list[tuple[str, bytes]]:
     """A LevelDB folder as Foundry v11+ writes one (``!actors!<id>``, JSON values), and the files an import reads."""
-    plyvel = pytest.importorskip("plyvel")
-    folder.mkdir(parents=True)
-    db = plyvel.DB(str(folder), create_if_missing=True)
-    for key, value in entries.items():
-        db.put(key.encode(), json.dumps(value).encode())
-    db.close()
+    foundry_v11.leveldb(folder, entries)
     return [(str(p), p.read_bytes()) for p in sorted(folder.iterdir()) if p.name not in ("LOCK", "LOG")]
 
 
