@@ -190,7 +190,7 @@ class CampaignsCog(commands.GroupCog, group_name="campaign", group_description="
         name="import", description="Import a world from Foundry VTT, Roll20, Kanka or CSV for review (DM only)"
     )
     @app_commands.describe(
-        file="An export: Foundry .json/.db, Roll20 .json, Kanka .json or .csv",
+        file="An export: Foundry .json/.db or a zipped world folder, Roll20 .json, Kanka .json or .csv",
         file2="Another file of the same export (e.g. journal.db)",
         file3="Another file of the same export",
         format="The tool the files come from (default: told from them)",

@@ -300,37 +300,24 @@ async def import_(
     campaign: str | None,
     as_json: bool,
 ) -> None:
-    """Import a world from Foundry VTT (document exports, .db files, packs/_source JSON; a folder reads the files
-    in it), Roll20 (VTT Enhancement
+    """Import a world from Foundry VTT (a world folder, its v11+ LevelDB data, .db files, document exports,
+    packs/_source JSON; a folder reads the files in it), Roll20 (VTT Enhancement
     Suite characters, handouts, campaign exports), Kanka (API or export JSON) or CSV (name,type,aliases,description
     and more columns as attributes). It waits as one batch for review (`lorekeeper review list`), entities named like
     the campaign's updating them; nothing is written if a file is bad. See docs/guide/imports.md."""
     from campaigns import batches
-    from campaigns.imports import MAX_IMPORT_BYTES, READABLE, ImportFileError, read_import
+    from campaigns.imports import MAX_IMPORT_BYTES, READABLE, ImportFileError, read_import, readable
 
     read: list[tuple[str, bytes]] = []
-    paths = [  # a folder (a Foundry world's data/, packs/_source/) stands for the files under it
+    paths = [  # a folder (a Foundry world, its data/, packs/_source/, a LevelDB folder) stands for the files under it
         found
         for path in files
         for found in (
-            sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.casefold() in READABLE)
-            if path.is_dir()
-            else [path]
+            sorted(p for p in path.rglob("*") if p.is_file() and readable(p.name)) if path.is_dir() else [path]
         )
     ]
-
-    def unpack() -> str:
-        """Foundry v11+ keeps a world's data/ and packs/ as LevelDB: binary, never read here, and worth saying so
-        when nothing could be read."""
-        if any(next(path.rglob("*.ldb"), None) for path in files if path.is_dir()):
-            return (
-                "; its Foundry data is LevelDB (.ldb), as v11+ keeps it: extract it to JSON first with the "
-                "foundryvtt-cli `unpack` command"
-            )
-        return ""
-
     if not paths:
-        raise CliError(f"no {', '.join(READABLE)} files in {', '.join(map(str, files))}{unpack()}")
+        raise CliError(f"no {', '.join(READABLE)} files nor LevelDB folders in {', '.join(map(str, files))}")
     for path in paths:
         if path.stat().st_size > MAX_IMPORT_BYTES:
             raise CliError(
@@ -343,9 +330,7 @@ async def import_(
     except ImportFileError as exc:
         raise CliError(str(exc)) from None
     if not world.entities:
-        raise CliError(
-            f"nothing to import: {len(world.skipped)} records left out ({'; '.join(world.skipped[:3])}){unpack()}"
-        )
+        raise CliError(f"nothing to import: {len(world.skipped)} records left out ({'; '.join(world.skipped[:3])})")
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, name = await campaign_memory(memory, settings, campaign)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import io
 import json
+import re
 import zipfile
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -36,6 +37,7 @@ __all__ = [
     "ImportedWorld",
     "detect_format",
     "read_import",
+    "readable",
 ]
 
 
@@ -90,8 +92,7 @@ def _decode(file: str, data: bytes) -> str:
             file,
             None,
             None,
-            "a binary file (a Foundry v11+ LevelDB pack? extract it to JSON first with "
-            "the foundryvtt-cli `unpack` command)",
+            "a binary file (part of a Foundry v11+ LevelDB folder? import the whole folder, or a zip of it)",
         )
     try:
         return data.decode("utf-8-sig")
@@ -158,8 +159,24 @@ def _broken_json(text: str) -> str | None:
 
 #: What a zip's members may hold unpacked, all together: a Kanka export or a zipped Foundry world, not a bomb.
 MAX_UNZIPPED_BYTES = 5 * MAX_IMPORT_BYTES
-#: The files a zip or a folder is read for.
+#: The files a zip or a folder is read for, besides a LevelDB folder's (:func:`readable`).
 READABLE = (".json", ".db", ".csv", ".yml", ".yaml")
+#: The files of a LevelDB folder (Foundry v11+ keeps a world's data/actors/ … and packs/<name>/ so) that hold its
+#: data: not ``LOCK`` (Foundry's while it runs) nor ``LOG`` (LevelDB's diary).
+_LEVELDB_FILE = re.compile(r"CURRENT|MANIFEST-\d+|\d+\.(?:ldb|sst|log)")
+
+
+def _name(file: str) -> str:
+    return re.split(r"[/\\]", file)[-1]
+
+
+def _folder(file: str) -> str:
+    return file[: -len(_name(file)) - 1] or "."
+
+
+def readable(file: str) -> bool:
+    """Whether an import reads the file a folder or a zip holds: a readable export, or a LevelDB folder's part."""
+    return file.casefold().endswith(READABLE) or bool(_LEVELDB_FILE.fullmatch(_name(file)))
 
 
 def _unzipped(files: Sequence[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
@@ -174,7 +191,7 @@ def _unzipped(files: Sequence[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
                 members = [
                     m
                     for m in archive.infolist()
-                    if not m.is_dir() and m.filename.casefold().endswith(READABLE) and "__MACOSX" not in m.filename
+                    if not m.is_dir() and readable(m.filename) and "__MACOSX" not in m.filename
                 ]
                 if sum(m.file_size for m in members) > MAX_UNZIPPED_BYTES:
                     raise problem(file, None, None, f"unpacks to more than {MAX_UNZIPPED_BYTES // 2**20} MB")
@@ -185,7 +202,7 @@ def _unzipped(files: Sequence[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
         except (zipfile.BadZipFile, OSError) as exc:
             raise problem(file, None, None, f"a damaged zip ({exc})") from None
         if not any(name.startswith(f"{file}/") for name, _ in out):
-            raise problem(file, None, None, "a zip holding no .json, .db, .csv or .yml file")
+            raise problem(file, None, None, "a zip holding no .json, .db, .csv or .yml file nor a LevelDB folder")
     return out
 
 
@@ -200,9 +217,20 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
     world = World()
     formats: list[Format] = []
     kanka_reader = kanka.KankaReader(world)
+    leveldb = _leveldb_folders(files)
+    # Foundry v11+ migrates data/actors.db to the LevelDB folder data/actors/ and keeps the old file: stale
+    folders = {_folder(file) for file in leveldb}
+    migrated = [file for file, _ in files if file.casefold().endswith(".db") and file[:-3] in folders]
+    world.skipped += [
+        f"{file}: the NeDB file Foundry migrated to {_name(file[:-3])}/ (read instead)" for file in migrated
+    ]
+    files = [(file, data) for file, data in files if file not in migrated]
     for file, data in files:
-        text = _decode(file, data)
-        found = format or detect_format(file, text)
+        folder = leveldb.get(file)
+        if folder is not None and format not in (None, "foundry"):
+            raise problem(_folder(file), None, None, f"a Foundry v11+ LevelDB folder, not {format}")
+        text = _decode(file, data) if folder is None else ""
+        found = "foundry" if folder is not None else format or detect_format(file, text)
         if formats and found != formats[0]:
             raise problem(
                 file,
@@ -211,6 +239,10 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
                 f"a {found} file, but {files[0][0]} is {formats[0]}: import one tool's files at a time",
             )
         formats.append(found)
+        if folder is not None:
+            if folder[0] == file:  # the folder is read once, at its first file
+                foundry.parse_leveldb(_folder(file), folder[1], world)
+            continue
         if found == "csv":
             csv_format.parse(file, text, world)
             continue
@@ -232,7 +264,7 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
     _mark_held_by_many(world.entities, world.relationships)
     return ImportedWorld(
         format=formats[0],
-        sources=[file for file, _ in files],
+        sources=list(dict.fromkeys(_folder(file) if file in leveldb else file for file, _ in files)),
         entities=world.entities,
         relationships=_consistent(world.entities, world.relationships, world.skipped),
         skipped=world.skipped,
@@ -245,6 +277,22 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
         assumed=world.assumed,
         records={world.entities[index].name: where for index, where in world.records.items()},
     )
+
+
+def _leveldb_folders(files: Sequence[tuple[str, bytes]]) -> dict[str, tuple[str, list[tuple[str, bytes]]]]:
+    """Each file of a LevelDB folder (one with its ``CURRENT``) → the folder's first file and all its files."""
+    parts: dict[str, list[tuple[str, bytes]]] = {}
+    for file, data in files:
+        if _LEVELDB_FILE.fullmatch(_name(file)):
+            parts.setdefault(_folder(file), []).append((file, data))
+    folders: dict[str, tuple[str, list[tuple[str, bytes]]]] = {}
+    for held in parts.values():
+        if not any(_name(file) == "CURRENT" for file, _ in held):
+            raise problem(
+                held[0][0], None, None, "part of a LevelDB folder without its CURRENT: import the whole folder"
+            )
+        folders.update((file, (held[0][0], held)) for file, _ in held)
+    return folders
 
 
 def _mark_held_by_many(entities: list[EntitySpec], facts: list[RelationshipSpec]) -> None:

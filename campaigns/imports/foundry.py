@@ -1,7 +1,7 @@
 """Foundry VTT: single-document exports ("Export Data" of an Actor, Item, Scene or JournalEntry, in v9's ``data``
 or v10+'s ``system`` layout), a world's or compendium's NeDB ``.db`` files (one JSON document a line), compendium
-sources (``packs/_source/*.json``, or ``*.yml`` as the dnd5e system now writes them), and Adventure documents
-holding all of those.
+sources (``packs/_source/*.json``, or ``*.yml`` as the dnd5e system now writes them), v11+ LevelDB folders (a
+world's ``data/actors/`` …, a compendium's ``packs/<name>/``), and Adventure documents holding all of those.
 
 - Actors: dnd5e/pf2e ``npc`` → npc, ``character`` → player, ``vehicle`` → item, ``group``/``party``/``army`` →
   faction, ``familiar`` → npc, ``hazard`` → concept, ``loot`` → item; any other actor type → npc.
@@ -23,7 +23,10 @@ holding all of those.
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
+from collections.abc import Sequence
 from typing import Any
 
 from campaigns.imports.common import World, as_object, as_text, html_to_text, problem
@@ -123,6 +126,85 @@ def parse_nedb(file: str, text: str, world: World) -> None:
             docs[key] = (line_number, doc)
     for line_number, doc in docs.values():
         _document(file, f"line {line_number}", doc, world)
+
+
+#: The LevelDB collections whose documents may be entities; the others (folders, messages, settings, users,
+#: macros, playlists, roll tables, cards, combats, fog) are not.
+_LEVELDB_DOCUMENTS = ("actors", "items", "journal", "scenes", "adventures")
+#: A LevelDB key as Foundry (classic-level sublevels) writes it: ``!actors!<id>``, an embedded document under its
+#: parent's sublevel and id, ``!actors.items!<actorId>.<itemId>``.
+_LEVELDB_KEY = re.compile(r"!([A-Za-z]+(?:\.[A-Za-z]+)*)!([^!]+)")
+
+
+def parse_leveldb(folder: str, files: Sequence[tuple[str, bytes]], world: World) -> None:
+    """A v11+ LevelDB folder, its files' bytes: read from a copy (Foundry holds the folder's ``LOCK`` while it runs,
+    and the DM's files are never written), each document rebuilt with its embedded ones (an actor's items, a
+    journal's pages: stored apart, the parent listing their ids) as the ``.db`` files held them."""
+    try:
+        import plyvel  # a wheel for x86-64 Linux only (see pyproject.toml)
+    except ImportError:
+        raise problem(
+            folder,
+            None,
+            None,
+            "a Foundry v11+ LevelDB folder, which needs the plyvel package, not installed here (`pip install "
+            "plyvel` builds it where LevelDB is installed), or extract it with the foundryvtt-cli `unpack` command",
+        ) from None
+    with tempfile.TemporaryDirectory(prefix="lorekeeper-leveldb-") as copy:
+        for file, data in files:
+            with open(os.path.join(copy, os.path.basename(file.replace("\\", "/"))), "wb") as out:
+                out.write(data)
+        entries: dict[tuple[str, str], dict[str, Any]] = {}
+        try:
+            db = plyvel.DB(copy, create_if_missing=False, paranoid_checks=True)
+            try:
+                for key, value in db.iterator(verify_checksums=True):
+                    match, doc = _LEVELDB_KEY.fullmatch(key.decode("utf-8", "replace")), _json_object(value)
+                    if match is None or doc is None:
+                        raise problem(
+                            folder,
+                            None,
+                            None,
+                            f"a LevelDB folder, but not Foundry's: its entry {key[:60]!r} is not a document",
+                        )
+                    entries[match.group(1), match.group(2)] = doc
+            finally:
+                db.close()
+        except plyvel.Error as exc:  # its message is bytes, and names the copy
+            said = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+            raise problem(folder, None, None, f"a damaged LevelDB folder ({said.replace(copy, folder)})") from None
+    sublevels = {sublevel for sublevel, _ in entries}
+    skipped: dict[str, int] = {}
+    for (sublevel, doc_id), doc in entries.items():
+        if "." in sublevel:
+            continue  # an embedded document, read with its parent
+        if sublevel not in _LEVELDB_DOCUMENTS:
+            skipped[sublevel] = skipped.get(sublevel, 0) + 1
+            continue
+        _document(folder, f"!{sublevel}!{doc_id}", _embedded(entries, sublevels, sublevel, doc_id, doc), world)
+    world.skipped += [f"{folder}: {count} {sublevel} (not entities)" for sublevel, count in skipped.items()]
+
+
+def _json_object(value: bytes) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(value)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _embedded(
+    entries: dict[tuple[str, str], dict[str, Any]], sublevels: set[str], sublevel: str, doc_id: str, doc: dict[str, Any]
+) -> dict[str, Any]:
+    """The document with each embedded id its parent lists (``"items": ["<itemId>", …]``) replaced by the embedded
+    document (``!actors.items!<actorId>.<itemId>``), theirs in turn; an id with no entry is left out."""
+    rebuilt = dict(doc)
+    for field, value in doc.items():
+        inner = f"{sublevel}.{field}"
+        if isinstance(value, list) and inner in sublevels:
+            keys = [(inner, f"{doc_id}.{item}") for item in value if isinstance(item, str)]
+            rebuilt[field] = [_embedded(entries, sublevels, *key, entries[key]) for key in keys if key in entries]
+    return rebuilt
 
 
 def _system(doc: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,7 @@ import pytest
 from bot.app import LorekeeperBot
 from memory.store import Memory
 from tests.e2e.fake_discord import FakeDiscord, FakeGuild, FakeMember, Upload
+from tests.integration.foundry_v11 import v11_world
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
@@ -49,3 +52,20 @@ async def test_import_waits_for_review_and_is_accepted_whole(
     assert decided["components"] == [] and decided["embeds"][0]["footer"]["text"] == "accepted by dm"
     assert await mem.graph.count_entities() == 6
     assert (await mem.graph.get_entity("Captain Ilse")).type.value == "player"
+
+
+async def test_a_zipped_foundry_v11_world_imports(
+    bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember, tmp_path: Path
+) -> None:
+    """A DM without a shell uploads their v11+ world folder zipped: its LevelDB folders are read as they are."""
+    await fake_discord.invoke("campaign create", {"name": "Tides"}, user_id=dm)
+    world = v11_world(tmp_path)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(world.rglob("*")):
+            if path.is_file():
+                archive.write(path, str(path.relative_to(tmp_path)))
+    staged = await fake_discord.invoke("campaign import", {"file": Upload("tides.zip", buffer.getvalue())}, user_id=dm)
+    said = staged.texts()[0]
+    assert said.startswith("**Tides** ← Import b") and "6 entities (6 new, 0 updated)" in said, said
+    assert "tides.zip/tides/data/actors" in said

@@ -18,6 +18,7 @@ from campaigns.load import apply_campaign_file
 from memory.errors import AlreadyDecidedError, AlreadyExistsError
 from memory.models import EntityIn, EntityType, Provenance, Relationship, RelationshipIn, Source, Visibility
 from memory.store import CampaignMemory
+from tests.integration.foundry_v11 import leveldb, v11_world
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
 WORLD = [FIXTURES / "foundry_world" / n for n in ("actors.db", "folders.db", "journal.db", "scenes.db", "world.json")]
@@ -254,18 +255,79 @@ def test_an_import_accepted_at_once_that_could_not_load_keeps_nothing(
     assert "entity #" not in clash.stderr and "renamed_from" not in clash.stderr
 
 
-def test_a_foundry_v11_world_folder_says_to_unpack_it(lk: Callable[..., CompletedProcess[str]], tmp_path: Path) -> None:
-    """Foundry v11+ keeps a world's data as LevelDB: its folder holds only world.json to read, and the DM is told
-    to extract the data, not just that nothing was found."""
+def test_a_foundry_v11_world_folder_imports_its_leveldb_data(
+    lk: Callable[..., CompletedProcess[str]], tmp_path: Path
+) -> None:
+    """Foundry v11+ keeps a world's documents as LevelDB folders: the world folder imports as its .db files did,
+    embedded items and pages with their documents, every rule of the Foundry mapping as it was; a folder Foundry
+    holds open (its LOCK taken) is read from a copy."""
+    plyvel = pytest.importorskip("plyvel")
     assert lk("campaign", "create", "Tides").returncode == 0
-    world = tmp_path / "tides"
-    (world / "data" / "actors").mkdir(parents=True)
-    (world / "world.json").write_text('{"id": "tides", "title": "Tides", "system": "dnd5e", "compatibility": {}}')
-    (world / "data" / "actors" / "000005.ldb").write_bytes(b"\x00\x01binary")
-    (world / "data" / "actors" / "CURRENT").write_text("MANIFEST-000002\n")
-    for folder in (world, world / "data"):
-        refused = lk("campaign", "import", str(folder))
-        assert refused.returncode != 0 and "foundryvtt-cli `unpack`" in refused.stderr, refused.stderr
+    world = v11_world(tmp_path / "Data" / "worlds")
+    running = plyvel.DB(str(world / "data" / "actors"))  # Foundry running: another process holds the lock
+    try:
+        imported = lk("campaign", "import", str(world), "--accept")
+    finally:
+        running.close()
+    assert imported.returncode == 0, imported.stderr
+    assert "accepted into Tides: entities: 6 new" in imported.stdout
+    assert "importing 6 entities" in imported.stderr  # the progress bar, as the other imports show
+    vask = json.loads(lk("entity", "show", "Vask the Ashen", "--json").stdout)
+    assert vask["entity"]["description"] == "A smith."
+    facts = {(r["type"], r.get("target_name") or r.get("value"), r["visibility"]) for r in vask["relationships"]}
+    assert facts == {
+        ("owns", "Ember Blade", "public"),
+        ("owns", "Black Ring", "public"),  # not yet identified: what players know of it
+        ("dm_notes", "A spy.", "secret"),
+    }
+    ring = lk("entity", "show", "Black Ring").stdout
+    assert "Identified: Ring of Spite" in ring and "(secret)" in ring
+    assert lk("entity", "show", "Dagger").returncode != 0  # mundane: left on the sheet
+    pact = json.loads(lk("entity", "show", "The Pact of Tides", "--json").stdout)
+    assert pact["entity"]["description"] == "Terms\nThe sea takes one ship a year."  # under its title, as from .db
+    [notes] = pact["relationships"]
+    assert (notes["type"], notes["value"], notes["visibility"]) == (
+        "dm_notes_journal",
+        "Price\nThe captain is the price.",
+        "secret",
+    )
+    assert "aliases: The Docks" in lk("entity", "show", "Saltmere Docks").stdout
+    assert lk("entity", "show", "Tide Priest").returncode == 0  # the world's own compendium pack
+    assert lk("entity", "show", "Vask").returncode != 0  # not the migrated actors.db's stale Vask
+
+    # a week of prep later: Vask renamed in Foundry; importing data/ again finds him by his id
+    leveldb(
+        world / "data" / "actors",
+        {
+            "!actors!vask000000000001": {
+                "_id": "vask000000000001",
+                "name": "Vask Emberhand",
+                "type": "npc",
+                "system": {},
+                "items": [],
+                "prototypeToken": {},
+            }
+        },
+    )
+    again = lk("campaign", "import", str(world / "data"))
+    assert again.returncode == 0 and "- Vask Emberhand (npc) (renames Vask the Ashen)" in again.stdout, again.stderr
+
+
+def test_a_damaged_leveldb_folder_is_refused_naming_it(
+    lk: Callable[..., CompletedProcess[str]], tmp_path: Path
+) -> None:
+    assert lk("campaign", "create", "Tides").returncode == 0
+    world = v11_world(tmp_path)
+    for table in (world / "data" / "journal").glob("*.log"):
+        data = table.read_bytes()
+        table.write_bytes(data[:20] + b"\xff" * 40 + data[60:])  # a record's checksum no longer matches
+    refused = lk("campaign", "import", str(world), "--accept")
+    assert refused.returncode != 0
+    assert f"error: {world / 'data' / 'journal'}: a damaged LevelDB folder (Corruption:" in refused.stderr, (
+        refused.stderr
+    )
+    assert "Import b" not in lk("review", "list").stdout
+    assert lk("entity", "show", "Vask the Ashen").returncode != 0  # nothing of the world kept
 
 
 def _vask(secret_notes: str, **changes: str) -> list[tuple[str, bytes]]:

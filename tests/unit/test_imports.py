@@ -6,6 +6,7 @@ from __future__ import annotations
 import codecs
 import io
 import json
+import sys
 import zipfile
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from campaigns.imports import MAX_IMPORT_BYTES, ImportedWorld, ImportFileError, 
 from campaigns.imports.common import html_to_text, js_unescape
 from campaigns.schema import EntitySpec
 from memory.models import EntityType
+from tests.integration import foundry_v11
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
 
@@ -212,8 +214,83 @@ def test_compendium_sources_written_as_yaml() -> None:
     assert [(r.source, r.type, r.target) for r in world.relationships] == [("Tide Priest", "owns", "Conch of Calling")]
 
 
-def test_a_leveldb_pack_is_refused_with_what_to_do() -> None:
-    assert "foundryvtt-cli" in refused([("000005.ldb", b"\x00\x01\x02binary")])
+def leveldb(folder: Path, entries: dict[str, dict[str, object]]) -> list[tuple[str, bytes]]:
+    """A LevelDB folder as Foundry v11+ writes one (``!actors!<id>``, JSON values), and the files an import reads."""
+    foundry_v11.leveldb(folder, entries)
+    return [(str(p), p.read_bytes()) for p in sorted(folder.iterdir()) if p.name not in ("LOCK", "LOG")]
+
+
+PACK = {
+    "!actors!tidepriest000001": {
+        "_id": "tidepriest000001",
+        "name": "Tide Priest",
+        "type": "npc",
+        "system": {"details": {"biography": {"value": "<p>Keeps the bell.</p>"}}},
+        "items": ["conch00000000001", "mace000000000001"],
+        "prototypeToken": {"name": "Tide Priest"},
+    },
+    "!actors.items!tidepriest000001.conch00000000001": {
+        "_id": "conch00000000001",
+        "name": "Conch of Calling",
+        "type": "equipment",
+        "system": {"rarity": "rare", "description": {"value": "<p>Calls the tide.</p>"}},
+    },
+    "!actors.items!tidepriest000001.mace000000000001": {"_id": "mace000000000001", "name": "Mace", "type": "weapon"},
+    "!folders!folder0000000001": {"_id": "folder0000000001", "name": "Priests", "type": "Actor"},
+}
+
+
+def test_a_leveldb_pack_is_read_with_its_embedded_documents(tmp_path: Path) -> None:
+    """A v11+ compendium pack: the actor's items are stored apart (``!actors.items!<actor>.<item>``), the actor
+    listing their ids; read together, as the ``.db`` file held them, every rule of the Foundry mapping applies."""
+    world = read_import(leveldb(tmp_path / "packs" / "priests", PACK))
+    assert world.format == "foundry" and world.sources == [str(tmp_path / "packs" / "priests")]
+    assert [(e.name, e.type, e.description) for e in world.entities] == [
+        ("Tide Priest", "npc", "Keeps the bell."),
+        ("Conch of Calling", "item", "Calls the tide."),  # the mace is mundane: left on the sheet
+    ]
+    assert facts(world) == {("Tide Priest", "owns", "Conch of Calling", False)}
+    assert world.source_ids["Conch of Calling"] == {"Actor.tidepriest000001.Item.conch00000000001": "Conch of Calling"}
+    assert any("1 folders (not entities)" in s for s in world.skipped)
+
+
+def test_the_nedb_file_foundry_migrated_and_kept_is_left_out(tmp_path: Path) -> None:
+    """Foundry v11+ migrates ``packs/priests.db`` to the LevelDB folder ``packs/priests/`` and keeps the old file
+    beside it: read too, its stale names would come back as second entities of the same ids."""
+    stale = {**PACK["!actors!tidepriest000001"], "name": "Priest of the Tide", "items": []}
+    old = (str(tmp_path / "packs" / "priests.db"), json.dumps(stale).encode() + b"\n")
+    world = read_import([old, *leveldb(tmp_path / "packs" / "priests", PACK)])
+    assert [e.name for e in world.entities] == ["Tide Priest", "Conch of Calling"]
+    assert f"{old[0]}: the NeDB file Foundry migrated to priests/ (read instead)" in world.skipped
+    assert world.sources == [str(tmp_path / "packs" / "priests")]
+
+
+def test_a_zipped_leveldb_folder_is_read(tmp_path: Path) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for file, data in leveldb(tmp_path / "priests", PACK):
+            archive.writestr(f"priests/{Path(file).name}", data)
+        archive.writestr("priests/LOCK", b"")  # Foundry's lock: not read
+    world = read_import([("world.zip", buffer.getvalue())])
+    assert [e.name for e in world.entities] == ["Tide Priest", "Conch of Calling"]
+    assert world.sources == ["world.zip/priests"]
+
+
+def test_a_leveldb_folder_not_foundrys_or_damaged_is_refused_naming_it(tmp_path: Path) -> None:
+    other = leveldb(tmp_path / "other", {"user:1": {"name": "Ana"}})  # another program's, in JSON too
+    assert refused(other).startswith(f"{tmp_path / 'other'}: a LevelDB folder, but not Foundry's: its entry b'user:1'")
+    damaged = [(f, b"garbage" if "MANIFEST" in f else data) for f, data in leveldb(tmp_path / "pack", PACK)]
+    assert refused(damaged).startswith(f"{tmp_path / 'pack'}: a damaged LevelDB folder (Corruption:")
+    assert "import the whole folder" in refused([("000005.ldb", b"\x00\x01\x02binary")])
+    assert "a Foundry v11+ LevelDB folder, not csv" in refused(leveldb(tmp_path / "csv", PACK), "csv")
+
+
+def test_a_leveldb_folder_without_plyvel_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """plyvel has wheels for x86-64 Linux only: elsewhere it may be missing, and the DM is told what to do."""
+    files = leveldb(tmp_path / "pack", PACK)
+    monkeypatch.setitem(sys.modules, "plyvel", None)
+    message = refused(files)
+    assert message.startswith(f"{tmp_path / 'pack'}: a Foundry v11+ LevelDB folder, which needs the plyvel package")
 
 
 def test_a_journal_page_inheriting_its_entrys_ownership_is_public() -> None:
