@@ -581,8 +581,13 @@ _ALIVE = re.compile(
 
 
 #: A name's "'s" that the rules read as "is" or "has": "Grog's dead.", "Wren's holding the key", "Lucy's alive",
-#: "Kima's the champion of Bahamut" (``rules._ROLE_OF``).
-_CONTRACTED = re.compile(rf"{_DEAD_S}|['’]s\s+(?:{_HOLDING}|{_LIVING}|(?i:a|an|the|his|her|their)\s)")
+#: "Kima's the champion of Bahamut" (``rules._ROLE_OF``); or that no possessive is, before an adverb or a preposition
+#: ("Pike's not listening", "Adra's got your back", "Keyleth's after Vax": on CRD3's dev episodes).
+_CONTRACTED = re.compile(
+    rf"{_DEAD_S}|['’]s\s+(?:{_HOLDING}|{_LIVING}|(?i:a|an|the|his|her|their)\s)"
+    r"|['’]s\s+(?i:not|never|got|gotten|been|gone|going|still|already|just|now|also|always|here|there|in|on|at|with"
+    r"|after|about|over|under|beneath|behind|up|down|out|off|into|from|to|so|too|very|really|like|all|gonna)\b"
+)
 #: A possessive ending and the first word of what it owns: "Sylas's guard", "Sylas' guard", "Vex's Bow of the Wind".
 _POSSESSIVE = re.compile(r"(?:['’]s|(?<=[sxzSXZ])['’])\s+(?=[^\W\d_]|\ue000)")
 

@@ -483,6 +483,8 @@ async def test_a_death_told_of_him_or_her_is_the_one_npc_the_scene_is_about() ->
         ("MATT", "Jazna staggers back. Grog, she is bloodied and terrified."),
         ("MATT", "It doesn't matter. You killed her."),
     ) == {"Death of Jazna": ["Grog Strongjaw", "Jazna"]}
+    # an "'s" before an adverb or a preposition is "is" or "has", no possessive: Jazna is who the scene is about
+    assert await scene(("MATT", "Jazna's in the doorway."), ("MATT", "You kill her.")) == {"Death of Jazna": ["Jazna"]}
     # "Grog kills her": the killer is not who died
     assert await scene(
         ("MATT", "Jazna turns to run, and Grog kills her."),
