@@ -38,6 +38,10 @@ from memory.extraction.schema import PERSON_TYPES, Event, EventKind, KnownEntity
 from memory.models import EntityType
 
 _K = r"\ue000(?P<{}>\d+)\ue001"  # a known name, tagged
+#: A known name owning what follows, tagged apart from the others by the rule extractor ("Sylas's guard", "Vex's Bow
+#: of the Wind"): never a rule's subject or object (see :func:`owns`), only the determiner of what it owns.
+OWNER_TAG = "\ue002{}\ue001"
+OWNER = r"\ue002\d+\ue001['’]s?\s+"
 _UPPER = "A-ZÀ-ÖØ-Þ"
 _PERSON = PERSON_TYPES
 #: "The Briarwoods are dead": a faction of people can die too.
@@ -115,9 +119,10 @@ _DEAD_STATE = (
 #: What the dead are: "Sylas is dead", "the Briarwoods were destroyed", "Thordak lies slain", "Grog's dead". An "'s"
 #: is "is" only with the state ending its clause ("Grog's dead.", "Vex's dead and gone", "Grog's dead now"): else
 #: a possessive ("Percy's dead family") or "has" ("Grog's killed the guard").
+_DEAD_S = r"['’]s" + _DEAD_STATE + r"(?=\s*(?:[.!?;:,—\"”]|$)|\s+(?i:and|but|now)\b)"
 _DEAD = (
     r"(?i:is|was|are|were|lies|lay|remains)" + _DEAD_STATE
-    + r"|['’]s" + _DEAD_STATE + r"(?=\s*(?:[.!?;:,—\"”]|$)|\s+(?i:and|but|now)\b)"
+    + r"|" + _DEAD_S
     + r"|(?i:has|have)\s+fallen(?=\s*(?:[.!;]|$))"  # "Vex has fallen.": not "has fallen unconscious" or "... asleep"
 )  # fmt: skip
 #: A body that tells its owner is dead: "the corpse of Horace", "the lifeless body of Reginald".
@@ -157,13 +162,14 @@ _ARRIVE = _class(
 #: ... or a journey's end: "you head back to Westruun", "you travel north to Kraghammer".
 _JOURNEY = _class("travel", "head", "return", "ride", "sail", "rest", "walk", "march", "fly", "run", "continue")
 #: "the northern icy landscape of Issylra", "the dwarven citadel of Kraghammer": a place word and its name.
-_PLACE_OF = (
-    r"(?:(?i:the|a|an|your|their|our)\s+)?(?:[a-z'-]+\s+){0,3}?(?i:city|town|village|capital|citadel|fortress|keep|"
+_PLACE_WORD = (
+    r"(?i:city|town|village|capital|citadel|fortress|keep|"
     r"castle|temple|realm|plane|land|lands|landscape|region|country|countryside|kingdom|empire|continent|island|isle|"
     r"coast|shores?|edge|base|foot|heart|center|centre|depths|outskirts|gates?|walls|streets|ruins|docks|port|"
     r"harbou?r|district|borders?|mountains|forests?|woods|jungles?|deserts?|wastes|wilds|halls|tunnels|caverns?|caves"
-    r"|sewers|territory|province|north|south|east|west|top|peak|mouth|entrance|middle|square)\s+of\s+(?:(?i:the)\s+)?"
+    r"|sewers|territory|province|north|south|east|west|top|peak|mouth|entrance|middle|square)"
 )
+_PLACE_OF = r"(?:(?i:the|a|an|your|their|our)\s+)?(?:[a-z'-]+\s+){0,3}?" + _PLACE_WORD + r"\s+of\s+(?:(?i:the)\s+)?"
 _GOES = (
     rf"(?:{_ARRIVE}|{_JOURNEY}\s+(?:(?i:back|north|south|east|west|home|deep|down|up|\w+ward|on)\s+)?"
     r"(?i:to|into|in|for))"
@@ -175,8 +181,9 @@ _GIVE = _class("give", "hand", "pass", "toss", "present", "award", "gift", "best
 _GIVES = re.compile(
     r"(?:" + _K.format("x") + r"\s+" + _ADVERB + r")?" + _GIVE + r"\s+"
     r"(?:(?i:you|him|her|them|it|over)\s+|" + _K.format("to") + r"\s+)?(?:(?i:with)\s+)?"
-    r"(?:(?i:the|a|an|his|her|their|its)\s+)?" + _K.format("y") + r"(?:\s+(?i:to)\s+" + _K.format("to2") + ")?"
-)
+    r"(?:(?i:the|a|an|his|her|their|its)\s+|" + OWNER + r")?"
+    + _K.format("y") + r"(?:\s+(?i:to)\s+" + _K.format("to2") + ")?"
+)  # fmt: skip
 _FIND = _class(
     "find", "discover", "receive", "obtain", "acquire", "loot", "take", "grab", "pick up", "steal", "retrieve",
     "recover", "claim", "pull out", "take hold of", "pocket", "snatch", "attune to", "attune with",
@@ -185,7 +192,7 @@ _FIND = _class(
 _GIVEN = r"\b(?i:are|were|is|was)\s+(?i:given|handed|gifted|awarded|granted|presented\s+with)\b"
 _FINDS = re.compile(
     r"(?:" + _K.format("x") + r"\s+" + _ADVERB + r")?"
-    + rf"(?:{_FIND}|{_GIVEN})\s+(?:(?i:the|a|an)\s+)?" + _K.format("y")
+    + rf"(?:{_FIND}|{_GIVEN})\s+(?:(?i:the|a|an)\s+|{OWNER})?" + _K.format("y")
 )  # fmt: skip
 
 # A hand-over, said by anyone: a known item passing to a known person, who has it now ("Quillon hands Thessaly the
@@ -194,7 +201,7 @@ _FINDS = re.compile(
 
 #: Who gives or takes: a known name, or "I" (``i``: the speaker's character).
 _HANDER = r"(?:" + _K.format("x") + r"|(?P<i>\bI))\s+" + _ADVERB
-_ITEM_DET = r"(?:(?i:the|a|an|his|her|their|its|my|your)\s+)?"
+_ITEM_DET = rf"(?:(?i:the|a|an|his|her|their|its|my|your)\s+|{OWNER})?"
 _HANDS = re.compile(
     _HANDER + _GIVE + r"\s+(?:" + _K.format("to") + r"\s+" + _ITEM_DET + _K.format("y")
     + r"|" + _ITEM_DET + _K.format("y2") + r"\s+(?i:to)\s+" + _K.format("to2") + r")"
@@ -205,9 +212,10 @@ _TAKES_ITEM = re.compile(_HANDER + _TAKE + r"\s+" + _ITEM_DET + _K.format("y"))
 #: ... or holding it now: "Wren is carrying the Ember Key", "I'm holding the Bellstone", "Wren's holding the key".
 #: Not "holding the line" (no known item), nor "still holding" (the holder the memory has, told again, or no
 #: hand-over told: see ``rules._VERB_LINK``).
+_HOLDING = r"(?:(?i:now|already)\s+)?(?i:holding|carrying|wielding|clutching|wearing)\s+"
 _HOLDS = re.compile(
-    r"(?:" + _K.format("x") + r"|(?P<i>\bI))(?:\s+(?i:is|was|am)\s+|['’](?i:s|m)\s+|\s+)(?:(?i:now|already)\s+)?"
-    + r"(?i:holding|carrying|wielding|clutching|wearing)\s+" + _ITEM_DET + _K.format("y")
+    r"(?:" + _K.format("x") + r"|(?P<i>\bI))(?:\s+(?i:is|was|am)\s+|['’](?i:s|m)\s+|\s+)" + _HOLDING
+    + _ITEM_DET + _K.format("y")
 )  # fmt: skip
 
 
@@ -565,11 +573,34 @@ def _scene_npc(named: list[KnownEntity]) -> KnownEntity | None:
 
 #: Someone found or still alive, told by the DM: "Lucy is alive", "Crane is still breathing", "you find Lucy alive",
 #: "She's alive" (the one npc of the scene, as for a death told of "her"), "Lucy's alive".
+_LIVING = r"(?:(?i:still|now|very\s+much|clearly|definitely|barely|somehow|just)\s+)?(?i:alive|breathing)\b"
 _ALIVE = re.compile(
     r"(?:" + _K.format("x") + r"|\b(?i:he|she)(?=\s|['’]s))"
-    r"(?:\s+(?i:is|was|remains|stays)\s+|['’]s\s+|\s+)"
-    r"(?:(?i:still|now|very\s+much|clearly|definitely|barely|somehow|just)\s+)?(?i:alive|breathing)\b"
+    r"(?:\s+(?i:is|was|remains|stays)\s+|['’]s\s+|\s+)" + _LIVING
 )
+
+
+#: A name's "'s" that the rules read as "is" or "has": "Grog's dead.", "Wren's holding the key", "Lucy's alive",
+#: "Kima's the champion of Bahamut" (``rules._ROLE_OF``); or that no possessive is, before an adverb or a preposition
+#: ("Pike's not listening", "Adra's got your back", "Keyleth's after Vax": on CRD3's dev episodes).
+_CONTRACTED = re.compile(
+    rf"{_DEAD_S}|['’]s\s+(?:{_HOLDING}|{_LIVING}|(?i:a|an|the|his|her|their)\s)"
+    r"|['’]s\s+(?i:not|never|got|gotten|been|gone|going|still|already|just|now|also|always|here|there|in|on|at|with"
+    r"|after|about|over|under|beneath|behind|up|down|out|off|into|from|to|so|too|very|really|like|all|gonna)\b"
+)
+#: A possessive ending and the first word of what it owns: "Sylas's guard", "Sylas' guard", "Vex's Bow of the Wind".
+_POSSESSIVE = re.compile(r"(?:['’]s|(?<=[sxzSXZ])['’])\s+(?=[^\W\d_]|\ue000)")
+
+
+def owns(text: str, end: int, place: bool = False) -> bool:
+    """Whether the name ending at ``end`` of ``text`` (its possessive ending after it) owns what follows: "Sylas's
+    guard" is the guard, "Grog has Vex's bow" not Vex, "Grog takes Vex's Bow of the Wind" the bow. Not where the rules
+    read its "'s" as "is" or "has" (:data:`_CONTRACTED`), nor, of a ``place``, before a part of it: "you arrive at
+    Emon's gates" is at Emon, as "the gates of Emon" is."""
+    m = _POSSESSIVE.match(text, end)
+    if m is None or _CONTRACTED.match(text, end) is not None:
+        return False
+    return not (place and re.match(_PLACE_WORD + r"\b", text[m.end() :]))
 
 
 def alive(text: str, found: list[KnownEntity], scene: list[SceneLine]) -> list[KnownEntity]:

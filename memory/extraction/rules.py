@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from memory.extraction.events import (
     AFTER_PREPOSITION,
+    OWNER,
+    OWNER_TAG,
     Event,
     EventKind,
     SceneLine,
@@ -21,6 +23,7 @@ from memory.extraction.events import (
     events,
     handovers,
     one_each,
+    owns,
     scene_deaths,
     scene_named,
 )
@@ -92,7 +95,7 @@ _RELATIONS: list[tuple[re.Pattern[str], str]] = [
 #: read, as it is no news (the holder the memory has, told again) or no hand-over told (of another holder), so
 #: neither a duplicate nor a change of holder to review.
 _VERB_LINK = re.compile(
-    rf"(?P<x>{_KNOWN}){_POSS}\s+(?P<verb>[a-z]+)(?:\s+(?P<prep>to|from))?\s+(?:(?i:the)\s+)?(?P<y>{_KNOWN})"
+    rf"(?P<x>{_KNOWN}){_POSS}\s+(?P<verb>[a-z]+)(?:\s+(?P<prep>to|from))?\s+(?:(?i:the)\s+|{OWNER})?(?P<y>{_KNOWN})"
 )
 #: A sentence asked ("And Wilhand is the brother of Ogden?"): what it says is a guess, not a fact told.
 _ASKED = re.compile(r"[^.!?…]*\?")
@@ -294,12 +297,14 @@ def _role_link(role: str, prep: str, y_type: EntityType) -> str:
 
 def _tag(gazetteer: Gazetteer[KnownEntity], text: str) -> tuple[str, list[KnownEntity]]:
     """The text with each mention replaced by a placeholder naming its index in the returned list. A possessive
-    ending not the name's own stays in the text: "Grog's dead" is "Grog is dead", "Percy's dead family" his."""
+    ending not the name's own stays in the text: "Grog's dead" is "Grog is dead". A name owning what follows
+    ("Sylas's guard", :func:`events.owns`) is tagged apart, so that no rule takes it for its subject or object."""
     parts: list[str] = []
     found: list[KnownEntity] = []
     done = 0
     for start, end, entity in gazetteer.find(text, possessive_ending=False):
-        parts += [text[done:start], _PLACEHOLDER.format(len(found))]
+        tag = OWNER_TAG if owns(text, end, place=entity.type == EntityType.location) else _PLACEHOLDER
+        parts += [text[done:start], tag.format(len(found))]
         found.append(entity)
         done = end
     parts.append(text[done:])

@@ -947,6 +947,26 @@ async def test_the_dm_saying_someones_dead_with_s_proposes_the_death_and_the_dea
     assert dead.fact is not None and dead.fact.provenance.entry_ids == [entries[1].id]  # the DM's, not the player's
 
 
+async def test_a_name_owning_what_follows_is_not_the_one_killed_or_had(world: CampaignMemory) -> None:
+    """ "Grog kills Brom's apprentice" proposed Brom's death, "Grog has Brom's hammer" Grog having Brom: the name
+    before "'s" and a noun owns it. A known item it owns is what is had."""
+    g = world.graph
+    await g.add_entity(EntityIn(name="Grog", type=EntityType.player))
+    await g.add_entity(EntityIn(name="Hammer of Ironhold", type=EntityType.item))
+    entries = await write(
+        world,
+        [
+            ("DM", "Grog kills Brom's apprentice with one swing."),
+            ("DM", "Grog has Brom's tongs now."),
+            ("DM", "Grog takes Brom's Hammer of Ironhold from the wall."),
+        ],
+    )
+    await run(world, entries)
+    filed = [(s, t, o) for s, t, o, _ in await facts(world)]
+    assert [f for f in filed if f[1] != "took_part_in"] == [("Grog", "has", "Hammer of Ironhold")]
+    assert not [f for f in filed if "Brom" in f]  # no death, no killing, nothing had, no part taken
+
+
 async def test_someone_the_dm_tells_is_alive_proposes_the_alive_status_and_accepted_closes_dead(
     world: CampaignMemory,
 ) -> None:

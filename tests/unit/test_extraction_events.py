@@ -127,6 +127,23 @@ def test_a_state_after_a_names_s_ending_its_clause_is_what_the_name_is() -> None
         assert told(line) == [], line
 
 
+def test_a_name_owning_what_follows_is_not_the_clauses_dead_or_object() -> None:
+    """ "Grog kills Sylas's guard" told the death of Sylas: the name before "'s" and a noun owns what dies or is
+    taken. What it owns may be a known item; a known place's own part is the place ("Emon's gates")."""
+    for line in (
+        "Grog kills Sylas's guard.",
+        "Grog slays Sylas' guard.",
+        "You find the corpse of Sylas's guard.",
+        "You arrive at Emon's Gate.",  # another place
+    ):
+        assert told(line) == [], line
+    assert names("Jazna's guard kills Grog.") == [("Death of Grog Strongjaw", ["Grog Strongjaw"], None)]
+    assert names("Grog takes Sylas's Bag of Holding.") == [
+        ("Acquisition of Bag of Holding", ["Bag of Holding", "Grog Strongjaw"], None)
+    ]
+    assert names("You arrive at Emon's gates.") == [("Arrival at Emon", [], "Emon")]
+
+
 def test_a_death_of_a_place_or_thing_is_no_event() -> None:
     assert told("The Sun Tree is dead, a husk.") == []
 
@@ -466,6 +483,8 @@ async def test_a_death_told_of_him_or_her_is_the_one_npc_the_scene_is_about() ->
         ("MATT", "Jazna staggers back. Grog, she is bloodied and terrified."),
         ("MATT", "It doesn't matter. You killed her."),
     ) == {"Death of Jazna": ["Grog Strongjaw", "Jazna"]}
+    # an "'s" before an adverb or a preposition is "is" or "has", no possessive: Jazna is who the scene is about
+    assert await scene(("MATT", "Jazna's in the doorway."), ("MATT", "You kill her.")) == {"Death of Jazna": ["Jazna"]}
     # "Grog kills her": the killer is not who died
     assert await scene(
         ("MATT", "Jazna turns to run, and Grog kills her."),
@@ -497,6 +516,9 @@ async def test_a_death_told_of_him_or_her_is_the_one_npc_the_scene_is_about() ->
         ),
         # no npc: a player or a faction is no "him"
         (("MATT", "Grog swings."), ("MATT", "He falls dead.")),
+        # the npc named owns who is in the scene: "him" is the guard
+        (("MATT", "Jazna's guard lunges at you, Grog."), ("MATT", "You killed him.")),
+        (("MATT", "Jazna's guard lunges at you, and you cut him down."),),
     ],
 )
 async def test_no_death_of_him_or_her_without_one_clear_npc(lines: tuple[tuple[str, str], ...]) -> None:

@@ -121,6 +121,32 @@ async def test_the_dm_saying_someones_dead_with_s_proposes_the_death_and_a_playe
     assert fear.facts == []
 
 
+async def test_a_name_owning_what_follows_is_no_subject_or_object_but_what_it_owns_may_be() -> None:
+    """ "Grog kills Sylas's guard" proposed Sylas dead and killed, "Grog has Vex's bow" Grog having Vex: the name
+    before "'s" and a noun owns it, and is never a rule's whole argument; a known item it owns is read."""
+    bow = KnownEntity(id=7, name="Bow of the Wind", type=EntityType.item)
+    clasp = KnownEntity(id=8, name="Clasp", type=EntityType.faction)
+    known = [*KNOWN, bow, clasp]
+
+    async def facts(line: str) -> set[tuple[str, str, str | None]]:
+        said = await RuleExtractor().extract(entries(line), known)
+        return {(f.source, f.type, f.target or f.value) for f in said.facts if f.type != "took_part_in"}
+
+    for line in (
+        "Vex'ahlia kills Eldrinax's guard.",
+        "Vex'ahlia slays Tim's guard.",
+        "Vex'ahlia has Eldrinax's bow.",
+        "Tim takes Eldrinax's purse.",
+        "Eldrinax leads Clasp's men.",
+        "Tim joined Clasp's army.",
+        "Tim lives in Ironhold's shadow.",
+    ):
+        assert await facts(line) == set(), line
+    assert await facts("Vex'ahlia has Eldrinax's Bow of the Wind.") == {("Vex'ahlia", "has", "Bow of the Wind")}
+    assert await facts("Vex'ahlia takes Eldrinax's Bow of the Wind.") == {("Vex'ahlia", "has", "Bow of the Wind")}
+    assert await facts("Tim's dead.") == {("Tim", "status", "dead")}  # "is", as before
+
+
 async def test_a_battle_whose_foe_dies_in_the_same_line_is_that_death_alone() -> None:
     """CRD3 C1E080's opening recap: "There you all did battle with the great colossal Thordak … upon the corpse of
     Thordak laying cut, bleeding and dead" gave "Battle with Thordak" and "Death of Thordak", one happening twice."""
