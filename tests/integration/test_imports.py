@@ -104,6 +104,25 @@ async def test_two_records_naming_one_entity_update_it_once(campaign: CampaignMe
     )
 
 
+async def test_a_scene_and_its_lore_journal_are_a_location_whatever_the_file_order(campaign: CampaignMemory) -> None:
+    """A scene and a journal entry of one name (a place and its lore page) make one entity: the scene's type wins
+    over the journal's concept, read first or last, and the journal's text is its description."""
+    scene = {"_id": "s1", "name": "Port Venmark", "navName": "The Harbour", "ownership": {"default": 0}}
+    page = {"_id": "p1", "name": "Overview", "type": "text", "text": {"content": "<p>A salt-trading city.</p>"}}
+    journal = {"_id": "j1", "name": "Port Venmark", "pages": [page], "ownership": {"default": 2}}
+    scenes = ("scenes.db", json.dumps(scene).encode() + b"\n")
+    journals = ("journal.db", json.dumps(journal).encode() + b"\n")
+    for order in ([journals, scenes], [scenes, journals]):
+        world = read_import(order)
+        [entry] = world.entities
+        assert (entry.type, entry.description) == (EntityType.location, "A salt-trading city."), order
+    batch = await batches.stage(campaign, read_import([journals, scenes]))
+    assert "- Port Venmark (location): A salt-trading city." in batch.card()
+    await batches.accept(campaign, batch.ref)
+    venmark = await campaign.graph.get_entity("Port Venmark")
+    assert (venmark.type, venmark.aliases) == (EntityType.location, ["The Harbour"])
+
+
 async def test_a_secret_record_never_makes_a_public_entity_say_its_text(campaign: CampaignMemory) -> None:
     """A GM-only journal named like a public NPC updates the NPC: its text becomes the NPC's secret GM notes, not
     the description players read."""
