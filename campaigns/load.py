@@ -73,6 +73,8 @@ class LoadReport(BaseModel):
     relationships_updated: int = 0
     relationships_unchanged: int = 0
     changes: list[LoadChange] = Field(default_factory=list)
+    #: Names of the entities the file had that it left as they were: an import's card tells them from updates.
+    unchanged: list[str] = Field(default_factory=list, exclude=True)
     #: Heard-as phrases this load taught that are ordinary English (``change``: the phrase): each is the name
     #: wherever it is said, which the DM may mean but should know.
     everyday: list[LoadChange] = Field(default_factory=list)
@@ -221,6 +223,8 @@ class _Loading:
         if entity.id in had_before:  # it gave up a phrase before the entries were loaded: the load changed it
             before, outcome = had_before[entity.id], "updated"
         setattr(report, f"entities_{outcome}", getattr(report, f"entities_{outcome}") + 1)
+        if outcome == "unchanged":
+            report.unchanged.append(entity.name)
         hidden = await graph.hide_names(entity.id, spec.hidden_names) if spec.hidden_names else []
         if hidden and before:
             report.changes.append(LoadChange(entity=entity.name, change=f"hidden from players: {', '.join(hidden)}"))

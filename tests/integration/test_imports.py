@@ -93,7 +93,7 @@ async def test_two_records_naming_one_entity_update_it_once(campaign: CampaignMe
     batch = await batches.stage(campaign, read_import([("party.csv", csv)]))
     assert batch.updates == ["Pike Trickfoot"]
     card = batch.card()
-    assert "1 entity (0 new, 1 updated)" in card and "- Pike (npc) (updates Pike Trickfoot): A gnome cleric" in card
+    assert "1 entity (0 new, 1 updated)" in card and "- Pike (player) (updates Pike Trickfoot): A gnome cleric" in card
     await batches.accept(campaign, batch.ref)
     pike = await campaign.graph.get_entity("Pike Trickfoot")
     assert await count(campaign, "entities") == 1 and pike.type is EntityType.player
@@ -165,7 +165,30 @@ async def test_the_card_counts_dm_only_facts_not_entities(campaign: CampaignMemo
     ]
     world = "\n".join(json.dumps({**j, "ownership": {"default": 0}}) for j in journals)
     batch = await batches.stage(campaign, read_import([("journal.db", world.encode())]))
-    assert "2 entities (1 new, 1 updated), 1 fact, 1 of them DM-only" in batch.card()
+    # the journal's text is GM notes (a fact): Brother Hale himself is left as he was
+    assert "2 entities (1 new, 0 updated, 1 unchanged), 1 fact, 1 of them DM-only" in batch.card()
+
+
+async def test_the_card_tells_unchanged_entities_from_updated_ones(campaign: CampaignMemory) -> None:
+    """An unchanged world imported again: the card said "7 updated", and accepting it "0 updated, 7 unchanged". The
+    card counts what accepting does, and an update shows the type its entity keeps, not the record's."""
+    await _import(campaign, files(WORLD))
+    batch = await batches.stage(campaign, read_import(files(WORLD)))
+    card = batch.card()
+    assert "7 entities (0 new, 0 updated, 7 unchanged)" in card and "(updates" not in card
+    assert "- Captain Ilse (player) (unchanged): Our fearless captain." in card
+    _, report = await batches.accept(campaign, batch.ref)
+    assert (report.entities_updated, report.entities_unchanged) == (0, 7)
+
+    csv = b"name,type,description\nCaptain Ilse,concept,Our captain now.\n"  # a record of another kind, new text
+    card = (await batches.stage(campaign, read_import([("ilse.csv", csv)]))).card()
+    assert "1 entity (0 new, 1 updated), 0 facts" in card and "by type: 1 player" in card
+    assert "- Captain Ilse (player) (updates the entity of that name): Our captain now." in card
+
+    async with campaign.transaction() as tx:  # `campaign import --accept`: not tried first, its card says the load
+        staged = await batches.stage(tx, read_import(files(WORLD)), trial=False)
+        await batches.accept(tx, staged.ref)
+    assert "7 entities (0 new, 0 updated, 7 unchanged)" in (await batches.get(campaign, staged.ref)).card()
 
 
 async def test_a_batch_waiting_is_planned_again_when_another_is_accepted(campaign: CampaignMemory) -> None:
@@ -177,7 +200,7 @@ async def test_a_batch_waiting_is_planned_again_when_another_is_accepted(campaig
     assert "7 entities (7 new, 0 updated)" in second.card()
     await batches.accept(campaign, first.ref)
     card = (await batches.get(campaign, second.ref)).card()
-    assert "7 entities (0 new, 7 updated), 1 fact, 1 of them DM-only" in card
+    assert "7 entities (0 new, 0 updated, 7 unchanged), 1 fact, 1 of them DM-only" in card
     assert f"planned again after {first.ref} was accepted, against the campaign as it is now" in card
     await batches.reject(campaign, second.ref)
 
@@ -187,7 +210,7 @@ async def test_a_batch_waiting_is_planned_again_when_another_is_accepted(campaig
     assert "(renames Vask the Ashen)" in two.card()
     await batches.accept(campaign, one.ref)
     card = (await batches.get(campaign, two.ref)).card()
-    assert "renames" not in card and "- Vask Emberhand (npc) (updates the entity of that name)" in card
+    assert "renames" not in card and "- Vask Emberhand (npc) (unchanged)" in card
     _, report = await batches.accept(campaign, two.ref)
     assert not report.changed  # as its card now says: nothing left to do
     assert "planned again" not in (await batches.get(campaign, two.ref)).card()  # said only while it waits
@@ -436,7 +459,8 @@ async def test_a_record_renamed_in_the_tool_renames_its_entity(campaign: Campaig
         card = batch.card()
         _, report = await batches.accept(tx, batch.ref)
     assert (
-        "2 entities (0 new, 2 updated)" in card and "- Vask Emberhand (npc) (renames Vask the Ashen): A smith" in card
+        "2 entities (0 new, 1 updated, 1 unchanged)" in card
+        and "- Vask Emberhand (npc) (renames Vask the Ashen): A smith" in card
     )
     assert "- Vask Emberhand: renamed from Vask the Ashen" in report.said()
     renamed = await campaign.graph.get_entity("Vask Emberhand")
@@ -445,7 +469,7 @@ async def test_a_record_renamed_in_the_tool_renames_its_entity(campaign: Campaig
     assert [r.target_name for r in await campaign.graph.relationships_of(vask.id)] == ["Emberbrand"]
     # exported again as it is: nothing to rename, nothing new
     batch, _ = await _import(campaign, _vask("Owes the Red Hand.", name="Vask Emberhand"))
-    assert "(0 new, 2 updated)" in batch.card() and "renames" not in batch.card()
+    assert "(0 new, 0 updated, 2 unchanged)" in batch.card() and "renames" not in batch.card()
     assert await count(campaign, "entities") == 2
 
 
@@ -466,7 +490,8 @@ async def test_a_rename_and_a_new_record_of_the_old_name_make_two_entities(
     now = [(1, "Vask Emberhand"), (2, "Ilse"), (3, "Vask the Ashen")]
     batch, said = await _import(campaign, actors(*(now[::-1] if new_first else now)))
     card = batch.card()
-    assert "3 entities (1 new, 2 updated)" in card and "- Vask Emberhand (npc) (renames Vask the Ashen)" in card
+    assert "3 entities (1 new, 1 updated, 1 unchanged)" in card
+    assert "- Vask Emberhand (npc) (renames Vask the Ashen)" in card
     assert "- Vask the Ashen (npc)\n" in card + "\n"  # new: not "updates the entity of that name"
     assert "- Vask Emberhand: renamed from Vask the Ashen" in said
     renamed, new = await campaign.graph.get_entity("Vask Emberhand"), await campaign.graph.get_entity("Vask the Ashen")
@@ -474,7 +499,7 @@ async def test_a_rename_and_a_new_record_of_the_old_name_make_two_entities(
     assert await count(campaign, "entities") == 3
     # exported again as it is: each record finds its own entity by its id
     batch, _ = await _import(campaign, actors(*now))
-    assert "(0 new, 3 updated)" in batch.card() and "renames" not in batch.card()
+    assert "(0 new, 0 updated, 3 unchanged)" in batch.card() and "renames" not in batch.card()
     assert await count(campaign, "entities") == 3
 
 
@@ -499,7 +524,7 @@ async def test_an_id_matches_only_the_tool_and_the_entities_it_made(campaign: Ca
     # renamed to the name of an entity the DM made: updated under its own name, not refused nor a third entity
     await campaign.add_entity(EntityIn(name="Vask Emberhand", type=EntityType.npc))
     batch, _ = await _import(campaign, _vask("", name="Vask Emberhand"))
-    assert "- Vask Emberhand (npc) (updates Vask the Ashen): A smith" in batch.card()
+    assert "- Vask Emberhand (npc) (Vask the Ashen, unchanged): A smith" in batch.card()
     assert (await campaign.graph.get_entity("Vask the Ashen")).description == "A smith."
 
 
@@ -512,7 +537,7 @@ async def test_a_name_the_dm_gave_stays_and_a_secret_record_never_renames_a_publ
     await _import(campaign, _vask("Owes the Red Hand."))
     await campaign.graph.update_entity("Vask the Ashen", new_name="Vask", aliases=[], visibility=Visibility.secret)
     batch, _ = await _import(campaign, _vask("Owes the Red Hand."))
-    assert "- Vask the Ashen (npc) (updates Vask): A smith" in batch.card()
+    assert "- Vask the Ashen (npc) (Vask, unchanged): A smith" in batch.card()
     vask = await campaign.graph.get_entity("Vask")
     assert (vask.name, vask.aliases, await count(campaign, "entities")) == ("Vask", [], 2)
 
@@ -854,7 +879,7 @@ async def test_a_record_merged_into_an_entity_never_replaces_what_the_merge_kept
     batch, _ = await _import(campaign, world)
     merged = await campaign.graph.get_entity("Vask")
     assert (merged.description, merged.attributes["alignment"]) == ("A smith.", "Lawful Evil")
-    assert "- The Smith (npc) (updates Vask): Works the forge." in batch.card()
+    assert "- The Smith (npc) (Vask, unchanged): Works the forge." in batch.card()
     assert await count(campaign, "entities") == 1
 
 
