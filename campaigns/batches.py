@@ -435,7 +435,12 @@ async def _tried(tx: CampaignMemory, world: ImportedWorld, resolved: Resolved, p
     await tried.start()
     try:
         report = await apply_campaign_file(
-            tx, resolved.file, imported_from=world.format, progress=progress, records=world.records
+            tx,
+            resolved.file,
+            imported_from=world.format,
+            import_files=world.sources,
+            progress=progress,
+            records=world.records,
         )
         await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, world.format)
         return report
@@ -521,7 +526,12 @@ async def accept(mem: CampaignMemory, ref: str, *, progress: Progress | None = N
         batch = await _pending(tx, ref)
         resolved = await resolve(tx, batch.world)
         report = await apply_campaign_file(
-            tx, resolved.file, imported_from=batch.world.format, progress=progress, records=batch.world.records
+            tx,
+            resolved.file,
+            imported_from=batch.world.format,
+            import_files=batch.world.sources,
+            progress=progress,
+            records=batch.world.records,
         )
         await _keep_source_ids(tx, batch.world.format, resolved.sourced)
         await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, batch.world.format)

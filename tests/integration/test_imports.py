@@ -16,8 +16,9 @@ from campaigns.files import parse_campaign_file
 from campaigns.imports import read_import
 from campaigns.load import apply_campaign_file
 from memory.errors import AlreadyDecidedError, AlreadyExistsError
+from memory.mcp_tools import CampaignTools
 from memory.models import EntityIn, EntityType, Provenance, Relationship, RelationshipIn, Source, Visibility
-from memory.store import CampaignMemory
+from memory.store import CampaignMemory, Memory
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
 WORLD = [FIXTURES / "foundry_world" / n for n in ("actors.db", "folders.db", "journal.db", "scenes.db", "world.json")]
@@ -326,6 +327,35 @@ async def _import(campaign: CampaignMemory, files: list[tuple[str, bytes]]) -> t
         batch = await batches.stage(tx, read_import(files))
         _, report = await batches.accept(tx, batch.ref)
     return batch, report.said()
+
+
+async def test_an_imported_facts_history_says_the_tool_and_files_it_came_from(
+    memory: Memory, campaign: CampaignMemory
+) -> None:
+    """An imported fact's history said "from the campaign file": it came from a Foundry import. Where a fact's
+    provenance is shown (its history, a current fact's source, the MCP tools), it names the tool and its files."""
+    await _import(campaign, _vask("Owes the Red Hand."))
+    await campaign.add_entity(EntityIn(name="Doran Ives", type=EntityType.npc))
+    await campaign.graph.link("Doran Ives", "owns", "Emberbrand")  # a hand-over in play closes the sheet's
+    sword = await campaign.graph.get_entity("Emberbrand")
+    [owned] = await campaign.graph.history(sword.id)
+    assert owned.describe_past().endswith(", imported from Foundry VTT (vask.json))"), owned.describe_past()
+    vask = await campaign.graph.get_entity("Vask the Ashen")
+    [notes] = [
+        p
+        for p in await campaign.graph.heard_where(await campaign.graph.relationships_of(vask.id, include_secret=True))
+        if p.type == "dm_notes"
+    ]
+    assert notes.since().endswith("imported from Foundry VTT (vask.json)")
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=True)
+    facts = await tools.entity_facts("Emberbrand")
+    assert [p.heard for p in facts.history] == ["imported from Foundry VTT (vask.json)"]
+    # a campaign file the DM loads is still one
+    pip = b"entities:\n  - {name: Pip, type: npc}\nrelationships:\n  - {source: Pip, type: status, value: alive}\n"
+    await apply_campaign_file(campaign, parse_campaign_file(pip, "world.yaml"))
+    await campaign.graph.link("Pip", "status", value="dead")
+    [alive] = await campaign.graph.history((await campaign.graph.get_entity("Pip")).id)
+    assert alive.heard() == "from the campaign file"
 
 
 async def test_an_import_warns_of_a_secret_name_spelled_like_a_public_one_it_brings(campaign: CampaignMemory) -> None:
