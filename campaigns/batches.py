@@ -457,9 +457,9 @@ def _plan(resolved: Resolved, report: LoadReport | None) -> dict[str, Any]:
         "renames": resolved.renames,
         "types": resolved.types,
         "secret_facts": sum(1 for r in resolved.file.relationships if r.secret),
-        "unchanged": report and report.unchanged,
+        "unchanged": report.unchanged if report is not None else None,
         "notes_changed": [f"{c.entity}: {c.change}" for c in report.changes if _NOTES_CHANGE.match(c.change)]
-        if report
+        if report is not None
         else [],
     }
 
