@@ -22,7 +22,7 @@ from campaigns.imports import ImportedWorld
 from campaigns.imports.common import NOTES_TYPE, World, notes_of, secret_text
 from campaigns.load import LoadChange, LoadReport, Progress, apply_campaign_file
 from campaigns.schema import RENAMES_FIRST, CampaignFile, EntitySpec, RelationshipSpec, name_key
-from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
+from memory.errors import AlreadyDecidedError, InvalidInputError, MemoryError_, NotFoundError
 from memory.graph.sql import ENTITY_SELECT, entity_from_row
 from memory.models import Entity, Visibility
 from memory.store import CampaignMemory
@@ -49,6 +49,11 @@ class ImportBatch(BaseModel):
     updates_as: dict[str, str] = {}
     #: An imported name that renames an entity (its record renamed in the tool since) → that entity's old name.
     renames: dict[str, str] = {}
+    #: Names of the entities it updates that its load leaves as they were (an unchanged export), as tried; None
+    #: when not tried (a batch staged before this was kept).
+    unchanged: list[str] | None = None
+    #: An imported name (key) whose record's type is not the type its entity keeps → the entity's type.
+    types: dict[str, str] = {}
     #: How many of its facts are DM-only, as planned (GM notes a secret record gives a public entity among them);
     #: None for a batch staged before this was kept.
     secret_facts: int | None = None
@@ -67,12 +72,17 @@ class ImportBatch(BaseModel):
         """The batch as one card: where it came from, its counts and a sample, for the DM to decide on."""
         world = self.world
         new = self.entities - len(self.updates)
+        same = {name_key(n) for n in self.unchanged or ()}
+        # an unchanged export changes nothing: counted apart from updates, as accepting it counts them
+        unchanged = sum(1 for name in self.updates if name_key(name) in same)
+        counts = f"{new:,} new, {len(self.updates) - unchanged:,} updated"
+        counts += f", {unchanged:,} unchanged" if unchanged else ""
         secret = self.secret_facts
         if secret is None:
             secret = sum(1 for r in world.relationships if r.secret)
         lines = [
             f"Import {self.ref} ({self.format}: {clip(', '.join(self.sources), 80)}), {self.status}",
-            f"{counted(self.entities, 'entity', 'entities')} ({new:,} new, {len(self.updates):,} updated), "
+            f"{counted(self.entities, 'entity', 'entities')} ({counts}), "
             f"{counted(self.relationships, 'fact')}, {secret:,} of them DM-only",
         ]
         if self.status == "pending" and self.stale_after:
@@ -81,19 +91,23 @@ class ImportBatch(BaseModel):
             lines.append(f"planned again after {self.replanned_after} was accepted, against the campaign as it is now")
         kinds: dict[str, int] = {}
         for e in world.entities:
-            kinds[e.type.value] = kinds.get(e.type.value, 0) + 1
+            kind = self.types.get(name_key(e.name), e.type.value)  # an update keeps its entity's type
+            kinds[kind] = kinds.get(kind, 0) + 1
         lines.append("by type: " + ", ".join(f"{n:,} {k}" for k, n in sorted(kinds.items(), key=lambda x: -x[1])))
         # the old name of an entity a record renames is no update: another record of that name is a new entity
         updated = {name_key(u) for u in self.updates} - {name_key(old) for old in self.renames.values()}
         for e in world.entities[:sample]:
             said = f": {clip(e.description.splitlines()[0], 60)}" if e.description else ""
             mark = " (DM-only)" if e.secret else ""
-            update = " (updates the entity of that name)" if name_key(e.name) in updated else ""
+            update = ""
+            if name_key(e.name) in updated:
+                update = " (unchanged)" if name_key(e.name) in same else " (updates the entity of that name)"
             if (other := self.updates_as.get(name_key(e.name))) is not None:
-                update = f" (updates {other})"
+                update = f" ({other}, unchanged)" if name_key(other) in same else f" (updates {other})"
             if (old := self.renames.get(name_key(e.name))) is not None:
                 update = f" (renames {old})"
-            lines.append(f"- {e.name} ({e.type.value}){mark}{update}{said}")
+            kind = self.types.get(name_key(e.name), e.type.value)
+            lines.append(f"- {e.name} ({kind}){mark}{update}{said}")
         if len(world.entities) > sample:
             lines.append(f"- and {len(world.entities) - sample:,} more entities")
         shown = [r for r in world.relationships if not r.type.startswith("dm_notes")][:sample]
@@ -121,6 +135,8 @@ class Resolved:
     updates_as: dict[str, str]
     #: An imported name (key) that renames an entity, its record renamed in the tool since → its old name.
     renames: dict[str, str]
+    #: An imported name (key) whose record's type is not the one its entity keeps → the entity's type.
+    types: dict[str, str]
     #: The tool's ids to keep for an entry (its name): of the records it was read from, with their names, and the
     #: entity they name (None: new, known by the entry's name once loaded).
     sourced: list[tuple[str, dict[str, str], int | None]]
@@ -245,6 +261,11 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
         updates,
         {key: name for key, name in renamed.items() if key not in renames},
         renames,
+        {  # an update keeps its entity's type, whatever the record's
+            name_key(spec.name): entities[updating[named[name_key(spec.name)]]].type.value
+            for spec in world.entities
+            if name_key(spec.name) in named and entities[updating[named[name_key(spec.name)]]].type != spec.type
+        },
         sourced,
         _notes_stated(world, found, renamed),
     )
@@ -392,18 +413,7 @@ async def stage(
     async with mem.transaction() as tx:
         await tx.graph.lock()
         resolved = await resolve(tx, world)
-        notes: list[str] = []
-        if trial:
-            tried = tx.db.transaction()
-            await tried.start()
-            try:
-                report = await apply_campaign_file(
-                    tx, resolved.file, imported_from=world.format, progress=progress, records=world.records
-                )
-                await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, world.format)
-                notes = [f"{c.entity}: {c.change}" for c in report.changes if _NOTES_CHANGE.match(c.change)]
-            finally:
-                await tried.rollback()
+        report = await _tried(tx, world, resolved, progress) if trial else None
         row = await tx.db.fetchrow(
             """
             INSERT INTO import_batches (campaign_id, format, sources, content, entities, relationships)
@@ -412,20 +422,45 @@ async def stage(
             tx.campaign_id,
             world.format,
             world.sources,
-            {"world": world.model_dump(mode="json"), **_plan(resolved), "notes_changed": notes},
+            {"world": world.model_dump(mode="json"), **_plan(resolved, report)},
             len(resolved.file.entities),
             len(resolved.file.relationships),
         )
     return _batch(row)
 
 
-def _plan(resolved: Resolved) -> dict[str, Any]:
-    """What a batch's card says of what accepting it does, as kept with the batch."""
+async def _tried(tx: CampaignMemory, world: ImportedWorld, resolved: Resolved, progress: Progress | None) -> LoadReport:
+    """What loading ``resolved`` would do to the campaign now, tried and rolled back."""
+    tried = tx.db.transaction()
+    await tried.start()
+    try:
+        report = await apply_campaign_file(
+            tx,
+            resolved.file,
+            imported_from=world.format,
+            import_files=world.sources,
+            progress=progress,
+            records=world.records,
+        )
+        await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, world.format)
+        return report
+    finally:
+        await tried.rollback()
+
+
+def _plan(resolved: Resolved, report: LoadReport | None) -> dict[str, Any]:
+    """What a batch's card says of what accepting it does, as kept with the batch: ``report`` is its load, tried
+    (or done), which alone tells an unchanged entity from an updated one."""
     return {
         "updates": resolved.updates,
         "updates_as": resolved.updates_as,
         "renames": resolved.renames,
+        "types": resolved.types,
         "secret_facts": sum(1 for r in resolved.file.relationships if r.secret),
+        "unchanged": report.unchanged if report is not None else None,
+        "notes_changed": [f"{c.entity}: {c.change}" for c in report.changes if _NOTES_CHANGE.match(c.change)]
+        if report is not None
+        else [],
     }
 
 
@@ -445,6 +480,8 @@ def _batch(row: Any) -> ImportBatch:
         updates=content.get("updates", []),
         updates_as=content.get("updates_as", {}),
         renames=content.get("renames", {}),
+        unchanged=content.get("unchanged"),
+        types=content.get("types", {}),
         secret_facts=content.get("secret_facts"),
         notes_changed=content.get("notes_changed", []),
         replanned_after=content.get("replanned_after"),
@@ -489,28 +526,35 @@ async def accept(mem: CampaignMemory, ref: str, *, progress: Progress | None = N
         batch = await _pending(tx, ref)
         resolved = await resolve(tx, batch.world)
         report = await apply_campaign_file(
-            tx, resolved.file, imported_from=batch.world.format, progress=progress, records=batch.world.records
+            tx,
+            resolved.file,
+            imported_from=batch.world.format,
+            import_files=batch.world.sources,
+            progress=progress,
+            records=batch.world.records,
         )
         await _keep_source_ids(tx, batch.world.format, resolved.sourced)
         await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, batch.world.format)
         await _end_moved_items(tx, resolved.file, report)
-        decided = await _decided(tx, batch, "accepted")
+        decided = await _decided(tx, batch, "accepted", _plan(resolved, report))  # its card: what it did
         await _plan_again(tx, decided)
         return decided, report
 
 
 async def _plan_again(tx: CampaignMemory, accepted: ImportBatch) -> None:
     """Plan again the batches still waiting, against the campaign ``accepted`` changed: their cards said what they
-    would do before it (new entities it has made since, renames it made), and now say it changed. Not tried on the
-    campaign as staging does: accepting one still refuses it whole if it can no longer load."""
+    would do before it (new entities it has made since, renames it made), and now say it changed. Tried on the
+    campaign as staging does, for what it would leave unchanged; one that could no longer load is refused whole
+    when accepted."""
     for other in await pending(tx):
         try:
             resolved = await resolve(tx, other.world)
-        except ValueError:  # a plan the campaign file refuses now: the accept says why; the card says it is old
+            report = await _tried(tx, other.world, resolved, None)
+        except (ValueError, MemoryError_):  # a plan that cannot load now: the accept says why; the card says it is old
             changed: dict[str, Any] = {"stale_after": accepted.ref}
             counts = (other.entities, other.relationships)
         else:
-            changed = {**_plan(resolved), "replanned_after": accepted.ref, "stale_after": None}
+            changed = {**_plan(resolved, report), "replanned_after": accepted.ref, "stale_after": None}
             counts = (len(resolved.file.entities), len(resolved.file.relationships))
         await tx.db.execute(
             """
@@ -671,12 +715,18 @@ async def reject(mem: CampaignMemory, ref: str) -> ImportBatch:
         return await _decided(tx, await _pending(tx, ref), "rejected")
 
 
-async def _decided(tx: CampaignMemory, batch: ImportBatch, status: str) -> ImportBatch:
+async def _decided(
+    tx: CampaignMemory, batch: ImportBatch, status: str, plan: dict[str, Any] | None = None
+) -> ImportBatch:
     row = await tx.db.fetchrow(
-        "UPDATE import_batches SET status = $3, decided_at = now() WHERE campaign_id = $1 AND id = $2 RETURNING *",
+        """
+        UPDATE import_batches SET status = $3, decided_at = now(), content = content || $4::jsonb
+        WHERE campaign_id = $1 AND id = $2 RETURNING *
+        """,
         tx.campaign_id,
         batch.id,
         status,
+        plan or {},
     )
     return _batch(row)
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import PurePath
 from typing import Any, TypeAlias
 
 from pydantic import BaseModel, Field
@@ -73,6 +74,8 @@ class LoadReport(BaseModel):
     relationships_updated: int = 0
     relationships_unchanged: int = 0
     changes: list[LoadChange] = Field(default_factory=list)
+    #: Names of the entities the file had that it left as they were: an import's card tells them from updates.
+    unchanged: list[str] = Field(default_factory=list, exclude=True)
     #: Heard-as phrases this load taught that are ordinary English (``change``: the phrase): each is the name
     #: wherever it is said, which the DM may mean but should know.
     everyday: list[LoadChange] = Field(default_factory=list)
@@ -136,10 +139,12 @@ async def apply_campaign_file(
     *,
     progress: Progress | None = None,
     imported_from: str | None = None,
+    import_files: Sequence[str] = (),
     records: dict[str, str] | None = None,
 ) -> LoadReport:
     """Bring the campaign's graph in line with ``file``, all or nothing. ``imported_from``: the tool an import's
-    file was read from, kept in its facts' provenance (a later import ends only the GM notes its tool gave);
+    file was read from, kept in its facts' provenance (a later import ends only the GM notes its tool gave), with
+    ``import_files``, the files it read (a fact's history says where it came from);
     ``records``: where an import read each entry (its name → "world.csv: line 2 ('Vexy')"), which a refused entry
     is named by, the DM having written no campaign file."""
     async with mem.transaction() as tx:
@@ -147,7 +152,9 @@ async def apply_campaign_file(
         # Removals first: a phrase one entry takes from an entity of a later entry is checked against the file's end
         # state, not refused because the later one holds it still. What they had is what the load reports against.
         had_before = await _give_up_moved_phrases(tx.graph, file)
-        load = _Loading(tx, len(file.entities) + len(file.relationships), progress, imported_from, records)
+        load = _Loading(
+            tx, len(file.entities) + len(file.relationships), progress, imported_from, import_files, records
+        )
         for number, spec in enumerate(file.entities, start=1):
             await load.entity(number, spec, had_before)
         if file.campaign is not None and file.campaign.hidden_names:
@@ -175,6 +182,7 @@ class _Loading:
         total: int,
         progress: Progress | None,
         imported_from: str | None = None,
+        import_files: Sequence[str] = (),
         records: dict[str, str] | None = None,
     ) -> None:
         self.tx = tx
@@ -184,6 +192,7 @@ class _Loading:
         self.provenance = Provenance.model_validate(
             {"source": Source.campaign_file, "confidence": 1.0, "dm_confirmed": True}
             | ({"imported_from": imported_from} if imported_from else {})
+            | ({"import_files": [PurePath(f).name for f in import_files]} if import_files else {})
         )
         self.statistics_due = _STATISTICS_AFTER
         self.ids: dict[str, int] = {}  # the file's entity names → their ids in the campaign
@@ -221,6 +230,8 @@ class _Loading:
         if entity.id in had_before:  # it gave up a phrase before the entries were loaded: the load changed it
             before, outcome = had_before[entity.id], "updated"
         setattr(report, f"entities_{outcome}", getattr(report, f"entities_{outcome}") + 1)
+        if outcome == "unchanged":
+            report.unchanged.append(entity.name)
         hidden = await graph.hide_names(entity.id, spec.hidden_names) if spec.hidden_names else []
         if hidden and before:
             report.changes.append(LoadChange(entity=entity.name, change=f"hidden from players: {', '.join(hidden)}"))

@@ -502,6 +502,10 @@ class Relationship(BaseModel):
         )
 
 
+#: The tools a world is imported from (a fact's ``imported_from``), as the DM knows them.
+IMPORT_TOOLS = {"foundry": "Foundry VTT", "roll20": "Roll20", "kanka": "Kanka", "csv": "CSV"}
+
+
 class PastFact(Relationship):
     """A fact that no longer holds (a later one closed it): when it held and where it was heard. Or one that holds,
     with where it was heard (:meth:`since`)."""
@@ -513,6 +517,11 @@ class PastFact(Relationship):
             return f"heard in {where_said(self.session_title, self.provenance.timestamp, None)}"
         if self.provenance.session_id is not None:
             return "heard in a session since deleted"
+        extra = self.provenance.model_extra or {}
+        if self.provenance.source == Source.campaign_file and (tool := extra.get("imported_from")):
+            # an import loads as a campaign file does: the DM looks for the tool and its export, not a file
+            files = ", ".join(str(f) for f in extra.get("import_files") or ())
+            return f"imported from {IMPORT_TOOLS.get(tool, tool)}" + (f" ({clip(files, 80)})" if files else "")
         return {Source.dm: "said by the DM", Source.campaign_file: "from the campaign file"}.get(
             self.provenance.source, self.provenance.source.value
         )

@@ -347,13 +347,30 @@ def _record(record: str | int | None, name: str) -> str:
     return f"record {record} ({name!r})" if isinstance(record, int) else f"{record or 'record'} ({name!r})"
 
 
+#: Of two records of one name, the type of the one that says more of what the thing is, whatever the files' order:
+#: a character sheet (a player's, then an NPC's), a group, a scene, an item …; a journal or handout (concept) is
+#: only text about something, so any other record's type wins over it (a scene and its lore page: a location).
+TYPE_PRECEDENCE = (
+    EntityType.player,
+    EntityType.npc,
+    EntityType.faction,
+    EntityType.location,
+    EntityType.item,
+    EntityType.quest,
+    EntityType.event,
+    EntityType.concept,
+)
+
+
 def _folded(first: EntitySpec, second: EntitySpec) -> EntitySpec:
     """Two records of one name (a world actor and its compendium copy, two journals "Ironhold"): the first's
     fields, the second's where the first has none, the second's description after the first's unless the first
-    says it already (nothing of either lost), aliases and attributes of both, secret only if both are."""
+    says it already (nothing of either lost), aliases and attributes of both, secret only if both are, and the
+    type that comes first in ``TYPE_PRECEDENCE``."""
     more = second.description if second.description not in first.description else ""
     return first.model_copy(
         update={
+            "type": min(first.type, second.type, key=TYPE_PRECEDENCE.index),
             "description": "\n\n".join(d for d in (first.description, more) if d),
             "aliases": list(dict.fromkeys([*first.aliases, *second.aliases])),
             "attributes": {**second.attributes, **first.attributes},

@@ -16,8 +16,9 @@ from campaigns.files import parse_campaign_file
 from campaigns.imports import read_import
 from campaigns.load import apply_campaign_file
 from memory.errors import AlreadyDecidedError, AlreadyExistsError
+from memory.mcp_tools import CampaignTools
 from memory.models import EntityIn, EntityType, Provenance, Relationship, RelationshipIn, Source, Visibility
-from memory.store import CampaignMemory
+from memory.store import CampaignMemory, Memory
 from tests.integration.foundry_v11 import leveldb, v11_world
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
@@ -94,7 +95,7 @@ async def test_two_records_naming_one_entity_update_it_once(campaign: CampaignMe
     batch = await batches.stage(campaign, read_import([("party.csv", csv)]))
     assert batch.updates == ["Pike Trickfoot"]
     card = batch.card()
-    assert "1 entity (0 new, 1 updated)" in card and "- Pike (npc) (updates Pike Trickfoot): A gnome cleric" in card
+    assert "1 entity (0 new, 1 updated)" in card and "- Pike (player) (updates Pike Trickfoot): A gnome cleric" in card
     await batches.accept(campaign, batch.ref)
     pike = await campaign.graph.get_entity("Pike Trickfoot")
     assert await count(campaign, "entities") == 1 and pike.type is EntityType.player
@@ -103,6 +104,25 @@ async def test_two_records_naming_one_entity_update_it_once(campaign: CampaignMe
         ["Pike", "Pikey"],
         {"deity": "Sarenrae"},
     )
+
+
+async def test_a_scene_and_its_lore_journal_are_a_location_whatever_the_file_order(campaign: CampaignMemory) -> None:
+    """A scene and a journal entry of one name (a place and its lore page) make one entity: the scene's type wins
+    over the journal's concept, read first or last, and the journal's text is its description."""
+    scene = {"_id": "s1", "name": "Port Venmark", "navName": "The Harbour", "ownership": {"default": 0}}
+    page = {"_id": "p1", "name": "Overview", "type": "text", "text": {"content": "<p>A salt-trading city.</p>"}}
+    journal = {"_id": "j1", "name": "Port Venmark", "pages": [page], "ownership": {"default": 2}}
+    scenes = ("scenes.db", json.dumps(scene).encode() + b"\n")
+    journals = ("journal.db", json.dumps(journal).encode() + b"\n")
+    for order in ([journals, scenes], [scenes, journals]):
+        world = read_import(order)
+        [entry] = world.entities
+        assert (entry.type, entry.description) == (EntityType.location, "A salt-trading city."), order
+    batch = await batches.stage(campaign, read_import([journals, scenes]))
+    assert "- Port Venmark (location): A salt-trading city." in batch.card()
+    await batches.accept(campaign, batch.ref)
+    venmark = await campaign.graph.get_entity("Port Venmark")
+    assert (venmark.type, venmark.aliases) == (EntityType.location, ["The Harbour"])
 
 
 async def test_a_secret_record_never_makes_a_public_entity_say_its_text(campaign: CampaignMemory) -> None:
@@ -147,7 +167,30 @@ async def test_the_card_counts_dm_only_facts_not_entities(campaign: CampaignMemo
     ]
     world = "\n".join(json.dumps({**j, "ownership": {"default": 0}}) for j in journals)
     batch = await batches.stage(campaign, read_import([("journal.db", world.encode())]))
-    assert "2 entities (1 new, 1 updated), 1 fact, 1 of them DM-only" in batch.card()
+    # the journal's text is GM notes (a fact): Brother Hale himself is left as he was
+    assert "2 entities (1 new, 0 updated, 1 unchanged), 1 fact, 1 of them DM-only" in batch.card()
+
+
+async def test_the_card_tells_unchanged_entities_from_updated_ones(campaign: CampaignMemory) -> None:
+    """An unchanged world imported again: the card said "7 updated", and accepting it "0 updated, 7 unchanged". The
+    card counts what accepting does, and an update shows the type its entity keeps, not the record's."""
+    await _import(campaign, files(WORLD))
+    batch = await batches.stage(campaign, read_import(files(WORLD)))
+    card = batch.card()
+    assert "7 entities (0 new, 0 updated, 7 unchanged)" in card and "(updates" not in card
+    assert "- Captain Ilse (player) (unchanged): Our fearless captain." in card
+    _, report = await batches.accept(campaign, batch.ref)
+    assert (report.entities_updated, report.entities_unchanged) == (0, 7)
+
+    csv = b"name,type,description\nCaptain Ilse,concept,Our captain now.\n"  # a record of another kind, new text
+    card = (await batches.stage(campaign, read_import([("ilse.csv", csv)]))).card()
+    assert "1 entity (0 new, 1 updated), 0 facts" in card and "by type: 1 player" in card
+    assert "- Captain Ilse (player) (updates the entity of that name): Our captain now." in card
+
+    async with campaign.transaction() as tx:  # `campaign import --accept`: not tried first, its card says the load
+        staged = await batches.stage(tx, read_import(files(WORLD)), trial=False)
+        await batches.accept(tx, staged.ref)
+    assert "7 entities (0 new, 0 updated, 7 unchanged)" in (await batches.get(campaign, staged.ref)).card()
 
 
 async def test_a_batch_waiting_is_planned_again_when_another_is_accepted(campaign: CampaignMemory) -> None:
@@ -159,7 +202,7 @@ async def test_a_batch_waiting_is_planned_again_when_another_is_accepted(campaig
     assert "7 entities (7 new, 0 updated)" in second.card()
     await batches.accept(campaign, first.ref)
     card = (await batches.get(campaign, second.ref)).card()
-    assert "7 entities (0 new, 7 updated), 1 fact, 1 of them DM-only" in card
+    assert "7 entities (0 new, 0 updated, 7 unchanged), 1 fact, 1 of them DM-only" in card
     assert f"planned again after {first.ref} was accepted, against the campaign as it is now" in card
     await batches.reject(campaign, second.ref)
 
@@ -169,7 +212,7 @@ async def test_a_batch_waiting_is_planned_again_when_another_is_accepted(campaig
     assert "(renames Vask the Ashen)" in two.card()
     await batches.accept(campaign, one.ref)
     card = (await batches.get(campaign, two.ref)).card()
-    assert "renames" not in card and "- Vask Emberhand (npc) (updates the entity of that name)" in card
+    assert "renames" not in card and "- Vask Emberhand (npc) (unchanged)" in card
     _, report = await batches.accept(campaign, two.ref)
     assert not report.changed  # as its card now says: nothing left to do
     assert "planned again" not in (await batches.get(campaign, two.ref)).card()  # said only while it waits
@@ -348,6 +391,35 @@ async def _import(campaign: CampaignMemory, files: list[tuple[str, bytes]]) -> t
     return batch, report.said()
 
 
+async def test_an_imported_facts_history_says_the_tool_and_files_it_came_from(
+    memory: Memory, campaign: CampaignMemory
+) -> None:
+    """An imported fact's history said "from the campaign file": it came from a Foundry import. Where a fact's
+    provenance is shown (its history, a current fact's source, the MCP tools), it names the tool and its files."""
+    await _import(campaign, _vask("Owes the Red Hand."))
+    await campaign.add_entity(EntityIn(name="Doran Ives", type=EntityType.npc))
+    await campaign.graph.link("Doran Ives", "owns", "Emberbrand")  # a hand-over in play closes the sheet's
+    sword = await campaign.graph.get_entity("Emberbrand")
+    [owned] = await campaign.graph.history(sword.id)
+    assert owned.describe_past().endswith(", imported from Foundry VTT (vask.json))"), owned.describe_past()
+    vask = await campaign.graph.get_entity("Vask the Ashen")
+    [notes] = [
+        p
+        for p in await campaign.graph.heard_where(await campaign.graph.relationships_of(vask.id, include_secret=True))
+        if p.type == "dm_notes"
+    ]
+    assert notes.since().endswith("imported from Foundry VTT (vask.json)")
+    tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=True)
+    facts = await tools.entity_facts("Emberbrand")
+    assert [p.heard for p in facts.history] == ["imported from Foundry VTT (vask.json)"]
+    # a campaign file the DM loads is still one
+    pip = b"entities:\n  - {name: Pip, type: npc}\nrelationships:\n  - {source: Pip, type: status, value: alive}\n"
+    await apply_campaign_file(campaign, parse_campaign_file(pip, "world.yaml"))
+    await campaign.graph.link("Pip", "status", value="dead")
+    [alive] = await campaign.graph.history((await campaign.graph.get_entity("Pip")).id)
+    assert alive.heard() == "from the campaign file"
+
+
 async def test_an_import_warns_of_a_secret_name_spelled_like_a_public_one_it_brings(campaign: CampaignMemory) -> None:
     """An import loads as a campaign file does: a public "Ironhold" beside the campaign's secret "The Ironhold"
     makes the secret name one players read, and accepting it warns the DM."""
@@ -479,7 +551,8 @@ async def test_a_record_renamed_in_the_tool_renames_its_entity(campaign: Campaig
         card = batch.card()
         _, report = await batches.accept(tx, batch.ref)
     assert (
-        "2 entities (0 new, 2 updated)" in card and "- Vask Emberhand (npc) (renames Vask the Ashen): A smith" in card
+        "2 entities (0 new, 1 updated, 1 unchanged)" in card
+        and "- Vask Emberhand (npc) (renames Vask the Ashen): A smith" in card
     )
     assert "- Vask Emberhand: renamed from Vask the Ashen" in report.said()
     renamed = await campaign.graph.get_entity("Vask Emberhand")
@@ -488,7 +561,7 @@ async def test_a_record_renamed_in_the_tool_renames_its_entity(campaign: Campaig
     assert [r.target_name for r in await campaign.graph.relationships_of(vask.id)] == ["Emberbrand"]
     # exported again as it is: nothing to rename, nothing new
     batch, _ = await _import(campaign, _vask("Owes the Red Hand.", name="Vask Emberhand"))
-    assert "(0 new, 2 updated)" in batch.card() and "renames" not in batch.card()
+    assert "(0 new, 0 updated, 2 unchanged)" in batch.card() and "renames" not in batch.card()
     assert await count(campaign, "entities") == 2
 
 
@@ -509,7 +582,8 @@ async def test_a_rename_and_a_new_record_of_the_old_name_make_two_entities(
     now = [(1, "Vask Emberhand"), (2, "Ilse"), (3, "Vask the Ashen")]
     batch, said = await _import(campaign, actors(*(now[::-1] if new_first else now)))
     card = batch.card()
-    assert "3 entities (1 new, 2 updated)" in card and "- Vask Emberhand (npc) (renames Vask the Ashen)" in card
+    assert "3 entities (1 new, 1 updated, 1 unchanged)" in card
+    assert "- Vask Emberhand (npc) (renames Vask the Ashen)" in card
     assert "- Vask the Ashen (npc)\n" in card + "\n"  # new: not "updates the entity of that name"
     assert "- Vask Emberhand: renamed from Vask the Ashen" in said
     renamed, new = await campaign.graph.get_entity("Vask Emberhand"), await campaign.graph.get_entity("Vask the Ashen")
@@ -517,7 +591,7 @@ async def test_a_rename_and_a_new_record_of_the_old_name_make_two_entities(
     assert await count(campaign, "entities") == 3
     # exported again as it is: each record finds its own entity by its id
     batch, _ = await _import(campaign, actors(*now))
-    assert "(0 new, 3 updated)" in batch.card() and "renames" not in batch.card()
+    assert "(0 new, 0 updated, 3 unchanged)" in batch.card() and "renames" not in batch.card()
     assert await count(campaign, "entities") == 3
 
 
@@ -542,7 +616,7 @@ async def test_an_id_matches_only_the_tool_and_the_entities_it_made(campaign: Ca
     # renamed to the name of an entity the DM made: updated under its own name, not refused nor a third entity
     await campaign.add_entity(EntityIn(name="Vask Emberhand", type=EntityType.npc))
     batch, _ = await _import(campaign, _vask("", name="Vask Emberhand"))
-    assert "- Vask Emberhand (npc) (updates Vask the Ashen): A smith" in batch.card()
+    assert "- Vask Emberhand (npc) (Vask the Ashen, unchanged): A smith" in batch.card()
     assert (await campaign.graph.get_entity("Vask the Ashen")).description == "A smith."
 
 
@@ -555,7 +629,7 @@ async def test_a_name_the_dm_gave_stays_and_a_secret_record_never_renames_a_publ
     await _import(campaign, _vask("Owes the Red Hand."))
     await campaign.graph.update_entity("Vask the Ashen", new_name="Vask", aliases=[], visibility=Visibility.secret)
     batch, _ = await _import(campaign, _vask("Owes the Red Hand."))
-    assert "- Vask the Ashen (npc) (updates Vask): A smith" in batch.card()
+    assert "- Vask the Ashen (npc) (Vask, unchanged): A smith" in batch.card()
     vask = await campaign.graph.get_entity("Vask")
     assert (vask.name, vask.aliases, await count(campaign, "entities")) == ("Vask", [], 2)
 
@@ -897,7 +971,7 @@ async def test_a_record_merged_into_an_entity_never_replaces_what_the_merge_kept
     batch, _ = await _import(campaign, world)
     merged = await campaign.graph.get_entity("Vask")
     assert (merged.description, merged.attributes["alignment"]) == ("A smith.", "Lawful Evil")
-    assert "- The Smith (npc) (updates Vask): Works the forge." in batch.card()
+    assert "- The Smith (npc) (Vask, unchanged): Works the forge." in batch.card()
     assert await count(campaign, "entities") == 1
 
 
