@@ -496,6 +496,23 @@ def test_an_article_and_a_common_word_are_judged_as_that_word() -> None:
     assert pipeline.correct_fast("ask tomb a about it").text == "ask Tooma about it"  # no article before a noun
 
 
+def test_an_alias_of_an_article_and_an_everyday_word_is_only_said_exactly() -> None:
+    """A Foundry scene's navigation name ("The Harbour") is what any table says of any harbour: "the harbor" sounds
+    just like it and is that phrase, doubted or not, not Port Venmark misheard ("the harbor master" stayed "Port
+    Venmark master"). Said exactly it is a mention and stays; a name with more to it is still heard by sound."""
+    pipeline = Pipeline(
+        [
+            EntityName(id=1, name="Port Venmark", aliases=["The Harbour"]),
+            EntityName(id=2, name="The Drowned Stair", aliases=["Stair"]),
+        ]
+    )
+    for text in ["The rain falls on the harbor.", "Maelis Orrin, the harbor master, waits.", "We reach the harbour."]:
+        assert pipeline.correct_fast(text).corrections == [], text
+        doubted = [(t.word, 0.3) for t in tokenize(text)]
+        assert pipeline.correct_fast(text, doubted).corrections == [], text
+    assert pipeline.correct_fast("We climb the drowned stare.").text == "We climb The Drowned Stair."
+
+
 def test_an_article_with_no_noun_after_it_may_end_a_name() -> None:
     # V EH S T AH, one phone off V EH S R AH: "a" is too common to end a window ("tent or" / Centaur) unless it
     # has no noun to belong to
