@@ -630,6 +630,17 @@ def test_a_word_of_the_name_heard_right_vouches_for_an_uncommon_word_one_phone_o
     assert pipeline.correct_fast("there was a giant layer of ice").corrections == []
 
 
+def test_a_names_invented_first_word_heard_right_vouches_for_a_short_last_word_one_phone_off() -> None:
+    """Heard "Nerith Mael" for Nerith Vael (N EH R IH TH, M EY L for V EY L): "Nerith" said right vouches for a last
+    word of three phones, and "Mael", a spelling no word list has after it, is that word misspelt, not the transcript's
+    own name. An English word there stays ("Vale", "Nerith made"), and so does the last word alone."""
+    pipeline = Pipeline([EntityName(id=1, name="Nerith Vael", person=True), EntityName(id=2, name="Old Dunmore")])
+    assert pipeline.correct_fast("It is Nerith Mael, the envoy.").text == "It is Nerith Vael, the envoy."
+    assert pipeline.correct_fast("it is nerith mael, the envoy").text == "it is Nerith Vael, the envoy"
+    for text in ["It is Nerith Vale, the envoy.", "Nerith made it.", "The mael is cold.", "Old Mael nods."]:
+        assert pipeline.correct_fast(text).corrections == [], text
+
+
 def test_a_lazy_index_builds_its_rarely_needed_tables_on_first_use_and_corrects_as_an_eager_one() -> None:
     eager, lazy = Pipeline(ENTITIES), Pipeline(ENTITIES, lazy=True)
     tables = ("_by_code_or_deletion", "by_spaceless_length", "spaceless_lengths", "spaceless_by_length")
