@@ -17,6 +17,7 @@ from itertools import accumulate
 from pydantic import BaseModel, Field
 from rapidfuzz.distance import Levenshtein
 
+from memory.correction.evidence import MatchSettings, word_zipf
 from memory.correction.phonetics import MIN_FUZZY_CODE, codes, deletions
 from memory.correction.pronounce import dictionary_phones, name_phones
 from memory.correction.text import name_norm, spaced_form, tokenize
@@ -31,6 +32,8 @@ MIN_SOUND_PHONES = 4
 #: ... nor, for words two phones off them, names shorter than this.
 MIN_TWO_EDIT_PHONES = 8
 _NO_HALVES: dict[str, list[NameForm]] = {}  # no name of this many phones (never written to)
+_ARTICLES = frozenset({"a", "an", "the"})
+_COMMON_ZIPF = MatchSettings().common_zipf
 
 
 @lru_cache(maxsize=1024)
@@ -89,6 +92,13 @@ class NameForm:
     heard: bool = False  # a heard-as phrase: said, it is the name, whatever its words (see ``PhoneticIndex.heard``)
 
 
+def everyday(words: tuple[str, ...]) -> bool:
+    """Whether a name is an article and one everyday word ("The Harbour", a Foundry scene's navigation name; "the
+    Mist"): what a table says of any harbour, so only its own words mention it. Words sounding or spelled like it
+    are that everyday phrase ("the harbor"), not a mishearing of the name."""
+    return len(words) == 2 and words[0] in _ARTICLES and word_zipf(words[1]) >= _COMMON_ZIPF
+
+
 def _sayings(forms: list[NameForm]) -> list[NameForm]:
     """The forms long enough to be matched by sound, each once more as the dictionary says it if otherwise.
 
@@ -143,6 +153,8 @@ class PhoneticIndex:
         surnames: list[NameForm] | None = None,
     ) -> None:
         self.forms = forms
+        #: The forms matched by sound or spelling: not an everyday phrase (see ``everyday``), said exactly or not.
+        self.matched = [f for f in forms if not everyday(f.words)]
         #: People's last names, one person's alone and no entity's name or alias ("whitlock" of Edgar Whitlock):
         #: no form of their own (most are everyday English: Crane, Marsh), matched only where said as a name
         #: (see ``PhoneticMatcher._surnamed``).
@@ -167,11 +179,12 @@ class PhoneticIndex:
         # third: a lookup slices the heard phones, and needs no key tuple built and hashed besides.
         self.by_thirds: tuple[dict[str, list[NameForm]], ...] = tuple(defaultdict(list) for _ in range(3))
         #: The forms matched by sound, with a name of dictionary words said the dictionary's way too.
-        self.sayings = sayings = _sayings(forms)
+        self.sayings = sayings = _sayings(self.matched)
         self._index_sayings(sayings)
         for form in forms:
             self.exact_spaceless.add(form.spaceless)
             self.spaceless_prefixes.update(accumulate(form.spaceless[:-1]))  # "v", "vo" ... "voxmachin"
+        for form in self.matched:
             for code in form.codes:
                 self.by_code[code].append(form)
         self.max_spaceless = max(map(len, self.exact_spaceless), default=0)
@@ -212,7 +225,7 @@ class PhoneticIndex:
         """Codes and the codes one deletion from them (4+ sounds) in one table: two codes within one edit share a
         member of {code} ∪ deletions, so a near-homophone is one lookup per deleted sound."""
         table: dict[str, list[NameForm]] = defaultdict(list)
-        for form in self.forms:
+        for form in self.matched:
             for code in form.codes:
                 table[code].append(form)
                 if len(code) >= MIN_FUZZY_CODE:
@@ -223,7 +236,7 @@ class PhoneticIndex:
     # Spelling-only search looks only at names of a plausible length: forms sorted by length.
     @cached_property
     def by_spaceless_length(self) -> list[NameForm]:
-        return sorted(self.forms, key=lambda f: len(f.spaceless))
+        return sorted(self.matched, key=lambda f: len(f.spaceless))
 
     @cached_property
     def spaceless_lengths(self) -> list[int]:

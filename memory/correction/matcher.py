@@ -514,6 +514,10 @@ class PhoneticMatcher:
         self._tails = frozenset(
             f.words[1:] for f in index.forms if len(f.words) > 1 and any(word_zipf(w) < common for w in f.words[1:])
         )
+        # ... and the words before the last (Nerith of Nerith Vael): see ``_ends``
+        self._leads = frozenset(
+            f.words[:-1] for f in index.forms if len(f.words) > 1 and any(word_zipf(w) < common for w in f.words[:-1])
+        )
         # Surnames by the title their name opens with: "doctor" -> (phones of "armitage", Dr. Henry Armitage)
         self._titled_names: dict[str, list[tuple[str, NameForm]]] = {}
         for f in index.forms:
@@ -818,7 +822,7 @@ class PhoneticMatcher:
                 cap
                 and (c is None or c >= sure_from or f.zipf > 0)
                 and not x
-                and not (f.unfamiliar and self._heads(tokens, joinable, i))
+                and not (f.unfamiliar and (self._heads(tokens, joinable, i) or self._ends(tokens, joinable, i)))
             )
             unknown = f.unfamiliar and not named
             dangling = token.norm in _ARTICLES and _dangles(text, tokens, i, zipfs, edge_zipf)
@@ -835,6 +839,18 @@ class PhoneticMatcher:
                 break
             rest = (*rest, tokens[j].norm)
             if rest in self._tails:
+                return True
+        return False
+
+    def _ends(self, tokens: list[Token], joinable: list[bool], i: int) -> bool:
+        """Whether the words before token ``i`` are all of a name but its last word ("Nerith" of Nerith Vael: "Nerith
+        Mael" is its last word misspelt, not the transcript's own name)."""
+        rest: tuple[str, ...] = ()
+        for j in range(i - 1, max(-1, i - self.settings.max_window_words), -1):
+            if not joinable[j]:
+                break
+            rest = (tokens[j].norm, *rest)
+            if rest in self._leads:
                 return True
         return False
 
@@ -1275,18 +1291,17 @@ class PhoneticMatcher:
     def _vouched(self, words: list[str], rest: list[str], form: NameForm, shared: tuple[int, int], size: int) -> bool:
         """A word of the name heard right vouches for one not very common word a phone off the rest of it, when
         that rest is invented ("lady coma" / Lady Kima; not "giant layer" / Giant Slayer, nor "giant dark" /
-        Giant Shark, nor "the" for anything)."""
+        Giant Shark, nor "the" for anything); an invented word of the name heard right, for a rest of any length
+        ("Nerith Mael" / Nerith Vael: the rest three phones, the whole name eight)."""
         settings = self.settings
         lead, trail = shared
+        said = (*words[:lead], *words[len(words) - trail :])
         return (
             len(rest) == 1
-            and size >= settings.sound_min_phones
+            and (size >= settings.sound_min_phones or any(word_zipf(w) < settings.common_zipf for w in said))
             and word_zipf(rest[0]) < settings.sound_shared_one_edit_zipf
             and all(word_zipf(w) < settings.common_zipf for w in form.words[lead : len(form.words) - trail])
-            and any(
-                len(w) > 3 and word_zipf(w) < settings.function_zipf
-                for w in (*words[:lead], *words[len(words) - trail :])
-            )
+            and any(len(w) > 3 and word_zipf(w) < settings.function_zipf for w in said)
         )
 
     def _sound_stands(self, span: _Span, words: list[str], form: NameForm, edits: int) -> bool:

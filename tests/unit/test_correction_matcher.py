@@ -496,6 +496,23 @@ def test_an_article_and_a_common_word_are_judged_as_that_word() -> None:
     assert pipeline.correct_fast("ask tomb a about it").text == "ask Tooma about it"  # no article before a noun
 
 
+def test_an_alias_of_an_article_and_an_everyday_word_is_only_said_exactly() -> None:
+    """A Foundry scene's navigation name ("The Harbour") is what any table says of any harbour: "the harbor" sounds
+    just like it and is that phrase, doubted or not, not Port Venmark misheard ("the harbor master" stayed "Port
+    Venmark master"). Said exactly it is a mention and stays; a name with more to it is still heard by sound."""
+    pipeline = Pipeline(
+        [
+            EntityName(id=1, name="Port Venmark", aliases=["The Harbour"]),
+            EntityName(id=2, name="The Drowned Stair", aliases=["Stair"]),
+        ]
+    )
+    for text in ["The rain falls on the harbor.", "Maelis Orrin, the harbor master, waits.", "We reach the harbour."]:
+        assert pipeline.correct_fast(text).corrections == [], text
+        doubted = [(t.word, 0.3) for t in tokenize(text)]
+        assert pipeline.correct_fast(text, doubted).corrections == [], text
+    assert pipeline.correct_fast("We climb the drowned stare.").text == "We climb The Drowned Stair."
+
+
 def test_an_article_with_no_noun_after_it_may_end_a_name() -> None:
     # V EH S T AH, one phone off V EH S R AH: "a" is too common to end a window ("tent or" / Centaur) unless it
     # has no noun to belong to
@@ -611,6 +628,17 @@ def test_a_word_of_the_name_heard_right_vouches_for_an_uncommon_word_one_phone_o
     assert pipeline.correct_fast("she woke from the coma today").corrections == []
     # nor does it vouch for a word a phone off a rest that is English itself: "layer" is one off "slayer"
     assert pipeline.correct_fast("there was a giant layer of ice").corrections == []
+
+
+def test_a_names_invented_first_word_heard_right_vouches_for_a_short_last_word_one_phone_off() -> None:
+    """Heard "Nerith Mael" for Nerith Vael (N EH R IH TH, M EY L for V EY L): "Nerith" said right vouches for a last
+    word of three phones, and "Mael", a spelling no word list has after it, is that word misspelt, not the transcript's
+    own name. An English word there stays ("Vale", "Nerith made"), and so does the last word alone."""
+    pipeline = Pipeline([EntityName(id=1, name="Nerith Vael", person=True), EntityName(id=2, name="Old Dunmore")])
+    assert pipeline.correct_fast("It is Nerith Mael, the envoy.").text == "It is Nerith Vael, the envoy."
+    assert pipeline.correct_fast("it is nerith mael, the envoy").text == "it is Nerith Vael, the envoy"
+    for text in ["It is Nerith Vale, the envoy.", "Nerith made it.", "The mael is cold.", "Old Mael nods."]:
+        assert pipeline.correct_fast(text).corrections == [], text
 
 
 def test_a_lazy_index_builds_its_rarely_needed_tables_on_first_use_and_corrects_as_an_eager_one() -> None:
