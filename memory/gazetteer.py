@@ -349,16 +349,17 @@ def _honorific(text: str, word: Token) -> bool:
 
 def _written_as_short_name(text: str, tokens: Sequence[Token], i: int) -> bool:
     """Whether a short name (:func:`short_names`) is written as a name: with a capital ("Quillon picks it up", not
-    "quillon"), and one that is also an English word ("Wren", "Crane") not followed by another capital word ("the
-    Crane Inn", "the Winter Palace"), after a title ("Mister Crane"), inside a sentence, where only a name has one,
-    or at its start doing something or spoken to (``_ACTS``: "Crane nods.", not "Marsh gas rises.")."""
+    "quillon"), not followed by another capital word, which makes it a word of a longer name ("the Crane Inn", "the
+    Winter Palace", a misheard "Captain Corwin Hale" beside Thessaly Corwin), and one that is also an English word
+    ("Wren", "Crane") after a title ("Mister Crane"), inside a sentence, where only a name has one, or at its start
+    doing something or spoken to (``_ACTS``: "Crane nods.", not "Marsh gas rises.")."""
     word = tokens[i]
     if not text[word.start].isupper():
         return False
+    if (after := re.match(r"\s+(\w+)", text[word.end :])) and after.group(1)[0].isupper() and after.group(1) != "I":
+        return False
     if word_zipf(word.norm) < _COMMON_ZIPF:
         return True
-    if (after := re.match(r"\s+(\w)", text[word.end :])) and after.group(1).isupper():
-        return False
     before = text[: word.start].rstrip(" \t\"'“‘([*_-—")
     inside = bool(before) and before[-1] not in ".!?;…"
     return inside or _titled(text, tokens, i, 0) < word.start or _ACTS.match(text, word.base_end) is not None

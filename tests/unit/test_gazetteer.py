@@ -232,13 +232,17 @@ CALLED = Gazetteer([*SURNAMED, known(5, "Lady Kima of Vord")], people=[*SURNAMED
         ("Marsh gas rises from the bog.", []),  # a noun in -s is no verb
         ("Marsh nods.", ["Marsh"]),
         ("We drink at the Crane Inn.", []),  # a word of a longer name
+        ("Captain Whitlock Hale is dead.", []),  # no English word, but a word of a longer name all the same
+        ("The bookseller, Whitlock, is here.", ["Whitlock"]),
         ("Then Pruitt.", []),  # two people's
         ("Vord", []),  # no last name: "of" is no name's word
         ("whitlock", []),  # without a capital
     ],
 )
 def test_a_persons_last_name_alone_names_them_where_written_as_a_name(text: str, said: list[str]) -> None:
-    """ "Whitlock" named no one: only a first name counted alone, though a modern table calls people by surname."""
+    """ "Whitlock" named no one: only a first name counted alone, though a modern table calls people by surname.
+    A misheard "Captain Corwin Hale is dead." named the absent Thessaly Corwin: only a name that is an English word
+    stopped before another capital word."""
     assert [text[a:b] for a, b, _ in CALLED.find(text, written=True)] == said
 
 
