@@ -156,7 +156,9 @@ class Gazetteer(Generic[E]):
                     entry = self._entry(f"{said} {last}" if said else last, text, tokens[i : j + 1], possessive)
                     if entry is None:
                         continue
-                    if entry.short and not (first_names and _written_as_short_name(text, tokens, i)):
+                    if entry.short and not (
+                        first_names and _written_as_short_name(text, tokens, i, first_name(entry.entity.name))
+                    ):
                         continue
                     if entry.capital and not text[tokens[i].start].isupper():
                         continue
@@ -347,18 +349,23 @@ def _honorific(text: str, word: Token) -> bool:
     return word.norm in _HONORIFICS and text[word.start].isupper() and word.base_end == word.end
 
 
-def _written_as_short_name(text: str, tokens: Sequence[Token], i: int) -> bool:
-    """Whether a short name (:func:`short_names`) is written as a name: with a capital ("Quillon picks it up", not
-    "quillon"), and one that is also an English word ("Wren", "Crane") not followed by another capital word ("the
-    Crane Inn", "the Winter Palace"), after a title ("Mister Crane"), inside a sentence, where only a name has one,
-    or at its start doing something or spoken to (``_ACTS``: "Crane nods.", not "Marsh gas rises.")."""
+def _written_as_short_name(text: str, tokens: Sequence[Token], i: int, first: str | None) -> bool:
+    """Whether a short name (:func:`short_names`; ``first``: the person's first name, if any) is written as a name:
+    with a capital ("Quillon picks it up", not "quillon"); not followed by another capital word, which makes it a
+    word of a longer name ("the Crane Inn", "the Winter Palace", a misheard "Captain Corwin Hale" beside Thessaly
+    Corwin), unless it is the person's first name and no English word, before a surname heard wrong ("Nerith Mael"
+    of Nerith Vael); and one that is also an English word ("Wren", "Crane") after a title ("Mister Crane"), inside
+    a sentence, where only a name has one, or at its start doing something or spoken to (``_ACTS``: "Crane nods.",
+    not "Marsh gas rises.")."""
     word = tokens[i]
     if not text[word.start].isupper():
         return False
-    if word_zipf(word.norm) < _COMMON_ZIPF:
-        return True
-    if (after := re.match(r"\s+(\w)", text[word.end :])) and after.group(1).isupper():
+    common = word_zipf(word.norm) >= _COMMON_ZIPF
+    after = re.match(r"\s+(\w+)", text[word.end :])
+    if after and after.group(1)[0].isupper() and after.group(1) != "I" and (common or word.norm != first):
         return False
+    if not common:
+        return True
     before = text[: word.start].rstrip(" \t\"'“‘([*_-—")
     inside = bool(before) and before[-1] not in ".!?;…"
     return inside or _titled(text, tokens, i, 0) < word.start or _ACTS.match(text, word.base_end) is not None

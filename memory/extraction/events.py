@@ -634,6 +634,26 @@ def _arrivals(text: str, found: list[KnownEntity]) -> Iterator[re.Match[str]]:
             pos = m.start() + 1
 
 
+#: An npc or faction arriving where the party is, no place said: "Doran Ives arrives with the guards".
+_COMES = re.compile(
+    _K.format("s") + r"\s+" + _ADVERB + r"(?i:arrives|arrived|has\s+arrived)\b(?!\s+(?i:at|in|on|upon)\b)"
+)
+
+
+def arrivals_here(text: str, found: list[KnownEntity], here: KnownEntity) -> list[Event]:
+    """The arrivals of known npcs and factions ``text`` (tagged, a line of the DM's play) tells with no place said:
+    at ``here``, where the scene is (the place the party last arrived at this session)."""
+    out: list[Event] = []
+    for m in _COMES.finditer(text):
+        who = found[int(m.group("s"))]
+        if who.type not in (EntityType.npc, EntityType.faction) or not _whole(text, m, "s"):
+            continue
+        if _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
+            name = f"Arrival of {who.name} at {here.name}"
+            out.append(Event(EventKind.arrival, name, [who], place=here, span=_span(text, m)))
+    return out
+
+
 def _particle(m: re.Match[str]) -> bool:
     """A killing verb split around its object has its own particle: "finish him off", "cut him down"."""
     return not m.group("split") or _PARTICLE.get(m.group("split").casefold()) == m.group("particle").casefold()

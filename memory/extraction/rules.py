@@ -20,6 +20,7 @@ from memory.extraction.events import (
     EventKind,
     SceneLine,
     alive,
+    arrivals_here,
     events,
     handovers,
     one_each,
@@ -158,6 +159,7 @@ class RuleExtractor:
         # the most in these lines.
         out = _Collector(narrates or narrator(entries, None))
         scene: deque[SceneLine] = deque(maxlen=SCENE_LINES)
+        here: KnownEntity | None = None  # where the party last arrived: where an npc arriving with no place comes
         for entry in entries:
             text, found = _tag(gazetteer, entry.text)
             self._intros(entry, text, found, out.by_dm(entry), out)
@@ -175,6 +177,9 @@ class RuleExtractor:
                     for e in (meant or {}).get(entry.id, ())
                     if e.name not in {t.name for t in told} and not (e.place and _arrived(told, e.place))
                 ]
+                if here is not None:
+                    told += arrivals_here(text, found, here)
+                here = next((e.place for e in reversed(told) if _theirs(e)), here)
                 self._events(entry, one_each(told), out)
             me = plays.get(entry.speaker.strip().casefold(), [])
             self._patterns(entry, text, found, me[0] if len(me) == 1 else None, out)
@@ -275,6 +280,12 @@ class RuleExtractor:
     def _new_if_unknown(mention: _Mention, kind: EntityType, entry: Entry, out: _Collector) -> None:
         if mention.known is None:
             out.entity(mention.name, kind, "", NEW_NAME_CONFIDENCE, entry)
+
+
+def _theirs(event: Event) -> bool:
+    """The party's arrival ("Arrival at Whitestone"), not an npc's ("Arrival of Quillon Ashgrove at ...")."""
+    place = event.place
+    return event.kind == EventKind.arrival and place is not None and event.name == f"Arrival at {place.name}"
 
 
 def _arrived(told: list[Event], place: KnownEntity) -> bool:

@@ -381,3 +381,21 @@ async def test_a_line_telling_an_npcs_arrival_adds_no_partys_arrival_there_by_sc
         [line], [*KNOWN, quillon, lantern], scenes={line.id: [lantern]}, meant={line.id: [party]}
     )
     assert [e.name for e in said.entities] == ["Arrival of Quillon Ashgrove at The Lantern and Eel"]
+
+
+async def test_an_npc_arriving_with_no_place_arrives_where_the_party_last_arrived() -> None:
+    """ "Doran Ives arrives with the guards" filed nothing: an arrival needed a place in its clause. The scene's
+    place is the one the party last arrived at this session; before any, there is none and nothing is filed."""
+
+    async def arrivals(*lines: str) -> list[str]:
+        said = await RuleExtractor().extract(entries(*lines), KNOWN)
+        return [e.name for e in said.entities if e.name.startswith("Arrival")]
+
+    assert await arrivals("You walk to Ironhold.", "Tim arrives with the guards.") == [
+        "Arrival at Ironhold",
+        "Arrival of Tim at Ironhold",
+    ]
+    assert await arrivals("Tim arrives with the guards.") == []
+    assert await arrivals("You walk to Ironhold.", "If Tim arrives, run.", "Tim arrives at dawn?") == [
+        "Arrival at Ironhold"
+    ]

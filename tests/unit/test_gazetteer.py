@@ -232,14 +232,33 @@ CALLED = Gazetteer([*SURNAMED, known(5, "Lady Kima of Vord")], people=[*SURNAMED
         ("Marsh gas rises from the bog.", []),  # a noun in -s is no verb
         ("Marsh nods.", ["Marsh"]),
         ("We drink at the Crane Inn.", []),  # a word of a longer name
+        ("Captain Whitlock Hale is dead.", []),  # no English word, but a word of a longer name all the same
+        ("The bookseller, Whitlock, is here.", ["Whitlock"]),
         ("Then Pruitt.", []),  # two people's
         ("Vord", []),  # no last name: "of" is no name's word
         ("whitlock", []),  # without a capital
     ],
 )
 def test_a_persons_last_name_alone_names_them_where_written_as_a_name(text: str, said: list[str]) -> None:
-    """ "Whitlock" named no one: only a first name counted alone, though a modern table calls people by surname."""
+    """ "Whitlock" named no one: only a first name counted alone, though a modern table calls people by surname.
+    A misheard "Captain Corwin Hale is dead." named the absent Thessaly Corwin: only a name that is an English word
+    stopped before another capital word."""
     assert [text[a:b] for a, b, _ in CALLED.find(text, written=True)] == said
+
+
+def test_a_last_name_before_a_capital_word_is_anothers_a_first_name_the_persons_with_a_surname_misheard() -> None:
+    """The recogniser's "Captain Corwin Hale is dead." (Corvane Hale) named the absent player Thessaly Corwin, in
+    her mentions, the sessions she took part in and the recap's Involved. "Nerith Mael" is Nerith Vael, her
+    surname heard wrong: a first name is followed by a surname, a last name by no other name word."""
+    people = [known(1, "Thessaly Corwin"), known(2, "Corvane Hale"), known(3, "Nerith Vael")]
+    called = Gazetteer(people, people=people)
+
+    def said(text: str) -> list[tuple[str, int]]:
+        return [(text[a:b], e.id) for a, b, e in called.find(text, written=True)]
+
+    assert said("It is too late. Captain Corwin Hale is dead.") == [("Hale", 2)]
+    assert said("It is Nerith Mael, the envoy.") == [("Nerith", 3)]
+    assert said("You ask Corwin. Hale nods.") == [("Corwin", 1), ("Hale", 2)]
 
 
 def test_a_name_that_is_an_english_word_starts_a_sentence_as_the_person_in_a_persons_state() -> None:
