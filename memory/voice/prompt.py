@@ -11,8 +11,9 @@ corrector can mend. So the prompt holds the names most likely to be said next, i
    read after stage-1 correction: a name misheard and mended counts as said);
 3. names said most in the campaign's last sessions (their passages, and the stored lines of the last two, whose
    passages may not be written yet), then the player characters not in this session's cast;
-4. the rest, the most connected first, then every alias not listed yet (a small campaign's prompt holds them
-   all: pinning adds nothing there, see :func:`held_unpinned`).
+4. the rest, the most connected first (by its facts with another entity: GM notes and other attribute facts do
+   not count), then every alias not listed yet (a small campaign's prompt holds them all: pinning adds nothing
+   there, see :func:`held_unpinned`).
 
 Each name once. The ranked list changes only when the entities change or a name enters or leaves the recent
 minutes, so the prompt (counted with the model's tokenizer) is rebuilt then, not for every utterance.
