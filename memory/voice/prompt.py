@@ -141,6 +141,15 @@ async def prompted_unpinned(mem: CampaignMemory, entity_id: int) -> bool:
     return held_unpinned(await mem.graph.prompt_entities(recent_sessions=RECENT_SESSIONS), entity_id)
 
 
+async def next_prompt(mem: CampaignMemory) -> tuple[list[str], list[str]]:
+    """The names a next session's first line is prompted with (``entity pin --prompt``), most important first, by
+    :func:`fit_names`' estimate (which errs high: Whisper may hold a few more), and the ranked names left out."""
+    ranked = await CampaignNames(mem).names(0.0)
+    kept = fit_names(ranked)
+    held = {normalize(n) for n in kept}
+    return kept, [n for n in ranked if normalize(n) not in held]
+
+
 class NameSource(Protocol):
     """What a transcriber asks for its prompt's names and tells what was said."""
 
