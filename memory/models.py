@@ -870,4 +870,4 @@ class PromptEntity(BaseModel):
     cast: bool = False  # a player character
     pinned: bool = False  # the DM wants its names in the prompt
     said_lately: int = 0  # passages of the campaign's last sessions that name it
-    degree: int = 0  # facts it takes part in
+    degree: int = 0  # facts between it and another entity (GM notes and other attribute facts not)

@@ -429,13 +429,20 @@ async def remove(ctx: click.Context, name: str, campaign: str | None, yes: bool)
 @entity.command("pin")
 @click.argument("names", nargs=-1)
 @click.option("--off", is_flag=True, help="Unpin them instead.")
+@click.option(
+    "--prompt",
+    "show_prompt",
+    is_flag=True,
+    help="Then show the names the prompt holds at the next session's start, in order, and those left out.",
+)
 @campaign_option
 @click.pass_context
 @async_command
-async def pin(ctx: click.Context, names: tuple[str, ...], off: bool, campaign: str | None) -> None:
+async def pin(ctx: click.Context, names: tuple[str, ...], off: bool, show_prompt: bool, campaign: str | None) -> None:
     """Keep entities' names (and aliases) in the speech recogniser's prompt, which holds a few dozen of a campaign's
-    names: the villain of tonight's session, a place about to be visited. Without NAMES: the pinned ones."""
-    from memory.voice.prompt import ALREADY_PROMPTED, prompted_unpinned  # numpy and the recogniser's helpers
+    names: the villain of tonight's session, a place about to be visited. Without NAMES: the pinned ones (with
+    --prompt: the prompt instead)."""
+    from memory.voice.prompt import ALREADY_PROMPTED, next_prompt, prompted_unpinned  # numpy, recogniser helpers
 
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
@@ -447,7 +454,12 @@ async def pin(ctx: click.Context, names: tuple[str, ...], off: bool, campaign: s
             click.echo(f"{state} {target.name!r}" if changed else f"{target.name!r} was {state} already")
             if not off and await prompted_unpinned(mem, target.id):
                 click.echo(f"  {ALREADY_PROMPTED}")
-        if not names:
+        if show_prompt:
+            kept, left = await next_prompt(mem)
+            click.echo(f"the prompt at the next session's start ({len(kept)} of {len(kept) + len(left)} names fit):")
+            click.echo("\n".join(f"{n:3}. {name}" for n, name in enumerate(kept, 1)) or "  (no names)")
+            click.echo(f"left out ({len(left)}): {', '.join(left)}" if left else "nothing left out")
+        elif not names:
             pinned = await mem.graph.pinned_entities()
             click.echo("\n".join(f"{e.name} ({e.type.value})" for e in pinned) or "nothing is pinned")
 

@@ -292,7 +292,8 @@ async def ingest_audio_files(
 ) -> IngestReport:
     """Transcribe and import recordings; each utterance of one file is printed as it is heard (before names are
     corrected), those of several once all are stored, as stored, in the order said; after a few seconds without
-    one (silence, a slow model), how far into which file speech-to-text is (see :class:`Progress`)."""
+    a line printed (silence, a slow model, several files), how far into which file of how many speech-to-text is
+    (see :class:`Progress`)."""
     from memory.providers.stt import STTError, WhisperSTT  # heavy: only for audio
 
     names = list(speakers) * len(paths) if len(speakers) == 1 else list(speakers)
@@ -310,10 +311,10 @@ async def ingest_audio_files(
         return f"  {u.start_s:8.1f}s {u.speaker}: {u.text}"
 
     def heard(u: Utterance) -> None:
-        if several:
+        if several:  # held, so it shows nothing: the progress line still comes (four files said nothing for 16 min)
             held.append(u)
-        else:
-            click.echo(said(u))
+            return
+        click.echo(said(u))
         shown.touch()  # its time is how far speech-to-text is
 
     def at(track: AudioTrack, seconds: float) -> None:
@@ -325,7 +326,8 @@ async def ingest_audio_files(
             return
         length = lengths.get(track.path)
         of = f" of {clock(length)}" if length else ""
-        shown(lambda: f"{track.path.name}: transcribed {clock(seconds)}{of}")
+        which = f" (file {len(begun)} of {len(tracks)})" if several else ""
+        shown(lambda: f"{track.path.name}{which}: transcribed {clock(seconds)}{of}")
 
     stt = WhisperSTT(model)
     began = time.perf_counter()

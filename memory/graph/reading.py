@@ -276,7 +276,10 @@ class Reading(EntityLookup):
 
     async def prompt_entities(self, *, recent_sessions: int) -> list[PromptEntity]:
         """Every accepted entity with what ranks it for the speech recogniser's prompt: pinned, a player, how many
-        passages of the last ``recent_sessions`` sessions (by when played) name it, how many facts it is in."""
+        passages of the last ``recent_sessions`` sessions (by when played) name it, how many facts link it to
+        another entity (not rejected). An attribute fact is left out: imported GM notes (``dm_notes``) are one each,
+        so every NPC with notes ranked above every place; a status or occupation says no more of how central a name
+        is to the story than notes do."""
         rows = await self.db.fetch(
             """
             WITH recent AS (
@@ -288,8 +291,9 @@ class Reading(EntityLookup):
             SELECT e.id, e.name, e.type, e.pinned, coalesce(said.n, 0) AS said_lately,
                    ARRAY(SELECT a.alias FROM entity_aliases a WHERE a.entity_id = e.id ORDER BY lower(a.alias))
                        AS aliases,
-                   (SELECT count(*) FROM relationships r
-                    WHERE r.campaign_id = $1 AND (r.source_id = e.id OR r.target_id = e.id)) AS degree
+                   (SELECT count(*) FROM relationships r  -- facts between two entities, see the docstring
+                    WHERE r.campaign_id = $1 AND (r.source_id = e.id OR r.target_id = e.id)
+                      AND r.target_id IS NOT NULL AND r.status <> 'rejected') AS degree
             FROM entities e LEFT JOIN said ON said.id = e.id
             WHERE e.campaign_id = $1 AND e.status = 'accepted'
             """,

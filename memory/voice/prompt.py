@@ -11,8 +11,9 @@ corrector can mend. So the prompt holds the names most likely to be said next, i
    read after stage-1 correction: a name misheard and mended counts as said);
 3. names said most in the campaign's last sessions (their passages, and the stored lines of the last two, whose
    passages may not be written yet), then the player characters not in this session's cast;
-4. the rest, the most connected first, then every alias not listed yet (a small campaign's prompt holds them
-   all: pinning adds nothing there, see :func:`held_unpinned`).
+4. the rest, the most connected first (by its facts with another entity: GM notes and other attribute facts do
+   not count), then every alias not listed yet (a small campaign's prompt holds them all: pinning adds nothing
+   there, see :func:`held_unpinned`).
 
 Each name once. The ranked list changes only when the entities change or a name enters or leaves the recent
 minutes, so the prompt (counted with the model's tokenizer) is rebuilt then, not for every utterance.
@@ -138,6 +139,15 @@ def held_unpinned(entities: Sequence[PromptEntity], entity_id: int) -> bool:
 async def prompted_unpinned(mem: CampaignMemory, entity_id: int) -> bool:
     """:func:`held_unpinned` for the campaign's entities, between sessions (no name said lately in one)."""
     return held_unpinned(await mem.graph.prompt_entities(recent_sessions=RECENT_SESSIONS), entity_id)
+
+
+async def next_prompt(mem: CampaignMemory) -> tuple[list[str], list[str]]:
+    """The names a next session's first line is prompted with (``entity pin --prompt``), most important first, by
+    :func:`fit_names`' estimate (which errs high: Whisper may hold a few more), and the ranked names left out."""
+    ranked = await CampaignNames(mem).names(0.0)
+    kept = fit_names(ranked)
+    held = {normalize(n) for n in kept}
+    return kept, [n for n in ranked if normalize(n) not in held]
 
 
 class NameSource(Protocol):

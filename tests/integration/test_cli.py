@@ -2214,3 +2214,17 @@ def test_entity_pin_says_when_the_names_are_in_the_prompt_pinned_or_not(lk) -> N
     assert pinned.stdout.startswith(said)
     assert "voice-names.md" in pinned.stdout
     assert lk("entity", "pin", "--off", "Ysolde Varrow").stdout == "unpinned 'Ysolde Varrow'\n"
+
+
+def test_entity_pin_prompt_shows_the_names_whisper_is_given_and_those_left_out(lk, tmp_path: Path) -> None:
+    """QA: a DM who pins names had no way to read the prompt (`entity pin` only says when everything fits)."""
+    lore = "".join(f"  - {{name: Harbourfolk Number{n:02d}, type: npc}}\n" for n in range(60))  # more than fit
+    (tmp_path / "salt.yaml").write_text(f"entities:\n  - {{name: Port Venmark, type: location}}\n{lore}")
+    assert lk("campaign", "create", "Salt Road").returncode == 0
+    assert lk("campaign", "load", str(tmp_path / "salt.yaml")).returncode == 0
+    shown = lk("entity", "pin", "Harbourfolk Number59", "--prompt")
+    assert shown.returncode == 0, shown.stderr
+    head, *listed, left = shown.stdout.splitlines()[1:]
+    assert head.startswith("the prompt at the next session's start (") and " of 61 names fit):" in head
+    assert listed[:2] == ["  1. Harbourfolk Number59", "  2. Harbourfolk Number00"]  # the pinned first
+    assert left.startswith(f"left out ({61 - len(listed)}): ") and left.endswith(", Port Venmark")

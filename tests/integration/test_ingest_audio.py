@@ -412,6 +412,36 @@ async def test_speech_to_text_says_how_far_into_the_file_it_is_at_a_terminal(
     assert "s Ana: " in capsys.readouterr().out  # the utterances themselves still go to stdout
 
 
+async def test_several_files_say_how_far_into_which_file_while_one_is_heard(
+    campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """QA: four tracks, 16 minutes, and only "dm.wav: transcribed 0:00 of 5:12" once: each utterance heard (held,
+    not printed, with several files) pushed the next progress line back, and the model's time is spent between
+    them. A clock that moves only while the real model transcribes: a slow machine, made so without waiting."""
+    now = [0.0]
+
+    class Slow(WhisperSTT):
+        async def transcribe(self, pcm: Any, *, prompt_names: Any = ()) -> Transcript:
+            now[0] += 10.0  # each utterance takes the model ten seconds
+            return await super().transcribe(pcm, prompt_names=prompt_names)
+
+    tracks = [
+        join_with_pause([speak(s, tmp_path / f"{n}.wav")] * 2, tmp_path / name, pause_s=1.5)
+        for n, (s, name) in enumerate(zip(SENTENCES, ("dm.wav", "ana.wav"), strict=True))
+    ]
+    monkeypatch.setattr(stt_module, "WhisperSTT", Slow)
+    log = io.StringIO()  # a log: a line every 5 s
+    progress = Progress(log, clock=lambda: now[0])
+    report = await ingest_audio_files(campaign, tracks, ("DM", "Ana"), "tiny.en", None, False, None, False, progress)
+    assert report.written >= 4
+    lines = log.getvalue().splitlines()
+    said = [re.fullmatch(r"(dm|ana)\.wav \(file ([12]) of 2\): transcribed 0:(\d\d) of 0:\d\d", line) for line in lines]
+    assert all(said), lines
+    assert {(m[1], m[2]) for m in said if m} == {("dm", "1"), ("ana", "2")}  # each file, while it is heard
+    assert len(lines) >= 4, lines
+    assert "s Ana: " in capsys.readouterr().out
+
+
 async def test_a_recording_imported_again_into_its_session_is_not_transcribed_again(
     campaign: CampaignMemory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

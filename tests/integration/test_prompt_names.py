@@ -161,3 +161,23 @@ async def test_a_line_asks_for_the_campaign_s_names_it_nearly_says_that_the_prom
     once = CampaignNames(table, second_pass=False)
     await once.names(0.0)
     assert once.nearly_heard(heard, []) == [] and once.lines == 0
+
+
+async def test_only_facts_between_two_entities_rank_the_unsaid(campaign: CampaignMemory) -> None:
+    """QA: an imported NPC's GM notes (a secret ``dm_notes`` attribute fact) counted as a connection, so every NPC
+    with notes went before the places and the faction, which fell out of a full prompt."""
+    g = campaign.graph
+    port = await g.add_entity(EntityIn(name="Port Venmark", type=EntityType.place))
+    choir = await g.add_entity(EntityIn(name="The Ashen Choir", type=EntityType.faction))
+    await g.add_relationship(RelationshipIn(source_id=choir.id, type="located_in", target_id=port.id))
+    for name in ("Aldous Pryne", "Edric Salt"):
+        npc = await g.add_entity(EntityIn(name=name, type=EntityType.npc))
+        notes = RelationshipIn(source_id=npc.id, type="dm_notes", value="Owes the Choir.", visibility="secret")
+        await g.add_relationship(notes)
+        await g.add_relationship(RelationshipIn(source_id=npc.id, type="status", value="dead"))
+        await g.add_relationship(  # a fact the DM rejected is no connection
+            RelationshipIn(source_id=npc.id, type="member_of", target_id=choir.id, status="rejected")
+        )
+    degrees = {e.name: e.degree for e in await g.prompt_entities(recent_sessions=5)}
+    assert degrees == {"Port Venmark": 1, "The Ashen Choir": 1, "Aldous Pryne": 0, "Edric Salt": 0}
+    assert await CampaignNames(campaign).names() == ["Port Venmark", "The Ashen Choir", "Aldous Pryne", "Edric Salt"]
