@@ -871,3 +871,4 @@ class PromptEntity(BaseModel):
     pinned: bool = False  # the DM wants its names in the prompt
     said_lately: int = 0  # passages of the campaign's last sessions that name it
     degree: int = 0  # facts between it and another entity (GM notes and other attribute facts not)
+    event: bool = False  # its name is told, not said ("Session: Night 4", "Death of Sylas"): no place by degree

@@ -309,6 +309,7 @@ class Reading(EntityLookup):
                 pinned=r["pinned"],
                 said_lately=r["said_lately"],
                 degree=r["degree"],
+                event=r["type"] == EntityType.event.value,
             )
             for r in rows
         ]

@@ -12,8 +12,8 @@ corrector can mend. So the prompt holds the names most likely to be said next, i
 3. names said most in the campaign's last sessions (their passages, and the stored lines of the last two, whose
    passages may not be written yet), then the player characters not in this session's cast;
 4. the rest, the most connected first (by its facts with another entity: GM notes and other attribute facts do
-   not count), then every alias not listed yet (a small campaign's prompt holds them all: pinning adds nothing
-   there, see :func:`held_unpinned`).
+   not count; an event, "Session: Night 4" or "Death of Sylas", only where said or pinned), then every alias not
+   listed yet (a small campaign's prompt holds them all: pinning adds nothing there, see :func:`held_unpinned`).
 
 Each name once. The ranked list changes only when the entities change or a name enters or leaves the recent
 minutes, so the prompt (counted with the model's tokenizer) is rebuilt then, not for every utterance.
@@ -102,7 +102,7 @@ def rank_names(
             tiers[1].append(((-heard.at,), [e.name, *forms]))
         elif e.said_lately or e.cast:  # a player character of another table still comes before unsaid lore
             tiers[2].append(((-e.said_lately, -e.degree), [e.name, *(e.aliases if e.cast else ())]))
-        else:
+        elif not e.event:  # an event's name is made of the names it tells of, ranked already; said, it ranks above
             tiers[3].append(((-e.degree,), [e.name]))
         if e.aliases:  # last, every alias not listed yet: a small campaign's prompt holds them all, pinned or not
             tiers[4].append(((-e.degree,), list(e.aliases)))

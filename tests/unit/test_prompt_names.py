@@ -75,6 +75,19 @@ def test_each_name_once_and_the_rest_by_connections() -> None:
     assert rank_names(entities) == ["Pike", "Emon", "Emon City Watch", "Tal'Dorei", "the Watch"]
 
 
+def test_an_event_is_prompted_where_said_or_pinned_not_by_its_connections() -> None:
+    """A session's recap event and a turning point link everyone who took part, so "Session: Night 1" and "Death of
+    Corvane Hale" outranked the places by degree, though no one says them."""
+    entities = [
+        PromptEntity(id=1, name="Session: Night 1", degree=9, event=True),
+        PromptEntity(id=2, name="Death of Corvane Hale", degree=3, event=True),
+        PromptEntity(id=3, name="Port Venmark", degree=1),
+        PromptEntity(id=4, name="The Red Wedding", said_lately=2, event=True),
+        PromptEntity(id=5, name="Festival of Lanterns", pinned=True, event=True),
+    ]
+    assert rank_names(entities) == ["Festival of Lanterns", "The Red Wedding", "Port Venmark"]
+
+
 def test_nothing_to_rank() -> None:
     assert rank_names([]) == []
     assert build_name_prompt(rank_names([])) == ""
