@@ -682,6 +682,19 @@ async def test_last_session_and_a_numbered_session_filter(campaign: CampaignMemo
     assert await recall(campaign, None, "the key in session 9", limit=5, mode="fulltext") == []
 
 
+async def played_days_before(
+    campaign: CampaignMemory, asked: datetime, lines: dict[int, tuple[str, str]]
+) -> dict[int, int]:
+    """One session for each line, played its key's days before ``asked``: each key with its line's id."""
+    said_in: dict[int, int] = {}
+    for days, (speaker, text) in lines.items():
+        session = await campaign.log.start_session(f"{days} days ago", started_at=asked - timedelta(days=days))
+        (entry,) = await campaign.log.write_many(session.id, [EntryIn(speaker=speaker, text=text, start_s=0.0)])
+        await campaign.log.end_session(session.id)
+        said_in[days] = entry.id
+    return said_in
+
+
 async def test_a_time_told_against_when_it_is_asked_prefers_the_sessions_played_then(campaign: CampaignMemory) -> None:
     """ "What did we hear two weeks ago about the Ember Key?": the line of the session played two weeks ago, though
     a shorter line of another session says the key too; "two weeks ago" is no word to search for."""
@@ -691,12 +704,7 @@ async def test_a_time_told_against_when_it_is_asked_prefers_the_sessions_played_
         14: ("DM", "A merchant in the market swears the Ember Key was sold last winter to a stranger from the north."),
         1: ("DM", "The Ember Key glows."),
     }
-    said_in: dict[int, int] = {}
-    for days, line in lines.items():
-        session = await campaign.log.start_session(f"{days} days ago", started_at=asked - timedelta(days=days))
-        (entry,) = await campaign.log.write_many(session.id, [EntryIn(speaker=line[0], text=line[1], start_s=0.0)])
-        await campaign.log.end_session(session.id)
-        said_in[days] = entry.id
+    said_in = await played_days_before(campaign, asked, lines)
     question = "what did we hear two weeks ago about the Ember Key?"
     hits = await recall(campaign, None, question, limit=3, mode="fulltext", now=asked)
     assert [line.entry_id for line in hits[0].lines if line.matched] == [said_in[14]]
@@ -724,12 +732,7 @@ async def test_a_time_of_the_story_is_words_to_search_for_not_the_days_asked(cam
         30: ("DM", "On the last day of the Festival of Lanterns the mayor vanishes."),
         0: ("DM", "The Festival of Lanterns fills the square."),
     }
-    said_in: dict[int, int] = {}
-    for days, line in lines.items():
-        session = await campaign.log.start_session(f"{days} days ago", started_at=asked - timedelta(days=days))
-        (entry,) = await campaign.log.write_many(session.id, [EntryIn(speaker=line[0], text=line[1], start_s=0.0)])
-        await campaign.log.end_session(session.id)
-        said_in[days] = entry.id
+    said_in = await played_days_before(campaign, asked, lines)
     question = "what happened on the last day of the Festival of Lanterns?"
     hits = await recall(campaign, None, question, limit=3, mode="fulltext", now=asked)
     assert [line.entry_id for line in hits[0].lines if line.matched] == [said_in[30]]
