@@ -33,7 +33,7 @@ from memory.models import (
     session_link,
 )
 from memory.store import CampaignMemory
-from memory.text import attribute_text, clip
+from memory.text import attribute_text, clip, clock
 
 #: Lines of L1 the context reads at most: a window of minutes in a talkative scene.
 MAX_LINES = 200
@@ -170,8 +170,7 @@ class ContextLine(BaseModel):
     def when(self) -> str:
         if self.untimed:  # as `where_said` shows it
             return str(self.ref)
-        minutes, secs = divmod(int(self.start_s), 60)
-        return f"{minutes}:{secs:02d}"
+        return clock(self.start_s)
 
     def render(self) -> str:
         return f"[{self.when}] {self.speaker}: {self.text}"

@@ -22,6 +22,7 @@ from memory.text import (
     check_attributes,
     clean_name,
     clip,
+    clock,
     counted,
     described,
     heard_as_phrases,
@@ -572,9 +573,7 @@ def where_said(title: str, start_s: float | None, ref: str | None, started: date
     if started is not None and (day := f"{started.astimezone(UTC):%Y-%m-%d}") not in title:
         title = f"{title}, {day}"
     if start_s or (start_s is not None and (not ref or ref.startswith(TIMED_REFS))):
-        minutes, secs = divmod(int(start_s), 60)
-        hours, minutes = divmod(minutes, 60)
-        return f"{title} at {f'{hours}:{minutes:02d}' if hours else minutes}:{secs:02d}"
+        return f"{title} at {clock(start_s)}"
     return f"{title} ({ref})" if ref else title
 
 

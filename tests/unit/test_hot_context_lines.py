@@ -16,6 +16,8 @@ def test_an_untimed_transcripts_lines_say_their_turn_not_zero() -> None:
     assert ContextLine(speaker="Ana", text="Hi.", start_s=0.0, ref="voice:42:0").render() == "[0:00] Ana: Hi."
     assert ContextLine(speaker="Ana", text="Hi.", start_s=75.0, ref="turn 3").render() == "[1:15] Ana: Hi."
     assert ContextLine(speaker="Ana", text="Hi.", start_s=0.0).render() == "[0:00] Ana: Hi."
+    # an hour in, as citations say it: "[75:10]" was a time no other part of the product writes
+    assert ContextLine(speaker="Ana", text="Hi.", start_s=4510.0).render() == "[1:15:10] Ana: Hi."
 
 
 def test_an_untimed_sessions_lines_are_not_called_its_last_minutes() -> None:
