@@ -17,6 +17,9 @@ from memory.models import (
 )
 
 _WORD_RUN = re.compile(r"\w+")
+#: A plural's ending: "s", or "es" after s, x, z, ch or sh (Vaskerrins, Foxes, Marshes).
+_PLURAL = r"(?:(?<=s|x|z|h)es|s)"
+_ES = re.compile(r"(?:s|x|z|ch|sh)es$")
 
 
 class SecretMask:
@@ -48,8 +51,9 @@ class SecretMask:
     def _pattern_of(self, which: tuple[int, ...]) -> re.Pattern[str]:
         if (pattern := self._patterns.get(which)) is None:
             words = (r"\s+".join(map(re.escape, self._spellings[i].split())) for i in which)
-            # a plural says the name too ("the Vaskerrins' ship"): the search finds it by its stem, so the mask must
-            pattern = re.compile("|".join(rf"(?<!\w){w}(?:e?s)?(?!\w)" for w in words), re.IGNORECASE)
+            # a plural says the name too ("the Vaskerrins' ship"): the search finds it by its stem, so the mask must;
+            # "es" only where English writes it ("Tim" is no "times", "Jam" no "James")
+            pattern = re.compile("|".join(rf"(?<!\w){w}{_PLURAL}?(?!\w)" for w in words), re.IGNORECASE)
             if len(self._patterns) < 10_000:  # a scene names the same few again and again
                 self._patterns[which] = pattern
         return pattern
@@ -58,7 +62,7 @@ class SecretMask:
         if not self._spellings or not text:
             return text
         said = set(_WORD_RUN.findall(text.casefold()))
-        said.update([w[:-1] for w in said if w.endswith("s")] + [w[:-2] for w in said if w.endswith("es")])
+        said.update([w[:-1] for w in said if w.endswith("s")] + [w[:-2] for w in said if _ES.search(w)])
         which = {i for w in said.intersection(self._by_word) for i in self._by_word[w] if self._words[i] <= said}
         if not which and not self._always:
             return text

@@ -19,6 +19,11 @@ def test_a_plural_of_a_secret_name_is_hidden_as_the_name() -> None:
         "The [secret] sail; the [secret]' ship, [secret]."
     )
     assert mask("ashes, Ashley, Vaskerrinsen") == "[secret], Ashley, Vaskerrinsen"  # a plural, not another word
+    # "es" only where English writes it: "Tim" hid "times", "Jam" would hide "James"
+    assert (
+        SecretMask(["Tim", "Jam", "Fox"])("three times, James, the Foxes, Tims")
+        == "three times, James, the [secret], [secret]"
+    )
 
 
 def test_only_whole_words_and_the_longest_name_first() -> None:
