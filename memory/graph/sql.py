@@ -92,7 +92,7 @@ def weighs_against(fact: str, source: str, type: str, target: str, single: str) 
     worded = f"{fact}.type = ANY({_stated_as(type, False)})"
     # a kind of item many hold: its holders add up (rules.held_by_many)
     many = f"""({type} IN ({_listed(HOLDING)}) AND EXISTS (
-        SELECT 1 FROM entities k WHERE k.id = {source} AND k.attributes ->> '{HELD_BY_MANY}' = 'true'))"""
+        SELECT 1 FROM entities k WHERE k.id = {source} AND lower(k.attributes ->> '{HELD_BY_MANY}') = 'true'))"""
     return f"""(NOT {many} AND (({fact}.source_id = {source} AND ({fact}.type = {type} OR {worded})
                   AND (({fact}.target_id IS NULL) = ({target} IS NULL) OR {single}))
                  OR ({fact}.target_id = {source} AND {fact}.type = ANY({_stated_as(type, True)})

@@ -940,6 +940,23 @@ async def test_an_item_on_several_sheets_of_one_import_is_each_ones(campaign: Ca
     assert now == ["Abbot Hale —has→ Tidecaller Trident", *holders[:2]]
 
 
+async def test_an_item_the_dm_marks_held_by_many_keeps_each_holder_whatever_the_case(campaign: CampaignMemory) -> None:
+    """``--attr held_by_many=True`` typed by hand: the graph's SQL compared 'true' exactly, so linking Vex to the
+    dagger closed Grog's, though the rule in Python read it as held by many."""
+    g = campaign.graph
+    dagger = await campaign.add_entity(
+        EntityIn(name="Silvered Dagger", type=EntityType.item, attributes={"held_by_many": "True"})
+    )
+    grog = await campaign.add_entity(EntityIn(name="Grog", type=EntityType.player))
+    vex = await campaign.add_entity(EntityIn(name="Vex", type=EntityType.player))
+    for holder in (grog, vex):
+        await g.add_relationship(RelationshipIn(source_id=holder.id, type="has", target_id=dagger.id))
+    assert sorted(r.describe() for r in await g.relationships_of(dagger.id)) == [
+        "Grog —has→ Silvered Dagger",
+        "Vex —has→ Silvered Dagger",
+    ]
+
+
 async def test_a_holder_told_in_play_closes_the_one_a_sheet_gave(campaign: CampaignMemory) -> None:
     """A sheet's "Captain Ilse owns the Tidecaller Trident", then "Abbot Hale has the Tidecaller Trident" heard and
     accepted: one current holder, Hale (``owns`` reads as ``has``), instead of two."""
