@@ -37,7 +37,8 @@ OCCUPATIONS = RULER_ROLES | frozenset(
     sailor pirate noble scholar sage alchemist apothecary baker butcher tailor fisherman miner soldier mercenary
     spy druid monk necromancer champion herald steward scribe librarian jeweler jeweller armorer armourer
     fletcher tanner carpenter mason cook brewer courier guide tracker smuggler bandit cultist acolyte oracle
-    seer prophet advisor adviser vizier chancellor magistrate judge sheriff marshal constable
+    seer prophet advisor adviser vizier chancellor magistrate judge sheriff marshal constable envoy ambassador
+    emissary
     """.split()
 )
 

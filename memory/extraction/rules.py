@@ -117,6 +117,13 @@ _INTRO = re.compile(
     rf"(?i:named|called|by the name of|goes by|whose name is)\s+(?P<n>{_NAME})"
 )
 
+#: A role set off by commas beside a new name, in the DM's words: "A new captain, Oswin Marl, takes command",
+#: "It is Nerith Vael, the envoy of Silvermarch". The role (``_person_role``) is what makes the name a person's.
+_APPOSITION = re.compile(
+    rf"\b{_ART}\s+(?P<before>(?:[a-z-]+\s+)?[a-z-]+),\s+(?P<n>{_NAME}),"
+    rf"|(?P<m>{_NAME}),\s+{_ART}\s+(?P<after>[a-z-]+(?:\s+[a-z-]+)?)"
+)
+
 
 _EVENT_KINDS = {
     EventKind.death: "a death",
@@ -197,6 +204,15 @@ class RuleExtractor:
             what = " ".join(w for w in (m.group("adj"), m.group("noun")) if w)
             conf = NEW_NAME_BY_DM_CONFIDENCE if by_dm else NEW_NAME_CONFIDENCE
             out.entity(mention.name, kind, f"a {what}" if what else "", conf, entry)
+        for m in _APPOSITION.finditer(text) if by_dm else ():
+            words = (m.group("before") or m.group("after")).split()
+            # the role ends the words before the name ("a new captain"), and is one of the two after ("the envoy
+            # of", "the old innkeeper")
+            role = _person_role(words[-1:] if m.group("before") else words)
+            mention = _resolve(m.group("n") or m.group("m"), found)
+            if role is not None and mention is not None and mention.known is None:
+                article = "an" if role[0] in "aeiou" else "a"
+                out.entity(mention.name, EntityType.npc, f"{article} {role}", NEW_NAME_BY_DM_CONFIDENCE, entry)
 
     def _patterns(
         self, entry: Entry, text: str, found: list[KnownEntity], me: KnownEntity | None, out: _Collector
@@ -280,6 +296,11 @@ class RuleExtractor:
     def _new_if_unknown(mention: _Mention, kind: EntityType, entry: Entry, out: _Collector) -> None:
         if mention.known is None:
             out.entity(mention.name, kind, "", NEW_NAME_CONFIDENCE, entry)
+
+
+def _person_role(words: Sequence[str]) -> str | None:
+    """The first of ``words`` that is a role a person holds ("captain", "innkeeper"), if any."""
+    return next((w for w in (w.casefold() for w in words) if w in OCCUPATIONS), None)
 
 
 def _theirs(event: Event) -> bool:

@@ -143,6 +143,17 @@ async def test_new_npc_becomes_a_pending_entity(world: CampaignMemory) -> None:
     assert "new npc 'Korvash': a dwarf" in {i.describe() for i in await world.review.pending(limit=100)}
 
 
+async def test_a_new_captain_set_off_by_commas_becomes_a_pending_npc(world: CampaignMemory) -> None:
+    """The tester's night: "A new captain, Oswin Marl, takes command ..." proposed no new npc."""
+    line = "A new captain, Oswin Marl, takes command of the Venmark Watch at dawn."
+    entries = await write(world, [("DM", line)])
+    await run(world, entries)
+
+    oswin = await world.graph.find_entity("Oswin Marl")
+    assert oswin is not None and oswin.type == EntityType.npc and oswin.status == ReviewStatus.pending
+    assert "new npc 'Oswin Marl': a captain" in {i.describe() for i in await world.review.pending(limit=100)}
+
+
 async def test_rerun_creates_no_duplicates(world: CampaignMemory) -> None:
     entries = await write(world, TRANSCRIPT)
     await run(world, entries)

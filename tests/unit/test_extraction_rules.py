@@ -316,6 +316,28 @@ async def test_a_new_name_is_proposed_when_the_dm_says_it_or_several_players_do(
     assert [e.name for e in dm.entities] == ["Pip Quickfoot"]  # the narrator (who says the most) once is enough
 
 
+async def test_a_new_name_set_off_by_commas_beside_a_persons_role_is_a_new_npc_when_the_dm_says_it() -> None:
+    """ "A new captain, Oswin Marl, takes command" proposed no one: only "named" or "X, the captain of Y" did."""
+
+    async def new(line: str, speaker: str = "DM") -> list[tuple[str, str, str]]:
+        said = await RuleExtractor().extract(
+            entries(line, speaker=speaker), KNOWN, narrates=lambda e: e.speaker == "DM"
+        )
+        return [(e.name, e.type, e.description) for e in said.entities if e.type == "npc"]
+
+    assert await new("A new captain, Oswin Marl, takes command of the Venmark Watch at dawn.") == [
+        ("Oswin Marl", "npc", "a captain")
+    ]
+    assert await new("An elf arrives. It is Nerith Vael, the envoy of Silvermarch.") == [
+        ("Nerith Vael", "npc", "an envoy")
+    ]
+    assert await new("You meet Brom, the old innkeeper, at the bar.") == [("Brom", "npc", "an innkeeper")]
+    assert await new("The captain, Eldrinax, nods.") == []  # known already
+    assert await new("Yes, the bard was doing a lockpick.") == []  # an ordinary word, not a name
+    assert await new("The road, Kingsway, runs north.") == []  # no person's role
+    assert await new("A new captain, Oswin Marl, takes command.", speaker="SAM") == []  # a player's guess
+
+
 async def test_the_dm_telling_someone_is_alive_proposes_the_alive_status_not_a_question_or_a_condition() -> None:
     """ "It is Lucy Pruitt. … She's alive." proposed nothing: no rule read a status but dead, so a death the memory
     holds could not be corrected from the transcript."""
