@@ -147,6 +147,7 @@ class RuleExtractor:
         retold: Collection[int] = frozenset(),
         scenes: Mapping[int, Sequence[KnownEntity]] | None = None,
         meant: Mapping[int, Sequence[Event]] | None = None,
+        here: KnownEntity | None = None,
     ) -> ExtractionResult:
         # a person called by first or last name alone too, as the mention index reads them ("Eleanor gives ...")
         gazetteer = of_mentions(known)
@@ -159,7 +160,6 @@ class RuleExtractor:
         # the most in these lines.
         out = _Collector(narrates or narrator(entries, None))
         scene: deque[SceneLine] = deque(maxlen=SCENE_LINES)
-        here: KnownEntity | None = None  # where the party last arrived: where an npc arriving with no place comes
         for entry in entries:
             text, found = _tag(gazetteer, entry.text)
             self._intros(entry, text, found, out.by_dm(entry), out)
@@ -179,7 +179,7 @@ class RuleExtractor:
                 ]
                 if here is not None:
                     told += arrivals_here(text, found, here)
-                here = next((e.place for e in reversed(told) if _theirs(e)), here)
+                here = _moved(here, text, found, told)  # where an npc arriving with no place comes next
                 self._events(entry, one_each(told), out)
             me = plays.get(entry.speaker.strip().casefold(), [])
             self._patterns(entry, text, found, me[0] if len(me) == 1 else None, out)
@@ -280,6 +280,33 @@ class RuleExtractor:
     def _new_if_unknown(mention: _Mention, kind: EntityType, entry: Entry, out: _Collector) -> None:
         if mention.known is None:
             out.entity(mention.name, kind, "", NEW_NAME_CONFIDENCE, entry)
+
+
+def whereabouts(
+    entries: Sequence[Entry],
+    by_dm: Callable[[Entry], bool],
+    gazetteer: Gazetteer[KnownEntity],
+    scenes: Mapping[int, Sequence[KnownEntity]],
+) -> dict[int, KnownEntity | None]:
+    """Where the party is as each of a session's lines (all of them, in order) begins, as the DM's lines tell it
+    (:func:`_moved`; ``scenes``: the session's scene moves): the ``here`` a slice of them is extracted from."""
+    out: dict[int, KnownEntity | None] = {}
+    here: KnownEntity | None = None
+    for entry in entries:
+        out[entry.id] = here
+        if by_dm(entry):
+            text, found = _tag(gazetteer, entry.text)  # as extract reads it
+            told = [Event(EventKind.arrival, f"Arrival at {p.name}", place=p) for p in scenes.get(entry.id, ())]
+            if any(e.type == EntityType.location for e in found):  # only those can tell an arrival: events costs
+                told = events(text, found) + told
+            here = _moved(here, text, found, told)
+    return out
+
+
+def _moved(here: KnownEntity | None, text: str, found: list[KnownEntity], told: list[Event]) -> KnownEntity | None:
+    """Where the party is after a DM's line (``text``, tagged) telling ``told``: the place it last arrives at, else
+    where it was."""
+    return next((e.place for e in reversed(told) if _theirs(e)), here)
 
 
 def _theirs(event: Event) -> bool:

@@ -9,8 +9,9 @@ from memory.extraction import ExtractionAnswer, KnownEntity, LLMExtractor, Propo
 from memory.extraction.events import Event, EventKind
 from memory.extraction.llm import MAX_KNOWN_LISTED
 from memory.extraction.names import NameResolver, normalize_name
-from memory.extraction.rules import MAX_RULE_CONFIDENCE
+from memory.extraction.rules import MAX_RULE_CONFIDENCE, whereabouts
 from memory.extraction.validate import validate_result
+from memory.gazetteer import of_mentions
 from memory.models import EntityType, Entry
 
 KNOWN = [
@@ -381,6 +382,16 @@ async def test_a_line_telling_an_npcs_arrival_adds_no_partys_arrival_there_by_sc
         [line], [*KNOWN, quillon, lantern], scenes={line.id: [lantern]}, meant={line.id: [party]}
     )
     assert [e.name for e in said.entities] == ["Arrival of Quillon Ashgrove at The Lantern and Eel"]
+
+
+async def test_where_the_party_is_starts_each_slice_as_the_lines_before_it_left_it() -> None:
+    """The extraction job reads a session in slices: ``whereabouts`` over the whole session is each slice's
+    ``here``, so Tim arriving in a later slice still arrives where the party went before it."""
+    lines = entries("You walk to Ironhold.", "The rain keeps falling.", "Tim arrives with the guards.")
+    where = whereabouts(lines, lambda e: True, of_mentions(KNOWN), {})
+    assert [p.name if p else None for p in where.values()] == [None, "Ironhold", "Ironhold"]
+    said = await RuleExtractor().extract(lines[2:], KNOWN, here=where[lines[2].id])
+    assert [e.name for e in said.entities] == ["Arrival of Tim at Ironhold"]
 
 
 async def test_an_npc_arriving_with_no_place_arrives_where_the_party_last_arrived() -> None:
