@@ -23,6 +23,7 @@ from memory.extraction.events import (
     arrivals_here,
     events,
     handovers,
+    leaves,
     one_each,
     owns,
     scene_deaths,
@@ -304,9 +305,10 @@ def whereabouts(
 
 
 def _moved(here: KnownEntity | None, text: str, found: list[KnownEntity], told: list[Event]) -> KnownEntity | None:
-    """Where the party is after a DM's line (``text``, tagged) telling ``told``: the place it last arrives at, else
-    where it was."""
-    return next((e.place for e in reversed(told) if _theirs(e)), here)
+    """Where the party is after a DM's line (``text``, tagged) telling ``told``: the place it last arrives at, none
+    once it leaves or travels away ("you leave Whitestone behind and ride north"), else where it was."""
+    arrived = next((e.place for e in reversed(told) if _theirs(e)), None)
+    return arrived or (None if leaves(text, found) else here)
 
 
 def _theirs(event: Event) -> bool:
