@@ -55,7 +55,7 @@ from campaigns.files import read_campaign_file  # noqa: E402
 from memory.extraction import KnownEntity, RuleExtractor  # noqa: E402
 from memory.extraction.names import NameResolver, normalize_name  # noqa: E402
 from memory.extraction.pipeline import meaning_events, opening_recap, scene_moves  # noqa: E402
-from memory.extraction.rules import telling_line  # noqa: E402
+from memory.extraction.rules import telling_line, whereabouts  # noqa: E402
 from memory.extraction.salience import is_trivial  # noqa: E402
 from memory.extraction.schema import players  # noqa: E402
 from memory.extraction.validate import validate_result  # noqa: E402
@@ -137,6 +137,7 @@ async def review_items(lines: list[Entry], known: list[KnownEntity], embedder: M
     gazetteer = of_mentions(known)  # the pipeline's (extraction.pipeline.propose)
     resolver = NameResolver(known)
     scenes = scene_moves(lines, None, gazetteer)
+    where = whereabouts(lines, narrates, gazetteer, scenes)  # where the party is, carried across slices
     items: dict[str, Item] = {}
     for start in range(0, len(lines), SLICE):
         part = [e for e in lines[start : start + SLICE] if e.id not in talk]
@@ -145,7 +146,9 @@ async def review_items(lines: list[Entry], known: list[KnownEntity], embedder: M
             continue
         meant = await meaning_events(part, narrates, gazetteer, embedder) if embedder else None
         result = validate_result(
-            await RuleExtractor().extract(part, known, narrates=narrates, retold=retold, scenes=scenes, meant=meant),
+            await RuleExtractor().extract(
+                part, known, narrates=narrates, retold=retold, scenes=scenes, meant=meant, here=where[part[0].id]
+            ),
             known,
             {e.id for e in part},
         )

@@ -65,7 +65,7 @@ _IRREGULAR = {
     "get": ("gets", "got", "gotten"), "ride": ("rides", "rode", "ridden"), "run": ("runs", "ran", "run"),
     "fly": ("flies", "flew", "flown"), "go": ("goes", "went", "gone"), "sink": ("sinks", "sank", "sunk"),
     "hit": ("hits", "hit", "hit"), "set": ("sets", "set", "set"), "lay": ("lays", "laid", "laid"),
-    "travel": ("travels", "traveled", "travelled"),
+    "travel": ("travels", "traveled", "travelled"), "leave": ("leaves", "left", "left"),
 }  # fmt: skip
 #: Verbs that double their last consonant in the past: "dropped", "stepped".
 _DOUBLED = frozenset({"drop", "step", "grab", "snag", "slip", "stop"})
@@ -385,7 +385,7 @@ _DONE = re.compile(
 _BEFORE_SUBJECT = re.compile(
     r"(?:^|[.!?,;:\"“”—–(-]|\b(?i:and|but|so|then|as|when|once|while|after|until|where|now|soon|okay|ok|alright|"
     r"right|well|yeah|yes|because|since|meanwhile|tonight|today|\w+ly)|"
-    rf"\b(?i:(?:before|until|till|after|at|by)\s+{_TIME})"
+    rf"\b(?i:(?:before|until|till|after|at|by)\s+{_TIME})|(?:^|[.!?;:]\s)\s*(?i:{_TIME})"  # "The next morning you"
     # who is seen doing it: "You see Quillon enter the Lantern", "you watch Grog walk into the Feed and Mead"
     r"|\b(?i:you|we)\s+(?:(?i:can|could|all|then|now)\s+)?(?i:see|saw|watch|watched|notice|noticed|spot|spotted))\s*$"
 )
@@ -632,6 +632,27 @@ def _arrivals(text: str, found: list[KnownEntity]) -> Iterator[re.Match[str]]:
             pos = m.end()
         else:  # an object's "you" may hide the subject after it: look again from the next word
             pos = m.start() + 1
+
+
+#: The party leaving where it is, or travelling away with no place to reach said: "you leave Whitestone behind",
+#: "we set out at dawn", "you ride north for three days". (Travelling to a known place is an arrival: ``_GOES``.)
+_PLAY_LEAVES = re.compile(
+    rf"(?P<subject>{_PLAYERS})(?:\s*,[^,.!?;:\"“”\ue000\ue001]{{1,60}},)?{_CHAIN}(?:(?i:have|has|had|all|both)\s+)*"
+    + _ADVERB
+    + rf"(?:{_class('leave', 'depart', 'set out', 'set off', 'head out', 'ride out', 'move on')}"
+    rf"|{_JOURNEY}\s+(?i:away|off|out|onward|onwards|north|south|east|west|\w+ward)\b)"
+)
+
+
+def leaves(text: str, found: list[KnownEntity]) -> bool:
+    """Whether ``text`` (tagged, a line of the DM's play) tells the party leaving, or travelling with no place to
+    reach: where it was is no longer where the scene is."""
+    for m in _PLAY_LEAVES.finditer(text):
+        s = m.group("s")
+        party = s is None or found[int(s)].type in _PARTY_TYPES
+        if party and _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
+            return True
+    return False
 
 
 #: An npc or faction arriving where the party is, no place said: "Doran Ives arrives with the guards".

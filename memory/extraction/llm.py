@@ -94,6 +94,7 @@ class LLMExtractor:
         retold: Collection[int] = frozenset(),  # the model reads a recap's past tense itself
         scenes: Mapping[int, Sequence[KnownEntity]] | None = None,  # and where the scene is
         meant: Mapping[int, Sequence[Event]] | None = None,  # and what the lines mean
+        here: KnownEntity | None = None,  # and where the party is
     ) -> ExtractionResult:
         merged = ExtractionResult(entities=[], facts=[])
         gazetteer = of_mentions(known)  # the known entities a line names come first, as the rules read names

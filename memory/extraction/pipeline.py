@@ -32,7 +32,7 @@ from memory.extraction.events import (
 from memory.extraction.evidence import End, evidence_gap
 from memory.extraction.llm import LLMExtractor
 from memory.extraction.names import NameResolver, normalize_name
-from memory.extraction.rules import RuleExtractor
+from memory.extraction.rules import RuleExtractor, whereabouts
 from memory.extraction.salience import is_trivial
 from memory.extraction.schema import (
     ExtractionResult,
@@ -136,11 +136,14 @@ async def propose(
     if not kept:
         return None
     kept = by_role(kept, session.dm_speaker_id)
-    moves = (scenes or SceneMoves())(everything, session.dm_speaker_id, known, gazetteer)
+    scenes = scenes or SceneMoves()
+    moves = scenes(everything, session.dm_speaker_id, known, gazetteer)
     meant = None
     if embedder is not None and isinstance(extractor, RuleExtractor):  # an LLM reads what a line means itself
         meant = await meaning_events(kept, narrates, gazetteer, embedder)
-    raw = await extractor.extract(kept, known, narrates=narrates, retold=retold, scenes=moves, meant=meant)
+    raw = await extractor.extract(
+        kept, known, narrates=narrates, retold=retold, scenes=moves, meant=meant, here=scenes.here(kept[0].id)
+    )
     result = validate_result(raw, known, {e.id for e in kept})
     stats.llm_errors = len(result.errors)
     fallback = None
@@ -148,7 +151,9 @@ async def propose(
         lines = [e for e in kept if e.id in unread]
         meant = await meaning_events(lines, narrates, gazetteer, embedder) if embedder else None
         fallback = validate_result(
-            await RuleExtractor().extract(lines, known, narrates=narrates, retold=retold, scenes=moves, meant=meant),
+            await RuleExtractor().extract(
+                lines, known, narrates=narrates, retold=retold, scenes=moves, meant=meant, here=scenes.here(lines[0].id)
+            ),
             known,
             unread,
         )
@@ -183,12 +188,14 @@ def scene_moves(
 
 
 class SceneMoves:
-    """:func:`scene_moves` of a session, kept while its lines and the known entities stay the same: the extraction
-    job reads the whole session for each slice it files (0.13 s on a 2,000-line episode, a dozen slices)."""
+    """:func:`scene_moves` of a session and where the party is at each line (``rules.whereabouts``), kept while its
+    lines and the known entities stay the same: the extraction job reads the whole session for each slice it files
+    (0.13 s on a 2,000-line episode, a dozen slices)."""
 
     def __init__(self) -> None:
         self._read: tuple[list[Entry], str | None, list[KnownEntity]] | None = None
         self._moves: dict[int, list[KnownEntity]] = {}
+        self._where: dict[int, KnownEntity | None] = {}
 
     def __call__(
         self,
@@ -202,8 +209,14 @@ class SceneMoves:
         read = (list(entries), dm_speaker_id, list(known))
         if read != self._read:
             self._moves = scene_moves(entries, dm_speaker_id, gazetteer)
+            self._where = whereabouts(entries, narrator(entries, dm_speaker_id), gazetteer, self._moves)
             self._read = read
         return self._moves
+
+    def here(self, entry_id: int) -> KnownEntity | None:
+        """Where the party is as the line ``entry_id`` begins, as the lines before it tell: a slice's first line
+        is no new scene (an npc "arrives with the guards" where the party arrived two slices before)."""
+        return self._where.get(entry_id)
 
 
 class SessionTalk:

@@ -23,6 +23,7 @@ from memory.extraction.events import (
     arrivals_here,
     events,
     handovers,
+    leaves,
     one_each,
     owns,
     scene_deaths,
@@ -154,6 +155,7 @@ class RuleExtractor:
         retold: Collection[int] = frozenset(),
         scenes: Mapping[int, Sequence[KnownEntity]] | None = None,
         meant: Mapping[int, Sequence[Event]] | None = None,
+        here: KnownEntity | None = None,
     ) -> ExtractionResult:
         # a person called by first or last name alone too, as the mention index reads them ("Eleanor gives ...")
         gazetteer = of_mentions(known)
@@ -166,7 +168,6 @@ class RuleExtractor:
         # the most in these lines.
         out = _Collector(narrates or narrator(entries, None))
         scene: deque[SceneLine] = deque(maxlen=SCENE_LINES)
-        here: KnownEntity | None = None  # where the party last arrived: where an npc arriving with no place comes
         for entry in entries:
             text, found = _tag(gazetteer, entry.text)
             self._intros(entry, text, found, out.by_dm(entry), out)
@@ -186,7 +187,7 @@ class RuleExtractor:
                 ]
                 if here is not None:
                     told += arrivals_here(text, found, here)
-                here = next((e.place for e in reversed(told) if _theirs(e)), here)
+                here = _moved(here, text, found, told)  # where an npc arriving with no place comes next
                 self._events(entry, one_each(told), out)
             me = plays.get(entry.speaker.strip().casefold(), [])
             self._patterns(entry, text, found, me[0] if len(me) == 1 else None, out)
@@ -301,6 +302,34 @@ class RuleExtractor:
 def _person_role(words: Sequence[str]) -> str | None:
     """The first of ``words`` that is a role a person holds ("captain", "innkeeper"), if any."""
     return next((w for w in (w.casefold() for w in words) if w in OCCUPATIONS), None)
+
+
+def whereabouts(
+    entries: Sequence[Entry],
+    by_dm: Callable[[Entry], bool],
+    gazetteer: Gazetteer[KnownEntity],
+    scenes: Mapping[int, Sequence[KnownEntity]],
+) -> dict[int, KnownEntity | None]:
+    """Where the party is as each of a session's lines (all of them, in order) begins, as the DM's lines tell it
+    (:func:`_moved`; ``scenes``: the session's scene moves): the ``here`` a slice of them is extracted from."""
+    out: dict[int, KnownEntity | None] = {}
+    here: KnownEntity | None = None
+    for entry in entries:
+        out[entry.id] = here
+        if by_dm(entry):
+            text, found = _tag(gazetteer, entry.text)  # as extract reads it
+            told = [Event(EventKind.arrival, f"Arrival at {p.name}", place=p) for p in scenes.get(entry.id, ())]
+            if any(e.type == EntityType.location for e in found):  # only those can tell an arrival: events costs
+                told = events(text, found) + told
+            here = _moved(here, text, found, told)
+    return out
+
+
+def _moved(here: KnownEntity | None, text: str, found: list[KnownEntity], told: list[Event]) -> KnownEntity | None:
+    """Where the party is after a DM's line (``text``, tagged) telling ``told``: the place it last arrives at, none
+    once it leaves or travels away ("you leave Whitestone behind and ride north"), else where it was."""
+    arrived = next((e.place for e in reversed(told) if _theirs(e)), None)
+    return arrived or (None if leaves(text, found) else here)
 
 
 def _theirs(event: Event) -> bool:

@@ -131,12 +131,14 @@ class Extractor(Protocol):
         retold: Collection[int] = frozenset(),
         scenes: Mapping[int, Sequence[KnownEntity]] | None = None,
         meant: Mapping[int, Sequence[Event]] | None = None,
+        here: KnownEntity | None = None,
     ) -> ExtractionResult:
         """Propose entities and facts found in ``entries``; ``known`` are the campaign's entities; ``narrates``
         tells the DM's lines, as found over the whole session (a slice alone may be a player's monologue);
         ``retold``: the ids of the DM's recap of the story so far at the session's opening; ``scenes``: the places
         the session's scene moved to, by the ids of the lines that tell it (``events.scene_arrivals``); ``meant``: the
-        turning points the DM's lines tell by meaning, by line id (``pipeline.meaning_events``)."""
+        turning points the DM's lines tell by meaning, by line id (``pipeline.meaning_events``); ``here``: where the
+        party is as ``entries`` begin (``pipeline.SceneMoves.here``)."""
         ...
 
 

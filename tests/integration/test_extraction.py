@@ -712,11 +712,14 @@ class SlowRules(RuleExtractor):
         retold: Collection[int] = frozenset(),
         scenes: Mapping[int, Sequence[KnownEntity]] | None = None,
         meant: Mapping[int, Sequence[Event]] | None = None,
+        here: KnownEntity | None = None,
     ) -> ExtractionResult:
         self.calls += 1
         if self.calls == 1:
             await self.meanwhile()
-        return await super().extract(entries, known, narrates=narrates, retold=retold, scenes=scenes, meant=meant)
+        return await super().extract(
+            entries, known, narrates=narrates, retold=retold, scenes=scenes, meant=meant, here=here
+        )
 
 
 async def run_job(
@@ -1172,6 +1175,23 @@ async def test_an_arrival_cited_by_its_scenes_lines_shows_the_line_where_the_par
     for key in ("new event 'Arrival at Ironhold': an arrival", "Arrival at Ironhold is located in Ironhold"):
         assert items[key].lines == 3  # the scene's burst, as cited
         assert items[key].said is not None and items[key].said.text == entries[3].text, key
+
+
+async def test_an_npc_arriving_with_no_place_arrives_where_the_party_is_in_a_later_slice(
+    world: CampaignMemory, memory: Memory
+) -> None:
+    """The job reads a session 200 lines at a time: where the party arrived in an earlier slice is still where Brom
+    "arrives with the guards" (it was forgotten at each slice's start)."""
+    filler = [("DM", f"The rain keeps falling on the roofs, line {n}.") for n in range(229)]
+    entries = await write(
+        world, [("DM", "You arrive at Ironhold as the sun sets."), *filler, ("DM", "Brom arrives with the guards.")]
+    )
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    key = "new event 'Arrival of Brom at Ironhold': an arrival"
+    assert key in items, list(items)
+    assert items[key].said is not None and items[key].said.text == entries[-1].text
 
 
 async def test_where_the_scene_moved_is_read_once_a_job_run_while_the_lines_and_entities_stay(

@@ -9,8 +9,9 @@ from memory.extraction import ExtractionAnswer, KnownEntity, LLMExtractor, Propo
 from memory.extraction.events import Event, EventKind
 from memory.extraction.llm import MAX_KNOWN_LISTED
 from memory.extraction.names import NameResolver, normalize_name
-from memory.extraction.rules import MAX_RULE_CONFIDENCE
+from memory.extraction.rules import MAX_RULE_CONFIDENCE, whereabouts
 from memory.extraction.validate import validate_result
+from memory.gazetteer import of_mentions
 from memory.models import EntityType, Entry
 
 KNOWN = [
@@ -403,6 +404,46 @@ async def test_a_line_telling_an_npcs_arrival_adds_no_partys_arrival_there_by_sc
         [line], [*KNOWN, quillon, lantern], scenes={line.id: [lantern]}, meant={line.id: [party]}
     )
     assert [e.name for e in said.entities] == ["Arrival of Quillon Ashgrove at The Lantern and Eel"]
+
+
+async def test_an_npc_arriving_with_no_place_arrives_nowhere_once_the_party_has_left() -> None:
+    """Where the party arrived stops being where the scene is once the DM tells it leaving or travelling away: Tim
+    "arrives with the guards" somewhere on the road, not in the town left three days behind."""
+
+    async def arrivals(*lines: str) -> list[str]:
+        said = await RuleExtractor().extract(entries(*lines), KNOWN)
+        return [e.name for e in said.entities if e.name.startswith("Arrival")]
+
+    for leaving in (
+        "The next morning you leave Ironhold behind and ride north for three days into the wilds.",
+        "You all set out at dawn.",
+        "You guys ride north for three days.",
+        "Okay, so you depart.",
+    ):
+        assert await arrivals("You walk to Ironhold.", leaving, "Tim arrives with the guards.") == [
+            "Arrival at Ironhold"
+        ], leaving
+    # a time opening the sentence stands before its subject, as "after three days" did
+    assert await arrivals("The next morning you walk to Ironhold.") == ["Arrival at Ironhold"]
+    for staying in (
+        "If you leave Ironhold, the guards will follow.",  # not told
+        "She gives you a nod and leaves.",  # hers, not the party's
+        "You leave the tavern and walk to Ironhold.",  # a journey's end: there still
+    ):
+        assert await arrivals("You walk to Ironhold.", staying, "Tim arrives with the guards.") == [
+            "Arrival at Ironhold",
+            "Arrival of Tim at Ironhold",
+        ], staying
+
+
+async def test_where_the_party_is_starts_each_slice_as_the_lines_before_it_left_it() -> None:
+    """The extraction job reads a session in slices: ``whereabouts`` over the whole session is each slice's
+    ``here``, so Tim arriving in a later slice still arrives where the party went before it."""
+    lines = entries("You walk to Ironhold.", "The rain keeps falling.", "Tim arrives with the guards.")
+    where = whereabouts(lines, lambda e: True, of_mentions(KNOWN), {})
+    assert [p.name if p else None for p in where.values()] == [None, "Ironhold", "Ironhold"]
+    said = await RuleExtractor().extract(lines[2:], KNOWN, here=where[lines[2].id])
+    assert [e.name for e in said.entities] == ["Arrival of Tim at Ironhold"]
 
 
 async def test_an_npc_arriving_with_no_place_arrives_where_the_party_last_arrived() -> None:
