@@ -16,7 +16,7 @@ from typing import Generic, Protocol, TypeVar
 
 from memory.correction.evidence import MatchSettings, word_zipf
 from memory.correction.text import Token, normalize, spaced_form, tokenize
-from memory.models import EntityType, Entry
+from memory.models import PERSON_TYPES, EntityType, Entry
 
 
 class Named(Protocol):
@@ -214,7 +214,7 @@ def of_mentions(entities: Iterable[T]) -> Gazetteer[T]:
     extractor's (a hand-over, a death "Eleanor" tells is Eleanor Voss's): every name and alias, and the npcs' and
     player characters' first and last names alone (:func:`short_names`)."""
     entities = list(entities)
-    return Gazetteer(entities, people=[e for e in entities if e.type in (EntityType.npc, EntityType.player)])
+    return Gazetteer(entities, people=[e for e in entities if e.type in PERSON_TYPES])
 
 
 def first_name(name: str) -> str | None:

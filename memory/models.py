@@ -68,6 +68,10 @@ class EntityType(StrEnum):
         return None
 
 
+#: The entity types that are people: who dies, gives, receives or is kin, and is called by a first or last name.
+PERSON_TYPES = frozenset({EntityType.npc, EntityType.player})
+
+
 #: Other names accepted as an entity type without a word: the one an older version used.
 ENTITY_TYPE_SYNONYMS_ACCEPTED = {"place": "location"}
 

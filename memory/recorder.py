@@ -19,7 +19,7 @@ from memory.correction.edits import apply_corrections
 from memory.correction.text import align_confidences, tokenize
 from memory.db import Executor
 from memory.jobs.queue import CHUNK, EXTRACT, enqueue_session_work, enqueue_summary, rewind_progress
-from memory.models import Entity, EntityType, EntryIn, Session, Visibility
+from memory.models import PERSON_TYPES, Entity, EntryIn, Session, Visibility
 from memory.store import CampaignMemory
 from memory.text import MAX_SPEAKER_CHARS, MAX_TEXT_BYTES, seconds, storable, without_bidi_controls
 
@@ -126,7 +126,7 @@ def _names_said(entity: Entity) -> list[EntityName]:
     behind it (which is corrected only where it was said). What the DM says the recogniser writes for the name
     (``heard_as``) becomes the name, a secret one too: players read it masked, as they read the name said."""
     never = entity.not_heard_as  # what the DM says is never the name: of each of them
-    person = entity.type in (EntityType.npc, EntityType.player)  # called by the last name alone too
+    person = entity.type in PERSON_TYPES  # called by the last name alone too
     if entity.visibility != Visibility.secret:
         return [
             EntityName(

@@ -36,7 +36,7 @@ from bot.cli.common import campaign_memory, open_memory, settings_from
 from memory.correction import EntityName, Pipeline
 from memory.correction.evidence import MatchSettings
 from memory.correction.matcher import load_tables
-from memory.models import EntityType
+from memory.models import PERSON_TYPES
 from memory.providers.llm import OpenAILLM
 
 #: Distinct per-line entity lists whose prepared pipelines are kept (biasing lists repeat across lines), and
@@ -45,8 +45,6 @@ _CACHE_SIZE = 256
 _CACHE_NAMES = 100_000
 #: Lines a worker process is handed at once, at most (see ``_run_in_processes``).
 _BATCH = 32
-#: The types a table calls by their last name alone too (see ``EntityName.person``).
-_PEOPLE = frozenset({EntityType.npc, EntityType.player})
 DEFAULT_JOBS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 #: A line is JSON when it opens as an object does: "{sighs} ..." is speech, as is "[laughs] ...".
 _JSON_OBJECT = re.compile(r'\{\s*["}]')
@@ -207,7 +205,7 @@ def load_campaign_names(ctx: click.Context, name: str) -> list[EntityName]:
                     aliases=e.aliases,
                     heard_as=e.heard_as,
                     not_heard_as=e.not_heard_as,
-                    person=e.type in _PEOPLE,
+                    person=e.type in PERSON_TYPES,
                 )
                 for e in await mem.graph.list_entities()
             ]
@@ -268,7 +266,7 @@ def _yaml_entities(path: Path, items: Any) -> list[EntityName]:
                 aliases=names["aliases"],
                 heard_as=names["heard_as"],
                 not_heard_as=names["not_heard_as"],
-                person=str(item.get("type") or "").strip().casefold() in _PEOPLE,
+                person=str(item.get("type") or "").strip().casefold() in PERSON_TYPES,
             )
         )
     return entities

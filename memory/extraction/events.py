@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memory.extraction.schema import PERSON_TYPES, Event, EventKind, KnownEntity
-from memory.models import EntityType
+from memory.extraction.schema import Event, EventKind, KnownEntity
+from memory.models import PERSON_TYPES, EntityType
 
 _K = r"\ue000(?P<{}>\d+)\ue001"  # a known name, tagged
 #: A known name owning what follows, tagged apart from the others by the rule extractor ("Sylas's guard", "Vex's Bow

@@ -18,9 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memory.correction.text import name_norm
-from memory.extraction.schema import PERSON_TYPES
 from memory.gazetteer import Gazetteer
-from memory.models import EntityType, Entry
+from memory.models import PERSON_TYPES, EntityType, Entry
 
 _PERSON = PERSON_TYPES
 _AGENT = _PERSON | {EntityType.faction}

@@ -31,9 +31,9 @@ from memory.extraction.events import (
 )
 from memory.extraction.lexicon import FAMILY_ROLES, NOUN_TYPE, OCCUPATIONS, RULER_ROLES
 from memory.extraction.salience import COMMON_WORDS
-from memory.extraction.schema import PERSON_TYPES, ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
+from memory.extraction.schema import ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
 from memory.gazetteer import Gazetteer, of_mentions
-from memory.models import EntityType, Entry
+from memory.models import PERSON_TYPES, EntityType, Entry
 from memory.offgame import narrator
 
 #: Nothing the rules propose may reach this: their output is always for the DM to review.

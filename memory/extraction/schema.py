@@ -17,9 +17,6 @@ from pydantic import BaseModel, Field, ModelWrapValidatorHandler, PrivateAttr, V
 from memory.errors import validation_problems
 from memory.models import EntityType, Entry, ReviewStatus
 
-#: The entity types that are people: who dies, gives, receives or is kin.
-PERSON_TYPES = frozenset({EntityType.npc, EntityType.player})
-
 
 class KnownEntity(BaseModel):
     """An entity of the campaign as extractors see it: what it is called and what kind of thing it is."""
