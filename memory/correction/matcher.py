@@ -390,9 +390,13 @@ def _opens_sentence(text: str, token: Token) -> bool:
 
 def _ends_name(text: str, token: Token) -> bool:
     """Whether the words after ``token`` say a person's name ended there: its sentence ends, or a verb of speech or
-    gesture follows, or a comma and "you" (see ``_PERSON_ACTS``): "Whit lock nods.", not "Whit lock opens"."""
+    gesture follows, or a comma and "you" (see ``_PERSON_ACTS``): "Whit lock nods.", not "Whit lock opens". A
+    sentence ending on a past tense ends on its verb, the words before it its subject: "Captain raised." is the
+    captain raising (a plural's or third person's "s" is not told apart: "Captain rays." is a name)."""
+    if _PERSON_ACTS.match(text, token.end):
+        return True
     after = text[token.end :].lstrip(" \t\"'”’)")
-    return after[:1] in ("", *_SENTENCE_ENDS) or bool(_PERSON_ACTS.match(text, token.end))
+    return after[:1] in ("", *_SENTENCE_ENDS) and not (token.norm.endswith("ed") and inflected(token.norm))
 
 
 def _in_longer_name(text: str, tokens: list[Token], capitalised: list[bool], i: int) -> bool:
@@ -629,7 +633,8 @@ class PhoneticMatcher:
         phone and is at most one phone off it (two from ``_TITLED_ONE_EDIT`` phones), one name alone that near.
         One word English knows is as often the sentence's own, after a title called without its comma or used as a
         noun ("Captain raise your sword", "Sergeant prize fighter"), however near it sounds: it needs the
-        recogniser's doubt, a capital, or a name's end after it (``_ends_name``: "Captain race says")."""
+        recogniser's doubt, a capital, or a name's end after it (``_ends_name``: "Captain race says", "We sail with
+        Captain race."; not "Captain raised.", a sentence ending on its verb)."""
         out = []
         low = self.settings.low_confidence
         for i, word in enumerate(words[:-1]):

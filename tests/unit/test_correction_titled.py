@@ -39,6 +39,7 @@ def corrected(matcher: PhoneticMatcher, text: str) -> str:
         ("We sail with Captain race.", "We sail with Captain Ilse Reyes."),
         ("We sail with Captain Race tonight.", "We sail with Captain Ilse Reyes tonight."),  # written as a name
         ("Captain raiz raises the alarm.", "Captain Ilse Reyes raises the alarm."),  # no English word
+        ("Who sails with us? Captain rays.", "Who sails with us? Captain Ilse Reyes."),  # a plural's "s": no verb
     ],
 )
 def test_a_title_before_words_sounding_like_its_names_surname_is_that_name(
@@ -65,6 +66,9 @@ def test_a_title_before_words_sounding_like_its_names_surname_is_that_name(
         "Sergeant prize fighter",
         "Captain race to the door!",
         "Sergeant pries the lid open.",
+        # a sentence ending on a past tense ends on its verb, the title its subject
+        "Captain raised.",
+        "Captain raised",
     ],
 )
 def test_the_title_alone_or_words_unlike_a_surname_stay_as_said(matcher: PhoneticMatcher, text: str) -> None:
@@ -77,6 +81,8 @@ def test_one_english_word_the_recogniser_doubted_after_a_title_is_the_name(match
     doubted = [0.95, 0.3, 0.95, 0.95]
     assert apply_corrections(text, matcher.correct(text, doubted).corrections) == "Captain Ilse Reyes your sword"
     assert matcher.correct(text, [0.95] * 4).corrections == []
+    raised = "Captain raised."  # a past tense ending the sentence, doubted: the name too
+    assert apply_corrections(raised, matcher.correct(raised, [0.95, 0.3]).corrections) == "Captain Ilse Reyes."
 
 
 def test_words_the_dm_said_are_never_the_name_stay_after_its_title() -> None:
