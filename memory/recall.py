@@ -29,7 +29,7 @@ from memory import recall_rank as rank
 from memory.correction.evidence import MatchSettings, word_zipf
 from memory.correction.text import normalize, spaced_form, tokenize
 from memory.errors import InvalidInputError, NotFoundError
-from memory.gazetteer import Gazetteer, sole_names
+from memory.gazetteer import Gazetteer, short_names
 from memory.mentions import first_said
 from memory.models import ChunkHit, EntityType, Session, Visibility, took_part_line, where_said
 from memory.offgame import VOICE_LINES, Talk, line_talk, tells_last_session, voice_of
@@ -1013,29 +1013,40 @@ class _Names:
 _COMMON_ZIPF = MatchSettings().common_zipf
 
 
-def _by_first_name(entities: list[_Called], query: str) -> list[_Called]:
-    """``entities`` with a person's first or last name as an alias where the query writes it with a capital, it
-    is that one person's alone, no entity's whole name or alias and no everyday English word: a table says "who
-    killed Jazna?" of Jazna Grebin. For the cards a recall shows only: expanding the search with the whole name
-    ("Briarwood") lost one of the DM's 12 dev questions in the first 3 hits (wiki entities typed npc), and what
-    lines mention stays the mention index's."""
-    asked = {
+def _asked_alone(query: str) -> set[str]:
+    """The words a question may call someone by alone: written with a capital, of 3 letters or more, no everyday
+    English word. A question's guard, not a line's (the gazetteer's, which lets "Crane nods." name Crane): a DM
+    capitalises a thing's word ("where is the Keeper?") and types a name in lower case, where case says nothing."""
+    return {
         t.norm
         for t in tokenize(query)
         if query[t.start].isupper() and len(t.norm) >= 3 and word_zipf(t.norm) < _COMMON_ZIPF
     }
+
+
+def _by_first_name(entities: list[_Called], query: str) -> list[_Called]:
+    """``entities`` with the one word an entity is called by alone as an alias, where the question says it
+    (``_asked_alone``): who a line names by it (the gazetteer's :func:`short_names`: a person's first or last name,
+    a name's one word without its title, each that one entity's), so "who killed Jazna?" asks of Jazna Grebin.
+    For the cards a recall shows only: expanding the search with the whole name ("Briarwood") lost one of the DM's
+    12 dev questions in the first 3 hits (wiki entities typed npc), and what lines mention stays the mention
+    index's."""
+    asked = _asked_alone(query)
     if not asked:
         return entities
-
-    def ends(e: _Called) -> set[str]:
-        words = [t.norm for t in tokenize(e.name)]
-        return {words[0], words[-1]} & asked if len(words) > 1 else set()
-
-    alone = sole_names([e for e in entities if e.person], entities, ends)
+    # only those whose names hold an asked word can be called by it, or share it: the short names of a large
+    # campaign's every entity take a second
+    near = [e for e in entities if any(w in _normal(form) for form in (e.name, *e.aliases) for w in asked)]
+    alone = {w: e.id for w, e in short_names({e.id for e in near if e.person}, near).items() if w in asked}
     return [
-        replace(e, aliases=[*e.aliases, *(w for w, p in alone.items() if p.id == e.id)]) if e in alone.values() else e
+        replace(e, aliases=[*e.aliases, *called]) if (called := [w for w, p in alone.items() if p == e.id]) else e
         for e in entities
     ]
+
+
+@lru_cache(maxsize=65536)
+def _normal(name: str) -> str:
+    return normalize(name)
 
 
 def _worded(entities: list[_Called], query: str) -> list[_Called]:

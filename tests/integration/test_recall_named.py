@@ -201,3 +201,24 @@ async def test_a_person_is_named_by_a_first_or_last_name_that_is_theirs_alone(ca
     assert await named("where is the Keeper?") == await named("where is Keeper?") == []  # an everyday word
     assert await named("who killed jazna?") == []  # written as a name only
     assert await named("is Whitestone safe?") == []  # a place's first word is no name of it
+
+
+async def test_a_question_calls_someone_alone_as_a_line_does(campaign: CampaignMemory) -> None:
+    """The one word a line names someone by (the gazetteer's short names) is the one a question does: a first
+    name past the title ("Ilse" of Captain Ilse Reyes: recall read "Captain" as her first name), no place's word
+    after "of" ("Vord" of Kima of Vord); a question's guard stays its own: one in lower case names no one."""
+    g = campaign.graph
+    for name, kind in [
+        ("Captain Ilse Reyes", EntityType.npc),
+        ("Kima of Vord", EntityType.npc),
+        ("Ysolde Varn", EntityType.npc),
+    ]:
+        await g.add_entity(EntityIn(name=name, type=kind))
+
+    async def named(query: str) -> list[str]:
+        return [n.name for n in await named_entities(campaign, query, dm=True)]
+
+    assert await named("what did Ilse say?") == ["Captain Ilse Reyes"]
+    assert await named("who rules Vord?") == []
+    assert await named("what did ysolde say") == []
+    assert await named("what did Ysolde say") == ["Ysolde Varn"]
