@@ -7,8 +7,9 @@ In play a turning point is a clause: a verb of its kind (killing, dying, arrivin
 tense, with a known entity of the kind's type as its subject or object ("Vex has fallen", "the lifeless body of
 Reginald", "you make your way to the continent of Marquet", "you are handed the Bag of Holding"). An arrival's
 subject is "you", "the party" or a known name: a player, a party or faction, or an npc ("Quillon arrives at Greyskull
-Keep"); never a pronoun ("she walks back to the palace"). An npc's or faction's is named for them ("Arrival of
-Quillon Ashgrove at Greyskull Keep"), the party's for the place alone.
+Keep"), or someone unnamed whom the next sentence names ("An elf arrives at the Gilded Anchor. It is Nerith Vael.");
+never a pronoun ("she walks back to the palace"). An npc's or faction's is named for them ("Arrival of Quillon
+Ashgrove at Greyskull Keep"), the party's for the place alone.
 
 Only the DM's words are read (the caller checks): a player's "I kill it" is a wish, not what happened. A match in a
 hypothetical, a question, a denial or a memory ("if you kill Sylas", "is Sylas dead?", "a year ago you entered Emon")
@@ -490,16 +491,15 @@ def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list
         if victim.type in _MORTAL and (killer is None or killer.id != victim.id) and _told(text, m, retold):
             who = _with([], victim, killer)
             out.append(Event(EventKind.death, f"Death of {victim.name}", who, span=_span(text, m)))
-    for m in _ARRIVES.finditer(text) if retold else _arrivals(text, found):
+    for m, arrivers, end in ((m, [], m.end()) for m in _ARRIVES.finditer(text)) if retold else _arrivals(text, found):
         y = found[int(m.group("y"))]
         if y.type == EntityType.location and _whole(text, m, "y") and _told(text, m, retold):
-            who = _persons(text, m, found)
+            who = _with(_persons(text, m, found), *arrivers)
             # an npc's or a faction's arrival is theirs, not the party's at the same place: two events, even in one
             # session ("the Tidewardens arrive at the abbey" a night after the party did)
-            s = m.groupdict().get("s")
-            them = found[int(s)] if s is not None and found[int(s)].type != EntityType.player else None
-            name = f"Arrival of {them.name} at {y.name}" if them else f"Arrival at {y.name}"
-            out.append(Event(EventKind.arrival, name, who, place=y, span=_span(text, m)))
+            them = [] if any(e.type == EntityType.player for e in arrivers) else arrivers
+            name = f"Arrival of {_listed(them)} at {y.name}" if them else f"Arrival at {y.name}"
+            out.append(Event(EventKind.arrival, name, who, place=y, span=(_clause(text, m), end)))
     for pattern in (_GIVES, _FINDS):
         for m in pattern.finditer(text):
             item = found[int(m.group("y"))]
@@ -620,18 +620,51 @@ def alive(text: str, found: list[KnownEntity], scene: list[SceneLine]) -> list[K
     return list(out.values())
 
 
-def _arrivals(text: str, found: list[KnownEntity]) -> Iterator[re.Match[str]]:
+def _arrivals(text: str, found: list[KnownEntity]) -> Iterator[tuple[re.Match[str], list[KnownEntity], int]]:
     """The arrivals ``text`` (tagged, a line of the DM's play) tells: each with a subject of :data:`_PLAYERS` where a
-    subject stands, a known name a player's, a party's or faction's, or an npc's. The recap needs none: it is all
-    the party's."""
+    subject stands, a known name a player's, a party's or faction's, or an npc's; or with someone unnamed as its
+    subject whom the next sentence names (:data:`_SOMEONE_ARRIVES`). Each comes with who arrives by name (none: the
+    party, by a word for it) and where its telling ends. The recap needs none: it is all the party's."""
     pos = 0
     while (m := _PLAY_ARRIVES.search(text, pos)) is not None:
         s = m.group("s")
         if (s is None or found[int(s)].type in _ARRIVING) and _BEFORE_SUBJECT.search(text[: m.start()]):
-            yield m
+            yield m, [] if s is None else [found[int(s)]], m.end()
             pos = m.end()
         else:  # an object's "you" may hide the subject after it: look again from the next word
             pos = m.start() + 1
+    for m in _SOMEONE_ARRIVES.finditer(text):
+        if (named := _named_next(text, m, found)) is not None and _BEFORE_SUBJECT.search(text[: m.start()]):
+            yield m, [named[0]], named[1]
+
+
+#: Someone the DM has not named yet, as a clause's subject: "an elf in a grey cloak", "a tall figure", "someone". No
+#: word of another clause ("a guard nods as you enter") nor a pronoun.
+_SOMEONE = (
+    r"(?:\b(?i:a|an)(?:\s+(?!(?i:" + _BOUND + r"|and|but|then|i|you|we|he|she|it|they|him|her|them)\b)[\w'’-]+){1,7}?"
+    r"|\b(?i:someone|somebody))"
+)
+_SOMEONE_ARRIVES = re.compile(rf"{_SOMEONE}\s+{_ADVERB}{_GOES}")
+#: ... and who it is, in the next sentence of the same line: "It is Nerith Vael.", "She's Nerith, the envoy of ...".
+_NAMED_NEXT = re.compile(
+    r"\s*(?i:it|he|she)(?:\s+(?i:is|was)\s+|['’](?i:s)\s+)" + _K.format("n") + r"(?=\s*(?:[.,!;—]|$))"
+)
+
+
+def _named_next(text: str, m: re.Match[str], found: list[KnownEntity]) -> tuple[KnownEntity, int] | None:
+    """Who arrives unnamed in the match (:data:`_SOMEONE`), as the next sentence names them: a known player, npc or
+    faction, and where that naming ends; None when it names nobody so."""
+    _, end = _sentence(text, m)
+    n = _NAMED_NEXT.match(text, end)
+    if n is None or found[int(n.group("n"))].type not in _ARRIVING or not _whole(text, n, "n"):
+        return None
+    return found[int(n.group("n"))], n.end()
+
+
+def _listed(named: Sequence[KnownEntity]) -> str:
+    """Names as a list is said: "Jazna", "Jazna and Gilmore", "Sylas Briarwood, Jazna and Gilmore"."""
+    names = [e.name for e in named]
+    return " and ".join(filter(None, (", ".join(names[:-1]), names[-1])))
 
 
 #: The party leaving where it is, or travelling away with no place to reach said: "you leave Whitestone behind",
@@ -655,9 +688,10 @@ def leaves(text: str, found: list[KnownEntity]) -> bool:
     return False
 
 
-#: An npc or faction arriving where the party is, no place said: "Doran Ives arrives with the guards".
+#: An npc or faction arriving where the party is, no place said: "Doran Ives arrives with the guards", or someone
+#: unnamed whom the next sentence names ("An elf in silver armour arrives. It is Nerith Vael.").
 _COMES = re.compile(
-    _K.format("s") + r"\s+" + _ADVERB + r"(?i:arrives|arrived|has\s+arrived)\b(?!\s+(?i:at|in|on|upon)\b)"
+    rf"(?:{_K.format('s')}|{_SOMEONE})\s+{_ADVERB}(?i:arrives|arrived|has\s+arrived)\b(?!\s+(?i:at|in|on|upon)\b)"
 )
 
 
@@ -666,12 +700,19 @@ def arrivals_here(text: str, found: list[KnownEntity], here: KnownEntity) -> lis
     at ``here``, where the scene is (the place the party last arrived at this session)."""
     out: list[Event] = []
     for m in _COMES.finditer(text):
-        who = found[int(m.group("s"))]
-        if who.type not in (EntityType.npc, EntityType.faction) or not _whole(text, m, "s"):
+        if m.group("s") is not None:
+            who, end = found[int(m.group("s"))], m.end()
+            if not _whole(text, m, "s"):
+                continue
+        elif (named := _named_next(text, m, found)) is not None:
+            who, end = named
+        else:
+            continue
+        if who.type not in (EntityType.npc, EntityType.faction):
             continue
         if _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
             name = f"Arrival of {who.name} at {here.name}"
-            out.append(Event(EventKind.arrival, name, [who], place=here, span=_span(text, m)))
+            out.append(Event(EventKind.arrival, name, [who], place=here, span=(_clause(text, m), end)))
     return out
 
 

@@ -1194,6 +1194,30 @@ async def test_an_npc_arriving_with_no_place_arrives_where_the_party_is_in_a_lat
     assert items[key].said is not None and items[key].said.text == entries[-1].text
 
 
+async def test_someone_arriving_unnamed_whom_the_dm_names_next_is_their_arrival(
+    world: CampaignMemory, memory: Memory
+) -> None:
+    """ "An elf in a grey cloak arrives at the Gilded Anchor. It is Nerith Vael." filed no arrival of hers: the next
+    sentence of the DM's line names who arrives."""
+    entries = await write(
+        world,
+        [
+            ("DM", "The rain keeps falling on the roofs."),
+            ("DM", "An elf in a grey cloak arrives at Ironhold. It is Eldrinax."),
+            ("Grog", "Who?"),
+        ],
+    )
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    key = "new event 'Arrival of Eldrinax at Ironhold': an arrival"
+    assert key in items, list(items)
+    assert "new event 'Arrival at Ironhold': an arrival" not in items  # hers, not the party's
+    assert ("Eldrinax", "took_part_in", "Arrival of Eldrinax at Ironhold") in {
+        (s, t, o) for s, t, o, _ in await facts(world)
+    }
+
+
 async def test_where_the_scene_moved_is_read_once_a_job_run_while_the_lines_and_entities_stay(
     world: CampaignMemory, memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

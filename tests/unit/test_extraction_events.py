@@ -244,6 +244,35 @@ def test_an_npc_the_dm_tells_the_party_seeing_arrive_is_an_arrival() -> None:
     assert names("Do you see Gilmore enter Whitestone?") == []
 
 
+def test_someone_arriving_unnamed_whom_the_next_sentence_names_is_their_arrival() -> None:
+    """ "An elf in a grey cloak arrives at the Gilded Anchor. It is Nerith Vael." filed nothing: the arrival's subject
+    was no name. The next sentence of the same line naming who it is ("It is", "She is", "It's") makes it theirs, as
+    "Nerith Vael arrives at the Gilded Anchor" would be."""
+    for line in (
+        "An elf in a grey cloak arrives at Whitestone. It is Gilmore.",
+        "A tall figure steps into Whitestone. He is Gilmore, the merchant of Emon.",
+        "The doors open and someone walks into Whitestone. It's Gilmore!",
+    ):
+        assert names(line) == [("Arrival of Gilmore at Whitestone", ["Gilmore"], "Whitestone")], line
+    # a player's character arriving so is the party's arrival, as by name
+    assert names("A hooded figure walks into Whitestone. It is Grog.") == [
+        ("Arrival at Whitestone", ["Grog Strongjaw"], "Whitestone")
+    ]
+    text, found = _tag(Gazetteer(KNOWN), "An elf arrives at Whitestone. It is Gilmore.")
+    (event,) = events(text, found)  # the DM is shown the naming too
+    assert event.span is not None and text[slice(*event.span)] == "An elf arrives at \ue0000\ue001. It is \ue0001\ue001"
+    for line in (
+        "An elf arrives at Whitestone. Is it Gilmore?",  # a question
+        "An elf arrives at Whitestone. It is not Gilmore.",  # a denial
+        "An elf arrives at Whitestone. It is Emon.",  # no one who arrives
+        "An elf arrives at Whitestone. Gilmore waves.",  # someone else
+        "An elf arrives at Whitestone, and later that day it is Gilmore.",  # no next sentence
+        "If an elf arrives at Whitestone, run. It is Gilmore.",  # not told
+        "A guard nods as Jazna enters. It is Gilmore.",  # no known place
+    ):
+        assert told(line) == [], line
+
+
 @pytest.mark.parametrize(
     "line",
     [

@@ -459,6 +459,14 @@ async def test_an_npc_arriving_with_no_place_arrives_where_the_party_last_arrive
         "Arrival of Tim at Ironhold",
     ]
     assert await arrivals("Tim arrives with the guards.") == []
+    # someone arriving unnamed, whom the next sentence names
+    assert await arrivals("You walk to Ironhold.", "An elf in silver armour arrives. It is Tim, the envoy.") == [
+        "Arrival at Ironhold",
+        "Arrival of Tim at Ironhold",
+    ]
+    assert await arrivals("You walk to Ironhold.", "An elf in silver armour arrives. Tim waves.") == [
+        "Arrival at Ironhold"
+    ]
     assert await arrivals("You walk to Ironhold.", "If Tim arrives, run.", "Tim arrives at dawn?") == [
         "Arrival at Ironhold"
     ]
