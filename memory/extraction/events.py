@@ -340,7 +340,11 @@ def told_now(text: str) -> bool:
     """Whether ``text`` tells a turning point in the present and nothing in the past: a line of the DM's opening
     so ("In the morning a patrol boat of the Tidewardens arrives at the abbey") is play, not a recap of the story so
     far ("Last time, Quillon drowned", or a fragment of one: "In the city of Kraghammer.")."""
-    return _PAST_TENSE.search(text) is None and _NOW.search(text) is not None
+    return _PAST_TENSE.search(_NAME_WORD.sub(" ", text)) is None and _NOW.search(text) is not None
+
+
+#: A capitalised word inside a sentence: a name's ("the Gilded Anchor", "the Fell Wood"), no verb in the past.
+_NAME_WORD = re.compile(rf"(?<=[^\s.!?:\"“]\s)[{_UPPER}][\w'’-]*")
 
 
 #: The verb that makes a bare form a telling: "you managed to craft", not "you went to craft".

@@ -1198,22 +1198,20 @@ async def test_someone_arriving_unnamed_whom_the_dm_names_next_is_their_arrival(
     world: CampaignMemory, memory: Memory
 ) -> None:
     """ "An elf in a grey cloak arrives at the Gilded Anchor. It is Nerith Vael." filed no arrival of hers: the next
-    sentence of the DM's line names who arrives."""
+    sentence of the DM's line names who arrives. At the session's opening the line was read as the DM's recap
+    ("Gilded" a verb in the past), which filed the party's arrival there."""
+    await world.graph.add_entity(EntityIn(name="Gilded Anchor", type=EntityType.place, aliases=["the Gilded Anchor"]))
     entries = await write(
         world,
-        [
-            ("DM", "The rain keeps falling on the roofs."),
-            ("DM", "An elf in a grey cloak arrives at Ironhold. It is Eldrinax."),
-            ("Grog", "Who?"),
-        ],
+        [("DM", "An elf in a grey cloak arrives at the Gilded Anchor. It is Eldrinax."), ("Grog", "Who?")],
     )
     ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
     await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
     items = {item.describe(): item for item in await world.review.pending(limit=100)}
-    key = "new event 'Arrival of Eldrinax at Ironhold': an arrival"
+    key = "new event 'Arrival of Eldrinax at Gilded Anchor': an arrival"
     assert key in items, list(items)
-    assert "new event 'Arrival at Ironhold': an arrival" not in items  # hers, not the party's
-    assert ("Eldrinax", "took_part_in", "Arrival of Eldrinax at Ironhold") in {
+    assert "new event 'Arrival at Gilded Anchor': an arrival" not in items  # hers, not the party's
+    assert ("Eldrinax", "took_part_in", "Arrival of Eldrinax at Gilded Anchor") in {
         (s, t, o) for s, t, o, _ in await facts(world)
     }
 

@@ -182,6 +182,9 @@ def test_an_arrival_in_play_is_the_partys(line: str) -> None:
 def test_a_line_of_the_opening_is_play_when_it_tells_a_turning_point_in_the_present_only() -> None:
     assert told_now("In the morning a patrol boat of the Tidewardens arrives at the abbey.")
     assert told_now("Welcome back everyone. Tonight you arrive in Greyfen.")
+    # a name's word is no past tense: the line was read as a recap, the arrival the party's
+    assert told_now("An elf in a grey cloak arrives at the Gilded Anchor. It is Nerith Vael.")
+    assert not told_now("Arrived at last, you enter the Gilded Anchor.")  # a verb opening its sentence
     assert not told_now("Last time, Quillon Ashgrove drowned, and you arrive at the abbey.")  # the recap
     assert not told_now("You made your way back to Whitestone.")
     assert not told_now("In the city of Kraghammer.")  # a fragment of the recap: no turning point of its own
