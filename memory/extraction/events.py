@@ -366,8 +366,11 @@ _PLAYERS = (
     r"|\b(?i:the|your|our)\s+(?i:party|group|heroes|adventurers|companions)"
     r"|(?:\b(?i:the)\s+)?" + _K.format("s") + r")"
 )
+#: Known names listed before a subject's last: "Thessaly and", "Thessaly, Pike and", "the Briarwoods, the Ravens, and".
+_LISTED = r"(?:(?:\b(?i:the)\s+)?\ue000\d+\ue001(?:\s*,\s*(?:(?i:and)\s+)?|\s+(?i:and)\s+))*"
+_ARRIVERS = _PLAYERS.replace("|(?:", "|" + _LISTED + "(?:", 1)  # the known name's alternative, with a list
 _PLAY_ARRIVES = re.compile(
-    rf"(?P<subject>{_PLAYERS})(?:\s*,[^,.!?;:\"“”\ue000\ue001]{{1,60}},)?"  # "You, darting in a forward way, find"
+    rf"(?P<subject>{_ARRIVERS})(?:\s*,[^,.!?;:\"“”\ue000\ue001]{{1,60}},)?"  # "You, darting in a forward way, find"
     rf"{_CHAIN}(?:(?i:have|has|had|all|both)\s+)*{_ADVERB}{_GOES}"
 )
 #: A known quest the party takes on: "so you've accepted the quest to silence the Choir Bell", "you have a second
@@ -626,14 +629,16 @@ def alive(text: str, found: list[KnownEntity], scene: list[SceneLine]) -> list[K
 
 def _arrivals(text: str, found: list[KnownEntity]) -> Iterator[tuple[re.Match[str], list[KnownEntity], int]]:
     """The arrivals ``text`` (tagged, a line of the DM's play) tells: each with a subject of :data:`_PLAYERS` where a
-    subject stands, a known name a player's, a party's or faction's, or an npc's; or with someone unnamed as its
-    subject whom the next sentence names (:data:`_SOMEONE_ARRIVES`). Each comes with who arrives by name (none: the
-    party, by a word for it) and where its telling ends. The recap needs none: it is all the party's."""
+    subject stands, a known name (or a list of them) a player's, a party's or faction's, or an npc's; or with
+    someone unnamed as its subject whom the next sentence names (:data:`_SOMEONE_ARRIVES`). Each comes with who
+    arrives by name (none: the party, by a word for it) and where its telling ends. The recap needs none: it is all
+    the party's."""
     pos = 0
     while (m := _PLAY_ARRIVES.search(text, pos)) is not None:
-        s = m.group("s")
-        if (s is None or found[int(s)].type in _ARRIVING) and _BEFORE_SUBJECT.search(text[: m.start()]):
-            yield m, [] if s is None else [found[int(s)]], m.end()
+        # "Thessaly and Grog arrive": every name of the subject arrives
+        arrivers = [found[int(i)] for i in re.findall(r"\ue000(\d+)\ue001", m.group("subject"))]
+        if all(e.type in _ARRIVING for e in arrivers) and _BEFORE_SUBJECT.search(text[: m.start()]):
+            yield m, arrivers, m.end()
             pos = m.end()
         else:  # an object's "you" may hide the subject after it: look again from the next word
             pos = m.start() + 1
@@ -695,7 +700,8 @@ def leaves(text: str, found: list[KnownEntity]) -> bool:
 #: An npc or faction arriving where the party is, no place said: "Doran Ives arrives with the guards", or someone
 #: unnamed whom the next sentence names ("An elf in silver armour arrives. It is Nerith Vael.").
 _COMES = re.compile(
-    rf"(?:{_K.format('s')}|{_SOMEONE})\s+{_ADVERB}(?i:arrives|arrived|has\s+arrived)\b(?!\s+(?i:at|in|on|upon)\b)"
+    rf"(?:(?P<subject>{_LISTED}{_K.format('s')})|{_SOMEONE})\s+{_ADVERB}"
+    r"(?i:arrives|arrive|arrived|has\s+arrived|have\s+arrived)\b(?!\s+(?i:at|in|on|upon)\b)"
 )
 
 
@@ -705,18 +711,18 @@ def arrivals_here(text: str, found: list[KnownEntity], here: KnownEntity) -> lis
     out: list[Event] = []
     for m in _COMES.finditer(text):
         if m.group("s") is not None:
-            who, end = found[int(m.group("s"))], m.end()
+            who, end = [found[int(i)] for i in re.findall(r"\ue000(\d+)\ue001", m.group("subject"))], m.end()
             if not _whole(text, m, "s"):
                 continue
         elif (named := _named_next(text, m, found)) is not None:
-            who, end = named
+            who, end = [named[0]], named[1]
         else:
             continue
-        if who.type not in (EntityType.npc, EntityType.faction):
+        if any(e.type not in (EntityType.npc, EntityType.faction) for e in who):
             continue
         if _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
-            name = f"Arrival of {who.name} at {here.name}"
-            out.append(Event(EventKind.arrival, name, [who], place=here, span=(_clause(text, m), end)))
+            name = f"Arrival of {_listed(who)} at {here.name}"
+            out.append(Event(EventKind.arrival, name, who, place=here, span=(_clause(text, m), end)))
     return out
 
 

@@ -1216,6 +1216,25 @@ async def test_someone_arriving_unnamed_whom_the_dm_names_next_is_their_arrival(
     }
 
 
+async def test_every_name_of_an_arrivals_subject_list_takes_part(world: CampaignMemory, memory: Memory) -> None:
+    """ "Thessaly and Grog arrive at Whitestone" (and "Thessaly, Pike and Grog arrive …") listed only Grog as taking
+    part: one event, every name of the list in it."""
+    for name in ("Thessaly", "Pike", "Grog"):
+        await world.graph.add_entity(EntityIn(name=name, type=EntityType.player))
+    entries = await write(
+        world,
+        [
+            ("DM", "The rain keeps falling on the roofs."),
+            ("DM", "Thessaly, Pike and Grog arrive at Ironhold."),
+            ("Grog", "Finally."),
+        ],
+    )
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
+    took_part = {s for s, t, o, _ in await facts(world) if (t, o) == ("took_part_in", "Arrival at Ironhold")}
+    assert took_part == {"Thessaly", "Pike", "Grog"}
+
+
 async def test_where_the_scene_moved_is_read_once_a_job_run_while_the_lines_and_entities_stay(
     world: CampaignMemory, memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -247,6 +247,32 @@ def test_an_npc_the_dm_tells_the_party_seeing_arrive_is_an_arrival() -> None:
     assert names("Do you see Gilmore enter Whitestone?") == []
 
 
+def test_every_name_of_an_arrivals_subject_list_arrives() -> None:
+    """ "Thessaly and Grog arrive at Whitestone" listed only Grog as taking part: the clause was read from "and". Every
+    name of the subject's list arrives, in one event: the party's when a player's character is among them."""
+    assert names("Allura and Grog arrive at Whitestone.") == [
+        ("Arrival at Whitestone", ["Allura Vysoren", "Grog Strongjaw"], "Whitestone")
+    ]
+    assert names("Gilmore, Allura, and Grog ride into Whitestone.") == [
+        ("Arrival at Whitestone", ["Gilmore", "Allura Vysoren", "Grog Strongjaw"], "Whitestone")
+    ]
+    assert names("Sylas, Jazna and Gilmore arrive at Whitestone.") == [
+        (
+            "Arrival of Sylas Briarwood, Jazna and Gilmore at Whitestone",
+            ["Sylas Briarwood", "Jazna", "Gilmore"],
+            "Whitestone",
+        )
+    ]
+    assert names("The Briarwoods and Gilmore arrive at Whitestone.") == [
+        ("Arrival of Briarwoods and Gilmore at Whitestone", ["Briarwoods", "Gilmore"], "Whitestone")
+    ]
+    # a name before the subject that is no one arriving is no part of it
+    assert names("In Emon, Grog arrives at Whitestone.") == [
+        ("Arrival at Whitestone", ["Grog Strongjaw"], "Whitestone")
+    ]
+    assert told("Gilmore and Grog will arrive at Whitestone.") == []
+
+
 def test_someone_arriving_unnamed_whom_the_next_sentence_names_is_their_arrival() -> None:
     """ "An elf in a grey cloak arrives at the Gilded Anchor. It is Nerith Vael." filed nothing: the arrival's subject
     was no name. The next sentence of the same line naming who it is ("It is", "She is", "It's") makes it theirs, as

@@ -467,6 +467,11 @@ async def test_an_npc_arriving_with_no_place_arrives_where_the_party_last_arrive
     assert await arrivals("You walk to Ironhold.", "An elf in silver armour arrives. Tim waves.") == [
         "Arrival at Ironhold"
     ]
+    # every npc of a list
+    assert await arrivals("You walk to Ironhold.", "Tim and Eldrinax arrive with the guards.") == [
+        "Arrival at Ironhold",
+        "Arrival of Tim and Eldrinax at Ironhold",
+    ]
     assert await arrivals("You walk to Ironhold.", "If Tim arrives, run.", "Tim arrives at dawn?") == [
         "Arrival at Ironhold"
     ]
