@@ -263,11 +263,20 @@ _UNREAL = re.compile(
 #: ... and "before"/"until" of what has not happened yet: ahead of the telling ("before you reach Emon", "wait until
 #: Sylas dies"), or after it with a subject of its own ("find the horn before they do"). Before a time they only say
 #: when it happened, wherever they stand ("just before dawn you arrive", "you arrive a little before noon").
-_TIME = (
-    r"(?:(?:the|this|that|next|first|following|same|an?|one|\w+['’]s)\s+){0,2}(?:dawn|dusk|daybreak|daylight|"
+_TIME_WORD = (
+    r"(?:dawn|dusk|daybreak|daylight|"
     r"first\s+light|sunrise|sunset|sundown|sunup|nightfall|twilight|noon|midday|midnight|mornings?|afternoons?|"
     r"evenings?|nights?|days?|weeks?|months?|years?|hours?|minutes?|moments?|long|then|now|today|tonight|tomorrow|"
     r"end|spring|summer|autumn|winter|\d+)\b"
+)
+_TIME = r"(?:(?:the|this|that|next|first|following|same|an?|one|\w+['’]s)\s+){0,2}" + _TIME_WORD
+#: A time opening a sentence or clause, before its subject, with or without a comma: "In the morning you arrive",
+#: "On the third day you", "Three days later you", "and after two days of travel you".
+_OPENING_TIME = (
+    r"(?:^|[.!?;:,]\s|\b(?:and|but|then|so)\s)\s*(?:(?:in|on|at|by|after|before|until|till|during|within|over|around|"
+    r"toward|towards|near)\s+)?(?:(?:the|this|that|next|first|second|third|fourth|fifth|last|final|following|same|an?|"
+    r"one|two|three|four|five|six|seven|few|several|couple\s+of|early|late|\w+['’]s|\d+)\s+){0,3}"
+    rf"{_TIME_WORD}(?:\s+(?:later|after|on|of\s+[\w'’-]+))?"
 )
 _UNTIL = r"\b(?:before|until|till)\s+"
 _NOT_YET = re.compile(rf"{_UNTIL}(?!{_TIME})", re.IGNORECASE)
@@ -393,7 +402,7 @@ _DONE = re.compile(
 _BEFORE_SUBJECT = re.compile(
     r"(?:^|[.!?,;:\"“”—–(-]|\b(?i:and|but|so|then|as|when|once|while|after|until|where|now|soon|okay|ok|alright|"
     r"right|well|yeah|yes|because|since|meanwhile|tonight|today|\w+ly)|"
-    rf"\b(?i:(?:before|until|till|after|at|by)\s+{_TIME})|(?:^|[.!?;:]\s)\s*(?i:{_TIME})"  # "The next morning you"
+    rf"\b(?i:(?:before|until|till|after|at|by)\s+{_TIME})|(?i:{_OPENING_TIME})"  # "The next morning you"
     # who is seen doing it: "You see Quillon enter the Lantern", "you watch Grog walk into the Feed and Mead"
     r"|\b(?i:you|we)\s+(?:(?i:can|could|all|then|now)\s+)?(?i:see|saw|watch|watched|notice|noticed|spot|spotted))\s*$"
 )

@@ -1235,6 +1235,26 @@ async def test_every_name_of_an_arrivals_subject_list_takes_part(world: Campaign
     assert took_part == {"Thessaly", "Pike", "Grog"}
 
 
+async def test_a_time_opening_the_sentence_without_a_comma_stands_before_the_partys_arrival(
+    world: CampaignMemory, memory: Memory
+) -> None:
+    """ "In the morning you arrive at Whitestone" filed no arrival while "In the morning, you arrive …" did."""
+    entries = await write(
+        world,
+        [
+            ("DM", "The rain keeps falling on the roofs."),
+            ("DM", "In the morning you arrive at Ironhold."),
+            ("Grog", "Ok."),
+        ],
+    )
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    key = "new event 'Arrival at Ironhold': an arrival"
+    assert key in items, list(items)
+    assert items[key].said is not None and items[key].said.text == entries[1].text
+
+
 async def test_where_the_scene_moved_is_read_once_a_job_run_while_the_lines_and_entities_stay(
     world: CampaignMemory, memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

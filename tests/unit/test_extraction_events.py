@@ -173,6 +173,12 @@ def test_an_arrival_at_a_known_place_is_an_event_there() -> None:
         "You arrive at Whitestone a little before noon.",  # "before" after it: only when
         "Just before dawn you arrive at Whitestone.",  # "before" a time, ahead of it too
         "Before long you arrive at Whitestone.",
+        # a time opening the sentence, with no comma after it, before its subject
+        "In the morning you arrive at Whitestone.",
+        "On the third day you arrive at Whitestone.",
+        "After three days of travel you ride into Whitestone.",
+        "A few hours later you reach Whitestone.",
+        "You rest, and in the morning you ride into Whitestone.",
     ],
 )
 def test_an_arrival_in_play_is_the_partys(line: str) -> None:
@@ -200,6 +206,7 @@ def test_a_line_of_the_opening_is_play_when_it_tells_a_turning_point_in_the_pres
         "He gives you a nod and walks back into Whitestone.",  # "you" the object, not the subject
         "It takes you two hours to find your way to Whitestone.",
         "You watch as the guards make their way to Whitestone.",  # the subject of a clause of its own
+        "She remembers the night you entered Whitestone.",  # a time before "you" that is her verb's object
     ],
 )
 def test_no_arrival_in_play_of_a_pronoun_nor_an_object(line: str) -> None:
