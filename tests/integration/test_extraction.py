@@ -1255,6 +1255,20 @@ async def test_a_time_opening_the_sentence_without_a_comma_stands_before_the_par
     assert items[key].said is not None and items[key].said.text == entries[1].text
 
 
+async def test_an_npc_arriving_with_no_place_before_the_party_arrived_anywhere_files_nothing(
+    world: CampaignMemory, memory: Memory
+) -> None:
+    """ "Doran Ives arrives." with no party arrival earlier in the session: no place to tell, and an arrival without
+    one is no turning point for the DM to keep (no noisy item). The party arriving after it changes nothing."""
+    entries = await write(
+        world, [("DM", "Brom arrives."), ("Grog", "Hello Brom."), ("DM", "You walk into Ironhold at dusk.")]
+    )
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
+    events = [item.describe() for item in await world.review.pending(limit=100) if "new event" in item.describe()]
+    assert events == ["new event 'Arrival at Ironhold': an arrival"]
+
+
 async def test_where_the_scene_moved_is_read_once_a_job_run_while_the_lines_and_entities_stay(
     world: CampaignMemory, memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
