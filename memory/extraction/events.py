@@ -664,8 +664,15 @@ _SOMEONE = (
 )
 _SOMEONE_ARRIVES = re.compile(rf"{_SOMEONE}\s+{_ADVERB}{_GOES}")
 #: ... and who it is, in the next sentence of the same line: "It is Nerith Vael.", "She's Nerith, the envoy of ...".
+#: Capitalised words that are no one's name after "It is": "It is Tuesday.", "It's March."
+_CALENDAR = (
+    r"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|May|June|July|August|"
+    r"September|October|November|December)\b"
+)
 _NAMED_NEXT = re.compile(
-    r"\s*(?i:it|he|she)(?:\s+(?i:is|was)\s+|['’](?i:s)\s+)" + _K.format("n") + r"(?=\s*(?:[.,!;—]|$))"
+    r"\s*(?i:it|he|she)(?:\s+(?i:is|was)\s+|['’](?i:s)\s+)"
+    rf"(?:{_K.format('n')}|(?!{_CALENDAR})(?P<new>[{_UPPER}][\w'’-]*(?:\s+[{_UPPER}][\w'’-]*){{0,2}}))"  # or a new name
+    r"(?=\s*(?:[.,!;—]|$))"
 )
 
 
@@ -674,9 +681,30 @@ def _named_next(text: str, m: re.Match[str], found: list[KnownEntity]) -> tuple[
     faction, and where that naming ends; None when it names nobody so."""
     _, end = _sentence(text, m)
     n = _NAMED_NEXT.match(text, end)
-    if n is None or found[int(n.group("n"))].type not in _ARRIVING or not _whole(text, n, "n"):
+    if n is None or n.group("n") is None or found[int(n.group("n"))].type not in _ARRIVING or not _whole(text, n, "n"):
         return None
     return found[int(n.group("n"))], n.end()
+
+
+def newcomers(text: str, found: list[KnownEntity], here: KnownEntity | None) -> list[tuple[str, Event]]:
+    """The arrivals ``text`` (tagged, a line of the DM's play) tells of someone unnamed whom the next sentence gives a
+    name no known entity has ("An elf arrives at the Gilded Anchor. It is Corvin Ash."): each with that name, as
+    said, and its event named for it, at the known place said, else at ``here`` (None: nowhere, so none). The event
+    has no participant: the name is for the caller to propose."""
+    out: list[tuple[str, Event]] = []
+    for m in (*_SOMEONE_ARRIVES.finditer(text), *_COMES.finditer(text)):
+        if m.groupdict().get("s") is not None:
+            continue  # a known name arriving: see arrivals_here
+        y = m.groupdict().get("y")
+        place = found[int(y)] if y is not None else here
+        if place is None or place.type != EntityType.location or (y is not None and not _whole(text, m, "y")):
+            continue
+        n = _NAMED_NEXT.match(text, _sentence(text, m)[1])
+        if n is not None and n.group("new") and _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
+            name = n.group("new")
+            span = (_clause(text, m), n.end())
+            out.append((name, Event(EventKind.arrival, f"Arrival of {name} at {place.name}", place=place, span=span)))
+    return out
 
 
 def _listed(named: Sequence[KnownEntity]) -> str:

@@ -1216,6 +1216,28 @@ async def test_someone_arriving_unnamed_whom_the_dm_names_next_is_their_arrival(
     }
 
 
+async def test_someone_arriving_unnamed_whom_the_dm_gives_a_new_name_is_proposed_with_their_arrival(
+    world: CampaignMemory, memory: Memory
+) -> None:
+    """ "… arrives at the Gilded Anchor. It is Corvin Ash." with a name no entity has: the new npc and their arrival."""
+    entries = await write(
+        world,
+        [
+            ("DM", "The rain keeps falling on the roofs."),
+            ("DM", "An elf in a grey cloak arrives at Ironhold. It is Corvin Ash."),
+            ("Grog", "Who?"),
+        ],
+    )
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
+    items = {item.describe() for item in await world.review.pending(limit=100)}
+    assert {"new npc 'Corvin Ash'", "new event 'Arrival of Corvin Ash at Ironhold': an arrival"} <= items, items
+    assert "new event 'Arrival at Ironhold': an arrival" not in items
+    assert ("Corvin Ash", "took_part_in", "Arrival of Corvin Ash at Ironhold") in {
+        (s, t, o) for s, t, o, _ in await facts(world)
+    }
+
+
 async def test_every_name_of_an_arrivals_subject_list_takes_part(world: CampaignMemory, memory: Memory) -> None:
     """ "Thessaly and Grog arrive at Whitestone" (and "Thessaly, Pike and Grog arrive …") listed only Grog as taking
     part: one event, every name of the list in it."""
