@@ -7,8 +7,9 @@ In play a turning point is a clause: a verb of its kind (killing, dying, arrivin
 tense, with a known entity of the kind's type as its subject or object ("Vex has fallen", "the lifeless body of
 Reginald", "you make your way to the continent of Marquet", "you are handed the Bag of Holding"). An arrival's
 subject is "you", "the party" or a known name: a player, a party or faction, or an npc ("Quillon arrives at Greyskull
-Keep"); never a pronoun ("she walks back to the palace"). An npc's or faction's is named for them ("Arrival of
-Quillon Ashgrove at Greyskull Keep"), the party's for the place alone.
+Keep"), or someone unnamed whom the next sentence names ("An elf arrives at the Gilded Anchor. It is Nerith Vael.");
+never a pronoun ("she walks back to the palace"). An npc's or faction's is named for them ("Arrival of Quillon
+Ashgrove at Greyskull Keep"), the party's for the place alone.
 
 Only the DM's words are read (the caller checks): a player's "I kill it" is a wish, not what happened. A match in a
 hypothetical, a question, a denial or a memory ("if you kill Sylas", "is Sylas dead?", "a year ago you entered Emon")
@@ -262,11 +263,20 @@ _UNREAL = re.compile(
 #: ... and "before"/"until" of what has not happened yet: ahead of the telling ("before you reach Emon", "wait until
 #: Sylas dies"), or after it with a subject of its own ("find the horn before they do"). Before a time they only say
 #: when it happened, wherever they stand ("just before dawn you arrive", "you arrive a little before noon").
-_TIME = (
-    r"(?:(?:the|this|that|next|first|following|same|an?|one|\w+['’]s)\s+){0,2}(?:dawn|dusk|daybreak|daylight|"
+_TIME_WORD = (
+    r"(?:dawn|dusk|daybreak|daylight|"
     r"first\s+light|sunrise|sunset|sundown|sunup|nightfall|twilight|noon|midday|midnight|mornings?|afternoons?|"
     r"evenings?|nights?|days?|weeks?|months?|years?|hours?|minutes?|moments?|long|then|now|today|tonight|tomorrow|"
     r"end|spring|summer|autumn|winter|\d+)\b"
+)
+_TIME = r"(?:(?:the|this|that|next|first|following|same|an?|one|\w+['’]s)\s+){0,2}" + _TIME_WORD
+#: A time opening a sentence or clause, before its subject, with or without a comma: "In the morning you arrive",
+#: "On the third day you", "Three days later you", "and after two days of travel you".
+_OPENING_TIME = (
+    r"(?:^|[.!?;:,]\s|\b(?:and|but|then|so)\s)\s*(?:(?:in|on|at|by|after|before|until|till|during|within|over|around|"
+    r"toward|towards|near)\s+)?(?:(?:the|this|that|next|first|second|third|fourth|fifth|last|final|following|same|an?|"
+    r"one|two|three|four|five|six|seven|few|several|couple\s+of|early|late|\w+['’]s|\d+)\s+){0,3}"
+    rf"{_TIME_WORD}(?:\s+(?:later|after|on|of\s+[\w'’-]+))?"
 )
 _UNTIL = r"\b(?:before|until|till)\s+"
 _NOT_YET = re.compile(rf"{_UNTIL}(?!{_TIME})", re.IGNORECASE)
@@ -339,7 +349,11 @@ def told_now(text: str) -> bool:
     """Whether ``text`` tells a turning point in the present and nothing in the past: a line of the DM's opening
     so ("In the morning a patrol boat of the Tidewardens arrives at the abbey") is play, not a recap of the story so
     far ("Last time, Quillon drowned", or a fragment of one: "In the city of Kraghammer.")."""
-    return _PAST_TENSE.search(text) is None and _NOW.search(text) is not None
+    return _PAST_TENSE.search(_NAME_WORD.sub(" ", text)) is None and _NOW.search(text) is not None
+
+
+#: A capitalised word inside a sentence: a name's ("the Gilded Anchor", "the Fell Wood"), no verb in the past.
+_NAME_WORD = re.compile(rf"(?<=[^\s.!?:\"“]\s)[{_UPPER}][\w'’-]*")
 
 
 #: The verb that makes a bare form a telling: "you managed to craft", not "you went to craft".
@@ -361,8 +375,11 @@ _PLAYERS = (
     r"|\b(?i:the|your|our)\s+(?i:party|group|heroes|adventurers|companions)"
     r"|(?:\b(?i:the)\s+)?" + _K.format("s") + r")"
 )
+#: Known names listed before a subject's last: "Thessaly and", "Thessaly, Pike and", "the Briarwoods, the Ravens, and".
+_LISTED = r"(?:(?:\b(?i:the)\s+)?\ue000\d+\ue001(?:\s*,\s*(?:(?i:and)\s+)?|\s+(?i:and)\s+))*"
+_ARRIVERS = _PLAYERS.replace("|(?:", "|" + _LISTED + "(?:", 1)  # the known name's alternative, with a list
 _PLAY_ARRIVES = re.compile(
-    rf"(?P<subject>{_PLAYERS})(?:\s*,[^,.!?;:\"“”\ue000\ue001]{{1,60}},)?"  # "You, darting in a forward way, find"
+    rf"(?P<subject>{_ARRIVERS})(?:\s*,[^,.!?;:\"“”\ue000\ue001]{{1,60}},)?"  # "You, darting in a forward way, find"
     rf"{_CHAIN}(?:(?i:have|has|had|all|both)\s+)*{_ADVERB}{_GOES}"
 )
 #: A known quest the party takes on: "so you've accepted the quest to silence the Choir Bell", "you have a second
@@ -385,7 +402,7 @@ _DONE = re.compile(
 _BEFORE_SUBJECT = re.compile(
     r"(?:^|[.!?,;:\"“”—–(-]|\b(?i:and|but|so|then|as|when|once|while|after|until|where|now|soon|okay|ok|alright|"
     r"right|well|yeah|yes|because|since|meanwhile|tonight|today|\w+ly)|"
-    rf"\b(?i:(?:before|until|till|after|at|by)\s+{_TIME})|(?:^|[.!?;:]\s)\s*(?i:{_TIME})"  # "The next morning you"
+    rf"\b(?i:(?:before|until|till|after|at|by)\s+{_TIME})|(?i:{_OPENING_TIME})"  # "The next morning you"
     # who is seen doing it: "You see Quillon enter the Lantern", "you watch Grog walk into the Feed and Mead"
     r"|\b(?i:you|we)\s+(?:(?i:can|could|all|then|now)\s+)?(?i:see|saw|watch|watched|notice|noticed|spot|spotted))\s*$"
 )
@@ -490,16 +507,15 @@ def events(text: str, found: list[KnownEntity], *, retold: bool = False) -> list
         if victim.type in _MORTAL and (killer is None or killer.id != victim.id) and _told(text, m, retold):
             who = _with([], victim, killer)
             out.append(Event(EventKind.death, f"Death of {victim.name}", who, span=_span(text, m)))
-    for m in _ARRIVES.finditer(text) if retold else _arrivals(text, found):
+    for m, arrivers, end in ((m, [], m.end()) for m in _ARRIVES.finditer(text)) if retold else _arrivals(text, found):
         y = found[int(m.group("y"))]
         if y.type == EntityType.location and _whole(text, m, "y") and _told(text, m, retold):
-            who = _persons(text, m, found)
+            who = _with(_persons(text, m, found), *arrivers)
             # an npc's or a faction's arrival is theirs, not the party's at the same place: two events, even in one
             # session ("the Tidewardens arrive at the abbey" a night after the party did)
-            s = m.groupdict().get("s")
-            them = found[int(s)] if s is not None and found[int(s)].type != EntityType.player else None
-            name = f"Arrival of {them.name} at {y.name}" if them else f"Arrival at {y.name}"
-            out.append(Event(EventKind.arrival, name, who, place=y, span=_span(text, m)))
+            them = [] if any(e.type == EntityType.player for e in arrivers) else arrivers
+            name = f"Arrival of {_listed(them)} at {y.name}" if them else f"Arrival at {y.name}"
+            out.append(Event(EventKind.arrival, name, who, place=y, span=(_clause(text, m), end)))
     for pattern in (_GIVES, _FINDS):
         for m in pattern.finditer(text):
             item = found[int(m.group("y"))]
@@ -620,18 +636,81 @@ def alive(text: str, found: list[KnownEntity], scene: list[SceneLine]) -> list[K
     return list(out.values())
 
 
-def _arrivals(text: str, found: list[KnownEntity]) -> Iterator[re.Match[str]]:
+def _arrivals(text: str, found: list[KnownEntity]) -> Iterator[tuple[re.Match[str], list[KnownEntity], int]]:
     """The arrivals ``text`` (tagged, a line of the DM's play) tells: each with a subject of :data:`_PLAYERS` where a
-    subject stands, a known name a player's, a party's or faction's, or an npc's. The recap needs none: it is all
+    subject stands, a known name (or a list of them) a player's, a party's or faction's, or an npc's; or with
+    someone unnamed as its subject whom the next sentence names (:data:`_SOMEONE_ARRIVES`). Each comes with who
+    arrives by name (none: the party, by a word for it) and where its telling ends. The recap needs none: it is all
     the party's."""
     pos = 0
     while (m := _PLAY_ARRIVES.search(text, pos)) is not None:
-        s = m.group("s")
-        if (s is None or found[int(s)].type in _ARRIVING) and _BEFORE_SUBJECT.search(text[: m.start()]):
-            yield m
+        # "Thessaly and Grog arrive": every name of the subject arrives
+        arrivers = [found[int(i)] for i in re.findall(r"\ue000(\d+)\ue001", m.group("subject"))]
+        if all(e.type in _ARRIVING for e in arrivers) and _BEFORE_SUBJECT.search(text[: m.start()]):
+            yield m, arrivers, m.end()
             pos = m.end()
         else:  # an object's "you" may hide the subject after it: look again from the next word
             pos = m.start() + 1
+    for m in _SOMEONE_ARRIVES.finditer(text):
+        if (named := _named_next(text, m, found)) is not None and _BEFORE_SUBJECT.search(text[: m.start()]):
+            yield m, [named[0]], named[1]
+
+
+#: Someone the DM has not named yet, as a clause's subject: "an elf in a grey cloak", "a tall figure", "someone". No
+#: word of another clause ("a guard nods as you enter") nor a pronoun.
+_SOMEONE = (
+    r"(?:\b(?i:a|an)(?:\s+(?!(?i:" + _BOUND + r"|and|but|then|i|you|we|he|she|it|they|him|her|them)\b)[\w'’-]+){1,7}?"
+    r"|\b(?i:someone|somebody))"
+)
+_SOMEONE_ARRIVES = re.compile(rf"{_SOMEONE}\s+{_ADVERB}{_GOES}")
+#: ... and who it is, in the next sentence of the same line: "It is Nerith Vael.", "She's Nerith, the envoy of ...".
+#: Capitalised words that are no one's name after "It is": "It is Tuesday.", "It's March."
+_CALENDAR = (
+    r"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|May|June|July|August|"
+    r"September|October|November|December)\b"
+)
+_NAMED_NEXT = re.compile(
+    r"\s*(?i:it|he|she)(?:\s+(?i:is|was)\s+|['’](?i:s)\s+)"
+    rf"(?:{_K.format('n')}|(?!{_CALENDAR})(?P<new>[{_UPPER}][\w'’-]*(?:\s+[{_UPPER}][\w'’-]*){{0,2}}))"  # or a new name
+    r"(?=\s*(?:[.,!;—]|$))"
+)
+
+
+def _named_next(text: str, m: re.Match[str], found: list[KnownEntity]) -> tuple[KnownEntity, int] | None:
+    """Who arrives unnamed in the match (:data:`_SOMEONE`), as the next sentence names them: a known player, npc or
+    faction, and where that naming ends; None when it names nobody so."""
+    _, end = _sentence(text, m)
+    n = _NAMED_NEXT.match(text, end)
+    if n is None or n.group("n") is None or found[int(n.group("n"))].type not in _ARRIVING or not _whole(text, n, "n"):
+        return None
+    return found[int(n.group("n"))], n.end()
+
+
+def newcomers(text: str, found: list[KnownEntity], here: KnownEntity | None) -> list[tuple[str, Event]]:
+    """The arrivals ``text`` (tagged, a line of the DM's play) tells of someone unnamed whom the next sentence gives a
+    name no known entity has ("An elf arrives at the Gilded Anchor. It is Corvin Ash."): each with that name, as
+    said, and its event named for it, at the known place said, else at ``here`` (None: nowhere, so none). The event
+    has no participant: the name is for the caller to propose."""
+    out: list[tuple[str, Event]] = []
+    for m in (*_SOMEONE_ARRIVES.finditer(text), *_COMES.finditer(text)):
+        if m.groupdict().get("s") is not None:
+            continue  # a known name arriving: see arrivals_here
+        y = m.groupdict().get("y")
+        place = found[int(y)] if y is not None else here
+        if place is None or place.type != EntityType.location or (y is not None and not _whole(text, m, "y")):
+            continue
+        n = _NAMED_NEXT.match(text, _sentence(text, m)[1])
+        if n is not None and n.group("new") and _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
+            name = n.group("new")
+            span = (_clause(text, m), n.end())
+            out.append((name, Event(EventKind.arrival, f"Arrival of {name} at {place.name}", place=place, span=span)))
+    return out
+
+
+def _listed(named: Sequence[KnownEntity]) -> str:
+    """Names as a list is said: "Jazna", "Jazna and Gilmore", "Sylas Briarwood, Jazna and Gilmore"."""
+    names = [e.name for e in named]
+    return " and ".join(filter(None, (", ".join(names[:-1]), names[-1])))
 
 
 #: The party leaving where it is, or travelling away with no place to reach said: "you leave Whitestone behind",
@@ -655,9 +734,11 @@ def leaves(text: str, found: list[KnownEntity]) -> bool:
     return False
 
 
-#: An npc or faction arriving where the party is, no place said: "Doran Ives arrives with the guards".
+#: An npc or faction arriving where the party is, no place said: "Doran Ives arrives with the guards", or someone
+#: unnamed whom the next sentence names ("An elf in silver armour arrives. It is Nerith Vael.").
 _COMES = re.compile(
-    _K.format("s") + r"\s+" + _ADVERB + r"(?i:arrives|arrived|has\s+arrived)\b(?!\s+(?i:at|in|on|upon)\b)"
+    rf"(?:(?P<subject>{_LISTED}{_K.format('s')})|{_SOMEONE})\s+{_ADVERB}"
+    r"(?i:arrives|arrive|arrived|has\s+arrived|have\s+arrived)\b(?!\s+(?i:at|in|on|upon)\b)"
 )
 
 
@@ -666,12 +747,19 @@ def arrivals_here(text: str, found: list[KnownEntity], here: KnownEntity) -> lis
     at ``here``, where the scene is (the place the party last arrived at this session)."""
     out: list[Event] = []
     for m in _COMES.finditer(text):
-        who = found[int(m.group("s"))]
-        if who.type not in (EntityType.npc, EntityType.faction) or not _whole(text, m, "s"):
+        if m.group("s") is not None:
+            who, end = [found[int(i)] for i in re.findall(r"\ue000(\d+)\ue001", m.group("subject"))], m.end()
+            if not _whole(text, m, "s"):
+                continue
+        elif (named := _named_next(text, m, found)) is not None:
+            who, end = [named[0]], named[1]
+        else:
+            continue
+        if any(e.type not in (EntityType.npc, EntityType.faction) for e in who):
             continue
         if _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
-            name = f"Arrival of {who.name} at {here.name}"
-            out.append(Event(EventKind.arrival, name, [who], place=here, span=_span(text, m)))
+            name = f"Arrival of {_listed(who)} at {here.name}"
+            out.append(Event(EventKind.arrival, name, who, place=here, span=(_clause(text, m), end)))
     return out
 
 

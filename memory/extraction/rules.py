@@ -24,6 +24,7 @@ from memory.extraction.events import (
     events,
     handovers,
     leaves,
+    newcomers,
     one_each,
     owns,
     scene_deaths,
@@ -176,6 +177,12 @@ class RuleExtractor:
                 for who in alive(text, found, list(scene)):  # found alive: against a death the memory may hold
                     out.fact(who.name, "status", None, "alive", entry.id)
                 told = events(text, found, retold=entry.id in retold)
+                # someone unnamed arriving, whom the DM names next with a new name: proposed with their arrival
+                for name, event in [] if entry.id in retold else newcomers(text, found, here):
+                    if (mention := _resolve(name, found)) is not None and mention.known is None:
+                        out.entity(mention.name, EntityType.npc, "", NEW_NAME_BY_DM_CONFIDENCE, entry)
+                        out.fact(mention.name, "took_part_in", event.name, None, entry.id)
+                        told.append(event)
                 told += [e for e in scene_deaths(text, found, list(scene)) if e.name not in {t.name for t in told}]
                 for place in (scenes or {}).get(entry.id, ()):  # the scene moved there: see scene_arrivals
                     if not _arrived(told, place):

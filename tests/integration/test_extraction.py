@@ -1194,6 +1194,103 @@ async def test_an_npc_arriving_with_no_place_arrives_where_the_party_is_in_a_lat
     assert items[key].said is not None and items[key].said.text == entries[-1].text
 
 
+async def test_someone_arriving_unnamed_whom_the_dm_names_next_is_their_arrival(
+    world: CampaignMemory, memory: Memory
+) -> None:
+    """ "An elf in a grey cloak arrives at the Gilded Anchor. It is Nerith Vael." filed no arrival of hers: the next
+    sentence of the DM's line names who arrives. At the session's opening the line was read as the DM's recap
+    ("Gilded" a verb in the past), which filed the party's arrival there."""
+    await world.graph.add_entity(EntityIn(name="Gilded Anchor", type=EntityType.place, aliases=["the Gilded Anchor"]))
+    entries = await write(
+        world,
+        [("DM", "An elf in a grey cloak arrives at the Gilded Anchor. It is Eldrinax."), ("Grog", "Who?")],
+    )
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    key = "new event 'Arrival of Eldrinax at Gilded Anchor': an arrival"
+    assert key in items, list(items)
+    assert "new event 'Arrival at Gilded Anchor': an arrival" not in items  # hers, not the party's
+    assert ("Eldrinax", "took_part_in", "Arrival of Eldrinax at Gilded Anchor") in {
+        (s, t, o) for s, t, o, _ in await facts(world)
+    }
+
+
+async def test_someone_arriving_unnamed_whom_the_dm_gives_a_new_name_is_proposed_with_their_arrival(
+    world: CampaignMemory, memory: Memory
+) -> None:
+    """ "… arrives at the Gilded Anchor. It is Corvin Ash." with a name no entity has: the new npc and their arrival."""
+    entries = await write(
+        world,
+        [
+            ("DM", "The rain keeps falling on the roofs."),
+            ("DM", "An elf in a grey cloak arrives at Ironhold. It is Corvin Ash."),
+            ("Grog", "Who?"),
+        ],
+    )
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
+    items = {item.describe() for item in await world.review.pending(limit=100)}
+    assert {"new npc 'Corvin Ash'", "new event 'Arrival of Corvin Ash at Ironhold': an arrival"} <= items, items
+    assert "new event 'Arrival at Ironhold': an arrival" not in items
+    assert ("Corvin Ash", "took_part_in", "Arrival of Corvin Ash at Ironhold") in {
+        (s, t, o) for s, t, o, _ in await facts(world)
+    }
+
+
+async def test_every_name_of_an_arrivals_subject_list_takes_part(world: CampaignMemory, memory: Memory) -> None:
+    """ "Thessaly and Grog arrive at Whitestone" (and "Thessaly, Pike and Grog arrive …") listed only Grog as taking
+    part: one event, every name of the list in it."""
+    for name in ("Thessaly", "Pike", "Grog"):
+        await world.graph.add_entity(EntityIn(name=name, type=EntityType.player))
+    entries = await write(
+        world,
+        [
+            ("DM", "The rain keeps falling on the roofs."),
+            ("DM", "Thessaly, Pike and Grog arrive at Ironhold."),
+            ("Grog", "Finally."),
+        ],
+    )
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
+    took_part = {s for s, t, o, _ in await facts(world) if (t, o) == ("took_part_in", "Arrival at Ironhold")}
+    assert took_part == {"Thessaly", "Pike", "Grog"}
+
+
+async def test_a_time_opening_the_sentence_without_a_comma_stands_before_the_partys_arrival(
+    world: CampaignMemory, memory: Memory
+) -> None:
+    """ "In the morning you arrive at Whitestone" filed no arrival while "In the morning, you arrive …" did."""
+    entries = await write(
+        world,
+        [
+            ("DM", "The rain keeps falling on the roofs."),
+            ("DM", "In the morning you arrive at Ironhold."),
+            ("Grog", "Ok."),
+        ],
+    )
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
+    items = {item.describe(): item for item in await world.review.pending(limit=100)}
+    key = "new event 'Arrival at Ironhold': an arrival"
+    assert key in items, list(items)
+    assert items[key].said is not None and items[key].said.text == entries[1].text
+
+
+async def test_an_npc_arriving_with_no_place_before_the_party_arrived_anywhere_files_nothing(
+    world: CampaignMemory, memory: Memory
+) -> None:
+    """ "Doran Ives arrives." with no party arrival earlier in the session: no place to tell, and an arrival without
+    one is no turning point for the DM to keep (no noisy item). The party arriving after it changes nothing."""
+    entries = await write(
+        world, [("DM", "Brom arrives."), ("Grog", "Hello Brom."), ("DM", "You walk into Ironhold at dusk.")]
+    )
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id)
+    events = [item.describe() for item in await world.review.pending(limit=100) if "new event" in item.describe()]
+    assert events == ["new event 'Arrival at Ironhold': an arrival"]
+
+
 async def test_where_the_scene_moved_is_read_once_a_job_run_while_the_lines_and_entities_stay(
     world: CampaignMemory, memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

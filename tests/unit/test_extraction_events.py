@@ -173,6 +173,12 @@ def test_an_arrival_at_a_known_place_is_an_event_there() -> None:
         "You arrive at Whitestone a little before noon.",  # "before" after it: only when
         "Just before dawn you arrive at Whitestone.",  # "before" a time, ahead of it too
         "Before long you arrive at Whitestone.",
+        # a time opening the sentence, with no comma after it, before its subject
+        "In the morning you arrive at Whitestone.",
+        "On the third day you arrive at Whitestone.",
+        "After three days of travel you ride into Whitestone.",
+        "A few hours later you reach Whitestone.",
+        "You rest, and in the morning you ride into Whitestone.",
     ],
 )
 def test_an_arrival_in_play_is_the_partys(line: str) -> None:
@@ -182,6 +188,9 @@ def test_an_arrival_in_play_is_the_partys(line: str) -> None:
 def test_a_line_of_the_opening_is_play_when_it_tells_a_turning_point_in_the_present_only() -> None:
     assert told_now("In the morning a patrol boat of the Tidewardens arrives at the abbey.")
     assert told_now("Welcome back everyone. Tonight you arrive in Greyfen.")
+    # a name's word is no past tense: the line was read as a recap, the arrival the party's
+    assert told_now("An elf in a grey cloak arrives at the Gilded Anchor. It is Nerith Vael.")
+    assert not told_now("Arrived at last, you enter the Gilded Anchor.")  # a verb opening its sentence
     assert not told_now("Last time, Quillon Ashgrove drowned, and you arrive at the abbey.")  # the recap
     assert not told_now("You made your way back to Whitestone.")
     assert not told_now("In the city of Kraghammer.")  # a fragment of the recap: no turning point of its own
@@ -197,6 +206,7 @@ def test_a_line_of_the_opening_is_play_when_it_tells_a_turning_point_in_the_pres
         "He gives you a nod and walks back into Whitestone.",  # "you" the object, not the subject
         "It takes you two hours to find your way to Whitestone.",
         "You watch as the guards make their way to Whitestone.",  # the subject of a clause of its own
+        "She remembers the night you entered Whitestone.",  # a time before "you" that is her verb's object
     ],
 )
 def test_no_arrival_in_play_of_a_pronoun_nor_an_object(line: str) -> None:
@@ -242,6 +252,61 @@ def test_an_npc_the_dm_tells_the_party_seeing_arrive_is_an_arrival() -> None:
     ]
     assert names("You see Gilmore leave Whitestone.") == []
     assert names("Do you see Gilmore enter Whitestone?") == []
+
+
+def test_every_name_of_an_arrivals_subject_list_arrives() -> None:
+    """ "Thessaly and Grog arrive at Whitestone" listed only Grog as taking part: the clause was read from "and". Every
+    name of the subject's list arrives, in one event: the party's when a player's character is among them."""
+    assert names("Allura and Grog arrive at Whitestone.") == [
+        ("Arrival at Whitestone", ["Allura Vysoren", "Grog Strongjaw"], "Whitestone")
+    ]
+    assert names("Gilmore, Allura, and Grog ride into Whitestone.") == [
+        ("Arrival at Whitestone", ["Gilmore", "Allura Vysoren", "Grog Strongjaw"], "Whitestone")
+    ]
+    assert names("Sylas, Jazna and Gilmore arrive at Whitestone.") == [
+        (
+            "Arrival of Sylas Briarwood, Jazna and Gilmore at Whitestone",
+            ["Sylas Briarwood", "Jazna", "Gilmore"],
+            "Whitestone",
+        )
+    ]
+    assert names("The Briarwoods and Gilmore arrive at Whitestone.") == [
+        ("Arrival of Briarwoods and Gilmore at Whitestone", ["Briarwoods", "Gilmore"], "Whitestone")
+    ]
+    # a name before the subject that is no one arriving is no part of it
+    assert names("In Emon, Grog arrives at Whitestone.") == [
+        ("Arrival at Whitestone", ["Grog Strongjaw"], "Whitestone")
+    ]
+    assert told("Gilmore and Grog will arrive at Whitestone.") == []
+
+
+def test_someone_arriving_unnamed_whom_the_next_sentence_names_is_their_arrival() -> None:
+    """ "An elf in a grey cloak arrives at the Gilded Anchor. It is Nerith Vael." filed nothing: the arrival's subject
+    was no name. The next sentence of the same line naming who it is ("It is", "She is", "It's") makes it theirs, as
+    "Nerith Vael arrives at the Gilded Anchor" would be."""
+    for line in (
+        "An elf in a grey cloak arrives at Whitestone. It is Gilmore.",
+        "A tall figure steps into Whitestone. He is Gilmore, the merchant of Emon.",
+        "The doors open and someone walks into Whitestone. It's Gilmore!",
+    ):
+        assert names(line) == [("Arrival of Gilmore at Whitestone", ["Gilmore"], "Whitestone")], line
+    # a player's character arriving so is the party's arrival, as by name
+    assert names("A hooded figure walks into Whitestone. It is Grog.") == [
+        ("Arrival at Whitestone", ["Grog Strongjaw"], "Whitestone")
+    ]
+    text, found = _tag(Gazetteer(KNOWN), "An elf arrives at Whitestone. It is Gilmore.")
+    (event,) = events(text, found)  # the DM is shown the naming too
+    assert event.span is not None and text[slice(*event.span)] == "An elf arrives at \ue0000\ue001. It is \ue0001\ue001"
+    for line in (
+        "An elf arrives at Whitestone. Is it Gilmore?",  # a question
+        "An elf arrives at Whitestone. It is not Gilmore.",  # a denial
+        "An elf arrives at Whitestone. It is Emon.",  # no one who arrives
+        "An elf arrives at Whitestone. Gilmore waves.",  # someone else
+        "An elf arrives at Whitestone, and later that day it is Gilmore.",  # no next sentence
+        "If an elf arrives at Whitestone, run. It is Gilmore.",  # not told
+        "A guard nods as Jazna enters. It is Gilmore.",  # no known place
+    ):
+        assert told(line) == [], line
 
 
 @pytest.mark.parametrize(

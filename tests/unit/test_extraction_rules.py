@@ -339,6 +339,34 @@ async def test_a_new_name_set_off_by_commas_beside_a_persons_role_is_a_new_npc_w
     assert await new("A new captain, Oswin Marl, takes command.", speaker="SAM") == []  # a player's guess
 
 
+async def test_someone_arriving_unnamed_whom_the_dm_gives_a_new_name_next_is_a_new_npc_and_their_arrival() -> None:
+    """ "An elf in a grey cloak arrives at the Gilded Anchor. It is Corvin Ash." filed nothing: the name is new. The
+    DM naming them is a new npc, who takes part in their arrival (at the place said, else where the party is)."""
+
+    async def said(*lines: str, speaker: str = "DM") -> tuple[list[tuple[str, str]], set[tuple[str, str, str | None]]]:
+        result = await RuleExtractor().extract(
+            entries(*lines, speaker=speaker), KNOWN, narrates=lambda e: e.speaker == "DM"
+        )
+        return [(e.name, e.type) for e in result.entities], {(f.source, f.type, f.target) for f in result.facts}
+
+    named, facts = await said("An elf in a grey cloak arrives at the Hold. It is Corvin Ash.")
+    assert named == [("Corvin Ash", "npc"), ("Arrival of Corvin Ash at Ironhold", "event")]
+    assert facts == {
+        ("Corvin Ash", "took_part_in", "Arrival of Corvin Ash at Ironhold"),
+        ("Arrival of Corvin Ash at Ironhold", "located_in", "Ironhold"),
+    }
+    named, _ = await said("You walk to Ironhold.", "An elf arrives. It is Corvin Ash, the envoy of Silvermarch.")
+    assert ("Corvin Ash", "npc") in named and ("Arrival of Corvin Ash at Ironhold", "event") in named
+    for lines in (
+        ("An elf arrives. It is Corvin Ash.",),  # the party nowhere yet: no place
+        ("An elf arrives at Ironhold. It is Tuesday.",),  # no one's name
+        ("If an elf arrives at Ironhold, hide. It is Corvin Ash.",),  # not told
+        ("An elf arrives at Ironhold. Is it Corvin Ash?",),
+    ):
+        assert await said(*lines) == ([], set()), lines
+    assert await said("An elf arrives at Ironhold. It is Corvin Ash.", speaker="SAM") == ([], set())  # a player's
+
+
 async def test_the_dm_telling_someone_is_alive_proposes_the_alive_status_not_a_question_or_a_condition() -> None:
     """ "It is Lucy Pruitt. … She's alive." proposed nothing: no rule read a status but dead, so a death the memory
     holds could not be corrected from the transcript."""
@@ -459,6 +487,19 @@ async def test_an_npc_arriving_with_no_place_arrives_where_the_party_last_arrive
         "Arrival of Tim at Ironhold",
     ]
     assert await arrivals("Tim arrives with the guards.") == []
+    # someone arriving unnamed, whom the next sentence names
+    assert await arrivals("You walk to Ironhold.", "An elf in silver armour arrives. It is Tim, the envoy.") == [
+        "Arrival at Ironhold",
+        "Arrival of Tim at Ironhold",
+    ]
+    assert await arrivals("You walk to Ironhold.", "An elf in silver armour arrives. Tim waves.") == [
+        "Arrival at Ironhold"
+    ]
+    # every npc of a list
+    assert await arrivals("You walk to Ironhold.", "Tim and Eldrinax arrive with the guards.") == [
+        "Arrival at Ironhold",
+        "Arrival of Tim and Eldrinax at Ironhold",
+    ]
     assert await arrivals("You walk to Ironhold.", "If Tim arrives, run.", "Tim arrives at dawn?") == [
         "Arrival at Ironhold"
     ]
