@@ -32,7 +32,8 @@ from memory.extraction.events import (
 from memory.extraction.lexicon import FAMILY_ROLES, NOUN_TYPE, OCCUPATIONS, RULER_ROLES
 from memory.extraction.salience import COMMON_WORDS
 from memory.extraction.schema import ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
-from memory.gazetteer import Gazetteer, of_mentions
+from memory.correction.evidence import MatchSettings, word_zipf
+from memory.gazetteer import TITLES, Gazetteer, of_mentions
 from memory.models import PERSON_TYPES, EntityType, Entry
 from memory.offgame import narrator
 
@@ -48,6 +49,16 @@ MIN_SPEAKERS = 2
 SCENE_LINES = 4
 
 _TITLES = OCCUPATIONS | {"sir", "dame", "madam", "madame", "mister", "miss", "mr", "mrs", "ms", "master"}
+#: From this Zipf frequency a word is ordinary English (see ``MatchSettings.common_zipf``).
+_COMMON_ZIPF = MatchSettings().common_zipf
+#: Words a place is set off by ("Past the guard, Castle Ravenna, rises ...", "At the Gate, the guard ...").
+_PREPOSITIONS = frozenset(
+    """
+    about above across after against along among around as at before behind below beneath beside beyond by down
+    during for from in inside into near of off on onto outside over past since through to toward towards under
+    until up upon with within without
+    """.split()
+)
 
 
 _PLACEHOLDER = "\ue000{}\ue001"  # private-use characters: cannot occur in speech, so cannot be forged
@@ -211,7 +222,9 @@ class RuleExtractor:
             # of", "the old innkeeper")
             role = _person_role(words[-1:] if m.group("before") else words)
             mention = _resolve(m.group("n") or m.group("m"), found)
-            if role is not None and mention is not None and mention.known is None:
+            if role is None or mention is None or mention.known is not None:
+                continue
+            if _introduced(mention.name, text[: m.start("n") if m.group("n") else m.start("m")]):
                 article = "an" if role[0] in "aeiou" else "a"
                 out.entity(mention.name, EntityType.npc, f"{article} {role}", NEW_NAME_BY_DM_CONFIDENCE, entry)
 
@@ -297,6 +310,25 @@ class RuleExtractor:
     def _new_if_unknown(mention: _Mention, kind: EntityType, entry: Entry, out: _Collector) -> None:
         if mention.known is None:
             out.entity(mention.name, kind, "", NEW_NAME_CONFIDENCE, entry)
+
+
+def _introduced(name: str, before: str) -> bool:
+    """Whether a new capitalised name set off beside a role (``before``: the line's words before it) looks like a
+    person introduced, not a sentence's opener or a place ("Honestly, the guard ...", "Tuesday, the merchant ...",
+    "At the Gate, the guard ...", "Past the guard, Castle Ravenna, rises ..."): a title before a name ("Mister
+    Pell"), or a word that is no English word; not an adverb ("Hesitantly"), not after a preposition or an article,
+    nor starting or ending in a place's or a group's noun."""
+    words = name.casefold().split()
+    prior = re.findall(r"[^\W\d_]+", before.casefold())[-1:]
+    if words[0] in _PREPOSITIONS or (prior and prior[0] in {"the", "a", "an", *_PREPOSITIONS}):
+        return False
+    if any(NOUN_TYPE.get(w) not in (None, EntityType.npc) for w in (words[0], words[-1])):
+        return False
+    rest = words[next((i for i, w in enumerate(words) if w not in TITLES), len(words)) :]
+    if rest and len(rest) < len(words):
+        return True  # "Mister Pell", "Lady Sera"
+    adverb = len(rest) == 1 and len(rest[0]) >= 7 and rest[0].endswith("ly")  # "Hesitantly", "Gingerly"
+    return not adverb and any(word_zipf(w) < _COMMON_ZIPF for w in rest)
 
 
 def _person_role(words: Sequence[str]) -> str | None:

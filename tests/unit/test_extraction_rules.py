@@ -339,6 +339,54 @@ async def test_a_new_name_set_off_by_commas_beside_a_persons_role_is_a_new_npc_w
     assert await new("A new captain, Oswin Marl, takes command.", speaker="SAM") == []  # a player's guess
 
 
+async def test_a_sentence_opener_or_a_place_beside_a_role_is_no_new_npc() -> None:
+    """The reviewer's: "Honestly, the guard has a point." proposed an npc "Honestly" (a guard), and so did every adverb,
+    weekday or imperative opening a sentence before ", the <role>", a place after a preposition ("At the Gate, the
+    guard stops you."), and English words or a place set off after the role ("He calls the guard, Grim Harbor, a
+    fool.")."""
+
+    async def new(line: str) -> list[str]:
+        said = await RuleExtractor().extract(entries(line), KNOWN, narrates=lambda e: e.speaker == "DM")
+        return [e.name for e in said.entities if e.type == "npc"]
+
+    for line in [
+        "Honestly, the guard has a point.",
+        "Inside, the merchant counts his coins.",
+        "Meanwhile, the captain returns.",
+        "Tuesday, the merchant is back.",
+        "Suddenly, the guard draws his sword.",
+        "Finally, the captain speaks.",
+        "Instead, the guard laughs.",
+        "Silence, the priest says.",
+        "Sadly, the priest is dead.",
+        "Thankfully, the healer arrives.",
+        "Luckily, the guard missed.",
+        "Unfortunately, the merchant is out.",
+        "Stop, the guard yells.",
+        "Halt, the guard yells.",
+        "Listen, the sage says.",
+        "At the Gate, the guard stops you.",
+        "Behind the Bar, the innkeeper waves.",
+        "Past the guard, Castle Ravenna, rises into the sky.",
+        "He calls the guard, Grim Harbor, a fool.",
+        "Ask the guard, Sunday, when the gate opens.",
+        "As Ghost Fist, the dwarven monk.",  # CRD3 C1E001's MATT
+        # ours: an adverb no everyday word, a rare place after a preposition or an article, a place's noun
+        "Hesitantly, the guard steps aside.",
+        "Gingerly, the healer lifts the bandage.",
+        "At the Ravenhall, the guard stops you.",
+        "Near Korvash, the guard waits.",
+        "Inside Grimstone, the guard waits.",
+        "Ravenna Keep, the captain says, is safe.",
+    ]:
+        assert await new(line) == [], line
+    assert await new("You give the merchant, Mister Pell, ten gold.") == ["Mister Pell"]  # a title before a name
+    assert await new("The envoy, Lady Sera, bows.") == ["Lady Sera"]
+    assert await new("Eskil Ryndarien, the captain of the guard, bows.") == ["Eskil Ryndarien"]  # CRD3's, right
+    assert await new("Yorda, the old priestess, smiles.") == ["Yorda"]
+    assert await new("You meet with the captain, Oswin Marl, at noon.") == ["Oswin Marl"]
+
+
 async def test_the_dm_telling_someone_is_alive_proposes_the_alive_status_not_a_question_or_a_condition() -> None:
     """ "It is Lucy Pruitt. … She's alive." proposed nothing: no rule read a status but dead, so a death the memory
     holds could not be corrected from the transcript."""
