@@ -180,7 +180,7 @@ class RuleExtractor:
         out = _Collector(narrates or narrator(entries, None))
         scene: deque[SceneLine] = deque(maxlen=SCENE_LINES)
         for entry in entries:
-            text, found = _tag(gazetteer, entry.text)
+            text, found = _tag(gazetteer, entry.text, {e.id for line in scene for e in line.named})
             self._intros(entry, text, found, out.by_dm(entry), out)
             if out.by_dm(entry):
                 self._deaths(entry, text, found, out)
@@ -388,14 +388,16 @@ def _role_link(role: str, prep: str, y_type: EntityType) -> str:
     return "associated_with"
 
 
-def _tag(gazetteer: Gazetteer[KnownEntity], text: str) -> tuple[str, list[KnownEntity]]:
+def _tag(
+    gazetteer: Gazetteer[KnownEntity], text: str, present: Collection[int] = ()
+) -> tuple[str, list[KnownEntity]]:
     """The text with each mention replaced by a placeholder naming its index in the returned list. A possessive
     ending not the name's own stays in the text: "Grog's dead" is "Grog is dead". A name owning what follows
     ("Sylas's guard", :func:`events.owns`) is tagged apart, so that no rule takes it for its subject or object."""
     parts: list[str] = []
     found: list[KnownEntity] = []
     done = 0
-    for start, end, entity in gazetteer.find(text, possessive_ending=False):
+    for start, end, entity in gazetteer.find(text, possessive_ending=False, present=present):
         tag = OWNER_TAG if owns(text, end, place=entity.type == EntityType.location) else _PLACEHOLDER
         parts += [text[done:start], tag.format(len(found))]
         found.append(entity)

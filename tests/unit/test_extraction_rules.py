@@ -269,10 +269,16 @@ async def test_a_surname_that_is_an_english_word_tells_a_death_at_a_sentences_st
     """ "Crane is dead." proposed nothing: the surname guard read "Crane is ..." as the bird's, as "Hope is ..." is."""
     crane = KnownEntity(id=7, name="Jeremiah Crane", type=EntityType.npc)
     hope = KnownEntity(id=8, name="Hope Marrow", type=EntityType.npc)
-    said = await RuleExtractor().extract(entries("Crane is dead.", "Hope is all we have."), [*KNOWN, crane, hope])
+    lines = ("Jeremiah Crane slips on the pier.", "Crane is dead.", "Hope is all we have.")
+    said = await RuleExtractor().extract(entries(*lines), [*KNOWN, crane, hope])
     got = {(f.source, f.type, f.target or f.value) for f in said.facts}
     assert ("Jeremiah Crane", "status", "dead") in got
     assert not [f for f in said.facts if "Hope Marrow" in (f.source, f.target)]
+    # the reviewer's: an English word alone is the word when no line before names the person
+    faith = KnownEntity(id=9, name="Faith Hope", type=EntityType.npc)
+    winter = KnownEntity(id=10, name="Jon Winter", type=EntityType.npc)
+    idioms = entries("Hope is dead.", "Winter's dead and spring is here.", "Crane is dead.")
+    assert (await RuleExtractor().extract(idioms, [*KNOWN, crane, faith, winter])).facts == []
 
 
 def test_validation_drops_and_counts_bad_facts() -> None:
@@ -402,7 +408,7 @@ async def test_the_dm_telling_someone_is_alive_proposes_the_alive_status_not_a_q
     assert await alive("It is Lucy Pruitt.", "She's gagged. She's alive.") == {"Lucy Pruitt"}  # the scene's one npc
     assert await alive("Lucy is alive.") == await alive("Lucy's alive!") == {"Lucy Pruitt"}
     assert await alive("You find Lucy alive in the warehouse.") == {"Lucy Pruitt"}
-    assert await alive("Crane is still breathing.") == {"Jeremiah Crane"}
+    assert await alive("Jeremiah Crane lies in the mud.", "Crane is still breathing.") == {"Jeremiah Crane"}
     for unsaid in (
         "Is she alive?",
         "Is Lucy alive?",

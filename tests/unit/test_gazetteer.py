@@ -227,8 +227,8 @@ CALLED = Gazetteer([*SURNAMED, known(5, "Lady Kima of Vord")], people=[*SURNAMED
         ("You find Crane on the pier.", ["Crane"]),  # inside a sentence,
         ("Crane nods.", ["Crane"]),  # or doing something at its start
         ("Crane is a bird.", []),
-        ("Crane is dead.", ["Crane"]),  # a person's state: the person, as "Crane dies." is
-        ("Crane's still breathing.", ["Crane's"]),
+        ("Jeremiah Crane falls. Crane is dead.", ["Jeremiah Crane", "Crane"]),  # a person's state, named before
+        ("Crane is dead.", []),  # named nowhere before it
         ("Marsh gas rises from the bog.", []),  # a noun in -s is no verb
         ("Marsh nods.", ["Marsh"]),
         ("We drink at the Crane Inn.", []),  # a word of a longer name
@@ -270,8 +270,43 @@ def test_a_name_that_is_an_english_word_starts_a_sentence_as_the_person_in_a_per
     def said(text: str) -> list[str]:
         return [text[a:b] for a, b, _ in called.find(text)]
 
-    assert said("Crane is dead.") == ["Crane"] and said("Hope is gone.") == ["Hope"]
+    def present(text: str) -> list[str]:  # the lines before named both
+        return [text[a:b] for a, b, _ in called.find(text, present={1, 2})]
+
+    assert present("Crane is dead.") == ["Crane"] and said("Hope is gone.") == ["Hope"]  # a first name: cold too
+    assert present("Crane's still breathing.") == ["Crane's"]
+    assert said("Jeremiah Crane staggers. Crane is dead.") == ["Jeremiah Crane", "Crane"]  # named before in the line
     assert said("Hope is all we have.") == said("Hope is a thing with feathers.") == said("Crane is tall.") == []
+    assert present("Hope is all we have.") == present("Crane is tall.") == []
+
+
+def test_an_english_word_name_alone_in_a_state_is_the_word_unless_the_person_is_in_the_scene() -> None:
+    """The reviewer's: with Faith Hope, Jon Winter, Mara Silence and Ada Frost known, "Hope is dead." proposed the death
+    of Faith Hope, "Winter's dead and spring is here." Jon Winter's, "Frost is alive on the window." Ada Frost alive.
+    A surname that is an English word, alone at a sentence's start, is the person in a state only when the line or
+    the lines before name them (a title, "Crane nods." or a name inside a sentence count as before)."""
+    people = [known(1, "Faith Hope"), known(2, "Jon Winter"), known(3, "Mara Silence"), known(4, "Ada Frost")]
+    called = Gazetteer(people, people=people)
+
+    def said(text: str, present: set[int] = set()) -> list[str]:  # noqa: B006 - read only
+        return [text[a:b] for a, b, _ in called.find(text, present=present)]
+
+    for line in [
+        "Hope is dead.",
+        "Hope's dead.",
+        "Winter's dead and spring is here.",
+        "Winter is dying.",
+        "Silence is dead in the hall.",
+        "Frost is alive on the window.",
+        "Hope is gone.",  # ours: idioms of the same words (a first name is the person's: "Lucy is alive.")
+        "Silence was here long before you.",
+        "Winter is still here.",
+    ]:
+        assert said(line) == [], line
+    assert said("Hope is dead.", present={1}) == ["Hope"]  # Faith Hope named in the lines before
+    assert said("Hope is dead.", present={2}) == []  # someone else
+    assert said("Faith Hope falls. Hope is dead.") == ["Faith Hope", "Hope"]
+    assert said("Mister Winter is dead.") == ["Mister Winter"]  # a title: the person
 
 
 @pytest.mark.parametrize(
