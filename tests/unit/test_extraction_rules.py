@@ -447,6 +447,38 @@ async def test_someone_known_holding_or_carrying_a_known_item_has_it() -> None:
     assert await has("Tim is holding the Ember Key.") == {("Tim", "Ember Key")}  # an npc holds things too
 
 
+async def test_a_state_heard_believed_or_past_is_no_alive_nor_has() -> None:
+    """The reviewer's: "Lucy was alive when you left.", "The rumor says Lucy is alive." and "Lucy's alive, you think."
+    proposed Lucy Pruitt alive (accepted, it un-kills her on a rumour), "Grog was holding the Ember Key." Grog has it."""
+    lucy = KnownEntity(id=7, name="Lucy Pruitt", type=EntityType.npc)
+    key = KnownEntity(id=9, name="Ember Key", type=EntityType.item)
+    grog = KnownEntity(id=10, name="Grog", type=EntityType.player)
+    known = [*KNOWN, lucy, key, grog]
+
+    async def states(line: str) -> set[tuple[str, str]]:
+        said = await RuleExtractor().extract(entries("It is Lucy Pruitt.", line), known, narrates=lambda e: True)
+        return {(f.source, f.type) for f in said.facts if f.type in ("status", "has")}
+
+    for unsaid in (
+        "Lucy was alive when you left.",
+        "The rumor says Lucy is alive.",
+        "Lucy's alive, you think.",
+        "Grog was holding the Ember Key.",
+        # ours: reported, believed, remembered, seen in a dream
+        "Lucy is alive and well, says the rumor.",
+        "Tim tells you Lucy is alive.",
+        "You heard that Lucy is alive.",
+        "Lucy's alive in your memories.",
+        "In the dream, Lucy is alive.",
+        "Apparently Grog is carrying the Ember Key.",
+        "Grog was wearing the Ember Key at the ball.",
+    ):
+        assert await states(unsaid) == set(), unsaid
+    assert await states("Lucy is alive.") == {("Lucy Pruitt", "status")}  # the DM's telling, now
+    assert await states("Lucy is barely alive, her eyes closed.") == {("Lucy Pruitt", "status")}
+    assert await states("Grog's holding the Ember Key.") == {("Grog", "has")}
+
+
 async def test_a_line_telling_an_npcs_arrival_adds_no_partys_arrival_there_by_scene_or_meaning() -> None:
     """ "Quillon walks into the Lantern" is his arrival: the scene rule (the DM naming the place again and again) or
     the meaning rule reading the same line must not add the party's there beside it."""
