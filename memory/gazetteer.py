@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from itertools import dropwhile, pairwise
 from typing import Generic, Protocol, TypeVar
 
@@ -43,6 +44,9 @@ _ONE_HYPHEN = str.maketrans("‐‑", "--")
 _ARTICLES = frozenset({"a", "an", "the"})
 #: From this Zipf frequency a word is ordinary English (see ``MatchSettings.common_zipf``).
 _COMMON_ZIPF = MatchSettings().common_zipf
+#: How alike a word after a first name must be to the person's last name to be it misheard ("Mael" of Vael: 0.75;
+#: "Blackwood" of Vael, another person's surname: 0.15).
+_MISHEARD = 0.6
 
 
 #: Titles that are written shortened, with a full stop: "Dr. Armitage".
@@ -161,7 +165,15 @@ class Gazetteer(Generic[E]):
                     # in a person's state only someone in the scene: the line or the lines before name them
                     known = entry.entity.id in present or any(e is entry.entity for *_, e in found)
                     if entry.short and not (
-                        first_names and _written_as_short_name(text, tokens, i, first_name(entry.entity.name), known)
+                        first_names
+                        and _written_as_short_name(
+                            text,
+                            tokens,
+                            i,
+                            first_name(entry.entity.name),
+                            present=known,
+                            name_follows=self._name_follows(tokens, i, entry.entity),
+                        )
                     ):
                         continue
                     if entry.capital and not text[tokens[i].start].isupper():
@@ -180,6 +192,18 @@ class Gazetteer(Generic[E]):
             found.append((start, best[1], best[2]))
             i = i + 1 if nested else best[0] + 1
         return found
+
+    def _name_follows(self, tokens: Sequence[Token], i: int, person: E) -> bool:
+        """Whether the word after a short name of ``person`` (word ``i``) stands beside it as no word of a longer
+        name: after the person's first name, their last name misheard ("Nerith Mael" of Nerith Vael; "Nerith
+        Blackwood" is someone else, "Corwin Hale" not Thessaly Corwin)."""
+        if i + 1 >= len(tokens):
+            return False
+        after = tokens[i + 1]
+        last = last_name(person.name)
+        if tokens[i].norm != first_name(person.name) or last is None:
+            return False
+        return SequenceMatcher(None, after.norm, last).ratio() >= _MISHEARD
 
     def _entry(self, key: str, text: str, window: list[Token], possessive: bool = False) -> _Entry[E] | None:
         """The entity a window names, if its words are a name's and the punctuation between them is allowed: none,
@@ -355,13 +379,19 @@ def _honorific(text: str, word: Token) -> bool:
 
 
 def _written_as_short_name(
-    text: str, tokens: Sequence[Token], i: int, first: str | None, present: bool = False
+    text: str,
+    tokens: Sequence[Token],
+    i: int,
+    first: str | None,
+    *,
+    present: bool = False,
+    name_follows: bool = False,
 ) -> bool:
     """Whether a short name (:func:`short_names`; ``first``: the person's first name, if any) is written as a name:
     with a capital ("Quillon picks it up", not "quillon"); not followed by another capital word, which makes it a
     word of a longer name ("the Crane Inn", "the Winter Palace", a misheard "Captain Corwin Hale" beside Thessaly
-    Corwin), unless it is the person's first name and no English word, before a surname heard wrong ("Nerith Mael"
-    of Nerith Vael); and one that is also an English word ("Wren", "Crane") after a title ("Mister Crane"), inside
+    Corwin), unless ``name_follows`` (:meth:`Gazetteer._name_follows`: the person's surname heard wrong, "Nerith
+    Mael" of Nerith Vael); and one that is also an English word ("Wren", "Crane") after a title ("Mister Crane"), inside
     a sentence, where only a name has one, or at its start doing something or spoken to (``_ACTS``: "Crane nods.",
     not "Marsh gas rises."), or in a person's state (``_PERSON_STATE``: "Lucy is alive."), a last name only when
     ``present``: the person named earlier in the line or in the lines before, as "Hope is dead." or "Winter's dead
@@ -371,7 +401,7 @@ def _written_as_short_name(
         return False
     common = word_zipf(word.norm) >= _COMMON_ZIPF
     after = re.match(r"\s+(\w+)", text[word.end :])
-    if after and after.group(1)[0].isupper() and after.group(1) != "I" and (common or word.norm != first):
+    if after and after.group(1)[0].isupper() and after.group(1) != "I" and not name_follows:
         return False
     if not common:
         return True

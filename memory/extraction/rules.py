@@ -318,6 +318,8 @@ def _introduced(name: str, before: str) -> bool:
     "At the Gate, the guard ...", "Past the guard, Castle Ravenna, rises ..."): a title before a name ("Mister
     Pell"), or a word that is no English word; not an adverb ("Hesitantly"), not after a preposition or an article,
     nor starting or ending in a place's or a group's noun."""
+    if before.rstrip().endswith("\ue001"):
+        return False  # right after a known name, a word of it: "It is Nerith Mael, the envoy" (Nerith Vael)
     words = name.casefold().split()
     prior = re.findall(r"[^\W\d_]+", before.casefold())[-1:]
     if words[0] in _PREPOSITIONS or (prior and prior[0] in {"the", "a", "an", *_PREPOSITIONS}):
@@ -388,9 +390,7 @@ def _role_link(role: str, prep: str, y_type: EntityType) -> str:
     return "associated_with"
 
 
-def _tag(
-    gazetteer: Gazetteer[KnownEntity], text: str, present: Collection[int] = ()
-) -> tuple[str, list[KnownEntity]]:
+def _tag(gazetteer: Gazetteer[KnownEntity], text: str, present: Collection[int] = ()) -> tuple[str, list[KnownEntity]]:
     """The text with each mention replaced by a placeholder naming its index in the returned list. A possessive
     ending not the name's own stays in the text: "Grog's dead" is "Grog is dead". A name owning what follows
     ("Sylas's guard", :func:`events.owns`) is tagged apart, so that no rule takes it for its subject or object."""

@@ -447,6 +447,24 @@ async def test_someone_known_holding_or_carrying_a_known_item_has_it() -> None:
     assert await has("Tim is holding the Ember Key.") == {("Tim", "Ember Key")}  # an npc holds things too
 
 
+async def test_a_new_person_sharing_a_known_first_name_is_proposed_as_new() -> None:
+    """The reviewer's: "You meet a woman named Nerith Blackwood." proposed nothing (read as Nerith Vael), "Oswin
+    Blackwood, the captain of Ironhold, nods." proposed an npc "Blackwood"."""
+    people = [
+        KnownEntity(id=9, name="Nerith Vael", type=EntityType.npc),
+        KnownEntity(id=10, name="Oswin Marl", type=EntityType.npc),
+    ]
+
+    async def new(line: str) -> list[tuple[str, str]]:
+        said = await RuleExtractor().extract(entries(line), [*KNOWN, *people], narrates=lambda e: True)
+        return [(e.name, e.description) for e in said.entities if e.type == "npc"]
+
+    assert await new("You meet a woman named Nerith Blackwood.") == [("Nerith Blackwood", "a woman")]
+    assert await new("Oswin Blackwood, the captain of Ironhold, nods.") == [("Oswin Blackwood", "a captain")]
+    assert [n for n, _ in await new("Nerith Blackwood is the envoy of Ironhold.")] == ["Nerith Blackwood"]
+    assert await new("It is Nerith Mael, the envoy.") == []  # Nerith Vael, her surname heard wrong
+
+
 async def test_a_state_heard_believed_or_past_is_no_alive_nor_has() -> None:
     """The reviewer's: "Lucy was alive when you left.", "The rumor says Lucy is alive." and "Lucy's alive, you think."
     proposed Lucy Pruitt alive (accepted, it un-kills her on a rumour), "Grog was holding the Ember Key." Grog has it."""

@@ -261,6 +261,26 @@ def test_a_last_name_before_a_capital_word_is_anothers_a_first_name_the_persons_
     assert said("You ask Corwin. Hale nods.") == [("Corwin", 1), ("Hale", 2)]
 
 
+def test_a_known_first_name_before_another_surname_is_someone_new() -> None:
+    """The reviewer's: with Nerith Vael and Oswin Marl known, "You meet a woman named Nerith Blackwood." named Nerith
+    Vael (and proposed no one new), "Oswin Blackwood, the captain of Ironhold, nods." named Oswin Marl. A first name
+    before a capital word is the person only when that word is their surname heard wrong."""
+    people = [known(1, "Nerith Vael"), known(2, "Oswin Marl"), known(3, "Ironhold")]
+    called = Gazetteer(people, people=people[:2])
+
+    def said(text: str) -> list[tuple[str, int]]:
+        return [(text[a:b], e.id) for a, b, e in called.find(text, written=True)]
+
+    assert said("You meet a woman named Nerith Blackwood.") == []
+    assert said("Oswin Blackwood, the captain of Ironhold, nods.") == [("Ironhold", 3)]
+    assert said("Nerith Blackwood is the envoy of Ironhold.") == [("Ironhold", 3)]
+    assert said("Tell Oswin Greyhame the news.") == []  # ours: any other surname
+    assert said("It is Nerith Mael, the envoy.") == [("Nerith", 1)]  # her surname heard wrong, as before
+    assert said("Nerith Vale nods.") == [("Nerith", 1)]
+    assert said("Oswin Marle waves.") == [("Oswin", 2)]
+    assert said("Oswin nods at Nerith.") == [("Oswin", 2), ("Nerith", 1)]
+
+
 def test_a_name_that_is_an_english_word_starts_a_sentence_as_the_person_in_a_persons_state() -> None:
     """ "Crane is dead." at a sentence's start named no one: "is" was never what a person does, as for "Hope is all
     we have". A state only a person is in (dead, alive, unconscious, gone ...) tells the name from the word."""
