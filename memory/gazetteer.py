@@ -121,6 +121,13 @@ class Gazetteer(Generic[E]):
                     )
         for word, entity in short_names({person.id for person in people}, entities).items():
             self._by_words[word] = [_Entry(entity, frozenset(), word, False, short=True)]
+        # The first words of the names and aliases (short names aside): a word after a short name that starts one is
+        # another name said next to it ("Corwin Dorian and Keyleth go in"), not a word of a longer name
+        self._starts = {
+            words[0]
+            for key, listed in self._by_words.items()
+            if (words := key.split()) and words[0] not in _ARTICLES and any(not e.short for e in listed)
+        }
         # Where a run of words may still become a name: the scan stops extending a window at the first miss.
         self._prefixes = {
             " ".join(words[:n]) for key in self._by_words if (words := key.split()) for n in range(1, len(words) + 1)
@@ -195,11 +202,14 @@ class Gazetteer(Generic[E]):
 
     def _name_follows(self, tokens: Sequence[Token], i: int, person: E) -> bool:
         """Whether the word after a short name of ``person`` (word ``i``) stands beside it as no word of a longer
-        name: after the person's first name, their last name misheard ("Nerith Mael" of Nerith Vael; "Nerith
-        Blackwood" is someone else, "Corwin Hale" not Thessaly Corwin)."""
+        name: the start of another known name ("Corwin Dorian and Keyleth go in", "Vael Keyleth nods"), or, after
+        the person's first name, their last name misheard ("Nerith Mael" of Nerith Vael; "Nerith Blackwood" is
+        someone else, "Corwin Hale" not Thessaly Corwin)."""
         if i + 1 >= len(tokens):
             return False
         after = tokens[i + 1]
+        if after.norm in self._starts:
+            return True
         last = last_name(person.name)
         if tokens[i].norm != first_name(person.name) or last is None:
             return False
@@ -390,12 +400,13 @@ def _written_as_short_name(
     """Whether a short name (:func:`short_names`; ``first``: the person's first name, if any) is written as a name:
     with a capital ("Quillon picks it up", not "quillon"); not followed by another capital word, which makes it a
     word of a longer name ("the Crane Inn", "the Winter Palace", a misheard "Captain Corwin Hale" beside Thessaly
-    Corwin), unless ``name_follows`` (:meth:`Gazetteer._name_follows`: the person's surname heard wrong, "Nerith
-    Mael" of Nerith Vael); and one that is also an English word ("Wren", "Crane") after a title ("Mister Crane"), inside
-    a sentence, where only a name has one, or at its start doing something or spoken to (``_ACTS``: "Crane nods.",
-    not "Marsh gas rises."), or in a person's state (``_PERSON_STATE``: "Lucy is alive."), a last name only when
-    ``present``: the person named earlier in the line or in the lines before, as "Hope is dead." or "Winter's dead
-    and spring is here." of no one in the scene is the word's."""
+    Corwin), unless ``name_follows`` (:meth:`Gazetteer._name_follows`: another known name next to it, "Corwin
+    Dorian and Keyleth", or the person's surname heard wrong, "Nerith Mael" of Nerith Vael); and one that is also
+    an English word ("Wren", "Crane") after a title ("Mister Crane"), inside a sentence, where only a name has one,
+    or at its start doing something or spoken to (``_ACTS``: "Crane nods.", not "Marsh gas rises."), or in a
+    person's state (``_PERSON_STATE``: "Lucy is alive."), a last name only when ``present``: the person named
+    earlier in the line or in the lines before, as "Hope is dead." or "Winter's dead and spring is here." of no one
+    in the scene is the word's."""
     word = tokens[i]
     if not text[word.start].isupper():
         return False

@@ -281,6 +281,26 @@ def test_a_known_first_name_before_another_surname_is_someone_new() -> None:
     assert said("Oswin nods at Nerith.") == [("Oswin", 2), ("Nerith", 1)]
 
 
+def test_a_short_name_before_another_known_name_is_a_mention_of_both() -> None:
+    """The reviewer's: "Corwin Dorian and Keyleth go in." lost Thessaly Corwin, "Vael Keyleth nods." and "Tell Dorian
+    Keyleth is here." Dorian Vael: any capital word after a short name made it a word of a longer name, as an
+    unpunctuated list or a live transcript gives. One that starts another known name does not; a misheard "Captain
+    Corwin Hale" (Corvane Hale's last name after it) is still no Thessaly Corwin."""
+    people = [known(1, "Thessaly Corwin"), known(2, "Dorian Vael"), known(3, "Keyleth"), known(4, "Corvane Hale")]
+    called = Gazetteer(people, people=people)
+
+    def said(text: str) -> list[int]:
+        return [e.id for e in called.mentions(text)]
+
+    assert said("Corwin Dorian and Keyleth go in.") == [1, 2, 3]
+    assert said("Vael Keyleth nods.") == [2, 3]
+    assert said("Tell Dorian Keyleth is here.") == [2, 3]
+    assert said("You see Thessaly Dorian and Keyleth.") == [1, 2, 3]  # as before
+    assert said("Corwin Thessaly and Hale wait.") == [1, 4]  # ours: "Thessaly" alone is Thessaly Corwin's own
+    assert said("It is too late. Captain Corwin Hale is dead.") == [4]  # 6d01e87's case
+    assert said("We drink at the Corwin Arms.") == []  # a word of a longer name, as before
+
+
 def test_a_name_that_is_an_english_word_starts_a_sentence_as_the_person_in_a_persons_state() -> None:
     """ "Crane is dead." at a sentence's start named no one: "is" was never what a person does, as for "Hope is all
     we have". A state only a person is in (dead, alive, unconscious, gone ...) tells the name from the word."""
