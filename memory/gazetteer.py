@@ -357,11 +357,11 @@ _PERSON_STATE = (
 )
 #: What follows a sentence's first word that is a person doing something or spoken to: what a person does
 #: (``_DOES``: "Wren stands up.", "Wren says, …"), another verb in -s with what a verb takes after it (``_OBJECT``),
-#: or a comma and "you" ("Wren, you're up."). On CRD3's 12 episodes it finds 22 characters at 148 of their 737 sentence starts (any word in -s: 156; "Kima goes, …" lost)
-#: and at none of the 90 sentence starts of 133 everyday words a name could be (Will, Mark, Grace, Hope, Marsh,
-#: Winter, Stone …), where any word in -s took 3, each a noun ("May birthdays!"); on two nights of a 1920s table
-#: ("Tommy checks his revolver", "Ruth stays with Lucy", "Crane lowers the boathook"), every line any word in -s
-#: found.
+#: or a comma and "you" ("Wren, you're up."). On CRD3's 12 episodes it finds 22 characters at 148 of their 737
+#: sentence starts (any word in -s: 156; "Kima goes, …" lost) and at none of the 90 sentence starts of 133 everyday
+#: words a name could be (Will, Mark, Grace, Hope, Marsh, Winter, Stone …), where any word in -s took 3, each a noun
+#: ("May birthdays!"); on two nights of a 1920s table ("Tommy checks his revolver", "Ruth stays with Lucy", "Crane
+#: lowers the boathook"), every line any word in -s found. A person's state follows (``_PERSON_STATE``) apart.
 _ACTS = re.compile(
     rf"\s+(?:{'|'.join(sorted(_DOES))})\b|,\s*you(?:'re|'ve|'ll|r)?\b"
     r"|\s+(?!(?:this|his|its|was|has|does|always|perhaps|sometimes|towards|yes|plus|thus|unless|as)\b)"

@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from memory.correction.evidence import MatchSettings, word_zipf
 from memory.extraction.events import (
     AFTER_PREPOSITION,
     OWNER,
@@ -32,7 +33,6 @@ from memory.extraction.events import (
 from memory.extraction.lexicon import FAMILY_ROLES, NOUN_TYPE, OCCUPATIONS, RULER_ROLES
 from memory.extraction.salience import COMMON_WORDS
 from memory.extraction.schema import ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
-from memory.correction.evidence import MatchSettings, word_zipf
 from memory.gazetteer import TITLES, Gazetteer, of_mentions
 from memory.models import PERSON_TYPES, EntityType, Entry
 from memory.offgame import narrator

@@ -466,8 +466,9 @@ async def test_a_new_person_sharing_a_known_first_name_is_proposed_as_new() -> N
 
 
 async def test_a_state_heard_believed_or_past_is_no_alive_nor_has() -> None:
-    """The reviewer's: "Lucy was alive when you left.", "The rumor says Lucy is alive." and "Lucy's alive, you think."
-    proposed Lucy Pruitt alive (accepted, it un-kills her on a rumour), "Grog was holding the Ember Key." Grog has it."""
+    """The reviewer's: "Lucy was alive when you left.", "The rumor says Lucy is alive." and "Lucy's alive, you
+    think." proposed Lucy Pruitt alive (accepted, it un-kills her on a rumour), "Grog was holding the Ember Key." that
+    Grog has it."""
     lucy = KnownEntity(id=7, name="Lucy Pruitt", type=EntityType.npc)
     key = KnownEntity(id=9, name="Ember Key", type=EntityType.item)
     grog = KnownEntity(id=10, name="Grog", type=EntityType.player)
