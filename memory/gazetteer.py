@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from itertools import dropwhile, pairwise
 from typing import Generic, Protocol, TypeVar
 
@@ -43,6 +44,9 @@ _ONE_HYPHEN = str.maketrans("‐‑", "--")
 _ARTICLES = frozenset({"a", "an", "the"})
 #: From this Zipf frequency a word is ordinary English (see ``MatchSettings.common_zipf``).
 _COMMON_ZIPF = MatchSettings().common_zipf
+#: How alike a word after a first name must be to the person's last name to be it misheard ("Mael" of Vael: 0.75;
+#: "Blackwood" of Vael, another person's surname: 0.15).
+_MISHEARD = 0.6
 
 
 #: Titles that are written shortened, with a full stop: "Dr. Armitage".
@@ -117,6 +121,13 @@ class Gazetteer(Generic[E]):
                     )
         for word, entity in short_names({person.id for person in people}, entities).items():
             self._by_words[word] = [_Entry(entity, frozenset(), word, False, short=True)]
+        # The first words of the names and aliases (short names aside): a word after a short name that starts one is
+        # another name said next to it ("Corwin Dorian and Keyleth go in"), not a word of a longer name
+        self._starts = {
+            words[0]
+            for key, listed in self._by_words.items()
+            if (words := key.split()) and words[0] not in _ARTICLES and any(not e.short for e in listed)
+        }
         # Where a run of words may still become a name: the scan stops extending a window at the first miss.
         self._prefixes = {
             " ".join(words[:n]) for key in self._by_words if (words := key.split()) for n in range(1, len(words) + 1)
@@ -130,6 +141,7 @@ class Gazetteer(Generic[E]):
         written: bool = False,
         first_names: bool = True,
         possessive_ending: bool = True,
+        present: Collection[int] = (),
     ) -> list[tuple[int, int, E]]:
         """Each mention as (start, end, entity), ``text[start:end]`` with its possessive ending, in text order,
         the longest first; ``nested``: also the names inside a longer one ("The Sunken Crown" in the quest "Raise
@@ -138,7 +150,8 @@ class Gazetteer(Generic[E]):
         too (:func:`short_names`: a person's first or last name alone, a name's one word without its title);
         ``possessive_ending`` False: an ending that is not the name's own stays outside the mention, for what reads
         the words after it ("'s" of "Grog's dead" may be "is"; "Gilmore's" of Gilmore's Glorious Goods is the
-        name's)."""
+        name's); ``present``: ids of the people the lines just before name, for whom a last name that is an English
+        word at a sentence's start in a person's state is theirs ("Crane is dead.", :func:`_written_as_short_name`)."""
         tokens = tokenize(text)
         cased = written and any(ch.isupper() for ch in text)
         # Words before a name's last keep a possessive of the name's own ("Hunter's Mark"); the last may add one.
@@ -156,8 +169,18 @@ class Gazetteer(Generic[E]):
                     entry = self._entry(f"{said} {last}" if said else last, text, tokens[i : j + 1], possessive)
                     if entry is None:
                         continue
+                    # in a person's state only someone in the scene: the line or the lines before name them
+                    known = entry.entity.id in present or any(e is entry.entity for *_, e in found)
                     if entry.short and not (
-                        first_names and _written_as_short_name(text, tokens, i, first_name(entry.entity.name))
+                        first_names
+                        and _written_as_short_name(
+                            text,
+                            tokens,
+                            i,
+                            first_name(entry.entity.name),
+                            present=known,
+                            name_follows=self._name_follows(tokens, i, entry.entity),
+                        )
                     ):
                         continue
                     if entry.capital and not text[tokens[i].start].isupper():
@@ -176,6 +199,21 @@ class Gazetteer(Generic[E]):
             found.append((start, best[1], best[2]))
             i = i + 1 if nested else best[0] + 1
         return found
+
+    def _name_follows(self, tokens: Sequence[Token], i: int, person: E) -> bool:
+        """Whether the word after a short name of ``person`` (word ``i``) stands beside it as no word of a longer
+        name: the start of another known name ("Corwin Dorian and Keyleth go in", "Vael Keyleth nods"), or, after
+        the person's first name, their last name misheard ("Nerith Mael" of Nerith Vael; "Nerith Blackwood" is
+        someone else, "Corwin Hale" not Thessaly Corwin)."""
+        if i + 1 >= len(tokens):
+            return False
+        after = tokens[i + 1]
+        if after.norm in self._starts:
+            return True
+        last = last_name(person.name)
+        if tokens[i].norm != first_name(person.name) or last is None:
+            return False
+        return SequenceMatcher(None, after.norm, last).ratio() >= _MISHEARD
 
     def _entry(self, key: str, text: str, window: list[Token], possessive: bool = False) -> _Entry[E] | None:
         """The entity a window names, if its words are a name's and the punctuation between them is allowed: none,
@@ -311,24 +349,25 @@ _OBJECT = (
 )
 #: A person's state after "is", "was" or "'s" ("Crane is dead.", "Pike's unconscious."), not the word's ("Hope is
 #: all we have.", "Crane is a bird."): on the CRD3 dev episodes these states followed a capital word at a
-#: sentence's start only for pronouns and names (Pike, Ashley).
+#: sentence's start only for pronouns and names (Pike, Ashley). A last name only of someone in the scene: "Hope is
+#: dead.", "Winter's dead and spring is here." are the words' as often.
 _PERSON_STATE = (
     r"(?:\s+(?:is|was)|['’]s)\s+(?:(?:still|now|already|not|just|finally|barely)\s+)?"
     r"(?:dead|alive|wounded|injured|hurt|bleeding|unconscious|awake|asleep|here|gone|missing|safe|dying|breathing)\b"
 )
 #: What follows a sentence's first word that is a person doing something or spoken to: what a person does
 #: (``_DOES``: "Wren stands up.", "Wren says, …"), another verb in -s with what a verb takes after it (``_OBJECT``),
-#: a comma and "you" ("Wren, you're up.") or a person's state (``_PERSON_STATE``: "Crane is dead."). On CRD3's 12
-#: episodes it finds 22 characters at 148 of their 737 sentence starts (any word in -s: 156; "Kima goes, …" lost)
-#: and at none of the 90 sentence starts of 133 everyday words a name could be (Will, Mark, Grace, Hope, Marsh,
-#: Winter, Stone …), where any word in -s took 3, each a noun ("May birthdays!"); on two nights of a 1920s table
-#: ("Tommy checks his revolver", "Ruth stays with Lucy", "Crane lowers the boathook"), every line any word in -s
-#: found.
+#: or a comma and "you" ("Wren, you're up."). On CRD3's 12 episodes it finds 22 characters at 148 of their 737
+#: sentence starts (any word in -s: 156; "Kima goes, …" lost) and at none of the 90 sentence starts of 133 everyday
+#: words a name could be (Will, Mark, Grace, Hope, Marsh, Winter, Stone …), where any word in -s took 3, each a noun
+#: ("May birthdays!"); on two nights of a 1920s table ("Tommy checks his revolver", "Ruth stays with Lucy", "Crane
+#: lowers the boathook"), every line any word in -s found. A person's state follows (``_PERSON_STATE``) apart.
 _ACTS = re.compile(
     rf"\s+(?:{'|'.join(sorted(_DOES))})\b|,\s*you(?:'re|'ve|'ll|r)?\b"
     r"|\s+(?!(?:this|his|its|was|has|does|always|perhaps|sometimes|towards|yes|plus|thus|unless|as)\b)"
-    rf"[a-z]+s\b(?<!ss|us|is)\s+(?:{_OBJECT})|" + _PERSON_STATE
+    rf"[a-z]+s\b(?<!ss|us|is)\s+(?:{_OBJECT})"
 )
+_IN_STATE = re.compile(_PERSON_STATE)
 
 
 def _titled(text: str, tokens: Sequence[Token], i: int, after: int) -> int:
@@ -349,26 +388,40 @@ def _honorific(text: str, word: Token) -> bool:
     return word.norm in _HONORIFICS and text[word.start].isupper() and word.base_end == word.end
 
 
-def _written_as_short_name(text: str, tokens: Sequence[Token], i: int, first: str | None) -> bool:
+def _written_as_short_name(
+    text: str,
+    tokens: Sequence[Token],
+    i: int,
+    first: str | None,
+    *,
+    present: bool = False,
+    name_follows: bool = False,
+) -> bool:
     """Whether a short name (:func:`short_names`; ``first``: the person's first name, if any) is written as a name:
     with a capital ("Quillon picks it up", not "quillon"); not followed by another capital word, which makes it a
     word of a longer name ("the Crane Inn", "the Winter Palace", a misheard "Captain Corwin Hale" beside Thessaly
-    Corwin), unless it is the person's first name and no English word, before a surname heard wrong ("Nerith Mael"
-    of Nerith Vael); and one that is also an English word ("Wren", "Crane") after a title ("Mister Crane"), inside
-    a sentence, where only a name has one, or at its start doing something or spoken to (``_ACTS``: "Crane nods.",
-    not "Marsh gas rises.")."""
+    Corwin), unless ``name_follows`` (:meth:`Gazetteer._name_follows`: another known name next to it, "Corwin
+    Dorian and Keyleth", or the person's surname heard wrong, "Nerith Mael" of Nerith Vael); and one that is also
+    an English word ("Wren", "Crane") after a title ("Mister Crane"), inside a sentence, where only a name has one,
+    or at its start doing something or spoken to (``_ACTS``: "Crane nods.", not "Marsh gas rises."), or in a
+    person's state (``_PERSON_STATE``: "Lucy is alive."), a last name only when ``present``: the person named
+    earlier in the line or in the lines before, as "Hope is dead." or "Winter's dead and spring is here." of no one
+    in the scene is the word's."""
     word = tokens[i]
     if not text[word.start].isupper():
         return False
     common = word_zipf(word.norm) >= _COMMON_ZIPF
     after = re.match(r"\s+(\w+)", text[word.end :])
-    if after and after.group(1)[0].isupper() and after.group(1) != "I" and (common or word.norm != first):
+    if after and after.group(1)[0].isupper() and after.group(1) != "I" and not name_follows:
         return False
     if not common:
         return True
     before = text[: word.start].rstrip(" \t\"'“‘([*_-—")
     inside = bool(before) and before[-1] not in ".!?;…"
-    return inside or _titled(text, tokens, i, 0) < word.start or _ACTS.match(text, word.base_end) is not None
+    if inside or _titled(text, tokens, i, 0) < word.start or _ACTS.match(text, word.base_end) is not None:
+        return True
+    # a first name is the person's ("Lucy is alive."); a surname only of someone in the scene ("Hope is dead.")
+    return (present or word.norm == first) and _IN_STATE.match(text, word.base_end) is not None
 
 
 def _lowered(surface: str) -> bool:

@@ -237,7 +237,8 @@ def handovers(text: str, found: list[KnownEntity], me: KnownEntity | None) -> li
                 continue
             if (to and holder.id == giver.id) or not _whole(text, m, y):
                 continue
-            if _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
+            # holding is a state: told as it is now ("Grog was holding the key" may be long over)
+            if _BEFORE_SUBJECT.search(text[: m.start()]) and (_stated if pattern is _HOLDS else _told)(text, m):
                 out.append((holder, item))
     return list({(h.id, i.id): (h, i) for h, i in out}.values())
 
@@ -625,7 +626,7 @@ def alive(text: str, found: list[KnownEntity], scene: list[SceneLine]) -> list[K
     death the memory holds (a character raised, a body that was not hers)."""
     out: dict[int, KnownEntity] = {}
     for m in _ALIVE.finditer(text):
-        if not _told(text, m):
+        if not _stated(text, m):
             continue
         if m.group("x") is not None:
             who: KnownEntity | None = found[int(m.group("x"))]
@@ -826,6 +827,25 @@ def _told(text: str, m: re.Match[str], retold: bool = False) -> bool:
     if _NOT_YET.search(text, begin, m.start()) or _NOT_YET_CLAUSE.search(text, m.end(), stop):
         return False
     return _UNREAL.search(clause) is None and (retold or _MEMORY.search(clause) is None)
+
+
+#: What makes a state told no state now: heard, believed, reported, remembered or dreamt ("The rumor says Lucy is
+#: alive", "Lucy's alive, you think", "Lucy's alive in your memories", "Tim tells you Lucy is alive"): not the DM's
+#: own telling of the present, which is what a ``status`` or ``has`` the review files says.
+_HEARSAY = re.compile(
+    r"\b(?:say|says|said|rumou?rs?|word\s+is|think|thinks|thought|believe|believes|believed|hear|hears|heard|claims?"
+    r"|claimed|supposedly|apparently|reportedly|allegedly|seems?|seemed|memory|memories|dreams?|dreamt|dreamed"
+    r"|visions?|imagine|imagines|tells?|told)\b",
+    re.IGNORECASE,
+)
+
+
+def _stated(text: str, m: re.Match[str]) -> bool:
+    """The match tells a state as it is now (alive, holding): told (:func:`_told`), not in the past ("Lucy was alive
+    when you left", "Grog was holding the key": perhaps no longer), nor heard or believed in its sentence."""
+    start, end = _sentence(text, m)
+    past = re.search(r"\b(?i:was|were)\b", m.group()) is not None
+    return _told(text, m) and not past and _HEARSAY.search(text, start, end) is None
 
 
 def _persons(text: str, m: re.Match[str], found: list[KnownEntity]) -> list[KnownEntity]:

@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from memory.correction.evidence import MatchSettings, word_zipf
 from memory.extraction.events import (
     AFTER_PREPOSITION,
     OWNER,
@@ -33,7 +34,7 @@ from memory.extraction.events import (
 from memory.extraction.lexicon import FAMILY_ROLES, NOUN_TYPE, OCCUPATIONS, RULER_ROLES
 from memory.extraction.salience import COMMON_WORDS
 from memory.extraction.schema import ExtractionResult, KnownEntity, ProposedEntity, ProposedFact
-from memory.gazetteer import Gazetteer, of_mentions
+from memory.gazetteer import TITLES, Gazetteer, of_mentions
 from memory.models import PERSON_TYPES, EntityType, Entry
 from memory.offgame import narrator
 
@@ -49,6 +50,16 @@ MIN_SPEAKERS = 2
 SCENE_LINES = 4
 
 _TITLES = OCCUPATIONS | {"sir", "dame", "madam", "madame", "mister", "miss", "mr", "mrs", "ms", "master"}
+#: From this Zipf frequency a word is ordinary English (see ``MatchSettings.common_zipf``).
+_COMMON_ZIPF = MatchSettings().common_zipf
+#: Words a place is set off by ("Past the guard, Castle Ravenna, rises ...", "At the Gate, the guard ...").
+_PREPOSITIONS = frozenset(
+    """
+    about above across after against along among around as at before behind below beneath beside beyond by down
+    during for from in inside into near of off on onto outside over past since through to toward towards under
+    until up upon with within without
+    """.split()
+)
 
 
 _PLACEHOLDER = "\ue000{}\ue001"  # private-use characters: cannot occur in speech, so cannot be forged
@@ -170,7 +181,7 @@ class RuleExtractor:
         out = _Collector(narrates or narrator(entries, None))
         scene: deque[SceneLine] = deque(maxlen=SCENE_LINES)
         for entry in entries:
-            text, found = _tag(gazetteer, entry.text)
+            text, found = _tag(gazetteer, entry.text, {e.id for line in scene for e in line.named})
             self._intros(entry, text, found, out.by_dm(entry), out)
             if out.by_dm(entry):
                 self._deaths(entry, text, found, out)
@@ -218,7 +229,9 @@ class RuleExtractor:
             # of", "the old innkeeper")
             role = _person_role(words[-1:] if m.group("before") else words)
             mention = _resolve(m.group("n") or m.group("m"), found)
-            if role is not None and mention is not None and mention.known is None:
+            if role is None or mention is None or mention.known is not None:
+                continue
+            if _introduced(mention.name, text[: m.start("n") if m.group("n") else m.start("m")]):
                 article = "an" if role[0] in "aeiou" else "a"
                 out.entity(mention.name, EntityType.npc, f"{article} {role}", NEW_NAME_BY_DM_CONFIDENCE, entry)
 
@@ -306,6 +319,27 @@ class RuleExtractor:
             out.entity(mention.name, kind, "", NEW_NAME_CONFIDENCE, entry)
 
 
+def _introduced(name: str, before: str) -> bool:
+    """Whether a new capitalised name set off beside a role (``before``: the line's words before it) looks like a
+    person introduced, not a sentence's opener or a place ("Honestly, the guard ...", "Tuesday, the merchant ...",
+    "At the Gate, the guard ...", "Past the guard, Castle Ravenna, rises ..."): a title before a name ("Mister
+    Pell"), or a word that is no English word; not an adverb ("Hesitantly"), not after a preposition or an article,
+    nor starting or ending in a place's or a group's noun."""
+    if before.rstrip().endswith("\ue001"):
+        return False  # right after a known name, a word of it: "It is Nerith Mael, the envoy" (Nerith Vael)
+    words = name.casefold().split()
+    prior = re.findall(r"[^\W\d_]+", before.casefold())[-1:]
+    if words[0] in _PREPOSITIONS or (prior and prior[0] in {"the", "a", "an", *_PREPOSITIONS}):
+        return False
+    if any(NOUN_TYPE.get(w) not in (None, EntityType.npc) for w in (words[0], words[-1])):
+        return False
+    rest = words[next((i for i, w in enumerate(words) if w not in TITLES), len(words)) :]
+    if rest and len(rest) < len(words):
+        return True  # "Mister Pell", "Lady Sera"
+    adverb = len(rest) == 1 and len(rest[0]) >= 7 and rest[0].endswith("ly")  # "Hesitantly", "Gingerly"
+    return not adverb and any(word_zipf(w) < _COMMON_ZIPF for w in rest)
+
+
 def _person_role(words: Sequence[str]) -> str | None:
     """The first of ``words`` that is a role a person holds ("captain", "innkeeper"), if any."""
     return next((w for w in (w.casefold() for w in words) if w in OCCUPATIONS), None)
@@ -363,14 +397,14 @@ def _role_link(role: str, prep: str, y_type: EntityType) -> str:
     return "associated_with"
 
 
-def _tag(gazetteer: Gazetteer[KnownEntity], text: str) -> tuple[str, list[KnownEntity]]:
+def _tag(gazetteer: Gazetteer[KnownEntity], text: str, present: Collection[int] = ()) -> tuple[str, list[KnownEntity]]:
     """The text with each mention replaced by a placeholder naming its index in the returned list. A possessive
     ending not the name's own stays in the text: "Grog's dead" is "Grog is dead". A name owning what follows
     ("Sylas's guard", :func:`events.owns`) is tagged apart, so that no rule takes it for its subject or object."""
     parts: list[str] = []
     found: list[KnownEntity] = []
     done = 0
-    for start, end, entity in gazetteer.find(text, possessive_ending=False):
+    for start, end, entity in gazetteer.find(text, possessive_ending=False, present=present):
         tag = OWNER_TAG if owns(text, end, place=entity.type == EntityType.location) else _PLACEHOLDER
         parts += [text[done:start], tag.format(len(found))]
         found.append(entity)

@@ -269,10 +269,16 @@ async def test_a_surname_that_is_an_english_word_tells_a_death_at_a_sentences_st
     """ "Crane is dead." proposed nothing: the surname guard read "Crane is ..." as the bird's, as "Hope is ..." is."""
     crane = KnownEntity(id=7, name="Jeremiah Crane", type=EntityType.npc)
     hope = KnownEntity(id=8, name="Hope Marrow", type=EntityType.npc)
-    said = await RuleExtractor().extract(entries("Crane is dead.", "Hope is all we have."), [*KNOWN, crane, hope])
+    lines = ("Jeremiah Crane slips on the pier.", "Crane is dead.", "Hope is all we have.")
+    said = await RuleExtractor().extract(entries(*lines), [*KNOWN, crane, hope])
     got = {(f.source, f.type, f.target or f.value) for f in said.facts}
     assert ("Jeremiah Crane", "status", "dead") in got
     assert not [f for f in said.facts if "Hope Marrow" in (f.source, f.target)]
+    # the reviewer's: an English word alone is the word when no line before names the person
+    faith = KnownEntity(id=9, name="Faith Hope", type=EntityType.npc)
+    winter = KnownEntity(id=10, name="Jon Winter", type=EntityType.npc)
+    idioms = entries("Hope is dead.", "Winter's dead and spring is here.", "Crane is dead.")
+    assert (await RuleExtractor().extract(idioms, [*KNOWN, crane, faith, winter])).facts == []
 
 
 def test_validation_drops_and_counts_bad_facts() -> None:
@@ -367,6 +373,54 @@ async def test_someone_arriving_unnamed_whom_the_dm_gives_a_new_name_next_is_a_n
     assert await said("An elf arrives at Ironhold. It is Corvin Ash.", speaker="SAM") == ([], set())  # a player's
 
 
+async def test_a_sentence_opener_or_a_place_beside_a_role_is_no_new_npc() -> None:
+    """The reviewer's: "Honestly, the guard has a point." proposed an npc "Honestly" (a guard), and so did every adverb,
+    weekday or imperative opening a sentence before ", the <role>", a place after a preposition ("At the Gate, the
+    guard stops you."), and English words or a place set off after the role ("He calls the guard, Grim Harbor, a
+    fool.")."""
+
+    async def new(line: str) -> list[str]:
+        said = await RuleExtractor().extract(entries(line), KNOWN, narrates=lambda e: e.speaker == "DM")
+        return [e.name for e in said.entities if e.type == "npc"]
+
+    for line in [
+        "Honestly, the guard has a point.",
+        "Inside, the merchant counts his coins.",
+        "Meanwhile, the captain returns.",
+        "Tuesday, the merchant is back.",
+        "Suddenly, the guard draws his sword.",
+        "Finally, the captain speaks.",
+        "Instead, the guard laughs.",
+        "Silence, the priest says.",
+        "Sadly, the priest is dead.",
+        "Thankfully, the healer arrives.",
+        "Luckily, the guard missed.",
+        "Unfortunately, the merchant is out.",
+        "Stop, the guard yells.",
+        "Halt, the guard yells.",
+        "Listen, the sage says.",
+        "At the Gate, the guard stops you.",
+        "Behind the Bar, the innkeeper waves.",
+        "Past the guard, Castle Ravenna, rises into the sky.",
+        "He calls the guard, Grim Harbor, a fool.",
+        "Ask the guard, Sunday, when the gate opens.",
+        "As Ghost Fist, the dwarven monk.",  # CRD3 C1E001's MATT
+        # ours: an adverb no everyday word, a rare place after a preposition or an article, a place's noun
+        "Hesitantly, the guard steps aside.",
+        "Gingerly, the healer lifts the bandage.",
+        "At the Ravenhall, the guard stops you.",
+        "Near Korvash, the guard waits.",
+        "Inside Grimstone, the guard waits.",
+        "Ravenna Keep, the captain says, is safe.",
+    ]:
+        assert await new(line) == [], line
+    assert await new("You give the merchant, Mister Pell, ten gold.") == ["Mister Pell"]  # a title before a name
+    assert await new("The envoy, Lady Sera, bows.") == ["Lady Sera"]
+    assert await new("Eskil Ryndarien, the captain of the guard, bows.") == ["Eskil Ryndarien"]  # CRD3's, right
+    assert await new("Yorda, the old priestess, smiles.") == ["Yorda"]
+    assert await new("You meet with the captain, Oswin Marl, at noon.") == ["Oswin Marl"]
+
+
 async def test_the_dm_telling_someone_is_alive_proposes_the_alive_status_not_a_question_or_a_condition() -> None:
     """ "It is Lucy Pruitt. … She's alive." proposed nothing: no rule read a status but dead, so a death the memory
     holds could not be corrected from the transcript."""
@@ -382,7 +436,7 @@ async def test_the_dm_telling_someone_is_alive_proposes_the_alive_status_not_a_q
     assert await alive("It is Lucy Pruitt.", "She's gagged. She's alive.") == {"Lucy Pruitt"}  # the scene's one npc
     assert await alive("Lucy is alive.") == await alive("Lucy's alive!") == {"Lucy Pruitt"}
     assert await alive("You find Lucy alive in the warehouse.") == {"Lucy Pruitt"}
-    assert await alive("Crane is still breathing.") == {"Jeremiah Crane"}
+    assert await alive("Jeremiah Crane lies in the mud.", "Crane is still breathing.") == {"Jeremiah Crane"}
     for unsaid in (
         "Is she alive?",
         "Is Lucy alive?",
@@ -419,6 +473,57 @@ async def test_someone_known_holding_or_carrying_a_known_item_has_it() -> None:
     ):
         assert await has(unsaid) == set(), unsaid
     assert await has("Tim is holding the Ember Key.") == {("Tim", "Ember Key")}  # an npc holds things too
+
+
+async def test_a_new_person_sharing_a_known_first_name_is_proposed_as_new() -> None:
+    """The reviewer's: "You meet a woman named Nerith Blackwood." proposed nothing (read as Nerith Vael), "Oswin
+    Blackwood, the captain of Ironhold, nods." proposed an npc "Blackwood"."""
+    people = [
+        KnownEntity(id=9, name="Nerith Vael", type=EntityType.npc),
+        KnownEntity(id=10, name="Oswin Marl", type=EntityType.npc),
+    ]
+
+    async def new(line: str) -> list[tuple[str, str]]:
+        said = await RuleExtractor().extract(entries(line), [*KNOWN, *people], narrates=lambda e: True)
+        return [(e.name, e.description) for e in said.entities if e.type == "npc"]
+
+    assert await new("You meet a woman named Nerith Blackwood.") == [("Nerith Blackwood", "a woman")]
+    assert await new("Oswin Blackwood, the captain of Ironhold, nods.") == [("Oswin Blackwood", "a captain")]
+    assert [n for n, _ in await new("Nerith Blackwood is the envoy of Ironhold.")] == ["Nerith Blackwood"]
+    assert await new("It is Nerith Mael, the envoy.") == []  # Nerith Vael, her surname heard wrong
+
+
+async def test_a_state_heard_believed_or_past_is_no_alive_nor_has() -> None:
+    """The reviewer's: "Lucy was alive when you left.", "The rumor says Lucy is alive." and "Lucy's alive, you
+    think." proposed Lucy Pruitt alive (accepted, it un-kills her on a rumour), "Grog was holding the Ember Key." that
+    Grog has it."""
+    lucy = KnownEntity(id=7, name="Lucy Pruitt", type=EntityType.npc)
+    key = KnownEntity(id=9, name="Ember Key", type=EntityType.item)
+    grog = KnownEntity(id=10, name="Grog", type=EntityType.player)
+    known = [*KNOWN, lucy, key, grog]
+
+    async def states(line: str) -> set[tuple[str, str]]:
+        said = await RuleExtractor().extract(entries("It is Lucy Pruitt.", line), known, narrates=lambda e: True)
+        return {(f.source, f.type) for f in said.facts if f.type in ("status", "has")}
+
+    for unsaid in (
+        "Lucy was alive when you left.",
+        "The rumor says Lucy is alive.",
+        "Lucy's alive, you think.",
+        "Grog was holding the Ember Key.",
+        # ours: reported, believed, remembered, seen in a dream
+        "Lucy is alive and well, says the rumor.",
+        "Tim tells you Lucy is alive.",
+        "You heard that Lucy is alive.",
+        "Lucy's alive in your memories.",
+        "In the dream, Lucy is alive.",
+        "Apparently Grog is carrying the Ember Key.",
+        "Grog was wearing the Ember Key at the ball.",
+    ):
+        assert await states(unsaid) == set(), unsaid
+    assert await states("Lucy is alive.") == {("Lucy Pruitt", "status")}  # the DM's telling, now
+    assert await states("Lucy is barely alive, her eyes closed.") == {("Lucy Pruitt", "status")}
+    assert await states("Grog's holding the Ember Key.") == {("Grog", "has")}
 
 
 async def test_a_line_telling_an_npcs_arrival_adds_no_partys_arrival_there_by_scene_or_meaning() -> None:

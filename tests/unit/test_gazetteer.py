@@ -227,8 +227,8 @@ CALLED = Gazetteer([*SURNAMED, known(5, "Lady Kima of Vord")], people=[*SURNAMED
         ("You find Crane on the pier.", ["Crane"]),  # inside a sentence,
         ("Crane nods.", ["Crane"]),  # or doing something at its start
         ("Crane is a bird.", []),
-        ("Crane is dead.", ["Crane"]),  # a person's state: the person, as "Crane dies." is
-        ("Crane's still breathing.", ["Crane's"]),
+        ("Jeremiah Crane falls. Crane is dead.", ["Jeremiah Crane", "Crane"]),  # a person's state, named before
+        ("Crane is dead.", []),  # named nowhere before it
         ("Marsh gas rises from the bog.", []),  # a noun in -s is no verb
         ("Marsh nods.", ["Marsh"]),
         ("We drink at the Crane Inn.", []),  # a word of a longer name
@@ -261,6 +261,46 @@ def test_a_last_name_before_a_capital_word_is_anothers_a_first_name_the_persons_
     assert said("You ask Corwin. Hale nods.") == [("Corwin", 1), ("Hale", 2)]
 
 
+def test_a_known_first_name_before_another_surname_is_someone_new() -> None:
+    """The reviewer's: with Nerith Vael and Oswin Marl known, "You meet a woman named Nerith Blackwood." named Nerith
+    Vael (and proposed no one new), "Oswin Blackwood, the captain of Ironhold, nods." named Oswin Marl. A first name
+    before a capital word is the person only when that word is their surname heard wrong."""
+    people = [known(1, "Nerith Vael"), known(2, "Oswin Marl"), known(3, "Ironhold")]
+    called = Gazetteer(people, people=people[:2])
+
+    def said(text: str) -> list[tuple[str, int]]:
+        return [(text[a:b], e.id) for a, b, e in called.find(text, written=True)]
+
+    assert said("You meet a woman named Nerith Blackwood.") == []
+    assert said("Oswin Blackwood, the captain of Ironhold, nods.") == [("Ironhold", 3)]
+    assert said("Nerith Blackwood is the envoy of Ironhold.") == [("Ironhold", 3)]
+    assert said("Tell Oswin Greyhame the news.") == []  # ours: any other surname
+    assert said("It is Nerith Mael, the envoy.") == [("Nerith", 1)]  # her surname heard wrong, as before
+    assert said("Nerith Vale nods.") == [("Nerith", 1)]
+    assert said("Oswin Marle waves.") == [("Oswin", 2)]
+    assert said("Oswin nods at Nerith.") == [("Oswin", 2), ("Nerith", 1)]
+
+
+def test_a_short_name_before_another_known_name_is_a_mention_of_both() -> None:
+    """The reviewer's: "Corwin Dorian and Keyleth go in." lost Thessaly Corwin, "Vael Keyleth nods." and "Tell Dorian
+    Keyleth is here." Dorian Vael: any capital word after a short name made it a word of a longer name, as an
+    unpunctuated list or a live transcript gives. One that starts another known name does not; a misheard "Captain
+    Corwin Hale" (Corvane Hale's last name after it) is still no Thessaly Corwin."""
+    people = [known(1, "Thessaly Corwin"), known(2, "Dorian Vael"), known(3, "Keyleth"), known(4, "Corvane Hale")]
+    called = Gazetteer(people, people=people)
+
+    def said(text: str) -> list[int]:
+        return [e.id for e in called.mentions(text)]
+
+    assert said("Corwin Dorian and Keyleth go in.") == [1, 2, 3]
+    assert said("Vael Keyleth nods.") == [2, 3]
+    assert said("Tell Dorian Keyleth is here.") == [2, 3]
+    assert said("You see Thessaly Dorian and Keyleth.") == [1, 2, 3]  # as before
+    assert said("Corwin Thessaly and Hale wait.") == [1, 4]  # ours: "Thessaly" alone is Thessaly Corwin's own
+    assert said("It is too late. Captain Corwin Hale is dead.") == [4]  # 6d01e87's case
+    assert said("We drink at the Corwin Arms.") == []  # a word of a longer name, as before
+
+
 def test_a_name_that_is_an_english_word_starts_a_sentence_as_the_person_in_a_persons_state() -> None:
     """ "Crane is dead." at a sentence's start named no one: "is" was never what a person does, as for "Hope is all
     we have". A state only a person is in (dead, alive, unconscious, gone ...) tells the name from the word."""
@@ -270,8 +310,43 @@ def test_a_name_that_is_an_english_word_starts_a_sentence_as_the_person_in_a_per
     def said(text: str) -> list[str]:
         return [text[a:b] for a, b, _ in called.find(text)]
 
-    assert said("Crane is dead.") == ["Crane"] and said("Hope is gone.") == ["Hope"]
+    def present(text: str) -> list[str]:  # the lines before named both
+        return [text[a:b] for a, b, _ in called.find(text, present={1, 2})]
+
+    assert present("Crane is dead.") == ["Crane"] and said("Hope is gone.") == ["Hope"]  # a first name: cold too
+    assert present("Crane's still breathing.") == ["Crane's"]
+    assert said("Jeremiah Crane staggers. Crane is dead.") == ["Jeremiah Crane", "Crane"]  # named before in the line
     assert said("Hope is all we have.") == said("Hope is a thing with feathers.") == said("Crane is tall.") == []
+    assert present("Hope is all we have.") == present("Crane is tall.") == []
+
+
+def test_an_english_word_name_alone_in_a_state_is_the_word_unless_the_person_is_in_the_scene() -> None:
+    """The reviewer's: with Faith Hope, Jon Winter, Mara Silence and Ada Frost known, "Hope is dead." proposed the death
+    of Faith Hope, "Winter's dead and spring is here." Jon Winter's, "Frost is alive on the window." Ada Frost alive.
+    A surname that is an English word, alone at a sentence's start, is the person in a state only when the line or
+    the lines before name them (a title, "Crane nods." or a name inside a sentence count as before)."""
+    people = [known(1, "Faith Hope"), known(2, "Jon Winter"), known(3, "Mara Silence"), known(4, "Ada Frost")]
+    called = Gazetteer(people, people=people)
+
+    def said(text: str, present: set[int] = set()) -> list[str]:  # noqa: B006 - read only
+        return [text[a:b] for a, b, _ in called.find(text, present=present)]
+
+    for line in [
+        "Hope is dead.",
+        "Hope's dead.",
+        "Winter's dead and spring is here.",
+        "Winter is dying.",
+        "Silence is dead in the hall.",
+        "Frost is alive on the window.",
+        "Hope is gone.",  # ours: idioms of the same words (a first name is the person's: "Lucy is alive.")
+        "Silence was here long before you.",
+        "Winter is still here.",
+    ]:
+        assert said(line) == [], line
+    assert said("Hope is dead.", present={1}) == ["Hope"]  # Faith Hope named in the lines before
+    assert said("Hope is dead.", present={2}) == []  # someone else
+    assert said("Faith Hope falls. Hope is dead.") == ["Faith Hope", "Hope"]
+    assert said("Mister Winter is dead.") == ["Mister Winter"]  # a title: the person
 
 
 @pytest.mark.parametrize(
