@@ -276,7 +276,7 @@ _NOT_YET_CLAUSE = re.compile(
     re.IGNORECASE,
 )
 #: ... and memories, in play: "a year ago you entered Emon" is no turning point of this session.
-_MEMORY = re.compile(r"\b(?:ago|remember|previously|last\s+time|once)\b", re.IGNORECASE)
+_MEMORY = re.compile(r"\b(?:ago|yesterday|remember|previously|last\s+time|once)\b", re.IGNORECASE)
 #: The DM's hedges on their own memory: "Grog leapt, if I recall, into the Plane of Air" is no condition.
 _HEDGE = re.compile(
     r"\b(?:if\s+(?:I|we)\s+(?:recall|remember)(?:\s+(?:correctly|right))?|if\s+I['’]m\s+(?:correct|right|not\s+mistaken)"
@@ -669,10 +669,31 @@ def arrivals_here(text: str, found: list[KnownEntity], here: KnownEntity) -> lis
         who = found[int(m.group("s"))]
         if who.type not in (EntityType.npc, EntityType.faction) or not _whole(text, m, "s"):
             continue
-        if _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
+        if _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m) and not _elsewhere(text, m, found, here):
             name = f"Arrival of {who.name} at {here.name}"
             out.append(Event(EventKind.arrival, name, [who], place=here, span=_span(text, m)))
     return out
+
+
+#: What tells an npc arriving somewhere or sometime else than the scene, with no place named: "Meanwhile, back in
+#: Emon, Tim arrives", "Tim arrives home", "Tim arrives back at the palace", "Tim arrives there first".
+_AWAY = r"\b(?i:meanwhile|elsewhere|back|home|there|away)\b"
+_ELSEWHERE_BEFORE = re.compile(_AWAY)
+#: ... after the arrival: a place ("arrives, at last, at the docks") or a later time ("arrives later tonight").
+_ELSEWHERE_AFTER = re.compile(
+    _AWAY + r"|\b(?i:later|soon|tonight|next)\b"
+    rf"|\b(?i:at|in|on|upon|into|inside|outside|near|across)\s+(?:(?i:the|a|an|his|her|their|its|your|our)\b|[{_UPPER}]|\ue000)"
+)
+
+
+def _elsewhere(text: str, m: re.Match[str], found: list[KnownEntity], here: KnownEntity) -> bool:
+    """The arrival's sentence places it away from ``here`` or later than now: words of another place or time
+    (:data:`_ELSEWHERE_AFTER`), or a known place other than ``here``."""
+    start, end = _sentence(text, m)
+    if _ELSEWHERE_BEFORE.search(text, start, m.start()) or _ELSEWHERE_AFTER.search(text, m.end(), end):
+        return True
+    named = (found[int(i)] for i in re.findall(r"\ue000(\d+)\ue001", text[start:end]))
+    return any(e.type == EntityType.location and e.id != here.id for e in named)
 
 
 def _particle(m: re.Match[str]) -> bool:

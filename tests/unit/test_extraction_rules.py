@@ -462,3 +462,33 @@ async def test_an_npc_arriving_with_no_place_arrives_where_the_party_last_arrive
     assert await arrivals("You walk to Ironhold.", "If Tim arrives, run.", "Tim arrives at dawn?") == [
         "Arrival at Ironhold"
     ]
+
+
+async def test_an_npc_arriving_elsewhere_or_home_is_not_filed_where_the_party_is() -> None:
+    """ "Tim arrives back at the palace" and "Meanwhile, back in Emon, Tim arrives" were filed at Ironhold, where the
+    party last arrived: an npc arriving with no known place is the scene's only when the sentence puts it nowhere
+    else."""
+
+    async def arrivals(*lines: str) -> list[str]:
+        said = await RuleExtractor().extract(entries(*lines), [*KNOWN, emon])
+        return [e.name for e in said.entities if e.name.startswith("Arrival of")]
+
+    emon = KnownEntity(id=7, name="Emon", type=EntityType.place)
+    for elsewhere in (
+        "Tim arrives back at the palace.",
+        "Tim arrives home.",
+        "Meanwhile, back in Emon, Tim arrives with the guards.",
+        "In Emon, Tim arrives with the guards.",  # another known place
+        "Tim arrives, at last, at the docks.",
+        "Tim arrives there first.",
+        "Tim arrives later tonight.",
+        "Tim arrived yesterday.",
+    ):
+        assert await arrivals("You walk to Ironhold.", elsewhere) == [], elsewhere
+    for here in (
+        "Tim arrives with the guards.",
+        "Moments later, Tim arrives with the guards.",  # a time of the scene
+        "At the gate of Ironhold, Tim arrives with the guards.",  # the scene's own place
+        "Tim arrives to find the city burning.",
+    ):
+        assert await arrivals("You walk to Ironhold.", here) == ["Arrival of Tim at Ironhold"], here
