@@ -250,13 +250,14 @@ _ASKS = re.compile(
 )
 #: Words anywhere in the sentence that make it a memory, not what happens now (the recap is all memory: not there).
 _PAST = re.compile(r"\b(?:ago|remember|remembers|recall|previously|last\s+time|years?\s+back)\b", re.IGNORECASE)
-#: Words that make the clause of a match no telling of what happened: conditions, intentions, futures,
-#: denials, concessions (a state said in passing: "even though Thordak is dead, the lair ..." tells no death now).
+#: Words that make the clause of a match no telling of what happened: conditions, intentions, futures (a plan:
+#: "Tomorrow you walk to Ironhold", "next week you travel to ..."), denials, concessions (a state said in passing:
+#: "even though Thordak is dead, the lair ..." tells no death now).
 _UNREAL = re.compile(
     r"\b(?:if|unless|whether|though|although|despite|would|could|should|might|may|must|can|cannot|can't|will|"
     r"won't|gonna|going\s+to|"
     r"want|wants|wanted|try|tries|trying|tried|attempt|attempts|about\s+to|not|n't|never|nearly|"
-    r"almost|plan|plans|hope|hopes|chance|kill\s+or)\b|'ll\b|’ll\b",
+    r"almost|plan|plans|hope|hopes|chance|kill\s+or|tomorrow|next\s+(?:week|month|year|time|session))\b|'ll\b|’ll\b",
     re.IGNORECASE,
 )
 #: ... and "before"/"until" of what has not happened yet: ahead of the telling ("before you reach Emon", "wait until

@@ -492,3 +492,30 @@ async def test_an_npc_arriving_elsewhere_or_home_is_not_filed_where_the_party_is
         "Tim arrives to find the city burning.",
     ):
         assert await arrivals("You walk to Ironhold.", here) == ["Arrival of Tim at Ironhold"], here
+
+
+async def test_a_future_time_makes_a_plan_not_a_turning_point() -> None:
+    """ "Tomorrow you walk to Ironhold." filed the party's arrival (a time opening a sentence stands before its
+    subject, for "The next morning you walk to ..."), and moved where npcs arriving with no place arrive."""
+
+    async def told(*lines: str) -> list[str]:
+        said = await RuleExtractor().extract(entries(*lines), [*KNOWN, emon])
+        return [e.name for e in said.entities if e.type == EntityType.event]
+
+    emon = KnownEntity(id=7, name="Emon", type=EntityType.place)
+    for plan in (
+        "Tomorrow you walk to Ironhold.",
+        "Next week you travel to Ironhold.",
+        "Plan is simple. Tomorrow you head to Ironhold and meet Tim.",
+        "You reach Ironhold tomorrow.",
+        "Tomorrow Tim dies.",
+    ):
+        assert await told(plan) == [], plan
+    assert await told("You walk to Ironhold.", "Tim arrives tomorrow.") == ["Arrival at Ironhold"]
+    assert await told("You walk to Ironhold.", "Tomorrow you ride to Emon.", "Tim arrives with the guards.") == [
+        "Arrival at Ironhold",
+        "Arrival of Tim at Ironhold",
+    ]
+    # a time of the story, not of a plan
+    assert await told("The next morning you walk to Ironhold.") == ["Arrival at Ironhold"]
+    assert await told("That night you arrive at Ironhold.") == ["Arrival at Ironhold"]
