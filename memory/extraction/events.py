@@ -637,21 +637,36 @@ def _arrivals(text: str, found: list[KnownEntity]) -> Iterator[re.Match[str]]:
 
 #: The party leaving where it is, or travelling away with no place to reach said: "you leave Whitestone behind",
 #: "we set out at dawn", "you ride north for three days". (Travelling to a known place is an arrival: ``_GOES``.)
+#: What it leaves is the place, or nothing: not "you leave a few coins on the bar", "you set off the trap", "you
+#: move on to the next shop", "you run away from the ogre", "you walk toward the bar".
+_SETTLEMENT = r"(?i:city|town|village|hamlet|settlement|camp|keep|castle|citadel|fortress|port|outpost|region|realm)"
+_LEFT = (
+    r"(?:(?:\s+(?i:behind|out\s+of|of|from))?\s+(?:(?:(?i:the|this|your|our)\s+(?:[a-z'-]+\s+){0,2}?)?"
+    + _SETTLEMENT
+    + r"\b|\ue000(?P<left>\d+)\ue001)"
+    # ... or nothing: the clause ends, or a time, a manner, company or a destination follows ("set out at dawn")
+    r"|(?=\s*(?:[.,!?;:—–\"”)]|$|(?i:and|but|then|at|for|with|in|on|by|before|after|once|again|together|as|while|so"
+    r"|behind|now|early|\w+ly)\b)))"
+)
 _PLAY_LEAVES = re.compile(
     rf"(?P<subject>{_PLAYERS})(?:\s*,[^,.!?;:\"“”\ue000\ue001]{{1,60}},)?{_CHAIN}(?:(?i:have|has|had|all|both)\s+)*"
     + _ADVERB
-    + rf"(?:{_class('leave', 'depart', 'set out', 'set off', 'head out', 'ride out', 'move on')}"
-    rf"|{_JOURNEY}\s+(?i:away|off|out|onward|onwards|north|south|east|west|\w+ward)\b)"
+    + rf"(?:(?:{_class('leave', 'depart', 'set out', 'set off', 'head out', 'ride out', 'move on')}"
+    rf"|{_JOURNEY}\s+(?i:away|off|out)\b){_LEFT}"
+    # a direction away, not toward something near: "you ride north for three days", not "rest east of the gate"
+    rf"|{_JOURNEY}\s+(?i:onward|onwards|north|south|east|west|(?!towards?|outwards?|inwards?|forwards?)\w+wards?)\b"
+    r"(?!\s+(?i:of)\b))"
 )
 
 
 def leaves(text: str, found: list[KnownEntity]) -> bool:
     """Whether ``text`` (tagged, a line of the DM's play) tells the party leaving, or travelling with no place to
-    reach: where it was is no longer where the scene is."""
+    reach: where it was is no longer where the scene is. The party: "you", "we", "the party"; a faction or one
+    player character leaving leaves the party where it is."""
     for m in _PLAY_LEAVES.finditer(text):
-        s = m.group("s")
-        party = s is None or found[int(s)].type in _PARTY_TYPES
-        if party and _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
+        left = m.group("left")
+        place = left is None or found[int(left)].type == EntityType.location
+        if m.group("s") is None and place and _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
             return True
     return False
 

@@ -519,3 +519,46 @@ async def test_a_future_time_makes_a_plan_not_a_turning_point() -> None:
     # a time of the story, not of a plan
     assert await told("The next morning you walk to Ironhold.") == ["Arrival at Ironhold"]
     assert await told("That night you arrive at Ironhold.") == ["Arrival at Ironhold"]
+
+
+async def test_the_party_leaves_only_when_it_leaves_the_place_not_a_thing_nor_one_of_it() -> None:
+    """ "You leave a few coins on the bar", "You set off the trap", "You walk toward the bar" read as the party
+    leaving, and so did a faction or one player character: Tim arriving next was filed nowhere."""
+    guard = KnownEntity(id=7, name="Iron Guard", type=EntityType.faction)
+
+    async def arrivals(*lines: str) -> list[str]:
+        said = await RuleExtractor().extract(entries(*lines), [*KNOWN, guard])
+        return [e.name for e in said.entities if e.name.startswith("Arrival")]
+
+    for staying in (
+        "You leave a few coins on the bar.",
+        "You leave him a note.",
+        "You leave the door open.",
+        "You set off the trap.",
+        "You walk toward the bar.",
+        "You fly off the handle.",
+        "You run off the goblins.",
+        "You run away from the ogre.",
+        "You guys rest east of the gate.",
+        "Okay, we take a break. We leave it here.",
+        "We move on to the next round of combat.",
+        "The Iron Guard leaves.",  # a faction, not the party
+        "Vex'ahlia leaves to scout ahead.",  # one of the party
+        "Vex'ahlia runs off.",
+    ):
+        assert await arrivals("You walk to Ironhold.", staying, "Tim arrives with the guards.") == [
+            "Arrival at Ironhold",
+            "Arrival of Tim at Ironhold",
+        ], staying
+    for leaving in (
+        "You leave Ironhold.",
+        "You head out of town.",
+        "We leave the village behind.",
+        "You ride away.",
+        "The party sets off for the coast.",
+        "You guys pack up and leave.",
+        "You ride westward.",
+    ):
+        assert await arrivals("You walk to Ironhold.", leaving, "Tim arrives with the guards.") == [
+            "Arrival at Ironhold"
+        ], leaving
