@@ -562,3 +562,29 @@ async def test_the_party_leaves_only_when_it_leaves_the_place_not_a_thing_nor_on
         assert await arrivals("You walk to Ironhold.", leaving, "Tim arrives with the guards.") == [
             "Arrival at Ironhold"
         ], leaving
+
+
+async def test_where_the_party_is_carried_into_a_slice_counts_arrivals_read_by_meaning_and_in_the_recap() -> None:
+    """``whereabouts`` folded in the clause rules and the scene moves but not the meaning rule's arrivals (nor read
+    the opening recap as a recap), which ``extract`` does: the same lines gave Tim's arrival read as one slice and
+    nothing read as two."""
+    lines = entries(
+        "The gates of Ironhold close behind you as you ride in.",  # no clause rule reads it: the meaning rule may
+        "The rain keeps falling.",
+        "Tim arrives with the guards.",
+    )
+    iron = KNOWN[1]
+    meant = {lines[0].id: [Event(EventKind.arrival, "Arrival at Ironhold", place=iron)]}
+    one = await RuleExtractor().extract(lines, KNOWN, meant=meant, narrates=lambda e: True)
+    assert "Arrival of Tim at Ironhold" in [e.name for e in one.entities]
+    where = whereabouts(lines, lambda e: True, of_mentions(KNOWN), {}, meant)
+    assert where[lines[2].id] == iron
+    two = await RuleExtractor().extract(lines[2:], KNOWN, here=where[lines[2].id], narrates=lambda e: True)
+    assert [e.name for e in two.entities] == ["Arrival of Tim at Ironhold"]
+
+    recap = entries("Last we left off, you traveled north to Ironhold.", "Tim arrives with the guards.")
+    one = await RuleExtractor().extract(recap, KNOWN, retold={recap[0].id})
+    where = whereabouts(recap, lambda e: True, of_mentions(KNOWN), {}, retold={recap[0].id})
+    two = await RuleExtractor().extract(recap[1:], KNOWN, here=where[recap[1].id])
+    assert "Arrival of Tim at Ironhold" in [e.name for e in one.entities]
+    assert [e.name for e in two.entities] == ["Arrival of Tim at Ironhold"]
