@@ -278,6 +278,14 @@ _NOT_YET_CLAUSE = re.compile(
 )
 #: ... and memories, in play: "a year ago you entered Emon" is no turning point of this session.
 _MEMORY = re.compile(r"\b(?:ago|yesterday|remember|previously|last\s+time|once)\b", re.IGNORECASE)
+#: ... and what the party only sees in a dream or a vision, said before the telling in its sentence or in its clause:
+#: "In the vision, you see Tim walk into Ironhold", "You see Tim walk into Ironhold in your dream"; not a vision told
+#: of in a later clause ("Allura came requesting their aid, saying Kima had gone on a vision quest").
+_DREAM = re.compile(
+    r"\b(?:dreams?|dreaming|dreamt|dreamed|daydreams?|nightmares?|visions?|hallucinations?|hallucinate|imagine|"
+    r"imagines|imagined|imagining)\b",
+    re.IGNORECASE,
+)
 #: The DM's hedges on their own memory: "Grog leapt, if I recall, into the Plane of Air" is no condition.
 _HEDGE = re.compile(
     r"\b(?:if\s+(?:I|we)\s+(?:recall|remember)(?:\s+(?:correctly|right))?|if\s+I['’]m\s+(?:correct|right|not\s+mistaken)"
@@ -774,6 +782,8 @@ def _told(text: str, m: re.Match[str], retold: bool = False) -> bool:
     clause = re.sub(r"\ue000\d+\ue001", " ", text[begin:stop])
     if _NOT_YET.search(text, begin, m.start()) or _NOT_YET_CLAUSE.search(text, m.end(), stop):
         return False
+    if _DREAM.search(text, start, stop):  # "In the vision, you see ...", "... into Ironhold in your dream"
+        return False
     return _UNREAL.search(clause) is None and (retold or _MEMORY.search(clause) is None)
 
 
@@ -912,7 +922,7 @@ def meaning_sentences(text: str, spans: Sequence[tuple[int, int, KnownEntity]]) 
         words = s.group().strip()
         if words.endswith("?") or _IF.search(words) or len(words.split()) < 3:
             continue
-        if _UNREAL.search(words) or _NOT_YET.search(words) or _MEMORY.search(words):
+        if _UNREAL.search(words) or _NOT_YET.search(words) or _MEMORY.search(words) or _DREAM.search(words):
             continue
         named = {e.id: e for a, b, e in spans if s.start() <= a and b <= s.end()}
         for kind, types in _MEANT_TYPES.items():

@@ -588,3 +588,27 @@ async def test_where_the_party_is_carried_into_a_slice_counts_arrivals_read_by_m
     two = await RuleExtractor().extract(recap[1:], KNOWN, here=where[recap[1].id])
     assert "Arrival of Tim at Ironhold" in [e.name for e in one.entities]
     assert [e.name for e in two.entities] == ["Arrival of Tim at Ironhold"]
+
+
+async def test_a_dream_or_a_vision_tells_no_turning_point() -> None:
+    """ "In the vision, you see Tim walk into Ironhold." filed Tim's arrival: what the party sees in a dream or a
+    vision did not happen, any more than a memory did."""
+
+    async def told(*lines: str) -> list[str]:
+        said = await RuleExtractor().extract(entries(*lines), KNOWN)
+        return [e.name for e in said.entities if e.type == EntityType.event]
+
+    for seen in (
+        "In the vision, you see Tim walk into Ironhold.",
+        "You see Tim walk into Ironhold in your dream.",
+        "In your dream, Tim arrives at Ironhold.",
+        "You see a vision of Tim walking into Ironhold.",
+        "In your nightmare, Tim dies.",
+    ):
+        assert await told(seen) == [], seen
+    assert await told("You see Tim walk into Ironhold.") == ["Arrival of Tim at Ironhold"]
+    assert await told("You wake from the dream. Tim walks into Ironhold.") == ["Arrival of Tim at Ironhold"]
+    # a vision told of in a later clause is not what the sentence tells (CRD3 C1E001's opening recap)
+    assert await told("Tim came to you requesting your aid, saying his sister had gone on a vision quest.") == [
+        "Quest from Tim"
+    ]
