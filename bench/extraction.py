@@ -137,14 +137,16 @@ async def review_items(lines: list[Entry], known: list[KnownEntity], embedder: M
     gazetteer = of_mentions(known)  # the pipeline's (extraction.pipeline.propose)
     resolver = NameResolver(known)
     scenes = scene_moves(lines, None, gazetteer)
-    where = whereabouts(lines, narrates, gazetteer, scenes)  # where the party is, carried across slices
+    kept = [e for e in lines if e.id not in talk and (not is_trivial(e.text) or gazetteer.mentions(e.text))]
+    # the episode's turning points by meaning, and where the party is, carried across slices (pipeline.SceneMoves)
+    meant = await meaning_events(kept, narrates, gazetteer, embedder) if embedder else None
+    where = whereabouts(kept, narrates, gazetteer, scenes, meant, retold)
     items: dict[str, Item] = {}
     for start in range(0, len(lines), SLICE):
         part = [e for e in lines[start : start + SLICE] if e.id not in talk]
         part = [e for e in part if not is_trivial(e.text) or gazetteer.mentions(e.text)]
         if not part:
             continue
-        meant = await meaning_events(part, narrates, gazetteer, embedder) if embedder else None
         result = validate_result(
             await RuleExtractor().extract(
                 part, known, narrates=narrates, retold=retold, scenes=scenes, meant=meant, here=where[part[0].id]

@@ -252,13 +252,14 @@ _ASKS = re.compile(
 )
 #: Words anywhere in the sentence that make it a memory, not what happens now (the recap is all memory: not there).
 _PAST = re.compile(r"\b(?:ago|remember|remembers|recall|previously|last\s+time|years?\s+back)\b", re.IGNORECASE)
-#: Words that make the clause of a match no telling of what happened: conditions, intentions, futures,
-#: denials, concessions (a state said in passing: "even though Thordak is dead, the lair ..." tells no death now).
+#: Words that make the clause of a match no telling of what happened: conditions, intentions, futures (a plan:
+#: "Tomorrow you walk to Ironhold", "next week you travel to ..."), denials, concessions (a state said in passing:
+#: "even though Thordak is dead, the lair ..." tells no death now).
 _UNREAL = re.compile(
     r"\b(?:if|unless|whether|though|although|despite|would|could|should|might|may|must|can|cannot|can't|will|"
     r"won't|gonna|going\s+to|"
     r"want|wants|wanted|try|tries|trying|tried|attempt|attempts|about\s+to|not|n't|never|nearly|"
-    r"almost|plan|plans|hope|hopes|chance|kill\s+or)\b|'ll\b|’ll\b",
+    r"almost|plan|plans|hope|hopes|chance|kill\s+or|tomorrow|next\s+(?:week|month|year|time|session))\b|'ll\b|’ll\b",
     re.IGNORECASE,
 )
 #: ... and "before"/"until" of what has not happened yet: ahead of the telling ("before you reach Emon", "wait until
@@ -287,7 +288,15 @@ _NOT_YET_CLAUSE = re.compile(
     re.IGNORECASE,
 )
 #: ... and memories, in play: "a year ago you entered Emon" is no turning point of this session.
-_MEMORY = re.compile(r"\b(?:ago|remember|previously|last\s+time|once)\b", re.IGNORECASE)
+_MEMORY = re.compile(r"\b(?:ago|yesterday|remember|previously|last\s+time|once)\b", re.IGNORECASE)
+#: ... and what the party only sees in a dream or a vision, said before the telling in its sentence or in its clause:
+#: "In the vision, you see Tim walk into Ironhold", "You see Tim walk into Ironhold in your dream"; not a vision told
+#: of in a later clause ("Allura came requesting their aid, saying Kima had gone on a vision quest").
+_DREAM = re.compile(
+    r"\b(?:dreams?|dreaming|dreamt|dreamed|daydreams?|nightmares?|visions?|hallucinations?|hallucinate|imagine|"
+    r"imagines|imagined|imagining)\b",
+    re.IGNORECASE,
+)
 #: The DM's hedges on their own memory: "Grog leapt, if I recall, into the Plane of Air" is no condition.
 _HEDGE = re.compile(
     r"\b(?:if\s+(?:I|we)\s+(?:recall|remember)(?:\s+(?:correctly|right))?|if\s+I['’]m\s+(?:correct|right|not\s+mistaken)"
@@ -376,8 +385,10 @@ _PLAYERS = (
     r"|\b(?i:the|your|our)\s+(?i:party|group|heroes|adventurers|companions)"
     r"|(?:\b(?i:the)\s+)?" + _K.format("s") + r")"
 )
-#: Known names listed before a subject's last: "Thessaly and", "Thessaly, Pike and", "the Briarwoods, the Ravens, and".
-_LISTED = r"(?:(?:\b(?i:the)\s+)?\ue000\d+\ue001(?:\s*,\s*(?:(?i:and)\s+)?|\s+(?i:and)\s+))*"
+#: Known names listed before a subject's last: "Thessaly and", "Thessaly, Pike and", "the Briarwoods, the Ravens, and";
+#: a comma alone is no list ("At the gate of Ironhold, Tim arrives").
+_ONE = r"(?:\b(?i:the)\s+)?\ue000\d+\ue001"
+_LISTED = rf"(?:(?:{_ONE}\s*,\s*)*{_ONE},?\s+(?i:and)\s+)?"
 _ARRIVERS = _PLAYERS.replace("|(?:", "|" + _LISTED + "(?:", 1)  # the known name's alternative, with a list
 _PLAY_ARRIVES = re.compile(
     rf"(?P<subject>{_ARRIVERS})(?:\s*,[^,.!?;:\"“”\ue000\ue001]{{1,60}},)?"  # "You, darting in a forward way, find"
@@ -716,21 +727,36 @@ def _listed(named: Sequence[KnownEntity]) -> str:
 
 #: The party leaving where it is, or travelling away with no place to reach said: "you leave Whitestone behind",
 #: "we set out at dawn", "you ride north for three days". (Travelling to a known place is an arrival: ``_GOES``.)
+#: What it leaves is the place, or nothing: not "you leave a few coins on the bar", "you set off the trap", "you
+#: move on to the next shop", "you run away from the ogre", "you walk toward the bar".
+_SETTLEMENT = r"(?i:city|town|village|hamlet|settlement|camp|keep|castle|citadel|fortress|port|outpost|region|realm)"
+_LEFT = (
+    r"(?:(?:\s+(?i:behind|out\s+of|of|from))?\s+(?:(?:(?i:the|this|your|our)\s+(?:[a-z'-]+\s+){0,2}?)?"
+    + _SETTLEMENT
+    + r"\b|\ue000(?P<left>\d+)\ue001)"
+    # ... or nothing: the clause ends, or a time, a manner, company or a destination follows ("set out at dawn")
+    r"|(?=\s*(?:[.,!?;:—–\"”)]|$|(?i:and|but|then|at|for|with|in|on|by|before|after|once|again|together|as|while|so"
+    r"|behind|now|early|\w+ly)\b)))"
+)
 _PLAY_LEAVES = re.compile(
     rf"(?P<subject>{_PLAYERS})(?:\s*,[^,.!?;:\"“”\ue000\ue001]{{1,60}},)?{_CHAIN}(?:(?i:have|has|had|all|both)\s+)*"
     + _ADVERB
-    + rf"(?:{_class('leave', 'depart', 'set out', 'set off', 'head out', 'ride out', 'move on')}"
-    rf"|{_JOURNEY}\s+(?i:away|off|out|onward|onwards|north|south|east|west|\w+ward)\b)"
+    + rf"(?:(?:{_class('leave', 'depart', 'set out', 'set off', 'head out', 'ride out', 'move on')}"
+    rf"|{_JOURNEY}\s+(?i:away|off|out)\b){_LEFT}"
+    # a direction away, not toward something near: "you ride north for three days", not "rest east of the gate"
+    rf"|{_JOURNEY}\s+(?i:onward|onwards|north|south|east|west|(?!towards?|outwards?|inwards?|forwards?)\w+wards?)\b"
+    r"(?!\s+(?i:of)\b))"
 )
 
 
 def leaves(text: str, found: list[KnownEntity]) -> bool:
     """Whether ``text`` (tagged, a line of the DM's play) tells the party leaving, or travelling with no place to
-    reach: where it was is no longer where the scene is."""
+    reach: where it was is no longer where the scene is. The party: "you", "we", "the party"; a faction or one
+    player character leaving leaves the party where it is."""
     for m in _PLAY_LEAVES.finditer(text):
-        s = m.group("s")
-        party = s is None or found[int(s)].type in _PARTY_TYPES
-        if party and _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
+        left = m.group("left")
+        place = left is None or found[int(left)].type == EntityType.location
+        if m.group("s") is None and place and _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
             return True
     return False
 
@@ -758,10 +784,31 @@ def arrivals_here(text: str, found: list[KnownEntity], here: KnownEntity) -> lis
             continue
         if any(e.type not in (EntityType.npc, EntityType.faction) for e in who):
             continue
-        if _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
+        if _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m) and not _elsewhere(text, m, found, here):
             name = f"Arrival of {_listed(who)} at {here.name}"
             out.append(Event(EventKind.arrival, name, who, place=here, span=(_clause(text, m), end)))
     return out
+
+
+#: What tells an npc arriving somewhere or sometime else than the scene, with no place named: "Meanwhile, back in
+#: Emon, Tim arrives", "Tim arrives home", "Tim arrives back at the palace", "Tim arrives there first".
+_AWAY = r"\b(?i:meanwhile|elsewhere|back|home|there|away)\b"
+_ELSEWHERE_BEFORE = re.compile(_AWAY)
+#: ... after the arrival: a place ("arrives, at last, at the docks") or a later time ("arrives later tonight").
+_ELSEWHERE_AFTER = re.compile(
+    _AWAY + r"|\b(?i:later|soon|tonight|next)\b"
+    rf"|\b(?i:at|in|on|upon|into|inside|outside|near|across)\s+(?:(?i:the|a|an|his|her|their|its|your|our)\b|[{_UPPER}]|\ue000)"
+)
+
+
+def _elsewhere(text: str, m: re.Match[str], found: list[KnownEntity], here: KnownEntity) -> bool:
+    """The arrival's sentence places it away from ``here`` or later than now: words of another place or time
+    (:data:`_ELSEWHERE_AFTER`), or a known place other than ``here``."""
+    start, end = _sentence(text, m)
+    if _ELSEWHERE_BEFORE.search(text, start, m.start()) or _ELSEWHERE_AFTER.search(text, m.end(), end):
+        return True
+    named = (found[int(i)] for i in re.findall(r"\ue000(\d+)\ue001", text[start:end]))
+    return any(e.type == EntityType.location and e.id != here.id for e in named)
 
 
 def _particle(m: re.Match[str]) -> bool:
@@ -825,6 +872,8 @@ def _told(text: str, m: re.Match[str], retold: bool = False) -> bool:
     stop = after.start() if after else end
     clause = re.sub(r"\ue000\d+\ue001", " ", text[begin:stop])
     if _NOT_YET.search(text, begin, m.start()) or _NOT_YET_CLAUSE.search(text, m.end(), stop):
+        return False
+    if _DREAM.search(text, start, stop):  # "In the vision, you see ...", "... into Ironhold in your dream"
         return False
     return _UNREAL.search(clause) is None and (retold or _MEMORY.search(clause) is None)
 
@@ -983,7 +1032,7 @@ def meaning_sentences(text: str, spans: Sequence[tuple[int, int, KnownEntity]]) 
         words = s.group().strip()
         if words.endswith("?") or _IF.search(words) or len(words.split()) < 3:
             continue
-        if _UNREAL.search(words) or _NOT_YET.search(words) or _MEMORY.search(words):
+        if _UNREAL.search(words) or _NOT_YET.search(words) or _MEMORY.search(words) or _DREAM.search(words):
             continue
         named = {e.id: e for a, b, e in spans if s.start() <= a and b <= s.end()}
         for kind, types in _MEANT_TYPES.items():

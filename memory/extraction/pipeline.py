@@ -127,20 +127,20 @@ async def propose(
     # Sponsor reads, the pre-show, breaks, dice and banter: nothing is proposed from them, whatever they name. The
     # segments need the session's lines around these (the DM's "last we left off" may come after the slice).
     everything = await mem.log.session_entries(session_id)
-    offgame, narrates, retold = (talk or SessionTalk())(everything, session.dm_speaker_id, entries)
+    talk = talk or SessionTalk()
+    offgame, narrates, retold = talk(everything, session.dm_speaker_id, entries)
     told = [e for e in entries if e.id not in offgame]
     stats.entries_skipped_offgame = len(entries) - len(told)
-    # A turn naming a known entity is kept even if it looks like table talk ("Brom, lol").
-    kept = [e for e in told if not is_trivial(e.text) or gazetteer.mentions(e.text)]
+    kept = _kept(told, gazetteer)
     stats.entries_skipped_trivial = len(told) - len(kept)
     if not kept:
         return None
     kept = by_role(kept, session.dm_speaker_id)
     scenes = scenes or SceneMoves()
-    moves = scenes(everything, session.dm_speaker_id, known, gazetteer)
-    meant = None
-    if embedder is not None and isinstance(extractor, RuleExtractor):  # an LLM reads what a line means itself
-        meant = await meaning_events(kept, narrates, gazetteer, embedder)
+    # an LLM reads what a line means itself
+    reads_meaning = embedder if isinstance(extractor, RuleExtractor) else None
+    moves = await scenes(everything, session.dm_speaker_id, known, gazetteer, talk, reads_meaning)
+    meant = scenes.meant if reads_meaning is not None else None
     raw = await extractor.extract(
         kept, known, narrates=narrates, retold=retold, scenes=moves, meant=meant, here=scenes.here(kept[0].id)
     )
@@ -187,29 +187,47 @@ def scene_moves(
     return scene_arrivals([(e.id, named.get(e.id, []) if e.id not in talk else []) for e in entries])
 
 
+def _kept(told: Sequence[Entry], gazetteer: Gazetteer[KnownEntity]) -> list[Entry]:
+    """The lines of ``told`` (in game) extraction reads: a turn naming a known entity is kept even if it looks like
+    table talk ("Brom, lol")."""
+    return [e for e in told if not is_trivial(e.text) or gazetteer.mentions(e.text)]
+
+
 class SceneMoves:
-    """:func:`scene_moves` of a session and where the party is at each line (``rules.whereabouts``), kept while its
-    lines and the known entities stay the same: the extraction job reads the whole session for each slice it files
-    (0.13 s on a 2,000-line episode, a dozen slices)."""
+    """:func:`scene_moves` of a session, the turning points its DM's lines tell by meaning (:func:`meaning_events`)
+    and where the party is at each line (``rules.whereabouts``), kept while its lines and the known entities stay
+    the same: the extraction job reads the whole session for each slice it files (0.13 s on a 2,000-line episode, a
+    dozen slices), and where the party is must not depend on where a slice begins."""
 
     def __init__(self) -> None:
-        self._read: tuple[list[Entry], str | None, list[KnownEntity]] | None = None
+        self._read: tuple[list[Entry], str | None, list[KnownEntity], Embedder | None] | None = None
         self._moves: dict[int, list[KnownEntity]] = {}
         self._where: dict[int, KnownEntity | None] = {}
+        #: The session's turning points told by meaning, by entry id (none without an embedder).
+        self.meant: dict[int, list[Event]] = {}
 
-    def __call__(
+    async def __call__(
         self,
         entries: Sequence[Entry],
         dm_speaker_id: str | None,
         known: Sequence[KnownEntity],
         gazetteer: Gazetteer[KnownEntity],
+        talk: SessionTalk | None = None,
+        embedder: Embedder | None = None,
     ) -> dict[int, list[KnownEntity]]:
-        """``scene_moves`` of ``entries``; ``gazetteer``: that of ``known`` (a new one, or a line revised, is
-        read again: a place proposed by an earlier slice may be where the scene moves in a later one)."""
-        read = (list(entries), dm_speaker_id, list(known))
+        """``scene_moves`` of ``entries`` (all the session's lines); ``gazetteer``: that of ``known`` (a new one,
+        or a line revised, is read again: a place proposed by an earlier slice may be where the scene moves in a
+        later one). ``talk``: the session's out-of-game talk and recap; ``embedder``: the rules read the DM's lines
+        by meaning too, and so does where the party is."""
+        read = (list(entries), dm_speaker_id, list(known), embedder)
         if read != self._read:
             self._moves = scene_moves(entries, dm_speaker_id, gazetteer)
-            self._where = whereabouts(entries, narrator(entries, dm_speaker_id), gazetteer, self._moves)
+            # the lines as each slice's extract reads them, and what it folds in: the same carried state whichever
+            # rule found the party's arrival, wherever the job cuts the session
+            offgame, narrates, retold = (talk or SessionTalk())(entries, dm_speaker_id, entries)
+            lines = _kept([e for e in entries if e.id not in offgame], gazetteer)
+            self.meant = await meaning_events(lines, narrates, gazetteer, embedder) if embedder else {}
+            self._where = whereabouts(lines, narrates, gazetteer, self._moves, self.meant, retold)
             self._read = read
         return self._moves
 

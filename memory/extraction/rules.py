@@ -195,14 +195,7 @@ class RuleExtractor:
                         out.fact(mention.name, "took_part_in", event.name, None, entry.id)
                         told.append(event)
                 told += [e for e in scene_deaths(text, found, list(scene)) if e.name not in {t.name for t in told}]
-                for place in (scenes or {}).get(entry.id, ()):  # the scene moved there: see scene_arrivals
-                    if not _arrived(told, place):
-                        told.append(Event(EventKind.arrival, f"Arrival at {place.name}", place=place))
-                told += [
-                    e
-                    for e in (meant or {}).get(entry.id, ())
-                    if e.name not in {t.name for t in told} and not (e.place and _arrived(told, e.place))
-                ]
+                told = _folded(told, (scenes or {}).get(entry.id, ()), (meant or {}).get(entry.id, ()))
                 if here is not None:
                     told += arrivals_here(text, found, here)
                 here = _moved(here, text, found, told)  # where an npc arriving with no place comes next
@@ -350,20 +343,35 @@ def whereabouts(
     by_dm: Callable[[Entry], bool],
     gazetteer: Gazetteer[KnownEntity],
     scenes: Mapping[int, Sequence[KnownEntity]],
+    meant: Mapping[int, Sequence[Event]] | None = None,
+    retold: Collection[int] = frozenset(),
 ) -> dict[int, KnownEntity | None]:
-    """Where the party is as each of a session's lines (all of them, in order) begins, as the DM's lines tell it
-    (:func:`_moved`; ``scenes``: the session's scene moves): the ``here`` a slice of them is extracted from."""
+    """Where the party is as each of a session's lines (those extract reads, in order) begins, as the DM's lines
+    tell it (:func:`_moved`; ``scenes``: the session's scene moves, ``meant``: its turning points read by meaning,
+    ``retold``: its opening recap's lines, as :meth:`RuleExtractor.extract` takes them): the ``here`` a slice of
+    them is extracted from, the same wherever the slice begins."""
     out: dict[int, KnownEntity | None] = {}
     here: KnownEntity | None = None
     for entry in entries:
         out[entry.id] = here
         if by_dm(entry):
             text, found = _tag(gazetteer, entry.text)  # as extract reads it
-            told = [Event(EventKind.arrival, f"Arrival at {p.name}", place=p) for p in scenes.get(entry.id, ())]
-            if any(e.type == EntityType.location for e in found):  # only those can tell an arrival: events costs
-                told = events(text, found) + told
+            placed = any(e.type == EntityType.location for e in found)  # only those can tell an arrival: events costs
+            told = events(text, found, retold=entry.id in retold) if placed else []
+            told = _folded(told, scenes.get(entry.id, ()), (meant or {}).get(entry.id, ()))
             here = _moved(here, text, found, told)
     return out
+
+
+def _folded(told: list[Event], moves: Sequence[KnownEntity], meant: Sequence[Event]) -> list[Event]:
+    """A DM's line's turning points (``told``, by its clauses) with the places its scene moved to (see
+    ``scene_arrivals``) and those read by meaning (``meant``), each not told by a clause already."""
+    told = list(told)
+    for place in moves:
+        if not _arrived(told, place):
+            told.append(Event(EventKind.arrival, f"Arrival at {place.name}", place=place))
+    names = {t.name for t in told}
+    return told + [e for e in meant if e.name not in names and not (e.place and _arrived(told, e.place))]
 
 
 def _moved(here: KnownEntity | None, text: str, found: list[KnownEntity], told: list[Event]) -> KnownEntity | None:

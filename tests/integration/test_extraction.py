@@ -1291,6 +1291,25 @@ async def test_an_npc_arriving_with_no_place_before_the_party_arrived_anywhere_f
     assert events == ["new event 'Arrival at Ironhold': an arrival"]
 
 
+async def test_an_arrival_read_by_meaning_is_where_the_party_is_in_a_later_slice(
+    world: CampaignMemory, memory: Memory
+) -> None:
+    """Where the party is, carried into a slice, left out the arrivals the meaning rule reads: Brom arriving with no
+    place was filed at the inn read as one slice, and nowhere once the job cut the session before his line."""
+    await world.graph.add_entity(EntityIn(name="The Nestled Nook Inn", type=EntityType.place))
+    line = (  # CRD3 C2E002 turn 371: an arrival no clause rule reads (see the test of the meaning rule above)
+        "They escort you guys to the actual inn itself, to the bottom floor of the Nestled Nook Inn, watch you enter, "
+        "and then post up right outside the main entrance to the tavern."
+    )
+    entries = await write(
+        world, [("DM", line), ("DM", "The rain keeps falling on the roofs."), ("DM", "Brom arrives with the guards.")]
+    )
+    ctx = jobs.JobContext(memory=memory, embedder=MiniLMEmbedder(), embedding_model=MiniLMEmbedder.model_name)
+    await jobs.extract_session(ctx, world.campaign_id, entries[0].session_id, slice_size=2)
+    items = [item.describe() for item in await world.review.pending(limit=100)]
+    assert "new event 'Arrival of Brom at The Nestled Nook Inn': an arrival" in items, items
+
+
 async def test_where_the_scene_moved_is_read_once_a_job_run_while_the_lines_and_entities_stay(
     world: CampaignMemory, memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

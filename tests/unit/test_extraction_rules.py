@@ -608,3 +608,153 @@ async def test_an_npc_arriving_with_no_place_arrives_where_the_party_last_arrive
     assert await arrivals("You walk to Ironhold.", "If Tim arrives, run.", "Tim arrives at dawn?") == [
         "Arrival at Ironhold"
     ]
+
+
+async def test_an_npc_arriving_elsewhere_or_home_is_not_filed_where_the_party_is() -> None:
+    """ "Tim arrives back at the palace" and "Meanwhile, back in Emon, Tim arrives" were filed at Ironhold, where the
+    party last arrived: an npc arriving with no known place is the scene's only when the sentence puts it nowhere
+    else."""
+
+    async def arrivals(*lines: str) -> list[str]:
+        said = await RuleExtractor().extract(entries(*lines), [*KNOWN, emon])
+        return [e.name for e in said.entities if e.name.startswith("Arrival of")]
+
+    emon = KnownEntity(id=7, name="Emon", type=EntityType.place)
+    for elsewhere in (
+        "Tim arrives back at the palace.",
+        "Tim arrives home.",
+        "Meanwhile, back in Emon, Tim arrives with the guards.",
+        "In Emon, Tim arrives with the guards.",  # another known place
+        "Tim arrives, at last, at the docks.",
+        "Tim arrives there first.",
+        "Tim arrives later tonight.",
+        "Tim arrived yesterday.",
+    ):
+        assert await arrivals("You walk to Ironhold.", elsewhere) == [], elsewhere
+    for here in (
+        "Tim arrives with the guards.",
+        "Moments later, Tim arrives with the guards.",  # a time of the scene
+        "At the gate of Ironhold, Tim arrives with the guards.",  # the scene's own place
+        "Tim arrives to find the city burning.",
+    ):
+        assert await arrivals("You walk to Ironhold.", here) == ["Arrival of Tim at Ironhold"], here
+
+
+async def test_a_future_time_makes_a_plan_not_a_turning_point() -> None:
+    """ "Tomorrow you walk to Ironhold." filed the party's arrival (a time opening a sentence stands before its
+    subject, for "The next morning you walk to ..."), and moved where npcs arriving with no place arrive."""
+
+    async def told(*lines: str) -> list[str]:
+        said = await RuleExtractor().extract(entries(*lines), [*KNOWN, emon])
+        return [e.name for e in said.entities if e.type == EntityType.event]
+
+    emon = KnownEntity(id=7, name="Emon", type=EntityType.place)
+    for plan in (
+        "Tomorrow you walk to Ironhold.",
+        "Next week you travel to Ironhold.",
+        "Plan is simple. Tomorrow you head to Ironhold and meet Tim.",
+        "You reach Ironhold tomorrow.",
+        "Tomorrow Tim dies.",
+    ):
+        assert await told(plan) == [], plan
+    assert await told("You walk to Ironhold.", "Tim arrives tomorrow.") == ["Arrival at Ironhold"]
+    assert await told("You walk to Ironhold.", "Tomorrow you ride to Emon.", "Tim arrives with the guards.") == [
+        "Arrival at Ironhold",
+        "Arrival of Tim at Ironhold",
+    ]
+    # a time of the story, not of a plan
+    assert await told("The next morning you walk to Ironhold.") == ["Arrival at Ironhold"]
+    assert await told("That night you arrive at Ironhold.") == ["Arrival at Ironhold"]
+
+
+async def test_the_party_leaves_only_when_it_leaves_the_place_not_a_thing_nor_one_of_it() -> None:
+    """ "You leave a few coins on the bar", "You set off the trap", "You walk toward the bar" read as the party
+    leaving, and so did a faction or one player character: Tim arriving next was filed nowhere."""
+    guard = KnownEntity(id=7, name="Iron Guard", type=EntityType.faction)
+
+    async def arrivals(*lines: str) -> list[str]:
+        said = await RuleExtractor().extract(entries(*lines), [*KNOWN, guard])
+        return [e.name for e in said.entities if e.name.startswith("Arrival")]
+
+    for staying in (
+        "You leave a few coins on the bar.",
+        "You leave him a note.",
+        "You leave the door open.",
+        "You set off the trap.",
+        "You walk toward the bar.",
+        "You fly off the handle.",
+        "You run off the goblins.",
+        "You run away from the ogre.",
+        "You guys rest east of the gate.",
+        "Okay, we take a break. We leave it here.",
+        "We move on to the next round of combat.",
+        "The Iron Guard leaves.",  # a faction, not the party
+        "Vex'ahlia leaves to scout ahead.",  # one of the party
+        "Vex'ahlia runs off.",
+    ):
+        assert await arrivals("You walk to Ironhold.", staying, "Tim arrives with the guards.") == [
+            "Arrival at Ironhold",
+            "Arrival of Tim at Ironhold",
+        ], staying
+    for leaving in (
+        "You leave Ironhold.",
+        "You head out of town.",
+        "We leave the village behind.",
+        "You ride away.",
+        "The party sets off for the coast.",
+        "You guys pack up and leave.",
+        "You ride westward.",
+    ):
+        assert await arrivals("You walk to Ironhold.", leaving, "Tim arrives with the guards.") == [
+            "Arrival at Ironhold"
+        ], leaving
+
+
+async def test_where_the_party_is_carried_into_a_slice_counts_arrivals_read_by_meaning_and_in_the_recap() -> None:
+    """``whereabouts`` folded in the clause rules and the scene moves but not the meaning rule's arrivals (nor read
+    the opening recap as a recap), which ``extract`` does: the same lines gave Tim's arrival read as one slice and
+    nothing read as two."""
+    lines = entries(
+        "The gates of Ironhold close behind you as you ride in.",  # no clause rule reads it: the meaning rule may
+        "The rain keeps falling.",
+        "Tim arrives with the guards.",
+    )
+    iron = KNOWN[1]
+    meant = {lines[0].id: [Event(EventKind.arrival, "Arrival at Ironhold", place=iron)]}
+    one = await RuleExtractor().extract(lines, KNOWN, meant=meant, narrates=lambda e: True)
+    assert "Arrival of Tim at Ironhold" in [e.name for e in one.entities]
+    where = whereabouts(lines, lambda e: True, of_mentions(KNOWN), {}, meant)
+    assert where[lines[2].id] == iron
+    two = await RuleExtractor().extract(lines[2:], KNOWN, here=where[lines[2].id], narrates=lambda e: True)
+    assert [e.name for e in two.entities] == ["Arrival of Tim at Ironhold"]
+
+    recap = entries("Last we left off, you traveled north to Ironhold.", "Tim arrives with the guards.")
+    one = await RuleExtractor().extract(recap, KNOWN, retold={recap[0].id})
+    where = whereabouts(recap, lambda e: True, of_mentions(KNOWN), {}, retold={recap[0].id})
+    two = await RuleExtractor().extract(recap[1:], KNOWN, here=where[recap[1].id])
+    assert "Arrival of Tim at Ironhold" in [e.name for e in one.entities]
+    assert [e.name for e in two.entities] == ["Arrival of Tim at Ironhold"]
+
+
+async def test_a_dream_or_a_vision_tells_no_turning_point() -> None:
+    """ "In the vision, you see Tim walk into Ironhold." filed Tim's arrival: what the party sees in a dream or a
+    vision did not happen, any more than a memory did."""
+
+    async def told(*lines: str) -> list[str]:
+        said = await RuleExtractor().extract(entries(*lines), KNOWN)
+        return [e.name for e in said.entities if e.type == EntityType.event]
+
+    for seen in (
+        "In the vision, you see Tim walk into Ironhold.",
+        "You see Tim walk into Ironhold in your dream.",
+        "In your dream, Tim arrives at Ironhold.",
+        "You see a vision of Tim walking into Ironhold.",
+        "In your nightmare, Tim dies.",
+    ):
+        assert await told(seen) == [], seen
+    assert await told("You see Tim walk into Ironhold.") == ["Arrival of Tim at Ironhold"]
+    assert await told("You wake from the dream. Tim walks into Ironhold.") == ["Arrival of Tim at Ironhold"]
+    # a vision told of in a later clause is not what the sentence tells (CRD3 C1E001's opening recap)
+    assert await told("Tim came to you requesting your aid, saying his sister had gone on a vision quest.") == [
+        "Quest from Tim"
+    ]
