@@ -100,3 +100,25 @@ def test_the_progress_bars_say_what_the_recap_waits_for_as_the_worker_does() -> 
     [said] = re.findall(r"^- \*\*recapped\*\*: (.*?)(?=\n\S|\n\n)", page, re.M | re.S)
     assert EXTRACT in _SUMMARY_WAITS_FOR and CHUNK not in _SUMMARY_WAITS_FOR
     assert "waits for the extraction, not for the embedding" in " ".join(said.split()), said
+
+
+def _user_pages() -> list:
+    return [reference.ROOT / "README.md", *sorted((reference.ROOT / "docs").rglob("*.md"))]
+
+
+def test_the_readme_and_the_index_show_the_same_recall_sample_with_todays_type_names() -> None:
+    """The index's sample was older than the README's, and both said "Ironhold (place)": the product says location."""
+    readme, index = ((reference.ROOT / f).read_text(encoding="utf-8") for f in ("README.md", "docs/index.md"))
+    [sample] = {page.split("```text\n", 1)[1].split("```", 1)[0] for page in (readme, index)}
+    assert "Ironhold (location)" in sample and "—blacksmith_of→" not in sample  # facts are said in words
+    for path in _user_pages():
+        text = path.read_text(encoding="utf-8")
+        assert "type: place" not in text and "| place " not in text, f"{path.name}: the type is location"
+
+
+def test_a_slash_command_in_the_docs_names_its_option() -> None:
+    for path in _user_pages():
+        if path.parent.name == "reference":  # generated: headings and option tables
+            continue
+        found = re.search(r"/recall (?!query:)\w", path.read_text(encoding="utf-8"))
+        assert found is None, f"{path.name}: {found[0]!r} (Discord needs query:)"
