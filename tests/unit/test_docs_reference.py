@@ -122,3 +122,16 @@ def test_a_slash_command_in_the_docs_names_its_option() -> None:
             continue
         found = re.search(r"/recall (?!query:)\w", path.read_text(encoding="utf-8"))
         assert found is None, f"{path.name}: {found[0]!r} (Discord needs query:)"
+
+
+def test_the_backup_command_archives_the_data_folder_a_dm_set(tmp_path) -> None:
+    """It was `tar … -C /var/lib lorekeeper`: root's folder only, nothing of a DM running as themself."""
+    page = (reference.ROOT / "docs" / "guide" / "backups.md").read_text(encoding="utf-8")
+    [command] = re.findall(r"## The embedded database.*?```bash\n(.*?)```", page, re.S)
+    data = tmp_path / "my data"
+    (data / "pg").mkdir(parents=True)
+    (data / "pg" / "PG_VERSION").write_text("16")
+    env = {**os.environ, "LOREKEEPER_DATA_DIR": str(data)}
+    subprocess.run(["bash", "-ec", command], cwd=tmp_path, env=env, check=True, timeout=60)
+    listed = subprocess.run(["tar", "-tzf", "lorekeeper.tgz"], cwd=tmp_path, capture_output=True, text=True)
+    assert "my data/pg/PG_VERSION" in listed.stdout.splitlines()
