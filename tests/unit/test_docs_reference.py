@@ -135,3 +135,24 @@ def test_the_backup_command_archives_the_data_folder_a_dm_set(tmp_path) -> None:
     subprocess.run(["bash", "-ec", command], cwd=tmp_path, env=env, check=True, timeout=60)
     listed = subprocess.run(["tar", "-tzf", "lorekeeper.tgz"], cwd=tmp_path, capture_output=True, text=True)
     assert "my data/pg/PG_VERSION" in listed.stdout.splitlines()
+
+
+def test_the_command_line_page_names_every_command_help_lists() -> None:
+    """`lorekeeper --help` listed mcp; the page's list of what it shows did not."""
+    from bot.cli import ADMIN, COMMANDS
+
+    page = (reference.ROOT / "docs" / "guide" / "command-line.md").read_text(encoding="utf-8")
+    [everyday, admin] = re.findall(r"\(([a-z, ]+)\)", " ".join(page.split("\n\n", 2)[1].split()))[:2]
+    assert everyday.split(", ") == [name for name in COMMANDS if name not in ADMIN]
+    assert admin.split(", ") == list(ADMIN)
+
+
+def test_the_recording_page_names_every_field_of_a_jsonl_line() -> None:
+    """A .jsonl line's "session" (it picks the session) was in `ingest --help`, not in the page's table."""
+    from bot.cli import ingest
+
+    [fields] = re.findall(r"\.jsonl +(\{.*\})", ingest.ingest.help or "")
+    page = (reference.ROOT / "docs" / "guide" / "recording.md").read_text(encoding="utf-8")
+    [row] = re.findall(r"^\| `\.jsonl` \|.*$", page, re.M)
+    for field in set(re.findall(r'"(\w+)"', fields)) - {"word", "confidence"}:
+        assert f'"{field}"' in row or f"`{field}`" in row, field
