@@ -156,3 +156,10 @@ def test_the_recording_page_names_every_field_of_a_jsonl_line() -> None:
     [row] = re.findall(r"^\| `\.jsonl` \|.*$", page, re.M)
     for field in set(re.findall(r'"(\w+)"', fields)) - {"word", "confidence"}:
         assert f'"{field}"' in row or f"`{field}`" in row, field
+
+
+def test_every_page_of_the_dms_guide_is_one_its_nav_lists() -> None:
+    """A page the guide's nav does not list still shows in "Guide for DMs" (its glob): the developers' page did."""
+    guide = reference.ROOT / "docs" / "guide"
+    listed = re.findall(r"^  - (\S+\.md)$", (guide / ".nav.yml").read_text(encoding="utf-8"), re.M)
+    assert sorted(listed) == sorted(p.name for p in guide.glob("*.md"))
