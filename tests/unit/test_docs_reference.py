@@ -166,3 +166,12 @@ def test_every_page_of_the_dms_guide_is_one_its_nav_lists() -> None:
     guide = reference.ROOT / "docs" / "guide"
     listed = re.findall(r"^  - (\S+\.md)$", (guide / ".nav.yml").read_text(encoding="utf-8"), re.M)
     assert sorted(listed) == sorted(p.name for p in guide.glob("*.md"))
+
+
+def test_the_dms_guide_leaves_code_and_measured_figures_to_the_developers_pages() -> None:
+    """The guide said "cosine 0.45", `memory/offgame.py`, a Python API and "reverted ≥ 96 %": a DM's page says what
+    happens and what to do; the rules are in docs/rules.md, the figures in bench/README.md."""
+    for path in sorted((reference.ROOT / "docs" / "guide").glob("*.md")):
+        prose = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.S)  # sample output may say 61%
+        for found in re.finditer(r"`memory[./]\w+|\bcosine\b|\bBM25\b|\d ?%|\babout \d+ tokens\b", prose):
+            raise AssertionError(f"{path.name}: {found[0]!r}")
