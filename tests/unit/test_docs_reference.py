@@ -175,3 +175,14 @@ def test_the_dms_guide_leaves_code_and_measured_figures_to_the_developers_pages(
         prose = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.S)  # sample output may say 61%
         for found in re.finditer(r"`memory[./]\w+|\bcosine\b|\bBM25\b|\d ?%|\babout \d+ tokens\b", prose):
             raise AssertionError(f"{path.name}: {found[0]!r}")
+
+
+def test_commands_in_the_docs_run_as_written() -> None:
+    """`python -m campaigns.build_examples` needs the venv's python (and wrote over the shipped file without --out);
+    `/session start Test` needs `title:` in Discord."""
+    for path in _user_pages():
+        text = path.read_text(encoding="utf-8")
+        for found in re.finditer(r"(?<![/\w])python -m campaigns\.\w+|/session start (?!title:)[A-Z]\w*", text):
+            raise AssertionError(f"{path.name}: {found[0]!r}")
+        for build in re.findall(r"python -m campaigns\.build_examples.*", text):
+            assert "--out" in build, f"{path.name}: {build!r} writes over the shipped example"
