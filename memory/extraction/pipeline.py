@@ -12,8 +12,12 @@ from __future__ import annotations
 import logging
 import unicodedata
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from memory.errors import AlreadyExistsError, InvalidInputError
 from memory.extraction.events import (
@@ -272,6 +276,26 @@ _prototypes: weakref.WeakKeyDictionary[Embedder, tuple[dict[EventKind, list[list
 )
 
 
+#: Each embedder's vectors of the DM's sentences lately read, newest last: the extraction job reads the whole
+#: session again for each batch a live session writes, and only the new sentences need the model.
+_said: weakref.WeakKeyDictionary[Embedder, OrderedDict[str, Any]] = weakref.WeakKeyDictionary()
+SAID_KEPT = 8192  # float32 vectors of 384: 12 MiB
+
+
+async def _embedded(embedder: Embedder, texts: list[str]) -> list[Any]:
+    """``embedder``'s vectors of ``texts``, from :data:`_said` where it holds them (float32 holds MiniLM's exactly)."""
+    kept = _said.setdefault(embedder, OrderedDict())
+    new = list(dict.fromkeys(t for t in texts if t not in kept))
+    for text, vector in zip(new, await embedder.embed(new) if new else [], strict=True):
+        kept[text] = np.asarray(vector, dtype=np.float32)
+    for text in texts:
+        kept.move_to_end(text)
+    vectors = [kept[t] for t in texts]
+    while len(kept) > SAID_KEPT:
+        kept.popitem(last=False)
+    return vectors
+
+
 async def meaning_events(
     entries: Sequence[Entry], narrates: Callable[[Entry], bool], gazetteer: Gazetteer[KnownEntity], embedder: Embedder
 ) -> dict[int, list[Event]]:
@@ -292,7 +316,7 @@ async def meaning_events(
         by_kind = {kind: await embedder.embed(texts) for kind, texts in PROTOTYPES.items()}
         _prototypes[embedder] = (by_kind, await embedder.embed(NEAR_MISSES))
     prototypes, near_misses = _prototypes[embedder]
-    said = iter(await embedder.embed([c.text for found in sentences.values() for c in found]))
+    said = iter(await _embedded(embedder, [c.text for found in sentences.values() for c in found]))
     out: dict[int, list[Event]] = {}
     for entry_id, found in sentences.items():
         if told := meant_events(found, [next(said) for _ in found], prototypes, near_misses):

@@ -936,6 +936,37 @@ async def test_the_dms_lines_tell_turning_points_by_meaning_with_minilm() -> Non
     assert await meaning_events(lines, narrates, gazetteer, OtherModel()) == {}
 
 
+class CountingMiniLM(MiniLMEmbedder):
+    """The real model, counting the texts it is asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.asked += texts
+        return await super().embed(texts)
+
+
+@pytest.mark.slow
+async def test_a_session_read_again_embeds_only_the_dms_new_sentences() -> None:
+    """The extraction job reads the whole session by meaning for each batch a live session writes: the sentences
+    read before are not embedded again, and what they tell is the same."""
+    gazetteer = Gazetteer(KNOWN)
+    first = entries(("MATT", "Grog's still rolled on his back, eyes just dead, lifeless."))
+    embedder = CountingMiniLM()
+    told = await meaning_events(first, narrator(first, None), gazetteer, embedder)
+    asked = len(embedder.asked)
+    assert asked > 0 and [e.name for e in told[first[0].id]] == ["Death of Grog Strongjaw"]
+    more = entries(
+        ("MATT", "Grog's still rolled on his back, eyes just dead, lifeless."),
+        ("MATT", "They escort you guys to the gates of Whitestone and watch you enter."),
+    )
+    again = await meaning_events(more, narrator(more, None), gazetteer, embedder)
+    assert embedder.asked[asked:] == ["They escort you guys to the gates of Whitestone and watch you enter."]
+    assert [e.name for e in again[more[0].id]] == ["Death of Grog Strongjaw"]
+
+
 async def test_the_rules_propose_a_turning_point_told_by_meaning_once() -> None:
     lines = entries(("MATT", "They escort you to the gates of Whitestone, where Grog arrives at Whitestone."))
     meant_here = {lines[0].id: [Event(EventKind.arrival, "Arrival at Whitestone", place=WHITESTONE)]}
