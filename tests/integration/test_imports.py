@@ -40,7 +40,7 @@ async def test_an_import_waits_as_one_batch_then_is_accepted_whole(campaign: Cam
     assert batch.status == "pending" and batch.ref == "b" + str(batch.id)
     assert (await count(campaign, "entities"), await count(campaign, "relationships")) == (0, 0)  # nothing yet
     card = batch.card()
-    assert card.startswith(f"Import {batch.ref} (foundry: actors.db, folders.db, journal.db, scenes.db, world.json)")
+    assert card.startswith(f"Import {batch.ref} (foundry: actors.db, journal.db, scenes.db)")  # what gave something
     assert "7 entities (7 new, 0 updated), 1 fact, 1 of them DM-only" in card
     assert "- Captain Ilse (player): Our fearless captain." in card
     assert [b.id for b in await batches.pending(campaign)] == [batch.id]
