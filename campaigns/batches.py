@@ -555,8 +555,8 @@ async def _plan_again(tx: CampaignMemory, accepted: ImportBatch) -> None:
             async with tx.db.transaction():  # a savepoint: a failed query of its plan leaves this accept whole
                 resolved = await resolve(tx, other.world)
                 report = await _tried(tx, other.world, resolved, None)
-        except Exception as exc:  # a plan that cannot load now, whyever: the card says it is old
-            log.warning("import batch %s could not be planned again after %s: %r", other.ref, accepted.ref, exc)
+        except Exception as exc:  # a plan that cannot load now, whyever: its card says it is old, its accept why
+            log.info("import batch %s could not be planned again after %s: %r", other.ref, accepted.ref, exc)
             changed: dict[str, Any] = {"stale_after": accepted.ref}
             counts = (other.entities, other.relationships)
         else:
