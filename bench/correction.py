@@ -48,7 +48,7 @@ from memory.correction.evidence import word_zipf
 from memory.correction.llm import LLMCorrector
 from memory.correction.pronounce import name_phones, warm
 from memory.correction.text import normalize, tokenize
-from memory.models import Correction
+from memory.models import PERSON_TYPES, Correction
 from memory.providers.llm import LLMError, OpenAILLM
 
 DATA = Path(os.environ.get("LOREKEEPER_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -100,7 +100,7 @@ def _alias_worthy(surface: str, count: int, entity: dict) -> bool:
 def crd3_entities() -> list[EntityName]:
     """The wiki's entities, the example campaign's npcs and player characters (513 of its 518) marked as people."""
     wiki = json.loads((CRD3 / "crd3_wiki_entities.json").read_text())
-    people = _example_names("npc", "player")
+    people = _example_names(*PERSON_TYPES)
     entities = []
     for i, e in enumerate(wiki):
         name = _spoken(e["canonical"])

@@ -60,7 +60,7 @@ from memory.extraction.salience import is_trivial  # noqa: E402
 from memory.extraction.schema import players  # noqa: E402
 from memory.extraction.validate import validate_result  # noqa: E402
 from memory.gazetteer import Gazetteer, of_mentions  # noqa: E402
-from memory.models import EntityType, Entry  # noqa: E402
+from memory.models import PERSON_TYPES, EntityType, Entry  # noqa: E402
 from memory.offgame import narrator, out_of_game  # noqa: E402
 from memory.providers.embeddings import MiniLMEmbedder  # noqa: E402
 
@@ -78,7 +78,7 @@ TURNING: dict[str, tuple[re.Pattern[str], frozenset[EntityType]]] = {
             r"executed?|executes|murder|murdered|murders)\b",
             re.IGNORECASE,
         ),
-        frozenset({EntityType.npc, EntityType.player, EntityType.faction}),
+        PERSON_TYPES | {EntityType.faction},
     ),
     "arrival": (
         re.compile(

@@ -11,6 +11,7 @@ found by its tool's id first (``entity_source_ids``): renamed in the tool, it re
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,11 +23,13 @@ from campaigns.imports import ImportedWorld
 from campaigns.imports.common import NOTES_TYPE, World, notes_of, secret_text
 from campaigns.load import LoadChange, LoadReport, Progress, apply_campaign_file
 from campaigns.schema import RENAMES_FIRST, CampaignFile, EntitySpec, RelationshipSpec, name_key
-from memory.errors import AlreadyDecidedError, InvalidInputError, MemoryError_, NotFoundError
+from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
 from memory.graph.sql import ENTITY_SELECT, entity_from_row
 from memory.models import Entity, Visibility
 from memory.store import CampaignMemory
 from memory.text import clip, counted
+
+log = logging.getLogger(__name__)
 
 #: Entities and facts a batch's card shows by name before it says how many more there are.
 SAMPLE = 5
@@ -545,12 +548,15 @@ async def _plan_again(tx: CampaignMemory, accepted: ImportBatch) -> None:
     """Plan again the batches still waiting, against the campaign ``accepted`` changed: their cards said what they
     would do before it (new entities it has made since, renames it made), and now say it changed. Tried on the
     campaign as staging does, for what it would leave unchanged; one that could no longer load is refused whole
-    when accepted."""
+    when accepted. Accepting one batch never fails for another's sake: whatever stops another's plan, its own
+    accept says."""
     for other in await pending(tx):
         try:
-            resolved = await resolve(tx, other.world)
-            report = await _tried(tx, other.world, resolved, None)
-        except (ValueError, MemoryError_):  # a plan that cannot load now: the accept says why; the card says it is old
+            async with tx.db.transaction():  # a savepoint: a failed query of its plan leaves this accept whole
+                resolved = await resolve(tx, other.world)
+                report = await _tried(tx, other.world, resolved, None)
+        except Exception as exc:  # a plan that cannot load now, whyever: its card says it is old, its accept why
+            log.info("import batch %s could not be planned again after %s: %r", other.ref, accepted.ref, exc)
             changed: dict[str, Any] = {"stale_after": accepted.ref}
             counts = (other.entities, other.relationships)
         else:

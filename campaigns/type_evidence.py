@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from campaigns.files import read_campaign_file
-from memory.models import EntityType
+from memory.models import PERSON_TYPES, EntityType
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CRD3 = Path(os.environ.get("LOREKEEPER_DATA", ROOT.parent / "shared" / "data")) / "crd3"
@@ -93,7 +93,7 @@ def evidence_kind(found: Counter[str], min_cues: int = MIN_CUES) -> str | None:
 
 
 def kind_of(entity_type: EntityType) -> str:
-    if entity_type in (EntityType.npc, EntityType.player):
+    if entity_type in PERSON_TYPES:
         return "person"
     return "place" if entity_type == EntityType.place else "other"
 

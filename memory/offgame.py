@@ -136,12 +136,15 @@ _BANTER = re.compile(
     re.IGNORECASE,
 )
 # The table talking about the game, in a short aside ("we don't know that in character", "I lost 1 in the first
-# session", "can I narrate what happens"): a longer line with these words is often the DM's story too. A past session
-# that sets the time of a clause told after it is the story's recap ("Last session, you slew Thordak", "In the last
-# session, Mira gave you the key"), not an aside.
-_ASIDE = re.compile(
-    r"\b(?:in character|(?:this|next) session|narrate|(?:last|first|previous) session"
-    r"(?![,:]?\s+(?:we|you|they|he|she|our|your|the party|(?!I\b)(?-i:[A-Z]))))\b",
+# session", "can I narrate what happens"): a longer line with these words is often the DM's story too.
+_ASIDE_WORDS = r"in character|(?:this|next) session|narrate"
+_ASIDE = re.compile(rf"\b(?:{_ASIDE_WORDS}|(?:last|first|previous) session)\b", re.IGNORECASE)
+# ... but the narrator's past session that sets the time of a clause told after it is the story's recap ("Last
+# session, you slew Thordak", "In the last session, Mira gave you the key"), not an aside; a player's is the table's
+# talk ("Last session we forgot to level up", "last session you guys were so loud"), as is the table's "we".
+_ASIDE_TOLD = re.compile(
+    rf"\b(?:{_ASIDE_WORDS}|(?:last|first|previous) session"
+    r"(?![,:]?\s+(?:you(?!\s+(?:guys|all|two|folks)\b)|they|he|she|your|the party|(?!I\b)(?-i:[A-Z]))))\b",
     re.IGNORECASE,
 )
 #: ... of at most this many words.
@@ -227,8 +230,9 @@ _STORY_WORDS = 8
 SEGMENTS = frozenset({Talk.pre_show, Talk.break_, Talk.after_show})
 
 
-def line_talk(text: str) -> Talk | None:
-    """What kind of out-of-game talk this line is on its own, or None (game, or too little to tell)."""
+def line_talk(text: str, *, narrated: bool = False) -> Talk | None:
+    """What kind of out-of-game talk this line is on its own, or None (game, or too little to tell); ``narrated``: the
+    narrator says it (a past session then may set the time of the story told)."""
     words = _WORD.findall(text)
     if not words:
         return None
@@ -237,7 +241,7 @@ def line_talk(text: str) -> Talk | None:
     if (
         _BANTER.search(text)
         or (_LAUGHTER.search(text) and len(words) <= _SHORT_LAUGH)
-        or (_ASIDE.search(text) and len(words) <= _SHORT_ASIDE)
+        or ((_ASIDE_TOLD if narrated else _ASIDE).search(text) and len(words) <= _SHORT_ASIDE)
     ):
         return Talk.banter
     if _TABLE_RULES.search(text):
@@ -342,12 +346,14 @@ def _ruling(sentence: str) -> bool:
     return bool(said_to) and (economy + immune + beside) * _DENSITY >= len(_WORD.findall(sentence))
 
 
-def is_table_talk(sentence: str) -> bool:
+def is_table_talk(sentence: str, *, narrated: bool = False) -> bool:
     """Whether a sentence talks rules, dice or the show, however long: for the recap, which quotes a sentence or
-    a few and must quote none of those ("That will be the end of its turn. Let's see if that recharges.")."""
+    a few and must quote none of those ("That will be the end of its turn. Let's see if that recharges.");
+    ``narrated`` as for :func:`line_talk`."""
+    aside = _ASIDE_TOLD if narrated else _ASIDE
     return (
         any(ch.isdigit() for ch in sentence)
-        or any(p.search(sentence) for p in (_MECHANICS, _SPONSOR, _BANTER, _ASIDE, _TABLE))
+        or any(p.search(sentence) for p in (_MECHANICS, _SPONSOR, _BANTER, aside, _TABLE))
         or _ruling(sentence)
     )
 
@@ -473,7 +479,7 @@ def session_talk(lines: Sequence[tuple[str, bool]], *, only: Collection[int] | N
             _mark_break(lines, dm, i, kinds)
     for i in range(n) if only is None else only:
         if kinds[i] is None:
-            kinds[i] = line_talk(lines[i][0])
+            kinds[i] = line_talk(lines[i][0], narrated=lines[i][1])
     return kinds
 
 

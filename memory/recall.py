@@ -31,7 +31,7 @@ from memory.correction.text import normalize, spaced_form, tokenize
 from memory.errors import InvalidInputError, NotFoundError
 from memory.gazetteer import Gazetteer, short_names
 from memory.mentions import first_said
-from memory.models import ChunkHit, EntityType, Session, Visibility, took_part_line, where_said
+from memory.models import PERSON_TYPES, ChunkHit, EntityType, Session, Visibility, took_part_line, where_said
 from memory.offgame import VOICE_LINES, Talk, line_talk, tells_last_session, voice_of
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
@@ -983,13 +983,14 @@ async def _names(mem: CampaignMemory, *, include_secret: bool) -> list[_Called]:
     rows = await mem.db.fetch(
         """
         SELECT e.id, e.name, coalesce(array_agg(a.alias) FILTER (WHERE a.alias IS NOT NULL), '{}') AS aliases,
-               e.type IN ('npc', 'player') AS person
+               e.type = ANY($3::text[]) AS person
         FROM entities e LEFT JOIN entity_aliases a ON a.campaign_id = $1 AND a.entity_id = e.id
         WHERE e.campaign_id = $1 AND e.status = 'accepted' AND ($2 OR e.visibility = 'public')
         GROUP BY e.id
         """,
         mem.campaign_id,
         include_secret,
+        sorted(PERSON_TYPES),
     )
     return [_Called(r["id"], r["name"], r["aliases"], r["person"]) for r in rows]
 

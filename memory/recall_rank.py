@@ -309,9 +309,12 @@ _NUMBER = rf"\d{{1,3}}|{'|'.join(_COUNT[1:])}|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)
 _WEEKDAYS = [d.casefold() for d in calendar.day_name]
 _MONTHS = [m.casefold() for m in calendar.month_name[1:]]
 #: A month by its whole name, not a possessive ("in May's shop" names a person), written as one: capitalised ("we
-#: may 5 …", "we march 5 miles" are verbs), or in lower case before a day only a date has ("march 5th, 2024")
+#: may 5 …", "we march 5 miles" are verbs), or in lower case where no verb stands, as chat types it: before a day only
+#: a date has ("march 5th, 2024"), after "in" or "of" ("what happened in march", "the 5th of may"; not "the 4th may")
 _MONTH = rf"(?-i:{'|'.join(m.capitalize() for m in _MONTHS)})(?!['’]s)"
-_DATED_MONTH = rf"{_MONTH}|(?:{'|'.join(_MONTHS)})(?=\s+\d{{1,2}}(?:st|nd|rd|th|,?\s+\d{{4}}))"
+_ANY_MONTH = rf"(?:{'|'.join(_MONTHS)})(?!['’]s)"
+_DATED_MONTH = rf"{_MONTH}|{_ANY_MONTH}(?=\s+\d{{1,2}}(?:st|nd|rd|th|,?\s+\d{{4}}))"
+_OF_MONTH = rf"{_MONTH}|(?<=of\s){_ANY_MONTH}"
 #: The times a DM (or LongMemEval's user) tells against the day they ask, one rule each.
 _TIME = re.compile(
     r"\b(?:(?:on|from|during|in|over|at)\s+)?(?:the\s+)?(?:"
@@ -323,9 +326,9 @@ _TIME = re.compile(
     rf"|(?:(?P<last_day>last|this past|past)\s+)?(?P<weekday>{'|'.join(d.capitalize() for d in _WEEKDAYS)})"
     r"(?:\s+(?:night|morning|evening))?(?!\s+(?-i:[A-HJ-Z]|I\w))"  # not a name: "the Friday Market"
     rf"|(?P<month>{_DATED_MONTH})\s+(?P<month_day>\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(?P<year>\d{{4}}))?"
-    rf"|(?P<day_month>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month2>{_MONTH})(?:,?\s+(?P<year2>\d{{4}}))?"
+    rf"|(?P<day_month>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month2>{_OF_MONTH})(?:,?\s+(?P<year2>\d{{4}}))?"
     rf"|(?P<iso>\d{{4}}[-/]\d{{1,2}}[-/]\d{{1,2}})"
-    rf"|(?<=in )(?P<in_month>{_MONTH})(?:\s+(?P<year3>\d{{4}}))?"
+    rf"|(?<=in )(?P<in_month>{_ANY_MONTH})(?:\s+(?P<year3>\d{{4}}))?"
     r")\b",
     re.I,
 )

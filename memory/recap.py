@@ -125,7 +125,7 @@ def _best_line(
     asked = {
         end
         for (_, end), (a, b) in itertools.pairwise(spans)
-        if len(text[a:b].split()) < _SHORT and is_table_talk(text[a:b])
+        if len(text[a:b].split()) < _SHORT and is_table_talk(text[a:b], narrated=narrator)
     }
     # rules talk comes in runs: what the DM says beside it is its continuation ("Both of you get a brief move.
     # Grog, that's going to pull you this way"), unless it tells what happens
@@ -133,7 +133,7 @@ def _best_line(
         _roll_call(text[a:b], [(x - a, y - a, e) for x, y, e in mentions if a <= x and y <= b]) for a, b in sentences
     ]
     table = [
-        is_table_talk(text[a:b]) or roll_call or bool(at_table and at_table.search(text[a:b]))
+        is_table_talk(text[a:b], narrated=narrator) or roll_call or bool(at_table and at_table.search(text[a:b]))
         for (a, b), roll_call in zip(sentences, called, strict=True)
     ]
     unreal = [_HYPOTHETICAL.search(text[a:b]) is not None for a, b in sentences]
@@ -154,7 +154,7 @@ def _best_line(
             words = len(said.split())
             if end != sentences[i][1] and words > _LINE_WORDS:
                 break
-            if said.endswith("?") or is_table_talk(said) or any(table[i : j + 1]):
+            if said.endswith("?") or is_table_talk(said, narrated=narrator) or any(table[i : j + 1]):
                 break
             if words > _LINE_WORDS:  # one long sentence: what is shown of it is what counts
                 cut = _clause_words(said.split())

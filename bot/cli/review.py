@@ -23,7 +23,7 @@ from bot.cli.common import (
     wrapped,
 )
 from campaigns import batches
-from memory.errors import InvalidInputError, MemoryError_, NotFoundError
+from memory.errors import AlreadyDecidedError, InvalidInputError, MemoryError_, NotFoundError
 from memory.jobs.queue import lines_not_extracted
 from memory.models import ReviewItem, ReviewKind, ReviewStatus, where_said
 from memory.replies import describe_same_as, kept_old_name
@@ -160,8 +160,14 @@ def _decided_with(done: list[ReviewItem], ref: str) -> ReviewItem | None:
 
 async def _decide_batch(mem: CampaignMemory, verb: str, ref: str, as_json: bool) -> None:
     if verb == "accept":
-        with load_progress(f"accepting {ref.strip()}") as progress:
-            batch, report = await batches.accept(mem, ref, progress=progress)
+        try:
+            with load_progress(f"accepting {ref.strip()}") as progress:
+                batch, report = await batches.accept(mem, ref, progress=progress)
+        except (AlreadyDecidedError, NotFoundError):  # said in words of the batch already
+            raise
+        except MemoryError_ as exc:  # the campaign changed since it was staged: said of it, as /review's button does
+            said = f"nothing of {ref.strip()} was imported: {exc}"
+            raise type(exc)(said, subject=exc.subject, name=exc.name) from None
         said = f"accepted {batch.ref}: {report.summary()}"
         if extra := report.said():
             said += "\n" + extra

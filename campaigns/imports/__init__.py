@@ -262,9 +262,11 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
             kanka_reader.read(file, parsed)
     kanka_reader.finish()
     _mark_held_by_many(world.entities, world.relationships)
+    sources = list(dict.fromkeys(_folder(file) if file in leveldb else file for file, _ in files))
     return ImportedWorld(
         format=formats[0],
-        sources=list(dict.fromkeys(_folder(file) if file in leveldb else file for file, _ in files)),
+        # those that gave something (the card and each fact's history name them), or all when none did
+        sources=[source for source in sources if source in world.read_from] or sources,
         entities=world.entities,
         relationships=_consistent(world.entities, world.relationships, world.skipped),
         skipped=world.skipped,

@@ -204,6 +204,9 @@ class World:
     #: Where each entry (its index) was first read, as a problem names it ("world.csv: line 2"): a load that
     #: refuses the entry says the record, not the campaign file's "entity #1" the DM never wrote.
     records: dict[int, str] = field(default_factory=dict)
+    #: The files (a LevelDB folder) an entry or fact was read from: the import's sources, not a folders DB or a
+    #: world manifest that gave nothing.
+    read_from: set[str] = field(default_factory=set)
     _names: dict[str, int] = field(default_factory=dict)
     _aliases: dict[str, int] = field(default_factory=dict)
     #: The fact types each entity (its name's key) has among the first ``_typed`` relationships: GM notes of
@@ -269,6 +272,7 @@ class World:
             self.entities.append(spec)
             self.records[index] = ": ".join([file, _record(record, spec.name)])
             self.notes_labels[index] = notes_label
+        self.read_from.add(file)
         for alias in self.entities[index].aliases:
             self._aliases.setdefault(name_key(alias), index)
         for source_id in source_ids:
@@ -334,6 +338,7 @@ class World:
             self.relationships.append(RelationshipSpec.model_validate(fields))
         except ValidationError as exc:
             raise problem(file, _record(record, source), *_first(exc)) from None
+        self.read_from.add(file)
 
 
 def _first(exc: ValidationError) -> tuple[str | None, str]:

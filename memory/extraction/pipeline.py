@@ -265,7 +265,7 @@ class SessionTalk:
             self._read = read
         talk = dict(self._segments)
         for e in entries:
-            if e.id not in talk and (kind := line_talk(e.text)) is not None:
+            if e.id not in talk and (kind := line_talk(e.text, narrated=self._narrates(e))) is not None:
                 talk[e.id] = kind
         return talk, self._narrates, self._retold
 

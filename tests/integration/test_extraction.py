@@ -1560,16 +1560,19 @@ async def test_a_dms_short_recap_naming_the_last_session_is_read_not_skipped_as_
     world: CampaignMemory,
 ) -> None:
     """ "Last session, you slew Thordak at Whitestone." is the DM's recap, not the table's aside about its sessions:
-    it is read in the recap's register like any other, not skipped as out of game."""
+    it is read in the recap's register like any other, not skipped as out of game. A player's line on the last
+    session is the table's talk ("Last session Discord crashed.")."""
     await world.graph.add_entity(EntityIn(name="Thordak", type=EntityType.npc))
     await world.graph.add_entity(EntityIn(name="Whitestone", type=EntityType.place))
     lines = [
         ("DM", "Welcome back everyone, good to see you all."),
         ("DM", "Last session, you slew Thordak at Whitestone."),
         ("DM", "Now you stand in the ruins of the keep, the dragon's body smoking behind you."),
+        ("Grog", "Last session Discord crashed."),
+        ("Vex", "Last session Sam wasn't here."),
     ]
     stats = await run(world, await write(world, lines))
-    assert stats.entries_skipped_offgame == 0
+    assert stats.entries_skipped_offgame == 2
     items = {item.describe() for item in await world.review.pending(limit=100)}
     assert {"new event 'Death of Thordak': a death", "Thordak is dead"} <= items, items
 

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
+from typing import Any
 
 import asyncpg
 import pytest
@@ -14,7 +15,8 @@ import pytest
 from campaigns import batches
 from campaigns.files import parse_campaign_file
 from campaigns.imports import read_import
-from campaigns.load import apply_campaign_file
+from campaigns.load import LoadReport, apply_campaign_file
+from campaigns.schema import CampaignFile
 from memory.errors import AlreadyDecidedError, AlreadyExistsError
 from memory.mcp_tools import CampaignTools
 from memory.models import EntityIn, EntityType, Provenance, Relationship, RelationshipIn, Source, Visibility
@@ -38,7 +40,7 @@ async def test_an_import_waits_as_one_batch_then_is_accepted_whole(campaign: Cam
     assert batch.status == "pending" and batch.ref == "b" + str(batch.id)
     assert (await count(campaign, "entities"), await count(campaign, "relationships")) == (0, 0)  # nothing yet
     card = batch.card()
-    assert card.startswith(f"Import {batch.ref} (foundry: actors.db, folders.db, journal.db, scenes.db, world.json)")
+    assert card.startswith(f"Import {batch.ref} (foundry: actors.db, journal.db, scenes.db)")  # what gave something
     assert "7 entities (7 new, 0 updated), 1 fact, 1 of them DM-only" in card
     assert "- Captain Ilse (player): Our fearless captain." in card
     assert [b.id for b in await batches.pending(campaign)] == [batch.id]
@@ -218,6 +220,35 @@ async def test_a_batch_waiting_is_planned_again_when_another_is_accepted(campaig
     assert "planned again" not in (await batches.get(campaign, two.ref)).card()  # said only while it waits
 
 
+async def test_accepting_a_batch_never_fails_for_another_waiting(
+    campaign: CampaignMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Accepting one batch plans the others again: one that could no longer load, for a clash the first made (an
+    alias) or any other failure of its load (a query failing in the database), keeps its old plan, marked so, and
+    the accept goes on; that batch's own accept says what is wrong with it."""
+    one = await batches.stage(campaign, read_import([("a.csv", b"name,type,aliases\nEldrinax,npc,Eldri\n")]))
+    clash = await batches.stage(campaign, read_import([("b.csv", b"name,type,aliases\nIronhold,location,Eldri\n")]))
+    broken = await batches.stage(campaign, read_import(files(WORLD)))
+    load = batches.apply_campaign_file
+
+    async def failing(tx: CampaignMemory, file: CampaignFile, **options: Any) -> LoadReport:
+        if options.get("imported_from") == "foundry":
+            await tx.db.execute("SELECT 1 / 0")  # a failure that is no ValueError, in the accept's transaction
+        return await load(tx, file, **options)
+
+    monkeypatch.setattr(batches, "apply_campaign_file", failing)
+    accepted, report = await batches.accept(campaign, one.ref)
+    assert accepted.status == "accepted" and report.entities_created == 1
+    for other in (clash, broken):
+        card = (await batches.get(campaign, other.ref)).card()
+        assert f"{one.ref} was accepted since: these counts are from before it" in card
+    with pytest.raises(AlreadyExistsError, match="'Eldri' is already an alias of 'Eldrinax'"):
+        await batches.accept(campaign, clash.ref)
+    monkeypatch.undo()
+    _, report = await batches.accept(campaign, broken.ref)
+    assert report.entities_created == 7
+
+
 async def test_staging_and_accepting_a_batch_say_how_far_the_load_is(campaign: CampaignMemory) -> None:
     """A world of thousands of actors took half a minute to stage and as long to accept, silently: both tell a
     progress callback how far their load is, as a campaign file's load does."""
@@ -277,6 +308,23 @@ def test_the_cli_imports_for_review_and_with_accept(lk: Callable[..., CompletedP
     assert typo.returncode == 2 and "did you mean 'location'?" in typo.stderr
     bad = lk("campaign", "import", str(FIXTURES / "roll20_handout.json"), "--format", "csv")
     assert bad.returncode != 0 and "roll20_handout.json" in bad.stderr
+
+
+def test_a_batch_that_can_no_longer_load_is_refused_naming_it(
+    lk: Callable[..., CompletedProcess[str]], tmp_path: Path
+) -> None:
+    """Both staged before either was accepted: the first's alias is the second's clash, said of the second alone."""
+    assert lk("campaign", "create", "Tides").returncode == 0
+    (tmp_path / "a.csv").write_text("name,type,aliases\nEldrinax,npc,Eldri\n")
+    (tmp_path / "b.csv").write_text("name,type,aliases\nIronhold,location,Eldri\n")
+    assert lk("campaign", "import", str(tmp_path / "a.csv")).returncode == 0
+    assert lk("campaign", "import", str(tmp_path / "b.csv")).returncode == 0
+    accepted = lk("review", "accept", "b1")
+    assert accepted.returncode == 0 and "accepted b1: entities: 1 new" in accepted.stdout, accepted.stderr
+    refused = lk("review", "accept", "b2")
+    assert refused.returncode == 1
+    assert "error: nothing of b2 was imported: " in refused.stderr, refused.stderr
+    assert "'Eldri' is already an alias of 'Eldrinax'" in refused.stderr
 
 
 def test_an_import_accepted_at_once_that_could_not_load_keeps_nothing(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from memory import recall
 from memory.models import Entity, EntityIn, EntityType, RelationshipIn, ReviewStatus, Visibility
 from memory.recall import KnownFact, named_entities
 from memory.store import CampaignMemory, Memory
@@ -222,3 +225,16 @@ async def test_a_question_calls_someone_alone_as_a_line_does(campaign: CampaignM
     assert await named("who rules Vord?") == []
     assert await named("what did ysolde say") == []
     assert await named("what did Ysolde say") == ["Ysolde Varn"]
+
+
+async def test_who_is_called_by_a_name_alone_is_the_one_list_of_person_types(
+    campaign: CampaignMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recall reads who is a person from ``memory.models.PERSON_TYPES``, as extraction and correction do, not its own
+    list: a type added there is called by a first name alone here too."""
+    await campaign.graph.add_entity(EntityIn(name="Grog Strongjaw", type=EntityType.player))
+    await campaign.graph.add_entity(EntityIn(name="Kessa Vorn", type=EntityType.npc))
+    query = "what did Grog say to Kessa?"
+    assert [n.name for n in await named_entities(campaign, query, dm=True)] == ["Grog Strongjaw", "Kessa Vorn"]
+    monkeypatch.setattr(recall, "PERSON_TYPES", frozenset({EntityType.npc}))
+    assert [n.name for n in await named_entities(campaign, query, dm=True)] == ["Kessa Vorn"]

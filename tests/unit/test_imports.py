@@ -200,6 +200,7 @@ def test_foundry_world_nedb_files_folders_and_manifest() -> None:
     assert entity(world, "Hale's Confession").secret  # players cannot see the entry
     assert entity(world, "Saltmere Docks").aliases == ["The Docks"]
     assert any("manifest" in s for s in world.skipped)
+    assert world.sources == ["actors.db", "journal.db", "scenes.db"]  # no folder, no manifest
 
 
 def test_compendium_sources_skip_folders() -> None:
@@ -263,6 +264,24 @@ def test_the_nedb_file_foundry_migrated_and_kept_is_left_out(tmp_path: Path) -> 
     assert [e.name for e in world.entities] == ["Tide Priest", "Conch of Calling"]
     assert f"{old[0]}: the NeDB file Foundry migrated to priests/ (read instead)" in world.skipped
     assert world.sources == [str(tmp_path / "packs" / "priests")]
+
+
+def test_the_sources_are_the_files_and_folders_that_gave_something(tmp_path: Path) -> None:
+    """A world's folders DB (or manifest) gives no entity: the card and each fact's history name only what did,
+    not a folder that pushes the journal, which gave the most, past the card's clipped list."""
+    data = tmp_path / "data"
+    actors = leveldb(data / "actors", {"!actors!tidepriest000001": PACK["!actors!tidepriest000001"]})
+    folders = leveldb(data / "folders", {"!folders!folder0000000001": PACK["!folders!folder0000000001"]})
+    journal = leveldb(
+        data / "journal",
+        {"!journal!pact000000000001": {"_id": "pact000000000001", "name": "The Pact of Tides", "pages": []}},
+    )
+    world = read_import([*actors, *folders, *journal])
+    assert [e.name for e in world.entities] == ["Tide Priest", "The Pact of Tides"]
+    assert world.sources == [str(data / "actors"), str(data / "journal")]
+    assert any("1 folders (not entities)" in s for s in world.skipped)  # said apart
+    only = read_import(folders)  # nothing read at all: still said where it came from
+    assert only.sources == [str(data / "folders")] and not only.entities
 
 
 def test_a_zipped_leveldb_folder_is_read(tmp_path: Path) -> None:

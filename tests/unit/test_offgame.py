@@ -144,8 +144,31 @@ def test_other_games_table_talk_and_their_story(text: str, kind: Talk | None) ->
 )
 def test_a_past_session_that_sets_the_time_of_what_is_told_is_the_story(text: str) -> None:
     """The DM's short recap of a session is no aside about the game: extraction reads it and the recap quotes it."""
-    assert line_talk(text) is None
-    assert not is_table_talk(text)
+    assert line_talk(text, narrated=True) is None
+    assert not is_table_talk(text, narrated=True)
+    assert session_talk([(text, True)]) == [None]
+
+
+@pytest.mark.parametrize(
+    ("text", "narrated"),
+    [
+        ("Last session we forgot to level up.", False),
+        ("Last session we ran way over time, sorry guys.", False),
+        ("last session you guys were so loud lol", False),
+        ("Last session Discord crashed.", False),
+        ("Last session Sam wasn't here.", False),
+        ("oh my god, last session we rolled so many nat ones", False),
+        ("Last session, you slew Thordak at Whitestone.", False),
+        # the DM talking to the table: "we", "you guys"
+        ("Last session we forgot to level up.", True),
+        ("last session you guys were so loud lol", True),
+    ],
+)
+def test_table_talk_about_a_past_session_stays_an_aside(text: str, narrated: bool) -> None:
+    """A player's line on the last session, or the table's "we" and "you guys", is talk about the game."""
+    assert line_talk(text, narrated=narrated) == Talk.banter
+    assert is_table_talk(text, narrated=narrated)
+    assert session_talk([("Okay.", not narrated), (text, narrated)])[1] == Talk.banter
 
 
 def test_the_recap_quotes_no_sentence_of_rules_dice_or_the_show() -> None:

@@ -86,6 +86,9 @@ TODAY = date(2023, 4, 5)
         ("on March 5th", date(2023, 3, 4), date(2023, 3, 6)),
         ("on march 5th", date(2023, 3, 4), date(2023, 3, 6)),  # in lower case, a day only a date has
         ("on March 5", date(2023, 3, 4), date(2023, 3, 6)),
+        ("in march", date(2023, 2, 26), date(2023, 4, 3)),  # in lower case as chat types it: after "in" no verb
+        ("in may", date(2022, 4, 28), date(2022, 6, 3)),
+        ("on the 5th of march", date(2023, 3, 4), date(2023, 3, 6)),  # ... nor after "of"
         ("on the 5th of March 2022", date(2022, 3, 4), date(2022, 3, 6)),
         ("on 2023-03-05", date(2023, 3, 4), date(2023, 3, 6)),
         ("on the Wednesday two months ago", date(2023, 1, 23), date(2023, 2, 16)),  # the time counted back says
@@ -106,6 +109,7 @@ def test_a_time_told_against_the_day_asked_is_the_days_it_names(said: str, first
         "what happened when we march 5 miles north",  # the verb: a month is written as one
         "we march 5",
         "what did we see as we march in silence",
+        "the 4th may be the one we want",  # after a day, "may" the verb: lower case only after "in" or "of"
         # the story's time: a span of something, a year counted back
         "what happened on the last day of the Festival of Lanterns",
         "what did we eat during the past week of the siege?",
