@@ -188,6 +188,22 @@ def test_entity_show_gives_an_attribute_way_to_the_current_fact_of_its_name(lk) 
         assert "played_by: Ana" in shown and "- Thalia is dead" in shown and "alive" not in shown
 
 
+def test_entity_add_and_edit_warn_of_a_public_description_that_names_a_secret(lk) -> None:
+    assert lk("campaign", "create", "Greywatch").returncode == 0
+    assert lk("entity", "add", "Vaskerrin Holt", "npc", "--secret").returncode == 0
+    warned = (
+        "warning: “Greywatch” is public but its description says “vaskerrin holt”, a secret name: players will "
+        "read [secret] there, which tells them a secret is there; reword it, or make the entity secret.\n"
+    )
+    added = lk("entity", "add", "Greywatch", "location", "--description", "vaskerrin holt's keep")
+    assert added.returncode == 0 and added.stderr == warned, added.stderr
+    # an edit that leaves the description as it was says nothing; one that writes the name says so
+    assert lk("entity", "edit", "Greywatch", "--alias", "the keep").stderr == ""
+    edited = lk("entity", "edit", "Greywatch", "--description", "where vaskerrin holt hid")
+    assert edited.returncode == 0 and edited.stderr == warned
+    assert lk("entity", "edit", "Greywatch", "--description", "an old keep").stderr == ""
+
+
 def test_campaign_name_over_100_characters_is_one_line(lk) -> None:
     long = lk("campaign", "create", "L" * 101)
     assert long.returncode == 1
