@@ -12,6 +12,7 @@ import asyncpg
 
 from memory.db import Executor, connection, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError, did_you_mean, quoted
+from memory.mentions import MENTION_RULES
 from memory.models import Correction, Entry, EntryHit, EntryIn, Session
 from memory.offgame import DM_NAMES, dm_speaker
 from memory.text import clip, session_title
@@ -110,16 +111,27 @@ class SessionLog:
         try:
             row = await self.db.fetchrow(
                 """
-                INSERT INTO sessions (campaign_id, title, started_at) VALUES ($1, $2, coalesce($3, now()))
+                INSERT INTO sessions (campaign_id, title, started_at, mention_rules)
+                VALUES ($1, $2, coalesce($3, now()), $4)
                 RETURNING *
                 """,
                 self.campaign_id,
                 session_title(title) or "Untitled session",
                 started_at,
+                MENTION_RULES,  # its lines are indexed as they come, under these rules
             )
         except asyncpg.UniqueViolationError:
             raise AlreadyExistsError(f"this campaign already has a session titled {quoted(title)}") from None
         return Session(**dict(row))
+
+    async def set_mention_rules(self, session_id: int, version: int) -> None:
+        """Record that the session's lines were all indexed under the name rules ``version``."""
+        await self.db.execute(
+            "UPDATE sessions SET mention_rules = $3 WHERE campaign_id = $1 AND id = $2",
+            self.campaign_id,
+            session_id,
+            version,
+        )
 
     async def set_started(self, session_id: int, started_at: datetime) -> Session:
         """Say when a session was played: an import made before anyone said so started when it was imported."""
