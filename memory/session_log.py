@@ -6,7 +6,7 @@ import contextlib
 import json
 import re
 from collections.abc import AsyncIterator, Collection, Sequence
-from datetime import UTC, date, datetime, time
+from datetime import datetime
 
 import asyncpg
 
@@ -19,13 +19,6 @@ from memory.text import clip, session_title
 
 _ENTRY_COLUMNS = """id, campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s,
                     duration_s, ref, corrections, suspects, confidences, created_at"""
-
-
-def played_on(day: date) -> datetime:
-    """When a session given only its day (``--started 2026-11-28``) started: noon UTC, which reads as that same day
-    in UTC (every citation's date) and in the local time of every zone from UTC−12 to UTC+11 (a session list),
-    where local midnight would be the day before in UTC for a DM east of it."""
-    return datetime.combine(day, time(12), UTC)
 
 
 #: A line's raw text with its accents dropped, as :func:`memory.correction.text.name_norm` drops them from names
