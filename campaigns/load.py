@@ -111,10 +111,7 @@ class LoadReport(BaseModel):
         """The changes to what the campaign had, entity by entity, for the DM (the CLI and ``/campaign load`` say
         the same): a committed load cannot be undone, so what it replaced must be seen. Then the heard-as phrases
         of everyday English it taught. First, a warning for each secret name players read anyway. "" if none."""
-        warned = _at_most(
-            [f"warning: {s}" for s in [*unhidden_said(self.unhidden), *described_said(self.described)]], shown
-        )
-        warned += masked_said(self.masked)
+        warned = self.warnings(shown) + masked_said(self.masked)
         grouped: dict[str, list[str]] = {}
         for c in self.changes:
             grouped.setdefault(c.entity, []).append(c.change)
@@ -133,6 +130,12 @@ class LoadReport(BaseModel):
             )
             said += _at_most([clip(f"- {c.entity}: “{c.change}”", _LINE) for c in self.capital_only], shown)
         return "\n".join(said)
+
+    def warnings(self, shown: int = _SHOWN) -> list[str]:
+        """A warning line for each secret name players read anyway, then one for each entity whose public text
+        says a secret name: what the DM must see wherever the load is answered (an import's card too)."""
+        said = [*unhidden_said(self.unhidden), *described_said(self.described)]
+        return _at_most([f"warning: {s}" for s in said], shown)
 
 
 def _at_most(lines: list[str], shown: int) -> list[str]:
