@@ -37,7 +37,7 @@ from memory.models import (
     Source,
     relationship_type,
 )
-from memory.replies import masked_said, newly_hidden, unhidden_said
+from memory.replies import described_said, masked_said, newly_hidden, unhidden_said
 from memory.store import CampaignMemory
 from memory.text import MAX_FACT_VALUE_CHARS, attribute_value, clean_name, clip, look_alikes, without_look_alikes
 
@@ -86,6 +86,9 @@ class LoadReport(BaseModel):
     #: What of the secret names this load gave (a new or renamed secret entity's, ``hidden_names``) is ordinary
     #: English, which players will read as "[secret]" wherever it is said (see :func:`memory.replies.masked_said`).
     masked: list[str] = Field(default_factory=list)
+    #: Fields players read of the file's public entities that say a secret name, as ``(entity, field, names)`` (see
+    #: :func:`memory.graph.rules.secrets_described`): loaded, but the DM is warned, as ``entity add`` warns.
+    described: list[tuple[str, str, list[str]]] = Field(default_factory=list)
     #: Names and aliases of one everyday English word the file writes in lower case (``change``: the name, "abbey"):
     #: a line names the entity by one only where it writes it with a capital (:func:`memory.gazetteer.capital_only`),
     #: which the DM who typed it lower case may not expect.
@@ -108,7 +111,7 @@ class LoadReport(BaseModel):
         """The changes to what the campaign had, entity by entity, for the DM (the CLI and ``/campaign load`` say
         the same): a committed load cannot be undone, so what it replaced must be seen. Then the heard-as phrases
         of everyday English it taught. First, a warning for each secret name players read anyway. "" if none."""
-        warned = _at_most([f"warning: {s}" for s in unhidden_said(self.unhidden)], shown) + masked_said(self.masked)
+        warned = self.warnings(shown) + masked_said(self.masked)
         grouped: dict[str, list[str]] = {}
         for c in self.changes:
             grouped.setdefault(c.entity, []).append(c.change)
@@ -127,6 +130,12 @@ class LoadReport(BaseModel):
             )
             said += _at_most([clip(f"- {c.entity}: “{c.change}”", _LINE) for c in self.capital_only], shown)
         return "\n".join(said)
+
+    def warnings(self, shown: int = _SHOWN) -> list[str]:
+        """A warning line for each secret name players read anyway, then one for each entity whose public text
+        says a secret name: what the DM must see wherever the load is answered (an import's card too)."""
+        said = [*unhidden_said(self.unhidden), *described_said(self.described)]
+        return _at_most([f"warning: {s}" for s in said], shown)
 
 
 def _at_most(lines: list[str], shown: int) -> list[str]:
@@ -161,6 +170,8 @@ async def apply_campaign_file(
             load.hidden += await tx.graph.hide_names(None, file.campaign.hidden_names)
         load.report.unhidden = await tx.graph.unhidden_secrets(*load.loaded)
         load.report.masked = await tx.graph.everyday_masked(load.hidden)
+        # every entity the file states, changed or not: the file says it so, and a load again must warn again
+        load.report.described = await tx.graph.secrets_described(*((None, e) for e in load.loaded))
         await link_to_recaps(tx.graph, load.accepted)
         # A file loaded again holds mostly facts the campaign has as they are: known in one query, they are counted
         # unchanged without a fact's round trips each (16,000 facts: 16 s).

@@ -39,6 +39,7 @@ from memory.models import (
 )
 from memory.replies import (
     count_phrase_lines,
+    described_said,
     heard_as_said,
     kept_old_name,
     masked_said,
@@ -227,6 +228,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         said = [heard_as_said(None, entity, lines), not_heard_as_said(None, entity, None)]
         said += masked_said(await mem.graph.everyday_masked(newly_hidden(None, entity)))
         said += [f"⚠️ {s}" for s in unhidden_said(await mem.graph.unhidden_secrets(entity))]
+        said += [f"⚠️ {s}" for s in described_said(await mem.graph.secrets_described((None, entity)))]
         heard = " ".join(s for s in said if s)
         embed = entity_embed(entity, relationships=[], last_mention=None)
         await interaction.response.send_message(
@@ -342,6 +344,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         said += "".join(f" {s}" for s in phrases_said(before, entity, lines))
         said += "".join(f" {s}" for s in masked_said(await mem.graph.everyday_masked(newly_hidden(before, entity))))
         said += "".join(f" ⚠️ {s}" for s in unhidden_said(await mem.graph.unhidden_secrets(entity)))
+        said += "".join(f" ⚠️ {s}" for s in described_said(await mem.graph.secrets_described((before, entity))))
         embed = entity_embed(entity, relationships=[], last_mention=None)
         await interaction.response.send_message(f"Updated **{entity.name}**.{said}", embed=embed, ephemeral=True)
 
@@ -481,8 +484,9 @@ class DescribeModal(OwnedModal):
         # by id: the entity may have been renamed while the form was open
         current = await mem.graph.get_entity_by_id(self.entity_id)
         entity = await mem.graph.update_entity(current.name, description=self.text.value.strip())
+        said = "".join(f" ⚠️ {s}" for s in described_said(await mem.graph.secrets_described((current, entity))))
         embed = entity_embed(entity, relationships=[], last_mention=None)
-        await interaction.response.send_message(f"Updated **{entity.name}**.", embed=embed, ephemeral=True)
+        await interaction.response.send_message(f"Updated **{entity.name}**.{said}", embed=embed, ephemeral=True)
 
 
 async def setup(bot: LorekeeperBot) -> None:

@@ -155,7 +155,8 @@ def recap_embed(chosen: Session, players_mask: SecretMask | None) -> discord.Emb
     embed = discord.Embed(
         title=clip(f"Recap: {plain(mask(chosen.title))}", 256), description=clip(text, 4096), colour=0x9B59B6
     )
-    embed.set_footer(text=f"started {chosen.started_at:%Y-%m-%d %H:%M} UTC")
+    # a day alone as given: its noon UTC is no time anyone played at
+    embed.set_footer(text=f"started {chosen.day_only or f'{chosen.started_at:%Y-%m-%d %H:%M} UTC'}")
     return embed
 
 

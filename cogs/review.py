@@ -400,7 +400,10 @@ class BatchAcceptButton(
         except MemoryError_ as exc:  # the campaign changed since: nothing of it was written
             raise UserError(f"Nothing of {self.ref} was imported:\n{exc}") from None
         await interaction.edit_original_response(
-            embed=batch_embed(batch, decided_by=interaction.user.name, said=report.summary()), view=None
+            embed=batch_embed(
+                batch, decided_by=interaction.user.name, said="\n".join([report.summary(), *report.warnings()])
+            ),
+            view=None,
         )
 
 

@@ -50,8 +50,9 @@ def duration(seconds: float) -> str:
 def _line(session: ListedSession, mask: Callable[[str], str] = str) -> str:
     state = "live" if session.ended_at is None else "recap written" if session.summary else "no recap yet"
     lines = counted(session.lines, "line")
-    # a Discord timestamp: each reader sees it in their own time zone
-    return f"**{mask(session.title)}** — {discord.utils.format_dt(session.started_at, 'f')} · {lines} · {state}"
+    # a Discord timestamp: each reader sees it in their own time zone; a day alone as given, which no zone moves
+    started = session.day_only or discord.utils.format_dt(session.started_at, "f")
+    return f"**{mask(session.title)}** — {started} · {lines} · {state}"
 
 
 def unheard_said(unheard: int) -> str:

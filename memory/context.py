@@ -73,7 +73,7 @@ _SEGMENT = "EXISTS (SELECT FROM line_vectors v WHERE v.campaign_id = $1 AND v.en
 #: the lines, and what :class:`NamesCache` needs to know whether what it holds is still right.
 _RECENT = f"""
 WITH s AS (
-    SELECT id, title, ended_at IS NULL AS live, started_at::date AS played,
+    SELECT id, title, ended_at IS NULL AS live, (started_at AT TIME ZONE 'UTC')::date AS played,
            -- a live session's clock: its lines' times are seconds from its start (a recording's, a resumed one's)
            CASE WHEN ended_at IS NULL THEN extract(epoch FROM now() - started_at)::float8 END AS now_s
     FROM sessions

@@ -59,6 +59,11 @@ class Mentions(BaseModel):
     lines: list[LineMention]
 
 
+#: The version of the rules that say which entities a line names (:mod:`memory.gazetteer`'s): bump it when a change
+#: makes a line name someone else, and the worker indexes the sessions read under an older one again (see
+#: :func:`memory.jobs.chunk.reindex_mentions`); a session started now is read under this one.
+MENTION_RULES = 1
+
 #: The step whose progress says which lines the index has read (:data:`memory.jobs.queue.CHUNK`; the jobs import this
 #: module, not the other way round).
 _CHUNKED = "lk_chunk"

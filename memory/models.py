@@ -10,7 +10,7 @@ import functools
 import re
 import unicodedata
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -172,6 +172,12 @@ class Campaign(BaseModel):
     created_at: datetime
 
 
+def played_on(day: date) -> datetime:
+    """When a session given only its day (``--started 2026-11-28``) started: noon UTC, that day in UTC (every
+    citation's date) and the time no clock gives a session (see :meth:`Session.day_only`)."""
+    return datetime.combine(day, time(12), UTC)
+
+
 class Session(BaseModel):
     id: int
     campaign_id: int
@@ -181,6 +187,17 @@ class Session(BaseModel):
     summary: str | None = None
     #: A recorded session's DM: the user id (``Entry.speaker_id``) whose lines are the narrator's.
     dm_speaker_id: str | None = None
+
+    @property
+    def day_only(self) -> str | None:
+        """The day a session given only its day was played ("2026-03-14"), as given: no time zone may move it
+        (noon UTC is the next day at UTC+12 and east); None for a session with a time of day."""
+        day = self.started_at.astimezone(UTC).date()
+        return f"{day:%Y-%m-%d}" if self.started_at == played_on(day) else None
+
+    def started(self, fmt: str = "%Y-%m-%d %H:%M %Z") -> str:
+        """When the session started in this machine's time zone (``fmt``), or the day alone it was given."""
+        return self.day_only or f"{self.started_at.astimezone():{fmt}}"
 
 
 class Correction(BaseModel):

@@ -160,6 +160,19 @@ def masked_said(said: Sequence[str]) -> list[str]:
     return [f"Players will read [secret] for every {listed} said, in any sense (as it hides the secret name)."]
 
 
+def described_said(found: Sequence[tuple[str, str, list[str]]]) -> list[str]:
+    """The warning for the DM when what players read of a public entity says a secret name (see
+    :func:`memory.graph.rules.secrets_described`): a line per entity, for the DM's eyes only. [] if none does."""
+    by_entity: dict[str, list[str]] = {}
+    for entity, field, names in found:
+        by_entity.setdefault(entity, []).append(f"its {field} says {', '.join(f'“{n}”' for n in names)}")
+    return [
+        f"“{entity}” is public but {'; '.join(fields)}, a secret name: players will read [secret] there, which "
+        "tells them a secret is there; reword it, or make the entity secret."
+        for entity, fields in by_entity.items()
+    ]
+
+
 def unhidden_said(pairs: Sequence[tuple[str, str]]) -> list[str]:
     """The warning for the DM when a secret name is spelled like one players may read (see
     :func:`memory.graph.rules.unhidden_secrets`): players read it, the public name winning. [] if none is."""

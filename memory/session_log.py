@@ -6,25 +6,19 @@ import contextlib
 import json
 import re
 from collections.abc import AsyncIterator, Collection, Sequence
-from datetime import UTC, date, datetime, time
+from datetime import datetime
 
 import asyncpg
 
 from memory.db import Executor, connection, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError, did_you_mean, quoted
+from memory.mentions import MENTION_RULES
 from memory.models import Correction, Entry, EntryHit, EntryIn, Session
 from memory.offgame import DM_NAMES, dm_speaker
 from memory.text import clip, session_title
 
 _ENTRY_COLUMNS = """id, campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s,
                     duration_s, ref, corrections, suspects, confidences, created_at"""
-
-
-def played_on(day: date) -> datetime:
-    """When a session given only its day (``--started 2026-11-28``) started: noon UTC, which reads as that same day
-    in UTC (every citation's date) and in the local time of every zone from UTC−12 to UTC+11 (a session list),
-    where local midnight would be the day before in UTC for a DM east of it."""
-    return datetime.combine(day, time(12), UTC)
 
 
 #: A line's raw text with its accents dropped, as :func:`memory.correction.text.name_norm` drops them from names
@@ -110,16 +104,27 @@ class SessionLog:
         try:
             row = await self.db.fetchrow(
                 """
-                INSERT INTO sessions (campaign_id, title, started_at) VALUES ($1, $2, coalesce($3, now()))
+                INSERT INTO sessions (campaign_id, title, started_at, mention_rules)
+                VALUES ($1, $2, coalesce($3, now()), $4)
                 RETURNING *
                 """,
                 self.campaign_id,
                 session_title(title) or "Untitled session",
                 started_at,
+                MENTION_RULES,  # its lines are indexed as they come, under these rules
             )
         except asyncpg.UniqueViolationError:
             raise AlreadyExistsError(f"this campaign already has a session titled {quoted(title)}") from None
         return Session(**dict(row))
+
+    async def set_mention_rules(self, session_id: int, version: int) -> None:
+        """Record that the session's lines were all indexed under the name rules ``version``."""
+        await self.db.execute(
+            "UPDATE sessions SET mention_rules = $3 WHERE campaign_id = $1 AND id = $2",
+            self.campaign_id,
+            session_id,
+            version,
+        )
 
     async def set_started(self, session_id: int, started_at: datetime) -> Session:
         """Say when a session was played: an import made before anyone said so started when it was imported."""

@@ -117,6 +117,7 @@ async def add(
     phrase given with --heard-as becomes the name wherever it is said, in the lines already stored too (a
     background job); one given with --not-heard-as never does."""
     from memory.replies import (  # the replies of the writes: `list` needs none
+        described_said,
         heard_as_said,
         masked_said,
         newly_hidden,
@@ -144,6 +145,7 @@ async def add(
         created = await mem.add_entity(entity_in)
         unhidden = await mem.graph.unhidden_secrets(created)
         masked = await mem.graph.everyday_masked(newly_hidden(None, created))
+        described = await mem.graph.secrets_described((None, created))
         pending = await pending_jobs(memory.pool, mem.campaign_id) if lines else 0
     if as_json:
         emit_json(created)
@@ -157,7 +159,7 @@ async def add(
         click.echo(queued_said(pending))
     for said in masked_said(masked):
         click.echo(said)
-    for said in unhidden_said(unhidden):
+    for said in [*unhidden_said(unhidden), *described_said(described)]:
         click.echo(f"warning: {said}", err=True)
 
 
@@ -339,6 +341,7 @@ async def edit(
     from memory.replies import (
         aliases_dropped,
         count_phrase_lines,
+        described_said,
         edited_aliases,
         kept_old_name,
         masked_said,
@@ -385,6 +388,7 @@ async def edit(
         )
         unhidden = await mem.graph.unhidden_secrets(updated)
         masked = await mem.graph.everyday_masked(newly_hidden(before, updated))
+        described = await mem.graph.secrets_described((before, updated))
         pending = await pending_jobs(memory.pool, mem.campaign_id) if any(lines) else 0
     if as_json:
         emit_json(updated)
@@ -401,7 +405,7 @@ async def edit(
         click.echo(queued_said(pending))
     for said in masked_said(masked):
         click.echo(said)
-    for said in unhidden_said(unhidden):
+    for said in [*unhidden_said(unhidden), *described_said(described)]:
         click.echo(f"warning: {said}", err=True)
 
 

@@ -30,8 +30,8 @@ from memory.jobs.admin import held_jobs
 from memory.jobs.context import warn_if_llm_off
 from memory.jobs.queue import pending_jobs
 from memory.jobs.worker import run_workers
+from memory.models import played_on
 from memory.recorder import Utterance
-from memory.session_log import played_on
 from memory.store import CampaignMemory
 from memory.text import clock
 from memory.transcripts import TranscriptError

@@ -141,7 +141,7 @@ async def recap(ctx: click.Context, session: str | None, as_player: bool, campai
 def print_recap(chosen: Session, players_mask: SecretMask | None) -> None:
     """A session's summary as /recap shows it (``players_mask``: to a player), or why it has none yet."""
     shown: Callable[[str], str] = players_mask or str
-    click.echo(f"Recap: {shown(chosen.title)} (started {chosen.started_at.astimezone():%Y-%m-%d %H:%M})")
+    click.echo(f"Recap: {shown(chosen.title)} (started {chosen.started('%Y-%m-%d %H:%M')})")
     if chosen.summary:
         click.echo(recap_for_players(chosen.summary, players_mask) if players_mask else chosen.summary)
     elif chosen.ended_at is None:

@@ -56,7 +56,7 @@ async def list_(ctx: click.Context, campaign: str | None, as_json: bool) -> None
         [
             [
                 s.title,
-                f"{s.started_at.astimezone():%Y-%m-%d %H:%M %Z}",  # this machine's time, and which zone that is
+                s.started(),  # this machine's time, and which zone that is; a day alone as given
                 f"{s.lines:,}",
                 "live" if s.ended_at is None else "ended",
                 "yes" if s.summary else "" if s.ended_at is None else "not yet",

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from difflib import SequenceMatcher
 
 from memory.graph.lookup import EntityLookup
-from memory.graph.rules import everyday_masked, names_to_mask, unhidden_secrets
+from memory.graph.rules import everyday_masked, names_to_mask, secrets_described, unhidden_secrets
 from memory.models import (
     RECAP_NAME_SQL,
     Entity,
@@ -59,14 +59,26 @@ class SecretMask:
         return pattern
 
     def __call__(self, text: str) -> str:
+        pattern = self._pattern_for(text)
+        return pattern.sub(self.MASK, text) if pattern else text
+
+    def said(self, text: str) -> list[str]:
+        """What of the hidden names ``text`` says, as it writes them, each once (case aside): what players read as
+        "[secret]" there."""
+        pattern = self._pattern_for(text)
+        found = [m.group(0) for m in pattern.finditer(text)] if pattern else []
+        return list({" ".join(f.split()).casefold(): " ".join(f.split()) for f in found}.values())
+
+    def _pattern_for(self, text: str) -> re.Pattern[str] | None:
+        """The pattern of the names whose words ``text`` all has; None if none."""
         if not self._spellings or not text:
-            return text
+            return None
         said = set(_WORD_RUN.findall(text.casefold()))
         said.update([w[:-1] for w in said if w.endswith("s")] + [w[:-2] for w in said if _ES.search(w)])
         which = {i for w in said.intersection(self._by_word) for i in self._by_word[w] if self._words[i] <= said}
         if not which and not self._always:
-            return text
-        return self._pattern_of(tuple(sorted(which.union(self._always)))).sub(self.MASK, text)
+            return None
+        return self._pattern_of(tuple(sorted(which.union(self._always))))
 
     @property
     def names(self) -> list[str]:
@@ -142,6 +154,15 @@ class Masking(EntityLookup):
         from memory.correction.evidence import word_zipf
 
         return everyday_masked((await self.player_mask()).names, names, word_zipf)
+
+    async def secrets_described(self, *written: tuple[Entity | None, Entity]) -> list[tuple[str, str, list[str]]]:
+        """Where the DM wrote a secret name into what players read of a public entity (see
+        :func:`secrets_described`), for each ``(before, after)`` of an entity just added (``before`` None) or
+        changed: allowed, but the "[secret]" players read there tells them a secret is there, so the DM is told."""
+        if not written:
+            return []
+        said = (await self.player_mask()).said
+        return [found for before, after in written for found in secrets_described(before, after, said)]
 
     async def unhidden_secrets(self, *entities: Entity) -> list[tuple[str, str]]:
         """The secret names players read anyway because a name they may read is spelled alike (see

@@ -150,6 +150,30 @@ def unhidden_secrets(names: Iterable[tuple[str, bool]], of: Iterable[str]) -> li
     )
 
 
+def secrets_described(
+    before: Entity | None, after: Entity, said: Callable[[str], list[str]]
+) -> list[tuple[str, str, list[str]]]:
+    """Each field players read of a public entity ``after`` (its description, an attribute's value) whose text the
+    DM just wrote (``before`` had it otherwise, or was None or secret) and that says a hidden name (``said``: what
+    of them a text says, :meth:`~memory.graph.masking.SecretMask.said`), as ``(entity, field, names said)``:
+    players read "[secret]" there, which tells them a secret is there. A proposal is weighed too: accepted, players
+    read it."""
+    if after.visibility != Visibility.public or after.status == ReviewStatus.rejected:
+        return []
+    had = _read_fields(before) if before is not None and before.visibility == Visibility.public else {}
+    return [
+        (after.name, field, names)
+        for field, text in _read_fields(after).items()
+        if text != had.get(field) and (names := said(text))
+    ]
+
+
+def _read_fields(entity: Entity) -> dict[str, str]:
+    """An entity's text players read beside its name: its description and its attributes' values."""
+    attributes = {f"attribute {key}": attribute_text(value) for key, value in entity.attributes.items()}
+    return {"description": entity.description, **attributes}
+
+
 def spelled_alike(name: str) -> str:
     """What two spellings of one name share: case, accents, apostrophes and hyphens aside as the matcher reads
     names ("cafe" for Café, "Vex’ahlia"), and a leading "The" ("Nestled Nook Inn", "the Vex'ahlia")."""

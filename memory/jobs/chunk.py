@@ -3,6 +3,7 @@ windows and the lines' vectors (L2)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
 from memory.chunking import ChunkSettings, embeds_alone, line_text, window_key, windows
@@ -10,7 +11,7 @@ from memory.gazetteer import Gazetteer, of_mentions
 from memory.jobs.context import JobContext
 from memory.jobs.embedding import embed_cached
 from memory.jobs.queue import CHUNK, claim_progress, progress, set_progress
-from memory.mentions import index_lines
+from memory.mentions import MENTION_RULES, index_lines
 from memory.models import (
     ChunkIn,
     Entity,
@@ -21,10 +22,33 @@ from memory.offgame import SEGMENTS, out_of_game
 from memory.semantic import LineVectorIn, content_hash
 from memory.store import CampaignMemory
 
+log = logging.getLogger(__name__)
+
 
 async def _gazetteer(mem: CampaignMemory) -> Gazetteer[Entity]:
     entities = await mem.graph.list_entities(status=None)
     return of_mentions(e for e in entities if e.status != ReviewStatus.rejected)
+
+
+async def reindex_mentions(ctx: JobContext, campaign_id: int, session_id: int) -> int:
+    """Index every line of the session again with the name rules of now (:data:`memory.mentions.MENTION_RULES`):
+    the chunk job indexed them under the rules of when they were read, and reads a line again only once its text
+    changes. One transaction: the index and the version it records move together. Returns the lines read."""
+    mem = ctx.memory.campaign(campaign_id)
+    async with mem.transaction() as tx:
+        entries = await tx.log.session_entries(session_id)
+        if entries:
+            gazetteer = await _gazetteer(tx)
+            named = {e.id: gazetteer.mentioned_ids(e) for e in entries}
+            await index_lines(tx.db, campaign_id, session_id, named)
+        await tx.log.set_mention_rules(session_id, MENTION_RULES)
+    log.info(
+        "mention index: session %d of campaign %d read again under the current name rules (%d lines)",
+        session_id,
+        campaign_id,
+        len(entries),
+    )
+    return len(entries)
 
 
 async def chunk_session(ctx: JobContext, campaign_id: int, session_id: int, *, slice_size: int = 64) -> int:

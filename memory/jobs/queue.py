@@ -33,7 +33,8 @@ CORRECT2 = "lk_correct2"
 SUMMARY = "lk_summary"
 HEARD = "lk_heard"
 UNHEARD = "lk_unheard"
-ENTRYPOINTS = (CHUNK, EXTRACT, CORRECT2, SUMMARY, HEARD, UNHEARD)
+MENTIONS = "lk_mentions"
+ENTRYPOINTS = (CHUNK, EXTRACT, CORRECT2, SUMMARY, HEARD, UNHEARD, MENTIONS)
 QUEUE_CHANNEL = "ch_pgqueuer"
 
 
@@ -131,6 +132,24 @@ async def enqueue_sessions_without_line_vectors(db: Executor) -> int:
     )
     for row in sessions:
         await enqueue_session_work(db, row["campaign_id"], row["session_id"], row["seq"], after=":lines")
+    return len(sessions)
+
+
+async def enqueue_stale_mentions(db: Executor, version: int) -> int:
+    """Have every session whose lines were indexed under name rules older than ``version`` indexed again (see
+    :func:`memory.jobs.chunk.reindex_mentions`), one job each, lowest priority; returns how many sessions. Run at
+    each worker start: a job already queued for a session and version adds none."""
+    sessions = await db.fetch(
+        "SELECT campaign_id, id FROM sessions WHERE mention_rules < $1 ORDER BY campaign_id, id", version
+    )
+    if sessions:
+        await queries_on(db).enqueue(
+            [MENTIONS] * len(sessions),
+            [job_payload(r["campaign_id"], r["id"]) for r in sessions],
+            [0] * len(sessions),  # after the work of sessions being played: old lines can wait
+            dedupe_key=[f"{MENTIONS}:{r['id']}:{version}" for r in sessions],
+            on_conflict="skip",
+        )
     return len(sessions)
 
 

@@ -23,13 +23,26 @@ from pgqueuer.domain.types import QueueExecutionMode
 
 from memory.db import Executor
 from memory.jobs.admin import prune_job_log, requeue_failed
-from memory.jobs.chunk import chunk_session
+from memory.jobs.chunk import chunk_session, reindex_mentions
 from memory.jobs.context import JobContext, make_job_context
 from memory.jobs.extract import extract_session
 from memory.jobs.heard_as import correct_heard_as, restore_heard_as
-from memory.jobs.queue import CHUNK, CORRECT2, EXTRACT, HEARD, SUMMARY, UNHEARD, BadJobError, job_payload, queries_on
+from memory.jobs.queue import (
+    CHUNK,
+    CORRECT2,
+    EXTRACT,
+    HEARD,
+    MENTIONS,
+    SUMMARY,
+    UNHEARD,
+    BadJobError,
+    enqueue_stale_mentions,
+    job_payload,
+    queries_on,
+)
 from memory.jobs.stage2 import correct_stage2
 from memory.jobs.summary import summarize_session
+from memory.mentions import MENTION_RULES
 from memory.outage import is_outage, outage_said, short_reason
 from memory.providers.llm import LLMTimeout
 from memory.store import Memory
@@ -212,6 +225,7 @@ def build_queue_manager(pool: asyncpg.Pool, ctx: JobContext) -> QueueManager:
     register(SUMMARY, summarize_session)
     register(HEARD, correct_heard_as)
     register(UNHEARD, restore_heard_as)
+    register(MENTIONS, reindex_mentions)
     return qm
 
 
@@ -242,6 +256,8 @@ async def run_workers(
         try:
             if requeued := await requeue_failed(pool):
                 log.warning("%d background jobs that had failed run again", requeued)
+            if stale := await enqueue_stale_mentions(pool, MENTION_RULES):
+                log.warning("mention index: %d sessions read under older name rules are read again", stale)
             await _prune_job_log_quietly(pool)
             if failures:
                 log.warning("the database is back: background jobs go on")

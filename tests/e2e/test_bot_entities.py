@@ -1021,6 +1021,26 @@ async def test_show_a_pending_event_says_the_line_it_was_told_in(
     assert "You guys stop by the **Foramere Basin**" in said_in, said_in
 
 
+async def test_a_public_description_naming_a_secret_is_warned_of(
+    world, fake_discord: FakeDiscord, dm: FakeMember
+) -> None:
+    """Players read "[secret]" where a public description says the secret Queen Mab, which tells them a secret is
+    there: /entity add and /entity edit store it, and tell the DM the field and the name."""
+    warned = (
+        "⚠️ “Kestrel” is public but its description says “queen mab”, a secret name: players will read [secret] "
+        "there, which tells them a secret is there; reword it, or make the entity secret."
+    )
+    options = {"name": "Kestrel", "type": "npc", "description": "a spy of queen mab"}
+    added = await fake_discord.invoke("entity add", options, user_id=dm)
+    assert added.texts()[0] == f"Added npc **Kestrel**. {warned}", added.texts()
+    edited = await fake_discord.invoke(
+        "entity edit", {"name": "Kestrel", "description": "queen mab's eyes"}, user_id=dm
+    )
+    assert edited.texts()[0] == f"Updated **Kestrel**. {warned}", edited.texts()
+    plain = await fake_discord.invoke("entity edit", {"name": "Kestrel", "description": "a spy"}, user_id=dm)
+    assert "⚠️" not in plain.texts()[0], plain.texts()
+
+
 async def test_a_secret_name_spelled_like_a_public_one_is_warned_of(
     world, fake_discord: FakeDiscord, dm: FakeMember
 ) -> None:

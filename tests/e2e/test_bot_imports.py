@@ -54,6 +54,27 @@ async def test_import_waits_for_review_and_is_accepted_whole(
     assert (await mem.graph.get_entity("Captain Ilse")).type.value == "player"
 
 
+async def test_accepting_an_import_on_its_card_warns_of_a_public_description_naming_a_secret(
+    bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember
+) -> None:
+    """Accepted on its review card, an import whose public description says a secret name tells the DM there, as
+    `lorekeeper review accept` does: players will read "[secret]" in it."""
+    await fake_discord.invoke("campaign create", {"name": "Tides"}, user_id=dm)
+    secret = {"name": "Vaskerrin Oruk", "type": "npc", "secret": True}
+    assert (await fake_discord.invoke("entity add", secret, user_id=dm)).texts()[0].startswith("Added")
+    world = Upload("world.csv", b"name,type,description\nIronhold,location,vaskerrin's keep\n")
+    assert "1 entity" in (await fake_discord.invoke("campaign import", {"file": world}, user_id=dm)).texts()[0]
+    record = await fake_discord.invoke("review", user_id=dm)
+    await record.wait_for(lambda r: len(r.followups) == 1)
+    [card] = record.followups
+    await fake_discord.click(card, card["components"][0]["components"][0]["custom_id"], user_id=dm)
+    decided = fake_discord.messages[int(card["id"])]["embeds"][0]["description"]
+    assert decided.endswith(
+        "\nwarning: “Ironhold” is public but its description says “vaskerrin”, a secret name: players will read "
+        "[secret] there, which tells them a secret is there; reword it, or make the entity secret."
+    ), decided
+
+
 async def test_a_zipped_foundry_v11_world_imports(
     bot: LorekeeperBot, fake_discord: FakeDiscord, memory: Memory, guild: FakeGuild, dm: FakeMember, tmp_path: Path
 ) -> None:

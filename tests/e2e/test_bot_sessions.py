@@ -9,7 +9,7 @@ tests/integration/test_voice_guard.py.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from types import SimpleNamespace
 
 import pytest
@@ -18,7 +18,17 @@ from bot.app import LorekeeperBot
 from bot.voice import SessionStatus
 from cogs.sessions import NO_SESSION, NOT_IN_VOICE
 from memory.graph import KnowledgeGraph
-from memory.models import Campaign, EntityIn, EntityType, Provenance, RelationshipIn, ReviewStatus, Source, Visibility
+from memory.models import (
+    Campaign,
+    EntityIn,
+    EntityType,
+    Provenance,
+    RelationshipIn,
+    ReviewStatus,
+    Source,
+    Visibility,
+    played_on,
+)
 from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory
 from memory.voice.guard import GuardState, GuardStatus
@@ -183,6 +193,8 @@ async def test_list_shows_the_campaigns_sessions_as_played_to_everyone(
     await mem.log.end_session(night1.id)
     await mem.log.set_summary(night1.id, "The bell tolled.")
     await mem.log.start_session("Tonight", started_at=datetime(2024, 3, 16, 18, tzinfo=UTC))
+    # given its day alone (`--started 2024-03-01`): that day, which no reader's time zone moves
+    await mem.log.end_session((await mem.log.start_session("Night 0", started_at=played_on(date(2024, 3, 1)))).id)
 
     listed = await fake_discord.invoke("session list", user_id=player)
     # Discord timestamps: each reader sees them in their own time zone
@@ -191,6 +203,7 @@ async def test_list_shows_the_campaigns_sessions_as_played_to_everyone(
     )
     assert listed.ephemeral and listed.texts() == [
         "Sessions: Sunken Crown",
+        "**Night 0** — 2024-03-01 · 0 lines · no recap yet\n"
         f"**Night 1** — <t:{night1}:f> · 2 lines · recap written\n"
         f"**Night 2** — <t:{night2}:f> · 1 line · no recap yet\n"
         f"**Tonight** — <t:{tonight}:f> · 0 lines · live",

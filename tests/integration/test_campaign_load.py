@@ -353,6 +353,33 @@ entities:
     assert plain.unhidden == [] and plain.said() == ""  # the pairs are of the file's entities
 
 
+async def test_a_load_warns_of_a_public_description_that_names_a_secret(campaign: CampaignMemory) -> None:
+    """A public description saying a secret name in lower case shows players "[secret]" there, which tells them a
+    secret is there: the file loads, and the DM is warned once per entity, naming the field and the secret."""
+    text = """
+entities:
+  - {name: Vaskerrin Oruk, type: npc, secret: true}
+  - name: Greywatch
+    type: location
+    description: the old keep vaskerrin oruk once held
+    attributes: {ruler: vaskerrin}
+  - {name: Mira, type: npc, description: a smith of Greywatch}
+  - {name: Ashgrave, type: location, secret: true, description: vaskerrin oruk hides here}
+"""
+    report = await apply_campaign_file(campaign, parse_campaign_file(text, "holt.yaml"))
+    assert report.described == [
+        ("Greywatch", "description", ["vaskerrin oruk"]),
+        ("Greywatch", "attribute ruler", ["vaskerrin"]),
+    ]
+    assert report.said() == (
+        "warning: “Greywatch” is public but its description says “vaskerrin oruk”; its attribute ruler says "
+        "“vaskerrin”, a secret name: players will read [secret] there, which tells them a secret is there; reword "
+        "it, or make the entity secret."
+    )
+    # loaded again it is said again: the file still says it
+    assert (await apply_campaign_file(campaign, parse_campaign_file(text, "holt.yaml"))).described == report.described
+
+
 async def test_load_conflicting_with_database_changes_nothing(campaign: CampaignMemory) -> None:
     await apply_campaign_file(campaign, parse_campaign_file(SMALL, "small.yaml"))
     before = await state(campaign)

@@ -188,6 +188,22 @@ def test_entity_show_gives_an_attribute_way_to_the_current_fact_of_its_name(lk) 
         assert "played_by: Ana" in shown and "- Thalia is dead" in shown and "alive" not in shown
 
 
+def test_entity_add_and_edit_warn_of_a_public_description_that_names_a_secret(lk) -> None:
+    assert lk("campaign", "create", "Greywatch").returncode == 0
+    assert lk("entity", "add", "Vaskerrin Holt", "npc", "--secret").returncode == 0
+    warned = (
+        "warning: “Greywatch” is public but its description says “vaskerrin holt”, a secret name: players will "
+        "read [secret] there, which tells them a secret is there; reword it, or make the entity secret.\n"
+    )
+    added = lk("entity", "add", "Greywatch", "location", "--description", "vaskerrin holt's keep")
+    assert added.returncode == 0 and added.stderr == warned, added.stderr
+    # an edit that leaves the description as it was says nothing; one that writes the name says so
+    assert lk("entity", "edit", "Greywatch", "--alias", "the keep").stderr == ""
+    edited = lk("entity", "edit", "Greywatch", "--description", "where vaskerrin holt hid")
+    assert edited.returncode == 0 and edited.stderr == warned
+    assert lk("entity", "edit", "Greywatch", "--description", "an old keep").stderr == ""
+
+
 def test_campaign_name_over_100_characters_is_one_line(lk) -> None:
     long = lk("campaign", "create", "L" * 101)
     assert long.returncode == 1
@@ -452,7 +468,7 @@ async def test_session_list_says_when_each_was_played_its_lines_and_whether_it_i
     assert lk("session", "list", env=berlin).stdout == (
         "title    started               lines  status  recap\n"
         "-------  --------------------  -----  ------  -------\n"
-        "Night 1  2024-03-02 13:00 CET  2      ended   yes\n"  # a day alone: noon UTC, that day everywhere
+        "Night 1  2024-03-02            2      ended   yes\n"  # a day alone: that day, as given, in every zone
         "night2   2024-03-09 19:30 CET  1      ended   not yet\n"
         "Tonight  2024-03-16 19:00 CET  0      live\n"
     )
@@ -464,6 +480,20 @@ async def test_session_list_says_when_each_was_played_its_lines_and_whether_it_i
     ]
     assert lk("campaign", "create", "D").returncode == 0
     assert lk("session", "list", "--campaign", "D", "--json").stdout == "[]\n"
+
+
+def test_a_session_given_only_its_day_keeps_that_day_in_every_time_zone(lk, tmp_path: Path) -> None:
+    """`--started 2026-03-14` was stored at noon UTC, which is 02:00 on the 15th at UTC+14: the session list and the
+    recap showed the next day there. A day alone is shown as given, in the list, the recap and a citation."""
+    assert lk("campaign", "create", "C").returncode == 0
+    (tmp_path / "night.txt").write_text("DM: The bell tolls.\nAna: We run.\n")
+    far_east, far_west = {"TZ": "Pacific/Kiritimati"}, {"TZ": "America/Adak"}
+    night = lk("ingest", str(tmp_path / "night.txt"), "--session", "Night 1", "--started", "2026-03-14", env=far_east)
+    assert night.returncode == 0, night.stderr
+    for zone in (far_east, far_west):
+        assert lk("session", "list", env=zone).stdout.splitlines()[2].split()[:3] == ["Night", "1", "2026-03-14"]
+        assert lk("recap", "Night 1", env=zone).stdout.splitlines()[0] == "Recap: Night 1 (started 2026-03-14)"
+        assert "Night 1, 2026-03-14" in lk("search", "bell", env=zone).stdout
 
 
 async def test_session_delete_undoes_an_import_under_the_wrong_title(lk, fresh_dsn: str, tmp_path: Path) -> None:
@@ -1304,10 +1334,11 @@ def test_ingest_started_on_a_day_alone_is_that_day_for_a_dm_east_of_utc(lk, tmp_
     assert done.returncode == 0, done.stderr
     [fact] = [i for i in json.loads(lk("review", "list", "--json").stdout) if i["kind"] == "fact"]
     assert "Night 2, 2026-11-28 at 0:10: DM: “Corvin lives in Varrowmere.”" in lk("review", "show", fact["ref"]).stdout
-    assert "2026-11-28 21:00 JST" in lk("session", "list", env=tokyo).stdout  # noon UTC: the same day, local time
+    listed = lk("session", "list", env=tokyo).stdout
+    assert "Night 2  2026-11-28  " in listed and "JST" not in listed  # the day alone, as given
     # so is a day given west of UTC
     assert lk(*night, env={"TZ": "America/Los_Angeles"}).returncode == 0
-    assert "2026-11-28 04:00 PST" in lk("session", "list", env={"TZ": "America/Los_Angeles"}).stdout
+    assert "Night 2  2026-11-28  " in lk("session", "list", env={"TZ": "America/Los_Angeles"}).stdout
 
 
 def test_ingest_says_whom_it_took_for_the_dm_when_no_label_said_it(lk, tmp_path: Path) -> None:

@@ -479,6 +479,16 @@ async def test_an_import_warns_of_a_secret_name_spelled_like_a_public_one_it_bri
     )
 
 
+async def test_an_import_warns_of_a_public_description_that_names_a_secret(campaign: CampaignMemory) -> None:
+    """An import's public description saying the campaign's secret name shows players "[secret]": the DM is told."""
+    await campaign.add_entity(EntityIn(name="Vaskerrin Holt", type=EntityType.npc, visibility=Visibility.secret))
+    _, said = await _import(campaign, [("world.csv", b"name,type,description\nIronhold,location,vaskerrin's keep\n")])
+    assert said == (
+        "warning: “Ironhold” is public but its description says “vaskerrin”, a secret name: players will read "
+        "[secret] there, which tells them a secret is there; reword it, or make the entity secret."
+    )
+
+
 async def test_gm_notes_that_got_shorter_end_their_old_parts(campaign: CampaignMemory) -> None:
     """GM notes of three parts imported again as one: the old ``dm_notes_2`` and ``_3`` are ended, not left current
     beside the new text; players read none of it either way."""

@@ -10,7 +10,8 @@ import pytest
 
 from memory import jobs
 from memory.graph.took_part import link_to_recaps
-from memory.mentions import index_lines, latest, mentions
+from memory.jobs.queue import enqueue_stale_mentions
+from memory.mentions import MENTION_RULES, index_lines, latest, mentions
 from memory.models import Correction, EntityIn, EntityType, EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.store import CampaignMemory, Memory
@@ -344,3 +345,35 @@ async def test_a_person_called_by_last_name_is_mentioned_as_the_lines_write_it(
     assert await _lines(campaign, whitlock.id) == [said[0][1]]
     crane = await campaign.add_entity(EntityIn(name="Jeremiah Crane", type=EntityType.npc))  # after the recap
     assert await _lines(campaign, crane.id) == [said[1][1]]
+
+
+async def test_sessions_indexed_under_older_name_rules_are_indexed_again_by_the_worker(
+    campaign: CampaignMemory, memory: Memory, embedder: MiniLMEmbedder, pool: asyncpg.Pool
+) -> None:
+    """The chunk job indexes a line once, under the name rules of then: after an upgrade that changes who a line
+    names, a session read under older rules is read again by the worker, once, and records the rules it was read
+    under."""
+    brom = await campaign.graph.add_entity(EntityIn(name="Brom", type=EntityType.npc))
+    night = await _session(campaign, "Night 1")
+    await _run(memory, embedder)
+
+    async def indexed() -> list[str]:
+        rows = await pool.fetch(
+            "SELECT se.text FROM entity_mentions m JOIN session_entries se ON se.id = m.entry_id"
+            " WHERE m.campaign_id = $1 AND m.entity_id = $2 ORDER BY se.seq",
+            campaign.campaign_id,
+            brom.id,
+        )
+        return [r["text"] for r in rows]
+
+    said = [LINES[0][1], LINES[1][1], LINES[3][1]]
+    assert await indexed() == said
+    # as older rules left it: one line naming Brom missed, one naming nobody taken for him
+    await pool.execute("DELETE FROM entity_mentions WHERE campaign_id = $1", campaign.campaign_id)
+    await index_lines(pool, campaign.campaign_id, night, {(await campaign.log.session_entries(night))[2].id: [brom.id]})
+    await pool.execute("UPDATE sessions SET mention_rules = $2 WHERE id = $1", night, MENTION_RULES - 1)
+    await _run(memory, embedder)
+    assert await indexed() == said
+    assert await pool.fetchval("SELECT mention_rules FROM sessions WHERE id = $1", night) == MENTION_RULES
+    # read under the rules of now, it is not read again
+    assert await enqueue_stale_mentions(pool, MENTION_RULES) == 0

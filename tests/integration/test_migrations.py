@@ -21,6 +21,7 @@ from memory.db import (
     migration_files,
     migration_status,
 )
+from memory.models import Session
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -229,6 +230,12 @@ async def test_one_current_copy_migration_folds_the_copies_older_code_stored(
         await pool.close()
 
 
+async def _old_session(pool: asyncpg.Pool, campaign_id: int) -> Session:
+    """A session as the code of an older schema started it (``start_session`` writes columns of today's)."""
+    row = await pool.fetchrow("INSERT INTO sessions (campaign_id, title) VALUES ($1, 'S1') RETURNING *", campaign_id)
+    return Session(**dict(row))
+
+
 async def test_pools_opened_together_on_a_new_database_all_open(empty_dsn: str) -> None:
     # The bot and a worker starting together both create the vector extension; one must wait for the other.
     pools = await asyncio.gather(*(create_pool(empty_dsn, max_size=1) for _ in range(6)))
@@ -254,7 +261,7 @@ async def test_confidences_migration_keeps_older_lines_as_without_confidences(
     try:
         await migrate(pool, spec)
         mem = Memory(pool).campaign((await Memory(pool).campaigns().create("Old")).id)
-        session = await mem.log.start_session("S1")
+        session = await _old_session(pool, mem.campaign_id)
         await pool.execute(
             "INSERT INTO session_entries (campaign_id, session_id, seq, speaker, raw_text, text, suspects)"
             " VALUES ($1, $2, 1, 'DM', 'the cracks game', 'the cracks game', '[[4, 10]]')",
@@ -291,7 +298,7 @@ async def test_events_told_migration_gives_accepted_events_their_lines(
     try:
         await migrate(pool, spec)
         mem = Memory(pool).campaign((await Memory(pool).campaigns().create("Old")).id)
-        session = await mem.log.start_session("S1")
+        session = await _old_session(pool, mem.campaign_id)
         line = await mem.log.write(session.id, EntryIn(speaker="DM", text="You ride into Westruun.", start_s=3.0))
         told = Provenance(source=Source.stated, confidence=0.55, session_id=session.id, entry_ids=[line.id])
         made = {

@@ -3,12 +3,12 @@ entity's name is shown, never applied."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import discord
 
 from cogs.recall import add_entity_field, cite, recap_embed
-from memory.models import EntityType, Session, where_said, who_took_part_line
+from memory.models import EntityType, Session, played_on, where_said, who_took_part_line
 from memory.recall import HitLine, KnownFact, NamedEntity, RecallHit
 
 
@@ -71,6 +71,14 @@ def test_a_recap_quotes_speakers_and_its_title_as_written() -> None:
     assert embed.description == "\\*Grog\\*: I rage.\nInvolved: \\_\\_Pike\\_\\_"
     running = recap_embed(session.model_copy(update={"ended_at": None, "summary": None}), None)
     assert running.description == "*This session is still running; its recap is written when it ends.*"
+
+
+def test_a_recap_of_a_session_given_only_its_day_says_that_day_alone() -> None:
+    """`--started 2026-03-14` is stored at noon UTC: "12:00 UTC" is no time anyone played at."""
+    day = Session(id=1, campaign_id=1, title="Night 1", started_at=played_on(date(2026, 3, 14)))
+    assert recap_embed(day, None).footer.text == "started 2026-03-14"
+    timed = day.model_copy(update={"started_at": datetime(2026, 3, 14, 19, 30, tzinfo=UTC)})
+    assert recap_embed(timed, None).footer.text == "started 2026-03-14 19:30 UTC"
 
 
 def test_an_underscore_inside_a_word_is_left_as_typed() -> None:
