@@ -4,6 +4,7 @@ tools, on the real embedded PostgreSQL."""
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 from memory.models import EntityIn, EntityType, EntryIn, Visibility
@@ -15,7 +16,7 @@ SECRETS += [("Mother-of-Thorns", "npc")]
 #: Each says a secret name; what a player reads of each line keeps its first word only.
 LINES = [
     "DM: Lanterns: Devossa and Devoʼssa meet Devo’ssa's spy.",
-    "DM: Whispers of Morwen, MORWEN and Mórwen's ring.",
+    "DM: Whispers of Morwen, MORWEN and " + unicodedata.normalize("NFD", "Mórwen's ring."),
     "DM: Riders leave Ysolde d'Aubigne for Vel Ashkar, then VelAshkar.",
     "DM: Laughter: the Mother of Thorns, and Mother–of–Thorns.",
 ]
