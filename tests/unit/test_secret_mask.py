@@ -72,6 +72,8 @@ def test_a_secret_name_is_hidden_in_every_spelling_a_line_may_write_it() -> None
     for said in ("Devo'ssa", "Devossa", "Devoʼssa", "Devo’ssa", "Devo´ssa", "Devo`ssa", "DEVO SSA"):
         assert mask(f"ask {said}, then") == "ask [secret], then", said
     assert mask("what's Devo’ssa's plan?") == "what's [secret]'s plan?"  # whole, not "[secret]’[secret]"
+    typed = SecretMask(["Kal’thar", "Ix´Chel"])  # the name itself typed with ’ or ´
+    assert typed("Kal'thar's axe, Kalthar, Ix'Chel, IxChel") == "[secret]'s axe, [secret], [secret], [secret]"
     for said in ("Morwen", "MORWEN", nfd("Mórwen"), "Sister Morwen", nfd("Sister Mórwen")):
         assert mask(f"the name {said}.") == "the name [secret].", said
     assert mask("Morwen's ring, " + nfd("Mórwen's ring")) == "[secret]'s ring, [secret]'s ring"
