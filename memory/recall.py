@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import unicodedata
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -56,7 +57,9 @@ QUERY_CHARS = 1000
 
 
 def _clipped(query: str) -> str:
-    """The query's first ``QUERY_CHARS`` characters, cut at a space if it has one there (no half word)."""
+    """The query's first ``QUERY_CHARS`` characters, cut at a space if it has one there (no half word); NFC, as the
+    lines and names are: a question typed decomposed ("Mórwen" as o and ◌́) finds what it says."""
+    query = unicodedata.normalize("NFC", query)
     if len(query) <= QUERY_CHARS:
         return query
     head = query[: QUERY_CHARS + 1]

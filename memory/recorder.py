@@ -7,6 +7,7 @@ so a crash can lose neither a line nor the work owed on it.
 from __future__ import annotations
 
 import time
+import unicodedata
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -27,8 +28,10 @@ from memory.text import MAX_SPEAKER_CHARS, MAX_TEXT_BYTES, seconds, storable, wi
 def _spoken(value: object) -> object:
     """What was said (a transcript's line, a recognised word) without its bidi overrides and isolates
     (:func:`without_bidi_controls`): one stray control is no reason to skip the line, as a name with one is refused,
-    but kept it would reorder the line wherever it is shown."""
-    return without_bidi_controls(value) if isinstance(value, str) else value
+    but kept it would reorder the line wherever it is shown. NFC, as names are: a line written decomposed ("Mórwen"
+    as o and ◌́, as macOS or a recogniser may write it) would be found by no search, index no mention and correct
+    no name."""
+    return unicodedata.normalize("NFC", without_bidi_controls(value)) if isinstance(value, str) else value
 
 
 class Word(BaseModel):

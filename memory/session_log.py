@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import unicodedata
 from collections.abc import AsyncIterator, Collection, Sequence
 from datetime import datetime
 
@@ -861,6 +862,7 @@ class SessionLog:
         """Full-text search over the corrected text (web-search syntax: "quoted phrase", -not, or); a line found
         through a quoted phrase says one of them word for word. ``speakers``: said by one of them (any case), but
         for the (speaker lowercased, session id) pairs ``excluded`` (see :meth:`speakers_called`)."""
+        query = unicodedata.normalize("NFC", query)  # as the lines are stored
         rows = await self.db.fetch(
             f"""
             SELECT {_ENTRY_COLUMNS}, ts_rank_cd(tsv, q) AS score

@@ -118,6 +118,41 @@ def counted(n: int, one: str, many: str | None = None) -> str:
     return f"{n:,} {one if n == 1 else many or one + 's'}"
 
 
+#: The shapes of an apostrophe a keyboard, a phone or a word processor writes ("Devo’ssa", "Devoʼssa", "Devo´ssa").
+APOSTROPHES = "'’‘ʼʻ`´′"
+#: The dashes a name's hyphen is typed as.
+DASHES = "-‐‑‒–—"
+#: Letters Unicode does not decompose that a keyboard without them writes as others: "Aethelric" of Æthelric, "Thorr"
+#: of Þórr (ß is "ss" by casefolding).
+_LETTERS = str.maketrans({"æ": "ae", "œ": "oe", "ð": "d", "þ": "th", "ø": "o", "ł": "l", "đ": "d", "ħ": "h", "ı": "i"})
+
+
+@functools.lru_cache(maxsize=4096)
+def _folded_char(char: str) -> str:
+    if char in APOSTROPHES:
+        return "'"
+    if char in DASHES:
+        return "-"
+    decomposed = unicodedata.normalize("NFKD", char.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).translate(_LETTERS)
+
+
+def folded(text: str) -> tuple[str, list[int] | None]:
+    """``text`` with a name's letters as any spelling of it writes them: casefolded, accents dropped (composed or
+    decomposed), Æ Œ Ð Þ ß as two letters or one, every apostrophe "'" and every dash "-" ("morwen" of "Mórwen",
+    "devo'ssa" of "Devoʼssa"); and where each of its characters comes from, the offset in ``text`` (``len(text)``
+    after the last), or None where each is the one at its own offset."""
+    if text.isascii():
+        return text.lower().replace("`", "'"), None
+    chars: list[str] = []
+    at: list[int] = []
+    for i, char in enumerate(text):
+        chars.append(f := _folded_char(char))
+        at.extend([i] * len(f))  # a combining accent adds nothing: it goes with the letter before it
+    at.append(len(text))
+    return "".join(chars), at
+
+
 #: A campaign file names each entity once as itself and again in every fact about it (a two-year campaign's export:
 #: 1,600 names, 43,000 times): pure, so each is checked once.
 @functools.lru_cache(maxsize=16384)

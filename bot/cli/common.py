@@ -233,12 +233,16 @@ async def open_memory(
 
 #: The campaign a command works on (set by :func:`campaign_memory`), for its not-found errors to name.
 _working_on: ContextVar[Campaign | None] = ContextVar("working_on", default=None)
+#: Whether the command shows what a player reads (``--as-player``): its not-found errors name no other campaign.
+_as_player: ContextVar[bool] = ContextVar("as_player", default=False)
 
 
 async def _placed(memory: Memory, campaign: Campaign, exc: NotFoundError) -> MemoryError_ | CliError:
     """``exc`` naming the campaign it looked in ("in this campaign" says nothing to a DM with the wrong one
     active), and which of the guild's other campaigns has what it was about."""
     message = str(exc).replace("in this campaign", f"in campaign {quoted(campaign.name)}", 1)
+    if _as_player.get():  # "is in campaign 'RT'" would confirm a guess at a secret name, spelled exactly
+        return NotFoundError(message, subject=exc.subject, name=exc.name)
     others = await memory.campaigns(campaign.guild_id).holding(exc.subject or "", exc.name or "", besides=campaign.id)
     if not others:
         return NotFoundError(message, subject=exc.subject, name=exc.name)
@@ -264,8 +268,12 @@ async def error_said(memory: Memory, exc: MemoryError_) -> str:
     return with_next_step(placed, NEXT_STEPS, shlex.quote)
 
 
-async def campaign_memory(memory: Memory, settings: Settings, name: str | None) -> tuple[CampaignMemory, str]:
-    """The named campaign, or the active one when no name is given."""
+async def campaign_memory(
+    memory: Memory, settings: Settings, name: str | None, *, as_player: bool = False
+) -> tuple[CampaignMemory, str]:
+    """The named campaign, or the active one when no name is given; ``as_player``: the command shows what a player
+    reads."""
+    _as_player.set(as_player)
     campaigns = memory.campaigns(settings.guild_id)
     if name:
         campaign = await campaigns.get(name)

@@ -20,6 +20,7 @@ import re
 import signal
 import sys
 import threading
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -136,7 +137,7 @@ def correct(
 
     \b
     Each output line, written as soon as its input line is corrected:
-      {"text": corrected, "raw_text": as read, "corrections": [{"span",
+      {"text": corrected, "raw_text": as read (NFC), "corrections": [{"span",
        "replacement", "start", "end", "entity_id", "score", "stage"}]}
     (start and end: character offsets into raw_text). An empty line gives an
     empty text. A line that cannot be read (not UTF-8, broken JSON, a field of
@@ -458,7 +459,8 @@ def parse_line(line: str) -> tuple[str, list[tuple[str, float | None]] | None, t
         line.encode("utf-8")
     except UnicodeEncodeError as exc:  # bytes read with surrogateescape
         raise LineError(f"not UTF-8 text (character {exc.start + 1})") from None
-    stripped = line.strip()
+    # NFC, as the store keeps lines: a decomposed "ó" (o and ◌́) splits the word a name is matched in ("Mó" "rwen")
+    stripped = unicodedata.normalize("NFC", line.strip())
     if not _JSON_OBJECT.match(stripped):
         return stripped, None, None
     try:
@@ -483,7 +485,9 @@ def parse_line(line: str) -> tuple[str, list[tuple[str, float | None]] | None, t
     names = data.get("entities")
     if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
         raise LineError('"entities" must be a list of names')
-    return text, words, tuple(names) if names is not None else None
+    if words is not None:
+        words = [(unicodedata.normalize("NFC", w), c) for w, c in words]
+    return unicodedata.normalize("NFC", text), words, tuple(names) if names is not None else None
 
 
 def _words(value: Any) -> list[tuple[str, float | None]] | None:

@@ -213,7 +213,7 @@ async def show(
     player_text_only(as_player, as_json)
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
-        mem, _ = await campaign_memory(memory, settings, campaign)
+        mem, _ = await campaign_memory(memory, settings, campaign, as_player=as_player)
         dm = not as_player  # a player finds no secret entity, reads no secret fact, and secret names masked
         mask = await reader_mask(mem, dm)
         snap, last = await visible_identity(mem, name, dm=dm, mask=mask)

@@ -73,7 +73,7 @@ async def recall(
     player_text_only(as_player, as_json)
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
-        mem, name = await campaign_memory(memory, settings, campaign)
+        mem, name = await campaign_memory(memory, settings, campaign, as_player=as_player)
         if asker is not None:
             await mem.log.check_speaker(asker)
         embedder = make_job_context(memory, settings).embedder  # loaded once for every query
@@ -117,7 +117,7 @@ async def recap(ctx: click.Context, session: str | None, as_player: bool, campai
     player_text_only(as_player, as_json)
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
-        mem, name = await campaign_memory(memory, settings, campaign)
+        mem, name = await campaign_memory(memory, settings, campaign, as_player=as_player)
         sessions = await mem.log.sessions()
         if not sessions:
             raise CliError(f"no sessions in {name} yet: `lorekeeper ingest FILE` imports one")

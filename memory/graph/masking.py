@@ -4,6 +4,7 @@ secret entity's old names hidden after a rename, a merge or its removal."""
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from difflib import SequenceMatcher
@@ -15,32 +16,55 @@ from memory.models import (
     Entity,
     Visibility,
 )
+from memory.text import folded
 
 _WORD_RUN = re.compile(r"\w+")
 #: A plural's ending: "s", or "es" after s, x, z, ch or sh (Vaskerrins, Foxes, Marshes).
 _PLURAL = r"(?:(?<=s|x|z|h)es|s)"
-_ES = re.compile(r"(?:s|x|z|ch|sh)es$")
+#: Between two words of a name joined by a space, hyphen or apostrophe, what a line may write there: any of them, or
+#: nothing ("Vel Ashkar", "VelAshkar" of Vel-Ashkâr; "Devossa" of Devo'ssa; "Mother of Thorns" of Mother-of-Thorns).
+_LOOSE = re.compile(r"[\s'-]+")
+_BETWEEN = r"[\s'-]*"
+
+
+def _pattern_of_name(name: str) -> str:
+    """The regular expression of a :func:`~memory.text.folded` name, its plural too."""
+    words = _WORD_RUN.findall(name)
+    if not words:  # punctuation alone: as written
+        return re.escape(name.strip())
+    between = _WORD_RUN.split(name)[1:-1]
+    body = words[0]
+    for sep, word in zip(between, words[1:], strict=True):
+        # other punctuation ("Ash & Water", "Dr. Vex") stays as written, its spaces any spaces
+        joint = _BETWEEN if _LOOSE.fullmatch(sep) else r"\s+".join(map(re.escape, sep.split())).join(["\\s*"] * 2)
+        body += joint + re.escape(word)
+    # a plural says the name too ("the Vaskerrins' ship"); "es" only where English writes it ("Tim" is no "times")
+    return rf"(?<!\w){body}{_PLURAL}?(?!\w)"
 
 
 class SecretMask:
     """Hides secret entities' names in text players read: a recap, a recalled passage or a description may
     quote someone saying one. Their aliases stay: an alias ("the Pale Magister") is what players know such an
-    entity by. Case is ignored: a name said in lower case is still the name."""
+    entity by. A name is hidden in every spelling a line may write it (:func:`~memory.text.folded`: case, accents,
+    Æ/Œ/Ð/Þ/ß, any apostrophe or none; a space, hyphen or nothing between its words), as lookup reads it."""
 
     MASK = "[secret]"
 
     def __init__(self, names: Iterable[str]) -> None:
+        spelled = {folded(n)[0].strip(): n for n in names if n.strip()}
         # longest first, so "Vaskerrin Holt" is hidden whole before a shorter secret name inside it
-        self._spellings = sorted({n for n in names if n.strip()}, key=len, reverse=True)
-        # A match holds every word of its name whole (casefold: what IGNORECASE equates), so a text is searched
-        # for the names whose words it all has, and no others: one pattern of every name tried at every character
-        # cost 0.6 ms a line at 1,000 entities, and ten times that at 10,000.
-        self._words = [frozenset(_WORD_RUN.findall(n.casefold())) for n in self._spellings]
-        self._by_word: dict[str, list[int]] = {}
-        for i, said in enumerate(self._words):
-            if said:
-                self._by_word.setdefault(min(said), []).append(i)
-        self._always = [i for i, said in enumerate(self._words) if not said]
+        self._folded = sorted(spelled, key=len, reverse=True)
+        self._spellings = [spelled[f] for f in self._folded]
+        # A text is searched for the names whose words it all has, and no others: one pattern of every name tried at
+        # every character cost 0.6 ms a line at 1,000 entities, and ten times that at 10,000. A name starts a word
+        # of the text (its first word may run on into the next: "velashkar"), so it is found by that word's start.
+        self._words = [_WORD_RUN.findall(f) for f in self._folded]
+        self._by_first: dict[str, list[int]] = {}
+        for i, words in enumerate(self._words):
+            if words:
+                self._by_first.setdefault(words[0], []).append(i)
+        self._starts = sorted({len(w) for w in self._by_first})
+        self._always = [i for i, words in enumerate(self._words) if not words]
         self._patterns: dict[tuple[int, ...], re.Pattern[str]] = {}
 
     @functools.cached_property
@@ -50,35 +74,51 @@ class SecretMask:
 
     def _pattern_of(self, which: tuple[int, ...]) -> re.Pattern[str]:
         if (pattern := self._patterns.get(which)) is None:
-            words = (r"\s+".join(map(re.escape, self._spellings[i].split())) for i in which)
-            # a plural says the name too ("the Vaskerrins' ship"): the search finds it by its stem, so the mask must;
-            # "es" only where English writes it ("Tim" is no "times", "Jam" no "James")
-            pattern = re.compile("|".join(rf"(?<!\w){w}{_PLURAL}?(?!\w)" for w in words), re.IGNORECASE)
+            pattern = re.compile("|".join(_pattern_of_name(self._folded[i]) for i in which))
             if len(self._patterns) < 10_000:  # a scene names the same few again and again
                 self._patterns[which] = pattern
         return pattern
 
     def __call__(self, text: str) -> str:
-        pattern = self._pattern_for(text)
-        return pattern.sub(self.MASK, text) if pattern else text
+        if not self._spellings or not text:
+            return text
+        return self._hidden(text, self._spans(text))
 
     def said(self, text: str) -> list[str]:
         """What of the hidden names ``text`` says, as it writes them, each once (case aside): what players read as
         "[secret]" there."""
-        pattern = self._pattern_for(text)
-        found = [m.group(0) for m in pattern.finditer(text)] if pattern else []
+        if not self._spellings or not text:
+            return []
+        found = [text[start:end] for start, end in self._spans(text)]
         return list({" ".join(f.split()).casefold(): " ".join(f.split()) for f in found}.values())
 
-    def _pattern_for(self, text: str) -> re.Pattern[str] | None:
-        """The pattern of the names whose words ``text`` all has; None if none."""
-        if not self._spellings or not text:
-            return None
-        said = set(_WORD_RUN.findall(text.casefold()))
-        said.update([w[:-1] for w in said if w.endswith("s")] + [w[:-2] for w in said if _ES.search(w)])
-        which = {i for w in said.intersection(self._by_word) for i in self._by_word[w] if self._words[i] <= said}
-        if not which and not self._always:
-            return None
-        return self._pattern_of(tuple(sorted(which.union(self._always))))
+    def _spans(self, text: str, pattern: re.Pattern[str] | None = None) -> list[tuple[int, int]]:
+        """Where ``text`` says a hidden name, as found in its :func:`~memory.text.folded` form by ``pattern``; by
+        default that of the names whose words it holds."""
+        plain, at = folded(text)
+        if pattern is None:
+            words = _WORD_RUN.findall(plain)
+            letters = "".join(words)
+            which = set(self._always)
+            for word in set(words):
+                for size in self._starts:
+                    if size > len(word):
+                        break
+                    for i in self._by_first.get(word[:size], ()):
+                        if all(w in letters for w in self._words[i]):
+                            which.add(i)
+            if not which:
+                return []
+            pattern = self._pattern_of(tuple(sorted(which)))
+        found = ((m.start(), m.end()) for m in pattern.finditer(plain))
+        return list(found) if at is None else [(at[start], at[end]) for start, end in found]
+
+    def _hidden(self, text: str, spans: Sequence[tuple[int, int]]) -> str:
+        shown, last = [], 0
+        for start, end in spans:
+            shown += [text[last:start], self.MASK]
+            last = end
+        return "".join(shown) + text[last:] if shown else text
 
     @property
     def names(self) -> list[str]:
@@ -91,9 +131,12 @@ class SecretMask:
         lines unmasked, so "Clarotas", "K'Varns" or "exiled" (of Clarota the Exile) find the lines that said the
         name, as a made-up word does not."""
         # the runs are read in the words as typed: a word of the name hidden first ("pact" of The Pact of Ash and
-        # Water) would break the run, and "ash", "water" find the line that said it
+        # Water, "thorns" of Mother-of-Thorns) would break the run, and "ash", "water" find the line that said it;
+        # first a name in any spelling the mask reads ("Mother of Thorns"), then one the search stems alike
+        starts = list(itertools.accumulate((len(w) + 1 for w in words), initial=0))
+        spans = self._spans(" ".join(words)) if self._spellings else []
+        gone = {i for i, w in enumerate(words) for a, b in spans if a < starts[i] + len(w) and starts[i] < b}
         said = [(i, stem) for i, w in enumerate(words) for stem in stems[w]]  # a stop word ("the") has none
-        gone: set[int] = set()
         for name in self._spellings:
             wanted = [stem for w in name.split() for stem in stems[w]]
             for j in range(len(said) - len(wanted) + 1) if wanted else ():
@@ -122,7 +165,7 @@ _NEAR = 0.85
 
 
 def _spelled(text: str) -> list[str]:
-    return _WORD_RUN.findall(text.casefold().replace("&", " and "))
+    return _WORD_RUN.findall(folded(text.replace("&", " and "))[0])
 
 
 class Masking(EntityLookup):

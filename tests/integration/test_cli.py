@@ -305,6 +305,19 @@ async def test_with_the_wrong_campaign_active_an_error_names_it_and_the_one_that
     )
 
 
+def test_a_players_view_names_no_other_campaign_holding_a_name_it_cannot_find(lk) -> None:
+    """`entity show "Devo'ssa" --as-player` said "'Devo'ssa' is in campaigns 'RT', 'Scratch'": a secret's exact
+    name confirmed to whoever guessed it. The DM's own view keeps the hint."""
+    for name in ("Reeds", "Ashes"):
+        assert lk("campaign", "create", name).returncode == 0
+    assert lk("entity", "add", "Devo'ssa", "npc", "--secret", "-c", "Ashes").returncode == 0
+    assert lk("campaign", "use", "Reeds").returncode == 0
+    shown = lk("entity", "show", "Devo'ssa", "--as-player")
+    assert (shown.returncode, shown.stderr) == (1, "error: no entity named \"Devo'ssa\" in campaign 'Reeds'\n")
+    dm = lk("entity", "show", "Devo'ssa")
+    assert dm.returncode == 1 and "is in campaign 'Ashes'" in dm.stderr
+
+
 def test_entity_attributes_keep_to_what_a_campaign_file_holds(lk) -> None:
     assert lk("campaign", "create", "C").returncode == 0
     nested = lk("entity", "add", "Golem", "npc", "--attr", 'stats={"str":18}')

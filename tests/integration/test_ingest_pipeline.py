@@ -1322,3 +1322,25 @@ async def test_in_an_untimed_transcript_the_fact_said_last_holds_whichever_the_d
     corvin = await crown.graph.get_entity("Corvin")
     current = [r.target_name for r in await crown.graph.relationships_of(corvin.id) if r.type == "lives_in"]
     assert current == ["Saltmere"]
+
+
+async def test_a_line_written_decomposed_is_stored_composed_found_and_indexed(campaign: CampaignMemory) -> None:
+    """macOS, some phones and recognisers write "ë" as e and ◌̈ (NFD): stored so, the line was found by no search,
+    named no entity and hid no secret name, names and queries being NFC."""
+    import unicodedata
+
+    from memory.mentions import mentions
+
+    def nfd(text: str) -> str:
+        return unicodedata.normalize("NFD", text)
+
+    sword = await campaign.graph.add_entity(EntityIn(name="Ragnarök", type=EntityType.item))
+    rec = await SessionRecorder.start(campaign, "Night 1", index_cache=CorrectionIndexCache())
+    said = nfd("Zoë hides the Ragnarök shard.")
+    await rec.add(Utterance(speaker="DM", text=said, words=[Word(word=w, confidence=0.9) for w in said.split()]))
+    await rec.flush()
+    [line] = await campaign.log.session_entries(rec.session.id)
+    assert line.text == line.raw_text == "Zoë hides the Ragnarök shard."
+    for query in ("Ragnarök shard", nfd("Ragnarök shard")):
+        assert [hit.id for hit in await campaign.log.search(query)] == [line.id], query
+    assert [m.entry_id for m in (await mentions(campaign.db, campaign.campaign_id, sword.id)).lines] == [line.id]

@@ -68,6 +68,21 @@ def test_plain_list_and_json_lines(tmp_path: Path) -> None:
     assert bad_conf["line"] == 5 and "confidence" in bad_conf["error"]
 
 
+def test_a_line_written_decomposed_is_read_composed(tmp_path: Path) -> None:
+    """A decomposed "ó" (o and ◌́) split "Mórwen" into "Mó" and "rwen", and "rwen" was corrected to the name:
+    "MóMórwen's ring". The line is read NFC, as the store keeps lines."""
+    import unicodedata
+
+    names = tmp_path / "names.txt"
+    names.write_text("Mórwen\n")
+    said = unicodedata.normalize("NFD", "the name Mórwen's ring")
+    stdin = said + "\n" + json.dumps({"text": said, "words": [{"word": w, "confidence": 0.9} for w in said.split()]})
+    result = CliRunner().invoke(correct, ["--entities", str(names)], input=stdin + "\n")
+    assert result.exit_code == 0, result.output
+    for line in _lines(result.output):
+        assert line["text"] == line["raw_text"] == "the name Mórwen's ring" and line["corrections"] == []
+
+
 def test_invisible_characters_in_names_are_not_written_into_the_transcript(tmp_path: Path) -> None:
     """A name pasted from a web page may hold a zero-width space or a direction mark: invisible in the list, and
     in the corrected transcript, where it would split the word for search."""

@@ -219,6 +219,20 @@ def test_the_dm_is_told_of_the_english_words_a_secret_name_masks_wherever_they_a
     assert everyday_masked(farm, ["Vaskerrin Holt"], zipf) == []
 
 
+def test_a_plural_word_of_a_secret_name_is_weighed_with_its_singular() -> None:
+    """ "thorns" (3.25) of Mother-of-Thorns is "thorn" (3.48) said of more than one: English says the word as often as
+    "holt", so players read [secret] for a garden's thorns and the DM is told, as of "holt"."""
+    common = {"mother": 5.2, "of": 7.4, "thorns": 3.25, "thorn": 3.48, "pip": 3.35, "pips": 2.9}
+
+    def zipf(word: str) -> float:
+        return common.get(word, 0.0)
+
+    names = ["Mother-of-Thorns", "Pip"]
+    masked = names_to_mask([(n, True) for n in names], zipf)
+    assert everyday_masked(masked, ["Mother-of-Thorns"], zipf) == ["thorns"]
+    assert everyday_masked(masked, ["Pip"], zipf) == []  # a singular is not weighed with its plural: a name
+
+
 def test_a_secret_name_players_read_anyway_is_found_for_the_entity_just_named() -> None:
     """What the DM is warned of: a secret name unmasked because a readable one is spelled alike."""
     names = [("The Whispering Gate", True), ("Whispering Gate", False), ("Café Noir", True), ("Mira", False)]

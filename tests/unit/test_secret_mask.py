@@ -58,3 +58,44 @@ def test_a_guess_at_a_secret_name_is_dropped_whole_though_one_of_its_words_is_hi
     assert mask.unsaid("who signed the pact".split(), stems) == ["who", "signed", "the"]
     assert mask.unsaid("ash and water".split(), stems) == ["ash", "and", "water"]  # not the name: no guess at it
     assert mask.unsaid("the who signed".split(), stems) == ["signed"]  # what the mask hides, though no word stems
+
+
+def test_a_secret_name_is_hidden_in_every_spelling_a_line_may_write_it() -> None:
+    """A table, a transcript or a phone writes a name without its accents, decomposed (NFD), with another
+    apostrophe or none, a hyphen as a space or nothing: each is the name, as lookup reads it, hidden whole."""
+    import unicodedata
+
+    def nfd(text: str) -> str:
+        return unicodedata.normalize("NFD", text)
+
+    mask = SecretMask(["Devo'ssa", "Sister Mórwen", "Mórwen", "Aubigné", "Vel-Ashkâr", "Æthelric", "Straße"])
+    for said in ("Devo'ssa", "Devossa", "Devoʼssa", "Devo’ssa", "Devo´ssa", "Devo`ssa", "DEVO SSA"):
+        assert mask(f"ask {said}, then") == "ask [secret], then", said
+    assert mask("what's Devo’ssa's plan?") == "what's [secret]'s plan?"  # whole, not "[secret]’[secret]"
+    typed = SecretMask(["Kal’thar", "Ix´Chel"])  # the name itself typed with ’ or ´
+    assert typed("Kal'thar's axe, Kalthar, Ix'Chel, IxChel") == "[secret]'s axe, [secret], [secret], [secret]"
+    for said in ("Morwen", "MORWEN", nfd("Mórwen"), "Sister Morwen", nfd("Sister Mórwen")):
+        assert mask(f"the name {said}.") == "the name [secret].", said
+    assert mask("Morwen's ring, " + nfd("Mórwen's ring")) == "[secret]'s ring, [secret]'s ring"
+    assert mask("Lady Aubigne's letters, " + nfd("d'Aubigné") + ".") == "Lady [secret]'s letters, d'[secret]."
+    for said in ("Vel-Ashkâr", "Vel Ashkar", "VelAshkar", "vel–ashkar", "Vel-Ashkar's", nfd("Vel Ashkâr")):
+        assert mask(f"to {said} gate") in ("to [secret] gate", "to [secret]'s gate"), said
+    assert mask("Aethelric, AEthelric and ÆTHELRIC; strasse") == "[secret], [secret] and [secret]; [secret]"
+    assert mask("Morwenna and Velvet Ashes") == "Morwenna and Velvet Ashes"  # still whole words only
+
+
+def test_a_hyphenated_secret_name_said_with_spaces_is_hidden_whole() -> None:
+    mask = SecretMask(["Mother-of-Thorns", "thorns", "Black-Thorn Gate"])
+    assert mask("The Mother of Thorns dwells; mother of thorns; Mother–of–Thorns; motherofthorns") == (
+        "The [secret] dwells; [secret]; [secret]; [secret]"
+    )
+    assert mask("The Black Thorn Gate opens, the blackthorn gate") == "The [secret] opens, the [secret]"
+
+
+def test_a_guess_at_a_secret_name_in_another_spelling_is_dropped_whole() -> None:
+    """ "thorns" names Mother-of-Thorns alone: taken first by its stem, it left "mother" to find the lines."""
+    mask = SecretMask(["Mother-of-Thorns", "thorns", "Mórwen"])
+    stem = {"mother": "mother", "thorns": "thorn", "morwen": "morwen", "roses": "rose"}
+    said = "Mother of Thorns MORWEN roses".split()
+    stems = {w: [stem[w.lower()]] if w.lower() in stem else [] for w in [*said, *mask.names]}
+    assert mask.unsaid(said, stems) == ["roses"]
