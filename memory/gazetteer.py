@@ -179,7 +179,7 @@ class Gazetteer(Generic[E]):
                             i,
                             first_name(entry.entity.name),
                             present=known,
-                            name_follows=self._name_follows(tokens, i, entry.entity),
+                            name_follows=self._name_follows(text, tokens, i, entry.entity),
                         )
                     ):
                         continue
@@ -200,15 +200,18 @@ class Gazetteer(Generic[E]):
             i = i + 1 if nested else best[0] + 1
         return found
 
-    def _name_follows(self, tokens: Sequence[Token], i: int, person: E) -> bool:
+    def _name_follows(self, text: str, tokens: Sequence[Token], i: int, person: E) -> bool:
         """Whether the word after a short name of ``person`` (word ``i``) stands beside it as no word of a longer
-        name: the start of another known name ("Corwin Dorian and Keyleth go in", "Vael Keyleth nods"), or, after
-        the person's first name, their last name misheard ("Nerith Mael" of Nerith Vael; "Nerith Blackwood" is
-        someone else, "Corwin Hale" not Thessaly Corwin)."""
+        name: the start of another known name ("Corwin Dorian and Keyleth go in", "Vael Keyleth nods") after a
+        short name that counts alone anyway, no everyday word or one after a title ("the lord of Castle
+        Whitestone" is no Tom Castle), or, after the person's first name, their last name misheard ("Nerith Mael"
+        of Nerith Vael; "Nerith Blackwood" is someone else, "Corwin Hale" not Thessaly Corwin)."""
         if i + 1 >= len(tokens):
             return False
-        after = tokens[i + 1]
-        if after.norm in self._starts:
+        after, word = tokens[i + 1], tokens[i]
+        if after.norm in self._starts and (
+            word_zipf(word.norm) < _COMMON_ZIPF or _titled(text, tokens, i, 0) < word.start
+        ):
             return True
         last = last_name(person.name)
         if tokens[i].norm != first_name(person.name) or last is None:
