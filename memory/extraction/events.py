@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memory.correction.evidence import MatchSettings, word_zipf
+from memory.extraction.lexicon import NOUN_TYPE
 from memory.extraction.schema import Event, EventKind, KnownEntity
 from memory.models import PERSON_TYPES, EntityType
 
@@ -676,11 +678,14 @@ _SOMEONE = (
 )
 _SOMEONE_ARRIVES = re.compile(rf"{_SOMEONE}\s+{_ADVERB}{_GOES}")
 #: ... and who it is, in the next sentence of the same line: "It is Nerith Vael.", "She's Nerith, the envoy of ...".
-#: Capitalised words that are no one's name after "It is": "It is Tuesday.", "It's March."
+#: Capitalised words that are no one's name after "It is": "It is Tuesday.", "It's March.", "It is Christmas Eve."
 _CALENDAR = (
     r"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|May|June|July|August|"
-    r"September|October|November|December)\b"
+    r"September|October|November|December|Midnight|Noon|Dawn|Dusk|Morning|Evening|Night|Spring|Summer|Autumn|Fall|"
+    r"Winter|Christmas|Easter|Halloween|Yule|Midsummer|Midwinter|Solstice|Equinox|New\s+Year)\b"
 )
+#: From this Zipf frequency a word is ordinary English (see ``MatchSettings.common_zipf``).
+_COMMON_ZIPF = MatchSettings().common_zipf
 _NAMED_NEXT = re.compile(
     r"\s*(?i:it|he|she)(?:\s+(?i:is|was)\s+|['’](?i:s)\s+)"
     rf"(?:{_K.format('n')}|(?!{_CALENDAR})(?P<new>[{_UPPER}][\w'’-]*(?:\s+[{_UPPER}][\w'’-]*){{0,2}}))"  # or a new name
@@ -695,7 +700,22 @@ def _named_next(text: str, m: re.Match[str], found: list[KnownEntity]) -> tuple[
     n = _NAMED_NEXT.match(text, end)
     if n is None or n.group("n") is None or found[int(n.group("n"))].type not in _ARRIVING or not _whole(text, n, "n"):
         return None
-    return found[int(n.group("n"))], n.end()
+    return (found[int(n.group("n"))], n.end()) if _person_like(m.group()) else None
+
+
+def _person_like(said: str) -> bool:
+    """Whether someone unnamed (:data:`_SOMEONE`, with its verb) is a person whom a name may be given next: a word
+    for one ("an elf", "a tall figure", "a guard", "someone"), not weather, a season or a thing ("A storm arrives.
+    It is Midnight.", "A few coins arrive.")."""
+    words = re.findall(r"[\w'’-]+", said.casefold())
+    return any(NOUN_TYPE.get(w) == EntityType.npc or w in ("someone", "somebody") for w in words)
+
+
+def _new_name(name: str) -> bool:
+    """Whether words given next as a newcomer's name are a person's: no everyday word alone ("It is Urgent.", "She
+    is Dark."; :data:`_CALENDAR` has the times and holidays)."""
+    words = name.split()
+    return len(words) > 1 or word_zipf(name.casefold()) < _COMMON_ZIPF
 
 
 def newcomers(text: str, found: list[KnownEntity], here: KnownEntity | None) -> list[tuple[str, Event]]:
@@ -712,7 +732,9 @@ def newcomers(text: str, found: list[KnownEntity], here: KnownEntity | None) -> 
         if place is None or place.type != EntityType.location or (y is not None and not _whole(text, m, "y")):
             continue
         n = _NAMED_NEXT.match(text, _sentence(text, m)[1])
-        if n is not None and n.group("new") and _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
+        if n is None or not n.group("new") or not _new_name(n.group("new")) or not _person_like(m.group()):
+            continue
+        if _BEFORE_SUBJECT.search(text[: m.start()]) and _told(text, m):
             name = n.group("new")
             span = (_clause(text, m), n.end())
             out.append((name, Event(EventKind.arrival, f"Arrival of {name} at {place.name}", place=place, span=span)))

@@ -373,6 +373,32 @@ async def test_someone_arriving_unnamed_whom_the_dm_gives_a_new_name_next_is_a_n
     assert await said("An elf arrives at Ironhold. It is Corvin Ash.", speaker="SAM") == ([], set())  # a player's
 
 
+async def test_a_name_given_next_is_a_persons_after_someone_person_like() -> None:
+    """The reviewer's: "A storm arrives. It is Midnight." proposed an npc Midnight and its arrival, so did
+    "Christmas", "Dark", "Urgent", coins arriving, and "A cold wind arrives. It is Winter." Jon Winter's. The name
+    given next is a person's (no everyday word alone, time, season or holiday), of someone person-like."""
+    winter = KnownEntity(id=10, name="Jon Winter", type=EntityType.npc)
+
+    async def said(*lines: str) -> list[str]:
+        result = await RuleExtractor().extract(entries("You walk to Ironhold.", *lines), [*KNOWN, winter])
+        return sorted(e.name for e in result.entities if e.name != "Arrival at Ironhold")
+
+    for line in (
+        "A storm arrives. It is Midnight.",
+        "A storm arrives. It is Christmas.",
+        "A figure arrives. She is Dark.",
+        "A figure arrives. It is Urgent.",
+        "A figure arrives. It is Christmas Eve.",
+        "A few coins arrive. It is Corvin Ash.",
+        "A cold wind arrives. It is Winter.",
+    ):
+        assert await said(line) == [], line
+    assert await said("A figure arrives. It is Corvin Ash.") == ["Arrival of Corvin Ash at Ironhold", "Corvin Ash"]
+    assert await said("A woman arrives. It is Eldrinax.") == ["Arrival of Eldrinax at Ironhold"]
+    assert await said("A tall dwarf arrives. It is Jon Winter.") == ["Arrival of Jon Winter at Ironhold"]
+    assert await said("Someone arrives. It is Tim.") == ["Arrival of Tim at Ironhold"]
+
+
 async def test_a_sentence_opener_or_a_place_beside_a_role_is_no_new_npc() -> None:
     """The reviewer's: "Honestly, the guard has a point." proposed an npc "Honestly" (a guard), and so did every adverb,
     weekday or imperative opening a sentence before ", the <role>", a place after a preposition ("At the Gate, the
