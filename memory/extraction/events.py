@@ -282,6 +282,11 @@ _OPENING_TIME = (
     r"one|two|three|four|five|six|seven|few|several|couple\s+of|early|late|\w+['’]s|\d+)\s+){0,3}"
     rf"{_TIME_WORD}(?:\s+(?:later|after|on|of\s+[\w'’-]+))?"
 )
+#: A plan's time opening a sentence, which makes every clause of it a plan: "Tomorrow, when the gates open, you walk
+#: into Ironhold", "The next time you see Tim, you ...".
+_PLAN_OPENING = re.compile(
+    r"[\s\"'“‘(*_-]*(?:tomorrow|(?:the\s+)?next\s+(?:week|month|year|time|session))\b", re.IGNORECASE
+)
 _UNTIL = r"\b(?:before|until|till)\s+"
 _NOT_YET = re.compile(rf"{_UNTIL}(?!{_TIME})", re.IGNORECASE)
 #: ... a clause's subject after them: a pronoun or a known name.
@@ -885,7 +890,7 @@ def _told(text: str, m: re.Match[str], retold: bool = False) -> bool:
     """The match tells what happened: its sentence is no question, and nothing in its clause makes it unreal.
     ``retold``: the line is the DM's recap of the story so far, where every turning point is a memory."""
     start, end = _sentence(text, m)
-    if text[end - 1] == "?" or _IF.search(text, start, m.start()):
+    if text[end - 1] == "?" or _IF.search(text, start, m.start()) or _PLAN_OPENING.match(text, start):
         return False  # "If you hit, she is dead": the condition may come in a clause of its own before it
     if not retold and _PAST.search(text[start:end]):
         return False

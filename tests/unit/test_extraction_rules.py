@@ -693,6 +693,28 @@ async def test_a_future_time_makes_a_plan_not_a_turning_point() -> None:
     assert await told("That night you arrive at Ironhold.") == ["Arrival at Ironhold"]
 
 
+async def test_a_plan_word_opening_a_sentence_makes_all_its_clauses_a_plan() -> None:
+    """The reviewer's: "Tomorrow, when the gates open, you walk into Ironhold." filed the party's arrival: the plan
+    word stood in another clause than the telling's. Opening the sentence, it covers every clause of it."""
+    emon = KnownEntity(id=7, name="Emon", type=EntityType.place)
+
+    async def told(*lines: str) -> list[str]:
+        said = await RuleExtractor().extract(entries(*lines), [*KNOWN, emon])
+        return [e.name for e in said.entities if e.type == EntityType.event]
+
+    for plan in (
+        "Tomorrow, when the gates open, you walk into Ironhold.",
+        "Next week, after the festival, you ride to Emon.",
+        "The next time you see Tim, you walk into Ironhold together.",
+        "You rest. Tomorrow, when the gates open, you walk into Ironhold.",
+    ):
+        assert await told(plan) == [], plan
+    # a time of the story, and a plan word in another sentence
+    assert await told("The next morning, when the gates open, you walk into Ironhold.") == ["Arrival at Ironhold"]
+    assert await told("When the gates open, you walk into Ironhold.") == ["Arrival at Ironhold"]
+    assert await told("Tim leaves tomorrow. You walk into Ironhold.") == ["Arrival at Ironhold"]
+
+
 async def test_the_party_leaves_only_when_it_leaves_the_place_not_a_thing_nor_one_of_it() -> None:
     """ "You leave a few coins on the bar", "You set off the trap", "You walk toward the bar" read as the party
     leaving, and so did a faction or one player character: Tim arriving next was filed nowhere."""
