@@ -916,12 +916,24 @@ _HEARSAY = re.compile(
 )
 
 
+#: Where a state's clause ends, for what is heard: "She's alive but has no memory …", "… as Tim tells you the story".
+_STATE_CLAUSE_END = re.compile(r",|—|\b(?:and|but|while|so|then|as|when|because)\b", re.IGNORECASE)
+
+
 def _stated(text: str, m: re.Match[str]) -> bool:
     """The match tells a state as it is now (alive, holding): told (:func:`_told`), not in the past ("Lucy was alive
-    when you left", "Grog was holding the key": perhaps no longer), nor heard or believed in its sentence."""
+    when you left", "Grog was holding the key": perhaps no longer), nor heard or believed: before it or in its own
+    clause ("Tim tells you Lucy is alive", "alive in your memories"), or in a short tag closing its sentence ("…,
+    you think.", "…, says the rumor."); a later clause of its own is another telling ("Lucy is alive, and she tells
+    you the cult took her")."""
     start, end = _sentence(text, m)
-    past = re.search(r"\b(?i:was|were)\b", m.group()) is not None
-    return _told(text, m) and not past and _HEARSAY.search(text, start, end) is None
+    if re.search(r"\b(?i:was|were)\b", m.group()) is not None or not _told(text, m):
+        return False
+    after = _STATE_CLAUSE_END.search(text, m.end(), end)
+    if _HEARSAY.search(text, start, after.start() if after else end) is not None:
+        return False
+    tail = text[max((c.end() for c in _STATE_CLAUSE_END.finditer(text, m.end(), end)), default=end) : end]
+    return len(tail.split()) > 4 or _HEARSAY.search(tail) is None
 
 
 def _persons(text: str, m: re.Match[str], found: list[KnownEntity]) -> list[KnownEntity]:

@@ -552,6 +552,26 @@ async def test_a_state_heard_believed_or_past_is_no_alive_nor_has() -> None:
     assert await states("Grog's holding the Ember Key.") == {("Grog", "has")}
 
 
+async def test_a_hearsay_word_in_a_later_clause_of_its_own_leaves_a_state_told() -> None:
+    """The reviewer's: "She's alive but has no memory of the attack.", "Lucy is alive, and she tells you the cult
+    took her." and "Grog is holding the Ember Key as Tim tells you the story." proposed nothing: any hearsay word in
+    the sentence cancelled the state. Only one before it, in its own clause, or in a short tag closing it does."""
+    lucy = KnownEntity(id=7, name="Lucy Pruitt", type=EntityType.npc)
+    key = KnownEntity(id=9, name="Ember Key", type=EntityType.item)
+    grog = KnownEntity(id=10, name="Grog", type=EntityType.player)
+
+    async def states(line: str) -> set[tuple[str, str]]:
+        lines = entries("It is Lucy Pruitt.", line)
+        said = await RuleExtractor().extract(lines, [*KNOWN, lucy, key, grog], narrates=lambda e: True)
+        return {(f.source, f.type) for f in said.facts if f.type in ("status", "has")}
+
+    assert await states("She's alive but has no memory of the attack.") == {("Lucy Pruitt", "status")}
+    assert await states("Lucy is alive, and she tells you the cult took her.") == {("Lucy Pruitt", "status")}
+    assert await states("Grog is holding the Ember Key as Tim tells you the story.") == {("Grog", "has")}
+    for unsaid in ("Lucy is alive, or so they say.", "Lucy is alive, Tim tells you.", "Lucy's alive, you think."):
+        assert await states(unsaid) == set(), unsaid
+
+
 async def test_a_line_telling_an_npcs_arrival_adds_no_partys_arrival_there_by_scene_or_meaning() -> None:
     """ "Quillon walks into the Lantern" is his arrival: the scene rule (the DM naming the place again and again) or
     the meaning rule reading the same line must not add the party's there beside it."""
