@@ -819,7 +819,8 @@ def arrivals_here(text: str, found: list[KnownEntity], here: KnownEntity) -> lis
 
 #: What tells an npc arriving somewhere or sometime else than the scene, with no place named: "Meanwhile, back in
 #: Emon, Tim arrives", "Tim arrives home", "Tim arrives back at the palace", "Tim arrives there first".
-_AWAY = r"\b(?i:meanwhile|elsewhere|back|home|there|away)\b"
+#: "Back from his patrol" is where they come from, not where they arrive.
+_AWAY = r"\b(?i:meanwhile|elsewhere|back(?!\s+from\b)|home|there|away)\b"
 _ELSEWHERE_BEFORE = re.compile(_AWAY)
 #: ... after the arrival: a place ("arrives, at last, at the docks") or a later time ("arrives later tonight").
 _ELSEWHERE_AFTER = re.compile(
@@ -828,13 +829,23 @@ _ELSEWHERE_AFTER = re.compile(
 )
 
 
+#: Where an arrival's own telling ends: a conjunction or a clause with a subject of its own ("Tim arrives, and you
+#: tell him about Emon"), not a phrase of the verb's set off by commas ("Tim arrives, at last, at the docks").
+_ARRIVAL_END = re.compile(
+    r"\b(?i:and|but|while|so|then|as|when|where|who|which)\b"
+    r"|[,—;]\s*(?:(?i:I|you|he|she|it|we|they|his|her|their)\b|\ue000)"
+)
+
+
 def _elsewhere(text: str, m: re.Match[str], found: list[KnownEntity], here: KnownEntity) -> bool:
-    """The arrival's sentence places it away from ``here`` or later than now: words of another place or time
-    (:data:`_ELSEWHERE_AFTER`), or a known place other than ``here``."""
+    """The arrival's sentence, up to the end of its own clause (:data:`_ARRIVAL_END`), places it away from
+    ``here`` or later than now: words of another place or time (:data:`_ELSEWHERE_AFTER`), or a known place other
+    than ``here``, but one it comes from ("back from Emon")."""
     start, end = _sentence(text, m)
-    if _ELSEWHERE_BEFORE.search(text, start, m.start()) or _ELSEWHERE_AFTER.search(text, m.end(), end):
+    stop = after.start() if (after := _ARRIVAL_END.search(text, m.end(), end)) else end
+    if _ELSEWHERE_BEFORE.search(text, start, m.start()) or _ELSEWHERE_AFTER.search(text, m.end(), stop):
         return True
-    named = (found[int(i)] for i in re.findall(r"\ue000(\d+)\ue001", text[start:end]))
+    named = (found[int(i)] for i in re.findall(r"(?<!\b(?i:from)\s)\ue000(\d+)\ue001", text[start:stop]))
     return any(e.type == EntityType.location and e.id != here.id for e in named)
 
 

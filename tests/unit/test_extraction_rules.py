@@ -686,6 +686,26 @@ async def test_an_npc_arriving_elsewhere_or_home_is_not_filed_where_the_party_is
         assert await arrivals("You walk to Ironhold.", here) == ["Arrival of Tim at Ironhold"], here
 
 
+async def test_what_follows_an_npcs_arrival_in_another_clause_or_where_they_come_from_leaves_it_here() -> None:
+    """The reviewer's: "Tim arrives, and you tell him about Emon." and "Tim arrives, back from his patrol." filed no
+    arrival where the party is: another place anywhere in the sentence or "back" put it elsewhere. Only the
+    arrival's own clause is read, and where they come from is not where they arrive."""
+    emon = KnownEntity(id=7, name="Emon", type=EntityType.place)
+
+    async def arrivals(line: str) -> list[str]:
+        said = await RuleExtractor().extract(entries("You walk into Ironhold.", line), [*KNOWN, emon])
+        return [e.name for e in said.entities if e.name.startswith("Arrival of")]
+
+    for here in (
+        "Tim arrives, and you tell him about Emon.",
+        "Tim arrives, back from his patrol.",
+        "Tim arrives back from Emon.",
+    ):
+        assert await arrivals(here) == ["Arrival of Tim at Ironhold"], here
+    for elsewhere in ("Tim arrives, back in Emon.", "Tim arrives back at the palace.", "Tim arrives, at last, in Emon."):
+        assert await arrivals(elsewhere) == [], elsewhere
+
+
 async def test_a_future_time_makes_a_plan_not_a_turning_point() -> None:
     """ "Tomorrow you walk to Ironhold." filed the party's arrival (a time opening a sentence stands before its
     subject, for "The next morning you walk to ..."), and moved where npcs arriving with no place arrive."""
