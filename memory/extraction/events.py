@@ -304,6 +304,12 @@ _DREAM = re.compile(
     r"imagines|imagined|imagining)\b",
     re.IGNORECASE,
 )
+#: ... unless its clause ends the dream: "The vision fades, and you walk into Ironhold", "You wake from the nightmare".
+_DREAM_ENDS = re.compile(
+    r"\b(?:fades?|faded|fading|ends?|ended|over|gone|wakes?|woke|waking|awakens?|awakened|awoke|dissipates?|"
+    r"dissolves?|vanish(?:es)?|vanished)\b",
+    re.IGNORECASE,
+)
 #: The DM's hedges on their own memory: "Grog leapt, if I recall, into the Plane of Air" is no condition.
 _HEDGE = re.compile(
     r"\b(?:if\s+(?:I|we)\s+(?:recall|remember)(?:\s+(?:correctly|right))?|if\s+I['’]m\s+(?:correct|right|not\s+mistaken)"
@@ -911,8 +917,8 @@ def _told(text: str, m: re.Match[str], retold: bool = False) -> bool:
     clause = re.sub(r"\ue000\d+\ue001", " ", text[begin:stop])
     if _NOT_YET.search(text, begin, m.start()) or _NOT_YET_CLAUSE.search(text, m.end(), stop):
         return False
-    if _DREAM.search(text, start, stop):  # "In the vision, you see ...", "... into Ironhold in your dream"
-        return False
+    if any(_dreamt(text, d, start, end) for d in _DREAM.finditer(text, start, stop)):
+        return False  # "In the vision, you see ...", "... into Ironhold in your dream"
     return _UNREAL.search(clause) is None and (retold or _MEMORY.search(clause) is None)
 
 
@@ -929,6 +935,14 @@ _HEARSAY = re.compile(
 
 #: Where a state's clause ends, for what is heard: "She's alive but has no memory …", "… as Tim tells you the story".
 _STATE_CLAUSE_END = re.compile(r",|—|\b(?:and|but|while|so|then|as|when|because)\b", re.IGNORECASE)
+
+
+def _dreamt(text: str, d: re.Match[str], start: int, end: int) -> bool:
+    """A dream word of the sentence ``text[start:end]`` makes it a dream: its own clause does not end it
+    (:data:`_DREAM_ENDS`)."""
+    begin = max((c.end() for c in _CLAUSE_START.finditer(text, start, d.start())), default=start)
+    after = _CLAUSE_END.search(text, d.end(), end)
+    return _DREAM_ENDS.search(text, begin, after.start() if after else end) is None
 
 
 def _stated(text: str, m: re.Match[str]) -> bool:

@@ -842,6 +842,11 @@ async def test_a_dream_or_a_vision_tells_no_turning_point() -> None:
         assert await told(seen) == [], seen
     assert await told("You see Tim walk into Ironhold.") == ["Arrival of Tim at Ironhold"]
     assert await told("You wake from the dream. Tim walks into Ironhold.") == ["Arrival of Tim at Ironhold"]
+    # the reviewer's: a dream word ends with its clause where that clause ends the dream
+    assert await told("The vision fades, and you walk into Ironhold.") == ["Arrival at Ironhold"]
+    assert await told("You wake from the nightmare and walk into Ironhold.") == ["Arrival at Ironhold"]
+    assert await told("In the dream, you walk into Ironhold, and it is over.") == []  # it ends after the telling
+    assert await told("The vision fades, and in a new vision you walk into Ironhold.") == []
     # a vision told of in a later clause is not what the sentence tells (CRD3 C1E001's opening recap)
     assert await told("Tim came to you requesting your aid, saying his sister had gone on a vision quest.") == [
         "Quest from Tim"
