@@ -767,9 +767,10 @@ _LEFT = (
     r"(?:(?:\s+(?i:behind|out\s+of|of|from))?\s+(?:(?:(?i:the|this|your|our)\s+(?:[a-z'-]+\s+){0,2}?)?"
     + _SETTLEMENT
     + r"\b|\ue000(?P<left>\d+)\ue001)"
-    # ... or nothing: the clause ends, or a time, a manner, company or a destination follows ("set out at dawn")
+    # ... or nothing: the clause ends, or a time, a manner, company or a destination follows ("set out at dawn"); not
+    # "behind" and a thing ("you leave behind a few coins")
     r"|(?=\s*(?:[.,!?;:—–\"”)]|$|(?i:and|but|then|at|for|with|in|on|by|before|after|once|again|together|as|while|so"
-    r"|behind|now|early|\w+ly)\b)))"
+    r"|now|early|\w+ly)\b)))"
 )
 _PLAY_LEAVES = re.compile(
     rf"(?P<subject>{_PLAYERS})(?:\s*,[^,.!?;:\"“”\ue000\ue001]{{1,60}},)?{_CHAIN}(?:(?i:have|has|had|all|both)\s+)*"

@@ -824,6 +824,22 @@ async def test_where_the_party_is_carried_into_a_slice_counts_arrivals_read_by_m
     assert [e.name for e in two.entities] == ["Arrival of Tim at Ironhold"]
 
 
+async def test_leaving_behind_a_thing_is_no_leaving() -> None:
+    """The reviewer's: "You leave behind a few coins for the barkeep." read as the party leaving: Tim arriving next
+    was filed nowhere. "Behind" and a thing is a thing left; behind and a place still leaves it."""
+
+    async def arrivals(line: str) -> list[str]:
+        lines = entries("You walk into Ironhold.", line, "Tim arrives.")
+        return [e.name for e in (await RuleExtractor().extract(lines, KNOWN)).entities if e.type == EntityType.event]
+
+    assert await arrivals("You leave behind a few coins for the barkeep.") == [
+        "Arrival at Ironhold",
+        "Arrival of Tim at Ironhold",
+    ]
+    for leaving in ("You leave behind the city.", "You leave behind Ironhold.", "You leave the Hold behind."):
+        assert await arrivals(leaving) == ["Arrival at Ironhold"], leaving
+
+
 async def test_a_dream_or_a_vision_tells_no_turning_point() -> None:
     """ "In the vision, you see Tim walk into Ironhold." filed Tim's arrival: what the party sees in a dream or a
     vision did not happen, any more than a memory did."""
