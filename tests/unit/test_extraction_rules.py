@@ -702,7 +702,11 @@ async def test_what_follows_an_npcs_arrival_in_another_clause_or_where_they_come
         "Tim arrives back from Emon.",
     ):
         assert await arrivals(here) == ["Arrival of Tim at Ironhold"], here
-    for elsewhere in ("Tim arrives, back in Emon.", "Tim arrives back at the palace.", "Tim arrives, at last, in Emon."):
+    for elsewhere in (
+        "Tim arrives, back in Emon.",
+        "Tim arrives back at the palace.",
+        "Tim arrives, at last, in Emon.",
+    ):
         assert await arrivals(elsewhere) == [], elsewhere
 
 
