@@ -20,6 +20,7 @@ from bot.cli.common import (
     load_progress,
     open_memory,
     other_guilds,
+    say_if_command_line_only,
     settings_from,
     table,
 )
@@ -58,6 +59,7 @@ async def create(ctx: click.Context, name: str, description: str, system: str, a
         created = await memory.campaigns(settings.guild_id).create(
             name, description=description, system=system, activate=activate
         )
+    say_if_command_line_only(settings, created.name)
     if as_json:
         emit_json(created)
     else:
@@ -218,6 +220,8 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, dry_run: bo
             click.echo(
                 f"created the campaign {quoted(target.name)}, not the active one: `lorekeeper campaign use` to switch"
             )
+    if created and not dry_run:
+        say_if_command_line_only(settings, target.name)
 
 
 @campaign.command("export")

@@ -284,6 +284,17 @@ async def campaign_memory(memory: Memory, settings: Settings, name: str | None) 
 NONE_YET = "there is none yet: `lorekeeper campaign create NAME` or `lorekeeper campaign load FILE` makes one"
 
 
+def say_if_command_line_only(settings: Settings, name: str) -> None:
+    """A campaign made under guild id 0 is the command line's own: a DM who made theirs with /campaign create and
+    then loaded a file here had the world in a second campaign no server shows, and nothing said so."""
+    if settings.guild_id == 0:
+        click.echo(
+            f"note: {quoted(name)} was made for the command line only: no Discord server sees it (set "
+            "LOREKEEPER_GUILD_ID to your server's id)",
+            err=True,
+        )
+
+
 async def other_guilds(campaigns: Campaigns) -> str:
     """When other guild ids have campaigns, what to say to an operator whose guild id may be the wrong one (how
     many, never their names); else ''."""

@@ -1746,6 +1746,24 @@ async def test_entity_unlink_undoes_a_fact_accepted_by_mistake(lk, fresh_dsn: st
     )
 
 
+def test_a_campaign_made_under_guild_0_says_no_discord_server_sees_it(lk, tmp_path: Path) -> None:
+    """A DM who made the campaign with /campaign create and loaded the world here without LOREKEEPER_GUILD_ID got a
+    second campaign no server shows, and nothing said so."""
+    only_here = (
+        "note: 'Mine' was made for the command line only: no Discord server sees it (set LOREKEEPER_GUILD_ID to your "
+        "server's id)\n"
+    )
+    assert lk("campaign", "create", "Mine").stderr == only_here
+    (tmp_path / "w.yaml").write_text("campaign: {name: My World}\nentities:\n  - {name: Korv, type: npc}\n")
+    assert "note:" not in lk("campaign", "load", str(tmp_path / "w.yaml"), "--dry-run").stderr  # nothing made
+    loaded = lk("campaign", "load", str(tmp_path / "w.yaml"))
+    assert loaded.returncode == 0 and loaded.stderr.endswith(only_here.replace("'Mine'", "'My World'"))
+    assert "note:" not in lk("campaign", "load", str(tmp_path / "w.yaml")).stderr  # made before: said once
+    server = {"LOREKEEPER_GUILD_ID": "77"}
+    assert lk("campaign", "create", "Theirs", env=server).stderr == ""
+    assert "note:" not in lk("campaign", "load", str(tmp_path / "w.yaml"), env=server).stderr
+
+
 def test_a_file_naming_a_new_campaign_says_it_is_not_the_active_one(lk, tmp_path: Path) -> None:
     """The file's `campaign:` is created for it, but the active campaign stays: the next `entity list` used to
     show the other campaign, and nothing had said so."""
