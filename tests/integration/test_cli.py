@@ -1844,6 +1844,11 @@ def test_entity_not_heard_as_is_set_shown_checked_and_counts_the_lines_to_restor
     own = lk("entity", "edit", "Bittersolt", "--not-heard-as", "bitter solt")
     assert own.returncode == 1
     assert "not heard as: 'bitter solt' (read as 'Bittersolt') is the name of 'Bittersolt'" in own.stderr
+    # "+" adds, as /entity edit's "+" and `session names` hints it: the phrases it had stay, the "+" is no word
+    assert lk("entity", "edit", "Bittersolt", "--not-heard-as", "+elder nacks").returncode == 0
+    assert lk("entity", "edit", "Bittersolt", "--not-heard-as", "+bitter salt").returncode == 0
+    shown = lk("entity", "show", "Bittersolt").stdout.splitlines()
+    assert "  never heard as: bitter salt, bitter salts, elder nacks" in shown, shown
     assert lk("entity", "edit", "Bittersolt", "--not-heard-as", "-").returncode == 0
     assert "never heard as" not in lk("entity", "show", "Bittersolt").stdout
 
@@ -2113,8 +2118,8 @@ def test_session_names_says_what_correction_changed_and_how_to_stop_a_wrong_one(
     assert shown.stdout.splitlines() == [
         "session 'Night 1' of Exandria: 3 phrases corrected in 4 lines",
         "heard           name       times  how       if it is wrong",
-        "-----------  -  ---------  -----  --------  ------------------------------------------------------------",
-        'elder nacks  →  Eldrinax   ×2     sound     lorekeeper entity edit Eldrinax --not-heard-as "elder nacks"',
+        "-----------  -  ---------  -----  --------  -------------------------------------------------------------",
+        'elder nacks  →  Eldrinax   ×2     sound     lorekeeper entity edit Eldrinax --not-heard-as "+elder nacks"',
         'from skin    →  Frumpkin   ×1     heard-as  lorekeeper entity edit Frumpkin --heard-as "frump kin"',
         "vexahlia     →  Vex'ahlia  ×1     sound     (a spelling of its name or an alias)",
     ]
