@@ -294,8 +294,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         attributes="key=value;key=value, merged into its attributes",
         heard_as="What speech-to-text writes for its name (from skin), comma-separated; replaces all ('-' clears)",
         not_heard_as=(
-            "What it writes that is never its name (manta ray), comma-separated; replaces all ('-' clears, '+' first "
-            "adds to them)"
+            "Never its name, though heard so (manta ray), comma-separated; replaces all ('-' clears, '+x' adds x)"
         ),
         secret="True: DM-only, never shown to players",
     )
