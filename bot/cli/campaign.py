@@ -41,7 +41,7 @@ IMPORT_FORMATS = ("foundry", "roll20", "kanka", "csv")
 
 @cli.group()
 def campaign() -> None:
-    """Campaigns: create, list, use, info, load, export, delete."""
+    """Campaigns: create, list, use, info, load, import, export, delete."""
 
 
 @campaign.command("create")
