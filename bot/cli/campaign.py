@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -185,9 +186,13 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, dry_run: bo
         if name:
             try:
                 target = await campaigns.get(name)
-            except NotFoundError:
-                if campaign:
-                    raise
+            except NotFoundError as exc:
+                if campaign:  # a typo, or meant to be made: both ways on
+                    instead = f"the file's campaign {quoted(header.name)}" if header.name else "the active campaign"
+                    raise CliError(
+                        f"{exc}: create it with `lorekeeper campaign create {shlex.quote(campaign)}`, or leave out -c "
+                        f"to load into {instead}"
+                    ) from None
                 target = await campaigns.create(name, description=header.description, system=header.system)
                 created = True
         else:

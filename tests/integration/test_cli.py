@@ -1764,6 +1764,19 @@ def test_a_campaign_made_under_guild_0_says_no_discord_server_sees_it(lk, tmp_pa
     assert "note:" not in lk("campaign", "load", str(tmp_path / "w.yaml"), env=server).stderr
 
 
+def test_loading_into_a_campaign_not_made_yet_says_how_to_go_on(lk, tmp_path: Path) -> None:
+    """`-c "Brand New"` of no campaign said only that none is named so: the DM is told the two ways on."""
+    (tmp_path / "w.yaml").write_text("campaign: {name: The Sunken Crown}\nentities:\n  - {name: Korv, type: npc}\n")
+    missing = lk("campaign", "load", str(tmp_path / "w.yaml"), "-c", "Brand New")
+    assert missing.returncode == 1 and missing.stderr == (
+        "error: no campaign named 'Brand New': create it with `lorekeeper campaign create 'Brand New'`, or leave out "
+        "-c to load into the file's campaign 'The Sunken Crown'\n"
+    )
+    (tmp_path / "bare.yaml").write_text("entities:\n  - {name: Korv, type: npc}\n")
+    bare = lk("campaign", "load", str(tmp_path / "bare.yaml"), "-c", "Brand New")
+    assert bare.stderr.endswith("or leave out -c to load into the active campaign\n"), bare.stderr
+
+
 def test_a_file_naming_a_new_campaign_says_it_is_not_the_active_one(lk, tmp_path: Path) -> None:
     """The file's `campaign:` is created for it, but the active campaign stays: the next `entity list` used to
     show the other campaign, and nothing had said so."""
