@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -90,6 +91,27 @@ def test_a_summary_listing_a_groups_commands_lists_every_one() -> None:
         if isinstance(group, click.Group) and name != "entity" and all(w.isalpha() for w in listed):
             assert listed == {n for n, c in group.commands.items() if not c.hidden}, name
             assert group.help == summary, name  # `lorekeeper campaign --help` says the same
+
+
+def test_every_option_says_what_it_is_for() -> None:
+    """`lorekeeper recall --help` showed `--mode [both|vector|fulltext]` and not a word of what the modes are."""
+    from bot.cli import _register, cli
+
+    def commands(group: click.Group, path: str) -> Iterator[tuple[str, click.Command]]:
+        for name, command in group.commands.items():
+            if isinstance(command, click.Group):
+                yield from commands(command, f"{path} {name}")
+            else:
+                yield f"{path} {name}", command
+
+    _register()
+    unsaid = [
+        f"{path} {param.opts[0]}"
+        for path, command in commands(cli, "lorekeeper")
+        for param in command.params
+        if isinstance(param, click.Option) and not param.hidden and not param.help
+    ]
+    assert unsaid == []
 
 
 def test_a_subcommand_summary_is_its_first_sentence_whole() -> None:
