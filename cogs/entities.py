@@ -40,6 +40,7 @@ from memory.models import (
 from memory.replies import (
     count_phrase_lines,
     described_said,
+    edited_phrases,
     heard_as_said,
     kept_old_name,
     masked_said,
@@ -295,8 +296,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         attributes="key=value;key=value, merged into its attributes",
         heard_as="What speech-to-text writes for its name (from skin), comma-separated; replaces all ('-' clears)",
         not_heard_as=(
-            "What it writes that is never its name (manta ray), comma-separated; replaces all ('-' clears, '+' first "
-            "adds to them)"
+            "Never its name, though heard so (manta ray), comma-separated; replaces all ('-' clears, '+x' adds x)"
         ),
         secret="True: DM-only, never shown to players",
     )
@@ -323,10 +323,7 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         visibility = None if secret is None else (Visibility.secret if secret else Visibility.public)
         before = await mem.graph.get_entity(name)
         phrases = None if heard_as is None else ([] if heard_as.strip() == "-" else parse_aliases(heard_as))
-        never = None if not_heard_as is None else ([] if not_heard_as.strip() == "-" else parse_aliases(not_heard_as))
-        if never is not None and not_heard_as and not_heard_as.lstrip().startswith("+"):
-            # "+elder nacks": one more, as /session names hints it; a second hint followed must not wipe the first
-            never = list(dict.fromkeys([*before.not_heard_as, *parse_aliases(not_heard_as.lstrip()[1:])]))
+        never = None if not_heard_as is None else edited_phrases(before.not_heard_as, parse_aliases(not_heard_as))
         lines = await count_phrase_lines(mem.log, before, phrases, never)  # before the edit's jobs change them
         entity = await mem.graph.update_entity(
             name,

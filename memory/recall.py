@@ -178,7 +178,11 @@ async def recall(
             return []
     forms = rank.named_forms(query)
     # "what did Grog say" filters by who said it: known first; else who it names only lifts lines, read beside
-    voices = await _speakers(mem, forms, dm=dm, narrators=True, asker=asker) if rank.speaker_asked(query) else None
+    voices = (
+        await _speakers(mem, forms, dm=dm, narrators=True, asker=asker, alone=list(map(rank.name_key, asked)))
+        if (asked := rank.speaker_asked(query))
+        else None
+    )
     # its days and the sessions' are counted in UTC, as sessions start
     parsed, sessions = await _parsed(mem, query, voices or (), (now or datetime.now(UTC)).astimezone(UTC))
     meant = _meaning(query, parsed, embedding, embedder)
@@ -512,13 +516,21 @@ async def query_vector(embedder: Embedder, text: str) -> list[float]:
 
 
 async def _speakers(
-    mem: CampaignMemory, asked: list[str], *, dm: bool, narrators: bool = False, asker: str | None = None
+    mem: CampaignMemory,
+    asked: list[str],
+    *,
+    dm: bool,
+    narrators: bool = False,
+    asker: str | None = None,
+    alone: Sequence[str] = (),
 ) -> list[rank.Speaker]:
     """The campaign's speakers a question names by one of the forms ``asked`` (``rank.named_forms``): a speaker
     named so, and the players of an accepted character named so (name or alias) by its ``played_by`` attribute (a
     name or a list of names, as the session's lines name the speaker, any case). Players map public characters
     only (a secret one's name must not pick out whose lines to show). ``narrators``: "DM", "GM" also name each
-    session's narrator (``_narrators``), and "I" the ``asker`` ("what did I say last session?")."""
+    session's narrator (``_narrators``), and "I" the ``asker`` ("what did I say last session?"). Those of
+    ``alone`` (who "what did X say" asks for) no speaker nor character is named also name the character they call
+    alone, as its card does: "what did Thessaly say" of Thessaly Vorn."""
     if not asked:
         return []
     rows = await mem.db.fetch(
@@ -554,6 +566,10 @@ async def _speakers(
         dm,
     )
     found = [rank.Speaker(r["speaker"], asked[r["n"] - 1], r["plays"]) for r in rows]
+    for form in dict.fromkeys(alone).keys() - {s.called for s in found} - rank.DM_CALLED - {"i"}:
+        if character := await mem.log.character_called(form, include_secret=dm):
+            players = await _speakers(mem, [rank.name_key(character)], dm=dm)
+            found += [replace(s, called=form) for s in players if s.plays]
     me: list[rank.Speaker] = []
     if asker and "i" in asked:  # the asker as the lines name them, when they said any (on Discord: whoever asks)
         me = [rank.Speaker(s.name, "i") for s in await _speakers(mem, [rank.name_key(asker)], dm=dm) if not s.plays]

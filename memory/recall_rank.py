@@ -231,7 +231,10 @@ def session_asked(filters: Filters, sessions: Sequence[tuple[int, str, bool]]) -
         return ended[-filters.sessions_ago][0] if 1 <= filters.sessions_ago <= len(ended) else None
     if filters.session_title is not None:
         asked = name_key(filters.session_title)
-        return next((sid for sid, title, _ in sessions if name_key(title) == asked), None)
+        said = re.compile(rf"(?<!\w){re.escape(asked)}(?!\w)")  # "Night 2" names "Night 2: the Heist"
+        return next((sid for sid, title, _ in sessions if name_key(title) == asked), None) or next(
+            (sid for sid, title, _ in sessions if said.search(name_key(title))), None
+        )
     if filters.session_number is None:
         return None
     n = filters.session_number
@@ -269,7 +272,7 @@ def parse(
         else:
             nth = found.group("nth")
             number = _NTH.index(nth.casefold()) + 1 if nth else int(found.group("th") or found.group("number"))
-    elif found := _titled(text, titles):
+    elif found := _titled(text, titles) or _title_like(text, titles):
         said = title = found.group("said")
         text = text[: found.start()] + " " + text[found.end() :]
     elif (found := _LAST_TIME.search(text)) and _RECAP.fullmatch(_without(text, found).strip(" ?!.,:;")):
@@ -442,6 +445,19 @@ def _titled(text: str, titles: Iterable[str]) -> re.Match[str] | None:
         if found := re.search(rf"(?:\b(?:in|from|during|at) )?(?:the )?{said}", text, re.I):
             return found
     return None
+
+
+#: What a session's title may call it before its number besides the campaign's own titles' words ("Night 2").
+_NIGHT = ("night", "evening")
+
+
+def _title_like(text: str, titles: Iterable[str]) -> re.Match[str] | None:
+    """Where the question names a session as the campaign's titles do, by a word and a number, that no title is
+    ("what happened in Night 3?" of "Night 1", "Night 2"): a session it lacks, told so, not words to search, whose
+    lines of another night answered it. The word: one before a title's number, or "night"."""
+    words = {w.casefold() for t in titles for w in re.findall(r"([^\W\d_]{3,})\s*#?\d", t)}.union(_NIGHT)
+    said = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    return re.search(rf"\b(?:in|from|during|at|on) (?:the )?(?P<said>(?:{said}) #?\d{{1,4}})(?!\w)", text, re.I)
 
 
 def _without(text: str, found: re.Match[str]) -> str:

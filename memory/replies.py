@@ -20,6 +20,17 @@ def kept_old_name(before: Entity, after: Entity) -> bool:
     return before.name != after.name and before.name in after.aliases
 
 
+def edited_phrases(before: Sequence[str], given: Sequence[str]) -> list[str]:
+    """The not-heard-as phrases an edit giving ``given`` leaves (the CLI's repeated option, or Discord's list
+    split at commas): "-" alone, none; with a leading "+" on one of them, ``before`` and these ("+elder nacks", as
+    `session names` hints it: a second hint followed keeps the first's phrase); else these, replacing all."""
+    if list(given) == ["-"]:
+        return []
+    if any(g.lstrip().startswith("+") for g in given):
+        return list(dict.fromkeys([*before, *(p for g in given if (p := g.strip().removeprefix("+").strip()))]))
+    return list(given)
+
+
 def edited_aliases(entity: Entity, add: Sequence[str], drop: Sequence[str]) -> list[str]:
     """The aliases of ``entity`` with ``add`` added and ``drop`` taken away (case aside), in their order: one
     alias changed keeps the others, which replacing them all would silently lose."""

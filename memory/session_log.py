@@ -7,6 +7,7 @@ import json
 import re
 import unicodedata
 from collections.abc import AsyncIterator, Collection, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 import asyncpg
@@ -14,12 +15,22 @@ import asyncpg
 from memory.db import Executor, connection, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError, did_you_mean, quoted
 from memory.mentions import MENTION_RULES
-from memory.models import Correction, Entry, EntryHit, EntryIn, Session
+from memory.models import PERSON_TYPES, Correction, Entry, EntryHit, EntryIn, Session
 from memory.offgame import DM_NAMES, dm_speaker
 from memory.text import clip, session_title
 
 _ENTRY_COLUMNS = """id, campaign_id, session_id, seq, speaker, speaker_id, raw_text, text, start_s, end_s,
                     duration_s, ref, corrections, suspects, confidences, created_at"""
+
+
+@dataclass(frozen=True, slots=True)
+class _Near:
+    """An entity whose name holds a word asked for as someone's name, as :func:`short_names` reads it."""
+
+    id: int
+    name: str
+    aliases: list[str]
+    played: bool  # it has a played_by: a character whose player's lines it stands for
 
 
 #: A line's raw text with its accents dropped, as :func:`memory.correction.text.name_norm` drops them from names
@@ -788,8 +799,10 @@ class SessionLog:
         speakers = [r["speaker"] for r in rows]
         played_by = await self._players_of(name)
         listed = ", ".join(map(quoted, speakers[:SPEAKERS_LISTED])) + " …" * (len(speakers) > SPEAKERS_LISTED)
+        # "Thessaly Vorn", asked for as "Thessaly"
+        character = (await self.character_called(name) if played_by else None) or name
         hint = (
-            f" ({name} is played by {' or '.join(map(quoted, played_by))}: give the player's name)"
+            f" ({character} is played by {' or '.join(map(quoted, played_by))}: give the player's name)"
             if played_by
             else did_you_mean(name, speakers) or f" (the speakers: {listed})"
         )
@@ -813,7 +826,8 @@ class SessionLog:
             name,
         )
         if not players:
-            return []
+            character = await self.character_called(name)
+            return await self._players_of(character) if character else []
         rows = await self.db.fetch(
             """
             SELECT speaker FROM session_entries WHERE campaign_id = $1 AND lower(speaker) = ANY($2::text[])
@@ -823,6 +837,35 @@ class SessionLog:
             [r["player"] for r in players],
         )
         return [r["speaker"] for r in rows]
+
+    async def character_called(self, word: str, *, include_secret: bool = False) -> str | None:
+        """The name of the accepted character (an entity with ``played_by``) ``word`` calls alone by the rule a line
+        and a recall's card name someone by (:func:`memory.gazetteer.short_names`: a person's first or last name,
+        that one's alone): "what did Thessaly say" asks for Thessaly Vorn's player. None for no one's, or a name of
+        several words (a name or alias is read as itself)."""
+        # here, not at the top: `entity list`, `search` and `campaign` load no name matching to start (a test says)
+        from memory.correction.text import normalize
+        from memory.gazetteer import short_names
+
+        if not word.strip() or len(word.split()) > 1:
+            return None
+        rows = await self.db.fetch(  # only those whose names hold the word can be called by it, or share it
+            """
+            SELECT e.id, e.name, e.type, e.attributes ? 'played_by' AS played,
+                   coalesce(array_agg(a.alias) FILTER (WHERE a.alias IS NOT NULL), '{}') AS aliases
+            FROM entities e LEFT JOIN entity_aliases a ON a.campaign_id = e.campaign_id AND a.entity_id = e.id
+            WHERE e.campaign_id = $1 AND e.status = 'accepted' AND ($3 OR e.visibility = 'public')
+            GROUP BY e.id
+            HAVING strpos(lower(e.name), $2) > 0 OR bool_or(strpos(lower(a.alias), $2) > 0)
+            """,
+            self.campaign_id,
+            word.strip().casefold(),
+            include_secret,
+        )
+        near = [_Near(r["id"], r["name"], r["aliases"], r["played"]) for r in rows]
+        people = {r["id"] for r in rows if r["type"] in PERSON_TYPES}
+        called = short_names(people, near).get(normalize(word.strip()))
+        return called.name if called is not None and called.played else None
 
     async def recent(
         self, session_id: int, window_s: float, *, until_s: float | None = None, limit: int = 500

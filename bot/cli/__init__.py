@@ -17,7 +17,7 @@ import click
 #: Each top-level command: the module that defines it and its one-line summary in `lorekeeper --help` (a test
 #: checks this against the commands the modules register). Sections: the DM's everyday commands first.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "campaign": ("campaign", "Campaigns: create, list, use, info, load, export, delete."),
+    "campaign": ("campaign", "Campaigns: create, list, use, info, load, import, export, delete."),
     "entity": ("entity", "Entities: NPCs, places, items, factions, quests, events, concepts, players."),
     "ingest": ("ingest", "Import a transcript, or audio through speech-to-text."),
     "review": ("review", "The review queue: what the bot was unsure of, to accept or reject."),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ from bot.cli.common import (
     load_progress,
     open_memory,
     other_guilds,
+    say_if_command_line_only,
     settings_from,
     table,
 )
@@ -40,7 +42,7 @@ IMPORT_FORMATS = ("foundry", "roll20", "kanka", "csv")
 
 @cli.group()
 def campaign() -> None:
-    """Campaigns: create, list, use, info, load, export, delete."""
+    """Campaigns: create, list, use, info, load, import, export, delete."""
 
 
 @campaign.command("create")
@@ -58,6 +60,7 @@ async def create(ctx: click.Context, name: str, description: str, system: str, a
         created = await memory.campaigns(settings.guild_id).create(
             name, description=description, system=system, activate=activate
         )
+    say_if_command_line_only(settings, created.name)
     if as_json:
         emit_json(created)
     else:
@@ -183,9 +186,13 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, dry_run: bo
         if name:
             try:
                 target = await campaigns.get(name)
-            except NotFoundError:
-                if campaign:
-                    raise
+            except NotFoundError as exc:
+                if campaign:  # a typo, or meant to be made: both ways on
+                    instead = f"the file's campaign {quoted(header.name)}" if header.name else "the active campaign"
+                    raise CliError(
+                        f"{exc}: create it with `lorekeeper campaign create {shlex.quote(campaign)}`, or leave out -c "
+                        f"to load into {instead}"
+                    ) from None
                 target = await campaigns.create(name, description=header.description, system=header.system)
                 created = True
         else:
@@ -218,6 +225,8 @@ async def load(ctx: click.Context, file: Path, campaign: str | None, dry_run: bo
             click.echo(
                 f"created the campaign {quoted(target.name)}, not the active one: `lorekeeper campaign use` to switch"
             )
+    if created and not dry_run:
+        say_if_command_line_only(settings, target.name)
 
 
 @campaign.command("export")

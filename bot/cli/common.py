@@ -102,6 +102,20 @@ def explain(exc: Exception) -> None:
 DISCORD_PAYLOAD_LOGGERS = ("discord.http", "discord.webhook", "discord.gateway")
 
 
+def llm_away(error: BaseException) -> bool:
+    """Whether ``error`` (or what it wraps) is the LLM not answering at all: unreachable, overloaded, too slow."""
+    from memory.providers.llm import LLMUnavailable
+
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in seen:
+        if isinstance(current, LLMUnavailable):
+            return True
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return False
+
+
 class BriefOutages(logging.Filter):
     """Without -v, a lost database is one line per log record, said once a minute: pgqueuer and asyncpg log a
     traceback for every connection they lose, and say the same again and again while it is away."""
@@ -115,6 +129,10 @@ class BriefOutages(logging.Filter):
         if error is not None:
             from memory.jobs import is_outage, short_reason  # slow to import: only for a record with an error
 
+            if record.name.startswith("pgqueuer") and llm_away(error):
+                # a job's try the LLM did not answer ("ERROR pgqueuer: … lk_extract/14"): it is tried again, then
+                # held, and what waits on it says so naming the setting to check; -v shows each try
+                return False
             if is_outage(error):
                 record.msg, record.args = f"{record.getMessage()} ({short_reason(error)})", None
                 record.exc_info = record.exc_text = None
@@ -290,6 +308,17 @@ async def campaign_memory(
 
 #: What a DM with no campaign at all is told to do first.
 NONE_YET = "there is none yet: `lorekeeper campaign create NAME` or `lorekeeper campaign load FILE` makes one"
+
+
+def say_if_command_line_only(settings: Settings, name: str) -> None:
+    """A campaign made under guild id 0 is the command line's own: a DM who made theirs with /campaign create and
+    then loaded a file here had the world in a second campaign no server shows, and nothing said so."""
+    if settings.guild_id == 0:
+        click.echo(
+            f"note: {quoted(name)} was made for the command line only: no Discord server sees it (set "
+            "LOREKEEPER_GUILD_ID to your server's id)",
+            err=True,
+        )
 
 
 async def other_guilds(campaigns: Campaigns) -> str:

@@ -312,7 +312,8 @@ async def mentions_(ctx: click.Context, name: str, limit: int, campaign: str | N
     "not_heard_as",
     multiple=True,
     metavar="PHRASE",
-    help="What speech-to-text writes that is never its name ('manta ray'): replaces all (repeatable; '-' clears).",
+    help="What speech-to-text writes that is never its name ('manta ray'): replaces all (repeatable; '-' clears; "
+    "'+manta ray' adds it, keeping the others).",
 )
 @click.option("--secret/--public", default=None, help="DM-only, or shown to players.")
 @campaign_option
@@ -343,6 +344,7 @@ async def edit(
         count_phrase_lines,
         described_said,
         edited_aliases,
+        edited_phrases,
         kept_old_name,
         masked_said,
         newly_hidden,
@@ -371,7 +373,7 @@ async def edit(
         if add_aliases or drop_aliases:
             aliases = tuple(edited_aliases(before, add_aliases, drop_aliases)) or ("-",)
         phrases = [] if heard_as == ("-",) else list(heard_as)
-        never = [] if not_heard_as == ("-",) else list(not_heard_as)
+        never = edited_phrases(before.not_heard_as, not_heard_as)
         lines = await count_phrase_lines(  # before the edit's jobs change them
             mem.log, before, phrases if heard_as else None, never if not_heard_as else None
         )

@@ -25,6 +25,7 @@ from bot.cli.common import (
     table,
 )
 from bot.cli.progress import Stage, StageProgress, watch
+from bot.settings import Settings
 from memory.ingest import ImportCounts, IngestReport, import_counts, ingest_file
 from memory.jobs.admin import held_jobs
 from memory.jobs.context import warn_if_llm_off
@@ -186,7 +187,7 @@ async def ingest(
             click.echo(f"{held} in all (this import: {report.written:,} new line{'s' * (report.written != 1)}):")
             print_import_counts(await import_counts(mem, session_ids))
             click.echo(f"campaign {name}:")
-            await print_counts(mem, memory.pool)
+            await print_counts(mem, settings)
         else:
             pending = await pending_jobs(memory.pool, mem.campaign_id)
             click.echo(f"{queued_said(pending)} (or ingest with --wait)")
@@ -379,16 +380,16 @@ async def ingest_audio_files(
 TOTALS_SAID = {"entries": "session lines", "chunks": "passages"}
 
 
-async def print_counts(mem: CampaignMemory, pool: object) -> None:
+async def print_counts(mem: CampaignMemory, settings: Settings) -> None:
     row = await mem.totals()
     names = list(row.keys())
     table([[f"{row[k]:,}" for k in names]], [TOTALS_SAID.get(k, k.replace("_", " ")) for k in names])
-    await refuse_held(mem)
+    await refuse_held(mem, settings)
 
 
-async def refuse_held(mem: CampaignMemory) -> None:
+async def refuse_held(mem: CampaignMemory, settings: Settings) -> None:
     """Fail the command when jobs of the campaign are held at the end: a script or a DM waiting on `--wait` must
-    not read success while, say, extraction never ran after an LLM outage."""
+    not read success while, say, extraction never ran after an LLM outage (then it names the LLM's setting)."""
     held = await held_jobs(mem.db, mem.campaign_id)
     if not held:
         return
@@ -398,7 +399,11 @@ async def refuse_held(mem: CampaignMemory) -> None:
         for j in held[:5]
     )
     more = f" and {len(held) - 5} more" if len(held) > 5 else ""
-    raise CliError(
-        f"{len(held)} background job{'s' * (len(held) != 1)} held: {said}{more}; "
-        "`lorekeeper jobs list` shows them, `lorekeeper jobs retry` runs them again"
-    )
+    retry = "`lorekeeper jobs list` shows them, `lorekeeper jobs retry` runs them again"
+    if any(j.llm_away for j in held):
+        url = settings.openai_base_url or "unset: OpenAI's own"
+        retry = (
+            f"the LLM (OPENAI_BASE_URL={url}) did not answer: start it or fix the setting, then "
+            "`lorekeeper jobs retry` runs them again (`lorekeeper jobs list` shows them)"
+        )
+    raise CliError(f"{len(held)} background job{'s' * (len(held) != 1)} held: {said}{more}; {retry}")

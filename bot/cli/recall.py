@@ -38,7 +38,14 @@ from memory.replies import no_lines_yet
 @cli.command()
 @click.argument("query", required=False)
 @click.option("--limit", "-k", default=5, type=click.IntRange(min=1), show_default=True, help="Passages to show.")
-@click.option("--mode", type=click.Choice(["both", "vector", "fulltext"]), default="both", show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(["both", "vector", "fulltext"]),
+    default="both",
+    show_default=True,
+    help="How lines are found: both by their words and by meaning; fulltext by the words only (no embedding model "
+    "to load: quicker); vector by meaning only.",
+)
 @click.option(
     "--as",
     "asker",

@@ -114,8 +114,8 @@ def undo_command(change: NameChange) -> str:
         kept = [h for h in change.heard_as if h.casefold() != change.heard]
         phrases = " ".join(f"--heard-as {_sh(h)}" for h in kept) or "--heard-as -"
         return f"lorekeeper entity edit {name} {phrases}"
-    phrases = " ".join(f"--not-heard-as {_sh(p)}" for p in [*change.not_heard_as, change.heard])  # replaces them
-    return f"lorekeeper entity edit {name} {phrases}"
+    # added: the phrases it has stay, and the hint of another row for it followed after this one keeps this one
+    return f"lorekeeper entity edit {name} --not-heard-as {_sh('+' + change.heard)}"
 
 
 @session.command("names")

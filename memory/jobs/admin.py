@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from memory.db import Executor
 from memory.jobs.queue import ENTRYPOINTS, OF_CAMPAIGN, BadJobError
+from memory.providers.llm import LLMTimeout, LLMUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +113,12 @@ class HeldJob(BaseModel):
     failed_at: datetime
     error: str
     on_its_data: bool  # held at once, and not run again at a worker start
+
+    @property
+    def llm_away(self) -> bool:
+        """Held because the LLM gave no answer at all (unreachable, overloaded, too slow): a setting or a server to
+        check, not the job's data."""
+        return self.error.startswith(tuple(f"{kind.__name__}:" for kind in (LLMUnavailable, LLMTimeout)))
 
 
 async def held_jobs(db: Executor, campaign_id: int | None = None, *, guild_id: int | None = None) -> list[HeldJob]:

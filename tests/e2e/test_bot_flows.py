@@ -1534,11 +1534,13 @@ async def test_transcript_of_review_accept(
 
 
 async def test_every_option_says_what_it_is_for(bot: LorekeeperBot) -> None:
+    """Whole: discord.py cuts a description over Discord's 100 characters to 100 ending in "…", silently (the
+    "+" rule of /entity edit not_heard_as was lost so)."""
     undescribed = [
         f"/{command.qualified_name} {option.name}"
         for command in bot.tree.walk_commands()
         if isinstance(command, app_commands.Command)
         for option in command.parameters
-        if option.description in ("…", "") or len(option.description) > 100
+        if option.description in ("…", "") or len(option.description) > 100 or option.description.endswith("…")
     ]
     assert undescribed == []

@@ -1790,6 +1790,37 @@ async def test_entity_unlink_undoes_a_fact_accepted_by_mistake(lk, fresh_dsn: st
     )
 
 
+def test_a_campaign_made_under_guild_0_says_no_discord_server_sees_it(lk, tmp_path: Path) -> None:
+    """A DM who made the campaign with /campaign create and loaded the world here without LOREKEEPER_GUILD_ID got a
+    second campaign no server shows, and nothing said so."""
+    only_here = (
+        "note: 'Mine' was made for the command line only: no Discord server sees it (set LOREKEEPER_GUILD_ID to your "
+        "server's id)\n"
+    )
+    assert lk("campaign", "create", "Mine").stderr == only_here
+    (tmp_path / "w.yaml").write_text("campaign: {name: My World}\nentities:\n  - {name: Korv, type: npc}\n")
+    assert "note:" not in lk("campaign", "load", str(tmp_path / "w.yaml"), "--dry-run").stderr  # nothing made
+    loaded = lk("campaign", "load", str(tmp_path / "w.yaml"))
+    assert loaded.returncode == 0 and loaded.stderr.endswith(only_here.replace("'Mine'", "'My World'"))
+    assert "note:" not in lk("campaign", "load", str(tmp_path / "w.yaml")).stderr  # made before: said once
+    server = {"LOREKEEPER_GUILD_ID": "77"}
+    assert lk("campaign", "create", "Theirs", env=server).stderr == ""
+    assert "note:" not in lk("campaign", "load", str(tmp_path / "w.yaml"), env=server).stderr
+
+
+def test_loading_into_a_campaign_not_made_yet_says_how_to_go_on(lk, tmp_path: Path) -> None:
+    """`-c "Brand New"` of no campaign said only that none is named so: the DM is told the two ways on."""
+    (tmp_path / "w.yaml").write_text("campaign: {name: The Sunken Crown}\nentities:\n  - {name: Korv, type: npc}\n")
+    missing = lk("campaign", "load", str(tmp_path / "w.yaml"), "-c", "Brand New")
+    assert missing.returncode == 1 and missing.stderr == (
+        "error: no campaign named 'Brand New': create it with `lorekeeper campaign create 'Brand New'`, or leave out "
+        "-c to load into the file's campaign 'The Sunken Crown'\n"
+    )
+    (tmp_path / "bare.yaml").write_text("entities:\n  - {name: Korv, type: npc}\n")
+    bare = lk("campaign", "load", str(tmp_path / "bare.yaml"), "-c", "Brand New")
+    assert bare.stderr.endswith("or leave out -c to load into the active campaign\n"), bare.stderr
+
+
 def test_a_file_naming_a_new_campaign_says_it_is_not_the_active_one(lk, tmp_path: Path) -> None:
     """The file's `campaign:` is created for it, but the active campaign stays: the next `entity list` used to
     show the other campaign, and nothing had said so."""
@@ -1870,6 +1901,11 @@ def test_entity_not_heard_as_is_set_shown_checked_and_counts_the_lines_to_restor
     own = lk("entity", "edit", "Bittersolt", "--not-heard-as", "bitter solt")
     assert own.returncode == 1
     assert "not heard as: 'bitter solt' (read as 'Bittersolt') is the name of 'Bittersolt'" in own.stderr
+    # "+" adds, as /entity edit's "+" and `session names` hints it: the phrases it had stay, the "+" is no word
+    assert lk("entity", "edit", "Bittersolt", "--not-heard-as", "+elder nacks").returncode == 0
+    assert lk("entity", "edit", "Bittersolt", "--not-heard-as", "+bitter salt").returncode == 0
+    shown = lk("entity", "show", "Bittersolt").stdout.splitlines()
+    assert "  never heard as: bitter salt, bitter salts, elder nacks" in shown, shown
     assert lk("entity", "edit", "Bittersolt", "--not-heard-as", "-").returncode == 0
     assert "never heard as" not in lk("entity", "show", "Bittersolt").stdout
 
@@ -2139,8 +2175,8 @@ def test_session_names_says_what_correction_changed_and_how_to_stop_a_wrong_one(
     assert shown.stdout.splitlines() == [
         "session 'Night 1' of Exandria: 3 phrases corrected in 4 lines",
         "heard           name       times  how       if it is wrong",
-        "-----------  -  ---------  -----  --------  ------------------------------------------------------------",
-        'elder nacks  →  Eldrinax   ×2     sound     lorekeeper entity edit Eldrinax --not-heard-as "elder nacks"',
+        "-----------  -  ---------  -----  --------  -------------------------------------------------------------",
+        'elder nacks  →  Eldrinax   ×2     sound     lorekeeper entity edit Eldrinax --not-heard-as "+elder nacks"',
         'from skin    →  Frumpkin   ×1     heard-as  lorekeeper entity edit Frumpkin --heard-as "frump kin"',
         "vexahlia     →  Vex'ahlia  ×1     sound     (a spelling of its name or an alias)",
     ]

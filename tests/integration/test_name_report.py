@@ -80,7 +80,8 @@ async def test_the_latest_sessions_corrections_grouped_by_phrase_heard_most_freq
 async def test_the_undo_keeps_the_entitys_other_not_heard_as_phrases_and_a_respelling_has_none(
     campaign: CampaignMemory,
 ) -> None:
-    """--not-heard-as replaces all the entity's phrases: a hint giving only the new one would drop the DM's others.
+    """A hint adds its phrase ("+"): one replacing all the entity's phrases would drop the DM's others, and two rows'
+    hints for one entity, followed one after the other, each the other's.
     And a correction that respells the name ("vexahlia" / Vex'ahlia) is no mishearing: not-heard-as refuses it."""
     from bot.cli.session import undo_command
     from cogs.sessions import undo_slash
@@ -92,7 +93,7 @@ async def test_the_undo_keeps_the_entitys_other_not_heard_as_phrases_and_a_respe
     assert set(changes) == {"bitter salt", "vexahlia"}
     salt, vex = changes["bitter salt"], changes["vexahlia"]
     assert (salt.not_heard_as, salt.respelled, vex.respelled) == (["sea cow"], False, True)
-    undo = 'lorekeeper entity edit Bittersolt --not-heard-as "sea cow" --not-heard-as "bitter salt"'
+    undo = 'lorekeeper entity edit Bittersolt --not-heard-as "+bitter salt"'  # added: "sea cow" stays, as in Discord
     assert undo_command(salt) == undo
     assert undo_slash(salt) == "/entity edit Bittersolt not_heard_as: +bitter salt"  # added: "sea cow" stays
     assert undo_command(vex) == "(a spelling of its name or an alias)"

@@ -249,3 +249,32 @@ async def test_what_a_character_rolled_is_their_players_roll_after_the_line_call
     # a question of no roll keeps dice talk down
     hits = await recall(campaign, None, "what did Gorrik say about insight?", limit=3, mode="fulltext", dm=True)
     assert roll not in {line.entry_id for line in hits[0].answering()}
+
+
+async def test_a_characters_first_name_asks_for_their_players_lines(memory: Memory, campaign: CampaignMemory) -> None:
+    """ "What did Thessaly say" showed Thessaly Vorn's card but the DM's line first, and `search --speaker
+    Thessaly` and `--as Thessaly` knew no one: her first name calls her alone, as on her card, so it is Ana's lines."""
+    await campaign.graph.add_entity(
+        EntityIn(name="Thessaly Vorn", type=EntityType.player, aliases=["Thess"], attributes={"played_by": "Ana"})
+    )
+    await campaign.graph.add_entity(EntityIn(name="Thessaly Crossing", type=EntityType.location))  # a place's word
+    await campaign.graph.add_entity(EntityIn(name="Mira Tolvanek", type=EntityType.npc))  # a person, no player
+    lines = await played(
+        memory,
+        campaign,
+        "Session 1",
+        [
+            ("DM", "She says three ore caravans left and none came back."),
+            *FILLER,
+            ("Ana", "Thess agrees. But first we find those caravans."),
+            ("Mira", "The caravans were mine."),
+        ],
+    )
+    assert await answering(campaign, "what did Thessaly say about the caravans?") == {lines[-2]}
+    assert await campaign.log.speakers_called("Thessaly") == (["Ana"], set())
+    with pytest.raises(NotFoundError, match=r"\(Thessaly Vorn is played by 'Ana': give the player's name\)"):
+        await campaign.log.check_speaker("thessaly")
+    # a first name no character with a player is called by alone filters nothing
+    assert await campaign.log.character_called("Mira") is None
+    assert await campaign.log.character_called("Crossing") is None
+    assert lines[0] in await answering(campaign, "what did Tolvanek say about the caravans?")

@@ -11,7 +11,7 @@ import pytest
 
 from cogs.recall import cite, cited
 from memory import lexical
-from memory.errors import InvalidInputError
+from memory.errors import InvalidInputError, NotFoundError
 from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, Visibility
 from memory.recall import MEANING_ALONE, MEANING_BESIDE_WORDS, named_entities, recall, recap_asked
@@ -680,6 +680,22 @@ async def test_last_session_and_a_numbered_session_filter(campaign: CampaignMemo
     (hit,) = await recall(campaign, None, "the key in session 1", limit=5, mode="fulltext")
     assert hit.session == "One" and one[3] in hit.entry_ids
     assert await recall(campaign, None, "the key in session 9", limit=5, mode="fulltext") == []
+
+
+async def test_a_session_named_like_a_title_the_campaign_lacks_is_said_missing(campaign: CampaignMemory) -> None:
+    """ "The dragon in Night 2" of a campaign with no Night 2 answered with another night's lines, and "what
+    happened in Night 3?" with "nothing found": both are the "no session … recent ones" "session 9" gets."""
+    await said(campaign, "Night 1", [*FILLER[:3], ("DM", "The key is in the well."), *FILLER[3:6]])
+    await said(campaign, "Night 2: the Heist", [*FILLER[:3], ("DM", "The key is under the bed."), *FILLER[3:6]])
+    for question, missing in (("the key in Night 3", "Night 3"), ("what happened in night 12?", "night 12")):
+        with pytest.raises(NotFoundError, match=f"^no {missing} in this campaign; recent ones: 'Night 1', 'Night 2"):
+            await recap_asked(campaign, question)
+        assert await recall(campaign, None, question, limit=5, mode="fulltext") == []
+    with pytest.raises(NotFoundError, match=r"^no Night 4 in"):  # "night": what sessions are, whatever their titles
+        await recap_asked(campaign, "what did the DM say about the key on Night 4?")
+    (hit,) = await recall(campaign, None, "the key in Night 2", limit=5, mode="fulltext")  # a title's start names it
+    assert hit.session == "Night 2: the Heist"
+    assert await recap_asked(campaign, "what is in Room 4?") is None  # no word sessions are called by
 
 
 async def played_days_before(

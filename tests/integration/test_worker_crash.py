@@ -356,3 +356,36 @@ async def test_a_worker_prunes_the_queue_log_of_jobs_long_gone(
     [held] = await jobs.held_jobs(memory.pool)
     assert held.on_its_data and held.error == "bad"  # still known as failed on its data: not run at every start
     assert await jobs.requeue_failed(memory.pool) == 0
+
+
+async def test_an_llm_outage_is_no_raw_queue_error_and_the_held_jobs_name_the_llms_setting(
+    memory: Memory, campaign: CampaignMemory, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ingest --wait` with the LLM away printed "ERROR pgqueuer: Exception while processing entrypoint/job-id:
+    lk_extract/14 (LLMUnavailable: …)" at each try (the queue's job ids, nothing to do), and its end named no
+    setting. The tries are left to -v; the end says which URL did not answer."""
+    from bot.cli.common import BriefOutages, CliError
+    from bot.cli.ingest import refuse_held
+    from bot.settings import Settings
+
+    monkeypatch.setattr(job_worker, "_MAX_ATTEMPTS", 2)  # each retry waits for the queue's next poll: seconds
+    monkeypatch.setattr(job_worker, "_RETRY_DELAYS", (timedelta(milliseconds=1), timedelta(milliseconds=1)))
+    shown: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = shown.append  # type: ignore[method-assign]
+    handler.addFilter(BriefOutages())  # as the command line's log handler has it without -v
+    logging.getLogger().addHandler(handler)
+    try:
+        await _run_a_bad_job_and_one_during_an_outage(memory, campaign, fake_openai)
+    finally:
+        logging.getLogger().removeHandler(handler)
+    said = [r.getMessage() for r in shown if r.name.startswith("pgqueuer")]
+    assert not [s for s in said if "lk_correct2" in s or "LLMUnavailable" in s], said
+    assert any("lk_summary" in s for s in said), said  # a job failing on its data (a bug) still shows
+    settings = Settings(openai_base_url=fake_openai.base_url)
+    with pytest.raises(CliError) as held:
+        await refuse_held(campaign, settings)
+    assert held.value.format_message().endswith(
+        f"; the LLM (OPENAI_BASE_URL={fake_openai.base_url}) did not answer: start it or fix the setting, then "
+        "`lorekeeper jobs retry` runs them again (`lorekeeper jobs list` shows them)"
+    )

@@ -6,8 +6,10 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
 from click.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,6 +77,41 @@ def test_the_help_lists_every_command_with_a_whole_summary() -> None:
     assert "  entity " in everyday and "  worker " not in everyday
     assert {line.split()[0] for line in admin.splitlines() if line.startswith("  ") and line[2] != " "} == set(ADMIN)
     assert "..." not in shown.split("Commands:")[1]
+
+
+def test_a_summary_listing_a_groups_commands_lists_every_one() -> None:
+    """`lorekeeper --help` said "Campaigns: create, list, use, info, load, export, delete.": no `import`."""
+    from bot.cli import COMMANDS, _register, cli
+
+    _register()
+    for name, (_, summary) in COMMANDS.items():
+        group = cli.commands[name]
+        listed = set(summary.rstrip(".").partition(": ")[2].split(", "))
+        # a list of words ("create, list, use"), not a sentence; entity's lists the kinds of entity
+        if isinstance(group, click.Group) and name != "entity" and all(w.isalpha() for w in listed):
+            assert listed == {n for n, c in group.commands.items() if not c.hidden}, name
+            assert group.help == summary, name  # `lorekeeper campaign --help` says the same
+
+
+def test_every_option_says_what_it_is_for() -> None:
+    """`lorekeeper recall --help` showed `--mode [both|vector|fulltext]` and not a word of what the modes are."""
+    from bot.cli import _register, cli
+
+    def commands(group: click.Group, path: str) -> Iterator[tuple[str, click.Command]]:
+        for name, command in group.commands.items():
+            if isinstance(command, click.Group):
+                yield from commands(command, f"{path} {name}")
+            else:
+                yield f"{path} {name}", command
+
+    _register()
+    unsaid = [
+        f"{path} {param.opts[0]}"
+        for path, command in commands(cli, "lorekeeper")
+        for param in command.params
+        if isinstance(param, click.Option) and not param.hidden and not param.help
+    ]
+    assert unsaid == []
 
 
 def test_a_subcommand_summary_is_its_first_sentence_whole() -> None:
