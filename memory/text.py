@@ -350,6 +350,19 @@ def name_query(value: str) -> str:
     return " ".join(unicodedata.normalize("NFC", value).split())
 
 
+#: The characters a name's apostrophe is typed as: a keyboard's ', a word processor's or phone's ’ (and ‘), ʼ.
+APOSTROPHES = "'’‘ʼ"
+_APOSTROPHE = re.compile(f"[{APOSTROPHES}]")
+
+
+def apostrophe_spellings(name: str) -> list[str]:
+    """``name`` and the same name with each of :data:`APOSTROPHES` for its apostrophes: the one name a campaign file
+    edited in a word processor writes "Kal’thar" for Kal'thar."""
+    if not _APOSTROPHE.search(name):
+        return [name]
+    return [name, *(s for a in APOSTROPHES if (s := _APOSTROPHE.sub(a, name)) != name)]
+
+
 #: Half of a UTF-16 surrogate pair (category Cs): valid in a Python string ("\ud800" in JSON), not in UTF-8 text.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

@@ -15,7 +15,7 @@ from memory.graph.sql import (
     relationship_from_row,
 )
 from memory.models import Entity, EntityType, Relationship, ReviewStatus
-from memory.text import name_query
+from memory.text import apostrophe_spellings, name_query
 
 
 class EntityLookup(GraphBase):
@@ -119,13 +119,18 @@ class EntityLookup(GraphBase):
         return await self.get_entity_by_id(ref) if isinstance(ref, int) else await self.get_entity(ref)
 
     async def _named(self, name: str) -> Entity | None:
-        """The entity of this name (not alias), case-insensitively."""
+        """The entity of this name (not alias), case-insensitively and whatever its apostrophes are typed as: a
+        file's "Kal’thar" is Kal'thar, not a second entity beside it. The spelling itself first."""
+        query = name_query(name)
         row = await self.db.fetchrow(
             f"""{ENTITY_SELECT}
-            WHERE e.campaign_id = $1 AND lower(e.name) = lower($2) AND e.status <> 'rejected'
+            WHERE e.campaign_id = $1 AND lower(e.name) = ANY(ARRAY(SELECT lower(n) FROM unnest($2::text[]) n))
+              AND e.status <> 'rejected'
+            ORDER BY lower(e.name) = lower($3) DESC LIMIT 1
             """,
             self.campaign_id,
-            name_query(name),
+            apostrophe_spellings(query),
+            query,
         )
         return entity_from_row(row) if row else None
 
