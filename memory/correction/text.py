@@ -17,15 +17,17 @@ from functools import lru_cache
 # "Tiger-Keyleth" exposes "Keyleth" to the matcher.
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*['’]?")
 _DROP = str.maketrans("", "", "'’‘`-‐‑")
+# Letters no decomposition takes apart, written as English writes them ("Aethelric" of Æthelric); after casefold.
+_LETTERS = str.maketrans({"æ": "ae", "œ": "oe", "ð": "d", "þ": "th", "ø": "o", "ł": "l", "đ": "d", "ı": "i"})
 _POSSESSIVE = re.compile(r"(?:['’]s|s['’])$", re.IGNORECASE)
 
 
 @lru_cache(maxsize=65536)
 def normalize(text: str) -> str:
-    """Casefolded, accent-free, without apostrophes/hyphens; inner whitespace collapsed."""
+    """Casefolded, accent-free (æ as ae, ø as o), without apostrophes/hyphens; inner whitespace collapsed."""
     folded = unicodedata.normalize("NFKD", text)
     if not folded.isascii():
-        folded = "".join(c for c in folded if not unicodedata.combining(c))
+        folded = "".join(c for c in folded if not unicodedata.combining(c)).casefold().translate(_LETTERS)
     return " ".join(folded.casefold().translate(_DROP).split())
 
 

@@ -151,9 +151,10 @@ def unhidden_secrets(names: Iterable[tuple[str, bool]], of: Iterable[str]) -> li
 
 
 def spelled_alike(name: str) -> str:
-    """What two spellings of one name share: case, accents, apostrophes and hyphens aside as the matcher reads
-    names ("cafe" for Café, "Vex’ahlia"), and a leading "The" ("Nestled Nook Inn", "the Vex'ahlia")."""
-    return _normalize()(name).removeprefix("the ")
+    """What two spellings of one name share: case, accents, apostrophes, hyphens and spaces aside as the matcher
+    reads names ("cafe" for Café, "Vex’ahlia", "Mother of Thorns" for Mother-of-Thorns, "Aethelric" for Æthelric),
+    and a leading "The" ("Nestled Nook Inn", "the Vex'ahlia")."""
+    return "".join(_normalize()(name).removeprefix("the ").split())
 
 
 #: How close a mistyped name must be to one the campaign holds for a "did you mean" (:func:`name_closeness`).

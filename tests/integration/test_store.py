@@ -296,8 +296,9 @@ async def test_a_name_typed_without_its_accents_is_found_and_hinted(campaign: Ca
     assert (await g.snapshot("Łukasz’s daughter")).entity.id == zoe.id
     zoe_plain = await g.add_entity(EntityIn(name="Zoe", type=EntityType.player))
     assert (await g.get_entity("zoe")).id == zoe_plain.id and (await g.get_entity("Zoë")).id == zoe.id  # exact first
+    assert (await g.get_entity("cafe unicode 東京")).id == cafe.id  # ø written o, as English writes it
     with pytest.raises(NotFoundError) as missing:
-        await g.get_entity("cafe unicode 東京")  # ø is a letter of its own, not o with a mark: close, not the same
+        await g.get_entity("cafe unicide 東京")
     assert "did you mean 'Café Ünïcødé 東京'" in str(missing.value)
 
     tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False)
@@ -305,8 +306,24 @@ async def test_a_name_typed_without_its_accents_is_found_and_hinted(campaign: Ca
     assert [e.name for e in (await tools.find_entities("zoe")).entities] == ["Zoe", "Zoë"]  # as typed first
     assert [e.name for e in (await tools.find_entities("Zoë")).entities] == ["Zoë", "Zoe"]
     with pytest.raises(NotFoundError) as hinted:
-        await tools.entity_card("cafe unicode 東京")
+        await tools.entity_card("cafe unicide 東京")
     assert "did you mean 'Café Ünïcødé 東京'" in str(hinted.value)
+
+
+async def test_a_name_typed_with_spaces_for_hyphens_or_plain_letters_for_ae_is_found(campaign: CampaignMemory) -> None:
+    """docs/guide/entities.md: "hyphens may be left out or typed another way": "Mother of Thorns" found nothing
+    for Mother-of-Thorns, nor "Aethelric" for Æthelric (NFKD leaves æ, œ, ð, þ whole)."""
+    g = campaign.graph
+    hag = await g.add_entity(EntityIn(name="Mother-of-Thorns", type=EntityType.npc))
+    hold = await g.add_entity(EntityIn(name="Khaz-Morûn", type=EntityType.place))
+    king = await g.add_entity(EntityIn(name="Æthelric", type=EntityType.npc))
+    inn = await g.add_entity(EntityIn(name="Œil-de-Bœuf", type=EntityType.place))
+    smith = await g.add_entity(EntityIn(name="Ðáin Stoneback", type=EntityType.npc))
+    assert (await g.get_entity("Mother of Thorns")).id == hag.id
+    assert (await g.get_entity("khaz morun")).id == hold.id
+    assert (await g.get_entity("Aethelric")).id == king.id
+    assert (await g.get_entity("Oeil de Boeuf")).id == inn.id
+    assert (await g.get_entity("Dain Stoneback")).id == smith.id
 
 
 async def test_a_secret_spelling_neither_hides_nor_betrays_the_public_entity_a_player_means(
