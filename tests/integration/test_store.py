@@ -163,6 +163,22 @@ async def test_l1_search_matches_an_irregular_plural_with_its_singular(campaign:
     assert await campaign.log.search("leaf") == []
 
 
+async def test_l1_search_reads_a_name_without_its_accents(campaign: CampaignMemory) -> None:
+    """`search "Dun Kaldor"` found 1 of 7 lines, those writing it "Dûn Kaldor" not; "Ragnarök" missed "Ragnarok"."""
+    s = await campaign.log.start_session("Night 1")
+    lines = ["We reach Dûn Kaldor.", "Dun Kaldor will fall.", "Zoë hides the Ragnarök shard.", "Æthelric frowns."]
+    await campaign.log.write_many(s.id, [EntryIn(speaker="DM", text=t) for t in lines])
+    for query, found in (
+        ("Dun Kaldor", [0, 1]),
+        ("dûn kaldor", [0, 1]),
+        ("Zoe", [2]),
+        ("Ragnarok", [2]),
+        ("Aethelric", [3]),
+        ("Æthelric", [3]),
+    ):
+        assert sorted(h.text for h in await campaign.log.search(query)) == sorted(lines[i] for i in found), query
+
+
 async def test_l1_search_quoted_phrase_must_be_said(campaign: CampaignMemory) -> None:
     s = await campaign.log.start_session("C1E035")
     exact = "I have you right here between him and Lady Briarwood."
