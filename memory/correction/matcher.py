@@ -1171,8 +1171,12 @@ class PhoneticMatcher:
             or _apostrophe_dropped(heard, form, plural, self.settings.common_zipf)
         ):
             return _Candidate(i, i + n - 1, form, 1.0, plural, 1.0)
-        after = text[tokens[i + n - 1].end : tokens[i + n - 1].end + 1]
-        if _accents_dropped(heard, form, plural) and not (after and unicodedata.combining(after)):  # NFD "Zoë"
+        after = text[tokens[i + n - 1].end : tokens[i + n - 1].end + 2]
+        if (
+            _accents_dropped(heard, form, plural)
+            and not (after and unicodedata.combining(after[0]))  # NFD "Zoë"
+            and not (after[:1] in "-‐‑" and after[1:].isupper())  # a longer name: "Zoe-Ann" is not Zoë's
+        ):
             # the name or alias as registered: "Zoe" is the alias Zoë, not the whole name Zoë Ashgrove
             own = replace(form, canonical=form.surface or form.canonical, primary=True)
             return _Candidate(i, i + n - 1, own, 1.0, plural, 1.0)

@@ -492,6 +492,7 @@ def test_a_name_written_without_its_accents_is_respelled_as_the_campaign_writes_
     # written as the campaign writes it (NFD too: the same letters), nothing to do
     assert pipeline.correct_fast("Zoë is here with Ragnarök.").corrections == []
     assert pipeline.correct_fast("Zoe\u0308 is here.").corrections == []
+    assert pipeline.correct_fast("A gnome named Zoe-Ann greets you.").corrections == []  # a name of her own
 
 
 def test_a_name_made_of_dictionary_words_is_also_said_the_dictionarys_way() -> None:
