@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from memory.errors import NotFoundError
 from memory.graph.base import GraphBase
-from memory.graph.rules import CLOSE_NAME, name_closeness, spelled_alike
+from memory.graph.rules import CLOSE_NAME, listing_key, name_closeness, spelled_alike
 from memory.graph.sql import (
     ENTITY_SELECT,
     REL_SELECT,
@@ -189,23 +189,19 @@ class EntityLookup(GraphBase):
         *,
         status: ReviewStatus | None = ReviewStatus.accepted,
         include_secret: bool = True,
-        limit: int | None = None,
-        offset: int = 0,
     ) -> list[Entity]:
+        """By name, accents aside (:func:`listing_key`)."""
         rows = await self.db.fetch(
             f"""{ENTITY_SELECT}
             WHERE e.campaign_id = $1 AND ($2::text IS NULL OR e.type = $2)
               AND ($3::text IS NULL OR e.status = $3) AND ($4 OR e.visibility = 'public')
-            ORDER BY lower(e.name) LIMIT $5 OFFSET $6
             """,
             self.campaign_id,
             type,
             status,
             include_secret,
-            limit,
-            offset,
         )
-        return [entity_from_row(r) for r in rows]
+        return sorted((entity_from_row(r) for r in rows), key=lambda e: listing_key(e.name))
 
     async def count_entities(self, type: EntityType | None = None, *, include_secret: bool = True) -> int:
         return await self.db.fetchval(

@@ -157,6 +157,12 @@ def spelled_alike(name: str) -> str:
     return "".join(_normalize()(name).removeprefix("the ").split())
 
 
+def listing_key(name: str) -> tuple[str, str]:
+    """Where a name stands in a list: accents aside, as a reader looks it up ("Æthelric" by A, "Ðáin" by D; by code
+    point they came after "Zoë")."""
+    return _normalize()(name), name.casefold()
+
+
 #: How close a mistyped name must be to one the campaign holds for a "did you mean" (:func:`name_closeness`).
 CLOSE_NAME = 70
 

@@ -342,6 +342,14 @@ async def test_a_name_typed_with_spaces_for_hyphens_or_plain_letters_for_ae_is_f
     assert (await g.get_entity("Dain Stoneback")).id == smith.id
 
 
+async def test_entities_are_listed_by_name_accents_aside(campaign: CampaignMemory) -> None:
+    # by code point, Æthelric and Ðáin came after Zoë
+    for name in ("Zoë Ashgrove", "Æthelric", "Ðáin Stoneback", "Brennan", "The Keep", "Dûn Kaldor"):
+        await campaign.graph.add_entity(EntityIn(name=name, type=EntityType.npc))
+    listed = [e.name for e in await campaign.graph.list_entities()]
+    assert listed == ["Æthelric", "Brennan", "Ðáin Stoneback", "Dûn Kaldor", "The Keep", "Zoë Ashgrove"]
+
+
 async def test_a_secret_spelling_neither_hides_nor_betrays_the_public_entity_a_player_means(
     campaign: CampaignMemory,
 ) -> None:
