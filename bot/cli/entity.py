@@ -121,6 +121,7 @@ async def add(
         masked_said,
         newly_hidden,
         not_heard_as_said,
+        spelled_like_said,
         unhidden_said,
     )
 
@@ -143,6 +144,7 @@ async def add(
         lines = await mem.log.count_heard(phrases) if phrases else None  # before a job corrects them
         created = await mem.add_entity(entity_in)
         unhidden = await mem.graph.unhidden_secrets(created)
+        alike = await mem.graph.spelled_like(created)
         masked = await mem.graph.everyday_masked(newly_hidden(None, created))
         pending = await pending_jobs(memory.pool, mem.campaign_id) if lines else 0
     if as_json:
@@ -157,7 +159,7 @@ async def add(
         click.echo(queued_said(pending))
     for said in masked_said(masked):
         click.echo(said)
-    for said in unhidden_said(unhidden):
+    for said in unhidden_said(unhidden) + spelled_like_said(alike):
         click.echo(f"warning: {said}", err=True)
 
 

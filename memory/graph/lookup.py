@@ -169,6 +169,17 @@ class EntityLookup(GraphBase):
         ``include_secret``)."""
         return [form for _, form, _ in await self._forms(include_secret)]
 
+    async def spelled_like(self, entity: Entity) -> list[tuple[str, str]]:
+        """(a name of ``entity``, another entity's name or alias) pairs spelled alike (accents, apostrophes, hyphens
+        aside: "Zoe Ashgrove" beside "Zoë Ashgrove"): allowed, a name as typed wins, but the DM is told, as typed
+        otherwise either may be meant."""
+        mine = {spelled_alike(n): n for n in (entity.name, *entity.aliases)}
+        return [
+            (mine[alike], form)
+            for entity_id, form, _ in await self._forms(include_secret=True)
+            if entity_id != entity.id and (alike := spelled_alike(form)) in mine
+        ]
+
     async def _forms(self, include_secret: bool) -> list[tuple[int, str, bool]]:
         """(entity id, name or alias, whether an alias) of :meth:`all_names`."""
         visible = "" if include_secret else "AND e.status = 'accepted' AND e.visibility = 'public'"

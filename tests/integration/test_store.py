@@ -26,6 +26,7 @@ from memory.models import (
     Source,
     Visibility,
 )
+from memory.replies import spelled_like_said
 from memory.review import NEW_ITEMS_CHANNEL, watch_new_items
 from memory.store import CampaignMemory, Memory
 
@@ -348,6 +349,17 @@ async def test_entities_are_listed_by_name_accents_aside(campaign: CampaignMemor
         await campaign.graph.add_entity(EntityIn(name=name, type=EntityType.npc))
     listed = [e.name for e in await campaign.graph.list_entities()]
     assert listed == ["Æthelric", "Brennan", "Ðáin Stoneback", "Dûn Kaldor", "The Keep", "Zoë Ashgrove"]
+
+
+async def test_a_name_spelled_like_another_entitys_is_added_and_the_dm_told(campaign: CampaignMemory) -> None:
+    # "Zoe Ashgrove" beside "Zoë Ashgrove" was added silently: then "Zoe" named one, "zoe ashgrove" the other
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Zoë Ashgrove", type=EntityType.npc, aliases=["Zoë"]))
+    plain = await g.add_entity(EntityIn(name="Zoe Ashgrove", type=EntityType.npc, aliases=["Zoe"]))
+    assert await g.spelled_like(plain) == [("Zoe Ashgrove", "Zoë Ashgrove"), ("Zoe", "Zoë")]
+    assert spelled_like_said([("Zoe", "Zoë")])[0].startswith("“Zoe” is spelled like “Zoë”")
+    other = await g.add_entity(EntityIn(name="Mira", type=EntityType.npc))
+    assert await g.spelled_like(other) == []
 
 
 async def test_a_secret_spelling_neither_hides_nor_betrays_the_public_entity_a_player_means(
