@@ -144,7 +144,7 @@ async def add(
         lines = await mem.log.count_heard(phrases) if phrases else None  # before a job corrects them
         created = await mem.add_entity(entity_in)
         unhidden = await mem.graph.unhidden_secrets(created)
-        alike = await mem.graph.spelled_like(created)
+        alike = [] if unhidden else await mem.graph.spelled_like(created)  # that warning says they are alike
         masked = await mem.graph.everyday_masked(newly_hidden(None, created))
         pending = await pending_jobs(memory.pool, mem.campaign_id) if lines else 0
     if as_json:
