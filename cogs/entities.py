@@ -48,6 +48,7 @@ from memory.replies import (
     not_heard_as_said,
     phrases_said,
     removed_facts_said,
+    spelled_like_said,
     unhidden_said,
 )
 from memory.text import (
@@ -228,7 +229,9 @@ class Entities(commands.GroupCog, group_name="entity", group_description="The ca
         )
         said = [heard_as_said(None, entity, lines), not_heard_as_said(None, entity, None)]
         said += masked_said(await mem.graph.everyday_masked(newly_hidden(None, entity)))
-        said += [f"⚠️ {s}" for s in unhidden_said(await mem.graph.unhidden_secrets(entity))]
+        unhidden = await mem.graph.unhidden_secrets(entity)  # that warning says the names are alike
+        alike = [] if unhidden else await mem.graph.spelled_like(entity)
+        said += [f"⚠️ {s}" for s in unhidden_said(unhidden) + spelled_like_said(alike)]
         said += [f"⚠️ {s}" for s in described_said(await mem.graph.secrets_described((None, entity)))]
         heard = " ".join(s for s in said if s)
         embed = entity_embed(entity, relationships=[], last_mention=None)

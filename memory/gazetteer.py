@@ -41,6 +41,7 @@ T = TypeVar("T", bound=Typed)
 
 
 _ONE_HYPHEN = str.maketrans("‐‑", "--")
+_HYPHEN_CHARS = "-‐‑"
 _ARTICLES = frozenset({"a", "an", "the"})
 #: From this Zipf frequency a word is ordinary English (see ``MatchSettings.common_zipf``).
 _COMMON_ZIPF = MatchSettings().common_zipf
@@ -185,6 +186,8 @@ class Gazetteer(Generic[E]):
                         continue
                     if entry.capital and not text[tokens[i].start].isupper():
                         continue
+                    if _joined_on(text, tokens[j].end):
+                        continue  # a longer name it starts: "Zoë-Ann" is not Zoë
                     if not cased or entry.lowered or _written_as_name(text, tokens[i : j + 1]):
                         end = tokens[j].end if possessive or possessive_ending else tokens[j].base_end
                         best = (j, end, entry.entity)
@@ -248,6 +251,12 @@ class Gazetteer(Generic[E]):
         ids = dict.fromkeys(c.entity_id for c in entry.corrections if c.entity_id is not None)
         ids.update(dict.fromkeys(e.id for _, _, e in self.find(entry.text, written=True)))
         return list(ids)
+
+
+def _joined_on(text: str, end: int) -> bool:
+    """Whether a hyphen at ``end`` joins a capitalised word on: a name of its own ("Zoë-Ann", "Mary-Kate"). Before a
+    name, a hyphen still shows it ("Tiger-Keyleth" is Keyleth)."""
+    return text[end : end + 1] in _HYPHEN_CHARS and text[end + 1 : end + 2].isupper()
 
 
 def of_mentions(entities: Iterable[T]) -> Gazetteer[T]:

@@ -194,6 +194,16 @@ def unhidden_said(pairs: Sequence[tuple[str, str]]) -> list[str]:
     ]
 
 
+def spelled_like_said(pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """The note for the DM when a name they gave is spelled like another entity's (see
+    :meth:`memory.graph.lookup.EntityLookup.spelled_like`). [] if none is."""
+    return [
+        f"“{name}” is spelled like “{other}” (accents, apostrophes and hyphens aside): each is found only as typed "
+        "exactly; if they are one, `entity merge` them."
+        for name, other in pairs
+    ]
+
+
 def describe_same_as(result: MergeResult) -> str:
     """The DM's answer to "Same as…": what became of the proposed entity's names and facts."""
     known, proposed = result.entity, result.merged

@@ -124,7 +124,7 @@ APOSTROPHES = "'’‘ʼʻ`´′"
 DASHES = "-‐‑‒–—"
 #: Letters Unicode does not decompose that a keyboard without them writes as others: "Aethelric" of Æthelric, "Thorr"
 #: of Þórr (ß is "ss" by casefolding).
-_LETTERS = str.maketrans({"æ": "ae", "œ": "oe", "ð": "d", "þ": "th", "ø": "o", "ł": "l", "đ": "d", "ħ": "h", "ı": "i"})
+LETTERS = str.maketrans({"æ": "ae", "œ": "oe", "ð": "d", "þ": "th", "ø": "o", "ł": "l", "đ": "d", "ħ": "h", "ı": "i"})
 
 
 @functools.lru_cache(maxsize=4096)
@@ -134,7 +134,7 @@ def _folded_char(char: str) -> str:
     if char in DASHES:
         return "-"
     decomposed = unicodedata.normalize("NFKD", char.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).translate(_LETTERS)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).translate(LETTERS)
 
 
 def folded(text: str) -> tuple[str, list[int] | None]:
@@ -383,6 +383,17 @@ def _said_all_the_time(phrase: str) -> bool:
 def name_query(value: str) -> str:
     """A name as typed to look one up: stored names are NFC with whitespace collapsed (see :func:`clean_name`)."""
     return " ".join(unicodedata.normalize("NFC", value).split())
+
+
+_APOSTROPHE = re.compile(f"[{APOSTROPHES}]")
+
+
+def apostrophe_spellings(name: str) -> list[str]:
+    """``name`` and the same name with each of :data:`APOSTROPHES` for its apostrophes: the one name a campaign file
+    edited in a word processor writes "Kal’thar" for Kal'thar."""
+    if not _APOSTROPHE.search(name):
+        return [name]
+    return [name, *(s for a in APOSTROPHES if (s := _APOSTROPHE.sub(a, name)) != name)]
 
 
 #: Half of a UTF-16 surrogate pair (category Cs): valid in a Python string ("\ud800" in JSON), not in UTF-8 text.

@@ -122,6 +122,7 @@ async def add(
         masked_said,
         newly_hidden,
         not_heard_as_said,
+        spelled_like_said,
         unhidden_said,
     )
 
@@ -144,6 +145,7 @@ async def add(
         lines = await mem.log.count_heard(phrases) if phrases else None  # before a job corrects them
         created = await mem.add_entity(entity_in)
         unhidden = await mem.graph.unhidden_secrets(created)
+        alike = [] if unhidden else await mem.graph.spelled_like(created)  # that warning says they are alike
         masked = await mem.graph.everyday_masked(newly_hidden(None, created))
         described = await mem.graph.secrets_described((None, created))
         pending = await pending_jobs(memory.pool, mem.campaign_id) if lines else 0
@@ -159,7 +161,7 @@ async def add(
         click.echo(queued_said(pending))
     for said in masked_said(masked):
         click.echo(said)
-    for said in [*unhidden_said(unhidden), *described_said(described)]:
+    for said in [*unhidden_said(unhidden), *spelled_like_said(alike), *described_said(described)]:
         click.echo(f"warning: {said}", err=True)
 
 

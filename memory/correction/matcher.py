@@ -5,10 +5,11 @@ from __future__ import annotations
 import functools
 import math
 import re
+import unicodedata
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from rapidfuzz import process
@@ -364,6 +365,19 @@ def _apostrophe_dropped(heard: str, form: NameForm, plural: bool, common_zipf: f
         and any(a in form.canonical for a in _APOSTROPHES)
         and spaceless(form.canonical) == form.spaceless
     )
+
+
+def _accents_dropped(heard: str, form: NameForm, plural: bool) -> bool:
+    """Whether the heard words write the entity's name with other letters than its own, case and word breaks aside:
+    "Dun Kaldor" / Dûn Kaldor, "Vel Ashkar" / Vel-Ashkâr, "Aethelric" / Æthelric. The key matched (accents folded)
+    says they are its name; the line then writes it as the campaign does, and search, recall and the players' mask
+    read one spelling."""
+    letters = _letters(heard)
+    return (letters[:-1] if plural else letters) != _letters(form.surface or form.canonical)
+
+
+def _letters(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFC", text).casefold() if c.isalnum())
 
 
 def _named(text: str, tokens: list[Token]) -> list[bool]:
@@ -1149,12 +1163,23 @@ class PhoneticMatcher:
         plural = key not in names and key[:-1] in names
         form = self._by_spaceless.get(key[:-1] if plural else key)
         heard = text[tokens[i].start : tokens[i + n - 1].base_end]
-        if form is not None and (
+        if form is None:
+            return None
+        if (
             form.heard  # the DM said so: whatever its words
             or _spaced_otherwise(heard, form, plural)
             or _apostrophe_dropped(heard, form, plural, self.settings.common_zipf)
         ):
             return _Candidate(i, i + n - 1, form, 1.0, plural, 1.0)
+        after = text[tokens[i + n - 1].end : tokens[i + n - 1].end + 2]
+        if (
+            _accents_dropped(heard, form, plural)
+            and not (after and unicodedata.combining(after[0]))  # NFD "Zoë"
+            and not (after[:1] in "-‐‑" and after[1:].isupper())  # a longer name: "Zoe-Ann" is not Zoë's
+        ):
+            # the name or alias as registered: "Zoe" is the alias Zoë, not the whole name Zoë Ashgrove
+            own = replace(form, canonical=form.surface or form.canonical, primary=True)
+            return _Candidate(i, i + n - 1, own, 1.0, plural, 1.0)
         return None
 
     def _names_it(self, key: str) -> bool:

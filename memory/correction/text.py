@@ -13,19 +13,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memory.text import APOSTROPHES, LETTERS
+
 # A word is letters/digits with inner apostrophes ("Vex'ahlia", "I'm", "Keyleth's"); hyphens split words so
 # "Tiger-Keyleth" exposes "Keyleth" to the matcher.
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*['’]?")
-_DROP = str.maketrans("", "", "'’‘`-‐‑")
+_DROP = str.maketrans("", "", APOSTROPHES + "-‐‑")
 _POSSESSIVE = re.compile(r"(?:['’]s|s['’])$", re.IGNORECASE)
 
 
 @lru_cache(maxsize=65536)
 def normalize(text: str) -> str:
-    """Casefolded, accent-free, without apostrophes/hyphens; inner whitespace collapsed."""
+    """Casefolded, accent-free (æ as ae, ø as o), without apostrophes/hyphens; inner whitespace collapsed."""
     folded = unicodedata.normalize("NFKD", text)
     if not folded.isascii():
-        folded = "".join(c for c in folded if not unicodedata.combining(c))
+        folded = "".join(c for c in folded if not unicodedata.combining(c)).casefold().translate(LETTERS)
     return " ".join(folded.casefold().translate(_DROP).split())
 
 

@@ -1065,6 +1065,8 @@ PROTOTYPES: dict[EventKind, tuple[str, ...]] = {
 NEAR_MISSES: tuple[str, ...] = (
     "He falls unconscious.", "She wakes up, gasping for breath.", "He is badly wounded.", "You head toward the city.",
     "You leave the town behind.", "You reach into your bag.", "You put the sword away.",
+    # MiniLM puts "alive" near "dies": "Lena is alive." scores 0.61 with the deaths, 0.72 with this one
+    "She is alive.", "He survives.",
 )  # fmt: skip
 #: The cosine a sentence needs to its kind's nearest prototype (MiniLM's unit vectors), and how much nearer it must be
 #: than to any near-miss; chosen on the CRD3 dev episodes.

@@ -124,7 +124,14 @@ _DEATH = re.compile(
 _KILL = re.compile(
     rf"(?:(?P<x>{_KNOWN})\s+)?(?i:kills|killed|slays|slew|beheads|beheaded|executes|executed)\s+(?P<y>{_KNOWN})"
 )
+
+
 #: "a dwarf named Korvash", "an old tavern called The Gilded Goose", "her name is Yara".
+def _with_article(what: str) -> str:
+    """ "an elf", "a gnome": what a new name is, as the review reads it."""
+    return f"{'an' if what[:1].casefold() in 'aeiou' else 'a'} {what}"
+
+
 _INTRO = re.compile(
     rf"(?:\b(?i:a|an|the|this|some)\s+(?:(?P<adj>[a-z-]+)\s+)?(?P<noun>[a-z-]+),?\s+)?"
     rf"(?i:named|called|by the name of|goes by|whose name is)\s+(?P<n>{_NAME})"
@@ -215,7 +222,7 @@ class RuleExtractor:
             kind = kind or (EntityType.npc if "nam" in m.group(0).casefold() else EntityType.concept)
             what = " ".join(w for w in (m.group("adj"), m.group("noun")) if w)
             conf = NEW_NAME_BY_DM_CONFIDENCE if by_dm else NEW_NAME_CONFIDENCE
-            out.entity(mention.name, kind, f"a {what}" if what else "", conf, entry)
+            out.entity(mention.name, kind, _with_article(what) if what else "", conf, entry)
         for m in _APPOSITION.finditer(text) if by_dm else ():
             words = (m.group("before") or m.group("after")).split()
             # the role ends the words before the name ("a new captain"), and is one of the two after ("the envoy
@@ -225,8 +232,7 @@ class RuleExtractor:
             if role is None or mention is None or mention.known is not None:
                 continue
             if _introduced(mention.name, text[: m.start("n") if m.group("n") else m.start("m")]):
-                article = "an" if role[0] in "aeiou" else "a"
-                out.entity(mention.name, EntityType.npc, f"{article} {role}", NEW_NAME_BY_DM_CONFIDENCE, entry)
+                out.entity(mention.name, EntityType.npc, _with_article(role), NEW_NAME_BY_DM_CONFIDENCE, entry)
 
     def _patterns(
         self, entry: Entry, text: str, found: list[KnownEntity], me: KnownEntity | None, out: _Collector

@@ -194,6 +194,8 @@ class Entities(Names, Masking):
         if current is None:  # a file made elsewhere, its entity is new here
             return await self.add_entity(entity), "created", None
         before = current
+        if renamed_from is None and entity.name.casefold() != current.name.casefold():  # "Kal’thar" of Kal'thar
+            entity = entity.model_copy(update={"name": current.name})  # the same name, kept as it was written
         # The DM's word (a campaign file) on an entity still waiting for review accepts it, as it would a fact.
         accepted = False
         if current.status == ReviewStatus.pending and vouched(entity.provenance):

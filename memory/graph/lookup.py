@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from memory.errors import NotFoundError
 from memory.graph.base import GraphBase
-from memory.graph.rules import CLOSE_NAME, name_closeness, spelled_alike
+from memory.graph.rules import CLOSE_NAME, listing_key, name_closeness, spelled_alike
 from memory.graph.sql import (
     ENTITY_SELECT,
     REL_SELECT,
@@ -15,7 +15,7 @@ from memory.graph.sql import (
     relationship_from_row,
 )
 from memory.models import Entity, EntityType, Relationship, ReviewStatus
-from memory.text import name_query
+from memory.text import apostrophe_spellings, name_query
 
 
 class EntityLookup(GraphBase):
@@ -119,13 +119,18 @@ class EntityLookup(GraphBase):
         return await self.get_entity_by_id(ref) if isinstance(ref, int) else await self.get_entity(ref)
 
     async def _named(self, name: str) -> Entity | None:
-        """The entity of this name (not alias), case-insensitively."""
+        """The entity of this name (not alias), case-insensitively and whatever its apostrophes are typed as: a
+        file's "Kal’thar" is Kal'thar, not a second entity beside it. The spelling itself first."""
+        query = name_query(name)
         row = await self.db.fetchrow(
             f"""{ENTITY_SELECT}
-            WHERE e.campaign_id = $1 AND lower(e.name) = lower($2) AND e.status <> 'rejected'
+            WHERE e.campaign_id = $1 AND lower(e.name) = ANY(ARRAY(SELECT lower(n) FROM unnest($2::text[]) n))
+              AND e.status <> 'rejected'
+            ORDER BY lower(e.name) = lower($3) DESC LIMIT 1
             """,
             self.campaign_id,
-            name_query(name),
+            apostrophe_spellings(query),
+            query,
         )
         return entity_from_row(row) if row else None
 
@@ -164,6 +169,17 @@ class EntityLookup(GraphBase):
         ``include_secret``)."""
         return [form for _, form, _ in await self._forms(include_secret)]
 
+    async def spelled_like(self, entity: Entity) -> list[tuple[str, str]]:
+        """(a name of ``entity``, another entity's name or alias) pairs spelled alike (accents, apostrophes, hyphens
+        aside: "Zoe Ashgrove" beside "Zoë Ashgrove"): allowed, a name as typed wins, but the DM is told, as typed
+        otherwise either may be meant."""
+        mine = {spelled_alike(n): n for n in (entity.name, *entity.aliases)}
+        return [
+            (mine[alike], form)
+            for entity_id, form, _ in await self._forms(include_secret=True)
+            if entity_id != entity.id and (alike := spelled_alike(form)) in mine
+        ]
+
     async def _forms(self, include_secret: bool) -> list[tuple[int, str, bool]]:
         """(entity id, name or alias, whether an alias) of :meth:`all_names`."""
         visible = "" if include_secret else "AND e.status = 'accepted' AND e.visibility = 'public'"
@@ -184,23 +200,19 @@ class EntityLookup(GraphBase):
         *,
         status: ReviewStatus | None = ReviewStatus.accepted,
         include_secret: bool = True,
-        limit: int | None = None,
-        offset: int = 0,
     ) -> list[Entity]:
+        """By name, accents aside (:func:`listing_key`)."""
         rows = await self.db.fetch(
             f"""{ENTITY_SELECT}
             WHERE e.campaign_id = $1 AND ($2::text IS NULL OR e.type = $2)
               AND ($3::text IS NULL OR e.status = $3) AND ($4 OR e.visibility = 'public')
-            ORDER BY lower(e.name) LIMIT $5 OFFSET $6
             """,
             self.campaign_id,
             type,
             status,
             include_secret,
-            limit,
-            offset,
         )
-        return [entity_from_row(r) for r in rows]
+        return sorted((entity_from_row(r) for r in rows), key=lambda e: listing_key(e.name))
 
     async def count_entities(self, type: EntityType | None = None, *, include_secret: bool = True) -> int:
         return await self.db.fetchval(

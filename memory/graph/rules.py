@@ -185,9 +185,16 @@ def _read_fields(entity: Entity) -> dict[str, str]:
 
 
 def spelled_alike(name: str) -> str:
-    """What two spellings of one name share: case, accents, apostrophes and hyphens aside as the matcher reads
-    names ("cafe" for Café, "Vex’ahlia"), and a leading "The" ("Nestled Nook Inn", "the Vex'ahlia")."""
-    return _normalize()(name).removeprefix("the ")
+    """What two spellings of one name share: case, accents, apostrophes, hyphens and spaces aside as the matcher
+    reads names ("cafe" for Café, "Vex’ahlia", "Mother of Thorns" for Mother-of-Thorns, "Aethelric" for Æthelric),
+    and a leading "The" ("Nestled Nook Inn", "the Vex'ahlia")."""
+    return "".join(_normalize()(name).removeprefix("the ").split())
+
+
+def listing_key(name: str) -> tuple[str, str]:
+    """Where a name stands in a list: accents aside, as a reader looks it up ("Æthelric" by A, "Ðáin" by D; by code
+    point they came after "Zoë")."""
+    return _normalize()(name), name.casefold()
 
 
 #: How close a mistyped name must be to one the campaign holds for a "did you mean" (:func:`name_closeness`).

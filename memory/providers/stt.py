@@ -41,6 +41,7 @@ from pydantic import BaseModel, Field
 
 if TYPE_CHECKING:
     import openai
+    import tokenizers
     from faster_whisper import WhisperModel
 
 log = logging.getLogger(__name__)
@@ -106,8 +107,26 @@ def check_pcm(pcm: np.ndarray) -> np.ndarray:
 
 
 def estimate_tokens(text: str) -> int:
-    """Rough BPE token count for invented names (about three characters a token), erring high."""
-    return max(1, math.ceil(len(text) / 3))
+    """The tokens ``text`` takes in Whisper's prompt: counted with Whisper base's own tokenizer where it is installed
+    (a remote server's is unknown, but Whisper's are alike), else estimated high: about three characters a token and
+    one more a punctuation mark for ASCII ("K'tharr-Vel" is 7), a token a byte otherwise (byte-level BPE splits an
+    accented letter in two: "Œil-de-Bœuf" is 10 tokens)."""
+    tokenizer = _whisper_tokenizer()
+    if tokenizer is not None:
+        return max(1, len(tokenizer.encode(text, add_special_tokens=False).ids))
+    if not text.isascii():
+        return len(text.encode())
+    return max(1, math.ceil(len(text) / 3) + sum(not c.isalnum() and not c.isspace() for c in text))
+
+
+@functools.cache
+def _whisper_tokenizer() -> tokenizers.Tokenizer | None:
+    parts = _base_parts()
+    if parts is None or not (parts[0] / "tokenizer.json").is_file():
+        return None
+    import tokenizers
+
+    return tokenizers.Tokenizer.from_file(str(parts[0] / "tokenizer.json"))
 
 
 def unique_names(names: Iterable[str]) -> list[str]:

@@ -127,7 +127,7 @@ ALREADY_PROMPTED = (
 
 def held_unpinned(entities: Sequence[PromptEntity], entity_id: int) -> bool:
     """Whether the prompt holds the entity's name and aliases without a pin: when every name ranked fits it (by
-    :func:`fit_names`' estimate, which errs high), as in a small campaign, pinning adds nothing to it (the pinned
+    :func:`fit_names`' count, Whisper's tokenizer's), as in a small campaign, pinning adds nothing to it (the pinned
     are still the cast a written name may be taken for, see ``PhoneticMatcher._cast_names``)."""
     ranked = rank_names([e.model_copy(update={"pinned": False}) if e.id == entity_id else e for e in entities])
     kept = {normalize(n) for n in fit_names(ranked)}
@@ -143,7 +143,7 @@ async def prompted_unpinned(mem: CampaignMemory, entity_id: int) -> bool:
 
 async def next_prompt(mem: CampaignMemory) -> tuple[list[str], list[str]]:
     """The names a next session's first line is prompted with (``entity pin --prompt``), most important first, by
-    :func:`fit_names`' estimate (which errs high: Whisper may hold a few more), and the ranked names left out."""
+    :func:`fit_names`' count (Whisper's tokenizer's), and the ranked names left out."""
     ranked = await CampaignNames(mem).names(0.0)
     kept = fit_names(ranked)
     held = {normalize(n) for n in kept}

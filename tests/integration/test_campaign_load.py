@@ -447,6 +447,18 @@ async def test_a_name_that_is_only_another_entitys_alias_is_refused_where_it_is_
         assert await state(campaign) == before
 
 
+async def test_a_name_typed_with_another_apostrophe_is_the_same_entity(campaign: CampaignMemory) -> None:
+    # a file edited in a word processor writes ’ for ': no second "Kal’thar" beside Kal'thar, its spelling kept
+    await apply_campaign_file(campaign, parse_campaign_file('entities: [{name: "Kal\'thar", type: npc}]', "a.yaml"))
+    curly = "entities: [{name: Kal’thar, type: npc, description: Orc warchief}]"
+    report = await apply_campaign_file(campaign, parse_campaign_file(curly, "b.yaml"))
+    assert (report.entities_created, report.entities_updated) == (0, 1)
+    [kalthar] = await campaign.graph.list_entities()
+    assert (kalthar.name, kalthar.description) == ("Kal'thar", "Orc warchief")
+    again = await apply_campaign_file(campaign, parse_campaign_file(curly, "b.yaml"))
+    assert not again.changed
+
+
 async def test_a_file_renames_the_entity_its_entry_is_renamed_from(campaign: CampaignMemory) -> None:
     await apply_campaign_file(campaign, parse_campaign_file(WYRM, "wyrm.yaml"))
     wyrm = await campaign.graph.get_entity("Eldrinax")

@@ -26,6 +26,7 @@ from memory.models import (
     Source,
     Visibility,
 )
+from memory.replies import spelled_like_said
 from memory.review import NEW_ITEMS_CHANNEL, watch_new_items
 from memory.store import CampaignMemory, Memory
 
@@ -163,6 +164,22 @@ async def test_l1_search_matches_an_irregular_plural_with_its_singular(campaign:
     assert await campaign.log.search("leaf") == []
 
 
+async def test_l1_search_reads_a_name_without_its_accents(campaign: CampaignMemory) -> None:
+    """`search "Dun Kaldor"` found 1 of 7 lines, those writing it "Dûn Kaldor" not; "Ragnarök" missed "Ragnarok"."""
+    s = await campaign.log.start_session("Night 1")
+    lines = ["We reach Dûn Kaldor.", "Dun Kaldor will fall.", "Zoë hides the Ragnarök shard.", "Æthelric frowns."]
+    await campaign.log.write_many(s.id, [EntryIn(speaker="DM", text=t) for t in lines])
+    for query, found in (
+        ("Dun Kaldor", [0, 1]),
+        ("dûn kaldor", [0, 1]),
+        ("Zoe", [2]),
+        ("Ragnarok", [2]),
+        ("Aethelric", [3]),
+        ("Æthelric", [3]),
+    ):
+        assert sorted(h.text for h in await campaign.log.search(query)) == sorted(lines[i] for i in found), query
+
+
 async def test_l1_search_quoted_phrase_must_be_said(campaign: CampaignMemory) -> None:
     s = await campaign.log.start_session("C1E035")
     exact = "I have you right here between him and Lady Briarwood."
@@ -296,8 +313,9 @@ async def test_a_name_typed_without_its_accents_is_found_and_hinted(campaign: Ca
     assert (await g.snapshot("Łukasz’s daughter")).entity.id == zoe.id
     zoe_plain = await g.add_entity(EntityIn(name="Zoe", type=EntityType.player))
     assert (await g.get_entity("zoe")).id == zoe_plain.id and (await g.get_entity("Zoë")).id == zoe.id  # exact first
+    assert (await g.get_entity("cafe unicode 東京")).id == cafe.id  # ø written o, as English writes it
     with pytest.raises(NotFoundError) as missing:
-        await g.get_entity("cafe unicode 東京")  # ø is a letter of its own, not o with a mark: close, not the same
+        await g.get_entity("cafe unicide 東京")
     assert "did you mean 'Café Ünïcødé 東京'" in str(missing.value)
 
     tools = CampaignTools(campaign, await memory.campaigns().get("Test Campaign"), dm=False)
@@ -305,8 +323,43 @@ async def test_a_name_typed_without_its_accents_is_found_and_hinted(campaign: Ca
     assert [e.name for e in (await tools.find_entities("zoe")).entities] == ["Zoe", "Zoë"]  # as typed first
     assert [e.name for e in (await tools.find_entities("Zoë")).entities] == ["Zoë", "Zoe"]
     with pytest.raises(NotFoundError) as hinted:
-        await tools.entity_card("cafe unicode 東京")
+        await tools.entity_card("cafe unicide 東京")
     assert "did you mean 'Café Ünïcødé 東京'" in str(hinted.value)
+
+
+async def test_a_name_typed_with_spaces_for_hyphens_or_plain_letters_for_ae_is_found(campaign: CampaignMemory) -> None:
+    """docs/guide/entities.md: "hyphens may be left out or typed another way": "Mother of Thorns" found nothing
+    for Mother-of-Thorns, nor "Aethelric" for Æthelric (NFKD leaves æ, œ, ð, þ whole)."""
+    g = campaign.graph
+    hag = await g.add_entity(EntityIn(name="Mother-of-Thorns", type=EntityType.npc))
+    hold = await g.add_entity(EntityIn(name="Khaz-Morûn", type=EntityType.place))
+    king = await g.add_entity(EntityIn(name="Æthelric", type=EntityType.npc))
+    inn = await g.add_entity(EntityIn(name="Œil-de-Bœuf", type=EntityType.place))
+    smith = await g.add_entity(EntityIn(name="Ðáin Stoneback", type=EntityType.npc))
+    assert (await g.get_entity("Mother of Thorns")).id == hag.id
+    assert (await g.get_entity("khaz morun")).id == hold.id
+    assert (await g.get_entity("Aethelric")).id == king.id
+    assert (await g.get_entity("Oeil de Boeuf")).id == inn.id
+    assert (await g.get_entity("Dain Stoneback")).id == smith.id
+
+
+async def test_entities_are_listed_by_name_accents_aside(campaign: CampaignMemory) -> None:
+    # by code point, Æthelric and Ðáin came after Zoë
+    for name in ("Zoë Ashgrove", "Æthelric", "Ðáin Stoneback", "Brennan", "The Keep", "Dûn Kaldor"):
+        await campaign.graph.add_entity(EntityIn(name=name, type=EntityType.npc))
+    listed = [e.name for e in await campaign.graph.list_entities()]
+    assert listed == ["Æthelric", "Brennan", "Ðáin Stoneback", "Dûn Kaldor", "The Keep", "Zoë Ashgrove"]
+
+
+async def test_a_name_spelled_like_another_entitys_is_added_and_the_dm_told(campaign: CampaignMemory) -> None:
+    # "Zoe Ashgrove" beside "Zoë Ashgrove" was added silently: then "Zoe" named one, "zoe ashgrove" the other
+    g = campaign.graph
+    await g.add_entity(EntityIn(name="Zoë Ashgrove", type=EntityType.npc, aliases=["Zoë"]))
+    plain = await g.add_entity(EntityIn(name="Zoe Ashgrove", type=EntityType.npc, aliases=["Zoe"]))
+    assert await g.spelled_like(plain) == [("Zoe Ashgrove", "Zoë Ashgrove"), ("Zoe", "Zoë")]
+    assert spelled_like_said([("Zoe", "Zoë")])[0].startswith("“Zoe” is spelled like “Zoë”")
+    other = await g.add_entity(EntityIn(name="Mira", type=EntityType.npc))
+    assert await g.spelled_like(other) == []
 
 
 async def test_a_secret_spelling_neither_hides_nor_betrays_the_public_entity_a_player_means(

@@ -475,6 +475,26 @@ def test_a_name_heard_without_its_apostrophe_is_respelled() -> None:
     assert pipeline.correct_fast("that was close").corrections == []  # an English word is not a name's spelling
 
 
+def test_a_name_written_without_its_accents_is_respelled_as_the_campaign_writes_it() -> None:
+    pipeline = Pipeline(
+        [
+            EntityName(id=1, name="Dûn Kaldor"),
+            EntityName(id=2, name="Zoë Ashgrove", aliases=["Zoë"]),
+            EntityName(id=3, name="Vel-Ashkâr"),
+            EntityName(id=4, name="Ragnarök"),
+        ]
+    )
+    assert pipeline.correct_fast("We reach dun kaldor.").text == "We reach Dûn Kaldor."
+    assert pipeline.correct_fast("Zoe's ale is good.").text == "Zoë's ale is good."  # the alias, as registered
+    assert pipeline.correct_fast("Zoe Ashgrove waits").text == "Zoë Ashgrove waits"
+    assert pipeline.correct_fast("The walls of Vel Ashkar rise.").text == "The walls of Vel-Ashkâr rise."
+    assert pipeline.correct_fast("Two Ragnaroks").text == "Two Ragnaröks"
+    # written as the campaign writes it (NFD too: the same letters), nothing to do
+    assert pipeline.correct_fast("Zoë is here with Ragnarök.").corrections == []
+    assert pipeline.correct_fast("Zoe\u0308 is here.").corrections == []
+    assert pipeline.correct_fast("A gnome named Zoe-Ann greets you.").corrections == []  # a name of her own
+
+
 def test_a_name_made_of_dictionary_words_is_also_said_the_dictionarys_way() -> None:
     # eSpeak NG reads "lorne" L OW R N; CMUdict, like the recogniser's "lorn", L AO R N
     pipeline = Pipeline([EntityName(id=1, name="lorne")])

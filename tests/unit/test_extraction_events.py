@@ -967,6 +967,15 @@ async def test_a_session_read_again_embeds_only_the_dms_new_sentences() -> None:
     assert [e.name for e in again[more[0].id]] == ["Death of Grog Strongjaw"]
 
 
+async def test_someone_told_alive_is_no_death_by_meaning() -> None:
+    # MiniLM puts "alive" near "dies": these scored 0.56 and 0.61 with the deaths, over the threshold
+    zoe = KnownEntity(id=91, name="Zoë Ashgrove", type=EntityType.npc, aliases=["Zoë"])
+    lena = KnownEntity(id=92, name="Lena Ashgrove", type=EntityType.npc, aliases=["Lena"])
+    lines = entries(("MATT", "Zoë is alive."), ("MATT", "Lena is alive."), ("MATT", "The life fades from Lena's eyes."))
+    found = await meaning_events(lines, narrator(lines, None), Gazetteer([zoe, lena]), MiniLMEmbedder())
+    assert {i: [e.name for e in told] for i, told in found.items()} == {lines[2].id: ["Death of Lena Ashgrove"]}
+
+
 async def test_the_rules_propose_a_turning_point_told_by_meaning_once() -> None:
     lines = entries(("MATT", "They escort you to the gates of Whitestone, where Grog arrives at Whitestone."))
     meant_here = {lines[0].id: [Event(EventKind.arrival, "Arrival at Whitestone", place=WHITESTONE)]}

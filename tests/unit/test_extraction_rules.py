@@ -45,6 +45,16 @@ def test_resolver_merges_spellings_but_not_different_names() -> None:
     assert resolver.resolve("Tom")[0] is None  # short names match exactly only
 
 
+async def test_a_new_name_is_an_elf_not_a_elf() -> None:
+    result = await RuleExtractor().extract(
+        entries("An elf named Ael'uin Sorrowsong waits.", "An old gnome named Pip Quickfoot nods."), KNOWN
+    )
+    assert [(e.name, e.description) for e in result.entities] == [
+        ("Ael'uin Sorrowsong", "an elf"),
+        ("Pip Quickfoot", "an old gnome"),
+    ]
+
+
 async def test_rules_find_patterns_and_intros_but_propose_no_cooccurrence() -> None:
     result = await RuleExtractor().extract(
         entries(

@@ -399,3 +399,11 @@ def test_an_alias_without_its_title_names_one_entity_alone() -> None:
     pruitts = of_mentions([known(1, "Agatha Pruitt", "Mrs. Pruitt"), known(2, "Lucy Pruitt")])
     assert pruitts.find("You ask Pruitt.", written=True) == []
     assert [e.id for _, _, e in pruitts.find("You ask Mrs. Pruitt.", written=True)] == [1]
+
+
+def test_a_name_a_hyphen_joins_a_capitalised_word_onto_is_a_longer_name() -> None:
+    # "Zoë-Ann O'Brien-Ñúñez" was counted as Zoë's mention, and no new npc proposed
+    zoe = Gazetteer([known(1, "Zoë Ashgrove", "Zoë"), known(2, "Keyleth")])
+    assert zoe.find("A gnome named Zoë-Ann O'Brien-Ñúñez greets you.") == []
+    assert [e.id for _, _, e in zoe.find("Zoë-like grace, and Zoë's ale")] == [1, 1]
+    assert [e.id for _, _, e in zoe.find("Tiger-Keyleth roars.")] == [2]  # before a name, it still shows it

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from pytest import MonkeyPatch
 
 from memory.models import PromptEntity
+from memory.providers import stt as providers_stt
 from memory.providers.stt import Transcript, Word, build_name_prompt
 from memory.voice.prompt import (
     RECENT_WINDOW_S,
@@ -182,3 +184,20 @@ async def test_a_long_line_of_names_or_a_name_heard_surely_is_kept() -> None:
         heard = await transcribe_heard(stt, np.zeros(100, np.float32), StaticNames(), ["Thessaly Brightwater"])
         assert heard.text == "Thessaly Brightwater"
         assert len(stt.prompts) == 1
+
+
+ACCENTED = ["Œil-de-Bœuf", "Ìyá", "Fjǫrgyn's Pact", "Khaz-Morûn", "Ysolde d'Aubigné", "Dûn Kaldor", "K'tharr-Vel"]
+
+
+def test_the_prompts_count_of_accented_names_never_falls_short_of_whispers(monkeypatch: MonkeyPatch) -> None:
+    # three characters a token said "Œil-de-Bœuf" took 5 tokens, Whisper's tokenizer 10: a prompt "fitting" 220
+    # tokens took 224, and Whisper drops a long prompt's start, the most important names
+    tokenizer = providers_stt._whisper_tokenizer()
+    assert tokenizer is not None  # Whisper base is a dependency
+    real = {n: len(tokenizer.encode(" - " + n, add_special_tokens=False).ids) for n in ACCENTED}
+    assert all(providers_stt.estimate_tokens(" - " + n) == real[n] for n in ACCENTED)
+    prompt = build_name_prompt(ACCENTED * 20, budget=60)
+    assert len(tokenizer.encode(" " + prompt, add_special_tokens=False).ids) <= 60
+    # without the tokenizer, the estimate still errs high
+    monkeypatch.setattr(providers_stt, "_whisper_tokenizer", lambda: None)
+    assert all(providers_stt.estimate_tokens(" - " + n) >= real[n] for n in ACCENTED)
