@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import date
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -42,7 +42,7 @@ async def ingest_file(
     batch_size: int = 500,
     stage2: bool = False,
     on_skip: Callable[[str], None] | None = None,
-    started_at: datetime | None = None,
+    started_at: date | None = None,
     again: bool = False,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> IngestReport:

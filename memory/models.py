@@ -174,8 +174,14 @@ class Campaign(BaseModel):
 
 def played_on(day: date) -> datetime:
     """When a session given only its day (``--started 2026-11-28``) started: noon UTC, that day in UTC (every
-    citation's date) and the time no clock gives a session (see :meth:`Session.day_only`)."""
+    citation's date); :attr:`Session.date_only` says it was a day alone."""
     return datetime.combine(day, time(12), UTC)
+
+
+def start_of(when: date) -> tuple[datetime, bool]:
+    """A session's start as stored, and whether it is a day alone: a ``date`` (no time given) is :func:`played_on`
+    it, a ``datetime`` itself."""
+    return (when, False) if isinstance(when, datetime) else (played_on(when), True)
 
 
 class Session(BaseModel):
@@ -187,13 +193,14 @@ class Session(BaseModel):
     summary: str | None = None
     #: A recorded session's DM: the user id (``Entry.speaker_id``) whose lines are the narrator's.
     dm_speaker_id: str | None = None
+    #: Given only its day (``started_at`` is noon UTC that day): no time of day to show.
+    date_only: bool = False
 
     @property
     def day_only(self) -> str | None:
         """The day a session given only its day was played ("2026-03-14"), as given: no time zone may move it
         (noon UTC is the next day at UTC+12 and east); None for a session with a time of day."""
-        day = self.started_at.astimezone(UTC).date()
-        return f"{day:%Y-%m-%d}" if self.started_at == played_on(day) else None
+        return f"{self.started_at.astimezone(UTC):%Y-%m-%d}" if self.date_only else None
 
     def started(self, fmt: str = "%Y-%m-%d %H:%M %Z") -> str:
         """When the session started in this machine's time zone (``fmt``), or the day alone it was given."""

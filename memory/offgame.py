@@ -141,10 +141,12 @@ _ASIDE_WORDS = r"in character|(?:this|next) session|narrate"
 _ASIDE = re.compile(rf"\b(?:{_ASIDE_WORDS}|(?:last|first|previous) session)\b", re.IGNORECASE)
 # ... but the narrator's past session that sets the time of a clause told after it is the story's recap ("Last
 # session, you slew Thordak", "In the last session, Mira gave you the key"), not an aside; a player's is the table's
-# talk ("Last session we forgot to level up", "last session you guys were so loud"), as is the table's "we".
+# talk ("Last session we forgot to level up", "last session you guys were so loud"), as is the table's "we"; the
+# story's "you all", "you two" and "we left you/off" are the narrator's ("Last session, we left you at the gates").
 _ASIDE_TOLD = re.compile(
     rf"\b(?:{_ASIDE_WORDS}|(?:last|first|previous) session"
-    r"(?![,:]?\s+(?:you(?!\s+(?:guys|all|two|folks)\b)|they|he|she|your|the party|(?!I\b)(?-i:[A-Z]))))\b",
+    r"(?![,:]?\s+(?:you(?!\s+(?:guys|folks)\b)|we\s+left\s+(?:you|off)\b|they|he|she|your|the party|"
+    r"(?!I\b)(?-i:[A-Z]))))\b",
     re.IGNORECASE,
 )
 #: ... of at most this many words.

@@ -313,11 +313,13 @@ _WEEKDAYS = [d.casefold() for d in calendar.day_name]
 _MONTHS = [m.casefold() for m in calendar.month_name[1:]]
 #: A month by its whole name, not a possessive ("in May's shop" names a person), written as one: capitalised ("we
 #: may 5 …", "we march 5 miles" are verbs), or in lower case where no verb stands, as chat types it: before a day only
-#: a date has ("march 5th, 2024"), after "in" or "of" ("what happened in march", "the 5th of may"; not "the 4th may")
+#: a date has ("march 5th, 2024"), after "of" ("the 5th of may"; not "the 4th may") or "in" ("what happened in march")
 _MONTH = rf"(?-i:{'|'.join(m.capitalize() for m in _MONTHS)})(?!['’]s)"
 _ANY_MONTH = rf"(?:{'|'.join(_MONTHS)})(?!['’]s)"
 _DATED_MONTH = rf"{_MONTH}|{_ANY_MONTH}(?=\s+\d{{1,2}}(?:st|nd|rd|th|,?\s+\d{{4}}))"
 _OF_MONTH = rf"{_MONTH}|(?<=of\s){_ANY_MONTH}"
+#: After "in", a lower-case month only where no verb can follow it: "what we keep in may come back" is the modal.
+_IN_MONTH = rf"{_MONTH}|{_ANY_MONTH}(?=\s*(?:$|[?.!,;:)])|\s+(?:\d|(?:of|about|last|this|next|year)\b))"
 #: The times a DM (or LongMemEval's user) tells against the day they ask, one rule each.
 _TIME = re.compile(
     r"\b(?:(?:on|from|during|in|over|at)\s+)?(?:the\s+)?(?:"
@@ -331,7 +333,7 @@ _TIME = re.compile(
     rf"|(?P<month>{_DATED_MONTH})\s+(?P<month_day>\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(?P<year>\d{{4}}))?"
     rf"|(?P<day_month>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month2>{_OF_MONTH})(?:,?\s+(?P<year2>\d{{4}}))?"
     rf"|(?P<iso>\d{{4}}[-/]\d{{1,2}}[-/]\d{{1,2}})"
-    rf"|(?<=in )(?P<in_month>{_ANY_MONTH})(?:\s+(?P<year3>\d{{4}}))?"
+    rf"|(?<=in )(?P<in_month>{_IN_MONTH})(?:\s+(?P<year3>\d{{4}}))?"
     r")\b",
     re.I,
 )

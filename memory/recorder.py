@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -20,7 +20,7 @@ from memory.correction.edits import apply_corrections
 from memory.correction.text import align_confidences, tokenize
 from memory.db import Executor
 from memory.jobs.queue import CHUNK, EXTRACT, enqueue_session_work, enqueue_summary, rewind_progress
-from memory.models import PERSON_TYPES, Entity, EntryIn, Session, Visibility
+from memory.models import PERSON_TYPES, Entity, EntryIn, Session, Visibility, start_of
 from memory.store import CampaignMemory
 from memory.text import MAX_SPEAKER_CHARS, MAX_TEXT_BYTES, seconds, storable, without_bidi_controls
 
@@ -180,21 +180,22 @@ class SessionRecorder:
         self._oldest: float | None = None
         self.written = 0  # entries new to L1 (a replayed line is not counted)
         self.corrections = 0
-        self._started_at: datetime | None = None  # a correction of an existing session's date, made at ``end``
+        self._started_at: date | None = None  # a correction of an existing session's date, made at ``end``
         #: The words of the speakers' names so far: the table calls its players by name, never a misheard entity.
         self._people: set[str] = set()
 
     @classmethod
     async def start(
-        cls, mem: CampaignMemory, title: str, *, started_at: datetime | None = None, **kwargs: object
+        cls, mem: CampaignMemory, title: str, *, started_at: date | None = None, **kwargs: object
     ) -> SessionRecorder:
         """Open the session titled ``title`` (created if new, reused if it exists: imports resume); ``started_at``
-        is when it was played, if not now (an import of an old one; given again, it corrects an earlier import)."""
+        is when it was played, if not now (an import of an old one; given again, it corrects an earlier import; a
+        ``date``: that day alone)."""
         session = await mem.log.session_by_title(title)
         if session is None:
             session = await mem.log.start_session(title, started_at=started_at)
         recorder = cls(mem, session, **kwargs)  # type: ignore[arg-type]
-        if started_at is not None and session.started_at != started_at:
+        if started_at is not None and (session.started_at, session.date_only) != start_of(started_at):
             # once its lines are in: an import refused for them (another file of the same name) changes nothing
             recorder._started_at = started_at
         return recorder

@@ -8,14 +8,14 @@ import re
 import unicodedata
 from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 
 import asyncpg
 
 from memory.db import Executor, connection, transaction
 from memory.errors import AlreadyExistsError, InvalidInputError, NotFoundError, did_you_mean, quoted
 from memory.mentions import MENTION_RULES
-from memory.models import PERSON_TYPES, Correction, Entry, EntryHit, EntryIn, Session
+from memory.models import PERSON_TYPES, Correction, Entry, EntryHit, EntryIn, Session, start_of
 from memory.offgame import DM_NAMES, dm_speaker
 from memory.text import clip, session_title
 
@@ -111,19 +111,22 @@ class SessionLog:
 
     # sessions ---------------------------------------------------------------------------------------------
 
-    async def start_session(self, title: str, *, started_at: datetime | None = None) -> Session:
-        """A new session, started now unless ``started_at`` says when it was played (an import of an old one)."""
+    async def start_session(self, title: str, *, started_at: date | None = None) -> Session:
+        """A new session, started now unless ``started_at`` says when it was played (an import of an old one; a
+        ``date``: that day alone, see :func:`start_of`)."""
+        at, date_only = start_of(started_at) if started_at is not None else (None, False)
         try:
             row = await self.db.fetchrow(
                 """
-                INSERT INTO sessions (campaign_id, title, started_at, mention_rules)
-                VALUES ($1, $2, coalesce($3, now()), $4)
+                INSERT INTO sessions (campaign_id, title, started_at, mention_rules, date_only)
+                VALUES ($1, $2, coalesce($3, now()), $4, $5)
                 RETURNING *
                 """,
                 self.campaign_id,
                 session_title(title) or "Untitled session",
-                started_at,
+                at,
                 MENTION_RULES,  # its lines are indexed as they come, under these rules
+                date_only,
             )
         except asyncpg.UniqueViolationError:
             raise AlreadyExistsError(f"this campaign already has a session titled {quoted(title)}") from None
@@ -138,13 +141,16 @@ class SessionLog:
             version,
         )
 
-    async def set_started(self, session_id: int, started_at: datetime) -> Session:
-        """Say when a session was played: an import made before anyone said so started when it was imported."""
+    async def set_started(self, session_id: int, started_at: date) -> Session:
+        """Say when a session was played (a ``date``: that day alone): an import made before anyone said so started
+        when it was imported."""
+        at, date_only = start_of(started_at)
         row = await self.db.fetchrow(
-            "UPDATE sessions SET started_at = $3 WHERE campaign_id = $1 AND id = $2 RETURNING *",
+            "UPDATE sessions SET started_at = $3, date_only = $4 WHERE campaign_id = $1 AND id = $2 RETURNING *",
             self.campaign_id,
             session_id,
-            started_at,
+            at,
+            date_only,
         )
         if row is None:
             raise NotFoundError(f"no session {session_id} in this campaign")

@@ -31,7 +31,6 @@ from memory.jobs.admin import held_jobs
 from memory.jobs.context import warn_if_llm_off
 from memory.jobs.queue import pending_jobs
 from memory.jobs.worker import run_workers
-from memory.models import played_on
 from memory.recorder import Utterance
 from memory.store import CampaignMemory
 from memory.text import clock
@@ -127,7 +126,7 @@ async def ingest(
     if speakers and len(speakers) not in (1, len(audio)):
         raise CliError(f"{len(audio)} audio files but {len(speakers)} --speaker names: give one per file")
     # a time is the machine's local time; a day alone is that day wherever it is read, not local midnight
-    started_at = started.astimezone() if isinstance(started, datetime) else played_on(started) if started else None
+    started_at = started.astimezone() if isinstance(started, datetime) else started
     async with open_memory(settings) as memory:
         mem, name = await campaign_memory(memory, settings, campaign)
         if audio:
@@ -254,7 +253,7 @@ async def ingest_transcript(
     path: Path,
     session_title: str | None,
     stage2: bool,
-    started_at: datetime | None,
+    started_at: date | None,
     again: bool,
     progress: Progress | None = None,
 ) -> IngestReport:
@@ -287,7 +286,7 @@ async def ingest_audio_files(
     model: str,
     session_title: str | None,
     stage2: bool,
-    started_at: datetime | None,
+    started_at: date | None,
     again: bool,
     progress: Progress | None = None,
 ) -> IngestReport:

@@ -46,7 +46,12 @@ async def worker(ctx: click.Context, drain: bool, heartbeat_timeout: int) -> Non
         started = time.monotonic()
         log.info("database: %s; the jobs of every campaign", database_of(settings))
         work = jobs.run_workers(
-            memory.pool, settings, stop, drain=drain, heartbeat_timeout=timedelta(seconds=heartbeat_timeout)
+            memory.pool,
+            settings,
+            stop,
+            drain=drain,
+            heartbeat_timeout=timedelta(seconds=heartbeat_timeout),
+            reindex=True,  # the jobs of every campaign: sessions indexed under older name rules too
         )
         ctx_ = await (drained_showing(memory.pool, work) if drain else work)
     click.echo(stopped_line(ctx_, time.monotonic() - started), err=True)

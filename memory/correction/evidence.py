@@ -275,6 +275,26 @@ def inflected(word: str) -> bool:
     return False
 
 
+#: A stem this common makes a word ending in "ed" its past tense ("raise" of "raised", not "ree" of "reed").
+_PAST_STEM_ZIPF = 3.0
+
+
+@lru_cache(maxsize=65536)
+def past_tense(word: str) -> bool:
+    """Whether a word ending in "ed" reads as a verb's past tense: its stem is a common word, "ed" after a
+    consonant ("armed", "shivved"), "d" after an "e" ("raised", "agreed"). A short "-eed" word is a word of its
+    own ("reed", "creed", "need", "seed", "speed"): "see" or "fee" are no stems of theirs, "agree" is longer."""
+    if not word.endswith("ed") or len(word) < 5:
+        return False
+    stems = [word[:-1]] if word[-3] == "e" else [word[:-1], word[:-2]]
+    if word[-3] == word[-4] != "e":
+        stems.append(word[:-3])  # "shivved"
+    return any(
+        len(stem) >= 3 and word_zipf(stem) >= _PAST_STEM_ZIPF and not (stem.endswith("ee") and len(stem) < 5)
+        for stem in stems
+    )
+
+
 def derived(word: str, name: str) -> bool:
     """An inflection or compound of the name ("tinkered" / Tinker, "unlock" / Lock) is a word of its own. The
     sound path asks English to have it too: "Thunderdark" is Underdark misheard."""

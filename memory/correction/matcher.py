@@ -23,6 +23,7 @@ from memory.correction.evidence import (
     derived,
     inflected,
     inflection,
+    past_tense,
     phrase_required,
     phrase_threshold,
     required_score,
@@ -410,7 +411,7 @@ def _ends_name(text: str, token: Token) -> bool:
     if _PERSON_ACTS.match(text, token.end):
         return True
     after = text[token.end :].lstrip(" \t\"'”’)")
-    return after[:1] in ("", *_SENTENCE_ENDS) and not (token.norm.endswith("ed") and inflected(token.norm))
+    return after[:1] in ("", *_SENTENCE_ENDS) and not past_tense(token.norm)
 
 
 def _in_longer_name(text: str, tokens: list[Token], capitalised: list[bool], i: int) -> bool:

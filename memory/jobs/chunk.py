@@ -3,6 +3,7 @@ windows and the lines' vectors (L2)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 
@@ -33,14 +34,21 @@ async def _gazetteer(mem: CampaignMemory) -> Gazetteer[Entity]:
 async def reindex_mentions(ctx: JobContext, campaign_id: int, session_id: int) -> int:
     """Index every line of the session again with the name rules of now (:data:`memory.mentions.MENTION_RULES`):
     the chunk job indexed them under the rules of when they were read, and reads a line again only once its text
-    changes. One transaction: the index and the version it records move together. Returns the lines read."""
+    changes. The lines are read off the event loop (0.5 s for a long episode and a wiki's names); the index and the
+    version it records move together in one transaction, which leaves a line revised meanwhile (stage 2, a heard-as
+    phrase) to the chunk job reading its new text. Returns the lines read."""
     mem = ctx.memory.campaign(campaign_id)
+    entries = await mem.log.session_entries(session_id)
+    named: dict[int, list[int]] = {}
+    if entries:
+        gazetteer = await _gazetteer(mem)
+        named = await asyncio.to_thread(lambda: {e.id: gazetteer.mentioned_ids(e) for e in entries})
     async with mem.transaction() as tx:
-        entries = await tx.log.session_entries(session_id)
         if entries:
-            gazetteer = await _gazetteer(tx)
-            named = {e.id: gazetteer.mentioned_ids(e) for e in entries}
-            await index_lines(tx.db, campaign_id, session_id, named)
+            await tx.log.lock_revisions()  # no line revised between the look below and the write
+            read = {e.id: e.text for e in entries}
+            now = {e.id: e.text for e in await tx.log.session_entries(session_id)}
+            await index_lines(tx.db, campaign_id, session_id, {i: m for i, m in named.items() if now.get(i) == read[i]})
         await tx.log.set_mention_rules(session_id, MENTION_RULES)
     log.info(
         "mention index: session %d of campaign %d read again under the current name rules (%d lines)",

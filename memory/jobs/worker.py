@@ -242,21 +242,25 @@ async def run_workers(
     drain: bool = False,
     heartbeat_timeout: timedelta = timedelta(seconds=30),
     ctx: JobContext | None = None,
+    reindex: bool | None = None,
 ) -> JobContext:
     """Process jobs in this process until ``stop_event`` is set (or, with ``drain``, until the queue is empty).
 
     A job picked by a worker that died is picked again once its heartbeat is ``heartbeat_timeout`` old. When the
     database goes away, a worker that runs until stopped waits for it and carries on (the pool reconnects); a
     drain raises the error, for its caller to say "run it again" (no job is lost either way). At its start (and
-    daily, one that runs until stopped) it prunes the queue's log: :func:`prune_job_log`."""
+    daily, one that runs until stopped) it prunes the queue's log: :func:`prune_job_log`. ``reindex`` (default: not
+    a drain) first queues the sessions of every campaign indexed under older name rules
+    (:func:`enqueue_stale_mentions`): the worker's work, not that of an ``ingest --wait`` into one campaign."""
     ctx = ctx or make_job_context(Memory(pool, accept_threshold=settings.accept_threshold), settings)
     stop = stop_event or asyncio.Event()
+    reindex = not drain if reindex is None else reindex
     failures = 0
     while not stop.is_set():
         try:
             if requeued := await requeue_failed(pool):
                 log.warning("%d background jobs that had failed run again", requeued)
-            if stale := await enqueue_stale_mentions(pool, MENTION_RULES):
+            if reindex and (stale := await enqueue_stale_mentions(pool, MENTION_RULES)):
                 log.warning("mention index: %d sessions read under older name rules are read again", stale)
             await _prune_job_log_quietly(pool)
             if failures:

@@ -16,7 +16,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import numpy as np
@@ -167,7 +167,7 @@ async def ingest_audio(
     stage2: bool = False,
     on_utterance: Callable[[Utterance], None] | None = None,
     on_position: Callable[[AudioTrack, float], None] | None = None,
-    started_at: datetime | None = None,
+    started_at: date | None = None,
     again: bool = False,
     names: NameSource | None = None,
 ) -> IngestReport:

@@ -27,7 +27,6 @@ from memory.models import (
     ReviewStatus,
     Source,
     Visibility,
-    played_on,
 )
 from memory.recorder import SessionRecorder, Utterance
 from memory.store import CampaignMemory
@@ -194,7 +193,7 @@ async def test_list_shows_the_campaigns_sessions_as_played_to_everyone(
     await mem.log.set_summary(night1.id, "The bell tolled.")
     await mem.log.start_session("Tonight", started_at=datetime(2024, 3, 16, 18, tzinfo=UTC))
     # given its day alone (`--started 2024-03-01`): that day, which no reader's time zone moves
-    await mem.log.end_session((await mem.log.start_session("Night 0", started_at=played_on(date(2024, 3, 1)))).id)
+    await mem.log.end_session((await mem.log.start_session("Night 0", started_at=date(2024, 3, 1))).id)
 
     listed = await fake_discord.invoke("session list", user_id=player)
     # Discord timestamps: each reader sees them in their own time zone

@@ -509,6 +509,17 @@ def test_a_session_given_only_its_day_keeps_that_day_in_every_time_zone(lk, tmp_
         assert "Night 1, 2026-03-14" in lk("search", "bell", env=zone).stdout
 
 
+def test_a_session_played_from_noon_utc_keeps_its_time(lk, tmp_path: Path) -> None:
+    """A day alone is stored at noon UTC; a session given the time 12:00 UTC was shown as a bare day too."""
+    assert lk("campaign", "create", "C").returncode == 0
+    (tmp_path / "night.txt").write_text("DM: The bell tolls.\nAna: We run.\n")
+    utc = {"TZ": "UTC"}
+    night = lk("ingest", str(tmp_path / "night.txt"), "--session", "Noon", "--started", "2026-03-14 12:00", env=utc)
+    assert night.returncode == 0, night.stderr
+    assert lk("session", "list", env=utc).stdout.splitlines()[2].split()[:4] == ["Noon", "2026-03-14", "12:00", "UTC"]
+    assert lk("recap", "Noon", env=utc).stdout.splitlines()[0] == "Recap: Noon (started 2026-03-14 12:00)"
+
+
 async def test_session_delete_undoes_an_import_under_the_wrong_title(lk, fresh_dsn: str, tmp_path: Path) -> None:
     """The walk-through's mistake: a transcript imported twice (the second time without --session)."""
     assert lk("campaign", "create", "C").returncode == 0

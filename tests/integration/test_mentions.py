@@ -3,16 +3,19 @@ and a merge see them; names said together propose nothing for review."""
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 
 import asyncpg
 import pytest
 
 from memory import jobs
+from memory.gazetteer import Gazetteer
 from memory.graph.took_part import link_to_recaps
+from memory.jobs import chunk
 from memory.jobs.queue import enqueue_stale_mentions
 from memory.mentions import MENTION_RULES, index_lines, latest, mentions
-from memory.models import Correction, EntityIn, EntityType, EntryIn
+from memory.models import Correction, Entity, EntityIn, EntityType, Entry, EntryIn
 from memory.providers.embeddings import MiniLMEmbedder
 from memory.store import CampaignMemory, Memory
 
@@ -36,9 +39,9 @@ def embedder() -> MiniLMEmbedder:
     return MiniLMEmbedder()
 
 
-async def _run(memory: Memory, embedder: MiniLMEmbedder) -> None:
+async def _run(memory: Memory, embedder: MiniLMEmbedder, *, reindex: bool | None = None) -> None:
     ctx = jobs.JobContext(memory=memory, embedder=embedder, embedding_model=MiniLMEmbedder.model_name)
-    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx)
+    await jobs.run_workers(memory.pool, None, drain=True, ctx=ctx, reindex=reindex)
     assert await jobs.failed_jobs(memory.pool) == 0
 
 
@@ -372,8 +375,49 @@ async def test_sessions_indexed_under_older_name_rules_are_indexed_again_by_the_
     await pool.execute("DELETE FROM entity_mentions WHERE campaign_id = $1", campaign.campaign_id)
     await index_lines(pool, campaign.campaign_id, night, {(await campaign.log.session_entries(night))[2].id: [brom.id]})
     await pool.execute("UPDATE sessions SET mention_rules = $2 WHERE id = $1", night, MENTION_RULES - 1)
-    await _run(memory, embedder)
+    await _run(memory, embedder)  # a drain (`ingest --wait` into any campaign) leaves that to the worker
+    assert await indexed() == [LINES[2][1]]
+    await _run(memory, embedder, reindex=True)  # `lorekeeper worker`, the bot's
     assert await indexed() == said
     assert await pool.fetchval("SELECT mention_rules FROM sessions WHERE id = $1", night) == MENTION_RULES
     # read under the rules of now, it is not read again
     assert await enqueue_stale_mentions(pool, MENTION_RULES) == 0
+
+
+async def test_a_line_revised_while_the_session_is_indexed_again_keeps_the_index_of_its_new_text(
+    campaign: CampaignMemory,
+    memory: Memory,
+    embedder: MiniLMEmbedder,
+    pool: asyncpg.Pool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Stage 2 or a heard-as phrase revises a line (and the chunk job indexes its new text) between the re-index
+    job's read and its write: the job's mentions of the old text do not replace those of the new. The names are
+    looked for off the event loop."""
+    brom = await campaign.graph.add_entity(EntityIn(name="Brom", type=EntityType.npc))
+    night = await _session(campaign, "Night 1")
+    await _run(memory, embedder)
+    await pool.execute("UPDATE sessions SET mention_rules = $2 WHERE id = $1", night, MENTION_RULES - 1)
+    line = (await campaign.log.session_entries(night))[2]  # "What time is it?"
+    threads: set[str] = set()
+    gazetteer_of, mentioned_ids = chunk._gazetteer, Gazetteer.mentioned_ids
+
+    async def revised_meanwhile(mem: CampaignMemory) -> Gazetteer[Entity]:
+        await campaign.log.revise(line.id, "Brom, what time is it?", [])
+        await index_lines(pool, campaign.campaign_id, night, {line.id: [brom.id]})  # as the chunk job does
+        return await gazetteer_of(mem)
+
+    def noted(self: Gazetteer[Entity], entry: Entry) -> list[int]:
+        threads.add(threading.current_thread().name)
+        return mentioned_ids(self, entry)
+
+    monkeypatch.setattr(chunk, "_gazetteer", revised_meanwhile)
+    monkeypatch.setattr(Gazetteer, "mentioned_ids", noted)
+    ctx = jobs.JobContext(memory=memory, embedder=embedder, embedding_model=MiniLMEmbedder.model_name)
+    assert await chunk.reindex_mentions(ctx, campaign.campaign_id, night) == len(LINES)
+    said = await pool.fetch(
+        "SELECT entry_id FROM entity_mentions WHERE campaign_id = $1 AND entity_id = $2", campaign.campaign_id, brom.id
+    )
+    assert line.id in {r["entry_id"] for r in said}
+    assert await pool.fetchval("SELECT mention_rules FROM sessions WHERE id = $1", night) == MENTION_RULES
+    assert threading.main_thread().name not in threads

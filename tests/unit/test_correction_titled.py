@@ -90,3 +90,20 @@ def test_words_the_dm_said_are_never_the_name_stay_after_its_title() -> None:
     refused = EntityName(id=REYES, name="Captain Ilse Reyes", not_heard_as=["captain race"])
     matcher = PhoneticMatcher(PhoneticIndex.build([refused]))
     assert matcher.correct('Captain race says, "Same as you."').corrections == []
+
+
+@pytest.mark.parametrize(
+    ("text", "fixed"),
+    [
+        ("We sail with Captain reed.", "We sail with Captain Ilse Reade."),
+        ("Report to Sergeant creed.", "Report to Sergeant Tom Creede."),
+        ("Captain raised.", "Captain raised."),  # a past tense: the title's verb
+    ],
+)
+def test_an_eed_word_ending_the_line_after_a_title_is_no_past_tense(text: str, fixed: str) -> None:
+    """ "reed", "creed", "need", "seed" end in "ed" but are no verb's past: the surname misheard ends the line."""
+    entities = [
+        EntityName(id=1, name="Captain Ilse Reade", aliases=["Ilse Reade", "Reade"]),
+        EntityName(id=2, name="Sergeant Tom Creede", aliases=["Creede"]),
+    ]
+    assert corrected(PhoneticMatcher(PhoneticIndex.build(entities)), text) == fixed

@@ -140,6 +140,11 @@ def test_other_games_table_talk_and_their_story(text: str, kind: Talk | None) ->
         "Last session, you slew Thordak at Whitestone.",
         "In the last session, Mira gave you the Ember Key.",
         "In the first session, you met Mira at the docks.",
+        # the story's "you all", "you two", "we left you": the party the narrator tells of
+        "Last session, you all fled Emon with the Ember Key.",
+        "Last session, you two fled Emon with the Ember Key.",
+        "Last session, we left you at the gates of Emon.",
+        "Last session we left off in the tunnels under Emon.",
     ],
 )
 def test_a_past_session_that_sets_the_time_of_what_is_told_is_the_story(text: str) -> None:

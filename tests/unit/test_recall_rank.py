@@ -110,6 +110,8 @@ def test_a_time_told_against_the_day_asked_is_the_days_it_names(said: str, first
         "we march 5",
         "what did we see as we march in silence",
         "the 4th may be the one we want",  # after a day, "may" the verb: lower case only after "in" or "of"
+        "what we keep in may come back to haunt us",  # after "in" too where a verb follows: the modal
+        "who broke in march on the camp",
         # the story's time: a span of something, a year counted back
         "what happened on the last day of the Festival of Lanterns",
         "what did we eat during the past week of the siege?",

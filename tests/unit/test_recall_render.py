@@ -75,10 +75,13 @@ def test_a_recap_quotes_speakers_and_its_title_as_written() -> None:
 
 def test_a_recap_of_a_session_given_only_its_day_says_that_day_alone() -> None:
     """`--started 2026-03-14` is stored at noon UTC: "12:00 UTC" is no time anyone played at."""
-    day = Session(id=1, campaign_id=1, title="Night 1", started_at=played_on(date(2026, 3, 14)))
+    day = Session(id=1, campaign_id=1, title="Night 1", started_at=played_on(date(2026, 3, 14)), date_only=True)
     assert recap_embed(day, None).footer.text == "started 2026-03-14"
-    timed = day.model_copy(update={"started_at": datetime(2026, 3, 14, 19, 30, tzinfo=UTC)})
+    timed = day.model_copy(update={"started_at": datetime(2026, 3, 14, 19, 30, tzinfo=UTC), "date_only": False})
     assert recap_embed(timed, None).footer.text == "started 2026-03-14 19:30 UTC"
+    # a session played from noon UTC: its time, which the DM gave
+    noon = day.model_copy(update={"date_only": False})
+    assert recap_embed(noon, None).footer.text == "started 2026-03-14 12:00 UTC"
 
 
 def test_an_underscore_inside_a_word_is_left_as_typed() -> None:
