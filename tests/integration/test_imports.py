@@ -1075,3 +1075,41 @@ async def test_an_accept_plans_against_the_campaign_as_it_is_once_it_may_write(
     await accepting
     assert (await campaign.graph.get_entity("Vask the Ashen")).description == "A smith."
     assert (await campaign.graph.get_entity("Vask Emberhand")).description == "The DM's own."
+
+
+def test_roll20_records_no_player_or_only_some_players_may_read_stay_the_dms(
+    lk: Callable[..., CompletedProcess[str]], tmp_path: Path
+) -> None:
+    """A Roll20 NPC in no player's journal (the GM's hidden villain) reached players whole, and a handout shared
+    with one player was everyone's: both are DM-only, the second said on the card (no per-player visibility)."""
+    assert lk("campaign", "create", "Gullwake").returncode == 0
+    campaign = {
+        "characters": [
+            {
+                "id": "-C1",
+                "name": "Morrow Thane",
+                "inplayerjournals": "",
+                "controlledby": "",
+                "bio": "<p>The hidden lich beneath the Tithe Barrow.</p>",
+                "gmnotes": "<p>He wants the bell.</p>",
+            },
+            {"id": "-C2", "name": "Quenna Vollard", "inplayerjournals": "all", "controlledby": "", "bio": "A baker."},
+            {"id": "-C3", "name": "Brother Kessick", "controlledby": "", "bio": "A monk."},  # the field absent
+            {"id": "-C4", "name": "Ysolde", "inplayerjournals": "-Plr1", "controlledby": "-Plr1", "bio": "A PC."},
+        ],
+        "handouts": [
+            {"id": "-H1", "name": "Letter to Ysolde", "inplayerjournals": "-Plr1,-Plr2", "notes": "<p>She lives.</p>"},
+        ],
+    }
+    (tmp_path / "r20.json").write_text(json.dumps(campaign))
+    staged = lk("campaign", "import", str(tmp_path / "r20.json"))
+    assert "- Morrow Thane (npc) (DM-only): The hidden lich" in staged.stdout, staged.stderr
+    assert "assumed: DM-only, in some players' journals only" in staged.stdout
+    assert "Letter to Ysolde" in staged.stdout.split("assumed: DM-only, in some players' journals only")[1]
+    assert lk("review", "accept", "b1").returncode == 0
+    for hidden in ("Morrow Thane", "Brother Kessick", "Letter to Ysolde"):
+        shown = lk("entity", "show", hidden, "--as-player")
+        assert shown.returncode != 0 and "lich" not in shown.stdout and "lives" not in shown.stdout, shown.stdout
+        assert lk("entity", "show", hidden).returncode == 0  # the DM reads it
+    for public in ("Quenna Vollard", "Ysolde"):  # in every journal, and a player's own character
+        assert lk("entity", "show", public, "--as-player").returncode == 0
