@@ -1113,3 +1113,43 @@ def test_roll20_records_no_player_or_only_some_players_may_read_stay_the_dms(
         assert lk("entity", "show", hidden).returncode == 0  # the DM reads it
     for public in ("Quenna Vollard", "Ysolde"):  # in every journal, and a player's own character
         assert lk("entity", "show", public, "--as-player").returncode == 0
+
+
+async def test_a_private_kanka_records_links_stay_secret_merged_into_a_public_entity(campaign: CampaignMemory) -> None:
+    """A private Kanka character and a public journal of her name make one public entity (the rumour players know),
+    but the private record's relations and links were public facts: "Lady Nightshade leads The Thorn Circle"."""
+    nightshade = {
+        "id": 91,
+        "entity_id": 901,
+        "name": "Lady Nightshade",
+        "entry": "<p>The poisoner.</p>",
+        "is_private": True,
+        "location_id": 5,
+        "entity": {
+            "id": 901,
+            "relations": [{"id": 950, "owner_id": 901, "target_id": 902, "relation": "Leader of", "visibility_id": 1}],
+        },
+    }
+    rumour = {"id": 92, "entity_id": 903, "name": "Lady Nightshade", "entry": "<p>A masked lady.</p>"}
+    circle = {"id": 93, "entity_id": 902, "name": "The Thorn Circle", "entry": "<p>A secret society.</p>"}
+    docks = {"id": 5, "entity_id": 905, "name": "The Docks", "entry": "<p>Wet.</p>"}
+    batch, _ = await _import(
+        campaign,
+        [
+            (f"{module}.json", json.dumps({"data": [record]}).encode())
+            for module, record in (
+                ("characters", nightshade),
+                ("journals", rumour),
+                ("organisations", circle),
+                ("locations", docks),
+            )
+        ],
+    )
+    assert "3 facts, 3 of them DM-only" in batch.card()  # the leader_of, located_in and her GM notes
+    lady = await campaign.graph.get_entity("Lady Nightshade")
+    assert lady.visibility == Visibility.public and lady.description == "A masked lady."
+    for name in ("Lady Nightshade", "The Thorn Circle", "The Docks"):
+        entity = await campaign.graph.get_entity(name)
+        assert await campaign.graph.relationships_of(entity.id) == [], name  # what players read
+    secret = await campaign.graph.relationships_of(lady.id, include_secret=True)
+    assert {r.type for r in secret} >= {"leader_of", "located_in"}
