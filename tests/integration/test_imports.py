@@ -687,7 +687,7 @@ async def test_a_name_the_dm_gave_stays_and_a_secret_record_never_renames_a_publ
     await _import(campaign, _vask("Owes the Red Hand."))
     await campaign.graph.update_entity("Vask the Ashen", new_name="Vask", aliases=[], visibility=Visibility.secret)
     batch, _ = await _import(campaign, _vask("Owes the Red Hand."))
-    assert "- Vask the Ashen (npc) (Vask, unchanged): A smith" in batch.card()
+    assert "- Vask the Ashen (npc) (DM-only) (Vask, unchanged): A smith" in batch.card()
     vask = await campaign.graph.get_entity("Vask")
     assert (vask.name, vask.aliases, await count(campaign, "entities")) == ("Vask", [], 2)
 
@@ -707,9 +707,10 @@ async def test_a_name_the_dm_gave_stays_and_a_secret_record_never_renames_a_publ
 
 
 async def test_a_rename_withheld_while_the_record_was_secret_comes_when_it_may(campaign: CampaignMemory) -> None:
-    """A journal renamed in Foundry and made GM-only in one export does not rename its public entity; exported
-    again shared with the players, or once the DM made the entity secret here, the rename comes then, instead of
-    the new name being taken as already seen."""
+    """A journal renamed in Foundry and made GM-only in one export makes its entity secret under the new name (the
+    import set who may see it). Shown to players here by the DM while Foundry keeps it GM-only, a rename does not
+    come; exported again shared with the players, or once the DM made the entity secret here, the rename comes
+    then, instead of the new name being taken as already seen."""
     page = {"_id": "p1", "name": "Page", "type": "text", "text": {"content": "<p>An old pact.</p>"}}
 
     def journal(name: str, default: int) -> list[tuple[str, bytes]]:
@@ -718,18 +719,20 @@ async def test_a_rename_withheld_while_the_record_was_secret_comes_when_it_may(c
 
     await _import(campaign, journal("The Tide Pact", 2))
     batch, _ = await _import(campaign, journal("Hale's Pact", 0))
-    assert "renames" not in batch.card() and await campaign.graph.find_entity("Hale's Pact") is None
-    batch, _ = await _import(campaign, journal("Hale's Pact", 0))  # still secret: still withheld
-    assert "renames" not in batch.card() and await campaign.graph.find_entity("Hale's Pact") is None
-    batch, _ = await _import(campaign, journal("Hale's Pact", 2))
-    assert "- Hale's Pact (concept) (renames The Tide Pact)" in batch.card()
-    assert (await campaign.graph.get_entity("Hale's Pact")).aliases == ["The Tide Pact"]
-
-    await _import(campaign, journal("The Sea Oath", 0))
-    assert await campaign.graph.find_entity("The Sea Oath") is None
-    await campaign.graph.update_entity("Hale's Pact", visibility=Visibility.secret)
+    assert "- Hale's Pact (concept) (DM-only from now: made private in foundry) (renames The Tide Pact)" in batch.card()
+    assert (await campaign.graph.get_entity("Hale's Pact")).visibility == Visibility.secret
+    await campaign.graph.update_entity("Hale's Pact", visibility=Visibility.public)  # the DM shows it here
     batch, _ = await _import(campaign, journal("The Sea Oath", 0))
-    assert "- The Sea Oath (concept) (DM-only) (renames Hale's Pact)" in batch.card()
+    assert "renames" not in batch.card() and await campaign.graph.find_entity("The Sea Oath") is None
+    batch, _ = await _import(campaign, journal("The Sea Oath", 0))  # still secret: still withheld
+    assert "renames" not in batch.card() and await campaign.graph.find_entity("The Sea Oath") is None
+    batch, _ = await _import(campaign, journal("The Sea Oath", 2))
+    assert "- The Sea Oath (concept) (renames Hale's Pact)" in batch.card()
+    assert (await campaign.graph.get_entity("The Sea Oath")).aliases == ["Hale's Pact", "The Tide Pact"]
+
+    await campaign.graph.update_entity("The Sea Oath", visibility=Visibility.secret)  # hidden here, shared there
+    await _import(campaign, journal("The Deep Oath", 0))  # the entity already secret: renamed
+    assert (await campaign.graph.get_entity("The Deep Oath")).visibility == Visibility.secret
 
 
 async def test_a_secret_records_notes_go_to_its_entity_as_another_record_renames_it(campaign: CampaignMemory) -> None:
@@ -1153,3 +1156,35 @@ async def test_a_private_kanka_records_links_stay_secret_merged_into_a_public_en
         assert await campaign.graph.relationships_of(entity.id) == [], name  # what players read
     secret = await campaign.graph.relationships_of(lady.id, include_secret=True)
     assert {r.type for r in secret} >= {"leader_of", "located_in"}
+
+
+def _kanka(private: bool) -> list[tuple[str, bytes]]:
+    mirelle = {"id": 1, "entity_id": 101, "name": "Mirelle", "entry": "<p>Smuggler.</p>", "is_private": private}
+    return [("characters.json", json.dumps({"data": [mirelle]}).encode())]
+
+
+async def test_a_record_made_private_in_the_tool_makes_its_entity_secret_and_public_again(
+    campaign: CampaignMemory,
+) -> None:
+    """Mirelle made private in Kanka and imported again: the card said "(DM-only) (unchanged)", and accepting left
+    her whole description public (copied into secret GM notes besides). The entity follows the record when the
+    import set its visibility; shared again, it is public once the DM accepts what the card says."""
+    await _import(campaign, _kanka(private=False))
+    async with campaign.transaction() as tx:
+        batch = await batches.stage(tx, read_import(_kanka(private=True)))
+    card = batch.card()
+    assert "1 entity (0 new, 1 updated)" in card and "- Mirelle (npc) (DM-only from now: made private in kanka)" in card
+    _, report = await batches.accept(campaign, batch.ref)
+    mirelle = await campaign.graph.get_entity("Mirelle")
+    assert mirelle.visibility == Visibility.secret and report.entities_updated == 1
+    assert await campaign.graph.relationships_of(mirelle.id, include_secret=True) == []  # no copy as GM notes
+
+    batch, _ = await _import(campaign, _kanka(private=False))
+    assert "- Mirelle (npc) (public once accepted: shared again in kanka)" in batch.card()
+    assert (await campaign.graph.get_entity("Mirelle")).visibility == Visibility.public
+
+    # hidden here by the DM, the record public as it was: who may see it stays as the DM set it
+    await campaign.graph.update_entity("Mirelle", visibility=Visibility.secret)
+    batch, _ = await _import(campaign, _kanka(private=False))
+    assert "- Mirelle (npc) (DM-only) (unchanged)" in batch.card()
+    assert (await campaign.graph.get_entity("Mirelle")).visibility == Visibility.secret
