@@ -548,6 +548,7 @@ async def _tried(tx: CampaignMemory, world: ImportedWorld, resolved: Resolved, p
             records=world.records,
         )
         await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, world.format)
+        _changed_entities(report)
         return report
     finally:
         await tried.rollback()
@@ -643,6 +644,7 @@ async def accept(mem: CampaignMemory, ref: str, *, progress: Progress | None = N
         await _keep_source_ids(tx, batch.world.format, resolved.sourced)
         await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, batch.world.format)
         await _end_moved_items(tx, resolved.file, report)
+        _changed_entities(report)
         decided = await _decided(tx, batch, "accepted", _plan(resolved, report))  # its card: what it did
         await _plan_again(tx, decided)
         return decided, report
@@ -676,6 +678,17 @@ async def _plan_again(tx: CampaignMemory, accepted: ImportBatch) -> None:
             changed,
             *counts,
         )
+
+
+def _changed_entities(report: LoadReport) -> None:
+    """An entity whose facts the import changed (its GM notes ended …) is updated, not
+    unchanged: the counts say what accepting does to it."""
+    changed = {name_key(change.entity) for change in report.changes}
+    still = [name for name in report.unchanged if name_key(name) not in changed]
+    moved = len(report.unchanged) - len(still)
+    report.unchanged = still
+    report.entities_unchanged -= moved
+    report.entities_updated += moved
 
 
 #: A load's change to GM notes the campaign had (ended, or replaced by other text), as the card previews it.

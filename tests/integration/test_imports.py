@@ -674,7 +674,8 @@ async def test_an_id_matches_only_the_tool_and_the_entities_it_made(campaign: Ca
     # renamed to the name of an entity the DM made: updated under its own name, not refused nor a third entity
     await campaign.add_entity(EntityIn(name="Vask Emberhand", type=EntityType.npc))
     batch, _ = await _import(campaign, _vask("", name="Vask Emberhand"))
-    assert "- Vask Emberhand (npc) (Vask the Ashen, unchanged): A smith" in batch.card()
+    # his GM notes deleted in the tool, ended: updated, not unchanged
+    assert "- Vask Emberhand (npc) (updates Vask the Ashen): A smith" in batch.card()
     assert (await campaign.graph.get_entity("Vask the Ashen")).description == "A smith."
 
 
@@ -1188,3 +1189,14 @@ async def test_a_record_made_private_in_the_tool_makes_its_entity_secret_and_pub
     batch, _ = await _import(campaign, _kanka(private=False))
     assert "- Mirelle (npc) (DM-only) (unchanged)" in batch.card()
     assert (await campaign.graph.get_entity("Mirelle")).visibility == Visibility.secret
+
+
+async def test_an_entity_whose_gm_notes_an_import_ends_is_updated_not_unchanged(campaign: CampaignMemory) -> None:
+    """GM notes deleted in the tool: the card said `(0 new, 0 updated, 2 unchanged)` and `Vask the Ashen (npc)
+    (unchanged)` just above the notes it ends."""
+    await _import(campaign, _vask("Owes the Red Hand."))
+    batch, _ = await _import(campaign, _vask(""))
+    card = batch.card()
+    assert "2 entities (0 new, 1 updated, 1 unchanged)" in card, card
+    assert "- Vask the Ashen (npc) (updates the entity of that name)" in card
+    assert "Vask the Ashen: fact dm_notes: ended (the GM notes were deleted)" in card
