@@ -1200,3 +1200,22 @@ async def test_an_entity_whose_gm_notes_an_import_ends_is_updated_not_unchanged(
     assert "2 entities (0 new, 1 updated, 1 unchanged)" in card, card
     assert "- Vask the Ashen (npc) (updates the entity of that name)" in card
     assert "Vask the Ashen: fact dm_notes: ended (the GM notes were deleted)" in card
+
+
+def test_a_number_in_a_secret_name_is_not_masked_alone(
+    lk: Callable[..., CompletedProcess[str]], tmp_path: Path
+) -> None:
+    """Private villagers "Villager 1900 of Brackwater" hid every "1900" players read (a year, a price), and the
+    accept warned "Players will read [secret] for every “1900” said": a number names no one alone."""
+    assert lk("campaign", "create", "Bigworld").returncode == 0
+    rows = (
+        "name,type,secret,description\nVillager 1900 of Brackwater,npc,true,A spy.\n"
+        'Market Price List,concept,false,"The ferry was built in 1900; a cloak costs 1910 gold."\n'
+        "Villager 1910 of Brackwater,npc,true,Another spy.\n"
+    )
+    (tmp_path / "world.csv").write_text(rows)
+    accepted = lk("campaign", "import", str(tmp_path / "world.csv"), "--accept")
+    assert accepted.returncode == 0 and "“1900”" not in accepted.stdout + accepted.stderr, accepted.stdout
+    shown = lk("entity", "show", "Market Price List", "--as-player")
+    assert "The ferry was built in 1900; a cloak costs 1910 gold." in shown.stdout, shown.stdout
+    assert lk("entity", "show", "Villager 1900 of Brackwater", "--as-player").returncode != 0
