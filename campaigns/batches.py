@@ -4,8 +4,9 @@ Nothing of a batch is in the graph before it is accepted. Staging tries the load
 so a batch that could not load (a name another entity holds as an alias …) is refused then, naming the entry, and
 the counts the DM sees are what accepting will do. An imported entity named like an existing one, by its name or
 an alias, updates it: the import's description when it has one, its aliases and attributes added to those the
-entity has; its type and who may see it stay as the DM set them. A record an import made an entity of before is
-found by its tool's id first (``entity_source_ids``): renamed in the tool, it renames its entity.
+entity has; its type and who may see it stay as the DM set them, unless its record, its alone, was made private
+(or shared again) in the tool since its last import. A record an import made an entity of before is found by its
+tool's id first (``entity_source_ids``): renamed in the tool, it renames its entity.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ class ImportBatch(BaseModel):
     unchanged: list[str] | None = None
     #: An imported name (key) whose record's type is not the type its entity keeps → the entity's type.
     types: dict[str, str] = {}
+    #: An imported name (key) whose entity players will see otherwise than the record says → what the card says.
+    shown: dict[str, str] = {}
     #: How many of its facts are DM-only, as planned (GM notes a secret record gives a public entity among them);
     #: None for a batch staged before this was kept.
     secret_facts: int | None = None
@@ -101,7 +104,8 @@ class ImportBatch(BaseModel):
         updated = {name_key(u) for u in self.updates} - {name_key(old) for old in self.renames.values()}
         for e in world.entities[:sample]:
             said = f": {clip(e.description.splitlines()[0], 60)}" if e.description else ""
-            mark = " (DM-only)" if e.secret else ""
+            mark = f" ({self.shown[name_key(e.name)]})" if name_key(e.name) in self.shown else ""
+            mark = mark or (" (DM-only)" if e.secret else "")
             update = ""
             if name_key(e.name) in updated:
                 update = " (unchanged)" if name_key(e.name) in same else " (updates the entity of that name)"
@@ -146,6 +150,8 @@ class Resolved:
     #: Entries (their names) whose records have a place for GM notes, with those notes' label: the notes they
     #: carry are all they have now.
     notes_stated: list[tuple[str, str]] = field(default_factory=list)
+    #: An imported name (key) whose entity's visibility is not the record's → what the card says of it.
+    shown: dict[str, str] = field(default_factory=dict)
 
 
 async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
@@ -158,7 +164,9 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
     named: dict[str, int] = {}  # an imported name (key) → the entity it updates, when that entity's name differs
     updating: dict[int, int] = {}  # an entity of the campaign → its entry: two records naming it make one
     hidden: list[tuple[int, str, str]] = []  # a public entity, the secret text a record of it holds, its label
-    found = await _by_source(mem, world.format, [world.source_ids.get(spec.name, {}) for spec in world.entities])
+    # and a record made private (or shared again) in the tool since its last import, the entity its alone: the
+    # entity follows it (the import set its visibility); otherwise who may see it stays as the DM set it
+    found, flips = await _found(mem, world)
     made: set[int] | None = None  # the entities an import made, read once when a record first needs it
     # entities a record renames: their old name is no longer theirs for another record of the import to match
     renaming = {
@@ -167,7 +175,7 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
         if entity is not None
         and retitled
         and name_key(spec.name) != name_key(entity.name)
-        and not (spec.secret and entity.visibility != Visibility.secret)
+        and not (spec.secret and entity.visibility != Visibility.secret and name_key(spec.name) not in flips)
     }
     names = {name_key(spec.name) for spec in world.entities}
     # the entity of each record's name, for those not found by id: one lookup for the whole import
@@ -191,7 +199,9 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
             continue
         if ids and not by_id and made is None:
             made = await _imported(mem, world.format)
-        secret = spec.secret and existing.visibility != Visibility.secret
+        secret = (
+            spec.secret and existing.visibility != Visibility.secret and not (by_id and name_key(spec.name) in flips)
+        )
         if ids and (by_id or existing.id in (made or ())):  # never an entity the DM made by hand
             if retitled and secret:  # the rename withheld: kept as not yet seen, for when the record may give it
                 ids = {source_id: known.get(source_id, record) for source_id, record in ids.items()}
@@ -230,7 +240,7 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
                 **(second.attributes if second else {}),
                 **(first.attributes if first else {}),
             },
-            secret=existing.visibility == Visibility.secret,
+            secret=spec.secret if by_id and name_key(spec.name) in flips else existing.visibility == Visibility.secret,
             renamed_from=renamed_from,
         )
         if rename:
@@ -271,6 +281,7 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
         },
         sourced,
         _notes_stated(world, found, renamed),
+        _shown(world, found, by_names, flips),
     )
 
 
@@ -349,6 +360,97 @@ async def _by_source(
         retitled = any(name_key(name) != name_key(ids[s]) for (e, name), s in hits if e == entity_id)
         found.append((entities[entity_id], retitled, {s: name for (e, name), s in hits if e == entity_id}))
     return found
+
+
+async def _found(
+    mem: CampaignMemory, world: ImportedWorld
+) -> tuple[list[tuple[Entity | None, bool, dict[str, str]]], dict[str, str]]:
+    """Each record's entity found by its ids (see :func:`_by_source`), and the records that flip theirs (see
+    :func:`_flipped`)."""
+    found = await _by_source(mem, world.format, [world.source_ids.get(spec.name, {}) for spec in world.entities])
+    return found, await _flipped(mem, world, found)
+
+
+def _shown(
+    world: ImportedWorld,
+    found: list[tuple[Entity | None, bool, dict[str, str]]],
+    by_names: list[Entity | None],
+    flips: dict[str, str],
+) -> dict[str, str]:
+    """What the card says of each record whose entity players see otherwise than the record says (its name's
+    key → the words): made DM-only or public by it, or staying as the DM set it."""
+    shown: dict[str, str] = {}
+    for spec, (by_id, _, _), by_name in zip(world.entities, found, by_names, strict=True):
+        existing = by_id or by_name
+        if existing is None or spec.secret == (existing.visibility == Visibility.secret):
+            continue
+        key = name_key(spec.name)
+        if by_id is not None and key in flips:
+            shown[key] = flips[key]
+        elif spec.secret:
+            shown[key] = "stays public: the record is DM-only, its text kept as GM notes"
+        else:
+            shown[key] = "DM-only"
+    return shown
+
+
+async def _flipped(
+    mem: CampaignMemory, world: ImportedWorld, found: list[tuple[Entity | None, bool, dict[str, str]]]
+) -> dict[str, str]:
+    """The records (their names' keys) whose entity, found by their ids and imported from them alone, they now
+    show otherwise than their last accepted import did: made private in the tool (→ what the card says of the
+    entity made DM-only), or shared again (→ of it made public). Nothing for a record the import never saw
+    otherwise: an entity the DM hid or showed here stays so."""
+    candidates = {
+        name_key(spec.name): (entity, world.source_ids.get(spec.name, {}))
+        for spec, (entity, _, _) in zip(world.entities, found, strict=True)
+        if entity is not None and spec.secret != (entity.visibility == Visibility.secret)
+    }
+    if not candidates:
+        return {}
+    rows = await mem.db.fetch(
+        """
+        SELECT s.entity_id, s.source_id FROM entity_source_ids s
+        WHERE s.campaign_id = $1 AND s.kind = $2 AND s.entity_id = ANY($3::bigint[])
+        """,
+        mem.campaign_id,
+        world.format,
+        sorted({entity.id for entity, _ in candidates.values()}),
+    )
+    records: dict[int, set[str]] = {}
+    for row in rows:
+        records.setdefault(row["entity_id"], set()).add(row["source_id"])
+    alone = {key: ids for key, (entity, ids) in candidates.items() if records.get(entity.id, set()) <= set(ids)}
+    if not alone:
+        return {}
+    # what the last accepted import of each record made of it: secret or not (a merged entry's, as it was read)
+    was = await mem.db.fetch(
+        """
+        SELECT DISTINCT ON (ids.source_id) ids.source_id, (w ->> 'secret')::boolean AS secret
+        FROM import_batches b
+        CROSS JOIN LATERAL jsonb_each(b.content -> 'world' -> 'source_ids') AS rec(name, record_ids)
+        CROSS JOIN LATERAL jsonb_object_keys(rec.record_ids) AS ids(source_id)
+        CROSS JOIN LATERAL jsonb_array_elements(b.content -> 'world' -> 'entities') w
+        WHERE b.campaign_id = $1 AND b.status = 'accepted' AND b.format = $2
+          AND ids.source_id = ANY($3::text[]) AND w ->> 'name' = rec.name
+        ORDER BY ids.source_id, b.decided_at DESC, b.id DESC
+        """,
+        mem.campaign_id,
+        world.format,
+        sorted({source_id for ids in alone.values() for source_id in ids}),
+    )
+    before = {row["source_id"]: row["secret"] for row in was}
+    flips: dict[str, str] = {}
+    for key, (entity, _) in candidates.items():
+        seen = {before[source_id] for source_id in alone.get(key, ()) if source_id in before}
+        secret = entity.visibility != Visibility.secret  # what the record is now: the entity's opposite
+        if seen == {not secret}:
+            flips[key] = (
+                f"DM-only from now: made private in {world.format}"
+                if secret
+                else f"public once accepted: shared again in {world.format}"
+            )
+    return flips
 
 
 async def _imported(mem: CampaignMemory, kind: str) -> set[int]:
@@ -446,6 +548,7 @@ async def _tried(tx: CampaignMemory, world: ImportedWorld, resolved: Resolved, p
             records=world.records,
         )
         await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, world.format)
+        _changed_entities(report)
         return report
     finally:
         await tried.rollback()
@@ -459,6 +562,7 @@ def _plan(resolved: Resolved, report: LoadReport | None) -> dict[str, Any]:
         "updates_as": resolved.updates_as,
         "renames": resolved.renames,
         "types": resolved.types,
+        "shown": resolved.shown,
         "secret_facts": sum(1 for r in resolved.file.relationships if r.secret),
         "unchanged": report.unchanged if report is not None else None,
         "notes_changed": [f"{c.entity}: {c.change}" for c in report.changes if _NOTES_CHANGE.match(c.change)]
@@ -485,6 +589,7 @@ def _batch(row: Any) -> ImportBatch:
         renames=content.get("renames", {}),
         unchanged=content.get("unchanged"),
         types=content.get("types", {}),
+        shown=content.get("shown", {}),
         secret_facts=content.get("secret_facts"),
         notes_changed=content.get("notes_changed", []),
         replanned_after=content.get("replanned_after"),
@@ -539,6 +644,7 @@ async def accept(mem: CampaignMemory, ref: str, *, progress: Progress | None = N
         await _keep_source_ids(tx, batch.world.format, resolved.sourced)
         await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, batch.world.format)
         await _end_moved_items(tx, resolved.file, report)
+        _changed_entities(report)
         decided = await _decided(tx, batch, "accepted", _plan(resolved, report))  # its card: what it did
         await _plan_again(tx, decided)
         return decided, report
@@ -572,6 +678,17 @@ async def _plan_again(tx: CampaignMemory, accepted: ImportBatch) -> None:
             changed,
             *counts,
         )
+
+
+def _changed_entities(report: LoadReport) -> None:
+    """An entity whose facts the import changed (its GM notes ended …) is updated, not
+    unchanged: the counts say what accepting does to it."""
+    changed = {name_key(change.entity) for change in report.changes}
+    still = [name for name in report.unchanged if name_key(name) not in changed]
+    moved = len(report.unchanged) - len(still)
+    report.unchanged = still
+    report.entities_unchanged -= moved
+    report.entities_updated += moved
 
 
 #: A load's change to GM notes the campaign had (ended, or replaced by other text), as the card previews it.

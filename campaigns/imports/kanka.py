@@ -10,8 +10,10 @@ races; and its relations as facts.
 - Links Kanka keeps as fields become facts: a character's, organisation's or item's ``location_id`` (located_in),
   a location's ``parent_location_id`` (located_in), an item's ``character_id`` (the character owns it).
 - Relations (``owner_id``, ``target_id``: entity ids) become facts of their ``relation`` text, with ``attitude``
-  as an attribute; a visibility other than "all" (``visibility_id`` 1) makes the fact secret; a mirrored relation
-  whose other half is not in the files is added the other way too, as Kanka shows it from both ends.
+  as an attribute; a visibility other than "all" (``visibility_id`` 1) makes the fact secret, and so does a private
+  record at either end, or owning it (Kanka hides them; the entity may be public, merged with a public record of
+  its name); a mirrored relation whose other half is not in the files is added the other way too, as Kanka shows it
+  from both ends.
 """
 
 from __future__ import annotations
@@ -114,6 +116,9 @@ class KankaReader:
         self.links: list[tuple[tuple[str, Any], str, dict[str, Any]]] = []
         self.relations: list[tuple[tuple[str, Any], dict[str, Any]]] = []
         self.mentions: list[tuple[str, str]] = []  # (entity, its entry with mentions)
+        #: The private records (Kanka's entity ids, and module and id): what links one is secret, whatever
+        #: entity it is merged into (a public journal of its name keeps the entity public).
+        self.private: set[int | tuple[str, int]] = set()
 
     def read(self, file: str, obj: Any) -> None:
         records = _records(obj)
@@ -172,10 +177,13 @@ class KankaReader:
             self.by_entity_id[entity_id] = name
         if isinstance(record.get("id"), int):
             self.by_model_id[(module, record["id"])] = name
+        if record.get("is_private") is True:
+            self.private |= {entity_id} if isinstance(entity_id, int) else set()
+            self.private |= {(module, record["id"])} if isinstance(record.get("id"), int) else set()
         self.links.append((where, name, {**record, "_module": module}))
         for relation in entity.get("relations") or entity.get("relationships") or record.get("relations") or []:
-            if isinstance(relation, dict):
-                self.relations.append((where, relation))
+            if isinstance(relation, dict):  # the record's own, whatever ``owner_id`` says
+                self.relations.append((where, {**relation, "_private": record.get("is_private") is True}))
 
     def _named(self, entity_id: Any) -> str | None:
         """The name of the entity with Kanka's ``entity_id``, if it is one read."""
@@ -197,7 +205,8 @@ class KankaReader:
                 if other is None or other == name or (field_name == "character_id" and record["_module"] != "item"):
                     continue
                 source, target = (other, name) if owner_first else (name, other)
-                self.world.fact(where, source=source, type=kind, target=target)
+                private = {(record["_module"], record.get("id")), (module, model_id)} & self.private
+                self.world.fact(where, source=source, type=kind, target=target, secret=bool(private))
         stated = {r.get("id") for _, r in self.relations if r.get("id") is not None}
         seen: set[tuple[str, str, str]] = set()
         for where, relation in self.relations:
@@ -216,6 +225,8 @@ class KankaReader:
                 relation.get("visibility_id", 1) not in (1, None)
                 or relation.get("visibility", "all") not in ("all", None)
                 or relation.get("is_private") is True
+                or relation.get("_private") is True
+                or bool({relation.get("owner_id"), relation.get("target_id")} & self.private)
             )
             pairs = [(owner, target_name)]
             if relation.get("mirror_id") is not None and relation.get("mirror_id") not in stated:

@@ -6,9 +6,11 @@ exporters write it (``characters``, ``handouts``, journal folders, pages).
 - Its inventory's notable items (the 5e OGL sheet's ``repeating_inventory_*``, the Shaped sheet's
   ``repeating_equipment_*``) become items it ``owns``: those whose name carries a bonus (``+1``) or whose
   properties or text say magic, attunement or a rarity above common. The rest stays on the sheet.
-- Handouts → concept (``notes`` the description); one in no player's journal is secret. ``gmnotes`` of either are
-  GM-only: kept DM-only (a handout's as ``dm_notes_handout``, apart from a character's of its name). Pages (maps)
-  → location. Journal folders are not entities.
+- Handouts → concept (``notes`` the description). What is in no player's journal (``inplayerjournals`` empty; of an
+  NPC, absent too) is the GM's alone: secret; what is in some players' journals, not ``all``, is secret too, said on
+  the card (nothing here shows a record to some players alone). A player's character is the party's: public.
+  ``gmnotes`` of either are GM-only: kept DM-only (a handout's as ``dm_notes_handout``, apart from a character's of
+  its name). Pages (maps) → location. Journal folders are not entities.
 """
 
 from __future__ import annotations
@@ -117,6 +119,7 @@ def _character(file: str, record: str | int | None, doc: dict[str, Any], world: 
         where,
         name=doc.get("name"),
         type=EntityType.player if controlled else EntityType.npc,
+        secret=not controlled and _hidden(doc, world, absent=True),
         description=public,
         aliases=aliases,
         attributes={
@@ -162,16 +165,30 @@ def _inventory(doc: dict[str, Any]) -> dict[str, dict[str, str]]:
     return rows
 
 
+#: What the card says of a record some players' journals hold, not all: made DM-only.
+SOME_PLAYERS = "DM-only, in some players' journals only (Lorekeeper cannot show a record to some players alone)"
+
+
+def _hidden(doc: dict[str, Any], world: World, *, absent: bool = False) -> bool:
+    """Whether a record is the GM's: in no player's journal (``inplayerjournals`` empty), or in some players' but not
+    ``all`` (said on the card). ``absent``: what a record the field is missing from is (a handout's: public)."""
+    if "inplayerjournals" not in doc:
+        return absent
+    shared = {part.strip() for part in as_text(doc.get("inplayerjournals")).split(",") if part.strip()}
+    if shared and "all" not in shared and as_text(doc.get("name")):
+        world.assume(SOME_PLAYERS, as_text(doc.get("name")))
+    return "all" not in shared
+
+
 def _handout(file: str, record: str | int | None, doc: dict[str, Any], world: World) -> None:
     public, hidden = _html(doc.get("notes"))
     gm, gm_hidden = _html(doc.get("gmnotes"))
-    shared = as_text(doc.get("inplayerjournals"))
     world.entity(
         (file, record),
         name=doc.get("name"),
         type=EntityType.concept,
         description=public,
-        secret="inplayerjournals" in doc and not shared,
+        secret=_hidden(doc, world),
         dm_notes="\n\n".join(s for s in (gm, hidden, gm_hidden) if s),
         source_ids=_ids("handout", doc),
         states_notes=True,

@@ -90,6 +90,8 @@ def status_for(provenance: Provenance, accept_threshold: float) -> ReviewStatus:
 
 #: A word of a secret name rarer than this in English (Zipf: "holt" 3.7, "pale" 4.1) names the entity alone.
 NAMING_ZIPF = 4.0
+#: A number, ordinal or decade ("1900", "3rd", "1920s"): never a word that names an entity alone.
+_NUMBER = re.compile(r"\d+(?:st|nd|rd|th|s)?")
 
 
 def names_to_mask(
@@ -97,8 +99,9 @@ def names_to_mask(
 ) -> list[str]:
     """What players must not read, of the campaign's ``names`` (each with whether it is secret): every secret name
     no name they may read is (a name a public entity or an alias bears now is theirs to read, whatever once bore
-    it), and each word of one that names it alone: rare in English (``zipf``, a word's Zipf frequency) and in no
-    name they may read; and what the recogniser writes for a secret name (``heard``), whole."""
+    it), and each word of one that names it alone: rare in English (``zipf``, a word's Zipf frequency), in no
+    name they may read and not a number (a "1900" of Villager 1900 is a year, a price, a count to players); and what
+    the recogniser writes for a secret name (``heard``), whole."""
     normalize = _normalize()
     names = list(names)
     # "The Whispering Gate" or "whispering gáte" is the public Whispering Gate to a player: hiding it would mask the
@@ -112,7 +115,7 @@ def names_to_mask(
         w
         for name in hidden
         for w in name_words(name)
-        if len(w) >= 3 and normalize(w) not in shown and zipf(w) < NAMING_ZIPF
+        if len(w) >= 3 and not _NUMBER.fullmatch(w) and normalize(w) not in shown and zipf(w) < NAMING_ZIPF
     }
     return [*hidden, *misheard, *own]
 

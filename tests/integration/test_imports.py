@@ -674,7 +674,8 @@ async def test_an_id_matches_only_the_tool_and_the_entities_it_made(campaign: Ca
     # renamed to the name of an entity the DM made: updated under its own name, not refused nor a third entity
     await campaign.add_entity(EntityIn(name="Vask Emberhand", type=EntityType.npc))
     batch, _ = await _import(campaign, _vask("", name="Vask Emberhand"))
-    assert "- Vask Emberhand (npc) (Vask the Ashen, unchanged): A smith" in batch.card()
+    # his GM notes deleted in the tool, ended: updated, not unchanged
+    assert "- Vask Emberhand (npc) (updates Vask the Ashen): A smith" in batch.card()
     assert (await campaign.graph.get_entity("Vask the Ashen")).description == "A smith."
 
 
@@ -687,7 +688,7 @@ async def test_a_name_the_dm_gave_stays_and_a_secret_record_never_renames_a_publ
     await _import(campaign, _vask("Owes the Red Hand."))
     await campaign.graph.update_entity("Vask the Ashen", new_name="Vask", aliases=[], visibility=Visibility.secret)
     batch, _ = await _import(campaign, _vask("Owes the Red Hand."))
-    assert "- Vask the Ashen (npc) (Vask, unchanged): A smith" in batch.card()
+    assert "- Vask the Ashen (npc) (DM-only) (Vask, unchanged): A smith" in batch.card()
     vask = await campaign.graph.get_entity("Vask")
     assert (vask.name, vask.aliases, await count(campaign, "entities")) == ("Vask", [], 2)
 
@@ -707,9 +708,10 @@ async def test_a_name_the_dm_gave_stays_and_a_secret_record_never_renames_a_publ
 
 
 async def test_a_rename_withheld_while_the_record_was_secret_comes_when_it_may(campaign: CampaignMemory) -> None:
-    """A journal renamed in Foundry and made GM-only in one export does not rename its public entity; exported
-    again shared with the players, or once the DM made the entity secret here, the rename comes then, instead of
-    the new name being taken as already seen."""
+    """A journal renamed in Foundry and made GM-only in one export makes its entity secret under the new name (the
+    import set who may see it). Shown to players here by the DM while Foundry keeps it GM-only, a rename does not
+    come; exported again shared with the players, or once the DM made the entity secret here, the rename comes
+    then, instead of the new name being taken as already seen."""
     page = {"_id": "p1", "name": "Page", "type": "text", "text": {"content": "<p>An old pact.</p>"}}
 
     def journal(name: str, default: int) -> list[tuple[str, bytes]]:
@@ -718,18 +720,20 @@ async def test_a_rename_withheld_while_the_record_was_secret_comes_when_it_may(c
 
     await _import(campaign, journal("The Tide Pact", 2))
     batch, _ = await _import(campaign, journal("Hale's Pact", 0))
-    assert "renames" not in batch.card() and await campaign.graph.find_entity("Hale's Pact") is None
-    batch, _ = await _import(campaign, journal("Hale's Pact", 0))  # still secret: still withheld
-    assert "renames" not in batch.card() and await campaign.graph.find_entity("Hale's Pact") is None
-    batch, _ = await _import(campaign, journal("Hale's Pact", 2))
-    assert "- Hale's Pact (concept) (renames The Tide Pact)" in batch.card()
-    assert (await campaign.graph.get_entity("Hale's Pact")).aliases == ["The Tide Pact"]
-
-    await _import(campaign, journal("The Sea Oath", 0))
-    assert await campaign.graph.find_entity("The Sea Oath") is None
-    await campaign.graph.update_entity("Hale's Pact", visibility=Visibility.secret)
+    assert "- Hale's Pact (concept) (DM-only from now: made private in foundry) (renames The Tide Pact)" in batch.card()
+    assert (await campaign.graph.get_entity("Hale's Pact")).visibility == Visibility.secret
+    await campaign.graph.update_entity("Hale's Pact", visibility=Visibility.public)  # the DM shows it here
     batch, _ = await _import(campaign, journal("The Sea Oath", 0))
-    assert "- The Sea Oath (concept) (DM-only) (renames Hale's Pact)" in batch.card()
+    assert "renames" not in batch.card() and await campaign.graph.find_entity("The Sea Oath") is None
+    batch, _ = await _import(campaign, journal("The Sea Oath", 0))  # still secret: still withheld
+    assert "renames" not in batch.card() and await campaign.graph.find_entity("The Sea Oath") is None
+    batch, _ = await _import(campaign, journal("The Sea Oath", 2))
+    assert "- The Sea Oath (concept) (renames Hale's Pact)" in batch.card()
+    assert (await campaign.graph.get_entity("The Sea Oath")).aliases == ["Hale's Pact", "The Tide Pact"]
+
+    await campaign.graph.update_entity("The Sea Oath", visibility=Visibility.secret)  # hidden here, shared there
+    await _import(campaign, journal("The Deep Oath", 0))  # the entity already secret: renamed
+    assert (await campaign.graph.get_entity("The Deep Oath")).visibility == Visibility.secret
 
 
 async def test_a_secret_records_notes_go_to_its_entity_as_another_record_renames_it(campaign: CampaignMemory) -> None:
@@ -1075,3 +1079,143 @@ async def test_an_accept_plans_against_the_campaign_as_it_is_once_it_may_write(
     await accepting
     assert (await campaign.graph.get_entity("Vask the Ashen")).description == "A smith."
     assert (await campaign.graph.get_entity("Vask Emberhand")).description == "The DM's own."
+
+
+def test_roll20_records_no_player_or_only_some_players_may_read_stay_the_dms(
+    lk: Callable[..., CompletedProcess[str]], tmp_path: Path
+) -> None:
+    """A Roll20 NPC in no player's journal (the GM's hidden villain) reached players whole, and a handout shared
+    with one player was everyone's: both are DM-only, the second said on the card (no per-player visibility)."""
+    assert lk("campaign", "create", "Gullwake").returncode == 0
+    campaign = {
+        "characters": [
+            {
+                "id": "-C1",
+                "name": "Morrow Thane",
+                "inplayerjournals": "",
+                "controlledby": "",
+                "bio": "<p>The hidden lich beneath the Tithe Barrow.</p>",
+                "gmnotes": "<p>He wants the bell.</p>",
+            },
+            {"id": "-C2", "name": "Quenna Vollard", "inplayerjournals": "all", "controlledby": "", "bio": "A baker."},
+            {"id": "-C3", "name": "Brother Kessick", "controlledby": "", "bio": "A monk."},  # the field absent
+            {"id": "-C4", "name": "Ysolde", "inplayerjournals": "-Plr1", "controlledby": "-Plr1", "bio": "A PC."},
+        ],
+        "handouts": [
+            {"id": "-H1", "name": "Letter to Ysolde", "inplayerjournals": "-Plr1,-Plr2", "notes": "<p>She lives.</p>"},
+        ],
+    }
+    (tmp_path / "r20.json").write_text(json.dumps(campaign))
+    staged = lk("campaign", "import", str(tmp_path / "r20.json"))
+    assert "- Morrow Thane (npc) (DM-only): The hidden lich" in staged.stdout, staged.stderr
+    assert "assumed: DM-only, in some players' journals only" in staged.stdout
+    assert "Letter to Ysolde" in staged.stdout.split("assumed: DM-only, in some players' journals only")[1]
+    assert lk("review", "accept", "b1").returncode == 0
+    for hidden in ("Morrow Thane", "Brother Kessick", "Letter to Ysolde"):
+        shown = lk("entity", "show", hidden, "--as-player")
+        assert shown.returncode != 0 and "lich" not in shown.stdout and "lives" not in shown.stdout, shown.stdout
+        assert lk("entity", "show", hidden).returncode == 0  # the DM reads it
+    for public in ("Quenna Vollard", "Ysolde"):  # in every journal, and a player's own character
+        assert lk("entity", "show", public, "--as-player").returncode == 0
+
+
+async def test_a_private_kanka_records_links_stay_secret_merged_into_a_public_entity(campaign: CampaignMemory) -> None:
+    """A private Kanka character and a public journal of her name make one public entity (the rumour players know),
+    but the private record's relations and links were public facts: "Lady Nightshade leads The Thorn Circle"."""
+    nightshade = {
+        "id": 91,
+        "entity_id": 901,
+        "name": "Lady Nightshade",
+        "entry": "<p>The poisoner.</p>",
+        "is_private": True,
+        "location_id": 5,
+        "entity": {
+            "id": 901,
+            "relations": [{"id": 950, "owner_id": 901, "target_id": 902, "relation": "Leader of", "visibility_id": 1}],
+        },
+    }
+    rumour = {"id": 92, "entity_id": 903, "name": "Lady Nightshade", "entry": "<p>A masked lady.</p>"}
+    circle = {"id": 93, "entity_id": 902, "name": "The Thorn Circle", "entry": "<p>A secret society.</p>"}
+    docks = {"id": 5, "entity_id": 905, "name": "The Docks", "entry": "<p>Wet.</p>"}
+    batch, _ = await _import(
+        campaign,
+        [
+            (f"{module}.json", json.dumps({"data": [record]}).encode())
+            for module, record in (
+                ("characters", nightshade),
+                ("journals", rumour),
+                ("organisations", circle),
+                ("locations", docks),
+            )
+        ],
+    )
+    assert "3 facts, 3 of them DM-only" in batch.card()  # the leader_of, located_in and her GM notes
+    lady = await campaign.graph.get_entity("Lady Nightshade")
+    assert lady.visibility == Visibility.public and lady.description == "A masked lady."
+    for name in ("Lady Nightshade", "The Thorn Circle", "The Docks"):
+        entity = await campaign.graph.get_entity(name)
+        assert await campaign.graph.relationships_of(entity.id) == [], name  # what players read
+    secret = await campaign.graph.relationships_of(lady.id, include_secret=True)
+    assert {r.type for r in secret} >= {"leader_of", "located_in"}
+
+
+def _kanka(private: bool) -> list[tuple[str, bytes]]:
+    mirelle = {"id": 1, "entity_id": 101, "name": "Mirelle", "entry": "<p>Smuggler.</p>", "is_private": private}
+    return [("characters.json", json.dumps({"data": [mirelle]}).encode())]
+
+
+async def test_a_record_made_private_in_the_tool_makes_its_entity_secret_and_public_again(
+    campaign: CampaignMemory,
+) -> None:
+    """Mirelle made private in Kanka and imported again: the card said "(DM-only) (unchanged)", and accepting left
+    her whole description public (copied into secret GM notes besides). The entity follows the record when the
+    import set its visibility; shared again, it is public once the DM accepts what the card says."""
+    await _import(campaign, _kanka(private=False))
+    async with campaign.transaction() as tx:
+        batch = await batches.stage(tx, read_import(_kanka(private=True)))
+    card = batch.card()
+    assert "1 entity (0 new, 1 updated)" in card and "- Mirelle (npc) (DM-only from now: made private in kanka)" in card
+    _, report = await batches.accept(campaign, batch.ref)
+    mirelle = await campaign.graph.get_entity("Mirelle")
+    assert mirelle.visibility == Visibility.secret and report.entities_updated == 1
+    assert await campaign.graph.relationships_of(mirelle.id, include_secret=True) == []  # no copy as GM notes
+
+    batch, _ = await _import(campaign, _kanka(private=False))
+    assert "- Mirelle (npc) (public once accepted: shared again in kanka)" in batch.card()
+    assert (await campaign.graph.get_entity("Mirelle")).visibility == Visibility.public
+
+    # hidden here by the DM, the record public as it was: who may see it stays as the DM set it
+    await campaign.graph.update_entity("Mirelle", visibility=Visibility.secret)
+    batch, _ = await _import(campaign, _kanka(private=False))
+    assert "- Mirelle (npc) (DM-only) (unchanged)" in batch.card()
+    assert (await campaign.graph.get_entity("Mirelle")).visibility == Visibility.secret
+
+
+async def test_an_entity_whose_gm_notes_an_import_ends_is_updated_not_unchanged(campaign: CampaignMemory) -> None:
+    """GM notes deleted in the tool: the card said `(0 new, 0 updated, 2 unchanged)` and `Vask the Ashen (npc)
+    (unchanged)` just above the notes it ends."""
+    await _import(campaign, _vask("Owes the Red Hand."))
+    batch, _ = await _import(campaign, _vask(""))
+    card = batch.card()
+    assert "2 entities (0 new, 1 updated, 1 unchanged)" in card, card
+    assert "- Vask the Ashen (npc) (updates the entity of that name)" in card
+    assert "Vask the Ashen: fact dm_notes: ended (the GM notes were deleted)" in card
+
+
+def test_a_number_in_a_secret_name_is_not_masked_alone(
+    lk: Callable[..., CompletedProcess[str]], tmp_path: Path
+) -> None:
+    """Private villagers "Villager 1900 of Brackwater" hid every "1900" players read (a year, a price), and the
+    accept warned "Players will read [secret] for every “1900” said": a number names no one alone."""
+    assert lk("campaign", "create", "Bigworld").returncode == 0
+    rows = (
+        "name,type,secret,description\nVillager 1900 of Brackwater,npc,true,A spy.\n"
+        'Market Price List,concept,false,"The ferry was built in 1900; a cloak costs 1910 gold."\n'
+        "Villager 1910 of Brackwater,npc,true,Another spy.\n"
+    )
+    (tmp_path / "world.csv").write_text(rows)
+    accepted = lk("campaign", "import", str(tmp_path / "world.csv"), "--accept")
+    assert accepted.returncode == 0 and "“1900”" not in accepted.stdout + accepted.stderr, accepted.stdout
+    shown = lk("entity", "show", "Market Price List", "--as-player")
+    assert "The ferry was built in 1900; a cloak costs 1910 gold." in shown.stdout, shown.stdout
+    assert lk("entity", "show", "Villager 1900 of Brackwater", "--as-player").returncode != 0

@@ -499,10 +499,10 @@ def test_kanka_entities_links_and_relations() -> None:
         ("Greave Marsh", "located_in", "Kingdom of Vel", False, None),
         ("The Lantern Guild", "located_in", "Kingdom of Vel", False, None),
         ("Jonah Greave", "owns", "Ferry Bell", False, None),
-        ("Jonah Greave", "old_friend", "Sister Maud", False, 60),
+        ("Jonah Greave", "old_friend", "Sister Maud", True, 60),  # a private record's: secret, as Kanka hides it
         ("Jonah Greave", "member_of", "The Lantern Guild", True, 10),  # admin-only visibility
-        ("Sister Maud", "rival_of", "The Lantern Guild", False, -40),
-        ("The Lantern Guild", "rival_of", "Sister Maud", False, -40),  # its mirror, not in the file
+        ("Sister Maud", "rival_of", "The Lantern Guild", True, -40),
+        ("The Lantern Guild", "rival_of", "Sister Maud", True, -40),  # its mirror, not in the file
     }
     assert any("Owes money to" in s for s in world.skipped)  # to an entity not imported
 
