@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from campaigns.imports import ImportedWorld
+from campaigns.imports import ImportedWorld, kanka
 from campaigns.imports.common import NOTES_TYPE, World, notes_of, secret_text
 from campaigns.load import LoadChange, LoadReport, Progress, apply_campaign_file
 from campaigns.schema import RENAMES_FIRST, CampaignFile, EntitySpec, RelationshipSpec, name_key
@@ -415,6 +415,7 @@ async def stage(
     same transaction, whose load refuses it as well (a big world's load, twice, was most of the wait)."""
     async with mem.transaction() as tx:
         await tx.graph.lock()
+        world = await _named_mentions(tx, world)
         resolved = await resolve(tx, world)
         report = await _tried(tx, world, resolved, progress) if trial else None
         row = await tx.db.fetchrow(
@@ -430,6 +431,29 @@ async def stage(
             len(resolved.file.relationships),
         )
     return _batch(row)
+
+
+async def _named_mentions(mem: CampaignMemory, world: ImportedWorld) -> ImportedWorld:
+    """Kanka mentions of entities not in the import's files (one record fetched from the API mentions the others),
+    named as the campaign's entities imported from their Kanka ids, else said as unknown: never empty text."""
+    if world.format != "kanka" or not any(kanka.UNNAMED.search(e.description) for e in world.entities):
+        return world
+    rows = await mem.db.fetch(
+        """
+        SELECT s.source_id, e.name FROM entity_source_ids s
+        JOIN entities e ON e.campaign_id = s.campaign_id AND e.id = s.entity_id
+        WHERE s.campaign_id = $1 AND s.kind = 'kanka' AND s.source_id LIKE 'entity:%' AND e.status <> 'rejected'
+        """,
+        mem.campaign_id,
+    )
+    names = {row["source_id"]: row["name"] for row in rows}
+
+    def named(match: re.Match[str]) -> str:
+        module, entity_id = match.groups()
+        return names.get(f"entity:{entity_id}") or f"[unknown {module} {entity_id}]"
+
+    entities = [e.model_copy(update={"description": kanka.UNNAMED.sub(named, e.description)}) for e in world.entities]
+    return world.model_copy(update={"entities": entities})
 
 
 async def _tried(tx: CampaignMemory, world: ImportedWorld, resolved: Resolved, progress: Progress | None) -> LoadReport:

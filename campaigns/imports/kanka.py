@@ -55,6 +55,8 @@ MODULES = {
 #: A character's free ``type`` that says it is a player's.
 _PLAYER_TYPES = frozenset({"pc", "player", "player character", "player-character", "party member"})
 _MENTION = re.compile(r"\[(\w+):(\d+)(?:\|([^\]]*))?\]")
+#: A mention an import could not name, as its description keeps it: its module and Kanka entity id.
+UNNAMED = re.compile(r"\[(\w+):(\d+)\]")
 #: Field names only one module's records have: how a record says what it is when nothing else does.
 _TELLTALE = (
     ("parent_location_id", "location"),
@@ -233,5 +235,6 @@ def as_raw(value: Any) -> str:
 
 def _mentions(html: str, names: dict[int, str]) -> str:
     """Kanka's mentions (``[character:12]``, ``[location:3|the old keep]``: entity ids) as the text they show: the
-    text given, else the entity's name."""
-    return _MENTION.sub(lambda m: m.group(3) or names.get(int(m.group(2)), ""), html)
+    text given, else the entity's name; one of an entity not in the files stays as written (``[character:12]``),
+    for the campaign to name (:data:`UNNAMED`), never empty text."""
+    return _MENTION.sub(lambda m: m.group(3) or names.get(int(m.group(2)), f"[{m.group(1)}:{m.group(2)}]"), html)

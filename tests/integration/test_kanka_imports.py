@@ -1,0 +1,60 @@
+"""Kanka imports through the CLI: what the DM wrote in Kanka reaches the campaign, whatever the export's shape."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from subprocess import CompletedProcess
+from typing import Any
+
+Lk = Callable[..., CompletedProcess[str]]
+
+
+def corvin(**changes: Any) -> dict[str, Any]:
+    return {
+        "id": 11,
+        "entity_id": 101,
+        "name": "Corvin Ashgrove",
+        "entry": "<p>Friend of [character:102]. Lives in [location:201]. Hates [character:999].</p>",
+        "entity": {"id": 101, "type_id": 1},
+        **changes,
+    }
+
+
+MIRELLE = {"id": 12, "entity_id": 102, "name": "Mirelle O'Shea", "entry": "<p>Smuggler.</p>"}
+HARROWGATE = {"id": 21, "entity_id": 201, "name": "Harrowgate", "entry": "<p>A fort on the cliffs.</p>"}
+
+
+def write(folder: Path, **modules: list[dict[str, Any]]) -> list[str]:
+    folder.mkdir(exist_ok=True)
+    for module, records in modules.items():
+        (folder / f"{module}.json").write_text(json.dumps({"data": records}))
+    return [str(folder / f"{module}.json") for module in modules]
+
+
+def ok(run: CompletedProcess[str]) -> str:
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+def test_a_single_entity_names_its_mentions_by_the_campaigns_kanka_ids(lk: Lk, tmp_path: Path) -> None:
+    """One character fetched from the API (`{"data": {...}}`) mentions entities the campaign imported before: their
+    names, not empty text; an entity Kanka's files never had is said as unknown."""
+    ok(lk("campaign", "create", "Capewrath"))
+    ok(
+        lk(
+            "campaign",
+            "import",
+            "--accept",
+            *write(tmp_path / "v1", characters=[corvin(), MIRELLE], locations=[HARROWGATE]),
+        )
+    )
+    single = tmp_path / "corvin.json"
+    single.write_text(json.dumps({"data": corvin(entry="<p>Friend of [character:102], in [location:201].</p>")}))
+    card = ok(lk("campaign", "import", "--accept", str(single)))
+    assert "Friend of Mirelle O'Shea, in Harrowgate." in card
+    shown = ok(lk("entity", "show", "Corvin Ashgrove"))
+    assert "Friend of Mirelle O'Shea, in Harrowgate." in shown
+    ok(lk("campaign", "import", "--accept", *write(tmp_path / "v2", characters=[corvin()])))
+    assert "Hates [unknown character 999]." in ok(lk("entity", "show", "Corvin Ashgrove"))
