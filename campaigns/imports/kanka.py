@@ -5,8 +5,8 @@ races; and its relations as facts.
 - Kanka's modules map to types: characters → npc (player when their ``type`` says PC or player), locations →
   location, organisations and families → faction, items → item, quests → quest, events → event, creatures → npc,
   journals, notes, races and abilities → concept.
-- ``entry`` (HTML) is the description, its ``[character:12|Name]`` mentions written as their text;
-  ``is_private`` makes the entity secret.
+- ``entry`` (HTML) is the description, its ``[character:12|Name]`` mentions written as their text, its posts
+  after it (those not for all as GM notes); ``is_private`` makes the entity secret.
 - Links Kanka keeps as fields become facts: a character's, organisation's or item's ``location_id`` (located_in),
   a location's ``parent_location_id`` (located_in), an item's ``character_id`` (the character owns it).
 - Relations (``owner_id``, ``target_id``: entity ids) become facts of their ``relation`` text, with ``attitude``
@@ -17,6 +17,7 @@ races; and its relations as facts.
 from __future__ import annotations
 
 import re
+from html import escape
 from typing import Any
 
 from campaigns.imports.common import World, as_object, as_text, html_to_text, problem
@@ -139,8 +140,13 @@ class KankaReader:
                 "name the file after it (characters.json, locations.json …)",
             )
         entity = as_object(record.get("entity"))
-        entry = as_raw(record.get("entry"))
+        # posts (once "entity notes": backstory, the GM's secrets) follow the entry under their names, those not
+        # for all as GM notes
+        posts = [p for p in entity.get("posts") or record.get("posts") or [] if isinstance(p, dict)]
+        entry = as_raw(record.get("entry")) + "".join(_post(p) for p in posts if _for_all(p))
         public, hidden = html_to_text(_mentions(entry, {}))
+        gm_posts = html_to_text(_mentions("".join(_post(p) for p in posts if not _for_all(p)), {}))
+        hidden = "\n\n".join(text for text in (hidden, *gm_posts) if text)
         kind = MODULES[module]
         if module == "character" and as_text(record.get("type")).casefold() in _PLAYER_TYPES:
             kind = EntityType.player  # Kanka has no player flag: DMs type their PCs so
@@ -227,6 +233,20 @@ class KankaReader:
                     continue
                 seen.add((source, kind, other))
                 self.world.fact(where, source=source, type=kind, target=other, attributes=attributes, secret=secret)
+
+
+def _for_all(post: dict[str, Any]) -> bool:
+    """Whether players may read a Kanka post: its visibility is "all" (``visibility_id`` 1)."""
+    return (
+        post.get("visibility_id", 1) in (1, None)
+        and post.get("visibility", "all") in ("all", None)
+        and post.get("is_private") is not True
+    )
+
+
+def _post(post: dict[str, Any]) -> str:
+    """A post as HTML following the entry: its name as a heading, then its text."""
+    return f"<h3>{escape(as_text(post.get('name')))}</h3>{as_raw(post.get('entry'))}"
 
 
 def as_raw(value: Any) -> str:

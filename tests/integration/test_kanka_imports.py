@@ -58,3 +58,19 @@ def test_a_single_entity_names_its_mentions_by_the_campaigns_kanka_ids(lk: Lk, t
     assert "Friend of Mirelle O'Shea, in Harrowgate." in shown
     ok(lk("campaign", "import", "--accept", *write(tmp_path / "v2", characters=[corvin()])))
     assert "Hates [unknown character 999]." in ok(lk("entity", "show", "Corvin Ashgrove"))
+
+
+def test_kanka_posts_join_the_description_and_gm_only_posts_the_gm_notes(lk: Lk, tmp_path: Path) -> None:
+    posts = [
+        {"id": 1, "name": "Backstory", "entry": "<p>Grew up in Cape Wrath.</p>", "visibility_id": 1},
+        {"id": 2, "name": "GM secret", "entry": "<p>He is the Widow's son.</p>", "visibility_id": 2},
+        {"id": 3, "name": "Old note", "entry": "<p>Owes [character:102] money.</p>", "is_private": True},
+    ]
+    ok(lk("campaign", "create", "Capewrath"))
+    entity = {"id": 101, "type_id": 1, "posts": posts}
+    ok(lk("campaign", "import", "--accept", *write(tmp_path, characters=[corvin(entity=entity), MIRELLE])))
+    player = ok(lk("entity", "show", "Corvin Ashgrove", "--as-player"))
+    assert "Backstory\n\nGrew up in Cape Wrath." in player.replace("  ", "")
+    assert "Widow" not in player and "money" not in player
+    dm = ok(lk("entity", "show", "Corvin Ashgrove"))
+    assert "GM secret" in dm and "He is the Widow's son." in dm and "Owes" in dm
