@@ -117,6 +117,7 @@ class KankaReader:
         self.links: list[tuple[tuple[str, Any], str, dict[str, Any]]] = []
         self.relations: list[tuple[tuple[str, Any], dict[str, Any]]] = []
         self.mentions: list[tuple[str, str]] = []  # (entity, its entry with mentions)
+        self.records: list[tuple[str, tuple[str, Any], dict[str, Any]]] = []  # the entities' records, read at the end
 
     def read(self, file: str, obj: Any) -> None:
         records = _records(obj)
@@ -127,7 +128,7 @@ class KankaReader:
             if "owner_id" in record and "target_id" in record:
                 self.relations.append((where, record))
                 continue
-            self._entity(file, where, record)
+            self.records.append((file, where, record))
 
     def _entity(self, file: str, where: tuple[str, Any], record: dict[str, Any]) -> None:
         module = _module(file, record)
@@ -191,6 +192,9 @@ class KankaReader:
 
     def finish(self) -> None:
         """The links and relations, once every file's entities are known (a relation may name one read later)."""
+        # by Kanka's entity id, not the files' order (a zip's, a shell glob's): one export reads the same each time
+        for file, where, record in sorted(self.records, key=_entity_order):
+            self._entity(file, where, record)
         for name, entry in self.mentions:
             public, _ = html_to_text(_mentions(entry, self.by_entity_id))
             self.world.describe(name, public)
@@ -233,6 +237,11 @@ class KankaReader:
                     continue
                 seen.add((source, kind, other))
                 self.world.fact(where, source=source, type=kind, target=other, attributes=attributes, secret=secret)
+
+
+def _entity_order(read: tuple[str, tuple[str, Any], dict[str, Any]]) -> tuple[bool, int]:
+    entity_id = read[2].get("entity_id", as_object(read[2].get("entity")).get("id"))
+    return (not isinstance(entity_id, int), entity_id if isinstance(entity_id, int) else 0)
 
 
 def _for_all(post: dict[str, Any]) -> bool:

@@ -74,3 +74,14 @@ def test_kanka_posts_join_the_description_and_gm_only_posts_the_gm_notes(lk: Lk,
     assert "Widow" not in player and "money" not in player
     dm = ok(lk("entity", "show", "Corvin Ashgrove"))
     assert "GM secret" in dm and "He is the Widow's son." in dm and "Owes" in dm
+
+
+def test_the_same_export_read_in_another_file_order_is_unchanged(lk: Lk, tmp_path: Path) -> None:
+    """A zip reads locations.json first, a shell glob characters.json: the records of one name join in Kanka's
+    entity order, so importing the export again in the other order changes nothing."""
+    ok(lk("campaign", "create", "Capewrath"))
+    journal = {"id": 5, "entity_id": 501, "name": "Mirelle O'Shea", "entry": "<p>Rumours of her.</p>"}
+    paths = write(tmp_path, journals=[journal], characters=[MIRELLE])
+    ok(lk("campaign", "import", "--accept", *paths))
+    card = ok(lk("campaign", "import", *reversed(paths)))
+    assert "1 entity (0 new, 0 updated, 1 unchanged)" in card and "(unchanged): Smuggler." in card, card
