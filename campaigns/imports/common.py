@@ -252,6 +252,12 @@ class World:
         except ValidationError as exc:
             raise problem(file, _record(record, text_name), *_first(exc)) from None
         index = self._holder(spec.name)
+        if index is not None and _apart(self.entities[index].type, spec.type):
+            # two things of one name (Kanka's fort and old soldier "Harrowgate"): two entities, not one npc
+            other = self.entities[index].type.value
+            spec = spec.model_copy(update={"name": f"{spec.name} ({spec.type.value})"})
+            self.assume(f"named by its type, another record ({other}) having its name", spec.name)
+            index = self._holder(spec.name)
         taken = [a for a in spec.aliases if self._holder(a) not in (None, index)]
         if taken:  # another record's name (Roll20's token "Vex" of Vex'ahlia, and a handout "Vex"): it keeps it
             self.skipped.append(f"{file}: {spec.name}: alias {', '.join(map(repr, taken))} left out, another's name")
@@ -365,6 +371,13 @@ TYPE_PRECEDENCE = (
     EntityType.event,
     EntityType.concept,
 )
+
+
+def _apart(first: EntityType, second: EntityType) -> bool:
+    """Whether records of one name are two things: of two kinds (a location and a character), neither a text about
+    something (a concept: a journal, a handout) nor a sheet of the other kind of character (player, npc)."""
+    kinds = {first, second} - {EntityType.concept}
+    return len(kinds) > 1 and kinds != {EntityType.player, EntityType.npc}
 
 
 def _folded(first: EntitySpec, second: EntitySpec) -> EntitySpec:

@@ -76,6 +76,19 @@ def test_kanka_posts_join_the_description_and_gm_only_posts_the_gm_notes(lk: Lk,
     assert "GM secret" in dm and "He is the Widow's son." in dm and "Owes" in dm
 
 
+def test_a_character_and_a_location_of_one_name_are_two_entities(lk: Lk, tmp_path: Path) -> None:
+    """Kanka's fort "Harrowgate" and an old soldier "Harrowgate" (two records, two entity ids): two entities, the
+    second named by its type and the card saying so, not one npc holding both texts."""
+    ok(lk("campaign", "create", "Capewrath"))
+    soldier = {"id": 14, "entity_id": 104, "name": "Harrowgate", "entry": "<p>An old soldier.</p>"}
+    card = ok(lk("campaign", "import", "--accept", *write(tmp_path, locations=[HARROWGATE], characters=[soldier])))
+    # the first by Kanka's entity id keeps the name, whatever the files' order
+    assert "assumed: named by its type, another record (npc) having its name: Harrowgate (location)" in card
+    soldier_shown = ok(lk("entity", "show", "Harrowgate"))
+    assert soldier_shown.startswith("Harrowgate (npc)\n  An old soldier.") and "fort" not in soldier_shown
+    assert ok(lk("entity", "show", "Harrowgate (location)")).startswith("Harrowgate (location) (location)\n  A fort")
+
+
 def test_the_same_export_read_in_another_file_order_is_unchanged(lk: Lk, tmp_path: Path) -> None:
     """A zip reads locations.json first, a shell glob characters.json: the records of one name join in Kanka's
     entity order, so importing the export again in the other order changes nothing."""
