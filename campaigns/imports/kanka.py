@@ -74,6 +74,8 @@ _TELLTALE = (
 
 
 def looks_like(obj: Any) -> bool:
+    if isinstance(obj, dict) and obj.get("data") == []:  # a module the campaign does not use, in an export
+        return True
     records = _records(obj)
     return (
         bool(records)
@@ -121,6 +123,8 @@ class KankaReader:
 
     def read(self, file: str, obj: Any) -> None:
         records = _records(obj)
+        if not records:
+            self.world.skipped.append(f"{file}: no records (a module the campaign does not use), left out")
         for number, record in enumerate(records, start=1):
             where = (file, number if len(records) > 1 else None)
             if not isinstance(record, dict):

@@ -98,3 +98,11 @@ def test_the_same_export_read_in_another_file_order_is_unchanged(lk: Lk, tmp_pat
     ok(lk("campaign", "import", "--accept", *paths))
     card = ok(lk("campaign", "import", *reversed(paths)))
     assert "1 entity (0 new, 0 updated, 1 unchanged)" in card and "(unchanged): Smuggler." in card, card
+
+
+def test_an_empty_module_file_is_left_out_not_an_unknown_format(lk: Lk, tmp_path: Path) -> None:
+    ok(lk("campaign", "create", "Capewrath"))
+    write(tmp_path / "export", characters=[MIRELLE], events=[])
+    card = ok(lk("campaign", "import", str(tmp_path / "export")))
+    assert "1 entity (1 new, 0 updated)" in card
+    assert "left out: 1 record (e.g. " in card and "events.json: no records" in card
