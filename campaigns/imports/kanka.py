@@ -136,6 +136,9 @@ class KankaReader:
 
     def _entity(self, file: str, where: tuple[str, Any], record: dict[str, Any]) -> None:
         module = _module(file, record)
+        if module is None and re.split(r"[/\\]", file)[-1].casefold() == "campaign.json":
+            self.world.skipped.append(f"{file}: the campaign's own settings, left out")  # an export zip's
+            return
         if module is None:
             raise problem(
                 file,

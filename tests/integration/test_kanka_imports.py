@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
@@ -106,3 +107,15 @@ def test_an_empty_module_file_is_left_out_not_an_unknown_format(lk: Lk, tmp_path
     card = ok(lk("campaign", "import", str(tmp_path / "export")))
     assert "1 entity (1 new, 0 updated)" in card
     assert "left out: 1 record (e.g. " in card and "events.json: no records" in card
+
+
+def test_an_export_zips_campaign_json_is_left_out(lk: Lk, tmp_path: Path) -> None:
+    """Kanka's export zip holds the campaign's own settings (campaign.json, an `entry` but no module) beside the
+    entities' files: left out and said, not an error stopping the import."""
+    ok(lk("campaign", "create", "Capewrath"))
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("campaign.json", json.dumps({"id": 7, "name": "Capewrath", "entry": "<p>Our world.</p>"}))
+        zipped.writestr("characters/12.json", json.dumps(MIRELLE))
+    card = ok(lk("campaign", "import", str(archive)))
+    assert "1 entity (1 new, 0 updated)" in card and "campaign.json: the campaign's own" in card
