@@ -24,6 +24,7 @@ from campaigns.imports.common import NOTES_TYPE, World, notes_of, secret_text
 from campaigns.load import LoadChange, LoadReport, Progress, apply_campaign_file
 from campaigns.schema import RENAMES_FIRST, CampaignFile, EntitySpec, RelationshipSpec, name_key
 from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
+from memory.graph.rules import one_way
 from memory.graph.sql import ENTITY_SELECT, entity_from_row
 from memory.models import Entity, Visibility
 from memory.store import CampaignMemory
@@ -146,6 +147,8 @@ class Resolved:
     #: Entries (their names) whose records have a place for GM notes, with those notes' label: the notes they
     #: carry are all they have now.
     notes_stated: list[tuple[str, str]] = field(default_factory=list)
+    #: Entries (their names) found by their tool's id whose records list all their relations.
+    relations_stated: list[str] = field(default_factory=list)
 
 
 async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
@@ -271,6 +274,11 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
         },
         sourced,
         _notes_stated(world, found, renamed),
+        [  # the tool's own records (matched by id), not an entity that only shares a name
+            renamed.get(name_key(spec.name), spec.name)
+            for spec, (entity, _, _) in zip(world.entities, found, strict=True)
+            if entity is not None and spec.name in world.relations_stated
+        ],
     )
 
 
@@ -470,6 +478,7 @@ async def _tried(tx: CampaignMemory, world: ImportedWorld, resolved: Resolved, p
             records=world.records,
         )
         await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, world.format)
+        await _end_deleted_relations(tx, resolved, report, world.format)
         return report
     finally:
         await tried.rollback()
@@ -562,6 +571,7 @@ async def accept(mem: CampaignMemory, ref: str, *, progress: Progress | None = N
         )
         await _keep_source_ids(tx, batch.world.format, resolved.sourced)
         await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, batch.world.format)
+        await _end_deleted_relations(tx, resolved, report, batch.world.format)
         await _end_moved_items(tx, resolved.file, report)
         decided = await _decided(tx, batch, "accepted", _plan(resolved, report))  # its card: what it did
         await _plan_again(tx, decided)
@@ -689,6 +699,63 @@ async def _close_deleted_notes(tx: CampaignMemory, noted: list[tuple[str, str]],
     report.changes += [
         LoadChange(entity=row["name"], change=f"fact {row['type']}: ended (the GM notes were deleted)")
         for row in sorted(rows, key=_notes_order)
+    ]
+
+
+#: Facts a Kanka record's fields give, not its relations: an owner's relations say nothing of them.
+_LINKS = ("located_in", "owns")
+
+
+async def _end_deleted_relations(tx: CampaignMemory, resolved: Resolved, report: LoadReport, kind: str) -> None:
+    """End the relations an import of the tool gave an entity whose record now lists all its relations without
+    them (deleted in Kanka), as deleted GM notes are ended. Only relations to another entity of this import: one to
+    an entity not imported may be in its files still. Facts of play or of the DM are not the tool's to end."""
+    if not resolved.relations_stated:
+        return
+    names = [e.name for e in resolved.file.entities]
+    rows = await tx.db.fetch(
+        "SELECT id, lower(name) AS name FROM entities WHERE campaign_id = $1 AND status <> 'rejected' "
+        "AND lower(name) = ANY($2::text[])",
+        tx.campaign_id,
+        [n.lower() for n in names],
+    )
+    ids = {row["name"]: row["id"] for row in rows}
+    stated = {
+        one_way(f.type, ids.get(f.source.lower()), ids.get(f.target.lower()))
+        for f in resolved.file.relationships
+        if f.target is not None
+    }
+    ended = await tx.db.fetch(
+        """
+        UPDATE relationships r SET valid_to = now()
+        WHERE r.campaign_id = $1 AND r.valid_to IS NULL AND r.status = 'accepted'
+          AND r.source_id = ANY($2::bigint[]) AND r.target_id = ANY($3::bigint[]) AND NOT (r.type = ANY($4::text[]))
+          AND coalesce(r.provenance ->> 'source', 'dm') = 'campaign_file' AND r.provenance ->> 'imported_from' = $5
+          AND NOT (r.id = ANY($6::bigint[]))
+        RETURNING r.id, r.type, r.source_id, r.target_id,
+                  (SELECT name FROM entities WHERE campaign_id = $1 AND id = r.source_id) AS source,
+                  (SELECT name FROM entities WHERE campaign_id = $1 AND id = r.target_id) AS target
+        """,
+        tx.campaign_id,
+        [ids[n.lower()] for n in resolved.relations_stated if n.lower() in ids],
+        list(ids.values()),
+        list(_LINKS),
+        kind,
+        [  # those the import states still, as the graph weighs them (read from either end)
+            row["id"]
+            for row in await tx.db.fetch(
+                "SELECT id, type, source_id, target_id FROM relationships WHERE campaign_id = $1 "
+                "AND valid_to IS NULL AND source_id = ANY($2::bigint[]) AND target_id IS NOT NULL",
+                tx.campaign_id,
+                list(ids.values()),
+            )
+            if one_way(row["type"], row["source_id"], row["target_id"]) in stated
+        ],
+    )
+    report.relationships_updated += len(ended)
+    report.changes += [
+        LoadChange(entity=row["source"], change=f"fact {row['type']} {row['target']}: ended (deleted in the tool)")
+        for row in sorted(ended, key=lambda r: (r["source"], r["type"], r["target"]))
     ]
 
 

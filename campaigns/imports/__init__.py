@@ -56,6 +56,8 @@ class ImportedWorld(BaseModel):
     #: Of those, an entity whose such records include labelled ones → the labels ("" unlabelled; an entity not
     #: here, as in a batch staged before labels were kept, has only unlabelled records).
     notes_stated_as: dict[str, list[str]] = Field(default_factory=dict)
+    #: Entities whose records list all their relations: a relation they had and lack now was deleted.
+    relations_stated: list[str] = Field(default_factory=list)
     #: An entity → the label its first record's GM notes have (``journal``: ``dm_notes_journal``), where it has one.
     notes_labels: dict[str, str] = Field(default_factory=dict)
     #: What the import assumed where the files do not say → the entities it concerns (said on the card).
@@ -275,6 +277,7 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
         notes_stated_as={
             world.entities[index].name: sorted(labels) for index, labels in world.notes_stated.items() if labels != {""}
         },
+        relations_stated=sorted(world.relations_stated),
         notes_labels={world.entities[index].name: label for index, label in world.notes_labels.items() if label},
         assumed=world.assumed,
         records={world.entities[index].name: where for index, where in world.records.items()},

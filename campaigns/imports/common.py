@@ -197,6 +197,9 @@ class World:
     #: Entries (their index) a record of which has a place for GM notes → the labels of those records' notes (""
     #: unlabelled): the notes read are all it has now, so notes it had before and lacks now were deleted in the tool.
     notes_stated: dict[int, set[str]] = field(default_factory=dict)
+    #: Names of the entities a record of which lists all its relations (Kanka's ``relations``): one it had before
+    #: and lacks now, to another entity of the import, was deleted in the tool.
+    relations_stated: set[str] = field(default_factory=set)
     #: An entry (its index) → the label of its first record's GM notes, where it has one.
     notes_labels: dict[int, str] = field(default_factory=dict)
     #: What the import assumed where the files do not say (said to the DM on the card) → the entities it concerns.

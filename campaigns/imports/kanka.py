@@ -189,6 +189,8 @@ class KankaReader:
         if isinstance(record.get("id"), int):
             self.by_model_id[(module, record["id"])] = name
         self.links.append((where, name, {**record, "_module": module}))
+        if any(isinstance(r.get(k), list) for r in (entity, record) for k in ("relations", "relationships")):
+            self.world.relations_stated.add(name)  # all its relations: one missing now was deleted in Kanka
         for relation in entity.get("relations") or entity.get("relationships") or record.get("relations") or []:
             if isinstance(relation, dict):
                 self.relations.append((where, relation))

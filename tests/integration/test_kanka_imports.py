@@ -119,3 +119,33 @@ def test_an_export_zips_campaign_json_is_left_out(lk: Lk, tmp_path: Path) -> Non
         zipped.writestr("characters/12.json", json.dumps(MIRELLE))
     card = ok(lk("campaign", "import", str(archive)))
     assert "1 entity (1 new, 0 updated)" in card and "campaign.json: the campaign's own" in card
+
+
+def test_a_relation_deleted_in_kanka_is_ended_when_imported_again(lk: Lk, tmp_path: Path) -> None:
+    """The Pale Widow's record lists all her relations: "Employs" Mirelle gone from it is ended (kept in history),
+    while one she still has, and a record that lists no relations, keep theirs."""
+    ok(lk("campaign", "create", "Capewrath"))
+    employs = {"id": 805, "owner_id": 103, "target_id": 102, "relation": "Employs"}
+    fears = {"id": 806, "owner_id": 103, "target_id": 101, "relation": "Fears"}
+
+    def widow(*relations: dict[str, Any]) -> dict[str, Any]:
+        entity = {"id": 103, "type_id": 1, "relations": list(relations)}
+        return {"id": 13, "entity_id": 103, "name": "The Pale Widow", "entry": "<p>Veiled.</p>", "entity": entity}
+
+    ok(
+        lk(
+            "campaign",
+            "import",
+            "--accept",
+            *write(tmp_path / "v1", characters=[corvin(), MIRELLE, widow(employs, fears)]),
+        )
+    )
+    assert "The Pale Widow employs Mirelle O'Shea" in ok(lk("entity", "show", "Mirelle O'Shea"))
+    card = ok(
+        lk("campaign", "import", "--accept", *write(tmp_path / "v2", characters=[corvin(), MIRELLE, widow(fears)]))
+    )
+    assert "The Pale Widow: fact employs Mirelle O'Shea: ended (deleted in the tool)" in card, card
+    shown = ok(lk("entity", "show", "The Pale Widow"))
+    assert "employs" not in shown and "The Pale Widow fears Corvin Ashgrove" in shown
+    history = ok(lk("entity", "show", "The Pale Widow", "--history"))
+    assert "- The Pale Widow employs Mirelle O'Shea (" in history and " → " in history  # ended, kept
