@@ -23,7 +23,7 @@ from campaigns.imports.common import MAX_IMPORT_BYTES, ImportFileError, World, p
 from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec, name_key
 from memory.graph import SINGLE_VALUED
 from memory.graph.rules import HOLDING, held_by_many, one_way
-from memory.models import HELD_BY_MANY, SYMMETRIC
+from memory.models import HELD_BY_MANY, IMPORT_TOOLS, SYMMETRIC
 
 Format = Literal["foundry", "roll20", "kanka", "csv"]
 FORMATS: tuple[Format, ...] = ("foundry", "roll20", "kanka", "csv")
@@ -145,6 +145,14 @@ def detect_format(file: str, text: str) -> Format:
     raise problem(file, None, None, "not JSON, a Foundry .db or .yml source nor CSV with a header: pass --format")
 
 
+def _told(file: str, text: str) -> Format | None:
+    """The format the file's content says, if it says one."""
+    try:
+        return detect_format(file, text)
+    except ImportFileError:
+        return None
+
+
 def _broken_json(text: str) -> str | None:
     """What is wrong with a text that begins as JSON but does not parse (a download cut short, a bad hand edit),
     else None."""
@@ -233,6 +241,14 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
             raise problem(_folder(file), None, None, f"a Foundry v11+ LevelDB folder, not {format}")
         text = _decode(file, data) if folder is None else ""
         found = "foundry" if folder is not None else format or detect_format(file, text)
+        if folder is None and format is not None and (told := _told(file, text)) not in (None, format):
+            # what --format would make of another tool's file is no help ("record None: no name")
+            raise problem(
+                file,
+                None,
+                None,
+                f"a {IMPORT_TOOLS[told]} export, not {IMPORT_TOOLS[format]}: import it without --format",
+            )
         if formats and found != formats[0]:
             raise problem(
                 file,

@@ -240,7 +240,7 @@ class World:
         text_name = clean_text(str(name)) if isinstance(name, str | int | float) else ""
         text_name = " ".join(text_name.split())
         if not text_name:
-            self.skipped.append(f"{file}: record {record}: no name, left out")
+            self.skipped.append(f"{file}: {'' if record is None else f'record {record}: '}no name, left out")
             return None
         attrs = {k: v for k, v in (attributes or {}).items() if v not in (None, "", [])}
         fields: dict[str, Any] = {"name": text_name[:200], "type": type, "secret": secret}

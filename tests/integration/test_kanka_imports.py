@@ -149,3 +149,12 @@ def test_a_relation_deleted_in_kanka_is_ended_when_imported_again(lk: Lk, tmp_pa
     assert "employs" not in shown and "The Pale Widow fears Corvin Ashgrove" in shown
     history = ok(lk("entity", "show", "The Pale Widow", "--history"))
     assert "- The Pale Widow employs Mirelle O'Shea (" in history and " → " in history  # ended, kept
+
+
+def test_a_wrong_format_says_what_the_file_is(lk: Lk, tmp_path: Path) -> None:
+    ok(lk("campaign", "create", "Capewrath"))
+    [characters] = write(tmp_path, characters=[MIRELLE])
+    wrong = lk("campaign", "import", "--format", "roll20", characters)
+    assert wrong.returncode == 1
+    assert f"error: {characters}: a Kanka export, not Roll20: import it without --format" in wrong.stderr
+    assert "record None" not in wrong.stderr
