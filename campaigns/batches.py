@@ -89,6 +89,11 @@ class ImportBatch(BaseModel):
             f"{counted(self.entities, 'entity', 'entities')} ({counts}), "
             f"{counted(self.relationships, 'fact')}, {secret:,} of them DM-only",
         ]
+        # the entities it makes DM-only (an update keeps who may see it): what a DM checks before accepting
+        updating = {name_key(u) for u in self.updates} | set(self.updates_as)
+        hidden = sum(1 for e in world.entities if e.secret and name_key(e.name) not in updating)
+        if hidden:
+            lines.append(f"{counted(hidden, 'new entity', 'new entities')} DM-only: players will not see them")
         if self.status == "pending" and self.stale_after:
             lines.append(f"{self.stale_after} was accepted since: these counts are from before it")
         elif self.status == "pending" and self.replanned_after:

@@ -158,3 +158,10 @@ def test_a_wrong_format_says_what_the_file_is(lk: Lk, tmp_path: Path) -> None:
     assert wrong.returncode == 1
     assert f"error: {characters}: a Kanka export, not Roll20: import it without --format" in wrong.stderr
     assert "record None" not in wrong.stderr
+
+
+def test_the_card_counts_the_entities_it_makes_dm_only(lk: Lk, tmp_path: Path) -> None:
+    ok(lk("campaign", "create", "Capewrath"))
+    widow = {"id": 13, "entity_id": 103, "name": "The Pale Widow", "is_private": True, "entry": "<p>Veiled.</p>"}
+    card = ok(lk("campaign", "import", *write(tmp_path, characters=[corvin(), MIRELLE, widow])))
+    assert "3 entities (3 new, 0 updated)" in card and "\n1 new entity DM-only: players will not see them\n" in card
