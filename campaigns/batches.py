@@ -481,6 +481,7 @@ async def _tried(tx: CampaignMemory, world: ImportedWorld, resolved: Resolved, p
             import_files=world.sources,
             progress=progress,
             records=world.records,
+            fact_files=world.fact_files,
         )
         await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, world.format)
         await _end_deleted_relations(tx, resolved, report, world.format)
@@ -573,6 +574,7 @@ async def accept(mem: CampaignMemory, ref: str, *, progress: Progress | None = N
             import_files=batch.world.sources,
             progress=progress,
             records=batch.world.records,
+            fact_files=batch.world.fact_files,
         )
         await _keep_source_ids(tx, batch.world.format, resolved.sourced)
         await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, batch.world.format)

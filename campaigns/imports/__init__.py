@@ -62,6 +62,8 @@ class ImportedWorld(BaseModel):
     notes_labels: dict[str, str] = Field(default_factory=dict)
     #: What the import assumed where the files do not say → the entities it concerns (said on the card).
     assumed: dict[str, list[str]] = Field(default_factory=dict)
+    #: Each fact (:func:`~campaigns.schema.fact_key`) → the file of the record it was read from (its history says it).
+    fact_files: dict[str, str] = Field(default_factory=dict)
     #: An entity's name → where its first record is ("world.csv: line 2 ('Vexy')"), for a problem to name.
     records: dict[str, str] = Field(default_factory=dict)
 
@@ -241,13 +243,14 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
             raise problem(_folder(file), None, None, f"a Foundry v11+ LevelDB folder, not {format}")
         text = _decode(file, data) if folder is None else ""
         found = "foundry" if folder is not None else format or detect_format(file, text)
-        if folder is None and format is not None and (told := _told(file, text)) not in (None, format):
+        told = _told(file, text) if folder is None and format is not None else None
+        if told is not None and told != found:
             # what --format would make of another tool's file is no help ("record None: no name")
             raise problem(
                 file,
                 None,
                 None,
-                f"a {IMPORT_TOOLS[told]} export, not {IMPORT_TOOLS[format]}: import it without --format",
+                f"a {IMPORT_TOOLS[told]} export, not {IMPORT_TOOLS[found]}: import it without --format",
             )
         if formats and found != formats[0]:
             raise problem(
@@ -296,6 +299,7 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
         relations_stated=sorted(world.relations_stated),
         notes_labels={world.entities[index].name: label for index, label in world.notes_labels.items() if label},
         assumed=world.assumed,
+        fact_files=world.fact_files,
         records={world.entities[index].name: where for index, where in world.records.items()},
     )
 

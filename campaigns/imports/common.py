@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from campaigns.schema import EntitySpec, RelationshipSpec, name_key
+from campaigns.schema import EntitySpec, RelationshipSpec, fact_key, name_key
 from memory.models import EntityType
 from memory.text import MAX_FACT_VALUE_CHARS, attribute_text
 
@@ -210,6 +210,8 @@ class World:
     #: The files (a LevelDB folder) an entry or fact was read from: the import's sources, not a folders DB or a
     #: world manifest that gave nothing.
     read_from: set[str] = field(default_factory=set)
+    #: Each fact (:func:`~campaigns.schema.fact_key`) → the file of the record it was read from.
+    fact_files: dict[str, str] = field(default_factory=dict)
     _names: dict[str, int] = field(default_factory=dict)
     _aliases: dict[str, int] = field(default_factory=dict)
     #: The fact types each entity (its name's key) has among the first ``_typed`` relationships: GM notes of
@@ -348,6 +350,7 @@ class World:
         except ValidationError as exc:
             raise problem(file, _record(record, source), *_first(exc)) from None
         self.read_from.add(file)
+        self.fact_files.setdefault(fact_key(self.relationships[-1]), file)
 
 
 def _first(exc: ValidationError) -> tuple[str | None, str]:

@@ -165,3 +165,22 @@ def test_the_card_counts_the_entities_it_makes_dm_only(lk: Lk, tmp_path: Path) -
     widow = {"id": 13, "entity_id": 103, "name": "The Pale Widow", "is_private": True, "entry": "<p>Veiled.</p>"}
     card = ok(lk("campaign", "import", *write(tmp_path, characters=[corvin(), MIRELLE, widow])))
     assert "3 entities (3 new, 0 updated)" in card and "\n1 new entity DM-only: players will not see them\n" in card
+
+
+def test_a_facts_history_names_the_file_of_its_record(lk: Lk, tmp_path: Path) -> None:
+    """Not every file of the import ("locations.json, characters.json, items.json…", in the zip's order): the one
+    whose record gave the fact."""
+    ok(lk("campaign", "create", "Capewrath"))
+    located = {"id": 12, "entity_id": 102, "name": "Mirelle O'Shea", "location_id": 21}
+    enemy = {"id": 804, "owner_id": 102, "target_id": 201, "relation": "Enemy"}
+    ok(
+        lk(
+            "campaign",
+            "import",
+            "--accept",
+            *write(tmp_path, locations=[HARROWGATE], characters=[located], relations=[enemy]),
+        )
+    )
+    shown = ok(lk("entity", "show", "Mirelle O'Shea", "--history"))
+    assert "- Mirelle O'Shea is located in Harrowgate (since " in shown
+    assert "imported from Kanka (characters.json))" in shown and "imported from Kanka (relations.json))" in shown, shown
