@@ -22,6 +22,7 @@ from typing import Any
 
 from campaigns.imports.common import World, as_object, as_text, html_to_text, problem
 from memory.models import EntityType, relationship_type
+from memory.text import counted
 
 #: Kanka entity ``type_id``s (its ``EntityType`` table) and module names, to the types here.
 TYPE_IDS = {
@@ -119,6 +120,7 @@ class KankaReader:
         self.links: list[tuple[tuple[str, Any], str, dict[str, Any]]] = []
         self.relations: list[tuple[tuple[str, Any], dict[str, Any]]] = []
         self.mentions: list[tuple[str, str]] = []  # (entity, its entry with mentions)
+        self.tagged = 0  # records with tags: Kanka gives their ids alone, not what they say
         self.records: list[tuple[str, tuple[str, Any], dict[str, Any]]] = []  # the entities' records, read at the end
 
     def read(self, file: str, obj: Any) -> None:
@@ -184,6 +186,8 @@ class KankaReader:
             return
         if _MENTION.search(entry):  # named once every file is read: a mention may be of an entity read later
             self.mentions.append((name, entry))
+        if record.get("tags"):
+            self.tagged += 1
         if isinstance(entity_id, int):
             self.by_entity_id[entity_id] = name
         if isinstance(record.get("id"), int):
@@ -204,6 +208,10 @@ class KankaReader:
         # by Kanka's entity id, not the files' order (a zip's, a shell glob's): one export reads the same each time
         for file, where, record in sorted(self.records, key=_entity_order):
             self._entity(file, where, record)
+        if self.tagged:
+            self.world.skipped.append(
+                f"the tags of {counted(self.tagged, 'record')}: Kanka's files give their ids alone"
+            )
         for name, entry in self.mentions:
             public, _ = html_to_text(_mentions(entry, self.by_entity_id))
             self.world.describe(name, public)

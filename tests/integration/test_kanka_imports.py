@@ -184,3 +184,15 @@ def test_a_facts_history_names_the_file_of_its_record(lk: Lk, tmp_path: Path) ->
     shown = ok(lk("entity", "show", "Mirelle O'Shea", "--history"))
     assert "- Mirelle O'Shea is located in Harrowgate (since " in shown
     assert "imported from Kanka (characters.json))" in shown and "imported from Kanka (relations.json))" in shown, shown
+
+
+def test_what_an_import_cannot_keep_is_said_and_what_it_can_is_kept(lk: Lk, tmp_path: Path) -> None:
+    """Kanka's tags (ids alone) are said on the card; a picture's alt text and a Roll20 item's properties are kept."""
+    ok(lk("campaign", "create", "Capewrath"))
+    pictured = {**MIRELLE, "entry": '<p>Smuggler.</p><img src="m.png" alt="a scarred woman">', "tags": [5]}
+    card = ok(lk("campaign", "import", "--accept", *write(tmp_path, characters=[pictured])))
+    assert "left out: 1 record (e.g. the tags of 1 record: Kanka's files give their ids alone)" in card
+    assert "[image: a scarred woman]" in ok(lk("entity", "show", "Mirelle O'Shea"))
+    roll20 = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "roll20_campaign.json"
+    ok(lk("campaign", "import", "--accept", str(roll20)))
+    assert "properties: Finesse, Light, Thrown" in ok(lk("entity", "show", "Dagger +1"))
