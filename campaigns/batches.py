@@ -727,10 +727,17 @@ async def _end_deleted_relations(tx: CampaignMemory, resolved: Resolved, report:
         [n.lower() for n in names],
     )
     ids = {row["name"]: row["id"] for row in rows}
+
+    def entity_id(name: str) -> int | None:  # a fact may name its entity by an alias
+        entry = resolved.file.find_entity(name)
+        return ids.get((entry.name if entry else name).lower())
+
     stated = {
-        one_way(f.type, ids.get(f.source.lower()), ids.get(f.target.lower()))
+        one_way(f.type, source, target)
         for f in resolved.file.relationships
         if f.target is not None
+        and (source := entity_id(f.source)) is not None
+        and (target := entity_id(f.target)) is not None
     }
     ended = await tx.db.fetch(
         """
