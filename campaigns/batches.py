@@ -63,6 +63,8 @@ class ImportBatch(BaseModel):
     secret_facts: int | None = None
     #: GM notes the campaign has that accepting ends or replaces, as tried when staged ("Vask: fact dm_notes: …").
     notes_changed: list[str] = []
+    #: Relations the campaign has that accepting ends, deleted in the tool, as tried when staged.
+    relations_ended: list[str] = []
     #: The batch accepted while this one waited, after which it was planned again (its counts are as of then).
     replanned_after: str | None = None
     #: The batch accepted while this one waited, when planning it again failed: its counts are from before.
@@ -126,6 +128,11 @@ class ImportBatch(BaseModel):
             lines += [f"- {clip(change, 100)}" for change in self.notes_changed[:sample]]
             if len(self.notes_changed) > sample:
                 lines.append(f"- and {len(self.notes_changed) - sample:,} more")
+        if self.relations_ended:
+            lines.append("relations deleted in the tool, that it ends (kept in their history):")
+            lines += [f"- {clip(change, 100)}" for change in self.relations_ended[:sample]]
+            if len(self.relations_ended) > sample:
+                lines.append(f"- and {len(self.relations_ended) - sample:,} more")
         for what, names in world.assumed.items():
             lines.append(f"assumed: {what}: {clip(', '.join(names), 120)}")
         if world.skipped:
@@ -503,6 +510,9 @@ def _plan(resolved: Resolved, report: LoadReport | None) -> dict[str, Any]:
         "notes_changed": [f"{c.entity}: {c.change}" for c in report.changes if _NOTES_CHANGE.match(c.change)]
         if report is not None
         else [],
+        "relations_ended": [f"{c.entity}: {c.change}" for c in report.changes if c.change.endswith(_DELETED)]
+        if report is not None
+        else [],
     }
 
 
@@ -526,6 +536,7 @@ def _batch(row: Any) -> ImportBatch:
         types=content.get("types", {}),
         secret_facts=content.get("secret_facts"),
         notes_changed=content.get("notes_changed", []),
+        relations_ended=content.get("relations_ended", []),
         replanned_after=content.get("replanned_after"),
         stale_after=content.get("stale_after"),
     )
@@ -709,6 +720,8 @@ async def _close_deleted_notes(tx: CampaignMemory, noted: list[tuple[str, str]],
     ]
 
 
+#: How a load's change says a relation deleted in the tool was ended.
+_DELETED = ": ended (deleted in the tool)"
 #: Facts a Kanka record's fields give, not its relations: an owner's relations say nothing of them.
 _LINKS = ("located_in", "owns")
 
@@ -768,7 +781,7 @@ async def _end_deleted_relations(tx: CampaignMemory, resolved: Resolved, report:
     )
     report.relationships_updated += len(ended)
     report.changes += [
-        LoadChange(entity=row["source"], change=f"fact {row['type']} {row['target']}: ended (deleted in the tool)")
+        LoadChange(entity=row["source"], change=f"fact {row['type']} {row['target']}{_DELETED}")
         for row in sorted(ended, key=lambda r: (r["source"], r["type"], r["target"]))
     ]
 

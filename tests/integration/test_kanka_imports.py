@@ -141,10 +141,10 @@ def test_a_relation_deleted_in_kanka_is_ended_when_imported_again(lk: Lk, tmp_pa
         )
     )
     assert "The Pale Widow employs Mirelle O'Shea" in ok(lk("entity", "show", "Mirelle O'Shea"))
-    card = ok(
-        lk("campaign", "import", "--accept", *write(tmp_path / "v2", characters=[corvin(), MIRELLE, widow(fears)]))
-    )
-    assert "The Pale Widow: fact employs Mirelle O'Shea: ended (deleted in the tool)" in card, card
+    card = ok(lk("campaign", "import", *write(tmp_path / "v2", characters=[corvin(), MIRELLE, widow(fears)])))
+    ended = "- The Pale Widow: fact employs Mirelle O'Shea: ended (deleted in the tool)"
+    assert f"relations deleted in the tool, that it ends (kept in their history):\n{ended}\n" in card, card
+    assert ended[2:] in ok(lk("review", "accept", "b2"))
     shown = ok(lk("entity", "show", "The Pale Widow"))
     assert "employs" not in shown and "The Pale Widow fears Corvin Ashgrove" in shown
     history = ok(lk("entity", "show", "The Pale Widow", "--history"))
