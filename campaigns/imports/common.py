@@ -310,11 +310,6 @@ class World:
         """The entry already read that is called ``name``, by its name or an alias."""
         return self._names.get(name_key(name), self._aliases.get(name_key(name)))
 
-    def describe(self, name: str, description: str) -> None:
-        """Replace the description of the entity ``name`` (read before, under that name)."""
-        index = self._names[name_key(name)]
-        self.entities[index] = self.entities[index].model_copy(update={"description": description})
-
     def notes(self, where: tuple[str, str | int | None], name: str, text: str, label: str = "") -> None:
         """GM-only text of an entity, as secret ``dm_notes`` facts (a fact's value holds 500 characters; a longer
         text goes in numbered parts, nothing cut); a labelled record's as ``dm_notes_<label>`` facts."""

@@ -119,7 +119,7 @@ class KankaReader:
         self.by_model_id: dict[tuple[str, int], str] = {}
         self.links: list[tuple[tuple[str, Any], str, dict[str, Any]]] = []
         self.relations: list[tuple[tuple[str, Any], dict[str, Any]]] = []
-        self.mentions: list[tuple[str, str]] = []  # (entity, its entry with mentions)
+        self.titles: dict[int, str] = {}  # Kanka entity id → its record's name
         self.tagged = 0  # records with tags: Kanka gives their ids alone, not what they say
         self.records: list[tuple[str, tuple[str, Any], dict[str, Any]]] = []  # the entities' records, read at the end
 
@@ -154,8 +154,8 @@ class KankaReader:
         # for all as GM notes
         posts = [p for p in entity.get("posts") or record.get("posts") or [] if isinstance(p, dict)]
         entry = as_raw(record.get("entry")) + "".join(_post(p) for p in posts if _for_all(p))
-        public, hidden = html_to_text(_mentions(entry, {}))
-        gm_posts = html_to_text(_mentions("".join(_post(p) for p in posts if not _for_all(p)), {}))
+        public, hidden = html_to_text(_mentions(entry, self.titles))
+        gm_posts = html_to_text(_mentions("".join(_post(p) for p in posts if not _for_all(p)), self.titles))
         hidden = "\n\n".join(text for text in (hidden, *gm_posts) if text)
         kind = MODULES[module]
         if module == "character" and as_text(record.get("type")).casefold() in _PLAYER_TYPES:
@@ -184,8 +184,6 @@ class KankaReader:
         )
         if name is None:
             return
-        if _MENTION.search(entry):  # named once every file is read: a mention may be of an entity read later
-            self.mentions.append((name, entry))
         if record.get("tags"):
             self.tagged += 1
         if isinstance(entity_id, int):
@@ -205,6 +203,9 @@ class KankaReader:
 
     def finish(self) -> None:
         """The links and relations, once every file's entities are known (a relation may name one read later)."""
+        # every file read: a mention is named by its record's name, whichever file it is in (never text of
+        # another record: a private one merged into a public entity of its name gives only GM notes)
+        self.titles = {i: as_text(r.get("name")) for _, _, r in self.records if (i := _entity_id(r)) is not None}
         # by Kanka's entity id, not the files' order (a zip's, a shell glob's): one export reads the same each time
         for file, where, record in sorted(self.records, key=_entity_order):
             self._entity(file, where, record)
@@ -212,9 +213,6 @@ class KankaReader:
             self.world.skipped.append(
                 f"the tags of {counted(self.tagged, 'record')}: Kanka's files give their ids alone"
             )
-        for name, entry in self.mentions:
-            public, _ = html_to_text(_mentions(entry, self.by_entity_id))
-            self.world.describe(name, public)
         for where, name, record in self.links:
             for field_name, module, kind, owner_first in (
                 ("location_id", "location", "located_in", False),
@@ -256,9 +254,15 @@ class KankaReader:
                 self.world.fact(where, source=source, type=kind, target=other, attributes=attributes, secret=secret)
 
 
+def _entity_id(record: dict[str, Any]) -> int | None:
+    """The record's Kanka entity id (unique in the campaign, whatever its module), if it has one."""
+    entity_id = record.get("entity_id", as_object(record.get("entity")).get("id"))
+    return entity_id if isinstance(entity_id, int) else None
+
+
 def _entity_order(read: tuple[str, tuple[str, Any], dict[str, Any]]) -> tuple[bool, int]:
-    entity_id = read[2].get("entity_id", as_object(read[2].get("entity")).get("id"))
-    return (not isinstance(entity_id, int), entity_id if isinstance(entity_id, int) else 0)
+    entity_id = _entity_id(read[2])
+    return (entity_id is None, entity_id or 0)
 
 
 def _for_all(post: dict[str, Any]) -> bool:

@@ -196,3 +196,17 @@ def test_what_an_import_cannot_keep_is_said_and_what_it_can_is_kept(lk: Lk, tmp_
     roll20 = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "roll20_campaign.json"
     ok(lk("campaign", "import", "--accept", str(roll20)))
     assert "properties: Finesse, Light, Thrown" in ok(lk("entity", "show", "Dagger +1"))
+
+
+def test_a_private_records_mentions_never_make_a_public_entitys_text(lk: Lk, tmp_path: Path) -> None:
+    """A private character and a public journal of one name make one public entity: the character's text, its
+    mentions named, is GM notes; players read the journal's alone (it was replaced by the private text once its
+    mentions were named)."""
+    ok(lk("campaign", "create", "Capewrath"))
+    villain = {"id": 13, "entity_id": 103, "name": "Lady Nightshade", "is_private": True}
+    villain["entry"] = "<p>The real villain, who pays [character:102].</p>"
+    rumour = {"id": 5, "entity_id": 501, "name": "Lady Nightshade", "entry": "<p>A rumour in the docks.</p>"}
+    ok(lk("campaign", "import", "--accept", *write(tmp_path, characters=[villain, MIRELLE], journals=[rumour])))
+    player = ok(lk("entity", "show", "Lady Nightshade", "--as-player"))
+    assert "A rumour in the docks." in player and "villain" not in player
+    assert "The real villain, who pays Mirelle O'Shea." in ok(lk("entity", "show", "Lady Nightshade"))
