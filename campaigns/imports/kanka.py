@@ -157,9 +157,7 @@ class KankaReader:
         public, hidden = html_to_text(_mentions(entry, self.titles))
         gm_posts = html_to_text(_mentions("".join(_post(p) for p in posts if not _for_all(p)), self.titles))
         hidden = "\n\n".join(text for text in (hidden, *gm_posts) if text)
-        kind = MODULES[module]
-        if module == "character" and as_text(record.get("type")).casefold() in _PLAYER_TYPES:
-            kind = EntityType.player  # Kanka has no player flag: DMs type their PCs so
+        kind = _kind(module, record)
         entity_id = record.get("entity_id", entity.get("id"))
         ids = [f"entity:{entity_id}"] if isinstance(entity_id, int) else []  # unique in the campaign
         if isinstance(record.get("id"), int):
@@ -203,11 +201,18 @@ class KankaReader:
 
     def finish(self) -> None:
         """The links and relations, once every file's entities are known (a relation may name one read later)."""
-        # every file read: a mention is named by its record's name, whichever file it is in (never text of
-        # another record: a private one merged into a public entity of its name gives only GM notes)
-        self.titles = {i: as_text(r.get("name")) for _, _, r in self.records if (i := _entity_id(r)) is not None}
         # by Kanka's entity id, not the files' order (a zip's, a shell glob's): one export reads the same each time
-        for file, where, record in sorted(self.records, key=_entity_order):
+        records = sorted(self.records, key=_entity_order)
+        # every file read: a mention is named as its entity will be (two things of one name apart), whichever file
+        # it is in, as its record is read (never text of another record: a private one merged into a public entity
+        # of its name gives only GM notes)
+        named = World()
+        for file, where, record in records:
+            module, entity_id = _module(file, record), _entity_id(record)
+            name = named.entity(where, name=record.get("name"), type=_kind(module, record)) if module else None
+            if name and entity_id is not None:
+                self.titles[entity_id] = name
+        for file, where, record in records:
             self._entity(file, where, record)
         if self.tagged:
             self.world.skipped.append(
@@ -252,6 +257,12 @@ class KankaReader:
                     continue
                 seen.add((source, kind, other))
                 self.world.fact(where, source=source, type=kind, target=other, attributes=attributes, secret=secret)
+
+
+def _kind(module: str, record: dict[str, Any]) -> EntityType:
+    if module == "character" and as_text(record.get("type")).casefold() in _PLAYER_TYPES:
+        return EntityType.player  # Kanka has no player flag: DMs type their PCs so
+    return MODULES[module]
 
 
 def _entity_id(record: dict[str, Any]) -> int | None:

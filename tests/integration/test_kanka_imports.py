@@ -81,12 +81,13 @@ def test_a_character_and_a_location_of_one_name_are_two_entities(lk: Lk, tmp_pat
     """Kanka's fort "Harrowgate" and an old soldier "Harrowgate" (two records, two entity ids): two entities, the
     second named by its type and the card saying so, not one npc holding both texts."""
     ok(lk("campaign", "create", "Capewrath"))
-    soldier = {"id": 14, "entity_id": 104, "name": "Harrowgate", "entry": "<p>An old soldier.</p>"}
+    soldier = {"id": 14, "entity_id": 104, "name": "Harrowgate", "entry": "<p>An old soldier of [location:201].</p>"}
     card = ok(lk("campaign", "import", "--accept", *write(tmp_path, locations=[HARROWGATE], characters=[soldier])))
     # the first by Kanka's entity id keeps the name, whatever the files' order
     assert "assumed: named by its type, another record (npc) having its name: Harrowgate (location)" in card
     soldier_shown = ok(lk("entity", "show", "Harrowgate"))
-    assert soldier_shown.startswith("Harrowgate (npc)\n  An old soldier.") and "fort" not in soldier_shown
+    assert soldier_shown.startswith("Harrowgate (npc)\n  An old soldier of Harrowgate (location).")  # the fort
+    assert "fort" not in soldier_shown
     assert ok(lk("entity", "show", "Harrowgate (location)")).startswith("Harrowgate (location) (location)\n  A fort")
 
 
