@@ -20,11 +20,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from campaigns.imports import ImportedWorld
+from campaigns.imports import ImportedWorld, kanka
 from campaigns.imports.common import NOTES_TYPE, World, notes_of, secret_text
 from campaigns.load import LoadChange, LoadReport, Progress, apply_campaign_file
 from campaigns.schema import RENAMES_FIRST, CampaignFile, EntitySpec, RelationshipSpec, name_key
 from memory.errors import AlreadyDecidedError, InvalidInputError, NotFoundError
+from memory.graph.rules import one_way
 from memory.graph.sql import ENTITY_SELECT, entity_from_row
 from memory.models import Entity, Visibility
 from memory.store import CampaignMemory
@@ -65,6 +66,8 @@ class ImportBatch(BaseModel):
     secret_facts: int | None = None
     #: GM notes the campaign has that accepting ends or replaces, as tried when staged ("Vask: fact dm_notes: …").
     notes_changed: list[str] = []
+    #: Relations the campaign has that accepting ends, deleted in the tool, as tried when staged.
+    relations_ended: list[str] = []
     #: The batch accepted while this one waited, after which it was planned again (its counts are as of then).
     replanned_after: str | None = None
     #: The batch accepted while this one waited, when planning it again failed: its counts are from before.
@@ -91,6 +94,11 @@ class ImportBatch(BaseModel):
             f"{counted(self.entities, 'entity', 'entities')} ({counts}), "
             f"{counted(self.relationships, 'fact')}, {secret:,} of them DM-only",
         ]
+        # the entities it makes DM-only (an update keeps who may see it): what a DM checks before accepting
+        updating = {name_key(u) for u in self.updates} | set(self.updates_as)
+        hidden = sum(1 for e in world.entities if e.secret and name_key(e.name) not in updating)
+        if hidden:
+            lines.append(f"{counted(hidden, 'new entity', 'new entities')} DM-only: players will not see them")
         if self.status == "pending" and self.stale_after:
             lines.append(f"{self.stale_after} was accepted since: these counts are from before it")
         elif self.status == "pending" and self.replanned_after:
@@ -124,6 +132,11 @@ class ImportBatch(BaseModel):
             lines += [f"- {clip(change, 100)}" for change in self.notes_changed[:sample]]
             if len(self.notes_changed) > sample:
                 lines.append(f"- and {len(self.notes_changed) - sample:,} more")
+        if self.relations_ended:
+            lines.append("relations deleted in the tool, that it ends (kept in their history):")
+            lines += [f"- {clip(change, 100)}" for change in self.relations_ended[:sample]]
+            if len(self.relations_ended) > sample:
+                lines.append(f"- and {len(self.relations_ended) - sample:,} more")
         for what, names in world.assumed.items():
             lines.append(f"assumed: {what}: {clip(', '.join(names), 120)}")
         if world.skipped:
@@ -152,6 +165,8 @@ class Resolved:
     notes_stated: list[tuple[str, str]] = field(default_factory=list)
     #: An imported name (key) whose entity's visibility is not the record's → what the card says of it.
     shown: dict[str, str] = field(default_factory=dict)
+    #: Entries (their names) found by their tool's id whose records list all their relations.
+    relations_stated: list[str] = field(default_factory=list)
 
 
 async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
@@ -282,6 +297,11 @@ async def resolve(mem: CampaignMemory, world: ImportedWorld) -> Resolved:
         sourced,
         _notes_stated(world, found, renamed),
         _shown(world, found, by_names, flips),
+        [  # the tool's own records (matched by id), not an entity that only shares a name
+            renamed.get(name_key(spec.name), spec.name)
+            for spec, (entity, _, _) in zip(world.entities, found, strict=True)
+            if entity is not None and spec.name in world.relations_stated
+        ],
     )
 
 
@@ -517,6 +537,7 @@ async def stage(
     same transaction, whose load refuses it as well (a big world's load, twice, was most of the wait)."""
     async with mem.transaction() as tx:
         await tx.graph.lock()
+        world = await _named_mentions(tx, world)
         resolved = await resolve(tx, world)
         report = await _tried(tx, world, resolved, progress) if trial else None
         row = await tx.db.fetchrow(
@@ -534,6 +555,29 @@ async def stage(
     return _batch(row)
 
 
+async def _named_mentions(mem: CampaignMemory, world: ImportedWorld) -> ImportedWorld:
+    """Kanka mentions of entities not in the import's files (one record fetched from the API mentions the others),
+    named as the campaign's entities imported from their Kanka ids, else said as unknown: never empty text."""
+    if world.format != "kanka" or not any(kanka.UNNAMED.search(e.description) for e in world.entities):
+        return world
+    rows = await mem.db.fetch(
+        """
+        SELECT s.source_id, e.name FROM entity_source_ids s
+        JOIN entities e ON e.campaign_id = s.campaign_id AND e.id = s.entity_id
+        WHERE s.campaign_id = $1 AND s.kind = 'kanka' AND s.source_id LIKE 'entity:%' AND e.status <> 'rejected'
+        """,
+        mem.campaign_id,
+    )
+    names = {row["source_id"]: row["name"] for row in rows}
+
+    def named(match: re.Match[str]) -> str:
+        module, entity_id = match.groups()
+        return names.get(f"entity:{entity_id}") or f"[unknown {module} {entity_id}]"
+
+    entities = [e.model_copy(update={"description": kanka.UNNAMED.sub(named, e.description)}) for e in world.entities]
+    return world.model_copy(update={"entities": entities})
+
+
 async def _tried(tx: CampaignMemory, world: ImportedWorld, resolved: Resolved, progress: Progress | None) -> LoadReport:
     """What loading ``resolved`` would do to the campaign now, tried and rolled back."""
     tried = tx.db.transaction()
@@ -546,8 +590,10 @@ async def _tried(tx: CampaignMemory, world: ImportedWorld, resolved: Resolved, p
             import_files=world.sources,
             progress=progress,
             records=world.records,
+            fact_files=world.fact_files,
         )
         await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, world.format)
+        await _end_deleted_relations(tx, resolved, report, world.format)
         _changed_entities(report)
         return report
     finally:
@@ -566,6 +612,9 @@ def _plan(resolved: Resolved, report: LoadReport | None) -> dict[str, Any]:
         "secret_facts": sum(1 for r in resolved.file.relationships if r.secret),
         "unchanged": report.unchanged if report is not None else None,
         "notes_changed": [f"{c.entity}: {c.change}" for c in report.changes if _NOTES_CHANGE.match(c.change)]
+        if report is not None
+        else [],
+        "relations_ended": [f"{c.entity}: {c.change}" for c in report.changes if c.change.endswith(_DELETED)]
         if report is not None
         else [],
     }
@@ -592,6 +641,7 @@ def _batch(row: Any) -> ImportBatch:
         shown=content.get("shown", {}),
         secret_facts=content.get("secret_facts"),
         notes_changed=content.get("notes_changed", []),
+        relations_ended=content.get("relations_ended", []),
         replanned_after=content.get("replanned_after"),
         stale_after=content.get("stale_after"),
     )
@@ -640,9 +690,11 @@ async def accept(mem: CampaignMemory, ref: str, *, progress: Progress | None = N
             import_files=batch.world.sources,
             progress=progress,
             records=batch.world.records,
+            fact_files=batch.world.fact_files,
         )
         await _keep_source_ids(tx, batch.world.format, resolved.sourced)
         await _close_stale_notes(tx, resolved.file, report, resolved.notes_stated, batch.world.format)
+        await _end_deleted_relations(tx, resolved, report, batch.world.format)
         await _end_moved_items(tx, resolved.file, report)
         _changed_entities(report)
         decided = await _decided(tx, batch, "accepted", _plan(resolved, report))  # its card: what it did
@@ -782,6 +834,72 @@ async def _close_deleted_notes(tx: CampaignMemory, noted: list[tuple[str, str]],
     report.changes += [
         LoadChange(entity=row["name"], change=f"fact {row['type']}: ended (the GM notes were deleted)")
         for row in sorted(rows, key=_notes_order)
+    ]
+
+
+#: How a load's change says a relation deleted in the tool was ended.
+_DELETED = ": ended (deleted in the tool)"
+#: Facts a Kanka record's fields give, not its relations: an owner's relations say nothing of them.
+_LINKS = ("located_in", "owns")
+
+
+async def _end_deleted_relations(tx: CampaignMemory, resolved: Resolved, report: LoadReport, kind: str) -> None:
+    """End the relations an import of the tool gave an entity whose record now lists all its relations without
+    them (deleted in Kanka), as deleted GM notes are ended. Only relations to another entity of this import: one to
+    an entity not imported may be in its files still. Facts of play or of the DM are not the tool's to end."""
+    if not resolved.relations_stated:
+        return
+    names = [e.name for e in resolved.file.entities]
+    rows = await tx.db.fetch(
+        "SELECT id, lower(name) AS name FROM entities WHERE campaign_id = $1 AND status <> 'rejected' "
+        "AND lower(name) = ANY($2::text[])",
+        tx.campaign_id,
+        [n.lower() for n in names],
+    )
+    ids = {row["name"]: row["id"] for row in rows}
+
+    def entity_id(name: str) -> int | None:  # a fact may name its entity by an alias
+        entry = resolved.file.find_entity(name)
+        return ids.get((entry.name if entry else name).lower())
+
+    stated = {
+        one_way(f.type, source, target)
+        for f in resolved.file.relationships
+        if f.target is not None
+        and (source := entity_id(f.source)) is not None
+        and (target := entity_id(f.target)) is not None
+    }
+    ended = await tx.db.fetch(
+        """
+        UPDATE relationships r SET valid_to = now()
+        WHERE r.campaign_id = $1 AND r.valid_to IS NULL AND r.status = 'accepted'
+          AND r.source_id = ANY($2::bigint[]) AND r.target_id = ANY($3::bigint[]) AND NOT (r.type = ANY($4::text[]))
+          AND coalesce(r.provenance ->> 'source', 'dm') = 'campaign_file' AND r.provenance ->> 'imported_from' = $5
+          AND NOT (r.id = ANY($6::bigint[]))
+        RETURNING r.id, r.type, r.source_id, r.target_id,
+                  (SELECT name FROM entities WHERE campaign_id = $1 AND id = r.source_id) AS source,
+                  (SELECT name FROM entities WHERE campaign_id = $1 AND id = r.target_id) AS target
+        """,
+        tx.campaign_id,
+        [ids[n.lower()] for n in resolved.relations_stated if n.lower() in ids],
+        list(ids.values()),
+        list(_LINKS),
+        kind,
+        [  # those the import states still, as the graph weighs them (read from either end)
+            row["id"]
+            for row in await tx.db.fetch(
+                "SELECT id, type, source_id, target_id FROM relationships WHERE campaign_id = $1 "
+                "AND valid_to IS NULL AND source_id = ANY($2::bigint[]) AND target_id IS NOT NULL",
+                tx.campaign_id,
+                list(ids.values()),
+            )
+            if one_way(row["type"], row["source_id"], row["target_id"]) in stated
+        ],
+    )
+    report.relationships_updated += len(ended)
+    report.changes += [
+        LoadChange(entity=row["source"], change=f"fact {row['type']} {row['target']}{_DELETED}")
+        for row in sorted(ended, key=lambda r: (r["source"], r["type"], r["target"]))
     ]
 
 

@@ -18,7 +18,15 @@ from typing import Any, TypeAlias
 
 from pydantic import BaseModel, Field
 
-from campaigns.schema import CampaignFile, CampaignHeader, EntitySpec, RelationshipSpec, find_conflicts, name_key
+from campaigns.schema import (
+    CampaignFile,
+    CampaignHeader,
+    EntitySpec,
+    RelationshipSpec,
+    fact_key,
+    find_conflicts,
+    name_key,
+)
 from memory.correction.evidence import everyday
 from memory.correction.text import spaceless
 from memory.errors import AlreadyExistsError, InvalidInputError, MemoryError_
@@ -150,12 +158,14 @@ async def apply_campaign_file(
     imported_from: str | None = None,
     import_files: Sequence[str] = (),
     records: dict[str, str] | None = None,
+    fact_files: dict[str, str] | None = None,
 ) -> LoadReport:
     """Bring the campaign's graph in line with ``file``, all or nothing. ``imported_from``: the tool an import's
     file was read from, kept in its facts' provenance (a later import ends only the GM notes its tool gave), with
     ``import_files``, the files it read (a fact's history says where it came from);
     ``records``: where an import read each entry (its name → "world.csv: line 2 ('Vexy')"), which a refused entry
-    is named by, the DM having written no campaign file."""
+    is named by, the DM having written no campaign file; ``fact_files``: the file each fact
+    (:func:`~campaigns.schema.fact_key`) was read from, its history's source rather than all ``import_files``."""
     async with mem.transaction() as tx:
         await tx.graph.lock()  # before any write: see ``KnowledgeGraph.lock``
         # Removals first: a phrase one entry takes from an entity of a later entry is checked against the file's end
@@ -164,6 +174,7 @@ async def apply_campaign_file(
         load = _Loading(
             tx, len(file.entities) + len(file.relationships), progress, imported_from, import_files, records
         )
+        load.fact_files = fact_files or {}
         for number, spec in enumerate(file.entities, start=1):
             await load.entity(number, spec, had_before)
         if file.campaign is not None and file.campaign.hidden_names:
@@ -206,6 +217,7 @@ class _Loading:
             | ({"import_files": [PurePath(f).name for f in import_files]} if import_files else {})
         )
         self.statistics_due = _STATISTICS_AFTER
+        self.fact_files: dict[str, str] = {}  # a fact's key → the file it was read from
         self.ids: dict[str, int] = {}  # the file's entity names → their ids in the campaign
         self.known: set[int] = set()  # entities the campaign had before this load: only their facts can be closed
         self.accepted: list[
@@ -292,7 +304,9 @@ class _Loading:
             value=rel.value,
             attributes=dict(rel.attributes),
             visibility=rel.visibility,
-            provenance=self.provenance,
+            provenance=self.provenance
+            if (read := self.fact_files.get(fact_key(rel))) is None
+            else self.provenance.model_copy(update={"import_files": [PurePath(read).name]}),
             status=ReviewStatus.accepted,
         )
 

@@ -268,6 +268,12 @@ class RelationshipSpec(_Strict):
         return f"{self.source} -[{self.type}]-> {self.target if self.target is not None else self.value}"
 
 
+def fact_key(fact: RelationshipSpec) -> str:
+    """A fact of a file as one key, case aside: an import names the file each of its facts was read from by it."""
+    target = name_key(fact.target) if fact.target is not None else ""
+    return "\t".join((name_key(fact.source), fact.type, target, fact.value or ""))
+
+
 @dataclass(frozen=True)
 class Conflict:
     """One problem between items: ``loc`` is the field inside item ``index`` of ``section`` that is wrong."""

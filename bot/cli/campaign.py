@@ -339,7 +339,9 @@ async def import_(
     except ImportFileError as exc:
         raise CliError(str(exc)) from None
     if not world.entities:
-        raise CliError(f"nothing to import: {len(world.skipped)} records left out ({'; '.join(world.skipped[:3])})")
+        raise CliError(
+            f"nothing to import: {counted(len(world.skipped), 'record')} left out ({'; '.join(world.skipped[:3])})"
+        )
     settings = settings_from(ctx)
     async with open_memory(settings) as memory:
         mem, name = await campaign_memory(memory, settings, campaign)

@@ -23,7 +23,7 @@ from campaigns.imports.common import MAX_IMPORT_BYTES, ImportFileError, World, p
 from campaigns.schema import CampaignFile, EntitySpec, RelationshipSpec, name_key
 from memory.graph import SINGLE_VALUED
 from memory.graph.rules import HOLDING, held_by_many, one_way
-from memory.models import HELD_BY_MANY, SYMMETRIC
+from memory.models import HELD_BY_MANY, IMPORT_TOOLS, SYMMETRIC
 
 Format = Literal["foundry", "roll20", "kanka", "csv"]
 FORMATS: tuple[Format, ...] = ("foundry", "roll20", "kanka", "csv")
@@ -56,10 +56,14 @@ class ImportedWorld(BaseModel):
     #: Of those, an entity whose such records include labelled ones → the labels ("" unlabelled; an entity not
     #: here, as in a batch staged before labels were kept, has only unlabelled records).
     notes_stated_as: dict[str, list[str]] = Field(default_factory=dict)
+    #: Entities whose records list all their relations: a relation they had and lack now was deleted.
+    relations_stated: list[str] = Field(default_factory=list)
     #: An entity → the label its first record's GM notes have (``journal``: ``dm_notes_journal``), where it has one.
     notes_labels: dict[str, str] = Field(default_factory=dict)
     #: What the import assumed where the files do not say → the entities it concerns (said on the card).
     assumed: dict[str, list[str]] = Field(default_factory=dict)
+    #: Each fact (:func:`~campaigns.schema.fact_key`) → the file of the record it was read from (its history says it).
+    fact_files: dict[str, str] = Field(default_factory=dict)
     #: An entity's name → where its first record is ("world.csv: line 2 ('Vexy')"), for a problem to name.
     records: dict[str, str] = Field(default_factory=dict)
 
@@ -141,6 +145,14 @@ def detect_format(file: str, text: str) -> Format:
     if broken := _broken_json(text) or ("an empty file" if not text.strip() else None):  # --format would not help
         raise problem(file, None, None, broken)
     raise problem(file, None, None, "not JSON, a Foundry .db or .yml source nor CSV with a header: pass --format")
+
+
+def _told(file: str, text: str) -> Format | None:
+    """The format the file's content says, if it says one."""
+    try:
+        return detect_format(file, text)
+    except ImportFileError:
+        return None
 
 
 def _broken_json(text: str) -> str | None:
@@ -231,6 +243,15 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
             raise problem(_folder(file), None, None, f"a Foundry v11+ LevelDB folder, not {format}")
         text = _decode(file, data) if folder is None else ""
         found = "foundry" if folder is not None else format or detect_format(file, text)
+        told = _told(file, text) if folder is None and format is not None else None
+        if told is not None and told != found:
+            # what --format would make of another tool's file is no help ("record None: no name")
+            raise problem(
+                file,
+                None,
+                None,
+                f"a {IMPORT_TOOLS[told]} export, not {IMPORT_TOOLS[found]}: import it without --format",
+            )
         if formats and found != formats[0]:
             raise problem(
                 file,
@@ -275,8 +296,10 @@ def read_import(files: Sequence[tuple[str, bytes]], format: Format | None = None
         notes_stated_as={
             world.entities[index].name: sorted(labels) for index, labels in world.notes_stated.items() if labels != {""}
         },
+        relations_stated=sorted(world.relations_stated),
         notes_labels={world.entities[index].name: label for index, label in world.notes_labels.items() if label},
         assumed=world.assumed,
+        fact_files=world.fact_files,
         records={world.entities[index].name: where for index, where in world.records.items()},
     )
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from campaigns.schema import EntitySpec, RelationshipSpec, name_key
+from campaigns.schema import EntitySpec, RelationshipSpec, fact_key, name_key
 from memory.models import EntityType
 from memory.text import MAX_FACT_VALUE_CHARS, attribute_text
 
@@ -93,6 +93,8 @@ class _Text(HTMLParser):
         elif tag in ("td", "th"):  # a table's cells apart, not glued into one word ("Goblin7")
             self._out(" | " if self._cells else "")
             self._cells += 1
+        if tag == "img" and (alt := " ".join(v or "" for k, v in attrs if k == "alt").strip()):
+            self._out(f"[image: {alt}]")  # what the picture shows, as the DM described it
         if tag in ("br", "hr", "img", "input", "meta", "link"):  # void elements: no end tag follows
             return
         self._stack.append((tag, opens))
@@ -197,6 +199,9 @@ class World:
     #: Entries (their index) a record of which has a place for GM notes → the labels of those records' notes (""
     #: unlabelled): the notes read are all it has now, so notes it had before and lacks now were deleted in the tool.
     notes_stated: dict[int, set[str]] = field(default_factory=dict)
+    #: Names of the entities a record of which lists all its relations (Kanka's ``relations``): one it had before
+    #: and lacks now, to another entity of the import, was deleted in the tool.
+    relations_stated: set[str] = field(default_factory=set)
     #: An entry (its index) → the label of its first record's GM notes, where it has one.
     notes_labels: dict[int, str] = field(default_factory=dict)
     #: What the import assumed where the files do not say (said to the DM on the card) → the entities it concerns.
@@ -207,6 +212,8 @@ class World:
     #: The files (a LevelDB folder) an entry or fact was read from: the import's sources, not a folders DB or a
     #: world manifest that gave nothing.
     read_from: set[str] = field(default_factory=set)
+    #: Each fact (:func:`~campaigns.schema.fact_key`) → the file of the record it was read from.
+    fact_files: dict[str, str] = field(default_factory=dict)
     _names: dict[str, int] = field(default_factory=dict)
     _aliases: dict[str, int] = field(default_factory=dict)
     #: The fact types each entity (its name's key) has among the first ``_typed`` relationships: GM notes of
@@ -237,7 +244,7 @@ class World:
         text_name = clean_text(str(name)) if isinstance(name, str | int | float) else ""
         text_name = " ".join(text_name.split())
         if not text_name:
-            self.skipped.append(f"{file}: record {record}: no name, left out")
+            self.skipped.append(f"{file}: {'' if record is None else f'record {record}: '}no name, left out")
             return None
         attrs = {k: v for k, v in (attributes or {}).items() if v not in (None, "", [])}
         fields: dict[str, Any] = {"name": text_name[:200], "type": type, "secret": secret}
@@ -252,6 +259,12 @@ class World:
         except ValidationError as exc:
             raise problem(file, _record(record, text_name), *_first(exc)) from None
         index = self._holder(spec.name)
+        if index is not None and _apart(self.entities[index].type, spec.type):
+            # two things of one name (Kanka's fort and old soldier "Harrowgate"): two entities, not one npc
+            other = self.entities[index].type.value
+            spec = spec.model_copy(update={"name": f"{spec.name} ({spec.type.value})"})
+            self.assume(f"named by its type, another record ({other}) having its name", spec.name)
+            index = self._holder(spec.name)
         taken = [a for a in spec.aliases if self._holder(a) not in (None, index)]
         if taken:  # another record's name (Roll20's token "Vex" of Vex'ahlia, and a handout "Vex"): it keeps it
             self.skipped.append(f"{file}: {spec.name}: alias {', '.join(map(repr, taken))} left out, another's name")
@@ -297,11 +310,6 @@ class World:
         """The entry already read that is called ``name``, by its name or an alias."""
         return self._names.get(name_key(name), self._aliases.get(name_key(name)))
 
-    def describe(self, name: str, description: str) -> None:
-        """Replace the description of the entity ``name`` (read before, under that name)."""
-        index = self._names[name_key(name)]
-        self.entities[index] = self.entities[index].model_copy(update={"description": description})
-
     def notes(self, where: tuple[str, str | int | None], name: str, text: str, label: str = "") -> None:
         """GM-only text of an entity, as secret ``dm_notes`` facts (a fact's value holds 500 characters; a longer
         text goes in numbered parts, nothing cut); a labelled record's as ``dm_notes_<label>`` facts."""
@@ -339,6 +347,7 @@ class World:
         except ValidationError as exc:
             raise problem(file, _record(record, source), *_first(exc)) from None
         self.read_from.add(file)
+        self.fact_files.setdefault(fact_key(self.relationships[-1]), file)
 
 
 def _first(exc: ValidationError) -> tuple[str | None, str]:
@@ -365,6 +374,13 @@ TYPE_PRECEDENCE = (
     EntityType.event,
     EntityType.concept,
 )
+
+
+def _apart(first: EntityType, second: EntityType) -> bool:
+    """Whether records of one name are two things: of two kinds (a location and a character), neither a text about
+    something (a concept: a journal, a handout) nor a sheet of the other kind of character (player, npc)."""
+    kinds = {first, second} - {EntityType.concept}
+    return len(kinds) > 1 and kinds != {EntityType.player, EntityType.npc}
 
 
 def _folded(first: EntitySpec, second: EntitySpec) -> EntitySpec:

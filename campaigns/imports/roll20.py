@@ -145,6 +145,7 @@ def _character(file: str, record: str | int | None, doc: dict[str, Any], world: 
             name=item["name"],
             type=EntityType.item,
             description=description,
+            attributes={"properties": as_text(item.get("itemproperties") or item.get("properties"))},
             source_ids=[f"{ids[0]}/inventory:{row}"] if ids else [],  # a row's id is its character's own
         )
         if owned is not None and owned.casefold() != name.casefold():
