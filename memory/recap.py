@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, field_validator
 
 from memory.correction.evidence import word_zipf
+from memory.extraction.events import told_before
 from memory.extraction.llm import _BRACKETS, FENCE_CLOSE, FENCE_OPEN
+from memory.extraction.pipeline import opening_recap
 from memory.extraction.salience import is_trivial
 from memory.gazetteer import Gazetteer
 from memory.graph import SecretMask
@@ -216,6 +218,9 @@ def _quoted_whole(said: str) -> str:
 
 
 _INVOLVED = "Involved: "
+#: The lead of the recap's line from the DM's "previously on" (:func:`memory.extraction.pipeline.opening_recap`):
+#: what earlier sessions told, not tonight.
+PREVIOUSLY = "Previously: "
 #: A line of fewer words than this, within ``_RULES_NEAR`` lines of rules talk, continues it (who is in melee with
 #: whom, who gets inspiration), unless it tells what happens.
 _RULES_SHORT, _RULES_NEAR = 8, 2
@@ -243,6 +248,22 @@ def _table_names(entries: Sequence[Entry], gazetteer: Gazetteer) -> re.Pattern[s
     return re.compile(rf"\b(?:{'|'.join(names)})\b") if names else None
 
 
+#: The DM's words opening a "previously on": "Last we left off", "last time", "to get you guys up to speed".
+_RECAP_CUE = re.compile(
+    r"\b(?:last\s+(?:we|time)|left\s+off|previously|story\s+so\s+far|up\s+to\s+speed|caught\s+up)\b",
+    re.IGNORECASE,
+)
+
+
+def _previously(entries: Sequence[Entry], opening: Set[int]) -> set[int]:
+    """The ids of the lines of the DM's "previously on": of the session's ``opening`` lines
+    (:func:`memory.extraction.pipeline.opening_recap`), those told in the past from the first that cues a recap on
+    ("Last we left off, …"). They tell earlier sessions: never a part's line, at most the recap's lead."""
+    said = [e for e in entries if e.id in opening]
+    start = next((n for n, e in enumerate(said) if _RECAP_CUE.search(e.text)), len(said))
+    return {e.id for e in said[start:] if told_before(e.text)}
+
+
 def extractive_summary(
     entries: Sequence[Entry],
     gazetteer: Gazetteer,
@@ -265,6 +286,7 @@ def extractive_summary(
     talk = out_of_game(entries, dm_speaker_id)  # the pre-show, breaks, sponsor reads and dice: never quoted
     found: dict[int, _Line] = {}
     at_table = _table_names(entries, gazetteer)
+    retold = _previously(entries, opening_recap(entries, talk, dm_speaker_id))
     for n, e in enumerate(entries):
         if e.id in talk:
             continue
@@ -280,8 +302,15 @@ def extractive_summary(
             found[n] = line
     parts = min(len(entries), _MAX_LINES, max(5, len(entries) // _TURNS_PER_LINE))
     said: dict[int, str] = {}
+    if opening := [n for n in found if entries[n].id in retold]:
+        n = max(opening, key=lambda n: found[n].score)
+        said[n] = PREVIOUSLY + _said_by(entries, n, found[n].text, narrates(entries[n]), gazetteer, secret)
     for p in range(parts):
-        part = [n for n in range(p * len(entries) // parts, (p + 1) * len(entries) // parts) if n in found]
+        part = [
+            n
+            for n in range(p * len(entries) // parts, (p + 1) * len(entries) // parts)
+            if n in found and entries[n].id not in retold
+        ]
         if part:
             best = max(part, key=lambda n: found[n].score)  # the first of equals
             said[best] = _said_by(entries, best, found[best].text, narrates(entries[best]), gazetteer, secret)

@@ -385,3 +385,23 @@ def test_a_voiced_line_of_a_recap_is_cited_with_its_time_as_any_other() -> None:
         "[0:01] Ana: I think we should probably wait here for a bit.",
         "[0:02] Mira (as Eldrinax): The Ember Key is mine, and…",
     ]
+
+
+def test_the_dms_previously_on_leads_the_recap_under_its_own_lead_not_as_tonight() -> None:
+    """The DM opens with the story so far ("Last we left off, …"): earlier sessions', not tonight's. A part of the
+    session never quotes it as what happened; its most telling line leads the recap as "Previously: …"."""
+    from memory.mcp_tools import cited
+
+    said = [("Mira", "Welcome back, everyone, good to see you all here tonight.")]
+    said += [("Mira", "Last we left off, you had taken the Ember Key from the vaults of Ironhold, and fled.")]
+    said += [("Mira", "Eldrinax had burned the gates behind you as the Pale Magister watched from the walls.")]
+    said += [("Mira", "So, it's dawn, and the road to the coast is white with frost.")]
+    said += [("Mira", f"You walk on towards the coast, past the mill {n}, gulls circling.") for n in range(20)]
+    said += chatter(200)
+    lines = summarise(said)
+    opening = "Last we left off, you had taken the Ember Key from the vaults of Ironhold, and fled."
+    assert lines[0] == f"Previously: Mira: {opening}"
+    assert not any("Ironhold" in line for line in lines[1:-1])  # the rest is tonight
+    assert lines[1] == "Mira: So, it's dawn, and the road to the coast is white with frost."
+    entries = [entry(n, who, what) for n, (who, what) in enumerate(said, 1)]
+    assert cited(lines[0], entries) == f"[0:02] {lines[0]}"  # cited as any quoted line
