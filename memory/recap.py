@@ -102,6 +102,17 @@ _HYPOTHETICAL = re.compile(
 )
 
 
+#: The DM running a fight: a creature's attacks announced ("It's going to take all three of its strikes at you,
+#: Pike.", "They're both going to take shots at Fjord."), who is in melee ("Coming into combat with both Fjord and
+#: Beau."), a turn's end ("So that ends Vax."): what the turn holds, not what happened.
+_COMBAT = re.compile(
+    r"\b(?:going\s+to|gonna|will|['’]ll)\s+(?:take|make|use)\b[^.!?]{0,40}?\b(?:shots?|strikes?|attacks?|swings?)\b"
+    r"|\b(?:in|into)\s+(?:combat|melee)\s+with\b"
+    r"|\bthat\s+ends\s+[A-Z][\w'’]*(?:['’]s\s+turn)?[.!]?\s*$",
+    re.IGNORECASE,
+)
+
+
 @dataclass(frozen=True, slots=True)
 class _Line:
     score: float
@@ -135,7 +146,10 @@ def _best_line(
         _roll_call(text[a:b], [(x - a, y - a, e) for x, y, e in mentions if a <= x and y <= b]) for a, b in sentences
     ]
     table = [
-        is_table_talk(text[a:b], narrated=narrator) or roll_call or bool(at_table and at_table.search(text[a:b]))
+        is_table_talk(text[a:b], narrated=narrator)
+        or roll_call
+        or bool(at_table and at_table.search(text[a:b]))
+        or _COMBAT.search(text[a:b]) is not None
         for (a, b), roll_call in zip(sentences, called, strict=True)
     ]
     unreal = [_HYPOTHETICAL.search(text[a:b]) is not None for a, b in sentences]
@@ -166,6 +180,8 @@ def _best_line(
                     said = " ".join(said.split()[:cut]).rstrip(",;:—–- ") + "…"
                     end = start + [m.end() for m in re.finditer(r"\S+", text[start:end])][cut - 1]
                 words = min(cut, _LINE_WORDS)
+            if _opens_quote(said):  # goes, "My friends.": the line ends before what is said
+                continue
             named = {entity for a, b, entity in mentions if a < end and b > start}
             score = _ENTITY * len(named) + words / _LINE_WORDS + (_NARRATOR if narrator else 0.0)
             if best is None or score > best.score:
@@ -206,6 +222,14 @@ def _clause_words(words: Sequence[str]) -> int | None:
         return len(words)
     cut = next((k for k in range(_LINE_WORDS, _LINE_WORDS // 2 - 1, -1) if ends(k)), None)
     return cut or (len(words) if len(words) <= _LONG_WORDS else None)
+
+
+def _opens_quote(said: str) -> bool:
+    """Whether ``said`` ends on the first few words of a quotation that goes on past it (Yennen goes, "My friends.",
+    and then asks his favour): a line ending there quotes the greeting, not what is said."""
+    opened = [m.end() for m in re.finditer('"', said) if m.start() == 0 or said[m.start() - 1].isspace()]
+    closed = [m.start() for m in re.finditer('"', said) if m.start() > 0 and not said[m.start() - 1].isspace()]
+    return bool(opened) and (not closed or closed[-1] < opened[-1]) and len(said[opened[-1] :].split()) < _SHORT
 
 
 def _quoted_whole(said: str) -> str:

@@ -405,3 +405,30 @@ def test_the_dms_previously_on_leads_the_recap_under_its_own_lead_not_as_tonight
     assert lines[1] == "Mira: So, it's dawn, and the road to the coast is white with frost."
     entries = [entry(n, who, what) for n, (who, what) in enumerate(said, 1)]
     assert cited(lines[0], entries) == f"[0:02] {lines[0]}"  # cited as any quoted line
+
+
+def test_the_dm_running_a_fight_is_not_quoted() -> None:
+    """A creature's attacks announced, who is in melee, a turn's end: what the turn holds, not what happened."""
+    for move in [
+        "It's going to take all three of its strikes at you, Eldrinax.",
+        "They're both going to take shots at Eldrinax and the Pale Magister.",
+        "The Pale Magister is coming into combat with both Eldrinax and the guards.",
+        "All right, so that ends Eldrinax.",
+    ]:
+        said = [*chatter(3), ("Mira", move), *chatter(3)]
+        said += [("Mira", "The dragon wakes, and the whole mountain shakes with his roar.")]
+        assert not any(move in line for line in summarise(said)), move
+
+
+def test_a_line_does_not_end_on_the_first_words_of_a_quotation() -> None:
+    """Yennen goes, "My friends." and the favour he asks comes after: a line ending on a quotation's first words
+    quotes its greeting, not what is said."""
+    said = (
+        'Eldrinax turns from the Pale Magister, approaches you once again and goes, "My friends. We have two weeks '
+        'until the festival, something we have not celebrated in near five years."'
+    )
+    lines = summarise([("Mira", said)] * 5)
+    assert (
+        lines[:-1]
+        == ['Mira: "We have two weeks until the festival, something we have not celebrated in near five years."'] * 5
+    )
