@@ -113,6 +113,14 @@ _COMBAT = re.compile(
 )
 
 
+#: A player declaring what their character does, in the first person at the table ("Caleb sends Frumpkin down and I
+#: will send out a Fire Bolt", "I'm going to cast Shield"): the move asked for, not narration of what happened.
+_DECLARES = re.compile(
+    r"\bI(?:\s+will|['’]ll|\s+am\s+going\s+to|['’]m\s+going\s+to|['’]m\s+gonna|\s+want\s+to|['’]d\s+like\s+to"
+    r"|\s+cast|\s+attack)\b"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class _Line:
     score: float
@@ -150,6 +158,7 @@ def _best_line(
         or roll_call
         or bool(at_table and at_table.search(text[a:b]))
         or _COMBAT.search(text[a:b]) is not None
+        or (not narrator and _DECLARES.search(text[a:b]) is not None)
         for (a, b), roll_call in zip(sentences, called, strict=True)
     ]
     unreal = [_HYPOTHETICAL.search(text[a:b]) is not None for a, b in sentences]

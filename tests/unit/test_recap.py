@@ -432,3 +432,12 @@ def test_a_line_does_not_end_on_the_first_words_of_a_quotation() -> None:
         lines[:-1]
         == ['Mira: "We have two weeks until the festival, something we have not celebrated in near five years."'] * 5
     )
+
+
+def test_a_players_first_person_declaration_is_not_quoted() -> None:
+    """A player declaring their character's move at the table ("… and I will send out a Fire Bolt") asks for a move;
+    it is not the story told."""
+    said = [("Mira", "Welcome back, everyone.")] * 10
+    said += [("Liam", "Eldrinax sends the Pale Magister down to the gate and I will send out a Fire Bolt as well.")]
+    said += [("Mira", "Welcome back, everyone.")] * 10
+    assert not any("Fire Bolt" in line for line in summarise(said))
