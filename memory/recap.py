@@ -52,6 +52,8 @@ _WHOLE_WORDS = 30
 _LONG_WORDS = 45
 #: A sentence shorter than this ("All right.", "Okay, cool.") neither starts nor ends a line.
 _SHORT = 4
+#: The session's last scene: its last this many lines of play, one of which ends the recap.
+_LAST_SCENE = 30
 #: What makes a line telling: each entity it names, its length (up to ``_LINE_WORDS`` words), the narrator.
 _ENTITY, _NARRATOR = 1.0, 1.0
 
@@ -338,20 +340,29 @@ def extractive_summary(
     if opening := [n for n in found if entries[n].id in retold]:
         n = max(opening, key=lambda n: found[n].score)
         said[n] = PREVIOUSLY + _said_by(entries, n, found[n].text, narrates(entries[n]), gazetteer, secret)
+    # the parts share the story, from its first line to its last: the pre-show and the closing thanks take no part's
+    # share, and the last part ends where play ended (the cliffhanger)
+    story = [n for n, e in enumerate(entries) if e.id not in talk] or [0]
+    lo, size = story[0], story[-1] + 1 - story[0]
     for p in range(parts):
         part = [
             n
-            for n in range(p * len(entries) // parts, (p + 1) * len(entries) // parts)
+            for n in range(lo + p * size // parts, lo + (p + 1) * size // parts)
             if n in found and entries[n].id not in retold
         ]
         if part:
             best = max(part, key=lambda n: found[n].score)  # the first of equals
             said[best] = _said_by(entries, best, found[best].text, narrates(entries[best]), gazetteer, secret)
+    # the session's last scene (its cliffhanger) is told too, whatever scored best in the last part before it
+    end = [n for n in found if story[-1] - _LAST_SCENE <= n and entries[n].id not in retold]
+    if end and not any(n >= end[0] for n in said):
+        best = max(end, key=lambda n: found[n].score)
+        said[best] = _said_by(entries, best, found[best].text, narrates(entries[best]), gazetteer, secret)
     involved = [i for i, _ in counts.most_common() if i in names and i in told]
     shown = [names[i] for i in involved if i not in secret]
     tail = [_INVOLVED + ", ".join(shown[:12])] if shown else []
-    while len(said) > 1 and len("\n".join([*said.values(), *tail])) > _MAX_CHARS:  # long speakers' names
-        del said[min(said, key=lambda n: found[n].score)]
+    while len(said) > _MAX_LINES or (len(said) > 1 and len("\n".join([*said.values(), *tail])) > _MAX_CHARS):
+        del said[min(list(said)[:-1], key=lambda n: found[n].score)]  # the last scene stays
     return "\n".join([*said.values(), *tail]), involved
 
 

@@ -59,7 +59,8 @@ def test_a_long_session_is_told_from_its_beginning_middle_and_end() -> None:
     assert "Mira: Deep below the city the Pale Magister opens a door of bone." in lines
     assert "Mira: The dragon Eldrinax wakes, and the whole mountain shakes with his roar." in lines
     assert lines[-1] == "Involved: Eldrinax, Ironhold, Vaskerrin Holt, Ember Key"
-    assert len(lines) - 1 == 6  # a line a part: the story's four, and the table's talk where nothing happened
+    # a line a part: the story's four, and the table's talk where nothing happened; and the last scene's
+    assert len(lines) - 1 == 7
 
 
 def test_the_recap_credits_the_character_the_dm_voices_by_a_marker() -> None:
@@ -441,3 +442,16 @@ def test_a_players_first_person_declaration_is_not_quoted() -> None:
     said += [("Liam", "Eldrinax sends the Pale Magister down to the gate and I will send out a Fire Bolt as well.")]
     said += [("Mira", "Welcome back, everyone.")] * 10
     assert not any("Fire Bolt" in line for line in summarise(said))
+
+
+def test_the_recap_ends_with_the_sessions_last_scene() -> None:
+    """The last part's best-named line came before the cliffhanger, and the closing thanks took a share of the
+    parts: the recap stopped before the session's last scene. It ends with it now."""
+    said = [("Mira", "At the gates of Ironhold the guards stop you and ask your names.")]
+    said += chatter(1100)
+    said += [("Mira", "Eldrinax and the Pale Magister watch from the walls of Ironhold as you pass the Ember Key.")]
+    said += chatter(150)
+    said += [("Mira", "You slide down into the refuse heap, and two giant tendrils pull themselves out of it.")]
+    said += chatter(5)
+    lines = summarise(said)
+    assert lines[-2] == "Mira: You slide down into the refuse heap, and two giant tendrils pull themselves out of it."
