@@ -353,15 +353,15 @@ def extractive_summary(
         if part:
             best = max(part, key=lambda n: found[n].score)  # the first of equals
             said[best] = _said_by(entries, best, found[best].text, narrates(entries[best]), gazetteer, secret)
-    # the session's last scene (its cliffhanger) is told too, whatever scored best in the last part before it
-    end = [n for n in found if story[-1] - _LAST_SCENE <= n and entries[n].id not in retold]
+    # the session's last scene (the DM's cliffhanger) is told too, whatever scored best in the last part before it
+    end = [n for n in found if story[-1] - _LAST_SCENE <= n and narrates(entries[n]) and entries[n].id not in retold]
     if end and not any(n >= end[0] for n in said):
         best = max(end, key=lambda n: found[n].score)
         said[best] = _said_by(entries, best, found[best].text, narrates(entries[best]), gazetteer, secret)
     involved = [i for i, _ in counts.most_common() if i in names and i in told]
     shown = [names[i] for i in involved if i not in secret]
     tail = [_INVOLVED + ", ".join(shown[:12])] if shown else []
-    while len(said) > _MAX_LINES or (len(said) > 1 and len("\n".join([*said.values(), *tail])) > _MAX_CHARS):
+    while len(said) > 1 and len("\n".join([*said.values(), *tail])) > _MAX_CHARS:  # long speakers' names
         del said[min(list(said)[:-1], key=lambda n: found[n].score)]  # the last scene stays
     return "\n".join([*said.values(), *tail]), involved
 
