@@ -320,12 +320,15 @@ def extractive_summary(
     narrates = narrator(entries, dm_speaker_id)
     talk = out_of_game(entries, dm_speaker_id)  # the pre-show, breaks, sponsor reads and dice: never quoted
     found: dict[int, _Line] = {}
+    last_named = len(entries) - 1  # the last line of play naming someone or somewhere: the story's last scene ends
     at_table = _table_names(entries, gazetteer)
     retold = _previously(entries, opening_recap(entries, talk, dm_speaker_id))
     for n, e in enumerate(entries):
         if e.id in talk:
             continue
         named = gazetteer.mentioned_ids(e)
+        if named:
+            last_named = n
         counts.update(named)
         if narrates(e):
             told.update(named)
@@ -354,7 +357,12 @@ def extractive_summary(
             best = max(part, key=lambda n: found[n].score)  # the first of equals
             said[best] = _said_by(entries, best, found[best].text, narrates(entries[best]), gazetteer, secret)
     # the session's last scene (the DM's cliffhanger) is told too, whatever scored best in the last part before it
-    end = [n for n in found if story[-1] - _LAST_SCENE <= n and narrates(entries[n]) and entries[n].id not in retold]
+    # there, not in the table's goodbyes after it ("If you've been watching The Walking Dead…")
+    end = [
+        n
+        for n in found
+        if last_named - _LAST_SCENE <= n <= last_named and narrates(entries[n]) and entries[n].id not in retold
+    ]
     if end and not any(n >= end[0] for n in said):
         best = max(end, key=lambda n: found[n].score)
         said[best] = _said_by(entries, best, found[best].text, narrates(entries[best]), gazetteer, secret)
