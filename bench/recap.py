@@ -54,6 +54,7 @@ from memory.extraction.schema import KnownEntity
 from memory.gazetteer import Gazetteer
 from memory.jobs import extractive_summary
 from memory.models import EntityType, Entry
+from memory.recap import PREVIOUSLY
 
 ALIGNED = CRD3 / "aligned_index.dev.jsonl"
 QUOTES = Path(__file__).resolve().parents[1] / "tests" / "data" / "recap_quote_labels.json"
@@ -205,7 +206,7 @@ def lorekeeper(
     for line in summary.splitlines():
         if line.startswith("Involved: "):
             continue
-        speaker, _, said = line.partition(": ")
+        speaker, _, said = line.removeprefix(PREVIOUSLY).partition(": ")
         # the lines are in story order: a turn said again later (CRD3 C1E001 plays the cast's intro videos in its
         # pre-show and again in its break) is the one after the line before
         after = lines[-1][0] + 1 if lines else 0

@@ -107,6 +107,9 @@ class Overrides:
     types: dict[str, EntityType] = field(default_factory=dict)
     #: entry → who plays it, as CRD3's transcripts name the speaker ("TRAVIS"): its ``played_by`` attribute
     played_by: dict[str, str] = field(default_factory=dict)
+    #: Names players must never read (a true name the story keeps for a reveal: "Hotis" of the rakshasa players meet
+    #: as Hosin): no entity's name or alias, listed in the campaign's ``hidden_names``
+    hidden: frozenset[str] = frozenset()
 
     def dropped(self, name: str) -> bool:
         return name in self.drop or any(p.search(name) for p in self.drop_patterns)
@@ -139,6 +142,7 @@ def load_overrides(path: Path) -> Overrides:
         rename={str(k): str(v) for k, v in (data.get("rename") or {}).items()},
         types=types,
         played_by=played_by,
+        hidden=frozenset(data.get("hidden") or ()),
     )
 
 
@@ -250,6 +254,7 @@ def build(records: list[dict[str, Any]], overrides: Overrides | None = None) -> 
         return " ".join(overrides.rename.get(record["canonical"], record["canonical"]).split())
 
     names = {name_key(final_name(r)) for r in records}
+    hidden = {name_key(n) for n in overrides.hidden}
     candidates: dict[str, list[str]] = {}  # final name → aliases wanted
     claimed: Counter[str] = Counter()
     for record in records:
@@ -263,7 +268,7 @@ def build(records: list[dict[str, Any]], overrides: Overrides | None = None) -> 
             alias = " ".join(surface.split())
             key = name_key(alias)
             ok = (surface in vouched and "(" not in surface) or looks_like_alias(surface)
-            if ok and key != name_key(canonical) and key not in wanted:
+            if ok and key != name_key(canonical) and key not in wanted and key not in hidden:
                 wanted[key] = alias
         candidates[canonical] = list(wanted.values())
         claimed.update(wanted.keys())
@@ -302,6 +307,7 @@ def build(records: list[dict[str, Any]], overrides: Overrides | None = None) -> 
         name="Critical Role (CRD3)",
         system="D&D 5e",
         description="The Critical Role fan-wiki entities that CRD3 found in the show's first two campaigns.",
+        hidden_names=sorted(overrides.hidden),
     )
     campaign = CampaignFile(campaign=header, entities=entities)
     return Built(campaign, type_source, dropped=dropped, merged=len(overrides.merge))

@@ -67,7 +67,7 @@ from memory.models import (
     Visibility,
 )
 from memory.providers.embeddings import Embedder
-from memory.recap import recap_for_players, voiced_by
+from memory.recap import PREVIOUSLY, recap_for_players, voiced_by
 from memory.store import CampaignMemory
 from memory.text import clip, fact_value
 
@@ -203,7 +203,7 @@ def cited(summary: str, entries: list[Entry]) -> str:
         by_speaker.setdefault(e.speaker, []).append(e)
     out = []
     for line in summary.splitlines():
-        speaker, _, said = line.partition(": ")
+        speaker, _, said = line.removeprefix(PREVIOUSLY).partition(": ")
         # the quote is cut to whole words ("…") and its cut quotation closed: its longest run is the line's own
         run = max(said.split("…"), key=len).strip().strip('"')
         # a character the narrator voices is said by the narrator: "Marcus (as Quillon): …" is one of Marcus's lines

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, field_validator
 
 from memory.correction.evidence import word_zipf
+from memory.extraction.events import told_before
 from memory.extraction.llm import _BRACKETS, FENCE_CLOSE, FENCE_OPEN
+from memory.extraction.pipeline import opening_recap
 from memory.extraction.salience import is_trivial
 from memory.gazetteer import Gazetteer
 from memory.graph import SecretMask
@@ -50,6 +52,8 @@ _WHOLE_WORDS = 30
 _LONG_WORDS = 45
 #: A sentence shorter than this ("All right.", "Okay, cool.") neither starts nor ends a line.
 _SHORT = 4
+#: The session's last scene: its last this many lines of play, one of which ends the recap.
+_LAST_SCENE = 30
 #: What makes a line telling: each entity it names, its length (up to ``_LINE_WORDS`` words), the narrator.
 _ENTITY, _NARRATOR = 1.0, 1.0
 
@@ -100,6 +104,25 @@ _HYPOTHETICAL = re.compile(
 )
 
 
+#: The DM running a fight: a creature's attacks announced ("It's going to take all three of its strikes at you,
+#: Pike.", "They're both going to take shots at Fjord."), who is in melee ("Coming into combat with both Fjord and
+#: Beau."), a turn's end ("So that ends Vax."): what the turn holds, not what happened.
+_COMBAT = re.compile(
+    r"\b(?:going\s+to|gonna|will|['’]ll)\s+(?:take|make|use)\b[^.!?]{0,40}?\b(?:shots?|strikes?|attacks?|swings?)\b"
+    r"|\b(?:in|into)\s+(?:combat|melee)\s+with\b"
+    r"|\bthat\s+ends\s+[A-Z][\w'’]*(?:['’]s\s+turn)?[.!]?\s*$",
+    re.IGNORECASE,
+)
+
+
+#: A player declaring what their character does, in the first person at the table ("Caleb sends Frumpkin down and I
+#: will send out a Fire Bolt", "I'm going to cast Shield"): the move asked for, not narration of what happened.
+_DECLARES = re.compile(
+    r"\bI(?:\s+will|['’]ll|\s+am\s+going\s+to|['’]m\s+going\s+to|['’]m\s+gonna|\s+want\s+to|['’]d\s+like\s+to"
+    r"|\s+cast|\s+attack)\b"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class _Line:
     score: float
@@ -133,7 +156,11 @@ def _best_line(
         _roll_call(text[a:b], [(x - a, y - a, e) for x, y, e in mentions if a <= x and y <= b]) for a, b in sentences
     ]
     table = [
-        is_table_talk(text[a:b], narrated=narrator) or roll_call or bool(at_table and at_table.search(text[a:b]))
+        is_table_talk(text[a:b], narrated=narrator)
+        or roll_call
+        or bool(at_table and at_table.search(text[a:b]))
+        or _COMBAT.search(text[a:b]) is not None
+        or (not narrator and _DECLARES.search(text[a:b]) is not None)
         for (a, b), roll_call in zip(sentences, called, strict=True)
     ]
     unreal = [_HYPOTHETICAL.search(text[a:b]) is not None for a, b in sentences]
@@ -164,6 +191,8 @@ def _best_line(
                     said = " ".join(said.split()[:cut]).rstrip(",;:—–- ") + "…"
                     end = start + [m.end() for m in re.finditer(r"\S+", text[start:end])][cut - 1]
                 words = min(cut, _LINE_WORDS)
+            if _opens_quote(said):  # goes, "My friends.": the line ends before what is said
+                continue
             named = {entity for a, b, entity in mentions if a < end and b > start}
             score = _ENTITY * len(named) + words / _LINE_WORDS + (_NARRATOR if narrator else 0.0)
             if best is None or score > best.score:
@@ -206,6 +235,14 @@ def _clause_words(words: Sequence[str]) -> int | None:
     return cut or (len(words) if len(words) <= _LONG_WORDS else None)
 
 
+def _opens_quote(said: str) -> bool:
+    """Whether ``said`` ends on the first few words of a quotation that goes on past it (Yennen goes, "My friends.",
+    and then asks his favour): a line ending there quotes the greeting, not what is said."""
+    opened = [m.end() for m in re.finditer('"', said) if m.start() == 0 or said[m.start() - 1].isspace()]
+    closed = [m.start() for m in re.finditer('"', said) if m.start() > 0 and not said[m.start() - 1].isspace()]
+    return bool(opened) and (not closed or closed[-1] < opened[-1]) and len(said[opened[-1] :].split()) < _SHORT
+
+
 def _quoted_whole(said: str) -> str:
     """``said`` with the quotation marks its cut goes through: she goes, "I am Norda." (the line goes on inside the
     quotation); "Whitestone is free!" he says (it began before). A mark before a word opens, one after closes."""
@@ -216,6 +253,9 @@ def _quoted_whole(said: str) -> str:
 
 
 _INVOLVED = "Involved: "
+#: The lead of the recap's line from the DM's "previously on" (:func:`memory.extraction.pipeline.opening_recap`):
+#: what earlier sessions told, not tonight.
+PREVIOUSLY = "Previously: "
 #: A line of fewer words than this, within ``_RULES_NEAR`` lines of rules talk, continues it (who is in melee with
 #: whom, who gets inspiration), unless it tells what happens.
 _RULES_SHORT, _RULES_NEAR = 8, 2
@@ -243,6 +283,22 @@ def _table_names(entries: Sequence[Entry], gazetteer: Gazetteer) -> re.Pattern[s
     return re.compile(rf"\b(?:{'|'.join(names)})\b") if names else None
 
 
+#: The DM's words opening a "previously on": "Last we left off", "last time", "to get you guys up to speed".
+_RECAP_CUE = re.compile(
+    r"\b(?:last\s+(?:we|time)|left\s+off|previously|story\s+so\s+far|up\s+to\s+speed|caught\s+up)\b",
+    re.IGNORECASE,
+)
+
+
+def _previously(entries: Sequence[Entry], opening: Set[int]) -> set[int]:
+    """The ids of the lines of the DM's "previously on": of the session's ``opening`` lines
+    (:func:`memory.extraction.pipeline.opening_recap`), those told in the past from the first that cues a recap on
+    ("Last we left off, …"). They tell earlier sessions: never a part's line, at most the recap's lead."""
+    said = [e for e in entries if e.id in opening]
+    start = next((n for n, e in enumerate(said) if _RECAP_CUE.search(e.text)), len(said))
+    return {e.id for e in said[start:] if told_before(e.text)}
+
+
 def extractive_summary(
     entries: Sequence[Entry],
     gazetteer: Gazetteer,
@@ -264,11 +320,15 @@ def extractive_summary(
     narrates = narrator(entries, dm_speaker_id)
     talk = out_of_game(entries, dm_speaker_id)  # the pre-show, breaks, sponsor reads and dice: never quoted
     found: dict[int, _Line] = {}
+    last_named = len(entries) - 1  # the last line of play naming someone or somewhere: the story's last scene ends
     at_table = _table_names(entries, gazetteer)
+    retold = _previously(entries, opening_recap(entries, talk, dm_speaker_id))
     for n, e in enumerate(entries):
         if e.id in talk:
             continue
         named = gazetteer.mentioned_ids(e)
+        if named:
+            last_named = n
         counts.update(named)
         if narrates(e):
             told.update(named)
@@ -280,16 +340,37 @@ def extractive_summary(
             found[n] = line
     parts = min(len(entries), _MAX_LINES, max(5, len(entries) // _TURNS_PER_LINE))
     said: dict[int, str] = {}
+    if opening := [n for n in found if entries[n].id in retold]:
+        n = max(opening, key=lambda n: found[n].score)
+        said[n] = PREVIOUSLY + _said_by(entries, n, found[n].text, narrates(entries[n]), gazetteer, secret)
+    # the parts share the story, from its first line to its last: the pre-show and the closing thanks take no part's
+    # share, and the last part ends where play ended (the cliffhanger)
+    story = [n for n, e in enumerate(entries) if e.id not in talk] or [0]
+    lo, size = story[0], story[-1] + 1 - story[0]
     for p in range(parts):
-        part = [n for n in range(p * len(entries) // parts, (p + 1) * len(entries) // parts) if n in found]
+        part = [
+            n
+            for n in range(lo + p * size // parts, lo + (p + 1) * size // parts)
+            if n in found and entries[n].id not in retold
+        ]
         if part:
             best = max(part, key=lambda n: found[n].score)  # the first of equals
             said[best] = _said_by(entries, best, found[best].text, narrates(entries[best]), gazetteer, secret)
+    # the session's last scene (the DM's cliffhanger) is told too, whatever scored best in the last part before it
+    # there, not in the table's goodbyes after it ("If you've been watching The Walking Dead…")
+    end = [
+        n
+        for n in found
+        if last_named - _LAST_SCENE <= n <= last_named and narrates(entries[n]) and entries[n].id not in retold
+    ]
+    if end and not any(n >= end[0] for n in said):
+        best = max(end, key=lambda n: found[n].score)
+        said[best] = _said_by(entries, best, found[best].text, narrates(entries[best]), gazetteer, secret)
     involved = [i for i, _ in counts.most_common() if i in names and i in told]
     shown = [names[i] for i in involved if i not in secret]
     tail = [_INVOLVED + ", ".join(shown[:12])] if shown else []
     while len(said) > 1 and len("\n".join([*said.values(), *tail])) > _MAX_CHARS:  # long speakers' names
-        del said[min(said, key=lambda n: found[n].score)]
+        del said[min(list(said)[:-1], key=lambda n: found[n].score)]  # the last scene stays
     return "\n".join([*said.values(), *tail]), involved
 
 

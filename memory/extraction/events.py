@@ -375,6 +375,12 @@ def told_now(text: str) -> bool:
     return _PAST_TENSE.search(_NAME_WORD.sub(" ", text)) is None and _NOW.search(text) is not None
 
 
+def told_before(text: str) -> bool:
+    """Whether ``text`` tells something in the past: a line of the DM's opening so ("Last we left off, you had
+    fled Ironhold") retells the story so far, where one in the present ("So, it's dawn") is play."""
+    return _PAST_TENSE.search(_NAME_WORD.sub(" ", text)) is not None
+
+
 #: A capitalised word inside a sentence: a name's ("the Gilded Anchor", "the Fell Wood"), no verb in the past.
 _NAME_WORD = re.compile(rf"(?<=[^\s.!?:\"“]\s)[{_UPPER}][\w'’-]*")
 

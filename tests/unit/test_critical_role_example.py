@@ -154,6 +154,20 @@ def test_the_table_drops_merges_renames_and_types() -> None:
     assert built.dropped == 2 and built.merged == 2
 
 
+def test_a_hidden_name_is_no_alias_and_players_never_read_it(campaign: CampaignFile) -> None:
+    """The rakshasa is Hosin to the party until its true name is told: the example made "Hosin" an alias of Hotis,
+    so the players' recap listed "Hotis". The table renames it to Hosin and hides Hotis for the whole campaign."""
+    built = build(
+        [record("Hotis", 3)],
+        Overrides(rename={"Hotis": "Hosin"}, hidden=frozenset({"Hotis"}), types={"Hotis": EntityType.npc}),
+    )
+    assert [(e.name, e.aliases) for e in built.campaign.entities] == [("Hosin", [])]
+    assert built.campaign.campaign is not None and built.campaign.campaign.hidden_names == ["Hotis"]
+    cards = {e.name: e for e in campaign.entities}
+    assert "Hotis" not in cards and "Hotis" not in cards["Hosin"].aliases
+    assert campaign.campaign is not None and "Hotis" in campaign.campaign.hidden_names
+
+
 def test_a_name_the_source_lacks_stops_the_build() -> None:
     with pytest.raises(SystemExit, match="Grgo"):
         build([record("Grog", 1)], Overrides(types={"Grgo": EntityType.player}))

@@ -132,7 +132,7 @@ def test_a_recap_of_long_speeches_fits_an_embed() -> None:
     )
     lines = summarise([("Mira", speech)] * 3000)
     assert len("\n".join(lines)) <= 2000
-    assert 5 <= len(lines) - 1 <= 12
+    assert 5 <= len(lines) - 1 <= 12 + 1  # a line a part, and the last scene's
     assert all(len(line.split()) <= 26 + 1 for line in lines[:-1])  # "Mira:" and at most 25 words
 
 
@@ -385,3 +385,74 @@ def test_a_voiced_line_of_a_recap_is_cited_with_its_time_as_any_other() -> None:
         "[0:01] Ana: I think we should probably wait here for a bit.",
         "[0:02] Mira (as Eldrinax): The Ember Key is mine, and…",
     ]
+
+
+def test_the_dms_previously_on_leads_the_recap_under_its_own_lead_not_as_tonight() -> None:
+    """The DM opens with the story so far ("Last we left off, …"): earlier sessions', not tonight's. A part of the
+    session never quotes it as what happened; its most telling line leads the recap as "Previously: …"."""
+    from memory.mcp_tools import cited
+
+    said = [("Mira", "Welcome back, everyone, good to see you all here tonight.")]
+    said += [("Mira", "Last we left off, you had taken the Ember Key from the vaults of Ironhold, and fled.")]
+    said += [("Mira", "Eldrinax had burned the gates behind you as the Pale Magister watched from the walls.")]
+    said += [("Mira", "So, it's dawn, and the road to the coast is white with frost.")]
+    said += [("Mira", f"You walk on towards the coast, past the mill {n}, gulls circling.") for n in range(20)]
+    said += chatter(200)
+    lines = summarise(said)
+    opening = "Last we left off, you had taken the Ember Key from the vaults of Ironhold, and fled."
+    assert lines[0] == f"Previously: Mira: {opening}"
+    assert not any("Ironhold" in line for line in lines[1:-1])  # the rest is tonight
+    assert lines[1] == "Mira: So, it's dawn, and the road to the coast is white with frost."
+    entries = [entry(n, who, what) for n, (who, what) in enumerate(said, 1)]
+    assert cited(lines[0], entries) == f"[0:02] {lines[0]}"  # cited as any quoted line
+
+
+def test_the_dm_running_a_fight_is_not_quoted() -> None:
+    """A creature's attacks announced, who is in melee, a turn's end: what the turn holds, not what happened."""
+    for move in [
+        "It's going to take all three of its strikes at you, Eldrinax.",
+        "They're both going to take shots at Eldrinax and the Pale Magister.",
+        "The Pale Magister is coming into combat with both Eldrinax and the guards.",
+        "All right, so that ends Eldrinax.",
+    ]:
+        said = [*chatter(3), ("Mira", move), *chatter(3)]
+        said += [("Mira", "The dragon wakes, and the whole mountain shakes with his roar.")]
+        assert not any(move in line for line in summarise(said)), move
+
+
+def test_a_line_does_not_end_on_the_first_words_of_a_quotation() -> None:
+    """Yennen goes, "My friends." and the favour he asks comes after: a line ending on a quotation's first words
+    quotes its greeting, not what is said."""
+    said = (
+        'Eldrinax turns from the Pale Magister, approaches you once again and goes, "My friends. We have two weeks '
+        'until the festival, something we have not celebrated in near five years."'
+    )
+    lines = summarise([("Mira", said)] * 5)
+    assert (
+        lines[:-1]
+        == ['Mira: "We have two weeks until the festival, something we have not celebrated in near five years."'] * 5
+    )
+
+
+def test_a_players_first_person_declaration_is_not_quoted() -> None:
+    """A player declaring their character's move at the table ("… and I will send out a Fire Bolt") asks for a move;
+    it is not the story told."""
+    said = [("Mira", "Welcome back, everyone.")] * 10
+    said += [("Liam", "Eldrinax sends the Pale Magister down to the gate and I will send out a Fire Bolt as well.")]
+    said += [("Mira", "Welcome back, everyone.")] * 10
+    assert not any("Fire Bolt" in line for line in summarise(said))
+
+
+def test_the_recap_ends_with_the_sessions_last_scene() -> None:
+    """The last part's best-named line came before the cliffhanger, and the closing thanks took a share of the
+    parts: the recap stopped before the session's last scene. It ends with it now."""
+    said = [("Mira", "At the gates of Ironhold the guards stop you and ask your names.")]
+    said += chatter(1100)
+    said += [("Mira", "Eldrinax and the Pale Magister watch from the walls of Ironhold as you pass the Ember Key.")]
+    said += chatter(150)
+    said += [("Mira", "You slide down into the refuse heap of Ironhold, and two giant tendrils pull out of it.")]
+    said += chatter(5)
+    # the goodbyes after the game: no part of its last scene
+    said += [("Mira", "If you have been watching that show, he has been awesome on it for a long time now.")] * 5
+    lines = summarise(said)
+    assert lines[-2] == "Mira: You slide down into the refuse heap of Ironhold, and two giant tendrils pull out of it."
