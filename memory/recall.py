@@ -26,13 +26,14 @@ import asyncpg
 from pydantic import BaseModel
 
 from memory import lexical as lexical_ranker
+from memory import offgame
 from memory import recall_rank as rank
 from memory.correction.evidence import MatchSettings, word_zipf
 from memory.correction.text import normalize, spaced_form, tokenize
 from memory.errors import InvalidInputError, NotFoundError
 from memory.gazetteer import Gazetteer, short_names
 from memory.mentions import first_said
-from memory.models import PERSON_TYPES, ChunkHit, EntityType, Session, Visibility, took_part_line, where_said
+from memory.models import PERSON_TYPES, ChunkHit, EntityType, Entry, Session, Visibility, took_part_line, where_said
 from memory.offgame import VOICE_LINES, Talk, line_talk, tells_last_session, voice_of
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
@@ -148,6 +149,13 @@ MEANING_BESIDE_WORDS = 0.40
 MEANING_PASSAGE_FROM = 40
 
 
+def _line(e: Entry, session: Session) -> lexical_ranker.Line:
+    """A line of the log as recall reads it, with its session's title and start."""
+    return lexical_ranker.Line(
+        e.id, e.session_id, e.seq, e.speaker, e.text, e.start_s, e.end_s, e.ref, session.title, session.started_at
+    )
+
+
 async def recall(
     mem: CampaignMemory,
     embedder: Embedder | None,
@@ -183,7 +191,9 @@ async def recall(
     parsed, sessions = await _parsed(mem, query, voices or (), (now or datetime.now(UTC)).astimezone(UTC))
     meant = _meaning(query, parsed, embedding, embedder)
     if sessions == [] or rank.recap_asked(parsed):
-        return []  # "in session 12" of a campaign with 3; "what happened last session?": its recap answers it
+        # "in session 12" of a campaign with 3; "what happened last session?": its recap answers it (the caller's);
+        # "where did we leave off?": its recap and its last scene
+        return await _last_scene(mem, sessions[0]) if sessions and parsed.left_off else []
     speakers = list(dict.fromkeys(s.name for s in parsed.filters.speakers)) or None
     # a player's lines of the sessions where they played another character than asked for: left out where the
     # best lines are chosen, so those of the character asked for fill the hits
@@ -303,6 +313,32 @@ async def recall(
     unworded = {i: e.text for i, e in entries.items() if shown and i not in lexical and i not in found.scored}
     groups = await _shown_by_meaning(embedder, meant, grouping(), unworded, spans, grouping)
     return _hits(groups, {f.entry_id: f for f in ranked}, found.around, parsed.filters.plays(), passage)
+
+
+#: The narrator's story lines a session's last scene goes back to ("where did we leave off?"): the last two things
+#: the DM told, and what the table said between and after them, where the story stood when play ended ...
+LAST_SCENE_TOLD = 2
+#: ... in at most this many story lines (a long chat between the two).
+LAST_SCENE_LINES = 10
+#: Lines at a session's end judged for table talk (the after-show, thanks, dice) before its last story lines.
+LAST_SCENE_READ = 300
+
+
+async def _last_scene(mem: CampaignMemory, session_id: int) -> list[RecallHit]:
+    """A session's last scene as one hit: its story lines from the narrator's ``LAST_SCENE_TOLD``-th last on, table
+    talk aside (the after-show, dice, breaks: :func:`memory.offgame.out_of_game`, as the recap leaves them out)."""
+    session = await mem.log.session(session_id)
+    entries = await mem.log.session_entries(session_id)
+    talk = offgame.out_of_game(entries, session.dm_speaker_id, only={e.id for e in entries[-LAST_SCENE_READ:]})
+    story = [e for e in entries if e.id not in talk]
+    narrates = offgame.narrator(entries, session.dm_speaker_id)
+    told = [n for n, e in enumerate(story) if narrates(e)][-LAST_SCENE_TOLD:]
+    scene = story[max(told[0] if told else 0, len(story) - LAST_SCENE_LINES) :]
+    if not scene:
+        return []
+    rows = [_line(e, session) for e in entries if scene[0].seq <= e.seq <= scene[-1].seq]
+    group = rank.Group(session_id, scene[0].seq, scene[-1].seq, [e.id for e in scene], 1.0)
+    return [_hit(group, rows, ["last scene"], {}, lambda _: None)]
 
 
 def _meaning(

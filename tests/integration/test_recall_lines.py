@@ -234,6 +234,30 @@ async def test_a_session_is_asked_for_by_its_title(campaign: CampaignMemory) -> 
     assert (await recap_asked(campaign, "what happened last time?")) is not None
 
 
+async def test_where_did_we_leave_off_is_the_last_sessions_last_scene(campaign: CampaignMemory) -> None:
+    """ "Where did we leave off?" showed lines saying "leave"; it is the last session's recap and, first among the
+    hits, its last scene: the last two things the DM told and the table's lines between, the after-show aside."""
+    await said(campaign, "Night 1", [*FILLER[:5], ("DM", "We leave off the boat at the harbour of Oz.")])
+    ids = await said(
+        campaign,
+        "Night 2",
+        [
+            *FILLER[:8],
+            ("DM", 'A scream echoes down the mineshaft: "No! My baby!"'),
+            ("PRIYA", "We have to go, now."),
+            ("SAM", "I charge ahead."),
+            ("DM", "You rush down the tunnel into the dark."),
+            ("DM", "And we'll pick up on that next week."),
+            ("DM", "Thanks for watching, everyone, see you next week."),
+        ],
+    )
+    for question in ("Where did we leave off?", "where were we", "remind me where we stopped"):
+        assert (await recap_asked(campaign, question)) is not None, question
+        (hit,) = await recall(campaign, None, question, limit=3, mode="fulltext")
+        assert hit.session == "Night 2" and hit.matched == ["last scene"], question
+        assert [line.entry_id for line in hit.answering()] == ids[8:12], question
+
+
 async def test_the_dm_is_each_sessions_narrator(campaign: CampaignMemory) -> None:
     """ "What did the DM say about the bell?" took "the DM" for a name no one has and showed the players' lines;
     the DM of Night 2 is Marcus (he says the most), a player of Night 1."""
