@@ -149,6 +149,82 @@ MEANING_BESIDE_WORDS = 0.40
 MEANING_PASSAGE_FROM = 40
 
 
+async def recall(
+    mem: CampaignMemory,
+    embedder: Embedder | None,
+    query: str,
+    *,
+    limit: int = 5,
+    mode: Mode = "both",
+    embedding: list[float] | None = None,
+    dm: bool = True,
+    asker: str | None = None,
+    now: datetime | None = None,
+) -> list[RecallHit]:
+    """The ``limit`` best hits for ``query`` (its first ``QUERY_CHARS`` characters): the lines that answer it,
+    a short one with a line of context either side. ``embedding`` may be given when the caller embedded in bulk; ``dm``:
+    secret entities' names expand the query too (a player's query is expanded with public names only). ``asker``:
+    who asks, as the session's lines name them; a question in the first person ("what did I promise her?") prefers
+    their lines. ``now``: when it is asked (default: now), which a time it tells is counted from ("two weeks ago":
+    the lines of sessions played then come first). "What did Grog say about Jazna?" that no line of Grog's answers
+    is answered by his lines said near those naming her (``_said_near``)."""
+    hits = await _recall(mem, embedder, query, limit=limit, mode=mode, embedding=embedding, dm=dm, asker=asker, now=now)
+    if hits or not rank.speaker_asked(query):
+        return hits
+    return await _said_near(mem, query, limit=limit, dm=dm, asker=asker, now=now)
+
+
+#: Lines from one naming what a speaker was asked about that their lines are looked for in, when none says it:
+#: a scene's exchange ("Kill me." — "I aim my greataxe for her neck").
+SAID_NEAR = 5
+#: How a hit of such lines is marked: they do not say the topic, they were said beside a line that does.
+NEAR_MENTION = "near a mention"
+
+
+async def _said_near(
+    mem: CampaignMemory, query: str, *, limit: int, dm: bool, asker: str | None, now: datetime | None
+) -> list[RecallHit]:
+    """The hits of "what did Grog say about Jazna?" when no line of Grog's says her: his lines within ``SAID_NEAR``
+    lines of one naming Jazna (the mention index), the nearest first, each hit from the line naming her to his
+    (marked ``NEAR_MENTION``); none when the question names no entity beside its speaker."""
+    names = _Names(mem, include_secret=dm)
+    query, _ = await _as_heard(mem, _clipped(query), None, dm=dm, names=names)
+    if not dm:
+        query = await _unsaid(mem, query)
+    voices = await _speakers(mem, rank.named_forms(query), dm=dm, narrators=True, asker=asker)
+    parsed, sessions = await _parsed(mem, query, voices, (now or datetime.now(UTC)).astimezone(UTC))
+    speakers = list(dict.fromkeys(s.name for s in parsed.filters.speakers))
+    if not speakers or not parsed.text or sessions == []:
+        return []
+    called = await names()
+    topic = Gazetteer(_worded(_by_first_name(called, parsed.text), parsed.text)).find(parsed.text)
+    other = await _playing_another(mem, parsed.filters.plays(), dm=dm) | rank.not_narrating(parsed.filters.speakers)
+    near = [
+        (e, at)
+        for e, at in await mem.log.said_near(sorted({e.id for *_, e in topic}), speakers, sessions, SAID_NEAR)
+        if (e.speaker.casefold(), e.session_id) not in other
+    ]
+    spans: list[tuple[int, int, int, list[int]]] = []  # (session id, first seq, last seq, the speaker's lines)
+    for e, at in near:
+        a, b = min(e.seq, at), max(e.seq, at)
+        joined = next((n for n, s in enumerate(spans) if s[0] == e.session_id and s[1] <= b and a <= s[2]), None)
+        if joined is None:
+            if len(spans) < limit:
+                spans.append((e.session_id, a, b, [e.id]))
+            continue
+        sid, first, last, ids = spans[joined]
+        spans[joined] = (sid, min(first, a), max(last, b), [*ids, e.id])
+    hits = []
+    for n, (sid, first, last, ids) in enumerate(spans):
+        session = await mem.log.session(sid)
+        rows = [
+            _line(e, session) for e in await mem.log.session_entries(sid, after_seq=first - 1, limit=last - first + 1)
+        ]
+        group = rank.Group(sid, first, last, ids, 1 / (n + 1))
+        hits.append(_hit(group, rows, [NEAR_MENTION], parsed.filters.plays(), lambda _: None))
+    return hits
+
+
 def _line(e: Entry, session: Session) -> lexical_ranker.Line:
     """A line of the log as recall reads it, with its session's title and start."""
     return lexical_ranker.Line(
@@ -156,7 +232,7 @@ def _line(e: Entry, session: Session) -> lexical_ranker.Line:
     )
 
 
-async def recall(
+async def _recall(
     mem: CampaignMemory,
     embedder: Embedder | None,
     query: str,

@@ -14,7 +14,7 @@ from memory import lexical
 from memory.errors import InvalidInputError
 from memory.mentions import index_lines
 from memory.models import EntityIn, EntityType, EntryIn, Provenance, Visibility
-from memory.recall import MEANING_ALONE, MEANING_BESIDE_WORDS, named_entities, recall, recap_asked
+from memory.recall import MEANING_ALONE, MEANING_BESIDE_WORDS, NEAR_MENTION, named_entities, recall, recap_asked
 from memory.recall_rank import ALONE_FROM, PREVIEW_WORDS
 from memory.semantic import LineVectorIn
 from memory.store import CampaignMemory, Memory
@@ -857,6 +857,32 @@ async def test_what_a_character_said_is_what_its_player_said(campaign: CampaignM
     assert whole.answering()[0].entry_id == ids[6]
     hits = await recall(campaign, None, "what did Pike say about the axe", limit=5, mode="fulltext")
     assert ids[4] in {line.entry_id for hit in hits for line in hit.answering()}
+
+
+async def test_what_a_character_said_about_someone_no_line_of_theirs_names(campaign: CampaignMemory) -> None:
+    """ "What did Grog say about Jazna?" said "nothing found": no line of Travis names her, though he speaks in the
+    scene that does. His lines near those naming her answer, marked so; a speaker far from her is not shown."""
+    await campaign.graph.add_entity(
+        EntityIn(name="Grog Strongjaw", type=EntityType.player, aliases=["Grog"], attributes={"played_by": "travis"})
+    )
+    jazna = await campaign.graph.add_entity(EntityIn(name="Jazna Grebin", type=EntityType.npc))
+    scene = [
+        ("DM", 'Countess Jazna lifts her chin: "Kill me."'),
+        ("TRAVIS", "Okay."),
+        ("TRAVIS", "I reach over and aim my greataxe for her neck."),
+    ]
+    ids = await said(campaign, "One", [("TRAVIS", "I want another ale."), *FILLER[:10], *scene, *FILLER[10:20]])
+    session_id = (await campaign.log.sessions())[0].id
+    await index_lines(campaign.db, campaign.campaign_id, session_id, {ids[11]: [jazna.id]})
+    (hit,) = await recall(campaign, None, "What did Grog say about Jazna?", limit=3, mode="fulltext")
+    assert hit.matched == [NEAR_MENTION]
+    assert [line.entry_id for line in hit.answering()] == ids[12:14]  # not his ale, far from her
+    assert [line.entry_id for line in hit.lines] == ids[11:14]  # from the line naming her
+    assert hit.answering()[0].who() == "TRAVIS (Grog Strongjaw)"
+    # a line of his that names her is the answer, as before
+    await said(campaign, "Two", [*FILLER[:3], ("TRAVIS", "Jazna had it coming."), *FILLER[3:6]])
+    (hit, *_) = await recall(campaign, None, "What did Grog say about Jazna?", limit=3, mode="fulltext")
+    assert hit.matched != [NEAR_MENTION] and hit.answering()[0].text == "Jazna had it coming."
 
 
 async def test_a_character_played_by_several_and_a_speaker_named_like_it(campaign: CampaignMemory) -> None:
