@@ -33,7 +33,18 @@ from memory.correction.text import normalize, spaced_form, tokenize
 from memory.errors import InvalidInputError, NotFoundError
 from memory.gazetteer import Gazetteer, short_names
 from memory.mentions import first_said
-from memory.models import PERSON_TYPES, ChunkHit, EntityType, Entry, Session, Visibility, took_part_line, where_said
+from memory.models import (
+    PERSON_TYPES,
+    ChunkHit,
+    EntityType,
+    Entry,
+    Session,
+    Visibility,
+    played_there,
+    speaker_label,
+    took_part_line,
+    where_said,
+)
 from memory.offgame import VOICE_LINES, Talk, line_talk, tells_last_session, voice_of
 from memory.providers.embeddings import Embedder
 from memory.store import CampaignMemory
@@ -75,7 +86,8 @@ class HitLine(BaseModel):
     session_id: int
     seq: int
     speaker: str
-    #: the character the speaker plays, when the question asked what that character said ("what did Grog say")
+    #: the character the speaker plays in the session (:func:`memory.models.played_there`), or that the question
+    #: asked what it said ("what did Grog say")
     plays: str | None = None
     text: str
     start_s: float | None
@@ -87,8 +99,8 @@ class HitLine(BaseModel):
     passage: tuple[int, int] | None = None
 
     def who(self, mask: Callable[[str], str] = str) -> str:
-        """The speaker as a reader sees them: "TRAVIS (Grog Strongjaw)" when the question asked for Grog."""
-        return mask(f"{self.speaker} ({self.plays})" if self.plays else self.speaker)
+        """The speaker as every reader sees them (:func:`memory.models.speaker_label`): "TRAVIS (Grog Strongjaw)"."""
+        return mask(speaker_label(self.speaker, self.plays))
 
     def shown(self, mask: Callable[[str], str] = str) -> str:
         """The line as a reader sees it: masked first (a preview never cuts a secret name into a word that no
@@ -169,9 +181,60 @@ async def recall(
     the lines of sessions played then come first). "What did Grog say about Jazna?" that no line of Grog's answers
     is answered by his lines said near those naming her (``_said_near``)."""
     hits = await _recall(mem, embedder, query, limit=limit, mode=mode, embedding=embedding, dm=dm, asker=asker, now=now)
-    if hits or not rank.speaker_asked(query):
-        return hits
-    return await _said_near(mem, query, limit=limit, dm=dm, asker=asker, now=now)
+    if not hits and rank.speaker_asked(query):
+        hits = await _said_near(mem, query, limit=limit, dm=dm, asker=asker, now=now)
+    return await _labelled(mem, hits, dm=dm)
+
+
+async def _labelled(mem: CampaignMemory, hits: list[RecallHit], *, dm: bool) -> list[RecallHit]:
+    """``hits`` with the character each line's speaker plays in its session (``_plays_in``), so a player's line
+    reads "Travis (Grog Strongjaw)" whichever way it was found, as the recap quotes it."""
+    plays = await _plays_in(mem, sorted({h.session_id for h in hits}), dm=dm)
+    for hit in hits:
+        for line in hit.lines:
+            line.plays = plays.get(hit.session_id, {}).get(line.speaker.casefold(), line.plays)
+    return hits
+
+
+async def _plays_in(mem: CampaignMemory, session_ids: list[int], *, dm: bool) -> dict[int, dict[str, str]]:
+    """The character each speaker (casefolded) plays in each of ``session_ids`` (:func:`memory.models.played_there`):
+    of the accepted characters whose ``played_by`` names them, the one that took part (the recap's links). A
+    player's reading: public characters only."""
+    if not session_ids:
+        return {}
+    rows = await mem.db.fetch(
+        """
+        SELECT e.id, e.name, lower(btrim(p.player)) AS player FROM entities e
+        CROSS JOIN LATERAL jsonb_array_elements_text(CASE jsonb_typeof(e.attributes -> 'played_by')
+            WHEN 'array' THEN e.attributes -> 'played_by'
+            WHEN 'string' THEN jsonb_build_array(e.attributes -> 'played_by') ELSE '[]' END) AS p(player)
+        WHERE e.campaign_id = $1 AND e.status = 'accepted' AND ($2 OR e.visibility = 'public')
+        """,
+        mem.campaign_id,
+        dm,
+    )
+    if not rows:
+        return {}
+    characters: dict[str, list[int]] = {}
+    for r in rows:
+        characters.setdefault(r["player"], []).append(r["id"])
+    names = {r["id"]: r["name"] for r in rows}
+    part = await mem.db.fetch(
+        """
+        SELECT r.source_id, (r.provenance ->> 'session_id')::bigint AS session_id FROM relationships r
+        WHERE r.campaign_id = $1 AND r.type = 'took_part_in' AND r.status = 'accepted'
+          AND r.source_id = ANY($2::bigint[]) AND r.provenance ->> 'session_id' = ANY($3::text[])
+        """,
+        mem.campaign_id,
+        sorted(names),
+        [str(i) for i in session_ids],
+    )
+    took: dict[int, set[int]] = {}
+    for r in part:
+        took.setdefault(r["session_id"], set()).add(r["source_id"])
+    return {
+        sid: {who: names[c] for who, c in played_there(characters, took.get(sid, set())).items()} for sid in session_ids
+    }
 
 
 #: Lines from one naming what a speaker was asked about that their lines are looked for in, when none says it:

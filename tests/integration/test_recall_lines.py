@@ -885,6 +885,24 @@ async def test_what_a_character_said_about_someone_no_line_of_theirs_names(campa
     assert hit.matched != [NEAR_MENTION] and hit.answering()[0].text == "Jazna had it coming."
 
 
+async def test_a_players_line_has_one_label_however_it_was_found(campaign: CampaignMemory) -> None:
+    """ "Travis (Grog Strongjaw)" when asked what Grog said, plain "Travis" when found by its words: the speaker is
+    labelled by the character they play in the session whichever way the line was found (as the recap quotes
+    them); a player of several whose session says not which keeps their name."""
+    await campaign.graph.add_entity(
+        EntityIn(name="Grog Strongjaw", type=EntityType.player, aliases=["Grog"], attributes={"played_by": "travis"})
+    )
+    await campaign.graph.add_entity(EntityIn(name="Vax", type=EntityType.player, attributes={"played_by": "LIAM"}))
+    await campaign.graph.add_entity(EntityIn(name="Caleb", type=EntityType.player, attributes={"played_by": "liam"}))
+    ids = await said(campaign, "One", [*FILLER[:4], *AXE_TALK, ("LIAM", "I pocket the silver."), *FILLER[4:8]])
+    for question in ("what did Grog say about the axe", "who touches the axe?"):
+        hits = await recall(campaign, None, question, limit=5, mode="fulltext")
+        line = next(line for hit in hits for line in hit.lines if line.entry_id == ids[6])
+        assert line.who() == "TRAVIS (Grog Strongjaw)", question
+    (hit, *_) = await recall(campaign, None, "who pockets the silver?", limit=5, mode="fulltext")
+    assert hit.answering()[0].who() == "LIAM"
+
+
 async def test_a_character_played_by_several_and_a_speaker_named_like_it(campaign: CampaignMemory) -> None:
     await campaign.graph.add_entity(
         EntityIn(name="Grog", type=EntityType.player, attributes={"played_by": ["TRAVIS", "Zac"]})
